@@ -1,0 +1,286 @@
+//! Stack configuration under Linux's sysctl names (`net.ipv4.tcp_*`, `net.core.*`).
+//!
+//! Every name here has an effect in the engine; an unknown name or a bad value is an
+//! error, never silently ignored.
+
+use serde::Serialize;
+
+/// Why a sysctl could not be set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// No sysctl of that name exists in lowtide.
+    UnknownName(String),
+    /// The value does not parse or is out of range.
+    BadValue {
+        /// The sysctl.
+        name: String,
+        /// The rejected value.
+        value: String,
+        /// What was expected.
+        expected: &'static str,
+    },
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ConfigError::UnknownName(n) => write!(f, "unknown sysctl '{n}'"),
+            ConfigError::BadValue {
+                name,
+                value,
+                expected,
+            } => write!(f, "bad value '{value}' for {name}: expected {expected}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Stack-wide settings. Defaults are Linux 6.x's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// `net.ipv4.tcp_wmem`: send buffer min, default, max (bytes).
+    pub tcp_wmem: [u32; 3],
+    /// `net.ipv4.tcp_rmem`: receive buffer min, default, max (bytes).
+    pub tcp_rmem: [u32; 3],
+    /// `net.ipv4.tcp_sack`: offer and accept SACK (RFC 2018).
+    pub tcp_sack: bool,
+    /// `net.ipv4.tcp_dsack`: send D-SACK blocks (RFC 2883).
+    pub tcp_dsack: bool,
+    /// `net.ipv4.tcp_timestamps`: offer and accept timestamps (RFC 7323).
+    pub tcp_timestamps: bool,
+    /// `net.ipv4.tcp_window_scaling`: offer and accept window scaling (RFC 7323).
+    pub tcp_window_scaling: bool,
+    /// `net.ipv4.tcp_moderate_rcvbuf`: receive buffer autotuning.
+    pub tcp_moderate_rcvbuf: bool,
+    /// `net.ipv4.tcp_slow_start_after_idle`: restart from the initial window after an
+    /// idle period longer than the RTO (RFC 7661's predecessor, RFC 2861).
+    pub tcp_slow_start_after_idle: bool,
+    /// `net.ipv4.tcp_syn_retries`: SYN retransmissions before giving up.
+    pub tcp_syn_retries: u8,
+    /// `net.ipv4.tcp_synack_retries`: SYN-ACK retransmissions before giving up.
+    pub tcp_synack_retries: u8,
+    /// `net.ipv4.tcp_retries2`: RTO retransmissions of data before aborting.
+    pub tcp_retries2: u8,
+    /// `net.ipv4.tcp_fin_timeout`: seconds in FIN-WAIT-2 after close.
+    pub tcp_fin_timeout: u32,
+    /// `net.ipv4.tcp_rto_min_us`: lower bound of the RTO (microseconds).
+    pub tcp_rto_min_us: u32,
+    /// `net.ipv4.tcp_reordering`: initial reordering degree (dupthresh).
+    pub tcp_reordering: u32,
+    /// `net.ipv4.tcp_congestion_control`: the default congestion control.
+    pub tcp_congestion_control: String,
+    /// `net.ipv4.ip_local_port_range`: ephemeral ports (inclusive).
+    pub ip_local_port_range: [u16; 2],
+    /// `net.core.somaxconn`: upper bound of a listen backlog.
+    pub somaxconn: u32,
+    /// The device MTU (not a sysctl: `ip link set mtu`). MSS = MTU - 40 (IPv4) or - 60.
+    pub mtu: u32,
+    /// Initial congestion window in segments (not a sysctl: `ip route ... initcwnd`).
+    pub initcwnd: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            tcp_wmem: [4096, 16384, 4194304],
+            tcp_rmem: [4096, 131072, 6291456],
+            tcp_sack: true,
+            tcp_dsack: true,
+            tcp_timestamps: true,
+            tcp_window_scaling: true,
+            tcp_moderate_rcvbuf: true,
+            tcp_slow_start_after_idle: true,
+            tcp_syn_retries: 6,
+            tcp_synack_retries: 5,
+            tcp_retries2: 15,
+            tcp_fin_timeout: 60,
+            tcp_rto_min_us: 200_000,
+            tcp_reordering: 3,
+            tcp_congestion_control: "reno".into(),
+            ip_local_port_range: [32768, 60999],
+            somaxconn: 4096,
+            mtu: 1500,
+            initcwnd: 10,
+        }
+    }
+}
+
+/// Congestion control algorithms this build offers.
+pub const CONGESTION_CONTROLS: &[&str] = &["reno"];
+
+const BOOL: &str = "0 or 1";
+
+fn parse_bool(name: &str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim() {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(bad(name, v, BOOL)),
+    }
+}
+
+fn bad(name: &str, value: &str, expected: &'static str) -> ConfigError {
+    ConfigError::BadValue {
+        name: name.into(),
+        value: value.into(),
+        expected,
+    }
+}
+
+fn parse_num<T: core::str::FromStr + PartialOrd>(
+    name: &str,
+    v: &str,
+    min: T,
+    max: T,
+    expected: &'static str,
+) -> Result<T, ConfigError> {
+    match v.trim().parse::<T>() {
+        Ok(x) if x >= min && x <= max => Ok(x),
+        _ => Err(bad(name, v, expected)),
+    }
+}
+
+fn parse_triple(name: &str, v: &str) -> Result<[u32; 3], ConfigError> {
+    const EXP: &str = "three byte counts 'min default max' with min <= default <= max";
+    let parts: Vec<&str> = v.split_whitespace().collect();
+    if parts.len() != 3 {
+        return Err(bad(name, v, EXP));
+    }
+    let mut out = [0u32; 3];
+    for (o, p) in out.iter_mut().zip(&parts) {
+        *o = p.parse().map_err(|_| bad(name, v, EXP))?;
+    }
+    if out[0] == 0 || out[0] > out[1] || out[1] > out[2] {
+        return Err(bad(name, v, EXP));
+    }
+    Ok(out)
+}
+
+impl Config {
+    /// Every sysctl name `set` accepts.
+    pub const NAMES: &'static [&'static str] = &[
+        "net.ipv4.tcp_wmem",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_sack",
+        "net.ipv4.tcp_dsack",
+        "net.ipv4.tcp_timestamps",
+        "net.ipv4.tcp_window_scaling",
+        "net.ipv4.tcp_moderate_rcvbuf",
+        "net.ipv4.tcp_slow_start_after_idle",
+        "net.ipv4.tcp_syn_retries",
+        "net.ipv4.tcp_synack_retries",
+        "net.ipv4.tcp_retries2",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_rto_min_us",
+        "net.ipv4.tcp_reordering",
+        "net.ipv4.tcp_congestion_control",
+        "net.ipv4.ip_local_port_range",
+        "net.core.somaxconn",
+    ];
+
+    /// Sets a sysctl by its Linux name (`net.ipv4.tcp_wmem`) from its text form.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let n = name;
+        match name {
+            "net.ipv4.tcp_wmem" => self.tcp_wmem = parse_triple(n, value)?,
+            "net.ipv4.tcp_rmem" => self.tcp_rmem = parse_triple(n, value)?,
+            "net.ipv4.tcp_sack" => self.tcp_sack = parse_bool(n, value)?,
+            "net.ipv4.tcp_dsack" => self.tcp_dsack = parse_bool(n, value)?,
+            "net.ipv4.tcp_timestamps" => self.tcp_timestamps = parse_bool(n, value)?,
+            "net.ipv4.tcp_window_scaling" => self.tcp_window_scaling = parse_bool(n, value)?,
+            "net.ipv4.tcp_moderate_rcvbuf" => self.tcp_moderate_rcvbuf = parse_bool(n, value)?,
+            "net.ipv4.tcp_slow_start_after_idle" => {
+                self.tcp_slow_start_after_idle = parse_bool(n, value)?
+            }
+            "net.ipv4.tcp_syn_retries" => {
+                self.tcp_syn_retries = parse_num(n, value, 1, 127, "1..=127")?
+            }
+            "net.ipv4.tcp_synack_retries" => {
+                self.tcp_synack_retries = parse_num(n, value, 1, 127, "1..=127")?
+            }
+            "net.ipv4.tcp_retries2" => self.tcp_retries2 = parse_num(n, value, 1, 127, "1..=127")?,
+            "net.ipv4.tcp_fin_timeout" => {
+                self.tcp_fin_timeout = parse_num(n, value, 1, 3600, "seconds, 1..=3600")?
+            }
+            "net.ipv4.tcp_rto_min_us" => {
+                self.tcp_rto_min_us = parse_num(n, value, 1, 120_000_000, "microseconds")?
+            }
+            "net.ipv4.tcp_reordering" => {
+                self.tcp_reordering = parse_num(n, value, 1, 300, "1..=300")?
+            }
+            "net.ipv4.tcp_congestion_control" => {
+                let v = value.trim();
+                if !CONGESTION_CONTROLS.contains(&v) {
+                    return Err(bad(n, value, "one of: reno"));
+                }
+                self.tcp_congestion_control = v.into();
+            }
+            "net.ipv4.ip_local_port_range" => self.ip_local_port_range = parse_ports(n, value)?,
+            "net.core.somaxconn" => self.somaxconn = parse_num(n, value, 1, 65535, "1..=65535")?,
+            _ => return Err(ConfigError::UnknownName(name.into())),
+        }
+        Ok(())
+    }
+
+    /// Parses and applies `name=value`.
+    pub fn set_assignment(&mut self, assignment: &str) -> Result<(), ConfigError> {
+        match assignment.split_once('=') {
+            Some((n, v)) => self.set(n.trim(), v),
+            None => Err(bad(assignment, "", "name=value")),
+        }
+    }
+
+    /// The MSS for this MTU and address family, as Linux's `tcp_mtu_to_mss` without
+    /// options (the option space is subtracted per connection).
+    pub fn mss_for(&self, ipv6: bool) -> u32 {
+        let hdr = if ipv6 { 60 } else { 40 };
+        self.mtu.saturating_sub(hdr).max(48)
+    }
+}
+
+fn parse_ports(name: &str, v: &str) -> Result<[u16; 2], ConfigError> {
+    const EXP: &str = "'low high' with 1 <= low <= high <= 65535";
+    let p: Vec<u16> = v
+        .split_whitespace()
+        .map(|s| s.parse::<u16>().map_err(|_| bad(name, v, EXP)))
+        .collect::<Result<_, _>>()?;
+    match p.as_slice() {
+        [lo, hi] if *lo >= 1 && lo <= hi => Ok([*lo, *hi]),
+        _ => Err(bad(name, v, EXP)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_known_names() {
+        let mut c = Config::default();
+        c.set("net.ipv4.tcp_wmem", "4096 65536 8388608").unwrap();
+        assert_eq!(c.tcp_wmem, [4096, 65536, 8388608]);
+        c.set_assignment("net.ipv4.tcp_sack=0").unwrap();
+        assert!(!c.tcp_sack);
+        for name in Config::NAMES {
+            assert!(
+                !matches!(c.set(name, "garbage"), Err(ConfigError::UnknownName(_))),
+                "{name} is listed but not handled"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_unknown_and_bad() {
+        let mut c = Config::default();
+        assert!(matches!(
+            c.set("net.ipv4.tcp_nonsense", "1"),
+            Err(ConfigError::UnknownName(_))
+        ));
+        assert!(c.set("net.ipv4.tcp_wmem", "1 2").is_err());
+        assert!(c.set("net.ipv4.tcp_wmem", "10 5 20").is_err());
+        assert!(c.set("net.ipv4.tcp_sack", "yes").is_err());
+        assert!(c.set("net.ipv4.ip_local_port_range", "9 3").is_err());
+        assert!(c.set("net.ipv4.tcp_congestion_control", "vegas").is_err());
+        assert_eq!(c, Config::default());
+    }
+}

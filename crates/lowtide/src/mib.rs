@@ -1,0 +1,211 @@
+//! Stack-wide counters under Linux's nstat names (`/proc/net/snmp`, `netstat`).
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+macro_rules! mib {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// One counter, named exactly as `nstat` names it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[allow(clippy::upper_case_acronyms)]
+        pub enum Mib { $($(#[$doc])* $name,)* }
+
+        impl Mib {
+            /// Every counter, in display order.
+            pub const ALL: &'static [Mib] = &[$(Mib::$name,)*];
+            /// The nstat name.
+            pub fn name(self) -> &'static str {
+                match self { $(Mib::$name => stringify!($name),)* }
+            }
+            /// Looks a counter up by its nstat name.
+            pub fn from_name(name: &str) -> Option<Mib> {
+                Self::ALL.iter().copied().find(|m| m.name() == name)
+            }
+        }
+    };
+}
+
+mib! {
+    /// IP packets received (a GRO super-packet counts once).
+    IpInReceives,
+    /// IP packets dropped for a header error (bad checksum, bad length, bad version).
+    IpInHdrErrors,
+    /// IP packets addressed to an address this stack does not own.
+    IpInAddrErrors,
+    /// IP packets with a protocol this stack does not handle.
+    IpInUnknownProtos,
+    /// IP packets delivered to TCP.
+    IpInDelivers,
+    /// IP packets handed to the device (a GSO packet counts once).
+    IpOutRequests,
+    /// IP bytes received.
+    IpExtInOctets,
+    /// IP bytes sent.
+    IpExtOutOctets,
+    /// Active opens (SYN sent).
+    TcpActiveOpens,
+    /// Passive opens (SYN received on a listener).
+    TcpPassiveOpens,
+    /// Failed connection attempts.
+    TcpAttemptFails,
+    /// Resets received in ESTABLISHED or CLOSE-WAIT.
+    TcpEstabResets,
+    /// Segments received (MSS-sized; a GRO packet counts its segments).
+    TcpInSegs,
+    /// Segments sent (MSS-sized; a GSO packet counts its segments), retransmits excluded.
+    TcpOutSegs,
+    /// Segments retransmitted.
+    TcpRetransSegs,
+    /// Segments received with a TCP error (bad checksum, bad header).
+    TcpInErrs,
+    /// Segments with a bad checksum.
+    TcpInCsumErrors,
+    /// Resets sent.
+    TcpOutRsts,
+    /// Timer-driven retransmissions (RTO).
+    TcpExtTCPTimeouts,
+    /// Fast retransmits.
+    TcpExtTCPFastRetrans,
+    /// Retransmits in slow start after an RTO.
+    TcpExtTCPSlowStartRetrans,
+    /// Retransmits for other reasons.
+    TcpExtTCPLostRetransmit,
+    /// Loss recovery episodes entered on SACK.
+    TcpExtTCPSackRecovery,
+    /// Loss recovery episodes entered without SACK (NewReno).
+    TcpExtTCPRenoRecovery,
+    /// SACKed bytes moved onto an already SACKed skb (`tcp_shift_skb_data`).
+    TcpExtTCPSackShifted,
+    /// SACKed skbs merged away.
+    TcpExtTCPSackMerged,
+    /// SACK blocks ignored as invalid.
+    TcpExtTCPSACKDiscard,
+    /// D-SACK blocks ignored as invalid.
+    TcpExtTCPDSACKIgnoredOld,
+    /// The peer reneged on SACKed data.
+    TcpExtTCPSACKReneging,
+    /// D-SACK blocks received.
+    TcpExtTCPDSACKRecv,
+    /// D-SACK blocks sent for old (below rcv_nxt) duplicates.
+    TcpExtTCPDSACKOldSent,
+    /// D-SACK blocks sent for out-of-order duplicates.
+    TcpExtTCPDSACKOfoSent,
+    /// Tail loss probes sent.
+    TcpExtTCPLossProbes,
+    /// Spurious RTOs detected (F-RTO).
+    TcpExtTCPSpuriousRTOs,
+    /// Delayed ACKs sent.
+    TcpExtDelayedACKs,
+    /// Segments queued out of order.
+    TcpExtTCPOFOQueue,
+    /// Out-of-order segments dropped (no receive space).
+    TcpExtTCPOFODrop,
+    /// Segments dropped for lack of receive space.
+    TcpExtTCPRcvQDrop,
+    /// Segments that arrived entirely below rcv_nxt.
+    TcpExtTCPPureDup,
+    /// Segments dropped by the PAWS check (RFC 7323 section 5).
+    TcpExtPAWSEstab,
+    /// Challenge ACKs sent (RFC 5961).
+    TcpExtTCPChallengeACK,
+    /// SYNs received in window (RFC 5961 section 4).
+    TcpExtTCPSYNChallenge,
+    /// Out-of-window segments answered with a duplicate ACK.
+    TcpExtTCPACKSkippedSeq,
+    /// Zero-window probes sent.
+    TcpExtTCPWinProbe,
+    /// Times the receive window was advertised as zero.
+    TcpExtTCPToZeroWindowAdv,
+    /// Times the receive window reopened from zero.
+    TcpExtTCPFromZeroWindowAdv,
+    /// Connections reset on data after close.
+    TcpExtTCPAbortOnData,
+    /// Connections aborted by close with unread data.
+    TcpExtTCPAbortOnClose,
+    /// Connections aborted after too many retransmissions.
+    TcpExtTCPAbortOnTimeout,
+    /// Listen queue overflows (a SYN dropped for a full accept queue).
+    TcpExtListenOverflows,
+    /// SYNs dropped at a listener for any reason.
+    TcpExtListenDrops,
+    /// Connections that entered TIME-WAIT.
+    TcpExtTW,
+    /// Segments dropped for malformed TCP options.
+    TcpExtTCPBadOptions,
+    /// Packets the device dropped (its queue was full), as `qdisc drops`.
+    TcpExtTCPQdiscDrops,
+}
+
+/// Stack-wide counters, indexed by [`Mib`].
+#[derive(Debug, Clone)]
+pub struct Counters {
+    values: Vec<u64>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            values: vec![0; Mib::ALL.len()],
+        }
+    }
+}
+
+impl Counters {
+    /// Adds `n` to a counter.
+    #[inline]
+    pub fn add(&mut self, mib: Mib, n: u64) {
+        self.values[mib as usize] += n;
+    }
+    /// Adds one to a counter.
+    #[inline]
+    pub fn inc(&mut self, mib: Mib) {
+        self.add(mib, 1);
+    }
+    /// The value of a counter.
+    pub fn get(&self, mib: Mib) -> u64 {
+        self.values[mib as usize]
+    }
+    /// Every counter with its nstat name.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Mib::ALL.iter().map(|m| (m.name(), self.get(*m)))
+    }
+    /// Adds every counter of `other` into `self`.
+    pub fn merge(&mut self, other: &Counters) {
+        for (a, b) in self.values.iter_mut().zip(&other.values) {
+            *a += b;
+        }
+    }
+}
+
+impl Serialize for Counters {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.values.len()))?;
+        for (name, v) in self.iter() {
+            map.serialize_entry(name, &v)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for m in Mib::ALL {
+            assert_eq!(Mib::from_name(m.name()), Some(*m));
+        }
+        assert_eq!(Mib::IpOutRequests.name(), "IpOutRequests");
+        assert_eq!(Mib::from_name("NoSuchCounter"), None);
+    }
+
+    #[test]
+    fn add_and_merge() {
+        let mut a = Counters::default();
+        a.add(Mib::TcpOutSegs, 3);
+        let mut b = Counters::default();
+        b.inc(Mib::TcpOutSegs);
+        a.merge(&b);
+        assert_eq!(a.get(Mib::TcpOutSegs), 4);
+    }
+}

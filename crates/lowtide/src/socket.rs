@@ -1,0 +1,147 @@
+//! Types of the socket API that [`crate::Stack`] offers: handles, events, errors.
+
+use serde::Serialize;
+
+/// A socket (listener or connection) owned by a [`crate::Stack`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SocketHandle {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+impl SocketHandle {
+    /// A small integer naming the socket, stable while it lives (like a file descriptor).
+    pub fn index(self) -> u32 {
+        self.index
+    }
+}
+
+impl core::fmt::Display for SocketHandle {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "sk{}", self.index)
+    }
+}
+
+/// A readiness change, delivered by [`crate::Stack::poll_event`] (edge-triggered, like
+/// `EPOLLET`: each is delivered once per change, so a caller can count wakeups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketEvent {
+    /// The socket.
+    pub socket: SocketHandle,
+    /// What changed.
+    pub kind: EventKind,
+}
+
+/// What a [`SocketEvent`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// An active open completed (ESTABLISHED); the socket is writable.
+    Connected,
+    /// A listener has a connection to accept (`EPOLLIN` on a listener).
+    Acceptable,
+    /// New data can be read (`EPOLLIN`).
+    Readable,
+    /// Send space opened after a write could not take everything (`EPOLLOUT`,
+    /// `sk_write_space`).
+    Writable,
+    /// The peer closed its side; reads return end of stream after the data
+    /// (`EPOLLRDHUP`).
+    ReadHangUp,
+    /// The connection failed or was reset (`EPOLLERR`); the error is returned by the
+    /// next operation and by [`crate::Stack::socket_error`].
+    Error(SocketError),
+    /// Both directions are finished and the connection reached CLOSED or TIME-WAIT
+    /// (`EPOLLHUP`).
+    HangUp,
+}
+
+/// Errors of socket operations, named after the errno Linux returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SocketError {
+    /// `EAGAIN`: nothing can be done now; wait for an event.
+    WouldBlock,
+    /// `EBADF`: the handle does not name a live socket.
+    BadHandle,
+    /// `ENOTCONN`: the socket is not connected.
+    NotConnected,
+    /// `EINVAL`: the operation does not fit the socket's state or the arguments.
+    InvalidInput,
+    /// `EPIPE`: writing after shutdown or after the connection ended.
+    BrokenPipe,
+    /// `ECONNREFUSED`: the peer answered the SYN with a reset.
+    ConnectionRefused,
+    /// `ECONNRESET`: the peer reset the connection.
+    ConnectionReset,
+    /// `ETIMEDOUT`: retransmissions exhausted.
+    TimedOut,
+    /// `EADDRINUSE`: the local address and port are taken.
+    AddrInUse,
+    /// `EADDRNOTAVAIL`: no such local address, or no ephemeral port left.
+    AddrNotAvailable,
+}
+
+impl core::fmt::Display for SocketError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let s = match self {
+            SocketError::WouldBlock => "operation would block (EAGAIN)",
+            SocketError::BadHandle => "bad socket handle (EBADF)",
+            SocketError::NotConnected => "socket not connected (ENOTCONN)",
+            SocketError::InvalidInput => "invalid argument (EINVAL)",
+            SocketError::BrokenPipe => "broken pipe (EPIPE)",
+            SocketError::ConnectionRefused => "connection refused (ECONNREFUSED)",
+            SocketError::ConnectionReset => "connection reset by peer (ECONNRESET)",
+            SocketError::TimedOut => "connection timed out (ETIMEDOUT)",
+            SocketError::AddrInUse => "address in use (EADDRINUSE)",
+            SocketError::AddrNotAvailable => "address not available (EADDRNOTAVAIL)",
+        };
+        f.write_str(s)
+    }
+}
+
+impl std::error::Error for SocketError {}
+
+/// Which direction [`crate::Stack::shutdown`] closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// `SHUT_RD`.
+    Read,
+    /// `SHUT_WR`: send FIN after the queued data.
+    Write,
+    /// `SHUT_RDWR`.
+    Both,
+}
+
+/// A packet for the device: one IP packet, possibly a GSO super-packet.
+///
+/// The TCP checksum field holds only the pseudo-header sum (Linux's
+/// CHECKSUM_PARTIAL): the device finishes it, per segment, with
+/// [`lowtide_wire::gso::segment`] (or in hardware).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// IP header, TCP header and payload.
+    pub packet: Vec<u8>,
+    /// Segment size for GSO; 0 if the packet is a single segment.
+    pub gso_size: u16,
+    /// Number of wire segments the device will make of it.
+    pub gso_segs: u16,
+    /// Give this back to [`crate::Stack::handle_tx_complete`] once the device has
+    /// finished with the packet (sent or dropped it): TX completion.
+    pub token: TxToken,
+}
+
+/// Identifies a sent packet for its TX completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TxToken {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+    pub(crate) truesize: u32,
+}
+
+/// Whether the caller already verified the checksums of a received packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxChecksum {
+    /// Verify IP and TCP checksums (software path).
+    Verify,
+    /// The device verified them (`CHECKSUM_UNNECESSARY`, e.g. after GRO).
+    Unnecessary,
+}

@@ -1,0 +1,607 @@
+//! The stack: sockets, demultiplexing, timers, and the sans-IO entry points.
+
+use crate::config::Config;
+use crate::mib::{Counters, Mib};
+use crate::rng::Rng;
+use crate::socket::*;
+use crate::tcp::{self, Ctx, FourTuple, Listener, Tcb, TcpState};
+use crate::time::Instant;
+use lowtide_wire::ip::{IpRepr, PROTO_TCP};
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+use lowtide_wire::{checksum, WireError};
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use tracing::trace;
+
+enum Sock {
+    Listener(Listener),
+    Tcp(Box<Tcb>),
+}
+
+struct Slot {
+    generation: u32,
+    sock: Option<Sock>,
+    /// The deadline this slot has in the timer heap, if any.
+    armed: Option<Instant>,
+    /// The application closed its handle; the connection lives on as an orphan.
+    orphan: bool,
+}
+
+/// A TCP/IP stack: every socket of one host, driven by its caller (see the crate docs
+/// for the order of calls).
+pub struct Stack {
+    cfg: Config,
+    rng: Rng,
+    addrs: Vec<IpAddr>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    conns: FxHashMap<FourTuple, u32>,
+    listeners: FxHashMap<SocketAddr, u32>,
+    timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    out: VecDeque<Transmit>,
+    events: VecDeque<SocketEvent>,
+    mib: Counters,
+    ip_id: u16,
+}
+
+impl Stack {
+    /// A stack with the given configuration, seeded for its random choices (initial
+    /// sequence numbers, ephemeral ports, IPv4 ids).
+    pub fn new(cfg: Config, seed: u64) -> Stack {
+        let mut rng = Rng::new(seed);
+        let ip_id = rng.next_u32() as u16;
+        Stack {
+            cfg,
+            rng,
+            addrs: Vec::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            conns: FxHashMap::default(),
+            listeners: FxHashMap::default(),
+            timers: BinaryHeap::new(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            mib: Counters::default(),
+            ip_id,
+        }
+    }
+
+    /// Adds a local address: packets to it are accepted, sockets may bind to it.
+    pub fn add_address(&mut self, addr: IpAddr) {
+        if !self.addrs.contains(&addr) {
+            self.addrs.push(addr);
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Stack-wide counters (nstat names).
+    pub fn counters(&self) -> &Counters {
+        &self.mib
+    }
+
+    // ---- sans-IO entry points -------------------------------------------------------
+
+    /// Handles one received IP packet (possibly a GRO super-packet). Malformed
+    /// packets are dropped and counted; nothing here panics on hostile input.
+    pub fn handle_packet(&mut self, now: Instant, packet: &[u8], csum: RxChecksum) {
+        self.mib.inc(Mib::IpInReceives);
+        self.mib.add(Mib::IpExtInOctets, packet.len() as u64);
+        let verify = csum == RxChecksum::Verify;
+        let ip = match IpRepr::parse(packet, verify) {
+            Ok(ip) => ip,
+            Err(e) => return self.drop_ip(e),
+        };
+        if !self.addrs.contains(&ip.dst) {
+            self.mib.inc(Mib::IpInAddrErrors);
+            trace!(dst = %ip.dst, "drop: not our address");
+            return;
+        }
+        if ip.protocol != PROTO_TCP {
+            self.mib.inc(Mib::IpInUnknownProtos);
+            return;
+        }
+        self.mib.inc(Mib::IpInDelivers);
+        let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
+        self.tcp_v4_rcv(now, &ip, seg, verify);
+    }
+
+    fn drop_ip(&mut self, e: WireError) {
+        match e {
+            WireError::Unsupported => self.mib.inc(Mib::IpInUnknownProtos),
+            _ => self.mib.inc(Mib::IpInHdrErrors),
+        }
+        trace!(error = %e, "drop: bad IP header");
+    }
+
+    /// The next packet for the device, if any.
+    pub fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+
+    /// The device has finished with a packet from [`Stack::poll_transmit`] (TX
+    /// completion). A throttled socket may send again.
+    pub fn handle_tx_complete(&mut self, now: Instant, token: TxToken) {
+        let Some(slot) = self.live_slot(token.index, token.generation) else {
+            return;
+        };
+        self.with_tcb(now, slot, |tcb, ctx| tcb.on_tx_complete(ctx, token.truesize));
+    }
+
+    /// When [`Stack::handle_timeout`] should next be called, if ever.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        while let Some(Reverse((at, index, generation))) = self.timers.peek().copied() {
+            if self.is_current_timer(at, index, generation) {
+                return Some(at);
+            }
+            self.timers.pop();
+        }
+        None
+    }
+
+    fn is_current_timer(&self, at: Instant, index: u32, generation: u32) -> bool {
+        self.slots
+            .get(index as usize)
+            .is_some_and(|s| s.generation == generation && s.armed == Some(at))
+    }
+
+    /// Runs every timer due at or before `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(Reverse((at, index, generation))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            if !self.is_current_timer(at, index, generation) {
+                continue;
+            }
+            self.slots[index as usize].armed = None;
+            self.with_tcb(now, index, |tcb, ctx| tcb.on_timer(ctx));
+        }
+    }
+
+    /// The next readiness event, if any.
+    pub fn poll_event(&mut self) -> Option<SocketEvent> {
+        self.events.pop_front()
+    }
+
+    // ---- socket API -----------------------------------------------------------------
+
+    /// Opens a listener on `local` (an unspecified IP listens on every address).
+    pub fn listen(&mut self, local: SocketAddr, backlog: u32) -> Result<SocketHandle, SocketError> {
+        if local.port() == 0 {
+            return Err(SocketError::InvalidInput);
+        }
+        if !local.ip().is_unspecified() && !self.addrs.contains(&local.ip()) {
+            return Err(SocketError::AddrNotAvailable);
+        }
+        if self.listeners.contains_key(&local) {
+            return Err(SocketError::AddrInUse);
+        }
+        let backlog = backlog.clamp(1, self.cfg.somaxconn);
+        let h = self.alloc(Sock::Listener(Listener::new(local, backlog)));
+        self.listeners.insert(local, h.index);
+        Ok(h)
+    }
+
+    /// Takes an established connection from a listener's accept queue.
+    pub fn accept(&mut self, listener: SocketHandle) -> Result<SocketHandle, SocketError> {
+        let l = self.listener_mut(listener)?;
+        let idx = l.accept_queue.pop_front().ok_or(SocketError::WouldBlock)?;
+        let generation = self.slots[idx as usize].generation;
+        if let Some(Sock::Tcp(t)) = &mut self.slots[idx as usize].sock {
+            t.parent = None;
+        }
+        Ok(SocketHandle {
+            index: idx,
+            generation,
+        })
+    }
+
+    /// Starts an active open from `local` (port 0 picks an ephemeral port) to `remote`.
+    /// Completion is reported as [`EventKind::Connected`] or an error event.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+    ) -> Result<SocketHandle, SocketError> {
+        if remote.port() == 0 || remote.ip().is_unspecified() || local.is_ipv4() != remote.is_ipv4()
+        {
+            return Err(SocketError::InvalidInput);
+        }
+        if !self.addrs.contains(&local.ip()) {
+            return Err(SocketError::AddrNotAvailable);
+        }
+        let tuple = self.pick_tuple(local, remote)?;
+        let iss = self.rng.next_u32();
+        let tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        let h = self.alloc(Sock::Tcp(Box::new(tcb)));
+        self.conns.insert(tuple, h.index);
+        self.with_tcb(now, h.index, |tcb, ctx| tcb.connect(ctx));
+        Ok(h)
+    }
+
+    fn pick_tuple(&mut self, local: SocketAddr, remote: SocketAddr) -> Result<FourTuple, SocketError> {
+        if local.port() != 0 {
+            let t = FourTuple { local, remote };
+            return match self.conns.contains_key(&t) {
+                true => Err(SocketError::AddrInUse),
+                false => Ok(t),
+            };
+        }
+        let [lo, hi] = self.cfg.ip_local_port_range;
+        let span = (hi - lo) as u32 + 1;
+        let start = self.rng.range_u32(0, span - 1);
+        for i in 0..span {
+            let port = lo + ((start + i) % span) as u16;
+            let t = FourTuple {
+                local: SocketAddr::new(local.ip(), port),
+                remote,
+            };
+            if !self.conns.contains_key(&t) {
+                return Ok(t);
+            }
+        }
+        Err(SocketError::AddrNotAvailable)
+    }
+
+    /// Queues bytes for sending (`send(2)`): returns how many were taken; a partial
+    /// count or `WouldBlock` when the send buffer is full.
+    pub fn send(&mut self, now: Instant, h: SocketHandle, data: &[u8]) -> Result<usize, SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data))
+    }
+
+    /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.
+    pub fn recv(&mut self, now: Instant, h: SocketHandle, buf: &mut [u8]) -> Result<usize, SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.recvmsg(ctx, buf))
+    }
+
+    /// Bytes ready to read.
+    pub fn recv_queue_len(&self, h: SocketHandle) -> Result<usize, SocketError> {
+        Ok(self.tcb(h)?.rcv_queue_len())
+    }
+
+    /// `shutdown(2)`.
+    pub fn shutdown(&mut self, now: Instant, h: SocketHandle, how: Shutdown) -> Result<(), SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.shutdown(ctx, how))
+    }
+
+    /// `close(2)`: the handle becomes invalid; the connection finishes in the
+    /// background (FIN after queued data, or RST if unread data remains).
+    pub fn close(&mut self, now: Instant, h: SocketHandle) -> Result<(), SocketError> {
+        let index = self.handle_slot(h)?;
+        if let Some(Sock::Listener(l)) = &self.slots[index as usize].sock {
+            let (local, pending): (SocketAddr, Vec<u32>) =
+                (l.local, l.accept_queue.iter().copied().collect());
+            self.listeners.remove(&local);
+            self.free_slot(index);
+            for child in pending {
+                self.slots[child as usize].orphan = true;
+                self.with_tcb(now, child, |tcb, ctx| tcb.abort(ctx));
+            }
+            return Ok(());
+        }
+        self.slots[index as usize].orphan = true;
+        self.with_tcb(now, index, |tcb, ctx| tcb.close(ctx));
+        Ok(())
+    }
+
+    /// Aborts a connection with RST (`SO_LINGER` 0 then `close(2)`).
+    pub fn abort(&mut self, now: Instant, h: SocketHandle) -> Result<(), SocketError> {
+        let index = self.user_slot(h)?;
+        self.slots[index as usize].orphan = true;
+        self.with_tcb(now, index, |tcb, ctx| tcb.abort(ctx));
+        Ok(())
+    }
+
+    /// `TCP_NODELAY`: turn Nagle's algorithm off (`true`) or on.
+    pub fn set_nodelay(&mut self, h: SocketHandle, nodelay: bool) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.nodelay = nodelay;
+        Ok(())
+    }
+
+    /// `SO_SNDBUF`: fixes the send buffer (Linux doubles the value and turns off send
+    /// buffer autotuning for the socket).
+    pub fn set_sndbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.set_sndbuf(bytes);
+        Ok(())
+    }
+
+    /// `SO_RCVBUF`: fixes the receive buffer (doubled, autotuning off), before connect.
+    pub fn set_rcvbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.set_rcvbuf(bytes);
+        Ok(())
+    }
+
+    /// The connection's state.
+    pub fn state(&self, h: SocketHandle) -> Result<TcpState, SocketError> {
+        match self.slot_sock(h)? {
+            Sock::Listener(_) => Ok(TcpState::Listen),
+            Sock::Tcp(t) => Ok(t.state),
+        }
+    }
+
+    /// The pending socket error (`SO_ERROR`), cleared by reading it.
+    pub fn socket_error(&mut self, h: SocketHandle) -> Result<Option<SocketError>, SocketError> {
+        Ok(self.tcb_mut(h)?.sk_err.take())
+    }
+
+    /// The local and remote addresses of a connection.
+    pub fn addresses(&self, h: SocketHandle) -> Result<(SocketAddr, SocketAddr), SocketError> {
+        let t = self.tcb(h)?;
+        Ok((t.tuple.local, t.tuple.remote))
+    }
+
+    /// A `tcp_info` snapshot of a connection.
+    pub fn info(&self, now: Instant, h: SocketHandle) -> Result<tcp::info::TcpInfo, SocketError> {
+        Ok(self.tcb(h)?.info(now))
+    }
+
+    /// Live connections (orphans included).
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    // ---- internals ------------------------------------------------------------------
+
+    fn alloc(&mut self, sock: Sock) -> SocketHandle {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    sock: None,
+                    armed: None,
+                    orphan: false,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.sock = Some(sock);
+        slot.armed = None;
+        slot.orphan = false;
+        if let Some(Sock::Tcp(t)) = &mut slot.sock {
+            t.handle = SocketHandle {
+                index,
+                generation: slot.generation,
+            };
+        }
+        SocketHandle {
+            index,
+            generation: slot.generation,
+        }
+    }
+
+    fn free_slot(&mut self, index: u32) {
+        let slot = &mut self.slots[index as usize];
+        if let Some(Sock::Tcp(t)) = slot.sock.take() {
+            self.conns.remove(&t.tuple);
+            if let Some(parent) = t.parent {
+                if let Some(Sock::Listener(l)) = &mut self.slots[parent as usize].sock {
+                    l.forget_child(index);
+                }
+            }
+        }
+        let slot = &mut self.slots[index as usize];
+        slot.sock = None;
+        slot.armed = None;
+        slot.orphan = false;
+        self.free.push(index);
+    }
+
+    fn live_slot(&self, index: u32, generation: u32) -> Option<u32> {
+        let s = self.slots.get(index as usize)?;
+        (s.generation == generation && matches!(s.sock, Some(Sock::Tcp(_)))).then_some(index)
+    }
+
+    /// A handle the application may use: live and not closed.
+    fn handle_slot(&self, h: SocketHandle) -> Result<u32, SocketError> {
+        match self.slots.get(h.index as usize) {
+            Some(s) if s.generation == h.generation && s.sock.is_some() && !s.orphan => Ok(h.index),
+            _ => Err(SocketError::BadHandle),
+        }
+    }
+
+    fn user_slot(&self, h: SocketHandle) -> Result<u32, SocketError> {
+        let i = self.handle_slot(h)?;
+        match self.slots[i as usize].sock {
+            Some(Sock::Tcp(_)) => Ok(i),
+            _ => Err(SocketError::InvalidInput),
+        }
+    }
+
+    fn slot_sock(&self, h: SocketHandle) -> Result<&Sock, SocketError> {
+        let i = self.handle_slot(h)?;
+        Ok(self.slots[i as usize].sock.as_ref().expect("checked live"))
+    }
+
+    fn tcb(&self, h: SocketHandle) -> Result<&Tcb, SocketError> {
+        match self.slot_sock(h)? {
+            Sock::Tcp(t) => Ok(t),
+            Sock::Listener(_) => Err(SocketError::InvalidInput),
+        }
+    }
+
+    fn tcb_mut(&mut self, h: SocketHandle) -> Result<&mut Tcb, SocketError> {
+        let i = self.user_slot(h)?;
+        match &mut self.slots[i as usize].sock {
+            Some(Sock::Tcp(t)) => Ok(t),
+            _ => Err(SocketError::InvalidInput),
+        }
+    }
+
+    fn listener_mut(&mut self, h: SocketHandle) -> Result<&mut Listener, SocketError> {
+        let i = self.handle_slot(h)?;
+        match &mut self.slots[i as usize].sock {
+            Some(Sock::Listener(l)) => Ok(l),
+            _ => Err(SocketError::InvalidInput),
+        }
+    }
+
+    /// Runs `f` on the connection in `index` with a context, then does the
+    /// bookkeeping every connection event needs: timer re-arm, accept queue, freeing.
+    fn with_tcb<R>(&mut self, now: Instant, index: u32, f: impl FnOnce(&mut Tcb, &mut Ctx) -> R) -> R {
+        let slot = &mut self.slots[index as usize];
+        let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
+            unreachable!("with_tcb on a non-TCP slot");
+        };
+        let mut ctx = Ctx {
+            now,
+            cfg: &self.cfg,
+            mib: &mut self.mib,
+            out: &mut self.out,
+            events: &mut self.events,
+            ip_id: &mut self.ip_id,
+        };
+        let r = f(tcb, &mut ctx);
+        self.after_tcb(now, index);
+        r
+    }
+
+    fn after_tcb(&mut self, _now: Instant, index: u32) {
+        let slot = &mut self.slots[index as usize];
+        let generation = slot.generation;
+        let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
+            return;
+        };
+        if tcb.state == TcpState::Closed && (slot.orphan || tcb.parent.is_some() && !tcb.accepted_ready) {
+            self.free_slot(index);
+            return;
+        }
+        if tcb.accepted_ready && tcb.parent.is_some() && !tcb.in_accept_queue {
+            tcb.in_accept_queue = true;
+            let parent = tcb.parent.unwrap_or_default();
+            self.child_established(parent, index);
+        }
+        let slot = &mut self.slots[index as usize];
+        let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
+            return;
+        };
+        if let Some(d) = tcb.next_deadline() {
+            if slot.armed.is_none_or(|a| d < a) {
+                slot.armed = Some(d);
+                self.timers.push(Reverse((d, index, generation)));
+            }
+        }
+    }
+
+    fn child_established(&mut self, parent: u32, child: u32) {
+        let pgen = self.slots[parent as usize].generation;
+        if let Some(Sock::Listener(l)) = &mut self.slots[parent as usize].sock {
+            l.accept_queue.push_back(child);
+            self.events.push_back(SocketEvent {
+                socket: SocketHandle {
+                    index: parent,
+                    generation: pgen,
+                },
+                kind: EventKind::Acceptable,
+            });
+        }
+    }
+
+    /// `tcp_v4_rcv`: checksum, demultiplex, hand the segment to its socket.
+    fn tcp_v4_rcv(&mut self, now: Instant, ip: &IpRepr, seg: &[u8], verify: bool) {
+        if verify && !checksum::verify_tcp(ip.src, ip.dst, seg) {
+            self.mib.inc(Mib::TcpInErrs);
+            self.mib.inc(Mib::TcpInCsumErrors);
+            trace!(src = %ip.src, "drop: bad TCP checksum");
+            return;
+        }
+        let (th, hlen) = match TcpRepr::parse(seg) {
+            Ok(x) => x,
+            Err(e) => {
+                self.mib.inc(Mib::TcpInErrs);
+                if e == WireError::Malformed {
+                    self.mib.inc(Mib::TcpExtTCPBadOptions);
+                }
+                trace!(error = %e, "drop: bad TCP header");
+                return;
+            }
+        };
+        let payload = &seg[hlen..];
+        let mss = self.cfg.mss_for(ip.src.is_ipv6()) as usize;
+        self.mib.add(Mib::TcpInSegs, payload.len().div_ceil(mss).max(1) as u64);
+        let tuple = FourTuple {
+            local: SocketAddr::new(ip.dst, th.dst_port),
+            remote: SocketAddr::new(ip.src, th.src_port),
+        };
+        if let Some(&index) = self.conns.get(&tuple) {
+            self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, &th, payload));
+            return;
+        }
+        if let Some(l) = self.find_listener(tuple.local) {
+            return self.listen_rcv(now, l, tuple, ip, &th, payload);
+        }
+        self.send_reset_for(now, tuple, &th, payload.len());
+    }
+
+    fn find_listener(&self, local: SocketAddr) -> Option<u32> {
+        let any = match local {
+            SocketAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        };
+        self.listeners
+            .get(&local)
+            .or_else(|| self.listeners.get(&SocketAddr::new(any, local.port())))
+            .copied()
+    }
+
+    /// `tcp_v4_conn_request` and friends: a segment for a listener.
+    fn listen_rcv(&mut self, now: Instant, l: u32, tuple: FourTuple, ip: &IpRepr, th: &TcpRepr, payload: &[u8]) {
+        let f = th.flags;
+        if f.contains(TcpFlags::RST) {
+            return;
+        }
+        if f.contains(TcpFlags::ACK) {
+            // RFC 9293 3.10.7.2: an ACK to a listener gets a reset.
+            return self.send_reset_for(now, tuple, th, payload.len());
+        }
+        if !f.contains(TcpFlags::SYN) || f.contains(TcpFlags::FIN) {
+            return;
+        }
+        let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
+            return;
+        };
+        if lst.is_full() {
+            self.mib.inc(Mib::TcpExtListenOverflows);
+            self.mib.inc(Mib::TcpExtListenDrops);
+            trace!(%tuple.remote, "drop SYN: accept queue full");
+            return;
+        }
+        lst.pending += 1;
+        self.mib.inc(Mib::TcpPassiveOpens);
+        let iss = self.rng.next_u32();
+        let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        tcb.parent = Some(l);
+        let h = self.alloc(Sock::Tcp(Box::new(tcb)));
+        self.conns.insert(tuple, h.index);
+        self.with_tcb(now, h.index, |tcb, ctx| tcb.passive_open(ctx, ip, th));
+    }
+
+    /// RFC 9293 3.10.7.1: a segment for no connection is answered with a reset.
+    fn send_reset_for(&mut self, now: Instant, tuple: FourTuple, th: &TcpRepr, len: usize) {
+        if th.flags.contains(TcpFlags::RST) {
+            return;
+        }
+        let mut ctx = Ctx {
+            now,
+            cfg: &self.cfg,
+            mib: &mut self.mib,
+            out: &mut self.out,
+            events: &mut self.events,
+            ip_id: &mut self.ip_id,
+        };
+        tcp::output::send_reset(&mut ctx, tuple, th, len);
+    }
+}

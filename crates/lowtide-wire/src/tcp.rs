@@ -113,21 +113,207 @@ impl TcpRepr {
     /// whose length is below 2 or runs past the header, is `Malformed`; known options
     /// with an unexpected length are ignored as Linux's `tcp_parse_options` does.
     pub fn parse(segment: &[u8]) -> Result<(TcpRepr, usize), WireError> {
-        let _ = segment;
-        todo!()
+        if segment.len() < TCP_HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let header_len = data_offset(segment);
+        if header_len < TCP_HEADER_LEN || header_len > segment.len() {
+            return Err(WireError::Malformed);
+        }
+        let repr = TcpRepr {
+            src_port: be16(segment, 0),
+            dst_port: be16(segment, 2),
+            seq: be32(segment, 4),
+            ack: be32(segment, 8),
+            flags: TcpFlags(segment[13]),
+            window: be16(segment, 14),
+            urgent: be16(segment, 18),
+            options: parse_options(&segment[TCP_HEADER_LEN..header_len])?,
+        };
+        Ok((repr, header_len))
     }
 
     /// Length of the header `emit` writes, options included, padded to 4 bytes.
     pub fn header_len(&self) -> usize {
-        todo!()
+        let o = &self.options;
+        let sack = self.emitted_sack_blocks();
+        TCP_HEADER_LEN + fixed_options_len(o) + sack_option_len(sack)
+    }
+
+    /// How many SACK blocks `emit` writes: the first `sack_len` (at most 4), fewer if
+    /// they would not fit in the 40 bytes of option space with the other options.
+    pub fn emitted_sack_blocks(&self) -> usize {
+        let room = MAX_OPTIONS_LEN - fixed_options_len(&self.options);
+        let mut n = (self.options.sack_len as usize).min(4);
+        while n > 0 && sack_option_len(n) > room {
+            n -= 1;
+        }
+        n
     }
 
     /// Writes the header and options into `buf[..self.header_len()]`, with the
     /// checksum field set to zero. Option layout follows Linux (`tcp_options_write`):
     /// MSS, then SACK-permitted+timestamps packed (`NOP NOP TS` or `SACKOK TS`),
     /// NOP+wscale, NOP NOP + SACK blocks.
+    ///
+    /// SACK blocks that do not fit are dropped from the end (see
+    /// [`TcpRepr::emitted_sack_blocks`]). Panics if `buf` is shorter than
+    /// `header_len()`.
     pub fn emit(&self, buf: &mut [u8]) {
-        let _ = buf;
-        todo!()
+        let len = self.header_len();
+        let buf = &mut buf[..len];
+        buf[0..2].copy_from_slice(&self.src_port.to_be_bytes());
+        buf[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
+        buf[4..8].copy_from_slice(&self.seq.to_be_bytes());
+        buf[8..12].copy_from_slice(&self.ack.to_be_bytes());
+        buf[12] = ((len / 4) as u8) << 4;
+        buf[13] = self.flags.0;
+        buf[14..16].copy_from_slice(&self.window.to_be_bytes());
+        buf[16..18].fill(0);
+        buf[18..20].copy_from_slice(&self.urgent.to_be_bytes());
+        let n = self.emitted_sack_blocks();
+        write_options(&self.options, n, &mut buf[TCP_HEADER_LEN..]);
+    }
+}
+
+/// Option kinds (RFC 9293 section 3.1, RFC 7323, RFC 2018).
+mod kind {
+    pub const EOL: u8 = 0;
+    pub const NOP: u8 = 1;
+    pub const MSS: u8 = 2;
+    pub const WSCALE: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
+    pub const TIMESTAMP: u8 = 8;
+}
+
+/// Most option bytes a header can carry (data offset 15 words).
+pub const MAX_OPTIONS_LEN: usize = 40;
+/// Longest TCP header.
+pub const MAX_TCP_HEADER_LEN: usize = TCP_HEADER_LEN + MAX_OPTIONS_LEN;
+
+/// Reads a big-endian `u16` at `at` (caller checked the length).
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+/// Reads a big-endian `u32` at `at` (caller checked the length).
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Header length claimed by the data offset field (caller checked `len >= 13`).
+fn data_offset(segment: &[u8]) -> usize {
+    (segment[12] >> 4) as usize * 4
+}
+
+/// Walks the option bytes (RFC 9293 section 3.2) like Linux's `tcp_parse_options`.
+fn parse_options(mut opts: &[u8]) -> Result<TcpOptions, WireError> {
+    let mut out = TcpOptions::default();
+    while let Some(&k) = opts.first() {
+        match k {
+            kind::EOL => break,
+            kind::NOP => opts = &opts[1..],
+            _ => {
+                let len = *opts.get(1).ok_or(WireError::Malformed)? as usize;
+                if len < 2 || len > opts.len() {
+                    return Err(WireError::Malformed);
+                }
+                apply_option(&mut out, k, &opts[2..len]);
+                opts = &opts[len..];
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Records one option; known kinds with an unexpected length are ignored.
+fn apply_option(out: &mut TcpOptions, k: u8, body: &[u8]) {
+    match (k, body.len()) {
+        (kind::MSS, 2) => out.mss = Some(be16(body, 0)),
+        (kind::WSCALE, 1) => out.wscale = Some(body[0]),
+        (kind::SACK_PERMITTED, 0) => out.sack_permitted = true,
+        (kind::TIMESTAMP, 8) => out.timestamp = Some((be32(body, 0), be32(body, 4))),
+        // RFC 2018 section 3: 8 bytes per block, at least one.
+        (kind::SACK, n) if n >= 8 && n % 8 == 0 => parse_sack(out, body),
+        _ => {}
+    }
+}
+
+/// Takes the first (at most 4) SACK blocks; a 40-byte option space holds no more.
+fn parse_sack(out: &mut TcpOptions, body: &[u8]) {
+    out.sack = [SackBlock::default(); 4];
+    let mut n = 0;
+    for (slot, b) in out.sack.iter_mut().zip(body.chunks_exact(8)) {
+        *slot = SackBlock {
+            start: be32(b, 0),
+            end: be32(b, 4),
+        };
+        n += 1;
+    }
+    out.sack_len = n;
+}
+
+/// Bytes of every option except SACK blocks, as `write_options` lays them out.
+fn fixed_options_len(o: &TcpOptions) -> usize {
+    let mss = if o.mss.is_some() { 4 } else { 0 };
+    let ts = if o.timestamp.is_some() { 12 } else { 0 };
+    // With timestamps, SACK-permitted replaces the two NOPs before TS.
+    let sackok = if o.sack_permitted && o.timestamp.is_none() { 4 } else { 0 };
+    let ws = if o.wscale.is_some() { 4 } else { 0 };
+    mss + ts + sackok + ws
+}
+
+/// Bytes of a `NOP NOP SACK` option with `n` blocks (0 if none).
+fn sack_option_len(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        4 + 8 * n
+    }
+}
+
+/// Writes the options in Linux's order; every piece is a multiple of 4 bytes, so no
+/// trailing padding is needed.
+fn write_options(o: &TcpOptions, sack_blocks: usize, buf: &mut [u8]) {
+    let mut w = Writer { buf, at: 0 };
+    if let Some(mss) = o.mss {
+        w.put(&[kind::MSS, 4]);
+        w.put(&mss.to_be_bytes());
+    }
+    if let Some((val, ecr)) = o.timestamp {
+        if o.sack_permitted {
+            w.put(&[kind::SACK_PERMITTED, 2]);
+        } else {
+            w.put(&[kind::NOP, kind::NOP]);
+        }
+        w.put(&[kind::TIMESTAMP, 10]);
+        w.put(&val.to_be_bytes());
+        w.put(&ecr.to_be_bytes());
+    } else if o.sack_permitted {
+        w.put(&[kind::NOP, kind::NOP, kind::SACK_PERMITTED, 2]);
+    }
+    if let Some(ws) = o.wscale {
+        w.put(&[kind::NOP, kind::WSCALE, 3, ws]);
+    }
+    if sack_blocks > 0 {
+        w.put(&[kind::NOP, kind::NOP, kind::SACK, sack_option_len(sack_blocks) as u8 - 2]);
+        for b in &o.sack[..sack_blocks] {
+            w.put(&b.start.to_be_bytes());
+            w.put(&b.end.to_be_bytes());
+        }
+    }
+}
+
+/// A cursor over the option bytes being written.
+struct Writer<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
     }
 }

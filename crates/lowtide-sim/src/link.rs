@@ -1,0 +1,322 @@
+//! One direction of a point-to-point link: a serializer at a fixed rate, a
+//! propagation delay, and netem-like impairments (jitter, loss, reordering,
+//! duplication, corruption), each direction with its own random stream.
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde::Serialize;
+
+/// Bytes a frame costs on the wire beyond its IP packet: Ethernet header 14 + FCS 4 +
+/// preamble and start delimiter 8 + inter-frame gap 12 = 38. A 1500-byte IP packet
+/// occupies 1538 byte times, as on a real Ethernet.
+pub const FRAMING_OVERHEAD: u64 = 38;
+
+/// The settings of one link direction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkConfig {
+    /// Line rate in bits per second.
+    pub rate_bps: u64,
+    /// One-way propagation delay (ns).
+    pub delay_ns: u64,
+    /// Extra delay per packet, uniform in `0..jitter_ns` (ns). Like netem, jitter
+    /// may reorder packets.
+    pub jitter_ns: u64,
+    /// Probability that a wire segment is lost (Bernoulli).
+    pub loss: f64,
+    /// Probability that a wire segment is held back by `reorder_delay_ns`, so that
+    /// later segments overtake it.
+    pub reorder: f64,
+    /// Extra delay of a reordered segment (ns); `None` means the default: half the
+    /// one-way delay, or 100 µs if that is shorter (so that a short link still
+    /// reorders by more than a few frames).
+    pub reorder_delay_ns: Option<u64>,
+    /// Probability that a wire segment arrives twice (the copy gets its own jitter).
+    pub duplicate: f64,
+    /// Probability that one random bit of a wire segment is flipped.
+    pub corrupt: f64,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            rate_bps: 1_000_000_000,
+            delay_ns: 10_000_000,
+            jitter_ns: 0,
+            loss: 0.0,
+            reorder: 0.0,
+            reorder_delay_ns: None,
+            duplicate: 0.0,
+            corrupt: 0.0,
+        }
+    }
+}
+
+impl LinkConfig {
+    /// The extra delay a reordered segment gets.
+    pub fn effective_reorder_delay_ns(&self) -> u64 {
+        self.reorder_delay_ns
+            .unwrap_or((self.delay_ns / 2).max(100_000))
+    }
+}
+
+/// What happened on one link direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LinkStats {
+    /// Wire segments serialized onto the link.
+    pub packets: u64,
+    /// Wire bytes serialized (IP bytes plus framing overhead).
+    pub wire_bytes: u64,
+    /// Segments lost.
+    pub lost: u64,
+    /// Extra copies made.
+    pub duplicated: u64,
+    /// Segments with a flipped bit.
+    pub corrupted: u64,
+    /// Segments held back for reordering.
+    pub reordered: u64,
+}
+
+/// One direction of a link.
+pub struct LinkDir {
+    cfg: LinkConfig,
+    rng: ChaCha8Rng,
+    /// The link is busy serializing until this time (ns).
+    busy_until: u64,
+    loss: Threshold,
+    reorder: Threshold,
+    duplicate: Threshold,
+    corrupt: Threshold,
+    /// Counters.
+    pub stats: LinkStats,
+}
+
+/// A probability as a threshold on a uniform u64, so that a draw is one compare.
+#[derive(Clone, Copy)]
+struct Threshold(Option<u64>);
+
+impl Threshold {
+    fn new(p: f64) -> Threshold {
+        match p {
+            p if p <= 0.0 || p.is_nan() => Threshold(None),
+            p if p >= 1.0 => Threshold(Some(u64::MAX)),
+            p => Threshold(Some((p * 2f64.powi(64)) as u64)),
+        }
+    }
+
+    /// Draws from `rng` only if the probability is not zero, so an unused impairment
+    /// leaves the random stream of the others unchanged.
+    #[inline]
+    fn hit(self, rng: &mut ChaCha8Rng) -> bool {
+        match self.0 {
+            None => false,
+            Some(u64::MAX) => true,
+            Some(t) => rng.next_u64() < t,
+        }
+    }
+}
+
+impl LinkDir {
+    /// A link direction with its own random stream.
+    pub fn new(cfg: LinkConfig, seed: u64) -> LinkDir {
+        assert!(cfg.rate_bps > 0, "link rate must be positive");
+        LinkDir {
+            loss: Threshold::new(cfg.loss),
+            reorder: Threshold::new(cfg.reorder),
+            duplicate: Threshold::new(cfg.duplicate),
+            corrupt: Threshold::new(cfg.corrupt),
+            cfg,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            busy_until: 0,
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &LinkConfig {
+        &self.cfg
+    }
+
+    /// Time to serialize an IP packet of `ip_len` bytes (ns, rounded up).
+    #[inline]
+    pub fn serialization_ns(&self, ip_len: usize) -> u64 {
+        let bits = (ip_len as u64 + FRAMING_OVERHEAD) * 8;
+        ((bits as u128 * 1_000_000_000).div_ceil(self.cfg.rate_bps as u128)) as u64
+    }
+
+    /// Serializes a packet of `ip_len` bytes starting no earlier than `now` (ns);
+    /// returns (start, end) of its serialization.
+    #[inline]
+    pub fn serialize(&mut self, now: u64, ip_len: usize) -> (u64, u64) {
+        let start = now.max(self.busy_until);
+        let end = start + self.serialization_ns(ip_len);
+        self.busy_until = end;
+        self.stats.packets += 1;
+        self.stats.wire_bytes += ip_len as u64 + FRAMING_OVERHEAD;
+        (start, end)
+    }
+
+    /// Applies the impairments to a segment whose serialization ended at `end` (ns)
+    /// and hands each surviving copy to `deliver` with its arrival time (ns).
+    pub fn propagate(&mut self, end: u64, mut pkt: Vec<u8>, mut deliver: impl FnMut(u64, Vec<u8>)) {
+        if self.loss.hit(&mut self.rng) {
+            self.stats.lost += 1;
+            return;
+        }
+        if self.duplicate.hit(&mut self.rng) {
+            self.stats.duplicated += 1;
+            let at = end + self.delay();
+            deliver(at, pkt.clone());
+        }
+        if self.corrupt.hit(&mut self.rng) && !pkt.is_empty() {
+            self.stats.corrupted += 1;
+            self.flip_bit(&mut pkt);
+        }
+        let at = end + self.delay();
+        deliver(at, pkt);
+    }
+
+    /// One-way delay plus this packet's jitter and reordering hold.
+    #[inline]
+    fn delay(&mut self) -> u64 {
+        let mut d = self.cfg.delay_ns;
+        if self.cfg.jitter_ns > 0 {
+            d += self.rng.next_u64() % self.cfg.jitter_ns;
+        }
+        if self.reorder.hit(&mut self.rng) {
+            self.stats.reordered += 1;
+            d += self.cfg.effective_reorder_delay_ns();
+        }
+        d
+    }
+
+    /// netem's corruption: one random bit of one random byte.
+    fn flip_bit(&mut self, pkt: &mut [u8]) {
+        let r = self.rng.next_u64();
+        let byte = (r >> 3) as usize % pkt.len();
+        pkt[byte] ^= 1 << (r & 7);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(cfg: LinkConfig) -> LinkDir {
+        LinkDir::new(cfg, 99)
+    }
+
+    fn send_many(l: &mut LinkDir, n: usize) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        for i in 0..n {
+            let (_, end) = l.serialize(0, 100);
+            l.propagate(end, vec![i as u8; 100], |at, p| out.push((at, p)));
+        }
+        out
+    }
+
+    #[test]
+    fn serialization_time_follows_rate_and_framing() {
+        let l = link(LinkConfig {
+            rate_bps: 1_000_000_000,
+            ..Default::default()
+        });
+        // 1538 bytes at 1 Gbit/s = 12304 ns.
+        assert_eq!(l.serialization_ns(1500), 12_304);
+        let l = link(LinkConfig {
+            rate_bps: 3,
+            ..Default::default()
+        });
+        // 39 * 8 bits at 3 bit/s = 104 s exactly.
+        assert_eq!(l.serialization_ns(1), 104_000_000_000);
+    }
+
+    #[test]
+    fn back_to_back_then_delay() {
+        let mut l = link(LinkConfig {
+            rate_bps: 10_000_000_000,
+            delay_ns: 1_000_000,
+            ..Default::default()
+        });
+        let (s1, e1) = l.serialize(0, 1500);
+        let (s2, e2) = l.serialize(0, 1500);
+        assert_eq!((s1, e1), (0, 1231));
+        assert_eq!((s2, e2), (1231, 2462));
+        let (s3, _) = l.serialize(10_000, 40);
+        assert_eq!(s3, 10_000, "idle link starts at once");
+        let mut got = vec![];
+        l.propagate(e2, vec![1], |at, p| got.push((at, p)));
+        assert_eq!(got, vec![(1_002_462, vec![1])]);
+    }
+
+    #[test]
+    fn loss_fraction_within_tolerance() {
+        let mut l = link(LinkConfig {
+            loss: 0.05,
+            ..Default::default()
+        });
+        let n = 100_000;
+        let got = send_many(&mut l, n).len();
+        let lost = (n - got) as f64 / n as f64;
+        assert!((lost - 0.05).abs() < 0.005, "lost {lost}");
+        assert_eq!(l.stats.lost as usize, n - got);
+        assert_eq!(l.stats.packets as usize, n);
+    }
+
+    #[test]
+    fn duplicates_and_corruption_are_applied() {
+        let mut l = link(LinkConfig {
+            duplicate: 0.1,
+            corrupt: 0.1,
+            ..Default::default()
+        });
+        let n = 20_000;
+        let out = send_many(&mut l, n);
+        assert_eq!(out.len(), n + l.stats.duplicated as usize);
+        let dup = l.stats.duplicated as f64 / n as f64;
+        assert!((dup - 0.1).abs() < 0.01, "dup {dup}");
+        let bad = out
+            .iter()
+            .filter(|(_, p)| {
+                p.iter().map(|b| b.count_ones()).sum::<u32>() % 2 != 0 || {
+                    let first = p[0];
+                    p.iter().any(|&b| b != first)
+                }
+            })
+            .count();
+        assert_eq!(bad as u64, l.stats.corrupted);
+        assert!((l.stats.corrupted as f64 / n as f64 - 0.1).abs() < 0.01);
+    }
+
+    #[test]
+    fn jitter_and_reorder_bounds() {
+        let mut l = link(LinkConfig {
+            delay_ns: 1000,
+            jitter_ns: 500,
+            reorder: 0.2,
+            reorder_delay_ns: Some(10_000),
+            ..Default::default()
+        });
+        let mut extras = vec![];
+        for _ in 0..1000 {
+            l.propagate(0, vec![0], |at, _| extras.push(at - 1000));
+        }
+        assert!(extras
+            .iter()
+            .all(|&e| e < 500 || (10_000..10_500).contains(&e)));
+        assert!(l.stats.reordered > 150 && l.stats.reordered < 250);
+    }
+
+    #[test]
+    fn same_seed_same_fates() {
+        let cfg = LinkConfig {
+            loss: 0.3,
+            jitter_ns: 1000,
+            ..Default::default()
+        };
+        let a = send_many(&mut LinkDir::new(cfg.clone(), 5), 500);
+        let b = send_many(&mut LinkDir::new(cfg.clone(), 5), 500);
+        let c = send_many(&mut LinkDir::new(cfg, 6), 500);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+}

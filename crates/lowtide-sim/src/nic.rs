@@ -1,0 +1,185 @@
+//! A host's network device: a pfifo qdisc (limit in packets, like `txqueuelen`) in
+//! front of a transmitter that drains it at link rate.
+
+use lowtide::{Instant, Transmit};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// What a [`NicQueue`] holds: anything with an IP length.
+pub trait QueueItem {
+    /// Bytes of the IP packet (a GSO packet counts its whole length).
+    fn ip_len(&self) -> usize;
+}
+
+impl QueueItem for Transmit {
+    fn ip_len(&self) -> usize {
+        self.packet.len()
+    }
+}
+
+impl QueueItem for Vec<u8> {
+    fn ip_len(&self) -> usize {
+        self.len()
+    }
+}
+
+/// A packet waiting in the queue.
+struct Queued<T> {
+    tx: T,
+    enqueued_at: Instant,
+}
+
+/// Queue statistics of one device (the `device_queue` figures of an experiment).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct QueueStats {
+    /// Packets accepted into the queue (a GSO packet counts once).
+    pub enqueued: u64,
+    /// Packets dropped because the queue was full.
+    pub drops: u64,
+    /// Most packets ever queued at once.
+    pub peak_packets: u64,
+    /// Most IP bytes ever queued at once.
+    pub peak_bytes: u64,
+    /// Time-weighted mean of the queued bytes, over the run.
+    pub mean_bytes: f64,
+    /// Mean time a packet waited in the queue before its transmission began (µs).
+    pub mean_delay_us: f64,
+    /// Longest such wait (µs).
+    pub max_delay_us: f64,
+}
+
+/// A pfifo queue with a packet limit; what it holds is waiting for the transmitter.
+pub struct NicQueue<T = Transmit> {
+    queue: VecDeque<Queued<T>>,
+    limit: usize,
+    bytes: u64,
+    /// Integral of `bytes` over time (byte·ns) up to `last_change`.
+    byte_ns: u128,
+    last_change: Instant,
+    delay_sum_ns: u128,
+    delay_max_ns: u64,
+    dequeued: u64,
+    stats: QueueStats,
+}
+
+impl<T: QueueItem> NicQueue<T> {
+    /// An empty queue holding at most `limit` packets (at least 1).
+    pub fn new(limit: usize) -> NicQueue<T> {
+        NicQueue {
+            queue: VecDeque::with_capacity(limit.clamp(1, 4096)),
+            limit: limit.max(1),
+            bytes: 0,
+            byte_ns: 0,
+            last_change: Instant::ZERO,
+            delay_sum_ns: 0,
+            delay_max_ns: 0,
+            dequeued: 0,
+            stats: QueueStats::default(),
+        }
+    }
+
+    /// Queues a packet, or gives it back if the queue is full (a drop, counted).
+    pub fn enqueue(&mut self, now: Instant, tx: T) -> Result<(), T> {
+        if self.queue.len() >= self.limit {
+            self.stats.drops += 1;
+            return Err(tx);
+        }
+        self.account(now);
+        self.bytes += tx.ip_len() as u64;
+        self.queue.push_back(Queued {
+            tx,
+            enqueued_at: now,
+        });
+        self.stats.enqueued += 1;
+        self.stats.peak_packets = self.stats.peak_packets.max(self.queue.len() as u64);
+        self.stats.peak_bytes = self.stats.peak_bytes.max(self.bytes);
+        Ok(())
+    }
+
+    /// Takes the head packet for transmission.
+    pub fn dequeue(&mut self, now: Instant) -> Option<T> {
+        let q = self.queue.pop_front()?;
+        self.account(now);
+        self.bytes -= q.tx.ip_len() as u64;
+        let wait = now.as_nanos().saturating_sub(q.enqueued_at.as_nanos());
+        self.delay_sum_ns += wait as u128;
+        self.delay_max_ns = self.delay_max_ns.max(wait);
+        self.dequeued += 1;
+        Some(q.tx)
+    }
+
+    fn account(&mut self, now: Instant) {
+        let dt = now.as_nanos().saturating_sub(self.last_change.as_nanos());
+        self.byte_ns += self.bytes as u128 * dt as u128;
+        self.last_change = now;
+    }
+
+    /// Packets queued.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Nothing queued.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// IP bytes queued.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Statistics up to `now`.
+    pub fn stats(&self, now: Instant) -> QueueStats {
+        let mut s = self.stats;
+        let dt = now.as_nanos().saturating_sub(self.last_change.as_nanos());
+        let total = self.byte_ns + self.bytes as u128 * dt as u128;
+        if now.as_nanos() > 0 {
+            s.mean_bytes = total as f64 / now.as_nanos() as f64;
+        }
+        if self.dequeued > 0 {
+            s.mean_delay_us = self.delay_sum_ns as f64 / self.dequeued as f64 / 1e3;
+        }
+        s.max_delay_us = self.delay_max_ns as f64 / 1e3;
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_in_packets_drops_when_full() {
+        let mut q: NicQueue<Vec<u8>> = NicQueue::new(3);
+        for i in 0..3 {
+            // A 64 KB GSO packet counts as one packet, like in a qdisc.
+            assert!(q.enqueue(Instant(i), vec![0; 65_000]).is_ok());
+        }
+        let back = q.enqueue(Instant(3), vec![7; 10]).unwrap_err();
+        assert_eq!(back, vec![7; 10], "a dropped packet is handed back");
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.bytes(), 195_000);
+        let s = q.stats(Instant(3));
+        assert_eq!((s.enqueued, s.drops, s.peak_packets), (3, 1, 3));
+        q.dequeue(Instant(4)).unwrap();
+        assert!(q.enqueue(Instant(5), vec![1; 10]).is_ok());
+        assert_eq!(q.stats(Instant(5)).drops, 1);
+    }
+
+    #[test]
+    fn fifo_order_and_delay_and_mean_bytes() {
+        let mut q: NicQueue<Vec<u8>> = NicQueue::new(10);
+        q.enqueue(Instant(0), vec![1; 100]).unwrap();
+        q.enqueue(Instant(0), vec![2; 300]).unwrap();
+        assert_eq!(q.dequeue(Instant(1_000)).unwrap()[0], 1);
+        assert_eq!(q.dequeue(Instant(3_000)).unwrap()[0], 2);
+        assert!(q.dequeue(Instant(3_000)).is_none());
+        let s = q.stats(Instant(4_000));
+        // 400 B for 1 µs, 300 B for 2 µs, then empty for 1 µs: 1000 B·µs / 4 µs.
+        assert!((s.mean_bytes - 250.0).abs() < 1e-9, "{}", s.mean_bytes);
+        assert!((s.mean_delay_us - 2.0).abs() < 1e-9);
+        assert!((s.max_delay_us - 3.0).abs() < 1e-9);
+        assert_eq!(s.peak_bytes, 400);
+    }
+}

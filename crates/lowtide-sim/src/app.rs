@@ -1,0 +1,283 @@
+//! The applications on the hosts: a sender per flow (bulk, like netperf
+//! TCP_STREAM, or a fixed number of bytes) and a receiver per flow that checks every
+//! byte it reads.
+
+use crate::payload::{Payload, Verifier};
+use lowtide::{Instant, Shutdown, SocketError, SocketHandle, Stack, TcpInfo};
+
+/// Largest write or read the applications make at once (a 64 KB user buffer).
+pub const IO_BUF: usize = 64 * 1024;
+
+/// The sender's bytes of its flow, generated once and reused while the socket takes
+/// them piecemeal: one buffer shared by every sender, tagged with what it holds.
+pub struct WriteBuf {
+    data: Vec<u8>,
+    flow: u32,
+    offset: u64,
+    len: usize,
+}
+
+impl Default for WriteBuf {
+    fn default() -> Self {
+        WriteBuf {
+            data: vec![0; IO_BUF],
+            flow: u32::MAX,
+            offset: 0,
+            len: 0,
+        }
+    }
+}
+
+impl WriteBuf {
+    /// The bytes of `flow` from `offset`, at most `max` of them (and at least one if
+    /// `max > 0`).
+    fn get(&mut self, p: &Payload, flow: u32, offset: u64, max: usize) -> &[u8] {
+        let hit =
+            self.flow == flow && offset >= self.offset && offset < self.offset + self.len as u64;
+        if !hit {
+            self.len = max.min(IO_BUF);
+            p.fill(offset, &mut self.data[..self.len]);
+            self.flow = flow;
+            self.offset = offset;
+        }
+        let start = (offset - self.offset) as usize;
+        let end = self.len.min(start + max);
+        &self.data[start..end]
+    }
+}
+
+/// Where a sender is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendState {
+    /// Waiting for the handshake.
+    Connecting,
+    /// Writing whenever woken.
+    Sending,
+    /// Everything written and `shutdown(SHUT_WR)` done; waiting for the peer to close.
+    ShutDown,
+    /// The socket was closed.
+    Closed,
+}
+
+/// The tcp_info figures a run reports per flow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InfoSnapshot {
+    /// Segments retransmitted over the connection's life.
+    pub retrans_segs: u64,
+    /// Smoothed RTT (µs).
+    pub rtt_us: u64,
+}
+
+impl InfoSnapshot {
+    /// Takes the figures from a `tcp_info`.
+    pub fn from_info(info: &TcpInfo) -> InfoSnapshot {
+        InfoSnapshot {
+            retrans_segs: info.total_retrans as u64,
+            rtt_us: info.rtt as u64,
+        }
+    }
+}
+
+/// One flow's sending application.
+pub struct Sender {
+    /// The flow id.
+    pub flow: u32,
+    /// The connection (None before connect and after close).
+    pub handle: Option<SocketHandle>,
+    /// Bytes handed to the socket.
+    pub written: u64,
+    /// Total bytes to send; `None` for a bulk sender that never stops.
+    pub limit: Option<u64>,
+    /// Life stage.
+    pub state: SendState,
+    /// Writable events delivered (application wakeups).
+    pub wakeups: u64,
+    /// The flow started (connect) at this time.
+    pub started_at: Instant,
+    /// The last tcp_info snapshot.
+    pub info: InfoSnapshot,
+    /// The first socket error, if any.
+    pub error: Option<SocketError>,
+    payload: Payload,
+}
+
+impl Sender {
+    /// A sender for `flow` of the run seeded with `seed`.
+    pub fn new(seed: u64, flow: u32, limit: Option<u64>) -> Sender {
+        Sender {
+            flow,
+            handle: None,
+            written: 0,
+            limit,
+            state: SendState::Connecting,
+            wakeups: 0,
+            started_at: Instant::ZERO,
+            info: InfoSnapshot::default(),
+            error: None,
+            payload: Payload::new(seed, flow),
+        }
+    }
+
+    /// The connection completed: start writing.
+    pub fn on_connected(&mut self, stack: &mut Stack, now: Instant, buf: &mut WriteBuf) {
+        if self.state == SendState::Connecting {
+            self.state = SendState::Sending;
+        }
+        self.write(stack, now, buf);
+    }
+
+    /// Send space opened (`EPOLLOUT`): one wakeup, then write.
+    pub fn on_writable(&mut self, stack: &mut Stack, now: Instant, buf: &mut WriteBuf) {
+        self.wakeups += 1;
+        self.write(stack, now, buf);
+    }
+
+    /// Writes until the socket takes less than offered (netperf's loop with a
+    /// non-blocking socket: it sleeps until the next `EPOLLOUT`).
+    fn write(&mut self, stack: &mut Stack, now: Instant, buf: &mut WriteBuf) {
+        let Some(h) = self.handle.filter(|_| self.state == SendState::Sending) else {
+            return;
+        };
+        loop {
+            let remaining = self.limit.map_or(u64::MAX, |l| l - self.written);
+            if remaining == 0 {
+                self.finish_writing(stack, now, h);
+                return;
+            }
+            let chunk = buf.get(
+                &self.payload,
+                self.flow,
+                self.written,
+                remaining.min(IO_BUF as u64) as usize,
+            );
+            let offered = chunk.len();
+            match stack.send(now, h, chunk) {
+                Ok(n) => {
+                    self.written += n as u64;
+                    if n < offered {
+                        return;
+                    }
+                }
+                Err(SocketError::WouldBlock) => return,
+                Err(e) => return self.fail(stack, now, e),
+            }
+        }
+    }
+
+    fn finish_writing(&mut self, stack: &mut Stack, now: Instant, h: SocketHandle) {
+        self.state = SendState::ShutDown;
+        if let Err(e) = stack.shutdown(now, h, Shutdown::Write) {
+            self.fail(stack, now, e);
+        }
+    }
+
+    /// The peer closed its side (or the connection ended): a sender that has
+    /// finished writing closes its socket.
+    pub fn on_peer_closed(&mut self, stack: &mut Stack, now: Instant) {
+        if self.state == SendState::ShutDown {
+            self.close(stack, now);
+        }
+    }
+
+    /// The connection failed.
+    pub fn fail(&mut self, stack: &mut Stack, now: Instant, e: SocketError) {
+        self.error.get_or_insert(e);
+        self.close(stack, now);
+    }
+
+    /// Takes a tcp_info snapshot (while the handle is valid).
+    pub fn snapshot(&mut self, stack: &Stack, now: Instant) {
+        if let Some(info) = self.handle.and_then(|h| stack.info(now, h).ok()) {
+            self.info = InfoSnapshot::from_info(&info);
+        }
+    }
+
+    /// Snapshots tcp_info and closes the socket.
+    pub fn close(&mut self, stack: &mut Stack, now: Instant) {
+        self.snapshot(stack, now);
+        if let Some(h) = self.handle.take() {
+            let _ = stack.close(now, h);
+        }
+        self.state = SendState::Closed;
+    }
+}
+
+/// One flow's receiving application.
+pub struct Receiver {
+    /// The accepted connection (None before accept and after close).
+    pub handle: Option<SocketHandle>,
+    /// Checks the bytes read.
+    pub verifier: Verifier,
+    /// When the last byte was read.
+    pub last_byte_at: Instant,
+    /// The first socket error, if any.
+    pub error: Option<SocketError>,
+    /// The receiver saw the end of stream and closed.
+    pub closed: bool,
+}
+
+impl Receiver {
+    /// A receiver for `flow`; `expected` is the transfer size if fixed.
+    pub fn new(seed: u64, flow: u32, expected: Option<u64>) -> Receiver {
+        Receiver {
+            handle: None,
+            verifier: Verifier::new(Payload::new(seed, flow), expected),
+            last_byte_at: Instant::ZERO,
+            error: None,
+            closed: false,
+        }
+    }
+
+    /// Reads everything available, checking it; at the end of stream, closes.
+    pub fn on_readable(&mut self, stack: &mut Stack, now: Instant, buf: &mut [u8]) {
+        let Some(h) = self.handle else { return };
+        loop {
+            match stack.recv(now, h, buf) {
+                Ok(0) => return self.on_eof(stack, now, h),
+                Ok(n) => {
+                    self.verifier.consume(&buf[..n]);
+                    self.last_byte_at = now;
+                }
+                Err(SocketError::WouldBlock) => return,
+                Err(e) => return self.fail(stack, now, e),
+            }
+        }
+    }
+
+    fn on_eof(&mut self, stack: &mut Stack, now: Instant, h: SocketHandle) {
+        self.verifier.end_of_stream();
+        let _ = stack.close(now, h);
+        self.handle = None;
+        self.closed = true;
+    }
+
+    /// The connection failed.
+    pub fn fail(&mut self, stack: &mut Stack, now: Instant, e: SocketError) {
+        self.error.get_or_insert(e);
+        if let Some(h) = self.handle.take() {
+            let _ = stack.close(now, h);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_buf_reuses_and_regenerates() {
+        let p = Payload::new(1, 2);
+        let mut b = WriteBuf::default();
+        let first = b.get(&p, 2, 10, 100).to_vec();
+        let mut want = vec![0; 100];
+        p.fill(10, &mut want);
+        assert_eq!(first, want);
+        // A later offset inside the generated range is served from it.
+        assert_eq!(b.get(&p, 2, 50, 1000), &want[40..]);
+        // Another flow regenerates.
+        let q = Payload::new(1, 3);
+        let mut other = vec![0; 8];
+        q.fill(50, &mut other);
+        assert_eq!(b.get(&q, 3, 50, 8), &other[..]);
+    }
+}

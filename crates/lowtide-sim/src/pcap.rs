@@ -1,0 +1,63 @@
+//! A pcap capture of what crosses the links: wire segments as sent (after
+//! segmentation, before the link's impairments), raw IP (LINKTYPE_RAW, 101),
+//! microsecond timestamps in virtual time.
+//!
+//! Segments are recorded when the NIC schedules them, each with its own
+//! serialization start time; packets of the two directions may therefore be written
+//! slightly out of time order (tcpdump and tshark read such files).
+
+use lowtide::Instant;
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::{DataLink, Endianness, TsResolution};
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::time::Duration;
+
+/// A pcap file being written.
+pub struct PcapSink {
+    writer: PcapWriter<BufWriter<File>>,
+    error: Option<String>,
+}
+
+impl PcapSink {
+    /// Creates (truncates) the file and writes its header.
+    pub fn create(path: &Path) -> Result<PcapSink, String> {
+        let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let header = PcapHeader {
+            datalink: DataLink::RAW,
+            ts_resolution: TsResolution::MicroSecond,
+            endianness: Endianness::native(),
+            snaplen: 65_535,
+            ..PcapHeader::default()
+        };
+        let writer = PcapWriter::with_header(BufWriter::new(file), header)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(PcapSink {
+            writer,
+            error: None,
+        })
+    }
+
+    /// Records one packet seen at `at`; the first write error is kept and later
+    /// writes are skipped.
+    pub fn write(&mut self, at: Instant, packet: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let ts = Duration::from_nanos(at.as_nanos());
+        let p = PcapPacket::new(ts, packet.len() as u32, packet);
+        if let Err(e) = self.writer.write_packet(&p) {
+            self.error = Some(e.to_string());
+        }
+    }
+
+    /// Flushes the file; returns the first error, if any.
+    pub fn finish(self) -> Result<(), String> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let mut w = self.writer.into_writer();
+        std::io::Write::flush(&mut w).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,140 @@
+//! Running a scenario and turning the final state into [`Results`].
+
+use crate::scenario::{
+    DeviceQueue, Drops, FlowResult, LinkResult, Results, Scenario, SimError, Workload,
+};
+use crate::world::{StopReason, World, HOST_A, HOST_B};
+use lowtide::Instant;
+
+/// Runs `sc` and reports.
+pub(crate) fn run(sc: &Scenario) -> Result<Results, SimError> {
+    let wall = std::time::Instant::now();
+    let mut w = World::new(sc)?;
+    w.setup(sc)?;
+    let limit = match sc.workload {
+        Workload::Bulk { .. } => None,
+        Workload::Bytes { time_limit_ns, .. } => Some(Instant(time_limit_ns)),
+    };
+    let reason = w.run_loop(limit);
+    for flow in &mut w.flows {
+        flow.sender.snapshot(&w.hosts[HOST_A].stack, w.now);
+    }
+    let failure = failure(sc, &w, reason);
+    let mut results = report(sc, &w, failure);
+    if let Some(p) = w.pcap.take() {
+        p.finish().map_err(SimError::Pcap)?;
+    }
+    results.sim_wall_s = wall.elapsed().as_secs_f64();
+    Ok(results)
+}
+
+/// Why the run failed, if it did.
+fn failure(sc: &Scenario, w: &World, reason: StopReason) -> Option<String> {
+    match (&sc.workload, reason) {
+        (_, StopReason::TimeLimit) => {
+            return Some("time limit reached before all flows completed".into())
+        }
+        (Workload::Bytes { .. }, StopReason::Idle) => {
+            return Some(format!(
+                "stalled: {} of {} flows completed",
+                w.flows_done,
+                w.flows.len()
+            ));
+        }
+        _ => {}
+    }
+    w.flows.iter().enumerate().find_map(|(i, f)| {
+        let v = &f.receiver.verifier;
+        if let Some(off) = v.first_error() {
+            return Some(format!("flow {i}: bad stream at offset {off}"));
+        }
+        if let Some(e) = f.sender.error.or(f.receiver.error) {
+            return Some(format!("flow {i}: socket error: {e}"));
+        }
+        if matches!(sc.workload, Workload::Bytes { .. }) && !v.complete_and_intact() {
+            return Some(format!("flow {i}: incomplete ({} bytes)", v.received()));
+        }
+        None
+    })
+}
+
+fn report(sc: &Scenario, w: &World, failure: Option<String>) -> Results {
+    let end = w.now;
+    let per_flow: Vec<FlowResult> = w.flows.iter().map(|f| flow_result(sc, f, end)).collect();
+    let duration_ns = match sc.workload {
+        Workload::Bulk { duration_ns } => duration_ns,
+        Workload::Bytes { .. } => w
+            .flows
+            .iter()
+            .map(|f| f.receiver.last_byte_at.as_nanos())
+            .max()
+            .unwrap_or(0),
+    };
+    let duration_s = duration_ns as f64 / 1e9;
+    let bytes: u64 = per_flow.iter().map(|f| f.bytes_delivered).sum();
+    let drops = Drops {
+        link_loss: w.links.iter().map(|l| l.stats.lost).sum(),
+        queue: w.hosts.iter().map(|h| h.nic.stats(end).drops).sum(),
+    };
+    Results {
+        flows: sc.flows,
+        duration_s,
+        goodput_bps: rate(bytes, duration_ns),
+        bytes_verified: failure.is_none(),
+        per_flow,
+        failure,
+        counters: w.hosts[HOST_A].stack.counters().clone(),
+        counters_receiver: w.hosts[HOST_B].stack.counters().clone(),
+        sim_wall_s: 0.0,
+        sim_packets: w.links.iter().map(|l| l.stats.packets).sum(),
+        sim_events: w.events,
+        drops,
+        device_queue: ["A", "B"]
+            .iter()
+            .zip(&w.hosts)
+            .map(|(&host, h)| DeviceQueue {
+                host,
+                stats: h.nic.stats(end),
+            })
+            .collect(),
+        links: ["A->B", "B->A"]
+            .iter()
+            .zip(&w.links)
+            .map(|(&dir, l)| LinkResult {
+                dir,
+                stats: l.stats,
+            })
+            .collect(),
+    }
+}
+
+fn flow_result(sc: &Scenario, f: &crate::world::Flow, end: Instant) -> FlowResult {
+    let v = &f.receiver.verifier;
+    let start = f.sender.started_at.as_nanos();
+    let stop = match sc.workload {
+        Workload::Bulk { duration_ns } => duration_ns,
+        Workload::Bytes { .. } => f.receiver.last_byte_at.as_nanos(),
+    };
+    let _ = end;
+    FlowResult {
+        flow: f.sender.flow,
+        goodput_bps: rate(v.received(), stop.saturating_sub(start)),
+        bytes_delivered: v.received(),
+        retrans_segs: f.sender.info.retrans_segs,
+        rtt_us: f.sender.info.rtt_us,
+        wakeups: f.sender.wakeups,
+        verified: v.first_error().is_none()
+            && f.sender.error.is_none()
+            && f.receiver.error.is_none(),
+        first_error_offset: v.first_error(),
+        socket_error: f.sender.error.or(f.receiver.error).map(|e| e.to_string()),
+    }
+}
+
+/// Bits per second for `bytes` in `ns`.
+fn rate(bytes: u64, ns: u64) -> f64 {
+    if ns == 0 {
+        return 0.0;
+    }
+    bytes as f64 * 8.0 * 1e9 / ns as f64
+}

@@ -1,0 +1,187 @@
+//! What to simulate ([`Scenario`]) and what came out ([`Results`]).
+
+use crate::link::{LinkConfig, LinkStats};
+use crate::nic::QueueStats;
+use lowtide::{Config, Counters};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// What the flows do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Workload {
+    /// Bulk senders (netperf TCP_STREAM) for a simulated time (ns); the run stops
+    /// at its end.
+    Bulk {
+        /// Measured (simulated) duration, ns.
+        duration_ns: u64,
+    },
+    /// Each flow sends this many bytes, shuts down its write side and closes; the
+    /// run ends when every flow is done, or fails at `time_limit_ns`.
+    Bytes {
+        /// Bytes per flow.
+        bytes: u64,
+        /// Safety cap on simulated time, ns.
+        time_limit_ns: u64,
+    },
+}
+
+/// A two-host run: host A (10.0.0.1) runs the senders, host B (10.0.0.2) the
+/// receivers (one listener on port 5001 accepting every flow), joined by one
+/// full-duplex link.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Seeds everything: stacks, link impairments, payload.
+    pub seed: u64,
+    /// Number of flows (connections), each from its own ephemeral port.
+    pub flows: u32,
+    /// What the flows do.
+    pub workload: Workload,
+    /// The A→B direction (data).
+    pub link_ab: LinkConfig,
+    /// The B→A direction (ACKs).
+    pub link_ba: LinkConfig,
+    /// NIC queue limit in packets (`txqueuelen`; a GSO packet counts once).
+    pub queue_limit: usize,
+    /// GRO on the receive path of both hosts.
+    pub gro: bool,
+    /// Interrupt coalescing window of the receive path (ns).
+    pub rx_usecs_ns: u64,
+    /// Flow `i` connects at `i * stagger_ns`, so the SYNs are not all simultaneous.
+    pub stagger_ns: u64,
+    /// The configuration of both stacks.
+    pub config: Config,
+    /// Write a pcap of the link traffic here.
+    pub pcap: Option<PathBuf>,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            seed: 1,
+            flows: 1,
+            workload: Workload::Bulk {
+                duration_ns: 10_000_000_000,
+            },
+            link_ab: LinkConfig::default(),
+            link_ba: LinkConfig::default(),
+            queue_limit: 1000,
+            gro: true,
+            rx_usecs_ns: 20_000,
+            stagger_ns: 1_000,
+            config: Config::default(),
+            pcap: None,
+        }
+    }
+}
+
+impl Scenario {
+    /// Runs the scenario to completion.
+    pub fn run(&self) -> Result<Results, SimError> {
+        crate::report::run(self)
+    }
+}
+
+/// A run could not be set up or its output not written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimError {
+    /// The scenario is inconsistent (e.g. zero flows or a zero rate).
+    Invalid(String),
+    /// The pcap file could not be written.
+    Pcap(String),
+}
+
+impl core::fmt::Display for SimError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SimError::Invalid(s) => write!(f, "invalid scenario: {s}"),
+            SimError::Pcap(s) => write!(f, "pcap: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// One flow's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowResult {
+    /// Flow id (0-based, in connect order).
+    pub flow: u32,
+    /// Bytes delivered in order to the receiving application / measured time.
+    pub goodput_bps: f64,
+    /// Bytes the receiving application read (and verified).
+    pub bytes_delivered: u64,
+    /// Segments the sender retransmitted (tcp_info `total_retrans`).
+    pub retrans_segs: u64,
+    /// The sender's smoothed RTT at the end (tcp_info, µs).
+    pub rtt_us: u64,
+    /// Writable events delivered to the sending application.
+    pub wakeups: u64,
+    /// Every byte read so far matched, and a fixed-size transfer arrived whole.
+    pub verified: bool,
+    /// The stream offset of the first wrong, extra or missing byte.
+    pub first_error_offset: Option<u64>,
+    /// A socket error seen by either end.
+    pub socket_error: Option<String>,
+}
+
+/// Losses in the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Drops {
+    /// Segments lost on the links (both directions).
+    pub link_loss: u64,
+    /// Packets dropped by full NIC queues (both hosts).
+    pub queue: u64,
+}
+
+/// One host's device queue.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceQueue {
+    /// "A" or "B".
+    pub host: &'static str,
+    /// The queue's figures.
+    #[serde(flatten)]
+    pub stats: QueueStats,
+}
+
+/// One link direction's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkResult {
+    /// "A->B" or "B->A".
+    pub dir: &'static str,
+    /// What happened on it.
+    #[serde(flatten)]
+    pub stats: LinkStats,
+}
+
+/// The outcome of a run. Everything but `sim_wall_s` is a function of the scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct Results {
+    /// Number of flows.
+    pub flows: u32,
+    /// Measured simulated time (s): the duration, or until the last byte arrived.
+    pub duration_s: f64,
+    /// Total goodput (bits/s).
+    pub goodput_bps: f64,
+    /// Per-flow figures.
+    pub per_flow: Vec<FlowResult>,
+    /// Every byte of every flow arrived intact (and, for fixed transfers, completely).
+    pub bytes_verified: bool,
+    /// Why the run failed, if it did.
+    pub failure: Option<String>,
+    /// Counters of the sending host A (nstat names).
+    pub counters: Counters,
+    /// Counters of the receiving host B.
+    pub counters_receiver: Counters,
+    /// Wall-clock seconds the run took (the only non-deterministic field).
+    pub sim_wall_s: f64,
+    /// Wire segments put on the links, both directions.
+    pub sim_packets: u64,
+    /// Events processed.
+    pub sim_events: u64,
+    /// Losses.
+    pub drops: Drops,
+    /// The hosts' device queues.
+    pub device_queue: Vec<DeviceQueue>,
+    /// Per link direction.
+    pub links: Vec<LinkResult>,
+}

@@ -1,0 +1,415 @@
+//! The event loop: hosts, links and applications advanced in virtual time.
+
+use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
+use crate::event::EventQueue;
+use crate::host::{Host, Role};
+use crate::link::LinkDir;
+use crate::payload::splitmix64;
+use crate::pcap::PcapSink;
+use crate::scenario::{Scenario, SimError, Workload};
+use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
+use lowtide_wire::{checksum, gso, ip::IpRepr};
+use rustc_hash::FxHashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+/// The receivers' listening port (netperf's 12865 data port is random; iperf's 5001).
+pub const LISTEN_PORT: u16 = 5001;
+/// Host A (senders).
+pub const HOST_A: usize = 0;
+/// Host B (receivers).
+pub const HOST_B: usize = 1;
+
+/// Something that happens at a point in virtual time.
+pub(crate) enum Event {
+    /// Flow `flow` connects.
+    Start { flow: u32 },
+    /// A wire segment reaches `host`'s NIC.
+    Arrive { host: u32, pkt: Vec<u8> },
+    /// `host`'s NAPI poll runs.
+    RxPoll { host: u32 },
+    /// `host`'s NIC finished serializing its current packet.
+    TxDone { host: u32 },
+    /// `host`'s stack timer may be due.
+    Timer { host: u32 },
+    /// The measured time is over.
+    Stop,
+}
+
+/// One flow's two applications.
+pub(crate) struct Flow {
+    pub sender: Sender,
+    pub receiver: Receiver,
+    /// Both ends finished (counted in `World::flows_done`).
+    pub done: bool,
+}
+
+/// Everything a run holds.
+pub(crate) struct World {
+    pub hosts: Vec<Host>,
+    pub links: Vec<LinkDir>,
+    /// For each link direction, the host it delivers to.
+    pub link_dst: Vec<usize>,
+    pub flows: Vec<Flow>,
+    pub queue: EventQueue<Event>,
+    pub pcap: Option<PcapSink>,
+    pub gro: bool,
+    pub rx_usecs_ns: u64,
+    pub listener: Option<SocketHandle>,
+    /// Sender ephemeral port -> flow, to match accepted sockets to flows.
+    pub port_flow: FxHashMap<u16, u32>,
+    pub wbuf: WriteBuf,
+    pub rbuf: Vec<u8>,
+    pub events: u64,
+    /// Flows whose both ends are finished (fixed-size transfers).
+    pub flows_done: u32,
+    pub now: Instant,
+}
+
+fn addr(host: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1 + host as u8))
+}
+
+/// A sub-seed for one component, so that the streams are independent.
+fn derive_seed(seed: u64, component: u64) -> u64 {
+    splitmix64(seed ^ splitmix64(component.wrapping_mul(0x1000_0000_01b3)))
+}
+
+impl World {
+    pub fn new(sc: &Scenario) -> Result<World, SimError> {
+        if sc.flows == 0 {
+            return Err(SimError::Invalid("at least one flow is needed".into()));
+        }
+        if sc.link_ab.rate_bps == 0 || sc.link_ba.rate_bps == 0 {
+            return Err(SimError::Invalid("link rate must be positive".into()));
+        }
+        let pcap = match &sc.pcap {
+            Some(p) => Some(PcapSink::create(p).map_err(SimError::Pcap)?),
+            None => None,
+        };
+        let hosts = (0..2)
+            .map(|i| {
+                let stack = Stack::new(sc.config.clone(), derive_seed(sc.seed, 1 + i as u64));
+                Host::new(stack, addr(i), sc.queue_limit, i)
+            })
+            .collect();
+        let links = vec![
+            LinkDir::new(sc.link_ab.clone(), derive_seed(sc.seed, 101)),
+            LinkDir::new(sc.link_ba.clone(), derive_seed(sc.seed, 102)),
+        ];
+        let limit = match sc.workload {
+            Workload::Bulk { .. } => None,
+            Workload::Bytes { bytes, .. } => Some(bytes),
+        };
+        let flows = (0..sc.flows)
+            .map(|f| Flow {
+                sender: Sender::new(sc.seed, f, limit),
+                receiver: Receiver::new(sc.seed, f, limit),
+                done: false,
+            })
+            .collect();
+        Ok(World {
+            hosts,
+            links,
+            link_dst: vec![HOST_B, HOST_A],
+            flows,
+            queue: EventQueue::new(),
+            pcap,
+            gro: sc.gro,
+            rx_usecs_ns: sc.rx_usecs_ns,
+            listener: None,
+            port_flow: FxHashMap::default(),
+            wbuf: WriteBuf::default(),
+            rbuf: vec![0; IO_BUF],
+            events: 0,
+            flows_done: 0,
+            now: Instant::ZERO,
+        })
+    }
+
+    /// Opens the listener and schedules the flows' starts and the stop.
+    pub fn setup(&mut self, sc: &Scenario) -> Result<(), SimError> {
+        let b = &mut self.hosts[HOST_B];
+        let local = SocketAddr::new(b.addr, LISTEN_PORT);
+        let l = b
+            .stack
+            .listen(local, sc.flows.max(128))
+            .map_err(|e| SimError::Invalid(format!("listen: {e}")))?;
+        b.register(l, Role::Listener);
+        self.listener = Some(l);
+        for f in 0..sc.flows {
+            self.queue
+                .push(Instant(f as u64 * sc.stagger_ns), Event::Start { flow: f });
+        }
+        if let Workload::Bulk { duration_ns } = sc.workload {
+            self.queue.push(Instant(duration_ns), Event::Stop);
+        }
+        Ok(())
+    }
+
+    /// Processes events until the stop, the end of every flow, the time limit, or
+    /// an empty queue. Returns why it stopped.
+    pub fn run_loop(&mut self, time_limit: Option<Instant>) -> StopReason {
+        while let Some((at, ev)) = self.queue.pop() {
+            if time_limit.is_some_and(|l| at > l) {
+                self.now = time_limit.unwrap_or(at);
+                return StopReason::TimeLimit;
+            }
+            self.now = at;
+            self.events += 1;
+            match ev {
+                Event::Stop => return StopReason::Stopped,
+                Event::Start { flow } => self.start_flow(flow),
+                Event::Arrive { host, pkt } => self.arrive(host as usize, pkt),
+                Event::RxPoll { host } => self.rx_poll(host as usize),
+                Event::TxDone { host } => self.tx_done(host as usize),
+                Event::Timer { host } => self.timer(host as usize),
+            }
+            if time_limit.is_some() && self.flows_done == self.flows.len() as u32 {
+                return StopReason::AllDone;
+            }
+        }
+        StopReason::Idle
+    }
+
+    fn start_flow(&mut self, flow: u32) {
+        let now = self.now;
+        let a = &mut self.hosts[HOST_A];
+        let local = SocketAddr::new(a.addr, 0);
+        let remote = SocketAddr::new(addr(HOST_B), LISTEN_PORT);
+        let s = &mut self.flows[flow as usize].sender;
+        s.started_at = now;
+        match a.stack.connect(now, local, remote) {
+            Ok(h) => {
+                a.register(h, Role::Sender(flow));
+                s.handle = Some(h);
+                if let Ok((l, _)) = a.stack.addresses(h) {
+                    self.port_flow.insert(l.port(), flow);
+                }
+            }
+            Err(e) => {
+                s.error = Some(e);
+                s.state = SendState::Closed;
+            }
+        }
+        self.service(HOST_A);
+    }
+
+    fn arrive(&mut self, host: usize, pkt: Vec<u8>) {
+        let h = &mut self.hosts[host];
+        h.rx_ring.push(pkt);
+        if !h.rx_armed {
+            h.rx_armed = true;
+            let at = Instant(self.now.as_nanos() + self.rx_usecs_ns);
+            self.queue.push(at, Event::RxPoll { host: host as u32 });
+        }
+    }
+
+    fn rx_poll(&mut self, host: usize) {
+        let h = &mut self.hosts[host];
+        h.rx_armed = false;
+        h.napi_poll(self.now, self.gro);
+        self.service(host);
+    }
+
+    fn tx_done(&mut self, host: usize) {
+        let h = &mut self.hosts[host];
+        if let Some(token) = h.tx_busy.take() {
+            h.stack.handle_tx_complete(self.now, token);
+        }
+        self.service(host);
+    }
+
+    fn timer(&mut self, host: usize) {
+        let h = &mut self.hosts[host];
+        if h.timer_at != Some(self.now) {
+            return; // stale: the timer was re-armed earlier
+        }
+        h.timer_at = None;
+        h.stack.handle_timeout(self.now);
+        self.service(host);
+    }
+
+    /// After anything touched `host`: readiness to the applications and packets to
+    /// the NIC until both are quiet, then the transmitter and the timer.
+    fn service(&mut self, host: usize) {
+        loop {
+            let mut busy = false;
+            while let Some(ev) = self.hosts[host].stack.poll_event() {
+                busy = true;
+                self.dispatch(host, ev);
+            }
+            while let Some(tx) = self.hosts[host].stack.poll_transmit(self.now) {
+                busy = true;
+                self.enqueue(host, tx);
+            }
+            if !busy {
+                break;
+            }
+        }
+        if self.hosts[host].tx_busy.is_none() {
+            self.start_tx(host);
+        }
+        self.arm_timer(host);
+    }
+
+    fn enqueue(&mut self, host: usize, tx: Transmit) {
+        let h = &mut self.hosts[host];
+        if let Err(tx) = h.nic.enqueue(self.now, tx) {
+            // A drop is a completion too: the stack must not wait for it.
+            h.stack.handle_tx_complete(self.now, tx.token);
+        }
+    }
+
+    fn arm_timer(&mut self, host: usize) {
+        let h = &mut self.hosts[host];
+        let Some(t) = h.stack.poll_timeout() else {
+            return;
+        };
+        let t = t.max(self.now);
+        // One pending timer event per host: a later deadline is found by the
+        // pending (earlier) event, which re-arms; only an earlier one needs a new event.
+        if h.timer_at.is_none_or(|cur| t < cur) {
+            h.timer_at = Some(t);
+            self.queue.push(t, Event::Timer { host: host as u32 });
+        }
+    }
+
+    /// Dequeues the head packet, puts its wire segments on the link back to back
+    /// and schedules their arrivals and the packet's TX completion.
+    fn start_tx(&mut self, host: usize) {
+        let now = self.now;
+        let Some(tx) = self.hosts[host].nic.dequeue(now) else {
+            return;
+        };
+        let li = self.hosts[host].tx_link;
+        let dst = self.link_dst[li] as u32;
+        let (link, queue, pcap) = (&mut self.links[li], &mut self.queue, &mut self.pcap);
+        let mut last_end = now.as_nanos();
+        let mut put = |seg: Vec<u8>| {
+            let (start, end) = link.serialize(now.as_nanos(), seg.len());
+            if let Some(p) = pcap.as_mut() {
+                p.write(Instant(start), &seg);
+            }
+            last_end = end;
+            link.propagate(end, seg, |at, pkt| {
+                queue.push(Instant(at), Event::Arrive { host: dst, pkt })
+            });
+        };
+        let token = tx.token;
+        if tx.gso_segs <= 1 {
+            put(finish_checksum(tx.packet));
+        } else if gso::segment(&tx.packet, tx.gso_size, &mut put).is_err() {
+            tracing::warn!("unsegmentable packet from host {host}: dropped");
+        }
+        self.hosts[host].tx_busy = Some(token);
+        self.queue
+            .push(Instant(last_end), Event::TxDone { host: host as u32 });
+    }
+
+    fn dispatch(&mut self, host: usize, ev: SocketEvent) {
+        match self.hosts[host].role(ev.socket) {
+            Some(Role::Sender(f)) => self.sender_event(f, ev),
+            Some(Role::Receiver(f)) => self.receiver_event(f, ev),
+            Some(Role::Listener) => self.accept_all(),
+            None => {}
+        }
+    }
+
+    fn sender_event(&mut self, f: u32, ev: SocketEvent) {
+        let (now, a) = (self.now, &mut self.hosts[HOST_A]);
+        let s = &mut self.flows[f as usize].sender;
+        match ev.kind {
+            EventKind::Connected => s.on_connected(&mut a.stack, now, &mut self.wbuf),
+            EventKind::Writable => s.on_writable(&mut a.stack, now, &mut self.wbuf),
+            EventKind::ReadHangUp | EventKind::HangUp => s.on_peer_closed(&mut a.stack, now),
+            EventKind::Error(e) => s.fail(&mut a.stack, now, e),
+            EventKind::Readable | EventKind::Acceptable => {}
+        }
+        if s.state == SendState::Closed {
+            a.unregister(ev.socket);
+            self.check_done(f);
+        }
+    }
+
+    fn receiver_event(&mut self, f: u32, ev: SocketEvent) {
+        let (now, b) = (self.now, &mut self.hosts[HOST_B]);
+        let r = &mut self.flows[f as usize].receiver;
+        match ev.kind {
+            EventKind::Readable | EventKind::ReadHangUp => {
+                r.on_readable(&mut b.stack, now, &mut self.rbuf)
+            }
+            EventKind::Error(e) => r.fail(&mut b.stack, now, e),
+            _ => {}
+        }
+        if r.handle.is_none() {
+            b.unregister(ev.socket);
+            self.check_done(f);
+        }
+    }
+
+    /// Accepts every pending connection and reads what already arrived on it.
+    fn accept_all(&mut self) {
+        let Some(l) = self.listener else { return };
+        let now = self.now;
+        loop {
+            let b = &mut self.hosts[HOST_B];
+            let h = match b.stack.accept(l) {
+                Ok(h) => h,
+                Err(SocketError::WouldBlock) => return,
+                Err(e) => {
+                    tracing::warn!("accept: {e}");
+                    return;
+                }
+            };
+            let flow = b
+                .stack
+                .addresses(h)
+                .ok()
+                .and_then(|(_, remote)| self.port_flow.get(&remote.port()).copied());
+            let Some(f) = flow else {
+                tracing::warn!("accepted a connection from an unknown port");
+                let _ = b.stack.close(now, h);
+                continue;
+            };
+            b.register(h, Role::Receiver(f));
+            self.flows[f as usize].receiver.handle = Some(h);
+            let ev = SocketEvent {
+                socket: h,
+                kind: EventKind::Readable,
+            };
+            self.receiver_event(f, ev);
+        }
+    }
+
+    fn check_done(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        let receiver_done = flow.receiver.closed || flow.receiver.error.is_some();
+        if !flow.done && flow.sender.state == SendState::Closed && receiver_done {
+            flow.done = true;
+            self.flows_done += 1;
+        }
+    }
+}
+
+/// Fills in the TCP checksum of a single-segment packet in place (the NIC's
+/// checksum offload), avoiding the copy a one-segment [`gso::segment`] would make.
+fn finish_checksum(mut pkt: Vec<u8>) -> Vec<u8> {
+    if let Ok(ip) = IpRepr::parse(&pkt, false) {
+        let end = (ip.header_len + ip.payload_len).min(pkt.len());
+        checksum::fill_tcp(ip.src, ip.dst, &mut pkt[ip.header_len..end]);
+    }
+    pkt
+}
+
+/// Why the event loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// The measured time ended (bulk).
+    Stopped,
+    /// Every flow finished (fixed-size transfers).
+    AllDone,
+    /// The safety cap on simulated time was hit.
+    TimeLimit,
+    /// Nothing left to happen.
+    Idle,
+}

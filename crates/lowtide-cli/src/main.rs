@@ -1,1 +1,229 @@
-fn main() {}
+//! `lowtide`: the command line of the lowtide TCP/IP stack.
+//!
+//! `lowtide sim stream` runs bulk (netperf TCP_STREAM) or fixed-size flows from host
+//! A to host B in the deterministic simulator and prints an iperf3-like summary, or
+//! the full results as JSON with `--json`. Exit codes: 0 success, 1 the bytes did not
+//! verify (or the run failed), 2 bad arguments.
+
+mod summary;
+mod units;
+
+use clap::{Args, Parser, Subcommand};
+use lowtide::Config;
+use lowtide_sim::{LinkConfig, Scenario, SimError, Workload};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// lowtide: a userspace TCP/IP stack, its simulator and its experiments.
+#[derive(Parser, Debug)]
+#[command(name = "lowtide", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Runs in the deterministic network simulator (virtual time).
+    #[command(subcommand)]
+    Sim(SimCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum SimCommand {
+    /// TCP streams from host A (10.0.0.1) to host B (10.0.0.2), like netperf
+    /// TCP_STREAM; every byte is verified at the receiver.
+    Stream(StreamArgs),
+}
+
+/// Simulated-time limit of a `--bytes` run; hitting it is a failure.
+const BYTES_TIME_LIMIT: Duration = Duration::from_secs(600);
+
+#[derive(Args, Debug)]
+struct StreamArgs {
+    /// Number of concurrent flows (connections).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20000))]
+    flows: u32,
+    /// Link rate, both directions (e.g. 100mbit, 1gbit, 10gbit; a bare number is bit/s).
+    #[arg(long, default_value = "1gbit", value_parser = units::parse_rate)]
+    rate: u64,
+    /// Round-trip propagation delay; each direction gets half (e.g. 20ms, 500us).
+    #[arg(long, default_value = "20ms", value_parser = units::parse_duration)]
+    rtt: Duration,
+    /// Loss probability on the A->B (data) direction (e.g. 1%, 0.5%, 0.01).
+    #[arg(long, default_value = "0", value_parser = units::parse_probability)]
+    loss: f64,
+    /// Loss probability on the B->A (ACK) direction.
+    #[arg(long, default_value = "0", value_parser = units::parse_probability)]
+    loss_reverse: f64,
+    /// Extra delay per A->B packet, uniform in 0..JITTER (may reorder, like netem).
+    #[arg(long, default_value = "0ms", value_parser = units::parse_duration)]
+    jitter: Duration,
+    /// Probability that an A->B packet is held back (by half the one-way delay, at
+    /// least 100 us), so that later packets overtake it.
+    #[arg(long, default_value = "0", value_parser = units::parse_probability, value_name = "PCT")]
+    reorder: f64,
+    /// Probability that an A->B packet is duplicated.
+    #[arg(long, default_value = "0", value_parser = units::parse_probability, value_name = "PCT")]
+    duplicate: f64,
+    /// Probability that an A->B packet has one bit flipped.
+    #[arg(long, default_value = "0", value_parser = units::parse_probability, value_name = "PCT")]
+    corrupt: f64,
+    /// Simulated measuring time of bulk flows [default: 10s].
+    #[arg(long, value_parser = positive_duration, conflicts_with = "bytes")]
+    duration: Option<Duration>,
+    /// Bytes per flow (e.g. 2MB, 2000000, 64KiB); each flow then sends this much and
+    /// closes, instead of a bulk transfer.
+    #[arg(long, value_parser = units::parse_bytes)]
+    bytes: Option<u64>,
+    /// Congestion control.
+    #[arg(long, default_value = "reno", value_parser = parse_cc)]
+    cc: String,
+    /// MSS in bytes; sets the MTU of both hosts to MSS + 40.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(88..=65_495))]
+    mss: Option<u32>,
+    /// NIC queue limit in packets (txqueuelen; a GSO packet counts once).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    queue: u64,
+    /// Seed of every random choice in the run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Writes the link traffic (both directions) to this pcap file.
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
+    /// GRO on the receive path.
+    #[arg(long, default_value = "on", value_parser = units::parse_on_off, value_name = "on|off", action = clap::ArgAction::Set)]
+    gro: bool,
+    /// A sysctl for both hosts, e.g. net.ipv4.tcp_rmem="4096 131072 6291456"
+    /// (repeatable).
+    #[arg(long = "sysctl", value_name = "NAME=VALUE", value_parser = parse_sysctl)]
+    sysctls: Vec<String>,
+    /// Prints the results as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match units::parse_duration(s)? {
+        Duration::ZERO => Err(format!("duration '{s}' must be positive")),
+        d => Ok(d),
+    }
+}
+
+fn parse_cc(s: &str) -> Result<String, String> {
+    let known = lowtide::config::CONGESTION_CONTROLS;
+    match known.contains(&s) {
+        true => Ok(s.to_string()),
+        false => Err(format!(
+            "unknown congestion control '{s}' (available: {})",
+            known.join(", ")
+        )),
+    }
+}
+
+fn parse_sysctl(s: &str) -> Result<String, String> {
+    Config::default()
+        .set_assignment(s)
+        .map_err(|e| e.to_string())?;
+    Ok(s.to_string())
+}
+
+impl StreamArgs {
+    fn config(&self) -> Result<Config, String> {
+        let mut cfg = Config::default();
+        cfg.set("net.ipv4.tcp_congestion_control", &self.cc)
+            .map_err(|e| e.to_string())?;
+        if let Some(mss) = self.mss {
+            cfg.mtu = mss + 40;
+        }
+        for s in &self.sysctls {
+            cfg.set_assignment(s).map_err(|e| e.to_string())?;
+        }
+        Ok(cfg)
+    }
+
+    fn scenario(&self) -> Result<Scenario, String> {
+        let one_way = (self.rtt / 2).as_nanos() as u64;
+        let base = LinkConfig {
+            rate_bps: self.rate,
+            delay_ns: one_way,
+            ..LinkConfig::default()
+        };
+        let link_ab = LinkConfig {
+            loss: self.loss,
+            jitter_ns: self.jitter.as_nanos() as u64,
+            reorder: self.reorder,
+            duplicate: self.duplicate,
+            corrupt: self.corrupt,
+            ..base.clone()
+        };
+        let link_ba = LinkConfig {
+            loss: self.loss_reverse,
+            ..base
+        };
+        let workload = match (self.bytes, self.duration) {
+            (Some(bytes), _) => Workload::Bytes {
+                bytes,
+                time_limit_ns: BYTES_TIME_LIMIT.as_nanos() as u64,
+            },
+            (None, d) => Workload::Bulk {
+                duration_ns: d.unwrap_or(Duration::from_secs(10)).as_nanos() as u64,
+            },
+        };
+        Ok(Scenario {
+            seed: self.seed,
+            flows: self.flows,
+            workload,
+            link_ab,
+            link_ba,
+            queue_limit: self.queue as usize,
+            gro: self.gro,
+            config: self.config()?,
+            pcap: self.pcap.clone(),
+            ..Scenario::default()
+        })
+    }
+}
+
+fn stream(args: &StreamArgs) -> ExitCode {
+    let sc = match args.scenario() {
+        Ok(sc) => sc,
+        Err(e) => return usage_error(&e),
+    };
+    let results = match sc.run() {
+        Ok(r) => r,
+        Err(SimError::Invalid(e)) => return usage_error(&e),
+        Err(e) => {
+            eprintln!("lowtide: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&results) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("lowtide: cannot serialize results: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        print!("{}", summary::render(&sc, &results));
+    }
+    match results.bytes_verified {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(1),
+    }
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match &cli.command {
+        Command::Sim(SimCommand::Stream(args)) => stream(args),
+    }
+}

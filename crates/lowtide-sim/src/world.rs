@@ -83,7 +83,9 @@ impl World {
             return Err(SimError::Invalid("link rate must be positive".into()));
         }
         let pcap = match &sc.pcap {
-            Some(p) => Some(PcapSink::create(p).map_err(SimError::Pcap)?),
+            Some(p) => {
+                Some(PcapSink::create(p).map_err(|e| SimError::Invalid(format!("pcap {e}")))?)
+            }
             None => None,
         };
         let hosts = (0..2)

@@ -1,0 +1,132 @@
+//! The human-readable report of a run, in the manner of iperf3's summary.
+
+use lowtide_sim::{Results, Scenario, Workload};
+use std::fmt::Write;
+
+/// Per-flow lines shown before eliding the rest (all are in `--json`).
+const MAX_FLOW_LINES: usize = 32;
+
+/// Bytes as iperf3 prints them (1024-based units).
+pub fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 4] = ["Bytes", "KBytes", "MBytes", "GBytes"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    match i {
+        0 => format!("{b} Bytes"),
+        _ => format!("{v:.2} {}", UNITS[i]),
+    }
+}
+
+/// A rate in bit/s with a 1000-based unit.
+pub fn fmt_rate(bps: f64) -> String {
+    const UNITS: [&str; 4] = ["bit/s", "Kbit/s", "Mbit/s", "Gbit/s"];
+    let mut v = bps;
+    let mut i = 0;
+    while v >= 1000.0 && i < UNITS.len() - 1 {
+        v /= 1000.0;
+        i += 1;
+    }
+    format!("{v:.2} {}", UNITS[i])
+}
+
+fn header(sc: &Scenario) -> String {
+    let ab = &sc.link_ab;
+    let what = match sc.workload {
+        Workload::Bulk { duration_ns } => format!("bulk for {:.3} s", duration_ns as f64 / 1e9),
+        Workload::Bytes { bytes, .. } => format!("{bytes} bytes each"),
+    };
+    format!(
+        "lowtide sim stream: {} flow(s), {what}; {} {}, RTT {:.3} ms, loss {}% (ACKs {}%), queue {} pkts, GRO {}, seed {}\n",
+        sc.flows,
+        fmt_rate(ab.rate_bps as f64),
+        sc.config.tcp_congestion_control,
+        (ab.delay_ns + sc.link_ba.delay_ns) as f64 / 1e6,
+        ab.loss * 100.0,
+        sc.link_ba.loss * 100.0,
+        sc.queue_limit,
+        if sc.gro { "on" } else { "off" },
+        sc.seed,
+    )
+}
+
+/// The whole report.
+pub fn render(sc: &Scenario, r: &Results) -> String {
+    let mut out = header(sc);
+    let _ = writeln!(
+        out,
+        "[ ID] {:>13}  {:>15}  {:>7}  {:>10}  {:>8}  OK",
+        "Transfer", "Goodput", "Retr", "RTT", "Wakeups"
+    );
+    let shown = if r.per_flow.len() > MAX_FLOW_LINES {
+        MAX_FLOW_LINES / 2
+    } else {
+        r.per_flow.len()
+    };
+    for f in &r.per_flow[..shown] {
+        let _ = writeln!(
+            out,
+            "[{:>3}] {:>13}  {:>15}  {:>7}  {:>7.3} ms  {:>8}  {}",
+            f.flow,
+            fmt_bytes(f.bytes_delivered),
+            fmt_rate(f.goodput_bps),
+            f.retrans_segs,
+            f.rtt_us as f64 / 1e3,
+            f.wakeups,
+            if f.verified { "yes" } else { "NO" },
+        );
+    }
+    if shown < r.per_flow.len() {
+        let _ = writeln!(
+            out,
+            "  ... {} more flows (see --json)",
+            r.per_flow.len() - shown
+        );
+    }
+    let bytes: u64 = r.per_flow.iter().map(|f| f.bytes_delivered).sum();
+    let retr: u64 = r.per_flow.iter().map(|f| f.retrans_segs).sum();
+    let wakeups: u64 = r.per_flow.iter().map(|f| f.wakeups).sum();
+    let _ = writeln!(
+        out,
+        "[SUM] {:>13}  {:>15}  {:>7}  {:>10}  {:>8}  in {:.3} s",
+        fmt_bytes(bytes),
+        fmt_rate(r.goodput_bps),
+        retr,
+        "",
+        wakeups,
+        r.duration_s
+    );
+    match &r.failure {
+        None => out.push_str("bytes verified: yes\n"),
+        Some(why) => {
+            let _ = writeln!(out, "bytes verified: NO ({why})");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "drops: {} on the link, {} in NIC queues; sim: {} packets, {} events in {:.3} s wall ({:.0} packets/s)",
+        r.drops.link_loss,
+        r.drops.queue,
+        r.sim_packets,
+        r.sim_events,
+        r.sim_wall_s,
+        r.sim_packets as f64 / r.sim_wall_s.max(1e-9),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(fmt_bytes(512), "512 Bytes");
+        assert_eq!(fmt_bytes(2 * 1024 * 1024), "2.00 MBytes");
+        assert_eq!(fmt_rate(941_000_000.0), "941.00 Mbit/s");
+        assert_eq!(fmt_rate(10e9), "10.00 Gbit/s");
+    }
+}

@@ -321,3 +321,432 @@ fn append(acc: &mut Vec<u8>, seg: &[u8], a: &Layout, s: &Layout, gso_size: u16) 
     tcp[TCP_FLAGS] |= seg[s.tcp_start + TCP_FLAGS] & TcpFlags::PSH.0;
     tcp[TCP_URGENT..TCP_URGENT + 2].copy_from_slice(&gso_size.to_be_bytes());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::{TcpOptions, TcpRepr};
+    use proptest::prelude::*;
+
+    const ACK: u8 = 0x10;
+    const PSH: u8 = 0x08;
+    const FIN: u8 = 0x01;
+    const CWR: u8 = 0x80;
+
+    /// A super-packet as a stack would hand it to the device: pseudo-header sum in
+    /// the checksum field.
+    fn packet(v6: bool, flags: u8, seq: u32, ipv4_id: u16, payload: &[u8]) -> Vec<u8> {
+        let (src, dst): (IpAddr, IpAddr) = if v6 {
+            ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap())
+        } else {
+            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap())
+        };
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: 443,
+            seq,
+            ack: 77,
+            flags: TcpFlags(flags),
+            window: 1000,
+            urgent: 0,
+            options: TcpOptions {
+                timestamp: Some((5, 6)),
+                ..TcpOptions::default()
+            },
+        };
+        let ip = IpRepr {
+            src,
+            dst,
+            protocol: PROTO_TCP,
+            hop_limit: 64,
+            ecn: 0,
+            header_len: if v6 { 40 } else { 20 },
+            payload_len: tcp.header_len() + payload.len(),
+        };
+        let mut p = vec![0u8; ip.header_len + tcp.header_len()];
+        ip.emit(&mut p, ipv4_id);
+        tcp.emit(&mut p[ip.header_len..]);
+        p.extend_from_slice(payload);
+        checksum::fill_tcp_partial(src, dst, &mut p[ip.header_len..]);
+        p
+    }
+
+    fn cut(p: &[u8], gso: u16) -> Vec<Vec<u8>> {
+        let mut segs = Vec::new();
+        let n = segment(p, gso, |s| segs.push(s)).unwrap();
+        assert_eq!(n, segs.len());
+        segs
+    }
+
+    /// Parses a finished segment, checking both checksums.
+    fn check(seg: &[u8]) -> (IpRepr, TcpRepr, Vec<u8>) {
+        let ip = IpRepr::parse(seg, true).unwrap();
+        assert_eq!(ip.header_len + ip.payload_len, seg.len());
+        let tcp_bytes = &seg[ip.header_len..];
+        assert!(checksum::verify_tcp(ip.src, ip.dst, tcp_bytes));
+        let (tcp, hl) = TcpRepr::parse(tcp_bytes).unwrap();
+        (ip, tcp, tcp_bytes[hl..].to_vec())
+    }
+
+    fn payload(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    fn ipv4_id(seg: &[u8]) -> u16 {
+        be16(seg, 4)
+    }
+
+    #[test]
+    fn segments_v4() {
+        let data = payload(3500);
+        let p = packet(false, ACK | PSH | FIN | CWR, u32::MAX - 10, 0xfffe, &data);
+        let segs = cut(&p, 1000);
+        assert_eq!(segs.len(), 4);
+        let mut joined = Vec::new();
+        for (i, s) in segs.iter().enumerate() {
+            let (_, tcp, pl) = check(s);
+            assert_eq!(tcp.seq, (u32::MAX - 10).wrapping_add(1000 * i as u32));
+            let want = match i {
+                0 => ACK | CWR,
+                3 => ACK | PSH | FIN,
+                _ => ACK,
+            };
+            assert_eq!(tcp.flags.0, want, "segment {i}");
+            assert_eq!(tcp.options.timestamp, Some((5, 6)));
+            assert_eq!(pl.len(), if i == 3 { 500 } else { 1000 });
+            joined.extend(pl);
+        }
+        assert_eq!(joined, data);
+        let ids: Vec<u16> = segs.iter().map(|s| ipv4_id(s)).collect();
+        assert_eq!(ids, [0xfffe, 0xffff, 0, 1]);
+    }
+
+    #[test]
+    fn segments_v6() {
+        let data = payload(2001);
+        let p = packet(true, ACK | PSH, 1, 0, &data);
+        let segs = cut(&p, 1000);
+        assert_eq!(segs.len(), 3);
+        let lens: Vec<usize> = segs.iter().map(|s| check(s).0.payload_len).collect();
+        assert_eq!(lens, [1032, 1032, 33]);
+        assert_eq!(check(&segs[2]).1.flags.0, ACK | PSH);
+    }
+
+    #[test]
+    fn single_segment_cases() {
+        let data = payload(1000);
+        for (gso, v6) in [(0, false), (1000, true), (1001, false), (0, true)] {
+            let p = packet(v6, ACK | PSH | CWR | FIN, 9, 3, &data);
+            let segs = cut(&p, gso);
+            assert_eq!(segs.len(), 1);
+            let (_, tcp, pl) = check(&segs[0]);
+            assert_eq!(tcp.flags.0, ACK | PSH | CWR | FIN);
+            assert_eq!(pl, data);
+            // Apart from the checksum, the packet is unchanged.
+            let c = p.len() - data.len() - 32 + 16;
+            let mut a = segs[0].clone();
+            a[c..c + 2].copy_from_slice(&p[c..c + 2]);
+            assert_eq!(a, p);
+        }
+        // No payload at all (a pure ACK) also gives one segment.
+        let p = packet(false, ACK, 9, 3, &[]);
+        assert_eq!(cut(&p, 100).len(), 1);
+        check(&cut(&p, 100)[0]);
+    }
+
+    #[test]
+    fn link_padding_is_ignored() {
+        let data = payload(300);
+        let mut p = packet(false, ACK, 9, 3, &data);
+        p.extend_from_slice(&[0xee; 6]);
+        let segs = cut(&p, 100);
+        assert_eq!(segs.len(), 3);
+        segs.iter().for_each(|s| {
+            check(s);
+        });
+    }
+
+    #[test]
+    fn finish_checksum_completes_partial() {
+        for v6 in [false, true] {
+            let mut p = packet(v6, ACK, 1, 1, &payload(99));
+            let hl = if v6 { 40 } else { 20 };
+            let ip = IpRepr::parse(&p, true).unwrap();
+            assert!(!checksum::verify_tcp(ip.src, ip.dst, &p[hl..]));
+            finish_checksum(&mut p).unwrap();
+            check(&p);
+        }
+        assert_eq!(finish_checksum(&mut [0x45; 10]), Err(WireError::Truncated));
+    }
+
+    #[test]
+    fn non_tcp_is_unsupported() {
+        let mut p = packet(false, ACK, 1, 1, &payload(10));
+        p[9] = 17;
+        ip::fill_ipv4_checksum(&mut p[..20]);
+        assert_eq!(segment(&p, 4, |_| ()), Err(WireError::Unsupported));
+        let mut acc = p.clone();
+        assert!(!gro_merge(&mut acc, &p, 1 << 20));
+    }
+
+    /// Merges every segment into the first; returns the merged packets.
+    fn merge_all(segs: Vec<Vec<u8>>, max_len: usize) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for s in segs {
+            let merged = out
+                .last_mut()
+                .is_some_and(|acc| gro_merge(acc, &s, max_len));
+            if !merged {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    fn payload_of(p: &[u8]) -> Vec<u8> {
+        let l = Layout::parse(p, true).unwrap();
+        p[l.payload_start..l.end].to_vec()
+    }
+
+    #[test]
+    fn gro_reconstructs_the_super_packet() {
+        for v6 in [false, true] {
+            let data = payload(5000);
+            let p = packet(v6, ACK | PSH, 100, 7, &data);
+            let merged = merge_all(cut(&p, 1400), 1 << 20);
+            assert_eq!(merged.len(), 1);
+            let m = &merged[0];
+            let (ip, tcp, _) = (
+                IpRepr::parse(m, true).unwrap(),
+                TcpRepr::parse(&m[ip_hl(v6)..]).unwrap().0,
+                (),
+            );
+            assert_eq!(ip.payload_len + ip.header_len, m.len());
+            assert_eq!(tcp.seq, 100);
+            assert_eq!(tcp.flags.0, ACK | PSH);
+            assert_eq!(payload_of(m), data);
+            assert_eq!(merged_segment_size(m), Some(1400));
+        }
+    }
+
+    fn ip_hl(v6: bool) -> usize {
+        if v6 {
+            40
+        } else {
+            20
+        }
+    }
+
+    #[test]
+    fn gro_respects_max_len_and_ip_limit() {
+        let p = packet(false, ACK, 0, 0, &payload(4000));
+        let segs = cut(&p, 1000);
+        let seg_len = segs[0].len();
+        let merged = merge_all(segs.clone(), 2 * seg_len + 1000);
+        assert_eq!(merged.len(), 2);
+        assert!(merged.iter().all(|m| m.len() <= 2 * seg_len + 1000));
+        // The IP length may not pass 65535, whatever max_len says.
+        for v6 in [false, true] {
+            let max_payload = 65535 - 32 - if v6 { 0 } else { 20 };
+            let full = packet(v6, ACK, 0, 0, &payload(max_payload));
+            assert_eq!(merge_all(cut(&full, 1000), usize::MAX).len(), 1);
+            let acc = packet(v6, ACK, 0, 0, &payload(max_payload - 999));
+            let acc = cut(&acc, 0).remove(0);
+            let seg = cut(
+                &packet(v6, ACK, max_payload as u32 - 999, 0, &payload(1000)),
+                0,
+            );
+            assert!(!merges(acc.clone(), &seg[0]));
+            let seg = cut(
+                &packet(v6, ACK, max_payload as u32 - 999, 0, &payload(999)),
+                0,
+            );
+            assert!(merges(acc, &seg[0]));
+        }
+    }
+
+    /// Two consecutive 1000-byte segments, ready to try merging.
+    fn pair(f0: u8, f1: u8) -> (Vec<u8>, Vec<u8>) {
+        let a = cut(&packet(false, f0, 0, 0, &payload(1000)), 0).remove(0);
+        let b = cut(&packet(false, f1, 1000, 1, &payload(1000)), 0).remove(0);
+        (a, b)
+    }
+
+    fn merges(mut a: Vec<u8>, b: &[u8]) -> bool {
+        let before = a.clone();
+        let ok = gro_merge(&mut a, b, 1 << 20);
+        if !ok {
+            assert_eq!(a, before, "a refused merge must leave acc alone");
+        }
+        ok
+    }
+
+    #[test]
+    fn gro_flag_rules() {
+        assert!(merges(pair(ACK, ACK).0, &pair(ACK, ACK).1));
+        assert!(merges(pair(ACK, ACK).0, &pair(ACK, ACK | PSH).1));
+        assert!(!merges(pair(ACK | PSH, ACK).0, &pair(ACK, ACK).1));
+        for bad in [0x01u8, 0x02, 0x04, 0x20, 0x40, 0x80] {
+            assert!(
+                !merges(pair(ACK | bad, ACK).0, &pair(ACK, ACK).1),
+                "acc {bad:#x}"
+            );
+            assert!(
+                !merges(pair(ACK, ACK).0, &pair(ACK, ACK | bad).1),
+                "seg {bad:#x}"
+            );
+        }
+        assert!(!merges(pair(ACK, ACK).0, &pair(ACK, 0).1));
+    }
+
+    /// Rewrites one byte of `seg` and fixes its checksums.
+    fn patched(seg: &[u8], at: usize, byte: u8) -> Vec<u8> {
+        let mut s = seg.to_vec();
+        s[at] = byte;
+        ip::fill_ipv4_checksum(&mut s[..20]);
+        finish_checksum(&mut s).unwrap();
+        s
+    }
+
+    #[test]
+    fn gro_header_rules() {
+        let (a, b) = pair(ACK, ACK);
+        assert!(
+            merges(a.clone(), &patched(&b, 4, 99)),
+            "IPv4 id is not compared"
+        );
+        assert!(!merges(a.clone(), &patched(&b, 8, 1)), "TTL");
+        assert!(!merges(a.clone(), &patched(&b, 1, 1)), "ECN");
+        assert!(!merges(a.clone(), &patched(&b, 15, 9)), "source address");
+        assert!(!merges(a.clone(), &patched(&b, 21, 1)), "source port");
+        assert!(!merges(a.clone(), &patched(&b, 27, 1)), "sequence");
+        assert!(!merges(a.clone(), &patched(&b, 31, 1)), "ack");
+        assert!(!merges(a.clone(), &patched(&b, 35, 1)), "window");
+        assert!(!merges(a.clone(), &patched(&b, 51, 9)), "timestamp echo");
+        let mut bad = b.clone();
+        bad[60] ^= 1;
+        assert!(!merges(a.clone(), &bad), "TCP checksum");
+        let mut bad = b.clone();
+        bad[11] ^= 1;
+        assert!(!merges(a.clone(), &bad), "IPv4 checksum");
+        // A v6 segment never continues a v4 packet.
+        let b6 = cut(&packet(true, ACK, 1000, 0, &payload(1000)), 0).remove(0);
+        assert!(!merges(a.clone(), &b6));
+        assert!(!merges(a, &b[..b.len() - 1]));
+    }
+
+    #[test]
+    fn gro_size_rules() {
+        let seg =
+            |seq: u32, len: usize| cut(&packet(false, ACK, seq, 0, &payload(len)), 0).remove(0);
+        // A segment larger than the first does not merge.
+        assert!(!merges(seg(0, 500), &seg(500, 501)));
+        // Empty segments never merge, as acc or as seg.
+        assert!(!merges(seg(0, 500), &seg(500, 0)));
+        assert!(!merges(seg(0, 0), &seg(0, 500)));
+        // After a short segment, nothing more merges.
+        let mut acc = seg(0, 500);
+        assert!(gro_merge(&mut acc, &seg(500, 500), 1 << 20));
+        assert_eq!(merged_segment_size(&acc), Some(500));
+        assert!(gro_merge(&mut acc, &seg(1000, 200), 1 << 20));
+        assert!(!gro_merge(&mut acc, &seg(1200, 100), 1 << 20));
+        assert!(!gro_merge(&mut acc, &seg(1200, 500), 1 << 20));
+        assert_eq!(payload_of(&acc).len(), 1200);
+        // After a PSH, nothing more merges.
+        let mut acc = seg(0, 500);
+        let psh = cut(&packet(false, ACK | PSH, 500, 0, &payload(500)), 0).remove(0);
+        assert!(gro_merge(&mut acc, &psh, 1 << 20));
+        assert!(!gro_merge(&mut acc, &seg(1000, 500), 1 << 20));
+    }
+
+    #[test]
+    fn gro_drops_acc_link_padding() {
+        let (mut a, b) = pair(ACK, ACK);
+        a.extend_from_slice(&[0; 6]);
+        assert!(gro_merge(&mut a, &b, 1 << 20));
+        assert_eq!(IpRepr::parse(&a, true).unwrap().payload_len + 20, a.len());
+        assert_eq!(payload_of(&a).len(), 2000);
+    }
+
+    fn arb_flags() -> impl Strategy<Value = u8> {
+        prop::sample::select(vec![
+            ACK,
+            ACK | PSH,
+            ACK | FIN,
+            ACK | CWR,
+            ACK | PSH | FIN | CWR,
+            0x42,
+        ])
+    }
+
+    proptest! {
+        #[test]
+        fn segment_invariants(
+            len in 0usize..5000, gso in 0u16..1600, v6 in any::<bool>(), flags in arb_flags(),
+            seq in any::<u32>(), id in any::<u16>(),
+        ) {
+            let data = payload(len);
+            let p = packet(v6, flags, seq, id, &data);
+            let segs = cut(&p, gso);
+            let n = segs.len();
+            let expect = if gso == 0 || len <= gso as usize { 1 } else { len.div_ceil(gso as usize) };
+            prop_assert_eq!(n, expect);
+            let mut joined = Vec::new();
+            for (i, s) in segs.iter().enumerate() {
+                let (_, tcp, pl) = check(s);
+                prop_assert_eq!(tcp.seq, seq.wrapping_add(joined.len() as u32));
+                let mut want = flags;
+                if i + 1 != n { want &= !(FIN | PSH); }
+                if i != 0 { want &= !CWR; }
+                prop_assert_eq!(tcp.flags.0, want);
+                if !v6 { prop_assert_eq!(ipv4_id(s), id.wrapping_add(i as u16)); }
+                if i + 1 != n { prop_assert_eq!(pl.len(), gso as usize); }
+                joined.extend(pl);
+            }
+            prop_assert_eq!(joined, data);
+        }
+
+        #[test]
+        fn gro_round_trip(len in 1usize..6000, gso in 1u16..1600, v6 in any::<bool>(), psh in any::<bool>()) {
+            let data = payload(len);
+            let flags = if psh { ACK | PSH } else { ACK };
+            let merged = merge_all(cut(&packet(v6, flags, 1, 1, &data), gso), 1 << 20);
+            prop_assert_eq!(merged.len(), 1);
+            prop_assert_eq!(payload_of(&merged[0]), data);
+            prop_assert_eq!(merged[0][ip_hl(v6) + 13], flags);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..200), gso in any::<u16>()) {
+            let _ = segment(&data, gso, |_| ());
+            let mut d = data.clone();
+            let _ = finish_checksum(&mut d);
+            let mut acc = data.clone();
+            let _ = gro_merge(&mut acc, &data, 1 << 20);
+            let _ = merged_segment_size(&data);
+        }
+
+        #[test]
+        fn mutations_never_panic(
+            v6 in any::<bool>(), len in 0usize..600, gso in any::<u16>(),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+            cut_at in any::<prop::sample::Index>(), mutate_acc in any::<bool>(),
+        ) {
+            let p = packet(v6, ACK, 0, 0, &payload(len));
+            let mut bad = p.clone();
+            for (at, byte) in edits {
+                let i = at.index(bad.len());
+                bad[i] = byte;
+            }
+            bad.truncate(cut_at.index(bad.len() + 1));
+            let mut total = 0;
+            if let Ok(n) = segment(&bad, gso, |s| total += s.len()) {
+                prop_assert!(n >= 1);
+            }
+            let _ = finish_checksum(&mut bad.clone());
+            let next = packet(v6, ACK, len as u32, 1, &payload(len));
+            let (mut acc, seg) = if mutate_acc { (bad, next) } else { (p, bad) };
+            let _ = gro_merge(&mut acc, &seg, 1 << 20);
+        }
+    }
+}

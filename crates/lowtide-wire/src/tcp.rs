@@ -369,7 +369,7 @@ mod tests {
     fn with_options(opts: &[u8]) -> Vec<u8> {
         let mut b = emitted(&base());
         b.extend_from_slice(opts);
-        while b.len() % 4 != 0 {
+        while b.len() & 3 != 0 {
             b.push(0);
         }
         b[12] = ((b.len() / 4) as u8) << 4;

@@ -466,6 +466,36 @@ mod tests {
         });
     }
 
+    /// Inserts IPv4 options (NOP NOP NOP EOL) into a v4 packet.
+    fn with_ipv4_options(p: &[u8]) -> Vec<u8> {
+        let mut b = p.to_vec();
+        b.splice(20..20, [1, 1, 1, 0]);
+        b[0] = 0x46;
+        let total = b.len() as u16;
+        b[2..4].copy_from_slice(&total.to_be_bytes());
+        ip::fill_ipv4_checksum(&mut b[..24]);
+        b
+    }
+
+    #[test]
+    fn ipv4_options_are_carried() {
+        let data = payload(2500);
+        let p = with_ipv4_options(&packet(false, ACK, 5, 9, &data));
+        let segs = cut(&p, 1000);
+        assert_eq!(segs.len(), 3);
+        for s in &segs {
+            let (ip, _, _) = check(s);
+            assert_eq!(ip.header_len, 24);
+            assert_eq!(&s[20..24], &[1, 1, 1, 0]);
+        }
+        let merged = merge_all(segs, 1 << 20);
+        assert_eq!(merged.len(), 1);
+        assert_eq!(payload_of(&merged[0]), data);
+        // Options that differ prevent merging.
+        let (a, b) = pair(ACK, ACK);
+        assert!(!merges(with_ipv4_options(&a), &b));
+    }
+
     #[test]
     fn finish_checksum_completes_partial() {
         for v6 in [false, true] {

@@ -153,7 +153,8 @@ fn parse_v4(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
     if frag & (IPV4_MF | IPV4_FRAG_OFFSET) != 0 {
         return Err(WireError::Unsupported);
     }
-    let addr = |at: usize| Ipv4Addr::new(packet[at], packet[at + 1], packet[at + 2], packet[at + 3]);
+    let addr =
+        |at: usize| Ipv4Addr::new(packet[at], packet[at + 1], packet[at + 2], packet[at + 3]);
     Ok(IpRepr {
         src: IpAddr::V4(addr(12)),
         dst: IpAddr::V4(addr(16)),
@@ -191,4 +192,187 @@ fn parse_v6(packet: &[u8]) -> Result<IpRepr, WireError> {
         header_len: IPV6_HEADER_LEN,
         payload_len,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn v4_repr() -> IpRepr {
+        IpRepr {
+            src: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            dst: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            protocol: PROTO_TCP,
+            hop_limit: 64,
+            ecn: 2,
+            header_len: IPV4_HEADER_LEN,
+            payload_len: 8,
+        }
+    }
+
+    fn emitted(repr: &IpRepr) -> Vec<u8> {
+        let mut buf = vec![0u8; repr.emit_len() + repr.payload_len];
+        repr.emit(&mut buf, 0x1234);
+        buf
+    }
+
+    fn arb_repr() -> impl Strategy<Value = IpRepr> {
+        let v4 = (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u8>(),
+            any::<u8>(),
+            0u8..4,
+            0usize..1500,
+        )
+            .prop_map(|(s, d, proto, hop, ecn, len)| IpRepr {
+                src: IpAddr::V4(s.into()),
+                dst: IpAddr::V4(d.into()),
+                protocol: proto,
+                hop_limit: hop,
+                ecn,
+                header_len: IPV4_HEADER_LEN,
+                payload_len: len,
+            });
+        let v6 = (
+            any::<u128>(),
+            any::<u128>(),
+            any::<u8>(),
+            0u8..4,
+            0usize..1500,
+        )
+            .prop_map(|(s, d, hop, ecn, len)| IpRepr {
+                src: IpAddr::V6(s.into()),
+                dst: IpAddr::V6(d.into()),
+                protocol: PROTO_TCP,
+                hop_limit: hop,
+                ecn,
+                header_len: IPV6_HEADER_LEN,
+                payload_len: len,
+            });
+        prop_oneof![v4, v6]
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(repr in arb_repr(), padding in 0usize..8) {
+            let mut buf = emitted(&repr);
+            buf.extend(std::iter::repeat_n(0xaa, padding));
+            prop_assert_eq!(IpRepr::parse(&buf, true), Ok(repr));
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..100)) {
+            let _ = IpRepr::parse(&data, true);
+            let _ = IpRepr::parse(&data, false);
+        }
+
+        #[test]
+        fn mutations_never_panic(
+            repr in arb_repr(), at in any::<prop::sample::Index>(), byte in any::<u8>(),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut buf = emitted(&repr);
+            let i = at.index(buf.len());
+            buf[i] = byte;
+            buf.truncate(cut.index(buf.len() + 1));
+            if let Ok(r) = IpRepr::parse(&buf, false) {
+                prop_assert!(r.header_len + r.payload_len <= buf.len());
+            }
+        }
+    }
+
+    #[test]
+    fn emit_v4_fields() {
+        let buf = emitted(&v4_repr());
+        assert_eq!(&buf[..10], &[0x45, 2, 0, 28, 0x12, 0x34, 0x40, 0, 64, 6]);
+        assert_eq!(checksum::fold(checksum::sum(&buf[..20], 0)), 0xffff);
+    }
+
+    #[test]
+    fn v4_errors() {
+        let good = emitted(&v4_repr());
+        assert_eq!(IpRepr::parse(&[], false), Err(WireError::Truncated));
+        assert_eq!(IpRepr::parse(&good[..19], false), Err(WireError::Truncated));
+        // Claims 28 bytes, has 27.
+        assert_eq!(IpRepr::parse(&good[..27], false), Err(WireError::Truncated));
+        let mut b = good.clone();
+        b[0] = 0x55;
+        assert_eq!(IpRepr::parse(&b, false), Err(WireError::Malformed));
+        let mut b = good.clone();
+        b[0] = 0x44;
+        assert_eq!(IpRepr::parse(&b, false), Err(WireError::Malformed));
+        let mut b = good.clone();
+        b[2..4].copy_from_slice(&19u16.to_be_bytes());
+        assert_eq!(IpRepr::parse(&b, false), Err(WireError::Malformed));
+        let mut b = good.clone();
+        b[8] = 63;
+        assert_eq!(IpRepr::parse(&b, true), Err(WireError::BadChecksum));
+        assert!(IpRepr::parse(&b, false).is_ok());
+    }
+
+    #[test]
+    fn v4_fragments_unsupported() {
+        for frag in [IPV4_MF, 1, IPV4_DF | 0x10, IPV4_MF | IPV4_DF] {
+            let mut b = emitted(&v4_repr());
+            b[6..8].copy_from_slice(&frag.to_be_bytes());
+            fill_ipv4_checksum(&mut b[..20]);
+            assert_eq!(
+                IpRepr::parse(&b, true),
+                Err(WireError::Unsupported),
+                "{frag:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn v4_options_accepted() {
+        let mut b = emitted(&v4_repr());
+        // Insert four option bytes (NOP NOP NOP EOL) after the fixed header.
+        b.splice(20..20, [1, 1, 1, 0]);
+        b[0] = 0x46;
+        b[2..4].copy_from_slice(&32u16.to_be_bytes());
+        fill_ipv4_checksum(&mut b[..24]);
+        let r = IpRepr::parse(&b, true).unwrap();
+        assert_eq!((r.header_len, r.payload_len), (24, 8));
+        // IHL past the buffer.
+        b[0] = 0x4f;
+        assert_eq!(IpRepr::parse(&b, false), Err(WireError::Truncated));
+    }
+
+    #[test]
+    fn v6_errors() {
+        let repr = IpRepr {
+            src: IpAddr::V6(Ipv6Addr::LOCALHOST),
+            dst: IpAddr::V6(Ipv6Addr::LOCALHOST),
+            header_len: IPV6_HEADER_LEN,
+            ..v4_repr()
+        };
+        let good = emitted(&repr);
+        assert_eq!(good[0], 0x60);
+        assert_eq!(good[1], 0x20);
+        assert_eq!(IpRepr::parse(&good[..39], false), Err(WireError::Truncated));
+        assert_eq!(IpRepr::parse(&good[..47], false), Err(WireError::Truncated));
+        for nh in [0u8, 17, 43, 44, 58, 59] {
+            let mut b = good.clone();
+            b[6] = nh;
+            assert_eq!(IpRepr::parse(&b, false), Err(WireError::Unsupported));
+        }
+    }
+
+    #[test]
+    fn mixed_families_do_not_panic() {
+        let mut r = v4_repr();
+        r.dst = IpAddr::V6(Ipv6Addr::LOCALHOST);
+        let b = emitted(&r);
+        assert_eq!(&b[16..20], &[0, 0, 0, 0]);
+        r.src = IpAddr::V6(Ipv6Addr::LOCALHOST);
+        r.dst = IpAddr::V4(Ipv4Addr::new(1, 2, 3, 4));
+        let b = emitted(&r);
+        assert_eq!(
+            IpRepr::parse(&b, false).unwrap().dst,
+            IpAddr::V6("::ffff:1.2.3.4".parse().unwrap())
+        );
+    }
 }

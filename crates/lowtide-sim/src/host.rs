@@ -10,6 +10,7 @@
 
 use crate::nic::NicQueue;
 use lowtide::{Instant, RxChecksum, SocketHandle, Stack, TxToken};
+use lowtide_wire::tcp::four_tuple;
 use lowtide_wire::{checksum, gso, ip::IpRepr, ip::PROTO_TCP};
 use std::net::IpAddr;
 
@@ -114,19 +115,24 @@ impl Host {
         self.rx_ring = ring;
     }
 
+    /// `napi_gro_receive` for one segment. [`gso::gro_merge`] verifies the
+    /// checksums of the segments it merges; a segment that starts a new super-packet
+    /// is verified here, so each good segment is summed once.
     fn gro_receive(&mut self, now: Instant, pkt: Vec<u8>) {
-        let Some(key) = verified_flow_key(&pkt) else {
-            // Not verifiable here: the stack verifies again and counts the error.
-            return self.stack.handle_packet(now, &pkt, RxChecksum::Verify);
-        };
-        if let Some(i) = self.gro_held.iter().position(|(k, _)| *k == key) {
+        let key = flow_key(&pkt);
+        let held = key.and_then(|k| self.gro_held.iter().position(|(h, _)| *h == k));
+        if let Some(i) = held {
             if gso::gro_merge(&mut self.gro_held[i].1, &pkt, GRO_MAX_LEN) {
                 return;
             }
-            let held = std::mem::replace(&mut self.gro_held[i].1, pkt);
-            return self
-                .stack
-                .handle_packet(now, &held, RxChecksum::Unnecessary);
+        }
+        let Some(key) = key.filter(|_| checksums_ok(&pkt)) else {
+            // Not verifiable: the stack verifies again and counts the error.
+            return self.stack.handle_packet(now, &pkt, RxChecksum::Verify);
+        };
+        if let Some(i) = held {
+            let old = std::mem::replace(&mut self.gro_held[i].1, pkt);
+            return self.stack.handle_packet(now, &old, RxChecksum::Unnecessary);
         }
         if self.gro_held.len() == GRO_MAX_HELD {
             let (_, oldest) = self.gro_held.remove(0);
@@ -152,19 +158,23 @@ struct FlowKey {
     ports: u32,
 }
 
-/// The flow of a TCP packet whose IP and TCP checksums verify, else None.
-fn verified_flow_key(pkt: &[u8]) -> Option<FlowKey> {
-    let ip = IpRepr::parse(pkt, true).ok()?;
-    if ip.protocol != PROTO_TCP {
-        return None;
-    }
-    let seg = pkt.get(ip.header_len..ip.header_len + ip.payload_len)?;
-    if seg.len() < 20 || !checksum::verify_tcp(ip.src, ip.dst, seg) {
-        return None;
-    }
+/// The flow of a TCP packet, read without verifying anything.
+fn flow_key(pkt: &[u8]) -> Option<FlowKey> {
+    let (src, dst) = four_tuple(pkt).ok()?;
     Some(FlowKey {
-        src: ip.src,
-        dst: ip.dst,
-        ports: u32::from_be_bytes([seg[0], seg[1], seg[2], seg[3]]),
+        src: src.ip(),
+        dst: dst.ip(),
+        ports: (src.port() as u32) << 16 | dst.port() as u32,
     })
+}
+
+/// The IPv4 header checksum (if any) and the TCP checksum verify.
+fn checksums_ok(pkt: &[u8]) -> bool {
+    let Ok(ip) = IpRepr::parse(pkt, true) else {
+        return false;
+    };
+    match pkt.get(ip.header_len..ip.header_len + ip.payload_len) {
+        Some(seg) if ip.protocol == PROTO_TCP => checksum::verify_tcp(ip.src, ip.dst, seg),
+        _ => false,
+    }
 }

@@ -8,7 +8,7 @@ use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
 use crate::scenario::{Scenario, SimError, Workload};
 use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
-use lowtide_wire::{checksum, gso, ip::IpRepr};
+use lowtide_wire::gso;
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -393,12 +393,11 @@ impl World {
     }
 }
 
-/// Fills in the TCP checksum of a single-segment packet in place (the NIC's
-/// checksum offload), avoiding the copy a one-segment [`gso::segment`] would make.
+/// Completes the TCP checksum of a single-segment packet in place (the NIC's
+/// checksum offload), avoiding the copy a one-segment [`gso::segment`] makes.
 fn finish_checksum(mut pkt: Vec<u8>) -> Vec<u8> {
-    if let Ok(ip) = IpRepr::parse(&pkt, false) {
-        let end = (ip.header_len + ip.payload_len).min(pkt.len());
-        checksum::fill_tcp(ip.src, ip.dst, &mut pkt[ip.header_len..end]);
+    if gso::finish_checksum(&mut pkt).is_err() {
+        tracing::warn!("packet without a TCP header sent as is");
     }
     pkt
 }

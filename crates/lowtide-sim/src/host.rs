@@ -178,3 +178,64 @@ fn checksums_ok(pkt: &[u8]) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+
+    fn packet(src_port: u16, payload: &[u8]) -> Vec<u8> {
+        let (src, dst): (IpAddr, IpAddr) =
+            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let tcp = TcpRepr {
+            src_port,
+            dst_port: 5001,
+            seq: 1000,
+            ack: 1,
+            flags: TcpFlags::ACK,
+            window: 1000,
+            urgent: 0,
+            options: TcpOptions::default(),
+        };
+        let ip = IpRepr {
+            src,
+            dst,
+            protocol: PROTO_TCP,
+            hop_limit: 64,
+            ecn: 0,
+            header_len: 20,
+            payload_len: tcp.header_len() + payload.len(),
+        };
+        let mut p = vec![0u8; 20 + tcp.header_len()];
+        ip.emit(&mut p, 7);
+        tcp.emit(&mut p[20..]);
+        p.extend_from_slice(payload);
+        checksum::fill_tcp(src, dst, &mut p[20..]);
+        p
+    }
+
+    #[test]
+    fn checksums_catch_every_single_bit_flip() {
+        let p = packet(40000, &[0xab; 64]);
+        assert!(checksums_ok(&p));
+        for byte in 0..p.len() {
+            for bit in 0..8 {
+                let mut q = p.clone();
+                q[byte] ^= 1 << bit;
+                assert!(
+                    !checksums_ok(&q),
+                    "flip of bit {bit} of byte {byte} not caught"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn flow_keys_tell_flows_apart() {
+        let a = flow_key(&packet(40000, b"x")).unwrap();
+        let b = flow_key(&packet(40001, b"x")).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a, flow_key(&packet(40000, b"yz")).unwrap());
+        assert_eq!(flow_key(&[0x45, 0]), None);
+    }
+}

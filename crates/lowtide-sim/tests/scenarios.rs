@@ -144,6 +144,7 @@ fn pcap_is_written() {
     sc.pcap = Some(path.clone());
     let r = run_verified(&sc);
     let data = std::fs::read(&path).expect("pcap written");
+    check_with_tcpdump(&path, r.sim_packets);
     std::fs::remove_file(&path).ok();
     // Classic pcap magic (either byte order), LINKTYPE_RAW.
     assert!(data[..4] == [0xd4, 0xc3, 0xb2, 0xa1] || data[..4] == [0xa1, 0xb2, 0xc3, 0xd4]);
@@ -168,4 +169,29 @@ fn count_records(data: &[u8]) -> usize {
         n += 1;
     }
     n
+}
+
+/// If tcpdump is installed: it reads every packet and finds no bad checksum.
+fn check_with_tcpdump(path: &std::path::Path, packets: u64) {
+    let Ok(out) = std::process::Command::new("tcpdump")
+        .arg("-vnr")
+        .arg(path)
+        .output()
+    else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" > ")).count() as u64,
+        packets
+    );
+    assert!(
+        !text.contains("incorrect"),
+        "bad checksum in capture:\n{text}"
+    );
 }

@@ -1,10 +1,10 @@
 //! A simulated host: a lowtide [`Stack`], its NIC (transmit queue and receive ring)
 //! and the table mapping its sockets to the applications that own them.
 //!
-//! Receive path: arrivals wait in the RX ring until a NAPI poll, which runs one
-//! interrupt-coalescing window (`rx_usecs`, 20 µs by default, like a NIC's
-//! `ethtool -C rx-usecs`) after the first arrival at an idle ring; the poll hands
-//! the whole batch to the stack. With GRO, a batch's in-order segments of one flow
+//! Receive path: a NAPI poll runs one interrupt-coalescing window (`rx_usecs`, 20 µs
+//! by default, like a NIC's `ethtool -C rx-usecs`) after the first arrival at an
+//! idle host, takes every segment that has arrived by then from the incoming links'
+//! pipes into the RX ring, and hands the whole batch to the stack. With GRO, a batch's in-order segments of one flow
 //! are merged (as Linux's `napi_gro_receive`) after their checksums are verified;
 //! segments that fail verification go to the stack unmerged, to be counted there.
 
@@ -44,8 +44,10 @@ pub struct Host {
     pub tx_busy: Option<TxToken>,
     /// Wire segments received and not yet polled.
     pub rx_ring: Vec<Vec<u8>>,
-    /// A NAPI poll is scheduled.
-    pub rx_armed: bool,
+    /// The time of the pending NAPI poll, if any.
+    pub rx_poll_at: Option<Instant>,
+    /// The link directions delivering to this host.
+    pub rx_links: Vec<usize>,
     /// The time of the pending timer event, if any.
     pub timer_at: Option<Instant>,
     sockets: Vec<Option<(SocketHandle, Role)>>,
@@ -63,7 +65,8 @@ impl Host {
             tx_link,
             tx_busy: None,
             rx_ring: Vec::new(),
-            rx_armed: false,
+            rx_poll_at: None,
+            rx_links: Vec::new(),
             timer_at: None,
             sockets: Vec::new(),
             gro_held: Vec::with_capacity(GRO_MAX_HELD),

@@ -2,9 +2,12 @@
 //! propagation delay, and netem-like impairments (jitter, loss, reordering,
 //! duplication, corruption), each direction with its own random stream.
 
+use crate::event::EventQueue;
+use lowtide::Instant;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::Serialize;
+use std::collections::VecDeque;
 
 /// Bytes a frame costs on the wire beyond its IP packet: Ethernet header 14 + FCS 4 +
 /// preamble and start delimiter 8 + inter-frame gap 12 = 38. A 1500-byte IP packet
@@ -197,6 +200,59 @@ impl LinkDir {
     }
 }
 
+/// Segments propagating on a link direction, by arrival time. Without jitter or
+/// reordering, arrivals come in sending order and a FIFO suffices; otherwise a
+/// priority queue keyed by (arrival time, sending order) keeps ties deterministic.
+pub enum Pipe {
+    /// Arrival times never decrease.
+    Fifo(VecDeque<(u64, Vec<u8>)>),
+    /// Arrival times may decrease (jitter, reordering).
+    Sorted(EventQueue<Vec<u8>>),
+}
+
+impl Pipe {
+    /// The pipe a link direction with `cfg` needs.
+    pub fn for_config(cfg: &LinkConfig) -> Pipe {
+        match cfg.jitter_ns == 0 && cfg.reorder <= 0.0 {
+            true => Pipe::Fifo(VecDeque::new()),
+            false => Pipe::Sorted(EventQueue::new()),
+        }
+    }
+
+    /// A segment that arrives at `at` (ns).
+    #[inline]
+    pub fn push(&mut self, at: u64, pkt: Vec<u8>) {
+        match self {
+            Pipe::Fifo(q) => {
+                debug_assert!(q.back().is_none_or(|(t, _)| *t <= at));
+                q.push_back((at, pkt));
+            }
+            Pipe::Sorted(q) => q.push(Instant(at), pkt),
+        }
+    }
+
+    /// The earliest arrival time (ns).
+    #[inline]
+    pub fn head_time(&self) -> Option<u64> {
+        match self {
+            Pipe::Fifo(q) => q.front().map(|(t, _)| *t),
+            Pipe::Sorted(q) => q.peek_time().map(|t| t.as_nanos()),
+        }
+    }
+
+    /// Takes the earliest segment if it has arrived by `now` (ns).
+    #[inline]
+    pub fn pop_arrived(&mut self, now: u64) -> Option<Vec<u8>> {
+        if self.head_time()? > now {
+            return None;
+        }
+        match self {
+            Pipe::Fifo(q) => q.pop_front().map(|(_, p)| p),
+            Pipe::Sorted(q) => q.pop().map(|(_, p)| p),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +360,30 @@ mod tests {
             .iter()
             .all(|&e| e < 500 || (10_000..10_500).contains(&e)));
         assert!(l.stats.reordered > 150 && l.stats.reordered < 250);
+    }
+
+    #[test]
+    fn pipes_release_in_arrival_order() {
+        let mut fifo = Pipe::for_config(&LinkConfig::default());
+        let mut sorted = Pipe::for_config(&LinkConfig {
+            jitter_ns: 1,
+            ..Default::default()
+        });
+        assert!(matches!(fifo, Pipe::Fifo(_)) && matches!(sorted, Pipe::Sorted(_)));
+        for (at, tag) in [(10, 1u8), (10, 2), (20, 3)] {
+            fifo.push(at, vec![tag]);
+        }
+        for (at, tag) in [(20, 3u8), (10, 1), (10, 2)] {
+            sorted.push(at, vec![tag]);
+        }
+        for pipe in [&mut fifo, &mut sorted] {
+            assert_eq!(pipe.pop_arrived(9), None);
+            assert_eq!(pipe.pop_arrived(15), Some(vec![1]));
+            assert_eq!(pipe.pop_arrived(15), Some(vec![2]));
+            assert_eq!(pipe.pop_arrived(15), None);
+            assert_eq!(pipe.head_time(), Some(20));
+            assert_eq!(pipe.pop_arrived(20), Some(vec![3]));
+        }
     }
 
     #[test]

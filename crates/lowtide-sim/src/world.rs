@@ -3,7 +3,7 @@
 use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
-use crate::link::LinkDir;
+use crate::link::{LinkDir, Pipe};
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
 use crate::scenario::{Scenario, SimError, Workload};
@@ -23,8 +23,6 @@ pub const HOST_B: usize = 1;
 pub(crate) enum Event {
     /// Flow `flow` connects.
     Start { flow: u32 },
-    /// A wire segment reaches `host`'s NIC.
-    Arrive { host: u32, pkt: Vec<u8> },
     /// `host`'s NAPI poll runs.
     RxPoll { host: u32 },
     /// `host`'s NIC finished serializing its current packet.
@@ -47,6 +45,8 @@ pub(crate) struct Flow {
 pub(crate) struct World {
     pub hosts: Vec<Host>,
     pub links: Vec<LinkDir>,
+    /// For each link direction, the segments propagating on it.
+    pub pipes: Vec<Pipe>,
     /// For each link direction, the host it delivers to.
     pub link_dst: Vec<usize>,
     pub flows: Vec<Flow>,
@@ -91,9 +91,13 @@ impl World {
         let hosts = (0..2)
             .map(|i| {
                 let stack = Stack::new(sc.config.clone(), derive_seed(sc.seed, 1 + i as u64));
-                Host::new(stack, addr(i), sc.queue_limit, i)
+                let mut h = Host::new(stack, addr(i), sc.queue_limit, i);
+                // Link direction 0 is A->B, 1 is B->A: host i receives on 1 - i.
+                h.rx_links.push(1 - i);
+                h
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let pipes = vec![Pipe::for_config(&sc.link_ab), Pipe::for_config(&sc.link_ba)];
         let links = vec![
             LinkDir::new(sc.link_ab.clone(), derive_seed(sc.seed, 101)),
             LinkDir::new(sc.link_ba.clone(), derive_seed(sc.seed, 102)),
@@ -112,6 +116,7 @@ impl World {
         Ok(World {
             hosts,
             links,
+            pipes,
             link_dst: vec![HOST_B, HOST_A],
             flows,
             queue: EventQueue::new(),
@@ -161,7 +166,6 @@ impl World {
             match ev {
                 Event::Stop => return StopReason::Stopped,
                 Event::Start { flow } => self.start_flow(flow),
-                Event::Arrive { host, pkt } => self.arrive(host as usize, pkt),
                 Event::RxPoll { host } => self.rx_poll(host as usize),
                 Event::TxDone { host } => self.tx_done(host as usize),
                 Event::Timer { host } => self.timer(host as usize),
@@ -196,21 +200,39 @@ impl World {
         self.service(HOST_A);
     }
 
-    fn arrive(&mut self, host: usize, pkt: Vec<u8>) {
-        let h = &mut self.hosts[host];
-        h.rx_ring.push(pkt);
-        if !h.rx_armed {
-            h.rx_armed = true;
-            let at = Instant(self.now.as_nanos() + self.rx_usecs_ns);
-            self.queue.push(at, Event::RxPoll { host: host as u32 });
+    /// The NAPI poll of `host`: every segment arrived by now, as one batch.
+    fn rx_poll(&mut self, host: usize) {
+        let now = self.now;
+        if self.hosts[host].rx_poll_at != Some(now) {
+            return; // stale: re-armed earlier
         }
+        let h = &mut self.hosts[host];
+        h.rx_poll_at = None;
+        for &li in &h.rx_links {
+            while let Some(pkt) = self.pipes[li].pop_arrived(now.as_nanos()) {
+                h.rx_ring.push(pkt);
+            }
+        }
+        h.napi_poll(now, self.gro);
+        self.service(host);
+        self.arm_rx_poll(host);
     }
 
-    fn rx_poll(&mut self, host: usize) {
+    /// Schedules `host`'s NAPI poll one coalescing window after the earliest
+    /// segment still propagating towards it, unless an earlier poll is pending.
+    fn arm_rx_poll(&mut self, host: usize) {
         let h = &mut self.hosts[host];
-        h.rx_armed = false;
-        h.napi_poll(self.now, self.gro);
-        self.service(host);
+        let first = h
+            .rx_links
+            .iter()
+            .filter_map(|&li| self.pipes[li].head_time())
+            .min();
+        let Some(first) = first else { return };
+        let at = Instant(first + self.rx_usecs_ns);
+        if h.rx_poll_at.is_none_or(|cur| at < cur) {
+            h.rx_poll_at = Some(at);
+            self.queue.push(at, Event::RxPoll { host: host as u32 });
+        }
     }
 
     fn tx_done(&mut self, host: usize) {
@@ -277,15 +299,16 @@ impl World {
     }
 
     /// Dequeues the head packet, puts its wire segments on the link back to back
-    /// and schedules their arrivals and the packet's TX completion.
+    /// (into the link's pipe, with their arrival times) and schedules the packet's
+    /// TX completion and the receiver's NAPI poll.
     fn start_tx(&mut self, host: usize) {
         let now = self.now;
         let Some(tx) = self.hosts[host].nic.dequeue(now) else {
             return;
         };
         let li = self.hosts[host].tx_link;
-        let dst = self.link_dst[li] as u32;
-        let (link, queue, pcap) = (&mut self.links[li], &mut self.queue, &mut self.pcap);
+        let dst = self.link_dst[li];
+        let (link, pipe, pcap) = (&mut self.links[li], &mut self.pipes[li], &mut self.pcap);
         let mut last_end = now.as_nanos();
         let mut put = |seg: Vec<u8>| {
             let (start, end) = link.serialize(now.as_nanos(), seg.len());
@@ -293,9 +316,7 @@ impl World {
                 p.write(Instant(start), &seg);
             }
             last_end = end;
-            link.propagate(end, seg, |at, pkt| {
-                queue.push(Instant(at), Event::Arrive { host: dst, pkt })
-            });
+            link.propagate(end, seg, |at, pkt| pipe.push(at, pkt));
         };
         let token = tx.token;
         if tx.gso_segs <= 1 {
@@ -306,6 +327,7 @@ impl World {
         self.hosts[host].tx_busy = Some(token);
         self.queue
             .push(Instant(last_end), Event::TxDone { host: host as u32 });
+        self.arm_rx_poll(dst);
     }
 
     fn dispatch(&mut self, host: usize, ev: SocketEvent) {

@@ -1,7 +1,11 @@
 //! Generic segmentation offload: a super-packet (one IP/TCP header, up to 64 KB of
 //! payload, a segment size) cut into wire segments, and receive coalescing (GRO).
 
+use crate::checksum::{self, TCP_CHECKSUM_OFFSET};
+use crate::ip::{self, IpRepr, PROTO_TCP};
+use crate::tcp::{TcpFlags, TCP_HEADER_LEN};
 use crate::WireError;
+use std::net::IpAddr;
 
 /// Cuts `packet` (an IPv4/IPv6 + TCP packet whose TCP checksum field may hold only the
 /// pseudo-header sum) into segments of at most `gso_size` payload bytes, as a NIC with
@@ -15,8 +19,178 @@ pub fn segment(
     gso_size: u16,
     mut out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
-    let _ = (packet, gso_size, &mut out);
-    todo!()
+    let l = Layout::parse(packet, false)?;
+    let payload = &packet[l.payload_start..l.end];
+    let mss = gso_size as usize;
+    let count = if mss == 0 || payload.len() <= mss {
+        1
+    } else {
+        payload.len().div_ceil(mss)
+    };
+    let cutter = Cutter::new(packet, &l, count);
+    for i in 0..count {
+        let start = i * mss;
+        let end = if i + 1 == count {
+            payload.len()
+        } else {
+            start + mss
+        };
+        out(cutter.build(i, start, &payload[start..end]));
+    }
+    Ok(count)
+}
+
+/// Completes the TCP checksum of the single IPv4/IPv6 + TCP packet `packet` in place
+/// (the checksum field may hold anything, e.g. the pseudo-header sum of
+/// [`crate::checksum::fill_tcp_partial`]). Bytes after the IP length are ignored.
+pub fn finish_checksum(packet: &mut [u8]) -> Result<(), WireError> {
+    let l = Layout::parse(packet, false)?;
+    checksum::fill_tcp(l.ip.src, l.ip.dst, &mut packet[l.tcp_start..l.end]);
+    Ok(())
+}
+
+/// Where the headers and the payload of an IP + TCP packet lie.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    /// The IP header.
+    ip: IpRepr,
+    /// Offset of the TCP header (the IP header length).
+    tcp_start: usize,
+    /// Offset of the TCP payload.
+    payload_start: usize,
+    /// End of the IP packet (link padding excluded).
+    end: usize,
+}
+
+impl Layout {
+    /// Checks the IP header and the TCP data offset (options are not parsed).
+    fn parse(packet: &[u8], verify_ip_csum: bool) -> Result<Layout, WireError> {
+        let ip = IpRepr::parse(packet, verify_ip_csum)?;
+        if ip.protocol != PROTO_TCP {
+            return Err(WireError::Unsupported);
+        }
+        let tcp_start = ip.header_len;
+        let end = tcp_start + ip.payload_len;
+        let tcp = &packet[tcp_start..end];
+        if tcp.len() < TCP_HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let tcp_len = (tcp[12] >> 4) as usize * 4;
+        if tcp_len < TCP_HEADER_LEN || tcp_len > tcp.len() {
+            return Err(WireError::Malformed);
+        }
+        Ok(Layout {
+            ip,
+            tcp_start,
+            payload_start: tcp_start + tcp_len,
+            end,
+        })
+    }
+
+    fn is_v4(&self) -> bool {
+        matches!(self.ip.src, IpAddr::V4(_))
+    }
+
+    fn payload_len(&self) -> usize {
+        self.end - self.payload_start
+    }
+}
+
+/// Byte offsets inside the TCP header (RFC 9293 section 3.1).
+const TCP_SEQ: usize = 4;
+const TCP_FLAGS: usize = 13;
+const TCP_URGENT: usize = 18;
+
+/// Reads a big-endian `u16` at `at` (caller checked the length).
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+/// Reads a big-endian `u32` at `at` (caller checked the length).
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Writes the IP length field(s) of `packet` for its current length (up to `end` =
+/// `packet.len()`), and the IPv4 header checksum.
+fn set_ip_len(packet: &mut [u8], l: &Layout, ipv4_id: Option<u16>) {
+    let len = packet.len();
+    if l.is_v4() {
+        packet[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        if let Some(id) = ipv4_id {
+            packet[4..6].copy_from_slice(&id.to_be_bytes());
+        }
+        ip::fill_ipv4_checksum(&mut packet[..l.tcp_start]);
+    } else {
+        let payload = (len - l.tcp_start) as u16;
+        packet[4..6].copy_from_slice(&payload.to_be_bytes());
+    }
+}
+
+/// What every segment of one super-packet shares.
+struct Cutter<'a> {
+    headers: &'a [u8],
+    layout: Layout,
+    count: usize,
+    seq: u32,
+    flags: u8,
+    ipv4_id: u16,
+    /// Pseudo-header sum without the length.
+    pseudo: u64,
+}
+
+impl<'a> Cutter<'a> {
+    fn new(packet: &'a [u8], l: &Layout, count: usize) -> Cutter<'a> {
+        let tcp = &packet[l.tcp_start..];
+        Cutter {
+            headers: &packet[..l.payload_start],
+            layout: *l,
+            count,
+            seq: be32(tcp, TCP_SEQ),
+            flags: tcp[TCP_FLAGS],
+            ipv4_id: be16(packet, 4),
+            pseudo: checksum::pseudo_header(l.ip.src, l.ip.dst, PROTO_TCP, 0),
+        }
+    }
+
+    /// Segment `i`, carrying `chunk` which starts `offset` bytes into the payload.
+    fn build(&self, i: usize, offset: usize, chunk: &[u8]) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.headers.len() + chunk.len());
+        v.extend_from_slice(self.headers);
+        v.extend_from_slice(chunk);
+        let id = self
+            .layout
+            .is_v4()
+            .then(|| self.ipv4_id.wrapping_add(i as u16));
+        set_ip_len(&mut v, &self.layout, id);
+        let tcp = &mut v[self.layout.tcp_start..];
+        let seq = self.seq.wrapping_add(offset as u32);
+        tcp[TCP_SEQ..TCP_SEQ + 4].copy_from_slice(&seq.to_be_bytes());
+        tcp[TCP_FLAGS] = self.flags_for(i);
+        let c = !checksum::fold(self.tcp_sum(tcp));
+        tcp[TCP_CHECKSUM_OFFSET..TCP_CHECKSUM_OFFSET + 2].copy_from_slice(&c.to_be_bytes());
+        v
+    }
+
+    /// FIN and PSH only on the last segment, CWR only on the first (as Linux's
+    /// `tcp_gso_segment`).
+    fn flags_for(&self, i: usize) -> u8 {
+        let mut f = self.flags;
+        if i + 1 != self.count {
+            f &= !(TcpFlags::FIN.0 | TcpFlags::PSH.0);
+        }
+        if i != 0 {
+            f &= !TcpFlags::CWR.0;
+        }
+        f
+    }
+
+    /// Sum of the TCP header + payload with the checksum field zeroed, plus the
+    /// pseudo-header.
+    fn tcp_sum(&self, tcp: &mut [u8]) -> u64 {
+        tcp[TCP_CHECKSUM_OFFSET..TCP_CHECKSUM_OFFSET + 2].fill(0);
+        checksum::sum(tcp, self.pseudo + tcp.len() as u64)
+    }
 }
 
 /// Appends the payload of `seg` to the super-packet `acc` if `seg` continues it the way
@@ -25,7 +199,584 @@ pub fn segment(
 /// previous segment, total at most `max_len`). Fixes `acc`'s IP length (and IPv4 header
 /// checksum); the TCP checksum of `acc` is left stale, so the caller hands the result
 /// to the stack as already verified. Returns false (and leaves `acc` alone) if not.
+///
+/// The rules, all of which must hold:
+/// - both parse as IP + TCP; `seg`'s IPv4 header checksum and TCP checksum verify
+///   (the caller must have verified the first packet of `acc` itself);
+/// - the IP headers are equal except for the length, IPv4 id and header checksum
+///   (addresses, TOS/traffic class, flow label, TTL/hop limit, DF, IPv4 options);
+/// - the TCP headers are equal in ports, ack number, data offset, window and option
+///   bytes (timestamps included), and `seg.seq == acc.seq + acc's payload length`;
+/// - `acc`'s flags are at most ACK, `seg`'s at most ACK|PSH, with the same ACK bit
+///   (SYN, FIN, RST, URG, ECE, CWR never merge); a `seg` with PSH is merged and sets
+///   PSH on `acc`, which then accepts nothing more;
+/// - both payloads are non-empty; with `gso_size` the payload length of the first
+///   segment of `acc`, `seg`'s payload is at most `gso_size` and every segment merged
+///   so far was exactly `gso_size` (after a shorter one, nothing more merges);
+/// - the merged packet is at most `max_len` bytes and its IP length fits in 16 bits.
+///
+/// To remember `gso_size`, a merged `acc` carries it in the TCP urgent pointer (which
+/// is meaningless without URG, RFC 9293 section 3.1); read it with
+/// [`merged_segment_size`]. Link padding after `acc`'s IP packet is dropped on merge.
 pub fn gro_merge(acc: &mut Vec<u8>, seg: &[u8], max_len: usize) -> bool {
-    let _ = (acc, seg, max_len);
-    todo!()
+    let Ok(a) = Layout::parse(acc, false) else {
+        return false;
+    };
+    let Ok(s) = Layout::parse(seg, true) else {
+        return false;
+    };
+    let Some(gso_size) = merged_segment_size_of(acc, &a) else {
+        return false;
+    };
+    let ok = same_ip_header(acc, seg, &a, &s)
+        && same_tcp_header(acc, seg, &a, &s)
+        && flags_allow(acc, seg, &a, &s)
+        && sizes_allow(&a, &s, gso_size, max_len)
+        && checksum::verify_tcp(s.ip.src, s.ip.dst, &seg[s.tcp_start..s.end]);
+    if ok {
+        append(acc, seg, &a, &s, gso_size);
+    }
+    ok
+}
+
+/// The segment size of a packet built by [`gro_merge`]: the payload length of its
+/// first segment; for a packet `gro_merge` has not extended, its payload length (or
+/// its urgent pointer, if that is below the payload length and URG is not set).
+/// `None` if `packet` does not parse or has no payload.
+pub fn merged_segment_size(packet: &[u8]) -> Option<u16> {
+    let l = Layout::parse(packet, false).ok()?;
+    merged_segment_size_of(packet, &l)
+}
+
+fn merged_segment_size_of(packet: &[u8], l: &Layout) -> Option<u16> {
+    let payload = l.payload_len();
+    if payload == 0 || payload > u16::MAX as usize {
+        return None;
+    }
+    let tcp = &packet[l.tcp_start..];
+    let urgent = be16(tcp, TCP_URGENT);
+    let urg = tcp[TCP_FLAGS] & TcpFlags::URG.0 != 0;
+    if !urg && urgent != 0 && (urgent as usize) < payload {
+        Some(urgent)
+    } else {
+        Some(payload as u16)
+    }
+}
+
+/// The IP headers match except for length, id and checksum fields.
+fn same_ip_header(acc: &[u8], seg: &[u8], a: &Layout, s: &Layout) -> bool {
+    if a.tcp_start != s.tcp_start || a.is_v4() != s.is_v4() {
+        return false;
+    }
+    let hl = a.tcp_start;
+    if a.is_v4() {
+        // Skips total length (2..4), identification (4..6) and checksum (10..12).
+        acc[..2] == seg[..2] && acc[6..10] == seg[6..10] && acc[12..hl] == seg[12..hl]
+    } else {
+        // Skips the payload length (4..6).
+        acc[..4] == seg[..4] && acc[6..hl] == seg[6..hl]
+    }
+}
+
+/// Ports, ack, data offset, window and options match, and `seg` is the next data.
+fn same_tcp_header(acc: &[u8], seg: &[u8], a: &Layout, s: &Layout) -> bool {
+    let (ta, ts) = (
+        &acc[a.tcp_start..a.payload_start],
+        &seg[s.tcp_start..s.payload_start],
+    );
+    let next = be32(ta, TCP_SEQ).wrapping_add(a.payload_len() as u32);
+    ta.len() == ts.len()
+        && ta[..4] == ts[..4]
+        && ta[8..13] == ts[8..13]
+        && ta[14..16] == ts[14..16]
+        && ta[20..] == ts[20..]
+        && be32(ts, TCP_SEQ) == next
+}
+
+/// Only ACK (and PSH on `seg`) may be set; a PSH on `acc` closes it.
+fn flags_allow(acc: &[u8], seg: &[u8], a: &Layout, s: &Layout) -> bool {
+    let fa = acc[a.tcp_start + TCP_FLAGS];
+    let fs = seg[s.tcp_start + TCP_FLAGS];
+    let ack = TcpFlags::ACK.0;
+    fa & !ack == 0 && fs & !(ack | TcpFlags::PSH.0) == 0 && (fa ^ fs) & ack == 0
+}
+
+/// Segment-size and total-length rules.
+fn sizes_allow(a: &Layout, s: &Layout, gso_size: u16, max_len: usize) -> bool {
+    let (p, len, g) = (a.payload_len(), s.payload_len(), gso_size as usize);
+    let ip_len = if a.is_v4() {
+        a.end
+    } else {
+        a.end - a.tcp_start
+    };
+    len > 0 && len <= g && p % g == 0 && a.end + len <= max_len && ip_len + len <= u16::MAX as usize
+}
+
+/// Appends `seg`'s payload and fixes `acc`'s lengths, PSH and recorded segment size.
+fn append(acc: &mut Vec<u8>, seg: &[u8], a: &Layout, s: &Layout, gso_size: u16) {
+    acc.truncate(a.end);
+    acc.extend_from_slice(&seg[s.payload_start..s.end]);
+    set_ip_len(acc, a, None);
+    let tcp = &mut acc[a.tcp_start..];
+    tcp[TCP_FLAGS] |= seg[s.tcp_start + TCP_FLAGS] & TcpFlags::PSH.0;
+    tcp[TCP_URGENT..TCP_URGENT + 2].copy_from_slice(&gso_size.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::{TcpOptions, TcpRepr};
+    use proptest::prelude::*;
+
+    const ACK: u8 = 0x10;
+    const PSH: u8 = 0x08;
+    const FIN: u8 = 0x01;
+    const CWR: u8 = 0x80;
+
+    /// A super-packet as a stack would hand it to the device: pseudo-header sum in
+    /// the checksum field.
+    fn packet(v6: bool, flags: u8, seq: u32, ipv4_id: u16, payload: &[u8]) -> Vec<u8> {
+        let (src, dst): (IpAddr, IpAddr) = if v6 {
+            ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap())
+        } else {
+            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap())
+        };
+        let tcp = TcpRepr {
+            src_port: 40000,
+            dst_port: 443,
+            seq,
+            ack: 77,
+            flags: TcpFlags(flags),
+            window: 1000,
+            urgent: 0,
+            options: TcpOptions {
+                timestamp: Some((5, 6)),
+                ..TcpOptions::default()
+            },
+        };
+        let ip = IpRepr {
+            src,
+            dst,
+            protocol: PROTO_TCP,
+            hop_limit: 64,
+            ecn: 0,
+            header_len: if v6 { 40 } else { 20 },
+            payload_len: tcp.header_len() + payload.len(),
+        };
+        let mut p = vec![0u8; ip.header_len + tcp.header_len()];
+        ip.emit(&mut p, ipv4_id);
+        tcp.emit(&mut p[ip.header_len..]);
+        p.extend_from_slice(payload);
+        checksum::fill_tcp_partial(src, dst, &mut p[ip.header_len..]);
+        p
+    }
+
+    fn cut(p: &[u8], gso: u16) -> Vec<Vec<u8>> {
+        let mut segs = Vec::new();
+        let n = segment(p, gso, |s| segs.push(s)).unwrap();
+        assert_eq!(n, segs.len());
+        segs
+    }
+
+    /// Parses a finished segment, checking both checksums.
+    fn check(seg: &[u8]) -> (IpRepr, TcpRepr, Vec<u8>) {
+        let ip = IpRepr::parse(seg, true).unwrap();
+        assert_eq!(ip.header_len + ip.payload_len, seg.len());
+        let tcp_bytes = &seg[ip.header_len..];
+        assert!(checksum::verify_tcp(ip.src, ip.dst, tcp_bytes));
+        let (tcp, hl) = TcpRepr::parse(tcp_bytes).unwrap();
+        (ip, tcp, tcp_bytes[hl..].to_vec())
+    }
+
+    fn payload(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    fn ipv4_id(seg: &[u8]) -> u16 {
+        be16(seg, 4)
+    }
+
+    #[test]
+    fn segments_v4() {
+        let data = payload(3500);
+        let p = packet(false, ACK | PSH | FIN | CWR, u32::MAX - 10, 0xfffe, &data);
+        let segs = cut(&p, 1000);
+        assert_eq!(segs.len(), 4);
+        let mut joined = Vec::new();
+        for (i, s) in segs.iter().enumerate() {
+            let (_, tcp, pl) = check(s);
+            assert_eq!(tcp.seq, (u32::MAX - 10).wrapping_add(1000 * i as u32));
+            let want = match i {
+                0 => ACK | CWR,
+                3 => ACK | PSH | FIN,
+                _ => ACK,
+            };
+            assert_eq!(tcp.flags.0, want, "segment {i}");
+            assert_eq!(tcp.options.timestamp, Some((5, 6)));
+            assert_eq!(pl.len(), if i == 3 { 500 } else { 1000 });
+            joined.extend(pl);
+        }
+        assert_eq!(joined, data);
+        let ids: Vec<u16> = segs.iter().map(|s| ipv4_id(s)).collect();
+        assert_eq!(ids, [0xfffe, 0xffff, 0, 1]);
+    }
+
+    #[test]
+    fn segments_v6() {
+        let data = payload(2001);
+        let p = packet(true, ACK | PSH, 1, 0, &data);
+        let segs = cut(&p, 1000);
+        assert_eq!(segs.len(), 3);
+        let lens: Vec<usize> = segs.iter().map(|s| check(s).0.payload_len).collect();
+        assert_eq!(lens, [1032, 1032, 33]);
+        assert_eq!(check(&segs[2]).1.flags.0, ACK | PSH);
+    }
+
+    #[test]
+    fn single_segment_cases() {
+        let data = payload(1000);
+        for (gso, v6) in [(0, false), (1000, true), (1001, false), (0, true)] {
+            let p = packet(v6, ACK | PSH | CWR | FIN, 9, 3, &data);
+            let segs = cut(&p, gso);
+            assert_eq!(segs.len(), 1);
+            let (_, tcp, pl) = check(&segs[0]);
+            assert_eq!(tcp.flags.0, ACK | PSH | CWR | FIN);
+            assert_eq!(pl, data);
+            // Apart from the checksum, the packet is unchanged.
+            let c = p.len() - data.len() - 32 + 16;
+            let mut a = segs[0].clone();
+            a[c..c + 2].copy_from_slice(&p[c..c + 2]);
+            assert_eq!(a, p);
+        }
+        // No payload at all (a pure ACK) also gives one segment.
+        let p = packet(false, ACK, 9, 3, &[]);
+        assert_eq!(cut(&p, 100).len(), 1);
+        check(&cut(&p, 100)[0]);
+    }
+
+    #[test]
+    fn link_padding_is_ignored() {
+        let data = payload(300);
+        let mut p = packet(false, ACK, 9, 3, &data);
+        p.extend_from_slice(&[0xee; 6]);
+        let segs = cut(&p, 100);
+        assert_eq!(segs.len(), 3);
+        segs.iter().for_each(|s| {
+            check(s);
+        });
+    }
+
+    /// Inserts IPv4 options (NOP NOP NOP EOL) into a v4 packet.
+    fn with_ipv4_options(p: &[u8]) -> Vec<u8> {
+        let mut b = p.to_vec();
+        b.splice(20..20, [1, 1, 1, 0]);
+        b[0] = 0x46;
+        let total = b.len() as u16;
+        b[2..4].copy_from_slice(&total.to_be_bytes());
+        ip::fill_ipv4_checksum(&mut b[..24]);
+        b
+    }
+
+    #[test]
+    fn ipv4_options_are_carried() {
+        let data = payload(2500);
+        let p = with_ipv4_options(&packet(false, ACK, 5, 9, &data));
+        let segs = cut(&p, 1000);
+        assert_eq!(segs.len(), 3);
+        for s in &segs {
+            let (ip, _, _) = check(s);
+            assert_eq!(ip.header_len, 24);
+            assert_eq!(&s[20..24], &[1, 1, 1, 0]);
+        }
+        let merged = merge_all(segs, 1 << 20);
+        assert_eq!(merged.len(), 1);
+        assert_eq!(payload_of(&merged[0]), data);
+        // Options that differ prevent merging.
+        let (a, b) = pair(ACK, ACK);
+        assert!(!merges(with_ipv4_options(&a), &b));
+    }
+
+    #[test]
+    fn finish_checksum_completes_partial() {
+        for v6 in [false, true] {
+            let mut p = packet(v6, ACK, 1, 1, &payload(99));
+            let hl = if v6 { 40 } else { 20 };
+            let ip = IpRepr::parse(&p, true).unwrap();
+            assert!(!checksum::verify_tcp(ip.src, ip.dst, &p[hl..]));
+            finish_checksum(&mut p).unwrap();
+            check(&p);
+        }
+        assert_eq!(finish_checksum(&mut [0x45; 10]), Err(WireError::Truncated));
+    }
+
+    #[test]
+    fn non_tcp_is_unsupported() {
+        let mut p = packet(false, ACK, 1, 1, &payload(10));
+        p[9] = 17;
+        ip::fill_ipv4_checksum(&mut p[..20]);
+        assert_eq!(segment(&p, 4, |_| ()), Err(WireError::Unsupported));
+        let mut acc = p.clone();
+        assert!(!gro_merge(&mut acc, &p, 1 << 20));
+    }
+
+    /// Merges every segment into the first; returns the merged packets.
+    fn merge_all(segs: Vec<Vec<u8>>, max_len: usize) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for s in segs {
+            let merged = out
+                .last_mut()
+                .is_some_and(|acc| gro_merge(acc, &s, max_len));
+            if !merged {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    fn payload_of(p: &[u8]) -> Vec<u8> {
+        let l = Layout::parse(p, true).unwrap();
+        p[l.payload_start..l.end].to_vec()
+    }
+
+    #[test]
+    fn gro_reconstructs_the_super_packet() {
+        for v6 in [false, true] {
+            let data = payload(5000);
+            let p = packet(v6, ACK | PSH, 100, 7, &data);
+            let merged = merge_all(cut(&p, 1400), 1 << 20);
+            assert_eq!(merged.len(), 1);
+            let m = &merged[0];
+            let (ip, tcp, _) = (
+                IpRepr::parse(m, true).unwrap(),
+                TcpRepr::parse(&m[ip_hl(v6)..]).unwrap().0,
+                (),
+            );
+            assert_eq!(ip.payload_len + ip.header_len, m.len());
+            assert_eq!(tcp.seq, 100);
+            assert_eq!(tcp.flags.0, ACK | PSH);
+            assert_eq!(payload_of(m), data);
+            assert_eq!(merged_segment_size(m), Some(1400));
+        }
+    }
+
+    fn ip_hl(v6: bool) -> usize {
+        if v6 {
+            40
+        } else {
+            20
+        }
+    }
+
+    #[test]
+    fn gro_respects_max_len_and_ip_limit() {
+        let p = packet(false, ACK, 0, 0, &payload(4000));
+        let segs = cut(&p, 1000);
+        let seg_len = segs[0].len();
+        let merged = merge_all(segs.clone(), 2 * seg_len + 1000);
+        assert_eq!(merged.len(), 2);
+        assert!(merged.iter().all(|m| m.len() <= 2 * seg_len + 1000));
+        // The IP length may not pass 65535, whatever max_len says.
+        for v6 in [false, true] {
+            let max_payload = 65535 - 32 - if v6 { 0 } else { 20 };
+            let full = packet(v6, ACK, 0, 0, &payload(max_payload));
+            assert_eq!(merge_all(cut(&full, 1000), usize::MAX).len(), 1);
+            let acc = packet(v6, ACK, 0, 0, &payload(max_payload - 999));
+            let acc = cut(&acc, 0).remove(0);
+            let seg = cut(
+                &packet(v6, ACK, max_payload as u32 - 999, 0, &payload(1000)),
+                0,
+            );
+            assert!(!merges(acc.clone(), &seg[0]));
+            let seg = cut(
+                &packet(v6, ACK, max_payload as u32 - 999, 0, &payload(999)),
+                0,
+            );
+            assert!(merges(acc, &seg[0]));
+        }
+    }
+
+    /// Two consecutive 1000-byte segments, ready to try merging.
+    fn pair(f0: u8, f1: u8) -> (Vec<u8>, Vec<u8>) {
+        let a = cut(&packet(false, f0, 0, 0, &payload(1000)), 0).remove(0);
+        let b = cut(&packet(false, f1, 1000, 1, &payload(1000)), 0).remove(0);
+        (a, b)
+    }
+
+    fn merges(mut a: Vec<u8>, b: &[u8]) -> bool {
+        let before = a.clone();
+        let ok = gro_merge(&mut a, b, 1 << 20);
+        if !ok {
+            assert_eq!(a, before, "a refused merge must leave acc alone");
+        }
+        ok
+    }
+
+    #[test]
+    fn gro_flag_rules() {
+        assert!(merges(pair(ACK, ACK).0, &pair(ACK, ACK).1));
+        assert!(merges(pair(ACK, ACK).0, &pair(ACK, ACK | PSH).1));
+        assert!(!merges(pair(ACK | PSH, ACK).0, &pair(ACK, ACK).1));
+        for bad in [0x01u8, 0x02, 0x04, 0x20, 0x40, 0x80] {
+            assert!(
+                !merges(pair(ACK | bad, ACK).0, &pair(ACK, ACK).1),
+                "acc {bad:#x}"
+            );
+            assert!(
+                !merges(pair(ACK, ACK).0, &pair(ACK, ACK | bad).1),
+                "seg {bad:#x}"
+            );
+        }
+        assert!(!merges(pair(ACK, ACK).0, &pair(ACK, 0).1));
+    }
+
+    /// Rewrites one byte of `seg` and fixes its checksums.
+    fn patched(seg: &[u8], at: usize, byte: u8) -> Vec<u8> {
+        let mut s = seg.to_vec();
+        s[at] = byte;
+        ip::fill_ipv4_checksum(&mut s[..20]);
+        finish_checksum(&mut s).unwrap();
+        s
+    }
+
+    #[test]
+    fn gro_header_rules() {
+        let (a, b) = pair(ACK, ACK);
+        assert!(
+            merges(a.clone(), &patched(&b, 4, 99)),
+            "IPv4 id is not compared"
+        );
+        assert!(!merges(a.clone(), &patched(&b, 8, 1)), "TTL");
+        assert!(!merges(a.clone(), &patched(&b, 1, 1)), "ECN");
+        assert!(!merges(a.clone(), &patched(&b, 15, 9)), "source address");
+        assert!(!merges(a.clone(), &patched(&b, 21, 1)), "source port");
+        assert!(!merges(a.clone(), &patched(&b, 27, 1)), "sequence");
+        assert!(!merges(a.clone(), &patched(&b, 31, 1)), "ack");
+        assert!(!merges(a.clone(), &patched(&b, 35, 1)), "window");
+        assert!(!merges(a.clone(), &patched(&b, 51, 9)), "timestamp echo");
+        let mut bad = b.clone();
+        bad[60] ^= 1;
+        assert!(!merges(a.clone(), &bad), "TCP checksum");
+        let mut bad = b.clone();
+        bad[11] ^= 1;
+        assert!(!merges(a.clone(), &bad), "IPv4 checksum");
+        // A v6 segment never continues a v4 packet.
+        let b6 = cut(&packet(true, ACK, 1000, 0, &payload(1000)), 0).remove(0);
+        assert!(!merges(a.clone(), &b6));
+        assert!(!merges(a, &b[..b.len() - 1]));
+    }
+
+    #[test]
+    fn gro_size_rules() {
+        let seg =
+            |seq: u32, len: usize| cut(&packet(false, ACK, seq, 0, &payload(len)), 0).remove(0);
+        // A segment larger than the first does not merge.
+        assert!(!merges(seg(0, 500), &seg(500, 501)));
+        // Empty segments never merge, as acc or as seg.
+        assert!(!merges(seg(0, 500), &seg(500, 0)));
+        assert!(!merges(seg(0, 0), &seg(0, 500)));
+        // After a short segment, nothing more merges.
+        let mut acc = seg(0, 500);
+        assert!(gro_merge(&mut acc, &seg(500, 500), 1 << 20));
+        assert_eq!(merged_segment_size(&acc), Some(500));
+        assert!(gro_merge(&mut acc, &seg(1000, 200), 1 << 20));
+        assert!(!gro_merge(&mut acc, &seg(1200, 100), 1 << 20));
+        assert!(!gro_merge(&mut acc, &seg(1200, 500), 1 << 20));
+        assert_eq!(payload_of(&acc).len(), 1200);
+        // After a PSH, nothing more merges.
+        let mut acc = seg(0, 500);
+        let psh = cut(&packet(false, ACK | PSH, 500, 0, &payload(500)), 0).remove(0);
+        assert!(gro_merge(&mut acc, &psh, 1 << 20));
+        assert!(!gro_merge(&mut acc, &seg(1000, 500), 1 << 20));
+    }
+
+    #[test]
+    fn gro_drops_acc_link_padding() {
+        let (mut a, b) = pair(ACK, ACK);
+        a.extend_from_slice(&[0; 6]);
+        assert!(gro_merge(&mut a, &b, 1 << 20));
+        assert_eq!(IpRepr::parse(&a, true).unwrap().payload_len + 20, a.len());
+        assert_eq!(payload_of(&a).len(), 2000);
+    }
+
+    fn arb_flags() -> impl Strategy<Value = u8> {
+        prop::sample::select(vec![
+            ACK,
+            ACK | PSH,
+            ACK | FIN,
+            ACK | CWR,
+            ACK | PSH | FIN | CWR,
+            0x42,
+        ])
+    }
+
+    proptest! {
+        #[test]
+        fn segment_invariants(
+            len in 0usize..5000, gso in 0u16..1600, v6 in any::<bool>(), flags in arb_flags(),
+            seq in any::<u32>(), id in any::<u16>(),
+        ) {
+            let data = payload(len);
+            let p = packet(v6, flags, seq, id, &data);
+            let segs = cut(&p, gso);
+            let n = segs.len();
+            let expect = if gso == 0 || len <= gso as usize { 1 } else { len.div_ceil(gso as usize) };
+            prop_assert_eq!(n, expect);
+            let mut joined = Vec::new();
+            for (i, s) in segs.iter().enumerate() {
+                let (_, tcp, pl) = check(s);
+                prop_assert_eq!(tcp.seq, seq.wrapping_add(joined.len() as u32));
+                let mut want = flags;
+                if i + 1 != n { want &= !(FIN | PSH); }
+                if i != 0 { want &= !CWR; }
+                prop_assert_eq!(tcp.flags.0, want);
+                if !v6 { prop_assert_eq!(ipv4_id(s), id.wrapping_add(i as u16)); }
+                if i + 1 != n { prop_assert_eq!(pl.len(), gso as usize); }
+                joined.extend(pl);
+            }
+            prop_assert_eq!(joined, data);
+        }
+
+        #[test]
+        fn gro_round_trip(len in 1usize..6000, gso in 1u16..1600, v6 in any::<bool>(), psh in any::<bool>()) {
+            let data = payload(len);
+            let flags = if psh { ACK | PSH } else { ACK };
+            let merged = merge_all(cut(&packet(v6, flags, 1, 1, &data), gso), 1 << 20);
+            prop_assert_eq!(merged.len(), 1);
+            prop_assert_eq!(payload_of(&merged[0]), data);
+            prop_assert_eq!(merged[0][ip_hl(v6) + 13], flags);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..200), gso in any::<u16>()) {
+            let _ = segment(&data, gso, |_| ());
+            let mut d = data.clone();
+            let _ = finish_checksum(&mut d);
+            let mut acc = data.clone();
+            let _ = gro_merge(&mut acc, &data, 1 << 20);
+            let _ = merged_segment_size(&data);
+        }
+
+        #[test]
+        fn mutations_never_panic(
+            v6 in any::<bool>(), len in 0usize..600, gso in any::<u16>(),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+            cut_at in any::<prop::sample::Index>(), mutate_acc in any::<bool>(),
+        ) {
+            let p = packet(v6, ACK, 0, 0, &payload(len));
+            let mut bad = p.clone();
+            for (at, byte) in edits {
+                let i = at.index(bad.len());
+                bad[i] = byte;
+            }
+            bad.truncate(cut_at.index(bad.len() + 1));
+            let mut total = 0;
+            if let Ok(n) = segment(&bad, gso, |s| total += s.len()) {
+                prop_assert!(n >= 1);
+            }
+            let _ = finish_checksum(&mut bad.clone());
+            let next = packet(v6, ACK, len as u32, 1, &payload(len));
+            let (mut acc, seg) = if mutate_acc { (bad, next) } else { (p, bad) };
+            let _ = gro_merge(&mut acc, &seg, 1 << 20);
+        }
+    }
 }

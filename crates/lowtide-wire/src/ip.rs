@@ -1,7 +1,7 @@
 //! IPv4 (RFC 791) and IPv6 (RFC 8200) headers.
 
-use crate::WireError;
-use std::net::IpAddr;
+use crate::{checksum, WireError};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// IP protocol number of TCP.
 pub const PROTO_TCP: u8 = 6;
@@ -36,8 +36,12 @@ impl IpRepr {
     /// header claims (link padding) are ignored; a packet shorter than it is
     /// `Truncated`. IPv4 fragments and IPv6 extension headers are `Unsupported`.
     pub fn parse(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
-        let _ = (packet, verify_csum);
-        todo!()
+        match packet.first().map(|b| b >> 4) {
+            None => Err(WireError::Truncated),
+            Some(4) => parse_v4(packet, verify_csum),
+            Some(6) => parse_v6(packet),
+            Some(_) => Err(WireError::Malformed),
+        }
     }
 
     /// The header length `emit` writes for this address family (20 or 40).
@@ -51,8 +55,324 @@ impl IpRepr {
     /// Writes the header into `buf[..self.emit_len()]`: IPv4 with DF set, the given
     /// identification and a correct header checksum; IPv6 with flow label 0.
     /// `self.payload_len` gives the length fields.
+    ///
+    /// If `src` and `dst` are of different families, `dst` is converted to `src`'s
+    /// (IPv4-mapped IPv6 addresses; an unmappable IPv6 address becomes 0.0.0.0).
+    /// Panics if `buf` is shorter than `emit_len()`.
     pub fn emit(&self, buf: &mut [u8], ipv4_id: u16) {
-        let _ = (buf, ipv4_id);
-        todo!()
+        match self.src {
+            IpAddr::V4(src) => self.emit_v4(&mut buf[..IPV4_HEADER_LEN], src, ipv4_id),
+            IpAddr::V6(src) => self.emit_v6(&mut buf[..IPV6_HEADER_LEN], src),
+        }
+    }
+
+    /// RFC 791 section 3.1: the IPv4 header without options.
+    fn emit_v4(&self, buf: &mut [u8], src: Ipv4Addr, id: u16) {
+        let dst = match self.dst {
+            IpAddr::V4(d) => d,
+            IpAddr::V6(d) => d.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED),
+        };
+        let total = (IPV4_HEADER_LEN + self.payload_len) as u16;
+        buf[0] = 0x45;
+        buf[1] = self.ecn & 0x03;
+        buf[2..4].copy_from_slice(&total.to_be_bytes());
+        buf[4..6].copy_from_slice(&id.to_be_bytes());
+        buf[6..8].copy_from_slice(&IPV4_DF.to_be_bytes());
+        buf[8] = self.hop_limit;
+        buf[9] = self.protocol;
+        buf[10..12].fill(0);
+        buf[12..16].copy_from_slice(&src.octets());
+        buf[16..20].copy_from_slice(&dst.octets());
+        fill_ipv4_checksum(buf);
+    }
+
+    /// RFC 8200 section 3: the fixed IPv6 header, flow label 0.
+    fn emit_v6(&self, buf: &mut [u8], src: Ipv6Addr) {
+        let dst = match self.dst {
+            IpAddr::V6(d) => d,
+            IpAddr::V4(d) => d.to_ipv6_mapped(),
+        };
+        // Traffic class = ECN bits only; it straddles bytes 0 and 1.
+        buf[0] = 0x60;
+        buf[1] = (self.ecn & 0x03) << 4;
+        buf[2..4].fill(0);
+        buf[4..6].copy_from_slice(&(self.payload_len as u16).to_be_bytes());
+        buf[6] = self.protocol;
+        buf[7] = self.hop_limit;
+        buf[8..24].copy_from_slice(&src.octets());
+        buf[24..40].copy_from_slice(&dst.octets());
+    }
+}
+
+/// The IPv4 "don't fragment" flag in the flags/fragment-offset word.
+pub const IPV4_DF: u16 = 0x4000;
+/// The IPv4 "more fragments" flag.
+const IPV4_MF: u16 = 0x2000;
+/// The IPv4 fragment offset mask.
+const IPV4_FRAG_OFFSET: u16 = 0x1fff;
+
+/// Reads a big-endian `u16` at `at` (caller checked the length).
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+/// Recomputes the header checksum of the IPv4 header `header` (all of it, options
+/// included; RFC 791 section 3.1). Does nothing if shorter than 20 bytes.
+pub fn fill_ipv4_checksum(header: &mut [u8]) {
+    if header.len() < IPV4_HEADER_LEN {
+        return;
+    }
+    header[10..12].fill(0);
+    let c = !checksum::fold(checksum::sum(header, 0));
+    header[10..12].copy_from_slice(&c.to_be_bytes());
+}
+
+/// RFC 791 section 3.1.
+fn parse_v4(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
+    if packet.len() < IPV4_HEADER_LEN {
+        return Err(WireError::Truncated);
+    }
+    let header_len = (packet[0] & 0x0f) as usize * 4;
+    if header_len < IPV4_HEADER_LEN {
+        return Err(WireError::Malformed);
+    }
+    if packet.len() < header_len {
+        return Err(WireError::Truncated);
+    }
+    let total = be16(packet, 2) as usize;
+    if total < header_len {
+        return Err(WireError::Malformed);
+    }
+    if total > packet.len() {
+        return Err(WireError::Truncated);
+    }
+    if verify_csum && checksum::fold(checksum::sum(&packet[..header_len], 0)) != 0xffff {
+        return Err(WireError::BadChecksum);
+    }
+    let frag = be16(packet, 6);
+    if frag & (IPV4_MF | IPV4_FRAG_OFFSET) != 0 {
+        return Err(WireError::Unsupported);
+    }
+    let addr =
+        |at: usize| Ipv4Addr::new(packet[at], packet[at + 1], packet[at + 2], packet[at + 3]);
+    Ok(IpRepr {
+        src: IpAddr::V4(addr(12)),
+        dst: IpAddr::V4(addr(16)),
+        protocol: packet[9],
+        hop_limit: packet[8],
+        ecn: packet[1] & 0x03,
+        header_len,
+        payload_len: total - header_len,
+    })
+}
+
+/// RFC 8200 section 3; only TCP directly after the fixed header is handled.
+fn parse_v6(packet: &[u8]) -> Result<IpRepr, WireError> {
+    if packet.len() < IPV6_HEADER_LEN {
+        return Err(WireError::Truncated);
+    }
+    let payload_len = be16(packet, 4) as usize;
+    if IPV6_HEADER_LEN + payload_len > packet.len() {
+        return Err(WireError::Truncated);
+    }
+    if packet[6] != PROTO_TCP {
+        return Err(WireError::Unsupported);
+    }
+    let addr = |at: usize| {
+        let mut o = [0u8; 16];
+        o.copy_from_slice(&packet[at..at + 16]);
+        Ipv6Addr::from(o)
+    };
+    Ok(IpRepr {
+        src: IpAddr::V6(addr(8)),
+        dst: IpAddr::V6(addr(24)),
+        protocol: PROTO_TCP,
+        hop_limit: packet[7],
+        ecn: (packet[1] >> 4) & 0x03,
+        header_len: IPV6_HEADER_LEN,
+        payload_len,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn v4_repr() -> IpRepr {
+        IpRepr {
+            src: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            dst: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            protocol: PROTO_TCP,
+            hop_limit: 64,
+            ecn: 2,
+            header_len: IPV4_HEADER_LEN,
+            payload_len: 8,
+        }
+    }
+
+    fn emitted(repr: &IpRepr) -> Vec<u8> {
+        let mut buf = vec![0u8; repr.emit_len() + repr.payload_len];
+        repr.emit(&mut buf, 0x1234);
+        buf
+    }
+
+    fn arb_repr() -> impl Strategy<Value = IpRepr> {
+        let v4 = (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u8>(),
+            any::<u8>(),
+            0u8..4,
+            0usize..1500,
+        )
+            .prop_map(|(s, d, proto, hop, ecn, len)| IpRepr {
+                src: IpAddr::V4(s.into()),
+                dst: IpAddr::V4(d.into()),
+                protocol: proto,
+                hop_limit: hop,
+                ecn,
+                header_len: IPV4_HEADER_LEN,
+                payload_len: len,
+            });
+        let v6 = (
+            any::<u128>(),
+            any::<u128>(),
+            any::<u8>(),
+            0u8..4,
+            0usize..1500,
+        )
+            .prop_map(|(s, d, hop, ecn, len)| IpRepr {
+                src: IpAddr::V6(s.into()),
+                dst: IpAddr::V6(d.into()),
+                protocol: PROTO_TCP,
+                hop_limit: hop,
+                ecn,
+                header_len: IPV6_HEADER_LEN,
+                payload_len: len,
+            });
+        prop_oneof![v4, v6]
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(repr in arb_repr(), padding in 0usize..8) {
+            let mut buf = emitted(&repr);
+            buf.extend(std::iter::repeat_n(0xaa, padding));
+            prop_assert_eq!(IpRepr::parse(&buf, true), Ok(repr));
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..100)) {
+            let _ = IpRepr::parse(&data, true);
+            let _ = IpRepr::parse(&data, false);
+        }
+
+        #[test]
+        fn mutations_never_panic(
+            repr in arb_repr(), at in any::<prop::sample::Index>(), byte in any::<u8>(),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut buf = emitted(&repr);
+            let i = at.index(buf.len());
+            buf[i] = byte;
+            buf.truncate(cut.index(buf.len() + 1));
+            if let Ok(r) = IpRepr::parse(&buf, false) {
+                prop_assert!(r.header_len + r.payload_len <= buf.len());
+            }
+        }
+    }
+
+    #[test]
+    fn emit_v4_fields() {
+        let buf = emitted(&v4_repr());
+        assert_eq!(&buf[..10], &[0x45, 2, 0, 28, 0x12, 0x34, 0x40, 0, 64, 6]);
+        assert_eq!(checksum::fold(checksum::sum(&buf[..20], 0)), 0xffff);
+    }
+
+    #[test]
+    fn v4_errors() {
+        let good = emitted(&v4_repr());
+        assert_eq!(IpRepr::parse(&[], false), Err(WireError::Truncated));
+        assert_eq!(IpRepr::parse(&good[..19], false), Err(WireError::Truncated));
+        // Claims 28 bytes, has 27.
+        assert_eq!(IpRepr::parse(&good[..27], false), Err(WireError::Truncated));
+        let mut b = good.clone();
+        b[0] = 0x55;
+        assert_eq!(IpRepr::parse(&b, false), Err(WireError::Malformed));
+        let mut b = good.clone();
+        b[0] = 0x44;
+        assert_eq!(IpRepr::parse(&b, false), Err(WireError::Malformed));
+        let mut b = good.clone();
+        b[2..4].copy_from_slice(&19u16.to_be_bytes());
+        assert_eq!(IpRepr::parse(&b, false), Err(WireError::Malformed));
+        let mut b = good.clone();
+        b[8] = 63;
+        assert_eq!(IpRepr::parse(&b, true), Err(WireError::BadChecksum));
+        assert!(IpRepr::parse(&b, false).is_ok());
+    }
+
+    #[test]
+    fn v4_fragments_unsupported() {
+        for frag in [IPV4_MF, 1, IPV4_DF | 0x10, IPV4_MF | IPV4_DF] {
+            let mut b = emitted(&v4_repr());
+            b[6..8].copy_from_slice(&frag.to_be_bytes());
+            fill_ipv4_checksum(&mut b[..20]);
+            assert_eq!(
+                IpRepr::parse(&b, true),
+                Err(WireError::Unsupported),
+                "{frag:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn v4_options_accepted() {
+        let mut b = emitted(&v4_repr());
+        // Insert four option bytes (NOP NOP NOP EOL) after the fixed header.
+        b.splice(20..20, [1, 1, 1, 0]);
+        b[0] = 0x46;
+        b[2..4].copy_from_slice(&32u16.to_be_bytes());
+        fill_ipv4_checksum(&mut b[..24]);
+        let r = IpRepr::parse(&b, true).unwrap();
+        assert_eq!((r.header_len, r.payload_len), (24, 8));
+        // IHL past the buffer.
+        b[0] = 0x4f;
+        assert_eq!(IpRepr::parse(&b, false), Err(WireError::Truncated));
+    }
+
+    #[test]
+    fn v6_errors() {
+        let repr = IpRepr {
+            src: IpAddr::V6(Ipv6Addr::LOCALHOST),
+            dst: IpAddr::V6(Ipv6Addr::LOCALHOST),
+            header_len: IPV6_HEADER_LEN,
+            ..v4_repr()
+        };
+        let good = emitted(&repr);
+        assert_eq!(good[0], 0x60);
+        assert_eq!(good[1], 0x20);
+        assert_eq!(IpRepr::parse(&good[..39], false), Err(WireError::Truncated));
+        assert_eq!(IpRepr::parse(&good[..47], false), Err(WireError::Truncated));
+        for nh in [0u8, 17, 43, 44, 58, 59] {
+            let mut b = good.clone();
+            b[6] = nh;
+            assert_eq!(IpRepr::parse(&b, false), Err(WireError::Unsupported));
+        }
+    }
+
+    #[test]
+    fn mixed_families_do_not_panic() {
+        let mut r = v4_repr();
+        r.dst = IpAddr::V6(Ipv6Addr::LOCALHOST);
+        let b = emitted(&r);
+        assert_eq!(&b[16..20], &[0, 0, 0, 0]);
+        r.src = IpAddr::V6(Ipv6Addr::LOCALHOST);
+        r.dst = IpAddr::V4(Ipv4Addr::new(1, 2, 3, 4));
+        let b = emitted(&r);
+        assert_eq!(
+            IpRepr::parse(&b, false).unwrap().dst,
+            IpAddr::V6("::ffff:1.2.3.4".parse().unwrap())
+        );
     }
 }

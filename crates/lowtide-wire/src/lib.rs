@@ -12,6 +12,8 @@
 //! - [`gso`]: cutting a GSO super-packet into MSS-sized segments, as a NIC with TSO
 //!   or Linux's `tcp_gso_segment` does, and coalescing (GRO).
 
+#![warn(missing_docs)]
+
 pub mod checksum;
 pub mod gso;
 pub mod ip;

@@ -1,6 +1,8 @@
 //! The TCP header (RFC 9293 section 3.1) and its options.
 
+use crate::ip::IpRepr;
 use crate::WireError;
+use std::net::SocketAddr;
 
 /// TCP header flags (the low byte of the flags field: CWR ECE URG ACK PSH RST SYN FIN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -113,21 +115,553 @@ impl TcpRepr {
     /// whose length is below 2 or runs past the header, is `Malformed`; known options
     /// with an unexpected length are ignored as Linux's `tcp_parse_options` does.
     pub fn parse(segment: &[u8]) -> Result<(TcpRepr, usize), WireError> {
-        let _ = segment;
-        todo!()
+        if segment.len() < TCP_HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let header_len = data_offset(segment);
+        if header_len < TCP_HEADER_LEN || header_len > segment.len() {
+            return Err(WireError::Malformed);
+        }
+        let repr = TcpRepr {
+            src_port: be16(segment, 0),
+            dst_port: be16(segment, 2),
+            seq: be32(segment, 4),
+            ack: be32(segment, 8),
+            flags: TcpFlags(segment[13]),
+            window: be16(segment, 14),
+            urgent: be16(segment, 18),
+            options: parse_options(&segment[TCP_HEADER_LEN..header_len])?,
+        };
+        Ok((repr, header_len))
     }
 
     /// Length of the header `emit` writes, options included, padded to 4 bytes.
     pub fn header_len(&self) -> usize {
-        todo!()
+        let o = &self.options;
+        let sack = self.emitted_sack_blocks();
+        TCP_HEADER_LEN + fixed_options_len(o) + sack_option_len(sack)
+    }
+
+    /// How many SACK blocks `emit` writes: the first `sack_len` (at most 4), fewer if
+    /// they would not fit in the 40 bytes of option space with the other options.
+    pub fn emitted_sack_blocks(&self) -> usize {
+        let room = MAX_OPTIONS_LEN - fixed_options_len(&self.options);
+        let mut n = (self.options.sack_len as usize).min(4);
+        while n > 0 && sack_option_len(n) > room {
+            n -= 1;
+        }
+        n
     }
 
     /// Writes the header and options into `buf[..self.header_len()]`, with the
     /// checksum field set to zero. Option layout follows Linux (`tcp_options_write`):
     /// MSS, then SACK-permitted+timestamps packed (`NOP NOP TS` or `SACKOK TS`),
     /// NOP+wscale, NOP NOP + SACK blocks.
+    ///
+    /// SACK blocks that do not fit are dropped from the end (see
+    /// [`TcpRepr::emitted_sack_blocks`]). Panics if `buf` is shorter than
+    /// `header_len()`.
     pub fn emit(&self, buf: &mut [u8]) {
-        let _ = buf;
-        todo!()
+        let len = self.header_len();
+        let buf = &mut buf[..len];
+        buf[0..2].copy_from_slice(&self.src_port.to_be_bytes());
+        buf[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
+        buf[4..8].copy_from_slice(&self.seq.to_be_bytes());
+        buf[8..12].copy_from_slice(&self.ack.to_be_bytes());
+        buf[12] = ((len / 4) as u8) << 4;
+        buf[13] = self.flags.0;
+        buf[14..16].copy_from_slice(&self.window.to_be_bytes());
+        buf[16..18].fill(0);
+        buf[18..20].copy_from_slice(&self.urgent.to_be_bytes());
+        let n = self.emitted_sack_blocks();
+        write_options(&self.options, n, &mut buf[TCP_HEADER_LEN..]);
+    }
+}
+
+/// The (source, destination) socket addresses of an IP + TCP packet, read without
+/// parsing TCP options or verifying checksums (e.g. to find the connection quickly).
+pub fn four_tuple(packet: &[u8]) -> Result<(SocketAddr, SocketAddr), WireError> {
+    let ip = IpRepr::parse(packet, false)?;
+    let tcp = &packet[ip.header_len..ip.header_len + ip.payload_len];
+    if tcp.len() < TCP_HEADER_LEN {
+        return Err(WireError::Truncated);
+    }
+    let src = SocketAddr::new(ip.src, be16(tcp, 0));
+    Ok((src, SocketAddr::new(ip.dst, be16(tcp, 2))))
+}
+
+/// Option kinds (RFC 9293 section 3.1, RFC 7323, RFC 2018).
+mod kind {
+    pub const EOL: u8 = 0;
+    pub const NOP: u8 = 1;
+    pub const MSS: u8 = 2;
+    pub const WSCALE: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
+    pub const TIMESTAMP: u8 = 8;
+}
+
+/// Most option bytes a header can carry (data offset 15 words).
+pub const MAX_OPTIONS_LEN: usize = 40;
+/// Longest TCP header.
+pub const MAX_TCP_HEADER_LEN: usize = TCP_HEADER_LEN + MAX_OPTIONS_LEN;
+
+/// Reads a big-endian `u16` at `at` (caller checked the length).
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+/// Reads a big-endian `u32` at `at` (caller checked the length).
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Header length claimed by the data offset field (caller checked `len >= 13`).
+fn data_offset(segment: &[u8]) -> usize {
+    (segment[12] >> 4) as usize * 4
+}
+
+/// Walks the option bytes (RFC 9293 section 3.2) like Linux's `tcp_parse_options`.
+fn parse_options(mut opts: &[u8]) -> Result<TcpOptions, WireError> {
+    let mut out = TcpOptions::default();
+    while let Some(&k) = opts.first() {
+        match k {
+            kind::EOL => break,
+            kind::NOP => opts = &opts[1..],
+            _ => {
+                let len = *opts.get(1).ok_or(WireError::Malformed)? as usize;
+                if len < 2 || len > opts.len() {
+                    return Err(WireError::Malformed);
+                }
+                apply_option(&mut out, k, &opts[2..len]);
+                opts = &opts[len..];
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Records one option; known kinds with an unexpected length are ignored.
+fn apply_option(out: &mut TcpOptions, k: u8, body: &[u8]) {
+    match (k, body.len()) {
+        (kind::MSS, 2) => out.mss = Some(be16(body, 0)),
+        (kind::WSCALE, 1) => out.wscale = Some(body[0]),
+        (kind::SACK_PERMITTED, 0) => out.sack_permitted = true,
+        (kind::TIMESTAMP, 8) => out.timestamp = Some((be32(body, 0), be32(body, 4))),
+        // RFC 2018 section 3: 8 bytes per block, at least one.
+        (kind::SACK, n) if n >= 8 && n % 8 == 0 => parse_sack(out, body),
+        _ => {}
+    }
+}
+
+/// Takes the first (at most 4) SACK blocks; a 40-byte option space holds no more.
+fn parse_sack(out: &mut TcpOptions, body: &[u8]) {
+    out.sack = [SackBlock::default(); 4];
+    let mut n = 0;
+    for (slot, b) in out.sack.iter_mut().zip(body.chunks_exact(8)) {
+        *slot = SackBlock {
+            start: be32(b, 0),
+            end: be32(b, 4),
+        };
+        n += 1;
+    }
+    out.sack_len = n;
+}
+
+/// Bytes of every option except SACK blocks, as `write_options` lays them out.
+fn fixed_options_len(o: &TcpOptions) -> usize {
+    let mss = if o.mss.is_some() { 4 } else { 0 };
+    let ts = if o.timestamp.is_some() { 12 } else { 0 };
+    // With timestamps, SACK-permitted replaces the two NOPs before TS.
+    let sackok = if o.sack_permitted && o.timestamp.is_none() {
+        4
+    } else {
+        0
+    };
+    let ws = if o.wscale.is_some() { 4 } else { 0 };
+    mss + ts + sackok + ws
+}
+
+/// Bytes of a `NOP NOP SACK` option with `n` blocks (0 if none).
+fn sack_option_len(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        4 + 8 * n
+    }
+}
+
+/// Writes the options in Linux's order; every piece is a multiple of 4 bytes, so no
+/// trailing padding is needed.
+fn write_options(o: &TcpOptions, sack_blocks: usize, buf: &mut [u8]) {
+    let mut w = Writer { buf, at: 0 };
+    if let Some(mss) = o.mss {
+        w.put(&[kind::MSS, 4]);
+        w.put(&mss.to_be_bytes());
+    }
+    if let Some((val, ecr)) = o.timestamp {
+        if o.sack_permitted {
+            w.put(&[kind::SACK_PERMITTED, 2]);
+        } else {
+            w.put(&[kind::NOP, kind::NOP]);
+        }
+        w.put(&[kind::TIMESTAMP, 10]);
+        w.put(&val.to_be_bytes());
+        w.put(&ecr.to_be_bytes());
+    } else if o.sack_permitted {
+        w.put(&[kind::NOP, kind::NOP, kind::SACK_PERMITTED, 2]);
+    }
+    if let Some(ws) = o.wscale {
+        w.put(&[kind::NOP, kind::WSCALE, 3, ws]);
+    }
+    if sack_blocks > 0 {
+        w.put(&[
+            kind::NOP,
+            kind::NOP,
+            kind::SACK,
+            sack_option_len(sack_blocks) as u8 - 2,
+        ]);
+        for b in &o.sack[..sack_blocks] {
+            w.put(&b.start.to_be_bytes());
+            w.put(&b.end.to_be_bytes());
+        }
+    }
+}
+
+/// A cursor over the option bytes being written.
+struct Writer<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn base() -> TcpRepr {
+        TcpRepr {
+            src_port: 1234,
+            dst_port: 80,
+            seq: 0x0102_0304,
+            ack: 0x0a0b_0c0d,
+            flags: TcpFlags::ACK,
+            window: 512,
+            urgent: 0,
+            options: TcpOptions::default(),
+        }
+    }
+
+    fn emitted(r: &TcpRepr) -> Vec<u8> {
+        let mut buf = vec![0u8; r.header_len()];
+        r.emit(&mut buf);
+        buf
+    }
+
+    /// A header whose options area is `opts` (padded with EOL to 4 bytes).
+    fn with_options(opts: &[u8]) -> Vec<u8> {
+        let mut b = emitted(&base());
+        b.extend_from_slice(opts);
+        while b.len() & 3 != 0 {
+            b.push(0);
+        }
+        b[12] = ((b.len() / 4) as u8) << 4;
+        b
+    }
+
+    fn parse_opts(opts: &[u8]) -> Result<TcpOptions, WireError> {
+        TcpRepr::parse(&with_options(opts)).map(|(r, _)| r.options)
+    }
+
+    fn sack(n: usize) -> [SackBlock; 4] {
+        let mut s = [SackBlock::default(); 4];
+        for (i, b) in s.iter_mut().enumerate().take(n) {
+            *b = SackBlock {
+                start: 100 * i as u32,
+                end: 100 * i as u32 + 50,
+            };
+        }
+        s
+    }
+
+    #[test]
+    fn syn_layout_matches_linux() {
+        let mut r = base();
+        r.options = TcpOptions {
+            mss: Some(1460),
+            wscale: Some(7),
+            sack_permitted: true,
+            timestamp: Some((1, 2)),
+            ..TcpOptions::default()
+        };
+        let b = emitted(&r);
+        assert_eq!(b.len(), 40);
+        assert_eq!(b[12], 0xa0);
+        assert_eq!(
+            &b[20..],
+            &[2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2, 1, 3, 3, 7]
+        );
+    }
+
+    #[test]
+    fn single_option_layouts() {
+        let mut r = base();
+        r.options.timestamp = Some((0xaabb_ccdd, 5));
+        assert_eq!(&emitted(&r)[20..24], &[1, 1, 8, 10]);
+        r.options = TcpOptions {
+            sack_permitted: true,
+            ..TcpOptions::default()
+        };
+        assert_eq!(&emitted(&r)[20..], &[1, 1, 4, 2]);
+        r.options = TcpOptions {
+            sack: sack(1),
+            sack_len: 1,
+            ..TcpOptions::default()
+        };
+        assert_eq!(&emitted(&r)[20..24], &[1, 1, 5, 10]);
+        assert_eq!(emitted(&r).len(), 32);
+    }
+
+    #[test]
+    fn sack_blocks_dropped_to_fit() {
+        let mut r = base();
+        r.options = TcpOptions {
+            timestamp: Some((1, 2)),
+            sack: sack(4),
+            sack_len: 4,
+            ..TcpOptions::default()
+        };
+        assert_eq!(r.emitted_sack_blocks(), 3);
+        assert_eq!(r.header_len(), 20 + 12 + 4 + 24);
+        let (p, len) = TcpRepr::parse(&emitted(&r)).unwrap();
+        assert_eq!(len, 60);
+        assert_eq!(p.options.sack_blocks(), &sack(3)[..3]);
+        r.options.timestamp = None;
+        assert_eq!(r.emitted_sack_blocks(), 4);
+        assert_eq!(r.header_len(), 56);
+        r.options = TcpOptions {
+            mss: Some(1),
+            wscale: Some(1),
+            timestamp: Some((1, 1)),
+            sack_permitted: true,
+            sack: sack(4),
+            sack_len: 4,
+        };
+        assert_eq!(r.emitted_sack_blocks(), 2);
+        assert_eq!(r.header_len(), 60);
+        // A sack_len above 4 is treated as 4.
+        r.options = TcpOptions {
+            sack: sack(4),
+            sack_len: 200,
+            ..TcpOptions::default()
+        };
+        assert_eq!(r.emitted_sack_blocks(), 4);
+    }
+
+    #[test]
+    fn header_errors() {
+        let good = emitted(&base());
+        assert_eq!(TcpRepr::parse(&good[..19]), Err(WireError::Truncated));
+        let mut b = good.clone();
+        b[12] = 0x40;
+        assert_eq!(TcpRepr::parse(&b), Err(WireError::Malformed));
+        b[12] = 0x60;
+        assert_eq!(TcpRepr::parse(&b), Err(WireError::Malformed));
+        let mut b = good.clone();
+        b.extend_from_slice(b"payload");
+        assert_eq!(TcpRepr::parse(&b).unwrap(), (base(), 20));
+    }
+
+    #[test]
+    fn bad_option_lengths_are_malformed() {
+        // Length below 2.
+        assert_eq!(parse_opts(&[2, 0, 0, 0]), Err(WireError::Malformed));
+        assert_eq!(parse_opts(&[99, 1, 0, 0]), Err(WireError::Malformed));
+        // Runs past the header.
+        assert_eq!(
+            parse_opts(&[1, 1, 8, 10, 0, 0, 0, 0]),
+            Err(WireError::Malformed)
+        );
+        assert_eq!(parse_opts(&[1, 1, 1, 99]), Err(WireError::Malformed));
+        // Kind with no room for its length byte.
+        assert_eq!(parse_opts(&[1, 1, 1, 2]), Err(WireError::Malformed));
+    }
+
+    #[test]
+    fn eol_stops_and_unknown_kinds_are_skipped() {
+        // Garbage after EOL is never looked at.
+        let o = parse_opts(&[2, 4, 1, 0, 0, 2, 0, 0xff]).unwrap();
+        assert_eq!(o.mss, Some(256));
+        let o = parse_opts(&[30, 6, 9, 9, 9, 9, 3, 3, 14, 1, 1, 1]).unwrap();
+        assert_eq!(o.wscale, Some(14));
+        let o = parse_opts(&[254, 2, 4, 2]).unwrap();
+        assert!(o.sack_permitted);
+    }
+
+    #[test]
+    fn wrong_length_known_options_are_ignored() {
+        let o = parse_opts(&[2, 3, 5, 3, 4, 0, 2, 4, 3, 0, 1, 1]).unwrap();
+        assert_eq!(
+            o,
+            TcpOptions {
+                wscale: None,
+                ..TcpOptions::default()
+            }
+        );
+        let o = parse_opts(&[2, 5, 5, 0xb4, 0, 8, 6, 1, 2, 3, 4, 4, 3, 0, 3, 3, 9]).unwrap();
+        assert_eq!(
+            o,
+            TcpOptions {
+                wscale: Some(9),
+                ..TcpOptions::default()
+            }
+        );
+        // SACK with no blocks, and with a length that is not 2 + 8n.
+        let o = parse_opts(&[5, 2, 5, 6, 0, 0, 0, 0]).unwrap();
+        assert_eq!(o.sack_len, 0);
+        let mut opts = vec![5, 11];
+        opts.extend_from_slice(&[7; 9]);
+        assert_eq!(parse_opts(&opts).unwrap().sack_len, 0);
+    }
+
+    #[test]
+    fn sack_block_counts() {
+        for n in 1..=4usize {
+            let mut opts = vec![1, 1, 5, 2 + 8 * n as u8];
+            for i in 0..n as u32 {
+                opts.extend_from_slice(&(i * 100).to_be_bytes());
+                opts.extend_from_slice(&(i * 100 + 50).to_be_bytes());
+            }
+            let o = parse_opts(&opts).unwrap();
+            assert_eq!(o.sack_blocks(), &sack(n)[..n]);
+        }
+        // Five blocks need 42 bytes: they cannot fit in 40 bytes of option space.
+        let mut five = vec![5, 42];
+        five.extend_from_slice(&[0; 40]);
+        let mut b = emitted(&base());
+        b.extend_from_slice(&five[..40]);
+        b[12] = 0xf0;
+        assert_eq!(TcpRepr::parse(&b), Err(WireError::Malformed));
+        // The internal walker takes the first four if ever handed more.
+        let mut o = TcpOptions::default();
+        parse_sack(&mut o, &[1; 40]);
+        assert_eq!(o.sack_len, 4);
+    }
+
+    #[test]
+    fn four_tuple_reads_ports() {
+        let ip = IpRepr {
+            src: "10.0.0.1".parse().unwrap(),
+            dst: "10.0.0.2".parse().unwrap(),
+            protocol: 6,
+            hop_limit: 64,
+            ecn: 0,
+            header_len: 20,
+            payload_len: 20,
+        };
+        let mut p = vec![0u8; 40];
+        ip.emit(&mut p, 0);
+        base().emit(&mut p[20..]);
+        let (s, d) = four_tuple(&p).unwrap();
+        assert_eq!(
+            (s.to_string(), d.to_string()),
+            ("10.0.0.1:1234".into(), "10.0.0.2:80".into())
+        );
+        assert_eq!(four_tuple(&p[..30]), Err(WireError::Truncated));
+    }
+
+    fn arb_options() -> impl Strategy<Value = TcpOptions> {
+        (
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(any::<u8>()),
+            any::<bool>(),
+            proptest::option::of((any::<u32>(), any::<u32>())),
+            proptest::collection::vec((any::<u32>(), any::<u32>()), 0..=4),
+        )
+            .prop_map(|(mss, wscale, sack_permitted, timestamp, blocks)| {
+                let mut o = TcpOptions {
+                    mss,
+                    wscale,
+                    sack_permitted,
+                    timestamp,
+                    ..TcpOptions::default()
+                };
+                for (slot, (start, end)) in o.sack.iter_mut().zip(&blocks) {
+                    *slot = SackBlock {
+                        start: *start,
+                        end: *end,
+                    };
+                }
+                o.sack_len = blocks.len() as u8;
+                // Keep only what emit will write, so the round trip is exact.
+                let fit = TcpRepr {
+                    options: o,
+                    ..TcpRepr::default()
+                }
+                .emitted_sack_blocks();
+                o.sack[fit..].fill(SackBlock::default());
+                o.sack_len = fit as u8;
+                o
+            })
+    }
+
+    fn arb_repr() -> impl Strategy<Value = TcpRepr> {
+        (any::<(u16, u16, u32, u32, u8, u16, u16)>(), arb_options()).prop_map(
+            |((src_port, dst_port, seq, ack, flags, window, urgent), options)| TcpRepr {
+                src_port,
+                dst_port,
+                seq,
+                ack,
+                flags: TcpFlags(flags),
+                window,
+                urgent,
+                options,
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(r in arb_repr(), payload in proptest::collection::vec(any::<u8>(), 0..20)) {
+            let mut b = emitted(&r);
+            prop_assert_eq!(b.len() % 4, 0);
+            prop_assert!(b.len() <= MAX_TCP_HEADER_LEN);
+            prop_assert_eq!(&b[16..18], &[0, 0]);
+            b.extend_from_slice(&payload);
+            prop_assert_eq!(TcpRepr::parse(&b), Ok((r, r.header_len())));
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..80)) {
+            if let Ok((_, len)) = TcpRepr::parse(&data) {
+                prop_assert!(len <= data.len());
+            }
+            let _ = four_tuple(&data);
+        }
+
+        #[test]
+        fn mutations_never_panic(
+            r in arb_repr(),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut b = emitted(&r);
+            for (at, byte) in edits {
+                let i = at.index(b.len());
+                b[i] = byte;
+            }
+            b.truncate(cut.index(b.len() + 1));
+            if let Ok((o, len)) = TcpRepr::parse(&b) {
+                prop_assert!(len <= b.len());
+                prop_assert!(o.options.sack_len <= 4);
+            }
+        }
     }
 }

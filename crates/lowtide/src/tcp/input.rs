@@ -2,7 +2,6 @@
 //! `tcp_rcv_synsent_state_process`, `tcp_ack`, `tcp_data_queue` and ACK scheduling.
 
 use super::cong::{AckSample, CaState};
-use super::skb::FLAG_FIN;
 use super::sock::{Tcb, TCP_DELACK_MIN, TCP_MAX_QUICKACKS};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
@@ -62,7 +61,11 @@ impl Tcb {
             self.rcv_wscale = 0;
         }
         // RFC 9293 3.7.1: no MSS option means 536 (IPv4) / 1220 (IPv6); Linux floor 48.
-        let default_mss = if self.tuple.local.is_ipv6() { 1220 } else { 536 };
+        let default_mss = if self.tuple.local.is_ipv6() {
+            1220
+        } else {
+            536
+        };
         let peer_mss = o.mss.map_or(default_mss, u32::from).max(48);
         self.sync_mss(peer_mss);
         self.rcv_mss = self.mss_cache.min(self.advmss);
@@ -77,7 +80,13 @@ impl Tcb {
     }
 
     /// Entry point for every segment of this connection.
-    pub(crate) fn rcv_segment(&mut self, ctx: &mut Ctx, _ip: &IpRepr, th: &TcpRepr, payload: &[u8]) {
+    pub(crate) fn rcv_segment(
+        &mut self,
+        ctx: &mut Ctx,
+        _ip: &IpRepr,
+        th: &TcpRepr,
+        payload: &[u8],
+    ) {
         self.segs_in += 1;
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
@@ -196,6 +205,8 @@ impl Tcb {
             return;
         }
         self.data_queue(ctx, seq, payload, f.contains(TcpFlags::FIN));
+        // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK.
+        self.write_xmit(ctx);
         self.ack_snd_check(ctx);
     }
 
@@ -207,7 +218,8 @@ impl Tcb {
         if !self.ts_ok || th.flags.contains(TcpFlags::RST) {
             return true;
         }
-        let stale = ctx.now.saturating_since(self.ts_recent_stamp).as_millis() as u64 > PAWS_24DAYS_MS;
+        let stale =
+            ctx.now.saturating_since(self.ts_recent_stamp).as_millis() as u64 > PAWS_24DAYS_MS;
         if (tsval.wrapping_sub(self.ts_recent) as i32) < 0 && !stale {
             ctx.mib.inc(Mib::TcpExtPAWSEstab);
             trace!(tsval, ts_recent = self.ts_recent, "drop: PAWS");
@@ -331,24 +343,37 @@ impl Tcb {
         let cleaned = self.clean_rtx_queue(ctx, ack);
         let newly_acked_sacked = cleaned.acked_segs.saturating_sub(cleaned.acked_sacked_segs)
             + sack.newly_sacked
-            + prior_sacked.saturating_sub(self.rtx.sacked_out).saturating_sub(cleaned.acked_sacked_segs);
+            + prior_sacked
+                .saturating_sub(self.rtx.sacked_out)
+                .saturating_sub(cleaned.acked_sacked_segs);
         self.delivered += newly_acked_sacked as u64;
         let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.last_tx);
         let is_dupack = ack == prior_una && cleaned.acked_segs == 0 && th.options.sack_len == 0;
-        let dubious = self.ca_state != CaState::Open || sack.newly_sacked > 0 || self.rtx.sacked_out > 0 || (is_dupack && !self.rtx.is_empty());
+        let dubious = self.ca_state != CaState::Open
+            || sack.newly_sacked > 0
+            || self.rtx.sacked_out > 0
+            || (is_dupack && !self.rtx.is_empty());
         if dubious {
-            self.fastretrans_alert(ctx, newly_acked_sacked, is_dupack && self.rtx.packets_out > 0);
+            self.fastretrans_alert(
+                ctx,
+                newly_acked_sacked,
+                is_dupack && self.rtx.packets_out > 0,
+            );
         }
         if cleaned.acked_segs > 0 {
-            self.cc.pkts_acked(&mut self.cw, &AckSample {
-                pkts_acked: cleaned.acked_segs,
-                rtt_us,
-                in_flight: prior_in_flight,
-                now: ctx.now,
-            });
+            self.cc.pkts_acked(
+                &mut self.cw,
+                &AckSample {
+                    pkts_acked: cleaned.acked_segs,
+                    rtt_us,
+                    in_flight: prior_in_flight,
+                    now: ctx.now,
+                },
+            );
         }
         if self.may_raise_cwnd(cleaned.acked_segs) {
-            self.cc.cong_avoid(&mut self.cw, newly_acked_sacked.max(cleaned.acked_segs));
+            self.cc
+                .cong_avoid(&mut self.cw, newly_acked_sacked.max(cleaned.acked_segs));
         }
         if ack > prior_una {
             self.on_snd_una_advanced(ctx, &cleaned);
@@ -365,9 +390,15 @@ impl Tcb {
     fn ack_update_window(&mut self, th: &TcpRepr, ack: u64) {
         let seq = self.rcv_off(super::seq::Seq(th.seq));
         let nwin = (th.window as u32) << self.snd_wscale;
-        if ack > self.snd_una || seq > self.snd_wl1 || (seq == self.snd_wl1 && nwin != self.snd_wnd) {
+        if ack > self.snd_una || seq > self.snd_wl1 || (seq == self.snd_wl1 && nwin != self.snd_wnd)
+        {
             self.snd_wl1 = seq;
-            if nwin > self.snd_wnd && nwin > 0 && self.pending.is_some_and(|p| p.0 == super::sock::Pending::Probe0) {
+            if nwin > self.snd_wnd
+                && nwin > 0
+                && self
+                    .pending
+                    .is_some_and(|p| p.0 == super::sock::Pending::Probe0)
+            {
                 self.pending = None;
                 self.backoff = 0;
             }
@@ -396,13 +427,21 @@ impl Tcb {
 
     /// RTT sample from the ACKed skbs or the SACKed ones (`tcp_ack_update_rtt`):
     /// never from retransmitted skbs (Karn); from the timestamp echo otherwise.
-    fn ack_rtt(&mut self, ctx: &mut Ctx, th: &TcpRepr, c: &super::rtx_queue::Cleaned, sack_tx: Option<crate::time::Instant>) -> Option<u32> {
+    fn ack_rtt(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        c: &super::rtx_queue::Cleaned,
+        sack_tx: Option<crate::time::Instant>,
+    ) -> Option<u32> {
         let from_skb = c.first_tx.or(sack_tx);
         let rtt = match from_skb {
             Some(tx) => Some(ctx.now.saturating_since(tx).as_micros() as u32),
-            None if c.acked_segs > 0 && !c.acked_retrans => th.options.timestamp.filter(|_| self.ts_ok).map(|(_, ecr)| {
-                self.tsval(ctx.now).wrapping_sub(ecr).saturating_mul(1000)
-            }),
+            None if c.acked_segs > 0 && !c.acked_retrans => th
+                .options
+                .timestamp
+                .filter(|_| self.ts_ok)
+                .map(|(_, ecr)| self.tsval(ctx.now).wrapping_sub(ecr).saturating_mul(1000)),
             None => None,
         };
         if let Some(r) = rtt {
@@ -432,7 +471,9 @@ impl Tcb {
                 self.state = TcpState::FinWait2;
                 if self.shut_rd_by_close() {
                     // tcp_fin_timeout for orphans (`TCP_LINGER2` default).
-                    self.tw_at = Some(ctx.now + core::time::Duration::from_secs(ctx.cfg.tcp_fin_timeout as u64));
+                    self.tw_at = Some(
+                        ctx.now + core::time::Duration::from_secs(ctx.cfg.tcp_fin_timeout as u64),
+                    );
                 }
             }
             TcpState::Closing => self.enter_time_wait(ctx),
@@ -461,7 +502,6 @@ impl Tcb {
         }
         self.data_segs_in += 1;
         self.rcv_mss_estimate(payload.len());
-        self.rcv_rtt_from_ts(ctx);
         let end = seq + payload.len() as u64;
         if end <= self.rcv_nxt {
             return self.old_data(ctx, seq, end);
@@ -569,14 +609,6 @@ impl Tcb {
         }
     }
 
-    /// `tcp_rcv_rtt_measure_ts`: the receiver's RTT from the timestamp echo.
-    fn rcv_rtt_from_ts(&mut self, ctx: &mut Ctx) {
-        if !self.ts_ok || self.srtt_us != 0 && self.rtt_samples > 1 {
-            return;
-        }
-        let _ = ctx;
-    }
-
     /// Schedules an immediate ACK.
     pub(crate) fn schedule_ack_now(&mut self) {
         self.ack_pending = true;
@@ -590,7 +622,8 @@ impl Tcb {
             return;
         }
         let unacked = self.rcv_nxt - self.rcv_wup;
-        let now_needed = unacked > self.rcv_mss as u64 && self.rcv_space() as u64 >= self.rcv_wnd as u64 / 2
+        let now_needed = unacked > self.rcv_mss as u64
+            && self.rcv_space() as u64 >= self.rcv_wnd as u64 / 2
             || self.quick > 0
             || !self.ofo.is_empty()
             || unacked >= 2 * self.rcv_mss as u64;
@@ -611,9 +644,6 @@ impl Tcb {
         if self.nospace && self.is_writeable() {
             self.nospace = false;
             self.notify(ctx, EventKind::Writable);
-        }
-        if self.write_queue.is_empty() && self.fin_queued && self.state == TcpState::Closed {
-            let _ = FLAG_FIN;
         }
     }
 }

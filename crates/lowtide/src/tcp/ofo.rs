@@ -149,7 +149,10 @@ mod tests {
         let mut q = OfoQueue::default();
         assert_eq!(q.insert(100, &bytes(100..200)), None);
         assert_eq!(q.insert(300, &bytes(300..400)), None);
-        assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(300, 400), (100, 200)]);
+        assert_eq!(
+            q.sack_blocks().collect::<Vec<_>>(),
+            vec![(300, 400), (100, 200)]
+        );
         assert_eq!(q.insert(200, &bytes(200..300)), None);
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(100, 400)]);
         assert_eq!(q.runs(), 1);

@@ -15,12 +15,7 @@ use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
 const IP_DEFAULT_TTL: u8 = 64;
 
 /// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum.
-fn build_packet(
-    ctx: &mut Ctx,
-    tuple: FourTuple,
-    th: &TcpRepr,
-    payload: &[u8],
-) -> Vec<u8> {
+fn build_packet(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, payload: &[u8]) -> Vec<u8> {
     let thl = th.header_len();
     let ip = IpRepr {
         src: tuple.local.ip(),
@@ -48,7 +43,10 @@ fn push(ctx: &mut Ctx, packet: Vec<u8>, mss: u32, payload: usize, token: TxToken
     *ctx.ip_id = ctx.ip_id.wrapping_add(segs);
     ctx.mib.inc(Mib::IpOutRequests);
     ctx.mib.add(Mib::TcpOutSegs, segs as u64);
-    ctx.mib.add(Mib::IpExtOutOctets, packet.len() as u64 + (segs as u64 - 1) * (packet.len() - payload) as u64);
+    ctx.mib.add(
+        Mib::IpExtOutOctets,
+        packet.len() as u64 + (segs as u64 - 1) * (packet.len() - payload) as u64,
+    );
     ctx.out.push_back(Transmit {
         packet,
         gso_size,
@@ -68,19 +66,34 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
         rst.seq = th.ack;
         rst.flags = TcpFlags::RST;
     } else {
-        let syn_fin = th.flags.contains(TcpFlags::SYN) as u32 + th.flags.contains(TcpFlags::FIN) as u32;
+        let syn_fin =
+            th.flags.contains(TcpFlags::SYN) as u32 + th.flags.contains(TcpFlags::FIN) as u32;
         rst.ack = th.seq.wrapping_add(len as u32 + syn_fin);
         rst.flags = TcpFlags::RST | TcpFlags::ACK;
     }
     ctx.mib.inc(Mib::TcpOutRsts);
     let pkt = build_packet(ctx, tuple, &rst, &[]);
-    push(ctx, pkt, 1, 0, TxToken { index: u32::MAX, generation: 0, truesize: 0 });
+    push(
+        ctx,
+        pkt,
+        1,
+        0,
+        TxToken {
+            index: u32::MAX,
+            generation: 0,
+            truesize: 0,
+        },
+    );
 }
 
 impl Tcb {
     /// `tcp_current_mss`: payload per segment with the options this segment carries.
     pub(crate) fn current_mss(&self) -> u32 {
-        let sack_len = if self.sack_ok { self.sack_option_len() } else { 0 };
+        let sack_len = if self.sack_ok {
+            self.sack_option_len()
+        } else {
+            0
+        };
         self.mss_cache.saturating_sub(sack_len).max(48)
     }
 
@@ -95,13 +108,17 @@ impl Tcb {
 
     /// `tcp_set_mss`-style update once the peer's MSS and the options are known.
     pub(crate) fn sync_mss(&mut self, peer_mss: u32) {
-        let ts = if self.ts_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
+        let ts = if self.ts_ok {
+            TCPOLEN_TSTAMP_ALIGNED
+        } else {
+            0
+        };
         self.mss_cache = peer_mss.min(self.advmss).saturating_sub(ts).max(48);
     }
 
     /// The receive space our window can offer (`tcp_space`, adv_win_scale 1: half the
     /// buffer is for payload, half for overhead).
-    fn rcv_space(&self) -> u32 {
+    pub(crate) fn rcv_space(&self) -> u32 {
         let used = self.rcv_queue.len() as u64 + self.ofo.bytes();
         ((self.rcvbuf / 2) as u64).saturating_sub(used) as u32
     }
@@ -174,7 +191,14 @@ impl Tcb {
 
     /// `__tcp_transmit_skb`: builds the segment(s) for `[seq, seq+payload)` and hands
     /// them to the device. `truesize` is charged to `sk_wmem_alloc` until completion.
-    pub(crate) fn transmit(&mut self, ctx: &mut Ctx, seq: u64, flags: u8, payload: &[u8], truesize: u32) {
+    pub(crate) fn transmit(
+        &mut self,
+        ctx: &mut Ctx,
+        seq: u64,
+        flags: u8,
+        payload: &[u8],
+        truesize: u32,
+    ) {
         let mut tf = TcpFlags::ACK;
         if flags & FLAG_SYN != 0 {
             tf = TcpFlags::SYN;
@@ -189,7 +213,11 @@ impl Tcb {
         if !payload.is_empty() && end == self.write_seq - self.fin_queued as u64 {
             tf |= TcpFlags::PSH;
         }
-        let options = if flags & FLAG_SYN != 0 { self.syn_options(ctx) } else { self.data_options(ctx) };
+        let options = if flags & FLAG_SYN != 0 {
+            self.syn_options(ctx)
+        } else {
+            self.data_options(ctx)
+        };
         let mss = self.current_mss();
         let window = if flags & FLAG_SYN != 0 {
             self.rcv_space().min(65535) as u16
@@ -200,7 +228,11 @@ impl Tcb {
             src_port: self.tuple.local.port(),
             dst_port: self.tuple.remote.port(),
             seq: self.snd_seq(seq).0,
-            ack: if tf.contains(TcpFlags::ACK) { self.rcv_seq(self.rcv_nxt).0 } else { 0 },
+            ack: if tf.contains(TcpFlags::ACK) {
+                self.rcv_seq(self.rcv_nxt).0
+            } else {
+                0
+            },
             flags: tf,
             window,
             urgent: 0,
@@ -258,14 +290,28 @@ impl Tcb {
         };
         ctx.mib.inc(Mib::TcpOutRsts);
         let pkt = build_packet(ctx, self.tuple, &th, &[]);
-        push(ctx, pkt, 1, 0, TxToken { index: u32::MAX, generation: 0, truesize: 0 });
+        push(
+            ctx,
+            pkt,
+            1,
+            0,
+            TxToken {
+                index: u32::MAX,
+                generation: 0,
+                truesize: 0,
+            },
+        );
     }
 
     /// States in which data may be sent.
     fn can_send_data(&self) -> bool {
         matches!(
             self.state,
-            TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::Closing | TcpState::LastAck
+            TcpState::Established
+                | TcpState::CloseWait
+                | TcpState::FinWait1
+                | TcpState::Closing
+                | TcpState::LastAck
         )
     }
 
@@ -298,7 +344,11 @@ impl Tcb {
         let (seq, flags) = (head.seq, head.flags);
         let wnd_end = self.snd_una + self.snd_wnd as u64;
         // tcp_snd_wnd_test: the first segment must fit in the peer's window.
-        let first_end = if len > mss as u64 { seq + mss as u64 } else { head.end_seq() };
+        let first_end = if len > mss as u64 {
+            seq + mss as u64
+        } else {
+            head.end_seq()
+        };
         if first_end > wnd_end {
             return false;
         }
@@ -385,7 +435,9 @@ impl Tcb {
             if seq >= self.snd_una + self.snd_wnd as u64 && seq != self.snd_una {
                 break;
             }
-            let quota = (self.cw.snd_cwnd - in_flight).min(GSO_MAX_SIZE / mss).max(1);
+            let quota = (self.cw.snd_cwnd - in_flight)
+                .min(GSO_MAX_SIZE / mss)
+                .max(1);
             if pcount > quota {
                 self.rtx.split_at(seq + (quota * mss) as u64, mss);
             }
@@ -457,7 +509,9 @@ impl Tcb {
         if let Some(head) = self.write_queue.front() {
             if head.seq < wnd_end {
                 let mss = self.current_mss();
-                let n = (wnd_end - head.seq).min(mss as u64).min(head.data.len() as u64) as usize;
+                let n = (wnd_end - head.seq)
+                    .min(mss as u64)
+                    .min(head.data.len() as u64) as usize;
                 if n > 0 {
                     return self.send_new(ctx, n, mss);
                 }

@@ -39,11 +39,12 @@ impl Tcb {
             }
             // D-SACK: first block below the ACK, or inside the second block.
             let is_dsack = i == 0
-                && (start < ack || blocks.get(1).is_some_and(|b2| {
-                    let s2 = self.snd_off(lowtide_wire_seq(b2.start));
-                    let e2 = self.snd_off(lowtide_wire_seq(b2.end));
-                    start >= s2 && end <= e2
-                }));
+                && (start < ack
+                    || blocks.get(1).is_some_and(|b2| {
+                        let s2 = self.snd_off(lowtide_wire_seq(b2.start));
+                        let e2 = self.snd_off(lowtide_wire_seq(b2.end));
+                        start >= s2 && end <= e2
+                    }));
             if is_dsack {
                 r.dsack = true;
                 ctx.mib.inc(Mib::TcpExtTCPDSACKRecv);
@@ -95,10 +96,16 @@ impl Tcb {
 
     /// `tcp_fastretrans_alert` with PRR: the recovery state machine, run on every ACK
     /// that is "dubious" or while not Open.
-    pub(crate) fn fastretrans_alert(&mut self, ctx: &mut Ctx, newly_acked_sacked: u32, is_dupack: bool) {
+    pub(crate) fn fastretrans_alert(
+        &mut self,
+        ctx: &mut Ctx,
+        newly_acked_sacked: u32,
+        is_dupack: bool,
+    ) {
         if !self.sack_ok && is_dupack {
             // tcp_add_reno_sack: count duplicate ACKs as SACKed segments.
-            self.reno_dupacks = (self.reno_dupacks + 1).min(self.rtx.packets_out.saturating_sub(1).max(1));
+            self.reno_dupacks =
+                (self.reno_dupacks + 1).min(self.rtx.packets_out.saturating_sub(1).max(1));
         }
         self.try_end_recovery(ctx);
         self.mark_lost();
@@ -144,7 +151,11 @@ impl Tcb {
 
     /// `tcp_enter_recovery` + `tcp_init_cwnd_reduction`.
     fn enter_recovery(&mut self, ctx: &mut Ctx) {
-        ctx.mib.inc(if self.sack_ok { Mib::TcpExtTCPSackRecovery } else { Mib::TcpExtTCPRenoRecovery });
+        ctx.mib.inc(if self.sack_ok {
+            Mib::TcpExtTCPSackRecovery
+        } else {
+            Mib::TcpExtTCPRenoRecovery
+        });
         self.high_seq = self.snd_nxt;
         self.prior_cwnd = self.cw.snd_cwnd;
         self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
@@ -166,7 +177,9 @@ impl Tcb {
             let dividend = ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
             (dividend / self.prior_cwnd.max(1) as u64) as i64 - self.prr_out as i64
         } else {
-            let ssrb = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64) + 1;
+            let ssrb = (self.prr_delivered as i64 - self.prr_out as i64)
+                .max(newly_acked_sacked as i64)
+                + 1;
             delta.min(ssrb)
         };
         // A fast retransmit must be able to go out.

@@ -247,7 +247,13 @@ impl RtxQueue {
             None => return (from, None),
         };
         while let Some((&k, s)) = self.map.range(cursor..).next() {
-            let above = self.sacked_bytes - sacked_below - if s.has(SACKED_ACKED) { s.len() as u64 } else { 0 };
+            let above = self.sacked_bytes
+                - sacked_below
+                - if s.has(SACKED_ACKED) {
+                    s.len() as u64
+                } else {
+                    0
+                };
             if above <= thresh_bytes {
                 return (k, first_marked);
             }

@@ -3,8 +3,8 @@
 use super::cong::{self, CaState, CongestionOps, CwndState};
 use super::ofo::OfoQueue;
 use super::rtx_queue::RtxQueue;
-use super::skb::WriteSkb;
 use super::seq::Seq;
+use super::skb::WriteSkb;
 use super::{FourTuple, TcpState};
 use crate::config::Config;
 use crate::socket::{SocketError, SocketHandle};
@@ -100,8 +100,6 @@ pub struct Tcb {
     pub(crate) rcvq_space: u32,
     pub(crate) rcvq_space_seq: u64,
     pub(crate) rcvq_space_time: Instant,
-    /// Receiver's RTT estimate in microseconds (`rcv_rtt_est`).
-    pub(crate) rcv_rtt_us: u32,
     pub(crate) readable_signaled: bool,
     /// D-SACK block to send in the next ACK.
     pub(crate) dsack: Option<(u64, u64)>,
@@ -174,7 +172,8 @@ impl Tcb {
     pub(crate) fn new(cfg: &Config, tuple: FourTuple, iss: u32, now: Instant) -> Tcb {
         let ipv6 = tuple.local.is_ipv6();
         let advmss = cfg.mss_for(ipv6);
-        let cc = cong::by_name(&cfg.tcp_congestion_control).unwrap_or_else(|| Box::new(cong::reno::Reno));
+        let cc = cong::by_name(&cfg.tcp_congestion_control)
+            .unwrap_or_else(|| Box::new(cong::reno::Reno));
         Tcb {
             state: TcpState::Closed,
             tuple,
@@ -221,7 +220,6 @@ impl Tcb {
             rcvq_space: 10 * advmss,
             rcvq_space_seq: 1,
             rcvq_space_time: now,
-            rcv_rtt_us: 0,
             readable_signaled: false,
             dsack: None,
             mss_cache: advmss,

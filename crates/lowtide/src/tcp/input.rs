@@ -198,7 +198,7 @@ impl Tcb {
             return;
         }
         self.update_ts_recent(ctx, th, seq);
-        if !self.ack(ctx, th) {
+        if !self.ack(ctx, th, payload.len()) {
             return;
         }
         if self.state == TcpState::Closed {
@@ -318,7 +318,7 @@ impl Tcb {
 
     /// `tcp_ack`: window update, SACK, cumulative ACK, RTT, congestion control.
     /// Returns false if the segment must be dropped.
-    fn ack(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
+    fn ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload_len: usize) -> bool {
         let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
         let ack = self.snd_una as i64 + delta;
         if ack > self.snd_nxt as i64 {
@@ -338,6 +338,7 @@ impl Tcb {
         let prior_in_flight = self.packets_in_flight();
         let prior_una = self.snd_una;
         let prior_sacked = self.rtx.sacked_out;
+        let prior_wnd = self.snd_wnd;
         self.ack_update_window(th, ack);
         let sack = self.sacktag(ctx, th, ack);
         let cleaned = self.clean_rtx_queue(ctx, ack);
@@ -348,7 +349,13 @@ impl Tcb {
                 .saturating_sub(cleaned.acked_sacked_segs);
         self.delivered += newly_acked_sacked as u64;
         let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.last_tx);
-        let is_dupack = ack == prior_una && cleaned.acked_segs == 0 && th.options.sack_len == 0;
+        // A duplicate ACK acknowledges nothing new and carries no data and no window
+        // change (RFC 5681 section 2, Linux's FLAG_NOT_DUP).
+        let is_dupack = ack == prior_una
+            && cleaned.acked_segs == 0
+            && payload_len == 0
+            && self.snd_wnd == prior_wnd
+            && th.options.sack_len == 0;
         let dubious = self.ca_state != CaState::Open
             || sack.newly_sacked > 0
             || self.rtx.sacked_out > 0

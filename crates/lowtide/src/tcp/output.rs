@@ -327,6 +327,7 @@ impl Tcb {
                 break;
             }
         }
+        self.cwnd_validate();
         self.arm_probe0_if_stalled(ctx);
     }
 
@@ -360,9 +361,17 @@ impl Tcb {
         let by_wnd = ((wnd_end - seq) / mss as u64).max(1) * mss as u64;
         let limit = (quota as u64 * mss as u64).min(by_wnd).min(max_gso as u64);
         let send_len = len.min(limit) as usize;
-        self.cw.is_cwnd_limited = quota as u64 * mss as u64 <= len;
         self.send_new(ctx, send_len, mss);
         true
+    }
+
+    /// `tcp_cwnd_validate`/`tcp_is_cwnd_limited`: the window limits us if the flight
+    /// fills it, or in slow start if the flight is at least half of it.
+    fn cwnd_validate(&mut self) {
+        let in_flight = self.packets_in_flight();
+        let cwnd = self.cw.snd_cwnd;
+        self.cw.is_cwnd_limited =
+            in_flight >= cwnd || (self.cw.in_slow_start() && 2 * in_flight >= cwnd);
     }
 
     /// Minshall's variant of Nagle (`tcp_nagle_check`): hold a sub-MSS tail segment

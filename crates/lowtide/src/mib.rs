@@ -51,7 +51,8 @@ mib! {
     TcpEstabResets,
     /// Segments received (MSS-sized; a GRO packet counts its segments).
     TcpInSegs,
-    /// Segments sent (MSS-sized; a GSO packet counts its segments), retransmits excluded.
+    /// Segments sent (MSS-sized; a GSO packet counts its segments), retransmissions
+    /// included, as Linux counts `TCP_MIB_OUTSEGS` in `__tcp_transmit_skb`.
     TcpOutSegs,
     /// Segments retransmitted.
     TcpRetransSegs,

@@ -130,7 +130,9 @@ impl Stack {
         let Some(slot) = self.live_slot(token.index, token.generation) else {
             return;
         };
-        self.with_tcb(now, slot, |tcb, ctx| tcb.on_tx_complete(ctx, token.truesize));
+        self.with_tcb(now, slot, |tcb, ctx| {
+            tcb.on_tx_complete(ctx, token.truesize)
+        });
     }
 
     /// When [`Stack::handle_timeout`] should next be called, if ever.
@@ -227,7 +229,11 @@ impl Stack {
         Ok(h)
     }
 
-    fn pick_tuple(&mut self, local: SocketAddr, remote: SocketAddr) -> Result<FourTuple, SocketError> {
+    fn pick_tuple(
+        &mut self,
+        local: SocketAddr,
+        remote: SocketAddr,
+    ) -> Result<FourTuple, SocketError> {
         if local.port() != 0 {
             let t = FourTuple { local, remote };
             return match self.conns.contains_key(&t) {
@@ -253,13 +259,23 @@ impl Stack {
 
     /// Queues bytes for sending (`send(2)`): returns how many were taken; a partial
     /// count or `WouldBlock` when the send buffer is full.
-    pub fn send(&mut self, now: Instant, h: SocketHandle, data: &[u8]) -> Result<usize, SocketError> {
+    pub fn send(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        data: &[u8],
+    ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
         self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data))
     }
 
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.
-    pub fn recv(&mut self, now: Instant, h: SocketHandle, buf: &mut [u8]) -> Result<usize, SocketError> {
+    pub fn recv(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        buf: &mut [u8],
+    ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
         self.with_tcb(now, index, |tcb, ctx| tcb.recvmsg(ctx, buf))
     }
@@ -270,7 +286,12 @@ impl Stack {
     }
 
     /// `shutdown(2)`.
-    pub fn shutdown(&mut self, now: Instant, h: SocketHandle, how: Shutdown) -> Result<(), SocketError> {
+    pub fn shutdown(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        how: Shutdown,
+    ) -> Result<(), SocketError> {
         let index = self.user_slot(h)?;
         self.with_tcb(now, index, |tcb, ctx| tcb.shutdown(ctx, how))
     }
@@ -451,7 +472,12 @@ impl Stack {
 
     /// Runs `f` on the connection in `index` with a context, then does the
     /// bookkeeping every connection event needs: timer re-arm, accept queue, freeing.
-    fn with_tcb<R>(&mut self, now: Instant, index: u32, f: impl FnOnce(&mut Tcb, &mut Ctx) -> R) -> R {
+    fn with_tcb<R>(
+        &mut self,
+        now: Instant,
+        index: u32,
+        f: impl FnOnce(&mut Tcb, &mut Ctx) -> R,
+    ) -> R {
         let slot = &mut self.slots[index as usize];
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
             unreachable!("with_tcb on a non-TCP slot");
@@ -475,7 +501,9 @@ impl Stack {
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
             return;
         };
-        if tcb.state == TcpState::Closed && (slot.orphan || tcb.parent.is_some() && !tcb.accepted_ready) {
+        if tcb.state == TcpState::Closed
+            && (slot.orphan || tcb.parent.is_some() && !tcb.accepted_ready)
+        {
             self.free_slot(index);
             return;
         }
@@ -499,6 +527,7 @@ impl Stack {
     fn child_established(&mut self, parent: u32, child: u32) {
         let pgen = self.slots[parent as usize].generation;
         if let Some(Sock::Listener(l)) = &mut self.slots[parent as usize].sock {
+            l.pending = l.pending.saturating_sub(1);
             l.accept_queue.push_back(child);
             self.events.push_back(SocketEvent {
                 socket: SocketHandle {
@@ -531,13 +560,16 @@ impl Stack {
         };
         let payload = &seg[hlen..];
         let mss = self.cfg.mss_for(ip.src.is_ipv6()) as usize;
-        self.mib.add(Mib::TcpInSegs, payload.len().div_ceil(mss).max(1) as u64);
+        self.mib
+            .add(Mib::TcpInSegs, payload.len().div_ceil(mss).max(1) as u64);
         let tuple = FourTuple {
             local: SocketAddr::new(ip.dst, th.dst_port),
             remote: SocketAddr::new(ip.src, th.src_port),
         };
         if let Some(&index) = self.conns.get(&tuple) {
-            self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, &th, payload));
+            self.with_tcb(now, index, |tcb, ctx| {
+                tcb.rcv_segment(ctx, ip, &th, payload)
+            });
             return;
         }
         if let Some(l) = self.find_listener(tuple.local) {
@@ -558,7 +590,15 @@ impl Stack {
     }
 
     /// `tcp_v4_conn_request` and friends: a segment for a listener.
-    fn listen_rcv(&mut self, now: Instant, l: u32, tuple: FourTuple, ip: &IpRepr, th: &TcpRepr, payload: &[u8]) {
+    fn listen_rcv(
+        &mut self,
+        now: Instant,
+        l: u32,
+        tuple: FourTuple,
+        ip: &IpRepr,
+        th: &TcpRepr,
+        payload: &[u8],
+    ) {
         let f = th.flags;
         if f.contains(TcpFlags::RST) {
             return;

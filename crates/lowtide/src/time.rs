@@ -55,6 +55,11 @@ impl Sub<Instant> for Instant {
 
 impl core::fmt::Display for Instant {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}.{:06}s", self.0 / 1_000_000_000, (self.0 / 1_000) % 1_000_000)
+        write!(
+            f,
+            "{}.{:06}s",
+            self.0 / 1_000_000_000,
+            (self.0 / 1_000) % 1_000_000
+        )
     }
 }

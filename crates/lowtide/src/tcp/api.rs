@@ -1,0 +1,242 @@
+//! The socket calls (tcp.c): `tcp_sendmsg`, `tcp_recvmsg`, `tcp_shutdown`,
+//! `tcp_close`, `tcp_disconnect`.
+
+use super::skb::{WriteSkb, FLAG_FIN, SKB_OVERHEAD};
+use super::sock::{Tcb, GSO_MAX_SIZE};
+use super::{Ctx, TcpState};
+use crate::mib::Mib;
+use crate::socket::{Shutdown, SocketError};
+use bytes::BytesMut;
+
+impl Tcb {
+    /// `sk_stream_memory_free`: may a new skb be queued?
+    fn memory_free(&self) -> bool {
+        self.wmem_queued < self.sndbuf as u64
+    }
+
+    /// `sk_stream_is_writeable`: free space is at least half of what is queued
+    /// (`sk_stream_wspace >= sk_stream_min_wspace`).
+    pub(crate) fn is_writeable(&self) -> bool {
+        let wspace = (self.sndbuf as i64) - self.wmem_queued as i64;
+        wspace >= (self.wmem_queued / 2) as i64 && self.memory_free()
+    }
+
+    /// `tcp_xmit_size_goal`: 64 KB bounded to half the peer's largest window
+    /// (`tcp_bound_to_half_wnd`), a whole number of segments.
+    pub(crate) fn size_goal(&self) -> u32 {
+        let mss = self.current_mss();
+        let mut goal = GSO_MAX_SIZE - 1 - 60;
+        if self.max_window > 536 {
+            goal = goal.min(self.max_window / 2);
+        }
+        (goal / mss).max(1) * mss
+    }
+
+    /// `tcp_sendmsg`: copies as much of `data` as the send buffer takes.
+    pub(crate) fn sendmsg(&mut self, ctx: &mut Ctx, data: &[u8]) -> Result<usize, SocketError> {
+        self.writable_state()?;
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let copied = self.copy_to_write_queue(data);
+        if copied < data.len() {
+            self.nospace = true;
+        }
+        if copied > 0 {
+            self.write_xmit(ctx);
+            Ok(copied)
+        } else {
+            Err(SocketError::WouldBlock)
+        }
+    }
+
+    /// Errors that forbid writing in the current state.
+    fn writable_state(&mut self) -> Result<(), SocketError> {
+        if let Some(e) = self.sk_err.take() {
+            return Err(e);
+        }
+        if self.shut_wr {
+            return Err(SocketError::BrokenPipe);
+        }
+        match self.state {
+            TcpState::Established | TcpState::CloseWait => Ok(()),
+            TcpState::SynSent | TcpState::SynRecv => Err(SocketError::WouldBlock),
+            TcpState::Closed => Err(SocketError::NotConnected),
+            _ => Err(SocketError::BrokenPipe),
+        }
+    }
+
+    /// Appends to the tail skb up to `size_goal`, then starts new skbs while
+    /// `sk_stream_memory_free` holds.
+    fn copy_to_write_queue(&mut self, data: &[u8]) -> usize {
+        let goal = self.size_goal() as usize;
+        let mut copied = 0;
+        while copied < data.len() {
+            let room = match self.write_queue.back() {
+                Some(t) if t.data.len() < goal && t.flags & FLAG_FIN == 0 => goal - t.data.len(),
+                _ => {
+                    if !self.memory_free() {
+                        break;
+                    }
+                    self.new_write_skb(goal);
+                    goal
+                }
+            };
+            let n = room.min(data.len() - copied);
+            let tail = self.write_queue.back_mut().expect("tail exists");
+            tail.data.extend_from_slice(&data[copied..copied + n]);
+            copied += n;
+            self.wmem_queued += n as u64;
+            self.write_seq += n as u64;
+        }
+        copied
+    }
+
+    fn new_write_skb(&mut self, goal: usize) {
+        self.write_queue.push_back(WriteSkb {
+            seq: self.write_seq,
+            data: BytesMut::with_capacity(goal),
+            flags: 0,
+        });
+        self.wmem_queued += SKB_OVERHEAD as u64;
+    }
+
+    /// `tcp_recvmsg`: copies received bytes; `Ok(0)` is end of stream.
+    pub(crate) fn recvmsg(&mut self, ctx: &mut Ctx, buf: &mut [u8]) -> Result<usize, SocketError> {
+        self.readable_signaled = false;
+        if self.rcv_queue.is_empty() {
+            if let Some(e) = self.sk_err.take() {
+                return Err(e);
+            }
+            if self.rcv_shutdown || self.shut_rd {
+                return Ok(0);
+            }
+            return match self.state {
+                TcpState::Closed | TcpState::Listen => Err(SocketError::NotConnected),
+                _ => Err(SocketError::WouldBlock),
+            };
+        }
+        let n = buf.len().min(self.rcv_queue.len());
+        let (a, b) = self.rcv_queue.as_slices();
+        let na = n.min(a.len());
+        buf[..na].copy_from_slice(&a[..na]);
+        buf[na..n].copy_from_slice(&b[..n - na]);
+        self.rcv_queue.drain(..n);
+        self.copied_seq += n as u64;
+        self.rcv_space_adjust(ctx);
+        self.cleanup_rbuf(ctx);
+        Ok(n)
+    }
+
+    /// `tcp_rcv_space_adjust` (receive buffer autotuning): once per receiver RTT, grow
+    /// the buffer to hold twice what the application read in that RTT.
+    fn rcv_space_adjust(&mut self, ctx: &mut Ctx) {
+        let rtt_us = if self.srtt_us > 0 {
+            self.srtt_us
+        } else {
+            100_000
+        };
+        let elapsed = ctx.now.saturating_since(self.rcvq_space_time);
+        if elapsed.as_micros() < rtt_us as u128 {
+            return;
+        }
+        let copied = (self.copied_seq - self.rcvq_space_seq) as u32;
+        if copied > self.rcvq_space {
+            if ctx.cfg.tcp_moderate_rcvbuf && !self.rcvbuf_locked {
+                let rcvwin = 2 * copied as u64 + 16 * self.advmss as u64;
+                let rcvbuf = (2 * rcvwin).min(ctx.cfg.tcp_rmem[2] as u64) as u32;
+                self.rcvbuf = self.rcvbuf.max(rcvbuf);
+            }
+            self.rcvq_space = copied;
+        }
+        self.rcvq_space_seq = self.copied_seq;
+        self.rcvq_space_time = ctx.now;
+    }
+
+    /// `tcp_cleanup_rbuf`: after a read, send a window update if the window can grow
+    /// by a lot (at least twice the current advertisement).
+    fn cleanup_rbuf(&mut self, ctx: &mut Ctx) {
+        if !self.state.is_synchronized() || self.rcv_shutdown {
+            return;
+        }
+        let advertised_left = (self.rcv_wup + self.rcv_wnd as u64).saturating_sub(self.rcv_nxt);
+        let space = self.rcv_space() as u64;
+        if space >= 2 * advertised_left.max(1) && space >= self.rcv_mss as u64 * 2 {
+            self.send_ack(ctx);
+        }
+    }
+
+    /// `tcp_shutdown`.
+    pub(crate) fn shutdown(&mut self, ctx: &mut Ctx, how: Shutdown) -> Result<(), SocketError> {
+        if !self.state.is_synchronized()
+            && self.state != TcpState::SynRecv
+            && self.state != TcpState::SynSent
+        {
+            return Err(SocketError::NotConnected);
+        }
+        if matches!(how, Shutdown::Read | Shutdown::Both) {
+            self.shut_rd = true;
+            self.rcv_queue.clear();
+        }
+        if matches!(how, Shutdown::Write | Shutdown::Both) && !self.shut_wr {
+            self.shut_wr = true;
+            self.send_fin(ctx);
+        }
+        Ok(())
+    }
+
+    /// `tcp_close`: RST if unread data remains (RFC 2525 section 2.17), else FIN.
+    pub(crate) fn close(&mut self, ctx: &mut Ctx) {
+        let unread = !self.rcv_queue.is_empty();
+        self.shut_rd = true;
+        match self.state {
+            TcpState::Closed | TcpState::Listen => return self.set_closed(ctx),
+            TcpState::SynSent => return self.set_closed(ctx),
+            _ => {}
+        }
+        if unread {
+            ctx.mib.inc(Mib::TcpExtTCPAbortOnClose);
+            self.send_active_reset(ctx);
+            self.shut_wr = true;
+            return self.set_closed(ctx);
+        }
+        if !self.shut_wr {
+            self.shut_wr = true;
+            self.send_fin(ctx);
+        }
+        if self.state == TcpState::FinWait2 {
+            let t = core::time::Duration::from_secs(ctx.cfg.tcp_fin_timeout as u64);
+            self.tw_at = Some(ctx.now + t);
+        }
+    }
+
+    /// Sends RST and forgets the connection (`tcp_disconnect` / linger 0).
+    pub(crate) fn abort(&mut self, ctx: &mut Ctx) {
+        if self.state.is_synchronized() || self.state == TcpState::SynRecv {
+            self.send_active_reset(ctx);
+        }
+        self.shut_rd = true;
+        self.shut_wr = true;
+        self.set_closed(ctx);
+    }
+
+    /// `tcp_send_fin`: queue a FIN after the data and move to the closing states.
+    fn send_fin(&mut self, ctx: &mut Ctx) {
+        self.state = match self.state {
+            TcpState::Established | TcpState::SynRecv => TcpState::FinWait1,
+            TcpState::CloseWait => TcpState::LastAck,
+            TcpState::SynSent => return self.set_closed(ctx),
+            s => s,
+        };
+        match self.write_queue.back_mut() {
+            Some(t) => t.flags |= FLAG_FIN,
+            None => {
+                self.new_write_skb(0);
+                self.write_queue.back_mut().expect("just pushed").flags |= FLAG_FIN;
+            }
+        }
+        self.fin_queued = true;
+        self.write_seq += 1;
+        self.write_xmit(ctx);
+    }
+}

@@ -1,0 +1,153 @@
+//! Congestion control as a table of hooks, shaped like Linux's `tcp_congestion_ops`.
+//!
+//! The engine owns the window variables ([`CwndState`]) and calls the hooks at the
+//! points Linux does. Reno (`tcp_reno_*` in tcp_cong.c) is built in; CUBIC and BBR
+//! plug in through the same trait.
+
+pub mod reno;
+
+use crate::time::Instant;
+use serde::Serialize;
+
+/// `enum tcp_ca_state`: where the sender is in loss recovery (`tcp_info.ca_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum CaState {
+    /// `TCP_CA_Open`: nothing suspicious.
+    Open,
+    /// `TCP_CA_Disorder`: SACKs or duplicate ACKs seen, no loss yet.
+    Disorder,
+    /// `TCP_CA_CWR`: window reduced for a local congestion signal (ECN, qdisc drop).
+    Cwr,
+    /// `TCP_CA_Recovery`: fast recovery after a loss.
+    Recovery,
+    /// `TCP_CA_Loss`: after a retransmission timeout.
+    Loss,
+}
+
+impl CaState {
+    /// Linux's name, as `ss -i` shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CaState::Open => "Open",
+            CaState::Disorder => "Disorder",
+            CaState::Cwr => "CWR",
+            CaState::Recovery => "Recovery",
+            CaState::Loss => "Loss",
+        }
+    }
+}
+
+/// `enum tcp_ca_event`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaEvent {
+    /// First transmission after idle (`CA_EVENT_TX_START`).
+    TxStart,
+    /// Window restarted after idle (`CA_EVENT_CWND_RESTART`).
+    CwndRestart,
+    /// Recovery finished (`CA_EVENT_COMPLETE_CWR`).
+    CompleteCwr,
+    /// Retransmission timeout (`CA_EVENT_LOSS`).
+    Loss,
+}
+
+/// The window variables of a connection that congestion control reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CwndState {
+    /// `snd_cwnd`, in segments.
+    pub snd_cwnd: u32,
+    /// `snd_ssthresh`, in segments.
+    pub snd_ssthresh: u32,
+    /// `snd_cwnd_cnt`: fractional growth in congestion avoidance.
+    pub snd_cwnd_cnt: u32,
+    /// `snd_cwnd_clamp`: upper bound of the window.
+    pub snd_cwnd_clamp: u32,
+    /// `is_cwnd_limited`: the window, not the application, limited the last flight.
+    pub is_cwnd_limited: bool,
+}
+
+/// `TCP_INFINITE_SSTHRESH`.
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+impl CwndState {
+    /// A window of `initcwnd` segments in slow start.
+    pub fn new(initcwnd: u32) -> CwndState {
+        CwndState {
+            snd_cwnd: initcwnd,
+            snd_ssthresh: INFINITE_SSTHRESH,
+            snd_cwnd_cnt: 0,
+            snd_cwnd_clamp: u32::MAX / 2,
+            is_cwnd_limited: false,
+        }
+    }
+    /// `tcp_in_slow_start`.
+    pub fn in_slow_start(&self) -> bool {
+        self.snd_cwnd < self.snd_ssthresh
+    }
+    /// `tcp_slow_start`: grow by `acked` up to ssthresh; returns the acks left over.
+    pub fn slow_start(&mut self, acked: u32) -> u32 {
+        let cwnd = (self.snd_cwnd + acked).min(self.snd_ssthresh);
+        let left = acked - (cwnd - self.snd_cwnd).min(acked);
+        self.snd_cwnd = cwnd.min(self.snd_cwnd_clamp);
+        left
+    }
+    /// `tcp_cong_avoid_ai`: one segment per `w` segments acknowledged.
+    pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
+        let w = w.max(1);
+        if self.snd_cwnd_cnt >= w {
+            self.snd_cwnd_cnt = 0;
+            self.snd_cwnd += 1;
+        }
+        self.snd_cwnd_cnt += acked;
+        if self.snd_cwnd_cnt >= w {
+            let delta = self.snd_cwnd_cnt / w;
+            self.snd_cwnd_cnt -= delta * w;
+            self.snd_cwnd += delta;
+        }
+        self.snd_cwnd = self.snd_cwnd.min(self.snd_cwnd_clamp);
+    }
+}
+
+/// What an ACK told the sender, for `pkts_acked` (`struct ack_sample`).
+#[derive(Debug, Clone, Copy)]
+pub struct AckSample {
+    /// Segments newly acknowledged.
+    pub pkts_acked: u32,
+    /// RTT sample in microseconds, if this ACK gave one.
+    pub rtt_us: Option<u32>,
+    /// Segments in flight before the ACK.
+    pub in_flight: u32,
+    /// When.
+    pub now: Instant,
+}
+
+/// `struct tcp_congestion_ops`: the hooks a congestion control implements.
+pub trait CongestionOps: core::fmt::Debug {
+    /// The name (`tcp_congestion_control` value).
+    fn name(&self) -> &'static str;
+    /// `ssthresh`: the slow start threshold after a loss.
+    fn ssthresh(&mut self, cw: &CwndState) -> u32;
+    /// `cong_avoid`: grow the window for `acked` newly acknowledged segments.
+    fn cong_avoid(&mut self, cw: &mut CwndState, acked: u32);
+    /// `set_state`: the congestion state changed.
+    fn set_state(&mut self, _cw: &mut CwndState, _new: CaState) {}
+    /// `cwnd_event`: an event of interest happened.
+    fn cwnd_event(&mut self, _cw: &mut CwndState, _ev: CaEvent) {}
+    /// `pkts_acked`: per-ACK sample (RTT, count).
+    fn pkts_acked(&mut self, _cw: &mut CwndState, _sample: &AckSample) {}
+    /// `undo_cwnd`: the window to return to after a spurious reduction.
+    fn undo_cwnd(&mut self, cw: &CwndState, prior_cwnd: u32) -> u32 {
+        cw.snd_cwnd.max(prior_cwnd)
+    }
+    /// `sndbuf_expand`: send buffer multiple of the window (2 unless overridden).
+    fn sndbuf_expand(&self) -> u32 {
+        2
+    }
+}
+
+/// The congestion control named `name`, if this build has it.
+pub fn by_name(name: &str) -> Option<Box<dyn CongestionOps>> {
+    match name {
+        "reno" => Some(Box::new(reno::Reno)),
+        _ => None,
+    }
+}

@@ -1,0 +1,150 @@
+//! `struct tcp_info` (`getsockopt(TCP_INFO)`), with Linux's field names.
+
+use super::sock::Tcb;
+use crate::time::Instant;
+use serde::Serialize;
+
+/// A snapshot of one connection, named as Linux's `struct tcp_info` (times in
+/// microseconds unless the name says otherwise).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TcpInfo {
+    /// `tcpi_state` as Linux names it ("ESTABLISHED").
+    pub state: &'static str,
+    /// `tcpi_ca_state` ("Open", "Disorder", "CWR", "Recovery", "Loss").
+    pub ca_state: &'static str,
+    /// `tcpi_retransmits`: consecutive RTOs.
+    pub retransmits: u8,
+    /// `tcpi_probes`: zero-window probes without answer.
+    pub probes: u8,
+    /// `tcpi_backoff`.
+    pub backoff: u32,
+    /// `tcpi_rto`.
+    pub rto: u64,
+    /// `tcpi_snd_mss`.
+    pub snd_mss: u32,
+    /// `tcpi_rcv_mss`.
+    pub rcv_mss: u32,
+    /// `tcpi_unacked`: segments outstanding.
+    pub unacked: u32,
+    /// `tcpi_sacked`.
+    pub sacked: u32,
+    /// `tcpi_lost`.
+    pub lost: u32,
+    /// `tcpi_retrans`: retransmitted and not yet acknowledged.
+    pub retrans: u32,
+    /// `tcpi_last_data_sent` (ms ago).
+    pub last_data_sent: u64,
+    /// `tcpi_last_data_recv` (ms ago).
+    pub last_data_recv: u64,
+    /// `tcpi_rtt`: smoothed RTT.
+    pub rtt: u32,
+    /// `tcpi_rttvar`.
+    pub rttvar: u32,
+    /// `tcpi_snd_ssthresh`.
+    pub snd_ssthresh: u32,
+    /// `tcpi_snd_cwnd`.
+    pub snd_cwnd: u32,
+    /// `tcpi_advmss`.
+    pub advmss: u32,
+    /// `tcpi_reordering`.
+    pub reordering: u32,
+    /// `tcpi_rcv_space`.
+    pub rcv_space: u32,
+    /// `tcpi_total_retrans`.
+    pub total_retrans: u32,
+    /// `tcpi_bytes_acked`.
+    pub bytes_acked: u64,
+    /// `tcpi_bytes_received`.
+    pub bytes_received: u64,
+    /// `tcpi_segs_out`.
+    pub segs_out: u64,
+    /// `tcpi_segs_in`.
+    pub segs_in: u64,
+    /// `tcpi_notsent_bytes`.
+    pub notsent_bytes: u64,
+    /// `tcpi_min_rtt`.
+    pub min_rtt: u32,
+    /// `tcpi_data_segs_in`.
+    pub data_segs_in: u64,
+    /// `tcpi_data_segs_out`.
+    pub data_segs_out: u64,
+    /// `tcpi_delivered`.
+    pub delivered: u64,
+    /// `tcpi_bytes_sent`.
+    pub bytes_sent: u64,
+    /// `tcpi_bytes_retrans`.
+    pub bytes_retrans: u64,
+    /// `tcpi_snd_wnd`: the peer's window.
+    pub snd_wnd: u32,
+    /// `tcpi_rcv_wnd`: our last advertised window.
+    pub rcv_wnd: u32,
+    /// `sk_sndbuf` (as `ss -m` shows `tb`).
+    pub sndbuf: u32,
+    /// `sk_rcvbuf` (`rb`).
+    pub rcvbuf: u32,
+    /// `sk_wmem_queued` (`w`).
+    pub wmem_queued: u64,
+    /// `sk_wmem_alloc` (`t`): bytes in the device.
+    pub wmem_alloc: u64,
+    /// Mean of all RTT samples (not in Linux's struct; what `ss` cannot show).
+    pub mean_rtt: u32,
+}
+
+impl Tcb {
+    /// The `tcp_info` snapshot at `now`.
+    pub(crate) fn info(&self, now: Instant) -> TcpInfo {
+        let ms_ago = |t: Instant| now.saturating_since(t).as_millis() as u64;
+        TcpInfo {
+            state: self.state.name(),
+            ca_state: self.ca_state.name(),
+            retransmits: self.retransmits,
+            probes: self.probes_out,
+            backoff: self.backoff,
+            rto: self.rto_backed_off().as_micros() as u64,
+            snd_mss: self.mss_cache,
+            rcv_mss: self.rcv_mss,
+            unacked: self.rtx.packets_out,
+            sacked: self.rtx.sacked_out,
+            lost: self.rtx.lost_out,
+            retrans: self.rtx.retrans_out,
+            last_data_sent: ms_ago(self.lsndtime),
+            last_data_recv: ms_ago(self.lrcvtime),
+            rtt: self.srtt_us,
+            rttvar: self.rttvar_us,
+            snd_ssthresh: self.cw.snd_ssthresh,
+            snd_cwnd: self.cw.snd_cwnd,
+            advmss: self.advmss,
+            reordering: self.reordering,
+            rcv_space: self.rcvq_space,
+            total_retrans: self.total_retrans,
+            bytes_acked: self.bytes_acked,
+            bytes_received: self.bytes_received,
+            segs_out: self.segs_out,
+            segs_in: self.segs_in,
+            notsent_bytes: self.notsent_bytes(),
+            min_rtt: if self.min_rtt_us == u32::MAX {
+                0
+            } else {
+                self.min_rtt_us
+            },
+            data_segs_in: self.data_segs_in,
+            data_segs_out: self.data_segs_out,
+            delivered: self.delivered,
+            bytes_sent: self.bytes_sent,
+            bytes_retrans: self.bytes_retrans,
+            snd_wnd: self.snd_wnd,
+            rcv_wnd: self.rcv_wnd,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+            wmem_queued: self.wmem_queued,
+            wmem_alloc: self.wmem_alloc,
+            mean_rtt: self.rtt_sum_us.checked_div(self.rtt_samples).unwrap_or(0) as u32,
+        }
+    }
+
+    /// TX completion: the device freed a packet of `truesize` bytes (`tcp_wfree`).
+    pub(crate) fn on_tx_complete(&mut self, ctx: &mut super::Ctx, truesize: u32) {
+        self.wmem_alloc = self.wmem_alloc.saturating_sub(truesize as u64);
+        let _ = ctx;
+    }
+}

@@ -1,0 +1,656 @@
+//! Segment processing: tcp_input.c's `tcp_rcv_state_process`,
+//! `tcp_rcv_synsent_state_process`, `tcp_ack`, `tcp_data_queue` and ACK scheduling.
+
+use super::cong::{AckSample, CaState};
+use super::sock::{Tcb, TCP_DELACK_MIN, TCP_MAX_QUICKACKS};
+use super::{Ctx, TcpState};
+use crate::mib::Mib;
+use crate::socket::{EventKind, SocketError};
+use lowtide_wire::ip::IpRepr;
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+use tracing::trace;
+
+/// PAWS: timestamps older than 24 days are not trusted (`TCP_PAWS_24DAYS`).
+const PAWS_24DAYS_MS: u64 = 24 * 24 * 3600 * 1000;
+
+impl Tcb {
+    /// Active open: send the SYN (`tcp_connect`).
+    pub(crate) fn connect(&mut self, ctx: &mut Ctx) {
+        ctx.mib.inc(Mib::TcpActiveOpens);
+        self.rcv_wscale = if ctx.cfg.tcp_window_scaling {
+            Self::choose_rcv_wscale(ctx.cfg.tcp_rmem[2])
+        } else {
+            0
+        };
+        self.state = TcpState::SynSent;
+        self.write_seq = 1;
+        self.send_syn(ctx);
+    }
+
+    /// A SYN reached our listener: become its SYN-RECV child and answer with a
+    /// SYN-ACK (`tcp_conn_request`).
+    pub(crate) fn passive_open(&mut self, ctx: &mut Ctx, _ip: &IpRepr, th: &TcpRepr) {
+        self.irs = super::seq::Seq(th.seq);
+        self.rcv_nxt = 1;
+        self.rcv_wup = 1;
+        self.negotiate_options(ctx, th);
+        self.state = TcpState::SynRecv;
+        self.write_seq = 1;
+        self.init_window_from_syn(th);
+        self.send_syn(ctx);
+    }
+
+    /// Takes the peer's SYN options, keeping only what we offer too.
+    fn negotiate_options(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+        let o = &th.options;
+        self.sack_ok = o.sack_permitted && ctx.cfg.tcp_sack;
+        self.ts_ok = o.timestamp.is_some() && ctx.cfg.tcp_timestamps;
+        if let (true, Some((tsval, _))) = (self.ts_ok, o.timestamp) {
+            self.ts_recent = tsval;
+            self.ts_recent_stamp = ctx.now;
+        }
+        self.wscale_ok = o.wscale.is_some() && ctx.cfg.tcp_window_scaling;
+        if self.wscale_ok {
+            // RFC 7323 section 2.3: a shift above 14 is used as 14.
+            self.snd_wscale = o.wscale.unwrap_or(0).min(14);
+            if self.state != TcpState::SynSent {
+                self.rcv_wscale = Self::choose_rcv_wscale(ctx.cfg.tcp_rmem[2]);
+            }
+        } else {
+            self.snd_wscale = 0;
+            self.rcv_wscale = 0;
+        }
+        // RFC 9293 3.7.1: no MSS option means 536 (IPv4) / 1220 (IPv6); Linux floor 48.
+        let default_mss = if self.tuple.local.is_ipv6() {
+            1220
+        } else {
+            536
+        };
+        let peer_mss = o.mss.map_or(default_mss, u32::from).max(48);
+        self.sync_mss(peer_mss);
+        self.rcv_mss = self.mss_cache.min(self.advmss);
+        self.quick = TCP_MAX_QUICKACKS;
+    }
+
+    /// The window in a SYN is never scaled (RFC 7323 section 2.2).
+    fn init_window_from_syn(&mut self, th: &TcpRepr) {
+        self.snd_wnd = th.window as u32;
+        self.max_window = self.snd_wnd;
+        self.snd_wl1 = 0;
+    }
+
+    /// Entry point for every segment of this connection.
+    pub(crate) fn rcv_segment(
+        &mut self,
+        ctx: &mut Ctx,
+        _ip: &IpRepr,
+        th: &TcpRepr,
+        payload: &[u8],
+    ) {
+        self.segs_in += 1;
+        match self.state {
+            TcpState::Closed | TcpState::Listen => {}
+            TcpState::SynSent => self.rcv_synsent(ctx, th),
+            _ => self.rcv_synchronized(ctx, th, payload),
+        }
+    }
+
+    /// `tcp_rcv_synsent_state_process` (RFC 9293 section 3.10.7.3).
+    fn rcv_synsent(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+        let f = th.flags;
+        if f.contains(TcpFlags::ACK) && th.ack != self.snd_seq(1).0 {
+            if !f.contains(TcpFlags::RST) {
+                super::output::send_reset(ctx, self.tuple, th, 0);
+            }
+            return;
+        }
+        if f.contains(TcpFlags::RST) {
+            if f.contains(TcpFlags::ACK) {
+                ctx.mib.inc(Mib::TcpAttemptFails);
+                self.set_error(ctx, SocketError::ConnectionRefused);
+            }
+            return;
+        }
+        if !f.contains(TcpFlags::SYN) {
+            return;
+        }
+        self.irs = super::seq::Seq(th.seq);
+        self.rcv_nxt = 1;
+        self.rcv_wup = 1;
+        self.copied_seq = 1;
+        self.negotiate_options(ctx, th);
+        self.init_window_from_syn(th);
+        if f.contains(TcpFlags::ACK) {
+            self.synsent_acked(ctx);
+        } else {
+            // Simultaneous open (RFC 9293 figure 8): SYN-RECV, SYN-ACK.
+            self.state = TcpState::SynRecv;
+            self.send_syn(ctx);
+        }
+    }
+
+    fn synsent_acked(&mut self, ctx: &mut Ctx) {
+        self.rtx_synack_sample(ctx);
+        self.snd_una = 1;
+        self.snd_nxt = 1;
+        self.state = TcpState::Established;
+        self.pending = None;
+        self.retransmits = 0;
+        self.backoff = 0;
+        self.init_buffer_space(ctx);
+        self.send_ack(ctx);
+        self.notify(ctx, EventKind::Connected);
+        self.write_xmit(ctx);
+    }
+
+    /// RTT from the handshake, unless the SYN was retransmitted (Karn).
+    fn rtx_synack_sample(&mut self, ctx: &mut Ctx) {
+        if self.retransmits == 0 {
+            let rtt = ctx.now.saturating_since(self.created).as_micros() as u32;
+            self.rtt_sample(rtt);
+        }
+    }
+
+    /// `tcp_init_buffer_space`: send buffer sized for the initial window.
+    fn init_buffer_space(&mut self, ctx: &mut Ctx) {
+        self.sndbuf_expand(ctx);
+        self.rcvq_space_time = ctx.now;
+    }
+
+    /// `tcp_sndbuf_expand`: room for `sndbuf_expand() * max(10, cwnd, reordering + 1)`
+    /// segments of per-segment truesize, up to `tcp_wmem[2]`.
+    pub(crate) fn sndbuf_expand(&mut self, ctx: &mut Ctx) {
+        if self.sndbuf_locked {
+            return;
+        }
+        let per_mss = (self.mss_cache + 320 + 320).next_power_of_two() + 256;
+        let segs = self.cw.snd_cwnd.max(10).max(self.reordering + 1);
+        let sndmem = self.cc.sndbuf_expand() as u64 * segs as u64 * per_mss as u64;
+        let sndmem = sndmem.min(ctx.cfg.tcp_wmem[2] as u64) as u32;
+        self.sndbuf = self.sndbuf.max(sndmem);
+    }
+
+    /// Segment processing in SYN-RECV and every synchronized state
+    /// (RFC 9293 section 3.10.7.4).
+    fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: &[u8]) {
+        let f = th.flags;
+        let seq = self.rcv_off(super::seq::Seq(th.seq));
+        let end = seq + payload.len() as u64 + f.contains(TcpFlags::FIN) as u64;
+        if !self.paws_ok(ctx, th) {
+            return;
+        }
+        if !self.sequence_ok(seq, end) {
+            return self.reject_out_of_window(ctx, th);
+        }
+        if f.contains(TcpFlags::RST) {
+            return self.rcv_rst(ctx, seq);
+        }
+        if f.contains(TcpFlags::SYN) {
+            // RFC 5961 section 4: a SYN in a synchronized state gets a challenge ACK.
+            ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
+            return self.challenge_ack(ctx);
+        }
+        if !f.contains(TcpFlags::ACK) {
+            trace!("drop: no ACK flag");
+            return;
+        }
+        if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th) {
+            return;
+        }
+        self.update_ts_recent(ctx, th, seq);
+        if !self.ack(ctx, th, payload.len()) {
+            return;
+        }
+        if self.state == TcpState::Closed {
+            return;
+        }
+        self.data_queue(ctx, seq, payload, f.contains(TcpFlags::FIN));
+        // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK.
+        self.write_xmit(ctx);
+        self.ack_snd_check(ctx);
+    }
+
+    /// RFC 7323 section 5.3: PAWS rejects segments with an old timestamp.
+    fn paws_ok(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
+        let Some((tsval, _)) = th.options.timestamp else {
+            return true;
+        };
+        if !self.ts_ok || th.flags.contains(TcpFlags::RST) {
+            return true;
+        }
+        let stale =
+            ctx.now.saturating_since(self.ts_recent_stamp).as_millis() as u64 > PAWS_24DAYS_MS;
+        if (tsval.wrapping_sub(self.ts_recent) as i32) < 0 && !stale {
+            ctx.mib.inc(Mib::TcpExtPAWSEstab);
+            trace!(tsval, ts_recent = self.ts_recent, "drop: PAWS");
+            self.send_dupack(ctx);
+            return false;
+        }
+        true
+    }
+
+    /// `tcp_replace_ts_recent` (RFC 7323 section 4.3).
+    fn update_ts_recent(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64) {
+        if let (true, Some((tsval, _))) = (self.ts_ok, th.options.timestamp) {
+            if seq <= self.rcv_wup && (tsval.wrapping_sub(self.ts_recent) as i32) >= 0 {
+                self.ts_recent = tsval;
+                self.ts_recent_stamp = ctx.now;
+            }
+        }
+    }
+
+    /// `tcp_sequence`: does `[seq, end)` overlap the receive window? (RFC 9293 table 6)
+    fn sequence_ok(&self, seq: u64, end: u64) -> bool {
+        let wnd_end = self.rcv_nxt + self.rcv_wnd.max(1) as u64;
+        end >= self.rcv_wup && seq <= wnd_end && (seq < wnd_end || end == seq)
+    }
+
+    fn reject_out_of_window(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+        if !th.flags.contains(TcpFlags::RST) {
+            ctx.mib.inc(Mib::TcpExtTCPACKSkippedSeq);
+            trace!(seq = th.seq, "out of window: duplicate ACK");
+            self.send_dupack(ctx);
+        }
+    }
+
+    /// `tcp_send_dupack`: an immediate ACK (and D-SACK for old data).
+    fn send_dupack(&mut self, ctx: &mut Ctx) {
+        ctx.mib.inc(Mib::TcpExtTCPPureDup);
+        self.send_ack(ctx);
+    }
+
+    /// RFC 5961 section 3.2: a reset is accepted only at exactly `rcv_nxt`.
+    fn rcv_rst(&mut self, ctx: &mut Ctx, seq: u64) {
+        if seq != self.rcv_nxt {
+            return self.challenge_ack(ctx);
+        }
+        trace!(tuple = ?self.tuple, "reset by peer");
+        let err = match self.state {
+            TcpState::SynRecv if self.parent.is_some() => {
+                self.set_closed(ctx);
+                return;
+            }
+            TcpState::SynRecv => SocketError::ConnectionRefused,
+            TcpState::CloseWait => SocketError::BrokenPipe,
+            TcpState::TimeWait | TcpState::LastAck | TcpState::Closing => {
+                return self.set_closed(ctx);
+            }
+            _ => SocketError::ConnectionReset,
+        };
+        if matches!(self.state, TcpState::Established | TcpState::CloseWait) {
+            ctx.mib.inc(Mib::TcpEstabResets);
+        }
+        self.set_error(ctx, err);
+    }
+
+    /// `tcp_send_challenge_ack` (RFC 5961 section 7 rate limits are per socket there;
+    /// here every challenge is sent and counted).
+    fn challenge_ack(&mut self, ctx: &mut Ctx) {
+        ctx.mib.inc(Mib::TcpExtTCPChallengeACK);
+        self.send_ack(ctx);
+    }
+
+    /// SYN-RECV: an acceptable ACK completes the handshake (RFC 9293 3.10.7.4).
+    fn synrecv_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
+        let ack = self.snd_off(super::seq::Seq(th.ack));
+        if ack != 1 {
+            super::output::send_reset(ctx, self.tuple, th, 0);
+            return false;
+        }
+        self.rtx_synack_sample(ctx);
+        self.snd_una = 1;
+        self.snd_nxt = self.snd_nxt.max(1);
+        self.state = TcpState::Established;
+        self.pending = None;
+        self.retransmits = 0;
+        self.backoff = 0;
+        self.snd_wnd = (th.window as u32) << self.snd_wscale;
+        self.max_window = self.max_window.max(self.snd_wnd);
+        self.snd_wl1 = self.rcv_off(super::seq::Seq(th.seq));
+        self.init_buffer_space(ctx);
+        if self.parent.is_some() {
+            self.accepted_ready = true;
+        } else {
+            self.notify(ctx, EventKind::Connected);
+        }
+        true
+    }
+
+    /// `tcp_ack`: window update, SACK, cumulative ACK, RTT, congestion control.
+    /// Returns false if the segment must be dropped.
+    fn ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload_len: usize) -> bool {
+        let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
+        let ack = self.snd_una as i64 + delta;
+        if ack > self.snd_nxt as i64 {
+            // RFC 9293 3.10.7.4: an ACK for data never sent is answered and dropped.
+            self.challenge_ack(ctx);
+            return false;
+        }
+        if ack < self.snd_una as i64 - self.max_window as i64 {
+            // RFC 5961 section 5.2: too old to be acceptable.
+            self.challenge_ack(ctx);
+            return false;
+        }
+        if ack < self.snd_una as i64 {
+            return true; // old duplicate: ignore the ACK, keep the data
+        }
+        let ack = ack as u64;
+        let prior_in_flight = self.packets_in_flight();
+        let prior_una = self.snd_una;
+        let prior_sacked = self.rtx.sacked_out;
+        let prior_wnd = self.snd_wnd;
+        self.ack_update_window(th, ack);
+        let sack = self.sacktag(ctx, th, ack);
+        let cleaned = self.clean_rtx_queue(ctx, ack);
+        let newly_acked_sacked = cleaned.acked_segs.saturating_sub(cleaned.acked_sacked_segs)
+            + sack.newly_sacked
+            + prior_sacked
+                .saturating_sub(self.rtx.sacked_out)
+                .saturating_sub(cleaned.acked_sacked_segs);
+        self.delivered += newly_acked_sacked as u64;
+        let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.last_tx);
+        // A duplicate ACK acknowledges nothing new and carries no data and no window
+        // change (RFC 5681 section 2, Linux's FLAG_NOT_DUP).
+        let is_dupack = ack == prior_una
+            && cleaned.acked_segs == 0
+            && payload_len == 0
+            && self.snd_wnd == prior_wnd
+            && th.options.sack_len == 0;
+        let dubious = self.ca_state != CaState::Open
+            || sack.newly_sacked > 0
+            || self.rtx.sacked_out > 0
+            || (is_dupack && !self.rtx.is_empty());
+        if dubious {
+            self.fastretrans_alert(
+                ctx,
+                newly_acked_sacked,
+                is_dupack && self.rtx.packets_out > 0,
+            );
+        }
+        if cleaned.acked_segs > 0 {
+            self.cc.pkts_acked(
+                &mut self.cw,
+                &AckSample {
+                    pkts_acked: cleaned.acked_segs,
+                    rtt_us,
+                    in_flight: prior_in_flight,
+                    now: ctx.now,
+                },
+            );
+        }
+        if self.may_raise_cwnd(cleaned.acked_segs) {
+            self.cc
+                .cong_avoid(&mut self.cw, newly_acked_sacked.max(cleaned.acked_segs));
+        }
+        if ack > prior_una {
+            self.on_snd_una_advanced(ctx, &cleaned);
+        }
+        true
+    }
+
+    /// `tcp_may_raise_cwnd` + `tcp_in_cwnd_reduction`.
+    fn may_raise_cwnd(&self, acked: u32) -> bool {
+        acked > 0 && !matches!(self.ca_state, CaState::Recovery | CaState::Cwr)
+    }
+
+    /// `tcp_ack_update_window` (RFC 9293 3.10.7.4 SND.WL1/WL2 rule).
+    fn ack_update_window(&mut self, th: &TcpRepr, ack: u64) {
+        let seq = self.rcv_off(super::seq::Seq(th.seq));
+        let nwin = (th.window as u32) << self.snd_wscale;
+        if ack > self.snd_una || seq > self.snd_wl1 || (seq == self.snd_wl1 && nwin != self.snd_wnd)
+        {
+            self.snd_wl1 = seq;
+            if nwin > self.snd_wnd
+                && nwin > 0
+                && self
+                    .pending
+                    .is_some_and(|p| p.0 == super::sock::Pending::Probe0)
+            {
+                self.pending = None;
+                self.backoff = 0;
+            }
+            self.snd_wnd = nwin;
+            self.max_window = self.max_window.max(nwin);
+        }
+    }
+
+    /// `tcp_clean_rtx_queue` around [`super::rtx_queue::RtxQueue::clean`].
+    fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx_queue::Cleaned {
+        let c = self.rtx.clean(ack, self.mss_cache);
+        self.bytes_acked += c.acked_bytes;
+        self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
+        if ack > self.snd_una {
+            self.snd_una = ack;
+            self.reno_dupacks = self.reno_dupacks.saturating_sub(c.acked_segs);
+        }
+        if c.acked_segs > 0 {
+            self.retransmits = 0;
+            self.backoff = 0;
+            self.retrans_stamp = None;
+        }
+        let _ = ctx;
+        c
+    }
+
+    /// RTT sample from the ACKed skbs or the SACKed ones (`tcp_ack_update_rtt`):
+    /// never from retransmitted skbs (Karn); from the timestamp echo otherwise.
+    fn ack_rtt(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        c: &super::rtx_queue::Cleaned,
+        sack_tx: Option<crate::time::Instant>,
+    ) -> Option<u32> {
+        let from_skb = c.first_tx.or(sack_tx);
+        let rtt = match from_skb {
+            Some(tx) => Some(ctx.now.saturating_since(tx).as_micros() as u32),
+            None if c.acked_segs > 0 && !c.acked_retrans => th
+                .options
+                .timestamp
+                .filter(|_| self.ts_ok)
+                .map(|(_, ecr)| self.tsval(ctx.now).wrapping_sub(ecr).saturating_mul(1000)),
+            None => None,
+        };
+        if let Some(r) = rtt {
+            self.rtt_sample(r);
+        }
+        rtt
+    }
+
+    /// After `snd_una` moved: timers, FIN states, send buffer and write space.
+    fn on_snd_una_advanced(&mut self, ctx: &mut Ctx, c: &super::rtx_queue::Cleaned) {
+        self.rearm_rto(ctx);
+        self.lost_hint = self.lost_hint.max(self.snd_una);
+        self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
+        if c.fin_acked {
+            self.our_fin_acked(ctx);
+        }
+        if self.ca_state == CaState::Open && self.cw.is_cwnd_limited {
+            self.sndbuf_expand(ctx);
+        }
+        self.check_space(ctx);
+    }
+
+    /// Our FIN was acknowledged (RFC 9293 3.10.7.4, FIN-WAIT-1/CLOSING/LAST-ACK).
+    fn our_fin_acked(&mut self, ctx: &mut Ctx) {
+        match self.state {
+            TcpState::FinWait1 => {
+                self.state = TcpState::FinWait2;
+                if self.shut_rd_by_close() {
+                    // tcp_fin_timeout for orphans (`TCP_LINGER2` default).
+                    self.tw_at = Some(
+                        ctx.now + core::time::Duration::from_secs(ctx.cfg.tcp_fin_timeout as u64),
+                    );
+                }
+            }
+            TcpState::Closing => self.enter_time_wait(ctx),
+            TcpState::LastAck => self.set_closed(ctx),
+            _ => {}
+        }
+    }
+
+    /// `tcp_data_queue`: in-order data to the receive queue, out-of-order data to the
+    /// OFO queue, duplicates answered with D-SACK; then the FIN.
+    fn data_queue(&mut self, ctx: &mut Ctx, seq: u64, payload: &[u8], fin: bool) {
+        if !payload.is_empty() || fin {
+            self.lrcvtime = ctx.now;
+        }
+        if fin {
+            self.fin_seq.get_or_insert(seq + payload.len() as u64);
+        }
+        if payload.is_empty() {
+            return self.try_consume_fin(ctx);
+        }
+        if self.shut_rd_by_close() && seq + payload.len() as u64 > self.rcv_nxt {
+            // tcp_rcv_state_process: new data after close(2) resets the connection.
+            ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
+            self.send_active_reset(ctx);
+            return self.set_error(ctx, SocketError::ConnectionReset);
+        }
+        self.data_segs_in += 1;
+        self.rcv_mss_estimate(payload.len());
+        let end = seq + payload.len() as u64;
+        if end <= self.rcv_nxt {
+            return self.old_data(ctx, seq, end);
+        }
+        if seq > self.rcv_nxt {
+            return self.ofo_data(ctx, seq, payload);
+        }
+        let skip = (self.rcv_nxt - seq) as usize;
+        if skip > 0 && ctx.cfg.tcp_dsack {
+            self.dsack = Some((seq, self.rcv_nxt));
+            ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
+        }
+        let fresh = &payload[skip..];
+        if self.rcv_space_exceeded(fresh.len()) {
+            ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
+            return self.schedule_ack_now();
+        }
+        self.queue_in_order(ctx, fresh);
+        let had_ofo = !self.ofo.is_empty();
+        while let Some(run) = self.ofo.pop_in_order(self.rcv_nxt) {
+            self.queue_in_order(ctx, &run);
+        }
+        if had_ofo {
+            // RFC 5681 section 4.2: ACK at once when a hole is filled.
+            self.schedule_ack_now();
+        }
+        self.try_consume_fin(ctx);
+    }
+
+    fn queue_in_order(&mut self, ctx: &mut Ctx, data: &[u8]) {
+        self.rcv_queue.extend(data);
+        self.rcv_nxt += data.len() as u64;
+        self.bytes_received += data.len() as u64;
+        self.ack_pending = true;
+        if !self.readable_signaled && !self.shut_rd {
+            self.readable_signaled = true;
+            self.notify(ctx, EventKind::Readable);
+        }
+        if self.shut_rd {
+            // Data after SHUT_RD is discarded, as Linux does.
+            self.copied_seq = self.rcv_nxt;
+            self.rcv_queue.clear();
+        }
+    }
+
+    /// Is there no room for `len` more bytes in the receive buffer?
+    fn rcv_space_exceeded(&self, len: usize) -> bool {
+        let used = self.rcv_queue.len() as u64 + self.ofo.bytes() + len as u64;
+        used > self.rcvbuf as u64 && used > self.rcv_wnd as u64 + self.rcv_queue.len() as u64
+    }
+
+    /// Data wholly below `rcv_nxt`: a duplicate (RFC 2883 section 4: D-SACK it).
+    fn old_data(&mut self, ctx: &mut Ctx, seq: u64, end: u64) {
+        ctx.mib.inc(Mib::TcpExtTCPPureDup);
+        if self.sack_ok && ctx.cfg.tcp_dsack {
+            self.dsack = Some((seq, end));
+            ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
+        }
+        self.quick = self.quick.max(1);
+        self.schedule_ack_now();
+    }
+
+    /// Data above a hole: to the OFO queue, ACKed at once (RFC 5681 section 4.2).
+    fn ofo_data(&mut self, ctx: &mut Ctx, seq: u64, payload: &[u8]) {
+        if self.rcv_space_exceeded(payload.len()) {
+            ctx.mib.inc(Mib::TcpExtTCPOFODrop);
+            return self.schedule_ack_now();
+        }
+        ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
+        if let Some(d) = self.ofo.insert(seq, payload) {
+            if self.sack_ok && ctx.cfg.tcp_dsack {
+                self.dsack = Some(d);
+                ctx.mib.inc(Mib::TcpExtTCPDSACKOfoSent);
+            }
+        }
+        self.schedule_ack_now();
+    }
+
+    /// Once all data before the peer's FIN is in, take the FIN (`tcp_fin`).
+    fn try_consume_fin(&mut self, ctx: &mut Ctx) {
+        let Some(fin) = self.fin_seq else { return };
+        if fin != self.rcv_nxt || self.rcv_shutdown {
+            if fin < self.rcv_nxt && self.rcv_shutdown {
+                self.schedule_ack_now(); // a retransmitted FIN: ACK it again
+            }
+            return;
+        }
+        self.rcv_nxt += 1;
+        self.rcv_shutdown = true;
+        self.schedule_ack_now();
+        self.notify(ctx, EventKind::ReadHangUp);
+        match self.state {
+            TcpState::SynRecv | TcpState::Established => self.state = TcpState::CloseWait,
+            TcpState::FinWait1 => self.state = TcpState::Closing,
+            TcpState::FinWait2 => self.enter_time_wait(ctx),
+            _ => {}
+        }
+    }
+
+    /// `tcp_measure_rcv_mss`: the peer's segment size, for delayed-ACK decisions.
+    fn rcv_mss_estimate(&mut self, len: usize) {
+        let len = len as u32;
+        if len >= self.rcv_mss {
+            self.rcv_mss = len.min(self.advmss);
+        }
+    }
+
+    /// Schedules an immediate ACK.
+    pub(crate) fn schedule_ack_now(&mut self) {
+        self.ack_pending = true;
+        self.quick = self.quick.max(1);
+    }
+
+    /// `__tcp_ack_snd_check`: ACK now if more than one full segment is unacknowledged,
+    /// in quick-ACK mode, or with out-of-order data; otherwise delay (40 ms minimum).
+    pub(crate) fn ack_snd_check(&mut self, ctx: &mut Ctx) {
+        if !self.ack_pending {
+            return;
+        }
+        let unacked = self.rcv_nxt - self.rcv_wup;
+        let now_needed = unacked > self.rcv_mss as u64
+            && self.rcv_space() as u64 >= self.rcv_wnd as u64 / 2
+            || self.quick > 0
+            || !self.ofo.is_empty()
+            || unacked >= 2 * self.rcv_mss as u64;
+        if now_needed {
+            self.send_ack(ctx);
+        } else if self.delack_at.is_none() {
+            self.delack_at = Some(ctx.now + TCP_DELACK_MIN);
+        }
+    }
+
+    /// Whether the application closed the socket (so reads are impossible).
+    pub(crate) fn shut_rd_by_close(&self) -> bool {
+        self.shut_rd && self.shut_wr
+    }
+
+    /// `tcp_check_space`/`tcp_new_space`: wake a writer that ran out of space.
+    pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
+        if self.nospace && self.is_writeable() {
+            self.nospace = false;
+            self.notify(ctx, EventKind::Writable);
+        }
+    }
+}

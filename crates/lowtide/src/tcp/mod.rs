@@ -1,0 +1,145 @@
+//! The TCP engine, split by role as Linux's is.
+//!
+//! | module | Linux counterpart |
+//! |---|---|
+//! | [`sock`] | `struct tcp_sock`, `tcp_init_sock` |
+//! | `input` | tcp_input.c: segment processing, ACKs, data queueing |
+//! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
+//! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
+//! | `recovery` | tcp_input.c `tcp_fastretrans_alert`, PRR (RFC 6937), RFC 6675 |
+//! | [`rtx_queue`] | the retransmit queue and `tcp_sacktag_write_queue` |
+//! | [`ofo`] | the out-of-order queue and SACK generation |
+//! | [`cong`] | `tcp_congestion_ops` and Reno (tcp_cong.c) |
+//! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
+//! | [`info`] | `struct tcp_info` |
+
+pub(crate) mod api;
+pub mod cong;
+pub mod info;
+pub(crate) mod input;
+pub mod ofo;
+pub(crate) mod output;
+pub(crate) mod recovery;
+pub mod rtx_queue;
+pub mod seq;
+pub mod skb;
+pub mod sock;
+pub(crate) mod timer;
+
+use crate::config::Config;
+use crate::mib::Counters;
+use crate::socket::{SocketEvent, Transmit};
+use crate::time::Instant;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+pub use sock::Tcb;
+
+/// Connection states (RFC 9293 section 3.3.2), with Linux's names in `tcp_info`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum TcpState {
+    /// No connection.
+    Closed,
+    /// Waiting for SYNs.
+    Listen,
+    /// SYN sent, waiting for SYN-ACK.
+    SynSent,
+    /// SYN received and SYN-ACK sent, waiting for the ACK.
+    SynRecv,
+    /// Open.
+    Established,
+    /// We closed; our FIN is not yet acknowledged.
+    FinWait1,
+    /// Our FIN is acknowledged; waiting for the peer's.
+    FinWait2,
+    /// The peer closed; we may still send.
+    CloseWait,
+    /// Both closed at once; waiting for the ACK of our FIN.
+    Closing,
+    /// The peer closed first, then we did; waiting for the ACK of our FIN.
+    LastAck,
+    /// Both closed; waiting out old duplicates.
+    TimeWait,
+}
+
+impl TcpState {
+    /// Linux's name (`TCP_ESTABLISHED` → "ESTABLISHED").
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpState::Closed => "CLOSED",
+            TcpState::Listen => "LISTEN",
+            TcpState::SynSent => "SYN_SENT",
+            TcpState::SynRecv => "SYN_RECV",
+            TcpState::Established => "ESTABLISHED",
+            TcpState::FinWait1 => "FIN_WAIT1",
+            TcpState::FinWait2 => "FIN_WAIT2",
+            TcpState::CloseWait => "CLOSE_WAIT",
+            TcpState::Closing => "CLOSING",
+            TcpState::LastAck => "LAST_ACK",
+            TcpState::TimeWait => "TIME_WAIT",
+        }
+    }
+
+    /// States in which a connection has exchanged SYNs.
+    pub fn is_synchronized(self) -> bool {
+        !matches!(
+            self,
+            TcpState::Closed | TcpState::Listen | TcpState::SynSent | TcpState::SynRecv
+        )
+    }
+}
+
+/// A connection's addresses, as seen from this stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FourTuple {
+    /// Our address and port.
+    pub local: SocketAddr,
+    /// The peer's address and port.
+    pub remote: SocketAddr,
+}
+
+/// What a connection needs from its stack while it handles an input.
+pub(crate) struct Ctx<'a> {
+    pub now: Instant,
+    pub cfg: &'a Config,
+    pub mib: &'a mut Counters,
+    pub out: &'a mut VecDeque<Transmit>,
+    pub events: &'a mut VecDeque<SocketEvent>,
+    pub ip_id: &'a mut u16,
+}
+
+/// A listening socket: its accept queue and the children still in SYN-RECV.
+pub(crate) struct Listener {
+    pub local: SocketAddr,
+    pub backlog: u32,
+    /// Children in SYN-RECV (Linux keeps these as request socks).
+    pub pending: u32,
+    /// Established children waiting for `accept`.
+    pub accept_queue: VecDeque<u32>,
+}
+
+impl Listener {
+    pub fn new(local: SocketAddr, backlog: u32) -> Listener {
+        Listener {
+            local,
+            backlog,
+            pending: 0,
+            accept_queue: VecDeque::new(),
+        }
+    }
+
+    /// `sk_acceptq_is_full` together with the SYN queue.
+    pub fn is_full(&self) -> bool {
+        self.accept_queue.len() as u32 + self.pending >= self.backlog
+    }
+
+    /// A child became established (moved from pending to the accept queue) or died.
+    pub fn forget_child(&mut self, index: u32) {
+        if let Some(pos) = self.accept_queue.iter().position(|&i| i == index) {
+            self.accept_queue.remove(pos);
+        } else {
+            self.pending = self.pending.saturating_sub(1);
+        }
+    }
+}

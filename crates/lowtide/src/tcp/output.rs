@@ -1,0 +1,533 @@
+//! Transmission: tcp_output.c's `tcp_write_xmit`, `tcp_transmit_skb`,
+//! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
+
+use super::cong::CaState;
+use super::skb::{self, Skb, FLAG_FIN, FLAG_SYN, SKB_OVERHEAD};
+use super::sock::{Pending, Tcb, GSO_MAX_SIZE, TCPOLEN_TSTAMP_ALIGNED};
+use super::{Ctx, FourTuple, TcpState};
+use crate::mib::Mib;
+use crate::socket::{Transmit, TxToken};
+use lowtide_wire::checksum;
+use lowtide_wire::ip::{IpRepr, PROTO_TCP};
+use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
+
+/// Default hop limit (`ip_default_ttl`).
+const IP_DEFAULT_TTL: u8 = 64;
+
+/// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum.
+fn build_packet(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, payload: &[u8]) -> Vec<u8> {
+    let thl = th.header_len();
+    let ip = IpRepr {
+        src: tuple.local.ip(),
+        dst: tuple.remote.ip(),
+        protocol: PROTO_TCP,
+        hop_limit: IP_DEFAULT_TTL,
+        ecn: 0,
+        header_len: 0,
+        payload_len: thl + payload.len(),
+    };
+    let ihl = ip.emit_len();
+    let mut pkt = vec![0u8; ihl + thl];
+    pkt.reserve_exact(payload.len());
+    ip.emit(&mut pkt[..ihl], *ctx.ip_id);
+    th.emit(&mut pkt[ihl..]);
+    pkt.extend_from_slice(payload);
+    checksum::fill_tcp_partial(ip.src, ip.dst, &mut pkt[ihl..]);
+    pkt
+}
+
+/// Hands a packet to the device queue of the stack, counting it.
+fn push(ctx: &mut Ctx, packet: Vec<u8>, mss: u32, payload: usize, token: TxToken) {
+    let segs = payload.div_ceil(mss.max(1) as usize).max(1) as u16;
+    let gso_size = if segs > 1 { mss as u16 } else { 0 };
+    *ctx.ip_id = ctx.ip_id.wrapping_add(segs);
+    ctx.mib.inc(Mib::IpOutRequests);
+    ctx.mib.add(Mib::TcpOutSegs, segs as u64);
+    ctx.mib.add(
+        Mib::IpExtOutOctets,
+        packet.len() as u64 + (segs as u64 - 1) * (packet.len() - payload) as u64,
+    );
+    ctx.out.push_back(Transmit {
+        packet,
+        gso_size,
+        gso_segs: segs,
+        token,
+    });
+}
+
+/// RFC 9293 section 3.10.7.1: answer a segment that belongs to no connection.
+pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usize) {
+    let mut rst = TcpRepr {
+        src_port: tuple.local.port(),
+        dst_port: tuple.remote.port(),
+        ..TcpRepr::default()
+    };
+    if th.flags.contains(TcpFlags::ACK) {
+        rst.seq = th.ack;
+        rst.flags = TcpFlags::RST;
+    } else {
+        let syn_fin =
+            th.flags.contains(TcpFlags::SYN) as u32 + th.flags.contains(TcpFlags::FIN) as u32;
+        rst.ack = th.seq.wrapping_add(len as u32 + syn_fin);
+        rst.flags = TcpFlags::RST | TcpFlags::ACK;
+    }
+    ctx.mib.inc(Mib::TcpOutRsts);
+    let pkt = build_packet(ctx, tuple, &rst, &[]);
+    push(
+        ctx,
+        pkt,
+        1,
+        0,
+        TxToken {
+            index: u32::MAX,
+            generation: 0,
+            truesize: 0,
+        },
+    );
+}
+
+impl Tcb {
+    /// `tcp_current_mss`: payload per segment with the options this segment carries.
+    pub(crate) fn current_mss(&self) -> u32 {
+        let sack_len = if self.sack_ok {
+            self.sack_option_len()
+        } else {
+            0
+        };
+        self.mss_cache.saturating_sub(sack_len).max(48)
+    }
+
+    fn sack_option_len(&self) -> u32 {
+        let n = self.dsack.is_some() as usize + self.ofo.sack_blocks().count();
+        let max = if self.ts_ok { 3 } else { 4 };
+        match n.min(max) {
+            0 => 0,
+            n => 4 + 8 * n as u32,
+        }
+    }
+
+    /// `tcp_set_mss`-style update once the peer's MSS and the options are known.
+    pub(crate) fn sync_mss(&mut self, peer_mss: u32) {
+        let ts = if self.ts_ok {
+            TCPOLEN_TSTAMP_ALIGNED
+        } else {
+            0
+        };
+        self.mss_cache = peer_mss.min(self.advmss).saturating_sub(ts).max(48);
+    }
+
+    /// The receive space our window can offer (`tcp_space`, adv_win_scale 1: half the
+    /// buffer is for payload, half for overhead).
+    pub(crate) fn rcv_space(&self) -> u32 {
+        let used = self.rcv_queue.len() as u64 + self.ofo.bytes();
+        ((self.rcvbuf / 2) as u64).saturating_sub(used) as u32
+    }
+
+    /// `tcp_select_window`: the window field to send, never shrinking the right edge
+    /// (RFC 9293 section 3.8.6.2.2) and avoiding silly windows (receiver SWS).
+    pub(crate) fn select_window(&mut self, ctx: &mut Ctx) -> u16 {
+        let mut free = self.rcv_space();
+        if free < self.rcv_mss.min(self.rcvbuf / 4) {
+            free = 0;
+        }
+        let scale = self.rcv_wscale as u32;
+        let mut win = (free >> scale) << scale;
+        let cur_right = self.rcv_wup + self.rcv_wnd as u64;
+        if self.rcv_nxt + (win as u64) < cur_right {
+            win = (cur_right - self.rcv_nxt) as u32;
+        }
+        win = win.min(65535 << scale);
+        if win == 0 && self.rcv_wnd != 0 {
+            ctx.mib.inc(Mib::TcpExtTCPToZeroWindowAdv);
+        } else if win != 0 && self.rcv_wnd == 0 && self.rcv_nxt > 1 {
+            ctx.mib.inc(Mib::TcpExtTCPFromZeroWindowAdv);
+        }
+        self.rcv_wnd = win;
+        self.rcv_wup = self.rcv_nxt;
+        (win.div_ceil(1 << scale)).min(65535) as u16
+    }
+
+    /// Options for a non-SYN segment: timestamps and SACK blocks (D-SACK first).
+    fn data_options(&mut self, ctx: &mut Ctx) -> TcpOptions {
+        let mut o = TcpOptions::default();
+        if self.ts_ok {
+            o.timestamp = Some((self.tsval(ctx.now), self.ts_recent));
+        }
+        if self.sack_ok {
+            let max = if self.ts_ok { 3 } else { 4 };
+            let mut n = 0;
+            let dsack = self.dsack.take();
+            for (s, e) in dsack.into_iter().chain(self.ofo.sack_blocks()) {
+                if n == max {
+                    break;
+                }
+                o.sack[n] = SackBlock {
+                    start: self.rcv_seq(s).0,
+                    end: self.rcv_seq(e).0,
+                };
+                n += 1;
+            }
+            o.sack_len = n as u8;
+        }
+        o
+    }
+
+    /// Options for our SYN or SYN-ACK (`tcp_syn_options`/`tcp_synack_options`).
+    fn syn_options(&self, ctx: &Ctx) -> TcpOptions {
+        let active = self.state == TcpState::SynSent;
+        let mut o = TcpOptions {
+            mss: Some(self.advmss.min(65535) as u16),
+            ..TcpOptions::default()
+        };
+        if (active && ctx.cfg.tcp_window_scaling) || self.wscale_ok {
+            o.wscale = Some(self.rcv_wscale);
+        }
+        o.sack_permitted = (active && ctx.cfg.tcp_sack) || self.sack_ok;
+        if (active && ctx.cfg.tcp_timestamps) || self.ts_ok {
+            o.timestamp = Some((self.tsval(ctx.now), if active { 0 } else { self.ts_recent }));
+        }
+        o
+    }
+
+    /// `__tcp_transmit_skb`: builds the segment(s) for `[seq, seq+payload)` and hands
+    /// them to the device. `truesize` is charged to `sk_wmem_alloc` until completion.
+    pub(crate) fn transmit(
+        &mut self,
+        ctx: &mut Ctx,
+        seq: u64,
+        flags: u8,
+        payload: &[u8],
+        truesize: u32,
+    ) {
+        let mut tf = TcpFlags::ACK;
+        if flags & FLAG_SYN != 0 {
+            tf = TcpFlags::SYN;
+            if self.state == TcpState::SynRecv {
+                tf |= TcpFlags::ACK;
+            }
+        }
+        if flags & FLAG_FIN != 0 {
+            tf |= TcpFlags::FIN;
+        }
+        let end = seq + payload.len() as u64;
+        if !payload.is_empty() && end == self.write_seq - self.fin_queued as u64 {
+            tf |= TcpFlags::PSH;
+        }
+        let options = if flags & FLAG_SYN != 0 {
+            self.syn_options(ctx)
+        } else {
+            self.data_options(ctx)
+        };
+        let mss = self.current_mss();
+        let window = if flags & FLAG_SYN != 0 {
+            self.rcv_space().min(65535) as u16
+        } else {
+            self.select_window(ctx)
+        };
+        let th = TcpRepr {
+            src_port: self.tuple.local.port(),
+            dst_port: self.tuple.remote.port(),
+            seq: self.snd_seq(seq).0,
+            ack: if tf.contains(TcpFlags::ACK) {
+                self.rcv_seq(self.rcv_nxt).0
+            } else {
+                0
+            },
+            flags: tf,
+            window,
+            urgent: 0,
+            options,
+        };
+        let pkt = build_packet(ctx, self.tuple, &th, payload);
+        self.on_ack_sent();
+        self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
+        if !payload.is_empty() {
+            self.data_segs_out += payload.len().div_ceil(mss as usize) as u64;
+            self.lsndtime = ctx.now;
+        }
+        self.wmem_alloc += truesize as u64;
+        let token = TxToken {
+            index: self.handle.index,
+            generation: self.handle.generation,
+            truesize,
+        };
+        push(ctx, pkt, mss, payload.len(), token);
+    }
+
+    /// `tcp_event_ack_sent`: any segment we send carries the ACK we owed.
+    fn on_ack_sent(&mut self) {
+        self.ack_pending = false;
+        self.delack_at = None;
+        self.quick = self.quick.saturating_sub(1);
+    }
+
+    /// `tcp_send_ack`: a pure ACK now.
+    pub(crate) fn send_ack(&mut self, ctx: &mut Ctx) {
+        if self.state == TcpState::Closed {
+            return;
+        }
+        let nxt = self.snd_nxt;
+        self.transmit(ctx, nxt, 0, &[], 0);
+    }
+
+    /// Sends our SYN or SYN-ACK (offset 0) and arms the retransmit timer.
+    pub(crate) fn send_syn(&mut self, ctx: &mut Ctx) {
+        self.transmit(ctx, 0, FLAG_SYN, &[], 0);
+        self.snd_nxt = self.snd_nxt.max(1);
+        let at = ctx.now + self.rto;
+        self.pending = Some((Pending::Retrans, at));
+    }
+
+    /// `tcp_send_active_reset`.
+    pub(crate) fn send_active_reset(&mut self, ctx: &mut Ctx) {
+        let th = TcpRepr {
+            src_port: self.tuple.local.port(),
+            dst_port: self.tuple.remote.port(),
+            seq: self.snd_seq(self.snd_nxt).0,
+            ack: self.rcv_seq(self.rcv_nxt).0,
+            flags: TcpFlags::RST | TcpFlags::ACK,
+            ..TcpRepr::default()
+        };
+        ctx.mib.inc(Mib::TcpOutRsts);
+        let pkt = build_packet(ctx, self.tuple, &th, &[]);
+        push(
+            ctx,
+            pkt,
+            1,
+            0,
+            TxToken {
+                index: u32::MAX,
+                generation: 0,
+                truesize: 0,
+            },
+        );
+    }
+
+    /// States in which data may be sent.
+    fn can_send_data(&self) -> bool {
+        matches!(
+            self.state,
+            TcpState::Established
+                | TcpState::CloseWait
+                | TcpState::FinWait1
+                | TcpState::Closing
+                | TcpState::LastAck
+        )
+    }
+
+    /// `tcp_write_xmit`, preceded by retransmissions of lost skbs.
+    pub(crate) fn write_xmit(&mut self, ctx: &mut Ctx) {
+        if !self.can_send_data() {
+            return;
+        }
+        self.xmit_retransmit_queue(ctx);
+        self.cwnd_restart_after_idle(ctx);
+        while self.write_queue.front().is_some() {
+            if !self.write_one(ctx) {
+                break;
+            }
+        }
+        self.cwnd_validate();
+        self.arm_probe0_if_stalled(ctx);
+    }
+
+    /// Sends (part of) the head of the write queue; false when something limits it.
+    fn write_one(&mut self, ctx: &mut Ctx) -> bool {
+        let mss = self.current_mss();
+        let in_flight = self.packets_in_flight();
+        if in_flight >= self.cw.snd_cwnd {
+            self.cw.is_cwnd_limited = true;
+            return false;
+        }
+        let quota = self.cw.snd_cwnd - in_flight;
+        let head = self.write_queue.front().expect("caller checked");
+        let len = head.data.len() as u64;
+        let (seq, flags) = (head.seq, head.flags);
+        let wnd_end = self.snd_una + self.snd_wnd as u64;
+        // tcp_snd_wnd_test: the first segment must fit in the peer's window.
+        let first_end = if len > mss as u64 {
+            seq + mss as u64
+        } else {
+            head.end_seq()
+        };
+        if first_end > wnd_end {
+            return false;
+        }
+        if self.nagle_blocks(len, flags, mss) {
+            return false;
+        }
+        // tcp_mss_split_point: whole segments within cwnd, rwnd and gso_max_size.
+        let max_gso = (GSO_MAX_SIZE / mss).max(1) * mss;
+        let by_wnd = ((wnd_end - seq) / mss as u64).max(1) * mss as u64;
+        let limit = (quota as u64 * mss as u64).min(by_wnd).min(max_gso as u64);
+        let send_len = len.min(limit) as usize;
+        self.send_new(ctx, send_len, mss);
+        true
+    }
+
+    /// `tcp_cwnd_validate`/`tcp_is_cwnd_limited`: the window limits us if the flight
+    /// fills it, or in slow start if the flight is at least half of it.
+    fn cwnd_validate(&mut self) {
+        let in_flight = self.packets_in_flight();
+        let cwnd = self.cw.snd_cwnd;
+        self.cw.is_cwnd_limited =
+            in_flight >= cwnd || (self.cw.in_slow_start() && 2 * in_flight >= cwnd);
+    }
+
+    /// Minshall's variant of Nagle (`tcp_nagle_check`): hold a sub-MSS tail segment
+    /// while an earlier small segment is unacknowledged.
+    fn nagle_blocks(&self, len: u64, flags: u8, mss: u32) -> bool {
+        let is_tail = self.write_queue.len() == 1;
+        len < mss as u64
+            && is_tail
+            && !self.nodelay
+            && flags & FLAG_FIN == 0
+            && self.snd_sml > self.snd_una
+            && self.rtx.packets_out > 0
+    }
+
+    /// Moves the first `send_len` bytes of the write queue head to the rtx queue and
+    /// transmits them (`tso_fragment` + `tcp_event_new_data_sent`).
+    fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
+        let head = self.write_queue.front_mut().expect("caller checked");
+        let whole = send_len == head.data.len();
+        let seq = head.seq;
+        let (data, flags) = if whole {
+            let w = self.write_queue.pop_front().expect("exists");
+            (w.data.freeze(), w.flags)
+        } else {
+            let d = head.data.split_to(send_len).freeze();
+            head.seq += send_len as u64;
+            // The fragment costs its own skb (Linux allocates one in tso_fragment).
+            self.wmem_queued += SKB_OVERHEAD as u64;
+            (d, head.flags & FLAG_SYN)
+        };
+        let fin = flags & FLAG_FIN != 0;
+        let truesize = data.len() as u32 + SKB_OVERHEAD;
+        let end_seq = seq + data.len() as u64 + fin as u64;
+        self.transmit(ctx, seq, flags, &data, truesize);
+        if data.len() < mss as usize {
+            self.snd_sml = end_seq;
+        }
+        self.bytes_sent += data.len() as u64;
+        if self.ca_state == CaState::Recovery {
+            self.prr_out += skb::pcount(data.len() as u32, mss);
+        }
+        let pcount = skb::pcount(data.len() as u32, mss);
+        self.rtx.push(Skb {
+            seq,
+            end_seq,
+            data,
+            flags,
+            sacked: 0,
+            pcount,
+            tx_time: ctx.now,
+            truesize,
+        });
+        self.snd_nxt = end_seq;
+        if self.pending.is_none() || matches!(self.pending, Some((Pending::Probe0, _))) {
+            self.rearm_rto(ctx);
+        }
+    }
+
+    /// `tcp_xmit_retransmit_queue`: retransmits lost skbs while the window allows.
+    pub(crate) fn xmit_retransmit_queue(&mut self, ctx: &mut Ctx) {
+        let mss = self.current_mss();
+        let mut from = self.retransmit_hint.max(self.snd_una);
+        while let Some(s) = self.rtx.next_lost(from) {
+            let in_flight = self.packets_in_flight();
+            if in_flight >= self.cw.snd_cwnd {
+                break;
+            }
+            let (seq, pcount) = (s.seq, s.pcount);
+            // Linux retransmits only within the peer's window (tcp_retransmit_skb).
+            if seq >= self.snd_una + self.snd_wnd as u64 && seq != self.snd_una {
+                break;
+            }
+            let quota = (self.cw.snd_cwnd - in_flight)
+                .min(GSO_MAX_SIZE / mss)
+                .max(1);
+            if pcount > quota {
+                self.rtx.split_at(seq + (quota * mss) as u64, mss);
+            }
+            self.retransmit_skb(ctx, seq);
+            from = self.rtx.get(seq).map_or(seq + 1, |s| s.end_seq);
+        }
+        self.retransmit_hint = from;
+    }
+
+    /// `tcp_retransmit_skb`: sends the skb at `seq` again.
+    pub(crate) fn retransmit_skb(&mut self, ctx: &mut Ctx, seq: u64) {
+        let Some(s) = self.rtx.get(seq) else {
+            return;
+        };
+        let (flags, data, pcount) = (s.flags, s.data.clone(), s.pcount);
+        let truesize = data.len() as u32 + SKB_OVERHEAD;
+        if self.state == TcpState::SynSent || self.state == TcpState::SynRecv {
+            return self.transmit(ctx, 0, FLAG_SYN, &[], 0);
+        }
+        self.transmit(ctx, seq, flags, &data, truesize);
+        self.rtx.mark_retransmitted(seq, ctx.now);
+        ctx.mib.add(Mib::TcpRetransSegs, pcount as u64);
+        self.total_retrans += pcount;
+        self.bytes_retrans += data.len() as u64;
+        self.retrans_stamp.get_or_insert(ctx.now);
+        match self.ca_state {
+            CaState::Recovery => {
+                self.prr_out += pcount;
+                ctx.mib.inc(Mib::TcpExtTCPFastRetrans);
+            }
+            CaState::Loss => ctx.mib.inc(Mib::TcpExtTCPSlowStartRetrans),
+            _ => ctx.mib.inc(Mib::TcpExtTCPLostRetransmit),
+        }
+    }
+
+    /// `tcp_cwnd_restart` (RFC 2861 section 3): after an idle period longer than the
+    /// RTO, halve the window once per RTO, down to the initial window.
+    fn cwnd_restart_after_idle(&mut self, ctx: &mut Ctx) {
+        if !ctx.cfg.tcp_slow_start_after_idle || self.rtx.packets_out > 0 || self.srtt_us == 0 {
+            return;
+        }
+        let idle = ctx.now.saturating_since(self.lsndtime);
+        if idle <= self.rto {
+            return;
+        }
+        let restart = ctx.cfg.initcwnd.min(self.cw.snd_cwnd);
+        let mut d = idle;
+        while d > self.rto && self.cw.snd_cwnd > restart {
+            self.cw.snd_cwnd >>= 1;
+            d -= self.rto;
+        }
+        self.cw.snd_cwnd = self.cw.snd_cwnd.max(restart);
+        self.lsndtime = ctx.now;
+    }
+
+    /// Arms the zero-window probe timer when data waits, nothing is in flight and
+    /// the peer's window is too small (`tcp_check_probe_timer`).
+    fn arm_probe0_if_stalled(&mut self, ctx: &mut Ctx) {
+        if self.rtx.packets_out == 0 && !self.write_queue.is_empty() && self.pending.is_none() {
+            let at = ctx.now + self.rto_backed_off();
+            self.pending = Some((Pending::Probe0, at));
+        }
+    }
+
+    /// `tcp_write_wakeup`/`tcp_xmit_probe_skb`: a window probe.
+    pub(crate) fn send_probe0(&mut self, ctx: &mut Ctx) {
+        ctx.mib.inc(Mib::TcpExtTCPWinProbe);
+        let wnd_end = self.snd_una + self.snd_wnd as u64;
+        if let Some(head) = self.write_queue.front() {
+            if head.seq < wnd_end {
+                let mss = self.current_mss();
+                let n = (wnd_end - head.seq)
+                    .min(mss as u64)
+                    .min(head.data.len() as u64) as usize;
+                if n > 0 {
+                    return self.send_new(ctx, n, mss);
+                }
+            }
+        }
+        // A segment below snd_una makes the peer answer with its window.
+        let probe_seq = self.snd_una.saturating_sub(1);
+        self.transmit(ctx, probe_seq, 0, &[], 0);
+    }
+}

@@ -1,0 +1,112 @@
+//! `struct sk_buff` as TCP uses it: one chunk of the send stream.
+
+use crate::time::Instant;
+use bytes::{Bytes, BytesMut};
+
+/// Fixed memory cost of an skb beyond its payload, for `truesize`: Linux's
+/// `SKB_TRUESIZE(0)` is `sizeof(struct sk_buff)` plus `sizeof(struct skb_shared_info)`,
+/// each cache-aligned (256 + 320 on x86_64), plus the header room `MAX_TCP_HEADER`.
+pub const SKB_OVERHEAD: u32 = 256 + 320 + 320;
+
+/// `TCPCB_SACKED_ACKED`: the receiver SACKed this skb.
+pub const SACKED_ACKED: u8 = 0x01;
+/// `TCPCB_SACKED_RETRANS`: retransmitted and not yet acknowledged or lost again.
+pub const SACKED_RETRANS: u8 = 0x02;
+/// `TCPCB_LOST`: considered lost, to be retransmitted.
+pub const LOST: u8 = 0x04;
+/// `TCPCB_EVER_RETRANS`: retransmitted at least once (Karn: no RTT sample).
+pub const EVER_RETRANS: u8 = 0x80;
+
+/// Control flags an skb carries in sequence space.
+pub const FLAG_SYN: u8 = 0x02;
+/// FIN occupies the skb's last sequence number.
+pub const FLAG_FIN: u8 = 0x01;
+
+/// An skb in the write queue: payload still growing, never sent.
+#[derive(Debug)]
+pub struct WriteSkb {
+    /// Stream offset of the first byte (0 is the SYN).
+    pub seq: u64,
+    /// The payload.
+    pub data: BytesMut,
+    /// `FLAG_SYN`/`FLAG_FIN`.
+    pub flags: u8,
+}
+
+impl WriteSkb {
+    /// Offset just past the skb (FIN included).
+    pub fn end_seq(&self) -> u64 {
+        self.seq + self.data.len() as u64 + u64::from(self.flags & (FLAG_FIN | FLAG_SYN) != 0)
+    }
+    /// Memory charged for it.
+    pub fn truesize(&self) -> u32 {
+        self.data.capacity() as u32 + SKB_OVERHEAD
+    }
+}
+
+/// An skb in the retransmit queue: sent at least once.
+#[derive(Debug, Clone)]
+pub struct Skb {
+    /// Stream offset of the first byte.
+    pub seq: u64,
+    /// Offset just past the skb (SYN and FIN count one each).
+    pub end_seq: u64,
+    /// The payload (shared, so splitting and cloning to the device are cheap).
+    pub data: Bytes,
+    /// `FLAG_SYN`/`FLAG_FIN`.
+    pub flags: u8,
+    /// `TCPCB_*` scoreboard bits.
+    pub sacked: u8,
+    /// Number of MSS-sized segments (`tcp_skb_pcount`).
+    pub pcount: u32,
+    /// Last transmission time (`skb_mstamp_ns`).
+    pub tx_time: Instant,
+    /// Memory charged for it.
+    pub truesize: u32,
+}
+
+impl Skb {
+    /// Payload length.
+    pub fn len(&self) -> u32 {
+        self.data.len() as u32
+    }
+    /// True if it carries no payload (a bare SYN or FIN).
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+    /// True if any of the `TCPCB_*` bits in `bits` is set.
+    pub fn has(&self, bits: u8) -> bool {
+        self.sacked & bits != 0
+    }
+
+    /// Splits off and returns the part from `at` (a stream offset strictly inside the
+    /// skb's payload) on; `self` keeps the part before (`tso_fragment`/`tcp_fragment`).
+    pub fn split_off(&mut self, at: u64, mss: u32) -> Skb {
+        debug_assert!(at > self.seq && at < self.seq + self.data.len() as u64);
+        let n = (at - self.seq) as usize;
+        let tail_data = self.data.split_off(n);
+        let tail_len = tail_data.len() as u32;
+        let head_share = (self.truesize as u64 * n as u64 / (n as u64 + tail_len as u64)) as u32;
+        let mut tail = Skb {
+            seq: at,
+            end_seq: self.end_seq,
+            data: tail_data,
+            flags: self.flags & FLAG_FIN,
+            sacked: self.sacked,
+            pcount: 0,
+            tx_time: self.tx_time,
+            truesize: self.truesize - head_share,
+        };
+        self.flags &= !FLAG_FIN;
+        self.end_seq = at;
+        self.truesize = head_share;
+        self.pcount = pcount(self.len(), mss);
+        tail.pcount = pcount(tail_len, mss);
+        tail
+    }
+}
+
+/// Segments for `len` payload bytes (a SYN or FIN alone still counts one).
+pub fn pcount(len: u32, mss: u32) -> u32 {
+    len.div_ceil(mss.max(1)).max(1)
+}

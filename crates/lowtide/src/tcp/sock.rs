@@ -1,0 +1,346 @@
+//! `struct tcp_sock`: the state of one connection, and its construction.
+
+use super::cong::{self, CaState, CongestionOps, CwndState};
+use super::ofo::OfoQueue;
+use super::rtx_queue::RtxQueue;
+use super::seq::Seq;
+use super::skb::WriteSkb;
+use super::{FourTuple, TcpState};
+use crate::config::Config;
+use crate::socket::{SocketError, SocketHandle};
+use crate::time::Instant;
+use core::time::Duration;
+use std::collections::VecDeque;
+
+/// `TCP_TIMEOUT_INIT`: the RTO before any RTT sample (RFC 6298 section 2.1).
+pub const TCP_TIMEOUT_INIT: Duration = Duration::from_secs(1);
+/// `TCP_RTO_MAX`.
+pub const TCP_RTO_MAX: Duration = Duration::from_secs(120);
+/// `TCP_DELACK_MIN`.
+pub const TCP_DELACK_MIN: Duration = Duration::from_millis(40);
+/// `TCP_TIMEWAIT_LEN`.
+pub const TCP_TIMEWAIT_LEN: Duration = Duration::from_secs(60);
+/// `TCP_MAX_QUICKACKS`.
+pub const TCP_MAX_QUICKACKS: u32 = 16;
+/// `gso_max_size`: the largest packet handed to the device.
+pub const GSO_MAX_SIZE: u32 = 65536;
+/// Bytes the timestamp option takes in every segment (`TCPOLEN_TSTAMP_ALIGNED`).
+pub const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
+
+/// What the retransmit timer is armed for (`icsk_pending`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pending {
+    /// `ICSK_TIME_RETRANS`.
+    Retrans,
+    /// `ICSK_TIME_PROBE0`: zero-window probe.
+    Probe0,
+}
+
+/// One TCP connection. Sequence positions are 64-bit stream offsets: offset 0 is the
+/// SYN in each direction (`iss`/`irs` on the wire).
+#[derive(Debug)]
+pub struct Tcb {
+    pub(crate) state: TcpState,
+    pub(crate) tuple: FourTuple,
+    pub(crate) handle: SocketHandle,
+    /// The listener this child came from, until it is accepted.
+    pub(crate) parent: Option<u32>,
+    /// A child reached ESTABLISHED and belongs in its listener's accept queue.
+    pub(crate) accepted_ready: bool,
+    pub(crate) in_accept_queue: bool,
+    pub(crate) sk_err: Option<SocketError>,
+    pub(crate) nodelay: bool,
+
+    // ---- send side (RFC 9293 SND.*) ----
+    pub(crate) iss: Seq,
+    pub(crate) snd_una: u64,
+    pub(crate) snd_nxt: u64,
+    /// End of the data the application queued (`write_seq`), FIN included.
+    pub(crate) write_seq: u64,
+    /// Send window in bytes, scaled (`snd_wnd`).
+    pub(crate) snd_wnd: u32,
+    pub(crate) snd_wl1: u64,
+    pub(crate) max_window: u32,
+    pub(crate) snd_wscale: u8,
+    /// `snd_sml`: end of the last small segment sent (Minshall's Nagle).
+    pub(crate) snd_sml: u64,
+    pub(crate) write_queue: VecDeque<WriteSkb>,
+    pub(crate) rtx: RtxQueue,
+    /// A FIN is queued after the data (`TCP_FIN_WAIT1`/`LAST_ACK` pending).
+    pub(crate) fin_queued: bool,
+    pub(crate) sndbuf: u32,
+    pub(crate) sndbuf_locked: bool,
+    /// Truesize of both queues (`sk_wmem_queued`).
+    pub(crate) wmem_queued: u64,
+    /// Truesize handed to the device and not completed (`sk_wmem_alloc`).
+    pub(crate) wmem_alloc: u64,
+    /// `SOCK_NOSPACE`: a write could not take everything; wake it on space.
+    pub(crate) nospace: bool,
+    pub(crate) shut_wr: bool,
+
+    // ---- receive side (RCV.*) ----
+    pub(crate) irs: Seq,
+    pub(crate) rcv_nxt: u64,
+    /// `rcv_wup`: `rcv_nxt` when the window was last advertised.
+    pub(crate) rcv_wup: u64,
+    /// Last advertised window in bytes (`rcv_wnd`).
+    pub(crate) rcv_wnd: u32,
+    pub(crate) rcv_wscale: u8,
+    pub(crate) rcv_queue: VecDeque<u8>,
+    pub(crate) ofo: OfoQueue,
+    /// Offset of the peer's FIN, once seen (in or out of order).
+    pub(crate) fin_seq: Option<u64>,
+    /// The FIN was consumed: reads end with EOF after the queue.
+    pub(crate) rcv_shutdown: bool,
+    pub(crate) shut_rd: bool,
+    pub(crate) copied_seq: u64,
+    pub(crate) rcvbuf: u32,
+    pub(crate) rcvbuf_locked: bool,
+    /// `rcvq_space`: bytes read per RTT, for autotuning (`tcp_rcv_space_adjust`).
+    pub(crate) rcvq_space: u32,
+    pub(crate) rcvq_space_seq: u64,
+    pub(crate) rcvq_space_time: Instant,
+    pub(crate) readable_signaled: bool,
+    /// D-SACK block to send in the next ACK.
+    pub(crate) dsack: Option<(u64, u64)>,
+
+    // ---- options ----
+    pub(crate) mss_cache: u32,
+    pub(crate) advmss: u32,
+    pub(crate) rcv_mss: u32,
+    pub(crate) sack_ok: bool,
+    pub(crate) ts_ok: bool,
+    pub(crate) wscale_ok: bool,
+    pub(crate) ts_recent: u32,
+    pub(crate) ts_recent_stamp: Instant,
+    pub(crate) ts_offset: u32,
+
+    // ---- RTT and timers ----
+    pub(crate) srtt_us: u32,
+    pub(crate) rttvar_us: u32,
+    pub(crate) min_rtt_us: u32,
+    pub(crate) rto: Duration,
+    pub(crate) rto_min: Duration,
+    pub(crate) backoff: u32,
+    /// Consecutive timeouts (`icsk_retransmits`).
+    pub(crate) retransmits: u8,
+    pub(crate) probes_out: u8,
+    pub(crate) pending: Option<(Pending, Instant)>,
+    pub(crate) delack_at: Option<Instant>,
+    pub(crate) quick: u32,
+    /// ACK owed (`ICSK_ACK_SCHED`).
+    pub(crate) ack_pending: bool,
+    /// TIME-WAIT or orphaned FIN-WAIT-2 expiry.
+    pub(crate) tw_at: Option<Instant>,
+    /// Last data sent (`lsndtime`) and received (`lrcvtime`).
+    pub(crate) lsndtime: Instant,
+    pub(crate) lrcvtime: Instant,
+    pub(crate) retrans_stamp: Option<Instant>,
+
+    // ---- congestion control and recovery ----
+    pub(crate) cw: CwndState,
+    pub(crate) cc: Box<dyn CongestionOps>,
+    pub(crate) ca_state: CaState,
+    pub(crate) reordering: u32,
+    pub(crate) high_seq: u64,
+    pub(crate) prior_cwnd: u32,
+    pub(crate) prr_delivered: u32,
+    pub(crate) prr_out: u32,
+    pub(crate) lost_hint: u64,
+    pub(crate) retransmit_hint: u64,
+    /// Duplicate ACKs counted as SACKs when the peer does not SACK (`tcp_add_reno_sack`).
+    pub(crate) reno_dupacks: u32,
+
+    // ---- statistics (tcp_info) ----
+    pub(crate) bytes_acked: u64,
+    pub(crate) bytes_received: u64,
+    pub(crate) bytes_sent: u64,
+    pub(crate) bytes_retrans: u64,
+    pub(crate) total_retrans: u32,
+    pub(crate) segs_out: u64,
+    pub(crate) segs_in: u64,
+    pub(crate) data_segs_out: u64,
+    pub(crate) data_segs_in: u64,
+    pub(crate) delivered: u64,
+    pub(crate) rtt_samples: u64,
+    pub(crate) rtt_sum_us: u64,
+    pub(crate) created: Instant,
+}
+
+impl Tcb {
+    /// A closed connection with `cfg`'s defaults (`tcp_init_sock`).
+    pub(crate) fn new(cfg: &Config, tuple: FourTuple, iss: u32, now: Instant) -> Tcb {
+        let ipv6 = tuple.local.is_ipv6();
+        let advmss = cfg.mss_for(ipv6);
+        let cc = cong::by_name(&cfg.tcp_congestion_control)
+            .unwrap_or_else(|| Box::new(cong::reno::Reno));
+        Tcb {
+            state: TcpState::Closed,
+            tuple,
+            handle: SocketHandle {
+                index: 0,
+                generation: 0,
+            },
+            parent: None,
+            accepted_ready: false,
+            in_accept_queue: false,
+            sk_err: None,
+            nodelay: false,
+            iss: Seq(iss),
+            snd_una: 0,
+            snd_nxt: 0,
+            write_seq: 0,
+            snd_wnd: 0,
+            snd_wl1: 0,
+            max_window: 0,
+            snd_wscale: 0,
+            snd_sml: 0,
+            write_queue: VecDeque::new(),
+            rtx: RtxQueue::default(),
+            fin_queued: false,
+            sndbuf: cfg.tcp_wmem[1],
+            sndbuf_locked: false,
+            wmem_queued: 0,
+            wmem_alloc: 0,
+            nospace: false,
+            shut_wr: false,
+            irs: Seq(0),
+            rcv_nxt: 0,
+            rcv_wup: 0,
+            rcv_wnd: 0,
+            rcv_wscale: 0,
+            rcv_queue: VecDeque::new(),
+            ofo: OfoQueue::default(),
+            fin_seq: None,
+            rcv_shutdown: false,
+            shut_rd: false,
+            copied_seq: 1,
+            rcvbuf: cfg.tcp_rmem[1],
+            rcvbuf_locked: false,
+            rcvq_space: 10 * advmss,
+            rcvq_space_seq: 1,
+            rcvq_space_time: now,
+            readable_signaled: false,
+            dsack: None,
+            mss_cache: advmss,
+            advmss,
+            rcv_mss: advmss.min(536),
+            sack_ok: false,
+            ts_ok: false,
+            wscale_ok: false,
+            ts_recent: 0,
+            ts_recent_stamp: now,
+            ts_offset: iss.rotate_left(13),
+            srtt_us: 0,
+            rttvar_us: 0,
+            min_rtt_us: u32::MAX,
+            rto: TCP_TIMEOUT_INIT,
+            rto_min: Duration::from_micros(cfg.tcp_rto_min_us as u64),
+            backoff: 0,
+            retransmits: 0,
+            probes_out: 0,
+            pending: None,
+            delack_at: None,
+            quick: 0,
+            ack_pending: false,
+            tw_at: None,
+            lsndtime: now,
+            lrcvtime: now,
+            retrans_stamp: None,
+            cw: CwndState::new(cfg.initcwnd),
+            cc,
+            ca_state: CaState::Open,
+            reordering: cfg.tcp_reordering,
+            high_seq: 0,
+            prior_cwnd: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            lost_hint: 0,
+            retransmit_hint: 0,
+            reno_dupacks: 0,
+            bytes_acked: 0,
+            bytes_received: 0,
+            bytes_sent: 0,
+            bytes_retrans: 0,
+            total_retrans: 0,
+            segs_out: 0,
+            segs_in: 0,
+            data_segs_out: 0,
+            data_segs_in: 0,
+            delivered: 0,
+            rtt_samples: 0,
+            rtt_sum_us: 0,
+            created: now,
+        }
+    }
+
+    /// The connection's state.
+    pub fn state(&self) -> TcpState {
+        self.state
+    }
+
+    /// Bytes queued and not yet sent (`notsent`: `write_seq - snd_nxt`).
+    pub fn notsent_bytes(&self) -> u64 {
+        self.write_seq.saturating_sub(self.snd_nxt)
+    }
+
+    /// `tcp_packets_in_flight`: segments believed to be in the network
+    /// (RFC 6675 `pipe`).
+    pub fn packets_in_flight(&self) -> u32 {
+        let r = &self.rtx;
+        (r.packets_out + r.retrans_out).saturating_sub(r.sacked_out + r.lost_out)
+    }
+
+    /// Bytes ready for the application.
+    pub(crate) fn rcv_queue_len(&self) -> usize {
+        self.rcv_queue.len()
+    }
+
+    /// `SO_SNDBUF`.
+    pub(crate) fn set_sndbuf(&mut self, bytes: u32) {
+        self.sndbuf = bytes.saturating_mul(2).max(4608);
+        self.sndbuf_locked = true;
+    }
+
+    /// `SO_RCVBUF`.
+    pub(crate) fn set_rcvbuf(&mut self, bytes: u32) {
+        self.rcvbuf = bytes.saturating_mul(2).max(2304);
+        self.rcvbuf_locked = true;
+    }
+
+    /// Our window scale for a receive buffer that may grow to `max`
+    /// (`tcp_select_initial_window`).
+    pub(crate) fn choose_rcv_wscale(max: u32) -> u8 {
+        let mut ws = 0u8;
+        while ws < 14 && (max >> ws) > 65535 {
+            ws += 1;
+        }
+        ws
+    }
+
+    /// Current TSval: a millisecond clock with a per-connection offset (RFC 7323
+    /// section 5.4 and Linux's `tcp_time_stamp_ts` with `ts_offset`).
+    pub(crate) fn tsval(&self, now: Instant) -> u32 {
+        (now.as_millis() as u32).wrapping_add(self.ts_offset)
+    }
+
+    /// Wire sequence number of send offset `off`.
+    pub(crate) fn snd_seq(&self, off: u64) -> Seq {
+        super::seq::wrap(off, self.iss)
+    }
+
+    /// Wire sequence number of receive offset `off`.
+    pub(crate) fn rcv_seq(&self, off: u64) -> Seq {
+        super::seq::wrap(off, self.irs)
+    }
+
+    /// Send offset of a wire acknowledgment number.
+    pub(crate) fn snd_off(&self, s: Seq) -> u64 {
+        super::seq::unwrap(s, self.snd_seq(self.snd_una), self.snd_una)
+    }
+
+    /// Receive offset of a wire sequence number.
+    pub(crate) fn rcv_off(&self, s: Seq) -> u64 {
+        super::seq::unwrap(s, self.rcv_seq(self.rcv_nxt), self.rcv_nxt)
+    }
+}

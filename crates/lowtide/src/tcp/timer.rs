@@ -1,0 +1,215 @@
+//! Timers (tcp_timer.c) and the RTT estimator behind the RTO (RFC 6298, with
+//! Linux's `tcp_rtt_estimator` bounds).
+
+use super::sock::{Pending, Tcb, TCP_RTO_MAX, TCP_TIMEWAIT_LEN};
+use super::{Ctx, TcpState};
+use crate::mib::Mib;
+use crate::socket::{EventKind, SocketError};
+use crate::time::Instant;
+use core::time::Duration;
+
+impl Tcb {
+    /// The earliest time this connection needs [`Tcb::on_timer`].
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        [self.pending.map(|p| p.1), self.delack_at, self.tw_at]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// The RTO with exponential backoff (`inet_csk_rto_backoff`), at most 120 s.
+    pub(crate) fn rto_backed_off(&self) -> Duration {
+        let shift = self.backoff.min(16);
+        (self.rto * (1u32 << shift)).min(TCP_RTO_MAX)
+    }
+
+    /// Restarts the retransmit timer from now (`tcp_rearm_rto`), or stops it when
+    /// nothing is outstanding.
+    pub(crate) fn rearm_rto(&mut self, ctx: &Ctx) {
+        if self.rtx.packets_out == 0 && self.snd_nxt == self.snd_una {
+            if matches!(self.pending, Some((Pending::Retrans, _))) {
+                self.pending = None;
+            }
+            return;
+        }
+        self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+    }
+
+    /// RFC 6298 section 2 with Linux's bounds: RTO = SRTT + max(4 * RTTVAR, rto_min),
+    /// at most 120 s (`tcp_rtt_estimator` + `__tcp_set_rto`).
+    pub(crate) fn rtt_sample(&mut self, rtt_us: u32) {
+        let m = rtt_us.max(1);
+        if self.srtt_us == 0 {
+            self.srtt_us = m;
+            self.rttvar_us = m / 2;
+        } else {
+            let err = (self.srtt_us as i64 - m as i64).unsigned_abs() as u32;
+            self.rttvar_us = (3 * self.rttvar_us as u64 / 4 + err as u64 / 4) as u32;
+            self.srtt_us = (7 * self.srtt_us as u64 / 8 + m as u64 / 8) as u32;
+        }
+        self.min_rtt_us = self.min_rtt_us.min(m);
+        self.rtt_samples += 1;
+        self.rtt_sum_us += m as u64;
+        let var = Duration::from_micros(4 * self.rttvar_us as u64).max(self.rto_min);
+        self.rto = (Duration::from_micros(self.srtt_us as u64) + var).min(TCP_RTO_MAX);
+    }
+
+    /// Runs whichever timers are due.
+    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx) {
+        let now = ctx.now;
+        if self.tw_at.is_some_and(|t| t <= now) {
+            self.tw_at = None;
+            return self.set_closed(ctx);
+        }
+        if self.delack_at.is_some_and(|t| t <= now) {
+            self.delack_at = None;
+            if self.ack_pending {
+                ctx.mib.inc(Mib::TcpExtDelayedACKs);
+                self.send_ack(ctx);
+            }
+        }
+        match self.pending {
+            Some((Pending::Retrans, t)) if t <= now => {
+                self.pending = None;
+                self.retransmit_timer(ctx);
+            }
+            Some((Pending::Probe0, t)) if t <= now => {
+                self.pending = None;
+                self.probe_timer(ctx);
+            }
+            _ => {}
+        }
+    }
+
+    /// `tcp_retransmit_timer`.
+    fn retransmit_timer(&mut self, ctx: &mut Ctx) {
+        let limit = match self.state {
+            TcpState::SynSent => ctx.cfg.tcp_syn_retries,
+            TcpState::SynRecv => ctx.cfg.tcp_synack_retries,
+            _ => ctx.cfg.tcp_retries2,
+        };
+        if self.rtx.is_empty() && !matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
+            return;
+        }
+        if self.retransmits >= limit {
+            ctx.mib.inc(Mib::TcpExtTCPAbortOnTimeout);
+            if self.state == TcpState::SynSent {
+                ctx.mib.inc(Mib::TcpAttemptFails);
+            }
+            return self.set_error(ctx, SocketError::TimedOut);
+        }
+        ctx.mib.inc(Mib::TcpExtTCPTimeouts);
+        self.retransmits += 1;
+        if self.state.is_synchronized() {
+            self.enter_loss(ctx);
+            self.backoff += 1;
+            let head = self.snd_una;
+            self.retransmit_hint = head;
+            self.xmit_retransmit_queue(ctx);
+        } else {
+            self.backoff += 1;
+            self.transmit(ctx, 0, super::skb::FLAG_SYN, &[], 0);
+        }
+        self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+    }
+
+    /// `tcp_probe_timer`: probe a zero window, backing off like the RTO.
+    fn probe_timer(&mut self, ctx: &mut Ctx) {
+        if self.rtx.packets_out > 0 || self.write_queue.is_empty() {
+            self.probes_out = 0;
+            return;
+        }
+        self.probes_out = self.probes_out.saturating_add(1);
+        self.send_probe0(ctx);
+        if self.rtx.packets_out == 0 {
+            self.backoff = (self.backoff + 1).min(16);
+            self.pending = Some((Pending::Probe0, ctx.now + self.rto_backed_off()));
+        }
+    }
+
+    /// Enters TIME-WAIT (`tcp_time_wait`): 60 s, then CLOSED.
+    pub(crate) fn enter_time_wait(&mut self, ctx: &mut Ctx) {
+        self.state = TcpState::TimeWait;
+        ctx.mib.inc(Mib::TcpExtTW);
+        self.pending = None;
+        self.delack_at = None;
+        self.tw_at = Some(ctx.now + TCP_TIMEWAIT_LEN);
+        self.notify(ctx, EventKind::HangUp);
+    }
+
+    /// Moves to CLOSED and stops every timer (`tcp_done`).
+    pub(crate) fn set_closed(&mut self, ctx: &mut Ctx) {
+        let was = self.state;
+        self.state = TcpState::Closed;
+        self.pending = None;
+        self.delack_at = None;
+        self.tw_at = None;
+        if was != TcpState::TimeWait && was != TcpState::Closed {
+            self.notify(ctx, EventKind::HangUp);
+        }
+    }
+
+    /// Fails the connection with `err` (`tcp_write_err`/`tcp_reset`).
+    pub(crate) fn set_error(&mut self, ctx: &mut Ctx, err: SocketError) {
+        self.sk_err = Some(err);
+        self.notify(ctx, EventKind::Error(err));
+        self.set_closed(ctx);
+    }
+
+    /// Queues an event for the application.
+    pub(crate) fn notify(&self, ctx: &mut Ctx, kind: EventKind) {
+        ctx.events.push_back(crate::socket::SocketEvent {
+            socket: self.handle,
+            kind,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tcp::FourTuple;
+
+    fn tcb() -> Tcb {
+        let t = FourTuple {
+            local: "10.0.0.1:1".parse().unwrap(),
+            remote: "10.0.0.2:2".parse().unwrap(),
+        };
+        Tcb::new(&Config::default(), t, 1, Instant::ZERO)
+    }
+
+    #[test]
+    fn initial_rto_is_one_second() {
+        assert_eq!(tcb().rto, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn rto_has_linux_floor() {
+        let mut t = tcb();
+        for _ in 0..50 {
+            t.rtt_sample(10_000);
+        }
+        // srtt 10 ms, rttvar decays toward 0: RTO = 10 ms + 200 ms.
+        assert_eq!(t.srtt_us, 10_000);
+        assert_eq!(t.rto, Duration::from_millis(210));
+    }
+
+    #[test]
+    fn first_sample_sets_rttvar_half() {
+        let mut t = tcb();
+        t.rtt_sample(100_000);
+        assert_eq!(t.rttvar_us, 50_000);
+        // RTO = 100 ms + max(200 ms, 200 ms) = 300 ms (RFC 6298 2.2 with rto_min).
+        assert_eq!(t.rto, Duration::from_millis(300));
+    }
+
+    #[test]
+    fn backoff_caps_at_120s() {
+        let mut t = tcb();
+        t.backoff = 10;
+        assert_eq!(t.rto_backed_off(), TCP_RTO_MAX);
+        t.backoff = 2;
+        assert_eq!(t.rto_backed_off(), Duration::from_secs(4));
+    }
+}

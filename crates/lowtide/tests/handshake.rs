@@ -1,0 +1,298 @@
+//! Packet-exchange tests for the state machine, one section per state.
+
+mod common;
+use common::*;
+use lowtide::{Config, EventKind, Shutdown, SocketError, SocketHandle, TcpState};
+use std::time::Duration;
+
+fn connected() -> (Pair, SocketHandle, SocketHandle) {
+    let mut p = Pair::new(Config::default());
+    let l = p.b.listen(addr("0.0.0.0", 80), 16).unwrap();
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    p.drive_for(Duration::from_millis(20));
+    let s = p.b.accept(l).unwrap();
+    (p, c, s)
+}
+
+/// Moves `data` from `tx` (on A if `a_sends`) to the peer and returns what arrived.
+fn transfer(
+    p: &mut Pair,
+    a_sends: bool,
+    tx: SocketHandle,
+    rx: SocketHandle,
+    data: &[u8],
+) -> Vec<u8> {
+    let mut sent = 0;
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let end = p.now + Duration::from_secs(120);
+    while got.len() < data.len() {
+        assert!(
+            p.now < end,
+            "transfer stalled at {} of {}",
+            got.len(),
+            data.len()
+        );
+        let (s, r) = if a_sends {
+            (&mut p.a, &mut p.b)
+        } else {
+            (&mut p.b, &mut p.a)
+        };
+        if sent < data.len() {
+            if let Ok(n) = s.send(p.now, tx, &data[sent..]) {
+                sent += n;
+            }
+        }
+        while let Ok(n) = r.recv(p.now, rx, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        if !p.step() && sent == data.len() && got.len() < data.len() {
+            panic!(
+                "idle with data missing: got {} sent {}\nA {:?}\nB {:?}",
+                got.len(),
+                sent,
+                p.a.info(p.now, if a_sends { tx } else { rx }),
+                p.b.info(p.now, if a_sends { rx } else { tx })
+            );
+        }
+    }
+    got
+}
+
+mod listen_and_syn {
+    use super::*;
+
+    #[test]
+    fn three_way_handshake_negotiates_options() {
+        let (p, c, s) = connected();
+        let ia = p.a.info(p.now, c).unwrap();
+        let ib = p.b.info(p.now, s).unwrap();
+        assert_eq!(ia.state, "ESTABLISHED");
+        assert_eq!(ib.state, "ESTABLISHED");
+        // 1500 MTU - 40 - 12 bytes of timestamps.
+        assert_eq!(ia.snd_mss, 1448);
+        assert!(ia.rtt >= 20_000 && ia.rtt < 21_000, "rtt {}", ia.rtt);
+        assert_eq!(p.a.counters().get(lowtide::Mib::TcpActiveOpens), 1);
+        assert_eq!(p.b.counters().get(lowtide::Mib::TcpPassiveOpens), 1);
+    }
+
+    #[test]
+    fn syn_to_closed_port_is_refused() {
+        let mut p = Pair::new(Config::default());
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 81)).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert!(p
+            .events_a
+            .iter()
+            .any(|e| e.kind == EventKind::Error(SocketError::ConnectionRefused)));
+        assert_eq!(p.b.counters().get(lowtide::Mib::TcpOutRsts), 1);
+    }
+
+    #[test]
+    fn syn_is_retransmitted_then_times_out() {
+        let mut cfg = Config::default();
+        cfg.set("net.ipv4.tcp_syn_retries", "2").unwrap();
+        let mut p = Pair::new(cfg);
+        p.filter = Some(Box::new(|_, _| Verdict::Drop));
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        p.drive_for(Duration::from_secs(3));
+        assert_eq!(p.a.state(c), Ok(TcpState::SynSent));
+        p.drive_for(Duration::from_secs(10));
+        // 1 s, then 2 s, then 4 s backoff: gives up 7 s in.
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert!(p
+            .events_a
+            .iter()
+            .any(|e| e.kind == EventKind::Error(SocketError::TimedOut)));
+    }
+
+    #[test]
+    fn backlog_full_drops_syn() {
+        let mut p = Pair::new(Config::default());
+        let _l = p.b.listen(addr(B, 80), 1).unwrap();
+        let _c1 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        let c2 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.state(c2), Ok(TcpState::SynSent));
+        assert!(p.b.counters().get(lowtide::Mib::TcpExtListenOverflows) >= 1);
+    }
+}
+
+mod established {
+    use super::*;
+
+    #[test]
+    fn bulk_both_directions() {
+        let (mut p, c, s) = connected();
+        let d = pattern(3_000_000, 1);
+        assert_eq!(transfer(&mut p, true, c, s, &d), d);
+        let d2 = pattern(1_000_000, 2);
+        assert_eq!(transfer(&mut p, false, s, c, &d2), d2);
+        assert_eq!(p.a.counters().get(lowtide::Mib::TcpRetransSegs), 0);
+    }
+
+    #[test]
+    fn survives_loss() {
+        let (mut p, c, s) = connected();
+        let mut n = 0u32;
+        p.filter = Some(Box::new(move |dir, _| {
+            n += 1;
+            if dir == Dir::AtoB && n % 37 == 0 {
+                Verdict::Drop
+            } else {
+                Verdict::Pass
+            }
+        }));
+        let d = pattern(2_000_000, 3);
+        assert_eq!(transfer(&mut p, true, c, s, &d), d);
+        assert!(p.a.counters().get(lowtide::Mib::TcpRetransSegs) > 0);
+    }
+
+    #[test]
+    fn rst_in_window_but_not_exact_gets_challenge_ack() {
+        let (mut p, c, s) = connected();
+        p.record = true;
+        p.b.send(p.now, s, b"ping").unwrap();
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.recv(p.now, c, &mut [0u8; 8]), Ok(4));
+        // Forge a RST from B with seq = rcv_nxt + 100.
+        let info = p.a.info(p.now, c).unwrap();
+        assert_eq!(info.state, "ESTABLISHED");
+        let before = p.a.counters().get(lowtide::Mib::TcpExtTCPChallengeACK);
+        let (la, lb) = p.a.addresses(c).unwrap();
+        let pkt = forge(
+            lb,
+            la,
+            rcv_nxt_of(&p, c).wrapping_add(100),
+            0,
+            lowtide_wire::tcp::TcpFlags::RST,
+        );
+        p.inject(false, &pkt);
+        assert_eq!(p.a.state(c), Ok(TcpState::Established));
+        assert_eq!(
+            p.a.counters().get(lowtide::Mib::TcpExtTCPChallengeACK),
+            before + 1
+        );
+        // Exact sequence: accepted.
+        let pkt = forge(
+            lb,
+            la,
+            rcv_nxt_of(&p, c),
+            0,
+            lowtide_wire::tcp::TcpFlags::RST,
+        );
+        p.inject(false, &pkt);
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert_eq!(
+            p.a.recv(p.now, c, &mut [0u8; 4]),
+            Err(SocketError::ConnectionReset)
+        );
+    }
+}
+
+/// The next sequence number A expects from B, from the last packet A sent.
+fn rcv_nxt_of(p: &Pair, _c: SocketHandle) -> u32 {
+    let (_, _, pkt) = p
+        .wire
+        .iter()
+        .rev()
+        .find(|(_, d, _)| *d == Dir::AtoB)
+        .expect("A sent something");
+    let ip = lowtide_wire::ip::IpRepr::parse(pkt, false).unwrap();
+    let (th, _) = lowtide_wire::tcp::TcpRepr::parse(&pkt[ip.header_len..]).unwrap();
+    th.ack
+}
+
+fn forge(
+    src: std::net::SocketAddr,
+    dst: std::net::SocketAddr,
+    seq: u32,
+    ack: u32,
+    flags: lowtide_wire::tcp::TcpFlags,
+) -> Vec<u8> {
+    use lowtide_wire::ip::IpRepr;
+    use lowtide_wire::tcp::TcpRepr;
+    let th = TcpRepr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+        seq,
+        ack,
+        flags,
+        window: 1000,
+        ..Default::default()
+    };
+    let ip = IpRepr {
+        src: src.ip(),
+        dst: dst.ip(),
+        protocol: 6,
+        hop_limit: 64,
+        ecn: 0,
+        header_len: 20,
+        payload_len: th.header_len(),
+    };
+    let mut pkt = vec![0u8; 20 + th.header_len()];
+    ip.emit(&mut pkt[..20], 1);
+    th.emit(&mut pkt[20..]);
+    lowtide_wire::checksum::fill_tcp(src.ip(), dst.ip(), &mut pkt[20..]);
+    pkt
+}
+
+mod closing {
+    use super::*;
+
+    #[test]
+    fn active_close_goes_through_time_wait() {
+        let (mut p, c, s) = connected();
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        p.drive_for(Duration::from_millis(5));
+        assert_eq!(p.a.state(c), Ok(TcpState::FinWait1));
+        p.drive_for(Duration::from_millis(30));
+        assert_eq!(p.a.state(c), Ok(TcpState::FinWait2));
+        assert_eq!(p.b.state(s), Ok(TcpState::CloseWait));
+        assert_eq!(p.b.recv(p.now, s, &mut [0u8; 8]), Ok(0));
+        p.b.close(p.now, s).unwrap();
+        p.drive_for(Duration::from_millis(30));
+        assert_eq!(p.a.state(c), Ok(TcpState::TimeWait));
+        p.drive_for(Duration::from_secs(61));
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert_eq!(p.b.connection_count(), 0);
+    }
+
+    #[test]
+    fn simultaneous_close_goes_through_closing() {
+        let (mut p, c, s) = connected();
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        p.b.shutdown(p.now, s, Shutdown::Write).unwrap();
+        p.drive_for(Duration::from_millis(15));
+        assert_eq!(p.a.state(c), Ok(TcpState::Closing));
+        assert_eq!(p.b.state(s), Ok(TcpState::Closing));
+        p.drive_for(Duration::from_millis(15));
+        assert_eq!(p.a.state(c), Ok(TcpState::TimeWait));
+        assert_eq!(p.b.state(s), Ok(TcpState::TimeWait));
+    }
+
+    #[test]
+    fn close_with_unread_data_sends_rst() {
+        let (mut p, c, s) = connected();
+        p.a.send(p.now, c, b"hello").unwrap();
+        p.drive_for(Duration::from_millis(30));
+        p.b.close(p.now, s).unwrap();
+        p.drive_for(Duration::from_millis(30));
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert_eq!(p.b.counters().get(lowtide::Mib::TcpExtTCPAbortOnClose), 1);
+    }
+
+    #[test]
+    fn write_after_shutdown_is_epipe() {
+        let (mut p, c, _s) = connected();
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        assert_eq!(p.a.send(p.now, c, b"x"), Err(SocketError::BrokenPipe));
+    }
+}

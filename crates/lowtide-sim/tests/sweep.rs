@@ -33,7 +33,11 @@ fn seed_sweep() {
     for seed in 0..runs {
         let mut p = Pick(seed ^ 0x5eed);
         let flows = p.range(1, 8) as u32;
-        let bytes = if p.chance(0.3) { p.range(1, 3_000) } else { p.range(1, 600_000) };
+        let bytes = if p.chance(0.3) {
+            p.range(1, 3_000)
+        } else {
+            p.range(1, 600_000)
+        };
         let mut sc = transfer(seed, flows, bytes);
         let rate = [10_000_000, 100_000_000, 1_000_000_000][p.range(0, 2) as usize];
         let delay_us = p.range(50, 20_000);

@@ -175,11 +175,13 @@ impl Tcb {
     fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: &[u8]) {
         let f = th.flags;
         let seq = self.rcv_off(super::seq::Seq(th.seq));
-        let end = seq + payload.len() as u64 + f.contains(TcpFlags::FIN) as u64;
+        // A sequence number before the peer's ISN unwraps below offset 0, to near
+        // u64::MAX; the end then overflows. Nothing valid lies there: out of window.
+        let end = seq.checked_add(payload.len() as u64 + f.contains(TcpFlags::FIN) as u64);
         if !self.paws_ok(ctx, th) {
             return;
         }
-        if !self.sequence_ok(seq, end) {
+        if !end.is_some_and(|end| self.sequence_ok(seq, end)) {
             return self.reject_out_of_window(ctx, th);
         }
         if f.contains(TcpFlags::RST) {

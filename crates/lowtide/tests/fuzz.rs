@@ -208,7 +208,11 @@ fn apply(pkt: &mut Vec<u8>, ihl: usize, m: &Mutation) {
                 set(pkt, t + 20 + i % space, b);
             }
         }
-        Mutation::IpTotalLen(l) => pkt[2..4].copy_from_slice(&l.to_be_bytes()),
+        Mutation::IpTotalLen(l) => {
+            if pkt.len() >= 4 {
+                pkt[2..4].copy_from_slice(&l.to_be_bytes());
+            }
+        }
         Mutation::Ihl(h) => pkt[0] = (pkt[0] & 0xf0) | h,
         Mutation::Version(v) => pkt[0] = (pkt[0] & 0x0f) | (v << 4),
         Mutation::Byte(i, b) => {

@@ -199,10 +199,13 @@ impl Tcb {
         if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th) {
             return;
         }
-        self.update_ts_recent(ctx, th, seq);
         if !self.ack(ctx, th) {
             return;
         }
+        // After tcp_ack accepted the ACK, as Linux's FLAG_UPDATE_TS_RECENT: a segment
+        // dropped for an unacceptable ACK must not move ts_recent (else PAWS rejects
+        // the peer's next valid segment; packetdrill ts_recent/invalid_ack.pkt).
+        self.update_ts_recent(ctx, th, seq);
         if self.state == TcpState::Closed {
             return;
         }

@@ -499,6 +499,14 @@ impl Tcb {
         if payload.is_empty() {
             return self.try_consume_fin(ctx);
         }
+        if self.rcv_shutdown && self.fin_seq.is_some_and(|f| seq + payload.len() as u64 > f) {
+            // RFC 9293 3.10.7.4 step 7: after the peer's FIN, ignore the segment text
+            // (Linux drops it; in TIME-WAIT it answers with an ACK).
+            if self.state == TcpState::TimeWait {
+                self.schedule_ack_now();
+            }
+            return;
+        }
         if self.shut_rd_by_close() && seq + payload.len() as u64 > self.rcv_nxt {
             // tcp_rcv_state_process: new data after close(2) resets the connection.
             ctx.mib.inc(Mib::TcpExtTCPAbortOnData);

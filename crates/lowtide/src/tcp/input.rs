@@ -178,11 +178,15 @@ impl Tcb {
         // A sequence number before the peer's ISN unwraps below offset 0, to near
         // u64::MAX; the end then overflows. Nothing valid lies there: out of window.
         let end = seq.checked_add(payload.len() as u64 + f.contains(TcpFlags::FIN) as u64);
-        if !self.paws_ok(ctx, th) {
+        // Old data in a dropped segment is reported with a D-SACK (tcp_send_dupack).
+        let old = end
+            .filter(|&e| e > seq && seq < self.rcv_nxt)
+            .map(|e| (seq, e.min(self.rcv_nxt)));
+        if !self.paws_ok(ctx, th, old) {
             return;
         }
         if !end.is_some_and(|end| self.sequence_ok(seq, end)) {
-            return self.reject_out_of_window(ctx, th);
+            return self.reject_out_of_window(ctx, th, old);
         }
         if f.contains(TcpFlags::RST) {
             return self.rcv_rst(ctx, seq);
@@ -216,7 +220,7 @@ impl Tcb {
     }
 
     /// RFC 7323 section 5.3: PAWS rejects segments with an old timestamp.
-    fn paws_ok(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
+    fn paws_ok(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) -> bool {
         let Some((tsval, _)) = th.options.timestamp else {
             return true;
         };
@@ -228,7 +232,7 @@ impl Tcb {
         if (tsval.wrapping_sub(self.ts_recent) as i32) < 0 && !stale {
             ctx.mib.inc(Mib::TcpExtPAWSEstab);
             trace!(tsval, ts_recent = self.ts_recent, "drop: PAWS");
-            self.send_dupack(ctx);
+            self.send_dupack(ctx, old);
             return false;
         }
         true
@@ -250,17 +254,22 @@ impl Tcb {
         end >= self.rcv_wup && seq <= wnd_end && (seq < wnd_end || end == seq)
     }
 
-    fn reject_out_of_window(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+    fn reject_out_of_window(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) {
         if !th.flags.contains(TcpFlags::RST) {
             ctx.mib.inc(Mib::TcpExtTCPACKSkippedSeq);
             trace!(seq = th.seq, "out of window: duplicate ACK");
-            self.send_dupack(ctx);
+            self.send_dupack(ctx, old);
         }
     }
 
     /// `tcp_send_dupack`: an immediate ACK (and D-SACK for old data).
-    fn send_dupack(&mut self, ctx: &mut Ctx) {
+    fn send_dupack(&mut self, ctx: &mut Ctx, old: Option<(u64, u64)>) {
         ctx.mib.inc(Mib::TcpExtTCPPureDup);
+        if let (Some(d), true) = (old, self.sack_ok && ctx.cfg.tcp_dsack) {
+            // RFC 2883 section 4 (Linux tcp_send_dupack): a D-SACK for old data.
+            self.dsack = Some(d);
+            ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
+        }
         self.send_ack(ctx);
     }
 

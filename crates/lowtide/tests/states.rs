@@ -706,8 +706,10 @@ mod fin_wait_2 {
 
     #[test]
     fn orphan_times_out_after_tcp_fin_timeout() {
-        let mut cfg = Config::default();
-        cfg.tcp_fin_timeout = 5;
+        let cfg = Config {
+            tcp_fin_timeout: 5,
+            ..Config::default()
+        };
         let (mut p, c, _s) = establish(cfg);
         p.a.close(p.now, c).unwrap();
         p.drive_for(Duration::from_secs(4));

@@ -260,7 +260,7 @@ pub fn build(
     payload: &[u8],
     ipv4_id: u16,
 ) -> Vec<u8> {
-    let mut th = th.clone();
+    let mut th = *th;
     th.src_port = src.port();
     th.dst_port = dst.port();
     let ip = IpRepr {

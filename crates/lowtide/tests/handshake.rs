@@ -144,7 +144,7 @@ mod established {
         let mut n = 0u32;
         p.filter = Some(Box::new(move |dir, _| {
             n += 1;
-            if dir == Dir::AtoB && n % 37 == 0 {
+            if dir == Dir::AtoB && n.is_multiple_of(37) {
                 Verdict::Drop
             } else {
                 Verdict::Pass

@@ -175,12 +175,18 @@ impl Tcb {
     fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: &[u8]) {
         let f = th.flags;
         let seq = self.rcv_off(super::seq::Seq(th.seq));
-        let end = seq + payload.len() as u64 + f.contains(TcpFlags::FIN) as u64;
-        if !self.paws_ok(ctx, th) {
+        // A sequence number before the peer's ISN unwraps below offset 0, to near
+        // u64::MAX; the end then overflows. Nothing valid lies there: out of window.
+        let end = seq.checked_add(payload.len() as u64 + f.contains(TcpFlags::FIN) as u64);
+        // Old data in a dropped segment is reported with a D-SACK (tcp_send_dupack).
+        let old = end
+            .filter(|&e| e > seq && seq < self.rcv_nxt)
+            .map(|e| (seq, e.min(self.rcv_nxt)));
+        if !self.paws_ok(ctx, th, old) {
             return;
         }
-        if !self.sequence_ok(seq, end) {
-            return self.reject_out_of_window(ctx, th);
+        if !end.is_some_and(|end| self.sequence_ok(seq, end)) {
+            return self.reject_out_of_window(ctx, th, old);
         }
         if f.contains(TcpFlags::RST) {
             return self.rcv_rst(ctx, seq);
@@ -197,10 +203,13 @@ impl Tcb {
         if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th) {
             return;
         }
-        self.update_ts_recent(ctx, th, seq);
         if !self.ack(ctx, th, payload.len()) {
             return;
         }
+        // After tcp_ack accepted the ACK, as Linux's FLAG_UPDATE_TS_RECENT: a segment
+        // dropped for an unacceptable ACK must not move ts_recent (else PAWS rejects
+        // the peer's next valid segment; packetdrill ts_recent/invalid_ack.pkt).
+        self.update_ts_recent(ctx, th, seq);
         if self.state == TcpState::Closed {
             return;
         }
@@ -211,7 +220,7 @@ impl Tcb {
     }
 
     /// RFC 7323 section 5.3: PAWS rejects segments with an old timestamp.
-    fn paws_ok(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
+    fn paws_ok(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) -> bool {
         let Some((tsval, _)) = th.options.timestamp else {
             return true;
         };
@@ -223,7 +232,7 @@ impl Tcb {
         if (tsval.wrapping_sub(self.ts_recent) as i32) < 0 && !stale {
             ctx.mib.inc(Mib::TcpExtPAWSEstab);
             trace!(tsval, ts_recent = self.ts_recent, "drop: PAWS");
-            self.send_dupack(ctx);
+            self.send_dupack(ctx, old);
             return false;
         }
         true
@@ -245,17 +254,22 @@ impl Tcb {
         end >= self.rcv_wup && seq <= wnd_end && (seq < wnd_end || end == seq)
     }
 
-    fn reject_out_of_window(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+    fn reject_out_of_window(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) {
         if !th.flags.contains(TcpFlags::RST) {
             ctx.mib.inc(Mib::TcpExtTCPACKSkippedSeq);
             trace!(seq = th.seq, "out of window: duplicate ACK");
-            self.send_dupack(ctx);
+            self.send_dupack(ctx, old);
         }
     }
 
     /// `tcp_send_dupack`: an immediate ACK (and D-SACK for old data).
-    fn send_dupack(&mut self, ctx: &mut Ctx) {
+    fn send_dupack(&mut self, ctx: &mut Ctx, old: Option<(u64, u64)>) {
         ctx.mib.inc(Mib::TcpExtTCPPureDup);
+        if let (Some(d), true) = (old, self.sack_ok && ctx.cfg.tcp_dsack) {
+            // RFC 2883 section 4 (Linux tcp_send_dupack): a D-SACK for old data.
+            self.dsack = Some(d);
+            ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
+        }
         self.send_ack(ctx);
     }
 
@@ -500,6 +514,14 @@ impl Tcb {
         }
         if payload.is_empty() {
             return self.try_consume_fin(ctx);
+        }
+        if self.rcv_shutdown && self.fin_seq.is_some_and(|f| seq + payload.len() as u64 > f) {
+            // RFC 9293 3.10.7.4 step 7: after the peer's FIN, ignore the segment text
+            // (Linux drops it; in TIME-WAIT it answers with an ACK).
+            if self.state == TcpState::TimeWait {
+                self.schedule_ack_now();
+            }
+            return;
         }
         if self.shut_rd_by_close() && seq + payload.len() as u64 > self.rcv_nxt {
             // tcp_rcv_state_process: new data after close(2) resets the connection.

@@ -4,7 +4,9 @@
 
 #![allow(dead_code)]
 
-use lowtide::{Config, Instant, RxChecksum, SocketEvent, Stack};
+use lowtide::{Config, Instant, RxChecksum, SocketEvent, SocketHandle, Stack, TcpState};
+use lowtide_wire::ip::IpRepr;
+use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -178,4 +180,240 @@ pub fn pattern(n: usize, salt: u8) -> Vec<u8> {
     (0..n)
         .map(|i| (i as u32).wrapping_mul(2654435761).rotate_left(7) as u8 ^ salt)
         .collect()
+}
+
+// ---- helpers shared by the state and fuzz tests ------------------------------------
+
+pub const A6: &str = "fd00::1";
+pub const B6: &str = "fd00::2";
+
+impl Pair {
+    /// Injects a raw packet into a stack now with the given checksum mode.
+    pub fn inject_csum(&mut self, to_b: bool, pkt: &[u8], csum: RxChecksum) {
+        let st = if to_b { &mut self.b } else { &mut self.a };
+        st.handle_packet(self.now, pkt, csum);
+        self.flush();
+    }
+
+    /// Takes the packets in flight towards `to` (B if `to_b`) off the wire, unsent.
+    pub fn take_in_flight(&mut self, to_b: bool) -> Vec<Vec<u8>> {
+        let want = if to_b { Dir::AtoB } else { Dir::BtoA };
+        let keys: Vec<_> = self
+            .in_flight
+            .iter()
+            .filter(|(_, (d, _))| *d == want)
+            .map(|(k, _)| *k)
+            .collect();
+        keys.into_iter()
+            .map(|k| self.in_flight.remove(&k).unwrap().1)
+            .collect()
+    }
+
+    /// Wire segments recorded since index `from` going `dir`, parsed.
+    pub fn sent_since(&self, from: usize, dir: Dir) -> Vec<Seg> {
+        self.wire[from..]
+            .iter()
+            .filter(|(_, d, _)| *d == dir)
+            .map(|(_, _, p)| Seg::parse(p))
+            .collect()
+    }
+}
+
+/// A parsed wire segment.
+#[derive(Debug, Clone)]
+pub struct Seg {
+    pub ip: IpRepr,
+    pub th: TcpRepr,
+    pub payload: Vec<u8>,
+}
+
+impl Seg {
+    pub fn parse(pkt: &[u8]) -> Seg {
+        let ip = IpRepr::parse(pkt, false).expect("valid IP");
+        let tcp = &pkt[ip.header_len..ip.header_len + ip.payload_len];
+        let (th, hl) = TcpRepr::parse(tcp).expect("valid TCP");
+        Seg {
+            payload: tcp[hl..].to_vec(),
+            ip,
+            th,
+        }
+    }
+    pub fn has(&self, f: TcpFlags) -> bool {
+        self.th.flags.contains(f)
+    }
+    /// A bare ACK: ACK only (PSH allowed), no payload.
+    pub fn is_pure_ack(&self) -> bool {
+        self.payload.is_empty()
+            && !self
+                .th
+                .flags
+                .intersects(TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST)
+            && self.has(TcpFlags::ACK)
+    }
+}
+
+/// Builds a checksummed IP + TCP packet.
+pub fn build(
+    src: SocketAddr,
+    dst: SocketAddr,
+    th: &TcpRepr,
+    payload: &[u8],
+    ipv4_id: u16,
+) -> Vec<u8> {
+    let mut th = *th;
+    th.src_port = src.port();
+    th.dst_port = dst.port();
+    let ip = IpRepr {
+        src: src.ip(),
+        dst: dst.ip(),
+        protocol: 6,
+        hop_limit: 64,
+        ecn: 0,
+        header_len: 0,
+        payload_len: th.header_len() + payload.len(),
+    };
+    let ihl = ip.emit_len();
+    let mut pkt = vec![0u8; ihl + th.header_len()];
+    ip.emit(&mut pkt[..ihl], ipv4_id);
+    th.emit(&mut pkt[ihl..]);
+    pkt.extend_from_slice(payload);
+    lowtide_wire::checksum::fill_tcp(src.ip(), dst.ip(), &mut pkt[ihl..]);
+    pkt
+}
+
+/// What a forger knows about one side of a connection, learned from its last segment.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer {
+    /// The forged segments' source (the impersonated host).
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+    /// Next sequence number the victim expects from `src`.
+    pub seq: u32,
+    /// What `src` would acknowledge: the victim's `snd_nxt`.
+    pub ack: u32,
+    /// The victim's last TSval (to echo) and the impersonated host's last TSval.
+    pub ts_ecr: u32,
+    pub ts_val: u32,
+}
+
+impl Peer {
+    pub fn seg(&self, flags: TcpFlags, seq: u32, ack: u32, payload: &[u8]) -> Vec<u8> {
+        let th = TcpRepr {
+            seq,
+            ack,
+            flags,
+            window: 65535,
+            options: TcpOptions {
+                timestamp: Some((self.ts_val, self.ts_ecr)),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        build(self.src, self.dst, &th, payload, 7)
+    }
+    /// An in-sequence segment with the flags, carrying an ACK of everything sent.
+    pub fn now(&self, flags: TcpFlags, payload: &[u8]) -> Vec<u8> {
+        self.seg(flags, self.seq, self.ack, payload)
+    }
+}
+
+/// Learns how to impersonate the peer of the last segment sent in `victim_dir` (the
+/// victim is its sender): the victim's segment tells what it expects.
+pub fn learn(p: &Pair, victim_dir: Dir) -> Peer {
+    let last = |d: Dir| {
+        p.wire
+            .iter()
+            .rev()
+            .find(|(_, dd, _)| *dd == d)
+            .map(|(_, _, pk)| Seg::parse(pk))
+    };
+    let v = last(victim_dir).expect("victim sent something");
+    let other = match victim_dir {
+        Dir::AtoB => Dir::BtoA,
+        Dir::BtoA => Dir::AtoB,
+    };
+    let o = last(other);
+    let v_end = v.th.seq.wrapping_add(
+        v.payload.len() as u32 + v.has(TcpFlags::SYN) as u32 + v.has(TcpFlags::FIN) as u32,
+    );
+    let (tsv, tse) = v.th.options.timestamp.unwrap_or((0, 0));
+    Peer {
+        src: SocketAddr::new(v.ip.dst, v.th.dst_port),
+        dst: SocketAddr::new(v.ip.src, v.th.src_port),
+        seq: v.th.ack,
+        ack: v_end,
+        ts_ecr: tsv,
+        ts_val: o
+            .and_then(|o| o.th.options.timestamp)
+            .map_or(tse, |t| t.0)
+            .wrapping_add(1),
+    }
+}
+
+/// Connects A to a listener on B port 80 and accepts: (pair, A's socket, B's socket).
+/// Records the wire.
+pub fn establish(cfg: Config) -> (Pair, SocketHandle, SocketHandle) {
+    establish_with(Pair::new(cfg), A, B)
+}
+
+/// As [`establish`] on a given pair and addresses (e.g. IPv6).
+pub fn establish_with(mut p: Pair, a: &str, b: &str) -> (Pair, SocketHandle, SocketHandle) {
+    p.record = true;
+    let any = if b.contains(':') { "::" } else { "0.0.0.0" };
+    let l =
+        p.b.listen(addr(any, 80), 16)
+            .or_else(|_| p.b.listen(addr(b, 80), 16))
+            .unwrap();
+    let c = p.a.connect(p.now, addr(a, 0), addr(b, 80)).unwrap();
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    p.drive_for(Duration::from_millis(20));
+    let s = p.b.accept(l).unwrap();
+    (p, c, s)
+}
+
+/// Reads everything `rx` on `st` has ready.
+pub fn drain(st: &mut Stack, now: Instant, rx: SocketHandle) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while let Ok(n) = st.recv(now, rx, &mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    got
+}
+
+/// Moves `data` from `tx` (on A if `a_sends`) to `rx` on the peer, reading as it
+/// arrives; returns what arrived (panics if the transfer stalls).
+pub fn send_all(
+    p: &mut Pair,
+    a_sends: bool,
+    tx: SocketHandle,
+    rx: SocketHandle,
+    data: &[u8],
+) -> Vec<u8> {
+    let mut sent = 0;
+    let mut got = Vec::new();
+    let end = p.now + Duration::from_secs(300);
+    while got.len() < data.len() {
+        assert!(p.now < end, "stalled at {} of {}", got.len(), data.len());
+        let (s, r) = if a_sends {
+            (&mut p.a, &mut p.b)
+        } else {
+            (&mut p.b, &mut p.a)
+        };
+        if sent < data.len() {
+            if let Ok(n) = s.send(p.now, tx, &data[sent..]) {
+                sent += n;
+            }
+        }
+        got.extend(drain(r, p.now, rx));
+        if got.len() < data.len() && !p.step() {
+            panic!("idle with data missing: got {} sent {}", got.len(), sent);
+        }
+    }
+    got
 }

@@ -71,19 +71,19 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
         rst.ack = th.seq.wrapping_add(len as u32 + syn_fin);
         rst.flags = TcpFlags::RST | TcpFlags::ACK;
     }
+    push_reset(ctx, tuple, &rst);
+}
+
+/// Sends a reset that belongs to no socket's memory accounting (no TX completion owed).
+fn push_reset(ctx: &mut Ctx, tuple: FourTuple, rst: &TcpRepr) {
     ctx.mib.inc(Mib::TcpOutRsts);
-    let pkt = build_packet(ctx, tuple, &rst, &[]);
-    push(
-        ctx,
-        pkt,
-        1,
-        0,
-        TxToken {
-            index: u32::MAX,
-            generation: 0,
-            truesize: 0,
-        },
-    );
+    let pkt = build_packet(ctx, tuple, rst, &[]);
+    let token = TxToken {
+        index: u32::MAX,
+        generation: 0,
+        truesize: 0,
+    };
+    push(ctx, pkt, 1, 0, token);
 }
 
 impl Tcb {
@@ -288,19 +288,7 @@ impl Tcb {
             flags: TcpFlags::RST | TcpFlags::ACK,
             ..TcpRepr::default()
         };
-        ctx.mib.inc(Mib::TcpOutRsts);
-        let pkt = build_packet(ctx, self.tuple, &th, &[]);
-        push(
-            ctx,
-            pkt,
-            1,
-            0,
-            TxToken {
-                index: u32::MAX,
-                generation: 0,
-                truesize: 0,
-            },
-        );
+        push_reset(ctx, self.tuple, &th);
     }
 
     /// States in which data may be sent.

@@ -78,6 +78,41 @@ pub struct Config {
     pub mtu: u32,
     /// Initial congestion window in segments (not a sysctl: `ip route ... initcwnd`).
     pub initcwnd: u32,
+    /// `net.ipv4.tcp_notsent_lowat`: cap on unsent bytes for sockets without their own
+    /// `TCP_NOTSENT_LOWAT` (seed 000); 4294967295 is "no limit".
+    pub tcp_notsent_lowat: u32,
+    /// `net.ipv4.tcp_limit_output_bytes`: TCP Small Queues cap for sockets that do not
+    /// pace (seed 002; 4 MiB since Linux 6.7).
+    pub tcp_limit_output_bytes: u32,
+    /// `net.ipv4.tcp_min_tso_segs`: smallest TSO autosize goal in segments.
+    pub tcp_min_tso_segs: u32,
+    /// `net.ipv4.tcp_tso_rtt_log`: close peers (min_rtt below 2^log us) get bigger bursts.
+    pub tcp_tso_rtt_log: u32,
+    /// `net.ipv4.tcp_tso_win_divisor`: `tcp_tso_should_defer` sends if this fraction of
+    /// cwnd is open.
+    pub tcp_tso_win_divisor: u32,
+    /// `net.ipv4.tcp_pacing_ss_ratio`: pacing rate in slow start, percent of cwnd/srtt.
+    pub tcp_pacing_ss_ratio: u32,
+    /// `net.ipv4.tcp_pacing_ca_ratio`: pacing rate in congestion avoidance, percent.
+    pub tcp_pacing_ca_ratio: u32,
+    /// `experimental.notsent_wake_hysteresis`: report writable only below lowat/2
+    /// (seed 001); false wakes below lowat (seed 000 alone).
+    pub notsent_wake_hysteresis: bool,
+    /// `experimental.tsq`: TCP Small Queues (seed 002); false lets a socket fill the
+    /// device queue, as before the seed.
+    pub tsq: bool,
+    /// `experimental.size_goal_at`: `Transmit` sizes skbs by the rate at transmit time
+    /// (seed 004); `Write` sizes them at write time and sends them whole, as before.
+    pub size_goal_at: SizeGoalAt,
+}
+
+/// When skbs are sized by the pacing rate (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SizeGoalAt {
+    /// 64 KB skbs at write time, split at transmit time by `tcp_tso_autosize`.
+    Transmit,
+    /// Skbs sized by the rate at write time and sent whole (before seed 004).
+    Write,
 }
 
 impl Default for Config {
@@ -102,6 +137,16 @@ impl Default for Config {
             somaxconn: 4096,
             mtu: 1500,
             initcwnd: 10,
+            tcp_notsent_lowat: u32::MAX,
+            tcp_limit_output_bytes: 4 << 20,
+            tcp_min_tso_segs: 2,
+            tcp_tso_rtt_log: 9,
+            tcp_tso_win_divisor: 3,
+            tcp_pacing_ss_ratio: 200,
+            tcp_pacing_ca_ratio: 120,
+            notsent_wake_hysteresis: true,
+            tsq: true,
+            size_goal_at: SizeGoalAt::Transmit,
         }
     }
 }
@@ -116,6 +161,15 @@ fn parse_bool(name: &str, v: &str) -> Result<bool, ConfigError> {
         "0" => Ok(false),
         "1" => Ok(true),
         _ => Err(bad(name, v, BOOL)),
+    }
+}
+
+/// A switch: `true`/`false` (TOML style) or `1`/`0` (sysctl style).
+fn parse_flag(name: &str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim() {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(bad(name, v, "true or false")),
     }
 }
 
@@ -176,6 +230,16 @@ impl Config {
         "net.ipv4.tcp_congestion_control",
         "net.ipv4.ip_local_port_range",
         "net.core.somaxconn",
+        "net.ipv4.tcp_notsent_lowat",
+        "net.ipv4.tcp_limit_output_bytes",
+        "net.ipv4.tcp_min_tso_segs",
+        "net.ipv4.tcp_tso_rtt_log",
+        "net.ipv4.tcp_tso_win_divisor",
+        "net.ipv4.tcp_pacing_ss_ratio",
+        "net.ipv4.tcp_pacing_ca_ratio",
+        "experimental.notsent_wake_hysteresis",
+        "experimental.tsq",
+        "experimental.size_goal_at",
     ];
 
     /// Sets a sysctl by its Linux name (`net.ipv4.tcp_wmem`) from its text form.
@@ -217,6 +281,38 @@ impl Config {
             }
             "net.ipv4.ip_local_port_range" => self.ip_local_port_range = parse_ports(n, value)?,
             "net.core.somaxconn" => self.somaxconn = parse_num(n, value, 1, 65535, "1..=65535")?,
+            "net.ipv4.tcp_notsent_lowat" => {
+                self.tcp_notsent_lowat = parse_num(n, value, 0, u32::MAX, "bytes")?
+            }
+            "net.ipv4.tcp_limit_output_bytes" => {
+                self.tcp_limit_output_bytes = parse_num(n, value, 0, i32::MAX as u32, "bytes")?
+            }
+            "net.ipv4.tcp_min_tso_segs" => {
+                self.tcp_min_tso_segs = parse_num(n, value, 1, 255, "1..=255")?
+            }
+            "net.ipv4.tcp_tso_rtt_log" => {
+                self.tcp_tso_rtt_log = parse_num(n, value, 0, 15, "0..=15")?
+            }
+            "net.ipv4.tcp_tso_win_divisor" => {
+                self.tcp_tso_win_divisor = parse_num(n, value, 0, 255, "0..=255")?
+            }
+            "net.ipv4.tcp_pacing_ss_ratio" => {
+                self.tcp_pacing_ss_ratio = parse_num(n, value, 0, 1000, "percent, 0..=1000")?
+            }
+            "net.ipv4.tcp_pacing_ca_ratio" => {
+                self.tcp_pacing_ca_ratio = parse_num(n, value, 0, 1000, "percent, 0..=1000")?
+            }
+            "experimental.notsent_wake_hysteresis" => {
+                self.notsent_wake_hysteresis = parse_flag(n, value)?
+            }
+            "experimental.tsq" => self.tsq = parse_flag(n, value)?,
+            "experimental.size_goal_at" => {
+                self.size_goal_at = match value.trim().trim_matches('"') {
+                    "transmit" => SizeGoalAt::Transmit,
+                    "write" => SizeGoalAt::Write,
+                    _ => return Err(bad(n, value, "transmit or write")),
+                }
+            }
             _ => return Err(ConfigError::UnknownName(name.into())),
         }
         Ok(())

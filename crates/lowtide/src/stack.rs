@@ -1,6 +1,6 @@
 //! The stack: sockets, demultiplexing, timers, and the sans-IO entry points.
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::mib::{Counters, Mib};
 use crate::rng::Rng;
 use crate::socket::*;
@@ -27,6 +27,21 @@ struct Slot {
     armed: Option<Instant>,
     /// The application closed its handle; the connection lives on as an orphan.
     orphan: bool,
+}
+
+/// Stack-wide TCP memory ([`Stack::tcp_memory`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TcpMemory {
+    /// Total in 4 KB pages (`sockstat` "mem").
+    pub pages: u64,
+    /// Sum of `sk_wmem_queued` (bytes).
+    pub wmem_queued: u64,
+    /// Sum of `sk_rmem_alloc` (bytes).
+    pub rmem_alloc: u64,
+    /// Sum of `sk_wmem_alloc`: bytes handed to the device and not completed.
+    pub wmem_alloc: u64,
+    /// TCP sockets counted.
+    pub sockets: u64,
 }
 
 /// A TCP/IP stack: every socket of one host, driven by its caller (see the crate docs
@@ -341,6 +356,68 @@ impl Stack {
     pub fn set_rcvbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
         self.tcb_mut(h)?.set_rcvbuf(bytes);
         Ok(())
+    }
+
+    /// `TCP_NOTSENT_LOWAT` (setsockopt): cap the unsent bytes this socket holds; 0
+    /// returns it to the sysctl `net.ipv4.tcp_notsent_lowat`. Re-evaluates
+    /// writability at once.
+    pub fn set_notsent_lowat(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        bytes: u32,
+    ) -> Result<(), SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.set_notsent_lowat(ctx, bytes));
+        Ok(())
+    }
+
+    /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.
+    pub fn notsent_lowat(&self, h: SocketHandle) -> Result<u32, SocketError> {
+        Ok(self.tcb(h)?.notsent_lowat)
+    }
+
+    /// `SO_MAX_PACING_RATE` in bytes per second; like Linux, setting it makes TCP pace
+    /// the socket itself (`SK_PACING_NEEDED`).
+    pub fn set_max_pacing_rate(
+        &mut self,
+        h: SocketHandle,
+        bytes_per_sec: u64,
+    ) -> Result<(), SocketError> {
+        let t = self.tcb_mut(h)?;
+        t.max_pacing_rate = bytes_per_sec;
+        t.pacing_needed = true;
+        Ok(())
+    }
+
+    /// Changes a sysctl at run time; sockets read most sysctls at every use, so e.g.
+    /// `net.ipv4.tcp_notsent_lowat` applies at once to sockets without their own value.
+    pub fn set_sysctl(&mut self, now: Instant, name: &str, value: &str) -> Result<(), ConfigError> {
+        self.cfg.set(name, value)?;
+        // A new lowat may make waiting writers writable (`sk_write_space`).
+        let live: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&i| matches!(self.slots[i as usize].sock, Some(Sock::Tcp(_))))
+            .collect();
+        for i in live {
+            self.with_tcb(now, i, |tcb, ctx| tcb.check_space(ctx));
+        }
+        Ok(())
+    }
+
+    /// Stack-wide TCP memory, as `/proc/net/sockstat` "TCP: mem" (4 KB pages) counts it:
+    /// send queues (`sk_wmem_queued`) plus receive queues (`sk_rmem_alloc`).
+    pub fn tcp_memory(&self) -> TcpMemory {
+        let mut m = TcpMemory::default();
+        for s in &self.slots {
+            if let Some(Sock::Tcp(t)) = &s.sock {
+                m.wmem_queued += t.wmem_queued;
+                m.rmem_alloc += t.rmem_alloc();
+                m.wmem_alloc += t.wmem_alloc;
+                m.sockets += 1;
+            }
+        }
+        m.pages = (m.wmem_queued + m.rmem_alloc).div_ceil(4096);
+        m
     }
 
     /// The connection's state.

@@ -4,21 +4,50 @@
 use super::skb::{WriteSkb, FLAG_FIN, SKB_OVERHEAD};
 use super::sock::{Tcb, GSO_MAX_SIZE};
 use super::{Ctx, TcpState};
+use crate::config::Config;
 use crate::mib::Mib;
 use crate::socket::{Shutdown, SocketError};
 use bytes::BytesMut;
 
 impl Tcb {
-    /// `sk_stream_memory_free`: may a new skb be queued?
-    fn memory_free(&self) -> bool {
-        self.wmem_queued < self.sndbuf as u64
+    /// The `TCP_NOTSENT_LOWAT` in force: the socket's own value if set, else the
+    /// sysctl (`tcp_notsent_lowat()`), read at every use so a sysctl change applies
+    /// at once.
+    pub(crate) fn effective_lowat(&self, cfg: &Config) -> u32 {
+        if self.notsent_lowat != 0 {
+            self.notsent_lowat
+        } else {
+            cfg.tcp_notsent_lowat
+        }
     }
 
-    /// `sk_stream_is_writeable`: free space is at least half of what is queued
-    /// (`sk_stream_wspace >= sk_stream_min_wspace`).
-    pub(crate) fn is_writeable(&self) -> bool {
+    /// `tcp_stream_memory_free(sk, wake)`: `(notsent << wake) < lowat` (seeds 000/001).
+    fn stream_memory_free(&self, cfg: &Config, wake: u32) -> bool {
+        (self.notsent_bytes() << wake) < self.effective_lowat(cfg) as u64
+    }
+
+    /// `sk_stream_memory_free`: may a new skb be queued? (writer side: wake = 0)
+    fn memory_free(&self, cfg: &Config) -> bool {
+        self.wmem_queued < self.sndbuf as u64 && self.stream_memory_free(cfg, 0)
+    }
+
+    /// `sk_stream_is_writeable` as `tcp_poll` reports it: free space at least half of
+    /// what is queued, and notsent below lowat/2 (wake = 1, seed 001; wake = 0 with
+    /// `experimental.notsent_wake_hysteresis = false`).
+    pub(crate) fn is_writeable(&self, cfg: &Config) -> bool {
         let wspace = (self.sndbuf as i64) - self.wmem_queued as i64;
-        wspace >= (self.wmem_queued / 2) as i64 && self.memory_free()
+        let wake = cfg.notsent_wake_hysteresis as u32;
+        wspace >= (self.wmem_queued / 2) as i64
+            && self.wmem_queued < self.sndbuf as u64
+            && self.stream_memory_free(cfg, wake)
+    }
+
+    /// `TCP_NOTSENT_LOWAT` setsockopt: applies at once and wakes the writer if the
+    /// socket became writable (`sk_write_space`).
+    pub(crate) fn set_notsent_lowat(&mut self, ctx: &mut Ctx, bytes: u32) {
+        self.notsent_lowat = bytes;
+        self.nospace = true;
+        self.check_space(ctx);
     }
 
     /// `tcp_xmit_size_goal`: 64 KB bounded to half the peer's largest window
@@ -38,7 +67,7 @@ impl Tcb {
         if data.is_empty() {
             return Ok(0);
         }
-        let copied = self.copy_to_write_queue(data);
+        let copied = self.copy_to_write_queue(ctx.cfg, data);
         if copied < data.len() {
             self.nospace = true;
         }
@@ -68,14 +97,14 @@ impl Tcb {
 
     /// Appends to the tail skb up to `size_goal`, then starts new skbs while
     /// `sk_stream_memory_free` holds.
-    fn copy_to_write_queue(&mut self, data: &[u8]) -> usize {
+    fn copy_to_write_queue(&mut self, cfg: &Config, data: &[u8]) -> usize {
         let goal = self.size_goal() as usize;
         let mut copied = 0;
         while copied < data.len() {
             let room = match self.write_queue.back() {
                 Some(t) if t.data.len() < goal && t.flags & FLAG_FIN == 0 => goal - t.data.len(),
                 _ => {
-                    if !self.memory_free() {
+                    if !self.memory_free(cfg) {
                         break;
                     }
                     self.new_write_skb(goal);

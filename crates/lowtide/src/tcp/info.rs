@@ -88,6 +88,16 @@ pub struct TcpInfo {
     pub wmem_alloc: u64,
     /// Mean of all RTT samples (not in Linux's struct; what `ss` cannot show).
     pub mean_rtt: u32,
+    /// `tcpi_pacing_rate` (bytes per second).
+    pub pacing_rate: u64,
+    /// `tcpi_max_pacing_rate` (bytes per second).
+    pub max_pacing_rate: u64,
+    /// `sk_rmem_alloc` (`r` in `ss -m`): receive memory.
+    pub rmem_alloc: u64,
+    /// How often TCP Small Queues throttled the socket (lowtide's own statistic).
+    pub tsq_throttled: u64,
+    /// Writable events delivered to the application (`sk_write_space` wakeups).
+    pub wakeups: u64,
 }
 
 impl Tcb {
@@ -139,7 +149,20 @@ impl Tcb {
             wmem_queued: self.wmem_queued,
             wmem_alloc: self.wmem_alloc,
             mean_rtt: self.rtt_sum_us.checked_div(self.rtt_samples).unwrap_or(0) as u32,
+            pacing_rate: self.pacing_rate,
+            max_pacing_rate: self.max_pacing_rate,
+            rmem_alloc: self.rmem_alloc(),
+            tsq_throttled: self.tsq_throttled_count,
+            wakeups: self.wakeups,
         }
+    }
+
+    /// `sk_rmem_alloc`: received payload held, charged like Linux's skbs (payload plus
+    /// one skb overhead per MSS-sized segment).
+    pub(crate) fn rmem_alloc(&self) -> u64 {
+        let bytes = self.rcv_queue.len() as u64 + self.ofo.bytes();
+        let mss = self.rcv_mss.max(1) as u64;
+        bytes + bytes.div_ceil(mss) * super::skb::SKB_OVERHEAD as u64
     }
 
     /// TX completion: the device freed a packet of `truesize` bytes (`tcp_wfree`).

@@ -216,6 +216,7 @@ impl Tcb {
         self.data_queue(ctx, seq, payload, f.contains(TcpFlags::FIN));
         // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK.
         self.write_xmit(ctx);
+        self.check_space(ctx);
         self.ack_snd_check(ctx);
     }
 
@@ -670,8 +671,9 @@ impl Tcb {
 
     /// `tcp_check_space`/`tcp_new_space`: wake a writer that ran out of space.
     pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
-        if self.nospace && self.is_writeable() {
+        if self.nospace && self.state.is_synchronized() && self.is_writeable(ctx.cfg) {
             self.nospace = false;
+            self.wakeups += 1;
             self.notify(ctx, EventKind::Writable);
         }
     }

@@ -77,6 +77,24 @@ pub struct Tcb {
     /// `SOCK_NOSPACE`: a write could not take everything; wake it on space.
     pub(crate) nospace: bool,
     pub(crate) shut_wr: bool,
+    /// `TCP_NOTSENT_LOWAT` of this socket; 0 means unset (the sysctl applies).
+    pub(crate) notsent_lowat: u32,
+    /// `SO_MAX_PACING_RATE` in bytes per second.
+    pub(crate) max_pacing_rate: u64,
+    /// `sk_pacing_rate` in bytes per second (`tcp_update_pacing_rate`).
+    pub(crate) pacing_rate: u64,
+    /// `sk_pacing_status == SK_PACING_NEEDED`: TCP paces internally.
+    pub(crate) pacing_needed: bool,
+    /// `tcp_wstamp_ns`: earliest departure time of the next packet (EDT).
+    pub(crate) wstamp: Instant,
+    /// The pacing timer is armed for `wstamp`.
+    pub(crate) pacing_timer: bool,
+    /// `TSQ_THROTTLED`: waiting for TX completions.
+    pub(crate) tsq_throttled: bool,
+    /// How often TCP Small Queues throttled this socket.
+    pub(crate) tsq_throttled_count: u64,
+    /// Writable events delivered (`sk_write_space` wakeups).
+    pub(crate) wakeups: u64,
 
     // ---- receive side (RCV.*) ----
     pub(crate) irs: Seq,
@@ -204,6 +222,15 @@ impl Tcb {
             wmem_alloc: 0,
             nospace: false,
             shut_wr: false,
+            notsent_lowat: 0,
+            max_pacing_rate: u64::MAX,
+            pacing_rate: 0,
+            pacing_needed: false,
+            wstamp: now,
+            pacing_timer: false,
+            tsq_throttled: false,
+            tsq_throttled_count: 0,
+            wakeups: 0,
             irs: Seq(0),
             rcv_nxt: 0,
             rcv_wup: 0,

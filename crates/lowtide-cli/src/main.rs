@@ -5,6 +5,7 @@
 //! the full results as JSON with `--json`. Exit codes: 0 success, 1 the bytes did not
 //! verify (or the run failed), 2 bad arguments.
 
+mod config_file;
 mod summary;
 mod units;
 
@@ -77,9 +78,9 @@ struct StreamArgs {
     /// closes, instead of a bulk transfer.
     #[arg(long, value_parser = units::parse_bytes)]
     bytes: Option<u64>,
-    /// Congestion control.
-    #[arg(long, default_value = "reno", value_parser = parse_cc)]
-    cc: String,
+    /// Congestion control [default: reno, or the config file's].
+    #[arg(long, value_parser = parse_cc)]
+    cc: Option<String>,
     /// MSS in bytes; sets the MTU of both hosts to MSS + 40.
     #[arg(long, value_parser = clap::value_parser!(u32).range(88..=65_495))]
     mss: Option<u32>,
@@ -96,9 +97,17 @@ struct StreamArgs {
     #[arg(long, default_value = "on", value_parser = units::parse_on_off, value_name = "on|off", action = clap::ArgAction::Set)]
     gro: bool,
     /// A sysctl for both hosts, e.g. net.ipv4.tcp_rmem="4096 131072 6291456"
-    /// (repeatable).
+    /// (repeatable; overrides --config).
     #[arg(long = "sysctl", value_name = "NAME=VALUE", value_parser = parse_sysctl)]
     sysctls: Vec<String>,
+    /// A TOML file of sysctls for both hosts, in a [sysctl] table of
+    /// "name" = value entries (strings, integers or booleans).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// TCP_NOTSENT_LOWAT (bytes, e.g. 131072 or 128KiB) set on every sending socket
+    /// as soon as it exists; 0 leaves the sysctl net.ipv4.tcp_notsent_lowat in charge.
+    #[arg(long, value_name = "BYTES", value_parser = parse_lowat)]
+    notsent_lowat: Option<u32>,
     /// Prints the results as JSON.
     #[arg(long)]
     json: bool,
@@ -122,6 +131,14 @@ fn parse_cc(s: &str) -> Result<String, String> {
     }
 }
 
+fn parse_lowat(s: &str) -> Result<u32, String> {
+    let n = match s.trim() {
+        "0" => 0,
+        _ => units::parse_bytes(s)?,
+    };
+    u32::try_from(n).map_err(|_| format!("notsent-lowat '{s}' is above 4294967295 bytes"))
+}
+
 fn parse_sysctl(s: &str) -> Result<String, String> {
     Config::default()
         .set_assignment(s)
@@ -130,10 +147,16 @@ fn parse_sysctl(s: &str) -> Result<String, String> {
 }
 
 impl StreamArgs {
+    /// Defaults, then the --config file, then --cc and --mss, then each --sysctl.
     fn config(&self) -> Result<Config, String> {
         let mut cfg = Config::default();
-        cfg.set("net.ipv4.tcp_congestion_control", &self.cc)
-            .map_err(|e| e.to_string())?;
+        if let Some(path) = &self.config {
+            config_file::apply_file(&mut cfg, path)?;
+        }
+        if let Some(cc) = &self.cc {
+            cfg.set("net.ipv4.tcp_congestion_control", cc)
+                .map_err(|e| e.to_string())?;
+        }
         if let Some(mss) = self.mss {
             cfg.mtu = mss + 40;
         }
@@ -181,6 +204,7 @@ impl StreamArgs {
             gro: self.gro,
             config: self.config()?,
             pcap: self.pcap.clone(),
+            notsent_lowat: self.notsent_lowat,
             ..Scenario::default()
         })
     }

@@ -105,6 +105,7 @@ pub fn render(sc: &Scenario, r: &Results) -> String {
             let _ = writeln!(out, "bytes verified: NO ({why})");
         }
     }
+    resources(&mut out, r);
     let _ = writeln!(
         out,
         "drops: {} on the link, {} in NIC queues; sim: {} packets, {} events in {:.3} s wall ({:.0} packets/s)",
@@ -118,6 +119,41 @@ pub fn render(sc: &Scenario, r: &Results) -> String {
     out
 }
 
+/// A delay in µs, in ms when long.
+fn fmt_us(us: f64) -> String {
+    match us >= 1000.0 {
+        true => format!("{:.3} ms", us / 1e3),
+        false => format!("{us:.1} us"),
+    }
+}
+
+/// Memory, wakeups and device queue of the sending host.
+fn resources(out: &mut String, r: &Results) {
+    let m = &r.memory;
+    let _ = writeln!(
+        out,
+        "memory (host A): peak {} pages, mean {:.0} pages; send queue per flow: peak {}, mean {}",
+        m.peak_pages,
+        m.mean_pages,
+        fmt_bytes(m.peak_wmem_queued_per_flow),
+        fmt_bytes(m.mean_wmem_queued_per_flow.round() as u64),
+    );
+    let _ = writeln!(
+        out,
+        "wakeups: {} ({:.1} per MB, {:.0} per s)",
+        r.wakeups.total, r.wakeups.per_mb, r.wakeups.per_s
+    );
+    let d = &r.device_queue;
+    let _ = writeln!(
+        out,
+        "device queue (host A) per flow: peak {}, mean {}; delay peak {}, mean {}",
+        fmt_bytes(d.peak_bytes_per_flow),
+        fmt_bytes(d.mean_bytes_per_flow.round() as u64),
+        fmt_us(d.peak_delay_us),
+        fmt_us(d.mean_delay_us),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +164,7 @@ mod tests {
         assert_eq!(fmt_bytes(2 * 1024 * 1024), "2.00 MBytes");
         assert_eq!(fmt_rate(941_000_000.0), "941.00 Mbit/s");
         assert_eq!(fmt_rate(10e9), "10.00 Gbit/s");
+        assert_eq!(fmt_us(12.34), "12.3 us");
+        assert_eq!(fmt_us(4321.0), "4.321 ms");
     }
 }

@@ -66,14 +66,29 @@ pub struct InfoSnapshot {
     pub retrans_segs: u64,
     /// Smoothed RTT (µs).
     pub rtt_us: u64,
+    /// Mean of the RTT samples (µs).
+    pub mean_rtt_us: u64,
+    /// Smallest RTT sample (µs; 0 if none).
+    pub min_rtt_us: u64,
+    /// Times TCP Small Queues throttled the socket.
+    pub tsq_throttled: u64,
+    /// Pacing rate (bytes per second).
+    pub pacing_rate: u64,
+    /// `TCP_NOTSENT_LOWAT` as getsockopt reports it (0: unset).
+    pub notsent_lowat: u32,
 }
 
 impl InfoSnapshot {
-    /// Takes the figures from a `tcp_info`.
+    /// Takes the figures from a `tcp_info` (`notsent_lowat` is not in it: 0).
     pub fn from_info(info: &TcpInfo) -> InfoSnapshot {
         InfoSnapshot {
             retrans_segs: info.total_retrans as u64,
             rtt_us: info.rtt as u64,
+            mean_rtt_us: info.mean_rtt as u64,
+            min_rtt_us: info.min_rtt as u64,
+            tsq_throttled: info.tsq_throttled,
+            pacing_rate: info.pacing_rate,
+            notsent_lowat: 0,
         }
     }
 }
@@ -98,6 +113,9 @@ pub struct Sender {
     pub info: InfoSnapshot,
     /// The first socket error, if any.
     pub error: Option<SocketError>,
+    /// `TCP_NOTSENT_LOWAT` still to set, because the socket refused it before the
+    /// connection was established.
+    pub pending_lowat: Option<u32>,
     payload: Payload,
 }
 
@@ -114,12 +132,28 @@ impl Sender {
             started_at: Instant::ZERO,
             info: InfoSnapshot::default(),
             error: None,
+            pending_lowat: None,
             payload: Payload::new(seed, flow),
         }
     }
 
+    /// Sets `TCP_NOTSENT_LOWAT` on the socket; if the socket refuses it now, it is
+    /// set again when the connection is established.
+    pub fn set_notsent_lowat(&mut self, stack: &mut Stack, now: Instant, bytes: u32) {
+        let Some(h) = self.handle else { return };
+        self.pending_lowat = match stack.set_notsent_lowat(now, h, bytes) {
+            Ok(()) => None,
+            Err(_) => Some(bytes),
+        };
+    }
+
     /// The connection completed: start writing.
     pub fn on_connected(&mut self, stack: &mut Stack, now: Instant, buf: &mut WriteBuf) {
+        if let (Some(bytes), Some(h)) = (self.pending_lowat.take(), self.handle) {
+            if let Err(e) = stack.set_notsent_lowat(now, h, bytes) {
+                tracing::warn!("flow {}: TCP_NOTSENT_LOWAT refused: {e}", self.flow);
+            }
+        }
         if self.state == SendState::Connecting {
             self.state = SendState::Sending;
         }
@@ -187,8 +221,10 @@ impl Sender {
 
     /// Takes a tcp_info snapshot (while the handle is valid).
     pub fn snapshot(&mut self, stack: &Stack, now: Instant) {
-        if let Some(info) = self.handle.and_then(|h| stack.info(now, h).ok()) {
+        let Some(h) = self.handle else { return };
+        if let Ok(info) = stack.info(now, h) {
             self.info = InfoSnapshot::from_info(&info);
+            self.info.notsent_lowat = stack.notsent_lowat(h).unwrap_or(0);
         }
     }
 

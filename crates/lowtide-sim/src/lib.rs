@@ -33,8 +33,10 @@ pub mod nic;
 pub mod payload;
 pub mod pcap;
 mod report;
+pub mod sample;
 pub mod scenario;
 mod world;
 
 pub use link::LinkConfig;
-pub use scenario::{Results, Scenario, SimError, Workload};
+pub use sample::MemoryResult;
+pub use scenario::{DeviceQueueResult, Results, Scenario, SimError, Wakeups, Workload};

@@ -23,10 +23,14 @@ impl QueueItem for Vec<u8> {
     }
 }
 
+/// The flow of a packet that belongs to no flow (see [`NicQueue::enqueue_flow`]).
+pub const NO_FLOW: u32 = u32::MAX;
+
 /// A packet waiting in the queue.
 struct Queued<T> {
     tx: T,
     enqueued_at: Instant,
+    flow: u32,
 }
 
 /// Queue statistics of one device (the `device_queue` figures of an experiment).
@@ -46,6 +50,11 @@ pub struct QueueStats {
     pub mean_delay_us: f64,
     /// Longest such wait (µs).
     pub max_delay_us: f64,
+    /// Most IP bytes one flow ever had queued at once (max over flows and time).
+    pub peak_flow_bytes: u64,
+    /// Time-weighted mean of the queued bytes that belong to some flow (all flows
+    /// together; divide by the number of flows for a per-flow mean).
+    pub mean_flow_bytes: f64,
 }
 
 /// A pfifo queue with a packet limit; what it holds is waiting for the transmitter.
@@ -59,6 +68,12 @@ pub struct NicQueue<T = Transmit> {
     delay_sum_ns: u128,
     delay_max_ns: u64,
     dequeued: u64,
+    /// Bytes queued per flow, indexed by flow id (grown on demand).
+    flow_bytes: Vec<u64>,
+    /// Sum of `flow_bytes`.
+    flow_total: u64,
+    /// Integral of `flow_total` over time (byte·ns) up to `last_change`.
+    flow_byte_ns: u128,
     stats: QueueStats,
 }
 
@@ -74,21 +89,36 @@ impl<T: QueueItem> NicQueue<T> {
             delay_sum_ns: 0,
             delay_max_ns: 0,
             dequeued: 0,
+            flow_bytes: Vec::new(),
+            flow_total: 0,
+            flow_byte_ns: 0,
             stats: QueueStats::default(),
         }
     }
 
-    /// Queues a packet, or gives it back if the queue is full (a drop, counted).
+    /// Queues a packet that belongs to no flow, or gives it back if the queue is
+    /// full (a drop, counted).
     pub fn enqueue(&mut self, now: Instant, tx: T) -> Result<(), T> {
+        self.enqueue_flow(now, tx, NO_FLOW)
+    }
+
+    /// Queues a packet of `flow` (or [`NO_FLOW`]), or gives it back if the queue is
+    /// full (a drop, counted). The flow only feeds the per-flow statistics.
+    pub fn enqueue_flow(&mut self, now: Instant, tx: T, flow: u32) -> Result<(), T> {
         if self.queue.len() >= self.limit {
             self.stats.drops += 1;
             return Err(tx);
         }
         self.account(now);
-        self.bytes += tx.ip_len() as u64;
+        let len = tx.ip_len() as u64;
+        self.bytes += len;
+        if flow != NO_FLOW {
+            self.add_flow_bytes(flow, len);
+        }
         self.queue.push_back(Queued {
             tx,
             enqueued_at: now,
+            flow,
         });
         self.stats.enqueued += 1;
         self.stats.peak_packets = self.stats.peak_packets.max(self.queue.len() as u64);
@@ -100,7 +130,12 @@ impl<T: QueueItem> NicQueue<T> {
     pub fn dequeue(&mut self, now: Instant) -> Option<T> {
         let q = self.queue.pop_front()?;
         self.account(now);
-        self.bytes -= q.tx.ip_len() as u64;
+        let len = q.tx.ip_len() as u64;
+        self.bytes -= len;
+        if q.flow != NO_FLOW {
+            self.flow_bytes[q.flow as usize] -= len;
+            self.flow_total -= len;
+        }
         let wait = now.as_nanos().saturating_sub(q.enqueued_at.as_nanos());
         self.delay_sum_ns += wait as u128;
         self.delay_max_ns = self.delay_max_ns.max(wait);
@@ -108,9 +143,21 @@ impl<T: QueueItem> NicQueue<T> {
         Some(q.tx)
     }
 
+    fn add_flow_bytes(&mut self, flow: u32, len: u64) {
+        let i = flow as usize;
+        if self.flow_bytes.len() <= i {
+            self.flow_bytes.resize(i + 1, 0);
+        }
+        self.flow_bytes[i] += len;
+        self.flow_total += len;
+        self.stats.peak_flow_bytes = self.stats.peak_flow_bytes.max(self.flow_bytes[i]);
+    }
+
+    /// Integrates the queued bytes over the time since the last change.
     fn account(&mut self, now: Instant) {
-        let dt = now.as_nanos().saturating_sub(self.last_change.as_nanos());
-        self.byte_ns += self.bytes as u128 * dt as u128;
+        let dt = now.as_nanos().saturating_sub(self.last_change.as_nanos()) as u128;
+        self.byte_ns += self.bytes as u128 * dt;
+        self.flow_byte_ns += self.flow_total as u128 * dt;
         self.last_change = now;
     }
 
@@ -129,13 +176,20 @@ impl<T: QueueItem> NicQueue<T> {
         self.bytes
     }
 
-    /// Statistics up to `now`.
+    /// IP bytes of `flow` queued.
+    pub fn flow_bytes(&self, flow: u32) -> u64 {
+        self.flow_bytes.get(flow as usize).copied().unwrap_or(0)
+    }
+
+    /// Statistics up to `now` (time averages over `0..now`).
     pub fn stats(&self, now: Instant) -> QueueStats {
         let mut s = self.stats;
-        let dt = now.as_nanos().saturating_sub(self.last_change.as_nanos());
-        let total = self.byte_ns + self.bytes as u128 * dt as u128;
+        let dt = now.as_nanos().saturating_sub(self.last_change.as_nanos()) as u128;
+        let total = self.byte_ns + self.bytes as u128 * dt;
+        let flow_total = self.flow_byte_ns + self.flow_total as u128 * dt;
         if now.as_nanos() > 0 {
             s.mean_bytes = total as f64 / now.as_nanos() as f64;
+            s.mean_flow_bytes = flow_total as f64 / now.as_nanos() as f64;
         }
         if self.dequeued > 0 {
             s.mean_delay_us = self.delay_sum_ns as f64 / self.dequeued as f64 / 1e3;
@@ -181,5 +235,50 @@ mod tests {
         assert!((s.mean_delay_us - 2.0).abs() < 1e-9);
         assert!((s.max_delay_us - 3.0).abs() < 1e-9);
         assert_eq!(s.peak_bytes, 400);
+    }
+
+    #[test]
+    fn per_flow_bytes_and_delays_of_a_toy_sequence() {
+        let mut q: NicQueue<Vec<u8>> = NicQueue::new(10);
+        q.enqueue_flow(Instant(0), vec![0; 1000], 0).unwrap();
+        q.enqueue_flow(Instant(0), vec![1; 500], 1).unwrap();
+        q.enqueue_flow(Instant(0), vec![0; 2000], 0).unwrap();
+        q.enqueue(Instant(0), vec![9; 100]).unwrap();
+        assert_eq!(
+            (q.flow_bytes(0), q.flow_bytes(1), q.flow_bytes(7)),
+            (3000, 500, 0)
+        );
+        assert_eq!(q.dequeue(Instant(1_000)).unwrap().len(), 1000); // waited 1 µs
+        assert_eq!(q.dequeue(Instant(2_000)).unwrap().len(), 500); // 2 µs
+        q.enqueue_flow(Instant(2_000), vec![1; 300], 1).unwrap();
+        assert_eq!(q.dequeue(Instant(4_000)).unwrap().len(), 2000); // 4 µs
+        assert_eq!(q.dequeue(Instant(5_000)).unwrap().len(), 100); // 5 µs
+        assert_eq!(q.dequeue(Instant(6_000)).unwrap().len(), 300); // 4 µs
+        assert_eq!((q.flow_bytes(0), q.flow_bytes(1)), (0, 0));
+        let s = q.stats(Instant(8_000));
+        // Flow 0 held 3000 B at t = 0: the largest of any flow at any time.
+        assert_eq!(s.peak_flow_bytes, 3000);
+        assert_eq!(s.peak_bytes, 3600);
+        // Bytes of flows: 3500 for 1 µs, 2500 for 1 µs, 2300 for 2 µs, 300 for 2 µs,
+        // then none for 2 µs: 11,200 B·µs over 8 µs.
+        assert!(
+            (s.mean_flow_bytes - 1400.0).abs() < 1e-9,
+            "{}",
+            s.mean_flow_bytes
+        );
+        // All bytes: the flows' plus 100 B for 5 µs.
+        assert!((s.mean_bytes - 1462.5).abs() < 1e-9, "{}", s.mean_bytes);
+        // Waits 1, 2, 4, 5 and 4 µs.
+        assert!((s.mean_delay_us - 3.2).abs() < 1e-9, "{}", s.mean_delay_us);
+        assert!((s.max_delay_us - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_dropped_packet_leaves_no_flow_bytes() {
+        let mut q: NicQueue<Vec<u8>> = NicQueue::new(1);
+        q.enqueue_flow(Instant(0), vec![0; 10], 3).unwrap();
+        assert!(q.enqueue_flow(Instant(0), vec![0; 20], 3).is_err());
+        assert_eq!(q.flow_bytes(3), 10);
+        assert_eq!(q.stats(Instant(1)).peak_flow_bytes, 10);
     }
 }

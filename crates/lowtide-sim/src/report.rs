@@ -1,7 +1,8 @@
 //! Running a scenario and turning the final state into [`Results`].
 
 use crate::scenario::{
-    DeviceQueue, Drops, FlowResult, LinkResult, Results, Scenario, SimError, Workload,
+    DeviceQueue, DeviceQueueResult, Drops, FlowResult, LinkResult, Results, Scenario, SimError,
+    Wakeups, Workload,
 };
 use crate::world::{StopReason, World, HOST_A, HOST_B};
 use lowtide::Instant;
@@ -16,6 +17,7 @@ pub(crate) fn run(sc: &Scenario) -> Result<Results, SimError> {
         Workload::Bytes { time_limit_ns, .. } => Some(Instant(time_limit_ns)),
     };
     let reason = w.run_loop(limit);
+    w.sample_memory(w.now);
     for flow in &mut w.flows {
         flow.sender.snapshot(&w.hosts[HOST_A].stack, w.now);
     }
@@ -72,6 +74,7 @@ fn report(sc: &Scenario, w: &World, failure: Option<String>) -> Results {
     };
     let duration_s = duration_ns as f64 / 1e9;
     let bytes: u64 = per_flow.iter().map(|f| f.bytes_delivered).sum();
+    let wakeups = wakeups(&per_flow, bytes, duration_ns);
     let drops = Drops {
         link_loss: w.links.iter().map(|l| l.stats.lost).sum(),
         queue: w.hosts.iter().map(|h| h.nic.stats(end).drops).sum(),
@@ -89,7 +92,10 @@ fn report(sc: &Scenario, w: &World, failure: Option<String>) -> Results {
         sim_packets: w.links.iter().map(|l| l.stats.packets).sum(),
         sim_events: w.events,
         drops,
-        device_queue: ["A", "B"]
+        memory: w.memory.result(sc.flows),
+        wakeups,
+        device_queue: device_queue(w, sc.flows, end),
+        nic_queues: ["A", "B"]
             .iter()
             .zip(&w.hosts)
             .map(|(&host, h)| DeviceQueue {
@@ -108,6 +114,27 @@ fn report(sc: &Scenario, w: &World, failure: Option<String>) -> Results {
     }
 }
 
+fn wakeups(per_flow: &[FlowResult], bytes: u64, duration_ns: u64) -> Wakeups {
+    let total: u64 = per_flow.iter().map(|f| f.wakeups).sum();
+    let per = |x: f64| if x > 0.0 { total as f64 / x } else { 0.0 };
+    Wakeups {
+        total,
+        per_mb: per(bytes as f64 / 1e6),
+        per_s: per(duration_ns as f64 / 1e9),
+    }
+}
+
+/// Host A's device queue per flow, over the whole run (`0..end`).
+fn device_queue(w: &World, flows: u32, end: Instant) -> DeviceQueueResult {
+    let s = w.hosts[HOST_A].nic.stats(end);
+    DeviceQueueResult {
+        peak_bytes_per_flow: s.peak_flow_bytes,
+        mean_bytes_per_flow: s.mean_flow_bytes / flows.max(1) as f64,
+        peak_delay_us: s.max_delay_us,
+        mean_delay_us: s.mean_delay_us,
+    }
+}
+
 fn flow_result(sc: &Scenario, f: &crate::world::Flow, end: Instant) -> FlowResult {
     let v = &f.receiver.verifier;
     let start = f.sender.started_at.as_nanos();
@@ -123,6 +150,11 @@ fn flow_result(sc: &Scenario, f: &crate::world::Flow, end: Instant) -> FlowResul
         retrans_segs: f.sender.info.retrans_segs,
         rtt_us: f.sender.info.rtt_us,
         wakeups: f.sender.wakeups,
+        mean_rtt_us: f.sender.info.mean_rtt_us,
+        min_rtt_us: f.sender.info.min_rtt_us,
+        tsq_throttled: f.sender.info.tsq_throttled,
+        pacing_rate_bps: f.sender.info.pacing_rate.saturating_mul(8),
+        notsent_lowat: f.sender.info.notsent_lowat,
         verified: v.first_error().is_none()
             && f.sender.error.is_none()
             && f.receiver.error.is_none(),

@@ -2,6 +2,7 @@
 
 use crate::link::{LinkConfig, LinkStats};
 use crate::nic::QueueStats;
+use crate::sample::MemoryResult;
 use lowtide::{Config, Counters};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -52,6 +53,12 @@ pub struct Scenario {
     pub config: Config,
     /// Write a pcap of the link traffic here.
     pub pcap: Option<PathBuf>,
+    /// `TCP_NOTSENT_LOWAT` set on every sending socket as soon as it exists
+    /// (`None`: not set, the sysctl `net.ipv4.tcp_notsent_lowat` applies).
+    pub notsent_lowat: Option<u32>,
+    /// Interval of the memory sampling grid (ns); 0 picks a tenth of the base RTT
+    /// within 100 µs..=1 ms ([`crate::sample::auto_interval`]).
+    pub sample_interval_ns: u64,
 }
 
 impl Default for Scenario {
@@ -70,6 +77,8 @@ impl Default for Scenario {
             stagger_ns: 1_000,
             config: Config::default(),
             pcap: None,
+            notsent_lowat: None,
+            sample_interval_ns: 0,
         }
     }
 }
@@ -116,6 +125,16 @@ pub struct FlowResult {
     pub rtt_us: u64,
     /// Writable events delivered to the sending application.
     pub wakeups: u64,
+    /// Mean of the sender's RTT samples (tcp_info, µs).
+    pub mean_rtt_us: u64,
+    /// The sender's smallest RTT sample (tcp_info `tcpi_min_rtt`, µs; 0 if none).
+    pub min_rtt_us: u64,
+    /// Times TCP Small Queues throttled the sender (tcp_info).
+    pub tsq_throttled: u64,
+    /// The sender's pacing rate at the end (tcp_info `tcpi_pacing_rate`, in bit/s).
+    pub pacing_rate_bps: u64,
+    /// `TCP_NOTSENT_LOWAT` of the sending socket as getsockopt reports it (0: unset).
+    pub notsent_lowat: u32,
     /// Every byte read so far matched, and a fixed-size transfer arrived whole.
     pub verified: bool,
     /// The stream offset of the first wrong, extra or missing byte.
@@ -131,6 +150,31 @@ pub struct Drops {
     pub link_loss: u64,
     /// Packets dropped by full NIC queues (both hosts).
     pub queue: u64,
+}
+
+/// What sat in the sending host A's device queue, per flow (the `device_queue`
+/// figures of an experiment). Averages are over the whole run, from time 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct DeviceQueueResult {
+    /// Most bytes (IP length) one flow ever had in the queue at once.
+    pub peak_bytes_per_flow: u64,
+    /// Time average of the flows' bytes in the queue, divided by the number of flows.
+    pub mean_bytes_per_flow: f64,
+    /// Longest wait of a packet from enqueue to the start of its serialization (µs).
+    pub peak_delay_us: f64,
+    /// Mean of that wait over the packets sent (a GSO packet counts once; µs).
+    pub mean_delay_us: f64,
+}
+
+/// Writable events delivered to the sending applications (application wakeups).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Wakeups {
+    /// Over all flows.
+    pub total: u64,
+    /// Per 1e6 bytes delivered.
+    pub per_mb: f64,
+    /// Per second of measured time.
+    pub per_s: f64,
 }
 
 /// One host's device queue.
@@ -180,8 +224,14 @@ pub struct Results {
     pub sim_events: u64,
     /// Losses.
     pub drops: Drops,
-    /// The hosts' device queues.
-    pub device_queue: Vec<DeviceQueue>,
+    /// Host A's TCP memory, sampled on a virtual-time grid over the whole run.
+    pub memory: MemoryResult,
+    /// Application wakeups of the senders.
+    pub wakeups: Wakeups,
+    /// Per-flow figures of host A's device queue.
+    pub device_queue: DeviceQueueResult,
+    /// Both hosts' device queues, whole-queue figures.
+    pub nic_queues: Vec<DeviceQueue>,
     /// Per link direction.
     pub links: Vec<LinkResult>,
 }

@@ -4,11 +4,13 @@ use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
 use crate::link::{LinkDir, Pipe};
+use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
+use crate::sample::{auto_interval, MemorySampler};
 use crate::scenario::{Scenario, SimError, Workload};
 use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
-use lowtide_wire::gso;
+use lowtide_wire::{gso, tcp::four_tuple};
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -62,6 +64,10 @@ pub(crate) struct World {
     pub events: u64,
     /// Flows whose both ends are finished (fixed-size transfers).
     pub flows_done: u32,
+    /// `TCP_NOTSENT_LOWAT` for every sending socket.
+    pub notsent_lowat: Option<u32>,
+    /// Host A's TCP memory on the sampling grid.
+    pub memory: MemorySampler,
     pub now: Instant,
 }
 
@@ -129,6 +135,11 @@ impl World {
             rbuf: vec![0; IO_BUF],
             events: 0,
             flows_done: 0,
+            notsent_lowat: sc.notsent_lowat,
+            memory: MemorySampler::new(match sc.sample_interval_ns {
+                0 => auto_interval(sc.link_ab.delay_ns + sc.link_ba.delay_ns),
+                ns => ns,
+            }),
             now: Instant::ZERO,
         })
     }
@@ -161,6 +172,9 @@ impl World {
                 self.now = time_limit.unwrap_or(at);
                 return StopReason::TimeLimit;
             }
+            if self.memory.due(at.as_nanos()) {
+                self.sample_memory(at);
+            }
             self.now = at;
             self.events += 1;
             match ev {
@@ -177,6 +191,13 @@ impl World {
         StopReason::Idle
     }
 
+    /// Records host A's TCP memory (as the last event left it) for the sampling grid
+    /// points before `until`.
+    pub fn sample_memory(&mut self, until: Instant) {
+        let m = self.hosts[HOST_A].stack.tcp_memory();
+        self.memory.record(until.as_nanos(), m.pages, m.wmem_queued);
+    }
+
     fn start_flow(&mut self, flow: u32) {
         let now = self.now;
         let a = &mut self.hosts[HOST_A];
@@ -188,6 +209,9 @@ impl World {
             Ok(h) => {
                 a.register(h, Role::Sender(flow));
                 s.handle = Some(h);
+                if let Some(bytes) = self.notsent_lowat {
+                    s.set_notsent_lowat(&mut a.stack, now, bytes);
+                }
                 if let Ok((l, _)) = a.stack.addresses(h) {
                     self.port_flow.insert(l.port(), flow);
                 }
@@ -277,11 +301,25 @@ impl World {
     }
 
     fn enqueue(&mut self, host: usize, tx: Transmit) {
+        // Host A's packets are attributed to flows by their source port, for the
+        // per-flow device queue figures.
+        let flow = match host {
+            HOST_A => self.flow_of(&tx.packet),
+            _ => NO_FLOW,
+        };
         let h = &mut self.hosts[host];
-        if let Err(tx) = h.nic.enqueue(self.now, tx) {
+        if let Err(tx) = h.nic.enqueue_flow(self.now, tx, flow) {
             // A drop is a completion too: the stack must not wait for it.
             h.stack.handle_tx_complete(self.now, tx.token);
         }
+    }
+
+    /// The flow of a packet sent by host A (by its source port), or [`NO_FLOW`].
+    fn flow_of(&self, packet: &[u8]) -> u32 {
+        four_tuple(packet)
+            .ok()
+            .and_then(|(src, _)| self.port_flow.get(&src.port()).copied())
+            .unwrap_or(NO_FLOW)
     }
 
     fn arm_timer(&mut self, host: usize) {

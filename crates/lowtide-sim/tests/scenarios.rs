@@ -90,7 +90,7 @@ fn small_queue_drops_are_recovered() {
     let mut sc = transfer(9, 8, 300_000);
     sc.queue_limit = 4;
     let r = run_verified(&sc);
-    assert!(r.device_queue[0].stats.peak_packets <= 4);
+    assert!(r.nic_queues[0].stats.peak_packets <= 4);
 }
 
 #[test]

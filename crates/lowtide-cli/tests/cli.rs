@@ -21,6 +21,8 @@ fn bad_values_exit_with_2_and_one_clear_line() {
         &["--gro", "maybe"],
         &["--sysctl", "net.ipv4.tcp_nonsense=1"],
         &["--sysctl", "net.ipv4.tcp_rmem=1 2"],
+        &["--notsent-lowat", "lots"],
+        &["--notsent-lowat", "5GB"],
         &["--flows", "0"],
         &["--no-such-flag"],
     ];
@@ -66,6 +68,42 @@ fn json_output_has_the_required_keys() {
     ] {
         assert!(v.get(key).is_some(), "missing key {key}");
     }
+    for (obj, keys) in [
+        (
+            "memory",
+            &[
+                "peak_pages",
+                "mean_pages",
+                "peak_wmem_queued_per_flow",
+                "mean_wmem_queued_per_flow",
+            ][..],
+        ),
+        ("wakeups", &["total", "per_mb"][..]),
+        (
+            "device_queue",
+            &[
+                "peak_bytes_per_flow",
+                "mean_bytes_per_flow",
+                "peak_delay_us",
+                "mean_delay_us",
+            ][..],
+        ),
+        (
+            "counters",
+            &[
+                "IpOutRequests",
+                "TcpOutSegs",
+                "IpInReceives",
+                "TcpRetransSegs",
+            ][..],
+        ),
+    ] {
+        for key in keys {
+            assert!(v[obj].get(key).is_some(), "missing key {obj}.{key}");
+        }
+    }
+    assert!(v["memory"]["peak_pages"].as_u64().unwrap() > 0);
+    assert!(v["device_queue"]["peak_bytes_per_flow"].as_u64().unwrap() > 0);
     assert_eq!(v["flows"], 2);
     assert_eq!(v["bytes_verified"], true);
     let flows = v["per_flow"].as_array().expect("per_flow array");
@@ -78,6 +116,10 @@ fn json_output_has_the_required_keys() {
             "retrans_segs",
             "rtt_us",
             "wakeups",
+            "mean_rtt_us",
+            "min_rtt_us",
+            "tsq_throttled",
+            "pacing_rate_bps",
         ] {
             assert!(f.get(key).is_some(), "missing per_flow key {key}");
         }
@@ -107,4 +149,128 @@ fn summary_is_readable_and_reports_verification() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("[SUM]"), "{text}");
     assert!(text.contains("bytes verified: yes"), "{text}");
+}
+
+/// Runs `sim stream` with `args` and `--json`; the run must succeed.
+fn run_json(args: &[&str]) -> serde_json::Value {
+    let mut full = vec!["sim", "stream", "--json"];
+    full.extend_from_slice(args);
+    let out = lowtide(&full);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+fn write_config(name: &str, text: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&path, text).expect("write config");
+    path.to_string_lossy().into_owned()
+}
+
+fn peak_wmem(v: &serde_json::Value) -> u64 {
+    v["memory"]["peak_wmem_queued_per_flow"].as_u64().unwrap()
+}
+
+#[test]
+fn config_file_applies_and_sysctl_overrides_it() {
+    let cfg = write_config(
+        "good.toml",
+        r#"
+[sysctl]
+"net.ipv4.tcp_wmem" = "4096 16384 65536"
+"net.ipv4.tcp_notsent_lowat" = 4294967295
+"experimental.tsq" = true
+"experimental.size_goal_at" = "transmit"
+"#,
+    );
+    // One flow filling 1 Gbit/s at 10 ms RTT: the send buffer autotunes to MBytes.
+    let base = ["--rate", "1gbit", "--rtt", "10ms", "--duration", "300ms"];
+    let plain = run_json(&base);
+    let mut with_file = base.to_vec();
+    with_file.extend(["--config", cfg.as_str()]);
+    let small = run_json(&with_file);
+    // tcp_wmem max 64 KB: the send queue stays within it plus one skb of overshoot.
+    assert!(peak_wmem(&small) <= 2 * 65_536, "{}", peak_wmem(&small));
+    assert!(peak_wmem(&plain) > 8 * 65_536, "{}", peak_wmem(&plain));
+    with_file.extend(["--sysctl", "net.ipv4.tcp_wmem=4096 16384 4194304"]);
+    let overridden = run_json(&with_file);
+    assert!(
+        peak_wmem(&overridden) > 8 * 65_536,
+        "--sysctl did not override the file: {}",
+        peak_wmem(&overridden)
+    );
+}
+
+#[test]
+fn bad_config_files_exit_with_2() {
+    let cases = [
+        (
+            "unknown.toml",
+            "[sysctl]\n\"net.ipv4.tcp_nonsense\" = 1\n",
+            "tcp_nonsense",
+        ),
+        (
+            "badvalue.toml",
+            "[sysctl]\n\"net.ipv4.tcp_wmem\" = \"1 2\"\n",
+            "tcp_wmem",
+        ),
+        ("badtoml.toml", "[sysctl\n", "config"),
+        ("section.toml", "[sysctls]\n", "sysctls"),
+    ];
+    for (name, text, needle) in cases {
+        let path = write_config(name, text);
+        let out = lowtide(&["sim", "stream", "--duration", "10ms", "--config", &path]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        let first = err.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with("error: ") && first.contains(needle),
+            "{name}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{name}");
+    }
+    let out = lowtide(&["sim", "stream", "--config", "/nonexistent/lowtide.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn notsent_lowat_is_set_on_every_sender_and_cuts_memory() {
+    let base = [
+        "--flows",
+        "20",
+        "--rate",
+        "1gbit",
+        "--rtt",
+        "10ms",
+        "--duration",
+        "1s",
+    ];
+    let plain = run_json(&base);
+    let mut args = base.to_vec();
+    args.extend(["--notsent-lowat", "128KiB"]);
+    let lowat = run_json(&args);
+    for f in lowat["per_flow"].as_array().unwrap() {
+        assert_eq!(f["notsent_lowat"], 131_072, "getsockopt: {f}");
+    }
+    for f in plain["per_flow"].as_array().unwrap() {
+        assert_eq!(f["notsent_lowat"], 0, "unset: {f}");
+    }
+    let mean = |v: &serde_json::Value| v["memory"]["mean_wmem_queued_per_flow"].as_f64().unwrap();
+    assert!(
+        mean(&lowat) < 0.5 * mean(&plain),
+        "lowat {} vs {}",
+        mean(&lowat),
+        mean(&plain)
+    );
+    let pages = |v: &serde_json::Value| v["memory"]["mean_pages"].as_f64().unwrap();
+    assert!(pages(&lowat) < pages(&plain));
+    // The price: more wakeups for the same bytes.
+    let per_mb = |v: &serde_json::Value| v["wakeups"]["per_mb"].as_f64().unwrap();
+    assert!(per_mb(&lowat) > per_mb(&plain));
+    let goodput = |v: &serde_json::Value| v["goodput_bps"].as_f64().unwrap();
+    assert!(goodput(&lowat) > 0.9 * goodput(&plain));
 }

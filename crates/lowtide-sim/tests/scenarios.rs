@@ -195,3 +195,49 @@ fn check_with_tcpdump(path: &std::path::Path, packets: u64) {
         "bad checksum in capture:\n{text}"
     );
 }
+
+/// The sender-side figures agree with each other: the device queue of host A holds
+/// only the flows' packets, the memory grid covers the run, lowat is set per socket.
+#[test]
+fn sender_resource_figures_are_consistent() {
+    let mut sc = Scenario {
+        flows: 4,
+        workload: Workload::Bulk {
+            duration_ns: 500_000_000,
+        },
+        link_ab: link(100_000_000, 5_000),
+        link_ba: link(100_000_000, 5_000),
+        notsent_lowat: Some(65_536),
+        ..Scenario::default()
+    };
+    let r = run_verified(&sc);
+    // 10 ms RTT: a 1 ms grid, points 0, 1 ms, ..., 499 ms.
+    assert_eq!(r.memory.sample_interval_us, 1_000.0);
+    assert_eq!(r.memory.samples, 500);
+    assert!(r.memory.peak_pages as f64 >= r.memory.mean_pages);
+    assert!(r.memory.mean_pages > 0.0);
+    for f in &r.per_flow {
+        assert_eq!(f.notsent_lowat, 65_536, "flow {}", f.flow);
+        assert!(
+            f.min_rtt_us >= 10_000 && f.mean_rtt_us >= f.min_rtt_us,
+            "{f:?}"
+        );
+    }
+    let nic = &r.nic_queues[0].stats;
+    let dq = &r.device_queue;
+    assert!(dq.peak_bytes_per_flow > 0 && dq.peak_bytes_per_flow <= nic.peak_bytes);
+    // Every byte in A's queue belongs to a flow: the per-flow mean adds up.
+    let sum = dq.mean_bytes_per_flow * sc.flows as f64;
+    assert!((sum - nic.mean_bytes).abs() < 1e-6 * nic.mean_bytes.max(1.0));
+    assert_eq!(dq.peak_delay_us, nic.max_delay_us);
+    assert!(dq.mean_delay_us > 0.0 && dq.mean_delay_us <= dq.peak_delay_us);
+    let total: u64 = r.per_flow.iter().map(|f| f.wakeups).sum();
+    assert_eq!(r.wakeups.total, total);
+    let mb = r.per_flow.iter().map(|f| f.bytes_delivered).sum::<u64>() as f64 / 1e6;
+    assert!((r.wakeups.per_mb - total as f64 / mb).abs() < 1e-9);
+    // Without lowat the sockets queue more.
+    sc.notsent_lowat = None;
+    let plain = run_verified(&sc);
+    assert!(plain.memory.mean_wmem_queued_per_flow > r.memory.mean_wmem_queued_per_flow);
+    assert_eq!(plain.per_flow[0].notsent_lowat, 0);
+}

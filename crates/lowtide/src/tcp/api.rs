@@ -52,11 +52,17 @@ impl Tcb {
 
     /// `tcp_xmit_size_goal`: 64 KB bounded to half the peer's largest window
     /// (`tcp_bound_to_half_wnd`), a whole number of segments.
-    pub(crate) fn size_goal(&self) -> u32 {
+    ///
+    /// Before seed 004 (`experimental.size_goal_at = write`) the goal was also cut to
+    /// the TSO autosize of the moment, so a slow-starting flow wrote small skbs.
+    pub(crate) fn size_goal(&self, cfg: &Config) -> u32 {
         let mss = self.current_mss();
         let mut goal = GSO_MAX_SIZE - 1 - 60;
         if self.max_window > 536 {
             goal = goal.min(self.max_window / 2);
+        }
+        if cfg.size_goal_at == crate::config::SizeGoalAt::Write {
+            goal = goal.min(self.tso_autosize(cfg, mss) * mss);
         }
         (goal / mss).max(1) * mss
     }
@@ -98,7 +104,7 @@ impl Tcb {
     /// Appends to the tail skb up to `size_goal`, then starts new skbs while
     /// `sk_stream_memory_free` holds.
     fn copy_to_write_queue(&mut self, cfg: &Config, data: &[u8]) -> usize {
-        let goal = self.size_goal() as usize;
+        let goal = self.size_goal(cfg) as usize;
         let mut copied = 0;
         while copied < data.len() {
             let room = match self.write_queue.back() {

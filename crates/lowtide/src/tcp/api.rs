@@ -275,3 +275,67 @@ impl Tcb {
         self.write_xmit(ctx);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::FourTuple;
+    use crate::time::Instant;
+
+    fn tcb(cfg: &Config) -> Tcb {
+        let t = FourTuple {
+            local: "10.0.0.1:1".parse().unwrap(),
+            remote: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut t = Tcb::new(cfg, t, 1, Instant::ZERO);
+        t.sndbuf = 1 << 30;
+        t.snd_nxt = 1;
+        t
+    }
+
+    #[test]
+    fn notsent_lowat_edges_with_and_without_hysteresis() {
+        let mut cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.notsent_lowat = 1000;
+        // Writer (wake = 0): may queue while notsent < lowat.
+        t.write_seq = 1 + 999;
+        assert!(t.memory_free(&cfg));
+        t.write_seq = 1 + 1000;
+        assert!(!t.memory_free(&cfg));
+        // Poll (wake = 1, seed 001): writable only below lowat / 2.
+        t.write_seq = 1 + 499;
+        assert!(t.is_writeable(&cfg));
+        t.write_seq = 1 + 500;
+        assert!(!t.is_writeable(&cfg));
+        // Without the hysteresis (seed 000 alone): writable below lowat.
+        cfg.notsent_wake_hysteresis = false;
+        assert!(t.is_writeable(&cfg));
+        t.write_seq = 1 + 1000;
+        assert!(!t.is_writeable(&cfg));
+    }
+
+    #[test]
+    fn socket_value_wins_over_sysctl_and_zero_means_unset() {
+        let mut cfg = Config::default();
+        let mut t = tcb(&cfg);
+        assert_eq!(t.effective_lowat(&cfg), u32::MAX);
+        cfg.tcp_notsent_lowat = 4096;
+        assert_eq!(t.effective_lowat(&cfg), 4096, "sysctl applies at once");
+        t.notsent_lowat = 100;
+        assert_eq!(t.effective_lowat(&cfg), 100);
+        t.notsent_lowat = 0;
+        assert_eq!(t.effective_lowat(&cfg), 4096);
+    }
+
+    #[test]
+    fn classic_free_space_rule_still_applies() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.sndbuf = 3000;
+        t.wmem_queued = 2002; // free 998 < queued / 2 = 1001
+        assert!(!t.is_writeable(&cfg));
+        t.sndbuf = 3003;
+        assert!(t.is_writeable(&cfg)); // free 1001 >= 1001
+    }
+}

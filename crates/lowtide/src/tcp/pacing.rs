@@ -180,3 +180,134 @@ impl Tcb {
         self.check_space(ctx);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::skb::{Skb, SKB_OVERHEAD};
+    use crate::tcp::FourTuple;
+    use bytes::Bytes;
+
+    fn tcb(cfg: &Config) -> Tcb {
+        let t = FourTuple {
+            local: "10.0.0.1:1".parse().unwrap(),
+            remote: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut t = Tcb::new(cfg, t, 1, Instant::ZERO);
+        t.mss_cache = 1448;
+        t
+    }
+
+    fn push_skbs(t: &mut Tcb, n: u64) {
+        let base = t.rtx.len() as u64;
+        for i in base..base + n {
+            let len = 1448u32;
+            t.rtx.push(Skb {
+                seq: 1 + i * len as u64,
+                end_seq: 1 + (i + 1) * len as u64,
+                data: Bytes::from(vec![0; len as usize]),
+                flags: 0,
+                sacked: 0,
+                pcount: 1,
+                tx_time: Instant::ZERO,
+                truesize: len + SKB_OVERHEAD,
+            });
+        }
+    }
+
+    #[test]
+    fn pacing_rate_is_200_percent_in_slow_start_then_120() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.update_pacing_rate(&cfg);
+        assert_eq!(t.pacing_rate, u64::MAX, "unlimited before an RTT sample");
+        t.srtt_us = 10_000;
+        t.update_pacing_rate(&cfg);
+        assert_eq!(t.pacing_rate, 1448 * 10 * 2 * 100); // 2,896,000 B/s
+        t.cw.snd_ssthresh = 20; // cwnd 10 >= ssthresh / 2: "approaching end of slow start"
+        t.update_pacing_rate(&cfg);
+        assert_eq!(t.pacing_rate, 1448 * 10 * 12 * 10); // 120 %
+        t.max_pacing_rate = 1_000_000;
+        t.update_pacing_rate(&cfg);
+        assert_eq!(t.pacing_rate, 1_000_000, "SO_MAX_PACING_RATE caps it");
+    }
+
+    #[test]
+    fn autosize_at_low_and_high_rates_and_rtts() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        // 1 MB/s, 20 ms: under one segment per ms, so tcp_min_tso_segs (2).
+        t.pacing_rate = 1_000_000;
+        t.min_rtt_us = 20_000;
+        assert_eq!(t.tso_autosize(&cfg, 1448), 2);
+        // 10 MB/s, 20 ms: 9765 bytes per ms = 6 segments.
+        t.pacing_rate = 10_000_000;
+        assert_eq!(t.tso_autosize(&cfg, 1448), 6);
+        // Same rate, 1 ms min_rtt: r = 1000 >> 9 = 1, bonus 32 KB: 42533 bytes.
+        t.min_rtt_us = 1_000;
+        assert_eq!(t.tso_autosize(&cfg, 1448), 29);
+        // 10 Gbit/s: capped at gso_max_size, 45 segments.
+        t.pacing_rate = 1_250_000_000;
+        t.min_rtt_us = 20_000;
+        assert_eq!(t.tso_autosize(&cfg, 1448), 45);
+        // Before seed 004 skbs go whole: the transmit-time goal is gso_max_size.
+        let mut w = cfg.clone();
+        w.size_goal_at = SizeGoalAt::Write;
+        t.pacing_rate = 1_000_000;
+        assert_eq!(t.tso_segs(&w, 1448), 45);
+        assert_eq!(t.tso_segs(&cfg, 1448), 2);
+    }
+
+    #[test]
+    fn tsq_limit_exemption_and_retransmit_factor() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.pacing_rate = 10_240_000; // >> 10 = 10000 bytes
+        push_skbs(&mut t, 1);
+        t.wmem_alloc = 50_000;
+        // A single skb in the rtx queue is always sent (Linux f921a4a5).
+        assert!(!t.small_queue_check(&cfg, 2000, 0));
+        push_skbs(&mut t, 1);
+        // limit = max(2 * 2000, 10000) = 10000 < 50000: throttled.
+        assert!(t.small_queue_check(&cfg, 2000, 0));
+        assert!(t.tsq_throttled);
+        assert_eq!(t.tsq_throttled_count, 1);
+        // At the limit exactly, not throttled (`>` in Linux).
+        t.tsq_throttled = false;
+        t.wmem_alloc = 10_000;
+        assert!(!t.small_queue_check(&cfg, 2000, 0));
+        // Retransmissions get twice the room.
+        t.wmem_alloc = 15_000;
+        assert!(t.small_queue_check(&cfg, 2000, 0));
+        assert!(!t.small_queue_check(&cfg, 2000, 1));
+        // tcp_limit_output_bytes caps sockets that do not pace.
+        let mut small = cfg.clone();
+        small.tcp_limit_output_bytes = 1000;
+        t.wmem_alloc = 5000;
+        assert!(t.small_queue_check(&small, 2000, 0));
+        t.pacing_needed = true;
+        assert!(!t.small_queue_check(&small, 2000, 0));
+        // The switch turns it off.
+        let mut off = cfg.clone();
+        off.tsq = false;
+        t.wmem_alloc = 1 << 30;
+        assert!(!t.small_queue_check(&off, 2000, 0));
+    }
+
+    #[test]
+    fn edt_advances_by_length_at_pacing_rate_after_ten_segments() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.pacing_needed = true;
+        t.pacing_rate = 1_000_000; // 1 byte per us
+        t.data_segs_out = 5;
+        t.update_after_send(Instant(1_000), 1000);
+        assert_eq!(t.wstamp, Instant(1_000), "first 10 segments unpaced");
+        t.data_segs_out = 10;
+        t.update_after_send(Instant(1_000), 1000);
+        assert_eq!(t.wstamp, Instant(1_001_000));
+        assert!(t.pacing_check(Instant(2_000)));
+        assert!(t.pacing_timer);
+        assert!(!t.pacing_check(Instant(1_001_000)));
+    }
+}

@@ -63,3 +63,29 @@ fn e3_tsq_keeps_the_device_queue_short() {
     assert!(qoff > 40.0, "queueing without TSQ {qoff} ms");
     assert!((on.goodput_bps - off.goodput_bps).abs() / off.goodput_bps < 0.05);
 }
+
+/// Seed 001: with the lowat/2 wakeup rule, a bulk sender is woken at least 2x less
+/// per MB than when it is woken as soon as notsent < lowat, at the same goodput.
+#[test]
+fn seed001_lowat_half_rule_cuts_wakeups() {
+    let run = |hysteresis: bool| {
+        let mut sc = bulk(10, 1_000_000_000, 20_000, 3);
+        sc.config = config(&[
+            "net.ipv4.tcp_notsent_lowat=131072",
+            &format!("experimental.notsent_wake_hysteresis={hysteresis}"),
+        ]);
+        run_verified(&sc)
+    };
+    let per_mb = |r: &lowtide_sim::Results| {
+        let w: u64 = r.per_flow.iter().map(|f| f.wakeups).sum();
+        let b: u64 = r.per_flow.iter().map(|f| f.bytes_delivered).sum();
+        w as f64 / (b as f64 / 1e6)
+    };
+    let (on, off) = (run(true), run(false));
+    let (won, woff) = (per_mb(&on), per_mb(&off));
+    assert!(
+        woff >= 2.0 * won,
+        "wakeups/MB with lowat/2 {won:.2}, without {woff:.2}"
+    );
+    assert!((on.goodput_bps - off.goodput_bps).abs() / off.goodput_bps < 0.05);
+}

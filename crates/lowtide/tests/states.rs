@@ -592,6 +592,9 @@ mod acks {
             let mark = p.wire.len();
             for i in 0..10u8 {
                 p.a.send(p.now, c, &[i; 10]).unwrap();
+                // The device completes each packet before the next write, so TCP
+                // Small Queues never holds one back.
+                p.flush();
             }
             p.drive_for(Duration::from_millis(200));
             assert_eq!(drain(&mut p.b, p.now, s).len(), 100);

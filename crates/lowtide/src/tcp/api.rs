@@ -52,11 +52,17 @@ impl Tcb {
 
     /// `tcp_xmit_size_goal`: 64 KB bounded to half the peer's largest window
     /// (`tcp_bound_to_half_wnd`), a whole number of segments.
-    pub(crate) fn size_goal(&self) -> u32 {
+    ///
+    /// Before seed 004 (`experimental.size_goal_at = write`) the goal was also cut to
+    /// the TSO autosize of the moment, so a slow-starting flow wrote small skbs.
+    pub(crate) fn size_goal(&self, cfg: &Config) -> u32 {
         let mss = self.current_mss();
         let mut goal = GSO_MAX_SIZE - 1 - 60;
         if self.max_window > 536 {
             goal = goal.min(self.max_window / 2);
+        }
+        if cfg.size_goal_at == crate::config::SizeGoalAt::Write {
+            goal = goal.min(self.tso_autosize(cfg, mss) * mss);
         }
         (goal / mss).max(1) * mss
     }
@@ -98,7 +104,7 @@ impl Tcb {
     /// Appends to the tail skb up to `size_goal`, then starts new skbs while
     /// `sk_stream_memory_free` holds.
     fn copy_to_write_queue(&mut self, cfg: &Config, data: &[u8]) -> usize {
-        let goal = self.size_goal() as usize;
+        let goal = self.size_goal(cfg) as usize;
         let mut copied = 0;
         while copied < data.len() {
             let room = match self.write_queue.back() {
@@ -267,5 +273,69 @@ impl Tcb {
         self.fin_queued = true;
         self.write_seq += 1;
         self.write_xmit(ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::FourTuple;
+    use crate::time::Instant;
+
+    fn tcb(cfg: &Config) -> Tcb {
+        let t = FourTuple {
+            local: "10.0.0.1:1".parse().unwrap(),
+            remote: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut t = Tcb::new(cfg, t, 1, Instant::ZERO);
+        t.sndbuf = 1 << 30;
+        t.snd_nxt = 1;
+        t
+    }
+
+    #[test]
+    fn notsent_lowat_edges_with_and_without_hysteresis() {
+        let mut cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.notsent_lowat = 1000;
+        // Writer (wake = 0): may queue while notsent < lowat.
+        t.write_seq = 1 + 999;
+        assert!(t.memory_free(&cfg));
+        t.write_seq = 1 + 1000;
+        assert!(!t.memory_free(&cfg));
+        // Poll (wake = 1, seed 001): writable only below lowat / 2.
+        t.write_seq = 1 + 499;
+        assert!(t.is_writeable(&cfg));
+        t.write_seq = 1 + 500;
+        assert!(!t.is_writeable(&cfg));
+        // Without the hysteresis (seed 000 alone): writable below lowat.
+        cfg.notsent_wake_hysteresis = false;
+        assert!(t.is_writeable(&cfg));
+        t.write_seq = 1 + 1000;
+        assert!(!t.is_writeable(&cfg));
+    }
+
+    #[test]
+    fn socket_value_wins_over_sysctl_and_zero_means_unset() {
+        let mut cfg = Config::default();
+        let mut t = tcb(&cfg);
+        assert_eq!(t.effective_lowat(&cfg), u32::MAX);
+        cfg.tcp_notsent_lowat = 4096;
+        assert_eq!(t.effective_lowat(&cfg), 4096, "sysctl applies at once");
+        t.notsent_lowat = 100;
+        assert_eq!(t.effective_lowat(&cfg), 100);
+        t.notsent_lowat = 0;
+        assert_eq!(t.effective_lowat(&cfg), 4096);
+    }
+
+    #[test]
+    fn classic_free_space_rule_still_applies() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.sndbuf = 3000;
+        t.wmem_queued = 2002; // free 998 < queued / 2 = 1001
+        assert!(!t.is_writeable(&cfg));
+        t.sndbuf = 3003;
+        assert!(t.is_writeable(&cfg)); // free 1001 >= 1001
     }
 }

@@ -164,10 +164,4 @@ impl Tcb {
         let mss = self.rcv_mss.max(1) as u64;
         bytes + bytes.div_ceil(mss) * super::skb::SKB_OVERHEAD as u64
     }
-
-    /// TX completion: the device freed a packet of `truesize` bytes (`tcp_wfree`).
-    pub(crate) fn on_tx_complete(&mut self, ctx: &mut super::Ctx, truesize: u32) {
-        self.wmem_alloc = self.wmem_alloc.saturating_sub(truesize as u64);
-        let _ = ctx;
-    }
 }

@@ -153,6 +153,7 @@ impl Tcb {
 
     /// `tcp_init_buffer_space`: send buffer sized for the initial window.
     fn init_buffer_space(&mut self, ctx: &mut Ctx) {
+        self.update_pacing_rate(ctx.cfg);
         self.sndbuf_expand(ctx);
         self.rcvq_space_time = ctx.now;
     }
@@ -397,6 +398,7 @@ impl Tcb {
             self.cc
                 .cong_avoid(&mut self.cw, newly_acked_sacked.max(cleaned.acked_segs));
         }
+        self.update_pacing_rate(ctx.cfg);
         if ack > prior_una {
             self.on_snd_una_advanced(ctx, &cleaned);
         }

@@ -5,6 +5,7 @@
 //! | [`sock`] | `struct tcp_sock`, `tcp_init_sock` |
 //! | `input` | tcp_input.c: segment processing, ACKs, data queueing |
 //! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
+//! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
 //! | `recovery` | tcp_input.c `tcp_fastretrans_alert`, PRR (RFC 6937), RFC 6675 |
 //! | [`rtx_queue`] | the retransmit queue and `tcp_sacktag_write_queue` |
@@ -19,6 +20,7 @@ pub mod info;
 pub(crate) mod input;
 pub mod ofo;
 pub(crate) mod output;
+pub(crate) mod pacing;
 pub(crate) mod recovery;
 pub mod rtx_queue;
 pub mod seq;

@@ -246,6 +246,9 @@ impl Tcb {
             self.lsndtime = ctx.now;
         }
         self.wmem_alloc += truesize as u64;
+        if !payload.is_empty() {
+            self.update_after_send(ctx.now, payload.len());
+        }
         let token = TxToken {
             index: self.handle.index,
             generation: self.handle.generation,
@@ -322,6 +325,9 @@ impl Tcb {
     /// Sends (part of) the head of the write queue; false when something limits it.
     fn write_one(&mut self, ctx: &mut Ctx) -> bool {
         let mss = self.current_mss();
+        if self.pacing_check(ctx.now) {
+            return false;
+        }
         let in_flight = self.packets_in_flight();
         if in_flight >= self.cw.snd_cwnd {
             self.cw.is_cwnd_limited = true;
@@ -330,13 +336,13 @@ impl Tcb {
         let quota = self.cw.snd_cwnd - in_flight;
         let head = self.write_queue.front().expect("caller checked");
         let len = head.data.len() as u64;
-        let (seq, flags) = (head.seq, head.flags);
+        let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());
         let wnd_end = self.snd_una + self.snd_wnd as u64;
         // tcp_snd_wnd_test: the first segment must fit in the peer's window.
         let first_end = if len > mss as u64 {
             seq + mss as u64
         } else {
-            head.end_seq()
+            end_seq
         };
         if first_end > wnd_end {
             return false;
@@ -344,11 +350,24 @@ impl Tcb {
         if self.nagle_blocks(len, flags, mss) {
             return false;
         }
-        // tcp_mss_split_point: whole segments within cwnd, rwnd and gso_max_size.
-        let max_gso = (GSO_MAX_SIZE / mss).max(1) * mss;
+        let max_segs = self.tso_segs(ctx.cfg, mss);
+        if len > mss as u64 {
+            let is_tail = self.write_queue.len() == 1;
+            let fin = flags & FLAG_FIN != 0;
+            if let Some(cwnd_limited) = self.tso_should_defer(ctx, seq, len, fin, is_tail, max_segs)
+            {
+                self.cw.is_cwnd_limited |= cwnd_limited;
+                return false;
+            }
+        }
+        // tcp_mss_split_point: whole segments within cwnd, rwnd and the TSO goal.
         let by_wnd = ((wnd_end - seq) / mss as u64).max(1) * mss as u64;
-        let limit = (quota as u64 * mss as u64).min(by_wnd).min(max_gso as u64);
+        let segs = quota.min(max_segs) as u64;
+        let limit = (segs * mss as u64).min(by_wnd);
         let send_len = len.min(limit) as usize;
+        if self.small_queue_check(ctx.cfg, send_len as u32 + SKB_OVERHEAD, 0) {
+            return false;
+        }
         self.send_new(ctx, send_len, mss);
         true
     }
@@ -437,6 +456,10 @@ impl Tcb {
                 .max(1);
             if pcount > quota {
                 self.rtx.split_at(seq + (quota * mss) as u64, mss);
+            }
+            let truesize = self.rtx.get(seq).map_or(0, |s| s.len()) + SKB_OVERHEAD;
+            if self.small_queue_check(ctx.cfg, truesize, 1) {
+                break;
             }
             self.retransmit_skb(ctx, seq);
             from = self.rtx.get(seq).map_or(seq + 1, |s| s.end_seq);

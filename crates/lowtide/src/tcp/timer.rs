@@ -11,10 +11,16 @@ use core::time::Duration;
 impl Tcb {
     /// The earliest time this connection needs [`Tcb::on_timer`].
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        [self.pending.map(|p| p.1), self.delack_at, self.tw_at]
-            .into_iter()
-            .flatten()
-            .min()
+        let pacing = self.pacing_timer.then_some(self.wstamp);
+        [
+            self.pending.map(|p| p.1),
+            self.delack_at,
+            self.tw_at,
+            pacing,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The RTO with exponential backoff (`inet_csk_rto_backoff`), at most 120 s.
@@ -67,6 +73,9 @@ impl Tcb {
                 ctx.mib.inc(Mib::TcpExtDelayedACKs);
                 self.send_ack(ctx);
             }
+        }
+        if self.pacing_timer && self.wstamp <= now {
+            self.on_pacing_timer(ctx);
         }
         match self.pending {
             Some((Pending::Retrans, t)) if t <= now => {

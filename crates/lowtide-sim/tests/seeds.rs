@@ -1,0 +1,91 @@
+//! Each seed's effect, in its direction and with margins, as an A/B in the simulator
+//! (../shared/docs/experiments.md).
+
+mod common;
+
+use common::*;
+use lowtide_sim::{Scenario, Workload};
+
+fn bulk(flows: u32, rate_bps: u64, rtt_us: u64, secs: u64) -> Scenario {
+    Scenario {
+        flows,
+        workload: Workload::Bulk {
+            duration_ns: secs * 1_000_000_000,
+        },
+        link_ab: link(rate_bps, rtt_us / 2),
+        link_ba: link(rate_bps, rtt_us / 2),
+        ..Scenario::default()
+    }
+}
+
+/// E5 (seed 004): a 2,000,000-byte transfer at 40 ms RTT needs fewer device packets
+/// when skbs are sized at transmit time than at write time, for the same segments.
+#[test]
+fn e5_sizing_at_transmit_time_sends_fewer_packets() {
+    let run = |mode: &str| {
+        let mut sc = transfer(1, 1, 2_000_000);
+        sc.link_ab = link(1_000_000_000, 20_000);
+        sc.link_ba = link(1_000_000_000, 20_000);
+        sc.gro = false;
+        sc.config = config(&[&format!("experimental.size_goal_at={mode}")]);
+        run_verified(&sc)
+    };
+    let (t, w) = (run("transmit"), run("write"));
+    let out = |r: &lowtide_sim::Results, m| r.counters.get(m);
+    use lowtide::Mib::{IpOutRequests, TcpOutSegs};
+    assert_eq!(out(&t, TcpOutSegs), out(&w, TcpOutSegs), "same segments");
+    let (pt, pw) = (out(&t, IpOutRequests), out(&w, IpOutRequests));
+    assert!(
+        pt * 3 < pw * 2,
+        "IpOutRequests transmit {pt} vs write {pw}: expected < 2/3"
+    );
+    let (gt, gw) = (t.goodput_bps, w.goodput_bps);
+    assert!((gt - gw).abs() / gw < 0.05, "goodput {gt} vs {gw}");
+}
+
+/// E3 (seed 002): with TSQ the flows keep about a millisecond each in the NIC queue;
+/// without it they fill it (tens of ms), at the same throughput.
+#[test]
+fn e3_tsq_keeps_the_device_queue_short() {
+    let run = |tsq: bool| {
+        let mut sc = bulk(4, 1_000_000_000, 10_000, 4);
+        sc.config = config(&[&format!("experimental.tsq={tsq}")]);
+        run_verified(&sc)
+    };
+    let (on, off) = (run(true), run(false));
+    let queueing_ms = |r: &lowtide_sim::Results| {
+        let rtt = r.per_flow.iter().map(|f| f.rtt_us).sum::<u64>() / r.flows as u64;
+        (rtt as f64 - 10_000.0) / 1000.0
+    };
+    let (qon, qoff) = (queueing_ms(&on), queueing_ms(&off));
+    // 4 flows at 1 Gbit/s: under ~2 ms of line rate each with TSQ.
+    assert!(qon < 4.0 * 2.0, "queueing with TSQ {qon} ms");
+    assert!(qoff > 40.0, "queueing without TSQ {qoff} ms");
+    assert!((on.goodput_bps - off.goodput_bps).abs() / off.goodput_bps < 0.05);
+}
+
+/// Seed 001: with the lowat/2 wakeup rule, a bulk sender is woken at least 2x less
+/// per MB than when it is woken as soon as notsent < lowat, at the same goodput.
+#[test]
+fn seed001_lowat_half_rule_cuts_wakeups() {
+    let run = |hysteresis: bool| {
+        let mut sc = bulk(10, 1_000_000_000, 20_000, 3);
+        sc.config = config(&[
+            "net.ipv4.tcp_notsent_lowat=131072",
+            &format!("experimental.notsent_wake_hysteresis={hysteresis}"),
+        ]);
+        run_verified(&sc)
+    };
+    let per_mb = |r: &lowtide_sim::Results| {
+        let w: u64 = r.per_flow.iter().map(|f| f.wakeups).sum();
+        let b: u64 = r.per_flow.iter().map(|f| f.bytes_delivered).sum();
+        w as f64 / (b as f64 / 1e6)
+    };
+    let (on, off) = (run(true), run(false));
+    let (won, woff) = (per_mb(&on), per_mb(&off));
+    assert!(
+        woff >= 2.0 * won,
+        "wakeups/MB with lowat/2 {won:.2}, without {woff:.2}"
+    );
+    assert!((on.goodput_bps - off.goodput_bps).abs() / off.goodput_bps < 0.05);
+}

@@ -1,0 +1,313 @@
+//! The transmit-time limits of tcp_output.c: the pacing rate and earliest departure
+//! times (`tcp_update_pacing_rate`, `tcp_update_skb_after_send`), TSO autosizing
+//! (`tcp_tso_autosize`, seed 004), `tcp_tso_should_defer`, and TCP Small Queues
+//! (`tcp_small_queue_check`, seed 002).
+
+use super::cong::CaState;
+use super::sock::{Tcb, GSO_MAX_SIZE};
+use super::Ctx;
+use crate::config::{Config, SizeGoalAt};
+use crate::time::Instant;
+use core::time::Duration;
+
+/// `sk_pacing_shift`: TSQ and autosizing aim at about 1 ms (2^-10 s) of data.
+pub const SK_PACING_SHIFT: u32 = 10;
+/// `sch_fq`/internal pacing leave the first 10 segments of a flow unpaced.
+const UNPACED_SEGS: u64 = 10;
+
+impl Tcb {
+    /// `tcp_update_pacing_rate`: `mss * max(cwnd, packets_out) / srtt`, times 200 % in
+    /// slow start (below half of ssthresh) or 120 % otherwise, capped by
+    /// `SO_MAX_PACING_RATE`. Unlimited until the first RTT sample.
+    pub(crate) fn update_pacing_rate(&mut self, cfg: &Config) {
+        if self.srtt_us == 0 {
+            self.pacing_rate = self.max_pacing_rate;
+            return;
+        }
+        let ratio = if self.cw.snd_cwnd < self.cw.snd_ssthresh / 2 {
+            cfg.tcp_pacing_ss_ratio
+        } else {
+            cfg.tcp_pacing_ca_ratio
+        } as u128;
+        let segs = self.cw.snd_cwnd.max(self.rtx.packets_out) as u128;
+        let rate = self.mss_cache as u128 * 1_000_000 * ratio / 100 * segs / self.srtt_us as u128;
+        self.pacing_rate = (rate.min(u64::MAX as u128) as u64).min(self.max_pacing_rate);
+    }
+
+    /// `tcp_tso_autosize`: about 1 ms of data at the pacing rate per TSO packet, plus a
+    /// bonus for close peers (min_rtt below 2^`tcp_tso_rtt_log` us), at least
+    /// `min_tso_segs`, at most `gso_max_size`.
+    pub(crate) fn tso_autosize(&self, cfg: &Config, mss: u32) -> u32 {
+        let mut bytes = self.pacing_rate >> SK_PACING_SHIFT;
+        let r = self.min_rtt_us >> cfg.tcp_tso_rtt_log;
+        if r < 32 {
+            bytes = bytes.saturating_add((GSO_MAX_SIZE >> r) as u64);
+        }
+        let bytes = bytes.min(GSO_MAX_SIZE as u64) as u32;
+        (bytes / mss.max(1)).max(cfg.tcp_min_tso_segs)
+    }
+
+    /// `tcp_tso_segs`: segments one departure may carry. Before seed 004
+    /// (`size_goal_at = write`) skbs were sized at write time and sent whole.
+    pub(crate) fn tso_segs(&self, cfg: &Config, mss: u32) -> u32 {
+        match cfg.size_goal_at {
+            SizeGoalAt::Transmit => self.tso_autosize(cfg, mss).min(GSO_MAX_SIZE / mss.max(1)),
+            SizeGoalAt::Write => GSO_MAX_SIZE / mss.max(1),
+        }
+    }
+
+    /// True if internal pacing holds the next departure (`tcp_pacing_check`); arms
+    /// the pacing timer then.
+    pub(crate) fn pacing_check(&mut self, now: Instant) -> bool {
+        if !self.pacing_needed || self.wstamp <= now {
+            return false;
+        }
+        self.pacing_timer = true;
+        true
+    }
+
+    /// `tcp_update_skb_after_send`: advance the earliest departure time by the
+    /// packet's length at the pacing rate, minus up to half of it as credit for
+    /// time already lost (OS jitter in Linux, event granularity here).
+    pub(crate) fn update_after_send(&mut self, now: Instant, len: usize) {
+        let prior = self.wstamp;
+        self.wstamp = self.wstamp.max(now);
+        let rate = self.pacing_rate;
+        if !self.pacing_needed || rate == 0 || rate == u64::MAX || self.data_segs_out < UNPACED_SEGS
+        {
+            return;
+        }
+        let len_ns = (len as u128 * 1_000_000_000 / rate as u128) as u64;
+        let credit = self.wstamp.0 - prior.0;
+        let len_ns = len_ns - (len_ns / 2).min(credit);
+        self.wstamp += Duration::from_nanos(len_ns);
+    }
+
+    /// `tcp_tso_should_defer` (John Heffner's rule): hold a TSO packet that cwnd or
+    /// rwnd would cut short, hoping for a fuller one after the next ACK, unless a
+    /// full-sized one fits, a `1/tcp_tso_win_divisor` share of the window is open,
+    /// the ACK is more than half an RTT away, the last send is older than 1 ms, or the
+    /// skb ends with FIN. Returns `Some(cwnd_limited)` to defer.
+    pub(crate) fn tso_should_defer(
+        &self,
+        ctx: &Ctx,
+        seq: u64,
+        len: u64,
+        fin: bool,
+        is_tail: bool,
+        max_segs: u32,
+    ) -> Option<bool> {
+        if self.ca_state >= CaState::Recovery {
+            return None;
+        }
+        if ctx.now.saturating_since(self.wstamp) > Duration::from_millis(1) {
+            return None;
+        }
+        let mss = self.mss_cache as u64;
+        let in_flight = self.packets_in_flight();
+        let send_win = (self.snd_una + self.snd_wnd as u64).saturating_sub(seq);
+        let cong_win = (self.cw.snd_cwnd.saturating_sub(in_flight)) as u64 * mss;
+        let limit = send_win.min(cong_win);
+        if limit >= max_segs as u64 * mss || (!is_tail && limit >= len) {
+            return None;
+        }
+        let window = (self.snd_wnd as u64).min(self.cw.snd_cwnd as u64 * mss);
+        match window.checked_div(ctx.cfg.tcp_tso_win_divisor as u64) {
+            // Send if at least 1/tcp_tso_win_divisor of the window is open.
+            Some(chunk) if limit >= chunk => return None,
+            // Divisor 0: do not defer past one ACK's worth (3 segments).
+            None if limit > 3 * mss => return None,
+            _ => {}
+        }
+        let head = self.rtx.first()?;
+        let srtt_ns = self.srtt_us as u64 * 1000;
+        let expected_ack = head.tx_time.0 + srtt_ns;
+        if expected_ack.saturating_sub(ctx.now.0) > srtt_ns / 2 {
+            return None;
+        }
+        if cong_win < send_win {
+            if cong_win <= len {
+                return Some(true);
+            }
+        } else if send_win <= len {
+            return Some(false);
+        }
+        if fin {
+            return None;
+        }
+        Some(false)
+    }
+
+    /// `tcp_small_queue_check` (seed 002): may this socket hand `truesize` more bytes to
+    /// the device? The limit is `max(2 * truesize, pacing_rate >> 10)` (about 1 ms),
+    /// capped by `tcp_limit_output_bytes` for sockets that do not pace, doubled for
+    /// retransmissions (`factor` 1). An empty or single-skb retransmit queue always
+    /// sends. Returns true when throttled (`TSQ_THROTTLED` set).
+    pub(crate) fn small_queue_check(&mut self, cfg: &Config, truesize: u32, factor: u32) -> bool {
+        if !cfg.tsq {
+            return false;
+        }
+        let mut limit = (2 * truesize as u64).max(self.pacing_rate >> SK_PACING_SHIFT);
+        if !self.pacing_needed {
+            limit = limit.min(cfg.tcp_limit_output_bytes as u64);
+        }
+        limit <<= factor;
+        if self.wmem_alloc <= limit || self.rtx.len() <= 1 {
+            return false;
+        }
+        if !self.tsq_throttled {
+            self.tsq_throttled_count += 1;
+        }
+        self.tsq_throttled = true;
+        true
+    }
+
+    /// TX completion (`tcp_wfree` → `tcp_tsq_handler`): release device memory and, if
+    /// TSQ throttled the socket, transmit again.
+    pub(crate) fn on_tx_complete(&mut self, ctx: &mut Ctx, truesize: u32) {
+        self.wmem_alloc = self.wmem_alloc.saturating_sub(truesize as u64);
+        if self.tsq_throttled {
+            self.tsq_throttled = false;
+            self.write_xmit(ctx);
+            self.check_space(ctx);
+        }
+    }
+
+    /// The pacing timer fired (`tcp_pace_kick`).
+    pub(crate) fn on_pacing_timer(&mut self, ctx: &mut Ctx) {
+        self.pacing_timer = false;
+        self.write_xmit(ctx);
+        self.check_space(ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::skb::{Skb, SKB_OVERHEAD};
+    use crate::tcp::FourTuple;
+    use bytes::Bytes;
+
+    fn tcb(cfg: &Config) -> Tcb {
+        let t = FourTuple {
+            local: "10.0.0.1:1".parse().unwrap(),
+            remote: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut t = Tcb::new(cfg, t, 1, Instant::ZERO);
+        t.mss_cache = 1448;
+        t
+    }
+
+    fn push_skbs(t: &mut Tcb, n: u64) {
+        let base = t.rtx.len() as u64;
+        for i in base..base + n {
+            let len = 1448u32;
+            t.rtx.push(Skb {
+                seq: 1 + i * len as u64,
+                end_seq: 1 + (i + 1) * len as u64,
+                data: Bytes::from(vec![0; len as usize]),
+                flags: 0,
+                sacked: 0,
+                pcount: 1,
+                tx_time: Instant::ZERO,
+                truesize: len + SKB_OVERHEAD,
+            });
+        }
+    }
+
+    #[test]
+    fn pacing_rate_is_200_percent_in_slow_start_then_120() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.update_pacing_rate(&cfg);
+        assert_eq!(t.pacing_rate, u64::MAX, "unlimited before an RTT sample");
+        t.srtt_us = 10_000;
+        t.update_pacing_rate(&cfg);
+        assert_eq!(t.pacing_rate, 1448 * 10 * 2 * 100); // 2,896,000 B/s
+        t.cw.snd_ssthresh = 20; // cwnd 10 >= ssthresh / 2: "approaching end of slow start"
+        t.update_pacing_rate(&cfg);
+        assert_eq!(t.pacing_rate, 1448 * 10 * 12 * 10); // 120 %
+        t.max_pacing_rate = 1_000_000;
+        t.update_pacing_rate(&cfg);
+        assert_eq!(t.pacing_rate, 1_000_000, "SO_MAX_PACING_RATE caps it");
+    }
+
+    #[test]
+    fn autosize_at_low_and_high_rates_and_rtts() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        // 1 MB/s, 20 ms: under one segment per ms, so tcp_min_tso_segs (2).
+        t.pacing_rate = 1_000_000;
+        t.min_rtt_us = 20_000;
+        assert_eq!(t.tso_autosize(&cfg, 1448), 2);
+        // 10 MB/s, 20 ms: 9765 bytes per ms = 6 segments.
+        t.pacing_rate = 10_000_000;
+        assert_eq!(t.tso_autosize(&cfg, 1448), 6);
+        // Same rate, 1 ms min_rtt: r = 1000 >> 9 = 1, bonus 32 KB: 42533 bytes.
+        t.min_rtt_us = 1_000;
+        assert_eq!(t.tso_autosize(&cfg, 1448), 29);
+        // 10 Gbit/s: capped at gso_max_size, 45 segments.
+        t.pacing_rate = 1_250_000_000;
+        t.min_rtt_us = 20_000;
+        assert_eq!(t.tso_autosize(&cfg, 1448), 45);
+        // Before seed 004 skbs go whole: the transmit-time goal is gso_max_size.
+        let mut w = cfg.clone();
+        w.size_goal_at = SizeGoalAt::Write;
+        t.pacing_rate = 1_000_000;
+        assert_eq!(t.tso_segs(&w, 1448), 45);
+        assert_eq!(t.tso_segs(&cfg, 1448), 2);
+    }
+
+    #[test]
+    fn tsq_limit_exemption_and_retransmit_factor() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.pacing_rate = 10_240_000; // >> 10 = 10000 bytes
+        push_skbs(&mut t, 1);
+        t.wmem_alloc = 50_000;
+        // A single skb in the rtx queue is always sent (Linux f921a4a5).
+        assert!(!t.small_queue_check(&cfg, 2000, 0));
+        push_skbs(&mut t, 1);
+        // limit = max(2 * 2000, 10000) = 10000 < 50000: throttled.
+        assert!(t.small_queue_check(&cfg, 2000, 0));
+        assert!(t.tsq_throttled);
+        assert_eq!(t.tsq_throttled_count, 1);
+        // At the limit exactly, not throttled (`>` in Linux).
+        t.tsq_throttled = false;
+        t.wmem_alloc = 10_000;
+        assert!(!t.small_queue_check(&cfg, 2000, 0));
+        // Retransmissions get twice the room.
+        t.wmem_alloc = 15_000;
+        assert!(t.small_queue_check(&cfg, 2000, 0));
+        assert!(!t.small_queue_check(&cfg, 2000, 1));
+        // tcp_limit_output_bytes caps sockets that do not pace.
+        let mut small = cfg.clone();
+        small.tcp_limit_output_bytes = 1000;
+        t.wmem_alloc = 5000;
+        assert!(t.small_queue_check(&small, 2000, 0));
+        t.pacing_needed = true;
+        assert!(!t.small_queue_check(&small, 2000, 0));
+        // The switch turns it off.
+        let mut off = cfg.clone();
+        off.tsq = false;
+        t.wmem_alloc = 1 << 30;
+        assert!(!t.small_queue_check(&off, 2000, 0));
+    }
+
+    #[test]
+    fn edt_advances_by_length_at_pacing_rate_after_ten_segments() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.pacing_needed = true;
+        t.pacing_rate = 1_000_000; // 1 byte per us
+        t.data_segs_out = 5;
+        t.update_after_send(Instant(1_000), 1000);
+        assert_eq!(t.wstamp, Instant(1_000), "first 10 segments unpaced");
+        t.data_segs_out = 10;
+        t.update_after_send(Instant(1_000), 1000);
+        assert_eq!(t.wstamp, Instant(1_001_000));
+        assert!(t.pacing_check(Instant(2_000)));
+        assert!(t.pacing_timer);
+        assert!(!t.pacing_check(Instant(1_001_000)));
+    }
+}

@@ -33,9 +33,13 @@ pub fn apply(cfg: &mut Config, text: &str) -> Result<(), String> {
 
 /// The `[sysctl]` entries of a TOML document as (name, text value) pairs.
 pub fn sysctls(text: &str) -> Result<Vec<(String, String)>, String> {
-    let doc: Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| e.message().to_string())?;
+    let doc: Table = text.parse().map_err(|e: toml::de::Error| match e.span() {
+        Some(span) => {
+            let line = 1 + text[..span.start.min(text.len())].matches('\n').count();
+            format!("line {line}: {}", e.message())
+        }
+        None => e.message().to_string(),
+    })?;
     let mut out = Vec::new();
     for (key, v) in &doc {
         match (key.as_str(), v) {
@@ -130,6 +134,6 @@ mod tests {
         assert!(err("[sysctls]\n").contains("unknown section"));
         assert!(err("sysctl = 3").contains("must be a table"));
         assert!(err("[sysctl]\n\"experimental.tsq\" = 1.5").contains("unsupported"));
-        assert!(!err("[sysctl\n").is_empty());
+        assert!(err("\n[sysctl\n").starts_with("line 2: "));
     }
 }

@@ -20,7 +20,7 @@ fn lossy_run(kind: RtxQueueKind) -> (Vec<(lowtide::Instant, Vec<u8>)>, Vec<u8>) 
     p.filter = Some(Box::new(move |dir, pkt| {
         if matches!(dir, Dir::AtoB) && pkt.len() > 100 {
             n += 1;
-            if n % 23 == 0 {
+            if n.is_multiple_of(23) {
                 return Verdict::Drop;
             }
         }
@@ -39,6 +39,9 @@ fn lossy_run(kind: RtxQueueKind) -> (Vec<(lowtide::Instant, Vec<u8>)>, Vec<u8>) 
         got.len() == data.len()
     });
     assert_eq!(got, data);
+    let mib = p.a.counters();
+    assert!(mib.get(lowtide::Mib::TcpRetransSegs) > 0);
+    assert!(mib.get(lowtide::Mib::TcpExtTCPSackMerged) > 0);
     let wire = p.wire.iter().map(|(t, _, b)| (*t, b.clone())).collect();
     (wire, got)
 }

@@ -104,6 +104,20 @@ pub struct Config {
     /// `experimental.size_goal_at`: `Transmit` sizes skbs by the rate at transmit time
     /// (seed 004); `Write` sizes them at write time and sends them whole, as before.
     pub size_goal_at: SizeGoalAt,
+    /// `experimental.rtx_queue`: `Tree` keeps sent skbs in an ordered tree (seed 003);
+    /// `List` in a list searched from the head, as before the seed. Same results,
+    /// different cost; chosen when a connection is created.
+    pub rtx_queue: RtxQueueKind,
+}
+
+/// The retransmit queue's structure (seed 003).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum RtxQueueKind {
+    /// An ordered tree keyed by sequence (Linux's rb-tree `tcp_rtx_queue`).
+    #[default]
+    Tree,
+    /// A linear list scanned from the head for every lookup (before seed 003).
+    List,
 }
 
 /// When skbs are sized by the pacing rate (seed 004).
@@ -147,6 +161,7 @@ impl Default for Config {
             notsent_wake_hysteresis: true,
             tsq: true,
             size_goal_at: SizeGoalAt::Transmit,
+            rtx_queue: RtxQueueKind::Tree,
         }
     }
 }
@@ -240,6 +255,7 @@ impl Config {
         "experimental.notsent_wake_hysteresis",
         "experimental.tsq",
         "experimental.size_goal_at",
+        "experimental.rtx_queue",
     ];
 
     /// Sets a sysctl by its Linux name (`net.ipv4.tcp_wmem`) from its text form.
@@ -313,6 +329,13 @@ impl Config {
                     _ => return Err(bad(n, value, "transmit or write")),
                 }
             }
+            "experimental.rtx_queue" => {
+                self.rtx_queue = match value.trim().trim_matches('"') {
+                    "tree" => RtxQueueKind::Tree,
+                    "list" => RtxQueueKind::List,
+                    _ => return Err(bad(n, value, "tree or list")),
+                }
+            }
             _ => return Err(ConfigError::UnknownName(name.into())),
         }
         Ok(())
@@ -363,6 +386,18 @@ mod tests {
                 "{name} is listed but not handled"
             );
         }
+    }
+
+    #[test]
+    fn rtx_queue_switch() {
+        let mut c = Config::default();
+        assert_eq!(c.rtx_queue, RtxQueueKind::Tree);
+        c.set("experimental.rtx_queue", "\"list\"").unwrap();
+        assert_eq!(c.rtx_queue, RtxQueueKind::List);
+        c.set_assignment("experimental.rtx_queue=tree").unwrap();
+        assert_eq!(c.rtx_queue, RtxQueueKind::Tree);
+        assert!(c.set("experimental.rtx_queue", "skiplist").is_err());
+        assert_eq!(c.rtx_queue, RtxQueueKind::Tree);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
 //! | `recovery` | tcp_input.c `tcp_fastretrans_alert`, PRR (RFC 6937), RFC 6675 |
 //! | [`rtx_queue`] | the retransmit queue and `tcp_sacktag_write_queue` |
+//! | `rtx_store` | `tcp_rtx_queue` rb-tree, or the list before seed 003 |
 //! | [`ofo`] | the out-of-order queue and SACK generation |
 //! | [`cong`] | `tcp_congestion_ops` and Reno (tcp_cong.c) |
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
@@ -23,6 +24,7 @@ pub(crate) mod output;
 pub(crate) mod pacing;
 pub(crate) mod recovery;
 pub mod rtx_queue;
+mod rtx_store;
 pub mod seq;
 pub mod skb;
 pub mod sock;

@@ -30,6 +30,8 @@ impl Tcb {
             return r;
         }
         let mss = self.mss_cache;
+        let mut valid = [(0u64, 0u64); super::rtx_queue::TCP_NUM_SACKS];
+        let mut n = 0;
         for (i, b) in blocks.iter().enumerate() {
             let start = self.snd_off(lowtide_wire_seq(b.start));
             let end = self.snd_off(lowtide_wire_seq(b.end));
@@ -50,16 +52,19 @@ impl Tcb {
                 ctx.mib.inc(Mib::TcpExtTCPDSACKRecv);
                 continue;
             }
-            if start < self.snd_una || end > self.snd_nxt {
+            if start < self.snd_una || end > self.snd_nxt || n == valid.len() {
                 ctx.mib.inc(Mib::TcpExtTCPSACKDiscard);
                 continue;
             }
-            let t = self.rtx.sacktag(start, end, mss);
-            r.newly_sacked += t.segs;
-            if let Some(tx) = t.last_tx {
-                r.last_tx = Some(r.last_tx.map_or(tx, |x| x.max(tx)));
-            }
+            valid[n] = (start, end);
+            n += 1;
         }
+        self.rtx.set_sndbuf(self.sndbuf);
+        let t = self.rtx.sacktag_blocks(&valid[..n], mss);
+        r.newly_sacked = t.segs;
+        r.last_tx = t.last_tx;
+        ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
+        ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
         r
     }
 

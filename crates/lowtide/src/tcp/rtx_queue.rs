@@ -1,18 +1,36 @@
-//! The retransmit queue: sent skbs in a tree ordered by sequence (Linux's rb-tree
-//! `tcp_rtx_queue`, seed 003) with the SACK scoreboard kept beside it.
+//! The retransmit queue: sent skbs ordered by sequence (Linux's rb-tree
+//! `tcp_rtx_queue`, seed 003, or the list before it: `experimental.rtx_queue`) with
+//! the SACK scoreboard kept beside it.
 //!
-//! Every change of an skb's scoreboard bits goes through this type so that the
-//! counters (`packets_out`, `sacked_out`, `lost_out`, `retrans_out`) always equal the
-//! sums over the skbs; `check_invariants` verifies that in tests.
+//! Every change of an skb goes through [`RtxQueue::account`] so that the counters
+//! (`packets_out`, `sacked_out`, `lost_out`, `retrans_out`, ...) always equal the sums
+//! over the skbs, whatever the storage; `check_invariants` verifies that in tests.
+//!
+//! SACK processing follows `tcp_sacktag_write_queue`: blocks already seen in the
+//! previous ACK are skipped (`recv_sack_cache`), partly covered skbs are split only
+//! at whole-MSS boundaries (`tcp_match_skb_to_sack`) and only while the queue's
+//! memory stays under `2 * sndbuf + 128 KB` (`tcp_fragment`, CVE-2019-11478), and
+//! runs of SACKed skbs are merged (`tcp_shift_skb_data`) so the queue stays short.
 
-use super::skb::{self, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
+use super::rtx_store::{Pos, Store};
+use super::skb::{self, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
+pub use crate::config::RtxQueueKind;
 use crate::time::Instant;
-use std::collections::BTreeMap;
+use bytes::{Bytes, BytesMut};
+
+/// Most SACK blocks one ACK carries (`TCP_NUM_SACKS`).
+pub const TCP_NUM_SACKS: usize = 4;
+/// Memory above twice the send buffer at which SACK may no longer split skbs
+/// (`tcp_fragment`: `sk_wmem_queued >> 1 > sk_sndbuf + 0x20000`).
+const FRAG_SLACK: u64 = 0x20000;
+/// Largest skb a merge of SACKed skbs builds (`gso_max_size`; also keeps `pcount`
+/// far from overflowing, CVE-2019-11477).
+const MERGE_MAX: usize = 65536;
 
 /// The retransmit queue and its scoreboard counters (in segments, as Linux counts).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RtxQueue {
-    map: BTreeMap<u64, Skb>,
+    store: Store,
     /// `packets_out`: segments sent and not cumulatively acknowledged.
     pub packets_out: u32,
     /// `sacked_out`: segments SACKed.
@@ -23,8 +41,26 @@ pub struct RtxQueue {
     pub retrans_out: u32,
     /// Payload bytes SACKed (for RFC 6675's IsLost byte rule).
     pub sacked_bytes: u64,
-    /// Total truesize of the queued skbs.
+    /// Total truesize of the queued skbs. Splits share an skb's truesize and merges
+    /// add it up, so this total only changes on `push` and `clean` and stays equal to
+    /// what the socket charged (`wmem_queued`).
     pub truesize: u64,
+    /// Payload bytes queued.
+    payload: u64,
+    /// `recv_sack_cache`: the previous ACK's SACK blocks, sorted; `(0, 0)` is empty.
+    recv_sack_cache: [(u64, u64); TCP_NUM_SACKS],
+    /// `(key, bytes)`: SACKed payload of the skbs starting before `key`, kept current
+    /// by `account` (the `mark_lost_sacked_above` walk starts there without a scan).
+    below: (u64, u64),
+    /// `sk_sndbuf`, for the fragmentation bound.
+    sndbuf: u64,
+}
+
+impl Default for RtxQueue {
+    /// An empty tree-based queue.
+    fn default() -> Self {
+        RtxQueue::with_kind(RtxQueueKind::Tree)
+    }
 }
 
 /// What a cumulative ACK removed (`tcp_clean_rtx_queue`).
@@ -48,8 +84,8 @@ pub struct Cleaned {
     pub fin_acked: bool,
 }
 
-/// What one SACK block newly marked (`tcp_sacktag_walk`).
-#[derive(Debug, Default, Clone, Copy)]
+/// What SACK blocks newly marked (`tcp_sacktag_walk`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Tagged {
     /// Segments newly SACKed.
     pub segs: u32,
@@ -57,106 +93,190 @@ pub struct Tagged {
     pub last_tx: Option<Instant>,
     /// Some newly SACKed skb had been retransmitted (D-SACK-less undo hint).
     pub retrans: bool,
+    /// Parts of skbs moved onto the SACKed skb before them (`TcpExtTCPSackShifted`).
+    pub shifted: u32,
+    /// Whole SACKed skbs merged into the one before them (`TcpExtTCPSackMerged`).
+    pub merged: u32,
+    /// Splits refused because the queue used too much memory
+    /// (`TcpExtTCPWqueueTooBig`).
+    pub refused: u32,
+}
+
+impl Tagged {
+    fn add(&mut self, o: Tagged) {
+        self.segs += o.segs;
+        self.last_tx = self.last_tx.max(o.last_tx);
+        self.retrans |= o.retrans;
+        self.shifted += o.shifted;
+        self.merged += o.merged;
+        self.refused += o.refused;
+    }
+}
+
+/// The fields of an skb the counters depend on.
+#[derive(Clone, Copy)]
+struct Acct {
+    seq: u64,
+    pcount: u32,
+    len: u32,
+    sacked: u8,
+    truesize: u32,
+}
+
+impl Acct {
+    fn of(s: &Skb) -> Acct {
+        Acct {
+            seq: s.seq,
+            pcount: s.pcount,
+            len: s.len(),
+            sacked: s.sacked,
+            truesize: s.truesize,
+        }
+    }
+}
+
+/// How a SACK block covers one skb (`tcp_match_skb_to_sack`).
+#[derive(PartialEq, Eq)]
+enum Match {
+    /// Not (or not in whole segments) covered.
+    Out,
+    /// Covered whole.
+    Whole,
+    /// Its head was covered and split off (the tail stays unSACKed).
+    Head,
 }
 
 impl RtxQueue {
+    /// An empty queue stored as `kind` says.
+    pub fn with_kind(kind: RtxQueueKind) -> RtxQueue {
+        RtxQueue {
+            store: Store::new(kind),
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            sacked_bytes: 0,
+            truesize: 0,
+            payload: 0,
+            recv_sack_cache: [(0, 0); TCP_NUM_SACKS],
+            below: (0, 0),
+            sndbuf: 4 << 20,
+        }
+    }
+
+    /// How the skbs are stored.
+    pub fn kind(&self) -> RtxQueueKind {
+        self.store.kind()
+    }
+
+    /// Sets `sk_sndbuf`, which bounds how far SACK may fragment the queue.
+    pub fn set_sndbuf(&mut self, sndbuf: u32) {
+        self.sndbuf = sndbuf as u64;
+    }
+
     /// Number of skbs.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.store.len()
     }
     /// True if nothing is outstanding.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
     /// The lowest skb.
     pub fn first(&self) -> Option<&Skb> {
-        self.map.values().next()
+        self.store.first_pos().map(|p| self.store.get(p))
     }
     /// The highest skb.
     pub fn last(&self) -> Option<&Skb> {
-        self.map.values().next_back()
+        self.store.last()
     }
     /// The skb starting at `seq`.
     pub fn get(&self, seq: u64) -> Option<&Skb> {
-        self.map.get(&seq)
+        self.store.find(seq).map(|p| self.store.get(p))
     }
     /// Skbs from the one containing or following `seq`, in order.
     pub fn iter_from(&self, seq: u64) -> impl Iterator<Item = &Skb> {
-        let start = self.start_key(seq).unwrap_or(u64::MAX);
-        self.map.range(start..).map(|(_, s)| s)
+        self.store.iter_from(self.store.seek(seq))
     }
 
-    /// Key of the skb containing `seq`, or else of the first one after it.
-    fn start_key(&self, seq: u64) -> Option<u64> {
-        if let Some((k, s)) = self.map.range(..=seq).next_back() {
-            if s.end_seq > seq {
-                return Some(*k);
-            }
-        }
-        self.map.range(seq..).next().map(|(k, _)| *k)
-    }
-
-    fn account(&mut self, s: &Skb, add: bool) {
-        let f = |c: &mut u32, n: u32| {
+    /// Adds (`add`) or removes an skb's share of every counter: the one place the
+    /// counters change.
+    fn account(&mut self, a: Acct, add: bool) {
+        fn f<T: core::ops::AddAssign + core::ops::SubAssign>(c: &mut T, n: T, add: bool) {
             if add {
                 *c += n
             } else {
                 *c -= n
             }
-        };
-        f(&mut self.packets_out, s.pcount);
-        if s.has(SACKED_ACKED) {
-            f(&mut self.sacked_out, s.pcount);
-            if add {
-                self.sacked_bytes += s.len() as u64;
-            } else {
-                self.sacked_bytes -= s.len() as u64;
+        }
+        f(&mut self.packets_out, a.pcount, add);
+        if a.sacked & SACKED_ACKED != 0 {
+            f(&mut self.sacked_out, a.pcount, add);
+            f(&mut self.sacked_bytes, a.len as u64, add);
+            if a.seq < self.below.0 {
+                f(&mut self.below.1, a.len as u64, add);
             }
         }
-        if s.has(LOST) {
-            f(&mut self.lost_out, s.pcount);
+        if a.sacked & LOST != 0 {
+            f(&mut self.lost_out, a.pcount, add);
         }
-        if s.has(SACKED_RETRANS) {
-            f(&mut self.retrans_out, s.pcount);
+        if a.sacked & SACKED_RETRANS != 0 {
+            f(&mut self.retrans_out, a.pcount, add);
         }
-        if add {
-            self.truesize += s.truesize as u64;
-        } else {
-            self.truesize -= s.truesize as u64;
-        }
+        f(&mut self.truesize, a.truesize as u64, add);
+        f(&mut self.payload, a.len as u64, add);
     }
 
-    fn remove(&mut self, seq: u64) -> Option<Skb> {
-        let s = self.map.remove(&seq)?;
-        self.account(&s, false);
-        Some(s)
+    /// Changes the skb at `p` in place, keeping the counters right.
+    fn modify(&mut self, p: Pos, f: impl FnOnce(&mut Skb)) {
+        let s = self.store.get_mut(p);
+        let old = Acct::of(s);
+        f(s);
+        let new = Acct::of(s);
+        self.account(old, false);
+        self.account(new, true);
     }
 
-    fn insert(&mut self, s: Skb) {
-        self.account(&s, true);
-        self.map.insert(s.seq, s);
+    /// Removes the skb at `p`.
+    fn take(&mut self, p: Pos) -> Skb {
+        let s = self.store.remove(p);
+        self.account(Acct::of(&s), false);
+        s
+    }
+
+    /// Splits the skb at `p` so that a new skb starts at `at` (strictly inside its
+    /// payload); returns the new skb's position (`tcp_fragment`).
+    fn split(&mut self, p: Pos, at: u64, mss: u32) -> Pos {
+        let old = Acct::of(self.store.get(p));
+        let tail = self.store.get_mut(p).split_off(at, mss);
+        let head = Acct::of(self.store.get(p));
+        self.account(old, false);
+        self.account(head, true);
+        self.account(Acct::of(&tail), true);
+        self.store.insert_after(p, tail)
     }
 
     /// Queues a newly sent skb (its `seq` must be past every queued skb).
     pub fn push(&mut self, s: Skb) {
         debug_assert!(self.last().is_none_or(|l| l.end_seq <= s.seq));
-        self.insert(s);
+        self.account(Acct::of(&s), true);
+        self.store.push_back(s);
     }
 
     /// Changes the scoreboard bits of the skb at `seq`: sets `set`, clears `clear`.
     pub fn update(&mut self, seq: u64, set: u8, clear: u8) {
-        if let Some(mut s) = self.remove(seq) {
-            s.sacked = (s.sacked | set) & !clear;
-            self.insert(s);
+        if let Some(p) = self.store.find(seq) {
+            self.modify(p, |s| s.sacked = (s.sacked | set) & !clear);
         }
     }
 
     /// Records a retransmission of the skb at `seq` at `now`.
     pub fn mark_retransmitted(&mut self, seq: u64, now: Instant) {
-        if let Some(mut s) = self.remove(seq) {
-            s.sacked |= SACKED_RETRANS | EVER_RETRANS;
-            s.tx_time = now;
-            self.insert(s);
+        if let Some(p) = self.store.find(seq) {
+            self.modify(p, |s| {
+                s.sacked |= SACKED_RETRANS | EVER_RETRANS;
+                s.tx_time = now;
+            });
         }
     }
 
@@ -164,16 +284,13 @@ impl RtxQueue {
     /// (`tcp_fragment`). Does nothing if `at` is already a boundary or is not inside
     /// any skb's payload.
     pub fn split_at(&mut self, at: u64, mss: u32) {
-        let Some((&k, s)) = self.map.range(..at).next_back() else {
+        let Some(p) = self.store.last_before(at) else {
             return;
         };
-        if at >= s.seq + s.len() as u64 {
-            return;
+        let s = self.store.get(p);
+        if at < s.seq + s.len() as u64 {
+            self.split(p, at, mss);
         }
-        let mut head = self.remove(k).expect("key exists");
-        let tail = head.split_off(at, mss);
-        self.insert(head);
-        self.insert(tail);
     }
 
     /// Removes what the cumulative ACK `ack` covers (`tcp_clean_rtx_queue`), trimming a
@@ -181,11 +298,11 @@ impl RtxQueue {
     pub fn clean(&mut self, ack: u64, mss: u32) -> Cleaned {
         let mut c = Cleaned::default();
         self.split_at(ack, mss);
-        while let Some((&k, s)) = self.map.iter().next() {
-            if s.end_seq > ack {
+        while let Some(p) = self.store.first_pos() {
+            if self.store.get(p).end_seq > ack {
                 break;
             }
-            let s = self.remove(k).expect("key exists");
+            let s = self.take(p);
             c.acked_segs += s.pcount;
             c.acked_bytes += s.len() as u64;
             c.truesize += s.truesize as u64;
@@ -203,36 +320,194 @@ impl RtxQueue {
         c
     }
 
-    /// Marks `[start, end)` SACKed, splitting skbs at the block's edges
-    /// (`tcp_sacktag_walk` with `tcp_match_skb_to_sack`). The block is assumed
-    /// validated against `snd_una..snd_nxt` by the caller.
+    /// `tcp_sacktag_write_queue` for one ACK's validated SACK blocks (`[start, end)`
+    /// stream offsets inside `snd_una..snd_nxt`, D-SACKs removed): tags what the
+    /// previous ACK's blocks (`recv_sack_cache`) did not already cover, then
+    /// remembers these blocks for the next ACK.
+    pub fn sacktag_blocks(&mut self, blocks: &[(u64, u64)], mss: u32) -> Tagged {
+        let mut sorted = [(0u64, 0u64); TCP_NUM_SACKS];
+        let n = blocks.len().min(TCP_NUM_SACKS);
+        sorted[..n].copy_from_slice(&blocks[..n]);
+        sorted[..n].sort_unstable();
+        let mut t = Tagged::default();
+        let cache = self.recv_sack_cache;
+        for &(start, end) in &sorted[..n] {
+            let mut from = start;
+            for &(cs, ce) in &cache {
+                if ce <= from || cs >= end {
+                    continue;
+                }
+                if cs > from {
+                    t.add(self.sacktag(from, cs, mss));
+                }
+                from = from.max(ce);
+            }
+            if from < end {
+                t.add(self.sacktag(from, end, mss));
+            }
+        }
+        self.recv_sack_cache = [(0, 0); TCP_NUM_SACKS];
+        self.recv_sack_cache[..n].copy_from_slice(&sorted[..n]);
+        t
+    }
+
+    /// Marks `[start, end)` SACKed (`tcp_sacktag_walk`): finds the first skb by
+    /// search, walks only over the skbs the block covers, splits partly covered ones
+    /// at whole segments and merges newly SACKed skbs into SACKed neighbours. The
+    /// block is assumed validated against `snd_una..snd_nxt` by the caller.
     pub fn sacktag(&mut self, start: u64, end: u64, mss: u32) -> Tagged {
         let mut t = Tagged::default();
-        self.split_at(start, mss);
-        self.split_at(end, mss);
-        let mut cursor = match self.start_key(start) {
-            Some(k) => k,
-            None => return t,
+        let Some(mut p) = self.store.seek(start) else {
+            return t;
         };
-        while let Some((&k, s)) = self.map.range(cursor..).next() {
-            if s.seq >= end || s.end_seq > end {
+        loop {
+            let s = self.store.get(p);
+            if s.seq >= end {
                 break;
             }
-            cursor = s.end_seq;
-            if s.has(SACKED_ACKED) {
-                continue;
+            if !s.has(SACKED_ACKED) {
+                match self.match_skb_to_sack(p, start, end, mss, &mut t) {
+                    Match::Out => {}
+                    m => p = self.sacktag_one(p, m == Match::Head, mss, &mut t),
+                }
             }
-            let mut s = self.remove(k).expect("key exists");
-            t.segs += s.pcount;
-            if s.has(EVER_RETRANS) {
-                t.retrans = true;
-            } else {
-                t.last_tx = Some(t.last_tx.map_or(s.tx_time, |x| x.max(s.tx_time)));
+            match self.store.next(p) {
+                Some(n) => p = n,
+                None => break,
             }
-            s.sacked = (s.sacked | SACKED_ACKED) & !(LOST | SACKED_RETRANS);
-            self.insert(s);
         }
         t
+    }
+
+    /// `tcp_match_skb_to_sack`: whether `[start, end)` covers the skb at `p`; a
+    /// multi-segment skb partly covered is split at a whole-MSS boundary first (the
+    /// start rounded up, the end rounded down), so a SACK never cuts a segment.
+    fn match_skb_to_sack(
+        &mut self,
+        p: Pos,
+        start: u64,
+        end: u64,
+        mss: u32,
+        t: &mut Tagged,
+    ) -> Match {
+        let s = self.store.get(p);
+        if start <= s.seq && end >= s.end_seq {
+            return Match::Whole;
+        }
+        if s.pcount <= 1 || s.end_seq <= start {
+            return Match::Out;
+        }
+        let mss = mss.max(1) as u64;
+        let head_in = start <= s.seq;
+        let mut pkt_len = if head_in {
+            match end - s.seq {
+                l if l < mss => return Match::Out,
+                l => l,
+            }
+        } else {
+            (start - s.seq).max(mss)
+        };
+        if pkt_len > mss {
+            let rounded = pkt_len / mss * mss;
+            pkt_len = if !head_in && rounded < pkt_len {
+                rounded + mss
+            } else {
+                rounded
+            };
+        }
+        if pkt_len >= s.len() as u64 {
+            return Match::Out;
+        }
+        // Unlike Linux, do not split off a head when no whole segment of the tail is
+        // covered either: tiny blocks then cut nothing at all.
+        if !head_in && end < s.end_seq && end.saturating_sub(s.seq + pkt_len) < mss {
+            return Match::Out;
+        }
+        if !self.may_fragment() {
+            t.refused += 1;
+            return Match::Out;
+        }
+        let at = s.seq + pkt_len;
+        self.split(p, at, mss as u32);
+        if head_in {
+            Match::Head
+        } else {
+            Match::Out // the walk goes on to the tail, which starts inside the block
+        }
+    }
+
+    /// `tcp_fragment`'s guard against hostile SACKs (CVE-2019-11478): the queue's
+    /// memory as Linux charges it (payload plus one skb overhead per skb) may not pass
+    /// twice the send buffer plus 128 KB because of SACK splits.
+    fn may_fragment(&self) -> bool {
+        let charged = self.payload + self.len() as u64 * SKB_OVERHEAD as u64;
+        charged <= 2 * self.sndbuf + FRAG_SLACK
+    }
+
+    /// `tcp_sacktag_one` + `tcp_shift_skb_data`: SACKs the skb at `p`, then merges it
+    /// into a SACKed skb just before it and a SACKed skb just after it into the
+    /// result. Returns where the skb now is.
+    fn sacktag_one(&mut self, p: Pos, split: bool, mss: u32, t: &mut Tagged) -> Pos {
+        let s = self.store.get(p);
+        t.segs += s.pcount;
+        if s.has(EVER_RETRANS) {
+            t.retrans = true;
+        } else {
+            t.last_tx = t.last_tx.max(Some(s.tx_time));
+        }
+        self.modify(p, |s| {
+            s.sacked = (s.sacked | SACKED_ACKED) & !(LOST | SACKED_RETRANS)
+        });
+        let mut p = p;
+        if let Some(q) = self.store.prev(p) {
+            if self.try_merge(q, p, mss) {
+                if split {
+                    t.shifted += 1;
+                } else {
+                    t.merged += 1;
+                }
+                p = q;
+            }
+        }
+        // "Hole filled allows collapsing with the next as well".
+        if let Some(n) = self.store.next(p) {
+            if self.try_merge(p, n, mss) {
+                t.merged += 1;
+            }
+        }
+        p
+    }
+
+    /// Merges the skb at `b` (the one after `a`) into `a` if both are SACKed with the
+    /// same bits, carry no SYN/FIN, are contiguous, `a` holds whole segments and the
+    /// result stays within `gso_max_size`. Counters are unchanged but `len()`.
+    ///
+    /// The payloads are copied into one buffer: `Bytes` cannot join two slices, and a
+    /// list of chunks per skb would make every reader of `Skb::data` pay for this
+    /// rare case. The copy is amortized (the merged buffer is uniquely owned and
+    /// grows by doubling, so each SACKed byte is copied about twice) and bounded by
+    /// `MERGE_MAX` per skb. The data is kept (not dropped) so that SACK reneging can
+    /// still retransmit it.
+    fn try_merge(&mut self, a: Pos, b: Pos, mss: u32) -> bool {
+        let (x, y) = (self.store.get(a), self.store.get(b));
+        let ok = x.sacked == y.sacked
+            && x.has(SACKED_ACKED)
+            && x.flags == 0
+            && y.flags == 0
+            && x.end_seq == y.seq
+            && x.len() as u64 == x.pcount as u64 * mss as u64
+            && x.data.len() + y.data.len() <= MERGE_MAX;
+        if !ok {
+            return false;
+        }
+        let y = self.take(b);
+        self.modify(a, |x| {
+            append(&mut x.data, &y.data);
+            x.end_seq = y.end_seq;
+            x.pcount += y.pcount;
+            x.truesize += y.truesize;
+        });
+        true
     }
 
     /// RFC 6675 section 4 `IsLost`: marks lost every skb, from `from` on, that has more
@@ -240,53 +515,69 @@ impl RtxQueue {
     /// stopped holding (the next call may start there: a hint, like Linux's
     /// `lost_skb_hint`). Returns the lowest newly marked offset, if any, too.
     pub fn mark_lost_sacked_above(&mut self, from: u64, thresh_bytes: u64) -> (u64, Option<u64>) {
-        let mut sacked_below = self.sacked_below(from);
-        let mut first_marked = None;
-        let mut cursor = match self.start_key(from) {
-            Some(k) => k,
-            None => return (from, None),
+        let Some(mut p) = self.store.seek(from) else {
+            return (from, None);
         };
-        while let Some((&k, s)) = self.map.range(cursor..).next() {
-            let above = self.sacked_bytes
-                - sacked_below
-                - if s.has(SACKED_ACKED) {
-                    s.len() as u64
-                } else {
-                    0
-                };
+        let mut sacked_below = self.sacked_below(self.store.get(p).seq);
+        let mut first_marked = None;
+        let cursor = loop {
+            let s = self.store.get(p);
+            let (k, end, sacked, len) = (s.seq, s.end_seq, s.has(SACKED_ACKED), s.len() as u64);
+            let above = self.sacked_bytes - sacked_below - if sacked { len } else { 0 };
             if above <= thresh_bytes {
+                self.below = (k, sacked_below);
                 return (k, first_marked);
             }
-            cursor = s.end_seq;
-            if s.has(SACKED_ACKED) {
-                sacked_below += s.len() as u64;
+            if sacked {
+                sacked_below += len;
             } else if !s.has(LOST) {
                 first_marked.get_or_insert(k);
-                self.update(k, LOST, SACKED_RETRANS);
+                self.modify(p, |s| s.sacked = (s.sacked | LOST) & !SACKED_RETRANS);
             }
-        }
+            match self.store.next(p) {
+                Some(n) => p = n,
+                None => break end,
+            }
+        };
         (cursor, first_marked)
     }
 
-    /// SACKed payload bytes below `seq`. Walks from the head; callers keep a hint so
-    /// this walk stays short.
-    fn sacked_below(&self, seq: u64) -> u64 {
-        self.map
-            .range(..seq)
-            .filter(|(_, s)| s.has(SACKED_ACKED))
-            .map(|(_, s)| s.len() as u64)
-            .sum()
+    /// SACKed payload bytes in the skbs starting below `seq`: kept for the last
+    /// `mark_lost_sacked_above` stop and summed on from there when `seq` moved up
+    /// (else from the head, short when `seq` is near `snd_una`).
+    fn sacked_below(&mut self, seq: u64) -> u64 {
+        if self.below.0 != seq {
+            let (from, base) = if self.below.0 < seq {
+                self.below
+            } else {
+                (0, 0)
+            };
+            let mut p = self.store.seek(from);
+            if let Some(q) = p.filter(|&q| self.store.get(q).seq < from) {
+                p = self.store.next(q);
+            }
+            let sum: u64 = self
+                .store
+                .iter_from(p)
+                .take_while(|s| s.seq < seq)
+                .filter(|s| s.has(SACKED_ACKED))
+                .map(|s| s.len() as u64)
+                .sum();
+            self.below = (seq, base + sum);
+        }
+        self.below.1
     }
 
     /// `tcp_enter_loss`: marks every skb that is not SACKed lost and forgets which ones
     /// were retransmitted.
     pub fn mark_all_lost(&mut self) {
-        let keys: Vec<u64> = self.map.keys().copied().collect();
-        for k in keys {
-            let s = &self.map[&k];
+        let mut pos = self.store.first_pos();
+        while let Some(p) = pos {
+            let s = self.store.get(p);
             if !s.has(SACKED_ACKED) && (!s.has(LOST) || s.has(SACKED_RETRANS)) {
-                self.update(k, LOST, SACKED_RETRANS);
+                self.modify(p, |s| s.sacked = (s.sacked | LOST) & !SACKED_RETRANS);
             }
+            pos = self.store.next(p);
         }
     }
 
@@ -298,12 +589,13 @@ impl RtxQueue {
 
     /// Checks that the counters equal the sums over the skbs (tests only).
     pub fn check_invariants(&self) {
-        let mut c = RtxQueue::default();
+        let mut c = RtxQueue::with_kind(self.kind());
+        c.below.0 = self.below.0;
         let mut prev_end = None;
-        for s in self.map.values() {
+        for s in self.store.iter_from(self.store.first_pos()) {
             assert!(prev_end.is_none_or(|e| e <= s.seq), "overlapping skbs");
             prev_end = Some(s.end_seq);
-            c.account(s, true);
+            c.account(Acct::of(s), true);
         }
         assert_eq!(c.packets_out, self.packets_out, "packets_out");
         assert_eq!(c.sacked_out, self.sacked_out, "sacked_out");
@@ -311,22 +603,43 @@ impl RtxQueue {
         assert_eq!(c.retrans_out, self.retrans_out, "retrans_out");
         assert_eq!(c.sacked_bytes, self.sacked_bytes, "sacked_bytes");
         assert_eq!(c.truesize, self.truesize, "truesize");
+        assert_eq!(c.payload, self.payload, "payload");
+        assert_eq!(c.below, self.below, "sacked below the lost hint");
     }
+}
+
+/// Appends `b` to `a`, reusing `a`'s buffer when it is ours alone.
+fn append(a: &mut Bytes, b: &Bytes) {
+    let mut m = match core::mem::take(a).try_into_mut() {
+        Ok(m) => m,
+        Err(shared) => {
+            let want = (shared.len() + b.len()).next_power_of_two().min(MERGE_MAX);
+            let mut m = BytesMut::with_capacity(want);
+            m.extend_from_slice(&shared);
+            m
+        }
+    };
+    m.extend_from_slice(b);
+    *a = m.freeze();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
     use proptest::prelude::*;
 
     const MSS: u32 = 100;
+    const KINDS: [RtxQueueKind; 2] = [RtxQueueKind::Tree, RtxQueueKind::List];
 
     fn skb(seq: u64, len: u32) -> Skb {
         Skb {
             seq,
             end_seq: seq + len as u64,
-            data: Bytes::from(vec![0u8; len as usize]),
+            data: Bytes::from(
+                (0..len)
+                    .map(|i| (seq + i as u64) as u8)
+                    .collect::<Vec<u8>>(),
+            ),
             flags: 0,
             sacked: 0,
             pcount: skb::pcount(len, MSS),
@@ -335,69 +648,293 @@ mod tests {
         }
     }
 
-    fn queue(n: u64, len: u32) -> RtxQueue {
-        let mut q = RtxQueue::default();
+    fn queue_of(kind: RtxQueueKind, n: u64, len: u32) -> RtxQueue {
+        let mut q = RtxQueue::with_kind(kind);
         for i in 0..n {
             q.push(skb(1 + i * len as u64, len));
         }
         q
     }
 
+    fn queue(n: u64, len: u32) -> RtxQueue {
+        queue_of(RtxQueueKind::Tree, n, len)
+    }
+
+    /// Every skb's payload still holds the stream bytes of its range.
+    fn check_payload(q: &RtxQueue) {
+        for s in q.iter_from(0) {
+            for (i, b) in s.data.iter().enumerate() {
+                assert_eq!(*b, (s.seq + i as u64) as u8, "payload of skb at {}", s.seq);
+            }
+        }
+    }
+
+    #[test]
+    fn default_is_tree() {
+        assert_eq!(RtxQueue::default().kind(), RtxQueueKind::Tree);
+    }
+
     #[test]
     fn sack_splits_and_tags() {
-        let mut q = queue(2, 1000); // [1,1001) [1001,2001)
-        assert_eq!(q.packets_out, 20);
-        let t = q.sacktag(301, 501, MSS);
-        assert_eq!(t.segs, 2);
-        assert_eq!(q.sacked_out, 2);
-        assert_eq!(q.len(), 4);
-        q.check_invariants();
-        // The same block again tags nothing.
-        assert_eq!(q.sacktag(301, 501, MSS).segs, 0);
-        // A block across the skb boundary.
-        let t = q.sacktag(901, 1201, MSS);
-        assert_eq!(t.segs, 3);
-        q.check_invariants();
+        for kind in KINDS {
+            let mut q = queue_of(kind, 2, 1000); // [1,1001) [1001,2001)
+            assert_eq!(q.packets_out, 20);
+            let t = q.sacktag(301, 501, MSS);
+            assert_eq!(t.segs, 2);
+            assert_eq!(q.sacked_out, 2);
+            assert_eq!(q.len(), 4);
+            q.check_invariants();
+            // The same block again tags nothing.
+            assert_eq!(q.sacktag(301, 501, MSS).segs, 0);
+            // A block across the skb boundary: its part of the second skb is shifted
+            // onto the SACKed [901,1001).
+            let t = q.sacktag(901, 1201, MSS);
+            assert_eq!(t.segs, 3);
+            assert_eq!(t.shifted, 1);
+            assert_eq!(q.get(901).unwrap().end_seq, 1201);
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+
+    #[test]
+    fn sack_rounds_to_whole_segments() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 1, 1000); // [1,1001), 10 segments
+                                                 // Covers segment [201,301) whole and parts of its neighbours.
+            let t = q.sacktag(150, 350, MSS);
+            assert_eq!(t.segs, 1);
+            assert_eq!(q.get(201).unwrap().end_seq, 301);
+            assert_eq!(q.sacked_bytes, 100);
+            // Less than a segment: nothing.
+            assert_eq!(q.sacktag(420, 500, MSS).segs, 0);
+            q.check_invariants();
+            // A one-segment skb partly covered is neither split nor tagged.
+            let mut q = queue_of(kind, 3, 100);
+            assert_eq!(q.sacktag(150, 301, MSS).segs, 1);
+            assert_eq!(q.len(), 3);
+            q.check_invariants();
+        }
+    }
+
+    #[test]
+    fn adjacent_sacked_skbs_merge() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 10, 100);
+            let t = q.sacktag(301, 601, MSS);
+            assert_eq!((t.segs, t.merged), (3, 2));
+            assert_eq!(q.len(), 8);
+            // Filling the hole below joins the run below and the run above.
+            q.sacktag(101, 201, MSS);
+            let t = q.sacktag(201, 301, MSS);
+            assert_eq!((t.segs, t.merged), (1, 2));
+            assert_eq!(q.len(), 6); // [1) [101..601) [601) [701) [801) [901)
+            let s = q.get(101).unwrap();
+            assert_eq!((s.end_seq, s.pcount), (601, 5));
+            q.check_invariants();
+            check_payload(&q);
+            // The merged skb is cleaned like its parts.
+            let c = q.clean(401, MSS);
+            assert_eq!((c.acked_segs, c.acked_sacked_segs), (4, 3));
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+
+    #[test]
+    fn recv_sack_cache_skips_known_blocks() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 20, 100);
+            let t = q.sacktag_blocks(&[(501, 701)], MSS);
+            assert_eq!(t.segs, 2);
+            // The same block grown on the right and a new block: only the new parts.
+            let t = q.sacktag_blocks(&[(501, 901), (1101, 1201)], MSS);
+            assert_eq!(t.segs, 3);
+            assert_eq!(q.sacked_out, 5);
+            q.check_invariants();
+        }
     }
 
     #[test]
     fn clean_trims_head() {
-        let mut q = queue(2, 1000);
-        let c = q.clean(551, MSS);
-        assert_eq!(c.acked_bytes, 550);
-        assert_eq!(q.first().unwrap().seq, 551);
-        q.check_invariants();
-        let c = q.clean(2001, MSS);
-        assert_eq!(c.acked_bytes, 1450);
-        assert!(q.is_empty());
-        assert_eq!(q.packets_out, 0);
-        assert_eq!(q.truesize, 0);
+        for kind in KINDS {
+            let mut q = queue_of(kind, 2, 1000);
+            let c = q.clean(551, MSS);
+            assert_eq!(c.acked_bytes, 550);
+            assert_eq!(q.first().unwrap().seq, 551);
+            q.check_invariants();
+            let c = q.clean(2001, MSS);
+            assert_eq!(c.acked_bytes, 1450);
+            assert!(q.is_empty());
+            assert_eq!(q.packets_out, 0);
+            assert_eq!(q.truesize, 0);
+        }
     }
 
     #[test]
     fn rfc6675_marks_holes_below_three_sacked_segments() {
-        let mut q = queue(10, 100); // ten 1-MSS skbs at 1, 101, ...
-        q.sacktag(201, 301, MSS); // third SACKed: 1 segment above the first two
-        let (_, m) = q.mark_lost_sacked_above(1, 2 * MSS as u64);
-        assert_eq!(m, None);
-        q.sacktag(301, 501, MSS); // three segments SACKed above the head
-        let (hint, m) = q.mark_lost_sacked_above(1, 2 * MSS as u64);
-        assert_eq!(m, Some(1));
-        assert_eq!(q.lost_out, 2);
-        assert_eq!(hint, 201);
-        assert_eq!(q.next_lost(0).unwrap().seq, 1);
-        q.check_invariants();
+        for kind in KINDS {
+            let mut q = queue_of(kind, 10, 100); // ten 1-MSS skbs at 1, 101, ...
+            q.sacktag(201, 301, MSS); // third SACKed: 1 segment above the first two
+            let (_, m) = q.mark_lost_sacked_above(1, 2 * MSS as u64);
+            assert_eq!(m, None);
+            q.sacktag(301, 501, MSS); // three segments SACKed above the head
+            let (hint, m) = q.mark_lost_sacked_above(1, 2 * MSS as u64);
+            assert_eq!(m, Some(1));
+            assert_eq!(q.lost_out, 2);
+            assert_eq!(hint, 201);
+            assert_eq!(q.next_lost(0).unwrap().seq, 1);
+            q.check_invariants();
+        }
     }
 
     #[test]
     fn enter_loss_marks_unsacked() {
-        let mut q = queue(5, 100);
-        q.sacktag(201, 301, MSS);
-        q.mark_retransmitted(1, Instant(9));
-        q.mark_all_lost();
-        assert_eq!(q.lost_out, 4);
-        assert_eq!(q.retrans_out, 0);
-        q.check_invariants();
+        for kind in KINDS {
+            let mut q = queue_of(kind, 5, 100);
+            q.sacktag(201, 301, MSS);
+            q.mark_retransmitted(1, Instant(9));
+            q.mark_all_lost();
+            assert_eq!(q.lost_out, 4);
+            assert_eq!(q.retrans_out, 0);
+            q.check_invariants();
+        }
+    }
+
+    /// CVE-2019-11478: SACKs of every other byte cut nothing (no whole segment is
+    /// covered), so the queue keeps its shape.
+    #[test]
+    fn hostile_every_other_byte() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 20, 64 * MSS);
+            let (len, truesize) = (q.len(), q.truesize);
+            let mut x = 2;
+            while x < 20 * 64 * MSS as u64 {
+                let blocks: Vec<(u64, u64)> = (0..4).map(|i| (x + 2 * i, x + 2 * i + 1)).collect();
+                let t = q.sacktag_blocks(&blocks, MSS);
+                assert_eq!(t.segs, 0);
+                x += 8;
+            }
+            assert_eq!((q.len(), q.truesize, q.sacked_out), (len, truesize, 0));
+            q.check_invariants();
+        }
+    }
+
+    /// CVE-2019-11478/11479: at the minimum MSS, random tiny blocks may cut the queue
+    /// into 48-byte segments only until its charged memory reaches 2 * sndbuf + 128 KB.
+    #[test]
+    fn hostile_tiny_blocks_stay_bounded() {
+        use rand_chacha::rand_core::{RngCore, SeedableRng};
+        const MIN_MSS: u32 = 48;
+        const SNDBUF: u64 = 1_500_000;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for kind in KINDS {
+            let mut q = RtxQueue::with_kind(kind);
+            q.set_sndbuf(SNDBUF as u32);
+            let (n, len) = (40u64, 65_520u32); // 1365 segments of 48 bytes each
+            for i in 0..n {
+                let mut s = skb(1 + i * len as u64, len);
+                s.pcount = skb::pcount(len, MIN_MSS);
+                q.push(s);
+            }
+            let truesize = q.truesize;
+            let limit = 2 * SNDBUF + FRAG_SLACK + SKB_OVERHEAD as u64;
+            let mut refused = 0;
+            for _ in 0..5000 {
+                let blocks: Vec<(u64, u64)> = (0..4)
+                    .map(|_| {
+                        let s = 1 + rng.next_u64() % (n * len as u64 - 200);
+                        (s, s + 1 + rng.next_u64() % 150)
+                    })
+                    .collect();
+                refused += q.sacktag_blocks(&blocks, MIN_MSS).refused;
+                assert!(q.payload + q.len() as u64 * SKB_OVERHEAD as u64 <= limit);
+            }
+            assert!(refused > 0);
+            assert!(q.len() as u64 > n && q.len() < 1000, "{} skbs", q.len());
+            assert_eq!(q.truesize, truesize);
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+
+    /// Operations on both queue kinds, for the comparison below.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Sack(Vec<(u64, u64)>),
+        Ack(u64),
+        MarkLost(u64, u64),
+        Retransmit(u64),
+        EnterLoss,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => proptest::collection::vec((0u64..6000, 1u64..900), 1..4).prop_map(|v| Op::Sack(
+                v.into_iter().map(|(s, l)| (1 + s, 1 + s + l)).collect()
+            )),
+            1 => (0u64..6000).prop_map(Op::Ack),
+            2 => (0u64..6000, 0u64..400).prop_map(|(f, t)| Op::MarkLost(f, t)),
+            1 => (0u64..6000).prop_map(Op::Retransmit),
+            1 => Just(Op::EnterLoss),
+        ]
+    }
+
+    /// Applies `op` as the engine would (blocks validated against the queue's range)
+    /// and returns its visible result.
+    fn apply(q: &mut RtxQueue, op: &Op, una: &mut u64) -> String {
+        let nxt = q.last().map_or(*una, |s| s.end_seq);
+        match op {
+            Op::Sack(b) => {
+                let valid: Vec<_> = b
+                    .iter()
+                    .map(|&(s, e)| (s, e.min(nxt)))
+                    .filter(|&(s, e)| s >= *una && s < e)
+                    .collect();
+                format!("{:?}", q.sacktag_blocks(&valid, MSS))
+            }
+            Op::Ack(a) => {
+                *una = (*a).clamp(*una, nxt);
+                let c = q.clean(*una, MSS);
+                format!(
+                    "{} {} {} {:?} {:?}",
+                    c.acked_segs, c.acked_sacked_segs, c.acked_bytes, c.first_tx, c.last_tx
+                )
+            }
+            Op::MarkLost(f, t) => format!("{:?}", q.mark_lost_sacked_above(*f, *t)),
+            Op::Retransmit(f) => {
+                let seq = q.next_lost(*f).map(|s| s.seq);
+                if let Some(s) = seq {
+                    q.split_at(s + 2 * MSS as u64, MSS);
+                    q.mark_retransmitted(s, Instant(1_000_000));
+                }
+                format!("{seq:?}")
+            }
+            Op::EnterLoss => {
+                q.mark_all_lost();
+                String::new()
+            }
+        }
+    }
+
+    fn snapshot(q: &RtxQueue) -> Vec<(u64, u64, u8, u32, u32, Instant, Bytes)> {
+        q.iter_from(0)
+            .map(|s| {
+                (
+                    s.seq,
+                    s.end_seq,
+                    s.sacked,
+                    s.pcount,
+                    s.truesize,
+                    s.tx_time,
+                    s.data.clone(),
+                )
+            })
+            .collect()
+    }
+
+    fn sizes() -> impl Strategy<Value = Vec<u32>> {
+        proptest::collection::vec(prop_oneof![Just(100u32), Just(1000), 1u32..700], 1..12)
     }
 
     proptest! {
@@ -416,6 +953,33 @@ mod tests {
             q.check_invariants();
             q.clean(1 + ack, MSS);
             q.check_invariants();
+            check_payload(&q);
+        }
+
+        /// The tree and the list give the same skbs, counters and results after
+        /// every operation of a random SACK/ACK sequence.
+        #[test]
+        fn tree_and_list_agree(sizes in sizes(), ops in proptest::collection::vec(op(), 1..40)) {
+            let mut tree = RtxQueue::with_kind(RtxQueueKind::Tree);
+            let mut list = RtxQueue::with_kind(RtxQueueKind::List);
+            let mut seq = 1;
+            for len in sizes {
+                tree.push(skb(seq, len));
+                list.push(skb(seq, len));
+                seq += len as u64;
+            }
+            let (mut una_t, mut una_l) = (1, 1);
+            for op in &ops {
+                let rt = apply(&mut tree, op, &mut una_t);
+                let rl = apply(&mut list, op, &mut una_l);
+                prop_assert_eq!(rt, rl, "{:?}", op);
+                prop_assert_eq!(snapshot(&tree), snapshot(&list));
+                let counters = |q: &RtxQueue| (q.packets_out, q.sacked_out, q.lost_out, q.retrans_out, q.sacked_bytes, q.truesize, q.len());
+                prop_assert_eq!(counters(&tree), counters(&list));
+                tree.check_invariants();
+                list.check_invariants();
+            }
+            check_payload(&tree);
         }
     }
 }

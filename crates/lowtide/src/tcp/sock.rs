@@ -214,7 +214,7 @@ impl Tcb {
             snd_wscale: 0,
             snd_sml: 0,
             write_queue: VecDeque::new(),
-            rtx: RtxQueue::default(),
+            rtx: RtxQueue::with_kind(cfg.rtx_queue),
             fin_queued: false,
             sndbuf: cfg.tcp_wmem[1],
             sndbuf_locked: false,

@@ -1,7 +1,7 @@
 //! Transmission: tcp_output.c's `tcp_write_xmit`, `tcp_transmit_skb`,
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
-use super::cong::CaState;
+use super::cong::{CaEvent, CaState};
 use super::skb::{self, Skb, FLAG_FIN, FLAG_SYN, SKB_OVERHEAD};
 use super::sock::{Pending, Tcb, GSO_MAX_SIZE, TCPOLEN_TSTAMP_ALIGNED};
 use super::{Ctx, FourTuple, TcpState};
@@ -243,6 +243,11 @@ impl Tcb {
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
         if !payload.is_empty() {
             self.data_segs_out += payload.len().div_ceil(mss as usize) as u64;
+            if self.packets_in_flight() == 0 {
+                // tcp_event_data_sent: first data after idle, before lsndtime moves.
+                let ca_ctx = self.ca_ctx(ctx.now);
+                self.cc.cwnd_event(&mut self.cw, CaEvent::TxStart, &ca_ctx);
+            }
             self.lsndtime = ctx.now;
         }
         self.wmem_alloc += truesize as u64;

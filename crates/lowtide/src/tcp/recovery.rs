@@ -144,7 +144,9 @@ impl Tcb {
         match self.ca_state {
             CaState::Recovery | CaState::Cwr => {
                 self.cw.snd_cwnd = self.cw.snd_ssthresh.max(1);
-                self.cc.cwnd_event(&mut self.cw, CaEvent::CompleteCwr);
+                let ca_ctx = self.ca_ctx(ctx.now);
+                self.cc
+                    .cwnd_event(&mut self.cw, CaEvent::CompleteCwr, &ca_ctx);
                 self.set_ca_state(CaState::Open);
             }
             CaState::Loss => self.set_ca_state(CaState::Open),
@@ -197,7 +199,8 @@ impl Tcb {
         if self.ca_state < CaState::Loss || self.high_seq <= self.snd_una {
             self.prior_cwnd = self.cw.snd_cwnd;
             self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
-            self.cc.cwnd_event(&mut self.cw, CaEvent::Loss);
+            let ca_ctx = self.ca_ctx(ctx.now);
+            self.cc.cwnd_event(&mut self.cw, CaEvent::Loss, &ca_ctx);
         }
         self.cw.snd_cwnd = 1;
         self.cw.snd_cwnd_cnt = 0;

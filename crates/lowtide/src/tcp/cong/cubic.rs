@@ -253,19 +253,7 @@ impl Cubic {
         let mut t = jiffies.wrapping_sub(epoch_start) as i32 as i64 as u64;
         t += usecs_to_jiffies(self.delay_min) as u64;
         t = (t << BICTCP_HZ) / HZ as u64;
-        let k = self.bic_k as u64;
-        let offs = t.abs_diff(k);
-        // C * (t - K)^3, with C = cube_rtt_scale / 2^10 and time in 2^-10 s.
-        let delta = ((self.params.cube_rtt_scale() as u64)
-            .wrapping_mul(offs)
-            .wrapping_mul(offs)
-            .wrapping_mul(offs)
-            >> (10 + 3 * BICTCP_HZ)) as u32;
-        let bic_target = if t < k {
-            self.bic_origin_point.wrapping_sub(delta)
-        } else {
-            self.bic_origin_point.wrapping_add(delta)
-        };
+        let bic_target = self.bic_target(t);
         self.cnt = if bic_target > cwnd {
             cwnd / (bic_target - cwnd)
         } else {
@@ -274,6 +262,23 @@ impl Cubic {
         // Before any loss the bandwidth is unknown: grow at least 5 % per RTT.
         if self.last_max_cwnd == 0 && self.cnt > 20 {
             self.cnt = 20;
+        }
+    }
+
+    /// W(t) = C * (t - K)^3 + origin (RFC 9438 eq. 1), `t` in 2^-10 s since the epoch
+    /// start; C = cube_rtt_scale / 2^10, computed as Linux does in 64 bits.
+    pub fn bic_target(&self, t: u64) -> u32 {
+        let k = self.bic_k as u64;
+        let offs = t.abs_diff(k);
+        let delta = ((self.params.cube_rtt_scale() as u64)
+            .wrapping_mul(offs)
+            .wrapping_mul(offs)
+            .wrapping_mul(offs)
+            >> (10 + 3 * BICTCP_HZ)) as u32;
+        if t < k {
+            self.bic_origin_point.wrapping_sub(delta)
+        } else {
+            self.bic_origin_point.wrapping_add(delta)
         }
     }
 
@@ -434,5 +439,373 @@ impl CongestionOps for Cubic {
     /// `tcp_reno_undo_cwnd`, as Linux's cubictcp uses.
     fn undo_cwnd(&mut self, cw: &CwndState, prior_cwnd: u32) -> u32 {
         cw.snd_cwnd.max(prior_cwnd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::time::Duration;
+
+    fn at(ms: u64) -> Instant {
+        Instant::ZERO + Duration::from_millis(ms)
+    }
+
+    fn ctx(now: Instant, snd_una: u64, snd_nxt: u64) -> CaCtx {
+        CaCtx {
+            now,
+            snd_una,
+            snd_nxt,
+            ..Default::default()
+        }
+    }
+
+    fn exact_cbrt(a: u64) -> f64 {
+        (a as f64).cbrt()
+    }
+
+    /// A connection that lost at cwnd 100 and is now at its ssthresh (70).
+    fn after_loss_at_100(params: CubicParams) -> (Cubic, CwndState) {
+        let mut c = Cubic::with_params(params);
+        let mut cw = CwndState::new(100);
+        cw.is_cwnd_limited = true;
+        cw.snd_ssthresh = c.ssthresh(&cw);
+        cw.snd_cwnd = cw.snd_ssthresh;
+        (c, cw)
+    }
+
+    #[test]
+    fn register_constants() {
+        let p = CubicParams::default();
+        // 8 * 1741 / 3 = 4642, / 307 = 15.
+        assert_eq!(p.beta_scale(), 15);
+        assert_eq!(p.cube_rtt_scale(), 410);
+        // 2^40 / 410.
+        assert_eq!(p.cube_factor(), 2_681_735_677);
+    }
+
+    #[test]
+    fn ssthresh_is_cwnd_times_717_over_1024() {
+        for (cwnd, want) in [(10, 7), (100, 70), (1000, 700), (2, 2), (1, 2), (48, 33)] {
+            let mut c = Cubic::new();
+            let mut cw = CwndState::new(cwnd);
+            cw.snd_cwnd = cwnd;
+            assert_eq!(c.ssthresh(&cw), want, "cwnd {cwnd}");
+            assert_eq!(c.last_max_cwnd, cwnd);
+            assert_eq!(c.epoch_start, None);
+        }
+    }
+
+    #[test]
+    fn cubic_root_is_within_linux_error() {
+        // Small values come straight from the table.
+        assert_eq!(cubic_root(0), 0);
+        assert_eq!(cubic_root(1), 1);
+        assert_eq!(cubic_root(8), 2);
+        assert_eq!(cubic_root(27), 3);
+        assert_eq!(cubic_root(64), 4);
+        assert_eq!(cubic_root(1_000_000), 100);
+        // Small arguments are coarse (cubic_root(100) = 5, exact 4.64); CUBIC's are at
+        // least cube_factor = 2.7e9.
+        assert_eq!(cubic_root(100), 5);
+        let mut a = 1u64 << 31;
+        while a < 1 << 60 {
+            let got = cubic_root(a) as f64;
+            let want = exact_cbrt(a);
+            assert!(
+                (got - want).abs() / want < 0.01,
+                "cbrt({a}) = {got}, exact {want}"
+            );
+            a = a * 7 / 3;
+        }
+    }
+
+    #[test]
+    fn k_for_wmax_100() {
+        // W_max = 100, beta 0.7 -> cwnd 70; RFC 9438: K = cbrt(W_max (1 - beta) / C)
+        // = cbrt(30 / 0.4) = 4.217 s. Linux's C is 410/1024 = 0.4004, so in units of
+        // 2^-10 s K = cbrt(2681735677 * 30) = 4316.97 (4.2158 s).
+        let (mut c, cw) = after_loss_at_100(CubicParams::default());
+        assert_eq!(cw.snd_cwnd, 70);
+        c.update(70, 1, at(1000));
+        let exact = exact_cbrt(2_681_735_677 * 30);
+        assert!((exact - 4316.97).abs() < 0.01, "{exact}");
+        let k = c.bic_k as f64;
+        assert!((k - exact).abs() / exact < 0.002, "bic_K {k} vs {exact}");
+        assert_eq!(c.bic_k, cubic_root(2_681_735_677 * 30));
+        assert!((k / 1024.0 - 4.217).abs() < 0.01, "K = {} s", k / 1024.0);
+        assert_eq!(c.bic_origin_point, 100);
+        assert_eq!(c.epoch_start, Some(1000));
+    }
+
+    #[test]
+    fn w_of_t_follows_the_cubic() {
+        let (mut c, _) = after_loss_at_100(CubicParams::default());
+        c.update(70, 1, at(0));
+        let k = c.bic_k as u64;
+        // W(t) = 100 + 0.4004 (t - K)^3, t in seconds, floored like Linux.
+        assert_eq!(c.bic_target(k), 100);
+        assert_eq!(c.bic_target(k + 1024), 100); // +0.40
+        assert_eq!(c.bic_target(k + 2048), 103); // +3.20
+        assert_eq!(c.bic_target(k + 3 * 1024), 110); // +10.81
+        assert_eq!(c.bic_target(k + 5 * 1024), 150); // +50.05
+        assert_eq!(c.bic_target(k - 2048), 97); // -3.20
+        assert_eq!(c.bic_target(k - 3 * 1024), 90); // -10.81
+                                                    // At the epoch start the curve is back at cwnd (100 - 0.4004 * K^3 = 70).
+        let w0 = c.bic_target(0);
+        assert!((69..=71).contains(&w0), "W(0) = {w0}");
+    }
+
+    #[test]
+    fn cnt_reaches_target_in_one_rtt() {
+        // Epoch starts at cwnd 90 under W_max 100: K = cbrt(10 / 0.4004) = 2.923 s.
+        // 5 s later with a 100 ms RTT, cnt aims at W(5.1 s) = 100 + 0.4004 *
+        // (5.1 - 2.923)^3 = 104.1 -> 104, so cnt = 90 / (104 - 90) = 6.
+        let (mut c, _) = after_loss_at_100(CubicParams::default());
+        c.delay_min = 100_000;
+        c.update(90, 1, at(0));
+        assert!(
+            (c.bic_k as f64 / 1024.0 - 2.923).abs() < 0.01,
+            "K {}",
+            c.bic_k
+        );
+        c.update(90, 1, at(5000));
+        let t = (5000 + 100) * 1024 / 1000;
+        assert_eq!(c.bic_target(t), 104);
+        assert_eq!(c.cnt, 6);
+    }
+
+    #[test]
+    fn fast_convergence_lowers_w_max() {
+        let mut c = Cubic::new();
+        let mut cw = CwndState::new(100);
+        assert_eq!(c.ssthresh(&cw), 70);
+        assert_eq!(c.last_max_cwnd, 100);
+        // Lost again before regaining W_max: W_max = 90 * (1 + 0.7) / 2 = 76.5 -> 76.
+        cw.snd_cwnd = 90;
+        assert_eq!(c.ssthresh(&cw), 63);
+        assert_eq!(c.last_max_cwnd, 76);
+        // Without fast convergence W_max is the window at the loss.
+        let mut c = Cubic::with_params(CubicParams {
+            fast_convergence: false,
+            ..Default::default()
+        });
+        cw.snd_cwnd = 100;
+        c.ssthresh(&cw);
+        cw.snd_cwnd = 90;
+        assert_eq!(c.ssthresh(&cw), 63);
+        assert_eq!(c.last_max_cwnd, 90);
+    }
+
+    #[test]
+    fn reno_friendly_region_single_update() {
+        // Epoch start at cwnd 70 (W_max 100), then 300 ACKs 40 ms later: the cubic
+        // curve has barely moved (cnt >= 70) but Reno's estimate grew by
+        // 300 / (70 * 15 / 8 = 131) = 2 segments, so cnt = 70 / 2 = 35.
+        let (mut c, _) = after_loss_at_100(CubicParams::default());
+        c.update(70, 1, at(0));
+        c.update(70, 300, at(40));
+        assert_eq!(c.tcp_cwnd, 72);
+        assert_eq!(c.ack_cnt, 301 - 2 * 131);
+        assert_eq!(c.cnt, 35);
+        let (mut c, _) = after_loss_at_100(CubicParams {
+            tcp_friendliness: false,
+            ..Default::default()
+        });
+        c.update(70, 1, at(0));
+        c.update(70, 300, at(40));
+        assert!(c.cnt >= 70, "cnt {}", c.cnt);
+    }
+
+    /// Runs `rtts` round trips of `rtt_ms`, each ACKing one window.
+    fn run_ca(params: CubicParams, rtt_ms: u64, rtts: u64) -> u32 {
+        let (mut c, mut cw) = after_loss_at_100(params);
+        for i in 0..rtts {
+            let x = ctx(at(10_000 + i * rtt_ms), 0, 0);
+            for _ in 0..cw.snd_cwnd {
+                c.cong_avoid(&mut cw, 1, &x);
+            }
+        }
+        cw.snd_cwnd
+    }
+
+    #[test]
+    fn reno_friendly_region_takes_over_at_small_rtt() {
+        // 200 RTTs of 1 ms: the cubic curve gives W(0.2 s) = 100 - 0.4 * 4.0^3 = 74,
+        // Reno with beta 0.7 (RFC 9438 alpha = 3 * 0.3 / 1.7 = 0.53 per RTT) gives
+        // 70 + 0.53 * 200 = 176.
+        let on = run_ca(CubicParams::default(), 1, 200);
+        let off = run_ca(
+            CubicParams {
+                tcp_friendliness: false,
+                ..Default::default()
+            },
+            1,
+            200,
+        );
+        assert!((165..=185).contains(&on), "friendly cwnd {on}");
+        assert!((70..=76).contains(&off), "pure cubic cwnd {off}");
+        // At 100 ms RTT, 60 RTTs = 6 s: the cubic curve (100 + 0.4 * 1.8^3 = 102) is
+        // ahead of Reno (70 + 0.53 * 60 = 102) or level; both end near 102.
+        let on = run_ca(CubicParams::default(), 100, 60);
+        assert!((100..=106).contains(&on), "cwnd {on}");
+    }
+
+    #[test]
+    fn hystart_ack_train_exits_slow_start() {
+        let mut c = Cubic::new();
+        let mut cw = CwndState::new(32);
+        let s = |rtt| AckSample {
+            pkts_acked: 2,
+            rtt_us: Some(rtt),
+            in_flight: 32,
+            now: Instant::ZERO,
+        };
+        // First ACK at 1000 ms starts the round (ends at snd_nxt 64_000); min RTT 10 ms.
+        c.pkts_acked(&mut cw, &s(10_000), &ctx(at(1000), 2_000, 64_000));
+        // ACKs 1 ms apart (< hystart_ack_delta_us): the train passes delay_min / 2 =
+        // 5 ms at the ACK 6 ms after the round start.
+        for i in 1..=5 {
+            c.pkts_acked(
+                &mut cw,
+                &s(10_000),
+                &ctx(at(1000 + i), 2_000 + i * 2000, 64_000),
+            );
+            assert_eq!(cw.snd_ssthresh, super::super::INFINITE_SSTHRESH, "ack {i}");
+        }
+        c.pkts_acked(&mut cw, &s(10_000), &ctx(at(1006), 14_000, 64_000));
+        assert!(c.found);
+        assert_eq!(cw.snd_ssthresh, 32);
+        assert!(!cw.in_slow_start());
+    }
+
+    #[test]
+    fn hystart_ack_train_needs_close_acks_and_low_window() {
+        // ACKs 3 ms apart are not a train; below hystart_low_window nothing happens.
+        for (gap, cwnd) in [(3, 32), (1, 15)] {
+            let mut c = Cubic::new();
+            let mut cw = CwndState::new(cwnd);
+            let s = AckSample {
+                pkts_acked: 1,
+                rtt_us: Some(10_000),
+                in_flight: cwnd,
+                now: Instant::ZERO,
+            };
+            for i in 0..8 {
+                c.pkts_acked(&mut cw, &s, &ctx(at(1000 + i * gap), 1 + i, 1_000_000));
+            }
+            assert!(!c.found, "gap {gap} cwnd {cwnd}");
+            assert!(cw.in_slow_start());
+        }
+    }
+
+    /// One round of `n` ACKs 5 ms apart (no train) with the given RTT; the round
+    /// ends at `end`.
+    fn delay_round(c: &mut Cubic, cw: &mut CwndState, t0: u64, una0: u64, n: u64, rtt: u32) {
+        for i in 0..n {
+            let s = AckSample {
+                pkts_acked: 1,
+                rtt_us: Some(rtt),
+                in_flight: cw.snd_cwnd,
+                now: Instant::ZERO,
+            };
+            c.pkts_acked(cw, &s, &ctx(at(t0 + i * 5), una0 + i, una0 + 1000));
+        }
+    }
+
+    #[test]
+    fn hystart_delay_exits_slow_start() {
+        let mut c = Cubic::new();
+        let mut cw = CwndState::new(20);
+        // Round 1: min RTT 10 ms, so eta = clamp(10 / 8, 4, 16) = 4 ms.
+        delay_round(&mut c, &mut cw, 1000, 1, 10, 10_000);
+        assert_eq!(c.delay_min, 10_000);
+        assert!(!c.found);
+        // Round 2 (snd_una passed end_seq): RTT 15 ms > 10 + 4. The first 8 samples
+        // only count; the 9th makes the check.
+        delay_round(&mut c, &mut cw, 2000, 2000, 8, 15_000);
+        assert!(!c.found);
+        assert_eq!(c.sample_cnt, 8);
+        delay_round(&mut c, &mut cw, 2100, 2100, 1, 15_000);
+        assert!(c.found);
+        assert_eq!(cw.snd_ssthresh, 20);
+        // 13.9 ms would not have been enough.
+        let mut c = Cubic::new();
+        let mut cw = CwndState::new(20);
+        delay_round(&mut c, &mut cw, 1000, 1, 10, 10_000);
+        delay_round(&mut c, &mut cw, 2000, 2000, 20, 13_900);
+        assert!(!c.found);
+    }
+
+    #[test]
+    fn hystart_delay_threshold_clamps() {
+        assert_eq!(hystart_delay_thresh(200_000 >> 3), 16_000);
+        assert_eq!(hystart_delay_thresh(40_000 >> 3), 5_000);
+        assert_eq!(hystart_delay_thresh(1_000 >> 3), 4_000);
+    }
+
+    #[test]
+    fn tx_start_after_idle_shifts_epoch() {
+        let mut c = Cubic::new();
+        let mut cw = CwndState::new(10);
+        c.epoch_start = Some(100);
+        let idle = CaCtx {
+            now: at(1200),
+            lsndtime: at(200),
+            ..Default::default()
+        };
+        c.cwnd_event(&mut cw, CaEvent::TxStart, &idle);
+        assert_eq!(c.epoch_start, Some(1100));
+        // Never past now.
+        c.epoch_start = Some(1150);
+        c.cwnd_event(&mut cw, CaEvent::TxStart, &idle);
+        assert_eq!(c.epoch_start, Some(1200));
+        // No epoch: nothing to shift.
+        c.epoch_start = None;
+        c.cwnd_event(&mut cw, CaEvent::TxStart, &idle);
+        assert_eq!(c.epoch_start, None);
+    }
+
+    #[test]
+    fn loss_state_resets_all_but_the_round() {
+        let (mut c, mut cw) = after_loss_at_100(CubicParams::default());
+        c.found = true;
+        c.delay_min = 5000;
+        c.update(70, 1, at(10));
+        let x = ctx(at(3000), 500, 9000);
+        c.cwnd_event(&mut cw, CaEvent::Loss, &x);
+        c.set_state(&mut cw, CaState::Loss);
+        assert_eq!(c.last_max_cwnd, 0);
+        assert_eq!(c.epoch_start, None);
+        assert_eq!(c.delay_min, 0);
+        assert!(!c.found);
+        assert_eq!(c.end_seq, 9000);
+        assert_eq!(c.round_start, 3_000_000);
+        assert_eq!(c.curr_rtt, u32::MAX);
+    }
+
+    #[test]
+    fn before_any_loss_cnt_is_at_most_20() {
+        // last_max_cwnd 0: grow at least 5 % per RTT.
+        let mut c = Cubic::new();
+        c.update(100, 1, at(0));
+        c.update(101, 1, at(100));
+        assert_eq!(c.cnt, 20);
+    }
+
+    #[test]
+    fn slow_start_then_at_most_one_per_two_acks() {
+        let mut c = Cubic::new();
+        let mut cw = CwndState::new(10);
+        cw.is_cwnd_limited = true;
+        cw.snd_ssthresh = 12;
+        c.cong_avoid(&mut cw, 4, &ctx(at(0), 0, 0));
+        assert_eq!(cw.snd_cwnd, 12);
+        // Far below the curve (W_max 1000, plateau reached): cnt = max(12 / 988, 2).
+        c.last_max_cwnd = 1000;
+        c.bic_origin_point = 1000;
+        c.bic_k = 0;
+        c.cong_avoid(&mut cw, 1, &ctx(at(50), 0, 0));
+        assert_eq!(c.cnt, 2);
     }
 }

@@ -318,12 +318,20 @@ impl Tcb {
         }
         self.xmit_retransmit_queue(ctx);
         self.cwnd_restart_after_idle(ctx);
+        // write_one raises cw.is_cwnd_limited when cwnd (or TSO deferral on cwnd) stops
+        // it: collect that for this call only, as tcp_write_xmit's local flag.
+        let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
+        let prior_nxt = self.snd_nxt;
         while self.write_queue.front().is_some() {
             if !self.write_one(ctx) {
                 break;
             }
         }
-        self.cwnd_validate();
+        let is_cwnd_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, prior_limited)
+            || self.packets_in_flight() >= self.cw.snd_cwnd;
+        if self.snd_nxt > prior_nxt || is_cwnd_limited {
+            self.cwnd_validate(is_cwnd_limited);
+        }
         self.arm_probe0_if_stalled(ctx);
     }
 
@@ -377,13 +385,20 @@ impl Tcb {
         true
     }
 
-    /// `tcp_cwnd_validate`/`tcp_is_cwnd_limited`: the window limits us if the flight
-    /// fills it, or in slow start if the flight is at least half of it.
-    fn cwnd_validate(&mut self) {
-        let in_flight = self.packets_in_flight();
-        let cwnd = self.cw.snd_cwnd;
-        self.cw.is_cwnd_limited =
-            in_flight >= cwnd || (self.cw.in_slow_start() && 2 * in_flight >= cwnd);
+    /// `tcp_cwnd_validate`: remembers for the current window whether cwnd limited us,
+    /// else the largest flight (`max_packets_out`), which `tcp_is_cwnd_limited` uses
+    /// in slow start.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        let packets_out = self.rtx.packets_out;
+        let cw = &mut self.cw;
+        if self.snd_una >= cw.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!cw.is_cwnd_limited && packets_out > cw.max_packets_out)
+        {
+            cw.is_cwnd_limited = is_cwnd_limited;
+            cw.max_packets_out = packets_out;
+            cw.cwnd_usage_seq = self.snd_nxt;
+        }
     }
 
     /// Minshall's variant of Nagle (`tcp_nagle_check`): hold a sub-MSS tail segment

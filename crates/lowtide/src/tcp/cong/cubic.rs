@@ -368,7 +368,7 @@ impl CongestionOps for Cubic {
     /// `cubictcp_cong_avoid`: slow start, then one segment per `cnt` ACKed.
     fn cong_avoid(&mut self, cw: &mut CwndState, acked: u32, ctx: &CaCtx) {
         self.last_ctx = Some(*ctx);
-        if !cw.is_cwnd_limited {
+        if !cw.is_cwnd_limited() {
             return;
         }
         let mut acked = acked;

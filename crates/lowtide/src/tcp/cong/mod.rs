@@ -64,6 +64,10 @@ pub struct CwndState {
     pub snd_cwnd_clamp: u32,
     /// `is_cwnd_limited`: the window, not the application, limited the last flight.
     pub is_cwnd_limited: bool,
+    /// `max_packets_out`: most packets out in the current window (`tcp_cwnd_validate`).
+    pub max_packets_out: u32,
+    /// `cwnd_usage_seq`: the window that `max_packets_out` describes ends here.
+    pub cwnd_usage_seq: u64,
 }
 
 /// `TCP_INFINITE_SSTHRESH`.
@@ -78,7 +82,14 @@ impl CwndState {
             snd_cwnd_cnt: 0,
             snd_cwnd_clamp: u32::MAX / 2,
             is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
         }
+    }
+    /// `tcp_is_cwnd_limited`: the window limited the last flight, or in slow start
+    /// the window is below twice the largest flight of this window.
+    pub fn is_cwnd_limited(&self) -> bool {
+        self.is_cwnd_limited || (self.in_slow_start() && self.snd_cwnd < 2 * self.max_packets_out)
     }
     /// `tcp_in_slow_start`.
     pub fn in_slow_start(&self) -> bool {

@@ -18,7 +18,7 @@ impl CongestionOps for Reno {
 
     /// `tcp_reno_cong_avoid`.
     fn cong_avoid(&mut self, cw: &mut CwndState, acked: u32, _ctx: &CaCtx) {
-        if !cw.is_cwnd_limited {
+        if !cw.is_cwnd_limited() {
             return;
         }
         let mut acked = acked;

@@ -35,10 +35,12 @@ impl Drill {
     /// Handshake with `rtt`, MSS 1000, no timestamps (packetdrill's peer sends none),
     /// then every packet between the real stacks is dropped.
     fn new(rtt: Duration) -> Drill {
-        let mut cfg = Config::default();
-        cfg.tcp_congestion_control = "cubic".into();
-        cfg.tcp_timestamps = false;
-        cfg.mtu = 1040;
+        let cfg = Config {
+            tcp_congestion_control: "cubic".into(),
+            tcp_timestamps: false,
+            mtu: 1040,
+            ..Default::default()
+        };
         let mut p = Pair::new(cfg);
         p.delay = rtt / 2;
         p.record = true;

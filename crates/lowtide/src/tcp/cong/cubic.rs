@@ -167,7 +167,7 @@ pub fn cubic_root(a: u64) -> u32 {
     let x = ((V[shift] as u32 + 10) << b) >> 6;
     // x' = (2x + a / x^2) / 3, with x * (x - 1) as Linux divides by.
     let x = 2 * x + (a / (x as u64 * (x as u64 - 1))) as u32;
-    (x as u64 * 341 >> 10) as u32
+    ((x as u64 * 341) >> 10) as u32
 }
 
 impl Cubic {

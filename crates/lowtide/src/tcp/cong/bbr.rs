@@ -771,3 +771,396 @@ impl CongestionOps for Bbr {
         Some((bytes * 8).min(u64::MAX as u128) as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u32 = 1000;
+    /// 10 packets per ms (10 MB/s at MSS 1000) in BBR's unit: 0.01 * 2^24.
+    const BW_10PPMS: u32 = 167_772;
+
+    /// The `tcp_sock` side of the hooks.
+    struct H {
+        cw: CwndState,
+        pacing_rate: u64,
+        pacing_needed: bool,
+        app_limited: u64,
+        delivered: u64,
+        now: Instant,
+        in_flight: u32,
+        ca_state: CaState,
+    }
+
+    impl H {
+        fn new() -> H {
+            H {
+                cw: CwndState::new(10),
+                pacing_rate: 0,
+                pacing_needed: false,
+                app_limited: 0,
+                delivered: 0,
+                now: Instant(1_000_000_000),
+                in_flight: 0,
+                ca_state: CaState::Open,
+            }
+        }
+        fn ctx(&mut self) -> CcContext<'_> {
+            CcContext {
+                cw: &mut self.cw,
+                pacing_rate: &mut self.pacing_rate,
+                pacing_needed: &mut self.pacing_needed,
+                app_limited: &mut self.app_limited,
+                max_pacing_rate: u64::MAX,
+                mss: MSS,
+                srtt_us: 40_000,
+                min_rtt_us: 40_000,
+                delivered: self.delivered,
+                delivered_mstamp: self.now,
+                lost: 0,
+                packets_in_flight: self.in_flight,
+                now: self.now,
+                wstamp: self.now,
+                ca_state: self.ca_state,
+                seed: 7,
+            }
+        }
+        /// One ACK delivering `acked` packets with a sample of `delivered` packets
+        /// over `interval_us` that starts a new round, RTT 40 ms.
+        fn ack(&mut self, b: &mut Bbr, acked: u32, delivered: i64, interval_us: i64) {
+            let prior_delivered = self.delivered;
+            self.delivered += acked as u64;
+            let rs = RateSample {
+                delivered,
+                interval_us,
+                prior_delivered,
+                acked_sacked: acked,
+                prior_in_flight: self.in_flight,
+                rtt_us: 40_000,
+                prior_mstamp: Some(self.now),
+                ..RateSample::default()
+            };
+            b.cong_control(&mut self.ctx(), &rs);
+        }
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// A BBR in PROBE_BW at 10 packets/ms and min_rtt 40 ms, cwnd 500.
+    fn probe_bw(h: &mut H) -> Bbr {
+        let mut b = Bbr::default();
+        b.init(&mut h.ctx());
+        b.full_bw_reached = true;
+        b.bw.reset(0, BW_10PPMS);
+        b.mode = Mode::ProbeBw;
+        b.cycle_idx = 0;
+        b.cycle_mstamp = h.now;
+        b.update_gains();
+        h.pacing_rate = 9_899_990;
+        h.cw.snd_cwnd = 500;
+        h.in_flight = 500;
+        b
+    }
+
+    #[test]
+    fn constants_match_linux() {
+        assert_eq!(HIGH_GAIN, 739);
+        assert_eq!(DRAIN_GAIN, 88);
+        assert_eq!(PACING_GAIN, [320, 192, 256, 256, 256, 256, 256, 256]);
+    }
+
+    #[test]
+    fn cwnd_and_pacing_from_bw_and_min_rtt() {
+        let mut h = H::new();
+        let mut b = probe_bw(&mut h);
+        // bdp = ceil(167772 * 40000 / 2^24) = ceil(399.99) = 400 packets; gain 2: 800.
+        assert_eq!(b.bdp(BW_10PPMS, BBR_UNIT), 400);
+        assert_eq!(b.bdp(BW_10PPMS, 2 * BBR_UNIT), 800);
+        // Pacing at gain 1: 167772 * 1000 B * 0.99 * 1e6 >> 24 = 9,899,990 B/s.
+        let c = h.ctx();
+        assert_eq!(Bbr::bw_to_pacing_rate(&c, BW_10PPMS, BBR_UNIT), 9_899_990);
+        // TSO goal: 9,899,990 >> 10 = 9667 bytes = 9 segments.
+        assert_eq!(Bbr::tso_segs_goal(9_899_990, MSS), 9);
+        // Target flight in the cruising phase: 800 + 3 * 9 = 827, rounded up to 828.
+        b.cycle_idx = 2;
+        assert_eq!(b.inflight(&c, BW_10PPMS, 2 * BBR_UNIT), 828);
+        // In the probing phase two more: 830.
+        b.cycle_idx = 0;
+        assert_eq!(b.inflight(&c, BW_10PPMS, 2 * BBR_UNIT), 830);
+        // No RTT sample yet: the initial window.
+        b.min_rtt_us = u32::MAX;
+        assert_eq!(b.bdp(BW_10PPMS, 2 * BBR_UNIT), TCP_INIT_CWND);
+    }
+
+    #[test]
+    fn cwnd_snaps_down_to_target_and_paces_at_gain() {
+        let mut h = H::new();
+        let mut b = probe_bw(&mut h);
+        b.cycle_idx = 2;
+        b.update_gains();
+        h.cw.snd_cwnd = 2000;
+        // 100 packets over 10 ms: exactly the filter's 10 packets/ms. The target is
+        // 800 + 10 (this ACK's 10 packets are all "extra": a new aggregation epoch)
+        // + 3 * 9 = 837, rounded up to 838.
+        h.ack(&mut b, 10, 100, 10_000);
+        assert_eq!(h.cw.snd_cwnd, 838);
+        assert_eq!(h.pacing_rate, 9_899_990);
+        assert!(h.pacing_needed, "init asks for internal pacing");
+    }
+
+    #[test]
+    fn min_tso_segs_below_1_2_mbit() {
+        let b = Bbr::default();
+        assert_eq!(b.min_tso_segs(149_999), Some(1));
+        assert_eq!(b.min_tso_segs(150_000), Some(2));
+        assert_eq!(Bbr::tso_segs_goal(100_000, MSS), 1);
+        assert_eq!(
+            Bbr::tso_segs_goal(1_000_000_000, 100),
+            0x7f,
+            "capped at 127"
+        );
+    }
+
+    #[test]
+    fn gain_cycle_order_and_advance_rules() {
+        let mut h = H::new();
+        let mut b = probe_bw(&mut h);
+        let t0 = h.now;
+        let rs = |in_flight: u32, losses: u32| RateSample {
+            prior_in_flight: in_flight,
+            losses,
+            ..RateSample::default()
+        };
+        // Phase 0 (5/4) lasts at least min_rtt (40 ms) ...
+        h.now = t0 + ms(30);
+        b.update_cycle_phase(&h.ctx(), &rs(600, 0));
+        assert_eq!(b.cycle_idx, 0);
+        // ... and until the flight reaches 5/4 BDP: 500 + 3 * 9 -> 528, + 2 = 530
+        // (with the EDT skb's 9 segments counted).
+        h.now = t0 + ms(41);
+        b.update_cycle_phase(&h.ctx(), &rs(520, 0));
+        assert_eq!(b.cycle_idx, 0);
+        b.update_cycle_phase(&h.ctx(), &rs(520, 1));
+        assert_eq!(b.cycle_idx, 1, "a loss ends the probe");
+        (b.cycle_idx, b.cycle_mstamp) = (0, t0);
+        b.update_cycle_phase(&h.ctx(), &rs(521, 0));
+        assert_eq!(b.cycle_idx, 1, "521 + 9 = 530 reached the probe target");
+        b.update_gains();
+        assert_eq!(b.pacing_gain, BBR_UNIT * 3 / 4);
+        // Phase 1 (3/4) ends early once the flight is down to the BDP + budget (428).
+        h.now += ms(1);
+        b.update_cycle_phase(&h.ctx(), &rs(429, 0));
+        assert_eq!(b.cycle_idx, 1);
+        b.update_cycle_phase(&h.ctx(), &rs(428, 0));
+        assert_eq!(b.cycle_idx, 2);
+        // Phases 2..7 (1.0) last exactly one min_rtt of wall-clock time.
+        for idx in 2..8 {
+            let start = h.now;
+            b.update_gains();
+            assert_eq!(b.pacing_gain, BBR_UNIT);
+            h.now = start + ms(40);
+            b.update_cycle_phase(&h.ctx(), &rs(0, 0));
+            assert_eq!(b.cycle_idx, idx, "not more than min_rtt yet");
+            h.now = start + ms(40) + Duration::from_micros(1);
+            b.update_cycle_phase(&h.ctx(), &rs(0, 0));
+        }
+        assert_eq!(b.cycle_idx, 0, "wrapped around to the probing phase");
+    }
+
+    #[test]
+    fn random_start_phase_is_deterministic_and_never_draining() {
+        let mut h = H::new();
+        let mut a = probe_bw(&mut h);
+        let mut b = probe_bw(&mut h);
+        let mut seen = [false; CYCLE_LEN];
+        for _ in 0..200 {
+            a.reset_probe_bw_mode(h.now);
+            b.reset_probe_bw_mode(h.now);
+            assert_eq!(a.cycle_idx, b.cycle_idx, "same seed, same phases");
+            seen[a.cycle_idx] = true;
+        }
+        // 7 - rand(0..7) + 1: every phase but 1 (the 3/4 drain).
+        assert_eq!(seen, [true, false, true, true, true, true, true, true]);
+    }
+
+    #[test]
+    fn full_bw_after_three_rounds_without_growth() {
+        let mut h = H::new();
+        let mut b = Bbr::default();
+        b.init(&mut h.ctx());
+        assert_eq!(
+            (b.mode(), b.pacing_gain(), b.cwnd_gain()),
+            (Mode::Startup, 739, 739)
+        );
+        h.in_flight = 1000;
+        // Rounds at 1, 2, 2.22, 2.22 packets/ms: the third is < 25 % above the second.
+        for interval in [10_000, 5_000, 4_500, 4_500] {
+            h.now += ms(40);
+            h.ack(&mut b, 10, 10, interval);
+            assert_eq!(b.mode(), Mode::Startup);
+        }
+        assert_eq!(b.full_bw, 33_554, "2 packets/ms");
+        assert_eq!(b.full_bw_cnt, 2);
+        // An app-limited round does not count.
+        h.now += ms(40);
+        let prior = h.delivered;
+        h.delivered += 10;
+        let rs = RateSample {
+            delivered: 10,
+            interval_us: 4_500,
+            prior_delivered: prior,
+            acked_sacked: 10,
+            is_app_limited: true,
+            ..RateSample::default()
+        };
+        b.cong_control(&mut h.ctx(), &rs);
+        assert_eq!(b.full_bw_cnt, 2);
+        // The third round without growth: DRAIN, ssthresh = BDP + budget at 37282
+        // (2.22 packets/ms): ceil(88.9) = 89, + 3 * 6 (TSO goal at the STARTUP
+        // pacing rate 6,350,661 B/s) = 107, rounded up to 108.
+        h.now += ms(40);
+        h.ack(&mut b, 10, 10, 4_500);
+        assert!(b.full_bw_reached());
+        assert_eq!(b.mode(), Mode::Drain);
+        assert_eq!(b.max_bw(), 37_282);
+        assert_eq!(h.cw.snd_ssthresh, 108);
+        assert_eq!(b.pacing_gain(), DRAIN_GAIN);
+        // Once the flight is down to the BDP + budget at the drain pacing rate
+        // (6,350,661 * 88 / 739 B/s: TSO goal 2): 89 + 6 = 95 -> 96, PROBE_BW.
+        h.in_flight = 97;
+        h.now += ms(1);
+        h.ack(&mut b, 1, -1, -1);
+        assert_eq!(b.mode(), Mode::Drain);
+        h.in_flight = 96;
+        h.now += ms(1);
+        h.ack(&mut b, 1, -1, -1);
+        assert_eq!(b.mode(), Mode::ProbeBw);
+        assert_ne!(b.cycle_idx, 1);
+    }
+
+    #[test]
+    fn growth_resets_the_count() {
+        let mut h = H::new();
+        let mut b = Bbr::default();
+        b.init(&mut h.ctx());
+        h.in_flight = 1000;
+        for interval in [10_000, 9_000, 9_000, 7_000, 7_000, 7_000] {
+            h.now += ms(40);
+            h.ack(&mut b, 10, 10, interval);
+        }
+        // 1.0 -> 1.11 (no growth, 1) -> (2) -> 1.43 (+43 %, reset) -> (1) -> (2).
+        assert_eq!(b.full_bw_cnt, 2);
+        assert_eq!(b.mode(), Mode::Startup);
+    }
+
+    #[test]
+    fn min_rtt_expiry_enters_probe_rtt_then_restores() {
+        let mut h = H::new();
+        let mut b = probe_bw(&mut h);
+        b.cycle_idx = 2;
+        let t0 = h.now;
+        // 10 s after the min_rtt sample the filter has not expired yet.
+        h.now = t0 + ms(10_000);
+        h.ack(&mut b, 10, 100, 10_000);
+        assert_eq!(b.mode(), Mode::ProbeBw);
+        let cwnd = h.cw.snd_cwnd;
+        // Past 10 s: a larger RTT replaces min_rtt, and PROBE_RTT caps cwnd at 4.
+        h.now += ms(1);
+        let prior = h.delivered;
+        h.delivered += 10;
+        let rs = RateSample {
+            delivered: 100,
+            interval_us: 10_000,
+            prior_delivered: prior,
+            acked_sacked: 10,
+            rtt_us: 45_000,
+            prior_in_flight: h.in_flight,
+            ..RateSample::default()
+        };
+        b.cong_control(&mut h.ctx(), &rs);
+        assert_eq!(b.mode(), Mode::ProbeRtt);
+        assert_eq!(b.min_rtt_us(), 45_000);
+        assert_eq!(h.cw.snd_cwnd, 4);
+        assert_eq!(b.prior_cwnd, cwnd);
+        assert_eq!(
+            h.app_limited,
+            h.delivered + 500,
+            "PROBE_RTT samples are app-limited"
+        );
+        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (BBR_UNIT, BBR_UNIT));
+        // The flight drains to 4: 200 ms start now.
+        h.in_flight = 4;
+        h.now += ms(40);
+        h.ack(&mut b, 2, 100, 10_000);
+        let done = h.now + ms(200);
+        assert_eq!(b.probe_rtt_done_stamp, Some(done));
+        // A round later, but before 200 ms: still probing.
+        h.now += ms(100);
+        h.ack(&mut b, 4, 100, 10_000);
+        assert_eq!(b.mode(), Mode::ProbeRtt);
+        assert_eq!(h.cw.snd_cwnd, 4);
+        // After 200 ms: back to PROBE_BW with the saved cwnd (plus this ACK).
+        h.now = done + Duration::from_micros(1);
+        h.ack(&mut b, 4, 100, 10_000);
+        assert_eq!(b.mode(), Mode::ProbeBw);
+        assert_eq!(b.min_rtt_stamp, h.now);
+        assert_eq!(h.cw.snd_cwnd, cwnd + 4);
+    }
+
+    #[test]
+    fn packet_conservation_in_recovery_then_restore() {
+        let mut h = H::new();
+        let mut b = probe_bw(&mut h);
+        b.cycle_idx = 2;
+        h.in_flight = 480;
+        // tcp_enter_recovery: ssthresh saves cwnd and keeps ssthresh.
+        let ss = h.cw.snd_ssthresh;
+        assert_eq!(b.ssthresh(&h.cw), ss);
+        assert_eq!(b.prior_cwnd, 500);
+        h.ca_state = CaState::Recovery;
+        let rs = |prior_delivered: u64, acked: u32, losses: u32| RateSample {
+            prior_delivered,
+            acked_sacked: acked,
+            losses,
+            ..RateSample::default()
+        };
+        // First recovery ACK: cwnd = in flight + acked (480 + 2).
+        h.delivered += 2;
+        b.cong_control(&mut h.ctx(), &rs(0, 2, 1));
+        assert_eq!(h.cw.snd_cwnd, 482);
+        // Still the first round: never below in flight + acked, never grown.
+        h.in_flight = 470;
+        h.delivered += 3;
+        b.cong_control(&mut h.ctx(), &rs(0, 3, 0));
+        assert_eq!(h.cw.snd_cwnd, 482);
+        // Recovery over: the saved 500 comes back.
+        h.ca_state = CaState::Open;
+        h.delivered += 1;
+        b.cong_control(&mut h.ctx(), &rs(0, 1, 0));
+        assert_eq!(h.cw.snd_cwnd, 501);
+    }
+
+    #[test]
+    fn rto_counts_as_round_and_loss() {
+        let mut h = H::new();
+        let mut b = probe_bw(&mut h);
+        b.full_bw = 123;
+        b.set_state(&mut h.cw, CaState::Loss);
+        assert_eq!(b.full_bw, 0);
+        assert!(b.round_start);
+        assert!(b.lt_is_sampling, "the RTO's loss starts long-term sampling");
+        assert_eq!(b.sndbuf_expand(), 3);
+    }
+
+    #[test]
+    fn bandwidth_estimate_in_bits_per_second() {
+        let mut h = H::new();
+        let mut b = probe_bw(&mut h);
+        b.cycle_idx = 2;
+        h.ack(&mut b, 10, 100, 10_000);
+        // 167772 * 1000 * 1e6 >> 24 = 9,999,990 B/s, times 8.
+        assert_eq!(b.bw_estimate_bps(), Some(79_999_920));
+    }
+}

@@ -279,8 +279,7 @@ impl Bbr {
             return TCP_INIT_CWND; // no valid RTT sample yet
         }
         let w = bw as u64 * self.min_rtt_us as u64;
-        let bdp =
-            (((w as u128 * gain as u128) >> BBR_SCALE) + BW_UNIT as u128 - 1) / BW_UNIT as u128;
+        let bdp = ((w as u128 * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128);
         bdp.min(u32::MAX as u128) as u32
     }
 
@@ -516,7 +515,7 @@ impl Bbr {
     /// `bbr_check_probe_rtt_done`: after 200 ms and a round at 4 packets, restore
     /// the cwnd and return to PROBE_BW (or STARTUP).
     fn check_probe_rtt_done(&mut self, ctx: &mut CcContext) {
-        if !self.probe_rtt_done_stamp.is_some_and(|d| ctx.now > d) {
+        if self.probe_rtt_done_stamp.is_none_or(|d| ctx.now <= d) {
             return;
         }
         self.min_rtt_stamp = ctx.now; // wait a while until the next PROBE_RTT

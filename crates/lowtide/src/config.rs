@@ -167,7 +167,7 @@ impl Default for Config {
 }
 
 /// Congestion control algorithms this build offers.
-pub const CONGESTION_CONTROLS: &[&str] = &["reno", "cubic"];
+pub const CONGESTION_CONTROLS: &[&str] = &["reno", "cubic", "bbr"];
 
 const BOOL: &str = "0 or 1";
 
@@ -291,7 +291,7 @@ impl Config {
             "net.ipv4.tcp_congestion_control" => {
                 let v = value.trim();
                 if !CONGESTION_CONTROLS.contains(&v) {
-                    return Err(bad(n, value, "one of: reno, cubic"));
+                    return Err(bad(n, value, "one of: reno, cubic, bbr"));
                 }
                 self.tcp_congestion_control = v.into();
             }

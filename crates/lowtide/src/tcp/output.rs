@@ -441,6 +441,7 @@ impl Tcb {
             self.prr_out += skb::pcount(data.len() as u32, mss);
         }
         let pcount = skb::pcount(data.len() as u32, mss);
+        let tx = self.rate_skb_sent(ctx.now);
         self.rtx.push(Skb {
             seq,
             end_seq,
@@ -450,6 +451,7 @@ impl Tcb {
             pcount,
             tx_time: ctx.now,
             truesize,
+            tx,
         });
         self.snd_nxt = end_seq;
         if self.pending.is_none() || matches!(self.pending, Some((Pending::Probe0, _))) {
@@ -499,6 +501,8 @@ impl Tcb {
         }
         self.transmit(ctx, seq, flags, &data, truesize);
         self.rtx.mark_retransmitted(seq, ctx.now);
+        let tx = self.rate_skb_sent(ctx.now);
+        self.rtx.set_tx_rate(seq, tx);
         ctx.mib.add(Mib::TcpRetransSegs, pcount as u64);
         self.total_retrans += pcount;
         self.bytes_retrans += data.len() as u64;

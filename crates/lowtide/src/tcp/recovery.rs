@@ -18,6 +18,8 @@ pub(crate) struct SackResult {
     pub dsack: bool,
     /// Send time of the newest newly SACKed never-retransmitted skb (RTT sample).
     pub last_tx: Option<crate::time::Instant>,
+    /// The most recently sent skb newly SACKed, for the rate sample.
+    pub rate: Option<super::rate::DeliveredSkb>,
 }
 
 impl Tcb {
@@ -63,6 +65,7 @@ impl Tcb {
         let t = self.rtx.sacktag_blocks(&valid[..n], mss);
         r.newly_sacked = t.segs;
         r.last_tx = t.last_tx;
+        r.rate = t.rate;
         ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
         ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
         r
@@ -126,7 +129,9 @@ impl Tcb {
             }
             _ => {}
         }
-        if self.ca_state == CaState::Recovery {
+        // With its own cong_control (BBR) the congestion control sets cwnd in
+        // recovery too (Linux runs PRR only without one).
+        if self.ca_state == CaState::Recovery && !self.cc.has_cong_control() {
             self.cwnd_reduction(newly_acked_sacked);
         }
     }
@@ -142,6 +147,10 @@ impl Tcb {
             return;
         }
         match self.ca_state {
+            // tcp_end_cwnd_reduction: not with a cong_control of its own.
+            CaState::Recovery | CaState::Cwr if self.cc.has_cong_control() => {
+                self.set_ca_state(CaState::Open);
+            }
             CaState::Recovery | CaState::Cwr => {
                 self.cw.snd_cwnd = self.cw.snd_ssthresh.max(1);
                 let ca_ctx = self.ca_ctx(ctx.now);

@@ -152,6 +152,9 @@ fn resources(out: &mut String, r: &Results) {
         fmt_us(d.peak_delay_us),
         fmt_us(d.mean_delay_us),
     );
+    if r.flows > 1 {
+        let _ = writeln!(out, "fairness: Jain's index {:.3}", r.jain_index);
+    }
 }
 
 #[cfg(test)]

@@ -77,6 +77,8 @@ pub struct InfoSnapshot {
     /// The congestion control's bandwidth estimate (BBR's `bbr_bw`, bytes per
     /// second; 0 for others).
     pub bbr_bw: u64,
+    /// `tcpi_ca_state` at the end ("Open", "Recovery", ...).
+    pub ca_state: &'static str,
     /// `TCP_NOTSENT_LOWAT` as getsockopt reports it (0: unset).
     pub notsent_lowat: u32,
 }
@@ -92,6 +94,7 @@ impl InfoSnapshot {
             tsq_throttled: info.tsq_throttled,
             pacing_rate: info.pacing_rate,
             bbr_bw: info.bbr_bw,
+            ca_state: info.ca_state,
             notsent_lowat: 0,
         }
     }

@@ -75,6 +75,7 @@ fn report(sc: &Scenario, w: &World, failure: Option<String>) -> Results {
     let duration_s = duration_ns as f64 / 1e9;
     let bytes: u64 = per_flow.iter().map(|f| f.bytes_delivered).sum();
     let wakeups = wakeups(&per_flow, bytes, duration_ns);
+    let jain_index = jain_index(w, &per_flow);
     let drops = Drops {
         link_loss: w.links.iter().map(|l| l.stats.lost).sum(),
         queue: w.hosts.iter().map(|h| h.nic.stats(end).drops).sum(),
@@ -94,6 +95,7 @@ fn report(sc: &Scenario, w: &World, failure: Option<String>) -> Results {
         drops,
         memory: w.memory.result(sc.flows),
         wakeups,
+        jain_index,
         device_queue: device_queue(w, sc.flows, end),
         nic_queues: ["A", "B"]
             .iter()
@@ -155,6 +157,7 @@ fn flow_result(sc: &Scenario, f: &crate::world::Flow, end: Instant) -> FlowResul
         tsq_throttled: f.sender.info.tsq_throttled,
         pacing_rate_bps: f.sender.info.pacing_rate.saturating_mul(8),
         bbr_bw_bps: f.sender.info.bbr_bw.saturating_mul(8),
+        ca_state: f.sender.info.ca_state,
         notsent_lowat: f.sender.info.notsent_lowat,
         verified: v.first_error().is_none()
             && f.sender.error.is_none()
@@ -164,10 +167,44 @@ fn flow_result(sc: &Scenario, f: &crate::world::Flow, end: Instant) -> FlowResul
     }
 }
 
+/// Jain's index (sum x)^2 / (n * sum x^2) of the last half's bytes per flow (bulk), or
+/// of the whole goodputs (fixed transfers). 1.0 is perfectly fair.
+fn jain_index(w: &World, per_flow: &[FlowResult]) -> f64 {
+    let xs: Vec<f64> = match &w.half_bytes {
+        Some(half) => per_flow
+            .iter()
+            .zip(half)
+            .map(|(f, h)| f.bytes_delivered.saturating_sub(*h) as f64)
+            .collect(),
+        None => per_flow.iter().map(|f| f.goodput_bps).collect(),
+    };
+    jain(&xs)
+}
+
+/// Jain's fairness index of `xs` (1.0 for an empty or all-zero set).
+pub(crate) fn jain(xs: &[f64]) -> f64 {
+    let sum: f64 = xs.iter().sum();
+    let sq: f64 = xs.iter().map(|x| x * x).sum();
+    if sq == 0.0 {
+        return 1.0;
+    }
+    sum * sum / (xs.len() as f64 * sq)
+}
+
 /// Bits per second for `bytes` in `ns`.
 fn rate(bytes: u64, ns: u64) -> f64 {
     if ns == 0 {
         return 0.0;
     }
     bytes as f64 * 8.0 * 1e9 / ns as f64
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn jain_index_values() {
+        assert_eq!(super::jain(&[5.0, 5.0, 5.0, 5.0]), 1.0);
+        assert!((super::jain(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+        assert!((super::jain(&[1.0, 2.0]) - 0.9).abs() < 1e-12);
+    }
 }

@@ -136,6 +136,8 @@ pub struct FlowResult {
     /// The sender's BBR bottleneck-bandwidth estimate at the end (tcp_info
     /// `bbr_bw`, in bit/s; 0 for other congestion controls).
     pub bbr_bw_bps: u64,
+    /// The sender's congestion state at the end (`tcpi_ca_state`).
+    pub ca_state: &'static str,
     /// `TCP_NOTSENT_LOWAT` of the sending socket as getsockopt reports it (0: unset).
     pub notsent_lowat: u32,
     /// Every byte read so far matched, and a fixed-size transfer arrived whole.
@@ -231,6 +233,9 @@ pub struct Results {
     pub memory: MemoryResult,
     /// Application wakeups of the senders.
     pub wakeups: Wakeups,
+    /// Jain's fairness index over the flows' goodputs: for bulk runs over the last
+    /// half of the measuring time, for fixed transfers over their whole goodputs.
+    pub jain_index: f64,
     /// Per-flow figures of host A's device queue.
     pub device_queue: DeviceQueueResult,
     /// Both hosts' device queues, whole-queue figures.

@@ -68,6 +68,10 @@ pub(crate) struct World {
     pub notsent_lowat: Option<u32>,
     /// Host A's TCP memory on the sampling grid.
     pub memory: MemorySampler,
+    /// Bulk runs: the middle of the measuring time, and each flow's delivered bytes
+    /// there (for Jain's index over the last half).
+    pub half_ns: Option<u64>,
+    pub half_bytes: Option<Vec<u64>>,
     pub now: Instant,
 }
 
@@ -140,6 +144,11 @@ impl World {
                 0 => auto_interval(sc.link_ab.delay_ns + sc.link_ba.delay_ns),
                 ns => ns,
             }),
+            half_ns: match sc.workload {
+                crate::scenario::Workload::Bulk { duration_ns } => Some(duration_ns / 2),
+                crate::scenario::Workload::Bytes { .. } => None,
+            },
+            half_bytes: None,
             now: Instant::ZERO,
         })
     }
@@ -196,6 +205,14 @@ impl World {
     pub fn sample_memory(&mut self, until: Instant) {
         let m = self.hosts[HOST_A].stack.tcp_memory();
         self.memory.record(until.as_nanos(), m.pages, m.wmem_queued);
+        if self.half_bytes.is_none() && self.half_ns.is_some_and(|h| until.as_nanos() >= h) {
+            let b = self
+                .flows
+                .iter()
+                .map(|f| f.receiver.verifier.received())
+                .collect();
+            self.half_bytes = Some(b);
+        }
     }
 
     fn start_flow(&mut self, flow: u32) {

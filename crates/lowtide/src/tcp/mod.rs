@@ -25,6 +25,7 @@ pub(crate) mod pacing;
 pub(crate) mod recovery;
 pub mod rtx_queue;
 mod rtx_store;
+pub mod tsorted;
 pub mod seq;
 pub mod skb;
 pub mod sock;

@@ -22,6 +22,7 @@ pub(crate) mod input;
 pub mod ofo;
 pub(crate) mod output;
 pub(crate) mod pacing;
+pub(crate) mod rack;
 pub(crate) mod recovery;
 pub mod rtx_queue;
 mod rtx_store;
@@ -30,6 +31,7 @@ pub mod seq;
 pub mod skb;
 pub mod sock;
 pub(crate) mod timer;
+pub(crate) mod tlp;
 
 use crate::config::Config;
 use crate::mib::Counters;

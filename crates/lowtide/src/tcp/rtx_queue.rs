@@ -323,6 +323,17 @@ impl RtxQueue {
         }
     }
 
+    /// Records a loss probe's retransmission of the skb at `seq` at `now`
+    /// (`__tcp_retransmit_skb`: ever retransmitted, but not counted in `retrans_out`).
+    pub fn mark_probed(&mut self, seq: u64, now: Instant) {
+        if let Some(p) = self.store.find(seq) {
+            self.modify(p, |s| {
+                s.sacked |= EVER_RETRANS;
+                s.tx_time = now;
+            });
+        }
+    }
+
     /// Splits the skb containing `at` so that an skb starts at `at`
     /// (`tcp_fragment`). Does nothing if `at` is already a boundary or is not inside
     /// any skb's payload.

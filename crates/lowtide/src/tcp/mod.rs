@@ -26,12 +26,12 @@ pub(crate) mod rack;
 pub(crate) mod recovery;
 pub mod rtx_queue;
 mod rtx_store;
-pub mod tsorted;
 pub mod seq;
 pub mod skb;
 pub mod sock;
 pub(crate) mod timer;
 pub(crate) mod tlp;
+pub mod tsorted;
 
 use crate::config::Config;
 use crate::mib::Counters;

@@ -103,7 +103,8 @@ impl Tcb {
         let r = self.rtx.rack_detect_loss(mstamp, end_seq, |tx| {
             rtt + reo_wnd - now.saturating_since(tx).as_micros() as i64
         });
-        ctx.mib.add(Mib::TcpExtTCPLostRetransmit, r.lost_retrans as u64);
+        ctx.mib
+            .add(Mib::TcpExtTCPLostRetransmit, r.lost_retrans as u64);
         if let Some(f) = r.first {
             self.retransmit_hint = self.retransmit_hint.min(f);
         }
@@ -122,8 +123,8 @@ impl Tcb {
         if r.reo_timeout_us == 0 {
             return false;
         }
-        let t = (Duration::from_micros(r.reo_timeout_us) + TCP_TIMEOUT_MIN)
-            .min(self.rto_backed_off());
+        let t =
+            (Duration::from_micros(r.reo_timeout_us) + TCP_TIMEOUT_MIN).min(self.rto_backed_off());
         self.pending = Some((Pending::ReoTimeout, ctx.now + t));
         true
     }
@@ -190,7 +191,8 @@ impl Tcb {
             .filter(|_| self.ts_ok)
             .map_or(0, |(_, ecr)| ecr);
         let min_rtt = Duration::from_micros(self.min_rtt_us as u64);
-        self.rtx.rack_cutoff = Instant(ctx.now.as_nanos().saturating_sub(min_rtt.as_nanos() as u64));
+        self.rtx.rack_cutoff =
+            Instant(ctx.now.as_nanos().saturating_sub(min_rtt.as_nanos() as u64));
         self.rtx.delivered = Delivered::default();
         self.fack
     }
@@ -219,5 +221,189 @@ impl Tcb {
             dsack_tlp: sack.dsack_tlp,
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::mib::Counters;
+    use crate::tcp::skb::{self, Skb, LOST, SACKED_ACKED};
+    use crate::tcp::FourTuple;
+    use std::collections::VecDeque;
+
+    const MSS: u32 = 1000;
+
+    fn tcb(cfg: &Config) -> Tcb {
+        let t = FourTuple {
+            local: "10.0.0.1:1".parse().unwrap(),
+            remote: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut tcb = Tcb::new(cfg, t, 1, Instant::ZERO);
+        tcb.sack_ok = true;
+        tcb.mss_cache = MSS;
+        tcb.min_rtt_us = 40_000;
+        tcb.srtt_us = 50_000;
+        tcb
+    }
+
+    /// Runs `f` with a context at `now_ms`.
+    fn with_ctx<R>(cfg: &Config, now_ms: u64, f: impl FnOnce(&mut Ctx) -> R) -> (R, Counters) {
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let mut ctx = Ctx {
+            now: Instant(now_ms * 1_000_000),
+            cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+        };
+        let r = f(&mut ctx);
+        (r, mib)
+    }
+
+    /// Ten one-segment skbs sent 1 ms apart from t = 0.
+    fn scoreboard(t: &mut Tcb) {
+        for i in 0..10u64 {
+            let seq = 1 + i * MSS as u64;
+            t.rtx.push(Skb {
+                seq,
+                end_seq: seq + MSS as u64,
+                data: bytes::Bytes::from(vec![0u8; MSS as usize]),
+                flags: 0,
+                sacked: 0,
+                pcount: 1,
+                tx_time: Instant(i * 1_000_000),
+                truesize: MSS + skb::SKB_OVERHEAD,
+            });
+        }
+        t.snd_una = 1;
+        t.snd_nxt = 1 + 10 * MSS as u64;
+    }
+
+    #[test]
+    fn reo_wnd_is_min_rtt_over_four_once_reordering_seen() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        // No reordering seen yet: min_rtt/4 in Open with few SACKs ...
+        let (w, _) = with_ctx(&cfg, 0, |c| t.rack_reo_wnd(c));
+        assert_eq!(w, 10_000);
+        // ... but 0 in recovery (be aggressive when reordering was never seen).
+        t.ca_state = CaState::Recovery;
+        assert_eq!(with_ctx(&cfg, 0, |c| t.rack_reo_wnd(c)).0, 0);
+        t.reord_seen = 1;
+        assert_eq!(with_ctx(&cfg, 0, |c| t.rack_reo_wnd(c)).0, 10_000);
+    }
+
+    #[test]
+    fn reo_wnd_steps_on_dsack_and_caps_at_srtt() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.reord_seen = 1;
+        for round in 1..=6u64 {
+            t.rack.dsack_seen = true;
+            // Something sent after the last adjustment was delivered: a new round.
+            t.rack.mstamp = Instant(round * 100_000_000);
+            with_ctx(&cfg, round * 100 + 1, |c| t.rack_update_reo_wnd(c, true));
+        }
+        assert_eq!(t.rack.reo_wnd_steps, 7);
+        assert_eq!(t.rack.reo_wnd_persist, TCP_RACK_RECOVERY_THRESH);
+        // 7 * 10 ms exceeds srtt (50 ms): capped.
+        assert_eq!(with_ctx(&cfg, 0, |c| t.rack_reo_wnd(c)).0, 50_000);
+        // A D-SACK within the same round is ignored.
+        t.rack.dsack_seen = true;
+        t.rack.mstamp = Instant(550_000_000);
+        with_ctx(&cfg, 700, |c| t.rack_update_reo_wnd(c, true));
+        assert_eq!(t.rack.reo_wnd_steps, 7);
+        // After 16 recoveries without D-SACK the window falls back to one step.
+        for _ in 0..16 {
+            t.ca_state = CaState::Recovery;
+            t.undo_marker = None;
+            with_ctx(&cfg, 800, |c| t.try_undo_recovery(c));
+        }
+        with_ctx(&cfg, 900, |c| t.rack_update_reo_wnd(c, true));
+        assert_eq!(t.rack.reo_wnd_steps, 1);
+    }
+
+    #[test]
+    fn static_reo_wnd_sysctl_stops_adaptation() {
+        let cfg = Config {
+            tcp_recovery: TCP_RACK_LOSS_DETECTION | TCP_RACK_STATIC_REO_WND,
+            ..Config::default()
+        };
+        let mut t = tcb(&cfg);
+        t.rack.dsack_seen = true;
+        t.rack.mstamp = Instant(1);
+        with_ctx(&cfg, 1, |c| t.rack_update_reo_wnd(c, true));
+        assert_eq!(t.rack.reo_wnd_steps, 1);
+    }
+
+    #[test]
+    fn detect_loss_marks_skbs_sent_before_the_delivered_one_after_the_window() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.reord_seen = 1; // reo_wnd = 10 ms
+        scoreboard(&mut t);
+        // The skb sent at 6 ms is SACKed at 46 ms: RACK.rtt = 40 ms.
+        t.rtx.sacktag(1 + 6 * MSS as u64, 1 + 7 * MSS as u64, MSS);
+        let d = core::mem::take(&mut t.rtx.delivered);
+        t.rack_advance(Instant(46_000_000), &d);
+        assert_eq!(t.rack.rtt_us, 40_000);
+        // At 46 ms nothing is lost yet (skb 0 expires at 0 + 40 + 10 = 50 ms); the
+        // reorder timer waits for the longest (skb 5: 9 ms) plus 2 ms slack.
+        let (armed, _) = with_ctx(&cfg, 46, |c| t.rack_mark_lost(c));
+        assert!(armed);
+        assert_eq!(t.rtx.lost_out, 0);
+        assert_eq!(
+            t.pending,
+            Some((Pending::ReoTimeout, Instant(46_000_000 + 11_000_000)))
+        );
+        // At 52.5 ms skbs 0..2 (sent at 0, 1, 2 ms) have expired; 3..5 not yet; those
+        // sent after the SACKed one are never judged by it.
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let mut ctx = Ctx {
+            now: Instant(52_500_000),
+            cfg: &cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+        };
+        let l = t.rack_detect_loss(&mut ctx);
+        assert_eq!(l.lost_segs, 3);
+        assert_eq!(l.first, Some(1));
+        let lost: Vec<u64> = t
+            .rtx
+            .iter_from(0)
+            .filter(|s| s.has(LOST))
+            .map(|s| s.seq)
+            .collect();
+        assert_eq!(lost, vec![1, 1001, 2001]);
+        assert!(t.rtx.get(6001).unwrap().has(SACKED_ACKED));
+        // Lost and SACKed skbs leave the time-sorted order.
+        assert_eq!(t.rtx.tsorted().len(), 6);
+        t.rtx.check_invariants();
+    }
+
+    #[test]
+    fn retransmission_moves_to_the_tail_of_the_time_order() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        scoreboard(&mut t);
+        t.rtx.update(1, LOST, 0);
+        assert_eq!(t.rtx.tsorted().len(), 9);
+        t.rtx.mark_retransmitted(1, Instant(20_000_000));
+        let order: Vec<u64> = t.rtx.tsorted().iter().map(|(_, s, _)| s).collect();
+        assert_eq!(order.last(), Some(&1));
+        assert_eq!(order.first(), Some(&1001));
+        t.rtx.check_invariants();
+        // A retransmission SACKed sooner than min_rtt after it was sent is ambiguous
+        // (the original may have arrived): RACK does not advance on it.
+        t.rtx.rack_cutoff = Instant(30_000_000 - 40_000_000u64.min(30_000_000));
+        t.rtx.sacktag(1, 1001, MSS);
+        assert_eq!(t.rtx.delivered.rack, None);
     }
 }

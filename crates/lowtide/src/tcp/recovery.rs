@@ -359,7 +359,7 @@ impl Tcb {
     /// `tcp_try_undo_recovery`: at the end of Recovery or Loss, undo if nothing
     /// needed retransmitting after all (`TCPFullUndo`/`TCPLossUndo`). True if NewReno
     /// holds the state.
-    fn try_undo_recovery(&mut self, ctx: &mut Ctx) -> bool {
+    pub(crate) fn try_undo_recovery(&mut self, ctx: &mut Ctx) -> bool {
         if self.may_undo() {
             self.undo_cwnd_reduction(false);
             ctx.mib.inc(if self.ca_state == CaState::Loss {

@@ -660,8 +660,7 @@ impl RtxQueue {
         let retrans = a.sacked & (EVER_RETRANS | SACKED_RETRANS) != 0;
         let d = &mut self.delivered;
         if (!retrans || a.tx_time <= self.rack_cutoff)
-            && d
-                .rack
+            && d.rack
                 .is_none_or(|(t, e)| tsorted::sent_after(a.tx_time, a.end_seq, t, e))
         {
             d.rack = Some((a.tx_time, a.end_seq));

@@ -36,7 +36,10 @@ impl Tcb {
         if self.rtx.packets_out == 0 && self.snd_nxt == self.snd_una {
             if matches!(
                 self.pending,
-                Some((Pending::Retrans | Pending::LossProbe | Pending::ReoTimeout, _))
+                Some((
+                    Pending::Retrans | Pending::LossProbe | Pending::ReoTimeout,
+                    _
+                ))
             ) {
                 self.pending = None;
             }

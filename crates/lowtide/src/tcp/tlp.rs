@@ -121,8 +121,15 @@ impl Tcb {
     /// probe and more, the original was lost: reduce cwnd once (CWR) and count
     /// `TCPLossProbeRecovery`. A D-SACK of the probe or a pure duplicate ACK means
     /// both arrived: no loss.
-    pub(crate) fn process_tlp_ack(&mut self, ctx: &mut Ctx, ack: u64, fl: &super::recovery::AckFlags) {
-        let Some(high) = self.tlp_high_seq else { return };
+    pub(crate) fn process_tlp_ack(
+        &mut self,
+        ctx: &mut Ctx,
+        ack: u64,
+        fl: &super::recovery::AckFlags,
+    ) {
+        let Some(high) = self.tlp_high_seq else {
+            return;
+        };
         if ack < high {
             return;
         }

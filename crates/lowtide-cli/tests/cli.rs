@@ -17,7 +17,7 @@ fn bad_values_exit_with_2_and_one_clear_line() {
         &["--loss", "150%"],
         &["--bytes", "2XB"],
         &["--bytes", "1MB", "--duration", "1s"],
-        &["--cc", "cubic"],
+        &["--cc", "vegas"],
         &["--gro", "maybe"],
         &["--sysctl", "net.ipv4.tcp_nonsense=1"],
         &["--sysctl", "net.ipv4.tcp_rmem=1 2"],

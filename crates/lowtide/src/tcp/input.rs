@@ -388,6 +388,7 @@ impl Tcb {
             let dup = is_dupack && self.rtx.packets_out > 0;
             self.fastretrans_alert(ctx, prior_una, newly_acked_sacked, dup, &mut fl);
         }
+        let ca_ctx = self.ca_ctx(ctx.now);
         if cleaned.acked_segs > 0 {
             self.cc.pkts_acked(
                 &mut self.cw,
@@ -397,11 +398,12 @@ impl Tcb {
                     in_flight: prior_in_flight,
                     now: ctx.now,
                 },
+                &ca_ctx,
             );
         }
         if self.may_raise_cwnd(cleaned.acked_segs) {
-            self.cc
-                .cong_avoid(&mut self.cw, newly_acked_sacked.max(cleaned.acked_segs));
+            let acked = newly_acked_sacked.max(cleaned.acked_segs);
+            self.cc.cong_avoid(&mut self.cw, acked, &ca_ctx);
         }
         self.update_pacing_rate(ctx.cfg);
         if ack > prior_una {

@@ -11,7 +11,7 @@
 //! | [`rtx_queue`] | the retransmit queue and `tcp_sacktag_write_queue` |
 //! | `rtx_store` | `tcp_rtx_queue` rb-tree, or the list before seed 003 |
 //! | [`ofo`] | the out-of-order queue and SACK generation |
-//! | [`cong`] | `tcp_congestion_ops` and Reno (tcp_cong.c) |
+//! | [`cong`] | `tcp_congestion_ops`, Reno (tcp_cong.c), CUBIC (tcp_cubic.c) |
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
 //! | [`info`] | `struct tcp_info` |
 

@@ -1,7 +1,7 @@
 //! Transmission: tcp_output.c's `tcp_write_xmit`, `tcp_transmit_skb`,
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
-use super::cong::CaState;
+use super::cong::{CaEvent, CaState};
 use super::skb::{self, Skb, FLAG_FIN, FLAG_SYN, SKB_OVERHEAD};
 use super::sock::{Pending, Tcb, GSO_MAX_SIZE, TCPOLEN_TSTAMP_ALIGNED};
 use super::{Ctx, FourTuple, TcpState};
@@ -243,6 +243,11 @@ impl Tcb {
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
         if !payload.is_empty() {
             self.data_segs_out += payload.len().div_ceil(mss as usize) as u64;
+            if self.packets_in_flight() == 0 {
+                // tcp_event_data_sent: first data after idle, before lsndtime moves.
+                let ca_ctx = self.ca_ctx(ctx.now);
+                self.cc.cwnd_event(&mut self.cw, CaEvent::TxStart, &ca_ctx);
+            }
             self.lsndtime = ctx.now;
         }
         self.wmem_alloc += truesize as u64;
@@ -317,6 +322,9 @@ impl Tcb {
             self.xmit_retransmit_queue(ctx);
         }
         self.cwnd_restart_after_idle(ctx);
+        // write_one raises cw.is_cwnd_limited when cwnd (or TSO deferral on cwnd) stops
+        // it: collect that for this call only, as tcp_write_xmit's local flag.
+        let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
         let prior_nxt = self.snd_nxt;
         while self.write_queue.front().is_some() {
             if !self.write_one(ctx) {
@@ -331,7 +339,11 @@ impl Tcb {
             // One loss probe per tail (tcp_write_xmit's tcp_schedule_loss_probe).
             self.schedule_loss_probe(ctx, false);
         }
-        self.cwnd_validate();
+        let is_cwnd_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, prior_limited)
+            || self.packets_in_flight() >= self.cw.snd_cwnd;
+        if self.snd_nxt > prior_nxt || is_cwnd_limited {
+            self.cwnd_validate(is_cwnd_limited);
+        }
         self.arm_probe0_if_stalled(ctx);
     }
 
@@ -385,13 +397,20 @@ impl Tcb {
         true
     }
 
-    /// `tcp_cwnd_validate`/`tcp_is_cwnd_limited`: the window limits us if the flight
-    /// fills it, or in slow start if the flight is at least half of it.
-    fn cwnd_validate(&mut self) {
-        let in_flight = self.packets_in_flight();
-        let cwnd = self.cw.snd_cwnd;
-        self.cw.is_cwnd_limited =
-            in_flight >= cwnd || (self.cw.in_slow_start() && 2 * in_flight >= cwnd);
+    /// `tcp_cwnd_validate`: remembers for the current window whether cwnd limited us,
+    /// else the largest flight (`max_packets_out`), which `tcp_is_cwnd_limited` uses
+    /// in slow start.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        let packets_out = self.rtx.packets_out;
+        let cw = &mut self.cw;
+        if self.snd_una >= cw.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!cw.is_cwnd_limited && packets_out > cw.max_packets_out)
+        {
+            cw.is_cwnd_limited = is_cwnd_limited;
+            cw.max_packets_out = packets_out;
+            cw.cwnd_usage_seq = self.snd_nxt;
+        }
     }
 
     /// Minshall's variant of Nagle (`tcp_nagle_check`): hold a sub-MSS tail segment

@@ -185,7 +185,7 @@ impl Tcb {
         } else if self.snd_una >= self.high_seq {
             match self.ca_state {
                 CaState::Cwr if self.snd_una != self.high_seq => {
-                    self.end_cwnd_reduction();
+                    self.end_cwnd_reduction(ctx);
                     self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
@@ -193,7 +193,7 @@ impl Tcb {
                     if self.try_undo_recovery(ctx) {
                         return;
                     }
-                    self.end_cwnd_reduction();
+                    self.end_cwnd_reduction(ctx);
                 }
                 _ => {}
             }
@@ -464,13 +464,15 @@ impl Tcb {
 
     /// `tcp_end_cwnd_reduction`: cwnd falls to ssthresh unless the reduction was
     /// undone.
-    pub(crate) fn end_cwnd_reduction(&mut self) {
+    pub(crate) fn end_cwnd_reduction(&mut self, ctx: &Ctx) {
         if self.cw.snd_ssthresh < INFINITE_SSTHRESH
             && (self.ca_state == CaState::Cwr || self.undo_marker.is_some())
         {
             self.cw.snd_cwnd = self.cw.snd_ssthresh.max(1);
         }
-        self.cc.cwnd_event(&mut self.cw, CaEvent::CompleteCwr);
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc
+            .cwnd_event(&mut self.cw, CaEvent::CompleteCwr, &ca_ctx);
     }
 
     /// `tcp_enter_recovery` + `tcp_init_cwnd_reduction`.
@@ -524,7 +526,8 @@ impl Tcb {
             self.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.cw.snd_cwnd;
             self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
-            self.cc.cwnd_event(&mut self.cw, CaEvent::Loss);
+            let ca_ctx = self.ca_ctx(ctx.now);
+            self.cc.cwnd_event(&mut self.cw, CaEvent::Loss, &ca_ctx);
             self.init_undo();
         }
         self.cw.snd_cwnd = 1;

@@ -358,6 +358,19 @@ impl Tcb {
         (r.packets_out + r.retrans_out).saturating_sub(r.sacked_out + r.lost_out)
     }
 
+    /// The read-only socket view congestion control hooks get (Linux's `sk`).
+    pub(crate) fn ca_ctx(&self, now: Instant) -> cong::CaCtx {
+        cong::CaCtx {
+            now,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            lsndtime: self.lsndtime,
+            pacing_rate: self.pacing_rate,
+            paced: self.pacing_needed,
+            in_flight: self.packets_in_flight(),
+        }
+    }
+
     /// Bytes ready for the application.
     pub(crate) fn rcv_queue_len(&self) -> usize {
         self.rcv_queue.len()

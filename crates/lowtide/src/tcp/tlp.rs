@@ -138,7 +138,7 @@ impl Tcb {
         } else if ack > high {
             self.init_cwnd_reduction();
             self.set_ca_state(CaState::Cwr);
-            self.end_cwnd_reduction();
+            self.end_cwnd_reduction(ctx);
             self.try_keep_open();
             ctx.mib.inc(Mib::TcpExtTCPLossProbeRecovery);
         } else if !(fl.snd_una_advanced || fl.not_dup || fl.data_sacked) {

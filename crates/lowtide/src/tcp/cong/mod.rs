@@ -4,6 +4,7 @@
 //! points Linux does. Reno (`tcp_reno_*` in tcp_cong.c) is built in; CUBIC and BBR
 //! plug in through the same trait.
 
+pub mod cubic;
 pub mod reno;
 
 use crate::time::Instant;
@@ -63,6 +64,10 @@ pub struct CwndState {
     pub snd_cwnd_clamp: u32,
     /// `is_cwnd_limited`: the window, not the application, limited the last flight.
     pub is_cwnd_limited: bool,
+    /// `max_packets_out`: most packets out in the current window (`tcp_cwnd_validate`).
+    pub max_packets_out: u32,
+    /// `cwnd_usage_seq`: the window that `max_packets_out` describes ends here.
+    pub cwnd_usage_seq: u64,
 }
 
 /// `TCP_INFINITE_SSTHRESH`.
@@ -77,7 +82,14 @@ impl CwndState {
             snd_cwnd_cnt: 0,
             snd_cwnd_clamp: u32::MAX / 2,
             is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
         }
+    }
+    /// `tcp_is_cwnd_limited`: the window limited the last flight, or in slow start
+    /// the window is below twice the largest flight of this window.
+    pub fn is_cwnd_limited(&self) -> bool {
+        self.is_cwnd_limited || (self.in_slow_start() && self.snd_cwnd < 2 * self.max_packets_out)
     }
     /// `tcp_in_slow_start`.
     pub fn in_slow_start(&self) -> bool {
@@ -120,6 +132,27 @@ pub struct AckSample {
     pub now: Instant,
 }
 
+/// A read-only view of the socket for hooks that need more than the window: what
+/// Linux's hooks read through `sk` (`tcp_jiffies32`/`tcp_mstamp`, `tp->snd_una`,
+/// `tp->snd_nxt`, `tp->lsndtime`, `sk->sk_pacing_rate`, `tcp_packets_in_flight`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CaCtx {
+    /// The current time (`tcp_mstamp`, `tcp_jiffies32`).
+    pub now: Instant,
+    /// `snd_una` (after this ACK, when called from ACK processing), stream offset.
+    pub snd_una: u64,
+    /// `snd_nxt`, stream offset.
+    pub snd_nxt: u64,
+    /// `lsndtime`: when data was last sent.
+    pub lsndtime: Instant,
+    /// `sk_pacing_rate`, bytes per second.
+    pub pacing_rate: u64,
+    /// `sk_pacing_status != SK_PACING_NONE`: the socket paces (fq or internal).
+    pub paced: bool,
+    /// `tcp_packets_in_flight`.
+    pub in_flight: u32,
+}
+
 /// `struct tcp_congestion_ops`: the hooks a congestion control implements.
 pub trait CongestionOps: core::fmt::Debug {
     /// The name (`tcp_congestion_control` value).
@@ -127,13 +160,13 @@ pub trait CongestionOps: core::fmt::Debug {
     /// `ssthresh`: the slow start threshold after a loss.
     fn ssthresh(&mut self, cw: &CwndState) -> u32;
     /// `cong_avoid`: grow the window for `acked` newly acknowledged segments.
-    fn cong_avoid(&mut self, cw: &mut CwndState, acked: u32);
+    fn cong_avoid(&mut self, cw: &mut CwndState, acked: u32, ctx: &CaCtx);
     /// `set_state`: the congestion state changed.
     fn set_state(&mut self, _cw: &mut CwndState, _new: CaState) {}
     /// `cwnd_event`: an event of interest happened.
-    fn cwnd_event(&mut self, _cw: &mut CwndState, _ev: CaEvent) {}
+    fn cwnd_event(&mut self, _cw: &mut CwndState, _ev: CaEvent, _ctx: &CaCtx) {}
     /// `pkts_acked`: per-ACK sample (RTT, count).
-    fn pkts_acked(&mut self, _cw: &mut CwndState, _sample: &AckSample) {}
+    fn pkts_acked(&mut self, _cw: &mut CwndState, _sample: &AckSample, _ctx: &CaCtx) {}
     /// `undo_cwnd`: the window to return to after a spurious reduction.
     fn undo_cwnd(&mut self, cw: &CwndState, prior_cwnd: u32) -> u32 {
         cw.snd_cwnd.max(prior_cwnd)
@@ -148,6 +181,7 @@ pub trait CongestionOps: core::fmt::Debug {
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionOps>> {
     match name {
         "reno" => Some(Box::new(reno::Reno)),
+        "cubic" => Some(Box::new(cubic::Cubic::new())),
         _ => None,
     }
 }

@@ -1,6 +1,6 @@
 //! TCP Reno/NewReno (RFC 5681), Linux's `tcp_reno_*` in tcp_cong.c.
 
-use super::{CongestionOps, CwndState};
+use super::{CaCtx, CongestionOps, CwndState};
 
 /// Reno: slow start, then one segment per window per RTT; halve on loss.
 #[derive(Debug, Default)]
@@ -17,8 +17,8 @@ impl CongestionOps for Reno {
     }
 
     /// `tcp_reno_cong_avoid`.
-    fn cong_avoid(&mut self, cw: &mut CwndState, acked: u32) {
-        if !cw.is_cwnd_limited {
+    fn cong_avoid(&mut self, cw: &mut CwndState, acked: u32, _ctx: &CaCtx) {
+        if !cw.is_cwnd_limited() {
             return;
         }
         let mut acked = acked;
@@ -42,11 +42,11 @@ mod tests {
         let mut cw = CwndState::new(10);
         cw.is_cwnd_limited = true;
         let mut r = Reno;
-        r.cong_avoid(&mut cw, 10);
+        r.cong_avoid(&mut cw, 10, &CaCtx::default());
         assert_eq!(cw.snd_cwnd, 20);
         cw.snd_ssthresh = 20;
         for _ in 0..20 {
-            r.cong_avoid(&mut cw, 1);
+            r.cong_avoid(&mut cw, 1, &CaCtx::default());
         }
         assert_eq!(cw.snd_cwnd, 21);
         assert_eq!(r.ssthresh(&cw), 10);
@@ -57,7 +57,7 @@ mod tests {
         let mut cw = CwndState::new(10);
         cw.is_cwnd_limited = true;
         cw.snd_ssthresh = 12;
-        Reno.cong_avoid(&mut cw, 10);
+        Reno.cong_avoid(&mut cw, 10, &CaCtx::default());
         // 2 acks grow slow start to 12, the other 8 go to cwnd_cnt.
         assert_eq!(cw.snd_cwnd, 12);
         assert_eq!(cw.snd_cwnd_cnt, 8);
@@ -66,7 +66,7 @@ mod tests {
     #[test]
     fn not_cwnd_limited_does_not_grow() {
         let mut cw = CwndState::new(10);
-        Reno.cong_avoid(&mut cw, 10);
+        Reno.cong_avoid(&mut cw, 10, &CaCtx::default());
         assert_eq!(cw.snd_cwnd, 10);
     }
 }

@@ -74,6 +74,9 @@ pub struct InfoSnapshot {
     pub tsq_throttled: u64,
     /// Pacing rate (bytes per second).
     pub pacing_rate: u64,
+    /// The congestion control's bandwidth estimate (BBR's `bbr_bw`, bytes per
+    /// second; 0 for others).
+    pub bbr_bw: u64,
     /// `TCP_NOTSENT_LOWAT` as getsockopt reports it (0: unset).
     pub notsent_lowat: u32,
 }
@@ -88,6 +91,7 @@ impl InfoSnapshot {
             min_rtt_us: info.min_rtt as u64,
             tsq_throttled: info.tsq_throttled,
             pacing_rate: info.pacing_rate,
+            bbr_bw: info.bbr_bw,
             notsent_lowat: 0,
         }
     }

@@ -154,6 +154,7 @@ fn flow_result(sc: &Scenario, f: &crate::world::Flow, end: Instant) -> FlowResul
         min_rtt_us: f.sender.info.min_rtt_us,
         tsq_throttled: f.sender.info.tsq_throttled,
         pacing_rate_bps: f.sender.info.pacing_rate.saturating_mul(8),
+        bbr_bw_bps: f.sender.info.bbr_bw.saturating_mul(8),
         notsent_lowat: f.sender.info.notsent_lowat,
         verified: v.first_error().is_none()
             && f.sender.error.is_none()

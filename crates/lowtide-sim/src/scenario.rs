@@ -133,6 +133,9 @@ pub struct FlowResult {
     pub tsq_throttled: u64,
     /// The sender's pacing rate at the end (tcp_info `tcpi_pacing_rate`, in bit/s).
     pub pacing_rate_bps: u64,
+    /// The sender's BBR bottleneck-bandwidth estimate at the end (tcp_info
+    /// `bbr_bw`, in bit/s; 0 for other congestion controls).
+    pub bbr_bw_bps: u64,
     /// `TCP_NOTSENT_LOWAT` of the sending socket as getsockopt reports it (0: unset).
     pub notsent_lowat: u32,
     /// Every byte read so far matched, and a fixed-size transfer arrived whole.

@@ -60,17 +60,23 @@ fn e3_tsq_keeps_the_device_queue_short() {
     let (qon, qoff) = (queueing_ms(&on), queueing_ms(&off));
     // 4 flows at 1 Gbit/s: under ~2 ms of line rate each with TSQ.
     assert!(qon < 4.0 * 2.0, "queueing with TSQ {qon} ms");
-    assert!(qoff > 40.0, "queueing without TSQ {qoff} ms");
+    assert!(
+        qoff > 20.0 && qoff > 4.0 * qon,
+        "queueing without TSQ {qoff} ms, with {qon}"
+    );
     assert!((on.goodput_bps - off.goodput_bps).abs() / off.goodput_bps < 0.05);
 }
 
 /// Seed 001: with the lowat/2 wakeup rule, a bulk sender is woken at least 2x less
-/// per MB than when it is woken as soon as notsent < lowat, at the same goodput.
+/// per MB than when it is woken as soon as notsent < lowat, at the same goodput
+/// (CUBIC, Linux's default; with Reno in the same setup the ratio is about 1.9x and
+/// with BBR at 50-100 ms RTT 1.2-1.3x, see BENCHMARKS.md).
 #[test]
 fn seed001_lowat_half_rule_cuts_wakeups() {
     let run = |hysteresis: bool| {
         let mut sc = bulk(10, 1_000_000_000, 20_000, 3);
         sc.config = config(&[
+            "net.ipv4.tcp_congestion_control=cubic",
             "net.ipv4.tcp_notsent_lowat=131072",
             &format!("experimental.notsent_wake_hysteresis={hysteresis}"),
         ]);

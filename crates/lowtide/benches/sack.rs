@@ -110,6 +110,7 @@ impl Scenario {
                 pcount: 1,
                 tx_time: Instant(i),
                 truesize: MSS + skb::SKB_OVERHEAD,
+                tx: Default::default(),
             });
         }
         let (ack, runs) = self.runs_upto(mid - 1);

@@ -187,7 +187,7 @@ pub const TCP_RACK_STATIC_REO_WND: u32 = 0x2;
 pub const TCP_RACK_NO_DUPTHRESH: u32 = 0x4;
 
 /// Congestion control algorithms this build offers.
-pub const CONGESTION_CONTROLS: &[&str] = &["reno", "cubic"];
+pub const CONGESTION_CONTROLS: &[&str] = &["reno", "cubic", "bbr"];
 
 const BOOL: &str = "0 or 1";
 
@@ -319,7 +319,7 @@ impl Config {
             "net.ipv4.tcp_congestion_control" => {
                 let v = value.trim();
                 if !CONGESTION_CONTROLS.contains(&v) {
-                    return Err(bad(n, value, "one of: reno, cubic"));
+                    return Err(bad(n, value, "one of: reno, cubic, bbr"));
                 }
                 self.tcp_congestion_control = v.into();
             }

@@ -73,6 +73,7 @@ impl Tcb {
         if data.is_empty() {
             return Ok(0);
         }
+        self.rate_check_app_limited(); // is sending application-limited?
         let copied = self.copy_to_write_queue(ctx.cfg, data);
         if copied < data.len() {
             self.nospace = true;

@@ -98,6 +98,13 @@ pub struct TcpInfo {
     pub tsq_throttled: u64,
     /// Writable events delivered to the application (`sk_write_space` wakeups).
     pub wakeups: u64,
+    /// `tcpi_delivery_rate`: the last delivery-rate sample (bytes per second).
+    pub delivery_rate: u64,
+    /// `tcpi_delivery_rate_app_limited`: that sample was application-limited.
+    pub delivery_rate_app_limited: bool,
+    /// `tcp_bbr_info.bbr_bw`: the congestion control's bottleneck bandwidth
+    /// estimate in bytes per second (0 unless it keeps one, as BBR does).
+    pub bbr_bw: u64,
 }
 
 impl Tcb {
@@ -154,6 +161,9 @@ impl Tcb {
             rmem_alloc: self.rmem_alloc(),
             tsq_throttled: self.tsq_throttled_count,
             wakeups: self.wakeups,
+            delivery_rate: self.delivery_rate(),
+            delivery_rate_app_limited: self.rate_app_limited,
+            bbr_bw: self.cc.bw_estimate_bps().map_or(0, |b| b / 8),
         }
     }
 

@@ -1,7 +1,8 @@
 //! Segment processing: tcp_input.c's `tcp_rcv_state_process`,
 //! `tcp_rcv_synsent_state_process`, `tcp_ack`, `tcp_data_queue` and ACK scheduling.
 
-use super::cong::{AckSample, CaState};
+use super::cong::{AckSample, CaState, CcContext, CongestionOps};
+use super::rate::{AckRate, RateSample};
 use super::sock::{Tcb, TCP_DELACK_MIN, TCP_MAX_QUICKACKS};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
@@ -154,6 +155,8 @@ impl Tcb {
     /// `tcp_init_buffer_space`: send buffer sized for the initial window.
     fn init_buffer_space(&mut self, ctx: &mut Ctx) {
         self.update_pacing_rate(ctx.cfg);
+        let (cc, mut c) = self.cc_context(ctx.now);
+        cc.init(&mut c);
         self.sndbuf_expand(ctx);
         self.rcvq_space_time = ctx.now;
     }
@@ -354,6 +357,7 @@ impl Tcb {
         let prior_in_flight = self.packets_in_flight();
         let prior_una = self.snd_una;
         let prior_sacked = self.rtx.sacked_out;
+        let prior_lost = self.rtx.lost;
         let prior_wnd = self.snd_wnd;
         self.ack_update_window(th, ack);
         let prior_fack = self.rack_ack_begin(ctx, th);
@@ -367,6 +371,13 @@ impl Tcb {
                 .saturating_sub(cleaned.acked_sacked_segs);
         self.delivered += newly_acked_sacked as u64;
         let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.last_tx);
+        let mut rate = AckRate {
+            skb: super::rate::DeliveredSkb::later(sack.rate, cleaned.rate),
+            delivered: newly_acked_sacked,
+            rtt_us: self.ca_rtt_us(ctx, &cleaned, sack.last_tx).or(rtt_us),
+            prior_in_flight,
+            lost: 0,
+        };
         // A duplicate ACK acknowledges nothing new and carries no data and no window
         // change (RFC 5681 section 2, Linux's FLAG_NOT_DUP).
         let is_dupack = ack == prior_una
@@ -389,6 +400,8 @@ impl Tcb {
             self.fastretrans_alert(ctx, prior_una, newly_acked_sacked, dup, &mut fl);
         }
         let ca_ctx = self.ca_ctx(ctx.now);
+        rate.lost = (self.rtx.lost - prior_lost) as u32;
+        let rs = self.rate_gen(ctx.now, &rate);
         if cleaned.acked_segs > 0 {
             self.cc.pkts_acked(
                 &mut self.cw,
@@ -401,15 +414,62 @@ impl Tcb {
                 &ca_ctx,
             );
         }
-        if self.may_raise_cwnd(cleaned.acked_segs) {
-            let acked = newly_acked_sacked.max(cleaned.acked_segs);
-            self.cc.cong_avoid(&mut self.cw, acked, &ca_ctx);
+        // tcp_cong_control: the congestion control's own cong_control, or cwnd growth
+        // and the default pacing rate.
+        if !self.cong_control(ctx.now, &rs) {
+            if self.may_raise_cwnd(cleaned.acked_segs) {
+                let acked = newly_acked_sacked.max(cleaned.acked_segs);
+                self.cc.cong_avoid(&mut self.cw, acked, &ca_ctx);
+            }
+            self.update_pacing_rate(ctx.cfg);
         }
-        self.update_pacing_rate(ctx.cfg);
         if ack > prior_una {
             self.on_snd_una_advanced(ctx, &cleaned, fl.set_xmit_timer);
         }
         true
+    }
+
+    /// The `tcp_sock` view a congestion control's `cong_control` and `init` get.
+    fn cc_context(&mut self, now: crate::time::Instant) -> (&mut dyn CongestionOps, CcContext<'_>) {
+        let packets_in_flight = self.packets_in_flight();
+        let c = CcContext {
+            cw: &mut self.cw,
+            pacing_rate: &mut self.pacing_rate,
+            pacing_needed: &mut self.pacing_needed,
+            app_limited: &mut self.app_limited,
+            max_pacing_rate: self.max_pacing_rate,
+            mss: self.mss_cache,
+            srtt_us: self.srtt_us,
+            min_rtt_us: self.min_rtt_us,
+            delivered: self.delivered,
+            delivered_mstamp: self.delivered_mstamp,
+            lost: self.rtx.lost,
+            packets_in_flight,
+            now,
+            wstamp: self.wstamp,
+            ca_state: self.ca_state,
+            seed: self.iss.0,
+        };
+        (self.cc.as_mut(), c)
+    }
+
+    /// `ca_ops->cong_control` with this ACK's rate sample; false if the congestion
+    /// control has none.
+    fn cong_control(&mut self, now: crate::time::Instant, rs: &RateSample) -> bool {
+        let (cc, mut c) = self.cc_context(now);
+        cc.cong_control(&mut c, rs)
+    }
+
+    /// `ca_rtt_us` of `tcp_clean_rtx_queue`: the RTT of the most recently sent
+    /// packet this ACK (S)ACKed, never from a retransmission.
+    fn ca_rtt_us(
+        &self,
+        ctx: &Ctx,
+        c: &super::rtx_queue::Cleaned,
+        sack_tx: Option<crate::time::Instant>,
+    ) -> Option<u32> {
+        let last = sack_tx.or(c.last_tx.filter(|_| !c.acked_retrans))?;
+        Some(ctx.now.saturating_since(last).as_micros() as u32)
     }
 
     /// `tcp_may_raise_cwnd` + `tcp_in_cwnd_reduction`.

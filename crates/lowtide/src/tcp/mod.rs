@@ -7,6 +7,7 @@
 //! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
+//! | [`rate`] | tcp_rate.c: delivery-rate sampling |
 //! | `recovery` | tcp_input.c `tcp_fastretrans_alert`, PRR (RFC 6937), RFC 6675 |
 //! | [`rtx_queue`] | the retransmit queue and `tcp_sacktag_write_queue` |
 //! | `rtx_store` | `tcp_rtx_queue` rb-tree, or the list before seed 003 |
@@ -23,6 +24,7 @@ pub mod ofo;
 pub(crate) mod output;
 pub(crate) mod pacing;
 pub(crate) mod rack;
+pub mod rate;
 pub(crate) mod recovery;
 pub mod rtx_queue;
 mod rtx_store;

@@ -453,6 +453,7 @@ impl Tcb {
             self.prr_out += skb::pcount(data.len() as u32, mss);
         }
         let pcount = skb::pcount(data.len() as u32, mss);
+        let tx = self.rate_skb_sent(ctx.now);
         self.rtx.push(Skb {
             seq,
             end_seq,
@@ -462,6 +463,7 @@ impl Tcb {
             pcount,
             tx_time: ctx.now,
             truesize,
+            tx,
         });
         self.snd_nxt = end_seq;
         if matches!(
@@ -514,6 +516,8 @@ impl Tcb {
         }
         self.transmit(ctx, seq, flags, &data, truesize);
         self.rtx.mark_retransmitted(seq, ctx.now);
+        let tx = self.rate_skb_sent(ctx.now);
+        self.rtx.set_tx_rate(seq, tx);
         ctx.mib.add(Mib::TcpRetransSegs, pcount as u64);
         self.total_retrans += pcount;
         self.bytes_retrans += data.len() as u64;

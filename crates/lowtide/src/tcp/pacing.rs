@@ -36,7 +36,8 @@ impl Tcb {
 
     /// `tcp_tso_autosize`: about 1 ms of data at the pacing rate per TSO packet, plus a
     /// bonus for close peers (min_rtt below 2^`tcp_tso_rtt_log` us), at least
-    /// `min_tso_segs`, at most `gso_max_size`.
+    /// `min_tso_segs` (the congestion control's, e.g. BBR's, or the sysctl), at most
+    /// `gso_max_size`.
     pub(crate) fn tso_autosize(&self, cfg: &Config, mss: u32) -> u32 {
         let mut bytes = self.pacing_rate >> SK_PACING_SHIFT;
         let r = self.min_rtt_us >> cfg.tcp_tso_rtt_log;
@@ -44,7 +45,11 @@ impl Tcb {
             bytes = bytes.saturating_add((GSO_MAX_SIZE >> r) as u64);
         }
         let bytes = bytes.min(GSO_MAX_SIZE as u64) as u32;
-        (bytes / mss.max(1)).max(cfg.tcp_min_tso_segs)
+        let min_tso_segs = self
+            .cc
+            .min_tso_segs(self.pacing_rate)
+            .unwrap_or(cfg.tcp_min_tso_segs);
+        (bytes / mss.max(1)).max(min_tso_segs)
     }
 
     /// `tcp_tso_segs`: segments one departure may carry. Before seed 004
@@ -211,6 +216,7 @@ mod tests {
                 pcount: 1,
                 tx_time: Instant::ZERO,
                 truesize: len + SKB_OVERHEAD,
+                tx: Default::default(),
             });
         }
     }

@@ -137,7 +137,9 @@ impl Tcb {
         if prior_inflight != self.packets_in_flight() {
             if self.ca_state != CaState::Recovery {
                 self.enter_recovery(ctx);
-                self.cwnd_reduction(1);
+                if !self.cc.has_cong_control() {
+                    self.cwnd_reduction(1);
+                }
             }
             self.xmit_retransmit_queue(ctx);
         }
@@ -277,6 +279,7 @@ mod tests {
                 pcount: 1,
                 tx_time: Instant(i * 1_000_000),
                 truesize: MSS + skb::SKB_OVERHEAD,
+                tx: Default::default(),
             });
         }
         t.snd_una = 1;

@@ -18,6 +18,8 @@ pub(crate) struct SackResult {
     pub dsack: bool,
     /// Send time of the newest newly SACKed never-retransmitted skb (RTT sample).
     pub last_tx: Option<crate::time::Instant>,
+    /// The most recently sent skb newly SACKed, for the rate sample.
+    pub rate: Option<super::rate::DeliveredSkb>,
     /// The D-SACK covers data up to the outstanding loss probe (`FLAG_DSACK_TLP`).
     pub dsack_tlp: bool,
 }
@@ -87,6 +89,7 @@ impl Tcb {
         let t = self.rtx.sacktag_blocks(&valid[..n], mss);
         r.newly_sacked = t.segs;
         r.last_tx = t.last_tx;
+        r.rate = t.rate;
         ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
         ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
         r
@@ -167,7 +170,9 @@ impl Tcb {
                 (self.reno_dupacks + 1).min(self.rtx.packets_out.saturating_sub(1).max(1));
         }
         self.fastretrans_states(ctx, prior_snd_una, is_dupack, fl);
-        if self.ca_state == CaState::Recovery {
+        // With its own cong_control (BBR) the congestion control sets cwnd in
+        // recovery too (Linux runs PRR only without one).
+        if self.ca_state == CaState::Recovery && !self.cc.has_cong_control() {
             self.cwnd_reduction(newly_acked_sacked);
         }
     }
@@ -465,6 +470,9 @@ impl Tcb {
     /// `tcp_end_cwnd_reduction`: cwnd falls to ssthresh unless the reduction was
     /// undone.
     pub(crate) fn end_cwnd_reduction(&mut self, ctx: &Ctx) {
+        if self.cc.has_cong_control() {
+            return;
+        }
         if self.cw.snd_ssthresh < INFINITE_SSTHRESH
             && (self.ca_state == CaState::Cwr || self.undo_marker.is_some())
         {

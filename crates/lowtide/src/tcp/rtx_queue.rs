@@ -12,6 +12,7 @@
 //! memory stays under `2 * sndbuf + 128 KB` (`tcp_fragment`, CVE-2019-11478), and
 //! runs of SACKed skbs are merged (`tcp_shift_skb_data`) so the queue stays short.
 
+use super::rate::{self, DeliveredSkb, TxRate};
 use super::rtx_store::{Pos, Store};
 use super::skb::{self, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
 use super::tsorted::{self, Tsorted};
@@ -40,6 +41,8 @@ pub struct RtxQueue {
     pub lost_out: u32,
     /// `retrans_out`: retransmitted segments not yet acknowledged.
     pub retrans_out: u32,
+    /// `tp->lost`: segments ever marked lost (a lost retransmission counts again).
+    pub lost: u64,
     /// Payload bytes SACKed (for RFC 6675's IsLost byte rule).
     pub sacked_bytes: u64,
     /// Total truesize of the queued skbs. Splits share an skb's truesize and merges
@@ -115,6 +118,8 @@ pub struct Cleaned {
     pub truesize: u64,
     /// A FIN was acknowledged.
     pub fin_acked: bool,
+    /// The most recently sent skb acknowledged (`tcp_rate_skb_delivered`).
+    pub rate: Option<DeliveredSkb>,
 }
 
 /// What SACK blocks newly marked (`tcp_sacktag_walk`).
@@ -133,6 +138,8 @@ pub struct Tagged {
     /// Splits refused because the queue used too much memory
     /// (`TcpExtTCPWqueueTooBig`).
     pub refused: u32,
+    /// The most recently sent skb newly SACKed (`tcp_rate_skb_delivered`).
+    pub rate: Option<DeliveredSkb>,
 }
 
 impl Tagged {
@@ -143,6 +150,7 @@ impl Tagged {
         self.shifted += o.shifted;
         self.merged += o.merged;
         self.refused += o.refused;
+        self.rate = DeliveredSkb::later(self.rate, o.rate);
     }
 }
 
@@ -192,6 +200,7 @@ impl RtxQueue {
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
+            lost: 0,
             sacked_bytes: 0,
             truesize: 0,
             payload: 0,
@@ -276,6 +285,13 @@ impl RtxQueue {
         let old = Acct::of(s);
         f(s);
         let new = Acct::of(s);
+        // tcp_sum_lost: newly lost, or a retransmission lost again.
+        if new.sacked & LOST != 0
+            && (old.sacked & LOST == 0
+                || (old.sacked & SACKED_RETRANS != 0 && new.sacked & SACKED_RETRANS == 0))
+        {
+            self.lost += new.pcount as u64;
+        }
         self.account(old, false);
         self.account(new, true);
     }
@@ -304,6 +320,13 @@ impl RtxQueue {
         debug_assert!(self.last().is_none_or(|l| l.end_seq <= s.seq));
         self.account(Acct::of(&s), true);
         self.store.push_back(s);
+    }
+
+    /// Stores the delivery-rate snapshot of a retransmission of the skb at `seq`.
+    pub fn set_tx_rate(&mut self, seq: u64, tx: TxRate) {
+        if let Some(p) = self.store.find(seq) {
+            self.store.get_mut(p).tx = tx;
+        }
     }
 
     /// Changes the scoreboard bits of the skb at `seq`: sets `set`, clears `clear`.
@@ -357,6 +380,7 @@ impl RtxQueue {
                 break;
             }
             let s = self.take(p);
+            rate::skb_delivered(&mut c.rate, &s);
             if !s.has(SACKED_ACKED) {
                 self.note_delivered(Acct::of(&s));
             }
@@ -509,6 +533,7 @@ impl RtxQueue {
         let a = Acct::of(s);
         self.note_delivered(a);
         let s = self.store.get(p);
+        rate::skb_delivered(&mut t.rate, s);
         t.segs += s.pcount;
         if s.has(EVER_RETRANS) {
             t.retrans = true;
@@ -516,7 +541,9 @@ impl RtxQueue {
             t.last_tx = t.last_tx.max(Some(s.tx_time));
         }
         self.modify(p, |s| {
-            s.sacked = (s.sacked | SACKED_ACKED) & !(LOST | SACKED_RETRANS)
+            s.sacked = (s.sacked | SACKED_ACKED) & !(LOST | SACKED_RETRANS);
+            // Counted now: not again when cumulatively ACKed.
+            s.tx.delivered_mstamp = None;
         });
         let mut p = p;
         if let Some(q) = self.store.prev(p) {
@@ -777,6 +804,7 @@ mod tests {
             pcount: skb::pcount(len, MSS),
             tx_time: Instant(seq),
             truesize: len + skb::SKB_OVERHEAD,
+            tx: Default::default(),
         }
     }
 

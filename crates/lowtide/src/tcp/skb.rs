@@ -63,6 +63,8 @@ pub struct Skb {
     pub tx_time: Instant,
     /// Memory charged for it.
     pub truesize: u32,
+    /// Delivery-rate snapshot of the last transmission (`tcp_rate_skb_sent`).
+    pub tx: super::rate::TxRate,
 }
 
 impl Skb {
@@ -96,6 +98,7 @@ impl Skb {
             pcount: 0,
             tx_time: self.tx_time,
             truesize: self.truesize - head_share,
+            tx: self.tx,
         };
         self.flags &= !FLAG_FIN;
         self.end_seq = at;

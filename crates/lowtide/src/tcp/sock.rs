@@ -209,6 +209,19 @@ pub struct Tcb {
     pub(crate) data_segs_out: u64,
     pub(crate) data_segs_in: u64,
     pub(crate) delivered: u64,
+    // ---- delivery-rate sampling (tcp_rate.c) ----
+    /// `delivered_mstamp`: when `delivered` last grew.
+    pub(crate) delivered_mstamp: Instant,
+    /// `first_tx_mstamp`: start of the current send phase.
+    pub(crate) first_tx_mstamp: Instant,
+    /// `app_limited`: `delivered` value past which the app-limited bubble is gone;
+    /// 0 when not app-limited.
+    pub(crate) app_limited: u64,
+    /// `rate_delivered`/`rate_interval_us`/`rate_app_limited`: the last recorded
+    /// sample, for `tcpi_delivery_rate`.
+    pub(crate) rate_delivered: u64,
+    pub(crate) rate_interval_us: u64,
+    pub(crate) rate_app_limited: bool,
     pub(crate) rtt_samples: u64,
     pub(crate) rtt_sum_us: u64,
     pub(crate) created: Instant,
@@ -335,6 +348,12 @@ impl Tcb {
             data_segs_out: 0,
             data_segs_in: 0,
             delivered: 0,
+            delivered_mstamp: now,
+            first_tx_mstamp: now,
+            app_limited: 0,
+            rate_delivered: 0,
+            rate_interval_us: 0,
+            rate_app_limited: false,
             rtt_samples: 0,
             rtt_sum_us: 0,
             created: now,

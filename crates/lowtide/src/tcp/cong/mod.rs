@@ -4,9 +4,12 @@
 //! points Linux does. Reno (`tcp_reno_*` in tcp_cong.c) is built in; CUBIC and BBR
 //! plug in through the same trait.
 
+pub mod bbr;
 pub mod cubic;
+pub mod minmax;
 pub mod reno;
 
+pub use super::rate::RateSample;
 use crate::time::Instant;
 use serde::Serialize;
 
@@ -153,6 +156,45 @@ pub struct CaCtx {
     pub in_flight: u32,
 }
 
+/// The parts of `struct tcp_sock` a congestion control that sets the window and the
+/// pacing rate itself (`cong_control`, BBR) reads and writes.
+#[derive(Debug)]
+pub struct CcContext<'a> {
+    /// The window variables.
+    pub cw: &'a mut CwndState,
+    /// `sk_pacing_rate` in bytes per second.
+    pub pacing_rate: &'a mut u64,
+    /// `sk_pacing_status == SK_PACING_NEEDED`: TCP paces internally.
+    pub pacing_needed: &'a mut bool,
+    /// `tp->app_limited` (0: not app-limited), see [`super::rate`].
+    pub app_limited: &'a mut u64,
+    /// `sk_max_pacing_rate` in bytes per second.
+    pub max_pacing_rate: u64,
+    /// `mss_cache`.
+    pub mss: u32,
+    /// Smoothed RTT in microseconds (0: no sample yet).
+    pub srtt_us: u32,
+    /// `tcp_min_rtt` in microseconds (`u32::MAX`: no sample yet).
+    pub min_rtt_us: u32,
+    /// `tp->delivered`: packets delivered so far.
+    pub delivered: u64,
+    /// `tp->delivered_mstamp`: when `delivered` last grew.
+    pub delivered_mstamp: Instant,
+    /// `tp->lost`: packets ever marked lost.
+    pub lost: u64,
+    /// `tcp_packets_in_flight`.
+    pub packets_in_flight: u32,
+    /// Now (`tcp_mstamp`/`tcp_clock_cache`).
+    pub now: Instant,
+    /// `tcp_wstamp_ns`: earliest departure time of the next packet.
+    pub wstamp: Instant,
+    /// `icsk_ca_state`.
+    pub ca_state: CaState,
+    /// A per-connection pseudo-random value (from the ISS), for randomized choices
+    /// that must stay deterministic (`get_random_u32_below` in BBR).
+    pub seed: u32,
+}
+
 /// `struct tcp_congestion_ops`: the hooks a congestion control implements.
 pub trait CongestionOps: core::fmt::Debug {
     /// The name (`tcp_congestion_control` value).
@@ -175,6 +217,30 @@ pub trait CongestionOps: core::fmt::Debug {
     fn sndbuf_expand(&self) -> u32 {
         2
     }
+    /// `init`: the connection is established (`tcp_init_congestion_control`).
+    fn init(&mut self, _ctx: &mut CcContext) {}
+    /// True if [`CongestionOps::cong_control`] sets cwnd and pacing itself; the engine
+    /// then skips PRR and the end-of-recovery window reset, as Linux does when
+    /// `ca_ops->cong_control` exists.
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+    /// `cong_control`: the per-ACK hook with the delivery-rate sample. Returns true
+    /// if it set cwnd and the pacing rate, replacing `cong_avoid` and
+    /// `tcp_update_pacing_rate` (Linux's `tcp_cong_control`).
+    fn cong_control(&mut self, _ctx: &mut CcContext, _rs: &RateSample) -> bool {
+        false
+    }
+    /// `min_tso_segs`: the fewest segments per TSO packet at `pacing_rate` (bytes
+    /// per second), overriding `net.ipv4.tcp_min_tso_segs`; `None` keeps the sysctl.
+    fn min_tso_segs(&self, _pacing_rate: u64) -> Option<u32> {
+        None
+    }
+    /// The congestion control's bottleneck bandwidth estimate in bits per second
+    /// (BBR's `bbr_bw`, as `tcp_bbr_info.bbr_bw` reports it), if it keeps one.
+    fn bw_estimate_bps(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The congestion control named `name`, if this build has it.
@@ -182,6 +248,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionOps>> {
     match name {
         "reno" => Some(Box::new(reno::Reno)),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
+        "bbr" => Some(Box::new(bbr::Bbr::default())),
         _ => None,
     }
 }

@@ -68,6 +68,14 @@ pub struct Config {
     pub tcp_rto_min_us: u32,
     /// `net.ipv4.tcp_reordering`: initial reordering degree (dupthresh).
     pub tcp_reordering: u32,
+    /// `net.ipv4.tcp_recovery`: bit 0x1 RACK loss detection (default on), 0x2 static
+    /// RACK reordering window, 0x4 no dupthresh shortcut for RACK.
+    pub tcp_recovery: u32,
+    /// `net.ipv4.tcp_early_retrans`: 3 or 4 enable tail loss probes (default 3).
+    pub tcp_early_retrans: u32,
+    /// `net.ipv4.tcp_frto`: F-RTO (RFC 5682) spurious RTO detection; 0 off, 1 or 2
+    /// on (Linux uses the SACK-enhanced variant for both; default 2).
+    pub tcp_frto: u32,
     /// `net.ipv4.tcp_congestion_control`: the default congestion control.
     pub tcp_congestion_control: String,
     /// `net.ipv4.ip_local_port_range`: ephemeral ports (inclusive).
@@ -146,6 +154,9 @@ impl Default for Config {
             tcp_fin_timeout: 60,
             tcp_rto_min_us: 200_000,
             tcp_reordering: 3,
+            tcp_recovery: TCP_RACK_LOSS_DETECTION,
+            tcp_early_retrans: 3,
+            tcp_frto: 2,
             tcp_congestion_control: "reno".into(),
             ip_local_port_range: [32768, 60999],
             somaxconn: 4096,
@@ -165,6 +176,15 @@ impl Default for Config {
         }
     }
 }
+
+/// `TCP_RACK_LOSS_DETECTION`: `tcp_recovery` bit for RACK loss detection.
+pub const TCP_RACK_LOSS_DETECTION: u32 = 0x1;
+/// `TCP_RACK_STATIC_REO_WND`: `tcp_recovery` bit keeping the reordering window at
+/// min_rtt/4 (no D-SACK adaptation).
+pub const TCP_RACK_STATIC_REO_WND: u32 = 0x2;
+/// `TCP_RACK_NO_DUPTHRESH`: `tcp_recovery` bit; RACK keeps its reordering window even
+/// after `reordering` segments were SACKed.
+pub const TCP_RACK_NO_DUPTHRESH: u32 = 0x4;
 
 /// Congestion control algorithms this build offers.
 pub const CONGESTION_CONTROLS: &[&str] = &["reno", "cubic", "bbr"];
@@ -242,6 +262,9 @@ impl Config {
         "net.ipv4.tcp_fin_timeout",
         "net.ipv4.tcp_rto_min_us",
         "net.ipv4.tcp_reordering",
+        "net.ipv4.tcp_recovery",
+        "net.ipv4.tcp_early_retrans",
+        "net.ipv4.tcp_frto",
         "net.ipv4.tcp_congestion_control",
         "net.ipv4.ip_local_port_range",
         "net.core.somaxconn",
@@ -288,6 +311,11 @@ impl Config {
             "net.ipv4.tcp_reordering" => {
                 self.tcp_reordering = parse_num(n, value, 1, 300, "1..=300")?
             }
+            "net.ipv4.tcp_recovery" => self.tcp_recovery = parse_num(n, value, 0, 7, "0..=7")?,
+            "net.ipv4.tcp_early_retrans" => {
+                self.tcp_early_retrans = parse_num(n, value, 0, 4, "0..=4")?
+            }
+            "net.ipv4.tcp_frto" => self.tcp_frto = parse_num(n, value, 0, 2, "0..=2")?,
             "net.ipv4.tcp_congestion_control" => {
                 let v = value.trim();
                 if !CONGESTION_CONTROLS.contains(&v) {

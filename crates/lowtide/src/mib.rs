@@ -94,6 +94,18 @@ mib! {
     TcpExtTCPLossProbes,
     /// Spurious RTOs detected (F-RTO).
     TcpExtTCPSpuriousRTOs,
+    /// Losses repaired by a tail loss probe's retransmission (`TCPLossProbeRecovery`).
+    TcpExtTCPLossProbeRecovery,
+    /// Recoveries undone because D-SACKs showed every retransmission was spurious.
+    TcpExtTCPDSACKUndo,
+    /// Recoveries undone when they ended (`tcp_try_undo_recovery`).
+    TcpExtTCPFullUndo,
+    /// Recoveries undone part way: a hole filled by a delayed original.
+    TcpExtTCPPartialUndo,
+    /// Loss (RTO) states undone (`tcp_try_undo_loss`).
+    TcpExtTCPLossUndo,
+    /// Reordering detected from SACKs (`TCPSACKReorder`).
+    TcpExtTCPSACKReorder,
     /// Delayed ACKs sent.
     TcpExtDelayedACKs,
     /// Segments queued out of order.

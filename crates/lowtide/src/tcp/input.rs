@@ -360,8 +360,10 @@ impl Tcb {
         let prior_lost = self.rtx.lost;
         let prior_wnd = self.snd_wnd;
         self.ack_update_window(th, ack);
+        let prior_fack = self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack);
         let cleaned = self.clean_rtx_queue(ctx, ack);
+        let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, prior_fack, &sack);
         let newly_acked_sacked = cleaned.acked_segs.saturating_sub(cleaned.acked_sacked_segs)
             + sack.newly_sacked
             + prior_sacked
@@ -383,16 +385,19 @@ impl Tcb {
             && payload_len == 0
             && self.snd_wnd == prior_wnd
             && th.options.sack_len == 0;
+        fl.not_dup = !is_dupack;
+        fl.set_xmit_timer = ack > prior_una;
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(ctx, ack, &fl);
+        }
         let dubious = self.ca_state != CaState::Open
             || sack.newly_sacked > 0
+            || sack.dsack
             || self.rtx.sacked_out > 0
             || (is_dupack && !self.rtx.is_empty());
         if dubious {
-            self.fastretrans_alert(
-                ctx,
-                newly_acked_sacked,
-                is_dupack && self.rtx.packets_out > 0,
-            );
+            let dup = is_dupack && self.rtx.packets_out > 0;
+            self.fastretrans_alert(ctx, prior_una, newly_acked_sacked, dup, &mut fl);
         }
         let ca_ctx = self.ca_ctx(ctx.now);
         rate.lost = (self.rtx.lost - prior_lost) as u32;
@@ -419,7 +424,7 @@ impl Tcb {
             self.update_pacing_rate(ctx.cfg);
         }
         if ack > prior_una {
-            self.on_snd_una_advanced(ctx, &cleaned);
+            self.on_snd_una_advanced(ctx, &cleaned, fl.set_xmit_timer);
         }
         true
     }
@@ -505,7 +510,6 @@ impl Tcb {
         if c.acked_segs > 0 {
             self.retransmits = 0;
             self.backoff = 0;
-            self.retrans_stamp = None;
         }
         let _ = ctx;
         c
@@ -537,8 +541,15 @@ impl Tcb {
     }
 
     /// After `snd_una` moved: timers, FIN states, send buffer and write space.
-    fn on_snd_una_advanced(&mut self, ctx: &mut Ctx, c: &super::rtx_queue::Cleaned) {
-        self.rearm_rto(ctx);
+    fn on_snd_una_advanced(
+        &mut self,
+        ctx: &mut Ctx,
+        c: &super::rtx_queue::Cleaned,
+        set_xmit_timer: bool,
+    ) {
+        if set_xmit_timer {
+            self.set_xmit_timer(ctx);
+        }
         self.lost_hint = self.lost_hint.max(self.snd_una);
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
         if c.fin_acked {

@@ -23,6 +23,7 @@ pub(crate) mod input;
 pub mod ofo;
 pub(crate) mod output;
 pub(crate) mod pacing;
+pub(crate) mod rack;
 pub mod rate;
 pub(crate) mod recovery;
 pub mod rtx_queue;
@@ -31,6 +32,8 @@ pub mod seq;
 pub mod skb;
 pub mod sock;
 pub(crate) mod timer;
+pub(crate) mod tlp;
+pub mod tsorted;
 
 use crate::config::Config;
 use crate::mib::Counters;

@@ -316,7 +316,11 @@ impl Tcb {
         if !self.can_send_data() {
             return;
         }
-        self.xmit_retransmit_queue(ctx);
+        // F-RTO step 2.b (tcp_xmit_recovery with REXMIT_NEW): new data first.
+        let frto_new = core::mem::take(&mut self.frto_rexmit_new);
+        if !frto_new {
+            self.xmit_retransmit_queue(ctx);
+        }
         self.cwnd_restart_after_idle(ctx);
         // write_one raises cw.is_cwnd_limited when cwnd (or TSO deferral on cwnd) stops
         // it: collect that for this call only, as tcp_write_xmit's local flag.
@@ -326,6 +330,14 @@ impl Tcb {
             if !self.write_one(ctx) {
                 break;
             }
+        }
+        if frto_new && self.snd_nxt <= self.high_seq {
+            self.frto = false;
+            self.xmit_retransmit_queue(ctx);
+        }
+        if self.snd_nxt > prior_nxt {
+            // One loss probe per tail (tcp_write_xmit's tcp_schedule_loss_probe).
+            self.schedule_loss_probe(ctx, false);
         }
         let is_cwnd_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, prior_limited)
             || self.packets_in_flight() >= self.cw.snd_cwnd;
@@ -415,7 +427,7 @@ impl Tcb {
 
     /// Moves the first `send_len` bytes of the write queue head to the rtx queue and
     /// transmits them (`tso_fragment` + `tcp_event_new_data_sent`).
-    fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
+    pub(crate) fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
         let head = self.write_queue.front_mut().expect("caller checked");
         let whole = send_len == head.data.len();
         let seq = head.seq;
@@ -454,7 +466,10 @@ impl Tcb {
             tx,
         });
         self.snd_nxt = end_seq;
-        if self.pending.is_none() || matches!(self.pending, Some((Pending::Probe0, _))) {
+        if matches!(
+            self.pending,
+            None | Some((Pending::Probe0 | Pending::LossProbe, _))
+        ) {
             self.rearm_rto(ctx);
         }
     }
@@ -507,6 +522,8 @@ impl Tcb {
         self.total_retrans += pcount;
         self.bytes_retrans += data.len() as u64;
         self.retrans_stamp.get_or_insert(ctx.now);
+        // tcp_retransmit_skb: D-SACKs of this many retransmissions allow an undo.
+        self.undo_retrans = self.undo_retrans.max(0) + pcount as i32;
         match self.ca_state {
             CaState::Recovery => {
                 self.prr_out += pcount;

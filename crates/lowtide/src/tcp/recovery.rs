@@ -2,8 +2,8 @@
 //! `tcp_fastretrans_alert`, PRR (RFC 6937), NewReno without SACK (RFC 6582), and the
 //! RTO's `tcp_enter_loss`.
 
-use super::cong::{CaEvent, CaState};
-use super::skb::LOST;
+use super::cong::{CaEvent, CaState, INFINITE_SSTHRESH};
+use super::skb::{EVER_RETRANS, LOST, SACKED_RETRANS};
 use super::sock::Tcb;
 use super::Ctx;
 use crate::mib::Mib;
@@ -20,6 +20,28 @@ pub(crate) struct SackResult {
     pub last_tx: Option<crate::time::Instant>,
     /// The most recently sent skb newly SACKed, for the rate sample.
     pub rate: Option<super::rate::DeliveredSkb>,
+    /// The D-SACK covers data up to the outstanding loss probe (`FLAG_DSACK_TLP`).
+    pub dsack_tlp: bool,
+}
+
+/// The `FLAG_*` bits of one ACK that loss recovery looks at (tcp_input.c).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct AckFlags {
+    /// `FLAG_SND_UNA_ADVANCED`.
+    pub snd_una_advanced: bool,
+    /// `FLAG_DATA_SACKED`: new data SACKed.
+    pub data_sacked: bool,
+    /// `FLAG_NOT_DUP`: data, a window update or new data acknowledged.
+    pub not_dup: bool,
+    /// `FLAG_ORIG_SACK_ACKED`: a never-retransmitted skb below `high_seq` delivered.
+    pub orig_sack_acked: bool,
+    /// `FLAG_DSACK_TLP`.
+    pub dsack_tlp: bool,
+    /// `FLAG_LOST_RETRANS`: RACK found a retransmission lost.
+    pub lost_retrans: bool,
+    /// `FLAG_SET_XMIT_TIMER`: rearm the TLP/RTO timer (cleared when RACK armed its
+    /// reorder timer).
+    pub set_xmit_timer: bool,
 }
 
 impl Tcb {
@@ -52,6 +74,7 @@ impl Tcb {
             if is_dsack {
                 r.dsack = true;
                 ctx.mib.inc(Mib::TcpExtTCPDSACKRecv);
+                self.on_dsack(start, end, &mut r);
                 continue;
             }
             if start < self.snd_una || end > self.snd_nxt || n == valid.len() {
@@ -62,6 +85,7 @@ impl Tcb {
             n += 1;
         }
         self.rtx.set_sndbuf(self.sndbuf);
+        self.fack = valid[..n].iter().fold(self.fack, |f, b| f.max(b.1));
         let t = self.rtx.sacktag_blocks(&valid[..n], mss);
         r.newly_sacked = t.segs;
         r.last_tx = t.last_tx;
@@ -71,18 +95,25 @@ impl Tcb {
         r
     }
 
-    /// RFC 6675 `IsLost` over the scoreboard; resets the retransmit hint below any
-    /// newly lost skb.
-    fn mark_lost(&mut self) {
-        if self.sack_ok {
-            let thresh = (self.reordering.saturating_sub(1) as u64) * self.mss_cache as u64;
-            let from = self.lost_hint.max(self.snd_una);
-            let (hint, first) = self.rtx.mark_lost_sacked_above(from, thresh);
-            self.lost_hint = hint;
-            if let Some(f) = first {
-                self.retransmit_hint = self.retransmit_hint.min(f);
-            }
-        } else if self.reno_dupacks >= self.reordering {
+    /// RFC 6675 `IsLost` over the scoreboard (SACK flows with RACK off); resets the
+    /// retransmit hint below any newly lost skb.
+    fn mark_lost_rfc6675(&mut self) {
+        let thresh = (self.reordering.saturating_sub(1) as u64) * self.mss_cache as u64;
+        let from = self.lost_hint.max(self.snd_una);
+        let (hint, first) = self.rtx.mark_lost_sacked_above(from, thresh);
+        self.lost_hint = hint;
+        if let Some(f) = first {
+            self.retransmit_hint = self.retransmit_hint.min(f);
+        }
+    }
+
+    /// `tcp_newreno_mark_lost`: without SACK, the head is lost after `reordering`
+    /// duplicate ACKs, and again on each partial ACK in recovery (RFC 6582 3.2).
+    fn newreno_mark_lost(&mut self, snd_una_advanced: bool) {
+        let st = self.ca_state;
+        if (st < CaState::Recovery && self.reno_dupacks >= self.reordering)
+            || (st == CaState::Recovery && snd_una_advanced)
+        {
             self.mark_head_lost();
         }
     }
@@ -98,37 +129,47 @@ impl Tcb {
         if pcount > 1 {
             self.rtx.split_at(seq + mss as u64, mss);
         }
-        self.rtx.update(seq, LOST, 0);
+        self.rtx.update(seq, LOST, SACKED_RETRANS);
         self.retransmit_hint = self.retransmit_hint.min(seq);
     }
 
-    /// `tcp_fastretrans_alert` with PRR: the recovery state machine, run on every ACK
-    /// that is "dubious" or while not Open.
+    /// `tcp_identify_packet_loss`: NewReno without SACK, RACK by default, RFC 6675
+    /// `IsLost` when RACK is off.
+    fn identify_packet_loss(&mut self, ctx: &mut Ctx, fl: &mut AckFlags) {
+        if self.rtx.is_empty() {
+            return;
+        }
+        if !self.sack_ok {
+            self.newreno_mark_lost(fl.snd_una_advanced);
+        } else if self.is_rack(ctx) {
+            let prior_retrans = self.rtx.retrans_out;
+            if self.rack_mark_lost(ctx) {
+                fl.set_xmit_timer = false;
+            }
+            if prior_retrans > self.rtx.retrans_out {
+                fl.lost_retrans = true;
+            }
+        } else {
+            self.mark_lost_rfc6675();
+        }
+    }
+
+    /// `tcp_fastretrans_alert`: the recovery state machine, run on every ACK that is
+    /// "dubious" or while not Open; PRR (RFC 6937) paces the window in Recovery.
     pub(crate) fn fastretrans_alert(
         &mut self,
         ctx: &mut Ctx,
+        prior_snd_una: u64,
         newly_acked_sacked: u32,
         is_dupack: bool,
+        fl: &mut AckFlags,
     ) {
         if !self.sack_ok && is_dupack {
             // tcp_add_reno_sack: count duplicate ACKs as SACKed segments.
             self.reno_dupacks =
                 (self.reno_dupacks + 1).min(self.rtx.packets_out.saturating_sub(1).max(1));
         }
-        self.try_end_recovery(ctx);
-        self.mark_lost();
-        match self.ca_state {
-            CaState::Open | CaState::Disorder => {
-                if self.rtx.lost_out > 0 {
-                    self.enter_recovery(ctx);
-                } else if self.rtx.sacked_out > 0 || self.reno_dupacks > 0 {
-                    self.set_ca_state(CaState::Disorder);
-                } else {
-                    self.set_ca_state(CaState::Open);
-                }
-            }
-            _ => {}
-        }
+        self.fastretrans_states(ctx, prior_snd_una, is_dupack, fl);
         // With its own cong_control (BBR) the congestion control sets cwnd in
         // recovery too (Linux runs PRR only without one).
         if self.ca_state == CaState::Recovery && !self.cc.has_cong_control() {
@@ -136,52 +177,330 @@ impl Tcb {
         }
     }
 
-    /// Leaves Recovery or Loss once everything sent before it is acknowledged
-    /// (`tcp_try_undo_recovery`/`tcp_end_cwnd_reduction` without undo).
-    fn try_end_recovery(&mut self, ctx: &mut Ctx) {
-        if self.snd_una < self.high_seq {
-            if self.ca_state == CaState::Recovery && !self.sack_ok {
-                // NewReno partial ACK (RFC 6582 section 3.2 step 3): the next hole is lost.
-                self.mark_head_lost();
+    /// Steps D (state exit) and E (state processing) of `tcp_fastretrans_alert`.
+    fn fastretrans_states(
+        &mut self,
+        ctx: &mut Ctx,
+        prior_snd_una: u64,
+        is_dupack: bool,
+        fl: &mut AckFlags,
+    ) {
+        if self.ca_state == CaState::Open {
+            self.retrans_stamp = None;
+        } else if self.snd_una >= self.high_seq {
+            match self.ca_state {
+                CaState::Cwr if self.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction(ctx);
+                    self.set_ca_state(CaState::Open);
+                }
+                CaState::Recovery => {
+                    self.reno_dupacks = 0;
+                    if self.try_undo_recovery(ctx) {
+                        return;
+                    }
+                    self.end_cwnd_reduction(ctx);
+                }
+                _ => {}
             }
-            return;
         }
         match self.ca_state {
-            // tcp_end_cwnd_reduction: not with a cong_control of its own.
-            CaState::Recovery | CaState::Cwr if self.cc.has_cong_control() => {
-                self.set_ca_state(CaState::Open);
+            CaState::Recovery => {
+                if fl.snd_una_advanced && self.try_undo_partial(ctx, prior_snd_una) {
+                    return;
+                }
+                if self.try_undo_dsack(ctx) {
+                    self.try_to_open();
+                }
+                self.identify_packet_loss(ctx, fl);
+                if self.ca_state != CaState::Recovery {
+                    // Undone, but loss is evident: a new recovery (reordering then loss).
+                    if self.time_to_recover() {
+                        self.enter_recovery(ctx);
+                    }
+                }
             }
-            CaState::Recovery | CaState::Cwr => {
-                self.cw.snd_cwnd = self.cw.snd_ssthresh.max(1);
-                let ca_ctx = self.ca_ctx(ctx.now);
-                self.cc
-                    .cwnd_event(&mut self.cw, CaEvent::CompleteCwr, &ca_ctx);
-                self.set_ca_state(CaState::Open);
+            CaState::Loss => {
+                self.process_loss(ctx, fl, is_dupack);
+                self.identify_packet_loss(ctx, fl);
+                if self.ca_state == CaState::Open || fl.lost_retrans {
+                    self.open_or_disorder(ctx, fl);
+                }
             }
-            CaState::Loss => self.set_ca_state(CaState::Open),
-            _ => return,
+            _ => self.open_or_disorder(ctx, fl),
         }
-        self.reno_dupacks = 0;
-        let _ = ctx;
+    }
+
+    /// The Open/Disorder/CWR branch of `tcp_fastretrans_alert`: late D-SACK undo,
+    /// loss detection, and entering Recovery once a loss is proven.
+    fn open_or_disorder(&mut self, ctx: &mut Ctx, fl: &mut AckFlags) {
+        if self.ca_state <= CaState::Disorder {
+            self.try_undo_dsack(ctx);
+        }
+        self.identify_packet_loss(ctx, fl);
+        if !self.time_to_recover() {
+            self.try_to_open();
+            return;
+        }
+        self.enter_recovery(ctx);
+    }
+
+    /// `tcp_time_to_recover`: a loss is proven (RACK, `IsLost` or NewReno marked one).
+    fn time_to_recover(&self) -> bool {
+        self.rtx.lost_out > 0
+    }
+
+    /// `tcp_any_retrans_done`.
+    fn any_retrans_done(&self) -> bool {
+        self.rtx.retrans_out > 0 || self.rtx.first().is_some_and(|h| h.has(EVER_RETRANS))
+    }
+
+    /// `tcp_try_keep_open`: Disorder while anything is SACKed, lost or retransmitted.
+    pub(crate) fn try_keep_open(&mut self) {
+        let left_out = self.rtx.sacked_out + self.rtx.lost_out + self.reno_dupacks;
+        let st = if left_out > 0 || self.any_retrans_done() {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
+        if self.ca_state != st {
+            self.set_ca_state(st);
+            self.high_seq = self.snd_nxt;
+        }
+    }
+
+    /// `tcp_try_to_open`.
+    fn try_to_open(&mut self) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp = None;
+        }
+        if self.ca_state != CaState::Cwr {
+            self.try_keep_open();
+        }
+    }
+
+    /// `tcp_process_loss`: in Loss state after an RTO, with F-RTO (RFC 5682 section
+    /// 3.1, the SACK-enhanced variant Linux uses for `tcp_frto`).
+    fn process_loss(&mut self, ctx: &mut Ctx, fl: &AckFlags, is_dupack: bool) {
+        let recovered = self.snd_una >= self.high_seq;
+        if fl.snd_una_advanced && self.try_undo_loss(ctx, false) {
+            return;
+        }
+        if self.frto {
+            // Step 3.b: never-retransmitted data was delivered: the RTO was spurious.
+            if fl.orig_sack_acked && self.try_undo_loss(ctx, true) {
+                return;
+            }
+            if self.snd_nxt > self.high_seq {
+                if fl.data_sacked || is_dupack {
+                    self.frto = false; // Step 3.a: the loss was real.
+                }
+            } else if fl.snd_una_advanced && !recovered {
+                self.high_seq = self.snd_nxt;
+                // Step 2.b: send new data (after this ACK grew cwnd), not retransmissions.
+                let wnd_end = self.snd_una + self.snd_wnd as u64;
+                if !self.write_queue.is_empty() && wnd_end > self.snd_nxt {
+                    self.frto_rexmit_new = true;
+                    return;
+                }
+                self.frto = false;
+            }
+        }
+        if recovered {
+            // Step 2.a and the first part of 3.a: back to Open.
+            self.try_undo_recovery(ctx);
+        }
+    }
+
+    /// `tcp_packet_delayed`: the ACK echoes a timestamp older than the first
+    /// retransmission, so an original was delivered (RFC 3522 Eifel detection); or
+    /// nothing was retransmitted at all.
+    fn packet_delayed(&self) -> bool {
+        match self.retrans_stamp {
+            Some(rs) => {
+                self.ts_ok
+                    && self.rcv_tsecr != 0
+                    && (self.rcv_tsecr.wrapping_sub(self.tsval(rs)) as i32) < 0
+            }
+            None => true,
+        }
+    }
+
+    /// `tcp_may_undo`: a reduction is pending undo and either D-SACKs covered every
+    /// retransmission or the ACK shows the original arrived.
+    fn may_undo(&self) -> bool {
+        self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
+    }
+
+    /// `tcp_undo_cwnd_reduction`: restores cwnd (`undo_cwnd`) and ssthresh
+    /// (`prior_ssthresh`); with `unmark_loss`, nothing is lost after all.
+    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        if unmark_loss {
+            self.rtx.unmark_all_lost();
+            self.lost_hint = self.snd_una;
+            self.retransmit_hint = self.snd_una;
+        }
+        if self.prior_ssthresh > 0 {
+            self.cw.snd_cwnd = self.cc.undo_cwnd(&self.cw, self.prior_cwnd);
+            if self.prior_ssthresh > self.cw.snd_ssthresh {
+                self.cw.snd_ssthresh = self.prior_ssthresh;
+            }
+        }
+        self.undo_marker = None;
+        self.rack.advanced = true;
+    }
+
+    /// `tcp_is_non_sack_preventing_reopen`: NewReno holds the state until data above
+    /// `high_seq` is acknowledged (RFC 6582: no false fast retransmits).
+    fn non_sack_preventing_reopen(&mut self) -> bool {
+        if !self.sack_ok && self.snd_una == self.high_seq && self.snd_nxt > self.high_seq {
+            if !self.any_retrans_done() {
+                self.retrans_stamp = None;
+            }
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_try_undo_recovery`: at the end of Recovery or Loss, undo if nothing
+    /// needed retransmitting after all (`TCPFullUndo`/`TCPLossUndo`). True if NewReno
+    /// holds the state.
+    pub(crate) fn try_undo_recovery(&mut self, ctx: &mut Ctx) -> bool {
+        if self.may_undo() {
+            self.undo_cwnd_reduction(false);
+            ctx.mib.inc(if self.ca_state == CaState::Loss {
+                Mib::TcpExtTCPLossUndo
+            } else {
+                Mib::TcpExtTCPFullUndo
+            });
+        } else if self.rack.reo_wnd_persist > 0 {
+            self.rack.reo_wnd_persist -= 1;
+        }
+        if self.non_sack_preventing_reopen() {
+            return true;
+        }
+        self.set_ca_state(CaState::Open);
+        false
+    }
+
+    /// `tcp_try_undo_dsack`: D-SACKs acknowledged every retransmission
+    /// (`TCPDSACKUndo`); the reordering window persists longer.
+    fn try_undo_dsack(&mut self, ctx: &mut Ctx) -> bool {
+        if self.undo_marker.is_some() && self.undo_retrans == 0 {
+            self.rack.reo_wnd_persist =
+                (self.rack.reo_wnd_persist + 1).min(super::rack::TCP_RACK_RECOVERY_THRESH);
+            self.undo_cwnd_reduction(false);
+            ctx.mib.inc(Mib::TcpExtTCPDSACKUndo);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_try_undo_partial`: a partial ACK in Recovery filled by a delayed original:
+    /// reordering, not loss (`TCPPartialUndo` once no retransmission is out). True
+    /// if the ACK must not mark or retransmit more.
+    fn try_undo_partial(&mut self, ctx: &mut Ctx, prior_snd_una: u64) -> bool {
+        if self.undo_marker.is_none() || !self.packet_delayed() {
+            return false;
+        }
+        self.check_sack_reordering(ctx, prior_snd_una, self.fack);
+        if self.rtx.retrans_out > 0 {
+            return true;
+        }
+        if !self.any_retrans_done() {
+            self.retrans_stamp = None;
+        }
+        self.undo_cwnd_reduction(true);
+        ctx.mib.inc(Mib::TcpExtTCPPartialUndo);
+        self.try_keep_open();
+        false
+    }
+
+    /// `tcp_try_undo_loss`: an RTO proven spurious by timestamps, D-SACKs or F-RTO
+    /// (`frto_undo`, `TCPSpuriousRTOs`): restore the window, forget the losses.
+    fn try_undo_loss(&mut self, ctx: &mut Ctx, frto_undo: bool) -> bool {
+        if !frto_undo && !self.may_undo() {
+            return false;
+        }
+        self.undo_cwnd_reduction(true);
+        ctx.mib.inc(Mib::TcpExtTCPLossUndo);
+        if frto_undo {
+            ctx.mib.inc(Mib::TcpExtTCPSpuriousRTOs);
+        }
+        self.retransmits = 0;
+        if self.non_sack_preventing_reopen() {
+            return true;
+        }
+        if frto_undo || self.sack_ok {
+            self.set_ca_state(CaState::Open);
+        }
+        true
+    }
+
+    /// `tcp_init_undo`: remember where this reduction began.
+    fn init_undo(&mut self) {
+        self.undo_marker = Some(self.snd_una);
+        self.undo_retrans = if self.rtx.retrans_out > 0 {
+            self.rtx.retrans_out as i32
+        } else {
+            -1
+        };
+    }
+
+    /// `tcp_current_ssthresh`.
+    fn current_ssthresh(&self) -> u32 {
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.cw.snd_ssthresh
+        } else {
+            let c = self.cw.snd_cwnd;
+            self.cw.snd_ssthresh.max((c >> 1) + (c >> 2))
+        }
+    }
+
+    /// `tcp_init_cwnd_reduction`.
+    pub(crate) fn init_cwnd_reduction(&mut self) {
+        self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
+        self.cw.snd_cwnd_cnt = 0;
+        self.prior_cwnd = self.cw.snd_cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
+    }
+
+    /// `tcp_end_cwnd_reduction`: cwnd falls to ssthresh unless the reduction was
+    /// undone.
+    pub(crate) fn end_cwnd_reduction(&mut self, ctx: &Ctx) {
+        if self.cc.has_cong_control() {
+            return;
+        }
+        if self.cw.snd_ssthresh < INFINITE_SSTHRESH
+            && (self.ca_state == CaState::Cwr || self.undo_marker.is_some())
+        {
+            self.cw.snd_cwnd = self.cw.snd_ssthresh.max(1);
+        }
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc
+            .cwnd_event(&mut self.cw, CaEvent::CompleteCwr, &ca_ctx);
     }
 
     /// `tcp_enter_recovery` + `tcp_init_cwnd_reduction`.
-    fn enter_recovery(&mut self, ctx: &mut Ctx) {
+    pub(crate) fn enter_recovery(&mut self, ctx: &mut Ctx) {
         ctx.mib.inc(if self.sack_ok {
             Mib::TcpExtTCPSackRecovery
         } else {
             Mib::TcpExtTCPRenoRecovery
         });
-        self.high_seq = self.snd_nxt;
-        self.prior_cwnd = self.cw.snd_cwnd;
-        self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
-        self.prr_delivered = 0;
-        self.prr_out = 0;
+        self.prior_ssthresh = 0;
+        self.init_undo();
+        if !matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.init_cwnd_reduction();
+        }
         self.set_ca_state(CaState::Recovery);
     }
 
     /// RFC 6937 PRR (`tcp_cwnd_reduction`), with the slow-start reduction bound.
-    fn cwnd_reduction(&mut self, newly_acked_sacked: u32) {
+    pub(crate) fn cwnd_reduction(&mut self, newly_acked_sacked: u32) {
         if newly_acked_sacked == 0 {
             return;
         }
@@ -204,12 +523,20 @@ impl Tcb {
     }
 
     /// `tcp_enter_loss`: on RTO, every unSACKed skb is lost; cwnd falls to one segment.
+    /// Undo state is kept from the first timeout of an episode, and F-RTO armed
+    /// (RFC 5682 section 3.1 step 1) unless a recovery was underway.
     pub(crate) fn enter_loss(&mut self, ctx: &mut Ctx) {
-        if self.ca_state < CaState::Loss || self.high_seq <= self.snd_una {
+        let new_recovery = self.ca_state < CaState::Recovery;
+        if self.ca_state <= CaState::Disorder
+            || self.high_seq <= self.snd_una
+            || (self.ca_state == CaState::Loss && self.retransmits == 0)
+        {
+            self.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.cw.snd_cwnd;
             self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
             let ca_ctx = self.ca_ctx(ctx.now);
             self.cc.cwnd_event(&mut self.cw, CaEvent::Loss, &ca_ctx);
+            self.init_undo();
         }
         self.cw.snd_cwnd = 1;
         self.cw.snd_cwnd_cnt = 0;
@@ -217,9 +544,24 @@ impl Tcb {
         self.lost_hint = self.snd_una;
         self.retransmit_hint = self.snd_una;
         self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
         self.reno_dupacks = 0;
         self.set_ca_state(CaState::Loss);
-        let _ = ctx;
+        self.frto = ctx.cfg.tcp_frto > 0 && (new_recovery || self.retransmits > 0);
+        self.frto_rexmit_new = false;
+    }
+
+    /// `tcp_check_dsack`: a D-SACK shows a retransmission was spurious
+    /// (`undo_retrans`), tells RACK the path reorders, and may cover the loss probe.
+    fn on_dsack(&mut self, start: u64, end: u64, r: &mut SackResult) {
+        let segs = (end - start).div_ceil(self.mss_cache.max(1) as u64) as i32;
+        if self.undo_marker.is_some_and(|m| end > m) && self.undo_retrans > 0 {
+            self.undo_retrans = (self.undo_retrans - segs).max(0);
+        }
+        self.rack.dsack_seen = true;
+        if self.tlp_high_seq.is_some_and(|h| end <= h) && self.tlp_retrans {
+            r.dsack_tlp = true;
+        }
     }
 
     /// `tcp_set_ca_state`.

@@ -15,6 +15,7 @@
 use super::rate::{self, DeliveredSkb, TxRate};
 use super::rtx_store::{Pos, Store};
 use super::skb::{self, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
+use super::tsorted::{self, Tsorted};
 pub use crate::config::RtxQueueKind;
 use crate::time::Instant;
 use bytes::{Bytes, BytesMut};
@@ -57,6 +58,38 @@ pub struct RtxQueue {
     below: (u64, u64),
     /// `sk_sndbuf`, for the fragmentation bound.
     sndbuf: u64,
+    /// The skbs in flight by transmit time (`tsorted_sent_queue`), for RACK.
+    tsorted: Tsorted,
+    /// What the current ACK newly delivered (taken by the engine after each ACK).
+    pub delivered: Delivered,
+    /// Retransmitted skbs sent after this time are too recent to advance RACK
+    /// (`tcp_rack_advance`: RTT below min_rtt is ambiguous); `now - min_rtt`.
+    pub rack_cutoff: Instant,
+}
+
+/// What one ACK newly delivered (SACKed or cumulatively acknowledged, not SACKed
+/// before): RACK's reference skb and the lowest original transmission, for
+/// `tcp_rack_advance`, reordering detection and F-RTO's `FLAG_ORIG_SACK_ACKED`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Delivered {
+    /// `(tx_time, end_seq)` of the most recently sent delivered skb RACK may use.
+    pub rack: Option<(Instant, u64)>,
+    /// `(seq, end_seq)` of the lowest delivered skb never retransmitted.
+    pub orig_low: Option<(u64, u64)>,
+}
+
+/// What one RACK pass over the time-sorted skbs found (`tcp_rack_detect_loss`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RackLoss {
+    /// Segments newly marked lost.
+    pub lost_segs: u32,
+    /// Of those, retransmissions lost again (`TcpExtTCPLostRetransmit`).
+    pub lost_retrans: u32,
+    /// The lowest offset newly marked lost.
+    pub first: Option<u64>,
+    /// Longest wait, in microseconds, until an skb sent before the reference would
+    /// expire (`reo_timeout`); 0 if none.
+    pub reo_timeout_us: u64,
 }
 
 impl Default for RtxQueue {
@@ -129,6 +162,8 @@ struct Acct {
     len: u32,
     sacked: u8,
     truesize: u32,
+    tx_time: Instant,
+    end_seq: u64,
 }
 
 impl Acct {
@@ -139,6 +174,8 @@ impl Acct {
             len: s.len(),
             sacked: s.sacked,
             truesize: s.truesize,
+            tx_time: s.tx_time,
+            end_seq: s.end_seq,
         }
     }
 }
@@ -170,6 +207,9 @@ impl RtxQueue {
             recv_sack_cache: [(0, 0); TCP_NUM_SACKS],
             below: (0, 0),
             sndbuf: 4 << 20,
+            tsorted: Tsorted::default(),
+            delivered: Delivered::default(),
+            rack_cutoff: Instant::ZERO,
         }
     }
 
@@ -234,6 +274,9 @@ impl RtxQueue {
         }
         f(&mut self.truesize, a.truesize as u64, add);
         f(&mut self.payload, a.len as u64, add);
+        if tsorted::in_flight(a.sacked) {
+            self.tsorted.set(a.tx_time, a.seq, a.end_seq, add);
+        }
     }
 
     /// Changes the skb at `p` in place, keeping the counters right.
@@ -303,6 +346,17 @@ impl RtxQueue {
         }
     }
 
+    /// Records a loss probe's retransmission of the skb at `seq` at `now`
+    /// (`__tcp_retransmit_skb`: ever retransmitted, but not counted in `retrans_out`).
+    pub fn mark_probed(&mut self, seq: u64, now: Instant) {
+        if let Some(p) = self.store.find(seq) {
+            self.modify(p, |s| {
+                s.sacked |= EVER_RETRANS;
+                s.tx_time = now;
+            });
+        }
+    }
+
     /// Splits the skb containing `at` so that an skb starts at `at`
     /// (`tcp_fragment`). Does nothing if `at` is already a boundary or is not inside
     /// any skb's payload.
@@ -327,6 +381,9 @@ impl RtxQueue {
             }
             let s = self.take(p);
             rate::skb_delivered(&mut c.rate, &s);
+            if !s.has(SACKED_ACKED) {
+                self.note_delivered(Acct::of(&s));
+            }
             c.acked_segs += s.pcount;
             c.acked_bytes += s.len() as u64;
             c.truesize += s.truesize as u64;
@@ -473,6 +530,9 @@ impl RtxQueue {
     /// result. Returns where the skb now is.
     fn sacktag_one(&mut self, p: Pos, split: bool, mss: u32, t: &mut Tagged) -> Pos {
         let s = self.store.get(p);
+        let a = Acct::of(s);
+        self.note_delivered(a);
+        let s = self.store.get(p);
         rate::skb_delivered(&mut t.rate, s);
         t.segs += s.pcount;
         if s.has(EVER_RETRANS) {
@@ -614,6 +674,77 @@ impl RtxQueue {
             .find(|s| s.has(LOST) && !s.has(SACKED_RETRANS | SACKED_ACKED))
     }
 
+    // ---- RACK (RFC 8985) over the time-sorted order -----------------------------
+
+    /// The skbs in flight by transmit time (`tsorted_sent_queue`).
+    pub fn tsorted(&self) -> &Tsorted {
+        &self.tsorted
+    }
+
+    /// Records a newly delivered skb in [`RtxQueue::delivered`] (`tcp_rack_advance`'s
+    /// choice of reference, and the lowest original transmission delivered).
+    fn note_delivered(&mut self, a: Acct) {
+        let retrans = a.sacked & (EVER_RETRANS | SACKED_RETRANS) != 0;
+        let d = &mut self.delivered;
+        if (!retrans || a.tx_time <= self.rack_cutoff)
+            && d.rack
+                .is_none_or(|(t, e)| tsorted::sent_after(a.tx_time, a.end_seq, t, e))
+        {
+            d.rack = Some((a.tx_time, a.end_seq));
+        }
+        if !retrans && d.orig_low.is_none_or(|(s, _)| a.seq < s) {
+            d.orig_low = Some((a.seq, a.end_seq));
+        }
+    }
+
+    /// `tcp_rack_detect_loss` (RFC 8985 section 6.2 step 5): walks the skbs sent
+    /// before the reference `(mstamp, end_seq)`, oldest first, and marks lost those
+    /// whose `remaining(tx_time)` (microseconds until RTT + reordering window have
+    /// passed since they were sent) is not positive; reports the longest wait among
+    /// the others for the reorder timer.
+    pub fn rack_detect_loss(
+        &mut self,
+        mstamp: Instant,
+        end_seq: u64,
+        remaining: impl Fn(Instant) -> i64,
+    ) -> RackLoss {
+        let mut r = RackLoss::default();
+        let mut lost = Vec::new();
+        for (tx, seq, end) in self.tsorted.iter() {
+            if !tsorted::sent_after(mstamp, end_seq, tx, end) {
+                break;
+            }
+            match remaining(tx) {
+                w if w <= 0 => lost.push(seq),
+                w => r.reo_timeout_us = r.reo_timeout_us.max(w as u64),
+            }
+        }
+        for seq in lost {
+            let Some(p) = self.store.find(seq) else {
+                continue;
+            };
+            let s = self.store.get(p);
+            r.lost_segs += s.pcount;
+            if s.has(SACKED_RETRANS) {
+                r.lost_retrans += s.pcount;
+            }
+            r.first = Some(r.first.map_or(seq, |f: u64| f.min(seq)));
+            self.modify(p, |s| s.sacked = (s.sacked | LOST) & !SACKED_RETRANS);
+        }
+        r
+    }
+
+    /// `tcp_undo_cwnd_reduction` with `unmark_loss`: nothing is lost after all.
+    pub fn unmark_all_lost(&mut self) {
+        let mut pos = self.store.first_pos();
+        while let Some(p) = pos {
+            if self.store.get(p).has(LOST) {
+                self.modify(p, |s| s.sacked &= !LOST);
+            }
+            pos = self.store.next(p);
+        }
+    }
+
     /// Checks that the counters equal the sums over the skbs (tests only).
     pub fn check_invariants(&self) {
         let mut c = RtxQueue::with_kind(self.kind());
@@ -632,6 +763,7 @@ impl RtxQueue {
         assert_eq!(c.truesize, self.truesize, "truesize");
         assert_eq!(c.payload, self.payload, "payload");
         assert_eq!(c.below, self.below, "sacked below the lost hint");
+        assert_eq!(c.tsorted, self.tsorted, "time-sorted index");
     }
 }
 

@@ -34,6 +34,10 @@ pub(crate) enum Pending {
     Retrans,
     /// `ICSK_TIME_PROBE0`: zero-window probe.
     Probe0,
+    /// `ICSK_TIME_REO_TIMEOUT`: RACK's reordering window expires.
+    ReoTimeout,
+    /// `ICSK_TIME_LOSS_PROBE`: tail loss probe (RFC 8985 section 7).
+    LossProbe,
 }
 
 /// One TCP connection. Sequence positions are 64-bit stream offsets: offset 0 is the
@@ -169,6 +173,31 @@ pub struct Tcb {
     /// Duplicate ACKs counted as SACKs when the peer does not SACK (`tcp_add_reno_sack`).
     pub(crate) reno_dupacks: u32,
 
+    // ---- RACK-TLP, F-RTO and undo (rack.rs, tlp.rs, recovery.rs) ----
+    /// `tp->rack`.
+    pub(crate) rack: super::rack::Rack,
+    /// `undo_marker`: `snd_una` when the reduction that may be undone began.
+    pub(crate) undo_marker: Option<u64>,
+    /// `undo_retrans`: retransmissions not yet shown spurious by D-SACKs; -1 if none
+    /// were sent.
+    pub(crate) undo_retrans: i32,
+    /// `prior_ssthresh`: ssthresh to restore on undo (0: none).
+    pub(crate) prior_ssthresh: u32,
+    /// `tp->frto`: F-RTO (RFC 5682) is checking whether this RTO was spurious.
+    pub(crate) frto: bool,
+    /// F-RTO step 2.b: send new data before retransmitting (`REXMIT_NEW`).
+    pub(crate) frto_rexmit_new: bool,
+    /// `tlp_high_seq`: `snd_nxt` when the outstanding loss probe was sent.
+    pub(crate) tlp_high_seq: Option<u64>,
+    /// `tlp_retrans`: that probe was a retransmission.
+    pub(crate) tlp_retrans: bool,
+    /// `reord_seen`: reordering events seen.
+    pub(crate) reord_seen: u32,
+    /// `tcp_highest_sack_seq`: end of the highest SACKed data.
+    pub(crate) fack: u64,
+    /// `rx_opt.rcv_tsecr` of the ACK being processed (0: none).
+    pub(crate) rcv_tsecr: u32,
+
     // ---- statistics (tcp_info) ----
     pub(crate) bytes_acked: u64,
     pub(crate) bytes_received: u64,
@@ -298,6 +327,17 @@ impl Tcb {
             lost_hint: 0,
             retransmit_hint: 0,
             reno_dupacks: 0,
+            rack: super::rack::Rack::default(),
+            undo_marker: None,
+            undo_retrans: -1,
+            prior_ssthresh: 0,
+            frto: false,
+            frto_rexmit_new: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            reord_seen: 0,
+            fack: 0,
+            rcv_tsecr: 0,
             bytes_acked: 0,
             bytes_received: 0,
             bytes_sent: 0,

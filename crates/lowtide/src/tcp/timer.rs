@@ -30,15 +30,28 @@ impl Tcb {
     }
 
     /// Restarts the retransmit timer from now (`tcp_rearm_rto`), or stops it when
-    /// nothing is outstanding.
+    /// nothing is outstanding. Replacing a loss probe or reorder timer, the RTO keeps
+    /// its deadline from the head's transmission (`tcp_rto_delta_us`).
     pub(crate) fn rearm_rto(&mut self, ctx: &Ctx) {
         if self.rtx.packets_out == 0 && self.snd_nxt == self.snd_una {
-            if matches!(self.pending, Some((Pending::Retrans, _))) {
+            if matches!(
+                self.pending,
+                Some((
+                    Pending::Retrans | Pending::LossProbe | Pending::ReoTimeout,
+                    _
+                ))
+            ) {
                 self.pending = None;
             }
             return;
         }
-        self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+        let rto = match self.pending {
+            Some((Pending::LossProbe | Pending::ReoTimeout, _)) => {
+                Duration::from_micros(self.rto_delta_us(ctx).max(1) as u64)
+            }
+            _ => self.rto_backed_off(),
+        };
+        self.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
     /// RFC 6298 section 2 with Linux's bounds: RTO = SRTT + max(4 * RTTVAR, rto_min),
@@ -86,6 +99,14 @@ impl Tcb {
                 self.pending = None;
                 self.probe_timer(ctx);
             }
+            Some((Pending::ReoTimeout, t)) if t <= now => {
+                self.pending = None;
+                self.rack_reo_timeout(ctx);
+            }
+            Some((Pending::LossProbe, t)) if t <= now => {
+                self.pending = None;
+                self.send_loss_probe(ctx);
+            }
             _ => {}
         }
     }
@@ -108,14 +129,17 @@ impl Tcb {
             return self.set_error(ctx, SocketError::TimedOut);
         }
         ctx.mib.inc(Mib::TcpExtTCPTimeouts);
-        self.retransmits += 1;
+        self.tlp_high_seq = None;
         if self.state.is_synchronized() {
+            // tcp_enter_loss sees icsk_retransmits before this timeout counts.
             self.enter_loss(ctx);
+            self.retransmits += 1;
             self.backoff += 1;
             let head = self.snd_una;
             self.retransmit_hint = head;
             self.xmit_retransmit_queue(ctx);
         } else {
+            self.retransmits += 1;
             self.backoff += 1;
             self.transmit(ctx, 0, super::skb::FLAG_SYN, &[], 0);
         }

@@ -28,6 +28,9 @@ pub enum Verdict {
 }
 
 type Filter = Box<dyn FnMut(Dir, &mut Vec<u8>) -> Verdict>;
+/// Extra one-way delay of a wire segment sent at a time (to stage reordering or
+/// held-back ACKs).
+type Delayer = Box<dyn FnMut(Instant, Dir, &[u8]) -> Duration>;
 
 pub struct Pair {
     pub now: Instant,
@@ -38,6 +41,7 @@ pub struct Pair {
     in_flight: BTreeMap<(Instant, u64), (Dir, Vec<u8>)>,
     seq: u64,
     pub filter: Option<Filter>,
+    pub extra_delay: Option<Delayer>,
     pub events_a: Vec<SocketEvent>,
     pub events_b: Vec<SocketEvent>,
     pub wire: Vec<(Instant, Dir, Vec<u8>)>,
@@ -66,6 +70,7 @@ impl Pair {
             in_flight: BTreeMap::new(),
             seq: 0,
             filter: None,
+            extra_delay: None,
             events_a: Vec::new(),
             events_b: Vec::new(),
             wire: Vec::new(),
@@ -97,8 +102,12 @@ impl Pair {
                         self.wire.push((self.now, dir, s.clone()));
                     }
                     self.seq += 1;
+                    let extra = self
+                        .extra_delay
+                        .as_mut()
+                        .map_or(Duration::ZERO, |f| f(self.now, dir, &s));
                     self.in_flight
-                        .insert((self.now + self.delay, self.seq), (dir, s));
+                        .insert((self.now + self.delay + extra, self.seq), (dir, s));
                 }
             }
         }

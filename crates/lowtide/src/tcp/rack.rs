@@ -1,0 +1,412 @@
+//! RACK loss detection (RFC 8985 section 6; Linux tcp_recovery.c): a packet is lost
+//! once a packet sent after it was delivered and more than RTT plus a reordering
+//! window has passed since it was sent. Time, not sequence distance, so it applies to
+//! retransmissions and tail losses alike and tolerates reordering by waiting.
+
+use super::cong::CaState;
+use super::rtx_queue::{Delivered, RackLoss};
+use super::sock::{Pending, Tcb};
+use super::tsorted::sent_after;
+use super::Ctx;
+use crate::config::{TCP_RACK_LOSS_DETECTION, TCP_RACK_NO_DUPTHRESH, TCP_RACK_STATIC_REO_WND};
+use crate::mib::Mib;
+use crate::time::Instant;
+use core::time::Duration;
+
+/// `TCP_RACK_RECOVERY_THRESH`: recoveries a grown reordering window persists for.
+pub(crate) const TCP_RACK_RECOVERY_THRESH: u8 = 16;
+/// `TCP_TIMEOUT_MIN`: slack added to the reorder timer (2 jiffies at HZ=1000).
+pub(crate) const TCP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
+/// `tcp_max_reordering` default.
+const TCP_MAX_REORDERING: u32 = 300;
+
+/// `tp->rack`: RACK's state (RFC 8985 section 6.1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rack {
+    /// `rack.mstamp` (RACK.xmit_ts): send time of the most recently sent skb delivered.
+    pub mstamp: Instant,
+    /// `rack.end_seq` (RACK.end_seq): its end.
+    pub end_seq: u64,
+    /// `rack.rtt_us` (RACK.rtt): the RTT measured with it.
+    pub rtt_us: u32,
+    /// `rack.reo_wnd_steps`: the window in units of min_rtt/4 (RFC 8985 section 7.2).
+    pub reo_wnd_steps: u32,
+    /// `rack.reo_wnd_persist`: recoveries left before the steps fall back to 1.
+    pub reo_wnd_persist: u8,
+    /// `rack.dsack_seen`: a D-SACK arrived since the window was last adjusted.
+    pub dsack_seen: bool,
+    /// `rack.advanced`: the reference moved since the last loss scan.
+    pub advanced: bool,
+    /// When the window was last grown (Linux keeps `rack.last_delivered`): D-SACKs
+    /// are ignored until something sent after it is delivered, one round later.
+    pub last_adjust: Instant,
+}
+
+impl Default for Rack {
+    fn default() -> Rack {
+        Rack {
+            mstamp: Instant::ZERO,
+            end_seq: 0,
+            rtt_us: 0,
+            reo_wnd_steps: 1,
+            reo_wnd_persist: 0,
+            dsack_seen: false,
+            advanced: false,
+            last_adjust: Instant::ZERO,
+        }
+    }
+}
+
+impl Tcb {
+    /// `tcp_is_rack`: RACK detects losses (`net.ipv4.tcp_recovery` bit 0x1).
+    pub(crate) fn is_rack(&self, ctx: &Ctx) -> bool {
+        ctx.cfg.tcp_recovery & TCP_RACK_LOSS_DETECTION != 0
+    }
+
+    /// `tcp_rack_advance` (RFC 8985 section 6.2 step 2) for what one ACK delivered:
+    /// the most recently sent skb becomes the reference, and its RTT RACK.rtt.
+    pub(crate) fn rack_advance(&mut self, now: Instant, d: &Delivered) {
+        let Some((tx, end)) = d.rack else { return };
+        self.rack.advanced = true;
+        self.rack.rtt_us = now.saturating_since(tx).as_micros() as u32;
+        if sent_after(tx, end, self.rack.mstamp, self.rack.end_seq) {
+            self.rack.mstamp = tx;
+            self.rack.end_seq = end;
+        }
+    }
+
+    /// `tcp_rack_reo_wnd` (RFC 8985 section 6.2 step 4), in microseconds: 0 while no
+    /// reordering was seen and in recovery, or once `reordering` segments are SACKed
+    /// (the dupthresh shortcut); else `min_rtt/4 * steps`, at most SRTT.
+    pub(crate) fn rack_reo_wnd(&self, ctx: &Ctx) -> u32 {
+        if self.reord_seen == 0 {
+            if self.ca_state >= CaState::Recovery {
+                return 0;
+            }
+            if self.rtx.sacked_out >= self.reordering
+                && ctx.cfg.tcp_recovery & TCP_RACK_NO_DUPTHRESH == 0
+            {
+                return 0;
+            }
+        }
+        (self.min_rtt_us >> 2)
+            .saturating_mul(self.rack.reo_wnd_steps)
+            .min(self.srtt_us)
+    }
+
+    /// `tcp_rack_detect_loss`: marks lost what RACK says is lost.
+    fn rack_detect_loss(&mut self, ctx: &mut Ctx) -> RackLoss {
+        let reo_wnd = self.rack_reo_wnd(ctx) as i64;
+        let rtt = self.rack.rtt_us as i64;
+        let now = ctx.now;
+        let (mstamp, end_seq) = (self.rack.mstamp, self.rack.end_seq);
+        let r = self.rtx.rack_detect_loss(mstamp, end_seq, |tx| {
+            rtt + reo_wnd - now.saturating_since(tx).as_micros() as i64
+        });
+        ctx.mib
+            .add(Mib::TcpExtTCPLostRetransmit, r.lost_retrans as u64);
+        if let Some(f) = r.first {
+            self.retransmit_hint = self.retransmit_hint.min(f);
+        }
+        r
+    }
+
+    /// `tcp_rack_mark_lost`: scans only if the reference moved; arms the reorder
+    /// timer (`ICSK_TIME_REO_TIMEOUT`) for skbs not lost yet but that will be once
+    /// the window passes. Returns true if the timer was armed.
+    pub(crate) fn rack_mark_lost(&mut self, ctx: &mut Ctx) -> bool {
+        if !self.rack.advanced {
+            return false;
+        }
+        self.rack.advanced = false;
+        let r = self.rack_detect_loss(ctx);
+        if r.reo_timeout_us == 0 {
+            return false;
+        }
+        let t =
+            (Duration::from_micros(r.reo_timeout_us) + TCP_TIMEOUT_MIN).min(self.rto_backed_off());
+        self.pending = Some((Pending::ReoTimeout, ctx.now + t));
+        true
+    }
+
+    /// `tcp_rack_reo_timeout`: the reorder timer fired; what is lost now starts or
+    /// continues recovery and is retransmitted.
+    pub(crate) fn rack_reo_timeout(&mut self, ctx: &mut Ctx) {
+        let prior_inflight = self.packets_in_flight();
+        self.rack_detect_loss(ctx);
+        if prior_inflight != self.packets_in_flight() {
+            if self.ca_state != CaState::Recovery {
+                self.enter_recovery(ctx);
+                if !self.cc.has_cong_control() {
+                    self.cwnd_reduction(1);
+                }
+            }
+            self.xmit_retransmit_queue(ctx);
+        }
+        if !matches!(self.pending, Some((Pending::Retrans, _))) {
+            self.rearm_rto(ctx);
+        }
+    }
+
+    /// `tcp_rack_update_reo_wnd` (RFC 8985 section 7.2): one more step of min_rtt/4
+    /// per round in which D-SACKs arrived, kept for 16 recoveries, then back to 1.
+    pub(crate) fn rack_update_reo_wnd(&mut self, ctx: &Ctx, delivered_any: bool) {
+        if ctx.cfg.tcp_recovery & TCP_RACK_STATIC_REO_WND != 0 || !delivered_any {
+            return;
+        }
+        if self.rack.mstamp < self.rack.last_adjust {
+            self.rack.dsack_seen = false;
+        }
+        if self.rack.dsack_seen {
+            self.rack.reo_wnd_steps = (self.rack.reo_wnd_steps + 1).min(0xff);
+            self.rack.dsack_seen = false;
+            self.rack.last_adjust = ctx.now;
+            self.rack.reo_wnd_persist = TCP_RACK_RECOVERY_THRESH;
+        } else if self.rack.reo_wnd_persist == 0 {
+            self.rack.reo_wnd_steps = 1;
+        }
+    }
+
+    /// `tcp_check_sack_reordering`: an original transmission at `low_seq` was
+    /// delivered below the highest SACKed data `fack`: the path reorders.
+    pub(crate) fn check_sack_reordering(&mut self, ctx: &mut Ctx, low_seq: u64, fack: u64) {
+        if low_seq >= fack {
+            return;
+        }
+        let mss = self.mss_cache.max(1) as u64;
+        let metric = fack - low_seq;
+        if metric > self.reordering as u64 * mss {
+            self.reordering = (metric.div_ceil(mss) as u32).min(TCP_MAX_REORDERING);
+        }
+        self.reord_seen += 1;
+        ctx.mib.inc(Mib::TcpExtTCPSACKReorder);
+    }
+}
+
+impl Tcb {
+    /// Before SACK processing of an ACK: the TSecr for undo checks, RACK's
+    /// retransmission cutoff; returns the highest SACKed offset so far.
+    pub(crate) fn rack_ack_begin(&mut self, ctx: &Ctx, th: &lowtide_wire::tcp::TcpRepr) -> u64 {
+        self.rcv_tsecr = th
+            .options
+            .timestamp
+            .filter(|_| self.ts_ok)
+            .map_or(0, |(_, ecr)| ecr);
+        let min_rtt = Duration::from_micros(self.min_rtt_us as u64);
+        self.rtx.rack_cutoff =
+            Instant(ctx.now.as_nanos().saturating_sub(min_rtt.as_nanos() as u64));
+        self.rtx.delivered = Delivered::default();
+        self.fack
+    }
+
+    /// After SACK and cumulative ACK processing: `tcp_rack_advance`, reordering
+    /// detection, `tcp_rack_update_reo_wnd`; returns the ACK's recovery flags.
+    pub(crate) fn rack_ack_delivered(
+        &mut self,
+        ctx: &mut Ctx,
+        snd_una_advanced: bool,
+        prior_fack: u64,
+        sack: &super::recovery::SackResult,
+    ) -> super::recovery::AckFlags {
+        let d = core::mem::take(&mut self.rtx.delivered);
+        self.rack_advance(ctx.now, &d);
+        if let Some((low, _)) = d.orig_low {
+            if self.sack_ok {
+                self.check_sack_reordering(ctx, low, prior_fack);
+            }
+        }
+        self.rack_update_reo_wnd(ctx, d.rack.is_some() || d.orig_low.is_some());
+        super::recovery::AckFlags {
+            snd_una_advanced,
+            data_sacked: sack.newly_sacked > 0,
+            orig_sack_acked: d.orig_low.is_some_and(|(_, e)| e <= self.high_seq),
+            dsack_tlp: sack.dsack_tlp,
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::mib::Counters;
+    use crate::tcp::skb::{self, Skb, LOST, SACKED_ACKED};
+    use crate::tcp::FourTuple;
+    use std::collections::VecDeque;
+
+    const MSS: u32 = 1000;
+
+    fn tcb(cfg: &Config) -> Tcb {
+        let t = FourTuple {
+            local: "10.0.0.1:1".parse().unwrap(),
+            remote: "10.0.0.2:2".parse().unwrap(),
+        };
+        let mut tcb = Tcb::new(cfg, t, 1, Instant::ZERO);
+        tcb.sack_ok = true;
+        tcb.mss_cache = MSS;
+        tcb.min_rtt_us = 40_000;
+        tcb.srtt_us = 50_000;
+        tcb
+    }
+
+    /// Runs `f` with a context at `now_ms`.
+    fn with_ctx<R>(cfg: &Config, now_ms: u64, f: impl FnOnce(&mut Ctx) -> R) -> (R, Counters) {
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let mut ctx = Ctx {
+            now: Instant(now_ms * 1_000_000),
+            cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+        };
+        let r = f(&mut ctx);
+        (r, mib)
+    }
+
+    /// Ten one-segment skbs sent 1 ms apart from t = 0.
+    fn scoreboard(t: &mut Tcb) {
+        for i in 0..10u64 {
+            let seq = 1 + i * MSS as u64;
+            t.rtx.push(Skb {
+                seq,
+                end_seq: seq + MSS as u64,
+                data: bytes::Bytes::from(vec![0u8; MSS as usize]),
+                flags: 0,
+                sacked: 0,
+                pcount: 1,
+                tx_time: Instant(i * 1_000_000),
+                truesize: MSS + skb::SKB_OVERHEAD,
+                tx: Default::default(),
+            });
+        }
+        t.snd_una = 1;
+        t.snd_nxt = 1 + 10 * MSS as u64;
+    }
+
+    #[test]
+    fn reo_wnd_is_min_rtt_over_four_once_reordering_seen() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        // No reordering seen yet: min_rtt/4 in Open with few SACKs ...
+        let (w, _) = with_ctx(&cfg, 0, |c| t.rack_reo_wnd(c));
+        assert_eq!(w, 10_000);
+        // ... but 0 in recovery (be aggressive when reordering was never seen).
+        t.ca_state = CaState::Recovery;
+        assert_eq!(with_ctx(&cfg, 0, |c| t.rack_reo_wnd(c)).0, 0);
+        t.reord_seen = 1;
+        assert_eq!(with_ctx(&cfg, 0, |c| t.rack_reo_wnd(c)).0, 10_000);
+    }
+
+    #[test]
+    fn reo_wnd_steps_on_dsack_and_caps_at_srtt() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.reord_seen = 1;
+        for round in 1..=6u64 {
+            t.rack.dsack_seen = true;
+            // Something sent after the last adjustment was delivered: a new round.
+            t.rack.mstamp = Instant(round * 100_000_000);
+            with_ctx(&cfg, round * 100 + 1, |c| t.rack_update_reo_wnd(c, true));
+        }
+        assert_eq!(t.rack.reo_wnd_steps, 7);
+        assert_eq!(t.rack.reo_wnd_persist, TCP_RACK_RECOVERY_THRESH);
+        // 7 * 10 ms exceeds srtt (50 ms): capped.
+        assert_eq!(with_ctx(&cfg, 0, |c| t.rack_reo_wnd(c)).0, 50_000);
+        // A D-SACK within the same round is ignored.
+        t.rack.dsack_seen = true;
+        t.rack.mstamp = Instant(550_000_000);
+        with_ctx(&cfg, 700, |c| t.rack_update_reo_wnd(c, true));
+        assert_eq!(t.rack.reo_wnd_steps, 7);
+        // After 16 recoveries without D-SACK the window falls back to one step.
+        for _ in 0..16 {
+            t.ca_state = CaState::Recovery;
+            t.undo_marker = None;
+            with_ctx(&cfg, 800, |c| t.try_undo_recovery(c));
+        }
+        with_ctx(&cfg, 900, |c| t.rack_update_reo_wnd(c, true));
+        assert_eq!(t.rack.reo_wnd_steps, 1);
+    }
+
+    #[test]
+    fn static_reo_wnd_sysctl_stops_adaptation() {
+        let cfg = Config {
+            tcp_recovery: TCP_RACK_LOSS_DETECTION | TCP_RACK_STATIC_REO_WND,
+            ..Config::default()
+        };
+        let mut t = tcb(&cfg);
+        t.rack.dsack_seen = true;
+        t.rack.mstamp = Instant(1);
+        with_ctx(&cfg, 1, |c| t.rack_update_reo_wnd(c, true));
+        assert_eq!(t.rack.reo_wnd_steps, 1);
+    }
+
+    #[test]
+    fn detect_loss_marks_skbs_sent_before_the_delivered_one_after_the_window() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.reord_seen = 1; // reo_wnd = 10 ms
+        scoreboard(&mut t);
+        // The skb sent at 6 ms is SACKed at 46 ms: RACK.rtt = 40 ms.
+        t.rtx.sacktag(1 + 6 * MSS as u64, 1 + 7 * MSS as u64, MSS);
+        let d = core::mem::take(&mut t.rtx.delivered);
+        t.rack_advance(Instant(46_000_000), &d);
+        assert_eq!(t.rack.rtt_us, 40_000);
+        // At 46 ms nothing is lost yet (skb 0 expires at 0 + 40 + 10 = 50 ms); the
+        // reorder timer waits for the longest (skb 5: 9 ms) plus 2 ms slack.
+        let (armed, _) = with_ctx(&cfg, 46, |c| t.rack_mark_lost(c));
+        assert!(armed);
+        assert_eq!(t.rtx.lost_out, 0);
+        assert_eq!(
+            t.pending,
+            Some((Pending::ReoTimeout, Instant(46_000_000 + 11_000_000)))
+        );
+        // At 52.5 ms skbs 0..2 (sent at 0, 1, 2 ms) have expired; 3..5 not yet; those
+        // sent after the SACKed one are never judged by it.
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let mut ctx = Ctx {
+            now: Instant(52_500_000),
+            cfg: &cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+        };
+        let l = t.rack_detect_loss(&mut ctx);
+        assert_eq!(l.lost_segs, 3);
+        assert_eq!(l.first, Some(1));
+        let lost: Vec<u64> = t
+            .rtx
+            .iter_from(0)
+            .filter(|s| s.has(LOST))
+            .map(|s| s.seq)
+            .collect();
+        assert_eq!(lost, vec![1, 1001, 2001]);
+        assert!(t.rtx.get(6001).unwrap().has(SACKED_ACKED));
+        // Lost and SACKed skbs leave the time-sorted order.
+        assert_eq!(t.rtx.tsorted().len(), 6);
+        t.rtx.check_invariants();
+    }
+
+    #[test]
+    fn retransmission_moves_to_the_tail_of_the_time_order() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        scoreboard(&mut t);
+        t.rtx.update(1, LOST, 0);
+        assert_eq!(t.rtx.tsorted().len(), 9);
+        t.rtx.mark_retransmitted(1, Instant(20_000_000));
+        let order: Vec<u64> = t.rtx.tsorted().iter().map(|(_, s, _)| s).collect();
+        assert_eq!(order.last(), Some(&1));
+        assert_eq!(order.first(), Some(&1001));
+        t.rtx.check_invariants();
+        // A retransmission SACKed sooner than min_rtt after it was sent is ambiguous
+        // (the original may have arrived): RACK does not advance on it.
+        t.rtx.rack_cutoff = Instant::ZERO; // now (30 ms) - min_rtt (40 ms), saturated
+        t.rtx.sacktag(1, 1001, MSS);
+        assert_eq!(t.rtx.delivered.rack, None);
+    }
+}

@@ -555,7 +555,9 @@ impl Tcb {
         if c.fin_acked {
             self.our_fin_acked(ctx);
         }
-        if self.ca_state == CaState::Open && self.cw.is_cwnd_limited {
+        // tcp_new_space + tcp_should_expand_sndbuf: grow the send buffer (to a multiple
+        // of cwnd) unless the flight already fills cwnd.
+        if self.packets_in_flight() < self.cw.snd_cwnd {
             self.sndbuf_expand(ctx);
         }
         self.check_space(ctx);

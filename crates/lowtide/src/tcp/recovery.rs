@@ -576,3 +576,68 @@ impl Tcb {
 fn lowtide_wire_seq(x: u32) -> super::seq::Seq {
     super::seq::Seq(x)
 }
+
+#[cfg(test)]
+mod prr_tests {
+    use crate::config::Config;
+    use crate::tcp::{FourTuple, Tcb};
+    use crate::time::Instant;
+
+    fn tcb() -> Tcb {
+        let t = FourTuple {
+            local: "10.0.0.1:1".parse().unwrap(),
+            remote: "10.0.0.2:2".parse().unwrap(),
+        };
+        Tcb::new(&Config::default(), t, 1, Instant::ZERO)
+    }
+
+    /// Sets the scoreboard so that `tcp_packets_in_flight` is `pipe`.
+    fn set_pipe(t: &mut Tcb, pipe: u32) {
+        t.rtx.packets_out = pipe;
+        t.rtx.sacked_out = 0;
+        t.rtx.lost_out = 0;
+        t.rtx.retrans_out = 0;
+    }
+
+    #[test]
+    fn prr_proportional_then_slow_start_reduction_bound() {
+        // RFC 6937 section 3: RecoverFS = prior_cwnd = 20, ssthresh = 10.
+        let mut t = tcb();
+        t.prior_cwnd = 20;
+        t.cw.snd_ssthresh = 10;
+        // pipe 18 > ssthresh: sndcnt = ceil(prr_delivered * 10 / 20) - prr_out.
+        set_pipe(&mut t, 18);
+        t.cwnd_reduction(1);
+        assert_eq!(t.cw.snd_cwnd, 18 + 1); // ceil(1 * 10 / 20) - 0 = 1
+        t.prr_out = 1;
+        set_pipe(&mut t, 18);
+        t.cwnd_reduction(1);
+        assert_eq!(t.cw.snd_cwnd, 18); // ceil(2 * 10 / 20) - 1 = 0
+        t.cwnd_reduction(2);
+        assert_eq!(t.cw.snd_cwnd, 18 + 1); // ceil(4 * 10 / 20) - 1 = 1
+                                           // pipe below ssthresh: sndcnt = min(ssthresh - pipe, max(prr_delivered -
+                                           // prr_out, newly delivered) + 1) (slow-start reduction bound).
+        t.prr_delivered = 11;
+        t.prr_out = 5;
+        set_pipe(&mut t, 8);
+        t.cwnd_reduction(1);
+        // prr_delivered 12: min(10 - 8, max(12 - 5, 1) + 1) = 2.
+        assert_eq!(t.cw.snd_cwnd, 10);
+        set_pipe(&mut t, 2);
+        t.cwnd_reduction(1);
+        // prr_delivered 13: min(8, max(8, 1) + 1) = 8.
+        assert_eq!(t.cw.snd_cwnd, 10);
+    }
+
+    #[test]
+    fn prr_ignores_acks_that_deliver_nothing() {
+        let mut t = tcb();
+        t.prior_cwnd = 20;
+        t.cw.snd_ssthresh = 10;
+        t.cw.snd_cwnd = 17;
+        set_pipe(&mut t, 15);
+        t.cwnd_reduction(0);
+        assert_eq!(t.cw.snd_cwnd, 17);
+        assert_eq!(t.prr_delivered, 0);
+    }
+}

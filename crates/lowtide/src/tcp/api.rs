@@ -280,15 +280,9 @@ impl Tcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::FourTuple;
-    use crate::time::Instant;
 
     fn tcb(cfg: &Config) -> Tcb {
-        let t = FourTuple {
-            local: "10.0.0.1:1".parse().unwrap(),
-            remote: "10.0.0.2:2".parse().unwrap(),
-        };
-        let mut t = Tcb::new(cfg, t, 1, Instant::ZERO);
+        let mut t = Tcb::for_test(cfg);
         t.sndbuf = 1 << 30;
         t.snd_nxt = 1;
         t

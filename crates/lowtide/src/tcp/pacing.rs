@@ -190,15 +190,11 @@ impl Tcb {
 mod tests {
     use super::*;
     use crate::tcp::skb::{Skb, SKB_OVERHEAD};
-    use crate::tcp::FourTuple;
+
     use bytes::Bytes;
 
     fn tcb(cfg: &Config) -> Tcb {
-        let t = FourTuple {
-            local: "10.0.0.1:1".parse().unwrap(),
-            remote: "10.0.0.2:2".parse().unwrap(),
-        };
-        let mut t = Tcb::new(cfg, t, 1, Instant::ZERO);
+        let mut t = Tcb::for_test(cfg);
         t.mss_cache = 1448;
         t
     }

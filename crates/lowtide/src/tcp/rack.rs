@@ -232,17 +232,13 @@ mod tests {
     use crate::config::Config;
     use crate::mib::Counters;
     use crate::tcp::skb::{self, Skb, LOST, SACKED_ACKED};
-    use crate::tcp::FourTuple;
+
     use std::collections::VecDeque;
 
     const MSS: u32 = 1000;
 
     fn tcb(cfg: &Config) -> Tcb {
-        let t = FourTuple {
-            local: "10.0.0.1:1".parse().unwrap(),
-            remote: "10.0.0.2:2".parse().unwrap(),
-        };
-        let mut tcb = Tcb::new(cfg, t, 1, Instant::ZERO);
+        let mut tcb = Tcb::for_test(cfg);
         tcb.sack_ok = true;
         tcb.mss_cache = MSS;
         tcb.min_rtt_us = 40_000;

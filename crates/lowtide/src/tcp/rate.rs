@@ -246,17 +246,13 @@ impl Tcb {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::tcp::FourTuple;
+
     use bytes::Bytes;
 
     const MSS: u32 = 1000;
 
     fn tcb() -> Tcb {
-        let t = FourTuple {
-            local: "10.0.0.1:1".parse().unwrap(),
-            remote: "10.0.0.2:2".parse().unwrap(),
-        };
-        let mut t = Tcb::new(&Config::default(), t, 1, Instant::ZERO);
+        let mut t = Tcb::for_test(&Config::default());
         t.mss_cache = MSS;
         t.cw.snd_cwnd = 100;
         t

@@ -580,15 +580,10 @@ fn lowtide_wire_seq(x: u32) -> super::seq::Seq {
 #[cfg(test)]
 mod prr_tests {
     use crate::config::Config;
-    use crate::tcp::{FourTuple, Tcb};
-    use crate::time::Instant;
+    use crate::tcp::Tcb;
 
     fn tcb() -> Tcb {
-        let t = FourTuple {
-            local: "10.0.0.1:1".parse().unwrap(),
-            remote: "10.0.0.2:2".parse().unwrap(),
-        };
-        Tcb::new(&Config::default(), t, 1, Instant::ZERO)
+        Tcb::for_test(&Config::default())
     }
 
     /// Sets the scoreboard so that `tcp_packets_in_flight` is `pipe`.

@@ -443,3 +443,16 @@ impl Tcb {
         super::seq::unwrap(s, self.rcv_seq(self.rcv_nxt), self.rcv_nxt)
     }
 }
+
+#[cfg(test)]
+impl Tcb {
+    /// A closed connection 10.0.0.1:1 -> 10.0.0.2:2 with ISS 1 at time zero, for unit
+    /// tests of the engine's parts.
+    pub(crate) fn for_test(cfg: &Config) -> Tcb {
+        let t = FourTuple {
+            local: "10.0.0.1:1".parse().expect("valid address"),
+            remote: "10.0.0.2:2".parse().expect("valid address"),
+        };
+        Tcb::new(cfg, t, 1, Instant::ZERO)
+    }
+}

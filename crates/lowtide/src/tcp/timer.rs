@@ -202,14 +202,9 @@ impl Tcb {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::tcp::FourTuple;
 
     fn tcb() -> Tcb {
-        let t = FourTuple {
-            local: "10.0.0.1:1".parse().unwrap(),
-            remote: "10.0.0.2:2".parse().unwrap(),
-        };
-        Tcb::new(&Config::default(), t, 1, Instant::ZERO)
+        Tcb::for_test(&Config::default())
     }
 
     #[test]

@@ -15,6 +15,21 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use tracing::trace;
 
+/// A connection's view of the stack, borrowing only the fields it needs (a macro, not
+/// a method, so that the slot being worked on can stay borrowed at the same time).
+macro_rules! ctx {
+    ($stack:ident, $now:expr) => {
+        Ctx {
+            now: $now,
+            cfg: &$stack.cfg,
+            mib: &mut $stack.mib,
+            out: &mut $stack.out,
+            events: &mut $stack.events,
+            ip_id: &mut $stack.ip_id,
+        }
+    };
+}
+
 enum Sock {
     Listener(Listener),
     Tcp(Box<Tcb>),
@@ -559,14 +574,7 @@ impl Stack {
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
             unreachable!("with_tcb on a non-TCP slot");
         };
-        let mut ctx = Ctx {
-            now,
-            cfg: &self.cfg,
-            mib: &mut self.mib,
-            out: &mut self.out,
-            events: &mut self.events,
-            ip_id: &mut self.ip_id,
-        };
+        let mut ctx = ctx!(self, now);
         let r = f(tcb, &mut ctx);
         self.after_tcb(now, index);
         r
@@ -711,14 +719,7 @@ impl Stack {
         if th.flags.contains(TcpFlags::RST) {
             return;
         }
-        let mut ctx = Ctx {
-            now,
-            cfg: &self.cfg,
-            mib: &mut self.mib,
-            out: &mut self.out,
-            events: &mut self.events,
-            ip_id: &mut self.ip_id,
-        };
+        let mut ctx = ctx!(self, now);
         tcp::output::send_reset(&mut ctx, tuple, th, len);
     }
 }

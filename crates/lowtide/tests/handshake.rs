@@ -17,54 +17,6 @@ fn connected() -> (Pair, SocketHandle, SocketHandle) {
     (p, c, s)
 }
 
-/// Moves `data` from `tx` (on A if `a_sends`) to the peer and returns what arrived.
-fn transfer(
-    p: &mut Pair,
-    a_sends: bool,
-    tx: SocketHandle,
-    rx: SocketHandle,
-    data: &[u8],
-) -> Vec<u8> {
-    let mut sent = 0;
-    let mut got = Vec::new();
-    let mut buf = vec![0u8; 65536];
-    let end = p.now + Duration::from_secs(120);
-    while got.len() < data.len() {
-        assert!(
-            p.now < end,
-            "transfer stalled at {} of {}",
-            got.len(),
-            data.len()
-        );
-        let (s, r) = if a_sends {
-            (&mut p.a, &mut p.b)
-        } else {
-            (&mut p.b, &mut p.a)
-        };
-        if sent < data.len() {
-            if let Ok(n) = s.send(p.now, tx, &data[sent..]) {
-                sent += n;
-            }
-        }
-        while let Ok(n) = r.recv(p.now, rx, &mut buf) {
-            if n == 0 {
-                break;
-            }
-            got.extend_from_slice(&buf[..n]);
-        }
-        if !p.step() && sent == data.len() && got.len() < data.len() {
-            panic!(
-                "idle with data missing: got {} sent {}\nA {:?}\nB {:?}",
-                got.len(),
-                sent,
-                p.a.info(p.now, if a_sends { tx } else { rx }),
-                p.b.info(p.now, if a_sends { rx } else { tx })
-            );
-        }
-    }
-    got
-}
-
 mod listen_and_syn {
     use super::*;
 
@@ -132,9 +84,9 @@ mod established {
     fn bulk_both_directions() {
         let (mut p, c, s) = connected();
         let d = pattern(3_000_000, 1);
-        assert_eq!(transfer(&mut p, true, c, s, &d), d);
+        assert_eq!(send_all(&mut p, true, c, s, &d), d);
         let d2 = pattern(1_000_000, 2);
-        assert_eq!(transfer(&mut p, false, s, c, &d2), d2);
+        assert_eq!(send_all(&mut p, false, s, c, &d2), d2);
         assert_eq!(p.a.counters().get(lowtide::Mib::TcpRetransSegs), 0);
     }
 
@@ -151,7 +103,7 @@ mod established {
             }
         }));
         let d = pattern(2_000_000, 3);
-        assert_eq!(transfer(&mut p, true, c, s, &d), d);
+        assert_eq!(send_all(&mut p, true, c, s, &d), d);
         assert!(p.a.counters().get(lowtide::Mib::TcpRetransSegs) > 0);
     }
 

@@ -6,15 +6,7 @@ use lowtide::{Config, EventKind, Shutdown, SocketError, SocketHandle, TcpState};
 use std::time::Duration;
 
 fn connected() -> (Pair, SocketHandle, SocketHandle) {
-    let mut p = Pair::new(Config::default());
-    let l = p.b.listen(addr("0.0.0.0", 80), 16).unwrap();
-    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
-    p.drive_until(Duration::from_secs(1), |p| {
-        p.a.state(c) == Ok(TcpState::Established)
-    });
-    p.drive_for(Duration::from_millis(20));
-    let s = p.b.accept(l).unwrap();
-    (p, c, s)
+    establish(Config::default())
 }
 
 mod listen_and_syn {

@@ -1,0 +1,1 @@
+//! iperf3 test protocol.

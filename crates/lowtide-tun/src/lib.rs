@@ -1,0 +1,16 @@
+//! lowtide on a real network: a Linux TUN device with virtio-net offload (TSO and
+//! checksum offload), an in-process emulated link with the simulator's semantics, and
+//! a real-time runtime that drives the sans-IO [`lowtide::Stack`].
+//!
+//! - [`vnet`]: the `virtio_net_hdr` that precedes every packet on an `IFF_VNET_HDR`
+//!   device (GSO type and size, partial checksum).
+//! - [`device`]: opening and configuring the TUN device (`TUNSETIFF`,
+//!   `TUNSETOFFLOAD`, address, link up).
+//! - [`netns`]: network namespaces (create, enter, delete) for `lowtide link` and the
+//!   tests.
+
+#![warn(missing_docs)]
+
+pub mod device;
+pub mod netns;
+pub mod vnet;

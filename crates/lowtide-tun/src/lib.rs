@@ -12,5 +12,6 @@
 #![warn(missing_docs)]
 
 pub mod device;
+pub mod link;
 pub mod netns;
 pub mod vnet;

@@ -1,0 +1,461 @@
+//! The emulated link, in process and in real time: one direction of a path between
+//! lowtide's engine and the TUN device (or between two TUN devices, `lowtide link`).
+//!
+//! This kernel has no netem, so the path's impairments live here, with the simulator's
+//! semantics because they are the simulator's code ([`lowtide_sim::link::LinkDir`]):
+//! a pfifo queue with a packet limit (a GSO packet counts once, as in a qdisc), a
+//! serializer at the line rate (each wire segment costs its IP length plus 38 bytes of
+//! Ethernet framing), one-way delay, jitter and Bernoulli loss per wire segment.
+//!
+//! Time is nanoseconds since the runtime's start. A packet's serialization starts at
+//! `max(enqueue time, end of the previous one)`, whenever the runtime gets around to
+//! it, so the rate holds even when the process wakes late. Without per-segment
+//! impairments a GSO super-packet crosses whole (it is serialized as its segments
+//! would be); with them it is cut into wire segments first, each drawn for loss and
+//! jitter on its own.
+
+use lowtide::TxToken;
+use lowtide_sim::event::EventQueue;
+use lowtide_sim::link::{LinkConfig, LinkDir, LinkStats, FRAMING_OVERHEAD};
+use lowtide_wire::gso;
+use std::collections::VecDeque;
+
+/// Linux's default `txqueuelen` and the simulator's default device queue (packets).
+pub const DEFAULT_QUEUE_LIMIT: usize = 1000;
+
+/// The settings of one direction of the emulated path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathConfig {
+    /// Line rate (bit/s); `None` is unlimited (no serialization delay).
+    pub rate_bps: Option<u64>,
+    /// One-way propagation delay (ns).
+    pub delay_ns: u64,
+    /// Extra delay per wire segment, uniform in `0..jitter_ns` (may reorder).
+    pub jitter_ns: u64,
+    /// Probability that a wire segment is lost.
+    pub loss: f64,
+    /// Queue limit in packets (pfifo `limit`).
+    pub queue_limit: usize,
+}
+
+impl Default for PathConfig {
+    fn default() -> Self {
+        PathConfig {
+            rate_bps: None,
+            delay_ns: 0,
+            jitter_ns: 0,
+            loss: 0.0,
+            queue_limit: DEFAULT_QUEUE_LIMIT,
+        }
+    }
+}
+
+impl PathConfig {
+    /// The simulator's link settings for this path.
+    fn link_config(&self) -> LinkConfig {
+        LinkConfig {
+            // An unlimited rate serializes in 1 ns per packet.
+            rate_bps: self.rate_bps.unwrap_or(u64::MAX),
+            delay_ns: self.delay_ns,
+            jitter_ns: self.jitter_ns,
+            loss: self.loss,
+            ..LinkConfig::default()
+        }
+    }
+
+    /// Whether wire segments must be drawn one by one (loss, jitter).
+    fn per_segment(&self) -> bool {
+        self.loss > 0.0 || self.jitter_ns > 0
+    }
+}
+
+/// A packet on the path: an IP packet, possibly a GSO super-packet.
+#[derive(Debug)]
+pub struct Frame {
+    /// IP header, TCP header and payload.
+    pub data: Vec<u8>,
+    /// GSO segment size (0: a single segment).
+    pub gso_size: u16,
+    /// The TCP checksum holds only the pseudo-header sum (CHECKSUM_PARTIAL).
+    pub csum_partial: bool,
+    /// The engine's TX completion token, for packets from lowtide's stack.
+    pub token: Option<TxToken>,
+}
+
+/// Counters of one path direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathStats {
+    /// Packets that entered the queue.
+    pub enqueued: u64,
+    /// Packets dropped because the queue was full.
+    pub queue_drops: u64,
+    /// Packets (or segments) that arrived at the far end.
+    pub delivered: u64,
+    /// The serializer's counters (wire segments, bytes, losses).
+    pub link: LinkStats,
+}
+
+/// One direction of the emulated path.
+pub struct PathDir {
+    cfg: PathConfig,
+    link: LinkDir,
+    /// Split GSO packets into wire segments before serializing them: needed for
+    /// per-segment impairments, and for a device without TSO (software GSO).
+    split: bool,
+    queue: VecDeque<(u64, Frame)>,
+    /// Serialized, waiting for the propagation delay.
+    pipe: EventQueue<Frame>,
+    /// TX completions, by the time serialization ends.
+    completions: VecDeque<(u64, TxToken)>,
+    /// Tokens of dropped packets, completed at once.
+    dropped: Vec<TxToken>,
+    /// The serializer is busy until this time (ns).
+    busy_until: u64,
+    queue_drops: u64,
+    enqueued: u64,
+    delivered: u64,
+}
+
+impl PathDir {
+    /// A path direction; `split_gso` forces software segmentation (for a far end that
+    /// cannot take GSO packets). `seed` seeds the loss and jitter draws.
+    pub fn new(cfg: PathConfig, split_gso: bool, seed: u64) -> PathDir {
+        PathDir {
+            link: LinkDir::new(cfg.link_config(), seed),
+            split: split_gso || cfg.per_segment(),
+            cfg,
+            queue: VecDeque::new(),
+            pipe: EventQueue::new(),
+            completions: VecDeque::new(),
+            dropped: Vec::new(),
+            busy_until: 0,
+            queue_drops: 0,
+            enqueued: 0,
+            delivered: 0,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PathConfig {
+        &self.cfg
+    }
+
+    /// Queues a packet at `now` (ns). A full queue drops it (and completes its token
+    /// at once, as a qdisc drop frees the skb); returns whether it was queued.
+    pub fn enqueue(&mut self, now: u64, frame: Frame) -> bool {
+        if self.queue.len() >= self.cfg.queue_limit.max(1) {
+            self.queue_drops += 1;
+            if let Some(t) = frame.token {
+                self.dropped.push(t);
+            }
+            return false;
+        }
+        self.enqueued += 1;
+        self.queue.push_back((now, frame));
+        true
+    }
+
+    /// Moves every packet whose serialization has started by `now` onto the wire.
+    pub fn advance(&mut self, now: u64) {
+        while let Some((enq, _)) = self.queue.front() {
+            if self.next_start(*enq) > now {
+                break;
+            }
+            let (enq, frame) = self.queue.pop_front().expect("front exists");
+            self.transmit(enq, frame);
+        }
+    }
+
+    /// When a packet queued at `enq` starts serializing: once the link is free.
+    fn next_start(&self, enq: u64) -> u64 {
+        enq.max(self.busy_until)
+    }
+
+    /// Serializes a packet (whole, or cut into wire segments) and puts it in flight.
+    fn transmit(&mut self, enq: u64, frame: Frame) {
+        let end = if self.split && frame.gso_size > 0 {
+            self.transmit_segments(enq, frame)
+        } else if self.split {
+            self.transmit_segment(enq, frame.data, frame.csum_partial, frame.token)
+        } else {
+            self.transmit_whole(enq, frame)
+        };
+        self.busy_until = end;
+    }
+
+    /// A super-packet crosses as one, taking as long as its wire segments would.
+    fn transmit_whole(&mut self, enq: u64, frame: Frame) -> u64 {
+        let (_, end) = self.link.serialize(enq, wire_equivalent_len(&frame));
+        if let Some(t) = frame.token {
+            self.completions.push_back((end, t));
+        }
+        let at = end + self.cfg.delay_ns;
+        self.pipe.push(lowtide::Instant(at), frame);
+        end
+    }
+
+    /// Cuts a GSO packet into wire segments (software GSO, complete checksums); the
+    /// token completes with the last one. A packet that does not parse is dropped.
+    fn transmit_segments(&mut self, enq: u64, frame: Frame) -> u64 {
+        let mut segs = Vec::new();
+        if gso::segment(&frame.data, frame.gso_size, |s| segs.push(s)).is_err() || segs.is_empty() {
+            if let Some(t) = frame.token {
+                self.dropped.push(t);
+            }
+            return self.busy_until;
+        }
+        let last = segs.len() - 1;
+        let mut end = self.busy_until;
+        for (i, seg) in segs.into_iter().enumerate() {
+            let token = if i == last { frame.token } else { None };
+            end = self.transmit_segment(enq, seg, false, token);
+            self.busy_until = end;
+        }
+        end
+    }
+
+    /// One wire segment: serialized, then lost or delayed (with jitter) as drawn.
+    fn transmit_segment(
+        &mut self,
+        enq: u64,
+        data: Vec<u8>,
+        csum_partial: bool,
+        token: Option<TxToken>,
+    ) -> u64 {
+        let (_, end) = self.link.serialize(enq, data.len());
+        if let Some(t) = token {
+            self.completions.push_back((end, t));
+        }
+        let pipe = &mut self.pipe;
+        self.link.propagate(end, data, |at, data| {
+            let frame = Frame {
+                data,
+                gso_size: 0,
+                csum_partial,
+                token: None,
+            };
+            pipe.push(lowtide::Instant(at), frame);
+        });
+        end
+    }
+
+    /// A TX completion due by `now`, if any.
+    pub fn pop_completion(&mut self, now: u64) -> Option<TxToken> {
+        if let Some(t) = self.dropped.pop() {
+            return Some(t);
+        }
+        match self.completions.front() {
+            Some((at, _)) if *at <= now => self.completions.pop_front().map(|(_, t)| t),
+            _ => None,
+        }
+    }
+
+    /// A packet that has arrived at the far end by `now`, if any.
+    pub fn pop_arrived(&mut self, now: u64) -> Option<Frame> {
+        if self.pipe.peek_time()?.as_nanos() > now {
+            return None;
+        }
+        self.delivered += 1;
+        self.pipe.pop().map(|(_, f)| f)
+    }
+
+    /// When this direction next has something to do (ns): a serialization start, a
+    /// TX completion or an arrival.
+    pub fn next_event(&self) -> Option<u64> {
+        let start = self.queue.front().map(|(enq, _)| self.next_start(*enq));
+        let completion = match self.dropped.is_empty() {
+            true => self.completions.front().map(|(at, _)| *at),
+            false => Some(0),
+        };
+        let arrival = self.pipe.peek_time().map(|t| t.as_nanos());
+        [start, completion, arrival].into_iter().flatten().min()
+    }
+
+    /// Packets waiting in the queue.
+    pub fn queue_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> PathStats {
+        PathStats {
+            enqueued: self.enqueued,
+            queue_drops: self.queue_drops,
+            delivered: self.delivered,
+            link: self.link.stats,
+        }
+    }
+}
+
+/// The IP length that costs a whole super-packet's serialization time: its wire
+/// segments' IP bytes plus the framing of every segment but one (which
+/// [`LinkDir::serialize`] adds itself).
+fn wire_equivalent_len(frame: &Frame) -> usize {
+    let len = frame.data.len();
+    let Some(hdr) = header_len(&frame.data) else {
+        return len;
+    };
+    let payload = len.saturating_sub(hdr);
+    let mss = frame.gso_size as usize;
+    if mss == 0 || payload <= mss {
+        return len;
+    }
+    let segs = payload.div_ceil(mss);
+    len + (segs - 1) * (hdr + FRAMING_OVERHEAD as usize)
+}
+
+/// IP plus TCP header length of a packet, if it looks like one.
+fn header_len(p: &[u8]) -> Option<usize> {
+    let ip = match p.first()? >> 4 {
+        4 => ((p[0] & 0x0f) as usize) * 4,
+        6 => 40,
+        _ => return None,
+    };
+    let tcp = ((*p.get(ip + 12)? >> 4) as usize) * 4;
+    Some(ip + tcp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowtide_wire::checksum;
+    use std::net::Ipv4Addr;
+
+    /// An IPv4 + TCP packet with `payload` bytes (20-byte headers, no options).
+    fn packet(payload: usize) -> Vec<u8> {
+        let len = 40 + payload;
+        let mut p = vec![0u8; len];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        p[8] = 64;
+        p[9] = 6;
+        p[12..16].copy_from_slice(&Ipv4Addr::new(10, 0, 0, 1).octets());
+        p[16..20].copy_from_slice(&Ipv4Addr::new(10, 0, 0, 2).octets());
+        p[32] = 5 << 4;
+        p[33] = 0x10;
+        let src = Ipv4Addr::new(10, 0, 0, 1).into();
+        let dst = Ipv4Addr::new(10, 0, 0, 2).into();
+        checksum::fill_tcp(src, dst, &mut p[20..]);
+        p
+    }
+
+    fn frame(payload: usize, gso_size: u16) -> Frame {
+        Frame {
+            data: packet(payload),
+            gso_size,
+            csum_partial: false,
+            token: None,
+        }
+    }
+
+    /// Runs the direction to completion; returns arrival times (ns) and sizes.
+    fn drain(dir: &mut PathDir) -> Vec<(u64, usize)> {
+        let mut out = Vec::new();
+        while let Some(t) = dir.next_event() {
+            dir.advance(t);
+            while let Some(f) = dir.pop_arrived(t) {
+                out.push((t, f.data.len()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rate_and_delay_as_the_simulator() {
+        // 1460-byte payload: 1500 IP bytes + 38 framing = 12,304 bits = 12.304 µs at
+        // 1 Gbit/s; delay 5 ms.
+        let cfg = PathConfig {
+            rate_bps: Some(1_000_000_000),
+            delay_ns: 5_000_000,
+            ..PathConfig::default()
+        };
+        let mut dir = PathDir::new(cfg, false, 1);
+        for _ in 0..3 {
+            assert!(dir.enqueue(0, frame(1460, 0)));
+        }
+        let got = drain(&mut dir);
+        let times: Vec<u64> = got.iter().map(|(t, _)| *t).collect();
+        assert_eq!(times, vec![5_012_304, 5_024_608, 5_036_912]);
+    }
+
+    #[test]
+    fn a_super_packet_takes_as_long_as_its_segments() {
+        let cfg = PathConfig {
+            rate_bps: Some(1_000_000_000),
+            ..PathConfig::default()
+        };
+        let mut whole = PathDir::new(cfg.clone(), false, 1);
+        whole.enqueue(0, frame(4 * 1460, 1460));
+        let mut split = PathDir::new(cfg, true, 1);
+        split.enqueue(0, frame(4 * 1460, 1460));
+        let w = drain(&mut whole);
+        let s = drain(&mut split);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].1, 40 + 4 * 1460);
+        assert_eq!(s.len(), 4);
+        assert!(s.iter().all(|(_, len)| *len == 1500));
+        assert_eq!(w[0].0, s[3].0, "same serialization time in total");
+        assert_eq!(s[3].0, 4 * 12_304);
+    }
+
+    #[test]
+    fn late_processing_keeps_the_rate() {
+        // Both packets queued at 0 but processed only at 1 ms: they still leave
+        // back to back from time 0.
+        let cfg = PathConfig {
+            rate_bps: Some(1_000_000_000),
+            ..PathConfig::default()
+        };
+        let mut dir = PathDir::new(cfg, false, 1);
+        dir.enqueue(0, frame(1460, 0));
+        dir.enqueue(0, frame(1460, 0));
+        dir.advance(1_000_000);
+        assert_eq!(dir.pop_arrived(12_303).map(|f| f.data.len()), None);
+        assert!(dir.pop_arrived(12_304).is_some());
+        assert!(dir.pop_arrived(24_608).is_some());
+    }
+
+    #[test]
+    fn a_full_queue_drops() {
+        let cfg = PathConfig {
+            rate_bps: Some(1_000_000),
+            queue_limit: 2,
+            ..PathConfig::default()
+        };
+        let mut dir = PathDir::new(cfg, false, 1);
+        assert!(dir.enqueue(0, frame(100, 0)));
+        assert!(dir.enqueue(0, frame(100, 0)));
+        assert!(!dir.enqueue(0, frame(100, 0)));
+        assert_eq!(dir.stats().queue_drops, 1);
+        assert_eq!(drain(&mut dir).len(), 2);
+    }
+
+    #[test]
+    fn loss_is_per_wire_segment() {
+        let cfg = PathConfig {
+            loss: 0.1,
+            ..PathConfig::default()
+        };
+        let mut dir = PathDir::new(cfg, false, 7);
+        for _ in 0..1000 {
+            dir.enqueue(0, frame(10 * 100, 100));
+            let _ = drain(&mut dir);
+        }
+        let st = dir.stats().link;
+        assert_eq!(st.packets, 10_000);
+        assert!((800..1200).contains(&st.lost), "lost {}", st.lost);
+    }
+
+    #[test]
+    fn garbage_is_dropped_not_panicked_on() {
+        let mut dir = PathDir::new(PathConfig::default(), true, 1);
+        let bad = Frame {
+            data: vec![0x45, 0, 0],
+            gso_size: 100,
+            csum_partial: true,
+            token: None,
+        };
+        dir.enqueue(0, bad);
+        assert!(drain(&mut dir).is_empty());
+    }
+}

@@ -11,7 +11,10 @@
 
 #![warn(missing_docs)]
 
+pub mod bridge;
+pub mod clock;
 pub mod device;
 pub mod link;
 pub mod netns;
+pub mod runtime;
 pub mod vnet;

@@ -14,6 +14,7 @@
 //! would be); with them it is cut into wire segments first, each drawn for loss and
 //! jitter on its own.
 
+use crate::vnet::VnetHdr;
 use lowtide::TxToken;
 use lowtide_sim::event::EventQueue;
 use lowtide_sim::link::{LinkConfig, LinkDir, LinkStats, FRAMING_OVERHEAD};
@@ -80,7 +81,13 @@ pub struct Frame {
     pub csum_partial: bool,
     /// The engine's TX completion token, for packets from lowtide's stack.
     pub token: Option<TxToken>,
+    /// The virtio-net header the packet came with (a bridged packet keeps it, unless
+    /// the path cuts it into segments).
+    pub vnet: Option<VnetHdr>,
 }
+
+/// What a wire segment carries besides its bytes: (csum_partial, token, vnet).
+type SegmentMeta = (bool, Option<TxToken>, Option<VnetHdr>);
 
 /// Counters of one path direction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -176,7 +183,8 @@ impl PathDir {
         let end = if self.split && frame.gso_size > 0 {
             self.transmit_segments(enq, frame)
         } else if self.split {
-            self.transmit_segment(enq, frame.data, frame.csum_partial, frame.token)
+            let meta = (frame.csum_partial, frame.token, frame.vnet);
+            self.transmit_segment(enq, frame.data, meta)
         } else {
             self.transmit_whole(enq, frame)
         };
@@ -208,20 +216,16 @@ impl PathDir {
         let mut end = self.busy_until;
         for (i, seg) in segs.into_iter().enumerate() {
             let token = if i == last { frame.token } else { None };
-            end = self.transmit_segment(enq, seg, false, token);
+            end = self.transmit_segment(enq, seg, (false, token, None));
             self.busy_until = end;
         }
         end
     }
 
     /// One wire segment: serialized, then lost or delayed (with jitter) as drawn.
-    fn transmit_segment(
-        &mut self,
-        enq: u64,
-        data: Vec<u8>,
-        csum_partial: bool,
-        token: Option<TxToken>,
-    ) -> u64 {
+    /// `meta` is the segment's (csum_partial, token, vnet).
+    fn transmit_segment(&mut self, enq: u64, data: Vec<u8>, meta: SegmentMeta) -> u64 {
+        let (csum_partial, token, vnet) = meta;
         let (_, end) = self.link.serialize(enq, data.len());
         if let Some(t) = token {
             self.completions.push_back((end, t));
@@ -233,6 +237,7 @@ impl PathDir {
                 gso_size: 0,
                 csum_partial,
                 token: None,
+                vnet,
             };
             pipe.push(lowtide::Instant(at), frame);
         });
@@ -304,6 +309,14 @@ fn wire_equivalent_len(frame: &Frame) -> usize {
     len + (segs - 1) * (hdr + FRAMING_OVERHEAD as usize)
 }
 
+/// The GSO segment size a received packet's virtio-net header gives (0: not GSO).
+pub fn gso_size_of(hdr: &VnetHdr) -> u16 {
+    match hdr.is_gso() {
+        true => hdr.gso_size,
+        false => 0,
+    }
+}
+
 /// IP plus TCP header length of a packet, if it looks like one.
 fn header_len(p: &[u8]) -> Option<usize> {
     let ip = match p.first()? >> 4 {
@@ -345,6 +358,7 @@ mod tests {
             gso_size,
             csum_partial: false,
             token: None,
+            vnet: None,
         }
     }
 
@@ -454,6 +468,7 @@ mod tests {
             gso_size: 100,
             csum_partial: true,
             token: None,
+            vnet: None,
         };
         dir.enqueue(0, bad);
         assert!(drain(&mut dir).is_empty());

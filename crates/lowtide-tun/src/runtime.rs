@@ -1,0 +1,304 @@
+//! The real-time runtime: drives a sans-IO [`Stack`] on a TUN device through the
+//! emulated path, with epoll (mio) on the device and a timerfd for the engine's
+//! deadlines.
+//!
+//! Packets from the engine enter the egress [`PathDir`] (lowtide -> kernel), whose
+//! serializer reports the TX completion to the engine when the packet has left the
+//! queue and the serializer (so TCP Small Queues has a real device queue to work
+//! against), and reach the device after the path's delay. Packets the kernel writes to
+//! the device cross the ingress [`PathDir`] (kernel -> lowtide) before
+//! [`Stack::handle_packet`]. With offload, both sides exchange 64 KB super-packets
+//! with partial checksums; without it, the egress path segments in software and the
+//! kernel segments and checksums before the device.
+//!
+//! The caller owns the application: it calls [`Runtime::turn`] in a loop and, between
+//! turns, uses the stack's socket API through [`Runtime::stack`].
+
+use crate::clock::{Clock, Sleeper};
+use crate::device::{Offload, TunDevice};
+use crate::link::{gso_size_of, Frame, PathConfig, PathDir, PathStats};
+use crate::vnet::VnetHdr;
+use lowtide::{Instant, RxChecksum, Stack};
+use lowtide_sim::pcap::PcapSink;
+use lowtide_wire::gso;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::time::Duration;
+
+/// Packets read from the device per wakeup before the engine runs again (NAPI's
+/// budget plays the same role).
+const READ_BUDGET: usize = 64;
+/// Largest packet the device hands us: a 64 KB GSO packet plus its vnet header.
+const RX_BUF: usize = 65_536 + 256;
+
+/// How the runtime uses the device and the path.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// TSO and checksum offload on the device, or none.
+    pub offload: Offload,
+    /// lowtide -> kernel direction of the emulated path.
+    pub egress: PathConfig,
+    /// kernel -> lowtide direction.
+    pub ingress: PathConfig,
+    /// Seed of the path's loss and jitter draws.
+    pub seed: u64,
+}
+
+/// Counters of the runtime.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RuntimeStats {
+    /// Packets read from the device.
+    pub rx_packets: u64,
+    /// Of them, GSO super-packets (the kernel's TSO output).
+    pub rx_gso_packets: u64,
+    /// Packets written to the device.
+    pub tx_packets: u64,
+    /// Of them, GSO super-packets.
+    pub tx_gso_packets: u64,
+    /// Packets the device refused (write errors) or that did not parse.
+    pub errors: u64,
+    /// Event-loop wakeups.
+    pub wakeups: u64,
+    /// The path's counters, lowtide -> kernel.
+    pub egress: PathStats,
+    /// The path's counters, kernel -> lowtide.
+    pub ingress: PathStats,
+}
+
+/// The engine, its device and the emulated path between them.
+pub struct Runtime {
+    stack: Stack,
+    dev: TunDevice,
+    offload: Offload,
+    egress: PathDir,
+    ingress: PathDir,
+    clock: Clock,
+    sleeper: Sleeper,
+    buf: Vec<u8>,
+    pcap: Option<PcapSink>,
+    stats: RuntimeStats,
+}
+
+impl Runtime {
+    /// Drives `stack` on `dev` (already configured and up).
+    pub fn new(stack: Stack, dev: TunDevice, cfg: RuntimeConfig) -> io::Result<Runtime> {
+        dev.set_nonblocking(true)?;
+        let clock = Clock::start();
+        let sleeper = Sleeper::new(clock, &[dev.as_raw_fd()])?;
+        let split = cfg.offload == Offload::None;
+        Ok(Runtime {
+            stack,
+            dev,
+            offload: cfg.offload,
+            egress: PathDir::new(cfg.egress, split, cfg.seed),
+            ingress: PathDir::new(cfg.ingress, false, cfg.seed ^ 0x5eed),
+            clock,
+            sleeper,
+            buf: vec![0; RX_BUF],
+            pcap: None,
+            stats: RuntimeStats::default(),
+        })
+    }
+
+    /// Records what crosses the device (both directions, as the kernel sees it) to a
+    /// pcap file (raw IP; checksums completed).
+    pub fn capture(&mut self, path: &Path) -> io::Result<()> {
+        let sink = PcapSink::create(path).map_err(io::Error::other)?;
+        self.pcap = Some(sink);
+        Ok(())
+    }
+
+    /// The engine, for the socket API.
+    pub fn stack(&mut self) -> &mut Stack {
+        &mut self.stack
+    }
+
+    /// The engine, read-only.
+    pub fn stack_ref(&self) -> &Stack {
+        &self.stack
+    }
+
+    /// The current time of the engine's clock.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// The device.
+    pub fn device(&self) -> &TunDevice {
+        &self.dev
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> RuntimeStats {
+        RuntimeStats {
+            egress: self.egress.stats(),
+            ingress: self.ingress.stats(),
+            wakeups: self.sleeper.wakeups,
+            ..self.stats
+        }
+    }
+
+    /// One turn of the loop: runs what is due, then sleeps until the device has
+    /// packets, the next deadline (engine, path, or the caller's `wake`), or at most
+    /// `max_wait`, then reads the device. The caller runs its application between turns.
+    pub fn turn(&mut self, wake: Option<Instant>, max_wait: Duration) -> io::Result<()> {
+        self.pump()?;
+        let now = self.clock.now();
+        let limit = now + max_wait;
+        let deadline = self.next_deadline().into_iter().chain(wake).fold(limit, Instant::min);
+        self.sleeper.sleep_until(deadline)?;
+        self.read_device()?;
+        self.pump()
+    }
+
+    /// Finishes the capture file, if any.
+    pub fn finish(self) -> io::Result<()> {
+        match self.pcap {
+            Some(p) => p.finish().map_err(io::Error::other),
+            None => Ok(()),
+        }
+    }
+
+    fn next_deadline(&mut self) -> Option<Instant> {
+        let engine = self.stack.poll_timeout();
+        let path = [self.egress.next_event(), self.ingress.next_event()]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(Instant);
+        engine.into_iter().chain(path).min()
+    }
+
+    /// Reads up to a budget of packets from the device into the ingress path.
+    fn read_device(&mut self) -> io::Result<()> {
+        for _ in 0..READ_BUDGET {
+            let n = match self.dev.recv(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            let now = self.clock.now();
+            self.on_device_packet(now, n);
+        }
+        Ok(())
+    }
+
+    fn on_device_packet(&mut self, now: Instant, n: usize) {
+        let Ok((hdr, packet)) = VnetHdr::parse(&self.buf[..n]) else {
+            self.stats.errors += 1;
+            return;
+        };
+        self.stats.rx_packets += 1;
+        let gso_size = gso_size_of(&hdr);
+        if gso_size > 0 {
+            self.stats.rx_gso_packets += 1;
+        }
+        let frame = Frame {
+            data: packet.to_vec(),
+            gso_size,
+            csum_partial: hdr.rx_checksum() == RxChecksum::Unnecessary,
+            token: None,
+            vnet: None,
+        };
+        if let Some(p) = self.pcap.as_mut() {
+            record(p, now, &frame);
+        }
+        self.ingress.enqueue(now.as_nanos(), frame);
+    }
+
+    /// Runs everything due now until nothing moves: engine timers, transmits into the
+    /// egress path, path progress, arrivals, TX completions.
+    fn pump(&mut self) -> io::Result<()> {
+        loop {
+            let now = self.clock.now();
+            self.stack.handle_timeout(now);
+            let mut moved = self.drain_engine(now);
+            let t = now.as_nanos();
+            self.egress.advance(t);
+            self.ingress.advance(t);
+            while let Some(token) = self.egress.pop_completion(t) {
+                self.stack.handle_tx_complete(now, token);
+                moved = true;
+            }
+            while let Some(frame) = self.ingress.pop_arrived(t) {
+                let csum = match frame.csum_partial {
+                    true => RxChecksum::Unnecessary,
+                    false => RxChecksum::Verify,
+                };
+                self.stack.handle_packet(now, &frame.data, csum);
+                moved = true;
+            }
+            while let Some(frame) = self.egress.pop_arrived(t) {
+                self.write_device(now, frame)?;
+                moved = true;
+            }
+            if !moved {
+                return Ok(());
+            }
+        }
+    }
+
+    fn drain_engine(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        while let Some(tx) = self.stack.poll_transmit(now) {
+            any = true;
+            let frame = Frame {
+                data: tx.packet,
+                gso_size: if tx.gso_segs > 1 { tx.gso_size } else { 0 },
+                csum_partial: true,
+                token: Some(tx.token),
+                vnet: None,
+            };
+            self.egress.enqueue(now.as_nanos(), frame);
+        }
+        any
+    }
+
+    /// Writes a packet that crossed the egress path to the device.
+    fn write_device(&mut self, now: Instant, mut frame: Frame) -> io::Result<()> {
+        let no_offload = self.offload == Offload::None;
+        if frame.csum_partial && no_offload && gso::finish_checksum(&mut frame.data).is_err() {
+            self.stats.errors += 1;
+            return Ok(());
+        }
+        let hdr = match frame.csum_partial && !no_offload {
+            true => VnetHdr::for_transmit(&frame.data, frame.gso_size),
+            false => Ok(VnetHdr::plain()),
+        };
+        let Ok(hdr) = hdr else {
+            self.stats.errors += 1;
+            return Ok(());
+        };
+        if let Some(p) = self.pcap.as_mut() {
+            record(p, now, &frame);
+        }
+        match self.dev.send(&hdr, &frame.data) {
+            Ok(()) => {
+                self.stats.tx_packets += 1;
+                self.stats.tx_gso_packets += (frame.gso_size > 0) as u64;
+                Ok(())
+            }
+            // The kernel refused this packet (e.g. no buffer): it is lost, as on a
+            // real device; TCP repairs it.
+            Err(e) if e.raw_os_error().is_some_and(|c| c != libc::EBADF) => {
+                tracing::trace!(error = %e, "device write failed");
+                self.stats.errors += 1;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Writes a frame to the capture with a complete checksum.
+fn record(p: &mut PcapSink, now: Instant, frame: &Frame) {
+    if frame.csum_partial {
+        let mut copy = frame.data.clone();
+        let _ = gso::finish_checksum(&mut copy);
+        p.write(now, &copy);
+    } else {
+        p.write(now, &frame.data);
+    }
+}

@@ -6,6 +6,7 @@
 //! verify (or the run failed), 2 bad arguments.
 
 mod config_file;
+mod real;
 mod summary;
 mod units;
 
@@ -29,6 +30,12 @@ enum Command {
     /// Runs in the deterministic network simulator (virtual time).
     #[command(subcommand)]
     Sim(SimCommand),
+    /// One TCP connection between lowtide on a TUN device and a kernel socket
+    /// program, sending or receiving a stream with its SHA-256 (needs root).
+    Transfer(real::transfer::TransferArgs),
+    /// The emulated link as a bridge between two TUN devices in two network
+    /// namespaces, for kernel-to-kernel TCP (needs root).
+    Link(real::link::LinkArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -120,7 +127,7 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-fn parse_cc(s: &str) -> Result<String, String> {
+pub(crate) fn parse_cc(s: &str) -> Result<String, String> {
     let known = lowtide::config::CONGESTION_CONTROLS;
     match known.contains(&s) {
         true => Ok(s.to_string()),
@@ -139,7 +146,7 @@ fn parse_lowat(s: &str) -> Result<u32, String> {
     u32::try_from(n).map_err(|_| format!("notsent-lowat '{s}' is above 4294967295 bytes"))
 }
 
-fn parse_sysctl(s: &str) -> Result<String, String> {
+pub(crate) fn parse_sysctl(s: &str) -> Result<String, String> {
     Config::default()
         .set_assignment(s)
         .map_err(|e| e.to_string())?;
@@ -240,7 +247,7 @@ fn stream(args: &StreamArgs) -> ExitCode {
     }
 }
 
-fn usage_error(msg: &str) -> ExitCode {
+pub(crate) fn usage_error(msg: &str) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)
 }
@@ -249,5 +256,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Command::Sim(SimCommand::Stream(args)) => stream(args),
+        Command::Transfer(args) => real::transfer::run(args),
+        Command::Link(args) => real::link::run(args),
     }
 }

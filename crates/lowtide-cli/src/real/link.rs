@@ -1,0 +1,138 @@
+//! `lowtide link`: the emulated path as a bridge between two TUN devices, each in
+//! its own network namespace, for kernel-to-kernel TCP through the same path lowtide
+//! uses.
+
+use super::{open_device, parse_cidr, PathArgs};
+use clap::Args;
+use lowtide_tun::bridge::Bridge;
+use lowtide_tun::device::{Offload, TunDevice};
+use lowtide_tun::netns;
+use serde_json::json;
+use std::net::Ipv4Addr;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Arguments of `lowtide link`.
+#[derive(Args, Debug)]
+pub struct LinkArgs {
+    /// Device A (the forward direction starts here).
+    #[arg(long, value_name = "NAME")]
+    tun: String,
+    /// Address of the kernel's side of device A, e.g. 10.7.0.1/24.
+    #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
+    tun_addr: (Ipv4Addr, u8),
+    /// Network namespace of device A [default: the current one].
+    #[arg(long, value_name = "NS")]
+    netns: Option<String>,
+    /// Device B.
+    #[arg(long, value_name = "NAME")]
+    peer_tun: String,
+    /// Address of the kernel's side of device B, e.g. 10.7.0.2/24.
+    #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
+    peer_addr: (Ipv4Addr, u8),
+    /// Network namespace of device B (must differ from A's).
+    #[arg(long, value_name = "NS")]
+    peer_netns: String,
+    /// TSO and checksum offload on both devices.
+    #[arg(long, default_value = "on", value_parser = crate::units::parse_on_off, value_name = "on|off", action = clap::ArgAction::Set)]
+    offload: bool,
+    /// Stop after this long [default: until SIGINT or SIGTERM].
+    #[arg(long, value_parser = crate::units::parse_duration)]
+    duration: Option<Duration>,
+    /// Seed of the path's loss and jitter draws.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Prints the counters as JSON at the end.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    path: PathArgs,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Runs `lowtide link`.
+pub fn run(args: &LinkArgs) -> ExitCode {
+    if args.netns.as_deref() == Some(args.peer_netns.as_str()) {
+        return crate::usage_error("--netns and --peer-netns must differ");
+    }
+    let offload = match args.offload {
+        true => Offload::Full,
+        false => Offload::None,
+    };
+    let a = open_in(args.netns.as_deref(), &args.tun, offload, args.tun_addr);
+    let b = open_in(Some(&args.peer_netns), &args.peer_tun, offload, args.peer_addr);
+    let (a, b) = match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let (fwd, rev) = args.path.configs();
+    let mut bridge = match Bridge::new(a, b, fwd, rev, args.seed) {
+        Ok(b) => b,
+        Err(e) => return fail(&format!("bridge: {e}")),
+    };
+    if let Some(p) = &args.path.pcap {
+        if let Err(e) = bridge.capture(p) {
+            return fail(&format!("{}: {e}", p.display()));
+        }
+    }
+    install_signal_handlers();
+    let start = Instant::now();
+    let until = args.duration.map(|d| start + d);
+    let stop = || STOP.load(Ordering::Relaxed) || until.is_some_and(|u| Instant::now() >= u);
+    if let Err(e) = bridge.run(Duration::from_millis(100), stop) {
+        return fail(&format!("bridge: {e}"));
+    }
+    report(&bridge, args.json);
+    match bridge.finish() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("pcap: {e}")),
+    }
+}
+
+fn open_in(
+    ns: Option<&str>,
+    name: &str,
+    offload: Offload,
+    addr: (Ipv4Addr, u8),
+) -> Result<TunDevice, String> {
+    let _guard = match ns {
+        Some(ns) => Some(netns::enter(ns).map_err(|e| format!("network namespace {ns}: {e}"))?),
+        None => None,
+    };
+    open_device(name, offload, Some(addr))
+}
+
+fn install_signal_handlers() {
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+fn report(bridge: &Bridge, as_json: bool) {
+    let s = bridge.stats();
+    let v = json!({
+        "a_to_b": {"packets": s.a_to_b.enqueued, "delivered": s.a_to_b.delivered,
+                   "lost": s.a_to_b.link.lost, "queue_drops": s.a_to_b.queue_drops},
+        "b_to_a": {"packets": s.b_to_a.enqueued, "delivered": s.b_to_a.delivered,
+                   "lost": s.b_to_a.link.lost, "queue_drops": s.b_to_a.queue_drops},
+        "errors": s.errors,
+    });
+    match as_json {
+        true => println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default()),
+        false => eprintln!("lowtide link: {v}"),
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("lowtide: {msg}");
+    ExitCode::from(1)
+}

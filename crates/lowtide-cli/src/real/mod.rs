@@ -1,0 +1,231 @@
+//! The commands that run on the real path: lowtide on a TUN device, talking to the
+//! kernel's TCP through the emulated link (`lowtide transfer`, `lowtide iperf3`), and
+//! the link alone between two devices (`lowtide link`).
+
+pub mod link;
+pub mod net;
+pub mod transfer;
+
+use crate::units;
+use clap::Args;
+use lowtide::{Config, Stack};
+use lowtide_tun::device::{Offload, TunDevice};
+use lowtide_tun::link::PathConfig;
+use lowtide_tun::runtime::{Runtime, RuntimeConfig};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The flags every real-path command takes: the device, lowtide's address, the
+/// emulated link (the simulator's flags), and the stack's settings.
+#[derive(Args, Debug, Clone)]
+pub struct RealArgs {
+    /// TUN device to create (or attach to, if it exists).
+    #[arg(long, value_name = "NAME")]
+    pub tun: String,
+    /// Address and prefix of the kernel's side of the device (e.g. 10.7.0.1/24);
+    /// lowtide assigns it and brings the device up. Omit it for a device that is
+    /// already configured.
+    #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
+    pub tun_addr: Option<(Ipv4Addr, u8)>,
+    /// lowtide's own address [default: the address after --tun-addr's].
+    #[arg(long, value_name = "ADDR")]
+    pub local: Option<Ipv4Addr>,
+    #[command(flatten)]
+    pub path: PathArgs,
+    /// TSO and checksum offload on the device (64 KB super-packets both ways);
+    /// off writes one MSS-sized segment per packet.
+    #[arg(long, default_value = "on", value_parser = units::parse_on_off, value_name = "on|off", action = clap::ArgAction::Set)]
+    pub offload: bool,
+    /// Congestion control [default: the stack's, net.ipv4.tcp_congestion_control].
+    #[arg(long, value_parser = crate::parse_cc)]
+    pub cc: Option<String>,
+    /// A sysctl for lowtide's stack, e.g. net.ipv4.tcp_notsent_lowat=131072
+    /// (repeatable).
+    #[arg(long = "sysctl", value_name = "NAME=VALUE", value_parser = crate::parse_sysctl)]
+    pub sysctls: Vec<String>,
+    /// Seed of the stack's and the link's random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// The emulated link's flags, shared with the simulator's: the forward direction is
+/// from the side running the command (lowtide, or device A of `lowtide link`).
+#[derive(Args, Debug, Clone)]
+pub struct PathArgs {
+    /// Line rate, both directions (e.g. 100mbit, 1gbit); 0 is unlimited.
+    #[arg(long, default_value = "0", value_parser = parse_rate_or_zero)]
+    pub rate: u64,
+    /// Round-trip propagation delay; each direction gets half.
+    #[arg(long, value_parser = units::parse_duration, conflicts_with = "delay")]
+    pub rtt: Option<Duration>,
+    /// One-way propagation delay, each direction.
+    #[arg(long, value_parser = units::parse_duration)]
+    pub delay: Option<Duration>,
+    /// Loss probability, forward direction (e.g. 1%).
+    #[arg(long, default_value = "0", value_parser = units::parse_probability)]
+    pub loss: f64,
+    /// Loss probability, reverse direction.
+    #[arg(long, default_value = "0", value_parser = units::parse_probability)]
+    pub loss_reverse: f64,
+    /// Extra delay per packet, uniform in 0..JITTER, both directions (may reorder).
+    #[arg(long, default_value = "0ms", value_parser = units::parse_duration)]
+    pub jitter: Duration,
+    /// Queue limit in packets of each direction (pfifo limit; a GSO packet counts
+    /// once).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub queue: u64,
+    /// Writes what crosses the device(s) to this pcap file.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+}
+
+impl PathArgs {
+    /// (forward, reverse) path settings.
+    pub fn configs(&self) -> (PathConfig, PathConfig) {
+        let one_way = match (self.rtt, self.delay) {
+            (Some(rtt), _) => rtt / 2,
+            (None, Some(d)) => d,
+            (None, None) => Duration::ZERO,
+        };
+        let base = PathConfig {
+            rate_bps: (self.rate > 0).then_some(self.rate),
+            delay_ns: one_way.as_nanos() as u64,
+            jitter_ns: self.jitter.as_nanos() as u64,
+            loss: 0.0,
+            queue_limit: self.queue as usize,
+        };
+        let fwd = PathConfig {
+            loss: self.loss,
+            ..base.clone()
+        };
+        let rev = PathConfig {
+            loss: self.loss_reverse,
+            ..base
+        };
+        (fwd, rev)
+    }
+}
+
+fn parse_rate_or_zero(s: &str) -> Result<u64, String> {
+    match s.trim() {
+        "0" => Ok(0),
+        _ => units::parse_rate(s),
+    }
+}
+
+/// `A.B.C.D/N`.
+pub fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    let (addr, len) = s
+        .split_once('/')
+        .ok_or_else(|| format!("'{s}' is not ADDR/PREFIX (e.g. 10.7.0.1/24)"))?;
+    let addr: Ipv4Addr = addr
+        .parse()
+        .map_err(|_| format!("'{addr}' is not an IPv4 address"))?;
+    let len: u8 = len
+        .parse()
+        .ok()
+        .filter(|l| (1..=30).contains(l))
+        .ok_or_else(|| format!("prefix length '{len}' must be 1..30"))?;
+    Ok((addr, len))
+}
+
+/// The address after `addr` in its subnet, if it is a host address there.
+pub fn next_host(addr: Ipv4Addr, prefix: u8) -> Option<Ipv4Addr> {
+    let mask = u32::MAX << (32 - prefix as u32);
+    let next = u32::from(addr).wrapping_add(1);
+    let broadcast = (u32::from(addr) & mask) | !mask;
+    (next & mask == u32::from(addr) & mask && next != broadcast).then(|| next.into())
+}
+
+impl RealArgs {
+    /// lowtide's address: --local, or the one after --tun-addr.
+    pub fn local_addr(&self) -> Result<Ipv4Addr, String> {
+        match (self.local, self.tun_addr) {
+            (Some(a), _) => Ok(a),
+            (None, Some((a, len))) => next_host(a, len)
+                .ok_or_else(|| format!("no host address after {a}/{len}: give --local")),
+            (None, None) => Err("give --tun-addr (or --local for a configured device)".into()),
+        }
+    }
+
+    fn stack_config(&self) -> Result<Config, String> {
+        let mut cfg = Config::default();
+        if let Some(cc) = &self.cc {
+            cfg.set("net.ipv4.tcp_congestion_control", cc)
+                .map_err(|e| e.to_string())?;
+        }
+        for s in &self.sysctls {
+            cfg.set_assignment(s).map_err(|e| e.to_string())?;
+        }
+        Ok(cfg)
+    }
+
+    /// Checks the arguments (errors here are usage errors, exit code 2).
+    pub fn validate(&self) -> Result<Ipv4Addr, String> {
+        self.stack_config()?;
+        if self.tun.is_empty() || self.tun.len() > 15 {
+            return Err(format!("--tun '{}' must be 1..15 characters", self.tun));
+        }
+        self.local_addr()
+    }
+
+    /// Opens the device, configures it and starts the runtime (errors here are
+    /// run-time failures, exit code 1).
+    pub fn open(&self) -> Result<(Runtime, Ipv4Addr), String> {
+        let local = self.validate()?;
+        let offload = match self.offload {
+            true => Offload::Full,
+            false => Offload::None,
+        };
+        let dev = open_device(&self.tun, offload, self.tun_addr)?;
+        let mut stack = Stack::new(self.stack_config()?, self.seed);
+        stack.add_address(local.into());
+        let (egress, ingress) = self.path.configs();
+        let cfg = RuntimeConfig {
+            offload,
+            egress,
+            ingress,
+            seed: self.seed,
+        };
+        let mut rt = Runtime::new(stack, dev, cfg).map_err(|e| format!("runtime: {e}"))?;
+        if let Some(p) = &self.path.pcap {
+            rt.capture(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        Ok((rt, local))
+    }
+}
+
+/// Opens (or attaches to) a TUN device and, with an address, configures it and
+/// brings it up.
+pub fn open_device(
+    name: &str,
+    offload: Offload,
+    addr: Option<(Ipv4Addr, u8)>,
+) -> Result<TunDevice, String> {
+    let dev = TunDevice::open(name, offload).map_err(|e| format!("TUN device {name}: {e}"))?;
+    if let Some((a, len)) = addr {
+        dev.set_ipv4(a, len)
+            .map_err(|e| format!("{name}: setting {a}/{len}: {e}"))?;
+        dev.set_up().map_err(|e| format!("{name}: link up: {e}"))?;
+    }
+    Ok(dev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidr_and_next_host() {
+        assert_eq!(parse_cidr("10.7.0.1/24"), Ok((Ipv4Addr::new(10, 7, 0, 1), 24)));
+        assert!(parse_cidr("10.7.0.1").is_err());
+        assert!(parse_cidr("10.7.0.1/33").is_err());
+        assert!(parse_cidr("x/24").is_err());
+        let a = Ipv4Addr::new(10, 7, 0, 1);
+        assert_eq!(next_host(a, 24), Some(Ipv4Addr::new(10, 7, 0, 2)));
+        assert_eq!(next_host(Ipv4Addr::new(10, 7, 0, 254), 24), None);
+        assert_eq!(next_host(Ipv4Addr::new(10, 7, 0, 1), 30), Some(Ipv4Addr::new(10, 7, 0, 2)));
+        assert_eq!(next_host(Ipv4Addr::new(10, 7, 0, 2), 30), None);
+    }
+}

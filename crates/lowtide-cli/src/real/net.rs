@@ -1,0 +1,95 @@
+//! lowtide's stack as the non-blocking socket API the iperf3 protocol runs on, and
+//! the loop that drives an application on the runtime.
+
+use lowtide::{Shutdown, SocketError, SocketHandle};
+use lowtide_iperf3::{ConnStats, Net};
+use lowtide_tun::runtime::Runtime;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// The errno-named socket error as an `io::Error` of the same kind.
+pub fn io_error(e: SocketError) -> io::Error {
+    use io::ErrorKind as K;
+    let kind = match e {
+        SocketError::WouldBlock => K::WouldBlock,
+        SocketError::BadHandle | SocketError::InvalidInput => K::InvalidInput,
+        SocketError::NotConnected => K::NotConnected,
+        SocketError::BrokenPipe => K::BrokenPipe,
+        SocketError::ConnectionRefused => K::ConnectionRefused,
+        SocketError::ConnectionReset => K::ConnectionReset,
+        SocketError::TimedOut => K::TimedOut,
+        SocketError::AddrInUse => K::AddrInUse,
+        SocketError::AddrNotAvailable => K::AddrNotAvailable,
+    };
+    io::Error::new(kind, e)
+}
+
+/// [`Net`] over lowtide's stack on a runtime, with `local` as the source address.
+pub struct StackNet<'a> {
+    /// The runtime.
+    pub rt: &'a mut Runtime,
+    /// lowtide's address.
+    pub local: IpAddr,
+}
+
+impl Net for StackNet<'_> {
+    type Conn = SocketHandle;
+    type Listener = SocketHandle;
+
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.rt.now().as_nanos())
+    }
+
+    fn connect(&mut self, to: SocketAddr) -> io::Result<SocketHandle> {
+        let now = self.rt.now();
+        let from = SocketAddr::new(self.local, 0);
+        self.rt.stack().connect(now, from, to).map_err(io_error)
+    }
+
+    fn listen(&mut self, at: SocketAddr) -> io::Result<SocketHandle> {
+        self.rt.stack().listen(at, 128).map_err(io_error)
+    }
+
+    fn accept(&mut self, l: SocketHandle) -> io::Result<SocketHandle> {
+        self.rt.stack().accept(l).map_err(io_error)
+    }
+
+    fn read(&mut self, c: SocketHandle, buf: &mut [u8]) -> io::Result<usize> {
+        let now = self.rt.now();
+        self.rt.stack().recv(now, c, buf).map_err(io_error)
+    }
+
+    fn write(&mut self, c: SocketHandle, buf: &[u8]) -> io::Result<usize> {
+        let now = self.rt.now();
+        self.rt.stack().send(now, c, buf).map_err(io_error)
+    }
+
+    fn shutdown_write(&mut self, c: SocketHandle) -> io::Result<()> {
+        let now = self.rt.now();
+        let r = self.rt.stack().shutdown(now, c, Shutdown::Write);
+        r.map_err(io_error)
+    }
+
+    fn close(&mut self, c: SocketHandle) {
+        let now = self.rt.now();
+        let _ = self.rt.stack().close(now, c);
+    }
+
+    fn close_listener(&mut self, l: SocketHandle) {
+        let now = self.rt.now();
+        let _ = self.rt.stack().close(now, l);
+    }
+
+    fn stats(&self, c: SocketHandle) -> ConnStats {
+        let Ok(i) = self.rt.stack_ref().info(self.rt.now(), c) else {
+            return ConnStats::default();
+        };
+        ConnStats {
+            retransmits: i.total_retrans as u64,
+            snd_cwnd_bytes: i.snd_cwnd as u64 * i.snd_mss as u64,
+            rtt_us: i.rtt as u64,
+            rttvar_us: i.rttvar as u64,
+        }
+    }
+}

@@ -102,7 +102,10 @@ impl Bridge {
         self.deliver()?;
         let now = self.clock.now();
         let next = self.paths.iter().filter_map(|p| p.next_event()).min();
-        let deadline = next.map(Instant).unwrap_or(now + max_wait).min(now + max_wait);
+        let deadline = next
+            .map(Instant)
+            .unwrap_or(now + max_wait)
+            .min(now + max_wait);
         self.sleeper.sleep_until(deadline)?;
         for side in 0..2 {
             self.read(side)?;

@@ -146,7 +146,11 @@ impl Runtime {
         self.pump()?;
         let now = self.clock.now();
         let limit = now + max_wait;
-        let deadline = self.next_deadline().into_iter().chain(wake).fold(limit, Instant::min);
+        let deadline = self
+            .next_deadline()
+            .into_iter()
+            .chain(wake)
+            .fold(limit, Instant::min);
         self.sleeper.sleep_until(deadline)?;
         self.read_device()?;
         self.pump()

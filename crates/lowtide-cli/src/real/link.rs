@@ -66,7 +66,12 @@ pub fn run(args: &LinkArgs) -> ExitCode {
         false => Offload::None,
     };
     let a = open_in(args.netns.as_deref(), &args.tun, offload, args.tun_addr);
-    let b = open_in(Some(&args.peer_netns), &args.peer_tun, offload, args.peer_addr);
+    let b = open_in(
+        Some(&args.peer_netns),
+        &args.peer_tun,
+        offload,
+        args.peer_addr,
+    );
     let (a, b) = match (a, b) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return fail(&e),

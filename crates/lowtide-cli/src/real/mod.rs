@@ -218,14 +218,20 @@ mod tests {
 
     #[test]
     fn cidr_and_next_host() {
-        assert_eq!(parse_cidr("10.7.0.1/24"), Ok((Ipv4Addr::new(10, 7, 0, 1), 24)));
+        assert_eq!(
+            parse_cidr("10.7.0.1/24"),
+            Ok((Ipv4Addr::new(10, 7, 0, 1), 24))
+        );
         assert!(parse_cidr("10.7.0.1").is_err());
         assert!(parse_cidr("10.7.0.1/33").is_err());
         assert!(parse_cidr("x/24").is_err());
         let a = Ipv4Addr::new(10, 7, 0, 1);
         assert_eq!(next_host(a, 24), Some(Ipv4Addr::new(10, 7, 0, 2)));
         assert_eq!(next_host(Ipv4Addr::new(10, 7, 0, 254), 24), None);
-        assert_eq!(next_host(Ipv4Addr::new(10, 7, 0, 1), 30), Some(Ipv4Addr::new(10, 7, 0, 2)));
+        assert_eq!(
+            next_host(Ipv4Addr::new(10, 7, 0, 1), 30),
+            Some(Ipv4Addr::new(10, 7, 0, 2))
+        );
         assert_eq!(next_host(Ipv4Addr::new(10, 7, 0, 2), 30), None);
     }
 }

@@ -17,7 +17,12 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct TransferArgs {
     /// Connect to this kernel address and port (active open).
-    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "listen", required_unless_present = "listen")]
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        conflicts_with = "listen",
+        required_unless_present = "listen"
+    )]
     connect: Option<SocketAddr>,
     /// Listen on this port of lowtide's address and take one connection.
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
@@ -229,7 +234,9 @@ fn open(
     let now = rt.now();
     match (args.connect, args.listen) {
         (Some(to), _) => t.conn = Some(rt.stack().connect(now, SocketAddr::new(local, 0), to)?),
-        (None, Some(port)) => t.listener = Some(rt.stack().listen(SocketAddr::new(local, port), 16)?),
+        (None, Some(port)) => {
+            t.listener = Some(rt.stack().listen(SocketAddr::new(local, port), 16)?)
+        }
         (None, None) => return Err(SocketError::InvalidInput),
     }
     Ok(())
@@ -263,7 +270,10 @@ fn linger(rt: &mut Runtime) {
 
 fn print_report(report: &serde_json::Value, as_json: bool) {
     if as_json {
-        println!("{}", serde_json::to_string_pretty(report).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).unwrap_or_default()
+        );
         return;
     }
     let mbit = report["goodput_bps"].as_f64().unwrap_or(0.0) / 1e6;

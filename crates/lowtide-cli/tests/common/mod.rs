@@ -1,0 +1,183 @@
+//! Harness of the real-path tests: a network namespace per test, the `lowtide` binary
+//! started inside it (it creates its TUN device there), and kernel socket programs
+//! run as threads inside the same namespace. Everything is removed on drop, also when
+//! a test fails. Tests that need root call `lowtide_tun::netns::privileged` first.
+
+#![allow(dead_code)]
+
+use lowtide_tun::netns::{self, NetNs};
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Output, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The kernel's side of the TUN device.
+pub const KERNEL: &str = "10.7.0.1";
+/// lowtide's address (the default, the next one after --tun-addr).
+pub const LOWTIDE: &str = "10.7.0.2";
+
+/// A test's namespace; deleted on drop.
+pub struct Env {
+    pub ns: NetNs,
+}
+
+impl Env {
+    pub fn new(prefix: &str) -> Env {
+        let ns = NetNs::create(&netns::unique_name(prefix)).expect("create netns");
+        let up = ns.command("ip").args(["link", "set", "lo", "up"]).status();
+        assert!(up.expect("ip link set lo up").success());
+        Env { ns }
+    }
+
+    /// Starts `lowtide ARGS` inside the namespace.
+    pub fn lowtide(&self, args: &[&str]) -> ChildGuard {
+        let child = self
+            .ns
+            .command(env!("CARGO_BIN_EXE_lowtide"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn lowtide");
+        ChildGuard(Some(child))
+    }
+
+    /// Runs `f` on a thread inside the namespace.
+    pub fn kernel<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> JoinHandle<T> {
+        self.ns.spawn(f).expect("thread in netns")
+    }
+}
+
+/// A child process killed on drop.
+pub struct ChildGuard(Option<Child>);
+
+impl ChildGuard {
+    /// Waits for the exit (killing the process after `limit`) and returns its output.
+    pub fn wait(mut self, limit: Duration) -> Output {
+        let mut child = self.0.take().expect("child");
+        let start = Instant::now();
+        while child.try_wait().expect("try_wait").is_none() {
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.wait_with_output().expect("output")
+    }
+
+    /// Sends SIGTERM, then waits as [`ChildGuard::wait`].
+    pub fn terminate(self, limit: Duration) -> Output {
+        if let Some(c) = &self.0 {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        self.wait(limit)
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Deterministic test bytes (xorshift64*).
+pub fn stream(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Connects to `to`, retrying while lowtide is still starting (up to 10 s).
+pub fn connect_retry(to: SocketAddr) -> TcpStream {
+    let start = Instant::now();
+    loop {
+        match TcpStream::connect_timeout(&to, Duration::from_secs(2)) {
+            Ok(s) => return s,
+            Err(e) if start.elapsed() > Duration::from_secs(10) => panic!("connect {to}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// Kernel client: sends `data` to `to`, half-closes, waits for the peer's close.
+pub fn kernel_send(to: SocketAddr, data: Vec<u8>) -> usize {
+    let mut s = connect_retry(to);
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s.write_all(&data).expect("kernel write");
+    s.shutdown(Shutdown::Write).expect("shutdown");
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    data.len()
+}
+
+/// Kernel server on `port`: accepts one connection, reads it to the end; returns the
+/// byte count and SHA-256.
+pub fn kernel_recv(listener: TcpListener) -> (u64, String) {
+    let (mut s, _) = listener.accept().expect("accept");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut h = Sha256::new();
+    let mut n = 0u64;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => {
+                h.update(&buf[..k]);
+                n += k as u64;
+            }
+            Err(e) => panic!("kernel read: {e}"),
+        }
+    }
+    let hex = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    (n, hex)
+}
+
+/// The JSON lowtide printed.
+pub fn json_of(out: &Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "lowtide printed no JSON ({e}); status {:?}\nstdout: {text}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// A kernel server in `env`'s namespace on `port`, listening when this returns; the
+/// thread yields [`kernel_recv`]'s result.
+pub fn kernel_server(env: &Env, port: u16) -> JoinHandle<(u64, String)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = env.kernel(move || {
+        let l = TcpListener::bind(("0.0.0.0", port)).expect("bind");
+        tx.send(()).expect("signal");
+        kernel_recv(l)
+    });
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("kernel server listening");
+    h
+}

@@ -1,0 +1,213 @@
+//! lowtide against the kernel's TCP over a TUN device, every byte verified by SHA-256:
+//! both directions, with and without offload, through a clean path and through 20 ms
+//! of delay with 1 % loss, a peer that resets mid-transfer, and the pcap of the run.
+//! Needs root (network namespaces, TUN): skipped with a message otherwise, and a
+//! failure under LOWTIDE_REQUIRE_PRIVILEGED_TESTS (set by CI).
+
+mod common;
+
+use common::*;
+use lowtide_tun::netns::privileged;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+fn tun_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["--tun", "lt0", "--tun-addr", "10.7.0.1/24", "--json"];
+    v.extend_from_slice(extra);
+    v
+}
+
+/// lowtide sends `bytes` to a kernel server; both hashes must agree.
+fn lowtide_to_kernel(name: &str, bytes: u64, extra: &[&str]) -> serde_json::Value {
+    let env = Env::new(name);
+    let server = kernel_server(&env, 6000);
+    let size = bytes.to_string();
+    let mut args = vec!["transfer", "--connect", "10.7.0.1:6000", "--send", &size];
+    args.extend(tun_args(extra));
+    let out = env.lowtide(&args).wait(LIMIT);
+    let report = json_of(&out);
+    assert!(out.status.success(), "lowtide failed: {report}");
+    let (n, sha) = server.join().expect("kernel server");
+    assert_eq!(n, bytes, "kernel received all bytes");
+    assert_eq!(report["bytes"], bytes);
+    assert_eq!(report["sha256"].as_str(), Some(sha.as_str()), "same bytes");
+    report
+}
+
+/// A kernel client sends `bytes` to lowtide; both hashes must agree.
+fn kernel_to_lowtide(name: &str, bytes: usize, extra: &[&str]) -> serde_json::Value {
+    let env = Env::new(name);
+    let mut args = vec!["transfer", "--listen", "5000", "--recv"];
+    args.extend(tun_args(extra));
+    let child = env.lowtide(&args);
+    let data = stream(bytes, 42);
+    let sha = sha256_hex(&data);
+    let to: SocketAddr = format!("{LOWTIDE}:5000").parse().unwrap();
+    let client = env.kernel(move || kernel_send(to, data));
+    assert_eq!(client.join().expect("kernel client"), bytes);
+    let out = child.wait(LIMIT);
+    let report = json_of(&out);
+    assert!(out.status.success(), "lowtide failed: {report}");
+    assert_eq!(report["bytes"], bytes as u64);
+    assert_eq!(report["sha256"].as_str(), Some(sha.as_str()), "same bytes");
+    report
+}
+
+#[test]
+fn lowtide_sends_to_kernel_with_offload() {
+    if !privileged("lowtide_sends_to_kernel_with_offload") {
+        return;
+    }
+    let r = lowtide_to_kernel("lts", 50_000_000, &[]);
+    let gso = r["device"]["tx_gso_packets"].as_u64().unwrap();
+    assert!(gso > 0, "super-packets written to the device: {r}");
+}
+
+#[test]
+fn lowtide_sends_to_kernel_without_offload() {
+    if !privileged("lowtide_sends_to_kernel_without_offload") {
+        return;
+    }
+    let r = lowtide_to_kernel("ltn", 10_000_000, &["--offload", "off"]);
+    assert_eq!(r["device"]["tx_gso_packets"], 0, "{r}");
+    assert_eq!(r["device"]["rx_gso_packets"], 0, "{r}");
+}
+
+#[test]
+fn kernel_sends_to_lowtide_with_offload() {
+    if !privileged("kernel_sends_to_lowtide_with_offload") {
+        return;
+    }
+    let r = kernel_to_lowtide("ktl", 50_000_000, &[]);
+    let gso = r["device"]["rx_gso_packets"].as_u64().unwrap();
+    assert!(gso > 0, "the kernel's TSO packets arrive whole: {r}");
+}
+
+#[test]
+fn kernel_sends_to_lowtide_without_offload() {
+    if !privileged("kernel_sends_to_lowtide_without_offload") {
+        return;
+    }
+    kernel_to_lowtide("ktn", 10_000_000, &["--offload", "off"]);
+}
+
+#[test]
+fn lowtide_sends_through_delay_and_loss() {
+    if !privileged("lowtide_sends_through_delay_and_loss") {
+        return;
+    }
+    let path = ["--rtt", "20ms", "--loss", "1%", "--loss-reverse", "1%"];
+    let r = lowtide_to_kernel("ltl", 3_000_000, &path);
+    let lost = r["link"]["egress_lost"].as_u64().unwrap();
+    assert!(lost > 0, "the path lost segments: {r}");
+    assert!(r["retransmits"].as_u64().unwrap() > 0, "{r}");
+}
+
+#[test]
+fn kernel_sends_through_delay_and_loss() {
+    if !privileged("kernel_sends_through_delay_and_loss") {
+        return;
+    }
+    let path = ["--rtt", "20ms", "--loss", "1%", "--loss-reverse", "1%"];
+    let r = kernel_to_lowtide("ktls", 3_000_000, &path);
+    let lost = r["link"]["ingress_lost"].as_u64().unwrap();
+    assert!(lost > 0, "the path lost segments: {r}");
+}
+
+#[test]
+fn five_percent_loss_still_delivers_every_byte() {
+    if !privileged("five_percent_loss_still_delivers_every_byte") {
+        return;
+    }
+    let path = ["--rtt", "10ms", "--loss", "5%", "--loss-reverse", "5%"];
+    lowtide_to_kernel("lt5", 1_000_000, &path);
+}
+
+#[test]
+fn a_kernel_reset_mid_transfer_is_reported() {
+    if !privileged("a_kernel_reset_mid_transfer_is_reported") {
+        return;
+    }
+    let env = Env::new("ltr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = env.kernel(move || {
+        let l = TcpListener::bind(("0.0.0.0", 6000)).expect("bind");
+        tx.send(()).unwrap();
+        let (mut s, _) = l.accept().expect("accept");
+        let mut buf = vec![0u8; 100_000];
+        s.read_exact(&mut buf).expect("read the first 100 KB");
+        // SO_LINGER 0: close() sends a reset.
+        let sock = socket2_linger_zero(&s);
+        drop(s);
+        sock
+    });
+    rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let args = tun_args(&["--rate", "100mbit"]);
+    let mut all = vec!["transfer", "--connect", "10.7.0.1:6000", "--send", "1GB"];
+    all.extend(args);
+    let out = env.lowtide(&all).wait(LIMIT);
+    server.join().expect("kernel server");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("ECONNRESET"), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+    let report = json_of(&out);
+    assert!(
+        report["error"].as_str().unwrap().contains("reset"),
+        "{report}"
+    );
+}
+
+/// Sets SO_LINGER {on, 0} so that dropping the stream resets the connection.
+fn socket2_linger_zero(s: &std::net::TcpStream) -> i32 {
+    use std::os::fd::AsRawFd;
+    let l = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt with a valid fd and a linger struct of the right size.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&l as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as u32,
+        )
+    }
+}
+
+#[test]
+fn pcap_of_the_tun_path_reads_back_with_tcpdump() {
+    if !privileged("pcap_of_the_tun_path_reads_back_with_tcpdump") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("lowtide-pcap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tun.pcap");
+    let path = file.to_str().unwrap().to_string();
+    lowtide_to_kernel("ltp", 200_000, &["--pcap", &path]);
+    let out = std::process::Command::new("tcpdump")
+        .args(["-nn", "-r", &path])
+        .output()
+        .expect("tcpdump (CI installs it)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "tcpdump: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = text.lines().next().unwrap_or("");
+    assert!(
+        first.contains("10.7.0.2.")
+            && first.contains("> 10.7.0.1.6000")
+            && first.contains("Flags [S]"),
+        "SYN first: {first}"
+    );
+    let second = text.lines().nth(1).unwrap_or("");
+    assert!(second.contains("Flags [S.]"), "SYN-ACK second: {second}");
+}

@@ -211,3 +211,21 @@ fn pcap_of_the_tun_path_reads_back_with_tcpdump() {
     let second = text.lines().nth(1).unwrap_or("");
     assert!(second.contains("Flags [S.]"), "SYN-ACK second: {second}");
 }
+
+#[test]
+fn tcp_small_queues_bound_the_real_device_queue() {
+    if !privileged("tcp_small_queues_bound_the_real_device_queue") {
+        return;
+    }
+    // 100 Mbit/s, 20 ms: TX completions come from the emulated link's serializer, so
+    // TSQ keeps ~1 ms of data (plus one 64 KB packet) queued; without it the queue
+    // holds a large part of the congestion window.
+    let path = ["--rate", "100mbit", "--rtt", "20ms"];
+    let with = lowtide_to_kernel("tsq1", 10_000_000, &path);
+    let mut off = path.to_vec();
+    off.extend(["--sysctl", "experimental.tsq=false"]);
+    let without = lowtide_to_kernel("tsq0", 10_000_000, &off);
+    let q = |r: &serde_json::Value| r["link"]["egress_max_queue_bytes"].as_u64().unwrap();
+    assert!(q(&with) <= 300_000, "with TSQ: {with}");
+    assert!(q(&without) >= 1_000_000, "without TSQ: {without}");
+}

@@ -98,6 +98,10 @@ pub struct PathStats {
     pub queue_drops: u64,
     /// Packets (or segments) that arrived at the far end.
     pub delivered: u64,
+    /// Most packets ever waiting in the queue at once.
+    pub max_queue_packets: u64,
+    /// Most bytes (IP length) ever waiting in the queue at once.
+    pub max_queue_bytes: u64,
     /// The serializer's counters (wire segments, bytes, losses).
     pub link: LinkStats,
 }
@@ -121,6 +125,9 @@ pub struct PathDir {
     queue_drops: u64,
     enqueued: u64,
     delivered: u64,
+    queue_bytes: u64,
+    max_queue_packets: u64,
+    max_queue_bytes: u64,
 }
 
 impl PathDir {
@@ -139,6 +146,9 @@ impl PathDir {
             queue_drops: 0,
             enqueued: 0,
             delivered: 0,
+            queue_bytes: 0,
+            max_queue_packets: 0,
+            max_queue_bytes: 0,
         }
     }
 
@@ -158,7 +168,10 @@ impl PathDir {
             return false;
         }
         self.enqueued += 1;
+        self.queue_bytes += frame.data.len() as u64;
         self.queue.push_back((now, frame));
+        self.max_queue_packets = self.max_queue_packets.max(self.queue.len() as u64);
+        self.max_queue_bytes = self.max_queue_bytes.max(self.queue_bytes);
         true
     }
 
@@ -169,6 +182,7 @@ impl PathDir {
                 break;
             }
             let (enq, frame) = self.queue.pop_front().expect("front exists");
+            self.queue_bytes -= frame.data.len() as u64;
             self.transmit(enq, frame);
         }
     }
@@ -287,6 +301,8 @@ impl PathDir {
             enqueued: self.enqueued,
             queue_drops: self.queue_drops,
             delivered: self.delivered,
+            max_queue_packets: self.max_queue_packets,
+            max_queue_bytes: self.max_queue_bytes,
             link: self.link.stats,
         }
     }

@@ -176,6 +176,8 @@ impl Transfer {
             "link": {
                 "egress_lost": st.egress.link.lost, "ingress_lost": st.ingress.link.lost,
                 "egress_queue_drops": st.egress.queue_drops,
+                "egress_max_queue_packets": st.egress.max_queue_packets,
+                "egress_max_queue_bytes": st.egress.max_queue_bytes,
                 "ingress_queue_drops": st.ingress.queue_drops,
             },
         })

@@ -33,6 +33,9 @@ enum Command {
     /// One TCP connection between lowtide on a TUN device and a kernel socket
     /// program, sending or receiving a stream with its SHA-256 (needs root).
     Transfer(real::transfer::TransferArgs),
+    /// iperf3's client (-c) or server (-s) on lowtide over a TUN device; the real
+    /// iperf3 on the kernel's side is its peer (needs root).
+    Iperf3(real::iperf::Iperf3Args),
     /// The emulated link as a bridge between two TUN devices in two network
     /// namespaces, for kernel-to-kernel TCP (needs root).
     Link(real::link::LinkArgs),
@@ -258,5 +261,6 @@ fn main() -> ExitCode {
         Command::Sim(SimCommand::Stream(args)) => stream(args),
         Command::Transfer(args) => real::transfer::run(args),
         Command::Link(args) => real::link::run(args),
+        Command::Iperf3(args) => real::iperf::run(args),
     }
 }

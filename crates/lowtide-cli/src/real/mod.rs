@@ -2,6 +2,7 @@
 //! kernel's TCP through the emulated link (`lowtide transfer`, `lowtide iperf3`), and
 //! the link alone between two devices (`lowtide link`).
 
+pub mod iperf;
 pub mod link;
 pub mod net;
 pub mod transfer;

@@ -26,14 +26,14 @@ pub fn io_error(e: SocketError) -> io::Error {
 }
 
 /// [`Net`] over lowtide's stack on a runtime, with `local` as the source address.
-pub struct StackNet<'a> {
+pub struct StackNet {
     /// The runtime.
-    pub rt: &'a mut Runtime,
+    pub rt: Runtime,
     /// lowtide's address.
     pub local: IpAddr,
 }
 
-impl Net for StackNet<'_> {
+impl Net for StackNet {
     type Conn = SocketHandle;
     type Listener = SocketHandle;
 

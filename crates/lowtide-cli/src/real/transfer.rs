@@ -260,7 +260,7 @@ fn drive(rt: &mut Runtime, t: &mut Transfer, deadline: Instant) -> Result<(), St
 }
 
 /// Serves the stack a little longer so that the closing handshake completes.
-fn linger(rt: &mut Runtime) {
+pub(super) fn linger(rt: &mut Runtime) {
     let until = rt.now() + LINGER;
     while rt.now() < until && rt.stack_ref().connection_count() > 0 {
         while rt.stack().poll_event().is_some() {}

@@ -1,0 +1,189 @@
+//! `lowtide iperf3`: iperf3's client and server on lowtide's stack over a TUN device,
+//! speaking iperf3's protocol so that the real `iperf3 -s` and `iperf3 -c` on the
+//! kernel's side accept it; the flags are iperf3's.
+
+use super::net::StackNet;
+use super::RealArgs;
+use clap::Args;
+use lowtide_iperf3::{json_report, text_report, Client, ClientConfig, Poll, Server, ServerConfig};
+use lowtide_iperf3::TestOutcome;
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments of `lowtide iperf3` (iperf3's own flags, plus the real-path flags).
+#[derive(Args, Debug)]
+pub struct Iperf3Args {
+    /// Run as a client, connecting to HOST (the kernel's address).
+    #[arg(short = 'c', long = "client", value_name = "HOST", conflicts_with = "server", required_unless_present = "server")]
+    client: Option<IpAddr>,
+    /// Run as a server on lowtide's address.
+    #[arg(short = 's', long = "server")]
+    server: bool,
+    /// Server port.
+    #[arg(short = 'p', long = "port", default_value_t = 5201, value_parser = clap::value_parser!(u16).range(1..))]
+    port: u16,
+    /// Seconds to transmit for.
+    #[arg(short = 't', long = "time", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    time: u64,
+    /// Bytes to transmit instead of -t (iperf3 units: K, M, G are powers of 1024).
+    #[arg(short = 'n', long = "bytes", value_parser = parse_iperf_bytes)]
+    bytes: Option<u64>,
+    /// Parallel streams.
+    #[arg(short = 'P', long = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=128))]
+    parallel: u32,
+    /// Reverse: the server sends, the client receives.
+    #[arg(short = 'R', long = "reverse")]
+    reverse: bool,
+    /// Length of each write (iperf3 units) [default: 128K].
+    #[arg(short = 'l', long = "length", value_parser = parse_iperf_bytes)]
+    length: Option<u64>,
+    /// Prints iperf3's JSON report.
+    #[arg(short = 'J', long = "json")]
+    json: bool,
+    /// Server: handle one test, then exit.
+    #[arg(short = '1', long = "one-off")]
+    one_off: bool,
+    #[command(flatten)]
+    real: RealArgs,
+}
+
+/// iperf3's `unit_atof`: a number with an optional K/M/G/T suffix, powers of 1024.
+pub fn parse_iperf_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('m') => (&s[..s.len() - 1], 1 << 20),
+        Some('g') => (&s[..s.len() - 1], 1 << 30),
+        Some('t') => (&s[..s.len() - 1], 1 << 40),
+        _ => (s, 1),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a byte count (e.g. 10M, 1G, 65536)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("byte count '{s}' must be positive"));
+    }
+    Ok((v * mult as f64) as u64)
+}
+
+/// Runs `lowtide iperf3`.
+pub fn run(args: &Iperf3Args) -> ExitCode {
+    if let Some(len) = args.length.filter(|l| *l > 1 << 20) {
+        return crate::usage_error(&format!("-l {len}: at most 1M"));
+    }
+    if let Err(e) = args.real.validate() {
+        return crate::usage_error(&e);
+    }
+    let (rt, local) = match args.real.open() {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let mut net = StackNet {
+        rt,
+        local: local.into(),
+    };
+    let r = match args.client {
+        Some(host) => run_client(args, &mut net, SocketAddr::new(host, args.port)),
+        None => run_server(args, &mut net),
+    };
+    super::transfer::linger(&mut net.rt);
+    let _ = net.rt.finish();
+    r
+}
+
+fn run_client(args: &Iperf3Args, net: &mut StackNet, to: SocketAddr) -> ExitCode {
+    let mut cfg = ClientConfig::new(to);
+    cfg.duration = Duration::from_secs(args.time);
+    cfg.bytes = args.bytes;
+    cfg.parallel = args.parallel;
+    cfg.reverse = args.reverse;
+    cfg.json = args.json;
+    cfg.seed = args.real.seed;
+    if let Some(l) = args.length {
+        cfg.blksize = l as usize;
+    }
+    let mut client = Client::new(cfg);
+    loop {
+        match client.poll(net) {
+            Poll::Done(outcome) => return report(&outcome, args.json),
+            Poll::Pending { wake_at } => {
+                if let Err(e) = turn(net, wake_at) {
+                    return fail(&e);
+                }
+            }
+        }
+    }
+}
+
+fn run_server(args: &Iperf3Args, net: &mut StackNet) -> ExitCode {
+    let mut cfg = ServerConfig::new(SocketAddr::new(net.local, args.port));
+    cfg.one_off = args.one_off;
+    cfg.seed = args.real.seed;
+    let mut server = match Server::new(cfg, net) {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("listen on port {}: {e}", args.port)),
+    };
+    if !args.json {
+        println!("Server listening on {} (lowtide)", args.port);
+    }
+    loop {
+        let poll = server.poll(net);
+        for outcome in server.take_finished() {
+            report(&outcome, args.json);
+        }
+        match poll {
+            Poll::Done(outcome) => return report(&outcome, args.json),
+            Poll::Pending { wake_at } => {
+                if let Err(e) = turn(net, wake_at) {
+                    return fail(&e);
+                }
+            }
+        }
+    }
+}
+
+/// Serves the network until the protocol's next deadline or a network event.
+fn turn(net: &mut StackNet, wake_at: Option<Duration>) -> Result<(), String> {
+    while net.rt.stack().poll_event().is_some() {}
+    let wake = wake_at.map(|d| lowtide::Instant(d.as_nanos() as u64));
+    net.rt
+        .turn(wake, Duration::from_millis(100))
+        .map_err(|e| format!("event loop: {e}"))
+}
+
+fn report(outcome: &TestOutcome, as_json: bool) -> ExitCode {
+    match as_json {
+        true => println!(
+            "{}",
+            serde_json::to_string_pretty(&json_report(outcome)).unwrap_or_default()
+        ),
+        false => print!("{}", text_report(outcome)),
+    }
+    match outcome.is_ok() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(1),
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("lowtide: {msg}");
+    ExitCode::from(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iperf_units_are_binary() {
+        assert_eq!(parse_iperf_bytes("10M"), Ok(10 << 20));
+        assert_eq!(parse_iperf_bytes("1g"), Ok(1 << 30));
+        assert_eq!(parse_iperf_bytes("128K"), Ok(128 << 10));
+        assert_eq!(parse_iperf_bytes("1000"), Ok(1000));
+        assert_eq!(parse_iperf_bytes("1.5K"), Ok(1536));
+        assert!(parse_iperf_bytes("x").is_err());
+        assert!(parse_iperf_bytes("-1M").is_err());
+        assert!(parse_iperf_bytes("0").is_err());
+    }
+}

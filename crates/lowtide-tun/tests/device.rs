@@ -485,6 +485,37 @@ fn forwarded(dev: &TunDevice, src: SocketAddr, dst: SocketAddr, len: usize) -> V
     data
 }
 
+/// `send` reports the headers `virtio_net_hdr_to_skb` refuses as `InvalidInput`.
+#[test]
+fn kernel_rejects_bad_vnet_headers() {
+    if !privileged("kernel_rejects_bad_vnet_headers") {
+        return;
+    }
+    let s = setup(Offload::Full);
+    let (src, dst) = ("10.9.0.2:1".parse().unwrap(), "10.9.0.1:2".parse().unwrap());
+    let pkt = partial_packet(src, dst, 1, 0, ACK, TcpOptions::default(), &[0; 3000]);
+    let good = VnetHdr::for_transmit(&pkt, 1000).unwrap();
+    let bad = [
+        VnetHdr {
+            csum_offset: 60000,
+            ..good
+        },
+        VnetHdr {
+            gso_size: 0,
+            ..good
+        },
+        VnetHdr {
+            gso_type: vnet::VIRTIO_NET_HDR_GSO_TCPV6,
+            ..good
+        },
+    ];
+    for h in bad {
+        let e = s.dev.send(&h, &pkt).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{h:?}: {e}");
+    }
+    s.dev.send(&good, &pkt).expect("the good header");
+}
+
 /// Test 3: dropping a `NetNs` deletes it.
 #[test]
 fn netns_is_deleted_on_drop() {

@@ -119,7 +119,9 @@ impl Drop for NsGuard {
 ///
 /// Sockets and TUN devices created while the guard lives belong to the namespace for
 /// good: a TUN file opened inside stays bound to that namespace's interface after the
-/// thread leaves. Needs `CAP_SYS_ADMIN`.
+/// thread leaves. Threads that already exist are not moved, but a thread *spawned*
+/// while the guard lives starts inside the namespace too (`clone(2)` copies the
+/// creating thread's namespaces) and stays there. Needs `CAP_SYS_ADMIN`.
 pub fn enter(name: &str) -> io::Result<NsGuard> {
     check_name(name)?;
     let original = File::open("/proc/thread-self/ns/net")

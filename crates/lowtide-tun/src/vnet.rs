@@ -33,7 +33,9 @@
 //! of the bytes from `csum_start` to the end and stores the complement. This is exactly
 //! [`lowtide_wire::checksum::fill_tcp_partial`] and what lowtide's
 //! [`lowtide::Transmit`] carries; `tests/device.rs` checks it by having the kernel
-//! forward such packets to a device without offload, where it must finish them.
+//! forward such packets to a device without offload, where it must finish them
+//! (locally delivered `NEEDS_CSUM` packets are trusted without any check, so a
+//! wrong partial sum would go unnoticed there).
 
 use lowtide::RxChecksum;
 use lowtide_wire::checksum::{self, TCP_CHECKSUM_OFFSET};
@@ -69,8 +71,9 @@ pub struct VnetHdr {
     /// `VIRTIO_NET_HDR_GSO_*`, possibly with [`VIRTIO_NET_HDR_GSO_ECN`].
     pub gso_type: u8,
     /// Length of the headers (IP + TCP). Only a hint: on packets the kernel sends us,
-    /// `virtio_net_hdr_from_skb` sets it to `skb_headlen()`, the linear part of the
-    /// skb, which may be more or less than the headers.
+    /// `virtio_net_hdr_from_skb` sets it to `skb_headlen()` (the linear part of the
+    /// skb) for GSO packets and 0 otherwise. Observed: 0 on single packets, exactly
+    /// IP + TCP header length on TSO super-packets.
     pub hdr_len: u16,
     /// Payload bytes per segment of a GSO packet (0 without GSO).
     pub gso_size: u16,

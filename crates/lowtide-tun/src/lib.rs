@@ -8,6 +8,12 @@
 //!   `TUNSETOFFLOAD`, address, link up).
 //! - [`netns`]: network namespaces (create, enter, delete) for `lowtide link` and the
 //!   tests.
+//! - [`link`]: the emulated path (pfifo, rate, delay, jitter, loss) in real time,
+//!   built on the simulator's link so that both have the same semantics.
+//! - [`clock`]: `CLOCK_MONOTONIC` time and a timerfd for nanosecond deadlines.
+//! - [`runtime`]: the event loop that drives a [`lowtide::Stack`] on a device through
+//!   the path, with TX completions from the path's serializer.
+//! - [`bridge`]: two devices joined by the path (`lowtide link`).
 
 #![warn(missing_docs)]
 

@@ -33,14 +33,19 @@ impl Env {
 
     /// Starts `lowtide ARGS` inside the namespace.
     pub fn lowtide(&self, args: &[&str]) -> ChildGuard {
+        self.spawn(env!("CARGO_BIN_EXE_lowtide"), args)
+    }
+
+    /// Starts `program ARGS` inside the namespace.
+    pub fn spawn(&self, program: &str, args: &[&str]) -> ChildGuard {
         let child = self
             .ns
-            .command(env!("CARGO_BIN_EXE_lowtide"))
+            .command(program)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn lowtide");
+            .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
         ChildGuard(Some(child))
     }
 

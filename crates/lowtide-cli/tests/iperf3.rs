@@ -1,0 +1,144 @@
+//! `lowtide iperf3` against the real iperf3 3.12 on the kernel's side of a TUN device:
+//! lowtide's client with the kernel's `iperf3 -s`, the kernel's `iperf3 -c` with
+//! lowtide's server, with -P 4, -R, -n, and through a path with 5 % loss. Both sides'
+//! JSON reports must agree on the byte counts. Needs root and iperf3; skipped with a
+//! message otherwise (a failure in CI, which installs iperf3).
+
+mod common;
+
+use common::*;
+use lowtide_tun::netns::privileged;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(90);
+const TUN: [&str; 4] = ["--tun", "lt0", "--tun-addr", "10.7.0.1/24"];
+
+fn have_iperf3(test: &str) -> bool {
+    if !privileged(test) {
+        return false;
+    }
+    let ok = std::process::Command::new("iperf3").arg("--version").output().is_ok();
+    if !ok && std::env::var_os("LOWTIDE_REQUIRE_PRIVILEGED_TESTS").is_some() {
+        panic!("{test}: iperf3 is not installed (CI installs it with apt-get)");
+    }
+    if !ok {
+        eprintln!("skipping {test}: iperf3 is not installed");
+    }
+    ok
+}
+
+fn bytes(v: &Value, sum: &str) -> u64 {
+    v["end"][sum]["bytes"].as_u64().unwrap_or_else(|| panic!("no end.{sum}.bytes in {v}"))
+}
+
+/// Both reports agree on what was sent and received, and data moved.
+fn agree(ours: &Value, theirs: &Value) {
+    assert_eq!(bytes(ours, "sum_sent"), bytes(theirs, "sum_sent"), "sum_sent");
+    assert_eq!(bytes(ours, "sum_received"), bytes(theirs, "sum_received"), "sum_received");
+    assert!(bytes(ours, "sum_received") > 0);
+    for k in ["sum_sent", "sum_received"] {
+        assert!(ours["end"][k]["bits_per_second"].as_f64().unwrap() > 0.0, "{k}");
+    }
+}
+
+/// lowtide's client (`flags`) against the kernel's `iperf3 -s -1 -J`.
+fn lowtide_client(name: &str, flags: &[&str], path: &[&str]) -> (Value, Value) {
+    let env = Env::new(name);
+    let server = env.spawn("iperf3", &["-s", "-1", "-J", "-p", "5201"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut args = vec!["iperf3", "-c", KERNEL, "-J"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&TUN);
+    args.extend_from_slice(path);
+    let out = env.lowtide(&args).wait(LIMIT);
+    let ours = json_of(&out);
+    assert!(out.status.success(), "lowtide iperf3 -c failed: {ours}");
+    let theirs_out = server.wait(Duration::from_secs(20));
+    assert!(theirs_out.status.success(), "iperf3 -s failed");
+    (ours, json_of(&theirs_out))
+}
+
+/// The kernel's `iperf3 -c` (`flags`) against lowtide's `iperf3 -s -1 -J`.
+fn lowtide_server(name: &str, flags: &[&str]) -> (Value, Value) {
+    let env = Env::new(name);
+    let mut args = vec!["iperf3", "-s", "-1", "-J"];
+    args.extend_from_slice(&TUN);
+    let server = env.lowtide(&args);
+    let mut cargs = vec!["-c", LOWTIDE, "-J"];
+    cargs.extend_from_slice(flags);
+    let start = Instant::now();
+    let theirs = loop {
+        let out = env.spawn("iperf3", &cargs).wait(LIMIT);
+        if out.status.success() {
+            break json_of(&out);
+        }
+        // lowtide may still be creating its device.
+        assert!(start.elapsed() < Duration::from_secs(10), "iperf3 -c never connected");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let out = server.wait(Duration::from_secs(20));
+    let ours = json_of(&out);
+    assert!(out.status.success(), "lowtide iperf3 -s failed: {ours}");
+    (ours, theirs)
+}
+
+#[test]
+fn lowtide_client_to_kernel_server_four_streams() {
+    if !have_iperf3("lowtide_client_to_kernel_server_four_streams") {
+        return;
+    }
+    let (ours, theirs) = lowtide_client("ipc", &["-t", "2", "-P", "4"], &[]);
+    agree(&ours, &theirs);
+    assert_eq!(theirs["end"]["streams"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn lowtide_client_reverse() {
+    if !have_iperf3("lowtide_client_reverse") {
+        return;
+    }
+    let (ours, theirs) = lowtide_client("ipr", &["-t", "2", "-R"], &[]);
+    agree(&ours, &theirs);
+}
+
+#[test]
+fn lowtide_client_fixed_bytes() {
+    if !have_iperf3("lowtide_client_fixed_bytes") {
+        return;
+    }
+    let (ours, theirs) = lowtide_client("ipn", &["-n", "20M"], &[]);
+    agree(&ours, &theirs);
+    assert_eq!(bytes(&theirs, "sum_received"), 20 << 20);
+}
+
+#[test]
+fn kernel_client_to_lowtide_server_four_streams() {
+    if !have_iperf3("kernel_client_to_lowtide_server_four_streams") {
+        return;
+    }
+    let (ours, theirs) = lowtide_server("iks", &["-t", "2", "-P", "4"]);
+    agree(&ours, &theirs);
+    assert_eq!(ours["end"]["streams"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn kernel_client_reverse_to_lowtide_server() {
+    if !have_iperf3("kernel_client_reverse_to_lowtide_server") {
+        return;
+    }
+    let (ours, theirs) = lowtide_server("ikr", &["-t", "2", "-R", "-P", "4"]);
+    agree(&ours, &theirs);
+}
+
+#[test]
+fn lowtide_client_through_five_percent_loss() {
+    if !have_iperf3("lowtide_client_through_five_percent_loss") {
+        return;
+    }
+    let path = ["--rtt", "10ms", "--loss", "5%", "--loss-reverse", "5%"];
+    let (ours, theirs) = lowtide_client("ip5", &["-n", "2M"], &path);
+    agree(&ours, &theirs);
+    assert_eq!(bytes(&theirs, "sum_received"), 2 << 20);
+    assert!(ours["end"]["sum_sent"]["retransmits"].as_u64().unwrap() > 0);
+}

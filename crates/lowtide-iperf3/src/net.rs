@@ -50,4 +50,15 @@ pub trait Net {
     fn close_listener(&mut self, l: Self::Listener);
     /// The connection's statistics.
     fn stats(&self, c: Self::Conn) -> ConnStats;
+
+    /// The connection's local address, if known (for reports; defaults to `None`).
+    fn local_addr(&self, c: Self::Conn) -> Option<SocketAddr> {
+        let _ = c;
+        None
+    }
+    /// The connection's remote address, if known (for reports; defaults to `None`).
+    fn peer_addr(&self, c: Self::Conn) -> Option<SocketAddr> {
+        let _ = c;
+        None
+    }
 }

@@ -32,10 +32,14 @@ fn bytes(v: &Value, sum: &str) -> u64 {
     v["end"][sum]["bytes"].as_u64().unwrap_or_else(|| panic!("no end.{sum}.bytes in {v}"))
 }
 
-/// Both reports agree on what was sent and received, and data moved.
+/// Both reports agree on what was sent and received, and data moved. A real iperf3
+/// client reports both sums; a real server only its own side's (the other is 0).
 fn agree(ours: &Value, theirs: &Value) {
-    assert_eq!(bytes(ours, "sum_sent"), bytes(theirs, "sum_sent"), "sum_sent");
-    assert_eq!(bytes(ours, "sum_received"), bytes(theirs, "sum_received"), "sum_received");
+    for k in ["sum_sent", "sum_received"] {
+        if bytes(theirs, k) > 0 {
+            assert_eq!(bytes(ours, k), bytes(theirs, k), "{k}: ours {ours} theirs {theirs}");
+        }
+    }
     assert!(bytes(ours, "sum_received") > 0);
     for k in ["sum_sent", "sum_received"] {
         assert!(ours["end"][k]["bits_per_second"].as_f64().unwrap() > 0.0, "{k}");

@@ -164,7 +164,9 @@ pub fn kernel_recv(listener: TcpListener) -> (u64, String) {
 /// The JSON lowtide printed.
 pub fn json_of(out: &Output) -> serde_json::Value {
     let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(&text).unwrap_or_else(|e| {
+    // iperf3 may print a warning line before its JSON.
+    let json = text.find('{').map_or(&text[..], |i| &text[i..]);
+    serde_json::from_str(json).unwrap_or_else(|e| {
         panic!(
             "lowtide printed no JSON ({e}); status {:?}\nstdout: {text}\nstderr: {}",
             out.status,

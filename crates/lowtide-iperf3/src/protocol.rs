@@ -425,9 +425,14 @@ fn num_u64(v: &Value) -> Option<u64> {
     (f.is_finite() && f >= 0.0 && f < u64::MAX as f64).then_some(f as u64)
 }
 
+/// A JSON number as `i64`. iperf3 3.12's cJSON prints a negative 64-bit value as its
+/// unsigned twin (-1 as 18446744073709551615), so values above `i64::MAX` wrap.
 fn num_i64(v: &Value) -> Option<i64> {
     if let Some(i) = v.as_i64() {
         return Some(i);
+    }
+    if let Some(u) = v.as_u64() {
+        return Some(u as i64);
     }
     let f = v.as_f64()?;
     (f.is_finite() && f.abs() < i64::MAX as f64).then_some(f as i64)

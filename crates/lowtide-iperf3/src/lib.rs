@@ -18,6 +18,8 @@ pub mod protocol;
 pub mod report;
 pub mod server;
 mod stream;
+#[cfg(test)]
+mod tests;
 
 pub use client::{Client, ClientConfig};
 pub use net::{ConnStats, Net};

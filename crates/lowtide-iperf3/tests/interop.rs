@@ -130,7 +130,9 @@ fn against_real_server(port: u16, cfg: ClientConfig) -> (TestOutcome, Value) {
 fn check_vs_server(o: &TestOutcome, server: &Value, streams: usize) {
     assert_eq!(o.streams.len(), streams);
     let ids: Vec<u32> = o.streams.iter().map(|s| s.id).collect();
-    let expect: Vec<u32> = (0..streams).map(|i| if i == 0 { 1 } else { i as u32 + 2 }).collect();
+    let expect: Vec<u32> = (0..streams)
+        .map(|i| if i == 0 { 1 } else { i as u32 + 2 })
+        .collect();
     assert_eq!(ids, expect, "iperf3 stream numbering");
     let reverse = o.params.reverse;
     // The real server reports only its own side (it prints before the exchange).
@@ -156,7 +158,10 @@ fn check_vs_server(o: &TestOutcome, server: &Value, streams: usize) {
     assert!(o.sum_received() <= o.sum_sent());
     let j = json_report(o);
     assert_eq!(bytes(&j, &["end", "sum_sent", "bytes"]), o.sum_sent());
-    assert_eq!(bytes(&j, &["end", "sum_received", "bytes"]), o.sum_received());
+    assert_eq!(
+        bytes(&j, &["end", "sum_received", "bytes"]),
+        o.sum_received()
+    );
 }
 
 #[test]
@@ -227,7 +232,10 @@ fn real_client_against_ours(port: u16, args: &[&str]) -> (TestOutcome, Value) {
 
 fn check_vs_client(o: &TestOutcome, client: &Value, streams: usize) {
     assert_eq!(o.streams.len(), streams);
-    assert_eq!(client["end"]["streams"].as_array().map(Vec::len), Some(streams));
+    assert_eq!(
+        client["end"]["streams"].as_array().map(Vec::len),
+        Some(streams)
+    );
     let sent = bytes(client, &["end", "sum_sent", "bytes"]);
     let received = bytes(client, &["end", "sum_received", "bytes"]);
     assert!(sent > 0 && received > 0);

@@ -12,7 +12,7 @@ use crate::protocol::{
     random_seed, stream_id, Cookie, RecvBuf, Results, SendBuf, State, TestError, TestParams,
     DEFAULT_TCP_BLKSIZE, MAX_JSON_LEN,
 };
-use crate::stream::{secs_between, Stream, Transfer};
+use crate::stream::{secs_between, Pumped, Stream, Transfer};
 
 /// Default for giving up when nothing moves (iperf3's `--rcv-timeout` default, 120 s).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -388,15 +388,17 @@ impl<N: Net> Client<N> {
         if self.phase != Phase::Running {
             return Ok((0, false));
         }
-        let p = self
-            .xfer
-            .pump(net)
-            .map_err(|e| TestError::io("data stream", &e))?;
-        let over = match self.cfg.bytes {
-            Some(_) => self.xfer.limit_reached(),
-            None => self.deadline().is_some_and(|d| now >= d),
+        // Past the deadline nothing more is sent (what has arrived is still counted);
+        // with -n, the pump stops at the limit.
+        let timed_out = self.deadline().is_some_and(|d| now >= d);
+        let p = if timed_out && self.xfer.sending {
+            Pumped::default()
+        } else {
+            self.xfer
+                .pump(net)
+                .map_err(|e| TestError::io("data stream", &e))?
         };
-        if !over {
+        if !timed_out && !self.xfer.limit_reached() {
             return Ok((p.moved, p.more));
         }
         self.stop(net, now);

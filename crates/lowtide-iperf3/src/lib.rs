@@ -7,6 +7,31 @@
 //! `wake_at` it returned, until [`Poll::Done`]. [`kernel`] has a [`Net`] over the
 //! kernel's sockets and blocking drivers; [`text_report`] and [`json_report`] render
 //! an outcome like iperf3 does.
+//!
+//! ```no_run
+//! use lowtide_iperf3::{kernel::KernelNet, Client, ClientConfig, Poll};
+//! let mut net = KernelNet::new()?;
+//! let mut client = Client::new(ClientConfig::new("127.0.0.1:5201".parse().unwrap()));
+//! let outcome = loop {
+//!     match client.poll(&mut net) {
+//!         Poll::Done(o) => break o,
+//!         Poll::Pending { wake_at } => net.wait_until(wake_at)?,
+//!     }
+//! };
+//! print!("{}", lowtide_iperf3::text_report(&outcome));
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Differences from iperf3 3.12:
+//! - TCP only; no UDP/SCTP, `--bidir`, `-b` pacing or `-O` omitting (our server
+//!   answers a request for them with `SERVER_ERROR`/`IEUNIMP`, or ignores `-b`/`-O`).
+//! - No interval statistics (`intervals` is empty) and no CPU accounting (0 %).
+//! - The `[ ID]`/`socket` columns show the stream id (1, 3, 4, ...), not a descriptor.
+//! - On `TEST_END` our receiving server first reads what has already arrived (iperf3
+//!   closes the streams unread); our sending side stops at exactly `-n` bytes (iperf3
+//!   may overshoot by part of a block).
+//! - Our reports fill `sum_sent`/`sum_received` from both sides' results (iperf3's
+//!   server prints its report before the exchange, so one of them is 0 there).
 
 #![warn(missing_docs)]
 
@@ -18,6 +43,8 @@ pub mod protocol;
 pub mod report;
 pub mod server;
 mod stream;
+#[cfg(test)]
+mod tests;
 
 pub use client::{Client, ClientConfig};
 pub use net::{ConnStats, Net};

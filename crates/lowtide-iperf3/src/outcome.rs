@@ -18,6 +18,8 @@ pub enum Role {
 }
 
 /// What `poll` returns.
+// `Done` is big but returned once per test; boxing it would only cost the callers.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Poll {
     /// Call `poll` again after the next network event, or at `wake_at` (a time on the

@@ -425,9 +425,14 @@ fn num_u64(v: &Value) -> Option<u64> {
     (f.is_finite() && f >= 0.0 && f < u64::MAX as f64).then_some(f as u64)
 }
 
+/// A JSON number as `i64`. iperf3 3.12's cJSON prints a negative 64-bit value as its
+/// unsigned twin (-1 as 18446744073709551615), so values above `i64::MAX` wrap.
 fn num_i64(v: &Value) -> Option<i64> {
     if let Some(i) = v.as_i64() {
         return Some(i);
+    }
+    if let Some(u) = v.as_u64() {
+        return Some(u as i64);
     }
     let f = v.as_f64()?;
     (f.is_finite() && f.abs() < i64::MAX as f64).then_some(f as i64)
@@ -704,5 +709,134 @@ pub fn stream_id(index: usize) -> u32 {
         1
     } else {
         (index + 2) as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_bytes() {
+        for b in 0..=255u8 {
+            assert_eq!(State::from_byte(b).to_byte(), b);
+        }
+        assert_eq!(State::from_byte(0xff), State::AccessDenied);
+        assert_eq!(State::from_byte(0xfe), State::ServerError);
+        assert_eq!(State::from_byte(13), State::ExchangeResults);
+        assert_eq!(State::IperfDone.to_byte(), 16);
+    }
+
+    #[test]
+    fn cookie_shape_and_strcmp() {
+        let c = Cookie::generate(7);
+        assert_eq!(c.0[36], 0);
+        assert_eq!(c.as_string().len(), 36);
+        assert_ne!(Cookie::generate(8), c);
+        assert!(c.matches(&c.0));
+        let mut other = c.0;
+        other[5] ^= 1;
+        assert!(!c.matches(&other));
+        assert!(!c.matches(&c.0[..20]));
+    }
+
+    #[test]
+    fn json_framing_byte_by_byte() {
+        let v = json!({"a": 1, "b": [true]});
+        let mut tx = SendBuf::default();
+        tx.push_state(State::TestEnd);
+        tx.push_json(&v);
+        tx.push_state(State::IperfDone);
+        let wire = tx.pending().to_vec();
+        assert_eq!(&wire[1..5], &(v.to_string().len() as u32).to_be_bytes());
+        let mut rx = RecvBuf::default();
+        let mut got = Vec::new();
+        let mut want_json = false;
+        for &b in &wire {
+            rx.push(&[b]);
+            if want_json {
+                if let Some(j) = rx.take_json(MAX_JSON_LEN).unwrap() {
+                    got.push(format!("{j}"));
+                    want_json = false;
+                }
+            } else if let Some(s) = rx.take_state() {
+                got.push(format!("{s:?}"));
+                want_json = s == State::TestEnd;
+            }
+        }
+        assert_eq!(got, ["TestEnd", &v.to_string(), "IperfDone"]);
+    }
+
+    #[test]
+    fn hostile_json_is_an_error() {
+        let cases: [&[u8]; 5] = [
+            &[0xff, 0xff, 0xff, 0xff],
+            b"\0\0\0\x03{x}",
+            b"\0\0\0\x01[",
+            b"\0\0\0\x02\"\"",
+            b"\0\0\0\x04\xff\xfe{}",
+        ];
+        for bad in cases {
+            let mut rx = RecvBuf::default();
+            rx.push(bad);
+            assert!(rx.take_json(MAX_JSON_LEN).is_err(), "{bad:?}");
+        }
+        let mut rx = RecvBuf::default();
+        rx.push(b"\0\0\0\x03{}\0");
+        assert_eq!(
+            rx.take_json(MAX_JSON_LEN).unwrap(),
+            Some(json!({})),
+            "trailing NUL"
+        );
+    }
+
+    #[test]
+    fn real_client_params() {
+        // What iperf3 3.12 sends for `-t 3 -P 2 -R`.
+        let text = r#"{"tcp":true,"omit":0,"time":3,"num":0,"blockcount":0,"parallel":2,"reverse":true,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
+        let v: Value = serde_json::from_str(text).unwrap();
+        let p = TestParams::from_json(&v).unwrap();
+        assert_eq!((p.time, p.parallel, p.reverse, p.len), (3, 2, true, 131072));
+        let ours = TestParams {
+            time: 3,
+            parallel: 2,
+            reverse: true,
+            ..TestParams::default()
+        };
+        assert_eq!(ours.to_json(), v, "same keys and values as iperf3 3.12");
+        for bad in [
+            json!({"udp": true}),
+            json!({"bidirectional": true}),
+            json!({"parallel": 0}),
+            json!({"parallel": 129}),
+            json!({"len": 2_000_000}),
+            json!({"time": -1}),
+            json!({"time": "x"}),
+        ] {
+            assert!(TestParams::from_json(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn real_server_results() {
+        // iperf3 3.12 prints -1 as an unsigned 64-bit number.
+        let text = r#"{"cpu_util_total":61.2,"cpu_util_user":1.6,"cpu_util_system":59.6,"sender_has_retransmits":18446744073709551615,"congestion_used":"bbr","streams":[{"id":1,"bytes":8813452582,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1.000043}]}"#;
+        let r = Results::from_json(&serde_json::from_str(text).unwrap()).unwrap();
+        assert_eq!(r.sender_has_retransmits, -1);
+        assert_eq!(r.streams[0].retransmits, -1);
+        assert_eq!(r.streams[0].bytes, 8_813_452_582);
+        assert_eq!(r.congestion_used.as_deref(), Some("bbr"));
+        let back = Results::from_json(&r.to_json()).unwrap();
+        assert_eq!(back.streams, r.streams);
+        assert!(Results::from_json(&json!({"cpu_util_total": 1})).is_err());
+        let no_id = json!({"cpu_util_total": 0, "cpu_util_user": 0, "cpu_util_system": 0,
+            "sender_has_retransmits": 0, "streams": [{"bytes": 1}]});
+        assert!(Results::from_json(&no_id).is_err());
+    }
+
+    #[test]
+    fn stream_numbering() {
+        let ids: Vec<u32> = (0..5).map(stream_id).collect();
+        assert_eq!(ids, [1, 3, 4, 5, 6]);
     }
 }

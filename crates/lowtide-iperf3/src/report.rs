@@ -46,7 +46,7 @@ fn bps(bytes: u64, secs: f64) -> f64 {
 }
 
 fn line(id: &str, secs: f64, bytes: u64, retr: Option<u64>, who: &str) -> String {
-    let retr = retr.map_or_else(|| "     ".to_string(), |r| format!("{r:5}"));
+    let retr = retr.map_or_else(|| "   ".to_string(), |r| format!("{r:3}"));
     format!(
         "[{id}] {:6.2}-{:<6.2} sec  {}  {}/sec  {retr}             {who}\n",
         0.0,

@@ -14,6 +14,9 @@ use crate::protocol::{
 };
 use crate::stream::{secs_between, Pumped, Stream, Transfer};
 
+/// Longest wait for the data streams' acknowledgements before `TEST_END`.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+
 /// Default for giving up when nothing moves (iperf3's `--rcv-timeout` default, 120 s).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -112,6 +115,8 @@ pub struct Client<N: Net> {
     xfer: Transfer<N::Conn>,
     start: Option<Duration>,
     end: Option<Duration>,
+    /// When the sender stopped writing and began waiting for acknowledgements.
+    drain_from: Option<Duration>,
     last_progress: Option<Duration>,
     local_results: Option<Value>,
     peer_results: Option<(Value, Results)>,
@@ -136,6 +141,7 @@ impl<N: Net> Client<N> {
             xfer,
             start: None,
             end: None,
+            drain_from: None,
             last_progress: None,
             local_results: None,
             peer_results: None,
@@ -214,7 +220,11 @@ impl<N: Net> Client<N> {
         }
         let mut w = self.last_progress.unwrap_or(now) + self.cfg.idle_timeout;
         if let (Phase::Running, Some(end)) = (self.phase, self.deadline()) {
-            w = w.min(end);
+            w = w.min(end.max(now));
+        }
+        if self.phase == Phase::Running && self.drain_from.is_some() {
+            // Waiting for acknowledgements: look again in a millisecond.
+            w = w.min(now + Duration::from_millis(1));
         }
         w
     }
@@ -401,10 +411,29 @@ impl<N: Net> Client<N> {
         if !timed_out && !self.xfer.limit_reached() {
             return Ok((p.moved, p.more));
         }
+        if self.draining(net, now) {
+            return Ok((p.moved, false));
+        }
         self.stop(net, now);
         self.queue(|tx| tx.push_state(State::TestEnd));
         self.phase = Phase::AwaitExchange;
         Ok((p.moved, false))
+    }
+
+    /// A sender whose data is not all acknowledged yet keeps the test running, for
+    /// at most [`DRAIN_LIMIT`] after it stopped writing.
+    fn draining(&mut self, net: &N, now: Duration) -> bool {
+        if !self.xfer.sending {
+            return false;
+        }
+        let since = *self.drain_from.get_or_insert(now);
+        let queued: u64 = self
+            .xfer
+            .streams
+            .iter()
+            .filter_map(|s| net.send_queue_len(s.conn))
+            .sum();
+        queued > 0 && now < since + DRAIN_LIMIT
     }
 
     fn stop(&mut self, net: &mut N, now: Duration) {

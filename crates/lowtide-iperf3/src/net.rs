@@ -51,6 +51,14 @@ pub trait Net {
     /// The connection's statistics.
     fn stats(&self, c: Self::Conn) -> ConnStats;
 
+    /// Bytes written but not yet acknowledged by the peer (Linux's `SIOCOUTQ`), if
+    /// known. A sender waits for this to reach zero before `TEST_END`, so that the
+    /// receiver's count is the sender's; `None` (the default) does not wait.
+    fn send_queue_len(&self, c: Self::Conn) -> Option<u64> {
+        let _ = c;
+        None
+    }
+
     /// The connection's local address, if known (for reports; defaults to `None`).
     fn local_addr(&self, c: Self::Conn) -> Option<SocketAddr> {
         let _ = c;

@@ -112,35 +112,6 @@ impl AsRawFd for TimerFd {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn clock_starts_near_zero_and_advances() {
-        let c = Clock::start();
-        let a = c.now();
-        let b = c.now();
-        assert!(b >= a);
-        assert_eq!(c.to_monotonic(a) - a.as_nanos(), c.start);
-    }
-
-    #[test]
-    fn timer_in_the_past_fires() {
-        let t = TimerFd::new().unwrap();
-        t.arm_at(1).unwrap();
-        let mut pfd = libc::pollfd {
-            fd: t.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut pfd, 1, 5_000) };
-        assert_eq!(n, 1);
-        t.clear();
-    }
-}
-
 /// The event loop's wait: epoll (mio) on some descriptors plus a timerfd for the next
 /// deadline.
 pub struct Sleeper {
@@ -202,5 +173,34 @@ impl Sleeper {
         self.wakeups += 1;
         self.timer.clear();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_starts_near_zero_and_advances() {
+        let c = Clock::start();
+        let a = c.now();
+        let b = c.now();
+        assert!(b >= a);
+        assert_eq!(c.to_monotonic(a) - a.as_nanos(), c.start);
+    }
+
+    #[test]
+    fn timer_in_the_past_fires() {
+        let t = TimerFd::new().unwrap();
+        t.arm_at(1).unwrap();
+        let mut pfd = libc::pollfd {
+            fd: t.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, 5_000) };
+        assert_eq!(n, 1);
+        t.clear();
     }
 }

@@ -5,8 +5,8 @@
 use super::net::StackNet;
 use super::RealArgs;
 use clap::Args;
-use lowtide_iperf3::{json_report, text_report, Client, ClientConfig, Poll, Server, ServerConfig};
 use lowtide_iperf3::TestOutcome;
+use lowtide_iperf3::{json_report, text_report, Client, ClientConfig, Poll, Server, ServerConfig};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,7 +15,13 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct Iperf3Args {
     /// Run as a client, connecting to HOST (the kernel's address).
-    #[arg(short = 'c', long = "client", value_name = "HOST", conflicts_with = "server", required_unless_present = "server")]
+    #[arg(
+        short = 'c',
+        long = "client",
+        value_name = "HOST",
+        conflicts_with = "server",
+        required_unless_present = "server"
+    )]
     client: Option<IpAddr>,
     /// Run as a server on lowtide's address.
     #[arg(short = 's', long = "server")]

@@ -81,6 +81,12 @@ impl Net for StackNet {
         let _ = self.rt.stack().close(now, l);
     }
 
+    fn send_queue_len(&self, c: SocketHandle) -> Option<u64> {
+        let i = self.rt.stack_ref().info(self.rt.now(), c).ok()?;
+        // Unacknowledged segments, or bytes not sent yet.
+        Some(i.unacked as u64 + i.notsent_bytes)
+    }
+
     fn stats(&self, c: SocketHandle) -> ConnStats {
         let Ok(i) = self.rt.stack_ref().info(self.rt.now(), c) else {
             return ConnStats::default();

@@ -390,6 +390,19 @@ impl Tcb {
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(ctx, ack, &fl);
         }
+        // tcp_clean_rtx_queue ends with pkts_acked, before the recovery state
+        // machine; its RTT is the congestion control's (ca_rtt_us), or none.
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc.pkts_acked(
+            &mut self.cw,
+            &AckSample {
+                pkts_acked: cleaned.acked_segs,
+                rtt_us: rate.rtt_us,
+                in_flight: prior_in_flight,
+                now: ctx.now,
+            },
+            &ca_ctx,
+        );
         let dubious = self.ca_state != CaState::Open
             || sack.newly_sacked > 0
             || sack.dsack
@@ -397,29 +410,21 @@ impl Tcb {
             || (is_dupack && !self.rtx.is_empty());
         if dubious {
             let dup = is_dupack && self.rtx.packets_out > 0;
-            self.fastretrans_alert(ctx, prior_una, newly_acked_sacked, dup, &mut fl);
+            self.fastretrans_alert(ctx, prior_una, dup, &mut fl);
         }
-        let ca_ctx = self.ca_ctx(ctx.now);
         rate.lost = (self.rtx.lost - prior_lost) as u32;
         let rs = self.rate_gen(ctx.now, &rate);
-        if cleaned.acked_segs > 0 {
-            self.cc.pkts_acked(
-                &mut self.cw,
-                &AckSample {
-                    pkts_acked: cleaned.acked_segs,
-                    rtt_us,
-                    in_flight: prior_in_flight,
-                    now: ctx.now,
-                },
-                &ca_ctx,
-            );
-        }
-        // tcp_cong_control: the congestion control's own cong_control, or cwnd growth
-        // and the default pacing rate.
+        // tcp_cong_control: the congestion control's own cong_control, else PRR in
+        // Recovery, or cwnd growth; then the default pacing rate.
         if !self.cong_control(ctx.now, &rs) {
-            if self.may_raise_cwnd(cleaned.acked_segs) {
-                let acked = newly_acked_sacked.max(cleaned.acked_segs);
-                self.cc.cong_avoid(&mut self.cw, acked, &ca_ctx);
+            let ca_ctx = self.ca_ctx(ctx.now);
+            if self.ca_state == CaState::Recovery {
+                self.cwnd_reduction(newly_acked_sacked, rate.lost, fl.snd_una_advanced);
+            } else if self.may_raise_cwnd(cleaned.acked_segs) {
+                // acked_sacked: segments newly delivered by this ACK; those SACKed
+                // earlier and now cumulatively ACKed grew nothing then and do not now.
+                self.cc
+                    .cong_avoid(&mut self.cw, newly_acked_sacked, &ca_ctx);
             }
             self.update_pacing_rate(ctx.cfg);
         }

@@ -217,11 +217,27 @@ impl Tcb {
         if self.state == TcpState::Closed {
             return;
         }
-        self.data_queue(ctx, seq, payload, f.contains(TcpFlags::FIN));
+        self.data_rcv_rtt(ctx, th, seq, payload);
         // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK.
         self.write_xmit(ctx);
         self.check_space(ctx);
         self.ack_snd_check(ctx);
+    }
+
+    /// `tcp_data_queue` with the receiver's RTT measurements around it: a timestamp
+    /// sample before an in-order segment is queued (`tcp_rcv_established`), the
+    /// window-based one after it advanced rcv_nxt (`tcp_event_data_recv`).
+    fn data_rcv_rtt(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
+        if seq == self.rcv_nxt && !payload.is_empty() && self.ts_ok {
+            if let Some((_, tsecr)) = th.options.timestamp {
+                self.rcv_rtt_measure_ts(ctx, tsecr, payload.len());
+            }
+        }
+        let prior_nxt = self.rcv_nxt;
+        self.data_queue(ctx, seq, payload, th.flags.contains(TcpFlags::FIN));
+        if self.rcv_nxt > prior_nxt {
+            self.rcv_rtt_measure(ctx.now);
+        }
     }
 
     /// RFC 7323 section 5.3: PAWS rejects segments with an old timestamp.

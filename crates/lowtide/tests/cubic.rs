@@ -17,9 +17,14 @@ use std::time::Duration;
 /// HyStart exits earlier, at 36 after ACK 13: lowtide sends every segment the moment
 /// cwnd opens, so the round that starts at ACK 6 ends at snd_nxt 30001 and its 9th
 /// sample (ACK 14) is the first delay check. Linux's exit at ACK 20 needs its round to
-/// start at ACK 12, which follows from its transmit timing under fq pacing, TSQ and
-/// tcp_min_tso_segs=4 that this harness does not reproduce. What follows the exit is
-/// the same shape: +1 over the next 11 ACKs (cnt 20), then the one-per-two-ACKed cap.
+/// start at ACK 12, i.e. the round from ACK 6 to end at snd_nxt 22001..24000: Linux had
+/// sent only 11-12 of the 20 segments cwnd allowed by then. The HyStart code is
+/// tcp_cubic.c's line for line (thresholds, hystart_low_window, 8 samples, ca_rtt_us
+/// as the delay, pkts_acked before cong_avoid); every sample after the first exceeds
+/// delay_min + 12.5 ms here, so only the round boundary decides. That boundary follows
+/// from Linux's transmit timing under fq, TSQ and tcp_min_tso_segs=4, which this
+/// harness does not reproduce. What follows the exit is the same shape: +1 over the
+/// next 11 ACKs (cnt 20), then the one-per-two-ACKed cap.
 #[test]
 fn bulk_166k() {
     let mut d = Drill::cubic(ms(100));

@@ -157,7 +157,7 @@ impl Default for Config {
             tcp_recovery: TCP_RACK_LOSS_DETECTION,
             tcp_early_retrans: 3,
             tcp_frto: 2,
-            tcp_congestion_control: "reno".into(),
+            tcp_congestion_control: "cubic".into(),
             ip_local_port_range: [32768, 60999],
             somaxconn: 4096,
             mtu: 1500,

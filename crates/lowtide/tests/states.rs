@@ -276,6 +276,8 @@ mod established {
     #[test]
     fn ack_older_than_the_window_gets_challenge_ack() {
         let (mut p, c, s) = warm();
+        // B's window stays at 100 KB (autotuning would grow it past 290 KB).
+        p.b.set_rcvbuf(s, 100_000).unwrap();
         let d = pattern(300_000, 1);
         assert_eq!(send_all(&mut p, true, c, s, &d), d);
         p.drive_for(Duration::from_millis(300));

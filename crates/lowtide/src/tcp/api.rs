@@ -164,31 +164,6 @@ impl Tcb {
         Ok(n)
     }
 
-    /// `tcp_rcv_space_adjust` (receive buffer autotuning): once per receiver RTT, grow
-    /// the buffer to hold twice what the application read in that RTT.
-    fn rcv_space_adjust(&mut self, ctx: &mut Ctx) {
-        let rtt_us = if self.srtt_us > 0 {
-            self.srtt_us
-        } else {
-            100_000
-        };
-        let elapsed = ctx.now.saturating_since(self.rcvq_space_time);
-        if elapsed.as_micros() < rtt_us as u128 {
-            return;
-        }
-        let copied = (self.copied_seq - self.rcvq_space_seq) as u32;
-        if copied > self.rcvq_space {
-            if ctx.cfg.tcp_moderate_rcvbuf && !self.rcvbuf_locked {
-                let rcvwin = 2 * copied as u64 + 16 * self.advmss as u64;
-                let rcvbuf = (2 * rcvwin).min(ctx.cfg.tcp_rmem[2] as u64) as u32;
-                self.rcvbuf = self.rcvbuf.max(rcvbuf);
-            }
-            self.rcvq_space = copied;
-        }
-        self.rcvq_space_seq = self.copied_seq;
-        self.rcvq_space_time = ctx.now;
-    }
-
     /// `tcp_cleanup_rbuf`: after a read, send a window update if the window can grow
     /// by a lot (at least twice the current advertisement).
     fn cleanup_rbuf(&mut self, ctx: &mut Ctx) {

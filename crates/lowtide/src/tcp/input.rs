@@ -217,11 +217,27 @@ impl Tcb {
         if self.state == TcpState::Closed {
             return;
         }
-        self.data_queue(ctx, seq, payload, f.contains(TcpFlags::FIN));
+        self.data_rcv_rtt(ctx, th, seq, payload);
         // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK.
         self.write_xmit(ctx);
         self.check_space(ctx);
         self.ack_snd_check(ctx);
+    }
+
+    /// `tcp_data_queue` with the receiver's RTT measurements around it: a timestamp
+    /// sample before an in-order segment is queued (`tcp_rcv_established`), the
+    /// window-based one after it advanced rcv_nxt (`tcp_event_data_recv`).
+    fn data_rcv_rtt(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
+        if seq == self.rcv_nxt && !payload.is_empty() && self.ts_ok {
+            if let Some((_, tsecr)) = th.options.timestamp {
+                self.rcv_rtt_measure_ts(ctx, tsecr, payload.len());
+            }
+        }
+        let prior_nxt = self.rcv_nxt;
+        self.data_queue(ctx, seq, payload, th.flags.contains(TcpFlags::FIN));
+        if self.rcv_nxt > prior_nxt {
+            self.rcv_rtt_measure(ctx.now);
+        }
     }
 
     /// RFC 7323 section 5.3: PAWS rejects segments with an old timestamp.
@@ -390,6 +406,19 @@ impl Tcb {
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(ctx, ack, &fl);
         }
+        // tcp_clean_rtx_queue ends with pkts_acked, before the recovery state
+        // machine; its RTT is the congestion control's (ca_rtt_us), or none.
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc.pkts_acked(
+            &mut self.cw,
+            &AckSample {
+                pkts_acked: cleaned.acked_segs,
+                rtt_us: rate.rtt_us,
+                in_flight: prior_in_flight,
+                now: ctx.now,
+            },
+            &ca_ctx,
+        );
         let dubious = self.ca_state != CaState::Open
             || sack.newly_sacked > 0
             || sack.dsack
@@ -397,29 +426,21 @@ impl Tcb {
             || (is_dupack && !self.rtx.is_empty());
         if dubious {
             let dup = is_dupack && self.rtx.packets_out > 0;
-            self.fastretrans_alert(ctx, prior_una, newly_acked_sacked, dup, &mut fl);
+            self.fastretrans_alert(ctx, prior_una, dup, &mut fl);
         }
-        let ca_ctx = self.ca_ctx(ctx.now);
         rate.lost = (self.rtx.lost - prior_lost) as u32;
         let rs = self.rate_gen(ctx.now, &rate);
-        if cleaned.acked_segs > 0 {
-            self.cc.pkts_acked(
-                &mut self.cw,
-                &AckSample {
-                    pkts_acked: cleaned.acked_segs,
-                    rtt_us,
-                    in_flight: prior_in_flight,
-                    now: ctx.now,
-                },
-                &ca_ctx,
-            );
-        }
-        // tcp_cong_control: the congestion control's own cong_control, or cwnd growth
-        // and the default pacing rate.
+        // tcp_cong_control: the congestion control's own cong_control, else PRR in
+        // Recovery, or cwnd growth; then the default pacing rate.
         if !self.cong_control(ctx.now, &rs) {
-            if self.may_raise_cwnd(cleaned.acked_segs) {
-                let acked = newly_acked_sacked.max(cleaned.acked_segs);
-                self.cc.cong_avoid(&mut self.cw, acked, &ca_ctx);
+            let ca_ctx = self.ca_ctx(ctx.now);
+            if self.ca_state == CaState::Recovery {
+                self.cwnd_reduction(newly_acked_sacked, rate.lost, fl.snd_una_advanced);
+            } else if self.may_raise_cwnd(cleaned.acked_segs) {
+                // acked_sacked: segments newly delivered by this ACK; those SACKed
+                // earlier and now cumulatively ACKed grew nothing then and do not now.
+                self.cc
+                    .cong_avoid(&mut self.cw, newly_acked_sacked, &ca_ctx);
             }
             self.update_pacing_rate(ctx.cfg);
         }

@@ -12,6 +12,7 @@
 //! | [`rtx_queue`] | the retransmit queue and `tcp_sacktag_write_queue` |
 //! | `rtx_store` | `tcp_rtx_queue` rb-tree, or the list before seed 003 |
 //! | [`ofo`] | the out-of-order queue and SACK generation |
+//! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
 //! | [`cong`] | `tcp_congestion_ops`, Reno (tcp_cong.c), CUBIC (tcp_cubic.c) |
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
 //! | [`info`] | `struct tcp_info` |
@@ -25,6 +26,7 @@ pub(crate) mod output;
 pub(crate) mod pacing;
 pub(crate) mod rack;
 pub mod rate;
+pub(crate) mod rcvbuf;
 pub(crate) mod recovery;
 pub mod rtx_queue;
 mod rtx_store;

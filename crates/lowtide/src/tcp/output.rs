@@ -358,7 +358,9 @@ impl Tcb {
             self.cw.is_cwnd_limited = true;
             return false;
         }
-        let quota = self.cw.snd_cwnd - in_flight;
+        // tcp_cwnd_test: at most half of cwnd per TSO packet, so that at least two
+        // are in flight for better scheduling.
+        let quota = (self.cw.snd_cwnd - in_flight).min((self.cw.snd_cwnd >> 1).max(1));
         let head = self.write_queue.front().expect("caller checked");
         let len = head.data.len() as u64;
         let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());

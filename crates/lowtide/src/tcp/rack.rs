@@ -133,12 +133,14 @@ impl Tcb {
     /// continues recovery and is retransmitted.
     pub(crate) fn rack_reo_timeout(&mut self, ctx: &mut Ctx) {
         let prior_inflight = self.packets_in_flight();
+        let prior_lost = self.rtx.lost;
         self.rack_detect_loss(ctx);
         if prior_inflight != self.packets_in_flight() {
             if self.ca_state != CaState::Recovery {
                 self.enter_recovery(ctx);
                 if !self.cc.has_cong_control() {
-                    self.cwnd_reduction(1);
+                    let newly_lost = (self.rtx.lost - prior_lost) as u32;
+                    self.cwnd_reduction(1, newly_lost, false);
                 }
             }
             self.xmit_retransmit_queue(ctx);

@@ -160,7 +160,6 @@ impl Tcb {
         &mut self,
         ctx: &mut Ctx,
         prior_snd_una: u64,
-        newly_acked_sacked: u32,
         is_dupack: bool,
         fl: &mut AckFlags,
     ) {
@@ -170,11 +169,6 @@ impl Tcb {
                 (self.reno_dupacks + 1).min(self.rtx.packets_out.saturating_sub(1).max(1));
         }
         self.fastretrans_states(ctx, prior_snd_una, is_dupack, fl);
-        // With its own cong_control (BBR) the congestion control sets cwnd in
-        // recovery too (Linux runs PRR only without one).
-        if self.ca_state == CaState::Recovery && !self.cc.has_cong_control() {
-            self.cwnd_reduction(newly_acked_sacked);
-        }
     }
 
     /// Steps D (state exit) and E (state processing) of `tcp_fastretrans_alert`.
@@ -499,8 +493,15 @@ impl Tcb {
         self.set_ca_state(CaState::Recovery);
     }
 
-    /// RFC 6937 PRR (`tcp_cwnd_reduction`), with the slow-start reduction bound.
-    pub(crate) fn cwnd_reduction(&mut self, newly_acked_sacked: u32) {
+    /// RFC 6937 PRR (`tcp_cwnd_reduction`): proportional while the flight exceeds
+    /// ssthresh, then packet conservation, one more when snd_una advanced without a
+    /// new loss (Linux 5.19's reduction bound, rfc6937bis).
+    pub(crate) fn cwnd_reduction(
+        &mut self,
+        newly_acked_sacked: u32,
+        newly_lost: u32,
+        snd_una_advanced: bool,
+    ) {
         if newly_acked_sacked == 0 {
             return;
         }
@@ -512,10 +513,10 @@ impl Tcb {
             let dividend = ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
             (dividend / self.prior_cwnd.max(1) as u64) as i64 - self.prr_out as i64
         } else {
-            let ssrb = (self.prr_delivered as i64 - self.prr_out as i64)
-                .max(newly_acked_sacked as i64)
-                + 1;
-            delta.min(ssrb)
+            let sndcnt =
+                (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            let bonus = (snd_una_advanced && newly_lost == 0) as i64;
+            delta.min(sndcnt + bonus)
         };
         // A fast retransmit must be able to go out.
         let sndcnt = sndcnt.max(if self.prr_out == 0 { 1 } else { 0 });
@@ -595,33 +596,51 @@ mod prr_tests {
     }
 
     #[test]
-    fn prr_proportional_then_slow_start_reduction_bound() {
+    fn prr_proportional_then_reduction_bound() {
         // RFC 6937 section 3: RecoverFS = prior_cwnd = 20, ssthresh = 10.
         let mut t = tcb();
         t.prior_cwnd = 20;
         t.cw.snd_ssthresh = 10;
         // pipe 18 > ssthresh: sndcnt = ceil(prr_delivered * 10 / 20) - prr_out.
         set_pipe(&mut t, 18);
-        t.cwnd_reduction(1);
+        t.cwnd_reduction(1, 0, false);
         assert_eq!(t.cw.snd_cwnd, 18 + 1); // ceil(1 * 10 / 20) - 0 = 1
         t.prr_out = 1;
         set_pipe(&mut t, 18);
-        t.cwnd_reduction(1);
+        t.cwnd_reduction(1, 0, false);
         assert_eq!(t.cw.snd_cwnd, 18); // ceil(2 * 10 / 20) - 1 = 0
-        t.cwnd_reduction(2);
+        t.cwnd_reduction(2, 0, false);
         assert_eq!(t.cw.snd_cwnd, 18 + 1); // ceil(4 * 10 / 20) - 1 = 1
                                            // pipe below ssthresh: sndcnt = min(ssthresh - pipe, max(prr_delivered -
-                                           // prr_out, newly delivered) + 1) (slow-start reduction bound).
+                                           // prr_out, newly delivered) [+ 1 if snd_una advanced and nothing was newly lost]).
         t.prr_delivered = 11;
         t.prr_out = 5;
         set_pipe(&mut t, 8);
-        t.cwnd_reduction(1);
+        t.cwnd_reduction(1, 0, true);
         // prr_delivered 12: min(10 - 8, max(12 - 5, 1) + 1) = 2.
         assert_eq!(t.cw.snd_cwnd, 10);
         set_pipe(&mut t, 2);
-        t.cwnd_reduction(1);
+        t.cwnd_reduction(1, 0, true);
         // prr_delivered 13: min(8, max(8, 1) + 1) = 8.
         assert_eq!(t.cw.snd_cwnd, 10);
+    }
+
+    #[test]
+    fn prr_conservation_without_cumulative_progress() {
+        // A SACK (snd_una unchanged) or an ACK that also marked a loss earns no
+        // extra segment: one out per one delivered once prr_out caught up.
+        let mut t = tcb();
+        t.prior_cwnd = 10;
+        t.cw.snd_ssthresh = 7;
+        t.prr_delivered = 2;
+        t.prr_out = 3;
+        set_pipe(&mut t, 3);
+        t.cwnd_reduction(1, 0, false);
+        assert_eq!(t.cw.snd_cwnd, 3 + 1); // min(4, max(3 - 3, 1))
+        t.cwnd_reduction(1, 1, true);
+        assert_eq!(t.cw.snd_cwnd, 3 + 1); // min(4, max(4 - 3, 1)), a new loss: no bonus
+        t.cwnd_reduction(1, 0, true);
+        assert_eq!(t.cw.snd_cwnd, 3 + 2 + 1); // min(4, max(5 - 3, 1) + 1)
     }
 
     #[test]
@@ -631,7 +650,7 @@ mod prr_tests {
         t.cw.snd_ssthresh = 10;
         t.cw.snd_cwnd = 17;
         set_pipe(&mut t, 15);
-        t.cwnd_reduction(0);
+        t.cwnd_reduction(0, 0, false);
         assert_eq!(t.cw.snd_cwnd, 17);
         assert_eq!(t.prr_delivered, 0);
     }

@@ -122,6 +122,8 @@ pub struct Tcb {
     pub(crate) rcvq_space: u32,
     pub(crate) rcvq_space_seq: u64,
     pub(crate) rcvq_space_time: Instant,
+    /// `rcv_rtt_est`: the receiver's own RTT estimate, for autotuning.
+    pub(crate) rcv_rtt: super::rcvbuf::RcvRttEst,
     pub(crate) readable_signaled: bool,
     /// D-SACK block to send in the next ACK.
     pub(crate) dsack: Option<(u64, u64)>,
@@ -289,6 +291,7 @@ impl Tcb {
             rcvq_space: 10 * advmss,
             rcvq_space_seq: 1,
             rcvq_space_time: now,
+            rcv_rtt: Default::default(),
             readable_signaled: false,
             dsack: None,
             mss_cache: advmss,

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod drill;
+
 use lowtide::{Config, Instant, RxChecksum, SocketEvent, SocketHandle, Stack, TcpState};
 use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
@@ -45,6 +47,8 @@ pub struct Pair {
     pub events_a: Vec<SocketEvent>,
     pub events_b: Vec<SocketEvent>,
     pub wire: Vec<(Instant, Dir, Vec<u8>)>,
+    /// Segments the filter dropped, when recording.
+    pub dropped: Vec<(Instant, Dir, Vec<u8>)>,
     pub record: bool,
 }
 
@@ -74,6 +78,7 @@ impl Pair {
             events_a: Vec::new(),
             events_b: Vec::new(),
             wire: Vec::new(),
+            dropped: Vec::new(),
             record: false,
         }
     }
@@ -95,6 +100,9 @@ impl Pair {
                 for mut s in segs {
                     if let Some(f) = self.filter.as_mut() {
                         if let Verdict::Drop = f(dir, &mut s) {
+                            if self.record {
+                                self.dropped.push((self.now, dir, s));
+                            }
                             continue;
                         }
                     }

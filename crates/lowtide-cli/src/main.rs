@@ -228,18 +228,12 @@ fn stream(args: &StreamArgs) -> ExitCode {
     let results = match sc.run() {
         Ok(r) => r,
         Err(SimError::Invalid(e)) => return usage_error(&e),
-        Err(e) => {
-            eprintln!("lowtide: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return run_failure(&e.to_string()),
     };
     if args.json {
         match serde_json::to_string_pretty(&results) {
             Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("lowtide: cannot serialize results: {e}");
-                return ExitCode::from(1);
-            }
+            Err(e) => return run_failure(&format!("cannot serialize results: {e}")),
         }
     } else {
         print!("{}", summary::render(&sc, &results));
@@ -250,6 +244,13 @@ fn stream(args: &StreamArgs) -> ExitCode {
     }
 }
 
+/// A run that could not complete: the message on stderr, exit code 1.
+pub(crate) fn run_failure(msg: &str) -> ExitCode {
+    eprintln!("lowtide: {msg}");
+    ExitCode::from(1)
+}
+
+/// Bad arguments: the message on stderr, exit code 2.
 pub(crate) fn usage_error(msg: &str) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)

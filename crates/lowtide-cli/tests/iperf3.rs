@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use lowtide_tun::netns::privileged;
+use lowtide_tun::netns::{privileged, REQUIRE_PRIVILEGED_ENV};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ fn have_iperf3(test: &str) -> bool {
         .arg("--version")
         .output()
         .is_ok();
-    if !ok && std::env::var_os("LOWTIDE_REQUIRE_PRIVILEGED_TESTS").is_some() {
+    if !ok && std::env::var_os(REQUIRE_PRIVILEGED_ENV).is_some() {
         panic!("{test}: iperf3 is not installed (CI installs it with apt-get)");
     }
     if !ok {

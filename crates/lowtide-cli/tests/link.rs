@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use lowtide_tun::netns::privileged;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Kernel client in A's namespace sends `bytes` to a kernel server in B's, through
@@ -30,13 +30,7 @@ fn through_link(name: &str, bytes: usize, path: &[&str]) -> serde_json::Value {
     ];
     args.extend_from_slice(path);
     let link = a.lowtide(&args);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let server = b.kernel(move || {
-        let l = TcpListener::bind(("0.0.0.0", 7000)).expect("bind");
-        tx.send(()).unwrap();
-        kernel_recv(l)
-    });
-    rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let server = kernel_server(&b, 7000);
     let data = stream(bytes, 7);
     let sha = sha256_hex(&data);
     let to: SocketAddr = "10.8.0.2:7000".parse().unwrap();

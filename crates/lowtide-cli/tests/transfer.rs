@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use lowtide_tun::netns::privileged;
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -132,10 +132,7 @@ fn a_kernel_reset_mid_transfer_is_reported() {
         return;
     }
     let env = Env::new("ltr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let server = env.kernel(move || {
-        let l = TcpListener::bind(("0.0.0.0", 6000)).expect("bind");
-        tx.send(()).unwrap();
+    let server = kernel_listen(&env, 6000, |l| {
         let (mut s, _) = l.accept().expect("accept");
         let mut buf = vec![0u8; 100_000];
         s.read_exact(&mut buf).expect("read the first 100 KB");
@@ -144,7 +141,6 @@ fn a_kernel_reset_mid_transfer_is_reported() {
         drop(s);
         sock
     });
-    rx.recv_timeout(Duration::from_secs(10)).unwrap();
     let args = tun_args(&["--rate", "100mbit"]);
     let mut all = vec!["transfer", "--connect", "10.7.0.1:6000", "--send", "1GB"];
     all.extend(args);

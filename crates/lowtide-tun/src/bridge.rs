@@ -9,19 +9,16 @@
 //! complete checksums. Packets other than TCP pass too (ICMP, ND), whole.
 
 use crate::clock::{Clock, Sleeper};
-use crate::device::TunDevice;
-use crate::link::{gso_size_of, Frame, PathConfig, PathDir, PathStats};
+use crate::device::{TunDevice, READ_BUDGET, RECV_BUF_LEN};
+use crate::link::{Frame, PathConfig, PathDir, PathStats};
+use crate::runtime::record;
 use crate::vnet::VnetHdr;
-use lowtide::{Instant, RxChecksum};
+use lowtide::Instant;
 use lowtide_sim::pcap::PcapSink;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
-
-/// Packets read from one device per wakeup.
-const READ_BUDGET: usize = 64;
-const RX_BUF: usize = 65_536 + 256;
 
 /// Counters of a bridge.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,7 +36,6 @@ pub struct Bridge {
     devs: [TunDevice; 2],
     /// `paths[0]` carries A -> B, `paths[1]` B -> A.
     paths: [PathDir; 2],
-    clock: Clock,
     sleeper: Sleeper,
     buf: Vec<u8>,
     pcap: Option<PcapSink>,
@@ -57,23 +53,22 @@ impl Bridge {
     ) -> io::Result<Bridge> {
         a.set_nonblocking(true)?;
         b.set_nonblocking(true)?;
-        let clock = Clock::start();
-        let sleeper = Sleeper::new(clock, &[a.as_raw_fd(), b.as_raw_fd()])?;
+        let sleeper = Sleeper::new(Clock::start(), &[a.as_raw_fd(), b.as_raw_fd()])?;
         Ok(Bridge {
             devs: [a, b],
             paths: [
                 PathDir::new(a_to_b, false, seed),
                 PathDir::new(b_to_a, false, seed ^ 0x5eed),
             ],
-            clock,
             sleeper,
-            buf: vec![0; RX_BUF],
+            buf: vec![0; RECV_BUF_LEN],
             pcap: None,
             errors: 0,
         })
     }
 
-    /// Records what enters the bridge from either device to a pcap file.
+    /// Records what enters the bridge from either device to a pcap file (checksums
+    /// completed).
     pub fn capture(&mut self, path: &Path) -> io::Result<()> {
         self.pcap = Some(PcapSink::create(path).map_err(io::Error::other)?);
         Ok(())
@@ -100,7 +95,7 @@ impl Bridge {
     /// path event (at most `max_wait`), read both devices.
     pub fn turn(&mut self, max_wait: Duration) -> io::Result<()> {
         self.deliver()?;
-        let now = self.clock.now();
+        let now = self.sleeper.clock().now();
         let next = self.paths.iter().filter_map(|p| p.next_event()).min();
         let deadline = next
             .map(Instant)
@@ -123,26 +118,16 @@ impl Bridge {
 
     fn read(&mut self, side: usize) -> io::Result<()> {
         for _ in 0..READ_BUDGET {
-            let n = match self.devs[side].recv(&mut self.buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+            let Some(n) = self.devs[side].try_recv(&mut self.buf)? else {
+                return Ok(());
             };
-            let now = self.clock.now();
-            let Ok((hdr, packet)) = VnetHdr::parse(&self.buf[..n]) else {
+            let now = self.sleeper.clock().now();
+            let Some(frame) = Frame::from_device(&self.buf[..n]) else {
                 self.errors += 1;
                 continue;
             };
-            let frame = Frame {
-                data: packet.to_vec(),
-                gso_size: gso_size_of(&hdr),
-                csum_partial: hdr.rx_checksum() == RxChecksum::Unnecessary,
-                token: None,
-                vnet: Some(hdr),
-            };
             if let Some(p) = self.pcap.as_mut() {
-                p.write(now, &frame.data);
+                record(p, now, &frame);
             }
             self.paths[side].enqueue(now.as_nanos(), frame);
         }
@@ -150,18 +135,13 @@ impl Bridge {
     }
 
     fn deliver(&mut self) -> io::Result<()> {
-        let t = self.clock.now().as_nanos();
+        let t = self.sleeper.clock().now().as_nanos();
         for side in 0..2 {
             self.paths[side].advance(t);
             while let Some(frame) = self.paths[side].pop_arrived(t) {
                 let hdr = frame.vnet.unwrap_or_else(VnetHdr::plain);
-                match self.devs[1 - side].send(&hdr, &frame.data) {
-                    Ok(()) => {}
-                    Err(e) if e.raw_os_error().is_some_and(|c| c != libc::EBADF) => {
-                        tracing::trace!(error = %e, "bridge: device write failed");
-                        self.errors += 1;
-                    }
-                    Err(e) => return Err(e),
+                if !self.devs[1 - side].send_or_drop(&hdr, &frame.data)? {
+                    self.errors += 1;
                 }
             }
         }

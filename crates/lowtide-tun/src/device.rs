@@ -63,6 +63,10 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 /// 65535-byte payload).
 pub const RECV_BUF_LEN: usize = VnetHdr::LEN + 40 + 65535;
 
+/// Packets a loop reads from a device per wakeup before it runs the rest of its work
+/// (NAPI's budget plays the same role).
+pub const READ_BUDGET: usize = 64;
+
 /// Longest interface name (`IFNAMSIZ` - 1).
 pub const MAX_NAME_LEN: usize = libc::IFNAMSIZ - 1;
 
@@ -252,6 +256,33 @@ impl TunDevice {
         // SAFETY: `buf` is valid for `buf.len()` bytes of writes.
         let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
         cvt_size(n)
+    }
+
+    /// [`TunDevice::recv`] on a non-blocking device: `Ok(None)` when no packet is
+    /// waiting; an interrupted read is retried.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        loop {
+            match self.recv(buf) {
+                Ok(n) => return Ok(Some(n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// [`TunDevice::send`] where the kernel refusing this one packet (any errno but
+    /// `EBADF`, e.g. `EINVAL` for a header it rejects) is a loss, as on a real
+    /// device, not an error of the loop: returns whether the packet went out.
+    pub fn send_or_drop(&self, hdr: &VnetHdr, packet: &[u8]) -> io::Result<bool> {
+        match self.send(hdr, packet) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error().is_some_and(|c| c != libc::EBADF) => {
+                tracing::trace!(device = %self.name, error = %e, "device write failed");
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Writes one packet: `hdr` then `packet` (an IPv4/IPv6 packet), in one `writev`

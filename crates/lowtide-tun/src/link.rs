@@ -86,6 +86,21 @@ pub struct Frame {
     pub vnet: Option<VnetHdr>,
 }
 
+impl Frame {
+    /// A packet as read from a device (virtio-net header, then the IP packet); `None`
+    /// if the header is cut short.
+    pub fn from_device(raw: &[u8]) -> Option<Frame> {
+        let (hdr, packet) = VnetHdr::parse(raw).ok()?;
+        Some(Frame {
+            data: packet.to_vec(),
+            gso_size: gso_size_of(&hdr),
+            csum_partial: hdr.rx_checksum() == lowtide::RxChecksum::Unnecessary,
+            token: None,
+            vnet: Some(hdr),
+        })
+    }
+}
+
 /// What a wire segment carries besides its bytes: (csum_partial, token, vnet).
 type SegmentMeta = (bool, Option<TxToken>, Option<VnetHdr>);
 

@@ -14,9 +14,9 @@
 //! The caller owns the application: it calls [`Runtime::turn`] in a loop and, between
 //! turns, uses the stack's socket API through [`Runtime::stack`].
 
-use crate::clock::{Clock, Sleeper};
-use crate::device::{Offload, TunDevice};
-use crate::link::{gso_size_of, Frame, PathConfig, PathDir, PathStats};
+use crate::clock::Sleeper;
+use crate::device::{Offload, TunDevice, READ_BUDGET, RECV_BUF_LEN};
+use crate::link::{Frame, PathConfig, PathDir, PathStats};
 use crate::vnet::VnetHdr;
 use lowtide::{Instant, RxChecksum, Stack};
 use lowtide_sim::pcap::PcapSink;
@@ -25,12 +25,6 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
-
-/// Packets read from the device per wakeup before the engine runs again (NAPI's
-/// budget plays the same role).
-const READ_BUDGET: usize = 64;
-/// Largest packet the device hands us: a 64 KB GSO packet plus its vnet header.
-const RX_BUF: usize = 65_536 + 256;
 
 /// How the runtime uses the device and the path.
 #[derive(Debug, Clone)]
@@ -73,7 +67,6 @@ pub struct Runtime {
     offload: Offload,
     egress: PathDir,
     ingress: PathDir,
-    clock: Clock,
     sleeper: Sleeper,
     buf: Vec<u8>,
     pcap: Option<PcapSink>,
@@ -84,8 +77,7 @@ impl Runtime {
     /// Drives `stack` on `dev` (already configured and up).
     pub fn new(stack: Stack, dev: TunDevice, cfg: RuntimeConfig) -> io::Result<Runtime> {
         dev.set_nonblocking(true)?;
-        let clock = Clock::start();
-        let sleeper = Sleeper::new(clock, &[dev.as_raw_fd()])?;
+        let sleeper = Sleeper::new(crate::clock::Clock::start(), &[dev.as_raw_fd()])?;
         let split = cfg.offload == Offload::None;
         Ok(Runtime {
             stack,
@@ -93,9 +85,8 @@ impl Runtime {
             offload: cfg.offload,
             egress: PathDir::new(cfg.egress, split, cfg.seed),
             ingress: PathDir::new(cfg.ingress, false, cfg.seed ^ 0x5eed),
-            clock,
             sleeper,
-            buf: vec![0; RX_BUF],
+            buf: vec![0; RECV_BUF_LEN],
             pcap: None,
             stats: RuntimeStats::default(),
         })
@@ -121,7 +112,7 @@ impl Runtime {
 
     /// The current time of the engine's clock.
     pub fn now(&self) -> Instant {
-        self.clock.now()
+        self.sleeper.clock().now()
     }
 
     /// The device.
@@ -144,7 +135,7 @@ impl Runtime {
     /// `max_wait`, then reads the device. The caller runs its application between turns.
     pub fn turn(&mut self, wake: Option<Instant>, max_wait: Duration) -> io::Result<()> {
         self.pump()?;
-        let now = self.clock.now();
+        let now = self.sleeper.clock().now();
         let limit = now + max_wait;
         let deadline = self
             .next_deadline()
@@ -177,46 +168,29 @@ impl Runtime {
     /// Reads up to a budget of packets from the device into the ingress path.
     fn read_device(&mut self) -> io::Result<()> {
         for _ in 0..READ_BUDGET {
-            let n = match self.dev.recv(&mut self.buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+            let Some(n) = self.dev.try_recv(&mut self.buf)? else {
+                return Ok(());
             };
-            let now = self.clock.now();
-            self.on_device_packet(now, n);
+            let now = self.sleeper.clock().now();
+            let Some(frame) = Frame::from_device(&self.buf[..n]) else {
+                self.stats.errors += 1;
+                continue;
+            };
+            self.stats.rx_packets += 1;
+            self.stats.rx_gso_packets += (frame.gso_size > 0) as u64;
+            if let Some(p) = self.pcap.as_mut() {
+                record(p, now, &frame);
+            }
+            self.ingress.enqueue(now.as_nanos(), frame);
         }
         Ok(())
-    }
-
-    fn on_device_packet(&mut self, now: Instant, n: usize) {
-        let Ok((hdr, packet)) = VnetHdr::parse(&self.buf[..n]) else {
-            self.stats.errors += 1;
-            return;
-        };
-        self.stats.rx_packets += 1;
-        let gso_size = gso_size_of(&hdr);
-        if gso_size > 0 {
-            self.stats.rx_gso_packets += 1;
-        }
-        let frame = Frame {
-            data: packet.to_vec(),
-            gso_size,
-            csum_partial: hdr.rx_checksum() == RxChecksum::Unnecessary,
-            token: None,
-            vnet: None,
-        };
-        if let Some(p) = self.pcap.as_mut() {
-            record(p, now, &frame);
-        }
-        self.ingress.enqueue(now.as_nanos(), frame);
     }
 
     /// Runs everything due now until nothing moves: engine timers, transmits into the
     /// egress path, path progress, arrivals, TX completions.
     fn pump(&mut self) -> io::Result<()> {
         loop {
-            let now = self.clock.now();
+            let now = self.sleeper.clock().now();
             self.stack.handle_timeout(now);
             let mut moved = self.drain_engine(now);
             let t = now.as_nanos();
@@ -278,26 +252,20 @@ impl Runtime {
         if let Some(p) = self.pcap.as_mut() {
             record(p, now, &frame);
         }
-        match self.dev.send(&hdr, &frame.data) {
-            Ok(()) => {
+        // A packet the kernel refused is lost, as on a real device; TCP repairs it.
+        match self.dev.send_or_drop(&hdr, &frame.data)? {
+            true => {
                 self.stats.tx_packets += 1;
                 self.stats.tx_gso_packets += (frame.gso_size > 0) as u64;
-                Ok(())
             }
-            // The kernel refused this packet (e.g. no buffer): it is lost, as on a
-            // real device; TCP repairs it.
-            Err(e) if e.raw_os_error().is_some_and(|c| c != libc::EBADF) => {
-                tracing::trace!(error = %e, "device write failed");
-                self.stats.errors += 1;
-                Ok(())
-            }
-            Err(e) => Err(e),
+            false => self.stats.errors += 1,
         }
+        Ok(())
     }
 }
 
 /// Writes a frame to the capture with a complete checksum.
-fn record(p: &mut PcapSink, now: Instant, frame: &Frame) {
+pub(crate) fn record(p: &mut PcapSink, now: Instant, frame: &Frame) {
     if frame.csum_partial {
         let mut copy = frame.data.clone();
         let _ = gso::finish_checksum(&mut copy);

@@ -4,6 +4,7 @@
 
 use super::net::StackNet;
 use super::RealArgs;
+use crate::run_failure as fail;
 use clap::Args;
 use lowtide_iperf3::TestOutcome;
 use lowtide_iperf3::{json_report, text_report, Client, ClientConfig, Poll, Server, ServerConfig};
@@ -170,11 +171,6 @@ fn report(outcome: &TestOutcome, as_json: bool) -> ExitCode {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(1),
     }
-}
-
-fn fail(msg: &str) -> ExitCode {
-    eprintln!("lowtide: {msg}");
-    ExitCode::from(1)
 }
 
 #[cfg(test)]

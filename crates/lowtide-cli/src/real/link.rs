@@ -2,11 +2,11 @@
 //! its own network namespace, for kernel-to-kernel TCP through the same path lowtide
 //! uses.
 
-use super::{open_device, parse_cidr, PathArgs};
+use super::{configure, open_device, parse_cidr, PathArgs};
+use crate::run_failure as fail;
 use clap::Args;
 use lowtide_tun::bridge::Bridge;
 use lowtide_tun::device::{Offload, TunDevice};
-use lowtide_tun::netns;
 use serde_json::json;
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
@@ -106,11 +106,14 @@ fn open_in(
     offload: Offload,
     addr: (Ipv4Addr, u8),
 ) -> Result<TunDevice, String> {
-    let _guard = match ns {
-        Some(ns) => Some(netns::enter(ns).map_err(|e| format!("network namespace {ns}: {e}"))?),
-        None => None,
+    let Some(ns) = ns else {
+        return open_device(name, offload, Some(addr));
     };
-    open_device(name, offload, Some(addr))
+    let dev = TunDevice::open_in(ns, name, offload)
+        .map_err(|e| format!("TUN device {name} in network namespace {ns}: {e}"))?;
+    // The device's control socket was opened inside its namespace.
+    configure(&dev, addr)?;
+    Ok(dev)
 }
 
 fn install_signal_handlers() {
@@ -135,9 +138,4 @@ fn report(bridge: &Bridge, as_json: bool) {
         true => println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default()),
         false => eprintln!("lowtide link: {v}"),
     }
-}
-
-fn fail(msg: &str) -> ExitCode {
-    eprintln!("lowtide: {msg}");
-    ExitCode::from(1)
 }

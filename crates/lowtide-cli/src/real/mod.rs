@@ -205,12 +205,18 @@ pub fn open_device(
     addr: Option<(Ipv4Addr, u8)>,
 ) -> Result<TunDevice, String> {
     let dev = TunDevice::open(name, offload).map_err(|e| format!("TUN device {name}: {e}"))?;
-    if let Some((a, len)) = addr {
-        dev.set_ipv4(a, len)
-            .map_err(|e| format!("{name}: setting {a}/{len}: {e}"))?;
-        dev.set_up().map_err(|e| format!("{name}: link up: {e}"))?;
+    if let Some(addr) = addr {
+        configure(&dev, addr)?;
     }
     Ok(dev)
+}
+
+/// Gives the kernel's side of `dev` its address and brings the device up.
+pub fn configure(dev: &TunDevice, (a, len): (Ipv4Addr, u8)) -> Result<(), String> {
+    let name = dev.name();
+    dev.set_ipv4(a, len)
+        .map_err(|e| format!("{name}: setting {a}/{len}: {e}"))?;
+    dev.set_up().map_err(|e| format!("{name}: link up: {e}"))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! of every byte sent or received, so that both ends can be compared byte for byte.
 
 use super::RealArgs;
+use crate::run_failure as fail;
 use clap::Args;
 use lowtide::{EventKind, Instant, Shutdown, SocketError, SocketHandle, TcpState};
 use lowtide_sim::payload::Payload;
@@ -287,9 +288,4 @@ fn print_report(report: &serde_json::Value, as_json: bool) {
         report["retransmits"],
         report["sha256"].as_str().unwrap_or("")
     );
-}
-
-fn fail(msg: &str) -> ExitCode {
-    eprintln!("lowtide: {msg}");
-    ExitCode::from(1)
 }

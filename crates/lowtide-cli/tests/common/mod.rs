@@ -175,16 +175,25 @@ pub fn json_of(out: &Output) -> serde_json::Value {
     })
 }
 
-/// A kernel server in `env`'s namespace on `port`, listening when this returns; the
-/// thread yields [`kernel_recv`]'s result.
-pub fn kernel_server(env: &Env, port: u16) -> JoinHandle<(u64, String)> {
+/// A kernel listener in `env`'s namespace on `port`, listening when this returns;
+/// the thread runs `serve` on it.
+pub fn kernel_listen<T: Send + 'static>(
+    env: &Env,
+    port: u16,
+    serve: impl FnOnce(TcpListener) -> T + Send + 'static,
+) -> JoinHandle<T> {
     let (tx, rx) = std::sync::mpsc::channel();
     let h = env.kernel(move || {
         let l = TcpListener::bind(("0.0.0.0", port)).expect("bind");
         tx.send(()).expect("signal");
-        kernel_recv(l)
+        serve(l)
     });
     rx.recv_timeout(Duration::from_secs(10))
         .expect("kernel server listening");
     h
+}
+
+/// A kernel server on `port` that yields [`kernel_recv`]'s result.
+pub fn kernel_server(env: &Env, port: u16) -> JoinHandle<(u64, String)> {
+    kernel_listen(env, port, kernel_recv)
 }

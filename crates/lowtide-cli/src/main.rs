@@ -88,7 +88,7 @@ struct StreamArgs {
     /// closes, instead of a bulk transfer.
     #[arg(long, value_parser = units::parse_bytes)]
     bytes: Option<u64>,
-    /// Congestion control [default: reno, or the config file's].
+    /// Congestion control: reno, cubic or bbr [default: cubic (net.ipv4.tcp_congestion_control), or the config file's].
     #[arg(long, value_parser = parse_cc)]
     cc: Option<String>,
     /// MSS in bytes; sets the MTU of both hosts to MSS + 40.

@@ -787,3 +787,21 @@ pub(crate) fn ts_rtt_us(tsval: u32, ecr: u32) -> Option<u32> {
     let delta = tsval.wrapping_sub(ecr);
     (delta < i32::MAX as u32 / 1000).then(|| delta.max(1) * 1000)
 }
+
+#[cfg(test)]
+mod ts_rtt_tests {
+    use super::ts_rtt_us;
+
+    #[test]
+    fn echo_bounds_as_tcp_ack_update_rtt() {
+        assert_eq!(ts_rtt_us(1000, 1000), Some(1000), "at least one tick");
+        assert_eq!(ts_rtt_us(1000, 960), Some(40_000));
+        // From the future, or older than INT_MAX / 1000 ticks: no sample.
+        assert_eq!(ts_rtt_us(1000, 1001), None);
+        assert_eq!(ts_rtt_us(0, 1), None);
+        assert_eq!(ts_rtt_us(0, u32::MAX), Some(1000), "across the wrap");
+        assert_eq!(ts_rtt_us(i32::MAX as u32 / 1000, 0), None);
+        let d = i32::MAX as u32 / 1000 - 1;
+        assert_eq!(ts_rtt_us(d, 0), Some(d * 1000));
+    }
+}

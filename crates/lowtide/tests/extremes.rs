@@ -117,7 +117,7 @@ fn acks_with_extreme_tsecr_window_and_sack_edges() {
                 seq: forger.seq,
                 ack: a_una,
                 flags: TcpFlags::ACK,
-                window: if n % 3 == 0 { 0 } else { u16::MAX },
+                window: if n.is_multiple_of(3) { 0 } else { u16::MAX },
                 urgent: u16::MAX,
                 options,
                 ..Default::default()

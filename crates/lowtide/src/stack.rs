@@ -331,19 +331,36 @@ impl Stack {
     pub fn close(&mut self, now: Instant, h: SocketHandle) -> Result<(), SocketError> {
         let index = self.handle_slot(h)?;
         if let Some(Sock::Listener(l)) = &self.slots[index as usize].sock {
-            let (local, pending): (SocketAddr, Vec<u32>) =
+            let (local, queued): (SocketAddr, Vec<u32>) =
                 (l.local, l.accept_queue.iter().copied().collect());
             self.listeners.remove(&local);
+            self.listen_stop(now, index, &queued);
             self.free_slot(index);
-            for child in pending {
-                self.slots[child as usize].orphan = true;
-                self.with_tcb(now, child, |tcb, ctx| tcb.abort(ctx));
-            }
             return Ok(());
         }
         self.slots[index as usize].orphan = true;
         self.with_tcb(now, index, |tcb, ctx| tcb.close(ctx));
         Ok(())
+    }
+
+    /// `inet_csk_listen_stop`: the listener in `index` closes. Children still in
+    /// SYN-RECV are dropped without a word (Linux's request socks die with their
+    /// listener; the client's ACK then finds no socket and is reset); established
+    /// children nobody accepted (`queued`) are reset (`tcp_disconnect`).
+    fn listen_stop(&mut self, now: Instant, index: u32, queued: &[u32]) {
+        let syn_recv: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&i| {
+                matches!(&self.slots[i as usize].sock,
+                    Some(Sock::Tcp(t)) if t.parent == Some(index) && !t.in_accept_queue)
+            })
+            .collect();
+        for child in syn_recv {
+            self.free_slot(child);
+        }
+        for &child in queued {
+            self.slots[child as usize].orphan = true;
+            self.with_tcb(now, child, |tcb, ctx| tcb.abort(ctx));
+        }
     }
 
     /// Aborts a connection with RST (`SO_LINGER` 0 then `close(2)`).

@@ -404,6 +404,27 @@ impl Stack {
         Ok(())
     }
 
+    /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
+    /// peer's window stay closed to our probes, before the connection fails with
+    /// `ETIMEDOUT` (`icsk_user_timeout`, used by `tcp_write_timeout` and
+    /// `tcp_probe_timer`); zero restores the defaults (`tcp_retries2`).
+    pub fn set_user_timeout(
+        &mut self,
+        h: SocketHandle,
+        timeout: core::time::Duration,
+    ) -> Result<(), SocketError> {
+        if timeout.as_millis() > i32::MAX as u128 {
+            return Err(SocketError::InvalidInput);
+        }
+        self.tcb_mut(h)?.user_timeout = timeout;
+        Ok(())
+    }
+
+    /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
+    pub fn user_timeout(&self, h: SocketHandle) -> Result<core::time::Duration, SocketError> {
+        Ok(self.tcb(h)?.user_timeout)
+    }
+
     /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.
     pub fn notsent_lowat(&self, h: SocketHandle) -> Result<u32, SocketError> {
         Ok(self.tcb(h)?.notsent_lowat)

@@ -370,6 +370,8 @@ impl Tcb {
             return true; // old duplicate: ignore the ACK, keep the data
         }
         let ack = ack as u64;
+        // tcp_ack: the peer is alive; window probes count again from zero.
+        self.probes_out = 0;
         let prior_in_flight = self.packets_in_flight();
         let prior_una = self.snd_una;
         let prior_sacked = self.rtx.sacked_out;
@@ -511,8 +513,10 @@ impl Tcb {
                     .pending
                     .is_some_and(|p| p.0 == super::sock::Pending::Probe0)
             {
+                // tcp_ack_probe: the window opened.
                 self.pending = None;
                 self.backoff = 0;
+                self.probes_tstamp = None;
             }
             self.snd_wnd = nwin;
             self.max_window = self.max_window.max(nwin);

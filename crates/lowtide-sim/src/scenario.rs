@@ -140,8 +140,12 @@ pub struct FlowResult {
     pub ca_state: &'static str,
     /// `TCP_NOTSENT_LOWAT` of the sending socket as getsockopt reports it (0: unset).
     pub notsent_lowat: u32,
-    /// Every byte read so far matched, and a fixed-size transfer arrived whole.
+    /// The flow passed the run's [`crate::verdict::Verdict`]: it connected and
+    /// delivered its bytes intact (all of a fixed-size transfer; without a stall in a
+    /// timed one).
     pub verified: bool,
+    /// Why the flow failed (the verdict's reason), if it did.
+    pub failure: Option<String>,
     /// The stream offset of the first wrong, extra or missing byte.
     pub first_error_offset: Option<u64>,
     /// A socket error seen by either end.
@@ -213,10 +217,13 @@ pub struct Results {
     pub goodput_bps: f64,
     /// Per-flow figures.
     pub per_flow: Vec<FlowResult>,
-    /// Every byte of every flow arrived intact (and, for fixed transfers, completely).
+    /// The verdict passed: every flow connected and delivered its bytes intact (for
+    /// fixed transfers completely, for timed ones without stalling).
     pub bytes_verified: bool,
-    /// Why the run failed, if it did.
+    /// Why the run failed, if it did: the verdict's summary.
     pub failure: Option<String>,
+    /// The verdict with the reason of each failed flow.
+    pub verdict: crate::verdict::Verdict,
     /// Counters of the sending host A (nstat names).
     pub counters: Counters,
     /// Counters of the receiving host B.

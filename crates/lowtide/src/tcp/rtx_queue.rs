@@ -127,6 +127,9 @@ pub struct Cleaned {
 pub struct Tagged {
     /// Segments newly SACKed.
     pub segs: u32,
+    /// Send time of the oldest newly SACKed skb that was never retransmitted
+    /// (`first_sackt`: the SACK RTT sample of `tcp_ack_update_rtt`).
+    pub first_tx: Option<Instant>,
     /// Send time of the newest newly SACKed skb that was never retransmitted.
     pub last_tx: Option<Instant>,
     /// Some newly SACKed skb had been retransmitted (D-SACK-less undo hint).
@@ -145,6 +148,10 @@ pub struct Tagged {
 impl Tagged {
     fn add(&mut self, o: Tagged) {
         self.segs += o.segs;
+        self.first_tx = match (self.first_tx, o.first_tx) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.last_tx = self.last_tx.max(o.last_tx);
         self.retrans |= o.retrans;
         self.shifted += o.shifted;
@@ -538,6 +545,7 @@ impl RtxQueue {
         if s.has(EVER_RETRANS) {
             t.retrans = true;
         } else {
+            t.first_tx = Some(t.first_tx.map_or(s.tx_time, |f| f.min(s.tx_time)));
             t.last_tx = t.last_tx.max(Some(s.tx_time));
         }
         self.modify(p, |s| {

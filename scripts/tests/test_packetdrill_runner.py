@@ -58,6 +58,14 @@ for n, line in enumerate(text.splitlines(), 1):
         print("script packet:  0.100 . 1:1(0) ack 1", file=sys.stderr)
         status = 1
         break
+    if verb == "pyfail":
+        print(f"{script}:{n}: error in Python code", file=sys.stderr)
+        print("Traceback (most recent call last):", file=sys.stderr)
+        print('  File "/tmp/code_x", line 3, in <module>', file=sys.stderr)
+        print("AssertionError: 36", file=sys.stderr)
+        print(f"{script}: error executing code: 'python3' returned non-zero status 1", file=sys.stderr)
+        status = 1
+        break
     if verb == "hang":
         time.sleep(600)
     if verb == "expect":
@@ -165,12 +173,13 @@ class RunnerTest(unittest.TestCase):
             // fake: fail 3 runtime error in write call: Expected result 10 but got -1 with errno 11
             """)
         self.pkt("tcp/b/hang.pkt", "// fake: hang\n")
+        self.pkt("tcp/b/py.pkt", "+0 %{ assert tcpi_snd_cwnd == 40, tcpi_snd_cwnd }%\n// fake: pyfail\n")
         out = os.path.join(self.tmp.name, "out.json")
         r = self.run_runner("--json", out, "--jobs", "2", self.suite, timeout="3")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         with open(out) as f:
             doc = json.load(f)
-        self.assertEqual((doc["total"], doc["passed"]), (3, 1))
+        self.assertEqual((doc["total"], doc["passed"]), (4, 1))
         by = {os.path.basename(s["path"]): s for s in doc["scripts"]}
         ok = by["pass.pkt"]
         self.assertEqual(ok["result"], "pass", ok)
@@ -187,18 +196,22 @@ class RunnerTest(unittest.TestCase):
             "but got -1 with errno 11 (script packet:  0.100 . 1:1(0) ack 1)",
         )
         self.assertIn("timed out after 3 s", by["hang.pkt"]["reason"])
+        self.assertEqual(by["py.pkt"]["reason"], "line 2 `// fake: pyfail`: error in Python code (AssertionError: 36)")
         # The table says what the JSON says.
         for s in doc["scripts"]:
             row = next(l for l in r.stdout.splitlines() if l.startswith(s["path"] + " "))
             self.assertIn(s["result"], row.split())
             self.assertTrue(row.rstrip().endswith(s["reason"] or s["result"]), row)
         self.assertIn("sysctl: unknown sysctl net.ipv4.tcp_fack=0", r.stdout)
-        self.assertIn("passed 1/3", r.stdout)
+        self.assertIn("passed 1/4", r.stdout)
         # Nothing reached the host.
         self.assertFalse(os.path.exists(f"/proc/sys/net/ipv4/{p}"))
         self.assertFalse(os.path.exists(f"/sys/module/tcp_cubic/parameters/{p}"))
-        self.assertFalse([f for f in os.listdir("/tmp") if f.startswith("sysctl_restore_")
-                          and p in open(os.path.join("/tmp", f), errors="replace").read()])
+        # set_sysctls' restore files (they name the mirror's files) were removed.
+        left = [f for f in os.listdir("/tmp") if f.startswith("sysctl_restore_")]
+        for f in left:
+            with open(os.path.join("/tmp", f), errors="replace") as fh:
+                self.assertNotIn("tcp_min_tso_segs", fh.read(), f)
 
     def test_single_file_all_pass_exit_0(self):
         f = self.pkt("tcp/one.pkt", "`../common/defaults.sh`\n")

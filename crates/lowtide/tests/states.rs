@@ -246,16 +246,17 @@ mod established {
     }
 
     #[test]
-    fn ack_of_unsent_data_is_answered_and_dropped() {
+    fn ack_of_unsent_data_is_dropped_silently() {
+        // Linux: tcp_ack returns -SKB_DROP_REASON_TCP_ACK_UNSENT_DATA and
+        // tcp_rcv_established discards the segment without a reply (RFC 9293
+        // 3.10.7.4's ACK is a "should"; Linux answers only outside ESTABLISHED).
         let (mut p, c, _s) = warm();
         let peer = learn(&p, Dir::AtoB);
         let pkt = peer.seg(F::ACK, peer.seq, peer.ack.wrapping_add(5000), b"data");
         let out = poke(&mut p, false, &pkt);
-        // RFC 9293 3.10.7.4: send an ACK, drop the segment.
-        assert_eq!(out.len(), 1, "{out:?}");
-        assert!(out[0].is_pure_ack());
-        assert_eq!(out[0].th.ack, peer.seq, "data must not be accepted");
-        assert_eq!(p.a.recv_queue_len(c), Ok(0));
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(counter(&p.a, Mib::TcpExtTCPChallengeACK), 0);
+        assert_eq!(p.a.recv_queue_len(c), Ok(0), "data must not be accepted");
     }
 
     #[test]
@@ -684,6 +685,20 @@ mod fin_wait_2 {
         assert_eq!(p.a.state(c), Ok(TcpState::FinWait2));
         assert_eq!(p.b.state(s), Ok(TcpState::CloseWait));
         (p, c, s)
+    }
+
+    #[test]
+    fn ack_of_unsent_data_gets_challenge_ack_outside_established() {
+        // Linux tcp_rcv_state_process: tcp_ack() < 0 -> tcp_send_challenge_ack.
+        let (mut p, c, _s) = fin_wait_2();
+        let peer = learn(&p, Dir::AtoB);
+        let pkt = peer.seg(F::ACK, peer.seq, peer.ack.wrapping_add(5000), b"data");
+        let out = poke(&mut p, false, &pkt);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].is_pure_ack());
+        assert_eq!(out[0].th.ack, peer.seq, "data must not be accepted");
+        assert_eq!(counter(&p.a, Mib::TcpExtTCPChallengeACK), 1);
+        assert_eq!(p.a.recv_queue_len(c), Ok(0));
     }
 
     #[test]

@@ -357,8 +357,12 @@ impl Tcb {
         let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
         let ack = self.snd_una as i64 + delta;
         if ack > self.snd_nxt as i64 {
-            // RFC 9293 3.10.7.4: an ACK for data never sent is answered and dropped.
-            self.challenge_ack(ctx);
+            // tcp_ack: SKB_DROP_REASON_TCP_ACK_UNSENT_DATA. tcp_rcv_established drops
+            // it silently; tcp_rcv_state_process (other states) sends a challenge ACK.
+            trace!(ack, snd_nxt = self.snd_nxt, "drop: ACK of unsent data");
+            if self.state != TcpState::Established {
+                self.challenge_ack(ctx);
+            }
             return false;
         }
         if ack < self.snd_una as i64 - self.max_window as i64 {

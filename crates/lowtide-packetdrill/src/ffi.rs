@@ -223,11 +223,18 @@ fn do_recv(
 fn do_send(sh: &Shared, fd: Fd, data: &[u8], flags: i32) -> Result<usize, i32> {
     let nonblock = sh.lock().host.is_nonblocking(fd, flags);
     let mut done = 0usize;
-    // A blocking write waits for space until all is queued (sk_stream_wait_memory).
+    let mut first = true;
+    // A blocking write waits for space until all is queued (sk_stream_wait_memory),
+    // woken only by sk_stream_write_space (writable as tcp_poll reports it) or an
+    // error or shutdown.
     sh.blocking(
         nonblock,
         None,
         |st: &mut State| {
+            let wake = POLLOUT | POLLERR | POLLHUP;
+            if !std::mem::take(&mut first) && st.host.poll_mask(fd).is_ok_and(|m| m & wake == 0) {
+                return Attempt::Wait;
+            }
             let now = st.now();
             match st.host.send(now, fd, &data[done..], flags) {
                 Ok(n) => {

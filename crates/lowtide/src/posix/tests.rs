@@ -458,3 +458,53 @@ fn send_buffer_full_is_eagain_and_siocoutq_counts_it() {
     n.wait(core::time::Duration::from_millis(50));
     assert_ne!(n.a.poll_mask(c).unwrap() & POLLOUT, 0, "ACKs freed space");
 }
+
+/// Data segments A has queued for the wire: (payload length, PSH).
+fn take_data_segments(n: &mut Net) -> Vec<(usize, bool)> {
+    let mut out = Vec::new();
+    while let Some(tx) = n.a.poll_transmit(n.now) {
+        let mut segs = Vec::new();
+        lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s)).unwrap();
+        n.a.handle_tx_complete(n.now, tx.token);
+        for s in segs {
+            let (th, hl) = lowtide_wire::tcp::TcpRepr::parse(&s[20..]).unwrap();
+            let len = s.len() - 20 - hl;
+            if len > 0 {
+                out.push((len, th.flags.contains(lowtide_wire::tcp::TcpFlags::PSH)));
+            }
+            n.b.handle_packet(n.now, &s);
+        }
+    }
+    n.run();
+    out
+}
+
+#[test]
+fn cork_and_msg_more_hold_sub_mss_data_and_psh() {
+    // tcp_nagle_check: TCP_NAGLE_CORK holds a partial segment; __tcp_sock_set_cork and
+    // __tcp_sock_set_nodelay push it (TCP_NAGLE_PUSH); tcp_push marks PSH only when
+    // the write had no MSG_MORE.
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    let now = n.now;
+    n.a.setsockopt(now, c, SOL_TCP, TCP_CORK, &1i32.to_ne_bytes())
+        .unwrap();
+    n.a.send(now, c, &[0; 40], 0).unwrap();
+    n.a.send(now, c, &[0; 40], 0).unwrap();
+    assert!(take_data_segments(&mut n).is_empty(), "corked");
+    n.a.setsockopt(now, c, SOL_TCP, TCP_CORK, &0i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(take_data_segments(&mut n), vec![(80, true)]);
+    n.a.setsockopt(now, c, SOL_TCP, TCP_CORK, &1i32.to_ne_bytes())
+        .unwrap();
+    n.a.send(now, c, &[0; 40], MSG_MORE).unwrap();
+    n.a.send(now, c, &[0; 40], MSG_MORE).unwrap();
+    assert!(take_data_segments(&mut n).is_empty());
+    n.a.setsockopt(now, c, SOL_TCP, TCP_NODELAY, &1i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(
+        take_data_segments(&mut n),
+        vec![(80, false)],
+        "MSG_MORE: no PSH"
+    );
+}

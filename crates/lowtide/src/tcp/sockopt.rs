@@ -112,7 +112,6 @@ impl Tcb {
     /// `tcp_push_pending_frames`, with `TCP_NAGLE_PUSH` when `force`.
     fn push_pending_frames(&mut self, ctx: &mut Ctx, force: bool) {
         self.nagle_push = force;
-        self.more_pending = false;
         self.write_xmit(ctx);
         self.nagle_push = false;
     }

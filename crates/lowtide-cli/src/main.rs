@@ -88,7 +88,7 @@ struct StreamArgs {
     /// closes, instead of a bulk transfer.
     #[arg(long, value_parser = units::parse_bytes)]
     bytes: Option<u64>,
-    /// Congestion control [default: reno, or the config file's].
+    /// Congestion control: reno, cubic or bbr [default: cubic (net.ipv4.tcp_congestion_control), or the config file's].
     #[arg(long, value_parser = parse_cc)]
     cc: Option<String>,
     /// MSS in bytes; sets the MTU of both hosts to MSS + 40.
@@ -252,12 +252,49 @@ pub(crate) fn run_failure(msg: &str) -> ExitCode {
 
 /// Bad arguments: the message on stderr, exit code 2.
 pub(crate) fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("error: {msg}");
+    eprintln!("lowtide: {msg}");
     ExitCode::from(2)
 }
 
+/// Parses the command line; clap's own errors come out in the house style,
+/// `lowtide: <what>: <why>` on stderr with exit code 2 (help and version on stdout, 0).
+fn parse_cli() -> Result<Cli, ExitCode> {
+    use clap::error::{ContextKind, ErrorKind};
+    let e = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || matches!(
+            e.kind(),
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        )
+    {
+        let _ = e.print();
+        return Err(ExitCode::from(e.exit_code() as u8));
+    }
+    let what = match e.get(ContextKind::InvalidArg) {
+        Some(arg) => arg.to_string(),
+        None => "usage".to_string(),
+    };
+    // clap's rendered text is "error: <why>\n\n<usage>...": keep the first line's why.
+    let text = e.render().to_string();
+    let why = text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .to_string();
+    eprintln!("lowtide: {what}: {why}");
+    eprintln!("(lowtide --help, or lowtide <command> --help, lists the options)");
+    Err(ExitCode::from(2))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     match &cli.command {
         Command::Sim(SimCommand::Stream(args)) => stream(args),
         Command::Transfer(args) => real::transfer::run(args),

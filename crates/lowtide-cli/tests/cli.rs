@@ -33,7 +33,9 @@ fn bad_values_exit_with_2_and_one_clear_line() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
-            err.lines().next().is_some_and(|l| l.starts_with("error: ")),
+            err.lines()
+                .next()
+                .is_some_and(|l| l.starts_with("lowtide: ")),
             "{args:?}: {err}"
         );
         assert!(out.stdout.is_empty(), "{args:?}");
@@ -228,7 +230,7 @@ fn bad_config_files_exit_with_2() {
         assert_eq!(out.status.code(), Some(2), "{name}: {err}");
         let first = err.lines().next().unwrap_or("");
         assert!(
-            first.starts_with("error: ") && first.contains(needle),
+            first.starts_with("lowtide: ") && first.contains(needle),
             "{name}: {err}"
         );
         assert!(out.stdout.is_empty(), "{name}");
@@ -273,4 +275,23 @@ fn notsent_lowat_is_set_on_every_sender_and_cuts_memory() {
     assert!(per_mb(&lowat) > per_mb(&plain));
     let goodput = |v: &serde_json::Value| v["goodput_bps"].as_f64().unwrap();
     assert!(goodput(&lowat) > 0.9 * goodput(&plain));
+}
+
+#[test]
+fn every_command_reports_usage_errors_in_one_style() {
+    let cases: &[&[&str]] = &[
+        &["bogus"],
+        &["link", "--rate", "fast"],
+        &["transfer", "--no-such-flag"],
+        &["iperf3", "-t", "soon"],
+        &["sim", "stream", "--flows"],
+    ];
+    for args in cases {
+        let out = lowtide(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let first = err.lines().next().unwrap_or("");
+        assert!(first.starts_with("lowtide: "), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }

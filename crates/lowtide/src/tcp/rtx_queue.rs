@@ -2,7 +2,7 @@
 //! `tcp_rtx_queue`, seed 003, or the list before it: `experimental.rtx_queue`) with
 //! the SACK scoreboard kept beside it.
 //!
-//! Every change of an skb goes through [`RtxQueue::account`] so that the counters
+//! Every change of an skb goes through `RtxQueue::account` so that the counters
 //! (`packets_out`, `sacked_out`, `lost_out`, `retrans_out`, ...) always equal the sums
 //! over the skbs, whatever the storage; `check_invariants` verifies that in tests.
 //!

@@ -720,7 +720,18 @@ mod fin_wait_2 {
         p.b.send(p.now, s, b"nobody reads this").unwrap();
         p.drive_for(30 * MS);
         assert_eq!(counter(&p.a, Mib::TcpExtTCPAbortOnData), 1);
-        assert!(p.sent_since(mark, Dir::AtoB).iter().any(|s| s.has(F::RST)));
+        // Linux answers the segment itself (tcp_v4_send_reset from tcp_v4_do_rcv):
+        // seq = the segment's ACK, RST without ACK (packetdrill user_timeout.pkt).
+        let data = p.sent_since(mark, Dir::BtoA);
+        let data = data.iter().find(|s| !s.payload.is_empty()).unwrap();
+        let rsts: Vec<Seg> = p
+            .sent_since(mark, Dir::AtoB)
+            .into_iter()
+            .filter(|s| s.has(F::RST))
+            .collect();
+        assert_eq!(rsts.len(), 1, "{rsts:?}");
+        assert!(!rsts[0].has(F::ACK), "{rsts:?}");
+        assert_eq!(rsts[0].th.seq, data.th.ack);
         assert_eq!(p.a.connection_count(), 0);
     }
 

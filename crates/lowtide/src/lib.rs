@@ -19,6 +19,7 @@
 
 pub mod config;
 pub mod mib;
+pub mod posix;
 pub mod rng;
 pub mod socket;
 mod stack;

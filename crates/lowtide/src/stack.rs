@@ -15,6 +15,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use tracing::trace;
 
+#[path = "stack_sockopt.rs"]
+mod sockopt;
+
 /// A connection's view of the stack, borrowing only the fields it needs (a macro, not
 /// a method, so that the slot being worked on can stay borrowed at the same time).
 macro_rules! ctx {
@@ -743,9 +746,11 @@ impl Stack {
             return;
         }
         lst.pending += 1;
+        let opts = lst.opts.clone();
         self.mib.inc(Mib::TcpPassiveOpens);
         let iss = self.rng.next_u32();
         let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        tcb.apply_options(&self.cfg, &opts);
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);

@@ -234,7 +234,7 @@ impl Tcb {
             }
         }
         let prior_nxt = self.rcv_nxt;
-        self.data_queue(ctx, seq, payload, th.flags.contains(TcpFlags::FIN));
+        self.data_queue(ctx, th, seq, payload);
         if self.rcv_nxt > prior_nxt {
             self.rcv_rtt_measure(ctx.now);
         }
@@ -357,8 +357,12 @@ impl Tcb {
         let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
         let ack = self.snd_una as i64 + delta;
         if ack > self.snd_nxt as i64 {
-            // RFC 9293 3.10.7.4: an ACK for data never sent is answered and dropped.
-            self.challenge_ack(ctx);
+            // tcp_ack: SKB_DROP_REASON_TCP_ACK_UNSENT_DATA. tcp_rcv_established drops
+            // it silently; tcp_rcv_state_process (other states) sends a challenge ACK.
+            trace!(ack, snd_nxt = self.snd_nxt, "drop: ACK of unsent data");
+            if self.state != TcpState::Established {
+                self.challenge_ack(ctx);
+            }
             return false;
         }
         if ack < self.snd_una as i64 - self.max_window as i64 {
@@ -611,7 +615,8 @@ impl Tcb {
 
     /// `tcp_data_queue`: in-order data to the receive queue, out-of-order data to the
     /// OFO queue, duplicates answered with D-SACK; then the FIN.
-    fn data_queue(&mut self, ctx: &mut Ctx, seq: u64, payload: &[u8], fin: bool) {
+    fn data_queue(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
+        let fin = th.flags.contains(TcpFlags::FIN);
         if !payload.is_empty() || fin {
             self.lrcvtime = ctx.now;
         }
@@ -630,9 +635,11 @@ impl Tcb {
             return;
         }
         if self.shut_rd_by_close() && seq + payload.len() as u64 > self.rcv_nxt {
-            // tcp_rcv_state_process: new data after close(2) resets the connection.
+            // tcp_rcv_state_process: new data after close(2) resets the connection
+            // (tcp_reset) and the segment is answered as tcp_v4_do_rcv's `reset:`
+            // does, with tcp_v4_send_reset built from it (seq = its ACK, no ACK flag).
             ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
-            self.send_active_reset(ctx);
+            super::output::send_reset(ctx, self.tuple, th, payload.len());
             return self.set_error(ctx, SocketError::ConnectionReset);
         }
         self.data_segs_in += 1;

@@ -33,6 +33,7 @@ mod rtx_store;
 pub mod seq;
 pub mod skb;
 pub mod sock;
+pub mod sockopt;
 pub(crate) mod timer;
 pub(crate) mod tlp;
 pub mod tsorted;
@@ -128,6 +129,8 @@ pub(crate) struct Listener {
     pub pending: u32,
     /// Established children waiting for `accept`.
     pub accept_queue: VecDeque<u32>,
+    /// Options the children inherit (`sk_clone_lock`).
+    pub opts: sockopt::SockOptions,
 }
 
 impl Listener {
@@ -137,6 +140,7 @@ impl Listener {
             backlog,
             pending: 0,
             accept_queue: VecDeque::new(),
+            opts: sockopt::SockOptions::default(),
         }
     }
 

@@ -210,7 +210,10 @@ impl Tcb {
             tf |= TcpFlags::FIN;
         }
         let end = seq + payload.len() as u64;
-        if !payload.is_empty() && end == self.write_seq - self.fin_queued as u64 {
+        if !payload.is_empty()
+            && end == self.write_seq - self.fin_queued as u64
+            && !self.more_pending
+        {
             tf |= TcpFlags::PSH;
         }
         let options = if flags & FLAG_SYN != 0 {
@@ -391,7 +394,17 @@ impl Tcb {
         let by_wnd = ((wnd_end - seq) / mss as u64).max(1) * mss as u64;
         let segs = quota.min(max_segs) as u64;
         let limit = (segs * mss as u64).min(by_wnd);
-        let send_len = len.min(limit) as usize;
+        let mut send_len = len.min(limit) as usize;
+        // tcp_mss_split_point: a sub-MSS remainder of the whole skb is held when
+        // Nagle (or cork) would hold it as a segment of its own.
+        let partial = len % mss as u64;
+        if send_len as u64 == len
+            && len > mss as u64
+            && partial != 0
+            && self.nagle_blocks(partial, flags, mss)
+        {
+            send_len -= partial as usize;
+        }
         if self.small_queue_check(ctx.cfg, send_len as u32 + SKB_OVERHEAD, 0) {
             return false;
         }
@@ -417,14 +430,17 @@ impl Tcb {
 
     /// Minshall's variant of Nagle (`tcp_nagle_check`): hold a sub-MSS tail segment
     /// while an earlier small segment is unacknowledged.
+    /// With `TCP_CORK` (or a `MSG_MORE` push), any sub-MSS tail waits
+    /// (`tcp_nagle_check`: `nonagle & TCP_NAGLE_CORK`); a `TCP_NAGLE_PUSH` push sends it.
     fn nagle_blocks(&self, len: u64, flags: u8, mss: u32) -> bool {
         let is_tail = self.write_queue.len() == 1;
-        len < mss as u64
-            && is_tail
-            && !self.nodelay
-            && flags & FLAG_FIN == 0
-            && self.snd_sml > self.snd_una
-            && self.rtx.packets_out > 0
+        if self.nagle_push || flags & FLAG_FIN != 0 || len >= mss as u64 || !is_tail {
+            return false;
+        }
+        if self.cork || self.nagle_cork_once {
+            return true;
+        }
+        !self.nodelay && self.snd_sml > self.snd_una && self.rtx.packets_out > 0
     }
 
     /// Moves the first `send_len` bytes of the write queue head to the rtx queue and

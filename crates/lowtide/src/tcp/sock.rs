@@ -54,6 +54,17 @@ pub struct Tcb {
     pub(crate) in_accept_queue: bool,
     pub(crate) sk_err: Option<SocketError>,
     pub(crate) nodelay: bool,
+    /// `TCP_CORK` (`TCP_NAGLE_CORK` in `tp->nonagle`).
+    pub(crate) cork: bool,
+    /// The last `sendmsg` had `MSG_MORE`: its tail is not marked PSH (`tcp_push`).
+    pub(crate) more_pending: bool,
+    /// `TCP_MAXSEG` (`tp->rx_opt.user_mss`); 0 when unset.
+    pub(crate) user_mss: u32,
+    /// `TCP_NAGLE_PUSH` for the current push only (`tcp_push_pending_frames` after
+    /// `TCP_NODELAY` on or `TCP_CORK` off).
+    pub(crate) nagle_push: bool,
+    /// `TCP_NAGLE_CORK` for the current push only (`tcp_push` with `MSG_MORE`).
+    pub(crate) nagle_cork_once: bool,
 
     // ---- send side (RFC 9293 SND.*) ----
     pub(crate) iss: Seq,
@@ -252,6 +263,11 @@ impl Tcb {
             in_accept_queue: false,
             sk_err: None,
             nodelay: false,
+            cork: false,
+            more_pending: false,
+            user_mss: 0,
+            nagle_push: false,
+            nagle_cork_once: false,
             iss: Seq(iss),
             snd_una: 0,
             snd_nxt: 0,

@@ -6,6 +6,7 @@
 //! verify (or the run failed), 2 bad arguments.
 
 mod config_file;
+mod experiment;
 mod real;
 mod summary;
 mod units;
@@ -39,6 +40,9 @@ enum Command {
     /// The emulated link as a bridge between two TUN devices in two network
     /// namespaces, for kernel-to-kernel TCP (needs root).
     Link(real::link::LinkArgs),
+    /// The five seed experiments in the simulator, with a report (report.md,
+    /// results.json, plots); `merge` combines the directories of shards.
+    Experiment(experiment::ExperimentArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -300,5 +304,6 @@ fn main() -> ExitCode {
         Command::Transfer(args) => real::transfer::run(args),
         Command::Link(args) => real::link::run(args),
         Command::Iperf3(args) => real::iperf::run(args),
+        Command::Experiment(args) => experiment::run(args),
     }
 }

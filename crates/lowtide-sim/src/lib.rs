@@ -27,6 +27,7 @@
 
 pub mod app;
 pub mod event;
+pub mod experiment;
 pub mod host;
 pub mod link;
 pub mod nic;
@@ -36,8 +37,12 @@ mod report;
 pub mod sample;
 pub mod scenario;
 pub mod verdict;
+pub mod timeseries;
 mod world;
 
 pub use link::LinkConfig;
 pub use sample::MemoryResult;
-pub use scenario::{DeviceQueueResult, Results, Scenario, SimError, Wakeups, Workload};
+pub use scenario::{
+    DeviceQueueResult, ProgressHook, Results, Scenario, SimError, Wakeups, Workload,
+};
+pub use timeseries::{Timeseries, TimeseriesConfig};

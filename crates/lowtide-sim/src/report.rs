@@ -20,6 +20,7 @@ pub(crate) fn run(sc: &Scenario) -> Result<Results, SimError> {
     };
     let _ = w.run_loop(limit);
     w.sample_memory(w.now);
+    w.sample_timeseries(Instant(w.now.as_nanos() + 1));
     for flow in &mut w.flows {
         flow.sender.snapshot(&w.hosts[HOST_A].stack, w.now);
     }
@@ -130,6 +131,9 @@ fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
                 stats: l.stats,
             })
             .collect(),
+        timeseries: w.ts_grid.as_ref().map(|_| w.timeseries.clone()),
+        device_delay_histogram: w.hosts[HOST_A].nic.delay_histogram().to_vec(),
+        device_size_histogram: w.hosts[HOST_A].nic.size_histogram().to_vec(),
     }
 }
 

@@ -62,6 +62,16 @@ pub struct TcpMemory {
     pub sockets: u64,
 }
 
+/// Work done on the retransmit queues of a host's live sockets
+/// ([`Stack::rtx_work`]), for a CPU cost model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RtxWork {
+    /// Queue nodes visited, as Linux's tree or list would visit them.
+    pub nodes_visited: u64,
+    /// SACK blocks processed.
+    pub sack_blocks: u64,
+}
+
 /// A TCP/IP stack: every socket of one host, driven by its caller (see the crate docs
 /// for the order of calls).
 pub struct Stack {
@@ -474,6 +484,19 @@ impl Stack {
         }
         m.pages = (m.wmem_queued + m.rmem_alloc).div_ceil(4096);
         m
+    }
+
+    /// Work on the retransmit queues so far, summed over the live sockets (a closed
+    /// socket's work leaves the sum).
+    pub fn rtx_work(&self) -> RtxWork {
+        let mut w = RtxWork::default();
+        for s in &self.slots {
+            if let Some(Sock::Tcp(t)) = &s.sock {
+                w.nodes_visited += t.rtx.nodes_visited();
+                w.sack_blocks += t.rtx.sack_blocks();
+            }
+        }
+        w
     }
 
     /// The connection's state.

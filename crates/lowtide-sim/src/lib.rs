@@ -35,6 +35,7 @@ pub mod pcap;
 mod report;
 pub mod sample;
 pub mod scenario;
+pub mod soak;
 mod world;
 
 pub use link::LinkConfig;

@@ -38,6 +38,7 @@ pub mod sample;
 pub mod scenario;
 pub mod verdict;
 pub mod timeseries;
+pub mod soak;
 mod world;
 
 pub use link::LinkConfig;

@@ -122,8 +122,12 @@ mib! {
     TcpExtTCPChallengeACK,
     /// SYNs received in window (RFC 5961 section 4).
     TcpExtTCPSYNChallenge,
-    /// Out-of-window segments answered with a duplicate ACK.
+    /// Duplicate ACKs for out-of-window segments not sent (rate limited).
     TcpExtTCPACKSkippedSeq,
+    /// Duplicate ACKs for PAWS-rejected segments not sent (rate limited).
+    TcpExtTCPACKSkippedPAWS,
+    /// Challenge ACKs not sent (rate limited per socket).
+    TcpExtTCPACKSkippedChallenge,
     /// Zero-window probes sent.
     TcpExtTCPWinProbe,
     /// Times the receive window was advertised as zero.

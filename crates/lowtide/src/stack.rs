@@ -26,6 +26,7 @@ macro_rules! ctx {
             out: &mut $stack.out,
             events: &mut $stack.events,
             ip_id: &mut $stack.ip_id,
+            challenge: &mut $stack.challenge,
         }
     };
 }
@@ -74,6 +75,7 @@ pub struct Stack {
     events: VecDeque<SocketEvent>,
     mib: Counters,
     ip_id: u16,
+    challenge: tcp::ratelimit::ChallengeLimit,
 }
 
 impl Stack {
@@ -82,6 +84,8 @@ impl Stack {
     pub fn new(cfg: Config, seed: u64) -> Stack {
         let mut rng = Rng::new(seed);
         let ip_id = rng.next_u32() as u16;
+        // Its own stream, so the stack's choices (ISNs, ports) stay as they were.
+        let challenge = tcp::ratelimit::ChallengeLimit::new(seed ^ 0x5961_5961_5961_5961);
         Stack {
             cfg,
             rng,
@@ -95,6 +99,7 @@ impl Stack {
             events: VecDeque::new(),
             mib: Counters::default(),
             ip_id,
+            challenge,
         }
     }
 

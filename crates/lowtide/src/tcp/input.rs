@@ -61,14 +61,15 @@ impl Tcb {
             self.snd_wscale = 0;
             self.rcv_wscale = 0;
         }
-        // RFC 9293 3.7.1: no MSS option means 536 (IPv4) / 1220 (IPv6); Linux floor 48.
+        // RFC 9293 3.7.1: no MSS option (or 0, which Linux ignores) means 536 (IPv4) /
+        // 1220 (IPv6); net.ipv4.tcp_min_snd_mss is the floor (in sync_mss).
         let default_mss = if self.tuple.local.is_ipv6() {
             1220
         } else {
             536
         };
-        let peer_mss = o.mss.map_or(default_mss, u32::from).max(48);
-        self.sync_mss(peer_mss);
+        let peer_mss = o.mss.filter(|&m| m > 0).map_or(default_mss, u32::from);
+        self.sync_mss(peer_mss, ctx.cfg.tcp_min_snd_mss);
         self.rcv_mss = self.mss_cache.min(self.advmss);
         self.quick = TCP_MAX_QUICKACKS;
     }
@@ -186,11 +187,11 @@ impl Tcb {
         let old = end
             .filter(|&e| e > seq && seq < self.rcv_nxt)
             .map(|e| (seq, e.min(self.rcv_nxt)));
-        if !self.paws_ok(ctx, th, old) {
+        if !self.paws_ok(ctx, th, old, !payload.is_empty()) {
             return;
         }
         if !end.is_some_and(|end| self.sequence_ok(seq, end)) {
-            return self.reject_out_of_window(ctx, th, old);
+            return self.reject_out_of_window(ctx, th, old, !payload.is_empty());
         }
         if f.contains(TcpFlags::RST) {
             return self.rcv_rst(ctx, seq);
@@ -241,7 +242,13 @@ impl Tcb {
     }
 
     /// RFC 7323 section 5.3: PAWS rejects segments with an old timestamp.
-    fn paws_ok(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) -> bool {
+    fn paws_ok(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        old: Option<(u64, u64)>,
+        has_data: bool,
+    ) -> bool {
         let Some((tsval, _)) = th.options.timestamp else {
             return true;
         };
@@ -253,7 +260,13 @@ impl Tcb {
         if (tsval.wrapping_sub(self.ts_recent) as i32) < 0 && !stale {
             ctx.mib.inc(Mib::TcpExtPAWSEstab);
             trace!(tsval, ts_recent = self.ts_recent, "drop: PAWS");
-            self.send_dupack(ctx, old);
+            let syn = th.flags.contains(TcpFlags::SYN);
+            if syn {
+                ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
+                self.challenge_ack(ctx);
+            } else if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedPAWS, has_data, syn) {
+                self.send_dupack(ctx, old);
+            }
             return false;
         }
         true
@@ -275,9 +288,23 @@ impl Tcb {
         end >= self.rcv_wup && seq <= wnd_end && (seq < wnd_end || end == seq)
     }
 
-    fn reject_out_of_window(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) {
-        if !th.flags.contains(TcpFlags::RST) {
-            ctx.mib.inc(Mib::TcpExtTCPACKSkippedSeq);
+    /// `tcp_validate_incoming` step 1: an out-of-window segment is answered with a
+    /// duplicate ACK (rate limited, `tcp_oow_rate_limited`), a SYN with a challenge.
+    fn reject_out_of_window(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        old: Option<(u64, u64)>,
+        has_data: bool,
+    ) {
+        if th.flags.contains(TcpFlags::RST) {
+            return;
+        }
+        if th.flags.contains(TcpFlags::SYN) {
+            ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
+            return self.challenge_ack(ctx);
+        }
+        if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedSeq, has_data, false) {
             trace!(seq = th.seq, "out of window: duplicate ACK");
             self.send_dupack(ctx, old);
         }
@@ -316,13 +343,6 @@ impl Tcb {
             ctx.mib.inc(Mib::TcpEstabResets);
         }
         self.set_error(ctx, err);
-    }
-
-    /// `tcp_send_challenge_ack` (RFC 5961 section 7 rate limits are per socket there;
-    /// here every challenge is sent and counted).
-    fn challenge_ack(&mut self, ctx: &mut Ctx) {
-        ctx.mib.inc(Mib::TcpExtTCPChallengeACK);
-        self.send_ack(ctx);
     }
 
     /// SYN-RECV: an acceptable ACK completes the handshake (RFC 9293 3.10.7.4).

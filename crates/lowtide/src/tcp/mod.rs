@@ -26,6 +26,7 @@ pub(crate) mod output;
 pub(crate) mod pacing;
 pub(crate) mod rack;
 pub mod rate;
+pub(crate) mod ratelimit;
 pub(crate) mod rcvbuf;
 pub(crate) mod recovery;
 pub mod rtx_queue;
@@ -118,6 +119,8 @@ pub(crate) struct Ctx<'a> {
     pub out: &'a mut VecDeque<Transmit>,
     pub events: &'a mut VecDeque<SocketEvent>,
     pub ip_id: &'a mut u16,
+    /// The stack-wide challenge-ACK budget (RFC 5961 section 7).
+    pub challenge: &'a mut ratelimit::ChallengeLimit,
 }
 
 /// A listening socket: its accept queue and the children still in SYN-RECV.

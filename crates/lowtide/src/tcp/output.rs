@@ -107,13 +107,16 @@ impl Tcb {
     }
 
     /// `tcp_set_mss`-style update once the peer's MSS and the options are known.
-    pub(crate) fn sync_mss(&mut self, peer_mss: u32) {
+    pub(crate) fn sync_mss(&mut self, peer_mss: u32, min_snd_mss: u32) {
         let ts = if self.ts_ok {
             TCPOLEN_TSTAMP_ALIGNED
         } else {
             0
         };
-        self.mss_cache = peer_mss.min(self.advmss).saturating_sub(ts).max(48);
+        // __tcp_mtu_to_mss: no less than tcp_min_snd_mss before the options' room,
+        // whatever the peer's MSS option says (CVE-2019-11479).
+        let mss = peer_mss.min(self.advmss).max(min_snd_mss);
+        self.mss_cache = mss.saturating_sub(ts).max(8);
     }
 
     /// The receive space our window can offer (`tcp_space`, adv_win_scale 1: half the

@@ -151,6 +151,9 @@ pub struct Tcb {
     pub(crate) probes_out: u8,
     /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
     pub(crate) probes_tstamp: Option<Instant>,
+    /// When we last sent an ACK for an out-of-window or challenged segment
+    /// (`last_oow_ack_time`).
+    pub(crate) last_oow_ack_time: Option<Instant>,
     /// `TCP_USER_TIMEOUT` (`icsk_user_timeout`); zero: off.
     pub(crate) user_timeout: Duration,
     pub(crate) pending: Option<(Pending, Instant)>,
@@ -316,6 +319,7 @@ impl Tcb {
             retransmits: 0,
             probes_out: 0,
             probes_tstamp: None,
+            last_oow_ack_time: None,
             user_timeout: Duration::ZERO,
             pending: None,
             delack_at: None,

@@ -172,3 +172,32 @@ fn tiny_peer_mss_is_clamped_to_tcp_min_snd_mss() {
         assert!(sizes.iter().all(|&n| n == want), "floor {floor}: {sizes:?}");
     }
 }
+
+/// The receiver's window starts as its SYN-ACK offered it: when the first data
+/// segment is lost, the next one (out of order, before the receiver sent any ACK
+/// after its SYN-ACK) is queued and SACKed, not dropped as out of window (lowtide
+/// left rcv_wnd at 0 until its first ACK, so it dropped that segment).
+#[test]
+fn first_out_of_order_segment_after_the_handshake_is_sacked() {
+    let (mut p, c, s) = establish(Config::default());
+    let mut n = 0;
+    p.filter = Some(Box::new(move |d, pk| {
+        if d == Dir::AtoB && pk.len() > 200 {
+            n += 1;
+            if n == 1 {
+                return Verdict::Drop;
+            }
+        }
+        Verdict::Pass
+    }));
+    let from = p.wire.len();
+    let data = pattern(30_000, 1);
+    assert_eq!(send_all(&mut p, true, c, s, &data), data);
+    let first_ack = p
+        .sent_since(from, Dir::BtoA)
+        .into_iter()
+        .next()
+        .expect("an ACK");
+    assert_eq!(first_ack.th.options.sack_len, 1, "{:?}", first_ack.th);
+    assert_eq!(p.a.counters().get(Mib::TcpExtTCPTimeouts), 0);
+}

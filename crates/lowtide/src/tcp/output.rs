@@ -223,7 +223,15 @@ impl Tcb {
         };
         let mss = self.current_mss();
         let window = if flags & FLAG_SYN != 0 {
-            self.rcv_space().min(65535) as u16
+            // tcp_select_initial_window / tcp_make_synack: the window a SYN offers is
+            // the one later segments are checked against (rsk_rcv_wnd -> rcv_wnd), so
+            // out-of-order data arriving before our first ACK is in window.
+            let w = self.rcv_space().min(65535);
+            self.rcv_wnd = w;
+            if self.state == TcpState::SynRecv {
+                self.rcv_wup = self.rcv_nxt;
+            }
+            w as u16
         } else {
             self.select_window(ctx)
         };

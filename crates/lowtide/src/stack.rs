@@ -170,6 +170,19 @@ impl Stack {
         });
     }
 
+    /// The device (its queue) dropped a packet from [`Stack::poll_transmit`] instead
+    /// of sending it, as a full qdisc returns `NET_XMIT_DROP`: a completion that is not
+    /// a network loss. TCP sends the data again soon, without cutting its congestion
+    /// window or backing off (see `Tcb::on_tx_dropped`).
+    pub fn handle_tx_dropped(&mut self, now: Instant, token: TxToken) {
+        let Some(slot) = self.live_slot(token.index, token.generation) else {
+            return;
+        };
+        self.with_tcb(now, slot, |tcb, ctx| {
+            tcb.on_tx_dropped(ctx, token.truesize, token.seq, token.len)
+        });
+    }
+
     /// When [`Stack::handle_timeout`] should next be called, if ever.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
         while let Some(Reverse((at, index, generation))) = self.timers.peek().copied() {

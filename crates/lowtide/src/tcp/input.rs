@@ -219,7 +219,11 @@ impl Tcb {
             return;
         }
         self.data_rcv_rtt(ctx, th, seq, payload);
-        // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK.
+        // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK;
+        // data the device queue dropped goes first, as it is still unsent in Linux.
+        if !self.local_drops.is_empty() {
+            self.resend_local_drops(ctx);
+        }
         self.write_xmit(ctx);
         self.check_space(ctx);
         self.ack_snd_check(ctx);
@@ -456,7 +460,8 @@ impl Tcb {
         // Recovery, or cwnd growth; then the default pacing rate.
         if !self.cong_control(ctx.now, &rs) {
             let ca_ctx = self.ca_ctx(ctx.now);
-            if self.ca_state == CaState::Recovery {
+            // tcp_in_cwnd_reduction: PRR in CWR as in Recovery.
+            if matches!(self.ca_state, CaState::Recovery | CaState::Cwr) {
                 self.cwnd_reduction(newly_acked_sacked, rate.lost, fl.snd_una_advanced);
             } else if self.may_raise_cwnd(cleaned.acked_segs) {
                 // acked_sacked: segments newly delivered by this ACK; those SACKed

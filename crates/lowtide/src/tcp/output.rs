@@ -82,6 +82,8 @@ fn push_reset(ctx: &mut Ctx, tuple: FourTuple, rst: &TcpRepr) {
         index: u32::MAX,
         generation: 0,
         truesize: 0,
+        seq: 0,
+        len: 0,
     };
     push(ctx, pkt, 1, 0, token);
 }
@@ -265,10 +267,16 @@ impl Tcb {
         if !payload.is_empty() {
             self.update_after_send(ctx.now, payload.len());
         }
+        let fin = (flags & FLAG_FIN != 0) as u32;
         let token = TxToken {
             index: self.handle.index,
             generation: self.handle.generation,
             truesize,
+            seq,
+            len: match flags & FLAG_SYN {
+                0 => payload.len() as u32 + fin,
+                _ => 0,
+            },
         };
         push(ctx, pkt, mss, payload.len(), token);
     }

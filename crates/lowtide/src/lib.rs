@@ -20,6 +20,7 @@
 pub mod config;
 pub mod mib;
 pub mod rng;
+mod secure;
 pub mod socket;
 mod stack;
 pub mod tcp;

@@ -76,6 +76,7 @@ pub struct Stack {
     mib: Counters,
     ip_id: u16,
     challenge: tcp::ratelimit::ChallengeLimit,
+    secrets: crate::secure::Secrets,
 }
 
 impl Stack {
@@ -84,6 +85,9 @@ impl Stack {
     pub fn new(cfg: Config, seed: u64) -> Stack {
         let mut rng = Rng::new(seed);
         let ip_id = rng.next_u32() as u16;
+        // Without a secret from the caller, one from the seed: deterministic runs.
+        let mut keyed = Rng::new(seed ^ 0x6528_6056_6528_6056);
+        let secrets = crate::secure::Secrets::new(keyed.key(), || keyed.next_u32());
         // Its own stream, so the stack's choices (ISNs, ports) stay as they were.
         let challenge = tcp::ratelimit::ChallengeLimit::new(seed ^ 0x5961_5961_5961_5961);
         Stack {
@@ -100,6 +104,7 @@ impl Stack {
             mib: Counters::default(),
             ip_id,
             challenge,
+            secrets,
         }
     }
 
@@ -215,6 +220,18 @@ impl Stack {
         }
     }
 
+    /// Keys the stack's unpredictable choices with 32 secret bytes, which a real
+    /// deployment takes from the OS random source (`getrandom`): initial sequence
+    /// numbers (RFC 6528), timestamp offsets, ephemeral ports (RFC 6056), and every
+    /// other random draw. Call it before opening connections.
+    pub fn set_secret(&mut self, key: [u8; 32]) {
+        let mut keyed = Rng::from_key(key);
+        self.secrets = crate::secure::Secrets::new(keyed.key(), || keyed.next_u32());
+        self.rng = Rng::from_key(keyed.key());
+        self.challenge = tcp::ratelimit::ChallengeLimit::new(keyed.next_u64());
+        self.ip_id = keyed.next_u32() as u16;
+    }
+
     /// The next readiness event, if any.
     pub fn poll_event(&mut self) -> Option<SocketEvent> {
         self.events.pop_front()
@@ -269,8 +286,7 @@ impl Stack {
             return Err(SocketError::AddrNotAvailable);
         }
         let tuple = self.pick_tuple(local, remote)?;
-        let iss = self.rng.next_u32();
-        let tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        let tcb = self.new_tcb(tuple, now);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);
         self.with_tcb(now, h.index, |tcb, ctx| tcb.connect(ctx));
@@ -289,20 +305,36 @@ impl Stack {
                 false => Ok(t),
             };
         }
+        // __inet_hash_connect (RFC 6056 Algorithm 4): from a keyed hash of the
+        // destination plus a perturbation, ports of one parity, then the other.
         let [lo, hi] = self.cfg.ip_local_port_range;
         let span = (hi - lo) as u32 + 1;
-        let start = self.rng.range_u32(0, span - 1);
-        for i in 0..span {
-            let port = lo + ((start + i) % span) as u16;
-            let t = FourTuple {
-                local: SocketAddr::new(local.ip(), port),
-                remote,
-            };
-            if !self.conns.contains_key(&t) {
-                return Ok(t);
+        let (offset, index) = self.secrets.port_offset(local.ip(), remote, span);
+        let mut tried = 0u32;
+        for parity in 0..2 {
+            for i in (0..span).step_by(2) {
+                let port = lo + ((offset + i + parity) % span) as u16;
+                let t = FourTuple {
+                    local: SocketAddr::new(local.ip(), port),
+                    remote,
+                };
+                if !self.conns.contains_key(&t) {
+                    let jitter = self.rng.range_u32(0, 7);
+                    self.secrets.advance(index, tried, jitter);
+                    return Ok(t);
+                }
+                tried += 2;
             }
         }
         Err(SocketError::AddrNotAvailable)
+    }
+
+    /// A connection for `tuple` with its RFC 6528 ISN and timestamp offset.
+    fn new_tcb(&self, tuple: FourTuple, now: Instant) -> Tcb {
+        let iss = self.secrets.tcp_seq(tuple.local, tuple.remote, now);
+        let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        tcb.ts_offset = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
+        tcb
     }
 
     /// Queues bytes for sending (`send(2)`): returns how many were taken; a partial
@@ -762,8 +794,7 @@ impl Stack {
         }
         lst.pending += 1;
         self.mib.inc(Mib::TcpPassiveOpens);
-        let iss = self.rng.next_u32();
-        let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        let mut tcb = self.new_tcb(tuple, now);
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);

@@ -144,6 +144,16 @@ mib! {
     TcpExtListenOverflows,
     /// SYNs dropped at a listener for any reason.
     TcpExtListenDrops,
+    /// SYN cookies sent (SYN-ACKs without state).
+    TcpExtSyncookiesSent,
+    /// Valid SYN cookies received (connections rebuilt from an ACK).
+    TcpExtSyncookiesRecv,
+    /// ACKs to a listener whose cookie did not check.
+    TcpExtSyncookiesFailed,
+    /// A full SYN queue answered with cookies.
+    TcpExtTCPReqQFullDoCookies,
+    /// A full SYN queue without cookies: the SYN dropped.
+    TcpExtTCPReqQFullDrop,
     /// Connections that entered TIME-WAIT.
     TcpExtTW,
     /// Segments dropped for malformed TCP options.

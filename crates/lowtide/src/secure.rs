@@ -22,6 +22,8 @@ pub(crate) struct Secrets {
     net: (u64, u64),
     ts: (u64, u64),
     perturb: Vec<u32>,
+    /// `syncookie_secret`.
+    pub cookie: crate::tcp::syncookies::CookieSecret,
 }
 
 impl Secrets {
@@ -32,10 +34,19 @@ impl Secrets {
             b.copy_from_slice(&key[i * 8..i * 8 + 8]);
             u64::from_le_bytes(b)
         };
+        let net = (word(0), word(1));
+        let mut cookie_key = [0u8; 32];
+        for (i, chunk) in cookie_key.chunks_mut(8).enumerate() {
+            let mut h = sip(net);
+            h.write(b"syncookie");
+            h.write_usize(i);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
         Secrets {
-            net: (word(0), word(1)),
+            net,
             ts: (word(2), word(3)),
             perturb: (0..PERTURB_SIZE).map(|_| table_seed()).collect(),
+            cookie: crate::tcp::syncookies::CookieSecret::new(cookie_key),
         }
     }
 

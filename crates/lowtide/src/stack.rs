@@ -777,6 +777,9 @@ impl Stack {
             return;
         }
         if f.contains(TcpFlags::ACK) {
+            if !f.contains(TcpFlags::SYN) && self.cookie_ack(now, l, tuple, ip, th, payload) {
+                return;
+            }
             // RFC 9293 3.10.7.2: an ACK to a listener gets a reset.
             return self.send_reset_for(now, tuple, th, payload.len());
         }
@@ -786,11 +789,28 @@ impl Stack {
         let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
             return;
         };
-        if lst.is_full() {
+        // tcp_conn_request: a full SYN queue means cookies (tcp_syncookies 1; always
+        // with 2) or a drop; a full accept queue always drops.
+        let syncookies = self.cfg.tcp_syncookies;
+        let want_cookie = syncookies == 2 || lst.syn_queue_full();
+        if want_cookie && syncookies == 0 {
+            self.mib.inc(Mib::TcpExtTCPReqQFullDrop);
+            self.mib.inc(Mib::TcpExtListenDrops);
+            trace!(%tuple.remote, "drop SYN: SYN queue full");
+            return;
+        }
+        if lst.accept_queue_full() {
             self.mib.inc(Mib::TcpExtListenOverflows);
             self.mib.inc(Mib::TcpExtListenDrops);
             trace!(%tuple.remote, "drop SYN: accept queue full");
             return;
+        }
+        if want_cookie {
+            lst.last_overflow = Some(now);
+            if syncookies == 1 {
+                self.mib.inc(Mib::TcpExtTCPReqQFullDoCookies);
+            }
+            return self.cookie_synack(now, tuple, ip, th);
         }
         lst.pending += 1;
         self.mib.inc(Mib::TcpPassiveOpens);
@@ -799,6 +819,118 @@ impl Stack {
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);
         self.with_tcb(now, h.index, |tcb, ctx| tcb.passive_open(ctx, ip, th));
+    }
+
+    /// `tcp_conn_request` with `want_cookie`: a SYN-ACK whose ISN is the cookie and
+    /// whose TSval carries the options (`cookie_init_timestamp`); no state is kept.
+    fn cookie_synack(&mut self, now: Instant, tuple: FourTuple, ip: &IpRepr, th: &TcpRepr) {
+        use tcp::syncookies::{init_timestamp, mss_index, CookieOpts};
+        let default_mss = if tuple.local.is_ipv6() { 1220 } else { 536 };
+        let (mssind, mss) = mss_index(th.options.mss.filter(|&m| m > 0).unwrap_or(default_mss));
+        let iss = self
+            .secrets
+            .cookie
+            .make(tuple.remote, tuple.local, th.seq, mssind, now);
+        let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        tcb.handle = SocketHandle {
+            index: u32::MAX,
+            generation: 0,
+        };
+        let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
+        let mut syn = *th;
+        syn.options.mss = Some(mss);
+        if th.options.timestamp.is_some() && self.cfg.tcp_timestamps {
+            let o = CookieOpts {
+                wscale: syn.options.wscale.filter(|_| self.cfg.tcp_window_scaling),
+                sack: syn.options.sack_permitted && self.cfg.tcp_sack,
+            };
+            let ms = now.as_millis() as u32;
+            tcb.ts_offset = ts_off.wrapping_add(init_timestamp(ms, o).wrapping_sub(ms));
+        } else {
+            // Only a timestamp can bring these options back: offer none.
+            syn.options.wscale = None;
+            syn.options.sack_permitted = false;
+            tcb.ts_offset = ts_off;
+        }
+        self.mib.inc(Mib::TcpExtSyncookiesSent);
+        let mut ctx = ctx!(self, now);
+        tcb.passive_open(&mut ctx, ip, &syn);
+    }
+
+    /// `cookie_v4_check` + `tcp_get_cookie_sock`: an ACK to a listener that overflowed
+    /// in the last 2 minutes may complete a cookie handshake; the connection is rebuilt
+    /// from the cookie and the echoed options and queued for `accept`. False if the
+    /// ACK is no valid cookie (the caller resets it).
+    fn cookie_ack(
+        &mut self,
+        now: Instant,
+        l: u32,
+        tuple: FourTuple,
+        ip: &IpRepr,
+        th: &TcpRepr,
+        payload: &[u8],
+    ) -> bool {
+        use tcp::syncookies::{decode_timestamp, CookieOpts, TCP_SYNCOOKIE_VALID};
+        let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
+            return false;
+        };
+        let recent = lst
+            .last_overflow
+            .is_some_and(|t| now.saturating_since(t) < TCP_SYNCOOKIE_VALID);
+        if self.cfg.tcp_syncookies == 0 || !recent {
+            return false;
+        }
+        let cookie = self
+            .secrets
+            .cookie
+            .check(tuple.remote, tuple.local, th.ack, th.seq, now);
+        let Some(mss) = cookie else {
+            self.mib.inc(Mib::TcpExtSyncookiesFailed);
+            return false;
+        };
+        if lst.accept_queue_full() {
+            self.mib.inc(Mib::TcpExtListenOverflows);
+            self.mib.inc(Mib::TcpExtListenDrops);
+            return true; // dropped: the client retransmits its ACK or data
+        }
+        lst.pending += 1;
+        let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
+        let opts = match th.options.timestamp {
+            Some((_, ecr)) if self.cfg.tcp_timestamps => decode_timestamp(ecr.wrapping_sub(ts_off)),
+            _ => CookieOpts {
+                wscale: None,
+                sack: false,
+            },
+        };
+        // The SYN this ACK answers, as far as the cookie remembers it.
+        let syn = TcpRepr {
+            seq: th.seq.wrapping_sub(1),
+            flags: TcpFlags::SYN,
+            window: th.window,
+            options: lowtide_wire::tcp::TcpOptions {
+                mss: Some(mss),
+                wscale: opts.wscale,
+                sack_permitted: opts.sack,
+                timestamp: th.options.timestamp.map(|(v, _)| (v, 0)),
+                ..Default::default()
+            },
+            ..*th
+        };
+        self.mib.inc(Mib::TcpExtSyncookiesRecv);
+        self.mib.inc(Mib::TcpPassiveOpens);
+        let mut tcb = Tcb::new(&self.cfg, tuple, th.ack.wrapping_sub(1), now);
+        tcb.ts_offset = ts_off;
+        tcb.parent = Some(l);
+        let h = self.alloc(Sock::Tcp(Box::new(tcb)));
+        self.conns.insert(tuple, h.index);
+        self.with_tcb(now, h.index, |tcb, ctx| {
+            let sent = ctx.out.len();
+            tcb.passive_open(ctx, ip, &syn);
+            ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
+            tcb.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
+            tcb.rcv_segment(ctx, ip, th, payload);
+        });
+        true
     }
 
     /// RFC 9293 3.10.7.1: a segment for no connection is answered with a reset.

@@ -34,6 +34,7 @@ mod rtx_store;
 pub mod seq;
 pub mod skb;
 pub mod sock;
+pub(crate) mod syncookies;
 pub(crate) mod timer;
 pub(crate) mod tlp;
 pub mod tsorted;
@@ -131,6 +132,8 @@ pub(crate) struct Listener {
     pub pending: u32,
     /// Established children waiting for `accept`.
     pub accept_queue: VecDeque<u32>,
+    /// When the SYN queue last overflowed into SYN cookies (`tcp_synq_overflow`).
+    pub last_overflow: Option<Instant>,
 }
 
 impl Listener {
@@ -140,12 +143,18 @@ impl Listener {
             backlog,
             pending: 0,
             accept_queue: VecDeque::new(),
+            last_overflow: None,
         }
     }
 
-    /// `sk_acceptq_is_full` together with the SYN queue.
-    pub fn is_full(&self) -> bool {
-        self.accept_queue.len() as u32 + self.pending >= self.backlog
+    /// `inet_csk_reqsk_queue_is_full`: more children in SYN-RECV than the backlog.
+    pub fn syn_queue_full(&self) -> bool {
+        self.pending > self.backlog
+    }
+
+    /// `sk_acceptq_is_full`: more established children waiting than the backlog.
+    pub fn accept_queue_full(&self) -> bool {
+        self.accept_queue.len() as u32 > self.backlog
     }
 
     /// A child became established (moved from pending to the accept queue) or died.

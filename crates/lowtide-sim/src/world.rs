@@ -430,8 +430,8 @@ impl World {
         };
         let h = &mut self.hosts[host];
         if let Err(tx) = h.nic.enqueue_flow(self.now, tx, flow) {
-            // A drop is a completion too: the stack must not wait for it.
-            h.stack.handle_tx_complete(self.now, tx.token);
+            // A full pfifo returns NET_XMIT_DROP: a local drop, not a network loss.
+            h.stack.handle_tx_dropped(self.now, tx.token);
         }
     }
 

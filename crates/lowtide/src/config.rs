@@ -121,7 +121,8 @@ pub struct Config {
     /// is below 120 s (`tcp_orphan_retries`).
     pub tcp_orphan_retries: u8,
     /// `net.ipv4.tcp_challenge_ack_limit`: challenge ACKs per second, stack-wide
-    /// (RFC 5961 section 7).
+    /// (RFC 5961 section 7); `INT_MAX` (the default since Linux 6.0) is unlimited,
+    /// leaving the per-socket `tcp_invalid_ratelimit`.
     pub tcp_challenge_ack_limit: u32,
     /// `net.ipv4.tcp_invalid_ratelimit`: least milliseconds between two duplicate
     /// ACKs a socket sends for out-of-window segments (`tcp_oow_rate_limited`).
@@ -189,7 +190,7 @@ impl Default for Config {
             size_goal_at: SizeGoalAt::Transmit,
             rtx_queue: RtxQueueKind::Tree,
             tcp_orphan_retries: 0,
-            tcp_challenge_ack_limit: 1000,
+            tcp_challenge_ack_limit: i32::MAX as u32,
             tcp_invalid_ratelimit: 500,
             tcp_min_snd_mss: 48,
             tcp_syncookies: 1,

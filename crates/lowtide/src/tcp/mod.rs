@@ -26,6 +26,7 @@ pub(crate) mod output;
 pub(crate) mod pacing;
 pub(crate) mod rack;
 pub mod rate;
+pub(crate) mod ratelimit;
 pub(crate) mod rcvbuf;
 pub(crate) mod recovery;
 pub mod rtx_queue;
@@ -34,6 +35,7 @@ pub mod seq;
 pub mod skb;
 pub mod sock;
 pub mod sockopt;
+pub(crate) mod syncookies;
 pub(crate) mod timer;
 pub(crate) mod tlp;
 pub mod tsorted;
@@ -119,6 +121,8 @@ pub(crate) struct Ctx<'a> {
     pub out: &'a mut VecDeque<Transmit>,
     pub events: &'a mut VecDeque<SocketEvent>,
     pub ip_id: &'a mut u16,
+    /// The stack-wide challenge-ACK budget (RFC 5961 section 7).
+    pub challenge: &'a mut ratelimit::ChallengeLimit,
 }
 
 /// A listening socket: its accept queue and the children still in SYN-RECV.
@@ -131,6 +135,8 @@ pub(crate) struct Listener {
     pub accept_queue: VecDeque<u32>,
     /// Options the children inherit (`sk_clone_lock`).
     pub opts: sockopt::SockOptions,
+    /// When the SYN queue last overflowed into SYN cookies (`tcp_synq_overflow`).
+    pub last_overflow: Option<Instant>,
 }
 
 impl Listener {
@@ -141,12 +147,18 @@ impl Listener {
             pending: 0,
             accept_queue: VecDeque::new(),
             opts: sockopt::SockOptions::default(),
+            last_overflow: None,
         }
     }
 
-    /// `sk_acceptq_is_full` together with the SYN queue.
-    pub fn is_full(&self) -> bool {
-        self.accept_queue.len() as u32 + self.pending >= self.backlog
+    /// `inet_csk_reqsk_queue_is_full`: more children in SYN-RECV than the backlog.
+    pub fn syn_queue_full(&self) -> bool {
+        self.pending > self.backlog
+    }
+
+    /// `sk_acceptq_is_full`: more established children waiting than the backlog.
+    pub fn accept_queue_full(&self) -> bool {
+        self.accept_queue.len() as u32 > self.backlog
     }
 
     /// A child became established (moved from pending to the accept queue) or died.

@@ -82,6 +82,8 @@ fn push_reset(ctx: &mut Ctx, tuple: FourTuple, rst: &TcpRepr) {
         index: u32::MAX,
         generation: 0,
         truesize: 0,
+        seq: 0,
+        len: 0,
     };
     push(ctx, pkt, 1, 0, token);
 }
@@ -107,13 +109,16 @@ impl Tcb {
     }
 
     /// `tcp_set_mss`-style update once the peer's MSS and the options are known.
-    pub(crate) fn sync_mss(&mut self, peer_mss: u32) {
+    pub(crate) fn sync_mss(&mut self, peer_mss: u32, min_snd_mss: u32) {
         let ts = if self.ts_ok {
             TCPOLEN_TSTAMP_ALIGNED
         } else {
             0
         };
-        self.mss_cache = peer_mss.min(self.advmss).saturating_sub(ts).max(48);
+        // __tcp_mtu_to_mss: no less than tcp_min_snd_mss before the options' room,
+        // whatever the peer's MSS option says (CVE-2019-11479).
+        let mss = peer_mss.min(self.advmss).max(min_snd_mss);
+        self.mss_cache = mss.saturating_sub(ts).max(8);
     }
 
     /// The receive space our window can offer (`tcp_space`, adv_win_scale 1: half the
@@ -223,7 +228,15 @@ impl Tcb {
         };
         let mss = self.current_mss();
         let window = if flags & FLAG_SYN != 0 {
-            self.rcv_space().min(65535) as u16
+            // tcp_select_initial_window / tcp_make_synack: the window a SYN offers is
+            // the one later segments are checked against (rsk_rcv_wnd -> rcv_wnd), so
+            // out-of-order data arriving before our first ACK is in window.
+            let w = self.rcv_space().min(65535);
+            self.rcv_wnd = w;
+            if self.state == TcpState::SynRecv {
+                self.rcv_wup = self.rcv_nxt;
+            }
+            w as u16
         } else {
             self.select_window(ctx)
         };
@@ -257,10 +270,16 @@ impl Tcb {
         if !payload.is_empty() {
             self.update_after_send(ctx.now, payload.len());
         }
+        let fin = (flags & FLAG_FIN != 0) as u32;
         let token = TxToken {
             index: self.handle.index,
             generation: self.handle.generation,
             truesize,
+            seq,
+            len: match flags & FLAG_SYN {
+                0 => payload.len() as u32 + fin,
+                _ => 0,
+            },
         };
         push(ctx, pkt, mss, payload.len(), token);
     }

@@ -162,6 +162,14 @@ pub struct Tcb {
     pub(crate) probes_out: u8,
     /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
     pub(crate) probes_tstamp: Option<Instant>,
+    /// When we last sent an ACK for an out-of-window or challenged segment
+    /// (`last_oow_ack_time`).
+    pub(crate) last_oow_ack_time: Option<Instant>,
+    /// Ranges `[start, end)` the device queue dropped, to send again.
+    pub(crate) local_drops: Vec<(u64, u64)>,
+    /// When to retry sending after a local drop if nothing else comes first
+    /// (`TCP_RESOURCE_PROBE_INTERVAL`).
+    pub(crate) resource_retry_at: Option<Instant>,
     /// `TCP_USER_TIMEOUT` (`icsk_user_timeout`); zero: off.
     pub(crate) user_timeout: Duration,
     pub(crate) pending: Option<(Pending, Instant)>,
@@ -332,6 +340,9 @@ impl Tcb {
             retransmits: 0,
             probes_out: 0,
             probes_tstamp: None,
+            last_oow_ack_time: None,
+            local_drops: Vec::new(),
+            resource_retry_at: None,
             user_timeout: Duration::ZERO,
             pending: None,
             delack_at: None,

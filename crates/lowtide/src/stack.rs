@@ -299,7 +299,7 @@ impl Stack {
         data: &[u8],
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data))
+        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, false))
     }
 
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.

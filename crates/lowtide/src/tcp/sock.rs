@@ -56,8 +56,10 @@ pub struct Tcb {
     pub(crate) nodelay: bool,
     /// `TCP_CORK` (`TCP_NAGLE_CORK` in `tp->nonagle`).
     pub(crate) cork: bool,
-    /// The last `sendmsg` had `MSG_MORE`: its tail is not marked PSH (`tcp_push`).
-    pub(crate) more_pending: bool,
+    /// `pushed_seq`: `write_seq` when PSH was last marked (`tcp_mark_push`).
+    pub(crate) pushed_seq: u64,
+    /// `tcp_push_one`: this transmit sends at most one TSO packet, undeferred.
+    pub(crate) push_one: bool,
     /// `TCP_MAXSEG` (`tp->rx_opt.user_mss`); 0 when unset.
     pub(crate) user_mss: u32,
     /// `TCP_NAGLE_PUSH` for the current push only (`tcp_push_pending_frames` after
@@ -260,7 +262,8 @@ impl Tcb {
             sk_err: None,
             nodelay: false,
             cork: false,
-            more_pending: false,
+            pushed_seq: 1,
+            push_one: false,
             user_mss: 0,
             nagle_push: false,
             nagle_cork_once: false,

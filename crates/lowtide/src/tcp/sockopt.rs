@@ -124,11 +124,7 @@ impl Tcb {
         data: &[u8],
         more: bool,
     ) -> Result<usize, SocketError> {
-        self.more_pending = more;
-        self.nagle_cork_once = more;
-        let r = self.sendmsg(ctx, data);
-        self.nagle_cork_once = false;
-        r
+        self.sendmsg(ctx, data, more)
     }
 
     /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming.

@@ -29,6 +29,7 @@ macro_rules! ctx {
             out: &mut $stack.out,
             events: &mut $stack.events,
             ip_id: &mut $stack.ip_id,
+            tx_orphan: $stack.tx_orphan,
         }
     };
 }
@@ -77,6 +78,8 @@ pub struct Stack {
     events: VecDeque<SocketEvent>,
     mib: Counters,
     ip_id: u16,
+    /// The device orphans packets at transmit ([`Stack::set_tx_orphan`]).
+    tx_orphan: bool,
 }
 
 impl Stack {
@@ -98,6 +101,7 @@ impl Stack {
             events: VecDeque::new(),
             mib: Counters::default(),
             ip_id,
+            tx_orphan: false,
         }
     }
 

@@ -369,3 +369,57 @@ mod tests {
         assert!(t.is_writeable(&cfg)); // free 1001 >= 1001
     }
 }
+
+#[cfg(test)]
+mod push_tests {
+    use super::*;
+    use crate::mib::Counters;
+    use crate::time::Instant;
+    use std::collections::VecDeque;
+
+    fn with_ctx<R>(cfg: &Config, f: impl FnOnce(&mut Ctx) -> R) -> R {
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let mut ctx = Ctx {
+            now: Instant(1_000_000_000),
+            cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+            tx_orphan: true,
+        };
+        f(&mut ctx)
+    }
+
+    /// An established connection as a packetdrill peer leaves it: MSS 1000, window
+    /// 32896, cwnd 10, 10 ms RTT.
+    fn established(cfg: &Config) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::Established;
+        t.snd_una = 1;
+        t.snd_nxt = 1;
+        t.write_seq = 1;
+        t.mss_cache = 1000;
+        t.snd_wnd = 32896;
+        t.max_window = 32896;
+        t.srtt_us = 10_000 << 3;
+        // tcp_update_pacing_rate in slow start: 200% of cwnd * mss / srtt.
+        t.pacing_rate = 2_000_000;
+        t
+    }
+
+    #[test]
+    fn notsent_lowat_counts_after_push_one_and_forced_push() {
+        // tcp_sendmsg_locked: a full skb that is the send head goes out at once
+        // (tcp_push_one); the unsent remainder keeps filling up to size_goal, and
+        // only a new skb checks sk_stream_memory_free (notsent < lowat).
+        let cfg = Config::default();
+        let mut t = established(&cfg);
+        t.notsent_lowat = 4000;
+        let n = with_ctx(&cfg, |ctx| t.sendmsg(ctx, &[0u8; 59000], false));
+        assert_eq!(t.size_goal(&cfg), 16000);
+        assert_eq!(t.snd_nxt, 10001, "cwnd 10 of 1000 bytes went out");
+        assert_eq!(n, Ok(26000));
+    }
+}

@@ -254,7 +254,9 @@ impl Tcb {
             }
             self.lsndtime = ctx.now;
         }
-        self.wmem_alloc += truesize as u64;
+        if !ctx.tx_orphan {
+            self.wmem_alloc += truesize as u64;
+        }
         if !payload.is_empty() {
             self.update_after_send(ctx.now, payload.len());
         }

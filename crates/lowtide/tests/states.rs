@@ -246,16 +246,17 @@ mod established {
     }
 
     #[test]
-    fn ack_of_unsent_data_is_answered_and_dropped() {
+    fn ack_of_unsent_data_is_dropped_silently() {
+        // Linux: tcp_ack returns -SKB_DROP_REASON_TCP_ACK_UNSENT_DATA and
+        // tcp_rcv_established discards the segment without a reply (RFC 9293
+        // 3.10.7.4's ACK is a "should"; Linux answers only outside ESTABLISHED).
         let (mut p, c, _s) = warm();
         let peer = learn(&p, Dir::AtoB);
         let pkt = peer.seg(F::ACK, peer.seq, peer.ack.wrapping_add(5000), b"data");
         let out = poke(&mut p, false, &pkt);
-        // RFC 9293 3.10.7.4: send an ACK, drop the segment.
-        assert_eq!(out.len(), 1, "{out:?}");
-        assert!(out[0].is_pure_ack());
-        assert_eq!(out[0].th.ack, peer.seq, "data must not be accepted");
-        assert_eq!(p.a.recv_queue_len(c), Ok(0));
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(counter(&p.a, Mib::TcpExtTCPChallengeACK), 0);
+        assert_eq!(p.a.recv_queue_len(c), Ok(0), "data must not be accepted");
     }
 
     #[test]
@@ -687,6 +688,20 @@ mod fin_wait_2 {
     }
 
     #[test]
+    fn ack_of_unsent_data_gets_challenge_ack_outside_established() {
+        // Linux tcp_rcv_state_process: tcp_ack() < 0 -> tcp_send_challenge_ack.
+        let (mut p, c, _s) = fin_wait_2();
+        let peer = learn(&p, Dir::AtoB);
+        let pkt = peer.seg(F::ACK, peer.seq, peer.ack.wrapping_add(5000), b"data");
+        let out = poke(&mut p, false, &pkt);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].is_pure_ack());
+        assert_eq!(out[0].th.ack, peer.seq, "data must not be accepted");
+        assert_eq!(counter(&p.a, Mib::TcpExtTCPChallengeACK), 1);
+        assert_eq!(p.a.recv_queue_len(c), Ok(0));
+    }
+
+    #[test]
     fn half_closed_connection_still_receives() {
         let (mut p, c, s) = fin_wait_2();
         let d = pattern(200_000, 8);
@@ -705,7 +720,18 @@ mod fin_wait_2 {
         p.b.send(p.now, s, b"nobody reads this").unwrap();
         p.drive_for(30 * MS);
         assert_eq!(counter(&p.a, Mib::TcpExtTCPAbortOnData), 1);
-        assert!(p.sent_since(mark, Dir::AtoB).iter().any(|s| s.has(F::RST)));
+        // Linux answers the segment itself (tcp_v4_send_reset from tcp_v4_do_rcv):
+        // seq = the segment's ACK, RST without ACK (packetdrill user_timeout.pkt).
+        let data = p.sent_since(mark, Dir::BtoA);
+        let data = data.iter().find(|s| !s.payload.is_empty()).unwrap();
+        let rsts: Vec<Seg> = p
+            .sent_since(mark, Dir::AtoB)
+            .into_iter()
+            .filter(|s| s.has(F::RST))
+            .collect();
+        assert_eq!(rsts.len(), 1, "{rsts:?}");
+        assert!(!rsts[0].has(F::ACK), "{rsts:?}");
+        assert_eq!(rsts[0].th.seq, data.th.ack);
         assert_eq!(p.a.connection_count(), 0);
     }
 

@@ -162,6 +162,10 @@ pub struct Tcb {
     /// Consecutive timeouts (`icsk_retransmits`).
     pub(crate) retransmits: u8,
     pub(crate) probes_out: u8,
+    /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
+    pub(crate) probes_tstamp: Option<Instant>,
+    /// `TCP_USER_TIMEOUT` (`icsk_user_timeout`); zero: off.
+    pub(crate) user_timeout: Duration,
     pub(crate) pending: Option<(Pending, Instant)>,
     pub(crate) delack_at: Option<Instant>,
     pub(crate) quick: u32,
@@ -330,6 +334,8 @@ impl Tcb {
             backoff: 0,
             retransmits: 0,
             probes_out: 0,
+            probes_tstamp: None,
+            user_timeout: Duration::ZERO,
             pending: None,
             delack_at: None,
             quick: 0,

@@ -36,9 +36,9 @@ pub mod pcap;
 mod report;
 pub mod sample;
 pub mod scenario;
-pub mod verdict;
-pub mod timeseries;
 pub mod soak;
+pub mod timeseries;
+pub mod verdict;
 mod world;
 
 pub use link::LinkConfig;

@@ -30,6 +30,8 @@ pub struct SockOptions {
     pub max_pacing_rate: Option<u64>,
     /// `TCP_CONGESTION`.
     pub congestion: Option<String>,
+    /// `TCP_USER_TIMEOUT` in milliseconds; 0 when unset.
+    pub user_timeout_ms: u32,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -79,6 +81,9 @@ impl Tcb {
             self.user_mss = o.user_mss;
             self.advmss = self.advmss.min(o.user_mss);
             self.mss_cache = self.mss_cache.min(o.user_mss);
+        }
+        if o.user_timeout_ms != 0 {
+            self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
         }
         let _ = cfg;
     }

@@ -251,7 +251,7 @@ impl Tcb {
     pub(crate) fn new(cfg: &Config, tuple: FourTuple, iss: u32, now: Instant) -> Tcb {
         let ipv6 = tuple.local.is_ipv6();
         let advmss = cfg.mss_for(ipv6);
-        let cc = cong::by_name(&cfg.tcp_congestion_control)
+        let cc = cong::by_name_cfg(&cfg.tcp_congestion_control, cfg)
             .unwrap_or_else(|| Box::new(cong::reno::Reno));
         Tcb {
             state: TcpState::Closed,

@@ -18,6 +18,7 @@
 //! | [`info`] | `struct tcp_info` |
 
 pub(crate) mod api;
+pub(crate) mod chrono;
 pub mod cong;
 pub mod info;
 pub(crate) mod input;

@@ -332,10 +332,17 @@ impl Tcb {
         // it: collect that for this call only, as tcp_write_xmit's local flag.
         let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
         let prior_nxt = self.snd_nxt;
+        self.rwnd_limited = false;
         while self.write_queue.front().is_some() {
             if !self.write_one(ctx) || self.push_one {
                 break;
             }
+        }
+        // tcp_write_xmit: the receive-window chrono follows the last attempt.
+        if core::mem::take(&mut self.rwnd_limited) {
+            self.chrono_start(ctx.now, super::chrono::Chrono::RwndLimited);
+        } else {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::RwndLimited);
         }
         if frto_new && self.snd_nxt <= self.high_seq {
             self.frto = false;
@@ -349,6 +356,15 @@ impl Tcb {
             || self.packets_in_flight() >= self.cw.snd_cwnd;
         if self.snd_nxt > prior_nxt || is_cwnd_limited {
             self.cwnd_validate(is_cwnd_limited);
+            // tcp_cwnd_validate, network starving: with nothing unsent and the writer
+            // out of buffer, the send buffer is what limits.
+            if !is_cwnd_limited
+                && self.write_queue.is_empty()
+                && self.nospace
+                && matches!(self.state, TcpState::Established | TcpState::CloseWait)
+            {
+                self.chrono_start(ctx.now, super::chrono::Chrono::SndbufLimited);
+            }
         }
         self.arm_probe0_if_stalled(ctx);
     }
@@ -378,6 +394,7 @@ impl Tcb {
             end_seq
         };
         if first_end > wnd_end {
+            self.rwnd_limited = true;
             return false;
         }
         if self.nagle_blocks(len, flags, mss) {

@@ -60,6 +60,10 @@ pub struct Tcb {
     pub(crate) pushed_seq: u64,
     /// `tcp_push_one`: this transmit sends at most one TSO packet, undeferred.
     pub(crate) push_one: bool,
+    /// Busy / rwnd-limited / sndbuf-limited chronographs (`tcp_chrono_*`).
+    pub(crate) chrono: super::chrono::Chronos,
+    /// `is_rwnd_limited` of the running `tcp_write_xmit`.
+    pub(crate) rwnd_limited: bool,
     /// `TCP_MAXSEG` (`tp->rx_opt.user_mss`); 0 when unset.
     pub(crate) user_mss: u32,
     /// `TCP_NAGLE_PUSH` for the current push only (`tcp_push_pending_frames` after
@@ -268,6 +272,8 @@ impl Tcb {
             cork: false,
             pushed_seq: 1,
             push_one: false,
+            chrono: Default::default(),
+            rwnd_limited: false,
             user_mss: 0,
             nagle_push: false,
             nagle_cork_once: false,

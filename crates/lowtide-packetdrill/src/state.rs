@@ -222,11 +222,8 @@ impl Shared {
         let mut id = None;
         let r = loop {
             let a = attempt(&mut st);
-            self.wake_all(&mut st);
-            if let Some(i) = id {
-                if let Some(b) = st.blocked.get_mut(&i) {
-                    b.recheck = false;
-                }
+            if let Some(b) = id.and_then(|i| st.blocked.get_mut(&i)) {
+                b.recheck = false;
             }
             match a {
                 Attempt::Done(r) => break r,
@@ -240,20 +237,27 @@ impl Shared {
                 st.next_block_id += 1;
                 st.next_block_id
             });
-            st.blocked.insert(
-                i,
-                Blocked {
-                    deadline,
-                    recheck: false,
-                },
-            );
-            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.blocked.entry(i).or_insert(Blocked {
+                deadline,
+                recheck: false,
+            });
+            // The clock may move now that this thread has re-checked (hold()).
+            self.cv.notify_all();
+            // Sleep until a wakeup is addressed to this thread; spurious or foreign
+            // wakeups do not make it retry (so two blocked threads never ping-pong).
+            loop {
+                st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                if st.blocked.get(&i).is_none_or(|b| b.recheck) {
+                    break;
+                }
+            }
         };
         if let Some(i) = id {
             st.blocked.remove(&i);
             st.owed.insert(std::thread::current().id());
         }
-        self.cv.notify_all();
+        // What this call did may unblock others.
+        self.wake_all(&mut st);
         r
     }
 }

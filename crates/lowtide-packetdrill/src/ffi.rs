@@ -505,12 +505,28 @@ unsafe extern "C" fn pd_ioctl(ud: Ud, fd: c_int, req: c_ulong, arg: *mut c_void)
 
 unsafe extern "C" fn pd_close(ud: Ud, fd: c_int) -> c_int {
     guard(ud, |sh| {
-        let mut st = sh.enter();
-        let now = st.now();
-        let r = st.host.close(now, fd).map(|_| 0).map_err(e);
-        st.drain_transmit();
-        sh.wake_all(&mut st);
-        r
+        let linger = {
+            let mut st = sh.enter();
+            let now = st.now();
+            let r = st.host.close_linger(now, fd).map_err(e);
+            st.drain_transmit();
+            sh.wake_all(&mut st);
+            r?
+        };
+        // SO_LINGER with a time: sleep until the FIN is acknowledged or time is up.
+        if let Some((h, d)) = linger {
+            let us = d.as_micros() as u64;
+            sh.blocking(
+                false,
+                Some(us),
+                |st: &mut State| match st.host.is_closing(h) {
+                    true => Attempt::Wait,
+                    false => Attempt::Done(Ok(())),
+                },
+                || Ok(()),
+            )?;
+        }
+        Ok(0)
     })
 }
 

@@ -155,6 +155,16 @@ impl Stack {
             .find(|a| a.is_ipv4() == remote.is_ipv4())
     }
 
+    /// The state of a connection, also after `close` made it an orphan; `None` once
+    /// it is gone.
+    pub fn orphan_state(&self, h: SocketHandle) -> Option<crate::TcpState> {
+        let s = self.slots.get(h.index as usize)?;
+        match &s.sock {
+            Some(Sock::Tcp(t)) if s.generation == h.generation => Some(t.state),
+            _ => None,
+        }
+    }
+
     /// Whether `h` is a listener.
     pub fn is_listener(&self, h: SocketHandle) -> bool {
         matches!(self.slot_sock(h), Ok(Sock::Listener(_)))

@@ -536,3 +536,33 @@ fn psh_on_gso_packets_and_on_the_pushed_tail_only() {
         assert_eq!(p, segs > 1, "PSH exactly on multi-segment packets here");
     }
 }
+
+#[test]
+fn linger_with_time_reports_the_wait_for_the_fin_ack() {
+    // tcp_close with SOCK_LINGER and sk_lingertime > 0: sk_stream_wait_close sleeps
+    // while the state is FIN-WAIT-1, CLOSING or LAST-ACK.
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    let lin: Vec<u8> = [1i32, 5].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    n.a.setsockopt(n.now, c, SOL_SOCKET, SO_LINGER, &lin)
+        .unwrap();
+    let (h, d) =
+        n.a.close_linger(n.now, c)
+            .unwrap()
+            .expect("lingering close");
+    assert_eq!(d, core::time::Duration::from_secs(5));
+    assert!(n.a.is_closing(h), "FIN sent, not yet acknowledged");
+    n.run();
+    assert!(!n.a.is_closing(h), "FIN acknowledged: FIN-WAIT-2");
+    // Without SO_LINGER, close does not wait.
+    let (c2, _, _) = {
+        let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        n.b.bind(l, SocketAddr::new(B.into(), 81)).unwrap();
+        n.b.listen(l, 4).unwrap();
+        let c = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        let _ = n.a.connect(n.now, c, SocketAddr::new(B.into(), 81));
+        n.run();
+        (c, 0, l)
+    };
+    assert_eq!(n.a.close_linger(n.now, c2), Ok(None));
+}

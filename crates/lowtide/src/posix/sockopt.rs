@@ -149,7 +149,9 @@ impl Host {
         let e = |r: Result<(), crate::SocketError>| r.map_err(Errno::from);
         match (level, name) {
             (SOL_SOCKET, SO_REUSEADDR) => s.reuseaddr = int_arg(val)? != 0,
-            (SOL_SOCKET, SO_KEEPALIVE) => s.keepalive = int_arg(val)? != 0,
+            // lowtide has no keepalive timer: turning it on would be a silent no-op.
+            (SOL_SOCKET, SO_KEEPALIVE) if int_arg(val)? != 0 => return err(errno::ENOPROTOOPT),
+            (SOL_SOCKET, SO_KEEPALIVE) => s.keepalive = false,
             (SOL_SOCKET, SO_LINGER) => {
                 if val.len() < 8 {
                     return err(errno::EINVAL);

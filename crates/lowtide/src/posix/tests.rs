@@ -566,3 +566,17 @@ fn linger_with_time_reports_the_wait_for_the_fin_ack() {
     };
     assert_eq!(n.a.close_linger(n.now, c2), Ok(None));
 }
+
+#[test]
+fn keepalive_on_is_refused_not_ignored() {
+    let mut h = host(A, 1);
+    let fd = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let now = Instant::ZERO;
+    assert_eq!(
+        h.setsockopt(now, fd, SOL_SOCKET, SO_KEEPALIVE, &1i32.to_ne_bytes()),
+        Err(Errno(errno::ENOPROTOOPT))
+    );
+    h.setsockopt(now, fd, SOL_SOCKET, SO_KEEPALIVE, &0i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut h, now, fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+}

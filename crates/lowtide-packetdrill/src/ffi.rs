@@ -258,9 +258,19 @@ fn do_send(sh: &Shared, fd: Fd, data: &[u8], flags: i32) -> Result<usize, i32> {
 }
 
 unsafe extern "C" fn pd_free(ud: Ud) {
-    if !ud.is_null() {
-        let _ = catch_unwind(|| drop(Box::from_raw(ud as *mut Shared)));
+    if ud.is_null() {
+        return;
     }
+    let _ = catch_unwind(|| {
+        // SAFETY: userdata is the Box<Shared> leaked by init.
+        let shared = &*(ud as *const Shared);
+        if shared.has_blocked_threads() {
+            // A thread still sleeps in a call on this instance: freeing it would
+            // pull the mutex from under that thread. Leak it instead (once per run).
+            return;
+        }
+        drop(Box::from_raw(ud as *mut Shared));
+    });
 }
 
 unsafe extern "C" fn pd_socket(ud: Ud, d: c_int, t: c_int, p: c_int) -> c_int {

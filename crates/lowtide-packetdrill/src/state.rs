@@ -161,6 +161,11 @@ impl Shared {
         st
     }
 
+    /// Whether a thread sleeps in a blocking call on this instance.
+    pub fn has_blocked_threads(&self) -> bool {
+        !self.lock().blocked.is_empty()
+    }
+
     /// `gettimeofday`: the clock moves 1 us per read (packetdrill spins on it).
     pub fn gettimeofday(&self) -> u64 {
         let mut st = self.lock();

@@ -30,6 +30,7 @@ macro_rules! ctx {
             events: &mut $stack.events,
             ip_id: &mut $stack.ip_id,
             challenge: &mut $stack.challenge,
+            tx_orphan: $stack.tx_orphan,
         }
     };
 }
@@ -90,6 +91,8 @@ pub struct Stack {
     ip_id: u16,
     challenge: tcp::ratelimit::ChallengeLimit,
     secrets: crate::secure::Secrets,
+    /// The device orphans packets at transmit ([`Stack::set_tx_orphan`]).
+    tx_orphan: bool,
 }
 
 impl Stack {
@@ -118,6 +121,7 @@ impl Stack {
             ip_id,
             challenge,
             secrets,
+            tx_orphan: false,
         }
     }
 
@@ -359,7 +363,7 @@ impl Stack {
         data: &[u8],
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data))
+        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, false))
     }
 
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.

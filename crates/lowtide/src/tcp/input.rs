@@ -609,6 +609,10 @@ impl Tcb {
         }
         self.lost_hint = self.lost_hint.max(self.snd_una);
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
+        // tcp_clean_rtx_queue: an emptied retransmit queue stops the busy chrono.
+        if self.rtx.is_empty() {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::Busy);
+        }
         if c.fin_acked {
             self.our_fin_acked(ctx);
         }
@@ -810,6 +814,7 @@ impl Tcb {
     pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
         if self.nospace && self.state.is_synchronized() && self.is_writeable(ctx.cfg) {
             self.nospace = false;
+            self.chrono_stop(ctx.now, super::chrono::Chrono::SndbufLimited);
             self.wakeups += 1;
             self.notify(ctx, EventKind::Writable);
         }

@@ -18,6 +18,7 @@
 //! | [`info`] | `struct tcp_info` |
 
 pub(crate) mod api;
+pub(crate) mod chrono;
 pub mod cong;
 pub mod info;
 pub(crate) mod input;
@@ -123,6 +124,9 @@ pub(crate) struct Ctx<'a> {
     pub ip_id: &'a mut u16,
     /// The stack-wide challenge-ACK budget (RFC 5961 section 7).
     pub challenge: &'a mut ratelimit::ChallengeLimit,
+    /// The device frees packets as it takes them (`skb_orphan`): no TX completion
+    /// is charged, so TCP Small Queues never waits on it.
+    pub tx_orphan: bool,
 }
 
 /// A listening socket: its accept queue and the children still in SYN-RECV.

@@ -214,11 +214,12 @@ impl Tcb {
         if flags & FLAG_FIN != 0 {
             tf |= TcpFlags::FIN;
         }
-        let end = seq + payload.len() as u64;
-        if !payload.is_empty()
-            && end == self.write_seq - self.fin_queued as u64
-            && !self.more_pending
-        {
+        if flags & skb::FLAG_PSH != 0 && !payload.is_empty() {
+            tf |= TcpFlags::PSH;
+        }
+        // __tcp_transmit_skb: PSH on every GSO packet (tcp_skb_pcount > 1), to
+        // expedite the receiver's GRO flush; 1-MSS packets keep their own flag.
+        if payload.len() > self.current_mss() as usize {
             tf |= TcpFlags::PSH;
         }
         let options = if flags & FLAG_SYN != 0 {
@@ -266,7 +267,9 @@ impl Tcb {
             }
             self.lsndtime = ctx.now;
         }
-        self.wmem_alloc += truesize as u64;
+        if !ctx.tx_orphan {
+            self.wmem_alloc += truesize as u64;
+        }
         if !payload.is_empty() {
             self.update_after_send(ctx.now, payload.len());
         }
@@ -348,10 +351,17 @@ impl Tcb {
         // it: collect that for this call only, as tcp_write_xmit's local flag.
         let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
         let prior_nxt = self.snd_nxt;
+        self.rwnd_limited = false;
         while self.write_queue.front().is_some() {
-            if !self.write_one(ctx) {
+            if !self.write_one(ctx) || self.push_one {
                 break;
             }
+        }
+        // tcp_write_xmit: the receive-window chrono follows the last attempt.
+        if core::mem::take(&mut self.rwnd_limited) {
+            self.chrono_start(ctx.now, super::chrono::Chrono::RwndLimited);
+        } else {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::RwndLimited);
         }
         if frto_new && self.snd_nxt <= self.high_seq {
             self.frto = false;
@@ -365,6 +375,15 @@ impl Tcb {
             || self.packets_in_flight() >= self.cw.snd_cwnd;
         if self.snd_nxt > prior_nxt || is_cwnd_limited {
             self.cwnd_validate(is_cwnd_limited);
+            // tcp_cwnd_validate, network starving: with nothing unsent and the writer
+            // out of buffer, the send buffer is what limits.
+            if !is_cwnd_limited
+                && self.write_queue.is_empty()
+                && self.nospace
+                && matches!(self.state, TcpState::Established | TcpState::CloseWait)
+            {
+                self.chrono_start(ctx.now, super::chrono::Chrono::SndbufLimited);
+            }
         }
         self.arm_probe0_if_stalled(ctx);
     }
@@ -394,13 +413,14 @@ impl Tcb {
             end_seq
         };
         if first_end > wnd_end {
+            self.rwnd_limited = true;
             return false;
         }
         if self.nagle_blocks(len, flags, mss) {
             return false;
         }
         let max_segs = self.tso_segs(ctx.cfg, mss);
-        if len > mss as u64 {
+        if len > mss as u64 && !self.push_one {
             let is_tail = self.write_queue.len() == 1;
             let fin = flags & FLAG_FIN != 0;
             if let Some(cwnd_limited) = self.tso_should_defer(ctx, seq, len, fin, is_tail, max_segs)

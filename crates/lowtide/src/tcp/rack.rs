@@ -260,6 +260,7 @@ mod tests {
             events: &mut events,
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            tx_orphan: false,
         };
         let r = f(&mut ctx);
         (r, mib)
@@ -374,6 +375,7 @@ mod tests {
             events: &mut events,
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            tx_orphan: false,
         };
         let l = t.rack_detect_loss(&mut ctx);
         assert_eq!(l.lost_segs, 3);

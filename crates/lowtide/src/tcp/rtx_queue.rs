@@ -644,8 +644,8 @@ impl RtxQueue {
         let (x, y) = (self.store.get(a), self.store.get(b));
         let ok = x.sacked == y.sacked
             && x.has(SACKED_ACKED)
-            && x.flags == 0
-            && y.flags == 0
+            && x.flags & !skb::FLAG_PSH == 0
+            && y.flags & !skb::FLAG_PSH == 0
             && x.end_seq == y.seq
             && x.len() as u64 == x.pcount as u64 * mss as u64
             && x.data.len() + y.data.len() <= MERGE_MAX;
@@ -656,6 +656,7 @@ impl RtxQueue {
         self.modify(a, |x| {
             append(&mut x.data, &y.data);
             x.end_seq = y.end_seq;
+            x.flags |= y.flags; // tcp_shifted_skb
             x.pcount += y.pcount;
             x.truesize += y.truesize;
         });

@@ -635,6 +635,29 @@ mod fin_wait_1 {
     }
 
     #[test]
+    fn final_fin_is_sent_when_cwnd_is_full() {
+        // Linux tcp_cwnd_test: "Don't be strict about the congestion window for the
+        // final FIN" (packetdrill shutdown/shutdown-rdwr-write-queue-close.pkt).
+        let (mut p, c, _s) = establish(Config::default());
+        let info = p.a.info(p.now, c).unwrap();
+        let window = (info.snd_cwnd * info.snd_mss) as usize;
+        let mark = p.wire.len();
+        assert_eq!(p.a.send(p.now, c, &pattern(window, 3)), Ok(window));
+        p.drive_for(MS);
+        assert_eq!(p.a.info(p.now, c).unwrap().unacked, info.snd_cwnd);
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        p.drive_for(MS);
+        let sent = p.sent_since(mark, Dir::AtoB);
+        let fin = sent
+            .iter()
+            .find(|s| s.has(F::FIN))
+            .expect("FIN sent at once");
+        assert!(fin.payload.is_empty());
+        let first = sent.iter().find(|s| !s.payload.is_empty()).unwrap();
+        assert_eq!(fin.th.seq, first.th.seq.wrapping_add(window as u32));
+    }
+
+    #[test]
     fn data_is_still_received() {
         let (mut p, c, _s) = fin_wait_1();
         let peer = learn(&p, Dir::AtoB);

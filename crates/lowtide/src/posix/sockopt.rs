@@ -114,7 +114,9 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     u32s(&mut b, 152, i.data_segs_in);
     u32s(&mut b, 156, i.data_segs_out);
     u64s(&mut b, 160, i.delivery_rate);
-    // 168..192: busy_time, rwnd_limited, sndbuf_limited (tcp_chrono): not tracked.
+    u64s(&mut b, 168, i.busy_time);
+    u64s(&mut b, 176, i.rwnd_limited);
+    // 184: tcpi_sndbuf_limited, not tracked (counted in busy_time; tcp/chrono.rs).
     u32s(&mut b, 192, i.delivered);
     u64s(&mut b, 200, i.bytes_sent);
     u64s(&mut b, 208, i.bytes_retrans);

@@ -119,6 +119,10 @@ pub struct TcpInfo {
     /// `tcp_bbr_info.bbr_bw`: the congestion control's bottleneck bandwidth
     /// estimate in bytes per second (0 unless it keeps one, as BBR does).
     pub bbr_bw: u64,
+    /// `tcpi_busy_time`: time with data to send (`tcp_chrono`).
+    pub busy_time: u64,
+    /// `tcpi_rwnd_limited`: time stalled by the peer's receive window.
+    pub rwnd_limited: u64,
 }
 
 impl Tcb {
@@ -189,6 +193,8 @@ impl Tcb {
             rcv_rtt: self.rcv_rtt.rtt_us8 >> 3,
             reord_seen: self.reord_seen,
             bbr_bw: self.cc.bw_estimate_bps().map_or(0, |b| b / 8),
+            busy_time: self.chrono.stats_us(now).0,
+            rwnd_limited: self.chrono.stats_us(now).1,
         }
     }
 

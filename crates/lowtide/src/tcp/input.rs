@@ -534,6 +534,12 @@ impl Tcb {
     /// `tcp_clean_rtx_queue` around [`super::rtx_queue::RtxQueue::clean`].
     fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx_queue::Cleaned {
         let c = self.rtx.clean(ack, self.mss_cache);
+        if self.rtx.is_empty() {
+            // tcp_clean_rtx_queue: nothing left in flight.
+            let empty = self.write_queue.is_empty();
+            self.chrono
+                .stop(ctx.now, super::chrono::ChronoType::Busy, empty);
+        }
         self.bytes_acked += c.acked_bytes;
         self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
         if ack > self.snd_una {

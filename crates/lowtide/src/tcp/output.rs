@@ -1,6 +1,7 @@
 //! Transmission: tcp_output.c's `tcp_write_xmit`, `tcp_transmit_skb`,
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
+use super::chrono::ChronoType;
 use super::cong::{CaEvent, CaState};
 use super::skb::{self, Skb, FLAG_FIN, FLAG_SYN, SKB_OVERHEAD};
 use super::sock::{Pending, Tcb, GSO_MAX_SIZE, TCPOLEN_TSTAMP_ALIGNED};
@@ -316,9 +317,16 @@ impl Tcb {
 
     /// `tcp_write_xmit`, preceded by retransmissions of lost skbs.
     pub(crate) fn write_xmit(&mut self, ctx: &mut Ctx) {
+        if !self.write_queue.is_empty() {
+            // tcp_add_write_queue_tail starts the busy chrono when the write queue
+            // gains its head; every enqueue (tcp_sendmsg, tcp_send_fin) pushes here
+            // at the same instant.
+            self.chrono.start(ctx.now, ChronoType::Busy);
+        }
         if !self.can_send_data() {
             return;
         }
+        self.chrono.rwnd_hit = false;
         // F-RTO step 2.b (tcp_xmit_recovery with REXMIT_NEW): new data first.
         let frto_new = core::mem::take(&mut self.frto_rexmit_new);
         if !frto_new {
@@ -346,6 +354,13 @@ impl Tcb {
             || self.packets_in_flight() >= self.cw.snd_cwnd;
         if self.snd_nxt > prior_nxt || is_cwnd_limited {
             self.cwnd_validate(is_cwnd_limited);
+        }
+        // tcp_write_xmit: time stalled by the receive window.
+        if self.chrono.rwnd_hit {
+            self.chrono.start(ctx.now, ChronoType::RwndLimited);
+        } else {
+            let empty = self.write_queue.is_empty() && self.rtx.is_empty();
+            self.chrono.stop(ctx.now, ChronoType::RwndLimited, empty);
         }
         self.arm_probe0_if_stalled(ctx);
     }
@@ -381,6 +396,7 @@ impl Tcb {
             end_seq
         };
         if first_end > wnd_end {
+            self.chrono.rwnd_hit = true;
             return false;
         }
         if self.nagle_blocks(len, flags, mss) {

@@ -171,6 +171,8 @@ pub struct Tcb {
     pub(crate) lsndtime: Instant,
     pub(crate) lrcvtime: Instant,
     pub(crate) retrans_stamp: Option<Instant>,
+    /// `tcp_chrono_*`: busy and receive-window-limited time.
+    pub(crate) chrono: super::chrono::Chrono,
 
     // ---- congestion control and recovery ----
     pub(crate) cw: CwndState,
@@ -335,6 +337,7 @@ impl Tcb {
             lsndtime: now,
             lrcvtime: now,
             retrans_stamp: None,
+            chrono: Default::default(),
             cw: CwndState::new(cfg.initcwnd),
             cc,
             ca_state: CaState::Open,

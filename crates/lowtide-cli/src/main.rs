@@ -6,7 +6,9 @@
 //! verify (or the run failed), 2 bad arguments.
 
 mod config_file;
+mod experiment;
 mod real;
+mod soak;
 mod summary;
 mod units;
 
@@ -39,17 +41,21 @@ enum Command {
     /// The emulated link as a bridge between two TUN devices in two network
     /// namespaces, for kernel-to-kernel TCP (needs root).
     Link(real::link::LinkArgs),
+    /// The five seed experiments in the simulator, with a report (report.md,
+    /// results.json, plots); `merge` combines the directories of shards.
+    Experiment(experiment::ExperimentArgs),
 }
 
 #[derive(Subcommand, Debug)]
 enum SimCommand {
     /// TCP streams from host A (10.0.0.1) to host B (10.0.0.2), like netperf
     /// TCP_STREAM; every byte is verified at the receiver.
-    Stream(StreamArgs),
+    Stream(Box<StreamArgs>),
+    /// Randomized fixed-size transfers over random paths, impairments and sysctls;
+    /// checks every byte and a liveness deadline per run, and prints a reproduction
+    /// command (`lowtide sim stream ...`) for each failing run.
+    Soak(soak::SoakArgs),
 }
-
-/// Simulated-time limit of a `--bytes` run; hitting it is a failure.
-const BYTES_TIME_LIMIT: Duration = Duration::from_secs(600);
 
 #[derive(Args, Debug)]
 struct StreamArgs {
@@ -65,6 +71,10 @@ struct StreamArgs {
     /// Loss probability on the A->B (data) direction (e.g. 1%, 0.5%, 0.01).
     #[arg(long, default_value = "0", value_parser = units::parse_probability)]
     loss: f64,
+    /// Mean length of loss bursts in packets (both directions): above 1, losses
+    /// follow a Gilbert model with the same long-run rate as --loss/--loss-reverse.
+    #[arg(long, default_value = "1", value_parser = parse_burst, value_name = "PACKETS")]
+    loss_burst: f64,
     /// Loss probability on the B->A (ACK) direction.
     #[arg(long, default_value = "0", value_parser = units::parse_probability)]
     loss_reverse: f64,
@@ -88,6 +98,9 @@ struct StreamArgs {
     /// closes, instead of a bulk transfer.
     #[arg(long, value_parser = units::parse_bytes)]
     bytes: Option<u64>,
+    /// Simulated-time limit of a --bytes run; reaching it fails the run.
+    #[arg(long, default_value = "600s", value_parser = positive_duration, requires = "bytes")]
+    time_limit: Duration,
     /// Congestion control: reno, cubic or bbr [default: cubic (net.ipv4.tcp_congestion_control), or the config file's].
     #[arg(long, value_parser = parse_cc)]
     cc: Option<String>,
@@ -127,6 +140,15 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
     match units::parse_duration(s)? {
         Duration::ZERO => Err(format!("duration '{s}' must be positive")),
         d => Ok(d),
+    }
+}
+
+fn parse_burst(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (1.0..=1e6).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "loss burst '{s}' must be a number of packets, 1..=1000000"
+        )),
     }
 }
 
@@ -181,6 +203,7 @@ impl StreamArgs {
         let base = LinkConfig {
             rate_bps: self.rate,
             delay_ns: one_way,
+            loss_burst: self.loss_burst,
             ..LinkConfig::default()
         };
         let link_ab = LinkConfig {
@@ -198,7 +221,7 @@ impl StreamArgs {
         let workload = match (self.bytes, self.duration) {
             (Some(bytes), _) => Workload::Bytes {
                 bytes,
-                time_limit_ns: BYTES_TIME_LIMIT.as_nanos() as u64,
+                time_limit_ns: self.time_limit.as_nanos() as u64,
             },
             (None, d) => Workload::Bulk {
                 duration_ns: d.unwrap_or(Duration::from_secs(10)).as_nanos() as u64,
@@ -297,8 +320,10 @@ fn main() -> ExitCode {
     };
     match &cli.command {
         Command::Sim(SimCommand::Stream(args)) => stream(args),
+        Command::Sim(SimCommand::Soak(args)) => soak::run(args),
         Command::Transfer(args) => real::transfer::run(args),
         Command::Link(args) => real::link::run(args),
         Command::Iperf3(args) => real::iperf::run(args),
+        Command::Experiment(args) => experiment::run(args),
     }
 }

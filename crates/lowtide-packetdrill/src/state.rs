@@ -100,6 +100,8 @@ impl Shared {
     pub fn new(flags: Flags) -> Shared {
         let mut stack = Stack::new(Config::default(), 1);
         stack.add_address(flags.local_ip);
+        // packetdrill's device is a tun, which orphans skbs at transmit.
+        stack.set_tx_orphan(true);
         let sysctl = SysctlDir::new(flags.sysctl_dir.clone(), flags.report.clone());
         Shared {
             m: Mutex::new(State {

@@ -27,6 +27,7 @@
 
 pub mod app;
 pub mod event;
+pub mod experiment;
 pub mod host;
 pub mod link;
 pub mod nic;
@@ -35,8 +36,14 @@ pub mod pcap;
 mod report;
 pub mod sample;
 pub mod scenario;
+pub mod soak;
+pub mod timeseries;
+pub mod verdict;
 mod world;
 
 pub use link::LinkConfig;
 pub use sample::MemoryResult;
-pub use scenario::{DeviceQueueResult, Results, Scenario, SimError, Wakeups, Workload};
+pub use scenario::{
+    DeviceQueueResult, ProgressHook, Results, Scenario, SimError, Wakeups, Workload,
+};
+pub use timeseries::{Timeseries, TimeseriesConfig};

@@ -24,8 +24,15 @@ pub struct LinkConfig {
     /// Extra delay per packet, uniform in `0..jitter_ns` (ns). Like netem, jitter
     /// may reorder packets.
     pub jitter_ns: u64,
-    /// Probability that a wire segment is lost (Bernoulli).
+    /// Probability that a wire segment is lost (Bernoulli, or the long-run loss rate
+    /// of the burst model when `loss_burst` > 1).
     pub loss: f64,
+    /// Mean length of a loss burst in wire segments. Above 1, losses follow a
+    /// two-state Gilbert model (netem's `loss gemodel p r`): a segment in the bad
+    /// state is lost, the bad state is left with probability `r = 1/loss_burst` per
+    /// segment and entered with `p = loss * r / (1 - loss)`, so the long-run loss
+    /// rate stays `loss`. 1 or less: independent losses.
+    pub loss_burst: f64,
     /// Probability that a wire segment is held back by `reorder_delay_ns`, so that
     /// later segments overtake it.
     pub reorder: f64,
@@ -46,6 +53,7 @@ impl Default for LinkConfig {
             delay_ns: 10_000_000,
             jitter_ns: 0,
             loss: 0.0,
+            loss_burst: 1.0,
             reorder: 0.0,
             reorder_delay_ns: None,
             duplicate: 0.0,
@@ -86,6 +94,11 @@ pub struct LinkDir {
     /// The link is busy serializing until this time (ns).
     busy_until: u64,
     loss: Threshold,
+    /// The burst model: (enter bad, leave bad) thresholds; `None` when losses are
+    /// independent.
+    burst: Option<(Threshold, Threshold)>,
+    /// In the Gilbert model's bad state.
+    bad: bool,
     reorder: Threshold,
     duplicate: Threshold,
     corrupt: Threshold,
@@ -124,6 +137,8 @@ impl LinkDir {
         assert!(cfg.rate_bps > 0, "link rate must be positive");
         LinkDir {
             loss: Threshold::new(cfg.loss),
+            burst: burst_thresholds(&cfg),
+            bad: false,
             reorder: Threshold::new(cfg.reorder),
             duplicate: Threshold::new(cfg.duplicate),
             corrupt: Threshold::new(cfg.corrupt),
@@ -161,7 +176,7 @@ impl LinkDir {
     /// Applies the impairments to a segment whose serialization ended at `end` (ns)
     /// and hands each surviving copy to `deliver` with its arrival time (ns).
     pub fn propagate(&mut self, end: u64, mut pkt: Vec<u8>, mut deliver: impl FnMut(u64, Vec<u8>)) {
-        if self.loss.hit(&mut self.rng) {
+        if self.lost() {
             self.stats.lost += 1;
             return;
         }
@@ -176,6 +191,23 @@ impl LinkDir {
         }
         let at = end + self.delay();
         deliver(at, pkt);
+    }
+
+    /// Whether the next segment is lost: a Bernoulli draw, or a step of the Gilbert
+    /// model (which draws only when `loss` is strictly between 0 and 1, so a
+    /// loss-free link leaves the random stream alone).
+    #[inline]
+    fn lost(&mut self) -> bool {
+        match self.burst {
+            Some((enter, leave)) => {
+                let flip = if self.bad { leave } else { enter };
+                if flip.hit(&mut self.rng) {
+                    self.bad = !self.bad;
+                }
+                self.bad
+            }
+            None => self.loss.hit(&mut self.rng),
+        }
     }
 
     /// One-way delay plus this packet's jitter and reordering hold.
@@ -198,6 +230,18 @@ impl LinkDir {
         let byte = (r >> 3) as usize % pkt.len();
         pkt[byte] ^= 1 << (r & 7);
     }
+}
+
+/// The Gilbert model's transition thresholds for `cfg`, if it has bursty loss with a
+/// loss rate strictly between 0 and 1 (0 and 1 need no model).
+fn burst_thresholds(cfg: &LinkConfig) -> Option<(Threshold, Threshold)> {
+    let (loss, burst) = (cfg.loss, cfg.loss_burst);
+    if burst.is_nan() || burst <= 1.0 || loss.is_nan() || loss <= 0.0 || loss >= 1.0 {
+        return None;
+    }
+    let leave = 1.0 / burst;
+    let enter = (loss * leave / (1.0 - loss)).min(1.0);
+    Some((Threshold::new(enter), Threshold::new(leave)))
 }
 
 /// Segments propagating on a link direction, by arrival time. Without jitter or
@@ -316,6 +360,39 @@ mod tests {
         assert!((lost - 0.05).abs() < 0.005, "lost {lost}");
         assert_eq!(l.stats.lost as usize, n - got);
         assert_eq!(l.stats.packets as usize, n);
+    }
+
+    /// The burst model keeps the long-run loss rate and makes losses cluster: the mean
+    /// run of consecutive losses is near `loss_burst` (about 1 for independent loss).
+    #[test]
+    fn bursty_loss_rate_and_burst_length() {
+        let runs = |burst: f64| {
+            let mut l = link(LinkConfig {
+                loss: 0.1,
+                loss_burst: burst,
+                ..Default::default()
+            });
+            let n = 200_000;
+            let mut lost_flags = Vec::with_capacity(n);
+            for i in 0..n {
+                let mut got = false;
+                l.propagate(0, vec![i as u8], |_, _| got = true);
+                lost_flags.push(!got);
+            }
+            let lost = lost_flags.iter().filter(|&&x| x).count();
+            let bursts = lost_flags
+                .windows(2)
+                .filter(|w| w[1] && !w[0])
+                .count()
+                .max(1);
+            (lost as f64 / n as f64, lost as f64 / bursts as f64)
+        };
+        let (rate, mean) = runs(5.0);
+        assert!((rate - 0.1).abs() < 0.01, "bursty loss rate {rate}");
+        assert!((mean - 5.0).abs() < 0.5, "mean burst {mean}");
+        let (rate, mean) = runs(1.0);
+        assert!((rate - 0.1).abs() < 0.01, "independent loss rate {rate}");
+        assert!(mean < 1.2, "independent losses cluster: {mean}");
     }
 
     #[test]

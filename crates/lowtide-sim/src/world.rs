@@ -8,7 +8,8 @@ use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
 use crate::sample::{auto_interval, MemorySampler};
-use crate::scenario::{Scenario, SimError, Workload};
+use crate::scenario::{ProgressHook, Scenario, SimError, Workload};
+use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
 use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
 use lowtide_wire::{gso, tcp::four_tuple};
 use rustc_hash::FxHashMap;
@@ -72,8 +73,17 @@ pub(crate) struct World {
     /// there (for Jain's index over the last half).
     pub half_ns: Option<u64>,
     pub half_bytes: Option<Vec<u64>>,
+    /// The time-series grid, if asked for, and whether it has flow rows.
+    pub ts_grid: Option<(Grid, bool)>,
+    pub timeseries: Timeseries,
+    /// `SO_SNDBUF` for every sending socket.
+    pub sndbuf: Option<u32>,
+    pub progress: Option<ProgressHook>,
     pub now: Instant,
 }
+
+/// Events between two calls of the progress hook.
+const PROGRESS_EVERY: u64 = 1 << 16;
 
 fn addr(host: usize) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1 + host as u8))
@@ -149,6 +159,15 @@ impl World {
                 crate::scenario::Workload::Bytes { .. } => None,
             },
             half_bytes: None,
+            ts_grid: sc
+                .timeseries
+                .map(|t| (Grid::new(t.interval_ns), t.per_flow)),
+            timeseries: Timeseries {
+                interval_us: sc.timeseries.map_or(0.0, |t| t.interval_ns as f64 / 1e3),
+                ..Timeseries::default()
+            },
+            sndbuf: sc.sndbuf,
+            progress: sc.progress.clone(),
             now: Instant::ZERO,
         })
     }
@@ -184,8 +203,20 @@ impl World {
             if self.memory.due(at.as_nanos()) {
                 self.sample_memory(at);
             }
+            if self
+                .ts_grid
+                .as_ref()
+                .is_some_and(|(g, _)| g.due(at.as_nanos()))
+            {
+                self.sample_timeseries(at);
+            }
             self.now = at;
             self.events += 1;
+            if self.events.is_multiple_of(PROGRESS_EVERY) {
+                if let Some(p) = &self.progress {
+                    (p.0)(at.as_nanos());
+                }
+            }
             match ev {
                 Event::Stop => return StopReason::Stopped,
                 Event::Start { flow } => self.start_flow(flow),
@@ -215,6 +246,73 @@ impl World {
         }
     }
 
+    /// Records the time-series rows (the state the last event left) for the grid
+    /// points before `until`.
+    pub fn sample_timeseries(&mut self, until: Instant) {
+        let Some((grid, per_flow)) = self.ts_grid.as_mut() else {
+            return;
+        };
+        let per_flow = *per_flow;
+        let points: Vec<u64> = grid.take_due(until.as_nanos()).collect();
+        if points.is_empty() {
+            return;
+        }
+        let a = &self.hosts[HOST_A];
+        let m = a.stack.tcp_memory();
+        let host = |t: u64| HostSample {
+            time_us: t / 1_000,
+            tcp_mem_pages: m.pages,
+            wmem_queued: m.wmem_queued,
+            dev_queue_bytes: a.nic.bytes(),
+            wakeups: self.flows.iter().map(|f| f.sender.wakeups).sum(),
+            delivered_bytes: self
+                .flows
+                .iter()
+                .map(|f| f.receiver.verifier.received())
+                .sum(),
+        };
+        let rows: Vec<HostSample> = points.iter().map(|&t| host(t)).collect();
+        let flows: Vec<FlowSample> = match per_flow {
+            true => self.flow_samples(&points),
+            false => Vec::new(),
+        };
+        self.timeseries.host.extend(rows);
+        self.timeseries.flows.extend(flows);
+    }
+
+    /// One row per grid point and live sending socket.
+    fn flow_samples(&self, points: &[u64]) -> Vec<FlowSample> {
+        let a = &self.hosts[HOST_A];
+        let mut out = Vec::new();
+        for &t in points {
+            for f in &self.flows {
+                let Some(h) = f.sender.handle else { continue };
+                let Ok(i) = a.stack.info(self.now, h) else {
+                    continue;
+                };
+                let in_flight = (i.unacked + i.retrans).saturating_sub(i.sacked + i.lost);
+                out.push(FlowSample {
+                    time_us: t / 1_000,
+                    flow: f.sender.flow,
+                    cwnd: i.snd_cwnd,
+                    ssthresh: i.snd_ssthresh,
+                    rtt_us: i.rtt,
+                    pacing_rate_bps: i.pacing_rate.saturating_mul(8),
+                    unacked: i.unacked,
+                    in_flight,
+                    notsent: i.notsent_bytes,
+                    wmem_queued: i.wmem_queued,
+                    dev_queue_bytes: a.nic.flow_bytes(f.sender.flow),
+                    delivered: i.delivered,
+                    bytes_acked: i.bytes_acked,
+                    retrans: i.total_retrans,
+                    ca_state: i.ca_state.to_string(),
+                });
+            }
+        }
+        out
+    }
+
     fn start_flow(&mut self, flow: u32) {
         let now = self.now;
         let a = &mut self.hosts[HOST_A];
@@ -228,6 +326,12 @@ impl World {
                 s.handle = Some(h);
                 if let Some(bytes) = self.notsent_lowat {
                     s.set_notsent_lowat(&mut a.stack, now, bytes);
+                }
+                if let Some(bytes) = self.sndbuf {
+                    // setsockopt(SO_SNDBUF) before connect, as netperf -s does.
+                    if let Err(e) = a.stack.set_sndbuf(h, bytes) {
+                        tracing::warn!("flow {flow}: SO_SNDBUF refused: {e}");
+                    }
                 }
                 if let Ok((l, _)) = a.stack.addresses(h) {
                     self.port_flow.insert(l.port(), flow);

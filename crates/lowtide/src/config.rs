@@ -116,6 +116,21 @@ pub struct Config {
     /// `List` in a list searched from the head, as before the seed. Same results,
     /// different cost; chosen when a connection is created.
     pub rtx_queue: RtxQueueKind,
+    /// `net.ipv4.tcp_orphan_retries`: retries before an orphaned (closed) socket's
+    /// retransmissions or window probes give up; 0 means 8 while the backed-off RTO
+    /// is below 120 s (`tcp_orphan_retries`).
+    pub tcp_orphan_retries: u8,
+    /// `net.ipv4.tcp_challenge_ack_limit`: challenge ACKs per second, stack-wide
+    /// (RFC 5961 section 7).
+    pub tcp_challenge_ack_limit: u32,
+    /// `net.ipv4.tcp_invalid_ratelimit`: least milliseconds between two duplicate
+    /// ACKs a socket sends for out-of-window segments (`tcp_oow_rate_limited`).
+    pub tcp_invalid_ratelimit: u32,
+    /// `net.ipv4.tcp_min_snd_mss`: the smallest MSS a peer can make us use.
+    pub tcp_min_snd_mss: u32,
+    /// `net.ipv4.tcp_syncookies`: 1 sends SYN cookies when a listener's SYN queue
+    /// overflows, 2 always, 0 never.
+    pub tcp_syncookies: u8,
 }
 
 /// The retransmit queue's structure (seed 003).
@@ -173,6 +188,11 @@ impl Default for Config {
             tsq: true,
             size_goal_at: SizeGoalAt::Transmit,
             rtx_queue: RtxQueueKind::Tree,
+            tcp_orphan_retries: 0,
+            tcp_challenge_ack_limit: 1000,
+            tcp_invalid_ratelimit: 500,
+            tcp_min_snd_mss: 48,
+            tcp_syncookies: 1,
         }
     }
 }
@@ -279,6 +299,11 @@ impl Config {
         "experimental.tsq",
         "experimental.size_goal_at",
         "experimental.rtx_queue",
+        "net.ipv4.tcp_orphan_retries",
+        "net.ipv4.tcp_challenge_ack_limit",
+        "net.ipv4.tcp_invalid_ratelimit",
+        "net.ipv4.tcp_min_snd_mss",
+        "net.ipv4.tcp_syncookies",
     ];
 
     /// Sets a sysctl by its Linux name (`net.ipv4.tcp_wmem`) from its text form.
@@ -363,6 +388,23 @@ impl Config {
                     "list" => RtxQueueKind::List,
                     _ => return Err(bad(n, value, "tree or list")),
                 }
+            }
+            "net.ipv4.tcp_orphan_retries" => {
+                self.tcp_orphan_retries = parse_num(n, value, 0, 127, "0..=127")?
+            }
+            "net.ipv4.tcp_challenge_ack_limit" => {
+                self.tcp_challenge_ack_limit = parse_num(n, value, 0, u32::MAX, "per second")?
+            }
+            "net.ipv4.tcp_invalid_ratelimit" => {
+                self.tcp_invalid_ratelimit =
+                    parse_num(n, value, 0, i32::MAX as u32, "milliseconds")?
+            }
+            // Linux bounds it by TCP_MIN_SND_MSS (48) and TCP_MIN_GSO_SIZE.
+            "net.ipv4.tcp_min_snd_mss" => {
+                self.tcp_min_snd_mss = parse_num(n, value, 48, 65535 - 40, "48..=65495")?
+            }
+            "net.ipv4.tcp_syncookies" => {
+                self.tcp_syncookies = parse_num(n, value, 0, 2, "0, 1 or 2")?
             }
             _ => return Err(ConfigError::UnknownName(name.into())),
         }

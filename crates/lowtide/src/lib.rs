@@ -31,7 +31,7 @@ pub use mib::{Counters, Mib};
 pub use socket::{
     EventKind, RxChecksum, Shutdown, SocketError, SocketEvent, SocketHandle, Transmit, TxToken,
 };
-pub use stack::{Stack, TcpMemory};
+pub use stack::{RtxWork, Stack, TcpMemory};
 pub use tcp::info::TcpInfo;
 pub use tcp::TcpState;
 pub use time::Instant;

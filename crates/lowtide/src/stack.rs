@@ -29,6 +29,7 @@ macro_rules! ctx {
             out: &mut $stack.out,
             events: &mut $stack.events,
             ip_id: &mut $stack.ip_id,
+            tx_orphan: $stack.tx_orphan,
         }
     };
 }
@@ -62,6 +63,16 @@ pub struct TcpMemory {
     pub sockets: u64,
 }
 
+/// Work done on the retransmit queues of a host's live sockets
+/// ([`Stack::rtx_work`]), for a CPU cost model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RtxWork {
+    /// Queue nodes visited, as Linux's tree or list would visit them.
+    pub nodes_visited: u64,
+    /// SACK blocks processed.
+    pub sack_blocks: u64,
+}
+
 /// A TCP/IP stack: every socket of one host, driven by its caller (see the crate docs
 /// for the order of calls).
 pub struct Stack {
@@ -77,6 +88,8 @@ pub struct Stack {
     events: VecDeque<SocketEvent>,
     mib: Counters,
     ip_id: u16,
+    /// The device orphans packets at transmit ([`Stack::set_tx_orphan`]).
+    tx_orphan: bool,
 }
 
 impl Stack {
@@ -98,6 +111,7 @@ impl Stack {
             events: VecDeque::new(),
             mib: Counters::default(),
             ip_id,
+            tx_orphan: false,
         }
     }
 
@@ -299,7 +313,7 @@ impl Stack {
         data: &[u8],
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data))
+        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, false))
     }
 
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.
@@ -334,19 +348,36 @@ impl Stack {
     pub fn close(&mut self, now: Instant, h: SocketHandle) -> Result<(), SocketError> {
         let index = self.handle_slot(h)?;
         if let Some(Sock::Listener(l)) = &self.slots[index as usize].sock {
-            let (local, pending): (SocketAddr, Vec<u32>) =
+            let (local, queued): (SocketAddr, Vec<u32>) =
                 (l.local, l.accept_queue.iter().copied().collect());
             self.listeners.remove(&local);
+            self.listen_stop(now, index, &queued);
             self.free_slot(index);
-            for child in pending {
-                self.slots[child as usize].orphan = true;
-                self.with_tcb(now, child, |tcb, ctx| tcb.abort(ctx));
-            }
             return Ok(());
         }
         self.slots[index as usize].orphan = true;
         self.with_tcb(now, index, |tcb, ctx| tcb.close(ctx));
         Ok(())
+    }
+
+    /// `inet_csk_listen_stop`: the listener in `index` closes. Children still in
+    /// SYN-RECV are dropped without a word (Linux's request socks die with their
+    /// listener; the client's ACK then finds no socket and is reset); established
+    /// children nobody accepted (`queued`) are reset (`tcp_disconnect`).
+    fn listen_stop(&mut self, now: Instant, index: u32, queued: &[u32]) {
+        let syn_recv: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&i| {
+                matches!(&self.slots[i as usize].sock,
+                    Some(Sock::Tcp(t)) if t.parent == Some(index) && !t.in_accept_queue)
+            })
+            .collect();
+        for child in syn_recv {
+            self.free_slot(child);
+        }
+        for &child in queued {
+            self.slots[child as usize].orphan = true;
+            self.with_tcb(now, child, |tcb, ctx| tcb.abort(ctx));
+        }
     }
 
     /// Aborts a connection with RST (`SO_LINGER` 0 then `close(2)`).
@@ -388,6 +419,27 @@ impl Stack {
         let index = self.user_slot(h)?;
         self.with_tcb(now, index, |tcb, ctx| tcb.set_notsent_lowat(ctx, bytes));
         Ok(())
+    }
+
+    /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
+    /// peer's window stay closed to our probes, before the connection fails with
+    /// `ETIMEDOUT` (`icsk_user_timeout`, used by `tcp_write_timeout` and
+    /// `tcp_probe_timer`); zero restores the defaults (`tcp_retries2`).
+    pub fn set_user_timeout(
+        &mut self,
+        h: SocketHandle,
+        timeout: core::time::Duration,
+    ) -> Result<(), SocketError> {
+        if timeout.as_millis() > i32::MAX as u128 {
+            return Err(SocketError::InvalidInput);
+        }
+        self.tcb_mut(h)?.user_timeout = timeout;
+        Ok(())
+    }
+
+    /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
+    pub fn user_timeout(&self, h: SocketHandle) -> Result<core::time::Duration, SocketError> {
+        Ok(self.tcb(h)?.user_timeout)
     }
 
     /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.
@@ -436,6 +488,19 @@ impl Stack {
         }
         m.pages = (m.wmem_queued + m.rmem_alloc).div_ceil(4096);
         m
+    }
+
+    /// Work on the retransmit queues so far, summed over the live sockets (a closed
+    /// socket's work leaves the sum).
+    pub fn rtx_work(&self) -> RtxWork {
+        let mut w = RtxWork::default();
+        for s in &self.slots {
+            if let Some(Sock::Tcp(t)) = &s.sock {
+                w.nodes_visited += t.rtx.nodes_visited();
+                w.sack_blocks += t.rtx.sack_blocks();
+            }
+        }
+        w
     }
 
     /// The connection's state.

@@ -133,6 +133,14 @@ impl Stack {
         Ok(self.listener_mut(h)?.accept_queue.len())
     }
 
+    /// Declares that the device frees each packet as soon as it takes it, as tun
+    /// does (`skb_orphan` in `tun_net_xmit`): TX completion is immediate, so
+    /// `sk_wmem_alloc` never holds a socket back (TCP Small Queues). Completions
+    /// reported later through [`Stack::handle_tx_complete`] are then no-ops.
+    pub fn set_tx_orphan(&mut self, on: bool) {
+        self.tx_orphan = on;
+    }
+
     /// Whether `ip` is one of the stack's addresses.
     pub fn has_address(&self, ip: std::net::IpAddr) -> bool {
         self.addrs.contains(&ip)

@@ -88,8 +88,6 @@ pub(crate) struct Socket {
     pub keepalive: bool,
     /// `SO_LINGER`: `(l_onoff, l_linger)`.
     pub linger: (bool, u32),
-    /// `TCP_USER_TIMEOUT` in ms.
-    pub user_timeout_ms: u32,
     pub bound: Option<SocketAddr>,
     pub state: SockState,
     /// Wakeups seen on the socket (a new generation per engine event), for EPOLLET.
@@ -104,7 +102,6 @@ impl Socket {
             reuseaddr: false,
             keepalive: false,
             linger: (false, 0),
-            user_timeout_ms: 0,
             bound: None,
             state: SockState::Unconnected,
             wake: 0,
@@ -338,7 +335,6 @@ impl Host {
         child.reuseaddr = s.reuseaddr;
         child.keepalive = s.keepalive;
         child.linger = s.linger;
-        child.user_timeout_ms = s.user_timeout_ms;
         let h = self.stack.accept(l).map_err(Errno::from)?;
         let (local, remote) = self.stack.addresses(h).map_err(Errno::from)?;
         child.bound = Some(local);

@@ -223,7 +223,11 @@ impl Host {
                 if v < 0 {
                     return err(errno::EINVAL);
                 }
-                s.user_timeout_ms = v as u32;
+                s.opts.user_timeout_ms = v as u32;
+                if let Some(h) = conn {
+                    let d = core::time::Duration::from_millis(v as u64);
+                    e(stack.set_user_timeout(h, d))?;
+                }
             }
             (SOL_TCP, TCP_CONGESTION) => {
                 let name = val.split(|&c| c == 0).next().unwrap_or_default();
@@ -335,7 +339,13 @@ impl Host {
                 int(out, v as i32)
             }
             (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
-            (SOL_TCP, TCP_USER_TIMEOUT) => int(out, s.user_timeout_ms as i32),
+            (SOL_TCP, TCP_USER_TIMEOUT) => {
+                let v = match conn {
+                    Some(h) => self.stack.user_timeout(h).map_err(Errno::from)?.as_millis() as u32,
+                    None => s.opts.user_timeout_ms,
+                };
+                int(out, v as i32)
+            }
             (SOL_TCP, TCP_CONGESTION) => {
                 let name = match conn {
                     Some(h) => self.stack.congestion(h).map_err(Errno::from)?.to_string(),

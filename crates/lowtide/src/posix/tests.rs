@@ -508,3 +508,31 @@ fn cork_and_msg_more_hold_sub_mss_data_and_psh() {
         "MSG_MORE: no PSH"
     );
 }
+
+#[test]
+fn psh_on_gso_packets_and_on_the_pushed_tail_only() {
+    // __tcp_transmit_skb sets PSH on every packet of more than one segment; a
+    // 1-MSS fragment of an unpushed skb has none (tcp_fragment keeps PSH on the
+    // second part); tcp_push marks the tail of each write.
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    n.a.send(n.now, c, &vec![0u8; 30000], 0).unwrap();
+    let mut psh = Vec::new();
+    while let Some(tx) = n.a.poll_transmit(n.now) {
+        let (ip, _) = (&tx.packet[..20], ());
+        let hl = ((ip[0] & 0xf) * 4) as usize;
+        let (th, thl) = lowtide_wire::tcp::TcpRepr::parse(&tx.packet[hl..]).unwrap();
+        let len = tx.packet.len() - hl - thl;
+        psh.push((
+            len > 0,
+            tx.gso_segs,
+            th.flags.contains(lowtide_wire::tcp::TcpFlags::PSH),
+        ));
+        n.a.handle_tx_complete(n.now, tx.token);
+    }
+    let data: Vec<_> = psh.into_iter().filter(|p| p.0).collect();
+    assert!(!data.is_empty());
+    for (_, segs, p) in data {
+        assert_eq!(p, segs > 1, "PSH exactly on multi-segment packets here");
+    }
+}

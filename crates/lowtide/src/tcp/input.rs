@@ -382,6 +382,8 @@ impl Tcb {
             return true; // old duplicate: ignore the ACK, keep the data
         }
         let ack = ack as u64;
+        // tcp_ack: the peer is alive; window probes count again from zero.
+        self.probes_out = 0;
         let prior_in_flight = self.packets_in_flight();
         let prior_una = self.snd_una;
         let prior_sacked = self.rtx.sacked_out;
@@ -398,7 +400,7 @@ impl Tcb {
                 .saturating_sub(self.rtx.sacked_out)
                 .saturating_sub(cleaned.acked_sacked_segs);
         self.delivered += newly_acked_sacked as u64;
-        let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.last_tx);
+        let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.first_tx);
         let mut rate = AckRate {
             skb: super::rate::DeliveredSkb::later(sack.rate, cleaned.rate),
             delivered: newly_acked_sacked,
@@ -523,8 +525,10 @@ impl Tcb {
                     .pending
                     .is_some_and(|p| p.0 == super::sock::Pending::Probe0)
             {
+                // tcp_ack_probe: the window opened.
                 self.pending = None;
                 self.backoff = 0;
+                self.probes_tstamp = None;
             }
             self.snd_wnd = nwin;
             self.max_window = self.max_window.max(nwin);
@@ -554,23 +558,26 @@ impl Tcb {
         c
     }
 
-    /// RTT sample from the ACKed skbs or the SACKed ones (`tcp_ack_update_rtt`):
-    /// never from retransmitted skbs (Karn); from the timestamp echo otherwise.
+    /// `tcp_ack_update_rtt`: the RTT sample of one ACK. Karn's rule (RFC 6298
+    /// section 3): when the ACK covers a retransmitted skb (`FLAG_RETRANS_DATA_ACKED`
+    /// in `tcp_clean_rtx_queue`) the send times of the skbs it covers give no sample;
+    /// the SACKed never-retransmitted skbs or the timestamp echo may.
     fn ack_rtt(
         &mut self,
         ctx: &mut Ctx,
         th: &TcpRepr,
         c: &super::rtx_queue::Cleaned,
-        sack_tx: Option<crate::time::Instant>,
+        sack_first_tx: Option<crate::time::Instant>,
     ) -> Option<u32> {
-        let from_skb = c.first_tx.or(sack_tx);
-        let rtt = match from_skb {
+        let seq_tx = c.first_tx.filter(|_| !c.acked_retrans);
+        let rtt = match seq_tx.or(sack_first_tx) {
             Some(tx) => Some(ctx.now.saturating_since(tx).as_micros() as u32),
-            None if c.acked_segs > 0 && !c.acked_retrans => th
+            // RFC 7323 section 4.1: the echo of a retransmission's TSval is valid.
+            None if c.acked_segs > 0 => th
                 .options
                 .timestamp
-                .filter(|_| self.ts_ok)
-                .map(|(_, ecr)| self.tsval(ctx.now).wrapping_sub(ecr).saturating_mul(1000)),
+                .filter(|&(_, ecr)| self.ts_ok && ecr != 0)
+                .and_then(|(_, ecr)| ts_rtt_us(self.tsval(ctx.now), ecr)),
             None => None,
         };
         if let Some(r) = rtt {
@@ -795,5 +802,31 @@ impl Tcb {
             self.wakeups += 1;
             self.notify(ctx, EventKind::Writable);
         }
+    }
+}
+
+/// The RTT in microseconds a timestamp echo `ecr` gives at our clock `tsval` (ms
+/// ticks), as `tcp_ack_update_rtt`: none when the echo is from the future or too old
+/// (`delta >= INT_MAX / 1000`, a forged or stale TSecr), at least one tick.
+pub(crate) fn ts_rtt_us(tsval: u32, ecr: u32) -> Option<u32> {
+    let delta = tsval.wrapping_sub(ecr);
+    (delta < i32::MAX as u32 / 1000).then(|| delta.max(1) * 1000)
+}
+
+#[cfg(test)]
+mod ts_rtt_tests {
+    use super::ts_rtt_us;
+
+    #[test]
+    fn echo_bounds_as_tcp_ack_update_rtt() {
+        assert_eq!(ts_rtt_us(1000, 1000), Some(1000), "at least one tick");
+        assert_eq!(ts_rtt_us(1000, 960), Some(40_000));
+        // From the future, or older than INT_MAX / 1000 ticks: no sample.
+        assert_eq!(ts_rtt_us(1000, 1001), None);
+        assert_eq!(ts_rtt_us(0, 1), None);
+        assert_eq!(ts_rtt_us(0, u32::MAX), Some(1000), "across the wrap");
+        assert_eq!(ts_rtt_us(i32::MAX as u32 / 1000, 0), None);
+        let d = i32::MAX as u32 / 1000 - 1;
+        assert_eq!(ts_rtt_us(d, 0), Some(d * 1000));
     }
 }

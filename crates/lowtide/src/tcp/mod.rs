@@ -121,6 +121,9 @@ pub(crate) struct Ctx<'a> {
     pub out: &'a mut VecDeque<Transmit>,
     pub events: &'a mut VecDeque<SocketEvent>,
     pub ip_id: &'a mut u16,
+    /// The device frees packets as it takes them (`skb_orphan`): no TX completion
+    /// is charged, so TCP Small Queues never waits on it.
+    pub tx_orphan: bool,
 }
 
 /// A listening socket: its accept queue and the children still in SYN-RECV.

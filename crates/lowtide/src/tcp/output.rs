@@ -210,11 +210,12 @@ impl Tcb {
         if flags & FLAG_FIN != 0 {
             tf |= TcpFlags::FIN;
         }
-        let end = seq + payload.len() as u64;
-        if !payload.is_empty()
-            && end == self.write_seq - self.fin_queued as u64
-            && !self.more_pending
-        {
+        if flags & skb::FLAG_PSH != 0 && !payload.is_empty() {
+            tf |= TcpFlags::PSH;
+        }
+        // __tcp_transmit_skb: PSH on every GSO packet (tcp_skb_pcount > 1), to
+        // expedite the receiver's GRO flush; 1-MSS packets keep their own flag.
+        if payload.len() > self.current_mss() as usize {
             tf |= TcpFlags::PSH;
         }
         let options = if flags & FLAG_SYN != 0 {
@@ -254,7 +255,9 @@ impl Tcb {
             }
             self.lsndtime = ctx.now;
         }
-        self.wmem_alloc += truesize as u64;
+        if !ctx.tx_orphan {
+            self.wmem_alloc += truesize as u64;
+        }
         if !payload.is_empty() {
             self.update_after_send(ctx.now, payload.len());
         }
@@ -338,7 +341,7 @@ impl Tcb {
         let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
         let prior_nxt = self.snd_nxt;
         while self.write_queue.front().is_some() {
-            if !self.write_one(ctx) {
+            if !self.write_one(ctx) || self.push_one {
                 break;
             }
         }
@@ -403,7 +406,7 @@ impl Tcb {
             return false;
         }
         let max_segs = self.tso_segs(ctx.cfg, mss);
-        if len > mss as u64 {
+        if len > mss as u64 && !self.push_one {
             let is_tail = self.write_queue.len() == 1;
             let fin = flags & FLAG_FIN != 0;
             if let Some(cwnd_limited) = self.tso_should_defer(ctx, seq, len, fin, is_tail, max_segs)

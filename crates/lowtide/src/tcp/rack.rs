@@ -259,6 +259,7 @@ mod tests {
             out: &mut out,
             events: &mut events,
             ip_id: &mut id,
+            tx_orphan: false,
         };
         let r = f(&mut ctx);
         (r, mib)
@@ -372,6 +373,7 @@ mod tests {
             out: &mut out,
             events: &mut events,
             ip_id: &mut id,
+            tx_orphan: false,
         };
         let l = t.rack_detect_loss(&mut ctx);
         assert_eq!(l.lost_segs, 3);

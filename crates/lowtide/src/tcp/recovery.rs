@@ -16,6 +16,8 @@ pub(crate) struct SackResult {
     pub newly_sacked: u32,
     /// The first block was a D-SACK.
     pub dsack: bool,
+    /// Send time of the oldest newly SACKed never-retransmitted skb (`first_sackt`).
+    pub first_tx: Option<crate::time::Instant>,
     /// Send time of the newest newly SACKed never-retransmitted skb (RTT sample).
     pub last_tx: Option<crate::time::Instant>,
     /// The most recently sent skb newly SACKed, for the rate sample.
@@ -88,6 +90,7 @@ impl Tcb {
         self.fack = valid[..n].iter().fold(self.fack, |f, b| f.max(b.1));
         let t = self.rtx.sacktag_blocks(&valid[..n], mss);
         r.newly_sacked = t.segs;
+        r.first_tx = t.first_tx;
         r.last_tx = t.last_tx;
         r.rate = t.rate;
         ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);

@@ -56,8 +56,10 @@ pub struct Tcb {
     pub(crate) nodelay: bool,
     /// `TCP_CORK` (`TCP_NAGLE_CORK` in `tp->nonagle`).
     pub(crate) cork: bool,
-    /// The last `sendmsg` had `MSG_MORE`: its tail is not marked PSH (`tcp_push`).
-    pub(crate) more_pending: bool,
+    /// `pushed_seq`: `write_seq` when PSH was last marked (`tcp_mark_push`).
+    pub(crate) pushed_seq: u64,
+    /// `tcp_push_one`: this transmit sends at most one TSO packet, undeferred.
+    pub(crate) push_one: bool,
     /// `TCP_MAXSEG` (`tp->rx_opt.user_mss`); 0 when unset.
     pub(crate) user_mss: u32,
     /// `TCP_NAGLE_PUSH` for the current push only (`tcp_push_pending_frames` after
@@ -160,6 +162,10 @@ pub struct Tcb {
     /// Consecutive timeouts (`icsk_retransmits`).
     pub(crate) retransmits: u8,
     pub(crate) probes_out: u8,
+    /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
+    pub(crate) probes_tstamp: Option<Instant>,
+    /// `TCP_USER_TIMEOUT` (`icsk_user_timeout`); zero: off.
+    pub(crate) user_timeout: Duration,
     pub(crate) pending: Option<(Pending, Instant)>,
     pub(crate) delack_at: Option<Instant>,
     pub(crate) quick: u32,
@@ -262,7 +268,8 @@ impl Tcb {
             sk_err: None,
             nodelay: false,
             cork: false,
-            more_pending: false,
+            pushed_seq: 1,
+            push_one: false,
             user_mss: 0,
             nagle_push: false,
             nagle_cork_once: false,
@@ -329,6 +336,8 @@ impl Tcb {
             backoff: 0,
             retransmits: 0,
             probes_out: 0,
+            probes_tstamp: None,
+            user_timeout: Duration::ZERO,
             pending: None,
             delack_at: None,
             quick: 0,

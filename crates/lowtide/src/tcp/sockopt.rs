@@ -30,6 +30,8 @@ pub struct SockOptions {
     pub max_pacing_rate: Option<u64>,
     /// `TCP_CONGESTION`.
     pub congestion: Option<String>,
+    /// `TCP_USER_TIMEOUT` in milliseconds; 0 when unset.
+    pub user_timeout_ms: u32,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -80,6 +82,9 @@ impl Tcb {
             self.advmss = self.advmss.min(o.user_mss);
             self.mss_cache = self.mss_cache.min(o.user_mss);
         }
+        if o.user_timeout_ms != 0 {
+            self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
+        }
         let _ = cfg;
     }
 
@@ -124,11 +129,7 @@ impl Tcb {
         data: &[u8],
         more: bool,
     ) -> Result<usize, SocketError> {
-        self.more_pending = more;
-        self.nagle_cork_once = more;
-        let r = self.sendmsg(ctx, data);
-        self.nagle_cork_once = false;
-        r
+        self.sendmsg(ctx, data, more)
     }
 
     /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming.

@@ -1,0 +1,225 @@
+//! `lowtide sim soak`: many randomized transfers ([`lowtide_sim::soak`]), run on
+//! `--jobs` threads, each checked byte for byte and against its liveness deadline.
+//! Failing runs are printed with a `lowtide sim stream` command that reproduces them;
+//! exit code 1 if any run failed.
+
+use clap::Args;
+use lowtide_sim::soak::{SoakCase, SoakOutcome};
+use serde::Serialize;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub(crate) struct SoakArgs {
+    /// Number of randomized runs.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    runs: u64,
+    /// Seed of the soak: run i is a function of (seed, i) alone.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Runs in parallel [default: the number of CPUs].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    jobs: Option<u32>,
+    /// Prints the summary and the failures as JSON (and no progress).
+    #[arg(long)]
+    json: bool,
+}
+
+/// A failing run, for the report.
+#[derive(Serialize)]
+struct Failure {
+    run: u64,
+    reasons: Vec<String>,
+    repro: String,
+    case: SoakCase,
+}
+
+/// The soak's result.
+#[derive(Serialize)]
+struct Summary {
+    seed: u64,
+    runs: u64,
+    passed: u64,
+    failed: u64,
+    flows: u64,
+    bytes_verified: u64,
+    sim_s: f64,
+    retrans_segs: u64,
+    /// Longest simulated run (s) and its index.
+    longest_sim_s: f64,
+    longest_run: u64,
+    wall_s: f64,
+    failures: Vec<Failure>,
+}
+
+pub(crate) fn run(args: &SoakArgs) -> ExitCode {
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+        u64::from,
+    );
+    let wall = Instant::now();
+    let outcomes = run_all(args, jobs.min(args.runs));
+    let summary = summarize(args, outcomes, wall.elapsed());
+    if args.json {
+        match serde_json::to_string_pretty(&summary) {
+            Ok(s) => println!("{s}"),
+            Err(e) => return crate::run_failure(&format!("cannot serialize results: {e}")),
+        }
+    } else {
+        print!("{}", render(&summary));
+    }
+    match summary.failed {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    }
+}
+
+/// Runs every case on `jobs` threads; outcomes in run order.
+fn run_all(args: &SoakArgs, jobs: u64) -> Vec<SoakOutcome> {
+    let next = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let failed = AtomicU64::new(0);
+    let slots: Mutex<Vec<Option<SoakOutcome>>> = Mutex::new(vec![None; args.runs as usize]);
+    let start = Instant::now();
+    let last_report = Mutex::new(Instant::now());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= args.runs {
+                    break;
+                }
+                let out = SoakCase::generate(args.seed, i).run();
+                if !out.ok {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+                slots.lock().expect("no panics while held")[i as usize] = Some(out);
+                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if !args.json {
+                    progress(
+                        &last_report,
+                        start,
+                        n,
+                        args.runs,
+                        failed.load(Ordering::Relaxed),
+                    );
+                }
+            });
+        }
+    });
+    let slots = slots.into_inner().expect("no panics while held");
+    slots
+        .into_iter()
+        .map(|o| o.expect("every run ran"))
+        .collect()
+}
+
+/// A progress line on stderr every 5 s of wall time, and at the end.
+fn progress(last: &Mutex<Instant>, start: Instant, done: u64, runs: u64, failed: u64) {
+    let mut last = last.lock().expect("no panics while held");
+    if done < runs && last.elapsed() < Duration::from_secs(5) {
+        return;
+    }
+    *last = Instant::now();
+    eprintln!(
+        "soak: {done}/{runs} runs, {failed} failed, {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Summary {
+    let mut s = Summary {
+        seed: args.seed,
+        runs: args.runs,
+        passed: 0,
+        failed: 0,
+        flows: 0,
+        bytes_verified: 0,
+        sim_s: 0.0,
+        retrans_segs: 0,
+        longest_sim_s: 0.0,
+        longest_run: 0,
+        wall_s: wall.as_secs_f64(),
+        failures: Vec::new(),
+    };
+    for (i, o) in outcomes.into_iter().enumerate() {
+        let case = SoakCase::generate(args.seed, i as u64);
+        s.flows += case.flows as u64;
+        s.sim_s += o.sim_s;
+        s.retrans_segs += o.retrans_segs;
+        if o.sim_s > s.longest_sim_s {
+            (s.longest_sim_s, s.longest_run) = (o.sim_s, i as u64);
+        }
+        if o.ok {
+            s.passed += 1;
+            s.bytes_verified += o.bytes_delivered;
+        } else {
+            s.failed += 1;
+            s.failures.push(Failure {
+                run: i as u64,
+                reasons: o.reasons,
+                repro: case.repro(),
+                case,
+            });
+        }
+    }
+    s
+}
+
+fn render(s: &Summary) -> String {
+    let mut out = String::new();
+    for f in &s.failures {
+        out += &format!("run {} FAILED:\n", f.run);
+        for r in &f.reasons {
+            out += &format!("  {r}\n");
+        }
+        out += &format!("  reproduce: {}\n", f.repro);
+    }
+    out += &format!(
+        "soak (seed {}): {} runs, {} passed, {} failed; {} flows, {} bytes verified, \
+         {:.0} s simulated (longest {:.1} s, run {}), {} segments retransmitted; {:.1} s wall\n",
+        s.seed,
+        s.runs,
+        s.passed,
+        s.failed,
+        s.flows,
+        s.bytes_verified,
+        s.sim_s,
+        s.longest_sim_s,
+        s.longest_run,
+        s.retrans_segs,
+        s.wall_s
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Cli, Command, SimCommand};
+    use clap::Parser;
+    use lowtide_sim::soak::SoakCase;
+
+    /// The reproduction flags rebuild exactly the scenario the soak ran.
+    #[test]
+    fn repro_flags_give_the_same_scenario() {
+        for run in 0..500 {
+            let case = SoakCase::generate(11, run);
+            let mut argv = vec!["lowtide".to_string(), "sim".into(), "stream".into()];
+            argv.extend(case.args());
+            let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            let Command::Sim(SimCommand::Stream(a)) = cli.command else {
+                panic!("not a stream command");
+            };
+            let from_flags = a.scenario().expect("valid flags");
+            let direct = case.scenario().expect("valid case");
+            assert_eq!(
+                format!("{from_flags:?}"),
+                format!("{direct:?}"),
+                "run {run}: {}",
+                case.repro()
+            );
+        }
+    }
+}

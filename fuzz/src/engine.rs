@@ -1,0 +1,492 @@
+//! The engine: a [`Stack`] (the victim, 10.0.0.2) driven into one TCP state by a
+//! scripted peer (10.0.0.1), then fed arbitrary segments, timer expiries and socket
+//! calls.
+//!
+//! Input layout:
+//! - byte 0: the starting state ([`Start`], `byte % 11`) and, in its high bits, the
+//!   victim's configuration (SACK, timestamps, window scaling off, the list
+//!   retransmit queue);
+//! - byte 1: the congestion control (`% 3`: reno, cubic, bbr) and the options of the
+//!   peer's SYN (timestamps, SACK-permitted, window scale, MSS);
+//! - then 12-byte records ([`Record`]): a segment, a jump in time or a socket call.
+//!
+//! A segment's sequence and acknowledgment numbers are offsets from the connection's
+//! real ones (the victim's last ACK or the peer's own next sequence; the victim's
+//! highest sequence sent), so short inputs reach deep states: SACK recovery, zero
+//! windows, FIN handling, PAWS.
+
+use crate::Bytes;
+use lowtide::{Config, Instant, RxChecksum, Shutdown, SocketHandle, Stack};
+use lowtide_wire::checksum;
+use lowtide_wire::ip::{IpRepr, PROTO_TCP};
+use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const VICTIM: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+const PEER_PORT: u16 = 40_000;
+const VICTIM_PORT: u16 = 80;
+const PEER_ISN: u32 = 0xfffe_0000;
+/// Most records read from one input (keeps a case short).
+const MAX_RECORDS: usize = 400;
+/// Most timer expiries handled per time jump.
+const MAX_TIMERS: usize = 2_000;
+
+/// The state the victim's connection is driven to before the fuzzed records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// A listener; the records start with no connection.
+    Listen,
+    /// The victim sent a SYN.
+    SynSent,
+    /// The peer sent a SYN, the victim a SYN-ACK.
+    SynRecv,
+    /// Passive open, with data in flight both ways.
+    EstablishedPassive,
+    /// Active open, with data in flight from the victim.
+    EstablishedActive,
+    /// The victim closed with data unacknowledged.
+    FinWait1,
+    /// The victim closed and the peer acknowledged the FIN.
+    FinWait2,
+    /// The peer closed.
+    CloseWait,
+    /// The peer closed, then the victim.
+    LastAck,
+    /// Both closed at once, the victim's FIN not acknowledged.
+    Closing,
+    /// Both closed, everything acknowledged.
+    TimeWait,
+}
+
+const STARTS: [Start; 11] = [
+    Start::Listen,
+    Start::SynSent,
+    Start::SynRecv,
+    Start::EstablishedPassive,
+    Start::EstablishedActive,
+    Start::FinWait1,
+    Start::FinWait2,
+    Start::CloseWait,
+    Start::LastAck,
+    Start::Closing,
+    Start::TimeWait,
+];
+
+/// The victim stack, its sockets and what the peer knows of the sequence space.
+struct Harness {
+    now: Instant,
+    st: Stack,
+    listener: Option<SocketHandle>,
+    conn: Option<SocketHandle>,
+    /// The victim's highest sequence sent + 1 (SYN and FIN count).
+    snd_nxt: Option<u32>,
+    /// The last acknowledgment number the victim sent.
+    rcv_ack: Option<u32>,
+    /// The peer's next sequence number.
+    peer_nxt: u32,
+    /// The peer's timestamp clock.
+    tsval: u32,
+    /// The last TSval the victim sent (the peer echoes it).
+    ts_recent: u32,
+    syn_opts: TcpOptions,
+    peer_port: u16,
+    /// The victim's port (80, or its ephemeral port after an active open).
+    victim_port: u16,
+}
+
+/// One fuzz case (panics on a finding).
+pub fn run(data: &[u8]) {
+    let mut b = Bytes::new(data);
+    let cfg_byte = b.u8();
+    let opt_byte = b.u8();
+    let start = STARTS[(cfg_byte % 11) as usize];
+    let mut h = Harness::new(config(cfg_byte, opt_byte), syn_options(opt_byte));
+    h.setup(start);
+    let mut n = 0;
+    while !b.is_empty() && n < MAX_RECORDS {
+        let r: [u8; 12] = core::array::from_fn(|_| b.u8());
+        h.record(&r);
+        n += 1;
+    }
+    h.advance(Duration::from_secs(3600));
+}
+
+/// The victim's configuration from the input's first two bytes.
+fn config(cfg_byte: u8, opt_byte: u8) -> Config {
+    let mut c = Config::default();
+    let sel = cfg_byte >> 4;
+    c.tcp_sack = sel & 1 == 0;
+    c.tcp_timestamps = sel & 2 == 0;
+    c.tcp_window_scaling = sel & 4 == 0;
+    if sel & 8 != 0 {
+        c.rtx_queue = lowtide::config::RtxQueueKind::List;
+    }
+    let cc = ["reno", "cubic", "bbr"][(opt_byte % 3) as usize];
+    c.set("net.ipv4.tcp_congestion_control", cc)
+        .expect("known congestion control");
+    // Small buffers reach zero windows and memory limits quickly.
+    if cfg_byte & 0x08 != 0 {
+        c.tcp_rmem = [4096, 8192, 16384];
+        c.tcp_wmem = [4096, 8192, 16384];
+    }
+    c
+}
+
+/// The options of the peer's SYN or SYN-ACK.
+fn syn_options(opt_byte: u8) -> TcpOptions {
+    let sel = opt_byte / 3;
+    TcpOptions {
+        mss: Some([1460, 536, 88, 9000, 1, 65535][(sel % 6) as usize]),
+        wscale: (sel & 0x08 == 0).then_some((sel >> 4) * 2),
+        sack_permitted: sel & 0x10 == 0,
+        timestamp: (sel & 0x20 == 0).then_some((1, 0)),
+        ..TcpOptions::default()
+    }
+}
+
+impl Harness {
+    fn new(cfg: Config, syn_opts: TcpOptions) -> Harness {
+        let mut st = Stack::new(cfg, 7);
+        st.add_address(IpAddr::V4(VICTIM));
+        Harness {
+            now: Instant::ZERO,
+            st,
+            listener: None,
+            conn: None,
+            snd_nxt: None,
+            rcv_ack: None,
+            peer_nxt: PEER_ISN,
+            tsval: 1,
+            ts_recent: 0,
+            syn_opts,
+            peer_port: PEER_PORT,
+            victim_port: VICTIM_PORT,
+        }
+    }
+
+    /// Drives the victim to `start` with well-formed segments.
+    fn setup(&mut self, start: Start) {
+        const ACK: u8 = TcpFlags::ACK.0;
+        const FIN_ACK: u8 = TcpFlags::FIN.0 | TcpFlags::ACK.0;
+        let active = matches!(start, Start::SynSent | Start::EstablishedActive);
+        if active {
+            let local = SocketAddr::new(VICTIM.into(), 0);
+            let remote = SocketAddr::new(PEER.into(), self.peer_port);
+            self.conn = self.st.connect(self.now, local, remote).ok();
+            self.flush();
+            if start == Start::SynSent {
+                return;
+            }
+            self.peer_syn(TcpFlags::SYN.0 | ACK);
+            self.victim_send(30_000);
+            return;
+        }
+        let any = SocketAddr::new(VICTIM.into(), VICTIM_PORT);
+        self.listener = self.st.listen(any, 16).ok();
+        if start == Start::Listen {
+            return;
+        }
+        self.peer_syn(TcpFlags::SYN.0);
+        if start == Start::SynRecv {
+            return;
+        }
+        self.peer_segment(ACK, 2_000);
+        self.conn = self.listener.and_then(|l| self.st.accept(l).ok());
+        self.victim_send(30_000);
+        match start {
+            Start::FinWait1 | Start::FinWait2 | Start::Closing | Start::TimeWait => {
+                self.victim_close();
+                let una = self.snd_nxt.unwrap_or(0);
+                if start == Start::FinWait2 || start == Start::TimeWait {
+                    self.peer_segment_at(ACK, self.peer_nxt, una, 0);
+                }
+                if start == Start::Closing || start == Start::TimeWait {
+                    let ack = if start == Start::Closing {
+                        una.wrapping_sub(1)
+                    } else {
+                        una
+                    };
+                    self.peer_segment_at(FIN_ACK, self.peer_nxt, ack, 0);
+                }
+            }
+            Start::CloseWait | Start::LastAck => {
+                self.peer_segment(FIN_ACK, 0);
+                if start == Start::LastAck {
+                    self.victim_close();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn peer_syn(&mut self, flags: u8) {
+        let opts = self.syn_opts;
+        self.segment(
+            flags,
+            self.peer_nxt,
+            self.snd_nxt.unwrap_or(0),
+            0,
+            opts,
+            false,
+        );
+        self.peer_nxt = self.peer_nxt.wrapping_add(1);
+        self.tick(Duration::from_millis(10));
+    }
+
+    /// A segment with `len` payload bytes from the peer's next sequence, acknowledging
+    /// everything the victim sent.
+    fn peer_segment(&mut self, flags: u8, len: usize) {
+        let ack = self.snd_nxt.unwrap_or(0);
+        let opts = self.data_options(0, 0, 0);
+        let seq = self.peer_nxt;
+        self.send(flags, seq, ack, 65_535, opts, &vec![0x5a; len], false);
+    }
+
+    fn peer_segment_at(&mut self, flags: u8, seq: u32, ack: u32, len: usize) {
+        let opts = self.data_options(0, 0, 0);
+        self.send(flags, seq, ack, 65_535, opts, &vec![0x5a; len], false);
+    }
+
+    /// Timestamps (if the SYN had them) and `nsack` SACK blocks around `ack`.
+    fn data_options(&mut self, nsack: u8, ack: u32, spread: u32) -> TcpOptions {
+        let mut o = TcpOptions::default();
+        if self.syn_opts.timestamp.is_some() {
+            self.tsval = self.tsval.wrapping_add(1);
+            o.timestamp = Some((self.tsval, self.ts_recent));
+        }
+        let n = nsack.min(4);
+        for i in 0..n {
+            let start = ack.wrapping_add(spread.wrapping_mul(2 * i as u32 + 1));
+            o.sack[i as usize] = SackBlock {
+                start,
+                end: start.wrapping_add(spread.max(1)),
+            };
+        }
+        o.sack_len = n;
+        o
+    }
+
+    fn segment(&mut self, flags: u8, seq: u32, ack: u32, len: usize, o: TcpOptions, bad: bool) {
+        self.send(flags, seq, ack, 65_535, o, &vec![0x5a; len], bad);
+    }
+
+    /// Builds, checksums and delivers one IPv4 + TCP packet from the peer.
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        &mut self,
+        flags: u8,
+        seq: u32,
+        ack: u32,
+        window: u16,
+        options: TcpOptions,
+        payload: &[u8],
+        bad_csum: bool,
+    ) {
+        let tcp = TcpRepr {
+            src_port: self.peer_port,
+            dst_port: self.victim_port,
+            seq,
+            ack,
+            flags: TcpFlags(flags),
+            window,
+            urgent: 0,
+            options,
+        };
+        let hl = tcp.header_len();
+        let ip = IpRepr {
+            src: PEER.into(),
+            dst: VICTIM.into(),
+            protocol: PROTO_TCP,
+            hop_limit: 64,
+            ecn: 0,
+            header_len: 20,
+            payload_len: hl + payload.len(),
+        };
+        let mut pkt = vec![0u8; 20 + hl + payload.len()];
+        ip.emit(&mut pkt, 1);
+        tcp.emit(&mut pkt[20..]);
+        pkt[20 + hl..].copy_from_slice(payload);
+        checksum::fill_tcp(ip.src, ip.dst, &mut pkt[20..]);
+        if bad_csum {
+            pkt[36] ^= 0x40;
+        }
+        let syn_fin = (flags & TcpFlags::SYN.0 != 0) as u32 + (flags & TcpFlags::FIN.0 != 0) as u32;
+        let end = seq.wrapping_add(payload.len() as u32 + syn_fin);
+        if (end.wrapping_sub(self.peer_nxt) as i32) > 0 {
+            self.peer_nxt = end;
+        }
+        self.st.handle_packet(self.now, &pkt, RxChecksum::Verify);
+        self.flush();
+    }
+
+    /// Takes what the victim sends, tracking its sequence space, and completes it.
+    fn flush(&mut self) {
+        while let Some(tx) = self.st.poll_transmit(self.now) {
+            self.st.handle_tx_complete(self.now, tx.token);
+            let _ = lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| self.observe(&s));
+        }
+        while self.st.poll_event().is_some() {}
+    }
+
+    fn observe(&mut self, pkt: &[u8]) {
+        let ip = IpRepr::parse(pkt, true).expect("the victim sends valid IP");
+        let seg = &pkt[ip.header_len..ip.header_len + ip.payload_len];
+        assert!(
+            checksum::verify_tcp(ip.src, ip.dst, seg),
+            "the victim sends valid TCP checksums"
+        );
+        let (t, hl) = TcpRepr::parse(seg).expect("the victim sends valid TCP");
+        if t.flags.contains(TcpFlags::RST) {
+            return;
+        }
+        if t.dst_port == self.peer_port {
+            self.victim_port = t.src_port;
+        }
+        let syn_fin =
+            t.flags.contains(TcpFlags::SYN) as u32 + t.flags.contains(TcpFlags::FIN) as u32;
+        let end = t.seq.wrapping_add((seg.len() - hl) as u32 + syn_fin);
+        match self.snd_nxt {
+            Some(n) if (end.wrapping_sub(n) as i32) <= 0 => {}
+            _ => self.snd_nxt = Some(end),
+        }
+        if t.flags.contains(TcpFlags::ACK) {
+            self.rcv_ack = Some(t.ack);
+        }
+        if let Some((val, _)) = t.options.timestamp {
+            self.ts_recent = val;
+        }
+    }
+
+    /// Writes `n` bytes on the victim's connection.
+    fn victim_send(&mut self, n: usize) {
+        if let Some(c) = self.conn {
+            let _ = self.st.send(self.now, c, &vec![0xa5; n]);
+            self.flush();
+        }
+    }
+
+    fn victim_close(&mut self) {
+        if let Some(c) = self.conn {
+            let _ = self.st.close(self.now, c);
+            self.flush();
+        }
+    }
+
+    /// Moves time forward by `d`, firing every timer due on the way.
+    fn advance(&mut self, d: Duration) {
+        let end = self.now + d;
+        for _ in 0..MAX_TIMERS {
+            match self.st.poll_timeout() {
+                Some(t) if t <= end => {
+                    self.now = self.now.max(t);
+                    self.st.handle_timeout(self.now);
+                    self.flush();
+                }
+                _ => break,
+            }
+        }
+        self.now = self.now.max(end);
+    }
+
+    fn tick(&mut self, d: Duration) {
+        self.advance(d);
+    }
+
+    /// One 12-byte record: `r[0] % 4` is a segment (0, 1), a time jump (2) or a socket
+    /// call (3).
+    fn record(&mut self, r: &[u8; 12]) {
+        match r[0] % 4 {
+            0 | 1 => self.fuzz_segment(r),
+            2 => self.advance(Duration::from_micros(
+                u16::from_le_bytes([r[1], r[2]]) as u64 * 100,
+            )),
+            _ => self.socket_call(r),
+        }
+    }
+
+    /// `r[0] >> 2`: bit 0 seq base (victim's ACK or the peer's next), bits 1-2 the
+    /// scale of the offsets (1, 2^8, 2^16 bytes, or raw), bit 3 bad checksum, bits 4-5
+    /// the delay before it (0, 100 us, 1 ms, 50 ms); `r[1]` flags; `r[2..4]` seq offset
+    /// and `r[4..6]` ack offset (i16); `r[6..8]` window; `r[8]` payload length / 8;
+    /// `r[9]` options (bits 0-2 SACK blocks, bit 3 no timestamp, bit 4 MSS, bit 5 a
+    /// wild TSecr); `r[10..12]` SACK spread.
+    fn fuzz_segment(&mut self, r: &[u8; 12]) {
+        let mode = r[0] >> 2;
+        let delay = [0, 100, 1_000, 50_000][((mode >> 4) & 3) as usize];
+        self.tick(Duration::from_micros(delay));
+        let scale = |v: i16| -> u32 {
+            match (mode >> 1) & 3 {
+                0 => v as i32 as u32,
+                1 => (v as i32 as u32).wrapping_shl(8),
+                2 => (v as i32 as u32).wrapping_shl(16),
+                _ => (v as u16 as u32).wrapping_mul(0x9e37_79b9),
+            }
+        };
+        let seq_off = scale(i16::from_le_bytes([r[2], r[3]]));
+        let ack_off = scale(i16::from_le_bytes([r[4], r[5]]));
+        let base = match (mode & 1, self.rcv_ack) {
+            (0, Some(a)) => a,
+            _ => self.peer_nxt,
+        };
+        let seq = base.wrapping_add(seq_off);
+        let ack = self.snd_nxt.unwrap_or(0).wrapping_add(ack_off);
+        let window = u16::from_le_bytes([r[6], r[7]]);
+        let len = r[8] as usize * 8;
+        let spread = u16::from_le_bytes([r[10], r[11]]) as u32;
+        let una = self
+            .rcv_ack
+            .map_or(ack, |_| ack.wrapping_sub(spread.wrapping_mul(9)));
+        let mut o = self.data_options(r[9] & 7, una, spread);
+        if r[9] & 8 != 0 {
+            o.timestamp = None;
+        }
+        if r[9] & 16 != 0 {
+            o.mss = Some(spread as u16);
+        }
+        if r[9] & 32 != 0 {
+            o.timestamp = o
+                .timestamp
+                .map(|(v, _)| (v, spread.wrapping_mul(0x0101_0101)));
+        }
+        let payload: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        self.send(r[1], seq, ack, window, o, &payload, mode & 8 != 0);
+    }
+
+    /// `r[1] % 8`: write `r[2..4]` bytes, read everything, shut down writing, close,
+    /// abort, set a tiny receive buffer, a new connection from the peer (another
+    /// port), or TCP_NOTSENT_LOWAT.
+    fn socket_call(&mut self, r: &[u8; 12]) {
+        let n = u16::from_le_bytes([r[2], r[3]]) as usize;
+        let Some(c) = self.conn.or_else(|| self.accept()) else {
+            return;
+        };
+        let now = self.now;
+        match r[1] % 8 {
+            0 => self.victim_send(n),
+            1 => {
+                let mut buf = [0u8; 4096];
+                while matches!(self.st.recv(now, c, &mut buf), Ok(k) if k > 0) {}
+            }
+            2 => drop(self.st.shutdown(now, c, Shutdown::Write)),
+            3 => drop(self.st.close(now, c)),
+            4 => drop(self.st.abort(now, c)),
+            5 => drop(self.st.set_rcvbuf(c, n as u32)),
+            6 => {
+                self.peer_port = self.peer_port.wrapping_add(1).max(1);
+                self.peer_nxt = PEER_ISN.wrapping_add(n as u32);
+                self.snd_nxt = None;
+                self.rcv_ack = None;
+                self.peer_syn(TcpFlags::SYN.0);
+            }
+            _ => drop(self.st.set_notsent_lowat(now, c, n as u32)),
+        }
+        self.flush();
+    }
+
+    fn accept(&mut self) -> Option<SocketHandle> {
+        self.conn = self.listener.and_then(|l| self.st.accept(l).ok());
+        self.conn
+    }
+}

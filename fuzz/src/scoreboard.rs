@@ -1,0 +1,345 @@
+//! The SACK scoreboard (`tcp/rtx_queue.rs`): random operations applied to the tree
+//! and the list kind of [`RtxQueue`] and to a byte-level reference model; after every
+//! operation the sacked, lost and retransmitted byte sets of all three must agree,
+//! the two kinds must hold the same skbs, and each queue's counters must equal the
+//! sums over its skbs (`check_invariants`).
+//!
+//! The model keeps one flag byte per byte of `[una, nxt)` and the segment grid: where
+//! each MSS-sized segment starts (a pushed skb is cut from its start in MSS steps, the
+//! last one possibly short; a split restarts the grid of both halves at their
+//! starts, as `tcp_fragment` recounts `pcount`). A SACK block marks exactly the
+//! segments it covers whole (`tcp_match_skb_to_sack` splits only at whole-MSS
+//! boundaries), minus what the previous ACK's blocks covered (`recv_sack_cache`).
+//! Operations Linux defines per skb (retransmit, `IsLost`) take the skb boundaries
+//! from the queue.
+//!
+//! Input: byte 0 picks the MSS; then 5-byte operations, `op[0] % 9`: push, SACK
+//! blocks, cumulative ACK, retransmit, update bits, mark all lost, unmark lost,
+//! RFC 6675 `IsLost` marking, split.
+
+use crate::Bytes as Input;
+use bytes::Bytes;
+use lowtide::config::RtxQueueKind;
+use lowtide::tcp::rate::TxRate;
+use lowtide::tcp::rtx_queue::RtxQueue;
+use lowtide::tcp::skb::{self, Skb, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
+use lowtide::Instant;
+use std::collections::VecDeque;
+
+/// Most bytes outstanding (keeps the byte model cheap).
+const MAX_OUTSTANDING: u64 = 16 * 1024;
+const MAX_OPS: usize = 500;
+const MSS: [u32; 4] = [100, 1, 1448, 7];
+
+/// The reference model of `[una, nxt)`.
+struct Model {
+    una: u64,
+    /// Per byte: `SACKED_ACKED | LOST | SACKED_RETRANS`.
+    flags: VecDeque<u8>,
+    /// Per byte: a segment starts here.
+    seg_start: VecDeque<bool>,
+    /// The previous ACK's SACK blocks, sorted.
+    cache: Vec<(u64, u64)>,
+    mss: u64,
+}
+
+impl Model {
+    fn nxt(&self) -> u64 {
+        self.una + self.flags.len() as u64
+    }
+
+    fn idx(&self, seq: u64) -> usize {
+        (seq - self.una) as usize
+    }
+
+    /// Restarts the segment grid of `[from, to)` at `from`.
+    fn regrid(&mut self, from: u64, to: u64) {
+        for (k, s) in (from..to).enumerate() {
+            let i = self.idx(s);
+            self.seg_start[i] = (k as u64).is_multiple_of(self.mss);
+        }
+    }
+
+    fn push(&mut self, len: u64) {
+        let from = self.nxt();
+        for _ in 0..len {
+            self.flags.push_back(0);
+            self.seg_start.push_back(false);
+        }
+        self.regrid(from, from + len);
+    }
+
+    /// `tcp_clean_rtx_queue`: drops `[una, ack)`; a partly acknowledged skb
+    /// `[seq, end)` is trimmed and its grid restarts at `ack` (`tcp_trim_head`).
+    fn clean(&mut self, ack: u64, containing: Option<(u64, u64)>) {
+        if let Some((seq, end)) = containing.filter(|&(s, e)| s < ack && ack < e) {
+            self.regrid(seq, ack);
+            self.regrid(ack, end);
+        }
+        while self.una < ack {
+            self.flags.pop_front();
+            self.seg_start.pop_front();
+            self.una += 1;
+        }
+    }
+
+    /// `sacktag_blocks`: each block minus the cached ones, whole segments only.
+    fn sack(&mut self, blocks: &[(u64, u64)]) {
+        let mut sorted = blocks.to_vec();
+        sorted.sort_unstable();
+        let cache = std::mem::take(&mut self.cache);
+        for &(start, end) in &sorted {
+            let mut from = start;
+            for &(cs, ce) in &cache {
+                if ce <= from || cs >= end {
+                    continue;
+                }
+                if cs > from {
+                    self.tag(from, cs);
+                }
+                from = from.max(ce);
+            }
+            if from < end {
+                self.tag(from, end);
+            }
+        }
+        self.cache = sorted;
+    }
+
+    /// Marks SACKed every unSACKed segment inside `[start, end)`.
+    fn tag(&mut self, start: u64, end: u64) {
+        let (una, nxt) = (self.una, self.nxt());
+        let mut s = start.max(una);
+        while s < end.min(nxt) {
+            if !self.seg_start[self.idx(s)] {
+                s += 1;
+                continue;
+            }
+            let mut e = s + 1;
+            while e < nxt && !self.seg_start[self.idx(e)] {
+                e += 1;
+            }
+            if e <= end && self.flags[self.idx(s)] & SACKED_ACKED == 0 {
+                for b in s..e {
+                    let i = self.idx(b);
+                    self.flags[i] = SACKED_ACKED;
+                }
+            }
+            s = e;
+        }
+    }
+
+    fn set(&mut self, from: u64, to: u64, f: impl Fn(u8) -> u8) {
+        for b in from..to {
+            let i = self.idx(b);
+            self.flags[i] = f(self.flags[i]);
+        }
+    }
+
+    fn sacked_in(&self, from: u64, to: u64) -> u64 {
+        (from..to)
+            .filter(|&b| self.flags[self.idx(b)] & SACKED_ACKED != 0)
+            .count() as u64
+    }
+}
+
+/// The queue's skbs as `(seq, end_seq, sacked bits, pcount)`.
+fn skbs(q: &RtxQueue) -> Vec<(u64, u64, u8, u32)> {
+    q.iter_from(0)
+        .map(|s| (s.seq, s.end_seq, s.sacked, s.pcount))
+        .collect()
+}
+
+/// The tree, the list and the model agree.
+fn check(tree: &RtxQueue, list: &RtxQueue, m: &Model) {
+    tree.check_invariants();
+    list.check_invariants();
+    let t = skbs(tree);
+    assert_eq!(t, skbs(list), "tree and list differ");
+    let mut at = m.una;
+    for &(seq, end, sacked, _) in &t {
+        assert_eq!(seq, at, "skbs not contiguous from una");
+        for b in seq..end {
+            let want = m.flags[m.idx(b)];
+            let got = sacked & (SACKED_ACKED | LOST | SACKED_RETRANS);
+            assert_eq!(
+                got, want,
+                "scoreboard bits of byte {b} differ from the model"
+            );
+        }
+        at = end;
+    }
+    assert_eq!(at, m.nxt(), "queue does not end at nxt");
+    assert_eq!(
+        tree.sacked_bytes,
+        m.sacked_in(m.una, m.nxt()),
+        "sacked_bytes"
+    );
+}
+
+/// One fuzz case (panics on a finding).
+pub fn run(data: &[u8]) {
+    let mut inp = Input::new(data);
+    let mss = MSS[(inp.u8() % 4) as usize];
+    let mut tree = RtxQueue::with_kind(RtxQueueKind::Tree);
+    let mut list = RtxQueue::with_kind(RtxQueueKind::List);
+    let mut m = Model {
+        una: 0,
+        flags: VecDeque::new(),
+        seg_start: VecDeque::new(),
+        cache: Vec::new(),
+        mss: mss as u64,
+    };
+    let mut ops = 0;
+    while !inp.is_empty() && ops < MAX_OPS {
+        let op = [inp.u8(), inp.u8(), inp.u8(), inp.u8(), inp.u8()];
+        let now = Instant::from_nanos(ops as u64 * 1000);
+        step(&mut tree, &mut list, &mut m, &op, mss, now);
+        check(&tree, &list, &m);
+        ops += 1;
+    }
+}
+
+/// The `k`-th skb (mod the count) that is not SACKed, as `(seq, end_seq)`.
+fn pick_unsacked(q: &RtxQueue, k: u8) -> Option<(u64, u64)> {
+    let v: Vec<(u64, u64)> = q
+        .iter_from(0)
+        .filter(|s| !s.has(SACKED_ACKED))
+        .map(|s| (s.seq, s.end_seq))
+        .collect();
+    (!v.is_empty()).then(|| v[k as usize % v.len()])
+}
+
+fn step(
+    tree: &mut RtxQueue,
+    list: &mut RtxQueue,
+    m: &mut Model,
+    op: &[u8; 5],
+    mss: u32,
+    now: Instant,
+) {
+    let w = u16::from_le_bytes([op[1], op[2]]) as u64;
+    let w2 = u16::from_le_bytes([op[3], op[4]]) as u64;
+    let span = m.nxt() - m.una;
+    let both = |tree: &mut RtxQueue, list: &mut RtxQueue, f: &dyn Fn(&mut RtxQueue)| {
+        f(tree);
+        f(list);
+    };
+    match op[0] % 9 {
+        0 => {
+            let len = (w % (4 * mss as u64 + 1)).max(1);
+            if span + len > MAX_OUTSTANDING {
+                return;
+            }
+            let seq = m.nxt();
+            both(tree, list, &|q| q.push(new_skb(seq, len as u32, mss, now)));
+            m.push(len);
+        }
+        1 => {
+            if span == 0 {
+                return;
+            }
+            let n = 1 + op[0] as usize / 9 % 4;
+            let blocks: Vec<(u64, u64)> = (0..n)
+                .map(|i| {
+                    let a = w.wrapping_mul(i as u64 + 1) ^ w2.rotate_left(i as u32 * 5);
+                    let start = m.una + a % span;
+                    let end = start + 1 + w2.wrapping_add(i as u64 * 977) % (m.nxt() - start);
+                    (start, end)
+                })
+                .collect();
+            both(tree, list, &|q| {
+                let _ = q.sacktag_blocks(&blocks, mss);
+            });
+            m.sack(&blocks);
+        }
+        2 => {
+            let ack = m.una + w % (span + 1);
+            let containing = tree.iter_from(ack).next().map(|s| (s.seq, s.end_seq));
+            both(tree, list, &|q| {
+                let _ = q.clean(ack, mss);
+            });
+            m.clean(ack, containing);
+        }
+        3 => {
+            let Some((seq, end)) = pick_unsacked(tree, op[1]) else {
+                return;
+            };
+            both(tree, list, &|q| q.mark_retransmitted(seq, now));
+            m.set(seq, end, |f| f | SACKED_RETRANS);
+        }
+        4 => {
+            let Some((seq, end)) = pick_unsacked(tree, op[1]) else {
+                return;
+            };
+            let bits = [LOST, SACKED_RETRANS, LOST | SACKED_RETRANS, 0];
+            let (set, clear) = (bits[(op[3] % 4) as usize], bits[(op[4] % 4) as usize]);
+            both(tree, list, &|q| q.update(seq, set, clear));
+            m.set(seq, end, |f| (f | set) & !clear);
+        }
+        5 => {
+            both(tree, list, &|q| q.mark_all_lost());
+            let n = m.nxt();
+            let una = m.una;
+            m.set(una, n, |f| match f & SACKED_ACKED {
+                0 => LOST,
+                _ => f,
+            });
+        }
+        6 => {
+            both(tree, list, &|q| q.unmark_all_lost());
+            let (una, n) = (m.una, m.nxt());
+            m.set(una, n, |f| f & !LOST);
+        }
+        7 => {
+            let from = m.una + w % (span + 1);
+            let thresh = w2 % (3 * mss as u64 + 1);
+            let walk: Vec<(u64, u64, bool)> = tree
+                .iter_from(from)
+                .map(|s| (s.seq, s.end_seq, s.has(SACKED_ACKED | LOST)))
+                .collect();
+            both(tree, list, &|q| {
+                let _ = q.mark_lost_sacked_above(from, thresh);
+            });
+            let nxt = m.nxt();
+            for (seq, end, skip) in walk {
+                if m.sacked_in(end, nxt) <= thresh {
+                    break;
+                }
+                if !skip {
+                    m.set(seq, end, |f| (f | LOST) & !SACKED_RETRANS);
+                }
+            }
+        }
+        _ => {
+            let at = m.una + w % (span + 1);
+            let containing = tree.iter_from(at).next().map(|s| (s.seq, s.end_seq));
+            both(tree, list, &|q| q.split_at(at, mss));
+            if let Some((seq, end)) = containing.filter(|&(s, e)| s < at && at < e) {
+                if m.flags[m.idx(seq)] & SACKED_ACKED == 0 {
+                    m.regrid(seq, at);
+                    m.regrid(at, end);
+                }
+            }
+        }
+    }
+}
+
+fn new_skb(seq: u64, len: u32, mss: u32, now: Instant) -> Skb {
+    let data = Bytes::from(
+        (0..len)
+            .map(|i| (seq + i as u64) as u8)
+            .collect::<Vec<u8>>(),
+    );
+    Skb {
+        seq,
+        end_seq: seq + len as u64,
+        truesize: len + SKB_OVERHEAD,
+        data,
+        flags: 0,
+        sacked: 0,
+        pcount: skb::pcount(len, mss),
+        tx_time: now,
+        tx: TxRate::default(),
+    }
+}

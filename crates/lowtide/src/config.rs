@@ -136,6 +136,10 @@ pub struct Config {
     /// `net.ipv4.tcp_syncookies`: 1 sends SYN cookies when a listener's SYN queue
     /// overflows, 2 always, 0 never.
     pub tcp_syncookies: u8,
+    /// `/sys/module/tcp_cubic/parameters/hystart_detect`: HyStart's detectors,
+    /// `HYSTART_ACK_TRAIN` 1 | `HYSTART_DELAY` 2. Read when a CUBIC socket is created
+    /// (Linux reads the module parameter at every ACK).
+    pub tcp_cubic_hystart_detect: u32,
 }
 
 /// The retransmit queue's structure (seed 003).
@@ -199,6 +203,7 @@ impl Default for Config {
             tcp_invalid_ratelimit: 500,
             tcp_min_snd_mss: 48,
             tcp_syncookies: 1,
+            tcp_cubic_hystart_detect: 3,
         }
     }
 }
@@ -322,6 +327,7 @@ impl Config {
         "net.ipv4.tcp_min_snd_mss",
         "net.ipv4.tcp_syncookies",
         "net.core.default_qdisc",
+        "module.tcp_cubic.hystart_detect",
     ];
 
     /// Sets a sysctl by its Linux name (`net.ipv4.tcp_wmem`) from its text form.
@@ -434,6 +440,9 @@ impl Config {
             "net.ipv4.tcp_syncookies" => {
                 self.tcp_syncookies = parse_num(n, value, 0, 2, "0, 1 or 2")?
             }
+            "module.tcp_cubic.hystart_detect" => {
+                self.tcp_cubic_hystart_detect = parse_num(n, value, 0, 3, "0..=3 (bits 1, 2)")?
+            }
             _ => return Err(ConfigError::UnknownName(name.into())),
         }
         Ok(())
@@ -497,6 +506,16 @@ mod tests {
                 "{name} is listed but not handled"
             );
         }
+    }
+
+    #[test]
+    fn cubic_module_parameter() {
+        // tcp_cubic.c: hystart_detect defaults to HYSTART_ACK_TRAIN | HYSTART_DELAY.
+        let mut c = Config::default();
+        assert_eq!(c.tcp_cubic_hystart_detect, 3);
+        c.set("module.tcp_cubic.hystart_detect", "2").unwrap();
+        assert_eq!(c.tcp_cubic_hystart_detect, 2);
+        assert!(c.set("module.tcp_cubic.hystart_detect", "4").is_err());
     }
 
     #[test]

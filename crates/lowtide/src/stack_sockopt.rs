@@ -107,7 +107,7 @@ impl Stack {
     /// `TCP_CONGESTION` (setsockopt): `ENOENT`-like [`SocketError::InvalidInput`] for
     /// an unknown name.
     pub fn set_congestion(&mut self, h: SocketHandle, name: &str) -> Result<(), SocketError> {
-        let cc = crate::tcp::cong::by_name(name).ok_or(SocketError::InvalidInput)?;
+        let cc = crate::tcp::cong::by_name_cfg(name, &self.cfg).ok_or(SocketError::InvalidInput)?;
         self.tcb_mut(h)?.cc = cc;
         Ok(())
     }

@@ -116,7 +116,7 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     u64s(&mut b, 160, i.delivery_rate);
     u64s(&mut b, 168, i.busy_time);
     u64s(&mut b, 176, i.rwnd_limited);
-    // 184: tcpi_sndbuf_limited, not tracked (counted in busy_time; tcp/chrono.rs).
+    u64s(&mut b, 184, i.sndbuf_limited);
     u32s(&mut b, 192, i.delivered);
     u64s(&mut b, 200, i.bytes_sent);
     u64s(&mut b, 208, i.bytes_retrans);

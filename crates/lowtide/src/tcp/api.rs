@@ -154,7 +154,7 @@ impl Tcb {
                     if !self.memory_free(ctx.cfg) {
                         break;
                     }
-                    self.new_write_skb(goal);
+                    self.new_write_skb(ctx.now, goal);
                     goal
                 }
             };
@@ -188,7 +188,11 @@ impl Tcb {
         copied
     }
 
-    fn new_write_skb(&mut self, goal: usize) {
+    fn new_write_skb(&mut self, now: crate::time::Instant, goal: usize) {
+        // tcp_add_write_queue_tail: the first unsent skb starts the busy chrono.
+        if self.write_queue.is_empty() {
+            self.chrono_start(now, super::chrono::Chrono::Busy);
+        }
         self.write_queue.push_back(WriteSkb {
             seq: self.write_seq,
             data: BytesMut::with_capacity(goal),
@@ -302,7 +306,7 @@ impl Tcb {
         match self.write_queue.back_mut() {
             Some(t) => t.flags |= FLAG_FIN,
             None => {
-                self.new_write_skb(0);
+                self.new_write_skb(ctx.now, 0);
                 self.write_queue.back_mut().expect("just pushed").flags |= FLAG_FIN;
             }
         }
@@ -403,7 +407,7 @@ mod push_tests {
         t.mss_cache = 1000;
         t.snd_wnd = 32896;
         t.max_window = 32896;
-        t.srtt_us = 10_000 << 3;
+        t.srtt_us = 10_000;
         // tcp_update_pacing_rate in slow start: 200% of cwnd * mss / srtt.
         t.pacing_rate = 2_000_000;
         t

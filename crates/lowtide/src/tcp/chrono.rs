@@ -1,113 +1,107 @@
 //! The sender's chronographs (tcp_output.c `tcp_chrono_start`/`tcp_chrono_stop`):
-//! how long the connection had data to send (`tcpi_busy_time`) and how much of that
-//! the receive window held it back (`tcpi_rwnd_limited`).
-//!
-//! Linux also times `TCP_CHRONO_SNDBUF_LIMITED`; lowtide does not yet, so that time
-//! counts as busy (the total, `tcpi_busy_time`, is the same) and
-//! `tcpi_sndbuf_limited` reads 0.
+//! how long the connection was busy sending, limited by the peer's window, or
+//! limited by the send buffer, as `tcpi_busy_time`, `tcpi_rwnd_limited` and
+//! `tcpi_sndbuf_limited` report them. Kept in jiffies (ms), as Linux does.
 
+use super::sock::Tcb;
 use crate::time::Instant;
-use std::time::Duration;
 
-/// `enum tcp_chrono`: a later variant takes precedence over an earlier one.
+/// `enum tcp_chrono`; a higher value takes precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub(crate) enum ChronoType {
-    /// `TCP_CHRONO_UNSPEC`: nothing to send.
+pub(crate) enum Chrono {
+    /// `TCP_CHRONO_UNSPEC`: not sending.
     #[default]
-    Unspec,
-    /// `TCP_CHRONO_BUSY`: data in flight or queued.
-    Busy,
+    Unspec = 0,
+    /// `TCP_CHRONO_BUSY`: actively sending data (non-empty write queue).
+    Busy = 1,
     /// `TCP_CHRONO_RWND_LIMITED`: stalled by the peer's receive window.
-    RwndLimited,
+    RwndLimited = 2,
+    /// `TCP_CHRONO_SNDBUF_LIMITED`: stalled by the send buffer.
+    SndbufLimited = 3,
 }
 
-/// `tp->chrono_start`, `tp->chrono_stat[]`, `tp->chrono_type`.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Chrono {
-    kind: ChronoType,
-    start: Option<Instant>,
-    /// Time spent busy and receive-window limited, indexed by `kind - 1`.
-    stat: [Duration; 2],
-    /// Set by `tcp_write_xmit`'s window test during the current call
-    /// (its local `is_rwnd_limited`).
-    pub(crate) rwnd_hit: bool,
+/// The chronograph state of a connection (`chrono_start`, `chrono_stat`,
+/// `chrono_type`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Chronos {
+    kind: Chrono,
+    start_ms: u64,
+    stat_ms: [u64; 3],
 }
 
-impl Chrono {
-    /// `tcp_chrono_set`: closes the running interval and starts `new`.
-    fn set(&mut self, now: Instant, new: ChronoType) {
-        if let (Some(start), Some(i)) = (self.start, Self::slot(self.kind)) {
-            self.stat[i] += now.saturating_since(start);
+impl Chronos {
+    /// `tcp_chrono_set`.
+    fn set(&mut self, now: Instant, new: Chrono) {
+        let now_ms = now.as_millis();
+        if self.kind > Chrono::Unspec {
+            self.stat_ms[self.kind as usize - 1] += now_ms.saturating_sub(self.start_ms);
         }
-        self.start = Some(now);
+        self.start_ms = now_ms;
         self.kind = new;
     }
 
-    fn slot(kind: ChronoType) -> Option<usize> {
-        match kind {
-            ChronoType::Unspec => None,
-            ChronoType::Busy => Some(0),
-            ChronoType::RwndLimited => Some(1),
+    /// `tcp_get_info_chrono_stats`: (busy, rwnd limited, sndbuf limited) in
+    /// microseconds; busy is the total of all three.
+    pub(crate) fn stats_us(&self, now: Instant) -> (u64, u64, u64) {
+        let mut s = self.stat_ms;
+        if self.kind > Chrono::Unspec {
+            s[self.kind as usize - 1] += now.as_millis().saturating_sub(self.start_ms);
+        }
+        ((s[0] + s[1] + s[2]) * 1000, s[1] * 1000, s[2] * 1000)
+    }
+}
+
+impl Tcb {
+    /// `tcp_chrono_start`: a more interesting condition replaces the current one.
+    pub(crate) fn chrono_start(&mut self, now: Instant, kind: Chrono) {
+        if kind > self.chrono.kind {
+            self.chrono.set(now, kind);
         }
     }
 
-    /// `tcp_chrono_start`: a more interesting condition replaces the running one.
-    pub(crate) fn start(&mut self, now: Instant, kind: ChronoType) {
-        if kind > self.kind {
-            self.set(now, kind);
+    /// `tcp_chrono_stop`: with nothing left to send, no chrono runs; else, if `kind`
+    /// was the one running, the connection is back to busy.
+    pub(crate) fn chrono_stop(&mut self, now: Instant, kind: Chrono) {
+        if self.write_queue.is_empty() && self.rtx.is_empty() {
+            self.chrono.set(now, Chrono::Unspec);
+        } else if kind == self.chrono.kind {
+            self.chrono.set(now, Chrono::Busy);
         }
-    }
-
-    /// `tcp_chrono_stop`: nothing left to send stops the clock; the end of the
-    /// running condition falls back to busy.
-    pub(crate) fn stop(&mut self, now: Instant, kind: ChronoType, queues_empty: bool) {
-        if queues_empty {
-            self.set(now, ChronoType::Unspec);
-        } else if kind == self.kind {
-            self.set(now, ChronoType::Busy);
-        }
-    }
-
-    /// `tcp_get_info_chrono_stats`: (`tcpi_busy_time`, `tcpi_rwnd_limited`) in
-    /// microseconds, the running interval included; busy time is the total of all.
-    pub(crate) fn stats_us(&self, now: Instant) -> (u64, u64) {
-        let mut stat = self.stat;
-        if let (Some(start), Some(i)) = (self.start, Self::slot(self.kind)) {
-            stat[i] += now.saturating_since(start);
-        }
-        let us = |d: Duration| d.as_micros() as u64;
-        (us(stat[0]) + us(stat[1]), us(stat[1]))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
-    fn at(ms: u64) -> Instant {
-        Instant::ZERO + Duration::from_millis(ms)
+    fn ms(n: u64) -> Instant {
+        Instant::from_nanos(n * 1_000_000)
     }
 
     #[test]
-    fn rwnd_limited_time_is_part_of_busy_time() {
-        // The timeline of packetdrill tcp_info/tcp-info-rwnd-limited.pkt, as Linux's
-        // tcp_chrono_* calls see it: data queued into a zero window at 10 ms, window
-        // opens at 210 ms, all ACKed at 240 ms.
-        let mut c = Chrono::default();
-        c.start(at(10), ChronoType::Busy); // tcp_add_write_queue_tail
-        c.start(at(10), ChronoType::RwndLimited); // tcp_write_xmit: snd_wnd test
-        assert_eq!(c.stats_us(at(110)), (100_000, 100_000));
-        c.stop(at(210), ChronoType::RwndLimited, false); // sent: back to busy
-        c.start(at(210), ChronoType::Busy); // lower priority: no change
-        c.stop(at(240), ChronoType::Busy, true); // tcp_clean_rtx_queue: all ACKed
-        assert_eq!(c.stats_us(at(500)), (230_000, 200_000));
-    }
-
-    #[test]
-    fn stop_of_another_condition_keeps_the_running_one() {
-        let mut c = Chrono::default();
-        c.start(at(0), ChronoType::RwndLimited);
-        c.stop(at(5), ChronoType::Busy, false);
-        assert_eq!(c.stats_us(at(10)), (10_000, 10_000));
+    fn rwnd_limited_then_busy_then_idle() {
+        // tcp_chrono_start/stop and tcp_get_info_chrono_stats: busy_time is the total
+        // of every chrono, rwnd_limited only its own.
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.write_queue.push_back(crate::tcp::skb::WriteSkb {
+            seq: 1,
+            data: bytes::BytesMut::from(&[0u8; 10][..]),
+            flags: 0,
+        });
+        t.chrono_start(ms(10), Chrono::Busy);
+        t.chrono_start(ms(10), Chrono::RwndLimited);
+        assert_eq!(t.chrono.stats_us(ms(110)), (100_000, 100_000, 0));
+        t.chrono_start(ms(110), Chrono::Busy); // lower: ignored
+        t.chrono_stop(ms(210), Chrono::RwndLimited);
+        assert_eq!(t.chrono.stats_us(ms(240)), (230_000, 200_000, 0));
+        t.write_queue.clear();
+        t.chrono_stop(ms(240), Chrono::Busy);
+        assert_eq!(
+            t.chrono.stats_us(ms(500)),
+            (230_000, 200_000, 0),
+            "idle is not busy"
+        );
     }
 }

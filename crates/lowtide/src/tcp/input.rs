@@ -538,12 +538,6 @@ impl Tcb {
     /// `tcp_clean_rtx_queue` around [`super::rtx_queue::RtxQueue::clean`].
     fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx_queue::Cleaned {
         let c = self.rtx.clean(ack, self.mss_cache);
-        if self.rtx.is_empty() {
-            // tcp_clean_rtx_queue: nothing left in flight.
-            let empty = self.write_queue.is_empty();
-            self.chrono
-                .stop(ctx.now, super::chrono::ChronoType::Busy, empty);
-        }
         self.bytes_acked += c.acked_bytes;
         self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
         if ack > self.snd_una {
@@ -598,6 +592,10 @@ impl Tcb {
         }
         self.lost_hint = self.lost_hint.max(self.snd_una);
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
+        // tcp_clean_rtx_queue: an emptied retransmit queue stops the busy chrono.
+        if self.rtx.is_empty() {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::Busy);
+        }
         if c.fin_acked {
             self.our_fin_acked(ctx);
         }
@@ -799,6 +797,7 @@ impl Tcb {
     pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
         if self.nospace && self.state.is_synchronized() && self.is_writeable(ctx.cfg) {
             self.nospace = false;
+            self.chrono_stop(ctx.now, super::chrono::Chrono::SndbufLimited);
             self.wakeups += 1;
             self.notify(ctx, EventKind::Writable);
         }

@@ -1,7 +1,6 @@
 //! Transmission: tcp_output.c's `tcp_write_xmit`, `tcp_transmit_skb`,
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
-use super::chrono::ChronoType;
 use super::cong::{CaEvent, CaState};
 use super::skb::{self, Skb, FLAG_FIN, FLAG_SYN, SKB_OVERHEAD};
 use super::sock::{Pending, Tcb, GSO_MAX_SIZE, TCPOLEN_TSTAMP_ALIGNED};
@@ -320,16 +319,9 @@ impl Tcb {
 
     /// `tcp_write_xmit`, preceded by retransmissions of lost skbs.
     pub(crate) fn write_xmit(&mut self, ctx: &mut Ctx) {
-        if !self.write_queue.is_empty() {
-            // tcp_add_write_queue_tail starts the busy chrono when the write queue
-            // gains its head; every enqueue (tcp_sendmsg, tcp_send_fin) pushes here
-            // at the same instant.
-            self.chrono.start(ctx.now, ChronoType::Busy);
-        }
         if !self.can_send_data() {
             return;
         }
-        self.chrono.rwnd_hit = false;
         // F-RTO step 2.b (tcp_xmit_recovery with REXMIT_NEW): new data first.
         let frto_new = core::mem::take(&mut self.frto_rexmit_new);
         if !frto_new {
@@ -340,10 +332,17 @@ impl Tcb {
         // it: collect that for this call only, as tcp_write_xmit's local flag.
         let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
         let prior_nxt = self.snd_nxt;
+        self.rwnd_limited = false;
         while self.write_queue.front().is_some() {
             if !self.write_one(ctx) || self.push_one {
                 break;
             }
+        }
+        // tcp_write_xmit: the receive-window chrono follows the last attempt.
+        if core::mem::take(&mut self.rwnd_limited) {
+            self.chrono_start(ctx.now, super::chrono::Chrono::RwndLimited);
+        } else {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::RwndLimited);
         }
         if frto_new && self.snd_nxt <= self.high_seq {
             self.frto = false;
@@ -357,13 +356,15 @@ impl Tcb {
             || self.packets_in_flight() >= self.cw.snd_cwnd;
         if self.snd_nxt > prior_nxt || is_cwnd_limited {
             self.cwnd_validate(is_cwnd_limited);
-        }
-        // tcp_write_xmit: time stalled by the receive window.
-        if self.chrono.rwnd_hit {
-            self.chrono.start(ctx.now, ChronoType::RwndLimited);
-        } else {
-            let empty = self.write_queue.is_empty() && self.rtx.is_empty();
-            self.chrono.stop(ctx.now, ChronoType::RwndLimited, empty);
+            // tcp_cwnd_validate, network starving: with nothing unsent and the writer
+            // out of buffer, the send buffer is what limits.
+            if !is_cwnd_limited
+                && self.write_queue.is_empty()
+                && self.nospace
+                && matches!(self.state, TcpState::Established | TcpState::CloseWait)
+            {
+                self.chrono_start(ctx.now, super::chrono::Chrono::SndbufLimited);
+            }
         }
         self.arm_probe0_if_stalled(ctx);
     }
@@ -399,7 +400,7 @@ impl Tcb {
             end_seq
         };
         if first_end > wnd_end {
-            self.chrono.rwnd_hit = true;
+            self.rwnd_limited = true;
             return false;
         }
         if self.nagle_blocks(len, flags, mss) {

@@ -124,10 +124,12 @@ impl Tcb {
             None if limit > 3 * mss => return None,
             _ => {}
         }
+        // If the next ACK is likely to come too late (half srtt), do not defer:
+        // `delta < srtt_us >> 4` with Linux's srtt_us in 1/8 us, so in whole
+        // microseconds (a 1 us srtt gives 0: defer).
         let head = self.rtx.first()?;
-        let srtt_ns = self.srtt_us as u64 * 1000;
-        let expected_ack = head.tx_time.0 + srtt_ns;
-        if expected_ack.saturating_sub(ctx.now.0) > srtt_ns / 2 {
+        let delta_ns = ctx.now.saturating_since(head.tx_time).as_nanos() as u64;
+        if delta_ns < (self.srtt_us as u64 / 2) * 1000 {
             return None;
         }
         if cong_win < send_win {
@@ -311,5 +313,59 @@ mod tests {
         assert!(t.pacing_check(Instant(2_000)));
         assert!(t.pacing_timer);
         assert!(!t.pacing_check(Instant(1_001_000)));
+    }
+}
+
+#[cfg(test)]
+mod defer_tests {
+    use super::*;
+    use crate::mib::Counters;
+    use crate::tcp::skb::{Skb, SKB_OVERHEAD};
+    use std::collections::VecDeque;
+
+    #[test]
+    fn half_srtt_test_truncates_to_whole_microseconds() {
+        // tcp_tso_should_defer: "if next ACK is likely to come too late (half srtt),
+        // do not defer" compares delta with srtt_us >> 4, in microseconds; a 1 us
+        // srtt gives 0, so a head sent this instant does not force sending.
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.mss_cache = 1000;
+        t.cw.snd_cwnd = 20;
+        t.snd_wnd = 100_000;
+        t.snd_una = 1;
+        t.rtx.push(Skb {
+            seq: 1,
+            end_seq: 16_001,
+            data: bytes::Bytes::from(vec![0; 16_000]),
+            flags: 0,
+            sacked: 0,
+            pcount: 16,
+            tx_time: Instant::ZERO,
+            truesize: 16_000 + SKB_OVERHEAD,
+            tx: Default::default(),
+        });
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let ctx = Ctx {
+            now: Instant::ZERO,
+            cfg: &cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+            tx_orphan: false,
+        };
+        // 4 segments of cwnd left, a 16-segment skb and a 64-segment goal: defer
+        // unless the ACK is late.
+        t.srtt_us = 1;
+        assert!(t
+            .tso_should_defer(&ctx, 16_001, 16_000, false, true, 64)
+            .is_some());
+        t.srtt_us = 100;
+        assert_eq!(
+            t.tso_should_defer(&ctx, 16_001, 16_000, false, true, 64),
+            None
+        );
     }
 }

@@ -60,6 +60,10 @@ pub struct Tcb {
     pub(crate) pushed_seq: u64,
     /// `tcp_push_one`: this transmit sends at most one TSO packet, undeferred.
     pub(crate) push_one: bool,
+    /// Busy / rwnd-limited / sndbuf-limited chronographs (`tcp_chrono_*`).
+    pub(crate) chrono: super::chrono::Chronos,
+    /// `is_rwnd_limited` of the running `tcp_write_xmit`.
+    pub(crate) rwnd_limited: bool,
     /// `TCP_MAXSEG` (`tp->rx_opt.user_mss`); 0 when unset.
     pub(crate) user_mss: u32,
     /// `TCP_NAGLE_PUSH` for the current push only (`tcp_push_pending_frames` after
@@ -177,8 +181,6 @@ pub struct Tcb {
     pub(crate) lsndtime: Instant,
     pub(crate) lrcvtime: Instant,
     pub(crate) retrans_stamp: Option<Instant>,
-    /// `tcp_chrono_*`: busy and receive-window-limited time.
-    pub(crate) chrono: super::chrono::Chrono,
 
     // ---- congestion control and recovery ----
     pub(crate) cw: CwndState,
@@ -253,7 +255,7 @@ impl Tcb {
     pub(crate) fn new(cfg: &Config, tuple: FourTuple, iss: u32, now: Instant) -> Tcb {
         let ipv6 = tuple.local.is_ipv6();
         let advmss = cfg.mss_for(ipv6);
-        let cc = cong::by_name(&cfg.tcp_congestion_control)
+        let cc = cong::by_name_cfg(&cfg.tcp_congestion_control, cfg)
             .unwrap_or_else(|| Box::new(cong::reno::Reno));
         Tcb {
             state: TcpState::Closed,
@@ -270,6 +272,8 @@ impl Tcb {
             cork: false,
             pushed_seq: 1,
             push_one: false,
+            chrono: Default::default(),
+            rwnd_limited: false,
             user_mss: 0,
             nagle_push: false,
             nagle_cork_once: false,
@@ -347,7 +351,6 @@ impl Tcb {
             lsndtime: now,
             lrcvtime: now,
             retrans_stamp: None,
-            chrono: Default::default(),
             cw: CwndState::new(cfg.initcwnd),
             cc,
             ca_state: CaState::Open,

@@ -73,7 +73,11 @@ impl Tcb {
             self.max_pacing_rate = r;
             self.pacing_needed = true;
         }
-        if let Some(cc) = o.congestion.as_deref().and_then(super::cong::by_name) {
+        if let Some(cc) = o
+            .congestion
+            .as_deref()
+            .and_then(|n| super::cong::by_name_cfg(n, cfg))
+        {
             self.cc = cc;
         }
         // tcp_mss_clamp: TCP_MAXSEG caps the MSS we advertise and accept.

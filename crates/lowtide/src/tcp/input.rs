@@ -132,6 +132,9 @@ impl Tcb {
     }
 
     fn synsent_acked(&mut self, ctx: &mut Ctx) {
+        // tcp_finish_connect: data times start now (no cwnd restart on first data).
+        self.lrcvtime = ctx.now;
+        self.lsndtime = ctx.now;
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;
         self.snd_nxt = 1;
@@ -355,6 +358,11 @@ impl Tcb {
         if ack != 1 {
             super::output::send_reset(ctx, self.tuple, th, 0);
             return false;
+        }
+        if self.parent.is_some() {
+            // tcp_create_openreq_child: the child's data times start at the final ACK.
+            self.lrcvtime = ctx.now;
+            self.lsndtime = ctx.now;
         }
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;

@@ -16,6 +16,7 @@
 //! | [`cong`] | `tcp_congestion_ops`, Reno (tcp_cong.c), CUBIC (tcp_cubic.c) |
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
 //! | [`info`] | `struct tcp_info` |
+//! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
 
 pub(crate) mod api;
 pub(crate) mod chrono;

@@ -394,17 +394,23 @@ impl Tcb {
         if self.pacing_check(ctx.now) {
             return false;
         }
+        let head = self.write_queue.front().expect("caller checked");
+        let len = head.data.len() as u64;
+        let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());
+        // tcp_cwnd_test: "Don't be strict about the congestion window for the final
+        // FIN": a FIN skb of one segment goes out even when cwnd is full.
+        let final_fin = flags & FLAG_FIN != 0 && len <= mss as u64;
         let in_flight = self.packets_in_flight();
-        if in_flight >= self.cw.snd_cwnd {
+        if in_flight >= self.cw.snd_cwnd && !final_fin {
             self.cw.is_cwnd_limited = true;
             return false;
         }
         // tcp_cwnd_test: at most half of cwnd per TSO packet, so that at least two
         // are in flight for better scheduling.
-        let quota = (self.cw.snd_cwnd - in_flight).min((self.cw.snd_cwnd >> 1).max(1));
-        let head = self.write_queue.front().expect("caller checked");
-        let len = head.data.len() as u64;
-        let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());
+        let quota = match final_fin {
+            true => 1,
+            false => (self.cw.snd_cwnd - in_flight).min((self.cw.snd_cwnd >> 1).max(1)),
+        };
         let wnd_end = self.snd_una + self.snd_wnd as u64;
         // tcp_snd_wnd_test: the first segment must fit in the peer's window.
         let first_end = if len > mss as u64 {

@@ -306,7 +306,8 @@ impl Tcb {
             notsent_lowat: 0,
             max_pacing_rate: u64::MAX,
             pacing_rate: 0,
-            pacing_needed: false,
+            // sch_fq paces every flow it sees (SK_PACING_FQ): modelled as EDT pacing.
+            pacing_needed: cfg.default_qdisc == "fq",
             wstamp: now,
             pacing_timer: false,
             tsq_throttled: false,

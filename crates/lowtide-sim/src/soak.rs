@@ -313,8 +313,9 @@ impl SoakCase {
 
     /// The liveness bound (s of simulated time), from the parameters:
     /// - the transfer itself: all bytes (plus headers) through the link rate, four
-    ///   times over (slow start, recovery, the NIC queue), plus slow start's rounds
-    ///   of the RTT (and the jitter and reordering hold);
+    ///   times over (slow start, recovery, the NIC queue), a window per round trip
+    ///   four times over (the buffers' maxima), plus slow start's rounds of the RTT
+    ///   (and the jitter and reordering hold);
     /// - retransmissions: every segment of a flow may need an RTO (at least
     ///   `tcp_rto_min`, or 2 RTTs) once per expected loss, the first ones at the
     ///   initial 1 s RTO;
@@ -335,8 +336,18 @@ impl SoakCase {
             } else {
                 0.0
             };
-        let transfer =
-            4.0 * wire / self.rate_bps as f64 + (segs.log2() + 12.0) * (2.0 * rtt + hold);
+        // A flow moves at most a window per round trip: a quarter of the smaller
+        // buffer maximum (the receive window is half the buffer, and the send buffer
+        // holds the unacknowledged data), 64 KB without window scaling.
+        let cfg = self.config().unwrap_or_default();
+        let mut wnd = (cfg.tcp_rmem[2].min(cfg.tcp_wmem[2]) as f64 / 4.0).max(2.0 * mss);
+        if !cfg.tcp_window_scaling {
+            wnd = wnd.min(65_535.0);
+        }
+        let window_bound = 4.0 * self.bytes as f64 / wnd * (rtt + hold);
+        let transfer = 4.0 * wire / self.rate_bps as f64
+            + window_bound
+            + (segs.log2() + 12.0) * (2.0 * rtt + hold);
         let queue_rtt = self.queue.min(1 << 16) as f64 * (mss + 100.0) * 8.0 / self.rate_bps as f64;
         let rto = (0.2f64).max(2.0 * (rtt + hold + queue_rtt)) + 0.04;
         // A data segment or its ACK is lost (or corrupted), or dropped by a NIC queue

@@ -316,6 +316,8 @@ impl SoakCase {
     ///   times over (slow start, recovery, the NIC queue), a window per round trip
     ///   four times over (the buffers' maxima), plus slow start's rounds of the RTT
     ///   (and the jitter and reordering hold);
+    /// - a first receive window below one segment (tiny `tcp_rmem`, big MSS): a
+    ///   persist timeout per segment, as sender SWS avoidance waits;
     /// - retransmissions: every segment of a flow may need an RTO (at least
     ///   `tcp_rto_min`, or 2 RTTs) once per expected loss, the first ones at the
     ///   initial 1 s RTO;
@@ -344,12 +346,17 @@ impl SoakCase {
         if !cfg.tcp_window_scaling {
             wnd = wnd.min(65_535.0);
         }
-        let window_bound = 4.0 * self.bytes as f64 / wnd * (rtt + hold);
+        let mut window_bound = 4.0 * self.bytes as f64 / wnd * (rtt + hold);
+        let queue_rtt = self.queue.min(1 << 16) as f64 * (mss + 100.0) * 8.0 / self.rate_bps as f64;
+        let rto = (0.2f64).max(2.0 * (rtt + hold + queue_rtt)) + 0.04;
+        if (cfg.tcp_rmem[1] / 2) as f64 <= mss {
+            // A first receive window below one segment: the sender's SWS avoidance
+            // (RFC 1122 4.2.3.4) waits for its persist timer for each segment.
+            window_bound += segs * 4.0 * rto;
+        }
         let transfer = 4.0 * wire / self.rate_bps as f64
             + window_bound
             + (segs.log2() + 12.0) * (2.0 * rtt + hold);
-        let queue_rtt = self.queue.min(1 << 16) as f64 * (mss + 100.0) * 8.0 / self.rate_bps as f64;
-        let rto = (0.2f64).max(2.0 * (rtt + hold + queue_rtt)) + 0.04;
         // A data segment or its ACK is lost (or corrupted), or dropped by a NIC queue
         // holding fewer packets than there are flows (a GSO packet counts once, so
         // each flow may need a slot): one attempt fails.

@@ -5,6 +5,7 @@
 //! command, shows progress, writes the files and renders them. Rendering reads only
 //! the results file, so a merged sweep renders as a single run does.
 
+mod plot;
 mod progress;
 mod report;
 
@@ -176,7 +177,11 @@ fn write_outputs(out: &Path, file: &ResultsFile) -> Result<(), String> {
     let json = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
     let p = out.join("results.json");
     std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
-    let md = report::markdown(file, &[]);
+    let plots = match file.shard {
+        None => plot::render_all(file, out)?,
+        Some(_) => Vec::new(),
+    };
+    let md = report::markdown(file, &plots);
     let p = out.join("report.md");
     std::fs::write(&p, md).map_err(|e| format!("{}: {e}", p.display()))?;
     Ok(())

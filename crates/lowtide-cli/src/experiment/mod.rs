@@ -46,6 +46,10 @@ pub struct ExperimentArgs {
     /// Base seed of the runs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// For merge: accept a plan with runs missing (cut short); the report says how
+    /// many finished and the checks that need a missing run fail.
+    #[arg(long)]
+    partial: bool,
     /// Prints a JSON summary instead of text (and no progress display).
     #[arg(long)]
     json: bool,
@@ -118,7 +122,7 @@ fn run_merge(args: &ExperimentArgs) -> ExitCode {
             Err(e) => return usage_error(&format!("experiment merge: {e}")),
         }
     }
-    match merge(parts) {
+    match merge(parts, args.partial) {
         Ok(file) => finish(args, &file),
         Err(e) => usage_error(&format!("experiment merge: {e}")),
     }

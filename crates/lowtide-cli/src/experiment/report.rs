@@ -137,6 +137,11 @@ pub fn markdown(file: &ResultsFile, plots: &[PathBuf]) -> String {
         file.runs.len(),
         match file.shard {
             Some(sh) => format!(" (shard {}/{} of {})", sh.index, sh.count, file.plan_runs),
+            None if file.runs.len() < file.plan_runs => format!(
+                " (of {} in the plan: the run was cut short, the missing runs are absent \
+                 from every table and their checks fail)",
+                file.plan_runs
+            ),
             None => String::new(),
         }
     );

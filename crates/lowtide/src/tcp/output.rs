@@ -541,7 +541,12 @@ impl Tcb {
     pub(crate) fn xmit_retransmit_queue(&mut self, ctx: &mut Ctx) {
         let mss = self.current_mss();
         let mut from = self.retransmit_hint.max(self.snd_una);
-        while let Some(s) = self.rtx.next_lost(from) {
+        // Linux stops once every lost segment is retransmitted, before walking on
+        // (tcp_xmit_retransmit_queue: retrans_out >= lost_out).
+        while self.rtx.retrans_out < self.rtx.lost_out {
+            let Some(s) = self.rtx.next_lost(from) else {
+                break;
+            };
             let in_flight = self.packets_in_flight();
             if in_flight >= self.cw.snd_cwnd {
                 break;

@@ -214,7 +214,7 @@ fn raw_segment(peer: &Peer, seq: u32, ack: u32, opts: &[u8], payload: &[u8]) -> 
     let mut pkt = build(peer.src, peer.dst, &th, &[], 1);
     // Rebuild with the options spliced in: IPv4 header 20 bytes, TCP header 20.
     let mut o = opts.to_vec();
-    while o.len() % 4 != 0 {
+    while !o.len().is_multiple_of(4) {
         o.push(1); // NOP
     }
     let tcp_start = 20;

@@ -426,3 +426,67 @@ fn overlapping_segments_deliver_the_stream_once() {
     assert_eq!(drain(&mut p.b, p.now, s), data);
     let _ = c;
 }
+
+/// Optimistic ACKs (a receiver acknowledging data before it arrived, to make the
+/// sender speed up): Linux has no defense and neither has lowtide, but the victim's
+/// memory stays within its send buffer, and another connection on the same stack
+/// delivers every byte.
+#[test]
+fn optimistic_acks_stay_within_the_send_buffer() {
+    let (mut p, c, s) = establish(Config::default());
+    let l2 = p.b.listen(addr(B, 81), 8).unwrap();
+    let c2 = p.a.connect(p.now, addr(A, 0), addr(B, 81)).unwrap();
+    p.drive_for(Duration::from_millis(50));
+    let s2 = p.b.accept(l2).unwrap();
+    // The victim connection's real receiver is cut off: a forger acknowledges
+    // everything A has sent, as soon as it is sent.
+    let victim_port = p.a.addresses(c).unwrap().0.port();
+    let mut b_tsval = learn(&p, Dir::AtoB).ts_val;
+    p.filter = Some(Box::new(move |_, pk| {
+        let sg = Seg::parse(pk);
+        match sg.th.src_port == victim_port || sg.th.dst_port == victim_port {
+            true => Verdict::Drop,
+            false => Verdict::Pass,
+        }
+    }));
+    let mut peak = 0u64;
+    let other = pattern(3_000_000, 9);
+    let mut sent_other = 0;
+    let mut got_other = Vec::new();
+    let mut last_a: Option<Seg> = None;
+    while got_other.len() < other.len() {
+        let _ = p.a.send(p.now, c, &pattern(65536, 1));
+        if let Ok(n) = p.a.send(p.now, c2, &other[sent_other..]) {
+            sent_other += n;
+        }
+        p.wire.clear();
+        for (_, d, pk) in p.dropped.drain(..) {
+            let sg = Seg::parse(&pk);
+            if d == Dir::AtoB && sg.th.src_port == victim_port {
+                last_a = Some(sg);
+            }
+        }
+        if let Some(a) = &last_a {
+            let forger = Peer {
+                src: SocketAddr::new(a.ip.dst, a.th.dst_port),
+                dst: SocketAddr::new(a.ip.src, a.th.src_port),
+                seq: a.th.ack,
+                ack: a.th.seq.wrapping_add(a.payload.len() as u32),
+                ts_ecr: a.th.options.timestamp.map_or(0, |t| t.0),
+                ts_val: b_tsval,
+            };
+            b_tsval = b_tsval.wrapping_add(1);
+            p.inject(false, &forger.now(TcpFlags::ACK, &[]));
+        }
+        got_other.extend(drain(&mut p.b, p.now, s2));
+        peak = peak.max(p.a.tcp_memory().wmem_queued);
+        assert!(p.step(), "idle");
+    }
+    assert_eq!(got_other, other);
+    // The victim believed megabytes delivered that its receiver never saw.
+    let acked = p.a.info(p.now, c).unwrap().bytes_acked;
+    assert!(acked > 1_000_000, "{acked}");
+    assert!(drain(&mut p.b, p.now, s).is_empty());
+    let sndbuf_max = Config::default().tcp_wmem[2] as u64;
+    assert!(peak <= 2 * sndbuf_max + 2 * 65536, "{peak}");
+}

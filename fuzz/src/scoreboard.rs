@@ -403,7 +403,7 @@ mod tests {
         );
         check(&tree, &list, &m);
         m.set(0, 10, |_| LOST);
-        let r = std::panic::catch_unwind(|| check(&tree, &list, &m));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&tree, &list, &m)));
         assert!(r.is_err(), "a wrong LOST bit went unnoticed");
     }
 }

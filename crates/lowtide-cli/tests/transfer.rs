@@ -265,3 +265,49 @@ fn never_connected_and_stalled_transfers_exit_1_with_the_reason() {
         "{report}"
     );
 }
+
+/// The first SYN lowtide sent in a capture (LINKTYPE_RAW): (source port, ISN).
+fn first_syn(pcap: &std::path::Path) -> (u16, u32) {
+    let b = std::fs::read(pcap).expect("pcap");
+    let mut at = 24;
+    while at + 16 <= b.len() {
+        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        let pkt = &b[at + 16..at + 16 + len];
+        at += 16 + len;
+        let ihl = (pkt[0] & 0xf) as usize * 4;
+        let tcp = &pkt[ihl..];
+        if pkt[9] == 6 && tcp[13] & 0x12 == 0x02 {
+            let port = u16::from_be_bytes([tcp[0], tcp[1]]);
+            return (port, u32::from_be_bytes(tcp[4..8].try_into().unwrap()));
+        }
+    }
+    panic!("no SYN in {}", pcap.display());
+}
+
+/// RFC 6528 / RFC 6056 on the real path: two runs with the same --seed choose
+/// different ports and ISNs (the secret comes from getrandom, not from the seed).
+#[test]
+fn real_path_isns_and_ports_do_not_follow_the_seed() {
+    if !privileged("real_path_isns_and_ports_do_not_follow_the_seed") {
+        return;
+    }
+    let mut syns = Vec::new();
+    for run in 0..2 {
+        let env = Env::new(&format!("lti{run}"));
+        let server = kernel_server(&env, 6000);
+        let pcap = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("isn{run}.pcap"));
+        let pcap_s = pcap.to_string_lossy().into_owned();
+        let mut args = vec!["transfer", "--connect", "10.7.0.1:6000", "--send", "1000"];
+        args.extend(tun_args(&["--seed", "1", "--pcap", &pcap_s]));
+        let out = env.lowtide(&args).wait(LIMIT);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        server.join().expect("kernel server");
+        syns.push(first_syn(&pcap));
+    }
+    assert_ne!(syns[0].1, syns[1].1, "ISNs");
+    assert_ne!(syns[0].0, syns[1].0, "ports");
+}

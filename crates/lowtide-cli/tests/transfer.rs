@@ -255,7 +255,10 @@ fn never_connected_and_stalled_transfers_exit_1_with_the_reason() {
     server.join().expect("kernel server");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
-    assert!(stderr.contains("stalled after"), "stderr: {stderr}");
+    assert!(
+        stderr.contains("stalled: time limit reached after"),
+        "stderr: {stderr}"
+    );
     let report = json_of(&out);
     assert_eq!(
         report["verdict"]["failed"][0]["reason"], "stalled",

@@ -125,8 +125,12 @@ impl core::fmt::Display for FlowFailure {
             FlowFailure::Stalled {
                 delivered,
                 expected: Some(e),
-                ..
-            } => write!(f, "stalled after {delivered} of {e} bytes"),
+                idle_s,
+            } => write!(
+                f,
+                "stalled: time limit reached after {delivered} of {e} bytes \
+                 (the last {idle_s:.3} s without progress)"
+            ),
             FlowFailure::Stalled {
                 delivered, idle_s, ..
             } => write!(
@@ -315,7 +319,13 @@ mod tests {
                 },
                 Some("stalled: 1000 bytes delivered, none in the last 6.000 s"),
             ),
-            (fixed.clone(), Some("stalled after 1000 of 2000 bytes")),
+            (
+                fixed.clone(),
+                Some(
+                    "stalled: time limit reached after 1000 of 2000 bytes \
+                     (the last 0.001 s without progress)",
+                ),
+            ),
             (
                 FlowOutcome {
                     complete: true,

@@ -25,6 +25,7 @@ pub mod config;
 pub mod mib;
 pub mod posix;
 pub mod rng;
+mod secure;
 pub mod socket;
 mod stack;
 pub mod tcp;

@@ -229,14 +229,23 @@ impl Tcb {
     }
 
     /// `tcp_cleanup_rbuf`: after a read, send a window update if the window can grow
-    /// by a lot (at least twice the current advertisement).
+    /// by a lot: the peer was told at most half the full window, and the window
+    /// `tcp_select_window` would now offer (not zero) is at least twice that.
     fn cleanup_rbuf(&mut self, ctx: &mut Ctx) {
         if !self.state.is_synchronized() || self.rcv_shutdown {
             return;
         }
         let advertised_left = (self.rcv_wup + self.rcv_wnd as u64).saturating_sub(self.rcv_nxt);
-        let space = self.rcv_space() as u64;
-        if space >= 2 * advertised_left.max(1) && space >= self.rcv_mss as u64 * 2 {
+        if 2 * advertised_left > (self.rcvbuf / 2) as u64 {
+            return;
+        }
+        // __tcp_select_window: receiver SWS avoidance, rounded to the window scale.
+        let mut space = self.rcv_space();
+        if space < self.rcv_mss.min(self.rcvbuf / 4) {
+            space = 0;
+        }
+        let new_window = ((space >> self.rcv_wscale) << self.rcv_wscale) as u64;
+        if new_window > 0 && new_window >= 2 * advertised_left {
             self.send_ack(ctx);
         }
     }
@@ -391,6 +400,7 @@ mod push_tests {
             out: &mut out,
             events: &mut events,
             ip_id: &mut id,
+            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
             tx_orphan: true,
         };
         f(&mut ctx)

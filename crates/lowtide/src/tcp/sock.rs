@@ -168,6 +168,14 @@ pub struct Tcb {
     pub(crate) probes_out: u8,
     /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
     pub(crate) probes_tstamp: Option<Instant>,
+    /// When we last sent an ACK for an out-of-window or challenged segment
+    /// (`last_oow_ack_time`).
+    pub(crate) last_oow_ack_time: Option<Instant>,
+    /// Ranges `[start, end)` the device queue dropped, to send again.
+    pub(crate) local_drops: Vec<(u64, u64)>,
+    /// When to retry sending after a local drop if nothing else comes first
+    /// (`TCP_RESOURCE_PROBE_INTERVAL`).
+    pub(crate) resource_retry_at: Option<Instant>,
     /// `TCP_USER_TIMEOUT` (`icsk_user_timeout`); zero: off.
     pub(crate) user_timeout: Duration,
     pub(crate) pending: Option<(Pending, Instant)>,
@@ -298,7 +306,8 @@ impl Tcb {
             notsent_lowat: 0,
             max_pacing_rate: u64::MAX,
             pacing_rate: 0,
-            pacing_needed: false,
+            // sch_fq paces every flow it sees (SK_PACING_FQ): modelled as EDT pacing.
+            pacing_needed: cfg.default_qdisc == "fq",
             wstamp: now,
             pacing_timer: false,
             tsq_throttled: false,
@@ -341,6 +350,9 @@ impl Tcb {
             retransmits: 0,
             probes_out: 0,
             probes_tstamp: None,
+            last_oow_ack_time: None,
+            local_drops: Vec::new(),
+            resource_retry_at: None,
             user_timeout: Duration::ZERO,
             pending: None,
             delack_at: None,

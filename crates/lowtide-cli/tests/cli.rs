@@ -198,8 +198,11 @@ fn config_file_applies_and_sysctl_overrides_it() {
     let mut with_file = base.to_vec();
     with_file.extend(["--config", cfg.as_str()]);
     let small = run_json(&with_file);
-    // tcp_wmem max 64 KB: the send queue stays within it plus one skb of overshoot.
-    assert!(peak_wmem(&small) <= 2 * 65_536, "{}", peak_wmem(&small));
+    // tcp_wmem max 64 KB: the send queue stays within a few skbs of it. Only a new
+    // skb checks sk_stream_memory_free; a full head skb goes out at once
+    // (tcp_push_one) and its unsent remainder refills to size_goal, so one write
+    // overshoots by up to a few 64 KB skbs (tcp_sendmsg_locked).
+    assert!(peak_wmem(&small) <= 4 * 65_536, "{}", peak_wmem(&small));
     assert!(peak_wmem(&plain) > 8 * 65_536, "{}", peak_wmem(&plain));
     with_file.extend(["--sysctl", "net.ipv4.tcp_wmem=4096 16384 4194304"]);
     let overridden = run_json(&with_file);

@@ -580,3 +580,49 @@ fn keepalive_on_is_refused_not_ignored() {
         .unwrap();
     assert_eq!(int_opt(&mut h, now, fd, SOL_SOCKET, SO_KEEPALIVE), 0);
 }
+
+#[test]
+fn listener_readiness_oneshot_and_mod_rearm() {
+    let mut n = Net::new();
+    let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    n.b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    n.b.listen(l, 4).unwrap();
+    let ep = n.b.epoll_create(1).unwrap();
+    n.b.epoll_ctl(ep, EPOLL_CTL_ADD, l, POLLIN | EPOLLONESHOT, 1)
+        .unwrap();
+    assert!(
+        n.b.epoll_wait(ep, 8).unwrap().is_empty(),
+        "nothing to accept"
+    );
+    let c = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let _ = n.a.connect(n.now, c, SocketAddr::new(B.into(), 80));
+    n.run();
+    // inet_csk_listen_poll: a non-empty accept queue is POLLIN.
+    assert_eq!(n.b.poll_mask(l), Ok(POLLIN | POLLRDNORM));
+    assert_eq!(
+        n.b.epoll_wait(ep, 8).unwrap(),
+        vec![EpollEvent {
+            events: POLLIN,
+            data: 1
+        }]
+    );
+    assert!(
+        n.b.epoll_wait(ep, 8).unwrap().is_empty(),
+        "EPOLLONESHOT disarms"
+    );
+    n.b.epoll_ctl(ep, EPOLL_CTL_MOD, l, POLLIN, 2).unwrap();
+    assert_eq!(
+        n.b.epoll_wait(ep, 8).unwrap(),
+        vec![EpollEvent {
+            events: POLLIN,
+            data: 2
+        }]
+    );
+    n.b.accept(l).unwrap();
+    assert!(n.b.epoll_wait(ep, 8).unwrap().is_empty());
+    assert_eq!(n.b.epoll_wait(ep, 0), Err(Errno(errno::EINVAL)));
+    assert_eq!(
+        n.b.epoll_ctl(ep, EPOLL_CTL_ADD, ep, POLLIN, 0),
+        Err(Errno(errno::EINVAL))
+    );
+}

@@ -196,7 +196,7 @@ pub struct CcContext<'a> {
 }
 
 /// `struct tcp_congestion_ops`: the hooks a congestion control implements.
-pub trait CongestionOps: core::fmt::Debug {
+pub trait CongestionOps: core::fmt::Debug + Send {
     /// The name (`tcp_congestion_control` value).
     fn name(&self) -> &'static str;
     /// `ssthresh`: the slow start threshold after a loss.

@@ -17,7 +17,10 @@ async fn main() -> std::io::Result<()> {
         s
     };
     let (dev_a, dev_b) = channel_pair(std::time::Duration::from_millis(10));
-    let (a, b) = (Net::new(host("10.0.0.1", 1), dev_a), Net::new(host("10.0.0.2", 2), dev_b));
+    let (a, b) = (
+        Net::new(host("10.0.0.1", 1), dev_a),
+        Net::new(host("10.0.0.2", 2), dev_b),
+    );
     let listener = TcpListener::bind(&b, "10.0.0.2:80".parse().unwrap())?;
     let server = tokio::spawn(async move {
         let (mut s, peer) = listener.accept().await?;
@@ -34,7 +37,12 @@ async fn main() -> std::io::Result<()> {
     assert!(got == data && peer == c.local_addr()?, "transfer corrupted");
     let i = c.tcp_info()?;
     let t = start.elapsed();
-    println!("{} bytes from {peer} in {t:?} (virtual): srtt {} us, cwnd {}", got.len(), i.rtt, i.snd_cwnd);
+    println!(
+        "{} bytes from {peer} in {t:?} (virtual): srtt {} us, cwnd {}",
+        got.len(),
+        i.rtt,
+        i.snd_cwnd
+    );
     Ok(())
 }
 

@@ -26,8 +26,11 @@ pub trait PacketDevice: Send + 'static {
     /// from an offloading sender, as on a TUN device with `NEEDS_CSUM`). On
     /// `Pending`, the device arranges for `cx`'s waker to be woken when a packet
     /// arrives. An error stops the driver.
-    fn poll_recv(&mut self, cx: &mut Context<'_>, buf: &mut Vec<u8>)
-        -> Poll<io::Result<RxChecksum>>;
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Poll<io::Result<RxChecksum>>;
 
     /// Sends one packet of the stack's. `tx.packet` is CHECKSUM_PARTIAL and may be a
     /// GSO super-packet (`tx.gso_size`): a device without offload puts

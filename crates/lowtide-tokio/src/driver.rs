@@ -57,7 +57,10 @@ impl Inner {
     pub fn alive(&self) -> io::Result<()> {
         match &self.dead {
             None => Ok(()),
-            Some((kind, why)) => Err(io::Error::new(*kind, format!("lowtide driver stopped: {why}"))),
+            Some((kind, why)) => Err(io::Error::new(
+                *kind,
+                format!("lowtide driver stopped: {why}"),
+            )),
         }
     }
 
@@ -72,7 +75,8 @@ impl Inner {
     /// Registers a new socket with the epoll set.
     pub fn watch(&mut self, fd: Fd) -> io::Result<()> {
         let ev = POLLIN | POLLOUT | POLLRDHUP | EPOLLET;
-        self.host.epoll_ctl(self.epfd, EPOLL_CTL_ADD, fd, ev, fd as u64)?;
+        self.host
+            .epoll_ctl(self.epfd, EPOLL_CTL_ADD, fd, ev, fd as u64)?;
         self.waiters.insert(fd, Waiters::default());
         Ok(())
     }
@@ -133,7 +137,9 @@ pub(crate) fn lock(s: &Shared) -> MutexGuard<'_, Inner> {
 
 /// Builds the shared state around `host` and an epoll instance.
 pub(crate) fn shared(mut host: Host) -> Shared {
-    let epfd = host.epoll_create(1).expect("epoll_create(1) on a fresh host");
+    let epfd = host
+        .epoll_create(1)
+        .expect("epoll_create(1) on a fresh host");
     Arc::new(Mutex::new(Inner {
         host,
         epfd,

@@ -144,7 +144,8 @@ impl TcpListener {
 
     /// Waits for a connection (`accept(2)`): the stream and the peer's address.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let (fd, peer) = poll_fn(|cx| self.sock.poll_call(cx, false, |h, _, fd| h.accept(fd))).await?;
+        let (fd, peer) =
+            poll_fn(|cx| self.sock.poll_call(cx, false, |h, _, fd| h.accept(fd))).await?;
         let mut g = driver::lock(&self.net.shared);
         let s = Socket {
             shared: self.net.shared.clone(),
@@ -282,7 +283,11 @@ impl AsyncRead for TcpStream {
 }
 
 impl AsyncWrite for TcpStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
         poll_write(&self.sock, cx, data)
     }
 
@@ -318,7 +323,11 @@ impl AsyncRead for OwnedReadHalf {
 }
 
 impl AsyncWrite for OwnedWriteHalf {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
         poll_write(&self.sock, cx, data)
     }
 

@@ -110,19 +110,26 @@ impl Inner {
                 continue;
             };
             if ev.events & (POLLIN | POLLRDHUP | POLLHUP | POLLERR) != 0 {
-                w.read.take().map(Waker::wake);
+                wake(&mut w.read);
             }
             if ev.events & (POLLOUT | POLLHUP | POLLERR) != 0 {
-                w.write.take().map(Waker::wake);
+                wake(&mut w.write);
             }
         }
     }
 
     fn wake_all(&mut self) {
         for w in self.waiters.values_mut() {
-            w.read.take().map(Waker::wake);
-            w.write.take().map(Waker::wake);
+            wake(&mut w.read);
+            wake(&mut w.write);
         }
+    }
+}
+
+/// Wakes the task parked in `slot`, if any.
+fn wake(slot: &mut Option<Waker>) {
+    if let Some(w) = slot.take() {
+        w.wake();
     }
 }
 

@@ -92,6 +92,10 @@ struct Harness {
     ts_recent: u32,
     syn_opts: TcpOptions,
     peer_port: u16,
+    /// The victim has sent a FIN.
+    fin_sent: bool,
+    /// The acknowledgment number of the last scripted segment.
+    last_peer_ack: u32,
     /// The victim's port (80, or its ephemeral port after an active open).
     victim_port: u16,
 }
@@ -163,6 +167,8 @@ impl Harness {
             syn_opts,
             peer_port: PEER_PORT,
             victim_port: VICTIM_PORT,
+            fin_sent: false,
+            last_peer_ack: 0,
         }
     }
 
@@ -196,19 +202,13 @@ impl Harness {
         self.conn = self.listener.and_then(|l| self.st.accept(l).ok());
         self.victim_send(30_000);
         match start {
-            Start::FinWait1 | Start::FinWait2 | Start::Closing | Start::TimeWait => {
+            Start::FinWait1 => self.victim_close(),
+            Start::FinWait2 | Start::Closing | Start::TimeWait => {
                 self.victim_close();
-                let una = self.snd_nxt.unwrap_or(0);
-                if start == Start::FinWait2 || start == Start::TimeWait {
-                    self.peer_segment_at(ACK, self.peer_nxt, una, 0);
-                }
-                if start == Start::Closing || start == Start::TimeWait {
-                    let ack = if start == Start::Closing {
-                        una.wrapping_sub(1)
-                    } else {
-                        una
-                    };
-                    self.peer_segment_at(FIN_ACK, self.peer_nxt, ack, 0);
+                // Everything but the FIN, then (FIN-WAIT-2, TIME-WAIT) the FIN too.
+                self.peer_ack_all(start != Start::Closing);
+                if start != Start::FinWait2 {
+                    self.peer_segment_at(FIN_ACK, self.peer_nxt, self.last_peer_ack, 0);
                 }
             }
             Start::CloseWait | Start::LastAck => {
@@ -223,6 +223,7 @@ impl Harness {
 
     fn peer_syn(&mut self, flags: u8) {
         let opts = self.syn_opts;
+        // `send` moves `peer_nxt` past the SYN.
         self.segment(
             flags,
             self.peer_nxt,
@@ -231,8 +232,22 @@ impl Harness {
             opts,
             false,
         );
-        self.peer_nxt = self.peer_nxt.wrapping_add(1);
         self.tick(Duration::from_millis(10));
+    }
+
+    /// Acknowledges what the victim sends until it sends nothing new (its FIN only
+    /// if `fin`), as a peer with an open window would.
+    fn peer_ack_all(&mut self, fin: bool) {
+        for _ in 0..200 {
+            let nxt = self.snd_nxt.unwrap_or(0);
+            let ack = nxt.wrapping_sub((!fin && self.fin_sent) as u32);
+            self.peer_segment_at(TcpFlags::ACK.0, self.peer_nxt, ack, 0);
+            // Paced senders (BBR) send on their timers.
+            self.tick(Duration::from_millis(5));
+            if self.snd_nxt == Some(nxt) {
+                return;
+            }
+        }
     }
 
     /// A segment with `len` payload bytes from the peer's next sequence, acknowledging
@@ -245,6 +260,7 @@ impl Harness {
     }
 
     fn peer_segment_at(&mut self, flags: u8, seq: u32, ack: u32, len: usize) {
+        self.last_peer_ack = ack;
         let opts = self.data_options(0, 0, 0);
         self.send(flags, seq, ack, 65_535, opts, &vec![0x5a; len], false);
     }
@@ -354,6 +370,7 @@ impl Harness {
         if t.flags.contains(TcpFlags::ACK) {
             self.rcv_ack = Some(t.ack);
         }
+        self.fin_sent |= t.flags.contains(TcpFlags::FIN);
         if let Some((val, _)) = t.options.timestamp {
             self.ts_recent = val;
         }
@@ -367,9 +384,11 @@ impl Harness {
         }
     }
 
+    /// `shutdown(SHUT_WR)`: the FIN goes out and the socket stays the caller's, so
+    /// its state stays observable (a fuzzed `close` makes it an orphan later).
     fn victim_close(&mut self) {
         if let Some(c) = self.conn {
-            let _ = self.st.close(self.now, c);
+            let _ = self.st.shutdown(self.now, c, Shutdown::Write);
             self.flush();
         }
     }
@@ -488,5 +507,49 @@ impl Harness {
     fn accept(&mut self) -> Option<SocketHandle> {
         self.conn = self.listener.and_then(|l| self.st.accept(l).ok());
         self.conn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowtide::TcpState;
+
+    /// The scripted peer really drives the victim into each starting state, for
+    /// every configuration the first byte can select.
+    #[test]
+    fn setup_reaches_every_state() {
+        let want = [
+            TcpState::Listen,
+            TcpState::SynSent,
+            TcpState::SynRecv,
+            TcpState::Established,
+            TcpState::Established,
+            TcpState::FinWait1,
+            TcpState::FinWait2,
+            TcpState::CloseWait,
+            TcpState::LastAck,
+            TcpState::Closing,
+            TcpState::TimeWait,
+        ];
+        for cfg in (0..32u8).map(|i| (i >> 1) << 4 | (i & 1) << 3) {
+            for opt_byte in [0u8, 1, 2, 3 * 0x08, 3 * 0x30] {
+                for (i, &start) in STARTS.iter().enumerate() {
+                    let mut h = Harness::new(config(cfg, opt_byte), syn_options(opt_byte));
+                    h.setup(start);
+                    let got = match start {
+                        Start::Listen => h.listener.and_then(|l| h.st.state(l).ok()),
+                        // The child has not been accepted yet: it is the only connection.
+                        Start::SynRecv => Some(if h.st.connection_count() == 1 {
+                            TcpState::SynRecv
+                        } else {
+                            TcpState::Closed
+                        }),
+                        _ => h.conn.and_then(|c| h.st.state(c).ok()),
+                    };
+                    assert_eq!(got, Some(want[i]), "{start:?} cfg {cfg:#x} opt {opt_byte}");
+                }
+            }
+        }
     }
 }

@@ -155,7 +155,9 @@ class RunnerTest(unittest.TestCase):
             ../common/set_sysctls.sh /proc/sys/net/ipv4/tcp_wmem="4096 50000 4194304" /proc/sys/net/ipv4/tcp_min_tso_segs=10
             echo 7 > /proc/sys/net/ipv4/{p}
             echo 1 > /sys/module/tcp_cubic/parameters/{p}
-            echo 3 > /sys/module/tcp_cubic/parameters/hystart_detect`
+            echo 3 > /sys/module/tcp_cubic/parameters/hystart_detect
+            tc qdisc replace dev tun0 root handle 1: fq limit 100
+            tc qdisc add dev eth0 root netem delay 10ms`
             // fake: expect net/ipv4/tcp_rmem=4096 540000 15728640
             // fake: expect net/ipv4/tcp_early_retrans=4
             // fake: expect net/ipv4/tcp_pacing_ss_ratio=250
@@ -164,6 +166,7 @@ class RunnerTest(unittest.TestCase):
             // fake: expect net/ipv4/tcp_min_tso_segs=10
             // fake: expect net/ipv4/{p}=7
             // fake: expect module/tcp_cubic/parameters/hystart_detect=3
+            // fake: expect net/core/default_qdisc=fq
             // fake: report unknown sysctl net.ipv4.tcp_fack=0
             `/tmp/sysctl_restore_${{PPID}}.sh`
             """)
@@ -187,8 +190,8 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(ok["result"], "pass", ok)
         self.assertIsNone(ok["reason"])
         self.assertEqual(ok["sysctl_notes"], ["unknown sysctl net.ipv4.tcp_fack=0"])
-        self.assertIn("tc qdisc add dev tun0 root pfifo", ok["ignored_commands"])
-        self.assertIn("ip tcp_metrics flush all", ok["ignored_commands"])
+        self.assertIn("tc qdisc add dev tun0 root pfifo", ok["commands"])
+        self.assertIn("ip tcp_metrics flush all", ok["commands"])
         bad = by["fail.pkt"]
         self.assertEqual(bad["result"], "fail")
         self.assertEqual(bad["line"], 3)
@@ -215,7 +218,7 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(left, [])
 
     def test_single_file_all_pass_exit_0(self):
-        f = self.pkt("tcp/one.pkt", "`../common/defaults.sh`\n")
+        f = self.pkt("tcp/one.pkt", "`../common/defaults.sh`\n// fake: expect net/core/default_qdisc=pfifo\n")
         r = self.run_runner(f)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("passed 1/1", r.stdout)

@@ -10,11 +10,13 @@ mod experiment;
 mod real;
 mod soak;
 mod summary;
+mod timeseries;
 mod units;
 
 use clap::{Args, Parser, Subcommand};
 use lowtide::Config;
-use lowtide_sim::{LinkConfig, Scenario, SimError, Workload};
+use lowtide_sim::cpu::CpuModel;
+use lowtide_sim::{LinkConfig, Scenario, SimError, TimeseriesConfig, Workload};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -131,6 +133,21 @@ struct StreamArgs {
     /// as soon as it exists; 0 leaves the sysctl net.ipv4.tcp_notsent_lowat in charge.
     #[arg(long, value_name = "BYTES", value_parser = parse_lowat)]
     notsent_lowat: Option<u32>,
+    /// Writes a time series of the run to FILE: per flow and interval, ss -ti's
+    /// figures (cwnd, ssthresh, rtt, pacing_rate, unacked, in_flight, notsent,
+    /// wmem_queued, dev_queue_bytes, delivered, bytes_acked, retrans, ca_state); CSV,
+    /// or JSON lines if FILE ends in .jsonl. Host-wide rows go to FILE's stem +
+    /// "-host" with the same extension.
+    #[arg(long, value_name = "FILE")]
+    timeseries: Option<PathBuf>,
+    /// Interval of the time series.
+    #[arg(long, default_value = "100ms", value_parser = positive_duration)]
+    timeseries_interval: Duration,
+    /// Models host A's CPU (seed 003's experiment): each packet in and out costs
+    /// virtual time (constants calibrated on the project machine, see
+    /// lowtide_sim::cpu), ACKs wait in a socket backlog while it is busy.
+    #[arg(long)]
+    cpu_model: bool,
     /// Prints the results as JSON.
     #[arg(long)]
     json: bool,
@@ -238,6 +255,11 @@ impl StreamArgs {
             config: self.config()?,
             pcap: self.pcap.clone(),
             notsent_lowat: self.notsent_lowat,
+            timeseries: self.timeseries.as_ref().map(|_| TimeseriesConfig {
+                interval_ns: self.timeseries_interval.as_nanos() as u64,
+                per_flow: true,
+            }),
+            cpu: self.cpu_model.then(CpuModel::calibrated),
             ..Scenario::default()
         })
     }
@@ -248,11 +270,16 @@ fn stream(args: &StreamArgs) -> ExitCode {
         Ok(sc) => sc,
         Err(e) => return usage_error(&e),
     };
-    let results = match sc.run() {
+    let mut results = match sc.run() {
         Ok(r) => r,
         Err(SimError::Invalid(e)) => return usage_error(&e),
         Err(e) => return run_failure(&e.to_string()),
     };
+    if let (Some(path), Some(ts)) = (&args.timeseries, results.timeseries.take()) {
+        if let Err(e) = timeseries::write(path, &ts) {
+            return run_failure(&format!("timeseries: {e}"));
+        }
+    }
     if args.json {
         match serde_json::to_string_pretty(&results) {
             Ok(s) => println!("{s}"),

@@ -313,7 +313,7 @@ fn runs_that_carried_no_data_fail_with_a_reason_per_flow() {
         ),
         (
             &["--queue", "1", "--flows", "4", "--duration", "2s"],
-            "stalled",
+            "never connected",
         ),
     ];
     for (args, reason) in cases {

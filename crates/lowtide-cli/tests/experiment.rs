@@ -93,7 +93,19 @@ fn merged_shards_equal_one_run_byte_for_byte() {
         dup.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    for d in shard_dirs.iter().chain([&whole, &again, &merged, &dup]) {
+    // A plan cut short merges only with --partial, and its checks then fail (exit 1).
+    let part = tmp("part");
+    let p = part.to_str().unwrap();
+    let out = lowtide(&["experiment", "merge", d0, "--out", p]);
+    assert_eq!(out.status.code(), Some(2), "missing runs need --partial");
+    let out = lowtide(&["experiment", "merge", d0, "--partial", "--out", p]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = std::fs::read_to_string(part.join("report.md")).expect("report");
+    assert!(report.contains("1 runs (of 2 in the plan"), "{report}");
+    for d in shard_dirs
+        .iter()
+        .chain([&whole, &again, &merged, &dup, &part])
+    {
         let _ = std::fs::remove_dir_all(d);
     }
 }

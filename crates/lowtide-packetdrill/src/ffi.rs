@@ -258,9 +258,19 @@ fn do_send(sh: &Shared, fd: Fd, data: &[u8], flags: i32) -> Result<usize, i32> {
 }
 
 unsafe extern "C" fn pd_free(ud: Ud) {
-    if !ud.is_null() {
-        let _ = catch_unwind(|| drop(Box::from_raw(ud as *mut Shared)));
+    if ud.is_null() {
+        return;
     }
+    let _ = catch_unwind(|| {
+        // SAFETY: userdata is the Box<Shared> leaked by init.
+        let shared = &*(ud as *const Shared);
+        if shared.has_blocked_threads() {
+            // A thread still sleeps in a call on this instance: freeing it would
+            // pull the mutex from under that thread. Leak it instead (once per run).
+            return;
+        }
+        drop(Box::from_raw(ud as *mut Shared));
+    });
 }
 
 unsafe extern "C" fn pd_socket(ud: Ud, d: c_int, t: c_int, p: c_int) -> c_int {
@@ -505,12 +515,28 @@ unsafe extern "C" fn pd_ioctl(ud: Ud, fd: c_int, req: c_ulong, arg: *mut c_void)
 
 unsafe extern "C" fn pd_close(ud: Ud, fd: c_int) -> c_int {
     guard(ud, |sh| {
-        let mut st = sh.enter();
-        let now = st.now();
-        let r = st.host.close(now, fd).map(|_| 0).map_err(e);
-        st.drain_transmit();
-        sh.wake_all(&mut st);
-        r
+        let linger = {
+            let mut st = sh.enter();
+            let now = st.now();
+            let r = st.host.close_linger(now, fd).map_err(e);
+            st.drain_transmit();
+            sh.wake_all(&mut st);
+            r?
+        };
+        // SO_LINGER with a time: sleep until the FIN is acknowledged or time is up.
+        if let Some((h, d)) = linger {
+            let us = d.as_micros() as u64;
+            sh.blocking(
+                false,
+                Some(us),
+                |st: &mut State| match st.host.is_closing(h) {
+                    true => Attempt::Wait,
+                    false => Attempt::Done(Ok(())),
+                },
+                || Ok(()),
+            )?;
+        }
+        Ok(0)
     })
 }
 

@@ -87,6 +87,12 @@ pub struct Shared {
     pub cv: Condvar,
 }
 
+// packetdrill calls in from two threads: the state must be shareable.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Shared>();
+};
+
 /// A blocking call's verdict on one attempt.
 pub enum Attempt<T> {
     /// Finished (success or error).
@@ -100,6 +106,8 @@ impl Shared {
     pub fn new(flags: Flags) -> Shared {
         let mut stack = Stack::new(Config::default(), 1);
         stack.add_address(flags.local_ip);
+        // packetdrill's device is a tun, which orphans skbs at transmit.
+        stack.set_tx_orphan(true);
         let sysctl = SysctlDir::new(flags.sysctl_dir.clone(), flags.report.clone());
         Shared {
             m: Mutex::new(State {
@@ -151,6 +159,11 @@ impl Shared {
                 .0;
         }
         st
+    }
+
+    /// Whether a thread sleeps in a blocking call on this instance.
+    pub fn has_blocked_threads(&self) -> bool {
+        !self.lock().blocked.is_empty()
     }
 
     /// `gettimeofday`: the clock moves 1 us per read (packetdrill spins on it).
@@ -214,11 +227,8 @@ impl Shared {
         let mut id = None;
         let r = loop {
             let a = attempt(&mut st);
-            self.wake_all(&mut st);
-            if let Some(i) = id {
-                if let Some(b) = st.blocked.get_mut(&i) {
-                    b.recheck = false;
-                }
+            if let Some(b) = id.and_then(|i| st.blocked.get_mut(&i)) {
+                b.recheck = false;
             }
             match a {
                 Attempt::Done(r) => break r,
@@ -232,20 +242,27 @@ impl Shared {
                 st.next_block_id += 1;
                 st.next_block_id
             });
-            st.blocked.insert(
-                i,
-                Blocked {
-                    deadline,
-                    recheck: false,
-                },
-            );
-            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.blocked.entry(i).or_insert(Blocked {
+                deadline,
+                recheck: false,
+            });
+            // The clock may move now that this thread has re-checked (hold()).
+            self.cv.notify_all();
+            // Sleep until a wakeup is addressed to this thread; spurious or foreign
+            // wakeups do not make it retry (so two blocked threads never ping-pong).
+            loop {
+                st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                if st.blocked.get(&i).is_none_or(|b| b.recheck) {
+                    break;
+                }
+            }
         };
         if let Some(i) = id {
             st.blocked.remove(&i);
             st.owed.insert(std::thread::current().id());
         }
-        self.cv.notify_all();
+        // What this call did may unblock others.
+        self.wake_all(&mut st);
         r
     }
 }
@@ -292,5 +309,114 @@ impl State {
                 lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |seg| out.push_back((seg, t)));
             self.host.handle_tx_complete(now, tx.token);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowtide::posix::consts::*;
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    #[test]
+    fn flags_default_and_override() {
+        let (f, bad) = Flags::parse(None);
+        assert_eq!(f.local_ip.to_string(), "192.168.0.1");
+        assert_eq!(f.remote_ip.to_string(), "192.0.2.1");
+        assert!(f.sysctl_dir.is_none() && bad.is_empty());
+        let (f, bad) = Flags::parse(Some("local_ip=10.0.0.1 sysctl_dir=/x report=/r bogus=1"));
+        assert_eq!(f.local_ip.to_string(), "10.0.0.1");
+        assert_eq!(f.sysctl_dir.as_deref(), Some(std::path::Path::new("/x")));
+        assert_eq!(bad, vec!["bogus=1".to_string()]);
+    }
+
+    #[test]
+    fn clock_moves_one_microsecond_per_read_and_idle_device_is_empty() {
+        let sh = Shared::new(Flags::parse(None).0);
+        let a = sh.gettimeofday();
+        let b = sh.gettimeofday();
+        assert_eq!(b - a, 1);
+        sh.usleep(1000);
+        assert_eq!(sh.gettimeofday() - b, 1001);
+        // No socket, no timer: netdev_receive reports nothing (len = 0).
+        assert!(sh.next_packet().is_none());
+    }
+
+    /// Moves packets from the library to `peer` and back until both are quiet.
+    fn exchange(sh: &Shared, peer: &mut Host) {
+        for _ in 0..20 {
+            let mut moved = false;
+            while let Some(tx) = peer.poll_transmit(Instant::ZERO) {
+                let mut segs = Vec::new();
+                lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s)).unwrap();
+                peer.handle_tx_complete(Instant::ZERO, tx.token);
+                let mut st = sh.enter();
+                for s in segs {
+                    let now = st.now();
+                    st.host.handle_packet(now, &s);
+                }
+                st.drain_transmit();
+                sh.wake_all(&mut st);
+                moved = true;
+            }
+            loop {
+                let p = sh.lock().out.pop_front();
+                let Some((p, _)) = p else { break };
+                peer.handle_packet(Instant::ZERO, &p);
+                moved = true;
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn blocking_accept_waits_on_the_condvar_until_the_handshake() {
+        let sh = Arc::new(Shared::new(Flags::parse(None).0));
+        let l = {
+            let mut st = sh.enter();
+            let l = st.host.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+            st.host
+                .bind(l, "192.168.0.1:8080".parse().unwrap())
+                .unwrap();
+            st.host.listen(l, 4).unwrap();
+            l
+        };
+        let sh2 = Arc::clone(&sh);
+        let t = std::thread::spawn(move || {
+            let r = sh2.blocking(
+                false,
+                None,
+                |st: &mut State| match st.host.accept(l) {
+                    Err(lowtide::posix::Errno(errno::EAGAIN)) => Attempt::Wait,
+                    r => Attempt::Done(r.map_err(|e| e.0)),
+                },
+                || Err(errno::EAGAIN),
+            );
+            // packetdrill reads the clock when a blocking call returns.
+            sh2.gettimeofday();
+            r
+        });
+        // The thread blocks: nothing to accept yet.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!t.is_finished());
+        let mut peer = {
+            let mut s = Stack::new(Config::default(), 7);
+            s.add_address("192.0.2.1".parse().unwrap());
+            Host::new(s)
+        };
+        let c = peer.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        let to: SocketAddr = "192.168.0.1:8080".parse().unwrap();
+        let _ = peer.connect(Instant::ZERO, c, to);
+        exchange(&sh, &mut peer);
+        let (fd, from) = t.join().unwrap().unwrap();
+        assert!(fd > l);
+        assert_eq!(from.ip().to_string(), "192.0.2.1");
+        // The woken thread has read the clock: time may move on at once.
+        let start = std::time::Instant::now();
+        sh.usleep(10);
+        assert!(start.elapsed() < HOLD_LIMIT);
     }
 }

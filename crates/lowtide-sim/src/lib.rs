@@ -26,6 +26,7 @@
 //! ```
 
 pub mod app;
+pub mod cpu;
 pub mod event;
 pub mod experiment;
 pub mod host;

@@ -132,6 +132,7 @@ fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
             })
             .collect(),
         timeseries: w.ts_grid.as_ref().map(|_| w.timeseries.clone()),
+        cpu: w.cpu.as_ref().map(|c| c.result(duration_ns)),
         device_delay_histogram: w.hosts[HOST_A].nic.delay_histogram().to_vec(),
         device_size_histogram: w.hosts[HOST_A].nic.size_histogram().to_vec(),
     }

@@ -1,5 +1,6 @@
 //! What to simulate ([`Scenario`]) and what came out ([`Results`]).
 
+use crate::cpu::{CpuFigures, CpuModel};
 use crate::link::{LinkConfig, LinkStats};
 use crate::nic::QueueStats;
 use crate::sample::MemoryResult;
@@ -79,6 +80,8 @@ pub struct Scenario {
     pub timeseries: Option<TimeseriesConfig>,
     /// Progress reports during the run.
     pub progress: Option<ProgressHook>,
+    /// A CPU cost model of host A ([`crate::cpu`]); `None`: its work is free.
+    pub cpu: Option<CpuModel>,
 }
 
 impl Default for Scenario {
@@ -102,6 +105,7 @@ impl Default for Scenario {
             sndbuf: None,
             timeseries: None,
             progress: None,
+            cpu: None,
         }
     }
 }
@@ -275,6 +279,9 @@ pub struct Results {
     /// The time series, if the scenario asked for one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeseries: Option<Timeseries>,
+    /// Host A's CPU model figures, if the scenario had a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuFigures>,
     /// Host A's NIC: packets per queueing-delay bucket (`nic::delay_bucket`).
     #[serde(skip)]
     pub device_delay_histogram: Vec<u64>,

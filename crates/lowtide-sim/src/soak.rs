@@ -313,13 +313,16 @@ impl SoakCase {
 
     /// The liveness bound (s of simulated time), from the parameters:
     /// - the transfer itself: all bytes (plus headers) through the link rate, four
-    ///   times over (slow start, recovery, the NIC queue), plus slow start's rounds
-    ///   of the RTT (and the jitter and reordering hold);
+    ///   times over (slow start, recovery, the NIC queue), a window per round trip
+    ///   four times over (the buffers' maxima), plus slow start's rounds of the RTT
+    ///   (and the jitter and reordering hold);
+    /// - a first receive window below one segment (tiny `tcp_rmem`, big MSS): a
+    ///   persist timeout per segment, as sender SWS avoidance waits;
     /// - retransmissions: every segment of a flow may need an RTO (at least
     ///   `tcp_rto_min`, or 2 RTTs) once per expected loss, the first ones at the
     ///   initial 1 s RTO;
-    /// - connection setup through a NIC queue shorter than the number of flows:
-    ///   `flows / queue` rounds of SYNs, backing off together;
+    /// - connection setup through a NIC queue or a listen backlog shorter than the
+    ///   number of flows: `flows / queue` rounds of SYNs, backing off together;
     /// - the worst run of consecutive losses of one segment that is not
     ///   astronomically unlikely (`CONSECUTIVE_LOSS_TAIL` over all segments), with
     ///   exponential backoff up to `TCP_RTO_MAX`, for the SYN as for data;
@@ -335,10 +338,26 @@ impl SoakCase {
             } else {
                 0.0
             };
-        let transfer =
-            4.0 * wire / self.rate_bps as f64 + (segs.log2() + 12.0) * (2.0 * rtt + hold);
+        // A flow moves at most a window per round trip: a quarter of the smaller
+        // buffer maximum (the receive window is half the buffer, and the send buffer
+        // holds the unacknowledged data), 64 KB without window scaling.
+        let cfg = self.config().unwrap_or_default();
+        let mut wnd = (cfg.tcp_rmem[2].min(cfg.tcp_wmem[2]) as f64 / 4.0).max(2.0 * mss);
+        if !cfg.tcp_window_scaling {
+            wnd = wnd.min(65_535.0);
+        }
+        let mut window_bound = 4.0 * self.bytes as f64 / wnd * (rtt + hold);
         let queue_rtt = self.queue.min(1 << 16) as f64 * (mss + 100.0) * 8.0 / self.rate_bps as f64;
-        let rto = (0.2f64).max(2.0 * (rtt + hold + queue_rtt)) + 0.04;
+        let rto_min = cfg.tcp_rto_min_us as f64 / 1e6;
+        let rto = rto_min.max(2.0 * (rtt + hold + queue_rtt)) + 0.04;
+        if (cfg.tcp_rmem[1] / 2) as f64 <= mss {
+            // A first receive window below one segment: the sender's SWS avoidance
+            // (RFC 1122 4.2.3.4) waits for its persist timer for each segment.
+            window_bound += segs * 4.0 * rto;
+        }
+        let transfer = 4.0 * wire / self.rate_bps as f64
+            + window_bound
+            + (segs.log2() + 12.0) * (2.0 * rtt + hold);
         // A data segment or its ACK is lost (or corrupted), or dropped by a NIC queue
         // holding fewer packets than there are flows (a GSO packet counts once, so
         // each flow may need a slot): one attempt fails.
@@ -365,7 +384,10 @@ impl SoakCase {
             .sum();
         // Synchronized SYNs into a short queue: `queue` of them get through per
         // round, and the rounds back off together (1 s, 2 s, ... up to 120 s).
-        let syn_rounds = (self.flows as u64).div_ceil(self.queue.max(1)) as u32;
+        // The same for a listen backlog (`somaxconn` caps the simulator's
+        // `max(flows, 128)`) shorter than the flows: SYNs beyond it are dropped.
+        let backlog = (cfg.somaxconn as u64).min((self.flows as u64).max(128));
+        let syn_rounds = (self.flows as u64).div_ceil(self.queue.min(backlog).max(1)) as u32;
         let syn: f64 = (0..syn_rounds.min(10_000))
             .map(|i| (TCP_TIMEOUT_INIT_S * 2f64.powi(i.min(30) as i32)).min(TCP_RTO_MAX_S))
             .sum();
@@ -503,6 +525,19 @@ fn sysctls(r: &mut ChaCha8Rng, lossy: bool) -> Vec<String> {
     maybe(r, 0.1, format!("net.ipv4.tcp_pacing_ss_ratio={ss}"));
     let ca = 100 + r.next_u64() % 200;
     maybe(r, 0.1, format!("net.ipv4.tcp_pacing_ca_ratio={ca}"));
+    let rto_min = log_uniform(r, 1_000.0, 1_000_000.0) as u32;
+    maybe(r, 0.1, format!("net.ipv4.tcp_rto_min_us={rto_min}"));
+    let rtt_log = r.next_u64() % 16;
+    maybe(r, 0.1, format!("net.ipv4.tcp_tso_rtt_log={rtt_log}"));
+    let somaxconn = 1 + r.next_u64() % 64;
+    maybe(r, 0.1, format!("net.core.somaxconn={somaxconn}"));
+    // At least 2 ports per possible flow, so that connect() always finds one.
+    let lo = 1024 + r.next_u64() % 60_000;
+    maybe(
+        r,
+        0.1,
+        format!("net.ipv4.ip_local_port_range={lo} {}", lo + 400),
+    );
     maybe(r, 0.2, "experimental.notsent_wake_hysteresis=false".into());
     maybe(r, 0.2, "experimental.tsq=false".into());
     maybe(r, 0.2, "experimental.size_goal_at=write".into());

@@ -1,6 +1,7 @@
 //! The event loop: hosts, links and applications advanced in virtual time.
 
 use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
+use crate::cpu::CpuState;
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
 use crate::link::{LinkDir, Pipe};
@@ -10,7 +11,9 @@ use crate::pcap::PcapSink;
 use crate::sample::{auto_interval, MemorySampler};
 use crate::scenario::{ProgressHook, Scenario, SimError, Workload};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
-use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
+use lowtide::{
+    EventKind, Instant, RxChecksum, SocketError, SocketEvent, SocketHandle, Stack, Transmit,
+};
 use lowtide_wire::{gso, tcp::four_tuple};
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -32,6 +35,8 @@ pub(crate) enum Event {
     TxDone { host: u32 },
     /// `host`'s stack timer may be due.
     Timer { host: u32 },
+    /// Host A's modeled CPU may be free for the next backlogged packet.
+    CpuFree,
     /// The measured time is over.
     Stop,
 }
@@ -79,6 +84,8 @@ pub(crate) struct World {
     /// `SO_SNDBUF` for every sending socket.
     pub sndbuf: Option<u32>,
     pub progress: Option<ProgressHook>,
+    /// Host A's CPU cost model, if the scenario has one.
+    pub cpu: Option<CpuState>,
     pub now: Instant,
 }
 
@@ -168,6 +175,7 @@ impl World {
             },
             sndbuf: sc.sndbuf,
             progress: sc.progress.clone(),
+            cpu: sc.cpu.map(|m| CpuState::new(m, sc.config.rtx_queue)),
             now: Instant::ZERO,
         })
     }
@@ -223,6 +231,7 @@ impl World {
                 Event::RxPoll { host } => self.rx_poll(host as usize),
                 Event::TxDone { host } => self.tx_done(host as usize),
                 Event::Timer { host } => self.timer(host as usize),
+                Event::CpuFree => self.cpu_run(),
             }
             if time_limit.is_some() && self.flows_done == self.flows.len() as u32 {
                 return StopReason::AllDone;
@@ -358,9 +367,64 @@ impl World {
                 h.rx_ring.push(pkt);
             }
         }
-        h.napi_poll(now, self.gro);
-        self.service(host);
+        if host == HOST_A && self.cpu.is_some() {
+            self.enqueue_backlog();
+        } else {
+            h.napi_poll(now, self.gro);
+            self.service(host);
+        }
         self.arm_rx_poll(host);
+    }
+
+    /// With a CPU model: host A's arrivals wait in the socket backlog (or are
+    /// dropped when it is full), then the CPU takes what it can.
+    fn enqueue_backlog(&mut self) {
+        let now = self.now.as_nanos();
+        let limit = self.backlog_limit();
+        let ring = std::mem::take(&mut self.hosts[HOST_A].rx_ring);
+        if let Some(cpu) = self.cpu.as_mut() {
+            for pkt in ring {
+                cpu.add_backlog(now, pkt, limit);
+            }
+        }
+        self.cpu_run();
+    }
+
+    /// `tcp_add_backlog`'s limit: `sk_rcvbuf + sk_sndbuf` of the first live sender.
+    fn backlog_limit(&self) -> u64 {
+        let a = &self.hosts[HOST_A].stack;
+        (self.flows.iter())
+            .filter_map(|f| f.sender.handle)
+            .find_map(|h| a.info(self.now, h).ok())
+            .map_or(u64::MAX, |i| i.sndbuf as u64 + i.rcvbuf as u64)
+    }
+
+    /// Processes backlogged packets while host A's CPU is free, charging each the
+    /// work the stack reports, and schedules the next look when it is busy.
+    fn cpu_run(&mut self) {
+        let now = self.now.as_nanos();
+        if self.cpu.as_ref().is_some_and(|c| c.wake_at == Some(now)) {
+            if let Some(c) = self.cpu.as_mut() {
+                c.wake_at = None;
+            }
+        }
+        while let Some(pkt) = self.cpu.as_mut().and_then(|c| c.next_packet(now)) {
+            let before = self.hosts[HOST_A].stack.rtx_work();
+            let h = &mut self.hosts[HOST_A];
+            h.stack.handle_packet(self.now, &pkt, RxChecksum::Verify);
+            let after = h.stack.rtx_work();
+            if let Some(c) = self.cpu.as_mut() {
+                let nodes = after.nodes_visited.saturating_sub(before.nodes_visited);
+                let blocks = after.sack_blocks.saturating_sub(before.sack_blocks);
+                c.charge_in(now, nodes, blocks);
+            }
+            self.service(HOST_A);
+        }
+        let Some(c) = self.cpu.as_mut() else { return };
+        if !c.backlog.is_empty() && c.wake_at.is_none_or(|w| w > c.busy_until) {
+            c.wake_at = Some(c.busy_until);
+            self.queue.push(Instant(c.busy_until), Event::CpuFree);
+        }
     }
 
     /// Schedules `host`'s NAPI poll one coalescing window after the earliest
@@ -428,10 +492,15 @@ impl World {
             HOST_A => self.flow_of(&tx.packet),
             _ => NO_FLOW,
         };
+        if host == HOST_A {
+            if let Some(c) = self.cpu.as_mut() {
+                c.charge_out(self.now.as_nanos());
+            }
+        }
         let h = &mut self.hosts[host];
         if let Err(tx) = h.nic.enqueue_flow(self.now, tx, flow) {
-            // A drop is a completion too: the stack must not wait for it.
-            h.stack.handle_tx_complete(self.now, tx.token);
+            // A full pfifo returns NET_XMIT_DROP: a local drop, not a network loss.
+            h.stack.handle_tx_dropped(self.now, tx.token);
         }
     }
 

@@ -20,10 +20,14 @@ const MSG: usize = 64;
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
-    let trips: usize = args.next().map_or(20_000, |a| a.parse().expect("ROUND_TRIPS"));
+    let trips: usize = args
+        .next()
+        .map_or(20_000, |a| a.parse().expect("ROUND_TRIPS"));
     let bulk_mb: usize = args.next().map_or(2_000, |a| a.parse().expect("BULK_MB"));
     let ns = NetNs::create(&unique_name("ltbench"))?;
-    ns.command("ip").args(["link", "set", "lo", "up"]).status()?;
+    ns.command("ip")
+        .args(["link", "set", "lo", "up"])
+        .status()?;
     println!("| server | echo RTT mean (us) | p50 | p99 | bulk goodput (Gbit/s) |");
     println!("|---|---|---|---|---|");
     // Each mode gets its own device and subnet (10.9.N.0/24: kernel .1, lowtide .2);
@@ -38,7 +42,11 @@ fn main() -> std::io::Result<()> {
             "raw" => std::thread::spawn(move || serve_raw(dev, n)),
             _ => ns.spawn(serve_kernel)?,
         };
-        let ip = if mode == "kernel" { "127.0.0.1".into() } else { ip };
+        let ip = if mode == "kernel" {
+            "127.0.0.1".into()
+        } else {
+            ip
+        };
         let (rtts, gbps) = ns
             .spawn(move || client(&ip, trips, bulk_mb))?
             .join()
@@ -46,7 +54,11 @@ fn main() -> std::io::Result<()> {
         drop(server); // detached: it ends with the process
         let us = |q: f64| rtts[((rtts.len() - 1) as f64 * q) as usize];
         let mean = rtts.iter().sum::<f64>() / rtts.len() as f64;
-        println!("| {mode} | {mean:.1} | {:.1} | {:.1} | {gbps:.2} |", us(0.5), us(0.99));
+        println!(
+            "| {mode} | {mean:.1} | {:.1} | {:.1} | {gbps:.2} |",
+            us(0.5),
+            us(0.99)
+        );
     }
     Ok(())
 }

@@ -107,7 +107,7 @@ impl Stack {
     /// `TCP_CONGESTION` (setsockopt): `ENOENT`-like [`SocketError::InvalidInput`] for
     /// an unknown name.
     pub fn set_congestion(&mut self, h: SocketHandle, name: &str) -> Result<(), SocketError> {
-        let cc = crate::tcp::cong::by_name(name).ok_or(SocketError::InvalidInput)?;
+        let cc = crate::tcp::cong::by_name_cfg(name, &self.cfg).ok_or(SocketError::InvalidInput)?;
         self.tcb_mut(h)?.cc = cc;
         Ok(())
     }
@@ -133,6 +133,14 @@ impl Stack {
         Ok(self.listener_mut(h)?.accept_queue.len())
     }
 
+    /// Declares that the device frees each packet as soon as it takes it, as tun
+    /// does (`skb_orphan` in `tun_net_xmit`): TX completion is immediate, so
+    /// `sk_wmem_alloc` never holds a socket back (TCP Small Queues). Completions
+    /// reported later through [`Stack::handle_tx_complete`] are then no-ops.
+    pub fn set_tx_orphan(&mut self, on: bool) {
+        self.tx_orphan = on;
+    }
+
     /// Whether `ip` is one of the stack's addresses.
     pub fn has_address(&self, ip: std::net::IpAddr) -> bool {
         self.addrs.contains(&ip)
@@ -145,6 +153,16 @@ impl Stack {
             .iter()
             .copied()
             .find(|a| a.is_ipv4() == remote.is_ipv4())
+    }
+
+    /// The state of a connection, also after `close` made it an orphan; `None` once
+    /// it is gone.
+    pub fn orphan_state(&self, h: SocketHandle) -> Option<crate::TcpState> {
+        let s = self.slots.get(h.index as usize)?;
+        match &s.sock {
+            Some(Sock::Tcp(t)) if s.generation == h.generation => Some(t.state),
+            _ => None,
+        }
     }
 
     /// Whether `h` is a listener.

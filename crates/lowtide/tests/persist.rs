@@ -8,11 +8,15 @@ use common::*;
 use lowtide::{Config, EventKind, SocketError, SocketHandle, TcpState};
 use std::time::Duration;
 
-/// A connection whose receiver (B) never reads: B's 8 KB buffer fills, its window
-/// closes, and A is left probing with 100 KB queued.
+/// A connection whose receiver (B) never reads: B's 8 KB buffer (from its first
+/// window on) fills, its window closes, and A is left probing with 100 KB queued.
 fn zero_window(cfg: Config) -> (Pair, SocketHandle, SocketHandle) {
-    let (mut p, c, s) = establish(cfg);
-    p.b.set_rcvbuf(s, 8192).unwrap();
+    let small = Config {
+        tcp_rmem: [4096, 8192, 8192],
+        tcp_moderate_rcvbuf: false,
+        ..cfg.clone()
+    };
+    let (mut p, c, s) = establish_with(Pair::with_configs(cfg, small), A, B);
     p.a.send(p.now, c, &pattern(100_000, 1)).unwrap();
     p.drive_until(Duration::from_secs(30), |p| {
         let i = p.a.info(p.now, c).unwrap();

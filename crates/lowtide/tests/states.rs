@@ -461,6 +461,50 @@ mod windows {
     use super::*;
 
     #[test]
+    fn busy_and_rwnd_limited_time_are_clocked() {
+        // Linux tcp_chrono_*: busy from the first queued byte until nothing is left
+        // to send or ACK; rwnd-limited while tcp_write_xmit's window test stops it.
+        let (mut p, c, s) = warm();
+        let t0 = p.now;
+        // warm()'s "hello" was busy for one 20 ms round trip, then the clock stopped.
+        let i0 = p.a.info(p.now, c).unwrap();
+        assert_eq!((i0.busy_time, i0.rwnd_limited), (20_000, 0));
+        let d = pattern(1_000_000, 9);
+        let mut sent = 0;
+        while p.now < t0 + Duration::from_secs(2) {
+            sent += p.a.send(p.now, c, &d[sent..]).unwrap_or(0);
+            if !p.step() {
+                break;
+            }
+        }
+        let i = p.a.info(p.now, c).unwrap();
+        let elapsed = p.now.saturating_since(t0).as_micros() as u64;
+        assert!(i.rwnd_limited > 1_000_000, "{i:?}");
+        assert!(
+            i.busy_time >= i.rwnd_limited && i.busy_time - i0.busy_time <= elapsed,
+            "{elapsed} {i:?}"
+        );
+        // The reader drains everything: once all is ACKed the clocks stop.
+        let mut got = 0;
+        let end = p.now + Duration::from_secs(30);
+        while got < d.len() && p.now < end {
+            sent += p.a.send(p.now, c, &d[sent..]).unwrap_or(0);
+            got += drain(&mut p.b, p.now, s).len();
+            p.step();
+        }
+        assert_eq!(got, d.len());
+        p.drive_for(Duration::from_millis(500));
+        let idle1 = p.a.info(p.now, c).unwrap();
+        p.drive_for(Duration::from_secs(1));
+        let idle2 = p.a.info(p.now, c).unwrap();
+        assert_eq!(
+            (idle1.busy_time, idle1.rwnd_limited),
+            (idle2.busy_time, idle2.rwnd_limited)
+        );
+        assert!(idle2.busy_time > i.busy_time);
+    }
+
+    #[test]
     fn zero_window_is_probed_until_the_reader_reads() {
         let (mut p, c, s) = warm();
         let d = pattern(2_000_000, 6);
@@ -632,6 +676,29 @@ mod fin_wait_1 {
         p.filter = None;
         assert_eq!(p.a.state(c), Ok(TcpState::FinWait1));
         (p, c, s)
+    }
+
+    #[test]
+    fn final_fin_is_sent_when_cwnd_is_full() {
+        // Linux tcp_cwnd_test: "Don't be strict about the congestion window for the
+        // final FIN" (packetdrill shutdown/shutdown-rdwr-write-queue-close.pkt).
+        let (mut p, c, _s) = establish(Config::default());
+        let info = p.a.info(p.now, c).unwrap();
+        let window = (info.snd_cwnd * info.snd_mss) as usize;
+        let mark = p.wire.len();
+        assert_eq!(p.a.send(p.now, c, &pattern(window, 3)), Ok(window));
+        p.drive_for(MS);
+        assert_eq!(p.a.info(p.now, c).unwrap().unacked, info.snd_cwnd);
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        p.drive_for(MS);
+        let sent = p.sent_since(mark, Dir::AtoB);
+        let fin = sent
+            .iter()
+            .find(|s| s.has(F::FIN))
+            .expect("FIN sent at once");
+        assert!(fin.payload.is_empty());
+        let first = sent.iter().find(|s| !s.payload.is_empty()).unwrap();
+        assert_eq!(fin.th.seq, first.th.seq.wrapping_add(window as u32));
     }
 
     #[test]

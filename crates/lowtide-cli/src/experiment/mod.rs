@@ -5,6 +5,7 @@
 //! command, shows progress, writes the files and renders them. Rendering reads only
 //! the results file, so a merged sweep renders as a single run does.
 
+mod plot;
 mod progress;
 mod report;
 
@@ -45,6 +46,10 @@ pub struct ExperimentArgs {
     /// Base seed of the runs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// For merge: accept a plan with runs missing (cut short); the report says how
+    /// many finished and the checks that need a missing run fail.
+    #[arg(long)]
+    partial: bool,
     /// Prints a JSON summary instead of text (and no progress display).
     #[arg(long)]
     json: bool,
@@ -117,7 +122,7 @@ fn run_merge(args: &ExperimentArgs) -> ExitCode {
             Err(e) => return usage_error(&format!("experiment merge: {e}")),
         }
     }
-    match merge(parts) {
+    match merge(parts, args.partial) {
         Ok(file) => finish(args, &file),
         Err(e) => usage_error(&format!("experiment merge: {e}")),
     }
@@ -176,7 +181,11 @@ fn write_outputs(out: &Path, file: &ResultsFile) -> Result<(), String> {
     let json = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
     let p = out.join("results.json");
     std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
-    let md = report::markdown(file, &[]);
+    let plots = match file.shard {
+        None => plot::render_all(file, out)?,
+        Some(_) => Vec::new(),
+    };
+    let md = report::markdown(file, &plots);
     let p = out.join("report.md");
     std::fs::write(&p, md).map_err(|e| format!("{}: {e}", p.display()))?;
     Ok(())

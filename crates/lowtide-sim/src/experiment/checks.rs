@@ -188,16 +188,16 @@ fn e3(c: &Ctx, out: &mut Vec<Check>) {
 }
 
 fn e4(c: &Ctx, out: &mut Vec<Check>) {
-    for g in c.groups() {
-        let claim = "both queues deliver (goodput > 0)";
+    for g in c.groups().iter().filter(|g| !g.starts_with("sweep")) {
+        let claim = "the tree gives at least the list's goodput when the sender's CPU is modeled";
         c.compare(
             out,
-            &g,
+            g,
             ("A", "B"),
             "goodput bit/s",
             claim,
             goodput,
-            |a, b| a > 0.0 && b > 0.0,
+            |a, b| b >= a,
         );
     }
 }

@@ -6,6 +6,7 @@
 //! published figure.
 
 use super::{Experiment, RunSpec, Scale};
+use crate::cpu::CpuModel;
 use crate::link::LinkConfig;
 use crate::timeseries::TimeseriesConfig;
 use crate::{Scenario, Workload};
@@ -234,29 +235,51 @@ fn plural(n: u32) -> &'static str {
 }
 
 /// E4 (seed 003): 150 ms RTT, 1 % loss on the data path, receiver without GRO, BBR,
-/// buffers large enough for the path; list vs tree, 10 runs x 30 s.
+/// buffers large enough for the path, host A's CPU modeled (`crate::cpu`); list vs
+/// tree, 10 runs x 30 s on 10 Gbit/s; then a sweep of link rates (so of packets in
+/// flight), one run each.
 fn e4(b: &mut Builder) {
     let (reps, secs, rate_bps) = match b.quick() {
-        true => (1, 5, GBIT),
+        true => (1, 5, 2 * GBIT),
         false => (10, 30, 10 * GBIT),
     };
     for rep in 0..reps {
         for (v, kind) in [("A: list", "list"), ("B: tree", "tree")] {
-            let mut r = Run::new(Experiment::E4, &rate(rate_bps), v)
-                .path(1, rate_bps, 150 * MS)
-                .bulk(secs * S)
-                .sysctl("net.ipv4.tcp_congestion_control=bbr")
-                .sysctl("net.ipv4.tcp_rmem=4096 131072 268435456")
-                .sysctl("net.ipv4.tcp_wmem=4096 16384 268435456")
-                .sysctl(&format!("experimental.rtx_queue={kind}"))
-                .param("loss", "1 % (data direction)")
-                .param("gro", "off");
-            r.sc.link_ab.loss = 0.01;
-            r.sc.gro = false;
+            let mut r = e4_run(&rate(rate_bps), v, kind, rate_bps, secs);
             r.rep = rep;
             b.push(r);
         }
     }
+    let sweep: &[u64] = match b.quick() {
+        true => &[],
+        false => &[GBIT / 2, GBIT, 2 * GBIT, 5 * GBIT],
+    };
+    for &r in sweep {
+        for (v, kind) in [("A: list", "list"), ("B: tree", "tree")] {
+            b.push(e4_run(&format!("sweep {}", rate(r)), v, kind, r, 10));
+        }
+    }
+}
+
+fn e4_run(group: &str, variant: &str, kind: &str, rate_bps: u64, secs: u64) -> Run {
+    let mut r = Run::new(Experiment::E4, group, variant)
+        .path(1, rate_bps, 150 * MS)
+        .bulk(secs * S)
+        .sysctl("net.ipv4.tcp_congestion_control=bbr")
+        .sysctl("net.ipv4.tcp_rmem=4096 131072 268435456")
+        .sysctl("net.ipv4.tcp_wmem=4096 16384 268435456")
+        .sysctl(&format!("experimental.rtx_queue={kind}"))
+        .param("loss", "1 % (data direction)")
+        .param("gro", "off")
+        .param("cpu model", "calibrated (lowtide_sim::cpu)");
+    r.sc.link_ab.loss = 0.01;
+    r.sc.gro = false;
+    r.sc.cpu = Some(CpuModel::calibrated());
+    r.sc.timeseries = Some(TimeseriesConfig {
+        interval_ns: 100 * MS,
+        per_flow: true,
+    });
+    r
 }
 
 /// E5 (seed 004): one 2,000,000-byte transfer at 40 ms RTT with a 1 MB send buffer
@@ -296,6 +319,7 @@ mod tests {
             }
         }
         let full = plan(&[Experiment::E4], Scale::Full, 1);
-        assert_eq!(full.len(), 20, "E4: 10 runs of list and tree");
+        let main = full.iter().filter(|r| !r.group.starts_with("sweep"));
+        assert_eq!(main.count(), 20, "E4: 10 runs of list and tree");
     }
 }

@@ -162,6 +162,11 @@ pub struct Figures {
     pub ip_in_receives: u64,
     /// Segments retransmitted.
     pub retrans_segs: u64,
+    /// Mean over the flows' time-series samples of the packets in flight (0 without
+    /// a per-flow time series).
+    pub mean_in_flight: f64,
+    /// Host A's CPU model figures, if the run had a model.
+    pub cpu: Option<crate::cpu::CpuFigures>,
 }
 
 /// One finished run.
@@ -267,8 +272,10 @@ impl core::fmt::Display for MergeError {
     }
 }
 
-/// Combines shard files of one plan into the file a single run of it writes.
-pub fn merge(parts: Vec<ResultsFile>) -> Result<ResultsFile, MergeError> {
+/// Combines shard files of one plan into the file a single run of it writes; with
+/// `partial`, runs may be missing (a plan cut short): the file then holds fewer runs
+/// than `plan_runs` and the checks that need a missing run fail.
+pub fn merge(parts: Vec<ResultsFile>, partial: bool) -> Result<ResultsFile, MergeError> {
     let Some(first) = parts.first() else {
         return Err(MergeError("nothing to merge".into()));
     };
@@ -301,7 +308,7 @@ pub fn merge(parts: Vec<ResultsFile>) -> Result<ResultsFile, MergeError> {
         }
     }
     let missing: Vec<usize> = (0..n).filter(|&i| runs[i].is_none()).collect();
-    if !missing.is_empty() {
+    if !missing.is_empty() && !partial {
         return Err(MergeError(format!(
             "{} of {n} runs missing (first: {})",
             missing.len(),
@@ -335,6 +342,14 @@ pub fn run_one(spec: &RunSpec) -> RunRecord {
     rec
 }
 
+fn mean_in_flight(r: &Results) -> f64 {
+    let Some(ts) = &r.timeseries else { return 0.0 };
+    match ts.flows.len() {
+        0 => 0.0,
+        n => ts.flows.iter().map(|f| f.in_flight as f64).sum::<f64>() / n as f64,
+    }
+}
+
 fn fill(rec: &mut RunRecord, spec: &RunSpec, r: &Results) {
     let n = r.per_flow.len().max(1) as f64;
     rec.figures = Figures {
@@ -355,6 +370,8 @@ fn fill(rec: &mut RunRecord, spec: &RunSpec, r: &Results) {
         tcp_out_segs: r.counters.get(Mib::TcpOutSegs),
         ip_in_receives: r.counters.get(Mib::IpInReceives),
         retrans_segs: r.counters.get(Mib::TcpRetransSegs),
+        mean_in_flight: mean_in_flight(r),
+        cpu: r.cpu,
     };
     if spec.keep_series {
         if let Some(ts) = &r.timeseries {

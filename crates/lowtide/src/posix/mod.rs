@@ -89,8 +89,6 @@ pub(crate) struct Socket {
     pub keepalive: bool,
     /// `SO_LINGER`: `(l_onoff, l_linger)`.
     pub linger: (bool, u32),
-    /// `TCP_USER_TIMEOUT` in ms.
-    pub user_timeout_ms: u32,
     pub bound: Option<SocketAddr>,
     pub state: SockState,
     /// Wakeups seen on the socket (a new generation per engine event), for EPOLLET.
@@ -105,7 +103,6 @@ impl Socket {
             reuseaddr: false,
             keepalive: false,
             linger: (false, 0),
-            user_timeout_ms: 0,
             bound: None,
             state: SockState::Unconnected,
             wake: 0,
@@ -339,7 +336,6 @@ impl Host {
         child.reuseaddr = s.reuseaddr;
         child.keepalive = s.keepalive;
         child.linger = s.linger;
-        child.user_timeout_ms = s.user_timeout_ms;
         let h = self.stack.accept(l).map_err(Errno::from)?;
         let (local, remote) = self.stack.addresses(h).map_err(Errno::from)?;
         child.bound = Some(local);
@@ -472,6 +468,41 @@ impl Host {
     /// `close(2)`: a connection finishes in the background (FIN after the queued data;
     /// RST if unread data remains or with `SO_LINGER` 0, as `tcp_close`).
     pub fn close(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
+        self.close_linger(now, fd).map(|_| ())
+    }
+
+    /// [`Host::close`], returning what a caller that blocks must wait for: with
+    /// `SO_LINGER` on and a positive time, Linux's `close` sleeps until the FIN is
+    /// acknowledged or the time is up (`tcp_close` → `sk_stream_wait_close`). Wait
+    /// while [`Host::is_closing`] holds, at most the returned duration.
+    pub fn close_linger(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+    ) -> Result<Option<(SocketHandle, core::time::Duration)>, Errno> {
+        let linger = match self.files.get(&fd) {
+            Some(File::Socket(s)) => match (s.state, s.linger) {
+                (SockState::Conn { h, .. }, (true, secs)) if secs > 0 => {
+                    Some((h, core::time::Duration::from_secs(secs as u64)))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        self.close_now(now, fd)?;
+        Ok(linger)
+    }
+
+    /// `sk_stream_closing`: the connection of a closed socket still waits for the
+    /// ACK of its FIN (FIN-WAIT-1, CLOSING, LAST-ACK).
+    pub fn is_closing(&self, h: SocketHandle) -> bool {
+        matches!(
+            self.stack.orphan_state(h),
+            Some(TcpState::FinWait1 | TcpState::Closing | TcpState::LastAck)
+        )
+    }
+
+    fn close_now(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
         let f = self.files.remove(&fd).ok_or(Errno(errno::EBADF))?;
         for f in self.files.values_mut() {
             if let File::Epoll(ep) = f {

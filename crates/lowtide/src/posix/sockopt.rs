@@ -114,7 +114,9 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     u32s(&mut b, 152, i.data_segs_in);
     u32s(&mut b, 156, i.data_segs_out);
     u64s(&mut b, 160, i.delivery_rate);
-    // 168..192: busy_time, rwnd_limited, sndbuf_limited (tcp_chrono): not tracked.
+    u64s(&mut b, 168, i.busy_time);
+    u64s(&mut b, 176, i.rwnd_limited);
+    u64s(&mut b, 184, i.sndbuf_limited);
     u32s(&mut b, 192, i.delivered);
     u64s(&mut b, 200, i.bytes_sent);
     u64s(&mut b, 208, i.bytes_retrans);
@@ -147,7 +149,9 @@ impl Host {
         let e = |r: Result<(), crate::SocketError>| r.map_err(Errno::from);
         match (level, name) {
             (SOL_SOCKET, SO_REUSEADDR) => s.reuseaddr = int_arg(val)? != 0,
-            (SOL_SOCKET, SO_KEEPALIVE) => s.keepalive = int_arg(val)? != 0,
+            // lowtide has no keepalive timer: turning it on would be a silent no-op.
+            (SOL_SOCKET, SO_KEEPALIVE) if int_arg(val)? != 0 => return err(errno::ENOPROTOOPT),
+            (SOL_SOCKET, SO_KEEPALIVE) => s.keepalive = false,
             (SOL_SOCKET, SO_LINGER) => {
                 if val.len() < 8 {
                     return err(errno::EINVAL);
@@ -221,7 +225,11 @@ impl Host {
                 if v < 0 {
                     return err(errno::EINVAL);
                 }
-                s.user_timeout_ms = v as u32;
+                s.opts.user_timeout_ms = v as u32;
+                if let Some(h) = conn {
+                    let d = core::time::Duration::from_millis(v as u64);
+                    e(stack.set_user_timeout(h, d))?;
+                }
             }
             (SOL_TCP, TCP_CONGESTION) => {
                 let name = val.split(|&c| c == 0).next().unwrap_or_default();
@@ -333,7 +341,13 @@ impl Host {
                 int(out, v as i32)
             }
             (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
-            (SOL_TCP, TCP_USER_TIMEOUT) => int(out, s.user_timeout_ms as i32),
+            (SOL_TCP, TCP_USER_TIMEOUT) => {
+                let v = match conn {
+                    Some(h) => self.stack.user_timeout(h).map_err(Errno::from)?.as_millis() as u32,
+                    None => s.opts.user_timeout_ms,
+                };
+                int(out, v as i32)
+            }
             (SOL_TCP, TCP_CONGESTION) => {
                 let name = match conn {
                     Some(h) => self.stack.congestion(h).map_err(Errno::from)?.to_string(),

@@ -508,3 +508,75 @@ fn cork_and_msg_more_hold_sub_mss_data_and_psh() {
         "MSG_MORE: no PSH"
     );
 }
+
+#[test]
+fn psh_on_gso_packets_and_on_the_pushed_tail_only() {
+    // __tcp_transmit_skb sets PSH on every packet of more than one segment; a
+    // 1-MSS fragment of an unpushed skb has none (tcp_fragment keeps PSH on the
+    // second part); tcp_push marks the tail of each write.
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    n.a.send(n.now, c, &vec![0u8; 30000], 0).unwrap();
+    let mut psh = Vec::new();
+    while let Some(tx) = n.a.poll_transmit(n.now) {
+        let (ip, _) = (&tx.packet[..20], ());
+        let hl = ((ip[0] & 0xf) * 4) as usize;
+        let (th, thl) = lowtide_wire::tcp::TcpRepr::parse(&tx.packet[hl..]).unwrap();
+        let len = tx.packet.len() - hl - thl;
+        psh.push((
+            len > 0,
+            tx.gso_segs,
+            th.flags.contains(lowtide_wire::tcp::TcpFlags::PSH),
+        ));
+        n.a.handle_tx_complete(n.now, tx.token);
+    }
+    let data: Vec<_> = psh.into_iter().filter(|p| p.0).collect();
+    assert!(!data.is_empty());
+    for (_, segs, p) in data {
+        assert_eq!(p, segs > 1, "PSH exactly on multi-segment packets here");
+    }
+}
+
+#[test]
+fn linger_with_time_reports_the_wait_for_the_fin_ack() {
+    // tcp_close with SOCK_LINGER and sk_lingertime > 0: sk_stream_wait_close sleeps
+    // while the state is FIN-WAIT-1, CLOSING or LAST-ACK.
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    let lin: Vec<u8> = [1i32, 5].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    n.a.setsockopt(n.now, c, SOL_SOCKET, SO_LINGER, &lin)
+        .unwrap();
+    let (h, d) =
+        n.a.close_linger(n.now, c)
+            .unwrap()
+            .expect("lingering close");
+    assert_eq!(d, core::time::Duration::from_secs(5));
+    assert!(n.a.is_closing(h), "FIN sent, not yet acknowledged");
+    n.run();
+    assert!(!n.a.is_closing(h), "FIN acknowledged: FIN-WAIT-2");
+    // Without SO_LINGER, close does not wait.
+    let (c2, _, _) = {
+        let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        n.b.bind(l, SocketAddr::new(B.into(), 81)).unwrap();
+        n.b.listen(l, 4).unwrap();
+        let c = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        let _ = n.a.connect(n.now, c, SocketAddr::new(B.into(), 81));
+        n.run();
+        (c, 0, l)
+    };
+    assert_eq!(n.a.close_linger(n.now, c2), Ok(None));
+}
+
+#[test]
+fn keepalive_on_is_refused_not_ignored() {
+    let mut h = host(A, 1);
+    let fd = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let now = Instant::ZERO;
+    assert_eq!(
+        h.setsockopt(now, fd, SOL_SOCKET, SO_KEEPALIVE, &1i32.to_ne_bytes()),
+        Err(Errno(errno::ENOPROTOOPT))
+    );
+    h.setsockopt(now, fd, SOL_SOCKET, SO_KEEPALIVE, &0i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut h, now, fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+}

@@ -102,6 +102,12 @@ pub struct TcpInfo {
     pub delivery_rate: u64,
     /// `tcpi_delivery_rate_app_limited`: that sample was application-limited.
     pub delivery_rate_app_limited: bool,
+    /// `tcpi_busy_time`: time spent with data to send (us).
+    pub busy_time: u64,
+    /// `tcpi_rwnd_limited`: time stalled by the peer's window (us).
+    pub rwnd_limited: u64,
+    /// `tcpi_sndbuf_limited`: time stalled by the send buffer (us).
+    pub sndbuf_limited: u64,
     /// `tcpi_options`: `TCPI_OPT_TIMESTAMPS` 1, `TCPI_OPT_SACK` 2, `TCPI_OPT_WSCALE` 4.
     pub options: u8,
     /// `tcpi_snd_wscale`.
@@ -177,6 +183,9 @@ impl Tcb {
             wakeups: self.wakeups,
             delivery_rate: self.delivery_rate(),
             delivery_rate_app_limited: self.rate_app_limited,
+            busy_time: self.chrono.stats_us(now).0,
+            rwnd_limited: self.chrono.stats_us(now).1,
+            sndbuf_limited: self.chrono.stats_us(now).2,
             options: (self.ts_ok as u8) | (self.sack_ok as u8) << 1 | (self.wscale_ok as u8) << 2,
             snd_wscale: self.snd_wscale,
             rcv_wscale: self.rcv_wscale,

@@ -61,14 +61,15 @@ impl Tcb {
             self.snd_wscale = 0;
             self.rcv_wscale = 0;
         }
-        // RFC 9293 3.7.1: no MSS option means 536 (IPv4) / 1220 (IPv6); Linux floor 48.
+        // RFC 9293 3.7.1: no MSS option (or 0, which Linux ignores) means 536 (IPv4) /
+        // 1220 (IPv6); net.ipv4.tcp_min_snd_mss is the floor (in sync_mss).
         let default_mss = if self.tuple.local.is_ipv6() {
             1220
         } else {
             536
         };
-        let peer_mss = o.mss.map_or(default_mss, u32::from).max(48);
-        self.sync_mss(peer_mss);
+        let peer_mss = o.mss.filter(|&m| m > 0).map_or(default_mss, u32::from);
+        self.sync_mss(peer_mss, ctx.cfg.tcp_min_snd_mss);
         self.rcv_mss = self.mss_cache.min(self.advmss);
         self.quick = TCP_MAX_QUICKACKS;
     }
@@ -131,6 +132,9 @@ impl Tcb {
     }
 
     fn synsent_acked(&mut self, ctx: &mut Ctx) {
+        // tcp_finish_connect: data times start now (no cwnd restart on first data).
+        self.lrcvtime = ctx.now;
+        self.lsndtime = ctx.now;
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;
         self.snd_nxt = 1;
@@ -186,11 +190,11 @@ impl Tcb {
         let old = end
             .filter(|&e| e > seq && seq < self.rcv_nxt)
             .map(|e| (seq, e.min(self.rcv_nxt)));
-        if !self.paws_ok(ctx, th, old) {
+        if !self.paws_ok(ctx, th, old, !payload.is_empty()) {
             return;
         }
         if !end.is_some_and(|end| self.sequence_ok(seq, end)) {
-            return self.reject_out_of_window(ctx, th, old);
+            return self.reject_out_of_window(ctx, th, old, !payload.is_empty());
         }
         if f.contains(TcpFlags::RST) {
             return self.rcv_rst(ctx, seq);
@@ -218,7 +222,11 @@ impl Tcb {
             return;
         }
         self.data_rcv_rtt(ctx, th, seq, payload);
-        // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK.
+        // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK;
+        // data the device queue dropped goes first, as it is still unsent in Linux.
+        if !self.local_drops.is_empty() {
+            self.resend_local_drops(ctx);
+        }
         self.write_xmit(ctx);
         self.check_space(ctx);
         self.ack_snd_check(ctx);
@@ -241,7 +249,13 @@ impl Tcb {
     }
 
     /// RFC 7323 section 5.3: PAWS rejects segments with an old timestamp.
-    fn paws_ok(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) -> bool {
+    fn paws_ok(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        old: Option<(u64, u64)>,
+        has_data: bool,
+    ) -> bool {
         let Some((tsval, _)) = th.options.timestamp else {
             return true;
         };
@@ -253,7 +267,13 @@ impl Tcb {
         if (tsval.wrapping_sub(self.ts_recent) as i32) < 0 && !stale {
             ctx.mib.inc(Mib::TcpExtPAWSEstab);
             trace!(tsval, ts_recent = self.ts_recent, "drop: PAWS");
-            self.send_dupack(ctx, old);
+            let syn = th.flags.contains(TcpFlags::SYN);
+            if syn {
+                ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
+                self.challenge_ack(ctx);
+            } else if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedPAWS, has_data, syn) {
+                self.send_dupack(ctx, old);
+            }
             return false;
         }
         true
@@ -275,9 +295,23 @@ impl Tcb {
         end >= self.rcv_wup && seq <= wnd_end && (seq < wnd_end || end == seq)
     }
 
-    fn reject_out_of_window(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) {
-        if !th.flags.contains(TcpFlags::RST) {
-            ctx.mib.inc(Mib::TcpExtTCPACKSkippedSeq);
+    /// `tcp_validate_incoming` step 1: an out-of-window segment is answered with a
+    /// duplicate ACK (rate limited, `tcp_oow_rate_limited`), a SYN with a challenge.
+    fn reject_out_of_window(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        old: Option<(u64, u64)>,
+        has_data: bool,
+    ) {
+        if th.flags.contains(TcpFlags::RST) {
+            return;
+        }
+        if th.flags.contains(TcpFlags::SYN) {
+            ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
+            return self.challenge_ack(ctx);
+        }
+        if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedSeq, has_data, false) {
             trace!(seq = th.seq, "out of window: duplicate ACK");
             self.send_dupack(ctx, old);
         }
@@ -318,19 +352,17 @@ impl Tcb {
         self.set_error(ctx, err);
     }
 
-    /// `tcp_send_challenge_ack` (RFC 5961 section 7 rate limits are per socket there;
-    /// here every challenge is sent and counted).
-    fn challenge_ack(&mut self, ctx: &mut Ctx) {
-        ctx.mib.inc(Mib::TcpExtTCPChallengeACK);
-        self.send_ack(ctx);
-    }
-
     /// SYN-RECV: an acceptable ACK completes the handshake (RFC 9293 3.10.7.4).
     fn synrecv_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
         let ack = self.snd_off(super::seq::Seq(th.ack));
         if ack != 1 {
             super::output::send_reset(ctx, self.tuple, th, 0);
             return false;
+        }
+        if self.parent.is_some() {
+            // tcp_create_openreq_child: the child's data times start at the final ACK.
+            self.lrcvtime = ctx.now;
+            self.lsndtime = ctx.now;
         }
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;
@@ -440,7 +472,8 @@ impl Tcb {
         // Recovery, or cwnd growth; then the default pacing rate.
         if !self.cong_control(ctx.now, &rs) {
             let ca_ctx = self.ca_ctx(ctx.now);
-            if self.ca_state == CaState::Recovery {
+            // tcp_in_cwnd_reduction: PRR in CWR as in Recovery.
+            if matches!(self.ca_state, CaState::Recovery | CaState::Cwr) {
                 self.cwnd_reduction(newly_acked_sacked, rate.lost, fl.snd_una_advanced);
             } else if self.may_raise_cwnd(cleaned.acked_segs) {
                 // acked_sacked: segments newly delivered by this ACK; those SACKed
@@ -584,6 +617,10 @@ impl Tcb {
         }
         self.lost_hint = self.lost_hint.max(self.snd_una);
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
+        // tcp_clean_rtx_queue: an emptied retransmit queue stops the busy chrono.
+        if self.rtx.is_empty() {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::Busy);
+        }
         if c.fin_acked {
             self.our_fin_acked(ctx);
         }
@@ -785,6 +822,7 @@ impl Tcb {
     pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
         if self.nospace && self.state.is_synchronized() && self.is_writeable(ctx.cfg) {
             self.nospace = false;
+            self.chrono_stop(ctx.now, super::chrono::Chrono::SndbufLimited);
             self.wakeups += 1;
             self.notify(ctx, EventKind::Writable);
         }

@@ -480,6 +480,17 @@ impl Tcb {
             .cwnd_event(&mut self.cw, CaEvent::CompleteCwr, &ca_ctx);
     }
 
+    /// `tcp_enter_cwr`: a cwnd reduction without loss recovery (a local drop, as
+    /// `__tcp_transmit_skb` on `NET_XMIT_DROP`/`NET_XMIT_CN`), once per window.
+    pub(crate) fn enter_cwr(&mut self) {
+        self.prior_ssthresh = 0;
+        if matches!(self.ca_state, CaState::Open | CaState::Disorder) {
+            self.undo_marker = None;
+            self.init_cwnd_reduction();
+            self.set_ca_state(CaState::Cwr);
+        }
+    }
+
     /// `tcp_enter_recovery` + `tcp_init_cwnd_reduction`.
     pub(crate) fn enter_recovery(&mut self, ctx: &mut Ctx) {
         ctx.mib.inc(if self.sack_ok {

@@ -355,6 +355,34 @@ impl RtxQueue {
         }
     }
 
+    /// The skbs overlapping `[start, end)` that are neither SACKed nor marked lost:
+    /// (seq, pcount) of each, in order.
+    pub fn unsent_in(&self, start: u64, end: u64) -> Vec<(u64, u32)> {
+        let from = self
+            .store
+            .last_before(start + 1)
+            .map_or(start, |p| self.store.get(p).seq);
+        self.iter_from(from)
+            .take_while(|s| s.seq < end)
+            .filter(|s| s.end_seq > start && !s.has(SACKED_ACKED | LOST))
+            .map(|s| (s.seq, s.pcount))
+            .collect()
+    }
+
+    /// The skb at `seq` left again at `now` as its first transmission: a local drop
+    /// meant it never did (no retransmission flags; RACK's order moves).
+    pub fn mark_resent(&mut self, seq: u64, now: Instant) {
+        // Sent after everything already sent, even within one instant of the clock
+        // (Linux's microsecond stamps would differ), so RACK orders it last.
+        let t = match self.tsorted.last_tx() {
+            Some(last) if last >= now => Instant(last.0 + 1),
+            _ => now,
+        };
+        if let Some(p) = self.store.find(seq) {
+            self.modify(p, |s| s.tx_time = t);
+        }
+    }
+
     /// Records a loss probe's retransmission of the skb at `seq` at `now`
     /// (`__tcp_retransmit_skb`: ever retransmitted, but not counted in `retrans_out`).
     pub fn mark_probed(&mut self, seq: u64, now: Instant) {
@@ -616,8 +644,8 @@ impl RtxQueue {
         let (x, y) = (self.store.get(a), self.store.get(b));
         let ok = x.sacked == y.sacked
             && x.has(SACKED_ACKED)
-            && x.flags == 0
-            && y.flags == 0
+            && x.flags & !skb::FLAG_PSH == 0
+            && y.flags & !skb::FLAG_PSH == 0
             && x.end_seq == y.seq
             && x.len() as u64 == x.pcount as u64 * mss as u64
             && x.data.len() + y.data.len() <= MERGE_MAX;
@@ -628,6 +656,7 @@ impl RtxQueue {
         self.modify(a, |x| {
             append(&mut x.data, &y.data);
             x.end_seq = y.end_seq;
+            x.flags |= y.flags; // tcp_shifted_skb
             x.pcount += y.pcount;
             x.truesize += y.truesize;
         });

@@ -30,6 +30,8 @@ pub struct SockOptions {
     pub max_pacing_rate: Option<u64>,
     /// `TCP_CONGESTION`.
     pub congestion: Option<String>,
+    /// `TCP_USER_TIMEOUT` in milliseconds; 0 when unset.
+    pub user_timeout_ms: u32,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -71,7 +73,11 @@ impl Tcb {
             self.max_pacing_rate = r;
             self.pacing_needed = true;
         }
-        if let Some(cc) = o.congestion.as_deref().and_then(super::cong::by_name) {
+        if let Some(cc) = o
+            .congestion
+            .as_deref()
+            .and_then(|n| super::cong::by_name_cfg(n, cfg))
+        {
             self.cc = cc;
         }
         // tcp_mss_clamp: TCP_MAXSEG caps the MSS we advertise and accept.
@@ -79,6 +85,9 @@ impl Tcb {
             self.user_mss = o.user_mss;
             self.advmss = self.advmss.min(o.user_mss);
             self.mss_cache = self.mss_cache.min(o.user_mss);
+        }
+        if o.user_timeout_ms != 0 {
+            self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
         }
         let _ = cfg;
     }
@@ -124,11 +133,7 @@ impl Tcb {
         data: &[u8],
         more: bool,
     ) -> Result<usize, SocketError> {
-        self.more_pending = more;
-        self.nagle_cork_once = more;
-        let r = self.sendmsg(ctx, data);
-        self.nagle_cork_once = false;
-        r
+        self.sendmsg(ctx, data, more)
     }
 
     /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming.

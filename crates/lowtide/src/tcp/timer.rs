@@ -17,6 +17,7 @@ impl Tcb {
             self.delack_at,
             self.tw_at,
             pacing,
+            self.resource_retry_at,
         ]
         .into_iter()
         .flatten()
@@ -89,6 +90,10 @@ impl Tcb {
         }
         if self.pacing_timer && self.wstamp <= now {
             self.on_pacing_timer(ctx);
+        }
+        if self.resource_retry_at.is_some_and(|t| t <= now) {
+            self.resource_retry_at = None;
+            self.resend_local_drops(ctx);
         }
         match self.pending {
             Some((Pending::Retrans, t)) if t <= now => {

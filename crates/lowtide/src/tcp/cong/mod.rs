@@ -243,6 +243,18 @@ pub trait CongestionOps: core::fmt::Debug + Send {
     }
 }
 
+/// The congestion control named `name` with the module parameters of `cfg`
+/// (CUBIC's `hystart_detect`), if this build has it.
+pub fn by_name_cfg(name: &str, cfg: &crate::Config) -> Option<Box<dyn CongestionOps>> {
+    match name {
+        "cubic" => Some(Box::new(cubic::Cubic::with_params(cubic::CubicParams {
+            hystart_detect: cfg.tcp_cubic_hystart_detect,
+            ..cubic::CubicParams::default()
+        }))),
+        _ => by_name(name),
+    }
+}
+
 /// The congestion control named `name`, if this build has it.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionOps>> {
     match name {

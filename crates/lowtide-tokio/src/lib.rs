@@ -45,7 +45,7 @@ mod device;
 mod driver;
 mod tcp;
 
-pub use device::{channel_pair, ChannelDevice, PacketDevice, TunPacketDevice, TunStats};
+pub use device::{channel_pair, ChannelDevice, PacketDevice, TunPacketDevice};
 pub use tcp::{OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 
 use driver::Shared;

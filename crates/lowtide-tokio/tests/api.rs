@@ -172,3 +172,51 @@ async fn writer_wakes_below_half_notsent_lowat() {
         "without hysteresis: woken with at most {worst} unsent"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn ipv6_connection() {
+    let (da, db) = channel_pair(Duration::from_millis(1));
+    let (a, b) = (
+        Net::new(host("fd00::1", 1), da),
+        Net::new(host("fd00::2", 2), db),
+    );
+    let l = TcpListener::bind(&b, addr("[fd00::2]:80")).unwrap();
+    let mut c = TcpStream::connect(&a, addr("[fd00::2]:80")).await.unwrap();
+    let (mut s, peer) = l.accept().await.unwrap();
+    assert_eq!(peer, c.local_addr().unwrap());
+    c.write_all(&[9u8; 100_000]).await.unwrap();
+    drop(c);
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).await.unwrap();
+    assert_eq!(got, vec![9u8; 100_000]);
+}
+
+/// A user's device that fails: the driver stops and socket calls say why.
+struct Broken;
+
+impl lowtide_tokio::PacketDevice for Broken {
+    fn poll_recv(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+        _: &mut Vec<u8>,
+    ) -> Poll<io::Result<lowtide::RxChecksum>> {
+        Poll::Pending
+    }
+
+    fn send(&mut self, _: &lowtide::Transmit) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::BrokenPipe, "tunnel closed"))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn device_error_reaches_the_sockets() {
+    let a = Net::new(host("10.0.0.1", 1), Broken);
+    let e = TcpStream::connect(&a, addr("10.0.0.2:80"))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+    assert!(e.to_string().contains("tunnel closed"), "{e}");
+    let e = TcpListener::bind(&a, addr("10.0.0.1:80")).err().unwrap();
+    assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+}

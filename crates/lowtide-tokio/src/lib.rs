@@ -53,7 +53,9 @@ use lowtide::posix::Host;
 use lowtide::{Counters, Stack};
 
 /// A lowtide stack running on a device: the handle sockets are made from. Cheap to
-/// clone; the driver task stops when the last clone and the last socket are gone.
+/// clone; the driver task stops when the last clone and the last socket are gone
+/// (connections closed just before then get no further FIN retransmissions: keep a
+/// `Net` alive while they finish, as a Linux host keeps orphans).
 #[derive(Clone)]
 pub struct Net {
     shared: Shared,
@@ -81,5 +83,12 @@ impl Net {
         g.host.sync_events();
         g.kick();
         r
+    }
+}
+
+impl Drop for Net {
+    /// Lets the driver see whether it was the last handle.
+    fn drop(&mut self) {
+        driver::lock(&self.shared).kick();
     }
 }

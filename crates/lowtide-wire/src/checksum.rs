@@ -114,6 +114,22 @@ pub fn fill_tcp_partial(src: IpAddr, dst: IpAddr, segment: &mut [u8]) {
     write_csum(segment, fold(tcp_pseudo(src, dst, segment.len())));
 }
 
+/// True if the checksum field of the TCP segment holds exactly what
+/// [`fill_tcp_partial`] writes: the pseudo-header sum of a CHECKSUM_PARTIAL packet
+/// that no device finished. Such a packet fails [`verify_tcp`]; this tells an
+/// unfinished packet from a corrupted one (a corrupted packet matches by chance with
+/// probability 2^-16).
+pub fn is_tcp_partial(src: IpAddr, dst: IpAddr, segment: &[u8]) -> bool {
+    if segment.len() < TCP_CHECKSUM_OFFSET + 2 {
+        return false;
+    }
+    let field = u16::from_be_bytes([
+        segment[TCP_CHECKSUM_OFFSET],
+        segment[TCP_CHECKSUM_OFFSET + 1],
+    ]);
+    field == fold(tcp_pseudo(src, dst, segment.len()))
+}
+
 /// Folded sum of `segment` with its checksum field taken as zero, plus `initial`.
 fn complete(segment: &mut [u8], initial: u64) -> u16 {
     write_csum(segment, 0);

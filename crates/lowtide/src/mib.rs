@@ -160,6 +160,11 @@ mib! {
     TcpExtTCPBadOptions,
     /// Packets the device dropped (its queue was full), as `qdisc drops`.
     TcpExtTCPQdiscDrops,
+    /// lowtide's own (Linux has none): segments dropped by `RxChecksum::Verify`
+    /// whose checksum field holds only the pseudo-header sum, i.e. another stack's
+    /// [`crate::Stack::poll_transmit`] output that no device stage finished (also
+    /// counted in `TcpInCsumErrors`). See [`crate::Stack::handle_transmit`].
+    LowtideInCsumPartial,
 }
 
 /// Stack-wide counters, indexed by [`Mib`].

@@ -18,6 +18,9 @@ use tracing::trace;
 #[path = "stack_sockopt.rs"]
 mod sockopt;
 
+#[path = "stack_embed.rs"]
+mod embed;
+
 /// A connection's view of the stack, borrowing only the fields it needs (a macro, not
 /// a method, so that the slot being worked on can stay borrowed at the same time).
 macro_rules! ctx {
@@ -93,6 +96,10 @@ pub struct Stack {
     secrets: crate::secure::Secrets,
     /// The device orphans packets at transmit ([`Stack::set_tx_orphan`]).
     tx_orphan: bool,
+    /// The catch-all listener's slot ([`Stack::listen_catch_all`]), if any.
+    catch_all: Option<u32>,
+    /// A warning about unfinished checksums was logged ([`Stack::handle_transmit`]).
+    warned_csum_partial: bool,
 }
 
 impl Stack {
@@ -122,6 +129,8 @@ impl Stack {
             challenge,
             secrets,
             tx_orphan: false,
+            catch_all: None,
+            warned_csum_partial: false,
         }
     }
 
@@ -154,7 +163,7 @@ impl Stack {
             Ok(ip) => ip,
             Err(e) => return self.drop_ip(e),
         };
-        if !self.addrs.contains(&ip.dst) {
+        if !self.addrs.contains(&ip.dst) && self.catch_all.is_none() {
             self.mib.inc(Mib::IpInAddrErrors);
             trace!(dst = %ip.dst, "drop: not our address");
             return;
@@ -401,6 +410,9 @@ impl Stack {
             let (local, queued): (SocketAddr, Vec<u32>) =
                 (l.local, l.accept_queue.iter().copied().collect());
             self.listeners.remove(&local);
+            if self.catch_all == Some(index) {
+                self.catch_all = None;
+            }
             self.listen_stop(now, index, &queued);
             self.free_slot(index);
             return Ok(());
@@ -748,7 +760,7 @@ impl Stack {
             self.mib.inc(Mib::TcpInErrs);
             self.mib.inc(Mib::TcpInCsumErrors);
             trace!(src = %ip.src, "drop: bad TCP checksum");
-            return;
+            return self.check_csum_partial(ip, seg);
         }
         let (th, hlen) = match TcpRepr::parse(seg) {
             Ok(x) => x,
@@ -775,7 +787,7 @@ impl Stack {
             });
             return;
         }
-        if let Some(l) = self.find_listener(tuple.local) {
+        if let Some(l) = self.find_listener(tuple.local).or(self.catch_all) {
             return self.listen_rcv(now, l, tuple, ip, &th, payload);
         }
         self.send_reset_for(now, tuple, &th, payload.len());

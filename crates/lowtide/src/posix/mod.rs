@@ -14,6 +14,7 @@
 //! wakeup (for edge-triggered epoll).
 
 pub mod consts;
+mod embed;
 mod poll;
 mod sockopt;
 

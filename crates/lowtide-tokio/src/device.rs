@@ -1,0 +1,177 @@
+//! Packet devices the driver runs the stack on: the [`PacketDevice`] trait, a Linux
+//! TUN device with GSO ([`TunPacketDevice`]) and an in-process channel pair with a
+//! delay ([`channel_pair`]).
+
+use lowtide::{RxChecksum, Transmit};
+use lowtide_tun::device::{Offload, TunDevice, RECV_BUF_LEN};
+use lowtide_tun::vnet::VnetHdr;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::mpsc;
+use tokio::time::{Instant as TokioInstant, Sleep};
+
+/// A device that carries IP packets between the stack and the rest of the world: a
+/// TUN device, a channel, a UDP tunnel, ... Implement it to run lowtide on your own
+/// transport; the driver calls it from one task.
+pub trait PacketDevice: Send + 'static {
+    /// Polls for one received IP packet: on `Ready(Ok(csum))` the packet is in `buf`
+    /// (replacing its contents), and `csum` says whether the stack must verify its
+    /// checksums ([`RxChecksum::Verify`]) or may trust them
+    /// ([`RxChecksum::Unnecessary`]: verified by the device, or a partial checksum
+    /// from an offloading sender, as on a TUN device with `NEEDS_CSUM`). On
+    /// `Pending`, the device arranges for `cx`'s waker to be woken when a packet
+    /// arrives. An error stops the driver.
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Poll<io::Result<RxChecksum>>;
+
+    /// Sends one packet of the stack's. `tx.packet` is CHECKSUM_PARTIAL and may be a
+    /// GSO super-packet (`tx.gso_size`): a device without offload puts
+    /// [`Transmit::segments`] on its wire. A packet the device cannot take now is
+    /// dropped (return `Ok`, as a full NIC queue drops; TCP repairs the loss); an
+    /// error stops the driver. The driver reports the TX completion to the stack when
+    /// this returns.
+    fn send(&mut self, tx: &Transmit) -> io::Result<()>;
+}
+
+/// A Linux TUN device (from `lowtide-tun`) as a [`PacketDevice`], read through
+/// tokio's reactor. With [`Offload::Full`] the kernel and lowtide exchange 64 KB GSO
+/// super-packets with partial checksums (virtio-net header); with [`Offload::None`]
+/// lowtide writes MSS-sized segments with full checksums.
+pub struct TunPacketDevice {
+    fd: AsyncFd<TunDevice>,
+    raw: Vec<u8>,
+}
+
+impl TunPacketDevice {
+    /// Wraps `dev` (configured and up); must be called within a tokio runtime.
+    pub fn new(dev: TunDevice) -> io::Result<TunPacketDevice> {
+        dev.set_nonblocking(true)?;
+        Ok(TunPacketDevice {
+            // SAFETY: the TunDevice owns its descriptor and neither closes nor
+            // replaces it while the AsyncFd holds it.
+            fd: unsafe { AsyncFd::register(dev)? },
+            raw: vec![0; RECV_BUF_LEN],
+        })
+    }
+
+    /// The device.
+    pub fn device(&self) -> &TunDevice {
+        self.fd.get_ref()
+    }
+}
+
+impl PacketDevice for TunPacketDevice {
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Poll<io::Result<RxChecksum>> {
+        loop {
+            let mut guard = match self.fd.poll_read_ready(cx) {
+                Poll::Ready(g) => g?,
+                Poll::Pending => return Poll::Pending,
+            };
+            let Some(n) = guard.get_inner().try_recv(&mut self.raw)? else {
+                guard.clear_ready();
+                continue;
+            };
+            // A cut virtio-net header cannot be parsed: drop the read.
+            let Ok((hdr, packet)) = VnetHdr::parse(&self.raw[..n]) else {
+                continue;
+            };
+            buf.clear();
+            buf.extend_from_slice(packet);
+            return Poll::Ready(Ok(hdr.rx_checksum()));
+        }
+    }
+
+    fn send(&mut self, tx: &Transmit) -> io::Result<()> {
+        let dev = self.fd.get_ref();
+        // A write the kernel refuses is a loss, as on a real device (logged by
+        // send_or_drop at trace level).
+        let sent = |hdr: &VnetHdr, p: &[u8]| dev.send_or_drop(hdr, p).map(drop);
+        match dev.offload() {
+            Offload::Full => {
+                let gso = if tx.gso_segs > 1 { tx.gso_size } else { 0 };
+                match VnetHdr::for_transmit(&tx.packet, gso) {
+                    Ok(hdr) => sent(&hdr, &tx.packet),
+                    Err(_) => Ok(()),
+                }
+            }
+            Offload::None => {
+                for seg in tx.segments() {
+                    sent(&VnetHdr::plain(), &seg)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One end of an in-process link made by [`channel_pair`].
+pub struct ChannelDevice {
+    tx: mpsc::UnboundedSender<(TokioInstant, Vec<u8>)>,
+    rx: mpsc::UnboundedReceiver<(TokioInstant, Vec<u8>)>,
+    delay: Duration,
+    head: VecDeque<(TokioInstant, Vec<u8>)>,
+    sleep: Pin<Box<Sleep>>,
+}
+
+/// Two [`ChannelDevice`]s joined back to back, each direction delaying packets by
+/// `delay` (tokio time: under `tokio::time::pause` the pair runs in virtual time).
+///
+/// Like Linux's veth, packets cross as the stack made them: GSO super-packets stay
+/// whole and partial checksums are trusted (`skb_csum_unnecessary` on a
+/// CHECKSUM_PARTIAL skb), the same as [`lowtide::Stack::handle_transmit`].
+pub fn channel_pair(delay: Duration) -> (ChannelDevice, ChannelDevice) {
+    let (a_tx, b_rx) = mpsc::unbounded_channel();
+    let (b_tx, a_rx) = mpsc::unbounded_channel();
+    let end = |tx, rx| ChannelDevice {
+        tx,
+        rx,
+        delay,
+        head: VecDeque::new(),
+        sleep: Box::pin(tokio::time::sleep(Duration::ZERO)),
+    };
+    (end(a_tx, a_rx), end(b_tx, b_rx))
+}
+
+impl PacketDevice for ChannelDevice {
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Poll<io::Result<RxChecksum>> {
+        while let Poll::Ready(Some(p)) = self.rx.poll_recv(cx) {
+            self.head.push_back(p);
+        }
+        let Some(&(at, _)) = self.head.front() else {
+            return Poll::Pending;
+        };
+        if at > TokioInstant::now() {
+            self.sleep.as_mut().reset(at);
+            if self.sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+        let (_, p) = self.head.pop_front().expect("checked");
+        *buf = p;
+        Poll::Ready(Ok(RxChecksum::Unnecessary))
+    }
+
+    fn send(&mut self, tx: &Transmit) -> io::Result<()> {
+        // The other end gone is a cable pulled: the packet is lost.
+        let _ = self
+            .tx
+            .send((TokioInstant::now() + self.delay, tx.packet.clone()));
+        Ok(())
+    }
+}

@@ -1,0 +1,350 @@
+//! `TcpListener` and `TcpStream`: tokio's shapes over the socket layer's calls
+//! (`socket`, `bind`, `listen`, `accept`, `connect`, `recv`, `send`, `shutdown`,
+//! `setsockopt`), each retried when the driver reports the socket ready.
+
+use crate::driver::{self, Shared};
+use crate::Net;
+use lowtide::posix::consts::*;
+use lowtide::posix::{errno, Errno, Fd};
+use lowtide::TcpInfo;
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Listen backlog of [`TcpListener::bind`] (Linux's `SOMAXCONN` since 5.4).
+const BACKLOG: i32 = 4096;
+
+/// A socket of the socket layer; closed (`close(2)`) on drop.
+struct Socket {
+    shared: Shared,
+    fd: Fd,
+}
+
+impl Socket {
+    /// `socket(2)` for `addr`'s family, registered with the driver.
+    fn open(net: &Net, addr: &SocketAddr) -> io::Result<Socket> {
+        let mut g = driver::lock(&net.shared);
+        g.alive()?;
+        let domain = if addr.is_ipv4() { AF_INET } else { AF_INET6 };
+        let fd = g.host.socket(domain, SOCK_STREAM | SOCK_NONBLOCK, 0)?;
+        let s = Socket {
+            shared: net.shared.clone(),
+            fd,
+        };
+        g.watch(fd)?;
+        Ok(s)
+    }
+
+    /// Runs one socket call under the lock with the stack's clock, then wakes the
+    /// driver.
+    fn call<R>(
+        &self,
+        f: impl FnOnce(&mut lowtide::posix::Host, lowtide::Instant, Fd) -> Result<R, Errno>,
+    ) -> io::Result<R> {
+        Ok(self.call_errno(f)??)
+    }
+
+    /// [`Socket::call`] keeping the errno (the outer error: the driver stopped).
+    fn call_errno<R>(
+        &self,
+        f: impl FnOnce(&mut lowtide::posix::Host, lowtide::Instant, Fd) -> Result<R, Errno>,
+    ) -> io::Result<Result<R, Errno>> {
+        let mut g = driver::lock(&self.shared);
+        g.alive()?;
+        let now = g.now();
+        let r = f(&mut g.host, now, self.fd);
+        g.kick();
+        Ok(r)
+    }
+
+    /// A socket call that may block: `EAGAIN` (or `EALREADY` for connect) parks
+    /// the task until the driver reports the socket ready for reading or writing.
+    fn poll_call<R>(
+        &self,
+        cx: &mut Context<'_>,
+        write: bool,
+        f: impl FnOnce(&mut lowtide::posix::Host, lowtide::Instant, Fd) -> Result<R, Errno>,
+    ) -> Poll<io::Result<R>> {
+        let mut g = driver::lock(&self.shared);
+        if let Err(e) = g.alive() {
+            return Poll::Ready(Err(e));
+        }
+        let now = g.now();
+        let r = f(&mut g.host, now, self.fd);
+        g.kick();
+        match r {
+            Err(Errno(errno::EAGAIN | errno::EALREADY)) => {
+                g.wait(self.fd, write, cx);
+                Poll::Pending
+            }
+            r => Poll::Ready(r.map_err(io::Error::from)),
+        }
+    }
+
+    fn int_opt(&self, level: i32, name: i32, v: i32) -> io::Result<()> {
+        self.call(|h, now, fd| h.setsockopt(now, fd, level, name, &v.to_ne_bytes()))
+    }
+
+    fn get_int_opt(&self, level: i32, name: i32) -> io::Result<i32> {
+        let mut b = [0u8; 4];
+        self.call(|h, now, fd| h.getsockopt(now, fd, level, name, &mut b))?;
+        Ok(i32::from_ne_bytes(b))
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.call(|h, _, fd| h.local_addr(fd))?
+            .ok_or_else(|| Errno(errno::EINVAL).into())
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        driver::lock(&self.shared).close(self.fd);
+    }
+}
+
+/// A TCP listener on a lowtide stack, like `tokio::net::TcpListener`.
+pub struct TcpListener {
+    sock: Socket,
+    net: Net,
+}
+
+impl TcpListener {
+    /// `socket` + `bind` + `listen`: listens on `addr` (an address of the stack, or
+    /// unspecified for all; port 0 picks one, see [`TcpListener::local_addr`]).
+    pub fn bind(net: &Net, addr: SocketAddr) -> io::Result<TcpListener> {
+        let sock = Socket::open(net, &addr)?;
+        sock.int_opt(SOL_SOCKET, SO_REUSEADDR, 1)?;
+        sock.call(|h, _, fd| h.bind(fd, addr))?;
+        sock.call(|h, _, fd| h.listen(fd, BACKLOG))?;
+        Ok(TcpListener {
+            sock,
+            net: net.clone(),
+        })
+    }
+
+    /// A catch-all listener for a transparent proxy: it accepts connections to *any*
+    /// address and port that reach the device (as tun2socks and tun2proxy do); each
+    /// stream's [`TcpStream::original_dst`] is the destination its peer asked for.
+    /// Linux does this with an `IP_TRANSPARENT` socket and a `TPROXY` rule. One per
+    /// stack (`AddrInUse` otherwise).
+    pub fn bind_catch_all(net: &Net) -> io::Result<TcpListener> {
+        let any = SocketAddr::from(([0, 0, 0, 0], 0));
+        let sock = Socket::open(net, &any)?;
+        sock.call(|h, _, fd| h.listen_catch_all(fd, BACKLOG))?;
+        Ok(TcpListener {
+            sock,
+            net: net.clone(),
+        })
+    }
+
+    /// Waits for a connection (`accept(2)`): the stream and the peer's address.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (fd, peer) =
+            poll_fn(|cx| self.sock.poll_call(cx, false, |h, _, fd| h.accept(fd))).await?;
+        let mut g = driver::lock(&self.net.shared);
+        let s = Socket {
+            shared: self.net.shared.clone(),
+            fd,
+        };
+        g.watch(fd)?;
+        drop(g);
+        Ok((TcpStream::from_socket(s), peer))
+    }
+
+    /// The address it listens on (`getsockname(2)`).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+}
+
+/// A TCP connection on a lowtide stack, like `tokio::net::TcpStream`: implements
+/// [`AsyncRead`] and [`AsyncWrite`] (`poll_shutdown` sends FIN); split it with
+/// `tokio::io::split` or [`TcpStream::into_split`]. Dropping it closes the
+/// connection (`close(2)`: FIN after the queued data, RST if unread data remains).
+pub struct TcpStream {
+    sock: Arc<Socket>,
+}
+
+impl TcpStream {
+    fn from_socket(sock: Socket) -> TcpStream {
+        TcpStream {
+            sock: Arc::new(sock),
+        }
+    }
+
+    /// Opens a connection to `addr` (`connect(2)`) from the stack's address for it,
+    /// and waits for the handshake. Errors: `ConnectionRefused` (RST),
+    /// `TimedOut` (SYN retries exhausted, `net.ipv4.tcp_syn_retries`), ...
+    pub async fn connect(net: &Net, addr: SocketAddr) -> io::Result<TcpStream> {
+        let sock = Socket::open(net, &addr)?;
+        match sock.call_errno(|h, now, fd| h.connect(now, fd, addr))? {
+            Err(Errno(errno::EINPROGRESS)) => {}
+            Err(e) => return Err(e.into()),
+            Ok(()) => return Ok(TcpStream::from_socket(sock)),
+        }
+        poll_fn(|cx| sock.poll_call(cx, true, |h, now, fd| h.connect(now, fd, addr))).await?;
+        Ok(TcpStream::from_socket(sock))
+    }
+
+    /// The peer's address (`getpeername(2)`).
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.sock
+            .call(|h, _, fd| h.peer_addr(fd))?
+            .ok_or_else(|| Errno(errno::ENOTCONN).into())
+    }
+
+    /// The local address (`getsockname(2)`).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+
+    /// The destination the peer connected to: for a stream from
+    /// [`TcpListener::bind_catch_all`], the original destination of a transparent
+    /// proxy (Linux: `getsockname(2)` on a `TPROXY` connection); otherwise the
+    /// listener's address. Same as [`TcpStream::local_addr`].
+    pub fn original_dst(&self) -> io::Result<SocketAddr> {
+        self.local_addr()
+    }
+
+    /// `TCP_NODELAY`: `true` turns Nagle's algorithm off.
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.sock.int_opt(SOL_TCP, TCP_NODELAY, nodelay as i32)
+    }
+
+    /// `TCP_NODELAY` (getsockopt).
+    pub fn nodelay(&self) -> io::Result<bool> {
+        Ok(self.sock.get_int_opt(SOL_TCP, TCP_NODELAY)? != 0)
+    }
+
+    /// `TCP_NOTSENT_LOWAT`: the socket holds at most about `bytes` unsent; a writer
+    /// that filled it wakes when fewer than `bytes / 2` remain unsent. 0 returns
+    /// it to `net.ipv4.tcp_notsent_lowat`.
+    pub fn set_notsent_lowat(&self, bytes: u32) -> io::Result<()> {
+        let v = i32::try_from(bytes).map_err(|_| io::Error::from(Errno(errno::EINVAL)))?;
+        self.sock.int_opt(SOL_TCP, TCP_NOTSENT_LOWAT, v)
+    }
+
+    /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 if unset.
+    pub fn notsent_lowat(&self) -> io::Result<u32> {
+        Ok(self.sock.get_int_opt(SOL_TCP, TCP_NOTSENT_LOWAT)? as u32)
+    }
+
+    /// `getsockopt(TCP_INFO)`: RTT, cwnd, retransmissions, delivery rate, ...
+    pub fn tcp_info(&self) -> io::Result<TcpInfo> {
+        self.sock.call(|h, now, fd| h.tcp_info(now, fd))
+    }
+
+    /// Splits into a read half and a write half that can move to different tasks
+    /// (dropping the write half sends FIN; the connection closes when both are gone).
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        (
+            OwnedReadHalf {
+                sock: self.sock.clone(),
+            },
+            OwnedWriteHalf {
+                sock: self.sock,
+                shut: false,
+            },
+        )
+    }
+}
+
+fn poll_read(sock: &Socket, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    let out = buf.initialize_unfilled();
+    let r = sock.poll_call(cx, false, |h, now, fd| h.recv(now, fd, out, 0));
+    r.map_ok(|n| buf.advance(n))
+}
+
+fn poll_write(sock: &Socket, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    sock.poll_call(cx, true, |h, now, fd| h.send(now, fd, data, MSG_NOSIGNAL))
+}
+
+fn shutdown_write(sock: &Socket) -> io::Result<()> {
+    match sock.call(|h, now, fd| h.shutdown(now, fd, SHUT_WR)) {
+        // Already closed by the peer's reset: nothing left to shut.
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+        r => r,
+    }
+}
+
+impl AsyncRead for TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        poll_read(&self.sock, cx, buf)
+    }
+}
+
+impl AsyncWrite for TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        poll_write(&self.sock, cx, data)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(shutdown_write(&self.sock))
+    }
+}
+
+/// The read half of [`TcpStream::into_split`].
+pub struct OwnedReadHalf {
+    sock: Arc<Socket>,
+}
+
+/// The write half of [`TcpStream::into_split`]; dropping it sends FIN
+/// (`shutdown(SHUT_WR)`), as tokio's does.
+pub struct OwnedWriteHalf {
+    sock: Arc<Socket>,
+    shut: bool,
+}
+
+impl AsyncRead for OwnedReadHalf {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        poll_read(&self.sock, cx, buf)
+    }
+}
+
+impl AsyncWrite for OwnedWriteHalf {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        poll_write(&self.sock, cx, data)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.shut = true;
+        Poll::Ready(shutdown_write(&self.sock))
+    }
+}
+
+impl Drop for OwnedWriteHalf {
+    fn drop(&mut self) {
+        if !self.shut {
+            let _ = shutdown_write(&self.sock);
+        }
+    }
+}

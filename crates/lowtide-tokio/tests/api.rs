@@ -1,0 +1,222 @@
+//! The async API over a channel pair in virtual time (tokio's paused clock).
+
+use lowtide::{Config, Stack};
+use lowtide_tokio::{channel_pair, Net, TcpListener, TcpStream};
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+fn host(ip: &str, seed: u64) -> Stack {
+    let mut s = Stack::new(Config::default(), seed);
+    s.add_address(ip.parse().unwrap());
+    s
+}
+
+/// Two stacks, 10.0.0.1 and 10.0.0.2, 5 ms apart each way.
+fn pair() -> (Net, Net) {
+    let (da, db) = channel_pair(Duration::from_millis(5));
+    (
+        Net::new(host("10.0.0.1", 1), da),
+        Net::new(host("10.0.0.2", 2), db),
+    )
+}
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn echo_over_split_halves() {
+    let (a, b) = pair();
+    let l = TcpListener::bind(&b, addr("10.0.0.2:7")).unwrap();
+    tokio::spawn(async move {
+        let (s, _) = l.accept().await.unwrap();
+        let (mut r, mut w) = s.into_split();
+        tokio::io::copy(&mut r, &mut w).await.unwrap();
+    });
+    let c = TcpStream::connect(&a, addr("10.0.0.2:7")).await.unwrap();
+    c.set_nodelay(true).unwrap();
+    assert!(c.nodelay().unwrap());
+    assert_eq!(c.peer_addr().unwrap(), addr("10.0.0.2:7"));
+    let (mut r, mut w) = tokio::io::split(c);
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7) as u8).collect();
+    let send = data.clone();
+    let writer = tokio::spawn(async move {
+        w.write_all(&send).await.unwrap();
+        w.shutdown().await.unwrap();
+    });
+    let mut back = Vec::new();
+    r.read_to_end(&mut back).await.unwrap();
+    writer.await.unwrap();
+    assert_eq!(back, data);
+}
+
+#[tokio::test(start_paused = true)]
+async fn refused_connect_is_connection_refused() {
+    let (a, _b) = pair();
+    let e = TcpStream::connect(&a, addr("10.0.0.2:9"))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "{e}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn unanswered_connect_times_out() {
+    let (da, _db) = channel_pair(Duration::from_millis(5));
+    let mut s = host("10.0.0.1", 1);
+    s.set_sysctl(lowtide::Instant::ZERO, "net.ipv4.tcp_syn_retries", "2")
+        .unwrap();
+    let a = Net::new(s, da);
+    // Nobody owns 10.0.0.3: B drops the SYNs.
+    let e = TcpStream::connect(&a, addr("10.0.0.3:80"))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn catch_all_listener_sees_original_destination() {
+    let (a, b) = pair();
+    let l = TcpListener::bind_catch_all(&b).unwrap();
+    assert_eq!(
+        TcpListener::bind_catch_all(&b).err().unwrap().kind(),
+        io::ErrorKind::AddrInUse
+    );
+    for dst in ["198.51.100.9:443", "203.0.113.1:22"] {
+        let mut c = TcpStream::connect(&a, addr(dst)).await.unwrap();
+        let (mut s, peer) = l.accept().await.unwrap();
+        assert_eq!(s.original_dst().unwrap(), addr(dst));
+        assert_eq!(peer, c.local_addr().unwrap());
+        c.write_all(b"hello").await.unwrap();
+        let mut buf = [0u8; 5];
+        s.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"hello");
+    }
+}
+
+/// Runs a writer with TCP_NOTSENT_LOWAT `LOWAT` for 0.5 s of virtual time; returns
+/// how often it blocked and the most bytes left unsent when it resumed.
+async fn lowat_writer(hysteresis: bool) -> (u32, u32) {
+    let (da, db) = channel_pair(Duration::from_millis(5));
+    let mut sa = host("10.0.0.1", 1);
+    let v = if hysteresis { "true" } else { "false" };
+    sa.set_sysctl(
+        lowtide::Instant::ZERO,
+        "experimental.notsent_wake_hysteresis",
+        v,
+    )
+    .unwrap();
+    let (a, b) = (Net::new(sa, da), Net::new(host("10.0.0.2", 2), db));
+    let l = TcpListener::bind(&b, addr("10.0.0.2:5001")).unwrap();
+    tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut sink = Vec::new();
+        s.read_to_end(&mut sink).await.unwrap();
+    });
+    let mut c = TcpStream::connect(&a, addr("10.0.0.2:5001")).await.unwrap();
+    c.set_notsent_lowat(LOWAT).unwrap();
+    assert_eq!(c.notsent_lowat().unwrap(), LOWAT);
+    let chunk = vec![0u8; 16 * 1024];
+    let (mut blocked, mut worst) = (0, 0);
+    let end = tokio::time::Instant::now() + Duration::from_millis(500);
+    while tokio::time::Instant::now() < end {
+        let mut was_pending = false;
+        poll_fn(|cx| match Pin::new(&mut c).poll_write(cx, &chunk) {
+            Poll::Pending => {
+                was_pending = true;
+                Poll::Pending
+            }
+            Poll::Ready(r) => Poll::Ready(r),
+        })
+        .await
+        .unwrap();
+        let notsent = c.tcp_info().unwrap().notsent_bytes as u32;
+        // tcp_sendmsg checks sk_stream_memory_free per skb, so a write may overshoot
+        // the mark by up to one skb of size_goal (64 KB).
+        assert!(
+            notsent <= LOWAT + 65536 + chunk.len() as u32,
+            "cap: {notsent}"
+        );
+        if was_pending {
+            blocked += 1;
+            // The write that ended the wait took at most one chunk.
+            worst = worst.max(notsent.saturating_sub(chunk.len() as u32));
+        }
+    }
+    (blocked, worst)
+}
+
+const LOWAT: u32 = 64 * 1024;
+
+/// Seed 001 as a tokio user sees it: with TCP_NOTSENT_LOWAT L, a writer that found
+/// the socket full resumes only once fewer than L/2 bytes are unsent (and, with the
+/// hysteresis switched off, earlier: the test can tell).
+#[tokio::test(start_paused = true)]
+async fn writer_wakes_below_half_notsent_lowat() {
+    let (blocked, worst) = lowat_writer(true).await;
+    assert!(blocked > 10, "writer blocked {blocked} times");
+    assert!(
+        worst < LOWAT / 2,
+        "woken with {worst} unsent (lowat {LOWAT})"
+    );
+    let (blocked, worst) = lowat_writer(false).await;
+    assert!(blocked > 10, "writer blocked {blocked} times");
+    assert!(
+        worst >= LOWAT / 2,
+        "without hysteresis: woken with at most {worst} unsent"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn ipv6_connection() {
+    let (da, db) = channel_pair(Duration::from_millis(1));
+    let (a, b) = (
+        Net::new(host("fd00::1", 1), da),
+        Net::new(host("fd00::2", 2), db),
+    );
+    let l = TcpListener::bind(&b, addr("[fd00::2]:80")).unwrap();
+    let mut c = TcpStream::connect(&a, addr("[fd00::2]:80")).await.unwrap();
+    let (mut s, peer) = l.accept().await.unwrap();
+    assert_eq!(peer, c.local_addr().unwrap());
+    c.write_all(&[9u8; 100_000]).await.unwrap();
+    drop(c);
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).await.unwrap();
+    assert_eq!(got, vec![9u8; 100_000]);
+}
+
+/// A user's device that fails: the driver stops and socket calls say why.
+struct Broken;
+
+impl lowtide_tokio::PacketDevice for Broken {
+    fn poll_recv(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+        _: &mut Vec<u8>,
+    ) -> Poll<io::Result<lowtide::RxChecksum>> {
+        Poll::Pending
+    }
+
+    fn send(&mut self, _: &lowtide::Transmit) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::BrokenPipe, "tunnel closed"))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn device_error_reaches_the_sockets() {
+    let a = Net::new(host("10.0.0.1", 1), Broken);
+    let e = TcpStream::connect(&a, addr("10.0.0.2:80"))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+    assert!(e.to_string().contains("tunnel closed"), "{e}");
+    let e = TcpListener::bind(&a, addr("10.0.0.1:80")).err().unwrap();
+    assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+}

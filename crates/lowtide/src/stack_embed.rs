@@ -1,0 +1,259 @@
+//! Entry points for programs that embed the stack by hand: looping one stack's
+//! output into another, the unfinished-checksum diagnostic, and the catch-all
+//! listener of transparent proxies.
+
+use super::{Sock, Stack};
+use crate::mib::Mib;
+use crate::socket::{RxChecksum, SocketError, SocketHandle, Transmit};
+use crate::tcp::Listener;
+use crate::time::Instant;
+use lowtide_wire::checksum;
+use lowtide_wire::ip::IpRepr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+impl Stack {
+    /// Receives a packet that a lowtide stack's [`Stack::poll_transmit`] produced,
+    /// with no device in between (two stacks joined by hand, a channel, a loopback).
+    ///
+    /// Such a packet is CHECKSUM_PARTIAL: its TCP checksum field holds only the
+    /// pseudo-header sum, and it may be a GSO super-packet. Linux trusts a
+    /// CHECKSUM_PARTIAL skb that crosses veth or loopback unfinished
+    /// (`skb_csum_unnecessary`); so does this call, and it takes a super-packet as a
+    /// GRO packet. Passing `tx.packet` to [`Stack::handle_packet`] with
+    /// [`RxChecksum::Verify`] instead drops every packet (counted in
+    /// `TcpInCsumErrors` and `LowtideInCsumPartial`, with a warning): use this call, or
+    /// finish the packet first with [`Transmit::segments`] as a device would.
+    pub fn handle_transmit(&mut self, now: Instant, tx: &Transmit) {
+        self.handle_packet(now, &tx.packet, RxChecksum::Unnecessary);
+    }
+
+    /// After a failed checksum: if the segment is an unfinished CHECKSUM_PARTIAL
+    /// packet, count it and warn once, since every later packet of that path will
+    /// fail too and connections would otherwise stall without a word.
+    pub(super) fn check_csum_partial(&mut self, ip: &IpRepr, seg: &[u8]) {
+        if !checksum::is_tcp_partial(ip.src, ip.dst, seg) {
+            return;
+        }
+        self.mib.inc(Mib::LowtideInCsumPartial);
+        if !self.warned_csum_partial {
+            self.warned_csum_partial = true;
+            tracing::warn!(
+                src = %ip.src,
+                "dropping packets with unfinished (CHECKSUM_PARTIAL) TCP checksums under \
+                 RxChecksum::Verify: poll_transmit output must pass a device stage \
+                 (Transmit::segments) or be received with Stack::handle_transmit"
+            );
+        }
+    }
+
+    /// Opens the catch-all listener of a transparent proxy: it accepts connections to
+    /// *any* address and port that reach the stack and that no connection or
+    /// specific listener takes, as tun2socks and tun2proxy do on a TUN device. Packets
+    /// to addresses the stack does not own are then delivered instead of dropped.
+    ///
+    /// This is what Linux does for an `IP_TRANSPARENT` listener behind an iptables
+    /// `TPROXY` rule matching all TCP (`nf_tproxy_get_sock_v4`): an accepted
+    /// connection's local address ([`Stack::addresses`]) is the original destination
+    /// the peer asked for, and the stack answers from that address. One catch-all
+    /// listener serves IPv4 and IPv6; a second one is `EADDRINUSE`. Close it with
+    /// [`Stack::close`].
+    pub fn listen_catch_all(&mut self, backlog: u32) -> Result<SocketHandle, SocketError> {
+        if self.catch_all.is_some() {
+            return Err(SocketError::AddrInUse);
+        }
+        let backlog = backlog.clamp(1, self.cfg.somaxconn);
+        let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+        let h = self.alloc(Sock::Listener(Listener::new(any, backlog)));
+        self.catch_all = Some(h.index);
+        Ok(h)
+    }
+}
+
+impl Transmit {
+    /// The packets a device puts on the wire for this transmit: the super-packet
+    /// cut into segments of at most `gso_size` payload bytes, each with a complete
+    /// IP and TCP checksum (`tcp_gso_segment` plus the NIC's checksum offload, as
+    /// [`lowtide_wire::gso::segment`] does). Empty only if the packet does not parse,
+    /// which a stack's own output always does.
+    pub fn segments(&self) -> Vec<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.gso_segs.max(1) as usize);
+        let _ = lowtide_wire::gso::segment(&self.packet, self.gso_size, |s| out.push(s));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Config, EventKind, Instant, Mib, RxChecksum, Stack, TcpState};
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+    const A: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+    const B: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+
+    fn stack(ip: IpAddr, seed: u64) -> Stack {
+        let mut s = Stack::new(Config::default(), seed);
+        s.add_address(ip);
+        s
+    }
+
+    /// How a hand-made loop hands packets over.
+    #[derive(Clone, Copy)]
+    enum Hand {
+        /// `tx.packet` to `handle_packet(Verify)`: the trap.
+        RawVerify,
+        /// `handle_transmit`.
+        Transmit,
+        /// `tx.segments()` to `handle_packet(Verify)`.
+        Segments,
+    }
+
+    /// Moves packets between `a` and `b` until quiet, at `now`.
+    fn exchange(a: &mut Stack, b: &mut Stack, now: Instant, hand: Hand) {
+        for _ in 0..100 {
+            if !(hand_over(a, b, now, hand) | hand_over(b, a, now, hand)) {
+                return;
+            }
+        }
+    }
+
+    /// Hands everything `src` has to send to `dst`; true if anything moved.
+    fn hand_over(src: &mut Stack, dst: &mut Stack, now: Instant, hand: Hand) -> bool {
+        let mut moved = false;
+        while let Some(tx) = src.poll_transmit(now) {
+            moved = true;
+            match hand {
+                Hand::RawVerify => dst.handle_packet(now, &tx.packet, RxChecksum::Verify),
+                Hand::Transmit => dst.handle_transmit(now, &tx),
+                Hand::Segments => {
+                    for s in tx.segments() {
+                        dst.handle_packet(now, &s, RxChecksum::Verify);
+                    }
+                }
+            }
+            src.handle_tx_complete(now, tx.token);
+        }
+        moved
+    }
+
+    /// Connects A to B:80 and sends 100 kB; returns what B received.
+    fn transfer(hand: Hand) -> (Stack, Vec<u8>) {
+        let (mut a, mut b) = (stack(A, 1), stack(B, 2));
+        let now = Instant::ZERO;
+        let l = b.listen(SocketAddr::new(B, 80), 8).unwrap();
+        let c = a
+            .connect(now, SocketAddr::new(A, 0), SocketAddr::new(B, 80))
+            .unwrap();
+        exchange(&mut a, &mut b, now, hand);
+        let Ok(s) = b.accept(l) else {
+            return (b, Vec::new());
+        };
+        let data: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+        let mut sent = 0;
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        for _ in 0..1000 {
+            if sent < data.len() {
+                sent += a.send(now, c, &data[sent..]).unwrap_or(0);
+            }
+            exchange(&mut a, &mut b, now, hand);
+            while let Ok(n) = b.recv(now, s, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            if got.len() == data.len() {
+                break;
+            }
+        }
+        assert_eq!(got, data[..got.len()]);
+        (b, got)
+    }
+
+    #[test]
+    fn raw_transmit_output_under_verify_is_dropped_and_flagged() {
+        let (b, got) = transfer(Hand::RawVerify);
+        assert!(got.is_empty());
+        let c = b.counters();
+        assert!(c.get(Mib::LowtideInCsumPartial) >= 1);
+        assert_eq!(
+            c.get(Mib::LowtideInCsumPartial),
+            c.get(Mib::TcpInCsumErrors)
+        );
+    }
+
+    #[test]
+    fn handle_transmit_and_segments_carry_a_transfer() {
+        for hand in [Hand::Transmit, Hand::Segments] {
+            let (b, got) = transfer(hand);
+            assert_eq!(got.len(), 100_000);
+            assert_eq!(b.counters().get(Mib::TcpInCsumErrors), 0);
+        }
+    }
+
+    #[test]
+    fn corrupted_packets_are_not_flagged_as_partial() {
+        let (mut a, mut b) = (stack(A, 1), stack(B, 2));
+        let now = Instant::ZERO;
+        b.listen(SocketAddr::new(B, 80), 8).unwrap();
+        a.connect(now, SocketAddr::new(A, 0), SocketAddr::new(B, 80))
+            .unwrap();
+        let tx = a.poll_transmit(now).unwrap();
+        let mut seg = tx.segments().remove(0);
+        let last = seg.len() - 1;
+        seg[last] ^= 0x40;
+        b.handle_packet(now, &seg, RxChecksum::Verify);
+        assert_eq!(b.counters().get(Mib::TcpInCsumErrors), 1);
+        assert_eq!(b.counters().get(Mib::LowtideInCsumPartial), 0);
+    }
+
+    #[test]
+    fn catch_all_accepts_any_destination_and_keeps_it() {
+        // A "client" stack owning 10.0.0.1 talks to addresses B does not own.
+        let (mut a, mut b) = (stack(A, 1), Stack::new(Config::default(), 2));
+        let now = Instant::ZERO;
+        let l = b.listen_catch_all(16).unwrap();
+        assert!(b.listen_catch_all(16).is_err());
+        let dsts: [SocketAddr; 2] = [
+            "93.184.216.34:443".parse().unwrap(),
+            "1.1.1.1:53".parse().unwrap(),
+        ];
+        let mut conns = Vec::new();
+        for d in dsts {
+            conns.push(a.connect(now, SocketAddr::new(A, 0), d).unwrap());
+        }
+        exchange(&mut a, &mut b, now, Hand::Transmit);
+        for (c, d) in conns.iter().zip(dsts) {
+            assert_eq!(a.state(*c).unwrap(), TcpState::Established);
+            let s = b.accept(l).unwrap();
+            let (local, remote) = b.addresses(s).unwrap();
+            assert_eq!(local, d, "the original destination");
+            assert_eq!(remote, a.addresses(*c).unwrap().0);
+        }
+        assert!(b.accept(l).is_err());
+        let mut events = Vec::new();
+        while let Some(e) = b.poll_event() {
+            events.push(e.kind);
+        }
+        assert!(events.contains(&EventKind::Acceptable));
+        // Closed, the stack drops foreign addresses again.
+        b.close(now, l).unwrap();
+        let c = a.connect(now, SocketAddr::new(A, 0), dsts[0]).unwrap();
+        exchange(&mut a, &mut b, now, Hand::Transmit);
+        assert_eq!(a.state(c).unwrap(), TcpState::SynSent);
+        assert!(b.counters().get(Mib::IpInAddrErrors) >= 1);
+    }
+
+    #[test]
+    fn without_catch_all_foreign_destinations_are_dropped() {
+        let (mut a, mut b) = (stack(A, 1), stack(B, 2));
+        let now = Instant::ZERO;
+        b.listen(SocketAddr::new(B, 80), 8).unwrap();
+        let c = a
+            .connect(now, SocketAddr::new(A, 0), "1.1.1.1:80".parse().unwrap())
+            .unwrap();
+        exchange(&mut a, &mut b, now, Hand::Transmit);
+        assert_eq!(a.state(c).unwrap(), TcpState::SynSent);
+        assert_eq!(b.counters().get(Mib::IpInAddrErrors), 1);
+    }
+}

@@ -320,7 +320,8 @@ impl SoakCase {
     ///   persist timeout per segment, as sender SWS avoidance waits; below two
     ///   segments: a delayed ACK (200 ms at most) per segment;
     /// - retransmissions: every segment of a flow may need an RTO (at least
-    ///   `tcp_rto_min`, or 2 RTTs) once per expected loss, the first ones at the
+    ///   `tcp_rto_min`, or 2 RTTs) once per expected loss, backed off for as long as
+    ///   its retransmissions are expected to be lost again, the first ones at the
     ///   initial 1 s RTO;
     /// - connection setup through a NIC queue or a listen backlog shorter than the
     ///   number of flows: `flows / queue` rounds of SYNs, backing off together;
@@ -376,8 +377,13 @@ impl SoakCase {
             true => p.max(1.0 - 1.0 / self.loss_burst),
             false => p,
         };
+        // One loss episode: an RTO, then another (doubled) each time the
+        // retransmission is lost again, up to `TCP_RTO_MAX`.
+        let episode: f64 = (0..200)
+            .map(|i| p_again.powi(i) * (rto * 2f64.powi(i.min(30))).min(TCP_RTO_MAX_S))
+            .sum();
         let retrans =
-            segs * p / (1.0 - p).max(0.05) * 3.0 * rto + TCP_TIMEOUT_INIT_S * 8.0 * p.sqrt();
+            segs * p / (1.0 - p).max(0.05) * 3.0 * episode + TCP_TIMEOUT_INIT_S * 8.0 * p.sqrt();
         let total_segs = segs * self.flows as f64 + 2.0 * self.flows as f64;
         let k = match p_again > 0.0 {
             true => ((CONSECUTIVE_LOSS_TAIL / total_segs).ln() / p_again.ln())

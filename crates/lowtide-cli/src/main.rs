@@ -6,14 +6,17 @@
 //! verify (or the run failed), 2 bad arguments.
 
 mod config_file;
+mod experiment;
 mod real;
 mod soak;
 mod summary;
+mod timeseries;
 mod units;
 
 use clap::{Args, Parser, Subcommand};
 use lowtide::Config;
-use lowtide_sim::{LinkConfig, Scenario, SimError, Workload};
+use lowtide_sim::cpu::CpuModel;
+use lowtide_sim::{LinkConfig, Scenario, SimError, TimeseriesConfig, Workload};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -40,6 +43,9 @@ enum Command {
     /// The emulated link as a bridge between two TUN devices in two network
     /// namespaces, for kernel-to-kernel TCP (needs root).
     Link(real::link::LinkArgs),
+    /// The five seed experiments in the simulator, with a report (report.md,
+    /// results.json, plots); `merge` combines the directories of shards.
+    Experiment(experiment::ExperimentArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -97,7 +103,7 @@ struct StreamArgs {
     /// Simulated-time limit of a --bytes run; reaching it fails the run.
     #[arg(long, default_value = "600s", value_parser = positive_duration, requires = "bytes")]
     time_limit: Duration,
-    /// Congestion control [default: reno, or the config file's].
+    /// Congestion control: reno, cubic or bbr [default: cubic (net.ipv4.tcp_congestion_control), or the config file's].
     #[arg(long, value_parser = parse_cc)]
     cc: Option<String>,
     /// MSS in bytes; sets the MTU of both hosts to MSS + 40.
@@ -127,6 +133,21 @@ struct StreamArgs {
     /// as soon as it exists; 0 leaves the sysctl net.ipv4.tcp_notsent_lowat in charge.
     #[arg(long, value_name = "BYTES", value_parser = parse_lowat)]
     notsent_lowat: Option<u32>,
+    /// Writes a time series of the run to FILE: per flow and interval, ss -ti's
+    /// figures (cwnd, ssthresh, rtt, pacing_rate, unacked, in_flight, notsent,
+    /// wmem_queued, dev_queue_bytes, delivered, bytes_acked, retrans, ca_state); CSV,
+    /// or JSON lines if FILE ends in .jsonl. Host-wide rows go to FILE's stem +
+    /// "-host" with the same extension.
+    #[arg(long, value_name = "FILE")]
+    timeseries: Option<PathBuf>,
+    /// Interval of the time series.
+    #[arg(long, default_value = "100ms", value_parser = positive_duration)]
+    timeseries_interval: Duration,
+    /// Models host A's CPU (seed 003's experiment): each packet in and out costs
+    /// virtual time (constants calibrated on the project machine, see
+    /// lowtide_sim::cpu), ACKs wait in a socket backlog while it is busy.
+    #[arg(long)]
+    cpu_model: bool,
     /// Prints the results as JSON.
     #[arg(long)]
     json: bool,
@@ -234,6 +255,11 @@ impl StreamArgs {
             config: self.config()?,
             pcap: self.pcap.clone(),
             notsent_lowat: self.notsent_lowat,
+            timeseries: self.timeseries.as_ref().map(|_| TimeseriesConfig {
+                interval_ns: self.timeseries_interval.as_nanos() as u64,
+                per_flow: true,
+            }),
+            cpu: self.cpu_model.then(CpuModel::calibrated),
             ..Scenario::default()
         })
     }
@@ -244,11 +270,16 @@ fn stream(args: &StreamArgs) -> ExitCode {
         Ok(sc) => sc,
         Err(e) => return usage_error(&e),
     };
-    let results = match sc.run() {
+    let mut results = match sc.run() {
         Ok(r) => r,
         Err(SimError::Invalid(e)) => return usage_error(&e),
         Err(e) => return run_failure(&e.to_string()),
     };
+    if let (Some(path), Some(ts)) = (&args.timeseries, results.timeseries.take()) {
+        if let Err(e) = timeseries::write(path, &ts) {
+            return run_failure(&format!("timeseries: {e}"));
+        }
+    }
     if args.json {
         match serde_json::to_string_pretty(&results) {
             Ok(s) => println!("{s}"),
@@ -271,17 +302,55 @@ pub(crate) fn run_failure(msg: &str) -> ExitCode {
 
 /// Bad arguments: the message on stderr, exit code 2.
 pub(crate) fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("error: {msg}");
+    eprintln!("lowtide: {msg}");
     ExitCode::from(2)
 }
 
+/// Parses the command line; clap's own errors come out in the house style,
+/// `lowtide: <what>: <why>` on stderr with exit code 2 (help and version on stdout, 0).
+fn parse_cli() -> Result<Cli, ExitCode> {
+    use clap::error::{ContextKind, ErrorKind};
+    let e = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || matches!(
+            e.kind(),
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        )
+    {
+        let _ = e.print();
+        return Err(ExitCode::from(e.exit_code() as u8));
+    }
+    let what = match e.get(ContextKind::InvalidArg) {
+        Some(arg) => arg.to_string(),
+        None => "usage".to_string(),
+    };
+    // clap's rendered text is "error: <why>\n\n<usage>...": keep the first line's why.
+    let text = e.render().to_string();
+    let why = text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .to_string();
+    eprintln!("lowtide: {what}: {why}");
+    eprintln!("(lowtide --help, or lowtide <command> --help, lists the options)");
+    Err(ExitCode::from(2))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     match &cli.command {
         Command::Sim(SimCommand::Stream(args)) => stream(args),
         Command::Sim(SimCommand::Soak(args)) => soak::run(args),
         Command::Transfer(args) => real::transfer::run(args),
         Command::Link(args) => real::link::run(args),
         Command::Iperf3(args) => real::iperf::run(args),
+        Command::Experiment(args) => experiment::run(args),
     }
 }

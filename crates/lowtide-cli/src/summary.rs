@@ -76,7 +76,10 @@ pub fn render(sc: &Scenario, r: &Results) -> String {
             f.retrans_segs,
             f.rtt_us as f64 / 1e3,
             f.wakeups,
-            if f.verified { "yes" } else { "NO" },
+            match &f.failure {
+                None => "yes",
+                Some(_) => r.verdict.failure_of(f.flow).map_or("NO", |x| x.kind()),
+            },
         );
     }
     if shown < r.per_flow.len() {
@@ -99,12 +102,12 @@ pub fn render(sc: &Scenario, r: &Results) -> String {
         wakeups,
         r.duration_s
     );
-    match &r.failure {
-        None => out.push_str("bytes verified: yes\n"),
-        Some(why) => {
-            let _ = writeln!(out, "bytes verified: NO ({why})");
-        }
-    }
+    let _ = writeln!(
+        out,
+        "verdict: {} ({})",
+        if r.verdict.ok { "OK" } else { "FAILED" },
+        r.verdict.summary()
+    );
     resources(&mut out, r);
     let _ = writeln!(
         out,

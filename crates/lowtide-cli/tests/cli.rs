@@ -33,7 +33,9 @@ fn bad_values_exit_with_2_and_one_clear_line() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
-            err.lines().next().is_some_and(|l| l.starts_with("error: ")),
+            err.lines()
+                .next()
+                .is_some_and(|l| l.starts_with("lowtide: ")),
             "{args:?}: {err}"
         );
         assert!(out.stdout.is_empty(), "{args:?}");
@@ -148,7 +150,10 @@ fn summary_is_readable_and_reports_verification() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("[SUM]"), "{text}");
-    assert!(text.contains("bytes verified: yes"), "{text}");
+    assert!(
+        text.contains("verdict: OK (every byte of 1 flows verified)"),
+        "{text}"
+    );
 }
 
 /// Runs `sim stream` with `args` and `--json`; the run must succeed.
@@ -228,7 +233,7 @@ fn bad_config_files_exit_with_2() {
         assert_eq!(out.status.code(), Some(2), "{name}: {err}");
         let first = err.lines().next().unwrap_or("");
         assert!(
-            first.starts_with("error: ") && first.contains(needle),
+            first.starts_with("lowtide: ") && first.contains(needle),
             "{name}: {err}"
         );
         assert!(out.stdout.is_empty(), "{name}");
@@ -273,4 +278,65 @@ fn notsent_lowat_is_set_on_every_sender_and_cuts_memory() {
     assert!(per_mb(&lowat) > per_mb(&plain));
     let goodput = |v: &serde_json::Value| v["goodput_bps"].as_f64().unwrap();
     assert!(goodput(&lowat) > 0.9 * goodput(&plain));
+}
+
+#[test]
+fn every_command_reports_usage_errors_in_one_style() {
+    let cases: &[&[&str]] = &[
+        &["bogus"],
+        &["link", "--rate", "fast"],
+        &["transfer", "--no-such-flag"],
+        &["iperf3", "-t", "soon"],
+        &["sim", "stream", "--flows"],
+    ];
+    for args in cases {
+        let out = lowtide(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let first = err.lines().next().unwrap_or("");
+        assert!(first.starts_with("lowtide: "), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// Runs that never carried data exit 1 with a reason per flow, and text and JSON
+/// agree (issue 12): no connection through a dead link, none at 1 bit/s, none
+/// among 20,000 flows in 10 ms, and flows locked out by a 1-packet queue.
+#[test]
+fn runs_that_carried_no_data_fail_with_a_reason_per_flow() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--loss", "100%", "--duration", "2s"], "never connected"),
+        (&["--rate", "1bit", "--duration", "2s"], "never connected"),
+        (
+            &["--flows", "20000", "--duration", "10ms"],
+            "never connected",
+        ),
+        (
+            &["--queue", "1", "--flows", "4", "--duration", "2s"],
+            "never connected",
+        ),
+    ];
+    for (args, reason) in cases {
+        let mut full = vec!["sim", "stream"];
+        full.extend_from_slice(args);
+        let out = lowtide(&full);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(text.contains("verdict: FAILED"), "{args:?}: {text}");
+        assert!(text.contains(reason), "{args:?}: {text}");
+        assert!(!text.contains("verified: yes"), "{args:?}: {text}");
+        full.push("--json");
+        let out = lowtide(&full);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+        assert_eq!(v["bytes_verified"], false);
+        assert_eq!(v["verdict"]["ok"], false);
+        let failed = v["verdict"]["failed"].as_array().unwrap();
+        assert!(!failed.is_empty());
+        for f in failed {
+            let i = f["flow"].as_u64().unwrap() as usize;
+            assert_eq!(v["per_flow"][i]["verified"], false, "{args:?}");
+            assert_eq!(v["per_flow"][i]["failure"], f["detail"], "{args:?}");
+        }
+    }
 }

@@ -226,3 +226,42 @@ fn tcp_small_queues_bound_the_real_device_queue() {
     assert!(q(&with) <= 300_000, "with TSQ: {with}");
     assert!(q(&without) >= 1_000_000, "without TSQ: {without}");
 }
+
+/// A connection refused (no kernel listener) and one that stalls (the kernel
+/// accepts and never reads) both exit 1 with the verdict's reason (issue 12).
+#[test]
+fn never_connected_and_stalled_transfers_exit_1_with_the_reason() {
+    if !privileged("never_connected_and_stalled_transfers_exit_1_with_the_reason") {
+        return;
+    }
+    let env = Env::new("ltv");
+    let mut all = vec!["transfer", "--connect", "10.7.0.1:6001", "--send", "1MB"];
+    all.extend(tun_args(&["--timeout", "5s"]));
+    let out = env.lowtide(&all).wait(LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("never connected"), "stderr: {stderr}");
+    assert_eq!(json_of(&out)["verdict"]["ok"], false);
+
+    let env = Env::new("lts2");
+    let server = kernel_listen(&env, 6000, |l| {
+        let (s, _) = l.accept().expect("accept");
+        std::thread::sleep(Duration::from_secs(8));
+        drop(s);
+    });
+    let mut all = vec!["transfer", "--connect", "10.7.0.1:6000", "--send", "100MB"];
+    all.extend(tun_args(&["--timeout", "4s"]));
+    let out = env.lowtide(&all).wait(LIMIT);
+    server.join().expect("kernel server");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(
+        stderr.contains("stalled: time limit reached after"),
+        "stderr: {stderr}"
+    );
+    let report = json_of(&out);
+    assert_eq!(
+        report["verdict"]["failed"][0]["reason"], "stalled",
+        "{report}"
+    );
+}

@@ -116,6 +116,8 @@ pub struct Sender {
     pub wakeups: u64,
     /// The flow started (connect) at this time.
     pub started_at: Instant,
+    /// The connection was established at this time.
+    pub connected_at: Option<Instant>,
     /// The last tcp_info snapshot.
     pub info: InfoSnapshot,
     /// The first socket error, if any.
@@ -137,6 +139,7 @@ impl Sender {
             state: SendState::Connecting,
             wakeups: 0,
             started_at: Instant::ZERO,
+            connected_at: None,
             info: InfoSnapshot::default(),
             error: None,
             pending_lowat: None,
@@ -156,6 +159,7 @@ impl Sender {
 
     /// The connection completed: start writing.
     pub fn on_connected(&mut self, stack: &mut Stack, now: Instant, buf: &mut WriteBuf) {
+        self.connected_at.get_or_insert(now);
         if let (Some(bytes), Some(h)) = (self.pending_lowat.take(), self.handle) {
             if let Err(e) = stack.set_notsent_lowat(now, h, bytes) {
                 tracing::warn!("flow {}: TCP_NOTSENT_LOWAT refused: {e}", self.flow);

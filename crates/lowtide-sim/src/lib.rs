@@ -26,7 +26,9 @@
 //! ```
 
 pub mod app;
+pub mod cpu;
 pub mod event;
+pub mod experiment;
 pub mod host;
 pub mod link;
 pub mod nic;
@@ -36,8 +38,13 @@ mod report;
 pub mod sample;
 pub mod scenario;
 pub mod soak;
+pub mod timeseries;
+pub mod verdict;
 mod world;
 
 pub use link::LinkConfig;
 pub use sample::MemoryResult;
-pub use scenario::{DeviceQueueResult, Results, Scenario, SimError, Wakeups, Workload};
+pub use scenario::{
+    DeviceQueueResult, ProgressHook, Results, Scenario, SimError, Wakeups, Workload,
+};
+pub use timeseries::{Timeseries, TimeseriesConfig};

@@ -75,6 +75,32 @@ pub struct NicQueue<T = Transmit> {
     /// Integral of `flow_total` over time (byte·ns) up to `last_change`.
     flow_byte_ns: u128,
     stats: QueueStats,
+    /// Packets per wait bucket ([`delay_bucket`]).
+    delay_hist: Vec<u64>,
+    /// Packets dequeued per size bucket (IP length / [`SIZE_BUCKET`]).
+    size_hist: Vec<u64>,
+}
+
+/// Width of a packet-size bucket (bytes of IP length).
+pub const SIZE_BUCKET: usize = 1024;
+/// Buckets per octave of the wait histogram.
+const DELAY_BUCKETS_PER_OCTAVE: f64 = 8.0;
+
+/// The wait-histogram bucket of a wait of `ns` nanoseconds: 0 for under 1 µs, then
+/// eight buckets per doubling.
+pub fn delay_bucket(ns: u64) -> usize {
+    if ns < 1_000 {
+        return 0;
+    }
+    1 + ((ns as f64 / 1_000.0).log2() * DELAY_BUCKETS_PER_OCTAVE) as usize
+}
+
+/// The upper edge of wait bucket `b` (µs).
+pub fn delay_bucket_upper_us(b: usize) -> f64 {
+    match b {
+        0 => 1.0,
+        b => (b as f64 / DELAY_BUCKETS_PER_OCTAVE).exp2(),
+    }
 }
 
 impl<T: QueueItem> NicQueue<T> {
@@ -93,6 +119,8 @@ impl<T: QueueItem> NicQueue<T> {
             flow_total: 0,
             flow_byte_ns: 0,
             stats: QueueStats::default(),
+            delay_hist: Vec::new(),
+            size_hist: Vec::new(),
         }
     }
 
@@ -140,6 +168,8 @@ impl<T: QueueItem> NicQueue<T> {
         self.delay_sum_ns += wait as u128;
         self.delay_max_ns = self.delay_max_ns.max(wait);
         self.dequeued += 1;
+        bump(&mut self.delay_hist, delay_bucket(wait));
+        bump(&mut self.size_hist, len as usize / SIZE_BUCKET);
         Some(q.tx)
     }
 
@@ -181,6 +211,18 @@ impl<T: QueueItem> NicQueue<T> {
         self.flow_bytes.get(flow as usize).copied().unwrap_or(0)
     }
 
+    /// Packets sent per wait in the queue: index `b` counts waits up to
+    /// [`delay_bucket_upper_us`]`(b)` (and above the previous bucket's edge).
+    pub fn delay_histogram(&self) -> &[u64] {
+        &self.delay_hist
+    }
+
+    /// Packets sent per size: index `b` counts IP lengths in
+    /// `b * SIZE_BUCKET..(b + 1) * SIZE_BUCKET` (a GSO packet counts once, whole).
+    pub fn size_histogram(&self) -> &[u64] {
+        &self.size_hist
+    }
+
     /// Statistics up to `now` (time averages over `0..now`).
     pub fn stats(&self, now: Instant) -> QueueStats {
         let mut s = self.stats;
@@ -197,6 +239,14 @@ impl<T: QueueItem> NicQueue<T> {
         s.max_delay_us = self.delay_max_ns as f64 / 1e3;
         s
     }
+}
+
+/// Adds one to `h[i]`, growing `h` as needed.
+fn bump(h: &mut Vec<u64>, i: usize) {
+    if h.len() <= i {
+        h.resize(i + 1, 0);
+    }
+    h[i] += 1;
 }
 
 #[cfg(test)]

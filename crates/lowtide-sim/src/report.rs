@@ -4,7 +4,9 @@ use crate::scenario::{
     DeviceQueue, DeviceQueueResult, Drops, FlowResult, LinkResult, Results, Scenario, SimError,
     Wakeups, Workload,
 };
-use crate::world::{StopReason, World, HOST_A, HOST_B};
+use crate::verdict::{FlowOutcome, Goal, Liveness, Verdict};
+use crate::world::{World, HOST_A, HOST_B};
+use core::time::Duration;
 use lowtide::Instant;
 
 /// Runs `sc` and reports.
@@ -16,13 +18,14 @@ pub(crate) fn run(sc: &Scenario) -> Result<Results, SimError> {
         Workload::Bulk { .. } => None,
         Workload::Bytes { time_limit_ns, .. } => Some(Instant(time_limit_ns)),
     };
-    let reason = w.run_loop(limit);
+    let _ = w.run_loop(limit);
     w.sample_memory(w.now);
+    w.sample_timeseries(Instant(w.now.as_nanos() + 1));
     for flow in &mut w.flows {
         flow.sender.snapshot(&w.hosts[HOST_A].stack, w.now);
     }
-    let failure = failure(sc, &w, reason);
-    let mut results = report(sc, &w, failure);
+    let verdict = verdict(sc, &w);
+    let mut results = report(sc, &w, verdict);
     if let Some(p) = w.pcap.take() {
         p.finish().map_err(SimError::Pcap)?;
     }
@@ -30,39 +33,53 @@ pub(crate) fn run(sc: &Scenario) -> Result<Results, SimError> {
     Ok(results)
 }
 
-/// Why the run failed, if it did.
-fn failure(sc: &Scenario, w: &World, reason: StopReason) -> Option<String> {
-    match (&sc.workload, reason) {
-        (_, StopReason::TimeLimit) => {
-            return Some("time limit reached before all flows completed".into())
-        }
-        (Workload::Bytes { .. }, StopReason::Idle) => {
-            return Some(format!(
-                "stalled: {} of {} flows completed",
-                w.flows_done,
-                w.flows.len()
-            ));
-        }
-        _ => {}
-    }
-    w.flows.iter().enumerate().find_map(|(i, f)| {
-        let v = &f.receiver.verifier;
-        if let Some(off) = v.first_error() {
-            return Some(format!("flow {i}: bad stream at offset {off}"));
-        }
-        if let Some(e) = f.sender.error.or(f.receiver.error) {
-            return Some(format!("flow {i}: socket error: {e}"));
-        }
-        if matches!(sc.workload, Workload::Bytes { .. }) && !v.complete_and_intact() {
-            return Some(format!("flow {i}: incomplete ({} bytes)", v.received()));
-        }
-        None
-    })
+/// Each flow's outcome for the [`Verdict`], at the end of the run.
+fn outcomes(sc: &Scenario, w: &World) -> Vec<FlowOutcome> {
+    let end = w.now;
+    w.flows
+        .iter()
+        .map(|f| {
+            let v = &f.receiver.verifier;
+            let last = match f.sender.connected_at {
+                Some(c) if v.received() > 0 => c.max(f.receiver.last_byte_at),
+                Some(c) => c,
+                None => f.sender.started_at,
+            };
+            FlowOutcome {
+                flow: f.sender.flow,
+                connected: f.sender.connected_at.is_some(),
+                error: f.sender.error.or(f.receiver.error),
+                delivered: v.received(),
+                goal: match sc.workload {
+                    Workload::Bytes { bytes, .. } => Goal::Bytes(bytes),
+                    Workload::Bulk { .. } => Goal::Timed,
+                },
+                complete: matches!(sc.workload, Workload::Bytes { .. }) && v.complete_and_intact(),
+                first_error_offset: v.first_error(),
+                idle: Duration::from_nanos(end.saturating_since(last).as_nanos() as u64),
+            }
+        })
+        .collect()
 }
 
-fn report(sc: &Scenario, w: &World, failure: Option<String>) -> Results {
+/// The run's verdict: every flow connected and delivered its bytes intact.
+fn verdict(sc: &Scenario, w: &World) -> Verdict {
+    let live = match sc.workload {
+        Workload::Bulk { duration_ns } => Liveness::bulk(Duration::from_nanos(duration_ns)),
+        Workload::Bytes { time_limit_ns, .. } => Liveness {
+            stall_after: Duration::from_nanos(time_limit_ns),
+        },
+    };
+    Verdict::judge(&outcomes(sc, w), &live)
+}
+
+fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
     let end = w.now;
-    let per_flow: Vec<FlowResult> = w.flows.iter().map(|f| flow_result(sc, f, end)).collect();
+    let per_flow: Vec<FlowResult> = w
+        .flows
+        .iter()
+        .map(|f| flow_result(sc, f, end, &verdict))
+        .collect();
     let duration_ns = match sc.workload {
         Workload::Bulk { duration_ns } => duration_ns,
         Workload::Bytes { .. } => w
@@ -84,9 +101,10 @@ fn report(sc: &Scenario, w: &World, failure: Option<String>) -> Results {
         flows: sc.flows,
         duration_s,
         goodput_bps: rate(bytes, duration_ns),
-        bytes_verified: failure.is_none(),
+        bytes_verified: verdict.ok,
         per_flow,
-        failure,
+        failure: (!verdict.ok).then(|| verdict.summary()),
+        verdict,
         counters: w.hosts[HOST_A].stack.counters().clone(),
         counters_receiver: w.hosts[HOST_B].stack.counters().clone(),
         sim_wall_s: 0.0,
@@ -113,6 +131,10 @@ fn report(sc: &Scenario, w: &World, failure: Option<String>) -> Results {
                 stats: l.stats,
             })
             .collect(),
+        timeseries: w.ts_grid.as_ref().map(|_| w.timeseries.clone()),
+        cpu: w.cpu.as_ref().map(|c| c.result(duration_ns)),
+        device_delay_histogram: w.hosts[HOST_A].nic.delay_histogram().to_vec(),
+        device_size_histogram: w.hosts[HOST_A].nic.size_histogram().to_vec(),
     }
 }
 
@@ -137,7 +159,13 @@ fn device_queue(w: &World, flows: u32, end: Instant) -> DeviceQueueResult {
     }
 }
 
-fn flow_result(sc: &Scenario, f: &crate::world::Flow, end: Instant) -> FlowResult {
+fn flow_result(
+    sc: &Scenario,
+    f: &crate::world::Flow,
+    end: Instant,
+    verdict: &Verdict,
+) -> FlowResult {
+    let failure = verdict.failure_of(f.sender.flow);
     let v = &f.receiver.verifier;
     let start = f.sender.started_at.as_nanos();
     let stop = match sc.workload {
@@ -159,9 +187,8 @@ fn flow_result(sc: &Scenario, f: &crate::world::Flow, end: Instant) -> FlowResul
         bbr_bw_bps: f.sender.info.bbr_bw.saturating_mul(8),
         ca_state: f.sender.info.ca_state,
         notsent_lowat: f.sender.info.notsent_lowat,
-        verified: v.first_error().is_none()
-            && f.sender.error.is_none()
-            && f.receiver.error.is_none(),
+        verified: failure.is_none(),
+        failure: failure.map(|x| x.to_string()),
         first_error_offset: v.first_error(),
         socket_error: f.sender.error.or(f.receiver.error).map(|e| e.to_string()),
     }

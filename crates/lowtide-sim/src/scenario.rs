@@ -1,11 +1,25 @@
 //! What to simulate ([`Scenario`]) and what came out ([`Results`]).
 
+use crate::cpu::{CpuFigures, CpuModel};
 use crate::link::{LinkConfig, LinkStats};
 use crate::nic::QueueStats;
 use crate::sample::MemoryResult;
+use crate::timeseries::{Timeseries, TimeseriesConfig};
 use lowtide::{Config, Counters};
 use serde::Serialize;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Called now and then during a run with the virtual time reached (ns), for progress
+/// displays; it cannot change the run.
+#[derive(Clone)]
+pub struct ProgressHook(pub Arc<dyn Fn(u64) + Send + Sync>);
+
+impl core::fmt::Debug for ProgressHook {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ProgressHook")
+    }
+}
 
 /// What the flows do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +73,15 @@ pub struct Scenario {
     /// Interval of the memory sampling grid (ns); 0 picks a tenth of the base RTT
     /// within 100 µs..=1 ms ([`crate::sample::auto_interval`]).
     pub sample_interval_ns: u64,
+    /// `SO_SNDBUF` set on every sending socket before it connects (Linux doubles
+    /// the value, as `setsockopt` does; `None`: autotuned from `tcp_wmem`).
+    pub sndbuf: Option<u32>,
+    /// Sample a time series (`Results::timeseries`).
+    pub timeseries: Option<TimeseriesConfig>,
+    /// Progress reports during the run.
+    pub progress: Option<ProgressHook>,
+    /// A CPU cost model of host A ([`crate::cpu`]); `None`: its work is free.
+    pub cpu: Option<CpuModel>,
 }
 
 impl Default for Scenario {
@@ -79,6 +102,10 @@ impl Default for Scenario {
             pcap: None,
             notsent_lowat: None,
             sample_interval_ns: 0,
+            sndbuf: None,
+            timeseries: None,
+            progress: None,
+            cpu: None,
         }
     }
 }
@@ -140,8 +167,12 @@ pub struct FlowResult {
     pub ca_state: &'static str,
     /// `TCP_NOTSENT_LOWAT` of the sending socket as getsockopt reports it (0: unset).
     pub notsent_lowat: u32,
-    /// Every byte read so far matched, and a fixed-size transfer arrived whole.
+    /// The flow passed the run's [`crate::verdict::Verdict`]: it connected and
+    /// delivered its bytes intact (all of a fixed-size transfer; without a stall in a
+    /// timed one).
     pub verified: bool,
+    /// Why the flow failed (the verdict's reason), if it did.
+    pub failure: Option<String>,
     /// The stream offset of the first wrong, extra or missing byte.
     pub first_error_offset: Option<u64>,
     /// A socket error seen by either end.
@@ -213,10 +244,13 @@ pub struct Results {
     pub goodput_bps: f64,
     /// Per-flow figures.
     pub per_flow: Vec<FlowResult>,
-    /// Every byte of every flow arrived intact (and, for fixed transfers, completely).
+    /// The verdict passed: every flow connected and delivered its bytes intact (for
+    /// fixed transfers completely, for timed ones without stalling).
     pub bytes_verified: bool,
-    /// Why the run failed, if it did.
+    /// Why the run failed, if it did: the verdict's summary.
     pub failure: Option<String>,
+    /// The verdict with the reason of each failed flow.
+    pub verdict: crate::verdict::Verdict,
     /// Counters of the sending host A (nstat names).
     pub counters: Counters,
     /// Counters of the receiving host B.
@@ -242,4 +276,16 @@ pub struct Results {
     pub nic_queues: Vec<DeviceQueue>,
     /// Per link direction.
     pub links: Vec<LinkResult>,
+    /// The time series, if the scenario asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeseries: Option<Timeseries>,
+    /// Host A's CPU model figures, if the scenario had a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuFigures>,
+    /// Host A's NIC: packets per queueing-delay bucket (`nic::delay_bucket`).
+    #[serde(skip)]
+    pub device_delay_histogram: Vec<u64>,
+    /// Host A's NIC: packets per size bucket (`nic::SIZE_BUCKET` bytes wide).
+    #[serde(skip)]
+    pub device_size_histogram: Vec<u64>,
 }

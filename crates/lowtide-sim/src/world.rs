@@ -1,6 +1,7 @@
 //! The event loop: hosts, links and applications advanced in virtual time.
 
 use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
+use crate::cpu::CpuState;
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
 use crate::link::{LinkDir, Pipe};
@@ -8,8 +9,11 @@ use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
 use crate::sample::{auto_interval, MemorySampler};
-use crate::scenario::{Scenario, SimError, Workload};
-use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
+use crate::scenario::{ProgressHook, Scenario, SimError, Workload};
+use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
+use lowtide::{
+    EventKind, Instant, RxChecksum, SocketError, SocketEvent, SocketHandle, Stack, Transmit,
+};
 use lowtide_wire::{gso, tcp::four_tuple};
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -31,6 +35,8 @@ pub(crate) enum Event {
     TxDone { host: u32 },
     /// `host`'s stack timer may be due.
     Timer { host: u32 },
+    /// Host A's modeled CPU may be free for the next backlogged packet.
+    CpuFree,
     /// The measured time is over.
     Stop,
 }
@@ -72,8 +78,19 @@ pub(crate) struct World {
     /// there (for Jain's index over the last half).
     pub half_ns: Option<u64>,
     pub half_bytes: Option<Vec<u64>>,
+    /// The time-series grid, if asked for, and whether it has flow rows.
+    pub ts_grid: Option<(Grid, bool)>,
+    pub timeseries: Timeseries,
+    /// `SO_SNDBUF` for every sending socket.
+    pub sndbuf: Option<u32>,
+    pub progress: Option<ProgressHook>,
+    /// Host A's CPU cost model, if the scenario has one.
+    pub cpu: Option<CpuState>,
     pub now: Instant,
 }
+
+/// Events between two calls of the progress hook.
+const PROGRESS_EVERY: u64 = 1 << 16;
 
 fn addr(host: usize) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1 + host as u8))
@@ -149,6 +166,16 @@ impl World {
                 crate::scenario::Workload::Bytes { .. } => None,
             },
             half_bytes: None,
+            ts_grid: sc
+                .timeseries
+                .map(|t| (Grid::new(t.interval_ns), t.per_flow)),
+            timeseries: Timeseries {
+                interval_us: sc.timeseries.map_or(0.0, |t| t.interval_ns as f64 / 1e3),
+                ..Timeseries::default()
+            },
+            sndbuf: sc.sndbuf,
+            progress: sc.progress.clone(),
+            cpu: sc.cpu.map(|m| CpuState::new(m, sc.config.rtx_queue)),
             now: Instant::ZERO,
         })
     }
@@ -184,14 +211,27 @@ impl World {
             if self.memory.due(at.as_nanos()) {
                 self.sample_memory(at);
             }
+            if self
+                .ts_grid
+                .as_ref()
+                .is_some_and(|(g, _)| g.due(at.as_nanos()))
+            {
+                self.sample_timeseries(at);
+            }
             self.now = at;
             self.events += 1;
+            if self.events.is_multiple_of(PROGRESS_EVERY) {
+                if let Some(p) = &self.progress {
+                    (p.0)(at.as_nanos());
+                }
+            }
             match ev {
                 Event::Stop => return StopReason::Stopped,
                 Event::Start { flow } => self.start_flow(flow),
                 Event::RxPoll { host } => self.rx_poll(host as usize),
                 Event::TxDone { host } => self.tx_done(host as usize),
                 Event::Timer { host } => self.timer(host as usize),
+                Event::CpuFree => self.cpu_run(),
             }
             if time_limit.is_some() && self.flows_done == self.flows.len() as u32 {
                 return StopReason::AllDone;
@@ -215,6 +255,73 @@ impl World {
         }
     }
 
+    /// Records the time-series rows (the state the last event left) for the grid
+    /// points before `until`.
+    pub fn sample_timeseries(&mut self, until: Instant) {
+        let Some((grid, per_flow)) = self.ts_grid.as_mut() else {
+            return;
+        };
+        let per_flow = *per_flow;
+        let points: Vec<u64> = grid.take_due(until.as_nanos()).collect();
+        if points.is_empty() {
+            return;
+        }
+        let a = &self.hosts[HOST_A];
+        let m = a.stack.tcp_memory();
+        let host = |t: u64| HostSample {
+            time_us: t / 1_000,
+            tcp_mem_pages: m.pages,
+            wmem_queued: m.wmem_queued,
+            dev_queue_bytes: a.nic.bytes(),
+            wakeups: self.flows.iter().map(|f| f.sender.wakeups).sum(),
+            delivered_bytes: self
+                .flows
+                .iter()
+                .map(|f| f.receiver.verifier.received())
+                .sum(),
+        };
+        let rows: Vec<HostSample> = points.iter().map(|&t| host(t)).collect();
+        let flows: Vec<FlowSample> = match per_flow {
+            true => self.flow_samples(&points),
+            false => Vec::new(),
+        };
+        self.timeseries.host.extend(rows);
+        self.timeseries.flows.extend(flows);
+    }
+
+    /// One row per grid point and live sending socket.
+    fn flow_samples(&self, points: &[u64]) -> Vec<FlowSample> {
+        let a = &self.hosts[HOST_A];
+        let mut out = Vec::new();
+        for &t in points {
+            for f in &self.flows {
+                let Some(h) = f.sender.handle else { continue };
+                let Ok(i) = a.stack.info(self.now, h) else {
+                    continue;
+                };
+                let in_flight = (i.unacked + i.retrans).saturating_sub(i.sacked + i.lost);
+                out.push(FlowSample {
+                    time_us: t / 1_000,
+                    flow: f.sender.flow,
+                    cwnd: i.snd_cwnd,
+                    ssthresh: i.snd_ssthresh,
+                    rtt_us: i.rtt,
+                    pacing_rate_bps: i.pacing_rate.saturating_mul(8),
+                    unacked: i.unacked,
+                    in_flight,
+                    notsent: i.notsent_bytes,
+                    wmem_queued: i.wmem_queued,
+                    dev_queue_bytes: a.nic.flow_bytes(f.sender.flow),
+                    delivered: i.delivered,
+                    bytes_acked: i.bytes_acked,
+                    retrans: i.total_retrans,
+                    ca_state: i.ca_state.to_string(),
+                });
+            }
+        }
+        out
+    }
+
     fn start_flow(&mut self, flow: u32) {
         let now = self.now;
         let a = &mut self.hosts[HOST_A];
@@ -228,6 +335,12 @@ impl World {
                 s.handle = Some(h);
                 if let Some(bytes) = self.notsent_lowat {
                     s.set_notsent_lowat(&mut a.stack, now, bytes);
+                }
+                if let Some(bytes) = self.sndbuf {
+                    // setsockopt(SO_SNDBUF) before connect, as netperf -s does.
+                    if let Err(e) = a.stack.set_sndbuf(h, bytes) {
+                        tracing::warn!("flow {flow}: SO_SNDBUF refused: {e}");
+                    }
                 }
                 if let Ok((l, _)) = a.stack.addresses(h) {
                     self.port_flow.insert(l.port(), flow);
@@ -254,9 +367,64 @@ impl World {
                 h.rx_ring.push(pkt);
             }
         }
-        h.napi_poll(now, self.gro);
-        self.service(host);
+        if host == HOST_A && self.cpu.is_some() {
+            self.enqueue_backlog();
+        } else {
+            h.napi_poll(now, self.gro);
+            self.service(host);
+        }
         self.arm_rx_poll(host);
+    }
+
+    /// With a CPU model: host A's arrivals wait in the socket backlog (or are
+    /// dropped when it is full), then the CPU takes what it can.
+    fn enqueue_backlog(&mut self) {
+        let now = self.now.as_nanos();
+        let limit = self.backlog_limit();
+        let ring = std::mem::take(&mut self.hosts[HOST_A].rx_ring);
+        if let Some(cpu) = self.cpu.as_mut() {
+            for pkt in ring {
+                cpu.add_backlog(now, pkt, limit);
+            }
+        }
+        self.cpu_run();
+    }
+
+    /// `tcp_add_backlog`'s limit: `sk_rcvbuf + sk_sndbuf` of the first live sender.
+    fn backlog_limit(&self) -> u64 {
+        let a = &self.hosts[HOST_A].stack;
+        (self.flows.iter())
+            .filter_map(|f| f.sender.handle)
+            .find_map(|h| a.info(self.now, h).ok())
+            .map_or(u64::MAX, |i| i.sndbuf as u64 + i.rcvbuf as u64)
+    }
+
+    /// Processes backlogged packets while host A's CPU is free, charging each the
+    /// work the stack reports, and schedules the next look when it is busy.
+    fn cpu_run(&mut self) {
+        let now = self.now.as_nanos();
+        if self.cpu.as_ref().is_some_and(|c| c.wake_at == Some(now)) {
+            if let Some(c) = self.cpu.as_mut() {
+                c.wake_at = None;
+            }
+        }
+        while let Some(pkt) = self.cpu.as_mut().and_then(|c| c.next_packet(now)) {
+            let before = self.hosts[HOST_A].stack.rtx_work();
+            let h = &mut self.hosts[HOST_A];
+            h.stack.handle_packet(self.now, &pkt, RxChecksum::Verify);
+            let after = h.stack.rtx_work();
+            if let Some(c) = self.cpu.as_mut() {
+                let nodes = after.nodes_visited.saturating_sub(before.nodes_visited);
+                let blocks = after.sack_blocks.saturating_sub(before.sack_blocks);
+                c.charge_in(now, nodes, blocks);
+            }
+            self.service(HOST_A);
+        }
+        let Some(c) = self.cpu.as_mut() else { return };
+        if !c.backlog.is_empty() && c.wake_at.is_none_or(|w| w > c.busy_until) {
+            c.wake_at = Some(c.busy_until);
+            self.queue.push(Instant(c.busy_until), Event::CpuFree);
+        }
     }
 
     /// Schedules `host`'s NAPI poll one coalescing window after the earliest
@@ -324,10 +492,15 @@ impl World {
             HOST_A => self.flow_of(&tx.packet),
             _ => NO_FLOW,
         };
+        if host == HOST_A {
+            if let Some(c) = self.cpu.as_mut() {
+                c.charge_out(self.now.as_nanos());
+            }
+        }
         let h = &mut self.hosts[host];
         if let Err(tx) = h.nic.enqueue_flow(self.now, tx, flow) {
-            // A drop is a completion too: the stack must not wait for it.
-            h.stack.handle_tx_complete(self.now, tx.token);
+            // A full pfifo returns NET_XMIT_DROP: a local drop, not a network loss.
+            h.stack.handle_tx_dropped(self.now, tx.token);
         }
     }
 

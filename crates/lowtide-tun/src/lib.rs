@@ -22,5 +22,6 @@ pub mod clock;
 pub mod device;
 pub mod link;
 pub mod netns;
+pub mod random;
 pub mod runtime;
 pub mod vnet;

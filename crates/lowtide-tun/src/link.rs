@@ -133,7 +133,7 @@ pub struct PathDir {
     pipe: EventQueue<Frame>,
     /// TX completions, by the time serialization ends.
     completions: VecDeque<(u64, TxToken)>,
-    /// Tokens of dropped packets, completed at once.
+    /// Tokens of packets the full queue dropped, for `handle_tx_dropped`.
     dropped: Vec<TxToken>,
     /// The serializer is busy until this time (ns).
     busy_until: u64,
@@ -172,8 +172,9 @@ impl PathDir {
         &self.cfg
     }
 
-    /// Queues a packet at `now` (ns). A full queue drops it (and completes its token
-    /// at once, as a qdisc drop frees the skb); returns whether it was queued.
+    /// Queues a packet at `now` (ns). A full queue drops it (its token comes back from
+    /// [`PathDir::pop_dropped`], as a qdisc drop frees the skb at once); returns
+    /// whether it was queued.
     pub fn enqueue(&mut self, now: u64, frame: Frame) -> bool {
         if self.queue.len() >= self.cfg.queue_limit.max(1) {
             self.queue_drops += 1;
@@ -236,8 +237,9 @@ impl PathDir {
     fn transmit_segments(&mut self, enq: u64, frame: Frame) -> u64 {
         let mut segs = Vec::new();
         if gso::segment(&frame.data, frame.gso_size, |s| segs.push(s)).is_err() || segs.is_empty() {
+            // Not a queue drop (resending would fail the same way): a completion.
             if let Some(t) = frame.token {
-                self.dropped.push(t);
+                self.completions.push_back((self.busy_until.max(enq), t));
             }
             return self.busy_until;
         }
@@ -275,13 +277,16 @@ impl PathDir {
 
     /// A TX completion due by `now`, if any.
     pub fn pop_completion(&mut self, now: u64) -> Option<TxToken> {
-        if let Some(t) = self.dropped.pop() {
-            return Some(t);
-        }
         match self.completions.front() {
             Some((at, _)) if *at <= now => self.completions.pop_front().map(|(_, t)| t),
             _ => None,
         }
+    }
+
+    /// The token of a packet the full queue dropped, if any: for
+    /// `Stack::handle_tx_dropped` (a qdisc's `NET_XMIT_DROP`, not a network loss).
+    pub fn pop_dropped(&mut self) -> Option<TxToken> {
+        self.dropped.pop()
     }
 
     /// A packet that has arrived at the far end by `now`, if any.

@@ -196,6 +196,10 @@ impl Runtime {
             let t = now.as_nanos();
             self.egress.advance(t);
             self.ingress.advance(t);
+            while let Some(token) = self.egress.pop_dropped() {
+                self.stack.handle_tx_dropped(now, token);
+                moved = true;
+            }
             while let Some(token) = self.egress.pop_completion(t) {
                 self.stack.handle_tx_complete(now, token);
                 moved = true;

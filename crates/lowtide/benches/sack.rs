@@ -150,6 +150,19 @@ fn sack(c: &mut Criterion) {
             .map(|(a, _)| a)
             .collect();
         for (name, kind) in [("tree", RtxQueueKind::Tree), ("list", RtxQueueKind::List)] {
+            // The work the CPU model charges for (nodes visited, SACK blocks), per
+            // ACK of the timed sequence, counted outside the timing.
+            let (mut q, mut hint) = sc.queue_at(kind, mid);
+            let (n0, b0) = (q.nodes_visited(), q.sack_blocks());
+            for a in &acks {
+                on_ack(&mut q, a, &mut hint);
+            }
+            let per = |x: u64| x as f64 / acks.len() as f64;
+            eprintln!(
+                "sack_per_ack/{name}/{n}: {:.1} nodes visited, {:.2} SACK blocks per ACK",
+                per(q.nodes_visited() - n0),
+                per(q.sack_blocks() - b0)
+            );
             g.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;

@@ -82,6 +82,11 @@ pub struct Config {
     pub ip_local_port_range: [u16; 2],
     /// `net.core.somaxconn`: upper bound of a listen backlog.
     pub somaxconn: u32,
+    /// `net.core.default_qdisc`: the device's queueing discipline. Its only effect on
+    /// TCP is `fq`'s: sch_fq paces every flow at its `sk_pacing_rate`
+    /// (`SK_PACING_FQ`), which lowtide models with its EDT pacing, as `SO_MAX_PACING_RATE`
+    /// or BBR turn on; the others do not pace.
+    pub default_qdisc: String,
     /// The device MTU (not a sysctl: `ip link set mtu`). MSS = MTU - 40 (IPv4) or - 60.
     pub mtu: u32,
     /// Initial congestion window in segments (not a sysctl: `ip route ... initcwnd`).
@@ -116,6 +121,26 @@ pub struct Config {
     /// `List` in a list searched from the head, as before the seed. Same results,
     /// different cost; chosen when a connection is created.
     pub rtx_queue: RtxQueueKind,
+    /// `net.ipv4.tcp_orphan_retries`: retries before an orphaned (closed) socket's
+    /// retransmissions or window probes give up; 0 means 8 while the backed-off RTO
+    /// is below 120 s (`tcp_orphan_retries`).
+    pub tcp_orphan_retries: u8,
+    /// `net.ipv4.tcp_challenge_ack_limit`: challenge ACKs per second, stack-wide
+    /// (RFC 5961 section 7); `INT_MAX` (the default since Linux 6.0) is unlimited,
+    /// leaving the per-socket `tcp_invalid_ratelimit`.
+    pub tcp_challenge_ack_limit: u32,
+    /// `net.ipv4.tcp_invalid_ratelimit`: least milliseconds between two duplicate
+    /// ACKs a socket sends for out-of-window segments (`tcp_oow_rate_limited`).
+    pub tcp_invalid_ratelimit: u32,
+    /// `net.ipv4.tcp_min_snd_mss`: the smallest MSS a peer can make us use.
+    pub tcp_min_snd_mss: u32,
+    /// `net.ipv4.tcp_syncookies`: 1 sends SYN cookies when a listener's SYN queue
+    /// overflows, 2 always, 0 never.
+    pub tcp_syncookies: u8,
+    /// `/sys/module/tcp_cubic/parameters/hystart_detect`: HyStart's detectors,
+    /// `HYSTART_ACK_TRAIN` 1 | `HYSTART_DELAY` 2. Read when a CUBIC socket is created
+    /// (Linux reads the module parameter at every ACK).
+    pub tcp_cubic_hystart_detect: u32,
 }
 
 /// The retransmit queue's structure (seed 003).
@@ -160,6 +185,7 @@ impl Default for Config {
             tcp_congestion_control: "cubic".into(),
             ip_local_port_range: [32768, 60999],
             somaxconn: 4096,
+            default_qdisc: "pfifo_fast".into(),
             mtu: 1500,
             initcwnd: 10,
             tcp_notsent_lowat: u32::MAX,
@@ -173,6 +199,12 @@ impl Default for Config {
             tsq: true,
             size_goal_at: SizeGoalAt::Transmit,
             rtx_queue: RtxQueueKind::Tree,
+            tcp_orphan_retries: 0,
+            tcp_challenge_ack_limit: i32::MAX as u32,
+            tcp_invalid_ratelimit: 500,
+            tcp_min_snd_mss: 48,
+            tcp_syncookies: 1,
+            tcp_cubic_hystart_detect: 3,
         }
     }
 }
@@ -185,6 +217,17 @@ pub const TCP_RACK_STATIC_REO_WND: u32 = 0x2;
 /// `TCP_RACK_NO_DUPTHRESH`: `tcp_recovery` bit; RACK keeps its reordering window even
 /// after `reordering` segments were SACKed.
 pub const TCP_RACK_NO_DUPTHRESH: u32 = 0x4;
+
+/// Queueing disciplines `net.core.default_qdisc` takes (Linux's common ones).
+pub const QDISCS: &[&str] = &[
+    "pfifo_fast",
+    "pfifo",
+    "bfifo",
+    "fq",
+    "fq_codel",
+    "sfq",
+    "noqueue",
+];
 
 /// Congestion control algorithms this build offers.
 pub const CONGESTION_CONTROLS: &[&str] = &["reno", "cubic", "bbr"];
@@ -279,6 +322,13 @@ impl Config {
         "experimental.tsq",
         "experimental.size_goal_at",
         "experimental.rtx_queue",
+        "net.ipv4.tcp_orphan_retries",
+        "net.ipv4.tcp_challenge_ack_limit",
+        "net.ipv4.tcp_invalid_ratelimit",
+        "net.ipv4.tcp_min_snd_mss",
+        "net.ipv4.tcp_syncookies",
+        "net.core.default_qdisc",
+        "module.tcp_cubic.hystart_detect",
     ];
 
     /// Sets a sysctl by its Linux name (`net.ipv4.tcp_wmem`) from its text form.
@@ -325,6 +375,16 @@ impl Config {
             }
             "net.ipv4.ip_local_port_range" => self.ip_local_port_range = parse_ports(n, value)?,
             "net.core.somaxconn" => self.somaxconn = parse_num(n, value, 1, 65535, "1..=65535")?,
+            "net.core.default_qdisc" => match QDISCS.contains(&value.trim()) {
+                true => self.default_qdisc = value.trim().into(),
+                false => {
+                    return Err(bad(
+                        n,
+                        value,
+                        "a qdisc: pfifo_fast, pfifo, bfifo, fq, fq_codel, sfq, noqueue",
+                    ))
+                }
+            },
             "net.ipv4.tcp_notsent_lowat" => {
                 self.tcp_notsent_lowat = parse_num(n, value, 0, u32::MAX, "bytes")?
             }
@@ -364,6 +424,26 @@ impl Config {
                     _ => return Err(bad(n, value, "tree or list")),
                 }
             }
+            "net.ipv4.tcp_orphan_retries" => {
+                self.tcp_orphan_retries = parse_num(n, value, 0, 127, "0..=127")?
+            }
+            "net.ipv4.tcp_challenge_ack_limit" => {
+                self.tcp_challenge_ack_limit = parse_num(n, value, 0, u32::MAX, "per second")?
+            }
+            "net.ipv4.tcp_invalid_ratelimit" => {
+                self.tcp_invalid_ratelimit =
+                    parse_num(n, value, 0, i32::MAX as u32, "milliseconds")?
+            }
+            // Linux bounds it by TCP_MIN_SND_MSS (48) and TCP_MIN_GSO_SIZE.
+            "net.ipv4.tcp_min_snd_mss" => {
+                self.tcp_min_snd_mss = parse_num(n, value, 48, 65535 - 40, "48..=65495")?
+            }
+            "net.ipv4.tcp_syncookies" => {
+                self.tcp_syncookies = parse_num(n, value, 0, 2, "0, 1 or 2")?
+            }
+            "module.tcp_cubic.hystart_detect" => {
+                self.tcp_cubic_hystart_detect = parse_num(n, value, 0, 3, "0..=3 (bits 1, 2)")?
+            }
             _ => return Err(ConfigError::UnknownName(name.into())),
         }
         Ok(())
@@ -402,6 +482,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn default_qdisc_takes_qdisc_names_only() {
+        let mut c = Config::default();
+        assert_eq!(c.default_qdisc, "pfifo_fast");
+        c.set("net.core.default_qdisc", "fq").unwrap();
+        assert_eq!(c.default_qdisc, "fq");
+        assert!(matches!(
+            c.set("net.core.default_qdisc", "fast"),
+            Err(ConfigError::BadValue { .. })
+        ));
+        assert_eq!(c.default_qdisc, "fq");
+    }
+
+    #[test]
     fn set_known_names() {
         let mut c = Config::default();
         c.set("net.ipv4.tcp_wmem", "4096 65536 8388608").unwrap();
@@ -414,6 +507,16 @@ mod tests {
                 "{name} is listed but not handled"
             );
         }
+    }
+
+    #[test]
+    fn cubic_module_parameter() {
+        // tcp_cubic.c: hystart_detect defaults to HYSTART_ACK_TRAIN | HYSTART_DELAY.
+        let mut c = Config::default();
+        assert_eq!(c.tcp_cubic_hystart_detect, 3);
+        c.set("module.tcp_cubic.hystart_detect", "2").unwrap();
+        assert_eq!(c.tcp_cubic_hystart_detect, 2);
+        assert!(c.set("module.tcp_cubic.hystart_detect", "4").is_err());
     }
 
     #[test]

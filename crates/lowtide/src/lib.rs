@@ -16,10 +16,16 @@
 //! `tcp::output` (tcp_output.c), `tcp::timer` (tcp_timer.c), `tcp::recovery` (SACK
 //! scoreboard and loss marking), `tcp::cong` (congestion control ops), `tcp::api`
 //! (tcp.c: sendmsg, recvmsg, close).
+//!
+//! [`posix`] puts Linux's socket API on top: file descriptors, errno values,
+//! readiness as `tcp_poll` computes it, `poll`/`epoll`, and socket options by level,
+//! still without blocking or a clock of its own.
 
 pub mod config;
 pub mod mib;
+pub mod posix;
 pub mod rng;
+mod secure;
 pub mod socket;
 mod stack;
 pub mod tcp;
@@ -30,7 +36,7 @@ pub use mib::{Counters, Mib};
 pub use socket::{
     EventKind, RxChecksum, Shutdown, SocketError, SocketEvent, SocketHandle, Transmit, TxToken,
 };
-pub use stack::{Stack, TcpMemory};
+pub use stack::{RtxWork, Stack, TcpMemory};
 pub use tcp::info::TcpInfo;
 pub use tcp::TcpState;
 pub use time::Instant;

@@ -122,8 +122,12 @@ mib! {
     TcpExtTCPChallengeACK,
     /// SYNs received in window (RFC 5961 section 4).
     TcpExtTCPSYNChallenge,
-    /// Out-of-window segments answered with a duplicate ACK.
+    /// Duplicate ACKs for out-of-window segments not sent (rate limited).
     TcpExtTCPACKSkippedSeq,
+    /// Duplicate ACKs for PAWS-rejected segments not sent (rate limited).
+    TcpExtTCPACKSkippedPAWS,
+    /// Challenge ACKs not sent (rate limited per socket).
+    TcpExtTCPACKSkippedChallenge,
     /// Zero-window probes sent.
     TcpExtTCPWinProbe,
     /// Times the receive window was advertised as zero.
@@ -140,6 +144,16 @@ mib! {
     TcpExtListenOverflows,
     /// SYNs dropped at a listener for any reason.
     TcpExtListenDrops,
+    /// SYN cookies sent (SYN-ACKs without state).
+    TcpExtSyncookiesSent,
+    /// Valid SYN cookies received (connections rebuilt from an ACK).
+    TcpExtSyncookiesRecv,
+    /// ACKs to a listener whose cookie did not check.
+    TcpExtSyncookiesFailed,
+    /// A full SYN queue answered with cookies.
+    TcpExtTCPReqQFullDoCookies,
+    /// A full SYN queue without cookies: the SYN dropped.
+    TcpExtTCPReqQFullDrop,
     /// Connections that entered TIME-WAIT.
     TcpExtTW,
     /// Segments dropped for malformed TCP options.

@@ -13,6 +13,16 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(ChaCha8Rng::seed_from_u64(seed))
     }
+    /// A generator keyed with 32 bytes (e.g. from the OS random source).
+    pub fn from_key(key: [u8; 32]) -> Rng {
+        Rng(ChaCha8Rng::from_seed(key))
+    }
+    /// 32 random bytes.
+    pub fn key(&mut self) -> [u8; 32] {
+        let mut k = [0u8; 32];
+        self.0.fill_bytes(&mut k);
+        k
+    }
     /// A uniformly random u32.
     pub fn next_u32(&mut self) -> u32 {
         self.0.next_u32()

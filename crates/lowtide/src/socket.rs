@@ -135,6 +135,11 @@ pub struct TxToken {
     pub(crate) index: u32,
     pub(crate) generation: u32,
     pub(crate) truesize: u32,
+    /// Stream offset of the packet's first payload byte.
+    pub(crate) seq: u64,
+    /// Sequence space the packet carried (payload, plus one for a FIN); 0 for SYNs
+    /// and bare ACKs.
+    pub(crate) len: u32,
 }
 
 /// Whether the caller already verified the checksums of a received packet.

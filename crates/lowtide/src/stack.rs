@@ -15,6 +15,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use tracing::trace;
 
+#[path = "stack_sockopt.rs"]
+mod sockopt;
+
 /// A connection's view of the stack, borrowing only the fields it needs (a macro, not
 /// a method, so that the slot being worked on can stay borrowed at the same time).
 macro_rules! ctx {
@@ -26,6 +29,8 @@ macro_rules! ctx {
             out: &mut $stack.out,
             events: &mut $stack.events,
             ip_id: &mut $stack.ip_id,
+            challenge: &mut $stack.challenge,
+            tx_orphan: $stack.tx_orphan,
         }
     };
 }
@@ -59,6 +64,16 @@ pub struct TcpMemory {
     pub sockets: u64,
 }
 
+/// Work done on the retransmit queues of a host's live sockets
+/// ([`Stack::rtx_work`]), for a CPU cost model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RtxWork {
+    /// Queue nodes visited, as Linux's tree or list would visit them.
+    pub nodes_visited: u64,
+    /// SACK blocks processed.
+    pub sack_blocks: u64,
+}
+
 /// A TCP/IP stack: every socket of one host, driven by its caller (see the crate docs
 /// for the order of calls).
 pub struct Stack {
@@ -74,6 +89,10 @@ pub struct Stack {
     events: VecDeque<SocketEvent>,
     mib: Counters,
     ip_id: u16,
+    challenge: tcp::ratelimit::ChallengeLimit,
+    secrets: crate::secure::Secrets,
+    /// The device orphans packets at transmit ([`Stack::set_tx_orphan`]).
+    tx_orphan: bool,
 }
 
 impl Stack {
@@ -82,6 +101,11 @@ impl Stack {
     pub fn new(cfg: Config, seed: u64) -> Stack {
         let mut rng = Rng::new(seed);
         let ip_id = rng.next_u32() as u16;
+        // Without a secret from the caller, one from the seed: deterministic runs.
+        let mut keyed = Rng::new(seed ^ 0x6528_6056_6528_6056);
+        let secrets = crate::secure::Secrets::new(keyed.key(), || keyed.next_u32());
+        // Its own stream, so the stack's choices (ISNs, ports) stay as they were.
+        let challenge = tcp::ratelimit::ChallengeLimit::new(seed ^ 0x5961_5961_5961_5961);
         Stack {
             cfg,
             rng,
@@ -95,6 +119,9 @@ impl Stack {
             events: VecDeque::new(),
             mib: Counters::default(),
             ip_id,
+            challenge,
+            secrets,
+            tx_orphan: false,
         }
     }
 
@@ -165,6 +192,19 @@ impl Stack {
         });
     }
 
+    /// The device (its queue) dropped a packet from [`Stack::poll_transmit`] instead
+    /// of sending it, as a full qdisc returns `NET_XMIT_DROP`: a completion that is not
+    /// a network loss. TCP sends the data again soon, without cutting its congestion
+    /// window or backing off (see `Tcb::on_tx_dropped`).
+    pub fn handle_tx_dropped(&mut self, now: Instant, token: TxToken) {
+        let Some(slot) = self.live_slot(token.index, token.generation) else {
+            return;
+        };
+        self.with_tcb(now, slot, |tcb, ctx| {
+            tcb.on_tx_dropped(ctx, token.truesize, token.seq, token.len)
+        });
+    }
+
     /// When [`Stack::handle_timeout`] should next be called, if ever.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
         while let Some(Reverse((at, index, generation))) = self.timers.peek().copied() {
@@ -195,6 +235,18 @@ impl Stack {
             self.slots[index as usize].armed = None;
             self.with_tcb(now, index, |tcb, ctx| tcb.on_timer(ctx));
         }
+    }
+
+    /// Keys the stack's unpredictable choices with 32 secret bytes, which a real
+    /// deployment takes from the OS random source (`getrandom`): initial sequence
+    /// numbers (RFC 6528), timestamp offsets, ephemeral ports (RFC 6056), and every
+    /// other random draw. Call it before opening connections.
+    pub fn set_secret(&mut self, key: [u8; 32]) {
+        let mut keyed = Rng::from_key(key);
+        self.secrets = crate::secure::Secrets::new(keyed.key(), || keyed.next_u32());
+        self.rng = Rng::from_key(keyed.key());
+        self.challenge = tcp::ratelimit::ChallengeLimit::new(keyed.next_u64());
+        self.ip_id = keyed.next_u32() as u16;
     }
 
     /// The next readiness event, if any.
@@ -251,8 +303,7 @@ impl Stack {
             return Err(SocketError::AddrNotAvailable);
         }
         let tuple = self.pick_tuple(local, remote)?;
-        let iss = self.rng.next_u32();
-        let tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        let tcb = self.new_tcb(tuple, now);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);
         self.with_tcb(now, h.index, |tcb, ctx| tcb.connect(ctx));
@@ -271,20 +322,36 @@ impl Stack {
                 false => Ok(t),
             };
         }
+        // __inet_hash_connect (RFC 6056 Algorithm 4): from a keyed hash of the
+        // destination plus a perturbation, ports of one parity, then the other.
         let [lo, hi] = self.cfg.ip_local_port_range;
         let span = (hi - lo) as u32 + 1;
-        let start = self.rng.range_u32(0, span - 1);
-        for i in 0..span {
-            let port = lo + ((start + i) % span) as u16;
-            let t = FourTuple {
-                local: SocketAddr::new(local.ip(), port),
-                remote,
-            };
-            if !self.conns.contains_key(&t) {
-                return Ok(t);
+        let (offset, index) = self.secrets.port_offset(local.ip(), remote, span);
+        let mut tried = 0u32;
+        for parity in 0..2 {
+            for i in (0..span).step_by(2) {
+                let port = lo + ((offset + i + parity) % span) as u16;
+                let t = FourTuple {
+                    local: SocketAddr::new(local.ip(), port),
+                    remote,
+                };
+                if !self.conns.contains_key(&t) {
+                    let jitter = self.rng.range_u32(0, 7);
+                    self.secrets.advance(index, tried, jitter);
+                    return Ok(t);
+                }
+                tried += 2;
             }
         }
         Err(SocketError::AddrNotAvailable)
+    }
+
+    /// A connection for `tuple` with its RFC 6528 ISN and timestamp offset.
+    fn new_tcb(&self, tuple: FourTuple, now: Instant) -> Tcb {
+        let iss = self.secrets.tcp_seq(tuple.local, tuple.remote, now);
+        let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        tcb.ts_offset = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
+        tcb
     }
 
     /// Queues bytes for sending (`send(2)`): returns how many were taken; a partial
@@ -296,7 +363,7 @@ impl Stack {
         data: &[u8],
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data))
+        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, false))
     }
 
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.
@@ -331,19 +398,36 @@ impl Stack {
     pub fn close(&mut self, now: Instant, h: SocketHandle) -> Result<(), SocketError> {
         let index = self.handle_slot(h)?;
         if let Some(Sock::Listener(l)) = &self.slots[index as usize].sock {
-            let (local, pending): (SocketAddr, Vec<u32>) =
+            let (local, queued): (SocketAddr, Vec<u32>) =
                 (l.local, l.accept_queue.iter().copied().collect());
             self.listeners.remove(&local);
+            self.listen_stop(now, index, &queued);
             self.free_slot(index);
-            for child in pending {
-                self.slots[child as usize].orphan = true;
-                self.with_tcb(now, child, |tcb, ctx| tcb.abort(ctx));
-            }
             return Ok(());
         }
         self.slots[index as usize].orphan = true;
         self.with_tcb(now, index, |tcb, ctx| tcb.close(ctx));
         Ok(())
+    }
+
+    /// `inet_csk_listen_stop`: the listener in `index` closes. Children still in
+    /// SYN-RECV are dropped without a word (Linux's request socks die with their
+    /// listener; the client's ACK then finds no socket and is reset); established
+    /// children nobody accepted (`queued`) are reset (`tcp_disconnect`).
+    fn listen_stop(&mut self, now: Instant, index: u32, queued: &[u32]) {
+        let syn_recv: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&i| {
+                matches!(&self.slots[i as usize].sock,
+                    Some(Sock::Tcp(t)) if t.parent == Some(index) && !t.in_accept_queue)
+            })
+            .collect();
+        for child in syn_recv {
+            self.free_slot(child);
+        }
+        for &child in queued {
+            self.slots[child as usize].orphan = true;
+            self.with_tcb(now, child, |tcb, ctx| tcb.abort(ctx));
+        }
     }
 
     /// Aborts a connection with RST (`SO_LINGER` 0 then `close(2)`).
@@ -385,6 +469,27 @@ impl Stack {
         let index = self.user_slot(h)?;
         self.with_tcb(now, index, |tcb, ctx| tcb.set_notsent_lowat(ctx, bytes));
         Ok(())
+    }
+
+    /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
+    /// peer's window stay closed to our probes, before the connection fails with
+    /// `ETIMEDOUT` (`icsk_user_timeout`, used by `tcp_write_timeout` and
+    /// `tcp_probe_timer`); zero restores the defaults (`tcp_retries2`).
+    pub fn set_user_timeout(
+        &mut self,
+        h: SocketHandle,
+        timeout: core::time::Duration,
+    ) -> Result<(), SocketError> {
+        if timeout.as_millis() > i32::MAX as u128 {
+            return Err(SocketError::InvalidInput);
+        }
+        self.tcb_mut(h)?.user_timeout = timeout;
+        Ok(())
+    }
+
+    /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
+    pub fn user_timeout(&self, h: SocketHandle) -> Result<core::time::Duration, SocketError> {
+        Ok(self.tcb(h)?.user_timeout)
     }
 
     /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.
@@ -433,6 +538,19 @@ impl Stack {
         }
         m.pages = (m.wmem_queued + m.rmem_alloc).div_ceil(4096);
         m
+    }
+
+    /// Work on the retransmit queues so far, summed over the live sockets (a closed
+    /// socket's work leaves the sum).
+    pub fn rtx_work(&self) -> RtxWork {
+        let mut w = RtxWork::default();
+        for s in &self.slots {
+            if let Some(Sock::Tcp(t)) = &s.sock {
+                w.nodes_visited += t.rtx.nodes_visited();
+                w.sack_blocks += t.rtx.sack_blocks();
+            }
+        }
+        w
     }
 
     /// The connection's state.
@@ -689,6 +807,9 @@ impl Stack {
             return;
         }
         if f.contains(TcpFlags::ACK) {
+            if !f.contains(TcpFlags::SYN) && self.cookie_ack(now, l, tuple, ip, th, payload) {
+                return;
+            }
             // RFC 9293 3.10.7.2: an ACK to a listener gets a reset.
             return self.send_reset_for(now, tuple, th, payload.len());
         }
@@ -698,20 +819,152 @@ impl Stack {
         let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
             return;
         };
-        if lst.is_full() {
+        // tcp_conn_request: a full SYN queue means cookies (tcp_syncookies 1; always
+        // with 2) or a drop; a full accept queue always drops.
+        let syncookies = self.cfg.tcp_syncookies;
+        let want_cookie = syncookies == 2 || lst.syn_queue_full();
+        if want_cookie && syncookies == 0 {
+            self.mib.inc(Mib::TcpExtTCPReqQFullDrop);
+            self.mib.inc(Mib::TcpExtListenDrops);
+            trace!(%tuple.remote, "drop SYN: SYN queue full");
+            return;
+        }
+        if lst.accept_queue_full() {
             self.mib.inc(Mib::TcpExtListenOverflows);
             self.mib.inc(Mib::TcpExtListenDrops);
             trace!(%tuple.remote, "drop SYN: accept queue full");
             return;
         }
+        if want_cookie {
+            lst.last_overflow = Some(now);
+            if syncookies == 1 {
+                self.mib.inc(Mib::TcpExtTCPReqQFullDoCookies);
+            }
+            return self.cookie_synack(now, tuple, ip, th);
+        }
         lst.pending += 1;
+        let opts = lst.opts.clone();
         self.mib.inc(Mib::TcpPassiveOpens);
-        let iss = self.rng.next_u32();
-        let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        let mut tcb = self.new_tcb(tuple, now);
+        tcb.apply_options(&self.cfg, &opts);
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);
         self.with_tcb(now, h.index, |tcb, ctx| tcb.passive_open(ctx, ip, th));
+    }
+
+    /// `tcp_conn_request` with `want_cookie`: a SYN-ACK whose ISN is the cookie and
+    /// whose TSval carries the options (`cookie_init_timestamp`); no state is kept.
+    fn cookie_synack(&mut self, now: Instant, tuple: FourTuple, ip: &IpRepr, th: &TcpRepr) {
+        use tcp::syncookies::{init_timestamp, mss_index, CookieOpts};
+        let default_mss = if tuple.local.is_ipv6() { 1220 } else { 536 };
+        let (mssind, mss) = mss_index(th.options.mss.filter(|&m| m > 0).unwrap_or(default_mss));
+        let iss = self
+            .secrets
+            .cookie
+            .make(tuple.remote, tuple.local, th.seq, mssind, now);
+        let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
+        tcb.handle = SocketHandle {
+            index: u32::MAX,
+            generation: 0,
+        };
+        let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
+        let mut syn = *th;
+        syn.options.mss = Some(mss);
+        if th.options.timestamp.is_some() && self.cfg.tcp_timestamps {
+            let o = CookieOpts {
+                wscale: syn.options.wscale.filter(|_| self.cfg.tcp_window_scaling),
+                sack: syn.options.sack_permitted && self.cfg.tcp_sack,
+            };
+            let ms = now.as_millis() as u32;
+            tcb.ts_offset = ts_off.wrapping_add(init_timestamp(ms, o).wrapping_sub(ms));
+        } else {
+            // Only a timestamp can bring these options back: offer none.
+            syn.options.wscale = None;
+            syn.options.sack_permitted = false;
+            tcb.ts_offset = ts_off;
+        }
+        self.mib.inc(Mib::TcpExtSyncookiesSent);
+        let mut ctx = ctx!(self, now);
+        tcb.passive_open(&mut ctx, ip, &syn);
+    }
+
+    /// `cookie_v4_check` + `tcp_get_cookie_sock`: an ACK to a listener that overflowed
+    /// in the last 2 minutes may complete a cookie handshake; the connection is rebuilt
+    /// from the cookie and the echoed options and queued for `accept`. False if the
+    /// ACK is no valid cookie (the caller resets it).
+    fn cookie_ack(
+        &mut self,
+        now: Instant,
+        l: u32,
+        tuple: FourTuple,
+        ip: &IpRepr,
+        th: &TcpRepr,
+        payload: &[u8],
+    ) -> bool {
+        use tcp::syncookies::{decode_timestamp, CookieOpts, TCP_SYNCOOKIE_VALID};
+        let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
+            return false;
+        };
+        let recent = lst
+            .last_overflow
+            .is_some_and(|t| now.saturating_since(t) < TCP_SYNCOOKIE_VALID);
+        if self.cfg.tcp_syncookies == 0 || !recent {
+            return false;
+        }
+        let cookie = self
+            .secrets
+            .cookie
+            .check(tuple.remote, tuple.local, th.ack, th.seq, now);
+        let Some(mss) = cookie else {
+            self.mib.inc(Mib::TcpExtSyncookiesFailed);
+            return false;
+        };
+        if lst.accept_queue_full() {
+            self.mib.inc(Mib::TcpExtListenOverflows);
+            self.mib.inc(Mib::TcpExtListenDrops);
+            return true; // dropped: the client retransmits its ACK or data
+        }
+        lst.pending += 1;
+        let sock_opts = lst.opts.clone();
+        let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
+        let opts = match th.options.timestamp {
+            Some((_, ecr)) if self.cfg.tcp_timestamps => decode_timestamp(ecr.wrapping_sub(ts_off)),
+            _ => CookieOpts {
+                wscale: None,
+                sack: false,
+            },
+        };
+        // The SYN this ACK answers, as far as the cookie remembers it.
+        let syn = TcpRepr {
+            seq: th.seq.wrapping_sub(1),
+            flags: TcpFlags::SYN,
+            window: th.window,
+            options: lowtide_wire::tcp::TcpOptions {
+                mss: Some(mss),
+                wscale: opts.wscale,
+                sack_permitted: opts.sack,
+                timestamp: th.options.timestamp.map(|(v, _)| (v, 0)),
+                ..Default::default()
+            },
+            ..*th
+        };
+        self.mib.inc(Mib::TcpExtSyncookiesRecv);
+        self.mib.inc(Mib::TcpPassiveOpens);
+        let mut tcb = Tcb::new(&self.cfg, tuple, th.ack.wrapping_sub(1), now);
+        tcb.ts_offset = ts_off;
+        tcb.apply_options(&self.cfg, &sock_opts); // sk_clone_lock: the listener's options
+        tcb.parent = Some(l);
+        let h = self.alloc(Sock::Tcp(Box::new(tcb)));
+        self.conns.insert(tuple, h.index);
+        self.with_tcb(now, h.index, |tcb, ctx| {
+            let sent = ctx.out.len();
+            tcb.passive_open(ctx, ip, &syn);
+            ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
+            tcb.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
+            tcb.rcv_segment(ctx, ip, th, payload);
+        });
+        true
     }
 
     /// RFC 9293 3.10.7.1: a segment for no connection is answered with a reset.

@@ -27,6 +27,24 @@ mod listen_and_syn {
     }
 
     #[test]
+    fn data_times_start_when_the_connection_is_established() {
+        // Linux sets lrcvtime and lsndtime in tcp_finish_connect (active side, at the
+        // SYN-ACK) and tcp_create_openreq_child (passive side, at the final ACK), so
+        // tcpi_last_data_recv/sent count from there (packetdrill
+        // tcp_info/tcp-info-last_data_recv.pkt). One-way delay 10 ms: A gets the
+        // SYN-ACK at 20 ms, B the ACK at 30 ms; establish() returns at 40 ms.
+        let (p, c, s) = connected();
+        assert_eq!(
+            p.now.saturating_since(lowtide::Instant::ZERO),
+            Duration::from_millis(40)
+        );
+        let ia = p.a.info(p.now, c).unwrap();
+        let ib = p.b.info(p.now, s).unwrap();
+        assert_eq!((ia.last_data_recv, ia.last_data_sent), (20, 20));
+        assert_eq!((ib.last_data_recv, ib.last_data_sent), (10, 10));
+    }
+
+    #[test]
     fn syn_to_closed_port_is_refused() {
         let mut p = Pair::new(Config::default());
         let c = p.a.connect(p.now, addr(A, 0), addr(B, 81)).unwrap();
@@ -57,14 +75,20 @@ mod listen_and_syn {
             .any(|e| e.kind == EventKind::Error(SocketError::TimedOut)));
     }
 
+    /// `sk_acceptq_is_full` is `ack_backlog > backlog`: with backlog 1, two
+    /// connections wait for accept and a third SYN is dropped.
     #[test]
     fn backlog_full_drops_syn() {
         let mut p = Pair::new(Config::default());
         let _l = p.b.listen(addr(B, 80), 1).unwrap();
-        let _c1 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
-        let c2 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        for _ in 0..2 {
+            let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+            p.drive_for(Duration::from_millis(100));
+            assert_eq!(p.a.state(c), Ok(TcpState::Established));
+        }
+        let c3 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
         p.drive_for(Duration::from_millis(100));
-        assert_eq!(p.a.state(c2), Ok(TcpState::SynSent));
+        assert_eq!(p.a.state(c3), Ok(TcpState::SynSent));
         assert!(p.b.counters().get(lowtide::Mib::TcpExtListenOverflows) >= 1);
     }
 }

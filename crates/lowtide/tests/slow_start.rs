@@ -179,3 +179,37 @@ fn paced_ack_per_2pkt() {
     let sent = d.sent();
     assert_eq!(sent.last().map(|s| s.end), Some(40_001));
 }
+
+/// The qdisc of slow-start-fq-ack-per-2pkt (`tc qdisc replace dev tun0 root fq`, which
+/// the packetdrill runner sets as `net.core.default_qdisc`): sch_fq paces every flow
+/// at its sk_pacing_rate (SK_PACING_FQ) except its first 10 segments
+/// (tcp_update_skb_after_send: "Original sch_fq does not pace first 10 MSS");
+/// pfifo_fast does not pace CUBIC at all.
+#[test]
+fn fq_paces_cubic_after_ten_segments() {
+    let run = |qdisc: &str| {
+        let mut cfg = Drill::cubic_cfg(1000);
+        cfg.default_qdisc = qdisc.into();
+        let mut d = drill(cfg);
+        d.write(30_000);
+        let first = d.sent();
+        d.ack(ms(100), 1 + 2000);
+        d.wait(ms(50));
+        (first, d.sent())
+    };
+    let times = |s: &[Sent]| {
+        s.iter()
+            .map(|s| s.at)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (first, next) = run("pfifo_fast");
+    assert_eq!((first.len(), times(&first).len()), (10, 1));
+    assert_eq!((next.len(), times(&next).len()), (4, 1), "{next:?}");
+    let (first, next) = run("fq");
+    assert_eq!((first.len(), times(&first).len()), (10, 1));
+    // Two TSO packets of 2 segments (tcp_min_tso_segs), the second one a packet's
+    // length at the pacing rate later.
+    assert_eq!((next.len(), times(&next).len()), (4, 2), "{next:?}");
+    let gap = next[2].at.saturating_since(next[0].at);
+    assert!(gap > ms(1) && gap < ms(10), "{gap:?}");
+}

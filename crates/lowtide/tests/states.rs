@@ -246,16 +246,17 @@ mod established {
     }
 
     #[test]
-    fn ack_of_unsent_data_is_answered_and_dropped() {
+    fn ack_of_unsent_data_is_dropped_silently() {
+        // Linux: tcp_ack returns -SKB_DROP_REASON_TCP_ACK_UNSENT_DATA and
+        // tcp_rcv_established discards the segment without a reply (RFC 9293
+        // 3.10.7.4's ACK is a "should"; Linux answers only outside ESTABLISHED).
         let (mut p, c, _s) = warm();
         let peer = learn(&p, Dir::AtoB);
         let pkt = peer.seg(F::ACK, peer.seq, peer.ack.wrapping_add(5000), b"data");
         let out = poke(&mut p, false, &pkt);
-        // RFC 9293 3.10.7.4: send an ACK, drop the segment.
-        assert_eq!(out.len(), 1, "{out:?}");
-        assert!(out[0].is_pure_ack());
-        assert_eq!(out[0].th.ack, peer.seq, "data must not be accepted");
-        assert_eq!(p.a.recv_queue_len(c), Ok(0));
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(counter(&p.a, Mib::TcpExtTCPChallengeACK), 0);
+        assert_eq!(p.a.recv_queue_len(c), Ok(0), "data must not be accepted");
     }
 
     #[test]
@@ -460,6 +461,50 @@ mod windows {
     use super::*;
 
     #[test]
+    fn busy_and_rwnd_limited_time_are_clocked() {
+        // Linux tcp_chrono_*: busy from the first queued byte until nothing is left
+        // to send or ACK; rwnd-limited while tcp_write_xmit's window test stops it.
+        let (mut p, c, s) = warm();
+        let t0 = p.now;
+        // warm()'s "hello" was busy for one 20 ms round trip, then the clock stopped.
+        let i0 = p.a.info(p.now, c).unwrap();
+        assert_eq!((i0.busy_time, i0.rwnd_limited), (20_000, 0));
+        let d = pattern(1_000_000, 9);
+        let mut sent = 0;
+        while p.now < t0 + Duration::from_secs(2) {
+            sent += p.a.send(p.now, c, &d[sent..]).unwrap_or(0);
+            if !p.step() {
+                break;
+            }
+        }
+        let i = p.a.info(p.now, c).unwrap();
+        let elapsed = p.now.saturating_since(t0).as_micros() as u64;
+        assert!(i.rwnd_limited > 1_000_000, "{i:?}");
+        assert!(
+            i.busy_time >= i.rwnd_limited && i.busy_time - i0.busy_time <= elapsed,
+            "{elapsed} {i:?}"
+        );
+        // The reader drains everything: once all is ACKed the clocks stop.
+        let mut got = 0;
+        let end = p.now + Duration::from_secs(30);
+        while got < d.len() && p.now < end {
+            sent += p.a.send(p.now, c, &d[sent..]).unwrap_or(0);
+            got += drain(&mut p.b, p.now, s).len();
+            p.step();
+        }
+        assert_eq!(got, d.len());
+        p.drive_for(Duration::from_millis(500));
+        let idle1 = p.a.info(p.now, c).unwrap();
+        p.drive_for(Duration::from_secs(1));
+        let idle2 = p.a.info(p.now, c).unwrap();
+        assert_eq!(
+            (idle1.busy_time, idle1.rwnd_limited),
+            (idle2.busy_time, idle2.rwnd_limited)
+        );
+        assert!(idle2.busy_time > i.busy_time);
+    }
+
+    #[test]
     fn zero_window_is_probed_until_the_reader_reads() {
         let (mut p, c, s) = warm();
         let d = pattern(2_000_000, 6);
@@ -634,6 +679,29 @@ mod fin_wait_1 {
     }
 
     #[test]
+    fn final_fin_is_sent_when_cwnd_is_full() {
+        // Linux tcp_cwnd_test: "Don't be strict about the congestion window for the
+        // final FIN" (packetdrill shutdown/shutdown-rdwr-write-queue-close.pkt).
+        let (mut p, c, _s) = establish(Config::default());
+        let info = p.a.info(p.now, c).unwrap();
+        let window = (info.snd_cwnd * info.snd_mss) as usize;
+        let mark = p.wire.len();
+        assert_eq!(p.a.send(p.now, c, &pattern(window, 3)), Ok(window));
+        p.drive_for(MS);
+        assert_eq!(p.a.info(p.now, c).unwrap().unacked, info.snd_cwnd);
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        p.drive_for(MS);
+        let sent = p.sent_since(mark, Dir::AtoB);
+        let fin = sent
+            .iter()
+            .find(|s| s.has(F::FIN))
+            .expect("FIN sent at once");
+        assert!(fin.payload.is_empty());
+        let first = sent.iter().find(|s| !s.payload.is_empty()).unwrap();
+        assert_eq!(fin.th.seq, first.th.seq.wrapping_add(window as u32));
+    }
+
+    #[test]
     fn data_is_still_received() {
         let (mut p, c, _s) = fin_wait_1();
         let peer = learn(&p, Dir::AtoB);
@@ -687,6 +755,20 @@ mod fin_wait_2 {
     }
 
     #[test]
+    fn ack_of_unsent_data_gets_challenge_ack_outside_established() {
+        // Linux tcp_rcv_state_process: tcp_ack() < 0 -> tcp_send_challenge_ack.
+        let (mut p, c, _s) = fin_wait_2();
+        let peer = learn(&p, Dir::AtoB);
+        let pkt = peer.seg(F::ACK, peer.seq, peer.ack.wrapping_add(5000), b"data");
+        let out = poke(&mut p, false, &pkt);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].is_pure_ack());
+        assert_eq!(out[0].th.ack, peer.seq, "data must not be accepted");
+        assert_eq!(counter(&p.a, Mib::TcpExtTCPChallengeACK), 1);
+        assert_eq!(p.a.recv_queue_len(c), Ok(0));
+    }
+
+    #[test]
     fn half_closed_connection_still_receives() {
         let (mut p, c, s) = fin_wait_2();
         let d = pattern(200_000, 8);
@@ -705,7 +787,18 @@ mod fin_wait_2 {
         p.b.send(p.now, s, b"nobody reads this").unwrap();
         p.drive_for(30 * MS);
         assert_eq!(counter(&p.a, Mib::TcpExtTCPAbortOnData), 1);
-        assert!(p.sent_since(mark, Dir::AtoB).iter().any(|s| s.has(F::RST)));
+        // Linux answers the segment itself (tcp_v4_send_reset from tcp_v4_do_rcv):
+        // seq = the segment's ACK, RST without ACK (packetdrill user_timeout.pkt).
+        let data = p.sent_since(mark, Dir::BtoA);
+        let data = data.iter().find(|s| !s.payload.is_empty()).unwrap();
+        let rsts: Vec<Seg> = p
+            .sent_since(mark, Dir::AtoB)
+            .into_iter()
+            .filter(|s| s.has(F::RST))
+            .collect();
+        assert_eq!(rsts.len(), 1, "{rsts:?}");
+        assert!(!rsts[0].has(F::ACK), "{rsts:?}");
+        assert_eq!(rsts[0].th.seq, data.th.ack);
         assert_eq!(p.a.connection_count(), 0);
     }
 

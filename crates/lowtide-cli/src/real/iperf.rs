@@ -8,6 +8,7 @@ use crate::run_failure as fail;
 use clap::Args;
 use lowtide_iperf3::TestOutcome;
 use lowtide_iperf3::{json_report, text_report, Client, ClientConfig, Poll, Server, ServerConfig};
+use lowtide_sim::verdict::{FlowOutcome, Liveness, Verdict};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -167,10 +168,41 @@ fn report(outcome: &TestOutcome, as_json: bool) -> ExitCode {
         ),
         false => print!("{}", text_report(outcome)),
     }
-    match outcome.is_ok() {
-        true => ExitCode::SUCCESS,
-        false => ExitCode::from(1),
+    if let Some(e) = &outcome.error {
+        return fail(&format!("iperf3 test failed: {e}"));
     }
+    let v = verdict(outcome);
+    match v.ok {
+        true => ExitCode::SUCCESS,
+        false => fail(&v.summary()),
+    }
+}
+
+/// The streams' verdict (lowtide-sim's, as every command): each of the `-P` streams
+/// connected and carried data (the receiver's count, else ours).
+fn verdict(o: &TestOutcome) -> Verdict {
+    let wanted = o.params.parallel.max(o.streams.len() as u32);
+    let flows: Vec<FlowOutcome> = (0..wanted)
+        .map(|i| match o.streams.get(i as usize) {
+            Some(s) => FlowOutcome {
+                flow: i,
+                connected: true,
+                delivered: s.received_bytes().unwrap_or(s.local_bytes),
+                ..FlowOutcome::default()
+            },
+            None => FlowOutcome {
+                flow: i,
+                ..FlowOutcome::default()
+            },
+        })
+        .collect();
+    // No per-stream progress times: only a stream that carried nothing is stalled.
+    Verdict::judge(
+        &flows,
+        &Liveness {
+            stall_after: Duration::MAX,
+        },
+    )
 }
 
 #[cfg(test)]

@@ -134,8 +134,18 @@ fn report(bridge: &Bridge, as_json: bool) {
                    "lost": s.b_to_a.link.lost, "queue_drops": s.b_to_a.queue_drops},
         "errors": s.errors,
     });
-    match as_json {
-        true => println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default()),
-        false => eprintln!("lowtide link: {v}"),
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return;
+    }
+    println!("direction  packets  delivered  lost  queue_drops");
+    for (name, d) in [("A->B", &s.a_to_b), ("B->A", &s.b_to_a)] {
+        println!(
+            "{name:<9}  {:>7}  {:>9}  {:>4}  {:>11}",
+            d.enqueued, d.delivered, d.link.lost, d.queue_drops
+        );
+    }
+    if s.errors > 0 {
+        println!("device errors: {}", s.errors);
     }
 }

@@ -181,6 +181,9 @@ impl RealArgs {
         };
         let dev = open_device(&self.tun, offload, self.tun_addr)?;
         let mut stack = Stack::new(self.stack_config()?, self.seed);
+        // RFC 6528 / RFC 6056: ISNs and ports keyed by the OS, not by --seed.
+        let secret = lowtide_tun::random::os_secret().map_err(|e| format!("getrandom: {e}"))?;
+        stack.set_secret(secret);
         stack.add_address(local.into());
         let (egress, ingress) = self.path.configs();
         let cfg = RuntimeConfig {

@@ -7,6 +7,7 @@ use crate::run_failure as fail;
 use clap::Args;
 use lowtide::{EventKind, Instant, Shutdown, SocketError, SocketHandle, TcpState};
 use lowtide_sim::payload::Payload;
+use lowtide_sim::verdict::{FlowOutcome, Goal, Liveness, Verdict};
 use lowtide_tun::runtime::Runtime;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -62,6 +63,8 @@ struct Transfer {
     end: Option<Instant>,
     error: Option<SocketError>,
     retransmits: u64,
+    /// When bytes last moved (or the connection was established).
+    last_progress: Instant,
 }
 
 impl Transfer {
@@ -82,7 +85,10 @@ impl Transfer {
         if rt.stack_ref().state(c) != Ok(TcpState::Established) && self.start.is_none() {
             return;
         }
-        self.start.get_or_insert(rt.now());
+        if self.start.is_none() {
+            self.start = Some(rt.now());
+            self.last_progress = rt.now();
+        }
         let r = match self.total {
             Some(total) => self.send(rt, c, total),
             None => self.recv(rt, c),
@@ -120,6 +126,7 @@ impl Transfer {
             let k = rt.stack().send(now, c, &self.buf[..n])?;
             self.hash.update(&self.buf[..k]);
             self.bytes += k as u64;
+            self.last_progress = now;
         }
         let now = rt.now();
         if rt.stack_ref().state(c) == Ok(TcpState::Established) {
@@ -143,6 +150,7 @@ impl Transfer {
             }
             self.hash.update(&self.buf[..n]);
             self.bytes += n as u64;
+            self.last_progress = now;
         }
     }
 
@@ -153,6 +161,29 @@ impl Transfer {
         }
         self.end = Some(now);
         let _ = rt.stack().close(now, c);
+    }
+
+    /// The run's verdict (lowtide-sim's, shared by every command): connected, no
+    /// socket error, and the whole stream sent and closed or received to its end.
+    fn verdict(&self, rt: &Runtime) -> Verdict {
+        let o = FlowOutcome {
+            flow: 0,
+            connected: self.start.is_some(),
+            error: self.error,
+            delivered: self.bytes,
+            goal: self.total.map_or(Goal::UntilClose, Goal::Bytes),
+            complete: self.end.is_some(),
+            first_error_offset: None,
+            idle: Duration::from_nanos(
+                rt.now().saturating_since(self.last_progress).as_nanos() as u64
+            ),
+        };
+        Verdict::judge(
+            &[o],
+            &Liveness {
+                stall_after: Duration::ZERO,
+            },
+        )
     }
 
     fn report(&self, rt: &Runtime) -> serde_json::Value {
@@ -169,6 +200,7 @@ impl Transfer {
             "goodput_bps": if secs > 0.0 { self.bytes as f64 * 8.0 / secs } else { 0.0 },
             "retransmits": self.retransmits,
             "error": self.error.map(|e| e.to_string()),
+            "verdict": self.verdict(rt),
             "device": {
                 "rx_packets": st.rx_packets, "rx_gso_packets": st.rx_gso_packets,
                 "tx_packets": st.tx_packets, "tx_gso_packets": st.tx_gso_packets,
@@ -210,6 +242,7 @@ pub fn run(args: &TransferArgs) -> ExitCode {
         end: None,
         error: None,
         retransmits: 0,
+        last_progress: Instant::ZERO,
     };
     if let Err(e) = open(&mut rt, &mut t, args, local.into()) {
         return fail(&format!("cannot open the connection: {e}"));
@@ -221,10 +254,11 @@ pub fn run(args: &TransferArgs) -> ExitCode {
     linger(&mut rt);
     let report = t.report(&rt);
     print_report(&report, args.json);
+    let v = t.verdict(&rt);
     let _ = rt.finish();
-    match t.error {
-        None => ExitCode::SUCCESS,
-        Some(e) => fail(&e.to_string()),
+    match v.ok {
+        true => ExitCode::SUCCESS,
+        false => fail(&v.summary()),
     }
 }
 
@@ -252,7 +286,7 @@ fn drive(rt: &mut Runtime, t: &mut Transfer, deadline: Instant) -> Result<(), St
             return Ok(());
         }
         if rt.now() > deadline {
-            t.error = Some(SocketError::TimedOut);
+            // Judged by the verdict: never connected, or stalled short of its goal.
             return Ok(());
         }
         rt.turn(Some(deadline), Duration::from_millis(100))

@@ -1,7 +1,7 @@
 //! The socket calls (tcp.c): `tcp_sendmsg`, `tcp_recvmsg`, `tcp_shutdown`,
 //! `tcp_close`, `tcp_disconnect`.
 
-use super::skb::{WriteSkb, FLAG_FIN, SKB_OVERHEAD};
+use super::skb::{WriteSkb, FLAG_FIN, FLAG_PSH, SKB_OVERHEAD};
 use super::sock::{Tcb, GSO_MAX_SIZE};
 use super::{Ctx, TcpState};
 use crate::config::Config;
@@ -67,23 +67,62 @@ impl Tcb {
         (goal / mss).max(1) * mss
     }
 
-    /// `tcp_sendmsg`: copies as much of `data` as the send buffer takes.
-    pub(crate) fn sendmsg(&mut self, ctx: &mut Ctx, data: &[u8]) -> Result<usize, SocketError> {
+    /// `tcp_sendmsg`: copies as much of `data` as the send buffer takes, then
+    /// `tcp_push`es (`more`: `MSG_MORE`).
+    pub(crate) fn sendmsg(
+        &mut self,
+        ctx: &mut Ctx,
+        data: &[u8],
+        more: bool,
+    ) -> Result<usize, SocketError> {
         self.writable_state()?;
         if data.is_empty() {
             return Ok(0);
         }
         self.rate_check_app_limited(); // is sending application-limited?
-        let copied = self.copy_to_write_queue(ctx.cfg, data);
-        if copied < data.len() {
+        let copied = self.copy_to_write_queue(ctx, data);
+        if copied == 0 {
             self.nospace = true;
+            return Err(SocketError::WouldBlock);
         }
-        if copied > 0 {
-            self.write_xmit(ctx);
-            Ok(copied)
+        if copied < data.len() {
+            // wait_for_space: tcp_push(flags & ~MSG_MORE, TCP_NAGLE_PUSH).
+            self.nospace = true;
+            self.tcp_push(ctx, false, true);
         } else {
-            Err(SocketError::WouldBlock)
+            self.tcp_push(ctx, more, false);
         }
+        Ok(copied)
+    }
+
+    /// `forced_push`: more than half the peer's largest window written since the
+    /// last PSH.
+    fn forced_push(&self) -> bool {
+        self.write_seq > self.pushed_seq + (self.max_window >> 1) as u64
+    }
+
+    /// `tcp_mark_push`: PSH on the write queue's tail.
+    fn mark_push(&mut self) {
+        if let Some(t) = self.write_queue.back_mut() {
+            t.flags |= FLAG_PSH;
+        }
+        self.pushed_seq = self.write_seq;
+    }
+
+    /// `tcp_push`: marks the tail PSH unless `MSG_MORE` (or when forced), then
+    /// sends with `TCP_NAGLE_CORK` for `MSG_MORE`, `TCP_NAGLE_PUSH` if `push`.
+    fn tcp_push(&mut self, ctx: &mut Ctx, more: bool, push: bool) {
+        if self.write_queue.is_empty() {
+            return;
+        }
+        if !more || self.forced_push() {
+            self.mark_push();
+        }
+        self.nagle_cork_once = more;
+        self.nagle_push = push;
+        self.write_xmit(ctx);
+        self.nagle_cork_once = false;
+        self.nagle_push = false;
     }
 
     /// Errors that forbid writing in the current state.
@@ -102,33 +141,58 @@ impl Tcb {
         }
     }
 
-    /// Appends to the tail skb up to `size_goal`, then starts new skbs while
-    /// `sk_stream_memory_free` holds.
-    fn copy_to_write_queue(&mut self, cfg: &Config, data: &[u8]) -> usize {
-        let goal = self.size_goal(cfg) as usize;
+    /// `tcp_sendmsg_locked`'s copy loop: appends to the tail skb up to `size_goal`,
+    /// starts new skbs while `sk_stream_memory_free` holds, and sends a full skb at
+    /// once when it is the send head (`tcp_push_one`) or when `forced_push`.
+    fn copy_to_write_queue(&mut self, ctx: &mut Ctx, data: &[u8]) -> usize {
+        let goal = self.size_goal(ctx.cfg) as usize;
         let mut copied = 0;
         while copied < data.len() {
             let room = match self.write_queue.back() {
                 Some(t) if t.data.len() < goal && t.flags & FLAG_FIN == 0 => goal - t.data.len(),
                 _ => {
-                    if !self.memory_free(cfg) {
+                    if !self.memory_free(ctx.cfg) {
                         break;
                     }
-                    self.new_write_skb(goal);
+                    self.new_write_skb(ctx.now, goal);
                     goal
                 }
             };
             let n = room.min(data.len() - copied);
             let tail = self.write_queue.back_mut().expect("tail exists");
+            if copied == 0 {
+                tail.flags &= !FLAG_PSH;
+            }
             tail.data.extend_from_slice(&data[copied..copied + n]);
+            let full = tail.data.len() >= goal;
             copied += n;
             self.wmem_queued += n as u64;
             self.write_seq += n as u64;
+            if copied == data.len() || !full {
+                continue;
+            }
+            if self.forced_push() {
+                self.mark_push();
+                self.nagle_push = true;
+                self.write_xmit(ctx);
+                self.nagle_push = false;
+            } else if self.write_queue.len() == 1 {
+                // tcp_push_one: tcp_write_xmit(TCP_NAGLE_PUSH, push_one = 1).
+                self.push_one = true;
+                self.nagle_push = true;
+                self.write_xmit(ctx);
+                self.push_one = false;
+                self.nagle_push = false;
+            }
         }
         copied
     }
 
-    fn new_write_skb(&mut self, goal: usize) {
+    fn new_write_skb(&mut self, now: crate::time::Instant, goal: usize) {
+        // tcp_add_write_queue_tail: the first unsent skb starts the busy chrono.
+        if self.write_queue.is_empty() {
+            self.chrono_start(now, super::chrono::Chrono::Busy);
+        }
         self.write_queue.push_back(WriteSkb {
             seq: self.write_seq,
             data: BytesMut::with_capacity(goal),
@@ -251,7 +315,7 @@ impl Tcb {
         match self.write_queue.back_mut() {
             Some(t) => t.flags |= FLAG_FIN,
             None => {
-                self.new_write_skb(0);
+                self.new_write_skb(ctx.now, 0);
                 self.write_queue.back_mut().expect("just pushed").flags |= FLAG_FIN;
             }
         }
@@ -316,5 +380,60 @@ mod tests {
         assert!(!t.is_writeable(&cfg));
         t.sndbuf = 3003;
         assert!(t.is_writeable(&cfg)); // free 1001 >= 1001
+    }
+}
+
+#[cfg(test)]
+mod push_tests {
+    use super::*;
+    use crate::mib::Counters;
+    use crate::time::Instant;
+    use std::collections::VecDeque;
+
+    fn with_ctx<R>(cfg: &Config, f: impl FnOnce(&mut Ctx) -> R) -> R {
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let mut ctx = Ctx {
+            now: Instant(1_000_000_000),
+            cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            tx_orphan: true,
+        };
+        f(&mut ctx)
+    }
+
+    /// An established connection as a packetdrill peer leaves it: MSS 1000, window
+    /// 32896, cwnd 10, 10 ms RTT.
+    fn established(cfg: &Config) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::Established;
+        t.snd_una = 1;
+        t.snd_nxt = 1;
+        t.write_seq = 1;
+        t.mss_cache = 1000;
+        t.snd_wnd = 32896;
+        t.max_window = 32896;
+        t.srtt_us = 10_000;
+        // tcp_update_pacing_rate in slow start: 200% of cwnd * mss / srtt.
+        t.pacing_rate = 2_000_000;
+        t
+    }
+
+    #[test]
+    fn notsent_lowat_counts_after_push_one_and_forced_push() {
+        // tcp_sendmsg_locked: a full skb that is the send head goes out at once
+        // (tcp_push_one); the unsent remainder keeps filling up to size_goal, and
+        // only a new skb checks sk_stream_memory_free (notsent < lowat).
+        let cfg = Config::default();
+        let mut t = established(&cfg);
+        t.notsent_lowat = 4000;
+        let n = with_ctx(&cfg, |ctx| t.sendmsg(ctx, &[0u8; 59000], false));
+        assert_eq!(t.size_goal(&cfg), 16000);
+        assert_eq!(t.snd_nxt, 10001, "cwnd 10 of 1000 bytes went out");
+        assert_eq!(n, Ok(26000));
     }
 }

@@ -102,6 +102,26 @@ pub struct TcpInfo {
     pub delivery_rate: u64,
     /// `tcpi_delivery_rate_app_limited`: that sample was application-limited.
     pub delivery_rate_app_limited: bool,
+    /// `tcpi_busy_time`: time spent with data to send (us).
+    pub busy_time: u64,
+    /// `tcpi_rwnd_limited`: time stalled by the peer's window (us).
+    pub rwnd_limited: u64,
+    /// `tcpi_sndbuf_limited`: time stalled by the send buffer (us).
+    pub sndbuf_limited: u64,
+    /// `tcpi_options`: `TCPI_OPT_TIMESTAMPS` 1, `TCPI_OPT_SACK` 2, `TCPI_OPT_WSCALE` 4.
+    pub options: u8,
+    /// `tcpi_snd_wscale`.
+    pub snd_wscale: u8,
+    /// `tcpi_rcv_wscale`.
+    pub rcv_wscale: u8,
+    /// `tcpi_ato`: the delayed-ACK timeout (`TCP_DELACK_MIN` here).
+    pub ato: u32,
+    /// `tcpi_pmtu`: the path MTU.
+    pub pmtu: u32,
+    /// `tcpi_rcv_rtt`: the receiver's RTT estimate.
+    pub rcv_rtt: u32,
+    /// `tcpi_reord_seen`.
+    pub reord_seen: u32,
     /// `tcp_bbr_info.bbr_bw`: the congestion control's bottleneck bandwidth
     /// estimate in bytes per second (0 unless it keeps one, as BBR does).
     pub bbr_bw: u64,
@@ -163,6 +183,20 @@ impl Tcb {
             wakeups: self.wakeups,
             delivery_rate: self.delivery_rate(),
             delivery_rate_app_limited: self.rate_app_limited,
+            busy_time: self.chrono.stats_us(now).0,
+            rwnd_limited: self.chrono.stats_us(now).1,
+            sndbuf_limited: self.chrono.stats_us(now).2,
+            options: (self.ts_ok as u8) | (self.sack_ok as u8) << 1 | (self.wscale_ok as u8) << 2,
+            snd_wscale: self.snd_wscale,
+            rcv_wscale: self.rcv_wscale,
+            ato: if self.state.is_synchronized() {
+                super::sock::TCP_DELACK_MIN.as_micros() as u32
+            } else {
+                0
+            },
+            pmtu: self.advmss + 40,
+            rcv_rtt: self.rcv_rtt.rtt_us8 >> 3,
+            reord_seen: self.reord_seen,
             bbr_bw: self.cc.bw_estimate_bps().map_or(0, |b| b / 8),
         }
     }

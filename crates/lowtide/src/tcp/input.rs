@@ -61,14 +61,15 @@ impl Tcb {
             self.snd_wscale = 0;
             self.rcv_wscale = 0;
         }
-        // RFC 9293 3.7.1: no MSS option means 536 (IPv4) / 1220 (IPv6); Linux floor 48.
+        // RFC 9293 3.7.1: no MSS option (or 0, which Linux ignores) means 536 (IPv4) /
+        // 1220 (IPv6); net.ipv4.tcp_min_snd_mss is the floor (in sync_mss).
         let default_mss = if self.tuple.local.is_ipv6() {
             1220
         } else {
             536
         };
-        let peer_mss = o.mss.map_or(default_mss, u32::from).max(48);
-        self.sync_mss(peer_mss);
+        let peer_mss = o.mss.filter(|&m| m > 0).map_or(default_mss, u32::from);
+        self.sync_mss(peer_mss, ctx.cfg.tcp_min_snd_mss);
         self.rcv_mss = self.mss_cache.min(self.advmss);
         self.quick = TCP_MAX_QUICKACKS;
     }
@@ -131,6 +132,9 @@ impl Tcb {
     }
 
     fn synsent_acked(&mut self, ctx: &mut Ctx) {
+        // tcp_finish_connect: data times start now (no cwnd restart on first data).
+        self.lrcvtime = ctx.now;
+        self.lsndtime = ctx.now;
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;
         self.snd_nxt = 1;
@@ -186,11 +190,11 @@ impl Tcb {
         let old = end
             .filter(|&e| e > seq && seq < self.rcv_nxt)
             .map(|e| (seq, e.min(self.rcv_nxt)));
-        if !self.paws_ok(ctx, th, old) {
+        if !self.paws_ok(ctx, th, old, !payload.is_empty()) {
             return;
         }
         if !end.is_some_and(|end| self.sequence_ok(seq, end)) {
-            return self.reject_out_of_window(ctx, th, old);
+            return self.reject_out_of_window(ctx, th, old, !payload.is_empty());
         }
         if f.contains(TcpFlags::RST) {
             return self.rcv_rst(ctx, seq);
@@ -218,7 +222,11 @@ impl Tcb {
             return;
         }
         self.data_rcv_rtt(ctx, th, seq, payload);
-        // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK.
+        // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK;
+        // data the device queue dropped goes first, as it is still unsent in Linux.
+        if !self.local_drops.is_empty() {
+            self.resend_local_drops(ctx);
+        }
         self.write_xmit(ctx);
         self.check_space(ctx);
         self.ack_snd_check(ctx);
@@ -234,14 +242,20 @@ impl Tcb {
             }
         }
         let prior_nxt = self.rcv_nxt;
-        self.data_queue(ctx, seq, payload, th.flags.contains(TcpFlags::FIN));
+        self.data_queue(ctx, th, seq, payload);
         if self.rcv_nxt > prior_nxt {
             self.rcv_rtt_measure(ctx.now);
         }
     }
 
     /// RFC 7323 section 5.3: PAWS rejects segments with an old timestamp.
-    fn paws_ok(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) -> bool {
+    fn paws_ok(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        old: Option<(u64, u64)>,
+        has_data: bool,
+    ) -> bool {
         let Some((tsval, _)) = th.options.timestamp else {
             return true;
         };
@@ -253,7 +267,13 @@ impl Tcb {
         if (tsval.wrapping_sub(self.ts_recent) as i32) < 0 && !stale {
             ctx.mib.inc(Mib::TcpExtPAWSEstab);
             trace!(tsval, ts_recent = self.ts_recent, "drop: PAWS");
-            self.send_dupack(ctx, old);
+            let syn = th.flags.contains(TcpFlags::SYN);
+            if syn {
+                ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
+                self.challenge_ack(ctx);
+            } else if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedPAWS, has_data, syn) {
+                self.send_dupack(ctx, old);
+            }
             return false;
         }
         true
@@ -275,9 +295,23 @@ impl Tcb {
         end >= self.rcv_wup && seq <= wnd_end && (seq < wnd_end || end == seq)
     }
 
-    fn reject_out_of_window(&mut self, ctx: &mut Ctx, th: &TcpRepr, old: Option<(u64, u64)>) {
-        if !th.flags.contains(TcpFlags::RST) {
-            ctx.mib.inc(Mib::TcpExtTCPACKSkippedSeq);
+    /// `tcp_validate_incoming` step 1: an out-of-window segment is answered with a
+    /// duplicate ACK (rate limited, `tcp_oow_rate_limited`), a SYN with a challenge.
+    fn reject_out_of_window(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        old: Option<(u64, u64)>,
+        has_data: bool,
+    ) {
+        if th.flags.contains(TcpFlags::RST) {
+            return;
+        }
+        if th.flags.contains(TcpFlags::SYN) {
+            ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
+            return self.challenge_ack(ctx);
+        }
+        if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedSeq, has_data, false) {
             trace!(seq = th.seq, "out of window: duplicate ACK");
             self.send_dupack(ctx, old);
         }
@@ -318,19 +352,17 @@ impl Tcb {
         self.set_error(ctx, err);
     }
 
-    /// `tcp_send_challenge_ack` (RFC 5961 section 7 rate limits are per socket there;
-    /// here every challenge is sent and counted).
-    fn challenge_ack(&mut self, ctx: &mut Ctx) {
-        ctx.mib.inc(Mib::TcpExtTCPChallengeACK);
-        self.send_ack(ctx);
-    }
-
     /// SYN-RECV: an acceptable ACK completes the handshake (RFC 9293 3.10.7.4).
     fn synrecv_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
         let ack = self.snd_off(super::seq::Seq(th.ack));
         if ack != 1 {
             super::output::send_reset(ctx, self.tuple, th, 0);
             return false;
+        }
+        if self.parent.is_some() {
+            // tcp_create_openreq_child: the child's data times start at the final ACK.
+            self.lrcvtime = ctx.now;
+            self.lsndtime = ctx.now;
         }
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;
@@ -357,8 +389,12 @@ impl Tcb {
         let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
         let ack = self.snd_una as i64 + delta;
         if ack > self.snd_nxt as i64 {
-            // RFC 9293 3.10.7.4: an ACK for data never sent is answered and dropped.
-            self.challenge_ack(ctx);
+            // tcp_ack: SKB_DROP_REASON_TCP_ACK_UNSENT_DATA. tcp_rcv_established drops
+            // it silently; tcp_rcv_state_process (other states) sends a challenge ACK.
+            trace!(ack, snd_nxt = self.snd_nxt, "drop: ACK of unsent data");
+            if self.state != TcpState::Established {
+                self.challenge_ack(ctx);
+            }
             return false;
         }
         if ack < self.snd_una as i64 - self.max_window as i64 {
@@ -370,6 +406,8 @@ impl Tcb {
             return true; // old duplicate: ignore the ACK, keep the data
         }
         let ack = ack as u64;
+        // tcp_ack: the peer is alive; window probes count again from zero.
+        self.probes_out = 0;
         let prior_in_flight = self.packets_in_flight();
         let prior_una = self.snd_una;
         let prior_sacked = self.rtx.sacked_out;
@@ -386,7 +424,7 @@ impl Tcb {
                 .saturating_sub(self.rtx.sacked_out)
                 .saturating_sub(cleaned.acked_sacked_segs);
         self.delivered += newly_acked_sacked as u64;
-        let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.last_tx);
+        let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.first_tx);
         let mut rate = AckRate {
             skb: super::rate::DeliveredSkb::later(sack.rate, cleaned.rate),
             delivered: newly_acked_sacked,
@@ -434,7 +472,8 @@ impl Tcb {
         // Recovery, or cwnd growth; then the default pacing rate.
         if !self.cong_control(ctx.now, &rs) {
             let ca_ctx = self.ca_ctx(ctx.now);
-            if self.ca_state == CaState::Recovery {
+            // tcp_in_cwnd_reduction: PRR in CWR as in Recovery.
+            if matches!(self.ca_state, CaState::Recovery | CaState::Cwr) {
                 self.cwnd_reduction(newly_acked_sacked, rate.lost, fl.snd_una_advanced);
             } else if self.may_raise_cwnd(cleaned.acked_segs) {
                 // acked_sacked: segments newly delivered by this ACK; those SACKed
@@ -511,8 +550,10 @@ impl Tcb {
                     .pending
                     .is_some_and(|p| p.0 == super::sock::Pending::Probe0)
             {
+                // tcp_ack_probe: the window opened.
                 self.pending = None;
                 self.backoff = 0;
+                self.probes_tstamp = None;
             }
             self.snd_wnd = nwin;
             self.max_window = self.max_window.max(nwin);
@@ -536,23 +577,26 @@ impl Tcb {
         c
     }
 
-    /// RTT sample from the ACKed skbs or the SACKed ones (`tcp_ack_update_rtt`):
-    /// never from retransmitted skbs (Karn); from the timestamp echo otherwise.
+    /// `tcp_ack_update_rtt`: the RTT sample of one ACK. Karn's rule (RFC 6298
+    /// section 3): when the ACK covers a retransmitted skb (`FLAG_RETRANS_DATA_ACKED`
+    /// in `tcp_clean_rtx_queue`) the send times of the skbs it covers give no sample;
+    /// the SACKed never-retransmitted skbs or the timestamp echo may.
     fn ack_rtt(
         &mut self,
         ctx: &mut Ctx,
         th: &TcpRepr,
         c: &super::rtx_queue::Cleaned,
-        sack_tx: Option<crate::time::Instant>,
+        sack_first_tx: Option<crate::time::Instant>,
     ) -> Option<u32> {
-        let from_skb = c.first_tx.or(sack_tx);
-        let rtt = match from_skb {
+        let seq_tx = c.first_tx.filter(|_| !c.acked_retrans);
+        let rtt = match seq_tx.or(sack_first_tx) {
             Some(tx) => Some(ctx.now.saturating_since(tx).as_micros() as u32),
-            None if c.acked_segs > 0 && !c.acked_retrans => th
+            // RFC 7323 section 4.1: the echo of a retransmission's TSval is valid.
+            None if c.acked_segs > 0 => th
                 .options
                 .timestamp
-                .filter(|_| self.ts_ok)
-                .map(|(_, ecr)| self.tsval(ctx.now).wrapping_sub(ecr).saturating_mul(1000)),
+                .filter(|&(_, ecr)| self.ts_ok && ecr != 0)
+                .and_then(|(_, ecr)| ts_rtt_us(self.tsval(ctx.now), ecr)),
             None => None,
         };
         if let Some(r) = rtt {
@@ -573,6 +617,10 @@ impl Tcb {
         }
         self.lost_hint = self.lost_hint.max(self.snd_una);
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
+        // tcp_clean_rtx_queue: an emptied retransmit queue stops the busy chrono.
+        if self.rtx.is_empty() {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::Busy);
+        }
         if c.fin_acked {
             self.our_fin_acked(ctx);
         }
@@ -604,7 +652,8 @@ impl Tcb {
 
     /// `tcp_data_queue`: in-order data to the receive queue, out-of-order data to the
     /// OFO queue, duplicates answered with D-SACK; then the FIN.
-    fn data_queue(&mut self, ctx: &mut Ctx, seq: u64, payload: &[u8], fin: bool) {
+    fn data_queue(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
+        let fin = th.flags.contains(TcpFlags::FIN);
         if !payload.is_empty() || fin {
             self.lrcvtime = ctx.now;
         }
@@ -623,9 +672,11 @@ impl Tcb {
             return;
         }
         if self.shut_rd_by_close() && seq + payload.len() as u64 > self.rcv_nxt {
-            // tcp_rcv_state_process: new data after close(2) resets the connection.
+            // tcp_rcv_state_process: new data after close(2) resets the connection
+            // (tcp_reset) and the segment is answered as tcp_v4_do_rcv's `reset:`
+            // does, with tcp_v4_send_reset built from it (seq = its ACK, no ACK flag).
             ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
-            self.send_active_reset(ctx);
+            super::output::send_reset(ctx, self.tuple, th, payload.len());
             return self.set_error(ctx, SocketError::ConnectionReset);
         }
         self.data_segs_in += 1;
@@ -771,8 +822,35 @@ impl Tcb {
     pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
         if self.nospace && self.state.is_synchronized() && self.is_writeable(ctx.cfg) {
             self.nospace = false;
+            self.chrono_stop(ctx.now, super::chrono::Chrono::SndbufLimited);
             self.wakeups += 1;
             self.notify(ctx, EventKind::Writable);
         }
+    }
+}
+
+/// The RTT in microseconds a timestamp echo `ecr` gives at our clock `tsval` (ms
+/// ticks), as `tcp_ack_update_rtt`: none when the echo is from the future or too old
+/// (`delta >= INT_MAX / 1000`, a forged or stale TSecr), at least one tick.
+pub(crate) fn ts_rtt_us(tsval: u32, ecr: u32) -> Option<u32> {
+    let delta = tsval.wrapping_sub(ecr);
+    (delta < i32::MAX as u32 / 1000).then(|| delta.max(1) * 1000)
+}
+
+#[cfg(test)]
+mod ts_rtt_tests {
+    use super::ts_rtt_us;
+
+    #[test]
+    fn echo_bounds_as_tcp_ack_update_rtt() {
+        assert_eq!(ts_rtt_us(1000, 1000), Some(1000), "at least one tick");
+        assert_eq!(ts_rtt_us(1000, 960), Some(40_000));
+        // From the future, or older than INT_MAX / 1000 ticks: no sample.
+        assert_eq!(ts_rtt_us(1000, 1001), None);
+        assert_eq!(ts_rtt_us(0, 1), None);
+        assert_eq!(ts_rtt_us(0, u32::MAX), Some(1000), "across the wrap");
+        assert_eq!(ts_rtt_us(i32::MAX as u32 / 1000, 0), None);
+        let d = i32::MAX as u32 / 1000 - 1;
+        assert_eq!(ts_rtt_us(d, 0), Some(d * 1000));
     }
 }

@@ -16,8 +16,10 @@
 //! | [`cong`] | `tcp_congestion_ops`, Reno (tcp_cong.c), CUBIC (tcp_cubic.c) |
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
 //! | [`info`] | `struct tcp_info` |
+//! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
 
 pub(crate) mod api;
+pub(crate) mod chrono;
 pub mod cong;
 pub mod info;
 pub(crate) mod input;
@@ -26,6 +28,7 @@ pub(crate) mod output;
 pub(crate) mod pacing;
 pub(crate) mod rack;
 pub mod rate;
+pub(crate) mod ratelimit;
 pub(crate) mod rcvbuf;
 pub(crate) mod recovery;
 pub mod rtx_queue;
@@ -33,6 +36,8 @@ mod rtx_store;
 pub mod seq;
 pub mod skb;
 pub mod sock;
+pub mod sockopt;
+pub(crate) mod syncookies;
 pub(crate) mod timer;
 pub(crate) mod tlp;
 pub mod tsorted;
@@ -118,6 +123,11 @@ pub(crate) struct Ctx<'a> {
     pub out: &'a mut VecDeque<Transmit>,
     pub events: &'a mut VecDeque<SocketEvent>,
     pub ip_id: &'a mut u16,
+    /// The stack-wide challenge-ACK budget (RFC 5961 section 7).
+    pub challenge: &'a mut ratelimit::ChallengeLimit,
+    /// The device frees packets as it takes them (`skb_orphan`): no TX completion
+    /// is charged, so TCP Small Queues never waits on it.
+    pub tx_orphan: bool,
 }
 
 /// A listening socket: its accept queue and the children still in SYN-RECV.
@@ -128,6 +138,10 @@ pub(crate) struct Listener {
     pub pending: u32,
     /// Established children waiting for `accept`.
     pub accept_queue: VecDeque<u32>,
+    /// Options the children inherit (`sk_clone_lock`).
+    pub opts: sockopt::SockOptions,
+    /// When the SYN queue last overflowed into SYN cookies (`tcp_synq_overflow`).
+    pub last_overflow: Option<Instant>,
 }
 
 impl Listener {
@@ -137,12 +151,19 @@ impl Listener {
             backlog,
             pending: 0,
             accept_queue: VecDeque::new(),
+            opts: sockopt::SockOptions::default(),
+            last_overflow: None,
         }
     }
 
-    /// `sk_acceptq_is_full` together with the SYN queue.
-    pub fn is_full(&self) -> bool {
-        self.accept_queue.len() as u32 + self.pending >= self.backlog
+    /// `inet_csk_reqsk_queue_is_full`: more children in SYN-RECV than the backlog.
+    pub fn syn_queue_full(&self) -> bool {
+        self.pending > self.backlog
+    }
+
+    /// `sk_acceptq_is_full`: more established children waiting than the backlog.
+    pub fn accept_queue_full(&self) -> bool {
+        self.accept_queue.len() as u32 > self.backlog
     }
 
     /// A child became established (moved from pending to the accept queue) or died.

@@ -82,6 +82,8 @@ fn push_reset(ctx: &mut Ctx, tuple: FourTuple, rst: &TcpRepr) {
         index: u32::MAX,
         generation: 0,
         truesize: 0,
+        seq: 0,
+        len: 0,
     };
     push(ctx, pkt, 1, 0, token);
 }
@@ -107,13 +109,16 @@ impl Tcb {
     }
 
     /// `tcp_set_mss`-style update once the peer's MSS and the options are known.
-    pub(crate) fn sync_mss(&mut self, peer_mss: u32) {
+    pub(crate) fn sync_mss(&mut self, peer_mss: u32, min_snd_mss: u32) {
         let ts = if self.ts_ok {
             TCPOLEN_TSTAMP_ALIGNED
         } else {
             0
         };
-        self.mss_cache = peer_mss.min(self.advmss).saturating_sub(ts).max(48);
+        // __tcp_mtu_to_mss: no less than tcp_min_snd_mss before the options' room,
+        // whatever the peer's MSS option says (CVE-2019-11479).
+        let mss = peer_mss.min(self.advmss).max(min_snd_mss);
+        self.mss_cache = mss.saturating_sub(ts).max(8);
     }
 
     /// The receive space our window can offer (`tcp_space`, adv_win_scale 1: half the
@@ -209,8 +214,12 @@ impl Tcb {
         if flags & FLAG_FIN != 0 {
             tf |= TcpFlags::FIN;
         }
-        let end = seq + payload.len() as u64;
-        if !payload.is_empty() && end == self.write_seq - self.fin_queued as u64 {
+        if flags & skb::FLAG_PSH != 0 && !payload.is_empty() {
+            tf |= TcpFlags::PSH;
+        }
+        // __tcp_transmit_skb: PSH on every GSO packet (tcp_skb_pcount > 1), to
+        // expedite the receiver's GRO flush; 1-MSS packets keep their own flag.
+        if payload.len() > self.current_mss() as usize {
             tf |= TcpFlags::PSH;
         }
         let options = if flags & FLAG_SYN != 0 {
@@ -220,7 +229,15 @@ impl Tcb {
         };
         let mss = self.current_mss();
         let window = if flags & FLAG_SYN != 0 {
-            self.rcv_space().min(65535) as u16
+            // tcp_select_initial_window / tcp_make_synack: the window a SYN offers is
+            // the one later segments are checked against (rsk_rcv_wnd -> rcv_wnd), so
+            // out-of-order data arriving before our first ACK is in window.
+            let w = self.rcv_space().min(65535);
+            self.rcv_wnd = w;
+            if self.state == TcpState::SynRecv {
+                self.rcv_wup = self.rcv_nxt;
+            }
+            w as u16
         } else {
             self.select_window(ctx)
         };
@@ -250,14 +267,22 @@ impl Tcb {
             }
             self.lsndtime = ctx.now;
         }
-        self.wmem_alloc += truesize as u64;
+        if !ctx.tx_orphan {
+            self.wmem_alloc += truesize as u64;
+        }
         if !payload.is_empty() {
             self.update_after_send(ctx.now, payload.len());
         }
+        let fin = (flags & FLAG_FIN != 0) as u32;
         let token = TxToken {
             index: self.handle.index,
             generation: self.handle.generation,
             truesize,
+            seq,
+            len: match flags & FLAG_SYN {
+                0 => payload.len() as u32 + fin,
+                _ => 0,
+            },
         };
         push(ctx, pkt, mss, payload.len(), token);
     }
@@ -326,10 +351,17 @@ impl Tcb {
         // it: collect that for this call only, as tcp_write_xmit's local flag.
         let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
         let prior_nxt = self.snd_nxt;
+        self.rwnd_limited = false;
         while self.write_queue.front().is_some() {
-            if !self.write_one(ctx) {
+            if !self.write_one(ctx) || self.push_one {
                 break;
             }
+        }
+        // tcp_write_xmit: the receive-window chrono follows the last attempt.
+        if core::mem::take(&mut self.rwnd_limited) {
+            self.chrono_start(ctx.now, super::chrono::Chrono::RwndLimited);
+        } else {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::RwndLimited);
         }
         if frto_new && self.snd_nxt <= self.high_seq {
             self.frto = false;
@@ -343,6 +375,15 @@ impl Tcb {
             || self.packets_in_flight() >= self.cw.snd_cwnd;
         if self.snd_nxt > prior_nxt || is_cwnd_limited {
             self.cwnd_validate(is_cwnd_limited);
+            // tcp_cwnd_validate, network starving: with nothing unsent and the writer
+            // out of buffer, the send buffer is what limits.
+            if !is_cwnd_limited
+                && self.write_queue.is_empty()
+                && self.nospace
+                && matches!(self.state, TcpState::Established | TcpState::CloseWait)
+            {
+                self.chrono_start(ctx.now, super::chrono::Chrono::SndbufLimited);
+            }
         }
         self.arm_probe0_if_stalled(ctx);
     }
@@ -353,17 +394,23 @@ impl Tcb {
         if self.pacing_check(ctx.now) {
             return false;
         }
+        let head = self.write_queue.front().expect("caller checked");
+        let len = head.data.len() as u64;
+        let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());
+        // tcp_cwnd_test: "Don't be strict about the congestion window for the final
+        // FIN": a FIN skb of one segment goes out even when cwnd is full.
+        let final_fin = flags & FLAG_FIN != 0 && len <= mss as u64;
         let in_flight = self.packets_in_flight();
-        if in_flight >= self.cw.snd_cwnd {
+        if in_flight >= self.cw.snd_cwnd && !final_fin {
             self.cw.is_cwnd_limited = true;
             return false;
         }
         // tcp_cwnd_test: at most half of cwnd per TSO packet, so that at least two
         // are in flight for better scheduling.
-        let quota = (self.cw.snd_cwnd - in_flight).min((self.cw.snd_cwnd >> 1).max(1));
-        let head = self.write_queue.front().expect("caller checked");
-        let len = head.data.len() as u64;
-        let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());
+        let quota = match final_fin {
+            true => 1,
+            false => (self.cw.snd_cwnd - in_flight).min((self.cw.snd_cwnd >> 1).max(1)),
+        };
         let wnd_end = self.snd_una + self.snd_wnd as u64;
         // tcp_snd_wnd_test: the first segment must fit in the peer's window.
         let first_end = if len > mss as u64 {
@@ -372,13 +419,14 @@ impl Tcb {
             end_seq
         };
         if first_end > wnd_end {
+            self.rwnd_limited = true;
             return false;
         }
         if self.nagle_blocks(len, flags, mss) {
             return false;
         }
         let max_segs = self.tso_segs(ctx.cfg, mss);
-        if len > mss as u64 {
+        if len > mss as u64 && !self.push_one {
             let is_tail = self.write_queue.len() == 1;
             let fin = flags & FLAG_FIN != 0;
             if let Some(cwnd_limited) = self.tso_should_defer(ctx, seq, len, fin, is_tail, max_segs)
@@ -391,7 +439,17 @@ impl Tcb {
         let by_wnd = ((wnd_end - seq) / mss as u64).max(1) * mss as u64;
         let segs = quota.min(max_segs) as u64;
         let limit = (segs * mss as u64).min(by_wnd);
-        let send_len = len.min(limit) as usize;
+        let mut send_len = len.min(limit) as usize;
+        // tcp_mss_split_point: a sub-MSS remainder of the whole skb is held when
+        // Nagle (or cork) would hold it as a segment of its own.
+        let partial = len % mss as u64;
+        if send_len as u64 == len
+            && len > mss as u64
+            && partial != 0
+            && self.nagle_blocks(partial, flags, mss)
+        {
+            send_len -= partial as usize;
+        }
         if self.small_queue_check(ctx.cfg, send_len as u32 + SKB_OVERHEAD, 0) {
             return false;
         }
@@ -417,14 +475,17 @@ impl Tcb {
 
     /// Minshall's variant of Nagle (`tcp_nagle_check`): hold a sub-MSS tail segment
     /// while an earlier small segment is unacknowledged.
+    /// With `TCP_CORK` (or a `MSG_MORE` push), any sub-MSS tail waits
+    /// (`tcp_nagle_check`: `nonagle & TCP_NAGLE_CORK`); a `TCP_NAGLE_PUSH` push sends it.
     fn nagle_blocks(&self, len: u64, flags: u8, mss: u32) -> bool {
         let is_tail = self.write_queue.len() == 1;
-        len < mss as u64
-            && is_tail
-            && !self.nodelay
-            && flags & FLAG_FIN == 0
-            && self.snd_sml > self.snd_una
-            && self.rtx.packets_out > 0
+        if self.nagle_push || flags & FLAG_FIN != 0 || len >= mss as u64 || !is_tail {
+            return false;
+        }
+        if self.cork || self.nagle_cork_once {
+            return true;
+        }
+        !self.nodelay && self.snd_sml > self.snd_una && self.rtx.packets_out > 0
     }
 
     /// Moves the first `send_len` bytes of the write queue head to the rtx queue and
@@ -480,7 +541,12 @@ impl Tcb {
     pub(crate) fn xmit_retransmit_queue(&mut self, ctx: &mut Ctx) {
         let mss = self.current_mss();
         let mut from = self.retransmit_hint.max(self.snd_una);
-        while let Some(s) = self.rtx.next_lost(from) {
+        // Linux stops once every lost segment is retransmitted, before walking on
+        // (tcp_xmit_retransmit_queue: retrans_out >= lost_out).
+        while self.rtx.retrans_out < self.rtx.lost_out {
+            let Some(s) = self.rtx.next_lost(from) else {
+                break;
+            };
             let in_flight = self.packets_in_flight();
             if in_flight >= self.cw.snd_cwnd {
                 break;

@@ -4,7 +4,8 @@
 //! (`tcp_small_queue_check`, seed 002).
 
 use super::cong::CaState;
-use super::sock::{Tcb, GSO_MAX_SIZE};
+use super::skb::{FLAG_FIN, SKB_OVERHEAD};
+use super::sock::{Pending, Tcb, GSO_MAX_SIZE};
 use super::Ctx;
 use crate::config::{Config, SizeGoalAt};
 use crate::time::Instant;
@@ -14,6 +15,9 @@ use core::time::Duration;
 pub const SK_PACING_SHIFT: u32 = 10;
 /// `sch_fq`/internal pacing leave the first 10 segments of a flow unpaced.
 const UNPACED_SEGS: u64 = 10;
+
+/// `TCP_RESOURCE_PROBE_INTERVAL`: the retry after a local drop (HZ / 2).
+const TCP_RESOURCE_PROBE_INTERVAL: core::time::Duration = core::time::Duration::from_millis(500);
 
 impl Tcb {
     /// `tcp_update_pacing_rate`: `mss * max(cwnd, packets_out) / srtt`, times 200 % in
@@ -124,10 +128,12 @@ impl Tcb {
             None if limit > 3 * mss => return None,
             _ => {}
         }
+        // If the next ACK is likely to come too late (half srtt), do not defer:
+        // `delta < srtt_us >> 4` with Linux's srtt_us in 1/8 us, so in whole
+        // microseconds (a 1 us srtt gives 0: defer).
         let head = self.rtx.first()?;
-        let srtt_ns = self.srtt_us as u64 * 1000;
-        let expected_ack = head.tx_time.0 + srtt_ns;
-        if expected_ack.saturating_sub(ctx.now.0) > srtt_ns / 2 {
+        let delta_ns = ctx.now.saturating_since(head.tx_time).as_nanos() as u64;
+        if delta_ns < (self.srtt_us as u64 / 2) * 1000 {
             return None;
         }
         if cong_win < send_win {
@@ -171,11 +177,114 @@ impl Tcb {
     /// TSQ throttled the socket, transmit again.
     pub(crate) fn on_tx_complete(&mut self, ctx: &mut Ctx, truesize: u32) {
         self.wmem_alloc = self.wmem_alloc.saturating_sub(truesize as u64);
+        if !self.local_drops.is_empty() {
+            self.resend_local_drops(ctx);
+        }
         if self.tsq_throttled {
             self.tsq_throttled = false;
             self.write_xmit(ctx);
             self.check_space(ctx);
         }
+    }
+
+    /// The device queue dropped a packet we sent (a qdisc's `NET_XMIT_DROP`): not a
+    /// network loss. In Linux the skb of a failed `tcp_transmit_skb` stays unsent and
+    /// goes out on the next TSQ completion or ACK, or from a timer
+    /// (`tcp_check_probe_timer`, `TCP_RESOURCE_PROBE_INTERVAL`), with no loss
+    /// recovery, no retransmission counted and no backoff; the drop enters CWR
+    /// (`tcp_enter_cwr`: one PRR reduction per window, as for an ECN mark). lowtide has handed later packets to the device
+    /// already, so it sends the dropped range again as soon as it can, as a first
+    /// transmission (RACK sees it sent now; no retransmission is counted).
+    pub(crate) fn on_tx_dropped(&mut self, ctx: &mut Ctx, truesize: u32, seq: u64, len: u32) {
+        self.wmem_alloc = self.wmem_alloc.saturating_sub(truesize as u64);
+        let (start, end) = (seq.max(self.snd_una), seq + len as u64);
+        if len > 0 && end > start {
+            // __tcp_transmit_skb: a local drop is congestion, without a loss.
+            self.enter_cwr();
+            self.record_local_drop(start, end);
+            let unsent: u32 = self
+                .local_drops
+                .iter()
+                .flat_map(|&(s, e)| self.rtx.unsent_in(s, e))
+                .map(|(_, n)| n)
+                .sum();
+            if unsent >= self.rtx.packets_out {
+                // Nothing of ours left the host: no RTO or loss probe for data never
+                // sent, but tcp_check_probe_timer's retry after tcp_probe0_base.
+                if matches!(
+                    self.pending,
+                    Some((
+                        Pending::Retrans | Pending::LossProbe | Pending::ReoTimeout,
+                        _
+                    ))
+                ) {
+                    self.pending = None;
+                }
+                self.resource_retry_at = Some(ctx.now + self.rto.max(self.rto_min));
+            } else {
+                self.resource_retry_at = Some(ctx.now + TCP_RESOURCE_PROBE_INTERVAL);
+            }
+        }
+        // A throttled socket must not wait for completions that will not come.
+        if self.tsq_throttled && self.resource_retry_at.is_none() {
+            self.resource_retry_at = Some(ctx.now + TCP_RESOURCE_PROBE_INTERVAL);
+        }
+    }
+
+    /// Remembers `[start, end)` to send again; past `MAX_LOCAL_DROPS` ranges the
+    /// last one grows to cover the new one (resending a little more is harmless).
+    fn record_local_drop(&mut self, start: u64, end: u64) {
+        const MAX_LOCAL_DROPS: usize = 64;
+        let full = self.local_drops.len() >= MAX_LOCAL_DROPS;
+        match self.local_drops.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            Some(last) if full => {
+                *last = (last.0.min(start), last.1.max(end));
+            }
+            _ => self.local_drops.push((start, end)),
+        }
+    }
+
+    /// Sends again what the device queue dropped (TSQ permitting), then new data.
+    pub(crate) fn resend_local_drops(&mut self, ctx: &mut Ctx) {
+        self.tsq_throttled = false;
+        let drops = core::mem::take(&mut self.local_drops);
+        let mut left = Vec::new();
+        for (i, &(start, end)) in drops.iter().enumerate() {
+            if end <= self.snd_una {
+                continue;
+            }
+            let mut from = start.max(self.snd_una);
+            for (seq, _) in self.rtx.unsent_in(from, end) {
+                let Some(s) = self.rtx.get(seq) else { continue };
+                let (flags, data) = (s.flags, s.data.clone());
+                let truesize = data.len() as u32 + SKB_OVERHEAD;
+                if self.small_queue_check(ctx.cfg, truesize, 1) {
+                    break;
+                }
+                self.transmit(ctx, seq, flags, &data, truesize);
+                self.rtx.mark_resent(seq, ctx.now);
+                let tx = self.rate_skb_sent(ctx.now);
+                self.rtx.set_tx_rate(seq, tx);
+                from = seq + data.len() as u64 + (flags & FLAG_FIN != 0) as u64;
+            }
+            if from < end {
+                left.push((from, end));
+                left.extend_from_slice(&drops[i + 1..]);
+                break;
+            }
+        }
+        self.local_drops = left;
+        if self.local_drops.is_empty() {
+            self.resource_retry_at = None;
+            if self.pending.is_none() {
+                self.rearm_rto(ctx);
+            }
+        } else if self.resource_retry_at.is_none_or(|t| t <= ctx.now) {
+            self.resource_retry_at = Some(ctx.now + TCP_RESOURCE_PROBE_INTERVAL);
+        }
+        self.write_xmit(ctx);
+        self.check_space(ctx);
     }
 
     /// The pacing timer fired (`tcp_pace_kick`).
@@ -311,5 +420,60 @@ mod tests {
         assert!(t.pacing_check(Instant(2_000)));
         assert!(t.pacing_timer);
         assert!(!t.pacing_check(Instant(1_001_000)));
+    }
+}
+
+#[cfg(test)]
+mod defer_tests {
+    use super::*;
+    use crate::mib::Counters;
+    use crate::tcp::skb::{Skb, SKB_OVERHEAD};
+    use std::collections::VecDeque;
+
+    #[test]
+    fn half_srtt_test_truncates_to_whole_microseconds() {
+        // tcp_tso_should_defer: "if next ACK is likely to come too late (half srtt),
+        // do not defer" compares delta with srtt_us >> 4, in microseconds; a 1 us
+        // srtt gives 0, so a head sent this instant does not force sending.
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.mss_cache = 1000;
+        t.cw.snd_cwnd = 20;
+        t.snd_wnd = 100_000;
+        t.snd_una = 1;
+        t.rtx.push(Skb {
+            seq: 1,
+            end_seq: 16_001,
+            data: bytes::Bytes::from(vec![0; 16_000]),
+            flags: 0,
+            sacked: 0,
+            pcount: 16,
+            tx_time: Instant::ZERO,
+            truesize: 16_000 + SKB_OVERHEAD,
+            tx: Default::default(),
+        });
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let ctx = Ctx {
+            now: Instant::ZERO,
+            cfg: &cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            tx_orphan: false,
+        };
+        // 4 segments of cwnd left, a 16-segment skb and a 64-segment goal: defer
+        // unless the ACK is late.
+        t.srtt_us = 1;
+        assert!(t
+            .tso_should_defer(&ctx, 16_001, 16_000, false, true, 64)
+            .is_some());
+        t.srtt_us = 100;
+        assert_eq!(
+            t.tso_should_defer(&ctx, 16_001, 16_000, false, true, 64),
+            None
+        );
     }
 }

@@ -259,6 +259,8 @@ mod tests {
             out: &mut out,
             events: &mut events,
             ip_id: &mut id,
+            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            tx_orphan: false,
         };
         let r = f(&mut ctx);
         (r, mib)
@@ -372,6 +374,8 @@ mod tests {
             out: &mut out,
             events: &mut events,
             ip_id: &mut id,
+            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            tx_orphan: false,
         };
         let l = t.rack_detect_loss(&mut ctx);
         assert_eq!(l.lost_segs, 3);

@@ -27,15 +27,17 @@ pub(crate) struct RcvRttEst {
 impl Tcb {
     /// `tcp_rcv_rtt_update`: the minimum of window-based samples (`win_dep`), a
     /// smoothed average of timestamp samples taken while the receive queue is empty.
+    /// A peer's TSecr picks the sample (up to `INT_MAX / 1000` ms): the scaled
+    /// estimate is a u32 that wraps, as Linux's `new_sample`.
     fn rcv_rtt_update(&mut self, sample_us: u32, win_dep: bool) {
         let old = self.rcv_rtt.rtt_us8;
-        let m = sample_us.saturating_mul(8);
+        let m = sample_us.wrapping_mul(8);
         self.rcv_rtt.rtt_us8 = if old == 0 || m < old {
             m
         } else if win_dep || self.rcv_nxt != self.copied_seq {
             return;
         } else {
-            old - (old >> 3) + sample_us
+            (old - (old >> 3)).wrapping_add(sample_us)
         };
     }
 

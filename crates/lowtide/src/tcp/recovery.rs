@@ -16,6 +16,8 @@ pub(crate) struct SackResult {
     pub newly_sacked: u32,
     /// The first block was a D-SACK.
     pub dsack: bool,
+    /// Send time of the oldest newly SACKed never-retransmitted skb (`first_sackt`).
+    pub first_tx: Option<crate::time::Instant>,
     /// Send time of the newest newly SACKed never-retransmitted skb (RTT sample).
     pub last_tx: Option<crate::time::Instant>,
     /// The most recently sent skb newly SACKed, for the rate sample.
@@ -88,6 +90,7 @@ impl Tcb {
         self.fack = valid[..n].iter().fold(self.fack, |f, b| f.max(b.1));
         let t = self.rtx.sacktag_blocks(&valid[..n], mss);
         r.newly_sacked = t.segs;
+        r.first_tx = t.first_tx;
         r.last_tx = t.last_tx;
         r.rate = t.rate;
         ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
@@ -475,6 +478,17 @@ impl Tcb {
         let ca_ctx = self.ca_ctx(ctx.now);
         self.cc
             .cwnd_event(&mut self.cw, CaEvent::CompleteCwr, &ca_ctx);
+    }
+
+    /// `tcp_enter_cwr`: a cwnd reduction without loss recovery (a local drop, as
+    /// `__tcp_transmit_skb` on `NET_XMIT_DROP`/`NET_XMIT_CN`), once per window.
+    pub(crate) fn enter_cwr(&mut self) {
+        self.prior_ssthresh = 0;
+        if matches!(self.ca_state, CaState::Open | CaState::Disorder) {
+            self.undo_marker = None;
+            self.init_cwnd_reduction();
+            self.set_ca_state(CaState::Cwr);
+        }
     }
 
     /// `tcp_enter_recovery` + `tcp_init_cwnd_reduction`.

@@ -2,7 +2,7 @@
 //! `tcp_rtx_queue`, seed 003, or the list before it: `experimental.rtx_queue`) with
 //! the SACK scoreboard kept beside it.
 //!
-//! Every change of an skb goes through [`RtxQueue::account`] so that the counters
+//! Every change of an skb goes through `RtxQueue::account` so that the counters
 //! (`packets_out`, `sacked_out`, `lost_out`, `retrans_out`, ...) always equal the sums
 //! over the skbs, whatever the storage; `check_invariants` verifies that in tests.
 //!
@@ -58,6 +58,11 @@ pub struct RtxQueue {
     below: (u64, u64),
     /// `sk_sndbuf`, for the fragmentation bound.
     sndbuf: u64,
+    /// `tcp_highest_sack_seq`: the end of the highest SACKed skb (0: none), where
+    /// a SACK walk may start without a search (`tp->highest_sack`).
+    highest_sack: u64,
+    /// SACK blocks processed (`sacktag_blocks`), for the CPU cost model.
+    sack_blocks: u64,
     /// The skbs in flight by transmit time (`tsorted_sent_queue`), for RACK.
     tsorted: Tsorted,
     /// What the current ACK newly delivered (taken by the engine after each ACK).
@@ -127,6 +132,9 @@ pub struct Cleaned {
 pub struct Tagged {
     /// Segments newly SACKed.
     pub segs: u32,
+    /// Send time of the oldest newly SACKed skb that was never retransmitted
+    /// (`first_sackt`: the SACK RTT sample of `tcp_ack_update_rtt`).
+    pub first_tx: Option<Instant>,
     /// Send time of the newest newly SACKed skb that was never retransmitted.
     pub last_tx: Option<Instant>,
     /// Some newly SACKed skb had been retransmitted (D-SACK-less undo hint).
@@ -140,18 +148,6 @@ pub struct Tagged {
     pub refused: u32,
     /// The most recently sent skb newly SACKed (`tcp_rate_skb_delivered`).
     pub rate: Option<DeliveredSkb>,
-}
-
-impl Tagged {
-    fn add(&mut self, o: Tagged) {
-        self.segs += o.segs;
-        self.last_tx = self.last_tx.max(o.last_tx);
-        self.retrans |= o.retrans;
-        self.shifted += o.shifted;
-        self.merged += o.merged;
-        self.refused += o.refused;
-        self.rate = DeliveredSkb::later(self.rate, o.rate);
-    }
 }
 
 /// The fields of an skb the counters depend on.
@@ -207,6 +203,8 @@ impl RtxQueue {
             recv_sack_cache: [(0, 0); TCP_NUM_SACKS],
             below: (0, 0),
             sndbuf: 4 << 20,
+            highest_sack: 0,
+            sack_blocks: 0,
             tsorted: Tsorted::default(),
             delivered: Delivered::default(),
             rack_cutoff: Instant::ZERO,
@@ -221,6 +219,17 @@ impl RtxQueue {
     /// Sets `sk_sndbuf`, which bounds how far SACK may fragment the queue.
     pub fn set_sndbuf(&mut self, sndbuf: u32) {
         self.sndbuf = sndbuf as u64;
+    }
+
+    /// Nodes of the queue visited so far, counted as Linux's tree or list would
+    /// visit them (see `rtx_store::Store::visits`): the CPU cost model's measure.
+    pub fn nodes_visited(&self) -> u64 {
+        self.store.visits()
+    }
+
+    /// SACK blocks processed so far.
+    pub fn sack_blocks(&self) -> u64 {
+        self.sack_blocks
     }
 
     /// Number of skbs.
@@ -346,6 +355,34 @@ impl RtxQueue {
         }
     }
 
+    /// The skbs overlapping `[start, end)` that are neither SACKed nor marked lost:
+    /// (seq, pcount) of each, in order.
+    pub fn unsent_in(&self, start: u64, end: u64) -> Vec<(u64, u32)> {
+        let from = self
+            .store
+            .last_before(start + 1)
+            .map_or(start, |p| self.store.get(p).seq);
+        self.iter_from(from)
+            .take_while(|s| s.seq < end)
+            .filter(|s| s.end_seq > start && !s.has(SACKED_ACKED | LOST))
+            .map(|s| (s.seq, s.pcount))
+            .collect()
+    }
+
+    /// The skb at `seq` left again at `now` as its first transmission: a local drop
+    /// meant it never did (no retransmission flags; RACK's order moves).
+    pub fn mark_resent(&mut self, seq: u64, now: Instant) {
+        // Sent after everything already sent, even within one instant of the clock
+        // (Linux's microsecond stamps would differ), so RACK orders it last.
+        let t = match self.tsorted.last_tx() {
+            Some(last) if last >= now => Instant(last.0 + 1),
+            _ => now,
+        };
+        if let Some(p) = self.store.find(seq) {
+            self.modify(p, |s| s.tx_time = t);
+        }
+    }
+
     /// Records a loss probe's retransmission of the skb at `seq` at `now`
     /// (`__tcp_retransmit_skb`: ever retransmitted, but not counted in `retrans_out`).
     pub fn mark_probed(&mut self, seq: u64, now: Instant) {
@@ -410,8 +447,15 @@ impl RtxQueue {
         let n = blocks.len().min(TCP_NUM_SACKS);
         sorted[..n].copy_from_slice(&blocks[..n]);
         sorted[..n].sort_unstable();
+        self.sack_blocks += n as u64;
+        if self.sacked_out == 0 {
+            self.highest_sack = 0; // tcp_highest_sack_reset
+        }
         let mut t = Tagged::default();
         let cache = self.recv_sack_cache;
+        // One in-order walk per ACK: the blocks are sorted and the walk goes on
+        // from where the previous block left it (tcp_sacktag_write_queue).
+        let mut cursor = None;
         for &(start, end) in &sorted[..n] {
             let mut from = start;
             for &(cs, ce) in &cache {
@@ -419,12 +463,12 @@ impl RtxQueue {
                     continue;
                 }
                 if cs > from {
-                    t.add(self.sacktag(from, cs, mss));
+                    cursor = self.sacktag_from(cursor, from, cs, mss, &mut t);
                 }
                 from = from.max(ce);
             }
             if from < end {
-                t.add(self.sacktag(from, end, mss));
+                cursor = self.sacktag_from(cursor, from, end, mss, &mut t);
             }
         }
         self.recv_sack_cache = [(0, 0); TCP_NUM_SACKS];
@@ -438,18 +482,36 @@ impl RtxQueue {
     /// block is assumed validated against `snd_una..snd_nxt` by the caller.
     pub fn sacktag(&mut self, start: u64, end: u64, mss: u32) -> Tagged {
         let mut t = Tagged::default();
-        let Some(mut p) = self.store.seek(start) else {
-            return t;
+        self.sacktag_from(None, start, end, mss, &mut t);
+        t
+    }
+
+    /// `tcp_sacktag_skip` + `tcp_sacktag_walk` for `[start, end)` from `cursor` (the
+    /// skb where the previous block's walk stopped, `None` for the head). A block
+    /// at or above `tcp_highest_sack_seq` starts at `tp->highest_sack` instead, as
+    /// Linux does in both shapes; returns where this walk stopped.
+    fn sacktag_from(
+        &mut self,
+        cursor: Option<Pos>,
+        start: u64,
+        end: u64,
+        mss: u32,
+        t: &mut Tagged,
+    ) -> Option<Pos> {
+        let first = match self.highest_sack {
+            h if h != 0 && start >= h => self.store.seek_hinted(start),
+            _ => self.store.seek_from(cursor, start),
         };
+        let mut p = first?;
         loop {
             let s = self.store.get(p);
             if s.seq >= end {
                 break;
             }
             if !s.has(SACKED_ACKED) {
-                match self.match_skb_to_sack(p, start, end, mss, &mut t) {
+                match self.match_skb_to_sack(p, start, end, mss, t) {
                     Match::Out => {}
-                    m => p = self.sacktag_one(p, m == Match::Head, mss, &mut t),
+                    m => p = self.sacktag_one(p, m == Match::Head, mss, t),
                 }
             }
             match self.store.next(p) {
@@ -457,7 +519,7 @@ impl RtxQueue {
                 None => break,
             }
         }
-        t
+        Some(p)
     }
 
     /// `tcp_match_skb_to_sack`: whether `[start, end)` covers the skb at `p`; a
@@ -535,9 +597,12 @@ impl RtxQueue {
         let s = self.store.get(p);
         rate::skb_delivered(&mut t.rate, s);
         t.segs += s.pcount;
+        // tcp_advance_highest_sack
+        self.highest_sack = self.highest_sack.max(s.end_seq);
         if s.has(EVER_RETRANS) {
             t.retrans = true;
         } else {
+            t.first_tx = Some(t.first_tx.map_or(s.tx_time, |f| f.min(s.tx_time)));
             t.last_tx = t.last_tx.max(Some(s.tx_time));
         }
         self.modify(p, |s| {
@@ -579,8 +644,8 @@ impl RtxQueue {
         let (x, y) = (self.store.get(a), self.store.get(b));
         let ok = x.sacked == y.sacked
             && x.has(SACKED_ACKED)
-            && x.flags == 0
-            && y.flags == 0
+            && x.flags & !skb::FLAG_PSH == 0
+            && y.flags & !skb::FLAG_PSH == 0
             && x.end_seq == y.seq
             && x.len() as u64 == x.pcount as u64 * mss as u64
             && x.data.len() + y.data.len() <= MERGE_MAX;
@@ -591,6 +656,7 @@ impl RtxQueue {
         self.modify(a, |x| {
             append(&mut x.data, &y.data);
             x.end_seq = y.end_seq;
+            x.flags |= y.flags; // tcp_shifted_skb
             x.pcount += y.pcount;
             x.truesize += y.truesize;
         });
@@ -899,6 +965,57 @@ mod tests {
             q.check_invariants();
             check_payload(&q);
         }
+    }
+
+    /// 10,000 one-MSS skbs; every 10th of the first 5,000 lost and the 9 after it
+    /// SACKed (merged into one skb each): 1,000 skbs below the top of the SACKed
+    /// range.
+    fn storm(kind: RtxQueueKind) -> RtxQueue {
+        let mut q = queue_of(kind, 10_000, MSS);
+        let off = |i: u64| 1 + i * MSS as u64;
+        for h in (0..5_000).step_by(10) {
+            q.sacktag_blocks(&[(off(h + 1), off(h + 10))], MSS);
+        }
+        q
+    }
+
+    /// Linux before seed 003 (`tcp_sacktag_write_queue`, Linux 3.18): a block at or
+    /// above `tcp_highest_sack_seq` starts at `tp->highest_sack`, so a SACK growing
+    /// at the top costs a few nodes in the list too, not a walk from the head.
+    #[test]
+    fn list_sack_at_the_top_starts_at_highest_sack() {
+        let off = |i: u64| 1 + i * MSS as u64;
+        for kind in [RtxQueueKind::List, RtxQueueKind::Tree] {
+            let mut q = storm(kind);
+            assert!(q.len() > 5_000);
+            let before = q.nodes_visited();
+            for k in 5_002..5_102 {
+                q.sacktag_blocks(&[(off(5_001), off(k)), (off(4_991), off(5_000))], MSS);
+            }
+            let per_ack = (q.nodes_visited() - before) / 100;
+            // Without the hint the list walked past the 1,000 skbs below.
+            assert!(per_ack < 40, "{kind:?}: {per_ack} nodes per ACK");
+            q.check_invariants();
+        }
+    }
+
+    /// Where no hint applies (a block opening in the middle, as when a
+    /// retransmission fills a hole), the list walks from its head and the tree
+    /// searches: about 500 skbs passed vs about log2(6,000).
+    #[test]
+    fn list_sack_in_the_middle_walks_from_the_head() {
+        let off = |i: u64| 1 + i * MSS as u64;
+        let mut visits = Vec::new();
+        for kind in [RtxQueueKind::List, RtxQueueKind::Tree] {
+            let mut q = storm(kind);
+            let before = q.nodes_visited();
+            // Hole 2,500 filled: its block joins the runs either side.
+            q.sacktag_blocks(&[(off(2_491), off(2_510))], MSS);
+            visits.push(q.nodes_visited() - before);
+            q.check_invariants();
+        }
+        assert!(visits[0] > 450, "list: {} nodes", visits[0]);
+        assert!(visits[1] < 60, "tree: {} nodes", visits[1]);
     }
 
     #[test]

@@ -12,15 +12,23 @@
 
 use super::skb::Skb;
 use crate::config::RtxQueueKind;
+use core::cell::Cell;
 use core::ops::Bound::{Excluded, Unbounded};
 use std::collections::{btree_map, vec_deque, BTreeMap, VecDeque};
 
 /// Address of one skb in a [`Store`].
 pub(crate) type Pos = u64;
 
-/// The skbs, ordered by sequence, non-overlapping.
+/// The skbs, ordered by sequence, non-overlapping, and a count of the nodes the
+/// operations visited (the CPU cost model's measure of work; see [`Store::visits`]).
 #[derive(Debug)]
-pub(crate) enum Store {
+pub(crate) struct Store {
+    skbs: Skbs,
+    visits: Cell<u64>,
+}
+
+#[derive(Debug)]
+enum Skbs {
     /// Linux's `tcp_rtx_queue` rb-tree: O(log n) search.
     Tree(BTreeMap<u64, Skb>),
     /// The list before seed 003: every search walks from the head.
@@ -29,90 +37,150 @@ pub(crate) enum Store {
 
 impl Store {
     pub(crate) fn new(kind: RtxQueueKind) -> Store {
-        match kind {
-            RtxQueueKind::Tree => Store::Tree(BTreeMap::new()),
-            RtxQueueKind::List => Store::List(VecDeque::new()),
+        let skbs = match kind {
+            RtxQueueKind::Tree => Skbs::Tree(BTreeMap::new()),
+            RtxQueueKind::List => Skbs::List(VecDeque::new()),
+        };
+        Store {
+            skbs,
+            visits: Cell::new(0),
         }
     }
 
+    /// Nodes visited so far, counted as Linux's structure would visit them: in the
+    /// tree, a search costs the depth of a balanced tree of this size
+    /// (`bits(len)`, about log2 n + 1, as an rb-tree descent) and a step to a
+    /// neighbour one node; in the list, a search walks from where it starts, one
+    /// node per skb passed, and a step, an insertion after a held skb or a removal
+    /// one node (a linked list). Where Linux held a pointer to the skb (the caller
+    /// has it in hand: `find`), the list charges one node.
+    pub(crate) fn visits(&self) -> u64 {
+        self.visits.get()
+    }
+
+    fn visit(&self, n: u64) {
+        self.visits.set(self.visits.get() + n);
+    }
+
+    /// The cost of one tree search: the depth of a balanced tree of `len` nodes.
+    fn depth(len: usize) -> u64 {
+        (usize::BITS - len.leading_zeros()) as u64
+    }
+
     pub(crate) fn kind(&self) -> RtxQueueKind {
-        match self {
-            Store::Tree(_) => RtxQueueKind::Tree,
-            Store::List(_) => RtxQueueKind::List,
+        match &self.skbs {
+            Skbs::Tree(_) => RtxQueueKind::Tree,
+            Skbs::List(_) => RtxQueueKind::List,
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        match self {
-            Store::Tree(t) => t.len(),
-            Store::List(l) => l.len(),
+        match &self.skbs {
+            Skbs::Tree(t) => t.len(),
+            Skbs::List(l) => l.len(),
         }
     }
 
+    /// The head (`tcp_rtx_queue_head`: `rb_first`, or the list's head).
     pub(crate) fn first_pos(&self) -> Option<Pos> {
-        match self {
-            Store::Tree(t) => t.keys().next().copied(),
-            Store::List(l) => (!l.is_empty()).then_some(0),
+        match &self.skbs {
+            Skbs::Tree(t) => {
+                self.visit(Store::depth(t.len()));
+                t.keys().next().copied()
+            }
+            Skbs::List(l) => {
+                self.visit(1);
+                (!l.is_empty()).then_some(0)
+            }
         }
     }
 
     pub(crate) fn last(&self) -> Option<&Skb> {
-        match self {
-            Store::Tree(t) => t.values().next_back(),
-            Store::List(l) => l.back(),
+        self.visit(1);
+        match &self.skbs {
+            Skbs::Tree(t) => t.values().next_back(),
+            Skbs::List(l) => l.back(),
         }
     }
 
     pub(crate) fn get(&self, p: Pos) -> &Skb {
-        match self {
-            Store::Tree(t) => &t[&p],
-            Store::List(l) => &l[p as usize],
+        match &self.skbs {
+            Skbs::Tree(t) => &t[&p],
+            Skbs::List(l) => &l[p as usize],
         }
     }
 
     pub(crate) fn get_mut(&mut self, p: Pos) -> &mut Skb {
-        match self {
-            Store::Tree(t) => t.get_mut(&p).expect("valid pos"),
-            Store::List(l) => &mut l[p as usize],
+        match &mut self.skbs {
+            Skbs::Tree(t) => t.get_mut(&p).expect("valid pos"),
+            Skbs::List(l) => &mut l[p as usize],
         }
     }
 
-    /// The skb after `p`.
+    /// The skb after `p` (`skb_rb_next`, or the list's next).
     pub(crate) fn next(&self, p: Pos) -> Option<Pos> {
-        match self {
-            Store::Tree(t) => t.range((Excluded(p), Unbounded)).next().map(|(k, _)| *k),
-            Store::List(l) => (p as usize + 1 < l.len()).then_some(p + 1),
+        self.visit(1);
+        match &self.skbs {
+            Skbs::Tree(t) => t.range((Excluded(p), Unbounded)).next().map(|(k, _)| *k),
+            Skbs::List(l) => (p as usize + 1 < l.len()).then_some(p + 1),
         }
     }
 
     /// The skb before `p`.
     pub(crate) fn prev(&self, p: Pos) -> Option<Pos> {
-        match self {
-            Store::Tree(t) => t.range(..p).next_back().map(|(k, _)| *k),
-            Store::List(_) => p.checked_sub(1),
+        self.visit(1);
+        match &self.skbs {
+            Skbs::Tree(t) => t.range(..p).next_back().map(|(k, _)| *k),
+            Skbs::List(_) => p.checked_sub(1),
         }
     }
 
-    /// Index of the first list skb matching `pred`, walking from the head.
-    fn scan(l: &VecDeque<Skb>, pred: impl Fn(&Skb) -> bool) -> Option<usize> {
-        l.iter().position(pred)
+    /// Index of the first list skb from `from` on matching `pred`, walking forward
+    /// and counting every skb looked at.
+    fn scan(&self, l: &VecDeque<Skb>, from: usize, pred: impl Fn(&Skb) -> bool) -> Option<usize> {
+        let found = l.range(from..).position(pred);
+        self.visit(found.map_or(l.len() - from.min(l.len()), |i| i + 1) as u64);
+        found.map(|i| from + i)
     }
 
-    /// The skb starting at `seq`.
+    /// The skb starting at `seq`: one that the caller holds in Linux (the skb being
+    /// retransmitted, marked, or timed), so the list finds it without a walk (by
+    /// binary search here, charged as one node).
     pub(crate) fn find(&self, seq: u64) -> Option<Pos> {
-        match self {
-            Store::Tree(t) => t.contains_key(&seq).then_some(seq),
-            Store::List(l) => Store::scan(l, |s| s.seq >= seq)
-                .filter(|&i| l[i].seq == seq)
-                .map(|i| i as Pos),
+        match &self.skbs {
+            Skbs::Tree(t) => {
+                self.visit(Store::depth(t.len()));
+                t.contains_key(&seq).then_some(seq)
+            }
+            Skbs::List(l) => {
+                self.visit(1);
+                l.binary_search_by_key(&seq, |s| s.seq)
+                    .ok()
+                    .map(|i| i as Pos)
+            }
         }
     }
 
     /// The skb containing `seq`, or else the first one after it
-    /// (`tcp_sacktag_bsearch` in the tree, `tcp_sacktag_skip` in the list).
+    /// (`tcp_sacktag_bsearch` in the tree, `tcp_sacktag_skip` from the head in the
+    /// list).
     pub(crate) fn seek(&self, seq: u64) -> Option<Pos> {
-        match self {
-            Store::Tree(t) => {
+        self.seek_from(None, seq)
+    }
+
+    /// As [`Store::seek`], starting from `cursor` (an skb at or before the target)
+    /// where Linux's walk would start there: the list walks on from it
+    /// (`tcp_sacktag_skip`); the tree searches from its root unless the cursor is
+    /// already past `seq` (Linux's `tcp_sacktag_skip` since seed 003).
+    pub(crate) fn seek_from(&self, cursor: Option<Pos>, seq: u64) -> Option<Pos> {
+        if let Some(c) = cursor {
+            if self.get(c).seq > seq {
+                return Some(c);
+            }
+        }
+        match &self.skbs {
+            Skbs::Tree(t) => {
+                self.visit(Store::depth(t.len()));
                 if let Some((k, s)) = t.range(..=seq).next_back() {
                     if s.end_seq > seq {
                         return Some(*k);
@@ -120,15 +188,43 @@ impl Store {
                 }
                 t.range(seq..).next().map(|(k, _)| *k)
             }
-            Store::List(l) => Store::scan(l, |s| s.end_seq > seq || s.seq >= seq).map(|i| i as Pos),
+            Skbs::List(l) => {
+                let from = cursor.map_or(0, |c| c as usize);
+                self.scan(l, from, |s| s.end_seq > seq || s.seq >= seq)
+                    .map(|i| i as Pos)
+            }
+        }
+    }
+
+    /// The skb containing `seq` or the first after it, reached through a pointer
+    /// Linux keeps (`tp->highest_sack`): one node in either shape.
+    pub(crate) fn seek_hinted(&self, seq: u64) -> Option<Pos> {
+        self.visit(1);
+        match &self.skbs {
+            Skbs::Tree(t) => {
+                if let Some((k, s)) = t.range(..=seq).next_back() {
+                    if s.end_seq > seq {
+                        return Some(*k);
+                    }
+                }
+                t.range(seq..).next().map(|(k, _)| *k)
+            }
+            Skbs::List(l) => {
+                let i = l.partition_point(|s| s.end_seq <= seq);
+                (i < l.len()).then_some(i as Pos)
+            }
         }
     }
 
     /// The last skb starting before `at`.
     pub(crate) fn last_before(&self, at: u64) -> Option<Pos> {
-        match self {
-            Store::Tree(t) => t.range(..at).next_back().map(|(k, _)| *k),
-            Store::List(l) => Store::scan(l, |s| s.seq >= at)
+        match &self.skbs {
+            Skbs::Tree(t) => {
+                self.visit(Store::depth(t.len()));
+                t.range(..at).next_back().map(|(k, _)| *k)
+            }
+            Skbs::List(l) => self
+                .scan(l, 0, |s| s.seq >= at)
                 .unwrap_or(l.len())
                 .checked_sub(1)
                 .map(|i| i as Pos),
@@ -137,48 +233,74 @@ impl Store {
 
     /// Appends an skb past every queued one.
     pub(crate) fn push_back(&mut self, s: Skb) {
-        match self {
-            Store::Tree(t) => {
+        match &mut self.skbs {
+            Skbs::Tree(t) => {
+                let d = Store::depth(t.len());
                 t.insert(s.seq, s);
+                self.visit(d);
             }
-            Store::List(l) => l.push_back(s),
+            Skbs::List(l) => {
+                l.push_back(s);
+                self.visit(1);
+            }
         }
     }
 
     /// Inserts `s`, which starts where the skb at `p` now ends; returns its position.
     pub(crate) fn insert_after(&mut self, p: Pos, s: Skb) -> Pos {
-        match self {
-            Store::Tree(t) => {
+        match &mut self.skbs {
+            Skbs::Tree(t) => {
                 let k = s.seq;
+                let d = Store::depth(t.len());
                 t.insert(k, s);
+                self.visit(d);
                 k
             }
-            Store::List(l) => {
+            Skbs::List(l) => {
                 l.insert(p as usize + 1, s);
+                self.visit(1);
                 p + 1
             }
         }
     }
 
     pub(crate) fn remove(&mut self, p: Pos) -> Skb {
-        match self {
-            Store::Tree(t) => t.remove(&p).expect("valid pos"),
-            Store::List(l) => l.remove(p as usize).expect("valid pos"),
+        match &mut self.skbs {
+            Skbs::Tree(t) => {
+                let d = Store::depth(t.len());
+                let s = t.remove(&p).expect("valid pos");
+                self.visit(d);
+                s
+            }
+            Skbs::List(l) => {
+                let s = l.remove(p as usize).expect("valid pos");
+                self.visit(1);
+                s
+            }
         }
     }
 
-    /// The skbs from `p` on (none if `p` is `None`).
+    /// The skbs from `p` on (none if `p` is `None`); each one yielded counts a node.
     pub(crate) fn iter_from(&self, p: Option<Pos>) -> Iter<'_> {
-        match (self, p) {
-            (Store::Tree(t), Some(p)) => Iter::Tree(t.range(p..)),
-            (Store::List(l), Some(p)) => Iter::List(l.range(p as usize..)),
-            (_, None) => Iter::Empty,
+        let inner = match (&self.skbs, p) {
+            (Skbs::Tree(t), Some(p)) => Inner::Tree(t.range(p..)),
+            (Skbs::List(l), Some(p)) => Inner::List(l.range(p as usize..)),
+            (_, None) => Inner::Empty,
+        };
+        Iter {
+            inner,
+            visits: &self.visits,
         }
     }
 }
 
 /// Iterator over a [`Store`]'s skbs in sequence order.
-pub(crate) enum Iter<'a> {
+pub(crate) struct Iter<'a> {
+    inner: Inner<'a>,
+    visits: &'a Cell<u64>,
+}
+
+enum Inner<'a> {
     Tree(btree_map::Range<'a, u64, Skb>),
     List(vec_deque::Iter<'a, Skb>),
     Empty,
@@ -187,10 +309,14 @@ pub(crate) enum Iter<'a> {
 impl<'a> Iterator for Iter<'a> {
     type Item = &'a Skb;
     fn next(&mut self) -> Option<&'a Skb> {
-        match self {
-            Iter::Tree(r) => r.next().map(|(_, s)| s),
-            Iter::List(i) => i.next(),
-            Iter::Empty => None,
+        let s = match &mut self.inner {
+            Inner::Tree(r) => r.next().map(|(_, s)| s),
+            Inner::List(i) => i.next(),
+            Inner::Empty => None,
+        };
+        if s.is_some() {
+            self.visits.set(self.visits.get() + 1);
         }
+        s
     }
 }

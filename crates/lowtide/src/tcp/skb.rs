@@ -21,6 +21,8 @@ pub const EVER_RETRANS: u8 = 0x80;
 pub const FLAG_SYN: u8 = 0x02;
 /// FIN occupies the skb's last sequence number.
 pub const FLAG_FIN: u8 = 0x01;
+/// `TCPHDR_PSH` marked by `tcp_mark_push`.
+pub const FLAG_PSH: u8 = 0x08;
 
 /// An skb in the write queue: payload still growing, never sent.
 #[derive(Debug)]
@@ -93,14 +95,15 @@ impl Skb {
             seq: at,
             end_seq: self.end_seq,
             data: tail_data,
-            flags: self.flags & FLAG_FIN,
+            flags: self.flags & (FLAG_FIN | FLAG_PSH),
             sacked: self.sacked,
             pcount: 0,
             tx_time: self.tx_time,
             truesize: self.truesize - head_share,
             tx: self.tx,
         };
-        self.flags &= !FLAG_FIN;
+        // tcp_fragment: "PSH and FIN should only be set in the second packet".
+        self.flags &= !(FLAG_FIN | FLAG_PSH);
         self.end_seq = at;
         self.truesize = head_share;
         self.pcount = pcount(self.len(), mss);

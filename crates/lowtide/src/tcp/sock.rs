@@ -54,6 +54,23 @@ pub struct Tcb {
     pub(crate) in_accept_queue: bool,
     pub(crate) sk_err: Option<SocketError>,
     pub(crate) nodelay: bool,
+    /// `TCP_CORK` (`TCP_NAGLE_CORK` in `tp->nonagle`).
+    pub(crate) cork: bool,
+    /// `pushed_seq`: `write_seq` when PSH was last marked (`tcp_mark_push`).
+    pub(crate) pushed_seq: u64,
+    /// `tcp_push_one`: this transmit sends at most one TSO packet, undeferred.
+    pub(crate) push_one: bool,
+    /// Busy / rwnd-limited / sndbuf-limited chronographs (`tcp_chrono_*`).
+    pub(crate) chrono: super::chrono::Chronos,
+    /// `is_rwnd_limited` of the running `tcp_write_xmit`.
+    pub(crate) rwnd_limited: bool,
+    /// `TCP_MAXSEG` (`tp->rx_opt.user_mss`); 0 when unset.
+    pub(crate) user_mss: u32,
+    /// `TCP_NAGLE_PUSH` for the current push only (`tcp_push_pending_frames` after
+    /// `TCP_NODELAY` on or `TCP_CORK` off).
+    pub(crate) nagle_push: bool,
+    /// `TCP_NAGLE_CORK` for the current push only (`tcp_push` with `MSG_MORE`).
+    pub(crate) nagle_cork_once: bool,
 
     // ---- send side (RFC 9293 SND.*) ----
     pub(crate) iss: Seq,
@@ -149,6 +166,18 @@ pub struct Tcb {
     /// Consecutive timeouts (`icsk_retransmits`).
     pub(crate) retransmits: u8,
     pub(crate) probes_out: u8,
+    /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
+    pub(crate) probes_tstamp: Option<Instant>,
+    /// When we last sent an ACK for an out-of-window or challenged segment
+    /// (`last_oow_ack_time`).
+    pub(crate) last_oow_ack_time: Option<Instant>,
+    /// Ranges `[start, end)` the device queue dropped, to send again.
+    pub(crate) local_drops: Vec<(u64, u64)>,
+    /// When to retry sending after a local drop if nothing else comes first
+    /// (`TCP_RESOURCE_PROBE_INTERVAL`).
+    pub(crate) resource_retry_at: Option<Instant>,
+    /// `TCP_USER_TIMEOUT` (`icsk_user_timeout`); zero: off.
+    pub(crate) user_timeout: Duration,
     pub(crate) pending: Option<(Pending, Instant)>,
     pub(crate) delack_at: Option<Instant>,
     pub(crate) quick: u32,
@@ -234,7 +263,7 @@ impl Tcb {
     pub(crate) fn new(cfg: &Config, tuple: FourTuple, iss: u32, now: Instant) -> Tcb {
         let ipv6 = tuple.local.is_ipv6();
         let advmss = cfg.mss_for(ipv6);
-        let cc = cong::by_name(&cfg.tcp_congestion_control)
+        let cc = cong::by_name_cfg(&cfg.tcp_congestion_control, cfg)
             .unwrap_or_else(|| Box::new(cong::reno::Reno));
         Tcb {
             state: TcpState::Closed,
@@ -248,6 +277,14 @@ impl Tcb {
             in_accept_queue: false,
             sk_err: None,
             nodelay: false,
+            cork: false,
+            pushed_seq: 1,
+            push_one: false,
+            chrono: Default::default(),
+            rwnd_limited: false,
+            user_mss: 0,
+            nagle_push: false,
+            nagle_cork_once: false,
             iss: Seq(iss),
             snd_una: 0,
             snd_nxt: 0,
@@ -269,7 +306,8 @@ impl Tcb {
             notsent_lowat: 0,
             max_pacing_rate: u64::MAX,
             pacing_rate: 0,
-            pacing_needed: false,
+            // sch_fq paces every flow it sees (SK_PACING_FQ): modelled as EDT pacing.
+            pacing_needed: cfg.default_qdisc == "fq",
             wstamp: now,
             pacing_timer: false,
             tsq_throttled: false,
@@ -311,6 +349,11 @@ impl Tcb {
             backoff: 0,
             retransmits: 0,
             probes_out: 0,
+            probes_tstamp: None,
+            last_oow_ack_time: None,
+            local_drops: Vec::new(),
+            resource_retry_at: None,
+            user_timeout: Duration::ZERO,
             pending: None,
             delack_at: None,
             quick: 0,

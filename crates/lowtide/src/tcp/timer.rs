@@ -1,7 +1,7 @@
 //! Timers (tcp_timer.c) and the RTT estimator behind the RTO (RFC 6298, with
 //! Linux's `tcp_rtt_estimator` bounds).
 
-use super::sock::{Pending, Tcb, TCP_RTO_MAX, TCP_TIMEWAIT_LEN};
+use super::sock::{Pending, Tcb, TCP_RTO_MAX, TCP_TIMEOUT_INIT, TCP_TIMEWAIT_LEN};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
 use crate::socket::{EventKind, SocketError};
@@ -17,6 +17,7 @@ impl Tcb {
             self.delack_at,
             self.tw_at,
             pacing,
+            self.resource_retry_at,
         ]
         .into_iter()
         .flatten()
@@ -90,6 +91,10 @@ impl Tcb {
         if self.pacing_timer && self.wstamp <= now {
             self.on_pacing_timer(ctx);
         }
+        if self.resource_retry_at.is_some_and(|t| t <= now) {
+            self.resource_retry_at = None;
+            self.resend_local_drops(ctx);
+        }
         match self.pending {
             Some((Pending::Retrans, t)) if t <= now => {
                 self.pending = None;
@@ -113,50 +118,176 @@ impl Tcb {
 
     /// `tcp_retransmit_timer`.
     fn retransmit_timer(&mut self, ctx: &mut Ctx) {
-        let limit = match self.state {
-            TcpState::SynSent => ctx.cfg.tcp_syn_retries,
-            TcpState::SynRecv => ctx.cfg.tcp_synack_retries,
-            _ => ctx.cfg.tcp_retries2,
-        };
         if self.rtx.is_empty() && !matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
             return;
         }
-        if self.retransmits >= limit {
-            ctx.mib.inc(Mib::TcpExtTCPAbortOnTimeout);
-            if self.state == TcpState::SynSent {
-                ctx.mib.inc(Mib::TcpAttemptFails);
-            }
-            return self.set_error(ctx, SocketError::TimedOut);
+        if self.state.is_synchronized() && self.snd_wnd == 0 && !self.shut_rd_by_close() {
+            return self.zero_window_rto(ctx);
+        }
+        if self.write_timeout(ctx) {
+            return;
         }
         ctx.mib.inc(Mib::TcpExtTCPTimeouts);
         self.tlp_high_seq = None;
         if self.state.is_synchronized() {
             // tcp_enter_loss sees icsk_retransmits before this timeout counts.
             self.enter_loss(ctx);
-            self.retransmits += 1;
+            self.retransmits = self.retransmits.saturating_add(1);
             self.backoff += 1;
             let head = self.snd_una;
             self.retransmit_hint = head;
             self.xmit_retransmit_queue(ctx);
         } else {
-            self.retransmits += 1;
+            self.retransmits = self.retransmits.saturating_add(1);
             self.backoff += 1;
             self.transmit(ctx, 0, super::skb::FLAG_SYN, &[], 0);
         }
-        self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+        let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
+        self.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
-    /// `tcp_probe_timer`: probe a zero window, backing off like the RTO.
+    /// `tcp_retransmit_timer` when the peer shrank its window to zero under data in
+    /// flight: the retransmissions are window probes and do not time the connection
+    /// out, except after `TCP_USER_TIMEOUT` or 120 s (`TCP_RTO_MAX`) without an ACK.
+    fn zero_window_rto(&mut self, ctx: &mut Ctx) {
+        let since = self.retrans_stamp.unwrap_or(self.lsndtime);
+        let rtx_delta = ctx.now.saturating_since(since);
+        if (!self.user_timeout.is_zero() && rtx_delta > self.user_timeout)
+            || rtx_delta > TCP_RTO_MAX
+        {
+            return self.write_err(ctx);
+        }
+        ctx.mib.inc(Mib::TcpExtTCPTimeouts);
+        self.enter_loss(ctx);
+        self.retransmits = self.retransmits.saturating_add(1);
+        self.backoff += 1;
+        self.retransmit_hint = self.snd_una;
+        self.xmit_retransmit_queue(ctx);
+        let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
+        self.pending = Some((Pending::Retrans, ctx.now + rto));
+    }
+
+    /// `tcp_write_timeout`: whether the connection gave up (and was failed with
+    /// `ETIMEDOUT`). SYN states count retransmissions (`tcp_syn_retries`,
+    /// `tcp_synack_retries`); synchronized ones compare the time since the first
+    /// retransmission with the time `tcp_retries2` backed-off RTOs from
+    /// `TCP_RTO_MIN` take (`retransmits_timed_out`), or with `TCP_USER_TIMEOUT`.
+    fn write_timeout(&mut self, ctx: &mut Ctx) -> bool {
+        let syn = matches!(self.state, TcpState::SynSent | TcpState::SynRecv);
+        let (boundary, rto_base, mut expired) = if syn {
+            let limit = match self.state {
+                TcpState::SynSent => ctx.cfg.tcp_syn_retries,
+                _ => ctx.cfg.tcp_synack_retries,
+            };
+            (limit, TCP_TIMEOUT_INIT, self.retransmits >= limit)
+        } else if self.shut_rd_by_close() {
+            let alive = self.rto < TCP_RTO_MAX;
+            (self.orphan_retries(ctx, alive), TCP_RTO_MIN, false)
+        } else {
+            (ctx.cfg.tcp_retries2, TCP_RTO_MIN, false)
+        };
+        if !expired && self.retransmits > 0 {
+            let timeout = match self.user_timeout {
+                t if t.is_zero() => model_timeout(boundary as u32, rto_base),
+                t => t,
+            };
+            let start = self.retrans_stamp.unwrap_or(ctx.now);
+            expired = ctx.now.saturating_since(start) >= timeout;
+        }
+        if expired {
+            if self.state == TcpState::SynSent {
+                ctx.mib.inc(Mib::TcpAttemptFails);
+            }
+            self.write_err(ctx);
+        }
+        expired
+    }
+
+    /// `tcp_orphan_retries`: `net.ipv4.tcp_orphan_retries`, where 0 means 8 while the
+    /// socket still sends with a backed-off RTO below 120 s (`alive`).
+    fn orphan_retries(&self, ctx: &Ctx, alive: bool) -> u8 {
+        match ctx.cfg.tcp_orphan_retries {
+            0 if alive => 8,
+            n => n,
+        }
+    }
+
+    /// `tcp_write_err`: the connection timed out.
+    fn write_err(&mut self, ctx: &mut Ctx) {
+        ctx.mib.inc(Mib::TcpExtTCPAbortOnTimeout);
+        self.set_error(ctx, SocketError::TimedOut);
+    }
+
+    /// `tcp_probe_timer`: probe a zero window, backing off like the RTO. RFC 1122
+    /// section 4.2.2.17: the sender stays open as long as the receiver answers the
+    /// probes (each ACK resets `probes_out`); it gives up after `tcp_retries2`
+    /// unanswered probes (an orphan after `tcp_orphan_retries`), or once the window
+    /// has stayed closed for `TCP_USER_TIMEOUT`.
     fn probe_timer(&mut self, ctx: &mut Ctx) {
         if self.rtx.packets_out > 0 || self.write_queue.is_empty() {
             self.probes_out = 0;
+            self.probes_tstamp = None;
             return;
+        }
+        match self.probes_tstamp {
+            None => self.probes_tstamp = Some(ctx.now),
+            Some(t)
+                if !self.user_timeout.is_zero()
+                    && ctx.now.saturating_since(t) >= self.user_timeout =>
+            {
+                return self.write_err(ctx);
+            }
+            Some(_) => {}
+        }
+        let mut max_probes = ctx.cfg.tcp_retries2;
+        if self.shut_rd_by_close() {
+            let alive = self.rto_backed_off() < TCP_RTO_MAX;
+            max_probes = self.orphan_retries(ctx, alive);
+            if !alive && self.backoff >= max_probes as u32 {
+                return self.write_err(ctx);
+            }
+        }
+        if self.probes_out >= max_probes {
+            return self.write_err(ctx);
         }
         self.probes_out = self.probes_out.saturating_add(1);
         self.send_probe0(ctx);
         if self.rtx.packets_out == 0 {
             self.backoff = (self.backoff + 1).min(16);
-            self.pending = Some((Pending::Probe0, ctx.now + self.rto_backed_off()));
+            let when = self.clamp_probe0_to_user_timeout(ctx, self.rto_backed_off());
+            self.pending = Some((Pending::Probe0, ctx.now + when));
+        }
+    }
+
+    /// `tcp_clamp_probe0_to_user_timeout`: the next probe comes no later than the
+    /// user timeout's end (at least `TCP_TIMEOUT_MIN` from now).
+    fn clamp_probe0_to_user_timeout(&self, ctx: &Ctx, when: Duration) -> Duration {
+        match self.probes_tstamp {
+            Some(t) if !self.user_timeout.is_zero() => {
+                let elapsed = ctx.now.saturating_since(t);
+                let remaining = self
+                    .user_timeout
+                    .saturating_sub(elapsed)
+                    .max(TCP_TIMEOUT_MIN);
+                when.min(remaining)
+            }
+            _ => when,
+        }
+    }
+
+    /// `tcp_clamp_rto_to_user_timeout`: the next RTO comes no later than the user
+    /// timeout's end, counted from the first retransmission.
+    fn clamp_rto_to_user_timeout(&self, ctx: &Ctx, rto: Duration) -> Duration {
+        match self.retrans_stamp {
+            Some(t) if !self.user_timeout.is_zero() => {
+                let elapsed = ctx.now.saturating_since(t);
+                let remaining = self
+                    .user_timeout
+                    .saturating_sub(elapsed)
+                    .max(TCP_TIMEOUT_MIN);
+                rto.min(remaining)
+            }
+            _ => rto,
         }
     }
 
@@ -198,10 +329,39 @@ impl Tcb {
     }
 }
 
+/// `TCP_RTO_MIN`: the RTO base of `tcp_model_timeout` for synchronized states.
+const TCP_RTO_MIN: Duration = Duration::from_millis(200);
+/// `TCP_TIMEOUT_MIN`: the shortest timer a clamp to the user timeout leaves.
+const TCP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
+
+/// `tcp_model_timeout`: how long `boundary` RTOs take, doubling from `rto_base` up
+/// to `TCP_RTO_MAX` then linear.
+fn model_timeout(boundary: u32, rto_base: Duration) -> Duration {
+    let ratio = (TCP_RTO_MAX.as_millis() / rto_base.as_millis().max(1)) as u32;
+    let thresh = ratio.max(1).ilog2();
+    if boundary <= thresh {
+        rto_base * ((2u32 << boundary) - 1)
+    } else {
+        rto_base * ((2u32 << thresh) - 1) + TCP_RTO_MAX * (boundary - thresh)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Config;
+
+    #[test]
+    fn model_timeout_as_linux() {
+        // tcp_retries2 = 15 from TCP_RTO_MIN: 924.6 s (Documentation/networking/ip-sysctl).
+        assert_eq!(
+            model_timeout(15, TCP_RTO_MIN),
+            Duration::from_millis(924_600)
+        );
+        assert_eq!(model_timeout(3, TCP_RTO_MIN), Duration::from_millis(3000));
+        // tcp_syn_retries = 6 from the 1 s initial RTO: 127 s.
+        assert_eq!(model_timeout(6, TCP_TIMEOUT_INIT), Duration::from_secs(127));
+    }
 
     fn tcb() -> Tcb {
         Tcb::for_test(&Config::default())

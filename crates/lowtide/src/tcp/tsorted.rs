@@ -45,6 +45,11 @@ impl Tsorted {
         self.map.is_empty()
     }
 
+    /// The transmit time of the most recently sent skb in flight.
+    pub fn last_tx(&self) -> Option<Instant> {
+        self.map.keys().next_back().map(|k| k.0)
+    }
+
     /// `(tx_time, seq, end_seq)` of the skbs, oldest transmission first.
     pub fn iter(&self) -> impl Iterator<Item = (Instant, u64, u64)> + '_ {
         self.map.iter().map(|(&(t, s), &e)| (t, s, e))

@@ -30,6 +30,8 @@ pub enum Verdict {
 }
 
 type Filter = Box<dyn FnMut(Dir, &mut Vec<u8>) -> Verdict>;
+/// Picks the packets the sending host's device queue drops.
+type LocalDrop = Box<dyn FnMut(Dir, &lowtide::Transmit) -> bool>;
 /// Extra one-way delay of a wire segment sent at a time (to stage reordering or
 /// held-back ACKs).
 type Delayer = Box<dyn FnMut(Instant, Dir, &[u8]) -> Duration>;
@@ -44,6 +46,9 @@ pub struct Pair {
     seq: u64,
     pub filter: Option<Filter>,
     pub extra_delay: Option<Delayer>,
+    /// Stages drops in the sending host's own device queue: a packet it picks is
+    /// handed back with `handle_tx_dropped` instead of being sent.
+    pub local_drop: Option<LocalDrop>,
     pub events_a: Vec<SocketEvent>,
     pub events_b: Vec<SocketEvent>,
     pub wire: Vec<(Instant, Dir, Vec<u8>)>,
@@ -75,6 +80,7 @@ impl Pair {
             seq: 0,
             filter: None,
             extra_delay: None,
+            local_drop: None,
             events_a: Vec::new(),
             events_b: Vec::new(),
             wire: Vec::new(),
@@ -94,6 +100,10 @@ impl Pair {
                 let Some(tx) = st.poll_transmit(self.now) else {
                     break;
                 };
+                if self.local_drop.as_mut().is_some_and(|f| f(dir, &tx)) {
+                    st.handle_tx_dropped(self.now, tx.token);
+                    continue;
+                }
                 st.handle_tx_complete(self.now, tx.token);
                 let mut segs = Vec::new();
                 lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s)).unwrap();

@@ -196,7 +196,7 @@ pub struct CcContext<'a> {
 }
 
 /// `struct tcp_congestion_ops`: the hooks a congestion control implements.
-pub trait CongestionOps: core::fmt::Debug {
+pub trait CongestionOps: core::fmt::Debug + Send {
     /// The name (`tcp_congestion_control` value).
     fn name(&self) -> &'static str;
     /// `ssthresh`: the slow start threshold after a loss.
@@ -240,6 +240,18 @@ pub trait CongestionOps: core::fmt::Debug {
     /// (BBR's `bbr_bw`, as `tcp_bbr_info.bbr_bw` reports it), if it keeps one.
     fn bw_estimate_bps(&self) -> Option<u64> {
         None
+    }
+}
+
+/// The congestion control named `name` with the module parameters of `cfg`
+/// (CUBIC's `hystart_detect`), if this build has it.
+pub fn by_name_cfg(name: &str, cfg: &crate::Config) -> Option<Box<dyn CongestionOps>> {
+    match name {
+        "cubic" => Some(Box::new(cubic::Cubic::with_params(cubic::CubicParams {
+            hystart_detect: cfg.tcp_cubic_hystart_detect,
+            ..cubic::CubicParams::default()
+        }))),
+        _ => by_name(name),
     }
 }
 

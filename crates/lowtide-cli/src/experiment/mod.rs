@@ -1,0 +1,192 @@
+//! `lowtide experiment`: the five seed experiments in the simulator, a report
+//! (markdown and plots) and results.json; shards of a plan and their merge.
+//!
+//! The plans and the runs live in `lowtide_sim::experiment`; this module parses the
+//! command, shows progress, writes the files and renders them. Rendering reads only
+//! the results file, so a merged sweep renders as a single run does.
+
+mod plot;
+mod progress;
+mod report;
+
+use crate::{run_failure, usage_error};
+use clap::Args;
+use lowtide_sim::experiment::{
+    merge, plan, run_specs, Experiment, NoProgress, ProgressSink, ResultsFile, Scale, Shard,
+};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Default output directory.
+const DEFAULT_OUT: &str = "lowtide-experiments";
+
+#[derive(Args, Debug)]
+pub struct ExperimentArgs {
+    /// e1, e2, e3, e4, e5, all, or merge (then the directories of the shards follow).
+    #[arg(value_name = "e1|e2|e3|e4|e5|all|merge")]
+    what: String,
+    /// For merge: the directories holding the shards' results.json.
+    #[arg(value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    /// Where report.md, results.json and the plots go.
+    #[arg(long, default_value = DEFAULT_OUT)]
+    out: PathBuf,
+    /// Every experiment at reduced scale (CI); the directions are still checked.
+    #[arg(long)]
+    quick: bool,
+    /// Simulations run in parallel.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    jobs: u32,
+    /// Runs only slice I of N of the plan (1-based), for job arrays; merge the
+    /// shards' directories with `lowtide experiment merge`.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<Shard>,
+    /// Base seed of the runs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// For merge: accept a plan with runs missing (cut short); the report says how
+    /// many finished and the checks that need a missing run fail.
+    #[arg(long)]
+    partial: bool,
+    /// Prints a JSON summary instead of text (and no progress display).
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    let bad = || format!("shard '{s}' is not I/N with 1 <= I <= N");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (index, count): (u32, u32) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    match index >= 1 && index <= count {
+        true => Ok(Shard { index, count }),
+        false => Err(bad()),
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &ExperimentArgs) -> ExitCode {
+    if args.what == "merge" {
+        return run_merge(args);
+    }
+    if !args.dirs.is_empty() {
+        return usage_error(&format!(
+            "experiment: unexpected argument '{}' (only merge takes directories)",
+            args.dirs[0].display()
+        ));
+    }
+    let exps: Vec<Experiment> = match args.what.as_str() {
+        "all" => Experiment::ALL.to_vec(),
+        w => match Experiment::parse(w) {
+            Some(e) => vec![e],
+            None => {
+                return usage_error(&format!(
+                    "experiment: unknown experiment '{w}' (e1, e2, e3, e4, e5, all or merge)"
+                ))
+            }
+        },
+    };
+    let scale = if args.quick {
+        Scale::Quick
+    } else {
+        Scale::Full
+    };
+    let all = plan(&exps, scale, args.seed);
+    let plan_runs = all.len();
+    let specs: Vec<_> = match args.shard {
+        Some(s) => all.into_iter().filter(|r| s.contains(r.index)).collect(),
+        None => all,
+    };
+    let show = !args.json && std::io::stderr().is_terminal();
+    let sink: Arc<dyn ProgressSink> = match show {
+        true => Arc::new(progress::Bars::new(&specs)),
+        false => Arc::new(NoProgress),
+    };
+    let records = run_specs(&specs, args.jobs as usize, sink);
+    let file = ResultsFile::new(exps, scale, args.seed, plan_runs, args.shard, records);
+    finish(args, &file)
+}
+
+fn run_merge(args: &ExperimentArgs) -> ExitCode {
+    if args.dirs.is_empty() {
+        return usage_error("experiment merge: give the shards' directories");
+    }
+    let mut parts = Vec::new();
+    for d in &args.dirs {
+        match read_results(d) {
+            Ok(f) => parts.push(f),
+            Err(e) => return usage_error(&format!("experiment merge: {e}")),
+        }
+    }
+    match merge(parts, args.partial) {
+        Ok(file) => finish(args, &file),
+        Err(e) => usage_error(&format!("experiment merge: {e}")),
+    }
+}
+
+/// Reads DIR/results.json.
+pub fn read_results(dir: &Path) -> Result<ResultsFile, String> {
+    let p = dir.join("results.json");
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Writes the files, prints the summary, and turns the checks into the exit code.
+fn finish(args: &ExperimentArgs, file: &ResultsFile) -> ExitCode {
+    if let Err(e) = write_outputs(&args.out, file) {
+        return run_failure(&format!("experiment: {e}"));
+    }
+    let failed_runs: Vec<String> = (file.runs.iter())
+        .filter(|r| !r.figures.verified)
+        .map(|r| format!("{} {} / {}", r.experiment.name(), r.group, r.variant))
+        .collect();
+    let failed_checks = file.checks.iter().filter(|c| !c.pass).count();
+    if args.json {
+        let v = serde_json::json!({
+            "out": args.out,
+            "runs": file.runs.len(),
+            "plan_runs": file.plan_runs,
+            "shard": file.shard,
+            "checks": file.checks,
+            "failed_runs": failed_runs,
+            "pass": failed_runs.is_empty() && failed_checks == 0,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        print!("{}", report::summary_text(file, &args.out));
+    }
+    if !failed_runs.is_empty() {
+        return run_failure(&format!(
+            "experiment: {} run(s) did not verify: {}",
+            failed_runs.len(),
+            failed_runs.join("; ")
+        ));
+    }
+    if failed_checks > 0 {
+        return run_failure(&format!(
+            "experiment: {failed_checks} direction check(s) failed (see {})",
+            args.out.join("report.md").display()
+        ));
+    }
+    ExitCode::SUCCESS
+}
+
+/// results.json, report.md and the plots into `out`.
+fn write_outputs(out: &Path, file: &ResultsFile) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let json = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
+    let p = out.join("results.json");
+    std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    let plots = match file.shard {
+        None => plot::render_all(file, out)?,
+        Some(_) => Vec::new(),
+    };
+    let md = report::markdown(file, &plots);
+    let p = out.join("report.md");
+    std::fs::write(&p, md).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! `lowtide experiment`: determinism, shards and their merge, bad arguments.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn lowtide(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lowtide"))
+        .args(args)
+        .output()
+        .expect("run lowtide")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lowtide-exp-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn results(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("results.json")).expect("results.json")
+}
+
+fn run_ok(args: &[&str]) {
+    let out = lowtide(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// E5 at quick scale, whole and as three shards (one of them empty: the plan has
+/// two runs) merged: the same results.json, byte for byte; and a second whole run
+/// gives the same bytes again.
+#[test]
+fn merged_shards_equal_one_run_byte_for_byte() {
+    let whole = tmp("whole");
+    let again = tmp("again");
+    run_ok(&[
+        "experiment",
+        "e5",
+        "--quick",
+        "--out",
+        whole.to_str().unwrap(),
+    ]);
+    run_ok(&[
+        "experiment",
+        "e5",
+        "--quick",
+        "--jobs",
+        "2",
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(results(&whole), results(&again), "same seed, same bytes");
+    let mut shard_dirs = Vec::new();
+    for i in 1..=3 {
+        let d = tmp(&format!("shard{i}"));
+        let shard = format!("{i}/3");
+        run_ok(&[
+            "experiment",
+            "e5",
+            "--quick",
+            "--shard",
+            &shard,
+            "--out",
+            d.to_str().unwrap(),
+        ]);
+        shard_dirs.push(d);
+    }
+    assert_ne!(
+        results(&shard_dirs[0]),
+        results(&whole),
+        "a shard is not the whole"
+    );
+    let merged = tmp("merged");
+    let mut args = vec!["experiment", "merge"];
+    args.extend(shard_dirs.iter().map(|d| d.to_str().unwrap()));
+    args.extend(["--out", merged.to_str().unwrap()]);
+    run_ok(&args);
+    assert_eq!(results(&merged), results(&whole));
+    let report = std::fs::read_to_string(merged.join("report.md")).expect("report");
+    assert!(report.contains("IpOutRequests"), "{report}");
+    // Two shards of the same slice do not merge.
+    let dup = tmp("dup");
+    let d0 = shard_dirs[0].to_str().unwrap();
+    let out = lowtide(&[
+        "experiment",
+        "merge",
+        d0,
+        d0,
+        "--out",
+        dup.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    // A plan cut short merges only with --partial, and its checks then fail (exit 1).
+    let part = tmp("part");
+    let p = part.to_str().unwrap();
+    let out = lowtide(&["experiment", "merge", d0, "--out", p]);
+    assert_eq!(out.status.code(), Some(2), "missing runs need --partial");
+    let out = lowtide(&["experiment", "merge", d0, "--partial", "--out", p]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = std::fs::read_to_string(part.join("report.md")).expect("report");
+    assert!(report.contains("1 runs (of 2 in the plan"), "{report}");
+    for d in shard_dirs
+        .iter()
+        .chain([&whole, &again, &merged, &dup, &part])
+    {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn bad_experiment_arguments_exit_with_2() {
+    let cases: &[&[&str]] = &[
+        &["e9"],
+        &["e1", "--shard", "0/3"],
+        &["e1", "--shard", "4/3"],
+        &["e1", "--shard", "x"],
+        &["e1", "--jobs", "0"],
+        &["e1", "somedir"],
+        &["merge"],
+    ];
+    for args in cases {
+        let mut full = vec!["experiment"];
+        full.extend_from_slice(args);
+        let out = lowtide(&full);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

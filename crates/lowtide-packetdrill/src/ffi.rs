@@ -1,0 +1,860 @@
+//! The C boundary: `struct packetdrill_interface` and its members.
+
+use crate::state::{Attempt, Flags, Shared, State};
+use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, size_t, socklen_t, ssize_t};
+use lowtide::posix::consts::*;
+use lowtide::posix::{errno, Errno, Fd, PollFd};
+use std::ffi::CStr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+type Ud = *mut c_void;
+
+/// `struct packetdrill_interface`, member for member.
+#[repr(C)]
+pub struct PacketdrillInterface {
+    userdata: Ud,
+    free: Option<unsafe extern "C" fn(Ud)>,
+    socket: Option<unsafe extern "C" fn(Ud, c_int, c_int, c_int) -> c_int>,
+    bind: Option<unsafe extern "C" fn(Ud, c_int, *const libc::sockaddr, socklen_t) -> c_int>,
+    listen: Option<unsafe extern "C" fn(Ud, c_int, c_int) -> c_int>,
+    accept: Option<unsafe extern "C" fn(Ud, c_int, *mut libc::sockaddr, *mut socklen_t) -> c_int>,
+    connect: Option<unsafe extern "C" fn(Ud, c_int, *const libc::sockaddr, socklen_t) -> c_int>,
+    read: Option<unsafe extern "C" fn(Ud, c_int, *mut c_void, size_t) -> ssize_t>,
+    readv: Option<unsafe extern "C" fn(Ud, c_int, *const libc::iovec, c_int) -> ssize_t>,
+    recv: Option<unsafe extern "C" fn(Ud, c_int, *mut c_void, size_t, c_int) -> ssize_t>,
+    recvfrom: Option<
+        unsafe extern "C" fn(
+            Ud,
+            c_int,
+            *mut c_void,
+            size_t,
+            c_int,
+            *mut libc::sockaddr,
+            *mut socklen_t,
+        ) -> ssize_t,
+    >,
+    recvmsg: Option<unsafe extern "C" fn(Ud, c_int, *mut libc::msghdr, c_int) -> ssize_t>,
+    write: Option<unsafe extern "C" fn(Ud, c_int, *const c_void, size_t) -> ssize_t>,
+    writev: Option<unsafe extern "C" fn(Ud, c_int, *const libc::iovec, c_int) -> ssize_t>,
+    send: Option<unsafe extern "C" fn(Ud, c_int, *const c_void, size_t, c_int) -> ssize_t>,
+    sendto: Option<
+        unsafe extern "C" fn(
+            Ud,
+            c_int,
+            *const c_void,
+            size_t,
+            c_int,
+            *const libc::sockaddr,
+            socklen_t,
+        ) -> ssize_t,
+    >,
+    sendmsg: Option<unsafe extern "C" fn(Ud, c_int, *const libc::msghdr, c_int) -> ssize_t>,
+    fcntl: Option<unsafe extern "C" fn(Ud, c_int, c_int, c_long) -> c_int>,
+    ioctl: Option<unsafe extern "C" fn(Ud, c_int, c_ulong, *mut c_void) -> c_int>,
+    close: Option<unsafe extern "C" fn(Ud, c_int) -> c_int>,
+    shutdown: Option<unsafe extern "C" fn(Ud, c_int, c_int) -> c_int>,
+    getsockopt:
+        Option<unsafe extern "C" fn(Ud, c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int>,
+    setsockopt:
+        Option<unsafe extern "C" fn(Ud, c_int, c_int, c_int, *const c_void, socklen_t) -> c_int>,
+    poll: Option<unsafe extern "C" fn(Ud, *mut libc::pollfd, libc::nfds_t, c_int) -> c_int>,
+    netdev_send: Option<unsafe extern "C" fn(Ud, *const c_void, size_t) -> c_int>,
+    netdev_receive:
+        Option<unsafe extern "C" fn(Ud, *mut c_void, *mut size_t, *mut libc::c_longlong) -> c_int>,
+    usleep: Option<unsafe extern "C" fn(Ud, c_uint) -> c_int>,
+    gettimeofday: Option<unsafe extern "C" fn(Ud, *mut libc::timeval, *mut c_void) -> c_int>,
+    epoll_create: Option<unsafe extern "C" fn(Ud, c_int) -> c_int>,
+    epoll_ctl:
+        Option<unsafe extern "C" fn(Ud, c_int, c_int, c_int, *mut libc::epoll_event) -> c_int>,
+    epoll_wait:
+        Option<unsafe extern "C" fn(Ud, c_int, *mut libc::epoll_event, c_int, c_int) -> c_int>,
+    pipe: Option<unsafe extern "C" fn(Ud, *mut c_int) -> c_int>,
+    splice: Option<
+        unsafe extern "C" fn(Ud, c_int, *mut i64, c_int, *mut i64, size_t, c_uint) -> ssize_t,
+    >,
+}
+
+fn set_errno(e: i32) {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// Runs `f` with the instance, catching panics; `Err(e)` becomes -1 with errno `e`.
+fn guard<T: Copy + From<i8>>(ud: Ud, f: impl FnOnce(&Shared) -> Result<T, i32>) -> T {
+    if ud.is_null() {
+        set_errno(errno::EINVAL);
+        return T::from(-1);
+    }
+    // SAFETY: userdata is the Box<Shared> leaked by init, alive until `free`.
+    let shared = unsafe { &*(ud as *const Shared) };
+    match catch_unwind(AssertUnwindSafe(|| f(shared))) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            set_errno(e);
+            T::from(-1)
+        }
+        Err(_) => {
+            set_errno(errno::EFAULT);
+            T::from(-1)
+        }
+    }
+}
+
+fn e(x: Errno) -> i32 {
+    x.0
+}
+
+unsafe fn sockaddr_to(addr: *const libc::sockaddr, len: socklen_t) -> Result<SocketAddr, i32> {
+    if addr.is_null() {
+        return Err(errno::EFAULT);
+    }
+    let fam = (*addr).sa_family as i32;
+    if fam == AF_INET && len as usize >= std::mem::size_of::<libc::sockaddr_in>() {
+        let a = &*(addr as *const libc::sockaddr_in);
+        let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+        Ok(SocketAddr::new(IpAddr::V4(ip), u16::from_be(a.sin_port)))
+    } else if fam == AF_INET6 && len as usize >= std::mem::size_of::<libc::sockaddr_in6>() {
+        let a = &*(addr as *const libc::sockaddr_in6);
+        let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
+        Ok(SocketAddr::new(IpAddr::V6(ip), u16::from_be(a.sin6_port)))
+    } else if fam != AF_INET && fam != AF_INET6 {
+        Err(errno::EAFNOSUPPORT)
+    } else {
+        Err(errno::EINVAL)
+    }
+}
+
+unsafe fn sockaddr_from(sa: SocketAddr, addr: *mut libc::sockaddr, len: *mut socklen_t) {
+    if addr.is_null() || len.is_null() {
+        return;
+    }
+    let mut buf = [0u8; 28];
+    let n = match sa {
+        SocketAddr::V4(v4) => {
+            let mut a: libc::sockaddr_in = std::mem::zeroed();
+            a.sin_family = libc::AF_INET as libc::sa_family_t;
+            a.sin_port = v4.port().to_be();
+            a.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
+            let n = std::mem::size_of::<libc::sockaddr_in>();
+            std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, buf.as_mut_ptr(), n);
+            n
+        }
+        SocketAddr::V6(v6) => {
+            let mut a: libc::sockaddr_in6 = std::mem::zeroed();
+            a.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            a.sin6_port = v6.port().to_be();
+            a.sin6_addr.s6_addr = v6.ip().octets();
+            let n = std::mem::size_of::<libc::sockaddr_in6>();
+            std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, buf.as_mut_ptr(), n);
+            n
+        }
+    };
+    let room = (*len as usize).min(n);
+    std::ptr::copy_nonoverlapping(buf.as_ptr(), addr as *mut u8, room);
+    *len = n as socklen_t;
+}
+
+unsafe fn iov_total(iov: *const libc::iovec, n: c_int) -> Result<&'static [libc::iovec], i32> {
+    if n < 0 || (n > 0 && iov.is_null()) {
+        return Err(errno::EINVAL);
+    }
+    Ok(if n == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(iov, n as usize)
+    })
+}
+
+unsafe fn gather(iov: &[libc::iovec]) -> Vec<u8> {
+    let mut v = Vec::new();
+    for i in iov {
+        if !i.iov_base.is_null() {
+            v.extend_from_slice(std::slice::from_raw_parts(
+                i.iov_base as *const u8,
+                i.iov_len,
+            ));
+        }
+    }
+    v
+}
+
+unsafe fn scatter(iov: &[libc::iovec], data: &[u8]) {
+    let mut off = 0;
+    for i in iov {
+        if off >= data.len() {
+            break;
+        }
+        let n = i.iov_len.min(data.len() - off);
+        if n > 0 && !i.iov_base.is_null() {
+            std::ptr::copy_nonoverlapping(data[off..].as_ptr(), i.iov_base as *mut u8, n);
+        }
+        off += n;
+    }
+}
+
+// ---- the calls, on the instance ---------------------------------------------------
+
+fn do_recv(
+    sh: &Shared,
+    fd: Fd,
+    len: usize,
+    flags: i32,
+) -> Result<(Vec<u8>, Option<SocketAddr>), i32> {
+    let nonblock = sh.lock().host.is_nonblocking(fd, flags);
+    let mut buf = vec![0u8; len];
+    let n = sh.blocking(
+        nonblock,
+        None,
+        |st: &mut State| {
+            let now = st.now();
+            match st.host.recv(now, fd, &mut buf, flags) {
+                Err(Errno(errno::EAGAIN)) => Attempt::Wait,
+                r => Attempt::Done(r.map_err(e)),
+            }
+        },
+        || Err(errno::EAGAIN),
+    )?;
+    buf.truncate(n);
+    let peer = sh.lock().host.peer_addr(fd).ok().flatten();
+    Ok((buf, peer))
+}
+
+fn do_send(sh: &Shared, fd: Fd, data: &[u8], flags: i32) -> Result<usize, i32> {
+    let nonblock = sh.lock().host.is_nonblocking(fd, flags);
+    let mut done = 0usize;
+    let mut first = true;
+    // A blocking write waits for space until all is queued (sk_stream_wait_memory),
+    // woken only by sk_stream_write_space (writable as tcp_poll reports it) or an
+    // error or shutdown.
+    sh.blocking(
+        nonblock,
+        None,
+        |st: &mut State| {
+            let wake = POLLOUT | POLLERR | POLLHUP;
+            if !std::mem::take(&mut first) && st.host.poll_mask(fd).is_ok_and(|m| m & wake == 0) {
+                return Attempt::Wait;
+            }
+            let now = st.now();
+            match st.host.send(now, fd, &data[done..], flags) {
+                Ok(n) => {
+                    done += n;
+                    if done == data.len() || nonblock {
+                        Attempt::Done(Ok(done))
+                    } else {
+                        Attempt::Wait
+                    }
+                }
+                Err(Errno(errno::EAGAIN)) if data.is_empty() => Attempt::Done(Ok(0)),
+                Err(Errno(errno::EAGAIN)) if done > 0 && nonblock => Attempt::Done(Ok(done)),
+                Err(Errno(errno::EAGAIN)) => Attempt::Wait,
+                Err(_) if done > 0 => Attempt::Done(Ok(done)),
+                Err(x) => Attempt::Done(Err(x.0)),
+            }
+        },
+        || Err(errno::EAGAIN),
+    )
+    .or_else(|x| if done > 0 { Ok(done) } else { Err(x) })
+}
+
+unsafe extern "C" fn pd_free(ud: Ud) {
+    if ud.is_null() {
+        return;
+    }
+    let _ = catch_unwind(|| {
+        // SAFETY: userdata is the Box<Shared> leaked by init.
+        let shared = &*(ud as *const Shared);
+        if shared.has_blocked_threads() {
+            // A thread still sleeps in a call on this instance: freeing it would
+            // pull the mutex from under that thread. Leak it instead (once per run).
+            return;
+        }
+        drop(Box::from_raw(ud as *mut Shared));
+    });
+}
+
+unsafe extern "C" fn pd_socket(ud: Ud, d: c_int, t: c_int, p: c_int) -> c_int {
+    guard(ud, |sh| sh.enter().host.socket(d, t, p).map_err(e))
+}
+
+unsafe extern "C" fn pd_bind(ud: Ud, fd: c_int, a: *const libc::sockaddr, l: socklen_t) -> c_int {
+    guard(ud, |sh| {
+        let sa = sockaddr_to(a, l)?;
+        sh.enter().host.bind(fd, sa).map(|_| 0).map_err(e)
+    })
+}
+
+unsafe extern "C" fn pd_listen(ud: Ud, fd: c_int, backlog: c_int) -> c_int {
+    guard(ud, |sh| {
+        sh.enter().host.listen(fd, backlog).map(|_| 0).map_err(e)
+    })
+}
+
+unsafe extern "C" fn pd_accept(
+    ud: Ud,
+    fd: c_int,
+    a: *mut libc::sockaddr,
+    l: *mut socklen_t,
+) -> c_int {
+    guard(ud, |sh| {
+        let nonblock = sh.lock().host.is_nonblocking(fd, 0);
+        let (nfd, peer) = sh.blocking(
+            nonblock,
+            None,
+            |st: &mut State| match st.host.accept(fd) {
+                Err(Errno(errno::EAGAIN)) => Attempt::Wait,
+                r => Attempt::Done(r.map_err(e)),
+            },
+            || Err(errno::EAGAIN),
+        )?;
+        sockaddr_from(peer, a, l);
+        Ok(nfd)
+    })
+}
+
+unsafe extern "C" fn pd_connect(
+    ud: Ud,
+    fd: c_int,
+    a: *const libc::sockaddr,
+    l: socklen_t,
+) -> c_int {
+    guard(ud, |sh| {
+        let sa = sockaddr_to(a, l)?;
+        let (first, nonblock) = {
+            let mut st = sh.enter();
+            let now = st.now();
+            let r = st.host.connect(now, fd, sa);
+            st.drain_transmit();
+            sh.wake_all(&mut st);
+            (r, st.host.is_nonblocking(fd, 0))
+        };
+        match first {
+            Err(Errno(errno::EINPROGRESS)) if !nonblock => {}
+            r => return r.map(|_| 0).map_err(e),
+        }
+        // inet_wait_for_connect: wait until the handshake ends, then report it.
+        sh.blocking(
+            false,
+            None,
+            |st: &mut State| {
+                let now = st.now();
+                match st.host.connect(now, fd, sa) {
+                    Err(Errno(errno::EALREADY)) => Attempt::Wait,
+                    r => Attempt::Done(r.map(|_| 0).map_err(e)),
+                }
+            },
+            || Err(errno::ETIMEDOUT),
+        )
+    })
+}
+
+unsafe extern "C" fn pd_read(ud: Ud, fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    pd_recv(ud, fd, buf, n, 0)
+}
+
+unsafe extern "C" fn pd_readv(ud: Ud, fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t {
+    guard(ud, |sh| {
+        let iov = iov_total(iov, n)?;
+        let len = iov.iter().map(|i| i.iov_len).sum();
+        let (data, _) = do_recv(sh, fd, len, 0)?;
+        scatter(iov, &data);
+        Ok(data.len() as ssize_t)
+    })
+}
+
+unsafe extern "C" fn pd_recv(
+    ud: Ud,
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    flags: c_int,
+) -> ssize_t {
+    pd_recvfrom(
+        ud,
+        fd,
+        buf,
+        n,
+        flags,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    )
+}
+
+unsafe extern "C" fn pd_recvfrom(
+    ud: Ud,
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    flags: c_int,
+    a: *mut libc::sockaddr,
+    l: *mut socklen_t,
+) -> ssize_t {
+    guard(ud, |sh| {
+        if buf.is_null() && n > 0 {
+            return Err(errno::EFAULT);
+        }
+        let (data, peer) = do_recv(sh, fd, n, flags)?;
+        if !data.is_empty() {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), buf as *mut u8, data.len());
+        }
+        if let Some(p) = peer {
+            sockaddr_from(p, a, l);
+        }
+        Ok(data.len() as ssize_t)
+    })
+}
+
+unsafe extern "C" fn pd_recvmsg(
+    ud: Ud,
+    fd: c_int,
+    msg: *mut libc::msghdr,
+    flags: c_int,
+) -> ssize_t {
+    guard(ud, |sh| {
+        if msg.is_null() {
+            return Err(errno::EFAULT);
+        }
+        let m = &mut *msg;
+        let iov = iov_total(m.msg_iov, m.msg_iovlen as c_int)?;
+        let len = iov.iter().map(|i| i.iov_len).sum();
+        let (data, peer) = do_recv(sh, fd, len, flags)?;
+        scatter(iov, &data);
+        if let Some(p) = peer {
+            let mut l = m.msg_namelen;
+            sockaddr_from(p, m.msg_name as *mut libc::sockaddr, &mut l);
+            m.msg_namelen = l;
+        }
+        m.msg_controllen = 0;
+        m.msg_flags = 0;
+        Ok(data.len() as ssize_t)
+    })
+}
+
+unsafe extern "C" fn pd_write(ud: Ud, fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+    pd_send(ud, fd, buf, n, 0)
+}
+
+unsafe extern "C" fn pd_writev(ud: Ud, fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t {
+    guard(ud, |sh| {
+        let data = gather(iov_total(iov, n)?);
+        do_send(sh, fd, &data, 0).map(|n| n as ssize_t)
+    })
+}
+
+unsafe extern "C" fn pd_send(
+    ud: Ud,
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    flags: c_int,
+) -> ssize_t {
+    guard(ud, |sh| {
+        if buf.is_null() && n > 0 {
+            return Err(errno::EFAULT);
+        }
+        let data = if n == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(buf as *const u8, n)
+        };
+        do_send(sh, fd, data, flags).map(|n| n as ssize_t)
+    })
+}
+
+unsafe extern "C" fn pd_sendto(
+    ud: Ud,
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    flags: c_int,
+    _a: *const libc::sockaddr,
+    _l: socklen_t,
+) -> ssize_t {
+    // TCP ignores the destination of sendto on a connected socket.
+    pd_send(ud, fd, buf, n, flags)
+}
+
+unsafe extern "C" fn pd_sendmsg(
+    ud: Ud,
+    fd: c_int,
+    msg: *const libc::msghdr,
+    flags: c_int,
+) -> ssize_t {
+    guard(ud, |sh| {
+        if msg.is_null() {
+            return Err(errno::EFAULT);
+        }
+        let m = &*msg;
+        let data = gather(iov_total(m.msg_iov, m.msg_iovlen as c_int)?);
+        do_send(sh, fd, &data, flags).map(|n| n as ssize_t)
+    })
+}
+
+unsafe extern "C" fn pd_fcntl(ud: Ud, fd: c_int, cmd: c_int, arg: c_long) -> c_int {
+    guard(ud, |sh| {
+        let mut st = sh.enter();
+        match cmd {
+            F_GETFL => st.host.fcntl_getfl(fd).map_err(e),
+            F_SETFL => st.host.fcntl_setfl(fd, arg as i32).map(|_| 0).map_err(e),
+            _ => Err(errno::EINVAL),
+        }
+    })
+}
+
+#[allow(clippy::unnecessary_cast)] // c_ulong is u32 on 32-bit targets
+unsafe extern "C" fn pd_ioctl(ud: Ud, fd: c_int, req: c_ulong, arg: *mut c_void) -> c_int {
+    guard(ud, |sh| {
+        let v = sh.enter().host.ioctl(fd, req as u64).map_err(e)?;
+        if arg.is_null() {
+            return Err(errno::EFAULT);
+        }
+        *(arg as *mut c_int) = v;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_close(ud: Ud, fd: c_int) -> c_int {
+    guard(ud, |sh| {
+        let linger = {
+            let mut st = sh.enter();
+            let now = st.now();
+            let r = st.host.close_linger(now, fd).map_err(e);
+            st.drain_transmit();
+            sh.wake_all(&mut st);
+            r?
+        };
+        // SO_LINGER with a time: sleep until the FIN is acknowledged or time is up.
+        if let Some((h, d)) = linger {
+            let us = d.as_micros() as u64;
+            sh.blocking(
+                false,
+                Some(us),
+                |st: &mut State| match st.host.is_closing(h) {
+                    true => Attempt::Wait,
+                    false => Attempt::Done(Ok(())),
+                },
+                || Ok(()),
+            )?;
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_shutdown(ud: Ud, fd: c_int, how: c_int) -> c_int {
+    guard(ud, |sh| {
+        let mut st = sh.enter();
+        let now = st.now();
+        let r = st.host.shutdown(now, fd, how).map(|_| 0).map_err(e);
+        st.drain_transmit();
+        sh.wake_all(&mut st);
+        r
+    })
+}
+
+unsafe extern "C" fn pd_getsockopt(
+    ud: Ud,
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *mut c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    guard(ud, |sh| {
+        if len.is_null() {
+            return Err(errno::EFAULT);
+        }
+        let room = *len as usize;
+        if room > 0 && val.is_null() {
+            return Err(errno::EFAULT);
+        }
+        let mut buf = vec![0u8; room];
+        let mut st = sh.enter();
+        let now = st.now();
+        let n = st
+            .host
+            .getsockopt(now, fd, level, name, &mut buf)
+            .map_err(e)?;
+        if n > 0 {
+            std::ptr::copy_nonoverlapping(buf.as_ptr(), val as *mut u8, n);
+        }
+        *len = n as socklen_t;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_setsockopt(
+    ud: Ud,
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *const c_void,
+    len: socklen_t,
+) -> c_int {
+    guard(ud, |sh| {
+        if val.is_null() && len > 0 {
+            return Err(errno::EFAULT);
+        }
+        let v = if len == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(val as *const u8, len as usize)
+        };
+        let mut st = sh.enter();
+        let now = st.now();
+        let r = st
+            .host
+            .setsockopt(now, fd, level, name, v)
+            .map(|_| 0)
+            .map_err(e);
+        st.drain_transmit();
+        sh.wake_all(&mut st);
+        r
+    })
+}
+
+fn timeout_us(ms: c_int) -> Option<u64> {
+    (ms >= 0).then_some(ms as u64 * 1000)
+}
+
+unsafe extern "C" fn pd_poll(
+    ud: Ud,
+    fds: *mut libc::pollfd,
+    n: libc::nfds_t,
+    timeout: c_int,
+) -> c_int {
+    guard(ud, |sh| {
+        if fds.is_null() && n > 0 {
+            return Err(errno::EFAULT);
+        }
+        let pfds = if n == 0 {
+            &mut [][..]
+        } else {
+            std::slice::from_raw_parts_mut(fds, n as usize)
+        };
+        let mut v: Vec<PollFd> = pfds
+            .iter()
+            .map(|p| PollFd {
+                fd: p.fd,
+                events: p.events as u16 as u32,
+                revents: 0,
+            })
+            .collect();
+        let count = sh.blocking(
+            timeout == 0,
+            timeout_us(timeout),
+            |st: &mut State| match st.host.poll(&mut v) {
+                0 => Attempt::Wait,
+                k => Attempt::Done(Ok(k)),
+            },
+            || Ok(0),
+        );
+        let count = match count {
+            Err(errno::EAGAIN) => 0,
+            r => r?,
+        };
+        for (p, q) in pfds.iter_mut().zip(&v) {
+            p.revents = q.revents as u16 as i16;
+        }
+        Ok(count as c_int)
+    })
+}
+
+unsafe extern "C" fn pd_netdev_send(ud: Ud, buf: *const c_void, n: size_t) -> c_int {
+    guard(ud, |sh| {
+        if buf.is_null() {
+            return Err(errno::EFAULT);
+        }
+        let pkt = std::slice::from_raw_parts(buf as *const u8, n);
+        let mut st = sh.enter();
+        let now = st.now();
+        st.host.handle_packet(now, pkt);
+        st.drain_transmit();
+        sh.wake_all(&mut st);
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_netdev_receive(
+    ud: Ud,
+    buf: *mut c_void,
+    n: *mut size_t,
+    t: *mut libc::c_longlong,
+) -> c_int {
+    guard(ud, |sh| {
+        if buf.is_null() || n.is_null() || t.is_null() {
+            return Err(errno::EFAULT);
+        }
+        match sh.next_packet() {
+            Some((p, at)) => {
+                let len = p.len().min(*n);
+                std::ptr::copy_nonoverlapping(p.as_ptr(), buf as *mut u8, len);
+                *n = len;
+                *t = (crate::state::EPOCH_US + at) as libc::c_longlong;
+            }
+            None => *n = 0,
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_usleep(ud: Ud, us: c_uint) -> c_int {
+    guard(ud, |sh| {
+        sh.usleep(us as u64);
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_gettimeofday(ud: Ud, tv: *mut libc::timeval, _tz: *mut c_void) -> c_int {
+    guard(ud, |sh| {
+        let us = sh.gettimeofday();
+        if !tv.is_null() {
+            (*tv).tv_sec = (us / 1_000_000) as libc::time_t;
+            (*tv).tv_usec = (us % 1_000_000) as libc::suseconds_t;
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_epoll_create(ud: Ud, size: c_int) -> c_int {
+    guard(ud, |sh| sh.enter().host.epoll_create(size).map_err(e))
+}
+
+unsafe extern "C" fn pd_epoll_ctl(
+    ud: Ud,
+    epfd: c_int,
+    op: c_int,
+    fd: c_int,
+    ev: *mut libc::epoll_event,
+) -> c_int {
+    guard(ud, |sh| {
+        let (events, data) = if ev.is_null() {
+            if op != EPOLL_CTL_DEL {
+                return Err(errno::EFAULT);
+            }
+            (0, 0)
+        } else {
+            let ev = std::ptr::read_unaligned(ev);
+            (ev.events, ev.u64)
+        };
+        sh.enter()
+            .host
+            .epoll_ctl(epfd, op, fd, events, data)
+            .map(|_| 0)
+            .map_err(e)
+    })
+}
+
+unsafe extern "C" fn pd_epoll_wait(
+    ud: Ud,
+    epfd: c_int,
+    evs: *mut libc::epoll_event,
+    max: c_int,
+    timeout: c_int,
+) -> c_int {
+    guard(ud, |sh| {
+        if max <= 0 {
+            return Err(errno::EINVAL);
+        }
+        if evs.is_null() {
+            return Err(errno::EFAULT);
+        }
+        let r = sh.blocking(
+            timeout == 0,
+            timeout_us(timeout),
+            |st: &mut State| match st.host.epoll_wait(epfd, max as usize) {
+                Ok(v) if v.is_empty() => Attempt::Wait,
+                r => Attempt::Done(r.map_err(e)),
+            },
+            || Ok(Vec::new()),
+        );
+        let v = match r {
+            Err(errno::EAGAIN) => Vec::new(),
+            r => r?,
+        };
+        for (i, x) in v.iter().enumerate() {
+            let out = libc::epoll_event {
+                events: x.events,
+                u64: x.data,
+            };
+            std::ptr::write_unaligned(evs.add(i), out);
+        }
+        Ok(v.len() as c_int)
+    })
+}
+
+unsafe extern "C" fn pd_pipe(ud: Ud, _fds: *mut c_int) -> c_int {
+    guard(ud, |_| Err(errno::EOPNOTSUPP))
+}
+
+unsafe extern "C" fn pd_splice(
+    ud: Ud,
+    _a: c_int,
+    _b: *mut i64,
+    _c: c_int,
+    _d: *mut i64,
+    _n: size_t,
+    _f: c_uint,
+) -> ssize_t {
+    guard(ud, |_| Err(errno::EOPNOTSUPP))
+}
+
+/// Fills `ifc` with lowtide's implementation; `flags` is `--so_flags` (may be NULL).
+#[no_mangle]
+pub unsafe extern "C" fn packetdrill_interface_init(
+    flags: *const c_char,
+    ifc: *mut PacketdrillInterface,
+) {
+    if ifc.is_null() {
+        return;
+    }
+    let r = catch_unwind(|| {
+        let text = if flags.is_null() {
+            None
+        } else {
+            CStr::from_ptr(flags).to_str().ok().map(str::to_string)
+        };
+        let (f, bad) = Flags::parse(text.as_deref());
+        for b in bad {
+            eprintln!("lowtide-packetdrill: unknown so_flags entry {b}");
+        }
+        let shared = Box::new(Shared::new(f));
+        shared.lock().catch_up();
+        Box::into_raw(shared) as Ud
+    });
+    let ud = r.unwrap_or(std::ptr::null_mut());
+    *ifc = PacketdrillInterface {
+        userdata: ud,
+        free: Some(pd_free),
+        socket: Some(pd_socket),
+        bind: Some(pd_bind),
+        listen: Some(pd_listen),
+        accept: Some(pd_accept),
+        connect: Some(pd_connect),
+        read: Some(pd_read),
+        readv: Some(pd_readv),
+        recv: Some(pd_recv),
+        recvfrom: Some(pd_recvfrom),
+        recvmsg: Some(pd_recvmsg),
+        write: Some(pd_write),
+        writev: Some(pd_writev),
+        send: Some(pd_send),
+        sendto: Some(pd_sendto),
+        sendmsg: Some(pd_sendmsg),
+        fcntl: Some(pd_fcntl),
+        ioctl: Some(pd_ioctl),
+        close: Some(pd_close),
+        shutdown: Some(pd_shutdown),
+        getsockopt: Some(pd_getsockopt),
+        setsockopt: Some(pd_setsockopt),
+        poll: Some(pd_poll),
+        netdev_send: Some(pd_netdev_send),
+        netdev_receive: Some(pd_netdev_receive),
+        usleep: Some(pd_usleep),
+        gettimeofday: Some(pd_gettimeofday),
+        epoll_create: Some(pd_epoll_create),
+        epoll_ctl: Some(pd_epoll_ctl),
+        epoll_wait: Some(pd_epoll_wait),
+        pipe: Some(pd_pipe),
+        splice: Some(pd_splice),
+    };
+}

@@ -1,0 +1,422 @@
+//! The library's state: the socket layer, the virtual clock, the packets for
+//! packetdrill, and the bookkeeping that lets calls block on a condvar.
+
+use crate::sysctl::SysctlDir;
+use lowtide::posix::{errno, Host};
+use lowtide::{Config, Instant, Stack};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+/// Wall-clock bound on waiting for a woken thread: a safety net, never reached when
+/// packetdrill behaves as documented.
+const HOLD_LIMIT: Duration = Duration::from_millis(200);
+/// `gettimeofday` of virtual time zero (2026-01-01), so times look like real ones.
+pub const EPOCH_US: u64 = 1_767_225_600_000_000;
+
+/// Settings from `--so_flags`.
+#[derive(Debug, Clone)]
+pub struct Flags {
+    /// Our address.
+    pub local_ip: IpAddr,
+    /// packetdrill's address.
+    pub remote_ip: IpAddr,
+    /// The sysctl directory.
+    pub sysctl_dir: Option<std::path::PathBuf>,
+    /// Where to report unknown or rejected settings.
+    pub report: Option<std::path::PathBuf>,
+}
+
+impl Flags {
+    /// Parses whitespace-separated `key=value` pairs; unknown keys are returned.
+    pub fn parse(s: Option<&str>) -> (Flags, Vec<String>) {
+        let mut f = Flags {
+            local_ip: IpAddr::V4(Ipv4Addr::new(192, 168, 0, 1)),
+            remote_ip: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
+            sysctl_dir: None,
+            report: None,
+        };
+        let mut bad = Vec::new();
+        for kv in s.unwrap_or("").split_whitespace() {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            match k {
+                "local_ip" if v.parse::<IpAddr>().is_ok() => {
+                    f.local_ip = v.parse().expect("checked")
+                }
+                "remote_ip" if v.parse::<IpAddr>().is_ok() => {
+                    f.remote_ip = v.parse().expect("checked")
+                }
+                "sysctl_dir" if !v.is_empty() => f.sysctl_dir = Some(v.into()),
+                "report" if !v.is_empty() => f.report = Some(v.into()),
+                _ => bad.push(kv.to_string()),
+            }
+        }
+        (f, bad)
+    }
+}
+
+/// A thread waiting in a blocking call.
+#[derive(Debug)]
+struct Blocked {
+    /// Virtual time at which its call gives up (poll/epoll timeouts).
+    deadline: Option<u64>,
+    /// Woken and not yet re-checked its condition: clock advances wait for it.
+    recheck: bool,
+}
+
+/// Everything behind the mutex.
+pub struct State {
+    pub host: Host,
+    /// Virtual microseconds since the start.
+    pub now_us: u64,
+    /// Packets the stack sent, with their virtual send time.
+    pub out: VecDeque<(Vec<u8>, u64)>,
+    pub sysctl: SysctlDir,
+    pub flags: Flags,
+    blocked: HashMap<u64, Blocked>,
+    next_block_id: u64,
+    /// Threads that returned from a blocking call and have not read the clock yet.
+    owed: HashSet<ThreadId>,
+}
+
+/// The library instance packetdrill holds as `userdata`.
+pub struct Shared {
+    pub m: Mutex<State>,
+    pub cv: Condvar,
+}
+
+// packetdrill calls in from two threads: the state must be shareable.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Shared>();
+};
+
+/// A blocking call's verdict on one attempt.
+pub enum Attempt<T> {
+    /// Finished (success or error).
+    Done(Result<T, i32>),
+    /// Must wait for a wakeup.
+    Wait,
+}
+
+impl Shared {
+    /// A fresh stack with Linux's defaults and `flags`.
+    pub fn new(flags: Flags) -> Shared {
+        let mut stack = Stack::new(Config::default(), 1);
+        stack.add_address(flags.local_ip);
+        // packetdrill's device is a tun, which orphans skbs at transmit.
+        stack.set_tx_orphan(true);
+        let sysctl = SysctlDir::new(flags.sysctl_dir.clone(), flags.report.clone());
+        Shared {
+            m: Mutex::new(State {
+                host: Host::new(stack),
+                now_us: 0,
+                out: VecDeque::new(),
+                sysctl,
+                flags,
+                blocked: HashMap::new(),
+                next_block_id: 0,
+                owed: HashSet::new(),
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Locks the state (a poisoned lock is still usable: every call is atomic).
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Entry of every socket call: apply sysctl changes, run due timers.
+    pub fn enter(&self) -> MutexGuard<'_, State> {
+        let mut st = self.lock();
+        st.catch_up();
+        st
+    }
+
+    /// Wakes every blocked thread to re-check its condition.
+    pub fn wake_all(&self, st: &mut State) {
+        for b in st.blocked.values_mut() {
+            b.recheck = true;
+        }
+        self.cv.notify_all();
+    }
+
+    /// Waits (bounded) until no woken thread is pending and every returned one has
+    /// read the clock: only then may the clock move.
+    pub fn hold<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let me = std::thread::current().id();
+        let start = std::time::Instant::now();
+        while (st.blocked.values().any(|b| b.recheck) || st.owed.iter().any(|t| *t != me))
+            && start.elapsed() < HOLD_LIMIT
+        {
+            st = self
+                .cv
+                .wait_timeout(st, HOLD_LIMIT)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        st
+    }
+
+    /// Whether a thread sleeps in a blocking call on this instance.
+    pub fn has_blocked_threads(&self) -> bool {
+        !self.lock().blocked.is_empty()
+    }
+
+    /// `gettimeofday`: the clock moves 1 us per read (packetdrill spins on it).
+    pub fn gettimeofday(&self) -> u64 {
+        let mut st = self.lock();
+        let me = std::thread::current().id();
+        if st.owed.remove(&me) {
+            self.cv.notify_all();
+            return EPOCH_US + st.now_us;
+        }
+        let t = st.now_us + 1;
+        st.advance_to(t);
+        self.wake_all(&mut st);
+        EPOCH_US + st.now_us
+    }
+
+    /// `usleep`: virtual time passes, timers fire on the way.
+    pub fn usleep(&self, us: u64) {
+        let st = self.enter();
+        let mut st = self.hold(st);
+        let t = st.now_us + us;
+        st.advance_to(t);
+        self.wake_all(&mut st);
+    }
+
+    /// `netdev_receive`: the next packet; with none queued, the clock jumps to the
+    /// next timer (or a blocked call's deadline). `None` when nothing is left.
+    pub fn next_packet(&self) -> Option<(Vec<u8>, u64)> {
+        let mut st = self.enter();
+        loop {
+            if let Some(p) = st.out.pop_front() {
+                return Some(p);
+            }
+            st = self.hold(st);
+            if let Some(p) = st.out.pop_front() {
+                return Some(p);
+            }
+            let timer = st.host.poll_timeout().map(|t| t.as_micros().max(st.now_us));
+            let deadline = st.blocked.values().filter_map(|b| b.deadline).min();
+            let next = match (timer, deadline) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => a.or(b)?,
+            };
+            let next = next.max(st.now_us);
+            st.advance_to(next);
+            self.wake_all(&mut st);
+        }
+    }
+
+    /// Runs a call that may block: `attempt` is retried after every wakeup until
+    /// it is done, the socket is non-blocking, or `deadline` (virtual us) passes.
+    pub fn blocking<T>(
+        &self,
+        nonblock: bool,
+        timeout_us: Option<u64>,
+        mut attempt: impl FnMut(&mut State) -> Attempt<T>,
+        on_timeout: impl FnOnce() -> Result<T, i32>,
+    ) -> Result<T, i32> {
+        let mut st = self.enter();
+        let deadline = timeout_us.map(|t| st.now_us + t);
+        let mut id = None;
+        let r = loop {
+            let a = attempt(&mut st);
+            if let Some(b) = id.and_then(|i| st.blocked.get_mut(&i)) {
+                b.recheck = false;
+            }
+            match a {
+                Attempt::Done(r) => break r,
+                Attempt::Wait if nonblock => break Err(errno::EAGAIN),
+                Attempt::Wait => {}
+            }
+            if deadline.is_some_and(|d| st.now_us >= d) {
+                break on_timeout();
+            }
+            let i = *id.get_or_insert_with(|| {
+                st.next_block_id += 1;
+                st.next_block_id
+            });
+            st.blocked.entry(i).or_insert(Blocked {
+                deadline,
+                recheck: false,
+            });
+            // The clock may move now that this thread has re-checked (hold()).
+            self.cv.notify_all();
+            // Sleep until a wakeup is addressed to this thread; spurious or foreign
+            // wakeups do not make it retry (so two blocked threads never ping-pong).
+            loop {
+                st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                if st.blocked.get(&i).is_none_or(|b| b.recheck) {
+                    break;
+                }
+            }
+        };
+        if let Some(i) = id {
+            st.blocked.remove(&i);
+            st.owed.insert(std::thread::current().id());
+        }
+        // What this call did may unblock others.
+        self.wake_all(&mut st);
+        r
+    }
+}
+
+impl State {
+    /// Virtual time as the engine sees it.
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(self.now_us * 1000)
+    }
+
+    /// Applies sysctl changes and runs the timers due now.
+    pub fn catch_up(&mut self) {
+        let now = self.now();
+        self.sysctl.rescan(&mut self.host, now);
+        let t = self.now_us;
+        self.advance_to(t);
+    }
+
+    /// Moves the clock to `t` (never back), firing each timer at its own time.
+    pub fn advance_to(&mut self, t: u64) {
+        loop {
+            self.drain_transmit();
+            match self.host.poll_timeout() {
+                Some(at) if at.as_micros() <= t => {
+                    self.now_us = self.now_us.max(at.as_micros());
+                    let now = self.now();
+                    self.host.handle_timeout(now.max(at));
+                }
+                _ => break,
+            }
+        }
+        self.now_us = self.now_us.max(t);
+        self.drain_transmit();
+    }
+
+    /// Moves what the stack sent to packetdrill's queue, cut into wire segments
+    /// with complete checksums; the device completes each at once.
+    pub fn drain_transmit(&mut self) {
+        let now = self.now();
+        while let Some(tx) = self.host.poll_transmit(now) {
+            let t = self.now_us;
+            let out = &mut self.out;
+            let _ =
+                lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |seg| out.push_back((seg, t)));
+            self.host.handle_tx_complete(now, tx.token);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lowtide::posix::consts::*;
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    #[test]
+    fn flags_default_and_override() {
+        let (f, bad) = Flags::parse(None);
+        assert_eq!(f.local_ip.to_string(), "192.168.0.1");
+        assert_eq!(f.remote_ip.to_string(), "192.0.2.1");
+        assert!(f.sysctl_dir.is_none() && bad.is_empty());
+        let (f, bad) = Flags::parse(Some("local_ip=10.0.0.1 sysctl_dir=/x report=/r bogus=1"));
+        assert_eq!(f.local_ip.to_string(), "10.0.0.1");
+        assert_eq!(f.sysctl_dir.as_deref(), Some(std::path::Path::new("/x")));
+        assert_eq!(bad, vec!["bogus=1".to_string()]);
+    }
+
+    #[test]
+    fn clock_moves_one_microsecond_per_read_and_idle_device_is_empty() {
+        let sh = Shared::new(Flags::parse(None).0);
+        let a = sh.gettimeofday();
+        let b = sh.gettimeofday();
+        assert_eq!(b - a, 1);
+        sh.usleep(1000);
+        assert_eq!(sh.gettimeofday() - b, 1001);
+        // No socket, no timer: netdev_receive reports nothing (len = 0).
+        assert!(sh.next_packet().is_none());
+    }
+
+    /// Moves packets from the library to `peer` and back until both are quiet.
+    fn exchange(sh: &Shared, peer: &mut Host) {
+        for _ in 0..20 {
+            let mut moved = false;
+            while let Some(tx) = peer.poll_transmit(Instant::ZERO) {
+                let mut segs = Vec::new();
+                lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s)).unwrap();
+                peer.handle_tx_complete(Instant::ZERO, tx.token);
+                let mut st = sh.enter();
+                for s in segs {
+                    let now = st.now();
+                    st.host.handle_packet(now, &s);
+                }
+                st.drain_transmit();
+                sh.wake_all(&mut st);
+                moved = true;
+            }
+            loop {
+                let p = sh.lock().out.pop_front();
+                let Some((p, _)) = p else { break };
+                peer.handle_packet(Instant::ZERO, &p);
+                moved = true;
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn blocking_accept_waits_on_the_condvar_until_the_handshake() {
+        let sh = Arc::new(Shared::new(Flags::parse(None).0));
+        let l = {
+            let mut st = sh.enter();
+            let l = st.host.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+            st.host
+                .bind(l, "192.168.0.1:8080".parse().unwrap())
+                .unwrap();
+            st.host.listen(l, 4).unwrap();
+            l
+        };
+        let sh2 = Arc::clone(&sh);
+        let t = std::thread::spawn(move || {
+            let r = sh2.blocking(
+                false,
+                None,
+                |st: &mut State| match st.host.accept(l) {
+                    Err(lowtide::posix::Errno(errno::EAGAIN)) => Attempt::Wait,
+                    r => Attempt::Done(r.map_err(|e| e.0)),
+                },
+                || Err(errno::EAGAIN),
+            );
+            // packetdrill reads the clock when a blocking call returns.
+            sh2.gettimeofday();
+            r
+        });
+        // The thread blocks: nothing to accept yet.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!t.is_finished());
+        let mut peer = {
+            let mut s = Stack::new(Config::default(), 7);
+            s.add_address("192.0.2.1".parse().unwrap());
+            Host::new(s)
+        };
+        let c = peer.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        let to: SocketAddr = "192.168.0.1:8080".parse().unwrap();
+        let _ = peer.connect(Instant::ZERO, c, to);
+        exchange(&sh, &mut peer);
+        let (fd, from) = t.join().unwrap().unwrap();
+        assert!(fd > l);
+        assert_eq!(from.ip().to_string(), "192.0.2.1");
+        // The woken thread has read the clock: time may move on at once.
+        let start = std::time::Instant::now();
+        sh.usleep(10);
+        assert!(start.elapsed() < HOLD_LIMIT);
+    }
+}

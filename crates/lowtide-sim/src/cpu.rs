@@ -1,0 +1,239 @@
+//! A deterministic CPU cost model of the sending host (seed 003's experiment, E4).
+//!
+//! In virtual time the engine's work is free, so a retransmit queue walked from its
+//! head costs nothing. With a [`CpuModel`], host A has one CPU: every packet it
+//! receives and every packet it sends costs virtual time, computed from the work
+//! the engine reports (`Stack::rtx_work`: retransmit-queue nodes visited and SACK
+//! blocks processed), and a packet arriving while the CPU is busy waits in the
+//! socket backlog (Linux's `sk_add_backlog` while the socket is owned), which
+//! overflows into drops above `sk_rcvbuf + sk_sndbuf` bytes of truesize
+//! (`tcp_add_backlog`). A sender whose CPU is saturated processes ACKs late, so its
+//! clock slows and its goodput falls; ACKs dropped from the backlog are lost work.
+//!
+//! The costs come from criterion benchmarks of lowtide's own code on the machine
+//! that runs the model (see [`CpuModel::calibrated`]); the simulation itself stays
+//! deterministic because it uses those constants, never a clock.
+
+use lowtide::config::RtxQueueKind;
+use serde::{Deserialize, Serialize};
+
+/// Costs of the sender's work, in nanoseconds of one CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuModel {
+    /// One incoming packet (an ACK) through `handle_packet`, SACK work aside.
+    pub per_packet_in_ns: f64,
+    /// One retransmit-queue node visited in the tree (a `BTreeMap` here).
+    pub per_tree_node_ns: f64,
+    /// One retransmit-queue node visited in the list (a `VecDeque` here: skbs
+    /// contiguous in memory, unlike Linux's linked list).
+    pub per_list_node_ns: f64,
+    /// One SACK block processed.
+    pub per_sack_block_ns: f64,
+    /// One packet (an skb, TSO or not) handed to the device.
+    pub per_packet_out_ns: f64,
+    /// Truesize charged per backlogged packet on top of its length (an skb's
+    /// overhead).
+    pub backlog_overhead: u64,
+}
+
+impl CpuModel {
+    /// The constants measured on the project machine (2 cores, AMD EPYC, shared),
+    /// release build, 2026-11-23, by `cargo bench -p lowtide --bench engine` and
+    /// `--bench sack` (medians; see BENCHMARKS.md and the experiment report):
+    /// - `engine_per_packet/ack` 1.27 µs: `handle_packet` of one ACK of a bulk flow
+    ///   without loss (no SACK blocks; a few nodes visited);
+    /// - `engine_per_packet/xmit` 54 ns: `poll_transmit` + TX completion per skb;
+    /// - `sack_per_ack` (1 % loss, 3 SACK blocks per ACK; nodes per ACK printed by
+    ///   the bench): list 23.7 / 203 / 2,070 nodes in 0.661 / 1.468 / 7.326 µs at
+    ///   1k / 10k / 100k skbs; tree 39.9 / 55.7 / 67.6 nodes in 1.236 / 4.077 /
+    ///   2.884 µs. The list's line through 10k and 100k gives 3.1375 ns per node and
+    ///   0.831 µs per ACK besides (its three blocks: 277 ns per block); the tree's
+    ///   time above that same 0.831 µs per node visited is 10 / 58 / 30 ns (the
+    ///   median, 30 ns, is used: a `BTreeMap` descent misses cache where a
+    ///   contiguous list walk does not).
+    pub fn calibrated() -> CpuModel {
+        CpuModel {
+            per_packet_in_ns: 1270.0,
+            per_tree_node_ns: 30.0,
+            per_list_node_ns: 3.1375,
+            per_sack_block_ns: 277.0,
+            per_packet_out_ns: 54.0,
+            backlog_overhead: lowtide::tcp::skb::SKB_OVERHEAD as u64,
+        }
+    }
+
+    /// The cost of one incoming packet that did `nodes` node visits of a queue of
+    /// `kind` and `blocks` SACK blocks of work (ns, at least 1).
+    pub fn packet_in_ns(&self, kind: RtxQueueKind, nodes: u64, blocks: u64) -> u64 {
+        let per_node = match kind {
+            RtxQueueKind::Tree => self.per_tree_node_ns,
+            RtxQueueKind::List => self.per_list_node_ns,
+        };
+        let ns = self.per_packet_in_ns
+            + per_node * nodes as f64
+            + self.per_sack_block_ns * blocks as f64;
+        (ns.round() as u64).max(1)
+    }
+}
+
+/// What the model saw over a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuFigures {
+    /// The model's constants.
+    pub model: Option<CpuModel>,
+    /// Packets host A's stack processed.
+    pub packets_in: u64,
+    /// Packets it sent to the device.
+    pub packets_out: u64,
+    /// Virtual CPU time spent (ns).
+    pub busy_ns: u64,
+    /// `busy_ns` over the run's duration.
+    pub utilization: f64,
+    /// Mean CPU time per incoming packet (ns).
+    pub cpu_per_packet_in_ns: f64,
+    /// Mean retransmit-queue nodes visited per incoming packet.
+    pub nodes_per_packet_in: f64,
+    /// Mean SACK blocks per incoming packet.
+    pub sack_blocks_per_packet_in: f64,
+    /// Packets dropped because the backlog was full.
+    pub backlog_drops: u64,
+    /// Most packets waiting in the backlog at once.
+    pub backlog_peak_packets: u64,
+    /// Mean wait of a packet in the backlog (µs).
+    pub backlog_mean_wait_us: f64,
+}
+
+/// The model's running state on host A.
+#[derive(Debug)]
+pub(crate) struct CpuState {
+    pub model: CpuModel,
+    /// The shape of host A's retransmit queues.
+    pub kind: RtxQueueKind,
+    /// The CPU is busy until then (ns of virtual time).
+    pub busy_until: u64,
+    /// Packets waiting, with their arrival times (ns).
+    pub backlog: std::collections::VecDeque<(u64, Vec<u8>)>,
+    pub backlog_bytes: u64,
+    /// A wakeup event for the CPU is pending at this time.
+    pub wake_at: Option<u64>,
+    pub figures: CpuFigures,
+    nodes: u64,
+    blocks: u64,
+    in_ns: u64,
+    wait_ns: u128,
+}
+
+impl CpuState {
+    pub fn new(model: CpuModel, kind: RtxQueueKind) -> CpuState {
+        CpuState {
+            model,
+            kind,
+            busy_until: 0,
+            backlog: Default::default(),
+            backlog_bytes: 0,
+            wake_at: None,
+            figures: CpuFigures {
+                model: Some(model),
+                ..CpuFigures::default()
+            },
+            nodes: 0,
+            blocks: 0,
+            in_ns: 0,
+            wait_ns: 0,
+        }
+    }
+
+    /// Queues an arrived packet in the backlog unless it would pass `limit` bytes of
+    /// truesize (a drop, counted).
+    pub fn add_backlog(&mut self, now_ns: u64, pkt: Vec<u8>, limit: u64) {
+        let size = pkt.len() as u64 + self.model.backlog_overhead;
+        if self.backlog_bytes + size > limit {
+            self.figures.backlog_drops += 1;
+            return;
+        }
+        self.backlog_bytes += size;
+        self.backlog.push_back((now_ns, pkt));
+        let n = self.backlog.len() as u64;
+        self.figures.backlog_peak_packets = self.figures.backlog_peak_packets.max(n);
+    }
+
+    /// Takes the next packet if the CPU is free at `now_ns`.
+    pub fn next_packet(&mut self, now_ns: u64) -> Option<Vec<u8>> {
+        if self.busy_until > now_ns {
+            return None;
+        }
+        let (arrived, pkt) = self.backlog.pop_front()?;
+        self.backlog_bytes -= pkt.len() as u64 + self.model.backlog_overhead;
+        self.wait_ns += (now_ns - arrived) as u128;
+        Some(pkt)
+    }
+
+    /// Charges one processed packet that did `nodes` and `blocks` of work.
+    pub fn charge_in(&mut self, now_ns: u64, nodes: u64, blocks: u64) {
+        let ns = self.model.packet_in_ns(self.kind, nodes, blocks);
+        self.busy_until = self.busy_until.max(now_ns) + ns;
+        self.figures.packets_in += 1;
+        self.figures.busy_ns += ns;
+        self.nodes += nodes;
+        self.blocks += blocks;
+        self.in_ns += ns;
+    }
+
+    /// Charges one packet sent.
+    pub fn charge_out(&mut self, now_ns: u64) {
+        let ns = self.model.per_packet_out_ns.round() as u64;
+        self.busy_until = self.busy_until.max(now_ns) + ns;
+        self.figures.packets_out += 1;
+        self.figures.busy_ns += ns;
+    }
+
+    /// The figures over a run of `duration_ns`.
+    pub fn result(&self, duration_ns: u64) -> CpuFigures {
+        let mut f = self.figures;
+        let n = f.packets_in.max(1) as f64;
+        f.utilization = match duration_ns {
+            0 => 0.0,
+            d => f.busy_ns as f64 / d as f64,
+        };
+        f.cpu_per_packet_in_ns = self.in_ns as f64 / n;
+        f.nodes_per_packet_in = self.nodes as f64 / n;
+        f.sack_blocks_per_packet_in = self.blocks as f64 / n;
+        f.backlog_mean_wait_us = self.wait_ns as f64 / n / 1e3;
+        f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_cpu_holds_packets_and_a_full_backlog_drops() {
+        let m = CpuModel {
+            per_packet_in_ns: 1000.0,
+            per_tree_node_ns: 99.0,
+            per_list_node_ns: 10.0,
+            per_sack_block_ns: 0.0,
+            per_packet_out_ns: 100.0,
+            backlog_overhead: 100,
+        };
+        let mut c = CpuState::new(m, RtxQueueKind::List);
+        c.add_backlog(0, vec![0; 100], 400);
+        c.add_backlog(0, vec![0; 100], 400);
+        c.add_backlog(0, vec![0; 100], 400); // 600 > 400: dropped
+        assert_eq!(c.figures.backlog_drops, 1);
+        assert!(c.next_packet(0).is_some());
+        c.charge_in(0, 100, 0); // 1000 + 100 * 10 ns
+        assert_eq!(c.busy_until, 2000);
+        assert!(c.next_packet(1999).is_none(), "busy");
+        assert!(c.next_packet(2000).is_some());
+        c.charge_in(2000, 0, 0);
+        c.charge_out(2500); // queued behind the busy CPU
+        assert_eq!(c.busy_until, 3100);
+        let f = c.result(10_000);
+        assert_eq!(f.packets_in, 2);
+        assert!((f.utilization - 0.31).abs() < 1e-9);
+        assert!((f.nodes_per_packet_in - 50.0).abs() < 1e-9);
+        assert!((f.backlog_mean_wait_us - 1.0).abs() < 1e-9);
+    }
+}

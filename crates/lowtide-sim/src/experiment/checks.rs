@@ -1,0 +1,227 @@
+//! Each experiment's direction, checked on its records: what the seed's message
+//! says changes (and what it says does not), with margins wide enough that a
+//! reduced run (`--quick`) must show it too.
+
+use super::{Experiment, RunRecord};
+use serde::{Deserialize, Serialize};
+
+/// One checked direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Which experiment.
+    pub experiment: Experiment,
+    /// What is claimed ("TCP memory B < 0.8 x A").
+    pub claim: String,
+    /// The figures behind the verdict.
+    pub detail: String,
+    /// Whether the records show it.
+    pub pass: bool,
+}
+
+/// The checks of experiment `e` over `runs` (records of other experiments are
+/// ignored); a comparison whose runs are missing or failed is a failed check.
+pub fn check(e: Experiment, runs: &[RunRecord]) -> Vec<Check> {
+    let mine: Vec<&RunRecord> = runs.iter().filter(|r| r.experiment == e).collect();
+    let mut out = Vec::new();
+    for r in &mine {
+        if !r.figures.verified {
+            out.push(Check {
+                experiment: e,
+                claim: format!("{} / {}: every byte verified", r.group, r.variant),
+                detail: r.figures.failure.clone().unwrap_or_default(),
+                pass: false,
+            });
+        }
+    }
+    let c = Ctx { e, runs: &mine };
+    match e {
+        Experiment::E1 => e1(&c, &mut out),
+        Experiment::E2 => e2(&c, &mut out),
+        Experiment::E3 => e3(&c, &mut out),
+        Experiment::E4 => e4(&c, &mut out),
+        Experiment::E5 => e5(&c, &mut out),
+    }
+    out
+}
+
+struct Ctx<'a> {
+    e: Experiment,
+    runs: &'a [&'a RunRecord],
+}
+
+impl Ctx<'_> {
+    /// The mean of `f` over the runs of `group` whose variant starts with `v`.
+    fn mean(&self, group: &str, v: &str, f: impl Fn(&RunRecord) -> f64) -> Option<f64> {
+        let xs: Vec<f64> = (self.runs.iter())
+            .filter(|r| r.group == group && r.variant.starts_with(v))
+            .map(|r| f(r))
+            .collect();
+        (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+    }
+
+    fn groups(&self) -> Vec<String> {
+        let mut g: Vec<String> = self.runs.iter().map(|r| r.group.clone()).collect();
+        g.dedup();
+        g
+    }
+
+    /// Checks `pass(a, b)` on figure `f` of variants `va` and `vb` of `group`.
+    #[allow(clippy::too_many_arguments)]
+    fn compare(
+        &self,
+        out: &mut Vec<Check>,
+        group: &str,
+        (va, vb): (&str, &str),
+        what: &str,
+        claim: &str,
+        f: impl Fn(&RunRecord) -> f64,
+        pass: impl Fn(f64, f64) -> bool,
+    ) {
+        let (a, b) = (self.mean(group, va, &f), self.mean(group, vb, &f));
+        let (detail, ok) = match (a, b) {
+            (Some(a), Some(b)) => (format!("{what}: {va} {a:.4e}, {vb} {b:.4e}"), pass(a, b)),
+            _ => ("runs missing".to_string(), false),
+        };
+        out.push(Check {
+            experiment: self.e,
+            claim: format!("{group}: {claim}"),
+            detail,
+            pass: ok,
+        });
+    }
+}
+
+fn same(a: f64, b: f64, tol: f64) -> bool {
+    a > 0.0 && b > 0.0 && (a - b).abs() / a.max(b) <= tol
+}
+
+fn goodput(r: &RunRecord) -> f64 {
+    r.figures.goodput_bps
+}
+
+fn e1(c: &Ctx, out: &mut Vec<Check>) {
+    for g in c.groups() {
+        if g == "1 flow" {
+            let claim = "one flow's goodput unchanged by lowat (within 5 %)";
+            c.compare(
+                out,
+                &g,
+                ("A", "B"),
+                "goodput bit/s",
+                claim,
+                goodput,
+                |a, b| same(a, b, 0.05),
+            );
+            continue;
+        }
+        let mem = |r: &RunRecord| r.figures.mean_pages;
+        let claim = "mean TCP memory with lowat 128 KB < 0.8 x without";
+        c.compare(out, &g, ("A", "B"), "mean pages", claim, mem, |a, b| {
+            b < 0.8 * a
+        });
+        let claim = "goodput unchanged (within 5 %)";
+        c.compare(
+            out,
+            &g,
+            ("A", "B"),
+            "goodput bit/s",
+            claim,
+            goodput,
+            |a, b| same(a, b, 0.05),
+        );
+    }
+}
+
+fn e2(c: &Ctx, out: &mut Vec<Check>) {
+    for g in c.groups() {
+        e2_group(c, out, &g);
+    }
+}
+
+fn e2_group(c: &Ctx, out: &mut Vec<Check>, g: &str) {
+    let mem = |r: &RunRecord| r.figures.mean_pages;
+    let wake = |r: &RunRecord| r.figures.wakeups_per_s;
+    let claim = "mean TCP memory with lowat 2 MB < 0.5 x without";
+    c.compare(out, g, ("A", "B"), "mean pages", claim, mem, |a, b| {
+        b < 0.5 * a
+    });
+    let claim = "lowat 2 MB wakes the writers more often than no lowat";
+    c.compare(out, g, ("A", "B"), "wakeups/s", claim, wake, |a, b| b > a);
+    let claim = "the lowat/2 rule wakes the writers less often than waking below lowat";
+    c.compare(out, g, ("C", "B"), "wakeups/s", claim, wake, |cc, b| b < cc);
+    let claim = "goodput with lowat within 10 % of without";
+    c.compare(
+        out,
+        g,
+        ("A", "B"),
+        "goodput bit/s",
+        claim,
+        goodput,
+        |a, b| same(a, b, 0.10),
+    );
+}
+
+fn e3(c: &Ctx, out: &mut Vec<Check>) {
+    for g in c.groups() {
+        let delay = |r: &RunRecord| r.figures.dev_mean_delay_us;
+        let claim = "mean device-queue delay with TSQ < 1/4 of without";
+        c.compare(
+            out,
+            &g,
+            ("A", "B"),
+            "mean delay us",
+            claim,
+            delay,
+            |a, b| b < a / 4.0,
+        );
+        let claim = "goodput unchanged by TSQ (within 5 %)";
+        c.compare(
+            out,
+            &g,
+            ("A", "B"),
+            "goodput bit/s",
+            claim,
+            goodput,
+            |a, b| same(a, b, 0.05),
+        );
+    }
+}
+
+fn e4(c: &Ctx, out: &mut Vec<Check>) {
+    for g in c.groups().iter().filter(|g| !g.starts_with("sweep")) {
+        let claim = "the tree gives at least the list's goodput when the sender's CPU is modeled";
+        c.compare(
+            out,
+            g,
+            ("A", "B"),
+            "goodput bit/s",
+            claim,
+            goodput,
+            |a, b| b >= a,
+        );
+    }
+}
+
+fn e5(c: &Ctx, out: &mut Vec<Check>) {
+    let g = "2,000,000 bytes";
+    let req = |r: &RunRecord| r.figures.ip_out_requests as f64;
+    let segs = |r: &RunRecord| r.figures.tcp_out_segs as f64;
+    let claim = "IpOutRequests sized at transmit < 2/3 of sized at write";
+    c.compare(out, g, ("A", "B"), "IpOutRequests", claim, req, |a, b| {
+        b < a * 2.0 / 3.0
+    });
+    let claim = "same TcpOutSegs (within 1 %)";
+    c.compare(out, g, ("A", "B"), "TcpOutSegs", claim, segs, |a, b| {
+        same(a, b, 0.01)
+    });
+    let claim = "goodput unchanged (within 5 %)";
+    c.compare(
+        out,
+        g,
+        ("A", "B"),
+        "goodput bit/s",
+        claim,
+        goodput,
+        |a, b| same(a, b, 0.05),
+    );
+}

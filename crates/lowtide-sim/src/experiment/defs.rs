@@ -1,0 +1,325 @@
+//! The five experiments' setups, at the seeds' scale and reduced (`--quick`).
+//!
+//! Each follows the seed's own test as far as its commit message describes it
+//! (../shared/docs/experiments.md); what the message leaves open (link rate, RTT of
+//! a LAN) is chosen here once and printed with the results, never tuned toward the
+//! published figure.
+
+use super::{Experiment, RunSpec, Scale};
+use crate::cpu::CpuModel;
+use crate::link::LinkConfig;
+use crate::timeseries::TimeseriesConfig;
+use crate::{Scenario, Workload};
+
+const GBIT: u64 = 1_000_000_000;
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+
+/// The runs of `experiments` at `scale`, seeded from `seed`, in a fixed order.
+pub fn plan(experiments: &[Experiment], scale: Scale, seed: u64) -> Vec<RunSpec> {
+    let mut b = Builder {
+        specs: Vec::new(),
+        seed,
+        scale,
+    };
+    for &e in experiments {
+        match e {
+            Experiment::E1 => e1(&mut b),
+            Experiment::E2 => e2(&mut b),
+            Experiment::E3 => e3(&mut b),
+            Experiment::E4 => e4(&mut b),
+            Experiment::E5 => e5(&mut b),
+        }
+    }
+    b.specs
+}
+
+struct Builder {
+    specs: Vec<RunSpec>,
+    seed: u64,
+    scale: Scale,
+}
+
+/// A run being described.
+struct Run {
+    experiment: Experiment,
+    group: String,
+    variant: String,
+    rep: u32,
+    sc: Scenario,
+    params: Vec<(String, String)>,
+    keep_series: bool,
+}
+
+impl Run {
+    fn new(experiment: Experiment, group: &str, variant: &str) -> Run {
+        Run {
+            experiment,
+            group: group.into(),
+            variant: variant.into(),
+            rep: 0,
+            sc: Scenario::default(),
+            params: Vec::new(),
+            keep_series: false,
+        }
+    }
+
+    fn param(mut self, k: &str, v: impl Into<String>) -> Run {
+        self.params.push((k.into(), v.into()));
+        self
+    }
+
+    /// `flows` bulk flows for `secs` over `rate_bps` with `rtt_ns`, both ways.
+    fn path(mut self, flows: u32, rate_bps: u64, rtt_ns: u64) -> Run {
+        let l = LinkConfig {
+            rate_bps,
+            delay_ns: rtt_ns / 2,
+            ..LinkConfig::default()
+        };
+        self.sc.flows = flows;
+        self.sc.link_ab = l.clone();
+        self.sc.link_ba = l;
+        self.param("flows", flows.to_string())
+            .param("rate", rate(rate_bps))
+            .param("rtt", format!("{} ms", rtt_ns as f64 / 1e6))
+    }
+
+    fn bulk(mut self, duration_ns: u64) -> Run {
+        self.sc.workload = Workload::Bulk { duration_ns };
+        self.param("duration", format!("{} s", duration_ns as f64 / 1e9))
+    }
+
+    fn sysctl(mut self, assignment: &str) -> Run {
+        if let Err(e) = self.sc.config.set_assignment(assignment) {
+            // The plans are fixed text: a bad one is a bug found by the tests.
+            panic!("experiment plan: bad sysctl {assignment}: {e}");
+        }
+        self.param("sysctl", assignment)
+    }
+
+    fn series(mut self, interval_ns: u64) -> Run {
+        self.sc.timeseries = Some(TimeseriesConfig {
+            interval_ns,
+            per_flow: false,
+        });
+        self.keep_series = true;
+        self
+    }
+}
+
+impl Builder {
+    fn push(&mut self, mut r: Run) {
+        r.sc.seed = self.seed + r.rep as u64;
+        let index = self.specs.len();
+        self.specs.push(RunSpec {
+            index,
+            experiment: r.experiment,
+            group: r.group,
+            variant: r.variant,
+            rep: r.rep,
+            params: r.params,
+            scenario: r.sc,
+            keep_series: r.keep_series,
+        });
+    }
+
+    fn quick(&self) -> bool {
+        self.scale == Scale::Quick
+    }
+}
+
+fn rate(bps: u64) -> String {
+    match bps {
+        b if b >= GBIT && b % GBIT == 0 => format!("{} Gbit/s", b / GBIT),
+        b => format!("{} Mbit/s", b / 1_000_000),
+    }
+}
+
+fn kb(bytes: u32) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{} MB", b >> 20),
+        b => format!("{} KB", b >> 10),
+    }
+}
+
+/// E1 (seed 000): 200 bulk flows with TCP_NOTSENT_LOWAT off vs 128 KB (sysctl, as the
+/// seed's `echo 131072 > tcp_notsent_lowat`); a sweep of other values; one flow.
+fn e1(b: &mut Builder) {
+    let secs = if b.quick() { 2 } else { 15 };
+    let lowats: &[u32] = match b.quick() {
+        true => &[0, 128 << 10],
+        false => &[0, 128 << 10, 32 << 10, 512 << 10, 2 << 20],
+    };
+    for (i, &l) in lowats.iter().enumerate() {
+        let variant = match (i, l) {
+            (0, _) => "A: lowat off".to_string(),
+            (1, _) => "B: lowat 128 KB".to_string(),
+            (_, l) => format!("sweep: lowat {}", kb(l)),
+        };
+        b.push(e1_run("200 flows", &variant, 200, l, secs));
+    }
+    if !b.quick() {
+        for (variant, l) in [("A: lowat off", 0), ("B: lowat 128 KB", 128 << 10)] {
+            b.push(e1_run("1 flow", variant, 1, l, secs));
+        }
+    }
+}
+
+fn e1_run(group: &str, variant: &str, flows: u32, lowat: u32, secs: u64) -> Run {
+    let r = Run::new(Experiment::E1, group, variant)
+        .path(flows, 10 * GBIT, 10 * MS)
+        .bulk(secs * S)
+        .series(50 * MS);
+    match lowat {
+        0 => r,
+        l => r.sysctl(&format!("net.ipv4.tcp_notsent_lowat={l}")),
+    }
+}
+
+/// E2 (seed 001): 100 BBR flows at 100 ms RTT, `tcp_wmem` max 64 MB, on 10 Gbit/s
+/// (100 Mbit/s per flow); A without lowat, B lowat 2 MB with the lowat/2 wakeup
+/// rule, C (ablation) without the rule.
+fn e2(b: &mut Builder) {
+    // Quick: a fifth of the flows on a fifth of the rate, the same per flow.
+    let (secs, flows, rate_bps) = match b.quick() {
+        true => (4, 20, 2 * GBIT),
+        false => (10, 100, 10 * GBIT),
+    };
+    let group = format!("{flows} BBR flows");
+    let variants = [
+        ("A: lowat off", None),
+        ("B: lowat 2 MB, wake at lowat/2", Some(true)),
+        ("C: lowat 2 MB, wake below lowat (ablation)", Some(false)),
+    ];
+    for (v, rule) in variants {
+        let mut r = Run::new(Experiment::E2, &group, v)
+            .path(flows, rate_bps, 100 * MS)
+            .bulk(secs * S)
+            .sysctl("net.ipv4.tcp_congestion_control=bbr")
+            .sysctl("net.ipv4.tcp_wmem=4096 262144 64000000")
+            .series(100 * MS);
+        if let Some(rule) = rule {
+            r = r
+                .sysctl("net.ipv4.tcp_notsent_lowat=2097152")
+                .sysctl(&format!("experimental.notsent_wake_hysteresis={rule}"));
+        }
+        b.push(r);
+    }
+}
+
+/// E3 (seed 002): bulk senders through a pfifo NIC queue (1000 packets) on 1 Gbit/s
+/// and 100 Mbit/s, TSO on, 1 and 4 flows, TSQ off vs on, LAN RTT (1 ms).
+fn e3(b: &mut Builder) {
+    let secs = if b.quick() { 3 } else { 10 };
+    for rate_bps in [GBIT, 100_000_000] {
+        for flows in [1, 4] {
+            let group = format!("{}, {} flow{}", rate(rate_bps), flows, plural(flows));
+            for (v, tsq) in [("A: TSQ off", false), ("B: TSQ on", true)] {
+                let r = Run::new(Experiment::E3, &group, v)
+                    .path(flows, rate_bps, MS)
+                    .bulk(secs * S)
+                    .sysctl(&format!("experimental.tsq={tsq}"))
+                    .series(5 * MS);
+                b.push(r);
+            }
+        }
+    }
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// E4 (seed 003): 150 ms RTT, 1 % loss on the data path, receiver without GRO, BBR,
+/// buffers large enough for the path, host A's CPU modeled (`crate::cpu`); list vs
+/// tree, 10 runs x 30 s on 10 Gbit/s; then a sweep of link rates (so of packets in
+/// flight), one run each.
+fn e4(b: &mut Builder) {
+    let (reps, secs, rate_bps) = match b.quick() {
+        true => (1, 5, 2 * GBIT),
+        false => (10, 30, 10 * GBIT),
+    };
+    for rep in 0..reps {
+        for (v, kind) in [("A: list", "list"), ("B: tree", "tree")] {
+            let mut r = e4_run(&rate(rate_bps), v, kind, rate_bps, secs);
+            r.rep = rep;
+            b.push(r);
+        }
+    }
+    let sweep: &[u64] = match b.quick() {
+        true => &[],
+        false => &[GBIT / 2, GBIT, 2 * GBIT, 5 * GBIT],
+    };
+    for &r in sweep {
+        for (v, kind) in [("A: list", "list"), ("B: tree", "tree")] {
+            b.push(e4_run(&format!("sweep {}", rate(r)), v, kind, r, 10));
+        }
+    }
+}
+
+fn e4_run(group: &str, variant: &str, kind: &str, rate_bps: u64, secs: u64) -> Run {
+    let mut r = Run::new(Experiment::E4, group, variant)
+        .path(1, rate_bps, 150 * MS)
+        .bulk(secs * S)
+        .sysctl("net.ipv4.tcp_congestion_control=bbr")
+        .sysctl("net.ipv4.tcp_rmem=4096 131072 268435456")
+        .sysctl("net.ipv4.tcp_wmem=4096 16384 268435456")
+        .sysctl(&format!("experimental.rtx_queue={kind}"))
+        .param("loss", "1 % (data direction)")
+        .param("gro", "off")
+        .param("cpu model", "calibrated (lowtide_sim::cpu)");
+    r.sc.link_ab.loss = 0.01;
+    r.sc.gro = false;
+    r.sc.cpu = Some(CpuModel::calibrated());
+    r.sc.timeseries = Some(TimeseriesConfig {
+        interval_ns: 100 * MS,
+        per_flow: true,
+    });
+    r
+}
+
+/// E5 (seed 004): one 2,000,000-byte transfer at 40 ms RTT with a 1 MB send buffer
+/// (`netperf -l -2000000 -- -s 1000000`), skbs sized at write vs at transmit time.
+fn e5(b: &mut Builder) {
+    for (v, at) in [
+        ("A: size at write", "write"),
+        ("B: size at transmit", "transmit"),
+    ] {
+        let mut r = Run::new(Experiment::E5, "2,000,000 bytes", v)
+            .path(1, GBIT, 40 * MS)
+            .sysctl(&format!("experimental.size_goal_at={at}"))
+            .param("bytes", "2000000")
+            .param("SO_SNDBUF", "1000000");
+        r.sc.workload = Workload::Bytes {
+            bytes: 2_000_000,
+            time_limit_ns: 60 * S,
+        };
+        r.sc.sndbuf = Some(1_000_000);
+        b.push(r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_are_deterministic_and_indexed() {
+        for scale in [Scale::Quick, Scale::Full] {
+            let p = plan(&Experiment::ALL, scale, 1);
+            let q = plan(&Experiment::ALL, scale, 1);
+            assert_eq!(p.len(), q.len());
+            for (i, (a, b)) in p.iter().zip(&q).enumerate() {
+                assert_eq!(a.index, i);
+                assert_eq!(a.label(), b.label());
+            }
+        }
+        let full = plan(&[Experiment::E4], Scale::Full, 1);
+        let main = full.iter().filter(|r| !r.group.starts_with("sweep"));
+        assert_eq!(main.count(), 20, "E4: 10 runs of list and tree");
+    }
+}

@@ -1,0 +1,61 @@
+//! Running a plan's simulations on a few threads. Each run is independent and
+//! deterministic, so the records do not depend on the number of threads or on
+//! which thread ran what; they are returned in plan order.
+
+use super::{run_one, RunRecord, RunSpec};
+use crate::ProgressHook;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Receives progress reports (a terminal display, or nothing); called from the
+/// worker threads.
+pub trait ProgressSink: Send + Sync {
+    /// Run `spec` starts.
+    fn started(&self, spec: &RunSpec);
+    /// Run `index` has reached `virtual_ns` of virtual time.
+    fn advanced(&self, index: usize, virtual_ns: u64);
+    /// Run `index` is done.
+    fn finished(&self, index: usize, rec: &RunRecord);
+}
+
+/// A sink that ignores everything.
+pub struct NoProgress;
+
+impl ProgressSink for NoProgress {
+    fn started(&self, _: &RunSpec) {}
+    fn advanced(&self, _: usize, _: u64) {}
+    fn finished(&self, _: usize, _: &RunRecord) {}
+}
+
+/// Runs `specs` on `jobs` threads (at least one) and returns their records in the
+/// order of `specs`.
+pub fn run_specs(
+    specs: &[RunSpec],
+    jobs: usize,
+    progress: Arc<dyn ProgressSink>,
+) -> Vec<RunRecord> {
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<RunRecord>>> = Mutex::new(vec![None; specs.len()]);
+    let jobs = jobs.clamp(1, specs.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(spec) = specs.get(i) else { return };
+                let mut spec = spec.clone();
+                let (p, index) = (Arc::clone(&progress), spec.index);
+                spec.scenario.progress = Some(ProgressHook(Arc::new(move |ns| {
+                    p.advanced(index, ns);
+                })));
+                progress.started(&spec);
+                let rec = run_one(&spec);
+                progress.finished(index, &rec);
+                if let Ok(mut o) = out.lock() {
+                    o[i] = Some(rec);
+                }
+            });
+        }
+    });
+    let out = out.into_inner().unwrap_or_else(|e| e.into_inner());
+    out.into_iter().flatten().collect()
+}

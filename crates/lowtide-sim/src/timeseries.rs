@@ -1,0 +1,180 @@
+//! Time series of a run: the sending host and, on request, every flow, sampled on a
+//! virtual-time grid (`lowtide sim stream --timeseries`, the experiments' plots).
+//!
+//! As with the memory sampler ([`crate::sample`]), the state at a grid point is the
+//! one the last event before it left: before each event the world records every grid
+//! point passed since the previous one. Flow columns carry `ss -ti`'s names where it
+//! has one (`cwnd`, `ssthresh`, `rtt`, `pacing_rate`, `unacked`, `notsent`,
+//! `delivered`, `retrans`, `bytes_acked`; `wmem_queued` is `ss -m`'s `w`).
+
+use serde::{Deserialize, Serialize};
+
+/// What to sample and how often.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeseriesConfig {
+    /// Grid interval (ns, at least 1).
+    pub interval_ns: u64,
+    /// Also one row per flow and grid point (else only the host rows).
+    pub per_flow: bool,
+}
+
+/// Host A (the senders) at one grid point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSample {
+    /// Virtual time (µs).
+    pub time_us: u64,
+    /// Stack-wide TCP memory (4 KB pages, `sockstat` "mem").
+    pub tcp_mem_pages: u64,
+    /// Sum of `sk_wmem_queued` over the sockets (bytes).
+    pub wmem_queued: u64,
+    /// Bytes in the NIC queue (IP length).
+    pub dev_queue_bytes: u64,
+    /// Writable events delivered to the senders so far.
+    pub wakeups: u64,
+    /// Bytes the receivers have read so far (all flows).
+    pub delivered_bytes: u64,
+}
+
+/// One flow's sender at one grid point (`ss -ti` names).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowSample {
+    /// Virtual time (µs).
+    pub time_us: u64,
+    /// Flow id.
+    pub flow: u32,
+    /// `snd_cwnd` (segments).
+    pub cwnd: u32,
+    /// `snd_ssthresh` (segments).
+    pub ssthresh: u32,
+    /// Smoothed RTT (`tcpi_rtt`, µs).
+    pub rtt_us: u32,
+    /// `tcpi_pacing_rate` (bit/s).
+    pub pacing_rate_bps: u64,
+    /// Segments sent and not cumulatively acknowledged (`tcpi_unacked`).
+    pub unacked: u32,
+    /// Segments in flight (`tcp_packets_in_flight`: unacked - sacked - lost + retrans).
+    pub in_flight: u32,
+    /// Bytes written and not yet sent (`tcpi_notsent_bytes`).
+    pub notsent: u64,
+    /// `sk_wmem_queued` (bytes).
+    pub wmem_queued: u64,
+    /// This flow's bytes in the NIC queue.
+    pub dev_queue_bytes: u64,
+    /// `tcpi_delivered` (segments).
+    pub delivered: u64,
+    /// `tcpi_bytes_acked`.
+    pub bytes_acked: u64,
+    /// `tcpi_total_retrans` (segments).
+    pub retrans: u32,
+    /// `tcpi_ca_state`.
+    pub ca_state: String,
+}
+
+/// The collected rows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timeseries {
+    /// Grid interval (µs).
+    pub interval_us: f64,
+    /// Host rows, one per grid point.
+    pub host: Vec<HostSample>,
+    /// Flow rows, flows in order within each grid point (empty unless asked for).
+    pub flows: Vec<FlowSample>,
+}
+
+/// The grid: which points are due.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    interval_ns: u64,
+    next_ns: u64,
+}
+
+impl Grid {
+    /// A grid of `interval_ns` (at least 1) starting at 0.
+    pub fn new(interval_ns: u64) -> Grid {
+        Grid {
+            interval_ns: interval_ns.max(1),
+            next_ns: 0,
+        }
+    }
+
+    /// Grid points before `now_ns` have not been recorded yet.
+    #[inline]
+    pub fn due(&self, now_ns: u64) -> bool {
+        self.next_ns < now_ns
+    }
+
+    /// The grid points before `until_ns` not yet recorded (and marks them recorded).
+    pub fn take_due(&mut self, until_ns: u64) -> impl Iterator<Item = u64> {
+        let (first, step) = (self.next_ns, self.interval_ns);
+        let n = match self.due(until_ns) {
+            true => (until_ns - 1 - first) / step + 1,
+            false => 0,
+        };
+        self.next_ns += n * step;
+        (0..n).map(move |i| first + i * step)
+    }
+}
+
+impl Timeseries {
+    /// The host rows as CSV (header first).
+    pub fn host_csv(&self) -> String {
+        let mut s = String::from(
+            "time_s,tcp_mem_pages,wmem_queued,dev_queue_bytes,wakeups,delivered_bytes\n",
+        );
+        for r in &self.host {
+            s += &format!(
+                "{:.6},{},{},{},{},{}\n",
+                r.time_us as f64 / 1e6,
+                r.tcp_mem_pages,
+                r.wmem_queued,
+                r.dev_queue_bytes,
+                r.wakeups,
+                r.delivered_bytes
+            );
+        }
+        s
+    }
+
+    /// The flow rows as CSV (header first).
+    pub fn flows_csv(&self) -> String {
+        let mut s = String::from(
+            "time_s,flow,cwnd,ssthresh,rtt_us,pacing_rate_bps,unacked,in_flight,notsent,\
+             wmem_queued,dev_queue_bytes,delivered,bytes_acked,retrans,ca_state\n",
+        );
+        for r in &self.flows {
+            s += &format!(
+                "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                r.time_us as f64 / 1e6,
+                r.flow,
+                r.cwnd,
+                r.ssthresh,
+                r.rtt_us,
+                r.pacing_rate_bps,
+                r.unacked,
+                r.in_flight,
+                r.notsent,
+                r.wmem_queued,
+                r.dev_queue_bytes,
+                r.delivered,
+                r.bytes_acked,
+                r.retrans,
+                r.ca_state
+            );
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_yields_each_point_once() {
+        let mut g = Grid::new(10);
+        assert_eq!(g.take_due(0).count(), 0);
+        assert_eq!(g.take_due(25).collect::<Vec<_>>(), vec![0, 10, 20]);
+        assert_eq!(g.take_due(30).count(), 0);
+        assert_eq!(g.take_due(31).collect::<Vec<_>>(), vec![30]);
+    }
+}

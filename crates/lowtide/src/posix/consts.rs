@@ -1,0 +1,102 @@
+//! Linux's constants for the socket API (x86-64 and aarch64 values, which agree).
+#![allow(missing_docs)]
+
+/// `AF_INET`.
+pub const AF_INET: i32 = 2;
+/// `AF_INET6`.
+pub const AF_INET6: i32 = 10;
+pub const SOCK_STREAM: i32 = 1;
+pub const SOCK_NONBLOCK: i32 = 0o4000;
+pub const SOCK_CLOEXEC: i32 = 0o2000000;
+pub const IPPROTO_IP: i32 = 0;
+pub const IPPROTO_TCP: i32 = 6;
+
+pub const SOL_SOCKET: i32 = 1;
+pub const SOL_TCP: i32 = 6;
+pub const SO_REUSEADDR: i32 = 2;
+pub const SO_TYPE: i32 = 3;
+pub const SO_ERROR: i32 = 4;
+pub const SO_SNDBUF: i32 = 7;
+pub const SO_RCVBUF: i32 = 8;
+pub const SO_KEEPALIVE: i32 = 9;
+pub const SO_LINGER: i32 = 13;
+pub const SO_REUSEPORT: i32 = 15;
+pub const SO_MAX_PACING_RATE: i32 = 47;
+pub const SO_MEMINFO: i32 = 55;
+
+pub const TCP_NODELAY: i32 = 1;
+pub const TCP_MAXSEG: i32 = 2;
+pub const TCP_CORK: i32 = 3;
+pub const TCP_INFO: i32 = 11;
+pub const TCP_CONGESTION: i32 = 13;
+pub const TCP_USER_TIMEOUT: i32 = 18;
+pub const TCP_NOTSENT_LOWAT: i32 = 25;
+pub const TCP_CC_INFO: i32 = 26;
+
+pub const MSG_PEEK: i32 = 0x2;
+pub const MSG_DONTWAIT: i32 = 0x40;
+pub const MSG_WAITALL: i32 = 0x100;
+pub const MSG_NOSIGNAL: i32 = 0x4000;
+pub const MSG_MORE: i32 = 0x8000;
+
+pub const O_RDWR: i32 = 2;
+pub const O_NONBLOCK: i32 = 0o4000;
+pub const F_GETFL: i32 = 3;
+pub const F_SETFL: i32 = 4;
+
+/// `SIOCINQ` (`FIONREAD`).
+pub const SIOCINQ: u64 = 0x541B;
+/// `SIOCOUTQ` (`TIOCOUTQ`).
+pub const SIOCOUTQ: u64 = 0x5411;
+pub const SIOCOUTQNSD: u64 = 0x894B;
+
+pub const SHUT_RD: i32 = 0;
+pub const SHUT_WR: i32 = 1;
+pub const SHUT_RDWR: i32 = 2;
+
+pub const POLLIN: u32 = 0x1;
+pub const POLLPRI: u32 = 0x2;
+pub const POLLOUT: u32 = 0x4;
+pub const POLLERR: u32 = 0x8;
+pub const POLLHUP: u32 = 0x10;
+pub const POLLNVAL: u32 = 0x20;
+pub const POLLRDNORM: u32 = 0x40;
+pub const POLLWRNORM: u32 = 0x100;
+pub const POLLRDHUP: u32 = 0x2000;
+pub const EPOLLET: u32 = 1 << 31;
+pub const EPOLLONESHOT: u32 = 1 << 30;
+pub const EPOLL_CTL_ADD: i32 = 1;
+pub const EPOLL_CTL_DEL: i32 = 2;
+pub const EPOLL_CTL_MOD: i32 = 3;
+
+/// Linux's errno values.
+pub mod errno {
+    pub const EPERM: i32 = 1;
+    pub const ENOENT: i32 = 2;
+    pub const EBADF: i32 = 9;
+    pub const EAGAIN: i32 = 11;
+    pub const ENOMEM: i32 = 12;
+    pub const EFAULT: i32 = 14;
+    pub const EEXIST: i32 = 17;
+    pub const EINVAL: i32 = 22;
+    pub const EMFILE: i32 = 24;
+    pub const ENOTTY: i32 = 25;
+    pub const EPIPE: i32 = 32;
+    pub const ENOTSOCK: i32 = 88;
+    pub const EDESTADDRREQ: i32 = 89;
+    pub const ENOPROTOOPT: i32 = 92;
+    pub const EPROTONOSUPPORT: i32 = 93;
+    pub const ESOCKTNOSUPPORT: i32 = 94;
+    pub const EOPNOTSUPP: i32 = 95;
+    pub const EAFNOSUPPORT: i32 = 97;
+    pub const EADDRINUSE: i32 = 98;
+    pub const EADDRNOTAVAIL: i32 = 99;
+    pub const ECONNABORTED: i32 = 103;
+    pub const ECONNRESET: i32 = 104;
+    pub const EISCONN: i32 = 106;
+    pub const ENOTCONN: i32 = 107;
+    pub const ETIMEDOUT: i32 = 110;
+    pub const ECONNREFUSED: i32 = 111;
+    pub const EALREADY: i32 = 114;
+    pub const EINPROGRESS: i32 = 115;
+}

@@ -1,0 +1,582 @@
+//! A socket layer with Linux's semantics over one [`Stack`]: file descriptors,
+//! `socket`/`bind`/`listen`/`accept`/`connect`, reads and writes with `MSG_*` flags,
+//! `shutdown`/`close`, `fcntl`, `ioctl`, socket options by level, `poll` and `epoll`,
+//! with Linux's constants and errno values ([`consts`]).
+//!
+//! Like the engine it never blocks and reads no clock: a call that would block in
+//! Linux returns `EAGAIN` (`EINPROGRESS` for `connect`), and readiness is what
+//! [`Host::poll_mask`] reports. A caller that wants blocking calls (a test harness, an
+//! async runtime) waits for readiness and calls again; [`Host::is_nonblocking`] says
+//! whether the socket asked not to wait.
+//!
+//! Packets and timers pass through [`Host::handle_packet`], [`Host::poll_transmit`],
+//! [`Host::handle_timeout`] and [`Host::poll_timeout`], so that the layer sees every
+//! wakeup (for edge-triggered epoll).
+
+pub mod consts;
+mod poll;
+mod sockopt;
+
+pub use consts::errno;
+pub use poll::{EpollEvent, PollFd};
+
+use crate::socket::{RxChecksum, SocketError, SocketHandle, Transmit, TxToken};
+use crate::tcp::sockopt::SockOptions;
+use crate::time::Instant;
+use crate::{Shutdown, Stack, TcpState};
+use consts::*;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
+
+/// A file descriptor of a [`Host`].
+pub type Fd = i32;
+
+/// A Linux errno value (`errno::EAGAIN`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+impl core::fmt::Display for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "errno {}", self.0)
+    }
+}
+
+impl std::error::Error for Errno {}
+
+impl From<SocketError> for Errno {
+    fn from(e: SocketError) -> Errno {
+        Errno(match e {
+            SocketError::WouldBlock => errno::EAGAIN,
+            SocketError::BadHandle => errno::EBADF,
+            SocketError::NotConnected => errno::ENOTCONN,
+            SocketError::InvalidInput => errno::EINVAL,
+            SocketError::BrokenPipe => errno::EPIPE,
+            SocketError::ConnectionRefused => errno::ECONNREFUSED,
+            SocketError::ConnectionReset => errno::ECONNRESET,
+            SocketError::TimedOut => errno::ETIMEDOUT,
+            SocketError::AddrInUse => errno::EADDRINUSE,
+            SocketError::AddrNotAvailable => errno::EADDRNOTAVAIL,
+        })
+    }
+}
+
+fn err<T>(e: i32) -> Result<T, Errno> {
+    Err(Errno(e))
+}
+
+/// `net.core.wmem_max`/`rmem_max` default: the cap on `SO_SNDBUF`/`SO_RCVBUF`.
+pub const SYSCTL_WMEM_MAX: u32 = 212_992;
+
+/// Where a socket is in its life (`sock->state` with the listener and the
+/// connection it wraps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SockState {
+    /// `SS_UNCONNECTED`: fresh, bound, or after a failed connect.
+    Unconnected,
+    /// Listening.
+    Listening(SocketHandle),
+    /// `SS_CONNECTING` (`connected == false`) or `SS_CONNECTED`.
+    Conn { h: SocketHandle, connected: bool },
+}
+
+/// A socket's state kept above the engine (`struct socket` and `struct sock` fields).
+#[derive(Debug)]
+pub(crate) struct Socket {
+    pub nonblock: bool,
+    pub opts: SockOptions,
+    pub reuseaddr: bool,
+    pub keepalive: bool,
+    /// `SO_LINGER`: `(l_onoff, l_linger)`.
+    pub linger: (bool, u32),
+    pub bound: Option<SocketAddr>,
+    pub state: SockState,
+    /// Wakeups seen on the socket (a new generation per engine event), for EPOLLET.
+    pub wake: u64,
+}
+
+impl Socket {
+    fn new(nonblock: bool) -> Socket {
+        Socket {
+            nonblock,
+            opts: SockOptions::default(),
+            reuseaddr: false,
+            keepalive: false,
+            linger: (false, 0),
+            bound: None,
+            state: SockState::Unconnected,
+            wake: 0,
+        }
+    }
+
+    fn handle(&self) -> Option<SocketHandle> {
+        match self.state {
+            SockState::Unconnected => None,
+            SockState::Listening(h) | SockState::Conn { h, .. } => Some(h),
+        }
+    }
+}
+
+enum File {
+    Socket(Socket),
+    Epoll(poll::Epoll),
+}
+
+/// One host's socket table over a [`Stack`].
+pub struct Host {
+    stack: Stack,
+    files: BTreeMap<Fd, File>,
+    by_handle: HashMap<SocketHandle, Fd>,
+}
+
+impl Host {
+    /// A host over `stack` (whose addresses are already added).
+    pub fn new(stack: Stack) -> Host {
+        Host {
+            stack,
+            files: BTreeMap::new(),
+            by_handle: HashMap::new(),
+        }
+    }
+
+    /// The stack (read-only: changes go through the host so it sees every wakeup).
+    pub fn stack(&self) -> &Stack {
+        &self.stack
+    }
+
+    /// The stack, for what the host does not wrap (`set_sysctl`, `add_address`);
+    /// call [`Host::sync_events`] after anything that may wake sockets.
+    pub fn stack_mut(&mut self) -> &mut Stack {
+        &mut self.stack
+    }
+
+    // ---- the device and the clock ----------------------------------------------------
+
+    /// [`Stack::handle_packet`].
+    pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
+        self.stack.handle_packet(now, packet, RxChecksum::Verify);
+        self.sync_events();
+    }
+
+    /// [`Stack::poll_transmit`].
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.stack.poll_transmit(now)
+    }
+
+    /// [`Stack::handle_tx_complete`].
+    pub fn handle_tx_complete(&mut self, now: Instant, token: TxToken) {
+        self.stack.handle_tx_complete(now, token);
+        self.sync_events();
+    }
+
+    /// [`Stack::poll_timeout`].
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.stack.poll_timeout()
+    }
+
+    /// [`Stack::handle_timeout`].
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.stack.handle_timeout(now);
+        self.sync_events();
+    }
+
+    /// Takes the engine's readiness events: each is a wakeup of its socket.
+    pub fn sync_events(&mut self) {
+        while let Some(ev) = self.stack.poll_event() {
+            if let Some(fd) = self.by_handle.get(&ev.socket) {
+                if let Some(File::Socket(s)) = self.files.get_mut(fd) {
+                    s.wake += 1;
+                }
+            }
+        }
+    }
+
+    // ---- descriptors -------------------------------------------------------------------
+
+    fn alloc_fd(&mut self, f: File) -> Fd {
+        // Linux hands out the lowest free descriptor; 0-2 are stdio.
+        let mut fd = 3;
+        while self.files.contains_key(&fd) {
+            fd += 1;
+        }
+        self.files.insert(fd, f);
+        fd
+    }
+
+    fn sock(&self, fd: Fd) -> Result<&Socket, Errno> {
+        match self.files.get(&fd) {
+            Some(File::Socket(s)) => Ok(s),
+            Some(File::Epoll(_)) => err(errno::ENOTSOCK),
+            None => err(errno::EBADF),
+        }
+    }
+
+    fn sock_mut(&mut self, fd: Fd) -> Result<&mut Socket, Errno> {
+        match self.files.get_mut(&fd) {
+            Some(File::Socket(s)) => Ok(s),
+            Some(File::Epoll(_)) => err(errno::ENOTSOCK),
+            None => err(errno::EBADF),
+        }
+    }
+
+    /// The connection of a connected (or connecting) socket.
+    fn conn(&self, fd: Fd) -> Result<Option<SocketHandle>, Errno> {
+        Ok(match self.sock(fd)?.state {
+            SockState::Conn { h, .. } => Some(h),
+            _ => None,
+        })
+    }
+
+    /// Whether calls on `fd` with `flags` must not wait (`O_NONBLOCK` or
+    /// `MSG_DONTWAIT`).
+    pub fn is_nonblocking(&self, fd: Fd, flags: i32) -> bool {
+        flags & MSG_DONTWAIT != 0 || self.sock(fd).is_ok_and(|s| s.nonblock)
+    }
+
+    /// `SO_LINGER` of `fd`: `Some(seconds)` when lingering is on.
+    pub fn linger(&self, fd: Fd) -> Option<u32> {
+        self.sock(fd)
+            .ok()
+            .and_then(|s| s.linger.0.then_some(s.linger.1))
+    }
+
+    // ---- socket calls --------------------------------------------------------------------
+
+    /// `socket(2)`: TCP over IPv4 or IPv6 only.
+    pub fn socket(&mut self, domain: i32, ty: i32, protocol: i32) -> Result<Fd, Errno> {
+        if domain != AF_INET && domain != AF_INET6 {
+            return err(errno::EAFNOSUPPORT);
+        }
+        if ty & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != SOCK_STREAM {
+            return err(errno::ESOCKTNOSUPPORT);
+        }
+        if protocol != IPPROTO_IP && protocol != IPPROTO_TCP {
+            return err(errno::EPROTONOSUPPORT);
+        }
+        let s = Socket::new(ty & SOCK_NONBLOCK != 0);
+        Ok(self.alloc_fd(File::Socket(s)))
+    }
+
+    fn port_in_use(&self, addr: SocketAddr, reuse: bool) -> bool {
+        self.files.values().any(|f| match f {
+            File::Socket(s) => {
+                s.bound.is_some_and(|b| {
+                    b.port() == addr.port()
+                        && (b.ip() == addr.ip()
+                            || b.ip().is_unspecified()
+                            || addr.ip().is_unspecified())
+                }) && !(reuse && s.reuseaddr && !matches!(s.state, SockState::Listening(_)))
+            }
+            File::Epoll(_) => false,
+        })
+    }
+
+    /// `bind(2)`.
+    pub fn bind(&mut self, fd: Fd, addr: SocketAddr) -> Result<(), Errno> {
+        let s = self.sock(fd)?;
+        if s.bound.is_some() || s.state != SockState::Unconnected {
+            return err(errno::EINVAL);
+        }
+        let reuse = s.reuseaddr;
+        if !addr.ip().is_unspecified() && !self.stack.has_address(addr.ip()) {
+            return err(errno::EADDRNOTAVAIL);
+        }
+        let mut addr = addr;
+        if addr.port() == 0 {
+            addr.set_port(self.ephemeral_port(addr.ip())?);
+        } else if self.port_in_use(addr, reuse) {
+            return err(errno::EADDRINUSE);
+        }
+        self.sock_mut(fd)?.bound = Some(addr);
+        Ok(())
+    }
+
+    fn ephemeral_port(&self, ip: IpAddr) -> Result<u16, Errno> {
+        let [lo, hi] = self.stack.config().ip_local_port_range;
+        (lo..=hi)
+            .find(|&p| !self.port_in_use(SocketAddr::new(ip, p), false))
+            .ok_or(Errno(errno::EADDRINUSE))
+    }
+
+    /// `listen(2)`; an unbound socket gets an ephemeral port (`inet_autobind`).
+    pub fn listen(&mut self, fd: Fd, backlog: i32) -> Result<(), Errno> {
+        let s = self.sock(fd)?;
+        match s.state {
+            SockState::Listening(_) => return Ok(()),
+            SockState::Conn { .. } => return err(errno::EINVAL),
+            SockState::Unconnected => {}
+        }
+        let local = match s.bound {
+            Some(a) => a,
+            None => {
+                let any = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+                SocketAddr::new(any, self.ephemeral_port(any)?)
+            }
+        };
+        let opts = s.opts.clone();
+        let h = self
+            .stack
+            .listen_with(local, backlog.max(0) as u32, &opts)
+            .map_err(Errno::from)?;
+        let s = self.sock_mut(fd)?;
+        s.bound = Some(local);
+        s.state = SockState::Listening(h);
+        self.by_handle.insert(h, fd);
+        Ok(())
+    }
+
+    /// `accept(2)`: the new descriptor and the peer's address.
+    pub fn accept(&mut self, fd: Fd) -> Result<(Fd, SocketAddr), Errno> {
+        let s = self.sock(fd)?;
+        let SockState::Listening(l) = s.state else {
+            return err(errno::EINVAL);
+        };
+        let mut child = Socket::new(false);
+        child.opts = s.opts.clone();
+        child.reuseaddr = s.reuseaddr;
+        child.keepalive = s.keepalive;
+        child.linger = s.linger;
+        let h = self.stack.accept(l).map_err(Errno::from)?;
+        let (local, remote) = self.stack.addresses(h).map_err(Errno::from)?;
+        child.bound = Some(local);
+        child.state = SockState::Conn { h, connected: true };
+        let nfd = self.alloc_fd(File::Socket(child));
+        self.by_handle.insert(h, nfd);
+        Ok((nfd, remote))
+    }
+
+    /// `connect(2)`. The first call returns `EINPROGRESS`; calling again reports
+    /// progress as Linux's `__inet_stream_connect` does: `EALREADY` while the
+    /// handshake runs, `Ok` once established (then `EISCONN`), or the error that
+    /// ended it. A blocking caller waits for `POLLOUT` between calls.
+    pub fn connect(&mut self, now: Instant, fd: Fd, remote: SocketAddr) -> Result<(), Errno> {
+        let s = self.sock(fd)?;
+        match s.state {
+            SockState::Listening(_) => return err(errno::EISCONN),
+            SockState::Conn {
+                connected: true, ..
+            } => return err(errno::EISCONN),
+            SockState::Conn {
+                h,
+                connected: false,
+            } => return self.connect_progress(fd, h),
+            SockState::Unconnected => {}
+        }
+        let local = match s.bound {
+            Some(a) if !a.ip().is_unspecified() => a,
+            b => {
+                let ip = self
+                    .stack
+                    .source_address(remote.ip())
+                    .ok_or(Errno(errno::EADDRNOTAVAIL))?;
+                SocketAddr::new(ip, b.map_or(0, |a| a.port()))
+            }
+        };
+        let opts = s.opts.clone();
+        let h = self
+            .stack
+            .connect_with(now, local, remote, &opts)
+            .map_err(Errno::from)?;
+        let (local, _) = self.stack.addresses(h).map_err(Errno::from)?;
+        let s = self.sock_mut(fd)?;
+        s.bound = Some(local);
+        s.state = SockState::Conn {
+            h,
+            connected: false,
+        };
+        self.by_handle.insert(h, fd);
+        self.sync_events();
+        err(errno::EINPROGRESS)
+    }
+
+    fn connect_progress(&mut self, fd: Fd, h: SocketHandle) -> Result<(), Errno> {
+        let st = self.stack.state(h).map_err(Errno::from)?;
+        match st {
+            TcpState::SynSent | TcpState::SynRecv => err(errno::EALREADY),
+            TcpState::Closed => {
+                let e = self.stack.socket_error(h).ok().flatten();
+                self.by_handle.remove(&h);
+                let _ = self.stack.close(Instant::ZERO, h);
+                let s = self.sock_mut(fd)?;
+                s.state = SockState::Unconnected;
+                Err(e.map_or(Errno(errno::ECONNABORTED), Errno::from))
+            }
+            _ => {
+                self.sock_mut(fd)?.state = SockState::Conn { h, connected: true };
+                Ok(())
+            }
+        }
+    }
+
+    /// `recv(2)`/`read(2)`: `MSG_PEEK` copies without consuming; `Ok(0)` is the end
+    /// of the stream.
+    pub fn recv(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        buf: &mut [u8],
+        flags: i32,
+    ) -> Result<usize, Errno> {
+        let s = self.sock(fd)?;
+        let h = match s.state {
+            SockState::Conn { h, .. } => h,
+            _ => return err(errno::ENOTCONN),
+        };
+        let r = if flags & MSG_PEEK != 0 {
+            self.stack.peek(h, buf)
+        } else {
+            self.stack.recv(now, h, buf)
+        };
+        self.sync_events();
+        r.map_err(Errno::from)
+    }
+
+    /// `send(2)`/`write(2)`: how many bytes the send buffer took (`EAGAIN` if none);
+    /// `MSG_MORE` holds a sub-MSS tail and its PSH.
+    pub fn send(&mut self, now: Instant, fd: Fd, data: &[u8], flags: i32) -> Result<usize, Errno> {
+        let s = self.sock(fd)?;
+        let h = match s.state {
+            // sk_stream_wait_connect: a socket that never connected gets EPIPE.
+            SockState::Unconnected | SockState::Listening(_) => return err(errno::EPIPE),
+            SockState::Conn { h, .. } => h,
+        };
+        let r = self.stack.send_flags(now, h, data, flags & MSG_MORE != 0);
+        self.sync_events();
+        match r {
+            // tcp_sendmsg on a closed connection: sk_stream_error gives EPIPE.
+            Err(SocketError::NotConnected) => err(errno::EPIPE),
+            r => r.map_err(Errno::from),
+        }
+    }
+
+    /// `shutdown(2)`.
+    pub fn shutdown(&mut self, now: Instant, fd: Fd, how: i32) -> Result<(), Errno> {
+        let how = match how {
+            SHUT_RD => Shutdown::Read,
+            SHUT_WR => Shutdown::Write,
+            SHUT_RDWR => Shutdown::Both,
+            _ => return err(errno::EINVAL),
+        };
+        let Some(h) = self.conn(fd)? else {
+            return err(errno::ENOTCONN);
+        };
+        let r = self.stack.shutdown(now, h, how);
+        self.sync_events();
+        r.map_err(Errno::from)
+    }
+
+    /// `close(2)`: a connection finishes in the background (FIN after the queued data;
+    /// RST if unread data remains or with `SO_LINGER` 0, as `tcp_close`).
+    pub fn close(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
+        self.close_linger(now, fd).map(|_| ())
+    }
+
+    /// [`Host::close`], returning what a caller that blocks must wait for: with
+    /// `SO_LINGER` on and a positive time, Linux's `close` sleeps until the FIN is
+    /// acknowledged or the time is up (`tcp_close` → `sk_stream_wait_close`). Wait
+    /// while [`Host::is_closing`] holds, at most the returned duration.
+    pub fn close_linger(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+    ) -> Result<Option<(SocketHandle, core::time::Duration)>, Errno> {
+        let linger = match self.files.get(&fd) {
+            Some(File::Socket(s)) => match (s.state, s.linger) {
+                (SockState::Conn { h, .. }, (true, secs)) if secs > 0 => {
+                    Some((h, core::time::Duration::from_secs(secs as u64)))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        self.close_now(now, fd)?;
+        Ok(linger)
+    }
+
+    /// `sk_stream_closing`: the connection of a closed socket still waits for the
+    /// ACK of its FIN (FIN-WAIT-1, CLOSING, LAST-ACK).
+    pub fn is_closing(&self, h: SocketHandle) -> bool {
+        matches!(
+            self.stack.orphan_state(h),
+            Some(TcpState::FinWait1 | TcpState::Closing | TcpState::LastAck)
+        )
+    }
+
+    fn close_now(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
+        let f = self.files.remove(&fd).ok_or(Errno(errno::EBADF))?;
+        for f in self.files.values_mut() {
+            if let File::Epoll(ep) = f {
+                ep.forget(fd);
+            }
+        }
+        let File::Socket(s) = f else {
+            return Ok(());
+        };
+        let Some(h) = s.handle() else {
+            return Ok(());
+        };
+        self.by_handle.remove(&h);
+        let linger0 = s.linger == (true, 0);
+        let r = match s.state {
+            SockState::Conn { .. } if linger0 => self.stack.abort(now, h),
+            _ => self.stack.close(now, h),
+        };
+        self.sync_events();
+        r.map_err(Errno::from)
+    }
+
+    /// `fcntl(F_GETFL)`: `O_RDWR` plus `O_NONBLOCK` if set.
+    pub fn fcntl_getfl(&self, fd: Fd) -> Result<i32, Errno> {
+        if let Some(File::Epoll(_)) = self.files.get(&fd) {
+            return Ok(O_RDWR);
+        }
+        Ok(O_RDWR
+            | if self.sock(fd)?.nonblock {
+                O_NONBLOCK
+            } else {
+                0
+            })
+    }
+
+    /// `fcntl(F_SETFL)`: only `O_NONBLOCK` matters for a socket.
+    pub fn fcntl_setfl(&mut self, fd: Fd, flags: i32) -> Result<(), Errno> {
+        self.sock_mut(fd)?.nonblock = flags & O_NONBLOCK != 0;
+        Ok(())
+    }
+
+    /// `ioctl(2)`: `SIOCINQ`, `SIOCOUTQ`, `SIOCOUTQNSD` (`tcp_ioctl`).
+    pub fn ioctl(&self, fd: Fd, request: u64) -> Result<i32, Errno> {
+        let s = self.sock(fd)?;
+        if !matches!(request, SIOCINQ | SIOCOUTQ | SIOCOUTQNSD) {
+            return err(errno::ENOTTY);
+        }
+        let h = match s.state {
+            SockState::Listening(_) => return err(errno::EINVAL),
+            SockState::Unconnected => return Ok(0),
+            SockState::Conn { h, .. } => h,
+        };
+        let st = self.stack.status(h).map_err(Errno::from)?;
+        let v = match request {
+            SIOCINQ => st.inq as u64,
+            _ if matches!(st.state, TcpState::SynSent | TcpState::SynRecv) => 0,
+            SIOCOUTQ => st.outq,
+            _ => st.outq_nsd,
+        };
+        Ok(v.min(i32::MAX as u64) as i32)
+    }
+
+    /// The peer's address of a connected socket (`getpeername(2)`).
+    pub fn peer_addr(&self, fd: Fd) -> Result<Option<SocketAddr>, Errno> {
+        Ok(match self.conn(fd)? {
+            Some(h) => self.stack.addresses(h).ok().map(|(_, r)| r),
+            None => None,
+        })
+    }
+
+    /// The local address of a socket (`getsockname(2)`).
+    pub fn local_addr(&self, fd: Fd) -> Result<Option<SocketAddr>, Errno> {
+        Ok(self.sock(fd)?.bound)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,225 @@
+//! `poll(2)` and `epoll(7)` over [`Host`] sockets, with `tcp_poll`'s exact mask.
+
+use super::consts::*;
+use super::{err, Errno, Fd, File, Host, SockState};
+use crate::TcpState;
+use std::collections::BTreeMap;
+
+/// One entry of `poll(2)`'s array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PollFd {
+    /// The descriptor (negative: ignored).
+    pub fd: Fd,
+    /// Requested events.
+    pub events: u32,
+    /// Returned events.
+    pub revents: u32,
+}
+
+/// One event `epoll_wait` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpollEvent {
+    /// The ready events.
+    pub events: u32,
+    /// The user data given to `epoll_ctl`.
+    pub data: u64,
+}
+
+#[derive(Debug)]
+struct Item {
+    events: u32,
+    data: u64,
+    /// A wakeup not yet looked at (`ep_poll_callback` put the item on the ready list).
+    ready: bool,
+    seen_wake: u64,
+    seen_rcv: u64,
+}
+
+/// An epoll instance: its interest list.
+#[derive(Debug, Default)]
+pub(crate) struct Epoll {
+    items: BTreeMap<Fd, Item>,
+}
+
+impl Epoll {
+    pub(crate) fn forget(&mut self, fd: Fd) {
+        self.items.remove(&fd);
+    }
+}
+
+impl Host {
+    /// `tcp_poll`: the full readiness mask of `fd` (`POLLIN`, `POLLOUT`, `POLLHUP`,
+    /// ...), unfiltered. Like Linux, a connection found not writable is marked
+    /// `SOCK_NOSPACE`, so freed space will wake it.
+    pub fn poll_mask(&mut self, fd: Fd) -> Result<u32, Errno> {
+        let s = self.sock(fd)?;
+        let h = match s.state {
+            // A never-connected socket is TCP_CLOSE with no shutdown: HUP and writable.
+            SockState::Unconnected => return Ok(POLLOUT | POLLWRNORM | POLLHUP),
+            // inet_csk_listen_poll.
+            SockState::Listening(h) => {
+                let n = self.stack.accept_queue_len(h).map_err(Errno::from)?;
+                return Ok(if n > 0 { POLLIN | POLLRDNORM } else { 0 });
+            }
+            SockState::Conn { h, .. } => h,
+        };
+        let st = self.stack.status(h).map_err(Errno::from)?;
+        let mut mask = 0;
+        if st.rcv_shutdown && st.send_shutdown || st.state == TcpState::Closed {
+            mask |= POLLHUP;
+        }
+        if st.rcv_shutdown {
+            mask |= POLLIN | POLLRDNORM | POLLRDHUP;
+        }
+        if st.state != TcpState::SynSent && st.state != TcpState::SynRecv {
+            if st.inq > 0 {
+                mask |= POLLIN | POLLRDNORM;
+            }
+            if st.send_shutdown || st.writeable {
+                mask |= POLLOUT | POLLWRNORM;
+            } else {
+                self.stack.mark_nospace(h).map_err(Errno::from)?;
+            }
+        }
+        if st.err {
+            mask |= POLLERR;
+        }
+        Ok(mask)
+    }
+
+    /// `poll(2)` without waiting: fills `revents` and returns how many are non-zero.
+    /// A blocking caller waits for the next wakeup or its timeout and calls again.
+    pub fn poll(&mut self, fds: &mut [PollFd]) -> usize {
+        let mut n = 0;
+        for p in fds.iter_mut() {
+            p.revents = if p.fd < 0 {
+                0
+            } else {
+                match self.poll_mask(p.fd) {
+                    Ok(m) => m & (p.events | POLLERR | POLLHUP),
+                    Err(_) => POLLNVAL,
+                }
+            };
+            n += (p.revents != 0) as usize;
+        }
+        n
+    }
+
+    /// `epoll_create(2)`.
+    pub fn epoll_create(&mut self, size: i32) -> Result<Fd, Errno> {
+        if size <= 0 {
+            return err(errno::EINVAL);
+        }
+        Ok(self.alloc_fd(File::Epoll(Epoll::default())))
+    }
+
+    /// `epoll_ctl(2)`.
+    pub fn epoll_ctl(
+        &mut self,
+        epfd: Fd,
+        op: i32,
+        fd: Fd,
+        events: u32,
+        data: u64,
+    ) -> Result<(), Errno> {
+        if epfd == fd {
+            return err(errno::EINVAL);
+        }
+        let (wake, rcv) = self.wake_state(fd)?;
+        let Some(File::Epoll(ep)) = self.files.get_mut(&epfd) else {
+            return err(if self.files.contains_key(&epfd) {
+                errno::EINVAL
+            } else {
+                errno::EBADF
+            });
+        };
+        let item = Item {
+            events,
+            data,
+            ready: true,
+            seen_wake: wake,
+            seen_rcv: rcv,
+        };
+        match op {
+            EPOLL_CTL_ADD if ep.items.contains_key(&fd) => err(errno::EEXIST),
+            EPOLL_CTL_ADD => {
+                ep.items.insert(fd, item);
+                Ok(())
+            }
+            EPOLL_CTL_MOD | EPOLL_CTL_DEL if !ep.items.contains_key(&fd) => err(errno::ENOENT),
+            EPOLL_CTL_MOD => {
+                ep.items.insert(fd, item);
+                Ok(())
+            }
+            EPOLL_CTL_DEL => {
+                ep.items.remove(&fd);
+                Ok(())
+            }
+            _ => err(errno::EINVAL),
+        }
+    }
+
+    /// The wakeup generation and data sequence of a socket: a change in either is a
+    /// wakeup (`sk_data_ready` fires on every in-order arrival, the engine's events
+    /// cover the rest).
+    fn wake_state(&self, fd: Fd) -> Result<(u64, u64), Errno> {
+        let s = self.sock(fd)?;
+        let rcv = match s.state {
+            SockState::Conn { h, .. } => self.stack.status(h).map_or(0, |st| st.rcv_nxt),
+            _ => 0,
+        };
+        Ok((s.wake, rcv))
+    }
+
+    /// `epoll_wait(2)` without waiting: up to `max` ready events. Level-triggered
+    /// items are reported while ready; `EPOLLET` items only after a new wakeup;
+    /// `EPOLLONESHOT` items are disarmed once reported.
+    pub fn epoll_wait(&mut self, epfd: Fd, max: usize) -> Result<Vec<EpollEvent>, Errno> {
+        if max == 0 {
+            return err(errno::EINVAL);
+        }
+        let fds: Vec<Fd> = match self.files.get(&epfd) {
+            Some(File::Epoll(ep)) => ep.items.keys().copied().collect(),
+            Some(_) => return err(errno::EINVAL),
+            None => return err(errno::EBADF),
+        };
+        let mut out = Vec::new();
+        for fd in fds {
+            if out.len() == max {
+                break;
+            }
+            let Ok((wake, rcv)) = self.wake_state(fd) else {
+                continue;
+            };
+            let mask = self.poll_mask(fd).unwrap_or(0);
+            let Some(File::Epoll(ep)) = self.files.get_mut(&epfd) else {
+                break;
+            };
+            let Some(it) = ep.items.get_mut(&fd) else {
+                continue;
+            };
+            if it.seen_wake != wake || it.seen_rcv != rcv {
+                it.ready = true;
+                it.seen_wake = wake;
+                it.seen_rcv = rcv;
+            }
+            let edge = it.events & EPOLLET != 0;
+            if edge && !it.ready {
+                continue;
+            }
+            it.ready = false;
+            let ev = mask & (it.events | POLLERR | POLLHUP) & !(EPOLLET | EPOLLONESHOT);
+            if ev == 0 {
+                continue;
+            }
+            if it.events & EPOLLONESHOT != 0 {
+                it.events &= EPOLLET | EPOLLONESHOT;
+            }
+            out.push(EpollEvent {
+                events: ev,
+                data: it.data,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,391 @@
+//! `getsockopt(2)`/`setsockopt(2)` (`sock_setsockopt`, `do_tcp_setsockopt` and their
+//! getters), and `struct tcp_info` in Linux's byte layout.
+
+use super::consts::*;
+use super::{err, Errno, Fd, Host, SockState, SYSCTL_WMEM_MAX};
+use crate::tcp::info::TcpInfo;
+use crate::tcp::sockopt::TCP_MIN_MSS;
+use crate::time::Instant;
+use crate::TcpState;
+
+/// `sizeof(struct tcp_info)` in Linux 6.x (through `tcpi_accecn_opt_seen`).
+pub const TCP_INFO_LEN: usize = 280;
+/// `sizeof(u32) * SK_MEMINFO_VARS`.
+pub const SK_MEMINFO_LEN: usize = 36;
+/// `TCP_CA_NAME_MAX`.
+const TCP_CA_NAME_MAX: usize = 16;
+/// `MAX_TCP_WINDOW`: the largest `TCP_MAXSEG`.
+const MAX_TCP_WINDOW: u32 = 32767;
+/// `SOCK_MIN_SNDBUF` and `SOCK_MIN_RCVBUF` as the engine uses them.
+const SOCK_MIN_SNDBUF: u32 = 4608;
+const SOCK_MIN_RCVBUF: u32 = 2304;
+
+fn int_arg(val: &[u8]) -> Result<i32, Errno> {
+    // sock_setsockopt/do_tcp_setsockopt: optlen < sizeof(int) is EINVAL.
+    let b: [u8; 4] = val
+        .get(..4)
+        .and_then(|s| s.try_into().ok())
+        .ok_or(Errno(errno::EINVAL))?;
+    Ok(i32::from_ne_bytes(b))
+}
+
+fn put(out: &mut [u8], bytes: &[u8]) -> usize {
+    let n = out.len().min(bytes.len());
+    out[..n].copy_from_slice(&bytes[..n]);
+    n
+}
+
+/// Linux's `TCP_*` state number (`include/net/tcp_states.h`).
+pub fn linux_state(s: TcpState) -> u8 {
+    match s {
+        TcpState::Established => 1,
+        TcpState::SynSent => 2,
+        TcpState::SynRecv => 3,
+        TcpState::FinWait1 => 4,
+        TcpState::FinWait2 => 5,
+        TcpState::TimeWait => 6,
+        TcpState::Closed => 7,
+        TcpState::CloseWait => 8,
+        TcpState::LastAck => 9,
+        TcpState::Listen => 10,
+        TcpState::Closing => 11,
+    }
+}
+
+fn ca_state_num(name: &str) -> u8 {
+    match name {
+        "Disorder" => 1,
+        "CWR" => 2,
+        "Recovery" => 3,
+        "Loss" => 4,
+        _ => 0,
+    }
+}
+
+/// Encodes `info` as Linux's `struct tcp_info` (`tcp_get_info`), 280 bytes.
+pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
+    let mut b = [0u8; TCP_INFO_LEN];
+    let u32s = |b: &mut [u8; TCP_INFO_LEN], off: usize, v: u64| {
+        b[off..off + 4].copy_from_slice(&(v.min(u32::MAX as u64) as u32).to_ne_bytes())
+    };
+    let u64s = |b: &mut [u8; TCP_INFO_LEN], off: usize, v: u64| {
+        b[off..off + 8].copy_from_slice(&v.to_ne_bytes())
+    };
+    b[0] = state;
+    b[1] = ca_state_num(i.ca_state);
+    b[2] = i.retransmits;
+    b[3] = i.probes;
+    b[4] = i.backoff.min(255) as u8;
+    b[5] = i.options;
+    b[6] = (i.snd_wscale & 0xf) | (i.rcv_wscale & 0xf) << 4;
+    b[7] = i.delivery_rate_app_limited as u8;
+    u32s(&mut b, 8, i.rto);
+    u32s(&mut b, 12, i.ato as u64);
+    u32s(&mut b, 16, i.snd_mss as u64);
+    u32s(&mut b, 20, i.rcv_mss as u64);
+    u32s(&mut b, 24, i.unacked as u64);
+    u32s(&mut b, 28, i.sacked as u64);
+    u32s(&mut b, 32, i.lost as u64);
+    u32s(&mut b, 36, i.retrans as u64);
+    // 40: tcpi_fackets, always 0 since Linux 4.15.
+    u32s(&mut b, 44, i.last_data_sent);
+    // 48: tcpi_last_ack_sent, "not remembered" by Linux either.
+    u32s(&mut b, 52, i.last_data_recv);
+    u32s(&mut b, 56, i.last_data_recv);
+    u32s(&mut b, 60, i.pmtu as u64);
+    u32s(&mut b, 64, i.rcv_wnd as u64);
+    u32s(&mut b, 68, i.rtt as u64);
+    u32s(&mut b, 72, i.rttvar as u64);
+    u32s(&mut b, 76, i.snd_ssthresh as u64);
+    u32s(&mut b, 80, i.snd_cwnd as u64);
+    u32s(&mut b, 84, i.advmss as u64);
+    u32s(&mut b, 88, i.reordering as u64);
+    u32s(&mut b, 92, i.rcv_rtt as u64);
+    u32s(&mut b, 96, i.rcv_space as u64);
+    u32s(&mut b, 100, i.total_retrans as u64);
+    u64s(&mut b, 104, i.pacing_rate);
+    u64s(&mut b, 112, i.max_pacing_rate);
+    u64s(&mut b, 120, i.bytes_acked);
+    u64s(&mut b, 128, i.bytes_received);
+    u32s(&mut b, 136, i.segs_out);
+    u32s(&mut b, 140, i.segs_in);
+    u32s(&mut b, 144, i.notsent_bytes);
+    u32s(&mut b, 148, i.min_rtt as u64);
+    u32s(&mut b, 152, i.data_segs_in);
+    u32s(&mut b, 156, i.data_segs_out);
+    u64s(&mut b, 160, i.delivery_rate);
+    u64s(&mut b, 168, i.busy_time);
+    u64s(&mut b, 176, i.rwnd_limited);
+    u64s(&mut b, 184, i.sndbuf_limited);
+    u32s(&mut b, 192, i.delivered);
+    u64s(&mut b, 200, i.bytes_sent);
+    u64s(&mut b, 208, i.bytes_retrans);
+    u32s(&mut b, 220, i.reord_seen as u64);
+    u32s(&mut b, 228, i.snd_wnd as u64);
+    u32s(&mut b, 232, i.rcv_wnd as u64);
+    b
+}
+
+impl Host {
+    /// `setsockopt(2)`. Unsupported options fail with `ENOPROTOOPT`.
+    pub fn setsockopt(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        level: i32,
+        name: i32,
+        val: &[u8],
+    ) -> Result<(), Errno> {
+        let conn = self.conn(fd)?;
+        let listener = match self.sock(fd)?.state {
+            SockState::Listening(h) => Some(h),
+            _ => None,
+        };
+        let stack = &mut self.stack;
+        let s = match self.files.get_mut(&fd) {
+            Some(super::File::Socket(s)) => s,
+            _ => return err(errno::ENOTSOCK),
+        };
+        let e = |r: Result<(), crate::SocketError>| r.map_err(Errno::from);
+        match (level, name) {
+            (SOL_SOCKET, SO_REUSEADDR) => s.reuseaddr = int_arg(val)? != 0,
+            // lowtide has no keepalive timer: turning it on would be a silent no-op.
+            (SOL_SOCKET, SO_KEEPALIVE) if int_arg(val)? != 0 => return err(errno::ENOPROTOOPT),
+            (SOL_SOCKET, SO_KEEPALIVE) => s.keepalive = false,
+            (SOL_SOCKET, SO_LINGER) => {
+                if val.len() < 8 {
+                    return err(errno::EINVAL);
+                }
+                let on = int_arg(&val[..4])? != 0;
+                let secs = int_arg(&val[4..8])?.max(0) as u32;
+                s.linger = (on, secs);
+            }
+            (SOL_SOCKET, SO_SNDBUF) => {
+                // sock_setsockopt: min(val, wmem_max), doubled in the engine.
+                let v = (int_arg(val)?.max(0) as u32).min(SYSCTL_WMEM_MAX);
+                s.opts.sndbuf = Some(v);
+                if let Some(h) = conn {
+                    e(stack.set_sndbuf(h, v))?;
+                }
+            }
+            (SOL_SOCKET, SO_RCVBUF) => {
+                let v = (int_arg(val)?.max(0) as u32).min(SYSCTL_WMEM_MAX);
+                s.opts.rcvbuf = Some(v);
+                if let Some(h) = conn {
+                    e(stack.set_rcvbuf(h, v))?;
+                }
+            }
+            (SOL_SOCKET, SO_MAX_PACING_RATE) => {
+                let rate = if val.len() >= 8 {
+                    u64::from_ne_bytes(val[..8].try_into().expect("8 bytes"))
+                } else {
+                    match int_arg(val)? as u32 {
+                        u32::MAX => u64::MAX,
+                        r => r as u64,
+                    }
+                };
+                s.opts.max_pacing_rate = Some(rate);
+                if let Some(h) = conn {
+                    e(stack.set_max_pacing_rate(h, rate))?;
+                }
+            }
+            (SOL_TCP, TCP_NODELAY) => {
+                let on = int_arg(val)? != 0;
+                s.opts.nodelay = on;
+                if let Some(h) = conn {
+                    e(stack.set_nodelay_push(now, h, on))?;
+                }
+            }
+            (SOL_TCP, TCP_CORK) => {
+                let on = int_arg(val)? != 0;
+                s.opts.cork = on;
+                if let Some(h) = conn {
+                    e(stack.set_cork(now, h, on))?;
+                }
+            }
+            (SOL_TCP, TCP_MAXSEG) => {
+                let v = int_arg(val)?;
+                if v != 0 && (v < TCP_MIN_MSS as i32 || v > MAX_TCP_WINDOW as i32) {
+                    return err(errno::EINVAL);
+                }
+                s.opts.user_mss = v as u32;
+                if let Some(h) = conn {
+                    e(stack.set_user_mss(h, v as u32))?;
+                }
+            }
+            (SOL_TCP, TCP_NOTSENT_LOWAT) => {
+                let v = int_arg(val)? as u32;
+                s.opts.notsent_lowat = v;
+                if let Some(h) = conn {
+                    e(stack.set_notsent_lowat(now, h, v))?;
+                }
+            }
+            (SOL_TCP, TCP_USER_TIMEOUT) => {
+                let v = int_arg(val)?;
+                if v < 0 {
+                    return err(errno::EINVAL);
+                }
+                s.opts.user_timeout_ms = v as u32;
+                if let Some(h) = conn {
+                    let d = core::time::Duration::from_millis(v as u64);
+                    e(stack.set_user_timeout(h, d))?;
+                }
+            }
+            (SOL_TCP, TCP_CONGESTION) => {
+                let name = val.split(|&c| c == 0).next().unwrap_or_default();
+                let name = std::str::from_utf8(name).map_err(|_| Errno(errno::ENOENT))?;
+                if crate::tcp::cong::by_name(name).is_none() {
+                    return err(errno::ENOENT);
+                }
+                s.opts.congestion = Some(name.to_string());
+                if let Some(h) = conn {
+                    e(stack.set_congestion(h, name))?;
+                }
+            }
+            _ => return err(errno::ENOPROTOOPT),
+        }
+        if let Some(h) = listener {
+            let opts = s.opts.clone();
+            e(stack.set_listener_options(h, &opts))?;
+        }
+        self.sync_events();
+        Ok(())
+    }
+
+    /// `getsockopt(2)`: writes at most `out.len()` bytes and returns how many.
+    pub fn getsockopt(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        level: i32,
+        name: i32,
+        out: &mut [u8],
+    ) -> Result<usize, Errno> {
+        let s = self.sock(fd)?;
+        let conn = self.conn(fd)?;
+        let info = conn.and_then(|h| self.stack.info(now, h).ok());
+        let cfg = self.stack.config();
+        let int = |out: &mut [u8], v: i32| put(out, &v.to_ne_bytes());
+        let n = match (level, name) {
+            (SOL_SOCKET, SO_TYPE) => int(out, SOCK_STREAM),
+            (SOL_SOCKET, SO_REUSEADDR) => int(out, s.reuseaddr as i32),
+            (SOL_SOCKET, SO_KEEPALIVE) => int(out, s.keepalive as i32),
+            (SOL_SOCKET, SO_LINGER) => {
+                let mut b = [0u8; 8];
+                b[..4].copy_from_slice(&(s.linger.0 as i32).to_ne_bytes());
+                b[4..].copy_from_slice(&(s.linger.1 as i32).to_ne_bytes());
+                put(out, &b)
+            }
+            (SOL_SOCKET, SO_SNDBUF) => {
+                let v = match (&info, s.opts.sndbuf) {
+                    (Some(i), _) => i.sndbuf,
+                    (None, Some(b)) => (b * 2).max(SOCK_MIN_SNDBUF),
+                    (None, None) => cfg.tcp_wmem[1],
+                };
+                int(out, v as i32)
+            }
+            (SOL_SOCKET, SO_RCVBUF) => {
+                let v = match (&info, s.opts.rcvbuf) {
+                    (Some(i), _) => i.rcvbuf,
+                    (None, Some(b)) => (b * 2).max(SOCK_MIN_RCVBUF),
+                    (None, None) => cfg.tcp_rmem[1],
+                };
+                int(out, v as i32)
+            }
+            (SOL_SOCKET, SO_ERROR) => {
+                let e = match conn {
+                    Some(h) => self.stack.socket_error(h).ok().flatten(),
+                    None => None,
+                };
+                int(out, e.map_or(0, |e| Errno::from(e).0))
+            }
+            (SOL_SOCKET, SO_MAX_PACING_RATE) => {
+                let r = s.opts.max_pacing_rate.unwrap_or(u64::MAX);
+                if out.len() >= 8 {
+                    put(out, &r.to_ne_bytes())
+                } else {
+                    put(out, &(r.min(u32::MAX as u64) as u32).to_ne_bytes())
+                }
+            }
+            (SOL_SOCKET, SO_MEMINFO) => {
+                let mut b = [0u8; SK_MEMINFO_LEN];
+                if let Some(i) = &info {
+                    // sk_get_meminfo: rmem_alloc, rcvbuf, wmem_alloc, sndbuf,
+                    // fwd_alloc, wmem_queued, optmem, backlog, drops.
+                    let vals = [
+                        i.rmem_alloc,
+                        i.rcvbuf as u64,
+                        i.wmem_alloc,
+                        i.sndbuf as u64,
+                        0,
+                        i.wmem_queued,
+                        0,
+                        0,
+                        0,
+                    ];
+                    for (k, v) in vals.iter().enumerate() {
+                        b[k * 4..k * 4 + 4].copy_from_slice(&(*v as u32).to_ne_bytes());
+                    }
+                }
+                put(out, &b)
+            }
+            (SOL_TCP, TCP_NODELAY) => int(out, s.opts.nodelay as i32),
+            (SOL_TCP, TCP_CORK) => int(out, s.opts.cork as i32),
+            (SOL_TCP, TCP_MAXSEG) => {
+                let v = match conn {
+                    Some(h) => self.stack.maxseg(h).map_err(Errno::from)?,
+                    // A socket without a connection: user_mss or TCP_MSS_DEFAULT.
+                    None if s.opts.user_mss != 0 => s.opts.user_mss,
+                    None => 536,
+                };
+                int(out, v as i32)
+            }
+            (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
+            (SOL_TCP, TCP_USER_TIMEOUT) => {
+                let v = match conn {
+                    Some(h) => self.stack.user_timeout(h).map_err(Errno::from)?.as_millis() as u32,
+                    None => s.opts.user_timeout_ms,
+                };
+                int(out, v as i32)
+            }
+            (SOL_TCP, TCP_CONGESTION) => {
+                let name = match conn {
+                    Some(h) => self.stack.congestion(h).map_err(Errno::from)?.to_string(),
+                    None => s
+                        .opts
+                        .congestion
+                        .clone()
+                        .unwrap_or_else(|| cfg.tcp_congestion_control.clone()),
+                };
+                let mut b = [0u8; TCP_CA_NAME_MAX];
+                let n = name.len().min(TCP_CA_NAME_MAX - 1);
+                b[..n].copy_from_slice(&name.as_bytes()[..n]);
+                put(out, &b)
+            }
+            (SOL_TCP, TCP_INFO) => {
+                let b = match (&info, s.state) {
+                    (Some(i), SockState::Conn { h, .. }) => {
+                        let st = self.stack.state(h).map_err(Errno::from)?;
+                        encode_tcp_info(i, linux_state(st))
+                    }
+                    (_, SockState::Listening(_)) => {
+                        let mut b = [0u8; TCP_INFO_LEN];
+                        b[0] = linux_state(TcpState::Listen);
+                        b
+                    }
+                    _ => {
+                        let mut b = [0u8; TCP_INFO_LEN];
+                        b[0] = linux_state(TcpState::Closed);
+                        b
+                    }
+                };
+                put(out, &b)
+            }
+            // No congestion control here exports get_info but BBR's bandwidth; CUBIC
+            // and Reno answer with length 0, as in Linux.
+            (SOL_TCP, TCP_CC_INFO) => 0,
+            _ => return err(errno::ENOPROTOOPT),
+        };
+        Ok(n)
+    }
+}

@@ -1,0 +1,582 @@
+//! The socket layer's own tests: two hosts joined by a lossless wire.
+
+use super::consts::*;
+use super::*;
+use crate::{Config, Stack};
+use std::net::Ipv4Addr;
+
+const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+fn host(ip: Ipv4Addr, seed: u64) -> Host {
+    let mut s = Stack::new(Config::default(), seed);
+    s.add_address(IpAddr::V4(ip));
+    Host::new(s)
+}
+
+struct Net {
+    a: Host,
+    b: Host,
+    now: Instant,
+}
+
+impl Net {
+    fn new() -> Net {
+        Net {
+            a: host(A, 1),
+            b: host(B, 2),
+            now: Instant::ZERO,
+        }
+    }
+
+    /// Moves packets both ways (checksums completed as a device would) until quiet.
+    fn run(&mut self) {
+        for _ in 0..1000 {
+            let mut moved = false;
+            for (from_a, _) in [(true, 0), (false, 0)] {
+                let (src, dst) = if from_a {
+                    (&mut self.a, &mut self.b)
+                } else {
+                    (&mut self.b, &mut self.a)
+                };
+                while let Some(tx) = src.poll_transmit(self.now) {
+                    let mut segs = Vec::new();
+                    lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s))
+                        .expect("valid packet");
+                    src.handle_tx_complete(self.now, tx.token);
+                    for s in segs {
+                        dst.handle_packet(self.now, &s);
+                    }
+                    moved = true;
+                }
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    /// Lets `d` of virtual time pass, firing timers.
+    fn wait(&mut self, d: core::time::Duration) {
+        let end = self.now + d;
+        loop {
+            let next = [self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .filter(|t| *t <= end)
+                .min();
+            let Some(t) = next else { break };
+            self.now = t.max(self.now);
+            self.a.handle_timeout(self.now);
+            self.b.handle_timeout(self.now);
+            self.run();
+        }
+        self.now = end;
+    }
+
+    /// A connected pair: (client fd on A, accepted fd on B, listener fd on B).
+    fn connected(&mut self) -> (Fd, Fd, Fd) {
+        let l = self.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        self.b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+        self.b.listen(l, 8).unwrap();
+        let c = self.a.socket(AF_INET, SOCK_STREAM, IPPROTO_TCP).unwrap();
+        let to = SocketAddr::new(B.into(), 80);
+        assert_eq!(
+            self.a.connect(self.now, c, to),
+            Err(Errno(errno::EINPROGRESS))
+        );
+        assert_eq!(self.a.connect(self.now, c, to), Err(Errno(errno::EALREADY)));
+        self.run();
+        assert_eq!(self.a.connect(self.now, c, to), Ok(()));
+        assert_eq!(self.a.connect(self.now, c, to), Err(Errno(errno::EISCONN)));
+        let (s, peer) = self.b.accept(l).unwrap();
+        assert_eq!(peer.ip(), IpAddr::V4(A));
+        (c, s, l)
+    }
+}
+
+fn int_opt(h: &mut Host, now: Instant, fd: Fd, level: i32, name: i32) -> i32 {
+    let mut b = [0u8; 4];
+    assert_eq!(h.getsockopt(now, fd, level, name, &mut b), Ok(4));
+    i32::from_ne_bytes(b)
+}
+
+#[test]
+fn socket_and_bind_errnos_are_linuxs() {
+    let mut h = host(A, 1);
+    assert_eq!(h.socket(1, SOCK_STREAM, 0), Err(Errno(errno::EAFNOSUPPORT)));
+    assert_eq!(h.socket(AF_INET, 2, 0), Err(Errno(errno::ESOCKTNOSUPPORT)));
+    assert_eq!(
+        h.socket(AF_INET, SOCK_STREAM, 17),
+        Err(Errno(errno::EPROTONOSUPPORT))
+    );
+    let fd = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(fd, 3, "the lowest free descriptor");
+    let other = SocketAddr::new(B.into(), 80);
+    assert_eq!(h.bind(fd, other), Err(Errno(errno::EADDRNOTAVAIL)));
+    h.bind(fd, SocketAddr::new(A.into(), 80)).unwrap();
+    assert_eq!(
+        h.bind(fd, SocketAddr::new(A.into(), 81)),
+        Err(Errno(errno::EINVAL))
+    );
+    let fd2 = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        h.bind(fd2, SocketAddr::new(A.into(), 80)),
+        Err(Errno(errno::EADDRINUSE))
+    );
+    let mut buf = [0u8; 8];
+    // Never connected: reads ENOTCONN, writes EPIPE (sk_stream_wait_connect).
+    assert_eq!(
+        h.recv(Instant::ZERO, fd, &mut buf, 0),
+        Err(Errno(errno::ENOTCONN))
+    );
+    assert_eq!(h.send(Instant::ZERO, fd, b"x", 0), Err(Errno(errno::EPIPE)));
+    assert_eq!(
+        h.shutdown(Instant::ZERO, fd, SHUT_WR),
+        Err(Errno(errno::ENOTCONN))
+    );
+    assert_eq!(h.close(Instant::ZERO, 99), Err(Errno(errno::EBADF)));
+    h.listen(fd, 4).unwrap();
+    assert_eq!(h.accept(fd), Err(Errno(errno::EAGAIN)));
+    assert_eq!(h.accept(fd2), Err(Errno(errno::EINVAL)));
+    assert_eq!(
+        h.ioctl(fd, SIOCINQ),
+        Err(Errno(errno::EINVAL)),
+        "tcp_ioctl on LISTEN"
+    );
+}
+
+#[test]
+fn refused_connect_reports_econnrefused_once() {
+    let mut n = Net::new();
+    let c = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let to = SocketAddr::new(B.into(), 9);
+    assert_eq!(n.a.connect(n.now, c, to), Err(Errno(errno::EINPROGRESS)));
+    n.run();
+    assert_ne!(n.a.poll_mask(c).unwrap() & POLLERR, 0);
+    assert_eq!(n.a.connect(n.now, c, to), Err(Errno(errno::ECONNREFUSED)));
+    assert_eq!(int_opt(&mut n.a, n.now, c, SOL_SOCKET, SO_ERROR), 0);
+}
+
+#[test]
+fn data_shutdown_and_epipe() {
+    let mut n = Net::new();
+    let (c, s, _) = n.connected();
+    assert_eq!(n.a.send(n.now, c, b"hello", 0), Ok(5));
+    n.run();
+    assert_eq!(n.b.ioctl(s, SIOCINQ), Ok(5));
+    let mut buf = [0u8; 16];
+    assert_eq!(n.b.recv(n.now, s, &mut buf, MSG_PEEK), Ok(5));
+    assert_eq!(n.b.ioctl(s, SIOCINQ), Ok(5), "MSG_PEEK leaves the data");
+    assert_eq!(n.b.recv(n.now, s, &mut buf, 0), Ok(5));
+    assert_eq!(&buf[..5], b"hello");
+    assert_eq!(n.b.recv(n.now, s, &mut buf, 0), Err(Errno(errno::EAGAIN)));
+    n.a.shutdown(n.now, c, SHUT_WR).unwrap();
+    assert_eq!(n.a.send(n.now, c, b"x", 0), Err(Errno(errno::EPIPE)));
+    n.run();
+    assert_eq!(
+        n.b.recv(n.now, s, &mut buf, 0),
+        Ok(0),
+        "FIN reads as end of stream"
+    );
+    let m = n.b.poll_mask(s).unwrap();
+    assert_eq!(
+        m & (POLLIN | POLLRDHUP | POLLOUT),
+        POLLIN | POLLRDHUP | POLLOUT
+    );
+    assert_eq!(m & POLLHUP, 0, "only one direction is shut");
+}
+
+#[test]
+fn close_with_unread_data_resets_the_peer() {
+    // tcp_close: unread data makes close send RST (RFC 2525 section 2.17).
+    let mut n = Net::new();
+    let (c, s, _) = n.connected();
+    n.a.send(n.now, c, b"unread", 0).unwrap();
+    n.run();
+    n.b.close(n.now, s).unwrap();
+    n.run();
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        n.a.recv(n.now, c, &mut buf, 0),
+        Err(Errno(errno::ECONNRESET))
+    );
+    let m = n.a.poll_mask(c).unwrap();
+    assert_eq!(m & POLLHUP, POLLHUP);
+}
+
+#[test]
+fn linger_zero_close_aborts() {
+    let mut n = Net::new();
+    let (c, s, _) = n.connected();
+    let lin: Vec<u8> = [1i32, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    n.a.setsockopt(n.now, c, SOL_SOCKET, SO_LINGER, &lin)
+        .unwrap();
+    let mut back = [0u8; 8];
+    assert_eq!(
+        n.a.getsockopt(n.now, c, SOL_SOCKET, SO_LINGER, &mut back),
+        Ok(8)
+    );
+    assert_eq!(&back[..], &lin[..]);
+    n.a.close(n.now, c).unwrap();
+    n.run();
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        n.b.recv(n.now, s, &mut buf, 0),
+        Err(Errno(errno::ECONNRESET))
+    );
+}
+
+#[test]
+fn poll_masks_follow_tcp_poll() {
+    let mut n = Net::new();
+    let fresh = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    // A never-connected socket is TCP_CLOSE: HUP, and writable.
+    assert_eq!(n.a.poll_mask(fresh), Ok(POLLOUT | POLLWRNORM | POLLHUP));
+    let (c, s, l) = n.connected();
+    assert_eq!(n.b.poll_mask(l), Ok(0), "accept queue drained");
+    assert_eq!(n.a.poll_mask(c), Ok(POLLOUT | POLLWRNORM));
+    n.a.send(n.now, c, b"abc", 0).unwrap();
+    n.run();
+    let mut p = [
+        PollFd {
+            fd: s,
+            events: POLLIN,
+            revents: 0,
+        },
+        PollFd {
+            fd: -1,
+            events: POLLIN,
+            revents: 0,
+        },
+        PollFd {
+            fd: 77,
+            events: POLLIN,
+            revents: 0,
+        },
+    ];
+    assert_eq!(n.b.poll(&mut p), 2);
+    assert_eq!(p[0].revents, POLLIN, "filtered by events");
+    assert_eq!(p[1].revents, 0, "negative fds are ignored");
+    assert_eq!(p[2].revents, POLLNVAL);
+}
+
+#[test]
+fn epoll_level_and_edge_triggered() {
+    let mut n = Net::new();
+    let (c, s, _) = n.connected();
+    let lt = n.b.epoll_create(1).unwrap();
+    let et = n.b.epoll_create(1).unwrap();
+    n.b.epoll_ctl(lt, EPOLL_CTL_ADD, s, POLLIN, 7).unwrap();
+    n.b.epoll_ctl(et, EPOLL_CTL_ADD, s, POLLIN | POLLOUT | EPOLLET, 9)
+        .unwrap();
+    assert_eq!(
+        n.b.epoll_ctl(et, EPOLL_CTL_ADD, s, POLLIN, 9),
+        Err(Errno(errno::EEXIST))
+    );
+    // ET reports the state found at ADD once.
+    let ev = n.b.epoll_wait(et, 4).unwrap();
+    assert_eq!(
+        ev,
+        vec![EpollEvent {
+            events: POLLOUT,
+            data: 9
+        }]
+    );
+    assert!(n.b.epoll_wait(et, 4).unwrap().is_empty());
+    assert!(n.b.epoll_wait(lt, 4).unwrap().is_empty());
+    n.a.send(n.now, c, &[1; 100], 0).unwrap();
+    n.run();
+    // LT repeats while readable; ET once per arrival.
+    for _ in 0..2 {
+        assert_eq!(
+            n.b.epoll_wait(lt, 4).unwrap(),
+            vec![EpollEvent {
+                events: POLLIN,
+                data: 7
+            }]
+        );
+    }
+    assert_eq!(n.b.epoll_wait(et, 4).unwrap()[0].events, POLLIN | POLLOUT);
+    assert!(n.b.epoll_wait(et, 4).unwrap().is_empty());
+    let mut buf = [0u8; 10];
+    n.b.recv(n.now, s, &mut buf, 0).unwrap();
+    assert!(
+        n.b.epoll_wait(et, 4).unwrap().is_empty(),
+        "a read is no wakeup"
+    );
+    n.a.send(n.now, c, &[1; 100], 0).unwrap();
+    n.run();
+    assert_eq!(
+        n.b.epoll_wait(et, 4).unwrap().len(),
+        1,
+        "new data wakes again"
+    );
+    n.b.epoll_ctl(lt, EPOLL_CTL_DEL, s, 0, 0).unwrap();
+    assert!(n.b.epoll_wait(lt, 4).unwrap().is_empty());
+    assert_eq!(
+        n.b.epoll_ctl(lt, EPOLL_CTL_DEL, s, 0, 0),
+        Err(Errno(errno::ENOENT))
+    );
+    n.b.close(n.now, s).unwrap();
+    assert!(
+        n.b.epoll_wait(et, 4).unwrap().is_empty(),
+        "close removes the fd"
+    );
+}
+
+#[test]
+fn option_round_trips() {
+    let mut n = Net::new();
+    let fd = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let now = n.now;
+    let one = 1i32.to_ne_bytes();
+    // SO_SNDBUF/SO_RCVBUF read back doubled (sock_setsockopt).
+    n.a.setsockopt(now, fd, SOL_SOCKET, SO_SNDBUF, &21000i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_SOCKET, SO_SNDBUF), 42000);
+    n.a.setsockopt(now, fd, SOL_SOCKET, SO_RCVBUF, &10000i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_SOCKET, SO_RCVBUF), 20000);
+    n.a.setsockopt(now, fd, SOL_TCP, TCP_NODELAY, &one).unwrap();
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_NODELAY), 1);
+    // TCP_MAXSEG: user_mss before the connection, range-checked.
+    assert_eq!(
+        n.a.setsockopt(now, fd, SOL_TCP, TCP_MAXSEG, &50i32.to_ne_bytes()),
+        Err(Errno(errno::EINVAL))
+    );
+    n.a.setsockopt(now, fd, SOL_TCP, TCP_MAXSEG, &1100i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_MAXSEG), 1100);
+    n.a.setsockopt(now, fd, SOL_TCP, TCP_NOTSENT_LOWAT, &32000i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(
+        int_opt(&mut n.a, now, fd, SOL_TCP, TCP_NOTSENT_LOWAT),
+        32000
+    );
+    n.a.setsockopt(now, fd, SOL_TCP, TCP_USER_TIMEOUT, &3000i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_USER_TIMEOUT), 3000);
+    assert_eq!(
+        n.a.setsockopt(now, fd, SOL_TCP, TCP_CONGESTION, b"vegas\0"),
+        Err(Errno(errno::ENOENT))
+    );
+    n.a.setsockopt(now, fd, SOL_TCP, TCP_CONGESTION, b"reno")
+        .unwrap();
+    let mut name = [0u8; 16];
+    assert_eq!(
+        n.a.getsockopt(now, fd, SOL_TCP, TCP_CONGESTION, &mut name),
+        Ok(16)
+    );
+    assert_eq!(&name[..5], b"reno\0");
+    // Unsupported options fail loudly.
+    assert_eq!(
+        n.a.setsockopt(now, fd, SOL_SOCKET, 12345, &one),
+        Err(Errno(errno::ENOPROTOOPT))
+    );
+    assert_eq!(
+        n.a.getsockopt(now, fd, 41, 1, &mut name),
+        Err(Errno(errno::ENOPROTOOPT))
+    );
+    assert_eq!(
+        n.a.setsockopt(now, fd, SOL_TCP, TCP_NODELAY, &[1]),
+        Err(Errno(errno::EINVAL)),
+        "optlen < sizeof(int)"
+    );
+    assert_eq!(n.a.fcntl_getfl(fd), Ok(O_RDWR));
+    n.a.fcntl_setfl(fd, O_RDWR | O_NONBLOCK).unwrap();
+    assert_eq!(n.a.fcntl_getfl(fd), Ok(O_RDWR | O_NONBLOCK));
+    assert!(n.a.is_nonblocking(fd, 0));
+}
+
+#[test]
+fn options_set_before_connect_reach_the_connection() {
+    let mut n = Net::new();
+    let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    n.b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    // A listener's options are inherited by its children (sk_clone_lock).
+    n.b.setsockopt(n.now, l, SOL_SOCKET, SO_SNDBUF, &30000i32.to_ne_bytes())
+        .unwrap();
+    n.b.listen(l, 4).unwrap();
+    let c = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    n.a.setsockopt(n.now, c, SOL_TCP, TCP_MAXSEG, &1000i32.to_ne_bytes())
+        .unwrap();
+    let _ = n.a.connect(n.now, c, SocketAddr::new(B.into(), 80));
+    n.run();
+    let (s, _) = n.b.accept(l).unwrap();
+    assert_eq!(int_opt(&mut n.b, n.now, s, SOL_SOCKET, SO_SNDBUF), 60000);
+    // The peer saw our MSS 1000; with timestamps on, 12 option bytes come off.
+    assert_eq!(int_opt(&mut n.b, n.now, s, SOL_TCP, TCP_MAXSEG), 1000 - 12);
+    let mut info = [0u8; 300];
+    assert_eq!(
+        n.a.getsockopt(n.now, c, SOL_TCP, TCP_INFO, &mut info),
+        Ok(280)
+    );
+    assert_eq!(info[0], 1, "tcpi_state TCP_ESTABLISHED");
+    assert_eq!(
+        u32::from_ne_bytes(info[84..88].try_into().unwrap()),
+        1000,
+        "tcpi_advmss"
+    );
+    assert_eq!(
+        u32::from_ne_bytes(info[80..84].try_into().unwrap()),
+        10,
+        "tcpi_snd_cwnd"
+    );
+    let mut mem = [0u8; 64];
+    assert_eq!(
+        n.a.getsockopt(n.now, c, SOL_SOCKET, SO_MEMINFO, &mut mem),
+        Ok(36)
+    );
+}
+
+#[test]
+fn send_buffer_full_is_eagain_and_siocoutq_counts_it() {
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    let big = vec![0u8; 1 << 20];
+    let mut queued = 0;
+    loop {
+        match n.a.send(n.now, c, &big, MSG_DONTWAIT) {
+            Ok(k) => queued += k,
+            Err(Errno(errno::EAGAIN)) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(queued > 0);
+    assert_eq!(
+        n.a.ioctl(c, SIOCOUTQ),
+        Ok(queued as i32),
+        "nothing acknowledged yet"
+    );
+    assert!(
+        n.a.ioctl(c, SIOCOUTQNSD).unwrap() < queued as i32,
+        "some were sent"
+    );
+    assert_eq!(n.a.poll_mask(c).unwrap() & POLLOUT, 0);
+    n.run();
+    n.wait(core::time::Duration::from_millis(50));
+    assert_ne!(n.a.poll_mask(c).unwrap() & POLLOUT, 0, "ACKs freed space");
+}
+
+/// Data segments A has queued for the wire: (payload length, PSH).
+fn take_data_segments(n: &mut Net) -> Vec<(usize, bool)> {
+    let mut out = Vec::new();
+    while let Some(tx) = n.a.poll_transmit(n.now) {
+        let mut segs = Vec::new();
+        lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s)).unwrap();
+        n.a.handle_tx_complete(n.now, tx.token);
+        for s in segs {
+            let (th, hl) = lowtide_wire::tcp::TcpRepr::parse(&s[20..]).unwrap();
+            let len = s.len() - 20 - hl;
+            if len > 0 {
+                out.push((len, th.flags.contains(lowtide_wire::tcp::TcpFlags::PSH)));
+            }
+            n.b.handle_packet(n.now, &s);
+        }
+    }
+    n.run();
+    out
+}
+
+#[test]
+fn cork_and_msg_more_hold_sub_mss_data_and_psh() {
+    // tcp_nagle_check: TCP_NAGLE_CORK holds a partial segment; __tcp_sock_set_cork and
+    // __tcp_sock_set_nodelay push it (TCP_NAGLE_PUSH); tcp_push marks PSH only when
+    // the write had no MSG_MORE.
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    let now = n.now;
+    n.a.setsockopt(now, c, SOL_TCP, TCP_CORK, &1i32.to_ne_bytes())
+        .unwrap();
+    n.a.send(now, c, &[0; 40], 0).unwrap();
+    n.a.send(now, c, &[0; 40], 0).unwrap();
+    assert!(take_data_segments(&mut n).is_empty(), "corked");
+    n.a.setsockopt(now, c, SOL_TCP, TCP_CORK, &0i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(take_data_segments(&mut n), vec![(80, true)]);
+    n.a.setsockopt(now, c, SOL_TCP, TCP_CORK, &1i32.to_ne_bytes())
+        .unwrap();
+    n.a.send(now, c, &[0; 40], MSG_MORE).unwrap();
+    n.a.send(now, c, &[0; 40], MSG_MORE).unwrap();
+    assert!(take_data_segments(&mut n).is_empty());
+    n.a.setsockopt(now, c, SOL_TCP, TCP_NODELAY, &1i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(
+        take_data_segments(&mut n),
+        vec![(80, false)],
+        "MSG_MORE: no PSH"
+    );
+}
+
+#[test]
+fn psh_on_gso_packets_and_on_the_pushed_tail_only() {
+    // __tcp_transmit_skb sets PSH on every packet of more than one segment; a
+    // 1-MSS fragment of an unpushed skb has none (tcp_fragment keeps PSH on the
+    // second part); tcp_push marks the tail of each write.
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    n.a.send(n.now, c, &vec![0u8; 30000], 0).unwrap();
+    let mut psh = Vec::new();
+    while let Some(tx) = n.a.poll_transmit(n.now) {
+        let (ip, _) = (&tx.packet[..20], ());
+        let hl = ((ip[0] & 0xf) * 4) as usize;
+        let (th, thl) = lowtide_wire::tcp::TcpRepr::parse(&tx.packet[hl..]).unwrap();
+        let len = tx.packet.len() - hl - thl;
+        psh.push((
+            len > 0,
+            tx.gso_segs,
+            th.flags.contains(lowtide_wire::tcp::TcpFlags::PSH),
+        ));
+        n.a.handle_tx_complete(n.now, tx.token);
+    }
+    let data: Vec<_> = psh.into_iter().filter(|p| p.0).collect();
+    assert!(!data.is_empty());
+    for (_, segs, p) in data {
+        assert_eq!(p, segs > 1, "PSH exactly on multi-segment packets here");
+    }
+}
+
+#[test]
+fn linger_with_time_reports_the_wait_for_the_fin_ack() {
+    // tcp_close with SOCK_LINGER and sk_lingertime > 0: sk_stream_wait_close sleeps
+    // while the state is FIN-WAIT-1, CLOSING or LAST-ACK.
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    let lin: Vec<u8> = [1i32, 5].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    n.a.setsockopt(n.now, c, SOL_SOCKET, SO_LINGER, &lin)
+        .unwrap();
+    let (h, d) =
+        n.a.close_linger(n.now, c)
+            .unwrap()
+            .expect("lingering close");
+    assert_eq!(d, core::time::Duration::from_secs(5));
+    assert!(n.a.is_closing(h), "FIN sent, not yet acknowledged");
+    n.run();
+    assert!(!n.a.is_closing(h), "FIN acknowledged: FIN-WAIT-2");
+    // Without SO_LINGER, close does not wait.
+    let (c2, _, _) = {
+        let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        n.b.bind(l, SocketAddr::new(B.into(), 81)).unwrap();
+        n.b.listen(l, 4).unwrap();
+        let c = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        let _ = n.a.connect(n.now, c, SocketAddr::new(B.into(), 81));
+        n.run();
+        (c, 0, l)
+    };
+    assert_eq!(n.a.close_linger(n.now, c2), Ok(None));
+}
+
+#[test]
+fn keepalive_on_is_refused_not_ignored() {
+    let mut h = host(A, 1);
+    let fd = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let now = Instant::ZERO;
+    assert_eq!(
+        h.setsockopt(now, fd, SOL_SOCKET, SO_KEEPALIVE, &1i32.to_ne_bytes()),
+        Err(Errno(errno::ENOPROTOOPT))
+    );
+    h.setsockopt(now, fd, SOL_SOCKET, SO_KEEPALIVE, &0i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut h, now, fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+}

@@ -1,0 +1,172 @@
+//! The stack's entry points for the POSIX socket layer ([`crate::posix`]): opening
+//! with socket options, option setters with Linux's side effects, and the state
+//! `tcp_poll`/`tcp_ioctl` read.
+
+use super::{Sock, Stack};
+use crate::socket::{SocketError, SocketHandle};
+use crate::tcp::sockopt::{SockOptions, SockStatus};
+use crate::time::Instant;
+use std::net::SocketAddr;
+
+impl Stack {
+    /// [`Stack::listen`] with options the children inherit.
+    pub fn listen_with(
+        &mut self,
+        local: SocketAddr,
+        backlog: u32,
+        opts: &SockOptions,
+    ) -> Result<SocketHandle, SocketError> {
+        let h = self.listen(local, backlog)?;
+        self.listener_mut(h)?.opts = opts.clone();
+        Ok(h)
+    }
+
+    /// Replaces the options a listener's future children inherit.
+    pub fn set_listener_options(
+        &mut self,
+        h: SocketHandle,
+        opts: &SockOptions,
+    ) -> Result<(), SocketError> {
+        self.listener_mut(h)?.opts = opts.clone();
+        Ok(())
+    }
+
+    /// [`Stack::connect`] with options applied before the SYN (`TCP_MAXSEG`,
+    /// `SO_RCVBUF`, ... set between `socket(2)` and `connect(2)`).
+    pub fn connect_with(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        opts: &SockOptions,
+    ) -> Result<SocketHandle, SocketError> {
+        if remote.port() == 0 || remote.ip().is_unspecified() || local.is_ipv4() != remote.is_ipv4()
+        {
+            return Err(SocketError::InvalidInput);
+        }
+        if !self.addrs.contains(&local.ip()) {
+            return Err(SocketError::AddrNotAvailable);
+        }
+        let tuple = self.pick_tuple(local, remote)?;
+        let iss = self.rng.next_u32();
+        let mut tcb = crate::tcp::Tcb::new(&self.cfg, tuple, iss, now);
+        tcb.apply_options(&self.cfg, opts);
+        let h = self.alloc(Sock::Tcp(Box::new(tcb)));
+        self.conns.insert(tuple, h.index);
+        self.with_tcb(now, h.index, |tcb, ctx| tcb.connect(ctx));
+        Ok(h)
+    }
+
+    /// `send(2)` with `MSG_MORE` (`more`): see [`Stack::send`].
+    pub fn send_flags(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        data: &[u8],
+        more: bool,
+    ) -> Result<usize, SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg_flags(ctx, data, more))
+    }
+
+    /// `recv(2)` with `MSG_PEEK`: copies without consuming.
+    pub fn peek(&self, h: SocketHandle, buf: &mut [u8]) -> Result<usize, SocketError> {
+        self.tcb(h)?.peek(buf)
+    }
+
+    /// `TCP_CORK`; clearing it sends what it held.
+    pub fn set_cork(&mut self, now: Instant, h: SocketHandle, on: bool) -> Result<(), SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.set_cork(ctx, on));
+        Ok(())
+    }
+
+    /// `TCP_NODELAY` with Linux's side effect: turning it on pushes pending data.
+    pub fn set_nodelay_push(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        on: bool,
+    ) -> Result<(), SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.set_nodelay(ctx, on));
+        Ok(())
+    }
+
+    /// `TCP_MAXSEG` (getsockopt).
+    pub fn maxseg(&self, h: SocketHandle) -> Result<u32, SocketError> {
+        Ok(self.tcb(h)?.maxseg())
+    }
+
+    /// `TCP_MAXSEG` (setsockopt) on a connection: kept as `user_mss`.
+    pub fn set_user_mss(&mut self, h: SocketHandle, mss: u32) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.user_mss = mss;
+        Ok(())
+    }
+
+    /// `TCP_CONGESTION` (setsockopt): `ENOENT`-like [`SocketError::InvalidInput`] for
+    /// an unknown name.
+    pub fn set_congestion(&mut self, h: SocketHandle, name: &str) -> Result<(), SocketError> {
+        let cc = crate::tcp::cong::by_name_cfg(name, &self.cfg).ok_or(SocketError::InvalidInput)?;
+        self.tcb_mut(h)?.cc = cc;
+        Ok(())
+    }
+
+    /// `TCP_CONGESTION` (getsockopt).
+    pub fn congestion(&self, h: SocketHandle) -> Result<&'static str, SocketError> {
+        Ok(self.tcb(h)?.cc.name())
+    }
+
+    /// What `tcp_poll` and the ioctls read.
+    pub fn status(&self, h: SocketHandle) -> Result<SockStatus, SocketError> {
+        Ok(self.tcb(h)?.status(&self.cfg))
+    }
+
+    /// `tcp_poll` saw no space: the next freed space wakes the socket.
+    pub fn mark_nospace(&mut self, h: SocketHandle) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.mark_nospace();
+        Ok(())
+    }
+
+    /// Connections waiting in a listener's accept queue.
+    pub fn accept_queue_len(&mut self, h: SocketHandle) -> Result<usize, SocketError> {
+        Ok(self.listener_mut(h)?.accept_queue.len())
+    }
+
+    /// Declares that the device frees each packet as soon as it takes it, as tun
+    /// does (`skb_orphan` in `tun_net_xmit`): TX completion is immediate, so
+    /// `sk_wmem_alloc` never holds a socket back (TCP Small Queues). Completions
+    /// reported later through [`Stack::handle_tx_complete`] are then no-ops.
+    pub fn set_tx_orphan(&mut self, on: bool) {
+        self.tx_orphan = on;
+    }
+
+    /// Whether `ip` is one of the stack's addresses.
+    pub fn has_address(&self, ip: std::net::IpAddr) -> bool {
+        self.addrs.contains(&ip)
+    }
+
+    /// The source address for a connection to `remote`: the first local address of
+    /// its family.
+    pub fn source_address(&self, remote: std::net::IpAddr) -> Option<std::net::IpAddr> {
+        self.addrs
+            .iter()
+            .copied()
+            .find(|a| a.is_ipv4() == remote.is_ipv4())
+    }
+
+    /// The state of a connection, also after `close` made it an orphan; `None` once
+    /// it is gone.
+    pub fn orphan_state(&self, h: SocketHandle) -> Option<crate::TcpState> {
+        let s = self.slots.get(h.index as usize)?;
+        match &s.sock {
+            Some(Sock::Tcp(t)) if s.generation == h.generation => Some(t.state),
+            _ => None,
+        }
+    }
+
+    /// Whether `h` is a listener.
+    pub fn is_listener(&self, h: SocketHandle) -> bool {
+        matches!(self.slot_sock(h), Ok(Sock::Listener(_)))
+    }
+}

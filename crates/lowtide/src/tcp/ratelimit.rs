@@ -1,0 +1,118 @@
+//! Rate limits on the ACKs a hostile or confused peer can draw from us (tcp_input.c):
+//! duplicate ACKs for out-of-window or PAWS-failed segments and RFC 5961 challenge
+//! ACKs, per socket (`tcp_oow_rate_limited`, `net.ipv4.tcp_invalid_ratelimit`) and
+//! for challenge ACKs also stack-wide (`tcp_send_challenge_ack`,
+//! `net.ipv4.tcp_challenge_ack_limit`; unlimited by default since Linux 6.0, whose
+//! commit 79e3602caa6f found the shared counter to be a side channel, CVE-2016-5696).
+
+use super::sock::Tcb;
+use super::Ctx;
+use crate::mib::Mib;
+use crate::rng::Rng;
+use crate::time::Instant;
+
+/// The stack-wide challenge-ACK budget (`net->ipv4.tcp_challenge_timestamp` and
+/// `tcp_challenge_count`).
+#[derive(Debug, Clone)]
+pub(crate) struct ChallengeLimit {
+    /// The second (of the stack's clock) the budget belongs to.
+    second: Option<u64>,
+    /// Challenge ACKs left in that second.
+    count: u32,
+    /// Randomizes each second's budget, as Linux does, so the count leaks less.
+    rng: Rng,
+}
+
+impl ChallengeLimit {
+    /// A budget whose randomization is seeded with `seed`.
+    pub fn new(seed: u64) -> ChallengeLimit {
+        ChallengeLimit {
+            second: None,
+            count: 0,
+            rng: Rng::new(seed),
+        }
+    }
+
+    /// Takes one challenge ACK from the budget of `limit` per second; false when this
+    /// second's budget (a random count in `[limit/2, 3*limit/2)`) is spent.
+    fn take(&mut self, now: Instant, limit: u32) -> bool {
+        if limit >= i32::MAX as u32 {
+            return true;
+        }
+        let sec = now.as_nanos() / 1_000_000_000;
+        if self.second != Some(sec) {
+            let half = (limit + 1) >> 1;
+            self.second = Some(sec);
+            self.count = self
+                .rng
+                .range_u32(half, (limit + half).saturating_sub(1).max(half));
+        }
+        match self.count {
+            0 => false,
+            _ => {
+                self.count -= 1;
+                true
+            }
+        }
+    }
+}
+
+impl Tcb {
+    /// `__tcp_oow_rate_limited`: at most one such ACK per `tcp_invalid_ratelimit`
+    /// (500 ms) per socket; a limited one is counted in `mib`.
+    pub(crate) fn oow_rate_limited(&mut self, ctx: &mut Ctx, mib: Mib) -> bool {
+        let gap = core::time::Duration::from_millis(ctx.cfg.tcp_invalid_ratelimit as u64);
+        if let Some(last) = self.last_oow_ack_time {
+            if ctx.now >= last && ctx.now.saturating_since(last) < gap {
+                ctx.mib.inc(mib);
+                return true;
+            }
+        }
+        self.last_oow_ack_time = Some(ctx.now);
+        false
+    }
+
+    /// `tcp_oow_rate_limited`: segments with data (and no SYN) are never limited;
+    /// they are unlikely to be part of an ACK loop.
+    pub(crate) fn oow_rate_limited_seg(
+        &mut self,
+        ctx: &mut Ctx,
+        mib: Mib,
+        has_data: bool,
+        syn: bool,
+    ) -> bool {
+        if has_data && !syn {
+            return false;
+        }
+        self.oow_rate_limited(ctx, mib)
+    }
+
+    /// `tcp_send_challenge_ack` (RFC 5961 section 7): first the per-socket limit, then
+    /// the stack-wide one.
+    pub(crate) fn challenge_ack(&mut self, ctx: &mut Ctx) {
+        if self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedChallenge) {
+            return;
+        }
+        if ctx.challenge.take(ctx.now, ctx.cfg.tcp_challenge_ack_limit) {
+            ctx.mib.inc(Mib::TcpExtTCPChallengeACK);
+            self.send_ack(ctx);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_per_second_is_random_around_the_limit() {
+        let mut c = ChallengeLimit::new(7);
+        let sec = |s: u64| Instant(s * 1_000_000_000);
+        for s in 0..20 {
+            let n = (0..5000).take_while(|_| c.take(sec(s), 1000)).count();
+            assert!((500..1500).contains(&n), "{n} in second {s}");
+        }
+        assert!((0..5000).all(|_| c.take(sec(30), i32::MAX as u32)));
+        assert!(!(0..5).all(|_| c.take(sec(31), 1)));
+    }
+}

@@ -1,0 +1,217 @@
+//! Socket options and socket-call variants the POSIX layer needs (tcp.c:
+//! `do_tcp_setsockopt`, `tcp_poll`, `tcp_ioctl`, `MSG_PEEK`, `MSG_MORE`).
+
+use super::sock::Tcb;
+use super::{Ctx, TcpState};
+use crate::config::Config;
+use crate::socket::SocketError;
+
+/// `TCP_MIN_MSS`: the smallest `TCP_MAXSEG` Linux accepts.
+pub const TCP_MIN_MSS: u32 = 88;
+
+/// Options a socket carries from `socket(2)` on, before it has a connection. Linux
+/// keeps them in `struct sock`/`tcp_sock`; a listener's children inherit them
+/// (`sk_clone_lock`, `tcp_create_openreq_child`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SockOptions {
+    /// `TCP_NODELAY`.
+    pub nodelay: bool,
+    /// `TCP_CORK`.
+    pub cork: bool,
+    /// `SO_SNDBUF` as passed (Linux stores it doubled).
+    pub sndbuf: Option<u32>,
+    /// `SO_RCVBUF` as passed.
+    pub rcvbuf: Option<u32>,
+    /// `TCP_MAXSEG` (`user_mss`); 0 when unset.
+    pub user_mss: u32,
+    /// `TCP_NOTSENT_LOWAT`; 0 when unset.
+    pub notsent_lowat: u32,
+    /// `SO_MAX_PACING_RATE` in bytes per second.
+    pub max_pacing_rate: Option<u64>,
+    /// `TCP_CONGESTION`.
+    pub congestion: Option<String>,
+    /// `TCP_USER_TIMEOUT` in milliseconds; 0 when unset.
+    pub user_timeout_ms: u32,
+}
+
+/// What `tcp_poll` and the ioctls read from a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SockStatus {
+    /// The state.
+    pub state: TcpState,
+    /// Bytes ready to read (`tcp_inq`).
+    pub inq: usize,
+    /// `sk_shutdown & RCV_SHUTDOWN`: the peer's FIN was received or `SHUT_RD`.
+    pub rcv_shutdown: bool,
+    /// `sk_shutdown & SEND_SHUTDOWN`.
+    pub send_shutdown: bool,
+    /// A socket error is pending (`sk_err`).
+    pub err: bool,
+    /// `__sk_stream_is_writeable(sk, 1)`.
+    pub writeable: bool,
+    /// `write_seq - snd_una` (`SIOCOUTQ`).
+    pub outq: u64,
+    /// `write_seq - snd_nxt` (`SIOCOUTQNSD`).
+    pub outq_nsd: u64,
+    /// `rcv_nxt`: grows with every in-order byte (a data-ready wakeup when it moves).
+    pub rcv_nxt: u64,
+}
+
+impl Tcb {
+    /// Applies a socket's options to a new connection before its SYN or SYN-ACK.
+    pub(crate) fn apply_options(&mut self, cfg: &Config, o: &SockOptions) {
+        self.nodelay = o.nodelay;
+        self.cork = o.cork;
+        if let Some(b) = o.sndbuf {
+            self.set_sndbuf(b);
+        }
+        if let Some(b) = o.rcvbuf {
+            self.set_rcvbuf(b);
+        }
+        self.notsent_lowat = o.notsent_lowat;
+        if let Some(r) = o.max_pacing_rate {
+            self.max_pacing_rate = r;
+            self.pacing_needed = true;
+        }
+        if let Some(cc) = o
+            .congestion
+            .as_deref()
+            .and_then(|n| super::cong::by_name_cfg(n, cfg))
+        {
+            self.cc = cc;
+        }
+        // tcp_mss_clamp: TCP_MAXSEG caps the MSS we advertise and accept.
+        if o.user_mss != 0 {
+            self.user_mss = o.user_mss;
+            self.advmss = self.advmss.min(o.user_mss);
+            self.mss_cache = self.mss_cache.min(o.user_mss);
+        }
+        if o.user_timeout_ms != 0 {
+            self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
+        }
+        let _ = cfg;
+    }
+
+    /// `TCP_MAXSEG` getsockopt: `mss_cache`, or `user_mss` in CLOSE/LISTEN.
+    pub(crate) fn maxseg(&self) -> u32 {
+        if self.user_mss != 0 && matches!(self.state, TcpState::Closed | TcpState::Listen) {
+            self.user_mss
+        } else {
+            self.mss_cache
+        }
+    }
+
+    /// `__tcp_sock_set_cork`: clearing the cork pushes what it held
+    /// (`TCP_NAGLE_PUSH` if `TCP_NODELAY` is on, else Nagle decides).
+    pub(crate) fn set_cork(&mut self, ctx: &mut Ctx, on: bool) {
+        self.cork = on;
+        if !on {
+            self.push_pending_frames(ctx, self.nodelay);
+        }
+    }
+
+    /// `__tcp_sock_set_nodelay`: turning it on pushes with `TCP_NAGLE_PUSH`.
+    pub(crate) fn set_nodelay(&mut self, ctx: &mut Ctx, on: bool) {
+        self.nodelay = on;
+        if on {
+            self.push_pending_frames(ctx, true);
+        }
+    }
+
+    /// `tcp_push_pending_frames`, with `TCP_NAGLE_PUSH` when `force`.
+    fn push_pending_frames(&mut self, ctx: &mut Ctx, force: bool) {
+        self.nagle_push = force;
+        self.write_xmit(ctx);
+        self.nagle_push = false;
+    }
+
+    /// `tcp_sendmsg` with `MSG_MORE`: the tail is neither marked PSH nor sent as a
+    /// sub-MSS segment now (`tcp_push` with `TCP_NAGLE_CORK`).
+    pub(crate) fn sendmsg_flags(
+        &mut self,
+        ctx: &mut Ctx,
+        data: &[u8],
+        more: bool,
+    ) -> Result<usize, SocketError> {
+        self.sendmsg(ctx, data, more)
+    }
+
+    /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming.
+    pub(crate) fn peek(&self, buf: &mut [u8]) -> Result<usize, SocketError> {
+        if self.rcv_queue.is_empty() {
+            if let Some(e) = self.sk_err {
+                return Err(e);
+            }
+            if self.rcv_shutdown || self.shut_rd {
+                return Ok(0);
+            }
+            return match self.state {
+                TcpState::Closed | TcpState::Listen => Err(SocketError::NotConnected),
+                _ => Err(SocketError::WouldBlock),
+            };
+        }
+        let n = buf.len().min(self.rcv_queue.len());
+        for (d, s) in buf[..n].iter_mut().zip(self.rcv_queue.iter()) {
+            *d = *s;
+        }
+        Ok(n)
+    }
+
+    /// What `tcp_poll` and `tcp_ioctl` need.
+    pub(crate) fn status(&self, cfg: &Config) -> SockStatus {
+        let closed = self.state == TcpState::Closed;
+        SockStatus {
+            state: self.state,
+            inq: self.rcv_queue.len(),
+            rcv_shutdown: self.rcv_shutdown || self.shut_rd || closed,
+            send_shutdown: self.shut_wr || closed,
+            err: self.sk_err.is_some(),
+            writeable: self.is_writeable(cfg),
+            outq: self.write_seq.saturating_sub(self.snd_una.max(1)),
+            outq_nsd: self.write_seq.saturating_sub(self.snd_nxt.max(1)),
+            rcv_nxt: self.rcv_nxt,
+        }
+    }
+
+    /// `tcp_poll` found the socket not writable: set `SOCK_NOSPACE` so the next
+    /// freed space wakes the poller (`sk_stream_write_space`).
+    pub(crate) fn mark_nospace(&mut self) {
+        self.nospace = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maxseg_reads_user_mss_only_before_the_connection() {
+        // do_tcp_getsockopt TCP_MAXSEG: user_mss in CLOSE/LISTEN, else mss_cache.
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.apply_options(
+            &cfg,
+            &SockOptions {
+                user_mss: 1100,
+                ..SockOptions::default()
+            },
+        );
+        assert_eq!(t.maxseg(), 1100);
+        assert_eq!(t.advmss, 1100, "tcp_mss_clamp caps the advertised MSS");
+        t.state = TcpState::Established;
+        t.mss_cache = 1000;
+        assert_eq!(t.maxseg(), 1000);
+    }
+
+    #[test]
+    fn peek_leaves_the_data() {
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::Established;
+        t.rcv_queue.extend(b"hello");
+        let mut b = [0u8; 3];
+        assert_eq!(t.peek(&mut b), Ok(3));
+        assert_eq!(&b, b"hel");
+        assert_eq!(t.rcv_queue.len(), 5);
+    }
+}

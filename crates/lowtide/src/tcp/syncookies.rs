@@ -1,0 +1,197 @@
+//! SYN cookies (net/ipv4/syncookies.c): when a listener's SYN queue overflows
+//! (`net.ipv4.tcp_syncookies` = 1; always with 2), its SYN-ACK keeps no state. The
+//! ISN carries a keyed hash of the connection, a minute counter and the index of the
+//! peer's MSS in `msstab`; the low 6 bits of the SYN-ACK's TSval carry the peer's
+//! window scale, SACK-permitted and ECN (`cookie_init_timestamp`), echoed back in
+//! the ACK's TSecr. The ACK that completes the handshake rebuilds the connection.
+
+use crate::time::Instant;
+use core::hash::Hasher;
+use std::net::{IpAddr, SocketAddr};
+
+/// `msstab`: the MSS values a cookie can encode (2 bits).
+pub(crate) const MSSTAB: [u16; 4] = [536, 1300, 1440, 1460];
+/// `COOKIEBITS`: bits of the hash + data part; the minute counter sits above.
+const COOKIEBITS: u32 = 24;
+const COOKIEMASK: u32 = (1 << COOKIEBITS) - 1;
+/// `MAX_SYNCOOKIE_AGE`: a cookie is good for this many minutes (counter values).
+const MAX_SYNCOOKIE_AGE: u32 = 2;
+/// `TS_OPT_WSCALE_MASK`, `TS_OPT_SACK`, `TS_OPT_ECN` and `TSBITS`.
+const TS_OPT_WSCALE_MASK: u32 = 0xf;
+const TS_OPT_SACK: u32 = 1 << 4;
+const TSBITS: u32 = 6;
+/// `TCP_SYNCOOKIE_VALID`: ACKs are checked as cookies for 2 minutes after an
+/// overflow (`tcp_synq_no_recent_overflow`).
+pub(crate) const TCP_SYNCOOKIE_VALID: core::time::Duration = core::time::Duration::from_secs(120);
+
+/// The options a cookie's timestamp carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CookieOpts {
+    /// The peer's window scale, if it offered one.
+    pub wscale: Option<u8>,
+    /// SACK permitted.
+    pub sack: bool,
+}
+
+/// The two `syncookie_secret` keys.
+#[derive(Debug, Clone)]
+pub(crate) struct CookieSecret {
+    keys: [(u64, u64); 2],
+}
+
+impl CookieSecret {
+    /// Keys derived from 32 bytes.
+    pub fn new(key: [u8; 32]) -> CookieSecret {
+        let w = |i: usize| u64::from_le_bytes(key[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+        CookieSecret {
+            keys: [(w(0), w(1)), (w(2), w(3))],
+        }
+    }
+
+    /// `cookie_hash`: SipHash of the peer's and our address and ports and `count`.
+    fn hash(&self, remote: SocketAddr, local: SocketAddr, count: u32, c: usize) -> u32 {
+        #[allow(deprecated)] // SipHash-2-4, as Linux's siphash_4u32.
+        let mut h = core::hash::SipHasher::new_with_keys(self.keys[c].0, self.keys[c].1);
+        for a in [remote.ip(), local.ip()] {
+            match a {
+                IpAddr::V4(v) => h.write(&v.octets()),
+                IpAddr::V6(v) => h.write(&v.octets()),
+            }
+        }
+        h.write_u32(((remote.port() as u32) << 16) | local.port() as u32);
+        h.write_u32(count);
+        h.finish() as u32
+    }
+
+    /// `secure_tcp_syn_cookie`: the ISN for a SYN with sequence number `sseq` whose
+    /// MSS has index `data` in [`MSSTAB`].
+    pub fn make(
+        &self,
+        remote: SocketAddr,
+        local: SocketAddr,
+        sseq: u32,
+        data: u32,
+        now: Instant,
+    ) -> u32 {
+        let count = cookie_time(now);
+        self.hash(remote, local, 0, 0)
+            .wrapping_add(sseq)
+            .wrapping_add(count << COOKIEBITS)
+            .wrapping_add(self.hash(remote, local, count, 1).wrapping_add(data) & COOKIEMASK)
+    }
+
+    /// `check_tcp_syn_cookie` + `__cookie_v4_check`: the MSS the cookie in an ACK
+    /// (`ack - 1`, for the SYN with sequence `seq - 1`) encodes, or none if it is not
+    /// ours or too old.
+    pub fn check(
+        &self,
+        remote: SocketAddr,
+        local: SocketAddr,
+        ack: u32,
+        seq: u32,
+        now: Instant,
+    ) -> Option<u16> {
+        let count = cookie_time(now);
+        let cookie = ack.wrapping_sub(1).wrapping_sub(
+            self.hash(remote, local, 0, 0)
+                .wrapping_add(seq.wrapping_sub(1)),
+        );
+        let diff = count.wrapping_sub(cookie >> COOKIEBITS) & (u32::MAX >> COOKIEBITS);
+        if diff >= MAX_SYNCOOKIE_AGE {
+            return None;
+        }
+        let data =
+            cookie.wrapping_sub(self.hash(remote, local, count.wrapping_sub(diff), 1)) & COOKIEMASK;
+        MSSTAB.get(data as usize).copied()
+    }
+}
+
+/// `tcp_cookie_time`: minutes of the stack's clock.
+fn cookie_time(now: Instant) -> u32 {
+    (now.as_nanos() / 60_000_000_000) as u32
+}
+
+/// `__cookie_v4_init_sequence`'s MSS choice: the largest table entry the peer's MSS
+/// reaches (index and value).
+pub(crate) fn mss_index(mss: u16) -> (u32, u16) {
+    let i = (1..MSSTAB.len())
+        .rev()
+        .find(|&i| mss >= MSSTAB[i])
+        .unwrap_or(0);
+    (i as u32, MSSTAB[i])
+}
+
+/// `cookie_init_timestamp`: a TSval (in our ms ticks, before the connection's
+/// offset) no later than `ts_now` whose low `TSBITS` carry `o`.
+pub(crate) fn init_timestamp(ts_now: u32, o: CookieOpts) -> u32 {
+    let mut options = o.wscale.map_or(TS_OPT_WSCALE_MASK, |w| w.min(14) as u32);
+    if o.sack {
+        options |= TS_OPT_SACK;
+    }
+    let mut ts = ((ts_now >> TSBITS) << TSBITS) | options;
+    if ts > ts_now {
+        ts = ts.wrapping_sub(1 << TSBITS);
+    }
+    ts
+}
+
+/// `cookie_timestamp_decode`: the options from the echoed TSecr (less the offset).
+pub(crate) fn decode_timestamp(tsecr: u32) -> CookieOpts {
+    let w = tsecr & TS_OPT_WSCALE_MASK;
+    CookieOpts {
+        wscale: (w != TS_OPT_WSCALE_MASK).then_some(w as u8),
+        sack: tsecr & TS_OPT_SACK != 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sa(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_cookie_checks_for_two_minutes_and_only_for_its_connection() {
+        let k = CookieSecret::new([5; 32]);
+        let (r, l) = (sa("10.0.0.9:4000"), sa("10.0.0.2:80"));
+        let t0 = Instant(30_000_000_000);
+        for (i, &mss) in MSSTAB.iter().enumerate() {
+            let isn = k.make(r, l, 1000, i as u32, t0);
+            let ack = isn.wrapping_add(1);
+            assert_eq!(k.check(r, l, ack, 1001, t0), Some(mss));
+            assert_eq!(
+                k.check(r, l, ack, 1001, Instant(t0.0 + 60_000_000_000)),
+                Some(mss)
+            );
+            assert_eq!(
+                k.check(r, l, ack, 1001, Instant(t0.0 + 150_000_000_000)),
+                None
+            );
+            assert_eq!(k.check(sa("10.0.0.9:4001"), l, ack, 1001, t0), None);
+            // (A sequence number a little off only shifts the data: as in Linux.)
+            assert_eq!(k.check(r, l, ack, 101_001, t0), None);
+            assert_eq!(CookieSecret::new([6; 32]).check(r, l, ack, 1001, t0), None);
+        }
+    }
+
+    #[test]
+    fn mss_table_and_timestamp_options() {
+        assert_eq!(mss_index(1460), (3, 1460));
+        assert_eq!(mss_index(1400), (1, 1300));
+        assert_eq!(mss_index(100), (0, 536));
+        let o = CookieOpts {
+            wscale: Some(7),
+            sack: true,
+        };
+        let ts = init_timestamp(123_456, o);
+        assert!(ts <= 123_456 && 123_456 - ts < 64);
+        assert_eq!(decode_timestamp(ts), o);
+        let none = CookieOpts {
+            wscale: None,
+            sack: false,
+        };
+        assert_eq!(decode_timestamp(init_timestamp(5, none)), none);
+    }
+}

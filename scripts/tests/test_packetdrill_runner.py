@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Tests of scripts/packetdrill (the runner), with a fake packetdrill and no shared object.
+
+The fake packetdrill does what the real one does with a script's backtick blocks (the
+first runs with /bin/sh before the script, the last after it, with PACKETDRILL_PID set,
+from the current folder) and then obeys `// fake:` lines: `fail N MESSAGE` prints
+packetdrill's error format for line N and exits 1, `hang` sleeps, `expect PATH=VALUE`
+checks the sysctl mirror (`sysctl_dir=` of --so_flags) and `report LINE` appends to the
+report file as lowtide's shared object does. So these tests check the runner's own
+work: discovery, folders, namespaces and shims, reasons, JSON, exit codes.
+
+Run: python3 scripts/tests/test_packetdrill_runner.py. Needs root or unprivileged user
+namespaces; skips otherwise, and fails instead with LOWTIDE_REQUIRE_PRIVILEGED_TESTS=1.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+import uuid
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+RUNNER = os.path.join(os.path.dirname(HERE), "packetdrill")
+RATCHET = os.path.join(os.path.dirname(HERE), "packetdrill-ratchet")
+
+FAKE_PACKETDRILL = r'''#!/usr/bin/env python3
+import os, re, subprocess, sys, time
+args = sys.argv[1:]
+script = args[-1]
+flags = dict(kv.split("=", 1) for a in args if a.startswith("--so_flags=")
+             for kv in a[len("--so_flags="):].split())
+for need in ("--ip_version=ipv4", "--local_ip=192.168.0.1", "--remote_ip=192.0.2.1"):
+    assert need in args, need
+assert os.path.isfile(args[[a.startswith("--so_filename=") for a in args].index(True)].split("=", 1)[1])
+text = open(script).read()
+blocks = re.findall(r"`([^`]*)`", text)
+env = dict(os.environ, PACKETDRILL_PID=str(os.getpid()))
+def sh(cmd, what):
+    r = subprocess.run(["/bin/sh", "-c", cmd], env=env)
+    if r.returncode != 0:
+        print(f"{script}: error executing {what} command: non-zero status {r.returncode}", file=sys.stderr)
+        sys.exit(1)
+if blocks:
+    sh(blocks[0], "init")
+status = 0
+for n, line in enumerate(text.splitlines(), 1):
+    m = re.match(r"\s*// fake: (\w+) ?(.*)", line)
+    if not m:
+        continue
+    verb, rest = m.groups()
+    if verb == "fail":
+        num, msg = rest.split(" ", 1)
+        print(f"{script}:{num}: warning handling packet: a warning first", file=sys.stderr)
+        print(f"{script}:{num}: {msg}", file=sys.stderr)
+        print("script packet:  0.100 . 1:1(0) ack 1", file=sys.stderr)
+        status = 1
+        break
+    if verb == "pyfail":
+        print(f"{script}:{n}: error in Python code", file=sys.stderr)
+        print("Traceback (most recent call last):", file=sys.stderr)
+        print('  File "/tmp/code_x", line 3, in <module>', file=sys.stderr)
+        print("AssertionError: 36", file=sys.stderr)
+        print(f"{script}: error executing code: 'python3' returned non-zero status 1", file=sys.stderr)
+        status = 1
+        break
+    if verb == "hang":
+        time.sleep(600)
+    if verb == "expect":
+        name, want = rest.split("=", 1)
+        got = open(os.path.join(flags["sysctl_dir"], name)).read().strip()
+        if got != want:
+            print(f"{script}:{n}: sysctl {name}: expected {want!r} got {got!r}", file=sys.stderr)
+            status = 1
+            break
+    if verb == "report":
+        with open(flags["report"], "a") as f:
+            f.write(rest + "\n" + rest + "\n")
+if len(blocks) > 1:
+    sh(blocks[-1], "cleanup")
+sys.exit(status)
+'''
+
+DEFAULTS_SH = """#!/bin/sh
+ip tcp_metrics flush all > /dev/null 2>&1
+sysctl -q net.ipv4.tcp_rmem="4096 540000 $((15*1024*1024))"
+sysctl -q net.ipv4.tcp_early_retrans=4 net.ipv4.tcp_recovery=1
+sysctl -q net/ipv4/tcp_pacing_ss_ratio=250
+sysctl -w net.ipv4.tcp_fack=0
+sysctl -e -q net.ipv4.lowtide_no_such_name
+test "$(sysctl -n net.ipv4.tcp_recovery)" = 1
+test "$(sysctl net.ipv4.tcp_early_retrans)" = "net.ipv4.tcp_early_retrans = 4"
+! sysctl net.ipv4.lowtide_no_such_name 2>/dev/null
+tc qdisc add dev tun0 root pfifo
+"""
+
+# What Linux's tcp/common/set_sysctls.py does: read the value, write a restore file in
+# /tmp named after PACKETDRILL_PID, then `echo > file`.
+SET_SYSCTLS = """#!/bin/sh
+r=/tmp/sysctl_restore_$PACKETDRILL_PID.sh
+echo '#!/bin/sh' > $r
+for a in "$@"; do
+  f=${a%%=*}; v=${a#*=}
+  echo "echo \\"$(cat $f)\\" > $f" >> $r || exit 1
+  echo "$v" > $f
+done
+chmod u+x $r
+"""
+
+
+def write(path, text, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    os.chmod(path, mode)
+
+
+class RunnerTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="lowtide-pd-test-")
+        t = self.tmp.name
+        self.fake = os.path.join(t, "bin", "packetdrill")
+        write(self.fake, FAKE_PACKETDRILL, 0o755)
+        self.so = os.path.join(t, "bin", "liblowtide_packetdrill.so")
+        write(self.so, "not a real shared object\n")
+        self.suite = os.path.join(t, "suite")
+        write(os.path.join(self.suite, "common", "defaults.sh"), DEFAULTS_SH, 0o755)
+        write(os.path.join(self.suite, "tcp", "common", "set_sysctls.sh"), SET_SYSCTLS, 0o755)
+        self.probe = f"lowtide_probe_{uuid.uuid4().hex[:8]}"
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_runner(self, *args, timeout="20"):
+        env = dict(os.environ, PACKETDRILL=self.fake, LOWTIDE_PACKETDRILL_SO=self.so,
+                   LOWTIDE_PACKETDRILL_TIMEOUT=timeout)
+        r = subprocess.run([sys.executable, RUNNER, *args], capture_output=True, text=True, env=env)
+        if "cannot make a private mount and network namespace" in r.stderr:
+            if os.environ.get("LOWTIDE_REQUIRE_PRIVILEGED_TESTS") == "1":
+                self.fail(r.stderr)
+            self.skipTest("skipping: needs root or user namespaces: " + r.stderr.strip())
+        return r
+
+    def pkt(self, rel, body):
+        write(os.path.join(self.suite, rel), body)
+        return os.path.join(self.suite, rel)
+
+    def test_backticks_act_on_the_mirror_and_results_are_reported(self):
+        p = self.probe
+        self.pkt("tcp/a/pass.pkt", f"""\
+            `../../common/defaults.sh
+            ../common/set_sysctls.sh /proc/sys/net/ipv4/tcp_wmem="4096 50000 4194304" /proc/sys/net/ipv4/tcp_min_tso_segs=10
+            echo 7 > /proc/sys/net/ipv4/{p}
+            echo 1 > /sys/module/tcp_cubic/parameters/{p}
+            echo 3 > /sys/module/tcp_cubic/parameters/hystart_detect
+            tc qdisc replace dev tun0 root handle 1: fq limit 100
+            tc qdisc add dev eth0 root netem delay 10ms`
+            // fake: expect net/ipv4/tcp_rmem=4096 540000 15728640
+            // fake: expect net/ipv4/tcp_early_retrans=4
+            // fake: expect net/ipv4/tcp_pacing_ss_ratio=250
+            // fake: expect net/ipv4/tcp_fack=0
+            // fake: expect net/ipv4/tcp_wmem=4096 50000 4194304
+            // fake: expect net/ipv4/tcp_min_tso_segs=10
+            // fake: expect net/ipv4/{p}=7
+            // fake: expect module/tcp_cubic/parameters/hystart_detect=3
+            // fake: expect net/core/default_qdisc=fq
+            // fake: report unknown sysctl net.ipv4.tcp_fack=0
+            `/tmp/sysctl_restore_${{PPID}}.sh`
+            """)
+        self.pkt("tcp/a/fail.pkt", """\
+            `../../common/defaults.sh`
+            0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+            +0 write(3, ..., 10) = 10
+            // fake: fail 3 runtime error in write call: Expected result 10 but got -1 with errno 11
+            """)
+        self.pkt("tcp/b/hang.pkt", "// fake: hang\n")
+        self.pkt("tcp/b/py.pkt", "+0 %{ assert tcpi_snd_cwnd == 40, tcpi_snd_cwnd }%\n// fake: pyfail\n")
+        out = os.path.join(self.tmp.name, "out.json")
+        started = time.time()
+        r = self.run_runner("--json", out, "--jobs", "2", self.suite, timeout="3")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual((doc["total"], doc["passed"]), (4, 1))
+        by = {os.path.basename(s["path"]): s for s in doc["scripts"]}
+        ok = by["pass.pkt"]
+        self.assertEqual(ok["result"], "pass", ok)
+        self.assertIsNone(ok["reason"])
+        self.assertEqual(ok["sysctl_notes"], ["unknown sysctl net.ipv4.tcp_fack=0"])
+        self.assertIn("tc qdisc add dev tun0 root pfifo", ok["commands"])
+        self.assertIn("ip tcp_metrics flush all", ok["commands"])
+        bad = by["fail.pkt"]
+        self.assertEqual(bad["result"], "fail")
+        self.assertEqual(bad["line"], 3)
+        self.assertEqual(
+            bad["reason"],
+            "line 3 `+0 write(3, ..., 10) = 10`: runtime error in write call: Expected result 10 "
+            "but got -1 with errno 11 (script packet:  0.100 . 1:1(0) ack 1)",
+        )
+        self.assertIn("timed out after 3 s", by["hang.pkt"]["reason"])
+        self.assertEqual(by["py.pkt"]["reason"], "line 2 `// fake: pyfail`: error in Python code (AssertionError: 36)")
+        # The table says what the JSON says.
+        for s in doc["scripts"]:
+            row = next(l for l in r.stdout.splitlines() if l.startswith(s["path"] + " "))
+            self.assertIn(s["result"], row.split())
+            self.assertTrue(row.rstrip().endswith(s["reason"] or s["result"]), row)
+        self.assertIn("sysctl: unknown sysctl net.ipv4.tcp_fack=0", r.stdout)
+        self.assertIn("passed 1/4", r.stdout)
+        # Nothing reached the host.
+        self.assertFalse(os.path.exists(f"/proc/sys/net/ipv4/{p}"))
+        self.assertFalse(os.path.exists(f"/sys/module/tcp_cubic/parameters/{p}"))
+        # set_sysctls' restore files of this run were removed.
+        left = [f for f in os.listdir("/tmp") if f.startswith("sysctl_restore_")
+                and os.path.getmtime(os.path.join("/tmp", f)) >= started]
+        self.assertEqual(left, [])
+
+    def test_single_file_all_pass_exit_0(self):
+        f = self.pkt("tcp/one.pkt", "`../common/defaults.sh`\n// fake: expect net/core/default_qdisc=pfifo\n")
+        r = self.run_runner(f)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("passed 1/1", r.stdout)
+
+    def test_failing_init_command_is_explained(self):
+        f = self.pkt("tcp/x/init.pkt", "`cat /proc/sys/net/ipv4/lowtide_unknown_name`\n")
+        r = self.run_runner(f)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("error executing init command: non-zero status 1", r.stdout)
+        self.assertIn("lowtide_unknown_name: No such file or directory", r.stdout)
+
+    def test_bad_usage_exits_2(self):
+        empty = os.path.join(self.tmp.name, "empty")
+        os.makedirs(empty)
+        for args in ([], ["--jobs", "0", self.suite], ["--json"], ["--frobnicate", self.suite],
+                     [os.path.join(self.tmp.name, "missing")], [empty], [self.fake]):
+            r = self.run_runner(*args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertRegex(r.stderr, r"^lowtide: [^:]+: ", args)
+        self.pkt("tcp/one.pkt", "")
+        env = dict(os.environ, PACKETDRILL="/nonexistent/packetdrill")
+        r = subprocess.run([sys.executable, RUNNER, self.suite], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("lowtide: PACKETDRILL: /nonexistent/packetdrill: no such file", r.stderr)
+
+    def test_no_namespace_means_no_run(self):
+        fakebin = os.path.join(self.tmp.name, "nons")
+        write(os.path.join(fakebin, "unshare"), "#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n", 0o755)
+        f = self.pkt("tcp/one.pkt", "")
+        env = dict(os.environ, PACKETDRILL=self.fake, LOWTIDE_PACKETDRILL_SO=self.so,
+                   PATH=fakebin + os.pathsep + os.environ["PATH"])
+        r = subprocess.run([sys.executable, RUNNER, f], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(r.stderr, r"^lowtide: packetdrill: cannot make a private mount and network namespace as .*: "
+                         r"unshare: unshare failed: Operation not permitted")
+        self.assertEqual(r.stdout, "")
+
+
+class RatchetTest(unittest.TestCase):
+    def ratchet(self, listed, results):
+        with tempfile.TemporaryDirectory() as t:
+            root = os.path.join(t, "suite")
+            os.makedirs(root)
+            with open(os.path.join(t, "list.txt"), "w") as f:
+                f.write("# passing\n" + "".join(n + "\n" for n in listed))
+            doc = {"total": len(results), "passed": 0, "scripts": [
+                {"path": os.path.join(root, n), "result": res, "reason": None if res == "pass" else "why"}
+                for n, res in results]}
+            with open(os.path.join(t, "r.json"), "w") as f:
+                json.dump(doc, f)
+            return subprocess.run([sys.executable, RATCHET, os.path.join(t, "list.txt"), os.path.join(t, "r.json"), root],
+                                  capture_output=True, text=True)
+
+    def test_listed_pass_ok_and_new_passes_reported(self):
+        r = self.ratchet(["tcp/a.pkt"], [("tcp/a.pkt", "pass"), ("tcp/b.pkt", "pass"), ("tcp/c.pkt", "fail")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2/3 pass, 1 listed", r.stdout)
+        self.assertIn("new pass (add it to", r.stdout)
+        self.assertIn("tcp/b.pkt", r.stdout)
+
+    def test_listed_failure_or_missing_fails(self):
+        r = self.ratchet(["tcp/a.pkt", "tcp/gone.pkt"], [("tcp/a.pkt", "fail")])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("REGRESSION: tcp/a.pkt: passed before, fails now: why", r.stdout)
+        self.assertIn("REGRESSION: tcp/gone.pkt: listed as passing, but it did not run", r.stdout)
+        self.assertIn("lowtide: packetdrill-ratchet: 2 listed script(s) no longer pass", r.stderr)
+
+    def test_bad_usage(self):
+        r = subprocess.run([sys.executable, RATCHET, "only-one"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertTrue(r.stderr.startswith("lowtide: packetdrill-ratchet: usage"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

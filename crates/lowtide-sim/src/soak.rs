@@ -411,23 +411,13 @@ impl SoakCase {
     /// the run ended within the deadline; otherwise one reason per failing flow.
     pub fn check(&self, r: &Results) -> SoakOutcome {
         let mut reasons = Vec::new();
+        // The run's verdict (crate::verdict) judges each flow: connected, every byte
+        // intact, the end of stream after exactly `bytes`.
         for f in &r.per_flow {
-            let why = if let Some(off) = f.first_error_offset {
-                Some(format!("bad byte at stream offset {off}"))
-            } else if let Some(e) = &f.socket_error {
-                Some(format!(
-                    "socket error {e} after {} bytes",
-                    f.bytes_delivered
-                ))
-            } else if f.bytes_delivered != self.bytes {
-                Some(format!(
-                    "delivered {} of {} bytes",
-                    f.bytes_delivered, self.bytes
-                ))
-            } else {
-                None
-            };
-            if let Some(why) = why {
+            if !f.verified || f.bytes_delivered != self.bytes {
+                let why = f.failure.clone().unwrap_or_else(|| {
+                    format!("delivered {} of {} bytes", f.bytes_delivered, self.bytes)
+                });
                 reasons.push(format!("flow {}: {why}", f.flow));
             }
         }
@@ -438,15 +428,14 @@ impl SoakCase {
                 self.flows
             ));
         }
-        if let Some(f) = &r.failure {
-            let limit = "time limit reached";
-            match f.starts_with(limit) {
-                true => reasons.push(format!(
-                    "liveness deadline of {} s (from the parameters) passed: {f}",
-                    self.deadline_s
-                )),
-                false => reasons.push(format!("run: {f}")),
-            }
+        if !r.verdict.ok && reasons.is_empty() {
+            reasons.push(format!("run: {}", r.verdict.summary()));
+        }
+        if reasons.iter().any(|r| r.contains("time limit")) {
+            reasons.push(format!(
+                "liveness deadline of {} s of simulated time (from the parameters) passed",
+                self.deadline_s
+            ));
         }
         SoakOutcome {
             ok: reasons.is_empty(),
@@ -670,7 +659,7 @@ mod tests {
         assert!(
             out.reasons
                 .iter()
-                .any(|r| r.starts_with("flow 0: delivered")),
+                .any(|r| r.starts_with("flow 0: stalled")),
             "{:?}",
             out.reasons
         );

@@ -657,9 +657,7 @@ mod tests {
         let out = c.run();
         assert!(!out.ok);
         assert!(
-            out.reasons
-                .iter()
-                .any(|r| r.starts_with("flow 0: stalled")),
+            out.reasons.iter().any(|r| r.starts_with("flow 0: stalled")),
             "{:?}",
             out.reasons
         );

@@ -84,10 +84,18 @@ impl Model {
     }
 
     /// `sacktag_blocks`: each block minus the cached ones, whole segments only.
-    fn sack(&mut self, blocks: &[(u64, u64)]) {
+    ///
+    /// Linux walks the sorted ranges of one ACK in a single pass that never goes back
+    /// (`tcp_sacktag_skip` returns the current skb if it starts after the range), so
+    /// a later range starting inside an skb the walk already passed may SACK less.
+    /// The first range is exact; for the later ones the model takes, segment by
+    /// segment, what the queue did (`queue_sacked`) but never more than the range
+    /// covers whole, which `check` then holds the queue to.
+    fn sack(&mut self, blocks: &[(u64, u64)], queue_sacked: &dyn Fn(u64) -> bool) {
         let mut sorted = blocks.to_vec();
         sorted.sort_unstable();
         let cache = std::mem::take(&mut self.cache);
+        let mut ranges = Vec::new();
         for &(start, end) in &sorted {
             let mut from = start;
             for &(cs, ce) in &cache {
@@ -95,19 +103,23 @@ impl Model {
                     continue;
                 }
                 if cs > from {
-                    self.tag(from, cs);
+                    ranges.push((from, cs));
                 }
                 from = from.max(ce);
             }
             if from < end {
-                self.tag(from, end);
+                ranges.push((from, end));
             }
+        }
+        for (i, &(from, to)) in ranges.iter().enumerate() {
+            self.tag(from, to, i > 0, queue_sacked);
         }
         self.cache = sorted;
     }
 
-    /// Marks SACKed every unSACKed segment inside `[start, end)`.
-    fn tag(&mut self, start: u64, end: u64) {
+    /// Marks SACKed every unSACKed segment inside `[start, end)` (only those the
+    /// queue SACKed, if `follow`).
+    fn tag(&mut self, start: u64, end: u64, follow: bool, queue_sacked: &dyn Fn(u64) -> bool) {
         let (una, nxt) = (self.una, self.nxt());
         let mut s = start.max(una);
         while s < end.min(nxt) {
@@ -119,7 +131,8 @@ impl Model {
             while e < nxt && !self.seg_start[self.idx(e)] {
                 e += 1;
             }
-            if e <= end && self.flags[self.idx(s)] & SACKED_ACKED == 0 {
+            let take = !follow || queue_sacked(s);
+            if e <= end && take && self.flags[self.idx(s)] & SACKED_ACKED == 0 {
                 for b in s..e {
                     let i = self.idx(b);
                     self.flags[i] = SACKED_ACKED;
@@ -251,7 +264,14 @@ fn step(
             both(tree, list, &|q| {
                 let _ = q.sacktag_blocks(&blocks, mss);
             });
-            m.sack(&blocks);
+            let after = skbs(tree);
+            let sacked = |b: u64| {
+                let i = after.partition_point(|&(_, end, _, _)| end <= b);
+                after
+                    .get(i)
+                    .is_some_and(|&(seq, _, bits, _)| seq <= b && bits & SACKED_ACKED != 0)
+            };
+            m.sack(&blocks, &sacked);
         }
         2 => {
             let ack = m.una + w % (span + 1);
@@ -360,16 +380,17 @@ mod tests {
             mss: 100,
         };
         m.push(1000);
-        m.sack(&[(150, 450)]);
+        let none = |_: u64| false;
+        m.sack(&[(150, 450)], &none);
         assert_eq!(m.sacked_in(0, 1000), 200, "segments 200..400 only");
-        m.sack(&[(150, 450), (450, 1000)]);
+        m.sack(&[(150, 450), (450, 1000)], &none);
         assert_eq!(
             m.sacked_in(0, 1000),
             200 + 500,
             "the cached block adds nothing"
         );
         m.clean(50, Some((0, 200)));
-        m.sack(&[(50, 160)]);
+        m.sack(&[(50, 160)], &none);
         assert_eq!(m.sacked_in(50, 1000), 700 + 100, "the grid restarted at 50");
     }
 

@@ -170,7 +170,7 @@ impl SoakCase {
         let notsent_lowat = chance(r, 0.15).then(|| log_uniform(r, 1.0, 1e6) as u32);
         // Drops in the NIC queue are likely when it holds fewer packets than flows.
         let lossy = loss.max(loss_reverse) > 0.0 || corrupt > 0.0 || queue < 4 * flows as u64;
-        let sysctls = sysctls(r, lossy);
+        let sysctls = sysctls(r, lossy, flows);
         let mut c = SoakCase {
             run,
             seed,
@@ -317,9 +317,11 @@ impl SoakCase {
     ///   four times over (the buffers' maxima), plus slow start's rounds of the RTT
     ///   (and the jitter and reordering hold);
     /// - a first receive window below one segment (tiny `tcp_rmem`, big MSS): a
-    ///   persist timeout per segment, as sender SWS avoidance waits;
+    ///   persist timeout per segment, as sender SWS avoidance waits; below two
+    ///   segments: a delayed ACK (200 ms at most) per segment;
     /// - retransmissions: every segment of a flow may need an RTO (at least
-    ///   `tcp_rto_min`, or 2 RTTs) once per expected loss, the first ones at the
+    ///   `tcp_rto_min`, or 2 RTTs) once per expected loss, backed off for as long as
+    ///   its retransmissions are expected to be lost again, the first ones at the
     ///   initial 1 s RTO;
     /// - connection setup through a NIC queue or a listen backlog shorter than the
     ///   number of flows: `flows / queue` rounds of SYNs, backing off together;
@@ -350,10 +352,15 @@ impl SoakCase {
         let queue_rtt = self.queue.min(1 << 16) as f64 * (mss + 100.0) * 8.0 / self.rate_bps as f64;
         let rto_min = cfg.tcp_rto_min_us as f64 / 1e6;
         let rto = rto_min.max(2.0 * (rtt + hold + queue_rtt)) + 0.04;
-        if (cfg.tcp_rmem[1] / 2) as f64 <= mss {
+        let first_wnd = (cfg.tcp_rmem[1] / 2) as f64;
+        if first_wnd <= mss {
             // A first receive window below one segment: the sender's SWS avoidance
             // (RFC 1122 4.2.3.4) waits for its persist timer for each segment.
             window_bound += segs * 4.0 * rto;
+        } else if first_wnd < 2.0 * mss {
+            // Room for one segment only: the receiver delays the ACK of a single
+            // segment (RFC 1122 4.2.3.2; up to 200 ms in Linux) before the next.
+            window_bound += segs * (0.2 + rtt + hold);
         }
         let transfer = 4.0 * wire / self.rate_bps as f64
             + window_bound
@@ -370,8 +377,13 @@ impl SoakCase {
             true => p.max(1.0 - 1.0 / self.loss_burst),
             false => p,
         };
+        // One loss episode: an RTO, then another (doubled) each time the
+        // retransmission is lost again, up to `TCP_RTO_MAX`.
+        let episode: f64 = (0..200)
+            .map(|i| p_again.powi(i) * (rto * 2f64.powi(i.min(30))).min(TCP_RTO_MAX_S))
+            .sum();
         let retrans =
-            segs * p / (1.0 - p).max(0.05) * 3.0 * rto + TCP_TIMEOUT_INIT_S * 8.0 * p.sqrt();
+            segs * p / (1.0 - p).max(0.05) * 3.0 * episode + TCP_TIMEOUT_INIT_S * 8.0 * p.sqrt();
         let total_segs = segs * self.flows as f64 + 2.0 * self.flows as f64;
         let k = match p_again > 0.0 {
             true => ((CONSECUTIVE_LOSS_TAIL / total_segs).ln() / p_again.ln())
@@ -399,23 +411,13 @@ impl SoakCase {
     /// the run ended within the deadline; otherwise one reason per failing flow.
     pub fn check(&self, r: &Results) -> SoakOutcome {
         let mut reasons = Vec::new();
+        // The run's verdict (crate::verdict) judges each flow: connected, every byte
+        // intact, the end of stream after exactly `bytes`.
         for f in &r.per_flow {
-            let why = if let Some(off) = f.first_error_offset {
-                Some(format!("bad byte at stream offset {off}"))
-            } else if let Some(e) = &f.socket_error {
-                Some(format!(
-                    "socket error {e} after {} bytes",
-                    f.bytes_delivered
-                ))
-            } else if f.bytes_delivered != self.bytes {
-                Some(format!(
-                    "delivered {} of {} bytes",
-                    f.bytes_delivered, self.bytes
-                ))
-            } else {
-                None
-            };
-            if let Some(why) = why {
+            if !f.verified || f.bytes_delivered != self.bytes {
+                let why = f.failure.clone().unwrap_or_else(|| {
+                    format!("delivered {} of {} bytes", f.bytes_delivered, self.bytes)
+                });
                 reasons.push(format!("flow {}: {why}", f.flow));
             }
         }
@@ -426,15 +428,14 @@ impl SoakCase {
                 self.flows
             ));
         }
-        if let Some(f) = &r.failure {
-            let limit = "time limit reached";
-            match f.starts_with(limit) {
-                true => reasons.push(format!(
-                    "liveness deadline of {} s (from the parameters) passed: {f}",
-                    self.deadline_s
-                )),
-                false => reasons.push(format!("run: {f}")),
-            }
+        if !r.verdict.ok && reasons.is_empty() {
+            reasons.push(format!("run: {}", r.verdict.summary()));
+        }
+        if reasons.iter().any(|r| r.contains("time limit")) {
+            reasons.push(format!(
+                "liveness deadline of {} s of simulated time (from the parameters) passed",
+                self.deadline_s
+            ));
         }
         SoakOutcome {
             ok: reasons.is_empty(),
@@ -469,10 +470,11 @@ impl SoakCase {
 }
 
 /// Behaviour-changing sysctls, each drawn on or off; `lossy` runs (loss,
-/// corruption, or a NIC queue short for the flows) also get the retry limits raised
-/// so that giving up (a correct outcome on a path this bad) does not mask what the
-/// soak looks for: lost bytes and stalls.
-fn sysctls(r: &mut ChaCha8Rng, lossy: bool) -> Vec<String> {
+/// corruption, or a NIC queue short for the flows) and runs whose listen backlog
+/// (`somaxconn`) is shorter than the flows also get the retry limits raised, so that
+/// giving up (a correct outcome there) does not mask what the soak looks for: lost
+/// bytes and stalls.
+fn sysctls(r: &mut ChaCha8Rng, lossy: bool, flows: u32) -> Vec<String> {
     let mut s = Vec::new();
     let mut maybe = |r: &mut ChaCha8Rng, p: f64, v: String| {
         if chance(r, p) {
@@ -530,7 +532,7 @@ fn sysctls(r: &mut ChaCha8Rng, lossy: bool) -> Vec<String> {
     let rtt_log = r.next_u64() % 16;
     maybe(r, 0.1, format!("net.ipv4.tcp_tso_rtt_log={rtt_log}"));
     let somaxconn = 1 + r.next_u64() % 64;
-    maybe(r, 0.1, format!("net.core.somaxconn={somaxconn}"));
+    let short_backlog = chance(r, 0.1) && somaxconn < flows as u64;
     // At least 2 ports per possible flow, so that connect() always finds one.
     let lo = 1024 + r.next_u64() % 60_000;
     maybe(
@@ -542,7 +544,10 @@ fn sysctls(r: &mut ChaCha8Rng, lossy: bool) -> Vec<String> {
     maybe(r, 0.2, "experimental.tsq=false".into());
     maybe(r, 0.2, "experimental.size_goal_at=write".into());
     maybe(r, 0.3, "experimental.rtx_queue=list".into());
-    if lossy {
+    if short_backlog {
+        s.push(format!("net.core.somaxconn={somaxconn}"));
+    }
+    if lossy || short_backlog {
         s.push("net.ipv4.tcp_syn_retries=127".into());
         s.push("net.ipv4.tcp_synack_retries=127".into());
         s.push("net.ipv4.tcp_retries2=127".into());
@@ -652,9 +657,7 @@ mod tests {
         let out = c.run();
         assert!(!out.ok);
         assert!(
-            out.reasons
-                .iter()
-                .any(|r| r.starts_with("flow 0: delivered")),
+            out.reasons.iter().any(|r| r.starts_with("flow 0: stalled")),
             "{:?}",
             out.reasons
         );

@@ -78,10 +78,12 @@ fn title(e: Experiment) -> &'static str {
     }
 }
 
-/// The runs of `e` in `group` (all groups if empty) whose variant starts with `v`.
+/// The runs of `e` in `group` (all groups but sweeps if empty) whose variant starts
+/// with `v`.
 fn select<'a>(file: &'a ResultsFile, e: Experiment, group: &str, v: &str) -> Vec<&'a RunRecord> {
     (file.runs.iter())
-        .filter(|r| r.experiment == e && (group.is_empty() || r.group == group))
+        .filter(|r| r.experiment == e)
+        .filter(|r| r.group == group || (group.is_empty() && !r.group.starts_with("sweep")))
         .filter(|r| r.variant.starts_with(v))
         .collect()
 }

@@ -129,3 +129,58 @@ fn bad_experiment_arguments_exit_with_2() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// `sim stream --timeseries`: one row per flow and interval with ss -ti's names,
+/// host rows beside; JSON lines for a .jsonl name.
+#[test]
+fn sim_stream_writes_a_time_series() {
+    let dir = tmp("ts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("run.csv");
+    let common = [
+        "sim",
+        "stream",
+        "--flows",
+        "2",
+        "--rate",
+        "100mbit",
+        "--rtt",
+        "10ms",
+        "--duration",
+        "1s",
+        "--timeseries-interval",
+        "100ms",
+        "--timeseries",
+    ];
+    let mut args: Vec<&str> = common.to_vec();
+    args.push(csv.to_str().unwrap());
+    run_ok(&args);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    for col in [
+        "cwnd",
+        "ssthresh",
+        "rtt_us",
+        "pacing_rate_bps",
+        "notsent",
+        "wmem_queued",
+    ] {
+        assert!(header.split(',').any(|c| c == col), "{header}");
+    }
+    // 11 grid points (0, 0.1, ..., 1.0 s) for 2 flows, less the ones before connect.
+    let rows = lines.count();
+    assert!((18..=22).contains(&rows), "{rows} rows");
+    let host = std::fs::read_to_string(dir.join("run-host.csv")).unwrap();
+    assert!(host.starts_with("time_s,tcp_mem_pages"), "{host}");
+    let jsonl = dir.join("run.jsonl");
+    let mut args: Vec<&str> = common.to_vec();
+    args.push(jsonl.to_str().unwrap());
+    run_ok(&args);
+    let text = std::fs::read_to_string(&jsonl).unwrap();
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).expect("a JSON object per line");
+        assert!(v["cwnd"].as_u64().is_some_and(|c| c > 0), "{l}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

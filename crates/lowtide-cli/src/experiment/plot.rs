@@ -145,7 +145,11 @@ fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result
         let color = COLORS[i % COLORS.len()];
         let style = color.stroke_width(2);
         let drawn = match c.points {
-            true => ch.draw_series(s.points.iter().map(|&p| Circle::new(p, 5, color.filled()))),
+            // Rings under dots, so that equal points of two series both show.
+            true => ch.draw_series(s.points.iter().map(|&p| match i {
+                0 => Circle::new(p, 8, color.stroke_width(2)),
+                _ => Circle::new(p, 4, color.filled()),
+            })),
             false => ch.draw_series(LineSeries::new(s.points.iter().copied(), style)),
         };
         drawn
@@ -159,7 +163,10 @@ fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font((FONT, 13))
-        .position(SeriesLabelPosition::UpperRight)
+        .position(match c.points {
+            true => SeriesLabelPosition::LowerRight,
+            false => SeriesLabelPosition::UpperRight,
+        })
         .draw()
         .map_err(|x| e(&x))
 }

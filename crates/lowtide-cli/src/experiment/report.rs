@@ -78,10 +78,12 @@ fn title(e: Experiment) -> &'static str {
     }
 }
 
-/// The runs of `e` in `group` (all groups if empty) whose variant starts with `v`.
+/// The runs of `e` in `group` (all groups but sweeps if empty) whose variant starts
+/// with `v`.
 fn select<'a>(file: &'a ResultsFile, e: Experiment, group: &str, v: &str) -> Vec<&'a RunRecord> {
     (file.runs.iter())
-        .filter(|r| r.experiment == e && (group.is_empty() || r.group == group))
+        .filter(|r| r.experiment == e)
+        .filter(|r| r.group == group || (group.is_empty() && !r.group.starts_with("sweep")))
         .filter(|r| r.variant.starts_with(v))
         .collect()
 }
@@ -309,7 +311,11 @@ fn notes(e: Experiment) -> Option<&'static str> {
         }
         Experiment::E3 => {
             "Delay is per packet from enqueue to the start of its serialization \
-            in host A's NIC queue (a 64 KB GSO packet counts once)."
+            in host A's NIC queue (a 64 KB GSO packet counts once), averaged over the whole \
+            run, ramp included. Without TSQ the queue grows until the receive window (3 MB \
+            per flow with the default tcp_rmem) stops the flow; the plot of the delay over \
+            time shows when that is (at 100 Mbit/s with 4 flows it is still growing at 10 s). \
+            The seed does not say which RTT, windows or duration it used."
         }
         Experiment::E4 => {
             "In virtual time a walk costs nothing, so the sender's CPU is modeled \

@@ -250,13 +250,19 @@ fn e4(b: &mut Builder) {
             b.push(r);
         }
     }
-    let sweep: &[u64] = match b.quick() {
-        true => &[],
-        false => &[GBIT / 2, GBIT, 2 * GBIT, 5 * GBIT],
+    let (sweep, sweep_secs): (&[u64], u64) = match b.quick() {
+        true => (&[GBIT / 2], 5),
+        false => (&[GBIT / 2, GBIT, 2 * GBIT, 5 * GBIT], 10),
     };
     for &r in sweep {
         for (v, kind) in [("A: list", "list"), ("B: tree", "tree")] {
-            b.push(e4_run(&format!("sweep {}", rate(r)), v, kind, r, 10));
+            b.push(e4_run(
+                &format!("sweep {}", rate(r)),
+                v,
+                kind,
+                r,
+                sweep_secs,
+            ));
         }
     }
 }

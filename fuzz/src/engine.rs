@@ -8,7 +8,7 @@
 //!   retransmit queue);
 //! - byte 1: the congestion control (`% 3`: reno, cubic, bbr) and the options of the
 //!   peer's SYN (timestamps, SACK-permitted, window scale, MSS);
-//! - then 12-byte records ([`Record`]): a segment, a jump in time or a socket call.
+//! - then 12-byte records (`Record`): a segment, a jump in time or a socket call.
 //!
 //! A segment's sequence and acknowledgment numbers are offsets from the connection's
 //! real ones (the victim's last ACK or the peer's own next sequence; the victim's

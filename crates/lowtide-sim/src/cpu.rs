@@ -143,11 +143,13 @@ impl CpuState {
         }
     }
 
-    /// Queues an arrived packet in the backlog unless it would pass `limit` bytes of
-    /// truesize (a drop, counted).
+    /// Queues an arrived packet in the backlog unless the backlog already holds more
+    /// than `limit` bytes of truesize (a drop, counted). As `sk_rcvqueues_full` in
+    /// `sk_add_backlog`, the test is on what is queued before this packet, so a
+    /// packet that finds the backlog empty always gets in.
     pub fn add_backlog(&mut self, now_ns: u64, pkt: Vec<u8>, limit: u64) {
         let size = pkt.len() as u64 + self.model.backlog_overhead;
-        if self.backlog_bytes + size > limit {
+        if self.backlog_bytes > limit {
             self.figures.backlog_drops += 1;
             return;
         }
@@ -217,10 +219,13 @@ mod tests {
             per_packet_out_ns: 100.0,
             backlog_overhead: 100,
         };
+        let mut big = CpuState::new(m.clone(), RtxQueueKind::List);
+        big.add_backlog(0, vec![0; 1000], 300); // an empty backlog takes any packet
+        assert_eq!(big.figures.backlog_drops, 0);
         let mut c = CpuState::new(m, RtxQueueKind::List);
-        c.add_backlog(0, vec![0; 100], 400);
-        c.add_backlog(0, vec![0; 100], 400);
-        c.add_backlog(0, vec![0; 100], 400); // 600 > 400: dropped
+        c.add_backlog(0, vec![0; 100], 300);
+        c.add_backlog(0, vec![0; 100], 300); // 200 queued <= 300: taken
+        c.add_backlog(0, vec![0; 100], 300); // 400 queued > 300: dropped
         assert_eq!(c.figures.backlog_drops, 1);
         assert!(c.next_packet(0).is_some());
         c.charge_in(0, 100, 0); // 1000 + 100 * 10 ns

@@ -219,7 +219,7 @@ mod tests {
             per_packet_out_ns: 100.0,
             backlog_overhead: 100,
         };
-        let mut big = CpuState::new(m.clone(), RtxQueueKind::List);
+        let mut big = CpuState::new(m, RtxQueueKind::List);
         big.add_backlog(0, vec![0; 1000], 300); // an empty backlog takes any packet
         assert_eq!(big.figures.backlog_drops, 0);
         let mut c = CpuState::new(m, RtxQueueKind::List);

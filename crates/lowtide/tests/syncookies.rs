@@ -103,3 +103,44 @@ fn a_forged_cookie_is_refused() {
     assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesFailed), 1);
     assert!(p.b.accept(l).is_err());
 }
+
+/// The client's ACK and its one data byte are lost; its FIN (sequence ISN + 2)
+/// reaches the listener first. The cookie must not validate against that sequence
+/// and make a child whose stream starts one byte late (an empty stream that ends,
+/// the real byte then dropped as old): it is refused and reset, as Linux resets an
+/// ACK whose cookie fails (`tcp_v4_do_rcv` -> `tcp_rcv_state_process` on LISTEN).
+#[test]
+fn a_fin_past_the_first_byte_does_not_complete_a_cookie() {
+    let (mut p, l) = flood(Config::default());
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    // Drop the first data segment from A (its handshake ACK is taken below).
+    let mut dropped_data = false;
+    p.filter = Some(Box::new(move |dir, pkt| {
+        if dir != Dir::AtoB {
+            return Verdict::Pass;
+        }
+        let s = Seg::parse(pkt);
+        if s.th.flags.contains(TcpFlags::FIN) {
+            return Verdict::Pass;
+        }
+        if !s.payload.is_empty() && !dropped_data {
+            dropped_data = true;
+            return Verdict::Drop;
+        }
+        Verdict::Pass
+    }));
+    p.take_in_flight(true); // the handshake's ACK, already on the wire
+    assert_eq!(p.a.send(p.now, c, b"x"), Ok(1));
+    p.flush();
+    p.a.shutdown(p.now, c, lowtide::Shutdown::Write).unwrap();
+    p.drive_for(Duration::from_secs(5));
+    if let Ok(s) = p.b.accept(l) {
+        assert_eq!(drain(&mut p.b, p.now, s), b"x", "a wrong stream");
+    }
+    assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesRecv), 0);
+    assert!(p.b.counters().get(Mib::TcpExtSyncookiesFailed) >= 1);
+    assert!(p.b.accept(l).is_err());
+}

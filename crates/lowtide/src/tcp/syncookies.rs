@@ -14,6 +14,13 @@ pub(crate) const MSSTAB: [u16; 4] = [536, 1300, 1440, 1460];
 /// `COOKIEBITS`: bits of the hash + data part; the minute counter sits above.
 const COOKIEBITS: u32 = 24;
 const COOKIEMASK: u32 = (1 << COOKIEBITS) - 1;
+/// Where the MSS index sits in the cookie's data. Divergence from Linux, which
+/// stores it in the low bits (`secure_tcp_syn_cookie`): there a segment k bytes
+/// past ISN + 1 (a FIN or data after a lost handshake ACK) decodes as index - k,
+/// validates for k <= index, and rebuilds the child with a wrong `rcv_isn`, so its
+/// stream starts k bytes late. In the top bits, any 0 < k < 2^22 leaves low bits
+/// set and fails, and the peer cannot send past the SYN-ACK's unscaled window.
+const MSSIND_SHIFT: u32 = COOKIEBITS - 2;
 /// `MAX_SYNCOOKIE_AGE`: a cookie is good for this many minutes (counter values).
 const MAX_SYNCOOKIE_AGE: u32 = 2;
 /// `TS_OPT_WSCALE_MASK`, `TS_OPT_SACK`, `TS_OPT_ECN` and `TSBITS`.
@@ -77,7 +84,11 @@ impl CookieSecret {
         self.hash(remote, local, 0, 0)
             .wrapping_add(sseq)
             .wrapping_add(count << COOKIEBITS)
-            .wrapping_add(self.hash(remote, local, count, 1).wrapping_add(data) & COOKIEMASK)
+            .wrapping_add(
+                self.hash(remote, local, count, 1)
+                    .wrapping_add(data << MSSIND_SHIFT)
+                    & COOKIEMASK,
+            )
     }
 
     /// `check_tcp_syn_cookie` + `__cookie_v4_check`: the MSS the cookie in an ACK
@@ -102,7 +113,10 @@ impl CookieSecret {
         }
         let data =
             cookie.wrapping_sub(self.hash(remote, local, count.wrapping_sub(diff), 1)) & COOKIEMASK;
-        MSSTAB.get(data as usize).copied()
+        if data & ((1 << MSSIND_SHIFT) - 1) != 0 {
+            return None; // not the sequence number the cookie was made for
+        }
+        MSSTAB.get((data >> MSSIND_SHIFT) as usize).copied()
     }
 }
 
@@ -170,8 +184,12 @@ mod tests {
                 None
             );
             assert_eq!(k.check(sa("10.0.0.9:4001"), l, ack, 1001, t0), None);
-            // (A sequence number a little off only shifts the data: as in Linux.)
             assert_eq!(k.check(r, l, ack, 101_001, t0), None);
+            // A segment a few bytes past ISN + 1 is no cookie ACK (Linux's low-bit
+            // index would decode as index - k and pass).
+            for off in 1..4 {
+                assert_eq!(k.check(r, l, ack, 1001 + off, t0), None, "{i} +{off}");
+            }
             assert_eq!(CookieSecret::new([6; 32]).check(r, l, ack, 1001, t0), None);
         }
     }

@@ -255,11 +255,18 @@ impl Tcb {
                 continue;
             }
             let mut from = start.max(self.snd_una);
+            // Only TSQ keeps a range waiting: skbs SACKed or marked lost since the
+            // drop need nothing from here (tcp_write_xmit stops on
+            // tcp_small_queue_check alone), and a range with nothing left to send
+            // must not block the ones after it for good.
+            let mut throttled = false;
             for (seq, _) in self.rtx.unsent_in(from, end) {
                 let Some(s) = self.rtx.get(seq) else { continue };
                 let (flags, data) = (s.flags, s.data.clone());
                 let truesize = data.len() as u32 + SKB_OVERHEAD;
                 if self.small_queue_check(ctx.cfg, truesize, 1) {
+                    from = seq;
+                    throttled = true;
                     break;
                 }
                 self.transmit(ctx, seq, flags, &data, truesize);
@@ -268,7 +275,7 @@ impl Tcb {
                 self.rtx.set_tx_rate(seq, tx);
                 from = seq + data.len() as u64 + (flags & FLAG_FIN != 0) as u64;
             }
-            if from < end {
+            if throttled {
                 left.push((from, end));
                 left.extend_from_slice(&drops[i + 1..]);
                 break;
@@ -475,5 +482,61 @@ mod defer_tests {
             t.tso_should_defer(&ctx, 16_001, 16_000, false, true, 64),
             None
         );
+    }
+}
+
+#[cfg(test)]
+mod local_drop_tests {
+    use super::*;
+    use crate::mib::Counters;
+    use crate::tcp::skb::{Skb, SKB_OVERHEAD};
+    use std::collections::VecDeque;
+
+    #[test]
+    fn a_dropped_range_since_sacked_does_not_hold_back_the_rest() {
+        // Two copies of one skb were sent (one range recorded per drop); one copy was
+        // dropped and the other SACKed. Nothing of that range is left to send, so it
+        // must not keep the range after it waiting for ever (the soak's stalled flow).
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.mss_cache = 1000;
+        t.cw.snd_cwnd = 10;
+        t.snd_wnd = 100_000;
+        t.snd_una = 1;
+        for i in 0..3u64 {
+            t.rtx.push(Skb {
+                seq: 1 + i * 1000,
+                end_seq: 1001 + i * 1000,
+                data: bytes::Bytes::from(vec![0; 1000]),
+                flags: 0,
+                sacked: 0,
+                pcount: 1,
+                tx_time: Instant::ZERO,
+                truesize: 1000 + SKB_OVERHEAD,
+                tx: Default::default(),
+            });
+        }
+        t.snd_nxt = 3001;
+        t.rtx.sacktag(1001, 2001, 1000);
+        t.local_drops = vec![(1001, 2001), (2001, 3001)];
+        t.pending = None;
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let mut ctx = Ctx {
+            now: Instant(1_000_000),
+            cfg: &cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            tx_orphan: false,
+        };
+        t.resend_local_drops(&mut ctx);
+        assert_eq!(t.local_drops, vec![], "every range resent or SACKed");
+        assert_eq!(t.resource_retry_at, None);
+        // tcp_rearm_rto: data is outstanding again, so the RTO is armed.
+        assert!(matches!(t.pending, Some((Pending::Retrans, _))));
+        assert_eq!(out.len(), 1, "the skb at 2001 went out again");
     }
 }

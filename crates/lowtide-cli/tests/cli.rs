@@ -343,3 +343,45 @@ fn runs_that_carried_no_data_fail_with_a_reason_per_flow() {
         }
     }
 }
+
+/// Soak run 4773 (issue 12): with SYN cookies in use (somaxconn below the flows), a
+/// client's late retransmission reaches the listener after its connection closed and
+/// is a valid cookie ACK, so a second connection is born from the same port (as in
+/// Linux). The simulator's receiver must not append it to the finished flow: before,
+/// flow 78 read 1,538 bytes past its end ("bad stream at offset 1826").
+#[test]
+fn a_second_connection_from_a_flows_port_is_a_stray_not_more_stream() {
+    let args = [
+        "sim",
+        "stream",
+        "--flows=145",
+        "--bytes=1826",
+        "--rate=73579808",
+        "--rtt=89942us",
+        "--loss=0.006665",
+        "--loss-burst=2.1",
+        "--jitter=44081us",
+        "--queue=100000",
+        "--mss=1550",
+        "--gro=off",
+        "--seed=17641238089543402820",
+        "--time-limit=4948s",
+        "--sysctl=net.ipv4.tcp_congestion_control=cubic",
+        "--sysctl=net.ipv4.tcp_moderate_rcvbuf=0",
+        "--sysctl=experimental.tsq=false",
+        "--sysctl=net.core.somaxconn=40",
+        "--sysctl=net.ipv4.tcp_syn_retries=127",
+        "--sysctl=net.ipv4.tcp_synack_retries=127",
+        "--sysctl=net.ipv4.tcp_retries2=127",
+        "--json",
+    ];
+    let out = lowtide(&args);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert!(
+        v["drops"]["stray_connections"].as_u64().unwrap() >= 1,
+        "{}",
+        v["drops"]
+    );
+    assert_eq!(v["per_flow"][78]["failure"], serde_json::Value::Null);
+    assert_eq!(v["per_flow"][78]["bytes_delivered"], 1826);
+}

@@ -261,6 +261,9 @@ pub struct Receiver {
     pub error: Option<SocketError>,
     /// The receiver saw the end of stream and closed.
     pub closed: bool,
+    /// A connection was accepted for this flow (a later one from the same port is
+    /// a stray: see `World::accept_all`).
+    pub accepted: bool,
 }
 
 impl Receiver {
@@ -272,6 +275,7 @@ impl Receiver {
             last_byte_at: Instant::ZERO,
             error: None,
             closed: false,
+            accepted: false,
         }
     }
 

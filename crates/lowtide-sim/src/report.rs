@@ -96,6 +96,7 @@ fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
     let drops = Drops {
         link_loss: w.links.iter().map(|l| l.stats.lost).sum(),
         queue: w.hosts.iter().map(|h| h.nic.stats(end).drops).sum(),
+        stray_connections: w.stray_connections,
     };
     Results {
         flows: sc.flows,

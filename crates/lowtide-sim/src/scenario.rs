@@ -186,6 +186,9 @@ pub struct Drops {
     pub link_loss: u64,
     /// Packets dropped by full NIC queues (both hosts).
     pub queue: u64,
+    /// Connections the receiving host accepted from a flow's port after the flow's
+    /// own one (an old duplicate let in by a SYN cookie), closed unread.
+    pub stray_connections: u64,
 }
 
 /// What sat in the sending host A's device queue, per flow (the `device_queue`

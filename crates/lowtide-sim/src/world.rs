@@ -65,6 +65,8 @@ pub(crate) struct World {
     pub listener: Option<SocketHandle>,
     /// Sender ephemeral port -> flow, to match accepted sockets to flows.
     pub port_flow: FxHashMap<u16, u32>,
+    /// Connections accepted from a flow's port after its own one (closed, counted).
+    pub stray_connections: u64,
     pub wbuf: WriteBuf,
     pub rbuf: Vec<u8>,
     pub events: u64,
@@ -152,6 +154,7 @@ impl World {
             rx_usecs_ns: sc.rx_usecs_ns,
             listener: None,
             port_flow: FxHashMap::default(),
+            stray_connections: 0,
             wbuf: WriteBuf::default(),
             rbuf: vec![0; IO_BUF],
             events: 0,
@@ -623,7 +626,18 @@ impl World {
                 let _ = b.stack.close(now, h);
                 continue;
             };
+            if self.flows[f as usize].receiver.accepted {
+                // Each client port opens one connection. A second one from the same
+                // port is an old duplicate that a SYN cookie let in after the first
+                // closed (`tcp_v4_cookie_check` accepts it as Linux does): a new
+                // connection, not more of the finished stream.
+                tracing::warn!(flow = f, "stray second connection from a flow's port");
+                self.stray_connections += 1;
+                let _ = b.stack.close(now, h);
+                continue;
+            }
             b.register(h, Role::Receiver(f));
+            self.flows[f as usize].receiver.accepted = true;
             self.flows[f as usize].receiver.handle = Some(h);
             let ev = SocketEvent {
                 socket: h,

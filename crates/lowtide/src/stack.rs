@@ -304,6 +304,18 @@ impl Stack {
         local: SocketAddr,
         remote: SocketAddr,
     ) -> Result<SocketHandle, SocketError> {
+        self.active_open(now, local, remote, None)
+    }
+
+    /// `tcp_v4_connect`: picks the 4-tuple, a secure ISN (`new_tcb`), applies the
+    /// socket's options if it has any, and sends the SYN.
+    pub(crate) fn active_open(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        opts: Option<&tcp::sockopt::SockOptions>,
+    ) -> Result<SocketHandle, SocketError> {
         if remote.port() == 0 || remote.ip().is_unspecified() || local.is_ipv4() != remote.is_ipv4()
         {
             return Err(SocketError::InvalidInput);
@@ -312,7 +324,10 @@ impl Stack {
             return Err(SocketError::AddrNotAvailable);
         }
         let tuple = self.pick_tuple(local, remote)?;
-        let tcb = self.new_tcb(tuple, now);
+        let mut tcb = self.new_tcb(tuple, now);
+        if let Some(o) = opts {
+            tcb.apply_options(&self.cfg, o);
+        }
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);
         self.with_tcb(now, h.index, |tcb, ctx| tcb.connect(ctx));

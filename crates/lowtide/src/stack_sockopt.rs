@@ -40,21 +40,7 @@ impl Stack {
         remote: SocketAddr,
         opts: &SockOptions,
     ) -> Result<SocketHandle, SocketError> {
-        if remote.port() == 0 || remote.ip().is_unspecified() || local.is_ipv4() != remote.is_ipv4()
-        {
-            return Err(SocketError::InvalidInput);
-        }
-        if !self.addrs.contains(&local.ip()) {
-            return Err(SocketError::AddrNotAvailable);
-        }
-        let tuple = self.pick_tuple(local, remote)?;
-        let iss = self.rng.next_u32();
-        let mut tcb = crate::tcp::Tcb::new(&self.cfg, tuple, iss, now);
-        tcb.apply_options(&self.cfg, opts);
-        let h = self.alloc(Sock::Tcp(Box::new(tcb)));
-        self.conns.insert(tuple, h.index);
-        self.with_tcb(now, h.index, |tcb, ctx| tcb.connect(ctx));
-        Ok(h)
+        self.active_open(now, local, remote, Some(opts))
     }
 
     /// `send(2)` with `MSG_MORE` (`more`): see [`Stack::send`].

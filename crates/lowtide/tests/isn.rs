@@ -63,3 +63,16 @@ fn successive_ports_to_one_destination_are_not_sequential() {
     sorted.dedup();
     assert_eq!(sorted.len(), ports.len(), "{ports:?}");
 }
+
+#[test]
+fn connect_with_socket_options_draws_the_same_secure_isn() {
+    // The socket layer's connect (options set before connect(2)) opens the same way
+    // as Stack::connect: secure_tcp_seq's ISN, not the stack's plain RNG.
+    let t = Instant::ZERO;
+    let plain = syn(&mut stack(1, Some([1; 32])), t);
+    let mut st = stack(1, Some([1; 32]));
+    let opts = lowtide::tcp::sockopt::SockOptions::default();
+    st.connect_with(t, addr(A, 0), addr(B, 80), &opts).unwrap();
+    let s = Seg::parse(&st.poll_transmit(t).expect("SYN").packet);
+    assert_eq!((s.th.src_port, s.th.seq), plain);
+}

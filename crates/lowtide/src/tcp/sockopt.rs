@@ -89,7 +89,6 @@ impl Tcb {
         if o.user_timeout_ms != 0 {
             self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
         }
-        let _ = cfg;
     }
 
     /// `TCP_MAXSEG` getsockopt: `mss_cache`, or `user_mss` in CLOSE/LISTEN.

@@ -262,7 +262,19 @@ impl Tcb {
     /// `tcp_clamp_probe0_to_user_timeout`: the next probe comes no later than the
     /// user timeout's end (at least `TCP_TIMEOUT_MIN` from now).
     fn clamp_probe0_to_user_timeout(&self, ctx: &Ctx, when: Duration) -> Duration {
-        match self.probes_tstamp {
+        self.clamp_to_user_timeout(ctx, self.probes_tstamp, when)
+    }
+
+    /// `tcp_clamp_rto_to_user_timeout`: the next RTO comes no later than the user
+    /// timeout's end, counted from the first retransmission.
+    fn clamp_rto_to_user_timeout(&self, ctx: &Ctx, rto: Duration) -> Duration {
+        self.clamp_to_user_timeout(ctx, self.retrans_stamp, rto)
+    }
+
+    /// `when`, but no later than `TCP_USER_TIMEOUT` after `start` (and at least
+    /// `TCP_TIMEOUT_MIN` from now); unchanged without a user timeout or a start.
+    fn clamp_to_user_timeout(&self, ctx: &Ctx, start: Option<Instant>, when: Duration) -> Duration {
+        match start {
             Some(t) if !self.user_timeout.is_zero() => {
                 let elapsed = ctx.now.saturating_since(t);
                 let remaining = self
@@ -272,22 +284,6 @@ impl Tcb {
                 when.min(remaining)
             }
             _ => when,
-        }
-    }
-
-    /// `tcp_clamp_rto_to_user_timeout`: the next RTO comes no later than the user
-    /// timeout's end, counted from the first retransmission.
-    fn clamp_rto_to_user_timeout(&self, ctx: &Ctx, rto: Duration) -> Duration {
-        match self.retrans_stamp {
-            Some(t) if !self.user_timeout.is_zero() => {
-                let elapsed = ctx.now.saturating_since(t);
-                let remaining = self
-                    .user_timeout
-                    .saturating_sub(elapsed)
-                    .max(TCP_TIMEOUT_MIN);
-                rto.min(remaining)
-            }
-            _ => rto,
         }
     }
 

@@ -51,75 +51,134 @@ pub fn read_sysctl(ns: &NetNs, name: &str) -> Result<String, String> {
     exec(ns, &["sysctl", "-n", name]).map(|s| s.trim().to_owned())
 }
 
-/// Two namespaces joined by a veth pair: the sender's side 10.9.0.1/24 on `dev`, the
-/// receiver's 10.9.0.2/24. With a rate, the sender's device gets the E3 bottleneck:
-/// htb (one class at the rate) with a pfifo of 1000 packets under it (handle 10:).
-pub struct VethPair {
+/// Creates a veth pair, `a` in namespace `na` and `b` in `nb`, with addresses
+/// (CIDR), both up.
+fn veth(na: &NetNs, a: (&str, &str), nb: &NetNs, b: (&str, &str)) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(["link", "add", a.0, "netns", na.name(), "type", "veth"])
+        .args(["peer", "name", b.0, "netns", nb.name()])
+        .output()
+        .map_err(|e| format!("ip link add: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ip link add (veth): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    for (ns, (dev, addr)) in [(na, a), (nb, b)] {
+        exec(ns, &["ip", "addr", "add", addr, "dev", dev])?;
+        exec(ns, &["ip", "link", "set", dev, "up"])?;
+    }
+    Ok(())
+}
+
+/// The E3 bottleneck on `dev`: htb (one class at `rate_bps`) with a pfifo of 1000
+/// packets under it (handle 10:).
+fn bottleneck(ns: &NetNs, dev: &str, rate_bps: u64) -> Result<(), String> {
+    let r = format!("{rate_bps}bit");
+    let tc = |args: &[&str]| {
+        let mut v = vec!["tc"];
+        v.extend_from_slice(args);
+        exec(ns, &v)
+    };
+    tc(&[
+        "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+    ])?;
+    tc(&[
+        "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r,
+    ])?;
+    tc(&[
+        "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "pfifo", "limit", "1000",
+    ])?;
+    Ok(())
+}
+
+/// A kernel sender and receiver in two namespaces with the E3 bottleneck (htb +
+/// pfifo) between them: on the sender's own device ([`Path::Local`], where TCP Small
+/// Queues counts its bytes), or on a router's device one hop away ([`Path::Routed`]:
+/// forwarded packets are no longer charged to the sender's socket, so TSQ does not
+/// limit that queue and only the congestion window does, as before TSQ).
+pub struct Bottleneck {
     /// The sender's namespace.
     pub sender: NetNs,
     /// The receiver's namespace.
     pub receiver: NetNs,
-    /// The sender's device.
+    /// The router's namespace, if routed.
+    pub router: Option<NetNs>,
+    /// The device with the bottleneck.
     pub dev: String,
+    /// The receiver's address.
+    pub receiver_addr: [u8; 4],
 }
 
-/// The receiver's address on a [`VethPair`].
-pub const VETH_RECEIVER: [u8; 4] = [10, 9, 0, 2];
+/// Where [`Bottleneck`]'s queue is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// On the sender's device: sender 10.9.0.1/24, receiver 10.9.0.2/24.
+    Local,
+    /// On a router's device towards the receiver: sender 10.9.0.1/24 -> router
+    /// 10.9.0.254 / 10.9.1.254 -> receiver 10.9.1.2/24.
+    Routed,
+}
 
-impl VethPair {
-    /// Creates the pair and, with `rate_bps`, the bottleneck.
-    pub fn new(rate_bps: Option<u64>) -> Result<VethPair, String> {
+impl Bottleneck {
+    /// Creates the namespaces, devices, routes and the bottleneck at `rate_bps`.
+    pub fn new(rate_bps: u64, path: Path) -> Result<Bottleneck, String> {
         let sender = namespace("lts")?;
         let receiver = namespace("ltr")?;
-        let dev = netns::unique_name("lv");
-        let peer = netns::unique_name("lw");
-        let out = Command::new("ip")
-            .args(["link", "add", &dev, "netns", sender.name(), "type", "veth"])
-            .args(["peer", "name", &peer, "netns", receiver.name()])
-            .output()
-            .map_err(|e| format!("ip link add: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "ip link add (veth): {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+        let (s_dev, r_dev) = (netns::unique_name("lv"), netns::unique_name("lw"));
+        if path == Path::Local {
+            veth(
+                &sender,
+                (&s_dev, "10.9.0.1/24"),
+                &receiver,
+                (&r_dev, "10.9.0.2/24"),
+            )?;
+            bottleneck(&sender, &s_dev, rate_bps)?;
+            return Ok(Bottleneck {
+                sender,
+                receiver,
+                router: None,
+                dev: s_dev,
+                receiver_addr: [10, 9, 0, 2],
+            });
         }
-        exec(&sender, &["ip", "addr", "add", "10.9.0.1/24", "dev", &dev])?;
+        let router = namespace("ltg")?;
+        let (g_in, g_out) = (netns::unique_name("lg"), netns::unique_name("lh"));
+        veth(
+            &sender,
+            (&s_dev, "10.9.0.1/24"),
+            &router,
+            (&g_in, "10.9.0.254/24"),
+        )?;
+        veth(
+            &router,
+            (&g_out, "10.9.1.254/24"),
+            &receiver,
+            (&r_dev, "10.9.1.2/24"),
+        )?;
+        exec(
+            &sender,
+            &["ip", "route", "add", "default", "via", "10.9.0.254"],
+        )?;
         exec(
             &receiver,
-            &["ip", "addr", "add", "10.9.0.2/24", "dev", &peer],
+            &["ip", "route", "add", "default", "via", "10.9.1.254"],
         )?;
-        exec(&sender, &["ip", "link", "set", &dev, "up"])?;
-        exec(&receiver, &["ip", "link", "set", &peer, "up"])?;
-        if let Some(rate) = rate_bps {
-            let r = format!("{rate}bit");
-            exec(
-                &sender,
-                &[
-                    "tc", "qdisc", "add", "dev", &dev, "root", "handle", "1:", "htb", "default",
-                    "1",
-                ],
-            )?;
-            exec(
-                &sender,
-                &[
-                    "tc", "class", "add", "dev", &dev, "parent", "1:", "classid", "1:1", "htb",
-                    "rate", &r,
-                ],
-            )?;
-            exec(
-                &sender,
-                &[
-                    "tc", "qdisc", "add", "dev", &dev, "parent", "1:1", "handle", "10:", "pfifo",
-                    "limit", "1000",
-                ],
-            )?;
-        }
-        Ok(VethPair {
+        sysctl(&router, "net.ipv4.ip_forward", "1")?;
+        bottleneck(&router, &g_out, rate_bps)?;
+        Ok(Bottleneck {
             sender,
             receiver,
-            dev,
+            router: Some(router),
+            dev: g_out,
+            receiver_addr: [10, 9, 1, 2],
         })
+    }
+
+    /// The namespace of the bottleneck's device.
+    pub fn queue_ns(&self) -> &NetNs {
+        self.router.as_ref().unwrap_or(&self.sender)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The real-path runs of each experiment, their execution and their checks.
 
-use super::kernel::{self, Sampler, Send, VethPair};
+use super::kernel::{self, Bottleneck, Sampler, Send};
 use super::tun::{self, StackRun, TunLink};
 use super::{RealCheck, RealResults, RealRun, Side};
 use lowtide_sim::experiment::Experiment;
@@ -106,6 +106,12 @@ fn fill_stack(r: &mut RealRun, o: &tun::StackOutcome, rate_bps: u64) {
     r.cpu_sys_s = Some(o.cpu_sys_s);
     r.cpu_per_ack_us = (o.ip_in_receives > 0).then(|| o.cpu_user_s * 1e6 / o.ip_in_receives as f64);
     r.mean_pages = Some(o.mean_pages);
+    if !o.info_at_end.is_empty() {
+        r.params.push((
+            "first flow's tcp_info at the end".into(),
+            o.info_at_end.clone(),
+        ));
+    }
     r.wakeups_per_s = (o.write_seconds > 0.0).then(|| o.wakeups as f64 / o.write_seconds);
     r.series = (o.queue_series.iter())
         .map(|&(t, b)| (t, ms(b as f64)))
@@ -318,13 +324,18 @@ fn e3(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
             }
             runs.push(r);
         }
-        for (v, limit) in [
-            ("A: tcp_limit_output_bytes 1 GB", Some(HUGE_LIMIT)),
-            ("B: default", None),
+        for (v, limit, routed) in [
+            ("A: tcp_limit_output_bytes 1 GB", Some(HUGE_LIMIT), false),
+            ("B: default", None, false),
+            (
+                "R: queue one hop away (a router's pfifo: TSQ does not see it)",
+                None,
+                true,
+            ),
         ] {
             say(quiet, &format!("e3 kernel {group} / {v}"));
             let mut r = record(Experiment::E3, Side::Kernel, &group, v, &params);
-            if let Err(e) = kernel_e3(&mut r, rate, flows, secs, limit) {
+            if let Err(e) = kernel_e3(&mut r, (rate, flows, secs), limit, routed) {
                 r.error = Some(e);
             }
             runs.push(r);
@@ -334,20 +345,23 @@ fn e3(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
 
 fn kernel_e3(
     r: &mut RealRun,
-    rate: u64,
-    flows: usize,
-    secs: u64,
+    (rate, flows, secs): (u64, usize, u64),
     limit: Option<&str>,
+    routed: bool,
 ) -> Result<(), String> {
-    let pair = VethPair::new(Some(rate))?;
+    let path = match routed {
+        true => kernel::Path::Routed,
+        false => kernel::Path::Local,
+    };
+    let pair = Bottleneck::new(rate, path)?;
     if let Some(l) = limit {
         kernel::sysctl(&pair.sender, "net.ipv4.tcp_limit_output_bytes", l)?;
     }
     let used = kernel::read_sysctl(&pair.sender, "net.ipv4.tcp_limit_output_bytes")?;
     r.params.push(("tcp_limit_output_bytes".into(), used));
     let sink = kernel::sink(&pair.receiver, 5201, flows)?;
-    let sampler = Sampler::backlog(&pair.sender, &pair.dev, "10:", Duration::from_millis(10))?;
-    let to = SocketAddr::from((kernel::VETH_RECEIVER, 5201));
+    let sampler = Sampler::backlog(pair.queue_ns(), &pair.dev, "10:", Duration::from_millis(10))?;
+    let to = SocketAddr::from((pair.receiver_addr, 5201));
     let senders = kernel::senders(
         &pair.sender,
         to,
@@ -389,9 +403,9 @@ fn kernel_e3(
 /// single segments: nothing for GRO to merge), 150 ms RTT, 1 % loss on the data path,
 /// BBR, buffers of 256 MB; list vs tree. Goodput and the sender thread's CPU per ACK.
 fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
-    let (secs, rate) = match quick {
-        true => (4, 100_000_000),
-        false => (20, 500_000_000),
+    let (secs, rate, reps) = match quick {
+        true => (4, 100_000_000, 1),
+        false => (20, 500_000_000, 3),
     };
     let group = format!("{}, 150 ms, 1 % loss", rate_name(rate));
     let params = [
@@ -400,7 +414,9 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
         ("cc", "bbr".into()),
         ("offload", "off (receiver gets MSS packets)".into()),
     ];
-    for (v, kind) in [("A: list", "list"), ("B: tree", "tree")] {
+    // Alternating list and tree, so that a slow spell of the machine hits both.
+    let order = (0..reps).flat_map(|_| [("A: list", "list"), ("B: tree", "tree")]);
+    for (v, kind) in order {
         say(quiet, &format!("e4 lowtide {group} / {v}"));
         let mut r = record(Experiment::E4, Side::Lowtide, &group, v, &params);
         let run = StackRun {

@@ -76,6 +76,8 @@ pub struct StackOutcome {
     pub wakeups: u64,
     /// How long the flows wrote (s).
     pub write_seconds: f64,
+    /// The first flow's `tcp_info` when it stopped writing, in words (`ss -ti` names).
+    pub info_at_end: String,
 }
 
 /// The calling thread's (user, system) CPU seconds (`getrusage(RUSAGE_THREAD)`).
@@ -160,6 +162,7 @@ struct Flow {
     shut: bool,
     closed: bool,
     wakeups: u64,
+    info_at_end: String,
     /// The socket refused part of a write: wait for its writable event (EPOLLOUT), as
     /// a blocking writer sleeps in sk_stream_wait_memory until sk_stream_write_space.
     blocked: bool,
@@ -181,6 +184,7 @@ fn drive(rt: &mut Runtime, run: &StackRun) -> Result<StackOutcome, String> {
             shut: false,
             closed: false,
             wakeups: 0,
+            info_at_end: String::new(),
             blocked: false,
         });
     }
@@ -258,6 +262,9 @@ fn drive(rt: &mut Runtime, run: &StackRun) -> Result<StackOutcome, String> {
         cpu_user_s: cpu1.0 - cpu0.0,
         cpu_sys_s: cpu1.1 - cpu0.1,
         wakeups: flows.iter().map(|f| f.wakeups).sum(),
+        info_at_end: flows
+            .first()
+            .map_or(String::new(), |f| f.info_at_end.clone()),
         write_seconds: match run.what {
             Send::For(d) => d.as_secs_f64(),
             Send::Bytes(_) => 0.0,
@@ -299,7 +306,22 @@ fn step(
         return Ok(());
     }
     if !f.shut {
-        f.wakeups = rt.stack_ref().info(now, f.h).map_or(0, |i| i.wakeups);
+        if let Ok(i) = rt.stack_ref().info(now, f.h) {
+            f.wakeups = i.wakeups;
+            f.info_at_end = format!(
+                "cwnd {}, ssthresh {}, snd_wnd {}, pacing_rate {:.0} Mbit/s, delivery_rate {:.0} Mbit/s, \
+                 rwnd_limited {} ms, sndbuf_limited {} ms, busy {} ms, retrans {}",
+                i.snd_cwnd,
+                i.snd_ssthresh,
+                i.snd_wnd,
+                i.pacing_rate as f64 * 8.0 / 1e6,
+                i.delivery_rate as f64 * 8.0 / 1e6,
+                i.rwnd_limited / 1000,
+                i.sndbuf_limited / 1000,
+                i.busy_time / 1000,
+                i.total_retrans
+            );
+        }
         (rt.stack().shutdown(now, f.h, Shutdown::Write)).map_err(|e| format!("shutdown: {e}"))?;
         f.shut = true;
     }

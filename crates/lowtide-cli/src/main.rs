@@ -8,6 +8,7 @@
 mod config_file;
 mod experiment;
 mod real;
+mod real_timeseries;
 mod soak;
 mod summary;
 mod timeseries;

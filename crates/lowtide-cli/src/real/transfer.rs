@@ -43,6 +43,8 @@ pub struct TransferArgs {
     json: bool,
     #[command(flatten)]
     real: RealArgs,
+    #[command(flatten)]
+    ts: crate::real_timeseries::TimeseriesArgs,
 }
 
 /// How long a closed connection is still served, so that the FIN exchange completes.
@@ -223,7 +225,7 @@ fn hex(b: &[u8]) -> String {
 
 /// Runs `lowtide transfer`.
 pub fn run(args: &TransferArgs) -> ExitCode {
-    if let Err(e) = args.real.validate() {
+    if let Err(e) = args.real.validate().and_then(|_| args.ts.validate()) {
         return crate::usage_error(&e);
     }
     let (mut rt, local) = match args.real.open() {
@@ -248,8 +250,12 @@ pub fn run(args: &TransferArgs) -> ExitCode {
         return fail(&format!("cannot open the connection: {e}"));
     }
     let deadline = rt.now() + args.timeout;
-    if let Err(e) = drive(&mut rt, &mut t, deadline) {
+    let mut rec = args.ts.recorder(rt.now());
+    if let Err(e) = drive(&mut rt, &mut t, deadline, rec.as_mut()) {
         return fail(&e);
+    }
+    if let Err(e) = args.ts.write(rec.as_ref()) {
+        return fail(&format!("timeseries: {e}"));
     }
     linger(&mut rt);
     let report = t.report(&rt);
@@ -279,9 +285,17 @@ fn open(
     Ok(())
 }
 
-fn drive(rt: &mut Runtime, t: &mut Transfer, deadline: Instant) -> Result<(), String> {
+fn drive(
+    rt: &mut Runtime,
+    t: &mut Transfer,
+    deadline: Instant,
+    mut rec: Option<&mut crate::real_timeseries::Recorder>,
+) -> Result<(), String> {
     loop {
         t.step(rt);
+        if let (Some(r), Some(c)) = (rec.as_deref_mut(), t.conn) {
+            r.observe(rt, &[c]);
+        }
         if t.done() {
             return Ok(());
         }

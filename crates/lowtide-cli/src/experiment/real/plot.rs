@@ -26,12 +26,16 @@ pub fn render(real: &RealResults, out: &Path) -> Result<Vec<PathBuf>, String> {
             .collect();
         let Some(first) = rs.first() else { continue };
         let params: Vec<String> = (first.params.iter())
-            .filter(|(k, _)| k != "tcp_limit_output_bytes")
+            .filter(|(k, _)| ["rate", "flows", "duration", "queue"].contains(&k.as_str()))
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        let label = |r: &super::RealRun| match r.side {
-            Some(Side::Kernel) => format!("kernel, {}", r.variant),
-            _ => format!("lowtide on TUN, {}", r.variant),
+        // Short labels: the legend sits over the plot's upper right.
+        let label = |r: &super::RealRun| {
+            let v = r.variant.split(" (").next().unwrap_or("");
+            match r.side {
+                Some(Side::Kernel) => format!("kernel {v}"),
+                _ => format!("lowtide {v}"),
+            }
         };
         panels.push(Chart {
             title: format!("E3 real path, {g}: device-queue delay over time (lowtide: its link queue; kernel: pfifo under htb)"),

@@ -1,0 +1,82 @@
+//! `lowtide transfer --timeseries`: the simulator's time-series columns from a real
+//! run (lowtide on TUN to a kernel receiver through a 100 Mbit/s, 10 ms path). Needs
+//! root: skipped with a message otherwise, a failure under
+//! LOWTIDE_REQUIRE_PRIVILEGED_TESTS (set by CI).
+
+mod common;
+
+use common::*;
+use lowtide_tun::netns::privileged;
+use std::time::Duration;
+
+#[test]
+fn transfer_writes_a_time_series() {
+    if !privileged("transfer_writes_a_time_series") {
+        return;
+    }
+    let env = Env::new("lts");
+    let server = kernel_server(&env, 6100);
+    let dir = std::env::temp_dir().join(format!("lowtide-ts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("run.csv");
+    let out = env
+        .lowtide(&[
+            "transfer",
+            "--connect",
+            "10.7.0.1:6100",
+            "--send",
+            "3000000",
+            "--tun",
+            "lt0",
+            "--tun-addr",
+            "10.7.0.1/24",
+            "--rate",
+            "100mbit",
+            "--rtt",
+            "10ms",
+            "--json",
+            "--timeseries",
+            csv.to_str().unwrap(),
+            "--timeseries-interval",
+            "20ms",
+        ])
+        .wait(Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (n, _) = server.join().expect("kernel server");
+    assert_eq!(n, 3_000_000);
+    let flows = std::fs::read_to_string(&csv).expect("flow rows");
+    let mut lines = flows.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with("time_s,flow,cwnd,ssthresh,rtt_us,pacing_rate_bps"),
+        "{header}"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 3 MB at 100 Mbit/s take at least 240 ms: a dozen points of 20 ms or more.
+    assert!(rows.len() >= 12, "{} rows", rows.len());
+    let col = |name: &str| header.split(',').position(|c| c == name).unwrap();
+    let acked: Vec<u64> = rows
+        .iter()
+        .map(|r| r[col("bytes_acked")].parse().unwrap())
+        .collect();
+    assert!(
+        acked.windows(2).all(|w| w[0] <= w[1]),
+        "bytes_acked never falls"
+    );
+    assert!(*acked.last().unwrap() > 1_000_000, "{acked:?}");
+    assert!(rows
+        .iter()
+        .any(|r| r[col("cwnd")].parse::<u32>().unwrap() > 10));
+    let host = std::fs::read_to_string(dir.join("run-host.csv")).expect("host rows");
+    assert!(host.starts_with("time_s,tcp_mem_pages,wmem_queued,dev_queue_bytes"));
+    assert_eq!(
+        host.lines().count(),
+        rows.len() + 1,
+        "one host row per point"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -188,6 +188,8 @@ pub struct Tcb {
     /// Last data sent (`lsndtime`) and received (`lrcvtime`).
     pub(crate) lsndtime: Instant,
     pub(crate) lrcvtime: Instant,
+    /// Last acceptable ACK received (`rcv_tstamp`, set by tcp_ack).
+    pub(crate) rcv_tstamp: Instant,
     pub(crate) retrans_stamp: Option<Instant>,
 
     // ---- congestion control and recovery ----
@@ -361,6 +363,7 @@ impl Tcb {
             tw_at: None,
             lsndtime: now,
             lrcvtime: now,
+            rcv_tstamp: now,
             retrans_stamp: None,
             cw: CwndState::new(cfg.initcwnd),
             cc,

@@ -130,6 +130,8 @@ mib! {
     TcpExtTCPACKSkippedChallenge,
     /// Zero-window probes sent.
     TcpExtTCPWinProbe,
+    /// Keepalive probes sent (`LINUX_MIB_TCPKEEPALIVE`).
+    TcpExtTCPKeepAlive,
     /// Times the receive window was advertised as zero.
     TcpExtTCPToZeroWindowAdv,
     /// Times the receive window reopened from zero.

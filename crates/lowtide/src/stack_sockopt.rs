@@ -4,6 +4,7 @@
 
 use super::{Sock, Stack};
 use crate::socket::{SocketError, SocketHandle};
+use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
 use crate::tcp::sockopt::{SockOptions, SockStatus};
 use crate::time::Instant;
 use std::net::SocketAddr;
@@ -90,6 +91,29 @@ impl Stack {
         Ok(())
     }
 
+    /// `SO_KEEPALIVE` with `TCP_KEEPIDLE`/`TCP_KEEPINTVL`/`TCP_KEEPCNT` on a
+    /// connection, with Linux's effect on a running keepalive timer (see
+    /// [`crate::tcp::keepalive`]). Out-of-range values are
+    /// [`SocketError::InvalidInput`] (`EINVAL`).
+    pub fn set_keepalive(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        ka: Keepalive,
+    ) -> Result<(), SocketError> {
+        if !keepalive_in_range(&ka) {
+            return Err(SocketError::InvalidInput);
+        }
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.set_keepalive(ctx, ka));
+        Ok(())
+    }
+
+    /// The connection's keepalive settings as set (`None`: the sysctl applies).
+    pub fn keepalive(&self, h: SocketHandle) -> Result<Keepalive, SocketError> {
+        Ok(self.tcb(h)?.keepalive)
+    }
+
     /// `TCP_CONGESTION` (setsockopt): `ENOENT`-like [`SocketError::InvalidInput`] for
     /// an unknown name.
     pub fn set_congestion(&mut self, h: SocketHandle, name: &str) -> Result<(), SocketError> {
@@ -155,4 +179,15 @@ impl Stack {
     pub fn is_listener(&self, h: SocketHandle) -> bool {
         matches!(self.slot_sock(h), Ok(Sock::Listener(_)))
     }
+}
+
+/// `tcp_sock_set_keepidle_locked`, `tcp_sock_set_keepintvl`, `tcp_sock_set_keepcnt`:
+/// 1..=32767 seconds, 1..=127 probes.
+fn keepalive_in_range(ka: &Keepalive) -> bool {
+    let secs = |d: Option<core::time::Duration>, max: u32| {
+        d.is_none_or(|d| d.subsec_nanos() == 0 && (1..=max as u64).contains(&d.as_secs()))
+    };
+    secs(ka.idle, MAX_TCP_KEEPIDLE)
+        && secs(ka.interval, MAX_TCP_KEEPINTVL)
+        && ka.probes.is_none_or(|n| (1..=MAX_TCP_KEEPCNT).contains(&n))
 }

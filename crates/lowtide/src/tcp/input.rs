@@ -136,6 +136,7 @@ impl Tcb {
         self.lrcvtime = ctx.now;
         self.lsndtime = ctx.now;
         self.rcv_tstamp = ctx.now; // tcp_ack on the SYN-ACK
+        self.keepalive_on_establish(ctx); // tcp_finish_connect
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;
         self.snd_nxt = 1;
@@ -366,6 +367,7 @@ impl Tcb {
             self.lsndtime = ctx.now;
         }
         self.rcv_tstamp = ctx.now; // tcp_ack on the handshake's final ACK
+        self.keepalive_on_establish(ctx); // tcp_create_openreq_child
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;
         self.snd_nxt = self.snd_nxt.max(1);

@@ -168,6 +168,10 @@ pub struct Tcb {
     pub(crate) probes_out: u8,
     /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
     pub(crate) probes_tstamp: Option<Instant>,
+    /// `SO_KEEPALIVE` and its `TCP_KEEP*` settings.
+    pub(crate) keepalive: super::keepalive::Keepalive,
+    /// When the keepalive timer fires (`sk_timer` of `inet_csk_reset_keepalive_timer`).
+    pub(crate) keepalive_at: Option<Instant>,
     /// When we last sent an ACK for an out-of-window or challenged segment
     /// (`last_oow_ack_time`).
     pub(crate) last_oow_ack_time: Option<Instant>,
@@ -352,6 +356,8 @@ impl Tcb {
             retransmits: 0,
             probes_out: 0,
             probes_tstamp: None,
+            keepalive: Default::default(),
+            keepalive_at: None,
             last_oow_ack_time: None,
             local_drops: Vec::new(),
             resource_retry_at: None,

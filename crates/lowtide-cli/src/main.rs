@@ -123,7 +123,7 @@ struct StreamArgs {
     #[arg(long, value_parser = parse_cc)]
     cc: Option<String>,
     /// MSS in bytes, 88 (Linux's TCP_MIN_MSS) to 65495; sets the MTU of both hosts
-    /// to MSS + 40.
+    /// to MSS + 40 [default: 1460, from the 1500-byte MTU].
     #[arg(long, value_parser = limits::mss, allow_hyphen_values = true)]
     mss: Option<u32>,
     /// NIC queue limit in packets, 1 to 1000000 (txqueuelen; a GSO packet counts once).

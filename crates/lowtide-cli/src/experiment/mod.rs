@@ -34,7 +34,7 @@ pub struct ExperimentArgs {
     /// Every experiment at reduced scale (CI); the directions are still checked.
     #[arg(long)]
     quick: bool,
-    /// Simulations run in parallel.
+    /// Simulations run in parallel, 1 to 256.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: u32,
     /// Runs only slice I of N of the plan (1-based), for job arrays; merge the

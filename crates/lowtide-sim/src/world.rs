@@ -4,12 +4,13 @@ use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
 use crate::cpu::CpuState;
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
+use crate::intervals::IntervalSampler;
 use crate::link::{LinkDir, Pipe};
 use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
 use crate::sample::{auto_interval, MemorySampler};
-use crate::scenario::{ProgressHook, Scenario, SimError, Workload};
+use crate::scenario::{ProgressHook, RunProgress, Scenario, SimError, Workload};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
 use lowtide::{
     EventKind, Instant, RxChecksum, SocketError, SocketEvent, SocketHandle, Stack, Transmit,
@@ -72,6 +73,10 @@ pub(crate) struct World {
     pub events: u64,
     /// Flows whose both ends are finished (fixed-size transfers).
     pub flows_done: u32,
+    /// Flows whose connection was established.
+    pub flows_connected: u32,
+    /// iperf3's interval reports, if asked for.
+    pub intervals: Option<IntervalSampler>,
     /// `TCP_NOTSENT_LOWAT` for every sending socket.
     pub notsent_lowat: Option<u32>,
     /// Host A's TCP memory on the sampling grid.
@@ -159,6 +164,11 @@ impl World {
             rbuf: vec![0; IO_BUF],
             events: 0,
             flows_done: 0,
+            flows_connected: 0,
+            intervals: match sc.report_interval_ns {
+                0 => None,
+                ns => Some(IntervalSampler::new(ns)),
+            },
             notsent_lowat: sc.notsent_lowat,
             memory: MemorySampler::new(match sc.sample_interval_ns {
                 0 => auto_interval(sc.link_ab.delay_ns + sc.link_ba.delay_ns),
@@ -221,11 +231,22 @@ impl World {
             {
                 self.sample_timeseries(at);
             }
+            if (self.intervals.as_ref()).is_some_and(|s| s.grid.due(at.as_nanos())) {
+                self.sample_intervals(at);
+            }
             self.now = at;
             self.events += 1;
             if self.events.is_multiple_of(PROGRESS_EVERY) {
                 if let Some(p) = &self.progress {
-                    (p.0)(at.as_nanos());
+                    (p.0)(&RunProgress {
+                        virtual_ns: at.as_nanos(),
+                        flows: self.flows.len() as u32,
+                        flows_connected: self.flows_connected,
+                        flows_done: self.flows_done,
+                        bytes_delivered: (self.flows.iter())
+                            .map(|f| f.receiver.verifier.received())
+                            .sum(),
+                    });
                 }
             }
             match ev {
@@ -292,6 +313,26 @@ impl World {
         self.timeseries.flows.extend(flows);
     }
 
+    /// Records every sender's iperf3 figures (as the last event left them) for the
+    /// interval grid points before `until`.
+    pub fn sample_intervals(&mut self, until: Instant) {
+        let Some(s) = self.intervals.as_mut() else {
+            return;
+        };
+        let points: Vec<u64> = s.grid.take_due(until.as_nanos()).collect();
+        if points.is_empty() {
+            return;
+        }
+        let a = &self.hosts[HOST_A].stack;
+        let now = self.now;
+        let state: Vec<_> = (self.flows.iter())
+            .map(|f| f.sender.point(a, now))
+            .collect();
+        for t in points.into_iter().filter(|&t| t > 0) {
+            s.points.push((t, state.clone()));
+        }
+    }
+
     /// One row per grid point and live sending socket.
     fn flow_samples(&self, points: &[u64]) -> Vec<FlowSample> {
         let a = &self.hosts[HOST_A];
@@ -347,6 +388,7 @@ impl World {
                 }
                 if let Ok((l, _)) = a.stack.addresses(h) {
                     self.port_flow.insert(l.port(), flow);
+                    s.local_port = l.port();
                 }
             }
             Err(e) => {
@@ -573,6 +615,9 @@ impl World {
     fn sender_event(&mut self, f: u32, ev: SocketEvent) {
         let (now, a) = (self.now, &mut self.hosts[HOST_A]);
         let s = &mut self.flows[f as usize].sender;
+        if ev.kind == EventKind::Connected && s.connected_at.is_none() {
+            self.flows_connected += 1;
+        }
         match ev.kind {
             EventKind::Connected => s.on_connected(&mut a.stack, now, &mut self.wbuf),
             EventKind::Writable => s.on_writable(&mut a.stack, now, &mut self.wbuf),

@@ -609,6 +609,18 @@ impl Stack {
         self.conns.len()
     }
 
+    /// Live connections not in TIME-WAIT: those with a handshake still to finish.
+    /// A program about to exit serves the stack until this is 0; TIME-WAIT only
+    /// answers a retransmitted FIN and does not keep a Linux process alive either.
+    pub fn closing_count(&self) -> usize {
+        let tcp = |&i: &u32| match &self.slots[i as usize].sock {
+            Some(Sock::Tcp(t)) => Some(t.state),
+            _ => None,
+        };
+        let live = self.conns.values().filter_map(tcp);
+        live.filter(|s| *s != TcpState::TimeWait).count()
+    }
+
     // ---- internals ------------------------------------------------------------------
 
     fn alloc(&mut self, sock: Sock) -> SocketHandle {

@@ -87,6 +87,14 @@ impl Net for StackNet {
         Some(i.unacked as u64 + i.notsent_bytes)
     }
 
+    fn local_addr(&self, c: SocketHandle) -> Option<SocketAddr> {
+        self.rt.stack_ref().addresses(c).ok().map(|(l, _)| l)
+    }
+
+    fn peer_addr(&self, c: SocketHandle) -> Option<SocketAddr> {
+        self.rt.stack_ref().addresses(c).ok().map(|(_, r)| r)
+    }
+
     fn stats(&self, c: SocketHandle) -> ConnStats {
         let Ok(i) = self.rt.stack_ref().info(self.rt.now(), c) else {
             return ConnStats::default();

@@ -45,8 +45,10 @@ pub struct TransferArgs {
     real: RealArgs,
 }
 
-/// How long a closed connection is still served, so that the FIN exchange completes.
-const LINGER: Duration = Duration::from_secs(2);
+/// Longest wait for closed connections' FIN handshakes before exiting (reached only
+/// when a peer does not answer; a Linux process does not wait at all, its kernel
+/// finishes the handshake, but lowtide's stack ends with the process).
+const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 const CHUNK: usize = 64 * 1024;
 
 /// One connection's transfer.
@@ -251,7 +253,7 @@ pub fn run(args: &TransferArgs) -> ExitCode {
     if let Err(e) = drive(&mut rt, &mut t, deadline) {
         return fail(&e);
     }
-    linger(&mut rt);
+    finish_closing(&mut rt);
     let report = t.report(&rt);
     print_report(&report, args.json);
     let v = t.verdict(&rt);
@@ -294,10 +296,11 @@ fn drive(rt: &mut Runtime, t: &mut Transfer, deadline: Instant) -> Result<(), St
     }
 }
 
-/// Serves the stack a little longer so that the closing handshake completes.
-pub(super) fn linger(rt: &mut Runtime) {
-    let until = rt.now() + LINGER;
-    while rt.now() < until && rt.stack_ref().connection_count() > 0 {
+/// Serves the stack until every closed connection has finished its FIN handshake
+/// (TIME-WAIT is left to the stack, not slept on), at most [`CLOSE_LIMIT`].
+pub(super) fn finish_closing(rt: &mut Runtime) {
+    let until = rt.now() + CLOSE_LIMIT;
+    while rt.now() < until && rt.stack_ref().closing_count() > 0 {
         while rt.stack().poll_event().is_some() {}
         if rt.turn(Some(until), Duration::from_millis(50)).is_err() {
             return;

@@ -135,10 +135,7 @@ pub fn run(args: &Iperf3Args) -> ExitCode {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
-    let mut net = StackNet {
-        rt,
-        local: local.into(),
-    };
+    let mut net = StackNet::new(rt, local.into());
     let r = match args.client {
         Some(host) => run_client(args, &mut net, SocketAddr::new(host, args.port)),
         None => run_server(args, &mut net),
@@ -168,6 +165,14 @@ fn run_client(args: &Iperf3Args, net: &mut StackNet, to: SocketAddr) -> ExitCode
     }
     let mut announced = false;
     loop {
+        if let Err(e) = net.watch_connects() {
+            if args.json {
+                // iperf3 -J's shape for a test that never started.
+                let v = serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e});
+                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            }
+            return fail(&e);
+        }
         let poll = client.poll(net);
         if !args.json {
             let streams = client.connected_streams();
@@ -247,7 +252,7 @@ fn print_connected(
 
 /// Serves the network until the protocol's next deadline or a network event.
 fn turn(net: &mut StackNet, wake_at: Option<Duration>) -> Result<(), String> {
-    while net.rt.stack().poll_event().is_some() {}
+    net.watch_connects()?;
     let wake = wake_at.map(|d| lowtide::Instant(d.as_nanos() as u64));
     net.rt
         .turn(wake, Duration::from_millis(100))

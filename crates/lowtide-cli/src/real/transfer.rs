@@ -2,6 +2,7 @@
 //! kernel socket program, sending a known stream or receiving one, with the SHA-256
 //! of every byte sent or received, so that both ends can be compared byte for byte.
 
+use super::connect::{connect_failed, ConnectWatch};
 use super::RealArgs;
 use crate::run_failure as fail;
 use clap::Args;
@@ -67,6 +68,8 @@ struct Transfer {
     retransmits: u64,
     /// When bytes last moved (or the connection was established).
     last_progress: Instant,
+    /// The active open, while it is in SYN-SENT.
+    watch: Option<ConnectWatch>,
 }
 
 impl Transfer {
@@ -245,9 +248,14 @@ pub fn run(args: &TransferArgs) -> ExitCode {
         error: None,
         retransmits: 0,
         last_progress: Instant::ZERO,
+        watch: None,
     };
     if let Err(e) = open(&mut rt, &mut t, args, local.into()) {
-        return fail(&format!("cannot open the connection: {e}"));
+        let what = match args.connect {
+            Some(to) => connect_failed(to, e),
+            None => format!("listen on port {}: {e}", args.listen.unwrap_or(0)),
+        };
+        return fail(&what);
     }
     let deadline = rt.now() + args.timeout;
     if let Err(e) = drive(&mut rt, &mut t, deadline) {
@@ -255,9 +263,22 @@ pub fn run(args: &TransferArgs) -> ExitCode {
     }
     finish_closing(&mut rt);
     let report = t.report(&rt);
-    print_report(&report, args.json);
     let v = t.verdict(&rt);
     let _ = rt.finish();
+    if let (Some(to), None) = (args.connect, t.start) {
+        // The connect failed: Linux's error, and the report only for machines.
+        if args.json {
+            print_report(&report, true);
+        }
+        return fail(&match t.error {
+            Some(e) => connect_failed(to, e),
+            None => format!(
+                "connect {to}: no SYN-ACK within --timeout {:?}",
+                args.timeout
+            ),
+        });
+    }
+    print_report(&report, args.json);
     match v.ok {
         true => ExitCode::SUCCESS,
         false => fail(&v.summary()),
@@ -272,7 +293,11 @@ fn open(
 ) -> Result<(), SocketError> {
     let now = rt.now();
     match (args.connect, args.listen) {
-        (Some(to), _) => t.conn = Some(rt.stack().connect(now, SocketAddr::new(local, 0), to)?),
+        (Some(to), _) => {
+            let c = rt.stack().connect(now, SocketAddr::new(local, 0), to)?;
+            t.conn = Some(c);
+            t.watch = Some(ConnectWatch::new(c, to));
+        }
         (None, Some(port)) => {
             t.listener = Some(rt.stack().listen(SocketAddr::new(local, port), 16)?)
         }
@@ -284,6 +309,9 @@ fn open(
 fn drive(rt: &mut Runtime, t: &mut Transfer, deadline: Instant) -> Result<(), String> {
     loop {
         t.step(rt);
+        if t.watch.as_mut().is_some_and(|w| !w.check(rt)) {
+            t.watch = None;
+        }
         if t.done() {
             return Ok(());
         }

@@ -268,7 +268,7 @@ fn report(outcome: &TestOutcome, as_json: bool) -> ExitCode {
         false => print!("{}", text_report(outcome)),
     }
     if let Some(e) = &outcome.error {
-        return fail(&format!("iperf3 test failed: {e}"));
+        return fail(&format!("iperf3: {e}"));
     }
     let v = verdict(outcome);
     match v.ok {

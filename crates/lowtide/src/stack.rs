@@ -21,6 +21,9 @@ mod sockopt;
 #[path = "stack_embed.rs"]
 mod embed;
 
+#[path = "stack_icmp.rs"]
+mod icmp;
+
 /// A connection's view of the stack, borrowing only the fields it needs (a macro, not
 /// a method, so that the slot being worked on can stay borrowed at the same time).
 macro_rules! ctx {
@@ -168,12 +171,16 @@ impl Stack {
             trace!(dst = %ip.dst, "drop: not our address");
             return;
         }
+        let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
+        if ip.protocol == icmp::PROTO_ICMP && ip.src.is_ipv4() {
+            self.mib.inc(Mib::IpInDelivers);
+            return self.icmp_rcv(now, &ip, seg);
+        }
         if ip.protocol != PROTO_TCP {
             self.mib.inc(Mib::IpInUnknownProtos);
             return;
         }
         self.mib.inc(Mib::IpInDelivers);
-        let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
         self.tcp_v4_rcv(now, &ip, seg, verify);
     }
 
@@ -535,6 +542,20 @@ impl Stack {
     /// Live connections (orphans included).
     pub fn connection_count(&self) -> usize {
         self.conns.len()
+    }
+
+    /// Live connections neither in TIME-WAIT nor closed (a failed connect whose handle
+    /// is still held): those with a handshake still to finish.
+    /// A program about to exit serves the stack until this is 0; TIME-WAIT only
+    /// answers a retransmitted FIN and does not keep a Linux process alive either.
+    pub fn closing_count(&self) -> usize {
+        let tcp = |&i: &u32| match &self.slots[i as usize].sock {
+            Some(Sock::Tcp(t)) => Some(t.state),
+            _ => None,
+        };
+        let live = self.conns.values().filter_map(tcp);
+        live.filter(|s| !matches!(s, TcpState::TimeWait | TcpState::Closed))
+            .count()
     }
 
     // ---- internals ------------------------------------------------------------------

@@ -57,6 +57,8 @@ impl From<SocketError> for Errno {
             SocketError::TimedOut => errno::ETIMEDOUT,
             SocketError::AddrInUse => errno::EADDRINUSE,
             SocketError::AddrNotAvailable => errno::EADDRNOTAVAIL,
+            SocketError::HostUnreachable => errno::EHOSTUNREACH,
+            SocketError::NetworkUnreachable => errno::ENETUNREACH,
         })
     }
 }

@@ -8,22 +8,32 @@
 # dependencies are compiled once. The binary is kept as target/bench-base/<commit>/lowtide:
 # a second call for the same commit returns at once.
 #
-# Usage: scripts/build-commit.sh COMMIT
+# With FEATURES (cargo features of lowtide-cli, e.g. alloc-count) the binary is
+# target/bench-base/<commit>/lowtide-<features>; the build fails (exit 1) if that
+# commit has no such feature.
+#
+# Usage: scripts/build-commit.sh COMMIT [FEATURES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -eq 1 ] || { echo "build-commit.sh: usage: scripts/build-commit.sh COMMIT" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] ||
+  { echo "build-commit.sh: usage: scripts/build-commit.sh COMMIT [FEATURES]" >&2; exit 2; }
+features=${2:-}
 commit=$(git rev-parse --verify --quiet "$1^{commit}") ||
   { echo "build-commit.sh: $1: not a commit" >&2; exit 2; }
 short=${commit:0:12}
 base=$PWD/target/bench-base
-out=$base/$short/lowtide
+out=$base/$short/lowtide${features:+-${features//,/-}}
 if [ ! -x "$out" ]; then
   src=$base/$short/src
-  rm -rf "$src"
-  mkdir -p "$src"
-  git archive "$commit" | tar -x -C "$src"
-  echo "build-commit.sh: building $short (release) in $src" >&2
-  (cd "$src" && CARGO_TARGET_DIR="$base/target" cargo build --release -q -p lowtide-cli >&2)
+  if [ ! -f "$src/.complete" ]; then
+    rm -rf "$src"
+    mkdir -p "$src"
+    git archive "$commit" | tar -x -C "$src"
+    touch "$src/.complete"
+  fi
+  echo "build-commit.sh: building $short${features:+ with $features} (release) in $src" >&2
+  (cd "$src" && CARGO_TARGET_DIR="$base/target" \
+    cargo build --release -q -p lowtide-cli ${features:+--features "$features"} >&2)
   cp "$base/target/release/lowtide" "$out.tmp"
   mv "$out.tmp" "$out"
 fi

@@ -5,6 +5,7 @@
 //! the full results as JSON with `--json`. Exit codes: 0 success, 1 the bytes did not
 //! verify (or the run failed), 2 bad arguments.
 
+mod alloc_count;
 mod config_file;
 mod experiment;
 mod real;
@@ -341,6 +342,7 @@ fn parse_cli() -> Result<Cli, ExitCode> {
 }
 
 fn main() -> ExitCode {
+    let _alloc_stats = alloc_count::ReportOnDrop;
     let cli = match parse_cli() {
         Ok(cli) => cli,
         Err(code) => return code,

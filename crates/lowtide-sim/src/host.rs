@@ -10,6 +10,7 @@
 
 use crate::nic::NicQueue;
 use lowtide::{Instant, RxChecksum, SocketHandle, Stack, TxToken};
+use lowtide_wire::pool::BufPool;
 use lowtide_wire::tcp::four_tuple;
 use lowtide_wire::{checksum, gso, ip::IpRepr, ip::PROTO_TCP};
 use std::net::IpAddr;
@@ -52,6 +53,8 @@ pub struct Host {
     pub timer_at: Option<Instant>,
     sockets: Vec<Option<(SocketHandle, Role)>>,
     gro_held: Vec<(FlowKey, Vec<u8>)>,
+    /// GRO accumulators, reused.
+    pool: BufPool,
 }
 
 impl Host {
@@ -70,6 +73,7 @@ impl Host {
             timer_at: None,
             sockets: Vec::new(),
             gro_held: Vec::with_capacity(GRO_MAX_HELD),
+            pool: BufPool::new(),
         }
     }
 
@@ -125,7 +129,15 @@ impl Host {
         let key = flow_key(&pkt);
         let held = key.and_then(|k| self.gro_held.iter().position(|(h, _)| *h == k));
         if let Some(i) = held {
-            if gso::gro_merge(&mut self.gro_held[i].1, &pkt, GRO_MAX_LEN) {
+            let acc = &mut self.gro_held[i].1;
+            if acc.capacity() < GRO_MAX_LEN {
+                // The accumulator sized up front (a pooled 64 KB buffer), so merging
+                // never reallocates as it grows.
+                let mut big = self.pool.take(GRO_MAX_LEN);
+                big.extend_from_slice(acc);
+                *acc = big;
+            }
+            if gso::gro_merge(acc, &pkt, GRO_MAX_LEN) {
                 return;
             }
         }
@@ -135,12 +147,14 @@ impl Host {
         };
         if let Some(i) = held {
             let old = std::mem::replace(&mut self.gro_held[i].1, pkt);
-            return self.stack.handle_packet(now, &old, RxChecksum::Unnecessary);
+            self.stack.handle_packet(now, &old, RxChecksum::Unnecessary);
+            return self.pool.give(old);
         }
         if self.gro_held.len() == GRO_MAX_HELD {
             let (_, oldest) = self.gro_held.remove(0);
             self.stack
                 .handle_packet(now, &oldest, RxChecksum::Unnecessary);
+            self.pool.give(oldest);
         }
         self.gro_held.push((key, pkt));
     }
@@ -149,6 +163,7 @@ impl Host {
     fn gro_flush(&mut self, now: Instant) {
         for (_, pkt) in self.gro_held.drain(..) {
             self.stack.handle_packet(now, &pkt, RxChecksum::Unnecessary);
+            self.pool.give(pkt);
         }
     }
 }

@@ -552,8 +552,12 @@ impl World {
         let token = tx.token;
         if tx.gso_segs <= 1 {
             put(finish_checksum(tx.packet));
-        } else if gso::segment(&tx.packet, tx.gso_size, &mut put).is_err() {
-            tracing::warn!("unsegmentable packet from host {host}: dropped");
+        } else {
+            if gso::segment(&tx.packet, tx.gso_size, &mut put).is_err() {
+                tracing::warn!("unsegmentable packet from host {host}: dropped");
+            }
+            // The NIC is done with the super-packet: its buffer builds the next one.
+            self.hosts[host].stack.recycle_buffer(tx.packet);
         }
         self.hosts[host].tx_busy = Some(token);
         self.queue

@@ -12,6 +12,14 @@ use lowtide_wire::ip::IpRepr;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 impl Stack {
+    /// Gives back the buffer of a packet from [`Stack::poll_transmit`] (or any other
+    /// packet buffer) once the device is done with it, for the next packet the stack
+    /// builds: large buffers are reused instead of freed and allocated again per
+    /// packet ([`lowtide_wire::pool`]). Optional: a buffer not given back is freed.
+    pub fn recycle_buffer(&mut self, buf: Vec<u8>) {
+        self.pool.give(buf);
+    }
+
     /// Receives a packet that a lowtide stack's [`Stack::poll_transmit`] produced,
     /// with no device in between (two stacks joined by hand, a channel, a loopback).
     ///

@@ -401,6 +401,7 @@ mod push_tests {
             events: &mut events,
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            pool: &mut lowtide_wire::pool::BufPool::new(),
             tx_orphan: true,
         };
         f(&mut ctx)

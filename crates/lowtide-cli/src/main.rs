@@ -122,6 +122,10 @@ struct StreamArgs {
     /// GRO on the receive path.
     #[arg(long, default_value = "on", value_parser = units::parse_on_off, value_name = "on|off", action = clap::ArgAction::Set)]
     gro: bool,
+    /// Verify every TCP checksum on receive, even when no link corrupts packets
+    /// (otherwise only with --corrupt: the results are the same, the work differs).
+    #[arg(long)]
+    verify_checksums: bool,
     /// A sysctl for both hosts, e.g. net.ipv4.tcp_rmem="4096 131072 6291456"
     /// (repeatable; overrides --config).
     #[arg(long = "sysctl", value_name = "NAME=VALUE", value_parser = parse_sysctl)]
@@ -253,6 +257,7 @@ impl StreamArgs {
             link_ba,
             queue_limit: self.queue as usize,
             gro: self.gro,
+            verify_checksums: self.verify_checksums,
             config: self.config()?,
             pcap: self.pcap.clone(),
             notsent_lowat: self.notsent_lowat,

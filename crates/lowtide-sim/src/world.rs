@@ -11,9 +11,7 @@ use crate::pcap::PcapSink;
 use crate::sample::{auto_interval, MemorySampler};
 use crate::scenario::{ProgressHook, Scenario, SimError, Workload};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
-use lowtide::{
-    EventKind, Instant, RxChecksum, SocketError, SocketEvent, SocketHandle, Stack, Transmit,
-};
+use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
 use lowtide_wire::{gso, tcp::four_tuple};
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -121,6 +119,8 @@ impl World {
             .map(|i| {
                 let stack = Stack::new(sc.config.clone(), derive_seed(sc.seed, 1 + i as u64));
                 let mut h = Host::new(stack, addr(i), sc.queue_limit, i);
+                h.rx_csum_valid =
+                    !sc.verify_checksums && sc.link_ab.corrupt == 0.0 && sc.link_ba.corrupt == 0.0;
                 // Link direction 0 is A->B, 1 is B->A: host i receives on 1 - i.
                 h.rx_links.push(1 - i);
                 h
@@ -414,7 +414,8 @@ impl World {
         while let Some(pkt) = self.cpu.as_mut().and_then(|c| c.next_packet(now)) {
             let before = self.hosts[HOST_A].stack.rtx_work();
             let h = &mut self.hosts[HOST_A];
-            h.stack.handle_packet(self.now, &pkt, RxChecksum::Verify);
+            let csum = h.rx_checksum();
+            h.stack.handle_packet(self.now, &pkt, csum);
             let after = h.stack.rtx_work();
             if let Some(c) = self.cpu.as_mut() {
                 let nodes = after.nodes_visited.saturating_sub(before.nodes_visited);

@@ -1,6 +1,6 @@
 //! The event loop: hosts, links and applications advanced in virtual time.
 
-use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
+use crate::app::{Receiver, SendState, Sender, WriteBuf};
 use crate::cpu::CpuState;
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
@@ -66,7 +66,6 @@ pub(crate) struct World {
     /// Connections accepted from a flow's port after its own one (closed, counted).
     pub stray_connections: u64,
     pub wbuf: WriteBuf,
-    pub rbuf: Vec<u8>,
     pub events: u64,
     /// Flows whose both ends are finished (fixed-size transfers).
     pub flows_done: u32,
@@ -156,7 +155,6 @@ impl World {
             port_flow: FxHashMap::default(),
             stray_connections: 0,
             wbuf: WriteBuf::default(),
-            rbuf: vec![0; IO_BUF],
             events: 0,
             flows_done: 0,
             notsent_lowat: sc.notsent_lowat,
@@ -595,9 +593,7 @@ impl World {
         let (now, b) = (self.now, &mut self.hosts[HOST_B]);
         let r = &mut self.flows[f as usize].receiver;
         match ev.kind {
-            EventKind::Readable | EventKind::ReadHangUp => {
-                r.on_readable(&mut b.stack, now, &mut self.rbuf)
-            }
+            EventKind::Readable | EventKind::ReadHangUp => r.on_readable(&mut b.stack, now),
             EventKind::Error(e) => r.fail(&mut b.stack, now, e),
             _ => {}
         }

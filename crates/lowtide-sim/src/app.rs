@@ -312,15 +312,16 @@ impl Receiver {
     }
 
     /// Reads everything available, checking it; at the end of stream, closes.
-    pub fn on_readable(&mut self, stack: &mut Stack, now: Instant, buf: &mut [u8]) {
+    /// Reads are `IO_BUF` bytes at most, as a `recv` into a 64 KB buffer, but the bytes
+    /// are checked where they lie in the receive queue ([`Stack::recv_with`]): one
+    /// pass over them, no copy.
+    pub fn on_readable(&mut self, stack: &mut Stack, now: Instant) {
         let Some(h) = self.handle else { return };
         loop {
-            match stack.recv(now, h, buf) {
+            let verifier = &mut self.verifier;
+            match stack.recv_with(now, h, IO_BUF, |chunk| verifier.consume(chunk)) {
                 Ok(0) => return self.on_eof(stack, now, h),
-                Ok(n) => {
-                    self.verifier.consume(&buf[..n]);
-                    self.last_byte_at = now;
-                }
+                Ok(_) => self.last_byte_at = now,
                 Err(SocketError::WouldBlock) => return,
                 Err(e) => return self.fail(stack, now, e),
             }

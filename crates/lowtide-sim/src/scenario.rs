@@ -100,6 +100,12 @@ pub struct Scenario {
     pub report_interval_ns: u64,
     /// A CPU cost model of host A ([`crate::cpu`]); `None`: its work is free.
     pub cpu: Option<CpuModel>,
+    /// Verify every TCP checksum on receive. Otherwise the receivers verify them only
+    /// when a link direction can corrupt packets (`corrupt` > 0), and trust them
+    /// (`CHECKSUM_UNNECESSARY`) when none can, as Linux trusts a CHECKSUM_PARTIAL
+    /// skb that crossed veth or loopback: results are the same either way, since an
+    /// uncorrupted packet always verifies; only the work differs.
+    pub verify_checksums: bool,
 }
 
 impl Default for Scenario {
@@ -125,6 +131,7 @@ impl Default for Scenario {
             progress: None,
             report_interval_ns: 0,
             cpu: None,
+            verify_checksums: false,
         }
     }
 }

@@ -36,6 +36,7 @@ macro_rules! ctx {
             events: &mut $stack.events,
             ip_id: &mut $stack.ip_id,
             challenge: &mut $stack.challenge,
+            pool: &mut $stack.pool,
             tx_orphan: $stack.tx_orphan,
         }
     };
@@ -103,6 +104,8 @@ pub struct Stack {
     catch_all: Option<u32>,
     /// A warning about unfinished checksums was logged ([`Stack::handle_transmit`]).
     warned_csum_partial: bool,
+    /// Buffers of sent packets, given back by the device ([`Stack::recycle_buffer`]).
+    pool: lowtide_wire::pool::BufPool,
 }
 
 impl Stack {
@@ -134,6 +137,7 @@ impl Stack {
             tx_orphan: false,
             catch_all: None,
             warned_csum_partial: false,
+            pool: lowtide_wire::pool::BufPool::new(),
         }
     }
 

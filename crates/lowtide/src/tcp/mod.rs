@@ -127,6 +127,8 @@ pub(crate) struct Ctx<'a> {
     pub ip_id: &'a mut u16,
     /// The stack-wide challenge-ACK budget (RFC 5961 section 7).
     pub challenge: &'a mut ratelimit::ChallengeLimit,
+    /// Packet buffers to build into (`Stack::recycle_buffer` refills it).
+    pub pool: &'a mut lowtide_wire::pool::BufPool,
     /// The device frees packets as it takes them (`skb_orphan`): no TX completion
     /// is charged, so TCP Small Queues never waits on it.
     pub tx_orphan: bool,

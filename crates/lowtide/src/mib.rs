@@ -137,6 +137,11 @@ mib! {
     TcpExtTCPACKSkippedPAWS,
     /// Challenge ACKs not sent (rate limited per socket).
     TcpExtTCPACKSkippedChallenge,
+    /// SYN-ACKs not resent for a retransmitted SYN: the per-socket rate limit held
+    /// them back (`tcp_check_req`).
+    TcpExtTCPACKSkippedSynRecv,
+    /// SYNs and SYN-ACKs retransmitted.
+    TcpExtTCPSynRetrans,
     /// Zero-window probes sent.
     TcpExtTCPWinProbe,
     /// Times the receive window was advertised as zero.

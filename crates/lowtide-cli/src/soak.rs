@@ -54,6 +54,10 @@ struct Summary {
     longest_sim_s: f64,
     longest_run: u64,
     wall_s: f64,
+    /// Flows reset by the listener after a failed SYN cookie check, in runs that
+    /// exercise cookies (Linux behaviour, passed; `SoakCase::check`), and those runs.
+    cookie_resets: u64,
+    cookie_reset_runs: Vec<u64>,
     failures: Vec<Failure>,
 }
 
@@ -127,6 +131,8 @@ fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Sum
         longest_sim_s: 0.0,
         longest_run: 0,
         wall_s: wall.as_secs_f64(),
+        cookie_resets: 0,
+        cookie_reset_runs: Vec::new(),
         failures: Vec::new(),
     };
     for (i, o) in outcomes.into_iter().enumerate() {
@@ -136,6 +142,10 @@ fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Sum
         s.retrans_segs += o.retrans_segs;
         if o.sim_s > s.longest_sim_s {
             (s.longest_sim_s, s.longest_run) = (o.sim_s, i as u64);
+        }
+        if o.ok && o.cookie_resets > 0 {
+            s.cookie_resets += o.cookie_resets;
+            s.cookie_reset_runs.push(i as u64);
         }
         if o.ok {
             s.passed += 1;
@@ -161,6 +171,15 @@ fn render(s: &Summary) -> String {
             out += &format!("  {r}\n");
         }
         out += &format!("  reproduce: {}\n", f.repro);
+    }
+    if s.cookie_resets > 0 {
+        out += &format!(
+            "{} flows in {} passed runs were reset by the listener after a failed SYN cookie \
+             check, as Linux does (runs {:?})\n",
+            s.cookie_resets,
+            s.cookie_reset_runs.len(),
+            s.cookie_reset_runs
+        );
     }
     out += &format!(
         "soak (seed {}): {} runs, {} passed, {} failed; {} flows, {} bytes verified, \

@@ -195,6 +195,12 @@ impl Tcb {
         if !self.paws_ok(ctx, th, old, !payload.is_empty()) {
             return;
         }
+        // tcp_check_req: the peer sent its SYN again (our SYN-ACK was lost). Linux
+        // answers with the SYN-ACK, not with the challenge ACK an out-of-window SYN
+        // draws, which a SYN-SENT peer ignores.
+        if self.state == TcpState::SynRecv && f == TcpFlags::SYN && seq == 0 {
+            return self.rtx_synack(ctx);
+        }
         if !end.is_some_and(|end| self.sequence_ok(seq, end)) {
             return self.reject_out_of_window(ctx, th, old, !payload.is_empty());
         }

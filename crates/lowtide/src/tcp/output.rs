@@ -311,6 +311,20 @@ impl Tcb {
         self.pending = Some((Pending::Retrans, at));
     }
 
+    /// `inet_rtx_syn_ack` for a retransmitted SYN (`tcp_check_req`): the SYN-ACK again,
+    /// at most once per `tcp_invalid_ratelimit` (`tcp_oow_rate_limited`), and the
+    /// SYN-ACK timer pushed back to a backed-off RTO from now (`mod_timer_pending`).
+    pub(crate) fn rtx_synack(&mut self, ctx: &mut Ctx) {
+        if self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv) {
+            return;
+        }
+        ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
+        self.transmit(ctx, 0, FLAG_SYN, &[], 0);
+        if matches!(self.pending, Some((Pending::Retrans, _))) {
+            self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+        }
+    }
+
     /// `tcp_send_active_reset`.
     pub(crate) fn send_active_reset(&mut self, ctx: &mut Ctx) {
         let th = TcpRepr {

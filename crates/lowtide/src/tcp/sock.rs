@@ -241,6 +241,9 @@ pub struct Tcb {
     pub(crate) bytes_sent: u64,
     pub(crate) bytes_retrans: u64,
     pub(crate) total_retrans: u32,
+    /// `dsack_dups`: segments D-SACKs reported duplicated, dubious ones included
+    /// (`tcp_dsack_seen` ignores D-SACKs once this passes `total_retrans`).
+    pub(crate) dsack_dups: u64,
     pub(crate) segs_out: u64,
     pub(crate) segs_in: u64,
     pub(crate) data_segs_out: u64,
@@ -398,6 +401,7 @@ impl Tcb {
             bytes_sent: 0,
             bytes_retrans: 0,
             total_retrans: 0,
+            dsack_dups: 0,
             segs_out: 0,
             segs_in: 0,
             data_segs_out: 0,

@@ -73,10 +73,12 @@ fn transfer_writes_a_time_series() {
         .any(|r| r[col("cwnd")].parse::<u32>().unwrap() > 10));
     let host = std::fs::read_to_string(dir.join("run-host.csv")).expect("host rows");
     assert!(host.starts_with("time_s,tcp_mem_pages,wmem_queued,dev_queue_bytes"));
-    assert_eq!(
-        host.lines().count(),
-        rows.len() + 1,
-        "one host row per point"
+    // One host row per grid point; a point after the flow closed has no flow row.
+    let host_rows = host.lines().count() - 1;
+    assert!(
+        host_rows >= rows.len() && host_rows <= rows.len() + 2,
+        "{host_rows} host rows, {} flow rows",
+        rows.len()
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,7 +6,6 @@
 //! the results file, so a merged sweep renders as a single run does.
 
 mod plot;
-mod progress;
 mod real;
 mod report;
 
@@ -15,7 +14,6 @@ use clap::Args;
 use lowtide_sim::experiment::{
     merge, plan, run_specs, Experiment, NoProgress, ProgressSink, ResultsFile, Scale, Shard,
 };
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -37,7 +35,7 @@ pub struct ExperimentArgs {
     /// Every experiment at reduced scale (CI); the directions are still checked.
     #[arg(long)]
     quick: bool,
-    /// Simulations run in parallel.
+    /// Simulations run in parallel, 1 to 256.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: u32,
     /// Runs only slice I of N of the plan (1-based), for job arrays; merge the
@@ -54,6 +52,9 @@ pub struct ExperimentArgs {
     /// Prints a JSON summary instead of text (and no progress display).
     #[arg(long)]
     json: bool,
+    /// No progress display on stderr (it is shown only on a terminal anyway).
+    #[arg(short = 'q', long)]
+    quiet: bool,
     /// Runs the real-path side instead of the simulator (root: namespaces, TUN,
     /// tc): lowtide on a TUN device against kernel receivers, and the kernel doing
     /// the same job; adds the results to OUT/results.json beside the simulator's.
@@ -110,9 +111,9 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
         Some(s) => all.into_iter().filter(|r| s.contains(r.index)).collect(),
         None => all,
     };
-    let show = !args.json && std::io::stderr().is_terminal();
+    let show = crate::progress::wanted(args.json, args.quiet);
     let sink: Arc<dyn ProgressSink> = match show {
-        true => Arc::new(progress::Bars::new(&specs)),
+        true => Arc::new(crate::progress::Bars::new(&specs)),
         false => Arc::new(NoProgress),
     };
     let records = run_specs(&specs, args.jobs as usize, sink);
@@ -126,7 +127,7 @@ fn run_real(args: &ExperimentArgs, exps: &[Experiment]) -> ExitCode {
     if !missing.is_empty() {
         return usage_error(&format!("experiment --real: {}", missing.join("; ")));
     }
-    let fresh = real::plan::run(exps, args.quick, args.seed, args.json);
+    let fresh = real::plan::run(exps, args.quick, args.seed, args.json || args.quiet);
     let mut sim = match read_results(&args.out) {
         Ok(f) => f,
         // No simulator results here: a file with the plan's experiments and no runs.

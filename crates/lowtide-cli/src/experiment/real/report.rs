@@ -477,3 +477,98 @@ pub fn summary_text(real: &RealResults, out: &std::path::Path) -> String {
     let _ = writeln!(s, "wrote {}", out.join("report.md").display());
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(e: Experiment, side: Side, group: &str, variant: &str, delay: f64) -> RealRun {
+        RealRun {
+            experiment: Some(e),
+            side: Some(side),
+            group: group.into(),
+            variant: variant.into(),
+            goodput_bps: 94e6,
+            queue_mean_ms: Some(delay),
+            ..RealRun::default()
+        }
+    }
+
+    fn results(runs: Vec<RealRun>) -> RealResults {
+        RealResults {
+            format: super::super::FORMAT,
+            quick: true,
+            measured: "now".into(),
+            machine: "test".into(),
+            experiments: vec![Experiment::E3],
+            runs,
+            checks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn e3_cells_compare_each_side() {
+        let g = "100 Mbit/s, 1 flow";
+        let real = results(vec![
+            run(Experiment::E3, Side::Lowtide, g, "A: TSQ off", 50.0),
+            run(Experiment::E3, Side::Lowtide, g, "B: TSQ on", 4.0),
+            run(Experiment::E3, Side::Kernel, g, "A: limit", 10.0),
+            run(Experiment::E3, Side::Kernel, g, "B: default", 9.0),
+            run(Experiment::E3, Side::Kernel, g, "R: routed", 60.0),
+        ]);
+        let (lt, k) = cells(Some(&real), Experiment::E3, 2);
+        assert_eq!(lt, "50.0 -> 4.00 ms (0.08x)");
+        assert_eq!(
+            k,
+            "limit 1 GB 10.0, default 9.00; queue one hop away 60.0 ms"
+        );
+        // A setting this run did not have, an experiment it did not run, no run.
+        assert_eq!(cells(Some(&real), Experiment::E3, 0).0, "not in this run");
+        assert_eq!(cells(Some(&real), Experiment::E5, 0).0, "not measured");
+        assert_eq!(cells(None, Experiment::E3, 2).1, "not measured");
+    }
+
+    #[test]
+    fn a_failed_run_gives_no_figure() {
+        let g = "100 Mbit/s, 1 flow";
+        let mut b = run(Experiment::E3, Side::Lowtide, g, "B: TSQ on", 4.0);
+        b.error = Some("boom".into());
+        let real = results(vec![
+            run(Experiment::E3, Side::Lowtide, g, "A: TSQ off", 50.0),
+            b,
+        ]);
+        assert_eq!(cells(Some(&real), Experiment::E3, 2).0, "not in this run");
+    }
+
+    #[test]
+    fn update_replaces_only_the_experiments_run_again() {
+        let g = "100 Mbit/s, 1 flow";
+        let mut old = results(vec![run(
+            Experiment::E3,
+            Side::Lowtide,
+            g,
+            "A: TSQ off",
+            50.0,
+        )]);
+        old.experiments.push(Experiment::E5);
+        old.runs.push(run(
+            Experiment::E5,
+            Side::Kernel,
+            "2,000,000 bytes",
+            "B: k",
+            0.0,
+        ));
+        let newer = results(vec![run(
+            Experiment::E3,
+            Side::Lowtide,
+            g,
+            "A: TSQ off",
+            70.0,
+        )]);
+        old.update(newer);
+        assert_eq!(old.experiments, vec![Experiment::E3, Experiment::E5]);
+        assert_eq!(old.runs.len(), 2);
+        assert_eq!(old.runs[0].queue_mean_ms, Some(70.0));
+        assert_eq!(old.runs[1].experiment, Some(Experiment::E5));
+    }
+}

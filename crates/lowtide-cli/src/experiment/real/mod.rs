@@ -115,6 +115,17 @@ impl RealResults {
 
     /// Replaces the runs and checks of the experiments in `newer` with newer's.
     pub fn update(&mut self, newer: RealResults) {
+        let all_again = (self.experiments.iter()).all(|e| newer.experiments.contains(e));
+        let names: Vec<&str> = newer.experiments.iter().map(|e| e.name()).collect();
+        self.measured = match all_again {
+            true => newer.measured.clone(),
+            false => format!(
+                "{}; {} again {}",
+                self.measured,
+                names.join(" + "),
+                newer.measured
+            ),
+        };
         let fresh = |e: &Option<Experiment>| e.is_some_and(|e| newer.experiments.contains(&e));
         self.runs.retain(|r| !fresh(&r.experiment));
         self.checks
@@ -129,7 +140,6 @@ impl RealResults {
         self.experiments.sort();
         self.runs
             .sort_by_key(|r| r.experiment.map_or(9, |e| e as u8));
-        self.measured = newer.measured;
         self.machine = newer.machine;
         self.quick = newer.quick;
     }

@@ -414,9 +414,26 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
         ("cc", "bbr".into()),
         ("offload", "off (receiver gets MSS packets)".into()),
     ];
-    // Alternating list and tree, so that a slow spell of the machine hits both.
-    let order = (0..reps).flat_map(|_| [("A: list", "list"), ("B: tree", "tree")]);
+    // Alternating list, tree and the kernel, so that a slow spell of the machine
+    // hits each.
+    let order = (0..reps).flat_map(|_| {
+        [
+            ("A: list", "list"),
+            ("B: tree", "tree"),
+            ("K: kernel", "kernel"),
+        ]
+    });
     for (v, kind) in order {
+        if kind == "kernel" {
+            say(quiet, &format!("e4 kernel {group} through lowtide link"));
+            let v = "B: kernel BBR (its retransmit queue is a tree)";
+            let mut r = record(Experiment::E4, Side::Kernel, &group, v, &params);
+            if let Err(e) = kernel_e4(&mut r, rate, secs, seed) {
+                r.error = Some(e);
+            }
+            runs.push(r);
+            continue;
+        }
         say(quiet, &format!("e4 lowtide {group} / {v}"));
         let mut r = record(Experiment::E4, Side::Lowtide, &group, v, &params);
         let run = StackRun {
@@ -441,6 +458,51 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
         r.series.clear();
         runs.push(r);
     }
+}
+
+/// The kernel's side of E4: one BBR flow through `lowtide link` at `rate`, 150 ms,
+/// 1 % loss on the data path, device offload off, 256 MB buffers; goodput and the
+/// sender namespace's counters.
+fn kernel_e4(r: &mut RealRun, rate: u64, secs: u64, seed: u64) -> Result<(), String> {
+    let link = TunLink::start(path(rate, 150 * MS, 0.01), Offload::None, seed)?;
+    kernel::sysctl(&link.sender, "net.ipv4.tcp_congestion_control", "bbr")?;
+    kernel::sysctl(&link.sender, "net.ipv4.tcp_wmem", "4096 16384 268435456")?;
+    kernel::sysctl(&link.receiver, "net.ipv4.tcp_rmem", "4096 131072 268435456")?;
+    let sink = kernel::sink(&link.receiver, 5201, 1)?;
+    let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));
+    let what = Send::For(Duration::from_secs(secs));
+    let h = link
+        .sender
+        .spawn(move || -> Result<_, String> {
+            let before = kernel::snmp()?;
+            let sent = kernel::send_one(to, what, None)?;
+            let after = kernel::snmp()?;
+            Ok((sent, before, after))
+        })
+        .map_err(|e| format!("sender thread: {e}"))?;
+    let (sent, before, after) = h
+        .join()
+        .map_err(|_| "kernel sender panicked".to_string())??;
+    let received = sink
+        .join()
+        .map_err(|_| "kernel receiver panicked".to_string())??;
+    link.stop()?;
+    let d = |n: &str| kernel::counter(&after, n).saturating_sub(kernel::counter(&before, n));
+    r.ip_out_requests = Some(d("IpOutRequests"));
+    r.tcp_out_segs = Some(d("TcpOutSegs"));
+    r.ip_in_receives = Some(d("IpInReceives"));
+    r.retrans_segs = Some(d("TcpRetransSegs"));
+    r.goodput_bps = if sent.seconds > 0.0 {
+        received as f64 * 8.0 / sent.seconds
+    } else {
+        0.0
+    };
+    let (cwnd, ssthresh, retrans) = sent.info;
+    r.params.push((
+        "tcp_info at the end".into(),
+        format!("cwnd {cwnd}, ssthresh {ssthresh}, retrans {retrans}"),
+    ));
+    Ok(())
 }
 
 /// E5 (seed 004): one 2,000,000-byte transfer at 40 ms RTT on 1 Gbit/s with

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::interval::{Interval, Reporter};
 use crate::net::Net;
 use crate::outcome::{Poll, Role, TestOutcome};
 use crate::protocol::{
@@ -13,9 +14,6 @@ use crate::protocol::{
     DEFAULT_TCP_BLKSIZE, MAX_JSON_LEN,
 };
 use crate::stream::{secs_between, Pumped, Stream, Transfer};
-
-/// Longest wait for the data streams' acknowledgements before `TEST_END`.
-pub const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
 /// Default for giving up when nothing moves (iperf3's `--rcv-timeout` default, 120 s).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -36,6 +34,15 @@ pub struct ClientConfig {
     pub reverse: bool,
     /// Block size of each write (`-l`, default 128 KiB, at most 1 MiB).
     pub blksize: usize,
+    /// Target rate of each stream in bits/s (`-b`; 0 = unlimited): the writes are
+    /// paced as iperf3's `iperf_check_throttle` paces them. Sent to the server too,
+    /// which paces its streams with `-R`.
+    pub bandwidth: u64,
+    /// Seconds at the start left out of the statistics (`-O`, whole seconds); the
+    /// test runs `omit + duration`.
+    pub omit: Duration,
+    /// Interval of the periodic statistics (`-i`, default 1 s; `None` for none).
+    pub interval: Option<Duration>,
     /// The driver wants the JSON report (`-J`); the protocol itself ignores it.
     pub json: bool,
     /// Give up when nothing moves on any connection for this long.
@@ -54,6 +61,9 @@ impl ClientConfig {
             parallel: 1,
             reverse: false,
             blksize: DEFAULT_TCP_BLKSIZE,
+            bandwidth: 0,
+            omit: Duration::ZERO,
+            interval: Some(Duration::from_secs(1)),
             json: false,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             seed: random_seed(),
@@ -72,6 +82,8 @@ impl ClientConfig {
             parallel: self.parallel,
             reverse: self.reverse,
             len: self.blksize,
+            omit: self.omit.as_secs(),
+            bandwidth: self.bandwidth,
             ..TestParams::default()
         }
     }
@@ -115,8 +127,10 @@ pub struct Client<N: Net> {
     xfer: Transfer<N::Conn>,
     start: Option<Duration>,
     end: Option<Duration>,
-    /// When the sender stopped writing and began waiting for acknowledgements.
-    drain_from: Option<Duration>,
+    /// The stats and omit timers.
+    reporter: Reporter,
+    /// A stream held back by `-b` may write again at this time.
+    next_send: Option<Duration>,
     last_progress: Option<Duration>,
     local_results: Option<Value>,
     peer_results: Option<(Value, Results)>,
@@ -130,8 +144,11 @@ impl<N: Net> Client<N> {
     pub fn new(cfg: ClientConfig) -> Self {
         let params = cfg.params();
         let limit = cfg.bytes;
-        let xfer = Transfer::new(!cfg.reverse, cfg.blksize, limit, cfg.seed);
+        let mut xfer = Transfer::new(!cfg.reverse, cfg.blksize, limit, cfg.seed);
+        xfer.rate = if cfg.reverse { 0 } else { cfg.bandwidth };
         Client {
+            reporter: Reporter::new(cfg.interval, cfg.omit),
+            next_send: None,
             cookie: Cookie::generate(cfg.seed),
             params,
             cfg,
@@ -141,7 +158,6 @@ impl<N: Net> Client<N> {
             xfer,
             start: None,
             end: None,
-            drain_from: None,
             last_progress: None,
             local_results: None,
             peer_results: None,
@@ -153,6 +169,26 @@ impl<N: Net> Client<N> {
     /// The test's cookie.
     pub fn cookie(&self) -> &Cookie {
         &self.cookie
+    }
+
+    /// The intervals completed since the last call (for a driver that prints them
+    /// as they come, as iperf3 does); the outcome holds all of them.
+    pub fn take_intervals(&mut self) -> Vec<Interval> {
+        self.reporter.take_new()
+    }
+
+    /// The data streams' ids and addresses, once they are all connected (iperf3's
+    /// `[  5] local ... connected to ...` lines).
+    pub fn connected_streams(&self) -> Vec<(u32, Option<SocketAddr>, Option<SocketAddr>)> {
+        match self.start {
+            Some(_) => self
+                .xfer
+                .streams
+                .iter()
+                .map(|s| (s.id, s.local, s.peer))
+                .collect(),
+            None => Vec::new(),
+        }
     }
 
     /// Does all the work possible now: see [`Poll`].
@@ -219,20 +255,19 @@ impl<N: Net> Client<N> {
             return now;
         }
         let mut w = self.last_progress.unwrap_or(now) + self.cfg.idle_timeout;
-        if let (Phase::Running, Some(end)) = (self.phase, self.deadline()) {
-            w = w.min(end.max(now));
-        }
-        if self.phase == Phase::Running && self.drain_from.is_some() {
-            // Waiting for acknowledgements: look again in a millisecond.
-            w = w.min(now + Duration::from_millis(1));
+        if self.phase == Phase::Running {
+            let timers = [self.deadline(), self.reporter.wake_at(), self.next_send];
+            for t in timers.into_iter().flatten() {
+                w = w.min(t.max(now));
+            }
         }
         w
     }
 
-    /// When a timed test ends.
+    /// When a timed test ends: `omit + time` after the start (iperf3's test timer).
     fn deadline(&self) -> Option<Duration> {
         let timed = self.cfg.bytes.is_none() && !self.cfg.duration.is_zero();
-        Some(self.start? + self.cfg.duration).filter(|_| timed)
+        Some(self.start? + self.cfg.omit + self.cfg.duration).filter(|_| timed)
     }
 
     fn open_control(&mut self, net: &mut N) -> Result<(), TestError> {
@@ -336,6 +371,8 @@ impl<N: Net> Client<N> {
             (Phase::AwaitCreate, State::CreateStreams) => self.phase = Phase::Creating,
             (Phase::AwaitStart, State::TestStart) => {
                 self.start = Some(now);
+                self.xfer.started = Some(now);
+                self.reporter.begin(now);
                 self.phase = Phase::AwaitRunning;
             }
             (Phase::AwaitRunning, State::TestRunning) => self.phase = Phase::Running,
@@ -405,44 +442,31 @@ impl<N: Net> Client<N> {
             Pumped::default()
         } else {
             self.xfer
-                .pump(net)
+                .pump(net, now)
                 .map_err(|e| TestError::io("data stream", &e))?
         };
+        self.next_send = p.next_send;
+        self.reporter.tick(&mut self.xfer, net, now);
         if !timed_out && !self.xfer.limit_reached() {
             return Ok((p.moved, p.more));
         }
-        if self.draining(net, now) {
-            return Ok((p.moved, false));
-        }
+        // iperf3's semantics: the sender counts what it wrote, the receiver what it
+        // read by TEST_END; the test does not wait for the bytes in flight.
         self.stop(net, now);
         self.queue(|tx| tx.push_state(State::TestEnd));
         self.phase = Phase::AwaitExchange;
         Ok((p.moved, false))
     }
 
-    /// A sender whose data is not all acknowledged yet keeps the test running, for
-    /// at most [`DRAIN_LIMIT`] after it stopped writing.
-    fn draining(&mut self, net: &N, now: Duration) -> bool {
-        if !self.xfer.sending {
-            return false;
-        }
-        let since = *self.drain_from.get_or_insert(now);
-        let queued: u64 = self
-            .xfer
-            .streams
-            .iter()
-            .filter_map(|s| net.send_queue_len(s.conn))
-            .sum();
-        queued > 0 && now < since + DRAIN_LIMIT
-    }
-
     fn stop(&mut self, net: &mut N, now: Duration) {
         self.end = Some(now);
+        self.reporter.finish(&mut self.xfer, net, now);
         self.xfer.capture_stats(net);
     }
 
+    /// Seconds counted: from the start (or the end of omitting) to the end.
     fn seconds(&self, now: Duration) -> f64 {
-        match self.start {
+        match self.reporter.origin() {
             Some(s) => secs_between(s, self.end.unwrap_or(now)),
             None => 0.0,
         }
@@ -471,6 +495,7 @@ impl<N: Net> Client<N> {
         o.streams = self.xfer.outcomes(self.seconds(now), peer);
         o.local_results = self.local_results.clone();
         o.peer_results = self.peer_results.as_ref().map(|(v, _)| v.clone());
+        o.intervals = self.reporter.intervals.clone();
         o.error = error;
         o
     }

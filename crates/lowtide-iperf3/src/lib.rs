@@ -23,9 +23,9 @@
 //! ```
 //!
 //! Differences from iperf3 3.12:
-//! - TCP only; no UDP/SCTP, `--bidir`, `-b` pacing or `-O` omitting (our server
-//!   answers a request for them with `SERVER_ERROR`/`IEUNIMP`, or ignores `-b`/`-O`).
-//! - No interval statistics (`intervals` is empty) and no CPU accounting (0 %).
+//! - TCP only; no UDP/SCTP or `--bidir` (our server answers a request for them with
+//!   `SERVER_ERROR`/`IEUNIMP`).
+//! - No CPU accounting (0 %); intervals carry no `pmtu`/`snd_wnd`.
 //! - The `[ ID]`/`socket` columns show the stream id (1, 3, 4, ...), not a descriptor.
 //! - On `TEST_END` our receiving server first reads what has already arrived (iperf3
 //!   closes the streams unread); our sending side stops at exactly `-n` bytes (iperf3
@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod interval;
 pub mod kernel;
 pub mod net;
 pub mod outcome;
@@ -47,8 +48,9 @@ mod stream;
 mod tests;
 
 pub use client::{Client, ClientConfig};
+pub use interval::{Interval, IntervalStream};
 pub use net::{ConnStats, Net};
 pub use outcome::{Poll, Role, StreamOutcome, TestOutcome};
 pub use protocol::{TestError, TestParams};
-pub use report::{json_report, text_report};
+pub use report::{json_report, text_interval, text_report};
 pub use server::{Server, ServerConfig};

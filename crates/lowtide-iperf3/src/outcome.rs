@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::interval::Interval;
 use crate::net::ConnStats;
 use crate::protocol::{TestError, TestParams};
 
@@ -115,6 +116,8 @@ pub struct TestOutcome {
     pub local_results: Option<Value>,
     /// The results JSON the peer sent, if it did.
     pub peer_results: Option<Value>,
+    /// This side's interval statistics (`-i`), omitted ones included.
+    pub intervals: Vec<Interval>,
     /// Why the test failed, if it did.
     pub error: Option<TestError>,
 }
@@ -131,6 +134,7 @@ impl TestOutcome {
             streams: Vec::new(),
             local_results: None,
             peer_results: None,
+            intervals: Vec::new(),
             error: None,
         }
     }

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use serde_json::{json, Map, Value};
 
+use crate::interval::Interval;
 use crate::outcome::{Role, StreamOutcome, TestOutcome};
 use crate::protocol::IPERF_VERSION;
 
@@ -56,12 +57,62 @@ fn line(id: &str, secs: f64, bytes: u64, retr: Option<u64>, who: &str) -> String
     )
 }
 
+/// One interval as iperf3 prints it (`print_interval_results`): the column header
+/// before the first interval of a period (else, with several streams, a separator),
+/// a line per stream (`Retr` and `Cwnd` on the sending side), `[SUM]` with several
+/// streams, `(omitted)` on the omitted ones.
+pub fn text_interval(iv: &Interval) -> String {
+    let mut s = String::new();
+    let many = iv.streams.len() > 1;
+    if iv.first() {
+        s.push_str(match iv.sender {
+            true => "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n",
+            false => "[ ID] Interval           Transfer     Bitrate\n",
+        });
+    } else if many {
+        s.push_str(SEPARATOR);
+    }
+    let omitted = if iv.omitted { "(omitted)" } else { "" };
+    let secs = iv.seconds();
+    let head = |id: &str, bytes: u64| {
+        format!(
+            "[{id}] {:6.2}-{:<6.2} sec  {}  {}/sec",
+            iv.start,
+            iv.end,
+            bytes_str(bytes),
+            rate_str(bytes, secs)
+        )
+    };
+    for st in &iv.streams {
+        let h = head(&format!("{:3}", st.id), st.bytes);
+        let _ = match st.retransmits {
+            Some(r) => writeln!(
+                s,
+                "{h}  {r:3}   {}       {omitted}",
+                bytes_str(st.stats.snd_cwnd_bytes)
+            ),
+            None => writeln!(s, "{h}                  {omitted}"),
+        };
+    }
+    if many {
+        let h = head("SUM", iv.bytes());
+        let _ = match iv.retransmits() {
+            Some(r) => writeln!(s, "{h}  {r:3}             {omitted}"),
+            None => writeln!(s, "{h}                  {omitted}"),
+        };
+    }
+    s
+}
+
+const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
+
 /// iperf3's final table: a sender and a receiver line per stream, and `[SUM]` lines
-/// with more than one stream; then the error, if any.
+/// with more than one stream; then `iperf Done.` if the test succeeded (the error of
+/// a failed one is not part of it: iperf3 prints errors on stderr).
 pub fn text_report(o: &TestOutcome) -> String {
     let mut s = String::new();
     if !o.streams.is_empty() {
-        s.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+        s.push_str(SEPARATOR);
         s.push_str("[ ID] Interval           Transfer     Bitrate         Retr\n");
     }
     for st in &o.streams {
@@ -86,9 +137,8 @@ pub fn text_report(o: &TestOutcome) -> String {
         s += &line("SUM", sent.seconds, sent.bytes, sent.retransmits, "sender");
         s += &line("SUM", recv.seconds, recv.bytes, None, "receiver");
     }
-    if let Some(e) = &o.error {
-        let _ = writeln!(s, "iperf3: error - {e}");
-    } else if !o.streams.is_empty() {
+    // An error is the driver's to print (on stderr, as iperf3 prints its errors).
+    if o.error.is_none() && !o.streams.is_empty() {
         s.push_str("\niperf Done.\n");
     }
     s
@@ -192,8 +242,49 @@ fn cpu(o: &TestOutcome) -> Value {
     })
 }
 
+/// An interval in iperf3's `-J` shape: `streams` (`socket`, `start`, `end`,
+/// `seconds`, `bytes`, `bits_per_second`, and on the sending side `retransmits`,
+/// `snd_cwnd`, `rtt`, `rttvar`; `omitted`, `sender`) and their `sum`.
+fn json_interval(iv: &Interval) -> Value {
+    let secs = iv.seconds();
+    let streams: Vec<Value> = iv
+        .streams
+        .iter()
+        .map(|st| {
+            let mut m = Map::new();
+            m.insert("socket".into(), json!(st.id));
+            m.insert("start".into(), json!(iv.start));
+            m.insert("end".into(), json!(iv.end));
+            m.insert("seconds".into(), json!(secs));
+            m.insert("bytes".into(), json!(st.bytes));
+            m.insert("bits_per_second".into(), json!(bps(st.bytes, secs)));
+            if let Some(r) = st.retransmits {
+                m.insert("retransmits".into(), json!(r));
+                m.insert("snd_cwnd".into(), json!(st.stats.snd_cwnd_bytes));
+                m.insert("rtt".into(), json!(st.stats.rtt_us));
+                m.insert("rttvar".into(), json!(st.stats.rttvar_us));
+            }
+            m.insert("omitted".into(), json!(iv.omitted));
+            m.insert("sender".into(), json!(iv.sender));
+            Value::Object(m)
+        })
+        .collect();
+    let mut sum = Map::new();
+    sum.insert("start".into(), json!(iv.start));
+    sum.insert("end".into(), json!(iv.end));
+    sum.insert("seconds".into(), json!(secs));
+    sum.insert("bytes".into(), json!(iv.bytes()));
+    sum.insert("bits_per_second".into(), json!(bps(iv.bytes(), secs)));
+    if let Some(r) = iv.retransmits() {
+        sum.insert("retransmits".into(), json!(r));
+    }
+    sum.insert("omitted".into(), json!(iv.omitted));
+    sum.insert("sender".into(), json!(iv.sender));
+    json!({"streams": streams, "sum": sum})
+}
+
 /// The outcome in iperf3's `-J` shape: `start` (`connected`, `test_start`, ...),
-/// `intervals` (empty: no interval statistics), `end` (`streams` with `sender` and
+/// `intervals` (one per `-i`, omitted ones flagged), `end` (`streams` with `sender` and
 /// `receiver`, `sum_sent` from the sender's counts, `sum_received` from the
 /// receiver's, `cpu_utilization_percent`), and `error` when the test failed.
 pub fn json_report(o: &TestOutcome) -> Value {
@@ -211,7 +302,8 @@ pub fn json_report(o: &TestOutcome) -> Value {
     let (sent, recv) = sums(o);
     let mut root = Map::new();
     root.insert("start".into(), start(o));
-    root.insert("intervals".into(), json!([]));
+    let intervals: Vec<Value> = o.intervals.iter().map(json_interval).collect();
+    root.insert("intervals".into(), Value::Array(intervals));
     root.insert(
         "end".into(),
         json!({

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::client::DEFAULT_IDLE_TIMEOUT;
+use crate::interval::{Interval, Reporter};
 use crate::net::Net;
 use crate::outcome::{Poll, Role, TestOutcome};
 use crate::protocol::{
@@ -34,6 +35,8 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Seed for the payload bytes.
     pub seed: u64,
+    /// Interval of the periodic statistics (`-i`, default 1 s; `None` for none).
+    pub interval: Option<Duration>,
 }
 
 impl ServerConfig {
@@ -44,6 +47,7 @@ impl ServerConfig {
             one_off: false,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             seed: random_seed(),
+            interval: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -83,6 +87,10 @@ struct Test<C> {
     phase: Phase,
     params: TestParams,
     xfer: Transfer<C>,
+    /// The stats and omit timers (the client's `-O`, our `-i`).
+    reporter: Reporter,
+    /// A stream held back by the client's `-b` may write again at this time.
+    next_send: Option<Duration>,
     start: Option<Duration>,
     end: Option<Duration>,
     last_progress: Duration,
@@ -143,6 +151,13 @@ impl<N: Net> Server<N> {
             finished: Vec::new(),
             done: None,
         })
+    }
+
+    /// The current test's intervals completed since the last call.
+    pub fn take_intervals(&mut self) -> Vec<Interval> {
+        self.test
+            .as_mut()
+            .map_or_else(Vec::new, |t| t.reporter.take_new())
     }
 
     /// The outcomes of tests finished since the last call (when not `one_off`).
@@ -210,8 +225,9 @@ impl<N: Net> Server<N> {
         let mut w = pending.map(|p| p.since + idle).min().unwrap_or(now + idle);
         if let Some(t) = &self.test {
             w = w.min(t.last_progress + idle);
-            if let Some(d) = Self::test_deadline(t) {
-                w = w.min(d);
+            let timers = [Self::test_deadline(t), t.reporter.wake_at(), t.next_send];
+            for d in timers.into_iter().flatten() {
+                w = w.min(d.max(now));
             }
         }
         w
@@ -292,6 +308,8 @@ impl<N: Net> Server<N> {
             phase: Phase::AwaitParams,
             params: TestParams::default(),
             xfer: Transfer::new(false, 1, None, 0),
+            reporter: Reporter::default(),
+            next_send: None,
             start: None,
             end: None,
             last_progress: now,
@@ -311,10 +329,12 @@ impl<N: Net> Server<N> {
         if t.phase == Phase::Running {
             let p = t
                 .xfer
-                .pump(net)
+                .pump(net, now)
                 .map_err(|e| TestError::io("data stream", &e))?;
             moved += p.moved;
             more = p.more;
+            t.next_send = p.next_send;
+            t.reporter.tick(&mut t.xfer, net, now);
         }
         moved += self.read_control(net, now)?;
         more |= self.accept_streams(net, now)?;
@@ -358,13 +378,14 @@ impl<N: Net> Server<N> {
     /// Handles one complete control message, if one has arrived.
     fn next_message(&mut self, net: &mut N, now: Duration) -> Result<bool, TestError> {
         let seed = self.cfg.seed.wrapping_add(self.tests);
+        let interval = self.cfg.interval;
         let Some(t) = &mut self.test else {
             return Ok(false);
         };
         match t.phase {
             Phase::Finished => Ok(false),
             Phase::AwaitParams => match t.rx.take_json(MAX_JSON_LEN)? {
-                Some(v) => on_params(net, t, &v, seed).map(|_| true),
+                Some(v) => on_params(net, t, &v, (seed, interval)).map(|_| true),
                 None => Ok(false),
             },
             Phase::AwaitClientResults => match t.rx.take_json(MAX_JSON_LEN)? {
@@ -409,6 +430,8 @@ impl<N: Net> Server<N> {
         t.tx.push_state(State::TestStart);
         t.tx.push_state(State::TestRunning);
         t.start = Some(now);
+        t.xfer.started = Some(now);
+        t.reporter.begin(now);
         t.phase = Phase::Running;
         Ok(true)
     }
@@ -447,12 +470,14 @@ fn on_params<N: Net>(
     net: &mut N,
     t: &mut Test<N::Conn>,
     v: &Value,
-    seed: u64,
+    (seed, interval): (u64, Option<Duration>),
 ) -> Result<(), TestError> {
     match TestParams::from_json(v) {
         Ok(p) => {
             let limit = (p.num != 0).then_some(p.num);
             t.xfer = Transfer::new(p.reverse, p.len, limit, seed);
+            t.xfer.rate = if p.reverse { p.bandwidth } else { 0 };
+            t.reporter = Reporter::new(interval, Duration::from_secs(p.omit));
             t.params = p;
             t.tx.push_state(State::CreateStreams);
             t.phase = Phase::CreateStreams;
@@ -482,7 +507,7 @@ fn on_state<N: Net>(
         (Phase::Running, State::TestEnd) => {
             if !t.xfer.sending {
                 // Count what already arrived (iperf3 closes without reading it).
-                let _ = t.xfer.pump(net);
+                let _ = t.xfer.pump(net, now);
             }
             stop(net, t, now);
             t.xfer.close_all(net);
@@ -527,11 +552,14 @@ fn on_client_results<C: Copy + core::fmt::Debug>(
 
 fn stop<N: Net>(net: &mut N, t: &mut Test<N::Conn>, now: Duration) {
     t.end = Some(now);
+    t.reporter.finish(&mut t.xfer, net, now);
     t.xfer.capture_stats(net);
 }
 
+/// Seconds counted: from the start (or the end of omitting) to the end.
 fn seconds<C>(t: &Test<C>, now: Duration) -> f64 {
-    t.start
+    t.reporter
+        .origin()
         .map_or(0.0, |s| secs_between(s, t.end.unwrap_or(now)))
 }
 
@@ -546,6 +574,7 @@ fn outcome<C: Copy + core::fmt::Debug>(
     o.streams = t.xfer.outcomes(seconds(t, now), peer);
     o.local_results = t.local_results.clone();
     o.peer_results = t.peer_results.as_ref().map(|(v, _)| v.clone());
+    o.intervals = t.reporter.intervals.clone();
     o.error = error;
     o
 }

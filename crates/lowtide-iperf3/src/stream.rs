@@ -5,6 +5,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::interval::IntervalStream;
 use crate::net::{ConnStats, Net};
 use crate::outcome::StreamOutcome;
 use crate::protocol::{Rng, StreamResult};
@@ -25,10 +26,31 @@ pub(crate) struct Stream<C> {
     pub stats: ConnStats,
     pub local: Option<SocketAddr>,
     pub peer: Option<SocketAddr>,
+    /// `bytes` when the omitted period ended (`bytes_sent_omit`; received bytes
+    /// are reset instead, but one mark serves both).
+    pub omit_bytes: u64,
+    /// `bytes` at the end of the last interval.
+    mark_bytes: u64,
+    /// Total retransmits at the end of the last interval.
+    mark_retrans: u64,
+    /// Total retransmits when the omitted period ended (`stream_prev_total_retrans`).
+    base_retrans: u64,
     /// Offset into the payload buffer where the next write starts.
     pos: usize,
     /// The connection has been closed (the handle is invalid).
     closed: bool,
+}
+
+impl<C> Stream<C> {
+    /// Bytes counted in the results: those after the omitted period.
+    pub(crate) fn counted(&self) -> u64 {
+        self.bytes - self.omit_bytes
+    }
+
+    /// Retransmits after the omitted period (`stream_retrans`).
+    fn retransmits(&self) -> u64 {
+        self.stats.retransmits.saturating_sub(self.base_retrans)
+    }
 }
 
 impl<C: Copy> Stream<C> {
@@ -41,6 +63,10 @@ impl<C: Copy> Stream<C> {
             stats: ConnStats::default(),
             local: net.local_addr(conn),
             peer: net.peer_addr(conn),
+            omit_bytes: 0,
+            mark_bytes: 0,
+            mark_retrans: 0,
+            base_retrans: 0,
             pos: 0,
             closed: false,
         }
@@ -53,6 +79,8 @@ pub(crate) struct Pumped {
     pub moved: u64,
     /// Some stream stopped at its budget, not at `WouldBlock`: poll again at once.
     pub more: bool,
+    /// A stream held back by `-b` may write again at this time.
+    pub next_send: Option<Duration>,
 }
 
 /// The data side of a test: all streams, sending or receiving.
@@ -65,6 +93,13 @@ pub(crate) struct Transfer<C> {
     pub limit: Option<u64>,
     /// Bytes moved on all streams.
     pub total: u64,
+    /// `total` when the omitted period ended (`-n` counts from there, as iperf3's
+    /// `iperf_reset_stats` zeroes `bytes_sent`).
+    omit_total: u64,
+    /// `-b`: each stream's target rate in bits/s (0 = unlimited).
+    pub rate: u64,
+    /// When the streams started (`start_time_fixed`, the pacing reference).
+    pub started: Option<Duration>,
     payload: Vec<u8>,
     scratch: Vec<u8>,
 }
@@ -86,6 +121,9 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
             sending,
             limit,
             total: 0,
+            omit_total: 0,
+            rate: 0,
+            started: None,
             payload,
             scratch,
         }
@@ -93,15 +131,26 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
 
     /// The `-n` limit has been reached.
     pub(crate) fn limit_reached(&self) -> bool {
-        self.limit.is_some_and(|l| self.total >= l)
+        self.limit
+            .is_some_and(|l| self.total - self.omit_total >= l)
     }
 
-    /// Moves data on every stream until `WouldBlock` or the per-stream budget.
-    pub(crate) fn pump<N: Net<Conn = C>>(&mut self, net: &mut N) -> io::Result<Pumped> {
+    /// Moves data on every stream until `WouldBlock`, the per-stream budget, or the
+    /// `-b` rate.
+    pub(crate) fn pump<N: Net<Conn = C>>(
+        &mut self,
+        net: &mut N,
+        now: Duration,
+    ) -> io::Result<Pumped> {
         let mut out = Pumped::default();
         for i in 0..self.streams.len() {
             let (moved, more) = if self.sending {
-                self.send_one(net, i)?
+                let (moved, more, next) = self.send_one(net, i, now)?;
+                out.next_send = match (out.next_send, next) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                (moved, more)
             } else {
                 self.recv_one(net, i)?
             };
@@ -111,15 +160,31 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
         Ok(out)
     }
 
-    fn send_one<N: Net<Conn = C>>(&mut self, net: &mut N, i: usize) -> io::Result<(u64, bool)> {
+    /// `iperf_check_throttle`: a stream may write while its average rate since the
+    /// start (`bytes_sent * 8 / seconds`) is below `-b`; else, when it may again.
+    fn throttled(&self, bytes: u64, now: Duration) -> Option<Duration> {
+        let start = self.started.filter(|_| self.rate > 0)?;
+        let due = start + Duration::from_secs_f64(bytes as f64 * 8.0 / self.rate as f64);
+        (due > now).then_some(due)
+    }
+
+    fn send_one<N: Net<Conn = C>>(
+        &mut self,
+        net: &mut N,
+        i: usize,
+        now: Duration,
+    ) -> io::Result<(u64, bool, Option<Duration>)> {
         let mut moved = 0;
-        let s = &mut self.streams[i];
-        while moved < BUDGET_PER_STREAM && !s.done {
+        while moved < BUDGET_PER_STREAM && !self.streams[i].done {
+            if let Some(due) = self.throttled(self.streams[i].bytes, now) {
+                return Ok((moved, false, Some(due)));
+            }
+            let s = &mut self.streams[i];
             let mut end = self.payload.len();
             if let Some(l) = self.limit {
-                let left = l.saturating_sub(self.total);
+                let left = l.saturating_sub(self.total - self.omit_total);
                 if left == 0 {
-                    return Ok((moved, false));
+                    return Ok((moved, false, None));
                 }
                 end = end.min(s.pos + left.min(usize::MAX as u64) as usize);
             }
@@ -131,12 +196,12 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
                     self.total += n as u64;
                     moved += n as u64;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((moved, false)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((moved, false, None)),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
         }
-        Ok((moved, !s.done))
+        Ok((moved, !self.streams[i].done, None))
     }
 
     fn recv_one<N: Net<Conn = C>>(&mut self, net: &mut N, i: usize) -> io::Result<(u64, bool)> {
@@ -165,6 +230,40 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
         }
     }
 
+    /// `iperf_reset_stats`, at the end of the omitted period: counts start again
+    /// from here (bytes, retransmits, `-n`).
+    pub(crate) fn reset_stats<N: Net<Conn = C>>(&mut self, net: &N) {
+        self.omit_total = self.total;
+        for s in self.streams.iter_mut().filter(|s| !s.closed) {
+            let retrans = net.stats(s.conn).retransmits;
+            (s.omit_bytes, s.mark_bytes) = (s.bytes, s.bytes);
+            (s.base_retrans, s.mark_retrans) = (retrans, retrans);
+        }
+    }
+
+    /// `iperf_stats_callback`: every stream's bytes and retransmits since the last
+    /// interval, and its connection's statistics now.
+    pub(crate) fn sample<N: Net<Conn = C>>(&mut self, net: &N) -> Vec<IntervalStream> {
+        let sending = self.sending;
+        self.streams
+            .iter_mut()
+            .map(|s| {
+                if !s.closed {
+                    s.stats = net.stats(s.conn);
+                }
+                let retrans = s.stats.retransmits.max(s.mark_retrans);
+                let iv = IntervalStream {
+                    id: s.id,
+                    bytes: s.bytes - s.mark_bytes,
+                    retransmits: sending.then_some(retrans - s.mark_retrans),
+                    stats: s.stats,
+                };
+                (s.mark_bytes, s.mark_retrans) = (s.bytes, retrans);
+                iv
+            })
+            .collect()
+    }
+
     /// Closes every stream's connection (the counts stay).
     pub(crate) fn close_all<N: Net<Conn = C>>(&mut self, net: &mut N) {
         for s in &mut self.streams {
@@ -182,9 +281,9 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
             .iter()
             .map(|s| StreamResult {
                 id: s.id,
-                bytes: s.bytes,
+                bytes: s.counted(),
                 retransmits: if self.sending {
-                    s.stats.retransmits as i64
+                    s.retransmits() as i64
                 } else {
                     -1
                 },
@@ -204,14 +303,14 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
             .map(|s| {
                 let p = peer.iter().find(|p| p.id == s.id);
                 let retransmits = if self.sending {
-                    Some(s.stats.retransmits)
+                    Some(s.retransmits())
                 } else {
                     p.and_then(|p| u64::try_from(p.retransmits).ok())
                 };
                 StreamOutcome {
                     id: s.id,
                     local_sender: self.sending,
-                    local_bytes: s.bytes,
+                    local_bytes: s.counted(),
                     local_seconds: seconds,
                     peer_bytes: p.map(|p| p.bytes),
                     peer_seconds: p.and_then(|p| p.end_time.map(|e| e - p.start_time)),

@@ -31,6 +31,8 @@ struct FakeNet {
     backlog: VecDeque<usize>,
     connects: Vec<SocketAddr>,
     read_chunk: usize,
+    /// What `send_queue_len` reports for every connection (unacknowledged bytes).
+    unacked: Option<u64>,
 }
 
 impl FakeNet {
@@ -41,6 +43,7 @@ impl FakeNet {
             backlog: VecDeque::new(),
             connects: Vec::new(),
             read_chunk: 1,
+            unacked: None,
         }
     }
 
@@ -128,6 +131,9 @@ impl Net for FakeNet {
             ..ConnStats::default()
         }
     }
+    fn send_queue_len(&self, _: usize) -> Option<u64> {
+        self.unacked
+    }
 }
 
 const SERVER: &str = "10.0.0.1:5201";
@@ -179,6 +185,9 @@ fn client_to_running(net: &mut FakeNet, cfg: ClientConfig) -> Client<FakeNet> {
     assert_eq!(params["parallel"], json!(cfg.parallel));
     assert_eq!(params["len"], json!(cfg.blksize));
     assert_eq!(params["client_version"], json!("3.12"));
+    assert_eq!(params["omit"], json!(cfg.omit.as_secs()));
+    let bw = (cfg.bandwidth > 0).then_some(cfg.bandwidth);
+    assert_eq!(params.get("bandwidth"), bw.map(|b| json!(b)).as_ref());
     net.feed(0, &[10]);
     spin(&mut c, net, 3);
     assert_eq!(net.connects.len(), 1 + cfg.parallel as usize);
@@ -514,4 +523,118 @@ fn server_unexpected_state_and_timer() {
     net.feed(1, &[1]);
     let o = sspin(&mut s, &mut net, 3).expect("done");
     assert!(matches!(o.error, Some(TestError::Timeout(_))));
+}
+
+/// Polls every `step` until `until` (time moves, as on a real clock).
+fn run_until(c: &mut Client<FakeNet>, net: &mut FakeNet, step: Duration, until: Duration) {
+    while net.now < until {
+        net.now += step;
+        spin(c, net, 2);
+    }
+}
+
+#[test]
+fn sender_ends_at_the_deadline_with_bytes_in_flight() {
+    // iperf3 sends TEST_END when its timer fires: the bytes in flight stay the
+    // sender's (the receiver reports what it read), the test does not wait for them.
+    let mut net = FakeNet::new();
+    net.unacked = Some(1 << 20);
+    let mut c = client_to_running(&mut net, client_cfg());
+    let start = net.now;
+    net.now = start + Duration::from_secs(2);
+    spin(&mut c, &mut net, 2);
+    assert_eq!(
+        net.take(0),
+        [4],
+        "TEST_END at -t although data is unacknowledged"
+    );
+}
+
+#[test]
+fn bitrate_paces_each_stream() {
+    let mut net = FakeNet::new();
+    let mut cfg = client_cfg();
+    cfg.parallel = 2;
+    cfg.bandwidth = 8_000_000; // 1 MB/s per stream
+    cfg.blksize = 10_000;
+    cfg.interval = None;
+    let mut c = client_to_running(&mut net, cfg);
+    let start = net.now;
+    run_until(
+        &mut c,
+        &mut net,
+        Duration::from_millis(10),
+        start + Duration::from_secs(1),
+    );
+    for s in 1..=2 {
+        let n = net.take(s).len() as i64;
+        // One second at 1 MB/s, give or take the block written at the start.
+        assert!((n - 1_000_000).abs() <= 20_000, "stream {s}: {n} bytes");
+    }
+}
+
+#[test]
+fn omit_and_intervals() {
+    let mut net = FakeNet::new();
+    let mut cfg = client_cfg();
+    cfg.omit = Duration::from_secs(1);
+    cfg.interval = Some(Duration::from_millis(500));
+    cfg.bandwidth = 8_000_000;
+    cfg.blksize = 1000;
+    let mut c = client_to_running(&mut net, cfg);
+    let start = net.now;
+    let step = Duration::from_millis(10);
+    run_until(&mut c, &mut net, step, start + Duration::from_millis(2990));
+    assert!(net.take(0).is_empty(), "the test runs omit + time = 3 s");
+    run_until(&mut c, &mut net, step, start + Duration::from_secs(3));
+    assert_eq!(net.take(0), [4], "TEST_END at 3 s");
+    let ivs = c.take_intervals();
+    let omitted: Vec<bool> = ivs.iter().map(|i| i.omitted).collect();
+    assert_eq!(omitted, [true, true, false, false, false, false]);
+    let starts: Vec<f64> = ivs
+        .iter()
+        .map(|i| (i.start * 10.0).round() / 10.0)
+        .collect();
+    assert_eq!(
+        starts,
+        [0.0, 0.5, 0.0, 0.5, 1.0, 1.5],
+        "counted time restarts"
+    );
+    for (i, iv) in ivs.iter().enumerate() {
+        // 0.5 s at 1 MB/s.
+        assert!(iv.bytes().abs_diff(500_000) <= 12_000, "{iv:?}");
+        // The connection's 7 retransmits all fall in the first interval.
+        let r = if i == 0 { 7 } else { 0 };
+        assert_eq!(iv.streams[0].retransmits, Some(r));
+    }
+    assert!(c.take_intervals().is_empty(), "taken once");
+    net.feed(0, &[13]);
+    spin(&mut c, &mut net, 3);
+    let ours = split_json(&net.take(0));
+    let counted: u64 = ivs[2..].iter().map(|i| i.bytes()).sum();
+    assert_eq!(
+        ours["streams"][0]["bytes"],
+        json!(counted),
+        "omitted bytes left out"
+    );
+    let secs = ours["streams"][0]["end_time"].as_f64().unwrap();
+    assert!((secs - 2.0).abs() < 0.02, "seconds after omitting: {secs}");
+    net.feed_json(0, &server_results(&[1], 1000));
+    net.feed(0, &[14]);
+    let o = spin(&mut c, &mut net, 200).expect("done");
+    let report = crate::json_report(&o);
+    let iv = &report["intervals"][0];
+    assert_eq!(iv["sum"]["omitted"], json!(true));
+    assert_eq!(iv["streams"][0]["socket"], json!(1));
+    assert_eq!(iv["streams"][0]["retransmits"], json!(7));
+    assert_eq!(
+        ours["streams"][0]["retransmits"],
+        json!(0),
+        "none after omitting"
+    );
+    assert!(iv["streams"][0]["snd_cwnd"].is_u64());
+    assert_eq!(report["intervals"].as_array().unwrap().len(), 6);
+    let text = crate::text_interval(&o.intervals[0]);
+    assert!(text.starts_with("[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"));
+    assert!(text.trim_end().ends_with("(omitted)"), "{text}");
 }

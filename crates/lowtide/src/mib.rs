@@ -41,6 +41,12 @@ mib! {
     IpExtInOctets,
     /// IP bytes sent.
     IpExtOutOctets,
+    /// ICMP messages received.
+    IcmpInMsgs,
+    /// ICMP messages dropped as malformed (short, bad checksum).
+    IcmpInErrors,
+    /// ICMP destination-unreachable messages received.
+    IcmpInDestUnreachs,
     /// Active opens (SYN sent).
     TcpActiveOpens,
     /// Passive opens (SYN received on a listener).
@@ -58,6 +64,9 @@ mib! {
     TcpRetransSegs,
     /// Segments received with a TCP error (bad checksum, bad header).
     TcpInErrs,
+    /// ICMP errors about a sequence number outside `snd_una..=snd_nxt` (`tcp_v4_err`),
+    /// ignored.
+    TcpExtOutOfWindowIcmps,
     /// Segments with a bad checksum.
     TcpInCsumErrors,
     /// Resets sent.
@@ -144,6 +153,8 @@ mib! {
     TcpExtTCPSynRetrans,
     /// Zero-window probes sent.
     TcpExtTCPWinProbe,
+    /// Keepalive probes sent (`LINUX_MIB_TCPKEEPALIVE`).
+    TcpExtTCPKeepAlive,
     /// Times the receive window was advertised as zero.
     TcpExtTCPToZeroWindowAdv,
     /// Times the receive window reopened from zero.

@@ -78,6 +78,11 @@ pub enum SocketError {
     AddrInUse,
     /// `EADDRNOTAVAIL`: no such local address, or no ephemeral port left.
     AddrNotAvailable,
+    /// `EHOSTUNREACH`: an ICMP host unreachable (or administratively prohibited)
+    /// answered the SYN.
+    HostUnreachable,
+    /// `ENETUNREACH`: an ICMP network unreachable answered the SYN.
+    NetworkUnreachable,
 }
 
 impl core::fmt::Display for SocketError {
@@ -93,6 +98,8 @@ impl core::fmt::Display for SocketError {
             SocketError::TimedOut => "connection timed out (ETIMEDOUT)",
             SocketError::AddrInUse => "address in use (EADDRINUSE)",
             SocketError::AddrNotAvailable => "address not available (EADDRNOTAVAIL)",
+            SocketError::HostUnreachable => "no route to host (EHOSTUNREACH)",
+            SocketError::NetworkUnreachable => "network is unreachable (ENETUNREACH)",
         };
         f.write_str(s)
     }

@@ -21,6 +21,9 @@ mod sockopt;
 #[path = "stack_embed.rs"]
 mod embed;
 
+#[path = "stack_icmp.rs"]
+mod icmp;
+
 /// A connection's view of the stack, borrowing only the fields it needs (a macro, not
 /// a method, so that the slot being worked on can stay borrowed at the same time).
 macro_rules! ctx {
@@ -33,6 +36,7 @@ macro_rules! ctx {
             events: &mut $stack.events,
             ip_id: &mut $stack.ip_id,
             challenge: &mut $stack.challenge,
+            pool: &mut $stack.pool,
             tx_orphan: $stack.tx_orphan,
         }
     };
@@ -100,6 +104,8 @@ pub struct Stack {
     catch_all: Option<u32>,
     /// A warning about unfinished checksums was logged ([`Stack::handle_transmit`]).
     warned_csum_partial: bool,
+    /// Buffers of sent packets, given back by the device ([`Stack::recycle_buffer`]).
+    pool: lowtide_wire::pool::BufPool,
 }
 
 impl Stack {
@@ -131,6 +137,7 @@ impl Stack {
             tx_orphan: false,
             catch_all: None,
             warned_csum_partial: false,
+            pool: lowtide_wire::pool::BufPool::new(),
         }
     }
 
@@ -168,12 +175,16 @@ impl Stack {
             trace!(dst = %ip.dst, "drop: not our address");
             return;
         }
+        let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
+        if ip.protocol == icmp::PROTO_ICMP && ip.src.is_ipv4() {
+            self.mib.inc(Mib::IpInDelivers);
+            return self.icmp_rcv(now, &ip, seg);
+        }
         if ip.protocol != PROTO_TCP {
             self.mib.inc(Mib::IpInUnknownProtos);
             return;
         }
         self.mib.inc(Mib::IpInDelivers);
-        let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
         self.tcp_v4_rcv(now, &ip, seg, verify);
     }
 
@@ -465,78 +476,6 @@ impl Stack {
         Ok(())
     }
 
-    /// `TCP_NODELAY`: turn Nagle's algorithm off (`true`) or on.
-    pub fn set_nodelay(&mut self, h: SocketHandle, nodelay: bool) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.nodelay = nodelay;
-        Ok(())
-    }
-
-    /// `SO_SNDBUF`: fixes the send buffer (Linux doubles the value and turns off send
-    /// buffer autotuning for the socket).
-    pub fn set_sndbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.set_sndbuf(bytes);
-        Ok(())
-    }
-
-    /// `SO_RCVBUF`: fixes the receive buffer (doubled, autotuning off), before connect.
-    pub fn set_rcvbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.set_rcvbuf(bytes);
-        Ok(())
-    }
-
-    /// `TCP_NOTSENT_LOWAT` (setsockopt): cap the unsent bytes this socket holds; 0
-    /// returns it to the sysctl `net.ipv4.tcp_notsent_lowat`. Re-evaluates
-    /// writability at once.
-    pub fn set_notsent_lowat(
-        &mut self,
-        now: Instant,
-        h: SocketHandle,
-        bytes: u32,
-    ) -> Result<(), SocketError> {
-        let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.set_notsent_lowat(ctx, bytes));
-        Ok(())
-    }
-
-    /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
-    /// peer's window stay closed to our probes, before the connection fails with
-    /// `ETIMEDOUT` (`icsk_user_timeout`, used by `tcp_write_timeout` and
-    /// `tcp_probe_timer`); zero restores the defaults (`tcp_retries2`).
-    pub fn set_user_timeout(
-        &mut self,
-        h: SocketHandle,
-        timeout: core::time::Duration,
-    ) -> Result<(), SocketError> {
-        if timeout.as_millis() > i32::MAX as u128 {
-            return Err(SocketError::InvalidInput);
-        }
-        self.tcb_mut(h)?.user_timeout = timeout;
-        Ok(())
-    }
-
-    /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
-    pub fn user_timeout(&self, h: SocketHandle) -> Result<core::time::Duration, SocketError> {
-        Ok(self.tcb(h)?.user_timeout)
-    }
-
-    /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.
-    pub fn notsent_lowat(&self, h: SocketHandle) -> Result<u32, SocketError> {
-        Ok(self.tcb(h)?.notsent_lowat)
-    }
-
-    /// `SO_MAX_PACING_RATE` in bytes per second; like Linux, setting it makes TCP pace
-    /// the socket itself (`SK_PACING_NEEDED`).
-    pub fn set_max_pacing_rate(
-        &mut self,
-        h: SocketHandle,
-        bytes_per_sec: u64,
-    ) -> Result<(), SocketError> {
-        let t = self.tcb_mut(h)?;
-        t.max_pacing_rate = bytes_per_sec;
-        t.pacing_needed = true;
-        Ok(())
-    }
-
     /// Changes a sysctl at run time; sockets read most sysctls at every use, so e.g.
     /// `net.ipv4.tcp_notsent_lowat` applies at once to sockets without their own value.
     pub fn set_sysctl(&mut self, now: Instant, name: &str, value: &str) -> Result<(), ConfigError> {
@@ -607,6 +546,20 @@ impl Stack {
     /// Live connections (orphans included).
     pub fn connection_count(&self) -> usize {
         self.conns.len()
+    }
+
+    /// Live connections neither in TIME-WAIT nor closed (a failed connect whose handle
+    /// is still held): those with a handshake still to finish.
+    /// A program about to exit serves the stack until this is 0; TIME-WAIT only
+    /// answers a retransmitted FIN and does not keep a Linux process alive either.
+    pub fn closing_count(&self) -> usize {
+        let tcp = |&i: &u32| match &self.slots[i as usize].sock {
+            Some(Sock::Tcp(t)) => Some(t.state),
+            _ => None,
+        };
+        let live = self.conns.values().filter_map(tcp);
+        live.filter(|s| !matches!(s, TcpState::TimeWait | TcpState::Closed))
+            .count()
     }
 
     // ---- internals ------------------------------------------------------------------

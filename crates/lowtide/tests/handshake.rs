@@ -43,6 +43,31 @@ mod listen_and_syn {
         let ib = p.b.info(p.now, s).unwrap();
         assert_eq!((ia.last_data_recv, ia.last_data_sent), (20, 20));
         assert_eq!((ib.last_data_recv, ib.last_data_sent), (10, 10));
+        // tcp_ack sets rcv_tstamp on the SYN-ACK (A) and the final ACK (B).
+        assert_eq!((ia.last_ack_recv, ib.last_ack_recv), (20, 10));
+    }
+
+    #[test]
+    fn last_ack_recv_follows_acks_not_data() {
+        // tcpi_last_ack_recv is now - rcv_tstamp (tcp_get_info), which tcp_ack
+        // moves on every acceptable ACK; the sender of a one-way transfer gets
+        // ACKs but no data, so its last_data_recv keeps growing.
+        let (mut p, c, s) = connected();
+        p.drive_for(Duration::from_millis(500));
+        let data = pattern(10_000, 3);
+        assert_eq!(send_all(&mut p, true, c, s, &data), data);
+        p.drive_for(Duration::from_millis(100));
+        let ia = p.a.info(p.now, c).unwrap();
+        assert!(
+            ia.last_data_recv >= 600,
+            "last_data_recv {}",
+            ia.last_data_recv
+        );
+        assert!(
+            ia.last_ack_recv <= 130,
+            "last_ack_recv {}",
+            ia.last_ack_recv
+        );
     }
 
     #[test]

@@ -7,7 +7,9 @@ use super::RealArgs;
 use crate::run_failure as fail;
 use clap::Args;
 use lowtide_iperf3::TestOutcome;
-use lowtide_iperf3::{json_report, text_report, Client, ClientConfig, Poll, Server, ServerConfig};
+use lowtide_iperf3::{
+    json_report, text_interval, text_report, Client, ClientConfig, Poll, Server, ServerConfig,
+};
 use lowtide_sim::verdict::{FlowOutcome, Liveness, Verdict};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
@@ -40,6 +42,17 @@ pub struct Iperf3Args {
     /// Parallel streams.
     #[arg(short = 'P', long = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=128))]
     parallel: u32,
+    /// Target bitrate of each stream in bits/s (K, M, G are powers of 1000); 0 is
+    /// unlimited. The writes are paced as iperf3 paces them; with -R the server paces.
+    #[arg(short = 'b', long = "bitrate", value_name = "RATE", default_value = "0", value_parser = parse_iperf_rate)]
+    bitrate: u64,
+    /// Omits the first N seconds from the statistics (they run, and their intervals
+    /// are printed marked "(omitted)").
+    #[arg(short = 'O', long = "omit", value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60))]
+    omit: u64,
+    /// Seconds between interval reports (0 for none; 0.1..60).
+    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value = "1", value_parser = parse_interval)]
+    interval: f64,
     /// Reverse: the server sends, the client receives.
     #[arg(short = 'R', long = "reverse")]
     reverse: bool,
@@ -75,10 +88,45 @@ pub fn parse_iperf_bytes(s: &str) -> Result<u64, String> {
     Ok((v * mult as f64) as u64)
 }
 
+/// iperf3's `unit_atof_rate`: bits/s with an optional K/M/G/T suffix, powers of
+/// 1000; 0 is unlimited.
+pub fn parse_iperf_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&t[..t.len() - 1], 1e3),
+        Some('m') => (&t[..t.len() - 1], 1e6),
+        Some('g') => (&t[..t.len() - 1], 1e9),
+        Some('t') => (&t[..t.len() - 1], 1e12),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a bitrate (e.g. 100M, 1G, 0 for unlimited)"))?;
+    if !(v.is_finite() && v >= 0.0) || v * mult > 1e15 {
+        return Err(format!("bitrate '{s}' must be 0..1000T"));
+    }
+    Ok((v * mult) as u64)
+}
+
+/// `-i`: 0, or 0.1..60 seconds (iperf3's `MIN_INTERVAL`/`MAX_INTERVAL`).
+fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v == 0.0 || (0.1..=60.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' must be 0 or 0.1..60 seconds")),
+    }
+}
+
+fn interval_of(args: &Iperf3Args) -> Option<Duration> {
+    (args.interval > 0.0).then(|| Duration::from_secs_f64(args.interval))
+}
+
 /// Runs `lowtide iperf3`.
 pub fn run(args: &Iperf3Args) -> ExitCode {
     if let Some(len) = args.length.filter(|l| *l > 1 << 20) {
         return crate::usage_error(&format!("-l {len}: at most 1M"));
+    }
+    if args.server && (args.bitrate > 0 || args.omit > 0) {
+        return crate::usage_error("-b, -O: client options (the client sends them to the server)");
     }
     if let Err(e) = args.real.validate() {
         return crate::usage_error(&e);
@@ -87,15 +135,12 @@ pub fn run(args: &Iperf3Args) -> ExitCode {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
-    let mut net = StackNet {
-        rt,
-        local: local.into(),
-    };
+    let mut net = StackNet::new(rt, local.into());
     let r = match args.client {
         Some(host) => run_client(args, &mut net, SocketAddr::new(host, args.port)),
         None => run_server(args, &mut net),
     };
-    super::transfer::linger(&mut net.rt);
+    super::transfer::finish_closing(&mut net.rt);
     let _ = net.rt.finish();
     r
 }
@@ -106,14 +151,40 @@ fn run_client(args: &Iperf3Args, net: &mut StackNet, to: SocketAddr) -> ExitCode
     cfg.bytes = args.bytes;
     cfg.parallel = args.parallel;
     cfg.reverse = args.reverse;
+    cfg.bandwidth = args.bitrate;
+    cfg.omit = Duration::from_secs(args.omit);
+    cfg.interval = interval_of(args);
     cfg.json = args.json;
     cfg.seed = args.real.seed;
     if let Some(l) = args.length {
         cfg.blksize = l as usize;
     }
     let mut client = Client::new(cfg);
+    if !args.json {
+        println!("Connecting to host {}, port {}", to.ip(), to.port());
+    }
+    let mut announced = false;
     loop {
-        match client.poll(net) {
+        if let Err(e) = net.watch_connects() {
+            if args.json {
+                // iperf3 -J's shape for a test that never started.
+                let v = serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e});
+                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            }
+            return fail(&e);
+        }
+        let poll = client.poll(net);
+        if !args.json {
+            let streams = client.connected_streams();
+            if !announced && !streams.is_empty() {
+                announced = true;
+                print_connected(&streams, args.reverse.then_some(to));
+            }
+            for iv in client.take_intervals() {
+                print!("{}", text_interval(&iv));
+            }
+        }
+        match poll {
             Poll::Done(outcome) => return report(&outcome, args.json),
             Poll::Pending { wake_at } => {
                 if let Err(e) = turn(net, wake_at) {
@@ -128,6 +199,7 @@ fn run_server(args: &Iperf3Args, net: &mut StackNet) -> ExitCode {
     let mut cfg = ServerConfig::new(SocketAddr::new(net.local, args.port));
     cfg.one_off = args.one_off;
     cfg.seed = args.real.seed;
+    cfg.interval = interval_of(args);
     let mut server = match Server::new(cfg, net) {
         Ok(s) => s,
         Err(e) => return fail(&format!("listen on port {}: {e}", args.port)),
@@ -137,6 +209,11 @@ fn run_server(args: &Iperf3Args, net: &mut StackNet) -> ExitCode {
     }
     loop {
         let poll = server.poll(net);
+        if !args.json {
+            for iv in server.take_intervals() {
+                print!("{}", text_interval(&iv));
+            }
+        }
         for outcome in server.take_finished() {
             report(&outcome, args.json);
         }
@@ -151,9 +228,31 @@ fn run_server(args: &Iperf3Args, net: &mut StackNet) -> ExitCode {
     }
 }
 
+/// iperf3's `[  5] local A port P connected to B port Q` lines (and its reverse-mode
+/// notice).
+fn print_connected(
+    streams: &[(u32, Option<SocketAddr>, Option<SocketAddr>)],
+    rev: Option<SocketAddr>,
+) {
+    if let Some(to) = rev {
+        println!("Reverse mode, remote host {} is sending", to.ip());
+    }
+    for (id, local, peer) in streams {
+        if let (Some(l), Some(p)) = (local, peer) {
+            println!(
+                "[{id:3}] local {} port {} connected to {} port {}",
+                l.ip(),
+                l.port(),
+                p.ip(),
+                p.port()
+            );
+        }
+    }
+}
+
 /// Serves the network until the protocol's next deadline or a network event.
 fn turn(net: &mut StackNet, wake_at: Option<Duration>) -> Result<(), String> {
-    while net.rt.stack().poll_event().is_some() {}
+    net.watch_connects()?;
     let wake = wake_at.map(|d| lowtide::Instant(d.as_nanos() as u64));
     net.rt
         .turn(wake, Duration::from_millis(100))
@@ -169,7 +268,7 @@ fn report(outcome: &TestOutcome, as_json: bool) -> ExitCode {
         false => print!("{}", text_report(outcome)),
     }
     if let Some(e) = &outcome.error {
-        return fail(&format!("iperf3 test failed: {e}"));
+        return fail(&format!("iperf3: {e}"));
     }
     let v = verdict(outcome);
     match v.ok {
@@ -219,5 +318,20 @@ mod tests {
         assert!(parse_iperf_bytes("x").is_err());
         assert!(parse_iperf_bytes("-1M").is_err());
         assert!(parse_iperf_bytes("0").is_err());
+    }
+
+    #[test]
+    fn iperf_rates_are_decimal() {
+        assert_eq!(parse_iperf_rate("100M"), Ok(100_000_000));
+        assert_eq!(parse_iperf_rate("1.5g"), Ok(1_500_000_000));
+        assert_eq!(parse_iperf_rate("64k"), Ok(64_000));
+        assert_eq!(parse_iperf_rate("0"), Ok(0));
+        assert!(parse_iperf_rate("fast").is_err());
+        assert!(parse_iperf_rate("-1M").is_err());
+        assert!(parse_iperf_rate("10M/100").is_err(), "no burst count");
+        assert_eq!(parse_interval("0.5"), Ok(0.5));
+        assert_eq!(parse_interval("0"), Ok(0.0));
+        assert!(parse_interval("0.05").is_err());
+        assert!(parse_interval("61").is_err());
     }
 }

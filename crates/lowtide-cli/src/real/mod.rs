@@ -2,6 +2,7 @@
 //! kernel's TCP through the emulated link (`lowtide transfer`, `lowtide iperf3`), and
 //! the link alone between two devices (`lowtide link`).
 
+pub mod connect;
 pub mod iperf;
 pub mod link;
 pub mod net;
@@ -168,7 +169,45 @@ impl RealArgs {
         if self.tun.is_empty() || self.tun.len() > 15 {
             return Err(format!("--tun '{}' must be 1..15 characters", self.tun));
         }
-        self.local_addr()
+        let local = self.local_addr()?;
+        if let Some((kernel, _)) = self.tun_addr.filter(|(k, _)| *k == local) {
+            return Err(format!(
+                "--local {local}: that is the kernel's address (--tun-addr {kernel}); lowtide needs its own"
+            ));
+        }
+        Ok(local)
+    }
+
+    /// The kernel must route lowtide's address through the device, or it answers
+    /// nothing (its SYN-ACKs and ACKs would go elsewhere or nowhere): asks the
+    /// kernel's routing table (a UDP `connect`, which only looks the route up).
+    fn check_route_back(&self, local: Ipv4Addr) -> Result<(), String> {
+        let hint = match self.tun_addr {
+            Some((a, len)) => format!(
+                "give an address in {a}/{len}, or add a route to it through {}",
+                self.tun
+            ),
+            None => format!("add a route to it through {}", self.tun),
+        };
+        let probe = std::net::UdpSocket::bind("0.0.0.0:0").map_err(|e| format!("socket: {e}"))?;
+        if let Err(e) = probe.connect((local, 9)) {
+            let e = std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0));
+            let why = e.to_string();
+            let why = why.split(" (os error").next().unwrap_or(&why);
+            return Err(format!(
+                "--local {local}: {why}: the kernel has no route to it ({hint})"
+            ));
+        }
+        let src = probe.local_addr().map(|a| a.ip());
+        match self.tun_addr {
+            Some((kernel, _)) if src.as_ref().ok() != Some(&std::net::IpAddr::V4(kernel)) => {
+                Err(format!(
+                "--local {local}: the kernel routes it through another interface, not {} ({hint})",
+                self.tun
+            ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Opens the device, configures it and starts the runtime (errors here are
@@ -180,6 +219,7 @@ impl RealArgs {
             false => Offload::None,
         };
         let dev = open_device(&self.tun, offload, self.tun_addr)?;
+        self.check_route_back(local)?;
         let mut stack = Stack::new(self.stack_config()?, self.seed);
         // RFC 6528 / RFC 6056: ISNs and ports keyed by the OS, not by --seed.
         let secret = lowtide_tun::random::os_secret().map_err(|e| format!("getrandom: {e}"))?;

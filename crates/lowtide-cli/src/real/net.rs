@@ -1,7 +1,8 @@
 //! lowtide's stack as the non-blocking socket API the iperf3 protocol runs on, and
 //! the loop that drives an application on the runtime.
 
-use lowtide::{Shutdown, SocketError, SocketHandle};
+use super::connect::{connect_failed, ConnectWatch};
+use lowtide::{EventKind, Shutdown, SocketError, SocketHandle};
 use lowtide_iperf3::{ConnStats, Net};
 use lowtide_tun::runtime::Runtime;
 use std::io;
@@ -21,6 +22,8 @@ pub fn io_error(e: SocketError) -> io::Error {
         SocketError::TimedOut => K::TimedOut,
         SocketError::AddrInUse => K::AddrInUse,
         SocketError::AddrNotAvailable => K::AddrNotAvailable,
+        SocketError::HostUnreachable => K::HostUnreachable,
+        SocketError::NetworkUnreachable => K::NetworkUnreachable,
     };
     io::Error::new(kind, e)
 }
@@ -31,6 +34,38 @@ pub struct StackNet {
     pub rt: Runtime,
     /// lowtide's address.
     pub local: IpAddr,
+    /// Active opens still in SYN-SENT.
+    pub connects: Vec<ConnectWatch>,
+}
+
+impl StackNet {
+    /// [`Net`] over `rt` with `local` as the source address.
+    pub fn new(rt: Runtime, local: IpAddr) -> Self {
+        StackNet {
+            rt,
+            local,
+            connects: Vec::new(),
+        }
+    }
+
+    /// Drains the stack's events; reports SYN retransmissions of the opens in
+    /// progress, and fails with Linux's error when one of them failed.
+    pub fn watch_connects(&mut self) -> Result<(), String> {
+        let mut failed = None;
+        while let Some(ev) = self.rt.stack().poll_event() {
+            if let EventKind::Error(e) = ev.kind {
+                if let Some(w) = self.connects.iter().find(|w| w.handle == ev.socket) {
+                    failed.get_or_insert(connect_failed(w.to, e));
+                }
+            }
+        }
+        if let Some(msg) = failed {
+            return Err(msg);
+        }
+        let rt = &self.rt;
+        self.connects.retain_mut(|w| w.check(rt));
+        Ok(())
+    }
 }
 
 impl Net for StackNet {
@@ -44,7 +79,9 @@ impl Net for StackNet {
     fn connect(&mut self, to: SocketAddr) -> io::Result<SocketHandle> {
         let now = self.rt.now();
         let from = SocketAddr::new(self.local, 0);
-        self.rt.stack().connect(now, from, to).map_err(io_error)
+        let h = self.rt.stack().connect(now, from, to).map_err(io_error)?;
+        self.connects.push(ConnectWatch::new(h, to));
+        Ok(h)
     }
 
     fn listen(&mut self, at: SocketAddr) -> io::Result<SocketHandle> {
@@ -85,6 +122,14 @@ impl Net for StackNet {
         let i = self.rt.stack_ref().info(self.rt.now(), c).ok()?;
         // Unacknowledged segments, or bytes not sent yet.
         Some(i.unacked as u64 + i.notsent_bytes)
+    }
+
+    fn local_addr(&self, c: SocketHandle) -> Option<SocketAddr> {
+        self.rt.stack_ref().addresses(c).ok().map(|(l, _)| l)
+    }
+
+    fn peer_addr(&self, c: SocketHandle) -> Option<SocketAddr> {
+        self.rt.stack_ref().addresses(c).ok().map(|(_, r)| r)
     }
 
     fn stats(&self, c: SocketHandle) -> ConnStats {

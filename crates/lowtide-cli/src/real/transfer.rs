@@ -1,7 +1,9 @@
-//! `lowtide transfer`: one TCP connection between lowtide (on a TUN device) and any
-//! kernel socket program, sending a known stream or receiving one, with the SHA-256
-//! of every byte sent or received, so that both ends can be compared byte for byte.
+//! `lowtide transfer`: TCP connections (one, or `-P N`) between lowtide (on a TUN
+//! device) and any kernel socket program, each sending a known stream or receiving
+//! one, with the SHA-256 of every byte sent or received, so that both ends can be
+//! compared byte for byte.
 
+use super::connect::{connect_failed, ConnectWatch};
 use super::RealArgs;
 use crate::run_failure as fail;
 use clap::Args;
@@ -26,10 +28,14 @@ pub struct TransferArgs {
         required_unless_present = "listen"
     )]
     connect: Option<SocketAddr>,
-    /// Listen on this port of lowtide's address and take one connection.
+    /// Listen on this port of lowtide's address and take one connection (or -P).
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     listen: Option<u16>,
-    /// Send this many bytes (e.g. 10MB) of a stream seeded by --seed, then close.
+    /// Parallel connections: opens (or accepts) N, each with its own stream.
+    #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=128))]
+    parallel: u32,
+    /// Send this many bytes (e.g. 10MB) on each connection, a stream seeded by
+    /// --seed and the connection's number (0, 1, ...), then close.
     #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes, conflicts_with = "recv", required_unless_present = "recv")]
     send: Option<u64>,
     /// Receive until the peer closes.
@@ -45,13 +51,16 @@ pub struct TransferArgs {
     real: RealArgs,
 }
 
-/// How long a closed connection is still served, so that the FIN exchange completes.
-const LINGER: Duration = Duration::from_secs(2);
+/// Longest wait for closed connections' FIN handshakes before exiting (reached only
+/// when a peer does not answer; a Linux process does not wait at all, its kernel
+/// finishes the handshake, but lowtide's stack ends with the process).
+const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 const CHUNK: usize = 64 * 1024;
 
 /// One connection's transfer.
 struct Transfer {
-    listener: Option<SocketHandle>,
+    /// The connection's number (0, 1, ...; its stream's seed with --seed).
+    flow: u32,
     conn: Option<SocketHandle>,
     /// Bytes to send; `None` receives.
     total: Option<u64>,
@@ -65,6 +74,8 @@ struct Transfer {
     retransmits: u64,
     /// When bytes last moved (or the connection was established).
     last_progress: Instant,
+    /// The active open, while it is in SYN-SENT.
+    watch: Option<ConnectWatch>,
 }
 
 impl Transfer {
@@ -72,14 +83,28 @@ impl Transfer {
         self.end.is_some() || self.error.is_some()
     }
 
+    fn new(flow: u32, total: Option<u64>, seed: u64) -> Transfer {
+        Transfer {
+            flow,
+            conn: None,
+            total,
+            bytes: 0,
+            hash: Sha256::new(),
+            payload: Payload::new(seed, flow),
+            buf: vec![0; CHUNK],
+            start: None,
+            end: None,
+            error: None,
+            retransmits: 0,
+            last_progress: Instant::ZERO,
+            watch: None,
+        }
+    }
+
     /// Does all that can be done now.
     fn step(&mut self, rt: &mut Runtime) {
-        self.drain_events(rt);
         if self.done() {
             return;
-        }
-        if self.conn.is_none() {
-            self.accept(rt);
         }
         let Some(c) = self.conn else { return };
         if rt.stack_ref().state(c) != Ok(TcpState::Established) && self.start.is_none() {
@@ -96,24 +121,6 @@ impl Transfer {
         match r {
             Ok(()) | Err(SocketError::WouldBlock) => {}
             Err(e) => self.error = Some(e),
-        }
-    }
-
-    fn drain_events(&mut self, rt: &mut Runtime) {
-        while let Some(ev) = rt.stack().poll_event() {
-            if let EventKind::Error(e) = ev.kind {
-                if Some(ev.socket) == self.conn {
-                    self.error.get_or_insert(e);
-                }
-            }
-        }
-    }
-
-    fn accept(&mut self, rt: &mut Runtime) {
-        if let Some(l) = self.listener {
-            if let Ok(c) = rt.stack().accept(l) {
-                self.conn = Some(c);
-            }
         }
     }
 
@@ -163,11 +170,9 @@ impl Transfer {
         let _ = rt.stack().close(now, c);
     }
 
-    /// The run's verdict (lowtide-sim's, shared by every command): connected, no
-    /// socket error, and the whole stream sent and closed or received to its end.
-    fn verdict(&self, rt: &Runtime) -> Verdict {
-        let o = FlowOutcome {
-            flow: 0,
+    fn outcome(&self, rt: &Runtime) -> FlowOutcome {
+        FlowOutcome {
+            flow: self.flow,
             connected: self.start.is_some(),
             error: self.error,
             delivered: self.bytes,
@@ -177,29 +182,103 @@ impl Transfer {
             idle: Duration::from_nanos(
                 rt.now().saturating_since(self.last_progress).as_nanos() as u64
             ),
-        };
+        }
+    }
+
+    fn seconds(&self, rt: &Runtime) -> f64 {
+        match self.start {
+            Some(s) => (self.end.unwrap_or(rt.now()) - s).as_secs_f64(),
+            None => 0.0,
+        }
+    }
+
+    fn report(&self, rt: &Runtime) -> serde_json::Value {
+        let secs = self.seconds(rt);
+        json!({
+            "flow": self.flow,
+            "bytes": self.bytes,
+            "sha256": hex(&self.hash.clone().finalize()),
+            "seconds": secs,
+            "goodput_bps": bps(self.bytes, secs),
+            "retransmits": self.retransmits,
+            "error": self.error.map(|e| e.to_string()),
+        })
+    }
+}
+
+fn bps(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 * 8.0 / secs
+    } else {
+        0.0
+    }
+}
+
+/// All of a run's connections, and the listener that accepts them.
+struct Flows {
+    listener: Option<SocketHandle>,
+    flows: Vec<Transfer>,
+}
+
+impl Flows {
+    fn done(&self) -> bool {
+        self.flows.iter().all(Transfer::done)
+    }
+
+    fn step(&mut self, rt: &mut Runtime) {
+        while let Some(ev) = rt.stack().poll_event() {
+            if let EventKind::Error(e) = ev.kind {
+                let t = self.flows.iter_mut().find(|t| t.conn == Some(ev.socket));
+                if let Some(t) = t {
+                    t.error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(l) = self.listener {
+            for t in self.flows.iter_mut().filter(|t| t.conn.is_none()) {
+                match rt.stack().accept(l) {
+                    Ok(c) => t.conn = Some(c),
+                    Err(_) => break,
+                }
+            }
+        }
+        for t in &mut self.flows {
+            t.step(rt);
+            if t.watch.as_mut().is_some_and(|w| !w.check(rt)) {
+                t.watch = None;
+            }
+        }
+    }
+
+    /// The run's verdict (lowtide-sim's, shared by every command): each connection
+    /// connected, had no socket error, and sent its whole stream and closed, or
+    /// received its stream to the end.
+    fn verdict(&self, rt: &Runtime) -> Verdict {
+        let flows: Vec<FlowOutcome> = self.flows.iter().map(|t| t.outcome(rt)).collect();
         Verdict::judge(
-            &[o],
+            &flows,
             &Liveness {
                 stall_after: Duration::ZERO,
             },
         )
     }
 
+    /// The report: the sums over the connections (and, with one connection, its
+    /// SHA-256), each connection's figures under `flows`, the device and the link.
     fn report(&self, rt: &Runtime) -> serde_json::Value {
-        let secs = match (self.start, self.end.or(Some(rt.now()))) {
-            (Some(s), Some(e)) => (e - s).as_secs_f64(),
-            _ => 0.0,
-        };
+        let bytes: u64 = self.flows.iter().map(|t| t.bytes).sum();
+        let secs = self.flows.iter().map(|t| t.seconds(rt)).fold(0.0, f64::max);
+        let one = (self.flows.len() == 1).then(|| hex(&self.flows[0].hash.clone().finalize()));
         let st = rt.stats();
         json!({
-            "direction": if self.total.is_some() { "send" } else { "recv" },
-            "bytes": self.bytes,
-            "sha256": hex(&self.hash.clone().finalize()),
+            "direction": if self.flows[0].total.is_some() { "send" } else { "recv" },
+            "bytes": bytes,
+            "sha256": one,
             "seconds": secs,
-            "goodput_bps": if secs > 0.0 { self.bytes as f64 * 8.0 / secs } else { 0.0 },
-            "retransmits": self.retransmits,
-            "error": self.error.map(|e| e.to_string()),
+            "goodput_bps": bps(bytes, secs),
+            "retransmits": self.flows.iter().map(|t| t.retransmits).sum::<u64>(),
+            "error": self.flows.iter().find_map(|t| t.error).map(|e| e.to_string()),
+            "flows": self.flows.iter().map(|t| t.report(rt)).collect::<Vec<_>>(),
             "verdict": self.verdict(rt),
             "device": {
                 "rx_packets": st.rx_packets, "rx_gso_packets": st.rx_gso_packets,
@@ -230,32 +309,42 @@ pub fn run(args: &TransferArgs) -> ExitCode {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
-    let mut t = Transfer {
+    let mut t = Flows {
         listener: None,
-        conn: None,
-        total: args.send,
-        bytes: 0,
-        hash: Sha256::new(),
-        payload: Payload::new(args.real.seed, 0),
-        buf: vec![0; CHUNK],
-        start: None,
-        end: None,
-        error: None,
-        retransmits: 0,
-        last_progress: Instant::ZERO,
+        flows: (0..args.parallel)
+            .map(|i| Transfer::new(i, args.send, args.real.seed))
+            .collect(),
     };
     if let Err(e) = open(&mut rt, &mut t, args, local.into()) {
-        return fail(&format!("cannot open the connection: {e}"));
+        let what = match args.connect {
+            Some(to) => connect_failed(to, e),
+            None => format!("listen on port {}: {e}", args.listen.unwrap_or(0)),
+        };
+        return fail(&what);
     }
     let deadline = rt.now() + args.timeout;
     if let Err(e) = drive(&mut rt, &mut t, deadline) {
         return fail(&e);
     }
-    linger(&mut rt);
+    finish_closing(&mut rt);
     let report = t.report(&rt);
-    print_report(&report, args.json);
     let v = t.verdict(&rt);
     let _ = rt.finish();
+    let unconnected = t.flows.iter().find(|f| f.start.is_none());
+    if let (Some(to), Some(f)) = (args.connect, unconnected) {
+        // A connect failed: Linux's error, and the report only for machines.
+        if args.json {
+            print_report(&report, true);
+        }
+        return fail(&match f.error {
+            Some(e) => connect_failed(to, e),
+            None => format!(
+                "connect {to}: no SYN-ACK within --timeout {:?}",
+                args.timeout
+            ),
+        });
+    }
+    print_report(&report, args.json);
     match v.ok {
         true => ExitCode::SUCCESS,
         false => fail(&v.summary()),
@@ -264,22 +353,29 @@ pub fn run(args: &TransferArgs) -> ExitCode {
 
 fn open(
     rt: &mut Runtime,
-    t: &mut Transfer,
+    t: &mut Flows,
     args: &TransferArgs,
     local: IpAddr,
 ) -> Result<(), SocketError> {
     let now = rt.now();
     match (args.connect, args.listen) {
-        (Some(to), _) => t.conn = Some(rt.stack().connect(now, SocketAddr::new(local, 0), to)?),
+        (Some(to), _) => {
+            for f in &mut t.flows {
+                let c = rt.stack().connect(now, SocketAddr::new(local, 0), to)?;
+                f.conn = Some(c);
+                f.watch = Some(ConnectWatch::new(c, to));
+            }
+        }
         (None, Some(port)) => {
-            t.listener = Some(rt.stack().listen(SocketAddr::new(local, port), 16)?)
+            let backlog = args.parallel.max(16);
+            t.listener = Some(rt.stack().listen(SocketAddr::new(local, port), backlog)?)
         }
         (None, None) => return Err(SocketError::InvalidInput),
     }
     Ok(())
 }
 
-fn drive(rt: &mut Runtime, t: &mut Transfer, deadline: Instant) -> Result<(), String> {
+fn drive(rt: &mut Runtime, t: &mut Flows, deadline: Instant) -> Result<(), String> {
     loop {
         t.step(rt);
         if t.done() {
@@ -294,10 +390,11 @@ fn drive(rt: &mut Runtime, t: &mut Transfer, deadline: Instant) -> Result<(), St
     }
 }
 
-/// Serves the stack a little longer so that the closing handshake completes.
-pub(super) fn linger(rt: &mut Runtime) {
-    let until = rt.now() + LINGER;
-    while rt.now() < until && rt.stack_ref().connection_count() > 0 {
+/// Serves the stack until every closed connection has finished its FIN handshake
+/// (TIME-WAIT is left to the stack, not slept on), at most [`CLOSE_LIMIT`].
+pub(super) fn finish_closing(rt: &mut Runtime) {
+    let until = rt.now() + CLOSE_LIMIT;
+    while rt.now() < until && rt.stack_ref().closing_count() > 0 {
         while rt.stack().poll_event().is_some() {}
         if rt.turn(Some(until), Duration::from_millis(50)).is_err() {
             return;
@@ -313,13 +410,26 @@ fn print_report(report: &serde_json::Value, as_json: bool) {
         );
         return;
     }
-    let mbit = report["goodput_bps"].as_f64().unwrap_or(0.0) / 1e6;
-    println!(
-        "{} {} bytes in {:.3} s ({mbit:.2} Mbit/s), {} retransmits, sha256 {}",
-        report["direction"].as_str().unwrap_or(""),
-        report["bytes"],
-        report["seconds"].as_f64().unwrap_or(0.0),
-        report["retransmits"],
-        report["sha256"].as_str().unwrap_or("")
-    );
+    let line = |v: &serde_json::Value, sha: &str| {
+        format!(
+            "{} bytes in {:.3} s ({:.2} Mbit/s), {} retransmits{sha}",
+            v["bytes"],
+            v["seconds"].as_f64().unwrap_or(0.0),
+            v["goodput_bps"].as_f64().unwrap_or(0.0) / 1e6,
+            v["retransmits"],
+        )
+    };
+    let dir = report["direction"].as_str().unwrap_or("");
+    let flows = report["flows"].as_array().map_or(&[][..], |v| v);
+    if flows.len() == 1 {
+        let sha = format!(", sha256 {}", flows[0]["sha256"].as_str().unwrap_or(""));
+        println!("{dir} {}", line(&flows[0], &sha));
+        return;
+    }
+    for f in flows {
+        let sha = format!(", sha256 {}", f["sha256"].as_str().unwrap_or(""));
+        let id = f["flow"].as_u64().unwrap_or(0);
+        println!("[{id:3}] {dir} {}", line(f, &sha));
+    }
+    println!("[SUM] {dir} {}", line(report, ""));
 }

@@ -27,6 +27,9 @@ pub const SO_MEMINFO: i32 = 55;
 pub const TCP_NODELAY: i32 = 1;
 pub const TCP_MAXSEG: i32 = 2;
 pub const TCP_CORK: i32 = 3;
+pub const TCP_KEEPIDLE: i32 = 4;
+pub const TCP_KEEPINTVL: i32 = 5;
+pub const TCP_KEEPCNT: i32 = 6;
 pub const TCP_INFO: i32 = 11;
 pub const TCP_CONGESTION: i32 = 13;
 pub const TCP_USER_TIMEOUT: i32 = 18;
@@ -91,12 +94,14 @@ pub mod errno {
     pub const EAFNOSUPPORT: i32 = 97;
     pub const EADDRINUSE: i32 = 98;
     pub const EADDRNOTAVAIL: i32 = 99;
+    pub const ENETUNREACH: i32 = 101;
     pub const ECONNABORTED: i32 = 103;
     pub const ECONNRESET: i32 = 104;
     pub const EISCONN: i32 = 106;
     pub const ENOTCONN: i32 = 107;
     pub const ETIMEDOUT: i32 = 110;
     pub const ECONNREFUSED: i32 = 111;
+    pub const EHOSTUNREACH: i32 = 113;
     pub const EALREADY: i32 = 114;
     pub const EINPROGRESS: i32 = 115;
 }

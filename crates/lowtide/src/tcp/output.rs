@@ -27,8 +27,8 @@ fn build_packet(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, payload: &[u8]) -
         payload_len: thl + payload.len(),
     };
     let ihl = ip.emit_len();
-    let mut pkt = vec![0u8; ihl + thl];
-    pkt.reserve_exact(payload.len());
+    let mut pkt = ctx.pool.take(ihl + thl + payload.len());
+    pkt.resize(ihl + thl, 0);
     ip.emit(&mut pkt[..ihl], *ctx.ip_id);
     th.emit(&mut pkt[ihl..]);
     pkt.extend_from_slice(payload);

@@ -18,6 +18,7 @@ impl Tcb {
             self.tw_at,
             pacing,
             self.resource_retry_at,
+            self.keepalive_at,
         ]
         .into_iter()
         .flatten()
@@ -94,6 +95,10 @@ impl Tcb {
         if self.resource_retry_at.is_some_and(|t| t <= now) {
             self.resource_retry_at = None;
             self.resend_local_drops(ctx);
+        }
+        if self.keepalive_at.is_some_and(|t| t <= now) {
+            self.keepalive_at = None;
+            self.keepalive_timer(ctx);
         }
         match self.pending {
             Some((Pending::Retrans, t)) if t <= now => {
@@ -214,7 +219,7 @@ impl Tcb {
     }
 
     /// `tcp_write_err`: the connection timed out.
-    fn write_err(&mut self, ctx: &mut Ctx) {
+    pub(crate) fn write_err(&mut self, ctx: &mut Ctx) {
         ctx.mib.inc(Mib::TcpExtTCPAbortOnTimeout);
         self.set_error(ctx, SocketError::TimedOut);
     }
@@ -294,6 +299,7 @@ impl Tcb {
         ctx.mib.inc(Mib::TcpExtTW);
         self.pending = None;
         self.delack_at = None;
+        self.keepalive_at = None;
         self.tw_at = Some(ctx.now + TCP_TIMEWAIT_LEN);
         self.notify(ctx, EventKind::HangUp);
     }
@@ -305,6 +311,7 @@ impl Tcb {
         self.pending = None;
         self.delack_at = None;
         self.tw_at = None;
+        self.keepalive_at = None;
         if was != TcpState::TimeWait && was != TcpState::Closed {
             self.notify(ctx, EventKind::HangUp);
         }

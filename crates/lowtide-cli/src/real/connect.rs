@@ -1,0 +1,88 @@
+//! What an active open is doing, said on stderr as it happens (each SYN
+//! retransmission), and its failure in Linux's words: `connect(2)`'s errno as
+//! `strerror` prints it, `lowtide: connect ADDR: Connection refused`.
+
+use lowtide::posix::Errno;
+use lowtide::{SocketError, SocketHandle, TcpState};
+use lowtide_tun::runtime::Runtime;
+use std::net::SocketAddr;
+
+/// `strerror(errno)` of a socket error ("Connection refused", "No route to host").
+pub fn strerror(e: SocketError) -> String {
+    let text = std::io::Error::from_raw_os_error(Errno::from(e).0).to_string();
+    // std appends " (os error N)" to libc's text.
+    match text.split_once(" (os error") {
+        Some((s, _)) => s.to_string(),
+        None => text,
+    }
+}
+
+/// `connect ADDR: strerror`, the message of a failed active open.
+pub fn connect_failed(to: SocketAddr, e: SocketError) -> String {
+    format!("connect {to}: {}", strerror(e))
+}
+
+/// One active open in progress.
+#[derive(Debug)]
+pub struct ConnectWatch {
+    /// The connection.
+    pub handle: SocketHandle,
+    /// Its destination.
+    pub to: SocketAddr,
+    /// SYN retransmissions reported so far.
+    reported: u8,
+}
+
+impl ConnectWatch {
+    /// Watches `handle`'s connect to `to`.
+    pub fn new(handle: SocketHandle, to: SocketAddr) -> Self {
+        ConnectWatch {
+            handle,
+            to,
+            reported: 0,
+        }
+    }
+
+    /// Reports new SYN retransmissions (`tcpi_retransmits` in SYN-SENT, out of
+    /// `net.ipv4.tcp_syn_retries`); `false` once the connection has left SYN-SENT.
+    pub fn check(&mut self, rt: &Runtime) -> bool {
+        let stack = rt.stack_ref();
+        if stack.state(self.handle) != Ok(TcpState::SynSent) {
+            return false;
+        }
+        let Ok(info) = stack.info(rt.now(), self.handle) else {
+            return false;
+        };
+        if info.retransmits > self.reported {
+            self.reported = info.retransmits;
+            eprintln!(
+                "lowtide: connect {}: no SYN-ACK, retry {}/{} (RTO {} s)",
+                self.to,
+                info.retransmits,
+                stack.config().tcp_syn_retries,
+                info.rto.div_ceil(1_000_000)
+            );
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linux_words() {
+        let to: SocketAddr = "10.7.0.1:5201".parse().unwrap();
+        assert_eq!(
+            connect_failed(to, SocketError::ConnectionRefused),
+            "connect 10.7.0.1:5201: Connection refused"
+        );
+        assert_eq!(strerror(SocketError::HostUnreachable), "No route to host");
+        assert_eq!(
+            strerror(SocketError::NetworkUnreachable),
+            "Network is unreachable"
+        );
+        assert_eq!(strerror(SocketError::TimedOut), "Connection timed out");
+    }
+}

@@ -1,0 +1,257 @@
+//! ICMP errors for TCP (`icmp_rcv` -> `icmp_unreach` -> `tcp_v4_err`): a destination
+//! unreachable that answers one of our SYNs aborts the connect with Linux's errno;
+//! on a synchronized connection it is a soft error only, as on Linux without
+//! `IP_RECVERR`.
+
+use super::Stack;
+use crate::mib::Mib;
+use crate::socket::SocketError;
+use crate::tcp::{FourTuple, TcpState};
+use crate::time::Instant;
+use lowtide_wire::checksum;
+use lowtide_wire::ip::{IpRepr, PROTO_TCP};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use tracing::trace;
+
+/// IPv4's protocol number for ICMP.
+pub(crate) const PROTO_ICMP: u8 = 1;
+/// `ICMP_DEST_UNREACH`.
+const ICMP_DEST_UNREACH: u8 = 3;
+/// `ICMP_FRAG_NEEDED`: path MTU discovery (RFC 1191), not an error.
+const ICMP_FRAG_NEEDED: u8 = 4;
+/// `NR_ICMP_UNREACH`: the largest code of a destination unreachable.
+const NR_ICMP_UNREACH: u8 = 15;
+
+/// `icmp_err_convert`: the errno of a destination-unreachable code, where lowtide's
+/// [`SocketError`] has it. Codes 2 (`ENOPROTOOPT`), 5 (`EOPNOTSUPP`), 7 (`EHOSTDOWN`)
+/// and 8 (`ENONET`) have no counterpart and are ignored.
+fn icmp_err_convert(code: u8) -> Option<SocketError> {
+    use SocketError::*;
+    match code {
+        0 | 6 | 9 | 11 => Some(NetworkUnreachable),
+        1 | 10 | 12..=15 => Some(HostUnreachable),
+        3 => Some(ConnectionRefused),
+        _ => None,
+    }
+}
+
+/// What `tcp_v4_err` needs from an ICMP error: the connection its quoted header
+/// names, the quoted sequence number, and the type and code.
+#[derive(Debug, PartialEq, Eq)]
+struct IcmpError {
+    kind: u8,
+    code: u8,
+    tuple: FourTuple,
+    seq: u32,
+}
+
+/// Parses an ICMPv4 error quoting a TCP segment we sent (`icmp_rcv`: checksum over
+/// the whole message; the quote is the IPv4 header and at least 8 bytes of TCP).
+fn parse_icmp_error(msg: &[u8]) -> Option<IcmpError> {
+    if msg.len() < 8 + 20 + 8 || checksum::fold(checksum::sum(msg, 0)) != 0xffff {
+        return None;
+    }
+    let (kind, code) = (msg[0], msg[1]);
+    let inner = &msg[8..];
+    let ihl = (inner[0] & 0x0f) as usize * 4;
+    if inner[0] >> 4 != 4 || ihl < 20 || inner[9] != PROTO_TCP || inner.len() < ihl + 8 {
+        return None;
+    }
+    let addr = |o: usize| {
+        IpAddr::V4(Ipv4Addr::new(
+            inner[o],
+            inner[o + 1],
+            inner[o + 2],
+            inner[o + 3],
+        ))
+    };
+    let th = &inner[ihl..];
+    let port = |o: usize| u16::from_be_bytes([th[o], th[o + 1]]);
+    Some(IcmpError {
+        kind,
+        code,
+        tuple: FourTuple {
+            local: SocketAddr::new(addr(12), port(0)),
+            remote: SocketAddr::new(addr(16), port(2)),
+        },
+        seq: u32::from_be_bytes([th[4], th[5], th[6], th[7]]),
+    })
+}
+
+impl Stack {
+    /// `icmp_rcv` for an IPv4 packet carrying ICMP: destination-unreachable errors go
+    /// to their connection (`tcp_v4_err`); anything else is counted and dropped.
+    pub(super) fn icmp_rcv(&mut self, now: Instant, ip: &IpRepr, msg: &[u8]) {
+        self.mib.inc(Mib::IcmpInMsgs);
+        let Some(e) = parse_icmp_error(msg) else {
+            self.mib.inc(Mib::IcmpInErrors);
+            trace!(src = %ip.src, "drop: malformed ICMP");
+            return;
+        };
+        if e.kind != ICMP_DEST_UNREACH {
+            return;
+        }
+        self.mib.inc(Mib::IcmpInDestUnreachs);
+        self.tcp_v4_err(now, &e);
+    }
+
+    /// `tcp_v4_err` for a destination unreachable: in SYN-SENT the connect fails with
+    /// the code's errno (`sk_err`, `tcp_done`); later it is only a soft error.
+    fn tcp_v4_err(&mut self, now: Instant, e: &IcmpError) {
+        let Some(&index) = self.conns.get(&e.tuple) else {
+            return;
+        };
+        if e.code > NR_ICMP_UNREACH || e.code == ICMP_FRAG_NEEDED {
+            return;
+        }
+        let Some(err) = icmp_err_convert(e.code) else {
+            return;
+        };
+        self.with_tcb(now, index, |tcb, ctx| {
+            // `between(seq, snd_una, snd_nxt)`: only an error about what is in flight.
+            let off = e.seq.wrapping_sub(tcb.snd_seq(0).0) as u64;
+            let (una, nxt) = (tcb.snd_una & 0xffff_ffff, tcb.snd_nxt & 0xffff_ffff);
+            if off.wrapping_sub(una) & 0xffff_ffff > nxt.wrapping_sub(una) & 0xffff_ffff {
+                ctx.mib.inc(Mib::TcpExtOutOfWindowIcmps);
+                return;
+            }
+            if tcb.state == TcpState::SynSent {
+                ctx.mib.inc(Mib::TcpAttemptFails);
+                tcb.set_error(ctx, err);
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An ICMP destination unreachable quoting a SYN from `local` to `remote`.
+    pub(crate) fn unreach(code: u8, local: SocketAddr, remote: SocketAddr, seq: u32) -> Vec<u8> {
+        let mut m = vec![ICMP_DEST_UNREACH, code, 0, 0, 0, 0, 0, 0];
+        let mut ip = vec![0x45, 0, 0, 60, 0, 0, 0x40, 0, 64, PROTO_TCP, 0, 0];
+        for a in [local.ip(), remote.ip()] {
+            let IpAddr::V4(a) = a else { panic!("v4") };
+            ip.extend_from_slice(&a.octets());
+        }
+        m.extend_from_slice(&ip);
+        m.extend_from_slice(&local.port().to_be_bytes());
+        m.extend_from_slice(&remote.port().to_be_bytes());
+        m.extend_from_slice(&seq.to_be_bytes());
+        let c = !checksum::fold(checksum::sum(&m, 0));
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        m
+    }
+
+    #[test]
+    fn parses_a_quoted_syn_and_drops_garbage() {
+        let (l, r) = (
+            "10.7.0.2:40000".parse().unwrap(),
+            "10.7.0.1:5201".parse().unwrap(),
+        );
+        let m = unreach(1, l, r, 77);
+        let e = parse_icmp_error(&m).expect("parsed");
+        assert_eq!((e.kind, e.code, e.seq), (3, 1, 77));
+        assert_eq!(
+            e.tuple,
+            FourTuple {
+                local: l,
+                remote: r
+            }
+        );
+        let mut bad = m.clone();
+        bad[30] ^= 1;
+        assert_eq!(parse_icmp_error(&bad), None, "bad checksum");
+        for n in 0..m.len() {
+            assert_eq!(parse_icmp_error(&m[..n]), None, "truncated at {n}");
+        }
+    }
+
+    /// `msg` in an IPv4 packet from `src` to `dst`.
+    fn in_ipv4(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Vec<u8> {
+        let ip = IpRepr {
+            src,
+            dst,
+            protocol: PROTO_ICMP,
+            hop_limit: 64,
+            ecn: 0,
+            header_len: 20,
+            payload_len: msg.len(),
+        };
+        let mut p = vec![0; ip.emit_len() + msg.len()];
+        ip.emit(&mut p, 1);
+        lowtide_wire::ip::fill_ipv4_checksum(&mut p[..20]);
+        p[20..].copy_from_slice(msg);
+        p
+    }
+
+    /// A stack with one connect in SYN-SENT: (stack, handle, local, remote, ISN).
+    fn syn_sent() -> (Stack, crate::SocketHandle, SocketAddr, SocketAddr, u32) {
+        let mut st = Stack::new(crate::Config::default(), 7);
+        let me: IpAddr = "10.7.0.2".parse().unwrap();
+        st.add_address(me);
+        let remote: SocketAddr = "10.9.0.1:5201".parse().unwrap();
+        let h = st
+            .connect(Instant::ZERO, SocketAddr::new(me, 0), remote)
+            .unwrap();
+        let syn = st.poll_transmit(Instant::ZERO).expect("SYN");
+        let p = &syn.packet[20..];
+        let seq = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
+        let (local, _) = st.addresses(h).unwrap();
+        while st.poll_event().is_some() {}
+        (st, h, local, remote, seq)
+    }
+
+    #[test]
+    fn unreachable_aborts_the_connect() {
+        let router: IpAddr = "10.7.0.1".parse().unwrap();
+        for (code, want) in [
+            (0, SocketError::NetworkUnreachable),
+            (1, SocketError::HostUnreachable),
+            (3, SocketError::ConnectionRefused),
+        ] {
+            let (mut st, h, local, remote, isn) = syn_sent();
+            // Out of window: the quoted sequence is not our SYN's.
+            let stale = in_ipv4(
+                router,
+                local.ip(),
+                &unreach(code, local, remote, isn ^ 0x8000),
+            );
+            st.handle_packet(Instant::ZERO, &stale, crate::RxChecksum::Verify);
+            assert_eq!(st.state(h), Ok(TcpState::SynSent));
+            assert_eq!(st.counters().get(Mib::TcpExtOutOfWindowIcmps), 1);
+            let p = in_ipv4(router, local.ip(), &unreach(code, local, remote, isn));
+            st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+            assert_eq!(st.socket_error(h), Ok(Some(want)), "code {code}");
+            assert_eq!(st.state(h), Ok(TcpState::Closed));
+            assert_eq!(st.counters().get(Mib::IcmpInDestUnreachs), 2);
+        }
+    }
+
+    #[test]
+    fn unknown_code_and_frag_needed_leave_the_connect_alone() {
+        let router: IpAddr = "10.7.0.1".parse().unwrap();
+        let (mut st, h, local, remote, isn) = syn_sent();
+        for code in [4, 7, 16] {
+            let p = in_ipv4(router, local.ip(), &unreach(code, local, remote, isn));
+            st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+        }
+        assert_eq!(st.state(h), Ok(TcpState::SynSent));
+        let mut junk = in_ipv4(router, local.ip(), &[3, 1, 0, 0]);
+        st.handle_packet(Instant::ZERO, &junk, crate::RxChecksum::Verify);
+        junk.truncate(22);
+        st.handle_packet(Instant::ZERO, &junk, crate::RxChecksum::Verify);
+        assert_eq!(st.counters().get(Mib::IcmpInErrors), 1);
+        assert_eq!(st.state(h), Ok(TcpState::SynSent));
+    }
+
+    #[test]
+    fn errno_of_each_code() {
+        assert_eq!(icmp_err_convert(0), Some(SocketError::NetworkUnreachable));
+        assert_eq!(icmp_err_convert(1), Some(SocketError::HostUnreachable));
+        assert_eq!(icmp_err_convert(3), Some(SocketError::ConnectionRefused));
+        assert_eq!(icmp_err_convert(13), Some(SocketError::HostUnreachable));
+        assert_eq!(icmp_err_convert(7), None);
+    }
+}

@@ -1,60 +1,124 @@
 #!/usr/bin/env bash
-# The real-path benchmark (issue 5), all four in one run, as root:
+# The real-path benchmark (issues 5 and 14), all in one run, as root:
 #   (a) kernel -> kernel iperf3 over a veth pair
 #   (b) lowtide iperf3 client -> kernel iperf3 server over TUN with offload
 #   (c) the same without offload
+#   (e) kernel iperf3 server -> lowtide iperf3 client (-R) over TUN with offload
 #   (d) kernel -> kernel iperf3 through `lowtide link` (no impairment)
-# Prints Gbit/s of each (iperf3's end.sum_received.bits_per_second) and the ratios
-# b/a, b/c, d/a. Every namespace it makes is deleted on exit.
+# Prints Gbit/s of each (the receiver's count: iperf3's end.sum_received), the ratios
+# b/a, e/a, b/c, d/a, and for every transfer the CPU seconds per GB of each process
+# (user + system, from /usr/bin/time: the TUN write path runs the kernel's receive
+# processing in lowtide's system time, so "lowtide" includes kernel work) and
+# lowtide's minor page faults per GB. Every namespace it makes is deleted on exit.
 # Usage: scripts/bench-real.sh [SECONDS]   (default 10)
+#        LOWTIDE_BIN=PATH uses that binary instead of building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
 [ "$(id -u)" = 0 ] || { echo "bench-real.sh: needs root (network namespaces, TUN)" >&2; exit 2; }
 command -v iperf3 >/dev/null || { echo "bench-real.sh: needs iperf3" >&2; exit 2; }
-cargo build --release -q -p lowtide-cli
-lt=$PWD/target/release/lowtide
+[ -x /usr/bin/time ] || { echo "bench-real.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
+if [ -n "${LOWTIDE_BIN:-}" ]; then
+  lt=$(realpath "$LOWTIDE_BIN")
+else
+  cargo build --release -q -p lowtide-cli
+  lt=$PWD/target/release/lowtide
+fi
 tag="ltb$$"
+tmp=$(mktemp -d)
 nss=()
 pids=()
 cleanup() {
   for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
   for n in "${nss[@]:-}"; do [ -n "$n" ] && ip netns del "$n" 2>/dev/null || true; done
+  rm -rf "$tmp"
 }
 trap cleanup EXIT
 mkns() { ip netns add "$1"; nss+=("$1"); ip netns exec "$1" ip link set lo up; }
-gbps() { python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9))'; }
-server() { ip netns exec "$1" iperf3 -s -1 -p 5201 >/dev/null 2>&1 & pids+=($!); sleep 0.5; }
+# timed NAME CMD...: runs CMD recording wall, user, system seconds and minor faults.
+timed() { local n=$1; shift; /usr/bin/time -f "%e %U %S %R" -o "$tmp/$n.time" "$@"; }
+# server NS NAME: a one-shot kernel iperf3 server, timed.
+server() {
+  ip netns exec "$1" /usr/bin/time -f "%e %U %S %R" -o "$tmp/$2.time" \
+    iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  sleep 0.5
+}
+waitsrv() { wait "$spid" 2>/dev/null || true; }
 
 # (a) veth
 mkns "${tag}a"; mkns "${tag}b"
 ip link add "${tag}x" netns "${tag}a" type veth peer name "${tag}y" netns "${tag}b"
 ip -n "${tag}a" addr add 10.9.0.1/24 dev "${tag}x"; ip -n "${tag}a" link set "${tag}x" up
 ip -n "${tag}b" addr add 10.9.0.2/24 dev "${tag}y"; ip -n "${tag}b" link set "${tag}y" up
-server "${tag}b"
-a=$(ip netns exec "${tag}a" iperf3 -c 10.9.0.2 -t "$secs" -J | gbps)
+server "${tag}b" a-srv
+ip netns exec "${tag}a" /usr/bin/time -f "%e %U %S %R" -o "$tmp/a-cli.time" \
+  iperf3 -c 10.9.0.2 -t "$secs" -J >"$tmp/a.json"
+waitsrv
 
-# (b), (c) lowtide client over TUN
+# (b), (c) lowtide client over TUN; (e) the same, reversed
 mkns "${tag}l"
-server "${tag}l"
-b=$(ip netns exec "${tag}l" "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 | gbps)
-server "${tag}l"
-c=$(ip netns exec "${tag}l" "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 --offload off | gbps)
+server "${tag}l" b-srv
+ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/b-cli.time" \
+  "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 >"$tmp/b.json"
+waitsrv
+server "${tag}l" c-srv
+ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/c-cli.time" \
+  "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 --offload off >"$tmp/c.json"
+waitsrv
+server "${tag}l" e-srv
+ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/e-cli.time" \
+  "$lt" iperf3 -c 10.7.0.1 -R -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 >"$tmp/e.json"
+waitsrv
 
 # (d) kernel -> kernel through lowtide link
 mkns "${tag}p"; mkns "${tag}q"
-ip netns exec "${tag}p" "$lt" link --tun la --tun-addr 10.8.0.1/24 --peer-tun lb \
-  --peer-addr 10.8.0.2/24 --peer-netns "${tag}q" >/dev/null 2>&1 & pids+=($!)
+ip netns exec "${tag}p" /usr/bin/time -f "%e %U %S %R" -o "$tmp/d-link.time" \
+  "$lt" link --tun la --tun-addr 10.8.0.1/24 --peer-tun lb \
+  --peer-addr 10.8.0.2/24 --peer-netns "${tag}q" >/dev/null 2>&1 &
+linkpid=$!
+pids+=("$linkpid")
 sleep 0.5
-server "${tag}q"
-d=$(ip netns exec "${tag}p" iperf3 -c 10.8.0.2 -t "$secs" -J | gbps)
+server "${tag}q" d-srv
+ip netns exec "${tag}p" /usr/bin/time -f "%e %U %S %R" -o "$tmp/d-cli.time" \
+  iperf3 -c 10.8.0.2 -t "$secs" -J >"$tmp/d.json"
+waitsrv
+for p in $(pgrep -P "$linkpid"); do kill -INT "$p" 2>/dev/null || true; done
+wait "$linkpid" 2>/dev/null || true
 
-python3 - "$a" "$b" "$c" "$d" <<'PY'
-import sys
-a, b, c, d = map(float, sys.argv[1:])
-print(f"(a) kernel->kernel veth          {a:6.2f} Gbit/s")
-print(f"(b) lowtide->kernel TUN offload  {b:6.2f} Gbit/s")
-print(f"(c) lowtide->kernel TUN no offl. {c:6.2f} Gbit/s")
-print(f"(d) kernel->kernel lowtide link  {d:6.2f} Gbit/s")
-print(f"b/a {b/a:.2f}   b/c {b/c:.2f}   d/a {d/a:.2f}")
+python3 - "$tmp" <<'PY'
+import json, os, sys
+tmp = sys.argv[1]
+
+def rx(name):
+    s = json.load(open(f"{tmp}/{name}.json"))["end"]["sum_received"]
+    return s["bits_per_second"] / 1e9, s["bytes"] / 1e9
+
+def cpu(name):
+    """(cpu seconds, minor faults) of a timed process, or None if it left no record."""
+    try:
+        f = open(f"{tmp}/{name}.time").read().split()
+        return float(f[-3]) + float(f[-2]), int(f[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+runs = [("a", "kernel->kernel veth         ", "a-cli", "iperf3 -c", "a-srv", "iperf3 -s"),
+        ("b", "lowtide->kernel TUN offload ", "b-cli", "lowtide", "b-srv", "iperf3 -s"),
+        ("c", "lowtide->kernel TUN no offl.", "c-cli", "lowtide", "c-srv", "iperf3 -s"),
+        ("e", "kernel->lowtide TUN offload ", "e-cli", "lowtide", "e-srv", "iperf3 -s"),
+        ("d", "kernel->kernel lowtide link ", "d-cli", "iperf3 -c", "d-srv", "iperf3 -s")]
+g = {}
+for key, label, p1, n1, p2, n2 in runs:
+    gbps, gb = rx(key)
+    g[key] = gbps
+    parts = []
+    for p, n in ((p1, n1), (p2, n2)) + ((("d-link", "lowtide link"),) if key == "d" else ()):
+        c = cpu(p)
+        if c:
+            parts.append(f"{n} {c[0] / gb:.3f}" + (f" ({c[1] / gb:.0f} minflt/GB)"
+                                                  if n.startswith("lowtide") else ""))
+    print(f"({key}) {label} {gbps:6.2f} Gbit/s   CPU s/GB: {', '.join(parts)}")
+a, b, c, d, e = g["a"], g["b"], g["c"], g["d"], g["e"]
+print(f"b/a {b/a:.2f}   e/a {e/a:.2f}   b/c {b/c:.2f}   d/a {d/a:.2f}")
 PY

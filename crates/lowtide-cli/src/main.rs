@@ -5,8 +5,12 @@
 //! the full results as JSON with `--json`. Exit codes: 0 success, 1 the bytes did not
 //! verify (or the run failed), 2 bad arguments.
 
+mod alloc_count;
 mod config_file;
 mod experiment;
+mod iperf_text;
+mod limits;
+mod progress;
 mod real;
 mod soak;
 mod summary;
@@ -61,56 +65,70 @@ enum SimCommand {
 
 #[derive(Args, Debug)]
 struct StreamArgs {
-    /// Number of concurrent flows (connections).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20000))]
+    /// Number of concurrent flows (connections), 1 to 20000; flow i connects at
+    /// i microseconds.
+    #[arg(short = 'P', long, default_value_t = 1, value_parser = limits::flows, allow_hyphen_values = true)]
     flows: u32,
-    /// Link rate, both directions (e.g. 100mbit, 1gbit, 10gbit; a bare number is bit/s).
-    #[arg(long, default_value = "1gbit", value_parser = units::parse_rate)]
+    /// Link rate, both directions, 1kbit to 1tbit (e.g. 100mbit, 1gbit, 10gbit; a
+    /// bare number is bit/s).
+    #[arg(long, default_value = "1gbit", value_parser = limits::rate, allow_hyphen_values = true)]
     rate: u64,
-    /// Round-trip propagation delay; each direction gets half (e.g. 20ms, 500us).
-    #[arg(long, default_value = "20ms", value_parser = units::parse_duration)]
+    /// Round-trip propagation delay, 0 to 10s; each direction gets half (e.g. 20ms,
+    /// 500us).
+    #[arg(long, default_value = "20ms", value_parser = limits::rtt, allow_hyphen_values = true)]
     rtt: Duration,
-    /// Loss probability on the A->B (data) direction (e.g. 1%, 0.5%, 0.01).
-    #[arg(long, default_value = "0", value_parser = units::parse_probability)]
+    /// Loss probability on the A->B (data) direction, 0% to 100% (e.g. 1%, 0.5%, 0.01).
+    #[arg(long, default_value = "0", value_parser = limits::probability, allow_hyphen_values = true)]
     loss: f64,
-    /// Mean length of loss bursts in packets (both directions): above 1, losses
-    /// follow a Gilbert model with the same long-run rate as --loss/--loss-reverse.
-    #[arg(long, default_value = "1", value_parser = parse_burst, value_name = "PACKETS")]
+    /// Mean length of loss bursts in packets (both directions), 1 to 1000: above 1,
+    /// losses follow a Gilbert model with the same long-run rate as
+    /// --loss/--loss-reverse.
+    #[arg(long, default_value = "1", value_parser = limits::loss_burst, value_name = "PACKETS", allow_hyphen_values = true)]
     loss_burst: f64,
-    /// Loss probability on the B->A (ACK) direction.
-    #[arg(long, default_value = "0", value_parser = units::parse_probability)]
+    /// Loss probability on the B->A (ACK) direction, 0% to 100%.
+    #[arg(long, default_value = "0", value_parser = limits::probability, allow_hyphen_values = true)]
     loss_reverse: f64,
-    /// Extra delay per A->B packet, uniform in 0..JITTER (may reorder, like netem).
-    #[arg(long, default_value = "0ms", value_parser = units::parse_duration)]
+    /// Extra delay per A->B packet, uniform in 0..JITTER (may reorder, like netem);
+    /// at most 10s.
+    #[arg(long, default_value = "0ms", value_parser = limits::jitter, allow_hyphen_values = true)]
     jitter: Duration,
-    /// Probability that an A->B packet is held back (by half the one-way delay, at
-    /// least 100 us), so that later packets overtake it.
-    #[arg(long, default_value = "0", value_parser = units::parse_probability, value_name = "PCT")]
+    /// Probability (0% to 100%) that an A->B packet is held back (by half the one-way
+    /// delay, at least 100 us), so that later packets overtake it.
+    #[arg(long, default_value = "0", value_parser = limits::probability, value_name = "PCT", allow_hyphen_values = true)]
     reorder: f64,
-    /// Probability that an A->B packet is duplicated.
-    #[arg(long, default_value = "0", value_parser = units::parse_probability, value_name = "PCT")]
+    /// Probability (0% to 100%) that an A->B packet is duplicated.
+    #[arg(long, default_value = "0", value_parser = limits::probability, value_name = "PCT", allow_hyphen_values = true)]
     duplicate: f64,
-    /// Probability that an A->B packet has one bit flipped.
-    #[arg(long, default_value = "0", value_parser = units::parse_probability, value_name = "PCT")]
+    /// Probability (0% to 100%) that an A->B packet has one bit flipped.
+    #[arg(long, default_value = "0", value_parser = limits::probability, value_name = "PCT", allow_hyphen_values = true)]
     corrupt: f64,
-    /// Simulated measuring time of bulk flows [default: 10s].
-    #[arg(long, value_parser = positive_duration, conflicts_with = "bytes")]
+    /// Simulated measuring time of bulk flows, 1ms to 86400s (iperf3's -t limit); it
+    /// must leave every flow two round trips after its start [default: 10s].
+    #[arg(short = 't', long, value_parser = limits::duration, conflicts_with = "bytes", allow_hyphen_values = true)]
     duration: Option<Duration>,
-    /// Bytes per flow (e.g. 2MB, 2000000, 64KiB); each flow then sends this much and
-    /// closes, instead of a bulk transfer.
-    #[arg(long, value_parser = units::parse_bytes)]
+    /// Bytes per flow, 1 to 100GB and at most 1TB over all flows (e.g. 2MB, 2000000,
+    /// 64KiB); each flow then sends this much and closes, instead of a bulk transfer.
+    #[arg(short = 'n', long, value_parser = limits::bytes, allow_hyphen_values = true)]
     bytes: Option<u64>,
-    /// Simulated-time limit of a --bytes run; reaching it fails the run.
-    #[arg(long, default_value = "600s", value_parser = positive_duration, requires = "bytes")]
+    /// Simulated-time limit of a --bytes run, 1ms to 10000000s; reaching it fails
+    /// the run.
+    #[arg(long, default_value = "600s", value_parser = limits::time_limit, requires = "bytes", allow_hyphen_values = true)]
     time_limit: Duration,
+    /// Reports every SECS of simulated time, as iperf3 -i: per flow the bytes
+    /// acknowledged, bitrate, retransmissions and cwnd (text lines, JSON
+    /// `intervals`); 0 (the default) for none, else 1ms to 3600s and at most 100000
+    /// intervals. A bare number is seconds.
+    #[arg(short = 'i', long, value_name = "SECS", default_value = "0", value_parser = limits::interval, allow_hyphen_values = true)]
+    interval: Duration,
     /// Congestion control: reno, cubic or bbr [default: cubic (net.ipv4.tcp_congestion_control), or the config file's].
     #[arg(long, value_parser = parse_cc)]
     cc: Option<String>,
-    /// MSS in bytes; sets the MTU of both hosts to MSS + 40.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(88..=65_495))]
+    /// MSS in bytes, 88 (Linux's TCP_MIN_MSS) to 65495; sets the MTU of both hosts
+    /// to MSS + 40 [default: 1460, from the 1500-byte MTU].
+    #[arg(long, value_parser = limits::mss, allow_hyphen_values = true)]
     mss: Option<u32>,
-    /// NIC queue limit in packets (txqueuelen; a GSO packet counts once).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// NIC queue limit in packets, 1 to 1000000 (txqueuelen; a GSO packet counts once).
+    #[arg(long, default_value_t = 1000, value_parser = limits::queue, allow_hyphen_values = true)]
     queue: u64,
     /// Seed of every random choice in the run.
     #[arg(long, default_value_t = 1)]
@@ -121,6 +139,10 @@ struct StreamArgs {
     /// GRO on the receive path.
     #[arg(long, default_value = "on", value_parser = units::parse_on_off, value_name = "on|off", action = clap::ArgAction::Set)]
     gro: bool,
+    /// Verify every TCP checksum on receive, even when no link corrupts packets
+    /// (otherwise only with --corrupt: the results are the same, the work differs).
+    #[arg(long)]
+    verify_checksums: bool,
     /// A sysctl for both hosts, e.g. net.ipv4.tcp_rmem="4096 131072 6291456"
     /// (repeatable; overrides --config).
     #[arg(long = "sysctl", value_name = "NAME=VALUE", value_parser = parse_sysctl)]
@@ -140,33 +162,20 @@ struct StreamArgs {
     /// "-host" with the same extension.
     #[arg(long, value_name = "FILE")]
     timeseries: Option<PathBuf>,
-    /// Interval of the time series.
-    #[arg(long, default_value = "100ms", value_parser = positive_duration)]
+    /// Interval of the time series, at least 1us and at most 1000000 rows per flow.
+    #[arg(long, default_value = "100ms", value_parser = limits::timeseries_interval)]
     timeseries_interval: Duration,
     /// Models host A's CPU (seed 003's experiment): each packet in and out costs
     /// virtual time (constants calibrated on the project machine, see
     /// lowtide_sim::cpu), ACKs wait in a socket backlog while it is busy.
     #[arg(long)]
     cpu_model: bool,
-    /// Prints the results as JSON.
+    /// Prints the results as JSON (and no progress display).
     #[arg(long)]
     json: bool,
-}
-
-fn positive_duration(s: &str) -> Result<Duration, String> {
-    match units::parse_duration(s)? {
-        Duration::ZERO => Err(format!("duration '{s}' must be positive")),
-        d => Ok(d),
-    }
-}
-
-fn parse_burst(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if (1.0..=1e6).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "loss burst '{s}' must be a number of packets, 1..=1000000"
-        )),
-    }
+    /// No progress display on stderr (it is shown only on a terminal anyway).
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 pub(crate) fn parse_cc(s: &str) -> Result<String, String> {
@@ -252,6 +261,7 @@ impl StreamArgs {
             link_ba,
             queue_limit: self.queue as usize,
             gro: self.gro,
+            verify_checksums: self.verify_checksums,
             config: self.config()?,
             pcap: self.pcap.clone(),
             notsent_lowat: self.notsent_lowat,
@@ -260,17 +270,55 @@ impl StreamArgs {
                 per_flow: true,
             }),
             cpu: self.cpu_model.then(CpuModel::calibrated),
+            report_interval_ns: self.interval.as_nanos() as u64,
             ..Scenario::default()
         })
     }
 }
 
+impl StreamArgs {
+    /// What the checks across options need.
+    fn plan(&self) -> limits::StreamPlan {
+        limits::StreamPlan {
+            flows: self.flows,
+            rtt: self.rtt,
+            duration: match self.bytes {
+                Some(_) => None,
+                None => Some(self.duration.unwrap_or(Duration::from_secs(10))),
+            },
+            bytes: self.bytes,
+            time_limit: self.time_limit,
+            interval: self.interval,
+            timeseries: self.timeseries.as_ref().map(|_| self.timeseries_interval),
+        }
+    }
+}
+
+/// The progress bar of a run: virtual time for bulk runs, bytes for fixed sizes.
+fn stream_bar(sc: &Scenario) -> std::sync::Arc<progress::RunBar> {
+    progress::RunBar::new(match sc.workload {
+        Workload::Bulk { duration_ns } => progress::RunGoal::Timed(duration_ns),
+        Workload::Bytes { bytes, .. } => {
+            progress::RunGoal::Bytes(bytes.saturating_mul(sc.flows as u64))
+        }
+    })
+}
+
 fn stream(args: &StreamArgs) -> ExitCode {
-    let sc = match args.scenario() {
+    let mut sc = match args.scenario() {
         Ok(sc) => sc,
         Err(e) => return usage_error(&e),
     };
-    let mut results = match sc.run() {
+    if let Err((opt, why)) = limits::check_stream(&args.plan()) {
+        return usage_error(&format!("{opt}: {why}"));
+    }
+    let bar = progress::wanted(args.json, args.quiet).then(|| stream_bar(&sc));
+    sc.progress = bar.as_ref().map(|b| b.hook());
+    let run = sc.run();
+    if let Some(b) = bar {
+        b.finish();
+    }
+    let mut results = match run {
         Ok(r) => r,
         Err(SimError::Invalid(e)) => return usage_error(&e),
         Err(e) => return run_failure(&e.to_string()),
@@ -323,24 +371,38 @@ fn parse_cli() -> Result<Cli, ExitCode> {
         let _ = e.print();
         return Err(ExitCode::from(e.exit_code() as u8));
     }
+    // The option's name without its value name ("--mss <MSS>" -> "--mss").
     let what = match e.get(ContextKind::InvalidArg) {
-        Some(arg) => arg.to_string(),
+        Some(arg) => arg
+            .to_string()
+            .split(' ')
+            .next()
+            .unwrap_or("usage")
+            .to_string(),
         None => "usage".to_string(),
     };
-    // clap's rendered text is "error: <why>\n\n<usage>...": keep the first line's why.
+    // clap's rendered text is "error: <why>\n\n<usage>...": keep the first line's why;
+    // for a bad value, the value parser's own message (it names the value).
     let text = e.render().to_string();
-    let why = text
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim_start_matches("error: ")
-        .to_string();
+    let why = match (e.kind(), std::error::Error::source(&e)) {
+        (ErrorKind::ValueValidation, Some(src)) => src.to_string(),
+        _ => {
+            // A first line ending in ':' lists what it means on the next one.
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("").trim_start_matches("error: ");
+            match (first.ends_with(':'), lines.next()) {
+                (true, Some(next)) => format!("{first} {next}"),
+                _ => first.to_string(),
+            }
+        }
+    };
     eprintln!("lowtide: {what}: {why}");
     eprintln!("(lowtide --help, or lowtide <command> --help, lists the options)");
     Err(ExitCode::from(2))
 }
 
 fn main() -> ExitCode {
+    let _alloc_stats = alloc_count::ReportOnDrop;
     let cli = match parse_cli() {
         Ok(cli) => cli,
         Err(code) => return code,

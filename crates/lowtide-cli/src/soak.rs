@@ -13,18 +13,21 @@ use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
 pub(crate) struct SoakArgs {
-    /// Number of randomized runs.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    /// Number of randomized runs, 1 to 1000000.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     runs: u64,
     /// Seed of the soak: run i is a function of (seed, i) alone.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Runs in parallel [default: the number of CPUs].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Runs in parallel, 1 to 256 [default: the number of CPUs].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: Option<u32>,
-    /// Prints the summary and the failures as JSON (and no progress).
+    /// Prints the summary and the failures as JSON (and no progress display).
     #[arg(long)]
     json: bool,
+    /// No progress display on stderr (it is shown only on a terminal anyway).
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 /// A failing run, for the report.
@@ -51,6 +54,10 @@ struct Summary {
     longest_sim_s: f64,
     longest_run: u64,
     wall_s: f64,
+    /// Flows reset by the listener after a failed SYN cookie check, in runs that
+    /// exercise cookies (Linux behaviour, passed; `SoakCase::check`), and those runs.
+    cookie_resets: u64,
+    cookie_reset_runs: Vec<u64>,
     failures: Vec<Failure>,
 }
 
@@ -79,11 +86,10 @@ pub(crate) fn run(args: &SoakArgs) -> ExitCode {
 /// Runs every case on `jobs` threads; outcomes in run order.
 fn run_all(args: &SoakArgs, jobs: u64) -> Vec<SoakOutcome> {
     let next = AtomicU64::new(0);
-    let done = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
     let slots: Mutex<Vec<Option<SoakOutcome>>> = Mutex::new(vec![None; args.runs as usize]);
-    let start = Instant::now();
-    let last_report = Mutex::new(Instant::now());
+    let bar = crate::progress::wanted(args.json, args.quiet)
+        .then(|| crate::progress::CountBar::new(args.runs, "soak"));
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
@@ -96,37 +102,20 @@ fn run_all(args: &SoakArgs, jobs: u64) -> Vec<SoakOutcome> {
                     failed.fetch_add(1, Ordering::Relaxed);
                 }
                 slots.lock().expect("no panics while held")[i as usize] = Some(out);
-                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if !args.json {
-                    progress(
-                        &last_report,
-                        start,
-                        n,
-                        args.runs,
-                        failed.load(Ordering::Relaxed),
-                    );
+                if let Some(b) = &bar {
+                    b.inc(failed.load(Ordering::Relaxed));
                 }
             });
         }
     });
+    if let Some(b) = &bar {
+        b.finish();
+    }
     let slots = slots.into_inner().expect("no panics while held");
     slots
         .into_iter()
         .map(|o| o.expect("every run ran"))
         .collect()
-}
-
-/// A progress line on stderr every 5 s of wall time, and at the end.
-fn progress(last: &Mutex<Instant>, start: Instant, done: u64, runs: u64, failed: u64) {
-    let mut last = last.lock().expect("no panics while held");
-    if done < runs && last.elapsed() < Duration::from_secs(5) {
-        return;
-    }
-    *last = Instant::now();
-    eprintln!(
-        "soak: {done}/{runs} runs, {failed} failed, {:.0} s",
-        start.elapsed().as_secs_f64()
-    );
 }
 
 fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Summary {
@@ -142,6 +131,8 @@ fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Sum
         longest_sim_s: 0.0,
         longest_run: 0,
         wall_s: wall.as_secs_f64(),
+        cookie_resets: 0,
+        cookie_reset_runs: Vec::new(),
         failures: Vec::new(),
     };
     for (i, o) in outcomes.into_iter().enumerate() {
@@ -151,6 +142,10 @@ fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Sum
         s.retrans_segs += o.retrans_segs;
         if o.sim_s > s.longest_sim_s {
             (s.longest_sim_s, s.longest_run) = (o.sim_s, i as u64);
+        }
+        if o.ok && o.cookie_resets > 0 {
+            s.cookie_resets += o.cookie_resets;
+            s.cookie_reset_runs.push(i as u64);
         }
         if o.ok {
             s.passed += 1;
@@ -176,6 +171,15 @@ fn render(s: &Summary) -> String {
             out += &format!("  {r}\n");
         }
         out += &format!("  reproduce: {}\n", f.repro);
+    }
+    if s.cookie_resets > 0 {
+        out += &format!(
+            "{} flows in {} passed runs were reset by the listener after a failed SYN cookie \
+             check, as Linux does (runs {:?})\n",
+            s.cookie_resets,
+            s.cookie_reset_runs.len(),
+            s.cookie_reset_runs
+        );
     }
     out += &format!(
         "soak (seed {}): {} runs, {} passed, {} failed; {} flows, {} bytes verified, \

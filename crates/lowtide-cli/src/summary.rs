@@ -1,5 +1,6 @@
 //! The human-readable report of a run, in the manner of iperf3's summary.
 
+use crate::iperf_text;
 use lowtide_sim::{Results, Scenario, Workload};
 use std::fmt::Write;
 
@@ -53,20 +54,110 @@ fn header(sc: &Scenario) -> String {
     )
 }
 
-/// The whole report.
+/// The flows shown in text (all of them up to [`MAX_FLOW_LINES`], else the first
+/// half of that); the rest are in `--json`.
+fn shown(r: &Results) -> usize {
+    match r.per_flow.len() > MAX_FLOW_LINES {
+        true => MAX_FLOW_LINES / 2,
+        false => r.per_flow.len(),
+    }
+}
+
+/// A line saying how many flows the text leaves out, if any.
+fn elided(out: &mut String, r: &Results) {
+    let n = r.per_flow.len() - shown(r);
+    if n > 0 {
+        let _ = writeln!(out, "  ... {n} more flows (see --json)");
+    }
+}
+
+/// The whole report: the scenario, then iperf3's layout (connections, interval lines
+/// with `-i`, the sender and receiver summary), then lowtide's own figures.
 pub fn render(sc: &Scenario, r: &Results) -> String {
     let mut out = header(sc);
+    iperf3_part(&mut out, r);
+    lowtide_part(&mut out, r);
+    out
+}
+
+/// Connections, intervals and the summary, as `iperf3 -c` prints them.
+fn iperf3_part(out: &mut String, r: &Results) {
+    let (a, b) = ("10.0.0.1", "10.0.0.2");
+    let port = lowtide_sim::LISTEN_PORT;
+    iperf_text::push(out, &iperf_text::connecting(b, port));
+    for f in &r.per_flow[..shown(r)] {
+        let line = match f.local_port {
+            0 => format!("[{:>3}] local {a}: connect failed", f.flow),
+            p => iperf_text::connected(f.flow, a, p, b, port),
+        };
+        iperf_text::push(out, &line);
+    }
+    elided(out, r);
+    let several = r.per_flow.len() > 1;
+    if !r.intervals.is_empty() {
+        iperf_text::push(out, iperf_text::HEADER_INTERVALS);
+    }
+    for iv in &r.intervals {
+        for st in &iv.streams[..shown(r).min(iv.streams.len())] {
+            let span = iperf_text::Span {
+                id: Some(st.socket),
+                start: st.start,
+                end: st.end,
+                bytes: st.bytes,
+                bits_per_second: st.bits_per_second,
+            };
+            let line = iperf_text::interval(&span, st.retransmits, Some(st.snd_cwnd));
+            iperf_text::push(out, &line);
+        }
+        if several {
+            let s = &iv.sum;
+            let span = iperf_text::Span {
+                id: None,
+                start: s.start,
+                end: s.end,
+                bytes: s.bytes,
+                bits_per_second: s.bits_per_second,
+            };
+            iperf_text::push(out, &iperf_text::interval(&span, s.retransmits, None));
+            iperf_text::push(out, iperf_text::SEPARATOR);
+        }
+    }
+    if !several || r.intervals.is_empty() {
+        iperf_text::push(out, iperf_text::SEPARATOR);
+    }
+    iperf_text::push(out, iperf_text::HEADER_SUMMARY);
+    let span = |id, f: &lowtide_sim::intervals::EndFigures| iperf_text::Span {
+        id,
+        start: f.start,
+        end: f.end,
+        bytes: f.bytes,
+        bits_per_second: f.bits_per_second,
+    };
+    for st in &r.end.streams[..shown(r).min(r.end.streams.len())] {
+        let (tx, rx) = (&st.sender, &st.receiver);
+        let retr = tx.retransmits.unwrap_or(0);
+        iperf_text::push(out, &iperf_text::sender(&span(tx.socket, tx), retr));
+        iperf_text::push(out, &iperf_text::receiver(&span(rx.socket, rx)));
+    }
+    elided(out, r);
+    if several {
+        if let (Some(tx), Some(rx)) = (&r.end.sum_sent, &r.end.sum_received) {
+            let retr = tx.retransmits.unwrap_or(0);
+            iperf_text::push(out, &iperf_text::sender(&span(None, tx), retr));
+            iperf_text::push(out, &iperf_text::receiver(&span(None, rx)));
+        }
+    }
+}
+
+/// lowtide's figures beyond iperf3's: per flow, then the run.
+fn lowtide_part(out: &mut String, r: &Results) {
+    let _ = writeln!(out);
     let _ = writeln!(
         out,
         "[ ID] {:>13}  {:>15}  {:>7}  {:>10}  {:>8}  OK",
         "Transfer", "Goodput", "Retr", "RTT", "Wakeups"
     );
-    let shown = if r.per_flow.len() > MAX_FLOW_LINES {
-        MAX_FLOW_LINES / 2
-    } else {
-        r.per_flow.len()
-    };
-    for f in &r.per_flow[..shown] {
+    for f in &r.per_flow[..shown(r)] {
         let _ = writeln!(
             out,
             "[{:>3}] {:>13}  {:>15}  {:>7}  {:>7.3} ms  {:>8}  {}",
@@ -82,13 +173,7 @@ pub fn render(sc: &Scenario, r: &Results) -> String {
             },
         );
     }
-    if shown < r.per_flow.len() {
-        let _ = writeln!(
-            out,
-            "  ... {} more flows (see --json)",
-            r.per_flow.len() - shown
-        );
-    }
+    elided(out, r);
     let bytes: u64 = r.per_flow.iter().map(|f| f.bytes_delivered).sum();
     let retr: u64 = r.per_flow.iter().map(|f| f.retrans_segs).sum();
     let wakeups: u64 = r.per_flow.iter().map(|f| f.wakeups).sum();
@@ -108,7 +193,7 @@ pub fn render(sc: &Scenario, r: &Results) -> String {
         if r.verdict.ok { "OK" } else { "FAILED" },
         r.verdict.summary()
     );
-    resources(&mut out, r);
+    resources(out, r);
     let _ = writeln!(
         out,
         "drops: {} on the link, {} in NIC queues; sim: {} packets, {} events in {:.3} s wall ({:.0} packets/s)",
@@ -119,7 +204,6 @@ pub fn render(sc: &Scenario, r: &Results) -> String {
         r.sim_wall_s,
         r.sim_packets as f64 / r.sim_wall_s.max(1e-9),
     );
-    out
 }
 
 /// A delay in µs, in ms when long.

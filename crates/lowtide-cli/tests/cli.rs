@@ -303,15 +303,28 @@ fn every_command_reports_usage_errors_in_one_style() {
 }
 
 /// Runs that never carried data exit 1 with a reason per flow, and text and JSON
-/// agree (issue 12): no connection through a dead link, none at 1 bit/s, none
-/// among 20,000 flows in 10 ms, and flows locked out by a 1-packet queue.
+/// agree (issue 12): no connection through a dead link, none at 1 kbit/s in 600 ms,
+/// none for most of 2,000 flows in 100 ms at 40 ms RTT, and flows locked out by a
+/// 1-packet queue. (Issue 13 made 1 bit/s and 20,000 flows in 10 ms usage errors.)
 #[test]
 fn runs_that_carried_no_data_fail_with_a_reason_per_flow() {
     let cases: [(&[&str], &str); 4] = [
         (&["--loss", "100%", "--duration", "2s"], "never connected"),
-        (&["--rate", "1bit", "--duration", "2s"], "never connected"),
         (
-            &["--flows", "20000", "--duration", "10ms"],
+            &["--rate", "1kbit", "--rtt", "10ms", "--duration", "600ms"],
+            "never connected",
+        ),
+        (
+            &[
+                "--flows",
+                "2000",
+                "--rate",
+                "10mbit",
+                "--rtt",
+                "40ms",
+                "--duration",
+                "100ms",
+            ],
             "never connected",
         ),
         (

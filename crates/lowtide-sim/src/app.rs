@@ -81,6 +81,14 @@ pub struct InfoSnapshot {
     pub ca_state: &'static str,
     /// `TCP_NOTSENT_LOWAT` as getsockopt reports it (0: unset).
     pub notsent_lowat: u32,
+    /// `tcpi_bytes_acked`.
+    pub bytes_acked: u64,
+    /// `tcpi_snd_cwnd` × `tcpi_snd_mss` (bytes).
+    pub snd_cwnd_bytes: u64,
+    /// `tcpi_rttvar` (µs).
+    pub rttvar_us: u64,
+    /// `tcpi_pmtu`.
+    pub pmtu: u64,
 }
 
 impl InfoSnapshot {
@@ -96,6 +104,10 @@ impl InfoSnapshot {
             bbr_bw: info.bbr_bw,
             ca_state: info.ca_state,
             notsent_lowat: 0,
+            bytes_acked: info.bytes_acked,
+            snd_cwnd_bytes: info.snd_cwnd as u64 * info.snd_mss as u64,
+            rttvar_us: info.rttvar as u64,
+            pmtu: info.pmtu as u64,
         }
     }
 }
@@ -118,6 +130,8 @@ pub struct Sender {
     pub started_at: Instant,
     /// The connection was established at this time.
     pub connected_at: Option<Instant>,
+    /// The socket's ephemeral port (0 until connect succeeded).
+    pub local_port: u16,
     /// The last tcp_info snapshot.
     pub info: InfoSnapshot,
     /// The first socket error, if any.
@@ -140,6 +154,7 @@ impl Sender {
             wakeups: 0,
             started_at: Instant::ZERO,
             connected_at: None,
+            local_port: 0,
             info: InfoSnapshot::default(),
             error: None,
             pending_lowat: None,
@@ -230,6 +245,23 @@ impl Sender {
         self.close(stack, now);
     }
 
+    /// The iperf3 interval figures now: from the live socket, or the last snapshot
+    /// once it is closed.
+    pub fn point(&self, stack: &Stack, now: Instant) -> crate::intervals::SenderPoint {
+        let i = match self.handle.map(|h| stack.info(now, h)) {
+            Some(Ok(info)) => InfoSnapshot::from_info(&info),
+            _ => self.info,
+        };
+        crate::intervals::SenderPoint {
+            bytes_acked: i.bytes_acked,
+            retrans: i.retrans_segs,
+            snd_cwnd: i.snd_cwnd_bytes,
+            rtt_us: i.rtt_us,
+            rttvar_us: i.rttvar_us,
+            pmtu: i.pmtu,
+        }
+    }
+
     /// Takes a tcp_info snapshot (while the handle is valid).
     pub fn snapshot(&mut self, stack: &Stack, now: Instant) {
         let Some(h) = self.handle else { return };
@@ -280,15 +312,16 @@ impl Receiver {
     }
 
     /// Reads everything available, checking it; at the end of stream, closes.
-    pub fn on_readable(&mut self, stack: &mut Stack, now: Instant, buf: &mut [u8]) {
+    /// Reads are `IO_BUF` bytes at most, as a `recv` into a 64 KB buffer, but the bytes
+    /// are checked where they lie in the receive queue ([`Stack::recv_with`]): one
+    /// pass over them, no copy.
+    pub fn on_readable(&mut self, stack: &mut Stack, now: Instant) {
         let Some(h) = self.handle else { return };
         loop {
-            match stack.recv(now, h, buf) {
+            let verifier = &mut self.verifier;
+            match stack.recv_with(now, h, IO_BUF, |chunk| verifier.consume(chunk)) {
                 Ok(0) => return self.on_eof(stack, now, h),
-                Ok(n) => {
-                    self.verifier.consume(&buf[..n]);
-                    self.last_byte_at = now;
-                }
+                Ok(_) => self.last_byte_at = now,
                 Err(SocketError::WouldBlock) => return,
                 Err(e) => return self.fail(stack, now, e),
             }

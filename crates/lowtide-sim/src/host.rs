@@ -10,6 +10,7 @@
 
 use crate::nic::NicQueue;
 use lowtide::{Instant, RxChecksum, SocketHandle, Stack, TxToken};
+use lowtide_wire::pool::BufPool;
 use lowtide_wire::tcp::four_tuple;
 use lowtide_wire::{checksum, gso, ip::IpRepr, ip::PROTO_TCP};
 use std::net::IpAddr;
@@ -52,6 +53,11 @@ pub struct Host {
     pub timer_at: Option<Instant>,
     sockets: Vec<Option<(SocketHandle, Role)>>,
     gro_held: Vec<(FlowKey, Vec<u8>)>,
+    /// TCP checksums of arriving packets are known good (no link corrupts): they are
+    /// not summed again (`CHECKSUM_UNNECESSARY`).
+    pub rx_csum_valid: bool,
+    /// GRO accumulators, reused.
+    pool: BufPool,
 }
 
 impl Host {
@@ -70,6 +76,8 @@ impl Host {
             timer_at: None,
             sockets: Vec::new(),
             gro_held: Vec::with_capacity(GRO_MAX_HELD),
+            rx_csum_valid: false,
+            pool: BufPool::new(),
         }
     }
 
@@ -110,8 +118,9 @@ impl Host {
             }
             self.gro_flush(now);
         } else {
+            let csum = self.rx_checksum();
             for pkt in ring.drain(..) {
-                self.stack.handle_packet(now, &pkt, RxChecksum::Verify);
+                self.stack.handle_packet(now, &pkt, csum);
             }
         }
         // Keep the ring's capacity for the next batch.
@@ -121,26 +130,49 @@ impl Host {
     /// `napi_gro_receive` for one segment. [`gso::gro_merge`] verifies the
     /// checksums of the segments it merges; a segment that starts a new super-packet
     /// is verified here, so each good segment is summed once.
+    /// How the stack is to treat the checksums of packets that reach it unmerged.
+    pub fn rx_checksum(&self) -> RxChecksum {
+        match self.rx_csum_valid {
+            true => RxChecksum::Unnecessary,
+            false => RxChecksum::Verify,
+        }
+    }
+
     fn gro_receive(&mut self, now: Instant, pkt: Vec<u8>) {
         let key = flow_key(&pkt);
         let held = key.and_then(|k| self.gro_held.iter().position(|(h, _)| *h == k));
         if let Some(i) = held {
-            if gso::gro_merge(&mut self.gro_held[i].1, &pkt, GRO_MAX_LEN) {
+            let acc = &mut self.gro_held[i].1;
+            if acc.capacity() < GRO_MAX_LEN {
+                // The accumulator sized up front (a pooled 64 KB buffer), so merging
+                // never reallocates as it grows.
+                let mut big = self.pool.take(GRO_MAX_LEN);
+                big.extend_from_slice(acc);
+                *acc = big;
+            }
+            let merged = match self.rx_csum_valid {
+                true => gso::gro_merge_csum_valid(acc, &pkt, GRO_MAX_LEN),
+                false => gso::gro_merge(acc, &pkt, GRO_MAX_LEN),
+            };
+            if merged {
                 return;
             }
         }
-        let Some(key) = key.filter(|_| checksums_ok(&pkt)) else {
+        let verify_tcp = !self.rx_csum_valid;
+        let Some(key) = key.filter(|_| checksums_ok(&pkt, verify_tcp)) else {
             // Not verifiable: the stack verifies again and counts the error.
             return self.stack.handle_packet(now, &pkt, RxChecksum::Verify);
         };
         if let Some(i) = held {
             let old = std::mem::replace(&mut self.gro_held[i].1, pkt);
-            return self.stack.handle_packet(now, &old, RxChecksum::Unnecessary);
+            self.stack.handle_packet(now, &old, RxChecksum::Unnecessary);
+            return self.pool.give(old);
         }
         if self.gro_held.len() == GRO_MAX_HELD {
             let (_, oldest) = self.gro_held.remove(0);
             self.stack
                 .handle_packet(now, &oldest, RxChecksum::Unnecessary);
+            self.pool.give(oldest);
         }
         self.gro_held.push((key, pkt));
     }
@@ -149,6 +181,7 @@ impl Host {
     fn gro_flush(&mut self, now: Instant) {
         for (_, pkt) in self.gro_held.drain(..) {
             self.stack.handle_packet(now, &pkt, RxChecksum::Unnecessary);
+            self.pool.give(pkt);
         }
     }
 }
@@ -172,12 +205,16 @@ fn flow_key(pkt: &[u8]) -> Option<FlowKey> {
 }
 
 /// The IPv4 header checksum (if any) and the TCP checksum verify.
-fn checksums_ok(pkt: &[u8]) -> bool {
+/// With `verify_tcp` false, the TCP checksum is taken as good (only the IPv4 header's
+/// is checked, as `ip_rcv` always does).
+fn checksums_ok(pkt: &[u8], verify_tcp: bool) -> bool {
     let Ok(ip) = IpRepr::parse(pkt, true) else {
         return false;
     };
     match pkt.get(ip.header_len..ip.header_len + ip.payload_len) {
-        Some(seg) if ip.protocol == PROTO_TCP => checksum::verify_tcp(ip.src, ip.dst, seg),
+        Some(seg) if ip.protocol == PROTO_TCP => {
+            !verify_tcp || checksum::verify_tcp(ip.src, ip.dst, seg)
+        }
         _ => false,
     }
 }
@@ -220,13 +257,13 @@ mod tests {
     #[test]
     fn checksums_catch_every_single_bit_flip() {
         let p = packet(40000, &[0xab; 64]);
-        assert!(checksums_ok(&p));
+        assert!(checksums_ok(&p, true));
         for byte in 0..p.len() {
             for bit in 0..8 {
                 let mut q = p.clone();
                 q[byte] ^= 1 << bit;
                 assert!(
-                    !checksums_ok(&q),
+                    !checksums_ok(&q, true),
                     "flip of bit {bit} of byte {byte} not caught"
                 );
             }

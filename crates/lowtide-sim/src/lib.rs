@@ -30,6 +30,7 @@ pub mod cpu;
 pub mod event;
 pub mod experiment;
 pub mod host;
+pub mod intervals;
 pub mod link;
 pub mod nic;
 pub mod payload;
@@ -45,6 +46,7 @@ mod world;
 pub use link::LinkConfig;
 pub use sample::MemoryResult;
 pub use scenario::{
-    DeviceQueueResult, ProgressHook, Results, Scenario, SimError, Wakeups, Workload,
+    DeviceQueueResult, ProgressHook, Results, RunProgress, Scenario, SimError, Wakeups, Workload,
 };
 pub use timeseries::{Timeseries, TimeseriesConfig};
+pub use world::LISTEN_PORT;

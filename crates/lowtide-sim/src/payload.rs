@@ -288,6 +288,41 @@ mod tests {
     }
 
     #[test]
+    fn verifier_in_two_pieces_catches_one_flipped_or_misplaced_byte() {
+        // The receiver checks the receive queue in place, in one or two slices
+        // (`Stack::recv_with`): a single flipped byte, or two bytes swapped, is found
+        // at its offset wherever the split falls.
+        let p = Payload::new(11, 2);
+        let data = stream(&p, 200);
+        for split in [0usize, 1, 7, 8, 9, 63, 64, 65, 150, 200] {
+            for at in [0usize, 5, 8, 63, 64, 100, 199] {
+                let mut bad = data.clone();
+                bad[at] ^= 0x01;
+                let mut v = Verifier::new(p, None);
+                v.consume(&bad[..split]);
+                v.consume(&bad[split..]);
+                assert_eq!(
+                    v.first_error(),
+                    Some(at as u64),
+                    "flip at {at}, split {split}"
+                );
+                if at + 1 < data.len() && data[at] != data[at + 1] {
+                    let mut swapped = data.clone();
+                    swapped.swap(at, at + 1);
+                    let mut v = Verifier::new(p, None);
+                    v.consume(&swapped[..split]);
+                    v.consume(&swapped[split..]);
+                    assert_eq!(
+                        v.first_error(),
+                        Some(at as u64),
+                        "swap at {at}, split {split}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn verifier_flags_flip_missing_and_extra() {
         let p = Payload::new(3, 1);
         let mut data = stream(&p, 1001);

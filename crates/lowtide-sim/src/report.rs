@@ -1,5 +1,6 @@
 //! Running a scenario and turning the final state into [`Results`].
 
+use crate::intervals::{EndFigures, EndStream, EndSummary};
 use crate::scenario::{
     DeviceQueue, DeviceQueueResult, Drops, FlowResult, LinkResult, Results, Scenario, SimError,
     Wakeups, Workload,
@@ -19,6 +20,7 @@ pub(crate) fn run(sc: &Scenario) -> Result<Results, SimError> {
         Workload::Bytes { time_limit_ns, .. } => Some(Instant(time_limit_ns)),
     };
     let _ = w.run_loop(limit);
+    w.sample_intervals(w.now);
     w.sample_memory(w.now);
     w.sample_timeseries(Instant(w.now.as_nanos() + 1));
     for flow in &mut w.flows {
@@ -91,6 +93,15 @@ fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
     };
     let duration_s = duration_ns as f64 / 1e9;
     let bytes: u64 = per_flow.iter().map(|f| f.bytes_delivered).sum();
+    let intervals = match &w.intervals {
+        Some(s) => {
+            let stack = &w.hosts[HOST_A].stack;
+            let last: Vec<_> = w.flows.iter().map(|f| f.sender.point(stack, end)).collect();
+            crate::intervals::build(s, duration_ns, &last)
+        }
+        None => Vec::new(),
+    };
+    let end_summary = end_summary(sc, w, &per_flow, duration_ns);
     let wakeups = wakeups(&per_flow, bytes, duration_ns);
     let jain_index = jain_index(w, &per_flow);
     let drops = Drops {
@@ -133,6 +144,8 @@ fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
             })
             .collect(),
         timeseries: w.ts_grid.as_ref().map(|_| w.timeseries.clone()),
+        intervals,
+        end: end_summary,
         cpu: w.cpu.as_ref().map(|c| c.result(duration_ns)),
         device_delay_histogram: w.hosts[HOST_A].nic.delay_histogram().to_vec(),
         device_size_histogram: w.hosts[HOST_A].nic.size_histogram().to_vec(),
@@ -176,8 +189,10 @@ fn flow_result(
     let _ = end;
     FlowResult {
         flow: f.sender.flow,
+        local_port: f.sender.local_port,
         goodput_bps: rate(v.received(), stop.saturating_sub(start)),
         bytes_delivered: v.received(),
+        bytes_acked: f.sender.info.bytes_acked,
         retrans_segs: f.sender.info.retrans_segs,
         rtt_us: f.sender.info.rtt_us,
         wakeups: f.sender.wakeups,
@@ -192,6 +207,44 @@ fn flow_result(
         failure: failure.map(|x| x.to_string()),
         first_error_offset: v.first_error(),
         socket_error: f.sender.error.or(f.receiver.error).map(|e| e.to_string()),
+    }
+}
+
+/// iperf3's `end`: per flow, what the sender's socket saw acknowledged and what the
+/// receiver read, over the same measured time (from the flow's connect call to the
+/// end of the run, or to its last byte in a fixed-size transfer); then the sums.
+fn end_summary(sc: &Scenario, w: &World, per_flow: &[FlowResult], duration_ns: u64) -> EndSummary {
+    let figures = |socket, end_ns: u64, span: u64, bytes, retrans: Option<u64>| EndFigures {
+        socket,
+        start: 0.0,
+        end: end_ns as f64 / 1e9,
+        seconds: end_ns as f64 / 1e9,
+        bytes,
+        bits_per_second: rate(bytes, span),
+        retransmits: retrans,
+        sender: retrans.is_some(),
+    };
+    let streams = (w.flows.iter().zip(per_flow))
+        .map(|(f, r)| {
+            let stop = match sc.workload {
+                Workload::Bulk { duration_ns } => duration_ns,
+                Workload::Bytes { .. } => f.receiver.last_byte_at.as_nanos(),
+            };
+            let span = stop.saturating_sub(f.sender.started_at.as_nanos());
+            let id = Some(r.flow);
+            EndStream {
+                sender: figures(id, stop, span, r.bytes_acked, Some(r.retrans_segs)),
+                receiver: figures(id, stop, span, r.bytes_delivered, None),
+            }
+        })
+        .collect();
+    let sent = per_flow.iter().map(|f| f.bytes_acked).sum();
+    let received = per_flow.iter().map(|f| f.bytes_delivered).sum();
+    let retrans = per_flow.iter().map(|f| f.retrans_segs).sum();
+    EndSummary {
+        streams,
+        sum_sent: Some(figures(None, duration_ns, duration_ns, sent, Some(retrans))),
+        sum_received: Some(figures(None, duration_ns, duration_ns, received, None)),
     }
 }
 

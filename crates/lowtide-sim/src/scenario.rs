@@ -10,10 +10,26 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Called now and then during a run with the virtual time reached (ns), for progress
-/// displays; it cannot change the run.
+/// Where a run is, for progress displays ([`ProgressHook`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunProgress {
+    /// Virtual time reached (ns).
+    pub virtual_ns: u64,
+    /// Flows in the run.
+    pub flows: u32,
+    /// Flows whose connection was established.
+    pub flows_connected: u32,
+    /// Flows whose both ends finished (fixed-size transfers; 0 in bulk runs until
+    /// the end).
+    pub flows_done: u32,
+    /// Bytes the receivers have read, all flows.
+    pub bytes_delivered: u64,
+}
+
+/// Called now and then during a run (every 65,536 events) with where it is, for
+/// progress displays; it only reads the run's state, so it cannot change the run.
 #[derive(Clone)]
-pub struct ProgressHook(pub Arc<dyn Fn(u64) + Send + Sync>);
+pub struct ProgressHook(pub Arc<dyn Fn(&RunProgress) + Send + Sync>);
 
 impl core::fmt::Debug for ProgressHook {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -80,8 +96,16 @@ pub struct Scenario {
     pub timeseries: Option<TimeseriesConfig>,
     /// Progress reports during the run.
     pub progress: Option<ProgressHook>,
+    /// Interval of iperf3's interval reports (`Results::intervals`, ns); 0: none.
+    pub report_interval_ns: u64,
     /// A CPU cost model of host A ([`crate::cpu`]); `None`: its work is free.
     pub cpu: Option<CpuModel>,
+    /// Verify every TCP checksum on receive. Otherwise the receivers verify them only
+    /// when a link direction can corrupt packets (`corrupt` > 0), and trust them
+    /// (`CHECKSUM_UNNECESSARY`) when none can, as Linux trusts a CHECKSUM_PARTIAL
+    /// skb that crossed veth or loopback: results are the same either way, since an
+    /// uncorrupted packet always verifies; only the work differs.
+    pub verify_checksums: bool,
 }
 
 impl Default for Scenario {
@@ -105,7 +129,9 @@ impl Default for Scenario {
             sndbuf: None,
             timeseries: None,
             progress: None,
+            report_interval_ns: 0,
             cpu: None,
+            verify_checksums: false,
         }
     }
 }
@@ -142,10 +168,15 @@ impl std::error::Error for SimError {}
 pub struct FlowResult {
     /// Flow id (0-based, in connect order).
     pub flow: u32,
+    /// The sender's ephemeral port (0 if its connect call failed).
+    pub local_port: u16,
     /// Bytes delivered in order to the receiving application / measured time.
     pub goodput_bps: f64,
     /// Bytes the receiving application read (and verified).
     pub bytes_delivered: u64,
+    /// Bytes the sender's socket saw acknowledged by the end of the measured time
+    /// (`tcpi_bytes_acked`): at most `bytes_delivered`, less by what was in flight.
+    pub bytes_acked: u64,
     /// Segments the sender retransmitted (tcp_info `total_retrans`).
     pub retrans_segs: u64,
     /// The sender's smoothed RTT at the end (tcp_info, µs).
@@ -282,6 +313,10 @@ pub struct Results {
     /// The time series, if the scenario asked for one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeseries: Option<Timeseries>,
+    /// iperf3's interval reports (empty unless the scenario asked for them).
+    pub intervals: Vec<crate::intervals::Interval>,
+    /// iperf3's end summary: both sides' totals per flow and summed.
+    pub end: crate::intervals::EndSummary,
     /// Host A's CPU model figures, if the scenario had a model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuFigures>,

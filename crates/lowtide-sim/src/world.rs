@@ -1,19 +1,18 @@
 //! The event loop: hosts, links and applications advanced in virtual time.
 
-use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
+use crate::app::{Receiver, SendState, Sender, WriteBuf};
 use crate::cpu::CpuState;
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
+use crate::intervals::IntervalSampler;
 use crate::link::{LinkDir, Pipe};
 use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
 use crate::sample::{auto_interval, MemorySampler};
-use crate::scenario::{ProgressHook, Scenario, SimError, Workload};
+use crate::scenario::{ProgressHook, RunProgress, Scenario, SimError, Workload};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
-use lowtide::{
-    EventKind, Instant, RxChecksum, SocketError, SocketEvent, SocketHandle, Stack, Transmit,
-};
+use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
 use lowtide_wire::{gso, tcp::four_tuple};
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -68,10 +67,13 @@ pub(crate) struct World {
     /// Connections accepted from a flow's port after its own one (closed, counted).
     pub stray_connections: u64,
     pub wbuf: WriteBuf,
-    pub rbuf: Vec<u8>,
     pub events: u64,
     /// Flows whose both ends are finished (fixed-size transfers).
     pub flows_done: u32,
+    /// Flows whose connection was established.
+    pub flows_connected: u32,
+    /// iperf3's interval reports, if asked for.
+    pub intervals: Option<IntervalSampler>,
     /// `TCP_NOTSENT_LOWAT` for every sending socket.
     pub notsent_lowat: Option<u32>,
     /// Host A's TCP memory on the sampling grid.
@@ -121,6 +123,8 @@ impl World {
             .map(|i| {
                 let stack = Stack::new(sc.config.clone(), derive_seed(sc.seed, 1 + i as u64));
                 let mut h = Host::new(stack, addr(i), sc.queue_limit, i);
+                h.rx_csum_valid =
+                    !sc.verify_checksums && sc.link_ab.corrupt == 0.0 && sc.link_ba.corrupt == 0.0;
                 // Link direction 0 is A->B, 1 is B->A: host i receives on 1 - i.
                 h.rx_links.push(1 - i);
                 h
@@ -156,9 +160,13 @@ impl World {
             port_flow: FxHashMap::default(),
             stray_connections: 0,
             wbuf: WriteBuf::default(),
-            rbuf: vec![0; IO_BUF],
             events: 0,
             flows_done: 0,
+            flows_connected: 0,
+            intervals: match sc.report_interval_ns {
+                0 => None,
+                ns => Some(IntervalSampler::new(ns)),
+            },
             notsent_lowat: sc.notsent_lowat,
             memory: MemorySampler::new(match sc.sample_interval_ns {
                 0 => auto_interval(sc.link_ab.delay_ns + sc.link_ba.delay_ns),
@@ -221,11 +229,22 @@ impl World {
             {
                 self.sample_timeseries(at);
             }
+            if (self.intervals.as_ref()).is_some_and(|s| s.grid.due(at.as_nanos())) {
+                self.sample_intervals(at);
+            }
             self.now = at;
             self.events += 1;
             if self.events.is_multiple_of(PROGRESS_EVERY) {
                 if let Some(p) = &self.progress {
-                    (p.0)(at.as_nanos());
+                    (p.0)(&RunProgress {
+                        virtual_ns: at.as_nanos(),
+                        flows: self.flows.len() as u32,
+                        flows_connected: self.flows_connected,
+                        flows_done: self.flows_done,
+                        bytes_delivered: (self.flows.iter())
+                            .map(|f| f.receiver.verifier.received())
+                            .sum(),
+                    });
                 }
             }
             match ev {
@@ -292,6 +311,26 @@ impl World {
         self.timeseries.flows.extend(flows);
     }
 
+    /// Records every sender's iperf3 figures (as the last event left them) for the
+    /// interval grid points before `until`.
+    pub fn sample_intervals(&mut self, until: Instant) {
+        let Some(s) = self.intervals.as_mut() else {
+            return;
+        };
+        let points: Vec<u64> = s.grid.take_due(until.as_nanos()).collect();
+        if points.is_empty() {
+            return;
+        }
+        let a = &self.hosts[HOST_A].stack;
+        let now = self.now;
+        let state: Vec<_> = (self.flows.iter())
+            .map(|f| f.sender.point(a, now))
+            .collect();
+        for t in points.into_iter().filter(|&t| t > 0) {
+            s.points.push((t, state.clone()));
+        }
+    }
+
     /// One row per grid point and live sending socket.
     fn flow_samples(&self, points: &[u64]) -> Vec<FlowSample> {
         let a = &self.hosts[HOST_A];
@@ -347,6 +386,7 @@ impl World {
                 }
                 if let Ok((l, _)) = a.stack.addresses(h) {
                     self.port_flow.insert(l.port(), flow);
+                    s.local_port = l.port();
                 }
             }
             Err(e) => {
@@ -414,7 +454,8 @@ impl World {
         while let Some(pkt) = self.cpu.as_mut().and_then(|c| c.next_packet(now)) {
             let before = self.hosts[HOST_A].stack.rtx_work();
             let h = &mut self.hosts[HOST_A];
-            h.stack.handle_packet(self.now, &pkt, RxChecksum::Verify);
+            let csum = h.rx_checksum();
+            h.stack.handle_packet(self.now, &pkt, csum);
             let after = h.stack.rtx_work();
             if let Some(c) = self.cpu.as_mut() {
                 let nodes = after.nodes_visited.saturating_sub(before.nodes_visited);
@@ -552,8 +593,12 @@ impl World {
         let token = tx.token;
         if tx.gso_segs <= 1 {
             put(finish_checksum(tx.packet));
-        } else if gso::segment(&tx.packet, tx.gso_size, &mut put).is_err() {
-            tracing::warn!("unsegmentable packet from host {host}: dropped");
+        } else {
+            if gso::segment(&tx.packet, tx.gso_size, &mut put).is_err() {
+                tracing::warn!("unsegmentable packet from host {host}: dropped");
+            }
+            // The NIC is done with the super-packet: its buffer builds the next one.
+            self.hosts[host].stack.recycle_buffer(tx.packet);
         }
         self.hosts[host].tx_busy = Some(token);
         self.queue
@@ -573,6 +618,9 @@ impl World {
     fn sender_event(&mut self, f: u32, ev: SocketEvent) {
         let (now, a) = (self.now, &mut self.hosts[HOST_A]);
         let s = &mut self.flows[f as usize].sender;
+        if ev.kind == EventKind::Connected && s.connected_at.is_none() {
+            self.flows_connected += 1;
+        }
         match ev.kind {
             EventKind::Connected => s.on_connected(&mut a.stack, now, &mut self.wbuf),
             EventKind::Writable => s.on_writable(&mut a.stack, now, &mut self.wbuf),
@@ -590,9 +638,7 @@ impl World {
         let (now, b) = (self.now, &mut self.hosts[HOST_B]);
         let r = &mut self.flows[f as usize].receiver;
         match ev.kind {
-            EventKind::Readable | EventKind::ReadHangUp => {
-                r.on_readable(&mut b.stack, now, &mut self.rbuf)
-            }
+            EventKind::Readable | EventKind::ReadHangUp => r.on_readable(&mut b.stack, now),
             EventKind::Error(e) => r.fail(&mut b.stack, now, e),
             _ => {}
         }

@@ -234,6 +234,26 @@ impl TcpStream {
         Ok(self.sock.get_int_opt(SOL_TCP, TCP_NOTSENT_LOWAT)? as u32)
     }
 
+    /// `SO_KEEPALIVE` with `TCP_KEEPIDLE`, `TCP_KEEPINTVL` and `TCP_KEEPCNT` (as
+    /// socket2's `set_tcp_keepalive`): probes after `idle` of silence, one per
+    /// `interval`, and `ETIMEDOUT` after `probes` unanswered ones; a `None` field
+    /// keeps the socket's current value (initially the `net.ipv4.tcp_keepalive_*`
+    /// sysctl). `enabled: false` stops the probes.
+    pub fn set_keepalive(&self, ka: lowtide::tcp::keepalive::Keepalive) -> io::Result<()> {
+        let secs = |d: std::time::Duration| i32::try_from(d.as_secs()).unwrap_or(i32::MAX);
+        if let Some(d) = ka.idle {
+            self.sock.int_opt(SOL_TCP, TCP_KEEPIDLE, secs(d))?;
+        }
+        if let Some(d) = ka.interval {
+            self.sock.int_opt(SOL_TCP, TCP_KEEPINTVL, secs(d))?;
+        }
+        if let Some(n) = ka.probes {
+            self.sock.int_opt(SOL_TCP, TCP_KEEPCNT, n as i32)?;
+        }
+        self.sock
+            .int_opt(SOL_SOCKET, SO_KEEPALIVE, ka.enabled as i32)
+    }
+
     /// `getsockopt(TCP_INFO)`: RTT, cwnd, retransmissions, delivery rate, ...
     pub fn tcp_info(&self) -> io::Result<TcpInfo> {
         self.sock.call(|h, now, fd| h.tcp_info(now, fd))

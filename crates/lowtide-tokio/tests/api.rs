@@ -220,3 +220,36 @@ async fn device_error_reaches_the_sockets() {
     let e = TcpListener::bind(&a, addr("10.0.0.1:80")).err().unwrap();
     assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
 }
+
+#[tokio::test(start_paused = true)]
+async fn keepalive_detects_a_vanished_peer() {
+    use lowtide::tcp::keepalive::Keepalive;
+    let (a, b) = pair();
+    let l = TcpListener::bind(&b, addr("10.0.0.2:80")).unwrap();
+    let mut c = TcpStream::connect(&a, addr("10.0.0.2:80")).await.unwrap();
+    let (_s, _) = l.accept().await.unwrap();
+    let bad = Keepalive {
+        enabled: true,
+        probes: Some(0),
+        ..Keepalive::default()
+    };
+    assert_eq!(
+        c.set_keepalive(bad).unwrap_err().kind(),
+        io::ErrorKind::InvalidInput
+    );
+    c.set_keepalive(Keepalive {
+        enabled: true,
+        idle: Some(Duration::from_secs(10)),
+        interval: Some(Duration::from_secs(2)),
+        probes: Some(3),
+    })
+    .unwrap();
+    // The peer's host goes away without a word (its stack and device dropped).
+    drop((_s, l, b));
+    let start = tokio::time::Instant::now();
+    let mut buf = [0u8; 16];
+    let e = c.read(&mut buf).await.unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+    // idle + probes x interval (tcp_keepalive_timer).
+    assert_eq!(start.elapsed().as_secs(), 16);
+}

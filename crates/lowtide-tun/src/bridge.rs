@@ -15,6 +15,7 @@ use crate::runtime::record;
 use crate::vnet::VnetHdr;
 use lowtide::Instant;
 use lowtide_sim::pcap::PcapSink;
+use lowtide_wire::pool::BufPool;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -38,6 +39,8 @@ pub struct Bridge {
     paths: [PathDir; 2],
     sleeper: Sleeper,
     buf: Vec<u8>,
+    /// Packet buffers, reused instead of allocated per packet.
+    pool: BufPool,
     pcap: Option<PcapSink>,
     errors: u64,
 }
@@ -62,6 +65,7 @@ impl Bridge {
             ],
             sleeper,
             buf: vec![0; RECV_BUF_LEN],
+            pool: BufPool::new(),
             pcap: None,
             errors: 0,
         })
@@ -122,7 +126,8 @@ impl Bridge {
                 return Ok(());
             };
             let now = self.sleeper.clock().now();
-            let Some(frame) = Frame::from_device(&self.buf[..n]) else {
+            let pooled = self.pool.take(n);
+            let Some(frame) = Frame::from_device_into(&self.buf[..n], pooled) else {
                 self.errors += 1;
                 continue;
             };
@@ -143,6 +148,10 @@ impl Bridge {
                 if !self.devs[1 - side].send_or_drop(&hdr, &frame.data)? {
                     self.errors += 1;
                 }
+                self.pool.give(frame.data);
+            }
+            while let Some(buf) = self.paths[side].pop_spent() {
+                self.pool.give(buf);
             }
         }
         Ok(())

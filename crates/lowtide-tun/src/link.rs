@@ -70,6 +70,9 @@ impl PathConfig {
     }
 }
 
+/// Spent buffers a path keeps for its owner to collect ([`PathDir::pop_spent`]).
+const MAX_SPENT: usize = 64;
+
 /// A packet on the path: an IP packet, possibly a GSO super-packet.
 #[derive(Debug)]
 pub struct Frame {
@@ -90,9 +93,17 @@ impl Frame {
     /// A packet as read from a device (virtio-net header, then the IP packet); `None`
     /// if the header is cut short.
     pub fn from_device(raw: &[u8]) -> Option<Frame> {
+        Frame::from_device_into(raw, Vec::new())
+    }
+
+    /// [`Frame::from_device`], copying the packet into `buf` (cleared first; e.g. a
+    /// buffer from a [`lowtide_wire::pool::BufPool`]) instead of a new allocation.
+    pub fn from_device_into(raw: &[u8], mut buf: Vec<u8>) -> Option<Frame> {
         let (hdr, packet) = VnetHdr::parse(raw).ok()?;
+        buf.clear();
+        buf.extend_from_slice(packet);
         Some(Frame {
-            data: packet.to_vec(),
+            data: buf,
             gso_size: gso_size_of(&hdr),
             csum_partial: hdr.rx_checksum() == lowtide::RxChecksum::Unnecessary,
             token: None,
@@ -135,6 +146,9 @@ pub struct PathDir {
     completions: VecDeque<(u64, TxToken)>,
     /// Tokens of packets the full queue dropped, for `handle_tx_dropped`.
     dropped: Vec<TxToken>,
+    /// Buffers of packets the path is done with (cut into segments or dropped), for
+    /// reuse ([`PathDir::pop_spent`]); at most [`MAX_SPENT`].
+    spent: Vec<Vec<u8>>,
     /// The serializer is busy until this time (ns).
     busy_until: u64,
     queue_drops: u64,
@@ -157,6 +171,7 @@ impl PathDir {
             pipe: EventQueue::new(),
             completions: VecDeque::new(),
             dropped: Vec::new(),
+            spent: Vec::new(),
             busy_until: 0,
             queue_drops: 0,
             enqueued: 0,
@@ -181,6 +196,7 @@ impl PathDir {
             if let Some(t) = frame.token {
                 self.dropped.push(t);
             }
+            self.spend(frame.data);
             return false;
         }
         self.enqueued += 1;
@@ -244,9 +260,11 @@ impl PathDir {
             return self.busy_until;
         }
         let last = segs.len() - 1;
+        let token = frame.token;
+        self.spend(frame.data);
         let mut end = self.busy_until;
         for (i, seg) in segs.into_iter().enumerate() {
-            let token = if i == last { frame.token } else { None };
+            let token = if i == last { token } else { None };
             end = self.transmit_segment(enq, seg, (false, token, None));
             self.busy_until = end;
         }
@@ -287,6 +305,18 @@ impl PathDir {
     /// `Stack::handle_tx_dropped` (a qdisc's `NET_XMIT_DROP`, not a network loss).
     pub fn pop_dropped(&mut self) -> Option<TxToken> {
         self.dropped.pop()
+    }
+
+    /// The buffer of a packet the path is done with (cut into wire segments, or
+    /// dropped by the full queue), for reuse (`Stack::recycle_buffer`), if any.
+    pub fn pop_spent(&mut self) -> Option<Vec<u8>> {
+        self.spent.pop()
+    }
+
+    fn spend(&mut self, buf: Vec<u8>) {
+        if self.spent.len() < MAX_SPENT {
+            self.spent.push(buf);
+        }
     }
 
     /// A packet that has arrived at the far end by `now`, if any.
@@ -426,6 +456,29 @@ mod tests {
         let got = drain(&mut dir);
         let times: Vec<u64> = got.iter().map(|(t, _)| *t).collect();
         assert_eq!(times, vec![5_012_304, 5_024_608, 5_036_912]);
+    }
+
+    #[test]
+    fn cut_and_dropped_packets_hand_their_buffers_back() {
+        let cfg = PathConfig {
+            queue_limit: 1,
+            ..PathConfig::default()
+        };
+        let mut split = PathDir::new(cfg, true, 1);
+        let f = frame(4 * 1460, 1460);
+        let ptr = f.data.as_ptr();
+        assert!(split.enqueue(0, f));
+        assert!(!split.enqueue(0, frame(100, 0)), "the queue holds one");
+        assert_eq!(
+            split.pop_spent().map(|b| b.len()),
+            Some(140),
+            "the dropped one"
+        );
+        assert_eq!(split.pop_spent(), None);
+        assert_eq!(drain(&mut split).len(), 4);
+        let spent = split.pop_spent().expect("the cut super-packet's buffer");
+        assert_eq!(spent.as_ptr(), ptr);
+        assert_eq!(split.pop_spent(), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::vnet::VnetHdr;
 use lowtide::{Instant, RxChecksum, Stack};
 use lowtide_sim::pcap::PcapSink;
 use lowtide_wire::gso;
+use lowtide_wire::pool::BufPool;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -69,6 +70,8 @@ pub struct Runtime {
     ingress: PathDir,
     sleeper: Sleeper,
     buf: Vec<u8>,
+    /// Buffers of received packets, reused (the stack's own pool serves its sends).
+    rx_pool: BufPool,
     pcap: Option<PcapSink>,
     stats: RuntimeStats,
 }
@@ -87,6 +90,7 @@ impl Runtime {
             ingress: PathDir::new(cfg.ingress, false, cfg.seed ^ 0x5eed),
             sleeper,
             buf: vec![0; RECV_BUF_LEN],
+            rx_pool: BufPool::new(),
             pcap: None,
             stats: RuntimeStats::default(),
         })
@@ -172,7 +176,8 @@ impl Runtime {
                 return Ok(());
             };
             let now = self.sleeper.clock().now();
-            let Some(frame) = Frame::from_device(&self.buf[..n]) else {
+            let pooled = self.rx_pool.take(n);
+            let Some(frame) = Frame::from_device_into(&self.buf[..n], pooled) else {
                 self.stats.errors += 1;
                 continue;
             };
@@ -210,11 +215,15 @@ impl Runtime {
                     false => RxChecksum::Verify,
                 };
                 self.stack.handle_packet(now, &frame.data, csum);
+                self.rx_pool.give(frame.data);
                 moved = true;
             }
             while let Some(frame) = self.egress.pop_arrived(t) {
                 self.write_device(now, frame)?;
                 moved = true;
+            }
+            while let Some(buf) = self.egress.pop_spent() {
+                self.stack.recycle_buffer(buf);
             }
             if !moved {
                 return Ok(());
@@ -240,6 +249,14 @@ impl Runtime {
 
     /// Writes a packet that crossed the egress path to the device.
     fn write_device(&mut self, now: Instant, mut frame: Frame) -> io::Result<()> {
+        let r = self.write_frame(now, &mut frame);
+        // The packet was copied into the kernel (or dropped): its buffer serves the
+        // stack's next packet.
+        self.stack.recycle_buffer(frame.data);
+        r
+    }
+
+    fn write_frame(&mut self, now: Instant, frame: &mut Frame) -> io::Result<()> {
         let no_offload = self.offload == Offload::None;
         if frame.csum_partial && no_offload && gso::finish_checksum(&mut frame.data).is_err() {
             self.stats.errors += 1;
@@ -254,7 +271,7 @@ impl Runtime {
             return Ok(());
         };
         if let Some(p) = self.pcap.as_mut() {
-            record(p, now, &frame);
+            record(p, now, frame);
         }
         // A packet the kernel refused is lost, as on a real device; TCP repairs it.
         match self.dev.send_or_drop(&hdr, &frame.data)? {

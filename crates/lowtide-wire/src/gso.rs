@@ -219,6 +219,18 @@ impl<'a> Cutter<'a> {
 /// is meaningless without URG, RFC 9293 section 3.1); read it with
 /// [`merged_segment_size`]. Link padding after `acc`'s IP packet is dropped on merge.
 pub fn gro_merge(acc: &mut Vec<u8>, seg: &[u8], max_len: usize) -> bool {
+    merge(acc, seg, max_len, true)
+}
+
+/// [`gro_merge`] for a segment whose TCP checksum is known to be good
+/// (`CHECKSUM_UNNECESSARY`: a medium that cannot corrupt, or a device that verified
+/// it): every rule but the TCP checksum (the IPv4 header checksum is still checked,
+/// as `ip_rcv` always does).
+pub fn gro_merge_csum_valid(acc: &mut Vec<u8>, seg: &[u8], max_len: usize) -> bool {
+    merge(acc, seg, max_len, false)
+}
+
+fn merge(acc: &mut Vec<u8>, seg: &[u8], max_len: usize, verify_tcp: bool) -> bool {
     let Ok(a) = Layout::parse(acc, false) else {
         return false;
     };
@@ -232,7 +244,7 @@ pub fn gro_merge(acc: &mut Vec<u8>, seg: &[u8], max_len: usize) -> bool {
         && same_tcp_header(acc, seg, &a, &s)
         && flags_allow(acc, seg, &a, &s)
         && sizes_allow(&a, &s, gso_size, max_len)
-        && checksum::verify_tcp(s.ip.src, s.ip.dst, &seg[s.tcp_start..s.end]);
+        && (!verify_tcp || checksum::verify_tcp(s.ip.src, s.ip.dst, &seg[s.tcp_start..s.end]));
     if ok {
         append(acc, seg, &a, &s, gso_size);
     }
@@ -663,6 +675,27 @@ mod tests {
         let b6 = cut(&packet(true, ACK, 1000, 0, &payload(1000)), 0).remove(0);
         assert!(!merges(a.clone(), &b6));
         assert!(!merges(a, &b[..b.len() - 1]));
+    }
+
+    #[test]
+    fn gro_csum_valid_skips_only_the_tcp_checksum() {
+        let (a, b) = pair(ACK, ACK);
+        let mut bad_tcp = b.clone();
+        bad_tcp[60] ^= 1;
+        assert!(!merges(a.clone(), &bad_tcp), "verified by gro_merge");
+        let mut acc = a.clone();
+        assert!(gro_merge_csum_valid(&mut acc, &bad_tcp, 65_535), "trusted");
+        let mut bad_ip = b.clone();
+        bad_ip[11] ^= 1;
+        let mut acc = a.clone();
+        assert!(
+            !gro_merge_csum_valid(&mut acc, &bad_ip, 65_535),
+            "the IPv4 header checksum is still checked"
+        );
+        let mut other = b.clone();
+        other[27] ^= 1;
+        let mut acc = a;
+        assert!(!gro_merge_csum_valid(&mut acc, &other, 65_535), "sequence");
     }
 
     #[test]

@@ -11,12 +11,14 @@
 //!   timestamps (RFC 7323), SACK-permitted and SACK blocks (RFC 2018).
 //! - [`gso`]: cutting a GSO super-packet into MSS-sized segments, as a NIC with TSO
 //!   or Linux's `tcp_gso_segment` does, and coalescing (GRO).
+//! - [`pool`]: packet buffers reused instead of freed.
 
 #![warn(missing_docs)]
 
 pub mod checksum;
 pub mod gso;
 pub mod ip;
+pub mod pool;
 pub mod tcp;
 
 /// Why a packet could not be parsed.

@@ -64,6 +64,13 @@ pub struct Config {
     pub tcp_retries2: u8,
     /// `net.ipv4.tcp_fin_timeout`: seconds in FIN-WAIT-2 after close.
     pub tcp_fin_timeout: u32,
+    /// `net.ipv4.tcp_keepalive_time`: seconds of silence before the first
+    /// keepalive probe of an `SO_KEEPALIVE` socket.
+    pub tcp_keepalive_time: u32,
+    /// `net.ipv4.tcp_keepalive_intvl`: seconds between keepalive probes.
+    pub tcp_keepalive_intvl: u32,
+    /// `net.ipv4.tcp_keepalive_probes`: unanswered probes before the reset.
+    pub tcp_keepalive_probes: u8,
     /// `net.ipv4.tcp_rto_min_us`: lower bound of the RTO (microseconds).
     pub tcp_rto_min_us: u32,
     /// `net.ipv4.tcp_reordering`: initial reordering degree (dupthresh).
@@ -177,6 +184,9 @@ impl Default for Config {
             tcp_synack_retries: 5,
             tcp_retries2: 15,
             tcp_fin_timeout: 60,
+            tcp_keepalive_time: 7200,
+            tcp_keepalive_intvl: 75,
+            tcp_keepalive_probes: 9,
             tcp_rto_min_us: 200_000,
             tcp_reordering: 3,
             tcp_recovery: TCP_RACK_LOSS_DETECTION,
@@ -303,6 +313,9 @@ impl Config {
         "net.ipv4.tcp_synack_retries",
         "net.ipv4.tcp_retries2",
         "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
         "net.ipv4.tcp_rto_min_us",
         "net.ipv4.tcp_reordering",
         "net.ipv4.tcp_recovery",
@@ -354,6 +367,16 @@ impl Config {
             "net.ipv4.tcp_retries2" => self.tcp_retries2 = parse_num(n, value, 1, 127, "1..=127")?,
             "net.ipv4.tcp_fin_timeout" => {
                 self.tcp_fin_timeout = parse_num(n, value, 1, 3600, "seconds, 1..=3600")?
+            }
+            // proc_dointvec_jiffies: any positive number of seconds that fits.
+            "net.ipv4.tcp_keepalive_time" => {
+                self.tcp_keepalive_time = parse_num(n, value, 1, KEEPALIVE_MAX_S, "seconds")?
+            }
+            "net.ipv4.tcp_keepalive_intvl" => {
+                self.tcp_keepalive_intvl = parse_num(n, value, 1, KEEPALIVE_MAX_S, "seconds")?
+            }
+            "net.ipv4.tcp_keepalive_probes" => {
+                self.tcp_keepalive_probes = parse_num(n, value, 0, 255, "0..=255")?
             }
             "net.ipv4.tcp_rto_min_us" => {
                 self.tcp_rto_min_us = parse_num(n, value, 1, 120_000_000, "microseconds")?
@@ -464,6 +487,9 @@ impl Config {
         self.mtu.saturating_sub(hdr).max(48)
     }
 }
+
+/// The largest keepalive sysctl in seconds (`INT_MAX` jiffies at HZ=1000).
+const KEEPALIVE_MAX_S: u32 = i32::MAX as u32 / 1000;
 
 fn parse_ports(name: &str, v: &str) -> Result<[u16; 2], ConfigError> {
     const EXP: &str = "'low high' with 1 <= low <= high <= 65535";

@@ -89,12 +89,21 @@ mib! {
     TcpExtTCPSackMerged,
     /// SACK blocks ignored as invalid.
     TcpExtTCPSACKDiscard,
-    /// D-SACK blocks ignored as invalid.
+    /// D-SACK blocks ignored as invalid (below `snd_una`, older than `undo_marker`).
     TcpExtTCPDSACKIgnoredOld,
+    /// D-SACK blocks below `snd_una` ignored because no recovery could be undone.
+    TcpExtTCPDSACKIgnoredNoUndo,
+    /// D-SACKs ignored as dubious: longer than the largest window, or reporting more
+    /// duplicates than were ever retransmitted (`tcp_dsack_seen`).
+    TcpExtTCPDSACKIgnoredDubious,
     /// The peer reneged on SACKed data.
     TcpExtTCPSACKReneging,
     /// D-SACK blocks received.
     TcpExtTCPDSACKRecv,
+    /// D-SACK blocks received for out-of-order duplicates (inside the second block).
+    TcpExtTCPDSACKOfoRecv,
+    /// Segments the accepted D-SACKs reported duplicated.
+    TcpExtTCPDSACKRecvSegs,
     /// D-SACK blocks sent for old (below rcv_nxt) duplicates.
     TcpExtTCPDSACKOldSent,
     /// D-SACK blocks sent for out-of-order duplicates.
@@ -137,8 +146,15 @@ mib! {
     TcpExtTCPACKSkippedPAWS,
     /// Challenge ACKs not sent (rate limited per socket).
     TcpExtTCPACKSkippedChallenge,
+    /// SYN-ACKs not resent for a retransmitted SYN: the per-socket rate limit held
+    /// them back (`tcp_check_req`).
+    TcpExtTCPACKSkippedSynRecv,
+    /// SYNs and SYN-ACKs retransmitted.
+    TcpExtTCPSynRetrans,
     /// Zero-window probes sent.
     TcpExtTCPWinProbe,
+    /// Keepalive probes sent (`LINUX_MIB_TCPKEEPALIVE`).
+    TcpExtTCPKeepAlive,
     /// Times the receive window was advertised as zero.
     TcpExtTCPToZeroWindowAdv,
     /// Times the receive window reopened from zero.

@@ -36,6 +36,7 @@ macro_rules! ctx {
             events: &mut $stack.events,
             ip_id: &mut $stack.ip_id,
             challenge: &mut $stack.challenge,
+            pool: &mut $stack.pool,
             tx_orphan: $stack.tx_orphan,
         }
     };
@@ -103,6 +104,8 @@ pub struct Stack {
     catch_all: Option<u32>,
     /// A warning about unfinished checksums was logged ([`Stack::handle_transmit`]).
     warned_csum_partial: bool,
+    /// Buffers of sent packets, given back by the device ([`Stack::recycle_buffer`]).
+    pool: lowtide_wire::pool::BufPool,
 }
 
 impl Stack {
@@ -134,6 +137,7 @@ impl Stack {
             tx_orphan: false,
             catch_all: None,
             warned_csum_partial: false,
+            pool: lowtide_wire::pool::BufPool::new(),
         }
     }
 
@@ -469,78 +473,6 @@ impl Stack {
         let index = self.user_slot(h)?;
         self.slots[index as usize].orphan = true;
         self.with_tcb(now, index, |tcb, ctx| tcb.abort(ctx));
-        Ok(())
-    }
-
-    /// `TCP_NODELAY`: turn Nagle's algorithm off (`true`) or on.
-    pub fn set_nodelay(&mut self, h: SocketHandle, nodelay: bool) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.nodelay = nodelay;
-        Ok(())
-    }
-
-    /// `SO_SNDBUF`: fixes the send buffer (Linux doubles the value and turns off send
-    /// buffer autotuning for the socket).
-    pub fn set_sndbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.set_sndbuf(bytes);
-        Ok(())
-    }
-
-    /// `SO_RCVBUF`: fixes the receive buffer (doubled, autotuning off), before connect.
-    pub fn set_rcvbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.set_rcvbuf(bytes);
-        Ok(())
-    }
-
-    /// `TCP_NOTSENT_LOWAT` (setsockopt): cap the unsent bytes this socket holds; 0
-    /// returns it to the sysctl `net.ipv4.tcp_notsent_lowat`. Re-evaluates
-    /// writability at once.
-    pub fn set_notsent_lowat(
-        &mut self,
-        now: Instant,
-        h: SocketHandle,
-        bytes: u32,
-    ) -> Result<(), SocketError> {
-        let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.set_notsent_lowat(ctx, bytes));
-        Ok(())
-    }
-
-    /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
-    /// peer's window stay closed to our probes, before the connection fails with
-    /// `ETIMEDOUT` (`icsk_user_timeout`, used by `tcp_write_timeout` and
-    /// `tcp_probe_timer`); zero restores the defaults (`tcp_retries2`).
-    pub fn set_user_timeout(
-        &mut self,
-        h: SocketHandle,
-        timeout: core::time::Duration,
-    ) -> Result<(), SocketError> {
-        if timeout.as_millis() > i32::MAX as u128 {
-            return Err(SocketError::InvalidInput);
-        }
-        self.tcb_mut(h)?.user_timeout = timeout;
-        Ok(())
-    }
-
-    /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
-    pub fn user_timeout(&self, h: SocketHandle) -> Result<core::time::Duration, SocketError> {
-        Ok(self.tcb(h)?.user_timeout)
-    }
-
-    /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.
-    pub fn notsent_lowat(&self, h: SocketHandle) -> Result<u32, SocketError> {
-        Ok(self.tcb(h)?.notsent_lowat)
-    }
-
-    /// `SO_MAX_PACING_RATE` in bytes per second; like Linux, setting it makes TCP pace
-    /// the socket itself (`SK_PACING_NEEDED`).
-    pub fn set_max_pacing_rate(
-        &mut self,
-        h: SocketHandle,
-        bytes_per_sec: u64,
-    ) -> Result<(), SocketError> {
-        let t = self.tcb_mut(h)?;
-        t.max_pacing_rate = bytes_per_sec;
-        t.pacing_needed = true;
         Ok(())
     }
 

@@ -12,6 +12,30 @@ use lowtide_wire::ip::IpRepr;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 impl Stack {
+    /// [`Stack::recv`] without the copy (Linux's `tcp_read_sock`, which splice and
+    /// in-kernel readers use): hands up to `max` ready bytes to `read` where they lie
+    /// in the receive queue (one or two slices, in stream order), then consumes them
+    /// exactly as `recv` would (window update, receive-buffer autotuning). Returns the
+    /// number of bytes read; `Ok(0)` is the end of the stream.
+    pub fn recv_with(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        max: usize,
+        read: impl FnMut(&[u8]),
+    ) -> Result<usize, SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.recvmsg_with(ctx, max, read))
+    }
+
+    /// Gives back the buffer of a packet from [`Stack::poll_transmit`] (or any other
+    /// packet buffer) once the device is done with it, for the next packet the stack
+    /// builds: large buffers are reused instead of freed and allocated again per
+    /// packet ([`lowtide_wire::pool`]). Optional: a buffer not given back is freed.
+    pub fn recycle_buffer(&mut self, buf: Vec<u8>) {
+        self.pool.give(buf);
+    }
+
     /// Receives a packet that a lowtide stack's [`Stack::poll_transmit`] produced,
     /// with no device in between (two stacks joined by hand, a channel, a loopback).
     ///

@@ -1,9 +1,10 @@
-//! The stack's entry points for the POSIX socket layer ([`crate::posix`]): opening
-//! with socket options, option setters with Linux's side effects, and the state
-//! `tcp_poll`/`tcp_ioctl` read.
+//! The stack's socket options (setters with Linux's side effects) and its entry
+//! points for the POSIX socket layer ([`crate::posix`]): opening with socket
+//! options, and the state `tcp_poll`/`tcp_ioctl` read.
 
 use super::{Sock, Stack};
 use crate::socket::{SocketError, SocketHandle};
+use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
 use crate::tcp::sockopt::{SockOptions, SockStatus};
 use crate::time::Instant;
 use std::net::SocketAddr;
@@ -90,6 +91,101 @@ impl Stack {
         Ok(())
     }
 
+    /// `TCP_NODELAY`: turn Nagle's algorithm off (`true`) or on.
+    pub fn set_nodelay(&mut self, h: SocketHandle, nodelay: bool) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.nodelay = nodelay;
+        Ok(())
+    }
+
+    /// `SO_SNDBUF`: fixes the send buffer (Linux doubles the value and turns off send
+    /// buffer autotuning for the socket).
+    pub fn set_sndbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.set_sndbuf(bytes);
+        Ok(())
+    }
+
+    /// `SO_RCVBUF`: fixes the receive buffer (doubled, autotuning off), before connect.
+    pub fn set_rcvbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.set_rcvbuf(bytes);
+        Ok(())
+    }
+
+    /// `TCP_NOTSENT_LOWAT` (setsockopt): cap the unsent bytes this socket holds; 0
+    /// returns it to the sysctl `net.ipv4.tcp_notsent_lowat`. Re-evaluates
+    /// writability at once.
+    pub fn set_notsent_lowat(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        bytes: u32,
+    ) -> Result<(), SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.set_notsent_lowat(ctx, bytes));
+        Ok(())
+    }
+
+    /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
+    /// peer's window stay closed to our probes, before the connection fails with
+    /// `ETIMEDOUT` (`icsk_user_timeout`, used by `tcp_write_timeout` and
+    /// `tcp_probe_timer`); zero restores the defaults (`tcp_retries2`).
+    pub fn set_user_timeout(
+        &mut self,
+        h: SocketHandle,
+        timeout: core::time::Duration,
+    ) -> Result<(), SocketError> {
+        if timeout.as_millis() > i32::MAX as u128 {
+            return Err(SocketError::InvalidInput);
+        }
+        self.tcb_mut(h)?.user_timeout = timeout;
+        Ok(())
+    }
+
+    /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
+    pub fn user_timeout(&self, h: SocketHandle) -> Result<core::time::Duration, SocketError> {
+        Ok(self.tcb(h)?.user_timeout)
+    }
+
+    /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.
+    pub fn notsent_lowat(&self, h: SocketHandle) -> Result<u32, SocketError> {
+        Ok(self.tcb(h)?.notsent_lowat)
+    }
+
+    /// `SO_MAX_PACING_RATE` in bytes per second; like Linux, setting it makes TCP pace
+    /// the socket itself (`SK_PACING_NEEDED`).
+    pub fn set_max_pacing_rate(
+        &mut self,
+        h: SocketHandle,
+        bytes_per_sec: u64,
+    ) -> Result<(), SocketError> {
+        let t = self.tcb_mut(h)?;
+        t.max_pacing_rate = bytes_per_sec;
+        t.pacing_needed = true;
+        Ok(())
+    }
+
+    /// `SO_KEEPALIVE` with `TCP_KEEPIDLE`/`TCP_KEEPINTVL`/`TCP_KEEPCNT` on a
+    /// connection, with Linux's effect on a running keepalive timer (see
+    /// [`crate::tcp::keepalive`]). Out-of-range values are
+    /// [`SocketError::InvalidInput`] (`EINVAL`).
+    pub fn set_keepalive(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        ka: Keepalive,
+    ) -> Result<(), SocketError> {
+        if !keepalive_in_range(&ka) {
+            return Err(SocketError::InvalidInput);
+        }
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.set_keepalive(ctx, ka));
+        Ok(())
+    }
+
+    /// The connection's keepalive settings as set (`None`: the sysctl applies).
+    pub fn keepalive(&self, h: SocketHandle) -> Result<Keepalive, SocketError> {
+        Ok(self.tcb(h)?.keepalive)
+    }
+
     /// `TCP_CONGESTION` (setsockopt): `ENOENT`-like [`SocketError::InvalidInput`] for
     /// an unknown name.
     pub fn set_congestion(&mut self, h: SocketHandle, name: &str) -> Result<(), SocketError> {
@@ -155,4 +251,15 @@ impl Stack {
     pub fn is_listener(&self, h: SocketHandle) -> bool {
         matches!(self.slot_sock(h), Ok(Sock::Listener(_)))
     }
+}
+
+/// `tcp_sock_set_keepidle_locked`, `tcp_sock_set_keepintvl`, `tcp_sock_set_keepcnt`:
+/// 1..=32767 seconds, 1..=127 probes.
+fn keepalive_in_range(ka: &Keepalive) -> bool {
+    let secs = |d: Option<core::time::Duration>, max: u32| {
+        d.is_none_or(|d| d.subsec_nanos() == 0 && (1..=max as u64).contains(&d.as_secs()))
+    };
+    secs(ka.idle, MAX_TCP_KEEPIDLE)
+        && secs(ka.interval, MAX_TCP_KEEPINTVL)
+        && ka.probes.is_none_or(|n| (1..=MAX_TCP_KEEPCNT).contains(&n))
 }

@@ -3,6 +3,7 @@
 mod common;
 use common::*;
 use lowtide::{Config, EventKind, Shutdown, SocketError, SocketHandle, TcpState};
+use lowtide_wire::tcp::TcpFlags;
 use std::time::Duration;
 
 fn connected() -> (Pair, SocketHandle, SocketHandle) {
@@ -42,6 +43,31 @@ mod listen_and_syn {
         let ib = p.b.info(p.now, s).unwrap();
         assert_eq!((ia.last_data_recv, ia.last_data_sent), (20, 20));
         assert_eq!((ib.last_data_recv, ib.last_data_sent), (10, 10));
+        // tcp_ack sets rcv_tstamp on the SYN-ACK (A) and the final ACK (B).
+        assert_eq!((ia.last_ack_recv, ib.last_ack_recv), (20, 10));
+    }
+
+    #[test]
+    fn last_ack_recv_follows_acks_not_data() {
+        // tcpi_last_ack_recv is now - rcv_tstamp (tcp_get_info), which tcp_ack
+        // moves on every acceptable ACK; the sender of a one-way transfer gets
+        // ACKs but no data, so its last_data_recv keeps growing.
+        let (mut p, c, s) = connected();
+        p.drive_for(Duration::from_millis(500));
+        let data = pattern(10_000, 3);
+        assert_eq!(send_all(&mut p, true, c, s, &data), data);
+        p.drive_for(Duration::from_millis(100));
+        let ia = p.a.info(p.now, c).unwrap();
+        assert!(
+            ia.last_data_recv >= 600,
+            "last_data_recv {}",
+            ia.last_data_recv
+        );
+        assert!(
+            ia.last_ack_recv <= 130,
+            "last_ack_recv {}",
+            ia.last_ack_recv
+        );
     }
 
     #[test]
@@ -73,6 +99,64 @@ mod listen_and_syn {
             .events_a
             .iter()
             .any(|e| e.kind == EventKind::Error(SocketError::TimedOut)));
+    }
+
+    /// A retransmitted SYN reaching a SYN-RECV socket whose SYN-ACK was lost is
+    /// answered with the SYN-ACK (`tcp_check_req`'s `inet_rtx_syn_ack`), at once.
+    /// lowtide sent the challenge ACK an out-of-window SYN draws, which the SYN-SENT
+    /// client ignores, so the handshake waited for the server's own SYN-ACK timer
+    /// (soak run 7954: 146 flows behind a 1-packet queue took an hour to connect).
+    #[test]
+    fn retransmitted_syn_gets_the_syn_ack_again() {
+        let mut p = Pair::new(Config::default());
+        p.record = true;
+        let _l = p.b.listen(addr(B, 80), 8).unwrap();
+        let (mut syns, mut synacks) = (0, 0);
+        // The first SYN arrives 500 ms late (so B's SYN-ACK timer is not due when
+        // the retransmitted SYN arrives), and the first SYN-ACK is lost.
+        p.extra_delay = Some(Box::new(move |_, d, pk| {
+            let first_syn = d == Dir::AtoB && Seg::parse(pk).th.flags == TcpFlags::SYN && {
+                syns += 1;
+                syns == 1
+            };
+            Duration::from_millis(if first_syn { 500 } else { 0 })
+        }));
+        p.filter = Some(Box::new(move |d, pk| {
+            let synack = d == Dir::BtoA && Seg::parse(pk).has(TcpFlags::SYN);
+            synacks += synack as u32;
+            match synack && synacks == 1 {
+                true => Verdict::Drop,
+                false => Verdict::Pass,
+            }
+        }));
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        // SYN at 0 (arrives 510 ms), SYN-ACK lost; SYN again at 1 s, arrives 1.01 s.
+        p.drive_for(Duration::from_millis(1030));
+        assert_eq!(p.a.state(c), Ok(TcpState::Established));
+        assert_eq!(p.b.counters().get(lowtide::Mib::TcpExtTCPSynRetrans), 1);
+        // A third copy of the SYN within tcp_invalid_ratelimit draws nothing.
+        let syn = p
+            .wire
+            .iter()
+            .find(|(_, d, pk)| *d == Dir::AtoB && Seg::parse(pk).has(TcpFlags::SYN))
+            .map(|(_, _, pk)| pk.clone())
+            .unwrap();
+        let mut q = Pair::new(Config::default());
+        q.record = true;
+        let _l = q.b.listen(addr(B, 80), 8).unwrap();
+        q.inject(true, &syn);
+        q.inject(true, &syn);
+        q.inject(true, &syn);
+        let synacks = q
+            .sent_since(0, Dir::BtoA)
+            .iter()
+            .filter(|s| s.has(TcpFlags::SYN))
+            .count();
+        assert_eq!(synacks, 2, "the SYN-ACK, then one resent");
+        assert_eq!(
+            q.b.counters().get(lowtide::Mib::TcpExtTCPACKSkippedSynRecv),
+            1
+        );
     }
 
     /// `sk_acceptq_is_full` is `ack_backlog > backlog`: with backlog 1, two

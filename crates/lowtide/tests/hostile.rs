@@ -490,3 +490,399 @@ fn optimistic_acks_stay_within_the_send_buffer() {
     let sndbuf_max = Config::default().tcp_wmem[2] as u64;
     assert!(peak <= 2 * sndbuf_max + 2 * 65536, "{peak}");
 }
+
+// ---- SACK abuse (CVE-2019-11477/11478 style and lying receivers) -------------------
+
+/// What a lying receiver knows when it rewrites one of its ACKs, in offsets from the
+/// victim's first data byte: its real cumulative ACK, the end of the highest data the
+/// victim sent, the victim's segment size, and which ACK this is.
+struct AckView {
+    ack: u32,
+    snd_nxt: u32,
+    mss: u32,
+    n: u64,
+}
+
+/// The SACK blocks a liar puts in an ACK, `[start, end)` in the same offsets (any
+/// values: the arithmetic wraps as sequence numbers do); `None` leaves the ACK as the
+/// honest receiver sent it.
+type Lie = Box<dyn FnMut(&AckView) -> Option<Vec<(u32, u32)>>>;
+
+/// The liar's bookkeeping, shared by the wire filter and the arrival recorder.
+#[derive(Default)]
+struct LiarState {
+    snd_nxt: u32,
+    mss: u32,
+    data_segs: u64,
+    acks: u64,
+    /// Arrival times of rewritten ACKs at the victim, with how many arrive then.
+    arrivals: std::collections::BTreeMap<lowtide::Instant, u64>,
+}
+
+/// What a transfer to a lying receiver cost the victim.
+struct LiarRun {
+    p: Pair,
+    /// The victim's socket on A.
+    c: SocketHandle,
+    /// ACKs that reached the victim; those and the data segments it sent in the
+    /// same steps (each costs work: the ACK's SACK walk, the segment's queueing);
+    /// and the retransmit-queue nodes A visited in those steps (the CPU cost model's
+    /// measure of work).
+    acks: u64,
+    packets: u64,
+    nodes: u64,
+    /// The most nodes per packet in one step (its nodes over its ACKs and segments).
+    max_nodes_per_packet: u64,
+    /// Peaks of A's queued send memory and of the victim's unacknowledged segments.
+    peak_wmem: u64,
+    peak_unacked: u32,
+    /// The most segments the victim held SACKed at once.
+    peak_sacked: u32,
+    /// Simulated time the victim's transfer took.
+    took: Duration,
+}
+
+/// Sends `bytes` from A to B while B's ACKs of that connection are rewritten to carry
+/// the SACK blocks `lie` makes (their cumulative ACK stays true, so the transfer can
+/// end), every `drop_every`th data segment of it is lost (0: none), and another
+/// connection carries 1 MB from B to A at the same time. Panics unless both transfers
+/// deliver every byte intact within 10 simulated minutes.
+fn sack_liar(cfg: Config, bytes: usize, drop_every: u64, mut lie: Lie) -> LiarRun {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let (mut p, c, s) = establish(cfg);
+    let base = learn(&p, Dir::AtoB).ack; // the victim's first data byte
+    let l2 = p.b.listen(addr(B, 81), 8).unwrap();
+    let c2 = p.a.connect(p.now, addr(A, 0), addr(B, 81)).unwrap();
+    p.drive_for(Duration::from_millis(50));
+    let s2 = p.b.accept(l2).unwrap();
+    let port = p.a.addresses(c).unwrap().0.port();
+    p.record = false;
+    let st = Rc::new(RefCell::new(LiarState::default()));
+    let f = st.clone();
+    p.filter = Some(Box::new(move |d, pk| {
+        let sg = Seg::parse(pk);
+        let mut st = f.borrow_mut();
+        if d == Dir::AtoB && sg.th.src_port == port && !sg.payload.is_empty() {
+            st.data_segs += 1;
+            if drop_every > 0 && st.data_segs.is_multiple_of(drop_every) {
+                return Verdict::Drop;
+            }
+            let end = sg
+                .th
+                .seq
+                .wrapping_add(sg.payload.len() as u32)
+                .wrapping_sub(base);
+            st.snd_nxt = st.snd_nxt.max(end);
+            st.mss = st.mss.max(sg.payload.len() as u32);
+        }
+        if d == Dir::BtoA && sg.th.dst_port == port && sg.is_pure_ack() {
+            let view = AckView {
+                ack: sg.th.ack.wrapping_sub(base),
+                snd_nxt: st.snd_nxt,
+                mss: st.mss.max(1),
+                n: st.acks,
+            };
+            st.acks += 1;
+            let mut th = sg.th;
+            let Some(blocks) = lie(&view) else {
+                return Verdict::Pass;
+            };
+            th.options.sack_len = blocks.len().min(4) as u8;
+            for (slot, (a, b)) in th.options.sack.iter_mut().zip(blocks) {
+                *slot = lowtide_wire::tcp::SackBlock {
+                    start: a.wrapping_add(base),
+                    end: b.wrapping_add(base),
+                };
+            }
+            let src = SocketAddr::new(sg.ip.src, sg.th.src_port);
+            let dst = SocketAddr::new(sg.ip.dst, sg.th.dst_port);
+            *pk = build(src, dst, &th, &[], 9);
+        }
+        Verdict::Pass
+    }));
+    let f = st.clone();
+    let delay = p.delay;
+    p.extra_delay = Some(Box::new(move |now, d, pk| {
+        if d == Dir::BtoA && Seg::parse(pk).th.dst_port == port {
+            *f.borrow_mut().arrivals.entry(now + delay).or_default() += 1;
+        }
+        Duration::ZERO
+    }));
+    let (data, other) = (pattern(bytes, 11), pattern(1_000_000, 12));
+    let (mut sent, mut sent_other) = (0, 0);
+    let (mut got, mut got_other) = (Vec::new(), Vec::new());
+    let start = p.now;
+    let mut run = LiarRun {
+        c,
+        acks: 0,
+        packets: 0,
+        nodes: 0,
+        max_nodes_per_packet: 0,
+        peak_wmem: 0,
+        peak_unacked: 0,
+        peak_sacked: 0,
+        took: Duration::ZERO,
+        p,
+    };
+    let p = &mut run.p;
+    while got.len() < data.len() || got_other.len() < other.len() {
+        assert!(
+            p.now < start + Duration::from_secs(600),
+            "victim at {} of {} bytes, other at {}: {:?}",
+            got.len(),
+            data.len(),
+            got_other.len(),
+            p.a.info(p.now, c)
+                .map(|i| (i.unacked, i.sacked, i.lost, i.retrans))
+        );
+        if let Ok(n) = p.a.send(p.now, c, &data[sent..]) {
+            sent += n;
+        }
+        if let Ok(n) = p.b.send(p.now, s2, &other[sent_other..]) {
+            sent_other += n;
+        }
+        let before = p.a.rtx_work().nodes_visited;
+        let segs_before = st.borrow().data_segs;
+        assert!(p.step(), "idle");
+        let visited = p.a.rtx_work().nodes_visited - before;
+        let mut st = st.borrow_mut();
+        let due: Vec<_> = st.arrivals.range(..=p.now).map(|(t, _)| *t).collect();
+        let acks: u64 = due.iter().map(|t| st.arrivals.remove(t).unwrap()).sum();
+        if acks > 0 {
+            let packets = acks + st.data_segs - segs_before;
+            run.acks += acks;
+            run.packets += packets;
+            run.nodes += visited;
+            run.max_nodes_per_packet = run.max_nodes_per_packet.max(visited / packets);
+        }
+        run.peak_wmem = run.peak_wmem.max(p.a.tcp_memory().wmem_queued);
+        if let Ok(i) = p.a.info(p.now, c) {
+            run.peak_unacked = run.peak_unacked.max(i.unacked);
+            run.peak_sacked = run.peak_sacked.max(i.sacked);
+        }
+        got.extend(drain(&mut p.b, p.now, s));
+        got_other.extend(drain(&mut p.a, p.now, c2));
+        if got.len() == data.len() && run.took.is_zero() {
+            run.took = p.now - start;
+        }
+    }
+    assert!(got == data, "the victim's stream arrived corrupt");
+    assert!(
+        got_other == other,
+        "the other connection's stream arrived corrupt"
+    );
+    run
+}
+
+/// The send memory a victim may hold: its send buffer (the largest `tcp_wmem`,
+/// autotuned) and the queue's charged overhead, which SACK splits may push to
+/// `2 * sndbuf + 128 KB` and no further (`tcp_fragment`, CVE-2019-11478).
+fn wmem_bound() -> u64 {
+    2 * Config::default().tcp_wmem[2] as u64 + 0x20000 + 65536
+}
+
+/// The same transfer and losses with an honest receiver: what recovery costs anyway.
+fn honest_run(cfg: Config, bytes: usize, drop_every: u64) -> LiarRun {
+    sack_liar(cfg, bytes, drop_every, Box::new(|_: &AckView| None))
+}
+
+/// Checks a liar's run against the honest one: the victim's send memory within
+/// `tcp_fragment`'s cap, and its work (retransmit-queue nodes visited, the CPU cost
+/// model's measure) per packet it handled (an ACK in, a segment out) within a small
+/// factor of the honest run's, on average and in the worst step: no walk that grows
+/// with the transfer or the number of blocks. (A liar can make the victim send more
+/// packets, e.g. retransmit every piece between its blocks as RACK marks them lost,
+/// as Linux would; each still costs a bounded amount.)
+fn assert_bounded(liar: &LiarRun, honest: &LiarRun, factor: u64) {
+    assert!(
+        liar.peak_wmem <= wmem_bound(),
+        "{} bytes queued",
+        liar.peak_wmem
+    );
+    let mean = |r: &LiarRun| r.nodes.div_ceil(r.packets.max(1));
+    assert!(
+        mean(liar) <= factor * mean(honest)
+            && liar.max_nodes_per_packet <= factor * honest.max_nodes_per_packet,
+        "nodes per packet: liar {} on average, {} at most ({} ACKs); honest {} and {} ({} ACKs)",
+        mean(liar),
+        liar.max_nodes_per_packet,
+        liar.acks,
+        mean(honest),
+        honest.max_nodes_per_packet,
+        honest.acks
+    );
+}
+
+/// A receiver that SACKs every other MSS-sized piece (a maximally fragmented
+/// scoreboard, CVE-2019-11478's shape), cycling through all the pieces in flight,
+/// three per ACK, while one data segment in 41 is really lost, so that lies cover
+/// real holes. Linux finds those out as SACK reneging (`tcp_check_sack_reneging`,
+/// then `tcp_timeout_mark_lost` forgets the SACK marks): lowtide did not, and left a
+/// SACKed hole unsent for good (each RTO marked only unSACKed skbs lost). The other
+/// connection's bytes and the victim's arrive intact; memory and work stay bounded.
+#[test]
+fn sack_every_other_mss_keeps_the_victim_bounded() {
+    let lie: Lie = Box::new(|v: &AckView| {
+        let m = v.mss;
+        let lo = (v.ack / m).saturating_sub(1).div_ceil(2);
+        let hi = match (v.snd_nxt / m) / 2 {
+            0 => return Some(Vec::new()),
+            h => h - 1,
+        };
+        if hi < lo {
+            return Some(Vec::new());
+        }
+        let span = (hi - lo + 1) as u64;
+        Some(
+            (0..3u64)
+                .map(|j| {
+                    let k = lo + ((3 * v.n + j) % span) as u32;
+                    ((2 * k + 1) * m, (2 * k + 2) * m)
+                })
+                .collect(),
+        )
+    });
+    let honest = honest_run(Config::default(), 2_000_000, 41);
+    let mut run = sack_liar(Config::default(), 2_000_000, 41, lie);
+    let ctr = |m| run.p.a.counters().get(m);
+    assert!(ctr(Mib::TcpExtTCPSACKReneging) > 0, "lies over real holes");
+    assert_bounded(&run, &honest, 4);
+    assert_eq!(run.p.a.socket_error(run.c), Ok(None));
+}
+
+/// A xorshift generator for the liars' choices (deterministic, no dependency).
+fn xorshift(x: &mut u64, n: u32) -> u32 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    (*x % n.max(1) as u64) as u32
+}
+
+/// A receiver whose blocks move, overlap and shrink from one ACK to the next (so
+/// the previous ACK's blocks, `recv_sack_cache`, rarely save a walk), with every
+/// other first block a D-SACK lie below the ACK (reporting duplicates of data never
+/// sent twice, to have the sender undo its window reductions), over real losses.
+/// Linux ignores a D-SACK as dubious once the duplicates reported pass the segments
+/// ever retransmitted (`tcp_dsack_seen`, `TCPDSACKIgnoredDubious`): lowtide took
+/// every one. The transfers complete; memory and work stay bounded.
+#[test]
+fn sack_blocks_that_shift_overlap_shrink_and_lie_about_duplicates() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let lie: Lie = Box::new(move |v: &AckView| {
+        let win = v.snd_nxt.saturating_sub(v.ack).max(1);
+        let mut b = Vec::new();
+        if xorshift(&mut x, 2) == 0 && v.ack > 0 {
+            let s = v.ack.saturating_sub(1 + xorshift(&mut x, 8 * v.mss));
+            b.push((s, s + 1 + xorshift(&mut x, 2 * v.mss)));
+        }
+        while b.len() < 3 {
+            let s = v
+                .ack
+                .wrapping_sub(win / 4)
+                .wrapping_add(xorshift(&mut x, win + win / 2));
+            b.push((s, s.wrapping_add(1 + xorshift(&mut x, win / 2 + 1))));
+        }
+        Some(b)
+    });
+    let honest = honest_run(Config::default(), 2_000_000, 41);
+    let mut run = sack_liar(Config::default(), 2_000_000, 41, lie);
+    let total_retrans = run.p.a.info(run.p.now, run.c).unwrap().total_retrans as u64;
+    let ctr = |m| run.p.a.counters().get(m);
+    assert!(ctr(Mib::TcpExtTCPDSACKIgnoredDubious) > 0);
+    assert!(
+        ctr(Mib::TcpExtTCPDSACKRecvSegs) <= total_retrans,
+        "{} duplicate segments believed, {total_retrans} ever retransmitted",
+        ctr(Mib::TcpExtTCPDSACKRecvSegs)
+    );
+    assert!(ctr(Mib::TcpExtTCPSACKDiscard) > 0);
+    assert_bounded(&run, &honest, 4);
+    assert_eq!(run.p.a.socket_error(run.c), Ok(None));
+}
+
+/// A receiver that fills every ACK with the most blocks it can carry (four, without
+/// timestamps), all invalid: beyond `snd_nxt` (by 2^30), ending past it, reversed, empty,
+/// wrapping around the sequence space, spanning 2^31, below `snd_una`, and starting
+/// exactly at `snd_una` (Linux's `tcp_is_sackblock_valid` calls that
+/// "non-sensical" and discards it; lowtide took it and SACKed the head). Nothing is
+/// tagged, every block is counted (`TCPSACKDiscard`, or as a dubious or old D-SACK),
+/// and the work per packet stays that of an honest receiver's. Then 20,000 forged
+/// ACKs with two SACK options each (the last one counts, as in Linux's
+/// `tcp_parse_options`) or an option too long for the header cost a few nodes each.
+#[test]
+fn sack_block_floods_outside_the_window_tag_nothing() {
+    let cfg = Config {
+        tcp_timestamps: false,
+        ..Config::default()
+    };
+    let half = 1u32 << 31;
+    // Past anything the victim can have sent when the ACK arrives.
+    let far = 1u32 << 30;
+    let lie: Lie = Box::new(move |v: &AckView| {
+        let (a, n, m) = (v.ack, v.snd_nxt, v.mss);
+        let bad = [
+            (a, a + m),
+            (n + far, n + far + m),
+            (n.wrapping_sub(10), n + far),
+            (a + 2 * m, a + m),
+            (a + m, a + m),
+            (a.wrapping_add(half + 7), a + 100),
+            (a.wrapping_sub(half), a + m),
+            (a.wrapping_sub(5000), a.wrapping_sub(100)),
+        ];
+        let k = (v.n % 2) as usize * 4;
+        Some(bad[k..k + 4].to_vec())
+    });
+    let honest = honest_run(cfg.clone(), 1_000_000, 0);
+    let mut run = sack_liar(cfg, 1_000_000, 0, lie);
+    assert_eq!(run.peak_sacked, 0, "an invalid block tagged data");
+    let ctr = |m| run.p.a.counters().get(m);
+    let counted = ctr(Mib::TcpExtTCPSACKDiscard)
+        + ctr(Mib::TcpExtTCPDSACKIgnoredDubious)
+        + ctr(Mib::TcpExtTCPDSACKIgnoredNoUndo)
+        + ctr(Mib::TcpExtTCPDSACKIgnoredOld);
+    assert!(
+        counted >= 3 * run.acks,
+        "{counted} blocks counted for {} ACKs",
+        run.acks
+    );
+    assert_bounded(&run, &honest, 2);
+    // Keep data in flight, then flood.
+    let p = &mut run.p;
+    p.filter = Some(Box::new(|d, _| match d {
+        Dir::BtoA => Verdict::Drop,
+        Dir::AtoB => Verdict::Pass,
+    }));
+    p.record = true;
+    p.a.send(p.now, run.c, &pattern(50_000, 3)).unwrap();
+    p.flush();
+    let forger = learn(p, Dir::AtoB);
+    let una = forger.ack.wrapping_sub(50_000);
+    let block = |s: u32, e: u32| [s.to_be_bytes(), e.to_be_bytes()].concat();
+    let two_options: Vec<u8> = [
+        vec![5, 18],
+        block(una + 2000, una + 3000),
+        block(una.wrapping_sub(9), una + 1),
+        vec![5, 18],
+        block(una + 50_001, una + 60_000),
+        block(una + 10, una + 9),
+    ]
+    .concat();
+    let mut too_long = vec![5, 42];
+    too_long.extend((0..5).flat_map(|i| block(una + 1000 * i, una + 1000 * i + 500)));
+    let discards = p.a.counters().get(Mib::TcpExtTCPSACKDiscard);
+    let before = (p.a.rtx_work().nodes_visited, discards);
+    for i in 0..20_000u32 {
+        let opts = if i % 2 == 0 { &two_options } else { &too_long };
+        p.inject(false, &raw_segment(&forger, forger.seq, una, opts, &[]));
+    }
+    let per_ack = (p.a.rtx_work().nodes_visited - before.0) / 20_000;
+    assert!(per_ack <= 32, "{per_ack} nodes per forged ACK");
+    assert_eq!(p.a.info(p.now, run.c).unwrap().sacked, 0);
+    assert_eq!(
+        p.a.counters().get(Mib::TcpExtTCPSACKDiscard) - before.1,
+        2 * 10_000,
+        "the second option's two blocks, on every other ACK"
+    );
+    assert_eq!(p.a.socket_error(run.c), Ok(None));
+}

@@ -6,7 +6,6 @@
 //! the results file, so a merged sweep renders as a single run does.
 
 mod plot;
-mod progress;
 mod report;
 
 use crate::{run_failure, usage_error};
@@ -14,7 +13,6 @@ use clap::Args;
 use lowtide_sim::experiment::{
     merge, plan, run_specs, Experiment, NoProgress, ProgressSink, ResultsFile, Scale, Shard,
 };
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -36,7 +34,7 @@ pub struct ExperimentArgs {
     /// Every experiment at reduced scale (CI); the directions are still checked.
     #[arg(long)]
     quick: bool,
-    /// Simulations run in parallel.
+    /// Simulations run in parallel, 1 to 256.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: u32,
     /// Runs only slice I of N of the plan (1-based), for job arrays; merge the
@@ -53,6 +51,9 @@ pub struct ExperimentArgs {
     /// Prints a JSON summary instead of text (and no progress display).
     #[arg(long)]
     json: bool,
+    /// No progress display on stderr (it is shown only on a terminal anyway).
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 fn parse_shard(s: &str) -> Result<Shard, String> {
@@ -101,9 +102,9 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
         Some(s) => all.into_iter().filter(|r| s.contains(r.index)).collect(),
         None => all,
     };
-    let show = !args.json && std::io::stderr().is_terminal();
+    let show = crate::progress::wanted(args.json, args.quiet);
     let sink: Arc<dyn ProgressSink> = match show {
-        true => Arc::new(progress::Bars::new(&specs)),
+        true => Arc::new(crate::progress::Bars::new(&specs)),
         false => Arc::new(NoProgress),
     };
     let records = run_specs(&specs, args.jobs as usize, sink);

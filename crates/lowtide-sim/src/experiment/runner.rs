@@ -44,8 +44,8 @@ pub fn run_specs(
                 let Some(spec) = specs.get(i) else { return };
                 let mut spec = spec.clone();
                 let (p, index) = (Arc::clone(&progress), spec.index);
-                spec.scenario.progress = Some(ProgressHook(Arc::new(move |ns| {
-                    p.advanced(index, ns);
+                spec.scenario.progress = Some(ProgressHook(Arc::new(move |r| {
+                    p.advanced(index, r.virtual_ns);
                 })));
                 progress.started(&spec);
                 let rec = run_one(&spec);

@@ -88,7 +88,6 @@ pub(crate) struct Socket {
     pub nonblock: bool,
     pub opts: SockOptions,
     pub reuseaddr: bool,
-    pub keepalive: bool,
     /// `SO_LINGER`: `(l_onoff, l_linger)`.
     pub linger: (bool, u32),
     pub bound: Option<SocketAddr>,
@@ -103,7 +102,6 @@ impl Socket {
             nonblock,
             opts: SockOptions::default(),
             reuseaddr: false,
-            keepalive: false,
             linger: (false, 0),
             bound: None,
             state: SockState::Unconnected,
@@ -336,7 +334,6 @@ impl Host {
         let mut child = Socket::new(false);
         child.opts = s.opts.clone();
         child.reuseaddr = s.reuseaddr;
-        child.keepalive = s.keepalive;
         child.linger = s.linger;
         let h = self.stack.accept(l).map_err(Errno::from)?;
         let (local, remote) = self.stack.addresses(h).map_err(Errno::from)?;

@@ -4,6 +4,7 @@
 use super::consts::*;
 use super::{err, Errno, Fd, Host, SockState, SYSCTL_WMEM_MAX};
 use crate::tcp::info::TcpInfo;
+use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
 use crate::tcp::sockopt::TCP_MIN_MSS;
 use crate::time::Instant;
 use crate::TcpState;
@@ -19,6 +20,21 @@ const MAX_TCP_WINDOW: u32 = 32767;
 /// `SOCK_MIN_SNDBUF` and `SOCK_MIN_RCVBUF` as the engine uses them.
 const SOCK_MIN_SNDBUF: u32 = 4608;
 const SOCK_MIN_RCVBUF: u32 = 2304;
+
+/// `SO_KEEPALIVE` (`sock_setsockopt`) or one of `TCP_KEEPIDLE`, `TCP_KEEPINTVL`,
+/// `TCP_KEEPCNT` (`do_tcp_setsockopt`, `EINVAL` out of range) applied to `ka`.
+fn keepalive_opt(level: i32, name: i32, v: i32, mut ka: Keepalive) -> Result<Keepalive, Errno> {
+    let in_range = |max: u32| (1..=max as i32).contains(&v);
+    let secs = Some(core::time::Duration::from_secs(v.max(0) as u64));
+    match (level, name) {
+        (SOL_SOCKET, _) => ka.enabled = v != 0,
+        (_, TCP_KEEPIDLE) if in_range(MAX_TCP_KEEPIDLE) => ka.idle = secs,
+        (_, TCP_KEEPINTVL) if in_range(MAX_TCP_KEEPINTVL) => ka.interval = secs,
+        (_, TCP_KEEPCNT) if in_range(MAX_TCP_KEEPCNT as u32) => ka.probes = Some(v as u8),
+        _ => return err(errno::EINVAL),
+    }
+    Ok(ka)
+}
 
 fn int_arg(val: &[u8]) -> Result<i32, Errno> {
     // sock_setsockopt/do_tcp_setsockopt: optlen < sizeof(int) is EINVAL.
@@ -91,7 +107,7 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     u32s(&mut b, 44, i.last_data_sent);
     // 48: tcpi_last_ack_sent, "not remembered" by Linux either.
     u32s(&mut b, 52, i.last_data_recv);
-    u32s(&mut b, 56, i.last_data_recv);
+    u32s(&mut b, 56, i.last_ack_recv);
     u32s(&mut b, 60, i.pmtu as u64);
     u32s(&mut b, 64, i.rcv_wnd as u64);
     u32s(&mut b, 68, i.rtt as u64);
@@ -149,9 +165,13 @@ impl Host {
         let e = |r: Result<(), crate::SocketError>| r.map_err(Errno::from);
         match (level, name) {
             (SOL_SOCKET, SO_REUSEADDR) => s.reuseaddr = int_arg(val)? != 0,
-            // lowtide has no keepalive timer: turning it on would be a silent no-op.
-            (SOL_SOCKET, SO_KEEPALIVE) if int_arg(val)? != 0 => return err(errno::ENOPROTOOPT),
-            (SOL_SOCKET, SO_KEEPALIVE) => s.keepalive = false,
+            (SOL_SOCKET, SO_KEEPALIVE) | (SOL_TCP, TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT) => {
+                let ka = keepalive_opt(level, name, int_arg(val)?, s.opts.keepalive)?;
+                s.opts.keepalive = ka;
+                if let Some(h) = conn {
+                    e(stack.set_keepalive(now, h, ka))?;
+                }
+            }
             (SOL_SOCKET, SO_LINGER) => {
                 if val.len() < 8 {
                     return err(errno::EINVAL);
@@ -269,7 +289,20 @@ impl Host {
         let n = match (level, name) {
             (SOL_SOCKET, SO_TYPE) => int(out, SOCK_STREAM),
             (SOL_SOCKET, SO_REUSEADDR) => int(out, s.reuseaddr as i32),
-            (SOL_SOCKET, SO_KEEPALIVE) => int(out, s.keepalive as i32),
+            (SOL_SOCKET, SO_KEEPALIVE) => int(out, s.opts.keepalive.enabled as i32),
+            // keepalive_time_when and friends: the socket's value or the sysctl.
+            (SOL_TCP, TCP_KEEPIDLE) => {
+                let d = s.opts.keepalive.idle.map(|d| d.as_secs() as u32);
+                int(out, d.unwrap_or(cfg.tcp_keepalive_time) as i32)
+            }
+            (SOL_TCP, TCP_KEEPINTVL) => {
+                let d = s.opts.keepalive.interval.map(|d| d.as_secs() as u32);
+                int(out, d.unwrap_or(cfg.tcp_keepalive_intvl) as i32)
+            }
+            (SOL_TCP, TCP_KEEPCNT) => {
+                let n = s.opts.keepalive.probes.unwrap_or(cfg.tcp_keepalive_probes);
+                int(out, n as i32)
+            }
             (SOL_SOCKET, SO_LINGER) => {
                 let mut b = [0u8; 8];
                 b[..4].copy_from_slice(&(s.linger.0 as i32).to_ne_bytes());

@@ -568,17 +568,46 @@ fn linger_with_time_reports_the_wait_for_the_fin_ack() {
 }
 
 #[test]
-fn keepalive_on_is_refused_not_ignored() {
-    let mut h = host(A, 1);
-    let fd = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
-    let now = Instant::ZERO;
-    assert_eq!(
-        h.setsockopt(now, fd, SOL_SOCKET, SO_KEEPALIVE, &1i32.to_ne_bytes()),
-        Err(Errno(errno::ENOPROTOOPT))
-    );
-    h.setsockopt(now, fd, SOL_SOCKET, SO_KEEPALIVE, &0i32.to_ne_bytes())
-        .unwrap();
-    assert_eq!(int_opt(&mut h, now, fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+fn keepalive_options_follow_linux_and_children_inherit_them() {
+    let mut n = Net::new();
+    let now = n.now;
+    let fd = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    // keepalive_time_when and friends: the sysctls until set.
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_KEEPIDLE), 7200);
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_KEEPINTVL), 75);
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_KEEPCNT), 9);
+    for (name, bad) in [
+        (TCP_KEEPIDLE, 0i32),
+        (TCP_KEEPIDLE, 32768),
+        (TCP_KEEPCNT, 128),
+    ] {
+        assert_eq!(
+            n.a.setsockopt(now, fd, SOL_TCP, name, &bad.to_ne_bytes()),
+            Err(Errno(errno::EINVAL))
+        );
+    }
+    // Set on the listener, inherited by the accepted socket, which then probes.
+    let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    n.b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    for (level, name, v) in [
+        (SOL_SOCKET, SO_KEEPALIVE, 1i32),
+        (SOL_TCP, TCP_KEEPIDLE, 5),
+        (SOL_TCP, TCP_KEEPINTVL, 1),
+        (SOL_TCP, TCP_KEEPCNT, 2),
+    ] {
+        n.b.setsockopt(now, l, level, name, &v.to_ne_bytes())
+            .unwrap();
+    }
+    n.b.listen(l, 4).unwrap();
+    let _ = n.a.connect(n.now, fd, SocketAddr::new(B.into(), 80));
+    n.run();
+    let (s, _) = n.b.accept(l).unwrap();
+    assert_eq!(int_opt(&mut n.b, n.now, s, SOL_SOCKET, SO_KEEPALIVE), 1);
+    assert_eq!(int_opt(&mut n.b, n.now, s, SOL_TCP, TCP_KEEPIDLE), 5);
+    n.wait(core::time::Duration::from_secs(12));
+    let probes = n.b.stack().counters().get(crate::Mib::TcpExtTCPKeepAlive);
+    assert_eq!(probes, 2, "probes at 5 s and 10 s, each answered by A");
 }
 
 #[test]

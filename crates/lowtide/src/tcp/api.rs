@@ -203,6 +203,22 @@ impl Tcb {
 
     /// `tcp_recvmsg`: copies received bytes; `Ok(0)` is end of stream.
     pub(crate) fn recvmsg(&mut self, ctx: &mut Ctx, buf: &mut [u8]) -> Result<usize, SocketError> {
+        let mut at = 0;
+        self.recvmsg_with(ctx, buf.len(), |chunk| {
+            buf[at..at + chunk.len()].copy_from_slice(chunk);
+            at += chunk.len();
+        })
+    }
+
+    /// `tcp_read_sock`: [`Tcb::recvmsg`] that hands up to `max` bytes of the receive
+    /// queue to `read` in place (one or two slices, in order) instead of copying them
+    /// out, then consumes them the same way.
+    pub(crate) fn recvmsg_with(
+        &mut self,
+        ctx: &mut Ctx,
+        max: usize,
+        mut read: impl FnMut(&[u8]),
+    ) -> Result<usize, SocketError> {
         self.readable_signaled = false;
         if self.rcv_queue.is_empty() {
             if let Some(e) = self.sk_err.take() {
@@ -216,11 +232,13 @@ impl Tcb {
                 _ => Err(SocketError::WouldBlock),
             };
         }
-        let n = buf.len().min(self.rcv_queue.len());
+        let n = max.min(self.rcv_queue.len());
         let (a, b) = self.rcv_queue.as_slices();
         let na = n.min(a.len());
-        buf[..na].copy_from_slice(&a[..na]);
-        buf[na..n].copy_from_slice(&b[..n - na]);
+        read(&a[..na]);
+        if n > na {
+            read(&b[..n - na]);
+        }
         self.rcv_queue.drain(..n);
         self.copied_seq += n as u64;
         self.rcv_space_adjust(ctx);
@@ -401,6 +419,7 @@ mod push_tests {
             events: &mut events,
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            pool: &mut lowtide_wire::pool::BufPool::new(),
             tx_orphan: true,
         };
         f(&mut ctx)

@@ -36,6 +36,8 @@ pub struct TcpInfo {
     pub last_data_sent: u64,
     /// `tcpi_last_data_recv` (ms ago).
     pub last_data_recv: u64,
+    /// `tcpi_last_ack_recv` (ms ago): the last acceptable ACK (`rcv_tstamp`).
+    pub last_ack_recv: u64,
     /// `tcpi_rtt`: smoothed RTT.
     pub rtt: u32,
     /// `tcpi_rttvar`.
@@ -146,6 +148,7 @@ impl Tcb {
             retrans: self.rtx.retrans_out,
             last_data_sent: ms_ago(self.lsndtime),
             last_data_recv: ms_ago(self.lrcvtime),
+            last_ack_recv: ms_ago(self.rcv_tstamp),
             rtt: self.srtt_us,
             rttvar: self.rttvar_us,
             snd_ssthresh: self.cw.snd_ssthresh,

@@ -135,6 +135,8 @@ impl Tcb {
         // tcp_finish_connect: data times start now (no cwnd restart on first data).
         self.lrcvtime = ctx.now;
         self.lsndtime = ctx.now;
+        self.rcv_tstamp = ctx.now; // tcp_ack on the SYN-ACK
+        self.keepalive_on_establish(ctx); // tcp_finish_connect
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;
         self.snd_nxt = 1;
@@ -192,6 +194,12 @@ impl Tcb {
             .map(|e| (seq, e.min(self.rcv_nxt)));
         if !self.paws_ok(ctx, th, old, !payload.is_empty()) {
             return;
+        }
+        // tcp_check_req: the peer sent its SYN again (our SYN-ACK was lost). Linux
+        // answers with the SYN-ACK, not with the challenge ACK an out-of-window SYN
+        // draws, which a SYN-SENT peer ignores.
+        if self.state == TcpState::SynRecv && f == TcpFlags::SYN && seq == 0 {
+            return self.rtx_synack(ctx);
         }
         if !end.is_some_and(|end| self.sequence_ok(seq, end)) {
             return self.reject_out_of_window(ctx, th, old, !payload.is_empty());
@@ -364,6 +372,8 @@ impl Tcb {
             self.lrcvtime = ctx.now;
             self.lsndtime = ctx.now;
         }
+        self.rcv_tstamp = ctx.now; // tcp_ack on the handshake's final ACK
+        self.keepalive_on_establish(ctx); // tcp_create_openreq_child
         self.rtx_synack_sample(ctx);
         self.snd_una = 1;
         self.snd_nxt = self.snd_nxt.max(1);
@@ -408,6 +418,7 @@ impl Tcb {
         let ack = ack as u64;
         // tcp_ack: the peer is alive; window probes count again from zero.
         self.probes_out = 0;
+        self.rcv_tstamp = ctx.now;
         let prior_in_flight = self.packets_in_flight();
         let prior_una = self.snd_una;
         let prior_sacked = self.rtx.sacked_out;

@@ -7,6 +7,7 @@
 //! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
+//! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, `SO_KEEPALIVE` |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
 //! | `recovery` | tcp_input.c `tcp_fastretrans_alert`, PRR (RFC 6937), RFC 6675 |
 //! | [`rtx_queue`] | the retransmit queue and `tcp_sacktag_write_queue` |
@@ -23,6 +24,7 @@ pub(crate) mod chrono;
 pub mod cong;
 pub mod info;
 pub(crate) mod input;
+pub mod keepalive;
 pub mod ofo;
 pub(crate) mod output;
 pub(crate) mod pacing;
@@ -125,6 +127,8 @@ pub(crate) struct Ctx<'a> {
     pub ip_id: &'a mut u16,
     /// The stack-wide challenge-ACK budget (RFC 5961 section 7).
     pub challenge: &'a mut ratelimit::ChallengeLimit,
+    /// Packet buffers to build into (`Stack::recycle_buffer` refills it).
+    pub pool: &'a mut lowtide_wire::pool::BufPool,
     /// The device frees packets as it takes them (`skb_orphan`): no TX completion
     /// is charged, so TCP Small Queues never waits on it.
     pub tx_orphan: bool,

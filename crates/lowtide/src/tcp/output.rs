@@ -27,8 +27,8 @@ fn build_packet(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, payload: &[u8]) -
         payload_len: thl + payload.len(),
     };
     let ihl = ip.emit_len();
-    let mut pkt = vec![0u8; ihl + thl];
-    pkt.reserve_exact(payload.len());
+    let mut pkt = ctx.pool.take(ihl + thl + payload.len());
+    pkt.resize(ihl + thl, 0);
     ip.emit(&mut pkt[..ihl], *ctx.ip_id);
     th.emit(&mut pkt[ihl..]);
     pkt.extend_from_slice(payload);
@@ -309,6 +309,20 @@ impl Tcb {
         self.snd_nxt = self.snd_nxt.max(1);
         let at = ctx.now + self.rto;
         self.pending = Some((Pending::Retrans, at));
+    }
+
+    /// `inet_rtx_syn_ack` for a retransmitted SYN (`tcp_check_req`): the SYN-ACK again,
+    /// at most once per `tcp_invalid_ratelimit` (`tcp_oow_rate_limited`), and the
+    /// SYN-ACK timer pushed back to a backed-off RTO from now (`mod_timer_pending`).
+    pub(crate) fn rtx_synack(&mut self, ctx: &mut Ctx) {
+        if self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv) {
+            return;
+        }
+        ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
+        self.transmit(ctx, 0, FLAG_SYN, &[], 0);
+        if matches!(self.pending, Some((Pending::Retrans, _))) {
+            self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+        }
     }
 
     /// `tcp_send_active_reset`.

@@ -469,6 +469,7 @@ mod defer_tests {
             events: &mut events,
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            pool: &mut lowtide_wire::pool::BufPool::new(),
             tx_orphan: false,
         };
         // 4 segments of cwnd left, a 16-segment skb and a 64-segment goal: defer
@@ -530,6 +531,7 @@ mod local_drop_tests {
             events: &mut events,
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            pool: &mut lowtide_wire::pool::BufPool::new(),
             tx_orphan: false,
         };
         t.resend_local_drops(&mut ctx);

@@ -260,6 +260,7 @@ mod tests {
             events: &mut events,
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            pool: &mut lowtide_wire::pool::BufPool::new(),
             tx_orphan: false,
         };
         let r = f(&mut ctx);
@@ -375,6 +376,7 @@ mod tests {
             events: &mut events,
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            pool: &mut lowtide_wire::pool::BufPool::new(),
             tx_orphan: false,
         };
         let l = t.rack_detect_loss(&mut ctx);

@@ -3,10 +3,12 @@
 //! RTO's `tcp_enter_loss`.
 
 use super::cong::{CaEvent, CaState, INFINITE_SSTHRESH};
+use super::seq::Seq;
 use super::skb::{EVER_RETRANS, LOST, SACKED_RETRANS};
-use super::sock::Tcb;
+use super::sock::{Pending, Tcb};
 use super::Ctx;
 use crate::mib::Mib;
+use core::time::Duration;
 use lowtide_wire::tcp::TcpRepr;
 
 /// What SACK processing of one ACK found.
@@ -47,41 +49,56 @@ pub(crate) struct AckFlags {
 }
 
 impl Tcb {
-    /// `tcp_sacktag_write_queue`: validates the ACK's SACK blocks, detects a D-SACK
-    /// (RFC 2883 section 4) and tags the retransmit queue.
+    /// `tcp_sacktag_write_queue`: detects a D-SACK (RFC 2883 section 4,
+    /// `tcp_check_dsack`), validates the ACK's SACK blocks (`tcp_is_sackblock_valid`)
+    /// and tags the retransmit queue. `ack` is the new `snd_una`; `self.snd_una` is
+    /// still the prior one (lowtide moves it in `clean_rtx_queue`, after this).
     pub(crate) fn sacktag(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack: u64) -> SackResult {
         let mut r = SackResult::default();
         let blocks = th.options.sack_blocks();
         if !self.sack_ok || blocks.is_empty() {
             return r;
         }
+        let prior_una = self.snd_una;
+        let edges = |t: &Tcb, i: usize| {
+            let b = blocks[i];
+            (t.snd_off(Seq(b.start)), t.snd_off(Seq(b.end)))
+        };
+        let found_dup = self.check_dsack(
+            ctx,
+            edges(self, 0),
+            blocks.get(1).map(|_| edges(self, 1)),
+            ack,
+            &mut r,
+        );
         let mss = self.mss_cache;
         let mut valid = [(0u64, 0u64); super::rtx_queue::TCP_NUM_SACKS];
         let mut n = 0;
-        for (i, b) in blocks.iter().enumerate() {
-            let start = self.snd_off(lowtide_wire_seq(b.start));
-            let end = self.snd_off(lowtide_wire_seq(b.end));
-            if start >= end || end - start > u32::MAX as u64 / 2 {
-                ctx.mib.inc(Mib::TcpExtTCPSACKDiscard);
+        for i in 0..blocks.len() {
+            let (start, end) = edges(self, i);
+            let dup = i == 0 && found_dup;
+            if !self.is_sackblock_valid(dup, start, end, ack) {
+                ctx.mib.inc(match (dup, self.undo_marker) {
+                    (true, None) => Mib::TcpExtTCPDSACKIgnoredNoUndo,
+                    (true, Some(_)) => Mib::TcpExtTCPDSACKIgnoredOld,
+                    (false, _) => Mib::TcpExtTCPSACKDiscard,
+                });
                 continue;
             }
-            // D-SACK: first block below the ACK, or inside the second block.
-            let is_dsack = i == 0
-                && (start < ack
-                    || blocks.get(1).is_some_and(|b2| {
-                        let s2 = self.snd_off(lowtide_wire_seq(b2.start));
-                        let e2 = self.snd_off(lowtide_wire_seq(b2.end));
-                        start >= s2 && end <= e2
-                    }));
-            if is_dsack {
-                r.dsack = true;
-                ctx.mib.inc(Mib::TcpExtTCPDSACKRecv);
-                self.on_dsack(start, end, &mut r);
+            // Ignore very old stuff early.
+            if end <= prior_una {
                 continue;
             }
-            if start < self.snd_una || end > self.snd_nxt || n == valid.len() {
-                ctx.mib.inc(Mib::TcpExtTCPSACKDiscard);
-                continue;
+            if dup {
+                // tcp_sacktag_one with dup_sack: each retransmitted skb it covers was
+                // a spurious retransmission.
+                let segs = self.rtx.retrans_segs_in(start, end, self.undo_marker, mss);
+                if self.undo_marker.is_some() && self.undo_retrans > 0 {
+                    self.undo_retrans = (self.undo_retrans - segs as i32).max(0);
+                }
+                if start < ack {
+                    continue; // below the new snd_una: nothing left to tag
+                }
             }
             valid[n] = (start, end);
             n += 1;
@@ -96,6 +113,86 @@ impl Tcb {
         ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
         ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
         r
+    }
+
+    /// `tcp_is_sackblock_valid`: a SACK block must lie above `snd_una` (`ack`, the
+    /// new one; a block starting at it is "non-sensical") and end by `snd_nxt`; a
+    /// D-SACK may also lie wholly below `snd_una`, down to `undo_marker` (or cross it
+    /// by at most `max_window`), and only while a recovery could be undone.
+    fn is_sackblock_valid(&self, dup: bool, start: u64, end: u64, ack: u64) -> bool {
+        if end > self.snd_nxt || start >= end || start >= self.snd_nxt {
+            return false;
+        }
+        if start > ack {
+            return true;
+        }
+        let Some(marker) = self.undo_marker.filter(|_| dup) else {
+            return false;
+        };
+        if end > ack {
+            return false;
+        }
+        if start >= marker {
+            return true;
+        }
+        end > marker && start + self.max_window as u64 >= end
+    }
+
+    /// `tcp_check_dsack`: the first block is a D-SACK when it lies below the ACK or
+    /// inside the second block; it counts (`tcp_dsack_seen`) unless dubious. A D-SACK
+    /// of data already cumulatively acknowledged (by `snd_una` before this ACK) takes
+    /// its segments off `undo_retrans` here; one above is counted in the walk.
+    fn check_dsack(
+        &mut self,
+        ctx: &mut Ctx,
+        (start, end): (u64, u64),
+        second: Option<(u64, u64)>,
+        ack: u64,
+        r: &mut SackResult,
+    ) -> bool {
+        if start < ack {
+            ctx.mib.inc(Mib::TcpExtTCPDSACKRecv);
+        } else if second.is_some_and(|(s2, e2)| start >= s2 && end <= e2) {
+            ctx.mib.inc(Mib::TcpExtTCPDSACKOfoRecv);
+        } else {
+            return false;
+        }
+        let dup_segs = self.dsack_seen(start, end, r);
+        if dup_segs == 0 {
+            ctx.mib.inc(Mib::TcpExtTCPDSACKIgnoredDubious);
+            return false;
+        }
+        ctx.mib.add(Mib::TcpExtTCPDSACKRecvSegs, dup_segs);
+        let prior_una = self.snd_una;
+        if self.undo_marker.is_some_and(|m| end > m) && self.undo_retrans > 0 && end <= prior_una {
+            self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
+        }
+        true
+    }
+
+    /// `tcp_dsack_seen`: the segments a D-SACK reports duplicated, or 0 for a dubious
+    /// one: longer than the largest window the peer offered, or, counted with every
+    /// D-SACK before it, more duplicates than segments ever retransmitted (a receiver
+    /// lying to have the sender undo its congestion window reductions).
+    fn dsack_seen(&mut self, start: u64, end: u64, r: &mut SackResult) -> u64 {
+        if start >= end {
+            return 0;
+        }
+        let len = end - start;
+        if len > self.max_window as u64 {
+            return 0;
+        }
+        let dup_segs = len.div_ceil(self.mss_cache.max(1) as u64);
+        self.dsack_dups += dup_segs;
+        if self.dsack_dups > self.total_retrans as u64 {
+            return 0;
+        }
+        r.dsack = true;
+        self.rack.dsack_seen = true;
+        if self.tlp_high_seq.is_some_and(|h| end <= h) && self.tlp_retrans {
+            r.dsack_tlp = true;
+        }
+        dup_segs
     }
 
     /// RFC 6675 `IsLost` over the scoreboard (SACK flows with RACK off); resets the
@@ -166,6 +263,15 @@ impl Tcb {
         is_dupack: bool,
         fl: &mut AckFlags,
     ) {
+        // B. In all the states check for reneging SACKs (tcp_check_sack_reneging): a
+        // cumulative ACK that stops at SACKed data; the RTO, due soon, sends it again.
+        if fl.snd_una_advanced && self.rtx.head_sacked() {
+            let delay =
+                Duration::from_micros(self.srtt_us as u64 / 2).max(Duration::from_millis(10));
+            self.pending = Some((Pending::Retrans, ctx.now + delay));
+            fl.set_xmit_timer = false;
+            return;
+        }
         if !self.sack_ok && is_dupack {
             // tcp_add_reno_sack: count duplicate ACKs as SACKed segments.
             self.reno_dupacks =
@@ -555,6 +661,11 @@ impl Tcb {
         }
         self.cw.snd_cwnd = 1;
         self.cw.snd_cwnd_cnt = 0;
+        // tcp_timeout_mark_lost: a SACKed head means the receiver reneged.
+        if self.rtx.head_sacked() {
+            ctx.mib.inc(Mib::TcpExtTCPSACKReneging);
+            self.rtx.clear_sacked();
+        }
         self.rtx.mark_all_lost();
         self.lost_hint = self.snd_una;
         self.retransmit_hint = self.snd_una;
@@ -566,19 +677,6 @@ impl Tcb {
         self.frto_rexmit_new = false;
     }
 
-    /// `tcp_check_dsack`: a D-SACK shows a retransmission was spurious
-    /// (`undo_retrans`), tells RACK the path reorders, and may cover the loss probe.
-    fn on_dsack(&mut self, start: u64, end: u64, r: &mut SackResult) {
-        let segs = (end - start).div_ceil(self.mss_cache.max(1) as u64) as i32;
-        if self.undo_marker.is_some_and(|m| end > m) && self.undo_retrans > 0 {
-            self.undo_retrans = (self.undo_retrans - segs).max(0);
-        }
-        self.rack.dsack_seen = true;
-        if self.tlp_high_seq.is_some_and(|h| end <= h) && self.tlp_retrans {
-            r.dsack_tlp = true;
-        }
-    }
-
     /// `tcp_set_ca_state`.
     pub(crate) fn set_ca_state(&mut self, s: CaState) {
         if self.ca_state != s {
@@ -586,10 +684,6 @@ impl Tcb {
             self.ca_state = s;
         }
     }
-}
-
-fn lowtide_wire_seq(x: u32) -> super::seq::Seq {
-    super::seq::Seq(x)
 }
 
 #[cfg(test)]

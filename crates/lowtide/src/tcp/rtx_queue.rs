@@ -663,6 +663,28 @@ impl RtxQueue {
         true
     }
 
+    /// Segments of retransmitted skbs (`TCPCB_RETRANS`) in `[start, end)` that end
+    /// above `undo_marker`: what a D-SACK of that range shows spurious
+    /// (`tcp_sacktag_one` with `dup_sack`). A partly covered skb counts its whole
+    /// covered segments.
+    pub fn retrans_segs_in(&self, start: u64, end: u64, undo_marker: Option<u64>, mss: u32) -> u32 {
+        let Some(marker) = undo_marker else {
+            return 0;
+        };
+        let mss = mss.max(1) as u64;
+        self.iter_from(start)
+            .take_while(|s| s.seq < end)
+            .filter(|s| s.has(EVER_RETRANS | SACKED_RETRANS) && s.end_seq > marker)
+            .map(|s| {
+                let covered = s.end_seq.min(end) - s.seq.max(start);
+                match covered == s.end_seq - s.seq {
+                    true => s.pcount,
+                    false => (covered / mss) as u32,
+                }
+            })
+            .sum()
+    }
+
     /// RFC 6675 section 4 `IsLost`: marks lost every skb, from `from` on, that has more
     /// than `thresh_bytes` SACKed above it, and returns the offset where the rule
     /// stopped holding (the next call may start there: a hint, like Linux's
@@ -732,6 +754,27 @@ impl RtxQueue {
             }
             pos = self.store.next(p);
         }
+    }
+
+    /// `tcp_timeout_mark_lost` on SACK reneging (the head is SACKed when the RTO
+    /// fires: the receiver dropped what it had SACKed): forgets every SACK mark so
+    /// that every skb is marked lost and sent again.
+    pub fn clear_sacked(&mut self) {
+        let mut pos = self.store.first_pos();
+        while let Some(p) = pos {
+            if self.store.get(p).has(SACKED_ACKED) {
+                self.modify(p, |s| s.sacked &= !SACKED_ACKED);
+            }
+            pos = self.store.next(p);
+        }
+        self.recv_sack_cache = [(0, 0); TCP_NUM_SACKS];
+        self.highest_sack = 0;
+    }
+
+    /// The head skb is SACKed: a cumulative ACK stopped at data the receiver had
+    /// SACKed (`FLAG_SACK_RENEGING` in `tcp_clean_rtx_queue`).
+    pub fn head_sacked(&self) -> bool {
+        self.first().is_some_and(|s| s.has(SACKED_ACKED))
     }
 
     /// The first skb from `from` on that is lost and not yet retransmitted.

@@ -168,6 +168,10 @@ pub struct Tcb {
     pub(crate) probes_out: u8,
     /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
     pub(crate) probes_tstamp: Option<Instant>,
+    /// `SO_KEEPALIVE` and its `TCP_KEEP*` settings.
+    pub(crate) keepalive: super::keepalive::Keepalive,
+    /// When the keepalive timer fires (`sk_timer` of `inet_csk_reset_keepalive_timer`).
+    pub(crate) keepalive_at: Option<Instant>,
     /// When we last sent an ACK for an out-of-window or challenged segment
     /// (`last_oow_ack_time`).
     pub(crate) last_oow_ack_time: Option<Instant>,
@@ -188,6 +192,8 @@ pub struct Tcb {
     /// Last data sent (`lsndtime`) and received (`lrcvtime`).
     pub(crate) lsndtime: Instant,
     pub(crate) lrcvtime: Instant,
+    /// Last acceptable ACK received (`rcv_tstamp`, set by tcp_ack).
+    pub(crate) rcv_tstamp: Instant,
     pub(crate) retrans_stamp: Option<Instant>,
 
     // ---- congestion control and recovery ----
@@ -235,6 +241,9 @@ pub struct Tcb {
     pub(crate) bytes_sent: u64,
     pub(crate) bytes_retrans: u64,
     pub(crate) total_retrans: u32,
+    /// `dsack_dups`: segments D-SACKs reported duplicated, dubious ones included
+    /// (`tcp_dsack_seen` ignores D-SACKs once this passes `total_retrans`).
+    pub(crate) dsack_dups: u64,
     pub(crate) segs_out: u64,
     pub(crate) segs_in: u64,
     pub(crate) data_segs_out: u64,
@@ -350,6 +359,8 @@ impl Tcb {
             retransmits: 0,
             probes_out: 0,
             probes_tstamp: None,
+            keepalive: Default::default(),
+            keepalive_at: None,
             last_oow_ack_time: None,
             local_drops: Vec::new(),
             resource_retry_at: None,
@@ -361,6 +372,7 @@ impl Tcb {
             tw_at: None,
             lsndtime: now,
             lrcvtime: now,
+            rcv_tstamp: now,
             retrans_stamp: None,
             cw: CwndState::new(cfg.initcwnd),
             cc,
@@ -389,6 +401,7 @@ impl Tcb {
             bytes_sent: 0,
             bytes_retrans: 0,
             total_retrans: 0,
+            dsack_dups: 0,
             segs_out: 0,
             segs_in: 0,
             data_segs_out: 0,

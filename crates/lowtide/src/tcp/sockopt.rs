@@ -32,6 +32,8 @@ pub struct SockOptions {
     pub congestion: Option<String>,
     /// `TCP_USER_TIMEOUT` in milliseconds; 0 when unset.
     pub user_timeout_ms: u32,
+    /// `SO_KEEPALIVE`, `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`.
+    pub keepalive: super::keepalive::Keepalive,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -89,6 +91,7 @@ impl Tcb {
         if o.user_timeout_ms != 0 {
             self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
         }
+        self.keepalive = o.keepalive;
     }
 
     /// `TCP_MAXSEG` getsockopt: `mss_cache`, or `user_mss` in CLOSE/LISTEN.

@@ -18,6 +18,7 @@ impl Tcb {
             self.tw_at,
             pacing,
             self.resource_retry_at,
+            self.keepalive_at,
         ]
         .into_iter()
         .flatten()
@@ -95,6 +96,10 @@ impl Tcb {
             self.resource_retry_at = None;
             self.resend_local_drops(ctx);
         }
+        if self.keepalive_at.is_some_and(|t| t <= now) {
+            self.keepalive_at = None;
+            self.keepalive_timer(ctx);
+        }
         match self.pending {
             Some((Pending::Retrans, t)) if t <= now => {
                 self.pending = None;
@@ -140,6 +145,7 @@ impl Tcb {
         } else {
             self.retransmits = self.retransmits.saturating_add(1);
             self.backoff += 1;
+            ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
             self.transmit(ctx, 0, super::skb::FLAG_SYN, &[], 0);
         }
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
@@ -213,7 +219,7 @@ impl Tcb {
     }
 
     /// `tcp_write_err`: the connection timed out.
-    fn write_err(&mut self, ctx: &mut Ctx) {
+    pub(crate) fn write_err(&mut self, ctx: &mut Ctx) {
         ctx.mib.inc(Mib::TcpExtTCPAbortOnTimeout);
         self.set_error(ctx, SocketError::TimedOut);
     }
@@ -293,6 +299,7 @@ impl Tcb {
         ctx.mib.inc(Mib::TcpExtTW);
         self.pending = None;
         self.delack_at = None;
+        self.keepalive_at = None;
         self.tw_at = Some(ctx.now + TCP_TIMEWAIT_LEN);
         self.notify(ctx, EventKind::HangUp);
     }
@@ -304,6 +311,7 @@ impl Tcb {
         self.pending = None;
         self.delack_at = None;
         self.tw_at = None;
+        self.keepalive_at = None;
         if was != TcpState::TimeWait && was != TcpState::Closed {
             self.notify(ctx, EventKind::HangUp);
         }

@@ -1,0 +1,161 @@
+//! TCP keepalive: `SO_KEEPALIVE` with `TCP_KEEPIDLE`, `TCP_KEEPINTVL` and
+//! `TCP_KEEPCNT` (tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive`;
+//! RFC 1122 section 4.2.3.6).
+//!
+//! After `idle` without an acceptable ACK or data from the peer, and with nothing
+//! in flight or queued, the connection sends a probe (`tcp_write_wakeup`: a
+//! segment one below `snd_una`, which the peer must answer with an ACK); `interval`
+//! later the next, and after `probes` unanswered probes it resets the connection
+//! and fails it with `ETIMEDOUT`. `TCP_USER_TIMEOUT`, when set, replaces the probe
+//! count: the connection fails once it has been silent that long and a probe went
+//! unanswered.
+
+use super::sock::Tcb;
+use super::{Ctx, TcpState};
+use crate::mib::Mib;
+use crate::time::Instant;
+use core::time::Duration;
+
+/// `MAX_TCP_KEEPIDLE`: the largest `TCP_KEEPIDLE`, in seconds.
+pub const MAX_TCP_KEEPIDLE: u32 = 32767;
+/// `MAX_TCP_KEEPINTVL`: the largest `TCP_KEEPINTVL`, in seconds.
+pub const MAX_TCP_KEEPINTVL: u32 = 32767;
+/// `MAX_TCP_KEEPCNT`: the largest `TCP_KEEPCNT`.
+pub const MAX_TCP_KEEPCNT: u8 = 127;
+
+/// A socket's keepalive settings. `None` fields follow the sysctls
+/// `net.ipv4.tcp_keepalive_time`, `tcp_keepalive_intvl` and
+/// `tcp_keepalive_probes` (Linux's `keepalive_time_when` and friends).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Keepalive {
+    /// `SO_KEEPALIVE` (`SOCK_KEEPOPEN`).
+    pub enabled: bool,
+    /// `TCP_KEEPIDLE` (`tp->keepalive_time`): silence before the first probe.
+    pub idle: Option<Duration>,
+    /// `TCP_KEEPINTVL` (`tp->keepalive_intvl`): time between probes.
+    pub interval: Option<Duration>,
+    /// `TCP_KEEPCNT` (`tp->keepalive_probes`): unanswered probes before the reset.
+    pub probes: Option<u8>,
+}
+
+/// `TCP_RESOURCE_PROBE_INTERVAL`: the retry when a probe could not be sent.
+const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);
+
+impl Tcb {
+    /// `keepalive_time_when`.
+    pub(crate) fn keepalive_time_when(&self, ctx: &Ctx) -> Duration {
+        let sysctl = Duration::from_secs(ctx.cfg.tcp_keepalive_time as u64);
+        self.keepalive.idle.unwrap_or(sysctl)
+    }
+
+    /// `keepalive_intvl_when`.
+    pub(crate) fn keepalive_intvl_when(&self, ctx: &Ctx) -> Duration {
+        let sysctl = Duration::from_secs(ctx.cfg.tcp_keepalive_intvl as u64);
+        self.keepalive.interval.unwrap_or(sysctl)
+    }
+
+    /// `keepalive_probes`.
+    pub(crate) fn keepalive_probes(&self, ctx: &Ctx) -> u8 {
+        self.keepalive
+            .probes
+            .unwrap_or(ctx.cfg.tcp_keepalive_probes)
+    }
+
+    /// `keepalive_time_elapsed`: time since the last data or acceptable ACK.
+    fn keepalive_time_elapsed(&self, now: Instant) -> Duration {
+        let last = self.lrcvtime.max(self.rcv_tstamp);
+        now.saturating_since(last)
+    }
+
+    /// States the keepalive timer runs in: not CLOSE, LISTEN, SYN-SENT (the
+    /// timer's own test) nor TIME-WAIT (a timewait socket has no such timer).
+    fn keepalive_state(&self) -> bool {
+        !matches!(
+            self.state,
+            TcpState::Closed
+                | TcpState::Listen
+                | TcpState::SynSent
+                | TcpState::SynRecv
+                | TcpState::TimeWait
+        )
+    }
+
+    /// Replaces the keepalive settings with Linux's side effects on the timer:
+    /// `tcp_set_keepalive` starts it a full idle time from now when keepalive is
+    /// turned on and stops it when turned off; a new `TCP_KEEPIDLE` on an enabled
+    /// socket re-arms it for what is left of the new idle time
+    /// (`tcp_sock_set_keepidle_locked`).
+    pub(crate) fn set_keepalive(&mut self, ctx: &Ctx, ka: Keepalive) {
+        let was = self.keepalive;
+        self.keepalive = ka;
+        if !ka.enabled {
+            self.keepalive_at = None;
+            return;
+        }
+        if !self.keepalive_state() {
+            return;
+        }
+        if !was.enabled {
+            self.keepalive_at = Some(ctx.now + self.keepalive_time_when(ctx));
+        } else if was.idle != ka.idle {
+            let left = self
+                .keepalive_time_when(ctx)
+                .saturating_sub(self.keepalive_time_elapsed(ctx.now));
+            self.keepalive_at = Some(ctx.now + left);
+        }
+    }
+
+    /// Arms the keepalive timer when a connection is established with
+    /// `SO_KEEPALIVE` already on (`tcp_finish_connect`, `tcp_create_openreq_child`).
+    pub(crate) fn keepalive_on_establish(&mut self, ctx: &Ctx) {
+        if self.keepalive.enabled {
+            self.keepalive_at = Some(ctx.now + self.keepalive_time_when(ctx));
+        }
+    }
+
+    /// `tcp_keepalive_timer` for a synchronized connection.
+    pub(crate) fn keepalive_timer(&mut self, ctx: &mut Ctx) {
+        if !self.keepalive.enabled || !self.keepalive_state() {
+            return;
+        }
+        let idle = self.keepalive_time_when(ctx);
+        // "It is alive without keepalive": data in flight or queued has its own
+        // timers (RTO, zero-window probe).
+        if self.rtx.packets_out > 0 || !self.write_queue.is_empty() {
+            self.keepalive_at = Some(ctx.now + idle);
+            return;
+        }
+        let elapsed = self.keepalive_time_elapsed(ctx.now);
+        if elapsed < idle {
+            self.keepalive_at = Some(ctx.now + (idle - elapsed));
+            return;
+        }
+        let timed_out = if self.user_timeout.is_zero() {
+            self.probes_out >= self.keepalive_probes(ctx)
+        } else {
+            elapsed >= self.user_timeout && self.probes_out > 0
+        };
+        if timed_out {
+            self.send_active_reset(ctx);
+            self.keepalive_at = None;
+            return self.write_err(ctx);
+        }
+        let next = if self.send_keepalive_probe(ctx) {
+            self.probes_out = self.probes_out.saturating_add(1);
+            self.keepalive_intvl_when(ctx)
+        } else {
+            TCP_RESOURCE_PROBE_INTERVAL
+        };
+        self.keepalive_at = Some(ctx.now + next);
+    }
+
+    /// `tcp_write_wakeup(sk, LINUX_MIB_TCPKEEPALIVE)` with an empty write queue:
+    /// `tcp_xmit_probe_skb`, a bare ACK with sequence `snd_una - 1`. Returns
+    /// whether it could be sent.
+    fn send_keepalive_probe(&mut self, ctx: &mut Ctx) -> bool {
+        ctx.mib.inc(Mib::TcpExtTCPKeepAlive);
+        let probe_seq = self.snd_una.saturating_sub(1);
+        self.transmit(ctx, probe_seq, 0, &[], 0);
+        true
+    }
+}

@@ -6,6 +6,7 @@ use lowtide::posix::Errno;
 use lowtide::{SocketError, SocketHandle, TcpState};
 use lowtide_tun::runtime::Runtime;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// `strerror(errno)` of a socket error ("Connection refused", "No route to host").
 pub fn strerror(e: SocketError) -> String {
@@ -20,6 +21,15 @@ pub fn strerror(e: SocketError) -> String {
 /// `connect ADDR: strerror`, the message of a failed active open.
 pub fn connect_failed(to: SocketAddr, e: SocketError) -> String {
     format!("connect {to}: {}", strerror(e))
+}
+
+/// How long a connect waits for a SYN-ACK before ETIMEDOUT: `tcp_model_timeout` of
+/// `tcp_syn_retries` from `TCP_TIMEOUT_INIT` (1 s, doubling, each RTO at most
+/// `TCP_RTO_MAX`, 120 s): 127 s for Linux's 6.
+pub fn syn_timeout(retries: u8) -> Duration {
+    (0..=u32::from(retries))
+        .map(|i| Duration::from_secs(1u64.checked_shl(i).unwrap_or(u64::MAX).min(120)))
+        .sum()
 }
 
 /// One active open in progress.
@@ -84,5 +94,15 @@ mod tests {
             "Network is unreachable"
         );
         assert_eq!(strerror(SocketError::TimedOut), "Connection timed out");
+    }
+
+    #[test]
+    fn syn_timeout_as_linux() {
+        assert_eq!(syn_timeout(6), Duration::from_secs(127));
+        assert_eq!(syn_timeout(1), Duration::from_secs(3));
+        assert_eq!(
+            syn_timeout(8),
+            Duration::from_secs(1 + 2 + 4 + 8 + 16 + 32 + 64 + 120 + 120)
+        );
     }
 }

@@ -64,6 +64,11 @@ impl ConnectWatch {
             return false;
         };
         if info.retransmits > self.reported {
+            if self.reported == 0 {
+                if let Some(why) = kernel_drops(self.to) {
+                    eprintln!("lowtide: connect {}: {why}", self.to);
+                }
+            }
             self.reported = info.retransmits;
             eprintln!(
                 "lowtide: connect {}: no SYN-ACK, retry {}/{} (RTO {} s)",
@@ -75,6 +80,21 @@ impl ConnectWatch {
         }
         true
     }
+}
+
+/// Why the kernel on the device's other side drops SYNs to `to`, if it visibly
+/// does: `to` is none of its addresses (binding to it fails) and it does not
+/// forward (`net.ipv4.ip_forward` is 0 in this namespace).
+fn kernel_drops(to: SocketAddr) -> Option<String> {
+    let local = std::net::UdpSocket::bind(SocketAddr::new(to.ip(), 0)).is_ok();
+    let forward = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").ok()?;
+    (!local && forward.trim() == "0").then(|| {
+        format!(
+            "{} is not an address of the kernel's side and net.ipv4.ip_forward is 0: \
+             the kernel drops these SYNs",
+            to.ip()
+        )
+    })
 }
 
 #[cfg(test)]

@@ -221,9 +221,11 @@ mod tests {
             st.handle_packet(Instant::ZERO, &stale, crate::RxChecksum::Verify);
             assert_eq!(st.state(h), Ok(TcpState::SynSent));
             assert_eq!(st.counters().get(Mib::TcpExtOutOfWindowIcmps), 1);
+            assert_eq!(st.closing_count(), 1, "a connect in progress");
             let p = in_ipv4(router, local.ip(), &unreach(code, local, remote, isn));
             st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
             assert_eq!(st.socket_error(h), Ok(Some(want)), "code {code}");
+            assert_eq!(st.closing_count(), 0, "closed, its handle still held");
             assert_eq!(st.state(h), Ok(TcpState::Closed));
             assert_eq!(st.counters().get(Mib::IcmpInDestUnreachs), 2);
         }

@@ -345,6 +345,11 @@ impl PathDir {
         self.queue.len()
     }
 
+    /// Bytes (IP length) waiting in the queue: the backlog `tc -s qdisc` shows.
+    pub fn queue_bytes(&self) -> u64 {
+        self.queue_bytes
+    }
+
     /// Counters.
     pub fn stats(&self) -> PathStats {
         PathStats {

@@ -124,6 +124,12 @@ impl Runtime {
         &self.dev
     }
 
+    /// Bytes (IP length) waiting in the egress path's queue now: lowtide's device
+    /// queue, as `tc -s qdisc`'s backlog.
+    pub fn egress_queue_bytes(&self) -> u64 {
+        self.egress.queue_bytes()
+    }
+
     /// Counters.
     pub fn stats(&self) -> RuntimeStats {
         RuntimeStats {

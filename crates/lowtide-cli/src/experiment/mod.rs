@@ -6,6 +6,7 @@
 //! the results file, so a merged sweep renders as a single run does.
 
 mod plot;
+mod real;
 mod report;
 
 use crate::{run_failure, usage_error};
@@ -54,6 +55,11 @@ pub struct ExperimentArgs {
     /// No progress display on stderr (it is shown only on a terminal anyway).
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Runs the real-path side instead of the simulator (root: namespaces, TUN,
+    /// tc): lowtide on a TUN device against kernel receivers, and the kernel doing
+    /// the same job; adds the results to OUT/results.json beside the simulator's.
+    #[arg(long, conflicts_with = "shard")]
+    real: bool,
 }
 
 fn parse_shard(s: &str) -> Result<Shard, String> {
@@ -91,6 +97,9 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
             }
         },
     };
+    if args.real {
+        return run_real(args, &exps);
+    }
     let scale = if args.quick {
         Scale::Quick
     } else {
@@ -112,7 +121,77 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
     finish(args, &file)
 }
 
+/// `--real`: the real-path runs, added to the simulator's results in OUT (if any).
+fn run_real(args: &ExperimentArgs, exps: &[Experiment]) -> ExitCode {
+    let missing = real::missing_privileges();
+    if !missing.is_empty() {
+        return usage_error(&format!("experiment --real: {}", missing.join("; ")));
+    }
+    let fresh = real::plan::run(exps, args.quick, args.seed, args.json);
+    let mut sim = match read_results(&args.out) {
+        Ok(f) => f,
+        // No simulator results here: a file with the plan's experiments and no runs.
+        Err(_) => {
+            let scale = match args.quick {
+                true => Scale::Quick,
+                false => Scale::Full,
+            };
+            let mut f = ResultsFile::new(exps.to_vec(), scale, args.seed, 0, None, Vec::new());
+            f.checks.clear();
+            f
+        }
+    };
+    for &e in exps {
+        if !sim.experiments.contains(&e) {
+            sim.experiments.push(e);
+        }
+    }
+    sim.experiments.sort();
+    let real = match read_real(&args.out) {
+        Some(mut old) => {
+            old.update(fresh.clone());
+            old
+        }
+        None => fresh.clone(),
+    };
+    if let Err(e) = write_outputs(&args.out, &sim, Some(&real)) {
+        return run_failure(&format!("experiment: {e}"));
+    }
+    let failed: Vec<&real::RealCheck> = fresh.checks.iter().filter(|c| !c.pass).collect();
+    if args.json {
+        let v = serde_json::json!({
+            "out": args.out,
+            "real": fresh,
+            "pass": failed.is_empty(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        print!("{}", real::report::summary_text(&fresh, &args.out));
+    }
+    match failed.is_empty() {
+        true => ExitCode::SUCCESS,
+        false => run_failure(&format!(
+            "experiment --real: {} check(s) failed: {}",
+            failed.len(),
+            (failed.iter())
+                .map(|c| format!("{} ({})", c.claim, c.detail))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+    }
+}
+
+/// The `"real"` section of DIR/results.json, if there is one.
+fn read_real(dir: &Path) -> Option<real::RealResults> {
+    let text = std::fs::read_to_string(dir.join("results.json")).ok()?;
+    let mut v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    serde_json::from_value(v.get_mut("real")?.take()).ok()
+}
+
 fn run_merge(args: &ExperimentArgs) -> ExitCode {
+    if args.real {
+        return usage_error("experiment merge: --real does not apply (shards are simulator runs)");
+    }
     if args.dirs.is_empty() {
         return usage_error("experiment merge: give the shards' directories");
     }
@@ -138,7 +217,12 @@ pub fn read_results(dir: &Path) -> Result<ResultsFile, String> {
 
 /// Writes the files, prints the summary, and turns the checks into the exit code.
 fn finish(args: &ExperimentArgs, file: &ResultsFile) -> ExitCode {
-    if let Err(e) = write_outputs(&args.out, file) {
+    // A real-path section already in OUT stays (it is measured apart, with --real).
+    let real = match file.shard {
+        None => read_real(&args.out),
+        Some(_) => None,
+    };
+    if let Err(e) = write_outputs(&args.out, file, real.as_ref()) {
         return run_failure(&format!("experiment: {e}"));
     }
     let failed_runs: Vec<String> = (file.runs.iter())
@@ -176,17 +260,30 @@ fn finish(args: &ExperimentArgs, file: &ResultsFile) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// results.json, report.md and the plots into `out`.
-fn write_outputs(out: &Path, file: &ResultsFile) -> Result<(), String> {
+/// results.json (with the real-path section under `"real"`), report.md and the plots
+/// into `out`.
+fn write_outputs(
+    out: &Path,
+    file: &ResultsFile,
+    real: Option<&real::RealResults>,
+) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let json = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
+    let mut v = serde_json::to_value(file).map_err(|e| e.to_string())?;
+    if let (Some(r), Some(obj)) = (real, v.as_object_mut()) {
+        let r = serde_json::to_value(r).map_err(|e| e.to_string())?;
+        obj.insert("real".into(), r);
+    }
+    let json = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
     let p = out.join("results.json");
     std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
-    let plots = match file.shard {
+    let mut plots = match file.shard {
         None => plot::render_all(file, out)?,
         Some(_) => Vec::new(),
     };
-    let md = report::markdown(file, &plots);
+    if let Some(r) = real {
+        plots.extend(real::plot::render(r, out)?);
+    }
+    let md = report::markdown(file, real, &plots);
     let p = out.join("report.md");
     std::fs::write(&p, md).map_err(|e| format!("{}: {e}", p.display()))?;
     Ok(())

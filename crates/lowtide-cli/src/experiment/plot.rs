@@ -25,7 +25,7 @@ const COLORS: [RGBColor; 6] = [
 ];
 
 /// Registers the font once; false if it cannot be found.
-fn font_ready() -> bool {
+pub(super) fn font_ready() -> bool {
     static READY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *READY.get_or_init(|| {
         let Some(bytes) = FONT_PATHS.iter().find_map(|p| std::fs::read(p).ok()) else {
@@ -37,20 +37,20 @@ fn font_ready() -> bool {
 }
 
 /// One line (or set of points) of a chart.
-struct Series {
-    label: String,
-    points: Vec<(f64, f64)>,
+pub(super) struct Series {
+    pub(super) label: String,
+    pub(super) points: Vec<(f64, f64)>,
 }
 
 /// A chart: title, caption (the parameters), axis labels, series.
-struct Chart {
-    title: String,
-    caption: String,
-    x: String,
-    y: String,
-    series: Vec<Series>,
+pub(super) struct Chart {
+    pub(super) title: String,
+    pub(super) caption: String,
+    pub(super) x: String,
+    pub(super) y: String,
+    pub(super) series: Vec<Series>,
     /// Draw points instead of lines.
-    points: bool,
+    pub(super) points: bool,
 }
 
 /// Draws every plot the file's experiments have into `out/plots`; returns the files
@@ -80,7 +80,7 @@ pub fn render_all(file: &ResultsFile, out: &Path) -> Result<Vec<PathBuf>, String
     Ok(files)
 }
 
-fn draw(path: &Path, panels: &[Chart]) -> Result<(), String> {
+pub(super) fn draw(path: &Path, panels: &[Chart]) -> Result<(), String> {
     let size = (900, 420 * panels.len() as u32);
     let err = |e: String| format!("{}: {e}", path.display());
     if path.extension().is_some_and(|e| e == "svg") {

@@ -1,5 +1,7 @@
 //! report.md and the text summary, rendered from a results file only.
 
+use super::real::report as real_report;
+use super::real::RealResults;
 use lowtide_sim::experiment::{Experiment, Figures, ResultsFile, RunRecord, Scale};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -121,7 +123,7 @@ fn lowtide_figure(file: &ResultsFile, e: Experiment, s: &SeedFigure) -> String {
 }
 
 /// report.md.
-pub fn markdown(file: &ResultsFile, plots: &[PathBuf]) -> String {
+pub fn markdown(file: &ResultsFile, real: Option<&RealResults>, plots: &[PathBuf]) -> String {
     let mut s = String::new();
     let scale = match file.scale {
         Scale::Full => "the seeds' scale",
@@ -147,29 +149,33 @@ pub fn markdown(file: &ResultsFile, plots: &[PathBuf]) -> String {
             None => String::new(),
         }
     );
-    let _ = writeln!(
-        s,
-        "Real path (lowtide on TUN against the kernel) and this machine's kernel doing the \
-         same job: not measured this session.\n"
-    );
+    let _ = writeln!(s, "{}\n", real_report::intro(real));
     for &e in &file.experiments {
-        experiment_section(&mut s, file, e, plots);
+        experiment_section(&mut s, file, real, e, plots);
     }
     checks_section(&mut s, file);
+    real_report::checks(&mut s, real);
     s
 }
 
-fn experiment_section(s: &mut String, file: &ResultsFile, e: Experiment, plots: &[PathBuf]) {
+fn experiment_section(
+    s: &mut String,
+    file: &ResultsFile,
+    real: Option<&RealResults>,
+    e: Experiment,
+    plots: &[PathBuf],
+) {
     let _ = writeln!(s, "## {}\n", title(e));
     let _ = writeln!(
         s,
         "| figure | seed (published) | lowtide sim | lowtide real path | kernel (this machine) |"
     );
     let _ = writeln!(s, "|---|---|---|---|---|");
-    for f in seed_figures(e) {
+    for (i, f) in seed_figures(e).into_iter().enumerate() {
+        let (real_path, kernel) = real_report::cells(real, e, i);
         let _ = writeln!(
             s,
-            "| {} | {} | {} | not measured | not measured |",
+            "| {} | {} | {} | {real_path} | {kernel} |",
             f.what,
             f.seed,
             lowtide_figure(file, e, &f)
@@ -190,6 +196,7 @@ fn experiment_section(s: &mut String, file: &ResultsFile, e: Experiment, plots: 
     if let Some(text) = notes(e) {
         let _ = writeln!(s, "{text}\n");
     }
+    real_report::section(s, real, e);
 }
 
 fn plot_of(p: &Path, e: Experiment) -> bool {

@@ -1,0 +1,519 @@
+//! The kernel's side of the real-path experiments: namespaces, veth pairs with an
+//! htb and pfifo bottleneck, per-namespace sysctls, kernel TCP senders and receivers
+//! run as threads inside a namespace, samplers (the qdisc's backlog with `tc -s -j`,
+//! socket memory with `ss -tm`) and the namespace's SNMP counters (what `nstat`
+//! reads).
+
+use lowtide_tun::netns::{self, NetNs};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A namespace with its loopback up.
+pub fn namespace(prefix: &str) -> Result<NetNs, String> {
+    let ns = NetNs::create(&netns::unique_name(prefix))
+        .map_err(|e| format!("creating a network namespace: {e}"))?;
+    exec(&ns, &["ip", "link", "set", "lo", "up"])?;
+    Ok(ns)
+}
+
+/// Runs `args` inside `ns` (`ip netns exec`); an error carries its stderr.
+pub fn exec(ns: &NetNs, args: &[&str]) -> Result<String, String> {
+    let out = ns
+        .command(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("running {}: {e}", args.join(" ")))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} in {}: {} ({})",
+            args.join(" "),
+            ns.name(),
+            String::from_utf8_lossy(&out.stderr).trim(),
+            out.status
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `sysctl -w NAME=VALUE` inside `ns` (the net.* sysctls set here are per namespace).
+pub fn sysctl(ns: &NetNs, name: &str, value: &str) -> Result<(), String> {
+    exec(ns, &["sysctl", "-q", "-w", &format!("{name}={value}")]).map(|_| ())
+}
+
+/// Reads a sysctl inside `ns`.
+pub fn read_sysctl(ns: &NetNs, name: &str) -> Result<String, String> {
+    exec(ns, &["sysctl", "-n", name]).map(|s| s.trim().to_owned())
+}
+
+/// Creates a veth pair, `a` in namespace `na` and `b` in `nb`, with addresses
+/// (CIDR), both up.
+fn veth(na: &NetNs, a: (&str, &str), nb: &NetNs, b: (&str, &str)) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(["link", "add", a.0, "netns", na.name(), "type", "veth"])
+        .args(["peer", "name", b.0, "netns", nb.name()])
+        .output()
+        .map_err(|e| format!("ip link add: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ip link add (veth): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    for (ns, (dev, addr)) in [(na, a), (nb, b)] {
+        exec(ns, &["ip", "addr", "add", addr, "dev", dev])?;
+        exec(ns, &["ip", "link", "set", dev, "up"])?;
+    }
+    Ok(())
+}
+
+/// The E3 bottleneck on `dev`: htb (one class at `rate_bps`) with a pfifo of 1000
+/// packets under it (handle 10:).
+fn bottleneck(ns: &NetNs, dev: &str, rate_bps: u64) -> Result<(), String> {
+    let r = format!("{rate_bps}bit");
+    let tc = |args: &[&str]| {
+        let mut v = vec!["tc"];
+        v.extend_from_slice(args);
+        exec(ns, &v)
+    };
+    tc(&[
+        "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+    ])?;
+    tc(&[
+        "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r,
+    ])?;
+    tc(&[
+        "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "pfifo", "limit", "1000",
+    ])?;
+    Ok(())
+}
+
+/// A kernel sender and receiver in two namespaces with the E3 bottleneck (htb +
+/// pfifo) between them: on the sender's own device ([`Path::Local`], where TCP Small
+/// Queues counts its bytes), or on a router's device one hop away ([`Path::Routed`]:
+/// forwarded packets are no longer charged to the sender's socket, so TSQ does not
+/// limit that queue and only the congestion window does, as before TSQ).
+pub struct Bottleneck {
+    /// The sender's namespace.
+    pub sender: NetNs,
+    /// The receiver's namespace.
+    pub receiver: NetNs,
+    /// The router's namespace, if routed.
+    pub router: Option<NetNs>,
+    /// The device with the bottleneck.
+    pub dev: String,
+    /// The receiver's address.
+    pub receiver_addr: [u8; 4],
+}
+
+/// Where [`Bottleneck`]'s queue is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// On the sender's device: sender 10.9.0.1/24, receiver 10.9.0.2/24.
+    Local,
+    /// On a router's device towards the receiver: sender 10.9.0.1/24 -> router
+    /// 10.9.0.254 / 10.9.1.254 -> receiver 10.9.1.2/24.
+    Routed,
+}
+
+impl Bottleneck {
+    /// Creates the namespaces, devices, routes and the bottleneck at `rate_bps`.
+    pub fn new(rate_bps: u64, path: Path) -> Result<Bottleneck, String> {
+        let sender = namespace("lts")?;
+        let receiver = namespace("ltr")?;
+        let (s_dev, r_dev) = (netns::unique_name("lv"), netns::unique_name("lw"));
+        if path == Path::Local {
+            veth(
+                &sender,
+                (&s_dev, "10.9.0.1/24"),
+                &receiver,
+                (&r_dev, "10.9.0.2/24"),
+            )?;
+            bottleneck(&sender, &s_dev, rate_bps)?;
+            return Ok(Bottleneck {
+                sender,
+                receiver,
+                router: None,
+                dev: s_dev,
+                receiver_addr: [10, 9, 0, 2],
+            });
+        }
+        let router = namespace("ltg")?;
+        let (g_in, g_out) = (netns::unique_name("lg"), netns::unique_name("lh"));
+        veth(
+            &sender,
+            (&s_dev, "10.9.0.1/24"),
+            &router,
+            (&g_in, "10.9.0.254/24"),
+        )?;
+        veth(
+            &router,
+            (&g_out, "10.9.1.254/24"),
+            &receiver,
+            (&r_dev, "10.9.1.2/24"),
+        )?;
+        exec(
+            &sender,
+            &["ip", "route", "add", "default", "via", "10.9.0.254"],
+        )?;
+        exec(
+            &receiver,
+            &["ip", "route", "add", "default", "via", "10.9.1.254"],
+        )?;
+        sysctl(&router, "net.ipv4.ip_forward", "1")?;
+        bottleneck(&router, &g_out, rate_bps)?;
+        Ok(Bottleneck {
+            sender,
+            receiver,
+            router: Some(router),
+            dev: g_out,
+            receiver_addr: [10, 9, 1, 2],
+        })
+    }
+
+    /// The namespace of the bottleneck's device.
+    pub fn queue_ns(&self) -> &NetNs {
+        self.router.as_ref().unwrap_or(&self.sender)
+    }
+}
+
+/// The backlog (bytes) of the qdisc `handle` on `dev`, from `tc -s -j qdisc show`
+/// run by a thread inside the device's namespace.
+fn qdisc_backlog(dev: &str, handle: &str) -> Option<u64> {
+    let out = Command::new("tc")
+        .args(["-s", "-j", "qdisc", "show", "dev", dev])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
+    (v.as_array()?.iter())
+        .find(|q| q["handle"] == handle)
+        .and_then(|q| q["backlog"].as_u64())
+}
+
+/// The sender-side TCP memory of the namespace in bytes: the sum over its sockets of
+/// `ss -tmn`'s skmem r (sk_rmem_alloc), w (sk_wmem_queued) and f (sk_forward_alloc),
+/// what /proc/net/sockstat's `mem` counts for them.
+pub fn ss_memory() -> Option<u64> {
+    let out = Command::new("ss").args(["-tmn"]).output().ok()?;
+    Some(parse_skmem(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Sums r + w + f over every `skmem:(...)` of `ss -m` output.
+pub fn parse_skmem(text: &str) -> u64 {
+    let mut total = 0;
+    for part in text.split("skmem:(").skip(1) {
+        let body = part.split(')').next().unwrap_or("");
+        for field in body.split(',') {
+            let digits = field.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+            let key = &field[..field.len() - digits.len()];
+            if matches!(key, "r" | "w" | "f") {
+                total += digits.parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    total
+}
+
+/// Samples a figure every `every` until stopped: (seconds since the start, value).
+/// The sampling thread is inside the namespace, and so are the programs it starts
+/// (`tc`, `ss`: `clone(2)` copies the calling thread's namespaces).
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Vec<(f64, u64)>>,
+}
+
+impl Sampler {
+    /// Starts sampling `f` in `ns`.
+    pub fn start(
+        ns: &NetNs,
+        every: Duration,
+        f: impl Fn() -> Option<u64> + std::marker::Send + 'static,
+    ) -> Result<Self, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = ns
+            .spawn(move || {
+                let start = Instant::now();
+                let mut out = Vec::new();
+                while !s.load(Ordering::Relaxed) {
+                    if let Some(b) = f() {
+                        out.push((start.elapsed().as_secs_f64(), b));
+                    }
+                    std::thread::sleep(every);
+                }
+                out
+            })
+            .map_err(|e| format!("sampler thread: {e}"))?;
+        Ok(Sampler { stop, handle })
+    }
+
+    /// Samples the backlog of qdisc `handle` on `dev` in `ns`.
+    pub fn backlog(ns: &NetNs, dev: &str, handle: &str, every: Duration) -> Result<Self, String> {
+        let (dev, handle) = (dev.to_owned(), handle.to_owned());
+        Sampler::start(ns, every, move || qdisc_backlog(&dev, &handle))
+    }
+
+    /// Stops and returns the samples.
+    pub fn finish(self) -> Vec<(f64, u64)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// A kernel receiver: listens on `port` in `ns`, accepts `flows` connections and reads
+/// each to its end (then closes); yields the bytes read. Listening when this returns.
+pub fn sink(
+    ns: &NetNs,
+    port: u16,
+    flows: usize,
+) -> Result<JoinHandle<Result<u64, String>>, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = ns
+        .spawn(move || {
+            let l = match TcpListener::bind(("0.0.0.0", port)) {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = tx.send(Err(format!("bind port {port}: {e}")));
+                    return Err(format!("bind port {port}: {e}"));
+                }
+            };
+            let _ = tx.send(Ok(()));
+            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut readers = Vec::new();
+            while readers.len() < flows {
+                match l.accept() {
+                    Ok((s, _)) => readers.push(std::thread::spawn(move || read_all(s))),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        if Instant::now() > deadline {
+                            return Err(format!(
+                                "kernel receiver: {} of {flows} connections after 30 s",
+                                readers.len()
+                            ));
+                        }
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(e) => return Err(format!("accept: {e}")),
+                }
+            }
+            let mut total = 0;
+            for r in readers {
+                total += r.join().map_err(|_| "reader panicked".to_string())??;
+            }
+            Ok(total)
+        })
+        .map_err(|e| format!("receiver thread: {e}"))?;
+    rx.recv_timeout(Duration::from_secs(10))
+        .map_err(|_| "kernel receiver did not start".to_string())??;
+    Ok(h)
+}
+
+fn read_all(mut s: TcpStream) -> Result<u64, String> {
+    let _ = s.set_nonblocking(false);
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Ok(n),
+            Ok(k) => n += k as u64,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("kernel receiver read: {e}")),
+        }
+    }
+}
+
+/// What a kernel sender does.
+#[derive(Debug, Clone, Copy)]
+pub enum Send {
+    /// Writes for this long, then closes.
+    For(Duration),
+    /// Writes this many bytes, then closes.
+    Bytes(u64),
+}
+
+/// One kernel sender's result.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sent {
+    /// Bytes written.
+    pub bytes: u64,
+    /// From connect to the peer's close (s).
+    pub seconds: f64,
+    /// The thread's context switches (voluntary + involuntary) while it wrote.
+    pub ctx_switches: u64,
+    /// tcp_info when the writing ended: (snd_cwnd, snd_ssthresh, total_retrans).
+    pub info: (u32, u32, u32),
+}
+
+/// Starts `flows` kernel senders in `ns` to `to` (each on its own thread), with
+/// `SO_SNDBUF` if given; each writes, half-closes and waits for the peer's close.
+pub fn senders(
+    ns: &NetNs,
+    to: SocketAddr,
+    flows: usize,
+    what: Send,
+    sndbuf: Option<u32>,
+) -> Result<Vec<JoinHandle<Result<Sent, String>>>, String> {
+    (0..flows)
+        .map(|_| {
+            ns.spawn(move || send_one(to, what, sndbuf))
+                .map_err(|e| format!("sender thread: {e}"))
+        })
+        .collect()
+}
+
+/// One kernel sender on the calling thread (see [`senders`]).
+pub fn send_one(to: SocketAddr, what: Send, sndbuf: Option<u32>) -> Result<Sent, String> {
+    let start = Instant::now();
+    let cs0 = ctx_switches();
+    let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5))
+        .map_err(|e| format!("kernel sender: connect {to}: {e}"))?;
+    if let Some(b) = sndbuf {
+        set_sndbuf(&s, b)?;
+    }
+    s.set_write_timeout(Some(Duration::from_millis(50)))
+        .map_err(|e| e.to_string())?;
+    let buf = vec![0x5au8; 64 * 1024];
+    let mut bytes = 0u64;
+    loop {
+        let n = match what {
+            Send::For(d) if start.elapsed() >= d => break,
+            Send::For(_) => buf.len(),
+            Send::Bytes(total) if bytes >= total => break,
+            Send::Bytes(total) => ((total - bytes) as usize).min(buf.len()),
+        };
+        match s.write(&buf[..n]) {
+            Ok(k) => bytes += k as u64,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("kernel sender write: {e}")),
+        }
+    }
+    let ctx = ctx_switches().saturating_sub(cs0);
+    let info = tcp_info(&s);
+    s.shutdown(Shutdown::Write).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    Ok(Sent {
+        bytes,
+        seconds: start.elapsed().as_secs_f64(),
+        ctx_switches: ctx,
+        info,
+    })
+}
+
+/// The calling thread's context switches (`/proc/thread-self/status`).
+fn ctx_switches() -> u64 {
+    let text = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    (text.lines())
+        .filter(|l| l.contains("ctxt_switches:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
+/// (snd_cwnd, snd_ssthresh, total_retrans) from `getsockopt(TCP_INFO)`.
+fn tcp_info(s: &TcpStream) -> (u32, u32, u32) {
+    // SAFETY: tcp_info is plain data; getsockopt fills at most `len` bytes of it.
+    let mut i: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: a socket we own, a valid buffer and length.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            &mut i as *mut libc::tcp_info as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    match r {
+        0 => (i.tcpi_snd_cwnd, i.tcpi_snd_ssthresh, i.tcpi_total_retrans),
+        _ => (0, 0, 0),
+    }
+}
+
+/// `setsockopt(SO_SNDBUF)` (the kernel doubles it and stops autotuning the socket).
+fn set_sndbuf(s: &TcpStream, bytes: u32) -> Result<(), String> {
+    let v = bytes as libc::c_int;
+    // SAFETY: setsockopt on a socket we own, with a c_int option value.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    match r {
+        0 => Ok(()),
+        _ => Err(format!("SO_SNDBUF: {}", std::io::Error::last_os_error())),
+    }
+}
+
+/// The calling thread's namespace's SNMP counters (`/proc/thread-self/net/snmp`, what
+/// `nstat` reads): (`Ip`/`Tcp` + field name, value).
+pub fn snmp() -> Result<Vec<(String, u64)>, String> {
+    let p = "/proc/thread-self/net/snmp";
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"))?;
+    Ok(parse_snmp(&text))
+}
+
+/// Parses /proc/net/snmp's pairs of lines (`Ip: Forwarding ...` then `Ip: 1 ...`).
+pub fn parse_snmp(text: &str) -> Vec<(String, u64)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for pair in lines.chunks(2) {
+        let [names, values] = pair else { continue };
+        let (Some((proto, names)), Some((_, values))) =
+            (names.split_once(':'), values.split_once(':'))
+        else {
+            continue;
+        };
+        for (n, v) in names.split_whitespace().zip(values.split_whitespace()) {
+            if let Ok(v) = v.parse::<i64>() {
+                out.push((format!("{proto}{n}"), v.max(0) as u64));
+            }
+        }
+    }
+    out
+}
+
+/// A counter from [`snmp`]'s list (0 if absent).
+pub fn counter(list: &[(String, u64)], name: &str) -> u64 {
+    list.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snmp_pairs_parse() {
+        let t = "Ip: Forwarding DefaultTTL InReceives OutRequests\nIp: 1 64 695 552\n\
+                 Tcp: RtoAlgorithm MaxConn OutSegs\nTcp: 1 -1 1385\n";
+        let c = parse_snmp(t);
+        assert_eq!(counter(&c, "IpOutRequests"), 552);
+        assert_eq!(counter(&c, "IpInReceives"), 695);
+        assert_eq!(counter(&c, "TcpOutSegs"), 1385);
+        assert_eq!(counter(&c, "TcpMaxConn"), 0, "negative counts as 0");
+        assert_eq!(counter(&c, "Nope"), 0);
+    }
+
+    #[test]
+    fn skmem_sums_r_w_f() {
+        let t = "ESTAB 0 0 10.0.0.1:1 10.0.0.2:2\n\t skmem:(r10,rb131072,t5,tb46080,f100,w1000,o0,bl0,d0)\n\
+                 ESTAB 0 0 10.0.0.1:3 10.0.0.2:2\n\t skmem:(r0,rb131072,t0,tb46080,f4000,w20,o0,bl0,d2)\n";
+        assert_eq!(parse_skmem(t), 10 + 100 + 1000 + 4000 + 20);
+        assert_eq!(parse_skmem("nothing"), 0);
+    }
+}

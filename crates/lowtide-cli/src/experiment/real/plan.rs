@@ -1,0 +1,601 @@
+//! The real-path runs of each experiment, their execution and their checks.
+
+use super::kernel::{self, Bottleneck, Sampler, Send};
+use super::tun::{self, StackRun, TunLink};
+use super::{RealCheck, RealResults, RealRun, Side};
+use lowtide_sim::experiment::Experiment;
+use lowtide_tun::device::Offload;
+use lowtide_tun::link::PathConfig;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const MS: u64 = 1_000_000;
+const GBIT: u64 = 1_000_000_000;
+/// "TSQ off" for the kernel: tcp_limit_output_bytes as large as it goes usefully.
+const HUGE_LIMIT: &str = "1073741824";
+
+/// The path of a run: `rate`, `rtt` split in halves, `loss` forward.
+fn path(rate_bps: u64, rtt_ns: u64, loss: f64) -> (PathConfig, PathConfig) {
+    let base = PathConfig {
+        rate_bps: Some(rate_bps),
+        delay_ns: rtt_ns / 2,
+        ..PathConfig::default()
+    };
+    (
+        PathConfig {
+            loss,
+            ..base.clone()
+        },
+        base,
+    )
+}
+
+fn rate_name(bps: u64) -> String {
+    match bps {
+        b if b >= GBIT && b % GBIT == 0 => format!("{} Gbit/s", b / GBIT),
+        b => format!("{} Mbit/s", b / 1_000_000),
+    }
+}
+
+/// Progress lines on stderr (a real run takes seconds, not minutes).
+fn say(quiet: bool, what: &str) {
+    if !quiet {
+        eprintln!("lowtide experiment --real: {what}");
+    }
+}
+
+/// Runs the real-path parts of `exps`.
+pub fn run(exps: &[Experiment], quick: bool, seed: u64, quiet: bool) -> RealResults {
+    let mut runs = Vec::new();
+    for &e in exps {
+        match e {
+            Experiment::E3 => e3(quick, seed, quiet, &mut runs),
+            Experiment::E4 => e4(quick, seed, quiet, &mut runs),
+            Experiment::E5 => e5(seed, quiet, &mut runs),
+            Experiment::E1 => e1(quick, seed, quiet, &mut runs),
+            Experiment::E2 => e2(quick, seed, quiet, &mut runs),
+        }
+    }
+    let checks = exps.iter().flat_map(|&e| checks(e, &runs)).collect();
+    RealResults {
+        format: super::FORMAT,
+        quick,
+        measured: super::now_utc(),
+        machine: super::machine(),
+        experiments: exps.to_vec(),
+        runs,
+        checks,
+    }
+}
+
+fn record(
+    e: Experiment,
+    side: Side,
+    group: &str,
+    variant: &str,
+    params: &[(&str, String)],
+) -> RealRun {
+    RealRun {
+        experiment: Some(e),
+        side: Some(side),
+        group: group.into(),
+        variant: variant.into(),
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+        ..RealRun::default()
+    }
+}
+
+/// Fills a record from a lowtide run.
+fn fill_stack(r: &mut RealRun, o: &tun::StackOutcome, rate_bps: u64) {
+    let ms = |bytes: f64| bytes * 8.0 / rate_bps as f64 * 1e3;
+    r.goodput_bps = if o.seconds > 0.0 {
+        o.received as f64 * 8.0 / o.seconds
+    } else {
+        0.0
+    };
+    r.queue_mean_ms = Some(ms(o.queue_mean_bytes));
+    r.queue_peak_ms = Some(ms(o.queue_peak_bytes as f64));
+    r.ip_out_requests = Some(o.ip_out_requests);
+    r.tcp_out_segs = Some(o.tcp_out_segs);
+    r.ip_in_receives = Some(o.ip_in_receives);
+    r.retrans_segs = Some(o.retrans_segs);
+    r.cpu_user_s = Some(o.cpu_user_s);
+    r.cpu_sys_s = Some(o.cpu_sys_s);
+    r.cpu_per_ack_us = (o.ip_in_receives > 0).then(|| o.cpu_user_s * 1e6 / o.ip_in_receives as f64);
+    r.mean_pages = Some(o.mean_pages);
+    if !o.info_at_end.is_empty() {
+        r.params.push((
+            "first flow's tcp_info at the end".into(),
+            o.info_at_end.clone(),
+        ));
+    }
+    r.wakeups_per_s = (o.write_seconds > 0.0).then(|| o.wakeups as f64 / o.write_seconds);
+    r.series = (o.queue_series.iter())
+        .map(|&(t, b)| (t, ms(b as f64)))
+        .collect();
+}
+
+/// The kernel's side of E1 and E2: `flows` bulk senders through `lowtide link`
+/// (`rate`, `rtt_ns`) with `sysctls` in the sender's namespace; TCP memory sampled
+/// with `ss -tm` every 100 ms, context switches of the sender threads.
+fn kernel_bulk_link(
+    r: &mut RealRun,
+    (flows, secs, rate, rtt_ns): (usize, u64, u64, u64),
+    sysctls: &[(&str, &str)],
+    seed: u64,
+) -> Result<(), String> {
+    let link = TunLink::start(path(rate, rtt_ns, 0.0), Offload::Full, seed)?;
+    for (k, v) in sysctls {
+        kernel::sysctl(&link.sender, k, v)?;
+    }
+    let sink = kernel::sink(&link.receiver, 5201, flows)?;
+    let mem = Sampler::start(&link.sender, Duration::from_millis(100), kernel::ss_memory)?;
+    let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));
+    let senders = kernel::senders(
+        &link.sender,
+        to,
+        flows,
+        Send::For(Duration::from_secs(secs)),
+        None,
+    )?;
+    let (mut longest, mut ctx, mut first) = (0.0f64, 0u64, None);
+    for s in senders {
+        let sent = s
+            .join()
+            .map_err(|_| "kernel sender panicked".to_string())??;
+        longest = longest.max(sent.seconds);
+        ctx += sent.ctx_switches;
+        first.get_or_insert(sent.info);
+    }
+    let samples = mem.finish();
+    let received = sink
+        .join()
+        .map_err(|_| "kernel receiver panicked".to_string())??;
+    link.stop()?;
+    let busy: Vec<f64> = (samples.iter())
+        .filter(|(t, _)| *t <= secs as f64)
+        .map(|(_, b)| *b as f64)
+        .collect();
+    if busy.is_empty() {
+        return Err("no memory samples (ss -tm failed)".into());
+    }
+    r.goodput_bps = if longest > 0.0 {
+        received as f64 * 8.0 / longest
+    } else {
+        0.0
+    };
+    r.mean_pages = Some(busy.iter().sum::<f64>() / busy.len() as f64 / 4096.0);
+    r.wakeups_per_s = Some(ctx as f64 / secs as f64);
+    if let Some((cwnd, ssthresh, retrans)) = first {
+        r.params.push((
+            "first flow's tcp_info at the end".into(),
+            format!("cwnd {cwnd}, ssthresh {ssthresh}, retrans {retrans}"),
+        ));
+    }
+    Ok(())
+}
+
+/// E1 (seed 000): bulk flows at 1 Gbit/s and 10 ms RTT, TCP_NOTSENT_LOWAT off vs
+/// 128 KB (net.ipv4.tcp_notsent_lowat); lowtide on TUN and the kernel through
+/// `lowtide link`.
+fn e1(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
+    let (flows, secs) = if quick { (4, 3) } else { (20, 10) };
+    let group = format!("{flows} flows");
+    let params = [
+        ("rate", rate_name(GBIT)),
+        ("rtt", "10 ms".to_string()),
+        ("duration", format!("{secs} s")),
+    ];
+    for (v, lowat) in [("A: lowat off", None), ("B: lowat 128 KB", Some("131072"))] {
+        say(quiet, &format!("e1 lowtide {group} / {v}"));
+        let mut r = record(Experiment::E1, Side::Lowtide, &group, v, &params);
+        let run = StackRun {
+            flows,
+            path: path(GBIT, 10 * MS, 0.0),
+            offload: Offload::Full,
+            sysctls: lowat
+                .map(|l| format!("net.ipv4.tcp_notsent_lowat={l}"))
+                .into_iter()
+                .collect(),
+            kernel_sysctls: Vec::new(),
+            what: Send::For(Duration::from_secs(secs)),
+            sndbuf: None,
+            sample_every: Duration::from_millis(100),
+        };
+        match tun::run_stack(&run, seed) {
+            Ok(o) => fill_stack(&mut r, &o, GBIT),
+            Err(e) => r.error = Some(e),
+        }
+        r.series.clear();
+        runs.push(r);
+        say(quiet, &format!("e1 kernel {group} / {v}"));
+        let mut k = record(Experiment::E1, Side::Kernel, &group, v, &params);
+        let sysctls: Vec<(&str, &str)> = lowat
+            .map(|l| ("net.ipv4.tcp_notsent_lowat", l))
+            .into_iter()
+            .collect();
+        if let Err(e) = kernel_bulk_link(&mut k, (flows, secs, GBIT, 10 * MS), &sysctls, seed) {
+            k.error = Some(e);
+        }
+        runs.push(k);
+    }
+}
+
+/// E2 (seed 001): BBR flows at 100 ms RTT, tcp_wmem max 64 MB, lowat 2 MB with and
+/// without the lowat/2 wakeup rule (lowtide's switch; the kernel has the rule).
+fn e2(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
+    let (flows, secs) = if quick { (2, 4) } else { (4, 10) };
+    let group = format!("{flows} BBR flows");
+    let params = [
+        ("rate", rate_name(GBIT)),
+        ("rtt", "100 ms".to_string()),
+        ("duration", format!("{secs} s")),
+        ("tcp_wmem", "4096 262144 64000000".into()),
+    ];
+    let base = [
+        ("net.ipv4.tcp_congestion_control", "bbr"),
+        ("net.ipv4.tcp_wmem", "4096 262144 64000000"),
+    ];
+    let variants: [(&str, Option<&str>, bool); 3] = [
+        ("A: lowat off", None, true),
+        ("B: lowat 2 MB, wake at lowat/2", Some("2097152"), true),
+        (
+            "C: lowat 2 MB, wake below lowat (ablation)",
+            Some("2097152"),
+            false,
+        ),
+    ];
+    for (v, lowat, rule) in variants {
+        say(quiet, &format!("e2 lowtide {group} / {v}"));
+        let mut r = record(Experiment::E2, Side::Lowtide, &group, v, &params);
+        let mut sysctls: Vec<String> = base.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        sysctls.extend(lowat.map(|l| format!("net.ipv4.tcp_notsent_lowat={l}")));
+        sysctls.push(format!("experimental.notsent_wake_hysteresis={rule}"));
+        let run = StackRun {
+            flows,
+            path: path(GBIT, 100 * MS, 0.0),
+            offload: Offload::Full,
+            sysctls,
+            kernel_sysctls: Vec::new(),
+            what: Send::For(Duration::from_secs(secs)),
+            sndbuf: None,
+            sample_every: Duration::from_millis(100),
+        };
+        match tun::run_stack(&run, seed) {
+            Ok(o) => fill_stack(&mut r, &o, GBIT),
+            Err(e) => r.error = Some(e),
+        }
+        r.series.clear();
+        runs.push(r);
+        if !rule {
+            continue;
+        }
+        say(quiet, &format!("e2 kernel {group} / {v}"));
+        let mut k = record(Experiment::E2, Side::Kernel, &group, v, &params);
+        let mut sysctls: Vec<(&str, &str)> = base.to_vec();
+        sysctls.extend(lowat.map(|l| ("net.ipv4.tcp_notsent_lowat", l)));
+        if let Err(e) = kernel_bulk_link(&mut k, (flows, secs, GBIT, 100 * MS), &sysctls, seed) {
+            k.error = Some(e);
+        }
+        runs.push(k);
+    }
+}
+
+/// E3 (seed 002): bulk senders into a 1000-packet pfifo at 1 Gbit/s and 100 Mbit/s,
+/// 1 ms RTT, 1 and 4 flows. lowtide: its emulated link on TUN, experimental.tsq off
+/// vs on. Kernel: veth + htb + pfifo, tcp_limit_output_bytes 1 GB vs the default.
+fn e3(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
+    let secs = if quick { 2 } else { 10 };
+    let settings: &[(u64, usize)] = match quick {
+        true => &[(100_000_000, 1)],
+        false => &[(GBIT, 1), (GBIT, 4), (100_000_000, 1), (100_000_000, 4)],
+    };
+    for &(rate, flows) in settings {
+        let group = format!(
+            "{}, {flows} flow{}",
+            rate_name(rate),
+            if flows == 1 { "" } else { "s" }
+        );
+        let params = [
+            ("rate", rate_name(rate)),
+            ("flows", flows.to_string()),
+            ("duration", format!("{secs} s")),
+            ("queue", "pfifo 1000 packets".into()),
+        ];
+        for (v, tsq) in [("A: TSQ off", false), ("B: TSQ on", true)] {
+            say(quiet, &format!("e3 lowtide {group} / {v}"));
+            let mut r = record(Experiment::E3, Side::Lowtide, &group, v, &params);
+            let run = StackRun {
+                flows,
+                path: path(rate, MS, 0.0),
+                offload: Offload::Full,
+                sysctls: vec![format!("experimental.tsq={tsq}")],
+                kernel_sysctls: Vec::new(),
+                what: Send::For(Duration::from_secs(secs)),
+                sndbuf: None,
+                sample_every: Duration::from_millis(10),
+            };
+            match tun::run_stack(&run, seed) {
+                Ok(o) => fill_stack(&mut r, &o, rate),
+                Err(e) => r.error = Some(e),
+            }
+            runs.push(r);
+        }
+        for (v, limit, routed) in [
+            ("A: tcp_limit_output_bytes 1 GB", Some(HUGE_LIMIT), false),
+            ("B: default", None, false),
+            (
+                "R: queue one hop away (a router's pfifo: TSQ does not see it)",
+                None,
+                true,
+            ),
+        ] {
+            say(quiet, &format!("e3 kernel {group} / {v}"));
+            let mut r = record(Experiment::E3, Side::Kernel, &group, v, &params);
+            if let Err(e) = kernel_e3(&mut r, (rate, flows, secs), limit, routed) {
+                r.error = Some(e);
+            }
+            runs.push(r);
+        }
+    }
+}
+
+fn kernel_e3(
+    r: &mut RealRun,
+    (rate, flows, secs): (u64, usize, u64),
+    limit: Option<&str>,
+    routed: bool,
+) -> Result<(), String> {
+    let path = match routed {
+        true => kernel::Path::Routed,
+        false => kernel::Path::Local,
+    };
+    let pair = Bottleneck::new(rate, path)?;
+    if let Some(l) = limit {
+        kernel::sysctl(&pair.sender, "net.ipv4.tcp_limit_output_bytes", l)?;
+    }
+    let used = kernel::read_sysctl(&pair.sender, "net.ipv4.tcp_limit_output_bytes")?;
+    r.params.push(("tcp_limit_output_bytes".into(), used));
+    let sink = kernel::sink(&pair.receiver, 5201, flows)?;
+    let sampler = Sampler::backlog(pair.queue_ns(), &pair.dev, "10:", Duration::from_millis(10))?;
+    let to = SocketAddr::from((pair.receiver_addr, 5201));
+    let senders = kernel::senders(
+        &pair.sender,
+        to,
+        flows,
+        Send::For(Duration::from_secs(secs)),
+        None,
+    )?;
+    let mut longest = 0.0f64;
+    for s in senders {
+        let sent = s
+            .join()
+            .map_err(|_| "kernel sender panicked".to_string())??;
+        longest = longest.max(sent.seconds);
+    }
+    let samples = sampler.finish();
+    let received = sink
+        .join()
+        .map_err(|_| "kernel receiver panicked".to_string())??;
+    let ms = |b: f64| b * 8.0 / rate as f64 * 1e3;
+    r.goodput_bps = if longest > 0.0 {
+        received as f64 * 8.0 / longest
+    } else {
+        0.0
+    };
+    // Samples while the senders were writing (the last ones are the drain).
+    let busy: Vec<&(f64, u64)> = samples.iter().filter(|(t, _)| *t <= secs as f64).collect();
+    if busy.is_empty() {
+        return Err("no qdisc samples (tc -s -j qdisc show failed)".into());
+    }
+    let mean = busy.iter().map(|(_, b)| *b as f64).sum::<f64>() / busy.len() as f64;
+    let peak = busy.iter().map(|(_, b)| *b).max().unwrap_or(0);
+    r.queue_mean_ms = Some(ms(mean));
+    r.queue_peak_ms = Some(ms(peak as f64));
+    r.series = samples.iter().map(|&(t, b)| (t, ms(b as f64))).collect();
+    Ok(())
+}
+
+/// E4 (seed 003): lowtide sender on TUN without offload (the kernel receiver gets
+/// single segments: nothing for GRO to merge), 150 ms RTT, 1 % loss on the data path,
+/// BBR, buffers of 256 MB; list vs tree. Goodput and the sender thread's CPU per ACK.
+fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
+    let (secs, rate, reps) = match quick {
+        true => (4, 100_000_000, 1),
+        false => (20, 500_000_000, 3),
+    };
+    let group = format!("{}, 150 ms, 1 % loss", rate_name(rate));
+    let params = [
+        ("rate", rate_name(rate)),
+        ("duration", format!("{secs} s")),
+        ("cc", "bbr".into()),
+        ("offload", "off (receiver gets MSS packets)".into()),
+    ];
+    // Alternating list and tree, so that a slow spell of the machine hits both.
+    let order = (0..reps).flat_map(|_| [("A: list", "list"), ("B: tree", "tree")]);
+    for (v, kind) in order {
+        say(quiet, &format!("e4 lowtide {group} / {v}"));
+        let mut r = record(Experiment::E4, Side::Lowtide, &group, v, &params);
+        let run = StackRun {
+            flows: 1,
+            path: path(rate, 150 * MS, 0.01),
+            offload: Offload::None,
+            sysctls: vec![
+                "net.ipv4.tcp_congestion_control=bbr".into(),
+                "net.ipv4.tcp_rmem=4096 131072 268435456".into(),
+                "net.ipv4.tcp_wmem=4096 16384 268435456".into(),
+                format!("experimental.rtx_queue={kind}"),
+            ],
+            kernel_sysctls: vec![("net.ipv4.tcp_rmem".into(), "4096 131072 268435456".into())],
+            what: Send::For(Duration::from_secs(secs)),
+            sndbuf: None,
+            sample_every: Duration::from_millis(100),
+        };
+        match tun::run_stack(&run, seed) {
+            Ok(o) => fill_stack(&mut r, &o, rate),
+            Err(e) => r.error = Some(e),
+        }
+        r.series.clear();
+        runs.push(r);
+    }
+}
+
+/// E5 (seed 004): one 2,000,000-byte transfer at 40 ms RTT on 1 Gbit/s with
+/// SO_SNDBUF 1,000,000. lowtide: sized at write vs at transmit time. Kernel: through
+/// `lowtide link`, nstat's counters in the sender's namespace.
+fn e5(seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
+    let group = "2,000,000 bytes";
+    let params = [
+        ("rate", rate_name(GBIT)),
+        ("rtt", "40 ms".to_string()),
+        ("SO_SNDBUF", "1000000".into()),
+    ];
+    for (v, at) in [
+        ("A: size at write", "write"),
+        ("B: size at transmit", "transmit"),
+    ] {
+        say(quiet, &format!("e5 lowtide / {v}"));
+        let mut r = record(Experiment::E5, Side::Lowtide, group, v, &params);
+        let run = StackRun {
+            flows: 1,
+            path: path(GBIT, 40 * MS, 0.0),
+            offload: Offload::Full,
+            sysctls: vec![format!("experimental.size_goal_at={at}")],
+            kernel_sysctls: Vec::new(),
+            what: Send::Bytes(2_000_000),
+            sndbuf: Some(1_000_000),
+            sample_every: Duration::from_millis(10),
+        };
+        match tun::run_stack(&run, seed) {
+            Ok(o) => fill_stack(&mut r, &o, GBIT),
+            Err(e) => r.error = Some(e),
+        }
+        r.series.clear();
+        runs.push(r);
+    }
+    say(quiet, "e5 kernel through lowtide link");
+    let mut r = record(
+        Experiment::E5,
+        Side::Kernel,
+        group,
+        "B: kernel (sizes at transmit time)",
+        &params,
+    );
+    if let Err(e) = kernel_e5(&mut r, seed) {
+        r.error = Some(e);
+    }
+    runs.push(r);
+}
+
+fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
+    let link = TunLink::start(path(GBIT, 40 * MS, 0.0), Offload::Full, seed)?;
+    let sink = kernel::sink(&link.receiver, 5201, 1)?;
+    let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));
+    let h = link
+        .sender
+        .spawn(move || -> Result<_, String> {
+            let before = kernel::snmp()?;
+            let sent = kernel::send_one(to, Send::Bytes(2_000_000), Some(1_000_000))?;
+            let after = kernel::snmp()?;
+            Ok((sent, before, after))
+        })
+        .map_err(|e| format!("sender thread: {e}"))?;
+    let (sent, before, after) = h
+        .join()
+        .map_err(|_| "kernel sender panicked".to_string())??;
+    let received = sink
+        .join()
+        .map_err(|_| "kernel receiver panicked".to_string())??;
+    link.stop()?;
+    let (cwnd, ssthresh, retrans) = sent.info;
+    r.params.push((
+        "tcp_info at the end".into(),
+        format!("cwnd {cwnd}, ssthresh {ssthresh}, retrans {retrans}"),
+    ));
+    if sent.bytes != 2_000_000 || received != sent.bytes {
+        return Err(format!(
+            "kernel wrote {} bytes, the receiver read {received}",
+            sent.bytes
+        ));
+    }
+    let d = |n: &str| kernel::counter(&after, n).saturating_sub(kernel::counter(&before, n));
+    r.ip_out_requests = Some(d("IpOutRequests"));
+    r.tcp_out_segs = Some(d("TcpOutSegs"));
+    r.ip_in_receives = Some(d("IpInReceives"));
+    r.retrans_segs = Some(d("TcpRetransSegs"));
+    r.goodput_bps = if sent.seconds > 0.0 {
+        received as f64 * 8.0 / sent.seconds
+    } else {
+        0.0
+    };
+    Ok(())
+}
+
+/// The directions that hold on a real path run at any scale this machine can give.
+pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<RealCheck> {
+    let mut out = Vec::new();
+    let mine = |side: Side, v: &str| -> Vec<&RealRun> {
+        (runs.iter())
+            .filter(|r| r.experiment == Some(e) && r.side == Some(side) && r.variant.starts_with(v))
+            .collect()
+    };
+    for r in runs.iter().filter(|r| r.experiment == Some(e)) {
+        if let Some(err) = &r.error {
+            out.push(RealCheck {
+                experiment: e,
+                claim: format!(
+                    "{:?} {} / {}: the run completes",
+                    r.side.unwrap_or(Side::Lowtide),
+                    r.group,
+                    r.variant
+                ),
+                detail: err.clone(),
+                pass: false,
+            });
+        }
+    }
+    match e {
+        Experiment::E3 => {
+            for a in mine(Side::Lowtide, "A") {
+                let Some(b) = mine(Side::Lowtide, "B")
+                    .into_iter()
+                    .find(|b| b.group == a.group)
+                else {
+                    continue;
+                };
+                let (Some(qa), Some(qb)) = (a.queue_mean_ms, b.queue_mean_ms) else {
+                    continue;
+                };
+                out.push(RealCheck {
+                    experiment: e,
+                    claim: format!(
+                        "lowtide on TUN, {}: mean device-queue delay with TSQ < 1/2 of without",
+                        a.group
+                    ),
+                    detail: format!("mean delay ms: A {qa:.3}, B {qb:.3}"),
+                    pass: qb < qa / 2.0,
+                });
+            }
+        }
+        Experiment::E5 => {
+            let (a, b) = (mine(Side::Lowtide, "A"), mine(Side::Lowtide, "B"));
+            if let (Some(a), Some(b)) = (a.first(), b.first()) {
+                let (oa, ob) = (
+                    a.ip_out_requests.unwrap_or(0),
+                    b.ip_out_requests.unwrap_or(0),
+                );
+                out.push(RealCheck {
+                    experiment: e,
+                    claim: "lowtide on TUN, 2,000,000 bytes: IpOutRequests sized at transmit < sized at write".into(),
+                    detail: format!("IpOutRequests: A {oa}, B {ob}"),
+                    pass: a.error.is_none() && b.error.is_none() && ob < oa,
+                });
+            }
+        }
+        _ => {}
+    }
+    out
+}

@@ -1,0 +1,67 @@
+//! The real path's plot: E3's device-queue delay over time, lowtide (TSQ off/on) and
+//! the kernel (tcp_limit_output_bytes 1 GB / default) side by side, one panel per
+//! setting.
+
+use super::super::plot::{draw, font_ready, Chart, Series};
+use super::{RealResults, Side};
+use lowtide_sim::experiment::Experiment;
+use std::path::{Path, PathBuf};
+
+/// Draws `plots/e3_real_delay.{png,svg}` under `out`; returns the files (relative to
+/// `out`), none without the font or without E3 runs.
+pub fn render(real: &RealResults, out: &Path) -> Result<Vec<PathBuf>, String> {
+    if !font_ready() {
+        return Ok(Vec::new());
+    }
+    let mut groups: Vec<&str> = (real.runs.iter())
+        .filter(|r| r.experiment == Some(Experiment::E3))
+        .map(|r| r.group.as_str())
+        .collect();
+    groups.dedup();
+    let mut panels = Vec::new();
+    for g in groups {
+        let rs: Vec<_> = (real.runs.iter())
+            .filter(|r| r.experiment == Some(Experiment::E3) && r.group == g)
+            .filter(|r| !r.series.is_empty())
+            .collect();
+        let Some(first) = rs.first() else { continue };
+        let params: Vec<String> = (first.params.iter())
+            .filter(|(k, _)| k != "tcp_limit_output_bytes")
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let label = |r: &super::RealRun| match r.side {
+            Some(Side::Kernel) => format!("kernel, {}", r.variant),
+            _ => format!("lowtide on TUN, {}", r.variant),
+        };
+        panels.push(Chart {
+            title: format!("E3 real path, {g}: device-queue delay over time (lowtide: its link queue; kernel: pfifo under htb)"),
+            caption: format!(
+                "{}, 1 ms RTT; delay = backlog / rate; {}",
+                params.join(", "),
+                real.machine
+            ),
+            x: "wall-clock time since the flows started (s)".into(),
+            y: "queueing delay (ms)".into(),
+            series: rs
+                .iter()
+                .map(|r| Series {
+                    label: label(r),
+                    points: r.series.clone(),
+                })
+                .collect(),
+            points: false,
+        });
+    }
+    if panels.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dir = out.join("plots");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for ext in ["png", "svg"] {
+        let rel = PathBuf::from("plots").join(format!("e3_real_delay.{ext}"));
+        draw(&out.join(&rel), &panels)?;
+        files.push(rel);
+    }
+    Ok(files)
+}

@@ -39,8 +39,8 @@ enum Command {
     /// Runs in the deterministic network simulator (virtual time).
     #[command(subcommand)]
     Sim(SimCommand),
-    /// One TCP connection between lowtide on a TUN device and a kernel socket
-    /// program, sending or receiving a stream with its SHA-256 (needs root).
+    /// TCP connections (one, or -P N) between lowtide on a TUN device and a kernel
+    /// socket program, sending or receiving streams with their SHA-256 (needs root).
     Transfer(real::transfer::TransferArgs),
     /// iperf3's client (-c) or server (-s) on lowtide over a TUN device; the real
     /// iperf3 on the kernel's side is its peer (needs root).

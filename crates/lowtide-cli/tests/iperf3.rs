@@ -315,3 +315,45 @@ fn text_output_reads_like_iperf3() {
     }
     assert!(text.ends_with("iperf Done.\n"), "{text}");
 }
+
+#[test]
+fn server_text_reads_like_iperf3() {
+    if !have_iperf3("server_text_reads_like_iperf3") {
+        return;
+    }
+    let env = Env::new("ipsx");
+    let mut args = vec!["iperf3", "-s", "-1"];
+    args.extend_from_slice(&TUN);
+    let server = env.lowtide(&args);
+    let start = Instant::now();
+    loop {
+        let out = env.spawn("iperf3", &["-c", LOWTIDE, "-t", "1"]).wait(LIMIT);
+        if out.status.success() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "iperf3 -c never connected"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = server.wait(Duration::from_secs(20));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let rule = "-----------------------------------------------------------";
+    let banner = format!("{rule}\nServer listening on 5201 (test #1)\n{rule}\n");
+    assert!(text.starts_with(&banner), "{text}");
+    assert!(
+        text.contains("\nAccepted connection from 10.7.0.1, port "),
+        "{text}"
+    );
+    assert!(
+        text.contains("] local 10.7.0.2 port 5201 connected to 10.7.0.1 port "),
+        "{text}"
+    );
+    assert!(
+        text.contains("[ ID] Interval           Transfer     Bitrate\n"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.ends_with("receiver")), "{text}");
+}

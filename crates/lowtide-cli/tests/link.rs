@@ -67,3 +67,36 @@ fn kernel_to_kernel_through_delay_and_loss() {
     let r = through_link("lkl", 2_000_000, &path);
     assert!(r["a_to_b"]["lost"].as_u64().unwrap() > 0, "{r}");
 }
+
+/// A run that cannot start (no such peer namespace) fails in one line on stderr,
+/// exit 1, nothing on stdout.
+#[test]
+fn link_that_cannot_start_exits_1_with_the_reason() {
+    if !privileged("link_that_cannot_start_exits_1_with_the_reason") {
+        return;
+    }
+    let a = Env::new("lkf");
+    let args = [
+        "link",
+        "--tun",
+        "la",
+        "--tun-addr",
+        "10.8.0.1/24",
+        "--peer-tun",
+        "lb",
+        "--peer-addr",
+        "10.8.0.2/24",
+        "--peer-netns",
+        "lowtide-no-such-ns",
+        "--json",
+    ];
+    let out = a.lowtide(&args).wait(Duration::from_secs(10));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("lowtide: TUN device lb in network namespace lowtide-no-such-ns: "),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(out.stdout.is_empty());
+}

@@ -52,8 +52,8 @@ pub trait Net {
     fn stats(&self, c: Self::Conn) -> ConnStats;
 
     /// Bytes written but not yet acknowledged by the peer (Linux's `SIOCOUTQ`), if
-    /// known. A sender waits for this to reach zero before `TEST_END`, so that the
-    /// receiver's count is the sender's; `None` (the default) does not wait.
+    /// known (`None` by default). Information only: as iperf3, a sender ends the test
+    /// at `-t` with these bytes still in flight, counted as sent, not received.
     fn send_queue_len(&self, c: Self::Conn) -> Option<u64> {
         let _ = c;
         None

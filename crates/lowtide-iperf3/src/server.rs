@@ -153,6 +153,23 @@ impl<N: Net> Server<N> {
         })
     }
 
+    /// The current test, once its streams are all connected: the number of the
+    /// test (1, 2, ...), the client's control address, and each data stream's id
+    /// and addresses (iperf3's `Accepted connection from ...` and `[  5] local ...
+    /// connected to ...` lines).
+    #[allow(clippy::type_complexity)]
+    pub fn connected_streams(
+        &self,
+    ) -> Option<(
+        u64,
+        Option<SocketAddr>,
+        Vec<(u32, Option<SocketAddr>, Option<SocketAddr>)>,
+    )> {
+        let t = self.test.as_ref().filter(|t| t.start.is_some())?;
+        let streams = t.xfer.streams.iter().map(|s| (s.id, s.local, s.peer));
+        Some((self.tests, t.addrs.1, streams.collect()))
+    }
+
     /// The current test's intervals completed since the last call.
     pub fn take_intervals(&mut self) -> Vec<Interval> {
         self.test

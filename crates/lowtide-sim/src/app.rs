@@ -81,7 +81,8 @@ pub struct InfoSnapshot {
     pub ca_state: &'static str,
     /// `TCP_NOTSENT_LOWAT` as getsockopt reports it (0: unset).
     pub notsent_lowat: u32,
-    /// `tcpi_bytes_acked`.
+    /// Data bytes the peer acknowledged: `tcpi_bytes_acked` less the SYN and the
+    /// FIN, which Linux counts too (`tcp_snd_una_update`).
     pub bytes_acked: u64,
     /// `tcpi_snd_cwnd` × `tcpi_snd_mss` (bytes).
     pub snd_cwnd_bytes: u64,
@@ -92,8 +93,11 @@ pub struct InfoSnapshot {
 }
 
 impl InfoSnapshot {
-    /// Takes the figures from a `tcp_info` (`notsent_lowat` is not in it: 0).
-    pub fn from_info(info: &TcpInfo) -> InfoSnapshot {
+    /// Takes the figures from a `tcp_info` (`notsent_lowat` is not in it: 0) of an
+    /// active opener that has written `written` bytes: its FIN can only be
+    /// acknowledged after all of them, so the data acknowledged is
+    /// `min(bytes_acked - SYN, written)`.
+    pub fn from_info(info: &TcpInfo, written: u64) -> InfoSnapshot {
         InfoSnapshot {
             retrans_segs: info.total_retrans as u64,
             rtt_us: info.rtt as u64,
@@ -104,7 +108,7 @@ impl InfoSnapshot {
             bbr_bw: info.bbr_bw,
             ca_state: info.ca_state,
             notsent_lowat: 0,
-            bytes_acked: info.bytes_acked,
+            bytes_acked: info.bytes_acked.saturating_sub(1).min(written),
             snd_cwnd_bytes: info.snd_cwnd as u64 * info.snd_mss as u64,
             rttvar_us: info.rttvar as u64,
             pmtu: info.pmtu as u64,
@@ -249,7 +253,7 @@ impl Sender {
     /// once it is closed.
     pub fn point(&self, stack: &Stack, now: Instant) -> crate::intervals::SenderPoint {
         let i = match self.handle.map(|h| stack.info(now, h)) {
-            Some(Ok(info)) => InfoSnapshot::from_info(&info),
+            Some(Ok(info)) => InfoSnapshot::from_info(&info, self.written),
             _ => self.info,
         };
         crate::intervals::SenderPoint {
@@ -266,7 +270,7 @@ impl Sender {
     pub fn snapshot(&mut self, stack: &Stack, now: Instant) {
         let Some(h) = self.handle else { return };
         if let Ok(info) = stack.info(now, h) {
-            self.info = InfoSnapshot::from_info(&info);
+            self.info = InfoSnapshot::from_info(&info, self.written);
             self.info.notsent_lowat = stack.notsent_lowat(h).unwrap_or(0);
         }
     }

@@ -207,6 +207,7 @@ fn flow_result(
         failure: failure.map(|x| x.to_string()),
         first_error_offset: v.first_error(),
         socket_error: f.sender.error.or(f.receiver.error).map(|e| e.to_string()),
+        listener_resets: f.listener_resets,
     }
 }
 

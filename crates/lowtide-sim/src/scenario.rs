@@ -208,6 +208,9 @@ pub struct FlowResult {
     pub first_error_offset: Option<u64>,
     /// A socket error seen by either end.
     pub socket_error: Option<String>,
+    /// RSTs without ACK the receiving host sent to this flow (a listener's answers to
+    /// segments no connection matched, e.g. after a failed SYN cookie check).
+    pub listener_resets: u32,
 }
 
 /// Losses in the network.

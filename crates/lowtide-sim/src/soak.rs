@@ -427,18 +427,25 @@ impl SoakCase {
     /// the cookie's ISN + 1), and the listener answers it with a RST, which resets the
     /// client (`cookie_v4_check` returns the listener, `tcp_rcv_state_process` in
     /// LISTEN returns 1 for an ACK, `tcp_v4_do_rcv` sends the reset). In a case that
-    /// exercises cookies, flows that failed *only* by such a reset pass, if the
+    /// exercises cookies, a flow that failed *only* by a reset passes if the receiver
+    /// sent it a listener's RST (without ACK, `FlowResult::listener_resets`) and the
     /// receiver counted at least as many failed cookie checks (`TcpExtSyncookiesFailed`,
-    /// each answered by one RST) as there are reset flows; they are reported as
-    /// `cookie_resets`. Any other failure, a reset in another case, or more resets
-    /// than failed cookie checks fails the run.
+    /// each answered by one such RST) as there are such flows; they are reported as
+    /// `cookie_resets`. Any other failure, a reset in another case or by the
+    /// connection itself, or more resets than failed cookie checks fails the run.
     pub fn check(&self, r: &Results) -> SoakOutcome {
         let mut reasons = Vec::new();
+        // Reset flows that the receiver's listener had sent a RST (without ACK).
+        let by_listener = |flow: u32| {
+            r.per_flow
+                .iter()
+                .any(|f| f.flow == flow && f.listener_resets > 0)
+        };
         let resets: Vec<u32> = r
             .verdict
             .failed
             .iter()
-            .filter(|f| f.failure == crate::verdict::FlowFailure::Reset)
+            .filter(|f| f.failure == crate::verdict::FlowFailure::Reset && by_listener(f.flow))
             .map(|f| f.flow)
             .collect();
         let cookie_failures = r
@@ -686,8 +693,8 @@ mod tests {
     /// 262 ms path. A data segment overtakes the ACK that completes a cookie
     /// handshake, fails the cookie check and draws the listener's RST, which resets
     /// its flow, as in Linux. The check accepts that reset only while the receiver
-    /// counted a failed cookie check for it, and only in a case that exercises
-    /// cookies.
+    /// counted a failed cookie check for it, the RST was a listener's, and the case
+    /// exercises cookies.
     #[test]
     fn a_cookie_reset_passes_only_when_the_listener_counted_it() {
         let case = SoakCase::generate(1, 7666);
@@ -706,6 +713,12 @@ mod tests {
             "{:?}",
             out.reasons
         );
+        let mut by_connection = r.clone();
+        by_connection
+            .per_flow
+            .iter_mut()
+            .for_each(|f| f.listener_resets = 0);
+        assert!(!case.check(&by_connection).ok);
         let mut no_cookies = case.clone();
         no_cookies.sysctls.retain(|s| !s.contains("somaxconn"));
         assert!(!no_cookies.exercises_cookies());

@@ -46,6 +46,10 @@ pub(crate) struct Flow {
     pub receiver: Receiver,
     /// Both ends finished (counted in `World::flows_done`).
     pub done: bool,
+    /// RSTs without ACK the receiving host sent to this flow's port: answers to a
+    /// segment no connection of the receiver matched (its listener's, e.g. after a
+    /// failed SYN cookie check), not a connection's own reset (RST+ACK).
+    pub listener_resets: u32,
 }
 
 /// Everything a run holds.
@@ -144,6 +148,7 @@ impl World {
                 sender: Sender::new(sc.seed, f, limit),
                 receiver: Receiver::new(sc.seed, f, limit),
                 done: false,
+                listener_resets: 0,
             })
             .collect();
         Ok(World {
@@ -578,6 +583,12 @@ impl World {
         let Some(tx) = self.hosts[host].nic.dequeue(now) else {
             return;
         };
+        if host == HOST_B && tx.gso_segs <= 1 {
+            let flow = rst_without_ack_dst(&tx.packet).and_then(|p| self.port_flow.get(&p));
+            if let Some(&f) = flow {
+                self.flows[f as usize].listener_resets += 1;
+            }
+        }
         let li = self.hosts[host].tx_link;
         let dst = self.link_dst[li];
         let (link, pipe, pcap) = (&mut self.links[li], &mut self.pipes[li], &mut self.pcap);
@@ -723,4 +734,17 @@ pub(crate) enum StopReason {
     TimeLimit,
     /// Nothing left to happen.
     Idle,
+}
+
+/// The destination port of `pkt` if it is a TCP RST without ACK (`tcp_v4_send_reset`
+/// for a segment that carried an ACK: how a listener or a closed port answers).
+fn rst_without_ack_dst(pkt: &[u8]) -> Option<u16> {
+    let (hlen, proto) = match pkt.first()? >> 4 {
+        4 => ((pkt[0] & 0xf) as usize * 4, *pkt.get(9)?),
+        6 => (40, *pkt.get(6)?),
+        _ => return None,
+    };
+    let tcp = pkt.get(hlen..hlen + 14).filter(|_| proto == 6)?;
+    let flags = tcp[13];
+    (flags & 0x04 != 0 && flags & 0x10 == 0).then(|| u16::from_be_bytes([tcp[2], tcp[3]]))
 }

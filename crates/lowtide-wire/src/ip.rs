@@ -5,6 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// IP protocol number of TCP.
 pub const PROTO_TCP: u8 = 6;
+/// IPv6's next-header number for ICMPv6.
+pub const PROTO_ICMPV6: u8 = 58;
 /// Length of an IPv4 header without options.
 pub const IPV4_HEADER_LEN: usize = 20;
 /// Length of the fixed IPv6 header.
@@ -34,7 +36,8 @@ impl IpRepr {
     ///
     /// Verifies the IPv4 header checksum when `verify_csum`. Bytes after the length the
     /// header claims (link padding) are ignored; a packet shorter than it is
-    /// `Truncated`. IPv4 fragments and IPv6 extension headers are `Unsupported`.
+    /// `Truncated`. IPv4 fragments and IPv6 next headers other than TCP and ICMPv6
+    /// (extension headers among them) are `Unsupported`.
     pub fn parse(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
         match packet.first().map(|b| b >> 4) {
             None => Err(WireError::Truncated),
@@ -175,7 +178,9 @@ fn parse_v6(packet: &[u8]) -> Result<IpRepr, WireError> {
     if IPV6_HEADER_LEN + payload_len > packet.len() {
         return Err(WireError::Truncated);
     }
-    if packet[6] != PROTO_TCP {
+    // TCP, or ICMPv6 (its errors about our segments, RFC 4443 section 3.1); any
+    // other next header, extension headers included, is not followed.
+    if packet[6] != PROTO_TCP && packet[6] != PROTO_ICMPV6 {
         return Err(WireError::Unsupported);
     }
     let addr = |at: usize| {
@@ -186,7 +191,7 @@ fn parse_v6(packet: &[u8]) -> Result<IpRepr, WireError> {
     Ok(IpRepr {
         src: IpAddr::V6(addr(8)),
         dst: IpAddr::V6(addr(24)),
-        protocol: PROTO_TCP,
+        protocol: packet[6],
         hop_limit: packet[7],
         ecn: (packet[1] >> 4) & 0x03,
         header_len: IPV6_HEADER_LEN,
@@ -354,11 +359,17 @@ mod tests {
         assert_eq!(good[1], 0x20);
         assert_eq!(IpRepr::parse(&good[..39], false), Err(WireError::Truncated));
         assert_eq!(IpRepr::parse(&good[..47], false), Err(WireError::Truncated));
-        for nh in [0u8, 17, 43, 44, 58, 59] {
+        for nh in [0u8, 17, 43, 44, 59] {
             let mut b = good.clone();
             b[6] = nh;
             assert_eq!(IpRepr::parse(&b, false), Err(WireError::Unsupported));
         }
+        let mut icmp6 = good.clone();
+        icmp6[6] = PROTO_ICMPV6;
+        assert_eq!(
+            IpRepr::parse(&icmp6, false).map(|r| r.protocol),
+            Ok(PROTO_ICMPV6)
+        );
     }
 
     #[test]

@@ -47,6 +47,12 @@ mib! {
     IcmpInErrors,
     /// ICMP destination-unreachable messages received.
     IcmpInDestUnreachs,
+    /// ICMPv6 messages received.
+    Icmp6InMsgs,
+    /// ICMPv6 messages dropped as malformed (short, bad checksum).
+    Icmp6InErrors,
+    /// ICMPv6 destination-unreachable messages received.
+    Icmp6InDestUnreachs,
     /// Active opens (SYN sent).
     TcpActiveOpens,
     /// Passive opens (SYN received on a listener).

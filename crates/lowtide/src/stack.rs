@@ -180,6 +180,10 @@ impl Stack {
             self.mib.inc(Mib::IpInDelivers);
             return self.icmp_rcv(now, &ip, seg);
         }
+        if ip.protocol == lowtide_wire::ip::PROTO_ICMPV6 && ip.src.is_ipv6() {
+            self.mib.inc(Mib::IpInDelivers);
+            return self.icmpv6_rcv(now, &ip, seg);
+        }
         if ip.protocol != PROTO_TCP {
             self.mib.inc(Mib::IpInUnknownProtos);
             return;

@@ -1,7 +1,7 @@
-//! ICMP errors for TCP (`icmp_rcv` -> `icmp_unreach` -> `tcp_v4_err`): a destination
-//! unreachable that answers one of our SYNs aborts the connect with Linux's errno;
-//! on a synchronized connection it is a soft error only, as on Linux without
-//! `IP_RECVERR`.
+//! ICMP errors for TCP (`icmp_rcv` -> `icmp_unreach` -> `tcp_v4_err`, and
+//! `icmpv6_rcv` -> `icmpv6_notify` -> `tcp_v6_err`): a destination unreachable that
+//! answers one of our SYNs aborts the connect with Linux's errno; on a synchronized
+//! connection it is a soft error only, as on Linux without `IP_RECVERR`.
 
 use super::Stack;
 use crate::mib::Mib;
@@ -9,7 +9,7 @@ use crate::socket::SocketError;
 use crate::tcp::{FourTuple, TcpState};
 use crate::time::Instant;
 use lowtide_wire::checksum;
-use lowtide_wire::ip::{IpRepr, PROTO_TCP};
+use lowtide_wire::ip::{IpRepr, PROTO_ICMPV6, PROTO_TCP};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use tracing::trace;
 
@@ -21,6 +21,8 @@ const ICMP_DEST_UNREACH: u8 = 3;
 const ICMP_FRAG_NEEDED: u8 = 4;
 /// `NR_ICMP_UNREACH`: the largest code of a destination unreachable.
 const NR_ICMP_UNREACH: u8 = 15;
+/// `ICMPV6_DEST_UNREACH`.
+const ICMPV6_DEST_UNREACH: u8 = 1;
 
 /// `icmp_err_convert`: the errno of a destination-unreachable code, where lowtide's
 /// [`SocketError`] has it. Codes 2 (`ENOPROTOOPT`), 5 (`EOPNOTSUPP`), 7 (`EHOSTDOWN`)
@@ -31,6 +33,19 @@ fn icmp_err_convert(code: u8) -> Option<SocketError> {
         0 | 6 | 9 | 11 => Some(NetworkUnreachable),
         1 | 10 | 12..=15 => Some(HostUnreachable),
         3 => Some(ConnectionRefused),
+        _ => None,
+    }
+}
+
+/// `icmpv6_err_convert` for a destination unreachable. Codes 1, 5 and 6
+/// (`EACCES`: administratively prohibited, policy, reject route) have no
+/// counterpart in [`SocketError`] and are ignored.
+fn icmpv6_err_convert(code: u8) -> Option<SocketError> {
+    use SocketError::*;
+    match code {
+        0 => Some(NetworkUnreachable),
+        2 | 3 => Some(HostUnreachable),
+        4 => Some(ConnectionRefused),
         _ => None,
     }
 }
@@ -78,7 +93,58 @@ fn parse_icmp_error(msg: &[u8]) -> Option<IcmpError> {
     })
 }
 
+/// Parses an ICMPv6 error quoting a TCP segment we sent (`icmpv6_rcv`: checksum
+/// with the pseudo-header; the quote is the IPv6 header, TCP next, and at least 8
+/// bytes of TCP; a quote with extension headers is not followed).
+fn parse_icmpv6_error(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Option<IcmpError> {
+    const V6: usize = 40;
+    if msg.len() < 8 + V6 + 8 {
+        return None;
+    }
+    let pseudo = checksum::pseudo_header(src, dst, PROTO_ICMPV6, msg.len() as u32);
+    if checksum::fold(checksum::sum(msg, pseudo)) != 0xffff {
+        return None;
+    }
+    let inner = &msg[8..];
+    if inner[0] >> 4 != 6 || inner[6] != PROTO_TCP {
+        return None;
+    }
+    let addr = |o: usize| {
+        let b: [u8; 16] = inner[o..o + 16].try_into().unwrap_or([0; 16]);
+        IpAddr::from(b)
+    };
+    let th = &inner[V6..];
+    let port = |o: usize| u16::from_be_bytes([th[o], th[o + 1]]);
+    Some(IcmpError {
+        kind: msg[0],
+        code: msg[1],
+        tuple: FourTuple {
+            local: SocketAddr::new(addr(8), port(0)),
+            remote: SocketAddr::new(addr(24), port(2)),
+        },
+        seq: u32::from_be_bytes([th[4], th[5], th[6], th[7]]),
+    })
+}
+
 impl Stack {
+    /// `icmpv6_rcv` for an IPv6 packet carrying ICMPv6: destination-unreachable errors
+    /// go to their connection (`tcp_v6_err`); anything else is counted and dropped.
+    pub(super) fn icmpv6_rcv(&mut self, now: Instant, ip: &IpRepr, msg: &[u8]) {
+        self.mib.inc(Mib::Icmp6InMsgs);
+        let Some(e) = parse_icmpv6_error(ip.src, ip.dst, msg) else {
+            self.mib.inc(Mib::Icmp6InErrors);
+            trace!(src = %ip.src, "drop: malformed ICMPv6");
+            return;
+        };
+        if e.kind != ICMPV6_DEST_UNREACH {
+            return;
+        }
+        self.mib.inc(Mib::Icmp6InDestUnreachs);
+        if let Some(err) = icmpv6_err_convert(e.code) {
+            self.tcp_err(now, &e, err);
+        }
+    }
+
     /// `icmp_rcv` for an IPv4 packet carrying ICMP: destination-unreachable errors go
     /// to their connection (`tcp_v4_err`); anything else is counted and dropped.
     pub(super) fn icmp_rcv(&mut self, now: Instant, ip: &IpRepr, msg: &[u8]) {
@@ -92,19 +158,19 @@ impl Stack {
             return;
         }
         self.mib.inc(Mib::IcmpInDestUnreachs);
-        self.tcp_v4_err(now, &e);
-    }
-
-    /// `tcp_v4_err` for a destination unreachable: in SYN-SENT the connect fails with
-    /// the code's errno (`sk_err`, `tcp_done`); later it is only a soft error.
-    fn tcp_v4_err(&mut self, now: Instant, e: &IcmpError) {
-        let Some(&index) = self.conns.get(&e.tuple) else {
-            return;
-        };
         if e.code > NR_ICMP_UNREACH || e.code == ICMP_FRAG_NEEDED {
             return;
         }
-        let Some(err) = icmp_err_convert(e.code) else {
+        if let Some(err) = icmp_err_convert(e.code) {
+            self.tcp_err(now, &e, err);
+        }
+    }
+
+    /// `tcp_v4_err`/`tcp_v6_err` for a destination unreachable: in SYN-SENT the
+    /// connect fails with the code's errno (`sk_err`, `tcp_done`); later it is only a
+    /// soft error.
+    fn tcp_err(&mut self, now: Instant, e: &IcmpError, err: SocketError) {
+        let Some(&index) = self.conns.get(&e.tuple) else {
             return;
         };
         self.with_tcb(now, index, |tcb, ctx| {
@@ -221,9 +287,11 @@ mod tests {
             st.handle_packet(Instant::ZERO, &stale, crate::RxChecksum::Verify);
             assert_eq!(st.state(h), Ok(TcpState::SynSent));
             assert_eq!(st.counters().get(Mib::TcpExtOutOfWindowIcmps), 1);
+            assert_eq!(st.closing_count(), 1, "a connect in progress");
             let p = in_ipv4(router, local.ip(), &unreach(code, local, remote, isn));
             st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
             assert_eq!(st.socket_error(h), Ok(Some(want)), "code {code}");
+            assert_eq!(st.closing_count(), 0, "closed, its handle still held");
             assert_eq!(st.state(h), Ok(TcpState::Closed));
             assert_eq!(st.counters().get(Mib::IcmpInDestUnreachs), 2);
         }
@@ -244,6 +312,77 @@ mod tests {
         st.handle_packet(Instant::ZERO, &junk, crate::RxChecksum::Verify);
         assert_eq!(st.counters().get(Mib::IcmpInErrors), 1);
         assert_eq!(st.state(h), Ok(TcpState::SynSent));
+    }
+
+    /// An ICMPv6 destination unreachable from `router` to `local`'s address,
+    /// quoting a SYN from `local` to `remote`, in its IPv6 packet.
+    fn unreach6(
+        code: u8,
+        router: IpAddr,
+        local: SocketAddr,
+        remote: SocketAddr,
+        seq: u32,
+    ) -> Vec<u8> {
+        let mut m = vec![ICMPV6_DEST_UNREACH, code, 0, 0, 0, 0, 0, 0];
+        m.extend_from_slice(&[0x60, 0, 0, 0, 0, 40, PROTO_TCP, 64]);
+        for a in [local.ip(), remote.ip()] {
+            let IpAddr::V6(a) = a else { panic!("v6") };
+            m.extend_from_slice(&a.octets());
+        }
+        m.extend_from_slice(&local.port().to_be_bytes());
+        m.extend_from_slice(&remote.port().to_be_bytes());
+        m.extend_from_slice(&seq.to_be_bytes());
+        let pseudo = checksum::pseudo_header(router, local.ip(), PROTO_ICMPV6, m.len() as u32);
+        let c = !checksum::fold(checksum::sum(&m, pseudo));
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        let ip = IpRepr {
+            src: router,
+            dst: local.ip(),
+            protocol: PROTO_ICMPV6,
+            hop_limit: 64,
+            ecn: 0,
+            header_len: 40,
+            payload_len: m.len(),
+        };
+        let mut p = vec![0; ip.emit_len() + m.len()];
+        ip.emit(&mut p, 0);
+        p[40..].copy_from_slice(&m);
+        p
+    }
+
+    #[test]
+    fn icmpv6_unreachable_aborts_a_v6_connect() {
+        let router: IpAddr = "fd00::1".parse().unwrap();
+        let me: IpAddr = "fd00::2".parse().unwrap();
+        let remote: SocketAddr = "[2001:db8::1]:5201".parse().unwrap();
+        for (code, want) in [
+            (0, Some(SocketError::NetworkUnreachable)),
+            (3, Some(SocketError::HostUnreachable)),
+            (4, Some(SocketError::ConnectionRefused)),
+            (1, None),
+        ] {
+            let mut st = Stack::new(crate::Config::default(), 3);
+            st.add_address(me);
+            let h = st
+                .connect(Instant::ZERO, SocketAddr::new(me, 0), remote)
+                .unwrap();
+            let syn = st.poll_transmit(Instant::ZERO).expect("SYN");
+            let t = &syn.packet[40..];
+            let isn = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
+            let (local, _) = st.addresses(h).unwrap();
+            let mut bad = unreach6(code, router, local, remote, isn);
+            let last = bad.len() - 1;
+            bad[last] ^= 1;
+            st.handle_packet(Instant::ZERO, &bad, crate::RxChecksum::Verify);
+            assert_eq!(st.counters().get(Mib::Icmp6InErrors), 1, "bad checksum");
+            let p = unreach6(code, router, local, remote, isn);
+            st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+            assert_eq!(st.counters().get(Mib::Icmp6InDestUnreachs), 1);
+            match want {
+                Some(e) => assert_eq!(st.socket_error(h), Ok(Some(e)), "code {code}"),
+                None => assert_eq!(st.state(h), Ok(TcpState::SynSent), "code {code}"),
+            }
+        }
     }
 
     #[test]

@@ -48,6 +48,25 @@ mod listen_and_syn {
     }
 
     #[test]
+    fn bytes_acked_and_received_count_syn_and_fin_as_linux() {
+        // tcp_snd_una_update / tcp_rcv_nxt_update add sequence space: measured on
+        // this machine's Linux over loopback, a client that sends 1000 bytes and
+        // shuts down reads bytes_acked 1, 1001, 1002; its server bytes_acked 0 and
+        // bytes_received 1001.
+        let (mut p, c, s) = connected();
+        assert_eq!(p.a.info(p.now, c).unwrap().bytes_acked, 1);
+        let data = pattern(1000, 7);
+        assert_eq!(send_all(&mut p, true, c, s, &data), data);
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.info(p.now, c).unwrap().bytes_acked, 1001);
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        let (ia, ib) = (p.a.info(p.now, c).unwrap(), p.b.info(p.now, s).unwrap());
+        assert_eq!((ia.bytes_acked, ia.bytes_received), (1002, 0));
+        assert_eq!((ib.bytes_acked, ib.bytes_received), (0, 1001));
+    }
+
+    #[test]
     fn last_ack_recv_follows_acks_not_data() {
         // tcpi_last_ack_recv is now - rcv_tstamp (tcp_get_info), which tcp_ack
         // moves on every acceptable ACK; the sender of a one-way transfer gets

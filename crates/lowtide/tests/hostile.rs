@@ -701,6 +701,21 @@ fn assert_bounded(liar: &LiarRun, honest: &LiarRun, factor: u64) {
         liar.peak_wmem
     );
     let mean = |r: &LiarRun| r.nodes.div_ceil(r.packets.max(1));
+    // The figures BENCHMARKS.md quotes (`-- --nocapture`).
+    for (who, r) in [("liar", liar), ("honest", honest)] {
+        eprintln!(
+            "{who}: {} ACKs, {} packets, {} nodes ({} per packet, at most {} in a step), \
+             peak {} bytes queued, {} segments unacknowledged, done in {:?}",
+            r.acks,
+            r.packets,
+            r.nodes,
+            mean(r),
+            r.max_nodes_per_packet,
+            r.peak_wmem,
+            r.peak_unacked,
+            r.took
+        );
+    }
     assert!(
         mean(liar) <= factor * mean(honest)
             && liar.max_nodes_per_packet <= factor * honest.max_nodes_per_packet,
@@ -877,6 +892,7 @@ fn sack_block_floods_outside_the_window_tag_nothing() {
         p.inject(false, &raw_segment(&forger, forger.seq, una, opts, &[]));
     }
     let per_ack = (p.a.rtx_work().nodes_visited - before.0) / 20_000;
+    eprintln!("forged ACKs: {per_ack} nodes each");
     assert!(per_ack <= 32, "{per_ack} nodes per forged ACK");
     assert_eq!(p.a.info(p.now, run.c).unwrap().sacked, 0);
     assert_eq!(

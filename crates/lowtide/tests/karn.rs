@@ -25,7 +25,10 @@ fn ack_covering_a_retransmission_gives_no_rtt_sample() {
     assert!(d.info().total_retrans >= 1);
     d.ack(ms(100), 3001);
     let i = d.info();
-    assert_eq!(i.bytes_acked, 3000);
+    assert_eq!(
+        i.bytes_acked, 3001,
+        "3000 bytes and the SYN (tcp_snd_una_update)"
+    );
     assert_eq!(
         i.rtt, srtt_before,
         "no RTT sample from an ACK of retransmitted data"

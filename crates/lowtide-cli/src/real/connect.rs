@@ -6,6 +6,7 @@ use lowtide::posix::Errno;
 use lowtide::{SocketError, SocketHandle, TcpState};
 use lowtide_tun::runtime::Runtime;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// `strerror(errno)` of a socket error ("Connection refused", "No route to host").
 pub fn strerror(e: SocketError) -> String {
@@ -20,6 +21,15 @@ pub fn strerror(e: SocketError) -> String {
 /// `connect ADDR: strerror`, the message of a failed active open.
 pub fn connect_failed(to: SocketAddr, e: SocketError) -> String {
     format!("connect {to}: {}", strerror(e))
+}
+
+/// How long a connect waits for a SYN-ACK before ETIMEDOUT: `tcp_model_timeout` of
+/// `tcp_syn_retries` from `TCP_TIMEOUT_INIT` (1 s, doubling, each RTO at most
+/// `TCP_RTO_MAX`, 120 s): 127 s for Linux's 6.
+pub fn syn_timeout(retries: u8) -> Duration {
+    (0..=u32::from(retries))
+        .map(|i| Duration::from_secs(1u64.checked_shl(i).unwrap_or(u64::MAX).min(120)))
+        .sum()
 }
 
 /// One active open in progress.
@@ -54,6 +64,11 @@ impl ConnectWatch {
             return false;
         };
         if info.retransmits > self.reported {
+            if self.reported == 0 {
+                if let Some(why) = kernel_drops(self.to) {
+                    eprintln!("lowtide: connect {}: {why}", self.to);
+                }
+            }
             self.reported = info.retransmits;
             eprintln!(
                 "lowtide: connect {}: no SYN-ACK, retry {}/{} (RTO {} s)",
@@ -65,6 +80,21 @@ impl ConnectWatch {
         }
         true
     }
+}
+
+/// Why the kernel on the device's other side drops SYNs to `to`, if it visibly
+/// does: `to` is none of its addresses (binding to it fails) and it does not
+/// forward (`net.ipv4.ip_forward` is 0 in this namespace).
+fn kernel_drops(to: SocketAddr) -> Option<String> {
+    let local = std::net::UdpSocket::bind(SocketAddr::new(to.ip(), 0)).is_ok();
+    let forward = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").ok()?;
+    (!local && forward.trim() == "0").then(|| {
+        format!(
+            "{} is not an address of the kernel's side and net.ipv4.ip_forward is 0: \
+             the kernel drops these SYNs",
+            to.ip()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -84,5 +114,15 @@ mod tests {
             "Network is unreachable"
         );
         assert_eq!(strerror(SocketError::TimedOut), "Connection timed out");
+    }
+
+    #[test]
+    fn syn_timeout_as_linux() {
+        assert_eq!(syn_timeout(6), Duration::from_secs(127));
+        assert_eq!(syn_timeout(1), Duration::from_secs(3));
+        assert_eq!(
+            syn_timeout(8),
+            Duration::from_secs(1 + 2 + 4 + 8 + 16 + 32 + 64 + 120 + 120)
+        );
     }
 }

@@ -156,6 +156,10 @@ fn run_client(args: &Iperf3Args, net: &mut StackNet, to: SocketAddr) -> ExitCode
     cfg.interval = interval_of(args);
     cfg.json = args.json;
     cfg.seed = args.real.seed;
+    // The idle timeout must not cut a connect short: Linux's connect(2) waits for
+    // its SYN retries (ETIMEDOUT, said by the connect watch).
+    let syn = super::connect::syn_timeout(net.rt.stack_ref().config().tcp_syn_retries);
+    cfg.idle_timeout = cfg.idle_timeout.max(syn + Duration::from_secs(1));
     if let Some(l) = args.length {
         cfg.blksize = l as usize;
     }
@@ -204,18 +208,37 @@ fn run_server(args: &Iperf3Args, net: &mut StackNet) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&format!("listen on port {}: {e}", args.port)),
     };
+    const RULE: &str = "-----------------------------------------------------------";
+    let listening = |n: u64| {
+        println!(
+            "{RULE}\nServer listening on {} (test #{n})\n{RULE}",
+            args.port
+        )
+    };
     if !args.json {
-        println!("Server listening on {} (lowtide)", args.port);
+        listening(1);
     }
+    let mut announced = 0;
     loop {
         let poll = server.poll(net);
         if !args.json {
+            if let Some((n, from, streams)) = server.connected_streams().filter(|c| c.0 > announced)
+            {
+                announced = n;
+                if let Some(a) = from {
+                    println!("Accepted connection from {}, port {}", a.ip(), a.port());
+                }
+                print_connected(&streams, None);
+            }
             for iv in server.take_intervals() {
                 print!("{}", text_interval(&iv));
             }
         }
         for outcome in server.take_finished() {
             report(&outcome, args.json);
+            if !args.json {
+                listening(announced + 1);
+            }
         }
         match poll {
             Poll::Done(outcome) => return report(&outcome, args.json),

@@ -138,7 +138,7 @@ impl Tcb {
         self.rcv_tstamp = ctx.now; // tcp_ack on the SYN-ACK
         self.keepalive_on_establish(ctx); // tcp_finish_connect
         self.rtx_synack_sample(ctx);
-        self.snd_una = 1;
+        self.snd_una_update(1); // tcp_ack on the SYN-ACK: bytes_acked counts the SYN
         self.snd_nxt = 1;
         self.state = TcpState::Established;
         self.pending = None;
@@ -375,7 +375,12 @@ impl Tcb {
         self.rcv_tstamp = ctx.now; // tcp_ack on the handshake's final ACK
         self.keepalive_on_establish(ctx); // tcp_create_openreq_child
         self.rtx_synack_sample(ctx);
-        self.snd_una = 1;
+        if self.parent.is_some() {
+            // tcp_create_openreq_child: a child starts with snd_una = ISN + 1.
+            self.snd_una = 1;
+        } else {
+            self.snd_una_update(1); // simultaneous open: tcp_ack counts the SYN
+        }
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
         self.pending = None;
@@ -571,13 +576,19 @@ impl Tcb {
         }
     }
 
+    /// `tcp_snd_una_update`: `tcpi_bytes_acked` grows by the sequence space the ACK
+    /// covers, the SYN and the FIN included (Linux 4.1+, RFC 4898 tcpEStatsAppHCThruOctetsAcked).
+    fn snd_una_update(&mut self, ack: u64) {
+        self.bytes_acked += ack.saturating_sub(self.snd_una);
+        self.snd_una = ack;
+    }
+
     /// `tcp_clean_rtx_queue` around [`super::rtx_queue::RtxQueue::clean`].
     fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx_queue::Cleaned {
         let c = self.rtx.clean(ack, self.mss_cache);
-        self.bytes_acked += c.acked_bytes;
         self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
         if ack > self.snd_una {
-            self.snd_una = ack;
+            self.snd_una_update(ack);
             self.reno_dupacks = self.reno_dupacks.saturating_sub(c.acked_segs);
         }
         if c.acked_segs > 0 {
@@ -780,6 +791,7 @@ impl Tcb {
             return;
         }
         self.rcv_nxt += 1;
+        self.bytes_received += 1; // tcp_rcv_nxt_update: the FIN's sequence number counts
         self.rcv_shutdown = true;
         self.schedule_ack_now();
         self.notify(ctx, EventKind::ReadHangUp);

@@ -101,7 +101,8 @@ impl Drill {
     /// the handshake's last ACK of a script announces it).
     pub fn set_win(&mut self, win: u32) {
         self.win = win;
-        let una = self.info().bytes_acked as u32 + 1;
+        // tcpi_bytes_acked counts the SYN (tcp_snd_una_update): it is snd_una - ISN.
+        let una = self.info().bytes_acked as u32;
         self.ack(Duration::ZERO, una);
     }
 

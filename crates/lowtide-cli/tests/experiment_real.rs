@@ -113,9 +113,18 @@ fn real_without_root_or_with_shards_exits_with_2() {
         assert_eq!(out.status.code(), Some(2));
         return;
     }
+    // A copy nobody can execute (the build directory may sit under a private home).
+    let dir = tmp("nobody");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("lowtide");
+    std::fs::copy(env!("CARGO_BIN_EXE_lowtide"), &bin).expect("copy the binary");
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [(&dir, 0o755), (&bin, 0o755)] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_lowtide"))
+        .arg(&bin)
         .args([
             "experiment",
             "e3",
@@ -130,4 +139,5 @@ fn real_without_root_or_with_shards_exits_with_2() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("experiment --real: needs root"), "{err}");
     assert!(out.stdout.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -82,3 +82,70 @@ fn transfer_writes_a_time_series() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `lowtide iperf3 -c ... -P 2 --timeseries`: one row per data stream and point (the
+/// control connection left out), JSON lines for a .jsonl name.
+#[test]
+fn iperf3_client_writes_a_time_series_of_its_streams() {
+    if !privileged("iperf3_client_writes_a_time_series_of_its_streams") {
+        return;
+    }
+    let env = Env::new("ltsi");
+    let server = env.spawn("iperf3", &["-s", "-1", "-p", "5201"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let dir = std::env::temp_dir().join(format!("lowtide-tsi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("run.jsonl");
+    let out = env
+        .lowtide(&[
+            "iperf3",
+            "-c",
+            "10.7.0.1",
+            "-t",
+            "1",
+            "-P",
+            "2",
+            "--tun",
+            "lt0",
+            "--tun-addr",
+            "10.7.0.1/24",
+            "--rate",
+            "100mbit",
+            "--rtt",
+            "10ms",
+            "--timeseries",
+            path.to_str().unwrap(),
+            "--timeseries-interval",
+            "50ms",
+        ])
+        .wait(Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = server.wait(Duration::from_secs(20));
+    let text = std::fs::read_to_string(&path).expect("flow rows");
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let flows: std::collections::BTreeSet<u64> =
+        rows.iter().map(|r| r["flow"].as_u64().unwrap()).collect();
+    assert_eq!(
+        flows.into_iter().collect::<Vec<_>>(),
+        vec![0, 1],
+        "two data streams"
+    );
+    // Each stream sent at least 1 MB (100 Mbit/s for 1 s shared by two).
+    for f in [0, 1] {
+        let acked = (rows.iter())
+            .filter(|r| r["flow"] == f)
+            .map(|r| r["bytes_acked"].as_u64().unwrap())
+            .max()
+            .unwrap();
+        assert!(acked > 1_000_000, "stream {f}: {acked}");
+    }
+    assert!(dir.join("run-host.jsonl").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -67,6 +67,8 @@ pub struct Iperf3Args {
     one_off: bool,
     #[command(flatten)]
     real: RealArgs,
+    #[command(flatten)]
+    ts: crate::real_timeseries::TimeseriesArgs,
 }
 
 /// iperf3's `unit_atof`: a number with an optional K/M/G/T suffix, powers of 1024.
@@ -128,7 +130,7 @@ pub fn run(args: &Iperf3Args) -> ExitCode {
     if args.server && (args.bitrate > 0 || args.omit > 0) {
         return crate::usage_error("-b, -O: client options (the client sends them to the server)");
     }
-    if let Err(e) = args.real.validate() {
+    if let Err(e) = args.real.validate().and_then(|_| args.ts.validate()) {
         return crate::usage_error(&e);
     }
     let (rt, local) = match args.real.open() {
@@ -136,10 +138,14 @@ pub fn run(args: &Iperf3Args) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let mut net = StackNet::new(rt, local.into());
+    net.recorder = args.ts.recorder(net.rt.now());
     let r = match args.client {
         Some(host) => run_client(args, &mut net, SocketAddr::new(host, args.port)),
         None => run_server(args, &mut net),
     };
+    if let Err(e) = args.ts.write(net.recorder.as_ref()) {
+        return fail(&format!("timeseries: {e}"));
+    }
     super::transfer::finish_closing(&mut net.rt);
     let _ = net.rt.finish();
     r
@@ -276,6 +282,10 @@ fn print_connected(
 /// Serves the network until the protocol's next deadline or a network event.
 fn turn(net: &mut StackNet, wake_at: Option<Duration>) -> Result<(), String> {
     net.watch_connects()?;
+    if let Some(r) = net.recorder.as_mut() {
+        // The data streams: the first connection is the test's control connection.
+        r.observe(&net.rt, net.opened.get(1..).unwrap_or(&[]));
+    }
     let wake = wake_at.map(|d| lowtide::Instant(d.as_nanos() as u64));
     net.rt
         .turn(wake, Duration::from_millis(100))

@@ -36,6 +36,10 @@ pub struct StackNet {
     pub local: IpAddr,
     /// Active opens still in SYN-SENT.
     pub connects: Vec<ConnectWatch>,
+    /// Every connection opened or accepted, in order (for `--timeseries`).
+    pub opened: Vec<SocketHandle>,
+    /// `--timeseries`' recorder, if asked for.
+    pub recorder: Option<crate::real_timeseries::Recorder>,
 }
 
 impl StackNet {
@@ -45,6 +49,8 @@ impl StackNet {
             rt,
             local,
             connects: Vec::new(),
+            opened: Vec::new(),
+            recorder: None,
         }
     }
 
@@ -81,6 +87,7 @@ impl Net for StackNet {
         let from = SocketAddr::new(self.local, 0);
         let h = self.rt.stack().connect(now, from, to).map_err(io_error)?;
         self.connects.push(ConnectWatch::new(h, to));
+        self.opened.push(h);
         Ok(h)
     }
 
@@ -89,7 +96,9 @@ impl Net for StackNet {
     }
 
     fn accept(&mut self, l: SocketHandle) -> io::Result<SocketHandle> {
-        self.rt.stack().accept(l).map_err(io_error)
+        let h = self.rt.stack().accept(l).map_err(io_error)?;
+        self.opened.push(h);
+        Ok(h)
     }
 
     fn read(&mut self, c: SocketHandle, buf: &mut [u8]) -> io::Result<usize> {

@@ -418,8 +418,8 @@ fn notes(e: Experiment) -> &'static str {
             "Real path, how to read it: lowtide's CPU per ACK is the user CPU time of the \
             one thread that runs the stack, the emulated link and the device, divided by \
             the packets it received; its system time (the kernel's work on the TUN writes, \
-            the kernel receiver's TCP included) is left out. The rate is what this shared \
-            machine gives without offload (one write(2) per segment), far below the \
+            the kernel receiver's TCP included) is left out. The link rate (500 Mbit/s at full scale) was chosen for \
+            this shared machine without offload (one write(2) per segment), far below the \
             seed's. lowtide's BBR bandwidth estimate (the pacing rate in the parameters) \
             stayed far below the link's rate in these runs while the kernel's BBR flow on \
             the same emulated path did much better: a divergence of lowtide's real path \

@@ -96,6 +96,12 @@ pub fn rtt(s: &str) -> Result<Duration, String> {
     in_range(s, units::parse_duration(s)?, (Duration::ZERO, MAX_RTT))
 }
 
+/// A one-way delay within 0..=[`MAX_RTT`] / 2.
+pub fn delay(s: &str) -> Result<Duration, String> {
+    negative(s, "0 to 5s")?;
+    in_range(s, units::parse_duration(s)?, (Duration::ZERO, MAX_RTT / 2))
+}
+
 /// Jitter within 0..=[`MAX_JITTER`].
 pub fn jitter(s: &str) -> Result<Duration, String> {
     negative(s, "0 to 10s")?;

@@ -56,6 +56,15 @@ fn agree(ours: &Value, theirs: &Value) {
             "{k}"
         );
     }
+    // iperf3's cpu_util: lowtide's process (stack and link included) is busy, and
+    // the peer's figure is the kernel-side iperf3's own.
+    let cpu = &ours["end"]["cpu_utilization_percent"];
+    assert!(cpu["host_total"].as_f64().unwrap() > 0.0, "{cpu}");
+    let total = cpu["host_user"].as_f64().unwrap() + cpu["host_system"].as_f64().unwrap();
+    assert!(
+        (total - cpu["host_total"].as_f64().unwrap()).abs() < 1e-6,
+        "{cpu}"
+    );
 }
 
 /// lowtide's client (`flags`) against the kernel's `iperf3 -s -1 -J`.

@@ -20,6 +20,18 @@ fn real_path_usage_errors_exit_2_in_one_line() {
         (&["iperf3", "-c", "10.7.0.1", "-O", "61"], "--omit"),
         (&["iperf3", "-c", "10.7.0.1", "-i", "0.05"], "--interval"),
         (&["iperf3", "-c", "10.7.0.1", "-P", "0"], "--parallel"),
+        // The emulated path's ranges are the simulator's (limits.rs).
+        (&["iperf3", "-c", "10.7.0.1", "--rate", "1bit"], "--rate"),
+        (&["iperf3", "-c", "10.7.0.1", "--rtt", "999s"], "--rtt"),
+        (&["iperf3", "-c", "10.7.0.1", "--delay", "6s"], "--delay"),
+        (
+            &["iperf3", "-c", "10.7.0.1", "--jitter", "-1ms"],
+            "--jitter",
+        ),
+        (
+            &["link", "--tun", "a", "--duration", "100000s"],
+            "--duration",
+        ),
         (&["iperf3", "-s", "-b", "10M"], "-b"),
         (&["iperf3", "-s", "-O", "2"], "-O"),
         (

@@ -136,6 +136,7 @@ pub struct Client<N: Net> {
     peer_results: Option<(Value, Results)>,
     control_addrs: (Option<SocketAddr>, Option<SocketAddr>),
     outcome: Option<TestOutcome>,
+    cpu: crate::cpu::CpuMeter,
 }
 
 impl<N: Net> Client<N> {
@@ -163,6 +164,7 @@ impl<N: Net> Client<N> {
             peer_results: None,
             control_addrs: (None, None),
             outcome: None,
+            cpu: Default::default(),
         }
     }
 
@@ -373,6 +375,7 @@ impl<N: Net> Client<N> {
                 self.start = Some(now);
                 self.xfer.started = Some(now);
                 self.reporter.begin(now);
+                self.cpu.start(net);
                 self.phase = Phase::AwaitRunning;
             }
             (Phase::AwaitRunning, State::TestRunning) => self.phase = Phase::Running,
@@ -462,6 +465,7 @@ impl<N: Net> Client<N> {
         self.end = Some(now);
         self.reporter.finish(&mut self.xfer, net, now);
         self.xfer.capture_stats(net);
+        self.cpu.stop(net);
     }
 
     /// Seconds counted: from the start (or the end of omitting) to the end.
@@ -474,10 +478,11 @@ impl<N: Net> Client<N> {
 
     fn our_results(&self) -> Value {
         let secs = self.seconds(self.end.unwrap_or_default());
+        let [total, user, system] = self.cpu.percent();
         Results {
-            cpu_util_total: 0.0,
-            cpu_util_user: 0.0,
-            cpu_util_system: 0.0,
+            cpu_util_total: total,
+            cpu_util_user: user,
+            cpu_util_system: system,
             sender_has_retransmits: if self.xfer.sending { 1 } else { -1 },
             congestion_used: None,
             streams: self.xfer.results(secs),

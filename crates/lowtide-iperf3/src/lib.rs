@@ -25,7 +25,7 @@
 //! Differences from iperf3 3.12:
 //! - TCP only; no UDP/SCTP or `--bidir` (our server answers a request for them with
 //!   `SERVER_ERROR`/`IEUNIMP`).
-//! - No CPU accounting (0 %); intervals carry no `pmtu`/`snd_wnd`.
+//! - Intervals carry no `pmtu`/`snd_wnd`.
 //! - The `[ ID]`/`socket` columns show the stream id (1, 3, 4, ...), not a descriptor.
 //! - On `TEST_END` our receiving server first reads what has already arrived (iperf3
 //!   closes the streams unread); our sending side stops at exactly `-n` bytes (iperf3
@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod cpu;
 pub mod interval;
 pub mod kernel;
 pub mod net;

@@ -51,6 +51,12 @@ pub trait Net {
     /// The connection's statistics.
     fn stats(&self, c: Self::Conn) -> ConnStats;
 
+    /// CPU time the process has used, for iperf3's `cpu_utilization_percent`
+    /// (`getrusage(RUSAGE_SELF)` by default).
+    fn cpu_time(&self) -> crate::cpu::CpuTime {
+        crate::cpu::process_cpu_time()
+    }
+
     /// Bytes written but not yet acknowledged by the peer (Linux's `SIOCOUTQ`), if
     /// known (`None` by default). Information only: as iperf3, a sender ends the test
     /// at `-t` with these bytes still in flight, counted as sent, not received.

@@ -97,6 +97,7 @@ struct Test<C> {
     local_results: Option<Value>,
     peer_results: Option<(Value, Results)>,
     addrs: (Option<SocketAddr>, Option<SocketAddr>),
+    cpu: crate::cpu::CpuMeter,
 }
 
 /// An iperf3 server as a state machine over [`Net`].
@@ -333,6 +334,7 @@ impl<N: Net> Server<N> {
             local_results: None,
             peer_results: None,
             addrs: (net.local_addr(p.conn), net.peer_addr(p.conn)),
+            cpu: Default::default(),
         });
     }
 
@@ -449,6 +451,7 @@ impl<N: Net> Server<N> {
         t.start = Some(now);
         t.xfer.started = Some(now);
         t.reporter.begin(now);
+        t.cpu.start(net);
         t.phase = Phase::Running;
         Ok(true)
     }
@@ -551,10 +554,11 @@ fn on_client_results<C: Copy + core::fmt::Debug>(
     let r = Results::from_json(&v)?;
     t.peer_results = Some((v, r));
     let secs = seconds(t, t.end.unwrap_or_default());
+    let [total, user, system] = t.cpu.percent();
     let ours = Results {
-        cpu_util_total: 0.0,
-        cpu_util_user: 0.0,
-        cpu_util_system: 0.0,
+        cpu_util_total: total,
+        cpu_util_user: user,
+        cpu_util_system: system,
         sender_has_retransmits: if t.xfer.sending { 1 } else { -1 },
         congestion_used: None,
         streams: t.xfer.results(secs),
@@ -571,6 +575,7 @@ fn stop<N: Net>(net: &mut N, t: &mut Test<N::Conn>, now: Duration) {
     t.end = Some(now);
     t.reporter.finish(&mut t.xfer, net, now);
     t.xfer.capture_stats(net);
+    t.cpu.stop(net);
 }
 
 /// Seconds counted: from the start (or the end of omitting) to the end.

@@ -33,6 +33,8 @@ struct FakeNet {
     read_chunk: usize,
     /// What `send_queue_len` reports for every connection (unacknowledged bytes).
     unacked: Option<u64>,
+    /// What `cpu_time` reports.
+    cpu: crate::cpu::CpuTime,
 }
 
 impl FakeNet {
@@ -44,6 +46,7 @@ impl FakeNet {
             connects: Vec::new(),
             read_chunk: 1,
             unacked: None,
+            cpu: Default::default(),
         }
     }
 
@@ -131,6 +134,10 @@ impl Net for FakeNet {
             ..ConnStats::default()
         }
     }
+    fn cpu_time(&self) -> crate::cpu::CpuTime {
+        self.cpu
+    }
+
     fn send_queue_len(&self, _: usize) -> Option<u64> {
         self.unacked
     }
@@ -225,12 +232,26 @@ fn client_full_test_one_byte_reads() {
     assert!(sent.iter().all(|&n| n > 0), "data flows on both streams");
     assert!(net.take(0).is_empty(), "no TEST_END before the time is up");
     net.now += Duration::from_secs(2);
+    // iperf3's cpu_util: 1 s user + 0.5 s system over the test's 2 s.
+    net.cpu = crate::cpu::CpuTime {
+        user: Duration::from_secs(1),
+        system: Duration::from_millis(500),
+    };
     spin(&mut c, &mut net, 2);
     assert_eq!(net.take(0), [4], "TEST_END");
     net.feed(0, &[13]);
     spin(&mut c, &mut net, 3);
     let ours = split_json(&net.take(0));
     assert_eq!(ours["sender_has_retransmits"], json!(1));
+    let cpu = |k: &str| ours[k].as_f64().unwrap();
+    assert_eq!(
+        [
+            cpu("cpu_util_total"),
+            cpu("cpu_util_user"),
+            cpu("cpu_util_system")
+        ],
+        [75.0, 50.0, 25.0]
+    );
     let ids: Vec<Value> = ours["streams"]
         .as_array()
         .unwrap()

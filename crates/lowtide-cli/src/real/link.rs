@@ -37,8 +37,8 @@ pub struct LinkArgs {
     /// TSO and checksum offload on both devices.
     #[arg(long, default_value = "on", value_parser = crate::units::parse_on_off, value_name = "on|off", action = clap::ArgAction::Set)]
     offload: bool,
-    /// Stop after this long [default: until SIGINT or SIGTERM].
-    #[arg(long, value_parser = crate::units::parse_duration)]
+    /// Stop after this long (1ms-86400s) [default: until SIGINT or SIGTERM].
+    #[arg(long, value_parser = crate::limits::duration)]
     duration: Option<Duration>,
     /// Seed of the path's loss and jitter draws.
     #[arg(long, default_value_t = 1)]

@@ -55,14 +55,14 @@ pub struct RealArgs {
 /// from the side running the command (lowtide, or device A of `lowtide link`).
 #[derive(Args, Debug, Clone)]
 pub struct PathArgs {
-    /// Line rate, both directions (e.g. 100mbit, 1gbit); 0 is unlimited.
+    /// Line rate, both directions (e.g. 100mbit, 1gbit; 1kbit-1tbit); 0 is unlimited.
     #[arg(long, default_value = "0", value_parser = parse_rate_or_zero)]
     pub rate: u64,
-    /// Round-trip propagation delay; each direction gets half.
-    #[arg(long, value_parser = units::parse_duration, conflicts_with = "delay")]
+    /// Round-trip propagation delay (0-10s); each direction gets half.
+    #[arg(long, value_parser = crate::limits::rtt, conflicts_with = "delay")]
     pub rtt: Option<Duration>,
-    /// One-way propagation delay, each direction.
-    #[arg(long, value_parser = units::parse_duration)]
+    /// One-way propagation delay, each direction (0-5s).
+    #[arg(long, value_parser = crate::limits::delay)]
     pub delay: Option<Duration>,
     /// Loss probability, forward direction (e.g. 1%).
     #[arg(long, default_value = "0", value_parser = units::parse_probability)]
@@ -70,8 +70,9 @@ pub struct PathArgs {
     /// Loss probability, reverse direction.
     #[arg(long, default_value = "0", value_parser = units::parse_probability)]
     pub loss_reverse: f64,
-    /// Extra delay per packet, uniform in 0..JITTER, both directions (may reorder).
-    #[arg(long, default_value = "0ms", value_parser = units::parse_duration)]
+    /// Extra delay per packet, uniform in 0..JITTER (0-10s), both directions (may
+    /// reorder).
+    #[arg(long, default_value = "0ms", value_parser = crate::limits::jitter)]
     pub jitter: Duration,
     /// Queue limit in packets of each direction (pfifo limit; a GSO packet counts
     /// once).
@@ -112,7 +113,7 @@ impl PathArgs {
 fn parse_rate_or_zero(s: &str) -> Result<u64, String> {
     match s.trim() {
         "0" => Ok(0),
-        _ => units::parse_rate(s),
+        _ => crate::limits::rate(s),
     }
 }
 

@@ -41,8 +41,8 @@ pub struct TransferArgs {
     /// Receive until the peer closes.
     #[arg(long)]
     recv: bool,
-    /// Give up (exit 1) after this long.
-    #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
+    /// Give up (exit 1) after this long (1ms-86400s).
+    #[arg(long, default_value = "120s", value_parser = crate::limits::duration)]
     timeout: Duration,
     /// Prints the result as JSON.
     #[arg(long)]

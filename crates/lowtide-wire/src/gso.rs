@@ -37,6 +37,19 @@ fn cut(
     packet: &[u8],
     gso_size: u16,
     full_csum: bool,
+    out: impl FnMut(Vec<u8>),
+) -> Result<usize, WireError> {
+    segment_into(packet, gso_size, full_csum, Vec::with_capacity, out)
+}
+
+/// [`segment`] (`full_csum`) or [`segment_csum_partial`] building each segment in a
+/// buffer from `take(len)` (an empty `Vec` with room for `len` bytes, e.g. from a
+/// [`crate::pool::BufPool`]) instead of a new allocation.
+pub fn segment_into(
+    packet: &[u8],
+    gso_size: u16,
+    full_csum: bool,
+    mut take: impl FnMut(usize) -> Vec<u8>,
     mut out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
     let l = Layout::parse(packet, false)?;
@@ -56,7 +69,11 @@ fn cut(
         } else {
             start + mss
         };
-        out(cutter.build(i, start, &payload[start..end]));
+        let chunk = &payload[start..end];
+        let mut v = take(cutter.headers.len() + chunk.len());
+        v.clear();
+        cutter.build(&mut v, i, start, chunk);
+        out(v);
     }
     Ok(count)
 }
@@ -178,15 +195,14 @@ impl<'a> Cutter<'a> {
     }
 
     /// Segment `i`, carrying `chunk` which starts `offset` bytes into the payload.
-    fn build(&self, i: usize, offset: usize, chunk: &[u8]) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.headers.len() + chunk.len());
+    fn build(&self, v: &mut Vec<u8>, i: usize, offset: usize, chunk: &[u8]) {
         v.extend_from_slice(self.headers);
         v.extend_from_slice(chunk);
         let id = self
             .layout
             .is_v4()
             .then(|| self.ipv4_id.wrapping_add(i as u16));
-        set_ip_len(&mut v, &self.layout, id);
+        set_ip_len(v, &self.layout, id);
         let tcp = &mut v[self.layout.tcp_start..];
         let seq = self.seq.wrapping_add(offset as u32);
         tcp[TCP_SEQ..TCP_SEQ + 4].copy_from_slice(&seq.to_be_bytes());
@@ -196,7 +212,6 @@ impl<'a> Cutter<'a> {
             false => checksum::fold(self.pseudo + tcp.len() as u64),
         };
         tcp[TCP_CHECKSUM_OFFSET..TCP_CHECKSUM_OFFSET + 2].copy_from_slice(&c.to_be_bytes());
-        v
     }
 
     /// FIN and PSH only on the last segment, CWR only on the first (as Linux's

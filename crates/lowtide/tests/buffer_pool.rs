@@ -5,11 +5,11 @@
 mod common;
 use common::*;
 use lowtide::{Config, Transmit};
-use lowtide_wire::pool::POOL_LARGE_MIN;
+use lowtide_wire::pool::POOL_MID_LEN;
 use std::time::Duration;
 
 /// Moves traffic between the two stacks (A's packets completed at once) until A
-/// sends a packet of at least `POOL_LARGE_MIN` bytes, which is returned undelivered.
+/// sends a packet longer than `POOL_MID_LEN` bytes, which is returned undelivered.
 struct Flow<'a> {
     c: lowtide::SocketHandle,
     s: lowtide::SocketHandle,
@@ -23,7 +23,7 @@ fn next_large(p: &mut Pair, f: &mut Flow) -> Transmit {
         f.sent += p.a.send(p.now, f.c, &f.data[f.sent..]).unwrap_or(0);
         while let Some(tx) = p.a.poll_transmit(p.now) {
             p.a.handle_tx_complete(p.now, tx.token);
-            if tx.packet.len() >= POOL_LARGE_MIN {
+            if tx.packet.len() > POOL_MID_LEN {
                 return tx;
             }
             p.b.handle_transmit(p.now, &tx);

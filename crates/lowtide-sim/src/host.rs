@@ -58,6 +58,10 @@ pub struct Host {
     pub rx_csum_valid: bool,
     /// GRO accumulators, reused.
     pool: BufPool,
+    /// Buffers of received packets the stack is done with, for the world to give back
+    /// to the sending host's stack (`Stack::recycle_buffer`), whose pool builds its
+    /// next packets and segments from them.
+    pub spent: Vec<Vec<u8>>,
 }
 
 impl Host {
@@ -78,6 +82,7 @@ impl Host {
             gro_held: Vec::with_capacity(GRO_MAX_HELD),
             rx_csum_valid: false,
             pool: BufPool::new(),
+            spent: Vec::new(),
         }
     }
 
@@ -121,6 +126,7 @@ impl Host {
             let csum = self.rx_checksum();
             for pkt in ring.drain(..) {
                 self.stack.handle_packet(now, &pkt, csum);
+                self.spent.push(pkt);
             }
         }
         // Keep the ring's capacity for the next batch.
@@ -155,34 +161,46 @@ impl Host {
                 false => gso::gro_merge(acc, &pkt, GRO_MAX_LEN),
             };
             if merged {
-                return;
+                return self.spent.push(pkt);
             }
         }
         let verify_tcp = !self.rx_csum_valid;
         let Some(key) = key.filter(|_| checksums_ok(&pkt, verify_tcp)) else {
             // Not verifiable: the stack verifies again and counts the error.
-            return self.stack.handle_packet(now, &pkt, RxChecksum::Verify);
+            self.stack.handle_packet(now, &pkt, RxChecksum::Verify);
+            return self.spent.push(pkt);
         };
         if let Some(i) = held {
             let old = std::mem::replace(&mut self.gro_held[i].1, pkt);
             self.stack.handle_packet(now, &old, RxChecksum::Unnecessary);
-            return self.pool.give(old);
+            return self.done_with(old);
         }
         if self.gro_held.len() == GRO_MAX_HELD {
             let (_, oldest) = self.gro_held.remove(0);
             self.stack
                 .handle_packet(now, &oldest, RxChecksum::Unnecessary);
-            self.pool.give(oldest);
+            self.done_with(oldest);
         }
         self.gro_held.push((key, pkt));
     }
 
+    /// A held packet went to the stack: a GRO accumulator stays for the next one, a
+    /// plain segment goes back to its sender.
+    fn done_with(&mut self, pkt: Vec<u8>) {
+        match pkt.capacity() >= GRO_MAX_LEN {
+            true => self.pool.give(pkt),
+            false => self.spent.push(pkt),
+        }
+    }
+
     /// `napi_gro_flush`: hands every held packet to the stack.
     fn gro_flush(&mut self, now: Instant) {
-        for (_, pkt) in self.gro_held.drain(..) {
+        let mut held = std::mem::take(&mut self.gro_held);
+        for (_, pkt) in held.drain(..) {
             self.stack.handle_packet(now, &pkt, RxChecksum::Unnecessary);
-            self.pool.give(pkt);
+            self.done_with(pkt);
         }
+        self.gro_held = held;
     }
 }
 

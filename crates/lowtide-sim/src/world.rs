@@ -419,9 +419,21 @@ impl World {
             self.enqueue_backlog();
         } else {
             h.napi_poll(now, self.gro);
+            self.return_spent(host);
             self.service(host);
         }
         self.arm_rx_poll(host);
+    }
+
+    /// Gives the buffers of the packets `host` received back to the stack of the host
+    /// that sent them (the other one), whose pool builds its next packets in them.
+    fn return_spent(&mut self, host: usize) {
+        let mut spent = std::mem::take(&mut self.hosts[host].spent);
+        let sender = &mut self.hosts[1 - host].stack;
+        for buf in spent.drain(..) {
+            sender.recycle_buffer(buf);
+        }
+        self.hosts[host].spent = spent;
     }
 
     /// With a CPU model: host A's arrivals wait in the socket backlog (or are
@@ -461,7 +473,9 @@ impl World {
             let h = &mut self.hosts[HOST_A];
             let csum = h.rx_checksum();
             h.stack.handle_packet(self.now, &pkt, csum);
+            h.spent.push(pkt);
             let after = h.stack.rtx_work();
+            self.return_spent(HOST_A);
             if let Some(c) = self.cpu.as_mut() {
                 let nodes = after.nodes_visited.saturating_sub(before.nodes_visited);
                 let blocks = after.sack_blocks.saturating_sub(before.sack_blocks);
@@ -591,7 +605,12 @@ impl World {
         }
         let li = self.hosts[host].tx_link;
         let dst = self.link_dst[li];
+        // A receiver that trusts its checksums (no link corrupts) never reads them, and
+        // without a capture nobody else does: the segments stay CHECKSUM_PARTIAL, as
+        // Linux's GSO segments crossing veth (the pcap gets complete ones).
+        let full_csum = !self.hosts[dst].rx_csum_valid || self.pcap.is_some();
         let (link, pipe, pcap) = (&mut self.links[li], &mut self.pipes[li], &mut self.pcap);
+        let stack = &mut self.hosts[host].stack;
         let mut last_end = now.as_nanos();
         let mut put = |seg: Vec<u8>| {
             let (start, end) = link.serialize(now.as_nanos(), seg.len());
@@ -603,9 +622,14 @@ impl World {
         };
         let token = tx.token;
         if tx.gso_segs <= 1 {
-            put(finish_checksum(tx.packet));
+            put(match full_csum {
+                true => finish_checksum(tx.packet),
+                false => tx.packet,
+            });
         } else {
-            if gso::segment(&tx.packet, tx.gso_size, &mut put).is_err() {
+            // Segments built in buffers of the sender's pool (the receiver gives them back).
+            let take = |len| stack.take_buffer(len);
+            if gso::segment_into(&tx.packet, tx.gso_size, full_csum, take, &mut put).is_err() {
                 tracing::warn!("unsegmentable packet from host {host}: dropped");
             }
             // The NIC is done with the super-packet: its buffer builds the next one.

@@ -14,9 +14,42 @@ use std::net::IpAddr;
 /// the last segment, CWR only on the first, and a complete TCP checksum. `gso_size` 0,
 /// or a payload no longer than `gso_size`, gives one segment. Returns the number of
 /// segments passed to `out`.
-pub fn segment(
+pub fn segment(packet: &[u8], gso_size: u16, out: impl FnMut(Vec<u8>)) -> Result<usize, WireError> {
+    cut(packet, gso_size, true, out)
+}
+
+/// [`segment`] for a receiver that will not check the TCP checksum (Linux's veth
+/// between namespaces, the simulator without corruption): each segment's checksum
+/// field is left CHECKSUM_PARTIAL, the pseudo-header sum of its own length as
+/// [`checksum::fill_tcp_partial`] writes it (Linux's `skb_segment` leaves GSO
+/// segments CHECKSUM_PARTIAL for a device with `NETIF_F_HW_CSUM`, and veth passes
+/// them on unchecked), instead of summing the payload. [`finish_checksum`] completes
+/// one.
+pub fn segment_csum_partial(
     packet: &[u8],
     gso_size: u16,
+    out: impl FnMut(Vec<u8>),
+) -> Result<usize, WireError> {
+    cut(packet, gso_size, false, out)
+}
+
+fn cut(
+    packet: &[u8],
+    gso_size: u16,
+    full_csum: bool,
+    out: impl FnMut(Vec<u8>),
+) -> Result<usize, WireError> {
+    segment_into(packet, gso_size, full_csum, Vec::with_capacity, out)
+}
+
+/// [`segment`] (`full_csum`) or [`segment_csum_partial`] building each segment in a
+/// buffer from `take(len)` (an empty `Vec` with room for `len` bytes, e.g. from a
+/// [`crate::pool::BufPool`]) instead of a new allocation.
+pub fn segment_into(
+    packet: &[u8],
+    gso_size: u16,
+    full_csum: bool,
+    mut take: impl FnMut(usize) -> Vec<u8>,
     mut out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
     let l = Layout::parse(packet, false)?;
@@ -27,7 +60,8 @@ pub fn segment(
     } else {
         payload.len().div_ceil(mss)
     };
-    let cutter = Cutter::new(packet, &l, count);
+    let mut cutter = Cutter::new(packet, &l, count);
+    cutter.full_csum = full_csum;
     for i in 0..count {
         let start = i * mss;
         let end = if i + 1 == count {
@@ -35,7 +69,11 @@ pub fn segment(
         } else {
             start + mss
         };
-        out(cutter.build(i, start, &payload[start..end]));
+        let chunk = &payload[start..end];
+        let mut v = take(cutter.headers.len() + chunk.len());
+        v.clear();
+        cutter.build(&mut v, i, start, chunk);
+        out(v);
     }
     Ok(count)
 }
@@ -137,6 +175,8 @@ struct Cutter<'a> {
     ipv4_id: u16,
     /// Pseudo-header sum without the length.
     pseudo: u64,
+    /// Complete TCP checksums (else CHECKSUM_PARTIAL ones).
+    full_csum: bool,
 }
 
 impl<'a> Cutter<'a> {
@@ -150,26 +190,28 @@ impl<'a> Cutter<'a> {
             flags: tcp[TCP_FLAGS],
             ipv4_id: be16(packet, 4),
             pseudo: checksum::pseudo_header(l.ip.src, l.ip.dst, PROTO_TCP, 0),
+            full_csum: true,
         }
     }
 
     /// Segment `i`, carrying `chunk` which starts `offset` bytes into the payload.
-    fn build(&self, i: usize, offset: usize, chunk: &[u8]) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.headers.len() + chunk.len());
+    fn build(&self, v: &mut Vec<u8>, i: usize, offset: usize, chunk: &[u8]) {
         v.extend_from_slice(self.headers);
         v.extend_from_slice(chunk);
         let id = self
             .layout
             .is_v4()
             .then(|| self.ipv4_id.wrapping_add(i as u16));
-        set_ip_len(&mut v, &self.layout, id);
+        set_ip_len(v, &self.layout, id);
         let tcp = &mut v[self.layout.tcp_start..];
         let seq = self.seq.wrapping_add(offset as u32);
         tcp[TCP_SEQ..TCP_SEQ + 4].copy_from_slice(&seq.to_be_bytes());
         tcp[TCP_FLAGS] = self.flags_for(i);
-        let c = !checksum::fold(self.tcp_sum(tcp));
+        let c = match self.full_csum {
+            true => !checksum::fold(self.tcp_sum(tcp)),
+            false => checksum::fold(self.pseudo + tcp.len() as u64),
+        };
         tcp[TCP_CHECKSUM_OFFSET..TCP_CHECKSUM_OFFSET + 2].copy_from_slice(&c.to_be_bytes());
-        v
     }
 
     /// FIN and PSH only on the last segment, CWR only on the first (as Linux's
@@ -506,6 +548,26 @@ mod tests {
         // Options that differ prevent merging.
         let (a, b) = pair(ACK, ACK);
         assert!(!merges(with_ipv4_options(&a), &b));
+    }
+
+    #[test]
+    fn partial_segments_finish_to_the_full_ones() {
+        for v6 in [false, true] {
+            let p = packet(v6, ACK | PSH, 1000, 7, &payload(5000));
+            let full = cut(&p, 1200);
+            let mut partial = Vec::new();
+            assert_eq!(
+                segment_csum_partial(&p, 1200, |s| partial.push(s)),
+                Ok(full.len())
+            );
+            for (f, mut q) in full.into_iter().zip(partial) {
+                let l = Layout::parse(&q, true).unwrap();
+                let tcp = &q[l.tcp_start..l.end];
+                assert!(checksum::is_tcp_partial(l.ip.src, l.ip.dst, tcp));
+                finish_checksum(&mut q).unwrap();
+                assert_eq!(q, f);
+            }
+        }
     }
 
     #[test]

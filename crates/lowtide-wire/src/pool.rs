@@ -4,27 +4,40 @@
 //! top of the heap back to the kernel (`M_TRIM_THRESHOLD`, 128 KB) and fault fresh
 //! zeroed pages in for the next one: on the TUN path that was about 40 % of the
 //! sending CPU. Linux keeps per-CPU caches of skb heads and pages for the same reason
-//! (`napi_skb_cache_get`, `page_pool`). Here, every buffer of at least
-//! [`POOL_MIN_LEN`] bytes is taken from the pool with the capacity of the largest
-//! packet ([`POOL_BUF_LEN`]) and given back when its packet is done (sent, written to
-//! the device, merged or received), so in steady state no packet buffer is allocated
-//! or freed. Smaller packets (ACKs, single MSS-sized segments) come from the allocator,
-//! whose per-thread caches serve them without touching the kernel.
+//! (`napi_skb_cache_get`, `page_pool`). Here, packet buffers come in three sizes,
+//! each with its free list: [`POOL_MIN_LEN`] (ACKs, MSS-sized segments),
+//! [`POOL_MID_LEN`] and the largest packet, [`POOL_BUF_LEN`]; each is taken from its
+//! list and given back when its packet is done (sent, written to the device, merged
+//! or received), so in steady state no packet buffer is allocated or freed.
 
-/// Packets at least this long use pooled buffers.
+/// Packets shorter than this (a 1500-byte MTU segment, an ACK) use buffers of this
+/// capacity from the small list.
 pub const POOL_MIN_LEN: usize = 2048;
+
+/// Packets from [`POOL_MIN_LEN`] up to this long (a few segments, a jumbo-MTU
+/// segment) use buffers of this capacity from the medium list; longer ones (GSO
+/// packets) the large buffers.
+pub const POOL_MID_LEN: usize = 16 * 1024;
 
 /// Capacity of a pooled buffer: the longest IP packet, an IPv6 header plus a
 /// 65,535-byte payload, and the 10-byte `virtio_net_hdr` in front of TUN packets.
 pub const POOL_BUF_LEN: usize = 10 + 40 + 65_535;
 
-/// Buffers a pool keeps at most (about 16 MB); more are freed.
+/// Large buffers a pool keeps at most (about 16 MB); more are freed.
 pub const POOL_MAX_BUFFERS: usize = 256;
 
-/// Free packet buffers, each with capacity [`POOL_BUF_LEN`] (see the module docs).
+/// Medium buffers a pool keeps at most (16 MB).
+pub const POOL_MAX_MID: usize = 1024;
+
+/// Small buffers a pool keeps at most (16 MB).
+pub const POOL_MAX_SMALL: usize = 8192;
+
+/// Free packet buffers of three sizes (see the module docs).
 #[derive(Debug, Default)]
 pub struct BufPool {
     free: Vec<Vec<u8>>,
+    mid: Vec<Vec<u8>>,
+    small: Vec<Vec<u8>>,
 }
 
 impl BufPool {
@@ -33,37 +46,47 @@ impl BufPool {
         BufPool::default()
     }
 
-    /// An empty buffer (length 0) with room for at least `len` bytes: a pooled one if
-    /// `len` is at least [`POOL_MIN_LEN`] and at most [`POOL_BUF_LEN`].
+    /// An empty buffer (length 0) with room for at least `len` bytes: a pooled one of
+    /// the smallest of the three sizes that holds `len`, a new one of `len` bytes
+    /// beyond [`POOL_BUF_LEN`].
     pub fn take(&mut self, len: usize) -> Vec<u8> {
-        if !(POOL_MIN_LEN..=POOL_BUF_LEN).contains(&len) {
-            return Vec::with_capacity(len);
-        }
-        match self.free.pop() {
+        let (list, cap) = match len {
+            0..POOL_MIN_LEN => (&mut self.small, POOL_MIN_LEN),
+            POOL_MIN_LEN..=POOL_MID_LEN => (&mut self.mid, POOL_MID_LEN),
+            _ if len <= POOL_BUF_LEN => (&mut self.free, POOL_BUF_LEN),
+            _ => return Vec::with_capacity(len),
+        };
+        match list.pop() {
             Some(mut b) => {
                 b.clear();
                 b
             }
-            None => Vec::with_capacity(POOL_BUF_LEN),
+            None => Vec::with_capacity(cap),
         }
     }
 
-    /// Gives a buffer back: kept if it has a pooled buffer's capacity and the pool is
-    /// not full, freed otherwise.
+    /// Gives a buffer back: kept in the list of the largest size its capacity holds,
+    /// unless that list is full; freed otherwise.
     pub fn give(&mut self, buf: Vec<u8>) {
-        if buf.capacity() >= POOL_BUF_LEN && self.free.len() < POOL_MAX_BUFFERS {
-            self.free.push(buf);
+        let (list, max) = match buf.capacity() {
+            c if c >= POOL_BUF_LEN => (&mut self.free, POOL_MAX_BUFFERS),
+            c if c >= POOL_MID_LEN => (&mut self.mid, POOL_MAX_MID),
+            c if c >= POOL_MIN_LEN => (&mut self.small, POOL_MAX_SMALL),
+            _ => return,
+        };
+        if list.len() < max {
+            list.push(buf);
         }
     }
 
     /// Buffers held.
     pub fn len(&self) -> usize {
-        self.free.len()
+        self.free.len() + self.mid.len() + self.small.len()
     }
 
     /// No buffer held.
     pub fn is_empty(&self) -> bool {
-        self.free.is_empty()
+        self.free.is_empty() && self.mid.is_empty() && self.small.is_empty()
     }
 }
 
@@ -72,7 +95,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn large_buffers_are_reused_small_ones_are_not() {
+    fn small_buffers_have_their_own_list() {
+        let mut p = BufPool::new();
+        let a = p.take(66);
+        assert_eq!(a.capacity(), POOL_MIN_LEN);
+        let ptr = a.as_ptr();
+        p.give(a);
+        let big = p.take(50_000);
+        assert!(
+            big.capacity() >= POOL_BUF_LEN,
+            "a large packet never gets a small one"
+        );
+        let b = p.take(1500);
+        assert_eq!(b.as_ptr(), ptr);
+        // A buffer too small for either list is not kept.
+        p.give(Vec::with_capacity(100));
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn large_buffers_are_reused() {
         let mut p = BufPool::new();
         let mut a = p.take(60_000);
         assert!(a.capacity() >= POOL_BUF_LEN);
@@ -80,13 +122,10 @@ mod tests {
         let ptr = a.as_ptr();
         p.give(a);
         assert_eq!(p.len(), 1);
-        let b = p.take(POOL_MIN_LEN);
+        let b = p.take(POOL_MID_LEN + 1);
         assert_eq!((b.as_ptr(), b.len()), (ptr, 0), "the same buffer, emptied");
-        // Small packets come from the allocator and are not kept.
-        let s = p.take(100);
-        assert!(s.capacity() < POOL_BUF_LEN);
-        p.give(s);
-        assert!(p.is_empty());
+        // A jumbo segment: a medium buffer.
+        assert_eq!(p.take(9000).capacity(), POOL_MID_LEN);
         // Too large for a pooled buffer: allocated to size.
         assert!(p.take(POOL_BUF_LEN + 1).capacity() > POOL_BUF_LEN);
     }
@@ -94,7 +133,7 @@ mod tests {
     #[test]
     fn the_pool_is_bounded() {
         let mut p = BufPool::new();
-        let bufs: Vec<_> = (0..POOL_MAX_BUFFERS + 5).map(|_| p.take(5000)).collect();
+        let bufs: Vec<_> = (0..POOL_MAX_BUFFERS + 5).map(|_| p.take(50_000)).collect();
         for b in bufs {
             p.give(b);
         }

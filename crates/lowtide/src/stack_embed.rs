@@ -28,6 +28,13 @@ impl Stack {
         self.with_tcb(now, index, |tcb, ctx| tcb.recvmsg_with(ctx, max, read))
     }
 
+    /// An empty buffer with room for `len` bytes from the stack's packet-buffer pool
+    /// (see [`Stack::recycle_buffer`]), for a device that builds packets of its own
+    /// (e.g. the segments of a GSO packet).
+    pub fn take_buffer(&mut self, len: usize) -> Vec<u8> {
+        self.pool.take(len)
+    }
+
     /// Gives back the buffer of a packet from [`Stack::poll_transmit`] (or any other
     /// packet buffer) once the device is done with it, for the next packet the stack
     /// builds: large buffers are reused instead of freed and allocated again per

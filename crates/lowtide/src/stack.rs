@@ -481,7 +481,8 @@ impl Stack {
     }
 
     /// Changes a sysctl at run time; sockets read most sysctls at every use, so e.g.
-    /// `net.ipv4.tcp_notsent_lowat` applies at once to sockets without their own value.
+    /// `net.ipv4.tcp_notsent_lowat` applies at once to sockets without their own value,
+    /// and so do module parameters (CUBIC's `hystart_detect`).
     pub fn set_sysctl(&mut self, now: Instant, name: &str, value: &str) -> Result<(), ConfigError> {
         self.cfg.set(name, value)?;
         // A new lowat may make waiting writers writable (`sk_write_space`).
@@ -489,7 +490,10 @@ impl Stack {
             .filter(|&i| matches!(self.slots[i as usize].sock, Some(Sock::Tcp(_))))
             .collect();
         for i in live {
-            self.with_tcb(now, i, |tcb, ctx| tcb.check_space(ctx));
+            self.with_tcb(now, i, |tcb, ctx| {
+                tcb.cc.module_params_changed(ctx.cfg);
+                tcb.check_space(ctx);
+            });
         }
         Ok(())
     }

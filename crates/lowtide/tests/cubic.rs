@@ -130,3 +130,28 @@ fn rto_slow_start_then_ca() {
     assert_eq!(ack, 23_001);
     assert_eq!(d.cwnd(), 8, "CA, ack 23001");
 }
+
+/// `hystart_detect` is a module parameter Linux's tcp_cubic.c reads at each use
+/// (`hystart_update`): clearing it mid-connection
+/// (`echo 0 > /sys/module/tcp_cubic/parameters/hystart_detect`) turns HyStart's
+/// detectors off for connections already open. The bulk_166k path otherwise exits
+/// slow start by the delay detector at ACK 14.
+#[test]
+fn hystart_detect_change_applies_to_open_connections() {
+    let mut d = Drill::cubic(ms(100));
+    d.set_win(514 << 10);
+    d.write(400_000);
+    for i in 1..=3u32 {
+        d.ack(ms(100), 1 + 2000 * i);
+    }
+    let now = d.p.now;
+    d.p.a
+        .set_sysctl(now, "module.tcp_cubic.hystart_detect", "0")
+        .unwrap();
+    for i in 4..=20u32 {
+        d.ack(ms(100), 1 + 2000 * i);
+        assert_eq!(d.ssthresh(), INFINITE_SSTHRESH, "HyStart exit at ACK {i}");
+    }
+    // Slow start went on: +2 per 2-segment ACK.
+    assert_eq!(d.cwnd(), 10 + 2 * 20);
+}

@@ -412,16 +412,24 @@ impl Tcb {
             }
             return false;
         }
-        if ack < self.snd_una as i64 - self.max_window as i64 {
+        // tcp_ack: do not accept an ACK for bytes we never sent (Linux 6.x:
+        // max_window = min(max_window, bytes_acked)).
+        let max_window = (self.max_window as u64).min(self.bytes_acked) as i64;
+        if ack < self.snd_una as i64 - max_window {
             // RFC 5961 section 5.2: too old to be acceptable.
             self.challenge_ack(ctx);
             return false;
         }
         if ack < self.snd_una as i64 {
-            return true; // old duplicate: ignore the ACK, keep the data
+            // tcp_ack `old_ack:` (a reordered ACK); the segment's data is kept.
+            if th.options.sack_len > 0 {
+                self.old_ack(ctx, th, ack.max(0) as u64);
+            }
+            return true;
         }
         let ack = ack as u64;
-        // tcp_ack: the peer is alive; window probes count again from zero.
+        let is_sack_reneg = self.is_sack_reneg; // tcp_ack: as before this ACK
+                                                // tcp_ack: the peer is alive; window probes count again from zero.
         self.probes_out = 0;
         self.rcv_tstamp = ctx.now;
         let prior_in_flight = self.packets_in_flight();
@@ -431,9 +439,10 @@ impl Tcb {
         let prior_wnd = self.snd_wnd;
         self.ack_update_window(th, ack);
         let prior_fack = self.rack_ack_begin(ctx, th);
-        let sack = self.sacktag(ctx, th, ack);
+        let sack = self.sacktag(ctx, th, ack, ack);
         let cleaned = self.clean_rtx_queue(ctx, ack);
         let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, prior_fack, &sack);
+        self.rack_update_reo_wnd(ctx, fl.delivered_any);
         let newly_acked_sacked = cleaned.acked_segs.saturating_sub(cleaned.acked_sacked_segs)
             + sack.newly_sacked
             + prior_sacked
@@ -447,6 +456,7 @@ impl Tcb {
             rtt_us: self.ca_rtt_us(ctx, &cleaned, sack.last_tx).or(rtt_us),
             prior_in_flight,
             lost: 0,
+            is_sack_reneg,
         };
         // A duplicate ACK acknowledges nothing new and carries no data and no window
         // change (RFC 5681 section 2, Linux's FLAG_NOT_DUP).
@@ -503,6 +513,21 @@ impl Tcb {
             self.on_snd_una_advanced(ctx, &cleaned, fl.set_xmit_timer);
         }
         true
+    }
+
+    /// `tcp_ack`'s `old_ack:` path, for an ACK below `snd_una` with SACK blocks: they
+    /// still tag the queue (`tcp_sacktag_write_queue`, blocks validated against
+    /// today's `snd_una`, a D-SACK detected against this ACK's own `ack_seq`), then
+    /// `tcp_fastretrans_alert` (no duplicate ACK counted), `tcp_newly_delivered` and
+    /// `tcp_xmit_recovery`. No window update, RTT or rate sample, TLP check or
+    /// `tcp_rack_update_reo_wnd`: those run on the main path only.
+    fn old_ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack_seq: u64) {
+        let una = self.snd_una;
+        let prior_fack = self.rack_ack_begin(ctx, th);
+        let sack = self.sacktag(ctx, th, ack_seq, una);
+        let mut fl = self.rack_ack_delivered(ctx, false, prior_fack, &sack);
+        self.delivered += sack.newly_sacked as u64;
+        self.fastretrans_alert(ctx, una, false, &mut fl);
     }
 
     /// The `tcp_sock` view a congestion control's `cong_control` and `init` get.

@@ -201,8 +201,9 @@ impl Tcb {
         self.fack
     }
 
-    /// After SACK and cumulative ACK processing: `tcp_rack_advance`, reordering
-    /// detection, `tcp_rack_update_reo_wnd`; returns the ACK's recovery flags.
+    /// After SACK and cumulative ACK processing: `tcp_rack_advance` and reordering
+    /// detection; returns the ACK's recovery flags (the main path of `tcp_ack` then
+    /// runs `tcp_rack_update_reo_wnd`, its `old_ack:` path does not).
     pub(crate) fn rack_ack_delivered(
         &mut self,
         ctx: &mut Ctx,
@@ -217,8 +218,8 @@ impl Tcb {
                 self.check_sack_reordering(ctx, low, prior_fack);
             }
         }
-        self.rack_update_reo_wnd(ctx, d.rack.is_some() || d.orig_low.is_some());
         super::recovery::AckFlags {
+            delivered_any: d.rack.is_some() || d.orig_low.is_some(),
             snd_una_advanced,
             data_sacked: sack.newly_sacked > 0,
             orig_sack_acked: d.orig_low.is_some_and(|(_, e)| e <= self.high_seq),
@@ -285,6 +286,49 @@ mod tests {
         }
         t.snd_una = 1;
         t.snd_nxt = 1 + 10 * MSS as u64;
+    }
+
+    /// An ACK from the peer carrying the D-SACK `[start, end)` (stream offsets).
+    fn dsack_ack(t: &Tcb, start: u64, end: u64) -> lowtide_wire::tcp::TcpRepr {
+        let mut th = lowtide_wire::tcp::TcpRepr::default();
+        th.options.sack[0] = lowtide_wire::tcp::SackBlock {
+            start: t.snd_seq(start).0,
+            end: t.snd_seq(end).0,
+        };
+        th.options.sack_len = 1;
+        th
+    }
+
+    /// tcp_dsack_seen (Linux 5.15+): a D-SACK sets rack.dsack_seen only once
+    /// reordering was seen and only when it is not for the loss probe
+    /// (FLAG_DSACK_TLP: one segment ending exactly at tlp_high_seq).
+    #[test]
+    fn dsack_grows_reo_wnd_only_after_reordering_and_not_for_a_tlp() {
+        let cfg = Config::default();
+        let seg = |i: u64| (1 + i * MSS as u64, 1 + (i + 1) * MSS as u64);
+        let run = |reord_seen: u32, tlp_high: Option<u64>, (s, e): (u64, u64)| {
+            let mut t = tcb(&cfg);
+            scoreboard(&mut t);
+            t.max_window = 65535;
+            t.total_retrans = 4;
+            t.reord_seen = reord_seen;
+            t.tlp_high_seq = tlp_high;
+            t.tlp_retrans = tlp_high.is_some();
+            let th = dsack_ack(&t, s, e);
+            let ack = seg(2).0; // the D-SACK lies below this ACK
+            let (r, _) = with_ctx(&cfg, 10, |c| t.sacktag(c, &th, ack, ack));
+            assert!(r.dsack, "the D-SACK was not accepted");
+            (t.rack.dsack_seen, r.dsack_tlp)
+        };
+        // No reordering seen: a D-SACK leaves RACK's window alone.
+        assert_eq!(run(0, None, seg(0)), (false, false));
+        assert_eq!(run(1, None, seg(0)), (true, false));
+        // The D-SACK of the probe itself (it ends at tlp_high_seq): FLAG_DSACK_TLP.
+        assert_eq!(run(1, Some(seg(1).1), seg(1)), (false, true));
+        // A D-SACK of an earlier segment below tlp_high_seq is not the probe's.
+        assert_eq!(run(1, Some(seg(9).1), seg(0)), (true, false));
+        // Nor is one longer than a segment.
+        assert_eq!(run(1, Some(seg(1).1), (seg(0).0, seg(1).1)), (true, false));
     }
 
     #[test]

@@ -145,6 +145,8 @@ pub(crate) struct AckRate {
     pub rtt_us: Option<u32>,
     /// Packets in flight before the ACK.
     pub prior_in_flight: u32,
+    /// `tp->is_sack_reneg` when the ACK arrived.
+    pub is_sack_reneg: bool,
 }
 
 impl Tcb {
@@ -190,7 +192,9 @@ impl Tcb {
         rs.prior_delivered = d.tx.delivered;
         rs.is_app_limited = d.tx.is_app_limited;
         rs.is_retrans = d.is_retrans;
-        let Some(prior_mstamp) = d.tx.delivered_mstamp else {
+        // tcp_rate_gen: no sample without timing information, nor while recovering
+        // from SACK reneging (packets SACKed before it would overestimate the rate).
+        let Some(prior_mstamp) = d.tx.delivered_mstamp.filter(|_| !a.is_sack_reneg) else {
             return rs;
         };
         rs.delivered = (self.delivered - d.tx.delivered) as i64;
@@ -290,6 +294,7 @@ mod tests {
             lost: 0,
             rtt_us: None,
             prior_in_flight,
+            is_sack_reneg: false,
         };
         t.rate_gen(now, &a)
     }

@@ -43,6 +43,9 @@ pub(crate) struct AckFlags {
     pub dsack_tlp: bool,
     /// `FLAG_LOST_RETRANS`: RACK found a retransmission lost.
     pub lost_retrans: bool,
+    /// Something was newly delivered (`rs->prior_delivered` set), for
+    /// `tcp_rack_update_reo_wnd`.
+    pub delivered_any: bool,
     /// `FLAG_SET_XMIT_TIMER`: rearm the TLP/RTO timer (cleared when RACK armed its
     /// reorder timer).
     pub set_xmit_timer: bool,
@@ -50,10 +53,17 @@ pub(crate) struct AckFlags {
 
 impl Tcb {
     /// `tcp_sacktag_write_queue`: detects a D-SACK (RFC 2883 section 4,
-    /// `tcp_check_dsack`), validates the ACK's SACK blocks (`tcp_is_sackblock_valid`)
-    /// and tags the retransmit queue. `ack` is the new `snd_una`; `self.snd_una` is
-    /// still the prior one (lowtide moves it in `clean_rtx_queue`, after this).
-    pub(crate) fn sacktag(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack: u64) -> SackResult {
+    /// `tcp_check_dsack`, against the ACK's own `ack_seq`), validates the ACK's SACK
+    /// blocks (`tcp_is_sackblock_valid`) and tags the retransmit queue. `ack` is the
+    /// new `snd_una` (`ack_seq` itself, or today's `snd_una` for an old ACK);
+    /// `self.snd_una` is still the prior one (lowtide moves it in `clean_rtx_queue`).
+    pub(crate) fn sacktag(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        ack_seq: u64,
+        ack: u64,
+    ) -> SackResult {
         let mut r = SackResult::default();
         let blocks = th.options.sack_blocks();
         if !self.sack_ok || blocks.is_empty() {
@@ -68,7 +78,7 @@ impl Tcb {
             ctx,
             edges(self, 0),
             blocks.get(1).map(|_| edges(self, 1)),
-            ack,
+            ack_seq,
             &mut r,
         );
         let mss = self.mss_cache;
@@ -182,15 +192,27 @@ impl Tcb {
         if len > self.max_window as u64 {
             return 0;
         }
-        let dup_segs = len.div_ceil(self.mss_cache.max(1) as u64);
+        let mss = self.mss_cache.max(1) as u64;
+        let dup_segs = if len > mss {
+            len.div_ceil(mss)
+        } else {
+            // FLAG_DSACK_TLP: one segment ending exactly at the loss probe's
+            // tlp_high_seq (set even if the D-SACK then proves dubious).
+            if self.tlp_high_seq == Some(end) {
+                r.dsack_tlp = true;
+            }
+            1
+        };
         self.dsack_dups += dup_segs;
         if self.dsack_dups > self.total_retrans as u64 {
             return 0;
         }
         r.dsack = true;
-        self.rack.dsack_seen = true;
-        if self.tlp_high_seq.is_some_and(|h| end <= h) && self.tlp_retrans {
-            r.dsack_tlp = true;
+        // Linux 5.15+ (tcp_dsack_seen, "more accurately check DSACKs to grow RACK
+        // reordering window"): only a D-SACK that reordering may explain, not one
+        // for a TLP, grows RACK's reordering window.
+        if self.reord_seen > 0 && !r.dsack_tlp {
+            self.rack.dsack_seen = true;
         }
         dup_segs
     }
@@ -482,6 +504,7 @@ impl Tcb {
             return true;
         }
         self.set_ca_state(CaState::Open);
+        self.is_sack_reneg = false;
         false
     }
 
@@ -535,6 +558,7 @@ impl Tcb {
         }
         if frto_undo || self.sack_ok {
             self.set_ca_state(CaState::Open);
+            self.is_sack_reneg = false;
         }
         true
     }
@@ -661,10 +685,12 @@ impl Tcb {
         }
         self.cw.snd_cwnd = 1;
         self.cw.snd_cwnd_cnt = 0;
-        // tcp_timeout_mark_lost: a SACKed head means the receiver reneged.
+        // tcp_timeout_mark_lost: a SACKed head means the receiver reneged;
+        // tcp_enter_loss marks it (is_sack_reneg) until we recover from this loss.
         if self.rtx.head_sacked() {
             ctx.mib.inc(Mib::TcpExtTCPSACKReneging);
             self.rtx.clear_sacked();
+            self.is_sack_reneg = true;
         }
         self.rtx.mark_all_lost();
         self.lost_hint = self.snd_una;

@@ -230,6 +230,9 @@ pub struct Tcb {
     pub(crate) tlp_retrans: bool,
     /// `reord_seen`: reordering events seen.
     pub(crate) reord_seen: u32,
+    /// `is_sack_reneg`: an RTO found the receiver reneging on SACKed data; set until
+    /// the connection is Open again (no rate samples meanwhile, `tcp_rate_gen`).
+    pub(crate) is_sack_reneg: bool,
     /// `tcp_highest_sack_seq`: end of the highest SACKed data.
     pub(crate) fack: u64,
     /// `rx_opt.rcv_tsecr` of the ACK being processed (0: none).
@@ -394,6 +397,7 @@ impl Tcb {
             tlp_high_seq: None,
             tlp_retrans: false,
             reord_seen: 0,
+            is_sack_reneg: false,
             fack: 0,
             rcv_tsecr: 0,
             bytes_acked: 0,

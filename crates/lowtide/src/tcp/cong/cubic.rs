@@ -351,6 +351,11 @@ impl CongestionOps for Cubic {
         "cubic"
     }
 
+    /// `hystart_detect` is a global module parameter `hystart_update` reads live.
+    fn module_params_changed(&mut self, cfg: &crate::Config) {
+        self.params.hystart_detect = cfg.tcp_cubic_hystart_detect;
+    }
+
     /// `cubictcp_recalc_ssthresh`: W_max (lowered further by fast convergence when the
     /// window did not regain the last W_max), then `cwnd * beta`.
     fn ssthresh(&mut self, cw: &CwndState) -> u32 {

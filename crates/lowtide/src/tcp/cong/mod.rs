@@ -219,6 +219,9 @@ pub trait CongestionOps: core::fmt::Debug + Send {
     }
     /// `init`: the connection is established (`tcp_init_congestion_control`).
     fn init(&mut self, _ctx: &mut CcContext) {}
+    /// A module parameter changed (`/sys/module/tcp_*/parameters/*`): Linux's
+    /// modules read theirs at each use, so open connections follow at once.
+    fn module_params_changed(&mut self, _cfg: &crate::Config) {}
     /// True if [`CongestionOps::cong_control`] sets cwnd and pacing itself; the engine
     /// then skips PRR and the end-of-recovery window reset, as Linux does when
     /// `ca_ops->cong_control` exists.

@@ -44,3 +44,47 @@ fn an_old_acks_stale_sack_blocks_tag_nothing() {
     d.ack_sack(ms(1), 1001, &[(2001, 3001)]);
     assert_eq!(d.info().sacked, 0);
 }
+
+/// `tcp_ack` returns at `old_ack:` before `FLAG_UPDATE_TS_RECENT` takes effect: a
+/// segment whose ACK is old still delivers its data, but its TSval does not move
+/// ts_recent, so the receiver keeps echoing the previous TSval.
+#[test]
+fn an_old_ack_does_not_move_ts_recent() {
+    use common::*;
+    use lowtide::Config;
+    use lowtide_wire::tcp::TcpFlags;
+    let (mut p, a, b) = establish(Config::default());
+    // B sends 3000 bytes so that its snd_una is well above its ISN.
+    let data = pattern(3000, 1);
+    assert_eq!(send_all(&mut p, false, b, a, &data), data);
+    p.drive_for(std::time::Duration::from_millis(200));
+    let peer = learn(&p, Dir::BtoA); // impersonates A towards B
+    let from = p.wire.len();
+    let mut forged = peer;
+    forged.ts_val = peer.ts_val.wrapping_add(100_000);
+    // In sequence, 100 bytes, but acknowledging only 1000 of B's 3000 bytes.
+    let seg = forged.seg(
+        TcpFlags::ACK | TcpFlags::PSH,
+        peer.seq,
+        peer.ack.wrapping_sub(2000),
+        &[7u8; 100],
+    );
+    p.inject(true, &seg);
+    assert_eq!(drain(&mut p.b, p.now, b), vec![7u8; 100], "data kept");
+    p.filter = Some(Box::new(|_, _| Verdict::Drop)); // A must not answer
+    p.drive_for(std::time::Duration::from_millis(300));
+    let acks = p.sent_since(from, Dir::BtoA);
+    let tsecr = acks
+        .first()
+        .expect("B acknowledged")
+        .th
+        .options
+        .timestamp
+        .unwrap()
+        .1;
+    assert_eq!(
+        tsecr,
+        peer.ts_val.wrapping_sub(1),
+        "ts_recent moved on an old ACK"
+    );
+}

@@ -14,6 +14,17 @@ use tracing::trace;
 /// PAWS: timestamps older than 24 days are not trusted (`TCP_PAWS_24DAYS`).
 const PAWS_24DAYS_MS: u64 = 24 * 24 * 3600 * 1000;
 
+/// What `tcp_ack` made of a segment's ACK field.
+enum AckOutcome {
+    /// Unacceptable: the segment is dropped (`SKB_DROP_REASON_TCP_ACK_UNSENT_DATA`,
+    /// too old).
+    Discard,
+    /// Below `snd_una` (`old_ack:`): its SACK blocks were used, its data is kept.
+    Old,
+    /// At or above `snd_una`: processed.
+    New,
+}
+
 impl Tcb {
     /// Active open: send the SYN (`tcp_connect`).
     pub(crate) fn connect(&mut self, ctx: &mut Ctx) {
@@ -219,13 +230,17 @@ impl Tcb {
         if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th) {
             return;
         }
-        if !self.ack(ctx, th, payload.len()) {
-            return;
+        match self.ack(ctx, th, payload.len()) {
+            AckOutcome::Discard => return,
+            // tcp_ack returns at `old_ack:` before FLAG_UPDATE_TS_RECENT: the
+            // segment's data is kept, its timestamp does not move ts_recent.
+            AckOutcome::Old => {}
+            // After tcp_ack accepted the ACK, as Linux's FLAG_UPDATE_TS_RECENT: a
+            // segment dropped for an unacceptable ACK must not move ts_recent (else
+            // PAWS rejects the peer's next valid segment; packetdrill
+            // ts_recent/invalid_ack.pkt).
+            AckOutcome::New => self.update_ts_recent(ctx, th, seq),
         }
-        // After tcp_ack accepted the ACK, as Linux's FLAG_UPDATE_TS_RECENT: a segment
-        // dropped for an unacceptable ACK must not move ts_recent (else PAWS rejects
-        // the peer's next valid segment; packetdrill ts_recent/invalid_ack.pkt).
-        self.update_ts_recent(ctx, th, seq);
         if self.state == TcpState::Closed {
             return;
         }
@@ -400,7 +415,7 @@ impl Tcb {
 
     /// `tcp_ack`: window update, SACK, cumulative ACK, RTT, congestion control.
     /// Returns false if the segment must be dropped.
-    fn ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload_len: usize) -> bool {
+    fn ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload_len: usize) -> AckOutcome {
         let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
         let ack = self.snd_una as i64 + delta;
         if ack > self.snd_nxt as i64 {
@@ -410,7 +425,7 @@ impl Tcb {
             if self.state != TcpState::Established {
                 self.challenge_ack(ctx);
             }
-            return false;
+            return AckOutcome::Discard;
         }
         // tcp_ack: do not accept an ACK for bytes we never sent (Linux 6.x:
         // max_window = min(max_window, bytes_acked)).
@@ -418,14 +433,14 @@ impl Tcb {
         if ack < self.snd_una as i64 - max_window {
             // RFC 5961 section 5.2: too old to be acceptable.
             self.challenge_ack(ctx);
-            return false;
+            return AckOutcome::Discard;
         }
         if ack < self.snd_una as i64 {
             // tcp_ack `old_ack:` (a reordered ACK); the segment's data is kept.
             if th.options.sack_len > 0 {
                 self.old_ack(ctx, th, ack.max(0) as u64);
             }
-            return true;
+            return AckOutcome::Old;
         }
         let ack = ack as u64;
         let is_sack_reneg = self.is_sack_reneg; // tcp_ack: as before this ACK
@@ -512,7 +527,7 @@ impl Tcb {
         if ack > prior_una {
             self.on_snd_una_advanced(ctx, &cleaned, fl.set_xmit_timer);
         }
-        true
+        AckOutcome::New
     }
 
     /// `tcp_ack`'s `old_ack:` path, for an ACK below `snd_una` with SACK blocks: they

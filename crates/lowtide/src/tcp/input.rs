@@ -173,7 +173,8 @@ impl Tcb {
         if self.sndbuf_locked {
             return;
         }
-        let per_mss = (self.mss_cache + 320 + 320).next_power_of_two() + 256;
+        // per_mss = roundup_pow_of_two(mss + MAX_TCP_HEADER + shinfo) + sk_buff.
+        let per_mss = (self.mss_cache + super::skb::MAX_TCP_HEADER + 320).next_power_of_two() + 256;
         let segs = self.cw.snd_cwnd.max(10).max(self.reordering + 1);
         let sndmem = self.cc.sndbuf_expand() as u64 * segs as u64 * per_mss as u64;
         let sndmem = sndmem.min(ctx.cfg.tcp_wmem[2] as u64) as u32;

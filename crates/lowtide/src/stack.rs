@@ -489,7 +489,7 @@ impl Stack {
             .filter(|&i| matches!(self.slots[i as usize].sock, Some(Sock::Tcp(_))))
             .collect();
         for i in live {
-            self.with_tcb(now, i, |tcb, ctx| tcb.check_space(ctx));
+            self.with_tcb(now, i, |tcb, ctx| tcb.write_space(ctx));
         }
         Ok(())
     }

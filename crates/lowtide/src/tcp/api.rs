@@ -47,7 +47,7 @@ impl Tcb {
     pub(crate) fn set_notsent_lowat(&mut self, ctx: &mut Ctx, bytes: u32) {
         self.notsent_lowat = bytes;
         self.nospace = true;
-        self.check_space(ctx);
+        self.write_space(ctx);
     }
 
     /// `tcp_xmit_size_goal`: 64 KB bounded to half the peer's largest window

@@ -647,11 +647,8 @@ impl Tcb {
         if c.fin_acked {
             self.our_fin_acked(ctx);
         }
-        // tcp_new_space + tcp_should_expand_sndbuf: grow the send buffer (to a multiple
-        // of cwnd) unless the flight already fills cwnd.
-        if self.packets_in_flight() < self.cw.snd_cwnd {
-            self.sndbuf_expand(ctx);
-        }
+        // The send buffer grows in tcp_check_space, after the push that follows the
+        // ACK (tcp_data_snd_check), not here.
         self.check_space(ctx);
     }
 
@@ -842,8 +839,23 @@ impl Tcb {
         self.shut_rd && self.shut_wr
     }
 
-    /// `tcp_check_space`/`tcp_new_space`: wake a writer that ran out of space.
+    /// `tcp_check_space`: only for a writer that ran out of space (`SOCK_NOSPACE`),
+    /// `tcp_new_space`: grow the send buffer unless the flight fills cwnd
+    /// (`tcp_should_expand_sndbuf`), then `sk_write_space`. Linux calls it after
+    /// each push and each new skb sent (`tcp_event_new_data_sent`), so a queue that
+    /// fills cwnd does not grow the buffer.
     pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
+        if !self.nospace || !self.state.is_synchronized() {
+            return;
+        }
+        if self.packets_in_flight() < self.cw.snd_cwnd {
+            self.sndbuf_expand(ctx);
+        }
+        self.write_space(ctx);
+    }
+
+    /// `sk_stream_write_space`: wake a writer that ran out of space once writable.
+    pub(crate) fn write_space(&mut self, ctx: &mut Ctx) {
         if self.nospace && self.state.is_synchronized() && self.is_writeable(ctx.cfg) {
             self.nospace = false;
             self.chrono_stop(ctx.now, super::chrono::Chrono::SndbufLimited);

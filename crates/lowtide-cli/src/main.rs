@@ -158,7 +158,7 @@ struct StreamArgs {
     notsent_lowat: Option<u32>,
     /// Writes a time series of the run to FILE: per flow and interval, ss -ti's
     /// figures (cwnd, ssthresh, rtt, pacing_rate, unacked, in_flight, notsent,
-    /// wmem_queued, dev_queue_bytes, delivered, bytes_acked, retrans, ca_state); CSV,
+    /// wmem_queued, sndbuf, dev_queue_bytes, delivered, bytes_acked, retrans, ca_state); CSV,
     /// or JSON lines if FILE ends in .jsonl. Host-wide rows go to FILE's stem +
     /// "-host" with the same extension.
     #[arg(long, value_name = "FILE")]

@@ -116,6 +116,7 @@ impl Recorder {
                     in_flight: (i.unacked + i.retrans).saturating_sub(i.sacked + i.lost),
                     notsent: i.notsent_bytes,
                     wmem_queued: i.wmem_queued,
+                    sndbuf: i.sndbuf,
                     dev_queue_bytes: i.wmem_alloc,
                     delivered: i.delivered,
                     bytes_acked: i.bytes_acked,

@@ -165,6 +165,7 @@ fn sim_stream_writes_a_time_series() {
         "pacing_rate_bps",
         "notsent",
         "wmem_queued",
+        "sndbuf",
     ] {
         assert!(header.split(',').any(|c| c == col), "{header}");
     }
@@ -178,9 +179,13 @@ fn sim_stream_writes_a_time_series() {
     args.push(jsonl.to_str().unwrap());
     run_ok(&args);
     let text = std::fs::read_to_string(&jsonl).unwrap();
+    let mut sndbuf = 0;
     for l in text.lines() {
         let v: serde_json::Value = serde_json::from_str(l).expect("a JSON object per line");
         assert!(v["cwnd"].as_u64().is_some_and(|c| c > 0), "{l}");
+        sndbuf = sndbuf.max(v["sndbuf"].as_u64().expect("sk_sndbuf in every row"));
     }
+    // tcp_init_buffer_space: at least 2 * TCP_INIT_CWND * per_mss (2304 at MSS 1448).
+    assert!(sndbuf >= 46_080, "sndbuf {sndbuf}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,7 +5,8 @@
 //! one the last event before it left: before each event the world records every grid
 //! point passed since the previous one. Flow columns carry `ss -ti`'s names where it
 //! has one (`cwnd`, `ssthresh`, `rtt`, `pacing_rate`, `unacked`, `notsent`,
-//! `delivered`, `retrans`, `bytes_acked`; `wmem_queued` is `ss -m`'s `w`).
+//! `delivered`, `retrans`, `bytes_acked`; `wmem_queued` and `sndbuf` are `ss -m`'s `w`
+//! and `tb`).
 
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +59,8 @@ pub struct FlowSample {
     pub notsent: u64,
     /// `sk_wmem_queued` (bytes).
     pub wmem_queued: u64,
+    /// `sk_sndbuf` (bytes, `ss -m`'s `tb`).
+    pub sndbuf: u32,
     /// This flow's bytes in the NIC queue.
     pub dev_queue_bytes: u64,
     /// `tcpi_delivered` (segments).
@@ -139,11 +142,11 @@ impl Timeseries {
     pub fn flows_csv(&self) -> String {
         let mut s = String::from(
             "time_s,flow,cwnd,ssthresh,rtt_us,pacing_rate_bps,unacked,in_flight,notsent,\
-             wmem_queued,dev_queue_bytes,delivered,bytes_acked,retrans,ca_state\n",
+             wmem_queued,sndbuf,dev_queue_bytes,delivered,bytes_acked,retrans,ca_state\n",
         );
         for r in &self.flows {
             s += &format!(
-                "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 r.time_us as f64 / 1e6,
                 r.flow,
                 r.cwnd,
@@ -154,6 +157,7 @@ impl Timeseries {
                 r.in_flight,
                 r.notsent,
                 r.wmem_queued,
+                r.sndbuf,
                 r.dev_queue_bytes,
                 r.delivered,
                 r.bytes_acked,

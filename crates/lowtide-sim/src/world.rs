@@ -358,6 +358,7 @@ impl World {
                     in_flight,
                     notsent: i.notsent_bytes,
                     wmem_queued: i.wmem_queued,
+                    sndbuf: i.sndbuf,
                     dev_queue_bytes: a.nic.flow_bytes(f.sender.flow),
                     delivered: i.delivered,
                     bytes_acked: i.bytes_acked,

@@ -27,6 +27,9 @@ fn e5_sizing_at_transmit_time_sends_fewer_packets() {
         sc.link_ab = link(1_000_000_000, 20_000);
         sc.link_ba = link(1_000_000_000, 20_000);
         sc.gro = false;
+        // SO_SNDBUF as in seed 004's experiment (E5): the write-time figure depends on
+        // how much the writer queues ahead, so not on the autotuned send buffer.
+        sc.sndbuf = Some(1_000_000);
         sc.config = config(&[&format!("experimental.size_goal_at={mode}")]);
         run_verified(&sc)
     };

@@ -492,7 +492,7 @@ impl Stack {
         for i in live {
             self.with_tcb(now, i, |tcb, ctx| {
                 tcb.cc.module_params_changed(ctx.cfg);
-                tcb.check_space(ctx);
+                tcb.write_space(ctx);
             });
         }
         Ok(())

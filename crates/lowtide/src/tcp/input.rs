@@ -184,7 +184,8 @@ impl Tcb {
         if self.sndbuf_locked {
             return;
         }
-        let per_mss = (self.mss_cache + 320 + 320).next_power_of_two() + 256;
+        // per_mss = roundup_pow_of_two(mss + MAX_TCP_HEADER + shinfo) + sk_buff.
+        let per_mss = (self.mss_cache + super::skb::MAX_TCP_HEADER + 320).next_power_of_two() + 256;
         let segs = self.cw.snd_cwnd.max(10).max(self.reordering + 1);
         let sndmem = self.cc.sndbuf_expand() as u64 * segs as u64 * per_mss as u64;
         let sndmem = sndmem.min(ctx.cfg.tcp_wmem[2] as u64) as u32;
@@ -686,11 +687,8 @@ impl Tcb {
         if c.fin_acked {
             self.our_fin_acked(ctx);
         }
-        // tcp_new_space + tcp_should_expand_sndbuf: grow the send buffer (to a multiple
-        // of cwnd) unless the flight already fills cwnd.
-        if self.packets_in_flight() < self.cw.snd_cwnd {
-            self.sndbuf_expand(ctx);
-        }
+        // The send buffer grows in tcp_check_space, after the push that follows the
+        // ACK (tcp_data_snd_check), not here.
         self.check_space(ctx);
     }
 
@@ -881,8 +879,23 @@ impl Tcb {
         self.shut_rd && self.shut_wr
     }
 
-    /// `tcp_check_space`/`tcp_new_space`: wake a writer that ran out of space.
+    /// `tcp_check_space`: only for a writer that ran out of space (`SOCK_NOSPACE`),
+    /// `tcp_new_space`: grow the send buffer unless the flight fills cwnd
+    /// (`tcp_should_expand_sndbuf`), then `sk_write_space`. Linux calls it after
+    /// each push and each new skb sent (`tcp_event_new_data_sent`), so a queue that
+    /// fills cwnd does not grow the buffer.
     pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
+        if !self.nospace || !self.state.is_synchronized() {
+            return;
+        }
+        if self.packets_in_flight() < self.cw.snd_cwnd {
+            self.sndbuf_expand(ctx);
+        }
+        self.write_space(ctx);
+    }
+
+    /// `sk_stream_write_space`: wake a writer that ran out of space once writable.
+    pub(crate) fn write_space(&mut self, ctx: &mut Ctx) {
         if self.nospace && self.state.is_synchronized() && self.is_writeable(ctx.cfg) {
             self.nospace = false;
             self.chrono_stop(ctx.now, super::chrono::Chrono::SndbufLimited);

@@ -549,6 +549,8 @@ impl Tcb {
         ) {
             self.rearm_rto(ctx);
         }
+        // tcp_event_new_data_sent: tcp_check_space.
+        self.check_space(ctx);
     }
 
     /// `tcp_xmit_retransmit_queue`: retransmits lost skbs while the window allows.

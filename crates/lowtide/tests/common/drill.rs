@@ -45,7 +45,12 @@ pub struct Drill {
 impl Drill {
     /// Handshake with `rtt` and `cfg` (timestamps off: packetdrill's peers send none),
     /// then every packet between the real stacks is dropped.
-    pub fn new(mut cfg: Config, rtt: Duration) -> Drill {
+    pub fn new(cfg: Config, rtt: Duration) -> Drill {
+        Self::with_sndbuf(cfg, rtt, Some(200_000))
+    }
+
+    /// [`Drill::new`] with `SO_SNDBUF` `sndbuf`, or the autotuned send buffer (None).
+    pub fn with_sndbuf(mut cfg: Config, rtt: Duration, sndbuf: Option<u32>) -> Drill {
         cfg.tcp_timestamps = false;
         let mut p = Pair::new(cfg);
         p.delay = rtt / 2;
@@ -65,7 +70,9 @@ impl Drill {
         let a_isn = peer.ack.wrapping_sub(1);
         p.filter = Some(Box::new(|_, _| Verdict::Drop));
         p.dropped.clear();
-        p.a.set_sndbuf(c, 200_000).unwrap();
+        if let Some(b) = sndbuf {
+            p.a.set_sndbuf(c, b).unwrap();
+        }
         Drill {
             p,
             c,

@@ -121,8 +121,27 @@ pub struct ChannelDevice {
     tx: mpsc::UnboundedSender<(TokioInstant, Vec<u8>)>,
     rx: mpsc::UnboundedReceiver<(TokioInstant, Vec<u8>)>,
     delay: Duration,
+    /// Sending rate in bits/s, if limited ([`ChannelDevice::with_rate`]).
+    rate: Option<u64>,
+    /// When the last packet sent finishes serializing at `rate`.
+    busy_until: TokioInstant,
     head: VecDeque<(TokioInstant, Vec<u8>)>,
     sleep: Pin<Box<Sleep>>,
+}
+
+impl ChannelDevice {
+    /// Limits what this end sends to `bits_per_sec`: packets leave back to back as a
+    /// link of that rate serializes them (each for its length, a GSO super-packet for
+    /// all of it), behind an unlimited FIFO, then take the pair's delay. Without it a
+    /// flight crosses in one instant, and an ACK clock never forms.
+    ///
+    /// # Panics
+    /// If `bits_per_sec` is 0.
+    pub fn with_rate(mut self, bits_per_sec: u64) -> Self {
+        assert!(bits_per_sec > 0, "a link rate of 0 bit/s");
+        self.rate = Some(bits_per_sec);
+        self
+    }
 }
 
 /// Two [`ChannelDevice`]s joined back to back, each direction delaying packets by
@@ -138,6 +157,8 @@ pub fn channel_pair(delay: Duration) -> (ChannelDevice, ChannelDevice) {
         tx,
         rx,
         delay,
+        rate: None,
+        busy_until: TokioInstant::now(),
         head: VecDeque::new(),
         sleep: Box::pin(tokio::time::sleep(Duration::ZERO)),
     };
@@ -168,10 +189,16 @@ impl PacketDevice for ChannelDevice {
     }
 
     fn send(&mut self, tx: &Transmit) -> io::Result<()> {
+        let mut leaves = TokioInstant::now();
+        if let Some(rate) = self.rate {
+            let bits = tx.packet.len() as u128 * 8;
+            let nanos = (bits * 1_000_000_000).div_ceil(rate as u128);
+            let serialize = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+            leaves = leaves.max(self.busy_until) + serialize;
+            self.busy_until = leaves;
+        }
         // The other end gone is a cable pulled: the packet is lost.
-        let _ = self
-            .tx
-            .send((TokioInstant::now() + self.delay, tx.packet.clone()));
+        let _ = self.tx.send((leaves + self.delay, tx.packet.clone()));
         Ok(())
     }
 }

@@ -103,7 +103,11 @@ async fn catch_all_listener_sees_original_destination() {
 /// Runs a writer with TCP_NOTSENT_LOWAT `LOWAT` for 0.5 s of virtual time; returns
 /// how often it blocked and the most bytes left unsent when it resumed.
 async fn lowat_writer(hysteresis: bool) -> (u32, u32) {
+    // A 100 Mbit/s sender side, so that ACKs come one by one and notsent drains
+    // gradually, as on a real path (on an unlimited channel a whole flight is
+    // acked in one instant and every wake finds the queue empty).
     let (da, db) = channel_pair(Duration::from_millis(5));
+    let da = da.with_rate(100_000_000);
     let mut sa = host("10.0.0.1", 1);
     let v = if hysteresis { "true" } else { "false" };
     sa.set_sysctl(

@@ -402,7 +402,19 @@ fn parse_cli() -> Result<Cli, ExitCode> {
     Err(ExitCode::from(2))
 }
 
+/// Gives SIGPIPE its default action back (Rust's runtime ignores it), so that
+/// `lowtide ... | head` ends quietly when the reader goes, as iperf3, ss and every C
+/// tool do, instead of panicking on the failed print. Sockets are unaffected: std
+/// sends with `MSG_NOSIGNAL`, and lowtide writes to no pipe but stdout and stderr.
+fn restore_sigpipe() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_sigpipe();
     let _alloc_stats = alloc_count::ReportOnDrop;
     let cli = match parse_cli() {
         Ok(cli) => cli,

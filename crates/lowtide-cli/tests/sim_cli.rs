@@ -320,3 +320,32 @@ fn progress_on_a_terminal_unless_quiet_or_json() {
     let soak = on_a_terminal(&["sim", "soak", "--runs", "3", "--seed", "2", "-q"]);
     assert!(!soak.contains("/3 runs, "), "{soak}");
 }
+
+/// `lowtide ... | head -1`: when the reader of stdout goes away, lowtide ends as C
+/// tools do (killed by SIGPIPE, nothing on stderr), not with a panic and exit 101.
+#[test]
+fn closed_stdout_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lowtide"))
+        .args(["sim", "stream", "--rate", "100mbit", "--rtt", "10ms"])
+        .args(["--duration", "5s", "-i", "0.01", "--flows", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run lowtide");
+    let mut first = String::new();
+    let mut out = BufReader::new(child.stdout.take().expect("piped"));
+    out.read_line(&mut first).expect("a first line");
+    drop(out);
+    let done = child.wait_with_output().expect("wait");
+    let err = stderr(&done);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        done.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}",
+        done.status
+    );
+}

@@ -53,6 +53,8 @@ mib! {
     Icmp6InErrors,
     /// ICMPv6 destination-unreachable messages received.
     Icmp6InDestUnreachs,
+    /// ICMPv6 "packet too big" messages received (path MTU discovery).
+    Icmp6InPktTooBigs,
     /// Active opens (SYN sent).
     TcpActiveOpens,
     /// Passive opens (SYN received on a listener).

@@ -106,6 +106,9 @@ pub struct Stack {
     warned_csum_partial: bool,
     /// Buffers of sent packets, given back by the device ([`Stack::recycle_buffer`]).
     pool: lowtide_wire::pool::BufPool,
+    /// Path MTUs learned from ICMP, per destination, and when they expire
+    /// (`stack_icmp.rs`; Linux's route exceptions).
+    pmtu: FxHashMap<IpAddr, (u32, Instant)>,
 }
 
 impl Stack {
@@ -138,6 +141,7 @@ impl Stack {
             catch_all: None,
             warned_csum_partial: false,
             pool: lowtide_wire::pool::BufPool::new(),
+            pmtu: FxHashMap::default(),
         }
     }
 
@@ -390,6 +394,7 @@ impl Stack {
         let iss = self.secrets.tcp_seq(tuple.local, tuple.remote, now);
         let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
         tcb.ts_offset = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
+        tcb.pmtu_cookie = self.route_mtu(now, tuple.remote.ip());
         tcb
     }
 
@@ -941,6 +946,7 @@ impl Stack {
         self.mib.inc(Mib::TcpPassiveOpens);
         let mut tcb = Tcb::new(&self.cfg, tuple, th.ack.wrapping_sub(1), now);
         tcb.ts_offset = ts_off;
+        tcb.pmtu_cookie = self.route_mtu(now, tuple.remote.ip());
         tcb.apply_options(&self.cfg, &sock_opts); // sk_clone_lock: the listener's options
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));

@@ -1,7 +1,10 @@
 //! ICMP errors for TCP (`icmp_rcv` -> `icmp_unreach` -> `tcp_v4_err`, and
 //! `icmpv6_rcv` -> `icmpv6_notify` -> `tcp_v6_err`): a destination unreachable that
 //! answers one of our SYNs aborts the connect with Linux's errno; on a synchronized
-//! connection it is a soft error only, as on Linux without `IP_RECVERR`.
+//! connection it is a soft error only, as on Linux without `IP_RECVERR`. A
+//! "fragmentation needed" (RFC 1191) or "packet too big" (RFC 8201) lowers the path
+//! MTU of its destination, remembered for `net.ipv4.route.mtu_expires` as Linux's
+//! route exceptions are, and the connection's MSS (`tcp/pmtu.rs`).
 
 use super::Stack;
 use crate::mib::Mib;
@@ -23,6 +26,25 @@ const ICMP_FRAG_NEEDED: u8 = 4;
 const NR_ICMP_UNREACH: u8 = 15;
 /// `ICMPV6_DEST_UNREACH`.
 const ICMPV6_DEST_UNREACH: u8 = 1;
+/// `ICMPV6_PKT_TOO_BIG`.
+const ICMPV6_PKT_TOO_BIG: u8 = 2;
+/// `ip_rt_min_pmtu` (`net.ipv4.route.min_pmtu`, 512 + 20 + 20): a smaller IPv4 path
+/// MTU from ICMP is taken as this (`__ip_rt_update_pmtu`).
+const IP_RT_MIN_PMTU: u32 = 552;
+/// `IPV6_MIN_MTU` (RFC 8200 section 5): a "packet too big" below it is ignored.
+const IPV6_MIN_MTU: u32 = 1280;
+/// `ip_rt_mtu_expires` (`net.ipv4.route.mtu_expires`, 600 s): how long a learned path
+/// MTU holds for new connections.
+const MTU_EXPIRES: core::time::Duration = core::time::Duration::from_secs(600);
+
+/// What an ICMP error asks of the connection it quotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IcmpAction {
+    /// A hard error in SYN-SENT, soft otherwise.
+    Error(SocketError),
+    /// The path MTU is at most this many bytes.
+    MtuReduced(u32),
+}
 
 /// `icmp_err_convert`: the errno of a destination-unreachable code, where lowtide's
 /// [`SocketError`] has it. Codes 2 (`ENOPROTOOPT`), 5 (`EOPNOTSUPP`), 7 (`EHOSTDOWN`)
@@ -56,6 +78,9 @@ fn icmpv6_err_convert(code: u8) -> Option<SocketError> {
 struct IcmpError {
     kind: u8,
     code: u8,
+    /// The header's second word: the next-hop MTU of a "fragmentation needed" (its
+    /// low 16 bits) or of a "packet too big".
+    info: u32,
     tuple: FourTuple,
     seq: u32,
 }
@@ -85,6 +110,7 @@ fn parse_icmp_error(msg: &[u8]) -> Option<IcmpError> {
     Some(IcmpError {
         kind,
         code,
+        info: u32::from_be_bytes([msg[4], msg[5], msg[6], msg[7]]),
         tuple: FourTuple {
             local: SocketAddr::new(addr(12), port(0)),
             remote: SocketAddr::new(addr(16), port(2)),
@@ -118,6 +144,7 @@ fn parse_icmpv6_error(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Option<IcmpError>
     Some(IcmpError {
         kind: msg[0],
         code: msg[1],
+        info: u32::from_be_bytes([msg[4], msg[5], msg[6], msg[7]]),
         tuple: FourTuple {
             local: SocketAddr::new(addr(8), port(0)),
             remote: SocketAddr::new(addr(24), port(2)),
@@ -136,12 +163,21 @@ impl Stack {
             trace!(src = %ip.src, "drop: malformed ICMPv6");
             return;
         };
-        if e.kind != ICMPV6_DEST_UNREACH {
-            return;
-        }
-        self.mib.inc(Mib::Icmp6InDestUnreachs);
-        if let Some(err) = icmpv6_err_convert(e.code) {
-            self.tcp_err(now, &e, err);
+        match e.kind {
+            ICMPV6_DEST_UNREACH => {
+                self.mib.inc(Mib::Icmp6InDestUnreachs);
+                if let Some(err) = icmpv6_err_convert(e.code) {
+                    self.tcp_err(now, &e, IcmpAction::Error(err));
+                }
+            }
+            ICMPV6_PKT_TOO_BIG => {
+                self.mib.inc(Mib::Icmp6InPktTooBigs);
+                // tcp_v6_err: below the IPv6 minimum MTU the message is a lie.
+                if e.info >= IPV6_MIN_MTU {
+                    self.tcp_err(now, &e, IcmpAction::MtuReduced(e.info));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -158,35 +194,85 @@ impl Stack {
             return;
         }
         self.mib.inc(Mib::IcmpInDestUnreachs);
-        if e.code > NR_ICMP_UNREACH || e.code == ICMP_FRAG_NEEDED {
+        if e.code == ICMP_FRAG_NEEDED {
+            // icmp_unreach (ip_no_pmtu_disc 0): the MTU is the low 16 bits;
+            // __ip_rt_update_pmtu raises one under ip_rt_min_pmtu (0 included) to it.
+            let mtu = (e.info & 0xffff).max(IP_RT_MIN_PMTU);
+            return self.tcp_err(now, &e, IcmpAction::MtuReduced(mtu));
+        }
+        if e.code > NR_ICMP_UNREACH {
             return;
         }
         if let Some(err) = icmp_err_convert(e.code) {
-            self.tcp_err(now, &e, err);
+            self.tcp_err(now, &e, IcmpAction::Error(err));
         }
     }
 
-    /// `tcp_v4_err`/`tcp_v6_err` for a destination unreachable: in SYN-SENT the
-    /// connect fails with the code's errno (`sk_err`, `tcp_done`); later it is only a
-    /// soft error.
-    fn tcp_err(&mut self, now: Instant, e: &IcmpError, err: SocketError) {
+    /// The path MTU to `dst` for a new connection: a learned one that has not
+    /// expired, else the device's (`dst_mtu`).
+    pub(super) fn route_mtu(&self, now: Instant, dst: IpAddr) -> u32 {
+        match self.pmtu.get(&dst) {
+            Some(&(mtu, expires)) if now < expires => mtu.min(self.cfg.mtu),
+            _ => self.cfg.mtu,
+        }
+    }
+
+    /// `__ip_rt_update_pmtu`/`__ip6_rt_update_pmtu`: remembers a path MTU for `dst`
+    /// (never raising one that holds) and returns the one that holds now.
+    fn update_pmtu(&mut self, now: Instant, dst: IpAddr, mtu: u32) -> u32 {
+        let mtu = mtu.min(self.route_mtu(now, dst));
+        self.pmtu.retain(|_, &mut (_, expires)| now < expires);
+        self.pmtu.insert(dst, (mtu, now + MTU_EXPIRES));
+        mtu
+    }
+
+    /// `tcp_v4_err`/`tcp_v6_err`: about a segment in flight only; a destination
+    /// unreachable in SYN-SENT fails the connect with the code's errno (`sk_err`,
+    /// `tcp_done`), later it is only a soft error; a smaller path MTU is remembered
+    /// for the destination and shrinks the connection's MSS (`tcp_v4_mtu_reduced`).
+    fn tcp_err(&mut self, now: Instant, e: &IcmpError, action: IcmpAction) {
         let Some(&index) = self.conns.get(&e.tuple) else {
             return;
         };
+        let mtu = match action {
+            IcmpAction::MtuReduced(mtu) if self.in_flight(index, e.seq) => {
+                Some(self.update_pmtu(now, e.tuple.remote.ip(), mtu))
+            }
+            _ => None,
+        };
         self.with_tcb(now, index, |tcb, ctx| {
-            // `between(seq, snd_una, snd_nxt)`: only an error about what is in flight.
-            let off = e.seq.wrapping_sub(tcb.snd_seq(0).0) as u64;
-            let (una, nxt) = (tcb.snd_una & 0xffff_ffff, tcb.snd_nxt & 0xffff_ffff);
-            if off.wrapping_sub(una) & 0xffff_ffff > nxt.wrapping_sub(una) & 0xffff_ffff {
+            if !seq_in_flight(tcb, e.seq) {
                 ctx.mib.inc(Mib::TcpExtOutOfWindowIcmps);
                 return;
             }
-            if tcb.state == TcpState::SynSent {
-                ctx.mib.inc(Mib::TcpAttemptFails);
-                tcb.set_error(ctx, err);
+            match (action, mtu) {
+                (IcmpAction::Error(err), _) if tcb.state == TcpState::SynSent => {
+                    ctx.mib.inc(Mib::TcpAttemptFails);
+                    tcb.set_error(ctx, err);
+                }
+                (IcmpAction::MtuReduced(_), Some(mtu)) => {
+                    tcb.mtu_reduced(ctx, mtu);
+                }
+                _ => {}
             }
         });
     }
+
+    /// Whether the quoted `seq` is in flight on the connection at `index` (read only).
+    fn in_flight(&self, index: u32, seq: u32) -> bool {
+        match &self.slots[index as usize].sock {
+            Some(super::Sock::Tcp(t)) => seq_in_flight(t, seq),
+            _ => false,
+        }
+    }
+}
+
+/// `between(seq, snd_una, snd_nxt)`: an ICMP error counts only about what is in
+/// flight (RFC 5927 section 4.1).
+fn seq_in_flight(tcb: &crate::tcp::Tcb, seq: u32) -> bool {
+    let off = seq.wrapping_sub(tcb.snd_seq(0).0) as u64;
+    let (una, nxt) = (tcb.snd_una & 0xffff_ffff, tcb.snd_nxt & 0xffff_ffff);
+    off.wrapping_sub(una) & 0xffff_ffff <= nxt.wrapping_sub(una) & 0xffff_ffff
 }
 
 #[cfg(test)]

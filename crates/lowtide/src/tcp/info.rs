@@ -197,7 +197,7 @@ impl Tcb {
             } else {
                 0
             },
-            pmtu: self.advmss + 40,
+            pmtu: self.pmtu_cookie,
             rcv_rtt: self.rcv_rtt.rtt_us8 >> 3,
             reord_seen: self.reord_seen,
             bbr_bw: self.cc.bw_estimate_bps().map_or(0, |b| b / 8),

@@ -28,6 +28,7 @@ pub mod keepalive;
 pub mod ofo;
 pub(crate) mod output;
 pub(crate) mod pacing;
+pub(crate) mod pmtu;
 pub(crate) mod rack;
 pub mod rate;
 pub(crate) mod ratelimit;

@@ -3,7 +3,7 @@
 
 use super::cong::{CaEvent, CaState};
 use super::skb::{self, Skb, FLAG_FIN, FLAG_SYN, SKB_OVERHEAD};
-use super::sock::{Pending, Tcb, GSO_MAX_SIZE, TCPOLEN_TSTAMP_ALIGNED};
+use super::sock::{Pending, Tcb, GSO_MAX_SIZE};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
 use crate::socket::{Transmit, TxToken};
@@ -108,17 +108,14 @@ impl Tcb {
         }
     }
 
-    /// `tcp_set_mss`-style update once the peer's MSS and the options are known.
+    /// `tcp_sync_mss` once the peer's MSS and the options are known
+    /// (`tcp_finish_connect`, `tcp_create_openreq_child`): the clamp is the peer's MSS
+    /// and ours, the MSS what the path MTU allows under it.
     pub(crate) fn sync_mss(&mut self, peer_mss: u32, min_snd_mss: u32) {
-        let ts = if self.ts_ok {
-            TCPOLEN_TSTAMP_ALIGNED
-        } else {
-            0
-        };
+        self.mss_clamp = peer_mss.min(self.advmss);
         // __tcp_mtu_to_mss: no less than tcp_min_snd_mss before the options' room,
         // whatever the peer's MSS option says (CVE-2019-11479).
-        let mss = peer_mss.min(self.advmss).max(min_snd_mss);
-        self.mss_cache = mss.saturating_sub(ts).max(8);
+        self.mss_cache = self.mtu_to_mss(self.pmtu_cookie, min_snd_mss);
     }
 
     /// The receive space our window can offer (`tcp_space`, adv_win_scale 1: half the
@@ -567,7 +564,7 @@ impl Tcb {
             if in_flight >= self.cw.snd_cwnd {
                 break;
             }
-            let (seq, pcount) = (s.seq, s.pcount);
+            let (seq, pcount, len) = (s.seq, s.pcount, s.len());
             // Linux retransmits only within the peer's window (tcp_retransmit_skb).
             if seq >= self.snd_una + self.snd_wnd as u64 && seq != self.snd_una {
                 break;
@@ -575,8 +572,12 @@ impl Tcb {
             let quota = (self.cw.snd_cwnd - in_flight)
                 .min(GSO_MAX_SIZE / mss)
                 .max(1);
-            if pcount > quota {
-                self.rtx.split_at(seq + (quota * mss) as u64, mss);
+            // tcp_retransmit_skb: at most `pcount` (and the quota's) segments of the
+            // current MSS, which is smaller than at the first sending after the path
+            // MTU fell (tcp/pmtu.rs); otherwise the same as `pcount > quota`.
+            let limit = pcount.min(quota) * mss;
+            if len > limit {
+                self.rtx.split_at(seq + limit as u64, mss);
             }
             let truesize = self.rtx.get(seq).map_or(0, |s| s.len()) + SKB_OVERHEAD;
             if self.small_queue_check(ctx.cfg, truesize, 1) {

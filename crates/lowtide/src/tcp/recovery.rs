@@ -574,7 +574,7 @@ impl Tcb {
     }
 
     /// `tcp_current_ssthresh`.
-    fn current_ssthresh(&self) -> u32 {
+    pub(crate) fn current_ssthresh(&self) -> u32 {
         if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.cw.snd_ssthresh
         } else {

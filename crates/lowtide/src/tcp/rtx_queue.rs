@@ -843,6 +843,29 @@ impl RtxQueue {
         r
     }
 
+    /// `tcp_simple_retransmit`'s walk after the path MTU fell: every skb not SACKed
+    /// with a segment longer than `mss` is lost (`tcp_mark_skb_lost`), since the path
+    /// drops it. Linux compares `tcp_skb_seglen` (the skb's `gso_size`); lowtide keeps
+    /// no `gso_size`, so an skb counts when its payload cannot go as `pcount` segments
+    /// of `mss`: exact for skbs of full segments, and a short last segment of an skb
+    /// that this misses is found by RACK or the RTO like any loss. Returns the
+    /// segments newly marked.
+    pub fn mark_lost_longer_than(&mut self, mss: u32) -> u32 {
+        let mut newly = 0;
+        let mut pos = self.store.first_pos();
+        while let Some(p) = pos {
+            let s = self.store.get(p);
+            if !s.has(SACKED_ACKED) && s.len() as u64 > s.pcount as u64 * mss as u64 {
+                if !s.has(LOST) {
+                    newly += s.pcount;
+                }
+                self.modify(p, |s| s.sacked = (s.sacked | LOST) & !SACKED_RETRANS);
+            }
+            pos = self.store.next(p);
+        }
+        newly
+    }
+
     /// `tcp_undo_cwnd_reduction` with `unmark_loss`: nothing is lost after all.
     pub fn unmark_all_lost(&mut self) {
         let mut pos = self.store.first_pos();

@@ -148,6 +148,12 @@ pub struct Tcb {
     // ---- options ----
     pub(crate) mss_cache: u32,
     pub(crate) advmss: u32,
+    /// `icsk_pmtu_cookie`: the path MTU the MSS was last synced to (the device's MTU
+    /// or a smaller one learned from ICMP, `tcp/pmtu.rs`).
+    pub(crate) pmtu_cookie: u32,
+    /// `rx_opt.mss_clamp`: the largest MSS the handshake allows (the peer's MSS
+    /// option, `TCP_MAXSEG`, the device); the path MTU may lower the MSS below it.
+    pub(crate) mss_clamp: u32,
     pub(crate) rcv_mss: u32,
     pub(crate) sack_ok: bool,
     pub(crate) ts_ok: bool,
@@ -346,6 +352,8 @@ impl Tcb {
             dsack: None,
             mss_cache: advmss,
             advmss,
+            pmtu_cookie: cfg.mtu,
+            mss_clamp: advmss,
             rcv_mss: advmss.min(536),
             sack_ok: false,
             ts_ok: false,

@@ -1,0 +1,93 @@
+//! Path MTU discovery for TCP (RFC 1191, RFC 8201): what a connection does when an
+//! ICMP "fragmentation needed" or ICMPv6 "packet too big" says its segments are too
+//! big for the path (`tcp_v4_mtu_reduced`/`tcp_v6_mtu_reduced`, `tcp_sync_mss`,
+//! `tcp_simple_retransmit`). The stack checks the ICMP message and keeps the
+//! per-destination path MTU (`stack_icmp.rs`).
+
+use super::cong::CaState;
+use super::sock::{Tcb, TCPOLEN_TSTAMP_ALIGNED};
+use super::{Ctx, TcpState};
+
+/// `TCP_MSS_DEFAULT`: below this largest window, `tcp_bound_to_half_wnd` allows the
+/// whole window.
+const TCP_MSS_DEFAULT: u32 = 536;
+
+impl Tcb {
+    /// `tcp_mtu_to_mss`: the MSS for a path MTU, at most the clamp of the handshake
+    /// (the peer's MSS, `TCP_MAXSEG`, the device), at least `tcp_min_snd_mss`, minus
+    /// the timestamp option's room.
+    pub(crate) fn mtu_to_mss(&self, pmtu: u32, min_snd_mss: u32) -> u32 {
+        let net_header = if self.tuple.local.is_ipv6() { 40 } else { 20 };
+        let mss = pmtu
+            .saturating_sub(net_header + 20)
+            .min(self.mss_clamp)
+            .max(min_snd_mss);
+        mss.saturating_sub(self.ts_option_len()).max(8)
+    }
+
+    /// Room the timestamp option takes in every segment, if negotiated.
+    pub(crate) fn ts_option_len(&self) -> u32 {
+        if self.ts_ok {
+            TCPOLEN_TSTAMP_ALIGNED
+        } else {
+            0
+        }
+    }
+
+    /// `tcp_bound_to_half_wnd`: a segment no larger than half the peer's largest
+    /// window (the whole of a window under 536 bytes), and no smaller than 68 bytes
+    /// of IP datagram.
+    fn bound_to_half_wnd(&self, mss: u32) -> u32 {
+        let cutoff = if self.max_window > TCP_MSS_DEFAULT {
+            self.max_window / 2
+        } else {
+            self.max_window
+        };
+        if cutoff > 0 && mss > cutoff {
+            cutoff.max(68u32.saturating_sub(20 + self.ts_option_len()))
+        } else {
+            mss
+        }
+    }
+
+    /// `tcp_v4_mtu_reduced`/`tcp_v6_mtu_reduced`: the path MTU fell to `mtu` (the
+    /// stack has bounded it). Smaller than the connection's `icsk_pmtu_cookie`, it
+    /// shrinks the MSS (`tcp_sync_mss`) and resends what no longer fits
+    /// (`tcp_simple_retransmit`); a larger one is ignored (RFC 1191 section 3).
+    /// Returns whether the MSS changed.
+    pub(crate) fn mtu_reduced(&mut self, ctx: &mut Ctx, mtu: u32) -> bool {
+        if matches!(self.state, TcpState::Listen | TcpState::Closed) || mtu >= self.pmtu_cookie {
+            return false;
+        }
+        self.pmtu_cookie = mtu;
+        let old = self.mss_cache;
+        if self.state.is_synchronized() {
+            self.mss_cache = self.bound_to_half_wnd(self.mtu_to_mss(mtu, ctx.cfg.tcp_min_snd_mss));
+            self.simple_retransmit(ctx);
+        }
+        // In SYN-SENT the handshake takes the MSS from the cookie (`sync_mss`).
+        self.mss_cache != old
+    }
+
+    /// `tcp_simple_retransmit`: every skb with a segment over the new MSS is lost;
+    /// unless already in Loss, the connection enters it with ssthresh kept ("we do
+    /// not increase the amount of data in the network, units changed") and no undo,
+    /// and the retransmit queue goes out again at the new size.
+    fn simple_retransmit(&mut self, ctx: &mut Ctx) {
+        let mss = self.current_mss();
+        self.rtx.mark_lost_longer_than(mss);
+        // tcp_clear_retrans_hints_partial.
+        self.retransmit_hint = self.snd_una;
+        if self.rtx.lost_out == 0 {
+            return;
+        }
+        if self.ca_state != CaState::Loss {
+            self.high_seq = self.snd_nxt;
+            self.cw.snd_ssthresh = self.current_ssthresh();
+            self.prior_ssthresh = 0;
+            self.undo_marker = None;
+            self.set_ca_state(CaState::Loss);
+        }
+        self.xmit_retransmit_queue(ctx);
+    }
+}

@@ -1,0 +1,90 @@
+//! Path MTU discovery against the kernel as a router: lowtide's TUN device in one
+//! namespace, whose kernel forwards over a veth hop of MTU 1400 to a kernel receiver
+//! in a second namespace (its own MTU 1500, so it offers MSS 1460 and only the
+//! middle hop is narrow). The forwarding kernel drops lowtide's 1500-byte DF
+//! segments and answers with ICMP "fragmentation needed"; lowtide must shrink its
+//! MSS and finish (before path MTU discovery it stalled forever: a black hole).
+//! Needs root: skipped with a message otherwise, a failure under
+//! LOWTIDE_REQUIRE_PRIVILEGED_TESTS (set by CI).
+
+mod common;
+
+use common::*;
+use lowtide_tun::netns::{self, privileged, NetNs};
+use std::net::TcpListener;
+use std::time::Duration;
+
+/// Runs `ip ARGS` in `ns`, which must succeed.
+fn ip(ns: &NetNs, args: &[&str]) {
+    let ok = ns.command("ip").args(args).status().expect("run ip");
+    assert!(ok.success(), "ip {args:?} in {}", ns.name());
+}
+
+#[test]
+fn frag_needed_from_a_kernel_router_shrinks_the_mss() {
+    if !privileged("frag_needed_from_a_kernel_router_shrinks_the_mss") {
+        return;
+    }
+    let env = Env::new("pmtu");
+    let far = NetNs::create(&netns::unique_name("pmtuk")).expect("create netns");
+    ip(&far, &["link", "set", "lo", "up"]);
+    let (near_if, far_if) = ("pmtuA", "pmtuK");
+    ip(
+        &env.ns,
+        &[
+            "link", "add", near_if, "type", "veth", "peer", "name", far_if,
+        ],
+    );
+    ip(&env.ns, &["link", "set", far_if, "netns", far.name()]);
+    ip(&env.ns, &["addr", "add", "10.8.0.1/24", "dev", near_if]);
+    ip(&env.ns, &["link", "set", near_if, "mtu", "1400", "up"]);
+    ip(&far, &["addr", "add", "10.8.0.2/24", "dev", far_if]);
+    ip(&far, &["link", "set", far_if, "up"]);
+    ip(&far, &["route", "add", "10.7.0.0/24", "via", "10.8.0.1"]);
+    let fwd = env
+        .ns
+        .command("sysctl")
+        .args(["-qw", "net.ipv4.ip_forward=1"])
+        .status();
+    assert!(fwd.expect("sysctl").success());
+    let listener = far
+        .spawn(|| TcpListener::bind("10.8.0.2:6000"))
+        .expect("thread in netns")
+        .join()
+        .expect("bind")
+        .expect("listen on 10.8.0.2:6000");
+    let server = std::thread::spawn(move || kernel_recv(listener));
+    let bytes = 20_000_000u64;
+    let size = bytes.to_string();
+    let args = [
+        "transfer",
+        "--connect",
+        "10.8.0.2:6000",
+        "--send",
+        &size,
+        "--tun",
+        "lt0",
+        "--tun-addr",
+        "10.7.0.1/24",
+        "--json",
+    ];
+    let out = env.lowtide(&args).wait(Duration::from_secs(60));
+    let report = json_of(&out);
+    assert!(out.status.success(), "lowtide failed: {report}");
+    let (n, sha) = server.join().expect("kernel server");
+    assert_eq!(n, bytes, "the kernel behind the narrow hop got every byte");
+    assert_eq!(report["sha256"].as_str(), Some(sha.as_str()), "same bytes");
+    let icmp = env
+        .ns
+        .command("nstat")
+        .args(["-az", "IcmpOutDestUnreachs"])
+        .output()
+        .expect("nstat");
+    let text = String::from_utf8_lossy(&icmp.stdout);
+    let sent: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("IcmpOutDestUnreachs"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(sent >= 1, "the router said fragmentation needed: {text}");
+}

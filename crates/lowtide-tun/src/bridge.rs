@@ -9,13 +9,13 @@
 //! complete checksums. Packets other than TCP pass too (ICMP, ND), whole.
 
 use crate::clock::{Clock, Sleeper};
-use crate::device::{TunDevice, READ_BUDGET, RECV_BUF_LEN};
-use crate::link::{Frame, PathConfig, PathDir, PathStats};
+use crate::device::{TunDevice, READ_BUDGET};
+use crate::link::{read_frame, PathConfig, PathDir, PathStats, Read};
 use crate::runtime::record;
 use crate::vnet::VnetHdr;
 use lowtide::Instant;
 use lowtide_sim::pcap::PcapSink;
-use lowtide_wire::pool::BufPool;
+use lowtide_wire::pool::{BufPool, POOL_BUF_LEN};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -38,6 +38,7 @@ pub struct Bridge {
     /// `paths[0]` carries A -> B, `paths[1]` B -> A.
     paths: [PathDir; 2],
     sleeper: Sleeper,
+    /// The buffer the next packet is read into ([`read_frame`]).
     buf: Vec<u8>,
     /// Packet buffers, reused instead of allocated per packet.
     pool: BufPool,
@@ -64,7 +65,7 @@ impl Bridge {
                 PathDir::new(b_to_a, false, seed ^ 0x5eed),
             ],
             sleeper,
-            buf: vec![0; RECV_BUF_LEN],
+            buf: Vec::with_capacity(POOL_BUF_LEN),
             pool: BufPool::new(),
             pcap: None,
             errors: 0,
@@ -122,15 +123,15 @@ impl Bridge {
 
     fn read(&mut self, side: usize) -> io::Result<()> {
         for _ in 0..READ_BUDGET {
-            let Some(n) = self.devs[side].try_recv(&mut self.buf)? else {
-                return Ok(());
+            let frame = match read_frame(&self.devs[side], &mut self.pool, &mut self.buf)? {
+                Read::Empty => return Ok(()),
+                Read::Malformed => {
+                    self.errors += 1;
+                    continue;
+                }
+                Read::Frame(f) => f,
             };
             let now = self.sleeper.clock().now();
-            let pooled = self.pool.take(n);
-            let Some(frame) = Frame::from_device_into(&self.buf[..n], pooled) else {
-                self.errors += 1;
-                continue;
-            };
             if let Some(p) = self.pcap.as_mut() {
                 record(p, now, &frame);
             }

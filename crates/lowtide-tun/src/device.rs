@@ -271,6 +271,47 @@ impl TunDevice {
         }
     }
 
+    /// [`TunDevice::try_recv`] scattered with `readv`: the virtio-net header into
+    /// `hdr`, the IP packet straight into `packet` (cleared, then grown to what
+    /// arrived), so that it lands in the buffer it will travel in without a copy in
+    /// user space. Returns the bytes read, header included (under
+    /// [`VnetHdr::LEN`]: a cut header, and `packet` is empty).
+    pub fn try_recv_split(
+        &self,
+        hdr: &mut [u8; VnetHdr::LEN],
+        packet: &mut Vec<u8>,
+    ) -> io::Result<Option<usize>> {
+        packet.clear();
+        packet.reserve(RECV_BUF_LEN - VnetHdr::LEN);
+        let spare = packet.spare_capacity_mut();
+        let iov = [
+            libc::iovec {
+                iov_base: hdr.as_mut_ptr().cast(),
+                iov_len: hdr.len(),
+            },
+            libc::iovec {
+                iov_base: spare.as_mut_ptr().cast(),
+                iov_len: spare.len(),
+            },
+        ];
+        loop {
+            // SAFETY: both iovecs point at writable memory of the given lengths
+            // (`packet`'s spare capacity may be uninitialized: readv only writes it).
+            let n = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
+            match cvt_size(n) {
+                Ok(n) => {
+                    // SAFETY: the kernel wrote the first n - LEN bytes of the spare
+                    // capacity, within `packet`'s capacity.
+                    unsafe { packet.set_len(n.saturating_sub(VnetHdr::LEN)) };
+                    return Ok(Some(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// [`TunDevice::send`] where the kernel refusing this one packet (any errno but
     /// `EBADF`, e.g. `EINVAL` for a header it rejects) is a loss, as on a real
     /// device, not an error of the loop: returns whether the packet went out.

@@ -14,12 +14,15 @@
 //! would be); with them it is cut into wire segments first, each drawn for loss and
 //! jitter on its own.
 
+use crate::device::TunDevice;
 use crate::vnet::VnetHdr;
 use lowtide::TxToken;
 use lowtide_sim::event::EventQueue;
 use lowtide_sim::link::{LinkConfig, LinkDir, LinkStats, FRAMING_OVERHEAD};
 use lowtide_wire::gso;
+use lowtide_wire::pool::{BufPool, POOL_BUF_LEN, POOL_MID_LEN};
 use std::collections::VecDeque;
+use std::io;
 
 /// Linux's default `txqueuelen` and the simulator's default device queue (packets).
 pub const DEFAULT_QUEUE_LIMIT: usize = 1000;
@@ -96,6 +99,19 @@ impl Frame {
         Frame::from_device_into(raw, Vec::new())
     }
 
+    /// A packet read with [`crate::device::TunDevice::try_recv_split`]: its header's
+    /// bytes and the IP packet, which the frame takes without a copy.
+    pub fn from_parts(hdr: &[u8; VnetHdr::LEN], data: Vec<u8>) -> Frame {
+        let (hdr, _) = VnetHdr::parse(hdr).expect("a whole header");
+        Frame {
+            data,
+            gso_size: gso_size_of(&hdr),
+            csum_partial: hdr.rx_checksum() == lowtide::RxChecksum::Unnecessary,
+            token: None,
+            vnet: Some(hdr),
+        }
+    }
+
     /// [`Frame::from_device`], copying the packet into `buf` (cleared first; e.g. a
     /// buffer from a [`lowtide_wire::pool::BufPool`]) instead of a new allocation.
     pub fn from_device_into(raw: &[u8], mut buf: Vec<u8>) -> Option<Frame> {
@@ -110,6 +126,39 @@ impl Frame {
             vnet: Some(hdr),
         })
     }
+}
+
+/// A packet a device gave [`read_frame`].
+#[derive(Debug)]
+pub enum Read {
+    /// Nothing is waiting.
+    Empty,
+    /// A packet whose virtio-net header was cut short (counted as an error).
+    Malformed,
+    /// A packet.
+    Frame(Frame),
+}
+
+/// Reads one packet from `dev` into `rx` (a buffer of [`POOL_BUF_LEN`] bytes kept
+/// by the caller) without a copy: a big packet keeps `rx` and a pool buffer
+/// replaces it for the next read; a small one (an ACK) is copied into a pool buffer
+/// of its size, so that queued small packets do not each hold 64 KB.
+pub fn read_frame(dev: &TunDevice, pool: &mut BufPool, rx: &mut Vec<u8>) -> io::Result<Read> {
+    let mut hdr = [0u8; VnetHdr::LEN];
+    let Some(n) = dev.try_recv_split(&mut hdr, rx)? else {
+        return Ok(Read::Empty);
+    };
+    if n < VnetHdr::LEN {
+        return Ok(Read::Malformed);
+    }
+    let data = if rx.len() < POOL_MID_LEN {
+        let mut small = pool.take(rx.len());
+        small.extend_from_slice(rx);
+        small
+    } else {
+        std::mem::replace(rx, pool.take(POOL_BUF_LEN))
+    };
+    Ok(Read::Frame(Frame::from_parts(&hdr, data)))
 }
 
 /// What a wire segment carries besides its bytes: (csum_partial, token, vnet).

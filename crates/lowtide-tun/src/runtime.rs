@@ -15,13 +15,13 @@
 //! turns, uses the stack's socket API through [`Runtime::stack`].
 
 use crate::clock::Sleeper;
-use crate::device::{Offload, TunDevice, READ_BUDGET, RECV_BUF_LEN};
-use crate::link::{Frame, PathConfig, PathDir, PathStats};
+use crate::device::{Offload, TunDevice, READ_BUDGET};
+use crate::link::{read_frame, Frame, PathConfig, PathDir, PathStats, Read};
 use crate::vnet::VnetHdr;
 use lowtide::{Instant, RxChecksum, Stack};
 use lowtide_sim::pcap::PcapSink;
 use lowtide_wire::gso;
-use lowtide_wire::pool::BufPool;
+use lowtide_wire::pool::{BufPool, POOL_BUF_LEN};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -89,7 +89,7 @@ impl Runtime {
             egress: PathDir::new(cfg.egress, split, cfg.seed),
             ingress: PathDir::new(cfg.ingress, false, cfg.seed ^ 0x5eed),
             sleeper,
-            buf: vec![0; RECV_BUF_LEN],
+            buf: Vec::with_capacity(POOL_BUF_LEN),
             rx_pool: BufPool::new(),
             pcap: None,
             stats: RuntimeStats::default(),
@@ -178,15 +178,15 @@ impl Runtime {
     /// Reads up to a budget of packets from the device into the ingress path.
     fn read_device(&mut self) -> io::Result<()> {
         for _ in 0..READ_BUDGET {
-            let Some(n) = self.dev.try_recv(&mut self.buf)? else {
-                return Ok(());
+            let frame = match read_frame(&self.dev, &mut self.rx_pool, &mut self.buf)? {
+                Read::Empty => return Ok(()),
+                Read::Malformed => {
+                    self.stats.errors += 1;
+                    continue;
+                }
+                Read::Frame(f) => f,
             };
             let now = self.sleeper.clock().now();
-            let pooled = self.rx_pool.take(n);
-            let Some(frame) = Frame::from_device_into(&self.buf[..n], pooled) else {
-                self.stats.errors += 1;
-                continue;
-            };
             self.stats.rx_packets += 1;
             self.stats.rx_gso_packets += (frame.gso_size > 0) as u64;
             if let Some(p) = self.pcap.as_mut() {

@@ -459,8 +459,11 @@ impl Tcb {
         let cleaned = self.clean_rtx_queue(ctx, ack);
         let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, prior_fack, &sack);
         self.rack_update_reo_wnd(ctx, fl.delivered_any);
+        // tcp_count_delivered(sack_delivered): newly SACKed segments and D-SACKed
+        // duplicates, then what the cumulative ACK covers (tcp_clean_rtx_queue).
         let newly_acked_sacked = cleaned.acked_segs.saturating_sub(cleaned.acked_sacked_segs)
             + sack.newly_sacked
+            + sack.dsack_segs
             + prior_sacked
                 .saturating_sub(self.rtx.sacked_out)
                 .saturating_sub(cleaned.acked_sacked_segs);

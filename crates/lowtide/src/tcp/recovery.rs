@@ -18,6 +18,9 @@ pub(crate) struct SackResult {
     pub newly_sacked: u32,
     /// The first block was a D-SACK.
     pub dsack: bool,
+    /// Segments a D-SACK that counts reported duplicated: delivered too
+    /// (`tcp_dsack_seen` adds them to `sack_delivered`).
+    pub dsack_segs: u32,
     /// Send time of the oldest newly SACKed never-retransmitted skb (`first_sackt`).
     pub first_tx: Option<crate::time::Instant>,
     /// Send time of the newest newly SACKed never-retransmitted skb (RTT sample).
@@ -173,6 +176,7 @@ impl Tcb {
             return false;
         }
         ctx.mib.add(Mib::TcpExtTCPDSACKRecvSegs, dup_segs);
+        r.dsack_segs = dup_segs as u32;
         let prior_una = self.snd_una;
         if self.undo_marker.is_some_and(|m| end > m) && self.undo_retrans > 0 && end <= prior_una {
             self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);

@@ -288,6 +288,35 @@ mod tests {
         t.snd_nxt = 1 + 10 * MSS as u64;
     }
 
+    /// `tcp_timeout_mark_lost` with RACK: the RTO marks lost the head and what was
+    /// sent more than `rack.rtt_us` ago (`tcp_rack_skb_timeout(tp, skb, 0) <= 0`);
+    /// what was sent since stays in flight. Without RACK, everything is lost.
+    #[test]
+    fn rto_leaves_recently_sent_skbs_in_flight_under_rack() {
+        let lost_after_rto = |tcp_recovery: u32| {
+            let cfg = Config {
+                tcp_recovery,
+                ..Config::default()
+            };
+            let mut t = tcb(&cfg);
+            scoreboard(&mut t);
+            t.rtx.update(1 + 2 * MSS as u64, SACKED_ACKED, 0);
+            // Sent at 0..9 ms; at 12 ms with a 5 ms RACK RTT, skbs sent at 7 ms
+            // or before have timed out.
+            t.rack.rtt_us = 5_000;
+            with_ctx(&cfg, 12, |c| t.enter_loss(c));
+            let lost: Vec<u64> = t
+                .rtx
+                .iter_from(1)
+                .filter(|s| s.has(LOST))
+                .map(|s| (s.seq - 1) / MSS as u64)
+                .collect();
+            (lost, t.rtx.lost_out)
+        };
+        assert_eq!(lost_after_rto(1), (vec![0, 1, 3, 4, 5, 6, 7], 7));
+        assert_eq!(lost_after_rto(0), (vec![0, 1, 3, 4, 5, 6, 7, 8, 9], 9));
+    }
+
     /// An ACK from the peer carrying the D-SACK `[start, end)` (stream offsets).
     fn dsack_ack(t: &Tcb, start: u64, end: u64) -> lowtide_wire::tcp::TcpRepr {
         let mut th = lowtide_wire::tcp::TcpRepr::default();

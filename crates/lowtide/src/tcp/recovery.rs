@@ -691,12 +691,18 @@ impl Tcb {
         self.cw.snd_cwnd_cnt = 0;
         // tcp_timeout_mark_lost: a SACKed head means the receiver reneged;
         // tcp_enter_loss marks it (is_sack_reneg) until we recover from this loss.
-        if self.rtx.head_sacked() {
+        let reneg = self.rtx.head_sacked();
+        if reneg {
             ctx.mib.inc(Mib::TcpExtTCPSACKReneging);
             self.rtx.clear_sacked();
             self.is_sack_reneg = true;
         }
-        self.rtx.mark_all_lost();
+        // tcp_timeout_mark_lost: with RACK (and no reneging, which loses all), not
+        // what tcp_rack_skb_timeout (reo_wnd 0) says was sent too recently.
+        let rack = self.is_rack(ctx) && !reneg;
+        let (rtt, now) = (self.rack.rtt_us as u64, ctx.now);
+        self.rtx
+            .mark_lost_on_timeout(|tx| rack && (now.saturating_since(tx).as_micros() as u64) < rtt);
         self.lost_hint = self.snd_una;
         self.retransmit_hint = self.snd_una;
         self.high_seq = self.snd_nxt;

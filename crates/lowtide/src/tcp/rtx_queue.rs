@@ -746,10 +746,19 @@ impl RtxQueue {
     /// `tcp_enter_loss`: marks every skb that is not SACKed lost and forgets which ones
     /// were retransmitted.
     pub fn mark_all_lost(&mut self) {
+        self.mark_lost_on_timeout(|_| false);
+    }
+
+    /// `tcp_timeout_mark_lost`: marks lost the head and every skb not SACKed except
+    /// those sent at a time `not_yet` accepts (RACK: sent less than its RTT ago, "don't
+    /// mark recently sent ones lost yet"), forgetting which ones were retransmitted.
+    pub fn mark_lost_on_timeout(&mut self, not_yet: impl Fn(Instant) -> bool) {
         let mut pos = self.store.first_pos();
+        let head = pos;
         while let Some(p) = pos {
             let s = self.store.get(p);
-            if !s.has(SACKED_ACKED) && (!s.has(LOST) || s.has(SACKED_RETRANS)) {
+            let wait = pos != head && not_yet(s.tx_time);
+            if !s.has(SACKED_ACKED) && !wait && (!s.has(LOST) || s.has(SACKED_RETRANS)) {
                 self.modify(p, |s| s.sacked = (s.sacked | LOST) & !SACKED_RETRANS);
             }
             pos = self.store.next(p);

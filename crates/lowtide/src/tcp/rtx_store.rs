@@ -200,6 +200,14 @@ impl Store {
     /// Linux keeps (`tp->highest_sack`): one node in either shape.
     pub(crate) fn seek_hinted(&self, seq: u64) -> Option<Pos> {
         self.visit(1);
+        self.at_hint(seq)
+    }
+
+    /// The skb containing `seq` or the first after it, reached through a pointer
+    /// Linux keeps and walks on from (`tp->retransmit_skb_hint`,
+    /// `tp->lost_skb_hint`): no node is charged, the walk that follows
+    /// ([`Store::iter_from`]) counts this skb as its first.
+    pub(crate) fn at_hint(&self, seq: u64) -> Option<Pos> {
         match &self.skbs {
             Skbs::Tree(t) => {
                 if let Some((k, s)) = t.range(..=seq).next_back() {

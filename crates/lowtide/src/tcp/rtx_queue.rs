@@ -420,12 +420,20 @@ impl RtxQueue {
     /// partly acknowledged head skb (`tcp_trim_head`).
     pub fn clean(&mut self, ack: u64, mss: u32) -> Cleaned {
         let mut c = Cleaned::default();
-        self.split_at(ack, mss);
-        while let Some(p) = self.store.first_pos() {
-            if self.store.get(p).end_seq > ack {
+        // One search for the head (skb_rb_first), then steps (skb_rb_next).
+        let mut head = self.store.first_pos();
+        while let Some(p) = head {
+            let s = self.store.get(p);
+            if s.end_seq > ack {
+                if s.seq < ack && ack < s.seq + s.len() as u64 {
+                    self.split(p, ack, mss); // tcp_trim_head: the acked part goes
+                    continue;
+                }
                 break;
             }
-            let s = self.take(p);
+            let (s, next) = self.store.remove_first().expect("head exists");
+            head = next;
+            self.account(Acct::of(&s), false);
             rate::skb_delivered(&mut c.rate, &s);
             if !s.has(SACKED_ACKED) {
                 self.note_delivered(Acct::of(&s));
@@ -1063,6 +1071,25 @@ mod tests {
             let per_ack = (q.nodes_visited() - before) / 100;
             // Without the hint the list walked past the 1,000 skbs below.
             assert!(per_ack < 40, "{kind:?}: {per_ack} nodes per ACK");
+            q.check_invariants();
+        }
+    }
+
+    /// `tcp_clean_rtx_queue` finds the head once (`skb_rb_first`) and then steps
+    /// (`skb_rb_next`) and unlinks (`rb_erase`) the skbs it holds: no search from
+    /// the tree's root per skb freed.
+    #[test]
+    fn clean_walks_from_the_head_once() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 1024, MSS);
+            let before = q.nodes_visited();
+            let c = q.clean(1 + 100 * MSS as u64, MSS);
+            assert_eq!(c.acked_segs, 100);
+            let walked = q.nodes_visited() - before;
+            assert!(
+                walked <= 2 * 100 + 12,
+                "{kind:?}: {walked} nodes to free 100 skbs"
+            );
             q.check_invariants();
         }
     }

@@ -122,6 +122,15 @@ impl Recorder {
                     bytes_acked: i.bytes_acked,
                     retrans: i.total_retrans,
                     ca_state: i.ca_state.to_string(),
+                    snd_wnd: i.snd_wnd,
+                    sacked: i.sacked,
+                    lost: i.lost,
+                    retrans_out: i.retrans,
+                    rwnd_limited_us: i.rwnd_limited,
+                    sndbuf_limited_us: i.sndbuf_limited,
+                    // The receiver is the kernel's: its buffer is not sampled here.
+                    rcv_rcvbuf: 0,
+                    rcv_rmem: 0,
                 });
             }
         }

@@ -51,6 +51,15 @@ impl CpuModel {
     ///   time above that same 0.831 µs per node visited is 10 / 58 / 30 ns (the
     ///   median, 30 ns, is used: a `BTreeMap` descent misses cache where a
     ///   contiguous list walk does not).
+    ///
+    /// The node counts above predate two counting fixes of 2026-11-25 (branch e4):
+    /// the list reaches `lost_skb_hint`/`retransmit_skb_hint` as Linux's pointers
+    /// (the bench's list walks were these head walks: it now prints 7 nodes per ACK
+    /// at every size), and `tcp_clean_rtx_queue` steps instead of searching the tree
+    /// per skb freed (tree 15 / 19 / 22 nodes per ACK, in 0.353 / 1.447 / 2.163 µs at
+    /// that day's load). The constants were not re-derived: the bench no longer
+    /// walks the list, so the list's per-node cost needs a workload whose SACK blocks
+    /// open in the middle of the queue.
     pub fn calibrated() -> CpuModel {
         CpuModel {
             per_packet_in_ns: 1270.0,

@@ -71,6 +71,30 @@ pub struct FlowSample {
     pub retrans: u32,
     /// `tcpi_ca_state`.
     pub ca_state: String,
+    /// `tcpi_snd_wnd`: the peer's window as last received (bytes).
+    #[serde(default)]
+    pub snd_wnd: u32,
+    /// `tcpi_sacked` (segments).
+    #[serde(default)]
+    pub sacked: u32,
+    /// `tcpi_lost` (segments).
+    #[serde(default)]
+    pub lost: u32,
+    /// `tcpi_retrans`: retransmitted segments in flight.
+    #[serde(default)]
+    pub retrans_out: u32,
+    /// `tcpi_rwnd_limited` so far (us).
+    #[serde(default)]
+    pub rwnd_limited_us: u64,
+    /// `tcpi_sndbuf_limited` so far (us).
+    #[serde(default)]
+    pub sndbuf_limited_us: u64,
+    /// The receiver's `sk_rcvbuf` (bytes; 0 when the receiver is not lowtide's).
+    #[serde(default)]
+    pub rcv_rcvbuf: u32,
+    /// The receiver's `sk_rmem_alloc` (bytes; 0 when the receiver is not lowtide's).
+    #[serde(default)]
+    pub rcv_rmem: u64,
 }
 
 /// The collected rows.
@@ -142,11 +166,12 @@ impl Timeseries {
     pub fn flows_csv(&self) -> String {
         let mut s = String::from(
             "time_s,flow,cwnd,ssthresh,rtt_us,pacing_rate_bps,unacked,in_flight,notsent,\
-             wmem_queued,sndbuf,dev_queue_bytes,delivered,bytes_acked,retrans,ca_state\n",
+             wmem_queued,sndbuf,dev_queue_bytes,delivered,bytes_acked,retrans,ca_state,\
+             snd_wnd,sacked,lost,retrans_out,rwnd_limited_us,sndbuf_limited_us,rcv_rcvbuf,rcv_rmem\n",
         );
         for r in &self.flows {
             s += &format!(
-                "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 r.time_us as f64 / 1e6,
                 r.flow,
                 r.cwnd,
@@ -162,7 +187,15 @@ impl Timeseries {
                 r.delivered,
                 r.bytes_acked,
                 r.retrans,
-                r.ca_state
+                r.ca_state,
+                r.snd_wnd,
+                r.sacked,
+                r.lost,
+                r.retrans_out,
+                r.rwnd_limited_us,
+                r.sndbuf_limited_us,
+                r.rcv_rcvbuf,
+                r.rcv_rmem
             );
         }
         s

@@ -347,6 +347,8 @@ impl World {
                     continue;
                 };
                 let in_flight = (i.unacked + i.retrans).saturating_sub(i.sacked + i.lost);
+                let peer = (f.receiver.handle)
+                    .and_then(|r| self.hosts[HOST_B].stack.info(self.now, r).ok());
                 out.push(FlowSample {
                     time_us: t / 1_000,
                     flow: f.sender.flow,
@@ -364,6 +366,14 @@ impl World {
                     bytes_acked: i.bytes_acked,
                     retrans: i.total_retrans,
                     ca_state: i.ca_state.to_string(),
+                    snd_wnd: i.snd_wnd,
+                    sacked: i.sacked,
+                    lost: i.lost,
+                    retrans_out: i.retrans,
+                    rwnd_limited_us: i.rwnd_limited,
+                    sndbuf_limited_us: i.sndbuf_limited,
+                    rcv_rcvbuf: peer.as_ref().map_or(0, |p| p.rcvbuf),
+                    rcv_rmem: peer.as_ref().map_or(0, |p| p.rmem_alloc),
                 });
             }
         }

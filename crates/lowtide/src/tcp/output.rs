@@ -554,17 +554,23 @@ impl Tcb {
     pub(crate) fn xmit_retransmit_queue(&mut self, ctx: &mut Ctx) {
         let mss = self.current_mss();
         let mut from = self.retransmit_hint.max(self.snd_una);
+        // The first hole walked past: the hint stays there for the next walk.
+        let mut hole = None;
         // Linux stops once every lost segment is retransmitted, before walking on
         // (tcp_xmit_retransmit_queue: retrans_out >= lost_out).
         while self.rtx.retrans_out < self.rtx.lost_out {
-            let Some(s) = self.rtx.next_lost(from) else {
+            let w = self.rtx.next_lost_from_hint(from);
+            hole = hole.or(w.hole);
+            let Some((seq, pcount)) = w.lost else {
                 break;
             };
+            // The hint points at the skb before the window checks stop the walk.
+            from = seq;
             let in_flight = self.packets_in_flight();
             if in_flight >= self.cw.snd_cwnd {
                 break;
             }
-            let (seq, pcount, len) = (s.seq, s.pcount, s.len());
+            let len = self.rtx.get(seq).map_or(0, |s| s.len());
             // Linux retransmits only within the peer's window (tcp_retransmit_skb).
             if seq >= self.snd_una + self.snd_wnd as u64 && seq != self.snd_una {
                 break;
@@ -586,7 +592,7 @@ impl Tcb {
             self.retransmit_skb(ctx, seq);
             from = self.rtx.get(seq).map_or(seq + 1, |s| s.end_seq);
         }
-        self.retransmit_hint = from;
+        self.retransmit_hint = hole.unwrap_or(from);
     }
 
     /// `tcp_retransmit_skb`: sends the skb at `seq` again.
@@ -666,5 +672,110 @@ impl Tcb {
         // A segment below snd_una makes the peer answer with its window.
         let probe_seq = self.snd_una.saturating_sub(1);
         self.transmit(ctx, probe_seq, 0, &[], 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, RtxQueueKind};
+    use crate::mib::Counters;
+    use crate::tcp::rtx_queue::RtxQueue;
+    use crate::tcp::skb::{LOST, SACKED_ACKED, SACKED_RETRANS};
+    use crate::time::Instant;
+    use std::collections::VecDeque;
+
+    const MSS: u32 = 1000;
+    const N: u64 = 1000;
+
+    fn seq_of(i: u64) -> u64 {
+        1 + i * MSS as u64
+    }
+
+    /// A list-shaped retransmit queue of `N` one-segment skbs, every one SACKed but
+    /// `holes` (still in flight) and `lost` (marked lost, not yet retransmitted).
+    fn tcb_with(cfg: &Config, holes: &[u64], lost: &[u64]) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::Established;
+        t.sack_ok = true;
+        t.mss_cache = MSS;
+        t.rtx = RtxQueue::with_kind(RtxQueueKind::List);
+        for i in 0..N {
+            t.rtx.push(Skb {
+                seq: seq_of(i),
+                end_seq: seq_of(i + 1),
+                data: bytes::Bytes::from(vec![0u8; MSS as usize]),
+                flags: 0,
+                sacked: 0,
+                pcount: 1,
+                tx_time: Instant::ZERO,
+                truesize: MSS + SKB_OVERHEAD,
+                tx: Default::default(),
+            });
+        }
+        for i in (0..N).filter(|i| !holes.contains(i)) {
+            let bit = if lost.contains(&i) {
+                LOST
+            } else {
+                SACKED_ACKED
+            };
+            t.rtx.update(seq_of(i), bit, 0);
+        }
+        t.snd_una = seq_of(0);
+        t.snd_nxt = seq_of(N);
+        t.snd_wnd = 1 << 30;
+        t.cw.snd_cwnd = 10_000;
+        t
+    }
+
+    fn xmit_retransmit_queue_at(t: &mut Tcb, cfg: &Config) {
+        let mut mib = Counters::default();
+        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
+        let mut ctx = Ctx {
+            now: Instant(1_000_000_000),
+            cfg,
+            mib: &mut mib,
+            out: &mut out,
+            events: &mut events,
+            ip_id: &mut id,
+            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
+            pool: &mut lowtide_wire::pool::BufPool::new(),
+            tx_orphan: false,
+        };
+        t.xmit_retransmit_queue(&mut ctx);
+    }
+
+    /// `tp->retransmit_skb_hint` is a pointer: the list walks on from the hinted skb,
+    /// not from the head to it (Linux 4.14's `tcp_xmit_retransmit_queue`).
+    #[test]
+    fn list_retransmit_walk_starts_at_the_hint() {
+        let cfg = Config::default();
+        let mut t = tcb_with(&cfg, &[], &[995]);
+        t.retransmit_hint = seq_of(995);
+        let before = t.rtx.nodes_visited();
+        xmit_retransmit_queue_at(&mut t, &cfg);
+        assert!(t.rtx.get(seq_of(995)).unwrap().has(SACKED_RETRANS));
+        let walked = t.rtx.nodes_visited() - before;
+        assert!(
+            walked < 10,
+            "{walked} nodes for one retransmission at the hint"
+        );
+    }
+
+    /// The hint stays at the first hole the walk passed (`if (!hole)
+    /// tp->retransmit_skb_hint = skb`): the next walk starts there again.
+    #[test]
+    fn retransmit_hint_stays_at_the_first_hole() {
+        let cfg = Config::default();
+        let mut t = tcb_with(&cfg, &[10], &[990]);
+        xmit_retransmit_queue_at(&mut t, &cfg);
+        assert!(t.rtx.get(seq_of(990)).unwrap().has(SACKED_RETRANS));
+        assert_eq!(t.retransmit_hint, seq_of(10));
+        // The next loss above is found by a walk from that hole.
+        t.rtx.update(seq_of(995), LOST, SACKED_ACKED);
+        let before = t.rtx.nodes_visited();
+        xmit_retransmit_queue_at(&mut t, &cfg);
+        assert!(t.rtx.get(seq_of(995)).unwrap().has(SACKED_RETRANS));
+        assert!(t.rtx.nodes_visited() - before > 980);
     }
 }

@@ -83,6 +83,15 @@ pub struct Delivered {
     pub orig_low: Option<(u64, u64)>,
 }
 
+/// What a walk of `tcp_xmit_retransmit_queue` found ([`RtxQueue::next_lost_from_hint`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RtxWalk {
+    /// The first lost skb not yet retransmitted: its `(seq, pcount)`.
+    pub lost: Option<(u64, u32)>,
+    /// The first hole before it (neither lost, SACKed nor retransmitted).
+    pub hole: Option<u64>,
+}
+
 /// What one RACK pass over the time-sorted skbs found (`tcp_rack_detect_loss`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct RackLoss {
@@ -411,12 +420,20 @@ impl RtxQueue {
     /// partly acknowledged head skb (`tcp_trim_head`).
     pub fn clean(&mut self, ack: u64, mss: u32) -> Cleaned {
         let mut c = Cleaned::default();
-        self.split_at(ack, mss);
-        while let Some(p) = self.store.first_pos() {
-            if self.store.get(p).end_seq > ack {
+        // One search for the head (skb_rb_first), then steps (skb_rb_next).
+        let mut head = self.store.first_pos();
+        while let Some(p) = head {
+            let s = self.store.get(p);
+            if s.end_seq > ack {
+                if s.seq < ack && ack < s.seq + s.len() as u64 {
+                    self.split(p, ack, mss); // tcp_trim_head: the acked part goes
+                    continue;
+                }
                 break;
             }
-            let s = self.take(p);
+            let (s, next) = self.store.remove_first().expect("head exists");
+            head = next;
+            self.account(Acct::of(&s), false);
             rate::skb_delivered(&mut c.rate, &s);
             if !s.has(SACKED_ACKED) {
                 self.note_delivered(Acct::of(&s));
@@ -690,7 +707,8 @@ impl RtxQueue {
     /// stopped holding (the next call may start there: a hint, like Linux's
     /// `lost_skb_hint`). Returns the lowest newly marked offset, if any, too.
     pub fn mark_lost_sacked_above(&mut self, from: u64, thresh_bytes: u64) -> (u64, Option<u64>) {
-        let Some(mut p) = self.store.seek(from) else {
+        // From tp->lost_skb_hint, a pointer in Linux (no search from the head).
+        let Some(mut p) = self.store.seek_hinted(from) else {
             return (from, None);
         };
         let mut sacked_below = self.sacked_below(self.store.get(p).seq);
@@ -786,10 +804,25 @@ impl RtxQueue {
         self.first().is_some_and(|s| s.has(SACKED_ACKED))
     }
 
-    /// The first skb from `from` on that is lost and not yet retransmitted.
-    pub fn next_lost(&self, from: u64) -> Option<&Skb> {
-        self.iter_from(from)
-            .find(|s| s.has(LOST) && !s.has(SACKED_RETRANS | SACKED_ACKED))
+    /// `tcp_xmit_retransmit_queue`'s walk from `tp->retransmit_skb_hint` (a pointer
+    /// in Linux, so reached without a search in either shape): the first skb from
+    /// `hint` on that is lost and not yet retransmitted, and the first hole passed
+    /// on the way, an skb neither lost, SACKed nor retransmitted, where Linux leaves
+    /// the hint (`if (!hole) tp->retransmit_skb_hint = skb`) so that the next walk
+    /// starts there again.
+    pub fn next_lost_from_hint(&self, hint: u64) -> RtxWalk {
+        let mut w = RtxWalk::default();
+        for s in self.store.iter_from(self.store.at_hint(hint)) {
+            if !s.has(LOST) {
+                if w.hole.is_none() && !s.has(SACKED_RETRANS | SACKED_ACKED) {
+                    w.hole = Some(s.seq);
+                }
+            } else if !s.has(SACKED_RETRANS | SACKED_ACKED) {
+                w.lost = Some((s.seq, s.pcount));
+                break;
+            }
+        }
+        w
     }
 
     // ---- RACK (RFC 8985) over the time-sorted order -----------------------------
@@ -1074,6 +1107,44 @@ mod tests {
         }
     }
 
+    /// `tcp_clean_rtx_queue` finds the head once (`skb_rb_first`) and then steps
+    /// (`skb_rb_next`) and unlinks (`rb_erase`) the skbs it holds: no search from
+    /// the tree's root per skb freed.
+    #[test]
+    fn clean_walks_from_the_head_once() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 1024, MSS);
+            let before = q.nodes_visited();
+            let c = q.clean(1 + 100 * MSS as u64, MSS);
+            assert_eq!(c.acked_segs, 100);
+            let walked = q.nodes_visited() - before;
+            assert!(
+                walked <= 2 * 100 + 12,
+                "{kind:?}: {walked} nodes to free 100 skbs"
+            );
+            q.check_invariants();
+        }
+    }
+
+    /// RFC 6675's walk resumes at `tp->lost_skb_hint`, a pointer in Linux: the
+    /// list does not walk from its head to it.
+    #[test]
+    fn list_mark_lost_starts_at_the_lost_hint() {
+        let off = |i: u64| 1 + i * MSS as u64;
+        let mut q = storm(RtxQueueKind::List);
+        // The first walk counts the SACKed segments below (Linux: from the head,
+        // `lost_cnt_hint` 0); the next one resumes at the hint it left.
+        let (hint, _) = q.mark_lost_sacked_above(off(4_990), 2 * MSS as u64);
+        assert_eq!(hint, off(4_991));
+        q.sacktag_blocks(&[(off(5_001), off(5_010))], MSS);
+        let before = q.nodes_visited();
+        let (_, marked) = q.mark_lost_sacked_above(hint, 2 * MSS as u64);
+        assert_eq!(marked, Some(off(5_000)));
+        let walked = q.nodes_visited() - before;
+        assert!(walked < 20, "{walked} nodes from the hint");
+        q.check_invariants();
+    }
+
     /// Where no hint applies (a block opening in the middle, as when a
     /// retransmission fills a hole), the list walks from its head and the tree
     /// searches: about 500 skbs passed vs about log2(6,000).
@@ -1135,7 +1206,7 @@ mod tests {
             assert_eq!(m, Some(1));
             assert_eq!(q.lost_out, 2);
             assert_eq!(hint, 201);
-            assert_eq!(q.next_lost(0).unwrap().seq, 1);
+            assert_eq!(q.next_lost_from_hint(0).lost, Some((1, 1)));
             q.check_invariants();
         }
     }
@@ -1255,7 +1326,7 @@ mod tests {
             }
             Op::MarkLost(f, t) => format!("{:?}", q.mark_lost_sacked_above(*f, *t)),
             Op::Retransmit(f) => {
-                let seq = q.next_lost(*f).map(|s| s.seq);
+                let seq = q.next_lost_from_hint(*f).lost.map(|(s, _)| s);
                 if let Some(s) = seq {
                     q.split_at(s + 2 * MSS as u64, MSS);
                     q.mark_retransmitted(s, Instant(1_000_000));

@@ -52,7 +52,8 @@ impl Store {
     /// (`bits(len)`, about log2 n + 1, as an rb-tree descent) and a step to a
     /// neighbour one node; in the list, a search walks from where it starts, one
     /// node per skb passed, and a step, an insertion after a held skb or a removal
-    /// one node (a linked list). Where Linux held a pointer to the skb (the caller
+    /// one node (a linked list); a removal of a held skb is one node in the tree
+    /// too (`rb_erase` rebalances in amortized constant time). Where Linux held a pointer to the skb (the caller
     /// has it in hand: `find`), the list charges one node.
     pub(crate) fn visits(&self) -> u64 {
         self.visits.get()
@@ -200,6 +201,14 @@ impl Store {
     /// Linux keeps (`tp->highest_sack`): one node in either shape.
     pub(crate) fn seek_hinted(&self, seq: u64) -> Option<Pos> {
         self.visit(1);
+        self.at_hint(seq)
+    }
+
+    /// The skb containing `seq` or the first after it, reached through a pointer
+    /// Linux keeps and walks on from (`tp->retransmit_skb_hint`,
+    /// `tp->lost_skb_hint`): no node is charged, the walk that follows
+    /// ([`Store::iter_from`]) counts this skb as its first.
+    pub(crate) fn at_hint(&self, seq: u64) -> Option<Pos> {
         match &self.skbs {
             Skbs::Tree(t) => {
                 if let Some((k, s)) = t.range(..=seq).next_back() {
@@ -264,19 +273,24 @@ impl Store {
         }
     }
 
+    /// Unlinks the skb at `p`, which the caller holds as Linux does (`rb_erase`,
+    /// `list_del`: no search): one node in either shape.
     pub(crate) fn remove(&mut self, p: Pos) -> Skb {
+        self.visit(1);
         match &mut self.skbs {
-            Skbs::Tree(t) => {
-                let d = Store::depth(t.len());
-                let s = t.remove(&p).expect("valid pos");
-                self.visit(d);
-                s
-            }
-            Skbs::List(l) => {
-                let s = l.remove(p as usize).expect("valid pos");
-                self.visit(1);
-                s
-            }
+            Skbs::Tree(t) => t.remove(&p).expect("valid pos"),
+            Skbs::List(l) => l.remove(p as usize).expect("valid pos"),
+        }
+    }
+
+    /// Unlinks the head skb and returns it with the new head
+    /// (`tcp_clean_rtx_queue`: the walk steps on with `skb_rb_next` and unlinks the
+    /// skb it held, with no search from the root): two nodes in either shape.
+    pub(crate) fn remove_first(&mut self) -> Option<(Skb, Option<Pos>)> {
+        self.visit(2);
+        match &mut self.skbs {
+            Skbs::Tree(t) => (t.pop_first()).map(|(_, s)| (s, t.keys().next().copied())),
+            Skbs::List(l) => (l.pop_front()).map(|s| (s, (!l.is_empty()).then_some(0))),
         }
     }
 

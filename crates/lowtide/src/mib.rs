@@ -134,6 +134,9 @@ mib! {
     TcpExtTCPSACKReorder,
     /// Delayed ACKs sent.
     TcpExtDelayedACKs,
+    /// Duplicate data received, answered with an immediate ACK
+    /// (`LINUX_MIB_DELAYEDACKLOST`: our ACK was probably lost).
+    TcpExtDelayedACKLost,
     /// Segments queued out of order.
     TcpExtTCPOFOQueue,
     /// Out-of-order segments dropped (no receive space).

@@ -748,7 +748,9 @@ mod fin_wait_2 {
     fn fin_wait_2() -> (Pair, SocketHandle, SocketHandle) {
         let (mut p, c, s) = warm();
         p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
-        p.drive_for(30 * MS);
+        // B delays its ACK of the FIN (tcp_fin: pingpong mode, ato 40 ms after the
+        // data exchange of warm()), as Linux does.
+        p.drive_for(60 * MS);
         assert_eq!(p.a.state(c), Ok(TcpState::FinWait2));
         assert_eq!(p.b.state(s), Ok(TcpState::CloseWait));
         (p, c, s)

@@ -192,11 +192,7 @@ impl Tcb {
             options: (self.ts_ok as u8) | (self.sack_ok as u8) << 1 | (self.wscale_ok as u8) << 2,
             snd_wscale: self.snd_wscale,
             rcv_wscale: self.rcv_wscale,
-            ato: if self.state.is_synchronized() {
-                super::sock::TCP_DELACK_MIN.as_micros() as u32
-            } else {
-                0
-            },
+            ato: self.ato.as_micros() as u32,
             pmtu: self.pmtu_cookie,
             rcv_rtt: self.rcv_rtt.rtt_us8 >> 3,
             reord_seen: self.reord_seen,

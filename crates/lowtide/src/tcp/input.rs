@@ -3,7 +3,7 @@
 
 use super::cong::{AckSample, CaState, CcContext, CongestionOps};
 use super::rate::{AckRate, RateSample};
-use super::sock::{Tcb, TCP_DELACK_MIN, TCP_MAX_QUICKACKS};
+use super::sock::{Tcb, TCP_MAX_QUICKACKS};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
 use crate::socket::{EventKind, SocketError};
@@ -341,9 +341,14 @@ impl Tcb {
         }
     }
 
-    /// `tcp_send_dupack`: an immediate ACK (and D-SACK for old data).
+    /// `tcp_send_dupack`: an immediate ACK; for old data also quick-ACK mode (our
+    /// ACK was probably lost) and a D-SACK.
     fn send_dupack(&mut self, ctx: &mut Ctx, old: Option<(u64, u64)>) {
         ctx.mib.inc(Mib::TcpExtTCPPureDup);
+        if old.is_some() {
+            ctx.mib.inc(Mib::TcpExtDelayedACKLost);
+            self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+        }
         if let (Some(d), true) = (old, self.sack_ok && ctx.cfg.tcp_dsack) {
             // RFC 2883 section 4 (Linux tcp_send_dupack): a D-SACK for old data.
             self.dsack = Some(d);
@@ -717,6 +722,7 @@ impl Tcb {
     /// OFO queue, duplicates answered with D-SACK; then the FIN.
     fn data_queue(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
         let fin = th.flags.contains(TcpFlags::FIN);
+        let prev_rcv = self.lrcvtime;
         if !payload.is_empty() || fin {
             self.lrcvtime = ctx.now;
         }
@@ -762,6 +768,7 @@ impl Tcb {
             return self.schedule_ack_now();
         }
         self.queue_in_order(ctx, fresh);
+        self.event_data_recv(ctx.now, prev_rcv);
         let had_ofo = !self.ofo.is_empty();
         while let Some(run) = self.ofo.pop_in_order(self.rcv_nxt) {
             self.queue_in_order(ctx, &run);
@@ -802,7 +809,9 @@ impl Tcb {
             self.dsack = Some((seq, end));
             ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
         }
-        self.quick = self.quick.max(1);
+        // tcp_data_queue: "a retransmit ... force an immediate ack".
+        ctx.mib.inc(Mib::TcpExtDelayedACKLost);
+        self.enter_quickack_mode(TCP_MAX_QUICKACKS);
         self.schedule_ack_now();
     }
 
@@ -834,8 +843,17 @@ impl Tcb {
         self.rcv_nxt += 1;
         self.bytes_received += 1; // tcp_rcv_nxt_update: the FIN's sequence number counts
         self.rcv_shutdown = true;
-        self.schedule_ack_now();
         self.notify(ctx, EventKind::ReadHangUp);
+        // tcp_fin: in SYN-RECV and ESTABLISHED the ACK is only scheduled and the
+        // connection enters pingpong mode (the application's reply, often its own
+        // FIN, may carry it); in the FIN-WAIT states it goes at once.
+        match self.state {
+            TcpState::SynRecv | TcpState::Established => {
+                self.ack_pending = true;
+                self.pingpong = self.pingpong.max(super::delack::TCP_PINGPONG_THRESH);
+            }
+            _ => self.schedule_ack_now(),
+        }
         match self.state {
             TcpState::SynRecv | TcpState::Established => self.state = TcpState::CloseWait,
             TcpState::FinWait1 => self.state = TcpState::Closing,
@@ -852,14 +870,15 @@ impl Tcb {
         }
     }
 
-    /// Schedules an immediate ACK.
+    /// Schedules an immediate ACK (`ICSK_ACK_NOW`, or `tcp_send_ack` at once).
     pub(crate) fn schedule_ack_now(&mut self) {
         self.ack_pending = true;
-        self.quick = self.quick.max(1);
+        self.ack_now = true;
     }
 
     /// `__tcp_ack_snd_check`: ACK now if more than one full segment is unacknowledged,
-    /// in quick-ACK mode, or with out-of-order data; otherwise delay (40 ms minimum).
+    /// in quick-ACK mode, or with out-of-order data; otherwise delay by
+    /// `tcp_send_delayed_ack`'s timeout (`tcp/delack.rs`).
     pub(crate) fn ack_snd_check(&mut self, ctx: &mut Ctx) {
         if !self.ack_pending {
             return;
@@ -867,13 +886,15 @@ impl Tcb {
         let unacked = self.rcv_nxt - self.rcv_wup;
         let now_needed = unacked > self.rcv_mss as u64
             && self.rcv_space() as u64 >= self.rcv_wnd as u64 / 2
-            || self.quick > 0
+            || self.in_quickack_mode()
+            || self.ack_now
+            || self.delack_timeout().is_zero()
             || !self.ofo.is_empty()
             || unacked >= 2 * self.rcv_mss as u64;
         if now_needed {
             self.send_ack(ctx);
         } else if self.delack_at.is_none() {
-            self.delack_at = Some(ctx.now + TCP_DELACK_MIN);
+            self.delack_at = Some(ctx.now + self.delack_timeout());
         }
     }
 

@@ -22,6 +22,7 @@
 pub(crate) mod api;
 pub(crate) mod chrono;
 pub mod cong;
+pub(crate) mod delack;
 pub mod info;
 pub(crate) mod input;
 pub mod keepalive;

@@ -262,6 +262,7 @@ impl Tcb {
                 let ca_ctx = self.ca_ctx(ctx.now);
                 self.cc.cwnd_event(&mut self.cw, CaEvent::TxStart, &ca_ctx);
             }
+            self.event_data_sent(ctx.now);
             self.lsndtime = ctx.now;
         }
         if !ctx.tx_orphan {
@@ -287,6 +288,7 @@ impl Tcb {
     /// `tcp_event_ack_sent`: any segment we send carries the ACK we owed.
     fn on_ack_sent(&mut self) {
         self.ack_pending = false;
+        self.ack_now = false;
         self.delack_at = None;
         self.quick = self.quick.saturating_sub(1);
     }

@@ -190,9 +190,16 @@ pub struct Tcb {
     pub(crate) user_timeout: Duration,
     pub(crate) pending: Option<(Pending, Instant)>,
     pub(crate) delack_at: Option<Instant>,
+    /// `icsk_ack.ato`: the delayed-ACK timeout, 0 until the first data
+    /// (`tcp/delack.rs`).
+    pub(crate) ato: Duration,
+    /// `icsk_ack.pingpong`: replies sent within `ato` of a receipt.
+    pub(crate) pingpong: u8,
     pub(crate) quick: u32,
     /// ACK owed (`ICSK_ACK_SCHED`).
     pub(crate) ack_pending: bool,
+    /// The owed ACK goes out at once, pingpong mode or not (`ICSK_ACK_NOW`).
+    pub(crate) ack_now: bool,
     /// TIME-WAIT or orphaned FIN-WAIT-2 expiry.
     pub(crate) tw_at: Option<Instant>,
     /// Last data sent (`lsndtime`) and received (`lrcvtime`).
@@ -378,6 +385,9 @@ impl Tcb {
             user_timeout: Duration::ZERO,
             pending: None,
             delack_at: None,
+            ato: Duration::ZERO,
+            ack_now: false,
+            pingpong: 0,
             quick: 0,
             ack_pending: false,
             tw_at: None,

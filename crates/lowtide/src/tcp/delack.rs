@@ -1,0 +1,112 @@
+//! Delayed ACKs timed as Linux times them (tcp_input.c `tcp_event_data_recv`,
+//! `tcp_incr_quickack`, `tcp_enter_quickack_mode`; tcp_output.c
+//! `tcp_send_delayed_ack`, `tcp_event_data_sent`; tcp_timer.c
+//! `tcp_delack_timer_handler`): the ACK timeout `ato` follows the peer's
+//! inter-arrival time, doubles when a delayed ACK had to be sent alone, and a
+//! connection that answers what it receives (pingpong mode, request/response)
+//! stops quick-ACKing so that its ACKs ride on its replies.
+
+use super::sock::{Tcb, TCP_DELACK_MIN, TCP_MAX_QUICKACKS};
+use crate::time::Instant;
+use core::time::Duration;
+
+/// `TCP_ATO_MIN` (HZ/25): the smallest ACK timeout.
+pub const TCP_ATO_MIN: Duration = Duration::from_millis(40);
+/// `TCP_DELACK_MAX` (HZ/5): the longest delay in pingpong mode or after a push,
+/// and the route's `icsk_delack_max` default.
+pub const TCP_DELACK_MAX: Duration = Duration::from_millis(200);
+/// HZ/2: the longest delay otherwise (before the RTT bound).
+const MAX_ATO: Duration = Duration::from_millis(500);
+/// `net.ipv4.tcp_pingpong_thresh` (default 1): replies within `ato` of a receipt
+/// that put the connection in pingpong mode.
+pub(crate) const TCP_PINGPONG_THRESH: u8 = 1;
+
+impl Tcb {
+    /// `tcp_event_data_recv`'s ACK timing for in-order data arriving now, `prev`
+    /// being the previous receipt (`icsk_ack.lrcvtime`).
+    pub(crate) fn event_data_recv(&mut self, now: Instant, prev: Instant) {
+        if self.ato.is_zero() {
+            // The first data: quick ACKs for slow start (tcp_incr_quickack).
+            self.incr_quickack(TCP_MAX_QUICKACKS);
+            self.ato = TCP_ATO_MIN;
+            return;
+        }
+        let m = now.saturating_since(prev);
+        if m <= TCP_ATO_MIN / 2 {
+            self.ato = self.ato / 2 + TCP_ATO_MIN / 2;
+        } else if m < self.ato {
+            self.ato = (self.ato / 2 + m).min(self.rto);
+        } else if m > self.rto {
+            // "Too long gap": the sender failed to restart its window; ACK quickly.
+            self.incr_quickack(TCP_MAX_QUICKACKS);
+        }
+    }
+
+    /// `tcp_incr_quickack`: up to `max` quick ACKs, as many as half the window in
+    /// segments (at least 2).
+    pub(crate) fn incr_quickack(&mut self, max: u32) {
+        let quickacks = match self.rcv_wnd / (2 * self.rcv_mss.max(1)) {
+            0 => 2,
+            n => n,
+        };
+        self.quick = self.quick.max(quickacks.min(max));
+    }
+
+    /// `tcp_enter_quickack_mode`: quick ACKs, out of pingpong mode, `ato` back to
+    /// its minimum (a duplicate or out-of-window segment arrived).
+    pub(crate) fn enter_quickack_mode(&mut self, max: u32) {
+        self.incr_quickack(max);
+        self.pingpong = 0;
+        self.ato = TCP_ATO_MIN;
+    }
+
+    /// `inet_csk_in_pingpong_mode`.
+    pub(crate) fn in_pingpong_mode(&self) -> bool {
+        self.pingpong >= TCP_PINGPONG_THRESH
+    }
+
+    /// `tcp_in_quickack_mode`: quick ACKs left and not in pingpong mode.
+    pub(crate) fn in_quickack_mode(&self) -> bool {
+        self.quick > 0 && !self.in_pingpong_mode()
+    }
+
+    /// `tcp_event_data_sent`: data sent within `ato` of the last receipt is a reply.
+    pub(crate) fn event_data_sent(&mut self, now: Instant) {
+        if now.saturating_since(self.lrcvtime) < self.ato {
+            self.pingpong = self.pingpong.saturating_add(1);
+        }
+    }
+
+    /// `tcp_send_delayed_ack`'s timeout: `ato`, above `TCP_DELACK_MIN` bounded by
+    /// the smoothed RTT and by 500 ms (200 ms in pingpong mode), never more than
+    /// `TCP_DELACK_MAX`. Before any data `ato` is 0 and so is the delay: the ACK of
+    /// a bare FIN goes at the next tick.
+    pub(crate) fn delack_timeout(&self) -> Duration {
+        let mut ato = self.ato;
+        if ato > TCP_DELACK_MIN {
+            let mut max_ato = if self.in_pingpong_mode() {
+                TCP_DELACK_MAX
+            } else {
+                MAX_ATO
+            };
+            if self.srtt_us > 0 {
+                let rtt = Duration::from_micros(self.srtt_us as u64).max(TCP_DELACK_MIN);
+                max_ato = max_ato.min(rtt);
+            }
+            ato = ato.min(max_ato);
+        }
+        ato.min(TCP_DELACK_MAX)
+    }
+
+    /// `tcp_delack_timer_handler` with an ACK owed: the delay was too short, so
+    /// `ato` doubles (up to the RTO); in pingpong mode the reply did not come, so
+    /// the connection leaves it and `ato` falls back to its minimum.
+    pub(crate) fn delack_missed(&mut self) {
+        if self.in_pingpong_mode() {
+            self.pingpong = 0;
+            self.ato = TCP_ATO_MIN;
+        } else {
+            self.ato = (self.ato * 2).min(self.rto);
+        }
+    }
+}

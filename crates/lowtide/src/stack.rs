@@ -37,6 +37,7 @@ macro_rules! ctx {
             ip_id: &mut $stack.ip_id,
             challenge: &mut $stack.challenge,
             pool: &mut $stack.pool,
+            frag: &mut $stack.frag,
             tx_orphan: $stack.tx_orphan,
         }
     };
@@ -106,6 +107,7 @@ pub struct Stack {
     warned_csum_partial: bool,
     /// Buffers of sent packets, given back by the device ([`Stack::recycle_buffer`]).
     pool: lowtide_wire::pool::BufPool,
+    frag: crate::tcp::page_frag::PageFrag,
 }
 
 impl Stack {
@@ -138,6 +140,7 @@ impl Stack {
             catch_all: None,
             warned_csum_partial: false,
             pool: lowtide_wire::pool::BufPool::new(),
+            frag: Default::default(),
         }
     }
 

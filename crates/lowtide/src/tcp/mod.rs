@@ -28,6 +28,7 @@ pub mod keepalive;
 pub mod ofo;
 pub(crate) mod output;
 pub(crate) mod pacing;
+pub(crate) mod page_frag;
 pub(crate) mod rack;
 pub mod rate;
 pub(crate) mod ratelimit;
@@ -129,6 +130,8 @@ pub(crate) struct Ctx<'a> {
     pub challenge: &'a mut ratelimit::ChallengeLimit,
     /// Packet buffers to build into (`Stack::recycle_buffer` refills it).
     pub pool: &'a mut lowtide_wire::pool::BufPool,
+    /// Payload memory of the write queues.
+    pub frag: &'a mut page_frag::PageFrag,
     /// The device frees packets as it takes them (`skb_orphan`): no TX completion
     /// is charged, so TCP Small Queues never waits on it.
     pub tx_orphan: bool,

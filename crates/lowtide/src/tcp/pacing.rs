@@ -470,6 +470,7 @@ mod defer_tests {
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
             pool: &mut lowtide_wire::pool::BufPool::new(),
+            frag: &mut Default::default(),
             tx_orphan: false,
         };
         // 4 segments of cwnd left, a 16-segment skb and a 64-segment goal: defer
@@ -532,6 +533,7 @@ mod local_drop_tests {
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
             pool: &mut lowtide_wire::pool::BufPool::new(),
+            frag: &mut Default::default(),
             tx_orphan: false,
         };
         t.resend_local_drops(&mut ctx);

@@ -1,5 +1,7 @@
 //! Where the retransmit queue's skbs live (`experimental.rtx_queue`): Linux's rb-tree
-//! since seed 003 (a `BTreeMap` keyed by stream offset here) or the linear list it
+//! since seed 003 (here a ring sorted by stream offset and searched by bisection,
+//! O(log n) as the tree; it neither allocates nor frees per skb as a `BTreeMap`'s
+//! nodes did, since skbs join at the tail and leave at the head) or the linear list it
 //! replaced (a `VecDeque` searched from the head, as `tcp_write_queue_walk` did).
 //!
 //! The scoreboard logic in [`super::rtx_queue`] is written once over this small set of
@@ -13,8 +15,7 @@
 use super::skb::Skb;
 use crate::config::RtxQueueKind;
 use core::cell::Cell;
-use core::ops::Bound::{Excluded, Unbounded};
-use std::collections::{btree_map, vec_deque, BTreeMap, VecDeque};
+use std::collections::{vec_deque, VecDeque};
 
 /// Address of one skb in a [`Store`].
 pub(crate) type Pos = u64;
@@ -30,7 +31,7 @@ pub(crate) struct Store {
 #[derive(Debug)]
 enum Skbs {
     /// Linux's `tcp_rtx_queue` rb-tree: O(log n) search.
-    Tree(BTreeMap<u64, Skb>),
+    Tree(VecDeque<Skb>),
     /// The list before seed 003: every search walks from the head.
     List(VecDeque<Skb>),
 }
@@ -38,7 +39,7 @@ enum Skbs {
 impl Store {
     pub(crate) fn new(kind: RtxQueueKind) -> Store {
         let skbs = match kind {
-            RtxQueueKind::Tree => Skbs::Tree(BTreeMap::new()),
+            RtxQueueKind::Tree => Skbs::Tree(VecDeque::new()),
             RtxQueueKind::List => Skbs::List(VecDeque::new()),
         };
         Store {
@@ -86,7 +87,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                t.keys().next().copied()
+                t.front().map(|s| s.seq)
             }
             Skbs::List(l) => {
                 self.visit(1);
@@ -98,21 +99,24 @@ impl Store {
     pub(crate) fn last(&self) -> Option<&Skb> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => t.values().next_back(),
+            Skbs::Tree(t) => t.back(),
             Skbs::List(l) => l.back(),
         }
     }
 
     pub(crate) fn get(&self, p: Pos) -> &Skb {
         match &self.skbs {
-            Skbs::Tree(t) => &t[&p],
+            Skbs::Tree(t) => &t[at(t, p)],
             Skbs::List(l) => &l[p as usize],
         }
     }
 
     pub(crate) fn get_mut(&mut self, p: Pos) -> &mut Skb {
         match &mut self.skbs {
-            Skbs::Tree(t) => t.get_mut(&p).expect("valid pos"),
+            Skbs::Tree(t) => {
+                let i = at(t, p);
+                &mut t[i]
+            }
             Skbs::List(l) => &mut l[p as usize],
         }
     }
@@ -121,7 +125,7 @@ impl Store {
     pub(crate) fn next(&self, p: Pos) -> Option<Pos> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => t.range((Excluded(p), Unbounded)).next().map(|(k, _)| *k),
+            Skbs::Tree(t) => t.get(t.partition_point(|s| s.seq <= p)).map(|s| s.seq),
             Skbs::List(l) => (p as usize + 1 < l.len()).then_some(p + 1),
         }
     }
@@ -130,7 +134,10 @@ impl Store {
     pub(crate) fn prev(&self, p: Pos) -> Option<Pos> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => t.range(..p).next_back().map(|(k, _)| *k),
+            Skbs::Tree(t) => {
+                let i = t.partition_point(|s| s.seq < p);
+                i.checked_sub(1).map(|i| t[i].seq)
+            }
             Skbs::List(_) => p.checked_sub(1),
         }
     }
@@ -150,7 +157,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                t.contains_key(&seq).then_some(seq)
+                t.binary_search_by_key(&seq, |s| s.seq).ok().map(|_| seq)
             }
             Skbs::List(l) => {
                 self.visit(1);
@@ -181,12 +188,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                if let Some((k, s)) = t.range(..=seq).next_back() {
-                    if s.end_seq > seq {
-                        return Some(*k);
-                    }
-                }
-                t.range(seq..).next().map(|(k, _)| *k)
+                containing_or_after(t, seq)
             }
             Skbs::List(l) => {
                 let from = cursor.map_or(0, |c| c as usize);
@@ -201,14 +203,7 @@ impl Store {
     pub(crate) fn seek_hinted(&self, seq: u64) -> Option<Pos> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => {
-                if let Some((k, s)) = t.range(..=seq).next_back() {
-                    if s.end_seq > seq {
-                        return Some(*k);
-                    }
-                }
-                t.range(seq..).next().map(|(k, _)| *k)
-            }
+            Skbs::Tree(t) => containing_or_after(t, seq),
             Skbs::List(l) => {
                 let i = l.partition_point(|s| s.end_seq <= seq);
                 (i < l.len()).then_some(i as Pos)
@@ -221,7 +216,8 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                t.range(..at).next_back().map(|(k, _)| *k)
+                let i = t.partition_point(|s| s.seq < at);
+                i.checked_sub(1).map(|i| t[i].seq)
             }
             Skbs::List(l) => self
                 .scan(l, 0, |s| s.seq >= at)
@@ -236,7 +232,7 @@ impl Store {
         match &mut self.skbs {
             Skbs::Tree(t) => {
                 let d = Store::depth(t.len());
-                t.insert(s.seq, s);
+                insert_sorted(t, s);
                 self.visit(d);
             }
             Skbs::List(l) => {
@@ -252,7 +248,7 @@ impl Store {
             Skbs::Tree(t) => {
                 let k = s.seq;
                 let d = Store::depth(t.len());
-                t.insert(k, s);
+                insert_sorted(t, s);
                 self.visit(d);
                 k
             }
@@ -268,7 +264,7 @@ impl Store {
         match &mut self.skbs {
             Skbs::Tree(t) => {
                 let d = Store::depth(t.len());
-                let s = t.remove(&p).expect("valid pos");
+                let s = t.remove(at(t, p)).expect("valid pos");
                 self.visit(d);
                 s
             }
@@ -283,9 +279,9 @@ impl Store {
     /// The skbs from `p` on (none if `p` is `None`); each one yielded counts a node.
     pub(crate) fn iter_from(&self, p: Option<Pos>) -> Iter<'_> {
         let inner = match (&self.skbs, p) {
-            (Skbs::Tree(t), Some(p)) => Inner::Tree(t.range(p..)),
-            (Skbs::List(l), Some(p)) => Inner::List(l.range(p as usize..)),
-            (_, None) => Inner::Empty,
+            (Skbs::Tree(t), Some(p)) => Some(t.range(t.partition_point(|s| s.seq < p)..)),
+            (Skbs::List(l), Some(p)) => Some(l.range(p as usize..)),
+            (_, None) => None,
         };
         Iter {
             inner,
@@ -294,26 +290,42 @@ impl Store {
     }
 }
 
-/// Iterator over a [`Store`]'s skbs in sequence order.
-pub(crate) struct Iter<'a> {
-    inner: Inner<'a>,
-    visits: &'a Cell<u64>,
+/// Index of the tree's skb starting at `p` (a valid position).
+fn at(t: &VecDeque<Skb>, p: Pos) -> usize {
+    t.binary_search_by_key(&p, |s| s.seq).expect("valid pos")
 }
 
-enum Inner<'a> {
-    Tree(btree_map::Range<'a, u64, Skb>),
-    List(vec_deque::Iter<'a, Skb>),
-    Empty,
+/// The tree's skb containing `seq`, else the first one after it.
+fn containing_or_after(t: &VecDeque<Skb>, seq: u64) -> Option<Pos> {
+    let i = t.partition_point(|s| s.seq <= seq);
+    match i.checked_sub(1).map(|j| &t[j]) {
+        Some(s) if s.end_seq > seq => Some(s.seq),
+        _ => t.get(i).map(|s| s.seq),
+    }
+}
+
+/// Inserts `s` in sequence order (at the tail when it comes after every skb, the
+/// common case); an skb at the same offset is replaced, as a map insert does.
+fn insert_sorted(t: &mut VecDeque<Skb>, s: Skb) {
+    if t.back().is_none_or(|b| b.seq < s.seq) {
+        return t.push_back(s);
+    }
+    match t.binary_search_by_key(&s.seq, |x| x.seq) {
+        Ok(i) => t[i] = s,
+        Err(i) => t.insert(i, s),
+    }
+}
+
+/// Iterator over a [`Store`]'s skbs in sequence order.
+pub(crate) struct Iter<'a> {
+    inner: Option<vec_deque::Iter<'a, Skb>>,
+    visits: &'a Cell<u64>,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = &'a Skb;
     fn next(&mut self) -> Option<&'a Skb> {
-        let s = match &mut self.inner {
-            Inner::Tree(r) => r.next().map(|(_, s)| s),
-            Inner::List(i) => i.next(),
-            Inner::Empty => None,
-        };
+        let s = self.inner.as_mut().and_then(|i| i.next());
         if s.is_some() {
             self.visits.set(self.visits.get() + 1);
         }

@@ -68,6 +68,9 @@ impl Host {
     /// A host with the given stack (the address is added to it).
     pub fn new(mut stack: Stack, addr: IpAddr, queue_limit: usize, tx_link: usize) -> Host {
         stack.add_address(addr);
+        // The NIC copies payload from the send queue straight into the wire
+        // segments (World::start_tx).
+        stack.set_tx_payload_apart(true);
         Host {
             stack,
             addr,

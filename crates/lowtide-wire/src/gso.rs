@@ -49,18 +49,50 @@ pub fn segment_into(
     packet: &[u8],
     gso_size: u16,
     full_csum: bool,
-    mut take: impl FnMut(usize) -> Vec<u8>,
-    mut out: impl FnMut(Vec<u8>),
+    take: impl FnMut(usize) -> Vec<u8>,
+    out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
     let l = Layout::parse(packet, false)?;
     let payload = &packet[l.payload_start..l.end];
+    cut_parts(packet, &l, payload, gso_size, full_csum, take, out)
+}
+
+/// [`segment_into`] for a super-packet whose payload is kept apart from its headers
+/// (as a stack's send queue holds it): `headers` is exactly the IP and TCP header,
+/// its length fields counting `payload`. The payload is copied once, straight into
+/// the segments (as Linux's `skb_segment` copies from page fragments).
+pub fn segment_apart_into(
+    headers: &[u8],
+    payload: &[u8],
+    gso_size: u16,
+    full_csum: bool,
+    take: impl FnMut(usize) -> Vec<u8>,
+    out: impl FnMut(Vec<u8>),
+) -> Result<usize, WireError> {
+    let l = Layout::parse_apart(headers, payload.len())?;
+    if l.payload_start != headers.len() || l.end != headers.len() + payload.len() {
+        return Err(WireError::Malformed);
+    }
+    cut_parts(headers, &l, payload, gso_size, full_csum, take, out)
+}
+
+/// Cuts `payload` into segments behind copies of `headers` (see [`segment`]).
+fn cut_parts(
+    headers: &[u8],
+    l: &Layout,
+    payload: &[u8],
+    gso_size: u16,
+    full_csum: bool,
+    mut take: impl FnMut(usize) -> Vec<u8>,
+    mut out: impl FnMut(Vec<u8>),
+) -> Result<usize, WireError> {
     let mss = gso_size as usize;
     let count = if mss == 0 || payload.len() <= mss {
         1
     } else {
         payload.len().div_ceil(mss)
     };
-    let mut cutter = Cutter::new(packet, &l, count);
+    let mut cutter = Cutter::new(headers, l, count);
     cutter.full_csum = full_csum;
     for i in 0..count {
         let start = i * mss;
@@ -104,12 +136,22 @@ impl Layout {
     /// Checks the IP header and the TCP data offset (options are not parsed).
     fn parse(packet: &[u8], verify_ip_csum: bool) -> Result<Layout, WireError> {
         let ip = IpRepr::parse(packet, verify_ip_csum)?;
+        Layout::of(packet, ip)
+    }
+
+    /// [`Layout::parse`] of headers whose last `apart` bytes (payload) lie elsewhere.
+    fn parse_apart(headers: &[u8], apart: usize) -> Result<Layout, WireError> {
+        let ip = IpRepr::parse_apart(headers, apart, false)?;
+        Layout::of(headers, ip)
+    }
+
+    fn of(packet: &[u8], ip: IpRepr) -> Result<Layout, WireError> {
         if ip.protocol != PROTO_TCP {
             return Err(WireError::Unsupported);
         }
         let tcp_start = ip.header_len;
         let end = tcp_start + ip.payload_len;
-        let tcp = &packet[tcp_start..end];
+        let tcp = &packet[tcp_start..end.min(packet.len())];
         if tcp.len() < TCP_HEADER_LEN {
             return Err(WireError::Truncated);
         }
@@ -473,6 +515,25 @@ mod tests {
         assert_eq!(joined, data);
         let ids: Vec<u16> = segs.iter().map(|s| ipv4_id(s)).collect();
         assert_eq!(ids, [0xfffe, 0xffff, 0, 1]);
+    }
+
+    #[test]
+    fn payload_apart_cuts_the_same_segments() {
+        for v6 in [false, true] {
+            let data = payload(5000);
+            let p = packet(v6, ACK | PSH, 77, 9, &data);
+            let split = p.len() - data.len();
+            let (hdr, pl) = p.split_at(split);
+            for full in [true, false] {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                segment_into(&p, 1400, full, Vec::with_capacity, |s| a.push(s)).unwrap();
+                segment_apart_into(hdr, pl, 1400, full, Vec::with_capacity, |s| b.push(s)).unwrap();
+                assert_eq!(a, b);
+            }
+            // Headers that do not end where the payload starts are refused.
+            let (hdr, pl) = p.split_at(split - 1);
+            assert!(segment_apart_into(hdr, pl, 1400, true, Vec::with_capacity, |_| {}).is_err());
+        }
     }
 
     #[test]

@@ -39,6 +39,7 @@ macro_rules! ctx {
             pool: &mut $stack.pool,
             frag: &mut $stack.frag,
             tx_orphan: $stack.tx_orphan,
+            tx_apart: $stack.tx_apart,
         }
     };
 }
@@ -101,6 +102,8 @@ pub struct Stack {
     secrets: crate::secure::Secrets,
     /// The device orphans packets at transmit ([`Stack::set_tx_orphan`]).
     tx_orphan: bool,
+    /// Payload kept apart from the headers ([`Stack::set_tx_payload_apart`]).
+    tx_apart: bool,
     /// The catch-all listener's slot ([`Stack::listen_catch_all`]), if any.
     catch_all: Option<u32>,
     /// A warning about unfinished checksums was logged ([`Stack::handle_transmit`]).
@@ -137,6 +140,7 @@ impl Stack {
             challenge,
             secrets,
             tx_orphan: false,
+            tx_apart: false,
             catch_all: None,
             warned_csum_partial: false,
             pool: lowtide_wire::pool::BufPool::new(),

@@ -421,6 +421,7 @@ mod push_tests {
             pool: &mut lowtide_wire::pool::BufPool::new(),
             frag: &mut Default::default(),
             tx_orphan: true,
+            tx_apart: false,
         };
         f(&mut ctx)
     }

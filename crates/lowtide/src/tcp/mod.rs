@@ -135,6 +135,8 @@ pub(crate) struct Ctx<'a> {
     /// The device frees packets as it takes them (`skb_orphan`): no TX completion
     /// is charged, so TCP Small Queues never waits on it.
     pub tx_orphan: bool,
+    /// Leave payload out of the packets ([`Transmit::payload`]).
+    pub tx_apart: bool,
 }
 
 /// A listening socket: its accept queue and the children still in SYN-RECV.

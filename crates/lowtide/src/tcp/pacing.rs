@@ -472,6 +472,7 @@ mod defer_tests {
             pool: &mut lowtide_wire::pool::BufPool::new(),
             frag: &mut Default::default(),
             tx_orphan: false,
+            tx_apart: false,
         };
         // 4 segments of cwnd left, a 16-segment skb and a 64-segment goal: defer
         // unless the ACK is late.
@@ -535,6 +536,7 @@ mod local_drop_tests {
             pool: &mut lowtide_wire::pool::BufPool::new(),
             frag: &mut Default::default(),
             tx_orphan: false,
+            tx_apart: false,
         };
         t.resend_local_drops(&mut ctx);
         assert_eq!(t.local_drops, vec![], "every range resent or SACKed");

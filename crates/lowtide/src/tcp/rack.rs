@@ -264,6 +264,7 @@ mod tests {
             pool: &mut lowtide_wire::pool::BufPool::new(),
             frag: &mut Default::default(),
             tx_orphan: false,
+            tx_apart: false,
         };
         let r = f(&mut ctx);
         (r, mib)
@@ -424,6 +425,7 @@ mod tests {
             pool: &mut lowtide_wire::pool::BufPool::new(),
             frag: &mut Default::default(),
             tx_orphan: false,
+            tx_apart: false,
         };
         let l = t.rack_detect_loss(&mut ctx);
         assert_eq!(l.lost_segs, 3);

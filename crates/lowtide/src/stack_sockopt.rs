@@ -223,10 +223,12 @@ impl Stack {
         self.tx_orphan = on;
     }
 
-    /// Leaves the payload of data packets out of [`Transmit::packet`]: it comes in
-    /// [`Transmit::payload`], a shared slice of the send queue, for a device that
-    /// copies it once into its frames (zero-copy send, as Linux's skbs reference
-    /// the socket's page fragments; issue 14). Off by default: every packet whole.
+    /// Leaves the payload of GSO packets (more than one segment) out of
+    /// [`Transmit::packet`], which then holds only the headers in a small buffer: the
+    /// payload comes in [`Transmit::payload`], a shared slice of the send queue, for a
+    /// device that copies it once into its segments (zero-copy send, as Linux's skbs
+    /// reference the socket's page fragments; issue 14). Single-segment packets stay
+    /// whole. Off by default: every packet whole.
     ///
     /// [`Transmit::packet`]: crate::Transmit::packet
     /// [`Transmit::payload`]: crate::Transmit::payload

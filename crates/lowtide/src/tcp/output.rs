@@ -16,13 +16,15 @@ use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
 const IP_DEFAULT_TTL: u8 = 64;
 
 /// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum: headers built in
-/// place in a pooled buffer, then the payload copied behind them, or (`tx_apart`)
-/// left out and returned as a shared slice for the device to copy.
+/// place in a pooled buffer, then the payload copied behind them, or, with `apart`
+/// (a GSO packet for a device that takes payload apart), left out and returned as a
+/// shared slice for the device to copy into its segments.
 fn build_packet(
     ctx: &mut Ctx,
     tuple: FourTuple,
     th: &TcpRepr,
     payload: &Bytes,
+    apart: bool,
 ) -> (Vec<u8>, Bytes) {
     let thl = th.header_len();
     let ip = IpRepr {
@@ -35,14 +37,15 @@ fn build_packet(
         payload_len: thl + payload.len(),
     };
     let ihl = ip.emit_len();
-    // Room for the payload either way, so that a device can flatten in place.
-    let mut pkt = ctx.pool.take(ihl + thl + payload.len());
+    let mut pkt = ctx
+        .pool
+        .take(ihl + thl + if apart { 0 } else { payload.len() });
     pkt.resize(ihl + thl, 0);
     ip.emit(&mut pkt[..ihl], *ctx.ip_id);
     th.emit(&mut pkt[ihl..]);
     let tcp_len = thl + payload.len();
     checksum::fill_tcp_partial_len(ip.src, ip.dst, &mut pkt[ihl..], tcp_len);
-    if ctx.tx_apart {
+    if apart {
         return (pkt, payload.clone());
     }
     pkt.extend_from_slice(payload);
@@ -98,7 +101,7 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
 /// Sends a reset that belongs to no socket's memory accounting (no TX completion owed).
 fn push_reset(ctx: &mut Ctx, tuple: FourTuple, rst: &TcpRepr) {
     ctx.mib.inc(Mib::TcpOutRsts);
-    let pkt = build_packet(ctx, tuple, rst, &Bytes::new());
+    let pkt = build_packet(ctx, tuple, rst, &Bytes::new(), false);
     let token = TxToken {
         index: u32::MAX,
         generation: 0,
@@ -276,7 +279,10 @@ impl Tcb {
             urgent: 0,
             options,
         };
-        let pkt = build_packet(ctx, self.tuple, &th, payload);
+        // A single segment is built whole; a GSO packet's payload stays apart if the
+        // device takes it so (Stack::set_tx_payload_apart).
+        let apart = ctx.tx_apart && payload.len() > mss as usize;
+        let pkt = build_packet(ctx, self.tuple, &th, payload, apart);
         self.on_ack_sent();
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
         if !payload.is_empty() {

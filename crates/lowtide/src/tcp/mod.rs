@@ -36,6 +36,7 @@ pub(crate) mod rcvbuf;
 pub(crate) mod recovery;
 pub mod rtx_queue;
 mod rtx_store;
+mod rtx_tree;
 pub mod seq;
 pub mod skb;
 pub mod sock;

@@ -1,8 +1,6 @@
 //! Where the retransmit queue's skbs live (`experimental.rtx_queue`): Linux's rb-tree
-//! since seed 003 (here a ring sorted by stream offset and searched by bisection,
-//! O(log n) as the tree; it neither allocates nor frees per skb as a `BTreeMap`'s
-//! nodes did, since skbs join at the tail and leave at the head) or the linear list it
-//! replaced (a `VecDeque` searched from the head, as `tcp_write_queue_walk` did).
+//! since seed 003 (here [`super::rtx_tree::Sorted`], keyed by stream offset) or the
+//! linear list it replaced (a `VecDeque` searched from the head, as `tcp_write_queue_walk` did).
 //!
 //! The scoreboard logic in [`super::rtx_queue`] is written once over this small set of
 //! primitives, so both shapes give the same results at different costs.
@@ -12,6 +10,7 @@
 //! valid in both shapes: `insert_after(p, _)` and `remove(next(p))` keep `p`;
 //! `remove(p)` keeps `prev(p)`.
 
+use super::rtx_tree::{Sorted, SortedIter};
 use super::skb::Skb;
 use crate::config::RtxQueueKind;
 use core::cell::Cell;
@@ -31,7 +30,7 @@ pub(crate) struct Store {
 #[derive(Debug)]
 enum Skbs {
     /// Linux's `tcp_rtx_queue` rb-tree: O(log n) search.
-    Tree(VecDeque<Skb>),
+    Tree(Sorted),
     /// The list before seed 003: every search walks from the head.
     List(VecDeque<Skb>),
 }
@@ -39,7 +38,7 @@ enum Skbs {
 impl Store {
     pub(crate) fn new(kind: RtxQueueKind) -> Store {
         let skbs = match kind {
-            RtxQueueKind::Tree => Skbs::Tree(VecDeque::new()),
+            RtxQueueKind::Tree => Skbs::Tree(Sorted::new()),
             RtxQueueKind::List => Skbs::List(VecDeque::new()),
         };
         Store {
@@ -87,7 +86,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                t.front().map(|s| s.seq)
+                t.first().map(|s| s.seq)
             }
             Skbs::List(l) => {
                 self.visit(1);
@@ -99,24 +98,21 @@ impl Store {
     pub(crate) fn last(&self) -> Option<&Skb> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => t.back(),
+            Skbs::Tree(t) => t.last(),
             Skbs::List(l) => l.back(),
         }
     }
 
     pub(crate) fn get(&self, p: Pos) -> &Skb {
         match &self.skbs {
-            Skbs::Tree(t) => &t[at(t, p)],
+            Skbs::Tree(t) => t.get(p),
             Skbs::List(l) => &l[p as usize],
         }
     }
 
     pub(crate) fn get_mut(&mut self, p: Pos) -> &mut Skb {
         match &mut self.skbs {
-            Skbs::Tree(t) => {
-                let i = at(t, p);
-                &mut t[i]
-            }
+            Skbs::Tree(t) => t.get_mut(p),
             Skbs::List(l) => &mut l[p as usize],
         }
     }
@@ -125,7 +121,7 @@ impl Store {
     pub(crate) fn next(&self, p: Pos) -> Option<Pos> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => t.get(t.partition_point(|s| s.seq <= p)).map(|s| s.seq),
+            Skbs::Tree(t) => t.next(p),
             Skbs::List(l) => (p as usize + 1 < l.len()).then_some(p + 1),
         }
     }
@@ -134,10 +130,7 @@ impl Store {
     pub(crate) fn prev(&self, p: Pos) -> Option<Pos> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => {
-                let i = t.partition_point(|s| s.seq < p);
-                i.checked_sub(1).map(|i| t[i].seq)
-            }
+            Skbs::Tree(t) => t.last_before(p),
             Skbs::List(_) => p.checked_sub(1),
         }
     }
@@ -157,7 +150,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                t.binary_search_by_key(&seq, |s| s.seq).ok().map(|_| seq)
+                t.contains(seq).then_some(seq)
             }
             Skbs::List(l) => {
                 self.visit(1);
@@ -188,7 +181,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                containing_or_after(t, seq)
+                t.containing_or_after(seq)
             }
             Skbs::List(l) => {
                 let from = cursor.map_or(0, |c| c as usize);
@@ -203,7 +196,7 @@ impl Store {
     pub(crate) fn seek_hinted(&self, seq: u64) -> Option<Pos> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => containing_or_after(t, seq),
+            Skbs::Tree(t) => t.containing_or_after(seq),
             Skbs::List(l) => {
                 let i = l.partition_point(|s| s.end_seq <= seq);
                 (i < l.len()).then_some(i as Pos)
@@ -216,8 +209,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                let i = t.partition_point(|s| s.seq < at);
-                i.checked_sub(1).map(|i| t[i].seq)
+                t.last_before(at)
             }
             Skbs::List(l) => self
                 .scan(l, 0, |s| s.seq >= at)
@@ -232,7 +224,7 @@ impl Store {
         match &mut self.skbs {
             Skbs::Tree(t) => {
                 let d = Store::depth(t.len());
-                insert_sorted(t, s);
+                t.insert(s);
                 self.visit(d);
             }
             Skbs::List(l) => {
@@ -248,7 +240,7 @@ impl Store {
             Skbs::Tree(t) => {
                 let k = s.seq;
                 let d = Store::depth(t.len());
-                insert_sorted(t, s);
+                t.insert(s);
                 self.visit(d);
                 k
             }
@@ -264,7 +256,7 @@ impl Store {
         match &mut self.skbs {
             Skbs::Tree(t) => {
                 let d = Store::depth(t.len());
-                let s = t.remove(at(t, p)).expect("valid pos");
+                let s = t.remove(p);
                 self.visit(d);
                 s
             }
@@ -279,9 +271,9 @@ impl Store {
     /// The skbs from `p` on (none if `p` is `None`); each one yielded counts a node.
     pub(crate) fn iter_from(&self, p: Option<Pos>) -> Iter<'_> {
         let inner = match (&self.skbs, p) {
-            (Skbs::Tree(t), Some(p)) => Some(t.range(t.partition_point(|s| s.seq < p)..)),
-            (Skbs::List(l), Some(p)) => Some(l.range(p as usize..)),
-            (_, None) => None,
+            (Skbs::Tree(t), Some(p)) => Inner::Tree(t.iter_from(p)),
+            (Skbs::List(l), Some(p)) => Inner::List(l.range(p as usize..)),
+            (_, None) => Inner::Empty,
         };
         Iter {
             inner,
@@ -290,42 +282,26 @@ impl Store {
     }
 }
 
-/// Index of the tree's skb starting at `p` (a valid position).
-fn at(t: &VecDeque<Skb>, p: Pos) -> usize {
-    t.binary_search_by_key(&p, |s| s.seq).expect("valid pos")
-}
-
-/// The tree's skb containing `seq`, else the first one after it.
-fn containing_or_after(t: &VecDeque<Skb>, seq: u64) -> Option<Pos> {
-    let i = t.partition_point(|s| s.seq <= seq);
-    match i.checked_sub(1).map(|j| &t[j]) {
-        Some(s) if s.end_seq > seq => Some(s.seq),
-        _ => t.get(i).map(|s| s.seq),
-    }
-}
-
-/// Inserts `s` in sequence order (at the tail when it comes after every skb, the
-/// common case); an skb at the same offset is replaced, as a map insert does.
-fn insert_sorted(t: &mut VecDeque<Skb>, s: Skb) {
-    if t.back().is_none_or(|b| b.seq < s.seq) {
-        return t.push_back(s);
-    }
-    match t.binary_search_by_key(&s.seq, |x| x.seq) {
-        Ok(i) => t[i] = s,
-        Err(i) => t.insert(i, s),
-    }
-}
-
 /// Iterator over a [`Store`]'s skbs in sequence order.
 pub(crate) struct Iter<'a> {
-    inner: Option<vec_deque::Iter<'a, Skb>>,
+    inner: Inner<'a>,
     visits: &'a Cell<u64>,
+}
+
+enum Inner<'a> {
+    Tree(SortedIter<'a>),
+    List(vec_deque::Iter<'a, Skb>),
+    Empty,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = &'a Skb;
     fn next(&mut self) -> Option<&'a Skb> {
-        let s = self.inner.as_mut().and_then(|i| i.next());
+        let s = match &mut self.inner {
+            Inner::Tree(r) => r.next(),
+            Inner::List(i) => i.next(),
+            Inner::Empty => None,
+        };
         if s.is_some() {
             self.visits.set(self.visits.get() + 1);
         }

@@ -68,6 +68,9 @@ impl Host {
     /// A host with the given stack (the address is added to it).
     pub fn new(mut stack: Stack, addr: IpAddr, queue_limit: usize, tx_link: usize) -> Host {
         stack.add_address(addr);
+        // The NIC copies payload from the send queue straight into the wire
+        // segments (World::start_tx).
+        stack.set_tx_payload_apart(true);
         Host {
             stack,
             addr,
@@ -149,12 +152,15 @@ impl Host {
         let held = key.and_then(|k| self.gro_held.iter().position(|(h, _)| *h == k));
         if let Some(i) = held {
             let acc = &mut self.gro_held[i].1;
-            if acc.capacity() < GRO_MAX_LEN {
+            // Only a packet with payload can grow (gso::merge's first rule).
+            if acc.capacity() < GRO_MAX_LEN && gso::merged_segment_size(acc).is_some() {
                 // The accumulator sized up front (a pooled 64 KB buffer), so merging
-                // never reallocates as it grows.
+                // never reallocates as it grows; the segment it held goes back to
+                // its sender.
                 let mut big = self.pool.take(GRO_MAX_LEN);
                 big.extend_from_slice(acc);
-                *acc = big;
+                let first = std::mem::replace(acc, big);
+                self.spent.push(first);
             }
             let merged = match self.rx_csum_valid {
                 true => gso::gro_merge_csum_valid(acc, &pkt, GRO_MAX_LEN),

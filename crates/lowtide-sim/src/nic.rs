@@ -13,7 +13,7 @@ pub trait QueueItem {
 
 impl QueueItem for Transmit {
     fn ip_len(&self) -> usize {
-        self.packet.len()
+        self.len()
     }
 }
 

@@ -13,7 +13,7 @@ use crate::sample::{auto_interval, MemorySampler};
 use crate::scenario::{ProgressHook, RunProgress, Scenario, SimError, Workload};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
 use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
-use lowtide_wire::{gso, tcp::four_tuple};
+use lowtide_wire::{gso, tcp::four_tuple_apart};
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -563,7 +563,7 @@ impl World {
         // Host A's packets are attributed to flows by their source port, for the
         // per-flow device queue figures.
         let flow = match host {
-            HOST_A => self.flow_of(&tx.packet),
+            HOST_A => self.flow_of(&tx.packet, tx.payload.len()),
             _ => NO_FLOW,
         };
         if host == HOST_A {
@@ -579,8 +579,8 @@ impl World {
     }
 
     /// The flow of a packet sent by host A (by its source port), or [`NO_FLOW`].
-    fn flow_of(&self, packet: &[u8]) -> u32 {
-        four_tuple(packet)
+    fn flow_of(&self, headers: &[u8], apart: usize) -> u32 {
+        four_tuple_apart(headers, apart)
             .ok()
             .and_then(|(src, _)| self.port_flow.get(&src.port()).copied())
             .unwrap_or(NO_FLOW)
@@ -605,9 +605,12 @@ impl World {
     /// TX completion and the receiver's NAPI poll.
     fn start_tx(&mut self, host: usize) {
         let now = self.now;
-        let Some(tx) = self.hosts[host].nic.dequeue(now) else {
+        let Some(mut tx) = self.hosts[host].nic.dequeue(now) else {
             return;
         };
+        if tx.gso_segs <= 1 {
+            tx.flatten();
+        }
         if host == HOST_B && tx.gso_segs <= 1 {
             let flow = rst_without_ack_dst(&tx.packet).and_then(|p| self.port_flow.get(&p));
             if let Some(&f) = flow {
@@ -640,7 +643,10 @@ impl World {
         } else {
             // Segments built in buffers of the sender's pool (the receiver gives them back).
             let take = |len| stack.take_buffer(len);
-            if gso::segment_into(&tx.packet, tx.gso_size, full_csum, take, &mut put).is_err() {
+            let (hdr, payload) = (&tx.packet, &tx.payload);
+            if gso::segment_apart_into(hdr, payload, tx.gso_size, full_csum, take, &mut put)
+                .is_err()
+            {
                 tracing::warn!("unsegmentable packet from host {host}: dropped");
             }
             // The NIC is done with the super-packet: its buffer builds the next one.

@@ -114,6 +114,15 @@ pub fn fill_tcp_partial(src: IpAddr, dst: IpAddr, segment: &mut [u8]) {
     write_csum(segment, fold(tcp_pseudo(src, dst, segment.len())));
 }
 
+/// [`fill_tcp_partial`] for a segment of which only the TCP header is at hand: `header`
+/// starts the segment, `len` is the whole segment's length (header and payload).
+pub fn fill_tcp_partial_len(src: IpAddr, dst: IpAddr, header: &mut [u8], len: usize) {
+    if header.len() < TCP_CHECKSUM_OFFSET + 2 {
+        return;
+    }
+    write_csum(header, fold(tcp_pseudo(src, dst, len)));
+}
+
 /// True if the checksum field of the TCP segment holds exactly what
 /// [`fill_tcp_partial`] writes: the pseudo-header sum of a CHECKSUM_PARTIAL packet
 /// that no device finished. Such a packet fails [`verify_tcp`]; this tells an

@@ -2,7 +2,7 @@
 //! payload, a segment size) cut into wire segments, and receive coalescing (GRO).
 
 use crate::checksum::{self, TCP_CHECKSUM_OFFSET};
-use crate::ip::{self, IpRepr, PROTO_TCP};
+use crate::ip::{IpRepr, PROTO_TCP};
 use crate::tcp::{TcpFlags, TCP_HEADER_LEN};
 use crate::WireError;
 use std::net::IpAddr;
@@ -49,18 +49,50 @@ pub fn segment_into(
     packet: &[u8],
     gso_size: u16,
     full_csum: bool,
-    mut take: impl FnMut(usize) -> Vec<u8>,
-    mut out: impl FnMut(Vec<u8>),
+    take: impl FnMut(usize) -> Vec<u8>,
+    out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
     let l = Layout::parse(packet, false)?;
     let payload = &packet[l.payload_start..l.end];
+    cut_parts(packet, &l, payload, gso_size, full_csum, take, out)
+}
+
+/// [`segment_into`] for a super-packet whose payload is kept apart from its headers
+/// (as a stack's send queue holds it): `headers` is exactly the IP and TCP header,
+/// its length fields counting `payload`. The payload is copied once, straight into
+/// the segments (as Linux's `skb_segment` copies from page fragments).
+pub fn segment_apart_into(
+    headers: &[u8],
+    payload: &[u8],
+    gso_size: u16,
+    full_csum: bool,
+    take: impl FnMut(usize) -> Vec<u8>,
+    out: impl FnMut(Vec<u8>),
+) -> Result<usize, WireError> {
+    let l = Layout::parse_apart(headers, payload.len())?;
+    if l.payload_start != headers.len() || l.end != headers.len() + payload.len() {
+        return Err(WireError::Malformed);
+    }
+    cut_parts(headers, &l, payload, gso_size, full_csum, take, out)
+}
+
+/// Cuts `payload` into segments behind copies of `headers` (see [`segment`]).
+fn cut_parts(
+    headers: &[u8],
+    l: &Layout,
+    payload: &[u8],
+    gso_size: u16,
+    full_csum: bool,
+    mut take: impl FnMut(usize) -> Vec<u8>,
+    mut out: impl FnMut(Vec<u8>),
+) -> Result<usize, WireError> {
     let mss = gso_size as usize;
     let count = if mss == 0 || payload.len() <= mss {
         1
     } else {
         payload.len().div_ceil(mss)
     };
-    let mut cutter = Cutter::new(packet, &l, count);
+    let mut cutter = Cutter::new(headers, l, count);
     cutter.full_csum = full_csum;
     for i in 0..count {
         let start = i * mss;
@@ -104,12 +136,22 @@ impl Layout {
     /// Checks the IP header and the TCP data offset (options are not parsed).
     fn parse(packet: &[u8], verify_ip_csum: bool) -> Result<Layout, WireError> {
         let ip = IpRepr::parse(packet, verify_ip_csum)?;
+        Layout::of(packet, ip)
+    }
+
+    /// [`Layout::parse`] of headers whose last `apart` bytes (payload) lie elsewhere.
+    fn parse_apart(headers: &[u8], apart: usize) -> Result<Layout, WireError> {
+        let ip = IpRepr::parse_apart(headers, apart, false)?;
+        Layout::of(headers, ip)
+    }
+
+    fn of(packet: &[u8], ip: IpRepr) -> Result<Layout, WireError> {
         if ip.protocol != PROTO_TCP {
             return Err(WireError::Unsupported);
         }
         let tcp_start = ip.header_len;
         let end = tcp_start + ip.payload_len;
-        let tcp = &packet[tcp_start..end];
+        let tcp = &packet[tcp_start..end.min(packet.len())];
         if tcp.len() < TCP_HEADER_LEN {
             return Err(WireError::Truncated);
         }
@@ -151,14 +193,33 @@ fn be32(b: &[u8], at: usize) -> u32 {
 
 /// Writes the IP length field(s) of `packet` for its current length (up to `end` =
 /// `packet.len()`), and the IPv4 header checksum.
-fn set_ip_len(packet: &mut [u8], l: &Layout, ipv4_id: Option<u16>) {
+fn set_ip_len(packet: &mut [u8], l: &Layout) {
+    let rest = l.is_v4().then(|| ipv4_rest_sum(&packet[..l.tcp_start]));
+    let id = be16(packet, 4);
+    write_ip_len(packet, l, id, rest.unwrap_or(0));
+}
+
+/// The sum of an IPv4 header's words but the total length, identification and
+/// checksum: with those added, the header checksum of any packet with this header.
+///
+/// Summed before those fields are rewritten, and for a whole super-packet once: a load
+/// that straddles a field just written cannot be served from the store buffer and
+/// stalls (this sum over the freshly written header was ~9 % of a simulator profile).
+fn ipv4_rest_sum(header: &[u8]) -> u64 {
+    let sum = checksum::sum;
+    sum(&header[..2], sum(&header[6..10], sum(&header[12..], 0)))
+}
+
+/// Writes the IP length field(s) of `packet` for its current length, and for IPv4 the
+/// identification `id` and the header checksum from `rest` ([`ipv4_rest_sum`]): the
+/// same checksum as summing the written header (RFC 1071: the sum is associative).
+fn write_ip_len(packet: &mut [u8], l: &Layout, id: u16, rest: u64) {
     let len = packet.len();
     if l.is_v4() {
+        let c = !checksum::fold(rest + len as u64 + id as u64);
         packet[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-        if let Some(id) = ipv4_id {
-            packet[4..6].copy_from_slice(&id.to_be_bytes());
-        }
-        ip::fill_ipv4_checksum(&mut packet[..l.tcp_start]);
+        packet[4..6].copy_from_slice(&id.to_be_bytes());
+        packet[10..12].copy_from_slice(&c.to_be_bytes());
     } else {
         let payload = (len - l.tcp_start) as u16;
         packet[4..6].copy_from_slice(&payload.to_be_bytes());
@@ -173,6 +234,8 @@ struct Cutter<'a> {
     seq: u32,
     flags: u8,
     ipv4_id: u16,
+    /// [`ipv4_rest_sum`] of the IPv4 header (0 for IPv6).
+    ip_rest: u64,
     /// Pseudo-header sum without the length.
     pseudo: u64,
     /// Complete TCP checksums (else CHECKSUM_PARTIAL ones).
@@ -189,6 +252,10 @@ impl<'a> Cutter<'a> {
             seq: be32(tcp, TCP_SEQ),
             flags: tcp[TCP_FLAGS],
             ipv4_id: be16(packet, 4),
+            ip_rest: match l.is_v4() {
+                true => ipv4_rest_sum(&packet[..l.tcp_start]),
+                false => 0,
+            },
             pseudo: checksum::pseudo_header(l.ip.src, l.ip.dst, PROTO_TCP, 0),
             full_csum: true,
         }
@@ -198,11 +265,8 @@ impl<'a> Cutter<'a> {
     fn build(&self, v: &mut Vec<u8>, i: usize, offset: usize, chunk: &[u8]) {
         v.extend_from_slice(self.headers);
         v.extend_from_slice(chunk);
-        let id = self
-            .layout
-            .is_v4()
-            .then(|| self.ipv4_id.wrapping_add(i as u16));
-        set_ip_len(v, &self.layout, id);
+        let id = self.ipv4_id.wrapping_add(i as u16);
+        write_ip_len(v, &self.layout, id, self.ip_rest);
         let tcp = &mut v[self.layout.tcp_start..];
         let seq = self.seq.wrapping_add(offset as u32);
         tcp[TCP_SEQ..TCP_SEQ + 4].copy_from_slice(&seq.to_be_bytes());
@@ -370,7 +434,7 @@ fn sizes_allow(a: &Layout, s: &Layout, gso_size: u16, max_len: usize) -> bool {
 fn append(acc: &mut Vec<u8>, seg: &[u8], a: &Layout, s: &Layout, gso_size: u16) {
     acc.truncate(a.end);
     acc.extend_from_slice(&seg[s.payload_start..s.end]);
-    set_ip_len(acc, a, None);
+    set_ip_len(acc, a);
     let tcp = &mut acc[a.tcp_start..];
     tcp[TCP_FLAGS] |= seg[s.tcp_start + TCP_FLAGS] & TcpFlags::PSH.0;
     tcp[TCP_URGENT..TCP_URGENT + 2].copy_from_slice(&gso_size.to_be_bytes());
@@ -379,6 +443,7 @@ fn append(acc: &mut Vec<u8>, seg: &[u8], a: &Layout, s: &Layout, gso_size: u16) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ip;
     use crate::tcp::{TcpOptions, TcpRepr};
     use proptest::prelude::*;
 
@@ -473,6 +538,51 @@ mod tests {
         assert_eq!(joined, data);
         let ids: Vec<u16> = segs.iter().map(|s| ipv4_id(s)).collect();
         assert_eq!(ids, [0xfffe, 0xffff, 0, 1]);
+    }
+
+    proptest! {
+        /// The header checksum from the precomputed rest equals summing the header.
+        #[test]
+        fn ip_checksum_from_the_rest_is_the_full_one(
+            mut h in prop::collection::vec(any::<u8>(), 60),
+            words in 5usize..=15,
+            extra in 0usize..2000,
+            id: u16,
+        ) {
+            h[0] = 0x40 | words as u8;
+            let hl = words * 4;
+            let len = (hl + extra) as u16;
+            let mut want = h[..hl].to_vec();
+            want[2..4].copy_from_slice(&len.to_be_bytes());
+            want[4..6].copy_from_slice(&id.to_be_bytes());
+            ip::fill_ipv4_checksum(&mut want);
+            let any = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+            let ip = IpRepr { src: any, dst: any, protocol: PROTO_TCP, hop_limit: 0, ecn: 0, header_len: hl, payload_len: extra };
+            let l = Layout { ip, tcp_start: hl, payload_start: hl, end: hl + extra };
+            let mut got = h[..hl].to_vec();
+            got.resize(hl + extra, 0);
+            write_ip_len(&mut got, &l, id, ipv4_rest_sum(&h[..hl]));
+            prop_assert_eq!(&got[..hl], &want[..]);
+        }
+    }
+
+    #[test]
+    fn payload_apart_cuts_the_same_segments() {
+        for v6 in [false, true] {
+            let data = payload(5000);
+            let p = packet(v6, ACK | PSH, 77, 9, &data);
+            let split = p.len() - data.len();
+            let (hdr, pl) = p.split_at(split);
+            for full in [true, false] {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                segment_into(&p, 1400, full, Vec::with_capacity, |s| a.push(s)).unwrap();
+                segment_apart_into(hdr, pl, 1400, full, Vec::with_capacity, |s| b.push(s)).unwrap();
+                assert_eq!(a, b);
+            }
+            // Headers that do not end where the payload starts are refused.
+            let (hdr, pl) = p.split_at(split - 1);
+            assert!(segment_apart_into(hdr, pl, 1400, true, Vec::with_capacity, |_| {}).is_err());
+        }
     }
 
     #[test]

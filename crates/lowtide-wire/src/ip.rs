@@ -39,10 +39,22 @@ impl IpRepr {
     /// `Truncated`. IPv4 fragments and IPv6 next headers other than TCP and ICMPv6
     /// (extension headers among them) are `Unsupported`.
     pub fn parse(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
-        match packet.first().map(|b| b >> 4) {
+        IpRepr::parse_apart(packet, 0, verify_csum)
+    }
+
+    /// [`IpRepr::parse`] for a packet whose last `apart` bytes are kept apart from
+    /// `headers` (a payload referenced, not copied, behind its headers): the lengths
+    /// are checked against `headers.len() + apart`.
+    pub fn parse_apart(
+        headers: &[u8],
+        apart: usize,
+        verify_csum: bool,
+    ) -> Result<IpRepr, WireError> {
+        let avail = headers.len() + apart;
+        match headers.first().map(|b| b >> 4) {
             None => Err(WireError::Truncated),
-            Some(4) => parse_v4(packet, verify_csum),
-            Some(6) => parse_v6(packet),
+            Some(4) => parse_v4(headers, avail, verify_csum),
+            Some(6) => parse_v6(headers, avail),
             Some(_) => Err(WireError::Malformed),
         }
     }
@@ -130,8 +142,9 @@ pub fn fill_ipv4_checksum(header: &mut [u8]) {
     header[10..12].copy_from_slice(&c.to_be_bytes());
 }
 
-/// RFC 791 section 3.1.
-fn parse_v4(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
+/// RFC 791 section 3.1; `avail` bytes of packet exist (`packet` holds at least the
+/// header).
+fn parse_v4(packet: &[u8], avail: usize, verify_csum: bool) -> Result<IpRepr, WireError> {
     if packet.len() < IPV4_HEADER_LEN {
         return Err(WireError::Truncated);
     }
@@ -146,7 +159,7 @@ fn parse_v4(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
     if total < header_len {
         return Err(WireError::Malformed);
     }
-    if total > packet.len() {
+    if total > avail {
         return Err(WireError::Truncated);
     }
     if verify_csum && checksum::fold(checksum::sum(&packet[..header_len], 0)) != 0xffff {
@@ -170,12 +183,12 @@ fn parse_v4(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
 }
 
 /// RFC 8200 section 3; only TCP directly after the fixed header is handled.
-fn parse_v6(packet: &[u8]) -> Result<IpRepr, WireError> {
+fn parse_v6(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
     if packet.len() < IPV6_HEADER_LEN {
         return Err(WireError::Truncated);
     }
     let payload_len = be16(packet, 4) as usize;
-    if IPV6_HEADER_LEN + payload_len > packet.len() {
+    if IPV6_HEADER_LEN + payload_len > avail {
         return Err(WireError::Truncated);
     }
     // TCP, or ICMPv6 (its errors about our segments, RFC 4443 section 3.1); any

@@ -181,8 +181,18 @@ impl TcpRepr {
 /// The (source, destination) socket addresses of an IP + TCP packet, read without
 /// parsing TCP options or verifying checksums (e.g. to find the connection quickly).
 pub fn four_tuple(packet: &[u8]) -> Result<(SocketAddr, SocketAddr), WireError> {
-    let ip = IpRepr::parse(packet, false)?;
-    let tcp = &packet[ip.header_len..ip.header_len + ip.payload_len];
+    four_tuple_apart(packet, 0)
+}
+
+/// [`four_tuple`] of a packet whose last `apart` bytes are kept apart from `headers`
+/// (see [`IpRepr::parse_apart`]).
+pub fn four_tuple_apart(
+    headers: &[u8],
+    apart: usize,
+) -> Result<(SocketAddr, SocketAddr), WireError> {
+    let ip = IpRepr::parse_apart(headers, apart, false)?;
+    let end = (ip.header_len + ip.payload_len).min(headers.len());
+    let tcp = &headers[ip.header_len..end];
     if tcp.len() < TCP_HEADER_LEN {
         return Err(WireError::Truncated);
     }

@@ -125,8 +125,16 @@ pub enum Shutdown {
 /// [`lowtide_wire::gso::segment`] (or in hardware).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transmit {
-    /// IP header, TCP header and payload.
+    /// IP header, TCP header and payload; only the headers if the payload is kept
+    /// apart in [`Transmit::payload`].
     pub packet: Vec<u8>,
+    /// The payload, when the stack keeps it apart from the headers instead of
+    /// copying it into `packet` ([`crate::Stack::set_tx_payload_apart`]): a shared
+    /// slice of the send queue, to be copied once into the frames that carry it
+    /// ([`lowtide_wire::gso::segment_apart_into`], or [`Transmit::flatten`]). Empty
+    /// otherwise. The IP and TCP length fields and the partial checksum in `packet`
+    /// count it.
+    pub payload: bytes::Bytes,
     /// Segment size for GSO; 0 if the packet is a single segment.
     pub gso_size: u16,
     /// Number of wire segments the device will make of it.
@@ -134,6 +142,26 @@ pub struct Transmit {
     /// Give this back to [`crate::Stack::handle_tx_complete`] once the device has
     /// finished with the packet (sent or dropped it): TX completion.
     pub token: TxToken,
+}
+
+impl Transmit {
+    /// Length of the whole IP packet, headers and payload.
+    pub fn len(&self) -> usize {
+        self.packet.len() + self.payload.len()
+    }
+
+    /// Never true: a packet has headers.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies a payload kept apart into `packet`, which then holds the whole packet.
+    pub fn flatten(&mut self) {
+        if !self.payload.is_empty() {
+            self.packet.extend_from_slice(&self.payload);
+            self.payload = bytes::Bytes::new();
+        }
+    }
 }
 
 /// Identifies a sent packet for its TX completion.

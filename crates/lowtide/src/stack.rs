@@ -37,7 +37,9 @@ macro_rules! ctx {
             ip_id: &mut $stack.ip_id,
             challenge: &mut $stack.challenge,
             pool: &mut $stack.pool,
+            frag: &mut $stack.frag,
             tx_orphan: $stack.tx_orphan,
+            tx_apart: $stack.tx_apart,
         }
     };
 }
@@ -100,6 +102,8 @@ pub struct Stack {
     secrets: crate::secure::Secrets,
     /// The device orphans packets at transmit ([`Stack::set_tx_orphan`]).
     tx_orphan: bool,
+    /// Payload kept apart from the headers ([`Stack::set_tx_payload_apart`]).
+    tx_apart: bool,
     /// The catch-all listener's slot ([`Stack::listen_catch_all`]), if any.
     catch_all: Option<u32>,
     /// A warning about unfinished checksums was logged ([`Stack::handle_transmit`]).
@@ -109,6 +113,7 @@ pub struct Stack {
     /// Path MTUs learned from ICMP, per destination, and when they expire
     /// (`stack_icmp.rs`; Linux's route exceptions).
     pmtu: FxHashMap<IpAddr, (u32, Instant)>,
+    frag: crate::tcp::page_frag::PageFrag,
 }
 
 impl Stack {
@@ -138,10 +143,12 @@ impl Stack {
             challenge,
             secrets,
             tx_orphan: false,
+            tx_apart: false,
             catch_all: None,
             warned_csum_partial: false,
             pool: lowtide_wire::pool::BufPool::new(),
             pmtu: FxHashMap::default(),
+            frag: Default::default(),
         }
     }
 

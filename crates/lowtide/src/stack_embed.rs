@@ -55,7 +55,12 @@ impl Stack {
     /// `TcpInCsumErrors` and `LowtideInCsumPartial`, with a warning): use this call, or
     /// finish the packet first with [`Transmit::segments`] as a device would.
     pub fn handle_transmit(&mut self, now: Instant, tx: &Transmit) {
-        self.handle_packet(now, &tx.packet, RxChecksum::Unnecessary);
+        if tx.payload.is_empty() {
+            return self.handle_packet(now, &tx.packet, RxChecksum::Unnecessary);
+        }
+        let mut whole = tx.clone();
+        whole.flatten();
+        self.handle_packet(now, &whole.packet, RxChecksum::Unnecessary);
     }
 
     /// After a failed checksum: if the segment is an unfinished CHECKSUM_PARTIAL
@@ -108,7 +113,18 @@ impl Transmit {
     /// which a stack's own output always does.
     pub fn segments(&self) -> Vec<Vec<u8>> {
         let mut out = Vec::with_capacity(self.gso_segs.max(1) as usize);
-        let _ = lowtide_wire::gso::segment(&self.packet, self.gso_size, |s| out.push(s));
+        let put = |s| out.push(s);
+        let _ = match self.payload.is_empty() {
+            true => lowtide_wire::gso::segment(&self.packet, self.gso_size, put),
+            false => lowtide_wire::gso::segment_apart_into(
+                &self.packet,
+                &self.payload,
+                self.gso_size,
+                true,
+                Vec::with_capacity,
+                put,
+            ),
+        };
         out
     }
 }
@@ -199,6 +215,62 @@ mod tests {
         }
         assert_eq!(got, data[..got.len()]);
         (b, got)
+    }
+
+    /// Two identical pairs, one sender keeping payload apart: each of its packets,
+    /// flattened, is byte for byte the other's, and so are its segments.
+    #[test]
+    fn payload_apart_makes_the_same_packets() {
+        let mut pairs = [false, true].map(|apart| {
+            let (mut a, mut b) = (stack(A, 1), stack(B, 2));
+            a.set_tx_payload_apart(apart);
+            let l = b.listen(SocketAddr::new(B, 80), 8).unwrap();
+            let (local, remote) = (SocketAddr::new(A, 0), SocketAddr::new(B, 80));
+            let c = a.connect(Instant::ZERO, local, remote).unwrap();
+            exchange(&mut a, &mut b, Instant::ZERO, Hand::Transmit);
+            let s = b.accept(l).unwrap();
+            (a, b, c, s)
+        });
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7) as u8).collect();
+        let (mut sent, mut got, mut apart_seen) = (0, [Vec::new(), Vec::new()], 0);
+        let mut buf = vec![0u8; 65536];
+        for ms in 0..2000 {
+            let now = Instant::from_nanos(ms * 1_000_000);
+            let n = pairs
+                .each_mut()
+                .map(|(a, _, c, _)| a.send(now, *c, &data[sent..]).unwrap_or(0));
+            assert_eq!(n[0], n[1]);
+            sent += n[0];
+            loop {
+                let [(a0, b0, ..), (a1, b1, ..)] = &mut pairs;
+                let (t0, t1) = (a0.poll_transmit(now), a1.poll_transmit(now));
+                let (Some(t0), Some(mut t1)) = (t0, t1) else {
+                    break;
+                };
+                apart_seen += !t1.payload.is_empty() as usize;
+                assert_eq!((t1.len(), t1.segments()), (t0.len(), t0.segments()));
+                b1.handle_transmit(now, &t1);
+                t1.flatten();
+                assert_eq!(t1, t0);
+                b0.handle_transmit(now, &t0);
+                a0.handle_tx_complete(now, t0.token);
+                a1.handle_tx_complete(now, t1.token);
+            }
+            for ((a, b, _, s), got) in pairs.iter_mut().zip(&mut got) {
+                hand_over(b, a, now, Hand::Transmit);
+                while let Ok(n) = b.recv(now, *s, &mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+            }
+            if got[1].len() == data.len() {
+                break;
+            }
+        }
+        assert_eq!(got, [data.clone(), data]);
+        assert!(apart_seen > 10, "{apart_seen} packets with payload apart");
     }
 
     #[test]

@@ -223,6 +223,19 @@ impl Stack {
         self.tx_orphan = on;
     }
 
+    /// Leaves the payload of GSO packets (more than one segment) out of
+    /// [`Transmit::packet`], which then holds only the headers in a small buffer: the
+    /// payload comes in [`Transmit::payload`], a shared slice of the send queue, for a
+    /// device that copies it once into its segments (zero-copy send, as Linux's skbs
+    /// reference the socket's page fragments; issue 14). Single-segment packets stay
+    /// whole. Off by default: every packet whole.
+    ///
+    /// [`Transmit::packet`]: crate::Transmit::packet
+    /// [`Transmit::payload`]: crate::Transmit::payload
+    pub fn set_tx_payload_apart(&mut self, on: bool) {
+        self.tx_apart = on;
+    }
+
     /// Whether `ip` is one of the stack's addresses.
     pub fn has_address(&self, ip: std::net::IpAddr) -> bool {
         self.addrs.contains(&ip)

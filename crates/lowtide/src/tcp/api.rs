@@ -7,7 +7,6 @@ use super::{Ctx, TcpState};
 use crate::config::Config;
 use crate::mib::Mib;
 use crate::socket::{Shutdown, SocketError};
-use bytes::BytesMut;
 
 impl Tcb {
     /// The `TCP_NOTSENT_LOWAT` in force: the socket's own value if set, else the
@@ -154,7 +153,7 @@ impl Tcb {
                     if !self.memory_free(ctx.cfg) {
                         break;
                     }
-                    self.new_write_skb(ctx.now, goal);
+                    self.new_write_skb(ctx, goal);
                     goal
                 }
             };
@@ -188,14 +187,14 @@ impl Tcb {
         copied
     }
 
-    fn new_write_skb(&mut self, now: crate::time::Instant, goal: usize) {
+    fn new_write_skb(&mut self, ctx: &mut Ctx, goal: usize) {
         // tcp_add_write_queue_tail: the first unsent skb starts the busy chrono.
         if self.write_queue.is_empty() {
-            self.chrono_start(now, super::chrono::Chrono::Busy);
+            self.chrono_start(ctx.now, super::chrono::Chrono::Busy);
         }
         self.write_queue.push_back(WriteSkb {
             seq: self.write_seq,
-            data: BytesMut::with_capacity(goal),
+            data: ctx.frag.take(goal),
             flags: 0,
         });
         self.wmem_queued += SKB_OVERHEAD as u64;
@@ -333,7 +332,7 @@ impl Tcb {
         match self.write_queue.back_mut() {
             Some(t) => t.flags |= FLAG_FIN,
             None => {
-                self.new_write_skb(ctx.now, 0);
+                self.new_write_skb(ctx, 0);
                 self.write_queue.back_mut().expect("just pushed").flags |= FLAG_FIN;
             }
         }
@@ -420,7 +419,9 @@ mod push_tests {
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
             pool: &mut lowtide_wire::pool::BufPool::new(),
+            frag: &mut Default::default(),
             tx_orphan: true,
+            tx_apart: false,
         };
         f(&mut ctx)
     }

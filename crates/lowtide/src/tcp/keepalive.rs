@@ -155,7 +155,7 @@ impl Tcb {
     fn send_keepalive_probe(&mut self, ctx: &mut Ctx) -> bool {
         ctx.mib.inc(Mib::TcpExtTCPKeepAlive);
         let probe_seq = self.snd_una.saturating_sub(1);
-        self.transmit(ctx, probe_seq, 0, &[], 0);
+        self.transmit(ctx, probe_seq, 0, &bytes::Bytes::new(), 0);
         true
     }
 }

@@ -29,6 +29,7 @@ pub mod keepalive;
 pub mod ofo;
 pub(crate) mod output;
 pub(crate) mod pacing;
+pub(crate) mod page_frag;
 pub(crate) mod pmtu;
 pub(crate) mod rack;
 pub mod rate;
@@ -37,6 +38,7 @@ pub(crate) mod rcvbuf;
 pub(crate) mod recovery;
 pub mod rtx_queue;
 mod rtx_store;
+mod rtx_tree;
 pub mod seq;
 pub mod skb;
 pub mod sock;
@@ -131,9 +133,13 @@ pub(crate) struct Ctx<'a> {
     pub challenge: &'a mut ratelimit::ChallengeLimit,
     /// Packet buffers to build into (`Stack::recycle_buffer` refills it).
     pub pool: &'a mut lowtide_wire::pool::BufPool,
+    /// Payload memory of the write queues.
+    pub frag: &'a mut page_frag::PageFrag,
     /// The device frees packets as it takes them (`skb_orphan`): no TX completion
     /// is charged, so TCP Small Queues never waits on it.
     pub tx_orphan: bool,
+    /// Leave payload out of the packets ([`Transmit::payload`]).
+    pub tx_apart: bool,
 }
 
 /// A listening socket: its accept queue and the children still in SYN-RECV.

@@ -7,6 +7,7 @@ use super::sock::{Pending, Tcb, GSO_MAX_SIZE};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
 use crate::socket::{Transmit, TxToken};
+use bytes::Bytes;
 use lowtide_wire::checksum;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
 use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
@@ -14,8 +15,17 @@ use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
 /// Default hop limit (`ip_default_ttl`).
 const IP_DEFAULT_TTL: u8 = 64;
 
-/// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum.
-fn build_packet(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, payload: &[u8]) -> Vec<u8> {
+/// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum: headers built in
+/// place in a pooled buffer, then the payload copied behind them, or, with `apart`
+/// (a GSO packet for a device that takes payload apart), left out and returned as a
+/// shared slice for the device to copy into its segments.
+fn build_packet(
+    ctx: &mut Ctx,
+    tuple: FourTuple,
+    th: &TcpRepr,
+    payload: &Bytes,
+    apart: bool,
+) -> (Vec<u8>, Bytes) {
     let thl = th.header_len();
     let ip = IpRepr {
         src: tuple.local.ip(),
@@ -27,17 +37,29 @@ fn build_packet(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, payload: &[u8]) -
         payload_len: thl + payload.len(),
     };
     let ihl = ip.emit_len();
-    let mut pkt = ctx.pool.take(ihl + thl + payload.len());
+    let mut pkt = ctx
+        .pool
+        .take(ihl + thl + if apart { 0 } else { payload.len() });
     pkt.resize(ihl + thl, 0);
     ip.emit(&mut pkt[..ihl], *ctx.ip_id);
     th.emit(&mut pkt[ihl..]);
+    let tcp_len = thl + payload.len();
+    checksum::fill_tcp_partial_len(ip.src, ip.dst, &mut pkt[ihl..], tcp_len);
+    if apart {
+        return (pkt, payload.clone());
+    }
     pkt.extend_from_slice(payload);
-    checksum::fill_tcp_partial(ip.src, ip.dst, &mut pkt[ihl..]);
-    pkt
+    (pkt, Bytes::new())
 }
 
 /// Hands a packet to the device queue of the stack, counting it.
-fn push(ctx: &mut Ctx, packet: Vec<u8>, mss: u32, payload: usize, token: TxToken) {
+fn push(
+    ctx: &mut Ctx,
+    (packet, apart): (Vec<u8>, Bytes),
+    mss: u32,
+    payload: usize,
+    token: TxToken,
+) {
     let segs = payload.div_ceil(mss.max(1) as usize).max(1) as u16;
     let gso_size = if segs > 1 { mss as u16 } else { 0 };
     *ctx.ip_id = ctx.ip_id.wrapping_add(segs);
@@ -45,10 +67,12 @@ fn push(ctx: &mut Ctx, packet: Vec<u8>, mss: u32, payload: usize, token: TxToken
     ctx.mib.add(Mib::TcpOutSegs, segs as u64);
     ctx.mib.add(
         Mib::IpExtOutOctets,
-        packet.len() as u64 + (segs as u64 - 1) * (packet.len() - payload) as u64,
+        (packet.len() + apart.len()) as u64
+            + (segs as u64 - 1) * (packet.len() + apart.len() - payload) as u64,
     );
     ctx.out.push_back(Transmit {
         packet,
+        payload: apart,
         gso_size,
         gso_segs: segs,
         token,
@@ -77,7 +101,7 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
 /// Sends a reset that belongs to no socket's memory accounting (no TX completion owed).
 fn push_reset(ctx: &mut Ctx, tuple: FourTuple, rst: &TcpRepr) {
     ctx.mib.inc(Mib::TcpOutRsts);
-    let pkt = build_packet(ctx, tuple, rst, &[]);
+    let pkt = build_packet(ctx, tuple, rst, &Bytes::new(), false);
     let token = TxToken {
         index: u32::MAX,
         generation: 0,
@@ -198,7 +222,7 @@ impl Tcb {
         ctx: &mut Ctx,
         seq: u64,
         flags: u8,
-        payload: &[u8],
+        payload: &Bytes,
         truesize: u32,
     ) {
         let mut tf = TcpFlags::ACK;
@@ -252,7 +276,10 @@ impl Tcb {
             urgent: 0,
             options,
         };
-        let pkt = build_packet(ctx, self.tuple, &th, payload);
+        // A single segment is built whole; a GSO packet's payload stays apart if the
+        // device takes it so (Stack::set_tx_payload_apart).
+        let apart = ctx.tx_apart && payload.len() > mss as usize;
+        let pkt = build_packet(ctx, self.tuple, &th, payload, apart);
         self.on_ack_sent();
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
         if !payload.is_empty() {
@@ -299,12 +326,12 @@ impl Tcb {
             return;
         }
         let nxt = self.snd_nxt;
-        self.transmit(ctx, nxt, 0, &[], 0);
+        self.transmit(ctx, nxt, 0, &bytes::Bytes::new(), 0);
     }
 
     /// Sends our SYN or SYN-ACK (offset 0) and arms the retransmit timer.
     pub(crate) fn send_syn(&mut self, ctx: &mut Ctx) {
-        self.transmit(ctx, 0, FLAG_SYN, &[], 0);
+        self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
         self.snd_nxt = self.snd_nxt.max(1);
         let at = ctx.now + self.rto;
         self.pending = Some((Pending::Retrans, at));
@@ -318,7 +345,7 @@ impl Tcb {
             return;
         }
         ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
-        self.transmit(ctx, 0, FLAG_SYN, &[], 0);
+        self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
         if matches!(self.pending, Some((Pending::Retrans, _))) {
             self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
         }
@@ -605,7 +632,7 @@ impl Tcb {
         let (flags, data, pcount) = (s.flags, s.data.clone(), s.pcount);
         let truesize = data.len() as u32 + SKB_OVERHEAD;
         if self.state == TcpState::SynSent || self.state == TcpState::SynRecv {
-            return self.transmit(ctx, 0, FLAG_SYN, &[], 0);
+            return self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
         }
         self.transmit(ctx, seq, flags, &data, truesize);
         self.rtx.mark_retransmitted(seq, ctx.now);
@@ -673,7 +700,7 @@ impl Tcb {
         }
         // A segment below snd_una makes the peer answer with its window.
         let probe_seq = self.snd_una.saturating_sub(1);
-        self.transmit(ctx, probe_seq, 0, &[], 0);
+        self.transmit(ctx, probe_seq, 0, &bytes::Bytes::new(), 0);
     }
 }
 
@@ -742,7 +769,9 @@ mod tests {
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
             pool: &mut lowtide_wire::pool::BufPool::new(),
+            frag: &mut Default::default(),
             tx_orphan: false,
+            tx_apart: false,
         };
         t.xmit_retransmit_queue(&mut ctx);
     }

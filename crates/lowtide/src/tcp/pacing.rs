@@ -470,7 +470,9 @@ mod defer_tests {
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
             pool: &mut lowtide_wire::pool::BufPool::new(),
+            frag: &mut Default::default(),
             tx_orphan: false,
+            tx_apart: false,
         };
         // 4 segments of cwnd left, a 16-segment skb and a 64-segment goal: defer
         // unless the ACK is late.
@@ -532,7 +534,9 @@ mod local_drop_tests {
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
             pool: &mut lowtide_wire::pool::BufPool::new(),
+            frag: &mut Default::default(),
             tx_orphan: false,
+            tx_apart: false,
         };
         t.resend_local_drops(&mut ctx);
         assert_eq!(t.local_drops, vec![], "every range resent or SACKed");

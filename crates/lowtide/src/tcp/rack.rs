@@ -262,7 +262,9 @@ mod tests {
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
             pool: &mut lowtide_wire::pool::BufPool::new(),
+            frag: &mut Default::default(),
             tx_orphan: false,
+            tx_apart: false,
         };
         let r = f(&mut ctx);
         (r, mib)
@@ -450,7 +452,9 @@ mod tests {
             ip_id: &mut id,
             challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
             pool: &mut lowtide_wire::pool::BufPool::new(),
+            frag: &mut Default::default(),
             tx_orphan: false,
+            tx_apart: false,
         };
         let l = t.rack_detect_loss(&mut ctx);
         assert_eq!(l.lost_segs, 3);

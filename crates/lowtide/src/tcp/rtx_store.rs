@@ -1,6 +1,6 @@
 //! Where the retransmit queue's skbs live (`experimental.rtx_queue`): Linux's rb-tree
-//! since seed 003 (a `BTreeMap` keyed by stream offset here) or the linear list it
-//! replaced (a `VecDeque` searched from the head, as `tcp_write_queue_walk` did).
+//! since seed 003 (here [`super::rtx_tree::Sorted`], keyed by stream offset) or the
+//! linear list it replaced (a `VecDeque` searched from the head, as `tcp_write_queue_walk` did).
 //!
 //! The scoreboard logic in [`super::rtx_queue`] is written once over this small set of
 //! primitives, so both shapes give the same results at different costs.
@@ -10,11 +10,11 @@
 //! valid in both shapes: `insert_after(p, _)` and `remove(next(p))` keep `p`;
 //! `remove(p)` keeps `prev(p)`.
 
+use super::rtx_tree::{Sorted, SortedIter};
 use super::skb::Skb;
 use crate::config::RtxQueueKind;
 use core::cell::Cell;
-use core::ops::Bound::{Excluded, Unbounded};
-use std::collections::{btree_map, vec_deque, BTreeMap, VecDeque};
+use std::collections::{vec_deque, VecDeque};
 
 /// Address of one skb in a [`Store`].
 pub(crate) type Pos = u64;
@@ -30,7 +30,7 @@ pub(crate) struct Store {
 #[derive(Debug)]
 enum Skbs {
     /// Linux's `tcp_rtx_queue` rb-tree: O(log n) search.
-    Tree(BTreeMap<u64, Skb>),
+    Tree(Sorted),
     /// The list before seed 003: every search walks from the head.
     List(VecDeque<Skb>),
 }
@@ -38,7 +38,7 @@ enum Skbs {
 impl Store {
     pub(crate) fn new(kind: RtxQueueKind) -> Store {
         let skbs = match kind {
-            RtxQueueKind::Tree => Skbs::Tree(BTreeMap::new()),
+            RtxQueueKind::Tree => Skbs::Tree(Sorted::new()),
             RtxQueueKind::List => Skbs::List(VecDeque::new()),
         };
         Store {
@@ -87,7 +87,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                t.keys().next().copied()
+                t.first().map(|s| s.seq)
             }
             Skbs::List(l) => {
                 self.visit(1);
@@ -99,21 +99,21 @@ impl Store {
     pub(crate) fn last(&self) -> Option<&Skb> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => t.values().next_back(),
+            Skbs::Tree(t) => t.last(),
             Skbs::List(l) => l.back(),
         }
     }
 
     pub(crate) fn get(&self, p: Pos) -> &Skb {
         match &self.skbs {
-            Skbs::Tree(t) => &t[&p],
+            Skbs::Tree(t) => t.get(p),
             Skbs::List(l) => &l[p as usize],
         }
     }
 
     pub(crate) fn get_mut(&mut self, p: Pos) -> &mut Skb {
         match &mut self.skbs {
-            Skbs::Tree(t) => t.get_mut(&p).expect("valid pos"),
+            Skbs::Tree(t) => t.get_mut(p),
             Skbs::List(l) => &mut l[p as usize],
         }
     }
@@ -122,7 +122,7 @@ impl Store {
     pub(crate) fn next(&self, p: Pos) -> Option<Pos> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => t.range((Excluded(p), Unbounded)).next().map(|(k, _)| *k),
+            Skbs::Tree(t) => t.next(p),
             Skbs::List(l) => (p as usize + 1 < l.len()).then_some(p + 1),
         }
     }
@@ -131,7 +131,7 @@ impl Store {
     pub(crate) fn prev(&self, p: Pos) -> Option<Pos> {
         self.visit(1);
         match &self.skbs {
-            Skbs::Tree(t) => t.range(..p).next_back().map(|(k, _)| *k),
+            Skbs::Tree(t) => t.last_before(p),
             Skbs::List(_) => p.checked_sub(1),
         }
     }
@@ -151,7 +151,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                t.contains_key(&seq).then_some(seq)
+                t.contains(seq).then_some(seq)
             }
             Skbs::List(l) => {
                 self.visit(1);
@@ -182,12 +182,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                if let Some((k, s)) = t.range(..=seq).next_back() {
-                    if s.end_seq > seq {
-                        return Some(*k);
-                    }
-                }
-                t.range(seq..).next().map(|(k, _)| *k)
+                t.containing_or_after(seq)
             }
             Skbs::List(l) => {
                 let from = cursor.map_or(0, |c| c as usize);
@@ -210,14 +205,7 @@ impl Store {
     /// ([`Store::iter_from`]) counts this skb as its first.
     pub(crate) fn at_hint(&self, seq: u64) -> Option<Pos> {
         match &self.skbs {
-            Skbs::Tree(t) => {
-                if let Some((k, s)) = t.range(..=seq).next_back() {
-                    if s.end_seq > seq {
-                        return Some(*k);
-                    }
-                }
-                t.range(seq..).next().map(|(k, _)| *k)
-            }
+            Skbs::Tree(t) => t.containing_or_after(seq),
             Skbs::List(l) => {
                 let i = l.partition_point(|s| s.end_seq <= seq);
                 (i < l.len()).then_some(i as Pos)
@@ -230,7 +218,7 @@ impl Store {
         match &self.skbs {
             Skbs::Tree(t) => {
                 self.visit(Store::depth(t.len()));
-                t.range(..at).next_back().map(|(k, _)| *k)
+                t.last_before(at)
             }
             Skbs::List(l) => self
                 .scan(l, 0, |s| s.seq >= at)
@@ -245,7 +233,7 @@ impl Store {
         match &mut self.skbs {
             Skbs::Tree(t) => {
                 let d = Store::depth(t.len());
-                t.insert(s.seq, s);
+                t.insert(s);
                 self.visit(d);
             }
             Skbs::List(l) => {
@@ -261,7 +249,7 @@ impl Store {
             Skbs::Tree(t) => {
                 let k = s.seq;
                 let d = Store::depth(t.len());
-                t.insert(k, s);
+                t.insert(s);
                 self.visit(d);
                 k
             }
@@ -278,7 +266,7 @@ impl Store {
     pub(crate) fn remove(&mut self, p: Pos) -> Skb {
         self.visit(1);
         match &mut self.skbs {
-            Skbs::Tree(t) => t.remove(&p).expect("valid pos"),
+            Skbs::Tree(t) => t.remove(p),
             Skbs::List(l) => l.remove(p as usize).expect("valid pos"),
         }
     }
@@ -289,7 +277,11 @@ impl Store {
     pub(crate) fn remove_first(&mut self) -> Option<(Skb, Option<Pos>)> {
         self.visit(2);
         match &mut self.skbs {
-            Skbs::Tree(t) => (t.pop_first()).map(|(_, s)| (s, t.keys().next().copied())),
+            Skbs::Tree(t) => {
+                let head = t.first()?.seq;
+                let s = t.remove(head);
+                Some((s, t.first().map(|f| f.seq)))
+            }
             Skbs::List(l) => (l.pop_front()).map(|s| (s, (!l.is_empty()).then_some(0))),
         }
     }
@@ -297,7 +289,7 @@ impl Store {
     /// The skbs from `p` on (none if `p` is `None`); each one yielded counts a node.
     pub(crate) fn iter_from(&self, p: Option<Pos>) -> Iter<'_> {
         let inner = match (&self.skbs, p) {
-            (Skbs::Tree(t), Some(p)) => Inner::Tree(t.range(p..)),
+            (Skbs::Tree(t), Some(p)) => Inner::Tree(t.iter_from(p)),
             (Skbs::List(l), Some(p)) => Inner::List(l.range(p as usize..)),
             (_, None) => Inner::Empty,
         };
@@ -315,7 +307,7 @@ pub(crate) struct Iter<'a> {
 }
 
 enum Inner<'a> {
-    Tree(btree_map::Range<'a, u64, Skb>),
+    Tree(SortedIter<'a>),
     List(vec_deque::Iter<'a, Skb>),
     Empty,
 }
@@ -324,7 +316,7 @@ impl<'a> Iterator for Iter<'a> {
     type Item = &'a Skb;
     fn next(&mut self) -> Option<&'a Skb> {
         let s = match &mut self.inner {
-            Inner::Tree(r) => r.next().map(|(_, s)| s),
+            Inner::Tree(r) => r.next(),
             Inner::List(i) => i.next(),
             Inner::Empty => None,
         };

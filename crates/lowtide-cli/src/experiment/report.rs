@@ -327,15 +327,22 @@ fn notes(e: Experiment) -> Option<&'static str> {
         Experiment::E4 => {
             "In virtual time a walk costs nothing, so the sender's CPU is modeled \
             (table above): each ACK costs the work the engine did, counted in queue nodes \
-            visited. The list ablation walks as Linux 3.18 did (from the head where the \
-            recv_sack_cache and highest_sack hints do not apply). Why lowtide's ratio is far \
-            from the seed's 6.4x, as far as measured: (1) lowtide's list is a VecDeque, \
-            contiguous in memory, so a node costs about 3 ns on this machine where the seed \
-            counts 40 ns per cache miss of a linked list; (2) SACKed runs merge into 64 KB \
-            skbs (about 45 segments), so a walk passes far fewer skbs than segments; (3) the \
-            flow's window grows slowly under 1 % loss (in a 20 s trial at 10 Gbit/s it was \
-            still in Recovery and growing at the end), so packets in flight stay below the \
-            seed's ~100,000, where a walk from the head is longest; the sweep shows the cost \
+            visited. The list ablation walks as Linux did just before seed 003 (net-next of \
+            October 2017): tcp_sacktag_write_queue from the head where the recv_sack_cache \
+            and highest_sack hints do not apply, tcp_sacktag_skip linear; the retransmit \
+            and lost hints are pointers in both shapes. Why lowtide's ratio is far from the \
+            seed's 6.4x, as far as measured: (1) the sender is never CPU-bound (31-48 % \
+            busy), so the list's longer walks cost no goodput; (2) lowtide's list is a \
+            VecDeque, contiguous in memory, about 3 ns per node where the seed counts 40 ns \
+            per cache miss of a linked list, and SACKed runs merge into 64 KB skbs, so a \
+            walk passes far fewer skbs than segments; (3) packets in flight stay near \
+            21,000, not the seed's ~100,000: the receive window (at most half of \
+            tcp_rmem[2], 134 MB) fills behind the window's last lost segments, which RACK \
+            finds only an RTT later, so the sender is receive-window-limited 9-16 s of \
+            each 30 s run, as Linux would be with these buffers (docs/experiments/README.md, \
+            \"E4's simulator stalls\"); (4) 4.14's FACK marking walks (tcp_mark_head_lost) are not \
+            modeled, lowtide runs RACK in both shapes. The list's 3.14 ns per node was \
+            fitted before the hint fix and is not re-derived. The sweep shows the cost \
             against packets in flight."
         }
         Experiment::E5 => {

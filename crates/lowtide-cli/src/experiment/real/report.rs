@@ -420,15 +420,14 @@ fn notes(e: Experiment) -> &'static str {
             the packets it received; its system time (the kernel's work on the TUN writes, \
             the kernel receiver's TCP included) is left out. The link rate (500 Mbit/s at full scale) was chosen for \
             this shared machine without offload (one write(2) per segment), far below the \
-            seed's. lowtide's BBR bandwidth estimate (the pacing rate in the parameters) \
-            stayed far below the link's rate in these runs while the kernel's BBR flow on \
-            the same emulated path did much better: a divergence of lowtide's real path \
-            under loss whose cause is not established this session (the sender thread was \
-            mostly idle, the same flow without loss and in the simulator with loss fills \
-            much more of the link). Packets in flight are therefore far fewer than the seed's \
-            ~100,000 and a list walk is short: the list/tree difference is within the \
-            run-to-run spread here; see the simulator's sweep for the cost against packets \
-            in flight."
+            seed's. The runs swing widely (BBR under 1 % random loss at 150 ms; on \
+            2026-11-25, at load 0.3-1, lowtide 144-377 Mbit/s and the kernel's BBR \
+            148-185 Mbit/s on the same path). On a loaded machine lowtide falls behind: \
+            its one thread is the stack, the link and the device, and a late turn of its \
+            loop idles the link (docs/experiments/README.md, \"E4's real-path lag\"). \
+            Packets in flight are a few thousand, far fewer than the seed's ~100,000, so a \
+            list walk is short and the list/tree difference is within the run-to-run \
+            spread; see the simulator's sweep for the cost against packets in flight."
         }
         Experiment::E5 => {
             "Real path, how to read it: lowtide's counters are its own stack's (nstat \

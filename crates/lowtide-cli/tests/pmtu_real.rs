@@ -74,6 +74,12 @@ fn frag_needed_from_a_kernel_router_shrinks_the_mss() {
     let (n, sha) = server.join().expect("kernel server");
     assert_eq!(n, bytes, "the kernel behind the narrow hop got every byte");
     assert_eq!(report["sha256"].as_str(), Some(sha.as_str()), "same bytes");
+    // lowtide learned the hop's MTU from the router's ICMP (`--json` carries the
+    // connection's tcp_info and the stack's counters).
+    let info = &report["flows"][0]["tcp_info"];
+    assert_eq!(info["pmtu"], 1400, "{report}");
+    assert_eq!(info["snd_mss"], 1400 - 20 - 20 - 12, "{report}");
+    assert!(report["counters"]["IcmpInDestUnreachs"].as_u64() >= Some(1));
     let icmp = env
         .ns
         .command("nstat")

@@ -74,6 +74,8 @@ struct Transfer {
     end: Option<Instant>,
     error: Option<SocketError>,
     retransmits: u64,
+    /// The connection's `tcp_info` as it ended (before close released it).
+    info: Option<lowtide::TcpInfo>,
     /// When bytes last moved (or the connection was established).
     last_progress: Instant,
     /// The active open, while it is in SYN-SENT.
@@ -98,6 +100,7 @@ impl Transfer {
             end: None,
             error: None,
             retransmits: 0,
+            info: None,
             last_progress: Instant::ZERO,
             watch: None,
         }
@@ -167,6 +170,7 @@ impl Transfer {
         let now = rt.now();
         if let Ok(i) = rt.stack_ref().info(now, c) {
             self.retransmits = i.total_retrans as u64;
+            self.info = Some(i);
         }
         self.end = Some(now);
         let _ = rt.stack().close(now, c);
@@ -204,6 +208,7 @@ impl Transfer {
             "goodput_bps": bps(self.bytes, secs),
             "retransmits": self.retransmits,
             "error": self.error.map(|e| e.to_string()),
+            "tcp_info": self.info,
         })
     }
 }
@@ -282,6 +287,7 @@ impl Flows {
             "error": self.flows.iter().find_map(|t| t.error).map(|e| e.to_string()),
             "flows": self.flows.iter().map(|t| t.report(rt)).collect::<Vec<_>>(),
             "verdict": self.verdict(rt),
+            "counters": rt.stack_ref().counters().iter().collect::<std::collections::BTreeMap<_, _>>(),
             "device": {
                 "rx_packets": st.rx_packets, "rx_gso_packets": st.rx_gso_packets,
                 "tx_packets": st.tx_packets, "tx_gso_packets": st.tx_gso_packets,

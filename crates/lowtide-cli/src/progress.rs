@@ -36,6 +36,16 @@ pub enum RunGoal {
     Bytes(u64),
 }
 
+/// How long a run goes before its bar appears: `LOWTIDE_PROGRESS_AFTER_MS` if set
+/// (0 draws at once: scripts and tests that need the bar on a fast machine), else
+/// [`RUN_BAR_DELAY`].
+fn run_bar_delay() -> Duration {
+    std::env::var("LOWTIDE_PROGRESS_AFTER_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(RUN_BAR_DELAY, Duration::from_millis)
+}
+
 /// The bar of one simulation (`sim stream`): virtual time done of total (or bytes
 /// delivered of total), wall-clock ETA, flows connected and done. It is drawn only
 /// after [`RUN_BAR_DELAY`], so short runs print nothing.
@@ -73,7 +83,7 @@ impl RunBar {
 
     fn update(&self, p: &RunProgress) {
         if let Ok(mut shown) = self.shown.lock() {
-            if !*shown && self.started.elapsed() >= RUN_BAR_DELAY {
+            if !*shown && self.started.elapsed() >= run_bar_delay() {
                 *shown = true;
                 self.bar.set_draw_target(ProgressDrawTarget::stderr());
             }

@@ -264,8 +264,9 @@ fn out_of_range_values_are_usage_errors_naming_the_option() {
     }
 }
 
-/// A run long enough to show progress: about 2 s of CPU at the test profile's
-/// optimization, the bar appearing after 1 s of wall time.
+/// A run long enough to draw progress (the bar appears at once on the terminal of
+/// [`on_a_terminal`], which sets `LOWTIDE_PROGRESS_AFTER_MS=0`: how fast the run is
+/// must not decide the test).
 const LONG: [&str; 12] = [
     "sim",
     "stream",
@@ -297,6 +298,7 @@ fn on_a_terminal(args: &[&str]) -> String {
         .collect::<Vec<_>>()
         .join(" ");
     let out = Command::new("script")
+        .env("LOWTIDE_PROGRESS_AFTER_MS", "0")
         .args(["-qec", &cmd, "/dev/null"])
         .output()
         .expect("script(1) from util-linux, to run lowtide on a terminal");

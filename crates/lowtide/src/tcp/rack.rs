@@ -194,6 +194,9 @@ impl Tcb {
             .timestamp
             .filter(|_| self.ts_ok)
             .map_or(0, |(_, ecr)| ecr);
+        // tcp_tsopt_ecr_before needs saw_tstamp and a non-zero rcv_tsecr.
+        self.rtx.ack_ecr_ms =
+            (self.rcv_tsecr != 0).then(|| self.rcv_tsecr.wrapping_sub(self.ts_offset));
         let min_rtt = Duration::from_micros(self.min_rtt_us as u64);
         self.rtx.rack_cutoff =
             Instant(ctx.now.as_nanos().saturating_sub(min_rtt.as_nanos() as u64));
@@ -317,6 +320,34 @@ mod tests {
         };
         assert_eq!(lost_after_rto(1), (vec![0, 1, 3, 4, 5, 6, 7], 7));
         assert_eq!(lost_after_rto(0), (vec![0, 1, 3, 4, 5, 6, 7, 8, 9], 9));
+    }
+
+    /// `tcp_skb_spurious_retrans` (tcp_clean_rtx_queue): a cumulative ACK whose TSecr
+    /// is older than the retransmission of the skb it covers acknowledges the first
+    /// transmission, so RACK does not take the retransmission's send time.
+    #[test]
+    fn an_ack_of_the_original_does_not_advance_rack_to_the_retransmission() {
+        let cfg = Config::default();
+        let rack_after_ack = |echo_ms: u32| {
+            let mut t = tcb(&cfg);
+            t.ts_ok = true;
+            t.ts_offset = 1000;
+            scoreboard(&mut t);
+            // The head, first sent at 0 ms, was sent again at 20 ms.
+            t.rtx.mark_retransmitted(1, Instant(20_000_000));
+            let mut th = lowtide_wire::tcp::TcpRepr::default();
+            th.options.timestamp = Some((7, 1000 + echo_ms));
+            with_ctx(&cfg, 70, |c| {
+                let fack = t.rack_ack_begin(c, &th);
+                t.rtx.clean(1 + MSS as u64, MSS);
+                t.rack_ack_delivered(c, true, fack, &Default::default());
+            });
+            (t.rack.advanced, t.rack.mstamp)
+        };
+        // TSecr 0 ms: the original's echo, the retransmission was spurious.
+        assert_eq!(rack_after_ack(0), (false, Instant::ZERO));
+        // TSecr 20 ms: the retransmission's echo; RACK takes its send time.
+        assert_eq!(rack_after_ack(20), (true, Instant(20_000_000)));
     }
 
     /// An ACK from the peer carrying the D-SACK `[start, end)` (stream offsets).

@@ -70,6 +70,10 @@ pub struct RtxQueue {
     /// Retransmitted skbs sent after this time are too recent to advance RACK
     /// (`tcp_rack_advance`: RTT below min_rtt is ambiguous); `now - min_rtt`.
     pub rack_cutoff: Instant,
+    /// The ACK's echoed timestamp on our millisecond clock (TSecr minus the
+    /// connection's offset), if it carries one: a retransmitted skb sent after it was
+    /// acknowledged by an earlier transmission (`tcp_skb_spurious_retrans`).
+    pub ack_ecr_ms: Option<u32>,
 }
 
 /// What one ACK newly delivered (SACKed or cumulatively acknowledged, not SACKed
@@ -217,6 +221,7 @@ impl RtxQueue {
             tsorted: Tsorted::default(),
             delivered: Delivered::default(),
             rack_cutoff: Instant::ZERO,
+            ack_ecr_ms: None,
         }
     }
 
@@ -435,7 +440,9 @@ impl RtxQueue {
             head = next;
             self.account(Acct::of(&s), false);
             rate::skb_delivered(&mut c.rate, &s);
-            if !s.has(SACKED_ACKED) {
+            // tcp_clean_rtx_queue: RACK advances on what the ACK newly delivers,
+            // unless the TSecr shows it acknowledges an earlier transmission.
+            if !s.has(SACKED_ACKED) && !self.spurious_retrans(&s) {
                 self.note_delivered(Acct::of(&s));
             }
             c.acked_segs += s.pcount;
@@ -830,6 +837,16 @@ impl RtxQueue {
     /// The skbs in flight by transmit time (`tsorted_sent_queue`).
     pub fn tsorted(&self) -> &Tsorted {
         &self.tsorted
+    }
+
+    /// `tcp_skb_spurious_retrans`: `s` was retransmitted and the ACK's echoed
+    /// timestamp is older than its last transmission (`tcp_tsopt_ecr_before`).
+    fn spurious_retrans(&self, s: &Skb) -> bool {
+        let tx_ms = s.tx_time.as_millis() as u32;
+        s.has(SACKED_RETRANS | EVER_RETRANS)
+            && self
+                .ack_ecr_ms
+                .is_some_and(|ecr| (ecr.wrapping_sub(tx_ms) as i32) < 0)
     }
 
     /// Records a newly delivered skb in [`RtxQueue::delivered`] (`tcp_rack_advance`'s

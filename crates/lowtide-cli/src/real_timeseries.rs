@@ -104,34 +104,12 @@ impl Recorder {
                 delivered_bytes: delivered,
             });
             for (flow, i) in &infos {
-                self.ts.flows.push(FlowSample {
-                    time_us,
-                    flow: *flow,
-                    cwnd: i.snd_cwnd,
-                    ssthresh: i.snd_ssthresh,
-                    rtt_us: i.rtt,
-                    pacing_rate_bps: i.pacing_rate.saturating_mul(8),
-                    unacked: i.unacked,
-                    // tcp_packets_in_flight: unacked - sacked - lost + retrans.
-                    in_flight: (i.unacked + i.retrans).saturating_sub(i.sacked + i.lost),
-                    notsent: i.notsent_bytes,
-                    wmem_queued: i.wmem_queued,
-                    sndbuf: i.sndbuf,
-                    dev_queue_bytes: i.wmem_alloc,
-                    delivered: i.delivered,
-                    bytes_acked: i.bytes_acked,
-                    retrans: i.total_retrans,
-                    ca_state: i.ca_state.to_string(),
-                    snd_wnd: i.snd_wnd,
-                    sacked: i.sacked,
-                    lost: i.lost,
-                    retrans_out: i.retrans,
-                    rwnd_limited_us: i.rwnd_limited,
-                    sndbuf_limited_us: i.sndbuf_limited,
-                    // The receiver is the kernel's: its buffer is not sampled here.
-                    rcv_rcvbuf: 0,
-                    rcv_rmem: 0,
-                });
+                // Below the socket: its bytes not yet completed by the device
+                // (sk_wmem_alloc). The receiver is the kernel's: not sampled here.
+                let dev = i.wmem_alloc;
+                self.ts
+                    .flows
+                    .push(FlowSample::from_info(time_us, *flow, i, dev, None));
             }
         }
     }

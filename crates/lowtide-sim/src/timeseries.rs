@@ -97,6 +97,46 @@ pub struct FlowSample {
     pub rcv_rmem: u64,
 }
 
+impl FlowSample {
+    /// A sender's row from its `tcp_info` `i`. The flow's bytes in the device queue
+    /// and the receiver's `tcp_info` (`None` when the receiver is not lowtide's, so
+    /// its buffer reads 0) come from where the caller sees them.
+    pub fn from_info(
+        time_us: u64,
+        flow: u32,
+        i: &lowtide::TcpInfo,
+        dev_queue_bytes: u64,
+        receiver: Option<&lowtide::TcpInfo>,
+    ) -> FlowSample {
+        FlowSample {
+            time_us,
+            flow,
+            cwnd: i.snd_cwnd,
+            ssthresh: i.snd_ssthresh,
+            rtt_us: i.rtt,
+            pacing_rate_bps: i.pacing_rate.saturating_mul(8),
+            unacked: i.unacked,
+            in_flight: (i.unacked + i.retrans).saturating_sub(i.sacked + i.lost),
+            notsent: i.notsent_bytes,
+            wmem_queued: i.wmem_queued,
+            sndbuf: i.sndbuf,
+            dev_queue_bytes,
+            delivered: i.delivered,
+            bytes_acked: i.bytes_acked,
+            retrans: i.total_retrans,
+            ca_state: i.ca_state.to_string(),
+            snd_wnd: i.snd_wnd,
+            sacked: i.sacked,
+            lost: i.lost,
+            retrans_out: i.retrans,
+            rwnd_limited_us: i.rwnd_limited,
+            sndbuf_limited_us: i.sndbuf_limited,
+            rcv_rcvbuf: receiver.map_or(0, |r| r.rcvbuf),
+            rcv_rmem: receiver.map_or(0, |r| r.rmem_alloc),
+        }
+    }
+}
+
 /// The collected rows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeseries {

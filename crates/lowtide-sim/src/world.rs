@@ -346,35 +346,16 @@ impl World {
                 let Ok(i) = a.stack.info(self.now, h) else {
                     continue;
                 };
-                let in_flight = (i.unacked + i.retrans).saturating_sub(i.sacked + i.lost);
                 let peer = (f.receiver.handle)
                     .and_then(|r| self.hosts[HOST_B].stack.info(self.now, r).ok());
-                out.push(FlowSample {
-                    time_us: t / 1_000,
-                    flow: f.sender.flow,
-                    cwnd: i.snd_cwnd,
-                    ssthresh: i.snd_ssthresh,
-                    rtt_us: i.rtt,
-                    pacing_rate_bps: i.pacing_rate.saturating_mul(8),
-                    unacked: i.unacked,
-                    in_flight,
-                    notsent: i.notsent_bytes,
-                    wmem_queued: i.wmem_queued,
-                    sndbuf: i.sndbuf,
-                    dev_queue_bytes: a.nic.flow_bytes(f.sender.flow),
-                    delivered: i.delivered,
-                    bytes_acked: i.bytes_acked,
-                    retrans: i.total_retrans,
-                    ca_state: i.ca_state.to_string(),
-                    snd_wnd: i.snd_wnd,
-                    sacked: i.sacked,
-                    lost: i.lost,
-                    retrans_out: i.retrans,
-                    rwnd_limited_us: i.rwnd_limited,
-                    sndbuf_limited_us: i.sndbuf_limited,
-                    rcv_rcvbuf: peer.as_ref().map_or(0, |p| p.rcvbuf),
-                    rcv_rmem: peer.as_ref().map_or(0, |p| p.rmem_alloc),
-                });
+                let dev = a.nic.flow_bytes(f.sender.flow);
+                out.push(FlowSample::from_info(
+                    t / 1_000,
+                    f.sender.flow,
+                    &i,
+                    dev,
+                    peer.as_ref(),
+                ));
             }
         }
         out

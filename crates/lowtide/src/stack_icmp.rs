@@ -234,28 +234,24 @@ impl Stack {
         let Some(&index) = self.conns.get(&e.tuple) else {
             return;
         };
-        let mtu = match action {
-            IcmpAction::MtuReduced(mtu) if self.in_flight(index, e.seq) => {
-                Some(self.update_pmtu(now, e.tuple.remote.ip(), mtu))
+        if !self.in_flight(index, e.seq) {
+            self.mib.inc(Mib::TcpExtOutOfWindowIcmps);
+            return;
+        }
+        match action {
+            IcmpAction::MtuReduced(mtu) => {
+                let mtu = self.update_pmtu(now, e.tuple.remote.ip(), mtu);
+                self.with_tcb(now, index, |tcb, ctx| {
+                    tcb.mtu_reduced(ctx, mtu);
+                });
             }
-            _ => None,
-        };
-        self.with_tcb(now, index, |tcb, ctx| {
-            if !seq_in_flight(tcb, e.seq) {
-                ctx.mib.inc(Mib::TcpExtOutOfWindowIcmps);
-                return;
-            }
-            match (action, mtu) {
-                (IcmpAction::Error(err), _) if tcb.state == TcpState::SynSent => {
+            IcmpAction::Error(err) => self.with_tcb(now, index, |tcb, ctx| {
+                if tcb.state == TcpState::SynSent {
                     ctx.mib.inc(Mib::TcpAttemptFails);
                     tcb.set_error(ctx, err);
                 }
-                (IcmpAction::MtuReduced(_), Some(mtu)) => {
-                    tcb.mtu_reduced(ctx, mtu);
-                }
-                _ => {}
-            }
-        });
+            }),
+        }
     }
 
     /// Whether the quoted `seq` is in flight on the connection at `index` (read only).

@@ -778,12 +778,18 @@ impl RtxQueue {
     /// those sent at a time `not_yet` accepts (RACK: sent less than its RTT ago, "don't
     /// mark recently sent ones lost yet"), forgetting which ones were retransmitted.
     pub fn mark_lost_on_timeout(&mut self, not_yet: impl Fn(Instant) -> bool) {
+        self.mark_lost_where(|head, s| head || !not_yet(s.tx_time));
+    }
+
+    /// `tcp_mark_skb_lost` on every skb not SACKed that `lost(is_head, skb)` picks:
+    /// lost, and no longer counted as retransmitted (a lost retransmission).
+    fn mark_lost_where(&mut self, lost: impl Fn(bool, &Skb) -> bool) {
         let mut pos = self.store.first_pos();
         let head = pos;
         while let Some(p) = pos {
             let s = self.store.get(p);
-            let wait = pos != head && not_yet(s.tx_time);
-            if !s.has(SACKED_ACKED) && !wait && (!s.has(LOST) || s.has(SACKED_RETRANS)) {
+            let changes = !s.has(LOST) || s.has(SACKED_RETRANS);
+            if !s.has(SACKED_ACKED) && changes && lost(pos == head, s) {
                 self.modify(p, |s| s.sacked = (s.sacked | LOST) & !SACKED_RETRANS);
             }
             pos = self.store.next(p);
@@ -907,22 +913,9 @@ impl RtxQueue {
     /// drops it. Linux compares `tcp_skb_seglen` (the skb's `gso_size`); lowtide keeps
     /// no `gso_size`, so an skb counts when its payload cannot go as `pcount` segments
     /// of `mss`: exact for skbs of full segments, and a short last segment of an skb
-    /// that this misses is found by RACK or the RTO like any loss. Returns the
-    /// segments newly marked.
-    pub fn mark_lost_longer_than(&mut self, mss: u32) -> u32 {
-        let mut newly = 0;
-        let mut pos = self.store.first_pos();
-        while let Some(p) = pos {
-            let s = self.store.get(p);
-            if !s.has(SACKED_ACKED) && s.len() as u64 > s.pcount as u64 * mss as u64 {
-                if !s.has(LOST) {
-                    newly += s.pcount;
-                }
-                self.modify(p, |s| s.sacked = (s.sacked | LOST) & !SACKED_RETRANS);
-            }
-            pos = self.store.next(p);
-        }
-        newly
+    /// that this misses is found by RACK or the RTO like any loss.
+    pub fn mark_lost_longer_than(&mut self, mss: u32) {
+        self.mark_lost_where(|_, s| s.len() as u64 > s.pcount as u64 * mss as u64);
     }
 
     /// `tcp_undo_cwnd_reduction` with `unmark_loss`: nothing is lost after all.

@@ -403,27 +403,11 @@ mod tests {
 #[cfg(test)]
 mod push_tests {
     use super::*;
-    use crate::mib::Counters;
     use crate::time::Instant;
-    use std::collections::VecDeque;
 
     fn with_ctx<R>(cfg: &Config, f: impl FnOnce(&mut Ctx) -> R) -> R {
-        let mut mib = Counters::default();
-        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
-        let mut ctx = Ctx {
-            now: Instant(1_000_000_000),
-            cfg,
-            mib: &mut mib,
-            out: &mut out,
-            events: &mut events,
-            ip_id: &mut id,
-            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
-            pool: &mut lowtide_wire::pool::BufPool::new(),
-            frag: &mut Default::default(),
-            tx_orphan: true,
-            tx_apart: false,
-        };
-        f(&mut ctx)
+        let mut st = crate::tcp::TestStack::default();
+        f(&mut st.ctx(cfg, Instant(1_000_000_000), true))
     }
 
     /// An established connection as a packetdrill peer leaves it: MSS 1000, window

@@ -708,11 +708,9 @@ impl Tcb {
 mod tests {
     use super::*;
     use crate::config::{Config, RtxQueueKind};
-    use crate::mib::Counters;
     use crate::tcp::rtx_queue::RtxQueue;
     use crate::tcp::skb::{LOST, SACKED_ACKED, SACKED_RETRANS};
     use crate::time::Instant;
-    use std::collections::VecDeque;
 
     const MSS: u32 = 1000;
     const N: u64 = 1000;
@@ -758,22 +756,8 @@ mod tests {
     }
 
     fn xmit_retransmit_queue_at(t: &mut Tcb, cfg: &Config) {
-        let mut mib = Counters::default();
-        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
-        let mut ctx = Ctx {
-            now: Instant(1_000_000_000),
-            cfg,
-            mib: &mut mib,
-            out: &mut out,
-            events: &mut events,
-            ip_id: &mut id,
-            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
-            pool: &mut lowtide_wire::pool::BufPool::new(),
-            frag: &mut Default::default(),
-            tx_orphan: false,
-            tx_apart: false,
-        };
-        t.xmit_retransmit_queue(&mut ctx);
+        let mut st = crate::tcp::TestStack::default();
+        t.xmit_retransmit_queue(&mut st.ctx(cfg, Instant(1_000_000_000), false));
     }
 
     /// `tp->retransmit_skb_hint` is a pointer: the list walks on from the hinted skb,

@@ -433,9 +433,7 @@ mod tests {
 #[cfg(test)]
 mod defer_tests {
     use super::*;
-    use crate::mib::Counters;
     use crate::tcp::skb::{Skb, SKB_OVERHEAD};
-    use std::collections::VecDeque;
 
     #[test]
     fn half_srtt_test_truncates_to_whole_microseconds() {
@@ -459,21 +457,8 @@ mod defer_tests {
             truesize: 16_000 + SKB_OVERHEAD,
             tx: Default::default(),
         });
-        let mut mib = Counters::default();
-        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
-        let ctx = Ctx {
-            now: Instant::ZERO,
-            cfg: &cfg,
-            mib: &mut mib,
-            out: &mut out,
-            events: &mut events,
-            ip_id: &mut id,
-            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
-            pool: &mut lowtide_wire::pool::BufPool::new(),
-            frag: &mut Default::default(),
-            tx_orphan: false,
-            tx_apart: false,
-        };
+        let mut st = crate::tcp::TestStack::default();
+        let ctx = st.ctx(&cfg, Instant::ZERO, false);
         // 4 segments of cwnd left, a 16-segment skb and a 64-segment goal: defer
         // unless the ACK is late.
         t.srtt_us = 1;
@@ -491,9 +476,7 @@ mod defer_tests {
 #[cfg(test)]
 mod local_drop_tests {
     use super::*;
-    use crate::mib::Counters;
     use crate::tcp::skb::{Skb, SKB_OVERHEAD};
-    use std::collections::VecDeque;
 
     #[test]
     fn a_dropped_range_since_sacked_does_not_hold_back_the_rest() {
@@ -523,26 +506,12 @@ mod local_drop_tests {
         t.rtx.sacktag(1001, 2001, 1000);
         t.local_drops = vec![(1001, 2001), (2001, 3001)];
         t.pending = None;
-        let mut mib = Counters::default();
-        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
-        let mut ctx = Ctx {
-            now: Instant(1_000_000),
-            cfg: &cfg,
-            mib: &mut mib,
-            out: &mut out,
-            events: &mut events,
-            ip_id: &mut id,
-            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
-            pool: &mut lowtide_wire::pool::BufPool::new(),
-            frag: &mut Default::default(),
-            tx_orphan: false,
-            tx_apart: false,
-        };
-        t.resend_local_drops(&mut ctx);
+        let mut st = crate::tcp::TestStack::default();
+        t.resend_local_drops(&mut st.ctx(&cfg, Instant(1_000_000), false));
         assert_eq!(t.local_drops, vec![], "every range resent or SACKed");
         assert_eq!(t.resource_retry_at, None);
         // tcp_rearm_rto: data is outstanding again, so the RTO is armed.
         assert!(matches!(t.pending, Some((Pending::Retrans, _))));
-        assert_eq!(out.len(), 1, "the skb at 2001 went out again");
+        assert_eq!(st.out.len(), 1, "the skb at 2001 went out again");
     }
 }

@@ -239,8 +239,6 @@ mod tests {
     use crate::mib::Counters;
     use crate::tcp::skb::{self, Skb, LOST, SACKED_ACKED};
 
-    use std::collections::VecDeque;
-
     const MSS: u32 = 1000;
 
     fn tcb(cfg: &Config) -> Tcb {
@@ -254,23 +252,9 @@ mod tests {
 
     /// Runs `f` with a context at `now_ms`.
     fn with_ctx<R>(cfg: &Config, now_ms: u64, f: impl FnOnce(&mut Ctx) -> R) -> (R, Counters) {
-        let mut mib = Counters::default();
-        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
-        let mut ctx = Ctx {
-            now: Instant(now_ms * 1_000_000),
-            cfg,
-            mib: &mut mib,
-            out: &mut out,
-            events: &mut events,
-            ip_id: &mut id,
-            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
-            pool: &mut lowtide_wire::pool::BufPool::new(),
-            frag: &mut Default::default(),
-            tx_orphan: false,
-            tx_apart: false,
-        };
-        let r = f(&mut ctx);
-        (r, mib)
+        let mut st = crate::tcp::TestStack::default();
+        let r = f(&mut st.ctx(cfg, Instant(now_ms * 1_000_000), false));
+        (r, st.mib)
     }
 
     /// Ten one-segment skbs sent 1 ms apart from t = 0.
@@ -472,22 +456,8 @@ mod tests {
         );
         // At 52.5 ms skbs 0..2 (sent at 0, 1, 2 ms) have expired; 3..5 not yet; those
         // sent after the SACKed one are never judged by it.
-        let mut mib = Counters::default();
-        let (mut out, mut events, mut id) = (VecDeque::new(), VecDeque::new(), 0u16);
-        let mut ctx = Ctx {
-            now: Instant(52_500_000),
-            cfg: &cfg,
-            mib: &mut mib,
-            out: &mut out,
-            events: &mut events,
-            ip_id: &mut id,
-            challenge: &mut crate::tcp::ratelimit::ChallengeLimit::new(0),
-            pool: &mut lowtide_wire::pool::BufPool::new(),
-            frag: &mut Default::default(),
-            tx_orphan: false,
-            tx_apart: false,
-        };
-        let l = t.rack_detect_loss(&mut ctx);
+        let mut st = crate::tcp::TestStack::default();
+        let l = t.rack_detect_loss(&mut st.ctx(&cfg, Instant(52_500_000), false));
         assert_eq!(l.lost_segs, 3);
         assert_eq!(l.first, Some(1));
         let lost: Vec<u64> = t

@@ -53,6 +53,8 @@ pub struct RunBar {
     bar: ProgressBar,
     goal: RunGoal,
     started: Instant,
+    /// When the bar appears ([`run_bar_delay`], read once).
+    delay: Duration,
     shown: Mutex<bool>,
 }
 
@@ -71,6 +73,7 @@ impl RunBar {
             bar,
             goal,
             started: Instant::now(),
+            delay: run_bar_delay(),
             shown: Mutex::new(false),
         })
     }
@@ -83,7 +86,7 @@ impl RunBar {
 
     fn update(&self, p: &RunProgress) {
         if let Ok(mut shown) = self.shown.lock() {
-            if !*shown && self.started.elapsed() >= run_bar_delay() {
+            if !*shown && self.started.elapsed() >= self.delay {
                 *shown = true;
                 self.bar.set_draw_target(ProgressDrawTarget::stderr());
             }

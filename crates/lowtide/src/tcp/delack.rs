@@ -44,7 +44,7 @@ impl Tcb {
 
     /// `tcp_incr_quickack`: up to `max` quick ACKs, as many as half the window in
     /// segments (at least 2).
-    pub(crate) fn incr_quickack(&mut self, max: u32) {
+    fn incr_quickack(&mut self, max: u32) {
         let quickacks = match self.rcv_wnd / (2 * self.rcv_mss.max(1)) {
             0 => 2,
             n => n,
@@ -61,7 +61,7 @@ impl Tcb {
     }
 
     /// `inet_csk_in_pingpong_mode`.
-    pub(crate) fn in_pingpong_mode(&self) -> bool {
+    fn in_pingpong_mode(&self) -> bool {
         self.pingpong >= TCP_PINGPONG_THRESH
     }
 

@@ -26,7 +26,7 @@ impl Tcb {
     }
 
     /// Room the timestamp option takes in every segment, if negotiated.
-    pub(crate) fn ts_option_len(&self) -> u32 {
+    fn ts_option_len(&self) -> u32 {
         if self.ts_ok {
             TCPOLEN_TSTAMP_ALIGNED
         } else {

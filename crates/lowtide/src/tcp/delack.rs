@@ -54,10 +54,18 @@ impl Tcb {
 
     /// `tcp_enter_quickack_mode`: quick ACKs, out of pingpong mode, `ato` back to
     /// its minimum (a duplicate or out-of-window segment arrived).
-    pub(crate) fn enter_quickack_mode(&mut self, max: u32) {
+    fn enter_quickack_mode(&mut self, max: u32) {
         self.incr_quickack(max);
         self.pingpong = 0;
         self.ato = TCP_ATO_MIN;
+    }
+
+    /// Data we had acknowledged came again, so our ACK was probably lost
+    /// (`LINUX_MIB_DELAYEDACKLOST`): quick-ACK mode (`tcp_data_queue` and
+    /// `tcp_send_dupack` both do this).
+    pub(crate) fn delayed_ack_lost(&mut self, ctx: &mut super::Ctx) {
+        ctx.mib.inc(crate::mib::Mib::TcpExtDelayedACKLost);
+        self.enter_quickack_mode(TCP_MAX_QUICKACKS);
     }
 
     /// `inet_csk_in_pingpong_mode`.

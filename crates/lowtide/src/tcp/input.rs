@@ -346,8 +346,7 @@ impl Tcb {
     fn send_dupack(&mut self, ctx: &mut Ctx, old: Option<(u64, u64)>) {
         ctx.mib.inc(Mib::TcpExtTCPPureDup);
         if old.is_some() {
-            ctx.mib.inc(Mib::TcpExtDelayedACKLost);
-            self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+            self.delayed_ack_lost(ctx);
         }
         if let (Some(d), true) = (old, self.sack_ok && ctx.cfg.tcp_dsack) {
             // RFC 2883 section 4 (Linux tcp_send_dupack): a D-SACK for old data.
@@ -810,8 +809,7 @@ impl Tcb {
             ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
         }
         // tcp_data_queue: "a retransmit ... force an immediate ack".
-        ctx.mib.inc(Mib::TcpExtDelayedACKLost);
-        self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+        self.delayed_ack_lost(ctx);
         self.schedule_ack_now();
     }
 
@@ -846,19 +844,22 @@ impl Tcb {
         self.notify(ctx, EventKind::ReadHangUp);
         // tcp_fin: in SYN-RECV and ESTABLISHED the ACK is only scheduled and the
         // connection enters pingpong mode (the application's reply, often its own
-        // FIN, may carry it); in the FIN-WAIT states it goes at once.
+        // FIN, may carry it); in the other states it goes at once.
         match self.state {
             TcpState::SynRecv | TcpState::Established => {
                 self.ack_pending = true;
                 self.pingpong = self.pingpong.max(super::delack::TCP_PINGPONG_THRESH);
+                self.state = TcpState::CloseWait;
+            }
+            TcpState::FinWait1 => {
+                self.schedule_ack_now();
+                self.state = TcpState::Closing;
+            }
+            TcpState::FinWait2 => {
+                self.schedule_ack_now();
+                self.enter_time_wait(ctx);
             }
             _ => self.schedule_ack_now(),
-        }
-        match self.state {
-            TcpState::SynRecv | TcpState::Established => self.state = TcpState::CloseWait,
-            TcpState::FinWait1 => self.state = TcpState::Closing,
-            TcpState::FinWait2 => self.enter_time_wait(ctx),
-            _ => {}
         }
     }
 
@@ -884,17 +885,18 @@ impl Tcb {
             return;
         }
         let unacked = self.rcv_nxt - self.rcv_wup;
+        let delay = self.delack_timeout();
         let now_needed = unacked > self.rcv_mss as u64
             && self.rcv_space() as u64 >= self.rcv_wnd as u64 / 2
             || self.in_quickack_mode()
             || self.ack_now
-            || self.delack_timeout().is_zero()
+            || delay.is_zero()
             || !self.ofo.is_empty()
             || unacked >= 2 * self.rcv_mss as u64;
         if now_needed {
             self.send_ack(ctx);
         } else if self.delack_at.is_none() {
-            self.delack_at = Some(ctx.now + self.delack_timeout());
+            self.delack_at = Some(ctx.now + delay);
         }
     }
 

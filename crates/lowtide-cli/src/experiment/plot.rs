@@ -402,7 +402,7 @@ fn e4(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
 }
 
 fn e5(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
-    let rs = runs(f, Experiment::E5, "", "");
+    let rs = runs(f, Experiment::E5, "2,000,000 bytes", "");
     let Some(first) = rs.first() else {
         return Vec::new();
     };

@@ -347,12 +347,13 @@ fn notes(e: Experiment) -> Option<&'static str> {
         }
         Experiment::E5 => {
             "Counters are host A's nstat counters for the whole transfer \
-            (handshake included). IpInReceives (the ACKs the sender gets) does not fall in \
-            lowtide as in the seed (600 -> 221); why is not established this session. A \
-            likely cause: the simulator's NIC puts a GSO packet's segments on the wire back \
-            to back and the receiver's GRO merges what one 20 us NAPI poll holds, so the \
-            receiver may see the same GRO packets (and send the same ACKs) whatever the \
-            sender's packet sizes."
+            (handshake included), on a 10 Gbit/s NIC. The seed's NIC rate is not \
+            published, but its IpInReceives followed IpOutRequests (one ACK per TSO \
+            packet), so its receiver's GRO got each TSO packet whole within one NAPI \
+            poll: at 10 Gbit/s a 64 KB packet is 52 us on the wire. At 1 Gbit/s (the \
+            second group) a packet's segments arrive 12 us apart, a 20 us NAPI poll holds \
+            about two, and the receiver acks every second segment whatever the sender's \
+            packet sizes: IpInReceives does not fall there."
         }
     })
 }

@@ -234,6 +234,11 @@ fn e5(c: &Ctx, out: &mut Vec<Check>) {
     c.compare(out, g, ("A", "B"), "IpOutRequests", claim, req, |a, b| {
         b < a * 2.0 / 3.0
     });
+    let acks = |r: &RunRecord| r.figures.ip_in_receives as f64;
+    let claim = "IpInReceives (ACKs) sized at transmit < 2/3 of sized at write";
+    c.compare(out, g, ("A", "B"), "IpInReceives", claim, acks, |a, b| {
+        b < a * 2.0 / 3.0
+    });
     let claim = "same TcpOutSegs (within 1 %)";
     c.compare(out, g, ("A", "B"), "TcpOutSegs", claim, segs, |a, b| {
         same(a, b, 0.01)

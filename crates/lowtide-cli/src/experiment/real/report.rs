@@ -303,8 +303,8 @@ fn differences(real: &RealResults, e: Experiment) -> Vec<String> {
                 "{g}: sized at transmit time lowtide sends {} IP packets and receives {} \
                  ACKs, the kernel {} and {}; sized at write time lowtide sends {} and \
                  receives {}. With the kernel as the receiver the ACK count falls with the \
-                 packet count, as in the seed; compare the simulator's IpInReceives row \
-                 above, where lowtide also receives.",
+                 packet count, as in the seed, as it does in the simulator's 10 Gbit/s \
+                 row above, where lowtide also receives.",
                 f(lt("B", out_req)),
                 f(lt("B", in_rec)),
                 f(k("B", out_req)),

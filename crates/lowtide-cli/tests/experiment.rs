@@ -101,7 +101,7 @@ fn merged_shards_equal_one_run_byte_for_byte() {
     let out = lowtide(&["experiment", "merge", d0, "--partial", "--out", p]);
     assert_eq!(out.status.code(), Some(1));
     let report = std::fs::read_to_string(part.join("report.md")).expect("report");
-    assert!(report.contains("1 runs (of 2 in the plan"), "{report}");
+    assert!(report.contains("2 runs (of 4 in the plan"), "{report}");
     for d in shard_dirs
         .iter()
         .chain([&whole, &again, &merged, &dup, &part])

@@ -47,6 +47,12 @@ pub struct Config {
     pub tcp_sack: bool,
     /// `net.ipv4.tcp_dsack`: send D-SACK blocks (RFC 2883).
     pub tcp_dsack: bool,
+    /// `net.ipv4.tcp_comp_sack_nr`: most ACKs held back while out-of-order data is
+    /// held (SACK compression); 0 sends every one.
+    pub tcp_comp_sack_nr: u8,
+    /// `net.ipv4.tcp_comp_sack_delay_ns`: longest hold of a compressed SACK (ns;
+    /// otherwise 5 % of the RTT).
+    pub tcp_comp_sack_delay_ns: u64,
     /// `net.ipv4.tcp_timestamps`: offer and accept timestamps (RFC 7323).
     pub tcp_timestamps: bool,
     /// `net.ipv4.tcp_window_scaling`: offer and accept window scaling (RFC 7323).
@@ -176,6 +182,8 @@ impl Default for Config {
             tcp_rmem: [4096, 131072, 6291456],
             tcp_sack: true,
             tcp_dsack: true,
+            tcp_comp_sack_nr: 44,
+            tcp_comp_sack_delay_ns: 1_000_000,
             tcp_timestamps: true,
             tcp_window_scaling: true,
             tcp_moderate_rcvbuf: true,
@@ -305,6 +313,8 @@ impl Config {
         "net.ipv4.tcp_rmem",
         "net.ipv4.tcp_sack",
         "net.ipv4.tcp_dsack",
+        "net.ipv4.tcp_comp_sack_nr",
+        "net.ipv4.tcp_comp_sack_delay_ns",
         "net.ipv4.tcp_timestamps",
         "net.ipv4.tcp_window_scaling",
         "net.ipv4.tcp_moderate_rcvbuf",
@@ -352,6 +362,13 @@ impl Config {
             "net.ipv4.tcp_rmem" => self.tcp_rmem = parse_triple(n, value)?,
             "net.ipv4.tcp_sack" => self.tcp_sack = parse_bool(n, value)?,
             "net.ipv4.tcp_dsack" => self.tcp_dsack = parse_bool(n, value)?,
+            // proc_dou8vec_minmax; proc_doulongvec_minmax.
+            "net.ipv4.tcp_comp_sack_nr" => {
+                self.tcp_comp_sack_nr = parse_num(n, value, 0, 255, "0..=255")?
+            }
+            "net.ipv4.tcp_comp_sack_delay_ns" => {
+                self.tcp_comp_sack_delay_ns = parse_num(n, value, 0, u64::MAX, "nanoseconds")?
+            }
             "net.ipv4.tcp_timestamps" => self.tcp_timestamps = parse_bool(n, value)?,
             "net.ipv4.tcp_window_scaling" => self.tcp_window_scaling = parse_bool(n, value)?,
             "net.ipv4.tcp_moderate_rcvbuf" => self.tcp_moderate_rcvbuf = parse_bool(n, value)?,

@@ -141,6 +141,9 @@ mib! {
     TcpExtTCPOFOQueue,
     /// Out-of-order segments dropped (no receive space).
     TcpExtTCPOFODrop,
+    /// ACKs not sent while out-of-order data was held (SACK compression,
+    /// `LINUX_MIB_TCPACKCOMPRESSED`).
+    TcpExtTCPAckCompressed,
     /// Segments dropped for lack of receive space.
     TcpExtTCPRcvQDrop,
     /// Segments that arrived entirely below rcv_nxt.

@@ -275,6 +275,9 @@ fn e4_run(group: &str, variant: &str, kind: &str, rate_bps: u64, secs: u64) -> R
         .sysctl("net.ipv4.tcp_rmem=4096 131072 268435456")
         .sysctl("net.ipv4.tcp_wmem=4096 16384 268435456")
         .sysctl(&format!("experimental.rtx_queue={kind}"))
+        // The seed's receivers (Linux 4.14) predate SACK compression (4.18): they
+        // sent a SACK for every out-of-order segment, the storm the seed measured.
+        .sysctl("net.ipv4.tcp_comp_sack_nr=0")
         .param("loss", "1 % (data direction)")
         .param("gro", "off")
         .param("cpu model", "calibrated (lowtide_sim::cpu)");

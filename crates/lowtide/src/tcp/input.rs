@@ -772,8 +772,11 @@ impl Tcb {
         while let Some(run) = self.ofo.pop_in_order(self.rcv_nxt) {
             self.queue_in_order(ctx, &run);
         }
-        if had_ofo {
-            // RFC 5681 section 4.2: ACK at once when a hole is filled.
+        if had_ofo && self.ofo.is_empty() {
+            // RFC 5681 section 4.2: ACK at once when the gap is filled (tcp_data_queue:
+            // ICSK_ACK_NOW once the out-of-order queue is empty; a partial fill moves
+            // rcv_nxt, which tcp_ack_snd_check answers at once or, with data still
+            // held, as the first ACK for the new rcv_nxt).
             self.schedule_ack_now();
         }
         self.try_consume_fin(ctx);
@@ -820,13 +823,20 @@ impl Tcb {
             return self.schedule_ack_now();
         }
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
+        // tcp_sack_new_ofo_skb: ACKs held back go out before the block this data
+        // extends or opens moves past the first two (their news would be lost).
+        let slot = self.ofo.sack_slot(seq, seq + payload.len() as u64);
+        if self.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
+            self.sack_compress_send_ack(ctx);
+        }
         if let Some(d) = self.ofo.insert(seq, payload) {
             if self.sack_ok && ctx.cfg.tcp_dsack {
                 self.dsack = Some(d);
                 ctx.mib.inc(Mib::TcpExtTCPDSACKOfoSent);
             }
         }
-        self.schedule_ack_now();
+        // tcp_data_queue_ofo: inet_csk_schedule_ack (tcp_ack_snd_check decides).
+        self.ack_pending = true;
     }
 
     /// Once all data before the peer's FIN is in, take the FIN (`tcp_fin`).
@@ -877,9 +887,10 @@ impl Tcb {
         self.ack_now = true;
     }
 
-    /// `__tcp_ack_snd_check`: ACK now if more than one full segment is unacknowledged,
-    /// in quick-ACK mode, or with out-of-order data; otherwise delay by
-    /// `tcp_send_delayed_ack`'s timeout (`tcp/delack.rs`).
+    /// `__tcp_ack_snd_check`: ACK now if more than one full segment is unacknowledged
+    /// or in quick-ACK mode; with out-of-order data held, now or compressed
+    /// (`tcp/compsack.rs`); otherwise delay by `tcp_send_delayed_ack`'s timeout
+    /// (`tcp/delack.rs`).
     pub(crate) fn ack_snd_check(&mut self, ctx: &mut Ctx) {
         if !self.ack_pending {
             return;
@@ -891,10 +902,11 @@ impl Tcb {
             || self.in_quickack_mode()
             || self.ack_now
             || delay.is_zero()
-            || !self.ofo.is_empty()
             || unacked >= 2 * self.rcv_mss as u64;
         if now_needed {
             self.send_ack(ctx);
+        } else if !self.ofo.is_empty() {
+            self.ack_or_compress(ctx);
         } else if self.delack_at.is_none() {
             self.delack_at = Some(ctx.now + delay);
         }

@@ -21,6 +21,7 @@
 
 pub(crate) mod api;
 pub(crate) mod chrono;
+pub(crate) mod compsack;
 pub mod cong;
 pub(crate) mod delack;
 pub mod info;

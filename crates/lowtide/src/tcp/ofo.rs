@@ -64,6 +64,20 @@ impl OfoQueue {
         dup
     }
 
+    /// Where `tcp_sack_new_ofo_skb` finds data `[seq, end)`: the index of the first
+    /// reported block (most recent first) that it overlaps or adjoins
+    /// (`tcp_sack_extend`), or the number of blocks if it opens a new one.
+    pub fn sack_slot(&self, seq: u64, end: u64) -> usize {
+        let touches = |k: &u64| {
+            let run_end = *k + self.runs.get(k).map_or(0, |v| v.len() as u64);
+            *k <= end && seq <= run_end
+        };
+        self.recent
+            .iter()
+            .position(touches)
+            .unwrap_or(self.recent.len())
+    }
+
     /// Builds the union of `data` at `seq` and the runs in `touching` (which start at
     /// or after `start`), removing those runs.
     fn merge(&mut self, start: u64, seq: u64, data: &[u8], touching: &[u64]) -> Vec<u8> {

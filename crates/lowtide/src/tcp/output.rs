@@ -281,6 +281,7 @@ impl Tcb {
         let apart = ctx.tx_apart && payload.len() > mss as usize;
         let pkt = build_packet(ctx, self.tuple, &th, payload, apart);
         self.on_ack_sent();
+        self.comp_sack_ack_sent(ctx.mib);
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
         if !payload.is_empty() {
             self.data_segs_out += payload.len().div_ceil(mss as usize) as u64;

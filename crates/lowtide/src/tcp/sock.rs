@@ -190,6 +190,8 @@ pub struct Tcb {
     pub(crate) user_timeout: Duration,
     pub(crate) pending: Option<(Pending, Instant)>,
     pub(crate) delack_at: Option<Instant>,
+    /// SACK compression (`tcp/compsack.rs`).
+    pub(crate) comp_sack: super::compsack::CompSack,
     /// `icsk_ack.ato`: the delayed-ACK timeout, 0 until the first data
     /// (`tcp/delack.rs`).
     pub(crate) ato: Duration,
@@ -385,6 +387,7 @@ impl Tcb {
             user_timeout: Duration::ZERO,
             pending: None,
             delack_at: None,
+            comp_sack: Default::default(),
             ato: Duration::ZERO,
             ack_now: false,
             pingpong: 0,

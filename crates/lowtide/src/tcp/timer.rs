@@ -15,6 +15,7 @@ impl Tcb {
         [
             self.pending.map(|p| p.1),
             self.delack_at,
+            self.comp_sack.timer_at,
             self.tw_at,
             pacing,
             self.resource_retry_at,
@@ -89,6 +90,9 @@ impl Tcb {
                 ctx.mib.inc(Mib::TcpExtDelayedACKs);
                 self.send_ack(ctx);
             }
+        }
+        if self.comp_sack.timer_at.is_some_and(|t| t <= now) {
+            self.comp_sack_timer(ctx);
         }
         if self.pacing_timer && self.wstamp <= now {
             self.on_pacing_timer(ctx);

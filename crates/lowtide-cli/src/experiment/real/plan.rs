@@ -446,7 +446,11 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
                 "net.ipv4.tcp_wmem=4096 16384 268435456".into(),
                 format!("experimental.rtx_queue={kind}"),
             ],
-            kernel_sysctls: vec![("net.ipv4.tcp_rmem".into(), "4096 131072 268435456".into())],
+            // The seed's 4.14 receiver had no SACK compression (4.18).
+            kernel_sysctls: vec![
+                ("net.ipv4.tcp_rmem".into(), "4096 131072 268435456".into()),
+                ("net.ipv4.tcp_comp_sack_nr".into(), "0".into()),
+            ],
             what: Send::For(Duration::from_secs(secs)),
             sndbuf: None,
             sample_every: Duration::from_millis(100),
@@ -468,6 +472,7 @@ fn kernel_e4(r: &mut RealRun, rate: u64, secs: u64, seed: u64) -> Result<(), Str
     kernel::sysctl(&link.sender, "net.ipv4.tcp_congestion_control", "bbr")?;
     kernel::sysctl(&link.sender, "net.ipv4.tcp_wmem", "4096 16384 268435456")?;
     kernel::sysctl(&link.receiver, "net.ipv4.tcp_rmem", "4096 131072 268435456")?;
+    kernel::sysctl(&link.receiver, "net.ipv4.tcp_comp_sack_nr", "0")?;
     let sink = kernel::sink(&link.receiver, 5201, 1)?;
     let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));
     let what = Send::For(Duration::from_secs(secs));

@@ -241,15 +241,22 @@ impl Tcb {
         self.rcv_queue.drain(..n);
         self.copied_seq += n as u64;
         self.rcv_space_adjust(ctx);
-        self.cleanup_rbuf(ctx);
+        self.cleanup_rbuf(ctx, n);
         Ok(n)
     }
 
-    /// `tcp_cleanup_rbuf`: after a read, send a window update if the window can grow
-    /// by a lot: the peer was told at most half the full window, and the window
-    /// `tcp_select_window` would now offer (not zero) is at least twice that.
-    fn cleanup_rbuf(&mut self, ctx: &mut Ctx) {
-        if !self.state.is_synchronized() || self.rcv_shutdown {
+    /// `__tcp_cleanup_rbuf` after a read of `copied` bytes: the ACK the input path
+    /// left to the reader (`Tcb::read_needs_ack`), else a window update if the window
+    /// can grow by a lot: the peer was told at most half the full window, and the
+    /// window `tcp_select_window` would now offer (not zero) is at least twice that.
+    fn cleanup_rbuf(&mut self, ctx: &mut Ctx, copied: usize) {
+        if !self.state.is_synchronized() {
+            return;
+        }
+        if self.read_needs_ack(copied) {
+            return self.send_ack(ctx);
+        }
+        if copied == 0 || self.rcv_shutdown {
             return;
         }
         let advertised_left = (self.rcv_wup + self.rcv_wnd as u64).saturating_sub(self.rcv_nxt);

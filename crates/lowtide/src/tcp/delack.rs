@@ -9,6 +9,15 @@
 use super::sock::{Tcb, TCP_DELACK_MIN, TCP_MAX_QUICKACKS};
 use crate::time::Instant;
 use core::time::Duration;
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+
+/// `ICSK_ACK_PUSHED`: a segment that looks like the end of a write arrived.
+pub(crate) const ICSK_ACK_PUSHED: u8 = 1;
+/// `ICSK_ACK_PUSHED2`: two such segments since the last ACK.
+pub(crate) const ICSK_ACK_PUSHED2: u8 = 2;
+/// `TCP_MSS_DEFAULT` (RFC 1122's 536) and `TCP_MIN_MSS`.
+const TCP_MSS_DEFAULT: usize = 536;
+const TCP_MIN_MSS: usize = 88;
 
 /// `TCP_ATO_MIN` (HZ/25): the smallest ACK timeout.
 pub const TCP_ATO_MIN: Duration = Duration::from_millis(40);
@@ -40,6 +49,60 @@ impl Tcb {
             // "Too long gap": the sender failed to restart its window; ACK quickly.
             self.incr_quickack(TCP_MAX_QUICKACKS);
         }
+    }
+
+    /// `tcp_measure_rcv_mss` for in-order data of `len` bytes under `th`: the peer's
+    /// segment size (`rcv_mss`), and the `ICSK_ACK_PUSHED` marks that let
+    /// `tcp_cleanup_rbuf` ACK at once once the reader drains a small or pushed
+    /// segment (the end of a write: the sender may be waiting for that ACK).
+    pub(crate) fn measure_rcv_mss(&mut self, th: &TcpRepr, len: usize) {
+        let lss = self.last_seg_size;
+        self.last_seg_size = 0;
+        if len >= self.rcv_mss as usize {
+            self.rcv_mss = (len as u32).min(self.advmss);
+            if th.flags.contains(TcpFlags::PSH) {
+                self.ack_pushed |= ICSK_ACK_PUSHED;
+            }
+            return;
+        }
+        // "len" with the TCP header: a segment at least RFC 1122's default size, or
+        // one without FIN/URG/SYN/PSH (TCP_REMNANT), is a full segment of a small MSS
+        // when two in a row have the same size.
+        let with_header = len + th.header_len();
+        let remnant = TcpFlags::FIN.0 | TcpFlags::URG.0 | TcpFlags::SYN.0 | TcpFlags::PSH.0;
+        if with_header >= TCP_MSS_DEFAULT + 20
+            || (with_header >= TCP_MIN_MSS + 20 && th.flags.0 & remnant == 0)
+        {
+            let seg = with_header.saturating_sub(self.tcp_header_len()) as u32;
+            self.last_seg_size = seg;
+            if seg == lss {
+                self.rcv_mss = seg;
+                return;
+            }
+        }
+        if self.ack_pushed & ICSK_ACK_PUSHED != 0 {
+            self.ack_pushed |= ICSK_ACK_PUSHED2;
+        }
+        self.ack_pushed |= ICSK_ACK_PUSHED;
+    }
+
+    /// `tp->tcp_header_len`: the TCP header of our segments without SACK blocks.
+    fn tcp_header_len(&self) -> usize {
+        20 + if self.ts_ok { 12 } else { 0 }
+    }
+
+    /// `__tcp_cleanup_rbuf`'s first test, after a read of `copied` bytes with an ACK
+    /// owed: more than one segment unacknowledged (the once-per-two-segments ACK
+    /// tcp_input.c left to the reader), or the read drained everything after a
+    /// pushed segment (`ICSK_ACK_PUSHED2`, or `ICSK_ACK_PUSHED` outside pingpong).
+    pub(crate) fn read_needs_ack(&self, copied: usize) -> bool {
+        if !self.ack_pending {
+            return false;
+        }
+        let drained = self.rcv_queue.is_empty() && self.ofo.is_empty();
+        let pushed = self.ack_pushed & ICSK_ACK_PUSHED2 != 0
+            || (self.ack_pushed & ICSK_ACK_PUSHED != 0 && !self.in_pingpong_mode());
+        self.rcv_nxt - self.rcv_wup > self.rcv_mss as u64 || (copied > 0 && pushed && drained)
     }
 
     /// `tcp_incr_quickack`: up to `max` quick ACKs, as many as half the window in
@@ -92,7 +155,8 @@ impl Tcb {
     pub(crate) fn delack_timeout(&self) -> Duration {
         let mut ato = self.ato;
         if ato > TCP_DELACK_MIN {
-            let mut max_ato = if self.in_pingpong_mode() {
+            let pushed = self.ack_pushed & ICSK_ACK_PUSHED != 0;
+            let mut max_ato = if self.in_pingpong_mode() || pushed {
                 TCP_DELACK_MAX
             } else {
                 MAX_ATO

@@ -748,7 +748,6 @@ impl Tcb {
             return self.set_error(ctx, SocketError::ConnectionReset);
         }
         self.data_segs_in += 1;
-        self.rcv_mss_estimate(payload.len());
         let end = seq + payload.len() as u64;
         if end <= self.rcv_nxt {
             return self.old_data(ctx, seq, end);
@@ -767,6 +766,8 @@ impl Tcb {
             return self.schedule_ack_now();
         }
         self.queue_in_order(ctx, fresh);
+        // tcp_event_data_recv (in-order data only): tcp_measure_rcv_mss, then ato.
+        self.measure_rcv_mss(th, fresh.len());
         self.event_data_recv(ctx.now, prev_rcv);
         let had_ofo = !self.ofo.is_empty();
         while let Some(run) = self.ofo.pop_in_order(self.rcv_nxt) {
@@ -870,14 +871,6 @@ impl Tcb {
                 self.enter_time_wait(ctx);
             }
             _ => self.schedule_ack_now(),
-        }
-    }
-
-    /// `tcp_measure_rcv_mss`: the peer's segment size, for delayed-ACK decisions.
-    fn rcv_mss_estimate(&mut self, len: usize) {
-        let len = len as u32;
-        if len >= self.rcv_mss {
-            self.rcv_mss = len.min(self.advmss);
         }
     }
 

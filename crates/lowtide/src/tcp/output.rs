@@ -317,6 +317,7 @@ impl Tcb {
     fn on_ack_sent(&mut self) {
         self.ack_pending = false;
         self.ack_now = false;
+        self.ack_pushed = 0;
         self.delack_at = None;
         self.quick = self.quick.saturating_sub(1);
     }

@@ -198,6 +198,12 @@ pub struct Tcb {
     /// `icsk_ack.pingpong`: replies sent within `ato` of a receipt.
     pub(crate) pingpong: u8,
     pub(crate) quick: u32,
+    /// `icsk_ack.pending`'s `ICSK_ACK_PUSHED` / `ICSK_ACK_PUSHED2` bits
+    /// (`tcp/delack.rs`).
+    pub(crate) ack_pushed: u8,
+    /// `icsk_ack.last_seg_size`: the last small segment's payload, for
+    /// `tcp_measure_rcv_mss`.
+    pub(crate) last_seg_size: u32,
     /// ACK owed (`ICSK_ACK_SCHED`).
     pub(crate) ack_pending: bool,
     /// The owed ACK goes out at once, pingpong mode or not (`ICSK_ACK_NOW`).
@@ -392,6 +398,8 @@ impl Tcb {
             ack_now: false,
             pingpong: 0,
             quick: 0,
+            ack_pushed: 0,
+            last_seg_size: 0,
             ack_pending: false,
             tw_at: None,
             lsndtime: now,

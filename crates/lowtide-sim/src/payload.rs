@@ -2,18 +2,39 @@
 //! so the receiver can check any byte at any offset without keeping a copy.
 //!
 //! Byte `o` of flow `f` is byte `o % 8` (little-endian) of the 64-bit word
-//! `mix(key ^ o / 8)` with `key = splitmix64(seed ^ splitmix64(f))` and `mix` one multiply
-//! and a fold (`x * φ·2^64`, then high half xored into the low): not a statistical
-//! RNG, but no two nearby words are alike, so a flipped, missing or extra byte shows,
-//! and it costs about a cycle per 8 bytes, generated and compared a word at a time.
+//! `TABLE[(o / 8 + rot) % 512] ^ mix(key ^ o / 4096)`: a fixed table of 512 random
+//! words (4 KB, in L1) at a per-flow rotation `rot`, XORed with one constant per
+//! 4 KB block of the stream (`key = splitmix64(seed ^ splitmix64(f))`, `mix` one
+//! multiply and a fold). No two words of a block are alike and no two blocks or
+//! flows share their constant, so a flipped, missing, extra or misplaced byte
+//! shows; generating or checking a word is a load and an XOR (vectorized), so the
+//! pattern costs about what a copy costs.
 
 /// SplitMix64's output function (Steele, Lea, Flood 2014): a fast, well-mixed hash.
 #[inline]
-pub fn splitmix64(x: u64) -> u64 {
+pub const fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// Words per block of the stream (one block constant each): 4 KB.
+const BLOCK_WORDS: usize = 512;
+
+/// The table of words every block XORs its constant into, repeated twice so that
+/// a block at any rotation is one contiguous slice.
+static TABLE: [u64; 2 * BLOCK_WORDS] = table();
+
+const fn table() -> [u64; 2 * BLOCK_WORDS] {
+    let mut t = [0u64; 2 * BLOCK_WORDS];
+    let mut i = 0;
+    while i < BLOCK_WORDS {
+        t[i] = splitmix64(0x6c6f_7774_6964_6521 ^ i as u64);
+        t[i + BLOCK_WORDS] = t[i];
+        i += 1;
+    }
+    t
 }
 
 /// The payload of one flow of one run.
@@ -30,11 +51,30 @@ impl Payload {
         }
     }
 
+    /// The flow's rotation of the table.
+    #[inline(always)]
+    fn rot(&self) -> usize {
+        (self.key >> 55) as usize % BLOCK_WORDS
+    }
+
+    /// The constant of block `block` (stream words `512 * block ..`).
+    #[inline(always)]
+    fn block_const(&self, block: u64) -> u64 {
+        let m = (self.key ^ block).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        m ^ (m >> 29)
+    }
+
+    /// The table words of stream words `index .. index + n` (within one block).
+    #[inline(always)]
+    fn table_run(&self, index: u64, n: usize) -> &'static [u64] {
+        let at = (index as usize % BLOCK_WORDS + self.rot()) % BLOCK_WORDS;
+        &TABLE[at..at + n]
+    }
+
     /// The word at index `index` (stream offsets `8 * index ..`, little-endian).
     #[inline(always)]
     fn word_u64(&self, index: u64) -> u64 {
-        let m = (self.key ^ index).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        m ^ (m >> 29)
+        self.table_run(index, 1)[0] ^ self.block_const(index / BLOCK_WORDS as u64)
     }
 
     /// The 8 bytes at word index `index`.
@@ -48,20 +88,38 @@ impl Payload {
         self.word(offset / 8)[(offset % 8) as usize]
     }
 
+    /// Calls `f(index, table words, block constant)` for the whole words from word
+    /// `first` on, `words` of them, one block piece at a time.
+    #[inline(always)]
+    fn runs(&self, first: u64, words: usize, mut f: impl FnMut(usize, &[u64], u64)) {
+        let mut done = 0;
+        while done < words {
+            let index = first + done as u64;
+            let in_block = BLOCK_WORDS - (index as usize % BLOCK_WORDS);
+            let n = in_block.min(words - done);
+            let c = self.block_const(index / BLOCK_WORDS as u64);
+            f(done, self.table_run(index, n), c);
+            done += n;
+        }
+    }
+
     /// Fills `buf` with the stream bytes starting at `offset`.
     pub fn fill(&self, offset: u64, buf: &mut [u8]) {
         let head = head_len(offset, buf.len());
         for (i, b) in buf[..head].iter_mut().enumerate() {
             *b = self.byte_at(offset + i as u64);
         }
-        let mut index = (offset + head as u64) / 8;
-        let mut chunks = buf[head..].chunks_exact_mut(8);
-        for c in &mut chunks {
-            c.copy_from_slice(&self.word_u64(index).to_le_bytes());
-            index += 1;
-        }
-        let w = self.word(index);
-        let rest = chunks.into_remainder();
+        let first = (offset + head as u64) / 8;
+        let words = (buf.len() - head) / 8;
+        let body = &mut buf[head..head + 8 * words];
+        self.runs(first, words, |done, t, c| {
+            let out = &mut body[8 * done..8 * (done + t.len())];
+            for (o, w) in out.chunks_exact_mut(8).zip(t) {
+                o.copy_from_slice(&(w ^ c).to_le_bytes());
+            }
+        });
+        let w = self.word(first + words as u64);
+        let rest = &mut buf[head + 8 * words..];
         let n = rest.len();
         rest.copy_from_slice(&w[..n]);
     }
@@ -74,34 +132,30 @@ impl Payload {
             return Err(offset + i as u64);
         }
         let base = offset + head as u64;
-        let first = base / 8;
-        let body = &data[head..];
-        // Compare 64 bytes at a time without branching per word; locate on a miss.
-        let mut blocks = body.chunks_exact(64);
-        for (b, block) in (&mut blocks).enumerate() {
-            let index = first + 8 * b as u64;
+        let words = (data.len() - head) / 8;
+        let body = &data[head..head + 8 * words];
+        // XOR-accumulate without branching per word; locate on a miss.
+        let mut bad = None;
+        self.runs(base / 8, words, |done, t, c| {
+            if bad.is_some() {
+                return;
+            }
+            let got = &body[8 * done..8 * (done + t.len())];
             let mut diff = 0u64;
-            for (k, c) in block.chunks_exact(8).enumerate() {
-                let got = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-                diff |= got ^ self.word_u64(index + k as u64);
+            for (g, w) in got.chunks_exact(8).zip(t) {
+                diff |= u64::from_le_bytes(g.try_into().expect("8 bytes")) ^ w ^ c;
             }
             if diff != 0 {
-                return Err(self.first_diff(base + 64 * b as u64, block));
+                bad = Some(self.first_diff(base + 8 * done as u64, got));
             }
+        });
+        if let Some(at) = bad {
+            return Err(at);
         }
-        let done = body.len() - blocks.remainder().len();
-        let mut index = first + done as u64 / 8;
-        let mut chunks = blocks.remainder().chunks_exact(8);
-        for (k, c) in (&mut chunks).enumerate() {
-            if c != self.word(index) {
-                return Err(self.first_diff(base + (done + 8 * k) as u64, c));
-            }
-            index += 1;
-        }
-        let rest = chunks.remainder();
-        let w = self.word(index);
+        let rest = &data[head + 8 * words..];
+        let w = self.word(base / 8 + words as u64);
         match rest.iter().zip(w).position(|(a, b)| *a != b) {
-            Some(i) => Err(base + (data.len() - head - rest.len()) as u64 + i as u64),
+            Some(i) => Err(base + 8 * words as u64 + i as u64),
             None => Ok(()),
         }
     }
@@ -254,6 +308,20 @@ mod tests {
             assert!(p.verify(k, &buf[..200]).is_err(), "shift by {k} undetected");
             assert!(p.verify(0, &buf[k as usize..k as usize + 200]).is_err());
         }
+    }
+
+    #[test]
+    fn shifts_by_whole_table_periods_are_detected() {
+        // The table repeats every 4 KB: the block constants tell the periods apart.
+        let p = Payload::new(9, 4);
+        let buf = stream(&p, 5 * 4096);
+        for k in [4096usize, 8192, 3 * 4096] {
+            assert!(p.verify(k as u64, &buf[..4096]).is_err(), "shift by {k}");
+            assert!(p.verify(0, &buf[k..k + 4096]).is_err(), "shift by -{k}");
+        }
+        // Another flow's bytes at the same offset are wrong everywhere.
+        let q = Payload::new(9, 5);
+        assert_eq!(q.verify(4096, &buf[4096..8192]), Err(4096));
     }
 
     #[test]

@@ -8,10 +8,11 @@
 //! are merged (as Linux's `napi_gro_receive`) after their checksums are verified;
 //! segments that fail verification go to the stack unmerged, to be counted there.
 
+use crate::link::WireSeg;
 use crate::nic::NicQueue;
 use lowtide::{Instant, RxChecksum, SocketHandle, Stack, TxToken};
 use lowtide_wire::pool::BufPool;
-use lowtide_wire::tcp::four_tuple;
+use lowtide_wire::tcp::{four_tuple, four_tuple_apart};
 use lowtide_wire::{checksum, gso, ip::IpRepr, ip::PROTO_TCP};
 use std::net::IpAddr;
 
@@ -44,7 +45,7 @@ pub struct Host {
     /// The packet being serialized, whose TX completion is pending.
     pub tx_busy: Option<TxToken>,
     /// Wire segments received and not yet polled.
-    pub rx_ring: Vec<Vec<u8>>,
+    pub rx_ring: Vec<WireSeg>,
     /// The time of the pending NAPI poll, if any.
     pub rx_poll_at: Option<Instant>,
     /// The link directions delivering to this host.
@@ -127,7 +128,8 @@ impl Host {
             self.gro_flush(now);
         } else {
             let csum = self.rx_checksum();
-            for pkt in ring.drain(..) {
+            for seg in ring.drain(..) {
+                let pkt = seg.flatten();
                 self.stack.handle_packet(now, &pkt, csum);
                 self.spent.push(pkt);
             }
@@ -147,21 +149,16 @@ impl Host {
         }
     }
 
-    fn gro_receive(&mut self, now: Instant, pkt: Vec<u8>) {
+    fn gro_receive(&mut self, now: Instant, seg: WireSeg) {
+        if self.gro_merge_apart(&seg) {
+            return self.spent.push(seg.head);
+        }
+        let pkt = seg.flatten();
         let key = flow_key(&pkt);
         let held = key.and_then(|k| self.gro_held.iter().position(|(h, _)| *h == k));
         if let Some(i) = held {
+            self.grow_held(i);
             let acc = &mut self.gro_held[i].1;
-            // Only a packet with payload can grow (gso::merge's first rule).
-            if acc.capacity() < GRO_MAX_LEN && gso::merged_segment_size(acc).is_some() {
-                // The accumulator sized up front (a pooled 64 KB buffer), so merging
-                // never reallocates as it grows; the segment it held goes back to
-                // its sender.
-                let mut big = self.pool.take(GRO_MAX_LEN);
-                big.extend_from_slice(acc);
-                let first = std::mem::replace(acc, big);
-                self.spent.push(first);
-            }
             let merged = match self.rx_csum_valid {
                 true => gso::gro_merge_csum_valid(acc, &pkt, GRO_MAX_LEN),
                 false => gso::gro_merge(acc, &pkt, GRO_MAX_LEN),
@@ -188,6 +185,41 @@ impl Host {
             self.done_with(oldest);
         }
         self.gro_held.push((key, pkt));
+    }
+
+    /// GRO for a segment whose payload lies apart (a trusted medium only): appended
+    /// to its flow's held packet straight from where it lies, if it continues it.
+    fn gro_merge_apart(&mut self, seg: &WireSeg) -> bool {
+        if seg.body.is_empty() || !self.rx_csum_valid {
+            return false;
+        }
+        let Ok((src, dst)) = four_tuple_apart(&seg.head, seg.body.len()) else {
+            return false;
+        };
+        let key = FlowKey {
+            src: src.ip(),
+            dst: dst.ip(),
+            ports: (src.port() as u32) << 16 | dst.port() as u32,
+        };
+        let Some(i) = self.gro_held.iter().position(|(h, _)| *h == key) else {
+            return false;
+        };
+        self.grow_held(i);
+        let acc = &mut self.gro_held[i].1;
+        gso::gro_merge_apart_csum_valid(acc, &seg.head, &seg.body, GRO_MAX_LEN)
+    }
+
+    /// Gives held packet `i` a 64 KB pooled buffer before it first grows, so that
+    /// merging never reallocates; the segment it held goes back to its sender.
+    fn grow_held(&mut self, i: usize) {
+        let acc = &mut self.gro_held[i].1;
+        // Only a packet with payload can grow (gso::merge's first rule).
+        if acc.capacity() < GRO_MAX_LEN && gso::merged_segment_size(acc).is_some() {
+            let mut big = self.pool.take(GRO_MAX_LEN);
+            big.extend_from_slice(acc);
+            let first = std::mem::replace(acc, big);
+            self.spent.push(first);
+        }
     }
 
     /// A held packet went to the stack: a GRO accumulator stays for the next one, a

@@ -3,6 +3,7 @@
 //! duplication, corruption), each direction with its own random stream.
 
 use crate::event::EventQueue;
+use bytes::Bytes;
 use lowtide::Instant;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -13,6 +14,48 @@ use std::collections::VecDeque;
 /// preamble and start delimiter 8 + inter-frame gap 12 = 38. A 1500-byte IP packet
 /// occupies 1538 byte times, as on a real Ethernet.
 pub const FRAMING_OVERHEAD: u64 = 38;
+
+/// A segment on the wire: its headers, and its payload where the sending stack keeps
+/// it (a slice of the GSO packet's payload, as a NIC's scatter-gather list reads an
+/// skb's page fragments), so cutting a GSO packet copies no payload. A packet built
+/// whole has an empty `body`.
+#[derive(Debug, Clone, Default)]
+pub struct WireSeg {
+    /// The headers (the whole packet if `body` is empty), in a buffer with room for
+    /// the whole segment when the device cut it.
+    pub head: Vec<u8>,
+    /// The payload kept apart.
+    pub body: Bytes,
+}
+
+impl WireSeg {
+    /// A packet built whole.
+    pub fn whole(packet: Vec<u8>) -> WireSeg {
+        WireSeg {
+            head: packet,
+            body: Bytes::new(),
+        }
+    }
+
+    /// Bytes on the wire (the IP packet).
+    pub fn len(&self) -> usize {
+        self.head.len() + self.body.len()
+    }
+
+    /// Whether the segment has no bytes at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The segment in one buffer: the payload copied behind the headers, in the
+    /// head's buffer.
+    pub fn flatten(mut self) -> Vec<u8> {
+        if !self.body.is_empty() {
+            self.head.extend_from_slice(&self.body);
+        }
+        self.head
+    }
+}
 
 /// The settings of one link direction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -175,7 +218,7 @@ impl LinkDir {
 
     /// Applies the impairments to a segment whose serialization ended at `end` (ns)
     /// and hands each surviving copy to `deliver` with its arrival time (ns).
-    pub fn propagate(&mut self, end: u64, mut pkt: Vec<u8>, mut deliver: impl FnMut(u64, Vec<u8>)) {
+    pub fn propagate(&mut self, end: u64, mut pkt: WireSeg, mut deliver: impl FnMut(u64, WireSeg)) {
         if self.lost() {
             self.stats.lost += 1;
             return;
@@ -187,7 +230,9 @@ impl LinkDir {
         }
         if self.corrupt.hit(&mut self.rng) && !pkt.is_empty() {
             self.stats.corrupted += 1;
-            self.flip_bit(&mut pkt);
+            let mut whole = std::mem::take(&mut pkt).flatten();
+            self.flip_bit(&mut whole);
+            pkt = WireSeg::whole(whole);
         }
         let at = end + self.delay();
         deliver(at, pkt);
@@ -249,9 +294,9 @@ fn burst_thresholds(cfg: &LinkConfig) -> Option<(Threshold, Threshold)> {
 /// priority queue keyed by (arrival time, sending order) keeps ties deterministic.
 pub enum Pipe {
     /// Arrival times never decrease.
-    Fifo(VecDeque<(u64, Vec<u8>)>),
+    Fifo(VecDeque<(u64, WireSeg)>),
     /// Arrival times may decrease (jitter, reordering).
-    Sorted(EventQueue<Vec<u8>>),
+    Sorted(EventQueue<WireSeg>),
 }
 
 impl Pipe {
@@ -265,7 +310,7 @@ impl Pipe {
 
     /// A segment that arrives at `at` (ns).
     #[inline]
-    pub fn push(&mut self, at: u64, pkt: Vec<u8>) {
+    pub fn push(&mut self, at: u64, pkt: WireSeg) {
         match self {
             Pipe::Fifo(q) => {
                 debug_assert!(q.back().is_none_or(|(t, _)| *t <= at));
@@ -286,7 +331,7 @@ impl Pipe {
 
     /// Takes the earliest segment if it has arrived by `now` (ns).
     #[inline]
-    pub fn pop_arrived(&mut self, now: u64) -> Option<Vec<u8>> {
+    pub fn pop_arrived(&mut self, now: u64) -> Option<WireSeg> {
         if self.head_time()? > now {
             return None;
         }
@@ -309,7 +354,8 @@ mod tests {
         let mut out = Vec::new();
         for i in 0..n {
             let (_, end) = l.serialize(0, 100);
-            l.propagate(end, vec![i as u8; 100], |at, p| out.push((at, p)));
+            let seg = WireSeg::whole(vec![i as u8; 100]);
+            l.propagate(end, seg, |at, p| out.push((at, p.flatten())));
         }
         out
     }
@@ -344,7 +390,9 @@ mod tests {
         let (s3, _) = l.serialize(10_000, 40);
         assert_eq!(s3, 10_000, "idle link starts at once");
         let mut got = vec![];
-        l.propagate(e2, vec![1], |at, p| got.push((at, p)));
+        l.propagate(e2, WireSeg::whole(vec![1]), |at, p| {
+            got.push((at, p.flatten()))
+        });
         assert_eq!(got, vec![(1_002_462, vec![1])]);
     }
 
@@ -376,7 +424,7 @@ mod tests {
             let mut lost_flags = Vec::with_capacity(n);
             for i in 0..n {
                 let mut got = false;
-                l.propagate(0, vec![i as u8], |_, _| got = true);
+                l.propagate(0, WireSeg::whole(vec![i as u8]), |_, _| got = true);
                 lost_flags.push(!got);
             }
             let lost = lost_flags.iter().filter(|&&x| x).count();
@@ -431,7 +479,7 @@ mod tests {
         });
         let mut extras = vec![];
         for _ in 0..1000 {
-            l.propagate(0, vec![0], |at, _| extras.push(at - 1000));
+            l.propagate(0, WireSeg::whole(vec![0]), |at, _| extras.push(at - 1000));
         }
         assert!(extras
             .iter()
@@ -448,18 +496,19 @@ mod tests {
         });
         assert!(matches!(fifo, Pipe::Fifo(_)) && matches!(sorted, Pipe::Sorted(_)));
         for (at, tag) in [(10, 1u8), (10, 2), (20, 3)] {
-            fifo.push(at, vec![tag]);
+            fifo.push(at, WireSeg::whole(vec![tag]));
         }
         for (at, tag) in [(20, 3u8), (10, 1), (10, 2)] {
-            sorted.push(at, vec![tag]);
+            sorted.push(at, WireSeg::whole(vec![tag]));
         }
         for pipe in [&mut fifo, &mut sorted] {
-            assert_eq!(pipe.pop_arrived(9), None);
-            assert_eq!(pipe.pop_arrived(15), Some(vec![1]));
-            assert_eq!(pipe.pop_arrived(15), Some(vec![2]));
-            assert_eq!(pipe.pop_arrived(15), None);
+            let mut pop = |now| pipe.pop_arrived(now).map(WireSeg::flatten);
+            assert_eq!(pop(9), None);
+            assert_eq!(pop(15), Some(vec![1]));
+            assert_eq!(pop(15), Some(vec![2]));
+            assert_eq!(pop(15), None);
             assert_eq!(pipe.head_time(), Some(20));
-            assert_eq!(pipe.pop_arrived(20), Some(vec![3]));
+            assert_eq!(pipe.pop_arrived(20).map(WireSeg::flatten), Some(vec![3]));
         }
     }
 

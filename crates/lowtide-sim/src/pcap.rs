@@ -18,6 +18,8 @@ use std::time::Duration;
 pub struct PcapSink {
     writer: PcapWriter<BufWriter<File>>,
     error: Option<String>,
+    /// Reused to join a packet's two parts.
+    scratch: Vec<u8>,
 }
 
 impl PcapSink {
@@ -36,7 +38,21 @@ impl PcapSink {
         Ok(PcapSink {
             writer,
             error: None,
+            scratch: Vec::new(),
         })
+    }
+
+    /// Writes a packet kept in two parts (headers and payload apart), as one.
+    pub fn write_parts(&mut self, at: Instant, head: &[u8], body: &[u8]) {
+        if body.is_empty() {
+            return self.write(at, head);
+        }
+        let mut whole = std::mem::take(&mut self.scratch);
+        whole.clear();
+        whole.extend_from_slice(head);
+        whole.extend_from_slice(body);
+        self.write(at, &whole);
+        self.scratch = whole;
     }
 
     /// Records one packet seen at `at`; the first write error is kept and later

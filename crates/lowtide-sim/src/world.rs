@@ -5,6 +5,7 @@ use crate::cpu::CpuState;
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
 use crate::intervals::IntervalSampler;
+use crate::link::WireSeg;
 use crate::link::{LinkDir, Pipe};
 use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
@@ -435,8 +436,8 @@ impl World {
         let limit = self.backlog_limit();
         let ring = std::mem::take(&mut self.hosts[HOST_A].rx_ring);
         if let Some(cpu) = self.cpu.as_mut() {
-            for pkt in ring {
-                cpu.add_backlog(now, pkt, limit);
+            for seg in ring {
+                cpu.add_backlog(now, seg.flatten(), limit);
             }
         }
         self.cpu_run();
@@ -607,27 +608,30 @@ impl World {
         let (link, pipe, pcap) = (&mut self.links[li], &mut self.pipes[li], &mut self.pcap);
         let stack = &mut self.hosts[host].stack;
         let mut last_end = now.as_nanos();
-        let mut put = |seg: Vec<u8>| {
+        let mut put = |seg: WireSeg| {
             let (start, end) = link.serialize(now.as_nanos(), seg.len());
             if let Some(p) = pcap.as_mut() {
-                p.write(Instant(start), &seg);
+                p.write_parts(Instant(start), &seg.head, &seg.body);
             }
             last_end = end;
             link.propagate(end, seg, |at, pkt| pipe.push(at, pkt));
         };
         let token = tx.token;
         if tx.gso_segs <= 1 {
-            put(match full_csum {
+            put(WireSeg::whole(match full_csum {
                 true => finish_checksum(tx.packet),
                 false => tx.packet,
-            });
+            }));
         } else {
-            // Segments built in buffers of the sender's pool (the receiver gives them back).
+            // Each segment's headers in a buffer of the sender's pool (the receiver
+            // gives it back), its payload a slice of the super-packet's: no copy.
             let take = |len| stack.take_buffer(len);
             let (hdr, payload) = (&tx.packet, &tx.payload);
-            if gso::segment_apart_into(hdr, payload, tx.gso_size, full_csum, take, &mut put)
-                .is_err()
-            {
+            let cut = |head, range| {
+                let body = payload.slice(range);
+                put(WireSeg { head, body })
+            };
+            if gso::segment_headers_into(hdr, payload, tx.gso_size, full_csum, take, cut).is_err() {
                 tracing::warn!("unsegmentable packet from host {host}: dropped");
             }
             // The NIC is done with the super-packet: its buffer builds the next one.

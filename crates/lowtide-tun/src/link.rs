@@ -18,7 +18,7 @@ use crate::device::TunDevice;
 use crate::vnet::VnetHdr;
 use lowtide::TxToken;
 use lowtide_sim::event::EventQueue;
-use lowtide_sim::link::{LinkConfig, LinkDir, LinkStats, FRAMING_OVERHEAD};
+use lowtide_sim::link::{LinkConfig, LinkDir, LinkStats, WireSeg, FRAMING_OVERHEAD};
 use lowtide_wire::gso;
 use lowtide_wire::pool::{BufPool, POOL_BUF_LEN, POOL_MID_LEN};
 use std::collections::VecDeque;
@@ -329,9 +329,9 @@ impl PathDir {
             self.completions.push_back((end, t));
         }
         let pipe = &mut self.pipe;
-        self.link.propagate(end, data, |at, data| {
+        self.link.propagate(end, WireSeg::whole(data), |at, seg| {
             let frame = Frame {
-                data,
+                data: seg.flatten(),
                 gso_size: 0,
                 csum_partial,
                 token: None,

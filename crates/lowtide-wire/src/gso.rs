@@ -76,6 +76,46 @@ pub fn segment_apart_into(
     cut_parts(headers, &l, payload, gso_size, full_csum, take, out)
 }
 
+/// [`segment_apart_into`] without copying the payload, for a device that sends each
+/// segment's payload by reference (scatter-gather, as a NIC reads an skb's page
+/// fragments): `out(head, range)` gets each segment's headers, in a buffer from
+/// `take(len)` with room for the whole segment (so that it can be completed in place
+/// later), and the range of `payload` the segment carries.
+pub fn segment_headers_into(
+    headers: &[u8],
+    payload: &[u8],
+    gso_size: u16,
+    full_csum: bool,
+    mut take: impl FnMut(usize) -> Vec<u8>,
+    mut out: impl FnMut(Vec<u8>, core::ops::Range<usize>),
+) -> Result<usize, WireError> {
+    let l = Layout::parse_apart(headers, payload.len())?;
+    if l.payload_start != headers.len() || l.end != headers.len() + payload.len() {
+        return Err(WireError::Malformed);
+    }
+    let mss = gso_size as usize;
+    let count = if mss == 0 || payload.len() <= mss {
+        1
+    } else {
+        payload.len().div_ceil(mss)
+    };
+    let mut cutter = Cutter::new(headers, &l, count);
+    cutter.full_csum = full_csum;
+    for i in 0..count {
+        let start = i * mss;
+        let end = if i + 1 == count {
+            payload.len()
+        } else {
+            start + mss
+        };
+        let mut v = take(cutter.headers.len() + end - start);
+        v.clear();
+        cutter.build_head(&mut v, i, start, &payload[start..end]);
+        out(v, start..end);
+    }
+    Ok(count)
+}
+
 /// Cuts `payload` into segments behind copies of `headers` (see [`segment`]).
 fn cut_parts(
     headers: &[u8],
@@ -142,6 +182,12 @@ impl Layout {
     /// [`Layout::parse`] of headers whose last `apart` bytes (payload) lie elsewhere.
     fn parse_apart(headers: &[u8], apart: usize) -> Result<Layout, WireError> {
         let ip = IpRepr::parse_apart(headers, apart, false)?;
+        Layout::of(headers, ip)
+    }
+
+    /// [`Layout::parse_apart`] that also verifies an IPv4 header checksum.
+    fn parse_apart_verified(headers: &[u8], apart: usize) -> Result<Layout, WireError> {
+        let ip = IpRepr::parse_apart(headers, apart, true)?;
         Layout::of(headers, ip)
     }
 
@@ -214,7 +260,11 @@ fn ipv4_rest_sum(header: &[u8]) -> u64 {
 /// identification `id` and the header checksum from `rest` ([`ipv4_rest_sum`]): the
 /// same checksum as summing the written header (RFC 1071: the sum is associative).
 fn write_ip_len(packet: &mut [u8], l: &Layout, id: u16, rest: u64) {
-    let len = packet.len();
+    write_ip_len_as(packet, l, id, rest, packet.len());
+}
+
+/// [`write_ip_len`] for a packet of `len` bytes of which `packet` holds the headers.
+fn write_ip_len_as(packet: &mut [u8], l: &Layout, id: u16, rest: u64, len: usize) {
     if l.is_v4() {
         let c = !checksum::fold(rest + len as u64 + id as u64);
         packet[2..4].copy_from_slice(&(len as u16).to_be_bytes());
@@ -278,6 +328,29 @@ impl<'a> Cutter<'a> {
         tcp[TCP_CHECKSUM_OFFSET..TCP_CHECKSUM_OFFSET + 2].copy_from_slice(&c.to_be_bytes());
     }
 
+    /// The headers of segment `i` (as [`Cutter::build`]) without its payload
+    /// `chunk`, which the lengths and the checksum count.
+    fn build_head(&self, v: &mut Vec<u8>, i: usize, offset: usize, chunk: &[u8]) {
+        v.extend_from_slice(self.headers);
+        let id = self.ipv4_id.wrapping_add(i as u16);
+        let len = v.len() + chunk.len();
+        write_ip_len_as(v, &self.layout, id, self.ip_rest, len);
+        let tcp = &mut v[self.layout.tcp_start..];
+        let seq = self.seq.wrapping_add(offset as u32);
+        tcp[TCP_SEQ..TCP_SEQ + 4].copy_from_slice(&seq.to_be_bytes());
+        tcp[TCP_FLAGS] = self.flags_for(i);
+        let tcp_len = (tcp.len() + chunk.len()) as u64;
+        let c = match self.full_csum {
+            true => {
+                tcp[TCP_CHECKSUM_OFFSET..TCP_CHECKSUM_OFFSET + 2].fill(0);
+                let head = checksum::sum(tcp, self.pseudo + tcp_len);
+                !checksum::fold(checksum::sum(chunk, head))
+            }
+            false => checksum::fold(self.pseudo + tcp_len),
+        };
+        tcp[TCP_CHECKSUM_OFFSET..TCP_CHECKSUM_OFFSET + 2].copy_from_slice(&c.to_be_bytes());
+    }
+
     /// FIN and PSH only on the last segment, CWR only on the first (as Linux's
     /// `tcp_gso_segment`).
     fn flags_for(&self, i: usize) -> u8 {
@@ -334,6 +407,37 @@ pub fn gro_merge(acc: &mut Vec<u8>, seg: &[u8], max_len: usize) -> bool {
 /// as `ip_rcv` always does).
 pub fn gro_merge_csum_valid(acc: &mut Vec<u8>, seg: &[u8], max_len: usize) -> bool {
     merge(acc, seg, max_len, false)
+}
+
+/// [`gro_merge_csum_valid`] for a segment whose payload lies apart from its headers
+/// (`headers` is exactly its IP and TCP header, their lengths counting `payload`):
+/// the payload is appended straight from where it lies.
+pub fn gro_merge_apart_csum_valid(
+    acc: &mut Vec<u8>,
+    headers: &[u8],
+    payload: &[u8],
+    max_len: usize,
+) -> bool {
+    let Ok(a) = Layout::parse(acc, false) else {
+        return false;
+    };
+    let Ok(s) = Layout::parse_apart_verified(headers, payload.len()) else {
+        return false;
+    };
+    if s.payload_start != headers.len() {
+        return false;
+    }
+    let Some(gso_size) = merged_segment_size_of(acc, &a) else {
+        return false;
+    };
+    let ok = same_ip_header(acc, headers, &a, &s)
+        && same_tcp_header(acc, headers, &a, &s)
+        && flags_allow(acc, headers, &a, &s)
+        && sizes_allow(&a, &s, gso_size, max_len);
+    if ok {
+        append_payload(acc, payload, headers[s.tcp_start + TCP_FLAGS], &a, gso_size);
+    }
+    ok
 }
 
 fn merge(acc: &mut Vec<u8>, seg: &[u8], max_len: usize, verify_tcp: bool) -> bool {
@@ -432,11 +536,17 @@ fn sizes_allow(a: &Layout, s: &Layout, gso_size: u16, max_len: usize) -> bool {
 
 /// Appends `seg`'s payload and fixes `acc`'s lengths, PSH and recorded segment size.
 fn append(acc: &mut Vec<u8>, seg: &[u8], a: &Layout, s: &Layout, gso_size: u16) {
+    let flags = seg[s.tcp_start + TCP_FLAGS];
+    append_payload(acc, &seg[s.payload_start..s.end], flags, a, gso_size);
+}
+
+/// Appends `payload` (of a segment with TCP flags `flags`) to `acc`.
+fn append_payload(acc: &mut Vec<u8>, payload: &[u8], flags: u8, a: &Layout, gso_size: u16) {
     acc.truncate(a.end);
-    acc.extend_from_slice(&seg[s.payload_start..s.end]);
+    acc.extend_from_slice(payload);
     set_ip_len(acc, a);
     let tcp = &mut acc[a.tcp_start..];
-    tcp[TCP_FLAGS] |= seg[s.tcp_start + TCP_FLAGS] & TcpFlags::PSH.0;
+    tcp[TCP_FLAGS] |= flags & TcpFlags::PSH.0;
     tcp[TCP_URGENT..TCP_URGENT + 2].copy_from_slice(&gso_size.to_be_bytes());
 }
 
@@ -582,6 +692,61 @@ mod tests {
             // Headers that do not end where the payload starts are refused.
             let (hdr, pl) = p.split_at(split - 1);
             assert!(segment_apart_into(hdr, pl, 1400, true, Vec::with_capacity, |_| {}).is_err());
+        }
+    }
+
+    #[test]
+    fn headers_only_segments_complete_to_the_same_segments() {
+        for v6 in [false, true] {
+            let data = payload(5000);
+            let p = packet(v6, ACK | PSH, 77, 9, &data);
+            let (hdr, pl) = p.split_at(p.len() - data.len());
+            for full in [true, false] {
+                let mut whole = Vec::new();
+                segment_apart_into(hdr, pl, 1400, full, Vec::with_capacity, |s| whole.push(s))
+                    .unwrap();
+                let mut parts = Vec::new();
+                let n = segment_headers_into(hdr, pl, 1400, full, Vec::with_capacity, |h, r| {
+                    parts.push((h, r))
+                });
+                assert_eq!(n, Ok(whole.len()));
+                for ((mut h, r), w) in parts.into_iter().zip(&whole) {
+                    assert!(h.capacity() >= w.len(), "room to complete in place");
+                    h.extend_from_slice(&pl[r]);
+                    assert_eq!(&h, w);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gro_merges_a_segment_apart_as_a_whole_one() {
+        for v6 in [false, true] {
+            let data = payload(4200);
+            let p = packet(v6, ACK, 77, 9, &data);
+            let mut segs = Vec::new();
+            segment_into(&p, 1400, true, Vec::with_capacity, |s| segs.push(s)).unwrap();
+            let (mut whole, mut apart) = (segs[0].clone(), segs[0].clone());
+            for s in &segs[1..] {
+                let hl = s.len() - 1400;
+                assert!(gro_merge_csum_valid(&mut whole, s, 65535));
+                assert!(gro_merge_apart_csum_valid(
+                    &mut apart,
+                    &s[..hl],
+                    &s[hl..],
+                    65535
+                ));
+            }
+            assert_eq!(apart, whole);
+            // Out of order: refused, the accumulator left alone.
+            let hl = segs[1].len() - 1400;
+            assert!(!gro_merge_apart_csum_valid(
+                &mut apart,
+                &segs[1][..hl],
+                &segs[1][hl..],
+                65535
+            ));
+            assert_eq!(apart, whole);
         }
     }
 

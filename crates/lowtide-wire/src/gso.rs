@@ -418,45 +418,46 @@ pub fn gro_merge_apart_csum_valid(
     payload: &[u8],
     max_len: usize,
 ) -> bool {
-    let Ok(a) = Layout::parse(acc, false) else {
-        return false;
-    };
-    let Ok(s) = Layout::parse_apart_verified(headers, payload.len()) else {
-        return false;
-    };
-    if s.payload_start != headers.len() {
-        return false;
+    match Layout::parse_apart_verified(headers, payload.len()) {
+        Ok(s) if s.payload_start == headers.len() => {
+            merge_parts(acc, headers, payload, &s, max_len, None)
+        }
+        _ => false,
     }
-    let Some(gso_size) = merged_segment_size_of(acc, &a) else {
-        return false;
-    };
-    let ok = same_ip_header(acc, headers, &a, &s)
-        && same_tcp_header(acc, headers, &a, &s)
-        && flags_allow(acc, headers, &a, &s)
-        && sizes_allow(&a, &s, gso_size, max_len);
-    if ok {
-        append_payload(acc, payload, headers[s.tcp_start + TCP_FLAGS], &a, gso_size);
-    }
-    ok
 }
 
 fn merge(acc: &mut Vec<u8>, seg: &[u8], max_len: usize, verify_tcp: bool) -> bool {
-    let Ok(a) = Layout::parse(acc, false) else {
+    let Ok(s) = Layout::parse(seg, true) else {
         return false;
     };
-    let Ok(s) = Layout::parse(seg, true) else {
+    let verify = verify_tcp.then(|| &seg[s.tcp_start..s.end]);
+    let (headers, payload) = (&seg[..s.payload_start], &seg[s.payload_start..s.end]);
+    merge_parts(acc, headers, payload, &s, max_len, verify)
+}
+
+/// The rules of [`gro_merge`] for a segment of layout `s` as `headers` and
+/// `payload`; `verify` is its TCP segment if its checksum is to be checked.
+fn merge_parts(
+    acc: &mut Vec<u8>,
+    headers: &[u8],
+    payload: &[u8],
+    s: &Layout,
+    max_len: usize,
+    verify: Option<&[u8]>,
+) -> bool {
+    let Ok(a) = Layout::parse(acc, false) else {
         return false;
     };
     let Some(gso_size) = merged_segment_size_of(acc, &a) else {
         return false;
     };
-    let ok = same_ip_header(acc, seg, &a, &s)
-        && same_tcp_header(acc, seg, &a, &s)
-        && flags_allow(acc, seg, &a, &s)
-        && sizes_allow(&a, &s, gso_size, max_len)
-        && (!verify_tcp || checksum::verify_tcp(s.ip.src, s.ip.dst, &seg[s.tcp_start..s.end]));
+    let ok = same_ip_header(acc, headers, &a, s)
+        && same_tcp_header(acc, headers, &a, s)
+        && flags_allow(acc, headers, &a, s)
+        && sizes_allow(&a, s, gso_size, max_len)
+        && verify.is_none_or(|tcp| checksum::verify_tcp(s.ip.src, s.ip.dst, tcp));
     if ok {
-        append(acc, seg, &a, &s, gso_size);
+        append_payload(acc, payload, headers[s.tcp_start + TCP_FLAGS], &a, gso_size);
     }
     ok
 }
@@ -535,11 +536,6 @@ fn sizes_allow(a: &Layout, s: &Layout, gso_size: u16, max_len: usize) -> bool {
 }
 
 /// Appends `seg`'s payload and fixes `acc`'s lengths, PSH and recorded segment size.
-fn append(acc: &mut Vec<u8>, seg: &[u8], a: &Layout, s: &Layout, gso_size: u16) {
-    let flags = seg[s.tcp_start + TCP_FLAGS];
-    append_payload(acc, &seg[s.payload_start..s.end], flags, a, gso_size);
-}
-
 /// Appends `payload` (of a segment with TCP flags `flags`) to `acc`.
 fn append_payload(acc: &mut Vec<u8>, payload: &[u8], flags: u8, a: &Layout, gso_size: u16) {
     acc.truncate(a.end);

@@ -814,7 +814,7 @@ impl Tcb {
     }
 
     /// Data above a hole: to the OFO queue, ACKed at once (RFC 5681 section 4.2).
-    fn ofo_data(&mut self, ctx: &mut Ctx, seq: u64, payload: &[u8]) {
+    pub(crate) fn ofo_data(&mut self, ctx: &mut Ctx, seq: u64, payload: &[u8]) {
         if self.rcv_space_exceeded(payload.len()) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
             return self.schedule_ack_now();
@@ -826,6 +826,8 @@ impl Tcb {
                 ctx.mib.inc(Mib::TcpExtTCPDSACKOfoSent);
             }
         }
+        // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
+        self.rcvbuf_grow(ctx, self.rcvq_space);
         self.schedule_ack_now();
     }
 

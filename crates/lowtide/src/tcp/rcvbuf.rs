@@ -79,9 +79,13 @@ impl Tcb {
         if rtt_us == 0 || elapsed < rtt_us {
             return;
         }
-        let copied = (self.copied_seq - self.rcvq_space_seq) as u32;
-        if copied > self.rcvq_space {
-            self.rcvbuf_grow(ctx, copied);
+        // Bytes read in the last RTT, less what still waits in the receive queue
+        // (Linux 6.16, ea33537d8292 'tcp: add receive queue awareness in
+        // tcp_rcv_space_adjust()').
+        let copied = (self.copied_seq - self.rcvq_space_seq) as i64;
+        let copied = copied - (self.rcv_nxt - self.copied_seq) as i64;
+        if copied > self.rcvq_space as i64 {
+            self.rcvbuf_grow(ctx, copied as u32);
         }
         self.rcvq_space_seq = self.copied_seq;
         self.rcvq_space_time = ctx.now;
@@ -91,8 +95,8 @@ impl Tcb {
     /// buffer grows to hold twice that ("DRS is always one RTT late"), plus twice
     /// the growth over the previous RTT (a sender in slow start doubles per RTT),
     /// plus the span of the out-of-order queue above `rcv_nxt` ("tcp: adjust rcvbuf
-    /// in presence of reorders"), the window being half the buffer
-    /// (`tcp_space_from_win` with `tcp_adv_win_scale` = 1), up to `tcp_rmem[2]`.
+    /// in presence of reorders"), converted to memory by `scaling_ratio`
+    /// (`tcp_space_from_win`), up to `tcp_rmem[2]`; `window_clamp` follows.
     pub(crate) fn rcvbuf_grow(&mut self, ctx: &Ctx, newval: u32) {
         let oldval = self.rcvq_space.max(1) as u64;
         self.rcvq_space = newval;
@@ -103,8 +107,12 @@ impl Tcb {
         let grow = rcvwin * (newval as u64).saturating_sub(oldval) / oldval;
         rcvwin += grow << 1;
         rcvwin += self.ofo.last_end().map_or(0, |e| e - self.rcv_nxt);
-        let rcvbuf = (2 * rcvwin).min(ctx.cfg.tcp_rmem[2] as u64) as u32;
-        self.rcvbuf = self.rcvbuf.max(rcvbuf);
+        let rcvbuf = self.space_from_win(rcvwin).min(ctx.cfg.tcp_rmem[2] as u64) as u32;
+        if rcvbuf > self.rcvbuf {
+            self.rcvbuf = rcvbuf;
+            // "Make the window clamp follow along."
+            self.window_clamp = self.full_space();
+        }
     }
 }
 
@@ -147,12 +155,30 @@ mod tests {
         t.rcv_rtt.rtt_us8 = 8 * 100_000;
         t.rcvq_space = 100_000;
         t.copied_seq = t.rcvq_space_seq + 200_000;
+        t.rcv_nxt = t.copied_seq;
         t.rcvbuf = 131_072;
         let mut st = crate::tcp::TestStack::default();
         t.rcv_space_adjust(&mut st.ctx(&cfg, Instant(1_000_000_000), false));
         // rcvwin = 2 * 200,000 + 2 * (400,000 * 100,000 / 100,000); buffer 2x.
         assert_eq!(t.rcvbuf, 2 * (400_000 + 800_000));
         assert_eq!(t.rcvq_space, 200_000);
+    }
+
+    /// Linux 6.16+ `tcp_rcv_space_adjust` counts what was read less what still waits
+    /// unread: 200,000 bytes read past the mark but 150,000 of the queue unread is
+    /// 50,000, not more than the 100,000 of the last RTT: no growth.
+    #[test]
+    fn unread_bytes_do_not_count_as_read() {
+        let cfg = crate::config::Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.rcv_rtt.rtt_us8 = 8 * 100_000;
+        t.rcvq_space = 100_000;
+        t.copied_seq = t.rcvq_space_seq + 200_000;
+        t.rcv_nxt = t.copied_seq + 150_000;
+        t.rcvbuf = 131_072;
+        let mut st = crate::tcp::TestStack::default();
+        t.rcv_space_adjust(&mut st.ctx(&cfg, Instant(1_000_000_000), false));
+        assert_eq!((t.rcvbuf, t.rcvq_space), (131_072, 100_000));
     }
 
     #[test]

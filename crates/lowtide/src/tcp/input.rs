@@ -825,11 +825,18 @@ impl Tcb {
             return self.schedule_ack_now();
         }
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
-        if let Some(d) = self.ofo.insert(seq, payload) {
+        let len = payload.len() as u32;
+        let dup = self.ofo.insert(seq, payload);
+        if let Some(d) = dup {
             if self.sack_ok && ctx.cfg.tcp_dsack {
                 self.dsack = Some(d);
                 ctx.mib.inc(Mib::TcpExtTCPDSACKOfoSent);
             }
+        }
+        // tcp_data_queue_ofo: data above a hole opens the window too, except without
+        // SACK ("do not grow window to force DUPACK") or when all of it was there.
+        if self.sack_ok && dup != Some((seq, seq + len as u64)) {
+            self.grow_window(ctx.cfg, len, len.min(self.advmss));
         }
         // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
         self.rcvbuf_grow(ctx, self.rcvq_space);

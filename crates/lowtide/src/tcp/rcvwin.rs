@@ -326,6 +326,25 @@ mod tests {
         assert!(wins[3] <= 76 && wins[4] <= wins[3], "{wins:?}");
     }
 
+    /// `tcp_data_queue_ofo` grows the window for data above a hole when SACK is on
+    /// (a lossy path keeps a hole open most of the time), not without SACK.
+    #[test]
+    fn data_above_a_hole_grows_the_window_with_sack_only() {
+        let cfg = kernel_cfg();
+        for sack in [true, false] {
+            let mut t = passive_established(&cfg);
+            t.sack_ok = sack;
+            let mut st = crate::tcp::TestStack::default();
+            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+            let th = lowtide_wire::tcp::TcpRepr::default();
+            t.data_queue(&mut ctx, &th, 1 + 1448, &[0u8; 1448]);
+            assert_eq!(t.ofo.bytes(), 1448);
+            // The ratio measured first lets rcv_ssthresh reach rcv_wnd (65160).
+            let grown = if sack { 65160 + 2 * 1448 } else { 65160 };
+            assert_eq!(t.rcv_ssthresh, grown, "sack {sack}");
+        }
+    }
+
     /// `__tcp_select_window` never offers more than `rcv_ssthresh`, rounds down to the
     /// scale once less than half the full space is free, and offers zero when the
     /// free space is below one MSS.

@@ -35,8 +35,8 @@ fn deep_buffer(sysctls: &[&str]) -> Scenario {
 fn cubic_fills_the_buffer_up_to_the_receive_window() {
     let r = run_verified(&deep_buffer(&[]));
     let f = &r.per_flow[0];
-    // tcp_rmem[2] = 6 MB: a 3 MB window, 0.5 MB of it the path, the rest queue
-    // (about 200 ms at 100 Mbit/s) by the end of the run.
+    // tcp_rmem[2] = 32 MB: a window of up to about 21 MB, 0.5 MB of it the path, the
+    // rest queue: about 250 ms of it at 100 Mbit/s by the end of the run.
     assert!(f.rtt_us > 200_000, "RTT at the end {} us", f.rtt_us);
     assert!(f.mean_rtt_us > 150_000, "mean RTT {} us", f.mean_rtt_us);
     assert!(f.goodput_bps > 85e6, "goodput {}", f.goodput_bps);

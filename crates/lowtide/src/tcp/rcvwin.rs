@@ -37,8 +37,9 @@ const TCP_MIN_RCVMSS: u32 = 536;
 const TCP_MIN_MSS: u32 = 88;
 /// `TCP_MAX_WSCALE` (RFC 7323 section 2.3).
 const TCP_MAX_WSCALE: i32 = 14;
-/// `net.core.rmem_max` default, also a floor of the window scale.
-const SYSCTL_RMEM_MAX: u32 = 212_992;
+/// `net.core.rmem_max` (4 MB as this machine's 6.18 reads it), also a floor of the
+/// window scale.
+const SYSCTL_RMEM_MAX: u32 = 4 << 20;
 /// `TCPOLEN_TSTAMP_ALIGNED`: the timestamp option's room in every segment.
 const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
 

@@ -95,6 +95,15 @@ pub struct FlowSample {
     /// The receiver's `sk_rmem_alloc` (bytes; 0 when the receiver is not lowtide's).
     #[serde(default)]
     pub rcv_rmem: u64,
+    /// The receiver's `tcpi_rcv_space` (bytes read per RTT, autotuning's measure).
+    #[serde(default)]
+    pub rcv_space: u32,
+    /// The receiver's `tcpi_rcv_ssthresh` (the window it may offer now).
+    #[serde(default)]
+    pub rcv_ssthresh: u32,
+    /// The receiver's `tcpi_rcv_wnd` (the window it last advertised).
+    #[serde(default)]
+    pub rcv_wnd: u32,
 }
 
 impl FlowSample {
@@ -133,6 +142,9 @@ impl FlowSample {
             sndbuf_limited_us: i.sndbuf_limited,
             rcv_rcvbuf: receiver.map_or(0, |r| r.rcvbuf),
             rcv_rmem: receiver.map_or(0, |r| r.rmem_alloc),
+            rcv_space: receiver.map_or(0, |r| r.rcv_space),
+            rcv_ssthresh: receiver.map_or(0, |r| r.rcv_ssthresh),
+            rcv_wnd: receiver.map_or(0, |r| r.rcv_wnd),
         }
     }
 }
@@ -207,11 +219,12 @@ impl Timeseries {
         let mut s = String::from(
             "time_s,flow,cwnd,ssthresh,rtt_us,pacing_rate_bps,unacked,in_flight,notsent,\
              wmem_queued,sndbuf,dev_queue_bytes,delivered,bytes_acked,retrans,ca_state,\
-             snd_wnd,sacked,lost,retrans_out,rwnd_limited_us,sndbuf_limited_us,rcv_rcvbuf,rcv_rmem\n",
+             snd_wnd,sacked,lost,retrans_out,rwnd_limited_us,sndbuf_limited_us,rcv_rcvbuf,rcv_rmem,\
+             rcv_space,rcv_ssthresh,rcv_wnd\n",
         );
         for r in &self.flows {
             s += &format!(
-                "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 r.time_us as f64 / 1e6,
                 r.flow,
                 r.cwnd,
@@ -235,7 +248,10 @@ impl Timeseries {
                 r.rwnd_limited_us,
                 r.sndbuf_limited_us,
                 r.rcv_rcvbuf,
-                r.rcv_rmem
+                r.rcv_rmem,
+                r.rcv_space,
+                r.rcv_ssthresh,
+                r.rcv_wnd
             );
         }
         s

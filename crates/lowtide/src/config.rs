@@ -179,7 +179,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             tcp_wmem: [4096, 16384, 4194304],
-            tcp_rmem: [4096, 131072, 6291456],
+            // Linux 6.16+ (572be9bf9d0d "tcp: increase tcp_rmem[2] to 32 MB"; this machine).
+            tcp_rmem: [4096, 131072, 33_554_432],
             tcp_sack: true,
             tcp_dsack: true,
             tcp_comp_sack_nr: 44,

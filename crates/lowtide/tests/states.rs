@@ -550,16 +550,25 @@ mod windows {
         let (mut p, c, s) = establish_with(Pair::with_configs(Config::default(), cb), A, B);
         let d = pattern(300_000, 7);
         assert_eq!(send_all(&mut p, true, c, s, &d), d);
-        // Every data segment from A lies within the window B last advertised
-        // (B's window scale is 0 with a 4 KB buffer).
+        // Every data segment from A lies within the window B last advertised. B's
+        // window scale is 7 even with a 4 KB buffer: tcp_select_initial_window
+        // scales for max(tcp_rmem[2], net.core.rmem_max = 4 MB).
         let mut right_edge: Option<u32> = None;
         let mut max_win = 0;
+        let mut wscale = 0;
         for (_, dir, pk) in &p.wire {
             let seg = Seg::parse(pk);
             match dir {
-                Dir::BtoA => {
+                Dir::BtoA if seg.th.flags.contains(F::SYN) => {
+                    wscale = seg.th.options.wscale.unwrap_or(0);
+                    assert_eq!(wscale, 7);
+                    // A SYN's window is never scaled (RFC 7323 section 2.2).
                     right_edge = Some(seg.th.ack.wrapping_add(seg.th.window as u32));
-                    max_win = max_win.max(seg.th.window);
+                }
+                Dir::BtoA => {
+                    let win = (seg.th.window as u32) << wscale;
+                    right_edge = Some(seg.th.ack.wrapping_add(win));
+                    max_win = max_win.max(win);
                 }
                 Dir::AtoB if !seg.payload.is_empty() && seg.th.seq != 0 => {
                     let end = seg.th.seq.wrapping_add(seg.payload.len() as u32);

@@ -313,14 +313,14 @@ fn notes(e: Experiment) -> Option<&'static str> {
         }
         Experiment::E2 => {
             "The seed's hosts had 64 MB tcp_wmem and netem's 100 ms; lowtide \
-            uses the seed's sysctls and the default tcp_rmem (6 MB), which caps each flow's \
-            window at 3 MB: the unsent backlog without lowat is what grows, as in the seed."
+            uses the seed's sysctls and the default tcp_rmem (32 MB, Linux 6.16+), which caps \
+            each flow's window at about 21 MB (scaling_ratio 162/256): the unsent backlog without lowat is what grows, as in the seed."
         }
         Experiment::E3 => {
             "Delay is per packet from enqueue to the start of its serialization \
             in host A's NIC queue (a 64 KB GSO packet counts once), averaged over the whole \
-            run, ramp included. Without TSQ the queue grows until the receive window (3 MB \
-            per flow with the default tcp_rmem) stops the flow; the plot of the delay over \
+            run, ramp included. Without TSQ the queue grows until the receive window (about \
+            21 MB per flow with the default tcp_rmem) stops the flow; the plot of the delay over \
             time shows when that is (at 100 Mbit/s with 4 flows it is still growing at 10 s). \
             The seed does not say which RTT, windows or duration it used."
         }

@@ -109,7 +109,7 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     u32s(&mut b, 52, i.last_data_recv);
     u32s(&mut b, 56, i.last_ack_recv);
     u32s(&mut b, 60, i.pmtu as u64);
-    u32s(&mut b, 64, i.rcv_wnd as u64);
+    u32s(&mut b, 64, i.rcv_ssthresh as u64);
     u32s(&mut b, 68, i.rtt as u64);
     u32s(&mut b, 72, i.rttvar as u64);
     u32s(&mut b, 76, i.snd_ssthresh as u64);

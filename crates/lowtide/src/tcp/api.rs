@@ -247,7 +247,7 @@ impl Tcb {
 
     /// `__tcp_cleanup_rbuf` after a read of `copied` bytes: the ACK the input path
     /// left to the reader (`Tcb::read_needs_ack`), else a window update if the window
-    /// can grow by a lot: the peer was told at most half the full window, and the
+    /// can grow by a lot: the peer was told at most half of `window_clamp`, and the
     /// window `tcp_select_window` would now offer (not zero) is at least twice that.
     fn cleanup_rbuf(&mut self, ctx: &mut Ctx, copied: usize) {
         if !self.state.is_synchronized() {
@@ -259,16 +259,11 @@ impl Tcb {
         if copied == 0 || self.rcv_shutdown {
             return;
         }
-        let advertised_left = (self.rcv_wup + self.rcv_wnd as u64).saturating_sub(self.rcv_nxt);
-        if 2 * advertised_left > (self.rcvbuf / 2) as u64 {
+        let advertised_left = self.receive_window() as u64;
+        if 2 * advertised_left > self.window_clamp as u64 {
             return;
         }
-        // __tcp_select_window: receiver SWS avoidance, rounded to the window scale.
-        let mut space = self.rcv_space();
-        if space < self.rcv_mss.min(self.rcvbuf / 4) {
-            space = 0;
-        }
-        let new_window = ((space >> self.rcv_wscale) << self.rcv_wscale) as u64;
+        let new_window = self.compute_window() as u64;
         if new_window > 0 && new_window >= 2 * advertised_left {
             self.send_ack(ctx);
         }

@@ -51,32 +51,24 @@ impl Tcb {
         }
     }
 
-    /// `tcp_measure_rcv_mss` for in-order data of `len` bytes under `th`: the peer's
-    /// segment size (`rcv_mss`), and the `ICSK_ACK_PUSHED` marks that let
-    /// `tcp_cleanup_rbuf` ACK at once once the reader drains a small or pushed
-    /// segment (the end of a write: the sender may be waiting for that ACK).
-    pub(crate) fn measure_rcv_mss(&mut self, th: &TcpRepr, len: usize) {
-        let lss = self.last_seg_size;
-        self.last_seg_size = 0;
-        if len >= self.rcv_mss as usize {
-            self.rcv_mss = (len as u32).min(self.advmss);
-            if th.flags.contains(TcpFlags::PSH) {
-                self.ack_pushed |= ICSK_ACK_PUSHED;
-            }
-            return;
-        }
+    /// `tcp_measure_rcv_mss`'s branch for a segment of `seg` bytes under `th` below
+    /// `rcv_mss` (`lss`: the last small segment's size): two full segments of one
+    /// smaller size in a row set `rcv_mss`; anything else looks like the end of a
+    /// write and marks the ACK `ICSK_ACK_PUSHED` (twice: `ICSK_ACK_PUSHED2`), so that
+    /// `__tcp_cleanup_rbuf` ACKs it once the reader drains it.
+    pub(crate) fn measure_small_segment(&mut self, th: &TcpRepr, seg: u32, lss: u32) {
         // "len" with the TCP header: a segment at least RFC 1122's default size, or
         // one without FIN/URG/SYN/PSH (TCP_REMNANT), is a full segment of a small MSS
         // when two in a row have the same size.
-        let with_header = len + th.header_len();
+        let with_header = seg as usize + th.header_len();
         let remnant = TcpFlags::FIN.0 | TcpFlags::URG.0 | TcpFlags::SYN.0 | TcpFlags::PSH.0;
         if with_header >= TCP_MSS_DEFAULT + 20
             || (with_header >= TCP_MIN_MSS + 20 && th.flags.0 & remnant == 0)
         {
-            let seg = with_header.saturating_sub(self.tcp_header_len()) as u32;
-            self.last_seg_size = seg;
-            if seg == lss {
-                self.rcv_mss = seg;
+            let len = with_header.saturating_sub(self.tcp_header_len()) as u32;
+            self.last_seg_size = len;
+            if len == lss {
+                self.rcv_mss = len;
                 return;
             }
         }

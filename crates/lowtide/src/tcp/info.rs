@@ -52,6 +52,8 @@ pub struct TcpInfo {
     pub reordering: u32,
     /// `tcpi_rcv_space`.
     pub rcv_space: u32,
+    /// `tcpi_rcv_ssthresh`: the window offered grows up to this.
+    pub rcv_ssthresh: u32,
     /// `tcpi_total_retrans`.
     pub total_retrans: u32,
     /// `tcpi_bytes_acked`.
@@ -156,6 +158,7 @@ impl Tcb {
             advmss: self.advmss,
             reordering: self.reordering,
             rcv_space: self.rcvq_space,
+            rcv_ssthresh: self.rcv_ssthresh,
             total_retrans: self.total_retrans,
             bytes_acked: self.bytes_acked,
             bytes_received: self.bytes_received,

@@ -29,12 +29,9 @@ impl Tcb {
     /// Active open: send the SYN (`tcp_connect`).
     pub(crate) fn connect(&mut self, ctx: &mut Ctx) {
         ctx.mib.inc(Mib::TcpActiveOpens);
-        self.rcv_wscale = if ctx.cfg.tcp_window_scaling {
-            Self::choose_rcv_wscale(ctx.cfg.tcp_rmem[2])
-        } else {
-            0
-        };
         self.state = TcpState::SynSent;
+        let mss = self.initial_window_mss();
+        self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling);
         self.write_seq = 1;
         self.send_syn(ctx);
     }
@@ -47,6 +44,8 @@ impl Tcb {
         self.rcv_wup = 1;
         self.negotiate_options(ctx, th);
         self.state = TcpState::SynRecv;
+        let mss = self.initial_window_mss();
+        self.select_initial_window(ctx.cfg, mss, self.wscale_ok);
         self.write_seq = 1;
         self.init_window_from_syn(th);
         self.send_syn(ctx);
@@ -65,12 +64,11 @@ impl Tcb {
         if self.wscale_ok {
             // RFC 7323 section 2.3: a shift above 14 is used as 14.
             self.snd_wscale = o.wscale.unwrap_or(0).min(14);
-            if self.state != TcpState::SynSent {
-                self.rcv_wscale = Self::choose_rcv_wscale(ctx.cfg.tcp_rmem[2]);
-            }
         } else {
+            // tcp_rcv_synsent_state_process: no scaling, no window above 64 KB.
             self.snd_wscale = 0;
             self.rcv_wscale = 0;
+            self.window_clamp = self.window_clamp.min(65535);
         }
         // RFC 9293 3.7.1: no MSS option (or 0, which Linux ignores) means 536 (IPv4) /
         // 1220 (IPv6); net.ipv4.tcp_min_snd_mss is the floor (in sync_mss).
@@ -169,13 +167,15 @@ impl Tcb {
         }
     }
 
-    /// `tcp_init_buffer_space`: send buffer sized for the initial window.
+    /// `tcp_init_buffer_space`: send buffer sized for the initial window, receive
+    /// window limits (`tcp/rcvwin.rs`).
     fn init_buffer_space(&mut self, ctx: &mut Ctx) {
         self.update_pacing_rate(ctx.cfg);
         let (cc, mut c) = self.cc_context(ctx.now);
         cc.init(&mut c);
         self.sndbuf_expand(ctx);
         self.rcvq_space_time = ctx.now;
+        self.init_rcv_buffer_space();
     }
 
     /// `tcp_sndbuf_expand`: room for `sndbuf_expand() * max(10, cwnd, reordering + 1)`
@@ -719,7 +719,7 @@ impl Tcb {
 
     /// `tcp_data_queue`: in-order data to the receive queue, out-of-order data to the
     /// OFO queue, duplicates answered with D-SACK; then the FIN.
-    fn data_queue(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
+    pub(crate) fn data_queue(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
         let fin = th.flags.contains(TcpFlags::FIN);
         let prev_rcv = self.lrcvtime;
         if !payload.is_empty() || fin {
@@ -753,7 +753,7 @@ impl Tcb {
             return self.old_data(ctx, seq, end);
         }
         if seq > self.rcv_nxt {
-            return self.ofo_data(ctx, seq, payload);
+            return self.ofo_data(ctx, th, seq, payload);
         }
         let skip = (self.rcv_nxt - seq) as usize;
         if skip > 0 && ctx.cfg.tcp_dsack {
@@ -766,9 +766,13 @@ impl Tcb {
             return self.schedule_ack_now();
         }
         self.queue_in_order(ctx, fresh);
-        // tcp_event_data_recv (in-order data only): tcp_measure_rcv_mss, then ato.
-        self.measure_rcv_mss(th, fresh.len());
+        // tcp_event_data_recv: tcp_measure_rcv_mss, then ato; tcp_grow_window.
+        let len = fresh.len() as u32;
+        self.measure_rcv_mss(th, len, len.min(self.advmss));
         self.event_data_recv(ctx.now, prev_rcv);
+        if fresh.len() >= 128 {
+            self.grow_window(ctx.cfg, len, len.min(self.advmss));
+        }
         let had_ofo = !self.ofo.is_empty();
         while let Some(run) = self.ofo.pop_in_order(self.rcv_nxt) {
             self.queue_in_order(ctx, &run);
@@ -818,25 +822,37 @@ impl Tcb {
     }
 
     /// Data above a hole: to the OFO queue, ACKed at once (RFC 5681 section 4.2).
-    fn ofo_data(&mut self, ctx: &mut Ctx, seq: u64, payload: &[u8]) {
+    pub(crate) fn ofo_data(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
         if self.rcv_space_exceeded(payload.len()) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
             return self.schedule_ack_now();
         }
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
+        let len = payload.len() as u32;
+        // tcp_data_queue_ofo measures the segment too (Linux 6.17, "tcp: call
+        // tcp_measure_rcv_mss() for ooo packets").
+        self.measure_rcv_mss(th, len, len.min(self.advmss));
         // tcp_sack_new_ofo_skb: ACKs held back go out before the block this data
         // extends or opens moves past the first two (their news would be lost).
         let slot = self.ofo.sack_slot(seq, seq + payload.len() as u64);
         if self.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
             self.sack_compress_send_ack(ctx);
         }
-        if let Some(d) = self.ofo.insert(seq, payload) {
+        let dup = self.ofo.insert(seq, payload);
+        if let Some(d) = dup {
             if self.sack_ok && ctx.cfg.tcp_dsack {
                 self.dsack = Some(d);
                 ctx.mib.inc(Mib::TcpExtTCPDSACKOfoSent);
             }
         }
-        // tcp_data_queue_ofo: inet_csk_schedule_ack (tcp_ack_snd_check decides).
+        // tcp_data_queue_ofo: data above a hole opens the window too, except without
+        // SACK ("do not grow window to force DUPACK") or when all of it was there.
+        if self.sack_ok && dup != Some((seq, seq + len as u64)) {
+            self.grow_window(ctx.cfg, len, len.min(self.advmss));
+        }
+        // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
+        self.rcvbuf_grow(ctx, self.rcvq_space);
+        // inet_csk_schedule_ack: tcp_ack_snd_check decides (tcp/compsack.rs).
         self.ack_pending = true;
     }
 
@@ -890,12 +906,13 @@ impl Tcb {
         }
         let unacked = self.rcv_nxt - self.rcv_wup;
         let delay = self.delack_timeout();
+        // "... and right edge of window advances far enough" (or not all is read:
+        // sk_rcvlowat is 1).
         let now_needed = unacked > self.rcv_mss as u64
-            && self.rcv_space() as u64 >= self.rcv_wnd as u64 / 2
+            && (self.rcv_nxt == self.copied_seq || self.compute_window() >= self.rcv_wnd)
             || self.in_quickack_mode()
             || self.ack_now
-            || delay.is_zero()
-            || unacked >= 2 * self.rcv_mss as u64;
+            || delay.is_zero();
         if now_needed {
             self.send_ack(ctx);
         } else if !self.ofo.is_empty() {

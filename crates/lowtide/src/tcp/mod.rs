@@ -14,6 +14,7 @@
 //! | `rtx_store` | `tcp_rtx_queue` rb-tree, or the list before seed 003 |
 //! | [`ofo`] | the out-of-order queue and SACK generation |
 //! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
+//! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
 //! | [`cong`] | `tcp_congestion_ops`, Reno (tcp_cong.c), CUBIC (tcp_cubic.c) |
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
 //! | [`info`] | `struct tcp_info` |
@@ -36,6 +37,7 @@ pub(crate) mod rack;
 pub mod rate;
 pub(crate) mod ratelimit;
 pub(crate) mod rcvbuf;
+pub(crate) mod rcvwin;
 pub(crate) mod recovery;
 pub mod rtx_queue;
 mod rtx_store;

@@ -27,6 +27,13 @@ impl OfoQueue {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+    /// End of the highest data held (`ooo_last_skb`'s `end_seq`), if any.
+    pub fn last_end(&self) -> Option<u64> {
+        self.runs
+            .iter()
+            .next_back()
+            .map(|(k, v)| k + v.len() as u64)
+    }
     /// Number of contiguous runs (holes above `rcv_nxt`).
     pub fn runs(&self) -> usize {
         self.runs.len()

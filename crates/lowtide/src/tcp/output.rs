@@ -142,27 +142,16 @@ impl Tcb {
         self.mss_cache = self.mtu_to_mss(self.pmtu_cookie, min_snd_mss);
     }
 
-    /// The receive space our window can offer (`tcp_space`, adv_win_scale 1: half the
-    /// buffer is for payload, half for overhead).
-    pub(crate) fn rcv_space(&self) -> u32 {
-        let used = self.rcv_queue.len() as u64 + self.ofo.bytes();
-        ((self.rcvbuf / 2) as u64).saturating_sub(used) as u32
-    }
-
-    /// `tcp_select_window`: the window field to send, never shrinking the right edge
-    /// (RFC 9293 section 3.8.6.2.2) and avoiding silly windows (receiver SWS).
+    /// `tcp_select_window`: the window field to send (`__tcp_select_window`,
+    /// `tcp/rcvwin.rs`), never shrinking the right edge (RFC 9293 section 3.8.6.2.2).
     pub(crate) fn select_window(&mut self, ctx: &mut Ctx) -> u16 {
-        let mut free = self.rcv_space();
-        if free < self.rcv_mss.min(self.rcvbuf / 4) {
-            free = 0;
-        }
         let scale = self.rcv_wscale as u32;
-        let mut win = (free >> scale) << scale;
-        let cur_right = self.rcv_wup + self.rcv_wnd as u64;
-        if self.rcv_nxt + (win as u64) < cur_right {
-            win = (cur_right - self.rcv_nxt) as u32;
+        let cur_win = self.receive_window();
+        let mut win = self.compute_window();
+        if win < cur_win {
+            // "Never shrink the offered window" (tcp_shrink_window is 0).
+            win = cur_win.div_ceil(1 << scale) << scale;
         }
-        win = win.min(65535 << scale);
         if win == 0 && self.rcv_wnd != 0 {
             ctx.mib.inc(Mib::TcpExtTCPToZeroWindowAdv);
         } else if win != 0 && self.rcv_wnd == 0 && self.rcv_nxt > 1 {
@@ -170,7 +159,7 @@ impl Tcb {
         }
         self.rcv_wnd = win;
         self.rcv_wup = self.rcv_nxt;
-        (win.div_ceil(1 << scale)).min(65535) as u16
+        (win.min(65535 << scale) >> scale) as u16
     }
 
     /// Options for a non-SYN segment: timestamps and SACK blocks (D-SACK first).
@@ -253,8 +242,7 @@ impl Tcb {
             // tcp_select_initial_window / tcp_make_synack: the window a SYN offers is
             // the one later segments are checked against (rsk_rcv_wnd -> rcv_wnd), so
             // out-of-order data arriving before our first ACK is in window.
-            let w = self.rcv_space().min(65535);
-            self.rcv_wnd = w;
+            let w = self.rcv_wnd.min(65535);
             if self.state == TcpState::SynRecv {
                 self.rcv_wup = self.rcv_nxt;
             }

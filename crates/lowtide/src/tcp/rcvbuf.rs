@@ -71,36 +71,119 @@ impl Tcb {
         }
     }
 
-    /// `tcp_rcv_space_adjust`: once per receiver RTT, grow the buffer to hold
-    /// `2 * copied + 16 * advmss` (losses need 2x), plus twice the growth over the
-    /// previous RTT (a sender in slow start doubles per RTT); the window is half the
-    /// buffer (`tcp_adv_win_scale` = 1).
+    /// `tcp_rcv_space_adjust`: once per receiver RTT, if the application read more
+    /// than in the previous one, grow the buffer for it (`tcp_rcvbuf_grow`).
     pub(crate) fn rcv_space_adjust(&mut self, ctx: &mut Ctx) {
         let rtt_us = (self.rcv_rtt.rtt_us8 >> 3) as u128;
         let elapsed = ctx.now.saturating_since(self.rcvq_space_time).as_micros();
         if rtt_us == 0 || elapsed < rtt_us {
             return;
         }
-        let copied = (self.copied_seq - self.rcvq_space_seq) as u32;
-        if copied > self.rcvq_space {
-            if ctx.cfg.tcp_moderate_rcvbuf && !self.rcvbuf_locked {
-                let space = self.rcvq_space.max(1) as u64;
-                let mut rcvwin = 2 * copied as u64 + 16 * self.advmss as u64;
-                let grow = rcvwin * (copied as u64 - space) / space;
-                rcvwin += 2 * grow;
-                let rcvbuf = (2 * rcvwin).min(ctx.cfg.tcp_rmem[2] as u64) as u32;
-                self.rcvbuf = self.rcvbuf.max(rcvbuf);
-            }
-            self.rcvq_space = copied;
+        // Bytes read in the last RTT, less what still waits in the receive queue
+        // (Linux 6.16, ea33537d8292 'tcp: add receive queue awareness in
+        // tcp_rcv_space_adjust()').
+        let copied = (self.copied_seq - self.rcvq_space_seq) as i64;
+        let copied = copied - (self.rcv_nxt - self.copied_seq) as i64;
+        if copied > self.rcvq_space as i64 {
+            self.rcvbuf_grow(ctx, copied as u32);
         }
         self.rcvq_space_seq = self.copied_seq;
         self.rcvq_space_time = ctx.now;
+    }
+
+    /// `tcp_rcvbuf_grow` (Linux 6.18): `rcvq_space` becomes `newval`, and the
+    /// buffer grows to hold twice that ("DRS is always one RTT late"), plus twice
+    /// the growth over the previous RTT (a sender in slow start doubles per RTT),
+    /// plus the span of the out-of-order queue above `rcv_nxt` ("tcp: adjust rcvbuf
+    /// in presence of reorders"), converted to memory by `scaling_ratio`
+    /// (`tcp_space_from_win`), up to `tcp_rmem[2]`; `window_clamp` follows.
+    pub(crate) fn rcvbuf_grow(&mut self, ctx: &Ctx, newval: u32) {
+        let oldval = self.rcvq_space.max(1) as u64;
+        self.rcvq_space = newval;
+        if !ctx.cfg.tcp_moderate_rcvbuf || self.rcvbuf_locked {
+            return;
+        }
+        let mut rcvwin = (newval as u64) << 1;
+        let grow = rcvwin * (newval as u64).saturating_sub(oldval) / oldval;
+        rcvwin += grow << 1;
+        rcvwin += self.ofo.last_end().map_or(0, |e| e - self.rcv_nxt);
+        let rcvbuf = self.space_from_win(rcvwin).min(ctx.cfg.tcp_rmem[2] as u64) as u32;
+        if rcvbuf > self.rcvbuf {
+            self.rcvbuf = rcvbuf;
+            // "Make the window clamp follow along."
+            self.window_clamp = self.full_space();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::sock::Tcb;
+    use crate::time::Instant;
+
+    /// Linux 6.16+ `tcp_data_queue_ofo` calls `tcp_rcvbuf_grow`: data held above a
+    /// hole counts toward the buffer, so that a loss does not cap the window while
+    /// the reads that autotuning measures wait behind the hole.
+    #[test]
+    fn ofo_data_grows_the_buffer_by_its_span() {
+        use crate::tcp::TcpState;
+        let cfg = crate::config::Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::Established;
+        t.rcv_nxt = 1;
+        t.copied_seq = 1;
+        t.rcv_wnd = 1 << 20;
+        t.rcvq_space = 100_000;
+        t.rcvbuf = 131_072;
+        // Segments of the size already measured (tcp_measure_rcv_mss, which
+        // tcp_data_queue_ofo calls first, leaves scaling_ratio and rcvq_space alone).
+        t.rcv_mss = 1000;
+        let span = 1_000_000;
+        let mut st = crate::tcp::TestStack::default();
+        t.ofo_data(
+            &mut st.ctx(&cfg, Instant(1_000_000_000), false),
+            &lowtide_wire::tcp::TcpRepr::default(),
+            span - 1000,
+            &[0u8; 1000],
+        );
+        // rcvwin = 2 * 100,000 + 1,000,000 (ooo_last_skb end - rcv_nxt); buffer 2x.
+        assert_eq!(t.rcvbuf, 2 * (2 * 100_000 + span as u32 - 1));
+    }
+
+    /// A receiver 100 ms into a 100 ms RTT that read 100,000 bytes the last RTT,
+    /// `read` bytes past the mark since, with `unread` bytes more queued.
+    /// Returns it after `tcp_rcv_space_adjust` at 1 s.
+    fn adjusted_reader(read: u64, unread: u64) -> Tcb {
+        let cfg = crate::config::Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.rcv_rtt.rtt_us8 = 8 * 100_000;
+        t.rcvq_space = 100_000;
+        t.copied_seq = t.rcvq_space_seq + read;
+        t.rcv_nxt = t.copied_seq + unread;
+        t.rcvbuf = 131_072;
+        let mut st = crate::tcp::TestStack::default();
+        t.rcv_space_adjust(&mut st.ctx(&cfg, Instant(1_000_000_000), false));
+        t
+    }
+
+    /// Linux 6.18's `tcp_rcvbuf_grow` (since "tcp: fix sk_rcvbuf overshoot"): twice
+    /// what was read plus twice its growth, without the former `16 * advmss`.
+    #[test]
+    fn reads_grow_the_buffer_as_tcp_rcvbuf_grow() {
+        let t = adjusted_reader(200_000, 0);
+        // rcvwin = 2 * 200,000 + 2 * (400,000 * 100,000 / 100,000); buffer 2x.
+        assert_eq!(t.rcvbuf, 2 * (400_000 + 800_000));
+        assert_eq!(t.rcvq_space, 200_000);
+    }
+
+    /// Linux 6.16+ `tcp_rcv_space_adjust` counts what was read less what still waits
+    /// unread: 200,000 bytes read past the mark but 150,000 of the queue unread is
+    /// 50,000, not more than the 100,000 of the last RTT: no growth.
+    #[test]
+    fn unread_bytes_do_not_count_as_read() {
+        let t = adjusted_reader(200_000, 150_000);
+        assert_eq!((t.rcvbuf, t.rcvq_space), (131_072, 100_000));
+    }
 
     #[test]
     fn window_samples_only_lower_the_estimate() {

@@ -125,6 +125,12 @@ pub struct Tcb {
     /// Last advertised window in bytes (`rcv_wnd`).
     pub(crate) rcv_wnd: u32,
     pub(crate) rcv_wscale: u8,
+    /// `window_clamp`: the largest window to offer (`tcp/rcvwin.rs`).
+    pub(crate) window_clamp: u32,
+    /// `rcv_ssthresh`: the window offered now grows up to this (`tcp_grow_window`).
+    pub(crate) rcv_ssthresh: u32,
+    /// `scaling_ratio`: payload per truesize of received segments, in 1/256ths.
+    pub(crate) scaling_ratio: u8,
     pub(crate) rcv_queue: VecDeque<u8>,
     pub(crate) ofo: OfoQueue,
     /// Offset of the peer's FIN, once seen (in or out of order).
@@ -351,6 +357,9 @@ impl Tcb {
             rcv_wup: 0,
             rcv_wnd: 0,
             rcv_wscale: 0,
+            window_clamp: 0,
+            rcv_ssthresh: 0,
+            scaling_ratio: super::rcvwin::TCP_DEFAULT_SCALING_RATIO,
             rcv_queue: VecDeque::new(),
             ofo: OfoQueue::default(),
             fin_seq: None,
@@ -497,16 +506,6 @@ impl Tcb {
     pub(crate) fn set_rcvbuf(&mut self, bytes: u32) {
         self.rcvbuf = bytes.saturating_mul(2).max(2304);
         self.rcvbuf_locked = true;
-    }
-
-    /// Our window scale for a receive buffer that may grow to `max`
-    /// (`tcp_select_initial_window`).
-    pub(crate) fn choose_rcv_wscale(max: u32) -> u8 {
-        let mut ws = 0u8;
-        while ws < 14 && (max >> ws) > 65535 {
-            ws += 1;
-        }
-        ws
     }
 
     /// Current TSval: a millisecond clock with a per-connection offset (RFC 7323

@@ -1,0 +1,410 @@
+//! The receive window as Linux 6.18 offers it (include/net/tcp.h `tcp_win_from_space`,
+//! tcp_input.c `tcp_measure_rcv_mss`, `tcp_grow_window`, `tcp_init_buffer_space`,
+//! tcp.c `tcp_set_window_clamp`, tcp_output.c `tcp_select_initial_window`,
+//! `__tcp_select_window`, `tcp_select_window`).
+//!
+//! The buffer (`sk_rcvbuf`) bounds memory, the window offers payload: since Linux 6.5
+//! (dfa2f0483360 'tcp: get rid of sysctl_tcp_adv_win_scale') the two are converted by
+//! `scaling_ratio`, the payload per byte of truesize (in 1/256ths) of the segments
+//! received, 50 % until the first full-sized one is measured.
+//!
+//! Truesize in lowtide: received payload sits in byte queues, not skbs, and is charged
+//! as Linux charges skbs holding one segment each: the payload plus [`SKB_OVERHEAD`]
+//! per segment of `rcv_mss` ([`Tcb::rmem_alloc`], [`Tcb::rcv_truesize`]). 1448 bytes
+//! cost 2280 (ratio 162); this machine's 6.18 kernel charges 2304 for the same
+//! segment received over veth (ratio 160).
+//!
+//! Within the window the full buffer allows (`window_clamp`), the offered window
+//! grows by two segments per segment received (`rcv_ssthresh`, "slow start" of the
+//! window), so that memory is committed only as the sender proves it needs it.
+
+use super::delack::ICSK_ACK_PUSHED;
+use super::skb::SKB_OVERHEAD;
+use super::sock::Tcb;
+use crate::config::Config;
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+
+/// `TCP_RMEM_TO_WIN_SCALE`: `scaling_ratio` is in 1/256ths.
+const TCP_RMEM_TO_WIN_SCALE: u32 = 8;
+/// `TCP_DEFAULT_SCALING_RATIO`: 50 %, until a segment is measured.
+pub(crate) const TCP_DEFAULT_SCALING_RATIO: u8 = 1 << (TCP_RMEM_TO_WIN_SCALE - 1);
+/// `TCP_INIT_CWND`: `tcp_init_buffer_space` expects ten segments in the first RTT.
+const TCP_INIT_CWND: u32 = 10;
+/// `sysctl_tcp_app_win` default: 1/2^31 of the window kept for the application.
+const TCP_APP_WIN: u32 = 31;
+/// `SOCK_MIN_RCVBUF`: `2048 + SKB_DATA_ALIGN(sizeof(struct sk_buff))`.
+const SOCK_MIN_RCVBUF: u32 = 2048 + 256;
+/// `TCP_MIN_RCVMSS`, `TCP_MIN_MSS`: bounds of the first `rcv_mss` guess.
+const TCP_MIN_RCVMSS: u32 = 536;
+const TCP_MIN_MSS: u32 = 88;
+/// `TCP_MAX_WSCALE` (RFC 7323 section 2.3).
+const TCP_MAX_WSCALE: i32 = 14;
+/// `net.core.rmem_max` (4 MB as this machine's 6.18 reads it), also a floor of the
+/// window scale.
+const SYSCTL_RMEM_MAX: u32 = 4 << 20;
+/// `TCPOLEN_TSTAMP_ALIGNED`: the timestamp option's room in every segment.
+const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
+
+impl Tcb {
+    /// `tcp_win_from_space`: the payload `space` bytes of memory hold.
+    pub(crate) fn win_from_space(&self, space: i64) -> i64 {
+        (space * self.scaling_ratio as i64) >> TCP_RMEM_TO_WIN_SCALE
+    }
+
+    /// `tcp_space_from_win`: the memory `win` bytes of payload need.
+    pub(crate) fn space_from_win(&self, win: u64) -> u64 {
+        (win << TCP_RMEM_TO_WIN_SCALE) / self.scaling_ratio.max(1) as u64
+    }
+
+    /// `tcp_space`: the window the free part of the buffer allows (may be negative).
+    pub(crate) fn tcp_space(&self) -> i64 {
+        self.win_from_space(self.rcvbuf as i64 - self.rmem_alloc() as i64)
+    }
+
+    /// `tcp_full_space`: the window the whole buffer allows.
+    pub(crate) fn full_space(&self) -> u32 {
+        self.win_from_space(self.rcvbuf as i64) as u32
+    }
+
+    /// Truesize lowtide charges for `len` received bytes that came in segments of
+    /// `seg` bytes: one skb overhead per segment.
+    pub(crate) fn rcv_truesize(len: u32, seg: u32) -> u32 {
+        len + len.div_ceil(seg.max(1)) * SKB_OVERHEAD
+    }
+
+    /// `tcp_select_initial_window` with its callers' clamp for a locked buffer
+    /// (`tcp_connect_init`, `tcp_openreq_init_rwin`): the window of our SYN or
+    /// SYN-ACK, a multiple of `mss`, our window scale, and `rcv_ssthresh` from it.
+    pub(crate) fn select_initial_window(&mut self, cfg: &Config, mss: u32, wscale_ok: bool) {
+        let full = self.full_space();
+        if self.rcvbuf_locked && (self.window_clamp > full || self.window_clamp == 0) {
+            self.window_clamp = full;
+        }
+        if self.window_clamp == 0 {
+            self.window_clamp = 65535 << TCP_MAX_WSCALE;
+        }
+        let mut space = full.min(self.window_clamp);
+        if space > mss {
+            space -= space % mss;
+        }
+        self.rcv_wnd = space;
+        self.rcv_wscale = 0;
+        if wscale_ok {
+            // "Set window scaling on max possible window".
+            let max = space.max(cfg.tcp_rmem[2]).max(SYSCTL_RMEM_MAX);
+            let max = max.min(self.window_clamp).max(1);
+            self.rcv_wscale = (max.ilog2() as i32 - 15).clamp(0, TCP_MAX_WSCALE) as u8;
+        }
+        self.window_clamp = self.window_clamp.min(65535 << self.rcv_wscale);
+        self.rcv_ssthresh = self.rcv_wnd;
+    }
+
+    /// The MSS our SYN-ACK's window is a multiple of (`tcp_openreq_init_rwin`: the
+    /// timestamp option's room is taken off) or our SYN's (`tcp_connect_init`: no
+    /// timestamp seen yet).
+    pub(crate) fn initial_window_mss(&self) -> u32 {
+        let passive = self.state != super::TcpState::SynSent && self.ts_ok;
+        self.advmss - if passive { TCPOLEN_TSTAMP_ALIGNED } else { 0 }
+    }
+
+    /// `tcp_init_buffer_space` (receive half) at establishment, with
+    /// `tcp_initialize_rcv_mss` and the timestamp's room taken off `advmss`
+    /// (`tcp_rcv_synsent_state_process`; this kernel's children show it too):
+    /// `window_clamp` leaves one segment of the full space to the application,
+    /// `rcvq_space` starts at ten segments or the initial window.
+    pub(crate) fn init_rcv_buffer_space(&mut self) {
+        if self.ts_ok {
+            self.advmss -= TCPOLEN_TSTAMP_ALIGNED;
+        }
+        let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd / 2);
+        self.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MIN_RCVMSS);
+        self.rcvq_space_seq = self.copied_seq;
+        let maxwin = self.full_space();
+        if self.window_clamp >= maxwin {
+            self.window_clamp = maxwin;
+            if maxwin > 4 * self.advmss {
+                let app = maxwin - (maxwin >> TCP_APP_WIN);
+                self.window_clamp = app.max(4 * self.advmss);
+            }
+        }
+        // "Force reservation of one segment."
+        if self.window_clamp > 2 * self.advmss && self.window_clamp + self.advmss > maxwin {
+            self.window_clamp = (2 * self.advmss).max(maxwin.saturating_sub(self.advmss));
+        }
+        self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
+        self.rcvq_space = self
+            .rcv_ssthresh
+            .min(self.rcv_wnd)
+            .min(TCP_INIT_CWND * self.advmss);
+    }
+
+    /// `tcp_set_window_clamp`: a smaller clamp lowers `rcv_ssthresh`
+    /// (`__tcp_adjust_rcv_ssthresh`), a larger one lets it reach the current window.
+    pub(crate) fn set_window_clamp(&mut self, val: u32) {
+        let new = val.max(SOCK_MIN_RCVBUF / 2);
+        let old = self.window_clamp;
+        if new == old {
+            return;
+        }
+        self.window_clamp = new;
+        self.rcv_ssthresh = if new < old {
+            self.rcv_ssthresh.min(new)
+        } else {
+            self.rcv_ssthresh.max(self.rcv_wnd.min(new))
+        };
+    }
+
+    /// `tcp_measure_rcv_mss` for `len` bytes under `th` that came in segments of
+    /// `seg` (a GRO packet's `gso_size`): a new segment size updates `rcv_mss` and
+    /// measures `scaling_ratio`, which moves `window_clamp` and bounds `rcvq_space`;
+    /// a pushed full segment, or a small one, marks the ACK `ICSK_ACK_PUSHED`
+    /// (`tcp/delack.rs`).
+    pub(crate) fn measure_rcv_mss(&mut self, th: &TcpRepr, len: u32, seg: u32) {
+        let lss = self.last_seg_size;
+        self.last_seg_size = 0;
+        if seg < self.rcv_mss {
+            return self.measure_small_segment(th, seg, lss);
+        }
+        if seg != self.rcv_mss {
+            let old = self.scaling_ratio;
+            let val = ((len as u64) << TCP_RMEM_TO_WIN_SCALE) / Self::rcv_truesize(len, seg) as u64;
+            self.scaling_ratio = val.clamp(1, 255) as u8;
+            if old != self.scaling_ratio {
+                self.set_window_clamp(self.full_space());
+                self.rcvq_space = self.rcvq_space.min(self.window_clamp);
+            }
+        }
+        self.rcv_mss = seg.min(self.advmss);
+        if th.flags.contains(TcpFlags::PSH) {
+            self.ack_pushed |= ICSK_ACK_PUSHED;
+        }
+    }
+
+    /// `tcp_grow_window`, for `len` in-order bytes just queued (segments of `seg`):
+    /// while the window is below what the clamp and the free buffer allow, each
+    /// segment whose overhead the buffer can carry raises `rcv_ssthresh` by two
+    /// segments, and the next ACK goes at once.
+    pub(crate) fn grow_window(&mut self, cfg: &Config, len: u32, seg: u32) {
+        let room = (self.window_clamp as i64).min(self.tcp_space()) - self.rcv_ssthresh as i64;
+        if room <= 0 {
+            return;
+        }
+        let truesize = Self::rcv_truesize(len, seg);
+        // "Check #2. Increase window, if skb with such overhead will fit to rcvbuf
+        // in future."
+        let incr = if self.win_from_space(truesize as i64) <= len as i64 {
+            2 * self.advmss
+        } else {
+            self.grow_window_slow(cfg, len, truesize)
+        };
+        if incr > 0 {
+            let incr = incr.max(2 * len) as i64;
+            self.rcv_ssthresh += room.min(incr) as u32;
+            self.quick |= 1;
+        }
+    }
+
+    /// `__tcp_grow_window`: a segment with more overhead than its ratio may still
+    /// grow a small window: the smaller `rcv_ssthresh` is compared with `tcp_rmem[2]`,
+    /// the more overhead is tolerated.
+    fn grow_window_slow(&self, cfg: &Config, len: u32, truesize: u32) -> u32 {
+        let mut truesize = self.win_from_space(truesize as i64) >> 1;
+        let mut window = self.win_from_space(cfg.tcp_rmem[2] as i64) >> 1;
+        while self.rcv_ssthresh as i64 <= window {
+            if truesize <= len as i64 {
+                return 2 * self.rcv_mss;
+            }
+            truesize >>= 1;
+            window >>= 1;
+        }
+        0
+    }
+
+    /// `tcp_receive_window`: what is left of the window last advertised.
+    pub(crate) fn receive_window(&self) -> u32 {
+        (self.rcv_wup + self.rcv_wnd as u64).saturating_sub(self.rcv_nxt) as u32
+    }
+
+    /// `__tcp_select_window`: the window the buffer allows now: zero when less than
+    /// half the full space is free and that is below an MSS or 1/16 of the buffer
+    /// (receiver SWS avoidance), never above `rcv_ssthresh`, rounded up to the scale.
+    pub(crate) fn compute_window(&mut self) -> u32 {
+        let mut mss = self.rcv_mss as i64;
+        let mut free = self.tcp_space();
+        let allowed = self.full_space() as i64;
+        let full = (self.window_clamp as i64).min(allowed);
+        if mss > full {
+            mss = full;
+            if mss <= 0 {
+                return 0;
+            }
+        }
+        let unit = 1i64 << self.rcv_wscale;
+        if free < full >> 1 {
+            self.quick = 0;
+            free = free.max(0) / unit * unit;
+            if free < allowed >> 4 || free < mss {
+                return 0;
+            }
+        }
+        let free = free.min(self.rcv_ssthresh as i64);
+        if self.rcv_wscale != 0 {
+            return ((free + unit - 1) / unit * unit) as u32;
+        }
+        let mut window = self.rcv_wnd as i64;
+        if window <= free - mss || window > free {
+            window = free / mss * mss;
+        } else if mss == full && free > window + (full >> 1) {
+            window = free;
+        }
+        window as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::TcpState;
+
+    /// This machine's kernel's sysctls: `tcp_rmem` = 4096 131072 33554432.
+    fn kernel_cfg() -> Config {
+        Config {
+            tcp_rmem: [4096, 131072, 33_554_432],
+            ..Config::default()
+        }
+    }
+
+    /// A receiver after the handshake with this machine's kernel's defaults:
+    /// timestamps, window scaling, MSS 1460 (1448 of payload).
+    fn passive_established(cfg: &Config) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::SynRecv;
+        t.ts_ok = true;
+        t.rcv_nxt = 1;
+        t.rcv_wup = 1;
+        t.advmss = 1460;
+        t.mss_cache = 1448;
+        let mss = t.initial_window_mss();
+        t.select_initial_window(cfg, mss, true);
+        t.state = TcpState::Established;
+        t.init_rcv_buffer_space();
+        t
+    }
+
+    /// Linux 6.18 (tcpdump on veth, this machine): the SYN carries 64240 (44 x 1460)
+    /// and the SYN-ACK 65160 (45 x 1448) from a 131072-byte buffer at the default
+    /// 50 % ratio, both with window scale 10 (tcp_rmem[2] = 32 MB).
+    #[test]
+    fn initial_windows_as_this_kernel() {
+        let cfg = kernel_cfg();
+        let mut a = Tcb::for_test(&cfg);
+        a.state = TcpState::SynSent;
+        a.advmss = 1460;
+        let mss = a.initial_window_mss();
+        a.select_initial_window(&cfg, mss, true);
+        assert_eq!((a.rcv_wnd, a.rcv_wscale), (64240, 10));
+        let p = passive_established(&cfg);
+        assert_eq!((p.rcv_wnd, p.rcv_wscale), (65160, 10));
+        // tcp_init_buffer_space: one segment reserved; ten segments expected.
+        assert_eq!(
+            (p.window_clamp, p.rcv_ssthresh, p.rcvq_space),
+            (64088, 64088, 14480)
+        );
+        assert_eq!((p.advmss, p.rcv_mss), (1448, 536));
+    }
+
+    /// A locked `SO_RCVBUF` clamps the window and scales for its own size; measured
+    /// on this machine's 6.18 over loopback (MSS 65495, timestamps on):
+    /// SO_RCVBUF 65536: SYN win 65495 wscale 1, SYN-ACK 65483; SO_RCVBUF 8192:
+    /// 8192, wscale 0; SO_RCVBUF 1000000: wscale 4, rcv_ssthresh 934517,
+    /// rcv_space 654830 once established.
+    #[test]
+    fn locked_receive_buffer_as_this_kernel() {
+        let cfg = kernel_cfg();
+        let open = |bytes: u32, passive: bool| {
+            let mut t = Tcb::for_test(&cfg);
+            t.set_rcvbuf(bytes);
+            t.state = if passive {
+                TcpState::SynRecv
+            } else {
+                TcpState::SynSent
+            };
+            t.ts_ok = passive;
+            t.advmss = 65495;
+            t.mss_cache = 65483;
+            let mss = t.initial_window_mss();
+            t.select_initial_window(&cfg, mss, true);
+            t
+        };
+        let a = open(65536, false);
+        assert_eq!((a.rcv_wnd, a.rcv_wscale), (65495, 1));
+        assert_eq!(open(65536, true).rcv_wnd, 65483);
+        let a = open(8192, false);
+        assert_eq!((a.rcv_wnd, a.rcv_wscale), (8192, 0));
+        let mut a = open(1_000_000, false);
+        assert_eq!((a.rcv_wnd, a.rcv_wscale), (15 * 65495, 4));
+        a.ts_ok = true;
+        a.state = TcpState::Established;
+        a.init_rcv_buffer_space();
+        assert_eq!((a.rcv_ssthresh, a.rcvq_space), (934_517, 654_830));
+    }
+
+    /// Linux 6.18's ACKs to the first segments (veth, 20 ms RTT, unread data): win 67,
+    /// 70, 73 (x 1024): the first full segment sets the ratio (clamp 81920 at ratio
+    /// 160, rcv_ssthresh to rcv_wnd), then each segment adds two, until the free
+    /// buffer limits the window (75 at the fourth segment).
+    #[test]
+    fn window_grows_two_segments_per_segment_as_this_kernel() {
+        let cfg = kernel_cfg();
+        let mut t = passive_established(&cfg);
+        let mut st = crate::tcp::TestStack::default();
+        let mut wins = Vec::new();
+        for i in 0..5u64 {
+            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+            let th = lowtide_wire::tcp::TcpRepr::default();
+            t.data_queue(&mut ctx, &th, 1 + i * 1448, &[0u8; 1448]);
+            wins.push(t.select_window(&mut ctx));
+        }
+        // lowtide's truesize 2280 (ratio 162) against the kernel's 2304 (160):
+        // the same windows until the buffer limits (kernel: 75, 74 at 4 and 5).
+        assert_eq!(t.scaling_ratio, 162);
+        assert_eq!(&wins[..3], &[67, 70, 73]);
+        assert!(wins[3] <= 76 && wins[4] <= wins[3], "{wins:?}");
+    }
+
+    /// `tcp_data_queue_ofo` grows the window for data above a hole when SACK is on
+    /// (a lossy path keeps a hole open most of the time), not without SACK.
+    #[test]
+    fn data_above_a_hole_grows_the_window_with_sack_only() {
+        let cfg = kernel_cfg();
+        for sack in [true, false] {
+            let mut t = passive_established(&cfg);
+            t.sack_ok = sack;
+            let mut st = crate::tcp::TestStack::default();
+            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+            let th = lowtide_wire::tcp::TcpRepr::default();
+            t.data_queue(&mut ctx, &th, 1 + 1448, &[0u8; 1448]);
+            assert_eq!(t.ofo.bytes(), 1448);
+            // The ratio measured first lets rcv_ssthresh reach rcv_wnd (65160).
+            let grown = if sack { 65160 + 2 * 1448 } else { 65160 };
+            assert_eq!(t.rcv_ssthresh, grown, "sack {sack}");
+        }
+    }
+
+    /// `__tcp_select_window` never offers more than `rcv_ssthresh`, rounds down to the
+    /// scale once less than half the full space is free, and offers zero when the
+    /// free space is below one MSS.
+    #[test]
+    fn window_follows_the_free_space() {
+        let cfg = kernel_cfg();
+        let mut t = passive_established(&cfg);
+        assert_eq!(t.compute_window(), 64512); // ALIGN(rcv_ssthresh 64088, 1024)
+        t.rcv_mss = 1448;
+        // 40 unread segments cost 40 x 2280 of 131072: 39,872 bytes free, 19,936 of
+        // window (ratio 128) < 32,044 (half the clamp): rounded down to 1024.
+        t.rcv_queue.extend(std::iter::repeat_n(0u8, 40 * 1448));
+        assert_eq!(t.compute_window(), 19 * 1024);
+        t.rcv_queue.extend(std::iter::repeat_n(0u8, 17 * 1448));
+        assert_eq!(t.compute_window(), 0);
+    }
+}

@@ -269,27 +269,35 @@ fn cpu_table(s: &mut String, file: &ResultsFile) {
     let _ = writeln!(
         s,
         "CPU model of the sender (lowtide_sim::cpu; constants from `cargo bench -p lowtide \
-         --bench engine` and `--bench sack` on this machine): {:.0} ns per incoming packet, \
-         {:.0} ns per SACK block, {:.2} ns per list node and {:.0} ns per tree node visited, \
-         {:.0} ns per packet sent; backlog limit sk_rcvbuf + sk_sndbuf.\n",
+         --bench engine`, `--bench sack` and `--bench list_walk` on this machine): {:.0} ns \
+         per incoming packet, {:.0} ns per SACK block, {:.0} ns per tree node visited, per \
+         list node visited by the list's length (a linked list of separately allocated \
+         skbs, interpolated) {}, {:.0} ns per packet sent; backlog limit sk_rcvbuf + \
+         sk_sndbuf.\n",
         model.per_packet_in_ns,
         model.per_sack_block_ns,
-        model.per_list_node_ns,
         model.per_tree_node_ns,
+        model
+            .list_node_ns
+            .iter()
+            .map(|(n, ns)| format!("{ns} ns at {n} skbs"))
+            .collect::<Vec<_>>()
+            .join(", "),
         model.per_packet_out_ns
     );
-    let _ = writeln!(s, "| group | variant | rep | goodput Mbit/s | mean packets in flight | CPU per ACK us | nodes per ACK | SACK blocks per ACK | CPU utilization | backlog peak packets | backlog drops | backlog wait us |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "| group | variant | rep | goodput Mbit/s | mean packets in flight | skbs in rtx queue | CPU per ACK us | nodes per ACK | SACK blocks per ACK | CPU utilization | backlog peak packets | backlog drops | backlog wait us |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in runs {
         let Some(c) = r.figures.cpu else { continue };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % | {} | {} | {} |",
             r.group,
             r.variant,
             r.rep,
             num(r.figures.goodput_bps / 1e6),
             num(r.figures.mean_in_flight),
+            num(c.queue_skbs_per_packet_in),
             num(c.cpu_per_packet_in_ns / 1e3),
             num(c.nodes_per_packet_in),
             num(c.sack_blocks_per_packet_in),

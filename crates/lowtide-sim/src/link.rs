@@ -484,7 +484,10 @@ mod tests {
         assert!(mean > 30.0 && mean < 150.0, "mean displacement {mean}");
         let overtaken = order.windows(2).filter(|w| w[1] < w[0]).count();
         let frac = overtaken as f64 / n as f64;
-        assert!((frac - 0.5).abs() < 0.02, "arrive after a later packet: {frac}");
+        assert!(
+            (frac - 0.5).abs() < 0.02,
+            "arrive after a later packet: {frac}"
+        );
     }
 
     #[test]

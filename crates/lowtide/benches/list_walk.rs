@@ -47,6 +47,8 @@ struct Node<'a> {
 
 /// The nodes and the fillers that keep them apart in memory.
 struct Heap<'a> {
+    /// Boxed on purpose: one allocation per node, as one skb per slab object.
+    #[allow(clippy::vec_box)]
     nodes: Vec<Box<Node<'a>>>,
     _fillers: Vec<Vec<u8>>,
 }
@@ -66,7 +68,7 @@ fn heap<'a>(n: usize, rng: &mut rand_chacha::ChaCha8Rng) -> Heap<'a> {
         }));
         let len = 64 + (rng.next_u32() % 961) as usize;
         fillers.push(vec![i as u8; len]);
-        if rng.next_u32() % 2 == 0 {
+        if rng.next_u32().is_multiple_of(2) {
             fillers.pop();
         }
     }

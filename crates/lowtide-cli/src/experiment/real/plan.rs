@@ -423,7 +423,10 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
         ("duration", format!("{secs} s")),
         ("cc", "bbr".into()),
         ("offload", "off (receiver gets MSS packets)".into()),
-        ("jitter", "+-200 us on the data direction (netem 200us)".into()),
+        (
+            "jitter",
+            "+-200 us on the data direction (netem 200us)".into(),
+        ),
     ];
     // Alternating list, tree and the kernel, so that a slow spell of the machine
     // hits each.
@@ -671,4 +674,19 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<RealCheck> {
         _ => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The real path's E4 has the simulator's jitter: seed 003's netem `delay 150ms
+    /// 200us` on the data direction only, the mean RTT still 150 ms.
+    #[test]
+    fn e4_path_has_the_seed_jitter_on_the_data_direction() {
+        let (fwd, rev) = e4_path(500_000_000);
+        assert_eq!((fwd.jitter_ns, rev.jitter_ns), (400_000, 0));
+        assert_eq!(fwd.delay_ns + fwd.jitter_ns / 2 + rev.delay_ns, 150 * MS);
+        assert_eq!((fwd.loss, rev.loss), (0.01, 0.0));
+    }
 }

@@ -10,9 +10,12 @@
 //! (`tcp_add_backlog`). A sender whose CPU is saturated processes ACKs late, so its
 //! clock slows and its goodput falls; ACKs dropped from the backlog are lost work.
 //!
-//! The costs come from criterion benchmarks of lowtide's own code on the machine
-//! that runs the model (see [`CpuModel::calibrated`]); the simulation itself stays
-//! deterministic because it uses those constants, never a clock.
+//! The costs come from criterion benchmarks on the machine that runs the model (see
+//! [`CpuModel::calibrated`]): of lowtide's own code per packet, per SACK block and per
+//! tree node, and, for the list before seed 003, of a walk of a linked list of
+//! separately allocated skb-sized nodes (lowtide's list ablation is a contiguous
+//! `VecDeque`, whose walk would be far cheaper than Linux's). The simulation itself
+//! stays deterministic because it uses those constants, never a clock.
 
 use lowtide::config::RtxQueueKind;
 use serde::{Deserialize, Serialize};
@@ -64,9 +67,9 @@ impl CpuModel {
     ///   14:42 and 14:44 UTC, load 2-3, mean of the two runs' medians): a linked list
     ///   of separately allocated 232-byte nodes interleaved with other allocations
     ///   and linked in a random order, walked reading `next` and `end_seq`: 5.9 /
-    ///   8.7 / 52.2 / 62.2 / 203.6 ns per node at 1k / 10k / 30k / 100k / 300k
+    ///   8.7 / 52.2 / 62.2 / 203.4 ns per node at 1k / 10k / 30k / 100k / 300k
     ///   nodes. Linked in allocation order instead (the hardware prefetcher's best
-    ///   case) it was 5.0 / 6.5 / 35 / 38 / 101 ns. The random order is used: a
+    ///   case) it was 5.0 / 6.5 / 35 / 38 / 103 ns. The random order is used: a
     ///   long-lived flow's skbs come from a slab whose free list is refilled in the
     ///   order skbs are freed (cumulative ACKs, SACK merges, TX completions, the
     ///   ACKs' own skbs), so neighbours in sequence are not neighbours in memory.
@@ -84,7 +87,7 @@ impl CpuModel {
                 (10_000, 8.7),
                 (30_000, 52.2),
                 (100_000, 62.2),
-                (300_000, 203.6),
+                (300_000, 203.4),
             ],
             per_sack_block_ns: 277.0,
             per_packet_out_ns: 54.0,
@@ -305,7 +308,7 @@ mod tests {
         assert_eq!(m.list_node_ns(0), 5.9);
         assert_eq!(m.list_node_ns(1_000), 5.9);
         assert_eq!(m.list_node_ns(100_000), 62.2);
-        assert_eq!(m.list_node_ns(1_000_000), 203.6);
+        assert_eq!(m.list_node_ns(1_000_000), 203.4);
         let mid = m.list_node_ns(20_000); // halfway from 10k to 30k
         assert!((mid - (8.7 + 52.2) / 2.0).abs() < 1e-9, "{mid}");
         let mut last = 0.0;

@@ -53,7 +53,8 @@ impl CpuModel {
     ///   engine`): `handle_packet` of one ACK of a bulk flow without loss (no SACK
     ///   blocks; a few nodes visited);
     /// - `engine_per_packet/xmit` 54 ns (same run): `poll_transmit` + TX completion
-    ///   per skb;
+    ///   per skb (both re-run 2026-11-25 15:15 UTC at load 4-5: 0.97 µs and 72 ns,
+    ///   within this shared machine's spread; kept);
     /// - 277 ns per SACK block and 30 ns per tree node (2026-11-23, `--bench sack`,
     ///   1 % loss, 3 SACK blocks per ACK, node counts as that day's engine visited
     ///   them): the list's time per ACK against nodes visited at 10k and 100k skbs

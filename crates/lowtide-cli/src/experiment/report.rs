@@ -351,7 +351,7 @@ fn notes(e: Experiment) -> Option<&'static str> {
             merged), so a list node costs about 6 ns (cache-warm) where the seed counts \
             40 ns per miss at ~100,000 skbs; the backlog never overflows (its limit, \
             sk_rcvbuf + sk_sndbuf, is hundreds of MB with these buffers), where the seed \
-            saw massive drops; packets in flight stay at 11,000-18,000. Without the jitter \
+            saw massive drops; packets in flight stay at 10,500-18,400. Without the jitter \
             the same model gives 0.95x (docs/experiments/README.md, \"E4 with the seed's \
             jitter\"). The real-path column predates the jitter. The sweep shows the cost \
             against packets in flight."

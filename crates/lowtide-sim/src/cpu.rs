@@ -10,12 +10,18 @@
 //! (`tcp_add_backlog`). A sender whose CPU is saturated processes ACKs late, so its
 //! clock slows and its goodput falls; ACKs dropped from the backlog are lost work.
 //!
-//! The costs come from criterion benchmarks of lowtide's own code on the machine
-//! that runs the model (see [`CpuModel::calibrated`]); the simulation itself stays
-//! deterministic because it uses those constants, never a clock.
+//! The costs come from criterion benchmarks on the machine that runs the model (see
+//! [`CpuModel::calibrated`]): of lowtide's own code per packet, per SACK block and per
+//! tree node, and, for the list before seed 003, of a walk of a linked list of
+//! separately allocated skb-sized nodes (lowtide's list ablation is a contiguous
+//! `VecDeque`, whose walk would be far cheaper than Linux's). The simulation itself
+//! stays deterministic because it uses those constants, never a clock.
 
 use lowtide::config::RtxQueueKind;
 use serde::{Deserialize, Serialize};
+
+/// Points of [`CpuModel::list_node_ns`].
+pub const LIST_POINTS: usize = 5;
 
 /// Costs of the sender's work, in nanoseconds of one CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -24,9 +30,13 @@ pub struct CpuModel {
     pub per_packet_in_ns: f64,
     /// One retransmit-queue node visited in the tree (a `BTreeMap` here).
     pub per_tree_node_ns: f64,
-    /// One retransmit-queue node visited in the list (a `VecDeque` here: skbs
-    /// contiguous in memory, unlike Linux's linked list).
-    pub per_list_node_ns: f64,
+    /// One retransmit-queue node visited in the list, by the list's length: `(skbs,
+    /// ns)` points in ascending order, interpolated linearly between them and held
+    /// flat beyond the ends ([`CpuModel::list_node_ns`]). Linux's list was a linked
+    /// list of separately allocated skbs, so a node costs a cache miss once the
+    /// queue outgrows the caches; lowtide's list is a contiguous `VecDeque`, whose
+    /// own walk is not what is charged.
+    pub list_node_ns: [(u64, f64); LIST_POINTS],
     /// One SACK block processed.
     pub per_sack_block_ns: f64,
     /// One packet (an skb, TSO or not) handed to the device.
@@ -37,46 +47,77 @@ pub struct CpuModel {
 }
 
 impl CpuModel {
-    /// The constants measured on the project machine (2 cores, AMD EPYC, shared),
-    /// release build, 2026-11-23, by `cargo bench -p lowtide --bench engine` and
-    /// `--bench sack` (medians; see BENCHMARKS.md and the experiment report):
-    /// - `engine_per_packet/ack` 1.27 µs: `handle_packet` of one ACK of a bulk flow
-    ///   without loss (no SACK blocks; a few nodes visited);
-    /// - `engine_per_packet/xmit` 54 ns: `poll_transmit` + TX completion per skb;
-    /// - `sack_per_ack` (1 % loss, 3 SACK blocks per ACK; nodes per ACK printed by
-    ///   the bench): list 23.7 / 203 / 2,070 nodes in 0.661 / 1.468 / 7.326 µs at
-    ///   1k / 10k / 100k skbs; tree 39.9 / 55.7 / 67.6 nodes in 1.236 / 4.077 /
-    ///   2.884 µs. The list's line through 10k and 100k gives 3.1375 ns per node and
-    ///   0.831 µs per ACK besides (its three blocks: 277 ns per block); the tree's
-    ///   time above that same 0.831 µs per node visited is 10 / 58 / 30 ns (the
-    ///   median, 30 ns, is used: a `BTreeMap` descent misses cache where a
-    ///   contiguous list walk does not).
-    ///
-    /// The node counts above predate two counting fixes of 2026-11-25 (branch e4):
-    /// the list reaches `lost_skb_hint`/`retransmit_skb_hint` as Linux's pointers
-    /// (the bench's list walks were these head walks: it now prints 7 nodes per ACK
-    /// at every size), and `tcp_clean_rtx_queue` steps instead of searching the tree
-    /// per skb freed (tree 15 / 19 / 22 nodes per ACK, in 0.353 / 1.447 / 2.163 µs at
-    /// that day's load). The constants were not re-derived: the bench no longer
-    /// walks the list, so the list's per-node cost needs a workload whose SACK blocks
-    /// open in the middle of the queue.
+    /// The constants measured on the project machine (2 shared vCPUs; `lscpu` on
+    /// 2026-11-25: Intel Xeon, L2 2 MB per core), release build, medians:
+    /// - `engine_per_packet/ack` 1.27 µs (2026-11-23, `cargo bench -p lowtide --bench
+    ///   engine`): `handle_packet` of one ACK of a bulk flow without loss (no SACK
+    ///   blocks; a few nodes visited);
+    /// - `engine_per_packet/xmit` 54 ns (same run): `poll_transmit` + TX completion
+    ///   per skb (both re-run 2026-11-25 15:15 UTC at load 4-5: 0.97 µs and 72 ns,
+    ///   within this shared machine's spread; kept);
+    /// - 277 ns per SACK block and 30 ns per tree node (2026-11-23, `--bench sack`,
+    ///   1 % loss, 3 SACK blocks per ACK, node counts as that day's engine visited
+    ///   them): the list's time per ACK against nodes visited at 10k and 100k skbs
+    ///   gave 0.831 µs per ACK besides the nodes (its three blocks: 277 ns each); the
+    ///   tree's time above that, per node visited, was 10 / 58 / 30 ns at 1k / 10k /
+    ///   100k skbs, and the median, 30 ns, is kept (a `BTreeMap` descent that misses
+    ///   the caches). These predate two counting fixes of 2026-11-25 (the list reaches
+    ///   Linux's `lost_skb_hint`/`retransmit_skb_hint` as pointers, the tree steps
+    ///   through `tcp_clean_rtx_queue`) and were not re-derived;
+    /// - the list's node from `cargo bench -p lowtide --bench list_walk` (2026-11-25,
+    ///   14:42 and 14:44 UTC, load 2-3, mean of the two runs' medians): a linked list
+    ///   of separately allocated 232-byte nodes interleaved with other allocations
+    ///   and linked in a random order, walked reading `next` and `end_seq`: 5.9 /
+    ///   8.7 / 52.2 / 62.2 / 203.4 ns per node at 1k / 10k / 30k / 100k / 300k
+    ///   nodes. Linked in allocation order instead (the hardware prefetcher's best
+    ///   case) it was 5.0 / 6.5 / 35 / 38 / 103 ns. The random order is used: a
+    ///   long-lived flow's skbs come from a slab whose free list is refilled in the
+    ///   order skbs are freed (cumulative ACKs, SACK merges, TX completions, the
+    ///   ACKs' own skbs), so neighbours in sequence are not neighbours in memory.
+    ///   The bench's nodes lie on 4 KB pages, so from 30k nodes a step also misses
+    ///   the TLB, which the kernel's slabs in its huge-page direct map do not: above
+    ///   10k skbs the figures bound Linux's from above on this machine. The old
+    ///   3.1375 ns per node came from lowtide's own contiguous `VecDeque` and did not
+    ///   model Linux's list.
     pub fn calibrated() -> CpuModel {
         CpuModel {
             per_packet_in_ns: 1270.0,
             per_tree_node_ns: 30.0,
-            per_list_node_ns: 3.1375,
+            list_node_ns: [
+                (1_000, 5.9),
+                (10_000, 8.7),
+                (30_000, 52.2),
+                (100_000, 62.2),
+                (300_000, 203.4),
+            ],
             per_sack_block_ns: 277.0,
             per_packet_out_ns: 54.0,
             backlog_overhead: lowtide::tcp::skb::SKB_OVERHEAD as u64,
         }
     }
 
+    /// The cost of one node of a list walk when the list holds `skbs` skbs (ns): the
+    /// measured points of `list_node_ns` joined by straight lines, flat beyond them.
+    pub fn list_node_ns(&self, skbs: u64) -> f64 {
+        let p = &self.list_node_ns;
+        if skbs <= p[0].0 {
+            return p[0].1;
+        }
+        for w in p.windows(2) {
+            let ((n0, t0), (n1, t1)) = (w[0], w[1]);
+            if skbs <= n1 {
+                return t0 + (t1 - t0) * (skbs - n0) as f64 / (n1 - n0) as f64;
+            }
+        }
+        p[LIST_POINTS - 1].1
+    }
+
     /// The cost of one incoming packet that did `nodes` node visits of a queue of
-    /// `kind` and `blocks` SACK blocks of work (ns, at least 1).
-    pub fn packet_in_ns(&self, kind: RtxQueueKind, nodes: u64, blocks: u64) -> u64 {
+    /// `kind` holding `skbs` skbs and `blocks` SACK blocks of work (ns, at least 1).
+    pub fn packet_in_ns(&self, kind: RtxQueueKind, nodes: u64, blocks: u64, skbs: u64) -> u64 {
         let per_node = match kind {
             RtxQueueKind::Tree => self.per_tree_node_ns,
-            RtxQueueKind::List => self.per_list_node_ns,
+            RtxQueueKind::List => self.list_node_ns(skbs),
         };
         let ns = self.per_packet_in_ns
             + per_node * nodes as f64
@@ -104,6 +145,9 @@ pub struct CpuFigures {
     pub nodes_per_packet_in: f64,
     /// Mean SACK blocks per incoming packet.
     pub sack_blocks_per_packet_in: f64,
+    /// Mean skbs in the retransmit queue when a packet came in.
+    #[serde(default)]
+    pub queue_skbs_per_packet_in: f64,
     /// Packets dropped because the backlog was full.
     pub backlog_drops: u64,
     /// Most packets waiting in the backlog at once.
@@ -128,6 +172,7 @@ pub(crate) struct CpuState {
     pub figures: CpuFigures,
     nodes: u64,
     blocks: u64,
+    skbs: u64,
     in_ns: u64,
     wait_ns: u128,
 }
@@ -147,6 +192,7 @@ impl CpuState {
             },
             nodes: 0,
             blocks: 0,
+            skbs: 0,
             in_ns: 0,
             wait_ns: 0,
         }
@@ -179,9 +225,11 @@ impl CpuState {
         Some(pkt)
     }
 
-    /// Charges one processed packet that did `nodes` and `blocks` of work.
-    pub fn charge_in(&mut self, now_ns: u64, nodes: u64, blocks: u64) {
-        let ns = self.model.packet_in_ns(self.kind, nodes, blocks);
+    /// Charges one processed packet that did `nodes` and `blocks` of work on queues
+    /// holding `skbs` skbs.
+    pub fn charge_in(&mut self, now_ns: u64, nodes: u64, blocks: u64, skbs: u64) {
+        let ns = self.model.packet_in_ns(self.kind, nodes, blocks, skbs);
+        self.skbs += skbs;
         self.busy_until = self.busy_until.max(now_ns) + ns;
         self.figures.packets_in += 1;
         self.figures.busy_ns += ns;
@@ -209,6 +257,7 @@ impl CpuState {
         f.cpu_per_packet_in_ns = self.in_ns as f64 / n;
         f.nodes_per_packet_in = self.nodes as f64 / n;
         f.sack_blocks_per_packet_in = self.blocks as f64 / n;
+        f.queue_skbs_per_packet_in = self.skbs as f64 / n;
         f.backlog_mean_wait_us = self.wait_ns as f64 / n / 1e3;
         f
     }
@@ -223,7 +272,7 @@ mod tests {
         let m = CpuModel {
             per_packet_in_ns: 1000.0,
             per_tree_node_ns: 99.0,
-            per_list_node_ns: 10.0,
+            list_node_ns: [(1, 10.0); LIST_POINTS],
             per_sack_block_ns: 0.0,
             per_packet_out_ns: 100.0,
             backlog_overhead: 100,
@@ -237,11 +286,11 @@ mod tests {
         c.add_backlog(0, vec![0; 100], 300); // 400 queued > 300: dropped
         assert_eq!(c.figures.backlog_drops, 1);
         assert!(c.next_packet(0).is_some());
-        c.charge_in(0, 100, 0); // 1000 + 100 * 10 ns
+        c.charge_in(0, 100, 0, 50); // 1000 + 100 * 10 ns
         assert_eq!(c.busy_until, 2000);
         assert!(c.next_packet(1999).is_none(), "busy");
         assert!(c.next_packet(2000).is_some());
-        c.charge_in(2000, 0, 0);
+        c.charge_in(2000, 0, 0, 0);
         c.charge_out(2500); // queued behind the busy CPU
         assert_eq!(c.busy_until, 3100);
         let f = c.result(10_000);
@@ -249,5 +298,34 @@ mod tests {
         assert!((f.utilization - 0.31).abs() < 1e-9);
         assert!((f.nodes_per_packet_in - 50.0).abs() < 1e-9);
         assert!((f.backlog_mean_wait_us - 1.0).abs() < 1e-9);
+        assert!((f.queue_skbs_per_packet_in - 25.0).abs() < 1e-9);
+    }
+
+    /// The list's cost per node follows the measured points, straight between them
+    /// and flat beyond them; the tree's stays one constant.
+    #[test]
+    fn a_list_node_costs_what_the_bench_measured_at_that_length() {
+        let m = CpuModel::calibrated();
+        assert_eq!(m.list_node_ns(0), 5.9);
+        assert_eq!(m.list_node_ns(1_000), 5.9);
+        assert_eq!(m.list_node_ns(100_000), 62.2);
+        assert_eq!(m.list_node_ns(1_000_000), 203.4);
+        let mid = m.list_node_ns(20_000); // halfway from 10k to 30k
+        assert!((mid - (8.7 + 52.2) / 2.0).abs() < 1e-9, "{mid}");
+        let mut last = 0.0;
+        for n in (0..400_000).step_by(997) {
+            let ns = m.list_node_ns(n);
+            assert!(ns >= last, "not decreasing with the length: {n}");
+            last = ns;
+        }
+        // 1270 ns + 1000 nodes at 62.2 ns + 3 blocks at 277 ns.
+        assert_eq!(
+            m.packet_in_ns(RtxQueueKind::List, 1000, 3, 100_000),
+            1270 + 62_200 + 831
+        );
+        assert_eq!(
+            m.packet_in_ns(RtxQueueKind::Tree, 10, 0, 100_000),
+            1270 + 300
+        );
     }
 }

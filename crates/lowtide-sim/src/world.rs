@@ -472,7 +472,7 @@ impl World {
             if let Some(c) = self.cpu.as_mut() {
                 let nodes = after.nodes_visited.saturating_sub(before.nodes_visited);
                 let blocks = after.sack_blocks.saturating_sub(before.sack_blocks);
-                c.charge_in(now, nodes, blocks);
+                c.charge_in(now, nodes, blocks, before.queue_skbs);
             }
             self.service(HOST_A);
         }

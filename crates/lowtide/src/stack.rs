@@ -81,6 +81,9 @@ pub struct RtxWork {
     pub nodes_visited: u64,
     /// SACK blocks processed.
     pub sack_blocks: u64,
+    /// Skbs now in the retransmit queues (the list a walk goes through: its length
+    /// sets how much of it stays in the CPU's caches).
+    pub queue_skbs: u64,
 }
 
 /// A TCP/IP stack: every socket of one host, driven by its caller (see the crate docs
@@ -534,6 +537,7 @@ impl Stack {
             if let Some(Sock::Tcp(t)) = &s.sock {
                 w.nodes_visited += t.rtx.nodes_visited();
                 w.sack_blocks += t.rtx.sack_blocks();
+                w.queue_skbs += t.rtx.len() as u64;
             }
         }
         w

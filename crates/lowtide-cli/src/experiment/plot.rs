@@ -373,8 +373,12 @@ fn e4(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
     let gp: fn(&RunRecord) -> f64 = |r| r.figures.goodput_bps / 1e6;
     let cpu: fn(&RunRecord) -> f64 =
         |r| r.figures.cpu.map_or(0.0, |c| c.cpu_per_packet_in_ns / 1e3);
+    let jitter = match param(first, "jitter") {
+        "" => String::new(),
+        j => format!(", jitter {j}"),
+    };
     let cap = format!(
-        "one BBR flow, rtt {}, loss {}, receiver GRO off, each point one run (rates 0.5-10 Gbit/s)",
+        "one BBR flow, rtt {}, loss {}{jitter}, receiver GRO off, each point one run (rates 0.5-10 Gbit/s)",
         param(first, "rtt"),
         param(first, "loss")
     );

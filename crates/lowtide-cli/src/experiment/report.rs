@@ -269,27 +269,35 @@ fn cpu_table(s: &mut String, file: &ResultsFile) {
     let _ = writeln!(
         s,
         "CPU model of the sender (lowtide_sim::cpu; constants from `cargo bench -p lowtide \
-         --bench engine` and `--bench sack` on this machine): {:.0} ns per incoming packet, \
-         {:.0} ns per SACK block, {:.2} ns per list node and {:.0} ns per tree node visited, \
-         {:.0} ns per packet sent; backlog limit sk_rcvbuf + sk_sndbuf.\n",
+         --bench engine`, `--bench sack` and `--bench list_walk` on this machine): {:.0} ns \
+         per incoming packet, {:.0} ns per SACK block, {:.0} ns per tree node visited, per \
+         list node visited by the list's length (a linked list of separately allocated \
+         skbs, interpolated) {}, {:.0} ns per packet sent; backlog limit sk_rcvbuf + \
+         sk_sndbuf.\n",
         model.per_packet_in_ns,
         model.per_sack_block_ns,
-        model.per_list_node_ns,
         model.per_tree_node_ns,
+        model
+            .list_node_ns
+            .iter()
+            .map(|(n, ns)| format!("{ns} ns at {n} skbs"))
+            .collect::<Vec<_>>()
+            .join(", "),
         model.per_packet_out_ns
     );
-    let _ = writeln!(s, "| group | variant | rep | goodput Mbit/s | mean packets in flight | CPU per ACK us | nodes per ACK | SACK blocks per ACK | CPU utilization | backlog peak packets | backlog drops | backlog wait us |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "| group | variant | rep | goodput Mbit/s | mean packets in flight | skbs in rtx queue | CPU per ACK us | nodes per ACK | SACK blocks per ACK | CPU utilization | backlog peak packets | backlog drops | backlog wait us |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in runs {
         let Some(c) = r.figures.cpu else { continue };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % | {} | {} | {} |",
             r.group,
             r.variant,
             r.rep,
             num(r.figures.goodput_bps / 1e6),
             num(r.figures.mean_in_flight),
+            num(c.queue_skbs_per_packet_in),
             num(c.cpu_per_packet_in_ns / 1e3),
             num(c.nodes_per_packet_in),
             num(c.sack_blocks_per_packet_in),
@@ -327,22 +335,25 @@ fn notes(e: Experiment) -> Option<&'static str> {
         Experiment::E4 => {
             "In virtual time a walk costs nothing, so the sender's CPU is modeled \
             (table above): each ACK costs the work the engine did, counted in queue nodes \
-            visited. The list ablation walks as Linux did just before seed 003 (net-next of \
-            October 2017): tcp_sacktag_write_queue from the head where the recv_sack_cache \
-            and highest_sack hints do not apply, tcp_sacktag_skip linear; the retransmit \
-            and lost hints are pointers in both shapes. Why lowtide's ratio is far from the \
-            seed's 6.4x, as far as measured: (1) the sender is never CPU-bound (31-48 % \
-            busy), so the list's longer walks cost no goodput; (2) lowtide's list is a \
-            VecDeque, contiguous in memory, about 3 ns per node where the seed counts 40 ns \
-            per cache miss of a linked list, and SACKed runs merge into 64 KB skbs, so a \
-            walk passes far fewer skbs than segments; (3) packets in flight stay near \
-            21,000, not the seed's ~100,000: the receive window (at most half of \
-            tcp_rmem[2], 134 MB) fills behind the window's last lost segments, which RACK \
-            finds only an RTT later, so the sender is receive-window-limited 9-16 s of \
-            each 30 s run, as Linux would be with these buffers (docs/experiments/README.md, \
-            \"E4's simulator stalls\"); (4) 4.14's FACK marking walks (tcp_mark_head_lost) are not \
-            modeled, lowtide runs RACK in both shapes. The list's 3.14 ns per node was \
-            fitted before the hint fix and is not re-derived. The sweep shows the cost \
+            visited, a list node at the cost measured for a linked list of separately \
+            allocated skbs of the queue's length (`--bench list_walk`). The path has the \
+            seed's netem `delay 150ms 200us`: 200 us of jitter on the data direction, \
+            which reorders packets sent microseconds apart (GRO off: the seed's SACK \
+            storm). The list ablation walks as Linux did just before seed 003: \
+            tcp_sacktag_write_queue from the head where the recv_sack_cache and \
+            highest_sack hints do not apply, tcp_sacktag_skip linear; the retransmit and \
+            lost hints are pointers in both shapes; RACK uses the time-sorted list in both \
+            (tcp_mark_head_lost's walks of 4.13 are not modeled). With the reordering the \
+            list visits about 1,200 nodes per ACK against the tree's 42, the sender's CPU \
+            is busy 46-74 % (tree 22-39 %), ACKs wait tens of ms in the backlog and the \
+            list's goodput falls. Why the ratio stays far from the seed's 6.4x, as far as \
+            measured: the queue holds only about 2,000 skbs (64 KB TSO skbs, SACKed runs \
+            merged), so a list node costs about 6 ns (cache-warm) where the seed counts \
+            40 ns per miss at ~100,000 skbs; the backlog never overflows (its limit, \
+            sk_rcvbuf + sk_sndbuf, is hundreds of MB with these buffers), where the seed \
+            saw massive drops; packets in flight stay at 10,500-18,400. Without the jitter \
+            the same model gives 0.95x (docs/experiments/README.md, \"E4 with the seed's \
+            jitter\"). The real-path column predates the jitter. The sweep shows the cost \
             against packets in flight."
         }
         Experiment::E5 => {

@@ -267,6 +267,12 @@ fn e4(b: &mut Builder) {
     }
 }
 
+/// netem's jitter in seed 003's test (`delay 150ms 200us`): without a distribution
+/// table netem draws each packet's delay uniformly in `mu - sigma .. mu + sigma`
+/// (`tabledist`) and its tfifo releases packets by `time_to_send`, so packets a few
+/// microseconds apart overtake each other.
+const E4_JITTER_SIGMA_NS: u64 = 200_000;
+
 fn e4_run(group: &str, variant: &str, kind: &str, rate_bps: u64, secs: u64) -> Run {
     let mut r = Run::new(Experiment::E4, group, variant)
         .path(1, rate_bps, 150 * MS)
@@ -279,9 +285,15 @@ fn e4_run(group: &str, variant: &str, kind: &str, rate_bps: u64, secs: u64) -> R
         // sent a SACK for every out-of-order segment, the storm the seed measured.
         .sysctl("net.ipv4.tcp_comp_sack_nr=0")
         .param("loss", "1 % (data direction)")
+        .param("jitter", "uniform +-200 us (data direction, netem 200us)")
         .param("gro", "off")
         .param("cpu model", "calibrated (lowtide_sim::cpu)");
     r.sc.link_ab.loss = 0.01;
+    // netem sat on the receiver's ingress: only data packets were delayed by
+    // mu +- sigma; the sim's link draws 0..jitter on top of its delay, so the data
+    // direction's delay moves down by sigma and the mean RTT stays 150 ms.
+    r.sc.link_ab.delay_ns -= E4_JITTER_SIGMA_NS;
+    r.sc.link_ab.jitter_ns = 2 * E4_JITTER_SIGMA_NS;
     r.sc.gro = false;
     r.sc.cpu = Some(CpuModel::calibrated());
     r.sc.timeseries = Some(TimeseriesConfig {
@@ -344,5 +356,20 @@ mod tests {
         let full = plan(&[Experiment::E4], Scale::Full, 1);
         let main = full.iter().filter(|r| !r.group.starts_with("sweep"));
         assert_eq!(main.count(), 20, "E4: 10 runs of list and tree");
+    }
+
+    /// E4's data direction has netem's `delay 150ms 200us` of seed 003 (uniform in
+    /// 150 ms +- 200 us over the round trip), the ACK direction none.
+    #[test]
+    fn e4_has_the_seed_jitter_on_the_data_direction() {
+        for scale in [Scale::Quick, Scale::Full] {
+            for r in plan(&[Experiment::E4], scale, 1) {
+                let (ab, ba) = (&r.scenario.link_ab, &r.scenario.link_ba);
+                assert_eq!(ab.jitter_ns, 400_000);
+                assert_eq!(ba.jitter_ns, 0);
+                assert_eq!(ab.delay_ns + ba.delay_ns, 150 * MS - 200_000);
+                assert_eq!(ab.loss, 0.01);
+            }
+        }
     }
 }

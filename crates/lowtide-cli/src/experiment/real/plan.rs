@@ -30,6 +30,16 @@ fn path(rate_bps: u64, rtt_ns: u64, loss: f64) -> (PathConfig, PathConfig) {
     )
 }
 
+/// E4's path: seed 003's netem on the receiver's ingress, `delay 150ms 200us loss 1`:
+/// the data direction's delay uniform in its half of the RTT +- 200 us (may reorder),
+/// as the simulator's E4.
+fn e4_path(rate_bps: u64) -> (PathConfig, PathConfig) {
+    let (mut fwd, rev) = path(rate_bps, 150 * MS, 0.01);
+    fwd.delay_ns -= 200_000;
+    fwd.jitter_ns = 400_000;
+    (fwd, rev)
+}
+
 fn rate_name(bps: u64) -> String {
     match bps {
         b if b >= GBIT && b % GBIT == 0 => format!("{} Gbit/s", b / GBIT),
@@ -413,6 +423,10 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
         ("duration", format!("{secs} s")),
         ("cc", "bbr".into()),
         ("offload", "off (receiver gets MSS packets)".into()),
+        (
+            "jitter",
+            "+-200 us on the data direction (netem 200us)".into(),
+        ),
     ];
     // Alternating list, tree and the kernel, so that a slow spell of the machine
     // hits each.
@@ -438,7 +452,7 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
         let mut r = record(Experiment::E4, Side::Lowtide, &group, v, &params);
         let run = StackRun {
             flows: 1,
-            path: path(rate, 150 * MS, 0.01),
+            path: e4_path(rate),
             offload: Offload::None,
             sysctls: vec![
                 "net.ipv4.tcp_congestion_control=bbr".into(),
@@ -468,7 +482,7 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
 /// 1 % loss on the data path, device offload off, 256 MB buffers; goodput and the
 /// sender namespace's counters.
 fn kernel_e4(r: &mut RealRun, rate: u64, secs: u64, seed: u64) -> Result<(), String> {
-    let link = TunLink::start(path(rate, 150 * MS, 0.01), Offload::None, seed)?;
+    let link = TunLink::start(e4_path(rate), Offload::None, seed)?;
     kernel::sysctl(&link.sender, "net.ipv4.tcp_congestion_control", "bbr")?;
     kernel::sysctl(&link.sender, "net.ipv4.tcp_wmem", "4096 16384 268435456")?;
     kernel::sysctl(&link.receiver, "net.ipv4.tcp_rmem", "4096 131072 268435456")?;
@@ -665,4 +679,19 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<RealCheck> {
         _ => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The real path's E4 has the simulator's jitter: seed 003's netem `delay 150ms
+    /// 200us` on the data direction only, the mean RTT still 150 ms.
+    #[test]
+    fn e4_path_has_the_seed_jitter_on_the_data_direction() {
+        let (fwd, rev) = e4_path(500_000_000);
+        assert_eq!((fwd.jitter_ns, rev.jitter_ns), (400_000, 0));
+        assert_eq!(fwd.delay_ns + fwd.jitter_ns / 2 + rev.delay_ns, 150 * MS);
+        assert_eq!((fwd.loss, rev.loss), (0.01, 0.0));
+    }
 }

@@ -343,18 +343,20 @@ fn notes(e: Experiment) -> Option<&'static str> {
             tcp_sacktag_write_queue from the head where the recv_sack_cache and \
             highest_sack hints do not apply, tcp_sacktag_skip linear; the retransmit and \
             lost hints are pointers in both shapes; RACK uses the time-sorted list in both \
-            (tcp_mark_head_lost's walks of 4.13 are not modeled). With the reordering the \
-            list visits about 1,200 nodes per ACK against the tree's 42, the sender's CPU \
-            is busy 46-74 % (tree 22-39 %), ACKs wait tens of ms in the backlog and the \
-            list's goodput falls. Why the ratio stays far from the seed's 6.4x, as far as \
-            measured: the queue holds only about 2,000 skbs (64 KB TSO skbs, SACKed runs \
-            merged), so a list node costs about 6 ns (cache-warm) where the seed counts \
-            40 ns per miss at ~100,000 skbs; the backlog never overflows (its limit, \
-            sk_rcvbuf + sk_sndbuf, is hundreds of MB with these buffers), where the seed \
-            saw massive drops; packets in flight stay at 10,500-18,400. Without the jitter \
-            the same model gives 0.95x (docs/experiments/README.md, \"E4 with the seed's \
-            jitter\"). The real-path column predates the jitter. The sweep shows the cost \
-            against packets in flight."
+            (tcp_mark_head_lost's walks of 4.13 are not modeled); the receiver sends a SACK \
+            for every out-of-order segment (tcp_comp_sack_nr 0: the seed's 4.14 receivers \
+            predate SACK compression). With the reordering the list visits 1,000-1,460 \
+            nodes per ACK against the tree's 40-42 (table above), the sender's CPU is busy \
+            37-78 % (tree 21-46 %), ACKs wait 67-208 ms in the backlog (tree 1-6 ms), the \
+            list's RTT grows to 217-358 ms and its goodput falls. Why the ratio stays below \
+            the seed's 6.4x, as far as measured: the queue holds only 1,700-3,300 skbs \
+            (64 KB TSO skbs, SACKed runs merged), so a list node costs 6-8 ns (nearly \
+            cache-warm) where the seed counts 40 ns per miss at ~100,000 skbs; the backlog \
+            never overflows (its limit, sk_rcvbuf + sk_sndbuf, is hundreds of MB with these \
+            buffers), where the seed saw massive drops; packets in flight stay at \
+            10,000-22,000. Without the jitter the same model gives 0.95x \
+            (docs/experiments/README.md, \"E4 with the seed's jitter\"). The sweep shows \
+            the cost against packets in flight."
         }
         Experiment::E5 => {
             "Counters are host A's nstat counters for the whole transfer \

@@ -420,9 +420,13 @@ fn notes(e: Experiment) -> &'static str {
             the packets it received; its system time (the kernel's work on the TUN writes, \
             the kernel receiver's TCP included) is left out. The link rate (500 Mbit/s at full scale) was chosen for \
             this shared machine without offload (one write(2) per segment), far below the \
-            seed's. The runs swing widely (BBR under 1 % random loss at 150 ms; on \
-            2026-11-25, at load 0.3-1, lowtide 144-377 Mbit/s and the kernel's BBR \
-            148-185 Mbit/s on the same path). On a loaded machine lowtide falls behind: \
+            seed's. The path has the seed's 200 us jitter on the data direction and the \
+            kernel receiver's SACK compression off (tcp_comp_sack_nr 0, as the seed's \
+            4.14). The runs swing widely (BBR under 1 % random loss at 150 ms; \
+            2026-11-25 15:41-15:49 UTC, load under 1: lowtide list 335-381, tree \
+            380-400 Mbit/s, the kernel's BBR 197-298 Mbit/s on the same path; earlier \
+            that day, without the jitter, lowtide 144-377 and the kernel 148-185). On a \
+            loaded machine lowtide falls behind: \
             its one thread is the stack, the link and the device, and a late turn of its \
             loop idles the link (docs/experiments/README.md, \"E4's real-path lag\"). \
             Packets in flight are a few thousand, far fewer than the seed's ~100,000, so a \

@@ -9,7 +9,6 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::Serialize;
 use std::collections::VecDeque;
-use std::rc::Rc;
 
 /// Bytes a frame costs on the wire beyond its IP packet: Ethernet header 14 + FCS 4 +
 /// preamble and start delimiter 8 + inter-frame gap 12 = 38. A 1500-byte IP packet
@@ -26,40 +25,7 @@ pub struct WireSeg {
     /// the whole segment when the device cut it.
     pub head: Vec<u8>,
     /// The payload kept apart.
-    pub body: Body,
-}
-
-/// A range of a GSO packet's payload, shared by its segments through a
-/// single-threaded count (a simulation runs on one thread): cutting and freeing a
-/// segment costs no atomic reference count, only the packet's last segment drops the
-/// `Bytes`.
-#[derive(Debug, Clone, Default)]
-pub struct Body {
-    buf: Option<Rc<Bytes>>,
-    start: usize,
-    end: usize,
-}
-
-impl Body {
-    /// Bytes `range` of `buf`.
-    pub fn new(buf: Rc<Bytes>, range: core::ops::Range<usize>) -> Body {
-        assert!(range.start <= range.end && range.end <= buf.len());
-        Body {
-            buf: Some(buf),
-            start: range.start,
-            end: range.end,
-        }
-    }
-}
-
-impl core::ops::Deref for Body {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match &self.buf {
-            Some(b) => &b[self.start..self.end],
-            None => &[],
-        }
-    }
+    pub body: Bytes,
 }
 
 impl WireSeg {
@@ -67,7 +33,7 @@ impl WireSeg {
     pub fn whole(packet: Vec<u8>) -> WireSeg {
         WireSeg {
             head: packet,
-            body: Body::default(),
+            body: Bytes::new(),
         }
     }
 

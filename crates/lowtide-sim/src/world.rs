@@ -5,7 +5,7 @@ use crate::cpu::CpuState;
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
 use crate::intervals::IntervalSampler;
-use crate::link::{Body, WireSeg};
+use crate::link::WireSeg;
 use crate::link::{LinkDir, Pipe};
 use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
@@ -17,7 +17,6 @@ use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack,
 use lowtide_wire::{gso, tcp::four_tuple_apart};
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::rc::Rc;
 
 /// The receivers' listening port (netperf's 12865 data port is random; iperf's 5001).
 pub const LISTEN_PORT: u16 = 5001;
@@ -627,10 +626,9 @@ impl World {
             // Each segment's headers in a buffer of the sender's pool (the receiver
             // gives it back), its payload a slice of the super-packet's: no copy.
             let take = |len| stack.take_buffer(len);
-            let (hdr, shared) = (&tx.packet, Rc::new(std::mem::take(&mut tx.payload)));
-            let payload: &[u8] = &shared;
+            let (hdr, payload) = (&tx.packet, &tx.payload);
             let cut = |head, range| {
-                let body = Body::new(Rc::clone(&shared), range);
+                let body = payload.slice(range);
                 put(WireSeg { head, body })
             };
             if gso::segment_headers_into(hdr, payload, tx.gso_size, full_csum, take, cut).is_err() {

@@ -106,6 +106,23 @@ fn draw_on<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Pixels per caption character at 13 px (a conservative average for the font).
+const CAPTION_CHAR_PX: usize = 7;
+
+/// `text` in lines of at most `width` characters, broken after ", " where possible.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for part in text.split_inclusive(", ") {
+        let cur = lines.last_mut().expect("one line");
+        if !cur.is_empty() && cur.len() + part.trim_end().len() > width.max(1) {
+            lines.push(part.to_string());
+        } else {
+            cur.push_str(part);
+        }
+    }
+    lines.iter().map(|l| l.trim_end().to_string()).collect()
+}
+
 fn range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = vals.fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(v), h.max(v)));
     match (lo, hi) {
@@ -117,13 +134,17 @@ fn range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
 
 fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
-    let (body, foot) = area.split_vertically(area.dim_in_pixel().1 as i32 - 28);
-    foot.draw_text(
+    let (w, h) = area.dim_in_pixel();
+    let lines = wrap(
         &c.caption,
-        &(FONT, 13).into_font().color(&BLACK.mix(0.8)),
-        (10, 6),
-    )
-    .map_err(|x| e(&x))?;
+        (w as usize).saturating_sub(20) / CAPTION_CHAR_PX,
+    );
+    let (body, foot) = area.split_vertically(h as i32 - 12 - 16 * lines.len() as i32);
+    let style = (FONT, 13).into_font().color(&BLACK.mix(0.8));
+    for (i, line) in lines.iter().enumerate() {
+        foot.draw_text(line, &style, (10, 6 + 16 * i as i32))
+            .map_err(|x| e(&x))?;
+    }
     let all = || c.series.iter().flat_map(|s| s.points.iter());
     let (x0, x1) = range(all().map(|p| p.0));
     let (y0, y1) = range(all().map(|p| p.1));
@@ -433,4 +454,16 @@ fn e5(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
             points: false,
         }],
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captions_wrap_after_commas() {
+        let l = wrap("flows 1, rate 10 Gbit/s, rtt 40 ms, seed 1", 20);
+        assert_eq!(l, vec!["flows 1,", "rate 10 Gbit/s,", "rtt 40 ms, seed 1"]);
+        assert_eq!(wrap("short", 80), vec!["short"]);
+    }
 }

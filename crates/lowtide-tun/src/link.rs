@@ -10,9 +10,10 @@
 //! Time is nanoseconds since the runtime's start. A packet's serialization starts at
 //! `max(enqueue time, end of the previous one)`, whenever the runtime gets around to
 //! it, so the rate holds even when the process wakes late. Without per-segment
-//! impairments a GSO super-packet crosses whole (it is serialized as its segments
-//! would be); with them it is cut into wire segments first, each drawn for loss and
-//! jitter on its own.
+//! impairments, and at rates where its segments would reach the receiver within one
+//! NAPI poll ([`NAPI_WINDOW_NS`]), a GSO super-packet crosses whole (it is serialized
+//! as its segments would be); otherwise it is cut into wire segments first, each
+//! drawn for loss and jitter on its own and delivered on its own.
 
 use crate::device::TunDevice;
 use crate::vnet::VnetHdr;
@@ -72,6 +73,10 @@ impl PathConfig {
         self.loss > 0.0 || self.jitter_ns > 0
     }
 }
+
+/// A receiving NIC's interrupt-coalescing window (the simulator's `rx_usecs`
+/// default, 20 us): segments that arrive further apart reach the stack one by one.
+pub const NAPI_WINDOW_NS: u64 = 20_000;
 
 /// Spent buffers a path keeps for its owner to collect ([`PathDir::pop_spent`]).
 const MAX_SPENT: usize = 64;
@@ -273,9 +278,20 @@ impl PathDir {
         enq.max(self.busy_until)
     }
 
+    /// Whether a GSO packet's segments leave the link too far apart for the
+    /// receiver's NIC to hand them up as one: one segment's serialization time is
+    /// longer than [`NAPI_WINDOW_NS`], so a real receiver's GRO would see them one by
+    /// one (the simulator's receiver does, `lowtide_sim::host`).
+    fn spaced_apart(&self, gso_size: u16) -> bool {
+        let rate = self.cfg.rate_bps.unwrap_or(u64::MAX) as u128;
+        let bits = (gso_size as u128 + 40 + FRAMING_OVERHEAD as u128) * 8;
+        gso_size > 0 && bits * 1_000_000_000 > NAPI_WINDOW_NS as u128 * rate
+    }
+
     /// Serializes a packet (whole, or cut into wire segments) and puts it in flight.
     fn transmit(&mut self, enq: u64, frame: Frame) {
-        let end = if self.split && frame.gso_size > 0 {
+        let split = self.split || self.spaced_apart(frame.gso_size);
+        let end = if split && frame.gso_size > 0 {
             self.transmit_segments(enq, frame)
         } else if self.split {
             let meta = (frame.csum_partial, frame.token, frame.vnet);
@@ -553,6 +569,22 @@ mod tests {
         assert!(s.iter().all(|(_, len)| *len == 1500));
         assert_eq!(w[0].0, s[3].0, "same serialization time in total");
         assert_eq!(s[3].0, 4 * 12_304);
+    }
+
+    #[test]
+    fn a_slow_link_delivers_segments_one_by_one() {
+        // At 100 Mbit/s a 1500-byte segment takes 123 us: a receiver's NAPI poll
+        // (20 us) sees them apart, so the path delivers them apart; at 1 Gbit/s
+        // (12 us) the super-packet stays whole.
+        for (rate, pieces) in [(100_000_000u64, 4usize), (1_000_000_000, 1)] {
+            let cfg = PathConfig {
+                rate_bps: Some(rate),
+                ..PathConfig::default()
+            };
+            let mut dir = PathDir::new(cfg, false, 1);
+            dir.enqueue(0, frame(4 * 1460, 1460));
+            assert_eq!(drain(&mut dir).len(), pieces, "at {rate} bit/s");
+        }
     }
 
     #[test]

@@ -423,8 +423,8 @@ fn notes(e: Experiment) -> &'static str {
             seed's. The path has the seed's 200 us jitter on the data direction and the \
             kernel receiver's SACK compression off (tcp_comp_sack_nr 0, as the seed's \
             4.14). The runs swing widely (BBR under 1 % random loss at 150 ms; \
-            2026-11-25 15:41-15:49 UTC, load under 1: lowtide list 335-381, tree \
-            380-400 Mbit/s, the kernel's BBR 197-298 Mbit/s on the same path; earlier \
+            2026-11-25 16:21-16:30 UTC, load under 1: lowtide list 376-392, tree \
+            374-385 Mbit/s, the kernel's BBR 288-376 Mbit/s on the same path; earlier \
             that day, without the jitter, lowtide 144-377 and the kernel 148-185). On a \
             loaded machine lowtide falls behind: \
             its one thread is the stack, the link and the device, and a late turn of its \

@@ -352,29 +352,33 @@ pub struct Sent {
     pub info: (u32, u32, u32),
 }
 
-/// Starts `flows` kernel senders in `ns` to `to` (each on its own thread), with
-/// `SO_SNDBUF` if given; each writes, half-closes and waits for the peer's close.
+/// Starts `flows` kernel senders in `ns` to `to` (each on its own thread) with
+/// congestion control `cc` and `SO_SNDBUF` if given; each writes, half-closes and
+/// waits for the peer's close.
 pub fn senders(
     ns: &NetNs,
     to: SocketAddr,
     flows: usize,
-    what: Send,
+    (what, cc): (Send, &'static str),
     sndbuf: Option<u32>,
 ) -> Result<Vec<JoinHandle<Result<Sent, String>>>, String> {
     (0..flows)
         .map(|_| {
-            ns.spawn(move || send_one(to, what, sndbuf))
+            ns.spawn(move || send_one(to, (what, cc), sndbuf))
                 .map_err(|e| format!("sender thread: {e}"))
         })
         .collect()
 }
 
 /// One kernel sender on the calling thread (see [`senders`]).
-pub fn send_one(to: SocketAddr, what: Send, sndbuf: Option<u32>) -> Result<Sent, String> {
+pub fn send_one(
+    to: SocketAddr,
+    (what, cc): (Send, &'static str),
+    sndbuf: Option<u32>,
+) -> Result<Sent, String> {
     let start = Instant::now();
     let cs0 = ctx_switches();
-    let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5))
-        .map_err(|e| format!("kernel sender: connect {to}: {e}"))?;
+    let mut s = connect_with_cc(to, cc)?;
     if let Some(b) = sndbuf {
         set_sndbuf(&s, b)?;
     }
@@ -442,6 +446,63 @@ fn tcp_info(s: &TcpStream) -> (u32, u32, u32) {
 }
 
 /// `setsockopt(SO_SNDBUF)` (the kernel doubles it and stops autotuning the socket).
+/// A TCP connection to `to` (IPv4) from a socket given congestion control `cc`
+/// before connect(2). A new namespace here inherits the machine's default, bbr, and
+/// cannot be given cubic (not in `tcp_allowed_congestion_control`; root may still
+/// pick it per socket); set after connect, as `iperf3 -C` does, cubic would keep the
+/// pacing bbr's init turned on (`sk_pacing_status`).
+fn connect_with_cc(to: SocketAddr, cc: &str) -> Result<TcpStream, String> {
+    use std::os::fd::FromRawFd;
+    let err = |what: &str| {
+        format!(
+            "kernel sender: {what} {to}: {}",
+            std::io::Error::last_os_error()
+        )
+    };
+    let SocketAddr::V4(v4) = to else {
+        return Err(format!("kernel sender: {to}: IPv4 only"));
+    };
+    // SAFETY: a new socket; the TcpStream owns (and closes) it from here on.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(err("socket"));
+    }
+    let s = unsafe { TcpStream::from_raw_fd(fd) };
+    // SAFETY: setsockopt with a byte string and its length, on the socket we own.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr() as *const libc::c_void,
+            cc.len() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(err(&format!("TCP_CONGESTION {cc} for")));
+    }
+    let sa = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: v4.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*v4.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: a sockaddr_in of the right length, on the socket we own (blocking).
+    let r = unsafe {
+        libc::connect(
+            fd,
+            &sa as *const libc::sockaddr_in as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    match r {
+        0 => Ok(s),
+        _ => Err(err("connect")),
+    }
+}
+
 fn set_sndbuf(s: &TcpStream, bytes: u32) -> Result<(), String> {
     let v = bytes as libc::c_int;
     // SAFETY: setsockopt on a socket we own, with a c_int option value.

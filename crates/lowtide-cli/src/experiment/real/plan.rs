@@ -144,13 +144,11 @@ fn kernel_bulk_link(
     let sink = kernel::sink(&link.receiver, 5201, flows)?;
     let mem = Sampler::start(&link.sender, Duration::from_millis(100), kernel::ss_memory)?;
     let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));
-    let senders = kernel::senders(
-        &link.sender,
-        to,
-        flows,
-        Send::For(Duration::from_secs(secs)),
-        None,
-    )?;
+    // The congestion control the sysctls name (E2: bbr), else the seeds' cubic.
+    let bbr = sysctls.contains(&("net.ipv4.tcp_congestion_control", "bbr"));
+    let cc = if bbr { "bbr" } else { "cubic" };
+    let what = (Send::For(Duration::from_secs(secs)), cc);
+    let senders = kernel::senders(&link.sender, to, flows, what, None)?;
     let (mut longest, mut ctx, mut first) = (0.0f64, 0u64, None);
     for s in senders {
         let sent = s
@@ -372,13 +370,9 @@ fn kernel_e3(
     let sink = kernel::sink(&pair.receiver, 5201, flows)?;
     let sampler = Sampler::backlog(pair.queue_ns(), &pair.dev, "10:", Duration::from_millis(10))?;
     let to = SocketAddr::from((pair.receiver_addr, 5201));
-    let senders = kernel::senders(
-        &pair.sender,
-        to,
-        flows,
-        Send::For(Duration::from_secs(secs)),
-        None,
-    )?;
+    // CUBIC, as the seed's bulk senders and lowtide's runs.
+    let what = (Send::For(Duration::from_secs(secs)), "cubic");
+    let senders = kernel::senders(&pair.sender, to, flows, what, None)?;
     let mut longest = 0.0f64;
     for s in senders {
         let sent = s
@@ -494,7 +488,7 @@ fn kernel_e4(r: &mut RealRun, rate: u64, secs: u64, seed: u64) -> Result<(), Str
         .sender
         .spawn(move || -> Result<_, String> {
             let before = kernel::snmp()?;
-            let sent = kernel::send_one(to, what, None)?;
+            let sent = kernel::send_one(to, (what, "bbr"), None)?;
             let after = kernel::snmp()?;
             Ok((sent, before, after))
         })
@@ -579,7 +573,8 @@ fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
         .sender
         .spawn(move || -> Result<_, String> {
             let before = kernel::snmp()?;
-            let sent = kernel::send_one(to, Send::Bytes(2_000_000), Some(1_000_000))?;
+            let what = (Send::Bytes(2_000_000), "cubic");
+            let sent = kernel::send_one(to, what, Some(1_000_000))?;
             let after = kernel::snmp()?;
             Ok((sent, before, after))
         })

@@ -63,10 +63,12 @@ fn real_e5_counts_packets_both_ways_and_survives_a_sim_run() {
     assert_eq!((a.len(), b.len(), k.len()), (1, 1, 1), "{}", v["real"]);
     for r in [a[0], b[0], k[0]] {
         assert!(r["error"].is_null(), "{r}");
-        assert_eq!(
-            r["tcp_out_segs"], 1385,
-            "2,000,000 bytes in 1448-byte segments: {r}"
-        );
+        // 2,000,000 bytes in 1448-byte segments, SYN, FIN and the final ACK: 1385;
+        // the kernel may count one pure ACK more in its window (the ACK of the
+        // receiver's FIN), whose timing varies.
+        let segs = r["tcp_out_segs"].as_u64().unwrap_or(0);
+        let most = if r["side"] == "kernel" { 1386 } else { 1385 };
+        assert!((1385..=most).contains(&segs), "TcpOutSegs: {r}");
     }
     let out_req = |r: &serde_json::Value| r["ip_out_requests"].as_u64().unwrap();
     assert!(out_req(b[0]) < out_req(a[0]), "A {} B {}", a[0], b[0]);

@@ -193,14 +193,10 @@ impl Host {
         if seg.body.is_empty() || !self.rx_csum_valid {
             return false;
         }
-        let Ok((src, dst)) = four_tuple_apart(&seg.head, seg.body.len()) else {
+        let Ok(tuple) = four_tuple_apart(&seg.head, seg.body.len()) else {
             return false;
         };
-        let key = FlowKey {
-            src: src.ip(),
-            dst: dst.ip(),
-            ports: (src.port() as u32) << 16 | dst.port() as u32,
-        };
+        let key = FlowKey::of(tuple);
         let Some(i) = self.gro_held.iter().position(|(h, _)| *h == key) else {
             return false;
         };
@@ -252,12 +248,18 @@ struct FlowKey {
 
 /// The flow of a TCP packet, read without verifying anything.
 fn flow_key(pkt: &[u8]) -> Option<FlowKey> {
-    let (src, dst) = four_tuple(pkt).ok()?;
-    Some(FlowKey {
-        src: src.ip(),
-        dst: dst.ip(),
-        ports: (src.port() as u32) << 16 | dst.port() as u32,
-    })
+    four_tuple(pkt).ok().map(FlowKey::of)
+}
+
+impl FlowKey {
+    /// The key of a packet from `src` to `dst`.
+    fn of((src, dst): (std::net::SocketAddr, std::net::SocketAddr)) -> FlowKey {
+        FlowKey {
+            src: src.ip(),
+            dst: dst.ip(),
+            ports: (src.port() as u32) << 16 | dst.port() as u32,
+        }
+    }
 }
 
 /// The IPv4 header checksum (if any) and the TCP checksum verify.

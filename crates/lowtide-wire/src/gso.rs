@@ -69,10 +69,7 @@ pub fn segment_apart_into(
     take: impl FnMut(usize) -> Vec<u8>,
     out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
-    let l = Layout::parse_apart(headers, payload.len())?;
-    if l.payload_start != headers.len() || l.end != headers.len() + payload.len() {
-        return Err(WireError::Malformed);
-    }
+    let l = Layout::of_apart(headers, payload.len())?;
     cut_parts(headers, &l, payload, gso_size, full_csum, take, out)
 }
 
@@ -89,31 +86,47 @@ pub fn segment_headers_into(
     mut take: impl FnMut(usize) -> Vec<u8>,
     mut out: impl FnMut(Vec<u8>, core::ops::Range<usize>),
 ) -> Result<usize, WireError> {
-    let l = Layout::parse_apart(headers, payload.len())?;
-    if l.payload_start != headers.len() || l.end != headers.len() + payload.len() {
-        return Err(WireError::Malformed);
-    }
+    let l = Layout::of_apart(headers, payload.len())?;
+    let cut = |c: &Cutter, i: usize, r: core::ops::Range<usize>| {
+        let mut v = take(c.headers.len() + r.len());
+        v.clear();
+        c.build_head(&mut v, i, r.start, &payload[r.clone()]);
+        out(v, r);
+    };
+    Ok(for_each_segment(
+        headers,
+        &l,
+        payload.len(),
+        gso_size,
+        full_csum,
+        cut,
+    ))
+}
+
+/// Calls `f(cutter, i, range)` for each segment `i` of a payload of `len` bytes cut
+/// at `gso_size`, `range` being its part of the payload; returns the count.
+fn for_each_segment(
+    headers: &[u8],
+    l: &Layout,
+    len: usize,
+    gso_size: u16,
+    full_csum: bool,
+    mut f: impl FnMut(&Cutter, usize, core::ops::Range<usize>),
+) -> usize {
     let mss = gso_size as usize;
-    let count = if mss == 0 || payload.len() <= mss {
+    let count = if mss == 0 || len <= mss {
         1
     } else {
-        payload.len().div_ceil(mss)
+        len.div_ceil(mss)
     };
-    let mut cutter = Cutter::new(headers, &l, count);
+    let mut cutter = Cutter::new(headers, l, count);
     cutter.full_csum = full_csum;
     for i in 0..count {
         let start = i * mss;
-        let end = if i + 1 == count {
-            payload.len()
-        } else {
-            start + mss
-        };
-        let mut v = take(cutter.headers.len() + end - start);
-        v.clear();
-        cutter.build_head(&mut v, i, start, &payload[start..end]);
-        out(v, start..end);
+        let end = if i + 1 == count { len } else { start + mss };
+        f(&cutter, i, start..end);
     }
-    Ok(count)
+    count
 }
 
 /// Cuts `payload` into segments behind copies of `headers` (see [`segment`]).
@@ -126,28 +139,20 @@ fn cut_parts(
     mut take: impl FnMut(usize) -> Vec<u8>,
     mut out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
-    let mss = gso_size as usize;
-    let count = if mss == 0 || payload.len() <= mss {
-        1
-    } else {
-        payload.len().div_ceil(mss)
-    };
-    let mut cutter = Cutter::new(headers, l, count);
-    cutter.full_csum = full_csum;
-    for i in 0..count {
-        let start = i * mss;
-        let end = if i + 1 == count {
-            payload.len()
-        } else {
-            start + mss
-        };
-        let chunk = &payload[start..end];
-        let mut v = take(cutter.headers.len() + chunk.len());
+    let cut = |c: &Cutter, i: usize, r: core::ops::Range<usize>| {
+        let mut v = take(c.headers.len() + r.len());
         v.clear();
-        cutter.build(&mut v, i, start, chunk);
+        c.build(&mut v, i, r.start, &payload[r]);
         out(v);
-    }
-    Ok(count)
+    };
+    Ok(for_each_segment(
+        headers,
+        l,
+        payload.len(),
+        gso_size,
+        full_csum,
+        cut,
+    ))
 }
 
 /// Completes the TCP checksum of the single IPv4/IPv6 + TCP packet `packet` in place
@@ -183,6 +188,15 @@ impl Layout {
     fn parse_apart(headers: &[u8], apart: usize) -> Result<Layout, WireError> {
         let ip = IpRepr::parse_apart(headers, apart, false)?;
         Layout::of(headers, ip)
+    }
+
+    /// [`Layout::parse_apart`] of headers that end exactly where their payload starts.
+    fn of_apart(headers: &[u8], apart: usize) -> Result<Layout, WireError> {
+        let l = Layout::parse_apart(headers, apart)?;
+        if l.payload_start != headers.len() || l.end != headers.len() + apart {
+            return Err(WireError::Malformed);
+        }
+        Ok(l)
     }
 
     /// [`Layout::parse_apart`] that also verifies an IPv4 header checksum.

@@ -10,6 +10,10 @@
 # (user + system, from /usr/bin/time: the TUN write path runs the kernel's receive
 # processing in lowtide's system time, so "lowtide" includes kernel work) and
 # lowtide's minor page faults per GB. Every namespace it makes is deleted on exit.
+# lowtide's processes busy-poll their devices for LOWTIDE_BUSY_POLL µs (default 50:
+# `--sysctl net.core.busy_poll=50` for (b), (c), (e), `--busy-poll 50` for the link);
+# LOWTIDE_BUSY_POLL=0 makes them sleep at once, LOWTIDE_BUSY_POLL= (empty) passes no
+# flag (for binaries older than the option). The kernel's veth run has no equivalent.
 # Usage: scripts/bench-real.sh [SECONDS]   (default 10)
 #        LOWTIDE_BIN=PATH uses that binary instead of building this tree's.
 set -euo pipefail
@@ -25,6 +29,14 @@ else
   lt=$PWD/target/release/lowtide
 fi
 tag="ltb$$"
+busy=${LOWTIDE_BUSY_POLL-50}
+lt_busy=()
+link_busy=()
+if [ -n "$busy" ]; then
+  lt_busy=(--sysctl "net.core.busy_poll=$busy")
+  link_busy=(--busy-poll "$busy")
+fi
+echo "lowtide busy-poll: ${busy:-(no flag)} us" >&2
 tmp=$(mktemp -d)
 nss=()
 pids=()
@@ -61,22 +73,22 @@ waitsrv
 mkns "${tag}l"
 server "${tag}l" b-srv
 ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/b-cli.time" \
-  "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 >"$tmp/b.json"
+  "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 "${lt_busy[@]}" >"$tmp/b.json"
 waitsrv
 server "${tag}l" c-srv
 ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/c-cli.time" \
-  "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 --offload off >"$tmp/c.json"
+  "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 --offload off "${lt_busy[@]}" >"$tmp/c.json"
 waitsrv
 server "${tag}l" e-srv
 ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/e-cli.time" \
-  "$lt" iperf3 -c 10.7.0.1 -R -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 >"$tmp/e.json"
+  "$lt" iperf3 -c 10.7.0.1 -R -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 "${lt_busy[@]}" >"$tmp/e.json"
 waitsrv
 
 # (d) kernel -> kernel through lowtide link
 mkns "${tag}p"; mkns "${tag}q"
 ip netns exec "${tag}p" /usr/bin/time -f "%e %U %S %R" -o "$tmp/d-link.time" \
   "$lt" link --tun la --tun-addr 10.8.0.1/24 --peer-tun lb \
-  --peer-addr 10.8.0.2/24 --peer-netns "${tag}q" >/dev/null 2>&1 &
+  --peer-addr 10.8.0.2/24 --peer-netns "${tag}q" "${link_busy[@]}" >/dev/null 2>&1 &
 linkpid=$!
 pids+=("$linkpid")
 sleep 0.5

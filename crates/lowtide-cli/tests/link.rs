@@ -63,7 +63,17 @@ fn kernel_to_kernel_through_delay_and_loss() {
     if !privileged("kernel_to_kernel_through_delay_and_loss") {
         return;
     }
-    let path = ["--rtt", "20ms", "--loss", "1%", "--rate", "100mbit"];
+    // This one sleeps between packets (the clean link polls, the default).
+    let path = [
+        "--rtt",
+        "20ms",
+        "--loss",
+        "1%",
+        "--rate",
+        "100mbit",
+        "--busy-poll",
+        "0",
+    ];
     let r = through_link("lkl", 2_000_000, &path);
     assert!(r["a_to_b"]["lost"].as_u64().unwrap() > 0, "{r}");
 }

@@ -32,6 +32,20 @@ fn real_path_usage_errors_exit_2_in_one_line() {
             &["link", "--tun", "a", "--duration", "100000s"],
             "--duration",
         ),
+        (
+            &["link", "--tun", "a", "--busy-poll", "2000000"],
+            "--busy-poll",
+        ),
+        (
+            &[
+                "iperf3",
+                "-c",
+                "10.7.0.1",
+                "--sysctl",
+                "net.core.busy_poll=-1",
+            ],
+            "net.core.busy_poll",
+        ),
         (&["iperf3", "-s", "-b", "10M"], "-b"),
         (&["iperf3", "-s", "-O", "2"], "-O"),
         (

@@ -136,6 +136,7 @@ fn serve_raw(dev: TunDevice, n: usize) {
         egress: Default::default(),
         ingress: Default::default(),
         seed: 1,
+        busy_poll: Duration::ZERO,
     };
     let mut rt = Runtime::new(lowtide_stack(n), dev, cfg).unwrap();
     let at = |port| format!("10.9.{n}.2:{port}").parse().unwrap();

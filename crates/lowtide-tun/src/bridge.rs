@@ -38,6 +38,8 @@ pub struct Bridge {
     /// `paths[0]` carries A -> B, `paths[1]` B -> A.
     paths: [PathDir; 2],
     sleeper: Sleeper,
+    /// How long a turn polls the devices before it sleeps.
+    busy_poll: Duration,
     /// The buffer the next packet is read into ([`read_frame`]).
     buf: Vec<u8>,
     /// Packet buffers, reused instead of allocated per packet.
@@ -65,6 +67,7 @@ impl Bridge {
                 PathDir::new(b_to_a, false, seed ^ 0x5eed),
             ],
             sleeper,
+            busy_poll: Duration::ZERO,
             buf: Vec::with_capacity(POOL_BUF_LEN),
             pool: BufPool::new(),
             pcap: None,
@@ -77,6 +80,12 @@ impl Bridge {
     pub fn capture(&mut self, path: &Path) -> io::Result<()> {
         self.pcap = Some(PcapSink::create(path).map_err(io::Error::other)?);
         Ok(())
+    }
+
+    /// Sets how long a turn polls the devices before it sleeps (zero, the default:
+    /// it sleeps at once).
+    pub fn set_busy_poll(&mut self, busy_poll: Duration) {
+        self.busy_poll = busy_poll;
     }
 
     /// Counters.
@@ -96,8 +105,9 @@ impl Bridge {
         Ok(())
     }
 
-    /// One turn: deliver what is due, sleep until a device is readable or the next
-    /// path event (at most `max_wait`), read both devices.
+    /// One turn: deliver what is due, wait until a device is readable or the next
+    /// path event (at most `max_wait`), read both devices. The wait polls the devices
+    /// for up to the busy-poll time first and sleeps only if nothing came.
     pub fn turn(&mut self, max_wait: Duration) -> io::Result<()> {
         self.deliver()?;
         let now = self.sleeper.clock().now();
@@ -106,11 +116,19 @@ impl Bridge {
             .map(Instant)
             .unwrap_or(now + max_wait)
             .min(now + max_wait);
-        self.sleeper.sleep_until(deadline)?;
-        for side in 0..2 {
-            self.read(side)?;
+        let clock = *self.sleeper.clock();
+        if clock.busy_poll((now + self.busy_poll).min(deadline), || self.read_both())? {
+            return self.deliver();
         }
+        self.sleeper.sleep_until(deadline)?;
+        self.read_both()?;
         self.deliver()
+    }
+
+    /// Reads both devices; true if either had packets.
+    fn read_both(&mut self) -> io::Result<bool> {
+        let a = self.read(0)?;
+        Ok(self.read(1)? || a)
     }
 
     /// Finishes the capture file, if any.
@@ -121,10 +139,10 @@ impl Bridge {
         }
     }
 
-    fn read(&mut self, side: usize) -> io::Result<()> {
-        for _ in 0..READ_BUDGET {
+    fn read(&mut self, side: usize) -> io::Result<bool> {
+        for i in 0..READ_BUDGET {
             let frame = match read_frame(&self.devs[side], &mut self.pool, &mut self.buf)? {
-                Read::Empty => return Ok(()),
+                Read::Empty => return Ok(i > 0),
                 Read::Malformed => {
                     self.errors += 1;
                     continue;
@@ -137,7 +155,7 @@ impl Bridge {
             }
             self.paths[side].enqueue(now.as_nanos(), frame);
         }
-        Ok(())
+        Ok(true)
     }
 
     fn deliver(&mut self) -> io::Result<()> {

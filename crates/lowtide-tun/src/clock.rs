@@ -36,6 +36,22 @@ impl Clock {
         lowtide::Instant(monotonic_ns().saturating_sub(self.start))
     }
 
+    /// Busy polling (`net.core.busy_poll`, `sk_busy_loop`): calls `poll` until it
+    /// finds work (returns true) or `until` passes; true if it found work.
+    pub fn busy_poll(
+        &self,
+        until: lowtide::Instant,
+        mut poll: impl FnMut() -> io::Result<bool>,
+    ) -> io::Result<bool> {
+        while self.now() < until {
+            if poll()? {
+                return Ok(true);
+            }
+            std::hint::spin_loop();
+        }
+        Ok(false)
+    }
+
     /// `CLOCK_MONOTONIC` nanoseconds of an instant of this clock.
     pub fn to_monotonic(&self, at: lowtide::Instant) -> u64 {
         self.start + at.as_nanos()
@@ -187,6 +203,24 @@ mod tests {
         let b = c.now();
         assert!(b >= a);
         assert_eq!(c.to_monotonic(a) - a.as_nanos(), c.start);
+    }
+
+    #[test]
+    fn busy_poll_stops_at_work_or_at_its_end() {
+        let clock = Clock::start();
+        let mut calls = 0;
+        let until = clock.now() + std::time::Duration::from_secs(10);
+        let found = clock.busy_poll(until, || {
+            calls += 1;
+            Ok(calls == 3)
+        });
+        assert!(found.unwrap());
+        assert_eq!(calls, 3, "returns at the first poll that finds work");
+        let until = clock.now() + std::time::Duration::from_micros(200);
+        assert!(!clock.busy_poll(until, || Ok(false)).unwrap());
+        assert!(clock.now() >= until, "polled until its end");
+        let past = clock.busy_poll(lowtide::Instant(0), || panic!("not polled"));
+        assert!(!past.unwrap(), "an end in the past polls nothing");
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub struct RuntimeConfig {
     pub ingress: PathConfig,
     /// Seed of the path's loss and jitter draws.
     pub seed: u64,
+    /// `net.core.busy_poll`: how long [`Runtime::turn`] polls the device before it
+    /// sleeps (zero: it sleeps at once).
+    pub busy_poll: Duration,
 }
 
 /// Counters of the runtime.
@@ -69,6 +72,7 @@ pub struct Runtime {
     egress: PathDir,
     ingress: PathDir,
     sleeper: Sleeper,
+    busy_poll: Duration,
     buf: Vec<u8>,
     /// Buffers of received packets, reused (the stack's own pool serves its sends).
     rx_pool: BufPool,
@@ -89,6 +93,7 @@ impl Runtime {
             egress: PathDir::new(cfg.egress, split, cfg.seed),
             ingress: PathDir::new(cfg.ingress, false, cfg.seed ^ 0x5eed),
             sleeper,
+            busy_poll: cfg.busy_poll,
             buf: Vec::with_capacity(POOL_BUF_LEN),
             rx_pool: BufPool::new(),
             pcap: None,
@@ -140,9 +145,11 @@ impl Runtime {
         }
     }
 
-    /// One turn of the loop: runs what is due, then sleeps until the device has
+    /// One turn of the loop: runs what is due, then waits until the device has
     /// packets, the next deadline (engine, path, or the caller's `wake`), or at most
     /// `max_wait`, then reads the device. The caller runs its application between turns.
+    /// The wait polls the device for up to `busy_poll` first and sleeps only if
+    /// nothing came (a sleeper is woken by an interrupt, in a VM an IPI, per batch).
     pub fn turn(&mut self, wake: Option<Instant>, max_wait: Duration) -> io::Result<()> {
         self.pump()?;
         let now = self.sleeper.clock().now();
@@ -152,6 +159,10 @@ impl Runtime {
             .into_iter()
             .chain(wake)
             .fold(limit, Instant::min);
+        let clock = *self.sleeper.clock();
+        if clock.busy_poll((now + self.busy_poll).min(deadline), || self.read_device())? {
+            return self.pump();
+        }
         self.sleeper.sleep_until(deadline)?;
         self.read_device()?;
         self.pump()
@@ -175,11 +186,12 @@ impl Runtime {
         engine.into_iter().chain(path).min()
     }
 
-    /// Reads up to a budget of packets from the device into the ingress path.
-    fn read_device(&mut self) -> io::Result<()> {
-        for _ in 0..READ_BUDGET {
+    /// Reads up to a budget of packets from the device into the ingress path; true
+    /// if it read any.
+    fn read_device(&mut self) -> io::Result<bool> {
+        for i in 0..READ_BUDGET {
             let frame = match read_frame(&self.dev, &mut self.rx_pool, &mut self.buf)? {
-                Read::Empty => return Ok(()),
+                Read::Empty => return Ok(i > 0),
                 Read::Malformed => {
                     self.stats.errors += 1;
                     continue;
@@ -194,7 +206,7 @@ impl Runtime {
             }
             self.ingress.enqueue(now.as_nanos(), frame);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Runs everything due now until nothing moves: engine timers, transmits into the

@@ -95,6 +95,11 @@ pub struct Config {
     pub ip_local_port_range: [u16; 2],
     /// `net.core.somaxconn`: upper bound of a listen backlog.
     pub somaxconn: u32,
+    /// `net.core.busy_poll` (µs): how long an event loop polls its device before it
+    /// sleeps (Linux: busy polling in `poll`/`select`, `sk_busy_loop`). The engine
+    /// itself never waits; lowtide's TUN runtime honours it. 0 (Linux's default)
+    /// sleeps at once; Documentation/admin-guide/sysctl/net.rst suggests 50.
+    pub busy_poll_us: u32,
     /// `net.core.default_qdisc`: the device's queueing discipline. Its only effect on
     /// TCP is `fq`'s: sch_fq paces every flow at its `sk_pacing_rate`
     /// (`SK_PACING_FQ`), which lowtide models with its EDT pacing, as `SO_MAX_PACING_RATE`
@@ -204,6 +209,7 @@ impl Default for Config {
             tcp_congestion_control: "cubic".into(),
             ip_local_port_range: [32768, 60999],
             somaxconn: 4096,
+            busy_poll_us: 0,
             default_qdisc: "pfifo_fast".into(),
             mtu: 1500,
             initcwnd: 10,
@@ -335,6 +341,7 @@ impl Config {
         "net.ipv4.tcp_congestion_control",
         "net.ipv4.ip_local_port_range",
         "net.core.somaxconn",
+        "net.core.busy_poll",
         "net.ipv4.tcp_notsent_lowat",
         "net.ipv4.tcp_limit_output_bytes",
         "net.ipv4.tcp_min_tso_segs",
@@ -416,6 +423,11 @@ impl Config {
             }
             "net.ipv4.ip_local_port_range" => self.ip_local_port_range = parse_ports(n, value)?,
             "net.core.somaxconn" => self.somaxconn = parse_num(n, value, 1, 65535, "1..=65535")?,
+            // proc_dointvec_minmax, extra1 = SYSCTL_ZERO.
+            "net.core.busy_poll" => {
+                self.busy_poll_us =
+                    parse_num(n, value, 0, i32::MAX as u32, "microseconds, 0..=2147483647")?
+            }
             "net.core.default_qdisc" => match QDISCS.contains(&value.trim()) {
                 true => self.default_qdisc = value.trim().into(),
                 false => {
@@ -551,6 +563,16 @@ mod tests {
                 "{name} is listed but not handled"
             );
         }
+    }
+
+    #[test]
+    fn busy_poll_is_microseconds_from_zero() {
+        let mut c = Config::default();
+        assert_eq!(c.busy_poll_us, 0, "Linux's default");
+        c.set("net.core.busy_poll", "50").unwrap();
+        assert_eq!(c.busy_poll_us, 50);
+        assert!(c.set("net.core.busy_poll", "-1").is_err());
+        assert!(c.set("net.core.busy_poll", "2147483648").is_err());
     }
 
     #[test]

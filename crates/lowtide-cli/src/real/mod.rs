@@ -221,7 +221,9 @@ impl RealArgs {
         };
         let dev = open_device(&self.tun, offload, self.tun_addr)?;
         self.check_route_back(local)?;
-        let mut stack = Stack::new(self.stack_config()?, self.seed);
+        let stack_cfg = self.stack_config()?;
+        let busy_poll = Duration::from_micros(stack_cfg.busy_poll_us.into());
+        let mut stack = Stack::new(stack_cfg, self.seed);
         // RFC 6528 / RFC 6056: ISNs and ports keyed by the OS, not by --seed.
         let secret = lowtide_tun::random::os_secret().map_err(|e| format!("getrandom: {e}"))?;
         stack.set_secret(secret);
@@ -232,6 +234,7 @@ impl RealArgs {
             egress,
             ingress,
             seed: self.seed,
+            busy_poll,
         };
         let mut rt = Runtime::new(stack, dev, cfg).map_err(|e| format!("runtime: {e}"))?;
         if let Some(p) = &self.path.pcap {

@@ -134,6 +134,7 @@ pub fn run_stack(run: &StackRun, seed: u64) -> Result<StackOutcome, String> {
     for s in &run.sysctls {
         cfg.set_assignment(s).map_err(|e| e.to_string())?;
     }
+    let busy_poll = Duration::from_micros(cfg.busy_poll_us.into());
     let mut stack = Stack::new(cfg, seed);
     let secret = lowtide_tun::random::os_secret().map_err(|e| format!("getrandom: {e}"))?;
     stack.set_secret(secret);
@@ -143,6 +144,7 @@ pub fn run_stack(run: &StackRun, seed: u64) -> Result<StackOutcome, String> {
         egress: run.path.0.clone(),
         ingress: run.path.1.clone(),
         seed,
+        busy_poll,
     };
     let mut rt = Runtime::new(stack, dev, rc).map_err(|e| format!("runtime: {e}"))?;
     let out = drive(&mut rt, run);

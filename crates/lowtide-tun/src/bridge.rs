@@ -161,7 +161,8 @@ impl Bridge {
     fn deliver(&mut self) -> io::Result<()> {
         let t = self.sleeper.clock().now().as_nanos();
         for side in 0..2 {
-            self.paths[side].advance(t);
+            let pool = &mut self.pool;
+            self.paths[side].advance(t, &mut |n| pool.take(n));
             while let Some(frame) = self.paths[side].pop_arrived(t) {
                 let hdr = frame.vnet.unwrap_or_else(VnetHdr::plain);
                 if !self.devs[1 - side].send_or_drop(&hdr, &frame.data)? {

@@ -203,6 +203,8 @@ pub struct PathDir {
     /// Buffers of packets the path is done with (cut into segments or dropped), for
     /// reuse ([`PathDir::pop_spent`]); at most [`MAX_SPENT`].
     spent: Vec<Vec<u8>>,
+    /// The segments of the GSO packet being cut (the list kept between packets).
+    segs: Vec<Vec<u8>>,
     /// The serializer is busy until this time (ns).
     busy_until: u64,
     queue_drops: u64,
@@ -226,6 +228,7 @@ impl PathDir {
             completions: VecDeque::new(),
             dropped: Vec::new(),
             spent: Vec::new(),
+            segs: Vec::new(),
             busy_until: 0,
             queue_drops: 0,
             enqueued: 0,
@@ -262,14 +265,14 @@ impl PathDir {
     }
 
     /// Moves every packet whose serialization has started by `now` onto the wire.
-    pub fn advance(&mut self, now: u64) {
+    pub fn advance(&mut self, now: u64, take: &mut dyn FnMut(usize) -> Vec<u8>) {
         while let Some((enq, _)) = self.queue.front() {
             if self.next_start(*enq) > now {
                 break;
             }
             let (enq, frame) = self.queue.pop_front().expect("front exists");
             self.queue_bytes -= frame.data.len() as u64;
-            self.transmit(enq, frame);
+            self.transmit(enq, frame, take);
         }
     }
 
@@ -289,10 +292,10 @@ impl PathDir {
     }
 
     /// Serializes a packet (whole, or cut into wire segments) and puts it in flight.
-    fn transmit(&mut self, enq: u64, frame: Frame) {
+    fn transmit(&mut self, enq: u64, frame: Frame, take: &mut dyn FnMut(usize) -> Vec<u8>) {
         let split = self.split || self.spaced_apart(frame.gso_size);
         let end = if split && frame.gso_size > 0 {
-            self.transmit_segments(enq, frame)
+            self.transmit_segments(enq, frame, take)
         } else if self.split {
             let meta = (frame.csum_partial, frame.token, frame.vnet);
             self.transmit_segment(enq, frame.data, meta)
@@ -313,11 +316,20 @@ impl PathDir {
         end
     }
 
-    /// Cuts a GSO packet into wire segments (software GSO, complete checksums); the
-    /// token completes with the last one. A packet that does not parse is dropped.
-    fn transmit_segments(&mut self, enq: u64, frame: Frame) -> u64 {
-        let mut segs = Vec::new();
-        if gso::segment(&frame.data, frame.gso_size, |s| segs.push(s)).is_err() || segs.is_empty() {
+    /// Cuts a GSO packet into wire segments (software GSO, complete checksums) in
+    /// buffers from `take`; the token completes with the last one. A packet that
+    /// does not parse is dropped.
+    fn transmit_segments(
+        &mut self,
+        enq: u64,
+        frame: Frame,
+        take: &mut dyn FnMut(usize) -> Vec<u8>,
+    ) -> u64 {
+        let mut segs = std::mem::take(&mut self.segs);
+        let cut = gso::segment_into(&frame.data, frame.gso_size, true, take, |s| segs.push(s));
+        if cut.is_err() || segs.is_empty() {
+            segs.clear();
+            self.segs = segs;
             // Not a queue drop (resending would fail the same way): a completion.
             if let Some(t) = frame.token {
                 self.completions.push_back((self.busy_until.max(enq), t));
@@ -328,11 +340,13 @@ impl PathDir {
         let token = frame.token;
         self.spend(frame.data);
         let mut end = self.busy_until;
-        for (i, seg) in segs.into_iter().enumerate() {
+        for (i, seg) in segs.drain(..).enumerate() {
             let token = if i == last { token } else { None };
             end = self.transmit_segment(enq, seg, (false, token, None));
             self.busy_until = end;
         }
+        // Keep the list's capacity for the next packet.
+        self.segs = segs;
         end
     }
 
@@ -502,7 +516,7 @@ mod tests {
     fn drain(dir: &mut PathDir) -> Vec<(u64, usize)> {
         let mut out = Vec::new();
         while let Some(t) = dir.next_event() {
-            dir.advance(t);
+            dir.advance(t, &mut Vec::with_capacity);
             while let Some(f) = dir.pop_arrived(t) {
                 out.push((t, f.data.len()));
             }
@@ -526,6 +540,25 @@ mod tests {
         let got = drain(&mut dir);
         let times: Vec<u64> = got.iter().map(|(t, _)| *t).collect();
         assert_eq!(times, vec![5_012_304, 5_024_608, 5_036_912]);
+    }
+
+    #[test]
+    fn segments_are_cut_into_buffers_of_the_owners_pool() {
+        let mut split = PathDir::new(PathConfig::default(), true, 1);
+        assert!(split.enqueue(0, frame(4 * 1460, 1460)));
+        let mut pool = BufPool::new();
+        let mine: Vec<Vec<u8>> = (0..4).map(|_| pool.take(1500)).collect();
+        let ptrs: Vec<*const u8> = mine.iter().map(|b| b.as_ptr()).collect();
+        mine.into_iter().for_each(|b| pool.give(b));
+        split.advance(0, &mut |n| pool.take(n));
+        let mut got = Vec::new();
+        while let Some(f) = split.pop_arrived(u64::MAX) {
+            got.push(f.data.as_ptr());
+        }
+        got.sort();
+        let mut want = ptrs;
+        want.sort();
+        assert_eq!(got, want, "every segment in a pooled buffer, none allocated");
     }
 
     #[test]
@@ -598,7 +631,7 @@ mod tests {
         let mut dir = PathDir::new(cfg, false, 1);
         dir.enqueue(0, frame(1460, 0));
         dir.enqueue(0, frame(1460, 0));
-        dir.advance(1_000_000);
+        dir.advance(1_000_000, &mut Vec::with_capacity);
         assert_eq!(dir.pop_arrived(12_303).map(|f| f.data.len()), None);
         assert!(dir.pop_arrived(12_304).is_some());
         assert!(dir.pop_arrived(24_608).is_some());

@@ -217,8 +217,11 @@ impl Runtime {
             self.stack.handle_timeout(now);
             let mut moved = self.drain_engine(now);
             let t = now.as_nanos();
-            self.egress.advance(t);
-            self.ingress.advance(t);
+            // Segments cut by the path come from the pools their packets go back to.
+            let stack = &mut self.stack;
+            self.egress.advance(t, &mut |n| stack.take_buffer(n));
+            let rx_pool = &mut self.rx_pool;
+            self.ingress.advance(t, &mut |n| rx_pool.take(n));
             while let Some(token) = self.egress.pop_dropped() {
                 self.stack.handle_tx_dropped(now, token);
                 moved = true;

@@ -6,6 +6,9 @@
 # alternates each repetition), REPS times:
 #   1 flow:    lowtide sim stream --rate 10gbit --rtt 1ms --duration 2s --json
 #   200 flows: the same with --flows 200
+#   1 flow big: one flow at --rtt 40ms with 512 MB tcp_wmem/tcp_rmem, whose buffers
+#              span about the 200 flows' memory (their ratio separates per-flow costs
+#              from the cost of a working set that misses the caches)
 # and reports medians of
 #   - wire packets per wall second (`sim_packets / sim_wall_s` of the JSON: every
 #     segment put on the simulated link, both directions; the run loop's wall time),
@@ -42,8 +45,14 @@ REPS = int(os.environ["REPS"])
 BINS = {"HEAD": "target/bench/lowtide-head", "BASE": os.environ["BASE_BIN"]}
 ALLOC = {"HEAD": "target/bench/lowtide-head-alloc-count", "BASE": os.environ["BASE_ALLOC"]}
 DESC = {"HEAD": os.environ["HEAD_DESC"], "BASE": os.environ["BASE_DESC"]}
-COMMON = ["sim", "stream", "--rate", "10gbit", "--rtt", "1ms", "--json"]
-WORK = {"1 flow": ["--flows", "1"], "200 flows": ["--flows", "200"]}
+COMMON = ["sim", "stream", "--rate", "10gbit", "--json"]
+BIG = ["--sysctl", "net.ipv4.tcp_wmem=4096 16384 536870912",
+       "--sysctl", "net.ipv4.tcp_rmem=4096 131072 536870912"]
+WORK = {"1 flow": ["--rtt", "1ms", "--flows", "1"],
+        "200 flows": ["--rtt", "1ms", "--flows", "200"],
+        # One flow whose buffers span as much memory as the 200 flows' (~250 MB):
+        # separates per-flow costs from the cost of a working set beyond the caches.
+        "1 flow big": ["--rtt", "40ms", "--flows", "1"] + BIG}
 
 
 def run(binary, extra, duration, env=None):
@@ -63,6 +72,7 @@ def run(binary, extra, duration, env=None):
         "pps": r["sim_packets"] / r["sim_wall_s"],
         "cpu_s": ru.ru_utime + ru.ru_stime,
         "minflt": ru.ru_minflt,
+        "maxrss_mb": ru.ru_maxrss / 1024,
         "gb": gb,
     }
 
@@ -97,11 +107,12 @@ alloc = {w: {b: allocs_per_packet(ALLOC[b], extra) for b in BINS} for w, extra i
 med = statistics.median
 summary = {"baseline": DESC["BASE"], "head": DESC["HEAD"], "reps": REPS,
            "load_avg_1min": [round(x, 2) for x in load], "workloads": {}}
-print(f"lowtide sim stream --rate 10gbit --rtt 1ms --duration 2s [--flows 200], "
+print(f"lowtide sim stream --rate 10gbit --duration 2s, --rtt 1ms --flows 1 | 200; "
+      f"1 flow big: --rtt 40ms, tcp_wmem/tcp_rmem max 512 MB; "
       f"{REPS} repetitions interleaved; load average {min(load):.1f}-{max(load):.1f}")
 print(f"HEAD = {DESC['HEAD']}, BASE = {DESC['BASE']}")
 print(f"{'workload':<10} {'binary':<5} {'packets':>10} {'Mpkt/s':>8} {'range':>15} "
-      f"{'CPU s/GB':>9} {'minflt/GB':>10} {'allocs/pkt':>10}")
+      f"{'CPU s/GB':>9} {'minflt/GB':>10} {'allocs/pkt':>10} {'RSS MB':>7}")
 for w in WORK:
     s = summary["workloads"][w] = {}
     for b in BINS:
@@ -113,12 +124,14 @@ for w in WORK:
             "pps_all": pps,
             "cpu_s_per_gb": med([r["cpu_s"] / r["gb"] for r in rs]),
             "minflt_per_gb": med([r["minflt"] / r["gb"] for r in rs]),
+            "maxrss_mb": med([r["maxrss_mb"] for r in rs]),
             "allocs_per_packet": alloc[w][b],
         }
         a = alloc[w][b]
         print(f"{w:<10} {b:<5} {rs[0]['packets']:>10} {med(pps) / 1e6:>8.3f} "
               f"{min(pps) / 1e6:>7.3f}-{max(pps) / 1e6:<7.3f} {s[b]['cpu_s_per_gb']:>9.3f} "
-              f"{s[b]['minflt_per_gb']:>10.0f} {'n/a' if a is None else f'{a:.3f}':>10}")
+              f"{s[b]['minflt_per_gb']:>10.0f} {'n/a' if a is None else f'{a:.3f}':>10} "
+              f"{s[b]['maxrss_mb']:>7.0f}")
     s["head_over_base"] = med([h["pps"] / o["pps"] for h, o in zip(res[w]["HEAD"], res[w]["BASE"])])
     s["cpu_head_over_base"] = med([h["cpu_s"] / h["packets"] / (o["cpu_s"] / o["packets"])
                                    for h, o in zip(res[w]["HEAD"], res[w]["BASE"])])
@@ -126,8 +139,11 @@ for w in WORK:
           f"CPU per packet {s['cpu_head_over_base']:.2f}x")
 for b in BINS:
     ratio = med([m["pps"] / o["pps"] for m, o in zip(res["200 flows"][b], res["1 flow"][b])])
+    big = med([m["pps"] / o["pps"] for m, o in zip(res["200 flows"][b], res["1 flow big"][b])])
     summary[f"{b.lower()}_200_over_1"] = ratio
-    print(f"{b}: 200-flow rate / 1-flow rate {ratio:.2f}")
+    summary[f"{b.lower()}_200_over_1_big"] = big
+    print(f"{b}: 200-flow rate / 1-flow rate {ratio:.2f}; "
+          f"/ 1 flow with a like working set {big:.2f}")
 if os.environ.get("BENCH_JSON"):
     with open(os.environ["BENCH_JSON"], "w") as f:
         json.dump(summary, f, indent=1)

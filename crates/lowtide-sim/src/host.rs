@@ -8,18 +8,15 @@
 //! are merged (as Linux's `napi_gro_receive`) after their checksums are verified;
 //! segments that fail verification go to the stack unmerged, to be counted there.
 
+mod gro;
+
 use crate::link::WireSeg;
 use crate::nic::NicQueue;
+pub use gro::GRO_MAX_LEN;
+use gro::{FlowKey, Held, GRO_MAX_HELD};
 use lowtide::{Instant, RxChecksum, SocketHandle, Stack, TxToken};
 use lowtide_wire::pool::BufPool;
-use lowtide_wire::tcp::{four_tuple, four_tuple_apart};
-use lowtide_wire::{checksum, gso, ip::IpRepr, ip::PROTO_TCP};
 use std::net::IpAddr;
-
-/// Largest GRO super-packet (IP length), as Linux's 64 KB `GRO_MAX_SIZE`.
-pub const GRO_MAX_LEN: usize = 65_535;
-/// Flows a NAPI poll holds for merging at once (Linux `MAX_GRO_SKBS`).
-const GRO_MAX_HELD: usize = 8;
 
 /// Which application a socket belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +50,9 @@ pub struct Host {
     /// The time of the pending timer event, if any.
     pub timer_at: Option<Instant>,
     sockets: Vec<Option<(SocketHandle, Role)>>,
-    gro_held: Vec<(FlowKey, Vec<u8>)>,
+    gro_held: Vec<(FlowKey, Held)>,
+    /// Frag lists of packets GRO held, reused.
+    frag_lists: Vec<Vec<bytes::Bytes>>,
     /// TCP checksums of arriving packets are known good (no link corrupts): they are
     /// not summed again (`CHECKSUM_UNNECESSARY`).
     pub rx_csum_valid: bool,
@@ -84,6 +83,7 @@ impl Host {
             timer_at: None,
             sockets: Vec::new(),
             gro_held: Vec::with_capacity(GRO_MAX_HELD),
+            frag_lists: Vec::new(),
             rx_csum_valid: false,
             pool: BufPool::new(),
             spent: Vec::new(),
@@ -138,9 +138,6 @@ impl Host {
         self.rx_ring = ring;
     }
 
-    /// `napi_gro_receive` for one segment. [`gso::gro_merge`] verifies the
-    /// checksums of the segments it merges; a segment that starts a new super-packet
-    /// is verified here, so each good segment is summed once.
     /// How the stack is to treat the checksums of packets that reach it unmerged.
     pub fn rx_checksum(&self) -> RxChecksum {
         match self.rx_csum_valid {
@@ -148,139 +145,14 @@ impl Host {
             false => RxChecksum::Verify,
         }
     }
-
-    fn gro_receive(&mut self, now: Instant, seg: WireSeg) {
-        if self.gro_merge_apart(&seg) {
-            return self.spent.push(seg.head);
-        }
-        let pkt = seg.flatten();
-        let key = flow_key(&pkt);
-        let held = key.and_then(|k| self.gro_held.iter().position(|(h, _)| *h == k));
-        if let Some(i) = held {
-            self.grow_held(i);
-            let acc = &mut self.gro_held[i].1;
-            let merged = match self.rx_csum_valid {
-                true => gso::gro_merge_csum_valid(acc, &pkt, GRO_MAX_LEN),
-                false => gso::gro_merge(acc, &pkt, GRO_MAX_LEN),
-            };
-            if merged {
-                return self.spent.push(pkt);
-            }
-        }
-        let verify_tcp = !self.rx_csum_valid;
-        let Some(key) = key.filter(|_| checksums_ok(&pkt, verify_tcp)) else {
-            // Not verifiable: the stack verifies again and counts the error.
-            self.stack.handle_packet(now, &pkt, RxChecksum::Verify);
-            return self.spent.push(pkt);
-        };
-        if let Some(i) = held {
-            let old = std::mem::replace(&mut self.gro_held[i].1, pkt);
-            self.stack.handle_packet(now, &old, RxChecksum::Unnecessary);
-            return self.done_with(old);
-        }
-        if self.gro_held.len() == GRO_MAX_HELD {
-            let (_, oldest) = self.gro_held.remove(0);
-            self.stack
-                .handle_packet(now, &oldest, RxChecksum::Unnecessary);
-            self.done_with(oldest);
-        }
-        self.gro_held.push((key, pkt));
-    }
-
-    /// GRO for a segment whose payload lies apart (a trusted medium only): appended
-    /// to its flow's held packet straight from where it lies, if it continues it.
-    fn gro_merge_apart(&mut self, seg: &WireSeg) -> bool {
-        if seg.body.is_empty() || !self.rx_csum_valid {
-            return false;
-        }
-        let Ok(tuple) = four_tuple_apart(&seg.head, seg.body.len()) else {
-            return false;
-        };
-        let key = FlowKey::of(tuple);
-        let Some(i) = self.gro_held.iter().position(|(h, _)| *h == key) else {
-            return false;
-        };
-        self.grow_held(i);
-        let acc = &mut self.gro_held[i].1;
-        gso::gro_merge_apart_csum_valid(acc, &seg.head, &seg.body, GRO_MAX_LEN)
-    }
-
-    /// Gives held packet `i` a 64 KB pooled buffer before it first grows, so that
-    /// merging never reallocates; the segment it held goes back to its sender.
-    fn grow_held(&mut self, i: usize) {
-        let acc = &mut self.gro_held[i].1;
-        // Only a packet with payload can grow (gso::merge's first rule).
-        if acc.capacity() < GRO_MAX_LEN && gso::merged_segment_size(acc).is_some() {
-            let mut big = self.pool.take(GRO_MAX_LEN);
-            big.extend_from_slice(acc);
-            let first = std::mem::replace(acc, big);
-            self.spent.push(first);
-        }
-    }
-
-    /// A held packet went to the stack: a GRO accumulator stays for the next one, a
-    /// plain segment goes back to its sender.
-    fn done_with(&mut self, pkt: Vec<u8>) {
-        match pkt.capacity() >= GRO_MAX_LEN {
-            true => self.pool.give(pkt),
-            false => self.spent.push(pkt),
-        }
-    }
-
-    /// `napi_gro_flush`: hands every held packet to the stack.
-    fn gro_flush(&mut self, now: Instant) {
-        let mut held = std::mem::take(&mut self.gro_held);
-        for (_, pkt) in held.drain(..) {
-            self.stack.handle_packet(now, &pkt, RxChecksum::Unnecessary);
-            self.done_with(pkt);
-        }
-        self.gro_held = held;
-    }
-}
-
-/// Addresses and ports of a TCP packet: what GRO matches segments by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FlowKey {
-    src: IpAddr,
-    dst: IpAddr,
-    ports: u32,
-}
-
-/// The flow of a TCP packet, read without verifying anything.
-fn flow_key(pkt: &[u8]) -> Option<FlowKey> {
-    four_tuple(pkt).ok().map(FlowKey::of)
-}
-
-impl FlowKey {
-    /// The key of a packet from `src` to `dst`.
-    fn of((src, dst): (std::net::SocketAddr, std::net::SocketAddr)) -> FlowKey {
-        FlowKey {
-            src: src.ip(),
-            dst: dst.ip(),
-            ports: (src.port() as u32) << 16 | dst.port() as u32,
-        }
-    }
-}
-
-/// The IPv4 header checksum (if any) and the TCP checksum verify.
-/// With `verify_tcp` false, the TCP checksum is taken as good (only the IPv4 header's
-/// is checked, as `ip_rcv` always does).
-fn checksums_ok(pkt: &[u8], verify_tcp: bool) -> bool {
-    let Ok(ip) = IpRepr::parse(pkt, true) else {
-        return false;
-    };
-    match pkt.get(ip.header_len..ip.header_len + ip.payload_len) {
-        Some(seg) if ip.protocol == PROTO_TCP => {
-            !verify_tcp || checksum::verify_tcp(ip.src, ip.dst, seg)
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::gro::{checksums_ok, flow_key};
     use super::*;
     use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+    use lowtide_wire::{checksum, ip::IpRepr, ip::PROTO_TCP};
 
     fn packet(src_port: u16, payload: &[u8]) -> Vec<u8> {
         let (src, dst): (IpAddr, IpAddr) =

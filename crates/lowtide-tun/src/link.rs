@@ -558,7 +558,10 @@ mod tests {
         got.sort();
         let mut want = ptrs;
         want.sort();
-        assert_eq!(got, want, "every segment in a pooled buffer, none allocated");
+        assert_eq!(
+            got, want,
+            "every segment in a pooled buffer, none allocated"
+        );
     }
 
     #[test]

@@ -462,18 +462,61 @@ fn merge_parts(
     let Ok(a) = Layout::parse(acc, false) else {
         return false;
     };
-    let Some(gso_size) = merged_segment_size_of(acc, &a) else {
+    let Some(gso_size) = may_merge(acc, &a, headers, s, max_len) else {
         return false;
     };
-    let ok = same_ip_header(acc, headers, &a, s)
-        && same_tcp_header(acc, headers, &a, s)
-        && flags_allow(acc, headers, &a, s)
-        && sizes_allow(&a, s, gso_size, max_len)
-        && verify.is_none_or(|tcp| checksum::verify_tcp(s.ip.src, s.ip.dst, tcp));
+    let ok = verify.is_none_or(|tcp| checksum::verify_tcp(s.ip.src, s.ip.dst, tcp));
     if ok {
         append_payload(acc, payload, headers[s.tcp_start + TCP_FLAGS], &a, gso_size);
     }
     ok
+}
+
+/// Every rule of [`gro_merge`] but the TCP checksum, for a segment of layout `s` with
+/// headers `headers` and a held packet of layout `a` whose headers are `acc`'s start;
+/// the held packet's segment size if the segment may join it.
+fn may_merge(acc: &[u8], a: &Layout, headers: &[u8], s: &Layout, max_len: usize) -> Option<u16> {
+    let gso_size = merged_segment_size_of(acc, a)?;
+    let ok = same_ip_header(acc, headers, a, s)
+        && same_tcp_header(acc, headers, a, s)
+        && flags_allow(acc, headers, a, s)
+        && sizes_allow(a, s, gso_size, max_len);
+    ok.then_some(gso_size)
+}
+
+/// [`gro_merge_apart_csum_valid`] into a packet whose payload lies apart as well, in
+/// buffers its caller keeps (`skb_gro_receive` appending a page fragment to
+/// `skb_shinfo(p)->frags` instead of copying): `acc` is the held packet's IP and TCP
+/// headers, whose lengths count `acc_apart` bytes of payload. If the segment may
+/// join, `acc`'s lengths, PSH and recorded segment size are updated for its
+/// `payload_len` more bytes and true is returned: the caller then appends the
+/// segment's payload to the packet's buffers.
+pub fn gro_merge_frags_csum_valid(
+    acc: &mut [u8],
+    acc_apart: usize,
+    headers: &[u8],
+    payload_len: usize,
+    max_len: usize,
+) -> bool {
+    let (Ok(a), Ok(s)) = (
+        Layout::of_apart(acc, acc_apart),
+        Layout::parse_apart_verified(headers, payload_len),
+    ) else {
+        return false;
+    };
+    if s.payload_start != headers.len() {
+        return false;
+    }
+    let Some(gso_size) = may_merge(acc, &a, headers, &s, max_len) else {
+        return false;
+    };
+    let rest = a.is_v4().then(|| ipv4_rest_sum(&acc[..a.tcp_start]));
+    let id = be16(acc, 4);
+    write_ip_len_as(acc, &a, id, rest.unwrap_or(0), a.end + payload_len);
+    let tcp = &mut acc[a.tcp_start..];
+    tcp[TCP_FLAGS] |= headers[s.tcp_start + TCP_FLAGS] & TcpFlags::PSH.0;
+    tcp[TCP_URGENT..TCP_URGENT + 2].copy_from_slice(&gso_size.to_be_bytes());
+    true
 }
 
 /// The segment size of a packet built by [`gro_merge`]: the payload length of its
@@ -757,6 +800,55 @@ mod tests {
                 65535
             ));
             assert_eq!(apart, whole);
+        }
+    }
+
+    #[test]
+    fn gro_into_frags_builds_the_same_headers_as_a_copy() {
+        for v6 in [false, true] {
+            let data = payload(4200);
+            let p = packet(v6, ACK, 77, 9, &data);
+            let mut segs = Vec::new();
+            segment_into(&p, 1400, true, Vec::with_capacity, |s| segs.push(s)).unwrap();
+            let mut whole = segs[0].clone();
+            let hl0 = segs[0].len() - 1400;
+            let mut head = segs[0][..hl0].to_vec();
+            let mut frags: Vec<&[u8]> = vec![&segs[0][hl0..]];
+            for s in &segs[1..] {
+                let hl = s.len() - 1400;
+                let apart = frags.iter().map(|f| f.len()).sum();
+                assert!(gro_merge_csum_valid(&mut whole, s, 65535));
+                assert!(gro_merge_frags_csum_valid(
+                    &mut head,
+                    apart,
+                    &s[..hl],
+                    1400,
+                    65535
+                ));
+                frags.push(&s[hl..]);
+            }
+            let mut rebuilt = head.clone();
+            frags.iter().for_each(|f| rebuilt.extend_from_slice(f));
+            assert_eq!(rebuilt, whole);
+            // Out of order: refused, the headers left alone.
+            let hl = segs[1].len() - 1400;
+            let apart = frags.iter().map(|f| f.len()).sum();
+            assert!(!gro_merge_frags_csum_valid(
+                &mut head,
+                apart,
+                &segs[1][..hl],
+                1400,
+                65535
+            ));
+            assert_eq!(&rebuilt[..head.len()], &head[..]);
+            // The lengths must count what the caller holds.
+            assert!(!gro_merge_frags_csum_valid(
+                &mut head,
+                apart + 1,
+                &segs[1][..hl],
+                1400,
+                65535
+            ));
         }
     }
 

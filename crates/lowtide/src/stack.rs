@@ -4,6 +4,7 @@ use crate::config::{Config, ConfigError};
 use crate::mib::{Counters, Mib};
 use crate::rng::Rng;
 use crate::socket::*;
+use crate::tcp::rcvqueue::Payload;
 use crate::tcp::{self, Ctx, FourTuple, Listener, Tcb, TcpState};
 use crate::time::Instant;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
@@ -754,18 +755,29 @@ impl Stack {
             trace!(src = %ip.src, "drop: bad TCP checksum");
             return self.check_csum_partial(ip, seg);
         }
-        let (th, hlen) = match TcpRepr::parse(seg) {
-            Ok(x) => x,
+        if let Some((th, hlen)) = self.parse_tcp(seg) {
+            self.tcp_rcv(now, ip, &th, Payload::Flat(&seg[hlen..]));
+        }
+    }
+
+    /// The TCP header at the start of `seg` and its length; a bad one is counted.
+    pub(crate) fn parse_tcp(&mut self, seg: &[u8]) -> Option<(TcpRepr, usize)> {
+        match TcpRepr::parse(seg) {
+            Ok(x) => Some(x),
             Err(e) => {
                 self.mib.inc(Mib::TcpInErrs);
                 if e == WireError::Malformed {
                     self.mib.inc(Mib::TcpExtTCPBadOptions);
                 }
                 trace!(error = %e, "drop: bad TCP header");
-                return;
+                None
             }
-        };
-        let payload = &seg[hlen..];
+        }
+    }
+
+    /// The rest of `tcp_v4_rcv`: a parsed segment to its socket, its listener, or a
+    /// reset.
+    pub(crate) fn tcp_rcv(&mut self, now: Instant, ip: &IpRepr, th: &TcpRepr, payload: Payload) {
         let mss = self.cfg.mss_for(ip.src.is_ipv6()) as usize;
         self.mib
             .add(Mib::TcpInSegs, payload.len().div_ceil(mss).max(1) as u64);
@@ -774,15 +786,15 @@ impl Stack {
             remote: SocketAddr::new(ip.src, th.src_port),
         };
         if let Some(&index) = self.conns.get(&tuple) {
-            self.with_tcb(now, index, |tcb, ctx| {
-                tcb.rcv_segment(ctx, ip, &th, payload)
-            });
+            self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
             return;
         }
         if let Some(l) = self.find_listener(tuple.local).or(self.catch_all) {
-            return self.listen_rcv(now, l, tuple, ip, &th, payload);
+            let mut flat = Vec::new();
+            let payload = payload.contiguous(&mut flat);
+            return self.listen_rcv(now, l, tuple, ip, th, payload);
         }
-        self.send_reset_for(now, tuple, &th, payload.len());
+        self.send_reset_for(now, tuple, th, payload.len());
     }
 
     fn find_listener(&self, local: SocketAddr) -> Option<u32> {
@@ -967,7 +979,7 @@ impl Stack {
             tcb.passive_open(ctx, ip, &syn);
             ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
             tcb.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
-            tcb.rcv_segment(ctx, ip, th, payload);
+            tcb.rcv_segment(ctx, ip, th, Payload::Flat(payload));
         });
         true
     }

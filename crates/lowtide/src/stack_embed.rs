@@ -5,16 +5,17 @@
 use super::{Sock, Stack};
 use crate::mib::Mib;
 use crate::socket::{RxChecksum, SocketError, SocketHandle, Transmit};
+use crate::tcp::rcvqueue::Payload;
 use crate::tcp::Listener;
 use crate::time::Instant;
 use lowtide_wire::checksum;
-use lowtide_wire::ip::IpRepr;
+use lowtide_wire::ip::{IpRepr, PROTO_TCP};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 impl Stack {
     /// [`Stack::recv`] without the copy (Linux's `tcp_read_sock`, which splice and
     /// in-kernel readers use): hands up to `max` ready bytes to `read` where they lie
-    /// in the receive queue (one or two slices, in stream order), then consumes them
+    /// in the receive queue (one slice per queued buffer, in stream order), then consumes them
     /// exactly as `recv` would (window update, receive-buffer autotuning). Returns the
     /// number of bytes read; `Ok(0)` is the end of the stream.
     pub fn recv_with(
@@ -80,6 +81,38 @@ impl Stack {
                  (Transmit::segments) or be received with Stack::handle_transmit"
             );
         }
+    }
+
+    /// [`Stack::handle_packet`] for a packet whose payload lies in shared buffers, as
+    /// a GRO packet's page frags do (`skb_gro_receive` appends them without copying):
+    /// `head` holds its IP and TCP headers, whose lengths count the bytes of `frags`.
+    /// The in-order payload is queued by reference, so the reader's copy is its only
+    /// one. Checksums are taken as verified (`CHECKSUM_UNNECESSARY`: a medium that
+    /// cannot corrupt, or a device that checked them). Anything but a TCP packet to
+    /// one of the stack's addresses is handed to [`Stack::handle_packet`] in one piece.
+    pub fn handle_packet_frags(&mut self, now: Instant, head: &[u8], frags: &[bytes::Bytes]) {
+        let apart: usize = frags.iter().map(|b| b.len()).sum();
+        // Headers that end where the frags start: the TCP data offset spans the rest.
+        let headers_only = |ip: &IpRepr| {
+            let tcp = &head[ip.header_len.min(head.len())..];
+            tcp.len() >= 20 && (tcp[12] >> 4) as usize * 4 == tcp.len()
+        };
+        let ip = IpRepr::parse_apart(head, apart, false).ok().filter(|ip| {
+            ip.protocol == PROTO_TCP && self.addrs.contains(&ip.dst) && headers_only(ip)
+        });
+        let Some(ip) = ip else {
+            let mut flat = head.to_vec();
+            frags.iter().for_each(|b| flat.extend_from_slice(b));
+            return self.handle_packet(now, &flat, RxChecksum::Unnecessary);
+        };
+        self.mib.inc(Mib::IpInReceives);
+        self.mib
+            .add(Mib::IpExtInOctets, (head.len() + apart) as u64);
+        self.mib.inc(Mib::IpInDelivers);
+        let Some((th, _)) = self.parse_tcp(&head[ip.header_len..]) else {
+            return;
+        };
+        self.tcp_rcv(now, &ip, &th, Payload::frags(frags));
     }
 
     /// Opens the catch-all listener of a transparent proxy: it accepts connections to

@@ -58,3 +58,27 @@ fn recv_with_reads_what_recv_reads_and_sends_the_same_segments() {
         assert_eq!(wire_copy, wire_in_place, "the same traffic, max {max}");
     }
 }
+
+/// A packet whose payload lies in shared buffers (a GRO packet's frags) is queued by
+/// reference: the reader sees the very buffers, copied nowhere in between.
+#[test]
+fn frags_reach_the_reader_without_a_copy() {
+    let (mut p, c, s) = establish(Config::default());
+    p.a.set_tx_payload_apart(true);
+    // Two full segments: one GSO packet at once (no Nagle wait).
+    let data = pattern(2 * 1448, 4);
+    assert_eq!(p.a.send(p.now, c, &data), Ok(data.len()));
+    let tx = p.a.poll_transmit(p.now).expect("a data packet");
+    assert_eq!(tx.payload.len(), data.len(), "payload kept apart");
+    let frags = [tx.payload.slice(..1000), tx.payload.slice(1000..)];
+    p.b.handle_packet_frags(p.now, &tx.packet, &frags);
+    let mut seen = Vec::new();
+    let mut got = Vec::new();
+    let n = p.b.recv_with(p.now, s, usize::MAX, |chunk| {
+        seen.push(chunk.as_ptr());
+        got.extend_from_slice(chunk);
+    });
+    assert_eq!(n, Ok(data.len()));
+    assert_eq!(got, data);
+    assert_eq!(seen, vec![frags[0].as_ptr(), frags[1].as_ptr()]);
+}

@@ -210,8 +210,8 @@ impl Tcb {
     }
 
     /// `tcp_read_sock`: [`Tcb::recvmsg`] that hands up to `max` bytes of the receive
-    /// queue to `read` in place (one or two slices, in order) instead of copying them
-    /// out, then consumes them the same way.
+    /// queue to `read` in place (one slice per queued buffer, in order) instead of
+    /// copying them out, then consumes them the same way.
     pub(crate) fn recvmsg_with(
         &mut self,
         ctx: &mut Ctx,
@@ -231,14 +231,7 @@ impl Tcb {
                 _ => Err(SocketError::WouldBlock),
             };
         }
-        let n = max.min(self.rcv_queue.len());
-        let (a, b) = self.rcv_queue.as_slices();
-        let na = n.min(a.len());
-        read(&a[..na]);
-        if n > na {
-            read(&b[..n - na]);
-        }
-        self.rcv_queue.drain(..n);
+        let n = self.rcv_queue.read(max, &mut read);
         self.copied_seq += n as u64;
         self.rcv_space_adjust(ctx);
         self.cleanup_rbuf(ctx, n);

@@ -3,6 +3,7 @@
 
 use super::cong::{AckSample, CaState, CcContext, CongestionOps};
 use super::rate::{AckRate, RateSample};
+use super::rcvqueue::Payload;
 use super::sock::{Tcb, TCP_MAX_QUICKACKS};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
@@ -96,7 +97,7 @@ impl Tcb {
         ctx: &mut Ctx,
         _ip: &IpRepr,
         th: &TcpRepr,
-        payload: &[u8],
+        payload: Payload,
     ) {
         self.segs_in += 1;
         match self.state {
@@ -194,7 +195,7 @@ impl Tcb {
 
     /// Segment processing in SYN-RECV and every synchronized state
     /// (RFC 9293 section 3.10.7.4).
-    fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: &[u8]) {
+    fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: Payload) {
         let f = th.flags;
         let seq = self.rcv_off(super::seq::Seq(th.seq));
         // A sequence number before the peer's ISN unwraps below offset 0, to near
@@ -259,7 +260,7 @@ impl Tcb {
     /// `tcp_data_queue` with the receiver's RTT measurements around it: a timestamp
     /// sample before an in-order segment is queued (`tcp_rcv_established`), the
     /// window-based one after it advanced rcv_nxt (`tcp_event_data_recv`).
-    fn data_rcv_rtt(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
+    fn data_rcv_rtt(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
         if seq == self.rcv_nxt && !payload.is_empty() && self.ts_ok {
             if let Some((_, tsecr)) = th.options.timestamp {
                 self.rcv_rtt_measure_ts(ctx, tsecr, payload.len());
@@ -719,7 +720,7 @@ impl Tcb {
 
     /// `tcp_data_queue`: in-order data to the receive queue, out-of-order data to the
     /// OFO queue, duplicates answered with D-SACK; then the FIN.
-    pub(crate) fn data_queue(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
+    pub(crate) fn data_queue(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
         let fin = th.flags.contains(TcpFlags::FIN);
         let prev_rcv = self.lrcvtime;
         if !payload.is_empty() || fin {
@@ -760,7 +761,7 @@ impl Tcb {
             self.dsack = Some((seq, self.rcv_nxt));
             ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
         }
-        let fresh = &payload[skip..];
+        let fresh = payload.skip(skip);
         if self.rcv_space_exceeded(fresh.len()) {
             ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
             return self.schedule_ack_now();
@@ -775,7 +776,9 @@ impl Tcb {
         }
         let had_ofo = !self.ofo.is_empty();
         while let Some(run) = self.ofo.pop_in_order(self.rcv_nxt) {
-            self.queue_in_order(ctx, &run);
+            let len = run.len();
+            self.rcv_queue.push(run.into());
+            self.in_order_queued(ctx, len);
         }
         if had_ofo && self.ofo.is_empty() {
             // RFC 5681 section 4.2: ACK at once when the gap is filled (tcp_data_queue:
@@ -787,10 +790,15 @@ impl Tcb {
         self.try_consume_fin(ctx);
     }
 
-    fn queue_in_order(&mut self, ctx: &mut Ctx, data: &[u8]) {
-        self.rcv_queue.extend(data);
-        self.rcv_nxt += data.len() as u64;
-        self.bytes_received += data.len() as u64;
+    fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
+        self.rcv_queue.push_payload(ctx.frag, data);
+        self.in_order_queued(ctx, data.len());
+    }
+
+    /// `len` more in-order bytes were queued: rcv_nxt moves, the reader is told.
+    fn in_order_queued(&mut self, ctx: &mut Ctx, len: usize) {
+        self.rcv_nxt += len as u64;
+        self.bytes_received += len as u64;
         self.ack_pending = true;
         if !self.readable_signaled && !self.shut_rd {
             self.readable_signaled = true;
@@ -822,7 +830,7 @@ impl Tcb {
     }
 
     /// Data above a hole: to the OFO queue, ACKed at once (RFC 5681 section 4.2).
-    pub(crate) fn ofo_data(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: &[u8]) {
+    pub(crate) fn ofo_data(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
         if self.rcv_space_exceeded(payload.len()) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
             return self.schedule_ack_now();
@@ -838,7 +846,8 @@ impl Tcb {
         if self.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
             self.sack_compress_send_ack(ctx);
         }
-        let dup = self.ofo.insert(seq, payload);
+        let mut scratch = Vec::new();
+        let dup = self.ofo.insert(seq, payload.contiguous(&mut scratch));
         if let Some(d) = dup {
             if self.sack_ok && ctx.cfg.tcp_dsack {
                 self.dsack = Some(d);

@@ -37,6 +37,7 @@ pub(crate) mod rack;
 pub mod rate;
 pub(crate) mod ratelimit;
 pub(crate) mod rcvbuf;
+pub(crate) mod rcvqueue;
 pub(crate) mod rcvwin;
 pub(crate) mod recovery;
 pub mod rtx_queue;

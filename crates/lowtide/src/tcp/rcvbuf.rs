@@ -144,7 +144,7 @@ mod tests {
             &mut st.ctx(&cfg, Instant(1_000_000_000), false),
             &lowtide_wire::tcp::TcpRepr::default(),
             span - 1000,
-            &[0u8; 1000],
+            crate::tcp::rcvqueue::Payload::Flat(&[0u8; 1000]),
         );
         // rcvwin = 2 * 100,000 + 1,000,000 (ooo_last_skb end - rcv_nxt); buffer 2x.
         assert_eq!(t.rcvbuf, 2 * (2 * 100_000 + span as u32 - 1));

@@ -362,7 +362,12 @@ mod tests {
         for i in 0..5u64 {
             let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
             let th = lowtide_wire::tcp::TcpRepr::default();
-            t.data_queue(&mut ctx, &th, 1 + i * 1448, &[0u8; 1448]);
+            t.data_queue(
+                &mut ctx,
+                &th,
+                1 + i * 1448,
+                crate::tcp::rcvqueue::Payload::Flat(&[0u8; 1448]),
+            );
             wins.push(t.select_window(&mut ctx));
         }
         // lowtide's truesize 2280 (ratio 162) against the kernel's 2304 (160):
@@ -383,7 +388,12 @@ mod tests {
             let mut st = crate::tcp::TestStack::default();
             let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
             let th = lowtide_wire::tcp::TcpRepr::default();
-            t.data_queue(&mut ctx, &th, 1 + 1448, &[0u8; 1448]);
+            t.data_queue(
+                &mut ctx,
+                &th,
+                1 + 1448,
+                crate::tcp::rcvqueue::Payload::Flat(&[0u8; 1448]),
+            );
             assert_eq!(t.ofo.bytes(), 1448);
             // The ratio measured first lets rcv_ssthresh reach rcv_wnd (65160).
             let grown = if sack { 65160 + 2 * 1448 } else { 65160 };
@@ -402,9 +412,9 @@ mod tests {
         t.rcv_mss = 1448;
         // 40 unread segments cost 40 x 2280 of 131072: 39,872 bytes free, 19,936 of
         // window (ratio 128) < 32,044 (half the clamp): rounded down to 1024.
-        t.rcv_queue.extend(std::iter::repeat_n(0u8, 40 * 1448));
+        t.rcv_queue.push(vec![0u8; 40 * 1448].into());
         assert_eq!(t.compute_window(), 19 * 1024);
-        t.rcv_queue.extend(std::iter::repeat_n(0u8, 17 * 1448));
+        t.rcv_queue.push(vec![0u8; 17 * 1448].into());
         assert_eq!(t.compute_window(), 0);
     }
 }

@@ -131,7 +131,8 @@ pub struct Tcb {
     pub(crate) rcv_ssthresh: u32,
     /// `scaling_ratio`: payload per truesize of received segments, in 1/256ths.
     pub(crate) scaling_ratio: u8,
-    pub(crate) rcv_queue: VecDeque<u8>,
+    /// `sk_receive_queue`: in-order bytes not yet read.
+    pub(crate) rcv_queue: super::rcvqueue::RcvQueue,
     pub(crate) ofo: OfoQueue,
     /// Offset of the peer's FIN, once seen (in or out of order).
     pub(crate) fin_seq: Option<u64>,
@@ -360,7 +361,7 @@ impl Tcb {
             window_clamp: 0,
             rcv_ssthresh: 0,
             scaling_ratio: super::rcvwin::TCP_DEFAULT_SCALING_RATIO,
-            rcv_queue: VecDeque::new(),
+            rcv_queue: Default::default(),
             ofo: OfoQueue::default(),
             fin_seq: None,
             rcv_shutdown: false,

@@ -152,11 +152,7 @@ impl Tcb {
                 _ => Err(SocketError::WouldBlock),
             };
         }
-        let n = buf.len().min(self.rcv_queue.len());
-        for (d, s) in buf[..n].iter_mut().zip(self.rcv_queue.iter()) {
-            *d = *s;
-        }
-        Ok(n)
+        Ok(self.rcv_queue.peek(buf))
     }
 
     /// What `tcp_poll` and `tcp_ioctl` need.
@@ -210,7 +206,7 @@ mod tests {
         let cfg = Config::default();
         let mut t = Tcb::for_test(&cfg);
         t.state = TcpState::Established;
-        t.rcv_queue.extend(b"hello");
+        t.rcv_queue.push(bytes::Bytes::from_static(b"hello"));
         let mut b = [0u8; 3];
         assert_eq!(t.peek(&mut b), Ok(3));
         assert_eq!(&b, b"hel");

@@ -605,6 +605,10 @@ impl World {
         // without a capture nobody else does: the segments stay CHECKSUM_PARTIAL, as
         // Linux's GSO segments crossing veth (the pcap gets complete ones).
         let full_csum = !self.hosts[dst].rx_csum_valid || self.pcap.is_some();
+        // A receiver whose GRO keeps payload apart never puts a segment in one buffer:
+        // its headers get a tiny buffer, else one with room for the whole segment.
+        let apart = self.gro && self.hosts[dst].rx_csum_valid;
+        let head_len = tx.packet.len();
         let (link, pipe, pcap) = (&mut self.links[li], &mut self.pipes[li], &mut self.pcap);
         let stack = &mut self.hosts[host].stack;
         let mut last_end = now.as_nanos();
@@ -625,7 +629,7 @@ impl World {
         } else {
             // Each segment's headers in a buffer of the sender's pool (the receiver
             // gives it back), its payload a slice of the super-packet's: no copy.
-            let take = |len| stack.take_buffer(len);
+            let take = |len| stack.take_buffer(if apart { head_len } else { len });
             let (hdr, payload) = (&tx.packet, &tx.payload);
             let cut = |head, range| {
                 let body = payload.slice(range);

@@ -20,6 +20,7 @@
 pub mod bridge;
 pub mod clock;
 pub mod device;
+mod lend;
 pub mod link;
 pub mod netns;
 pub mod random;

@@ -76,6 +76,8 @@ pub struct Runtime {
     buf: Vec<u8>,
     /// Buffers of received packets, reused (the stack's own pool serves its sends).
     rx_pool: BufPool,
+    /// Received buffers the stack's receive queue held, given back once read.
+    returns: crate::lend::Returns,
     pcap: Option<PcapSink>,
     stats: RuntimeStats,
 }
@@ -96,6 +98,7 @@ impl Runtime {
             busy_poll: cfg.busy_poll,
             buf: Vec::with_capacity(POOL_BUF_LEN),
             rx_pool: BufPool::new(),
+            returns: Default::default(),
             pcap: None,
             stats: RuntimeStats::default(),
         })
@@ -189,6 +192,7 @@ impl Runtime {
     /// Reads up to a budget of packets from the device into the ingress path; true
     /// if it read any.
     fn read_device(&mut self) -> io::Result<bool> {
+        self.returns.give_back(&mut self.rx_pool);
         for i in 0..READ_BUDGET {
             let frame = match read_frame(&self.dev, &mut self.rx_pool, &mut self.buf)? {
                 Read::Empty => return Ok(i > 0),
@@ -231,12 +235,7 @@ impl Runtime {
                 moved = true;
             }
             while let Some(frame) = self.ingress.pop_arrived(t) {
-                let csum = match frame.csum_partial {
-                    true => RxChecksum::Unnecessary,
-                    false => RxChecksum::Verify,
-                };
-                self.stack.handle_packet(now, &frame.data, csum);
-                self.rx_pool.give(frame.data);
+                self.receive(now, frame);
                 moved = true;
             }
             while let Some(frame) = self.egress.pop_arrived(t) {
@@ -248,6 +247,31 @@ impl Runtime {
             }
             if !moved {
                 return Ok(());
+            }
+        }
+    }
+
+    /// Hands an arrived packet to the stack. A TCP packet with payload whose checksum
+    /// the kernel vouches for is lent as shared bytes: the receive queue keeps its
+    /// payload by reference, so the reader's copy is its only one in user space.
+    fn receive(&mut self, now: Instant, frame: Frame) {
+        let payload = match frame.csum_partial {
+            true => gso::tcp_payload_range(&frame.data, false).ok(),
+            false => None,
+        };
+        match payload.filter(|r| !r.is_empty()) {
+            Some(r) => {
+                let b = self.returns.lend(frame.data);
+                self.stack
+                    .handle_packet_frags(now, &b[..r.start], &[b.slice(r)]);
+            }
+            None => {
+                let csum = match frame.csum_partial {
+                    true => RxChecksum::Unnecessary,
+                    false => RxChecksum::Verify,
+                };
+                self.stack.handle_packet(now, &frame.data, csum);
+                self.rx_pool.give(frame.data);
             }
         }
     }

@@ -519,6 +519,17 @@ pub fn gro_merge_frags_csum_valid(
     true
 }
 
+/// Where a TCP packet's payload starts (the length of its IP and TCP headers) and
+/// where the IP packet ends (link padding excluded); `verify_ip_csum` also checks an
+/// IPv4 header checksum.
+pub fn tcp_payload_range(
+    packet: &[u8],
+    verify_ip_csum: bool,
+) -> Result<core::ops::Range<usize>, WireError> {
+    let l = Layout::parse(packet, verify_ip_csum)?;
+    Ok(l.payload_start..l.end)
+}
+
 /// The segment size of a packet built by [`gro_merge`]: the payload length of its
 /// first segment; for a packet `gro_merge` has not extended, its payload length (or
 /// its urgent pointer, if that is below the payload length and URG is not set).

@@ -88,8 +88,9 @@ impl Stack {
     /// `head` holds its IP and TCP headers, whose lengths count the bytes of `frags`.
     /// The in-order payload is queued by reference, so the reader's copy is its only
     /// one. Checksums are taken as verified (`CHECKSUM_UNNECESSARY`: a medium that
-    /// cannot corrupt, or a device that checked them). Anything but a TCP packet to
-    /// one of the stack's addresses is handed to [`Stack::handle_packet`] in one piece.
+    /// cannot corrupt, or a device that checked them). Anything but a TCP packet the
+    /// stack takes (one of its addresses, or any with the catch-all listener) is
+    /// handed to [`Stack::handle_packet`] in one piece.
     pub fn handle_packet_frags(&mut self, now: Instant, head: &[u8], frags: &[bytes::Bytes]) {
         let apart: usize = frags.iter().map(|b| b.len()).sum();
         // Headers that end where the frags start: the TCP data offset spans the rest.
@@ -98,7 +99,8 @@ impl Stack {
             tcp.len() >= 20 && (tcp[12] >> 4) as usize * 4 == tcp.len()
         };
         let ip = IpRepr::parse_apart(head, apart, false).ok().filter(|ip| {
-            ip.protocol == PROTO_TCP && self.addrs.contains(&ip.dst) && headers_only(ip)
+            let ours = self.addrs.contains(&ip.dst) || self.catch_all.is_some();
+            ip.protocol == PROTO_TCP && ours && headers_only(ip)
         });
         let Some(ip) = ip else {
             let mut flat = head.to_vec();

@@ -135,7 +135,7 @@ impl Host {
         let h = &mut self.gro_held[i].1;
         if !h.frags.is_empty() {
             // Held as frags only on a trusted medium: the payload joins as a copy.
-            let Some((hl, end)) = headers_len(pkt) else {
+            let Ok(std::ops::Range { start: hl, end }) = gso::tcp_payload_range(pkt, true) else {
                 return false;
             };
             let len = end - hl;
@@ -194,16 +194,6 @@ impl Host {
         }
         self.gro_held = held;
     }
-}
-
-/// The length of a TCP packet's IP and TCP headers and where its IP packet ends, if
-/// it parses.
-fn headers_len(pkt: &[u8]) -> Option<(usize, usize)> {
-    let ip = IpRepr::parse(pkt, true).ok()?;
-    let tcp = pkt.get(ip.header_len..ip.header_len + ip.payload_len)?;
-    let hl = (*tcp.get(12)? >> 4) as usize * 4;
-    (ip.protocol == PROTO_TCP && hl >= 20 && hl <= tcp.len())
-        .then_some((ip.header_len + hl, ip.header_len + tcp.len()))
 }
 
 /// Addresses and ports of a TCP packet: what GRO matches segments by.

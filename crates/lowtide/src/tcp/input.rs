@@ -776,9 +776,7 @@ impl Tcb {
         }
         let had_ofo = !self.ofo.is_empty();
         while let Some(run) = self.ofo.pop_in_order(self.rcv_nxt) {
-            let len = run.len();
-            self.rcv_queue.push(run.into());
-            self.in_order_queued(ctx, len);
+            self.queue_in_order(ctx, Payload::Flat(&run));
         }
         if had_ofo && self.ofo.is_empty() {
             // RFC 5681 section 4.2: ACK at once when the gap is filled (tcp_data_queue:
@@ -792,11 +790,7 @@ impl Tcb {
 
     fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
         self.rcv_queue.push_payload(ctx.frag, data);
-        self.in_order_queued(ctx, data.len());
-    }
-
-    /// `len` more in-order bytes were queued: rcv_nxt moves, the reader is told.
-    fn in_order_queued(&mut self, ctx: &mut Ctx, len: usize) {
+        let len = data.len();
         self.rcv_nxt += len as u64;
         self.bytes_received += len as u64;
         self.ack_pending = true;
@@ -846,8 +840,11 @@ impl Tcb {
         if self.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
             self.sack_compress_send_ack(ctx);
         }
-        let mut scratch = Vec::new();
-        let dup = self.ofo.insert(seq, payload.contiguous(&mut scratch));
+        let dup = match payload {
+            Payload::Flat(data) => self.ofo.insert(seq, data),
+            // Frags in one piece, in arena memory (no allocation per segment).
+            _ => self.ofo.insert(seq, &payload.copy_to(ctx.frag)),
+        };
         if let Some(d) = dup {
             if self.sack_ok && ctx.cfg.tcp_dsack {
                 self.dsack = Some(d);

@@ -74,6 +74,13 @@ impl<'a> Payload<'a> {
         }
     }
 
+    /// The payload's bytes copied into one buffer carved from `frag`'s arenas.
+    pub fn copy_to(&self, frag: &mut PageFrag) -> bytes::BytesMut {
+        let mut b = frag.take(self.len());
+        self.for_each_chunk(|c| b.extend_from_slice(c));
+        b
+    }
+
     /// The payload's bytes in one piece: borrowed if flat, else copied into `scratch`.
     pub fn contiguous<'s>(&self, scratch: &'s mut Vec<u8>) -> &'s [u8]
     where
@@ -149,11 +156,7 @@ impl RcvQueue {
     /// memory from `frag`.
     pub fn push_payload(&mut self, frag: &mut PageFrag, payload: Payload) {
         match payload {
-            Payload::Flat(data) => {
-                let mut b = frag.take(data.len());
-                b.extend_from_slice(data);
-                self.push(b.freeze());
-            }
+            Payload::Flat(_) => self.push(payload.copy_to(frag).freeze()),
             Payload::Frags { frags, skip, len } => {
                 for_each_slice(frags, skip, len, |b, r| self.push(b.slice(r)));
             }

@@ -154,6 +154,8 @@ impl Runtime {
     /// The wait polls the device for up to `busy_poll` first and sleeps only if
     /// nothing came (a sleeper is woken by an interrupt, in a VM an IPI, per batch).
     pub fn turn(&mut self, wake: Option<Instant>, max_wait: Duration) -> io::Result<()> {
+        // Buffers the reader let go since the last turn, back in the pool for reads.
+        self.returns.give_back(&mut self.rx_pool);
         self.pump()?;
         let now = self.sleeper.clock().now();
         let limit = now + max_wait;
@@ -192,7 +194,6 @@ impl Runtime {
     /// Reads up to a budget of packets from the device into the ingress path; true
     /// if it read any.
     fn read_device(&mut self) -> io::Result<bool> {
-        self.returns.give_back(&mut self.rx_pool);
         for i in 0..READ_BUDGET {
             let frame = match read_frame(&self.dev, &mut self.rx_pool, &mut self.buf)? {
                 Read::Empty => return Ok(i > 0),

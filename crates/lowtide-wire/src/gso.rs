@@ -251,14 +251,6 @@ fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-/// Writes the IP length field(s) of `packet` for its current length (up to `end` =
-/// `packet.len()`), and the IPv4 header checksum.
-fn set_ip_len(packet: &mut [u8], l: &Layout) {
-    let rest = l.is_v4().then(|| ipv4_rest_sum(&packet[..l.tcp_start]));
-    let id = be16(packet, 4);
-    write_ip_len(packet, l, id, rest.unwrap_or(0));
-}
-
 /// The sum of an IPv4 header's words but the total length, identification and
 /// checksum: with those added, the header checksum of any packet with this header.
 ///
@@ -510,13 +502,16 @@ pub fn gro_merge_frags_csum_valid(
     let Some(gso_size) = may_merge(acc, &a, headers, &s, max_len) else {
         return false;
     };
-    let rest = a.is_v4().then(|| ipv4_rest_sum(&acc[..a.tcp_start]));
-    let id = be16(acc, 4);
-    write_ip_len_as(acc, &a, id, rest.unwrap_or(0), a.end + payload_len);
-    let tcp = &mut acc[a.tcp_start..];
-    tcp[TCP_FLAGS] |= headers[s.tcp_start + TCP_FLAGS] & TcpFlags::PSH.0;
-    tcp[TCP_URGENT..TCP_URGENT + 2].copy_from_slice(&gso_size.to_be_bytes());
+    let flags = headers[s.tcp_start + TCP_FLAGS];
+    grow_headers(acc, &a, a.end + payload_len, flags, gso_size);
     true
+}
+
+/// The IP header of TCP `headers` (IP and TCP, options included) whose lengths count
+/// `apart` bytes of payload kept elsewhere, if they end exactly where that payload
+/// starts (how GRO and a lent device buffer hand a packet over).
+pub fn tcp_headers_apart(headers: &[u8], apart: usize) -> Result<IpRepr, WireError> {
+    Layout::of_apart(headers, apart).map(|l| l.ip)
 }
 
 /// Where a TCP packet's payload starts (the length of its IP and TCP headers) and
@@ -603,12 +598,22 @@ fn sizes_allow(a: &Layout, s: &Layout, gso_size: u16, max_len: usize) -> bool {
     len > 0 && len <= g && p % g == 0 && a.end + len <= max_len && ip_len + len <= u16::MAX as usize
 }
 
-/// Appends `seg`'s payload and fixes `acc`'s lengths, PSH and recorded segment size.
-/// Appends `payload` (of a segment with TCP flags `flags`) to `acc`.
+/// Appends `payload` (of a segment with TCP flags `flags`) to `acc` and fixes its
+/// headers ([`grow_headers`]).
 fn append_payload(acc: &mut Vec<u8>, payload: &[u8], flags: u8, a: &Layout, gso_size: u16) {
     acc.truncate(a.end);
     acc.extend_from_slice(payload);
-    set_ip_len(acc, a);
+    let len = acc.len();
+    grow_headers(acc, a, len, flags, gso_size);
+}
+
+/// The headers of a held packet (layout `a`) that grew to an IP packet of `len`
+/// bytes by a segment with TCP flags `flags`: its length fields and IPv4 header
+/// checksum, its PSH, its recorded segment size.
+fn grow_headers(acc: &mut [u8], a: &Layout, len: usize, flags: u8, gso_size: u16) {
+    let rest = a.is_v4().then(|| ipv4_rest_sum(&acc[..a.tcp_start]));
+    let id = be16(acc, 4);
+    write_ip_len_as(acc, a, id, rest.unwrap_or(0), len);
     let tcp = &mut acc[a.tcp_start..];
     tcp[TCP_FLAGS] |= flags & TcpFlags::PSH.0;
     tcp[TCP_URGENT..TCP_URGENT + 2].copy_from_slice(&gso_size.to_be_bytes());
@@ -811,6 +816,19 @@ mod tests {
                 65535
             ));
             assert_eq!(apart, whole);
+        }
+    }
+
+    #[test]
+    fn headers_apart_must_end_where_their_payload_starts() {
+        for v6 in [false, true] {
+            let data = payload(3000);
+            let p = packet(v6, ACK, 77, 9, &data);
+            let split = p.len() - data.len();
+            let ip = tcp_headers_apart(&p[..split], data.len()).unwrap();
+            assert_eq!(ip.header_len + ip.payload_len, p.len());
+            assert!(tcp_headers_apart(&p[..split], data.len() + 1).is_err());
+            assert!(tcp_headers_apart(&p[..split + 1], data.len() - 1).is_err());
         }
     }
 

@@ -9,7 +9,7 @@ use crate::tcp::rcvqueue::Payload;
 use crate::tcp::Listener;
 use crate::time::Instant;
 use lowtide_wire::checksum;
-use lowtide_wire::ip::{IpRepr, PROTO_TCP};
+use lowtide_wire::ip::IpRepr;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 impl Stack {
@@ -93,15 +93,9 @@ impl Stack {
     /// handed to [`Stack::handle_packet`] in one piece.
     pub fn handle_packet_frags(&mut self, now: Instant, head: &[u8], frags: &[bytes::Bytes]) {
         let apart: usize = frags.iter().map(|b| b.len()).sum();
-        // Headers that end where the frags start: the TCP data offset spans the rest.
-        let headers_only = |ip: &IpRepr| {
-            let tcp = &head[ip.header_len.min(head.len())..];
-            tcp.len() >= 20 && (tcp[12] >> 4) as usize * 4 == tcp.len()
-        };
-        let ip = IpRepr::parse_apart(head, apart, false).ok().filter(|ip| {
-            let ours = self.addrs.contains(&ip.dst) || self.catch_all.is_some();
-            ip.protocol == PROTO_TCP && ours && headers_only(ip)
-        });
+        let ip = lowtide_wire::gso::tcp_headers_apart(head, apart)
+            .ok()
+            .filter(|ip| self.addrs.contains(&ip.dst) || self.catch_all.is_some());
         let Some(ip) = ip else {
             let mut flat = head.to_vec();
             frags.iter().for_each(|b| flat.extend_from_slice(b));

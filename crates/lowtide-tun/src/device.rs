@@ -316,7 +316,18 @@ impl TunDevice {
     /// `EBADF`, e.g. `EINVAL` for a header it rejects) is a loss, as on a real
     /// device, not an error of the loop: returns whether the packet went out.
     pub fn send_or_drop(&self, hdr: &VnetHdr, packet: &[u8]) -> io::Result<bool> {
-        match self.send(hdr, packet) {
+        self.send_apart_or_drop(hdr, packet, &[])
+    }
+
+    /// [`TunDevice::send_or_drop`] of a packet in two parts: its headers, and its
+    /// payload kept apart from them ([`TunDevice::send_apart`]).
+    pub fn send_apart_or_drop(
+        &self,
+        hdr: &VnetHdr,
+        headers: &[u8],
+        payload: &[u8],
+    ) -> io::Result<bool> {
+        match self.send_apart(hdr, headers, payload) {
             Ok(()) => Ok(true),
             Err(e) if e.raw_os_error().is_some_and(|c| c != libc::EBADF) => {
                 tracing::trace!(device = %self.name, error = %e, "device write failed");
@@ -331,22 +342,25 @@ impl TunDevice {
     /// a header it rejects (e.g. a checksum offset outside the packet, an unknown
     /// `gso_type`) gives `EINVAL`. The write is all-or-nothing.
     pub fn send(&self, hdr: &VnetHdr, packet: &[u8]) -> io::Result<()> {
+        self.send_apart(hdr, packet, &[])
+    }
+
+    /// [`TunDevice::send`] of a packet whose payload lies apart from its headers (a
+    /// slice of lowtide's send queue): `hdr`, `headers` and `payload` are gathered by
+    /// the one `writev`, so the kernel's copy into its skb is the payload's only one
+    /// (`tun_get_user`), as `tcp_sendmsg`'s is in Linux.
+    pub fn send_apart(&self, hdr: &VnetHdr, headers: &[u8], payload: &[u8]) -> io::Result<()> {
         let h = hdr.to_bytes();
-        let iov = [
-            libc::iovec {
-                iov_base: h.as_ptr() as *mut libc::c_void,
-                iov_len: h.len(),
-            },
-            libc::iovec {
-                iov_base: packet.as_ptr() as *mut libc::c_void,
-                iov_len: packet.len(),
-            },
-        ];
-        // SAFETY: both iovecs point at live buffers of the given lengths, which
-        // writev only reads.
-        let n = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
+        let iov = [h.as_slice(), headers, payload].map(|b| libc::iovec {
+            iov_base: b.as_ptr() as *mut libc::c_void,
+            iov_len: b.len(),
+        });
+        let count = if payload.is_empty() { 2 } else { 3 };
+        // SAFETY: the first `count` iovecs point at live buffers of the given
+        // lengths, which writev only reads.
+        let n = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), count) };
         let n = cvt_size(n)?;
-        if n != h.len() + packet.len() {
+        if n != h.len() + headers.len() + payload.len() {
             return Err(io::Error::new(
                 io::ErrorKind::WriteZero,
                 format!("short write to {}: {n} bytes", self.name),

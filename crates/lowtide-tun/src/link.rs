@@ -17,6 +17,7 @@
 
 use crate::device::TunDevice;
 use crate::vnet::VnetHdr;
+use bytes::Bytes;
 use lowtide::TxToken;
 use lowtide_sim::event::EventQueue;
 use lowtide_sim::link::{LinkConfig, LinkDir, LinkStats, WireSeg, FRAMING_OVERHEAD};
@@ -84,8 +85,13 @@ const MAX_SPENT: usize = 64;
 /// A packet on the path: an IP packet, possibly a GSO super-packet.
 #[derive(Debug)]
 pub struct Frame {
-    /// IP header, TCP header and payload.
+    /// IP header, TCP header and payload; only the headers if the payload is kept
+    /// apart in [`Frame::payload`].
     pub data: Vec<u8>,
+    /// The payload of a packet from lowtide's stack kept apart from its headers
+    /// ([`lowtide::Transmit::payload`], a slice of the send queue): the device write
+    /// gathers it, so it is never copied in user space. Empty otherwise.
+    pub payload: Bytes,
     /// GSO segment size (0: a single segment).
     pub gso_size: u16,
     /// The TCP checksum holds only the pseudo-header sum (CHECKSUM_PARTIAL).
@@ -98,6 +104,25 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// Length of the whole IP packet, headers and payload.
+    pub fn len(&self) -> usize {
+        self.data.len() + self.payload.len()
+    }
+
+    /// Never true: a packet has headers.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Puts a payload kept apart behind the headers, where a whole packet is needed
+    /// (a path that cuts it into wire segments, a capture).
+    pub fn flatten(&mut self) {
+        if !self.payload.is_empty() {
+            self.data.extend_from_slice(&self.payload);
+            self.payload = Bytes::new();
+        }
+    }
+
     /// A packet as read from a device (virtio-net header, then the IP packet); `None`
     /// if the header is cut short.
     pub fn from_device(raw: &[u8]) -> Option<Frame> {
@@ -110,6 +135,7 @@ impl Frame {
         let (hdr, _) = VnetHdr::parse(hdr).expect("a whole header");
         Frame {
             data,
+            payload: Bytes::new(),
             gso_size: gso_size_of(&hdr),
             csum_partial: hdr.rx_checksum() == lowtide::RxChecksum::Unnecessary,
             token: None,
@@ -125,6 +151,7 @@ impl Frame {
         buf.extend_from_slice(packet);
         Some(Frame {
             data: buf,
+            payload: Bytes::new(),
             gso_size: gso_size_of(&hdr),
             csum_partial: hdr.rx_checksum() == lowtide::RxChecksum::Unnecessary,
             token: None,
@@ -257,7 +284,7 @@ impl PathDir {
             return false;
         }
         self.enqueued += 1;
-        self.queue_bytes += frame.data.len() as u64;
+        self.queue_bytes += frame.len() as u64;
         self.queue.push_back((now, frame));
         self.max_queue_packets = self.max_queue_packets.max(self.queue.len() as u64);
         self.max_queue_bytes = self.max_queue_bytes.max(self.queue_bytes);
@@ -271,7 +298,7 @@ impl PathDir {
                 break;
             }
             let (enq, frame) = self.queue.pop_front().expect("front exists");
-            self.queue_bytes -= frame.data.len() as u64;
+            self.queue_bytes -= frame.len() as u64;
             self.transmit(enq, frame, take);
         }
     }
@@ -292,11 +319,12 @@ impl PathDir {
     }
 
     /// Serializes a packet (whole, or cut into wire segments) and puts it in flight.
-    fn transmit(&mut self, enq: u64, frame: Frame, take: &mut dyn FnMut(usize) -> Vec<u8>) {
+    fn transmit(&mut self, enq: u64, mut frame: Frame, take: &mut dyn FnMut(usize) -> Vec<u8>) {
         let split = self.split || self.spaced_apart(frame.gso_size);
         let end = if split && frame.gso_size > 0 {
             self.transmit_segments(enq, frame, take)
         } else if self.split {
+            frame.flatten();
             let meta = (frame.csum_partial, frame.token, frame.vnet);
             self.transmit_segment(enq, frame.data, meta)
         } else {
@@ -326,7 +354,18 @@ impl PathDir {
         take: &mut dyn FnMut(usize) -> Vec<u8>,
     ) -> u64 {
         let mut segs = std::mem::take(&mut self.segs);
-        let cut = gso::segment_into(&frame.data, frame.gso_size, true, take, |s| segs.push(s));
+        // Each segment's payload is copied once, from wherever it lies.
+        let cut = match frame.payload.is_empty() {
+            true => gso::segment_into(&frame.data, frame.gso_size, true, take, |s| segs.push(s)),
+            false => gso::segment_apart_into(
+                &frame.data,
+                &frame.payload,
+                frame.gso_size,
+                true,
+                take,
+                |s| segs.push(s),
+            ),
+        };
         if cut.is_err() || segs.is_empty() {
             segs.clear();
             self.segs = segs;
@@ -362,6 +401,7 @@ impl PathDir {
         self.link.propagate(end, WireSeg::whole(data), |at, seg| {
             let frame = Frame {
                 data: seg.flatten(),
+                payload: Bytes::new(),
                 gso_size: 0,
                 csum_partial,
                 token: None,
@@ -446,7 +486,7 @@ impl PathDir {
 /// segments' IP bytes plus the framing of every segment but one (which
 /// [`LinkDir::serialize`] adds itself).
 fn wire_equivalent_len(frame: &Frame) -> usize {
-    let len = frame.data.len();
+    let len = frame.len();
     let Some(hdr) = header_len(&frame.data) else {
         return len;
     };
@@ -505,6 +545,7 @@ mod tests {
     fn frame(payload: usize, gso_size: u16) -> Frame {
         Frame {
             data: packet(payload),
+            payload: Bytes::new(),
             gso_size,
             csum_partial: false,
             token: None,
@@ -518,7 +559,7 @@ mod tests {
         while let Some(t) = dir.next_event() {
             dir.advance(t, &mut Vec::with_capacity);
             while let Some(f) = dir.pop_arrived(t) {
-                out.push((t, f.data.len()));
+                out.push((t, f.len()));
             }
         }
         out
@@ -562,6 +603,38 @@ mod tests {
             got, want,
             "every segment in a pooled buffer, none allocated"
         );
+    }
+
+    /// `frame(payload, gso_size)` with its payload kept apart, as the runtime
+    /// queues lowtide's GSO packets.
+    fn frame_apart(payload: usize, gso_size: u16) -> Frame {
+        let mut f = frame(payload, gso_size);
+        f.payload = Bytes::from(f.data.split_off(40));
+        f
+    }
+
+    #[test]
+    fn a_payload_kept_apart_crosses_as_the_whole_packet() {
+        for split in [false, true] {
+            let mut flat = PathDir::new(PathConfig::default(), split, 1);
+            let mut apart = PathDir::new(PathConfig::default(), split, 1);
+            assert!(flat.enqueue(0, frame(4 * 1460 + 7, 1460)));
+            assert!(apart.enqueue(0, frame_apart(4 * 1460 + 7, 1460)));
+            assert_eq!(apart.queue_bytes(), flat.queue_bytes());
+            flat.advance(0, &mut Vec::with_capacity);
+            apart.advance(0, &mut Vec::with_capacity);
+            let mut n = 0;
+            while let Some(mut f) = flat.pop_arrived(u64::MAX) {
+                let mut g = apart.pop_arrived(u64::MAX).expect("as many");
+                assert_eq!(g.payload.is_empty(), split, "cut segments are whole");
+                f.flatten();
+                g.flatten();
+                assert_eq!(g.data, f.data);
+                n += 1;
+            }
+            assert_eq!(n, if split { 5 } else { 1 });
+            assert!(apart.pop_arrived(u64::MAX).is_none());
+        }
     }
 
     #[test]
@@ -676,6 +749,7 @@ mod tests {
         let mut dir = PathDir::new(PathConfig::default(), true, 1);
         let bad = Frame {
             data: vec![0x45, 0, 0],
+            payload: Bytes::new(),
             gso_size: 100,
             csum_partial: true,
             token: None,

@@ -84,8 +84,11 @@ pub struct Runtime {
 
 impl Runtime {
     /// Drives `stack` on `dev` (already configured and up).
-    pub fn new(stack: Stack, dev: TunDevice, cfg: RuntimeConfig) -> io::Result<Runtime> {
+    pub fn new(mut stack: Stack, dev: TunDevice, cfg: RuntimeConfig) -> io::Result<Runtime> {
         dev.set_nonblocking(true)?;
+        // GSO packets leave their payload in the send queue: the device write gathers
+        // it (`TunDevice::send_apart`), the path's software GSO cuts from it.
+        stack.set_tx_payload_apart(true);
         let sleeper = Sleeper::new(crate::clock::Clock::start(), &[dev.as_raw_fd()])?;
         let split = cfg.offload == Offload::None;
         Ok(Runtime {
@@ -283,6 +286,7 @@ impl Runtime {
             any = true;
             let frame = Frame {
                 data: tx.packet,
+                payload: tx.payload,
                 gso_size: if tx.gso_segs > 1 { tx.gso_size } else { 0 },
                 csum_partial: true,
                 token: Some(tx.token),
@@ -297,19 +301,22 @@ impl Runtime {
     fn write_device(&mut self, now: Instant, mut frame: Frame) -> io::Result<()> {
         let r = self.write_frame(now, &mut frame);
         // The packet was copied into the kernel (or dropped): its buffer serves the
-        // stack's next packet.
+        // stack's next packet, and its payload's share of the send queue is let go.
         self.stack.recycle_buffer(frame.data);
         r
     }
 
     fn write_frame(&mut self, now: Instant, frame: &mut Frame) -> io::Result<()> {
         let no_offload = self.offload == Offload::None;
+        if no_offload {
+            frame.flatten();
+        }
         if frame.csum_partial && no_offload && gso::finish_checksum(&mut frame.data).is_err() {
             self.stats.errors += 1;
             return Ok(());
         }
         let hdr = match frame.csum_partial && !no_offload {
-            true => VnetHdr::for_transmit(&frame.data, frame.gso_size),
+            true => VnetHdr::for_transmit_apart(&frame.data, frame.payload.len(), frame.gso_size),
             false => Ok(VnetHdr::plain()),
         };
         let Ok(hdr) = hdr else {
@@ -320,7 +327,7 @@ impl Runtime {
             record(p, now, frame);
         }
         // A packet the kernel refused is lost, as on a real device; TCP repairs it.
-        match self.dev.send_or_drop(&hdr, &frame.data)? {
+        match (self.dev).send_apart_or_drop(&hdr, &frame.data, &frame.payload)? {
             true => {
                 self.stats.tx_packets += 1;
                 self.stats.tx_gso_packets += (frame.gso_size > 0) as u64;
@@ -333,9 +340,12 @@ impl Runtime {
 
 /// Writes a frame to the capture with a complete checksum.
 pub(crate) fn record(p: &mut PcapSink, now: Instant, frame: &Frame) {
-    if frame.csum_partial {
+    if frame.csum_partial || !frame.payload.is_empty() {
         let mut copy = frame.data.clone();
-        let _ = gso::finish_checksum(&mut copy);
+        copy.extend_from_slice(&frame.payload);
+        if frame.csum_partial {
+            let _ = gso::finish_checksum(&mut copy);
+        }
         p.write(now, &copy);
     } else {
         p.write(now, &frame.data);

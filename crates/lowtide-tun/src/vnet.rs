@@ -146,7 +146,21 @@ impl VnetHdr {
     /// Errors: the packet does not parse as IP (`IpRepr::parse`), is not TCP
     /// (`Unsupported`), or its TCP header is cut short (`Truncated`/`Malformed`).
     pub fn for_transmit(packet: &[u8], gso_size: u16) -> Result<VnetHdr, WireError> {
-        let l = TcpLayout::parse(packet)?;
+        VnetHdr::for_transmit_apart(packet, 0, gso_size)
+    }
+
+    /// [`VnetHdr::for_transmit`] for a packet whose last `apart` bytes (payload, a
+    /// [`lowtide::Transmit::payload`]) are kept apart from `headers`, which must end
+    /// exactly where that payload starts.
+    pub fn for_transmit_apart(
+        headers: &[u8],
+        apart: usize,
+        gso_size: u16,
+    ) -> Result<VnetHdr, WireError> {
+        let l = TcpLayout::parse(headers, apart)?;
+        if apart > 0 && l.payload_start != headers.len() {
+            return Err(WireError::Malformed);
+        }
         let mut hdr = VnetHdr {
             flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
             gso_type: VIRTIO_NET_HDR_GSO_NONE,
@@ -160,7 +174,7 @@ impl VnetHdr {
                 IpAddr::V4(_) => VIRTIO_NET_HDR_GSO_TCPV4,
                 IpAddr::V6(_) => VIRTIO_NET_HDR_GSO_TCPV6,
             };
-            if packet[l.tcp_start + 13] & TcpFlags::CWR.0 != 0 {
+            if headers[l.tcp_start + 13] & TcpFlags::CWR.0 != 0 {
                 hdr.gso_type |= VIRTIO_NET_HDR_GSO_ECN;
             }
             hdr.gso_size = gso_size;
@@ -237,15 +251,19 @@ struct TcpLayout {
 }
 
 impl TcpLayout {
-    /// Checks the IP header, that it carries TCP, and the TCP data offset.
-    fn parse(packet: &[u8]) -> Result<TcpLayout, WireError> {
-        let ip = IpRepr::parse(packet, false)?;
+    /// Checks the IP header, that it carries TCP, and the TCP data offset; the IP
+    /// lengths count `apart` bytes of payload kept elsewhere, behind `packet`.
+    fn parse(packet: &[u8], apart: usize) -> Result<TcpLayout, WireError> {
+        let ip = IpRepr::parse_apart(packet, apart, false)?;
         if ip.protocol != PROTO_TCP {
             return Err(WireError::Unsupported);
         }
         let tcp_start = ip.header_len;
         let end = tcp_start + ip.payload_len;
-        let tcp = packet.get(tcp_start..end).ok_or(WireError::Truncated)?;
+        let tcp = end
+            .checked_sub(apart)
+            .and_then(|e| packet.get(tcp_start..e))
+            .ok_or(WireError::Truncated)?;
         if tcp.len() < TCP_HEADER_LEN {
             return Err(WireError::Truncated);
         }
@@ -385,6 +403,22 @@ mod tests {
         let h = VnetHdr::for_transmit(&packet(true, ACK | 0x80, 1001), 1000).unwrap();
         assert_eq!((h.gso_type, h.gso_size), (4 | 0x80, 1000));
         assert_eq!((h.csum_start, h.hdr_len), (40, 72));
+    }
+
+    #[test]
+    fn for_transmit_apart_matches_the_whole_packet() {
+        for (v6, flags, payload, gso) in [(false, 0x10, 3000, 1000), (true, 0x90, 1001, 1000)] {
+            let p = packet(v6, flags, payload);
+            let split = p.len() - payload;
+            let whole = VnetHdr::for_transmit(&p, gso).unwrap();
+            let apart = VnetHdr::for_transmit_apart(&p[..split], payload, gso).unwrap();
+            assert_eq!(apart, whole);
+        }
+        // Headers must end where the payload starts, and the lengths must count it.
+        let p = packet(false, 0x10, 3000);
+        assert!(VnetHdr::for_transmit_apart(&p[..60], 2992, 1000).is_err());
+        assert!(VnetHdr::for_transmit_apart(&p[..52], 2999, 1000).is_err());
+        assert!(VnetHdr::for_transmit_apart(&p[..40], 3012, 1000).is_err());
     }
 
     #[test]

@@ -14,11 +14,16 @@
 # `--sysctl net.core.busy_poll=50` for (b), (c), (e), `--busy-poll 50` for the link);
 # LOWTIDE_BUSY_POLL=0 makes them sleep at once, LOWTIDE_BUSY_POLL= (empty) passes no
 # flag (for binaries older than the option). The kernel's veth run has no equivalent.
-# Usage: scripts/bench-real.sh [SECONDS]   (default 10)
+# With REPS > 1 the five runs repeat REPS times in the same order (each ratio against
+# its own repetition's veth run, since this machine's speed swings by 2x between
+# minutes) and the medians of the rates, ratios and CPU figures follow the per-run lines.
+# Usage: scripts/bench-real.sh [SECONDS] [REPS]   (default 10, 1)
 #        LOWTIDE_BIN=PATH uses that binary instead of building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
+reps=${2:-1}
+case "$secs$reps" in '' | *[!0-9]*) echo "bench-real.sh: SECONDS and REPS must be numbers" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "bench-real.sh: needs root (network namespaces, TUN)" >&2; exit 2; }
 command -v iperf3 >/dev/null || { echo "bench-real.sh: needs iperf3" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "bench-real.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
@@ -59,49 +64,57 @@ server() {
 }
 waitsrv() { wait "$spid" 2>/dev/null || true; }
 
-# (a) veth
+# Namespaces: (a) a veth pair; (b), (c), (e) lowtide's TUN; (d) the link's two sides.
 mkns "${tag}a"; mkns "${tag}b"
 ip link add "${tag}x" netns "${tag}a" type veth peer name "${tag}y" netns "${tag}b"
 ip -n "${tag}a" addr add 10.9.0.1/24 dev "${tag}x"; ip -n "${tag}a" link set "${tag}x" up
 ip -n "${tag}b" addr add 10.9.0.2/24 dev "${tag}y"; ip -n "${tag}b" link set "${tag}y" up
-server "${tag}b" a-srv
-ip netns exec "${tag}a" /usr/bin/time -f "%e %U %S %R" -o "$tmp/a-cli.time" \
-  iperf3 -c 10.9.0.2 -t "$secs" -J >"$tmp/a.json"
-waitsrv
-
-# (b), (c) lowtide client over TUN; (e) the same, reversed
 mkns "${tag}l"
-server "${tag}l" b-srv
-ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/b-cli.time" \
-  "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 "${lt_busy[@]}" >"$tmp/b.json"
-waitsrv
-server "${tag}l" c-srv
-ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/c-cli.time" \
-  "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 --offload off "${lt_busy[@]}" >"$tmp/c.json"
-waitsrv
-server "${tag}l" e-srv
-ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/e-cli.time" \
-  "$lt" iperf3 -c 10.7.0.1 -R -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 "${lt_busy[@]}" >"$tmp/e.json"
-waitsrv
-
-# (d) kernel -> kernel through lowtide link
 mkns "${tag}p"; mkns "${tag}q"
-ip netns exec "${tag}p" /usr/bin/time -f "%e %U %S %R" -o "$tmp/d-link.time" \
-  "$lt" link --tun la --tun-addr 10.8.0.1/24 --peer-tun lb \
-  --peer-addr 10.8.0.2/24 --peer-netns "${tag}q" "${link_busy[@]}" >/dev/null 2>&1 &
-linkpid=$!
-pids+=("$linkpid")
-sleep 0.5
-server "${tag}q" d-srv
-ip netns exec "${tag}p" /usr/bin/time -f "%e %U %S %R" -o "$tmp/d-cli.time" \
-  iperf3 -c 10.8.0.2 -t "$secs" -J >"$tmp/d.json"
-waitsrv
-for p in $(pgrep -P "$linkpid"); do kill -INT "$p" 2>/dev/null || true; done
-wait "$linkpid" 2>/dev/null || true
 
-python3 - "$tmp" <<'PY'
-import json, os, sys
-tmp = sys.argv[1]
+# one_rep R: the five runs, their files suffixed with R.
+one_rep() {
+  local r=$1
+  # (a) veth
+  server "${tag}b" "a-srv$r"
+  ip netns exec "${tag}a" /usr/bin/time -f "%e %U %S %R" -o "$tmp/a-cli$r.time" \
+    iperf3 -c 10.9.0.2 -t "$secs" -J >"$tmp/a$r.json"
+  waitsrv
+  # (b), (c) lowtide client over TUN; (e) the same, reversed
+  server "${tag}l" "b-srv$r"
+  ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/b-cli$r.time" \
+    "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 "${lt_busy[@]}" >"$tmp/b$r.json"
+  waitsrv
+  server "${tag}l" "c-srv$r"
+  ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/c-cli$r.time" \
+    "$lt" iperf3 -c 10.7.0.1 -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 --offload off "${lt_busy[@]}" >"$tmp/c$r.json"
+  waitsrv
+  server "${tag}l" "e-srv$r"
+  ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/e-cli$r.time" \
+    "$lt" iperf3 -c 10.7.0.1 -R -t "$secs" -J --tun lt0 --tun-addr 10.7.0.1/24 "${lt_busy[@]}" >"$tmp/e$r.json"
+  waitsrv
+  # (d) kernel -> kernel through lowtide link
+  ip netns exec "${tag}p" /usr/bin/time -f "%e %U %S %R" -o "$tmp/d-link$r.time" \
+    "$lt" link --tun la --tun-addr 10.8.0.1/24 --peer-tun lb \
+    --peer-addr 10.8.0.2/24 --peer-netns "${tag}q" "${link_busy[@]}" >/dev/null 2>&1 &
+  linkpid=$!
+  pids+=("$linkpid")
+  sleep 0.5
+  server "${tag}q" "d-srv$r"
+  ip netns exec "${tag}p" /usr/bin/time -f "%e %U %S %R" -o "$tmp/d-cli$r.time" \
+    iperf3 -c 10.8.0.2 -t "$secs" -J >"$tmp/d$r.json"
+  waitsrv
+  for p in $(pgrep -P "$linkpid"); do kill -INT "$p" 2>/dev/null || true; done
+  wait "$linkpid" 2>/dev/null || true
+}
+for r in $(seq 1 "$reps"); do
+  [ "$reps" -gt 1 ] && echo "repetition $r of $reps" >&2
+  one_rep "$r"
+done
+
+python3 - "$tmp" "$reps" <<'PY'
+import json, statistics, sys
+tmp, reps = sys.argv[1], int(sys.argv[2])
 
 def rx(name):
     s = json.load(open(f"{tmp}/{name}.json"))["end"]["sum_received"]
@@ -120,17 +133,35 @@ runs = [("a", "kernel->kernel veth         ", "a-cli", "iperf3 -c", "a-srv", "ip
         ("c", "lowtide->kernel TUN no offl.", "c-cli", "lowtide", "c-srv", "iperf3 -s"),
         ("e", "kernel->lowtide TUN offload ", "e-cli", "lowtide", "e-srv", "iperf3 -s"),
         ("d", "kernel->kernel lowtide link ", "d-cli", "iperf3 -c", "d-srv", "iperf3 -s")]
-g = {}
-for key, label, p1, n1, p2, n2 in runs:
-    gbps, gb = rx(key)
-    g[key] = gbps
-    parts = []
-    for p, n in ((p1, n1), (p2, n2)) + ((("d-link", "lowtide link"),) if key == "d" else ()):
-        c = cpu(p)
-        if c:
-            parts.append(f"{n} {c[0] / gb:.3f}" + (f" ({c[1] / gb:.0f} minflt/GB)"
-                                                  if n.startswith("lowtide") else ""))
-    print(f"({key}) {label} {gbps:6.2f} Gbit/s   CPU s/GB: {', '.join(parts)}")
-a, b, c, d, e = g["a"], g["b"], g["c"], g["d"], g["e"]
-print(f"b/a {b/a:.2f}   e/a {e/a:.2f}   b/c {b/c:.2f}   d/a {d/a:.2f}")
+RATIOS = [("b/a", "b", "a"), ("e/a", "e", "a"), ("b/c", "b", "c"), ("d/a", "d", "a")]
+per = {}  # (run key, figure) -> one value per repetition
+for r in range(1, reps + 1):
+    if reps > 1:
+        print(f"repetition {r}:")
+    g = {}
+    for key, label, p1, n1, p2, n2 in runs:
+        gbps, gb = rx(f"{key}{r}")
+        g[key] = gbps
+        per.setdefault((key, "Gbit/s"), []).append(gbps)
+        parts = []
+        procs = ((p1, n1), (p2, n2)) + ((("d-link", "lowtide link"),) if key == "d" else ())
+        for p, n in procs:
+            c = cpu(f"{p}{r}")
+            if c:
+                per.setdefault((key, n), []).append(c[0] / gb)
+                parts.append(f"{n} {c[0] / gb:.3f}" + (f" ({c[1] / gb:.0f} minflt/GB)"
+                                                      if n.startswith("lowtide") else ""))
+        print(f"({key}) {label} {gbps:6.2f} Gbit/s   CPU s/GB: {', '.join(parts)}")
+    for name, x, y in RATIOS:
+        per.setdefault(("ratio", name), []).append(g[x] / g[y])
+    print("   ".join(f"{name} {g[x] / g[y]:.2f}" for name, x, y in RATIOS))
+if reps > 1:
+    med = lambda k: statistics.median(per[k])
+    print(f"medians of {reps}:")
+    for key, label, p1, n1, p2, n2 in runs:
+        procs = [n for n in (n1, n2, "lowtide link") if (key, n) in per]
+        cpus = ", ".join(f"{n} {med((key, n)):.3f}" for n in procs)
+        print(f"({key}) {label} {med((key, 'Gbit/s')):6.2f} Gbit/s   CPU s/GB: {cpus}")
+    print("   ".join(f"{name} {med(('ratio', name)):.2f} ({min(per[('ratio', name)]):.2f}-"
+                     f"{max(per[('ratio', name)]):.2f})" for name, _, _ in RATIOS))
 PY

@@ -39,6 +39,14 @@ pub trait PacketDevice: Send + 'static {
     /// error stops the driver. The driver reports the TX completion to the stack when
     /// this returns.
     fn send(&mut self, tx: &Transmit) -> io::Result<()>;
+
+    /// Whether [`PacketDevice::send`] takes a GSO packet's payload apart from its
+    /// headers ([`Transmit::payload`], a shared slice of the send queue, e.g. for a
+    /// gathering write) instead of copied behind them in `tx.packet`
+    /// ([`lowtide::Stack::set_tx_payload_apart`]). False unless a device says so.
+    fn payload_apart(&self) -> bool {
+        false
+    }
 }
 
 /// A Linux TUN device (from `lowtide-tun`) as a [`PacketDevice`], read through
@@ -101,8 +109,11 @@ impl PacketDevice for TunPacketDevice {
         match dev.offload() {
             Offload::Full => {
                 let gso = if tx.gso_segs > 1 { tx.gso_size } else { 0 };
-                match VnetHdr::for_transmit(&tx.packet, gso) {
-                    Ok(hdr) => sent(&hdr, &tx.packet),
+                // One writev gathers the headers and the send queue's bytes.
+                match VnetHdr::for_transmit_apart(&tx.packet, tx.payload.len(), gso) {
+                    Ok(hdr) => dev
+                        .send_apart_or_drop(&hdr, &tx.packet, &tx.payload)
+                        .map(drop),
                     Err(_) => Ok(()),
                 }
             }
@@ -113,6 +124,12 @@ impl PacketDevice for TunPacketDevice {
                 Ok(())
             }
         }
+    }
+
+    /// The payload of a GSO packet is written from the send queue where it lies
+    /// (`TunDevice::send_apart`), or cut from there into segments without offload.
+    fn payload_apart(&self) -> bool {
+        true
     }
 }
 

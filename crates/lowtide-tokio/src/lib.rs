@@ -64,7 +64,8 @@ pub struct Net {
 impl Net {
     /// Runs `stack` (with its addresses added) on `dev`, spawning the driver task on
     /// the current tokio runtime. Panics outside a runtime, like `tokio::spawn`.
-    pub fn new<D: PacketDevice>(stack: Stack, dev: D) -> Net {
+    pub fn new<D: PacketDevice>(mut stack: Stack, dev: D) -> Net {
+        stack.set_tx_payload_apart(dev.payload_apart());
         let shared = driver::shared(Host::new(stack));
         tokio::spawn(driver::drive(shared.clone(), dev));
         Net { shared }

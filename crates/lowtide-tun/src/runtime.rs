@@ -327,7 +327,10 @@ impl Runtime {
             record(p, now, frame);
         }
         // A packet the kernel refused is lost, as on a real device; TCP repairs it.
-        match (self.dev).send_apart_or_drop(&hdr, &frame.data, &frame.payload)? {
+        match self
+            .dev
+            .send_apart_or_drop(&hdr, &frame.data, &frame.payload)?
+        {
             true => {
                 self.stats.tx_packets += 1;
                 self.stats.tx_gso_packets += (frame.gso_size > 0) as u64;

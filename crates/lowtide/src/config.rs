@@ -115,6 +115,10 @@ pub struct Config {
     /// `net.ipv4.tcp_limit_output_bytes`: TCP Small Queues cap for sockets that do not
     /// pace (seed 002; 4 MiB since Linux 6.7).
     pub tcp_limit_output_bytes: u32,
+    /// `net.ipv4.tcp_autocorking`: `tcp_push` holds back a tail skb smaller than the
+    /// size goal while the socket has data in the device queue, for the TX completion
+    /// to send it with what the next writes add (Linux 3.14, default on).
+    pub tcp_autocorking: bool,
     /// `net.ipv4.tcp_min_tso_segs`: smallest TSO autosize goal in segments.
     pub tcp_min_tso_segs: u32,
     /// `net.ipv4.tcp_tso_rtt_log`: close peers (min_rtt below 2^log us) get bigger bursts.
@@ -215,6 +219,7 @@ impl Default for Config {
             initcwnd: 10,
             tcp_notsent_lowat: u32::MAX,
             tcp_limit_output_bytes: 4 << 20,
+            tcp_autocorking: true,
             tcp_min_tso_segs: 2,
             tcp_tso_rtt_log: 9,
             tcp_tso_win_divisor: 3,
@@ -344,6 +349,7 @@ impl Config {
         "net.core.busy_poll",
         "net.ipv4.tcp_notsent_lowat",
         "net.ipv4.tcp_limit_output_bytes",
+        "net.ipv4.tcp_autocorking",
         "net.ipv4.tcp_min_tso_segs",
         "net.ipv4.tcp_tso_rtt_log",
         "net.ipv4.tcp_tso_win_divisor",
@@ -444,6 +450,7 @@ impl Config {
             "net.ipv4.tcp_limit_output_bytes" => {
                 self.tcp_limit_output_bytes = parse_num(n, value, 0, i32::MAX as u32, "bytes")?
             }
+            "net.ipv4.tcp_autocorking" => self.tcp_autocorking = parse_bool(n, value)?,
             "net.ipv4.tcp_min_tso_segs" => {
                 self.tcp_min_tso_segs = parse_num(n, value, 1, 255, "1..=255")?
             }

@@ -199,6 +199,9 @@ mib! {
     TcpExtTCPBadOptions,
     /// Packets the device dropped (its queue was full), as `qdisc drops`.
     TcpExtTCPQdiscDrops,
+    /// Times `tcp_push` held back a partial tail skb for a TX completion
+    /// (`LINUX_MIB_TCPAUTOCORKING`; counted when it sets `TSQ_THROTTLED`).
+    TcpExtTCPAutoCorking,
     /// lowtide's own (Linux has none): segments dropped by `RxChecksum::Verify`
     /// whose checksum field holds only the pseudo-header sum, i.e. another stack's
     /// [`crate::Stack::poll_transmit`] output that no device stage finished (also

@@ -117,11 +117,38 @@ impl Tcb {
         if !more || self.forced_push() {
             self.mark_push();
         }
+        if self.should_autocork(ctx) {
+            // The TX completion (`on_tx_complete`) sends it, with what the next
+            // writes add meanwhile.
+            if !self.tsq_throttled {
+                ctx.mib.inc(Mib::TcpExtTCPAutoCorking);
+                self.tsq_throttled = true;
+            }
+            return;
+        }
         self.nagle_cork_once = more;
         self.nagle_push = push;
         self.write_xmit(ctx);
         self.nagle_cork_once = false;
         self.nagle_push = false;
+    }
+
+    /// `tcp_should_autocork` (tcp.c, Linux 3.14's auto corking): hold back a tail skb
+    /// smaller than the size goal while data of ours waits in the device queue (more
+    /// than the tail's own truesize, so an ACK alone there does not count); the TX
+    /// completion sends it. It rides on TSQ's completion handler (`tcp_wfree`), which
+    /// `experimental.tsq` off (a kernel before TSQ) does not have.
+    fn should_autocork(&self, ctx: &Ctx) -> bool {
+        let Some(tail) = self.write_queue.back() else {
+            return false;
+        };
+        // Linux's truesize of a tail skb: its overhead plus the bytes copied in so far.
+        let truesize = SKB_OVERHEAD as u64 + tail.data.len() as u64;
+        tail.data.len() < self.size_goal(ctx.cfg) as usize
+            && ctx.cfg.tcp_autocorking
+            && ctx.cfg.tsq
+            && !self.rtx.is_empty()
+            && self.wmem_alloc > truesize
     }
 
     /// Errors that forbid writing in the current state.
@@ -434,6 +461,62 @@ mod push_tests {
         assert_eq!(t.size_goal(&cfg), 16000);
         assert_eq!(t.snd_nxt, 10001, "cwnd 10 of 1000 bytes went out");
         assert_eq!(n, Ok(26000));
+    }
+
+    /// tcp_push's auto corking (Linux 3.14, tcp_autocorking 1): with a full skb of
+    /// ours still in the device queue, a partial tail waits for its TX completion;
+    /// with the sysctl off (or no TSQ) it goes out at once, as before.
+    #[test]
+    fn autocork_holds_a_partial_tail_until_the_tx_completion() {
+        for (autocork, tsq, corked) in [
+            (true, true, true),
+            (false, true, false),
+            (true, false, false),
+        ] {
+            let cfg = Config {
+                tcp_autocorking: autocork,
+                tsq,
+                ..Config::default()
+            };
+            let mut t = established(&cfg);
+            // 100 MB/s: a 65000-byte size goal and room under TSQ for one such skb.
+            t.pacing_rate = 100_000_000;
+            t.cw.snd_cwnd = 100;
+            (t.snd_wnd, t.max_window, t.sndbuf) = (1 << 20, 1 << 20, 1 << 20);
+            let mut st = crate::tcp::TestStack::default();
+            let now = Instant(1_000_000_000);
+            let mut send = |t: &mut Tcb, st: &mut crate::tcp::TestStack, n: usize| {
+                t.sendmsg(&mut st.ctx(&cfg, now, false), &vec![0u8; n], false)
+            };
+            // A full skb goes out at once (tcp_push_one) and stays in the device
+            // queue: no TX completion yet.
+            assert_eq!(t.size_goal(&cfg), 65000);
+            assert_eq!(
+                (send(&mut t, &mut st, 65000), t.snd_nxt),
+                (Ok(65000), 65001)
+            );
+            let in_device = t.wmem_alloc;
+            assert!(in_device > 65000, "{in_device}");
+            assert_eq!(send(&mut t, &mut st, 500), Ok(500));
+            let held = u64::from(corked);
+            assert_eq!(
+                t.snd_nxt,
+                if corked { 65001 } else { 65501 },
+                "{autocork} {tsq}"
+            );
+            assert_eq!(st.mib.get(Mib::TcpExtTCPAutoCorking), held);
+            if !corked {
+                continue;
+            }
+            // More writes join the held skb instead of going out one by one.
+            assert_eq!(send(&mut t, &mut st, 700), Ok(700));
+            assert_eq!(st.mib.get(Mib::TcpExtTCPAutoCorking), 1, "counted once");
+            assert_eq!(t.snd_nxt, 65001);
+            // The completion sends the tail: 1200 bytes in one packet.
+            let packets = st.out.len();
+            t.on_tx_complete(&mut st.ctx(&cfg, now, false), in_device as u32);
+            assert_eq!((t.snd_nxt, st.out.len()), (66201, packets + 1));
+        }
     }
 
     /// Figures of this machine's kernel (Linux 6.18, x86_64, MAX_TCP_HEADER 256),

@@ -485,7 +485,7 @@ mod push_tests {
             (t.snd_wnd, t.max_window, t.sndbuf) = (1 << 20, 1 << 20, 1 << 20);
             let mut st = crate::tcp::TestStack::default();
             let now = Instant(1_000_000_000);
-            let mut send = |t: &mut Tcb, st: &mut crate::tcp::TestStack, n: usize| {
+            let send = |t: &mut Tcb, st: &mut crate::tcp::TestStack, n: usize| {
                 t.sendmsg(&mut st.ctx(&cfg, now, false), &vec![0u8; n], false)
             };
             // A full skb goes out at once (tcp_push_one) and stays in the device

@@ -600,6 +600,7 @@ fn sysctls(r: &mut ChaCha8Rng, lossy: bool, flows: u32) -> Vec<String> {
     maybe(r, 0.2, "experimental.tsq=false".into());
     maybe(r, 0.2, "experimental.size_goal_at=write".into());
     maybe(r, 0.3, "experimental.rtx_queue=list".into());
+    maybe(r, 0.2, "net.ipv4.tcp_autocorking=0".into());
     if short_backlog {
         s.push(format!("net.core.somaxconn={somaxconn}"));
     }

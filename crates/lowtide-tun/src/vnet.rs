@@ -39,8 +39,8 @@
 
 use lowtide::RxChecksum;
 use lowtide_wire::checksum::{self, TCP_CHECKSUM_OFFSET};
-use lowtide_wire::ip::{IpRepr, PROTO_TCP};
-use lowtide_wire::tcp::{TcpFlags, TCP_HEADER_LEN};
+use lowtide_wire::gso;
+use lowtide_wire::tcp::TcpFlags;
 use lowtide_wire::WireError;
 use std::net::IpAddr;
 
@@ -157,24 +157,22 @@ impl VnetHdr {
         apart: usize,
         gso_size: u16,
     ) -> Result<VnetHdr, WireError> {
-        let l = TcpLayout::parse(headers, apart)?;
-        if apart > 0 && l.payload_start != headers.len() {
-            return Err(WireError::Malformed);
-        }
+        let (ip, payload) = gso::tcp_layout(headers, apart)?;
+        let tcp_start = ip.header_len;
         let mut hdr = VnetHdr {
             flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
             gso_type: VIRTIO_NET_HDR_GSO_NONE,
-            hdr_len: l.payload_start as u16,
+            hdr_len: payload.start as u16,
             gso_size: 0,
-            csum_start: l.tcp_start as u16,
+            csum_start: tcp_start as u16,
             csum_offset: TCP_CHECKSUM_OFFSET as u16,
         };
-        if gso_size > 0 && l.end - l.payload_start > gso_size as usize {
-            hdr.gso_type = match l.ip.src {
+        if gso_size > 0 && payload.len() > gso_size as usize {
+            hdr.gso_type = match ip.src {
                 IpAddr::V4(_) => VIRTIO_NET_HDR_GSO_TCPV4,
                 IpAddr::V6(_) => VIRTIO_NET_HDR_GSO_TCPV6,
             };
-            if headers[l.tcp_start + 13] & TcpFlags::CWR.0 != 0 {
+            if headers[tcp_start + 13] & TcpFlags::CWR.0 != 0 {
                 hdr.gso_type |= VIRTIO_NET_HDR_GSO_ECN;
             }
             hdr.gso_size = gso_size;
@@ -242,48 +240,10 @@ pub fn finish_rx_checksum(hdr: &VnetHdr, packet: &mut [u8]) -> Result<(), WireEr
     Ok(())
 }
 
-/// Where the TCP header and payload of an IP + TCP packet lie.
-struct TcpLayout {
-    ip: IpRepr,
-    tcp_start: usize,
-    payload_start: usize,
-    end: usize,
-}
-
-impl TcpLayout {
-    /// Checks the IP header, that it carries TCP, and the TCP data offset; the IP
-    /// lengths count `apart` bytes of payload kept elsewhere, behind `packet`.
-    fn parse(packet: &[u8], apart: usize) -> Result<TcpLayout, WireError> {
-        let ip = IpRepr::parse_apart(packet, apart, false)?;
-        if ip.protocol != PROTO_TCP {
-            return Err(WireError::Unsupported);
-        }
-        let tcp_start = ip.header_len;
-        let end = tcp_start + ip.payload_len;
-        let tcp = end
-            .checked_sub(apart)
-            .and_then(|e| packet.get(tcp_start..e))
-            .ok_or(WireError::Truncated)?;
-        if tcp.len() < TCP_HEADER_LEN {
-            return Err(WireError::Truncated);
-        }
-        let tcp_len = (tcp[12] >> 4) as usize * 4;
-        if tcp_len < TCP_HEADER_LEN || tcp_len > tcp.len() {
-            return Err(WireError::Malformed);
-        }
-        Ok(TcpLayout {
-            ip,
-            tcp_start,
-            payload_start: tcp_start + tcp_len,
-            end,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lowtide_wire::gso;
+    use lowtide_wire::ip::{IpRepr, PROTO_TCP};
     use lowtide_wire::tcp::{TcpOptions, TcpRepr};
 
     /// An IP + TCP packet with `payload` bytes and the pseudo-header sum in the

@@ -514,6 +514,21 @@ pub fn tcp_headers_apart(headers: &[u8], apart: usize) -> Result<IpRepr, WireErr
     Layout::of_apart(headers, apart).map(|l| l.ip)
 }
 
+/// The IP header and the payload range of an IP + TCP packet whose last `apart` bytes
+/// (its payload) lie elsewhere: with `apart` > 0 its headers must end exactly where
+/// that payload starts ([`tcp_headers_apart`]); with 0 it is a whole packet
+/// ([`tcp_payload_range`]). The range counts the payload as if it followed the headers.
+pub fn tcp_layout(
+    headers: &[u8],
+    apart: usize,
+) -> Result<(IpRepr, core::ops::Range<usize>), WireError> {
+    let l = match apart {
+        0 => Layout::parse(headers, false)?,
+        _ => Layout::of_apart(headers, apart)?,
+    };
+    Ok((l.ip, l.payload_start..l.end))
+}
+
 /// Where a TCP packet's payload starts (the length of its IP and TCP headers) and
 /// where the IP packet ends (link padding excluded); `verify_ip_csum` also checks an
 /// IPv4 header checksum.

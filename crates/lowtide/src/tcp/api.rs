@@ -247,22 +247,39 @@ impl Tcb {
     ) -> Result<usize, SocketError> {
         self.readable_signaled = false;
         if self.rcv_queue.is_empty() {
-            if let Some(e) = self.sk_err.take() {
-                return Err(e);
-            }
-            if self.rcv_shutdown || self.shut_rd {
-                return Ok(0);
-            }
-            return match self.state {
-                TcpState::Closed | TcpState::Listen => Err(SocketError::NotConnected),
-                _ => Err(SocketError::WouldBlock),
-            };
+            let verdict = self.empty_read();
+            self.sk_err = None; // sock_error: a pending error is reported once
+            return verdict;
         }
         let n = self.rcv_queue.read(max, &mut read);
         self.copied_seq += n as u64;
         self.rcv_space_adjust(ctx);
         self.cleanup_rbuf(ctx, n);
         Ok(n)
+    }
+
+    /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming.
+    pub(crate) fn peek(&self, buf: &mut [u8]) -> Result<usize, SocketError> {
+        if self.rcv_queue.is_empty() {
+            return self.empty_read();
+        }
+        Ok(self.rcv_queue.peek(buf))
+    }
+
+    /// What `tcp_recvmsg` returns when the receive queue is empty: a pending error
+    /// (`sock_error`), end of stream after a FIN or `SHUT_RD`, `ENOTCONN` when never
+    /// connected, else `EAGAIN`.
+    fn empty_read(&self) -> Result<usize, SocketError> {
+        if let Some(e) = self.sk_err {
+            return Err(e);
+        }
+        if self.rcv_shutdown || self.shut_rd {
+            return Ok(0);
+        }
+        match self.state {
+            TcpState::Closed | TcpState::Listen => Err(SocketError::NotConnected),
+            _ => Err(SocketError::WouldBlock),
+        }
     }
 
     /// `__tcp_cleanup_rbuf` after a read of `copied` bytes: the ACK the input path
@@ -419,6 +436,41 @@ mod tests {
         assert!(!t.is_writeable(&cfg));
         t.sndbuf = 3003;
         assert!(t.is_writeable(&cfg)); // free 1001 >= 1001
+    }
+
+    #[test]
+    fn peek_leaves_the_data() {
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::Established;
+        t.rcv_queue.push(bytes::Bytes::from_static(b"hello"));
+        let mut b = [0u8; 3];
+        assert_eq!(t.peek(&mut b), Ok(3));
+        assert_eq!(&b, b"hel");
+        assert_eq!(t.rcv_queue.len(), 5);
+    }
+
+    #[test]
+    fn an_empty_queue_reads_error_then_eof_or_eagain_or_enotconn() {
+        let cfg = Config::default();
+        let mut st = crate::tcp::TestStack::default();
+        let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), true);
+        let mut t = Tcb::for_test(&cfg);
+        let mut b = [0u8; 4];
+        assert_eq!(t.recvmsg(&mut ctx, &mut b), Err(SocketError::NotConnected));
+        t.state = TcpState::Established;
+        assert_eq!(t.recvmsg(&mut ctx, &mut b), Err(SocketError::WouldBlock));
+        // sock_error: a peek reports the pending error and keeps it, a read takes it.
+        t.sk_err = Some(SocketError::ConnectionReset);
+        assert_eq!(t.peek(&mut b), Err(SocketError::ConnectionReset));
+        assert_eq!(
+            t.recvmsg(&mut ctx, &mut b),
+            Err(SocketError::ConnectionReset)
+        );
+        assert_eq!(t.recvmsg(&mut ctx, &mut b), Err(SocketError::WouldBlock));
+        t.rcv_shutdown = true;
+        assert_eq!(t.peek(&mut b), Ok(0));
+        assert_eq!(t.recvmsg(&mut ctx, &mut b), Ok(0));
     }
 }
 

@@ -2,7 +2,7 @@
 //! ICMP "fragmentation needed" or ICMPv6 "packet too big" says its segments are too
 //! big for the path (`tcp_v4_mtu_reduced`/`tcp_v6_mtu_reduced`, `tcp_sync_mss`,
 //! `tcp_simple_retransmit`). The stack checks the ICMP message and keeps the
-//! per-destination path MTU (`stack_icmp.rs`).
+//! per-destination path MTU (`stack/icmp.rs`).
 
 use super::cong::CaState;
 use super::sock::{Tcb, TCPOLEN_TSTAMP_ALIGNED};

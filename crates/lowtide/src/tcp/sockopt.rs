@@ -4,7 +4,6 @@
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::config::Config;
-use crate::socket::SocketError;
 
 /// `TCP_MIN_MSS`: the smallest `TCP_MAXSEG` Linux accepts.
 pub const TCP_MIN_MSS: u32 = 88;
@@ -127,34 +126,6 @@ impl Tcb {
         self.nagle_push = false;
     }
 
-    /// `tcp_sendmsg` with `MSG_MORE`: the tail is neither marked PSH nor sent as a
-    /// sub-MSS segment now (`tcp_push` with `TCP_NAGLE_CORK`).
-    pub(crate) fn sendmsg_flags(
-        &mut self,
-        ctx: &mut Ctx,
-        data: &[u8],
-        more: bool,
-    ) -> Result<usize, SocketError> {
-        self.sendmsg(ctx, data, more)
-    }
-
-    /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming.
-    pub(crate) fn peek(&self, buf: &mut [u8]) -> Result<usize, SocketError> {
-        if self.rcv_queue.is_empty() {
-            if let Some(e) = self.sk_err {
-                return Err(e);
-            }
-            if self.rcv_shutdown || self.shut_rd {
-                return Ok(0);
-            }
-            return match self.state {
-                TcpState::Closed | TcpState::Listen => Err(SocketError::NotConnected),
-                _ => Err(SocketError::WouldBlock),
-            };
-        }
-        Ok(self.rcv_queue.peek(buf))
-    }
-
     /// What `tcp_poll` and `tcp_ioctl` need.
     pub(crate) fn status(&self, cfg: &Config) -> SockStatus {
         let closed = self.state == TcpState::Closed;
@@ -199,17 +170,5 @@ mod tests {
         t.state = TcpState::Established;
         t.mss_cache = 1000;
         assert_eq!(t.maxseg(), 1000);
-    }
-
-    #[test]
-    fn peek_leaves_the_data() {
-        let cfg = Config::default();
-        let mut t = Tcb::for_test(&cfg);
-        t.state = TcpState::Established;
-        t.rcv_queue.push(bytes::Bytes::from_static(b"hello"));
-        let mut b = [0u8; 3];
-        assert_eq!(t.peek(&mut b), Ok(3));
-        assert_eq!(&b, b"hel");
-        assert_eq!(t.rcv_queue.len(), 5);
     }
 }

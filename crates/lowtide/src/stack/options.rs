@@ -44,23 +44,6 @@ impl Stack {
         self.active_open(now, local, remote, Some(opts))
     }
 
-    /// `send(2)` with `MSG_MORE` (`more`): see [`Stack::send`].
-    pub fn send_flags(
-        &mut self,
-        now: Instant,
-        h: SocketHandle,
-        data: &[u8],
-        more: bool,
-    ) -> Result<usize, SocketError> {
-        let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg_flags(ctx, data, more))
-    }
-
-    /// `recv(2)` with `MSG_PEEK`: copies without consuming.
-    pub fn peek(&self, h: SocketHandle, buf: &mut [u8]) -> Result<usize, SocketError> {
-        self.tcb(h)?.peek(buf)
-    }
-
     /// `TCP_CORK`; clearing it sends what it held.
     pub fn set_cork(&mut self, now: Instant, h: SocketHandle, on: bool) -> Result<(), SocketError> {
         let index = self.user_slot(h)?;

@@ -16,15 +16,6 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use tracing::trace;
 
-#[path = "stack_sockopt.rs"]
-mod sockopt;
-
-#[path = "stack_embed.rs"]
-mod embed;
-
-#[path = "stack_icmp.rs"]
-mod icmp;
-
 /// A connection's view of the stack, borrowing only the fields it needs (a macro, not
 /// a method, so that the slot being worked on can stay borrowed at the same time).
 macro_rules! ctx {
@@ -44,6 +35,11 @@ macro_rules! ctx {
         }
     };
 }
+
+mod embed;
+mod icmp;
+mod listen;
+mod options;
 
 enum Sock {
     Listener(Listener),
@@ -115,7 +111,7 @@ pub struct Stack {
     /// Buffers of sent packets, given back by the device ([`Stack::recycle_buffer`]).
     pool: lowtide_wire::pool::BufPool,
     /// Path MTUs learned from ICMP, per destination, and when they expire
-    /// (`stack_icmp.rs`; Linux's route exceptions).
+    /// (`stack/icmp.rs`; Linux's route exceptions).
     pmtu: FxHashMap<IpAddr, (u32, Instant)>,
     frag: crate::tcp::page_frag::PageFrag,
 }
@@ -295,37 +291,6 @@ impl Stack {
 
     // ---- socket API -----------------------------------------------------------------
 
-    /// Opens a listener on `local` (an unspecified IP listens on every address).
-    pub fn listen(&mut self, local: SocketAddr, backlog: u32) -> Result<SocketHandle, SocketError> {
-        if local.port() == 0 {
-            return Err(SocketError::InvalidInput);
-        }
-        if !local.ip().is_unspecified() && !self.addrs.contains(&local.ip()) {
-            return Err(SocketError::AddrNotAvailable);
-        }
-        if self.listeners.contains_key(&local) {
-            return Err(SocketError::AddrInUse);
-        }
-        let backlog = backlog.clamp(1, self.cfg.somaxconn);
-        let h = self.alloc(Sock::Listener(Listener::new(local, backlog)));
-        self.listeners.insert(local, h.index);
-        Ok(h)
-    }
-
-    /// Takes an established connection from a listener's accept queue.
-    pub fn accept(&mut self, listener: SocketHandle) -> Result<SocketHandle, SocketError> {
-        let l = self.listener_mut(listener)?;
-        let idx = l.accept_queue.pop_front().ok_or(SocketError::WouldBlock)?;
-        let generation = self.slots[idx as usize].generation;
-        if let Some(Sock::Tcp(t)) = &mut self.slots[idx as usize].sock {
-            t.parent = None;
-        }
-        Ok(SocketHandle {
-            index: idx,
-            generation,
-        })
-    }
-
     /// Starts an active open from `local` (port 0 picks an ephemeral port) to `remote`.
     /// Completion is reported as [`EventKind::Connected`] or an error event.
     pub fn connect(
@@ -417,8 +382,20 @@ impl Stack {
         h: SocketHandle,
         data: &[u8],
     ) -> Result<usize, SocketError> {
+        self.send_flags(now, h, data, false)
+    }
+
+    /// `send(2)` with `MSG_MORE` (`more`): the tail is neither marked PSH nor sent as
+    /// a sub-MSS segment now (`tcp_push` with `TCP_NAGLE_CORK`); see [`Stack::send`].
+    pub fn send_flags(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        data: &[u8],
+        more: bool,
+    ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, false))
+        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, more))
     }
 
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.
@@ -430,6 +407,11 @@ impl Stack {
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
         self.with_tcb(now, index, |tcb, ctx| tcb.recvmsg(ctx, buf))
+    }
+
+    /// `recv(2)` with `MSG_PEEK`: copies without consuming.
+    pub fn peek(&self, h: SocketHandle, buf: &mut [u8]) -> Result<usize, SocketError> {
+        self.tcb(h)?.peek(buf)
     }
 
     /// Bytes ready to read.
@@ -466,26 +448,6 @@ impl Stack {
         self.slots[index as usize].orphan = true;
         self.with_tcb(now, index, |tcb, ctx| tcb.close(ctx));
         Ok(())
-    }
-
-    /// `inet_csk_listen_stop`: the listener in `index` closes. Children still in
-    /// SYN-RECV are dropped without a word (Linux's request socks die with their
-    /// listener; the client's ACK then finds no socket and is reset); established
-    /// children nobody accepted (`queued`) are reset (`tcp_disconnect`).
-    fn listen_stop(&mut self, now: Instant, index: u32, queued: &[u32]) {
-        let syn_recv: Vec<u32> = (0..self.slots.len() as u32)
-            .filter(|&i| {
-                matches!(&self.slots[i as usize].sock,
-                    Some(Sock::Tcp(t)) if t.parent == Some(index) && !t.in_accept_queue)
-            })
-            .collect();
-        for child in syn_recv {
-            self.free_slot(child);
-        }
-        for &child in queued {
-            self.slots[child as usize].orphan = true;
-            self.with_tcb(now, child, |tcb, ctx| tcb.abort(ctx));
-        }
     }
 
     /// Aborts a connection with RST (`SO_LINGER` 0 then `close(2)`).
@@ -732,21 +694,6 @@ impl Stack {
         }
     }
 
-    fn child_established(&mut self, parent: u32, child: u32) {
-        let pgen = self.slots[parent as usize].generation;
-        if let Some(Sock::Listener(l)) = &mut self.slots[parent as usize].sock {
-            l.pending = l.pending.saturating_sub(1);
-            l.accept_queue.push_back(child);
-            self.events.push_back(SocketEvent {
-                socket: SocketHandle {
-                    index: parent,
-                    generation: pgen,
-                },
-                kind: EventKind::Acceptable,
-            });
-        }
-    }
-
     /// `tcp_v4_rcv`: checksum, demultiplex, hand the segment to its socket.
     fn tcp_v4_rcv(&mut self, now: Instant, ip: &IpRepr, seg: &[u8], verify: bool) {
         if verify && !checksum::verify_tcp(ip.src, ip.dst, seg) {
@@ -795,193 +742,6 @@ impl Stack {
             return self.listen_rcv(now, l, tuple, ip, th, payload);
         }
         self.send_reset_for(now, tuple, th, payload.len());
-    }
-
-    fn find_listener(&self, local: SocketAddr) -> Option<u32> {
-        let any = match local {
-            SocketAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-            SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
-        };
-        self.listeners
-            .get(&local)
-            .or_else(|| self.listeners.get(&SocketAddr::new(any, local.port())))
-            .copied()
-    }
-
-    /// `tcp_v4_conn_request` and friends: a segment for a listener.
-    fn listen_rcv(
-        &mut self,
-        now: Instant,
-        l: u32,
-        tuple: FourTuple,
-        ip: &IpRepr,
-        th: &TcpRepr,
-        payload: &[u8],
-    ) {
-        let f = th.flags;
-        if f.contains(TcpFlags::RST) {
-            return;
-        }
-        if f.contains(TcpFlags::ACK) {
-            if !f.contains(TcpFlags::SYN) && self.cookie_ack(now, l, tuple, ip, th, payload) {
-                return;
-            }
-            // RFC 9293 3.10.7.2: an ACK to a listener gets a reset.
-            return self.send_reset_for(now, tuple, th, payload.len());
-        }
-        if !f.contains(TcpFlags::SYN) || f.contains(TcpFlags::FIN) {
-            return;
-        }
-        let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
-            return;
-        };
-        // tcp_conn_request: a full SYN queue means cookies (tcp_syncookies 1; always
-        // with 2) or a drop; a full accept queue always drops.
-        let syncookies = self.cfg.tcp_syncookies;
-        let want_cookie = syncookies == 2 || lst.syn_queue_full();
-        if want_cookie && syncookies == 0 {
-            self.mib.inc(Mib::TcpExtTCPReqQFullDrop);
-            self.mib.inc(Mib::TcpExtListenDrops);
-            trace!(%tuple.remote, "drop SYN: SYN queue full");
-            return;
-        }
-        if lst.accept_queue_full() {
-            self.mib.inc(Mib::TcpExtListenOverflows);
-            self.mib.inc(Mib::TcpExtListenDrops);
-            trace!(%tuple.remote, "drop SYN: accept queue full");
-            return;
-        }
-        if want_cookie {
-            lst.last_overflow = Some(now);
-            if syncookies == 1 {
-                self.mib.inc(Mib::TcpExtTCPReqQFullDoCookies);
-            }
-            return self.cookie_synack(now, tuple, ip, th);
-        }
-        lst.pending += 1;
-        let opts = lst.opts.clone();
-        self.mib.inc(Mib::TcpPassiveOpens);
-        let mut tcb = self.new_tcb(tuple, now);
-        tcb.apply_options(&self.cfg, &opts);
-        tcb.parent = Some(l);
-        let h = self.alloc(Sock::Tcp(Box::new(tcb)));
-        self.conns.insert(tuple, h.index);
-        self.with_tcb(now, h.index, |tcb, ctx| tcb.passive_open(ctx, ip, th));
-    }
-
-    /// `tcp_conn_request` with `want_cookie`: a SYN-ACK whose ISN is the cookie and
-    /// whose TSval carries the options (`cookie_init_timestamp`); no state is kept.
-    fn cookie_synack(&mut self, now: Instant, tuple: FourTuple, ip: &IpRepr, th: &TcpRepr) {
-        use tcp::syncookies::{init_timestamp, mss_index, CookieOpts};
-        let default_mss = if tuple.local.is_ipv6() { 1220 } else { 536 };
-        let (mssind, mss) = mss_index(th.options.mss.filter(|&m| m > 0).unwrap_or(default_mss));
-        let iss = self
-            .secrets
-            .cookie
-            .make(tuple.remote, tuple.local, th.seq, mssind, now);
-        let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
-        tcb.handle = SocketHandle {
-            index: u32::MAX,
-            generation: 0,
-        };
-        let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
-        let mut syn = *th;
-        syn.options.mss = Some(mss);
-        if th.options.timestamp.is_some() && self.cfg.tcp_timestamps {
-            let o = CookieOpts {
-                wscale: syn.options.wscale.filter(|_| self.cfg.tcp_window_scaling),
-                sack: syn.options.sack_permitted && self.cfg.tcp_sack,
-            };
-            let ms = now.as_millis() as u32;
-            tcb.ts_offset = ts_off.wrapping_add(init_timestamp(ms, o).wrapping_sub(ms));
-        } else {
-            // Only a timestamp can bring these options back: offer none.
-            syn.options.wscale = None;
-            syn.options.sack_permitted = false;
-            tcb.ts_offset = ts_off;
-        }
-        self.mib.inc(Mib::TcpExtSyncookiesSent);
-        let mut ctx = ctx!(self, now);
-        tcb.passive_open(&mut ctx, ip, &syn);
-    }
-
-    /// `cookie_v4_check` + `tcp_get_cookie_sock`: an ACK to a listener that overflowed
-    /// in the last 2 minutes may complete a cookie handshake; the connection is rebuilt
-    /// from the cookie and the echoed options and queued for `accept`. False if the
-    /// ACK is no valid cookie (the caller resets it).
-    fn cookie_ack(
-        &mut self,
-        now: Instant,
-        l: u32,
-        tuple: FourTuple,
-        ip: &IpRepr,
-        th: &TcpRepr,
-        payload: &[u8],
-    ) -> bool {
-        use tcp::syncookies::{decode_timestamp, CookieOpts, TCP_SYNCOOKIE_VALID};
-        let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
-            return false;
-        };
-        let recent = lst
-            .last_overflow
-            .is_some_and(|t| now.saturating_since(t) < TCP_SYNCOOKIE_VALID);
-        if self.cfg.tcp_syncookies == 0 || !recent {
-            return false;
-        }
-        let cookie = self
-            .secrets
-            .cookie
-            .check(tuple.remote, tuple.local, th.ack, th.seq, now);
-        let Some(mss) = cookie else {
-            self.mib.inc(Mib::TcpExtSyncookiesFailed);
-            return false;
-        };
-        if lst.accept_queue_full() {
-            self.mib.inc(Mib::TcpExtListenOverflows);
-            self.mib.inc(Mib::TcpExtListenDrops);
-            return true; // dropped: the client retransmits its ACK or data
-        }
-        lst.pending += 1;
-        let sock_opts = lst.opts.clone();
-        let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
-        let opts = match th.options.timestamp {
-            Some((_, ecr)) if self.cfg.tcp_timestamps => decode_timestamp(ecr.wrapping_sub(ts_off)),
-            _ => CookieOpts {
-                wscale: None,
-                sack: false,
-            },
-        };
-        // The SYN this ACK answers, as far as the cookie remembers it.
-        let syn = TcpRepr {
-            seq: th.seq.wrapping_sub(1),
-            flags: TcpFlags::SYN,
-            window: th.window,
-            options: lowtide_wire::tcp::TcpOptions {
-                mss: Some(mss),
-                wscale: opts.wscale,
-                sack_permitted: opts.sack,
-                timestamp: th.options.timestamp.map(|(v, _)| (v, 0)),
-                ..Default::default()
-            },
-            ..*th
-        };
-        self.mib.inc(Mib::TcpExtSyncookiesRecv);
-        self.mib.inc(Mib::TcpPassiveOpens);
-        let mut tcb = Tcb::new(&self.cfg, tuple, th.ack.wrapping_sub(1), now);
-        tcb.ts_offset = ts_off;
-        tcb.pmtu_cookie = self.route_mtu(now, tuple.remote.ip());
-        tcb.apply_options(&self.cfg, &sock_opts); // sk_clone_lock: the listener's options
-        tcb.parent = Some(l);
-        let h = self.alloc(Sock::Tcp(Box::new(tcb)));
-        self.conns.insert(tuple, h.index);
-        self.with_tcb(now, h.index, |tcb, ctx| {
-            let sent = ctx.out.len();
-            tcb.passive_open(ctx, ip, &syn);
-            ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
-            tcb.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
-            tcb.rcv_segment(ctx, ip, th, Payload::Flat(payload));
-        });
-        true
     }
 
     /// RFC 9293 3.10.7.1: a segment for no connection is answered with a reset.

@@ -149,13 +149,10 @@ impl Tcb {
         self.keepalive_at = Some(ctx.now + next);
     }
 
-    /// `tcp_write_wakeup(sk, LINUX_MIB_TCPKEEPALIVE)` with an empty write queue:
-    /// `tcp_xmit_probe_skb`, a bare ACK with sequence `snd_una - 1`. Returns
-    /// whether it could be sent.
+    /// `tcp_write_wakeup(sk, LINUX_MIB_TCPKEEPALIVE)`; the keepalive timer runs only
+    /// with an empty write queue, so this is `tcp_xmit_probe_skb`, a bare ACK with
+    /// sequence `snd_una - 1`. Returns whether it could be sent.
     fn send_keepalive_probe(&mut self, ctx: &mut Ctx) -> bool {
-        ctx.mib.inc(Mib::TcpExtTCPKeepAlive);
-        let probe_seq = self.snd_una.saturating_sub(1);
-        self.transmit(ctx, probe_seq, 0, &bytes::Bytes::new(), 0);
-        true
+        self.write_wakeup(ctx, Mib::TcpExtTCPKeepAlive)
     }
 }

@@ -2,7 +2,7 @@
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
 use super::cong::{CaEvent, CaState};
-use super::skb::{self, Skb, FLAG_FIN, FLAG_SYN, SKB_OVERHEAD};
+use super::skb::{self, Skb, FLAG_FIN, FLAG_PSH, FLAG_SYN, SKB_OVERHEAD};
 use super::sock::{Pending, Tcb, GSO_MAX_SIZE};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
@@ -521,6 +521,16 @@ impl Tcb {
     /// Moves the first `send_len` bytes of the write queue head to the rtx queue and
     /// transmits them (`tso_fragment` + `tcp_event_new_data_sent`).
     pub(crate) fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
+        self.send_new_flagged(ctx, send_len, mss, 0);
+    }
+
+    /// [`Tcb::send_new`] with PSH on the part sent even when the head is split
+    /// (`tcp_write_wakeup` marks the fragment it sends).
+    fn send_new_psh(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
+        self.send_new_flagged(ctx, send_len, mss, FLAG_PSH);
+    }
+
+    fn send_new_flagged(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32, extra: u8) {
         let head = self.write_queue.front_mut().expect("caller checked");
         let whole = send_len == head.data.len();
         let seq = head.seq;
@@ -534,6 +544,7 @@ impl Tcb {
             self.wmem_queued += SKB_OVERHEAD as u64;
             (d, head.flags & FLAG_SYN)
         };
+        let flags = flags | extra;
         let fin = flags & FLAG_FIN != 0;
         let truesize = data.len() as u32 + SKB_OVERHEAD;
         let end_seq = seq + data.len() as u64 + fin as u64;
@@ -664,33 +675,45 @@ impl Tcb {
         self.lsndtime = ctx.now;
     }
 
-    /// Arms the zero-window probe timer when data waits, nothing is in flight and
-    /// the peer's window is too small (`tcp_check_probe_timer`).
+    /// `tcp_check_probe_timer`: arms the zero-window probe timer, at
+    /// `tcp_probe0_base`, when data waits, nothing is in flight and no timer is set.
     fn arm_probe0_if_stalled(&mut self, ctx: &mut Ctx) {
         if self.rtx.packets_out == 0 && !self.write_queue.is_empty() && self.pending.is_none() {
-            let at = ctx.now + self.rto_backed_off();
+            let at = ctx.now + self.probe0_base();
             self.pending = Some((Pending::Probe0, at));
         }
     }
 
-    /// `tcp_write_wakeup`/`tcp_xmit_probe_skb`: a window probe.
-    pub(crate) fn send_probe0(&mut self, ctx: &mut Ctx) {
-        ctx.mib.inc(Mib::TcpExtTCPWinProbe);
+    /// `tcp_write_wakeup`: a window or keepalive probe from a timer. The send
+    /// head's part inside the window (at most one MSS if the head does not fit
+    /// whole or is larger) goes out marked PSH; with nothing sendable, a bare ACK
+    /// one below `snd_una` (`tcp_xmit_probe_skb`, counted as `mib`) makes the peer
+    /// answer with its window. False if nothing could be sent (a closed socket).
+    pub(crate) fn write_wakeup(&mut self, ctx: &mut Ctx, mib: Mib) -> bool {
+        if self.state == TcpState::Closed {
+            return false;
+        }
         let wnd_end = self.snd_una + self.snd_wnd as u64;
-        if let Some(head) = self.write_queue.front() {
+        let mss = self.current_mss();
+        if let Some(head) = self.write_queue.front_mut() {
             if head.seq < wnd_end {
-                let mss = self.current_mss();
-                let n = (wnd_end - head.seq)
-                    .min(mss as u64)
-                    .min(head.data.len() as u64) as usize;
-                if n > 0 {
-                    return self.send_new(ctx, n, mss);
-                }
+                let len = head.data.len() as u64;
+                let seg_size = wnd_end - head.seq;
+                self.pushed_seq = self.pushed_seq.max(head.seq + len);
+                let n = if seg_size < len || len > mss as u64 {
+                    seg_size.min(mss as u64) // SWS avoidance held it: a fragment
+                } else {
+                    len
+                };
+                head.flags |= FLAG_PSH;
+                self.send_new_psh(ctx, n as usize, mss);
+                return true;
             }
         }
-        // A segment below snd_una makes the peer answer with its window.
+        ctx.mib.inc(mib);
         let probe_seq = self.snd_una.saturating_sub(1);
         self.transmit(ctx, probe_seq, 0, &bytes::Bytes::new(), 0);
+        true
     }
 }
 
@@ -782,5 +805,90 @@ mod tests {
         xmit_retransmit_queue_at(&mut t, &cfg);
         assert!(t.rtx.get(seq_of(995)).unwrap().has(SACKED_RETRANS));
         assert!(t.rtx.nodes_visited() - before > 980);
+    }
+}
+
+#[cfg(test)]
+mod write_wakeup_tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tcp::TestStack;
+    use crate::time::Instant;
+    use lowtide_wire::ip::IpRepr;
+
+    const NOW: Instant = Instant(1_000_000_000);
+
+    /// An established socket with `queued` bytes corked in its write queue.
+    fn corked(cfg: &Config, st: &mut TestStack, queued: usize) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::Established;
+        t.mss_cache = 1000;
+        (t.snd_una, t.snd_nxt, t.write_seq) = (1, 1, 1); // the SYN is acked
+        t.max_window = 1 << 20;
+        t.sndbuf = 1 << 20;
+        t.snd_wnd = 0; // held back whole
+        let n = t.sendmsg(&mut st.ctx(cfg, NOW, false), &vec![7u8; queued], false);
+        assert_eq!(n, Ok(queued));
+        assert!(st.out.is_empty(), "corked");
+        t
+    }
+
+    /// (sequence offset from `snd_una`, payload length, PSH) of the packets sent.
+    fn sent(t: &Tcb, st: &mut TestStack) -> Vec<(u32, usize, bool)> {
+        st.out
+            .drain(..)
+            .map(|tx| {
+                let ip = IpRepr::parse(&tx.packet, false).expect("ip");
+                let tcp = &tx.packet[ip.header_len..];
+                let (th, thl) = TcpRepr::parse(tcp).expect("tcp");
+                let len = ip.payload_len - thl;
+                let psh = th.flags.contains(TcpFlags::PSH);
+                (th.seq.wrapping_sub(t.snd_seq(t.snd_una).0), len, psh)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_head_within_one_mss_goes_whole_with_psh() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = corked(&cfg, &mut st, 40);
+        t.snd_wnd = 1 << 20;
+        assert!(t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe));
+        assert_eq!(sent(&t, &mut st), vec![(0, 40, true)]);
+        assert!(t.write_queue.is_empty());
+        assert_eq!(
+            st.mib.get(Mib::TcpExtTCPWinProbe),
+            0,
+            "data is no bare probe"
+        );
+    }
+
+    #[test]
+    fn a_head_larger_than_the_mss_or_the_window_sends_a_psh_fragment() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = corked(&cfg, &mut st, 3000);
+        t.snd_wnd = 1 << 20;
+        t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe);
+        assert_eq!(sent(&t, &mut st), vec![(0, 1000, true)]);
+        // The window now ends 300 bytes past snd_nxt: only those go, marked PSH.
+        t.snd_wnd = (t.snd_nxt - t.snd_una) as u32 + 300;
+        t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe);
+        assert_eq!(sent(&t, &mut st), vec![(1000, 300, true)]);
+        assert_eq!(t.write_queue.front().map(|h| h.data.len()), Some(1700));
+    }
+
+    #[test]
+    fn a_closed_window_gets_a_bare_probe_below_snd_una() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = corked(&cfg, &mut st, 500);
+        assert!(t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe));
+        assert_eq!(sent(&t, &mut st), vec![(u32::MAX, 0, false)], "snd_una - 1");
+        assert_eq!(st.mib.get(Mib::TcpExtTCPWinProbe), 1);
+        t.state = TcpState::Closed;
+        assert!(!t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe));
+        assert!(st.out.is_empty());
     }
 }

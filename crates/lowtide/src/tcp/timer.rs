@@ -261,13 +261,41 @@ impl Tcb {
         if self.probes_out >= max_probes {
             return self.write_err(ctx);
         }
-        self.probes_out = self.probes_out.saturating_add(1);
         self.send_probe0(ctx);
-        if self.rtx.packets_out == 0 {
-            self.backoff = (self.backoff + 1).min(16);
-            let when = self.clamp_probe0_to_user_timeout(ctx, self.rto_backed_off());
-            self.pending = Some((Pending::Probe0, ctx.now + when));
+    }
+
+    /// `tcp_send_probe0`: a window probe (`tcp_write_wakeup`), then the next one
+    /// after `tcp_probe0_when`, unless the probe opened the window (data in flight)
+    /// or nothing waits any more, which ends probing.
+    fn send_probe0(&mut self, ctx: &mut Ctx) {
+        let sent = self.write_wakeup(ctx, crate::mib::Mib::TcpExtTCPWinProbe);
+        if self.rtx.packets_out > 0 || self.write_queue.is_empty() {
+            self.probes_out = 0;
+            self.backoff = 0;
+            self.probes_tstamp = None;
+            return;
         }
+        self.probes_out = self.probes_out.saturating_add(1);
+        let when = if sent {
+            if self.backoff < ctx.cfg.tcp_retries2 as u32 {
+                self.backoff += 1;
+            }
+            self.probe0_when()
+        } else {
+            TCP_RESOURCE_PROBE_INTERVAL // local congestion: retry conservatively
+        };
+        let when = self.clamp_probe0_to_user_timeout(ctx, when);
+        self.pending = Some((Pending::Probe0, ctx.now + when));
+    }
+
+    /// `tcp_probe0_base`: the RTO, at least `TCP_RTO_MIN`.
+    pub(crate) fn probe0_base(&self) -> Duration {
+        self.rto.max(TCP_RTO_MIN)
+    }
+
+    /// `tcp_probe0_when`: the base backed off, at most `TCP_RTO_MAX`.
+    fn probe0_when(&self) -> Duration {
+        (self.probe0_base() * (1u32 << self.backoff.min(16))).min(TCP_RTO_MAX)
     }
 
     /// `tcp_clamp_probe0_to_user_timeout`: the next probe comes no later than the
@@ -340,6 +368,8 @@ impl Tcb {
 
 /// `TCP_RTO_MIN`: the RTO base of `tcp_model_timeout` for synchronized states.
 const TCP_RTO_MIN: Duration = Duration::from_millis(200);
+/// `TCP_RESOURCE_PROBE_INTERVAL`: the retry when a probe could not be sent (HZ / 2).
+const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);
 /// `TCP_TIMEOUT_MIN`: the shortest timer a clamp to the user timeout leaves.
 const TCP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
 

@@ -119,6 +119,12 @@ pub struct Config {
     /// size goal while the socket has data in the device queue, for the TX completion
     /// to send it with what the next writes add (Linux 3.14, default on).
     pub tcp_autocorking: bool,
+    /// `net.ipv4.tcp_ecn`: ECN (RFC 3168); 1 asks for it on outgoing connections
+    /// and accepts it on incoming ones, 2 (Linux's default) only accepts, 0 neither.
+    pub tcp_ecn: u8,
+    /// `net.ipv4.tcp_ecn_fallback`: a retransmitted SYN no longer asks for ECN
+    /// (default on).
+    pub tcp_ecn_fallback: bool,
     /// `net.ipv4.tcp_min_tso_segs`: smallest TSO autosize goal in segments.
     pub tcp_min_tso_segs: u32,
     /// `net.ipv4.tcp_tso_rtt_log`: close peers (min_rtt below 2^log us) get bigger bursts.
@@ -220,6 +226,8 @@ impl Default for Config {
             tcp_notsent_lowat: u32::MAX,
             tcp_limit_output_bytes: 4 << 20,
             tcp_autocorking: true,
+            tcp_ecn: 2,
+            tcp_ecn_fallback: true,
             tcp_min_tso_segs: 2,
             tcp_tso_rtt_log: 9,
             tcp_tso_win_divisor: 3,
@@ -350,6 +358,8 @@ impl Config {
         "net.ipv4.tcp_notsent_lowat",
         "net.ipv4.tcp_limit_output_bytes",
         "net.ipv4.tcp_autocorking",
+        "net.ipv4.tcp_ecn",
+        "net.ipv4.tcp_ecn_fallback",
         "net.ipv4.tcp_min_tso_segs",
         "net.ipv4.tcp_tso_rtt_log",
         "net.ipv4.tcp_tso_win_divisor",
@@ -451,6 +461,9 @@ impl Config {
                 self.tcp_limit_output_bytes = parse_num(n, value, 0, i32::MAX as u32, "bytes")?
             }
             "net.ipv4.tcp_autocorking" => self.tcp_autocorking = parse_bool(n, value)?,
+            // 3-5 are AccECN (Linux 6.18), which lowtide does not model: refused.
+            "net.ipv4.tcp_ecn" => self.tcp_ecn = parse_num(n, value, 0, 2, "0..=2")?,
+            "net.ipv4.tcp_ecn_fallback" => self.tcp_ecn_fallback = parse_bool(n, value)?,
             "net.ipv4.tcp_min_tso_segs" => {
                 self.tcp_min_tso_segs = parse_num(n, value, 1, 255, "1..=255")?
             }

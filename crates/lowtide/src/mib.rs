@@ -202,6 +202,11 @@ mib! {
     /// Times `tcp_push` held back a partial tail skb for a TX completion
     /// (`LINUX_MIB_TCPAUTOCORKING`; counted when it sets `TSQ_THROTTLED`).
     TcpExtTCPAutoCorking,
+    /// Segments newly delivered to the peer (`LINUX_MIB_TCPDELIVERED`,
+    /// `tcp_newly_delivered`).
+    TcpExtTCPDelivered,
+    /// Of those, delivered with an ECE ACK (`LINUX_MIB_TCPDELIVEREDCE`).
+    TcpExtTCPDeliveredCE,
     /// lowtide's own (Linux has none): segments dropped by `RxChecksum::Verify`
     /// whose checksum field holds only the pseudo-header sum, i.e. another stack's
     /// [`crate::Stack::poll_transmit`] output that no device stage finished (also

@@ -134,6 +134,7 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     u64s(&mut b, 176, i.rwnd_limited);
     u64s(&mut b, 184, i.sndbuf_limited);
     u32s(&mut b, 192, i.delivered);
+    u32s(&mut b, 196, i.delivered_ce);
     u64s(&mut b, 200, i.bytes_sent);
     u64s(&mut b, 208, i.bytes_retrans);
     u32s(&mut b, 220, i.reord_seen as u64);

@@ -174,6 +174,7 @@ impl Stack {
             let o = CookieOpts {
                 wscale: syn.options.wscale.filter(|_| self.cfg.tcp_window_scaling),
                 sack: syn.options.sack_permitted && self.cfg.tcp_sack,
+                ecn: tcp::ecn::syn_agrees(&self.cfg, ip, th),
             };
             let ms = now.as_millis() as u32;
             tcb.ts_offset = ts_off.wrapping_add(init_timestamp(ms, o).wrapping_sub(ms));
@@ -232,6 +233,7 @@ impl Stack {
             _ => CookieOpts {
                 wscale: None,
                 sack: false,
+                ecn: false,
             },
         };
         // The SYN this ACK answers, as far as the cookie remembers it.
@@ -260,6 +262,7 @@ impl Stack {
         self.with_tcb(now, h.index, |tcb, ctx| {
             let sent = ctx.out.len();
             tcb.passive_open(ctx, ip, &syn);
+            tcb.ecn_cookie_ok(ctx.cfg, opts.ecn);
             ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
             tcb.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
             tcb.rcv_segment(ctx, ip, th, Payload::Flat(payload));

@@ -109,7 +109,7 @@ impl Tcb {
 
     /// `tcp_enter_quickack_mode`: quick ACKs, out of pingpong mode, `ato` back to
     /// its minimum (a duplicate or out-of-window segment arrived).
-    fn enter_quickack_mode(&mut self, max: u32) {
+    pub(crate) fn enter_quickack_mode(&mut self, max: u32) {
         self.incr_quickack(max);
         self.pingpong = 0;
         self.ato = TCP_ATO_MIN;

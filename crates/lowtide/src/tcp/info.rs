@@ -74,6 +74,8 @@ pub struct TcpInfo {
     pub data_segs_out: u64,
     /// `tcpi_delivered`.
     pub delivered: u64,
+    /// `tcpi_delivered_ce`: delivered with an ECE ACK (RFC 3168).
+    pub delivered_ce: u64,
     /// `tcpi_bytes_sent`.
     pub bytes_sent: u64,
     /// `tcpi_bytes_retrans`.
@@ -112,7 +114,8 @@ pub struct TcpInfo {
     pub rwnd_limited: u64,
     /// `tcpi_sndbuf_limited`: time stalled by the send buffer (us).
     pub sndbuf_limited: u64,
-    /// `tcpi_options`: `TCPI_OPT_TIMESTAMPS` 1, `TCPI_OPT_SACK` 2, `TCPI_OPT_WSCALE` 4.
+    /// `tcpi_options`: `TCPI_OPT_TIMESTAMPS` 1, `TCPI_OPT_SACK` 2, `TCPI_OPT_WSCALE` 4,
+    /// `TCPI_OPT_ECN` 8 (negotiated), `TCPI_OPT_ECN_SEEN` 16 (the peer sent ECT).
     pub options: u8,
     /// `tcpi_snd_wscale`.
     pub snd_wscale: u8,
@@ -132,6 +135,16 @@ pub struct TcpInfo {
 }
 
 impl Tcb {
+    /// `tcpi_options` (`tcp_get_info`).
+    fn info_options(&self) -> u8 {
+        use super::ecn::{TCP_ECN_OK, TCP_ECN_SEEN};
+        (self.ts_ok as u8)
+            | (self.sack_ok as u8) << 1
+            | (self.wscale_ok as u8) << 2
+            | ((self.ecn_flags & TCP_ECN_OK != 0) as u8) << 3
+            | ((self.ecn_flags & TCP_ECN_SEEN != 0) as u8) << 4
+    }
+
     /// The `tcp_info` snapshot at `now`.
     pub(crate) fn info(&self, now: Instant) -> TcpInfo {
         let ms_ago = |t: Instant| now.saturating_since(t).as_millis() as u64;
@@ -173,6 +186,7 @@ impl Tcb {
             data_segs_in: self.data_segs_in,
             data_segs_out: self.data_segs_out,
             delivered: self.delivered,
+            delivered_ce: self.delivered_ce,
             bytes_sent: self.bytes_sent,
             bytes_retrans: self.bytes_retrans,
             snd_wnd: self.snd_wnd,
@@ -192,7 +206,7 @@ impl Tcb {
             busy_time: self.chrono.stats_us(now).0,
             rwnd_limited: self.chrono.stats_us(now).1,
             sndbuf_limited: self.chrono.stats_us(now).2,
-            options: (self.ts_ok as u8) | (self.sack_ok as u8) << 1 | (self.wscale_ok as u8) << 2,
+            options: self.info_options(),
             snd_wscale: self.snd_wscale,
             rcv_wscale: self.rcv_wscale,
             ato: self.ato.as_micros() as u32,

@@ -34,12 +34,14 @@ impl Tcb {
         let mss = self.initial_window_mss();
         self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling);
         self.write_seq = 1;
+        self.ecn_send_syn(ctx.cfg);
         self.send_syn(ctx);
     }
 
     /// A SYN reached our listener: become its SYN-RECV child and answer with a
     /// SYN-ACK (`tcp_conn_request`).
-    pub(crate) fn passive_open(&mut self, ctx: &mut Ctx, _ip: &IpRepr, th: &TcpRepr) {
+    pub(crate) fn passive_open(&mut self, ctx: &mut Ctx, ip: &IpRepr, th: &TcpRepr) {
+        self.ecn_create_request(ctx.cfg, ip, th);
         self.irs = super::seq::Seq(th.seq);
         self.rcv_nxt = 1;
         self.rcv_wup = 1;
@@ -95,11 +97,12 @@ impl Tcb {
     pub(crate) fn rcv_segment(
         &mut self,
         ctx: &mut Ctx,
-        _ip: &IpRepr,
+        ip: &IpRepr,
         th: &TcpRepr,
         payload: Payload,
     ) {
         self.segs_in += 1;
+        self.rx_ip_ecn = ip.ecn;
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
             TcpState::SynSent => self.rcv_synsent(ctx, th),
@@ -131,6 +134,7 @@ impl Tcb {
         self.rcv_wup = 1;
         self.copied_seq = 1;
         self.negotiate_options(ctx, th);
+        self.ecn_rcv_syn(th);
         self.init_window_from_syn(th);
         if f.contains(TcpFlags::ACK) {
             self.synsent_acked(ctx);
@@ -461,8 +465,13 @@ impl Tcb {
         self.ack_update_window(th, ack);
         let prior_fack = self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack, ack);
+        let ece = self.ecn_rcv_ecn_echo(th);
+        // Linux 5.10+ accepts CWR on pure ACKs too (robustness against peers that
+        // send it so), before cleaning the queue.
+        self.ecn_accept_cwr(th, payload_len);
         let cleaned = self.clean_rtx_queue(ctx, ack);
         let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, prior_fack, &sack);
+        fl.ece = ece;
         self.rack_update_reo_wnd(ctx, fl.delivered_any);
         // tcp_count_delivered(sack_delivered): newly SACKed segments and D-SACKed
         // duplicates, then what the cumulative ACK covers (tcp_clean_rtx_queue).
@@ -473,6 +482,13 @@ impl Tcb {
                 .saturating_sub(self.rtx.sacked_out)
                 .saturating_sub(cleaned.acked_sacked_segs);
         self.delivered += newly_acked_sacked as u64;
+        // tcp_count_delivered / tcp_newly_delivered.
+        ctx.mib
+            .add(Mib::TcpExtTCPDelivered, newly_acked_sacked as u64);
+        if ece {
+            self.delivered_ce += newly_acked_sacked as u64;
+            super::ecn::count_delivered_ce(ctx, newly_acked_sacked as u64);
+        }
         let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.first_tx);
         let mut rate = AckRate {
             skb: super::rate::DeliveredSkb::later(sack.rate, cleaned.rate),
@@ -507,7 +523,9 @@ impl Tcb {
             },
             &ca_ctx,
         );
+        // tcp_ack_is_dubious: FLAG_CA_ALERT includes FLAG_ECE.
         let dubious = self.ca_state != CaState::Open
+            || ece
             || sack.newly_sacked > 0
             || sack.dsack
             || self.rtx.sacked_out > 0
@@ -771,6 +789,7 @@ impl Tcb {
         let len = fresh.len() as u32;
         self.measure_rcv_mss(th, len, len.min(self.advmss));
         self.event_data_recv(ctx.now, prev_rcv);
+        self.ecn_check_ce(self.rx_ip_ecn);
         if fresh.len() >= 128 {
             self.grow_window(ctx.cfg, len, len.min(self.advmss));
         }
@@ -829,6 +848,7 @@ impl Tcb {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
             return self.schedule_ack_now();
         }
+        self.ecn_check_ce(self.rx_ip_ecn);
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
         let len = payload.len() as u32;
         // tcp_data_queue_ofo measures the segment too (Linux 6.17, "tcp: call

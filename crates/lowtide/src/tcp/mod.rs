@@ -25,6 +25,7 @@ pub(crate) mod chrono;
 pub(crate) mod compsack;
 pub mod cong;
 pub(crate) mod delack;
+pub(crate) mod ecn;
 pub mod info;
 pub(crate) mod input;
 pub mod keepalive;

@@ -21,7 +21,7 @@ const IP_DEFAULT_TTL: u8 = 64;
 /// shared slice for the device to copy into its segments.
 fn build_packet(
     ctx: &mut Ctx,
-    tuple: FourTuple,
+    (tuple, ecn): (FourTuple, u8),
     th: &TcpRepr,
     payload: &Bytes,
     apart: bool,
@@ -32,7 +32,7 @@ fn build_packet(
         dst: tuple.remote.ip(),
         protocol: PROTO_TCP,
         hop_limit: IP_DEFAULT_TTL,
-        ecn: 0,
+        ecn,
         header_len: 0,
         payload_len: thl + payload.len(),
     };
@@ -101,7 +101,7 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
 /// Sends a reset that belongs to no socket's memory accounting (no TX completion owed).
 fn push_reset(ctx: &mut Ctx, tuple: FourTuple, rst: &TcpRepr) {
     ctx.mib.inc(Mib::TcpOutRsts);
-    let pkt = build_packet(ctx, tuple, rst, &Bytes::new(), false);
+    let pkt = build_packet(ctx, (tuple, 0), rst, &Bytes::new(), false);
     let token = TxToken {
         index: u32::MAX,
         generation: 0,
@@ -232,6 +232,16 @@ impl Tcb {
         if payload.len() > self.current_mss() as usize {
             tf |= TcpFlags::PSH;
         }
+        // tcp_ecn_send_syn / tcp_ecn_make_synack, else tcp_ecn_send: ECT(0) and a
+        // queued CWR on new data, ECE while a CE mark waits for CWR.
+        let ip_ecn = if flags & FLAG_SYN != 0 {
+            tf |= self.ecn_syn_flags(ctx.cfg);
+            super::ecn::INET_ECN_NOT_ECT
+        } else {
+            let (ecn, ef) = self.ecn_send(!payload.is_empty() && seq >= self.snd_nxt);
+            tf |= ef;
+            ecn
+        };
         let options = if flags & FLAG_SYN != 0 {
             self.syn_options(ctx)
         } else {
@@ -267,7 +277,7 @@ impl Tcb {
         // A single segment is built whole; a GSO packet's payload stays apart if the
         // device takes it so (Stack::set_tx_payload_apart).
         let apart = ctx.tx_apart && payload.len() > mss as usize;
-        let pkt = build_packet(ctx, self.tuple, &th, payload, apart);
+        let pkt = build_packet(ctx, (self.tuple, ip_ecn), &th, payload, apart);
         self.on_ack_sent();
         self.comp_sack_ack_sent(ctx.mib);
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;

@@ -49,6 +49,8 @@ pub(crate) struct AckFlags {
     /// Something was newly delivered (`rs->prior_delivered` set), for
     /// `tcp_rack_update_reo_wnd`.
     pub delivered_any: bool,
+    /// `FLAG_ECE`: the ACK echoes a congestion mark (RFC 3168, `tcp/ecn.rs`).
+    pub ece: bool,
     /// `FLAG_SET_XMIT_TIMER`: rearm the TLP/RTO timer (cleared when RACK armed its
     /// reorder timer).
     pub set_xmit_timer: bool,
@@ -303,6 +305,10 @@ impl Tcb {
             self.reno_dupacks =
                 (self.reno_dupacks + 1).min(self.rtx.packets_out.saturating_sub(1).max(1));
         }
+        // A. ECE, hence prohibit cwnd undoing: the reduction is required.
+        if fl.ece {
+            self.prior_ssthresh = 0;
+        }
         self.fastretrans_states(ctx, prior_snd_una, is_dupack, fl);
     }
 
@@ -338,7 +344,7 @@ impl Tcb {
                     return;
                 }
                 if self.try_undo_dsack(ctx) {
-                    self.try_to_open();
+                    self.try_to_open(fl.ece);
                 }
                 self.identify_packet_loss(ctx, fl);
                 if self.ca_state != CaState::Recovery {
@@ -367,7 +373,7 @@ impl Tcb {
         }
         self.identify_packet_loss(ctx, fl);
         if !self.time_to_recover() {
-            self.try_to_open();
+            self.try_to_open(fl.ece);
             return;
         }
         self.enter_recovery(ctx);
@@ -397,10 +403,13 @@ impl Tcb {
         }
     }
 
-    /// `tcp_try_to_open`.
-    fn try_to_open(&mut self) {
+    /// `tcp_try_to_open`: an ECE enters CWR (one reduction per window).
+    fn try_to_open(&mut self, ece: bool) {
         if !self.any_retrans_done() {
             self.retrans_stamp = None;
+        }
+        if ece {
+            self.enter_cwr();
         }
         if self.ca_state != CaState::Cwr {
             self.try_keep_open();
@@ -472,6 +481,7 @@ impl Tcb {
             self.cw.snd_cwnd = self.cc.undo_cwnd(&self.cw, self.prior_cwnd);
             if self.prior_ssthresh > self.cw.snd_ssthresh {
                 self.cw.snd_ssthresh = self.prior_ssthresh;
+                self.ecn_withdraw_cwr();
             }
         }
         self.undo_marker = None;
@@ -596,6 +606,7 @@ impl Tcb {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
+        self.ecn_queue_cwr();
     }
 
     /// `tcp_end_cwnd_reduction`: cwnd falls to ssthresh unless the reduction was

@@ -205,6 +205,12 @@ pub struct Tcb {
     /// `icsk_ack.pingpong`: replies sent within `ato` of a receipt.
     pub(crate) pingpong: u8,
     pub(crate) quick: u32,
+    /// `ecn_flags`: `TCP_ECN_OK`, `_QUEUE_CWR`, `_DEMAND_CWR`, `_SEEN` (`tcp/ecn.rs`).
+    pub(crate) ecn_flags: u8,
+    /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
+    pub(crate) rx_ip_ecn: u8,
+    /// `delivered_ce`: segments delivered with an ECE ACK (`tcpi_delivered_ce`).
+    pub(crate) delivered_ce: u64,
     /// `icsk_ack.pending`'s `ICSK_ACK_PUSHED` / `ICSK_ACK_PUSHED2` bits
     /// (`tcp/delack.rs`).
     pub(crate) ack_pushed: u8,
@@ -408,6 +414,9 @@ impl Tcb {
             ack_now: false,
             pingpong: 0,
             quick: 0,
+            ecn_flags: 0,
+            rx_ip_ecn: 0,
+            delivered_ce: 0,
             ack_pushed: 0,
             last_seg_size: 0,
             ack_pending: false,

@@ -26,6 +26,8 @@ const MAX_SYNCOOKIE_AGE: u32 = 2;
 /// `TS_OPT_WSCALE_MASK`, `TS_OPT_SACK`, `TS_OPT_ECN` and `TSBITS`.
 const TS_OPT_WSCALE_MASK: u32 = 0xf;
 const TS_OPT_SACK: u32 = 1 << 4;
+/// `TS_OPT_ECN`.
+const TS_OPT_ECN: u32 = 1 << 5;
 const TSBITS: u32 = 6;
 /// `TCP_SYNCOOKIE_VALID`: ACKs are checked as cookies for 2 minutes after an
 /// overflow (`tcp_synq_no_recent_overflow`).
@@ -38,6 +40,8 @@ pub(crate) struct CookieOpts {
     pub wscale: Option<u8>,
     /// SACK permitted.
     pub sack: bool,
+    /// ECN agreed (`TS_OPT_ECN`; `cookie_ecn_ok` honours it while `tcp_ecn` is on).
+    pub ecn: bool,
 }
 
 /// The two `syncookie_secret` keys.
@@ -142,6 +146,9 @@ pub(crate) fn init_timestamp(ts_now: u32, o: CookieOpts) -> u32 {
     if o.sack {
         options |= TS_OPT_SACK;
     }
+    if o.ecn {
+        options |= TS_OPT_ECN;
+    }
     let mut ts = ((ts_now >> TSBITS) << TSBITS) | options;
     if ts > ts_now {
         ts = ts.wrapping_sub(1 << TSBITS);
@@ -155,6 +162,7 @@ pub(crate) fn decode_timestamp(tsecr: u32) -> CookieOpts {
     CookieOpts {
         wscale: (w != TS_OPT_WSCALE_MASK).then_some(w as u8),
         sack: tsecr & TS_OPT_SACK != 0,
+        ecn: tsecr & TS_OPT_ECN != 0,
     }
 }
 
@@ -202,6 +210,7 @@ mod tests {
         let o = CookieOpts {
             wscale: Some(7),
             sack: true,
+            ecn: true,
         };
         let ts = init_timestamp(123_456, o);
         assert!(ts <= 123_456 && 123_456 - ts < 64);
@@ -209,6 +218,7 @@ mod tests {
         let none = CookieOpts {
             wscale: None,
             sack: false,
+            ecn: false,
         };
         assert_eq!(decode_timestamp(init_timestamp(5, none)), none);
     }

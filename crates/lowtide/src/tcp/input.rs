@@ -429,12 +429,11 @@ impl Tcb {
         let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
         let ack = self.snd_una as i64 + delta;
         if ack > self.snd_nxt as i64 {
-            // tcp_ack: SKB_DROP_REASON_TCP_ACK_UNSENT_DATA. tcp_rcv_established drops
-            // it silently; tcp_rcv_state_process (other states) sends a challenge ACK.
+            // tcp_ack: SKB_DROP_REASON_TCP_ACK_UNSENT_DATA with a (rate-limited)
+            // challenge ACK, in ESTABLISHED too since Linux 6.x (tcp_rcv_state_process
+            // sends the same one in the other states).
             trace!(ack, snd_nxt = self.snd_nxt, "drop: ACK of unsent data");
-            if self.state != TcpState::Established {
-                self.challenge_ack(ctx);
-            }
+            self.challenge_ack(ctx);
             return AckOutcome::Discard;
         }
         // tcp_ack: do not accept an ACK for bytes we never sent (Linux 6.x:

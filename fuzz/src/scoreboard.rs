@@ -1,4 +1,4 @@
-//! The SACK scoreboard (`tcp/rtx_queue.rs`): random operations applied to the tree
+//! The SACK scoreboard (`tcp/rtx/`): random operations applied to the tree
 //! and the list kind of [`RtxQueue`] and to a byte-level reference model; after every
 //! operation the sacked, lost and retransmitted byte sets of all three must agree,
 //! the two kinds must hold the same skbs, and each queue's counters must equal the
@@ -21,8 +21,8 @@ use crate::Bytes as Input;
 use bytes::Bytes;
 use lowtide::config::RtxQueueKind;
 use lowtide::tcp::rate::TxRate;
-use lowtide::tcp::rtx_queue::RtxQueue;
-use lowtide::tcp::skb::{self, Skb, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
+use lowtide::tcp::rtx::skb::{self, Skb, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
+use lowtide::tcp::rtx::RtxQueue;
 use lowtide::Instant;
 use std::collections::VecDeque;
 

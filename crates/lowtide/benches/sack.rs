@@ -11,8 +11,8 @@
 //! `cargo bench -p lowtide --bench sack`
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use lowtide::tcp::rtx_queue::{RtxQueue, RtxQueueKind};
-use lowtide::tcp::skb::{self, Skb};
+use lowtide::tcp::rtx::skb::{self, Skb};
+use lowtide::tcp::rtx::{RtxQueue, RtxQueueKind};
 use lowtide::time::Instant;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The socket calls (tcp.c): `tcp_sendmsg`, `tcp_recvmsg`, `tcp_shutdown`,
 //! `tcp_close`, `tcp_disconnect`.
 
-use super::skb::{WriteSkb, FLAG_FIN, FLAG_PSH, SKB_OVERHEAD};
+use super::rtx::skb::{WriteSkb, FLAG_FIN, FLAG_PSH, SKB_OVERHEAD};
 use super::sock::{Tcb, GSO_MAX_SIZE};
 use super::{Ctx, TcpState};
 use crate::config::Config;

@@ -85,7 +85,7 @@ mod tests {
         // of every chrono, rwnd_limited only its own.
         let cfg = Config::default();
         let mut t = Tcb::for_test(&cfg);
-        t.write_queue.push_back(crate::tcp::skb::WriteSkb {
+        t.write_queue.push_back(crate::tcp::rtx::skb::WriteSkb {
             seq: 1,
             data: bytes::BytesMut::from(&[0u8; 10][..]),
             flags: 0,

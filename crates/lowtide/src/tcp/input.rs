@@ -190,7 +190,8 @@ impl Tcb {
             return;
         }
         // per_mss = roundup_pow_of_two(mss + MAX_TCP_HEADER + shinfo) + sk_buff.
-        let per_mss = (self.mss_cache + super::skb::MAX_TCP_HEADER + 320).next_power_of_two() + 256;
+        let per_mss =
+            (self.mss_cache + super::rtx::skb::MAX_TCP_HEADER + 320).next_power_of_two() + 256;
         let segs = self.cw.snd_cwnd.max(10).max(self.reordering + 1);
         let sndmem = self.cc.sndbuf_expand() as u64 * segs as u64 * per_mss as u64;
         let sndmem = sndmem.min(ctx.cfg.tcp_wmem[2] as u64) as u32;
@@ -607,7 +608,7 @@ impl Tcb {
     fn ca_rtt_us(
         &self,
         ctx: &Ctx,
-        c: &super::rtx_queue::Cleaned,
+        c: &super::rtx::Cleaned,
         sack_tx: Option<crate::time::Instant>,
     ) -> Option<u32> {
         let last = sack_tx.or(c.last_tx.filter(|_| !c.acked_retrans))?;
@@ -649,8 +650,8 @@ impl Tcb {
         self.snd_una = ack;
     }
 
-    /// `tcp_clean_rtx_queue` around [`super::rtx_queue::RtxQueue::clean`].
-    fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx_queue::Cleaned {
+    /// `tcp_clean_rtx_queue` around [`super::rtx::RtxQueue::clean`].
+    fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx::Cleaned {
         let c = self.rtx.clean(ack, self.mss_cache);
         self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
         if ack > self.snd_una {
@@ -673,7 +674,7 @@ impl Tcb {
         &mut self,
         ctx: &mut Ctx,
         th: &TcpRepr,
-        c: &super::rtx_queue::Cleaned,
+        c: &super::rtx::Cleaned,
         sack_first_tx: Option<crate::time::Instant>,
     ) -> Option<u32> {
         let seq_tx = c.first_tx.filter(|_| !c.acked_retrans);
@@ -697,7 +698,7 @@ impl Tcb {
     fn on_snd_una_advanced(
         &mut self,
         ctx: &mut Ctx,
-        c: &super::rtx_queue::Cleaned,
+        c: &super::rtx::Cleaned,
         set_xmit_timer: bool,
     ) {
         if set_xmit_timer {

@@ -10,8 +10,7 @@
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, `SO_KEEPALIVE` |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
 //! | `recovery` | tcp_input.c `tcp_fastretrans_alert`, PRR (RFC 6937), RFC 6675 |
-//! | [`rtx_queue`] | the retransmit queue and `tcp_sacktag_write_queue` |
-//! | `rtx_store` | `tcp_rtx_queue` rb-tree, or the list before seed 003 |
+//! | [`rtx`] | the retransmit queue (`tcp_rtx_queue`) and its SACK scoreboard |
 //! | [`ofo`] | the out-of-order queue and SACK generation |
 //! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
@@ -41,17 +40,13 @@ pub(crate) mod rcvbuf;
 pub(crate) mod rcvqueue;
 pub(crate) mod rcvwin;
 pub(crate) mod recovery;
-pub mod rtx_queue;
-mod rtx_store;
-mod rtx_tree;
+pub mod rtx;
 pub mod seq;
-pub mod skb;
 pub mod sock;
 pub mod sockopt;
 pub(crate) mod syncookies;
 pub(crate) mod timer;
 pub(crate) mod tlp;
-pub mod tsorted;
 
 use crate::config::Config;
 use crate::mib::Counters;

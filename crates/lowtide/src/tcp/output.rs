@@ -2,7 +2,7 @@
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
 use super::cong::{CaEvent, CaState};
-use super::skb::{self, Skb, FLAG_FIN, FLAG_PSH, FLAG_SYN, SKB_OVERHEAD};
+use super::rtx::skb::{self, Skb, FLAG_FIN, FLAG_PSH, FLAG_SYN, SKB_OVERHEAD};
 use super::sock::{Pending, Tcb, GSO_MAX_SIZE};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
@@ -731,8 +731,8 @@ impl Tcb {
 mod tests {
     use super::*;
     use crate::config::{Config, RtxQueueKind};
-    use crate::tcp::rtx_queue::RtxQueue;
-    use crate::tcp::skb::{LOST, SACKED_ACKED, SACKED_RETRANS};
+    use crate::tcp::rtx::skb::{LOST, SACKED_ACKED, SACKED_RETRANS};
+    use crate::tcp::rtx::RtxQueue;
     use crate::time::Instant;
 
     const MSS: u32 = 1000;

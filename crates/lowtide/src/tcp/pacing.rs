@@ -4,7 +4,7 @@
 //! (`tcp_small_queue_check`, seed 002).
 
 use super::cong::CaState;
-use super::skb::{FLAG_FIN, SKB_OVERHEAD};
+use super::rtx::skb::{FLAG_FIN, SKB_OVERHEAD};
 use super::sock::{Pending, Tcb, GSO_MAX_SIZE};
 use super::Ctx;
 use crate::config::{Config, SizeGoalAt};
@@ -305,7 +305,7 @@ impl Tcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::skb::{Skb, SKB_OVERHEAD};
+    use crate::tcp::rtx::skb::{Skb, SKB_OVERHEAD};
 
     use bytes::Bytes;
 
@@ -433,7 +433,7 @@ mod tests {
 #[cfg(test)]
 mod defer_tests {
     use super::*;
-    use crate::tcp::skb::{Skb, SKB_OVERHEAD};
+    use crate::tcp::rtx::skb::{Skb, SKB_OVERHEAD};
 
     #[test]
     fn half_srtt_test_truncates_to_whole_microseconds() {
@@ -476,7 +476,7 @@ mod defer_tests {
 #[cfg(test)]
 mod local_drop_tests {
     use super::*;
-    use crate::tcp::skb::{Skb, SKB_OVERHEAD};
+    use crate::tcp::rtx::skb::{Skb, SKB_OVERHEAD};
 
     #[test]
     fn a_dropped_range_since_sacked_does_not_hold_back_the_rest() {

@@ -4,9 +4,9 @@
 //! retransmissions and tail losses alike and tolerates reordering by waiting.
 
 use super::cong::CaState;
-use super::rtx_queue::{Delivered, RackLoss};
+use super::rtx::tsorted::sent_after;
+use super::rtx::{Delivered, RackLoss};
 use super::sock::{Pending, Tcb};
-use super::tsorted::sent_after;
 use super::Ctx;
 use crate::config::{TCP_RACK_LOSS_DETECTION, TCP_RACK_NO_DUPTHRESH, TCP_RACK_STATIC_REO_WND};
 use crate::mib::Mib;
@@ -237,7 +237,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::mib::Counters;
-    use crate::tcp::skb::{self, Skb, LOST, SACKED_ACKED};
+    use crate::tcp::rtx::skb::{self, Skb, LOST, SACKED_ACKED};
 
     const MSS: u32 = 1000;
 

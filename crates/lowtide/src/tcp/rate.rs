@@ -8,7 +8,7 @@
 //! Application-limited periods are marked (`tcp_rate_check_app_limited`) so that
 //! congestion control can discount their low samples.
 
-use super::skb::{Skb, EVER_RETRANS, SACKED_RETRANS, SKB_OVERHEAD};
+use super::rtx::skb::{Skb, EVER_RETRANS, SACKED_RETRANS, SKB_OVERHEAD};
 use super::sock::Tcb;
 use crate::time::Instant;
 

@@ -19,7 +19,7 @@
 //! window), so that memory is committed only as the sender proves it needs it.
 
 use super::delack::ICSK_ACK_PUSHED;
-use super::skb::SKB_OVERHEAD;
+use super::rtx::skb::SKB_OVERHEAD;
 use super::sock::Tcb;
 use crate::config::Config;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};

@@ -3,8 +3,8 @@
 //! RTO's `tcp_enter_loss`.
 
 use super::cong::{CaEvent, CaState, INFINITE_SSTHRESH};
+use super::rtx::skb::{EVER_RETRANS, LOST, SACKED_RETRANS};
 use super::seq::Seq;
-use super::skb::{EVER_RETRANS, LOST, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
 use super::Ctx;
 use crate::mib::Mib;
@@ -87,7 +87,7 @@ impl Tcb {
             &mut r,
         );
         let mss = self.mss_cache;
-        let mut valid = [(0u64, 0u64); super::rtx_queue::TCP_NUM_SACKS];
+        let mut valid = [(0u64, 0u64); super::rtx::TCP_NUM_SACKS];
         let mut n = 0;
         for i in 0..blocks.len() {
             let (start, end) = edges(self, i);

@@ -2,9 +2,9 @@
 
 use super::cong::{self, CaState, CongestionOps, CwndState};
 use super::ofo::OfoQueue;
-use super::rtx_queue::RtxQueue;
+use super::rtx::skb::WriteSkb;
+use super::rtx::RtxQueue;
 use super::seq::Seq;
-use super::skb::WriteSkb;
 use super::{FourTuple, TcpState};
 use crate::config::Config;
 use crate::socket::{SocketError, SocketHandle};

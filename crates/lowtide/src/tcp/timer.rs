@@ -151,7 +151,7 @@ impl Tcb {
             self.retransmits = self.retransmits.saturating_add(1);
             self.backoff += 1;
             ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
-            self.transmit(ctx, 0, super::skb::FLAG_SYN, &bytes::Bytes::new(), 0);
+            self.transmit(ctx, 0, super::rtx::skb::FLAG_SYN, &bytes::Bytes::new(), 0);
         }
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
         self.pending = Some((Pending::Retrans, ctx.now + rto));

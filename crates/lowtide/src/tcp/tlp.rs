@@ -109,7 +109,7 @@ impl Tcb {
     fn probe_retransmit_skb(&mut self, ctx: &mut Ctx, seq: u64) {
         let Some(s) = self.rtx.get(seq) else { return };
         let (flags, data, pcount) = (s.flags, s.data.clone(), s.pcount);
-        let truesize = data.len() as u32 + super::skb::SKB_OVERHEAD;
+        let truesize = data.len() as u32 + super::rtx::skb::SKB_OVERHEAD;
         self.transmit(ctx, seq, flags, &data, truesize);
         self.rtx.mark_probed(seq, ctx.now);
         ctx.mib.add(Mib::TcpRetransSegs, pcount as u64);

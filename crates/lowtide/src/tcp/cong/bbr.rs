@@ -90,7 +90,7 @@ const EXTRA_ACKED_MAX_US: u64 = 100_000;
 /// `TCP_INIT_CWND`.
 const TCP_INIT_CWND: u32 = 10;
 /// `GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER`: the TSO goal's byte cap.
-const TSO_MAX_BYTES: u64 = 65536 - 1 - crate::tcp::skb::MAX_TCP_HEADER as u64;
+const TSO_MAX_BYTES: u64 = 65536 - 1 - crate::tcp::rtx::skb::MAX_TCP_HEADER as u64;
 /// `sk_pacing_shift` (10: about 1 ms of data per TSO packet).
 const PACING_SHIFT: u32 = 10;
 

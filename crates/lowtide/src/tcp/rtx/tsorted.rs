@@ -4,7 +4,7 @@
 //!
 //! It holds the skbs that are still "in flight" as RACK sees them: not SACKed, and not
 //! marked lost and waiting for a retransmission. A retransmission changes an skb's
-//! transmit time, which moves it to the tail. [`super::rtx_queue::RtxQueue`] keeps the
+//! transmit time, which moves it to the tail. [`super::queue::RtxQueue`] keeps the
 //! index in step with every change of an skb (push, split, merge, clean, tag), so both
 //! storage kinds get it. Keyed by `(tx_time, seq)`: `seq` breaks ties as
 //! `tcp_rack_sent_after` does.

@@ -1,4 +1,4 @@
-//! The tree shape of the retransmit queue's storage ([`super::rtx_store`]): skbs
+//! The tree shape of the retransmit queue's storage ([`super::store`]): skbs
 //! ordered by stream offset, found by offset in O(log n) as Linux's rb-tree
 //! (`tcp_rtx_queue`).
 //!
@@ -10,8 +10,8 @@
 //! thousands of skbs (a SACK split deep in a huge window), a `BTreeMap`. The switch
 //! has hysteresis, so a queue hovering at the threshold does not flap.
 
-use super::rtx_store::Pos;
 use super::skb::Skb;
+use super::store::Pos;
 use core::ops::Bound::{Excluded, Unbounded};
 use std::collections::{btree_map, vec_deque, BTreeMap, VecDeque};
 

@@ -12,9 +12,9 @@
 //! memory stays under `2 * sndbuf + 128 KB` (`tcp_fragment`, CVE-2019-11478), and
 //! runs of SACKed skbs are merged (`tcp_shift_skb_data`) so the queue stays short.
 
-use super::rate::{self, DeliveredSkb, TxRate};
-use super::rtx_store::{Pos, Store};
+use super::super::rate::{self, DeliveredSkb, TxRate};
 use super::skb::{self, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
+use super::store::{Pos, Store};
 use super::tsorted::{self, Tsorted};
 pub use crate::config::RtxQueueKind;
 use crate::time::Instant;
@@ -236,7 +236,7 @@ impl RtxQueue {
     }
 
     /// Nodes of the queue visited so far, counted as Linux's tree or list would
-    /// visit them (see `rtx_store::Store::visits`): the CPU cost model's measure.
+    /// visit them (see `store::Store::visits`): the CPU cost model's measure.
     pub fn nodes_visited(&self) -> u64 {
         self.store.visits()
     }

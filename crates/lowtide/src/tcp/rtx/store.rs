@@ -1,8 +1,8 @@
 //! Where the retransmit queue's skbs live (`experimental.rtx_queue`): Linux's rb-tree
-//! since seed 003 (here [`super::rtx_tree::Sorted`], keyed by stream offset) or the
+//! since seed 003 (here [`super::tree::Sorted`], keyed by stream offset) or the
 //! linear list it replaced (a `VecDeque` searched from the head, as `tcp_write_queue_walk` did).
 //!
-//! The scoreboard logic in [`super::rtx_queue`] is written once over this small set of
+//! The scoreboard logic in [`super::queue`] is written once over this small set of
 //! primitives, so both shapes give the same results at different costs.
 //!
 //! A [`Pos`] addresses one skb: its `seq` in the tree, its index in the list. The
@@ -10,8 +10,8 @@
 //! valid in both shapes: `insert_after(p, _)` and `remove(next(p))` keep `p`;
 //! `remove(p)` keeps `prev(p)`.
 
-use super::rtx_tree::{Sorted, SortedIter};
 use super::skb::Skb;
+use super::tree::{Sorted, SortedIter};
 use crate::config::RtxQueueKind;
 use core::cell::Cell;
 use std::collections::{vec_deque, VecDeque};

@@ -1,35 +1,14 @@
-//! Loss recovery: SACK processing (`tcp_sacktag_write_queue`), RFC 6675 loss marking,
-//! `tcp_fastretrans_alert`, PRR (RFC 6937), NewReno without SACK (RFC 6582), and the
-//! RTO's `tcp_enter_loss`.
+//! Loss recovery as tcp_input.c does it: `tcp_fastretrans_alert`, RFC 6675 loss
+//! marking, PRR (RFC 6937), NewReno without SACK (RFC 6582), undo, and the RTO's
+//! `tcp_enter_loss`. SACK processing is in `rtx/sacktag.rs`; RACK (Linux's
+//! tcp_recovery.c) in `rack.rs`.
 
 use super::cong::{CaEvent, CaState, INFINITE_SSTHRESH};
 use super::rtx::skb::{EVER_RETRANS, LOST, SACKED_RETRANS};
-use super::seq::Seq;
 use super::sock::{Pending, Tcb};
 use super::Ctx;
 use crate::mib::Mib;
 use core::time::Duration;
-use lowtide_wire::tcp::TcpRepr;
-
-/// What SACK processing of one ACK found.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct SackResult {
-    /// Segments newly SACKed.
-    pub newly_sacked: u32,
-    /// The first block was a D-SACK.
-    pub dsack: bool,
-    /// Segments a D-SACK that counts reported duplicated: delivered too
-    /// (`tcp_dsack_seen` adds them to `sack_delivered`).
-    pub dsack_segs: u32,
-    /// Send time of the oldest newly SACKed never-retransmitted skb (`first_sackt`).
-    pub first_tx: Option<crate::time::Instant>,
-    /// Send time of the newest newly SACKed never-retransmitted skb (RTT sample).
-    pub last_tx: Option<crate::time::Instant>,
-    /// The most recently sent skb newly SACKed, for the rate sample.
-    pub rate: Option<super::rate::DeliveredSkb>,
-    /// The D-SACK covers data up to the outstanding loss probe (`FLAG_DSACK_TLP`).
-    pub dsack_tlp: bool,
-}
 
 /// The `FLAG_*` bits of one ACK that loss recovery looks at (tcp_input.c).
 #[derive(Debug, Default, Clone, Copy)]
@@ -57,172 +36,6 @@ pub(crate) struct AckFlags {
 }
 
 impl Tcb {
-    /// `tcp_sacktag_write_queue`: detects a D-SACK (RFC 2883 section 4,
-    /// `tcp_check_dsack`, against the ACK's own `ack_seq`), validates the ACK's SACK
-    /// blocks (`tcp_is_sackblock_valid`) and tags the retransmit queue. `ack` is the
-    /// new `snd_una` (`ack_seq` itself, or today's `snd_una` for an old ACK);
-    /// `self.snd_una` is still the prior one (lowtide moves it in `clean_rtx_queue`).
-    pub(crate) fn sacktag(
-        &mut self,
-        ctx: &mut Ctx,
-        th: &TcpRepr,
-        ack_seq: u64,
-        ack: u64,
-    ) -> SackResult {
-        let mut r = SackResult::default();
-        let blocks = th.options.sack_blocks();
-        if !self.sack_ok || blocks.is_empty() {
-            return r;
-        }
-        let prior_una = self.snd_una;
-        let edges = |t: &Tcb, i: usize| {
-            let b = blocks[i];
-            (t.snd_off(Seq(b.start)), t.snd_off(Seq(b.end)))
-        };
-        let found_dup = self.check_dsack(
-            ctx,
-            edges(self, 0),
-            blocks.get(1).map(|_| edges(self, 1)),
-            ack_seq,
-            &mut r,
-        );
-        let mss = self.mss_cache;
-        let mut valid = [(0u64, 0u64); super::rtx::TCP_NUM_SACKS];
-        let mut n = 0;
-        for i in 0..blocks.len() {
-            let (start, end) = edges(self, i);
-            let dup = i == 0 && found_dup;
-            if !self.is_sackblock_valid(dup, start, end, ack) {
-                ctx.mib.inc(match (dup, self.undo_marker) {
-                    (true, None) => Mib::TcpExtTCPDSACKIgnoredNoUndo,
-                    (true, Some(_)) => Mib::TcpExtTCPDSACKIgnoredOld,
-                    (false, _) => Mib::TcpExtTCPSACKDiscard,
-                });
-                continue;
-            }
-            // Ignore very old stuff early.
-            if end <= prior_una {
-                continue;
-            }
-            if dup {
-                // tcp_sacktag_one with dup_sack: each retransmitted skb it covers was
-                // a spurious retransmission.
-                let segs = self.rtx.retrans_segs_in(start, end, self.undo_marker, mss);
-                if self.undo_marker.is_some() && self.undo_retrans > 0 {
-                    self.undo_retrans = (self.undo_retrans - segs as i32).max(0);
-                }
-                if start < ack {
-                    continue; // below the new snd_una: nothing left to tag
-                }
-            }
-            valid[n] = (start, end);
-            n += 1;
-        }
-        self.rtx.set_sndbuf(self.sndbuf);
-        self.fack = valid[..n].iter().fold(self.fack, |f, b| f.max(b.1));
-        let t = self.rtx.sacktag_blocks(&valid[..n], mss);
-        r.newly_sacked = t.segs;
-        r.first_tx = t.first_tx;
-        r.last_tx = t.last_tx;
-        r.rate = t.rate;
-        ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
-        ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
-        r
-    }
-
-    /// `tcp_is_sackblock_valid`: a SACK block must lie above `snd_una` (`ack`, the
-    /// new one; a block starting at it is "non-sensical") and end by `snd_nxt`; a
-    /// D-SACK may also lie wholly below `snd_una`, down to `undo_marker` (or cross it
-    /// by at most `max_window`), and only while a recovery could be undone.
-    fn is_sackblock_valid(&self, dup: bool, start: u64, end: u64, ack: u64) -> bool {
-        if end > self.snd_nxt || start >= end || start >= self.snd_nxt {
-            return false;
-        }
-        if start > ack {
-            return true;
-        }
-        let Some(marker) = self.undo_marker.filter(|_| dup) else {
-            return false;
-        };
-        if end > ack {
-            return false;
-        }
-        if start >= marker {
-            return true;
-        }
-        end > marker && start + self.max_window as u64 >= end
-    }
-
-    /// `tcp_check_dsack`: the first block is a D-SACK when it lies below the ACK or
-    /// inside the second block; it counts (`tcp_dsack_seen`) unless dubious. A D-SACK
-    /// of data already cumulatively acknowledged (by `snd_una` before this ACK) takes
-    /// its segments off `undo_retrans` here; one above is counted in the walk.
-    fn check_dsack(
-        &mut self,
-        ctx: &mut Ctx,
-        (start, end): (u64, u64),
-        second: Option<(u64, u64)>,
-        ack: u64,
-        r: &mut SackResult,
-    ) -> bool {
-        if start < ack {
-            ctx.mib.inc(Mib::TcpExtTCPDSACKRecv);
-        } else if second.is_some_and(|(s2, e2)| start >= s2 && end <= e2) {
-            ctx.mib.inc(Mib::TcpExtTCPDSACKOfoRecv);
-        } else {
-            return false;
-        }
-        let dup_segs = self.dsack_seen(start, end, r);
-        if dup_segs == 0 {
-            ctx.mib.inc(Mib::TcpExtTCPDSACKIgnoredDubious);
-            return false;
-        }
-        ctx.mib.add(Mib::TcpExtTCPDSACKRecvSegs, dup_segs);
-        r.dsack_segs = dup_segs as u32;
-        let prior_una = self.snd_una;
-        if self.undo_marker.is_some_and(|m| end > m) && self.undo_retrans > 0 && end <= prior_una {
-            self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
-        }
-        true
-    }
-
-    /// `tcp_dsack_seen`: the segments a D-SACK reports duplicated, or 0 for a dubious
-    /// one: longer than the largest window the peer offered, or, counted with every
-    /// D-SACK before it, more duplicates than segments ever retransmitted (a receiver
-    /// lying to have the sender undo its congestion window reductions).
-    fn dsack_seen(&mut self, start: u64, end: u64, r: &mut SackResult) -> u64 {
-        if start >= end {
-            return 0;
-        }
-        let len = end - start;
-        if len > self.max_window as u64 {
-            return 0;
-        }
-        let mss = self.mss_cache.max(1) as u64;
-        let dup_segs = if len > mss {
-            len.div_ceil(mss)
-        } else {
-            // FLAG_DSACK_TLP: one segment ending exactly at the loss probe's
-            // tlp_high_seq (set even if the D-SACK then proves dubious).
-            if self.tlp_high_seq == Some(end) {
-                r.dsack_tlp = true;
-            }
-            1
-        };
-        self.dsack_dups += dup_segs;
-        if self.dsack_dups > self.total_retrans as u64 {
-            return 0;
-        }
-        r.dsack = true;
-        // Linux 5.15+ (tcp_dsack_seen, "more accurately check DSACKs to grow RACK
-        // reordering window"): only a D-SACK that reordering may explain, not one
-        // for a TLP, grows RACK's reordering window.
-        if self.reord_seen > 0 && !r.dsack_tlp {
-            self.rack.dsack_seen = true;
-        }
-        dup_segs
-    }
-
     /// RFC 6675 `IsLost` over the scoreboard (SACK flows with RACK off); resets the
     /// retransmit hint below any newly lost skb.
     fn mark_lost_rfc6675(&mut self) {

@@ -73,7 +73,7 @@ pub struct Skb {
     /// Memory charged for it.
     pub truesize: u32,
     /// Delivery-rate snapshot of the last transmission (`tcp_rate_skb_sent`).
-    pub tx: super::super::rate::TxRate,
+    pub tx: crate::tcp::rate::TxRate,
 }
 
 impl Skb {

@@ -1,0 +1,703 @@
+//! SACK processing, Linux's `tcp_sacktag_write_queue` (tcp_input.c) and what it calls:
+//! the socket's half ([`Tcb::sacktag`]: `tcp_check_dsack`, `tcp_dsack_seen`,
+//! `tcp_is_sackblock_valid`) and the queue's half ([`RtxQueue::sacktag_blocks`]: the
+//! `recv_sack_cache` skip, `tcp_sacktag_skip`/`tcp_sacktag_walk`, `tcp_sacktag_one`,
+//! `tcp_match_skb_to_sack` and `tcp_shift_skb_data`).
+//!
+//! Blocks already seen in the previous ACK are skipped (`recv_sack_cache`), partly
+//! covered skbs are split only at whole-MSS boundaries (`tcp_match_skb_to_sack`) and
+//! only while the queue's memory stays under `2 * sndbuf + 128 KB` (`tcp_fragment`,
+//! CVE-2019-11478), and runs of SACKed skbs are merged (`tcp_shift_skb_data`) so the
+//! queue stays short.
+
+use super::queue::{Acct, RtxQueue, TCP_NUM_SACKS};
+use super::skb::{self, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
+use super::store::Pos;
+use crate::mib::Mib;
+use crate::tcp::rate::{self, DeliveredSkb};
+use crate::tcp::seq::Seq;
+use crate::tcp::sock::Tcb;
+use crate::tcp::Ctx;
+use crate::time::Instant;
+use bytes::{Bytes, BytesMut};
+use lowtide_wire::tcp::TcpRepr;
+
+/// Memory above twice the send buffer at which SACK may no longer split skbs
+/// (`tcp_fragment`: `sk_wmem_queued >> 1 > sk_sndbuf + 0x20000`).
+const FRAG_SLACK: u64 = 0x20000;
+/// Largest skb a merge of SACKed skbs builds (`gso_max_size`; also keeps `pcount`
+/// far from overflowing, CVE-2019-11477).
+const MERGE_MAX: usize = 65536;
+
+/// What SACK processing of one ACK found.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SackResult {
+    /// Segments newly SACKed.
+    pub newly_sacked: u32,
+    /// The first block was a D-SACK.
+    pub dsack: bool,
+    /// Segments a D-SACK that counts reported duplicated: delivered too
+    /// (`tcp_dsack_seen` adds them to `sack_delivered`).
+    pub dsack_segs: u32,
+    /// Send time of the oldest newly SACKed never-retransmitted skb (`first_sackt`).
+    pub first_tx: Option<Instant>,
+    /// Send time of the newest newly SACKed never-retransmitted skb (RTT sample).
+    pub last_tx: Option<Instant>,
+    /// The most recently sent skb newly SACKed, for the rate sample.
+    pub rate: Option<DeliveredSkb>,
+    /// The D-SACK covers data up to the outstanding loss probe (`FLAG_DSACK_TLP`).
+    pub dsack_tlp: bool,
+}
+
+/// What SACK blocks newly marked (`tcp_sacktag_walk`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tagged {
+    /// Segments newly SACKed.
+    pub segs: u32,
+    /// Send time of the oldest newly SACKed skb that was never retransmitted
+    /// (`first_sackt`: the SACK RTT sample of `tcp_ack_update_rtt`).
+    pub first_tx: Option<Instant>,
+    /// Send time of the newest newly SACKed skb that was never retransmitted.
+    pub last_tx: Option<Instant>,
+    /// Some newly SACKed skb had been retransmitted (D-SACK-less undo hint).
+    pub retrans: bool,
+    /// Parts of skbs moved onto the SACKed skb before them (`TcpExtTCPSackShifted`).
+    pub shifted: u32,
+    /// Whole SACKed skbs merged into the one before them (`TcpExtTCPSackMerged`).
+    pub merged: u32,
+    /// Splits refused because the queue used too much memory
+    /// (`TcpExtTCPWqueueTooBig`).
+    pub refused: u32,
+    /// The most recently sent skb newly SACKed (`tcp_rate_skb_delivered`).
+    pub rate: Option<DeliveredSkb>,
+}
+
+/// How a SACK block covers one skb (`tcp_match_skb_to_sack`).
+#[derive(PartialEq, Eq)]
+enum Match {
+    /// Not (or not in whole segments) covered.
+    Out,
+    /// Covered whole.
+    Whole,
+    /// Its head was covered and split off (the tail stays unSACKed).
+    Head,
+}
+
+impl Tcb {
+    /// `tcp_sacktag_write_queue`, the socket's half: detects a D-SACK (RFC 2883 section 4,
+    /// `tcp_check_dsack`, against the ACK's own `ack_seq`), validates the ACK's SACK
+    /// blocks (`tcp_is_sackblock_valid`) and tags the retransmit queue. `ack` is the
+    /// new `snd_una` (`ack_seq` itself, or today's `snd_una` for an old ACK);
+    /// `self.snd_una` is still the prior one (lowtide moves it in `clean_rtx_queue`).
+    pub(crate) fn sacktag(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        ack_seq: u64,
+        ack: u64,
+    ) -> SackResult {
+        let mut r = SackResult::default();
+        let blocks = th.options.sack_blocks();
+        if !self.sack_ok || blocks.is_empty() {
+            return r;
+        }
+        let prior_una = self.snd_una;
+        let edges = |t: &Tcb, i: usize| {
+            let b = blocks[i];
+            (t.snd_off(Seq(b.start)), t.snd_off(Seq(b.end)))
+        };
+        let found_dup = self.check_dsack(
+            ctx,
+            edges(self, 0),
+            blocks.get(1).map(|_| edges(self, 1)),
+            ack_seq,
+            &mut r,
+        );
+        let mss = self.mss_cache;
+        let mut valid = [(0u64, 0u64); TCP_NUM_SACKS];
+        let mut n = 0;
+        for i in 0..blocks.len() {
+            let (start, end) = edges(self, i);
+            let dup = i == 0 && found_dup;
+            if !self.is_sackblock_valid(dup, start, end, ack) {
+                ctx.mib.inc(match (dup, self.undo_marker) {
+                    (true, None) => Mib::TcpExtTCPDSACKIgnoredNoUndo,
+                    (true, Some(_)) => Mib::TcpExtTCPDSACKIgnoredOld,
+                    (false, _) => Mib::TcpExtTCPSACKDiscard,
+                });
+                continue;
+            }
+            // Ignore very old stuff early.
+            if end <= prior_una {
+                continue;
+            }
+            if dup {
+                // tcp_sacktag_one with dup_sack: each retransmitted skb it covers was
+                // a spurious retransmission.
+                let segs = self.rtx.retrans_segs_in(start, end, self.undo_marker, mss);
+                if self.undo_marker.is_some() && self.undo_retrans > 0 {
+                    self.undo_retrans = (self.undo_retrans - segs as i32).max(0);
+                }
+                if start < ack {
+                    continue; // below the new snd_una: nothing left to tag
+                }
+            }
+            valid[n] = (start, end);
+            n += 1;
+        }
+        self.rtx.set_sndbuf(self.sndbuf);
+        self.fack = valid[..n].iter().fold(self.fack, |f, b| f.max(b.1));
+        let t = self.rtx.sacktag_blocks(&valid[..n], mss);
+        r.newly_sacked = t.segs;
+        r.first_tx = t.first_tx;
+        r.last_tx = t.last_tx;
+        r.rate = t.rate;
+        ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
+        ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
+        r
+    }
+
+    /// `tcp_is_sackblock_valid`: a SACK block must lie above `snd_una` (`ack`, the
+    /// new one; a block starting at it is "non-sensical") and end by `snd_nxt`; a
+    /// D-SACK may also lie wholly below `snd_una`, down to `undo_marker` (or cross it
+    /// by at most `max_window`), and only while a recovery could be undone.
+    fn is_sackblock_valid(&self, dup: bool, start: u64, end: u64, ack: u64) -> bool {
+        if end > self.snd_nxt || start >= end || start >= self.snd_nxt {
+            return false;
+        }
+        if start > ack {
+            return true;
+        }
+        let Some(marker) = self.undo_marker.filter(|_| dup) else {
+            return false;
+        };
+        if end > ack {
+            return false;
+        }
+        if start >= marker {
+            return true;
+        }
+        end > marker && start + self.max_window as u64 >= end
+    }
+
+    /// `tcp_check_dsack`: the first block is a D-SACK when it lies below the ACK or
+    /// inside the second block; it counts (`tcp_dsack_seen`) unless dubious. A D-SACK
+    /// of data already cumulatively acknowledged (by `snd_una` before this ACK) takes
+    /// its segments off `undo_retrans` here; one above is counted in the walk.
+    fn check_dsack(
+        &mut self,
+        ctx: &mut Ctx,
+        (start, end): (u64, u64),
+        second: Option<(u64, u64)>,
+        ack: u64,
+        r: &mut SackResult,
+    ) -> bool {
+        if start < ack {
+            ctx.mib.inc(Mib::TcpExtTCPDSACKRecv);
+        } else if second.is_some_and(|(s2, e2)| start >= s2 && end <= e2) {
+            ctx.mib.inc(Mib::TcpExtTCPDSACKOfoRecv);
+        } else {
+            return false;
+        }
+        let dup_segs = self.dsack_seen(start, end, r);
+        if dup_segs == 0 {
+            ctx.mib.inc(Mib::TcpExtTCPDSACKIgnoredDubious);
+            return false;
+        }
+        ctx.mib.add(Mib::TcpExtTCPDSACKRecvSegs, dup_segs);
+        r.dsack_segs = dup_segs as u32;
+        let prior_una = self.snd_una;
+        if self.undo_marker.is_some_and(|m| end > m) && self.undo_retrans > 0 && end <= prior_una {
+            self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
+        }
+        true
+    }
+
+    /// `tcp_dsack_seen`: the segments a D-SACK reports duplicated, or 0 for a dubious
+    /// one: longer than the largest window the peer offered, or, counted with every
+    /// D-SACK before it, more duplicates than segments ever retransmitted (a receiver
+    /// lying to have the sender undo its congestion window reductions).
+    fn dsack_seen(&mut self, start: u64, end: u64, r: &mut SackResult) -> u64 {
+        if start >= end {
+            return 0;
+        }
+        let len = end - start;
+        if len > self.max_window as u64 {
+            return 0;
+        }
+        let mss = self.mss_cache.max(1) as u64;
+        let dup_segs = if len > mss {
+            len.div_ceil(mss)
+        } else {
+            // FLAG_DSACK_TLP: one segment ending exactly at the loss probe's
+            // tlp_high_seq (set even if the D-SACK then proves dubious).
+            if self.tlp_high_seq == Some(end) {
+                r.dsack_tlp = true;
+            }
+            1
+        };
+        self.dsack_dups += dup_segs;
+        if self.dsack_dups > self.total_retrans as u64 {
+            return 0;
+        }
+        r.dsack = true;
+        // Linux 5.15+ (tcp_dsack_seen, "more accurately check DSACKs to grow RACK
+        // reordering window"): only a D-SACK that reordering may explain, not one
+        // for a TLP, grows RACK's reordering window.
+        if self.reord_seen > 0 && !r.dsack_tlp {
+            self.rack.dsack_seen = true;
+        }
+        dup_segs
+    }
+}
+
+impl RtxQueue {
+    /// The queue's half of `tcp_sacktag_write_queue`, for one ACK's blocks as
+    /// [`Tcb::sacktag`] validated them (`[start, end)` stream offsets inside
+    /// `snd_una..snd_nxt`, D-SACKs removed): sorts them, tags what the previous
+    /// ACK's blocks (`recv_sack_cache`) did not already cover, then remembers these
+    /// blocks for the next ACK.
+    pub fn sacktag_blocks(&mut self, blocks: &[(u64, u64)], mss: u32) -> Tagged {
+        let mut sorted = [(0u64, 0u64); TCP_NUM_SACKS];
+        let n = blocks.len().min(TCP_NUM_SACKS);
+        sorted[..n].copy_from_slice(&blocks[..n]);
+        sorted[..n].sort_unstable();
+        self.sack_blocks += n as u64;
+        if self.sacked_out == 0 {
+            self.highest_sack = 0; // tcp_highest_sack_reset
+        }
+        let mut t = Tagged::default();
+        let cache = self.recv_sack_cache;
+        // One in-order walk per ACK: the blocks are sorted and the walk goes on
+        // from where the previous block left it (tcp_sacktag_write_queue).
+        let mut cursor = None;
+        for &(start, end) in &sorted[..n] {
+            let mut from = start;
+            for &(cs, ce) in &cache {
+                if ce <= from || cs >= end {
+                    continue;
+                }
+                if cs > from {
+                    cursor = self.sacktag_from(cursor, from, cs, mss, &mut t);
+                }
+                from = from.max(ce);
+            }
+            if from < end {
+                cursor = self.sacktag_from(cursor, from, end, mss, &mut t);
+            }
+        }
+        self.recv_sack_cache = [(0, 0); TCP_NUM_SACKS];
+        self.recv_sack_cache[..n].copy_from_slice(&sorted[..n]);
+        t
+    }
+
+    /// Marks `[start, end)` SACKed (`tcp_sacktag_walk`): finds the first skb by
+    /// search, walks only over the skbs the block covers, splits partly covered ones
+    /// at whole segments and merges newly SACKed skbs into SACKed neighbours. The
+    /// block is assumed validated against `snd_una..snd_nxt` by the caller.
+    pub fn sacktag(&mut self, start: u64, end: u64, mss: u32) -> Tagged {
+        let mut t = Tagged::default();
+        self.sacktag_from(None, start, end, mss, &mut t);
+        t
+    }
+
+    /// `tcp_sacktag_skip` + `tcp_sacktag_walk` for `[start, end)` from `cursor` (the
+    /// skb where the previous block's walk stopped, `None` for the head). A block
+    /// at or above `tcp_highest_sack_seq` starts at `tp->highest_sack` instead, as
+    /// Linux does in both shapes; returns where this walk stopped.
+    fn sacktag_from(
+        &mut self,
+        cursor: Option<Pos>,
+        start: u64,
+        end: u64,
+        mss: u32,
+        t: &mut Tagged,
+    ) -> Option<Pos> {
+        let first = match self.highest_sack {
+            h if h != 0 && start >= h => self.store.seek_hinted(start),
+            _ => self.store.seek_from(cursor, start),
+        };
+        let mut p = first?;
+        loop {
+            let s = self.store.get(p);
+            if s.seq >= end {
+                break;
+            }
+            if !s.has(SACKED_ACKED) {
+                match self.match_skb_to_sack(p, start, end, mss, t) {
+                    Match::Out => {}
+                    m => p = self.sacktag_one(p, m == Match::Head, mss, t),
+                }
+            }
+            match self.store.next(p) {
+                Some(n) => p = n,
+                None => break,
+            }
+        }
+        Some(p)
+    }
+
+    /// `tcp_match_skb_to_sack`: whether `[start, end)` covers the skb at `p`; a
+    /// multi-segment skb partly covered is split at a whole-MSS boundary first (the
+    /// start rounded up, the end rounded down), so a SACK never cuts a segment.
+    fn match_skb_to_sack(
+        &mut self,
+        p: Pos,
+        start: u64,
+        end: u64,
+        mss: u32,
+        t: &mut Tagged,
+    ) -> Match {
+        let s = self.store.get(p);
+        if start <= s.seq && end >= s.end_seq {
+            return Match::Whole;
+        }
+        if s.pcount <= 1 || s.end_seq <= start {
+            return Match::Out;
+        }
+        let mss = mss.max(1) as u64;
+        let head_in = start <= s.seq;
+        let mut pkt_len = if head_in {
+            match end - s.seq {
+                l if l < mss => return Match::Out,
+                l => l,
+            }
+        } else {
+            (start - s.seq).max(mss)
+        };
+        if pkt_len > mss {
+            let rounded = pkt_len / mss * mss;
+            pkt_len = if !head_in && rounded < pkt_len {
+                rounded + mss
+            } else {
+                rounded
+            };
+        }
+        if pkt_len >= s.len() as u64 {
+            return Match::Out;
+        }
+        // Unlike Linux, do not split off a head when no whole segment of the tail is
+        // covered either: tiny blocks then cut nothing at all.
+        if !head_in && end < s.end_seq && end.saturating_sub(s.seq + pkt_len) < mss {
+            return Match::Out;
+        }
+        if !self.may_fragment() {
+            t.refused += 1;
+            return Match::Out;
+        }
+        let at = s.seq + pkt_len;
+        self.split(p, at, mss as u32);
+        if head_in {
+            Match::Head
+        } else {
+            Match::Out // the walk goes on to the tail, which starts inside the block
+        }
+    }
+
+    /// `tcp_fragment`'s guard against hostile SACKs (CVE-2019-11478): the queue's
+    /// memory as Linux charges it (payload plus one skb overhead per skb) may not pass
+    /// twice the send buffer plus 128 KB because of SACK splits.
+    fn may_fragment(&self) -> bool {
+        let charged = self.payload + self.len() as u64 * SKB_OVERHEAD as u64;
+        charged <= 2 * self.sndbuf + FRAG_SLACK
+    }
+
+    /// `tcp_sacktag_one` + `tcp_shift_skb_data`: SACKs the skb at `p`, then merges it
+    /// into a SACKed skb just before it and a SACKed skb just after it into the
+    /// result. Returns where the skb now is.
+    fn sacktag_one(&mut self, p: Pos, split: bool, mss: u32, t: &mut Tagged) -> Pos {
+        let s = self.store.get(p);
+        let a = Acct::of(s);
+        self.note_delivered(a);
+        let s = self.store.get(p);
+        rate::skb_delivered(&mut t.rate, s);
+        t.segs += s.pcount;
+        // tcp_advance_highest_sack
+        self.highest_sack = self.highest_sack.max(s.end_seq);
+        if s.has(EVER_RETRANS) {
+            t.retrans = true;
+        } else {
+            t.first_tx = Some(t.first_tx.map_or(s.tx_time, |f| f.min(s.tx_time)));
+            t.last_tx = t.last_tx.max(Some(s.tx_time));
+        }
+        self.modify(p, |s| {
+            s.sacked = (s.sacked | SACKED_ACKED) & !(LOST | SACKED_RETRANS);
+            // Counted now: not again when cumulatively ACKed.
+            s.tx.delivered_mstamp = None;
+        });
+        let mut p = p;
+        if let Some(q) = self.store.prev(p) {
+            if self.try_merge(q, p, mss) {
+                if split {
+                    t.shifted += 1;
+                } else {
+                    t.merged += 1;
+                }
+                p = q;
+            }
+        }
+        // "Hole filled allows collapsing with the next as well".
+        if let Some(n) = self.store.next(p) {
+            if self.try_merge(p, n, mss) {
+                t.merged += 1;
+            }
+        }
+        p
+    }
+
+    /// Merges the skb at `b` (the one after `a`) into `a` if both are SACKed with the
+    /// same bits, carry no SYN/FIN, are contiguous, `a` holds whole segments and the
+    /// result stays within `gso_max_size`. Counters are unchanged but `len()`.
+    ///
+    /// The payloads are copied into one buffer: `Bytes` cannot join two slices, and a
+    /// list of chunks per skb would make every reader of `Skb::data` pay for this
+    /// rare case. The copy is amortized (the merged buffer is uniquely owned and
+    /// grows by doubling, so each SACKed byte is copied about twice) and bounded by
+    /// `MERGE_MAX` per skb. The data is kept (not dropped) so that SACK reneging can
+    /// still retransmit it.
+    fn try_merge(&mut self, a: Pos, b: Pos, mss: u32) -> bool {
+        let (x, y) = (self.store.get(a), self.store.get(b));
+        let ok = x.sacked == y.sacked
+            && x.has(SACKED_ACKED)
+            && x.flags & !skb::FLAG_PSH == 0
+            && y.flags & !skb::FLAG_PSH == 0
+            && x.end_seq == y.seq
+            && x.len() as u64 == x.pcount as u64 * mss as u64
+            && x.data.len() + y.data.len() <= MERGE_MAX;
+        if !ok {
+            return false;
+        }
+        let y = self.take(b);
+        self.modify(a, |x| {
+            append(&mut x.data, &y.data);
+            x.end_seq = y.end_seq;
+            x.flags |= y.flags; // tcp_shifted_skb
+            x.pcount += y.pcount;
+            x.truesize += y.truesize;
+        });
+        true
+    }
+
+    /// Segments of retransmitted skbs (`TCPCB_RETRANS`) in `[start, end)` that end
+    /// above `undo_marker`: what a D-SACK of that range shows spurious
+    /// (`tcp_sacktag_one` with `dup_sack`). A partly covered skb counts its whole
+    /// covered segments.
+    pub fn retrans_segs_in(&self, start: u64, end: u64, undo_marker: Option<u64>, mss: u32) -> u32 {
+        let Some(marker) = undo_marker else {
+            return 0;
+        };
+        let mss = mss.max(1) as u64;
+        self.iter_from(start)
+            .take_while(|s| s.seq < end)
+            .filter(|s| s.has(EVER_RETRANS | SACKED_RETRANS) && s.end_seq > marker)
+            .map(|s| {
+                let covered = s.end_seq.min(end) - s.seq.max(start);
+                match covered == s.end_seq - s.seq {
+                    true => s.pcount,
+                    false => (covered / mss) as u32,
+                }
+            })
+            .sum()
+    }
+}
+
+/// Appends `b` to `a`, reusing `a`'s buffer when it is ours alone.
+fn append(a: &mut Bytes, b: &Bytes) {
+    let mut m = match core::mem::take(a).try_into_mut() {
+        Ok(m) => m,
+        Err(shared) => {
+            let want = (shared.len() + b.len()).next_power_of_two().min(MERGE_MAX);
+            let mut m = BytesMut::with_capacity(want);
+            m.extend_from_slice(&shared);
+            m
+        }
+    };
+    m.extend_from_slice(b);
+    *a = m.freeze();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::queue::tests::{
+        self as queue_tests, check_payload, queue_of, storm, KINDS, MSS,
+    };
+    use super::*;
+    use crate::tcp::rtx::RtxQueueKind;
+
+    #[test]
+    fn sack_splits_and_tags() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 2, 1000); // [1,1001) [1001,2001)
+            assert_eq!(q.packets_out, 20);
+            let t = q.sacktag(301, 501, MSS);
+            assert_eq!(t.segs, 2);
+            assert_eq!(q.sacked_out, 2);
+            assert_eq!(q.len(), 4);
+            q.check_invariants();
+            // The same block again tags nothing.
+            assert_eq!(q.sacktag(301, 501, MSS).segs, 0);
+            // A block across the skb boundary: its part of the second skb is shifted
+            // onto the SACKed [901,1001).
+            let t = q.sacktag(901, 1201, MSS);
+            assert_eq!(t.segs, 3);
+            assert_eq!(t.shifted, 1);
+            assert_eq!(q.get(901).unwrap().end_seq, 1201);
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+
+    #[test]
+    fn sack_rounds_to_whole_segments() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 1, 1000); // [1,1001), 10 segments
+                                                 // Covers segment [201,301) whole and parts of its neighbours.
+            let t = q.sacktag(150, 350, MSS);
+            assert_eq!(t.segs, 1);
+            assert_eq!(q.get(201).unwrap().end_seq, 301);
+            assert_eq!(q.sacked_bytes, 100);
+            // Less than a segment: nothing.
+            assert_eq!(q.sacktag(420, 500, MSS).segs, 0);
+            q.check_invariants();
+            // A one-segment skb partly covered is neither split nor tagged.
+            let mut q = queue_of(kind, 3, 100);
+            assert_eq!(q.sacktag(150, 301, MSS).segs, 1);
+            assert_eq!(q.len(), 3);
+            q.check_invariants();
+        }
+    }
+
+    #[test]
+    fn adjacent_sacked_skbs_merge() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 10, 100);
+            let t = q.sacktag(301, 601, MSS);
+            assert_eq!((t.segs, t.merged), (3, 2));
+            assert_eq!(q.len(), 8);
+            // Filling the hole below joins the run below and the run above.
+            q.sacktag(101, 201, MSS);
+            let t = q.sacktag(201, 301, MSS);
+            assert_eq!((t.segs, t.merged), (1, 2));
+            assert_eq!(q.len(), 6); // [1) [101..601) [601) [701) [801) [901)
+            let s = q.get(101).unwrap();
+            assert_eq!((s.end_seq, s.pcount), (601, 5));
+            q.check_invariants();
+            check_payload(&q);
+            // The merged skb is cleaned like its parts.
+            let c = q.clean(401, MSS);
+            assert_eq!((c.acked_segs, c.acked_sacked_segs), (4, 3));
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+
+    /// Linux before seed 003 (`tcp_sacktag_write_queue`, Linux 3.18): a block at or
+    /// above `tcp_highest_sack_seq` starts at `tp->highest_sack`, so a SACK growing
+    /// at the top costs a few nodes in the list too, not a walk from the head.
+    #[test]
+    fn list_sack_at_the_top_starts_at_highest_sack() {
+        let off = |i: u64| 1 + i * MSS as u64;
+        for kind in [RtxQueueKind::List, RtxQueueKind::Tree] {
+            let mut q = storm(kind);
+            assert!(q.len() > 5_000);
+            let before = q.nodes_visited();
+            for k in 5_002..5_102 {
+                q.sacktag_blocks(&[(off(5_001), off(k)), (off(4_991), off(5_000))], MSS);
+            }
+            let per_ack = (q.nodes_visited() - before) / 100;
+            // Without the hint the list walked past the 1,000 skbs below.
+            assert!(per_ack < 40, "{kind:?}: {per_ack} nodes per ACK");
+            q.check_invariants();
+        }
+    }
+
+    /// Where no hint applies (a block opening in the middle, as when a
+    /// retransmission fills a hole), the list walks from its head and the tree
+    /// searches: about 500 skbs passed vs about log2(6,000).
+    #[test]
+    fn list_sack_in_the_middle_walks_from_the_head() {
+        let off = |i: u64| 1 + i * MSS as u64;
+        let mut visits = Vec::new();
+        for kind in [RtxQueueKind::List, RtxQueueKind::Tree] {
+            let mut q = storm(kind);
+            let before = q.nodes_visited();
+            // Hole 2,500 filled: its block joins the runs either side.
+            q.sacktag_blocks(&[(off(2_491), off(2_510))], MSS);
+            visits.push(q.nodes_visited() - before);
+            q.check_invariants();
+        }
+        assert!(visits[0] > 450, "list: {} nodes", visits[0]);
+        assert!(visits[1] < 60, "tree: {} nodes", visits[1]);
+    }
+
+    #[test]
+    fn recv_sack_cache_skips_known_blocks() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 20, 100);
+            let t = q.sacktag_blocks(&[(501, 701)], MSS);
+            assert_eq!(t.segs, 2);
+            // The same block grown on the right and a new block: only the new parts.
+            let t = q.sacktag_blocks(&[(501, 901), (1101, 1201)], MSS);
+            assert_eq!(t.segs, 3);
+            assert_eq!(q.sacked_out, 5);
+            q.check_invariants();
+        }
+    }
+
+    /// CVE-2019-11478: SACKs of every other byte cut nothing (no whole segment is
+    /// covered), so the queue keeps its shape.
+    #[test]
+    fn hostile_every_other_byte() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 20, 64 * MSS);
+            let (len, truesize) = (q.len(), q.truesize);
+            let mut x = 2;
+            while x < 20 * 64 * MSS as u64 {
+                let blocks: Vec<(u64, u64)> = (0..4).map(|i| (x + 2 * i, x + 2 * i + 1)).collect();
+                let t = q.sacktag_blocks(&blocks, MSS);
+                assert_eq!(t.segs, 0);
+                x += 8;
+            }
+            assert_eq!((q.len(), q.truesize, q.sacked_out), (len, truesize, 0));
+            q.check_invariants();
+        }
+    }
+
+    /// CVE-2019-11478/11479: at the minimum MSS, random tiny blocks may cut the queue
+    /// into 48-byte segments only until its charged memory reaches 2 * sndbuf + 128 KB.
+    #[test]
+    fn hostile_tiny_blocks_stay_bounded() {
+        use rand_chacha::rand_core::{RngCore, SeedableRng};
+        const MIN_MSS: u32 = 48;
+        const SNDBUF: u64 = 1_500_000;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for kind in KINDS {
+            let mut q = RtxQueue::with_kind(kind);
+            q.set_sndbuf(SNDBUF as u32);
+            let (n, len) = (40u64, 65_520u32); // 1365 segments of 48 bytes each
+            for i in 0..n {
+                let mut s = queue_tests::skb(1 + i * len as u64, len);
+                s.pcount = skb::pcount(len, MIN_MSS);
+                q.push(s);
+            }
+            let truesize = q.truesize;
+            let limit = 2 * SNDBUF + FRAG_SLACK + SKB_OVERHEAD as u64;
+            let mut refused = 0;
+            for _ in 0..5000 {
+                let blocks: Vec<(u64, u64)> = (0..4)
+                    .map(|_| {
+                        let s = 1 + rng.next_u64() % (n * len as u64 - 200);
+                        (s, s + 1 + rng.next_u64() % 150)
+                    })
+                    .collect();
+                refused += q.sacktag_blocks(&blocks, MIN_MSS).refused;
+                assert!(q.payload + q.len() as u64 * SKB_OVERHEAD as u64 <= limit);
+            }
+            assert!(refused > 0);
+            assert!(q.len() as u64 > n && q.len() < 1000, "{} skbs", q.len());
+            assert_eq!(q.truesize, truesize);
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+}

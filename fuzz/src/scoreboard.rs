@@ -20,7 +20,7 @@
 use crate::Bytes as Input;
 use bytes::Bytes;
 use lowtide::config::RtxQueueKind;
-use lowtide::tcp::rate::TxRate;
+use lowtide::tcp::rtx::skb::TxRate;
 use lowtide::tcp::rtx::skb::{self, Skb, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
 use lowtide::tcp::rtx::RtxQueue;
 use lowtide::Instant;

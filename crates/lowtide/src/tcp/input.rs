@@ -491,7 +491,7 @@ impl Tcb {
         }
         let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.first_tx);
         let mut rate = AckRate {
-            skb: super::rate::DeliveredSkb::later(sack.rate, cleaned.rate),
+            skb: super::rtx::skb::DeliveredSkb::later(sack.rate, cleaned.rate),
             delivered: newly_acked_sacked,
             rtt_us: self.ca_rtt_us(ctx, &cleaned, sack.last_tx).or(rtt_us),
             prior_in_flight,

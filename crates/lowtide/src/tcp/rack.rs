@@ -212,7 +212,7 @@ impl Tcb {
         ctx: &mut Ctx,
         snd_una_advanced: bool,
         prior_fack: u64,
-        sack: &super::rtx::SackResult,
+        sack: &super::rtx::sacktag::SackResult,
     ) -> super::recovery::AckFlags {
         let d = core::mem::take(&mut self.rtx.delivered);
         self.rack_advance(ctx.now, &d);

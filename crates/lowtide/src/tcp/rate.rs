@@ -8,68 +8,9 @@
 //! Application-limited periods are marked (`tcp_rate_check_app_limited`) so that
 //! congestion control can discount their low samples.
 
-use super::rtx::skb::{Skb, EVER_RETRANS, SACKED_RETRANS, SKB_OVERHEAD};
+use super::rtx::skb::{DeliveredSkb, TxRate, SKB_OVERHEAD};
 use super::sock::Tcb;
 use crate::time::Instant;
-
-/// The delivery state an skb carries from its (re)transmission (`tcp_skb_cb.tx`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TxRate {
-    /// `tx.delivered`: `tp->delivered` when the skb was sent.
-    pub delivered: u64,
-    /// `tx.delivered_mstamp`: when `tp->delivered` last grew before the send; `None`
-    /// once the skb was SACKed and counted (Linux zeroes it), or for an skb never
-    /// stamped.
-    pub delivered_mstamp: Option<Instant>,
-    /// `tx.first_tx_mstamp`: start of the send phase the skb belongs to.
-    pub first_tx_mstamp: Instant,
-    /// `tx.is_app_limited`: sent while the application left a bubble in the pipe.
-    pub is_app_limited: bool,
-}
-
-/// The most recently sent skb among those one ACK delivered: the start of the
-/// sample (what `tcp_rate_skb_delivered` keeps in `struct rate_sample`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DeliveredSkb {
-    /// Its snapshot from the last transmission.
-    pub tx: TxRate,
-    /// Its last transmission time (`skb_mstamp_ns`).
-    pub tx_time: Instant,
-    /// Its end (`end_seq`), to order skbs sent at the same instant.
-    pub end_seq: u64,
-    /// It had been retransmitted (`TCPCB_RETRANS`).
-    pub is_retrans: bool,
-}
-
-impl DeliveredSkb {
-    /// The one sent later of `a` and `b` (`tcp_skb_sent_after`).
-    pub fn later(a: Option<DeliveredSkb>, b: Option<DeliveredSkb>) -> Option<DeliveredSkb> {
-        match (a, b) {
-            (Some(x), Some(y)) => Some(if (y.tx_time, y.end_seq) > (x.tx_time, x.end_seq) {
-                y
-            } else {
-                x
-            }),
-            (x, None) => x,
-            (None, y) => y,
-        }
-    }
-}
-
-/// `tcp_rate_skb_delivered` for one skb: keeps in `acc` the most recently sent of
-/// the skbs delivered by this ACK. Skbs already counted when SACKed are skipped.
-pub fn skb_delivered(acc: &mut Option<DeliveredSkb>, s: &Skb) {
-    if s.tx.delivered_mstamp.is_none() {
-        return;
-    }
-    let d = DeliveredSkb {
-        tx: s.tx,
-        tx_time: s.tx_time,
-        end_seq: s.end_seq,
-        is_retrans: s.has(SACKED_RETRANS | EVER_RETRANS),
-    };
-    *acc = DeliveredSkb::later(*acc, Some(d));
-}
 
 /// `struct rate_sample`: what one ACK says about the delivery rate. Signed fields
 /// follow Linux: -1 means "no valid value".
@@ -250,6 +191,7 @@ impl Tcb {
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::tcp::rtx::skb::Skb;
 
     use bytes::Bytes;
 
@@ -391,19 +333,5 @@ mod tests {
         t.write_seq = t.snd_nxt + MSS as u64;
         t.rate_check_app_limited();
         assert_eq!(t.app_limited, 0);
-    }
-
-    #[test]
-    fn later_skb_wins_by_time_then_sequence() {
-        let mk = |t: u64, e: u64| DeliveredSkb {
-            tx: TxRate::default(),
-            tx_time: Instant(t),
-            end_seq: e,
-            is_retrans: false,
-        };
-        let a = Some(mk(5, 100));
-        assert_eq!(DeliveredSkb::later(a, Some(mk(4, 200))), a);
-        assert_eq!(DeliveredSkb::later(a, Some(mk(5, 200))), Some(mk(5, 200)));
-        assert_eq!(DeliveredSkb::later(None, a), a);
     }
 }

@@ -5,19 +5,17 @@
 //! | module | Linux counterpart |
 //! |---|---|
 //! | [`queue`] | the queue and its counters (`packets_out`, `sacked_out`, `lost_out`, `retrans_out`), `tcp_clean_rtx_queue`, loss marking |
-//! | `sacktag` | `tcp_sacktag_write_queue` and what it calls: D-SACK checks, block validation, the walk, skb splits and merges |
+//! | [`sacktag`] | `tcp_sacktag_write_queue` and what it calls: D-SACK checks, block validation, the walk, skb splits and merges |
 //! | `store` | where the skbs live: the rb-tree `tcp_rtx_queue`, or the list before seed 003 |
 //! | `tree` | the tree shape of the store, keyed by stream offset |
 //! | [`tsorted`] | `tsorted_sent_queue`: the skbs in flight by transmit time, for RACK |
 //! | [`skb`] | `struct sk_buff` and `struct tcp_skb_cb` as TCP uses them |
 
 pub mod queue;
-mod sacktag;
+pub mod sacktag;
 pub mod skb;
 mod store;
 mod tree;
 pub mod tsorted;
 
 pub use queue::{Cleaned, Delivered, RackLoss, RtxQueue, RtxQueueKind, RtxWalk, TCP_NUM_SACKS};
-pub(crate) use sacktag::SackResult;
-pub use sacktag::Tagged;

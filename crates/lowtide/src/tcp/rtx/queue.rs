@@ -8,11 +8,12 @@
 //!
 //! SACK tagging, which splits and merges skbs, is in `sacktag.rs` beside this file.
 
-use super::skb::{self, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
+use super::skb::{
+    self, DeliveredSkb, Skb, TxRate, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS,
+};
 use super::store::{Pos, Store};
 use super::tsorted::{self, Tsorted};
 pub use crate::config::RtxQueueKind;
-use crate::tcp::rate::{self, DeliveredSkb, TxRate};
 use crate::time::Instant;
 
 /// Most SACK blocks one ACK carries (`TCP_NUM_SACKS`).
@@ -393,7 +394,7 @@ impl RtxQueue {
             let (s, next) = self.store.remove_first().expect("head exists");
             head = next;
             self.account(Acct::of(&s), false);
-            rate::skb_delivered(&mut c.rate, &s);
+            skb::skb_delivered(&mut c.rate, &s);
             // tcp_clean_rtx_queue: RACK advances on what the ACK newly delivers,
             // unless the TSecr shows it acknowledges an earlier transmission.
             if !s.has(SACKED_ACKED) && !self.spurious_retrans(&s) {

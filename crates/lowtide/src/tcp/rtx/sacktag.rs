@@ -11,10 +11,11 @@
 //! queue stays short.
 
 use super::queue::{Acct, RtxQueue, TCP_NUM_SACKS};
-use super::skb::{self, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
+use super::skb::{
+    self, DeliveredSkb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD,
+};
 use super::store::Pos;
 use crate::mib::Mib;
-use crate::tcp::rate::{self, DeliveredSkb};
 use crate::tcp::seq::Seq;
 use crate::tcp::sock::Tcb;
 use crate::tcp::Ctx;
@@ -410,7 +411,7 @@ impl RtxQueue {
         let a = Acct::of(s);
         self.note_delivered(a);
         let s = self.store.get(p);
-        rate::skb_delivered(&mut t.rate, s);
+        skb::skb_delivered(&mut t.rate, s);
         t.segs += s.pcount;
         // tcp_advance_highest_sack
         self.highest_sack = self.highest_sack.max(s.end_seq);

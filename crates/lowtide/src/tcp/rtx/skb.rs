@@ -1,4 +1,5 @@
-//! `struct sk_buff` as TCP uses it: one chunk of the send stream.
+//! `struct sk_buff` as TCP uses it: one chunk of the send stream, with the
+//! `tcp_skb_cb` bits and the delivery-rate snapshot (`tcp_skb_cb.tx`) it carries.
 
 use crate::time::Instant;
 use bytes::{Bytes, BytesMut};
@@ -73,7 +74,7 @@ pub struct Skb {
     /// Memory charged for it.
     pub truesize: u32,
     /// Delivery-rate snapshot of the last transmission (`tcp_rate_skb_sent`).
-    pub tx: crate::tcp::rate::TxRate,
+    pub tx: TxRate,
 }
 
 impl Skb {
@@ -122,4 +123,82 @@ impl Skb {
 /// Segments for `len` payload bytes (a SYN or FIN alone still counts one).
 pub fn pcount(len: u32, mss: u32) -> u32 {
     len.div_ceil(mss.max(1)).max(1)
+}
+
+/// The delivery state an skb carries from its (re)transmission (`tcp_skb_cb.tx`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxRate {
+    /// `tx.delivered`: `tp->delivered` when the skb was sent.
+    pub delivered: u64,
+    /// `tx.delivered_mstamp`: when `tp->delivered` last grew before the send; `None`
+    /// once the skb was SACKed and counted (Linux zeroes it), or for an skb never
+    /// stamped.
+    pub delivered_mstamp: Option<Instant>,
+    /// `tx.first_tx_mstamp`: start of the send phase the skb belongs to.
+    pub first_tx_mstamp: Instant,
+    /// `tx.is_app_limited`: sent while the application left a bubble in the pipe.
+    pub is_app_limited: bool,
+}
+
+/// The most recently sent skb among those one ACK delivered: the start of the
+/// sample (what `tcp_rate_skb_delivered` keeps in `struct rate_sample`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveredSkb {
+    /// Its snapshot from the last transmission.
+    pub tx: TxRate,
+    /// Its last transmission time (`skb_mstamp_ns`).
+    pub tx_time: Instant,
+    /// Its end (`end_seq`), to order skbs sent at the same instant.
+    pub end_seq: u64,
+    /// It had been retransmitted (`TCPCB_RETRANS`).
+    pub is_retrans: bool,
+}
+
+impl DeliveredSkb {
+    /// The one sent later of `a` and `b` (`tcp_skb_sent_after`).
+    pub fn later(a: Option<DeliveredSkb>, b: Option<DeliveredSkb>) -> Option<DeliveredSkb> {
+        match (a, b) {
+            (Some(x), Some(y)) => Some(if (y.tx_time, y.end_seq) > (x.tx_time, x.end_seq) {
+                y
+            } else {
+                x
+            }),
+            (x, None) => x,
+            (None, y) => y,
+        }
+    }
+}
+
+/// `tcp_rate_skb_delivered` for one skb: keeps in `acc` the most recently sent of
+/// the skbs delivered by this ACK. Skbs already counted when SACKed are skipped.
+pub fn skb_delivered(acc: &mut Option<DeliveredSkb>, s: &Skb) {
+    if s.tx.delivered_mstamp.is_none() {
+        return;
+    }
+    let d = DeliveredSkb {
+        tx: s.tx,
+        tx_time: s.tx_time,
+        end_seq: s.end_seq,
+        is_retrans: s.has(SACKED_RETRANS | EVER_RETRANS),
+    };
+    *acc = DeliveredSkb::later(*acc, Some(d));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_skb_wins_by_time_then_sequence() {
+        let mk = |t: u64, e: u64| DeliveredSkb {
+            tx: TxRate::default(),
+            tx_time: Instant(t),
+            end_seq: e,
+            is_retrans: false,
+        };
+        let a = Some(mk(5, 100));
+        assert_eq!(DeliveredSkb::later(a, Some(mk(4, 200))), a);
+        assert_eq!(DeliveredSkb::later(a, Some(mk(5, 200))), Some(mk(5, 200)));
+        assert_eq!(DeliveredSkb::later(None, a), a);
+    }
 }

@@ -20,8 +20,9 @@
 use crate::Bytes as Input;
 use bytes::Bytes;
 use lowtide::config::RtxQueueKind;
+use lowtide::tcp::consts::SKB_OVERHEAD;
 use lowtide::tcp::rtx::skb::TxRate;
-use lowtide::tcp::rtx::skb::{self, Skb, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD};
+use lowtide::tcp::rtx::skb::{self, Skb, LOST, SACKED_ACKED, SACKED_RETRANS};
 use lowtide::tcp::rtx::RtxQueue;
 use lowtide::Instant;
 use std::collections::VecDeque;

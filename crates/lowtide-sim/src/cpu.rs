@@ -92,7 +92,7 @@ impl CpuModel {
             ],
             per_sack_block_ns: 277.0,
             per_packet_out_ns: 54.0,
-            backlog_overhead: lowtide::tcp::rtx::skb::SKB_OVERHEAD as u64,
+            backlog_overhead: lowtide::tcp::consts::SKB_OVERHEAD as u64,
         }
     }
 

@@ -11,7 +11,8 @@
 //! `cargo bench -p lowtide --bench sack`
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use lowtide::tcp::rtx::skb::{self, Skb};
+use lowtide::tcp::consts::SKB_OVERHEAD;
+use lowtide::tcp::rtx::skb::Skb;
 use lowtide::tcp::rtx::{RtxQueue, RtxQueueKind};
 use lowtide::time::Instant;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -109,7 +110,7 @@ impl Scenario {
                 sacked: 0,
                 pcount: 1,
                 tx_time: Instant(i),
-                truesize: MSS + skb::SKB_OVERHEAD,
+                truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
             });
         }

@@ -3,9 +3,9 @@
 
 use super::consts::*;
 use super::{err, Errno, Fd, Host, SockState, SYSCTL_WMEM_MAX};
+use crate::tcp::consts::{MAX_TCP_WINDOW, SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF, TCP_MIN_MSS};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
-use crate::tcp::sockopt::TCP_MIN_MSS;
 use crate::time::Instant;
 use crate::TcpState;
 
@@ -15,11 +15,6 @@ pub const TCP_INFO_LEN: usize = 280;
 pub const SK_MEMINFO_LEN: usize = 36;
 /// `TCP_CA_NAME_MAX`.
 const TCP_CA_NAME_MAX: usize = 16;
-/// `MAX_TCP_WINDOW`: the largest `TCP_MAXSEG`.
-const MAX_TCP_WINDOW: u32 = 32767;
-/// `SOCK_MIN_SNDBUF` and `SOCK_MIN_RCVBUF` as the engine uses them.
-const SOCK_MIN_SNDBUF: u32 = 4608;
-const SOCK_MIN_RCVBUF: u32 = 2304;
 
 /// `SO_KEEPALIVE` (`sock_setsockopt`) or one of `TCP_KEEPIDLE`, `TCP_KEEPINTVL`,
 /// `TCP_KEEPCNT` (`do_tcp_setsockopt`, `EINVAL` out of range) applied to `ka`.

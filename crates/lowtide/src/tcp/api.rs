@@ -1,8 +1,9 @@
 //! The socket calls (tcp.c): `tcp_sendmsg`, `tcp_recvmsg`, `tcp_shutdown`,
 //! `tcp_close`, `tcp_disconnect`.
 
-use super::rtx::skb::{WriteSkb, FLAG_FIN, FLAG_PSH, SKB_OVERHEAD};
-use super::sock::{Tcb, GSO_MAX_SIZE};
+use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD};
+use super::rtx::skb::{WriteSkb, FLAG_FIN, FLAG_PSH};
+use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::config::Config;
 use crate::mib::Mib;

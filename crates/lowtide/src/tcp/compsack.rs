@@ -7,13 +7,12 @@
 //! `tcp_comp_sack_nr` (44) are held, or until a SACK block would leave the first
 //! two of the ACK. Each ACK not sent counts in `TcpExtTCPAckCompressed`.
 
+use super::consts::TCP_FASTRETRANS_THRESH;
 use super::sock::Tcb;
 use super::Ctx;
 use crate::mib::Mib;
 use core::time::Duration;
 
-/// `TCP_FASTRETRANS_THRESH`: ACKs for one `rcv_nxt` sent before compressing.
-const TCP_FASTRETRANS_THRESH: u8 = 3;
 /// `TCP_SACK_BLOCKS_EXPECTED`: SACK blocks a sender is sure to see (4 fit, 3 with
 /// timestamps; "given that SACK packets might be lost, be conservative and use 2").
 pub(crate) const TCP_SACK_BLOCKS_EXPECTED: usize = 2;

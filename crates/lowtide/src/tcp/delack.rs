@@ -6,7 +6,10 @@
 //! connection that answers what it receives (pingpong mode, request/response)
 //! stops quick-ACKing so that its ACKs ride on its replies.
 
-use super::sock::{Tcb, TCP_DELACK_MIN, TCP_MAX_QUICKACKS};
+use super::consts::{
+    TCP_ATO_MIN, TCP_DELACK_MAX, TCP_DELACK_MIN, TCP_MAX_QUICKACKS, TCP_MIN_MSS, TCP_MSS_DEFAULT,
+};
+use super::sock::Tcb;
 use crate::time::Instant;
 use core::time::Duration;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
@@ -15,15 +18,7 @@ use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 pub(crate) const ICSK_ACK_PUSHED: u8 = 1;
 /// `ICSK_ACK_PUSHED2`: two such segments since the last ACK.
 pub(crate) const ICSK_ACK_PUSHED2: u8 = 2;
-/// `TCP_MSS_DEFAULT` (RFC 1122's 536) and `TCP_MIN_MSS`.
-const TCP_MSS_DEFAULT: usize = 536;
-const TCP_MIN_MSS: usize = 88;
 
-/// `TCP_ATO_MIN` (HZ/25): the smallest ACK timeout.
-pub const TCP_ATO_MIN: Duration = Duration::from_millis(40);
-/// `TCP_DELACK_MAX` (HZ/5): the longest delay in pingpong mode or after a push,
-/// and the route's `icsk_delack_max` default.
-pub const TCP_DELACK_MAX: Duration = Duration::from_millis(200);
 /// HZ/2: the longest delay otherwise (before the RTT bound).
 const MAX_ATO: Duration = Duration::from_millis(500);
 /// `net.ipv4.tcp_pingpong_thresh` (default 1): replies within `ato` of a receipt
@@ -62,8 +57,8 @@ impl Tcb {
         // when two in a row have the same size.
         let with_header = seg as usize + th.header_len();
         let remnant = TcpFlags::FIN.0 | TcpFlags::URG.0 | TcpFlags::SYN.0 | TcpFlags::PSH.0;
-        if with_header >= TCP_MSS_DEFAULT + 20
-            || (with_header >= TCP_MIN_MSS + 20 && th.flags.0 & remnant == 0)
+        if with_header >= TCP_MSS_DEFAULT as usize + 20
+            || (with_header >= TCP_MIN_MSS as usize + 20 && th.flags.0 & remnant == 0)
         {
             let len = with_header.saturating_sub(self.tcp_header_len()) as u32;
             self.last_seg_size = len;

@@ -222,6 +222,6 @@ impl Tcb {
     pub(crate) fn rmem_alloc(&self) -> u64 {
         let bytes = self.rcv_queue.len() as u64 + self.ofo.bytes();
         let mss = self.rcv_mss.max(1) as u64;
-        bytes + bytes.div_ceil(mss) * super::rtx::skb::SKB_OVERHEAD as u64
+        bytes + bytes.div_ceil(mss) * super::consts::SKB_OVERHEAD as u64
     }
 }

@@ -2,18 +2,16 @@
 //! `tcp_rcv_synsent_state_process`, `tcp_ack`, `tcp_data_queue` and ACK scheduling.
 
 use super::cong::{AckSample, CaState, CcContext, CongestionOps};
+use super::consts::{TCP_MAX_QUICKACKS, TCP_PAWS_24DAYS_MS};
 use super::rate::{AckRate, RateSample};
 use super::rcvqueue::Payload;
-use super::sock::{Tcb, TCP_MAX_QUICKACKS};
+use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
 use crate::socket::{EventKind, SocketError};
 use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 use tracing::trace;
-
-/// PAWS: timestamps older than 24 days are not trusted (`TCP_PAWS_24DAYS`).
-const PAWS_24DAYS_MS: u64 = 24 * 24 * 3600 * 1000;
 
 /// What `tcp_ack` made of a segment's ACK field.
 enum AckOutcome {
@@ -191,7 +189,7 @@ impl Tcb {
         }
         // per_mss = roundup_pow_of_two(mss + MAX_TCP_HEADER + shinfo) + sk_buff.
         let per_mss =
-            (self.mss_cache + super::rtx::skb::MAX_TCP_HEADER + 320).next_power_of_two() + 256;
+            (self.mss_cache + super::consts::MAX_TCP_HEADER + 320).next_power_of_two() + 256;
         let segs = self.cw.snd_cwnd.max(10).max(self.reordering + 1);
         let sndmem = self.cc.sndbuf_expand() as u64 * segs as u64 * per_mss as u64;
         let sndmem = sndmem.min(ctx.cfg.tcp_wmem[2] as u64) as u32;
@@ -293,7 +291,7 @@ impl Tcb {
             return true;
         }
         let stale =
-            ctx.now.saturating_since(self.ts_recent_stamp).as_millis() as u64 > PAWS_24DAYS_MS;
+            ctx.now.saturating_since(self.ts_recent_stamp).as_millis() as u64 > TCP_PAWS_24DAYS_MS;
         if (tsval.wrapping_sub(self.ts_recent) as i32) < 0 && !stale {
             ctx.mib.inc(Mib::TcpExtPAWSEstab);
             trace!(tsval, ts_recent = self.ts_recent, "drop: PAWS");

@@ -23,6 +23,7 @@ pub(crate) mod api;
 pub(crate) mod chrono;
 pub(crate) mod compsack;
 pub mod cong;
+pub mod consts;
 pub(crate) mod delack;
 pub(crate) mod ecn;
 pub mod info;

@@ -4,10 +4,8 @@
 //! Data is kept as maximal contiguous runs, each one allocation, so a run of
 //! in-order arrivals above a hole grows one buffer and one SACK block.
 
+use super::consts::TCP_NUM_SACKS;
 use std::collections::BTreeMap;
-
-/// Most SACK blocks remembered (`TCP_NUM_SACKS`).
-pub const NUM_SACKS: usize = 4;
 
 /// Out-of-order data keyed by stream offset, with the SACK blocks to report.
 #[derive(Debug, Default)]
@@ -65,7 +63,7 @@ impl OfoQueue {
         let merged = self.merge(start, seq, data, &touching);
         self.recent.retain(|k| !touching.contains(k));
         self.recent.insert(0, start);
-        self.recent.truncate(NUM_SACKS);
+        self.recent.truncate(TCP_NUM_SACKS);
         self.bytes += merged.len() as u64;
         self.runs.insert(start, merged);
         dup
@@ -205,7 +203,7 @@ mod tests {
             q.insert(100 + i * 20, &bytes(0..10));
         }
         let b: Vec<_> = q.sack_blocks().collect();
-        assert_eq!(b.len(), NUM_SACKS);
+        assert_eq!(b.len(), TCP_NUM_SACKS);
         assert_eq!(b[0], (200, 210));
     }
 

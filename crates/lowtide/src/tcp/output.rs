@@ -2,8 +2,9 @@
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
 use super::cong::{CaEvent, CaState};
-use super::rtx::skb::{self, Skb, FLAG_FIN, FLAG_PSH, FLAG_SYN, SKB_OVERHEAD};
-use super::sock::{Pending, Tcb, GSO_MAX_SIZE};
+use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD};
+use super::rtx::skb::{self, Skb, FLAG_FIN, FLAG_PSH, FLAG_SYN};
+use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
 use crate::socket::{Transmit, TxToken};

@@ -4,8 +4,9 @@
 //! (`tcp_small_queue_check`, seed 002).
 
 use super::cong::CaState;
-use super::rtx::skb::{FLAG_FIN, SKB_OVERHEAD};
-use super::sock::{Pending, Tcb, GSO_MAX_SIZE};
+use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD, TCP_RESOURCE_PROBE_INTERVAL};
+use super::rtx::skb::FLAG_FIN;
+use super::sock::{Pending, Tcb};
 use super::Ctx;
 use crate::config::{Config, SizeGoalAt};
 use crate::time::Instant;
@@ -15,9 +16,6 @@ use core::time::Duration;
 pub const SK_PACING_SHIFT: u32 = 10;
 /// `sch_fq`/internal pacing leave the first 10 segments of a flow unpaced.
 const UNPACED_SEGS: u64 = 10;
-
-/// `TCP_RESOURCE_PROBE_INTERVAL`: the retry after a local drop (HZ / 2).
-const TCP_RESOURCE_PROBE_INTERVAL: core::time::Duration = core::time::Duration::from_millis(500);
 
 impl Tcb {
     /// `tcp_update_pacing_rate`: `mss * max(cwnd, packets_out) / srtt`, times 200 % in
@@ -305,7 +303,7 @@ impl Tcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::rtx::skb::{Skb, SKB_OVERHEAD};
+    use crate::tcp::rtx::skb::Skb;
 
     use bytes::Bytes;
 
@@ -433,7 +431,7 @@ mod tests {
 #[cfg(test)]
 mod defer_tests {
     use super::*;
-    use crate::tcp::rtx::skb::{Skb, SKB_OVERHEAD};
+    use crate::tcp::rtx::skb::Skb;
 
     #[test]
     fn half_srtt_test_truncates_to_whole_microseconds() {
@@ -476,7 +474,7 @@ mod defer_tests {
 #[cfg(test)]
 mod local_drop_tests {
     use super::*;
-    use crate::tcp::rtx::skb::{Skb, SKB_OVERHEAD};
+    use crate::tcp::rtx::skb::Skb;
 
     #[test]
     fn a_dropped_range_since_sacked_does_not_hold_back_the_rest() {

@@ -5,7 +5,8 @@
 //! per-destination path MTU (`stack/icmp.rs`).
 
 use super::cong::CaState;
-use super::sock::{Tcb, TCPOLEN_TSTAMP_ALIGNED};
+use super::consts::TCPOLEN_TSTAMP_ALIGNED;
+use super::sock::Tcb;
 use super::{Ctx, TcpState};
 
 /// `TCP_MSS_DEFAULT`: below this largest window, `tcp_bound_to_half_wnd` allows the

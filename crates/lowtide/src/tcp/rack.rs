@@ -4,6 +4,7 @@
 //! retransmissions and tail losses alike and tolerates reordering by waiting.
 
 use super::cong::CaState;
+use super::consts::{TCP_MAX_REORDERING, TCP_RACK_RECOVERY_THRESH, TCP_TIMEOUT_MIN};
 use super::rtx::tsorted::sent_after;
 use super::rtx::{Delivered, RackLoss};
 use super::sock::{Pending, Tcb};
@@ -12,13 +13,6 @@ use crate::config::{TCP_RACK_LOSS_DETECTION, TCP_RACK_NO_DUPTHRESH, TCP_RACK_STA
 use crate::mib::Mib;
 use crate::time::Instant;
 use core::time::Duration;
-
-/// `TCP_RACK_RECOVERY_THRESH`: recoveries a grown reordering window persists for.
-pub(crate) const TCP_RACK_RECOVERY_THRESH: u8 = 16;
-/// `TCP_TIMEOUT_MIN`: slack added to the reorder timer (2 jiffies at HZ=1000).
-pub(crate) const TCP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
-/// `tcp_max_reordering` default.
-const TCP_MAX_REORDERING: u32 = 300;
 
 /// `tp->rack`: RACK's state (RFC 8985 section 6.1).
 #[derive(Debug, Clone, Copy)]
@@ -237,7 +231,8 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::mib::Counters;
-    use crate::tcp::rtx::skb::{self, Skb, LOST, SACKED_ACKED};
+    use crate::tcp::consts::SKB_OVERHEAD;
+    use crate::tcp::rtx::skb::{Skb, LOST, SACKED_ACKED};
 
     const MSS: u32 = 1000;
 
@@ -269,7 +264,7 @@ mod tests {
                 sacked: 0,
                 pcount: 1,
                 tx_time: Instant(i * 1_000_000),
-                truesize: MSS + skb::SKB_OVERHEAD,
+                truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
             });
         }

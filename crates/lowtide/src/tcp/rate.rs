@@ -8,7 +8,8 @@
 //! Application-limited periods are marked (`tcp_rate_check_app_limited`) so that
 //! congestion control can discount their low samples.
 
-use super::rtx::skb::{DeliveredSkb, TxRate, SKB_OVERHEAD};
+use super::consts::SKB_OVERHEAD;
+use super::rtx::skb::{DeliveredSkb, TxRate};
 use super::sock::Tcb;
 use crate::time::Instant;
 

@@ -18,32 +18,21 @@
 //! grows by two segments per segment received (`rcv_ssthresh`, "slow start" of the
 //! window), so that memory is committed only as the sender proves it needs it.
 
+use super::consts::{
+    SKB_OVERHEAD, SOCK_MIN_RCVBUF, TCPOLEN_TSTAMP_ALIGNED, TCP_INIT_CWND, TCP_MAX_WSCALE,
+    TCP_MIN_MSS, TCP_MIN_RCVMSS, TCP_RMEM_TO_WIN_SCALE,
+};
 use super::delack::ICSK_ACK_PUSHED;
-use super::rtx::skb::SKB_OVERHEAD;
+
 use super::sock::Tcb;
 use crate::config::Config;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 
-/// `TCP_RMEM_TO_WIN_SCALE`: `scaling_ratio` is in 1/256ths.
-const TCP_RMEM_TO_WIN_SCALE: u32 = 8;
-/// `TCP_DEFAULT_SCALING_RATIO`: 50 %, until a segment is measured.
-pub(crate) const TCP_DEFAULT_SCALING_RATIO: u8 = 1 << (TCP_RMEM_TO_WIN_SCALE - 1);
-/// `TCP_INIT_CWND`: `tcp_init_buffer_space` expects ten segments in the first RTT.
-const TCP_INIT_CWND: u32 = 10;
 /// `sysctl_tcp_app_win` default: 1/2^31 of the window kept for the application.
 const TCP_APP_WIN: u32 = 31;
-/// `SOCK_MIN_RCVBUF`: `2048 + SKB_DATA_ALIGN(sizeof(struct sk_buff))`.
-const SOCK_MIN_RCVBUF: u32 = 2048 + 256;
-/// `TCP_MIN_RCVMSS`, `TCP_MIN_MSS`: bounds of the first `rcv_mss` guess.
-const TCP_MIN_RCVMSS: u32 = 536;
-const TCP_MIN_MSS: u32 = 88;
-/// `TCP_MAX_WSCALE` (RFC 7323 section 2.3).
-const TCP_MAX_WSCALE: i32 = 14;
 /// `net.core.rmem_max` (4 MB as this machine's 6.18 reads it), also a floor of the
 /// window scale.
 const SYSCTL_RMEM_MAX: u32 = 4 << 20;
-/// `TCPOLEN_TSTAMP_ALIGNED`: the timestamp option's room in every segment.
-const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
 
 impl Tcb {
     /// `tcp_win_from_space`: the payload `space` bytes of memory hold.

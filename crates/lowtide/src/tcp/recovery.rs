@@ -340,7 +340,7 @@ impl Tcb {
     fn try_undo_dsack(&mut self, ctx: &mut Ctx) -> bool {
         if self.undo_marker.is_some() && self.undo_retrans == 0 {
             self.rack.reo_wnd_persist =
-                (self.rack.reo_wnd_persist + 1).min(super::rack::TCP_RACK_RECOVERY_THRESH);
+                (self.rack.reo_wnd_persist + 1).min(super::consts::TCP_RACK_RECOVERY_THRESH);
             self.undo_cwnd_reduction(false);
             ctx.mib.inc(Mib::TcpExtTCPDSACKUndo);
             return true;

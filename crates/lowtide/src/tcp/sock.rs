@@ -1,6 +1,7 @@
 //! `struct tcp_sock`: the state of one connection, and its construction.
 
 use super::cong::{self, CaState, CongestionOps, CwndState};
+use super::consts::TCP_TIMEOUT_INIT;
 use super::ofo::OfoQueue;
 use super::rtx::skb::WriteSkb;
 use super::rtx::RtxQueue;
@@ -11,21 +12,6 @@ use crate::socket::{SocketError, SocketHandle};
 use crate::time::Instant;
 use core::time::Duration;
 use std::collections::VecDeque;
-
-/// `TCP_TIMEOUT_INIT`: the RTO before any RTT sample (RFC 6298 section 2.1).
-pub const TCP_TIMEOUT_INIT: Duration = Duration::from_secs(1);
-/// `TCP_RTO_MAX`.
-pub const TCP_RTO_MAX: Duration = Duration::from_secs(120);
-/// `TCP_DELACK_MIN`.
-pub const TCP_DELACK_MIN: Duration = Duration::from_millis(40);
-/// `TCP_TIMEWAIT_LEN`.
-pub const TCP_TIMEWAIT_LEN: Duration = Duration::from_secs(60);
-/// `TCP_MAX_QUICKACKS`.
-pub const TCP_MAX_QUICKACKS: u32 = 16;
-/// `gso_max_size`: the largest packet handed to the device.
-pub const GSO_MAX_SIZE: u32 = 65536;
-/// Bytes the timestamp option takes in every segment (`TCPOLEN_TSTAMP_ALIGNED`).
-pub const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
 
 /// What the retransmit timer is armed for (`icsk_pending`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,7 +352,7 @@ impl Tcb {
             rcv_wscale: 0,
             window_clamp: 0,
             rcv_ssthresh: 0,
-            scaling_ratio: super::rcvwin::TCP_DEFAULT_SCALING_RATIO,
+            scaling_ratio: super::consts::TCP_DEFAULT_SCALING_RATIO,
             rcv_queue: Default::default(),
             ofo: OfoQueue::default(),
             fin_seq: None,

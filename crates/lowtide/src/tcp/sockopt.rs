@@ -5,9 +5,6 @@ use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::config::Config;
 
-/// `TCP_MIN_MSS`: the smallest `TCP_MAXSEG` Linux accepts.
-pub const TCP_MIN_MSS: u32 = 88;
-
 /// Options a socket carries from `socket(2)` on, before it has a connection. Linux
 /// keeps them in `struct sock`/`tcp_sock`; a listener's children inherit them
 /// (`sk_clone_lock`, `tcp_create_openreq_child`).

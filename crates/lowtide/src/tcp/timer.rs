@@ -1,7 +1,10 @@
 //! Timers (tcp_timer.c) and the RTT estimator behind the RTO (RFC 6298, with
 //! Linux's `tcp_rtt_estimator` bounds).
 
-use super::sock::{Pending, Tcb, TCP_RTO_MAX, TCP_TIMEOUT_INIT, TCP_TIMEWAIT_LEN};
+use super::consts::{
+    TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_INIT, TCP_TIMEOUT_MIN, TCP_TIMEWAIT_LEN,
+};
+use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
 use crate::socket::{EventKind, SocketError};
@@ -366,12 +369,8 @@ impl Tcb {
     }
 }
 
-/// `TCP_RTO_MIN`: the RTO base of `tcp_model_timeout` for synchronized states.
-const TCP_RTO_MIN: Duration = Duration::from_millis(200);
 /// `TCP_RESOURCE_PROBE_INTERVAL`: the retry when a probe could not be sent (HZ / 2).
 const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);
-/// `TCP_TIMEOUT_MIN`: the shortest timer a clamp to the user timeout leaves.
-const TCP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
 
 /// `tcp_model_timeout`: how long `boundary` RTOs take, doubling from `rto_base` up
 /// to `TCP_RTO_MAX` then linear.

@@ -5,7 +5,8 @@
 //! (with SACK) that lets RACK repair the loss instead of an RTO.
 
 use super::cong::CaState;
-use super::sock::{Pending, Tcb, TCP_TIMEOUT_INIT};
+use super::consts::TCP_TIMEOUT_INIT;
+use super::sock::{Pending, Tcb};
 use super::Ctx;
 use crate::mib::Mib;
 use core::time::Duration;
@@ -29,7 +30,7 @@ impl Tcb {
             let extra = if self.rtx.packets_out == 1 {
                 self.rto_min
             } else {
-                super::rack::TCP_TIMEOUT_MIN
+                super::consts::TCP_TIMEOUT_MIN
             };
             Duration::from_micros(2 * self.srtt_us as u64) + extra
         } else {
@@ -109,7 +110,7 @@ impl Tcb {
     fn probe_retransmit_skb(&mut self, ctx: &mut Ctx, seq: u64) {
         let Some(s) = self.rtx.get(seq) else { return };
         let (flags, data, pcount) = (s.flags, s.data.clone(), s.pcount);
-        let truesize = data.len() as u32 + super::rtx::skb::SKB_OVERHEAD;
+        let truesize = data.len() as u32 + super::consts::SKB_OVERHEAD;
         self.transmit(ctx, seq, flags, &data, truesize);
         self.rtx.mark_probed(seq, ctx.now);
         ctx.mib.add(Mib::TcpRetransSegs, pcount as u64);

@@ -11,6 +11,7 @@
 //! packetdrill's expected windows carry over unchanged.
 
 use super::{AckSample, CaCtx, CaEvent, CaState, CongestionOps, CwndState};
+use crate::tcp::consts::GSO_MAX_SIZE;
 use crate::time::Instant;
 
 /// `BICTCP_BETA_SCALE`: beta is in 1/1024.
@@ -29,8 +30,6 @@ pub const HYSTART_MIN_SAMPLES: u8 = 8;
 pub const HYSTART_DELAY_MIN: u32 = 4000;
 /// `HYSTART_DELAY_MAX`, microseconds.
 pub const HYSTART_DELAY_MAX: u32 = 16000;
-/// `sk_gso_max_size` used by `hystart_ack_delay` (`GSO_LEGACY_MAX_SIZE`).
-const GSO_MAX_SIZE: u64 = super::super::sock::GSO_MAX_SIZE as u64;
 
 /// `HYSTART_DELAY_THRESH`.
 fn hystart_delay_thresh(x: u32) -> u32 {
@@ -305,7 +304,7 @@ impl Cubic {
         if ctx.pacing_rate == 0 {
             return 0;
         }
-        (GSO_MAX_SIZE * 4 * 1_000_000 / ctx.pacing_rate).min(1000) as u32
+        (GSO_MAX_SIZE as u64 * 4 * 1_000_000 / ctx.pacing_rate).min(1000) as u32
     }
 
     /// `hystart_update`: looks for the slow start exit point; sets ssthresh to cwnd

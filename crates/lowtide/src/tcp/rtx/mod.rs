@@ -18,4 +18,4 @@ mod store;
 mod tree;
 pub mod tsorted;
 
-pub use queue::{Cleaned, Delivered, RackLoss, RtxQueue, RtxQueueKind, RtxWalk, TCP_NUM_SACKS};
+pub use queue::{Cleaned, Delivered, RackLoss, RtxQueue, RtxQueueKind, RtxWalk};

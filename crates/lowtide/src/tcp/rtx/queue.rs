@@ -14,10 +14,9 @@ use super::skb::{
 use super::store::{Pos, Store};
 use super::tsorted::{self, Tsorted};
 pub use crate::config::RtxQueueKind;
+use crate::tcp::consts::TCP_NUM_SACKS;
 use crate::time::Instant;
 
-/// Most SACK blocks one ACK carries (`TCP_NUM_SACKS`).
-pub const TCP_NUM_SACKS: usize = 4;
 /// The retransmit queue and its scoreboard counters (in segments, as Linux counts).
 #[derive(Debug)]
 pub struct RtxQueue {
@@ -662,6 +661,7 @@ impl RtxQueue {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::tcp::consts::SKB_OVERHEAD;
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -681,7 +681,7 @@ pub(super) mod tests {
             sacked: 0,
             pcount: skb::pcount(len, MSS),
             tx_time: Instant(seq),
-            truesize: len + skb::SKB_OVERHEAD,
+            truesize: len + SKB_OVERHEAD,
             tx: Default::default(),
         }
     }

@@ -10,12 +10,11 @@
 //! CVE-2019-11478), and runs of SACKed skbs are merged (`tcp_shift_skb_data`) so the
 //! queue stays short.
 
-use super::queue::{Acct, RtxQueue, TCP_NUM_SACKS};
-use super::skb::{
-    self, DeliveredSkb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, SKB_OVERHEAD,
-};
+use super::queue::{Acct, RtxQueue};
+use super::skb::{self, DeliveredSkb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use super::store::Pos;
 use crate::mib::Mib;
+use crate::tcp::consts::{SKB_OVERHEAD, TCP_NUM_SACKS};
 use crate::tcp::seq::Seq;
 use crate::tcp::sock::Tcb;
 use crate::tcp::Ctx;

@@ -1,20 +1,9 @@
 //! `struct sk_buff` as TCP uses it: one chunk of the send stream, with the
 //! `tcp_skb_cb` bits and the delivery-rate snapshot (`tcp_skb_cb.tx`) it carries.
 
+use crate::tcp::consts::SKB_OVERHEAD;
 use crate::time::Instant;
 use bytes::{Bytes, BytesMut};
-
-/// `MAX_TCP_HEADER`: `L1_CACHE_ALIGN(128 + MAX_HEADER)`, the header room of every TCP
-/// skb. 256 on x86_64 when no IP tunnel is built in (`MAX_HEADER` = `LL_MAX_HEADER`),
-/// as on this project's reference kernel (Linux 6.18: `ss -m` shows `w869` for one
-/// 37-byte skb); kernels with tunnels built in have `MAX_HEADER` + 48, hence 320.
-pub const MAX_TCP_HEADER: u32 = 256;
-
-/// Fixed memory cost of an skb beyond its payload, for `truesize`: Linux's
-/// `SKB_TRUESIZE(MAX_TCP_HEADER)` (`tcp_stream_alloc_skb`), `sizeof(struct sk_buff)`
-/// plus `sizeof(struct skb_shared_info)`, each cache-aligned (256 + 320 on x86_64),
-/// plus the header room.
-pub const SKB_OVERHEAD: u32 = 256 + 320 + MAX_TCP_HEADER;
 
 /// `TCPCB_SACKED_ACKED`: the receiver SACKed this skb.
 pub const SACKED_ACKED: u8 = 0x01;

@@ -12,14 +12,23 @@
 //! 4. drain readiness with [`Stack::poll_event`] and use the socket API ([`Stack::send`],
 //!    [`Stack::recv`], ...).
 //!
-//! The TCP engine is split by role as Linux's is: `tcp::input` (tcp_input.c),
-//! `tcp::output` (tcp_output.c), `tcp::timer` (tcp_timer.c), `tcp::recovery` (SACK
-//! scoreboard and loss marking), `tcp::cong` (congestion control ops), `tcp::api`
-//! (tcp.c: sendmsg, recvmsg, close).
+//! The TCP engine ([`tcp`]) is split by role as Linux's is, one module per Linux file
+//! or function family: `tcp::input` (tcp_input.c), `tcp::output` (tcp_output.c),
+//! `tcp::timer` (tcp_timer.c), `tcp::recovery` (tcp_input.c's fast recovery: PRR,
+//! RFC 6675, undo), `tcp::rack` (tcp_recovery.c: RACK), [`tcp::rtx`] (the retransmit
+//! queue and SACK processing), [`tcp::rate`] (tcp_rate.c), [`tcp::cong`]
+//! (`tcp_congestion_ops`: Reno, CUBIC, BBR), `tcp::api` (tcp.c: sendmsg, recvmsg,
+//! close), [`tcp::consts`] (include/net/tcp.h); [`tcp`]'s table lists every module
+//! with its Linux counterpart. The stack around it (the socket table, demux, LISTEN
+//! and SYN cookies as tcp_ipv4.c and tcp_minisocks.c, ICMP) is in src/stack/, behind
+//! [`Stack`].
 //!
 //! [`posix`] puts Linux's socket API on top: file descriptors, errno values,
 //! readiness as `tcp_poll` computes it, `poll`/`epoll`, and socket options by level,
 //! still without blocking or a clock of its own.
+//!
+//! Async users: the `lowtide-tokio` crate runs a stack on a tokio task over a TUN
+//! device or any packet device, with `TcpListener` and `TcpStream` as tokio's.
 
 pub mod config;
 pub mod mib;

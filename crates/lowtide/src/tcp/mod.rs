@@ -3,21 +3,36 @@
 //! | module | Linux counterpart |
 //! |---|---|
 //! | [`sock`] | `struct tcp_sock`, `tcp_init_sock` |
-//! | `input` | tcp_input.c: segment processing, ACKs, data queueing |
-//! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
-//! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
-//! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
-//! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, `SO_KEEPALIVE` |
-//! | [`rate`] | tcp_rate.c: delivery-rate sampling |
-//! | `recovery` | tcp_input.c `tcp_fastretrans_alert`, PRR (RFC 6937), RFC 6675 |
-//! | [`rtx`] | the retransmit queue (`tcp_rtx_queue`) and its SACK scoreboard |
-//! | [`ofo`] | the out-of-order queue and SACK generation |
+//! | [`consts`] | the constants of include/net/tcp.h (and the few from linux/tcp.h, sock.h, skbuff.h, netdevice.h) |
+//! | `input` | tcp_input.c: `tcp_rcv_established`, `tcp_ack`, `tcp_data_queue`, the state machine |
+//! | `ratelimit` | tcp_input.c `tcp_oow_rate_limited`, `tcp_send_challenge_ack` (RFC 5961 section 7) |
+//! | `delack` | tcp_input.c `tcp_event_data_recv`, quick ACKs; tcp_output.c `tcp_send_delayed_ack` |
+//! | `compsack` | tcp_input.c SACK compression: `__tcp_ack_snd_check`, `tcp_sack_compress_send_ack` |
+//! | `recovery` | tcp_input.c `tcp_fastretrans_alert`: RFC 6675 marking, PRR (RFC 6937), NewReno, undo, `tcp_enter_loss` |
+//! | `rack` | tcp_recovery.c: RACK loss detection (RFC 8985 section 6), the reorder timer |
+//! | `tlp` | tail loss probes (RFC 8985 section 7): tcp_output.c `tcp_schedule_loss_probe`, `tcp_send_loss_probe`; tcp_input.c `tcp_process_tlp_ack` |
+//! | [`rtx`] | the retransmit queue (`tcp_rtx_queue`, `tsorted_sent_queue`), SACK processing (`tcp_sacktag_write_queue`), `struct sk_buff` as TCP uses it |
+//! | [`ofo`] | tcp_input.c: the out-of-order queue (`tcp_data_queue_ofo`) and the SACK blocks we send |
+//! | `rcvqueue` | `sk_receive_queue`: in-order payload held by reference |
 //! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
-//! | [`cong`] | `tcp_congestion_ops`, Reno (tcp_cong.c), CUBIC (tcp_cubic.c) |
-//! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
-//! | [`info`] | `struct tcp_info` |
+//! | `ecn` | ECN (RFC 3168): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
+//! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
+//! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
+//! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit` |
+//! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
+//! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
+//! | [`rate`] | tcp_rate.c: delivery-rate sampling |
+//! | [`cong`] | `tcp_congestion_ops`: Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), lib/win_minmax.c |
+//! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
+//! | [`sockopt`] | tcp.c: `do_tcp_setsockopt`, `tcp_poll`, `tcp_ioctl` |
+//! | `page_frag` | `sk_page_frag`, `skb_page_frag_refill`: payload memory of the write queues |
+//! | `syncookies` | syncookies.c: SYN cookies |
+//! | [`info`] | `struct tcp_info` (tcp.c `tcp_get_info`) |
+//! | [`seq`] | sequence numbers (RFC 9293 section 3.4): `before`/`after` at the wire boundary |
+//!
+//! The listening side (tcp_ipv4.c, tcp_minisocks.c) is in the stack's `listen` module.
 
 pub(crate) mod api;
 pub(crate) mod chrono;

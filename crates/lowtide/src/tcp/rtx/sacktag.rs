@@ -1,5 +1,5 @@
 //! SACK processing, Linux's `tcp_sacktag_write_queue` (tcp_input.c) and what it calls:
-//! the socket's half ([`Tcb::sacktag`]: `tcp_check_dsack`, `tcp_dsack_seen`,
+//! the socket's half (`Tcb::sacktag`: `tcp_check_dsack`, `tcp_dsack_seen`,
 //! `tcp_is_sackblock_valid`) and the queue's half ([`RtxQueue::sacktag_blocks`]: the
 //! `recv_sack_cache` skip, `tcp_sacktag_skip`/`tcp_sacktag_walk`, `tcp_sacktag_one`,
 //! `tcp_match_skb_to_sack` and `tcp_shift_skb_data`).
@@ -253,7 +253,7 @@ impl Tcb {
 
 impl RtxQueue {
     /// The queue's half of `tcp_sacktag_write_queue`, for one ACK's blocks as
-    /// [`Tcb::sacktag`] validated them (`[start, end)` stream offsets inside
+    /// `Tcb::sacktag` validated them (`[start, end)` stream offsets inside
     /// `snd_una..snd_nxt`, D-SACKs removed): sorts them, tags what the previous
     /// ACK's blocks (`recv_sack_cache`) did not already cover, then remembers these
     /// blocks for the next ACK.

@@ -131,6 +131,11 @@ struct StreamArgs {
     /// NIC queue limit in packets, 1 to 1000000 (txqueuelen; a GSO packet counts once).
     #[arg(long, default_value_t = 1000, value_parser = limits::queue, allow_hyphen_values = true)]
     queue: u64,
+    /// Marks ECN-capable packets CE (RFC 3168) once this many packets wait in a NIC
+    /// queue, 1 to 1000000: a step AQM, as `red min K max K ecn`. Flows use ECN with
+    /// `--sysctl net.ipv4.tcp_ecn=1` (the receivers accept it by default).
+    #[arg(long, value_name = "PACKETS", value_parser = limits::queue, allow_hyphen_values = true)]
+    ecn_mark_at: Option<u64>,
     /// Seed of every random choice in the run.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -261,6 +266,7 @@ impl StreamArgs {
             link_ab,
             link_ba,
             queue_limit: self.queue as usize,
+            ecn_mark_at: self.ecn_mark_at.map(|k| k as usize),
             gro: self.gro,
             verify_checksums: self.verify_checksums,
             config: self.config()?,

@@ -204,6 +204,13 @@ fn lowtide_part(out: &mut String, r: &Results) {
         r.sim_wall_s,
         r.sim_packets as f64 / r.sim_wall_s.max(1e-9),
     );
+    if r.drops.ce_marked > 0 {
+        let _ = writeln!(
+            out,
+            "ECN: {} packets marked CE in NIC queues",
+            r.drops.ce_marked
+        );
+    }
 }
 
 /// A delay in µs, in ms when long.

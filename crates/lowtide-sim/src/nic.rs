@@ -9,17 +9,26 @@ use std::collections::VecDeque;
 pub trait QueueItem {
     /// Bytes of the IP packet (a GSO packet counts its whole length).
     fn ip_len(&self) -> usize;
+    /// Marks Congestion Experienced if the packet is ECN-capable
+    /// ([`lowtide_wire::ip::mark_ce`]); false if it is not (or not an IP packet).
+    fn mark_ce(&mut self) -> bool;
 }
 
 impl QueueItem for Transmit {
     fn ip_len(&self) -> usize {
         self.len()
     }
+    fn mark_ce(&mut self) -> bool {
+        lowtide_wire::ip::mark_ce(&mut self.packet)
+    }
 }
 
 impl QueueItem for Vec<u8> {
     fn ip_len(&self) -> usize {
         self.len()
+    }
+    fn mark_ce(&mut self) -> bool {
+        lowtide_wire::ip::mark_ce(self)
     }
 }
 
@@ -40,6 +49,8 @@ pub struct QueueStats {
     pub enqueued: u64,
     /// Packets dropped because the queue was full.
     pub drops: u64,
+    /// ECN-capable packets marked CE on enqueue ([`NicQueue::with_ecn_mark_at`]).
+    pub ce_marked: u64,
     /// Most packets ever queued at once.
     pub peak_packets: u64,
     /// Most IP bytes ever queued at once.
@@ -61,6 +72,8 @@ pub struct QueueStats {
 pub struct NicQueue<T = Transmit> {
     queue: VecDeque<Queued<T>>,
     limit: usize,
+    /// Mark CE instead of queueing silently once this many packets wait.
+    ecn_mark_at: Option<usize>,
     bytes: u64,
     /// Integral of `bytes` over time (byte·ns) up to `last_change`.
     byte_ns: u128,
@@ -109,6 +122,7 @@ impl<T: QueueItem> NicQueue<T> {
         NicQueue {
             queue: VecDeque::with_capacity(limit.clamp(1, 4096)),
             limit: limit.max(1),
+            ecn_mark_at: None,
             bytes: 0,
             byte_ns: 0,
             last_change: Instant::ZERO,
@@ -124,6 +138,15 @@ impl<T: QueueItem> NicQueue<T> {
         }
     }
 
+    /// A step-marking AQM on this queue (RFC 3168 section 5; as `tc qdisc ... red
+    /// min K max K ecn` or DCTCP's marking threshold): an ECN-capable packet that
+    /// arrives while at least `at` packets wait is marked CE and queued; packets
+    /// that are not ECN-capable are only dropped when the queue is full, as before.
+    pub fn with_ecn_mark_at(mut self, at: Option<usize>) -> NicQueue<T> {
+        self.ecn_mark_at = at;
+        self
+    }
+
     /// Queues a packet that belongs to no flow, or gives it back if the queue is
     /// full (a drop, counted).
     pub fn enqueue(&mut self, now: Instant, tx: T) -> Result<(), T> {
@@ -132,10 +155,13 @@ impl<T: QueueItem> NicQueue<T> {
 
     /// Queues a packet of `flow` (or [`NO_FLOW`]), or gives it back if the queue is
     /// full (a drop, counted). The flow only feeds the per-flow statistics.
-    pub fn enqueue_flow(&mut self, now: Instant, tx: T, flow: u32) -> Result<(), T> {
+    pub fn enqueue_flow(&mut self, now: Instant, mut tx: T, flow: u32) -> Result<(), T> {
         if self.queue.len() >= self.limit {
             self.stats.drops += 1;
             return Err(tx);
+        }
+        if self.ecn_mark_at.is_some_and(|at| self.queue.len() >= at) && tx.mark_ce() {
+            self.stats.ce_marked += 1;
         }
         self.account(now);
         let len = tx.ip_len() as u64;

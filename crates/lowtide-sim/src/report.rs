@@ -107,6 +107,7 @@ fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
     let drops = Drops {
         link_loss: w.links.iter().map(|l| l.stats.lost).sum(),
         queue: w.hosts.iter().map(|h| h.nic.stats(end).drops).sum(),
+        ce_marked: w.hosts.iter().map(|h| h.nic.stats(end).ce_marked).sum(),
         stray_connections: w.stray_connections,
     };
     Results {

@@ -73,6 +73,9 @@ pub struct Scenario {
     pub link_ba: LinkConfig,
     /// NIC queue limit in packets (`txqueuelen`; a GSO packet counts once).
     pub queue_limit: usize,
+    /// Mark ECN-capable packets CE once this many packets wait in a NIC queue
+    /// ([`crate::nic::NicQueue::with_ecn_mark_at`]); `None`: no marking.
+    pub ecn_mark_at: Option<usize>,
     /// GRO on the receive path of both hosts.
     pub gro: bool,
     /// Interrupt coalescing window of the receive path (ns).
@@ -119,6 +122,7 @@ impl Default for Scenario {
             link_ab: LinkConfig::default(),
             link_ba: LinkConfig::default(),
             queue_limit: 1000,
+            ecn_mark_at: None,
             gro: true,
             rx_usecs_ns: 20_000,
             stagger_ns: 1_000,
@@ -220,6 +224,8 @@ pub struct Drops {
     pub link_loss: u64,
     /// Packets dropped by full NIC queues (both hosts).
     pub queue: u64,
+    /// Packets marked CE instead of dropped (both hosts; [`Scenario::ecn_mark_at`]).
+    pub ce_marked: u64,
     /// Connections the receiving host accepted from a flow's port after the flow's
     /// own one (an old duplicate let in by a SYN cookie), closed unread.
     pub stray_connections: u64,

@@ -7,7 +7,7 @@ use crate::host::{Host, Role};
 use crate::intervals::IntervalSampler;
 use crate::link::WireSeg;
 use crate::link::{LinkDir, Pipe};
-use crate::nic::NO_FLOW;
+use crate::nic::{NicQueue, NO_FLOW};
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
 use crate::sample::{auto_interval, MemorySampler};
@@ -128,6 +128,7 @@ impl World {
             .map(|i| {
                 let stack = Stack::new(sc.config.clone(), derive_seed(sc.seed, 1 + i as u64));
                 let mut h = Host::new(stack, addr(i), sc.queue_limit, i);
+                h.nic = NicQueue::new(sc.queue_limit).with_ecn_mark_at(sc.ecn_mark_at);
                 h.rx_csum_valid =
                     !sc.verify_checksums && sc.link_ab.corrupt == 0.0 && sc.link_ba.corrupt == 0.0;
                 // Link direction 0 is A->B, 1 is B->A: host i receives on 1 - i.

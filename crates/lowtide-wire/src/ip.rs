@@ -212,8 +212,68 @@ fn parse_v6(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
     })
 }
 
+/// `INET_ECN_set_ce`: a router's AQM marks Congestion Experienced (RFC 3168
+/// section 5) on an ECN-capable packet instead of dropping it. Sets CE on an IPv4
+/// or IPv6 packet whose ECN field is ECT(0) or ECT(1), fixing the IPv4 header
+/// checksum; false (nothing changed) for a not-ECT or already-CE packet or a
+/// buffer too short to hold the header.
+pub fn mark_ce(packet: &mut [u8]) -> bool {
+    match packet.first().map(|b| b >> 4) {
+        Some(4) if packet.len() >= IPV4_HEADER_LEN => {
+            let ecn = packet[1] & 0x03;
+            if ecn == 0 || ecn == 3 {
+                return false;
+            }
+            packet[1] |= 0x03;
+            let ihl = ((packet[0] & 0x0f) as usize * 4).clamp(IPV4_HEADER_LEN, packet.len());
+            fill_ipv4_checksum(&mut packet[..ihl]);
+            true
+        }
+        Some(6) if packet.len() >= IPV6_HEADER_LEN => {
+            let ecn = (packet[1] >> 4) & 0x03;
+            if ecn == 0 || ecn == 3 {
+                return false;
+            }
+            packet[1] |= 0x30;
+            true
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn mark_ce_marks_only_ect_packets_and_keeps_the_checksum_valid() {
+        for v6 in [false, true] {
+            for (ecn, marked) in [(0u8, false), (1, true), (2, true), (3, false)] {
+                let ip = IpRepr {
+                    src: if v6 {
+                        "::1".parse().unwrap()
+                    } else {
+                        "10.0.0.1".parse().unwrap()
+                    },
+                    dst: if v6 {
+                        "::2".parse().unwrap()
+                    } else {
+                        "10.0.0.2".parse().unwrap()
+                    },
+                    protocol: PROTO_TCP,
+                    hop_limit: 64,
+                    ecn,
+                    header_len: 0,
+                    payload_len: 0,
+                };
+                let mut buf = vec![0u8; ip.emit_len()];
+                ip.emit(&mut buf, 7);
+                assert_eq!(mark_ce(&mut buf), marked, "v6 {v6} ecn {ecn}");
+                let back = IpRepr::parse(&buf, true).expect("checksum still valid");
+                assert_eq!(back.ecn, if marked { 3 } else { ecn });
+            }
+        }
+        assert!(!mark_ce(&mut [0x45, 0x02]), "too short");
+    }
     use super::*;
     use proptest::prelude::*;
 

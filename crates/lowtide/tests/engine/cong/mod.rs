@@ -1,0 +1,4 @@
+//! Congestion control: CUBIC and slow start (tcp_cubic.c, tcp_cong.c).
+
+mod cubic;
+mod slow_start;

@@ -1,0 +1,368 @@
+//! Packet-exchange tests for the state machine, one section per state.
+
+use crate::common::*;
+use lowtide::{Config, EventKind, Shutdown, SocketError, SocketHandle, TcpState};
+use lowtide_wire::tcp::TcpFlags;
+use std::time::Duration;
+
+fn connected() -> (Pair, SocketHandle, SocketHandle) {
+    establish(Config::default())
+}
+
+mod listen_and_syn {
+    use super::*;
+
+    #[test]
+    fn three_way_handshake_negotiates_options() {
+        let (p, c, s) = connected();
+        let ia = p.a.info(p.now, c).unwrap();
+        let ib = p.b.info(p.now, s).unwrap();
+        assert_eq!(ia.state, "ESTABLISHED");
+        assert_eq!(ib.state, "ESTABLISHED");
+        // 1500 MTU - 40 - 12 bytes of timestamps.
+        assert_eq!(ia.snd_mss, 1448);
+        assert!(ia.rtt >= 20_000 && ia.rtt < 21_000, "rtt {}", ia.rtt);
+        assert_eq!(p.a.counters().get(lowtide::Mib::TcpActiveOpens), 1);
+        assert_eq!(p.b.counters().get(lowtide::Mib::TcpPassiveOpens), 1);
+    }
+
+    #[test]
+    fn data_times_start_when_the_connection_is_established() {
+        // Linux sets lrcvtime and lsndtime in tcp_finish_connect (active side, at the
+        // SYN-ACK) and tcp_create_openreq_child (passive side, at the final ACK), so
+        // tcpi_last_data_recv/sent count from there (packetdrill
+        // tcp_info/tcp-info-last_data_recv.pkt). One-way delay 10 ms: A gets the
+        // SYN-ACK at 20 ms, B the ACK at 30 ms; establish() returns at 40 ms.
+        let (p, c, s) = connected();
+        assert_eq!(
+            p.now.saturating_since(lowtide::Instant::ZERO),
+            Duration::from_millis(40)
+        );
+        let ia = p.a.info(p.now, c).unwrap();
+        let ib = p.b.info(p.now, s).unwrap();
+        assert_eq!((ia.last_data_recv, ia.last_data_sent), (20, 20));
+        assert_eq!((ib.last_data_recv, ib.last_data_sent), (10, 10));
+        // tcp_ack sets rcv_tstamp on the SYN-ACK (A) and the final ACK (B).
+        assert_eq!((ia.last_ack_recv, ib.last_ack_recv), (20, 10));
+    }
+
+    #[test]
+    fn bytes_acked_and_received_count_syn_and_fin_as_linux() {
+        // tcp_snd_una_update / tcp_rcv_nxt_update add sequence space: measured on
+        // this machine's Linux over loopback, a client that sends 1000 bytes and
+        // shuts down reads bytes_acked 1, 1001, 1002; its server bytes_acked 0 and
+        // bytes_received 1001.
+        let (mut p, c, s) = connected();
+        assert_eq!(p.a.info(p.now, c).unwrap().bytes_acked, 1);
+        let data = pattern(1000, 7);
+        assert_eq!(send_all(&mut p, true, c, s, &data), data);
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.info(p.now, c).unwrap().bytes_acked, 1001);
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        let (ia, ib) = (p.a.info(p.now, c).unwrap(), p.b.info(p.now, s).unwrap());
+        assert_eq!((ia.bytes_acked, ia.bytes_received), (1002, 0));
+        assert_eq!((ib.bytes_acked, ib.bytes_received), (0, 1001));
+    }
+
+    #[test]
+    fn last_ack_recv_follows_acks_not_data() {
+        // tcpi_last_ack_recv is now - rcv_tstamp (tcp_get_info), which tcp_ack
+        // moves on every acceptable ACK; the sender of a one-way transfer gets
+        // ACKs but no data, so its last_data_recv keeps growing.
+        let (mut p, c, s) = connected();
+        p.drive_for(Duration::from_millis(500));
+        let data = pattern(10_000, 3);
+        assert_eq!(send_all(&mut p, true, c, s, &data), data);
+        p.drive_for(Duration::from_millis(100));
+        let ia = p.a.info(p.now, c).unwrap();
+        assert!(
+            ia.last_data_recv >= 600,
+            "last_data_recv {}",
+            ia.last_data_recv
+        );
+        assert!(
+            ia.last_ack_recv <= 130,
+            "last_ack_recv {}",
+            ia.last_ack_recv
+        );
+    }
+
+    #[test]
+    fn syn_to_closed_port_is_refused() {
+        let mut p = Pair::new(Config::default());
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 81)).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert!(p
+            .events_a
+            .iter()
+            .any(|e| e.kind == EventKind::Error(SocketError::ConnectionRefused)));
+        assert_eq!(p.b.counters().get(lowtide::Mib::TcpOutRsts), 1);
+    }
+
+    #[test]
+    fn syn_is_retransmitted_then_times_out() {
+        let mut cfg = Config::default();
+        cfg.set("net.ipv4.tcp_syn_retries", "2").unwrap();
+        let mut p = Pair::new(cfg);
+        p.filter = Some(Box::new(|_, _| Verdict::Drop));
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        p.drive_for(Duration::from_secs(3));
+        assert_eq!(p.a.state(c), Ok(TcpState::SynSent));
+        p.drive_for(Duration::from_secs(10));
+        // 1 s, then 2 s, then 4 s backoff: gives up 7 s in.
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert!(p
+            .events_a
+            .iter()
+            .any(|e| e.kind == EventKind::Error(SocketError::TimedOut)));
+    }
+
+    /// A retransmitted SYN reaching a SYN-RECV socket whose SYN-ACK was lost is
+    /// answered with the SYN-ACK (`tcp_check_req`'s `inet_rtx_syn_ack`), at once.
+    /// lowtide sent the challenge ACK an out-of-window SYN draws, which the SYN-SENT
+    /// client ignores, so the handshake waited for the server's own SYN-ACK timer
+    /// (soak run 7954: 146 flows behind a 1-packet queue took an hour to connect).
+    #[test]
+    fn retransmitted_syn_gets_the_syn_ack_again() {
+        let mut p = Pair::new(Config::default());
+        p.record = true;
+        let _l = p.b.listen(addr(B, 80), 8).unwrap();
+        let (mut syns, mut synacks) = (0, 0);
+        // The first SYN arrives 500 ms late (so B's SYN-ACK timer is not due when
+        // the retransmitted SYN arrives), and the first SYN-ACK is lost.
+        p.extra_delay = Some(Box::new(move |_, d, pk| {
+            let first_syn = d == Dir::AtoB && Seg::parse(pk).th.flags == TcpFlags::SYN && {
+                syns += 1;
+                syns == 1
+            };
+            Duration::from_millis(if first_syn { 500 } else { 0 })
+        }));
+        p.filter = Some(Box::new(move |d, pk| {
+            let synack = d == Dir::BtoA && Seg::parse(pk).has(TcpFlags::SYN);
+            synacks += synack as u32;
+            match synack && synacks == 1 {
+                true => Verdict::Drop,
+                false => Verdict::Pass,
+            }
+        }));
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        // SYN at 0 (arrives 510 ms), SYN-ACK lost; SYN again at 1 s, arrives 1.01 s.
+        p.drive_for(Duration::from_millis(1030));
+        assert_eq!(p.a.state(c), Ok(TcpState::Established));
+        assert_eq!(p.b.counters().get(lowtide::Mib::TcpExtTCPSynRetrans), 1);
+        // A third copy of the SYN within tcp_invalid_ratelimit draws nothing.
+        let syn = p
+            .wire
+            .iter()
+            .find(|(_, d, pk)| *d == Dir::AtoB && Seg::parse(pk).has(TcpFlags::SYN))
+            .map(|(_, _, pk)| pk.clone())
+            .unwrap();
+        let mut q = Pair::new(Config::default());
+        q.record = true;
+        let _l = q.b.listen(addr(B, 80), 8).unwrap();
+        q.inject(true, &syn);
+        q.inject(true, &syn);
+        q.inject(true, &syn);
+        let synacks = q
+            .sent_since(0, Dir::BtoA)
+            .iter()
+            .filter(|s| s.has(TcpFlags::SYN))
+            .count();
+        assert_eq!(synacks, 2, "the SYN-ACK, then one resent");
+        assert_eq!(
+            q.b.counters().get(lowtide::Mib::TcpExtTCPACKSkippedSynRecv),
+            1
+        );
+    }
+
+    /// `sk_acceptq_is_full` is `ack_backlog > backlog`: with backlog 1, two
+    /// connections wait for accept and a third SYN is dropped.
+    #[test]
+    fn backlog_full_drops_syn() {
+        let mut p = Pair::new(Config::default());
+        let _l = p.b.listen(addr(B, 80), 1).unwrap();
+        for _ in 0..2 {
+            let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+            p.drive_for(Duration::from_millis(100));
+            assert_eq!(p.a.state(c), Ok(TcpState::Established));
+        }
+        let c3 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.state(c3), Ok(TcpState::SynSent));
+        assert!(p.b.counters().get(lowtide::Mib::TcpExtListenOverflows) >= 1);
+    }
+}
+
+mod established {
+    use super::*;
+
+    #[test]
+    fn bulk_both_directions() {
+        let (mut p, c, s) = connected();
+        let d = pattern(3_000_000, 1);
+        assert_eq!(send_all(&mut p, true, c, s, &d), d);
+        let d2 = pattern(1_000_000, 2);
+        assert_eq!(send_all(&mut p, false, s, c, &d2), d2);
+        assert_eq!(p.a.counters().get(lowtide::Mib::TcpRetransSegs), 0);
+    }
+
+    #[test]
+    fn survives_loss() {
+        let (mut p, c, s) = connected();
+        let mut n = 0u32;
+        p.filter = Some(Box::new(move |dir, _| {
+            n += 1;
+            if dir == Dir::AtoB && n.is_multiple_of(37) {
+                Verdict::Drop
+            } else {
+                Verdict::Pass
+            }
+        }));
+        let d = pattern(2_000_000, 3);
+        assert_eq!(send_all(&mut p, true, c, s, &d), d);
+        assert!(p.a.counters().get(lowtide::Mib::TcpRetransSegs) > 0);
+    }
+
+    #[test]
+    fn rst_in_window_but_not_exact_gets_challenge_ack() {
+        let (mut p, c, s) = connected();
+        p.record = true;
+        p.b.send(p.now, s, b"ping").unwrap();
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.recv(p.now, c, &mut [0u8; 8]), Ok(4));
+        // Forge a RST from B with seq = rcv_nxt + 100.
+        let info = p.a.info(p.now, c).unwrap();
+        assert_eq!(info.state, "ESTABLISHED");
+        let before = p.a.counters().get(lowtide::Mib::TcpExtTCPChallengeACK);
+        let (la, lb) = p.a.addresses(c).unwrap();
+        let pkt = forge(
+            lb,
+            la,
+            rcv_nxt_of(&p, c).wrapping_add(100),
+            0,
+            lowtide_wire::tcp::TcpFlags::RST,
+        );
+        p.inject(false, &pkt);
+        assert_eq!(p.a.state(c), Ok(TcpState::Established));
+        assert_eq!(
+            p.a.counters().get(lowtide::Mib::TcpExtTCPChallengeACK),
+            before + 1
+        );
+        // Exact sequence: accepted.
+        let pkt = forge(
+            lb,
+            la,
+            rcv_nxt_of(&p, c),
+            0,
+            lowtide_wire::tcp::TcpFlags::RST,
+        );
+        p.inject(false, &pkt);
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert_eq!(
+            p.a.recv(p.now, c, &mut [0u8; 4]),
+            Err(SocketError::ConnectionReset)
+        );
+    }
+}
+
+/// The next sequence number A expects from B, from the last packet A sent.
+fn rcv_nxt_of(p: &Pair, _c: SocketHandle) -> u32 {
+    let (_, _, pkt) = p
+        .wire
+        .iter()
+        .rev()
+        .find(|(_, d, _)| *d == Dir::AtoB)
+        .expect("A sent something");
+    let ip = lowtide_wire::ip::IpRepr::parse(pkt, false).unwrap();
+    let (th, _) = lowtide_wire::tcp::TcpRepr::parse(&pkt[ip.header_len..]).unwrap();
+    th.ack
+}
+
+fn forge(
+    src: std::net::SocketAddr,
+    dst: std::net::SocketAddr,
+    seq: u32,
+    ack: u32,
+    flags: lowtide_wire::tcp::TcpFlags,
+) -> Vec<u8> {
+    use lowtide_wire::ip::IpRepr;
+    use lowtide_wire::tcp::TcpRepr;
+    let th = TcpRepr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+        seq,
+        ack,
+        flags,
+        window: 1000,
+        ..Default::default()
+    };
+    let ip = IpRepr {
+        src: src.ip(),
+        dst: dst.ip(),
+        protocol: 6,
+        hop_limit: 64,
+        ecn: 0,
+        header_len: 20,
+        payload_len: th.header_len(),
+    };
+    let mut pkt = vec![0u8; 20 + th.header_len()];
+    ip.emit(&mut pkt[..20], 1);
+    th.emit(&mut pkt[20..]);
+    lowtide_wire::checksum::fill_tcp(src.ip(), dst.ip(), &mut pkt[20..]);
+    pkt
+}
+
+mod closing {
+    use super::*;
+
+    #[test]
+    fn active_close_goes_through_time_wait() {
+        let (mut p, c, s) = connected();
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        p.drive_for(Duration::from_millis(5));
+        assert_eq!(p.a.state(c), Ok(TcpState::FinWait1));
+        p.drive_for(Duration::from_millis(30));
+        assert_eq!(p.a.state(c), Ok(TcpState::FinWait2));
+        assert_eq!(p.b.state(s), Ok(TcpState::CloseWait));
+        assert_eq!(p.b.recv(p.now, s, &mut [0u8; 8]), Ok(0));
+        p.b.close(p.now, s).unwrap();
+        p.drive_for(Duration::from_millis(30));
+        assert_eq!(p.a.state(c), Ok(TcpState::TimeWait));
+        p.drive_for(Duration::from_secs(61));
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert_eq!(p.b.connection_count(), 0);
+    }
+
+    #[test]
+    fn simultaneous_close_goes_through_closing() {
+        let (mut p, c, s) = connected();
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        p.b.shutdown(p.now, s, Shutdown::Write).unwrap();
+        p.drive_for(Duration::from_millis(15));
+        assert_eq!(p.a.state(c), Ok(TcpState::Closing));
+        assert_eq!(p.b.state(s), Ok(TcpState::Closing));
+        p.drive_for(Duration::from_millis(15));
+        assert_eq!(p.a.state(c), Ok(TcpState::TimeWait));
+        assert_eq!(p.b.state(s), Ok(TcpState::TimeWait));
+    }
+
+    #[test]
+    fn close_with_unread_data_sends_rst() {
+        let (mut p, c, s) = connected();
+        p.a.send(p.now, c, b"hello").unwrap();
+        p.drive_for(Duration::from_millis(30));
+        p.b.close(p.now, s).unwrap();
+        p.drive_for(Duration::from_millis(30));
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert_eq!(p.b.counters().get(lowtide::Mib::TcpExtTCPAbortOnClose), 1);
+    }
+
+    #[test]
+    fn write_after_shutdown_is_epipe() {
+        let (mut p, c, _s) = connected();
+        p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
+        assert_eq!(p.a.send(p.now, c, b"x"), Err(SocketError::BrokenPipe));
+    }
+}

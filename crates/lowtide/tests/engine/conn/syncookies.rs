@@ -1,0 +1,145 @@
+//! SYN cookies (net.ipv4.tcp_syncookies = 1, Linux's default): a flood of spoofed
+//! SYNs fills the SYN queue; from then on SYN-ACKs carry cookies and keep no state,
+//! so a real client still connects at once, with its MSS, window scale and SACK.
+
+use crate::common::*;
+use lowtide::{Config, Mib, TcpState};
+use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// 5,000 SYNs from spoofed addresses to B's listener (backlog 128); their SYN-ACKs
+/// go nowhere. Returns when the real client A starts connecting.
+fn flood(cfg: Config) -> (Pair, lowtide::SocketHandle) {
+    let mut p = Pair::new(cfg);
+    p.record = true;
+    let l = p.b.listen(addr(B, 80), 128).unwrap();
+    for i in 0..5000u32 {
+        let src = SocketAddr::new(
+            std::net::Ipv4Addr::new(172, 16, (i >> 8) as u8, i as u8).into(),
+            1024 + (i % 60000) as u16,
+        );
+        let th = TcpRepr {
+            seq: i.wrapping_mul(2_654_435_761),
+            flags: TcpFlags::SYN,
+            window: 65535,
+            options: TcpOptions {
+                mss: Some(1460),
+                wscale: Some(7),
+                sack_permitted: true,
+                timestamp: Some((i, 0)),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        p.inject(true, &build(src, addr(B, 80), &th, &[], 1));
+    }
+    (p, l)
+}
+
+#[test]
+fn a_real_client_connects_through_a_syn_flood() {
+    let (mut p, l) = flood(Config::default());
+    let b = p.b.counters();
+    assert!(
+        b.get(Mib::TcpExtSyncookiesSent) > 4800,
+        "{}",
+        b.get(Mib::TcpExtSyncookiesSent)
+    );
+    // The SYN queue holds at most backlog + 1 children; the rest kept no state.
+    assert!(p.b.connection_count() <= 129, "{}", p.b.connection_count());
+    let start = p.now;
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    p.drive_for(Duration::from_millis(30));
+    let s = p.b.accept(l).expect("the real client is accepted");
+    // One RTT (20 ms) plus the ACK's trip: no SYN retransmission (1 s).
+    assert!(p.now.saturating_since(start) < Duration::from_millis(100));
+    assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesRecv), 1);
+    // The options came back through the cookie: full-sized segments, SACK, scaling.
+    let info = p.b.info(p.now, s).unwrap();
+    assert_eq!(info.snd_mss, 1448, "MSS 1460 less timestamps");
+    let data = pattern(2_000_000, 7);
+    assert_eq!(send_all(&mut p, true, c, s, &data), data);
+    let back = pattern(500_000, 8);
+    assert_eq!(send_all(&mut p, false, s, c, &back), back);
+}
+
+#[test]
+fn without_cookies_the_flood_locks_the_client_out() {
+    let cfg = Config {
+        tcp_syncookies: 0,
+        ..Config::default()
+    };
+    let (mut p, _l) = flood(cfg);
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_for(Duration::from_secs(5));
+    assert_eq!(
+        p.a.state(c),
+        Ok(TcpState::SynSent),
+        "SYNs dropped: queue full"
+    );
+    assert!(p.b.counters().get(Mib::TcpExtTCPReqQFullDrop) > 0);
+}
+
+/// An ACK with a forged cookie is reset, never accepted.
+#[test]
+fn a_forged_cookie_is_refused() {
+    let (mut p, l) = flood(Config::default());
+    let th = TcpRepr {
+        seq: 1001,
+        ack: 0xdead_beef,
+        flags: TcpFlags::ACK,
+        window: 1000,
+        ..Default::default()
+    };
+    p.inject(
+        true,
+        &build(addr("172.31.1.1", 999), addr(B, 80), &th, &[], 1),
+    );
+    assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesFailed), 1);
+    assert!(p.b.accept(l).is_err());
+}
+
+/// The client's ACK and its one data byte are lost; its FIN (sequence ISN + 2)
+/// reaches the listener first. The cookie must not validate against that sequence
+/// and make a child whose stream starts one byte late (an empty stream that ends,
+/// the real byte then dropped as old): it is refused and reset, as Linux resets an
+/// ACK whose cookie fails (`tcp_v4_do_rcv` -> `tcp_rcv_state_process` on LISTEN).
+#[test]
+fn a_fin_past_the_first_byte_does_not_complete_a_cookie() {
+    let (mut p, l) = flood(Config::default());
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    // Drop the first data segment from A (its handshake ACK is taken below).
+    let mut dropped_data = false;
+    p.filter = Some(Box::new(move |dir, pkt| {
+        if dir != Dir::AtoB {
+            return Verdict::Pass;
+        }
+        let s = Seg::parse(pkt);
+        if s.th.flags.contains(TcpFlags::FIN) {
+            return Verdict::Pass;
+        }
+        if !s.payload.is_empty() && !dropped_data {
+            dropped_data = true;
+            return Verdict::Drop;
+        }
+        Verdict::Pass
+    }));
+    p.take_in_flight(true); // the handshake's ACK, already on the wire
+    assert_eq!(p.a.send(p.now, c, b"x"), Ok(1));
+    p.flush();
+    p.a.shutdown(p.now, c, lowtide::Shutdown::Write).unwrap();
+    p.drive_for(Duration::from_secs(5));
+    if let Ok(s) = p.b.accept(l) {
+        assert_eq!(drain(&mut p.b, p.now, s), b"x", "a wrong stream");
+    }
+    assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesRecv), 0);
+    assert!(p.b.counters().get(Mib::TcpExtSyncookiesFailed) >= 1);
+    assert!(p.b.accept(l).is_err());
+}

@@ -1,0 +1,6 @@
+//! The send side: send buffer autotuning, packet buffers, local drops, path MTU (tcp_output.c, tcp_input.c `tcp_sndbuf_expand`).
+
+mod buffer_pool;
+mod local_drop;
+mod pmtu;
+mod sndbuf;

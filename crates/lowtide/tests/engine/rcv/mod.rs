@@ -1,0 +1,6 @@
+//! The receive side: delayed and compressed ACKs, reads in place, window updates (tcp_input.c, tcp.c `tcp_cleanup_rbuf`).
+
+mod comp_sack;
+mod delack;
+mod read_sock;
+mod window_update;

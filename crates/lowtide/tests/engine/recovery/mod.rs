@@ -1,0 +1,9 @@
+//! Loss recovery and the retransmit queue: fast recovery, RACK, Karn, D-SACK, old ACKs, SACK reneging, both queue kinds (tcp_input.c, tcp_recovery.c, tcp_rate.c).
+
+mod dsack_delivered;
+mod fast_recovery;
+mod karn;
+mod old_ack;
+mod rack;
+mod rtx_queue_kinds;
+mod sack_reneg_rate;

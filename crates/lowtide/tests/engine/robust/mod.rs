@@ -1,0 +1,5 @@
+//! Hostile and extreme input, and random segments: nothing panics, everything is counted.
+
+mod extremes;
+mod fuzz;
+mod hostile;

@@ -43,7 +43,8 @@ pub mod time;
 pub use config::{Config, ConfigError};
 pub use mib::{Counters, Mib};
 pub use socket::{
-    EventKind, RxChecksum, Shutdown, SocketError, SocketEvent, SocketHandle, Transmit, TxToken,
+    EventKind, RxChecksum, SendFlags, Shutdown, SocketError, SocketEvent, SocketHandle, Transmit,
+    TxToken,
 };
 pub use stack::{RtxWork, Stack, TcpMemory};
 pub use tcp::info::TcpInfo;

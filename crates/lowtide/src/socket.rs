@@ -118,6 +118,17 @@ pub enum Shutdown {
     Both,
 }
 
+/// The `send(2)` flags that [`crate::Stack::send_flags`] understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SendFlags {
+    /// `MSG_MORE`: more data follows; the tail is neither marked PSH nor sent as a
+    /// sub-MSS segment now (`tcp_push` with `TCP_NAGLE_CORK`).
+    pub more: bool,
+    /// `MSG_EOR`: the last byte ends a record; later data never shares its skb
+    /// (`TCP_SKB_CB(skb)->eor`, `tcp_skb_can_collapse_to`).
+    pub eor: bool,
+}
+
 /// A packet for the device: one IP packet, possibly a GSO super-packet.
 ///
 /// The TCP checksum field holds only the pseudo-header sum (Linux's

@@ -38,6 +38,7 @@ pub const TCP_CC_INFO: i32 = 26;
 
 pub const MSG_PEEK: i32 = 0x2;
 pub const MSG_DONTWAIT: i32 = 0x40;
+pub const MSG_EOR: i32 = 0x80;
 pub const MSG_WAITALL: i32 = 0x100;
 pub const MSG_NOSIGNAL: i32 = 0x4000;
 pub const MSG_MORE: i32 = 0x8000;

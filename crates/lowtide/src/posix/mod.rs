@@ -21,7 +21,7 @@ mod sockopt;
 pub use consts::errno;
 pub use poll::{EpollEvent, PollFd};
 
-use crate::socket::{RxChecksum, SocketError, SocketHandle, Transmit, TxToken};
+use crate::socket::{RxChecksum, SendFlags, SocketError, SocketHandle, Transmit, TxToken};
 use crate::tcp::sockopt::SockOptions;
 use crate::time::Instant;
 use crate::{Shutdown, Stack, TcpState};
@@ -439,7 +439,11 @@ impl Host {
             SockState::Unconnected | SockState::Listening(_) => return err(errno::EPIPE),
             SockState::Conn { h, .. } => h,
         };
-        let r = self.stack.send_flags(now, h, data, flags & MSG_MORE != 0);
+        let sf = SendFlags {
+            more: flags & MSG_MORE != 0,
+            eor: flags & MSG_EOR != 0,
+        };
+        let r = self.stack.send_flags(now, h, data, sf);
         self.sync_events();
         match r {
             // tcp_sendmsg on a closed connection: sk_stream_error gives EPIPE.

@@ -382,20 +382,19 @@ impl Stack {
         h: SocketHandle,
         data: &[u8],
     ) -> Result<usize, SocketError> {
-        self.send_flags(now, h, data, false)
+        self.send_flags(now, h, data, SendFlags::default())
     }
 
-    /// `send(2)` with `MSG_MORE` (`more`): the tail is neither marked PSH nor sent as
-    /// a sub-MSS segment now (`tcp_push` with `TCP_NAGLE_CORK`); see [`Stack::send`].
+    /// `send(2)` with flags ([`SendFlags`]: `MSG_MORE`, `MSG_EOR`); see [`Stack::send`].
     pub fn send_flags(
         &mut self,
         now: Instant,
         h: SocketHandle,
         data: &[u8],
-        more: bool,
+        flags: SendFlags,
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, more))
+        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, flags))
     }
 
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.

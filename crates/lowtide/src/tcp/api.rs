@@ -2,12 +2,12 @@
 //! `tcp_close`, `tcp_disconnect`.
 
 use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD};
-use super::rtx::skb::{WriteSkb, FLAG_FIN, FLAG_PSH};
+use super::rtx::skb::{self as skb, WriteSkb, FLAG_EOR, FLAG_FIN, FLAG_PSH};
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::config::Config;
 use crate::mib::Mib;
-use crate::socket::{Shutdown, SocketError};
+use crate::socket::{SendFlags, Shutdown, SocketError};
 
 impl Tcb {
     /// The `TCP_NOTSENT_LOWAT` in force: the socket's own value if set, else the
@@ -68,13 +68,15 @@ impl Tcb {
     }
 
     /// `tcp_sendmsg`: copies as much of `data` as the send buffer takes, then
-    /// `tcp_push`es (`more`: `MSG_MORE`).
+    /// `tcp_push`es (`MSG_MORE` corks); `MSG_EOR` marks the last skb when all of
+    /// `data` was taken.
     pub(crate) fn sendmsg(
         &mut self,
         ctx: &mut Ctx,
         data: &[u8],
-        more: bool,
+        flags: SendFlags,
     ) -> Result<usize, SocketError> {
+        let more = flags.more;
         self.writable_state()?;
         if data.is_empty() {
             return Ok(0);
@@ -84,6 +86,12 @@ impl Tcb {
         if copied == 0 {
             self.nospace = true;
             return Err(SocketError::WouldBlock);
+        }
+        if copied == data.len() && flags.eor {
+            // tcp_sendmsg_locked: "if (!msg_data_left(msg)) ... eor = 1".
+            if let Some(t) = self.write_queue.back_mut() {
+                t.flags |= FLAG_EOR;
+            }
         }
         if copied < data.len() {
             // wait_for_space: tcp_push(flags & ~MSG_MORE, TCP_NAGLE_PUSH).
@@ -176,7 +184,13 @@ impl Tcb {
         let mut copied = 0;
         while copied < data.len() {
             let room = match self.write_queue.back() {
-                Some(t) if t.data.len() < goal && t.flags & FLAG_FIN == 0 => goal - t.data.len(),
+                Some(t)
+                    if t.data.len() < goal
+                        && t.flags & FLAG_FIN == 0
+                        && skb::can_collapse_to(t.flags) =>
+                {
+                    goal - t.data.len()
+                }
                 _ => {
                     if !self.memory_free(ctx.cfg) {
                         break;
@@ -510,7 +524,9 @@ mod push_tests {
         let cfg = Config::default();
         let mut t = established(&cfg);
         t.notsent_lowat = 4000;
-        let n = with_ctx(&cfg, |ctx| t.sendmsg(ctx, &[0u8; 59000], false));
+        let n = with_ctx(&cfg, |ctx| {
+            t.sendmsg(ctx, &[0u8; 59000], SendFlags::default())
+        });
         assert_eq!(t.size_goal(&cfg), 16000);
         assert_eq!(t.snd_nxt, 10001, "cwnd 10 of 1000 bytes went out");
         assert_eq!(n, Ok(26000));
@@ -539,7 +555,11 @@ mod push_tests {
             let mut st = crate::tcp::TestStack::default();
             let now = Instant(1_000_000_000);
             let send = |t: &mut Tcb, st: &mut crate::tcp::TestStack, n: usize| {
-                t.sendmsg(&mut st.ctx(&cfg, now, false), &vec![0u8; n], false)
+                t.sendmsg(
+                    &mut st.ctx(&cfg, now, false),
+                    &vec![0u8; n],
+                    SendFlags::default(),
+                )
             };
             // A full skb goes out at once (tcp_push_one) and stays in the device
             // queue: no TX completion yet.
@@ -582,7 +602,7 @@ mod push_tests {
         let mut t = established(&cfg);
         t.mss_cache = 1448;
         assert_eq!(
-            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &[0u8; 37], false)),
+            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &[0u8; 37], SendFlags::default())),
             Ok(37)
         );
         assert_eq!(t.wmem_queued, 869, "sk_wmem_queued of one 37-byte skb");
@@ -595,5 +615,42 @@ mod push_tests {
         t.sndbuf = 0;
         with_ctx(&cfg, |ctx| t.sndbuf_expand(ctx));
         assert_eq!(t.sndbuf, 2 * 10 * 2304, "at least TCP_INIT_CWND segments");
+    }
+
+    /// tcp_sendmsg_locked with MSG_EOR: the record's last skb takes no later data
+    /// (tcp_skb_can_collapse_to); without it, writes fill the tail up to size_goal;
+    /// a partial write (not all of the data taken) marks nothing.
+    #[test]
+    fn eor_closes_the_tail_skb_to_later_writes() {
+        let cfg = Config::default();
+        let eor = SendFlags {
+            eor: true,
+            ..SendFlags::default()
+        };
+        let mut t = established(&cfg);
+        t.cw.snd_cwnd = 0; // keep everything in the write queue
+        let send = |t: &mut Tcb, n: usize, f: SendFlags| {
+            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &vec![0u8; n], f))
+        };
+        assert_eq!(send(&mut t, 400, SendFlags::default()), Ok(400));
+        assert_eq!(send(&mut t, 400, eor), Ok(400));
+        assert_eq!(send(&mut t, 400, eor), Ok(400));
+        assert_eq!(send(&mut t, 400, SendFlags::default()), Ok(400));
+        assert_eq!(send(&mut t, 400, SendFlags::default()), Ok(400));
+        let lens: Vec<_> = t.write_queue.iter().map(|w| w.data.len()).collect();
+        assert_eq!(lens, [800, 400, 800]);
+        let eors: Vec<_> = t
+            .write_queue
+            .iter()
+            .map(|w| w.flags & FLAG_EOR != 0)
+            .collect();
+        assert_eq!(eors, [true, true, false]);
+        // A write the send buffer cannot take whole leaves the tail open.
+        let mut t = established(&cfg);
+        t.cw.snd_cwnd = 0;
+        t.sndbuf = 4000;
+        let n = send(&mut t, 100_000, eor).expect("some taken");
+        assert!(n < 100_000);
+        assert!(t.write_queue.iter().all(|w| w.flags & FLAG_EOR == 0));
     }
 }

@@ -446,8 +446,9 @@ impl RtxQueue {
     }
 
     /// Merges the skb at `b` (the one after `a`) into `a` if both are SACKed with the
-    /// same bits, carry no SYN/FIN, are contiguous, `a` holds whole segments and the
-    /// result stays within `gso_max_size`. Counters are unchanged but `len()`.
+    /// same bits, carry no SYN/FIN, are contiguous, `a` ends no `MSG_EOR` record
+    /// (`tcp_skb_can_collapse`), `a` holds whole segments and the result stays
+    /// within `gso_max_size`. Counters are unchanged but `len()`.
     ///
     /// The payloads are copied into one buffer: `Bytes` cannot join two slices, and a
     /// list of chunks per skb would make every reader of `Skb::data` pay for this
@@ -460,7 +461,8 @@ impl RtxQueue {
         let ok = x.sacked == y.sacked
             && x.has(SACKED_ACKED)
             && x.flags & !skb::FLAG_PSH == 0
-            && y.flags & !skb::FLAG_PSH == 0
+            && skb::can_collapse_to(x.flags) // tcp_skb_can_collapse(prev, skb)
+            && y.flags & !(skb::FLAG_PSH | skb::FLAG_EOR) == 0
             && x.end_seq == y.seq
             && x.len() as u64 == x.pcount as u64 * mss as u64
             && x.data.len() + y.data.len() <= MERGE_MAX;
@@ -471,7 +473,7 @@ impl RtxQueue {
         self.modify(a, |x| {
             append(&mut x.data, &y.data);
             x.end_seq = y.end_seq;
-            x.flags |= y.flags; // tcp_shifted_skb
+            x.flags |= y.flags; // tcp_shifted_skb (eor too: prev takes skb's)
             x.pcount += y.pcount;
             x.truesize += y.truesize;
         });
@@ -519,7 +521,7 @@ fn append(a: &mut Bytes, b: &Bytes) {
 #[cfg(test)]
 mod tests {
     use super::super::queue::tests::{
-        self as queue_tests, check_payload, queue_of, storm, KINDS, MSS,
+        self as queue_tests, check_payload, queue_of, skb, storm, KINDS, MSS,
     };
     use super::*;
     use crate::tcp::rtx::RtxQueueKind;
@@ -586,6 +588,30 @@ mod tests {
             // The merged skb is cleaned like its parts.
             let c = q.clean(401, MSS);
             assert_eq!((c.acked_segs, c.acked_sacked_segs), (4, 3));
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+
+    /// tcp_shift_skb_data: an skb that ends a MSG_EOR record takes no SACKed
+    /// neighbour after it (tcp_skb_can_collapse), but may itself join the skb
+    /// before it, which then ends the record (tcp_shifted_skb).
+    #[test]
+    fn sacked_skbs_do_not_merge_past_a_record_end() {
+        for kind in KINDS {
+            let mut q = RtxQueue::with_kind(kind);
+            for i in 0..4u64 {
+                let mut s = skb(1 + i * 100, 100);
+                if i == 1 {
+                    s.flags = skb::FLAG_EOR;
+                }
+                q.push(s);
+            }
+            let t = q.sacktag(1, 401, MSS);
+            assert_eq!((t.segs, t.merged), (4, 2));
+            assert_eq!(q.len(), 2); // [1..201) ends the record, [201..401)
+            let s = q.get(1).unwrap();
+            assert_eq!((s.end_seq, s.flags), (201, skb::FLAG_EOR));
             q.check_invariants();
             check_payload(&q);
         }

@@ -20,6 +20,15 @@ pub const FLAG_SYN: u8 = 0x02;
 pub const FLAG_FIN: u8 = 0x01;
 /// `TCPHDR_PSH` marked by `tcp_mark_push`.
 pub const FLAG_PSH: u8 = 0x08;
+/// `TCP_SKB_CB(skb)->eor` (not a header bit): the skb ends a `MSG_EOR` record, so no
+/// later data joins it (`tcp_skb_can_collapse_to`); a split leaves it on the second
+/// part (`tcp_skb_fragment_eor`).
+pub const FLAG_EOR: u8 = 0x80;
+
+/// `tcp_skb_can_collapse_to`: may data be appended to an skb with these flags?
+pub fn can_collapse_to(flags: u8) -> bool {
+    flags & FLAG_EOR == 0
+}
 
 /// An skb in the write queue: payload still growing, never sent.
 #[derive(Debug)]
@@ -92,15 +101,16 @@ impl Skb {
             seq: at,
             end_seq: self.end_seq,
             data: tail_data,
-            flags: self.flags & (FLAG_FIN | FLAG_PSH),
+            flags: self.flags & (FLAG_FIN | FLAG_PSH | FLAG_EOR),
             sacked: self.sacked,
             pcount: 0,
             tx_time: self.tx_time,
             truesize: self.truesize - head_share,
             tx: self.tx,
         };
-        // tcp_fragment: "PSH and FIN should only be set in the second packet".
-        self.flags &= !(FLAG_FIN | FLAG_PSH);
+        // tcp_fragment: "PSH and FIN should only be set in the second packet", and
+        // the record end moves there too (tcp_skb_fragment_eor).
+        self.flags &= !(FLAG_FIN | FLAG_PSH | FLAG_EOR);
         self.end_seq = at;
         self.truesize = head_share;
         self.pcount = pcount(self.len(), mss);
@@ -176,6 +186,27 @@ pub fn skb_delivered(acc: &mut Option<DeliveredSkb>, s: &Skb) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// tcp_fragment + tcp_skb_fragment_eor: the record end, PSH and FIN stay with
+    /// the second part; the first part may then be collapsed into.
+    #[test]
+    fn split_moves_eor_to_the_second_part() {
+        let mut a = Skb {
+            seq: 1,
+            end_seq: 1001,
+            data: Bytes::from(vec![0u8; 1000]),
+            flags: FLAG_EOR | FLAG_PSH,
+            sacked: 0,
+            pcount: 2,
+            tx_time: Instant(0),
+            truesize: 1000 + SKB_OVERHEAD,
+            tx: Default::default(),
+        };
+        let b = a.split_off(501, 500);
+        assert!(can_collapse_to(a.flags));
+        assert!(!can_collapse_to(b.flags));
+        assert_eq!((a.flags, b.flags), (0, FLAG_EOR | FLAG_PSH));
+    }
 
     #[test]
     fn later_skb_wins_by_time_then_sequence() {

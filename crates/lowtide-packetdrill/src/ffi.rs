@@ -3,7 +3,7 @@
 use crate::state::{Attempt, Flags, Shared, State};
 use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, size_t, socklen_t, ssize_t};
 use lowtide::posix::consts::*;
-use lowtide::posix::{errno, Errno, Fd, PollFd};
+use lowtide::posix::{errno, Errno, Fd, PollFd, RecvMsg};
 use std::ffi::CStr;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -195,29 +195,35 @@ unsafe fn scatter(iov: &[libc::iovec], data: &[u8]) {
 
 // ---- the calls, on the instance ---------------------------------------------------
 
-fn do_recv(
-    sh: &Shared,
-    fd: Fd,
-    len: usize,
-    flags: i32,
-) -> Result<(Vec<u8>, Option<SocketAddr>), i32> {
+/// What a receive call got: the bytes, the peer, and `recvmsg`'s flags and cmsgs.
+pub(crate) struct Received {
+    pub data: Vec<u8>,
+    pub peer: Option<SocketAddr>,
+    pub msg: RecvMsg,
+}
+
+fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32> {
     let nonblock = sh.lock().host.is_nonblocking(fd, flags);
     let mut buf = vec![0u8; len];
-    let n = sh.blocking(
+    let msg = sh.blocking(
         nonblock,
         None,
         |st: &mut State| {
             let now = st.now();
-            match st.host.recv(now, fd, &mut buf, flags) {
+            match st.host.recvmsg(now, fd, &mut buf, flags) {
                 Err(Errno(errno::EAGAIN)) => Attempt::Wait,
                 r => Attempt::Done(r.map_err(e)),
             }
         },
         || Err(errno::EAGAIN),
     )?;
-    buf.truncate(n);
+    buf.truncate(msg.len);
     let peer = sh.lock().host.peer_addr(fd).ok().flatten();
-    Ok((buf, peer))
+    Ok(Received {
+        data: buf,
+        peer,
+        msg,
+    })
 }
 
 fn do_send(sh: &Shared, fd: Fd, data: &[u8], flags: i32) -> Result<usize, i32> {
@@ -356,7 +362,7 @@ unsafe extern "C" fn pd_readv(ud: Ud, fd: c_int, iov: *const libc::iovec, n: c_i
     guard(ud, |sh| {
         let iov = iov_total(iov, n)?;
         let len = iov.iter().map(|i| i.iov_len).sum();
-        let (data, _) = do_recv(sh, fd, len, 0)?;
+        let data = do_recv(sh, fd, len, 0)?.data;
         scatter(iov, &data);
         Ok(data.len() as ssize_t)
     })
@@ -393,7 +399,7 @@ unsafe extern "C" fn pd_recvfrom(
         if buf.is_null() && n > 0 {
             return Err(errno::EFAULT);
         }
-        let (data, peer) = do_recv(sh, fd, n, flags)?;
+        let Received { data, peer, .. } = do_recv(sh, fd, n, flags)?;
         if !data.is_empty() {
             std::ptr::copy_nonoverlapping(data.as_ptr(), buf as *mut u8, data.len());
         }
@@ -417,16 +423,16 @@ unsafe extern "C" fn pd_recvmsg(
         let m = &mut *msg;
         let iov = iov_total(m.msg_iov, m.msg_iovlen as c_int)?;
         let len = iov.iter().map(|i| i.iov_len).sum();
-        let (data, peer) = do_recv(sh, fd, len, flags)?;
-        scatter(iov, &data);
-        if let Some(p) = peer {
+        let r = do_recv(sh, fd, len, flags)?;
+        scatter(iov, &r.data);
+        if let Some(p) = r.peer {
             let mut l = m.msg_namelen;
             sockaddr_from(p, m.msg_name as *mut libc::sockaddr, &mut l);
             m.msg_namelen = l;
         }
-        m.msg_controllen = 0;
-        m.msg_flags = 0;
-        Ok(data.len() as ssize_t)
+        m.msg_flags = r.msg.flags;
+        crate::cmsg::put_all(m, &r.msg.cmsgs);
+        Ok(r.msg.len as ssize_t)
     })
 }
 

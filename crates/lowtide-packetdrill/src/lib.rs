@@ -12,6 +12,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod cmsg;
 mod ffi;
 pub mod state;
 pub mod sysctl;

@@ -35,8 +35,14 @@ pub const TCP_CONGESTION: i32 = 13;
 pub const TCP_USER_TIMEOUT: i32 = 18;
 pub const TCP_NOTSENT_LOWAT: i32 = 25;
 pub const TCP_CC_INFO: i32 = 26;
+/// `TCP_INQ`: report the bytes left to read in a `TCP_CM_INQ` cmsg on `recvmsg`.
+pub const TCP_INQ: i32 = 36;
+/// `TCP_CM_INQ`: the cmsg type of that report (`TCP_INQ`'s value).
+pub const TCP_CM_INQ: i32 = TCP_INQ;
 
 pub const MSG_PEEK: i32 = 0x2;
+pub const MSG_CTRUNC: i32 = 0x8;
+pub const MSG_TRUNC: i32 = 0x20;
 pub const MSG_DONTWAIT: i32 = 0x40;
 pub const MSG_EOR: i32 = 0x80;
 pub const MSG_WAITALL: i32 = 0x100;

@@ -15,10 +15,12 @@
 
 pub mod consts;
 mod embed;
+mod msg;
 mod poll;
 mod sockopt;
 
 pub use consts::errno;
+pub use msg::{Cmsg, RecvMsg};
 pub use poll::{EpollEvent, PollFd};
 
 use crate::socket::{RxChecksum, SendFlags, SocketError, SocketHandle, Transmit, TxToken};
@@ -408,7 +410,7 @@ impl Host {
     }
 
     /// `recv(2)`/`read(2)`: `MSG_PEEK` copies without consuming; `Ok(0)` is the end
-    /// of the stream.
+    /// of the stream. [`Host::recvmsg`] without the control messages.
     pub fn recv(
         &mut self,
         now: Instant,
@@ -416,18 +418,7 @@ impl Host {
         buf: &mut [u8],
         flags: i32,
     ) -> Result<usize, Errno> {
-        let s = self.sock(fd)?;
-        let h = match s.state {
-            SockState::Conn { h, .. } => h,
-            _ => return err(errno::ENOTCONN),
-        };
-        let r = if flags & MSG_PEEK != 0 {
-            self.stack.peek(h, buf)
-        } else {
-            self.stack.recv(now, h, buf)
-        };
-        self.sync_events();
-        r.map_err(Errno::from)
+        self.recvmsg(now, fd, buf, flags).map(|m| m.len)
     }
 
     /// `send(2)`/`write(2)`: how many bytes the send buffer took (`EAGAIN` if none);

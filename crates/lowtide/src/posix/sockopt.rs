@@ -247,6 +247,13 @@ impl Host {
                     e(stack.set_user_timeout(h, d))?;
                 }
             }
+            (SOL_TCP, TCP_INQ) => {
+                // do_tcp_setsockopt: 0 or 1 only.
+                s.opts.recvmsg_inq = match int_arg(val)? {
+                    v @ (0 | 1) => v == 1,
+                    _ => return err(errno::EINVAL),
+                };
+            }
             (SOL_TCP, TCP_CONGESTION) => {
                 let name = val.split(|&c| c == 0).next().unwrap_or_default();
                 let name = std::str::from_utf8(name).map_err(|_| Errno(errno::ENOENT))?;
@@ -299,6 +306,7 @@ impl Host {
                 let n = s.opts.keepalive.probes.unwrap_or(cfg.tcp_keepalive_probes);
                 int(out, n as i32)
             }
+            (SOL_TCP, TCP_INQ) => int(out, s.opts.recvmsg_inq as i32),
             (SOL_SOCKET, SO_LINGER) => {
                 let mut b = [0u8; 8];
                 b[..4].copy_from_slice(&(s.linger.0 as i32).to_ne_bytes());

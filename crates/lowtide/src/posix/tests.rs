@@ -656,3 +656,39 @@ fn listener_readiness_oneshot_and_mod_rearm() {
         Err(Errno(errno::EINVAL))
     );
 }
+
+/// TCP_INQ: 0 or 1 only (EINVAL otherwise); with it on, every successful recvmsg
+/// carries TCP_CM_INQ = tcp_inq_hint, 1 once the FIN is in and all was read.
+#[test]
+fn tcp_inq_reports_what_is_left_to_read() {
+    let mut n = Net::new();
+    let (c, s, _) = n.connected();
+    let now = n.now;
+    let inq = |m: &RecvMsg| -> Vec<i32> {
+        let c = m
+            .cmsgs
+            .iter()
+            .filter(|c| (c.level, c.kind) == (SOL_TCP, TCP_CM_INQ));
+        c.map(|c| i32::from_ne_bytes(c.data[..4].try_into().unwrap()))
+            .collect()
+    };
+    let mut buf = [0u8; 4000];
+    assert_eq!(n.a.send(now, c, &[1u8; 3000], 0), Ok(3000));
+    n.run();
+    let m = n.b.recvmsg(now, s, &mut buf[..1000], 0).unwrap();
+    assert_eq!((m.len, inq(&m)), (1000, vec![]), "off by default");
+    let two = 2i32.to_ne_bytes();
+    let e = n.b.setsockopt(now, s, SOL_TCP, TCP_INQ, &two);
+    assert_eq!(e, Err(Errno(errno::EINVAL)));
+    n.b.setsockopt(now, s, SOL_TCP, TCP_INQ, &1i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut n.b, now, s, SOL_TCP, TCP_INQ), 1);
+    let m = n.b.recvmsg(now, s, &mut buf[..500], 0).unwrap();
+    assert_eq!((m.len, inq(&m)), (500, vec![1500]));
+    let m = n.b.recvmsg(now, s, &mut buf, 0).unwrap();
+    assert_eq!((m.len, inq(&m)), (1500, vec![0]));
+    n.a.shutdown(now, c, SHUT_WR).unwrap();
+    n.run();
+    let m = n.b.recvmsg(now, s, &mut buf, 0).unwrap();
+    assert_eq!((m.len, inq(&m)), (0, vec![1]), "EOF: read on");
+}

@@ -30,6 +30,8 @@ pub struct SockOptions {
     pub user_timeout_ms: u32,
     /// `SO_KEEPALIVE`, `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`.
     pub keepalive: super::keepalive::Keepalive,
+    /// `TCP_INQ` (`tp->recvmsg_inq`): `recvmsg` adds a `TCP_CM_INQ` cmsg.
+    pub recvmsg_inq: bool,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -39,6 +41,9 @@ pub struct SockStatus {
     pub state: TcpState,
     /// Bytes ready to read (`tcp_inq`).
     pub inq: usize,
+    /// `tcp_inq_hint`: `rcv_nxt - copied_seq` (a received FIN counts one), and 1
+    /// rather than 0 once the FIN is in, telling the reader to read on (to EOF).
+    pub inq_hint: u32,
     /// `sk_shutdown & RCV_SHUTDOWN`: the peer's FIN was received or `SHUT_RD`.
     pub rcv_shutdown: bool,
     /// `sk_shutdown & SEND_SHUTDOWN`.
@@ -129,6 +134,7 @@ impl Tcb {
         SockStatus {
             state: self.state,
             inq: self.rcv_queue.len(),
+            inq_hint: self.inq_hint(),
             rcv_shutdown: self.rcv_shutdown || self.shut_rd || closed,
             send_shutdown: self.shut_wr || closed,
             err: self.sk_err.is_some(),
@@ -136,6 +142,18 @@ impl Tcb {
             outq: self.write_seq.saturating_sub(self.snd_una.max(1)),
             outq_nsd: self.write_seq.saturating_sub(self.snd_nxt.max(1)),
             rcv_nxt: self.rcv_nxt,
+        }
+    }
+
+    /// `tcp_inq_hint` (tcp.h): what `TCP_CM_INQ` reports.
+    fn inq_hint(&self) -> u32 {
+        let inq = self.rcv_nxt.saturating_sub(self.copied_seq) as u32;
+        // "After receiving a FIN, tell the user-space to continue reading by
+        // returning a non-zero inq" (SOCK_DONE).
+        if inq == 0 && self.rcv_shutdown {
+            1
+        } else {
+            inq
         }
     }
 
@@ -167,5 +185,26 @@ mod tests {
         t.state = TcpState::Established;
         t.mss_cache = 1000;
         assert_eq!(t.maxseg(), 1000);
+    }
+
+    /// tcp_inq_hint: unread in-order bytes plus an unread FIN; 1 once a FIN is in
+    /// and everything before it was read; 0 with nothing to read and no FIN.
+    #[test]
+    fn inq_hint_counts_unread_bytes_and_the_fin() {
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::Established;
+        t.copied_seq = 1;
+        t.rcv_nxt = 1;
+        assert_eq!(t.status(&cfg).inq_hint, 0);
+        t.rcv_nxt = 10_001;
+        assert_eq!(t.status(&cfg).inq_hint, 10_000);
+        t.copied_seq = 10_001;
+        assert_eq!(t.status(&cfg).inq_hint, 0);
+        t.rcv_nxt = 10_002; // tcp_fin
+        t.rcv_shutdown = true;
+        assert_eq!(t.status(&cfg).inq_hint, 1);
+        t.copied_seq = 10_002; // a reader that consumed the FIN (found_fin_ok)
+        assert_eq!(t.status(&cfg).inq_hint, 1);
     }
 }

@@ -296,6 +296,7 @@ impl State {
         }
         self.now_us = self.now_us.max(t);
         self.drain_transmit();
+        self.sysctl.publish_counters(self.host.stack().counters());
     }
 
     /// Moves what the stack sent to packetdrill's queue, cut into wire segments

@@ -16,6 +16,8 @@ pub struct SysctlDir {
     report: Option<PathBuf>,
     seen: BTreeMap<String, String>,
     reported: HashSet<String>,
+    /// The counters last written for the runner's `nstat` shim.
+    published: Vec<u64>,
 }
 
 /// The lowtide name of a file under the directory: `net/ipv4/tcp_wmem` is
@@ -65,6 +67,31 @@ impl SysctlDir {
             if let Some(line) = line {
                 self.report_once(line);
             }
+        }
+    }
+
+    /// Writes the stack's counters (`name value` lines) beside the directory, in
+    /// `counters`, when they changed: the runner's `nstat` shim reads them, as
+    /// `nstat` reads /proc/net/snmp and netstat.
+    pub fn publish_counters(&mut self, c: &lowtide::Counters) {
+        let Some(dir) = &self.dir else {
+            return;
+        };
+        let now: Vec<u64> = c.iter().map(|(_, v)| v).collect();
+        if now == self.published {
+            return;
+        }
+        self.published = now;
+        let Some(parent) = dir.parent() else {
+            return;
+        };
+        let mut text = String::new();
+        for (name, v) in c.iter() {
+            text.push_str(&format!("{name} {v}\n"));
+        }
+        let tmp = parent.join("counters.tmp");
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, parent.join("counters"));
         }
     }
 

@@ -74,6 +74,68 @@ pub struct TcpOptions {
     pub sack: [SackBlock; 4],
     /// Number of valid SACK blocks (0..=4).
     pub sack_len: u8,
+    /// TCP Fast Open (RFC 7413): option 34, or the experimental kind 254 with magic
+    /// 0xF989; SYN and SYN-ACK only (`tcp_parse_fastopen_option`).
+    pub fastopen: Option<FastOpenOption>,
+}
+
+/// `TCPOPT_FASTOPEN`: the Fast Open option's kind (RFC 7413 section 4.1.1).
+pub const TCPOPT_FASTOPEN: u8 = 34;
+/// `TCPOPT_EXP`: the experimental option kind (RFC 6994).
+pub const TCPOPT_EXP: u8 = 254;
+/// `TCPOPT_FASTOPEN_MAGIC`: the experiment id of Fast Open under kind 254.
+pub const TCPOPT_FASTOPEN_MAGIC: u16 = 0xF989;
+/// `TCP_FASTOPEN_COOKIE_MIN`.
+pub const TCP_FASTOPEN_COOKIE_MIN: usize = 4;
+/// `TCP_FASTOPEN_COOKIE_MAX`.
+pub const TCP_FASTOPEN_COOKIE_MAX: usize = 16;
+
+/// A Fast Open option: a cookie of 4 to 16 bytes (even), or a cookie request
+/// (`len == 0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FastOpenOption {
+    /// Sent as the experimental option (kind 254, magic 0xF989) instead of kind 34.
+    pub exp: bool,
+    /// Cookie length in bytes; 0 is a cookie request.
+    pub len: u8,
+    /// The cookie's bytes (the first `len`).
+    pub val: [u8; TCP_FASTOPEN_COOKIE_MAX],
+}
+
+impl FastOpenOption {
+    /// A cookie request (an empty cookie).
+    pub fn request(exp: bool) -> FastOpenOption {
+        FastOpenOption {
+            exp,
+            ..FastOpenOption::default()
+        }
+    }
+
+    /// An option carrying `cookie` (the first 16 bytes at most).
+    pub fn cookie(exp: bool, cookie: &[u8]) -> FastOpenOption {
+        let n = cookie.len().min(TCP_FASTOPEN_COOKIE_MAX);
+        let mut val = [0u8; TCP_FASTOPEN_COOKIE_MAX];
+        val[..n].copy_from_slice(&cookie[..n]);
+        FastOpenOption {
+            exp,
+            len: n as u8,
+            val,
+        }
+    }
+
+    /// The cookie's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.val[..self.len as usize]
+    }
+
+    /// Bytes the option takes on the wire, padded to 4 (`tcp_syn_options`' `need`).
+    pub fn wire_len(&self) -> usize {
+        (self.unpadded_len() + 3) & !3
+    }
+
+    fn unpadded_len(&self) -> usize {
+        self.len as usize + if self.exp { 4 } else { 2 }
+    }
 }
 
 impl TcpOptions {
@@ -132,6 +194,11 @@ impl TcpRepr {
             urgent: be16(segment, 18),
             options: parse_options(&segment[TCP_HEADER_LEN..header_len])?,
         };
+        let mut repr = repr;
+        // tcp_parse_fastopen_option: valid only in a SYN or SYN-ACK.
+        if !repr.flags.contains(TcpFlags::SYN) {
+            repr.options.fastopen = None;
+        }
         Ok((repr, header_len))
     }
 
@@ -260,8 +327,27 @@ fn apply_option(out: &mut TcpOptions, k: u8, body: &[u8]) {
         (kind::TIMESTAMP, 8) => out.timestamp = Some((be32(body, 0), be32(body, 4))),
         // RFC 2018 section 3: 8 bytes per block, at least one.
         (kind::SACK, n) if n >= 8 && n % 8 == 0 => parse_sack(out, body),
+        (TCPOPT_FASTOPEN, _) => parse_fastopen(out, body, false),
+        (TCPOPT_EXP, n) if n >= 2 && be16(body, 0) == TCPOPT_FASTOPEN_MAGIC => {
+            parse_fastopen(out, &body[2..], true)
+        }
         _ => {}
     }
+}
+
+/// `tcp_parse_fastopen_option`: an even length of 0 (a request) or 4..=16 is a
+/// cookie; another even length leaves no cookie; an odd one is ignored.
+fn parse_fastopen(out: &mut TcpOptions, cookie: &[u8], exp: bool) {
+    let len = cookie.len();
+    if len & 1 != 0 {
+        return;
+    }
+    out.fastopen = match len {
+        0 | TCP_FASTOPEN_COOKIE_MIN..=TCP_FASTOPEN_COOKIE_MAX => {
+            Some(FastOpenOption::cookie(exp, cookie))
+        }
+        _ => None,
+    };
 }
 
 /// Takes the first (at most 4) SACK blocks; a 40-byte option space holds no more.
@@ -289,7 +375,8 @@ fn fixed_options_len(o: &TcpOptions) -> usize {
         0
     };
     let ws = if o.wscale.is_some() { 4 } else { 0 };
-    mss + ts + sackok + ws
+    let fo = o.fastopen.map_or(0, |f| f.wire_len());
+    mss + ts + sackok + ws + fo
 }
 
 /// Bytes of a `NOP NOP SACK` option with `n` blocks (0 if none).
@@ -334,6 +421,20 @@ fn write_options(o: &TcpOptions, sack_blocks: usize, buf: &mut [u8]) {
         for b in &o.sack[..sack_blocks] {
             w.put(&b.start.to_be_bytes());
             w.put(&b.end.to_be_bytes());
+        }
+    }
+    // tcp_options_write: the Fast Open cookie last, NOP-padded to 4 bytes.
+    if let Some(f) = o.fastopen {
+        let len = f.unpadded_len() as u8;
+        if f.exp {
+            w.put(&[TCPOPT_EXP, len]);
+            w.put(&TCPOPT_FASTOPEN_MAGIC.to_be_bytes());
+        } else {
+            w.put(&[TCPOPT_FASTOPEN, len]);
+        }
+        w.put(f.bytes());
+        for _ in f.unpadded_len()..f.wire_len() {
+            w.put(&[kind::NOP]);
         }
     }
 }
@@ -401,6 +502,51 @@ mod tests {
         s
     }
 
+    fn syn_with(opts: &[u8]) -> Option<FastOpenOption> {
+        let mut b = with_options(opts);
+        b[13] = TcpFlags::SYN.0;
+        TcpRepr::parse(&b).expect("parses").0.options.fastopen
+    }
+
+    #[test]
+    fn fastopen_option_parse_as_tcp_parse_fastopen_option() {
+        let cookie = [1, 2, 3, 4, 5, 6, 7, 8];
+        let mut o34 = vec![TCPOPT_FASTOPEN, 10];
+        o34.extend_from_slice(&cookie);
+        assert_eq!(syn_with(&o34), Some(FastOpenOption::cookie(false, &cookie)));
+        let mut exp = vec![TCPOPT_EXP, 12, 0xF9, 0x89];
+        exp.extend_from_slice(&cookie);
+        assert_eq!(syn_with(&exp), Some(FastOpenOption::cookie(true, &cookie)));
+        // A request; a wrong magic; an odd length; an even length out of range.
+        assert_eq!(
+            syn_with(&[TCPOPT_FASTOPEN, 2]),
+            Some(FastOpenOption::request(false))
+        );
+        assert_eq!(syn_with(&[TCPOPT_EXP, 4, 0xF9, 0x88]), None);
+        assert_eq!(syn_with(&[TCPOPT_FASTOPEN, 5, 1, 2, 3]), None);
+        assert_eq!(syn_with(&[TCPOPT_FASTOPEN, 4, 1, 2]), None);
+        // Not in a segment without SYN.
+        assert_eq!(parse_opts(&o34).expect("parses").fastopen, None);
+    }
+
+    #[test]
+    fn fastopen_option_goes_last_nop_padded() {
+        let mut r = base();
+        r.flags = TcpFlags::SYN;
+        r.options = TcpOptions {
+            mss: Some(1460),
+            fastopen: Some(FastOpenOption::request(false)),
+            ..TcpOptions::default()
+        };
+        assert_eq!(&emitted(&r)[20..], &[2, 4, 5, 0xb4, 34, 2, 1, 1]);
+        r.options.fastopen = Some(FastOpenOption::cookie(true, &[9; 8]));
+        let b = emitted(&r);
+        assert_eq!(&b[24..28], &[254, 12, 0xF9, 0x89]);
+        assert_eq!(&b[28..], &[9; 8]);
+        let back = TcpRepr::parse(&b).expect("parses").0;
+        assert_eq!(back.options, r.options);
+    }
+
     #[test]
     fn syn_layout_matches_linux() {
         let mut r = base();
@@ -463,6 +609,7 @@ mod tests {
             sack_permitted: true,
             sack: sack(4),
             sack_len: 4,
+            fastopen: None,
         };
         assert_eq!(r.emitted_sack_blocks(), 2);
         assert_eq!(r.header_len(), 60);

@@ -169,6 +169,16 @@ pub struct Config {
     /// `HYSTART_ACK_TRAIN` 1 | `HYSTART_DELAY` 2. Read when a CUBIC socket is created
     /// (Linux reads the module parameter at every ACK).
     pub tcp_cubic_hystart_detect: u32,
+    /// `net.ipv4.tcp_fastopen`: TCP Fast Open's bits (`TFO_CLIENT_ENABLE` 1,
+    /// `TFO_SERVER_ENABLE` 2, `TFO_CLIENT_NO_COOKIE` 4, `TFO_SERVER_COOKIE_NOT_REQD`
+    /// 0x200, `TFO_SERVER_WO_SOCKOPT1` 0x400; `crate::tcp::fastopen`).
+    pub tcp_fastopen: u32,
+    /// `net.ipv4.tcp_fastopen_key`: the stack's Fast Open keys (primary, backup);
+    /// empty until set or first needed (then drawn at random).
+    pub tcp_fastopen_key: crate::tcp::fastopen::FastOpenKeys,
+    /// `net.ipv4.tcp_fastopen_blackhole_timeout_sec`: how long active Fast Open
+    /// pauses after a suspected middlebox blackhole (doubling on repeats); 0: never.
+    pub tcp_fastopen_blackhole_timeout_sec: u32,
 }
 
 /// The retransmit queue's structure (seed 003).
@@ -243,6 +253,9 @@ impl Default for Config {
             tcp_min_snd_mss: 48,
             tcp_syncookies: 1,
             tcp_cubic_hystart_detect: 3,
+            tcp_fastopen: crate::tcp::fastopen::TFO_CLIENT_ENABLE,
+            tcp_fastopen_key: Default::default(),
+            tcp_fastopen_blackhole_timeout_sec: 0,
         }
     }
 }
@@ -376,6 +389,9 @@ impl Config {
         "net.ipv4.tcp_syncookies",
         "net.core.default_qdisc",
         "module.tcp_cubic.hystart_detect",
+        "net.ipv4.tcp_fastopen",
+        "net.ipv4.tcp_fastopen_key",
+        "net.ipv4.tcp_fastopen_blackhole_timeout_sec",
     ];
 
     /// Sets a sysctl by its Linux name (`net.ipv4.tcp_wmem`) from its text form.
@@ -516,6 +532,21 @@ impl Config {
             }
             "module.tcp_cubic.hystart_detect" => {
                 self.tcp_cubic_hystart_detect = parse_num(n, value, 0, 3, "0..=3 (bits 1, 2)")?
+            }
+            // proc_dointvec: any int, in any C base.
+            "net.ipv4.tcp_fastopen" => {
+                let v = crate::tcp::fastopen::parse_c_int(value)
+                    .filter(|v| i32::try_from(*v).is_ok())
+                    .ok_or_else(|| bad(n, value, "an integer (bits, e.g. 0x403)"))?;
+                self.tcp_fastopen = v as i32 as u32;
+            }
+            "net.ipv4.tcp_fastopen_key" => {
+                self.tcp_fastopen_key = crate::tcp::fastopen::FastOpenKeys::parse(value)
+                    .ok_or_else(|| bad(n, value, "a key 'x-x-x-x' (hex), or 'key,backup'"))?
+            }
+            "net.ipv4.tcp_fastopen_blackhole_timeout_sec" => {
+                self.tcp_fastopen_blackhole_timeout_sec =
+                    parse_num(n, value, 0, i32::MAX as u32, "seconds")?
             }
             _ => return Err(ConfigError::UnknownName(name.into())),
         }

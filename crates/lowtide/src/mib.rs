@@ -195,6 +195,22 @@ mib! {
     TcpExtTCPReqQFullDrop,
     /// Connections that entered TIME-WAIT.
     TcpExtTW,
+    /// Fast Open: our SYN's data was acknowledged (active).
+    TcpExtTCPFastOpenActive,
+    /// Fast Open: our SYN's data was not acknowledged, or a blackhole was suspected.
+    TcpExtTCPFastOpenActiveFail,
+    /// Fast Open: a child was created from a SYN (passive).
+    TcpExtTCPFastOpenPassive,
+    /// Fast Open: a SYN's cookie did not check (passive).
+    TcpExtTCPFastOpenPassiveFail,
+    /// Fast Open: a listener's Fast Open queue was full.
+    TcpExtTCPFastOpenListenOverflow,
+    /// Fast Open: a SYN asked for a cookie.
+    TcpExtTCPFastOpenCookieReqd,
+    /// Fast Open: active Fast Open paused for a suspected blackhole.
+    TcpExtTCPFastOpenBlackhole,
+    /// Fast Open: a SYN's cookie was made with the backup key.
+    TcpExtTCPFastOpenPassiveAltKey,
     /// Segments dropped for malformed TCP options.
     TcpExtTCPBadOptions,
     /// Packets the device dropped (its queue was full), as `qdisc drops`.

@@ -39,6 +39,12 @@ pub const TCP_CC_INFO: i32 = 26;
 pub const TCP_INQ: i32 = 36;
 /// `TCP_CM_INQ`: the cmsg type of that report (`TCP_INQ`'s value).
 pub const TCP_CM_INQ: i32 = TCP_INQ;
+pub const TCP_FASTOPEN: i32 = 23;
+pub const TCP_FASTOPEN_CONNECT: i32 = 30;
+pub const TCP_FASTOPEN_KEY: i32 = 33;
+pub const TCP_FASTOPEN_NO_COOKIE: i32 = 34;
+/// `TCPI_OPT_SYN_DATA`: `tcpi_options` bit of data acknowledged in a SYN.
+pub const TCPI_OPT_SYN_DATA: u8 = 32;
 
 pub const MSG_PEEK: i32 = 0x2;
 pub const MSG_CTRUNC: i32 = 0x8;
@@ -48,6 +54,7 @@ pub const MSG_EOR: i32 = 0x80;
 pub const MSG_WAITALL: i32 = 0x100;
 pub const MSG_NOSIGNAL: i32 = 0x4000;
 pub const MSG_MORE: i32 = 0x8000;
+pub const MSG_FASTOPEN: i32 = 0x2000_0000;
 
 pub const O_RDWR: i32 = 2;
 pub const O_NONBLOCK: i32 = 0o4000;

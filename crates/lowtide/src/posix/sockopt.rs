@@ -4,6 +4,7 @@
 use super::consts::*;
 use super::{err, Errno, Fd, Host, SockState, SYSCTL_WMEM_MAX};
 use crate::tcp::consts::{MAX_TCP_WINDOW, SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF, TCP_MIN_MSS};
+use crate::tcp::fastopen::{FastOpenKeys, TFO_CLIENT_ENABLE};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
 use crate::time::Instant;
@@ -89,7 +90,7 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     b[4] = i.backoff.min(255) as u8;
     b[5] = i.options;
     b[6] = (i.snd_wscale & 0xf) | (i.rcv_wscale & 0xf) << 4;
-    b[7] = i.delivery_rate_app_limited as u8;
+    b[7] = i.delivery_rate_app_limited as u8 | (i.fastopen_client_fail & 3) << 1;
     u32s(&mut b, 8, i.rto);
     u32s(&mut b, 12, i.ato as u64);
     u32s(&mut b, 16, i.snd_mss as u64);
@@ -159,7 +160,45 @@ impl Host {
             _ => return err(errno::ENOTSOCK),
         };
         let e = |r: Result<(), crate::SocketError>| r.map_err(Errno::from);
+        // tcp_sock state: CLOSE (no connection yet) or LISTEN, for the TFO options.
+        let close_or_listen = conn.is_none();
         match (level, name) {
+            (SOL_TCP, TCP_FASTOPEN_KEY) => {
+                // Any state; 16 bytes (a primary key) or 32 (and a backup).
+                let keys = FastOpenKeys::from_bytes(val).ok_or(Errno(errno::EINVAL))?;
+                s.opts.fastopen_key = Some(keys);
+            }
+            (SOL_TCP, TCP_FASTOPEN) => {
+                let v = int_arg(val)?;
+                if v < 0 || !close_or_listen {
+                    return err(errno::EINVAL);
+                }
+                stack.fastopen_init_key_once();
+                s.opts.fastopen_qlen = Some(v as u32);
+                if let Some(h) = listener {
+                    e(stack.set_fastopen_qlen(h, v as u32))?;
+                }
+            }
+            (SOL_TCP, TCP_FASTOPEN_CONNECT) => {
+                let v = int_arg(val)?;
+                if !(0..=1).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                if stack.config().tcp_fastopen & TFO_CLIENT_ENABLE == 0 {
+                    return err(errno::EOPNOTSUPP);
+                }
+                if conn.is_some() || listener.is_some() {
+                    return err(errno::EINVAL);
+                }
+                s.opts.fastopen_connect = v == 1;
+            }
+            (SOL_TCP, TCP_FASTOPEN_NO_COOKIE) => {
+                let v = int_arg(val)?;
+                if !(0..=1).contains(&v) || !close_or_listen {
+                    return err(errno::EINVAL);
+                }
+                s.opts.fastopen_no_cookie = v == 1;
+            }
             (SOL_SOCKET, SO_REUSEADDR) => s.reuseaddr = int_arg(val)? != 0,
             (SOL_SOCKET, SO_KEEPALIVE) | (SOL_TCP, TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT) => {
                 let ka = keepalive_opt(level, name, int_arg(val)?, s.opts.keepalive)?;
@@ -365,6 +404,24 @@ impl Host {
                     }
                 }
                 put(out, &b)
+            }
+            (SOL_TCP, TCP_FASTOPEN) => {
+                let q = match s.state {
+                    SockState::Listening(h) => self.stack.fastopen_max_qlen(h).unwrap_or(0),
+                    _ => s.opts.fastopen_qlen.map_or(0, |q| q.min(cfg.somaxconn)),
+                };
+                int(out, q as i32)
+            }
+            (SOL_TCP, TCP_FASTOPEN_CONNECT) => int(out, s.opts.fastopen_connect as i32),
+            (SOL_TCP, TCP_FASTOPEN_NO_COOKIE) => int(out, s.opts.fastopen_no_cookie as i32),
+            (SOL_TCP, TCP_FASTOPEN_KEY) => {
+                let keys = s.opts.fastopen_key.clone();
+                put(
+                    out,
+                    &keys
+                        .unwrap_or_else(|| cfg.tcp_fastopen_key.clone())
+                        .to_bytes(),
+                )
             }
             (SOL_TCP, TCP_NODELAY) => int(out, s.opts.nodelay as i32),
             (SOL_TCP, TCP_CORK) => int(out, s.opts.cork as i32),

@@ -128,7 +128,7 @@ impl Stack {
         }
         let backlog = backlog.clamp(1, self.cfg.somaxconn);
         let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
-        let h = self.alloc(Sock::Listener(Listener::new(any, backlog)));
+        let h = self.alloc(Sock::Listener(Box::new(Listener::new(any, backlog))));
         self.catch_all = Some(h.index);
         Ok(h)
     }

@@ -246,7 +246,12 @@ impl Stack {
                 });
             }
             IcmpAction::Error(err) => self.with_tcb(now, index, |tcb, ctx| {
-                if tcb.state == TcpState::SynSent {
+                // Only in SYN-SENT, or SYN-RECV of a simultaneous open or of a Fast
+                // Open child not yet accepted (an accepted one counts as connected).
+                let syn_recv = tcb.state == TcpState::SynRecv
+                    && (tcb.tfo.rsk.is_some() || tcb.parent.is_none())
+                    && !(tcb.tfo.rsk.is_some() && tcb.parent.is_none());
+                if tcb.state == TcpState::SynSent || syn_recv {
                     ctx.mib.inc(Mib::TcpAttemptFails);
                     tcb.set_error(ctx, err);
                 }

@@ -25,9 +25,10 @@ impl Stack {
         if self.listeners.contains_key(&local) {
             return Err(SocketError::AddrInUse);
         }
-        let backlog = backlog.clamp(1, self.cfg.somaxconn);
-        let h = self.alloc(Sock::Listener(Listener::new(local, backlog)));
+        let clamped = backlog.clamp(1, self.cfg.somaxconn);
+        let h = self.alloc(Sock::Listener(Box::new(Listener::new(local, clamped))));
         self.listeners.insert(local, h.index);
+        self.fastopen_listen(h.index, backlog);
         Ok(h)
     }
 
@@ -65,10 +66,14 @@ impl Stack {
         }
     }
 
-    pub(super) fn child_established(&mut self, parent: u32, child: u32) {
+    /// A child joins its listener's accept queue; one that waited in SYN-RECV
+    /// (`was_pending`: not a Fast Open child) leaves the SYN queue.
+    pub(super) fn child_established(&mut self, parent: u32, child: u32, was_pending: bool) {
         let pgen = self.slots[parent as usize].generation;
         if let Some(Sock::Listener(l)) = &mut self.slots[parent as usize].sock {
-            l.pending = l.pending.saturating_sub(1);
+            if was_pending {
+                l.pending = l.pending.saturating_sub(1);
+            }
             l.accept_queue.push_back(child);
             self.events.push_back(SocketEvent {
                 socket: SocketHandle {
@@ -141,15 +146,28 @@ impl Stack {
             }
             return self.cookie_synack(now, tuple, ip, th);
         }
-        lst.pending += 1;
         let opts = lst.opts.clone();
+        // tcp_try_fastopen: a Fast Open child skips the SYN queue, straight to the
+        // accept queue (inet_csk_reqsk_queue_add).
+        let tfo = self.try_fastopen(now, l, ip, th, !payload.is_empty());
+        if let (false, Some(Sock::Listener(lst))) = (tfo.child, &mut self.slots[l as usize].sock) {
+            lst.pending += 1;
+        }
         self.mib.inc(Mib::TcpPassiveOpens);
         let mut tcb = self.new_tcb(tuple, now);
         tcb.apply_options(&self.cfg, &opts);
         tcb.parent = Some(l);
+        tcb.tfo.syn_cookie = tfo.synack_cookie;
+        if tfo.child {
+            tcb.tfo.rsk = Some((l, self.slots[l as usize].generation));
+            tcb.tfo.syn_fastopen_child = true;
+        }
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);
-        self.with_tcb(now, h.index, |tcb, ctx| tcb.passive_open(ctx, ip, th));
+        let syn_data = if tfo.child { payload } else { &[] };
+        self.with_tcb(now, h.index, |tcb, ctx| {
+            tcb.passive_open(ctx, ip, th, syn_data)
+        });
     }
 
     /// `tcp_conn_request` with `want_cookie`: a SYN-ACK whose ISN is the cookie and
@@ -186,7 +204,7 @@ impl Stack {
         }
         self.mib.inc(Mib::TcpExtSyncookiesSent);
         let mut ctx = ctx!(self, now);
-        tcb.passive_open(&mut ctx, ip, &syn);
+        tcb.passive_open(&mut ctx, ip, &syn, &[]);
     }
 
     /// `cookie_v4_check` + `tcp_get_cookie_sock`: an ACK to a listener that overflowed
@@ -261,7 +279,7 @@ impl Stack {
         self.conns.insert(tuple, h.index);
         self.with_tcb(now, h.index, |tcb, ctx| {
             let sent = ctx.out.len();
-            tcb.passive_open(ctx, ip, &syn);
+            tcb.passive_open(ctx, ip, &syn, &[]);
             tcb.ecn_cookie_ok(ctx.cfg, opts.ecn);
             ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
             tcb.retransmits = 1; // no RTT sample from a SYN-ACK we did not time

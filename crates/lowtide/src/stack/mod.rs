@@ -37,12 +37,13 @@ macro_rules! ctx {
 }
 
 mod embed;
+mod fastopen;
 mod icmp;
 mod listen;
 mod options;
 
 enum Sock {
-    Listener(Listener),
+    Listener(Box<Listener>),
     Tcp(Box<Tcb>),
 }
 
@@ -583,7 +584,10 @@ impl Stack {
     fn free_slot(&mut self, index: u32) {
         let slot = &mut self.slots[index as usize];
         if let Some(Sock::Tcp(t)) = slot.sock.take() {
-            self.conns.remove(&t.tuple);
+            // A closed socket's tuple may serve a newer connection by now.
+            if self.conns.get(&t.tuple) == Some(&index) {
+                self.conns.remove(&t.tuple);
+            }
             if let Some(parent) = t.parent {
                 if let Some(Sock::Listener(l)) = &mut self.slots[parent as usize].sock {
                     l.forget_child(index);
@@ -664,9 +668,16 @@ impl Stack {
         r
     }
 
-    fn after_tcb(&mut self, _now: Instant, index: u32) {
+    fn after_tcb(&mut self, now: Instant, index: u32) {
         let slot = &mut self.slots[index as usize];
         let generation = slot.generation;
+        let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
+            return;
+        };
+        if tcb.tfo.released.is_some() {
+            self.fastopen_released(now, index);
+        }
+        let slot = &mut self.slots[index as usize];
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
             return;
         };
@@ -679,7 +690,8 @@ impl Stack {
         if tcb.accepted_ready && tcb.parent.is_some() && !tcb.in_accept_queue {
             tcb.in_accept_queue = true;
             let parent = tcb.parent.unwrap_or_default();
-            self.child_established(parent, index);
+            let was_pending = !tcb.tfo.syn_fastopen_child;
+            self.child_established(parent, index, was_pending);
         }
         let slot = &mut self.slots[index as usize];
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
@@ -732,8 +744,13 @@ impl Stack {
             remote: SocketAddr::new(ip.src, th.src_port),
         };
         if let Some(&index) = self.conns.get(&tuple) {
-            self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
-            return;
+            // tcp_done unhashes a socket: a closed one the application still holds
+            // no longer takes segments (they find the listener or a reset).
+            if !matches!(&self.slots[index as usize].sock, Some(Sock::Tcp(t)) if t.state == TcpState::Closed)
+            {
+                self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
+                return;
+            }
         }
         if let Some(l) = self.find_listener(tuple.local).or(self.catch_all) {
             let mut flat = Vec::new();

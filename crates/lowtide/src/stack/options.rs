@@ -19,6 +19,7 @@ impl Stack {
     ) -> Result<SocketHandle, SocketError> {
         let h = self.listen(local, backlog)?;
         self.listener_mut(h)?.opts = opts.clone();
+        self.fastopen_listen(h.index, backlog);
         Ok(h)
     }
 

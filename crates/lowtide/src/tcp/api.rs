@@ -170,6 +170,8 @@ impl Tcb {
         }
         match self.state {
             TcpState::Established | TcpState::CloseWait => Ok(()),
+            // tcp_sendmsg_locked: a passive Fast Open child may send at once.
+            TcpState::SynRecv if self.passive_fastopen() => Ok(()),
             TcpState::SynSent | TcpState::SynRecv => Err(SocketError::WouldBlock),
             TcpState::Closed => Err(SocketError::NotConnected),
             _ => Err(SocketError::BrokenPipe),

@@ -116,7 +116,11 @@ pub struct TcpInfo {
     pub sndbuf_limited: u64,
     /// `tcpi_options`: `TCPI_OPT_TIMESTAMPS` 1, `TCPI_OPT_SACK` 2, `TCPI_OPT_WSCALE` 4,
     /// `TCPI_OPT_ECN` 8 (negotiated), `TCPI_OPT_ECN_SEEN` 16 (the peer sent ECT).
+    /// `TCPI_OPT_SYN_DATA` 32 (data in our SYN or the peer's was acknowledged).
     pub options: u8,
+    /// `tcpi_fastopen_client_fail`: why active Fast Open failed (0-3,
+    /// [`crate::tcp::fastopen::TfoClientFail`]).
+    pub fastopen_client_fail: u8,
     /// `tcpi_snd_wscale`.
     pub snd_wscale: u8,
     /// `tcpi_rcv_wscale`.
@@ -143,6 +147,7 @@ impl Tcb {
             | (self.wscale_ok as u8) << 2
             | ((self.ecn_flags & TCP_ECN_OK != 0) as u8) << 3
             | ((self.ecn_flags & TCP_ECN_SEEN != 0) as u8) << 4
+            | (self.tfo.syn_data_acked as u8) << 5
     }
 
     /// The `tcp_info` snapshot at `now`.
@@ -207,6 +212,7 @@ impl Tcb {
             rwnd_limited: self.chrono.stats_us(now).1,
             sndbuf_limited: self.chrono.stats_us(now).2,
             options: self.info_options(),
+            fastopen_client_fail: self.tfo.client_fail as u8,
             snd_wscale: self.snd_wscale,
             rcv_wscale: self.rcv_wscale,
             ato: self.ato.as_micros() as u32,

@@ -37,8 +37,15 @@ impl Tcb {
     }
 
     /// A SYN reached our listener: become its SYN-RECV child and answer with a
-    /// SYN-ACK (`tcp_conn_request`).
-    pub(crate) fn passive_open(&mut self, ctx: &mut Ctx, ip: &IpRepr, th: &TcpRepr) {
+    /// SYN-ACK (`tcp_conn_request`); a Fast Open child (`tfo.rsk`) takes the SYN's
+    /// data first, which the SYN-ACK then acknowledges.
+    pub(crate) fn passive_open(
+        &mut self,
+        ctx: &mut Ctx,
+        ip: &IpRepr,
+        th: &TcpRepr,
+        syn_data: &[u8],
+    ) {
         self.ecn_create_request(ctx.cfg, ip, th);
         self.irs = super::seq::Seq(th.seq);
         self.rcv_nxt = 1;
@@ -49,6 +56,9 @@ impl Tcb {
         self.select_initial_window(ctx.cfg, mss, self.wscale_ok);
         self.write_seq = 1;
         self.init_window_from_syn(th);
+        if self.tfo.rsk.is_some() {
+            self.fastopen_create_child(ctx, syn_data);
+        }
         self.send_syn(ctx);
     }
 
@@ -172,7 +182,7 @@ impl Tcb {
 
     /// `tcp_init_buffer_space`: send buffer sized for the initial window, receive
     /// window limits (`tcp/rcvwin.rs`).
-    fn init_buffer_space(&mut self, ctx: &mut Ctx) {
+    pub(super) fn init_buffer_space(&mut self, ctx: &mut Ctx) {
         self.update_pacing_rate(ctx.cfg);
         let (cc, mut c) = self.cc_context(ctx.now);
         cc.init(&mut c);
@@ -199,6 +209,9 @@ impl Tcb {
     /// Segment processing in SYN-RECV and every synchronized state
     /// (RFC 9293 section 3.10.7.4).
     fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: Payload) {
+        if self.tfo.rsk.is_some() && !self.fastopen_check_req(ctx, th, payload.len()) {
+            return;
+        }
         let f = th.flags;
         let seq = self.rcv_off(super::seq::Seq(th.seq));
         // A sequence number before the peer's ISN unwraps below offset 0, to near
@@ -384,22 +397,37 @@ impl Tcb {
         self.set_error(ctx, err);
     }
 
-    /// SYN-RECV: an acceptable ACK completes the handshake (RFC 9293 3.10.7.4).
+    /// SYN-RECV: an acceptable ACK completes the handshake (RFC 9293 3.10.7.4). A
+    /// Fast Open child may have sent data already: any ACK up to `snd_nxt` is
+    /// acceptable (`tcp_ack` decides, then `tcp_rcv_synrecv_state_fastopen`).
     fn synrecv_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
         let ack = self.snd_off(super::seq::Seq(th.ack));
-        if ack != 1 {
+        let fastopen = self.tfo.rsk.is_some();
+        let acceptable = match fastopen {
+            true => (1..=self.snd_nxt).contains(&ack),
+            false => ack == 1,
+        };
+        if !acceptable {
             super::output::send_reset(ctx, self.tuple, th, 0);
             return false;
         }
-        if self.parent.is_some() {
-            // tcp_create_openreq_child: the child's data times start at the final ACK.
-            self.lrcvtime = ctx.now;
+        let child = self.parent.is_some() || fastopen;
+        if child {
+            // tcp_create_openreq_child: the child's data times start at the final
+            // ACK (a Fast Open child's started at its SYN); tcp_rcv_state_process
+            // restarts lsndtime.
+            if !fastopen {
+                self.lrcvtime = ctx.now;
+            }
             self.lsndtime = ctx.now;
         }
         self.rcv_tstamp = ctx.now; // tcp_ack on the handshake's final ACK
         self.keepalive_on_establish(ctx); // tcp_create_openreq_child
-        self.rtx_synack_sample(ctx);
-        if self.parent.is_some() {
+        self.delivered += 1; // tcp_rcv_state_process: SYN-ACK delivery, untracked by tcp_ack
+        if self.srtt_us == 0 {
+            self.rtx_synack_sample(ctx);
+        }
+        if child {
             // tcp_create_openreq_child: a child starts with snd_una = ISN + 1.
             self.snd_una = 1;
         } else {
@@ -407,13 +435,19 @@ impl Tcb {
         }
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
-        self.pending = None;
-        self.retransmits = 0;
-        self.backoff = 0;
+        if !fastopen {
+            self.pending = None;
+            self.retransmits = 0;
+            self.backoff = 0;
+        }
         self.snd_wnd = (th.window as u32) << self.snd_wscale;
         self.max_window = self.max_window.max(self.snd_wnd);
         self.snd_wl1 = self.rcv_off(super::seq::Seq(th.seq));
-        self.init_buffer_space(ctx);
+        if fastopen {
+            self.fastopen_synrecv_done(ctx);
+        } else {
+            self.init_buffer_space(ctx);
+        }
         if self.parent.is_some() {
             self.accepted_ready = true;
         } else {
@@ -805,7 +839,7 @@ impl Tcb {
         self.try_consume_fin(ctx);
     }
 
-    fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
+    pub(super) fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
         self.rcv_queue.push_payload(ctx.frag, data);
         let len = data.len();
         self.rcv_nxt += len as u64;

@@ -16,6 +16,8 @@
 //! | `rcvqueue` | `sk_receive_queue`: in-order payload held by reference |
 //! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
+//! | [`fastopen`] | tcp_fastopen.c: the `tcp_fastopen` bits, keys and SipHash cookies, the listener's queue, the client's cookie cache (tcp_metrics.c), blackhole detection |
+//! | `fastopen_conn` | a passive Fast Open child: `tcp_fastopen_create_child`, `tcp_check_req` (Fast Open), `tcp_fastopen_synack_timer` |
 //! | `ecn` | ECN (RFC 3168): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
 //! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
@@ -41,6 +43,8 @@ pub mod cong;
 pub mod consts;
 pub(crate) mod delack;
 pub(crate) mod ecn;
+pub mod fastopen;
+mod fastopen_conn;
 pub mod info;
 pub(crate) mod input;
 pub mod keepalive;
@@ -219,6 +223,8 @@ pub(crate) struct Listener {
     pub opts: sockopt::SockOptions,
     /// When the SYN queue last overflowed into SYN cookies (`tcp_synq_overflow`).
     pub last_overflow: Option<Instant>,
+    /// The Fast Open queue (`icsk_accept_queue.fastopenq`).
+    pub fastopen: fastopen::FastOpenQueue,
 }
 
 impl Listener {
@@ -230,6 +236,7 @@ impl Listener {
             accept_queue: VecDeque::new(),
             opts: sockopt::SockOptions::default(),
             last_overflow: None,
+            fastopen: Default::default(),
         }
     }
 

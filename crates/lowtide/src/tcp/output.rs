@@ -202,6 +202,18 @@ impl Tcb {
         if (active && ctx.cfg.tcp_timestamps) || self.ts_ok {
             o.timestamp = Some((self.tsval(ctx.now), if active { 0 } else { self.ts_recent }));
         }
+        // tcp_syn_options / tcp_synack_options: a Fast Open cookie if it still fits.
+        if let Some(c) = self.tfo.syn_cookie {
+            let used = TcpRepr {
+                options: o,
+                ..TcpRepr::default()
+            }
+            .header_len()
+                - lowtide_wire::tcp::TCP_HEADER_LEN;
+            if lowtide_wire::tcp::MAX_OPTIONS_LEN - used >= c.wire_len() {
+                o.fastopen = Some(c);
+            }
+        }
         o
     }
 
@@ -333,6 +345,7 @@ impl Tcb {
     /// Sends our SYN or SYN-ACK (offset 0) and arms the retransmit timer.
     pub(crate) fn send_syn(&mut self, ctx: &mut Ctx) {
         self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
+        self.tfo.syn_cookie = None; // retransmissions carry no Fast Open option
         self.snd_nxt = self.snd_nxt.max(1);
         let at = ctx.now + self.rto;
         self.pending = Some((Pending::Retrans, at));
@@ -374,7 +387,7 @@ impl Tcb {
                 | TcpState::FinWait1
                 | TcpState::Closing
                 | TcpState::LastAck
-        )
+        ) || self.passive_fastopen()
     }
 
     /// `tcp_write_xmit`, preceded by retransmissions of lost skbs.

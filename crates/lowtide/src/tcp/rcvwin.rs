@@ -101,12 +101,13 @@ impl Tcb {
     /// (`tcp_rcv_synsent_state_process`; this kernel's children show it too):
     /// `window_clamp` leaves one segment of the full space to the application,
     /// `rcvq_space` starts at ten segments or the initial window.
+    /// A Fast Open child does this at its SYN, with the whole `advmss`; the
+    /// timestamp's room comes off when its handshake completes
+    /// ([`Tcb::establish_rcv_mss`]).
     pub(crate) fn init_rcv_buffer_space(&mut self) {
-        if self.ts_ok {
-            self.advmss -= TCPOLEN_TSTAMP_ALIGNED;
+        if self.tfo.rsk.is_none() {
+            self.establish_rcv_mss();
         }
-        let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd / 2);
-        self.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MIN_RCVMSS);
         self.rcvq_space_seq = self.copied_seq;
         let maxwin = self.full_space();
         if self.window_clamp >= maxwin {
@@ -125,6 +126,16 @@ impl Tcb {
             .rcv_ssthresh
             .min(self.rcv_wnd)
             .min(TCP_INIT_CWND * self.advmss);
+    }
+
+    /// `tcp_rcv_state_process` entering ESTABLISHED: the timestamp's room comes off
+    /// `advmss`, then `tcp_initialize_rcv_mss`.
+    pub(crate) fn establish_rcv_mss(&mut self) {
+        if self.ts_ok {
+            self.advmss -= TCPOLEN_TSTAMP_ALIGNED;
+        }
+        let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd / 2);
+        self.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MIN_RCVMSS);
     }
 
     /// `tcp_set_window_clamp`: a smaller clamp lowers `rcv_ssthresh`

@@ -288,6 +288,8 @@ pub struct Tcb {
     pub(crate) rtt_samples: u64,
     pub(crate) rtt_sum_us: u64,
     pub(crate) created: Instant,
+    /// TCP Fast Open (`tcp/fastopen.rs`).
+    pub(crate) tfo: super::fastopen::TfoSock,
 }
 
 impl Tcb {
@@ -454,6 +456,7 @@ impl Tcb {
             rtt_samples: 0,
             rtt_sum_us: 0,
             created: now,
+            tfo: Default::default(),
         }
     }
 

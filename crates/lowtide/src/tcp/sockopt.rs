@@ -32,6 +32,14 @@ pub struct SockOptions {
     pub keepalive: super::keepalive::Keepalive,
     /// `TCP_INQ` (`tp->recvmsg_inq`): `recvmsg` adds a `TCP_CM_INQ` cmsg.
     pub recvmsg_inq: bool,
+    /// `TCP_FASTOPEN`: a listener's Fast Open queue length (`fastopen_queue_tune`).
+    pub fastopen_qlen: Option<u32>,
+    /// `TCP_FASTOPEN_KEY`: the socket's own keys (else the stack's).
+    pub fastopen_key: Option<super::fastopen::FastOpenKeys>,
+    /// `TCP_FASTOPEN_CONNECT`: `connect(2)` defers the SYN to the first write.
+    pub fastopen_connect: bool,
+    /// `TCP_FASTOPEN_NO_COOKIE`: Fast Open without cookies on this socket.
+    pub fastopen_no_cookie: bool,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -93,6 +101,8 @@ impl Tcb {
             self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
         }
         self.keepalive = o.keepalive;
+        self.tfo.connect = o.fastopen_connect;
+        self.tfo.no_cookie = o.fastopen_no_cookie;
     }
 
     /// `TCP_MAXSEG` getsockopt: `mss_cache`, or `user_mss` in CLOSE/LISTEN.

@@ -39,6 +39,9 @@ impl Tcb {
     /// nothing is outstanding. Replacing a loss probe or reorder timer, the RTO keeps
     /// its deadline from the head's transmission (`tcp_rto_delta_us`).
     pub(crate) fn rearm_rto(&mut self, ctx: &Ctx) {
+        if self.tfo.rsk.is_some() {
+            return; // the timer serves the Fast Open SYN-ACK
+        }
         if self.rtx.packets_out == 0 && self.snd_nxt == self.snd_una {
             if matches!(
                 self.pending,
@@ -131,6 +134,10 @@ impl Tcb {
 
     /// `tcp_retransmit_timer`.
     fn retransmit_timer(&mut self, ctx: &mut Ctx) {
+        if self.tfo.rsk.is_some() {
+            // Before the SYN-ACK is acknowledged, nothing else is retransmitted.
+            return self.fastopen_synack_timer(ctx);
+        }
         if self.rtx.is_empty() && !matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
             return;
         }
@@ -342,6 +349,7 @@ impl Tcb {
 
     /// Moves to CLOSED and stops every timer (`tcp_done`).
     pub(crate) fn set_closed(&mut self, ctx: &mut Ctx) {
+        self.fastopen_remove(false);
         let was = self.state;
         self.state = TcpState::Closed;
         self.pending = None;
@@ -349,6 +357,9 @@ impl Tcb {
         self.tw_at = None;
         self.keepalive_at = None;
         if was != TcpState::TimeWait && was != TcpState::Closed {
+            // tcp_done: sk_shutdown = SHUTDOWN_MASK; reads end at EOF once the
+            // queue and any error are taken.
+            self.rcv_shutdown = true;
             self.notify(ctx, EventKind::HangUp);
         }
     }

@@ -22,6 +22,7 @@ impl Tcb {
             || self.rtx.packets_out == 0
             || !self.sack_ok
             || !self.state.is_synchronized()
+            || self.tfo.rsk.is_some()
             || !matches!(self.ca_state, CaState::Open | CaState::Cwr)
         {
             return false;

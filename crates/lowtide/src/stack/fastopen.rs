@@ -1,0 +1,185 @@
+//! TCP Fast Open at the stack: the server's decision on a SYN (`tcp_try_fastopen`),
+//! the listener's Fast Open queue, the stack's keys, and the client's cookie cache
+//! and blackhole state (net/ipv4/tcp_fastopen.c; the connection's side is in
+//! `tcp/fastopen.rs` and `tcp/fastopen_conn.rs`).
+
+use super::{Sock, Stack};
+use crate::mib::Mib;
+use crate::socket::{SocketError, SocketHandle};
+use crate::tcp::fastopen::{
+    FastOpenKeys, TCP_FASTOPEN_KEY_LENGTH, TFO_SERVER_COOKIE_NOT_REQD, TFO_SERVER_ENABLE,
+    TFO_SERVER_WO_SOCKOPT1,
+};
+use crate::time::Instant;
+use lowtide_wire::ip::IpRepr;
+use lowtide_wire::tcp::{FastOpenOption, TcpRepr};
+
+/// What `tcp_try_fastopen` decided for a SYN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct TfoDecision {
+    /// Create the child now and take the SYN's data (`fastopen_sk`).
+    pub child: bool,
+    /// The cookie option the SYN-ACK carries (`foc` with `len >= 0`).
+    pub synack_cookie: Option<FastOpenOption>,
+}
+
+impl Stack {
+    /// `tcp_fastopen_init_key_once`: the stack draws a key if it has none.
+    pub fn fastopen_init_key_once(&mut self) {
+        if self.cfg.tcp_fastopen_key.keys.is_empty() {
+            let mut k = [0u8; TCP_FASTOPEN_KEY_LENGTH];
+            for c in k.chunks_exact_mut(4) {
+                c.copy_from_slice(&self.rng.next_u32().to_le_bytes());
+            }
+            self.cfg.tcp_fastopen_key = FastOpenKeys { keys: vec![k] };
+        }
+    }
+
+    /// `inet_listen`'s Fast Open part: with `TFO_SERVER_WO_SOCKOPT1` and
+    /// `TFO_SERVER_ENABLE` a new listener does Fast Open without `TCP_FASTOPEN`
+    /// (`fastopen_queue_tune` to its backlog); `TCP_FASTOPEN` set before `listen`
+    /// applies.
+    pub(super) fn fastopen_listen(&mut self, index: u32, backlog: u32) {
+        let tfo = self.cfg.tcp_fastopen;
+        let somaxconn = self.cfg.somaxconn;
+        let Some(Sock::Listener(l)) = &mut self.slots[index as usize].sock else {
+            return;
+        };
+        if let Some(q) = l.opts.fastopen_qlen {
+            l.fastopen.max_qlen = q.min(somaxconn);
+        }
+        let wo_sockopt = tfo & TFO_SERVER_WO_SOCKOPT1 != 0 && tfo & TFO_SERVER_ENABLE != 0;
+        if wo_sockopt && l.fastopen.max_qlen == 0 {
+            l.fastopen.max_qlen = backlog.min(somaxconn);
+            self.fastopen_init_key_once();
+        }
+    }
+
+    /// `TCP_FASTOPEN` on a socket in CLOSE or LISTEN (`fastopen_queue_tune`); for a
+    /// listener it applies at once.
+    pub fn set_fastopen_qlen(&mut self, h: SocketHandle, qlen: u32) -> Result<(), SocketError> {
+        self.fastopen_init_key_once();
+        let somaxconn = self.cfg.somaxconn;
+        let l = self.listener_mut(h)?;
+        l.opts.fastopen_qlen = Some(qlen);
+        l.fastopen.max_qlen = qlen.min(somaxconn);
+        Ok(())
+    }
+
+    /// `TCP_FASTOPEN` (getsockopt) of a listener: its `max_qlen`.
+    pub fn fastopen_max_qlen(&self, h: SocketHandle) -> Result<u32, SocketError> {
+        match self.slot_sock(h)? {
+            Sock::Listener(l) => Ok(l.fastopen.max_qlen),
+            Sock::Tcp(_) => Err(SocketError::InvalidInput),
+        }
+    }
+
+    /// The Fast Open keys a listener (or the stack, `None`) uses
+    /// (`tcp_fastopen_get_ctx`), as `TCP_FASTOPEN_KEY` reads them.
+    pub fn fastopen_keys(&self, listener: Option<SocketHandle>) -> FastOpenKeys {
+        let own = listener
+            .and_then(|h| self.slot_sock(h).ok())
+            .and_then(|s| match s {
+                Sock::Listener(l) => l.opts.fastopen_key.clone(),
+                Sock::Tcp(_) => None,
+            });
+        own.unwrap_or_else(|| self.cfg.tcp_fastopen_key.clone())
+    }
+
+    /// `tcp_try_fastopen`: whether a SYN to listener `l` opens a Fast Open child,
+    /// and which cookie the SYN-ACK carries (a request answered, a stale cookie
+    /// replaced, a backup key's cookie renewed).
+    pub(super) fn try_fastopen(
+        &mut self,
+        now: Instant,
+        l: u32,
+        ip: &IpRepr,
+        th: &TcpRepr,
+        syn_data: bool,
+    ) -> TfoDecision {
+        let foc = th.options.fastopen;
+        let no = TfoDecision {
+            child: false,
+            synack_cookie: None,
+        };
+        if foc.is_some_and(|f| f.len == 0) {
+            self.mib.inc(Mib::TcpExtTCPFastOpenCookieReqd);
+        }
+        let tfo = self.cfg.tcp_fastopen;
+        let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
+            return no;
+        };
+        if tfo & TFO_SERVER_ENABLE == 0 || !(syn_data || foc.is_some()) {
+            return no;
+        }
+        if let Err(overflow) = lst.fastopen.check(now) {
+            if overflow {
+                self.mib.inc(Mib::TcpExtTCPFastOpenListenOverflow);
+            }
+            return no;
+        }
+        let no_cookie = tfo & TFO_SERVER_COOKIE_NOT_REQD != 0 || lst.opts.fastopen_no_cookie;
+        let keys = lst
+            .opts
+            .fastopen_key
+            .clone()
+            .unwrap_or_else(|| self.cfg.tcp_fastopen_key.clone());
+        let exp = foc.is_some_and(|f| f.exp);
+        let with_exp = |c: Option<FastOpenOption>| c.map(|c| FastOpenOption { exp, ..c });
+        let key_used = match foc {
+            _ if no_cookie => 0,
+            Some(f) if f.len == 0 => {
+                return TfoDecision {
+                    child: false,
+                    synack_cookie: with_exp(keys.cookie_gen(ip.src, ip.dst)),
+                }
+            }
+            Some(f) => match keys.cookie_check(ip.src, ip.dst, &f) {
+                (0, valid) => {
+                    self.mib.inc(Mib::TcpExtTCPFastOpenPassiveFail);
+                    return TfoDecision {
+                        child: false,
+                        synack_cookie: with_exp(valid),
+                    };
+                }
+                (k, _) => k,
+            },
+            None => return no,
+        };
+        // tcp_fastopen_create_child succeeds here (no allocation to fail): the
+        // child counts in the queue; a backup key's cookie is renewed.
+        lst.fastopen.qlen += 1;
+        let synack_cookie = match key_used {
+            2 => {
+                self.mib.inc(Mib::TcpExtTCPFastOpenPassiveAltKey);
+                with_exp(keys.cookie_gen(ip.src, ip.dst))
+            }
+            _ => None,
+        };
+        self.mib.inc(Mib::TcpExtTCPFastOpenPassive);
+        TfoDecision {
+            child: true,
+            synack_cookie,
+        }
+    }
+
+    /// `reqsk_fastopen_remove` on the listener's side: a Fast Open child that left
+    /// SYN-RECV (handshake done, reset, closed) frees its place in the queue, or
+    /// holds it for 60 s if reset after `accept` (while the listener still exists).
+    pub(super) fn fastopen_released(&mut self, now: Instant, child: u32) {
+        let Some(Sock::Tcp(t)) = &mut self.slots[child as usize].sock else {
+            return;
+        };
+        let Some(((l, lgen), reset)) = t.tfo.released.take() else {
+            return;
+        };
+        let accepted = t.parent.is_none();
+        let slot = &mut self.slots[l as usize];
+        if slot.generation != lgen {
+            return;
+        }
+        if let Some(Sock::Listener(lst)) = &mut slot.sock {
+            lst.fastopen.remove(now, reset, accepted);
+        }
+    }
+}

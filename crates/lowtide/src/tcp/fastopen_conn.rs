@@ -1,0 +1,129 @@
+//! TCP Fast Open on a connection (tcp_fastopen.c, tcp_minisocks.c `tcp_check_req`,
+//! tcp_input.c, tcp_timer.c): a passive child created at the SYN, its handshake and
+//! SYN-ACK timer.
+
+use super::consts::{TCP_RTO_MAX, TCP_TIMEOUT_INIT};
+use super::rcvqueue::Payload;
+use super::seq::Seq;
+use super::sock::{Pending, Tcb};
+use super::{Ctx, TcpState};
+use crate::mib::Mib;
+use crate::socket::SocketError;
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+
+impl Tcb {
+    /// `tcp_passive_fastopen`: a Fast Open child still in its handshake, which may
+    /// already send and receive.
+    pub(crate) fn passive_fastopen(&self) -> bool {
+        self.state == TcpState::SynRecv && self.tfo.rsk.is_some()
+    }
+
+    /// `tcp_fastopen_create_child` after `syn_recv_sock`: the child starts its
+    /// transfer now (`tcp_init_transfer`), takes the SYN's data
+    /// (`tcp_fastopen_add_skb`) and goes to the accept queue at once.
+    pub(crate) fn fastopen_create_child(&mut self, ctx: &mut Ctx, syn_data: &[u8]) {
+        self.init_buffer_space(ctx);
+        if !syn_data.is_empty() {
+            // tcp_fastopen_add_skb: segs_in counts the SYN once.
+            self.segs_in = 1;
+            self.data_segs_in = 1;
+            self.queue_in_order(ctx, Payload::Flat(syn_data));
+            self.bytes_received = syn_data.len() as u64;
+            self.tfo.syn_data_acked = true;
+        }
+        self.rcv_wup = self.rcv_nxt;
+        self.accepted_ready = true;
+    }
+
+    /// `reqsk_fastopen_remove` (the child's side): the child leaves the listener's
+    /// Fast Open queue; the stack settles the queue (`Stack::fastopen_released`).
+    pub(crate) fn fastopen_remove(&mut self, reset: bool) {
+        if let Some(l) = self.tfo.rsk.take() {
+            self.tfo.released = Some((l, reset));
+        }
+    }
+
+    /// `tcp_check_req` for a Fast Open child (`fastopen == true`), ahead of the
+    /// usual processing: a retransmitted SYN gets the SYN-ACK again, an
+    /// out-of-window segment an ACK, a reset in the window or a SYN ends the child
+    /// (`embryonic_reset`), a segment without ACK is dropped. False: dropped.
+    pub(crate) fn fastopen_check_req(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) -> bool {
+        let f = th.flags;
+        let seq = self.rcv_off(Seq(th.seq));
+        let end = seq.saturating_add(len as u64 + f.contains(TcpFlags::FIN) as u64);
+        let tsval = th.options.timestamp.filter(|_| self.ts_ok).map(|t| t.0);
+        let paws_reject = !f.contains(TcpFlags::RST)
+            && tsval.is_some_and(|v| (v.wrapping_sub(self.ts_recent) as i32) < 0);
+        if seq == 0 && f == TcpFlags::SYN && !paws_reject {
+            self.rtx_synack(ctx);
+            return false;
+        }
+        // tcp_in_window(seq, end_seq, rcv_nxt, rcv_nxt + tcp_synack_window(req)).
+        let (s_win, e_win) = (self.rcv_nxt, self.rcv_nxt + self.rcv_wnd as u64);
+        let in_window =
+            seq == s_win || (end > s_win && seq < e_win) || (seq == e_win && seq == end);
+        if paws_reject || !in_window {
+            if !f.contains(TcpFlags::RST)
+                && !self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv)
+            {
+                self.send_ack(ctx);
+            }
+            if paws_reject {
+                ctx.mib.inc(Mib::TcpExtPAWSEstab);
+            }
+            return false;
+        }
+        if let Some(v) = tsval.filter(|_| seq <= self.rcv_nxt) {
+            self.ts_recent = v;
+            self.ts_recent_stamp = ctx.now;
+        }
+        // The SYN at rcv_isn is out of the window that starts after it: truncated.
+        let syn = f.contains(TcpFlags::SYN) && seq != 0;
+        if syn || f.contains(TcpFlags::RST) {
+            ctx.mib.inc(Mib::TcpAttemptFails);
+            if !f.contains(TcpFlags::RST) {
+                // A bad SYN: reset it, but keep the child (no spoofed resets).
+                super::output::send_reset(ctx, self.tuple, th, len);
+            } else {
+                self.fastopen_remove(true);
+                self.set_error(ctx, SocketError::ConnectionReset);
+            }
+            return false;
+        }
+        f.contains(TcpFlags::ACK)
+    }
+
+    /// `tcp_rcv_synrecv_state_fastopen`: the handshake of a Fast Open child is
+    /// done: the SYN-ACK timer's count and stamp reset, the child leaves the Fast
+    /// Open queue, and the RTO is armed for data it may have sent.
+    pub(crate) fn fastopen_synrecv_done(&mut self, ctx: &mut Ctx) {
+        self.retransmits = 0;
+        self.backoff = 0;
+        if self.ca_state != super::cong::CaState::Recovery {
+            self.retrans_stamp = None;
+        }
+        self.fastopen_remove(false);
+        self.establish_rcv_mss();
+        self.rearm_rto(ctx);
+    }
+
+    /// `tcp_fastopen_synack_timer`: the retransmit timer of a Fast Open child
+    /// before its handshake completes resends only the SYN-ACK, one more time than
+    /// `tcp_synack_retries` allows a request, backing off from `TCP_TIMEOUT_INIT`.
+    pub(crate) fn fastopen_synack_timer(&mut self, ctx: &mut Ctx) {
+        let max_retries = ctx.cfg.tcp_synack_retries.saturating_add(1);
+        if self.retransmits >= max_retries {
+            return self.write_err(ctx);
+        }
+        if self.retransmits == 1 {
+            self.enter_loss(ctx);
+        }
+        ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
+        self.transmit(ctx, 0, super::rtx::skb::FLAG_SYN, &bytes::Bytes::new(), 0);
+        self.retransmits = self.retransmits.saturating_add(1);
+        self.retrans_stamp.get_or_insert(ctx.now);
+        let shift = (self.retransmits as u32).min(16);
+        let when = (TCP_TIMEOUT_INIT * (1u32 << shift)).min(TCP_RTO_MAX);
+        self.pending = Some((Pending::Retrans, ctx.now + when));
+    }
+}

@@ -1,0 +1,210 @@
+//! TCP Fast Open, server side (RFC 7413, Linux's `tcp_try_fastopen`,
+//! `tcp_fastopen_create_child`, `tcp_fastopen_synack_timer`): each branch of the
+//! decision on a SYN, and a Fast Open child's life before its handshake completes.
+
+use crate::common::*;
+use lowtide::tcp::fastopen::{cookie_gen_cipher, FastOpenKeys};
+use lowtide::tcp::sockopt::SockOptions;
+use lowtide::{Config, Instant, Mib, SocketHandle, Stack, TcpState};
+use lowtide_wire::tcp::{FastOpenOption, TcpFlags, TcpOptions, TcpRepr};
+use std::net::SocketAddr;
+
+const KEY: &str = "a1a1a1a1-b2b2b2b2-c3c3c3c3-d4d4d4d4";
+const ISN: u32 = 1000;
+
+fn server() -> SocketAddr {
+    addr("192.168.0.1", 8080)
+}
+
+fn client() -> SocketAddr {
+    addr("192.0.2.1", 40000)
+}
+
+/// A stack with `tcp_fastopen` = `bits` and the test key, listening with
+/// `TCP_FASTOPEN` = `qlen` (if any).
+fn listening(bits: &str, qlen: Option<u32>) -> (Stack, SocketHandle) {
+    let mut st = Stack::new(Config::default(), 1);
+    st.add_address(server().ip());
+    st.set_sysctl(Instant::ZERO, "net.ipv4.tcp_fastopen", bits)
+        .unwrap();
+    st.set_sysctl(Instant::ZERO, "net.ipv4.tcp_fastopen_key", KEY)
+        .unwrap();
+    let opts = SockOptions {
+        fastopen_qlen: qlen,
+        ..Default::default()
+    };
+    let l = st.listen_with(server(), 16, &opts).unwrap();
+    (st, l)
+}
+
+fn the_cookie() -> FastOpenOption {
+    let k = FastOpenKeys::parse(KEY).unwrap();
+    cookie_gen_cipher(&k.keys[0], client().ip(), server().ip())
+}
+
+/// Sends a SYN from `from` with the Fast Open option and data; returns the reply.
+fn syn(st: &mut Stack, from: SocketAddr, fo: Option<FastOpenOption>, data: &[u8]) -> TcpRepr {
+    let th = TcpRepr {
+        seq: ISN,
+        flags: TcpFlags::SYN,
+        window: 65535,
+        options: TcpOptions {
+            mss: Some(1460),
+            sack_permitted: true,
+            fastopen: fo,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    st.handle_packet(
+        Instant::ZERO,
+        &build(from, server(), &th, data, 1),
+        lowtide::RxChecksum::Verify,
+    );
+    reply(st, Instant::ZERO).expect("a SYN-ACK")
+}
+
+fn reply(st: &mut Stack, now: Instant) -> Option<TcpRepr> {
+    let tx = st.poll_transmit(now)?;
+    Some(TcpRepr::parse(&tx.packet[20..]).unwrap().0)
+}
+
+#[test]
+fn a_cookie_request_gets_the_cookie_and_no_child() {
+    let (mut st, l) = listening("0x2", Some(4));
+    let sa = syn(
+        &mut st,
+        client(),
+        Some(FastOpenOption::request(true)),
+        b"early",
+    );
+    assert_eq!(sa.ack, ISN + 1, "the data waits for the handshake");
+    let c = sa.options.fastopen.expect("cookie");
+    assert!(c.exp, "answered in the request's format");
+    assert_eq!(c.bytes(), the_cookie().bytes());
+    assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenCookieReqd), 1);
+    assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenPassive), 0);
+    assert!(st.accept(l).is_err(), "no child before the handshake");
+}
+
+#[test]
+fn a_valid_cookie_opens_a_child_with_the_data_at_once() {
+    let (mut st, l) = listening("0x2", Some(4));
+    let sa = syn(&mut st, client(), Some(the_cookie()), b"hello");
+    assert_eq!(sa.ack, ISN + 1 + 5, "the SYN-ACK acknowledges the data");
+    assert_eq!(sa.options.fastopen, None, "a good cookie is not sent back");
+    assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenPassive), 1);
+    let c = st
+        .accept(l)
+        .expect("child in the accept queue before the handshake");
+    assert_eq!(st.state(c), Ok(TcpState::SynRecv));
+    assert_eq!(
+        st.info(Instant::ZERO, c).unwrap().options & 32,
+        32,
+        "TCPI_OPT_SYN_DATA"
+    );
+    let mut buf = [0u8; 16];
+    assert_eq!(st.recv(Instant::ZERO, c, &mut buf), Ok(5));
+    assert_eq!(
+        st.send(Instant::ZERO, c, b"reply"),
+        Ok(5),
+        "sends before the handshake"
+    );
+    let d = reply(&mut st, Instant::ZERO).expect("data");
+    assert_eq!((d.flags, d.ack), (TcpFlags::ACK | TcpFlags::PSH, ISN + 6));
+}
+
+#[test]
+fn a_bad_cookie_falls_back_and_gets_the_right_one() {
+    let (mut st, l) = listening("0x2", Some(4));
+    let bad = FastOpenOption::cookie(false, &[0xaa; 8]);
+    let sa = syn(&mut st, client(), Some(bad), b"hello");
+    assert_eq!(sa.ack, ISN + 1);
+    assert_eq!(sa.options.fastopen.map(|c| c.len), Some(8));
+    assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenPassiveFail), 1);
+    assert!(st.accept(l).is_err());
+}
+
+#[test]
+fn the_backup_key_still_opens_and_renews_the_cookie() {
+    let (mut st, _l) = listening("0x2", Some(4));
+    let keys = format!("00000001-00000002-00000003-00000004,{KEY}");
+    st.set_sysctl(Instant::ZERO, "net.ipv4.tcp_fastopen_key", &keys)
+        .unwrap();
+    let sa = syn(&mut st, client(), Some(the_cookie()), b"hello");
+    assert_eq!(sa.ack, ISN + 6);
+    let k = FastOpenKeys::parse(&keys).unwrap();
+    let primary = cookie_gen_cipher(&k.keys[0], client().ip(), server().ip());
+    assert_eq!(
+        sa.options.fastopen.map(|c| c.bytes().to_vec()),
+        Some(primary.bytes().to_vec())
+    );
+    assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenPassiveAltKey), 1);
+}
+
+#[test]
+fn cookie_not_required_takes_data_without_a_cookie() {
+    let (mut st, _l) = listening("0x202", Some(4));
+    let sa = syn(&mut st, client(), None, b"hello");
+    assert_eq!(sa.ack, ISN + 6);
+    // Without TFO_SERVER_ENABLE nothing of it applies.
+    let (mut st, _l) = listening("0x201", Some(4));
+    let sa = syn(&mut st, client(), Some(the_cookie()), b"hello");
+    assert_eq!((sa.ack, sa.options.fastopen), (ISN + 1, None));
+}
+
+#[test]
+fn listeners_need_tcp_fastopen_unless_wo_sockopt() {
+    let (mut st, _l) = listening("0x2", None);
+    assert_eq!(
+        syn(&mut st, client(), Some(the_cookie()), b"x").ack,
+        ISN + 1
+    );
+    let (mut st, _l) = listening("0x402", None);
+    assert_eq!(
+        syn(&mut st, client(), Some(the_cookie()), b"x").ack,
+        ISN + 2
+    );
+}
+
+#[test]
+fn a_full_fastopen_queue_falls_back_and_counts() {
+    let (mut st, _l) = listening("0x2", Some(1));
+    assert_eq!(
+        syn(&mut st, client(), Some(the_cookie()), b"x").ack,
+        ISN + 2
+    );
+    let other = addr("192.0.2.1", 40001);
+    let sa = syn(&mut st, other, Some(the_cookie()), b"x");
+    assert_eq!(
+        (sa.ack, sa.options.fastopen),
+        (ISN + 1, None),
+        "not even a cookie"
+    );
+    assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenListenOverflow), 1);
+}
+
+#[test]
+fn the_synack_timer_resends_without_cookie_then_gives_up() {
+    let (mut st, l) = listening("0x2", Some(4));
+    syn(&mut st, client(), Some(the_cookie()), b"x");
+    let c = st.accept(l).unwrap();
+    let mut t = Instant::ZERO;
+    let mut gaps = Vec::new();
+    while let Some(at) = st.poll_timeout() {
+        st.handle_timeout(at);
+        match reply(&mut st, at) {
+            Some(r) => {
+                assert!(r.flags.contains(TcpFlags::SYN | TcpFlags::ACK));
+                assert_eq!(r.options.fastopen, None);
+                gaps.push((at - t).as_secs());
+                t = at;
+            }
+            None => break,
+        }
+    }
+    // tcp_synack_retries (5) + 1 retransmissions, 1 s doubling each time.
+    assert_eq!(gaps, [1, 2, 4, 8, 16, 32]);
+    assert_eq!(st.state(c), Ok(TcpState::Closed));
+    assert_eq!(st.socket_error(c), Ok(Some(lowtide::SocketError::TimedOut)));
+}

@@ -133,7 +133,13 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     u32s(&mut b, 196, i.delivered_ce);
     u64s(&mut b, 200, i.bytes_sent);
     u64s(&mut b, 208, i.bytes_retrans);
+    u32s(&mut b, 216, i.dsack_dups);
     u32s(&mut b, 220, i.reord_seen as u64);
+    u32s(&mut b, 224, i.rcv_ooopack);
+    b[240..242].copy_from_slice(&(i.total_rto.min(u16::MAX as u32) as u16).to_ne_bytes());
+    b[242..244]
+        .copy_from_slice(&(i.total_rto_recoveries.min(u16::MAX as u32) as u16).to_ne_bytes());
+    u32s(&mut b, 244, i.total_rto_time);
     u32s(&mut b, 228, i.snd_wnd as u64);
     u32s(&mut b, 232, i.rcv_wnd as u64);
     b

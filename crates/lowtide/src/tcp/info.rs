@@ -133,6 +133,17 @@ pub struct TcpInfo {
     pub rcv_rtt: u32,
     /// `tcpi_reord_seen`.
     pub reord_seen: u32,
+    /// `tcpi_dsack_dups`: segments the peer's D-SACKs reported received twice.
+    pub dsack_dups: u64,
+    /// `tcpi_rcv_ooopack`: segments received out of order.
+    pub rcv_ooopack: u64,
+    /// `tcpi_total_rto`: RTO timeouts, SYN and SYN-ACK ones included.
+    pub total_rto: u32,
+    /// `tcpi_total_rto_recoveries`: RTO recoveries, an unfinished one included.
+    pub total_rto_recoveries: u32,
+    /// `tcpi_total_rto_time`: ms spent in RTO recoveries, an unfinished one
+    /// included.
+    pub total_rto_time: u64,
     /// `tcp_bbr_info.bbr_bw`: the congestion control's bottleneck bandwidth
     /// estimate in bytes per second (0 unless it keeps one, as BBR does).
     pub bbr_bw: u64,
@@ -219,6 +230,14 @@ impl Tcb {
             pmtu: self.pmtu_cookie,
             rcv_rtt: self.rcv_rtt.rtt_us8 >> 3,
             reord_seen: self.reord_seen,
+            dsack_dups: self.dsack_dups,
+            rcv_ooopack: self.rcv_ooopack,
+            total_rto: self.total_rto,
+            total_rto_recoveries: self.total_rto_recoveries,
+            total_rto_time: self.total_rto_time_ms
+                + self
+                    .rto_stamp
+                    .map_or(0, |t| now.saturating_since(t).as_millis() as u64),
             bbr_bw: self.cc.bw_estimate_bps().map_or(0, |b| b / 8),
         }
     }

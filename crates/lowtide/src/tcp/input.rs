@@ -428,8 +428,10 @@ impl Tcb {
             self.rtx_synack_sample(ctx);
         }
         if child {
-            // tcp_create_openreq_child: a child starts with snd_una = ISN + 1.
+            // tcp_create_openreq_child: a child starts with snd_una = ISN + 1, and
+            // its SYN-ACK timeouts as one finished RTO recovery.
             self.snd_una = 1;
+            self.update_rto_time(ctx.now);
         } else {
             self.snd_una_update(1); // simultaneous open: tcp_ack counts the SYN
         }
@@ -882,6 +884,8 @@ impl Tcb {
         }
         self.ecn_check_ce(self.rx_ip_ecn);
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
+        // tcp_data_queue_ofo: max(1, gso_segs) of the (GRO) packet.
+        self.rcv_ooopack += payload.len().div_ceil(self.rcv_mss.max(1) as usize).max(1) as u64;
         let len = payload.len() as u32;
         // tcp_data_queue_ofo measures the segment too (Linux 6.17, "tcp: call
         // tcp_measure_rcv_mss() for ooo packets").

@@ -169,6 +169,9 @@ impl Tcb {
             }
             CaState::Loss => {
                 self.process_loss(ctx, fl, is_dupack);
+                if self.ca_state != CaState::Loss {
+                    self.update_rto_time(ctx.now);
+                }
                 self.identify_packet_loss(ctx, fl);
                 if self.ca_state == CaState::Open || fl.lost_retrans {
                     self.open_or_disorder(ctx, fl);

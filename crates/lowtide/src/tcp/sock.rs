@@ -267,6 +267,14 @@ pub struct Tcb {
     /// `dsack_dups`: segments D-SACKs reported duplicated, dubious ones included
     /// (`tcp_dsack_seen` ignores D-SACKs once this passes `total_retrans`).
     pub(crate) dsack_dups: u64,
+    /// `rcv_ooopack`: segments received out of order (`tcpi_rcv_ooopack`).
+    pub(crate) rcv_ooopack: u64,
+    /// `total_rto`, `total_rto_recoveries`, `total_rto_time` (ms) and `rto_stamp`
+    /// (Linux 6.7, `tcp_update_rto_stats` / `tcp_update_rto_time`).
+    pub(crate) total_rto: u32,
+    pub(crate) total_rto_recoveries: u32,
+    pub(crate) total_rto_time_ms: u64,
+    pub(crate) rto_stamp: Option<Instant>,
     pub(crate) segs_out: u64,
     pub(crate) segs_in: u64,
     pub(crate) data_segs_out: u64,
@@ -442,6 +450,11 @@ impl Tcb {
             bytes_retrans: 0,
             total_retrans: 0,
             dsack_dups: 0,
+            rcv_ooopack: 0,
+            total_rto: 0,
+            total_rto_recoveries: 0,
+            total_rto_time_ms: 0,
+            rto_stamp: None,
             segs_out: 0,
             segs_in: 0,
             data_segs_out: 0,

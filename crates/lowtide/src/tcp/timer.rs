@@ -152,13 +152,13 @@ impl Tcb {
         if self.state.is_synchronized() {
             // tcp_enter_loss sees icsk_retransmits before this timeout counts.
             self.enter_loss(ctx);
-            self.retransmits = self.retransmits.saturating_add(1);
+            self.update_rto_stats(ctx.now);
             self.backoff += 1;
             let head = self.snd_una;
             self.retransmit_hint = head;
             self.xmit_retransmit_queue(ctx);
         } else {
-            self.retransmits = self.retransmits.saturating_add(1);
+            self.update_rto_stats(ctx.now);
             self.backoff += 1;
             ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
             self.transmit(ctx, 0, super::rtx::skb::FLAG_SYN, &bytes::Bytes::new(), 0);
@@ -180,7 +180,7 @@ impl Tcb {
         }
         ctx.mib.inc(Mib::TcpExtTCPTimeouts);
         self.enter_loss(ctx);
-        self.retransmits = self.retransmits.saturating_add(1);
+        self.update_rto_stats(ctx.now);
         self.backoff += 1;
         self.retransmit_hint = self.snd_una;
         self.xmit_retransmit_queue(ctx);
@@ -272,6 +272,24 @@ impl Tcb {
             return self.write_err(ctx);
         }
         self.send_probe0(ctx);
+    }
+
+    /// `tcp_update_rto_stats`: one more RTO; the first of a series starts an RTO
+    /// recovery and its clock.
+    fn update_rto_stats(&mut self, now: Instant) {
+        if self.retransmits == 0 {
+            self.total_rto_recoveries = self.total_rto_recoveries.saturating_add(1);
+            self.rto_stamp = Some(now);
+        }
+        self.retransmits = self.retransmits.saturating_add(1);
+        self.total_rto = self.total_rto.saturating_add(1);
+    }
+
+    /// `tcp_update_rto_time`: an RTO recovery ended (the Loss state was left).
+    pub(crate) fn update_rto_time(&mut self, now: Instant) {
+        if let Some(t) = self.rto_stamp.take() {
+            self.total_rto_time_ms += now.saturating_since(t).as_millis() as u64;
+        }
     }
 
     /// `tcp_send_probe0`: a window probe (`tcp_write_wakeup`), then the next one

@@ -33,3 +33,33 @@ fn ack_covering_a_retransmission_gives_no_rtt_sample() {
         "no RTT sample from an ACK of retransmitted data"
     );
 }
+
+/// `tcpi_total_rto`, `_recoveries` and `_time` (Linux 6.7, `tcp_update_rto_stats` /
+/// `tcp_update_rto_time`): every RTO counts, the first of a series opens a recovery
+/// whose clock runs until the Loss state is left.
+#[test]
+fn rto_recoveries_are_counted_and_timed() {
+    let mut d = Drill::cubic(ms(100));
+    d.set_win(65535);
+    assert_eq!((d.info().total_rto, d.info().total_rto_recoveries), (0, 0));
+    d.write(3000);
+    d.wait(ms(1500)); // a TLP, then RTOs
+    let i = d.info();
+    assert!(i.total_rto >= 2, "backed-off RTOs: {}", i.total_rto);
+    assert_eq!(i.total_rto_recoveries, 1, "one series, one recovery");
+    assert!(
+        i.total_rto_time > 0,
+        "an unfinished recovery counts its time so far"
+    );
+    d.ack(ms(100), 3001);
+    let done = d.info();
+    assert_eq!(done.ca_state, "Open");
+    assert_eq!(done.total_rto_recoveries, 1);
+    let t = done.total_rto_time;
+    d.wait(ms(500));
+    assert_eq!(
+        d.info().total_rto_time,
+        t,
+        "the clock stopped when Loss was left"
+    );
+}

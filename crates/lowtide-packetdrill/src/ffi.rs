@@ -3,7 +3,7 @@
 use crate::state::{Attempt, Flags, Shared, State};
 use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, size_t, socklen_t, ssize_t};
 use lowtide::posix::consts::*;
-use lowtide::posix::{errno, Errno, Fd, PollFd, RecvMsg};
+use lowtide::posix::{errno, Errno, Fd, PollFd, RecvMsg, SendTo};
 use std::ffi::CStr;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -227,6 +227,33 @@ fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32>
 }
 
 fn do_send(sh: &Shared, fd: Fd, data: &[u8], flags: i32) -> Result<usize, i32> {
+    do_sendto(sh, fd, data, flags, SendTo::None)
+}
+
+/// `msg_name` of sendto/sendmsg: none, AF_UNSPEC, or an address.
+unsafe fn send_dest(a: *const libc::sockaddr, l: socklen_t) -> Result<SendTo, i32> {
+    if a.is_null() || l == 0 {
+        return Ok(SendTo::None);
+    }
+    if (*a).sa_family as i32 == libc::AF_UNSPEC {
+        return Ok(SendTo::Unspec);
+    }
+    sockaddr_to(a, l).map(SendTo::Addr)
+}
+
+/// A blocking send: `MSG_FASTOPEN` (and the destination) count for the first try
+/// only, which connects; later tries wait for the connection and write the rest,
+/// as `tcp_sendmsg_locked` goes on after `__inet_stream_connect`.
+fn do_sendto(sh: &Shared, fd: Fd, data: &[u8], flags: i32, dest: SendTo) -> Result<usize, i32> {
+    let mut flags = flags;
+    let mut dest = dest;
+    // __inet_stream_connect: a blocking Fast Open send waits for the connection
+    // even when the SYN took everything.
+    let connecting = {
+        let st = sh.lock();
+        flags & MSG_FASTOPEN != 0 || st.host.is_fastopen_deferred(fd)
+    };
+    let mut wait_connect = false;
     let nonblock = sh.lock().host.is_nonblocking(fd, flags);
     let mut done = 0usize;
     let mut first = true;
@@ -242,7 +269,18 @@ fn do_send(sh: &Shared, fd: Fd, data: &[u8], flags: i32) -> Result<usize, i32> {
                 return Attempt::Wait;
             }
             let now = st.now();
-            match st.host.send(now, fd, &data[done..], flags) {
+            if std::mem::take(&mut wait_connect) && done == data.len() {
+                return Attempt::Done(Ok(done));
+            }
+            let r = st.host.sendto(now, fd, &data[done..], flags, dest);
+            flags &= !MSG_FASTOPEN;
+            dest = SendTo::None;
+            match r {
+                Ok(n) if connecting && done == 0 && !nonblock => {
+                    done += n;
+                    wait_connect = true;
+                    Attempt::Wait
+                }
                 Ok(n) => {
                     done += n;
                     if done == data.len() || nonblock {
@@ -473,11 +511,23 @@ unsafe extern "C" fn pd_sendto(
     buf: *const c_void,
     n: size_t,
     flags: c_int,
-    _a: *const libc::sockaddr,
-    _l: socklen_t,
+    a: *const libc::sockaddr,
+    l: socklen_t,
 ) -> ssize_t {
-    // TCP ignores the destination of sendto on a connected socket.
-    pd_send(ud, fd, buf, n, flags)
+    // TCP ignores the destination of sendto on a connected socket; MSG_FASTOPEN
+    // connects to it.
+    guard(ud, |sh| {
+        if buf.is_null() && n > 0 {
+            return Err(errno::EFAULT);
+        }
+        let data = if n == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(buf as *const u8, n)
+        };
+        let dest = send_dest(a, l)?;
+        do_sendto(sh, fd, data, flags, dest).map(|n| n as ssize_t)
+    })
 }
 
 unsafe extern "C" fn pd_sendmsg(
@@ -492,7 +542,8 @@ unsafe extern "C" fn pd_sendmsg(
         }
         let m = &*msg;
         let data = gather(iov_total(m.msg_iov, m.msg_iovlen as c_int)?);
-        do_send(sh, fd, &data, flags).map(|n| n as ssize_t)
+        let dest = send_dest(m.msg_name as *const libc::sockaddr, m.msg_namelen)?;
+        do_sendto(sh, fd, &data, flags, dest).map(|n| n as ssize_t)
     })
 }
 

@@ -15,8 +15,10 @@
 
 pub mod consts;
 mod embed;
+mod fastopen;
 mod msg;
 mod poll;
+pub use fastopen::SendTo;
 mod sockopt;
 
 pub use consts::errno;
@@ -351,6 +353,31 @@ impl Host {
     /// handshake runs, `Ok` once established (then `EISCONN`), or the error that
     /// ended it. A blocking caller waits for `POLLOUT` between calls.
     pub fn connect(&mut self, now: Instant, fd: Fd, remote: SocketAddr) -> Result<(), Errno> {
+        if let SockState::Conn {
+            h,
+            connected: false,
+        } = self.sock(fd)?.state
+        {
+            return self.connect_progress(fd, h);
+        }
+        match self.connect_tfo(now, fd, remote, None)? {
+            // tcp_fastopen_defer_connect: connected as far as the caller knows; the
+            // SYN goes with the first write.
+            (true, _) => Ok(()),
+            (false, _) => err(errno::EINPROGRESS),
+        }
+    }
+
+    /// `__inet_stream_connect` from CLOSE (`tcp_v4_connect`), with Fast Open data
+    /// for the SYN (`MSG_FASTOPEN`) or none. Returns whether the SYN was deferred
+    /// and the bytes it took.
+    pub(crate) fn connect_tfo(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        remote: SocketAddr,
+        syn_data: Option<&[u8]>,
+    ) -> Result<(bool, usize), Errno> {
         let s = self.sock(fd)?;
         match s.state {
             SockState::Listening(_) => return err(errno::EISCONN),
@@ -360,7 +387,7 @@ impl Host {
             SockState::Conn {
                 h,
                 connected: false,
-            } => return self.connect_progress(fd, h),
+            } => return self.connect_progress(fd, h).map(|_| (false, 0)),
             SockState::Unconnected => {}
         }
         let local = match s.bound {
@@ -374,9 +401,9 @@ impl Host {
             }
         };
         let opts = s.opts.clone();
-        let h = self
+        let (h, copied) = self
             .stack
-            .connect_with(now, local, remote, &opts)
+            .connect_fastopen(now, local, remote, &opts, syn_data)
             .map_err(Errno::from)?;
         let (local, _) = self.stack.addresses(h).map_err(Errno::from)?;
         let s = self.sock_mut(fd)?;
@@ -387,11 +414,14 @@ impl Host {
         };
         self.by_handle.insert(h, fd);
         self.sync_events();
-        err(errno::EINPROGRESS)
+        Ok((self.stack.fastopen_deferred(h), copied))
     }
 
     fn connect_progress(&mut self, fd: Fd, h: SocketHandle) -> Result<(), Errno> {
         let st = self.stack.state(h).map_err(Errno::from)?;
+        if self.stack.fastopen_deferred(h) {
+            return err(errno::EISCONN); // SS_CONNECTING with DEFER_CONNECT
+        }
         match st {
             TcpState::SynSent | TcpState::SynRecv => err(errno::EALREADY),
             TcpState::Closed => {
@@ -424,6 +454,25 @@ impl Host {
     /// `send(2)`/`write(2)`: how many bytes the send buffer took (`EAGAIN` if none);
     /// `MSG_MORE` holds a sub-MSS tail and its PSH.
     pub fn send(&mut self, now: Instant, fd: Fd, data: &[u8], flags: i32) -> Result<usize, Errno> {
+        self.sendto(now, fd, data, flags, SendTo::None)
+    }
+
+    /// `sendto(2)`/`sendmsg(2)`: [`Host::send`], with `MSG_FASTOPEN` (a connect
+    /// whose SYN carries the data) to `dest`.
+    pub fn sendto(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        data: &[u8],
+        flags: i32,
+        dest: SendTo,
+    ) -> Result<usize, Errno> {
+        let s = self.sock(fd)?;
+        let deferred =
+            matches!(s.state, SockState::Conn { h, .. } if self.stack.fastopen_deferred(h));
+        if flags & MSG_FASTOPEN != 0 || deferred {
+            return self.sendmsg_fastopen(now, fd, data, flags, dest);
+        }
         let s = self.sock(fd)?;
         let h = match s.state {
             // sk_stream_wait_connect: a socket that never connected gets EPIPE.

@@ -71,7 +71,13 @@ impl Host {
         if st.rcv_shutdown {
             mask |= POLLIN | POLLRDNORM | POLLRDHUP;
         }
-        if st.state != TcpState::SynSent && st.state != TcpState::SynRecv {
+        // tcp_poll: connected, or a passive Fast Open child; an active one waiting
+        // for its first write (DEFER_CONNECT) is writable so that the write comes.
+        if st.state == TcpState::SynSent && st.defer_connect {
+            mask |= POLLOUT | POLLWRNORM;
+        } else if st.state != TcpState::SynSent
+            && (st.state != TcpState::SynRecv || st.passive_fastopen)
+        {
             if st.inq > 0 {
                 mask |= POLLIN | POLLRDNORM;
             }

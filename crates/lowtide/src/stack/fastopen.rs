@@ -7,9 +7,11 @@ use super::{Sock, Stack};
 use crate::mib::Mib;
 use crate::socket::{SocketError, SocketHandle};
 use crate::tcp::fastopen::{
-    FastOpenKeys, TCP_FASTOPEN_KEY_LENGTH, TFO_SERVER_COOKIE_NOT_REQD, TFO_SERVER_ENABLE,
-    TFO_SERVER_WO_SOCKOPT1,
+    FastOpenKeys, TCP_FASTOPEN_KEY_LENGTH, TFO_CLIENT_NO_COOKIE, TFO_SERVER_COOKIE_NOT_REQD,
+    TFO_SERVER_ENABLE, TFO_SERVER_WO_SOCKOPT1,
 };
+use crate::tcp::fastopen_active::CookieCheck;
+use crate::tcp::FourTuple;
 use crate::time::Instant;
 use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{FastOpenOption, TcpRepr};
@@ -181,5 +183,119 @@ impl Stack {
         if let Some(Sock::Listener(lst)) = &mut slot.sock {
             lst.fastopen.remove(now, reset, accepted);
         }
+    }
+
+    /// `tcp_fastopen_cookie_check`: the cached MSS and cookie for `tuple`'s
+    /// destination; none while active Fast Open is paused for a blackhole; data
+    /// without a cookie with `TFO_CLIENT_NO_COOKIE` or `TCP_FASTOPEN_NO_COOKIE`;
+    /// else data only with a cookie (a request otherwise).
+    pub(super) fn fastopen_cookie_check(
+        &self,
+        now: Instant,
+        tuple: FourTuple,
+        no_cookie: bool,
+    ) -> CookieCheck {
+        let (mss, cookie, exp) = self.tfo_cache.get(tuple.local.ip(), tuple.remote.ip());
+        let cookie = cookie.or(Some(FastOpenOption::request(exp)));
+        let timeout = self.cfg.tcp_fastopen_blackhole_timeout_sec;
+        let ch = match self.tfo_blackhole.should_disable(now, timeout) {
+            Some(true) => {
+                return CookieCheck {
+                    ok: false,
+                    cookie: None,
+                    mss,
+                    ch: false,
+                }
+            }
+            Some(false) => true,
+            None => false,
+        };
+        if self.cfg.tcp_fastopen & TFO_CLIENT_NO_COOKIE != 0 || no_cookie {
+            return CookieCheck {
+                ok: true,
+                cookie: None,
+                mss,
+                ch,
+            };
+        }
+        CookieCheck {
+            ok: cookie.is_some_and(|c| c.len > 0),
+            cookie,
+            mss,
+            ch,
+        }
+    }
+
+    /// A deferred connect's first write (`tcp_sendmsg_fastopen` with
+    /// `DEFER_CONNECT`): the SYN leaves now with as much of `data` as the cookie
+    /// allows. Returns the bytes it took.
+    pub(crate) fn fastopen_connect_deferred(
+        &mut self,
+        now: Instant,
+        index: u32,
+        data: &[u8],
+    ) -> usize {
+        let Some(Sock::Tcp(t)) = &self.slots[index as usize].sock else {
+            return 0;
+        };
+        let (tuple, no_cookie) = (t.tuple, t.tfo.no_cookie);
+        let fo = self.fastopen_cookie_check(now, tuple, no_cookie);
+        self.with_tcb(now, index, |tcb, ctx| tcb.connect_fastopen(ctx, data, fo))
+    }
+
+    /// What an active Fast Open connection reported: the SYN-ACK's lesson for the
+    /// cookie cache (`tcp_fastopen_cache_set`), a suspected blackhole
+    /// (`tcp_fastopen_active_disable`).
+    pub(super) fn fastopen_active_done(&mut self, now: Instant, index: u32) {
+        let Some(Sock::Tcp(t)) = &mut self.slots[index as usize].sock else {
+            return;
+        };
+        let key = (t.tuple.local.ip(), t.tuple.remote.ip());
+        let update = t.tfo.cache_update.take();
+        let blackhole = std::mem::take(&mut t.tfo.blackhole);
+        if let Some(u) = update {
+            self.tfo_cache
+                .set(now, key, u.mss, u.cookie, u.syn_lost, u.try_exp);
+        }
+        let timeout = self.cfg.tcp_fastopen_blackhole_timeout_sec;
+        if blackhole && self.tfo_blackhole.disable(now, timeout) {
+            self.mib.inc(Mib::TcpExtTCPFastOpenBlackhole);
+        }
+    }
+
+    /// `ip tcp_metrics flush`: the client forgets every cached cookie.
+    pub fn flush_tcp_metrics(&mut self) {
+        self.tfo_cache.flush();
+    }
+
+    /// `connect(2)` with options and, for `MSG_FASTOPEN`, the data its SYN should
+    /// carry: the handle and the bytes the SYN took. With `TCP_FASTOPEN_CONNECT`
+    /// and a cookie the SYN waits for the first write ([`Stack::fastopen_deferred`]).
+    pub fn connect_fastopen(
+        &mut self,
+        now: Instant,
+        local: std::net::SocketAddr,
+        remote: std::net::SocketAddr,
+        opts: &crate::tcp::sockopt::SockOptions,
+        syn_data: Option<&[u8]>,
+    ) -> Result<(SocketHandle, usize), SocketError> {
+        self.active_open_tfo(now, local, remote, Some(opts), syn_data)
+    }
+
+    /// A connect waits for its first write to send the SYN (`DEFER_CONNECT`).
+    pub fn fastopen_deferred(&self, h: SocketHandle) -> bool {
+        matches!(self.slot_sock(h), Ok(Sock::Tcp(t)) if t.tfo.defer_connect)
+    }
+
+    /// The first write of a deferred connect: its SYN leaves with as much of `data`
+    /// as the cookie allows; the bytes it took.
+    pub fn fastopen_connect_deferred_handle(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        data: &[u8],
+    ) -> Result<usize, SocketError> {
+        let index = self.user_slot(h)?;
+        Ok(self.fastopen_connect_deferred(now, index, data))
     }
 }

@@ -115,6 +115,10 @@ pub struct Stack {
     /// (`stack/icmp.rs`; Linux's route exceptions).
     pmtu: FxHashMap<IpAddr, (u32, Instant)>,
     frag: crate::tcp::page_frag::PageFrag,
+    /// The client's Fast Open cookies per destination (tcp_metrics).
+    tfo_cache: tcp::fastopen::CookieCache,
+    /// Active Fast Open's blackhole pause.
+    tfo_blackhole: tcp::fastopen::Blackhole,
 }
 
 impl Stack {
@@ -150,6 +154,8 @@ impl Stack {
             pool: lowtide_wire::pool::BufPool::new(),
             pmtu: FxHashMap::default(),
             frag: Default::default(),
+            tfo_cache: Default::default(),
+            tfo_blackhole: Default::default(),
         }
     }
 
@@ -312,6 +318,21 @@ impl Stack {
         remote: SocketAddr,
         opts: Option<&tcp::sockopt::SockOptions>,
     ) -> Result<SocketHandle, SocketError> {
+        self.active_open_tfo(now, local, remote, opts, None)
+            .map(|(h, _)| h)
+    }
+
+    /// [`Stack::active_open`] with Fast Open: `syn_data` (`MSG_FASTOPEN`) goes in
+    /// the SYN as far as a cookie allows; without it, `TCP_FASTOPEN_CONNECT` may defer
+    /// the SYN to the first write. Returns the handle and the bytes the SYN took.
+    pub(crate) fn active_open_tfo(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        opts: Option<&tcp::sockopt::SockOptions>,
+        syn_data: Option<&[u8]>,
+    ) -> Result<(SocketHandle, usize), SocketError> {
         if remote.port() == 0 || remote.ip().is_unspecified() || local.is_ipv4() != remote.is_ipv4()
         {
             return Err(SocketError::InvalidInput);
@@ -324,10 +345,25 @@ impl Stack {
         if let Some(o) = opts {
             tcb.apply_options(&self.cfg, o);
         }
+        let defer = tcb.tfo.connect;
+        let no_cookie = tcb.tfo.no_cookie;
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);
-        self.with_tcb(now, h.index, |tcb, ctx| tcb.connect(ctx));
-        Ok(h)
+        if syn_data.is_none() && !defer {
+            self.with_tcb(now, h.index, |tcb, ctx| tcb.connect(ctx));
+            return Ok((h, 0));
+        }
+        let fo = self.fastopen_cookie_check(now, tuple, no_cookie);
+        let copied = match syn_data {
+            // tcp_fastopen_defer_connect: a usable cookie holds the SYN back.
+            None if fo.ok => {
+                self.with_tcb(now, h.index, |tcb, _| tcb.defer_connect());
+                0
+            }
+            None => self.with_tcb(now, h.index, |tcb, ctx| tcb.connect_fastopen(ctx, &[], fo)),
+            Some(d) => self.with_tcb(now, h.index, |tcb, ctx| tcb.connect_fastopen(ctx, d, fo)),
+        };
+        Ok((h, copied))
     }
 
     fn pick_tuple(
@@ -674,8 +710,9 @@ impl Stack {
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
             return;
         };
-        if tcb.tfo.released.is_some() {
+        if tcb.tfo.released.is_some() || tcb.tfo.cache_update.is_some() || tcb.tfo.blackhole {
             self.fastopen_released(now, index);
+            self.fastopen_active_done(now, index);
         }
         let slot = &mut self.slots[index as usize];
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {

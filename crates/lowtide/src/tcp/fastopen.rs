@@ -376,6 +376,21 @@ pub(crate) struct TfoSock {
     pub no_cookie: bool,
     /// `fastopen_client_fail` (`tcpi_fastopen_client_fail`).
     pub client_fail: TfoClientFail,
+    /// `syn_fastopen`: our SYN carried a Fast Open option.
+    pub syn_fastopen: bool,
+    /// `syn_fastopen_exp`: ... in the experimental format.
+    pub syn_fastopen_exp: bool,
+    /// `syn_data`: our SYN carried data.
+    pub syn_data: bool,
+    /// `syn_fastopen_ch`: a blackhole pause had expired when this socket started.
+    pub syn_fastopen_ch: bool,
+    /// `DEFER_CONNECT`: `connect(2)` with `TCP_FASTOPEN_CONNECT` and a cookie: the
+    /// SYN waits for the first write.
+    pub defer_connect: bool,
+    /// What the SYN-ACK taught the cookie cache, for the stack to store.
+    pub cache_update: Option<super::fastopen_active::CacheUpdate>,
+    /// A blackhole is suspected: the stack pauses active Fast Open.
+    pub blackhole: bool,
 }
 
 #[cfg(test)]

@@ -113,15 +113,17 @@ impl Tcb {
         self.rx_ip_ecn = ip.ecn;
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
-            TcpState::SynSent => self.rcv_synsent(ctx, th),
+            TcpState::SynSent => self.rcv_synsent(ctx, th, payload),
             _ => self.rcv_synchronized(ctx, th, payload),
         }
     }
 
     /// `tcp_rcv_synsent_state_process` (RFC 9293 section 3.10.7.3).
-    fn rcv_synsent(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+    fn rcv_synsent(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: Payload) {
         let f = th.flags;
-        if f.contains(TcpFlags::ACK) && th.ack != self.snd_seq(1).0 {
+        // The ACK must cover the SYN and no more than was sent (Fast Open: data).
+        let ack = super::seq::Seq(th.ack).diff(self.snd_seq(0)) as i64;
+        if f.contains(TcpFlags::ACK) && !(1..=self.snd_nxt.max(1) as i64).contains(&ack) {
             if !f.contains(TcpFlags::RST) {
                 super::output::send_reset(ctx, self.tuple, th, 0);
             }
@@ -145,7 +147,7 @@ impl Tcb {
         self.ecn_rcv_syn(th);
         self.init_window_from_syn(th);
         if f.contains(TcpFlags::ACK) {
-            self.synsent_acked(ctx);
+            self.synsent_acked(ctx, th, ack as u64, payload);
         } else {
             // Simultaneous open (RFC 9293 figure 8): SYN-RECV, SYN-ACK.
             self.state = TcpState::SynRecv;
@@ -153,7 +155,9 @@ impl Tcb {
         }
     }
 
-    fn synsent_acked(&mut self, ctx: &mut Ctx) {
+    /// The SYN-ACK acknowledged our SYN (and `ack - 1` bytes of Fast Open data):
+    /// `tcp_ack`, `tcp_finish_connect`, then `tcp_rcv_fastopen_synack`.
+    fn synsent_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack: u64, payload: Payload) {
         // tcp_finish_connect: data times start now (no cwnd restart on first data).
         self.lrcvtime = ctx.now;
         self.lsndtime = ctx.now;
@@ -161,15 +165,30 @@ impl Tcb {
         self.keepalive_on_establish(ctx); // tcp_finish_connect
         self.rtx_synack_sample(ctx);
         self.snd_una_update(1); // tcp_ack on the SYN-ACK: bytes_acked counts the SYN
-        self.snd_nxt = 1;
+        self.delivered += 1; // the SYN skb, cleaned by tcp_ack
+        if ack > 1 {
+            let c = self.clean_rtx_queue(ctx, ack);
+            self.delivered += c.acked_segs as u64;
+        }
+        self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
         self.pending = None;
+        let synack_retrans = self.retransmits;
         self.retransmits = 0;
         self.backoff = 0;
         self.init_buffer_space(ctx);
-        self.send_ack(ctx);
+        let fastopen = self.tfo.syn_fastopen || self.tfo.syn_data;
+        self.retransmits = synack_retrans; // tcp_rcv_fastopen_synack reads it
+        let fastopen_fail = fastopen && self.fastopen_synack(ctx, th, payload);
+        self.retransmits = 0;
+        if !fastopen_fail {
+            self.send_ack(ctx);
+        }
         self.notify(ctx, EventKind::Connected);
         self.write_xmit(ctx);
+        if !self.rtx.is_empty() && self.pending.is_none() {
+            self.rearm_rto(ctx);
+        }
     }
 
     /// RTT from the handshake, unless the SYN was retransmitted (Karn).
@@ -685,7 +704,7 @@ impl Tcb {
     }
 
     /// `tcp_clean_rtx_queue` around [`super::rtx::RtxQueue::clean`].
-    fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx::Cleaned {
+    pub(super) fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx::Cleaned {
         let c = self.rtx.clean(ack, self.mss_cache);
         self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
         if ack > self.snd_una {

@@ -17,6 +17,7 @@
 //! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
 //! | [`fastopen`] | tcp_fastopen.c: the `tcp_fastopen` bits, keys and SipHash cookies, the listener's queue, the client's cookie cache (tcp_metrics.c), blackhole detection |
+//! | `fastopen_active` | tcp_output.c `tcp_send_syn_data`, tcp_input.c `tcp_rcv_fastopen_synack`, `tcp_fastopen_active_detect_blackhole` |
 //! | `fastopen_conn` | a passive Fast Open child: `tcp_fastopen_create_child`, `tcp_check_req` (Fast Open), `tcp_fastopen_synack_timer` |
 //! | `ecn` | ECN (RFC 3168): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
 //! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
@@ -44,6 +45,7 @@ pub mod consts;
 pub(crate) mod delack;
 pub(crate) mod ecn;
 pub mod fastopen;
+pub(crate) mod fastopen_active;
 mod fastopen_conn;
 pub mod info;
 pub(crate) mod input;

@@ -66,6 +66,10 @@ pub struct SockStatus {
     pub outq_nsd: u64,
     /// `rcv_nxt`: grows with every in-order byte (a data-ready wakeup when it moves).
     pub rcv_nxt: u64,
+    /// A Fast Open connect waits for the first write (`DEFER_CONNECT`).
+    pub defer_connect: bool,
+    /// A passive Fast Open child before its handshake (`tcp_passive_fastopen`).
+    pub passive_fastopen: bool,
 }
 
 impl Tcb {
@@ -152,6 +156,8 @@ impl Tcb {
             outq: self.write_seq.saturating_sub(self.snd_una.max(1)),
             outq_nsd: self.write_seq.saturating_sub(self.snd_nxt.max(1)),
             rcv_nxt: self.rcv_nxt,
+            defer_connect: self.tfo.defer_connect,
+            passive_fastopen: self.passive_fastopen(),
         }
     }
 

@@ -215,6 +215,7 @@ impl Tcb {
             let start = self.retrans_stamp.unwrap_or(ctx.now);
             expired = ctx.now.saturating_since(start) >= timeout;
         }
+        self.fastopen_detect_blackhole(ctx, expired);
         if expired {
             if self.state == TcpState::SynSent {
                 ctx.mib.inc(Mib::TcpAttemptFails);

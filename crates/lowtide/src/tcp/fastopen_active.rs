@@ -1,0 +1,224 @@
+//! Active TCP Fast Open on a connection (tcp_output.c `tcp_send_syn_data`,
+//! tcp_input.c `tcp_rcv_fastopen_synack`, tcp_fastopen.c's blackhole checks): the
+//! SYN with a cookie (or a cookie request) and data, and what the SYN-ACK says of it.
+
+use super::cong::CaState;
+use super::consts::SKB_OVERHEAD;
+use super::fastopen::TfoClientFail;
+use super::rcvqueue::Payload;
+use super::rtx::skb::{self, Skb};
+use super::sock::Tcb;
+use super::{Ctx, TcpState};
+use crate::mib::Mib;
+use bytes::Bytes;
+use lowtide_wire::tcp::{FastOpenOption, TcpRepr};
+
+/// `MAX_TCP_OPTION_SPACE`: the option room a SYN with data keeps free.
+const MAX_TCP_OPTION_SPACE: u32 = 40;
+
+/// What `tcp_fastopen_cookie_check` found for a SYN about to leave (the stack
+/// holds the cache and the blackhole state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct CookieCheck {
+    /// Data may go in the SYN.
+    pub ok: bool,
+    /// The option to send: a cookie, a request (`len == 0`), or none.
+    pub cookie: Option<FastOpenOption>,
+    /// The server's MSS as cached (0: none).
+    pub mss: u16,
+    /// A blackhole pause had expired (`syn_fastopen_ch`).
+    pub ch: bool,
+}
+
+/// What a SYN-ACK teaches the cookie cache (`tcp_fastopen_cache_set`'s arguments),
+/// for the stack to store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CacheUpdate {
+    /// The server's MSS.
+    pub mss: u16,
+    /// Its cookie, if it sent one we asked for.
+    pub cookie: Option<FastOpenOption>,
+    /// The SYN with data was presumably lost.
+    pub syn_lost: bool,
+    /// The request format to try next (1 experimental, 2 option 34).
+    pub try_exp: u8,
+}
+
+impl Tcb {
+    /// `tcp_connect` with a Fast Open request (`tcp_send_syn_data`): the SYN carries
+    /// the cookie and as much of `data` as fits in one segment with the option room
+    /// kept free; without a usable cookie a plain SYN asks for one. Returns the bytes
+    /// sent in the SYN (`fastopen_req->copied`).
+    pub(crate) fn connect_fastopen(
+        &mut self,
+        ctx: &mut Ctx,
+        data: &[u8],
+        fo: CookieCheck,
+    ) -> usize {
+        ctx.mib.inc(Mib::TcpActiveOpens);
+        self.state = TcpState::SynSent;
+        let mss = self.initial_window_mss();
+        self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling);
+        self.write_seq = 1;
+        self.tfo.syn_fastopen_ch = fo.ch;
+        self.mss_clamp = self.advmss; // "if MSS is not cached"
+        self.tfo.defer_connect = false;
+        if !fo.ok {
+            if fo.cookie.is_some() {
+                self.tfo.client_fail = TfoClientFail::CookieUnavailable;
+            }
+            // Fallback: a regular SYN with a cookie request (or no option at all).
+            let request = fo.cookie.map(|c| FastOpenOption::request(c.exp));
+            self.tfo.syn_cookie = request;
+            self.tfo.syn_fastopen = request.is_some();
+            self.tfo.syn_fastopen_exp = request.is_some_and(|c| c.exp);
+            self.send_syn(ctx);
+            return 0;
+        }
+        if fo.mss != 0 {
+            self.mss_clamp = fo.mss as u32;
+        }
+        if self.user_mss != 0 && self.user_mss < self.mss_clamp {
+            self.mss_clamp = self.user_mss; // tcp_mss_clamp
+        }
+        let min = ctx.cfg.tcp_min_snd_mss;
+        self.mss_cache = self.mtu_to_mss(self.pmtu_cookie, min);
+        // __tcp_mtu_to_mss without option room, less MAX_TCP_OPTION_SPACE.
+        let net = if self.tuple.local.is_ipv6() { 60 } else { 40 };
+        let full = self
+            .pmtu_cookie
+            .saturating_sub(net)
+            .min(self.mss_clamp)
+            .max(min);
+        let space = (full.saturating_sub(MAX_TCP_OPTION_SPACE) as usize).min(data.len());
+        self.tfo.syn_cookie = fo.cookie;
+        self.send_syn_data(ctx, &data[..space]);
+        space
+    }
+
+    /// `tcp_fastopen_defer_connect` said yes: SYN-SENT with the SYN held back
+    /// (`DEFER_CONNECT`) until the first write brings data for it.
+    pub(crate) fn defer_connect(&mut self) {
+        self.state = TcpState::SynSent;
+        self.tfo.defer_connect = true;
+    }
+
+    /// Sends the SYN with `data` (sequence 1 on) and keeps the data in the
+    /// retransmit queue; SYN retransmissions carry neither data nor cookie.
+    fn send_syn_data(&mut self, ctx: &mut Ctx, data: &[u8]) {
+        let payload = Bytes::copy_from_slice(data);
+        let truesize = data.len() as u32 + SKB_OVERHEAD;
+        self.transmit(ctx, 0, skb::FLAG_SYN, &payload, truesize);
+        self.tfo.syn_fastopen = self.tfo.syn_cookie.is_some();
+        self.tfo.syn_fastopen_exp = self.tfo.syn_cookie.is_some_and(|c| c.exp);
+        self.tfo.syn_cookie = None;
+        self.snd_nxt = 1;
+        if !data.is_empty() {
+            self.tfo.syn_data = true;
+            self.chrono_start(ctx.now, super::chrono::Chrono::Busy);
+            let tx = self.rate_skb_sent(ctx.now);
+            self.rtx.push(Skb {
+                seq: 1,
+                end_seq: 1 + data.len() as u64,
+                data: payload,
+                flags: skb::FLAG_PSH,
+                sacked: 0,
+                pcount: skb::pcount(data.len() as u32, self.mss_cache),
+                tx_time: ctx.now,
+                truesize,
+                tx,
+            });
+            self.wmem_queued += truesize as u64;
+            self.write_seq = 1 + data.len() as u64;
+            self.snd_nxt = self.write_seq;
+            self.bytes_sent += data.len() as u64;
+        }
+        self.pending = Some((super::sock::Pending::Retrans, ctx.now + self.rto));
+    }
+
+    /// `tcp_rcv_fastopen_synack`, after the SYN-ACK was acknowledged: the cache
+    /// learns the server's MSS and cookie (and whether the SYN data seems lost); data
+    /// the SYN-ACK did not cover is retransmitted at once, without a congestion
+    /// response. True when that happened (`fastopen_fail`: no pure ACK follows).
+    pub(crate) fn fastopen_synack(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        payload: Payload,
+    ) -> bool {
+        let peer_mss = th.options.mss.map_or(0, u32::from);
+        let mss = match self.user_mss {
+            u if u != 0 && u < peer_mss => u,
+            _ => peer_mss,
+        };
+        let mut cookie = th.options.fastopen.filter(|c| c.len > 0);
+        let unacked = self.tfo.syn_data && !self.rtx.is_empty();
+        let (mut syn_lost, mut try_exp) = (false, 0);
+        if !self.tfo.syn_fastopen {
+            cookie = None; // unsolicited
+        } else if self.total_retrans > 0 || self.retransmits > 0 {
+            syn_lost = cookie.is_none() && unacked;
+        } else if cookie.is_none() && !self.tfo.syn_data {
+            try_exp = if self.tfo.syn_fastopen_exp { 2 } else { 1 };
+        }
+        self.tfo.cache_update = Some(CacheUpdate {
+            mss: mss.min(u16::MAX as u32) as u16,
+            cookie,
+            syn_lost,
+            try_exp,
+        });
+        if unacked {
+            self.tfo.client_fail = match self.retransmits > 0 || self.total_retrans > 0 {
+                true => TfoClientFail::SynRetransmitted,
+                false => TfoClientFail::DataNotAcked,
+            };
+            self.rtx.mark_lost_on_timeout(|_| false);
+            self.non_congestion_loss_retransmit(ctx);
+            ctx.mib.inc(Mib::TcpExtTCPFastOpenActiveFail);
+            return true;
+        }
+        self.tfo.syn_data_acked = self.tfo.syn_data;
+        if self.tfo.syn_data_acked {
+            ctx.mib.inc(Mib::TcpExtTCPFastOpenActive);
+            // SYN-data is counted as two packets in tcp_ack.
+            if self.delivered > 1 {
+                self.delivered -= 1;
+            }
+        }
+        // tcp_fastopen_add_skb: data in the SYN-ACK.
+        if !payload.is_empty() {
+            self.data_segs_in += 1;
+            self.queue_in_order(ctx, payload);
+            self.tfo.syn_data_acked = true;
+        }
+        false
+    }
+
+    /// `tcp_non_congestion_loss_retransmit`: Loss state without touching ssthresh or
+    /// cwnd, and the lost data resent.
+    fn non_congestion_loss_retransmit(&mut self, ctx: &mut Ctx) {
+        if self.ca_state != CaState::Loss {
+            self.high_seq = self.snd_nxt;
+            self.prior_ssthresh = 0;
+            self.undo_marker = None;
+            self.ca_state = CaState::Loss;
+        }
+        self.retransmit_hint = self.snd_una;
+        self.xmit_retransmit_queue(ctx);
+    }
+
+    /// `tcp_fastopen_active_detect_blackhole` on a retransmission timeout: a Fast
+    /// Open connection timing out a third time in a row (or giving up before) hints
+    /// at a middlebox dropping Fast Open. True: pause active Fast Open (the stack
+    /// does, counting `TCPFastOpenBlackhole`); `TCPFastOpenActiveFail` is counted here.
+    pub(crate) fn fastopen_detect_blackhole(&mut self, ctx: &mut Ctx, expired: bool) -> bool {
+        let t = &self.tfo;
+        let fastopen = t.syn_fastopen || t.syn_data || t.syn_data_acked;
+        if fastopen && (self.retransmits == 2 || (self.retransmits < 2 && expired)) {
+            ctx.mib.inc(Mib::TcpExtTCPFastOpenActiveFail);
+            self.tfo.blackhole = true;
+            return true;
+        }
+        false
+    }
+}

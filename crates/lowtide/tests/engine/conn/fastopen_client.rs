@@ -1,0 +1,100 @@
+//! TCP Fast Open, client side (`tcp_send_syn_data`, `tcp_rcv_fastopen_synack`):
+//! a cookie request, the cookie cached per destination, SYN data acknowledged or
+//! not (then resent at once, `TCPFastOpenActiveFail`).
+
+use crate::common::*;
+use lowtide::tcp::sockopt::SockOptions;
+use lowtide::{Config, Instant, Mib, SocketHandle, Stack};
+use lowtide_wire::tcp::{FastOpenOption, TcpFlags, TcpOptions, TcpRepr};
+
+fn me() -> std::net::SocketAddr {
+    addr("192.168.0.1", 0)
+}
+
+fn peer() -> std::net::SocketAddr {
+    addr("192.0.2.1", 8080)
+}
+
+fn open(st: &mut Stack, data: &[u8]) -> (SocketHandle, usize, TcpRepr, usize) {
+    let (h, n) = st
+        .connect_fastopen(
+            Instant::ZERO,
+            me(),
+            peer(),
+            &SockOptions::default(),
+            Some(data),
+        )
+        .unwrap();
+    let tx = st.poll_transmit(Instant::ZERO).expect("SYN");
+    let (th, hl) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+    (h, n, th, tx.packet.len() - 20 - hl)
+}
+
+/// The server's SYN-ACK to `syn`, acknowledging `acked` bytes of its data.
+fn synack(st: &mut Stack, h: SocketHandle, syn: &TcpRepr, acked: u32, cookie: Option<&[u8]>) {
+    let (local, _) = st.addresses(h).unwrap();
+    let th = TcpRepr {
+        seq: 5000,
+        ack: syn.seq.wrapping_add(1 + acked),
+        flags: TcpFlags::SYN | TcpFlags::ACK,
+        window: 65535,
+        options: TcpOptions {
+            mss: Some(1460),
+            fastopen: cookie.map(|c| FastOpenOption::cookie(false, c)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let pkt = build(peer(), local, &th, &[], 1);
+    st.handle_packet(Instant::ZERO, &pkt, lowtide::RxChecksum::Verify);
+}
+
+#[test]
+fn request_then_cookie_then_syn_data() {
+    let mut st = Stack::new(Config::default(), 3);
+    st.add_address(me().ip());
+    let (h, n, syn, len) = open(&mut st, b"hello");
+    assert_eq!((n, len), (0, 0), "no cookie yet: no data in the SYN");
+    assert_eq!(syn.options.fastopen, Some(FastOpenOption::request(false)));
+    synack(&mut st, h, &syn, 0, Some(&[7; 8]));
+    while st.poll_transmit(Instant::ZERO).is_some() {}
+    let (h2, n, syn, len) = open(&mut st, b"hello");
+    assert_eq!(
+        (n, len),
+        (5, 5),
+        "the cached cookie lets the data go in the SYN"
+    );
+    assert_eq!(
+        syn.options.fastopen.map(|c| c.bytes().to_vec()),
+        Some(vec![7; 8])
+    );
+    synack(&mut st, h2, &syn, 5, None);
+    assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenActive), 1);
+    assert_eq!(
+        st.info(Instant::ZERO, h2).unwrap().options & 32,
+        32,
+        "TCPI_OPT_SYN_DATA"
+    );
+}
+
+#[test]
+fn data_the_synack_does_not_cover_is_sent_again_at_once() {
+    let mut st = Stack::new(Config::default(), 3);
+    st.add_address(me().ip());
+    let (h, _, syn, _) = open(&mut st, b"");
+    synack(&mut st, h, &syn, 0, Some(&[7; 8]));
+    while st.poll_transmit(Instant::ZERO).is_some() {}
+    let (h2, n, syn, _) = open(&mut st, b"hello");
+    assert_eq!(n, 5);
+    synack(&mut st, h2, &syn, 0, None);
+    let tx = st.poll_transmit(Instant::ZERO).expect("the data again");
+    let (th, hl) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+    assert_eq!(tx.packet.len() - 20 - hl, 5);
+    assert_eq!(th.seq, syn.seq.wrapping_add(1));
+    assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenActiveFail), 1);
+    assert_eq!(
+        st.info(Instant::ZERO, h2).unwrap().fastopen_client_fail,
+        2,
+        "TFO_DATA_NOT_ACKED"
+    );
+}

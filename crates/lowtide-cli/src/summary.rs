@@ -86,8 +86,17 @@ fn iperf3_part(out: &mut String, r: &Results) {
     let port = lowtide_sim::LISTEN_PORT;
     iperf_text::push(out, &iperf_text::connecting(b, port));
     for f in &r.per_flow[..shown(r)] {
+        // A flow whose handshake never completed has a port but no connection.
+        let never = r.verdict.failed.iter().any(|x| {
+            x.flow == f.flow
+                && matches!(
+                    x.failure,
+                    lowtide_sim::verdict::FlowFailure::NeverConnected { .. }
+                )
+        });
         let line = match f.local_port {
             0 => format!("[{:>3}] local {a}: connect failed", f.flow),
+            p if never => format!("[{:>3}] local {a} port {p}: connect failed", f.flow),
             p => iperf_text::connected(f.flow, a, p, b, port),
         };
         iperf_text::push(out, &line);

@@ -4,10 +4,13 @@
 The fake packetdrill does what the real one does with a script's backtick blocks (the
 first runs with /bin/sh before the script, the last after it, with PACKETDRILL_PID set,
 from the current folder) and then obeys `// fake:` lines: `fail N MESSAGE` prints
-packetdrill's error format for line N and exits 1, `hang` sleeps, `expect PATH=VALUE`
-checks the sysctl mirror (`sysctl_dir=` of --so_flags) and `report LINE` appends to the
-report file as lowtide's shared object does. So these tests check the runner's own
-work: discovery, folders, namespaces and shims, reasons, JSON, exit codes.
+packetdrill's error format for line N and exits 1 (`failin MODE N MESSAGE` only in
+that IP mode), `hang` sleeps, `expect PATH=VALUE` checks the sysctl mirror
+(`sysctl_dir=` of --so_flags), `device FILE=VALUE` the device directory (`device_dir=`;
+VALUE `-` for no file) and `report LINE` appends to the report file as lowtide's
+shared object does. It checks that its arguments are one IP mode's, as upstream's
+run_all.py passes them. So these tests check the runner's own work: discovery, IP
+modes, folders, namespaces and shims, reasons, JSON, exit codes.
 
 Run: python3 scripts/tests/test_packetdrill_runner.py. Needs root or unprivileged user
 namespaces; skips otherwise, and fails instead with LOWTIDE_REQUIRE_PRIVILEGED_TESTS=1.
@@ -33,8 +36,23 @@ args = sys.argv[1:]
 script = args[-1]
 flags = dict(kv.split("=", 1) for a in args if a.startswith("--so_flags=")
              for kv in a[len("--so_flags="):].split())
-for need in ("--ip_version=ipv4", "--local_ip=192.168.0.1", "--remote_ip=192.0.2.1"):
-    assert need in args, need
+mode = next(a.split("=", 1)[1] for a in args if a.startswith("--ip_version="))
+v6 = mode == "ipv6"
+want = {
+    "--local_ip=" + ("fd3d:0a0b:17d6::1" if v6 else "192.168.0.1"),
+    "--remote_ip=" + ("fd3d:fa7b:d17d::1" if v6 else "192.0.2.1"),
+    "TFO_COOKIE=" + ("c1d1e9742a47a9bc" if v6 else "3021b9d889017eeb"),
+    "TFO_COOKIE_ZERO=" + ("82af1a8f9a205c34" if v6 else "b7c12350a90dc8f5"),
+    "CMSG_LEVEL_IP=" + ("SOL_IP" if mode == "ipv4" else "SOL_IPV6"),
+    "CMSG_TYPE_RECVERR=" + ("IP_RECVERR" if mode == "ipv4" else "IPV6_RECVERR"),
+    "--send_omit_free",
+}
+if v6:
+    want.add("--mtu=1520")
+missing = want - set(args)
+assert not missing, (mode, missing, args)
+assert flags["local_ip"] == ("fd3d:a0b:17d6::1" if v6 else "192.168.0.1"), flags
+assert open(os.path.join(flags["device_dir"], "mtu")).read().strip() == ("1520" if v6 else "1500")
 assert os.path.isfile(args[[a.startswith("--so_filename=") for a in args].index(True)].split("=", 1)[1])
 text = open(script).read()
 blocks = re.findall(r"`([^`]*)`", text)
@@ -67,6 +85,20 @@ for n, line in enumerate(text.splitlines(), 1):
         print(f"{script}: error executing code: 'python3' returned non-zero status 1", file=sys.stderr)
         status = 1
         break
+    if verb == "failin":
+        m, num, msg = rest.split(" ", 2)
+        if m == mode:
+            print(f"{script}:{num}: {msg}", file=sys.stderr)
+            status = 1
+            break
+    if verb == "device":
+        name, want = rest.split("=", 1)
+        path = os.path.join(flags["device_dir"], name)
+        got = open(path).read().strip() if os.path.exists(path) else "-"
+        if got != want:
+            print(f"{script}:{n}: device {name}: expected {want!r} got {got!r}", file=sys.stderr)
+            status = 1
+            break
     if verb == "hang":
         time.sleep(600)
     if verb == "expect":
@@ -180,11 +212,13 @@ class RunnerTest(unittest.TestCase):
         self.pkt("tcp/b/py.pkt", "+0 %{ assert tcpi_snd_cwnd == 40, tcpi_snd_cwnd }%\n// fake: pyfail\n")
         out = os.path.join(self.tmp.name, "out.json")
         started = time.time()
-        r = self.run_runner("--json", out, "--jobs", "2", self.suite, timeout="3")
+        r = self.run_runner("--json", out, "--jobs", "2", "--ip-mode", "ipv4", self.suite, timeout="3")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         with open(out) as f:
             doc = json.load(f)
         self.assertEqual((doc["total"], doc["passed"]), (4, 1))
+        self.assertEqual(doc["modes"], {"ipv4": {"passed": 1, "total": 4}})
+        self.assertEqual({s["mode"] for s in doc["scripts"]}, {"ipv4"})
         by = {os.path.basename(s["path"]): s for s in doc["scripts"]}
         ok = by["pass.pkt"]
         self.assertEqual(ok["result"], "pass", ok)
@@ -209,6 +243,7 @@ class RunnerTest(unittest.TestCase):
             self.assertTrue(row.rstrip().endswith(s["reason"] or s["result"]), row)
         self.assertIn("sysctl: unknown sysctl net.ipv4.tcp_fack=0", r.stdout)
         self.assertIn("passed 1/4", r.stdout)
+        self.assertIn("ipv4: passed 1/4", r.stdout)
         # Nothing reached the host.
         self.assertFalse(os.path.exists(f"/proc/sys/net/ipv4/{p}"))
         self.assertFalse(os.path.exists(f"/sys/module/tcp_cubic/parameters/{p}"))
@@ -221,7 +256,64 @@ class RunnerTest(unittest.TestCase):
         f = self.pkt("tcp/one.pkt", "`../common/defaults.sh`\n// fake: expect net/core/default_qdisc=pfifo\n")
         r = self.run_runner(f)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("passed 1/1", r.stdout)
+        for m in ("ipv4", "ipv4-mapped-ipv6", "ipv6"):
+            self.assertIn(f"{m}: passed 1/1", r.stdout)
+        self.assertIn("passed 3/3", r.stdout)
+
+    def test_three_ip_modes_and_family_names(self):
+        self.pkt("tcp/m/all.pkt", "// fake: failin ipv6 1 boom in ipv6\n")
+        self.pkt("tcp/m/only-v4.pkt", "")
+        self.pkt("tcp/m/only-v6.pkt", "")
+        out = os.path.join(self.tmp.name, "out.json")
+        r = self.run_runner("--json", out, "--jobs", "2", os.path.join(self.suite, "tcp", "m"))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        with open(out) as f:
+            doc = json.load(f)
+        runs = sorted((os.path.basename(s["path"]), s["mode"], s["result"]) for s in doc["scripts"])
+        self.assertEqual(runs, [
+            ("all.pkt", "ipv4", "pass"), ("all.pkt", "ipv4-mapped-ipv6", "pass"), ("all.pkt", "ipv6", "fail"),
+            ("only-v4.pkt", "ipv4", "pass"), ("only-v4.pkt", "ipv4-mapped-ipv6", "pass"),
+            ("only-v6.pkt", "ipv6", "pass"),
+        ])
+        self.assertEqual(doc["modes"], {"ipv4": {"passed": 2, "total": 2},
+                                        "ipv4-mapped-ipv6": {"passed": 2, "total": 2},
+                                        "ipv6": {"passed": 1, "total": 2}})
+        self.assertRegex(r.stdout, r"tcp/m/all.pkt\s+ipv6\s+fail\s+line 1 `// fake: failin ipv6 1 boom in ipv6`: boom in ipv6")
+        self.assertIn("ipv6: passed 1/2", r.stdout)
+        r = self.run_runner("--ip-mode", "ipv4-mapped-ipv6", os.path.join(self.suite, "tcp", "m"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("ipv4-mapped-ipv6: passed 2/2", r.stdout)
+        self.assertNotRegex(r.stdout, r"(?m)^ipv6:")
+
+    def test_device_shims(self):
+        self.pkt("tcp/d/on.pkt", """\
+            `ip link set dev tun0 mtu 1400
+            ip link set dev eth0 mtu 900
+            tc qdisc add dev tun0 root pfifo limit 0
+            ethtool -K tun0 gso off
+            ethtool -K eth0 tso off`
+            // fake: device mtu=1400
+            // fake: device tx_queue_limit=0
+            // fake: device features=gso off
+            // fake: expect net/core/default_qdisc=pfifo
+            """)
+        self.pkt("tcp/d/off.pkt", """\
+            `tc qdisc add dev tun0 root pfifo limit 0
+            tc qdisc replace dev tun0 root fq`
+            // fake: device tx_queue_limit=-
+            // fake: device features=-
+            """)
+        self.pkt("tcp/d/badmtu.pkt", "`ip link set tun0 mtu 20`\n")
+        out = os.path.join(self.tmp.name, "out.json")
+        r = self.run_runner("--json", out, "--ip-mode", "ipv4", os.path.join(self.suite, "tcp", "d"))
+        with open(out) as f:
+            by = {os.path.basename(s["path"]): s for s in json.load(f)["scripts"]}
+        self.assertEqual(by["on.pkt"]["result"], "pass", by["on.pkt"])
+        self.assertIn("ethtool -K tun0 gso off", by["on.pkt"]["commands"])
+        self.assertEqual(by["off.pkt"]["result"], "pass", by["off.pkt"])
+        self.assertEqual(by["badmtu.pkt"]["result"], "fail")
+        self.assertIn("error executing init command", by["badmtu.pkt"]["reason"])
+        self.assertIn("mtu less than device minimum", by["badmtu.pkt"]["reason"])
 
     def test_failing_init_command_is_explained(self):
         f = self.pkt("tcp/x/init.pkt", "`cat /proc/sys/net/ipv4/lowtide_unknown_name`\n")
@@ -234,11 +326,16 @@ class RunnerTest(unittest.TestCase):
         empty = os.path.join(self.tmp.name, "empty")
         os.makedirs(empty)
         for args in ([], ["--jobs", "0", self.suite], ["--json"], ["--frobnicate", self.suite],
-                     [os.path.join(self.tmp.name, "missing")], [empty], [self.fake]):
+                     [os.path.join(self.tmp.name, "missing")], [empty], [self.fake],
+                     ["--ip-mode", "ipv5", self.suite], ["--ip-mode"]):
             r = self.run_runner(*args)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertRegex(r.stderr, r"^lowtide: [^:]+: ", args)
         self.pkt("tcp/one.pkt", "")
+        only4 = self.pkt("tcp/x-v4.pkt", "")
+        r = self.run_runner("--ip-mode", "ipv6", only4)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("no script runs in ipv6", r.stderr)
         env = dict(os.environ, PACKETDRILL="/nonexistent/packetdrill")
         r = subprocess.run([sys.executable, RUNNER, self.suite], capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 2)
@@ -259,32 +356,47 @@ class RunnerTest(unittest.TestCase):
 
 class RatchetTest(unittest.TestCase):
     def ratchet(self, listed, results):
+        """listed: "MODE script" lines; results: (script, result) in ipv4 or
+        (script, result, mode)."""
         with tempfile.TemporaryDirectory() as t:
             root = os.path.join(t, "suite")
             os.makedirs(root)
             with open(os.path.join(t, "list.txt"), "w") as f:
                 f.write("# passing\n" + "".join(n + "\n" for n in listed))
             doc = {"total": len(results), "passed": 0, "scripts": [
-                {"path": os.path.join(root, n), "result": res, "reason": None if res == "pass" else "why"}
-                for n, res in results]}
+                {"path": os.path.join(root, r[0]), "mode": (r[2] if len(r) > 2 else "ipv4"),
+                 "result": r[1], "reason": None if r[1] == "pass" else "why"}
+                for r in results]}
             with open(os.path.join(t, "r.json"), "w") as f:
                 json.dump(doc, f)
             return subprocess.run([sys.executable, RATCHET, os.path.join(t, "list.txt"), os.path.join(t, "r.json"), root],
                                   capture_output=True, text=True)
 
     def test_listed_pass_ok_and_new_passes_reported(self):
-        r = self.ratchet(["tcp/a.pkt"], [("tcp/a.pkt", "pass"), ("tcp/b.pkt", "pass"), ("tcp/c.pkt", "fail")])
+        r = self.ratchet(["ipv4 tcp/a.pkt"], [("tcp/a.pkt", "pass"), ("tcp/b.pkt", "pass"), ("tcp/c.pkt", "fail"),
+                                              ("tcp/a.pkt", "pass", "ipv6")])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("2/3 pass, 1 listed", r.stdout)
+        self.assertIn("3/4 pass, 1 listed", r.stdout)
+        self.assertIn("ipv4: 2/3 pass", r.stdout)
+        self.assertIn("ipv6: 1/1 pass", r.stdout)
         self.assertIn("new pass (add it to", r.stdout)
-        self.assertIn("tcp/b.pkt", r.stdout)
+        self.assertIn(": ipv4 tcp/b.pkt", r.stdout)
+        self.assertIn(": ipv6 tcp/a.pkt", r.stdout)
 
     def test_listed_failure_or_missing_fails(self):
-        r = self.ratchet(["tcp/a.pkt", "tcp/gone.pkt"], [("tcp/a.pkt", "fail")])
+        r = self.ratchet(["ipv4 tcp/a.pkt", "ipv4 tcp/gone.pkt", "ipv6 tcp/b.pkt"],
+                         [("tcp/a.pkt", "fail"), ("tcp/b.pkt", "pass"), ("tcp/a.pkt", "pass", "ipv6"),
+                          ("tcp/b.pkt", "fail", "ipv6")])
         self.assertEqual(r.returncode, 1)
-        self.assertIn("REGRESSION: tcp/a.pkt: passed before, fails now: why", r.stdout)
-        self.assertIn("REGRESSION: tcp/gone.pkt: listed as passing, but it did not run", r.stdout)
-        self.assertIn("lowtide: packetdrill-ratchet: 2 listed script(s) no longer pass", r.stderr)
+        self.assertIn("REGRESSION: ipv4 tcp/a.pkt: passed before, fails now: why", r.stdout)
+        self.assertIn("REGRESSION: ipv4 tcp/gone.pkt: listed as passing, but it did not run", r.stdout)
+        self.assertIn("REGRESSION: ipv6 tcp/b.pkt: passed before, fails now: why", r.stdout)
+        self.assertIn("lowtide: packetdrill-ratchet: 3 listed script(s) no longer pass", r.stderr)
+
+    def test_list_lines_need_a_mode(self):
+        r = self.ratchet(["tcp/a.pkt"], [("tcp/a.pkt", "pass")])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("expected 'MODE SCRIPT'", r.stderr)
 
     def test_bad_usage(self):
         r = subprocess.run([sys.executable, RATCHET, "only-one"], capture_output=True, text=True)

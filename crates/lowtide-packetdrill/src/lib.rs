@@ -13,6 +13,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod cmsg;
+pub mod device;
 mod ffi;
 pub mod state;
 pub mod sysctl;

@@ -1,6 +1,7 @@
 //! The library's state: the socket layer, the virtual clock, the packets for
 //! packetdrill, and the bookkeeping that lets calls block on a condvar.
 
+use crate::device::DeviceDir;
 use crate::sysctl::SysctlDir;
 use lowtide::posix::{errno, Host};
 use lowtide::{Config, Instant, Stack};
@@ -27,6 +28,8 @@ pub struct Flags {
     pub sysctl_dir: Option<std::path::PathBuf>,
     /// Where to report unknown or rejected settings.
     pub report: Option<std::path::PathBuf>,
+    /// The device directory (`device.rs`).
+    pub device_dir: Option<std::path::PathBuf>,
 }
 
 impl Flags {
@@ -37,6 +40,7 @@ impl Flags {
             remote_ip: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
             sysctl_dir: None,
             report: None,
+            device_dir: None,
         };
         let mut bad = Vec::new();
         for kv in s.unwrap_or("").split_whitespace() {
@@ -50,6 +54,7 @@ impl Flags {
                 }
                 "sysctl_dir" if !v.is_empty() => f.sysctl_dir = Some(v.into()),
                 "report" if !v.is_empty() => f.report = Some(v.into()),
+                "device_dir" if !v.is_empty() => f.device_dir = Some(v.into()),
                 _ => bad.push(kv.to_string()),
             }
         }
@@ -74,6 +79,7 @@ pub struct State {
     /// Packets the stack sent, with their virtual send time.
     pub out: VecDeque<(Vec<u8>, u64)>,
     pub sysctl: SysctlDir,
+    pub device: DeviceDir,
     pub flags: Flags,
     blocked: HashMap<u64, Blocked>,
     next_block_id: u64,
@@ -109,12 +115,14 @@ impl Shared {
         // packetdrill's device is a tun, which orphans skbs at transmit.
         stack.set_tx_orphan(true);
         let sysctl = SysctlDir::new(flags.sysctl_dir.clone(), flags.report.clone());
+        let device = DeviceDir::new(flags.device_dir.clone());
         Shared {
             m: Mutex::new(State {
                 host: Host::new(stack),
                 now_us: 0,
                 out: VecDeque::new(),
                 sysctl,
+                device,
                 flags,
                 blocked: HashMap::new(),
                 next_block_id: 0,
@@ -277,6 +285,7 @@ impl State {
     pub fn catch_up(&mut self) {
         let now = self.now();
         self.sysctl.rescan(&mut self.host, now);
+        self.device.rescan(&mut self.host, now, &mut self.sysctl);
         let t = self.now_us;
         self.advance_to(t);
     }
@@ -300,10 +309,15 @@ impl State {
     }
 
     /// Moves what the stack sent to packetdrill's queue, cut into wire segments
-    /// with complete checksums; the device completes each at once.
+    /// with complete checksums; the device completes each at once, or drops each
+    /// when its queue holds nothing (`pfifo limit 0`).
     pub fn drain_transmit(&mut self) {
         let now = self.now();
         while let Some(tx) = self.host.poll_transmit(now) {
+            if self.device.drop_all {
+                self.host.handle_tx_dropped(now, tx.token);
+                continue;
+            }
             let t = self.now_us;
             let out = &mut self.out;
             let _ =
@@ -371,6 +385,71 @@ mod tests {
                 return;
             }
         }
+    }
+
+    /// A listener on 192.168.0.1:8080 in `sh`, a peer connected to it, and the
+    /// accepted descriptor.
+    fn accepted(sh: &Shared) -> (Host, i32) {
+        let l = {
+            let mut st = sh.enter();
+            let l = st.host.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+            let at = "192.168.0.1:8080".parse().unwrap();
+            st.host.bind(l, at).unwrap();
+            st.host.listen(l, 4).unwrap();
+            l
+        };
+        let mut peer = {
+            let mut s = Stack::new(Config::default(), 7);
+            s.add_address("192.0.2.1".parse().unwrap());
+            Host::new(s)
+        };
+        let c = peer.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        let _ = peer.connect(Instant::ZERO, c, "192.168.0.1:8080".parse().unwrap());
+        exchange(sh, &mut peer);
+        let fd = sh.enter().host.accept(l).unwrap().0;
+        (peer, fd)
+    }
+
+    #[test]
+    fn device_dir_sets_the_mtu_and_a_drop_all_queue() {
+        let dir = std::env::temp_dir().join(format!("lowtide-pd-dev-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("mtu"), "1400\n").unwrap();
+        let (mut flags, _) = Flags::parse(None);
+        flags.device_dir = Some(dir.clone());
+        let sh = Shared::new(flags);
+        let (_peer, fd) = accepted(&sh);
+        let info = |sh: &Shared| {
+            let st = sh.enter();
+            let now = st.now();
+            st.host.tcp_info(now, fd).unwrap()
+        };
+        // The SYN-ACK offered the device's MSS (tcp_v4: MTU - 40; tcpi_advmss less the
+        // timestamps' 12 bytes).
+        assert_eq!(info(&sh).advmss, 1348);
+        assert_eq!(info(&sh).pmtu, 1400);
+        // A larger device MTU re-syncs the connection (tcp_sync_mss), not its advmss.
+        std::fs::write(dir.join("mtu"), "1500\n").unwrap();
+        assert_eq!(info(&sh).pmtu, 1500);
+        assert_eq!(info(&sh).advmss, 1348);
+        // An impossible MTU is refused and changes nothing.
+        std::fs::write(dir.join("mtu"), "20\n").unwrap();
+        assert_eq!(info(&sh).pmtu, 1500);
+        // pfifo limit 0: what the stack sends never reaches packetdrill.
+        std::fs::write(dir.join("tx_queue_limit"), "0\n").unwrap();
+        {
+            let mut st = sh.enter();
+            let now = st.now();
+            assert_eq!(st.host.send(now, fd, &[7; 100], 0), Ok(100));
+            st.drain_transmit();
+            assert!(st.out.is_empty(), "dropped by the device queue");
+        }
+        // A queue with room again: the dropped data goes out from the retry timer.
+        std::fs::remove_file(dir.join("tx_queue_limit")).unwrap();
+        sh.usleep(1_000_000);
+        let sent: usize = sh.lock().out.iter().map(|(p, _)| p.len()).sum();
+        assert!(sent >= 100 + 40, "sent {sent} bytes");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

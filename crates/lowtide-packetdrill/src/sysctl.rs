@@ -95,7 +95,8 @@ impl SysctlDir {
         }
     }
 
-    fn report_once(&mut self, line: String) {
+    /// Appends `line` to the report, once per run.
+    pub fn report_once(&mut self, line: String) {
         if !self.reported.insert(line.clone()) {
             return;
         }

@@ -173,6 +173,12 @@ impl Host {
         self.sync_events();
     }
 
+    /// [`Stack::handle_tx_dropped`].
+    pub fn handle_tx_dropped(&mut self, now: Instant, token: TxToken) {
+        self.stack.handle_tx_dropped(now, token);
+        self.sync_events();
+    }
+
     /// [`Stack::poll_timeout`].
     pub fn poll_timeout(&mut self) -> Option<Instant> {
         self.stack.poll_timeout()

@@ -217,6 +217,29 @@ impl Stack {
         }
     }
 
+    /// `ip link set dev D mtu N` (`dev_set_mtu`): the device's MTU, at least 68
+    /// (`ETH_MIN_MTU`, a tun's `min_mtu`) and at most 65535, else `InvalidInput` as
+    /// Linux's `EINVAL`. Routes follow it (`dst_mtu`, under a learned path MTU): new
+    /// connections take it, and each connection's next `tcp_current_mss` finds its
+    /// `icsk_pmtu_cookie` stale and re-syncs its MSS (`tcp_sync_mss`), up or down.
+    pub fn set_device_mtu(&mut self, now: Instant, mtu: u32) -> Result<(), SocketError> {
+        if !(68..=65535).contains(&mtu) {
+            return Err(SocketError::InvalidInput);
+        }
+        self.cfg.mtu = mtu;
+        let live: Vec<(u32, IpAddr)> = (0..self.slots.len() as u32)
+            .filter_map(|i| match &self.slots[i as usize].sock {
+                Some(super::Sock::Tcp(t)) => Some((i, t.tuple.remote.ip())),
+                _ => None,
+            })
+            .collect();
+        for (i, dst) in live {
+            let mtu = self.route_mtu(now, dst);
+            self.with_tcb(now, i, |tcb, ctx| tcb.route_mtu_changed(ctx, mtu));
+        }
+        Ok(())
+    }
+
     /// `__ip_rt_update_pmtu`/`__ip6_rt_update_pmtu`: remembers a path MTU for `dst`
     /// (never raising one that holds) and returns the one that holds now.
     fn update_pmtu(&mut self, now: Instant, dst: IpAddr, mtu: u32) -> u32 {
@@ -470,6 +493,25 @@ mod tests {
                 None => assert_eq!(st.state(h), Ok(TcpState::SynSent), "code {code}"),
             }
         }
+    }
+
+    #[test]
+    fn device_mtu_bounds_and_a_connect_in_progress() {
+        let (mut st, h, _, remote, _) = syn_sent();
+        for bad in [0, 67, 65536] {
+            assert_eq!(
+                st.set_device_mtu(Instant::ZERO, bad),
+                Err(SocketError::InvalidInput)
+            );
+        }
+        assert_eq!(st.config().mtu, 1500);
+        st.set_device_mtu(Instant::ZERO, 1400).unwrap();
+        assert_eq!(st.info(Instant::ZERO, h).unwrap().pmtu, 1400);
+        // A learned path MTU under the device's still bounds the route.
+        st.update_pmtu(Instant::ZERO, remote.ip(), 1300);
+        st.set_device_mtu(Instant::ZERO, 9000).unwrap();
+        assert_eq!(st.route_mtu(Instant::ZERO, remote.ip()), 1300);
+        assert_eq!(st.info(Instant::ZERO, h).unwrap().pmtu, 1300);
     }
 
     #[test]

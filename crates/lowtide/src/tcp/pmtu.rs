@@ -70,6 +70,20 @@ impl Tcb {
         self.mss_cache != old
     }
 
+    /// `tcp_current_mss` finding the route's MTU other than `icsk_pmtu_cookie` (the
+    /// device's MTU changed): `tcp_sync_mss` to it, larger or smaller, with no
+    /// retransmission (nothing says a packet was lost). Before the handshake ends
+    /// only the cookie changes: the handshake syncs the MSS from it.
+    pub(crate) fn route_mtu_changed(&mut self, ctx: &mut Ctx, mtu: u32) {
+        if matches!(self.state, TcpState::Listen | TcpState::Closed) || mtu == self.pmtu_cookie {
+            return;
+        }
+        self.pmtu_cookie = mtu;
+        if self.state.is_synchronized() {
+            self.mss_cache = self.bound_to_half_wnd(self.mtu_to_mss(mtu, ctx.cfg.tcp_min_snd_mss));
+        }
+    }
+
     /// `tcp_simple_retransmit`: every skb with a segment over the new MSS is lost;
     /// unless already in Loss, the connection enters it with ssthresh kept ("we do
     /// not increase the amount of data in the network, units changed") and no undo,

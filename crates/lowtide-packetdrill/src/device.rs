@@ -1,0 +1,82 @@
+//! The device directory the runner keeps (`device_dir=` in `--so_flags`): what a
+//! script's `ip link`, `tc` and `ethtool` lines did to tun0, the device that lowtide
+//! is. Rescanned at every call like the sysctl directory:
+//! - `mtu`: the device MTU (`ip link set dev tun0 mtu N`, or the runner's `--mtu`),
+//!   applied with `Stack::set_device_mtu`;
+//! - `tx_queue_limit`: the packet limit of tun0's root FIFO qdisc (`tc qdisc ... root
+//!   pfifo limit N`); 0 is a queue that drops every packet (`NET_XMIT_DROP`), which
+//!   the stack hears through `handle_tx_dropped`. Any other limit never fills here:
+//!   packetdrill takes each packet at once;
+//! - `features`: `ethtool -K tun0 FEATURE on|off` lines. lowtide's device always
+//!   segments (GSO/TSO): turning that off is reported, not modelled; it never
+//!   aggregates received packets, so GRO/LRO off is what it already is.
+
+use crate::sysctl::SysctlDir;
+use lowtide::posix::Host;
+use lowtide::Instant;
+use std::path::PathBuf;
+
+/// The watched directory and what was last applied from it.
+#[derive(Debug, Default)]
+pub struct DeviceDir {
+    dir: Option<PathBuf>,
+    mtu: Option<String>,
+    /// The root qdisc drops every packet (`pfifo limit 0`).
+    pub drop_all: bool,
+}
+
+impl DeviceDir {
+    /// Watches `dir`, if any.
+    pub fn new(dir: Option<PathBuf>) -> DeviceDir {
+        DeviceDir {
+            dir,
+            ..DeviceDir::default()
+        }
+    }
+
+    /// Applies what changed since the last scan; what lowtide cannot do goes to the
+    /// report of `sysctl`.
+    pub fn rescan(&mut self, host: &mut Host, now: Instant, sysctl: &mut SysctlDir) {
+        let Some(dir) = self.dir.clone() else {
+            return;
+        };
+        let read = |name: &str| {
+            std::fs::read_to_string(dir.join(name))
+                .ok()
+                .map(|t| t.trim().to_string())
+        };
+        let mtu = read("mtu");
+        if mtu != self.mtu {
+            self.mtu.clone_from(&mtu);
+            if let Some(text) = mtu {
+                let r = text
+                    .parse::<u32>()
+                    .map_err(|_| lowtide::SocketError::InvalidInput)
+                    .and_then(|m| host.stack_mut().set_device_mtu(now, m));
+                host.sync_events();
+                if r.is_err() {
+                    sysctl.report_once(format!("rejected device mtu {text}: invalid"));
+                }
+            }
+        }
+        self.drop_all = read("tx_queue_limit").is_some_and(|l| l == "0");
+        for line in read("features").unwrap_or_default().lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            // Receive offloads lowtide never had: off is what it already is.
+            let rx = [
+                "gro",
+                "lro",
+                "generic-receive-offload",
+                "large-receive-offload",
+            ];
+            if let [feature, "off"] = words.as_slice() {
+                if rx.contains(feature) {
+                    continue;
+                }
+                sysctl.report_once(format!(
+                    "device feature {feature} off: not modelled (lowtide's device always offloads)"
+                ));
+            }
+        }
+    }
+}

@@ -354,6 +354,87 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(r.stdout, "")
 
 
+# A passive open the kernel answers the same way every time, with sysctls the script
+# sets (no timestamps, wscale 7 in the SYN-ACK): in the namespace only.
+KERNEL_PKT = """\
+`sysctl -q net.ipv4.tcp_timestamps=0
+sysctl -q net.ipv4.tcp_rmem="4096 131072 6291456"`
+0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
++0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0
++0 bind(3, ..., ...) = 0
++0 listen(3, 1) = 0
++0 < S 0:0(0) win 32792 <mss 1000,sackOK,nop,nop,nop,wscale 7>
++0 > S. 0:0(0) ack 1 <mss 1460,nop,nop,sackOK,nop,wscale 7>
++.1 < . 1:1(0) ack 1 win 257
++0 accept(3, ..., ...) = 4
++0 close(4) = 0
++0 > F. 1:1(0) ack 1
+"""
+
+
+
+class KernelModeTest(unittest.TestCase):
+    """--kernel against this machine's kernel: root only (CI runs as root)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="lowtide-pd-kernel-")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def pkt(self, name, body):
+        path = os.path.join(self.tmp.name, name)
+        write(path, body)
+        return path
+
+    def test_not_root_says_why(self):
+        f = self.pkt("k.pkt", KERNEL_PKT)
+        if os.geteuid() == 0:
+            cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, RUNNER, "--kernel", f]
+        else:
+            cmd = [sys.executable, RUNNER, "--kernel", f]
+        os.chmod(self.tmp.name, 0o755)
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"^lowtide: packetdrill --kernel: needs root, running as uid \d+: ")
+        self.assertEqual(r.stdout, "")
+
+    def test_tolerance_needs_kernel(self):
+        r = subprocess.run([sys.executable, RUNNER, "--tolerance-usecs", "1000", self.tmp.name],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("only with --kernel", r.stderr)
+
+    def test_kernel_runs_in_a_private_namespace(self):
+        if os.geteuid() != 0:
+            if os.environ.get("LOWTIDE_REQUIRE_PRIVILEGED_TESTS") == "1":
+                self.fail("--kernel needs root")
+            self.skipTest("skipping: --kernel needs root")
+        self.pkt("k.pkt", KERNEL_PKT)
+        # A global setting: the write is refused, the script fails at its init block.
+        self.pkt("global.pkt", KERNEL_PKT.replace('6291456"`', '6291456"\necho 1 > /sys/module/tcp_cubic/parameters/hystart_detect`'))
+        self.pkt("v6only-v6.pkt", KERNEL_PKT)
+        def host():
+            with open("/proc/sys/net/ipv4/tcp_timestamps") as a, open("/proc/sys/net/ipv4/tcp_rmem") as b:
+                return a.read() + b.read()
+        before = host()
+        out = os.path.join(self.tmp.name, "out.json")
+        r = subprocess.run([sys.executable, RUNNER, "--kernel", "--tolerance-usecs", "50000", "--jobs", "2",
+                            "--json", out, self.tmp.name], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        with open(out) as f:
+            runs = {(os.path.basename(s["path"]), s["mode"]): s for s in json.load(f)["scripts"]}
+        self.assertEqual(sorted(runs), [
+            ("global.pkt", "ipv4"), ("global.pkt", "ipv4-mapped-ipv6"), ("global.pkt", "ipv6"),
+            ("k.pkt", "ipv4"), ("k.pkt", "ipv4-mapped-ipv6"), ("k.pkt", "ipv6"), ("v6only-v6.pkt", "ipv6")])
+        for m in ("ipv4", "ipv4-mapped-ipv6", "ipv6"):
+            self.assertEqual(runs[("k.pkt", m)]["result"], "pass", runs[("k.pkt", m)])
+            g = runs[("global.pkt", m)]
+            self.assertEqual(g["result"], "fail", g)
+            self.assertIn("Read-only file system", g["reason"])
+        self.assertEqual(host(), before, "the host's sysctls changed")
+
+
 class RatchetTest(unittest.TestCase):
     def ratchet(self, listed, results):
         """listed: "MODE script" lines; results: (script, result) in ipv4 or

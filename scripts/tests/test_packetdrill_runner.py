@@ -51,7 +51,7 @@ if v6:
     want.add("--mtu=1520")
 missing = want - set(args)
 assert not missing, (mode, missing, args)
-assert flags["local_ip"] == ("fd3d:a0b:17d6::1" if v6 else "192.168.0.1"), flags
+assert flags["local_ip"] == ("fd3d:0a0b:17d6::1" if v6 else "192.168.0.1"), flags
 assert open(os.path.join(flags["device_dir"], "mtu")).read().strip() == ("1520" if v6 else "1500")
 assert os.path.isfile(args[[a.startswith("--so_filename=") for a in args].index(True)].split("=", 1)[1])
 text = open(script).read()

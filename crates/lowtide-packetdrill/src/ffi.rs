@@ -105,6 +105,9 @@ fn e(x: Errno) -> i32 {
     x.0
 }
 
+/// `SIN6_LEN_RFC2133`: the shortest `sockaddr_in6` Linux takes.
+const SIN6_LEN_RFC2133: usize = 24;
+
 unsafe fn sockaddr_to(addr: *const libc::sockaddr, len: socklen_t) -> Result<SocketAddr, i32> {
     if addr.is_null() {
         return Err(errno::EFAULT);
@@ -114,10 +117,16 @@ unsafe fn sockaddr_to(addr: *const libc::sockaddr, len: socklen_t) -> Result<Soc
         let a = &*(addr as *const libc::sockaddr_in);
         let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
         Ok(SocketAddr::new(IpAddr::V4(ip), u16::from_be(a.sin_port)))
-    } else if fam == AF_INET6 && len as usize >= std::mem::size_of::<libc::sockaddr_in6>() {
-        let a = &*(addr as *const libc::sockaddr_in6);
-        let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
-        Ok(SocketAddr::new(IpAddr::V6(ip), u16::from_be(a.sin6_port)))
+    } else if fam == AF_INET6 && len as usize >= SIN6_LEN_RFC2133 {
+        // inet6_bind/tcp_v6_connect take the RFC 2133 layout, without sin6_scope_id:
+        // read the port and the address only.
+        let a = addr as *const libc::sockaddr_in6;
+        let port = std::ptr::addr_of!((*a).sin6_port).read_unaligned();
+        let ip = std::ptr::addr_of!((*a).sin6_addr).read_unaligned();
+        Ok(SocketAddr::new(
+            IpAddr::V6(Ipv6Addr::from(ip.s6_addr)),
+            u16::from_be(port),
+        ))
     } else if fam != AF_INET && fam != AF_INET6 {
         Err(errno::EAFNOSUPPORT)
     } else {

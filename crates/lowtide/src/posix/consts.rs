@@ -10,6 +10,10 @@ pub const SOCK_NONBLOCK: i32 = 0o4000;
 pub const SOCK_CLOEXEC: i32 = 0o2000000;
 pub const IPPROTO_IP: i32 = 0;
 pub const IPPROTO_TCP: i32 = 6;
+/// `IPPROTO_IPV6` (`SOL_IPV6`).
+pub const IPPROTO_IPV6: i32 = 41;
+/// `IPV6_V6ONLY`.
+pub const IPV6_V6ONLY: i32 = 26;
 
 pub const SOL_SOCKET: i32 = 1;
 pub const SOL_TCP: i32 = 6;

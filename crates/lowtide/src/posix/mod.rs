@@ -13,6 +13,7 @@
 //! [`Host::handle_timeout`] and [`Host::poll_timeout`], so that the layer sees every
 //! wakeup (for edge-triggered epoll).
 
+mod addr;
 pub mod consts;
 mod embed;
 mod fastopen;
@@ -89,11 +90,14 @@ pub(crate) enum SockState {
 /// A socket's state kept above the engine (`struct socket` and `struct sock` fields).
 #[derive(Debug)]
 pub(crate) struct Socket {
+    /// `AF_INET` or `AF_INET6` (`sk_family`).
+    pub family: i32,
     pub nonblock: bool,
     pub opts: SockOptions,
     pub reuseaddr: bool,
     /// `SO_LINGER`: `(l_onoff, l_linger)`.
     pub linger: (bool, u32),
+    /// The bound address as the engine has it (IPv4 for a mapped one).
     pub bound: Option<SocketAddr>,
     pub state: SockState,
     /// Wakeups seen on the socket (a new generation per engine event), for EPOLLET.
@@ -101,8 +105,9 @@ pub(crate) struct Socket {
 }
 
 impl Socket {
-    fn new(nonblock: bool) -> Socket {
+    fn new(family: i32, nonblock: bool) -> Socket {
         Socket {
+            family,
             nonblock,
             opts: SockOptions::default(),
             reuseaddr: false,
@@ -263,48 +268,50 @@ impl Host {
         if protocol != IPPROTO_IP && protocol != IPPROTO_TCP {
             return err(errno::EPROTONOSUPPORT);
         }
-        let s = Socket::new(ty & SOCK_NONBLOCK != 0);
+        let s = Socket::new(domain, ty & SOCK_NONBLOCK != 0);
         Ok(self.alloc_fd(File::Socket(s)))
     }
 
-    fn port_in_use(&self, addr: SocketAddr, reuse: bool) -> bool {
+    /// Whether `addr` (an engine address; `v6only` its socket's `IPV6_V6ONLY`) would
+    /// share a port with a bound socket (`inet_csk_bind_conflict`).
+    fn port_in_use(&self, addr: SocketAddr, v6only: bool, reuse: bool) -> bool {
         self.files.values().any(|f| match f {
             File::Socket(s) => {
-                s.bound.is_some_and(|b| {
-                    b.port() == addr.port()
-                        && (b.ip() == addr.ip()
-                            || b.ip().is_unspecified()
-                            || addr.ip().is_unspecified())
-                }) && !(reuse && s.reuseaddr && !matches!(s.state, SockState::Listening(_)))
+                s.bound
+                    .is_some_and(|b| addr::conflict(b, s.opts.v6only, addr, v6only))
+                    && !(reuse && s.reuseaddr && !matches!(s.state, SockState::Listening(_)))
             }
             File::Epoll(_) => false,
         })
     }
 
-    /// `bind(2)`.
+    /// `bind(2)` (`inet_bind`, `__inet6_bind`: see [`addr`] for the families).
     pub fn bind(&mut self, fd: Fd, addr: SocketAddr) -> Result<(), Errno> {
         let s = self.sock(fd)?;
         if s.bound.is_some() || s.state != SockState::Unconnected {
             return err(errno::EINVAL);
         }
         let reuse = s.reuseaddr;
+        let (mut addr, ipv6only) = addr::bind_addr(s.family, s.opts.v6only, addr)?;
+        let v6only = s.opts.v6only || ipv6only;
         if !addr.ip().is_unspecified() && !self.stack.has_address(addr.ip()) {
             return err(errno::EADDRNOTAVAIL);
         }
-        let mut addr = addr;
         if addr.port() == 0 {
-            addr.set_port(self.ephemeral_port(addr.ip())?);
-        } else if self.port_in_use(addr, reuse) {
+            addr.set_port(self.ephemeral_port(addr.ip(), v6only)?);
+        } else if self.port_in_use(addr, v6only, reuse) {
             return err(errno::EADDRINUSE);
         }
-        self.sock_mut(fd)?.bound = Some(addr);
+        let s = self.sock_mut(fd)?;
+        s.bound = Some(addr);
+        s.opts.v6only = v6only;
         Ok(())
     }
 
-    fn ephemeral_port(&self, ip: IpAddr) -> Result<u16, Errno> {
+    fn ephemeral_port(&self, ip: IpAddr, v6only: bool) -> Result<u16, Errno> {
         let [lo, hi] = self.stack.config().ip_local_port_range;
         (lo..=hi)
-            .find(|&p| !self.port_in_use(SocketAddr::new(ip, p), false))
+            .find(|&p| !self.port_in_use(SocketAddr::new(ip, p), v6only, false))
             .ok_or(Errno(errno::EADDRINUSE))
     }
 
@@ -319,8 +326,8 @@ impl Host {
         let local = match s.bound {
             Some(a) => a,
             None => {
-                let any = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
-                SocketAddr::new(any, self.ephemeral_port(any)?)
+                let any = addr::any(s.family, 0).ip();
+                SocketAddr::new(any, self.ephemeral_port(any, s.opts.v6only)?)
             }
         };
         let opts = s.opts.clone();
@@ -335,13 +342,15 @@ impl Host {
         Ok(())
     }
 
-    /// `accept(2)`: the new descriptor and the peer's address.
+    /// `accept(2)`: the new descriptor and the peer's address (IPv4-mapped for an
+    /// IPv4 peer of an `AF_INET6` listener).
     pub fn accept(&mut self, fd: Fd) -> Result<(Fd, SocketAddr), Errno> {
         let s = self.sock(fd)?;
         let SockState::Listening(l) = s.state else {
             return err(errno::EINVAL);
         };
-        let mut child = Socket::new(false);
+        let family = s.family;
+        let mut child = Socket::new(family, false);
         child.opts = s.opts.clone();
         child.reuseaddr = s.reuseaddr;
         child.linger = s.linger;
@@ -351,7 +360,7 @@ impl Host {
         child.state = SockState::Conn { h, connected: true };
         let nfd = self.alloc_fd(File::Socket(child));
         self.by_handle.insert(h, nfd);
-        Ok((nfd, remote))
+        Ok((nfd, addr::user_addr(family, remote)))
     }
 
     /// `connect(2)`. The first call returns `EINPROGRESS`; calling again reports
@@ -396,6 +405,7 @@ impl Host {
             } => return self.connect_progress(fd, h).map(|_| (false, 0)),
             SockState::Unconnected => {}
         }
+        let remote = addr::connect_addr(s.family, s.opts.v6only, s.bound, remote)?;
         let local = match s.bound {
             Some(a) if !a.ip().is_unspecified() => a,
             b => {
@@ -614,17 +624,21 @@ impl Host {
         Ok(v.min(i32::MAX as u64) as i32)
     }
 
-    /// The peer's address of a connected socket (`getpeername(2)`).
+    /// The peer's address of a connected socket (`getpeername(2)`; IPv4-mapped on
+    /// an `AF_INET6` socket talking IPv4).
     pub fn peer_addr(&self, fd: Fd) -> Result<Option<SocketAddr>, Errno> {
+        let family = self.sock(fd)?.family;
         Ok(match self.conn(fd)? {
             Some(h) => self.stack.addresses(h).ok().map(|(_, r)| r),
             None => None,
-        })
+        }
+        .map(|a| addr::user_addr(family, a)))
     }
 
-    /// The local address of a socket (`getsockname(2)`).
+    /// The local address of a socket (`getsockname(2)`, as [`Host::peer_addr`]).
     pub fn local_addr(&self, fd: Fd) -> Result<Option<SocketAddr>, Errno> {
-        Ok(self.sock(fd)?.bound)
+        let s = self.sock(fd)?;
+        Ok(s.bound.map(|a| addr::user_addr(s.family, a)))
     }
 }
 

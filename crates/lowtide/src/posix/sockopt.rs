@@ -206,6 +206,15 @@ impl Host {
                 s.opts.fastopen_no_cookie = v == 1;
             }
             (SOL_SOCKET, SO_REUSEADDR) => s.reuseaddr = int_arg(val)? != 0,
+            // do_ipv6_setsockopt: not for an IPv4 socket (ip_setsockopt's ENOPROTOOPT),
+            // and only before the socket has a port (inet_num).
+            (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => {
+                let v = int_arg(val)?;
+                if s.bound.is_some() {
+                    return err(errno::EINVAL);
+                }
+                s.opts.v6only = v != 0;
+            }
             (SOL_SOCKET, SO_KEEPALIVE) | (SOL_TCP, TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT) => {
                 let ka = keepalive_opt(level, name, int_arg(val)?, s.opts.keepalive)?;
                 s.opts.keepalive = ka;
@@ -336,6 +345,7 @@ impl Host {
         let int = |out: &mut [u8], v: i32| put(out, &v.to_ne_bytes());
         let n = match (level, name) {
             (SOL_SOCKET, SO_TYPE) => int(out, SOCK_STREAM),
+            (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(out, s.opts.v6only as i32),
             (SOL_SOCKET, SO_REUSEADDR) => int(out, s.reuseaddr as i32),
             (SOL_SOCKET, SO_KEEPALIVE) => int(out, s.opts.keepalive.enabled as i32),
             // keepalive_time_when and friends: the socket's value or the sysctl.

@@ -692,3 +692,118 @@ fn tcp_inq_reports_what_is_left_to_read() {
     let m = n.b.recvmsg(now, s, &mut buf, 0).unwrap();
     assert_eq!((m.len, inq(&m)), (0, vec![1]), "EOF: read on");
 }
+
+/// An IPv6 listener on `[::]:80` on B, with `IPV6_V6ONLY` as given; A connects over
+/// IPv4: (net, listener, client).
+fn v6_listener(v6only: bool) -> (Net, Fd, Fd) {
+    let mut n = Net::new();
+    let l = n.b.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    let mut v = [0u8; 4];
+    assert_eq!(
+        n.b.getsockopt(n.now, l, IPPROTO_IPV6, IPV6_V6ONLY, &mut v),
+        Ok(4)
+    );
+    assert_eq!(i32::from_ne_bytes(v), 0, "net.ipv6.bindv6only's default");
+    let on = (v6only as i32).to_ne_bytes();
+    n.b.setsockopt(n.now, l, IPPROTO_IPV6, IPV6_V6ONLY, &on)
+        .unwrap();
+    n.b.bind(l, "[::]:80".parse().unwrap()).unwrap();
+    // Bound: IPV6_V6ONLY can no longer change (inet_num is set).
+    assert_eq!(
+        n.b.setsockopt(n.now, l, IPPROTO_IPV6, IPV6_V6ONLY, &on),
+        err(errno::EINVAL)
+    );
+    n.b.listen(l, 8).unwrap();
+    let c = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let now = n.now;
+    assert_eq!(
+        n.a.connect(now, c, SocketAddr::new(B.into(), 80)),
+        err(errno::EINPROGRESS)
+    );
+    n.run();
+    (n, l, c)
+}
+
+#[test]
+fn ipv6_listener_takes_ipv4_as_mapped_unless_v6only() {
+    let (mut n, l, c) = v6_listener(false);
+    let (fd, peer) = n.b.accept(l).expect("an IPv4 connection");
+    let mapped = |ip: Ipv4Addr, port| SocketAddr::new(IpAddr::V6(ip.to_ipv6_mapped()), port);
+    let (local_c, _) =
+        n.a.stack()
+            .addresses(n.a.conn(c).unwrap().unwrap())
+            .unwrap();
+    assert_eq!(peer, mapped(A, local_c.port()));
+    assert_eq!(n.b.peer_addr(fd), Ok(Some(peer)));
+    assert_eq!(n.b.local_addr(fd), Ok(Some(mapped(B, 80))));
+    assert_eq!(n.b.local_addr(l), Ok(Some("[::]:80".parse().unwrap())));
+    // The IPv4 wildcard on the same port is taken by the dual-stack listener.
+    let s4 = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        n.b.bind(s4, SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 80)),
+        err(errno::EADDRINUSE)
+    );
+    // An IPv4 socket cannot use IPV6_V6ONLY (ip_setsockopt: ENOPROTOOPT).
+    assert_eq!(
+        n.b.setsockopt(n.now, s4, IPPROTO_IPV6, IPV6_V6ONLY, &[1, 0, 0, 0]),
+        err(errno::ENOPROTOOPT)
+    );
+
+    let (mut n, l, c) = v6_listener(true);
+    assert_eq!(n.b.accept(l), err(errno::EAGAIN));
+    // No listener took the SYN: the client was reset.
+    assert_eq!(
+        n.a.connect(n.now, c, SocketAddr::new(B.into(), 80)),
+        err(errno::ECONNREFUSED)
+    );
+    let s4 = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let any4 = SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 80);
+    assert_eq!(
+        n.b.bind(s4, any4),
+        Ok(()),
+        "no conflict with an IPv6-only one"
+    );
+}
+
+#[test]
+fn ipv6_socket_connects_to_a_mapped_address_over_ipv4() {
+    let mut n = Net::new();
+    let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    n.b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    n.b.listen(l, 8).unwrap();
+    let c = n.a.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    let to = SocketAddr::new(IpAddr::V6(B.to_ipv6_mapped()), 80);
+    let now = n.now;
+    assert_eq!(n.a.connect(now, c, to), err(errno::EINPROGRESS));
+    n.run();
+    assert_eq!(n.a.connect(now, c, to), Ok(()));
+    let (fd, peer) = n.b.accept(l).unwrap();
+    assert_eq!(peer.ip(), IpAddr::V4(A), "IPv4 on the wire");
+    assert_eq!(n.a.peer_addr(c), Ok(Some(to)));
+    let local = n.a.local_addr(c).unwrap().unwrap();
+    assert_eq!(
+        local,
+        SocketAddr::new(IpAddr::V6(A.to_ipv6_mapped()), peer.port())
+    );
+    assert_eq!(n.a.send(now, c, b"hi", 0), Ok(2));
+    n.run();
+    let mut buf = [0u8; 4];
+    assert_eq!(n.b.recv(now, fd, &mut buf, 0), Ok(2));
+    // IPV6_V6ONLY: a mapped peer is unreachable; a family mismatch is EAFNOSUPPORT.
+    let c6 = n.a.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    n.a.setsockopt(now, c6, IPPROTO_IPV6, IPV6_V6ONLY, &[1, 0, 0, 0])
+        .unwrap();
+    assert_eq!(n.a.connect(now, c6, to), err(errno::ENETUNREACH));
+    let c4 = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(n.a.connect(now, c4, to), err(errno::EAFNOSUPPORT));
+    // A mapped bind on an IPv6 socket binds the IPv4 address.
+    let b6 = n.a.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    let me = SocketAddr::new(IpAddr::V6(A.to_ipv6_mapped()), 5000);
+    assert_eq!(n.a.bind(b6, me), Ok(()));
+    assert_eq!(n.a.local_addr(b6), Ok(Some(me)));
+    let b4 = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        n.a.bind(b4, SocketAddr::new(A.into(), 5000)),
+        err(errno::EADDRINUSE)
+    );
+}

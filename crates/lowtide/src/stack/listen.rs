@@ -85,14 +85,23 @@ impl Stack {
         }
     }
 
+    /// `__inet_lookup_listener`: the listener on the segment's address, else on its
+    /// family's wildcard, else (IPv4) on the IPv6 wildcard unless that one is
+    /// `IPV6_V6ONLY` (an IPv4 socket outscores an IPv6 one in `compute_score`).
     pub(super) fn find_listener(&self, local: SocketAddr) -> Option<u32> {
         let any = match local {
             SocketAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
             SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
         };
+        let any6 = SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), local.port());
+        let dual = |&&i: &&u32| matches!(&self.slots[i as usize].sock, Some(Sock::Listener(l)) if !l.opts.v6only);
         self.listeners
             .get(&local)
             .or_else(|| self.listeners.get(&SocketAddr::new(any, local.port())))
+            .or_else(|| match local {
+                SocketAddr::V4(_) => self.listeners.get(&any6).filter(dual),
+                SocketAddr::V6(_) => None,
+            })
             .copied()
     }
 

@@ -40,6 +40,10 @@ pub struct SockOptions {
     pub fastopen_connect: bool,
     /// `TCP_FASTOPEN_NO_COOKIE`: Fast Open without cookies on this socket.
     pub fastopen_no_cookie: bool,
+    /// `IPV6_V6ONLY` (`sk_ipv6only`): a listener on the IPv6 wildcard takes IPv6
+    /// connections only; without it (Linux's `net.ipv6.bindv6only` default, 0) it
+    /// takes IPv4 ones too.
+    pub v6only: bool,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.

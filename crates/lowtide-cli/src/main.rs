@@ -319,6 +319,13 @@ fn stream(args: &StreamArgs) -> ExitCode {
     if let Err((opt, why)) = limits::check_stream(&args.plan()) {
         return usage_error(&format!("{opt}: {why}"));
     }
+    // An output file that cannot be written is a usage error found before the run
+    // (as --pcap's), not after it (issue 25).
+    if let Some(path) = &args.timeseries {
+        if let Err(e) = std::fs::File::create(path) {
+            return usage_error(&format!("--timeseries: {}: {e}", path.display()));
+        }
+    }
     let bar = progress::wanted(args.json, args.quiet).then(|| stream_bar(&sc));
     sc.progress = bar.as_ref().map(|b| b.hook());
     let run = sc.run();

@@ -403,3 +403,16 @@ fn a_second_connection_from_a_flows_port_is_a_stray_not_more_stream() {
     assert_eq!(v["per_flow"][78]["failure"], serde_json::Value::Null);
     assert_eq!(v["per_flow"][78]["bytes_delivered"], 1826);
 }
+
+/// Issue 25: --timeseries into a folder that does not exist fails before the run,
+/// with exit 2 and one line, as --pcap does.
+#[test]
+fn an_unwritable_timeseries_file_fails_before_the_run() {
+    for opt in ["--timeseries", "--pcap"] {
+        let out = lowtide(&["sim", "stream", "--duration", "60s", opt, "/nonexistent/x"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{opt}: {err}");
+        assert!(err.starts_with("lowtide: "), "{opt}: {err}");
+        assert!(out.stdout.is_empty(), "{opt}: nothing ran");
+    }
+}

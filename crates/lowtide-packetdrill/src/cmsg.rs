@@ -1,4 +1,5 @@
-//! Writing control messages into a caller's `msghdr` as Linux's `put_cmsg` does.
+//! Writing control messages into a caller's `msghdr` as Linux's `put_cmsg` does,
+//! and cutting a caller's buffers into the page fragments `MSG_ZEROCOPY` pins.
 
 use lowtide::posix::consts::MSG_CTRUNC;
 use lowtide::posix::Cmsg;
@@ -64,6 +65,51 @@ pub unsafe fn put_all(m: &mut libc::msghdr, cmsgs: &[Cmsg]) {
     m.msg_flags |= flags;
 }
 
+/// `PAGE_SIZE`.
+const PAGE: usize = 4096;
+
+/// The page fragments of `iov` as `__zerocopy_sg_from_iter` takes them: each buffer
+/// cut at page boundaries, a piece that continues the previous one in the same
+/// page joining it (`skb_can_coalesce`), empty buffers skipped.
+///
+/// # Safety
+/// Every `iov` entry must describe readable memory (or be empty).
+pub unsafe fn page_pieces(iov: &[libc::iovec]) -> Vec<&'static [u8]> {
+    let mut out: Vec<&'static [u8]> = Vec::new();
+    for v in iov
+        .iter()
+        .filter(|v| v.iov_len > 0 && !v.iov_base.is_null())
+    {
+        let mut p = v.iov_base as usize;
+        let end = p + v.iov_len;
+        while p < end {
+            let stop = ((p / PAGE + 1) * PAGE).min(end);
+            match out.last_mut() {
+                Some(l) if l.as_ptr() as usize + l.len() == p && !p.is_multiple_of(PAGE) => {
+                    *l = std::slice::from_raw_parts(l.as_ptr(), l.len() + stop - p);
+                }
+                _ => out.push(std::slice::from_raw_parts(p as *const u8, stop - p)),
+            }
+            p = stop;
+        }
+    }
+    out
+}
+
+/// [`page_pieces`] of one buffer.
+pub fn page_pieces_of(data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let p = rest.as_ptr() as usize;
+        let n = ((p / PAGE + 1) * PAGE - p).min(rest.len());
+        let (a, b) = rest.split_at(n);
+        out.push(a);
+        rest = b;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +135,39 @@ mod tests {
         assert_eq!((n, f), (18, MSG_CTRUNC));
         let mut none = [0u8; 8];
         assert_eq!(encode(&mut none, &[inq(7)]), (0, MSG_CTRUNC));
+    }
+
+    #[test]
+    fn pieces_split_at_pages_and_join_contiguous_buffers() {
+        let buf = vec![0u8; 3 * PAGE];
+        let base = buf.as_ptr() as usize;
+        let off = (PAGE - base % PAGE) % PAGE; // first page boundary in buf
+        let at = |o: usize| unsafe { buf.as_ptr().add(o) } as *mut libc::c_void;
+        let iov = [
+            libc::iovec {
+                iov_base: at(off + 10),
+                iov_len: 5,
+            },
+            libc::iovec {
+                iov_base: at(off + 15),
+                iov_len: 5,
+            }, // contiguous: joins
+            libc::iovec {
+                iov_base: at(off + 100),
+                iov_len: 0,
+            }, // empty: skipped
+            libc::iovec {
+                iov_base: at(off + 200),
+                iov_len: PAGE,
+            }, // crosses a page
+        ];
+        let p = unsafe { page_pieces(&iov) };
+        let lens: Vec<usize> = p.iter().map(|s| s.len()).collect();
+        assert_eq!(lens, [10, PAGE - 200, 200]);
+        let one = page_pieces_of(&buf[off + 1..off + 1 + PAGE]);
+        assert_eq!(
+            one.iter().map(|s| s.len()).collect::<Vec<_>>(),
+            [PAGE - 1, 1]
+        );
     }
 }

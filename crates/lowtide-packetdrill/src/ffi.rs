@@ -175,19 +175,6 @@ unsafe fn iov_total(iov: *const libc::iovec, n: c_int) -> Result<&'static [libc:
     })
 }
 
-unsafe fn gather(iov: &[libc::iovec]) -> Vec<u8> {
-    let mut v = Vec::new();
-    for i in iov {
-        if !i.iov_base.is_null() {
-            v.extend_from_slice(std::slice::from_raw_parts(
-                i.iov_base as *const u8,
-                i.iov_len,
-            ));
-        }
-    }
-    v
-}
-
 unsafe fn scatter(iov: &[libc::iovec], data: &[u8]) {
     let mut off = 0;
     for i in iov {
@@ -212,7 +199,8 @@ pub(crate) struct Received {
 }
 
 fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32> {
-    let nonblock = sh.lock().host.is_nonblocking(fd, flags);
+    // tcp_recvmsg: MSG_ERRQUEUE reads the error queue at once (inet_recv_error).
+    let nonblock = flags & MSG_ERRQUEUE != 0 || sh.lock().host.is_nonblocking(fd, flags);
     let mut buf = vec![0u8; len];
     let msg = sh.blocking(
         nonblock,
@@ -235,7 +223,21 @@ fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32>
     })
 }
 
-fn do_send(sh: &Shared, fd: Fd, data: &[u8], flags: i32) -> Result<usize, i32> {
+/// `iov` from byte `skip` on.
+fn skip_bytes<'a>(iov: &[&'a [u8]], mut skip: usize) -> Vec<&'a [u8]> {
+    let mut out = Vec::with_capacity(iov.len());
+    for b in iov {
+        if skip >= b.len() {
+            skip -= b.len();
+            continue;
+        }
+        out.push(&b[skip..]);
+        skip = 0;
+    }
+    out
+}
+
+fn do_send(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32) -> Result<usize, i32> {
     do_sendto(sh, fd, data, flags, SendTo::None)
 }
 
@@ -253,7 +255,8 @@ unsafe fn send_dest(a: *const libc::sockaddr, l: socklen_t) -> Result<SendTo, i3
 /// A blocking send: `MSG_FASTOPEN` (and the destination) count for the first try
 /// only, which connects; later tries wait for the connection and write the rest,
 /// as `tcp_sendmsg_locked` goes on after `__inet_stream_connect`.
-fn do_sendto(sh: &Shared, fd: Fd, data: &[u8], flags: i32, dest: SendTo) -> Result<usize, i32> {
+fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> Result<usize, i32> {
+    let total: usize = data.iter().map(|b| b.len()).sum();
     let mut flags = flags;
     let mut dest = dest;
     // __inet_stream_connect: a blocking Fast Open send waits for the connection
@@ -278,10 +281,12 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[u8], flags: i32, dest: SendTo) -> Resu
                 return Attempt::Wait;
             }
             let now = st.now();
-            if std::mem::take(&mut wait_connect) && done == data.len() {
+            if std::mem::take(&mut wait_connect) && done == total {
                 return Attempt::Done(Ok(done));
             }
-            let r = st.host.sendto(now, fd, &data[done..], flags, dest);
+            let r = st
+                .host
+                .sendmsg(now, fd, &skip_bytes(data, done), flags, dest);
             flags &= !MSG_FASTOPEN;
             dest = SendTo::None;
             match r {
@@ -292,13 +297,13 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[u8], flags: i32, dest: SendTo) -> Resu
                 }
                 Ok(n) => {
                     done += n;
-                    if done == data.len() || nonblock {
+                    if done == total || nonblock {
                         Attempt::Done(Ok(done))
                     } else {
                         Attempt::Wait
                     }
                 }
-                Err(Errno(errno::EAGAIN)) if data.is_empty() => Attempt::Done(Ok(0)),
+                Err(Errno(errno::EAGAIN)) if total == 0 => Attempt::Done(Ok(0)),
                 Err(Errno(errno::EAGAIN)) if done > 0 && nonblock => Attempt::Done(Ok(done)),
                 Err(Errno(errno::EAGAIN)) => Attempt::Wait,
                 Err(_) if done > 0 => Attempt::Done(Ok(done)),
@@ -489,8 +494,8 @@ unsafe extern "C" fn pd_write(ud: Ud, fd: c_int, buf: *const c_void, n: size_t) 
 
 unsafe extern "C" fn pd_writev(ud: Ud, fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t {
     guard(ud, |sh| {
-        let data = gather(iov_total(iov, n)?);
-        do_send(sh, fd, &data, 0).map(|n| n as ssize_t)
+        let pieces = crate::cmsg::page_pieces(iov_total(iov, n)?);
+        do_send(sh, fd, &pieces, 0).map(|n| n as ssize_t)
     })
 }
 
@@ -510,7 +515,8 @@ unsafe extern "C" fn pd_send(
         } else {
             std::slice::from_raw_parts(buf as *const u8, n)
         };
-        do_send(sh, fd, data, flags).map(|n| n as ssize_t)
+        let pieces = crate::cmsg::page_pieces_of(data);
+        do_send(sh, fd, &pieces, flags).map(|n| n as ssize_t)
     })
 }
 
@@ -535,7 +541,8 @@ unsafe extern "C" fn pd_sendto(
             std::slice::from_raw_parts(buf as *const u8, n)
         };
         let dest = send_dest(a, l)?;
-        do_sendto(sh, fd, data, flags, dest).map(|n| n as ssize_t)
+        let pieces = crate::cmsg::page_pieces_of(data);
+        do_sendto(sh, fd, &pieces, flags, dest).map(|n| n as ssize_t)
     })
 }
 
@@ -550,9 +557,9 @@ unsafe extern "C" fn pd_sendmsg(
             return Err(errno::EFAULT);
         }
         let m = &*msg;
-        let data = gather(iov_total(m.msg_iov, m.msg_iovlen as c_int)?);
+        let pieces = crate::cmsg::page_pieces(iov_total(m.msg_iov, m.msg_iovlen as c_int)?);
         let dest = send_dest(m.msg_name as *const libc::sockaddr, m.msg_namelen)?;
-        do_sendto(sh, fd, &data, flags, dest).map(|n| n as ssize_t)
+        do_sendto(sh, fd, &pieces, flags, dest).map(|n| n as ssize_t)
     })
 }
 

@@ -95,6 +95,9 @@ pub struct Config {
     pub ip_local_port_range: [u16; 2],
     /// `net.core.somaxconn`: upper bound of a listen backlog.
     pub somaxconn: u32,
+    /// `net.core.optmem_max`: a socket's ancillary memory (`sk_omem_alloc`), which
+    /// bounds its outstanding `MSG_ZEROCOPY` notifications (Linux 6.8+: 128 KB).
+    pub optmem_max: u32,
     /// `net.core.busy_poll` (µs): how long an event loop polls its device before it
     /// sleeps (Linux: busy polling in `poll`/`select`, `sk_busy_loop`). The engine
     /// itself never waits; lowtide's TUN runtime honours it. 0 (Linux's default)
@@ -229,6 +232,7 @@ impl Default for Config {
             tcp_congestion_control: "cubic".into(),
             ip_local_port_range: [32768, 60999],
             somaxconn: 4096,
+            optmem_max: 131_072,
             busy_poll_us: 0,
             default_qdisc: "pfifo_fast".into(),
             mtu: 1500,
@@ -367,6 +371,7 @@ impl Config {
         "net.ipv4.tcp_congestion_control",
         "net.ipv4.ip_local_port_range",
         "net.core.somaxconn",
+        "net.core.optmem_max",
         "net.core.busy_poll",
         "net.ipv4.tcp_notsent_lowat",
         "net.ipv4.tcp_limit_output_bytes",
@@ -455,6 +460,10 @@ impl Config {
             }
             "net.ipv4.ip_local_port_range" => self.ip_local_port_range = parse_ports(n, value)?,
             "net.core.somaxconn" => self.somaxconn = parse_num(n, value, 1, 65535, "1..=65535")?,
+            // proc_dointvec_minmax, extra1 = SYSCTL_ZERO.
+            "net.core.optmem_max" => {
+                self.optmem_max = parse_num(n, value, 0, i32::MAX as u32, "bytes, 0..=2147483647")?
+            }
             // proc_dointvec_minmax, extra1 = SYSCTL_ZERO.
             "net.core.busy_poll" => {
                 self.busy_poll_us =

@@ -50,6 +50,9 @@ pub enum EventKind {
     /// The connection failed or was reset (`EPOLLERR`); the error is returned by the
     /// next operation and by [`crate::Stack::socket_error`].
     Error(SocketError),
+    /// An entry arrived on the socket's error queue (`sk_error_report`, `EPOLLERR`):
+    /// a `MSG_ZEROCOPY` completion; read it with [`crate::Stack::recv_errqueue`].
+    ErrQueue,
     /// Both directions are finished and the connection reached CLOSED or TIME-WAIT
     /// (`EPOLLHUP`).
     HangUp,
@@ -83,6 +86,9 @@ pub enum SocketError {
     HostUnreachable,
     /// `ENETUNREACH`: an ICMP network unreachable answered the SYN.
     NetworkUnreachable,
+    /// `ENOBUFS`: no memory for the request (a `MSG_ZEROCOPY` send past
+    /// `net.core.optmem_max`).
+    NoBufferSpace,
 }
 
 impl core::fmt::Display for SocketError {
@@ -100,6 +106,7 @@ impl core::fmt::Display for SocketError {
             SocketError::AddrNotAvailable => "address not available (EADDRNOTAVAIL)",
             SocketError::HostUnreachable => "no route to host (EHOSTUNREACH)",
             SocketError::NetworkUnreachable => "network is unreachable (ENETUNREACH)",
+            SocketError::NoBufferSpace => "no buffer space available (ENOBUFS)",
         };
         f.write_str(s)
     }
@@ -127,6 +134,9 @@ pub struct SendFlags {
     /// `MSG_EOR`: the last byte ends a record; later data never shares its skb
     /// (`TCP_SKB_CB(skb)->eor`, `tcp_skb_can_collapse_to`).
     pub eor: bool,
+    /// `MSG_ZEROCOPY`: with `SO_ZEROCOPY` on ([`crate::Stack::set_zerocopy`]), the
+    /// send's completion is reported on the error queue.
+    pub zerocopy: bool,
 }
 
 /// A packet for the device: one IP packet, possibly a GSO super-packet.

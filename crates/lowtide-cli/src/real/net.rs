@@ -24,6 +24,7 @@ pub fn io_error(e: SocketError) -> io::Error {
         SocketError::AddrNotAvailable => K::AddrNotAvailable,
         SocketError::HostUnreachable => K::HostUnreachable,
         SocketError::NetworkUnreachable => K::NetworkUnreachable,
+        SocketError::NoBufferSpace => K::OutOfMemory,
     };
     io::Error::new(kind, e)
 }

@@ -27,6 +27,12 @@ pub const SO_LINGER: i32 = 13;
 pub const SO_REUSEPORT: i32 = 15;
 pub const SO_MAX_PACING_RATE: i32 = 47;
 pub const SO_MEMINFO: i32 = 55;
+pub const SO_MARK: i32 = 36;
+pub const SO_ZEROCOPY: i32 = 60;
+pub const SOL_IP: i32 = 0;
+pub const IP_RECVERR: i32 = 11;
+pub const SOL_IPV6: i32 = 41;
+pub const IPV6_RECVERR: i32 = 25;
 
 pub const TCP_NODELAY: i32 = 1;
 pub const TCP_MAXSEG: i32 = 2;
@@ -56,7 +62,9 @@ pub const MSG_TRUNC: i32 = 0x20;
 pub const MSG_DONTWAIT: i32 = 0x40;
 pub const MSG_EOR: i32 = 0x80;
 pub const MSG_WAITALL: i32 = 0x100;
+pub const MSG_ERRQUEUE: i32 = 0x2000;
 pub const MSG_NOSIGNAL: i32 = 0x4000;
+pub const MSG_ZEROCOPY: i32 = 0x4000000;
 pub const MSG_MORE: i32 = 0x8000;
 pub const MSG_FASTOPEN: i32 = 0x2000_0000;
 
@@ -113,6 +121,7 @@ pub mod errno {
     pub const EADDRINUSE: i32 = 98;
     pub const EADDRNOTAVAIL: i32 = 99;
     pub const ENETUNREACH: i32 = 101;
+    pub const ENOBUFS: i32 = 105;
     pub const ECONNABORTED: i32 = 103;
     pub const ECONNRESET: i32 = 104;
     pub const EISCONN: i32 = 106;

@@ -64,6 +64,7 @@ impl From<SocketError> for Errno {
             SocketError::AddrNotAvailable => errno::EADDRNOTAVAIL,
             SocketError::HostUnreachable => errno::EHOSTUNREACH,
             SocketError::NetworkUnreachable => errno::ENETUNREACH,
+            SocketError::NoBufferSpace => errno::ENOBUFS,
         })
     }
 }
@@ -468,13 +469,12 @@ impl Host {
     }
 
     /// `send(2)`/`write(2)`: how many bytes the send buffer took (`EAGAIN` if none);
-    /// `MSG_MORE` holds a sub-MSS tail and its PSH.
+    /// `MSG_MORE` holds a sub-MSS tail and its PSH. [`Host::sendmsg`] of one buffer.
     pub fn send(&mut self, now: Instant, fd: Fd, data: &[u8], flags: i32) -> Result<usize, Errno> {
-        self.sendto(now, fd, data, flags, SendTo::None)
+        self.sendmsg(now, fd, &[data], flags, SendTo::None)
     }
 
-    /// `sendto(2)`/`sendmsg(2)`: [`Host::send`], with `MSG_FASTOPEN` (a connect
-    /// whose SYN carries the data) to `dest`.
+    /// `sendto(2)`: [`Host::sendmsg`] of one buffer.
     pub fn sendto(
         &mut self,
         now: Instant,
@@ -483,11 +483,26 @@ impl Host {
         flags: i32,
         dest: SendTo,
     ) -> Result<usize, Errno> {
+        self.sendmsg(now, fd, &[data], flags, dest)
+    }
+
+    /// `sendmsg(2)` of the buffers `iov`: `MSG_MORE`, `MSG_EOR`, `MSG_ZEROCOPY`
+    /// (with `SO_ZEROCOPY`: each buffer one page fragment, see [`Stack::sendmsg`];
+    /// the completion is read with `recvmsg(MSG_ERRQUEUE)`), and `MSG_FASTOPEN` (a
+    /// connect whose SYN carries the data) to `dest`.
+    pub fn sendmsg(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        iov: &[&[u8]],
+        flags: i32,
+        dest: SendTo,
+    ) -> Result<usize, Errno> {
         let s = self.sock(fd)?;
         let deferred =
             matches!(s.state, SockState::Conn { h, .. } if self.stack.fastopen_deferred(h));
         if flags & MSG_FASTOPEN != 0 || deferred {
-            return self.sendmsg_fastopen(now, fd, data, flags, dest);
+            return self.sendmsg_fastopen(now, fd, &iov.concat(), flags, dest);
         }
         let s = self.sock(fd)?;
         let h = match s.state {
@@ -498,8 +513,9 @@ impl Host {
         let sf = SendFlags {
             more: flags & MSG_MORE != 0,
             eor: flags & MSG_EOR != 0,
+            zerocopy: flags & MSG_ZEROCOPY != 0,
         };
-        let r = self.stack.send_flags(now, h, data, sf);
+        let r = self.stack.sendmsg(now, h, iov, sf);
         self.sync_events();
         match r {
             // tcp_sendmsg on a closed connection: sk_stream_error gives EPIPE.

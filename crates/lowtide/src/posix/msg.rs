@@ -1,4 +1,5 @@
-//! `recvmsg(2)` with its control messages (`put_cmsg`): `TCP_CM_INQ` for `TCP_INQ`.
+//! `recvmsg(2)` with its control messages (`put_cmsg`): `TCP_CM_INQ` for `TCP_INQ`,
+//! and `MSG_ERRQUEUE` (`ip_recv_error`/`ipv6_recv_error`).
 
 use super::consts::*;
 use super::{err, Errno, Fd, Host, SockState};
@@ -38,6 +39,9 @@ impl Host {
         buf: &mut [u8],
         flags: i32,
     ) -> Result<RecvMsg, Errno> {
+        if flags & MSG_ERRQUEUE != 0 {
+            return self.recv_error(fd, buf.len());
+        }
         let s = self.sock(fd)?;
         let inq = s.opts.recvmsg_inq;
         let h = match s.state {
@@ -66,5 +70,33 @@ impl Host {
             });
         }
         Ok(m)
+    }
+
+    /// `recvmsg(MSG_ERRQUEUE)` (`ip_recv_error`, `ipv6_recv_error`): never waits;
+    /// `EAGAIN` when the error queue is empty, else its oldest entry as an
+    /// `IP_RECVERR` (`IPV6_RECVERR` on an IPv6 socket) cmsg: the
+    /// `sock_extended_err` and a zeroed offender address (none for a zerocopy
+    /// completion), with `MSG_ERRQUEUE` in the flags. A completion has no bytes.
+    fn recv_error(&mut self, fd: Fd, _len: usize) -> Result<RecvMsg, Errno> {
+        let s = self.sock(fd)?;
+        let v6 = matches!(s.bound, Some(std::net::SocketAddr::V6(_)));
+        let ee = match s.state {
+            SockState::Conn { h, .. } => self.stack.recv_errqueue(h).map_err(Errno::from)?,
+            _ => None,
+        };
+        let Some(ee) = ee else {
+            return err(errno::EAGAIN);
+        };
+        let (level, kind, offender) = match v6 {
+            false => (SOL_IP, IP_RECVERR, 16),    // sizeof(struct sockaddr_in)
+            true => (SOL_IPV6, IPV6_RECVERR, 28), // sizeof(struct sockaddr_in6)
+        };
+        let mut data = ee.to_bytes().to_vec();
+        data.resize(data.len() + offender, 0);
+        Ok(RecvMsg {
+            len: 0,
+            flags: MSG_ERRQUEUE,
+            cmsgs: vec![Cmsg { level, kind, data }],
+        })
     }
 }

@@ -87,7 +87,8 @@ impl Host {
                 self.stack.mark_nospace(h).map_err(Errno::from)?;
             }
         }
-        if st.err {
+        // tcp_poll: "if (sk->sk_err || !skb_queue_empty_lockless(&sk->sk_error_queue))".
+        if st.err || st.err_queue {
             mask |= POLLERR;
         }
         Ok(mask)
@@ -140,7 +141,8 @@ impl Host {
             });
         };
         let item = Item {
-            events,
+            // do_epoll_ctl: "epds.events |= EPOLLERR | EPOLLHUP" for ADD and MOD.
+            events: events | POLLERR | POLLHUP,
             data,
             ready: true,
             seen_wake: wake,
@@ -214,7 +216,9 @@ impl Host {
                 continue;
             }
             it.ready = false;
-            let ev = mask & (it.events | POLLERR | POLLHUP) & !(EPOLLET | EPOLLONESHOT);
+            // A disarmed EPOLLONESHOT item (only the private bits left) reports
+            // nothing, EPOLLERR and EPOLLHUP included (ep_poll_callback).
+            let ev = mask & it.events & !(EPOLLET | EPOLLONESHOT);
             if ev == 0 {
                 continue;
             }

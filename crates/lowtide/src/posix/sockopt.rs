@@ -301,6 +301,20 @@ impl Host {
                     e(stack.set_user_timeout(h, d))?;
                 }
             }
+            // sock_setsockopt: needs CAP_NET_RAW or CAP_NET_ADMIN, which the embedding
+            // process is taken to have (as packetdrill, root, does).
+            (SOL_SOCKET, SO_MARK) => s.opts.mark = int_arg(val)? as u32,
+            (SOL_SOCKET, SO_ZEROCOPY) => {
+                // sock_setsockopt: 0 or 1 only.
+                let on = match int_arg(val)? {
+                    v @ (0 | 1) => v == 1,
+                    _ => return err(errno::EINVAL),
+                };
+                s.opts.zerocopy = on;
+                if let Some(h) = conn {
+                    e(stack.set_zerocopy(h, on))?;
+                }
+            }
             (SOL_TCP, TCP_INQ) => {
                 // do_tcp_setsockopt: 0 or 1 only.
                 s.opts.recvmsg_inq = match int_arg(val)? {
@@ -362,6 +376,8 @@ impl Host {
                 int(out, n as i32)
             }
             (SOL_TCP, TCP_INQ) => int(out, s.opts.recvmsg_inq as i32),
+            (SOL_SOCKET, SO_ZEROCOPY) => int(out, s.opts.zerocopy as i32),
+            (SOL_SOCKET, SO_MARK) => int(out, s.opts.mark as i32),
             (SOL_SOCKET, SO_LINGER) => {
                 let mut b = [0u8; 8];
                 b[..4].copy_from_slice(&(s.linger.0 as i32).to_ne_bytes());

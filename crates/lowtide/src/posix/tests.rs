@@ -807,3 +807,48 @@ fn ipv6_socket_connects_to_a_mapped_address_over_ipv4() {
         err(errno::EADDRINUSE)
     );
 }
+
+/// MSG_ZEROCOPY: ignored without SO_ZEROCOPY; with it, each send takes the next id,
+/// and once all is acknowledged one IP_RECVERR entry covers the ids (COPIED, as
+/// lowtide copied the bytes), with POLLERR while it waits; an empty error queue is
+/// EAGAIN at once.
+#[test]
+fn zerocopy_completions_reach_the_error_queue() {
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    let now = n.now;
+    let errq = |h: &mut Host| h.recvmsg(now, c, &mut [], MSG_ERRQUEUE);
+    assert_eq!(n.a.send(now, c, b"plain", MSG_ZEROCOPY), Ok(5));
+    n.run();
+    assert_eq!(errq(&mut n.a), Err(Errno(errno::EAGAIN)), "no SO_ZEROCOPY");
+    let bad =
+        n.a.setsockopt(now, c, SOL_SOCKET, SO_ZEROCOPY, &2i32.to_ne_bytes());
+    assert_eq!(bad, Err(Errno(errno::EINVAL)));
+    n.a.setsockopt(now, c, SOL_SOCKET, SO_ZEROCOPY, &1i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut n.a, now, c, SOL_SOCKET, SO_ZEROCOPY), 1);
+    assert_eq!(n.a.send(now, c, &[1u8; 3000], MSG_ZEROCOPY), Ok(3000));
+    assert_eq!(n.a.poll_mask(c).unwrap() & POLLERR, 0, "not acked yet");
+    n.run();
+    assert_eq!(n.a.send(now, c, &[2u8; 100], MSG_ZEROCOPY), Ok(100));
+    n.run();
+    assert_ne!(n.a.poll_mask(c).unwrap() & POLLERR, 0);
+    let m = errq(&mut n.a).unwrap();
+    assert_eq!((m.len, m.flags), (0, MSG_ERRQUEUE));
+    assert_eq!(m.cmsgs.len(), 1);
+    let cm = &m.cmsgs[0];
+    assert_eq!((cm.level, cm.kind, cm.data.len()), (SOL_IP, IP_RECVERR, 32));
+    let mut want = crate::tcp::errqueue::SockExtendedErr {
+        origin: crate::tcp::errqueue::SO_EE_ORIGIN_ZEROCOPY,
+        code: crate::tcp::errqueue::SO_EE_CODE_ZEROCOPY_COPIED,
+        info: 0,
+        data: 1,
+        ..Default::default()
+    }
+    .to_bytes()
+    .to_vec();
+    want.resize(32, 0);
+    assert_eq!(cm.data, want, "ids 0..=1 in one entry");
+    assert_eq!(errq(&mut n.a), Err(Errno(errno::EAGAIN)));
+    assert_eq!(n.a.poll_mask(c).unwrap() & POLLERR, 0);
+}

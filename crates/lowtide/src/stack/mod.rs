@@ -434,6 +434,28 @@ impl Stack {
         self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, flags))
     }
 
+    /// `sendmsg(2)` of the buffers `iov`, in order. With [`SendFlags::zerocopy`] each
+    /// non-empty buffer is one page fragment of the skbs (the caller splits them at
+    /// page boundaries), and the send takes the next `MSG_ZEROCOPY` notification id
+    /// (`SO_ZEROCOPY`, [`Stack::set_zerocopy`]); its completion, once the peer has
+    /// acknowledged all of it, is read with [`Stack::recv_errqueue`]
+    /// ([`EventKind::ErrQueue`] signals it). lowtide copies the bytes, so the
+    /// completion carries `SO_EE_CODE_ZEROCOPY_COPIED`.
+    pub fn sendmsg(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        iov: &[&[u8]],
+        flags: SendFlags,
+    ) -> Result<usize, SocketError> {
+        let data = iov.concat();
+        let frags: Vec<usize> = iov.iter().map(|b| b.len()).filter(|&n| n > 0).collect();
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| {
+            tcb.sendmsg_frags(ctx, &data, &frags, flags)
+        })
+    }
+
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.
     pub fn recv(
         &mut self,

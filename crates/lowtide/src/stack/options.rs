@@ -108,6 +108,23 @@ impl Stack {
         Ok(())
     }
 
+    /// `SO_ZEROCOPY`: whether sends with [`SendFlags::zerocopy`] report their
+    /// completion on the error queue (`SOCK_ZEROCOPY`).
+    pub fn set_zerocopy(&mut self, h: SocketHandle, on: bool) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.errq.zerocopy = on;
+        Ok(())
+    }
+
+    /// `recvmsg(MSG_ERRQUEUE)` (`sock_dequeue_err_skb`): the oldest error-queue entry
+    /// (a `MSG_ZEROCOPY` completion: `origin` `SO_EE_ORIGIN_ZEROCOPY`, the ids
+    /// `info..=data`), or `None` when the queue is empty.
+    pub fn recv_errqueue(
+        &mut self,
+        h: SocketHandle,
+    ) -> Result<Option<crate::tcp::errqueue::SockExtendedErr>, SocketError> {
+        Ok(self.tcb_mut(h)?.errq.dequeue())
+    }
+
     /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
     /// peer's window stay closed to our probes, before the connection fails with
     /// `ETIMEDOUT` (`icsk_user_timeout`, used by `tcp_write_timeout` and

@@ -76,13 +76,48 @@ impl Tcb {
         data: &[u8],
         flags: SendFlags,
     ) -> Result<usize, SocketError> {
+        self.sendmsg_frags(ctx, data, &[], flags)
+    }
+
+    /// [`Tcb::sendmsg`] of data in page fragments (`frags`: their lengths, in
+    /// order, summing to `data.len()`), which a `MSG_ZEROCOPY` send lays out one
+    /// skb fragment each (`skb_zerocopy_iter_stream`). Its notification id is
+    /// taken first (`msg_zerocopy_realloc`) and given back if nothing was taken.
+    pub(crate) fn sendmsg_frags(
+        &mut self,
+        ctx: &mut Ctx,
+        data: &[u8],
+        frags: &[usize],
+        flags: SendFlags,
+    ) -> Result<usize, SocketError> {
+        let zc = match flags.zerocopy {
+            true => self.zerocopy_begin(ctx, data.len())?,
+            false => None,
+        };
+        let r = self.sendmsg_locked(ctx, data, zc.map(|id| (id, frags)), flags);
+        if zc.is_some() {
+            // lowtide copies the caller's bytes: SO_EE_CODE_ZEROCOPY_COPIED.
+            let copied = *r.as_ref().unwrap_or(&0);
+            self.errq.sent(copied, self.write_seq, true);
+        }
+        r
+    }
+
+    /// `tcp_sendmsg_locked` after the zerocopy step.
+    fn sendmsg_locked(
+        &mut self,
+        ctx: &mut Ctx,
+        data: &[u8],
+        zc: Option<(u32, &[usize])>,
+        flags: SendFlags,
+    ) -> Result<usize, SocketError> {
         let more = flags.more;
         self.writable_state()?;
         if data.is_empty() {
             return Ok(0);
         }
         self.rate_check_app_limited(); // is sending application-limited?
-        let copied = self.copy_to_write_queue(ctx, data);
+        let copied = self.copy_to_write_queue(ctx, data, zc);
         if copied == 0 {
             self.nospace = true;
             return Err(SocketError::WouldBlock);
@@ -181,9 +216,20 @@ impl Tcb {
     /// `tcp_sendmsg_locked`'s copy loop: appends to the tail skb up to `size_goal`,
     /// starts new skbs while `sk_stream_memory_free` holds, and sends a full skb at
     /// once when it is the send head (`tcp_push_one`) or when `forced_push`.
-    fn copy_to_write_queue(&mut self, ctx: &mut Ctx, data: &[u8]) -> usize {
+    ///
+    /// With `zc` (the send's notification id and fragment lengths), each piece of a
+    /// fragment becomes an skb fragment carrying the id; an skb whose fragments
+    /// ran out (`MAX_SKB_FRAGS`) or that carries another id is marked PSH and a new
+    /// one started (`skb_zerocopy_iter_stream`'s `-EMSGSIZE`/`-EEXIST`).
+    fn copy_to_write_queue(
+        &mut self,
+        ctx: &mut Ctx,
+        data: &[u8],
+        zc: Option<(u32, &[usize])>,
+    ) -> usize {
         let goal = self.size_goal(ctx.cfg) as usize;
         let mut copied = 0;
+        let mut frags = FragCursor::new(zc.map_or(&[][..], |z| z.1));
         while copied < data.len() {
             let room = match self.write_queue.back() {
                 Some(t)
@@ -191,18 +237,30 @@ impl Tcb {
                         && t.flags & FLAG_FIN == 0
                         && skb::can_collapse_to(t.flags) =>
                 {
-                    goal - t.data.len()
-                }
-                _ => {
-                    if !self.memory_free(ctx.cfg) {
-                        break;
+                    if zc.is_some_and(|(id, _)| zc_full(t, id)) {
+                        self.mark_push();
+                        0
+                    } else {
+                        goal - t.data.len()
                     }
+                }
+                _ => 0,
+            };
+            let room = match room {
+                0 if !self.memory_free(ctx.cfg) => break,
+                0 => {
                     self.new_write_skb(ctx, goal);
                     goal
                 }
+                r => r,
             };
-            let n = room.min(data.len() - copied);
+            let mut n = room.min(data.len() - copied);
             let tail = self.write_queue.back_mut().expect("tail exists");
+            if let Some((id, _)) = zc {
+                n = n.min(frags.left(copied));
+                tail.zc = Some(id);
+                tail.nr_frags += 1;
+            }
             if copied == 0 {
                 tail.flags &= !FLAG_PSH;
             }
@@ -240,6 +298,8 @@ impl Tcb {
             seq: self.write_seq,
             data: ctx.frag.take(goal),
             flags: 0,
+            zc: None,
+            nr_frags: 0,
         });
         self.wmem_queued += SKB_OVERHEAD as u64;
     }
@@ -395,6 +455,41 @@ impl Tcb {
         self.fin_queued = true;
         self.write_seq += 1;
         self.write_xmit(ctx);
+    }
+}
+
+/// `MAX_SKB_FRAGS`: page fragments an skb holds (`net.core.max_skb_frags`'s default).
+pub const MAX_SKB_FRAGS: u16 = 17;
+
+/// Can zerocopy data of notification `id` not join the skb `t`: its fragments are
+/// used up, or it carries another notification's data (`skb_zerocopy_iter_stream`).
+fn zc_full(t: &WriteSkb, id: u32) -> bool {
+    t.nr_frags >= MAX_SKB_FRAGS || t.zc.is_some_and(|z| z != id)
+}
+
+/// Walks a send's page fragments by byte offset.
+struct FragCursor<'a> {
+    lens: &'a [usize],
+    /// Offset where fragment `lens[0]` ends.
+    end: usize,
+}
+
+impl<'a> FragCursor<'a> {
+    fn new(lens: &'a [usize]) -> Self {
+        FragCursor {
+            end: lens.first().copied().unwrap_or(usize::MAX),
+            lens,
+        }
+    }
+
+    /// Bytes from `at` to the end of the fragment holding it (all, without
+    /// fragments).
+    fn left(&mut self, at: usize) -> usize {
+        while at >= self.end && self.lens.len() > 1 {
+            self.lens = &self.lens[1..];
+            self.end += self.lens[0];
+        }
+        self.end.saturating_sub(at).max(1)
     }
 }
 
@@ -654,5 +749,49 @@ mod push_tests {
         let n = send(&mut t, 100_000, eor).expect("some taken");
         assert!(n < 100_000);
         assert!(t.write_queue.iter().all(|w| w.flags & FLAG_EOR == 0));
+    }
+
+    /// tcp_sendmsg_locked's zerocopy branch: each page fragment is an skb fragment,
+    /// an skb out of fragments is pushed and a new one started; a send into the
+    /// unsent tail of the same range extends it; without SO_ZEROCOPY nothing is
+    /// tracked.
+    #[test]
+    fn zerocopy_sends_lay_out_fragments_and_share_a_tail_range() {
+        let cfg = Config::default();
+        let zc = SendFlags {
+            zerocopy: true,
+            ..SendFlags::default()
+        };
+        let mut t = established(&cfg);
+        t.cw.snd_cwnd = 0; // keep everything in the write queue
+        let send = |t: &mut Tcb, frags: &[usize]| {
+            let data = vec![0u8; frags.iter().sum()];
+            with_ctx(&cfg, |ctx| t.sendmsg_frags(ctx, &data, frags, zc))
+        };
+        assert_eq!(send(&mut t, &[1; 18]), Ok(18));
+        assert!(
+            t.write_queue.iter().all(|w| w.zc.is_none()),
+            "no SO_ZEROCOPY"
+        );
+        let mut t = established(&cfg);
+        t.cw.snd_cwnd = 0;
+        t.errq.zerocopy = true;
+        assert_eq!(send(&mut t, &[1; 18]), Ok(18));
+        let layout: Vec<_> = t
+            .write_queue
+            .iter()
+            .map(|w| (w.data.len(), w.nr_frags, w.zc, w.flags & FLAG_PSH != 0))
+            .collect();
+        // tcp_push marks the tail too (no MSG_MORE).
+        assert_eq!(layout, [(17, 17, Some(0), true), (1, 1, Some(0), true)]);
+        // The next send continues range 0 in the unsent tail skb.
+        assert_eq!(send(&mut t, &[100, 200]), Ok(300));
+        let tail = t.write_queue.back().unwrap();
+        assert_eq!((tail.data.len(), tail.nr_frags, tail.zc), (301, 3, Some(0)));
+        assert_eq!(
+            t.errq.realloc(1, None, u32::MAX),
+            Some(2),
+            "ids 0 and 1 used"
+        );
     }
 }

@@ -89,6 +89,8 @@ mod tests {
             seq: 1,
             data: bytes::BytesMut::from(&[0u8; 10][..]),
             flags: 0,
+            zc: None,
+            nr_frags: 0,
         });
         t.chrono_start(ms(10), Chrono::Busy);
         t.chrono_start(ms(10), Chrono::RwndLimited);

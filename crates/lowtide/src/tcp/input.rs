@@ -715,7 +715,8 @@ impl Tcb {
             self.retransmits = 0;
             self.backoff = 0;
         }
-        let _ = ctx;
+        // The freed skbs release their MSG_ZEROCOPY references.
+        self.zerocopy_acked(ctx);
         c
     }
 

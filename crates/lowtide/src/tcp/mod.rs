@@ -44,6 +44,7 @@ pub mod cong;
 pub mod consts;
 pub(crate) mod delack;
 pub(crate) mod ecn;
+pub mod errqueue;
 pub mod fastopen;
 pub(crate) mod fastopen_active;
 mod fastopen_conn;

@@ -72,6 +72,8 @@ pub struct Tcb {
     /// `snd_sml`: end of the last small segment sent (Minshall's Nagle).
     pub(crate) snd_sml: u64,
     pub(crate) write_queue: VecDeque<WriteSkb>,
+    /// The error queue and `MSG_ZEROCOPY` state.
+    pub(crate) errq: super::errqueue::ErrQueue,
     pub(crate) rtx: RtxQueue,
     /// A FIN is queued after the data (`TCP_FIN_WAIT1`/`LAST_ACK` pending).
     pub(crate) fin_queued: bool,
@@ -337,6 +339,7 @@ impl Tcb {
             snd_wscale: 0,
             snd_sml: 0,
             write_queue: VecDeque::new(),
+            errq: Default::default(),
             rtx: RtxQueue::with_kind(cfg.rtx_queue),
             fin_queued: false,
             sndbuf: cfg.tcp_wmem[1],

@@ -44,6 +44,11 @@ pub struct SockOptions {
     /// connections only; without it (Linux's `net.ipv6.bindv6only` default, 0) it
     /// takes IPv4 ones too.
     pub v6only: bool,
+    /// `SO_ZEROCOPY` (`SOCK_ZEROCOPY`).
+    pub zerocopy: bool,
+    /// `SO_MARK` (`sk_mark`): kept and reported; lowtide has no policy routing
+    /// for it to select.
+    pub mark: u32,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -62,6 +67,8 @@ pub struct SockStatus {
     pub send_shutdown: bool,
     /// A socket error is pending (`sk_err`).
     pub err: bool,
+    /// The error queue holds an entry (`tcp_poll`'s `EPOLLERR` too).
+    pub err_queue: bool,
     /// `__sk_stream_is_writeable(sk, 1)`.
     pub writeable: bool,
     /// `write_seq - snd_una` (`SIOCOUTQ`).
@@ -88,6 +95,7 @@ impl Tcb {
             self.set_rcvbuf(b);
         }
         self.notsent_lowat = o.notsent_lowat;
+        self.errq.zerocopy = o.zerocopy;
         if let Some(r) = o.max_pacing_rate {
             self.max_pacing_rate = r;
             self.pacing_needed = true;
@@ -156,6 +164,7 @@ impl Tcb {
             rcv_shutdown: self.rcv_shutdown || self.shut_rd || closed,
             send_shutdown: self.shut_wr || closed,
             err: self.sk_err.is_some(),
+            err_queue: self.errq.has_entries(),
             writeable: self.is_writeable(cfg),
             outq: self.write_seq.saturating_sub(self.snd_una.max(1)),
             outq_nsd: self.write_seq.saturating_sub(self.snd_nxt.max(1)),

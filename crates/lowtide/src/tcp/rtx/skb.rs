@@ -39,6 +39,11 @@ pub struct WriteSkb {
     pub data: BytesMut,
     /// `FLAG_SYN`/`FLAG_FIN`.
     pub flags: u8,
+    /// `skb_zcopy`: the `MSG_ZEROCOPY` notification id its zerocopy data carries.
+    pub zc: Option<u32>,
+    /// Page fragments that zerocopy data added (`nr_frags`, at most
+    /// `MAX_SKB_FRAGS`).
+    pub nr_frags: u16,
 }
 
 impl WriteSkb {

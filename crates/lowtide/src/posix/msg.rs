@@ -79,7 +79,8 @@ impl Host {
     /// completion), with `MSG_ERRQUEUE` in the flags. A completion has no bytes.
     fn recv_error(&mut self, fd: Fd, _len: usize) -> Result<RecvMsg, Errno> {
         let s = self.sock(fd)?;
-        let v6 = matches!(s.bound, Some(std::net::SocketAddr::V6(_)));
+        // inet6_recv_error for an AF_INET6 socket, IPv4-mapped peers included.
+        let v6 = s.family == AF_INET6;
         let ee = match s.state {
             SockState::Conn { h, .. } => self.stack.recv_errqueue(h).map_err(Errno::from)?,
             _ => None,

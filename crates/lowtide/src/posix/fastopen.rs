@@ -25,7 +25,8 @@ impl Host {
     /// connect whose SYN carries the data (`EALREADY` while one runs, `EISCONN` once
     /// connected). The SYN's bytes are the result; with none, a non-blocking caller
     /// gets `EINPROGRESS` and a blocking one `EAGAIN`, to wait for the connection
-    /// and write then.
+    /// and write then. `None`: a connect that finished meanwhile; the data goes as
+    /// for any connected socket.
     pub(crate) fn sendmsg_fastopen(
         &mut self,
         now: Instant,
@@ -33,7 +34,7 @@ impl Host {
         data: &[u8],
         flags: i32,
         dest: SendTo,
-    ) -> Result<usize, Errno> {
+    ) -> Result<Option<usize>, Errno> {
         if self.stack.config().tcp_fastopen & TFO_CLIENT_ENABLE == 0 || dest == SendTo::Unspec {
             return err(errno::EOPNOTSUPP);
         }
@@ -44,9 +45,15 @@ impl Host {
                 self.sync_events();
                 r.map_err(Errno::from)?
             }
+            // __inet_stream_connect in SS_CONNECTING: EALREADY during the handshake;
+            // once it is over the socket is connected and the data goes as usual.
             SockState::Conn {
-                connected: false, ..
-            } => return err(errno::EALREADY),
+                h,
+                connected: false,
+            } => {
+                self.connect_progress(fd, h)?;
+                return Ok(None);
+            }
             SockState::Conn { .. } | SockState::Listening(_) => return err(errno::EISCONN),
             SockState::Unconnected => {
                 let SendTo::Addr(remote) = dest else {
@@ -58,7 +65,7 @@ impl Host {
         match (copied, nonblock) {
             (0, true) => err(errno::EINPROGRESS),
             (0, false) => err(errno::EAGAIN),
-            (n, _) => Ok(n),
+            (n, _) => Ok(Some(n)),
         }
     }
 

@@ -502,7 +502,9 @@ impl Host {
         let deferred =
             matches!(s.state, SockState::Conn { h, .. } if self.stack.fastopen_deferred(h));
         if flags & MSG_FASTOPEN != 0 || deferred {
-            return self.sendmsg_fastopen(now, fd, &iov.concat(), flags, dest);
+            if let Some(n) = self.sendmsg_fastopen(now, fd, &iov.concat(), flags, dest)? {
+                return Ok(n);
+            }
         }
         let s = self.sock(fd)?;
         let h = match s.state {

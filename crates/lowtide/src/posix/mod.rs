@@ -286,7 +286,7 @@ impl Host {
         })
     }
 
-    /// `bind(2)` (`inet_bind`, `__inet6_bind`: see [`addr`] for the families).
+    /// `bind(2)` (`inet_bind`, `__inet6_bind`: see the `addr` module for the families).
     pub fn bind(&mut self, fd: Fd, addr: SocketAddr) -> Result<(), Errno> {
         let s = self.sock(fd)?;
         if s.bound.is_some() || s.state != SockState::Unconnected {

@@ -108,7 +108,7 @@ impl Stack {
         Ok(())
     }
 
-    /// `SO_ZEROCOPY`: whether sends with [`SendFlags::zerocopy`] report their
+    /// `SO_ZEROCOPY`: whether sends with [`crate::SendFlags::zerocopy`] report their
     /// completion on the error queue (`SOCK_ZEROCOPY`).
     pub fn set_zerocopy(&mut self, h: SocketHandle, on: bool) -> Result<(), SocketError> {
         self.tcb_mut(h)?.errq.zerocopy = on;

@@ -499,6 +499,17 @@ unsafe extern "C" fn pd_writev(ud: Ud, fd: c_int, iov: *const libc::iovec, n: c_
     })
 }
 
+/// The caller's `n` bytes at `buf` (NULL is a fault unless `n` is 0).
+unsafe fn in_bytes<'a>(buf: *const c_void, n: size_t) -> Result<&'a [u8], c_int> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if buf.is_null() {
+        return Err(errno::EFAULT);
+    }
+    Ok(std::slice::from_raw_parts(buf as *const u8, n))
+}
+
 unsafe extern "C" fn pd_send(
     ud: Ud,
     fd: c_int,
@@ -507,14 +518,7 @@ unsafe extern "C" fn pd_send(
     flags: c_int,
 ) -> ssize_t {
     guard(ud, |sh| {
-        if buf.is_null() && n > 0 {
-            return Err(errno::EFAULT);
-        }
-        let data = if n == 0 {
-            &[][..]
-        } else {
-            std::slice::from_raw_parts(buf as *const u8, n)
-        };
+        let data = in_bytes(buf, n)?;
         let pieces = crate::cmsg::page_pieces_of(data);
         do_send(sh, fd, &pieces, flags).map(|n| n as ssize_t)
     })
@@ -532,14 +536,7 @@ unsafe extern "C" fn pd_sendto(
     // TCP ignores the destination of sendto on a connected socket; MSG_FASTOPEN
     // connects to it.
     guard(ud, |sh| {
-        if buf.is_null() && n > 0 {
-            return Err(errno::EFAULT);
-        }
-        let data = if n == 0 {
-            &[][..]
-        } else {
-            std::slice::from_raw_parts(buf as *const u8, n)
-        };
+        let data = in_bytes(buf, n)?;
         let dest = send_dest(a, l)?;
         let pieces = crate::cmsg::page_pieces_of(data);
         do_sendto(sh, fd, &pieces, flags, dest).map(|n| n as ssize_t)

@@ -10,6 +10,7 @@
 //! count: the connection fails once it has been silent that long and a probe went
 //! unanswered.
 
+use super::consts::TCP_RESOURCE_PROBE_INTERVAL;
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
@@ -37,9 +38,6 @@ pub struct Keepalive {
     /// `TCP_KEEPCNT` (`tp->keepalive_probes`): unanswered probes before the reset.
     pub probes: Option<u8>,
 }
-
-/// `TCP_RESOURCE_PROBE_INTERVAL`: the retry when a probe could not be sent.
-const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);
 
 impl Tcb {
     /// `keepalive_time_when`.

@@ -2,7 +2,8 @@
 //! Linux's `tcp_rtt_estimator` bounds).
 
 use super::consts::{
-    TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_INIT, TCP_TIMEOUT_MIN, TCP_TIMEWAIT_LEN,
+    TCP_RESOURCE_PROBE_INTERVAL, TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_INIT, TCP_TIMEOUT_MIN,
+    TCP_TIMEWAIT_LEN,
 };
 use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
@@ -398,9 +399,6 @@ impl Tcb {
         });
     }
 }
-
-/// `TCP_RESOURCE_PROBE_INTERVAL`: the retry when a probe could not be sent (HZ / 2).
-const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);
 
 /// `tcp_model_timeout`: how long `boundary` RTOs take, doubling from `rto_base` up
 /// to `TCP_RTO_MAX` then linear.

@@ -35,6 +35,7 @@ pub mod link;
 pub mod nic;
 pub mod payload;
 pub mod pcap;
+pub mod qdisc;
 mod report;
 pub mod sample;
 pub mod scenario;

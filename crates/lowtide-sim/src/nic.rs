@@ -1,55 +1,24 @@
-//! A host's network device: a pfifo qdisc (limit in packets, like `txqueuelen`) in
-//! front of a transmitter that drains it at link rate.
+//! A host's network device: a qdisc ([`crate::qdisc`]; by default a pfifo of
+//! `txqueuelen` packets) in front of a transmitter that drains it at link rate.
 
+use crate::qdisc::fifo::Fifo;
+use crate::qdisc::{Qdisc, QdiscStats, Skb, Verdict};
 use lowtide::{Instant, Transmit};
 use serde::Serialize;
-use std::collections::VecDeque;
 
-/// What a [`NicQueue`] holds: anything with an IP length.
-pub trait QueueItem {
-    /// Bytes of the IP packet (a GSO packet counts its whole length).
-    fn ip_len(&self) -> usize;
-    /// Marks Congestion Experienced if the packet is ECN-capable
-    /// ([`lowtide_wire::ip::mark_ce`]); false if it is not (or not an IP packet).
-    fn mark_ce(&mut self) -> bool;
-}
-
-impl QueueItem for Transmit {
-    fn ip_len(&self) -> usize {
-        self.len()
-    }
-    fn mark_ce(&mut self) -> bool {
-        lowtide_wire::ip::mark_ce(&mut self.packet)
-    }
-}
-
-impl QueueItem for Vec<u8> {
-    fn ip_len(&self) -> usize {
-        self.len()
-    }
-    fn mark_ce(&mut self) -> bool {
-        lowtide_wire::ip::mark_ce(self)
-    }
-}
+pub use crate::qdisc::QueueItem;
 
 /// The flow of a packet that belongs to no flow (see [`NicQueue::enqueue_flow`]).
 pub const NO_FLOW: u32 = u32::MAX;
-
-/// A packet waiting in the queue.
-struct Queued<T> {
-    tx: T,
-    enqueued_at: Instant,
-    flow: u32,
-}
 
 /// Queue statistics of one device (the `device_queue` figures of an experiment).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct QueueStats {
     /// Packets accepted into the queue (a GSO packet counts once).
     pub enqueued: u64,
-    /// Packets dropped because the queue was full.
+    /// Packets the qdisc dropped (full, or by its AQM).
     pub drops: u64,
-    /// ECN-capable packets marked CE on enqueue ([`NicQueue::with_ecn_mark_at`]).
+    /// ECN-capable packets the qdisc marked CE (a fifo's step marking, CoDel, RED, fq).
     pub ce_marked: u64,
     /// Most packets ever queued at once.
     pub peak_packets: u64,
@@ -68,12 +37,18 @@ pub struct QueueStats {
     pub mean_flow_bytes: f64,
 }
 
-/// A pfifo queue with a packet limit; what it holds is waiting for the transmitter.
+/// A device's transmit queue: a qdisc ([`crate::qdisc`]; a pfifo by default) and
+/// the figures of what waited in it. What it holds is waiting for the transmitter.
 pub struct NicQueue<T = Transmit> {
-    queue: VecDeque<Queued<T>>,
-    limit: usize,
-    /// Mark CE instead of queueing silently once this many packets wait.
-    ecn_mark_at: Option<usize>,
+    qdisc: Box<dyn Qdisc<T>>,
+    /// Packets the qdisc dropped in the call under way.
+    dropped: Vec<Skb<T>>,
+    /// Packets the qdisc dropped after taking them (or with `NET_XMIT_CN`), for
+    /// their TX completions ([`NicQueue::take_freed`]).
+    freed: Vec<T>,
+    /// Enqueue order, to tell the arriving packet among the dropped.
+    seq: u64,
+    packets: usize,
     bytes: u64,
     /// Integral of `bytes` over time (byte·ns) up to `last_change`.
     byte_ns: u128,
@@ -116,13 +91,21 @@ pub fn delay_bucket_upper_us(b: usize) -> f64 {
     }
 }
 
-impl<T: QueueItem> NicQueue<T> {
-    /// An empty queue holding at most `limit` packets (at least 1).
+impl<T: QueueItem + 'static> NicQueue<T> {
+    /// An empty pfifo holding at most `limit` packets (at least 1).
     pub fn new(limit: usize) -> NicQueue<T> {
+        let limit = limit.min(u32::MAX as usize) as u32;
+        NicQueue::with_qdisc(Box::new(Fifo::pfifo(limit)))
+    }
+
+    /// An empty queue run by `qdisc`.
+    pub fn with_qdisc(qdisc: Box<dyn Qdisc<T>>) -> NicQueue<T> {
         NicQueue {
-            queue: VecDeque::with_capacity(limit.clamp(1, 4096)),
-            limit: limit.max(1),
-            ecn_mark_at: None,
+            qdisc,
+            dropped: Vec::new(),
+            freed: Vec::new(),
+            seq: 0,
+            packets: 0,
             bytes: 0,
             byte_ns: 0,
             last_change: Instant::ZERO,
@@ -138,65 +121,130 @@ impl<T: QueueItem> NicQueue<T> {
         }
     }
 
-    /// A step-marking AQM on this queue (RFC 3168 section 5; as `tc qdisc ... red
-    /// min K max K ecn` or DCTCP's marking threshold): an ECN-capable packet that
-    /// arrives while at least `at` packets wait is marked CE and queued; packets
-    /// that are not ECN-capable are only dropped when the queue is full, as before.
-    pub fn with_ecn_mark_at(mut self, at: Option<usize>) -> NicQueue<T> {
-        self.ecn_mark_at = at;
-        self
+    /// The qdisc's `tc` name.
+    pub fn kind(&self) -> &'static str {
+        self.qdisc.kind()
     }
 
-    /// Queues a packet that belongs to no flow, or gives it back if the queue is
-    /// full (a drop, counted).
+    /// The qdisc's own counters.
+    pub fn qdisc_stats(&self) -> QdiscStats {
+        self.qdisc.stats()
+    }
+
+    /// The qdisc's xstats by Linux's names.
+    pub fn xstats(&self) -> Vec<(&'static str, u64)> {
+        self.qdisc.xstats()
+    }
+
+    /// Queues a packet that belongs to no flow, or gives it back if the queue
+    /// drops it (`NET_XMIT_DROP`, counted).
     pub fn enqueue(&mut self, now: Instant, tx: T) -> Result<(), T> {
         self.enqueue_flow(now, tx, NO_FLOW)
     }
 
-    /// Queues a packet of `flow` (or [`NO_FLOW`]), or gives it back if the queue is
-    /// full (a drop, counted). The flow only feeds the per-flow statistics.
-    pub fn enqueue_flow(&mut self, now: Instant, mut tx: T, flow: u32) -> Result<(), T> {
-        if self.queue.len() >= self.limit {
+    /// Queues a packet of `flow` (or [`NO_FLOW`]) with no other identity, or gives
+    /// it back if the queue drops it. The flow only feeds the per-flow statistics.
+    pub fn enqueue_flow(&mut self, now: Instant, tx: T, flow: u32) -> Result<(), T> {
+        let mut skb = Skb::new(tx, now.as_nanos());
+        skb.tag = flow;
+        self.enqueue_skb(now, skb)
+    }
+
+    /// Queues `skb` (its `tag` is its flow for the statistics; its socket, hash
+    /// and departure time are for the qdisc), or gives it back on `NET_XMIT_DROP`.
+    /// Packets the qdisc drops otherwise wait in [`NicQueue::take_freed`].
+    pub fn enqueue_skb(&mut self, now: Instant, mut skb: Skb<T>) -> Result<(), T> {
+        self.seq += 1;
+        let seq = self.seq;
+        skb.enqueued_at = now.as_nanos();
+        skb.seq = seq;
+        let (len, flow) = (skb.len as u64, skb.tag);
+        let mut dropped = std::mem::take(&mut self.dropped);
+        let verdict = self.qdisc.enqueue(now.as_nanos(), skb, &mut dropped);
+        let mut back = None;
+        let mut arrived = true;
+        for d in dropped.drain(..) {
             self.stats.drops += 1;
-            return Err(tx);
+            if d.seq != seq {
+                self.forget(now, &d);
+                self.freed.push(d.item);
+            } else {
+                arrived = false;
+                match verdict {
+                    Verdict::Drop => back = Some(d.item),
+                    // `net_xmit_eval`: the sender counts it as sent.
+                    Verdict::Success | Verdict::Cn => self.freed.push(d.item),
+                }
+            }
         }
-        if self.ecn_mark_at.is_some_and(|at| self.queue.len() >= at) && tx.mark_ce() {
-            self.stats.ce_marked += 1;
+        self.dropped = dropped;
+        if let Some(item) = back {
+            return Err(item);
         }
-        self.account(now);
-        let len = tx.ip_len() as u64;
-        self.bytes += len;
-        if flow != NO_FLOW {
-            self.add_flow_bytes(flow, len);
+        if arrived {
+            self.account(now);
+            self.bytes += len;
+            if flow != NO_FLOW {
+                self.add_flow_bytes(flow, len);
+            }
+            self.packets += 1;
+            self.stats.enqueued += 1;
+            self.stats.peak_packets = self.stats.peak_packets.max(self.packets as u64);
+            self.stats.peak_bytes = self.stats.peak_bytes.max(self.bytes);
         }
-        self.queue.push_back(Queued {
-            tx,
-            enqueued_at: now,
-            flow,
-        });
-        self.stats.enqueued += 1;
-        self.stats.peak_packets = self.stats.peak_packets.max(self.queue.len() as u64);
-        self.stats.peak_bytes = self.stats.peak_bytes.max(self.bytes);
         Ok(())
     }
 
-    /// Takes the head packet for transmission.
+    /// Takes the head packet for transmission, if the qdisc gives one now.
     pub fn dequeue(&mut self, now: Instant) -> Option<T> {
-        let q = self.queue.pop_front()?;
+        let mut dropped = std::mem::take(&mut self.dropped);
+        let q = self.qdisc.dequeue(now.as_nanos(), &mut dropped);
+        for d in dropped.drain(..) {
+            self.stats.drops += 1;
+            self.forget(now, &d);
+            self.freed.push(d.item);
+        }
+        self.dropped = dropped;
+        let q = q?;
         self.account(now);
-        let len = q.tx.ip_len() as u64;
+        let len = q.len as u64;
         self.bytes -= len;
-        if q.flow != NO_FLOW {
-            self.flow_bytes[q.flow as usize] -= len;
+        self.packets -= 1;
+        if q.tag != NO_FLOW {
+            self.flow_bytes[q.tag as usize] -= len;
             self.flow_total -= len;
         }
-        let wait = now.as_nanos().saturating_sub(q.enqueued_at.as_nanos());
+        let wait = now.as_nanos().saturating_sub(q.enqueued_at);
         self.delay_sum_ns += wait as u128;
         self.delay_max_ns = self.delay_max_ns.max(wait);
         self.dequeued += 1;
         bump(&mut self.delay_hist, delay_bucket(wait));
         bump(&mut self.size_hist, len as usize / SIZE_BUCKET);
-        Some(q.tx)
+        Some(q.item)
+    }
+
+    /// When a queue that held its packets back at the last dequeue can give one
+    /// (the qdisc's watchdog: fq's pacing).
+    pub fn next_ready(&self) -> Option<Instant> {
+        self.qdisc.next_ready().map(Instant)
+    }
+
+    /// Packets the qdisc dropped after taking them: each needs its TX completion,
+    /// as `kfree_skb` runs the socket's destructor; the sender learns of the loss
+    /// as of any other.
+    pub fn take_freed(&mut self) -> std::vec::Drain<'_, T> {
+        self.freed.drain(..)
+    }
+
+    /// Removes a queued packet the qdisc dropped from the figures.
+    fn forget(&mut self, now: Instant, d: &Skb<T>) {
+        self.account(now);
+        self.bytes -= d.len as u64;
+        self.packets -= 1;
+        if d.tag != NO_FLOW {
+            self.flow_bytes[d.tag as usize] -= d.len as u64;
+            self.flow_total -= d.len as u64;
+        }
     }
 
     fn add_flow_bytes(&mut self, flow: u32, len: u64) {
@@ -219,12 +267,12 @@ impl<T: QueueItem> NicQueue<T> {
 
     /// Packets queued.
     pub fn len(&self) -> usize {
-        self.queue.len()
+        self.packets
     }
 
     /// Nothing queued.
     pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+        self.packets == 0
     }
 
     /// IP bytes queued.
@@ -252,6 +300,7 @@ impl<T: QueueItem> NicQueue<T> {
     /// Statistics up to `now` (time averages over `0..now`).
     pub fn stats(&self, now: Instant) -> QueueStats {
         let mut s = self.stats;
+        s.ce_marked = self.qdisc.stats().ce_marks;
         let dt = now.as_nanos().saturating_sub(self.last_change.as_nanos()) as u128;
         let total = self.byte_ns + self.bytes as u128 * dt;
         let flow_total = self.flow_byte_ns + self.flow_total as u128 * dt;

@@ -74,7 +74,7 @@ pub struct Scenario {
     /// NIC queue limit in packets (`txqueuelen`; a GSO packet counts once).
     pub queue_limit: usize,
     /// Mark ECN-capable packets CE once this many packets wait in a NIC queue
-    /// ([`crate::nic::NicQueue::with_ecn_mark_at`]); `None`: no marking.
+    /// ([`crate::qdisc::fifo::Fifo::with_ecn_mark_at`]); `None`: no marking.
     pub ecn_mark_at: Option<usize>,
     /// GRO on the receive path of both hosts.
     pub gro: bool,

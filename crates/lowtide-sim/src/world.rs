@@ -10,6 +10,7 @@ use crate::link::{LinkDir, Pipe};
 use crate::nic::{NicQueue, NO_FLOW};
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
+use crate::qdisc::fifo::Fifo;
 use crate::sample::{auto_interval, MemorySampler};
 use crate::scenario::{ProgressHook, RunProgress, Scenario, SimError, Workload};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
@@ -128,7 +129,9 @@ impl World {
             .map(|i| {
                 let stack = Stack::new(sc.config.clone(), derive_seed(sc.seed, 1 + i as u64));
                 let mut h = Host::new(stack, addr(i), sc.queue_limit, i);
-                h.nic = NicQueue::new(sc.queue_limit).with_ecn_mark_at(sc.ecn_mark_at);
+                let limit = sc.queue_limit.min(u32::MAX as usize) as u32;
+                let at = sc.ecn_mark_at.map(|k| k.min(u32::MAX as usize) as u32);
+                h.nic = NicQueue::with_qdisc(Box::new(Fifo::pfifo(limit).with_ecn_mark_at(at)));
                 h.rx_csum_valid =
                     !sc.verify_checksums && sc.link_ab.corrupt == 0.0 && sc.link_ba.corrupt == 0.0;
                 // Link direction 0 is A->B, 1 is B->A: host i receives on 1 - i.

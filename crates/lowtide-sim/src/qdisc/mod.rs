@@ -1,6 +1,6 @@
 //! Linux's queueing disciplines (net/sched/), for a device's transmit queue in the
 //! simulator: [`fifo`] (pfifo, bfifo, and pfifo_fast as it treats TCP),
-//! and the others as they come.
+//! and more as they come: [`codel`].
 //!
 //! Each implements [`Qdisc`]: `enqueue` with the time and the packet's flow
 //! identity ([`Skb`]: its socket, its flow hash, its earliest departure time),
@@ -16,6 +16,7 @@
 //! `lowtide-tun` already depends on this crate, so `lowtide link` can take these
 //! queues without a crate of their own.
 
+pub mod codel;
 pub mod fifo;
 
 use lowtide::Transmit;
@@ -192,4 +193,29 @@ pub(crate) fn pop_head(
         true => new_flows.pop_front(),
         false => old_flows.pop_front(),
     };
+}
+
+/// Packets for the disciplines' tests.
+#[cfg(test)]
+pub(crate) mod test_pkt {
+    use super::Skb;
+
+    /// An IPv4 packet of `len` bytes with ECN field `ecn`, flow hash `hash`, socket
+    /// `sk`.
+    pub fn pkt(len: usize, ecn: u8, hash: u32, sk: Option<u64>) -> Skb<Vec<u8>> {
+        let mut p = vec![0u8; len.max(20)];
+        p[0] = 0x45;
+        p[1] = ecn;
+        let mut s = Skb::new(p, 0);
+        s.hash = hash;
+        s.sk = sk;
+        s
+    }
+
+    /// [`pkt`] enqueued at `at` (ns).
+    pub fn pkt_at(len: usize, ecn: u8, hash: u32, at: u64) -> Skb<Vec<u8>> {
+        let mut s = pkt(len, ecn, hash, None);
+        s.enqueued_at = at;
+        s
+    }
 }

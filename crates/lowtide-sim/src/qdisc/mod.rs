@@ -1,6 +1,6 @@
 //! Linux's queueing disciplines (net/sched/), for a device's transmit queue in the
 //! simulator: [`fifo`] (pfifo, bfifo, and pfifo_fast as it treats TCP),
-//! and more as they come: [`codel`].
+//! and more as they come: [`codel`], [`fq_codel`].
 //!
 //! Each implements [`Qdisc`]: `enqueue` with the time and the packet's flow
 //! identity ([`Skb`]: its socket, its flow hash, its earliest departure time),
@@ -18,6 +18,7 @@
 
 pub mod codel;
 pub mod fifo;
+pub mod fq_codel;
 
 use lowtide::Transmit;
 
@@ -183,7 +184,6 @@ pub trait Qdisc<T: QueueItem> {
 pub const PSCHED_MTU: u32 = 1514;
 
 /// Takes the head of the list (new or old flows) a flow was served from.
-#[allow(dead_code)]
 pub(crate) fn pop_head(
     new_flows: &mut std::collections::VecDeque<u32>,
     old_flows: &mut std::collections::VecDeque<u32>,

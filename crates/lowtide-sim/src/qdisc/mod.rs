@@ -1,6 +1,6 @@
 //! Linux's queueing disciplines (net/sched/), for a device's transmit queue in the
 //! simulator: [`fifo`] (pfifo, bfifo, and pfifo_fast as it treats TCP),
-//! and more as they come: [`codel`], [`fq_codel`].
+//! and more as they come: [`codel`], [`fq_codel`], [`fq`].
 //!
 //! Each implements [`Qdisc`]: `enqueue` with the time and the packet's flow
 //! identity ([`Skb`]: its socket, its flow hash, its earliest departure time),
@@ -18,6 +18,7 @@
 
 pub mod codel;
 pub mod fifo;
+pub mod fq;
 pub mod fq_codel;
 
 use lowtide::Transmit;

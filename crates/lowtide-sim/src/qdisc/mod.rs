@@ -1,6 +1,6 @@
 //! Linux's queueing disciplines (net/sched/), for a device's transmit queue in the
 //! simulator: [`fifo`] (pfifo, bfifo, and pfifo_fast as it treats TCP),
-//! and more as they come: [`codel`], [`fq_codel`], [`fq`].
+//! [`codel`], [`fq_codel`], [`fq`] and [`red`].
 //!
 //! Each implements [`Qdisc`]: `enqueue` with the time and the packet's flow
 //! identity ([`Skb`]: its socket, its flow hash, its earliest departure time),
@@ -11,7 +11,8 @@
 //! (TX completion) as `kfree_skb` runs the socket's destructor.
 //!
 //! Times are nanoseconds (`ktime_get_ns`). Parameter names and defaults are
-//! Linux's (`tc qdisc add ... NAME` with no options).
+//! Linux's (`tc qdisc add ... NAME` with no options); [`QdiscSpec`] parses
+//! `NAME[,PARAM=VALUE]...` as the simulator's `--qdisc` takes it.
 //!
 //! `lowtide-tun` already depends on this crate, so `lowtide link` can take these
 //! queues without a crate of their own.
@@ -20,8 +21,11 @@ pub mod codel;
 pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
+pub mod red;
+mod spec;
 
 use lowtide::Transmit;
+pub use spec::QdiscSpec;
 
 /// What a queue holds: anything with an IP length and an ECN field.
 pub trait QueueItem {
@@ -183,6 +187,18 @@ pub trait Qdisc<T: QueueItem> {
 /// `psched_mtu` of an Ethernet device with a 1500-byte MTU: MTU plus the 14-byte
 /// link header.
 pub const PSCHED_MTU: u32 = 1514;
+
+/// Builds the qdisc `spec` names for a device whose `txqueuelen` is `txqueuelen`
+/// and whose MTU is `mtu`; `seed` seeds the qdiscs that draw random numbers (RED)
+/// and perturb hashes.
+pub fn build<T: QueueItem + 'static>(
+    spec: &QdiscSpec,
+    txqueuelen: u32,
+    mtu: u32,
+    seed: u64,
+) -> Box<dyn Qdisc<T>> {
+    spec.build(txqueuelen, mtu + 14, seed)
+}
 
 /// Takes the head of the list (new or old flows) a flow was served from.
 pub(crate) fn pop_head(

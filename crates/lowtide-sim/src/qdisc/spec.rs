@@ -1,0 +1,310 @@
+//! A qdisc by name and parameters, as `tc qdisc add dev D root NAME PARAMS` takes
+//! it, written `NAME[,PARAM=VALUE]...` (e.g. `fq_codel,target=2ms,ecn=0`).
+
+use super::codel::{Codel, CodelConfig, CodelParams};
+use super::fifo::Fifo;
+use super::fq::{Fq, FqConfig};
+use super::fq_codel::{FqCodel, FqCodelConfig};
+use super::red::{Red, RedConfig};
+use super::{Qdisc, QueueItem};
+
+/// A queueing discipline and its parameters (`None`: the device's default).
+#[derive(Debug, Clone, PartialEq)]
+pub enum QdiscSpec {
+    /// `pfifo_fast`: for TCP, a pfifo of `txqueuelen` packets.
+    PfifoFast,
+    /// `pfifo [limit PACKETS]` (default `txqueuelen`).
+    Pfifo(Option<u32>),
+    /// `bfifo [limit BYTES]` (default `txqueuelen * psched_mtu`).
+    Bfifo(Option<u64>),
+    /// `codel`.
+    Codel(CodelConfig),
+    /// `fq_codel` (its quantum `None`: the device's `psched_mtu`).
+    FqCodel(FqCodelConfig, Option<u32>),
+    /// `fq` (quantum and initial quantum `None`: from the device's `psched_mtu`).
+    Fq(FqConfig, Option<u32>, Option<u32>),
+    /// `red` (its limit `None`: `txqueuelen * psched_mtu` bytes).
+    Red(RedConfig, Option<u64>),
+}
+
+/// The names [`QdiscSpec::parse`] takes.
+pub const QDISC_NAMES: &[&str] = &[
+    "pfifo_fast",
+    "pfifo",
+    "bfifo",
+    "codel",
+    "fq_codel",
+    "fq",
+    "red",
+];
+
+impl QdiscSpec {
+    /// The qdisc `net.core.default_qdisc = name` puts on a device, if it is one of
+    /// the simulator's (`noqueue`, `sfq`, ... are not).
+    pub fn default_qdisc(name: &str) -> Option<QdiscSpec> {
+        QdiscSpec::parse(name).ok()
+    }
+
+    /// Parses `NAME[,PARAM=VALUE]...`. Times take `us`, `ms` or `s` (bare: µs, as
+    /// tc), sizes `b`, `kb`, `mb` (bare: bytes), rates `bit`, `kbit`, `mbit`, `gbit`
+    /// (bare: bit/s); flags `1`/`0`, `on`/`off`.
+    pub fn parse(s: &str) -> Result<QdiscSpec, String> {
+        let mut parts = s.split(',').map(str::trim);
+        let name = parts.next().unwrap_or_default();
+        let mut spec = match name {
+            "pfifo_fast" => QdiscSpec::PfifoFast,
+            "pfifo" => QdiscSpec::Pfifo(None),
+            "bfifo" => QdiscSpec::Bfifo(None),
+            "codel" => QdiscSpec::Codel(CodelConfig::default()),
+            "fq_codel" => QdiscSpec::FqCodel(FqCodelConfig::default(), None),
+            "fq" => QdiscSpec::Fq(FqConfig::default(), None, None),
+            "red" => QdiscSpec::Red(RedConfig::with_limit(0), None),
+            _ => {
+                return Err(format!(
+                    "{name}: not a qdisc (one of {})",
+                    QDISC_NAMES.join(", ")
+                ))
+            }
+        };
+        for p in parts.filter(|p| !p.is_empty()) {
+            let (k, v) = p
+                .split_once('=')
+                .ok_or_else(|| format!("{p}: PARAM=VALUE expected"))?;
+            spec.set(k.trim(), v.trim())
+                .map_err(|e| format!("{name} {k}: {e}"))?;
+        }
+        Ok(spec)
+    }
+
+    /// Its `tc` name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            QdiscSpec::PfifoFast => "pfifo_fast",
+            QdiscSpec::Pfifo(_) => "pfifo",
+            QdiscSpec::Bfifo(_) => "bfifo",
+            QdiscSpec::Codel(_) => "codel",
+            QdiscSpec::FqCodel(..) => "fq_codel",
+            QdiscSpec::Fq(..) => "fq",
+            QdiscSpec::Red(..) => "red",
+        }
+    }
+
+    fn set(&mut self, k: &str, v: &str) -> Result<(), String> {
+        match self {
+            QdiscSpec::PfifoFast => return Err("pfifo_fast takes no parameters".into()),
+            QdiscSpec::Pfifo(l) if k == "limit" => *l = Some(num(v)? as u32),
+            QdiscSpec::Bfifo(l) if k == "limit" => *l = Some(size(v)?),
+            QdiscSpec::Pfifo(_) | QdiscSpec::Bfifo(_) => return Err("only limit".into()),
+            QdiscSpec::Codel(c) if k == "limit" => c.limit = num(v)? as u32,
+            QdiscSpec::Codel(c) => return set_codel(&mut c.params, k, v),
+            QdiscSpec::FqCodel(c, quantum) => match k {
+                "limit" => c.limit = num(v)? as u32,
+                "flows" => c.flows = num(v)? as u32,
+                "quantum" => *quantum = Some(size(v)? as u32),
+                "memory_limit" => c.memory_limit = size(v)?.min(u32::MAX as u64) as u32,
+                "drop_batch" => c.drop_batch = num(v)? as u32,
+                _ => return set_codel(&mut c.params, k, v),
+            },
+            QdiscSpec::Fq(c, quantum, initial) => return set_fq(c, quantum, initial, k, v),
+            QdiscSpec::Red(c, limit) => return set_red(c, limit, k, v),
+        }
+        Ok(())
+    }
+
+    /// The qdisc itself, for a device of `txqueuelen` packets and `psched_mtu`
+    /// bytes; `seed` seeds RED's random numbers.
+    pub fn build<T: QueueItem + 'static>(
+        &self,
+        txqueuelen: u32,
+        psched_mtu: u32,
+        seed: u64,
+    ) -> Box<dyn Qdisc<T>> {
+        match self {
+            QdiscSpec::PfifoFast => Box::new(Fifo::pfifo(txqueuelen)),
+            QdiscSpec::Pfifo(l) => Box::new(Fifo::pfifo(l.unwrap_or(txqueuelen))),
+            QdiscSpec::Bfifo(l) => Box::new(Fifo::bfifo(
+                l.unwrap_or(txqueuelen as u64 * psched_mtu as u64),
+            )),
+            QdiscSpec::Codel(c) => Box::new(Codel::new(CodelConfig {
+                params: CodelParams {
+                    mtu: psched_mtu,
+                    ..c.params
+                },
+                ..*c
+            })),
+            QdiscSpec::FqCodel(c, q) => Box::new(FqCodel::new(FqCodelConfig {
+                quantum: q.unwrap_or(psched_mtu),
+                params: CodelParams {
+                    mtu: psched_mtu,
+                    ..c.params
+                },
+                ..*c
+            })),
+            QdiscSpec::Fq(c, q, iq) => Box::new(Fq::new(FqConfig {
+                quantum: q.unwrap_or(2 * psched_mtu),
+                initial_quantum: iq.unwrap_or(10 * psched_mtu),
+                ..*c
+            })),
+            QdiscSpec::Red(c, l) => Box::new(Red::new(
+                RedConfig {
+                    limit: l.unwrap_or(txqueuelen as u64 * psched_mtu as u64),
+                    ..*c
+                },
+                seed,
+            )),
+        }
+    }
+}
+
+fn set_codel(p: &mut CodelParams, k: &str, v: &str) -> Result<(), String> {
+    match k {
+        "target" => p.target = CodelParams::from_us(time_us(v)?),
+        "interval" => p.interval = CodelParams::from_us(time_us(v)?),
+        "ce_threshold" => p.ce_threshold = CodelParams::from_us(time_us(v)?),
+        "ecn" => p.ecn = flag(v)?,
+        _ => return Err("unknown parameter".into()),
+    }
+    Ok(())
+}
+
+fn set_fq(
+    c: &mut FqConfig,
+    quantum: &mut Option<u32>,
+    initial: &mut Option<u32>,
+    k: &str,
+    v: &str,
+) -> Result<(), String> {
+    match k {
+        "limit" => c.limit = num(v)? as u32,
+        "flow_limit" => c.flow_limit = num(v)? as u32,
+        "quantum" => match size(v)? {
+            q @ 1..=0x10_0000 => *quantum = Some(q as u32),
+            _ => return Err("invalid quantum (1 to 1 MB)".into()),
+        },
+        "initial_quantum" => *initial = Some(size(v)?.min(i32::MAX as u64) as u32),
+        "maxrate" => c.flow_max_rate = rate(v)? / 8,
+        "pacing" => c.rate_enable = flag(v)?,
+        "low_rate_threshold" => c.low_rate_threshold = rate(v)? / 8,
+        "refill_delay" => c.flow_refill_delay_ns = time_us(v)? * 1000,
+        "horizon" => c.horizon_ns = time_us(v)? * 1000,
+        "horizon_drop" => c.horizon_drop = flag(v)?,
+        "orphan_mask" => c.orphan_mask = num(v)? as u32,
+        "ce_threshold" => c.ce_threshold_ns = time_us(v)? * 1000,
+        _ => return Err("unknown parameter".into()),
+    }
+    Ok(())
+}
+
+fn set_red(c: &mut RedConfig, limit: &mut Option<u64>, k: &str, v: &str) -> Result<(), String> {
+    match k {
+        "limit" => *limit = Some(size(v)?),
+        "min" => c.min = size(v)? as u32,
+        "max" => c.max = size(v)? as u32,
+        "avpkt" => c.avpkt = size(v)?.max(1) as u32,
+        "burst" => c.burst = num(v)? as u32,
+        "probability" => {
+            c.probability = v
+                .parse::<f64>()
+                .ok()
+                .filter(|p| (0.0..=1.0).contains(p))
+                .ok_or("a probability from 0 to 1")?
+        }
+        "bandwidth" => c.bandwidth = rate(v)?,
+        "ecn" => c.ecn = flag(v)?,
+        "harddrop" => c.harddrop = flag(v)?,
+        "nodrop" => c.nodrop = flag(v)?,
+        "adaptive" => c.adaptive = flag(v)?,
+        _ => return Err("unknown parameter".into()),
+    }
+    Ok(())
+}
+
+/// A number with an optional unit suffix from `units` (lowercase), scaled.
+fn scaled(v: &str, units: &[(&str, f64)], what: &str) -> Result<u64, String> {
+    let v = v.to_ascii_lowercase();
+    let (digits, mult) = units
+        .iter()
+        .find_map(|(u, m)| v.strip_suffix(u).map(|d| (d.to_string(), *m)))
+        .unwrap_or((v.clone(), 1.0));
+    let x: f64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("{v}: not a {what}"))?;
+    let x = x * mult;
+    match x.is_finite() && (0.0..=u64::MAX as f64).contains(&x) {
+        true => Ok(x.round() as u64),
+        false => Err(format!("{v}: out of range")),
+    }
+}
+
+fn num(v: &str) -> Result<u64, String> {
+    scaled(v, &[], "number").and_then(|n| match n <= u32::MAX as u64 {
+        true => Ok(n),
+        false => Err(format!("{n}: too large")),
+    })
+}
+
+fn time_us(v: &str) -> Result<u64, String> {
+    scaled(v, &[("us", 1.0), ("ms", 1e3), ("s", 1e6)], "time")
+}
+
+fn size(v: &str) -> Result<u64, String> {
+    let u = [
+        ("kb", 1024.0),
+        ("mb", 1024.0 * 1024.0),
+        ("k", 1024.0),
+        ("m", 1048576.0),
+        ("b", 1.0),
+    ];
+    scaled(v, &u, "size")
+}
+
+fn rate(v: &str) -> Result<u64, String> {
+    let u = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)];
+    scaled(v, &u, "rate")
+}
+
+fn flag(v: &str) -> Result<bool, String> {
+    match v {
+        "1" | "on" | "true" | "yes" => Ok(true),
+        "0" | "off" | "false" | "no" => Ok(false),
+        _ => Err(format!("{v}: 1 or 0")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_parameters() {
+        assert_eq!(QdiscSpec::parse("pfifo").unwrap(), QdiscSpec::Pfifo(None));
+        assert_eq!(
+            QdiscSpec::parse("bfifo,limit=30kb").unwrap(),
+            QdiscSpec::Bfifo(Some(30 * 1024))
+        );
+        let QdiscSpec::FqCodel(c, q) =
+            QdiscSpec::parse("fq_codel,target=2ms,ecn=0,quantum=300").unwrap()
+        else {
+            panic!("not fq_codel");
+        };
+        assert_eq!(
+            (c.params.target, c.params.ecn, q),
+            (CodelParams::from_us(2000), false, Some(300))
+        );
+        let QdiscSpec::Fq(c, ..) =
+            QdiscSpec::parse("fq,horizon=1s,horizon_drop=0,maxrate=8mbit").unwrap()
+        else {
+            panic!("not fq");
+        };
+        assert_eq!(
+            (c.horizon_ns, c.horizon_drop, c.flow_max_rate),
+            (1_000_000_000, false, 1_000_000)
+        );
+        assert!(QdiscSpec::parse("sfq").is_err());
+        assert!(QdiscSpec::parse("fq,quantum=0").is_err());
+        assert!(QdiscSpec::parse("fq_codel,target").is_err());
+        assert!(QdiscSpec::parse("red,probability=2").is_err());
+        assert!(QdiscSpec::parse("pfifo_fast,limit=3").is_err());
+    }
+}

@@ -269,16 +269,21 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> R
     let nonblock = sh.lock().host.is_nonblocking(fd, flags);
     let mut done = 0usize;
     let mut first = true;
+    // This writer counts in sk_write_pending while it waits for the handshake.
+    let pending = std::cell::Cell::new(false);
     // A blocking write waits for space until all is queued (sk_stream_wait_memory),
     // woken only by sk_stream_write_space (writable as tcp_poll reports it) or an
     // error or shutdown.
-    sh.blocking(
+    let r = sh.blocking(
         nonblock,
         None,
         |st: &mut State| {
             let wake = POLLOUT | POLLERR | POLLHUP;
             if !std::mem::take(&mut first) && st.host.poll_mask(fd).is_ok_and(|m| m & wake == 0) {
                 return Attempt::Wait;
+            }
+            if pending.take() {
+                let _ = st.host.set_write_pending(fd, false);
             }
             let now = st.now();
             if std::mem::take(&mut wait_connect) && done == total {
@@ -289,7 +294,7 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> R
                 .sendmsg(now, fd, &skip_bytes(data, done), flags, dest);
             flags &= !MSG_FASTOPEN;
             dest = SendTo::None;
-            match r {
+            let attempt = match r {
                 Ok(n) if connecting && done == 0 && !nonblock => {
                     done += n;
                     wait_connect = true;
@@ -308,11 +313,20 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> R
                 Err(Errno(errno::EAGAIN)) => Attempt::Wait,
                 Err(_) if done > 0 => Attempt::Done(Ok(done)),
                 Err(x) => Attempt::Done(Err(x.0)),
+            };
+            // Data left while the handshake runs: sk_stream_wait_connect, or
+            // inet_wait_for_connect's write bias when the SYN did not take it all.
+            if matches!(attempt, Attempt::Wait) && done < total && !nonblock {
+                pending.set(st.host.set_write_pending(fd, true).unwrap_or(false));
             }
+            attempt
         },
         || Err(errno::EAGAIN),
-    )
-    .or_else(|x| if done > 0 { Ok(done) } else { Err(x) })
+    );
+    if pending.take() {
+        let _ = sh.lock().host.set_write_pending(fd, false);
+    }
+    r.or_else(|x| if done > 0 { Ok(done) } else { Err(x) })
 }
 
 unsafe extern "C" fn pd_free(ud: Ud) {

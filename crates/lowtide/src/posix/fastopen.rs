@@ -6,6 +6,7 @@ use super::consts::*;
 use super::{err, Errno, Fd, Host, SockState};
 use crate::tcp::fastopen::TFO_CLIENT_ENABLE;
 use crate::time::Instant;
+use crate::TcpState;
 use std::net::SocketAddr;
 
 /// The destination of a `sendto`/`sendmsg` (`msg_name`).
@@ -67,6 +68,27 @@ impl Host {
             (0, false) => err(errno::EAGAIN),
             (n, _) => Ok(Some(n)),
         }
+    }
+
+    /// A blocking writer starts (`waiting`) or stops waiting for `fd`'s connection
+    /// with data left to send (`sk_write_pending`): a Fast Open send whose SYN did
+    /// not take all its data (`inet_wait_for_connect`'s write bias), or a write on a
+    /// connection still in its handshake (`sk_stream_wait_connect`). While one
+    /// waits, the ACK of the SYN-ACK is left for its data to carry. A writer that
+    /// waits for buffer space on an established connection does not count: the
+    /// result says whether this call counted (call again with `false` once only if so).
+    pub fn set_write_pending(&mut self, fd: Fd, waiting: bool) -> Result<bool, Errno> {
+        let Some(h) = self.conn(fd)? else {
+            return Ok(false);
+        };
+        let state = self.stack.state(h).map_err(Errno::from)?;
+        if waiting && !matches!(state, TcpState::SynSent | TcpState::SynRecv) {
+            return Ok(false);
+        }
+        self.stack
+            .set_write_pending(h, waiting)
+            .map_err(Errno::from)?;
+        Ok(true)
     }
 
     /// A `connect` with `TCP_FASTOPEN_CONNECT` holds its SYN for the first write.

@@ -266,6 +266,13 @@ impl Host {
                     e(stack.set_nodelay_push(now, h, on))?;
                 }
             }
+            (SOL_TCP, TCP_QUICKACK) => {
+                let v = int_arg(val)?;
+                s.opts.pingpong = v == 0;
+                if let Some(h) = conn {
+                    e(stack.set_quickack(now, h, v))?;
+                }
+            }
             (SOL_TCP, TCP_CORK) => {
                 let on = int_arg(val)? != 0;
                 s.opts.cork = on;
@@ -457,6 +464,13 @@ impl Host {
             }
             (SOL_TCP, TCP_NODELAY) => int(out, s.opts.nodelay as i32),
             (SOL_TCP, TCP_CORK) => int(out, s.opts.cork as i32),
+            (SOL_TCP, TCP_QUICKACK) => {
+                let quick = match conn {
+                    Some(h) => self.stack.quickack(h).map_err(Errno::from)?,
+                    None => !s.opts.pingpong,
+                };
+                int(out, quick as i32)
+            }
             (SOL_TCP, TCP_MAXSEG) => {
                 let v = match conn {
                     Some(h) => self.stack.maxseg(h).map_err(Errno::from)?,

@@ -340,6 +340,14 @@ fn option_round_trips() {
     assert_eq!(int_opt(&mut n.a, now, fd, SOL_SOCKET, SO_RCVBUF), 20000);
     n.a.setsockopt(now, fd, SOL_TCP, TCP_NODELAY, &one).unwrap();
     assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_NODELAY), 1);
+    // TCP_QUICKACK reads 1 unless in pingpong mode; 0 enters it.
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_QUICKACK), 1);
+    n.a.setsockopt(now, fd, SOL_TCP, TCP_QUICKACK, &0i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_QUICKACK), 0);
+    n.a.setsockopt(now, fd, SOL_TCP, TCP_QUICKACK, &one)
+        .unwrap();
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_QUICKACK), 1);
     // TCP_MAXSEG: user_mss before the connection, range-checked.
     assert_eq!(
         n.a.setsockopt(now, fd, SOL_TCP, TCP_MAXSEG, &50i32.to_ne_bytes()),

@@ -64,6 +64,38 @@ impl Stack {
         Ok(())
     }
 
+    /// `TCP_QUICKACK` (`__tcp_sock_set_quickack`): 0 enters pingpong mode; other
+    /// values leave it, sending an owed ACK (`tcp/delack.rs`).
+    pub fn set_quickack(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        val: i32,
+    ) -> Result<(), SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.set_quickack(ctx, val));
+        Ok(())
+    }
+
+    /// `TCP_QUICKACK` (getsockopt): 1 unless in pingpong mode.
+    pub fn quickack(&self, h: SocketHandle) -> Result<bool, SocketError> {
+        Ok(self.tcb(h)?.quickack())
+    }
+
+    /// A writer starts (`waiting`) or stops waiting for this connection to be
+    /// established with data to send (`sk_write_pending`, as
+    /// `sk_stream_wait_connect` and a Fast Open `inet_wait_for_connect` count it):
+    /// while one waits, the ACK of the SYN-ACK is saved for its data to carry.
+    pub fn set_write_pending(&mut self, h: SocketHandle, waiting: bool) -> Result<(), SocketError> {
+        let tcb = self.tcb_mut(h)?;
+        tcb.write_pending = if waiting {
+            tcb.write_pending.saturating_add(1)
+        } else {
+            tcb.write_pending.saturating_sub(1)
+        };
+        Ok(())
+    }
+
     /// `TCP_MAXSEG` (getsockopt).
     pub fn maxseg(&self, h: SocketHandle) -> Result<u32, SocketError> {
         Ok(self.tcb(h)?.maxseg())

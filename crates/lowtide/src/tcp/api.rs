@@ -363,7 +363,7 @@ impl Tcb {
     /// left to the reader (`Tcb::read_needs_ack`), else a window update if the window
     /// can grow by a lot: the peer was told at most half of `window_clamp`, and the
     /// window `tcp_select_window` would now offer (not zero) is at least twice that.
-    fn cleanup_rbuf(&mut self, ctx: &mut Ctx, copied: usize) {
+    pub(crate) fn cleanup_rbuf(&mut self, ctx: &mut Ctx, copied: usize) {
         if !self.state.is_synchronized() {
             return;
         }

@@ -157,6 +157,48 @@ impl Tcb {
         ato.min(TCP_DELACK_MAX)
     }
 
+    /// `tcp_rcv_synsent_state_process`'s ACK of the SYN-ACK: saved when a writer
+    /// waits to send on this connection (`sk_write_pending`: its data, sent at once,
+    /// carries the ACK) or the socket is in pingpong mode (`TCP_QUICKACK` 0): the ACK
+    /// is scheduled, the connection enters quick-ACK mode, and the delayed-ACK timer
+    /// runs for `TCP_DELACK_MAX`. Otherwise it goes at once (`tcp_send_ack`).
+    pub(crate) fn synsent_ack(&mut self, ctx: &mut super::Ctx) {
+        if self.write_pending == 0 && !self.in_pingpong_mode() {
+            return self.send_ack(ctx);
+        }
+        self.ack_pending = true;
+        self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+        self.delack_at = Some(ctx.now + TCP_DELACK_MAX);
+    }
+
+    /// `__tcp_sock_set_quickack` (`TCP_QUICKACK`): 0 enters pingpong mode (ACKs
+    /// wait for replies); non-zero leaves it and, with an ACK owed in ESTABLISHED or
+    /// CLOSE-WAIT, sends it as a drained read of a pushed segment would
+    /// (`tcp_cleanup_rbuf`), an even value going back to pingpong mode after.
+    pub(crate) fn set_quickack(&mut self, ctx: &mut super::Ctx, val: i32) {
+        if val == 0 {
+            self.pingpong = TCP_PINGPONG_THRESH;
+            return;
+        }
+        self.pingpong = 0;
+        if matches!(
+            self.state,
+            super::TcpState::Established | super::TcpState::CloseWait
+        ) && self.ack_pending
+        {
+            self.ack_pushed |= ICSK_ACK_PUSHED;
+            self.cleanup_rbuf(ctx, 1);
+            if val & 1 == 0 {
+                self.pingpong = TCP_PINGPONG_THRESH;
+            }
+        }
+    }
+
+    /// `TCP_QUICKACK` (getsockopt): not in pingpong mode.
+    pub(crate) fn quickack(&self) -> bool {
+        !self.in_pingpong_mode()
+    }
+
     /// `tcp_delack_timer_handler` with an ACK owed: the delay was too short, so
     /// `ato` doubles (up to the RTO); in pingpong mode the reply did not come, so
     /// the connection leaves it and `ato` falls back to its minimum.

@@ -182,7 +182,7 @@ impl Tcb {
         let fastopen_fail = fastopen && self.fastopen_synack(ctx, th, payload);
         self.retransmits = 0;
         if !fastopen_fail {
-            self.send_ack(ctx);
+            self.synsent_ack(ctx);
         }
         self.notify(ctx, EventKind::Connected);
         self.write_xmit(ctx);

@@ -192,6 +192,9 @@ pub struct Tcb {
     pub(crate) ato: Duration,
     /// `icsk_ack.pingpong`: replies sent within `ato` of a receipt.
     pub(crate) pingpong: u8,
+    /// `sk_write_pending`: writers waiting for the connection with data to send
+    /// (`sk_stream_wait_connect`, `inet_wait_for_connect`'s write bias).
+    pub(crate) write_pending: u32,
     pub(crate) quick: u32,
     /// `ecn_flags`: `TCP_ECN_OK`, `_QUEUE_CWR`, `_DEMAND_CWR`, `_SEEN` (`tcp/ecn.rs`).
     pub(crate) ecn_flags: u8,
@@ -412,6 +415,7 @@ impl Tcb {
             ato: Duration::ZERO,
             ack_now: false,
             pingpong: 0,
+            write_pending: 0,
             quick: 0,
             ecn_flags: 0,
             rx_ip_ecn: 0,

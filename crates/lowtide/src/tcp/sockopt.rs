@@ -46,6 +46,10 @@ pub struct SockOptions {
     pub v6only: bool,
     /// `SO_ZEROCOPY` (`SOCK_ZEROCOPY`).
     pub zerocopy: bool,
+    /// `TCP_QUICKACK` set to 0 (`inet_csk_enter_pingpong_mode`): the connection
+    /// starts in pingpong mode (a listener's children inherit it, as
+    /// `inet_csk_clone_lock` copies `icsk_ack`).
+    pub pingpong: bool,
     /// `SO_MARK` (`sk_mark`): kept and reported; lowtide has no policy routing
     /// for it to select.
     pub mark: u32,
@@ -117,6 +121,9 @@ impl Tcb {
             self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
         }
         self.keepalive = o.keepalive;
+        if o.pingpong {
+            self.pingpong = super::delack::TCP_PINGPONG_THRESH;
+        }
         self.tfo.connect = o.fastopen_connect;
         self.tfo.no_cookie = o.fastopen_no_cookie;
     }

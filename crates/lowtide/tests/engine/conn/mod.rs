@@ -7,3 +7,4 @@ mod isn;
 mod listener;
 mod states;
 mod syncookies;
+mod synsent_ack;

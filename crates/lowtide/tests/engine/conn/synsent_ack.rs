@@ -1,0 +1,176 @@
+//! The ACK of the SYN-ACK (`tcp_rcv_synsent_state_process`'s last step): sent at
+//! once, or saved for data about to be written when a writer waits on the
+//! connection (`sk_write_pending`) or the socket is in pingpong mode
+//! (`TCP_QUICKACK` 0); and `TCP_QUICKACK` itself (`__tcp_sock_set_quickack`).
+
+use crate::common::*;
+use lowtide::tcp::sockopt::SockOptions;
+use lowtide::{Config, Instant, SocketHandle, Stack};
+use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use std::time::Duration;
+
+fn me() -> std::net::SocketAddr {
+    addr("192.168.0.1", 0)
+}
+
+fn peer() -> std::net::SocketAddr {
+    addr("192.0.2.1", 8080)
+}
+
+fn at(ms: u64) -> Instant {
+    Instant::ZERO + Duration::from_millis(ms)
+}
+
+/// A client whose SYN is out; returns it and the SYN's sequence number.
+fn open(st: &mut Stack, opts: &SockOptions) -> (SocketHandle, u32) {
+    let h = st.connect_with(Instant::ZERO, me(), peer(), opts).unwrap();
+    let tx = st.poll_transmit(Instant::ZERO).expect("SYN");
+    let (th, _) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+    (h, th.seq)
+}
+
+/// A segment from the peer (ISN 5000) acknowledging `ack` (relative to our ISN).
+fn from_peer(st: &mut Stack, h: SocketHandle, now: Instant, th: TcpRepr, payload: &[u8]) {
+    let (local, _) = st.addresses(h).unwrap();
+    let pkt = build(peer(), local, &th, payload, 1);
+    st.handle_packet(now, &pkt, lowtide::RxChecksum::Verify);
+}
+
+fn synack(st: &mut Stack, h: SocketHandle, isn: u32, now: Instant) {
+    let th = TcpRepr {
+        seq: 5000,
+        ack: isn.wrapping_add(1),
+        flags: TcpFlags::SYN | TcpFlags::ACK,
+        window: 65535,
+        options: TcpOptions {
+            mss: Some(1460),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    from_peer(st, h, now, th, &[]);
+}
+
+/// 100 bytes of data from the peer, its first after the handshake.
+fn peer_data(st: &mut Stack, h: SocketHandle, isn: u32, acked: u32, now: Instant) {
+    let th = TcpRepr {
+        seq: 5001,
+        ack: isn.wrapping_add(1 + acked),
+        flags: TcpFlags::ACK | TcpFlags::PSH,
+        window: 1000,
+        ..Default::default()
+    };
+    from_peer(st, h, now, th, &[7; 100]);
+}
+
+/// What the stack sends at `now`: (sequence offset from `isn`, payload length, ack).
+fn sent(st: &mut Stack, isn: u32, now: Instant) -> Vec<(u32, usize, u32)> {
+    let mut out = Vec::new();
+    while let Some(tx) = st.poll_transmit(now) {
+        let (th, hl) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+        out.push((
+            th.seq.wrapping_sub(isn),
+            tx.packet.len() - 20 - hl,
+            th.ack.wrapping_sub(5000),
+        ));
+    }
+    out
+}
+
+fn stack() -> Stack {
+    let mut st = Stack::new(Config::default(), 3);
+    st.add_address(me().ip());
+    st
+}
+
+#[test]
+fn without_a_waiting_writer_the_ack_goes_at_once_and_data_is_quick_acked() {
+    let mut st = stack();
+    let (h, isn) = open(&mut st, &SockOptions::default());
+    synack(&mut st, h, isn, at(20));
+    assert_eq!(sent(&mut st, isn, at(20)), vec![(1, 0, 1)]);
+    st.send(at(20), h, &[1; 1000]).unwrap();
+    assert_eq!(sent(&mut st, isn, at(20)), vec![(1, 1000, 1)]);
+    // Not a reply within ato of a receipt (ato was 0): quick ACKs.
+    peer_data(&mut st, h, isn, 1000, at(40));
+    assert_eq!(sent(&mut st, isn, at(40)), vec![(1001, 0, 101)]);
+}
+
+#[test]
+fn a_waiting_writer_saves_the_ack_for_its_data_and_enters_pingpong() {
+    let mut st = stack();
+    let (h, isn) = open(&mut st, &SockOptions::default());
+    st.set_write_pending(h, true).unwrap();
+    synack(&mut st, h, isn, at(20));
+    assert_eq!(sent(&mut st, isn, at(20)), vec![], "the ACK is saved");
+    assert_eq!(
+        st.poll_timeout(),
+        Some(at(220)),
+        "the delayed-ACK timer runs for TCP_DELACK_MAX"
+    );
+    // The writer wakes and writes: its data carries the ACK.
+    st.set_write_pending(h, false).unwrap();
+    st.send(at(20), h, &[1; 1000]).unwrap();
+    assert_eq!(sent(&mut st, isn, at(20)), vec![(1, 1000, 1)]);
+    // Data sent within ato (TCP_ATO_MIN after tcp_enter_quickack_mode) of the
+    // SYN-ACK is a reply: pingpong mode, so the peer's data is not quick-ACKed.
+    peer_data(&mut st, h, isn, 1000, at(40));
+    assert_eq!(sent(&mut st, isn, at(40)), vec![]);
+    let info = st.info(at(40), h).unwrap();
+    assert_eq!(info.ato, 40_000, "ato is TCP_ATO_MIN");
+}
+
+#[test]
+fn the_saved_ack_goes_when_the_timer_fires() {
+    let mut st = stack();
+    let (h, isn) = open(&mut st, &SockOptions::default());
+    st.set_write_pending(h, true).unwrap();
+    synack(&mut st, h, isn, at(20));
+    assert_eq!(sent(&mut st, isn, at(20)), vec![]);
+    st.handle_timeout(at(220));
+    assert_eq!(sent(&mut st, isn, at(220)), vec![(1, 0, 1)]);
+}
+
+#[test]
+fn quickack_zero_before_connect_saves_the_ack_too() {
+    let mut st = stack();
+    let opts = SockOptions {
+        pingpong: true,
+        ..SockOptions::default()
+    };
+    let (h, isn) = open(&mut st, &opts);
+    assert!(!st.quickack(h).unwrap());
+    synack(&mut st, h, isn, at(20));
+    assert_eq!(sent(&mut st, isn, at(20)), vec![]);
+    // tcp_enter_quickack_mode left pingpong mode.
+    assert!(st.quickack(h).unwrap());
+}
+
+#[test]
+fn quickack_on_sends_an_owed_ack_and_an_even_value_returns_to_pingpong() {
+    let mut st = stack();
+    let (h, isn) = open(&mut st, &SockOptions::default());
+    synack(&mut st, h, isn, at(20));
+    sent(&mut st, isn, at(20));
+    st.set_quickack(at(20), h, 0).unwrap();
+    assert!(!st.quickack(h).unwrap());
+    peer_data(&mut st, h, isn, 0, at(40));
+    assert_eq!(
+        sent(&mut st, isn, at(40)),
+        vec![],
+        "pingpong: the ACK waits"
+    );
+    // A read of one pushed segment in pingpong mode leaves the ACK owed.
+    let mut buf = [0; 200];
+    assert_eq!(st.recv(at(41), h, &mut buf).unwrap(), 100);
+    assert_eq!(sent(&mut st, isn, at(41)), vec![]);
+    // tcp_cleanup_rbuf sends it only once the receive queue is empty
+    // (sk_rmem_alloc 0), as it now is.
+    st.set_quickack(at(41), h, 2).unwrap();
+    assert_eq!(sent(&mut st, isn, at(41)), vec![(1, 0, 101)]);
+    assert!(!st.quickack(h).unwrap(), "2 is even: back in pingpong mode");
+    // Without an owed ACK nothing is sent, and 1 leaves pingpong mode for good.
+    st.set_quickack(at(42), h, 1).unwrap();
+    assert_eq!(sent(&mut st, isn, at(42)), vec![]);
+    assert!(st.quickack(h).unwrap());
+}

@@ -7,9 +7,11 @@
 //!   pfifo limit N`); 0 is a queue that drops every packet (`NET_XMIT_DROP`), which
 //!   the stack hears through `handle_tx_dropped`. Any other limit never fills here:
 //!   packetdrill takes each packet at once;
-//! - `features`: `ethtool -K tun0 FEATURE on|off` lines. lowtide's device always
-//!   segments (GSO/TSO): turning that off is reported, not modelled; it never
-//!   aggregates received packets, so GRO/LRO off is what it already is.
+//! - `features`: `ethtool -K tun0 FEATURE on|off` lines. With TSO/GSO on (tun's
+//!   default under packetdrill) packetdrill reads each GSO packet whole; turning
+//!   `tso` or `gso` off makes the device hand it over cut into wire segments (the
+//!   stack still builds GSO packets: that part is reported, not modelled). The
+//!   device never aggregates received packets, so GRO/LRO off is what it already is.
 
 use crate::sysctl::SysctlDir;
 use lowtide::posix::Host;
@@ -23,6 +25,8 @@ pub struct DeviceDir {
     mtu: Option<String>,
     /// The root qdisc drops every packet (`pfifo limit 0`).
     pub drop_all: bool,
+    /// TSO or GSO was turned off: packets reach packetdrill segmented.
+    pub segment: bool,
 }
 
 impl DeviceDir {
@@ -60,6 +64,13 @@ impl DeviceDir {
             }
         }
         self.drop_all = read("tx_queue_limit").is_some_and(|l| l == "0");
+        let offloads = [
+            "tso",
+            "gso",
+            "tcp-segmentation-offload",
+            "generic-segmentation-offload",
+        ];
+        self.segment = false;
         for line in read("features").unwrap_or_default().lines() {
             let words: Vec<&str> = line.split_whitespace().collect();
             // Receive offloads lowtide never had: off is what it already is.
@@ -73,8 +84,9 @@ impl DeviceDir {
                 if rx.contains(feature) {
                     continue;
                 }
+                self.segment |= offloads.contains(feature);
                 sysctl.report_once(format!(
-                    "device feature {feature} off: not modelled (lowtide's device always offloads)"
+                    "device feature {feature} off: not modelled (lowtide's stack still builds GSO packets)"
                 ));
             }
         }

@@ -14,6 +14,8 @@ use std::time::Duration;
 /// Wall-clock bound on waiting for a woken thread: a safety net, never reached when
 /// packetdrill behaves as documented.
 const HOLD_LIMIT: Duration = Duration::from_millis(200);
+/// packetdrill's read buffer per packet (`PACKET_READ_BYTES` in its packet.h).
+const PACKET_READ_BYTES: usize = 64 * 1024;
 /// `gettimeofday` of virtual time zero (2026-01-01), so times look like real ones.
 pub const EPOCH_US: u64 = 1_767_225_600_000_000;
 
@@ -206,6 +208,9 @@ impl Shared {
                 return Some(p);
             }
             st = self.hold(st);
+            // What a woken thread sent while we waited (its write ran in a call of
+            // its own), before the clock may move on.
+            st.drain_transmit();
             if let Some(p) = st.out.pop_front() {
                 return Some(p);
             }
@@ -308,20 +313,29 @@ impl State {
         self.sysctl.publish_counters(self.host.stack().counters());
     }
 
-    /// Moves what the stack sent to packetdrill's queue, cut into wire segments
-    /// with complete checksums; the device completes each at once, or drops each
-    /// when its queue holds nothing (`pfifo limit 0`).
+    /// Moves what the stack sent to packetdrill's queue with complete checksums:
+    /// whole, as Linux's tun with TSO on hands a GSO packet to its reader (so the
+    /// script sees the stack's skb boundaries), or cut into wire segments once a
+    /// script turned segmentation offload off (or the packet would not fit
+    /// packetdrill's 64 KB read buffer). The device completes each at once, or drops
+    /// each when its queue holds nothing (`pfifo limit 0`).
     pub fn drain_transmit(&mut self) {
         let now = self.now();
-        while let Some(tx) = self.host.poll_transmit(now) {
+        while let Some(mut tx) = self.host.poll_transmit(now) {
             if self.device.drop_all {
                 self.host.handle_tx_dropped(now, tx.token);
                 continue;
             }
             let t = self.now_us;
             let out = &mut self.out;
-            let _ =
-                lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |seg| out.push_back((seg, t)));
+            let whole = !self.device.segment && tx.packet.len() <= PACKET_READ_BYTES;
+            if whole && lowtide_wire::gso::finish_checksum(&mut tx.packet).is_ok() {
+                out.push_back((std::mem::take(&mut tx.packet), t));
+            } else {
+                let _ = lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |seg| {
+                    out.push_back((seg, t))
+                });
+            }
             self.host.handle_tx_complete(now, tx.token);
         }
     }
@@ -449,6 +463,37 @@ mod tests {
         sh.usleep(1_000_000);
         let sent: usize = sh.lock().out.iter().map(|(p, _)| p.len()).sum();
         assert!(sent >= 100 + 40, "sent {sent} bytes");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn gso_packets_reach_packetdrill_whole_until_tso_is_turned_off() {
+        let dir = std::env::temp_dir().join(format!("lowtide-pd-gso-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (mut flags, _) = Flags::parse(None);
+        flags.device_dir = Some(dir.clone());
+        let sh = Shared::new(flags);
+        let (_peer, fd) = accepted(&sh);
+        let send = |sh: &Shared| {
+            let mut st = sh.enter();
+            let now = st.now();
+            st.out.clear();
+            assert_eq!(st.host.send(now, fd, &[7; 4000], 0), Ok(4000));
+            st.drain_transmit();
+            let lens: Vec<usize> = st.out.iter().map(|(p, _)| p.len()).collect();
+            // Every packet's TCP checksum is complete.
+            for (p, _) in &st.out {
+                let ip = lowtide_wire::ip::IpRepr::parse(p, true).unwrap();
+                assert!(lowtide_wire::checksum::verify_tcp(ip.src, ip.dst, &p[20..]));
+            }
+            lens
+        };
+        // tun with TSO on: one GSO packet, as Linux's tun hands it to packetdrill.
+        assert!(send(&sh).iter().any(|&l| l > 1500));
+        // ethtool -K tun0 tso off: wire segments.
+        std::fs::write(dir.join("features"), "tso off\n").unwrap();
+        sh.usleep(1);
+        assert!(send(&sh).iter().all(|&l| l <= 1500));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

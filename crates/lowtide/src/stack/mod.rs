@@ -588,7 +588,8 @@ impl Stack {
         Ok(self.tcb(h)?.info(now))
     }
 
-    /// Live connections (orphans included).
+    /// Connections in the connection table: live ones, orphans included (a reset or
+    /// timed-out socket the application still holds has left it, as `tcp_done` unhashes).
     pub fn connection_count(&self) -> usize {
         self.conns.len()
     }
@@ -740,11 +741,17 @@ impl Stack {
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
             return;
         };
-        if tcb.state == TcpState::Closed
-            && (slot.orphan || tcb.parent.is_some() && !tcb.accepted_ready)
-        {
-            self.free_slot(index);
-            return;
+        if tcb.state == TcpState::Closed {
+            if slot.orphan || tcb.parent.is_some() && !tcb.accepted_ready {
+                self.free_slot(index);
+                return;
+            }
+            // tcp_set_state(TCP_CLOSE) -> unhash: the tuple is free at once; the
+            // application's handle keeps the error to read.
+            let tuple = tcb.tuple;
+            if self.conns.get(&tuple) == Some(&index) {
+                self.conns.remove(&tuple);
+            }
         }
         if tcb.accepted_ready && tcb.parent.is_some() && !tcb.in_accept_queue {
             tcb.in_accept_queue = true;
@@ -802,14 +809,11 @@ impl Stack {
             local: SocketAddr::new(ip.dst, th.dst_port),
             remote: SocketAddr::new(ip.src, th.src_port),
         };
+        // A closed socket is no longer here (`after_tcb` unhashes it as tcp_done
+        // does): its peer's segments find the listener or a reset.
         if let Some(&index) = self.conns.get(&tuple) {
-            // tcp_done unhashes a socket: a closed one the application still holds
-            // no longer takes segments (they find the listener or a reset).
-            if !matches!(&self.slots[index as usize].sock, Some(Sock::Tcp(t)) if t.state == TcpState::Closed)
-            {
-                self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
-                return;
-            }
+            self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
+            return;
         }
         if let Some(l) = self.find_listener(tuple.local).or(self.catch_all) {
             let mut flat = Vec::new();

@@ -383,6 +383,16 @@ pub fn establish(cfg: Config) -> (Pair, SocketHandle, SocketHandle) {
     establish_with(Pair::new(cfg), A, B)
 }
 
+/// An established pair after a small exchange both ways (so both sides have state
+/// to protect), idle.
+pub fn warm() -> (Pair, SocketHandle, SocketHandle) {
+    let (mut p, c, s) = establish(Config::default());
+    assert_eq!(send_all(&mut p, true, c, s, b"hello"), b"hello");
+    assert_eq!(send_all(&mut p, false, s, c, b"world"), b"world");
+    p.drive_for(Duration::from_millis(300));
+    (p, c, s)
+}
+
 /// As [`establish`] on a given pair and addresses (e.g. IPv6).
 pub fn establish_with(mut p: Pair, a: &str, b: &str) -> (Pair, SocketHandle, SocketHandle) {
     p.record = true;

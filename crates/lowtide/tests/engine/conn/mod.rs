@@ -8,3 +8,4 @@ mod listener;
 mod states;
 mod syncookies;
 mod synsent_ack;
+mod unhash;

@@ -20,16 +20,6 @@ fn counter(st: &lowtide::Stack, m: Mib) -> u64 {
     st.counters().get(m)
 }
 
-/// An established pair after a small exchange both ways (so both sides have state
-/// to protect), idle.
-fn warm() -> (Pair, SocketHandle, SocketHandle) {
-    let (mut p, c, s) = establish(Config::default());
-    assert_eq!(send_all(&mut p, true, c, s, b"hello"), b"hello");
-    assert_eq!(send_all(&mut p, false, s, c, b"world"), b"world");
-    p.drive_for(Duration::from_millis(300));
-    (p, c, s)
-}
-
 mod syn_sent {
     use super::*;
 

@@ -50,12 +50,12 @@ impl Tcb {
         self.irs = super::seq::Seq(th.seq);
         self.rcv_nxt = 1;
         self.rcv_wup = 1;
+        self.init_window_from_syn(th); // max_window first: tcp_sync_mss bounds to it
         self.negotiate_options(ctx, th);
         self.state = TcpState::SynRecv;
         let mss = self.initial_window_mss();
         self.select_initial_window(ctx.cfg, mss, self.wscale_ok);
         self.write_seq = 1;
-        self.init_window_from_syn(th);
         if self.tfo.rsk.is_some() {
             self.fastopen_create_child(ctx, syn_data);
         }
@@ -89,7 +89,7 @@ impl Tcb {
             536
         };
         let peer_mss = o.mss.filter(|&m| m > 0).map_or(default_mss, u32::from);
-        self.sync_mss(peer_mss, ctx.cfg.tcp_min_snd_mss);
+        self.set_peer_mss(peer_mss, ctx.cfg.tcp_min_snd_mss);
         self.rcv_mss = self.mss_cache.min(self.advmss);
         self.quick = TCP_MAX_QUICKACKS;
     }
@@ -143,9 +143,9 @@ impl Tcb {
         self.rcv_nxt = 1;
         self.rcv_wup = 1;
         self.copied_seq = 1;
+        self.init_window_from_syn(th); // tcp_ack's window update before tcp_sync_mss
         self.negotiate_options(ctx, th);
         self.ecn_rcv_syn(th);
-        self.init_window_from_syn(th);
         if f.contains(TcpFlags::ACK) {
             self.synsent_acked(ctx, th, ack as u64, payload);
         } else {
@@ -462,7 +462,12 @@ impl Tcb {
             self.backoff = 0;
         }
         self.snd_wnd = (th.window as u32) << self.snd_wscale;
-        self.max_window = self.max_window.max(self.snd_wnd);
+        // tcp_create_openreq_child: a child made at this ACK has its window as the
+        // largest; otherwise tcp_ack's window update. Either way tcp_sync_mss.
+        if (child && !fastopen) || self.snd_wnd > self.max_window {
+            self.max_window = self.snd_wnd;
+            self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
+        }
         self.snd_wl1 = self.rcv_off(super::seq::Seq(th.seq));
         if fastopen {
             self.fastopen_synrecv_done(ctx);
@@ -515,7 +520,7 @@ impl Tcb {
         let prior_sacked = self.rtx.sacked_out;
         let prior_lost = self.rtx.lost;
         let prior_wnd = self.snd_wnd;
-        self.ack_update_window(th, ack);
+        self.ack_update_window(th, ack, ctx.cfg.tcp_min_snd_mss);
         let prior_fack = self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack, ack);
         let ece = self.ecn_rcv_ecn_echo(th);
@@ -674,7 +679,7 @@ impl Tcb {
     }
 
     /// `tcp_ack_update_window` (RFC 9293 3.10.7.4 SND.WL1/WL2 rule).
-    fn ack_update_window(&mut self, th: &TcpRepr, ack: u64) {
+    fn ack_update_window(&mut self, th: &TcpRepr, ack: u64, min_snd_mss: u32) {
         let seq = self.rcv_off(super::seq::Seq(th.seq));
         let nwin = (th.window as u32) << self.snd_wscale;
         if ack > self.snd_una || seq > self.snd_wl1 || (seq == self.snd_wl1 && nwin != self.snd_wnd)
@@ -692,7 +697,10 @@ impl Tcb {
                 self.probes_tstamp = None;
             }
             self.snd_wnd = nwin;
-            self.max_window = self.max_window.max(nwin);
+            if nwin > self.max_window {
+                self.max_window = nwin;
+                self.sync_mss(self.pmtu_cookie, min_snd_mss);
+            }
         }
     }
 

@@ -114,14 +114,16 @@ fn push_reset(ctx: &mut Ctx, tuple: FourTuple, rst: &TcpRepr) {
 }
 
 impl Tcb {
-    /// `tcp_current_mss`: payload per segment with the options this segment carries.
+    /// `tcp_current_mss`: payload per segment with the options this segment carries:
+    /// `mss_cache` (which has the floor and the timestamps' room already) less the
+    /// room of this segment's SACK blocks, with no floor of its own.
     pub(crate) fn current_mss(&self) -> u32 {
         let sack_len = if self.sack_ok {
             self.sack_option_len()
         } else {
             0
         };
-        self.mss_cache.saturating_sub(sack_len).max(48)
+        self.mss_cache.saturating_sub(sack_len)
     }
 
     fn sack_option_len(&self) -> u32 {
@@ -133,14 +135,12 @@ impl Tcb {
         }
     }
 
-    /// `tcp_sync_mss` once the peer's MSS and the options are known
-    /// (`tcp_finish_connect`, `tcp_create_openreq_child`): the clamp is the peer's MSS
-    /// and ours, the MSS what the path MTU allows under it.
-    pub(crate) fn sync_mss(&mut self, peer_mss: u32, min_snd_mss: u32) {
+    /// Once the peer's MSS and the options are known (`tcp_finish_connect`,
+    /// `tcp_create_openreq_child`): the clamp is the peer's MSS and ours, the MSS
+    /// what the path MTU allows under it (`tcp_sync_mss`).
+    pub(crate) fn set_peer_mss(&mut self, peer_mss: u32, min_snd_mss: u32) {
         self.mss_clamp = peer_mss.min(self.advmss);
-        // __tcp_mtu_to_mss: no less than tcp_min_snd_mss before the options' room,
-        // whatever the peer's MSS option says (CVE-2019-11479).
-        self.mss_cache = self.mtu_to_mss(self.pmtu_cookie, min_snd_mss);
+        self.sync_mss(self.pmtu_cookie, min_snd_mss);
     }
 
     /// `tcp_select_window`: the window field to send (`__tcp_select_window`,

@@ -19,11 +19,22 @@ impl Tcb {
     /// the timestamp option's room.
     pub(crate) fn mtu_to_mss(&self, pmtu: u32, min_snd_mss: u32) -> u32 {
         let net_header = if self.tuple.local.is_ipv6() { 40 } else { 20 };
+        // __tcp_mtu_to_mss: the floor applies before the options' room, whatever the
+        // peer's MSS option says (CVE-2019-11479); tcp_min_snd_mss is at least 48.
         let mss = pmtu
             .saturating_sub(net_header + 20)
             .min(self.mss_clamp)
             .max(min_snd_mss);
-        mss.saturating_sub(self.ts_option_len()).max(8)
+        mss.saturating_sub(self.ts_option_len())
+    }
+
+    /// `tcp_sync_mss`: the MSS for path MTU `pmtu`, no more than half the peer's
+    /// largest window, becomes `mss_cache`, and `pmtu` the connection's
+    /// `icsk_pmtu_cookie` (lowtide does no MTU probing: `tcp_mtu_probing` 0).
+    pub(crate) fn sync_mss(&mut self, pmtu: u32, min_snd_mss: u32) -> u32 {
+        self.mss_cache = self.bound_to_half_wnd(self.mtu_to_mss(pmtu, min_snd_mss));
+        self.pmtu_cookie = pmtu;
+        self.mss_cache
     }
 
     /// Room the timestamp option takes in every segment, if negotiated.
@@ -63,7 +74,7 @@ impl Tcb {
         self.pmtu_cookie = mtu;
         let old = self.mss_cache;
         if self.state.is_synchronized() {
-            self.mss_cache = self.bound_to_half_wnd(self.mtu_to_mss(mtu, ctx.cfg.tcp_min_snd_mss));
+            self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);
             self.simple_retransmit(ctx);
         }
         // In SYN-SENT the handshake takes the MSS from the cookie (`sync_mss`).
@@ -80,7 +91,7 @@ impl Tcb {
         }
         self.pmtu_cookie = mtu;
         if self.state.is_synchronized() {
-            self.mss_cache = self.bound_to_half_wnd(self.mtu_to_mss(mtu, ctx.cfg.tcp_min_snd_mss));
+            self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);
         }
     }
 

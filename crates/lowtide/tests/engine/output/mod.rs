@@ -2,5 +2,6 @@
 
 mod buffer_pool;
 mod local_drop;
+mod mss;
 mod pmtu;
 mod sndbuf;

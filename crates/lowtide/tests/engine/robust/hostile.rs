@@ -118,60 +118,6 @@ fn stack_wide_challenge_ack_limit() {
     assert_eq!(sent as u64, challenges);
 }
 
-/// `net.ipv4.tcp_min_snd_mss`: a peer announcing MSS 1 (CVE-2019-11479 style) gets
-/// segments of at least the configured floor.
-#[test]
-fn tiny_peer_mss_is_clamped_to_tcp_min_snd_mss() {
-    for (floor, want) in [(48u32, 48usize), (536, 536)] {
-        let cfg = Config {
-            tcp_min_snd_mss: floor,
-            tcp_timestamps: false,
-            ..Config::default()
-        };
-        let mut p = Pair::new(cfg);
-        p.record = true;
-        let l = p.b.listen(addr(B, 80), 8).unwrap();
-        let client = addr("10.0.0.9", 4000);
-        let server = addr(B, 80);
-        let syn = TcpRepr {
-            seq: 1000,
-            flags: TcpFlags::SYN,
-            window: 65535,
-            options: TcpOptions {
-                mss: Some(1),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        p.inject(true, &build(client, server, &syn, &[], 1));
-        let synack = p
-            .sent_since(0, Dir::BtoA)
-            .into_iter()
-            .find(|s| s.has(TcpFlags::SYN))
-            .expect("SYN-ACK");
-        let ack = TcpRepr {
-            seq: 1001,
-            ack: synack.th.seq.wrapping_add(1),
-            flags: TcpFlags::ACK,
-            window: 65535,
-            ..Default::default()
-        };
-        p.inject(true, &build(client, server, &ack, &[], 2));
-        let s = p.b.accept(l).unwrap();
-        let from = p.wire.len();
-        p.b.send(p.now, s, &pattern(9 * want, 1)).unwrap();
-        p.flush();
-        let sizes: Vec<usize> = p
-            .sent_since(from, Dir::BtoA)
-            .iter()
-            .map(|s| s.payload.len())
-            .filter(|&n| n > 0)
-            .collect();
-        assert!(!sizes.is_empty());
-        assert!(sizes.iter().all(|&n| n == want), "floor {floor}: {sizes:?}");
-    }
-}
-
 /// The receiver's window starts as its SYN-ACK offered it: when the first data
 /// segment is lost, the next one (out of order, before the receiver sent any ACK
 /// after its SYN-ACK) is queued and SACKed, not dropped as out of window (lowtide

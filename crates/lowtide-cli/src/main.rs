@@ -136,6 +136,12 @@ struct StreamArgs {
     /// `--sysctl net.ipv4.tcp_ecn=1` (the receivers accept it by default).
     #[arg(long, value_name = "PACKETS", value_parser = limits::queue, allow_hyphen_values = true)]
     ecn_mark_at: Option<u64>,
+    /// The bottleneck's queueing discipline, host A's device (A->B), as
+    /// NAME[,PARAM=VALUE]...: pfifo_fast, pfifo, bfifo, codel, fq_codel, fq, red
+    /// with tc's parameter names (e.g. fq_codel,target=2ms or red,limit=400kb,ecn=1).
+    /// Default: net.core.default_qdisc's, as on host B (pfifo_fast: a pfifo of --queue).
+    #[arg(long, value_name = "NAME[,PARAM=VALUE]...", value_parser = lowtide_sim::qdisc::QdiscSpec::parse)]
+    qdisc: Option<lowtide_sim::qdisc::QdiscSpec>,
     /// Seed of every random choice in the run.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -267,6 +273,7 @@ impl StreamArgs {
             link_ba,
             queue_limit: self.queue as usize,
             ecn_mark_at: self.ecn_mark_at.map(|k| k as usize),
+            qdisc: self.qdisc.clone(),
             gro: self.gro,
             verify_checksums: self.verify_checksums,
             config: self.config()?,

@@ -41,17 +41,30 @@ fn header(sc: &Scenario) -> String {
         Workload::Bytes { bytes, .. } => format!("{bytes} bytes each"),
     };
     format!(
-        "lowtide sim stream: {} flow(s), {what}; {} {}, RTT {:.3} ms, loss {}% (ACKs {}%), queue {} pkts, GRO {}, seed {}\n",
+        "lowtide sim stream: {} flow(s), {what}; {} {}, RTT {:.3} ms, loss {}% (ACKs {}%), {}queue {} pkts, GRO {}, seed {}\n",
         sc.flows,
         fmt_rate(ab.rate_bps as f64),
         sc.config.tcp_congestion_control,
         (ab.delay_ns + sc.link_ba.delay_ns) as f64 / 1e6,
         ab.loss * 100.0,
         sc.link_ba.loss * 100.0,
+        qdisc_name(sc),
         sc.queue_limit,
         if sc.gro { "on" } else { "off" },
         sc.seed,
     )
+}
+
+/// "NAME " of host A's qdisc when it is not the default pfifo_fast, else nothing.
+fn qdisc_name(sc: &Scenario) -> String {
+    let name = match &sc.qdisc {
+        Some(q) => q.name(),
+        None => sc.config.default_qdisc.as_str(),
+    };
+    match name {
+        "pfifo_fast" => String::new(),
+        n => format!("{n} "),
+    }
 }
 
 /// The flows shown in text (all of them up to [`MAX_FLOW_LINES`], else the first

@@ -49,6 +49,8 @@ pub struct Host {
     pub rx_links: Vec<usize>,
     /// The time of the pending timer event, if any.
     pub timer_at: Option<Instant>,
+    /// The time of the pending qdisc watchdog (fq's pacing), if any.
+    pub qdisc_wake_at: Option<Instant>,
     sockets: Vec<Option<(SocketHandle, Role)>>,
     gro_held: Vec<(FlowKey, Held)>,
     /// Frag lists of packets GRO held, reused.
@@ -81,6 +83,7 @@ impl Host {
             rx_poll_at: None,
             rx_links: Vec::new(),
             timer_at: None,
+            qdisc_wake_at: None,
             sockets: Vec::new(),
             gro_held: Vec::with_capacity(GRO_MAX_HELD),
             frag_lists: Vec::new(),

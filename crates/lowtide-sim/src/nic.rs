@@ -126,6 +126,12 @@ impl<T: QueueItem + 'static> NicQueue<T> {
         self.qdisc.kind()
     }
 
+    /// Whether the qdisc sorts packets by flow (fq, fq_codel): their socket and
+    /// hash are worth computing.
+    pub fn classifies(&self) -> bool {
+        self.qdisc.classifies()
+    }
+
     /// The qdisc's own counters.
     pub fn qdisc_stats(&self) -> QdiscStats {
         self.qdisc.stats()

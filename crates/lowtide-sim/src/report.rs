@@ -134,6 +134,8 @@ fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
             .map(|(&host, h)| DeviceQueue {
                 host,
                 stats: h.nic.stats(end),
+                qdisc: h.nic.kind(),
+                xstats: h.nic.xstats(),
             })
             .collect(),
         links: ["A->B", "B->A"]

@@ -3,6 +3,7 @@
 use crate::cpu::{CpuFigures, CpuModel};
 use crate::link::{LinkConfig, LinkStats};
 use crate::nic::QueueStats;
+use crate::qdisc::QdiscSpec;
 use crate::sample::MemoryResult;
 use crate::timeseries::{Timeseries, TimeseriesConfig};
 use lowtide::{Config, Counters};
@@ -76,6 +77,9 @@ pub struct Scenario {
     /// Mark ECN-capable packets CE once this many packets wait in a NIC queue
     /// ([`crate::qdisc::fifo::Fifo::with_ecn_mark_at`]); `None`: no marking.
     pub ecn_mark_at: Option<usize>,
+    /// The qdisc of the bottleneck, host A's device (A->B); `None`: the one
+    /// `net.core.default_qdisc` names, as on host B ([`crate::qdisc`]).
+    pub qdisc: Option<QdiscSpec>,
     /// GRO on the receive path of both hosts.
     pub gro: bool,
     /// Interrupt coalescing window of the receive path (ns).
@@ -123,6 +127,7 @@ impl Default for Scenario {
             link_ba: LinkConfig::default(),
             queue_limit: 1000,
             ecn_mark_at: None,
+            qdisc: None,
             gro: true,
             rx_usecs_ns: 20_000,
             stagger_ns: 1_000,
@@ -264,6 +269,17 @@ pub struct DeviceQueue {
     /// The queue's figures.
     #[serde(flatten)]
     pub stats: QueueStats,
+    /// The qdisc (omitted for the default pfifo, so that default runs' JSON is
+    /// as it was).
+    #[serde(skip_serializing_if = "is_pfifo")]
+    pub qdisc: &'static str,
+    /// The qdisc's own counters by Linux's xstats names (none for a fifo).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub xstats: Vec<(&'static str, u64)>,
+}
+
+fn is_pfifo(q: &&'static str) -> bool {
+    *q == "pfifo"
 }
 
 /// One link direction's figures.

@@ -11,6 +11,7 @@ use crate::nic::{NicQueue, NO_FLOW};
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
 use crate::qdisc::fifo::Fifo;
+use crate::qdisc::{QdiscSpec, Skb};
 use crate::sample::{auto_interval, MemorySampler};
 use crate::scenario::{ProgressHook, RunProgress, Scenario, SimError, Workload};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
@@ -38,6 +39,9 @@ pub(crate) enum Event {
     Timer { host: u32 },
     /// Host A's modeled CPU may be free for the next backlogged packet.
     CpuFree,
+    /// `host`'s qdisc may release a packet it held back (its watchdog), or it
+    /// dropped queued packets whose TX completions may let the sender go on.
+    QdiscWake { host: u32 },
     /// The measured time is over.
     Stop,
 }
@@ -96,6 +100,8 @@ pub(crate) struct World {
     pub progress: Option<ProgressHook>,
     /// Host A's CPU cost model, if the scenario has one.
     pub cpu: Option<CpuState>,
+    /// Perturbs the flow hash the qdiscs see (`skb_get_hash`'s random key).
+    pub hash_seed: u64,
     pub now: Instant,
 }
 
@@ -129,9 +135,7 @@ impl World {
             .map(|i| {
                 let stack = Stack::new(sc.config.clone(), derive_seed(sc.seed, 1 + i as u64));
                 let mut h = Host::new(stack, addr(i), sc.queue_limit, i);
-                let limit = sc.queue_limit.min(u32::MAX as usize) as u32;
-                let at = sc.ecn_mark_at.map(|k| k.min(u32::MAX as usize) as u32);
-                h.nic = NicQueue::with_qdisc(Box::new(Fifo::pfifo(limit).with_ecn_mark_at(at)));
+                h.nic = device_queue(sc, i);
                 h.rx_csum_valid =
                     !sc.verify_checksums && sc.link_ab.corrupt == 0.0 && sc.link_ba.corrupt == 0.0;
                 // Link direction 0 is A->B, 1 is B->A: host i receives on 1 - i.
@@ -197,6 +201,7 @@ impl World {
             sndbuf: sc.sndbuf,
             progress: sc.progress.clone(),
             cpu: sc.cpu.map(|m| CpuState::new(m, sc.config.rtx_queue)),
+            hash_seed: derive_seed(sc.seed, 301),
             now: Instant::ZERO,
         })
     }
@@ -264,6 +269,7 @@ impl World {
                 Event::TxDone { host } => self.tx_done(host as usize),
                 Event::Timer { host } => self.timer(host as usize),
                 Event::CpuFree => self.cpu_run(),
+                Event::QdiscWake { host } => self.qdisc_wake(host as usize),
             }
             if time_limit.is_some() && self.flows_done == self.flows.len() as u32 {
                 return StopReason::AllDone;
@@ -546,10 +552,18 @@ impl World {
     }
 
     fn enqueue(&mut self, host: usize, tx: Transmit) {
-        // Host A's packets are attributed to flows by their source port, for the
-        // per-flow device queue figures.
+        let classifies = self.hosts[host].nic.classifies();
+        // The addresses, read once: host A's packets are attributed to flows by
+        // their source port (for the per-flow device queue figures), and a
+        // classifying qdisc sorts by them.
+        let tuple = match host == HOST_A || classifies {
+            true => four_tuple_apart(&tx.packet, tx.payload.len()).ok(),
+            false => None,
+        };
         let flow = match host {
-            HOST_A => self.flow_of(&tx.packet, tx.payload.len()),
+            HOST_A => tuple
+                .and_then(|(src, _)| self.port_flow.get(&src.port()).copied())
+                .unwrap_or(NO_FLOW),
             _ => NO_FLOW,
         };
         if host == HOST_A {
@@ -558,18 +572,48 @@ impl World {
             }
         }
         let h = &mut self.hosts[host];
-        if let Err(tx) = h.nic.enqueue_flow(self.now, tx, flow) {
-            // A full pfifo returns NET_XMIT_DROP: a local drop, not a network loss.
+        let result = match classifies {
+            false => h.nic.enqueue_flow(self.now, tx, flow),
+            true => {
+                let skb = classify(tx, flow, tuple, self.now, self.hash_seed);
+                h.nic.enqueue_skb(self.now, skb)
+            }
+        };
+        if let Err(tx) = result {
+            // NET_XMIT_DROP (a full pfifo): a local drop, not a network loss.
             h.stack.handle_tx_dropped(self.now, tx.token);
+        }
+        self.complete_freed(host);
+    }
+
+    /// TX completions of packets the qdisc dropped after taking them (as
+    /// `kfree_skb` runs their destructor); a service pass lets their senders go on.
+    fn complete_freed(&mut self, host: usize) {
+        let (now, h) = (self.now, &mut self.hosts[host]);
+        let mut any = false;
+        for tx in h.nic.take_freed() {
+            h.stack.handle_tx_complete(now, tx.token);
+            any = true;
+        }
+        if any {
+            self.arm_qdisc_wake(host, now);
         }
     }
 
-    /// The flow of a packet sent by host A (by its source port), or [`NO_FLOW`].
-    fn flow_of(&self, headers: &[u8], apart: usize) -> u32 {
-        four_tuple_apart(headers, apart)
-            .ok()
-            .and_then(|(src, _)| self.port_flow.get(&src.port()).copied())
-            .unwrap_or(NO_FLOW)
+    /// Schedules `host`'s qdisc watchdog at `at`, unless one is due earlier.
+    fn arm_qdisc_wake(&mut self, host: usize, at: Instant) {
+        let h = &mut self.hosts[host];
+        if h.qdisc_wake_at.is_none_or(|cur| at < cur) {
+            h.qdisc_wake_at = Some(at);
+            self.queue.push(at, Event::QdiscWake { host: host as u32 });
+        }
+    }
+
+    fn qdisc_wake(&mut self, host: usize) {
+        if self.hosts[host].qdisc_wake_at == Some(self.now) {
+            self.hosts[host].qdisc_wake_at = None;
+        }
+        self.service(host);
     }
 
     fn arm_timer(&mut self, host: usize) {
@@ -591,7 +635,13 @@ impl World {
     /// TX completion and the receiver's NAPI poll.
     fn start_tx(&mut self, host: usize) {
         let now = self.now;
-        let Some(mut tx) = self.hosts[host].nic.dequeue(now) else {
+        let dequeued = self.hosts[host].nic.dequeue(now);
+        self.complete_freed(host);
+        let Some(mut tx) = dequeued else {
+            // A qdisc holding packets back (fq's pacing) says when to look again.
+            if let Some(at) = self.hosts[host].nic.next_ready().filter(|&t| t > now) {
+                self.arm_qdisc_wake(host, at);
+            }
             return;
         };
         if tx.gso_segs <= 1 {
@@ -755,6 +805,88 @@ fn finish_checksum(mut pkt: Vec<u8>) -> Vec<u8> {
         tracing::warn!("packet without a TCP header sent as is");
     }
     pkt
+}
+
+/// Host `i`'s device queue: the bottleneck's qdisc (host A's, if the scenario
+/// names one) or `net.core.default_qdisc`'s; a fifo of `txqueuelen` (the queue
+/// limit) for `pfifo_fast` and for names the simulator does not model. The
+/// step-marking option applies to a pfifo.
+fn device_queue(sc: &Scenario, i: usize) -> NicQueue {
+    let limit = sc.queue_limit.min(u32::MAX as usize) as u32;
+    let spec = match (&sc.qdisc, i) {
+        (Some(q), HOST_A) => q.clone(),
+        _ => QdiscSpec::default_qdisc(&sc.config.default_qdisc).unwrap_or(QdiscSpec::PfifoFast),
+    };
+    let at = sc.ecn_mark_at.map(|k| k.min(u32::MAX as usize) as u32);
+    match spec {
+        QdiscSpec::PfifoFast | QdiscSpec::Pfifo(None) => {
+            NicQueue::with_qdisc(Box::new(Fifo::pfifo(limit).with_ecn_mark_at(at)))
+        }
+        QdiscSpec::Pfifo(Some(l)) => {
+            NicQueue::with_qdisc(Box::new(Fifo::pfifo(l).with_ecn_mark_at(at)))
+        }
+        spec => {
+            let psched_mtu = sc.config.mtu + 14;
+            NicQueue::with_qdisc(spec.build(
+                limit,
+                psched_mtu,
+                derive_seed(sc.seed, 201 + i as u64),
+            ))
+        }
+    }
+}
+
+/// A packet with what a classifying qdisc reads: its socket (the 4-tuple stands
+/// for it; a SYN-ACK belongs to the listener, so to no full socket, and fq files
+/// it as an orphan), its flow hash, and its departure time. The engine holds a
+/// paced packet until its time (its EDT), so a packet's `tstamp` is now (0 at
+/// time 0: no timestamp, which fq treats the same).
+fn classify(
+    tx: Transmit,
+    flow: u32,
+    tuple: Option<(SocketAddr, SocketAddr)>,
+    now: Instant,
+    seed: u64,
+) -> Skb<Transmit> {
+    let ids = tuple.map(|(s, d)| {
+        let mut h = seed;
+        for part in [
+            ip_bits(s.ip()),
+            ip_bits(d.ip()),
+            ((s.port() as u64) << 16) | d.port() as u64,
+        ] {
+            h = splitmix64(h ^ part);
+        }
+        h
+    });
+    let syn_ack = tcp_flags(&tx.packet).is_some_and(|f| f & 0x12 == 0x12);
+    let mut skb = Skb::new(tx, now.as_nanos());
+    skb.tag = flow;
+    skb.hash = ids.map_or(0, |h| (h >> 32) as u32);
+    skb.sk = ids.filter(|_| !syn_ack).map(|h| h >> 1);
+    skb.tstamp = now.as_nanos();
+    skb
+}
+
+/// An address as 64 bits for the flow hash.
+fn ip_bits(ip: IpAddr) -> u64 {
+    match ip {
+        IpAddr::V4(a) => u32::from(a) as u64,
+        IpAddr::V6(a) => {
+            let b = u128::from(a);
+            (b as u64) ^ ((b >> 64) as u64)
+        }
+    }
+}
+
+/// The TCP flags of an IPv4 or IPv6 packet's headers.
+fn tcp_flags(pkt: &[u8]) -> Option<u8> {
+    let hlen = match pkt.first()? >> 4 {
+        4 => (pkt[0] & 0xf) as usize * 4,
+        6 => 40,
+        _ => return None,
+    };
+    pkt.get(hlen + 13).copied()
 }
 
 /// Why the event loop ended.

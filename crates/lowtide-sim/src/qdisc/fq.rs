@@ -251,6 +251,10 @@ impl<T: QueueItem> Qdisc<T> for Fq<T> {
         "fq"
     }
 
+    fn classifies(&self) -> bool {
+        true
+    }
+
     /// `fq_enqueue`.
     fn enqueue(&mut self, now: u64, mut skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
         if self.stats.qlen >= self.cfg.limit {

@@ -172,6 +172,10 @@ impl<T: QueueItem> Qdisc<T> for FqCodel<T> {
         "fq_codel"
     }
 
+    fn classifies(&self) -> bool {
+        true
+    }
+
     /// `fq_codel_enqueue`.
     fn enqueue(&mut self, _now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
         let idx = self.classify(skb.hash);

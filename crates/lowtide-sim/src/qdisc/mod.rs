@@ -178,6 +178,11 @@ pub trait Qdisc<T: QueueItem> {
     }
     /// Its counters.
     fn stats(&self) -> QdiscStats;
+    /// Whether it sorts packets by their socket or flow hash ([`Skb::sk`],
+    /// [`Skb::hash`]); the others need not be computed for it.
+    fn classifies(&self) -> bool {
+        false
+    }
     /// Its own counters by Linux's xstats names (`tc -s qdisc`).
     fn xstats(&self) -> Vec<(&'static str, u64)> {
         Vec::new()

@@ -7,6 +7,8 @@
 //!   pfifo limit N`); 0 is a queue that drops every packet (`NET_XMIT_DROP`), which
 //!   the stack hears through `handle_tx_dropped`. Any other limit never fills here:
 //!   packetdrill takes each packet at once;
+//! - `tcp_metrics_flush`: a line per `ip tcp_metrics flush`: lowtide's TCP metrics
+//!   (the Fast Open cookie cache) are flushed once per new line;
 //! - `features`: `ethtool -K tun0 FEATURE on|off` lines. With TSO/GSO on (tun's
 //!   default under packetdrill) packetdrill reads each GSO packet whole; turning
 //!   `tso` or `gso` off makes the device hand it over cut into wire segments (the
@@ -27,6 +29,8 @@ pub struct DeviceDir {
     pub drop_all: bool,
     /// TSO or GSO was turned off: packets reach packetdrill segmented.
     pub segment: bool,
+    /// `ip tcp_metrics flush` lines applied so far.
+    metrics_flushes: usize,
 }
 
 impl DeviceDir {
@@ -64,6 +68,11 @@ impl DeviceDir {
             }
         }
         self.drop_all = read("tx_queue_limit").is_some_and(|l| l == "0");
+        let flushes = read("tcp_metrics_flush").map_or(0, |t| t.lines().count());
+        if flushes != self.metrics_flushes {
+            self.metrics_flushes = flushes;
+            host.stack_mut().flush_tcp_metrics();
+        }
         let offloads = [
             "tso",
             "gso",

@@ -266,6 +266,8 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> R
         flags & MSG_FASTOPEN != 0 || st.host.is_fastopen_deferred(fd)
     };
     let mut wait_connect = false;
+    // Only the first try can be the one that connects (and puts data in the SYN).
+    let mut syn_try = connecting;
     let nonblock = sh.lock().host.is_nonblocking(fd, flags);
     let mut done = 0usize;
     let mut first = true;
@@ -286,16 +288,29 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> R
                 let _ = st.host.set_write_pending(fd, false);
             }
             let now = st.now();
-            if std::mem::take(&mut wait_connect) && done == total {
-                return Attempt::Done(Ok(done));
+            if std::mem::take(&mut wait_connect) {
+                // __inet_stream_connect failed (RST, timeout): tcp_disconnect freed the
+                // Fast Open request, so the write reports the error (sock_error takes
+                // it), not the bytes the SYN carried.
+                let mut err = [0u8; 4];
+                let _ = st.host.getsockopt(now, fd, SOL_SOCKET, SO_ERROR, &mut err);
+                match i32::from_ne_bytes(err) {
+                    0 if done == total => return Attempt::Done(Ok(done)),
+                    0 => {}
+                    e => {
+                        done = 0;
+                        return Attempt::Done(Err(e));
+                    }
+                }
             }
             let r = st
                 .host
                 .sendmsg(now, fd, &skip_bytes(data, done), flags, dest);
+            let syn = std::mem::take(&mut syn_try);
             flags &= !MSG_FASTOPEN;
             dest = SendTo::None;
             let attempt = match r {
-                Ok(n) if connecting && done == 0 && !nonblock => {
+                Ok(n) if syn && !nonblock => {
                     done += n;
                     wait_connect = true;
                     Attempt::Wait

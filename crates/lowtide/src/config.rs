@@ -66,6 +66,10 @@ pub struct Config {
     pub tcp_syn_retries: u8,
     /// `net.ipv4.tcp_synack_retries`: SYN-ACK retransmissions before giving up.
     pub tcp_synack_retries: u8,
+    /// `net.ipv4.tcp_syn_linear_timeouts` (Linux 6.5): a SYN's first this many
+    /// retransmission timeouts do not back off (one initial RTO apart), and SYN-SENT
+    /// gets as many retransmissions more before giving up.
+    pub tcp_syn_linear_timeouts: u8,
     /// `net.ipv4.tcp_retries2`: RTO retransmissions of data before aborting.
     pub tcp_retries2: u8,
     /// `net.ipv4.tcp_fin_timeout`: seconds in FIN-WAIT-2 after close.
@@ -219,6 +223,7 @@ impl Default for Config {
             tcp_slow_start_after_idle: true,
             tcp_syn_retries: 6,
             tcp_synack_retries: 5,
+            tcp_syn_linear_timeouts: 4,
             tcp_retries2: 15,
             tcp_fin_timeout: 60,
             tcp_keepalive_time: 7200,
@@ -358,6 +363,7 @@ impl Config {
         "net.ipv4.tcp_slow_start_after_idle",
         "net.ipv4.tcp_syn_retries",
         "net.ipv4.tcp_synack_retries",
+        "net.ipv4.tcp_syn_linear_timeouts",
         "net.ipv4.tcp_retries2",
         "net.ipv4.tcp_fin_timeout",
         "net.ipv4.tcp_keepalive_time",
@@ -425,6 +431,10 @@ impl Config {
             }
             "net.ipv4.tcp_synack_retries" => {
                 self.tcp_synack_retries = parse_num(n, value, 1, 127, "1..=127")?
+            }
+            // tcp_syn_linear_timeouts_max (sysctl_net_ipv4.c).
+            "net.ipv4.tcp_syn_linear_timeouts" => {
+                self.tcp_syn_linear_timeouts = parse_num(n, value, 0, 10, "0..=10")?
             }
             "net.ipv4.tcp_retries2" => self.tcp_retries2 = parse_num(n, value, 1, 127, "1..=127")?,
             "net.ipv4.tcp_fin_timeout" => {

@@ -37,6 +37,8 @@ pub const IPV6_RECVERR: i32 = 25;
 pub const TCP_NODELAY: i32 = 1;
 pub const TCP_MAXSEG: i32 = 2;
 pub const TCP_CORK: i32 = 3;
+/// `TCP_SYNCNT`: SYN retransmissions before a connect gives up.
+pub const TCP_SYNCNT: i32 = 7;
 /// `TCP_QUICKACK`: 0 delays ACKs for replies to carry (pingpong mode), 1 ACKs now.
 pub const TCP_QUICKACK: i32 = 12;
 pub const TCP_KEEPIDLE: i32 = 4;

@@ -128,7 +128,8 @@ impl Socket {
 }
 
 enum File {
-    Socket(Socket),
+    // Boxed: a socket's options make it far larger than an epoll instance.
+    Socket(Box<Socket>),
     Epoll(poll::Epoll),
 }
 
@@ -270,7 +271,7 @@ impl Host {
             return err(errno::EPROTONOSUPPORT);
         }
         let s = Socket::new(domain, ty & SOCK_NONBLOCK != 0);
-        Ok(self.alloc_fd(File::Socket(s)))
+        Ok(self.alloc_fd(File::Socket(Box::new(s))))
     }
 
     /// Whether `addr` (an engine address; `v6only` its socket's `IPV6_V6ONLY`) would
@@ -359,7 +360,7 @@ impl Host {
         let (local, remote) = self.stack.addresses(h).map_err(Errno::from)?;
         child.bound = Some(local);
         child.state = SockState::Conn { h, connected: true };
-        let nfd = self.alloc_fd(File::Socket(child));
+        let nfd = self.alloc_fd(File::Socket(Box::new(child)));
         self.by_handle.insert(h, nfd);
         Ok((nfd, addr::user_addr(family, remote)))
     }

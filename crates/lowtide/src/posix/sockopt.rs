@@ -7,6 +7,7 @@ use crate::tcp::consts::{MAX_TCP_WINDOW, SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF, TCP_M
 use crate::tcp::fastopen::{FastOpenKeys, TFO_CLIENT_ENABLE};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
+use crate::tcp::sockopt::MAX_TCP_SYNCNT;
 use crate::time::Instant;
 use crate::TcpState;
 
@@ -266,6 +267,16 @@ impl Host {
                     e(stack.set_nodelay_push(now, h, on))?;
                 }
             }
+            (SOL_TCP, TCP_SYNCNT) => {
+                let v = int_arg(val)?;
+                if !(1..=MAX_TCP_SYNCNT as i32).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                s.opts.syn_retries = v as u8;
+                if let Some(h) = conn {
+                    e(stack.set_syn_retries(h, v as u8))?;
+                }
+            }
             (SOL_TCP, TCP_QUICKACK) => {
                 let v = int_arg(val)?;
                 s.opts.pingpong = v == 0;
@@ -464,6 +475,14 @@ impl Host {
             }
             (SOL_TCP, TCP_NODELAY) => int(out, s.opts.nodelay as i32),
             (SOL_TCP, TCP_CORK) => int(out, s.opts.cork as i32),
+            (SOL_TCP, TCP_SYNCNT) => {
+                let n = match conn {
+                    Some(h) => self.stack.syn_retries(h).map_err(Errno::from)?,
+                    None if s.opts.syn_retries != 0 => s.opts.syn_retries,
+                    None => cfg.tcp_syn_retries,
+                };
+                int(out, n as i32)
+            }
             (SOL_TCP, TCP_QUICKACK) => {
                 let quick = match conn {
                     Some(h) => self.stack.quickack(h).map_err(Errno::from)?,

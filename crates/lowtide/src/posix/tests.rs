@@ -340,6 +340,17 @@ fn option_round_trips() {
     assert_eq!(int_opt(&mut n.a, now, fd, SOL_SOCKET, SO_RCVBUF), 20000);
     n.a.setsockopt(now, fd, SOL_TCP, TCP_NODELAY, &one).unwrap();
     assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_NODELAY), 1);
+    // TCP_SYNCNT: tcp_syn_retries until set, 1..=127 (MAX_TCP_SYNCNT).
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_SYNCNT), 6);
+    for bad in [0i32, 128] {
+        assert_eq!(
+            n.a.setsockopt(now, fd, SOL_TCP, TCP_SYNCNT, &bad.to_ne_bytes()),
+            Err(Errno(errno::EINVAL))
+        );
+    }
+    n.a.setsockopt(now, fd, SOL_TCP, TCP_SYNCNT, &3i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_SYNCNT), 3);
     // TCP_QUICKACK reads 1 unless in pingpong mode; 0 enters it.
     assert_eq!(int_opt(&mut n.a, now, fd, SOL_TCP, TCP_QUICKACK), 1);
     n.a.setsockopt(now, fd, SOL_TCP, TCP_QUICKACK, &0i32.to_ne_bytes())

@@ -5,7 +5,7 @@
 use super::{Sock, Stack};
 use crate::socket::{SocketError, SocketHandle};
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
-use crate::tcp::sockopt::{SockOptions, SockStatus};
+use crate::tcp::sockopt::{SockOptions, SockStatus, MAX_TCP_SYNCNT};
 use crate::time::Instant;
 use std::net::SocketAddr;
 
@@ -62,6 +62,24 @@ impl Stack {
         let index = self.user_slot(h)?;
         self.with_tcb(now, index, |tcb, ctx| tcb.set_nodelay(ctx, on));
         Ok(())
+    }
+
+    /// `TCP_SYNCNT` (`tcp_sock_set_syncnt`): SYN retransmissions before giving up,
+    /// 1..=127 (`MAX_TCP_SYNCNT`).
+    pub fn set_syn_retries(&mut self, h: SocketHandle, n: u8) -> Result<(), SocketError> {
+        if !(1..=MAX_TCP_SYNCNT).contains(&n) {
+            return Err(SocketError::InvalidInput);
+        }
+        self.tcb_mut(h)?.syn_retries = n;
+        Ok(())
+    }
+
+    /// `TCP_SYNCNT` (getsockopt): the socket's own value, else `tcp_syn_retries`.
+    pub fn syn_retries(&self, h: SocketHandle) -> Result<u8, SocketError> {
+        Ok(match self.tcb(h)?.syn_retries {
+            0 => self.config().tcp_syn_retries,
+            n => n,
+        })
     }
 
     /// `TCP_QUICKACK` (`__tcp_sock_set_quickack`): 0 enters pingpong mode; other

@@ -108,6 +108,7 @@ impl Tcb {
     fn send_syn_data(&mut self, ctx: &mut Ctx, data: &[u8]) {
         let payload = Bytes::copy_from_slice(data);
         let truesize = data.len() as u32 + SKB_OVERHEAD;
+        self.retrans_stamp = Some(ctx.now); // tcp_connect
         self.transmit(ctx, 0, skb::FLAG_SYN, &payload, truesize);
         self.tfo.syn_fastopen = self.tfo.syn_cookie.is_some();
         self.tfo.syn_fastopen_exp = self.tfo.syn_cookie.is_some_and(|c| c.exp);

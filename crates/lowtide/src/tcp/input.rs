@@ -165,6 +165,7 @@ impl Tcb {
         self.keepalive_on_establish(ctx); // tcp_finish_connect
         self.rtx_synack_sample(ctx);
         self.snd_una_update(1); // tcp_ack on the SYN-ACK: bytes_acked counts the SYN
+        self.retrans_stamp = None; // tcp_clean_rtx_queue: FLAG_SYN_ACKED
         self.delivered += 1; // the SYN skb, cleaned by tcp_ack
         if ack > 1 {
             let c = self.clean_rtx_queue(ctx, ack);

@@ -344,6 +344,10 @@ impl Tcb {
 
     /// Sends our SYN or SYN-ACK (offset 0) and arms the retransmit timer.
     pub(crate) fn send_syn(&mut self, ctx: &mut Ctx) {
+        if self.state == TcpState::SynSent {
+            // tcp_connect: SYN timeouts count from here (retransmits_timed_out).
+            self.retrans_stamp = Some(ctx.now);
+        }
         self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
         self.tfo.syn_cookie = None; // retransmissions carry no Fast Open option
         self.snd_nxt = self.snd_nxt.max(1);

@@ -195,6 +195,9 @@ pub struct Tcb {
     /// `sk_write_pending`: writers waiting for the connection with data to send
     /// (`sk_stream_wait_connect`, `inet_wait_for_connect`'s write bias).
     pub(crate) write_pending: u32,
+    /// `icsk_syn_retries` (`TCP_SYNCNT`): SYN (or SYN-ACK) retransmissions before
+    /// giving up; 0 for the sysctl's.
+    pub(crate) syn_retries: u8,
     pub(crate) quick: u32,
     /// `ecn_flags`: `TCP_ECN_OK`, `_QUEUE_CWR`, `_DEMAND_CWR`, `_SEEN` (`tcp/ecn.rs`).
     pub(crate) ecn_flags: u8,
@@ -416,6 +419,7 @@ impl Tcb {
             ack_now: false,
             pingpong: 0,
             write_pending: 0,
+            syn_retries: 0,
             quick: 0,
             ecn_flags: 0,
             rx_ip_ecn: 0,

@@ -5,6 +5,9 @@ use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::config::Config;
 
+/// `MAX_TCP_SYNCNT`: the largest `TCP_SYNCNT`.
+pub const MAX_TCP_SYNCNT: u8 = 127;
+
 /// Options a socket carries from `socket(2)` on, before it has a connection. Linux
 /// keeps them in `struct sock`/`tcp_sock`; a listener's children inherit them
 /// (`sk_clone_lock`, `tcp_create_openreq_child`).
@@ -46,6 +49,8 @@ pub struct SockOptions {
     pub v6only: bool,
     /// `SO_ZEROCOPY` (`SOCK_ZEROCOPY`).
     pub zerocopy: bool,
+    /// `TCP_SYNCNT` (`icsk_syn_retries`); 0 when unset (the sysctl decides).
+    pub syn_retries: u8,
     /// `TCP_QUICKACK` set to 0 (`inet_csk_enter_pingpong_mode`): the connection
     /// starts in pingpong mode (a listener's children inherit it, as
     /// `inet_csk_clone_lock` copies `icsk_ack`).
@@ -121,6 +126,7 @@ impl Tcb {
             self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
         }
         self.keepalive = o.keepalive;
+        self.syn_retries = o.syn_retries;
         if o.pingpong {
             self.pingpong = super::delack::TCP_PINGPONG_THRESH;
         }

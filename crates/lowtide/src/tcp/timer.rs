@@ -160,7 +160,12 @@ impl Tcb {
             self.xmit_retransmit_queue(ctx);
         } else {
             self.update_rto_stats(ctx.now);
-            self.backoff += 1;
+            // A SYN's first tcp_syn_linear_timeouts timeouts keep the initial RTO.
+            if self.state != TcpState::SynSent
+                || self.total_rto > ctx.cfg.tcp_syn_linear_timeouts as u32
+            {
+                self.backoff += 1;
+            }
             ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
             self.transmit(ctx, 0, super::rtx::skb::FLAG_SYN, &bytes::Bytes::new(), 0);
         }
@@ -197,11 +202,19 @@ impl Tcb {
     fn write_timeout(&mut self, ctx: &mut Ctx) -> bool {
         let syn = matches!(self.state, TcpState::SynSent | TcpState::SynRecv);
         let (boundary, rto_base, mut expired) = if syn {
-            let limit = match self.state {
-                TcpState::SynSent => ctx.cfg.tcp_syn_retries,
-                _ => ctx.cfg.tcp_synack_retries,
+            // icsk_syn_retries (TCP_SYNCNT) or the sysctl: tcp_syn_retries for a SYN,
+            // tcp_synack_retries for a passive SYN-RECV (reqsk_timer_handler); a
+            // SYN gets tcp_syn_linear_timeouts retransmissions more.
+            let (sysctl, linear) = match self.state {
+                TcpState::SynSent => (ctx.cfg.tcp_syn_retries, ctx.cfg.tcp_syn_linear_timeouts),
+                _ => (ctx.cfg.tcp_synack_retries, 0),
             };
-            (limit, TCP_TIMEOUT_INIT, self.retransmits >= limit)
+            let limit = match self.syn_retries {
+                0 => sysctl,
+                n => n,
+            };
+            let max_retransmits = limit.saturating_add(linear);
+            (limit, TCP_TIMEOUT_INIT, self.retransmits >= max_retransmits)
         } else if self.shut_rd_by_close() {
             let alive = self.rto < TCP_RTO_MAX;
             (self.orphan_retries(ctx, alive), TCP_RTO_MIN, false)

@@ -111,12 +111,67 @@ mod listen_and_syn {
         p.drive_for(Duration::from_secs(3));
         assert_eq!(p.a.state(c), Ok(TcpState::SynSent));
         p.drive_for(Duration::from_secs(10));
-        // 1 s, then 2 s, then 4 s backoff: gives up 7 s in.
+        // Linear 1 s timeouts (tcp_syn_linear_timeouts), then backoff: the time
+        // tcp_model_timeout gives 2 retries from 1 s (7 s) ends it first.
         assert_eq!(p.a.state(c), Ok(TcpState::Closed));
         assert!(p
             .events_a
             .iter()
             .any(|e| e.kind == EventKind::Error(SocketError::TimedOut)));
+    }
+
+    /// SYN retransmissions as Linux 6.18 times them: the first
+    /// `tcp_syn_linear_timeouts` (4) timeouts keep the 1 s initial RTO, then it
+    /// doubles; SYN-SENT gives up after `tcp_syn_retries` + 4 retransmissions or
+    /// once `tcp_model_timeout(tcp_syn_retries, 1 s)` has passed (127 s for 6):
+    /// 11 SYNs, the last at 67 s, `ETIMEDOUT` at 131 s.
+    #[test]
+    fn syn_timeouts_are_linear_first_then_back_off() {
+        let syn_times = |cfg: Config, syncnt: Option<u8>, secs: u64| {
+            let mut p = Pair::new(cfg);
+            p.record = true;
+            p.filter = Some(Box::new(|_, _| Verdict::Drop));
+            let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+            if let Some(n) = syncnt {
+                p.a.set_syn_retries(c, n).unwrap();
+            }
+            let start = p.now;
+            let mut failed_at = None;
+            for step in 1..=secs * 10 {
+                p.drive_for(Duration::from_millis(100));
+                if failed_at.is_none() && p.a.state(c) == Ok(TcpState::Closed) {
+                    failed_at = Some((step + 5) / 10);
+                }
+            }
+            let times: Vec<u64> = p
+                .dropped
+                .iter()
+                .filter(|(_, d, pk)| *d == Dir::AtoB && Seg::parse(pk).has(TcpFlags::SYN))
+                .map(|(t, _, _)| t.saturating_since(start).as_millis() as u64)
+                .collect();
+            assert!(p
+                .events_a
+                .iter()
+                .any(|e| e.kind == EventKind::Error(SocketError::TimedOut)));
+            (times, failed_at)
+        };
+        let (times, failed) = syn_times(Config::default(), None, 200);
+        let secs: Vec<u64> = times.iter().map(|t| (t + 500) / 1000).collect();
+        assert_eq!(secs, vec![0, 1, 2, 3, 4, 5, 7, 11, 19, 35, 67]);
+        assert_eq!(failed, Some(131));
+        // tcp_syn_linear_timeouts = 0: the classic 1, 2, 4 ... backoff.
+        let mut cfg = Config::default();
+        cfg.set("net.ipv4.tcp_syn_linear_timeouts", "0").unwrap();
+        let (times, failed) = syn_times(cfg, None, 200);
+        let secs: Vec<u64> = times.iter().map(|t| (t + 500) / 1000).collect();
+        assert_eq!(secs, vec![0, 1, 3, 7, 15, 31, 63]);
+        assert_eq!(failed, Some(127));
+        // TCP_SYNCNT 1: tcp_model_timeout(1, 1 s) = 3 s ends it after two
+        // retransmissions, however many linear timeouts remain.
+        let (times, failed) = syn_times(Config::default(), Some(1), 10);
+        let secs: Vec<u64> = times.iter().map(|t| (t + 500) / 1000).collect();
+        assert_eq!(secs, vec![0, 1, 2]);
+        assert_eq!(failed, Some(3));
     }
 
     /// A retransmitted SYN reaching a SYN-RECV socket whose SYN-ACK was lost is

@@ -27,6 +27,7 @@
 
 pub mod app;
 pub mod cpu;
+mod device;
 pub mod event;
 pub mod experiment;
 pub mod host;

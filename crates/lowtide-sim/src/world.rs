@@ -2,16 +2,15 @@
 
 use crate::app::{Receiver, SendState, Sender, WriteBuf};
 use crate::cpu::CpuState;
+use crate::device::{classify, device_queue};
 use crate::event::EventQueue;
 use crate::host::{Host, Role};
 use crate::intervals::IntervalSampler;
 use crate::link::WireSeg;
 use crate::link::{LinkDir, Pipe};
-use crate::nic::{NicQueue, NO_FLOW};
+use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
 use crate::pcap::PcapSink;
-use crate::qdisc::fifo::Fifo;
-use crate::qdisc::{QdiscSpec, Skb};
 use crate::sample::{auto_interval, MemorySampler};
 use crate::scenario::{ProgressHook, RunProgress, Scenario, SimError, Workload};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
@@ -113,7 +112,7 @@ fn addr(host: usize) -> IpAddr {
 }
 
 /// A sub-seed for one component, so that the streams are independent.
-fn derive_seed(seed: u64, component: u64) -> u64 {
+pub(crate) fn derive_seed(seed: u64, component: u64) -> u64 {
     splitmix64(seed ^ splitmix64(component.wrapping_mul(0x1000_0000_01b3)))
 }
 
@@ -805,88 +804,6 @@ fn finish_checksum(mut pkt: Vec<u8>) -> Vec<u8> {
         tracing::warn!("packet without a TCP header sent as is");
     }
     pkt
-}
-
-/// Host `i`'s device queue: the bottleneck's qdisc (host A's, if the scenario
-/// names one) or `net.core.default_qdisc`'s; a fifo of `txqueuelen` (the queue
-/// limit) for `pfifo_fast` and for names the simulator does not model. The
-/// step-marking option applies to a pfifo.
-fn device_queue(sc: &Scenario, i: usize) -> NicQueue {
-    let limit = sc.queue_limit.min(u32::MAX as usize) as u32;
-    let spec = match (&sc.qdisc, i) {
-        (Some(q), HOST_A) => q.clone(),
-        _ => QdiscSpec::default_qdisc(&sc.config.default_qdisc).unwrap_or(QdiscSpec::PfifoFast),
-    };
-    let at = sc.ecn_mark_at.map(|k| k.min(u32::MAX as usize) as u32);
-    match spec {
-        QdiscSpec::PfifoFast | QdiscSpec::Pfifo(None) => {
-            NicQueue::with_qdisc(Box::new(Fifo::pfifo(limit).with_ecn_mark_at(at)))
-        }
-        QdiscSpec::Pfifo(Some(l)) => {
-            NicQueue::with_qdisc(Box::new(Fifo::pfifo(l).with_ecn_mark_at(at)))
-        }
-        spec => {
-            let psched_mtu = sc.config.mtu + 14;
-            NicQueue::with_qdisc(spec.build(
-                limit,
-                psched_mtu,
-                derive_seed(sc.seed, 201 + i as u64),
-            ))
-        }
-    }
-}
-
-/// A packet with what a classifying qdisc reads: its socket (the 4-tuple stands
-/// for it; a SYN-ACK belongs to the listener, so to no full socket, and fq files
-/// it as an orphan), its flow hash, and its departure time. The engine holds a
-/// paced packet until its time (its EDT), so a packet's `tstamp` is now (0 at
-/// time 0: no timestamp, which fq treats the same).
-fn classify(
-    tx: Transmit,
-    flow: u32,
-    tuple: Option<(SocketAddr, SocketAddr)>,
-    now: Instant,
-    seed: u64,
-) -> Skb<Transmit> {
-    let ids = tuple.map(|(s, d)| {
-        let mut h = seed;
-        for part in [
-            ip_bits(s.ip()),
-            ip_bits(d.ip()),
-            ((s.port() as u64) << 16) | d.port() as u64,
-        ] {
-            h = splitmix64(h ^ part);
-        }
-        h
-    });
-    let syn_ack = tcp_flags(&tx.packet).is_some_and(|f| f & 0x12 == 0x12);
-    let mut skb = Skb::new(tx, now.as_nanos());
-    skb.tag = flow;
-    skb.hash = ids.map_or(0, |h| (h >> 32) as u32);
-    skb.sk = ids.filter(|_| !syn_ack).map(|h| h >> 1);
-    skb.tstamp = now.as_nanos();
-    skb
-}
-
-/// An address as 64 bits for the flow hash.
-fn ip_bits(ip: IpAddr) -> u64 {
-    match ip {
-        IpAddr::V4(a) => u32::from(a) as u64,
-        IpAddr::V6(a) => {
-            let b = u128::from(a);
-            (b as u64) ^ ((b >> 64) as u64)
-        }
-    }
-}
-
-/// The TCP flags of an IPv4 or IPv6 packet's headers.
-fn tcp_flags(pkt: &[u8]) -> Option<u8> {
-    let hlen = match pkt.first()? >> 4 {
-        4 => (pkt[0] & 0xf) as usize * 4,
-        6 => 40,
-        _ => return None,
-    };
-    pkt.get(hlen + 13).copied()
 }
 
 /// Why the event loop ended.

@@ -169,6 +169,17 @@ pub struct Config {
     pub tcp_invalid_ratelimit: u32,
     /// `net.ipv4.tcp_min_snd_mss`: the smallest MSS a peer can make us use.
     pub tcp_min_snd_mss: u32,
+    /// `net.ipv4.tcp_max_orphans`: orphaned (closed, still finishing) sockets the
+    /// stack keeps; beyond it a closing or retransmitting orphan is reset
+    /// (`tcp_too_many_orphans`, TcpExtTCPAbortOnMemory). Linux sets half its
+    /// established hash's size, one entry per 128 KB of RAM rounded up to a power of
+    /// two: 131072 on a host with 16-32 GB.
+    pub tcp_max_orphans: u32,
+    /// `net.ipv4.tcp_max_tw_buckets`: TIME-WAIT sockets the stack keeps; beyond it a
+    /// connection closes without one (`inet_twsk_alloc`, TcpExtTCPTimeWaitOverflow).
+    /// Linux's default is the same half of the established hash as
+    /// `tcp_max_orphans`'.
+    pub tcp_max_tw_buckets: u32,
     /// `net.ipv4.tcp_syncookies`: 1 sends SYN cookies when a listener's SYN queue
     /// overflows, 2 always, 0 never.
     pub tcp_syncookies: u8,
@@ -260,6 +271,8 @@ impl Default for Config {
             tcp_challenge_ack_limit: i32::MAX as u32,
             tcp_invalid_ratelimit: 500,
             tcp_min_snd_mss: 48,
+            tcp_max_orphans: 131_072,
+            tcp_max_tw_buckets: 131_072,
             tcp_syncookies: 1,
             tcp_cubic_hystart_detect: 3,
             tcp_fastopen: crate::tcp::fastopen::TFO_CLIENT_ENABLE,
@@ -397,6 +410,8 @@ impl Config {
         "net.ipv4.tcp_challenge_ack_limit",
         "net.ipv4.tcp_invalid_ratelimit",
         "net.ipv4.tcp_min_snd_mss",
+        "net.ipv4.tcp_max_orphans",
+        "net.ipv4.tcp_max_tw_buckets",
         "net.ipv4.tcp_syncookies",
         "net.core.default_qdisc",
         "module.tcp_cubic.hystart_detect",
@@ -545,6 +560,14 @@ impl Config {
             // Linux bounds it by TCP_MIN_SND_MSS (48) and TCP_MIN_GSO_SIZE.
             "net.ipv4.tcp_min_snd_mss" => {
                 self.tcp_min_snd_mss = parse_num(n, value, 48, 65535 - 40, "48..=65495")?
+            }
+            // proc_dointvec: a negative value would disable the cap's users' checks
+            // in odd ways; 0..=INT_MAX here.
+            "net.ipv4.tcp_max_orphans" => {
+                self.tcp_max_orphans = parse_num(n, value, 0, i32::MAX as u32, "0..=2147483647")?
+            }
+            "net.ipv4.tcp_max_tw_buckets" => {
+                self.tcp_max_tw_buckets = parse_num(n, value, 0, i32::MAX as u32, "0..=2147483647")?
             }
             "net.ipv4.tcp_syncookies" => {
                 self.tcp_syncookies = parse_num(n, value, 0, 2, "0, 1 or 2")?

@@ -179,6 +179,12 @@ mib! {
     TcpExtTCPAbortOnClose,
     /// Connections aborted after too many retransmissions.
     TcpExtTCPAbortOnTimeout,
+    /// Orphans reset for too many orphaned sockets (`tcp_check_oom`,
+    /// `LINUX_MIB_TCPABORTONMEMORY`).
+    TcpExtTCPAbortOnMemory,
+    /// Connections closed without a TIME-WAIT socket because `tcp_max_tw_buckets`
+    /// were taken (`LINUX_MIB_TCPTIMEWAITOVERFLOW`).
+    TcpExtTCPTimeWaitOverflow,
     /// Listen queue overflows (a SYN dropped for a full accept queue).
     TcpExtListenOverflows,
     /// SYNs dropped at a listener for any reason.

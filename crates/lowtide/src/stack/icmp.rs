@@ -277,6 +277,8 @@ impl Stack {
                 if tcb.state == TcpState::SynSent || syn_recv {
                     ctx.mib.inc(Mib::TcpAttemptFails);
                     tcb.set_error(ctx, err);
+                } else {
+                    tcb.sk_err_soft = Some(err); // "only an error on timeout"
                 }
             }),
         }

@@ -32,6 +32,7 @@ macro_rules! ctx {
             frag: &mut $stack.frag,
             tx_orphan: $stack.tx_orphan,
             tx_apart: $stack.tx_apart,
+            death_row: $stack.death_row,
         }
     };
 }
@@ -54,6 +55,8 @@ struct Slot {
     armed: Option<Instant>,
     /// The application closed its handle; the connection lives on as an orphan.
     orphan: bool,
+    /// Counted in [`Stack::death_row`] as an orphan, as a TIME-WAIT socket.
+    counted: (bool, bool),
 }
 
 /// Stack-wide TCP memory ([`Stack::tcp_memory`]).
@@ -119,6 +122,8 @@ pub struct Stack {
     tfo_cache: tcp::fastopen::CookieCache,
     /// Active Fast Open's blackhole pause.
     tfo_blackhole: tcp::fastopen::Blackhole,
+    /// Orphans and TIME-WAIT sockets now ([`Stack::death_row`]).
+    death_row: tcp::DeathRow,
 }
 
 impl Stack {
@@ -156,6 +161,7 @@ impl Stack {
             frag: Default::default(),
             tfo_cache: Default::default(),
             tfo_blackhole: Default::default(),
+            death_row: Default::default(),
         }
     }
 
@@ -504,6 +510,8 @@ impl Stack {
             return Ok(());
         }
         self.slots[index as usize].orphan = true;
+        // __tcp_close counts the orphan (tcp_orphan_count) before tcp_check_oom.
+        self.count_death_row(index);
         self.with_tcb(now, index, |tcb, ctx| tcb.close(ctx));
         Ok(())
     }
@@ -512,6 +520,7 @@ impl Stack {
     pub fn abort(&mut self, now: Instant, h: SocketHandle) -> Result<(), SocketError> {
         let index = self.user_slot(h)?;
         self.slots[index as usize].orphan = true;
+        self.count_death_row(index);
         self.with_tcb(now, index, |tcb, ctx| tcb.abort(ctx));
         Ok(())
     }
@@ -574,7 +583,9 @@ impl Stack {
 
     /// The pending socket error (`SO_ERROR`), cleared by reading it.
     pub fn socket_error(&mut self, h: SocketHandle) -> Result<Option<SocketError>, SocketError> {
-        Ok(self.tcb_mut(h)?.sk_err.take())
+        // sock_getsockopt: the hard error, else the soft one, each read once.
+        let t = self.tcb_mut(h)?;
+        Ok(t.sk_err.take().or_else(|| t.sk_err_soft.take()))
     }
 
     /// The local and remote addresses of a connection.
@@ -619,6 +630,7 @@ impl Stack {
                     sock: None,
                     armed: None,
                     orphan: false,
+                    counted: (false, false),
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -657,7 +669,32 @@ impl Stack {
         slot.sock = None;
         slot.armed = None;
         slot.orphan = false;
+        self.count_death_row(index);
         self.free.push(index);
+    }
+
+    /// Brings [`Stack::death_row`] up to date with the slot's socket: an orphan
+    /// until it is done or in TIME-WAIT (`inet_csk_destroy_sock` uncounts it), a
+    /// TIME-WAIT socket until it closes.
+    fn count_death_row(&mut self, index: u32) {
+        let slot = &mut self.slots[index as usize];
+        let state = match &slot.sock {
+            Some(Sock::Tcp(t)) => Some(t.state),
+            _ => None,
+        };
+        let tw = state == Some(TcpState::TimeWait);
+        let live = state.is_some_and(|s| !matches!(s, TcpState::TimeWait | TcpState::Closed));
+        let now = (slot.orphan && live, tw);
+        let was = std::mem::replace(&mut slot.counted, now);
+        let d = &mut self.death_row;
+        d.orphans = d.orphans + now.0 as u32 - was.0 as u32;
+        d.time_wait = d.time_wait + now.1 as u32 - was.1 as u32;
+    }
+
+    /// Orphans and TIME-WAIT sockets the stack holds now (`tcp_orphan_count`,
+    /// `sockstat`'s "orphan" and "tw").
+    pub fn death_row(&self) -> tcp::DeathRow {
+        self.death_row
     }
 
     fn live_slot(&self, index: u32, generation: u32) -> Option<u32> {
@@ -728,6 +765,7 @@ impl Stack {
     }
 
     fn after_tcb(&mut self, now: Instant, index: u32) {
+        self.count_death_row(index);
         let slot = &mut self.slots[index as usize];
         let generation = slot.generation;
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {

@@ -424,6 +424,8 @@ impl Tcb {
         if self.state == TcpState::FinWait2 {
             let t = core::time::Duration::from_secs(ctx.cfg.tcp_fin_timeout as u64);
             self.tw_at = Some(ctx.now + t);
+        } else if !matches!(self.state, TcpState::Closed | TcpState::TimeWait) {
+            self.close_check_oom(ctx);
         }
     }
 

@@ -515,6 +515,7 @@ impl Tcb {
         let is_sack_reneg = self.is_sack_reneg; // tcp_ack: as before this ACK
                                                 // tcp_ack: the peer is alive; window probes count again from zero.
         self.probes_out = 0;
+        self.sk_err_soft = None; // "something worked"
         self.rcv_tstamp = ctx.now;
         let prior_in_flight = self.packets_in_flight();
         let prior_una = self.snd_una;

@@ -42,6 +42,7 @@ pub(crate) mod chrono;
 pub(crate) mod compsack;
 pub mod cong;
 pub mod consts;
+pub(crate) mod deathrow;
 pub(crate) mod delack;
 pub(crate) mod ecn;
 pub mod errqueue;
@@ -163,6 +164,19 @@ pub(crate) struct Ctx<'a> {
     pub tx_orphan: bool,
     /// Leave payload out of the packets ([`Transmit::payload`]).
     pub tx_apart: bool,
+    /// The stack's orphans and TIME-WAIT sockets as this input began.
+    pub death_row: DeathRow,
+}
+
+/// Sockets the stack keeps after their application let go: orphans
+/// (`tcp_orphan_count`) and TIME-WAIT sockets (`tcp_death_row.tw_refcount`), held
+/// under `net.ipv4.tcp_max_orphans` and `net.ipv4.tcp_max_tw_buckets`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeathRow {
+    /// Closed by the application, not yet done (TIME-WAIT not included).
+    pub orphans: u32,
+    /// In TIME-WAIT.
+    pub time_wait: u32,
 }
 
 /// What a [`Ctx`] borrows, owned, for unit tests: build one, take contexts from it
@@ -210,6 +224,7 @@ impl TestStack {
             frag: &mut self.frag,
             tx_orphan,
             tx_apart: false,
+            death_row: DeathRow::default(),
         }
     }
 }

@@ -39,6 +39,9 @@ pub struct Tcb {
     pub(crate) accepted_ready: bool,
     pub(crate) in_accept_queue: bool,
     pub(crate) sk_err: Option<SocketError>,
+    /// `sk_err_soft`: an ICMP error on a synchronized connection, reported only if
+    /// it then times out (`tcp_write_err`) or by `SO_ERROR`; an ACK clears it.
+    pub(crate) sk_err_soft: Option<SocketError>,
     pub(crate) nodelay: bool,
     /// `TCP_CORK` (`TCP_NAGLE_CORK` in `tp->nonagle`).
     pub(crate) cork: bool,
@@ -326,6 +329,7 @@ impl Tcb {
             accepted_ready: false,
             in_accept_queue: false,
             sk_err: None,
+            sk_err_soft: None,
             nodelay: false,
             cork: false,
             pushed_seq: 1,

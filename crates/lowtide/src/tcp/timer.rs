@@ -201,6 +201,7 @@ impl Tcb {
     /// `TCP_RTO_MIN` take (`retransmits_timed_out`), or with `TCP_USER_TIMEOUT`.
     fn write_timeout(&mut self, ctx: &mut Ctx) -> bool {
         let syn = matches!(self.state, TcpState::SynSent | TcpState::SynRecv);
+        let mut orphan_alive = None;
         let (boundary, rto_base, mut expired) = if syn {
             // icsk_syn_retries (TCP_SYNCNT) or the sysctl: tcp_syn_retries for a SYN,
             // tcp_synack_retries for a passive SYN-RECV (reqsk_timer_handler); a
@@ -217,6 +218,7 @@ impl Tcb {
             (limit, TCP_TIMEOUT_INIT, self.retransmits >= max_retransmits)
         } else if self.shut_rd_by_close() {
             let alive = self.rto < TCP_RTO_MAX;
+            orphan_alive = Some(alive);
             (self.orphan_retries(ctx, alive), TCP_RTO_MIN, false)
         } else {
             (ctx.cfg.tcp_retries2, TCP_RTO_MIN, false)
@@ -228,6 +230,10 @@ impl Tcb {
             };
             let start = self.retrans_stamp.unwrap_or(ctx.now);
             expired = ctx.now.saturating_since(start) >= timeout;
+        }
+        // An orphan: do_reset = alive || !retransmits_timed_out(retry_until).
+        if orphan_alive.is_some_and(|alive| self.out_of_resources(ctx, alive || !expired)) {
+            return true;
         }
         self.fastopen_detect_blackhole(ctx, expired);
         if expired {
@@ -248,10 +254,12 @@ impl Tcb {
         }
     }
 
-    /// `tcp_write_err`: the connection timed out.
+    /// `tcp_write_err`: the connection timed out, with the soft error an ICMP
+    /// message left if any, else `ETIMEDOUT`.
     pub(crate) fn write_err(&mut self, ctx: &mut Ctx) {
         ctx.mib.inc(Mib::TcpExtTCPAbortOnTimeout);
-        self.set_error(ctx, SocketError::TimedOut);
+        let err = self.sk_err_soft.take().unwrap_or(SocketError::TimedOut);
+        self.set_error(ctx, err);
     }
 
     /// `tcp_probe_timer`: probe a zero window, backing off like the RTO. RFC 1122
@@ -281,6 +289,9 @@ impl Tcb {
             max_probes = self.orphan_retries(ctx, alive);
             if !alive && self.backoff >= max_probes as u32 {
                 return self.write_err(ctx);
+            }
+            if self.out_of_resources(ctx, true) {
+                return;
             }
         }
         if self.probes_out >= max_probes {
@@ -371,6 +382,9 @@ impl Tcb {
 
     /// Enters TIME-WAIT (`tcp_time_wait`): 60 s, then CLOSED.
     pub(crate) fn enter_time_wait(&mut self, ctx: &mut Ctx) {
+        if self.time_wait_overflow(ctx) {
+            return;
+        }
         self.state = TcpState::TimeWait;
         ctx.mib.inc(Mib::TcpExtTW);
         self.pending = None;
@@ -444,6 +458,25 @@ mod tests {
 
     fn tcb() -> Tcb {
         Tcb::for_test(&Config::default())
+    }
+
+    #[test]
+    fn a_timeout_reports_the_soft_error_if_any() {
+        // tcp_write_err: sk_err = sk_err_soft ?: ETIMEDOUT.
+        let cfg = Config::default();
+        let mut ts = crate::tcp::TestStack::default();
+        for (soft, want) in [
+            (
+                Some(SocketError::HostUnreachable),
+                SocketError::HostUnreachable,
+            ),
+            (None, SocketError::TimedOut),
+        ] {
+            let mut t = tcb();
+            t.sk_err_soft = soft;
+            t.write_err(&mut ts.ctx(&cfg, Instant::ZERO, false));
+            assert_eq!((t.sk_err, t.state), (Some(want), TcpState::Closed));
+        }
     }
 
     #[test]

@@ -118,9 +118,12 @@ impl Shared {
         stack.set_tx_orphan(true);
         let sysctl = SysctlDir::new(flags.sysctl_dir.clone(), flags.report.clone());
         let device = DeviceDir::new(flags.device_dir.clone());
+        let mut host = Host::new(stack);
+        // Timestamps in cmsgs read the same clock as gettimeofday.
+        host.set_realtime_zero(Duration::from_micros(EPOCH_US));
         Shared {
             m: Mutex::new(State {
-                host: Host::new(stack),
+                host,
                 now_us: 0,
                 out: VecDeque::new(),
                 sysctl,

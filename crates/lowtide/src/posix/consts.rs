@@ -29,6 +29,10 @@ pub const SO_MAX_PACING_RATE: i32 = 47;
 pub const SO_MEMINFO: i32 = 55;
 pub const SO_MARK: i32 = 36;
 pub const SO_ZEROCOPY: i32 = 60;
+/// `SO_TIMESTAMPING` (`SO_TIMESTAMPING_OLD` on x86_64): `SOF_TIMESTAMPING_*` flags.
+pub const SO_TIMESTAMPING: i32 = 37;
+/// `SCM_TIMESTAMPING`: the cmsg of a timestamp (`struct scm_timestamping`).
+pub const SCM_TIMESTAMPING: i32 = SO_TIMESTAMPING;
 pub const SOL_IP: i32 = 0;
 pub const IP_RECVERR: i32 = 11;
 pub const SOL_IPV6: i32 = 41;

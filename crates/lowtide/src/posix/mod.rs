@@ -138,6 +138,8 @@ pub struct Host {
     stack: Stack,
     files: BTreeMap<Fd, File>,
     by_handle: HashMap<SocketHandle, Fd>,
+    /// What `CLOCK_REALTIME` read at `Instant::ZERO` (timestamps in cmsgs).
+    realtime_zero: core::time::Duration,
 }
 
 impl Host {
@@ -147,7 +149,15 @@ impl Host {
             stack,
             files: BTreeMap::new(),
             by_handle: HashMap::new(),
+            realtime_zero: core::time::Duration::ZERO,
         }
+    }
+
+    /// Sets what `CLOCK_REALTIME` read at [`Instant::ZERO`], so that timestamps the
+    /// socket layer reports (`SCM_TIMESTAMPING`) are wall-clock times as on Linux;
+    /// 0 (the default) reports the stack's own clock.
+    pub fn set_realtime_zero(&mut self, t: core::time::Duration) {
+        self.realtime_zero = t;
     }
 
     /// The stack (read-only: changes go through the host so it sees every wakeup).

@@ -73,11 +73,13 @@ impl Host {
     }
 
     /// `recvmsg(MSG_ERRQUEUE)` (`ip_recv_error`, `ipv6_recv_error`): never waits;
-    /// `EAGAIN` when the error queue is empty, else its oldest entry as an
-    /// `IP_RECVERR` (`IPV6_RECVERR` on an IPv6 socket) cmsg: the
-    /// `sock_extended_err` and a zeroed offender address (none for a zerocopy
-    /// completion), with `MSG_ERRQUEUE` in the flags. A completion has no bytes.
-    fn recv_error(&mut self, fd: Fd, _len: usize) -> Result<RecvMsg, Errno> {
+    /// `EAGAIN` when the error queue is empty, else its oldest entry: a timestamp
+    /// report's `SCM_TIMESTAMPING` cmsg first (`sock_recv_timestamp`; the software
+    /// time in `ts[0]` with `SOF_TIMESTAMPING_SOFTWARE`), then an `IP_RECVERR`
+    /// (`IPV6_RECVERR` on an IPv6 socket) cmsg: the `sock_extended_err` and a zeroed
+    /// offender address, with `MSG_ERRQUEUE` in the flags, and `MSG_TRUNC` when the
+    /// entry's bytes exceed `len` (none are copied: lowtide keeps only their count).
+    fn recv_error(&mut self, fd: Fd, len: usize) -> Result<RecvMsg, Errno> {
         let s = self.sock(fd)?;
         // inet6_recv_error for an AF_INET6 socket, IPv4-mapped peers included.
         let v6 = s.family == AF_INET6;
@@ -92,12 +94,39 @@ impl Host {
             false => (SOL_IP, IP_RECVERR, 16),    // sizeof(struct sockaddr_in)
             true => (SOL_IPV6, IPV6_RECVERR, 28), // sizeof(struct sockaddr_in6)
         };
-        let mut data = ee.to_bytes().to_vec();
+        let mut cmsgs = Vec::new();
+        if let Some(c) = self.scm_timestamping(fd, ee.tstamp) {
+            cmsgs.push(c);
+        }
+        let mut data = ee.ee.to_bytes().to_vec();
         data.resize(data.len() + offender, 0);
+        cmsgs.push(Cmsg { level, kind, data });
+        let mut flags = MSG_ERRQUEUE;
+        if ee.len as usize > len {
+            flags |= MSG_TRUNC;
+        }
         Ok(RecvMsg {
             len: 0,
-            flags: MSG_ERRQUEUE,
-            cmsgs: vec![Cmsg { level, kind, data }],
+            flags,
+            cmsgs,
+        })
+    }
+
+    /// `struct scm_timestamping` for `tstamp`: `ts[0]` the software time when the
+    /// socket asked for it (`SOF_TIMESTAMPING_SOFTWARE`); none when all are empty.
+    fn scm_timestamping(&self, fd: Fd, tstamp: Option<Instant>) -> Option<Cmsg> {
+        use crate::tcp::tstamp::{realtime, SOF_TIMESTAMPING_SOFTWARE};
+        let h = self.conn(fd).ok().flatten()?;
+        let flags = self.stack.timestamping(h).ok()?;
+        let t = tstamp.filter(|_| flags & SOF_TIMESTAMPING_SOFTWARE != 0)?;
+        let (sec, nsec) = realtime(t, self.realtime_zero);
+        let mut data = vec![0u8; 48]; // three struct __kernel_old_timespec
+        data[..8].copy_from_slice(&sec.to_ne_bytes());
+        data[8..16].copy_from_slice(&nsec.to_ne_bytes());
+        Some(Cmsg {
+            level: SOL_SOCKET,
+            kind: SCM_TIMESTAMPING,
+            data,
         })
     }
 }

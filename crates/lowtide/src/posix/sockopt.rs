@@ -8,6 +8,7 @@ use crate::tcp::fastopen::{FastOpenKeys, TFO_CLIENT_ENABLE};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
 use crate::tcp::sockopt::MAX_TCP_SYNCNT;
+use crate::tcp::tstamp::{check_flags, SOF_TIMESTAMPING_OPT_ID, SOF_TIMESTAMPING_OPT_ID_TCP};
 use crate::time::Instant;
 use crate::TcpState;
 
@@ -322,6 +323,17 @@ impl Host {
             // sock_setsockopt: needs CAP_NET_RAW or CAP_NET_ADMIN, which the embedding
             // process is taken to have (as packetdrill, root, does).
             (SOL_SOCKET, SO_MARK) => s.opts.mark = int_arg(val)? as u32,
+            (SOL_SOCKET, SO_TIMESTAMPING) => {
+                // An int, or struct so_timestamping { flags, bind_phc }.
+                let flags = int_arg(val.get(..4).unwrap_or(val))? as u32;
+                match conn {
+                    Some(h) => e(stack.set_timestamping(h, flags))?,
+                    // OPT_ID needs a connection (CLOSE and LISTEN refuse it).
+                    None if flags & SOF_TIMESTAMPING_OPT_ID != 0 => return err(errno::EINVAL),
+                    None => e(check_flags(flags))?,
+                }
+                s.opts.tsflags = flags & !(SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_ID_TCP);
+            }
             (SOL_SOCKET, SO_ZEROCOPY) => {
                 // sock_setsockopt: 0 or 1 only.
                 let on = match int_arg(val)? {
@@ -395,6 +407,13 @@ impl Host {
             }
             (SOL_TCP, TCP_INQ) => int(out, s.opts.recvmsg_inq as i32),
             (SOL_SOCKET, SO_ZEROCOPY) => int(out, s.opts.zerocopy as i32),
+            (SOL_SOCKET, SO_TIMESTAMPING) => {
+                let flags = match conn {
+                    Some(h) => self.stack.timestamping(h).map_err(Errno::from)?,
+                    None => s.opts.tsflags,
+                };
+                int(out, flags as i32)
+            }
             (SOL_SOCKET, SO_MARK) => int(out, s.opts.mark as i32),
             (SOL_SOCKET, SO_LINGER) => {
                 let mut b = [0u8; 8];

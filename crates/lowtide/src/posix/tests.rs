@@ -871,3 +871,112 @@ fn zerocopy_completions_reach_the_error_queue() {
     assert_eq!(errq(&mut n.a), Err(Errno(errno::EAGAIN)));
     assert_eq!(n.a.poll_mask(c).unwrap() & POLLERR, 0);
 }
+
+/// SO_TIMESTAMPING: OPT_ID needs a connection and unknown bits are EINVAL; each
+/// write's last byte reports SCHED then SND as its segment goes out, ACK when the
+/// peer acknowledges it, keys counted from snd_una at setsockopt, the software
+/// time in SCM_TIMESTAMPING before IP_RECVERR, MSG_TRUNC for the packet copy.
+#[test]
+fn so_timestamping_reports_sched_snd_and_ack() {
+    use crate::tcp::tstamp::*;
+    let mut n = Net::new();
+    let flags = SOF_TIMESTAMPING_TX_SCHED
+        | SOF_TIMESTAMPING_TX_SOFTWARE
+        | SOF_TIMESTAMPING_TX_ACK
+        | SOF_TIMESTAMPING_SOFTWARE
+        | SOF_TIMESTAMPING_OPT_ID;
+    let set = |h: &mut Host, fd, f: u32| {
+        h.setsockopt(
+            Instant::ZERO,
+            fd,
+            SOL_SOCKET,
+            SO_TIMESTAMPING,
+            &f.to_ne_bytes(),
+        )
+    };
+    let fresh = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(set(&mut n.a, fresh, flags), Err(Errno(errno::EINVAL)));
+    assert_eq!(set(&mut n.a, fresh, 1 << 20), Err(Errno(errno::EINVAL)));
+    let (c, _s, _) = n.connected();
+    n.a.set_realtime_zero(core::time::Duration::from_secs(1000));
+    assert_eq!(n.a.send(n.now, c, &[0; 100], 0), Ok(100));
+    n.run();
+    set(&mut n.a, c, flags).unwrap();
+    assert_eq!(
+        int_opt(&mut n.a, n.now, c, SOL_SOCKET, SO_TIMESTAMPING),
+        flags as i32
+    );
+    n.now += core::time::Duration::from_millis(5);
+    assert_eq!(n.a.send(n.now, c, &[1; 2000], 0), Ok(2000));
+    assert_eq!(n.a.send(n.now, c, &[2; 2000], 0), Ok(2000));
+    n.run();
+    let mut got = Vec::new();
+    while let Ok(m) = n.a.recvmsg(n.now, c, &mut [], MSG_ERRQUEUE) {
+        assert_eq!(m.flags, MSG_ERRQUEUE | MSG_TRUNC);
+        let [ts, re] = &m.cmsgs[..] else {
+            panic!("two cmsgs: {:?}", m.cmsgs)
+        };
+        assert_eq!(
+            (ts.level, ts.kind, ts.data.len()),
+            (SOL_SOCKET, SCM_TIMESTAMPING, 48)
+        );
+        let sec = i64::from_ne_bytes(ts.data[..8].try_into().unwrap());
+        let nsec = i64::from_ne_bytes(ts.data[8..16].try_into().unwrap());
+        assert_eq!(
+            (sec, nsec),
+            (1000, 5_000_000),
+            "ts[0]: the realtime of the event"
+        );
+        assert_eq!(re.kind, IP_RECVERR);
+        let u = |i: usize| u32::from_ne_bytes(re.data[i..i + 4].try_into().unwrap());
+        assert_eq!(
+            (u(0), re.data[4]),
+            (42, SO_EE_ORIGIN_TIMESTAMPING),
+            "ENOMSG"
+        );
+        got.push((u(8), u(12)));
+    }
+    // Keys count from snd_una (100 bytes already acknowledged): 1999 and 3999.
+    let want = [
+        (SCM_TSTAMP_SCHED, 1999),
+        (SCM_TSTAMP_SND, 1999),
+        (SCM_TSTAMP_SCHED, 3999),
+        (SCM_TSTAMP_SND, 3999),
+        (SCM_TSTAMP_ACK, 1999),
+        (SCM_TSTAMP_ACK, 3999),
+    ];
+    assert_eq!(got, want);
+}
+
+/// Two writes into one unsent skb (corked) keep one mark, the later write's end
+/// (tcp_tx_timestamp overwrites shinfo->tskey); OPT_TSONLY reports carry no copy.
+#[test]
+fn so_timestamping_marks_the_skb_once_and_tsonly_has_no_bytes() {
+    use crate::tcp::tstamp::*;
+    let mut n = Net::new();
+    let (c, _s, _) = n.connected();
+    let flags = SOF_TIMESTAMPING_TX_ACK | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+    n.a.setsockopt(n.now, c, SOL_SOCKET, SO_TIMESTAMPING, &flags.to_ne_bytes())
+        .unwrap();
+    n.a.setsockopt(n.now, c, SOL_TCP, TCP_CORK, &1i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(n.a.send(n.now, c, &[1; 10], 0), Ok(10));
+    assert_eq!(n.a.send(n.now, c, &[2; 10], 0), Ok(10));
+    n.a.setsockopt(n.now, c, SOL_TCP, TCP_CORK, &0i32.to_ne_bytes())
+        .unwrap();
+    n.run();
+    let m = n.a.recvmsg(n.now, c, &mut [], MSG_ERRQUEUE).unwrap();
+    assert_eq!(m.flags, MSG_ERRQUEUE, "TSONLY: nothing to truncate");
+    assert_eq!(
+        m.cmsgs.len(),
+        1,
+        "no SOF_TIMESTAMPING_SOFTWARE: no SCM_TIMESTAMPING"
+    );
+    let re = &m.cmsgs[0].data;
+    let u = |i: usize| u32::from_ne_bytes(re[i..i + 4].try_into().unwrap());
+    assert_eq!((u(8), u(12)), (SCM_TSTAMP_ACK, 19));
+    assert_eq!(
+        n.a.recvmsg(n.now, c, &mut [], MSG_ERRQUEUE),
+        Err(Errno(errno::EAGAIN))
+    );
+}

@@ -167,12 +167,22 @@ impl Stack {
 
     /// `recvmsg(MSG_ERRQUEUE)` (`sock_dequeue_err_skb`): the oldest error-queue entry
     /// (a `MSG_ZEROCOPY` completion: `origin` `SO_EE_ORIGIN_ZEROCOPY`, the ids
-    /// `info..=data`), or `None` when the queue is empty.
+    /// `info..=data`; or an `SO_TIMESTAMPING` report), or `None` when it is empty.
     pub fn recv_errqueue(
         &mut self,
         h: SocketHandle,
-    ) -> Result<Option<crate::tcp::errqueue::SockExtendedErr>, SocketError> {
+    ) -> Result<Option<crate::tcp::errqueue::ErrEntry>, SocketError> {
         Ok(self.tcb_mut(h)?.errq.dequeue())
+    }
+
+    /// `SO_TIMESTAMPING` on a connection (`sock_set_timestamping`; `tcp/tstamp.rs`).
+    pub fn set_timestamping(&mut self, h: SocketHandle, flags: u32) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.set_timestamping(flags)
+    }
+
+    /// `SO_TIMESTAMPING` (getsockopt): the connection's `sk_tsflags`.
+    pub fn timestamping(&self, h: SocketHandle) -> Result<u32, SocketError> {
+        Ok(self.tcb(h)?.timestamping())
     }
 
     /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the

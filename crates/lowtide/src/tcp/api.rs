@@ -129,10 +129,13 @@ impl Tcb {
             }
         }
         if copied < data.len() {
-            // wait_for_space: tcp_push(flags & ~MSG_MORE, TCP_NAGLE_PUSH).
+            // wait_for_space: tcp_push(flags & ~MSG_MORE, TCP_NAGLE_PUSH), before
+            // the write ends (out:) with tcp_tx_timestamp and tcp_push.
             self.nospace = true;
             self.tcp_push(ctx, false, true);
+            self.tx_timestamp();
         } else {
+            self.tx_timestamp();
             self.tcp_push(ctx, more, false);
         }
         Ok(copied)

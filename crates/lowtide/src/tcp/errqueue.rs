@@ -65,6 +65,19 @@ impl SockExtendedErr {
 }
 
 /// `struct ubuf_info_msgzc`: the id range of sends whose data is still queued.
+/// One error-queue entry (an skb on `sk_error_queue`): its `sock_extended_err`,
+/// the software timestamp of a timestamp report (`SO_TIMESTAMPING`), and the bytes
+/// it carries (a report's copy of the packet, unless `SOF_TIMESTAMPING_OPT_TSONLY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrEntry {
+    /// The extended error.
+    pub ee: SockExtendedErr,
+    /// When the reported event happened (`skb->tstamp`), for `SCM_TIMESTAMPING`.
+    pub tstamp: Option<crate::time::Instant>,
+    /// Payload bytes (`skb->len`): a reader's smaller buffer gets `MSG_TRUNC`.
+    pub len: u32,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Uarg {
     id: u32,
@@ -80,7 +93,7 @@ struct Uarg {
 #[derive(Debug, Default)]
 pub(crate) struct ErrQueue {
     /// `sk_error_queue`.
-    queue: VecDeque<SockExtendedErr>,
+    queue: VecDeque<ErrEntry>,
     /// `SOCK_ZEROCOPY` (`SO_ZEROCOPY`).
     pub zerocopy: bool,
     /// `sk_zckey`: the next notification id.
@@ -98,10 +111,22 @@ impl ErrQueue {
     }
 
     /// `sock_dequeue_err_skb`: the oldest entry, which frees its memory.
-    pub fn dequeue(&mut self) -> Option<SockExtendedErr> {
+    pub fn dequeue(&mut self) -> Option<ErrEntry> {
         let e = self.queue.pop_front()?;
-        self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE);
+        self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE + e.len);
         Some(e)
+    }
+
+    /// `sock_queue_err_skb` for a timestamp report: queued unless the error queue
+    /// already holds `limit` bytes (`sk_rcvbuf`), which drops it as Linux does.
+    pub fn queue_report(&mut self, e: ErrEntry, limit: u32) -> bool {
+        let size = NOTIFY_TRUESIZE + e.len;
+        if self.omem.saturating_add(size) >= limit {
+            return false;
+        }
+        self.omem += size;
+        self.queue.push_back(e);
+        true
     }
 
     /// `msg_zerocopy_realloc` for a send of `size` bytes: extends the range of the
@@ -193,13 +218,17 @@ impl ErrQueue {
             data: lo.wrapping_add(u.len - 1),
             ..SockExtendedErr::default()
         };
-        if let Some(tail) = self.queue.back_mut() {
+        if let Some(tail) = self.queue.back_mut().map(|t| &mut t.ee) {
             if tail.origin == SO_EE_ORIGIN_ZEROCOPY && notify_extend(tail, lo, u.len) {
                 self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE); // consume_skb
                 return;
             }
         }
-        self.queue.push_back(ee);
+        self.queue.push_back(ErrEntry {
+            ee,
+            tstamp: None,
+            len: 0,
+        });
     }
 }
 
@@ -259,10 +288,10 @@ mod tests {
         assert_eq!(send(&mut q, 100, None, 301), 2, "sent tail: a new range");
         assert!(!q.complete_acked(200));
         assert!(q.complete_acked(201));
-        let e = q.dequeue().unwrap();
+        let e = q.dequeue().unwrap().ee;
         assert_eq!((e.info, e.data, e.code), (0, 1, SO_EE_CODE_ZEROCOPY_COPIED));
         assert!(q.complete_acked(301));
-        assert_eq!(q.dequeue().map(|e| (e.info, e.data)), Some((2, 2)));
+        assert_eq!(q.dequeue().map(|e| (e.ee.info, e.ee.data)), Some((2, 2)));
         assert_eq!(q.dequeue(), None);
         assert_eq!(q.omem, 0);
     }
@@ -276,7 +305,7 @@ mod tests {
         q.complete_acked(21);
         send(&mut q, 10, None, 31);
         q.complete_acked(31);
-        assert_eq!(q.dequeue().map(|e| (e.info, e.data)), Some((0, 2)));
+        assert_eq!(q.dequeue().map(|e| (e.ee.info, e.ee.data)), Some((0, 2)));
         assert_eq!(q.dequeue(), None);
         assert_eq!(q.omem, 0, "the merged notifications were consumed");
     }
@@ -292,7 +321,7 @@ mod tests {
         q.realloc(10, Some(0), 131_072).unwrap();
         q.sent(0, 0, true);
         q.complete_acked(11);
-        assert_eq!(q.dequeue().map(|e| (e.info, e.data)), Some((0, 0)));
+        assert_eq!(q.dequeue().map(|e| (e.ee.info, e.ee.data)), Some((0, 0)));
     }
 
     #[test]

@@ -718,8 +718,10 @@ impl Tcb {
         let c = self.rtx.clean(ack, self.mss_cache);
         self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
         if ack > self.snd_una {
+            let prior = self.snd_una;
             self.snd_una_update(ack);
             self.reno_dupacks = self.reno_dupacks.saturating_sub(c.acked_segs);
+            self.tstamp_acked(ctx, prior, (ack - prior).min(u32::MAX as u64) as u32);
         }
         if c.acked_segs > 0 {
             self.retransmits = 0;

@@ -25,6 +25,7 @@
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
 //! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit` |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
+//! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
 //! | [`cong`] | `tcp_congestion_ops`: Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), lib/win_minmax.c |
@@ -72,6 +73,7 @@ pub mod sockopt;
 pub(crate) mod syncookies;
 pub(crate) mod timer;
 pub(crate) mod tlp;
+pub mod tstamp;
 
 use crate::config::Config;
 use crate::mib::Counters;

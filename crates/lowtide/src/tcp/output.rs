@@ -321,7 +321,12 @@ impl Tcb {
                 _ => 0,
             },
         };
+        let ip_len = pkt.0.len() + pkt.1.len();
         push(ctx, pkt, mss, payload.len(), token);
+        if !payload.is_empty() {
+            // dev_queue_xmit's SCM_TSTAMP_SCHED, the driver's SCM_TSTAMP_SND.
+            self.tstamp_sent(ctx, seq, seq + payload.len() as u64, ip_len);
+        }
     }
 
     /// `tcp_event_ack_sent`: any segment we send carries the ACK we owed.

@@ -309,6 +309,8 @@ pub struct Tcb {
     pub(crate) created: Instant,
     /// TCP Fast Open (`tcp/fastopen.rs`).
     pub(crate) tfo: super::fastopen::TfoSock,
+    /// `SO_TIMESTAMPING` (`tcp/tstamp.rs`).
+    pub(crate) tstamp: super::tstamp::Timestamping,
 }
 
 impl Tcb {
@@ -485,6 +487,7 @@ impl Tcb {
             rtt_sum_us: 0,
             created: now,
             tfo: Default::default(),
+            tstamp: Default::default(),
         }
     }
 

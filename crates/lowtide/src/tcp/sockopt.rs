@@ -49,6 +49,9 @@ pub struct SockOptions {
     pub v6only: bool,
     /// `SO_ZEROCOPY` (`SOCK_ZEROCOPY`).
     pub zerocopy: bool,
+    /// `SO_TIMESTAMPING` flags (`sk_tsflags`) set before a connection (no
+    /// `SOF_TIMESTAMPING_OPT_ID`, which needs one); children inherit them.
+    pub tsflags: u32,
     /// `TCP_SYNCNT` (`icsk_syn_retries`); 0 when unset (the sysctl decides).
     pub syn_retries: u8,
     /// `TCP_QUICKACK` set to 0 (`inet_csk_enter_pingpong_mode`): the connection
@@ -127,6 +130,7 @@ impl Tcb {
         }
         self.keepalive = o.keepalive;
         self.syn_retries = o.syn_retries;
+        self.tstamp.flags = o.tsflags;
         if o.pingpong {
             self.pingpong = super::delack::TCP_PINGPONG_THRESH;
         }

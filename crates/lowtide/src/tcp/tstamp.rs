@@ -1,0 +1,209 @@
+//! `SO_TIMESTAMPING` transmit timestamps for TCP (Documentation/networking/
+//! timestamping.rst; net/core/sock.c `sock_set_timestamping`, tcp.c
+//! `tcp_tx_timestamp`, net/core/skbuff.c `__skb_tstamp_tx`, tcp_input.c
+//! `tcp_ack_tstamp`).
+//!
+//! A write marks its last byte (`tskey`) when it ends with data still unsent in
+//! the write queue's tail skb; the report points are when the segment holding that
+//! byte enters the device queue (`SCM_TSTAMP_SCHED`), when the driver takes it
+//! (`SCM_TSTAMP_SND`), and when the peer acknowledges the byte (`SCM_TSTAMP_ACK`).
+//! Each report is an error-queue entry with `ee_errno` `ENOMSG`, origin
+//! `SO_EE_ORIGIN_TIMESTAMPING`, the report type in `ee_info` and, with
+//! `SOF_TIMESTAMPING_OPT_ID`, the key relative to the socket's `sk_tskey` in
+//! `ee_data`.
+//!
+//! lowtide keeps the marked bytes per connection rather than per skb, which is the
+//! same thing: a split skb keeps the mark on the part holding the byte
+//! (`tcp_fragment_tstamp`), and a later write into the same unsent skb moves it.
+//! Where lowtide differs: its device takes a packet when the stack emits it, so
+//! `SCM_TSTAMP_SND` follows `SCM_TSTAMP_SCHED` at once; there are no hardware or
+//! receive timestamps, and `SOF_TIMESTAMPING_OPT_STATS`/`OPT_PKTINFO` add nothing.
+
+use super::sock::Tcb;
+use super::{Ctx, TcpState};
+use crate::socket::{EventKind, SocketError};
+use crate::time::Instant;
+use std::collections::VecDeque;
+
+/// `SOF_TIMESTAMPING_TX_HARDWARE`.
+pub const SOF_TIMESTAMPING_TX_HARDWARE: u32 = 1 << 0;
+/// `SOF_TIMESTAMPING_TX_SOFTWARE`: report when the driver takes the packet.
+pub const SOF_TIMESTAMPING_TX_SOFTWARE: u32 = 1 << 1;
+/// `SOF_TIMESTAMPING_SOFTWARE`: reports carry the software timestamp.
+pub const SOF_TIMESTAMPING_SOFTWARE: u32 = 1 << 4;
+/// `SOF_TIMESTAMPING_OPT_ID`: reports carry the byte's key in `ee_data`.
+pub const SOF_TIMESTAMPING_OPT_ID: u32 = 1 << 7;
+/// `SOF_TIMESTAMPING_TX_SCHED`: report when the packet enters the device queue.
+pub const SOF_TIMESTAMPING_TX_SCHED: u32 = 1 << 8;
+/// `SOF_TIMESTAMPING_TX_ACK`: report when the peer acknowledges the byte.
+pub const SOF_TIMESTAMPING_TX_ACK: u32 = 1 << 9;
+/// `SOF_TIMESTAMPING_OPT_TSONLY`: reports carry no copy of the packet.
+pub const SOF_TIMESTAMPING_OPT_TSONLY: u32 = 1 << 11;
+/// `SOF_TIMESTAMPING_OPT_ID_TCP`: the key counts from `write_seq`, not `snd_una`.
+pub const SOF_TIMESTAMPING_OPT_ID_TCP: u32 = 1 << 16;
+/// `SOF_TIMESTAMPING_MASK`: every flag Linux 6.18 knows (up to `OPT_RX_FILTER`).
+pub const SOF_TIMESTAMPING_MASK: u32 = (1 << 18) - 1;
+/// `SOF_TIMESTAMPING_TX_RECORD_MASK`: the flags that mark a write.
+const TX_RECORD_MASK: u32 = SOF_TIMESTAMPING_TX_HARDWARE
+    | SOF_TIMESTAMPING_TX_SOFTWARE
+    | SOF_TIMESTAMPING_TX_SCHED
+    | SOF_TIMESTAMPING_TX_ACK;
+
+/// `SCM_TSTAMP_SND`: the driver took the packet.
+pub const SCM_TSTAMP_SND: u32 = 0;
+/// `SCM_TSTAMP_SCHED`: the packet entered the device queue.
+pub const SCM_TSTAMP_SCHED: u32 = 1;
+/// `SCM_TSTAMP_ACK`: the peer acknowledged the byte.
+pub const SCM_TSTAMP_ACK: u32 = 2;
+/// `SO_EE_ORIGIN_TIMESTAMPING`.
+pub const SO_EE_ORIGIN_TIMESTAMPING: u8 = 4;
+/// `ENOMSG`: the `ee_errno` of a timestamp report.
+const ENOMSG: u32 = 42;
+
+/// One marked byte (`skb_shinfo(skb)->tskey`) and the reports it asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mark {
+    /// Stream offset of the byte.
+    key: u64,
+    /// The `SOF_TIMESTAMPING_TX_*` flags of the write that marked it.
+    flags: u32,
+}
+
+/// A connection's `SO_TIMESTAMPING` state.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Timestamping {
+    /// `sk_tsflags`.
+    pub flags: u32,
+    /// `sk_tskey`: the stream offset keys count from (`SOF_TIMESTAMPING_OPT_ID`).
+    tskey: u64,
+    /// Marked bytes not yet acknowledged, in stream order.
+    marks: VecDeque<Mark>,
+}
+
+impl Tcb {
+    /// `sock_set_timestamping` on a connection: unknown flags and `OPT_ID_TCP`
+    /// without `OPT_ID` are `EINVAL`, as is turning `OPT_ID` on in CLOSE or LISTEN;
+    /// turning it on starts the keys at `snd_una` (`write_seq` with `OPT_ID_TCP`).
+    pub(crate) fn set_timestamping(&mut self, flags: u32) -> Result<(), SocketError> {
+        check_flags(flags)?;
+        let ts = &mut self.tstamp;
+        if flags & SOF_TIMESTAMPING_OPT_ID != 0 && ts.flags & SOF_TIMESTAMPING_OPT_ID == 0 {
+            if matches!(self.state, TcpState::Closed | TcpState::Listen) {
+                return Err(SocketError::InvalidInput);
+            }
+            ts.tskey = match flags & SOF_TIMESTAMPING_OPT_ID_TCP {
+                0 => self.snd_una,
+                _ => self.write_seq,
+            };
+        }
+        ts.flags = flags;
+        Ok(())
+    }
+
+    /// `tcp_tx_timestamp` at the end of a write: with a transmit timestamp asked
+    /// for, the last byte of the write queue's tail skb (still unsent) is marked;
+    /// an earlier mark in that same skb is replaced (`shinfo->tskey` is one per skb).
+    pub(crate) fn tx_timestamp(&mut self) {
+        let flags = self.tstamp.flags & TX_RECORD_MASK;
+        let Some(tail) = self.write_queue.back() else {
+            return;
+        };
+        if flags == 0 || tail.data.is_empty() {
+            return;
+        }
+        let (start, key) = (tail.seq, tail.seq + tail.data.len() as u64 - 1);
+        let marks = &mut self.tstamp.marks;
+        if marks.back().is_some_and(|m| m.key >= start) {
+            marks.pop_back();
+        }
+        marks.push_back(Mark { key, flags });
+    }
+
+    /// A segment `[seq, end)` of `ip_len` bytes goes to the device: the
+    /// `SCM_TSTAMP_SCHED` and `SCM_TSTAMP_SND` reports of the bytes it carries
+    /// (a retransmission reports again, as its clone keeps the skb's flags).
+    pub(crate) fn tstamp_sent(&mut self, ctx: &mut Ctx, seq: u64, end: u64, ip_len: usize) {
+        if self.tstamp.marks.is_empty() {
+            return;
+        }
+        let hits: Vec<Mark> = self
+            .tstamp
+            .marks
+            .iter()
+            .filter(|m| m.key >= seq && m.key < end)
+            .copied()
+            .collect();
+        for m in hits {
+            if m.flags & SOF_TIMESTAMPING_TX_SCHED != 0 {
+                self.tstamp_report(ctx, m.key, SCM_TSTAMP_SCHED, ip_len as u32);
+            }
+            if m.flags & SOF_TIMESTAMPING_TX_SOFTWARE != 0 {
+                self.tstamp_report(ctx, m.key, SCM_TSTAMP_SND, ip_len as u32);
+            }
+        }
+    }
+
+    /// `tcp_ack_tstamp`: `snd_una` moved from `prior` past marked bytes; those with
+    /// `SOF_TIMESTAMPING_TX_ACK` report `SCM_TSTAMP_ACK` (the skb's payload is the
+    /// copy), and every mark below `snd_una` is done.
+    pub(crate) fn tstamp_acked(&mut self, ctx: &mut Ctx, prior: u64, skb_len: u32) {
+        while let Some(m) = self.tstamp.marks.front().copied() {
+            if m.key >= self.snd_una {
+                break;
+            }
+            self.tstamp.marks.pop_front();
+            if m.key >= prior && m.flags & SOF_TIMESTAMPING_TX_ACK != 0 {
+                self.tstamp_report(ctx, m.key, SCM_TSTAMP_ACK, skb_len);
+            }
+        }
+    }
+
+    /// `__skb_complete_tx_timestamp`: the report on the error queue, and a wakeup.
+    fn tstamp_report(&mut self, ctx: &mut Ctx, key: u64, kind: u32, len: u32) {
+        let ts = &self.tstamp;
+        let data = match ts.flags & SOF_TIMESTAMPING_OPT_ID {
+            0 => 0,
+            _ => key.wrapping_sub(ts.tskey) as u32,
+        };
+        let len = match ts.flags & SOF_TIMESTAMPING_OPT_TSONLY {
+            0 => len,
+            _ => 0,
+        };
+        let entry = super::errqueue::ErrEntry {
+            ee: super::errqueue::SockExtendedErr {
+                errno: ENOMSG,
+                origin: SO_EE_ORIGIN_TIMESTAMPING,
+                info: kind,
+                data,
+                ..Default::default()
+            },
+            tstamp: Some(ctx.now),
+            len,
+        };
+        if self.errq.queue_report(entry, self.rcvbuf) {
+            self.notify(ctx, EventKind::ErrQueue);
+        }
+    }
+
+    /// `SO_TIMESTAMPING` (getsockopt): `sk_tsflags`.
+    pub(crate) fn timestamping(&self) -> u32 {
+        self.tstamp.flags
+    }
+}
+
+/// `sock_set_timestamping`'s checks that do not depend on the socket's state.
+pub fn check_flags(flags: u32) -> Result<(), SocketError> {
+    if flags & !SOF_TIMESTAMPING_MASK != 0
+        || (flags & SOF_TIMESTAMPING_OPT_ID_TCP != 0 && flags & SOF_TIMESTAMPING_OPT_ID == 0)
+    {
+        return Err(SocketError::InvalidInput);
+    }
+    Ok(())
+}
+
+/// The time a report carries as `struct timespec` seconds and nanoseconds, given
+/// what `CLOCK_REALTIME` read at [`Instant::ZERO`].
+pub fn realtime(at: Instant, realtime_zero: core::time::Duration) -> (i64, i64) {
+    let t = realtime_zero + at.saturating_since(Instant::ZERO);
+    (t.as_secs() as i64, t.subsec_nanos() as i64)
+}

@@ -188,11 +188,28 @@ impl Tcb {
         o
     }
 
+    /// `tcp_advertise_mss`: the MSS option of our SYN, at most what the route allows
+    /// (`dst_metric_advmss`: the path MTU less 40 bytes of headers, 60 for IPv6, at
+    /// least `ip_rt_min_advmss` 256), which then becomes `advmss`.
+    fn advertise_mss(&mut self) -> u32 {
+        let hdr = if self.tuple.local.is_ipv6() { 60 } else { 40 };
+        let route = self.pmtu_cookie.saturating_sub(hdr).max(256);
+        if self.pmtu_cookie > 0 && route < self.advmss {
+            self.advmss = route;
+        }
+        self.advmss
+    }
+
     /// Options for our SYN or SYN-ACK (`tcp_syn_options`/`tcp_synack_options`).
-    fn syn_options(&self, ctx: &Ctx) -> TcpOptions {
+    fn syn_options(&mut self, ctx: &Ctx) -> TcpOptions {
         let active = self.state == TcpState::SynSent;
+        let mss = if active {
+            self.advertise_mss()
+        } else {
+            self.advmss
+        };
         let mut o = TcpOptions {
-            mss: Some(self.advmss.min(65535) as u16),
+            mss: Some(mss.min(65535) as u16),
             ..TcpOptions::default()
         };
         if (active && ctx.cfg.tcp_window_scaling) || self.wscale_ok {
@@ -641,10 +658,11 @@ impl Tcb {
             let quota = (self.cw.snd_cwnd - in_flight)
                 .min(GSO_MAX_SIZE / mss)
                 .max(1);
-            // tcp_retransmit_skb: at most `pcount` (and the quota's) segments of the
-            // current MSS, which is smaller than at the first sending after the path
-            // MTU fell (tcp/pmtu.rs); otherwise the same as `pcount > quota`.
-            let limit = pcount.min(quota) * mss;
+            // __tcp_retransmit_skb: at most the quota's segments of the current MSS
+            // (`len = cur_mss * segs`); after the path MTU fell (tcp/pmtu.rs) the skb
+            // goes again as more, smaller segments (tcp_set_skb_tso_segs).
+            let _ = pcount;
+            let limit = quota * mss;
             if len > limit {
                 self.rtx.split_at(seq + limit as u64, mss);
             }

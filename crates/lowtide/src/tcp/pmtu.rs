@@ -76,8 +76,18 @@ impl Tcb {
         if self.state.is_synchronized() {
             self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);
             self.simple_retransmit(ctx);
+        } else if self.state == TcpState::SynSent && self.tfo.syn_data {
+            // tcp_simple_retransmit in SYN-SENT after Fast Open SYN data: the SYN
+            // and its data are taken as lost (MSS -1), and the SYN goes again at
+            // once, bare and with the route's smaller MSS (tcp_advertise_mss); the
+            // data waits for the SYN-ACK (tcp_rcv_fastopen_synack resends it).
+            self.rtx.mark_lost_longer_than(0);
+            self.enter_simple_loss();
+            ctx.mib.inc(crate::mib::Mib::TcpExtTCPSynRetrans);
+            self.transmit(ctx, 0, super::rtx::skb::FLAG_SYN, &bytes::Bytes::new(), 0);
+            self.rearm_rto(ctx);
         }
-        // In SYN-SENT the handshake takes the MSS from the cookie (`sync_mss`).
+        // Otherwise SYN-SENT takes the MSS from the cookie at the handshake.
         self.mss_cache != old
     }
 
@@ -107,6 +117,12 @@ impl Tcb {
         if self.rtx.lost_out == 0 {
             return;
         }
+        self.enter_simple_loss();
+        self.xmit_retransmit_queue(ctx);
+    }
+
+    /// `tcp_simple_retransmit`'s state change: Loss with ssthresh kept and no undo.
+    fn enter_simple_loss(&mut self) {
         if self.ca_state != CaState::Loss {
             self.high_seq = self.snd_nxt;
             self.cw.snd_ssthresh = self.current_ssthresh();
@@ -114,6 +130,5 @@ impl Tcb {
             self.undo_marker = None;
             self.set_ca_state(CaState::Loss);
         }
-        self.xmit_retransmit_queue(ctx);
     }
 }

@@ -98,3 +98,41 @@ fn data_the_synack_does_not_cover_is_sent_again_at_once() {
         "TFO_DATA_NOT_ACKED"
     );
 }
+
+/// ICMP "fragmentation needed" for a SYN with data (tcp_v4_mtu_reduced in SYN-SENT,
+/// tcp_simple_retransmit with the Fast Open case): the SYN goes again at once,
+/// bare, advertising the route's MSS (tcp_advertise_mss: MTU 800 less 40 bytes).
+#[test]
+fn frag_needed_on_syn_data_resends_a_bare_syn_with_the_route_mss() {
+    let mut st = Stack::new(Config::default(), 3);
+    st.add_address(me().ip());
+    let (h, _, syn, _) = open(&mut st, b"");
+    synack(&mut st, h, &syn, 0, Some(&[7; 8]));
+    while st.poll_transmit(Instant::ZERO).is_some() {}
+    let (_h2, n) = st
+        .connect_fastopen(
+            Instant::ZERO,
+            me(),
+            peer(),
+            &SockOptions::default(),
+            Some(&[1; 1000]),
+        )
+        .unwrap();
+    assert_eq!(n, 1000);
+    let syn_data = st
+        .poll_transmit(Instant::ZERO)
+        .expect("SYN with data")
+        .packet;
+    assert!(syn_data.len() > 1000);
+    let icmp = crate::output::pmtu::frag_needed(&syn_data, 800);
+    st.handle_packet(Instant::ZERO, &icmp, lowtide::RxChecksum::Verify);
+    let tx = st
+        .poll_transmit(Instant::ZERO)
+        .expect("the SYN again, at once");
+    let (th, hl) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+    assert_eq!(th.flags, TcpFlags::SYN);
+    assert_eq!(tx.packet.len(), 20 + hl, "no data");
+    assert_eq!(th.options.mss, Some(760));
+    assert_eq!(th.options.fastopen, None);
+    assert_eq!(st.counters().get(Mib::TcpExtTCPSynRetrans), 1);
+}

@@ -3,5 +3,5 @@
 mod buffer_pool;
 mod local_drop;
 mod mss;
-mod pmtu;
+pub(crate) mod pmtu;
 mod sndbuf;

@@ -35,7 +35,7 @@ fn narrow_path(p: &mut Pair, mtu: usize) -> Rc<RefCell<Vec<Vec<u8>>>> {
 
 /// An IPv4 packet from the router to A: ICMP type 3 code 4 with `mtu` as the next
 /// hop's MTU, quoting `dropped`'s IP header and the first 8 bytes of its TCP header.
-fn frag_needed(dropped: &[u8], mtu: u16) -> Vec<u8> {
+pub(crate) fn frag_needed(dropped: &[u8], mtu: u16) -> Vec<u8> {
     let quote = &dropped[..20 + 8];
     let mut icmp = vec![3, 4, 0, 0, 0, 0];
     icmp.extend_from_slice(&mtu.to_be_bytes());

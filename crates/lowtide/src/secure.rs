@@ -50,6 +50,15 @@ impl Secrets {
         }
     }
 
+    /// The connection table's key (`inet_ehash_secret`), drawn from `net_secret`.
+    pub fn ehash_key(&self) -> (u64, u64) {
+        let mut h = sip(self.net);
+        h.write(b"ehash");
+        let k0 = h.finish();
+        h.write(b"ehash");
+        (k0, h.finish())
+    }
+
     /// `secure_tcp_seq` / `secure_tcpv6_seq`: the hash of the 4-tuple plus the clock
     /// in 64 ns ticks (`seq_scale`: the 32-bit space wraps every 274 s, more than a
     /// maximum segment lifetime of 2 minutes).

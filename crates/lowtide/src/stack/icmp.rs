@@ -254,7 +254,7 @@ impl Stack {
     /// `tcp_done`), later it is only a soft error; a smaller path MTU is remembered
     /// for the destination and shrinks the connection's MSS (`tcp_v4_mtu_reduced`).
     fn tcp_err(&mut self, now: Instant, e: &IcmpError, action: IcmpAction) {
-        let Some(&index) = self.conns.get(&e.tuple) else {
+        let Some(index) = self.conns.get(&e.tuple) else {
             return;
         };
         if !self.in_flight(index, e.seq) {

@@ -95,7 +95,8 @@ pub struct Stack {
     addrs: Vec<IpAddr>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    conns: FxHashMap<FourTuple, u32>,
+    /// The established table, keyed with the secret (`tcp/ehash.rs`).
+    conns: tcp::ehash::ConnTable,
     listeners: FxHashMap<SocketAddr, u32>,
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     out: VecDeque<Transmit>,
@@ -143,7 +144,7 @@ impl Stack {
             addrs: Vec::new(),
             slots: Vec::new(),
             free: Vec::new(),
-            conns: FxHashMap::default(),
+            conns: tcp::ehash::ConnTable::new(secrets.ehash_key()),
             listeners: FxHashMap::default(),
             timers: BinaryHeap::new(),
             out: VecDeque::new(),
@@ -292,6 +293,7 @@ impl Stack {
     pub fn set_secret(&mut self, key: [u8; 32]) {
         let mut keyed = Rng::from_key(key);
         self.secrets = crate::secure::Secrets::new(keyed.key(), || keyed.next_u32());
+        self.conns.rekey(self.secrets.ehash_key());
         self.rng = Rng::from_key(keyed.key());
         self.challenge = tcp::ratelimit::ChallengeLimit::new(keyed.next_u64());
         self.ip_id = keyed.next_u32() as u16;
@@ -610,7 +612,7 @@ impl Stack {
     /// A program about to exit serves the stack until this is 0; TIME-WAIT only
     /// answers a retransmitted FIN and does not keep a Linux process alive either.
     pub fn closing_count(&self) -> usize {
-        let tcp = |&i: &u32| match &self.slots[i as usize].sock {
+        let tcp = |i: u32| match &self.slots[i as usize].sock {
             Some(Sock::Tcp(t)) => Some(t.state),
             _ => None,
         };
@@ -656,7 +658,7 @@ impl Stack {
         let slot = &mut self.slots[index as usize];
         if let Some(Sock::Tcp(t)) = slot.sock.take() {
             // A closed socket's tuple may serve a newer connection by now.
-            if self.conns.get(&t.tuple) == Some(&index) {
+            if self.conns.get(&t.tuple) == Some(index) {
                 self.conns.remove(&t.tuple);
             }
             if let Some(parent) = t.parent {
@@ -787,7 +789,7 @@ impl Stack {
             // tcp_set_state(TCP_CLOSE) -> unhash: the tuple is free at once; the
             // application's handle keeps the error to read.
             let tuple = tcb.tuple;
-            if self.conns.get(&tuple) == Some(&index) {
+            if self.conns.get(&tuple) == Some(index) {
                 self.conns.remove(&tuple);
             }
         }
@@ -849,7 +851,7 @@ impl Stack {
         };
         // A closed socket is no longer here (`after_tcb` unhashes it as tcp_done
         // does): its peer's segments find the listener or a reset.
-        if let Some(&index) = self.conns.get(&tuple) {
+        if let Some(index) = self.conns.get(&tuple) {
             self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
             return;
         }

@@ -46,6 +46,7 @@ pub mod consts;
 pub(crate) mod deathrow;
 pub(crate) mod delack;
 pub(crate) mod ecn;
+pub mod ehash;
 pub mod errqueue;
 pub mod fastopen;
 pub(crate) mod fastopen_active;

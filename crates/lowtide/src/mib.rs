@@ -164,6 +164,9 @@ mib! {
     TcpExtTCPPureDup,
     /// Segments dropped by the PAWS check (RFC 7323 section 5).
     TcpExtPAWSEstab,
+    /// SYN-ACKs refused with a reset because their TSecr echoes no time since our
+    /// first SYN (`LINUX_MIB_PAWSACTIVEREJECTED`).
+    TcpExtPAWSActive,
     /// Challenge ACKs sent (RFC 5961).
     TcpExtTCPChallengeACK,
     /// SYNs received in window (RFC 5961 section 4).

@@ -11,7 +11,7 @@ use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
 use bytes::Bytes;
-use lowtide_wire::tcp::{FastOpenOption, TcpRepr};
+use lowtide_wire::tcp::{FastOpenOption, TcpFlags, TcpRepr};
 
 /// `MAX_TCP_OPTION_SPACE`: the option room a SYN with data keeps free.
 const MAX_TCP_OPTION_SPACE: u32 = 40;
@@ -186,11 +186,20 @@ impl Tcb {
                 self.delivered -= 1;
             }
         }
-        // tcp_fastopen_add_skb: data in the SYN-ACK.
-        if !payload.is_empty() {
-            self.data_segs_in += 1;
-            self.queue_in_order(ctx, payload);
+        // tcp_fastopen_add_skb: data in the SYN-ACK, and its FIN (tcp_fin: CLOSE-WAIT,
+        // the ACK scheduled in pingpong mode, so tcp_rcv_synsent_state_process saves
+        // it too).
+        let fin = th.flags.contains(TcpFlags::FIN);
+        if !payload.is_empty() || fin {
+            if !payload.is_empty() {
+                self.data_segs_in += 1;
+                self.queue_in_order(ctx, payload);
+            }
             self.tfo.syn_data_acked = true;
+            if fin {
+                self.fin_seq.get_or_insert(self.rcv_nxt);
+                self.try_consume_fin(ctx);
+            }
         }
         false
     }

@@ -129,6 +129,15 @@ impl Tcb {
             }
             return;
         }
+        // The TSecr of an acceptable ACK must echo a time since our first SYN
+        // (retrans_stamp); else reset_and_undo: a reset, and SYN-SENT goes on.
+        if f.contains(TcpFlags::ACK) && !self.synsent_tsecr_ok(ctx, th) {
+            ctx.mib.inc(Mib::TcpExtPAWSActive);
+            if !f.contains(TcpFlags::RST) {
+                super::output::send_reset(ctx, self.tuple, th, 0);
+            }
+            return;
+        }
         if f.contains(TcpFlags::RST) {
             if f.contains(TcpFlags::ACK) {
                 ctx.mib.inc(Mib::TcpAttemptFails);
@@ -153,6 +162,16 @@ impl Tcb {
             self.state = TcpState::SynRecv;
             self.send_syn(ctx);
         }
+    }
+
+    /// `tcp_rcv_synsent_state_process`'s PAWS test: a non-zero TSecr lies between
+    /// our TSval at the first SYN (`retrans_stamp`) and now.
+    fn synsent_tsecr_ok(&self, ctx: &Ctx, th: &TcpRepr) -> bool {
+        let (Some((_, ecr)), Some(first)) = (th.options.timestamp, self.retrans_stamp) else {
+            return true;
+        };
+        let (lo, hi) = (self.tsval(first), self.tsval(ctx.now));
+        ecr == 0 || ecr.wrapping_sub(lo) <= hi.wrapping_sub(lo)
     }
 
     /// The SYN-ACK acknowledged our SYN (and `ack - 1` bytes of Fast Open data):
@@ -968,7 +987,7 @@ impl Tcb {
     }
 
     /// Once all data before the peer's FIN is in, take the FIN (`tcp_fin`).
-    fn try_consume_fin(&mut self, ctx: &mut Ctx) {
+    pub(super) fn try_consume_fin(&mut self, ctx: &mut Ctx) {
         let Some(fin) = self.fin_seq else { return };
         if fin != self.rcv_nxt || self.rcv_shutdown {
             if fin < self.rcv_nxt && self.rcv_shutdown {

@@ -1,7 +1,8 @@
 //! The ACK of the SYN-ACK (`tcp_rcv_synsent_state_process`'s last step): sent at
 //! once, or saved for data about to be written when a writer waits on the
 //! connection (`sk_write_pending`) or the socket is in pingpong mode
-//! (`TCP_QUICKACK` 0); and `TCP_QUICKACK` itself (`__tcp_sock_set_quickack`).
+//! (`TCP_QUICKACK` 0); `TCP_QUICKACK` itself (`__tcp_sock_set_quickack`); the
+//! SYN-ACK's PAWS test and a Fast Open SYN-ACK's FIN.
 
 use crate::common::*;
 use lowtide::tcp::sockopt::SockOptions;
@@ -173,4 +174,77 @@ fn quickack_on_sends_an_owed_ack_and_an_even_value_returns_to_pingpong() {
     st.set_quickack(at(42), h, 1).unwrap();
     assert_eq!(sent(&mut st, isn, at(42)), vec![]);
     assert!(st.quickack(h).unwrap());
+}
+
+/// tcp_rcv_synsent_state_process's PAWS test: a SYN-ACK whose TSecr echoes no time
+/// since our first SYN draws a reset (TcpExtPAWSActive) and SYN-SENT goes on; a
+/// later SYN-ACK echoing our SYN's TSval establishes the connection.
+#[test]
+fn synack_with_a_bad_tsecr_is_reset_and_a_good_one_connects() {
+    let mut st = stack();
+    let h = st
+        .connect_with(Instant::ZERO, me(), peer(), &SockOptions::default())
+        .unwrap();
+    let tx = st.poll_transmit(Instant::ZERO).expect("SYN");
+    let (syn, _) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+    let (tsval, _) = syn.options.timestamp.expect("timestamps on by default");
+    let synack_ts = |ecr: u32| TcpRepr {
+        seq: 5000,
+        ack: syn.seq.wrapping_add(1),
+        flags: TcpFlags::SYN | TcpFlags::ACK,
+        window: 65535,
+        options: TcpOptions {
+            mss: Some(1460),
+            timestamp: Some((77, ecr)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    from_peer(&mut st, h, at(10), synack_ts(tsval.wrapping_sub(5000)), &[]);
+    let tx = st.poll_transmit(at(10)).expect("a reset");
+    let (th, _) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+    assert!(th.flags.contains(TcpFlags::RST));
+    assert_eq!(st.counters().get(lowtide::Mib::TcpExtPAWSActive), 1);
+    assert_eq!(st.state(h), Ok(lowtide::TcpState::SynSent));
+    from_peer(&mut st, h, at(20), synack_ts(tsval), &[]);
+    assert_eq!(st.state(h), Ok(lowtide::TcpState::Established));
+}
+
+/// tcp_fastopen_add_skb on the client: a FIN in a SYN-ACK is taken (tcp_fin):
+/// CLOSE-WAIT, and the reader sees the end of the stream (after the data).
+#[test]
+fn fin_in_a_fast_open_synack_moves_to_close_wait() {
+    let opts = SockOptions {
+        fastopen_no_cookie: true,
+        ..SockOptions::default()
+    };
+    let mut st2 = {
+        let mut cfg = Config::default();
+        cfg.set("net.ipv4.tcp_fastopen", "5").unwrap();
+        let mut s = Stack::new(cfg, 3);
+        s.add_address(me().ip());
+        s
+    };
+    let (h, n) = st2
+        .connect_fastopen(Instant::ZERO, me(), peer(), &opts, Some(&[1; 100]))
+        .unwrap();
+    assert_eq!(n, 100);
+    let tx = st2.poll_transmit(Instant::ZERO).expect("SYN with data");
+    let (syn, _) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+    let th = TcpRepr {
+        seq: 5000,
+        ack: syn.seq.wrapping_add(101),
+        flags: TcpFlags::SYN | TcpFlags::ACK | TcpFlags::FIN,
+        window: 65535,
+        options: TcpOptions {
+            mss: Some(1460),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    from_peer(&mut st2, h, at(10), th, &[9; 50]);
+    assert_eq!(st2.state(h), Ok(lowtide::TcpState::CloseWait));
+    let mut buf = [0; 100];
+    assert_eq!(st2.recv(at(10), h, &mut buf).unwrap(), 50);
+    assert_eq!(st2.recv(at(10), h, &mut buf).unwrap(), 0, "end of stream");
 }

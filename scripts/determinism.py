@@ -2,7 +2,8 @@
 """The "no behaviour change" guard (issue 14): a fixed set of simulator runs whose
 results must not change when a commit only makes lowtide faster.
 
-Each run's JSON is normalized (wall-clock fields and output paths removed, keys
+Each run's JSON is normalized (wall-clock fields, output paths and results.json's
+provenance removed, keys
 sorted, long lists replaced by their length and SHA-256) and compared field by field
 with a reference: the committed files in tests/determinism/ (default), or the same
 runs of another binary (--against-bin, which scripts/check-determinism.sh --against
@@ -47,10 +48,11 @@ LONG_LIST = 50
 
 
 def normalize(v):
-    """Drops wall-clock fields and paths, sorts keys, digests long lists."""
+    """Drops wall-clock fields, paths and provenance (machine, load, commit), sorts
+    keys, digests long lists."""
     if isinstance(v, dict):
         return {k: normalize(x) for k, x in sorted(v.items())
-                if "wall" not in k and k != "out"}
+                if "wall" not in k and k not in ("out", "provenance", "real_provenance")}
     if isinstance(v, list):
         items = [normalize(x) for x in v]
         if len(items) > LONG_LIST:

@@ -16,8 +16,33 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
+/// DIR/results.json without its provenance (machine, load and commit: not a
+/// function of the plan), after checking that the provenance is there.
 fn results(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("results.json")).expect("results.json")
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("results.json parses");
+    let obj = v.as_object_mut().expect("an object");
+    let prov = obj
+        .remove("provenance")
+        .expect("results.json has a provenance");
+    for k in [
+        "commit",
+        "dirty",
+        "commit_source",
+        "rustc",
+        "lowtide_version",
+        "cpu_model",
+        "kernel",
+        "logical_cpus",
+        "loadavg_before",
+        "loadavg_after",
+        "sysctls",
+        "seeds",
+    ] {
+        assert!(prov.get(k).is_some(), "provenance.{k} missing: {prov}");
+    }
+    assert_eq!(prov["seeds"].as_array().map(Vec::len), Some(5), "{prov}");
+    serde_json::to_string_pretty(&v).expect("serializes")
 }
 
 fn run_ok(args: &[&str]) {
@@ -81,6 +106,19 @@ fn merged_shards_equal_one_run_byte_for_byte() {
     assert_eq!(results(&merged), results(&whole));
     let report = std::fs::read_to_string(merged.join("report.md")).expect("report");
     assert!(report.contains("IpOutRequests"), "{report}");
+    assert!(report.contains("## Provenance"), "{report}");
+    let text = std::fs::read_to_string(merged.join("results.json")).expect("merged");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("parses");
+    let shards = v["provenance"]["shards"].as_array().map(Vec::len);
+    assert_eq!(
+        shards,
+        Some(3),
+        "the shards' provenance is kept in the merge"
+    );
+    assert!(
+        report.contains("605ad7f184b6"),
+        "seed 004 by its Linux commit: {report}"
+    );
     // Two shards of the same slice do not merge.
     let dup = tmp("dup");
     let d0 = shard_dirs[0].to_str().unwrap();

@@ -6,6 +6,7 @@
 //! the results file, so a merged sweep renders as a single run does.
 
 mod plot;
+mod provenance;
 mod real;
 mod report;
 
@@ -77,8 +78,9 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
 
 /// Runs the command.
 pub fn run(args: &ExperimentArgs) -> ExitCode {
+    let mut prov = provenance::Provenance::start();
     if args.what == "merge" {
-        return run_merge(args);
+        return run_merge(args, &mut prov);
     }
     if !args.dirs.is_empty() {
         return usage_error(&format!(
@@ -98,7 +100,7 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
         },
     };
     if args.real {
-        return run_real(args, &exps);
+        return run_real(args, &exps, &prov);
     }
     let scale = if args.quick {
         Scale::Quick
@@ -118,11 +120,11 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
     };
     let records = run_specs(&specs, args.jobs as usize, sink);
     let file = ResultsFile::new(exps, scale, args.seed, plan_runs, args.shard, records);
-    finish(args, &file)
+    finish(args, &file, &prov)
 }
 
 /// `--real`: the real-path runs, added to the simulator's results in OUT (if any).
-fn run_real(args: &ExperimentArgs, exps: &[Experiment]) -> ExitCode {
+fn run_real(args: &ExperimentArgs, exps: &[Experiment], prov: &provenance::Provenance) -> ExitCode {
     let missing = real::missing_privileges();
     if !missing.is_empty() {
         return usage_error(&format!("experiment --real: {}", missing.join("; ")));
@@ -154,7 +156,15 @@ fn run_real(args: &ExperimentArgs, exps: &[Experiment]) -> ExitCode {
         }
         None => fresh.clone(),
     };
-    if let Err(e) = write_outputs(&args.out, &sim, Some(&real)) {
+    // The simulator's provenance stays; the real-path runs get their own.
+    let sysctls = provenance::non_default_sysctls(
+        (fresh.runs.iter()).map(|r| (r.experiment.map_or("", |e| e.name()), r.params.as_slice())),
+    );
+    let prov = Provenances {
+        sim: read_key(&args.out, PROVENANCE),
+        real: Some(prov.finish(sysctls)),
+    };
+    if let Err(e) = write_outputs(&args.out, &sim, Some(&real), &prov) {
         return run_failure(&format!("experiment: {e}"));
     }
     let failed: Vec<&real::RealCheck> = fresh.checks.iter().filter(|c| !c.pass).collect();
@@ -183,12 +193,30 @@ fn run_real(args: &ExperimentArgs, exps: &[Experiment]) -> ExitCode {
 
 /// The `"real"` section of DIR/results.json, if there is one.
 fn read_real(dir: &Path) -> Option<real::RealResults> {
-    let text = std::fs::read_to_string(dir.join("results.json")).ok()?;
-    let mut v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    serde_json::from_value(v.get_mut("real")?.take()).ok()
+    serde_json::from_value(read_key(dir, "real")?).ok()
 }
 
-fn run_merge(args: &ExperimentArgs) -> ExitCode {
+/// results.json's key for the provenance of the simulator runs.
+const PROVENANCE: &str = "provenance";
+/// results.json's key for the provenance of the real-path runs.
+const REAL_PROVENANCE: &str = "real_provenance";
+
+/// The provenance objects written to results.json (provenance.rs).
+struct Provenances {
+    /// Of the simulator runs (or their merge).
+    sim: Option<serde_json::Value>,
+    /// Of the real-path runs (`--real`).
+    real: Option<serde_json::Value>,
+}
+
+/// Top-level `key` of DIR/results.json, if there is one.
+fn read_key(dir: &Path, key: &str) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("results.json")).ok()?;
+    let mut v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(v.get_mut(key)?.take())
+}
+
+fn run_merge(args: &ExperimentArgs, prov: &mut provenance::Provenance) -> ExitCode {
     if args.real {
         return usage_error("experiment merge: --real does not apply (shards are simulator runs)");
     }
@@ -201,9 +229,11 @@ fn run_merge(args: &ExperimentArgs) -> ExitCode {
             Ok(f) => parts.push(f),
             Err(e) => return usage_error(&format!("experiment merge: {e}")),
         }
+        // The shards ran elsewhere or earlier: their provenance goes along.
+        prov.shards.extend(read_key(d, PROVENANCE));
     }
     match merge(parts, args.partial) {
-        Ok(file) => finish(args, &file),
+        Ok(file) => finish(args, &file, prov),
         Err(e) => usage_error(&format!("experiment merge: {e}")),
     }
 }
@@ -216,13 +246,22 @@ pub fn read_results(dir: &Path) -> Result<ResultsFile, String> {
 }
 
 /// Writes the files, prints the summary, and turns the checks into the exit code.
-fn finish(args: &ExperimentArgs, file: &ResultsFile) -> ExitCode {
+fn finish(args: &ExperimentArgs, file: &ResultsFile, prov: &provenance::Provenance) -> ExitCode {
     // A real-path section already in OUT stays (it is measured apart, with --real).
     let real = match file.shard {
         None => read_real(&args.out),
         Some(_) => None,
     };
-    if let Err(e) = write_outputs(&args.out, file, real.as_ref()) {
+    let sysctls = provenance::non_default_sysctls(
+        (file.runs.iter()).map(|r| (r.experiment.name(), r.params.as_slice())),
+    );
+    let prov = Provenances {
+        sim: Some(prov.finish(sysctls)),
+        real: real
+            .as_ref()
+            .and_then(|_| read_key(&args.out, REAL_PROVENANCE)),
+    };
+    if let Err(e) = write_outputs(&args.out, file, real.as_ref(), &prov) {
         return run_failure(&format!("experiment: {e}"));
     }
     let failed_runs: Vec<String> = (file.runs.iter())
@@ -266,12 +305,20 @@ fn write_outputs(
     out: &Path,
     file: &ResultsFile,
     real: Option<&real::RealResults>,
+    prov: &Provenances,
 ) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut v = serde_json::to_value(file).map_err(|e| e.to_string())?;
-    if let (Some(r), Some(obj)) = (real, v.as_object_mut()) {
-        let r = serde_json::to_value(r).map_err(|e| e.to_string())?;
-        obj.insert("real".into(), r);
+    if let Some(obj) = v.as_object_mut() {
+        if let Some(r) = real {
+            let r = serde_json::to_value(r).map_err(|e| e.to_string())?;
+            obj.insert("real".into(), r);
+        }
+        for (k, p) in [(PROVENANCE, &prov.sim), (REAL_PROVENANCE, &prov.real)] {
+            if let Some(p) = p {
+                obj.insert(k.into(), p.clone());
+            }
+        }
     }
     let json = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
     let p = out.join("results.json");
@@ -283,7 +330,8 @@ fn write_outputs(
     if let Some(r) = real {
         plots.extend(real::plot::render(r, out)?);
     }
-    let md = report::markdown(file, real, &plots);
+    let mut md = report::markdown(file, real, &plots);
+    provenance::report_section(&mut md, prov.sim.as_ref(), prov.real.as_ref());
     let p = out.join("report.md");
     std::fs::write(&p, md).map_err(|e| format!("{}: {e}", p.display()))?;
     Ok(())

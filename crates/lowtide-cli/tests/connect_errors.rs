@@ -62,7 +62,8 @@ fn refused_unreachable_and_timed_out_connects() {
         assert!(took < Duration::from_secs(2), "{to}: {took:?}");
     }
     // A kernel that drops the SYNs (not its address, no forwarding): why, each retry,
-    // then ETIMEDOUT after tcp_syn_retries (1 s + 2 s with 1 retry).
+    // then ETIMEDOUT: with tcp_syn_retries 1 the SYN timeouts stay at 1 s
+    // (tcp_syn_linear_timeouts) and tcp_model_timeout(1, 1 s) = 3 s ends it.
     sh(&env, &["sysctl", "-qw", "net.ipv4.ip_forward=0"]);
     let retries = ["--sysctl", "net.ipv4.tcp_syn_retries=1", "--json"];
     let (out, took) = connect(&env, "10.7.0.99:80", &retries);
@@ -71,7 +72,8 @@ fn refused_unreachable_and_timed_out_connects() {
         stderr(&out),
         "lowtide: connect 10.7.0.99:80: 10.7.0.99 is not an address of the kernel's side \
          and net.ipv4.ip_forward is 0: the kernel drops these SYNs\n\
-         lowtide: connect 10.7.0.99:80: no SYN-ACK, retry 1/1 (RTO 2 s)\n\
+         lowtide: connect 10.7.0.99:80: no SYN-ACK, retry 1 (RTO 1 s)\n\
+         lowtide: connect 10.7.0.99:80: no SYN-ACK, retry 2 (RTO 1 s)\n\
          lowtide: connect 10.7.0.99:80: Connection timed out\n"
     );
     assert!(

@@ -53,8 +53,11 @@ impl ConnectWatch {
         }
     }
 
-    /// Reports new SYN retransmissions (`tcpi_retransmits` in SYN-SENT, out of
-    /// `net.ipv4.tcp_syn_retries`); `false` once the connection has left SYN-SENT.
+    /// Reports new SYN retransmissions (`tcpi_retransmits` in SYN-SENT) with the RTO
+    /// that follows; `false` once the connection has left SYN-SENT. There is no fixed
+    /// number to count down from: Linux 6.5+ gives up after `tcp_syn_retries` +
+    /// `tcp_syn_linear_timeouts` retries or once `tcp_syn_retries` backed-off RTOs
+    /// from 1 s have passed, whichever comes first.
     pub fn check(&mut self, rt: &Runtime) -> bool {
         let stack = rt.stack_ref();
         if stack.state(self.handle) != Ok(TcpState::SynSent) {
@@ -71,10 +74,9 @@ impl ConnectWatch {
             }
             self.reported = info.retransmits;
             eprintln!(
-                "lowtide: connect {}: no SYN-ACK, retry {}/{} (RTO {} s)",
+                "lowtide: connect {}: no SYN-ACK, retry {} (RTO {} s)",
                 self.to,
                 info.retransmits,
-                stack.config().tcp_syn_retries,
                 info.rto.div_ceil(1_000_000)
             );
         }

@@ -298,7 +298,7 @@ impl OfoQueue {
     }
 
     /// `tcp_collapse_ofo_queue`: each run of more than one segment, or of a page's
-    /// worth of bytes, is copied into fewer, fuller buffers ([`OfoQueue::collapse_run`]);
+    /// worth of bytes, is copied into fewer, fuller buffers (`OfoQueue::collapse_run`);
     /// single small segments are left, and once they add up to an eighth of `rcvbuf`
     /// the walk stops. `bloated(truesize, len)` is `tcp_win_from_space(truesize) >
     /// len`, `alloc(len)` the charge of a new buffer of `len` bytes. Returns the

@@ -3,7 +3,7 @@
 //! `tcp_collapse`, `tcp_prune_ofo_queue`).
 //!
 //! Every queued buffer, in order or out of order, is charged a truesize into
-//! `sk_rmem_alloc` ([`Tcb::rmem_alloc`]). The model (include/linux/skbuff.h):
+//! `sk_rmem_alloc` (`Tcb::rmem_alloc`). The model (include/linux/skbuff.h):
 //! a received segment of `len` bytes sits in a driver buffer holding the headers and
 //! headroom ([`MAX_TCP_HEADER`]) and the payload, cache-aligned (`SKB_DATA_ALIGN`),
 //! plus `SKB_TRUESIZE`'s fixed part: `SKB_DATA_ALIGN(sizeof(struct sk_buff))` (256 on
@@ -16,11 +16,11 @@
 //! A single segment that continues the buffer before it (the receive queue's tail,
 //! `tcp_queue_rcv`; its out-of-order predecessor, `tcp_ooo_try_coalesce`) is
 //! coalesced into it as `skb_try_coalesce` steals a page-fragment head: the
-//! `struct sk_buff` is freed ([`COALESCE_SAVING`] less), up to [`MAX_SKB_FRAGS`]
+//! `struct sk_buff` is freed (`COALESCE_SAVING` less), up to `MAX_SKB_FRAGS`
 //! heads per buffer. The bytes stay where they are; only the charge follows Linux.
 //!
 //! The window follows from the same charge: `scaling_ratio` is measured from
-//! [`Tcb::rcv_truesize`] (tcp/rcvwin.rs, Linux 6.5+ `tcp_measure_rcv_mss`).
+//! `Tcb::rcv_truesize` (tcp/rcvwin.rs, Linux 6.5+ `tcp_measure_rcv_mss`).
 //! Not modelled: the stack-wide `tcp_mem` (`sk_rmem_schedule` always succeeds,
 //! there is no memory pressure).
 

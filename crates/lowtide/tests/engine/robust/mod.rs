@@ -3,4 +3,3 @@
 mod extremes;
 mod fuzz;
 mod hostile;
-mod rmem_flood;

@@ -118,8 +118,7 @@ impl Tcb {
         if self.retransmits == 1 {
             self.enter_loss(ctx);
         }
-        ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
-        self.transmit(ctx, 0, super::rtx::skb::FLAG_SYN, &bytes::Bytes::new(), 0);
+        self.retransmit_syn(ctx);
         self.retransmits = self.retransmits.saturating_add(1);
         self.retrans_stamp.get_or_insert(ctx.now);
         let shift = (self.retransmits as u32).min(16);

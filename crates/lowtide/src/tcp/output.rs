@@ -377,6 +377,13 @@ impl Tcb {
         self.pending = Some((Pending::Retrans, at));
     }
 
+    /// The SYN (or SYN-ACK) again, bare (`tcp_retransmit_skb` of the SYN skb:
+    /// `TcpExtTCPSynRetrans`); the caller rearms its timer.
+    pub(crate) fn retransmit_syn(&mut self, ctx: &mut Ctx) {
+        ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
+        self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
+    }
+
     /// `inet_rtx_syn_ack` for a retransmitted SYN (`tcp_check_req`): the SYN-ACK again,
     /// at most once per `tcp_invalid_ratelimit` (`tcp_oow_rate_limited`), and the
     /// SYN-ACK timer pushed back to a backed-off RTO from now (`mod_timer_pending`).
@@ -384,8 +391,7 @@ impl Tcb {
         if self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv) {
             return;
         }
-        ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
-        self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
+        self.retransmit_syn(ctx);
         if matches!(self.pending, Some((Pending::Retrans, _))) {
             self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
         }
@@ -641,7 +647,7 @@ impl Tcb {
         while self.rtx.retrans_out < self.rtx.lost_out {
             let w = self.rtx.next_lost_from_hint(from);
             hole = hole.or(w.hole);
-            let Some((seq, pcount)) = w.lost else {
+            let Some((seq, _)) = w.lost else {
                 break;
             };
             // The hint points at the skb before the window checks stop the walk.
@@ -661,7 +667,6 @@ impl Tcb {
             // __tcp_retransmit_skb: at most the quota's segments of the current MSS
             // (`len = cur_mss * segs`); after the path MTU fell (tcp/pmtu.rs) the skb
             // goes again as more, smaller segments (tcp_set_skb_tso_segs).
-            let _ = pcount;
             let limit = quota * mss;
             if len > limit {
                 self.rtx.split_at(seq + limit as u64, mss);

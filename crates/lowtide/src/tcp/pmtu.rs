@@ -83,8 +83,7 @@ impl Tcb {
             // data waits for the SYN-ACK (tcp_rcv_fastopen_synack resends it).
             self.rtx.mark_lost_longer_than(0);
             self.enter_simple_loss();
-            ctx.mib.inc(crate::mib::Mib::TcpExtTCPSynRetrans);
-            self.transmit(ctx, 0, super::rtx::skb::FLAG_SYN, &bytes::Bytes::new(), 0);
+            self.retransmit_syn(ctx);
             self.rearm_rto(ctx);
         }
         // Otherwise SYN-SENT takes the MSS from the cookie at the handshake.

@@ -166,8 +166,7 @@ impl Tcb {
             {
                 self.backoff += 1;
             }
-            ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
-            self.transmit(ctx, 0, super::rtx::skb::FLAG_SYN, &bytes::Bytes::new(), 0);
+            self.retransmit_syn(ctx);
         }
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
         self.pending = Some((Pending::Retrans, ctx.now + rto));

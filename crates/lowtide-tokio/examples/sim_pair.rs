@@ -3,7 +3,7 @@
 //! a 10 MB transfer takes milliseconds of wall time. No root, no device.
 //!
 //! Shows: `Net` over `channel_pair`, `TcpListener::bind`/`accept`, `TcpStream::connect`,
-//! `write_all` + `shutdown` (FIN), `read_to_end`, `tcp_info()`.
+//! `write_all` + `shutdown` (FIN), `read_to_end`, `tcp_info()`, `Net::shutdown`.
 //! Run: `cargo run -p lowtide-tokio --example sim_pair`
 use lowtide::{Config, Stack};
 use lowtide_tokio::{channel_pair, Net, TcpListener, TcpStream};
@@ -43,7 +43,10 @@ async fn main() -> std::io::Result<()> {
         i.rtt,
         i.snd_cwnd
     );
-    Ok(())
+    // A graceful end: the FIN exchange finishes before the runtime stops.
+    drop(c);
+    a.shutdown(std::time::Duration::from_secs(5)).await?;
+    b.shutdown(std::time::Duration::from_secs(5)).await
 }
 
 #[test]

@@ -16,7 +16,7 @@ async fn main() -> std::io::Result<()> {
     let dev = TunDevice::open(&name, Offload::Full)?;
     dev.set_ipv4("10.9.0.1".parse().unwrap(), 24)?; // the kernel's side
     dev.set_up()?;
-    let mut stack = Stack::new(Config::default(), std::process::id() as u64);
+    let mut stack = Stack::new(Config::default(), 0); // Net::new keys it from getrandom(2)
     stack.add_address("10.9.0.2".parse().unwrap()); // lowtide's side
     let net = Net::new(stack, TunPacketDevice::new(dev)?);
     let listener = TcpListener::bind(&net, "10.9.0.2:7".parse().unwrap())?;

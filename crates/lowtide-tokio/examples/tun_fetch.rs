@@ -2,7 +2,8 @@
 //! HTTP/1.0 GET (any server that answers and closes will do) and reads to the end.
 //!
 //! Shows: `TcpStream::connect` from lowtide's address (10.9.0.2) to the kernel's
-//! (10.9.0.1), `set_nodelay`, `read_to_end`, and `tcp_info()` after the transfer.
+//! (10.9.0.1), `set_nodelay`, `read_to_end`, `tcp_info()` after the transfer, and
+//! `Net::shutdown` to close cleanly before the program ends.
 //! Run as root, with a server on the kernel's side (e.g. `python3 -m http.server
 //! --bind 10.9.0.1 8000` once the device exists):
 //!   cargo run -p lowtide-tokio --example tun_fetch -- [DEVICE] [10.9.0.1:8000]
@@ -20,7 +21,7 @@ async fn main() -> std::io::Result<()> {
     let dev = TunDevice::open(&name, Offload::Full)?;
     dev.set_ipv4("10.9.0.1".parse().unwrap(), 24)?;
     dev.set_up()?;
-    let mut stack = Stack::new(Config::default(), std::process::id() as u64);
+    let mut stack = Stack::new(Config::default(), 0); // Net::new keys it from getrandom(2)
     stack.add_address("10.9.0.2".parse().unwrap());
     let net = Net::new(stack, TunPacketDevice::new(dev)?);
     let start = std::time::Instant::now();
@@ -38,5 +39,8 @@ async fn main() -> std::io::Result<()> {
         i.rtt,
         i.total_retrans
     );
-    Ok(())
+    // Let the ACK of the server's FIN and our own FIN leave before the runtime
+    // (and the driver with it) ends, or the server is left in FIN-WAIT.
+    drop(s);
+    net.shutdown(std::time::Duration::from_secs(5)).await
 }

@@ -44,6 +44,11 @@ pub(crate) struct Inner {
     waiters: HashMap<Fd, Waiters>,
     /// Why the driver stopped, if it did (a device error).
     dead: Option<(io::ErrorKind, String)>,
+    /// Every connection had finished closing at the end of the last round, and no
+    /// socket call came since (what [`crate::Net::shutdown`] waits for).
+    settled: bool,
+    /// Tasks in [`crate::Net::shutdown`].
+    closers: Vec<Waker>,
 }
 
 impl Inner {
@@ -67,9 +72,22 @@ impl Inner {
     /// Wakes the driver after a socket call (it may have queued packets or moved a
     /// timer).
     pub fn kick(&mut self) {
+        self.settled = false;
         if let Some(w) = &self.driver {
             w.wake_by_ref();
         }
+    }
+
+    /// Whether the stack has nothing left to close, as of a round of the driver
+    /// that sent everything queued before it; otherwise parks `cx`'s task until
+    /// the next round (call [`Inner::kick`] first, so that one runs). A stopped
+    /// driver is settled: nothing more can be sent.
+    pub fn poll_settled(&mut self, cx: &Context<'_>) -> Poll<()> {
+        if self.settled || self.dead.is_some() {
+            return Poll::Ready(());
+        }
+        self.closers.push(cx.waker().clone());
+        Poll::Pending
     }
 
     /// Registers a new socket with the epoll set.
@@ -123,6 +141,15 @@ impl Inner {
             wake(&mut w.read);
             wake(&mut w.write);
         }
+        self.closers.drain(..).for_each(Waker::wake);
+    }
+
+    /// After a round sent all it had: records whether every connection has reached
+    /// a final state (closed, or TIME-WAIT: `Stack::closing_count`) and wakes the
+    /// tasks waiting for that.
+    fn settle(&mut self) {
+        self.settled = self.host.stack().closing_count() == 0;
+        self.closers.drain(..).for_each(Waker::wake);
     }
 }
 
@@ -154,6 +181,8 @@ pub(crate) fn shared(mut host: Host) -> Shared {
         driver: None,
         waiters: HashMap::new(),
         dead: None,
+        settled: false,
+        closers: Vec::new(),
     }))
 }
 
@@ -227,5 +256,6 @@ fn round<D: PacketDevice>(
         g.host.handle_tx_complete(now, tx.token);
     }
     g.wake_ready();
+    g.settle();
     Ok(budget_out)
 }

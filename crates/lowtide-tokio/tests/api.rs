@@ -195,26 +195,9 @@ async fn ipv6_connection() {
     assert_eq!(got, vec![9u8; 100_000]);
 }
 
-/// A user's device that fails: the driver stops and socket calls say why.
-struct Broken;
-
-impl lowtide_tokio::PacketDevice for Broken {
-    fn poll_recv(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-        _: &mut Vec<u8>,
-    ) -> Poll<io::Result<lowtide::RxChecksum>> {
-        Poll::Pending
-    }
-
-    fn send(&mut self, _: &lowtide::Transmit) -> io::Result<()> {
-        Err(io::Error::new(io::ErrorKind::BrokenPipe, "tunnel closed"))
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn device_error_reaches_the_sockets() {
-    let a = Net::new(host("10.0.0.1", 1), Broken);
+    let a = Net::new(host("10.0.0.1", 1), Recorder::broken());
     let e = TcpStream::connect(&a, addr("10.0.0.2:80"))
         .await
         .err()
@@ -256,4 +239,113 @@ async fn keepalive_detects_a_vanished_peer() {
     assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
     // idle + probes x interval (tcp_keepalive_timer).
     assert_eq!(start.elapsed().as_secs(), 16);
+}
+
+/// A user's device that keeps what the stack sends and never answers; or, broken,
+/// fails to send (the driver stops and socket calls say why).
+struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>, bool);
+
+impl Recorder {
+    fn broken() -> Recorder {
+        Recorder(std::sync::Arc::default(), true)
+    }
+}
+
+impl lowtide_tokio::PacketDevice for Recorder {
+    fn poll_recv(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+        _: &mut Vec<u8>,
+    ) -> Poll<io::Result<lowtide::RxChecksum>> {
+        Poll::Pending
+    }
+
+    fn send(&mut self, tx: &lowtide::Transmit) -> io::Result<()> {
+        if self.1 {
+            return Err(io::Error::new(io::ErrorKind::BrokenPipe, "tunnel closed"));
+        }
+        self.0.lock().unwrap().push(tx.packet.to_vec());
+        Ok(())
+    }
+}
+
+/// The SYN a stack made with seed 1 sends to 10.0.0.2:80 (its port, ISN, TSval).
+async fn first_syn(net: impl FnOnce(Stack, Recorder) -> Net) -> Vec<u8> {
+    let sent = std::sync::Arc::default();
+    let a = net(
+        host("10.0.0.1", 1),
+        Recorder(std::sync::Arc::clone(&sent), false),
+    );
+    let connect = tokio::spawn(async move { TcpStream::connect(&a, addr("10.0.0.2:80")).await });
+    while sent.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    connect.abort();
+    let syn = sent.lock().unwrap()[0].clone();
+    syn
+}
+
+#[tokio::test(start_paused = true)]
+async fn stacks_are_keyed_by_the_os_unless_asked_not_to() {
+    // RFC 6528 / RFC 6056: the same seed must not give the same port, ISN, TSval.
+    let a = first_syn(Net::new).await;
+    let b = first_syn(Net::new).await;
+    // The TCP header (IPv4 without options: 20 bytes): port, ISN, then TSval.
+    assert_ne!(
+        a[20..28],
+        b[20..28],
+        "same port and ISN from two keyed stacks"
+    );
+    // The opt-in keeps the seed's keys: identical SYNs.
+    let c = first_syn(Net::new_deterministic).await;
+    let d = first_syn(Net::new_deterministic).await;
+    assert_eq!(c, d);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_lets_closed_connections_finish() {
+    let (a, b) = pair();
+    let l = TcpListener::bind(&b, addr("10.0.0.2:80")).unwrap();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        s.write_all(&[7u8; 50_000]).await.unwrap();
+        s.shutdown().await.unwrap();
+        // EOF only if the client's FIN leaves after its program ended.
+        let n = s.read(&mut [0u8; 16]).await.unwrap();
+        (n, s.tcp_info().unwrap().state)
+    });
+    let mut c = TcpStream::connect(&a, addr("10.0.0.2:80")).await.unwrap();
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).await.unwrap();
+    assert_eq!(got.len(), 50_000);
+    drop(c);
+    // The program's end: the client's Net goes with its last handle.
+    let start = tokio::time::Instant::now();
+    a.shutdown(Duration::from_secs(5)).await.unwrap();
+    // One round trip (10 ms): the FIN out, its ACK back.
+    assert!(
+        start.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        start.elapsed()
+    );
+    let (n, state) = tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the server never saw the client's FIN")
+        .unwrap();
+    assert_eq!(n, 0);
+    // It closed first: TIME-WAIT once the client's FIN came.
+    assert_eq!(state, "TIME_WAIT");
+    assert_eq!(b.with_host(|h| h.stack().closing_count()), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_times_out_on_a_connection_left_open() {
+    let (a, b) = pair();
+    let l = TcpListener::bind(&b, addr("10.0.0.2:80")).unwrap();
+    let c = TcpStream::connect(&a, addr("10.0.0.2:80")).await.unwrap();
+    let _s = l.accept().await.unwrap();
+    let e = a.shutdown(Duration::from_secs(2)).await.unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+    assert!(e.to_string().contains("1 connection(s)"), "{e}");
+    drop(c);
 }

@@ -64,6 +64,18 @@ impl Running {
         Running { child, lines }
     }
 
+    /// Waits for the example to exit by itself; whether it succeeded.
+    fn wait(&mut self) -> bool {
+        let start = std::time::Instant::now();
+        while start.elapsed() < TIMEOUT {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.success();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("example still running after {TIMEOUT:?}");
+    }
+
     /// The next line the example prints.
     fn line(&self) -> String {
         self.lines
@@ -150,6 +162,24 @@ fn tun_fetch_reads_a_kernel_server() {
     );
     let peer = server.join().unwrap();
     assert_eq!(peer.ip().to_string(), "10.9.0.2");
+    let mut ex = ex;
+    assert!(ex.wait(), "tun_fetch failed");
+    // The kernel closed first; once lowtide's ACK and FIN have left, its socket is
+    // in TIME-WAIT, not left in FIN-WAIT-1/2 or CLOSING by a program that ended.
+    let tcp = ns.command("cat").arg("/proc/net/tcp").output().unwrap();
+    let states: Vec<String> = String::from_utf8_lossy(&tcp.stdout)
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(3).map(str::to_owned))
+        .collect();
+    // tcp_states.h: 04 FIN_WAIT1, 05 FIN_WAIT2, 0B CLOSING.
+    assert!(
+        !states
+            .iter()
+            .any(|s| ["04", "05", "0B"].contains(&s.as_str())),
+        "kernel sockets left closing: {states:?}"
+    );
+    assert!(states.iter().any(|s| s == "06"), "no TIME-WAIT: {states:?}");
 }
 
 #[test]

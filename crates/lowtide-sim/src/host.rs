@@ -10,11 +10,11 @@
 
 mod gro;
 
-use crate::link::WireSeg;
 use crate::nic::NicQueue;
 pub use gro::GRO_MAX_LEN;
 use gro::{FlowKey, Held, GRO_MAX_HELD};
 use lowtide::{Instant, RxChecksum, SocketHandle, Stack, TxToken};
+use lowtide_link::WireSeg;
 use lowtide_wire::pool::BufPool;
 use std::net::IpAddr;
 

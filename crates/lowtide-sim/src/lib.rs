@@ -2,17 +2,18 @@
 //!
 //! Two hosts, A (10.0.0.1, senders) and B (10.0.0.2, receivers), each a
 //! [`lowtide::Stack`], are joined by a full-duplex link whose directions have their
-//! own rate, delay and netem-like impairments ([`link`]). Each host's NIC has a
-//! pfifo queue drained at link rate, which cuts GSO packets into wire segments
-//! ([`nic`], [`host`]); the receive path batches arrivals like NAPI with interrupt
-//! coalescing and optional GRO ([`host`]). Applications ([`app`]) send bulk or
-//! fixed-size streams whose bytes are a function of (seed, flow, offset)
-//! ([`payload`]), so every byte is verified at the receiver.
+//! own rate, delay and netem-like impairments ([`lowtide_link::LinkDir`], the same
+//! code as the TUN runtime's emulated path). Each host's NIC has a pfifo queue
+//! drained at link rate, which cuts GSO packets into wire segments ([`nic`],
+//! [`host`]); the receive path batches arrivals like NAPI with interrupt coalescing
+//! and optional GRO ([`host`]). Applications ([`app`]) send bulk or fixed-size
+//! streams whose bytes are a function of (seed, flow, offset) ([`payload`]), so every
+//! byte is verified at the receiver.
 //!
 //! Time is virtual ([`lowtide::Instant`], ns) and advances from event to event
-//! ([`event`]); ties are broken by insertion order, and every random choice comes
-//! from a stream derived from the run's seed, so a [`Scenario`] always gives the
-//! same [`Results`] (except the wall-clock `sim_wall_s`).
+//! ([`lowtide_link::EventQueue`]); ties are broken by insertion order, and every
+//! random choice comes from a stream derived from the run's seed, so a [`Scenario`]
+//! always gives the same [`Results`] (except the wall-clock `sim_wall_s`).
 //!
 //! ```no_run
 //! use lowtide_sim::{Scenario, Workload};
@@ -28,14 +29,11 @@
 pub mod app;
 pub mod cpu;
 mod device;
-pub mod event;
 pub mod experiment;
 pub mod host;
 pub mod intervals;
-pub mod link;
 pub mod nic;
 pub mod payload;
-pub mod pcap;
 pub mod qdisc;
 mod report;
 pub mod sample;
@@ -45,7 +43,7 @@ pub mod timeseries;
 pub mod verdict;
 mod world;
 
-pub use link::LinkConfig;
+pub use lowtide_link::{LinkConfig, LinkStats};
 pub use sample::MemoryResult;
 pub use scenario::{
     DeviceQueueResult, ProgressHook, Results, RunProgress, Scenario, SimError, Wakeups, Workload,

@@ -1,12 +1,12 @@
 //! What to simulate ([`Scenario`]) and what came out ([`Results`]).
 
 use crate::cpu::{CpuFigures, CpuModel};
-use crate::link::{LinkConfig, LinkStats};
 use crate::nic::QueueStats;
 use crate::qdisc::QdiscSpec;
 use crate::sample::MemoryResult;
 use crate::timeseries::{Timeseries, TimeseriesConfig};
 use lowtide::{Config, Counters};
+use lowtide_link::{LinkConfig, LinkStats};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;

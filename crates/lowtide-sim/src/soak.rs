@@ -6,9 +6,9 @@
 //! `lowtide sim stream` flags ([`SoakCase::args`]), so any failing run is reproduced
 //! by one command.
 
-use crate::link::LinkConfig;
 use crate::scenario::{Results, Scenario, Workload};
 use lowtide::{Config, ConfigError};
+use lowtide_link::LinkConfig;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::Serialize;

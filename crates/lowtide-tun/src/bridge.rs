@@ -9,12 +9,12 @@
 //! complete checksums. Packets other than TCP pass too (ICMP, ND), whole.
 
 use crate::clock::{Clock, Sleeper};
-use crate::device::{TunDevice, READ_BUDGET};
-use crate::link::{read_frame, PathConfig, PathDir, PathStats, Read};
+use crate::device::{Read, TunDevice, READ_BUDGET};
+use crate::link::{PathConfig, PathDir, PathStats};
 use crate::runtime::record;
 use crate::vnet::VnetHdr;
 use lowtide::Instant;
-use lowtide_sim::pcap::PcapSink;
+use lowtide_link::PcapSink;
 use lowtide_wire::pool::{BufPool, POOL_BUF_LEN};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -40,7 +40,7 @@ pub struct Bridge {
     sleeper: Sleeper,
     /// How long a turn polls the devices before it sleeps.
     busy_poll: Duration,
-    /// The buffer the next packet is read into ([`read_frame`]).
+    /// The buffer the next packet is read into ([`TunDevice::read_frame`]).
     buf: Vec<u8>,
     /// Packet buffers, reused instead of allocated per packet.
     pool: BufPool,
@@ -141,7 +141,7 @@ impl Bridge {
 
     fn read(&mut self, side: usize) -> io::Result<bool> {
         for i in 0..READ_BUDGET {
-            let frame = match read_frame(&self.devs[side], &mut self.pool, &mut self.buf)? {
+            let frame = match self.devs[side].read_frame(&mut self.pool, &mut self.buf)? {
                 Read::Empty => return Ok(i > 0),
                 Read::Malformed => {
                     self.errors += 1;

@@ -52,11 +52,24 @@
 //! until `WouldBlock` in non-blocking mode) or raise `txqueuelen`
 //! (`ip link set NAME txqueuelen 5000`).
 
+use crate::link::Frame;
 use crate::vnet::VnetHdr;
+use lowtide_wire::pool::{BufPool, POOL_BUF_LEN, POOL_MID_LEN};
 use std::ffi::CStr;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+/// A packet [`TunDevice::read_frame`] gave.
+#[derive(Debug)]
+pub enum Read {
+    /// Nothing is waiting.
+    Empty,
+    /// A packet whose virtio-net header was cut short (counted as an error).
+    Malformed,
+    /// A packet.
+    Frame(Frame),
+}
 
 /// Length of a buffer that holds any packet [`TunDevice::recv`] can return: the vnet
 /// header plus the largest IP packet a 64 KB GSO limit allows (an IPv6 header plus a
@@ -310,6 +323,29 @@ impl TunDevice {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Reads one packet into `rx` (a buffer of [`POOL_BUF_LEN`] bytes kept by the
+    /// caller) as a [`Frame`] for the path, without a copy: a big packet keeps `rx`
+    /// and a pool buffer replaces it for the next read; a small one (an ACK) is copied
+    /// into a pool buffer of its size, so that queued small packets do not each hold
+    /// 64 KB.
+    pub fn read_frame(&self, pool: &mut BufPool, rx: &mut Vec<u8>) -> io::Result<Read> {
+        let mut hdr = [0u8; VnetHdr::LEN];
+        let Some(n) = self.try_recv_split(&mut hdr, rx)? else {
+            return Ok(Read::Empty);
+        };
+        if n < VnetHdr::LEN {
+            return Ok(Read::Malformed);
+        }
+        let data = if rx.len() < POOL_MID_LEN {
+            let mut small = pool.take(rx.len());
+            small.extend_from_slice(rx);
+            small
+        } else {
+            std::mem::replace(rx, pool.take(POOL_BUF_LEN))
+        };
+        Ok(Read::Frame(Frame::from_parts(&hdr, data)))
     }
 
     /// [`TunDevice::send`] where the kernel refusing this one packet (any errno but

@@ -5,11 +5,13 @@
 //! - [`vnet`]: the `virtio_net_hdr` that precedes every packet on an `IFF_VNET_HDR`
 //!   device (GSO type and size, partial checksum).
 //! - [`device`]: opening and configuring the TUN device (`TUNSETIFF`,
-//!   `TUNSETOFFLOAD`, address, link up).
+//!   `TUNSETOFFLOAD`, address, link up), reading a packet for the path
+//!   ([`device::TunDevice::read_frame`]).
 //! - [`netns`]: network namespaces (create, enter, delete) for `lowtide link` and the
 //!   tests.
 //! - [`link`]: the emulated path (pfifo, rate, delay, jitter, loss) in real time,
-//!   built on the simulator's link so that both have the same semantics.
+//!   built on [`lowtide_link`], the simulator's link, so that both have the same
+//!   semantics (this crate does not depend on the simulator).
 //! - [`clock`]: `CLOCK_MONOTONIC` time and a timerfd for nanosecond deadlines.
 //! - [`runtime`]: the event loop that drives a [`lowtide::Stack`] on a device through
 //!   the path, with TX completions from the path's serializer.

@@ -2,7 +2,7 @@
 //! lowtide's engine and the TUN device (or between two TUN devices, `lowtide link`).
 //!
 //! This kernel has no netem, so the path's impairments live here, with the simulator's
-//! semantics because they are the simulator's code ([`lowtide_sim::link::LinkDir`]):
+//! semantics because they are the simulator's code ([`lowtide_link::LinkDir`]):
 //! a pfifo queue with a packet limit (a GSO packet counts once, as in a qdisc), a
 //! serializer at the line rate (each wire segment costs its IP length plus 38 bytes of
 //! Ethernet framing), one-way delay, jitter and Bernoulli loss per wire segment.
@@ -20,16 +20,12 @@
 //! would have arrived). Otherwise it is cut into wire segments first, each drawn for
 //! loss and jitter on its own and delivered on its own.
 
-use crate::device::TunDevice;
 use crate::vnet::VnetHdr;
 use bytes::Bytes;
 use lowtide::TxToken;
-use lowtide_sim::event::EventQueue;
-use lowtide_sim::link::{LinkConfig, LinkDir, LinkStats, WireSeg, FRAMING_OVERHEAD};
+use lowtide_link::{EventQueue, LinkConfig, LinkDir, LinkStats, WireSeg, FRAMING_OVERHEAD};
 use lowtide_wire::gso;
-use lowtide_wire::pool::{BufPool, POOL_BUF_LEN, POOL_MID_LEN};
 use std::collections::VecDeque;
-use std::io;
 
 /// Linux's default `txqueuelen` and the simulator's default device queue (packets).
 pub const DEFAULT_QUEUE_LIMIT: usize = 1000;
@@ -163,39 +159,6 @@ impl Frame {
             vnet: Some(hdr),
         })
     }
-}
-
-/// A packet a device gave [`read_frame`].
-#[derive(Debug)]
-pub enum Read {
-    /// Nothing is waiting.
-    Empty,
-    /// A packet whose virtio-net header was cut short (counted as an error).
-    Malformed,
-    /// A packet.
-    Frame(Frame),
-}
-
-/// Reads one packet from `dev` into `rx` (a buffer of [`POOL_BUF_LEN`] bytes kept
-/// by the caller) without a copy: a big packet keeps `rx` and a pool buffer
-/// replaces it for the next read; a small one (an ACK) is copied into a pool buffer
-/// of its size, so that queued small packets do not each hold 64 KB.
-pub fn read_frame(dev: &TunDevice, pool: &mut BufPool, rx: &mut Vec<u8>) -> io::Result<Read> {
-    let mut hdr = [0u8; VnetHdr::LEN];
-    let Some(n) = dev.try_recv_split(&mut hdr, rx)? else {
-        return Ok(Read::Empty);
-    };
-    if n < VnetHdr::LEN {
-        return Ok(Read::Malformed);
-    }
-    let data = if rx.len() < POOL_MID_LEN {
-        let mut small = pool.take(rx.len());
-        small.extend_from_slice(rx);
-        small
-    } else {
-        std::mem::replace(rx, pool.take(POOL_BUF_LEN))
-    };
-    Ok(Read::Frame(Frame::from_parts(&hdr, data)))
 }
 
 /// What a wire segment carries besides its bytes: (csum_partial, token, vnet).
@@ -527,6 +490,7 @@ fn header_len(p: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
     use lowtide_wire::checksum;
+    use lowtide_wire::pool::BufPool;
     use std::net::Ipv4Addr;
 
     /// An IPv4 + TCP packet with `payload` bytes (20-byte headers, no options).

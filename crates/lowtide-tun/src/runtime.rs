@@ -15,11 +15,11 @@
 //! turns, uses the stack's socket API through [`Runtime::stack`].
 
 use crate::clock::Sleeper;
-use crate::device::{Offload, TunDevice, READ_BUDGET};
-use crate::link::{read_frame, Frame, PathConfig, PathDir, PathStats, Read};
+use crate::device::{Offload, Read, TunDevice, READ_BUDGET};
+use crate::link::{Frame, PathConfig, PathDir, PathStats};
 use crate::vnet::VnetHdr;
 use lowtide::{Instant, RxChecksum, Stack};
-use lowtide_sim::pcap::PcapSink;
+use lowtide_link::PcapSink;
 use lowtide_wire::gso;
 use lowtide_wire::pool::{BufPool, POOL_BUF_LEN};
 use std::io;
@@ -198,7 +198,7 @@ impl Runtime {
     /// if it read any.
     fn read_device(&mut self) -> io::Result<bool> {
         for i in 0..READ_BUDGET {
-            let frame = match read_frame(&self.dev, &mut self.rx_pool, &mut self.buf)? {
+            let frame = match self.dev.read_frame(&mut self.rx_pool, &mut self.buf)? {
                 Read::Empty => return Ok(i > 0),
                 Read::Malformed => {
                     self.stats.errors += 1;

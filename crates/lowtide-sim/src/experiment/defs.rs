@@ -7,9 +7,9 @@
 
 use super::{Experiment, RunSpec, Scale};
 use crate::cpu::CpuModel;
-use crate::link::LinkConfig;
 use crate::timeseries::TimeseriesConfig;
 use crate::{Scenario, Workload};
+use lowtide_link::LinkConfig;
 
 const GBIT: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;

@@ -9,9 +9,9 @@
 //! the receive side. Other packets are held whole in one buffer, merged by copying.
 
 use super::Host;
-use crate::link::WireSeg;
 use bytes::Bytes;
 use lowtide::{Instant, RxChecksum};
+use lowtide_link::WireSeg;
 use lowtide_wire::tcp::{four_tuple, four_tuple_apart};
 use lowtide_wire::{checksum, gso, ip::IpRepr, ip::PROTO_TCP};
 use std::net::IpAddr;

@@ -110,12 +110,13 @@ mod tests {
 
     #[test]
     fn same_inputs_same_order() {
+        use rand_chacha::ChaCha8Rng;
+        use rand_core::{RngCore, SeedableRng};
         let run = || {
             let mut q = EventQueue::new();
-            let mut x = 1u64;
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
             for i in 0..1000u32 {
-                x = crate::payload::splitmix64(x);
-                q.push(Instant(x % 50), i);
+                q.push(Instant(rng.next_u64() % 50), i);
             }
             std::iter::from_fn(|| q.pop()).collect::<Vec<_>>()
         };

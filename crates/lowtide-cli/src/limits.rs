@@ -108,10 +108,23 @@ pub fn jitter(s: &str) -> Result<Duration, String> {
     in_range(s, units::parse_duration(s)?, (Duration::ZERO, MAX_JITTER))
 }
 
-/// A bulk run's measured time within [`DURATION`].
+/// A bulk run's measured time within [`DURATION`]; a bare number is seconds, as
+/// iperf3's `-t` (and `-i` here) take it.
 pub fn duration(s: &str) -> Result<Duration, String> {
     negative(s, "1ms to 86400s")?;
-    in_range(s, units::parse_duration(s)?, DURATION)
+    let d = match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v <= 1e9 => Duration::from_secs_f64(v),
+        Ok(_) => return Err(format!("'{s}' must be 1ms to 86400s")),
+        Err(_) => units::parse_duration(s)?,
+    };
+    in_range(s, d, DURATION)
+}
+
+/// A seed: a whole number from 0 to 2^64 - 1.
+pub fn seed(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("seed '{s}' must be a whole number from 0 to {}", u64::MAX))
 }
 
 /// A fixed-size run's time cap within [`TIME_LIMIT`].

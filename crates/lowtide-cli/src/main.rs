@@ -10,6 +10,7 @@ mod config_file;
 mod experiment;
 mod iperf_text;
 mod limits;
+mod outputs;
 mod progress;
 mod real;
 mod real_timeseries;
@@ -90,7 +91,7 @@ struct StreamArgs {
     #[arg(long, default_value = "0", value_parser = limits::probability, allow_hyphen_values = true)]
     loss_reverse: f64,
     /// Extra delay per A->B packet, uniform in 0..JITTER (may reorder, like netem);
-    /// at most 10s.
+    /// at most 10s. A->B only (the real path's --jitter delays both directions).
     #[arg(long, default_value = "0ms", value_parser = limits::jitter, allow_hyphen_values = true)]
     jitter: Duration,
     /// Probability (0% to 100%) that an A->B packet is held back (by half the one-way
@@ -103,9 +104,10 @@ struct StreamArgs {
     /// Probability (0% to 100%) that an A->B packet has one bit flipped.
     #[arg(long, default_value = "0", value_parser = limits::probability, value_name = "PCT", allow_hyphen_values = true)]
     corrupt: f64,
-    /// Simulated measuring time of bulk flows, 1ms to 86400s (iperf3's -t limit); it
-    /// must leave every flow two round trips after its start [default: 10s].
-    #[arg(short = 't', long, value_parser = limits::duration, conflicts_with = "bytes", allow_hyphen_values = true)]
+    /// Simulated measuring time of bulk flows, 1ms to 86400s (iperf3's -t limit; a
+    /// bare number is seconds); it must leave every flow two round trips after its
+    /// start [default: 10s].
+    #[arg(short = 't', long, visible_alias = "time", value_parser = limits::duration, conflicts_with = "bytes", allow_hyphen_values = true)]
     duration: Option<Duration>,
     /// Bytes per flow, 1 to 100GB and at most 1TB over all flows (e.g. 2MB, 2000000,
     /// 64KiB); each flow then sends this much and closes, instead of a bulk transfer.
@@ -143,7 +145,7 @@ struct StreamArgs {
     #[arg(long, value_name = "NAME[,PARAM=VALUE]...", value_parser = lowtide_sim::qdisc::QdiscSpec::parse)]
     qdisc: Option<lowtide_sim::qdisc::QdiscSpec>,
     /// Seed of every random choice in the run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = limits::seed, allow_hyphen_values = true)]
     seed: u64,
     /// Writes the link traffic (both directions) to this pcap file.
     #[arg(long, value_name = "FILE")]
@@ -326,12 +328,12 @@ fn stream(args: &StreamArgs) -> ExitCode {
     if let Err((opt, why)) = limits::check_stream(&args.plan()) {
         return usage_error(&format!("{opt}: {why}"));
     }
-    // An output file that cannot be written is a usage error found before the run
-    // (as --pcap's), not after it (issue 25).
-    if let Some(path) = &args.timeseries {
-        if let Err(e) = std::fs::File::create(path) {
-            return usage_error(&format!("--timeseries: {}: {e}", path.display()));
-        }
+    let files = [
+        ("--pcap", args.pcap.as_deref()),
+        ("--timeseries", args.timeseries.as_deref()),
+    ];
+    if let Err(e) = outputs::check_files(files) {
+        return usage_error(&e);
     }
     let bar = progress::wanted(args.json, args.quiet).then(|| stream_bar(&sc));
     sc.progress = bar.as_ref().map(|b| b.hook());
@@ -416,6 +418,17 @@ fn parse_cli() -> Result<Cli, ExitCode> {
                 _ => first.to_string(),
             }
         }
+    };
+    // clap's suggestions ("a similar argument exists"), said in one line.
+    let similar = [ContextKind::SuggestedArg, ContextKind::SuggestedSubcommand]
+        .into_iter()
+        .find_map(|k| e.get(k));
+    let why = match similar {
+        Some(s) => format!(
+            "{why} (did you mean '{}'?)",
+            s.to_string().trim_matches('\'')
+        ),
+        None => why,
     };
     eprintln!("lowtide: {what}: {why}");
     eprintln!("(lowtide --help, or lowtide <command> --help, lists the options)");

@@ -48,10 +48,10 @@ impl TimeseriesArgs {
 
     /// Checks the flags (usage errors).
     pub fn validate(&self) -> Result<(), String> {
-        match self.timeseries_interval.is_zero() {
-            true => Err("--timeseries-interval must be positive".into()),
-            false => Ok(()),
+        if self.timeseries_interval.is_zero() {
+            return Err("--timeseries-interval must be positive".into());
         }
+        crate::outputs::check_files([("--timeseries", self.timeseries.as_deref())])
     }
 }
 

@@ -17,7 +17,7 @@ pub(crate) struct SoakArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     runs: u64,
     /// Seed of the soak: run i is a function of (seed, i) alone.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::limits::seed, allow_hyphen_values = true)]
     seed: u64,
     /// Runs in parallel, 1 to 256 [default: the number of CPUs].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]

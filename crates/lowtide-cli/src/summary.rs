@@ -41,8 +41,8 @@ fn header(sc: &Scenario) -> String {
         Workload::Bytes { bytes, .. } => format!("{bytes} bytes each"),
     };
     format!(
-        "lowtide sim stream: {} flow(s), {what}; {} {}, RTT {:.3} ms, loss {}% (ACKs {}%), {}queue {} pkts, GRO {}, seed {}\n",
-        sc.flows,
+        "lowtide sim stream: {}, {what}; {} {}, RTT {:.3} ms, loss {}% (ACKs {}%), {}queue {} pkts, GRO {}, seed {}\n",
+        lowtide_sim::verdict::flows(sc.flows as u64),
         fmt_rate(ab.rate_bps as f64),
         sc.config.tcp_congestion_control,
         (ab.delay_ns + sc.link_ba.delay_ns) as f64 / 1e6,

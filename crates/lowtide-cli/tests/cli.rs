@@ -151,7 +151,7 @@ fn summary_is_readable_and_reports_verification() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("[SUM]"), "{text}");
     assert!(
-        text.contains("verdict: OK (every byte of 1 flows verified)"),
+        text.contains("verdict: OK (every byte of 1 flow verified)"),
         "{text}"
     );
 }
@@ -414,5 +414,137 @@ fn an_unwritable_timeseries_file_fails_before_the_run() {
         assert_eq!(out.status.code(), Some(2), "{opt}: {err}");
         assert!(err.starts_with("lowtide: "), "{opt}: {err}");
         assert!(out.stdout.is_empty(), "{opt}: nothing ran");
+    }
+}
+
+/// Every output path of every command is checked before any work, with one exit
+/// code and `lowtide: --opt: PATH: why` (issue 25: the real path found a bad
+/// --timeseries only after the transfer, and experiment a bad --out after its runs).
+#[test]
+fn every_output_path_is_checked_before_the_work() {
+    let bad = "/nonexistent/x";
+    let tun = ["--tun", "ltnever0", "--tun-addr", "10.77.0.1/24"];
+    let link = [
+        "link",
+        "--tun",
+        "lta",
+        "--tun-addr",
+        "10.77.0.1/24",
+        "--peer-tun",
+        "ltb",
+        "--peer-addr",
+        "10.77.0.2/24",
+        "--peer-netns",
+        "ltnever",
+    ];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["sim", "stream", "-t", "60s", "--pcap", bad], "--pcap"),
+        (
+            vec!["sim", "stream", "-t", "60s", "--timeseries", bad],
+            "--timeseries",
+        ),
+        (
+            [
+                &["transfer", "--listen", "5001", "--recv", "--pcap", bad][..],
+                &tun,
+            ]
+            .concat(),
+            "--pcap",
+        ),
+        (
+            [
+                &[
+                    "transfer",
+                    "--listen",
+                    "5001",
+                    "--recv",
+                    "--timeseries",
+                    bad,
+                ][..],
+                &tun,
+            ]
+            .concat(),
+            "--timeseries",
+        ),
+        (
+            [&["iperf3", "-s", "--pcap", bad][..], &tun].concat(),
+            "--pcap",
+        ),
+        (
+            [&["iperf3", "-s", "--timeseries", bad][..], &tun].concat(),
+            "--timeseries",
+        ),
+        ([&link[..], &["--pcap", bad]].concat(), "--pcap"),
+    ];
+    for (args, opt) in cases {
+        let out = lowtide(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let want = format!("lowtide: {opt}: {bad}: No such file or directory");
+        assert!(err.starts_with(&want), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing ran");
+    }
+    let out = lowtide(&["experiment", "e1", "--quick", "--out", "/etc/hostname"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err, "lowtide: --out: /etc/hostname: not a directory\n");
+}
+
+/// The first stderr line and the exit code of `lowtide ARGS`.
+fn first_error(args: &[&str]) -> (String, Option<i32>) {
+    let out = lowtide(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    (
+        err.lines().next().unwrap_or("").to_string(),
+        out.status.code(),
+    )
+}
+
+/// Issue 25's rough edges: `-t` in bare seconds and `--time` as iperf3 takes
+/// them, "did you mean" for a mistyped option or command, --seed checked, and
+/// `experiment --real` refusing the simulator's options instead of ignoring them.
+#[test]
+fn rough_edges_of_the_command_line() {
+    for t in [["-t", "0.5"], ["--time", "0.5"]] {
+        let out = lowtide(&["sim", "stream", t[0], t[1], "--rtt", "1ms"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{t:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.starts_with("lowtide sim stream: 1 flow, bulk for 0.500 s;"),
+            "{t:?}: {text}"
+        );
+    }
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["sim", "stream", "--durtion", "1s"],
+            "lowtide: --durtion: unexpected argument '--durtion' found (did you mean '--duration'?)",
+        ),
+        (
+            &["sim", "strem"],
+            "lowtide: usage: unrecognized subcommand 'strem' (did you mean 'stream'?)",
+        ),
+        (
+            &["sim", "stream", "--seed", "-1"],
+            "lowtide: --seed: seed '-1' must be a whole number from 0 to 18446744073709551615",
+        ),
+        (
+            &["sim", "stream", "--seed", "abc"],
+            "lowtide: --seed: seed 'abc' must be a whole number from 0 to 18446744073709551615",
+        ),
+        (
+            &["sim", "stream", "-t", "-2"],
+            "lowtide: --duration: '-2' is negative; the range is 1ms to 86400s",
+        ),
+        (
+            &["experiment", "e1", "--real", "--jobs", "2"],
+            "lowtide: --real: the argument '--real' cannot be used with '--jobs <JOBS>'",
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(first_error(args), (want.to_string(), Some(2)), "{args:?}");
     }
 }

@@ -29,7 +29,11 @@ fn through_link(name: &str, bytes: usize, path: &[&str]) -> serde_json::Value {
         "--json",
     ];
     args.extend_from_slice(path);
-    let link = a.lowtide(&args);
+    let mut link = a.lowtide(&args);
+    assert_eq!(
+        link.ready(Duration::from_secs(10)),
+        "lowtide link: ready: forwarding between la and lb"
+    );
     let server = kernel_server(&b, 7000);
     let data = stream(bytes, 7);
     let sha = sha256_hex(&data);

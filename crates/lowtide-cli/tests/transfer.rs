@@ -42,7 +42,12 @@ fn kernel_to_lowtide(name: &str, bytes: usize, extra: &[&str]) -> serde_json::Va
     let env = Env::new(name);
     let mut args = vec!["transfer", "--listen", "5000", "--recv"];
     args.extend(tun_args(extra));
-    let child = env.lowtide(&args);
+    let mut child = env.lowtide(&args);
+    let ready = child.ready(LIMIT);
+    assert_eq!(
+        ready,
+        format!("lowtide transfer: ready: listening on {LOWTIDE}:5000")
+    );
     let data = stream(bytes, 42);
     let sha = sha256_hex(&data);
     let to: SocketAddr = format!("{LOWTIDE}:5000").parse().unwrap();

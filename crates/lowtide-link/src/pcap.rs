@@ -8,15 +8,17 @@
 
 use lowtide::Instant;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use pcap_file::{DataLink, Endianness, TsResolution};
+use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A pcap file being written.
 pub struct PcapSink {
     writer: PcapWriter<BufWriter<File>>,
+    /// The file, named in errors.
+    path: PathBuf,
     error: Option<String>,
     /// Reused to join a packet's two parts.
     scratch: Vec<u8>,
@@ -33,10 +35,11 @@ impl PcapSink {
             snaplen: 65_535,
             ..PcapHeader::default()
         };
-        let writer = PcapWriter::with_header(BufWriter::new(file), header)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let writer =
+            PcapWriter::with_header(BufWriter::new(file), header).map_err(|e| io_text(path, e))?;
         Ok(PcapSink {
             writer,
+            path: path.to_path_buf(),
             error: None,
             scratch: Vec::new(),
         })
@@ -64,7 +67,7 @@ impl PcapSink {
         let ts = Duration::from_nanos(at.as_nanos());
         let p = PcapPacket::new(ts, packet.len() as u32, packet);
         if let Err(e) = self.writer.write_packet(&p) {
-            self.error = Some(e.to_string());
+            self.error = Some(io_text(&self.path, e));
         }
     }
 
@@ -74,6 +77,31 @@ impl PcapSink {
             return Err(e);
         }
         let mut w = self.writer.into_writer();
-        std::io::Write::flush(&mut w).map_err(|e| e.to_string())
+        std::io::Write::flush(&mut w).map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+}
+
+/// "PATH: why" for a pcap error: the I/O error's own text (pcap-file's says "Error
+/// reading bytes" for a failed write).
+fn io_text(path: &Path, e: PcapError) -> String {
+    match e {
+        PcapError::IoError(io) => format!("{}: {io}", path.display()),
+        e => format!("{}: {e}", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_error_says_why() {
+        let path = Path::new("/dev/full");
+        let mut sink = PcapSink::create(path).unwrap();
+        for i in 0..20 {
+            sink.write(Instant::from_nanos(i), &[0x45; 1500]);
+        }
+        let e = sink.finish().unwrap_err();
+        assert!(e.starts_with("/dev/full: No space left on device"), "{e}");
     }
 }

@@ -14,7 +14,7 @@
 //! let never = FlowOutcome { flow: 0, ..FlowOutcome::default() };
 //! let v = Verdict::judge(&[never], &Liveness::bulk(Duration::from_secs(10)));
 //! assert!(!v.ok);
-//! assert_eq!(v.summary(), "1 of 1 flows failed: flow 0: never connected");
+//! assert_eq!(v.summary(), "1 of 1 flow failed: flow 0: never connected");
 //! ```
 
 use lowtide::SocketError;
@@ -197,10 +197,14 @@ impl Verdict {
     /// (the first few flows by name, then counts per reason).
     pub fn summary(&self) -> String {
         if self.ok {
-            return format!("every byte of {} flows verified", self.flows);
+            return format!("every byte of {} verified", flows(u64::from(self.flows)));
         }
         const NAMED: usize = 3;
-        let mut s = format!("{} of {} flows failed: ", self.failed.len(), self.flows);
+        let mut s = format!(
+            "{} of {} failed: ",
+            self.failed.len(),
+            flows(u64::from(self.flows))
+        );
         let named: Vec<String> = self
             .failed
             .iter()
@@ -235,6 +239,14 @@ impl FlowFailure {
             FlowFailure::Corrupt { .. } => "corrupt",
             FlowFailure::Stalled { .. } => "stalled",
         }
+    }
+}
+
+/// "1 flow", "N flows".
+pub fn flows(n: u64) -> String {
+    match n {
+        1 => "1 flow".to_string(),
+        n => format!("{n} flows"),
     }
 }
 

@@ -44,7 +44,7 @@ pub struct ExperimentArgs {
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     shard: Option<Shard>,
     /// Base seed of the runs.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::limits::seed, allow_hyphen_values = true)]
     seed: u64,
     /// For merge: accept a plan with runs missing (cut short); the report says how
     /// many finished and the checks that need a missing run fail.
@@ -59,7 +59,8 @@ pub struct ExperimentArgs {
     /// Runs the real-path side instead of the simulator (root: namespaces, TUN,
     /// tc): lowtide on a TUN device against kernel receivers, and the kernel doing
     /// the same job; adds the results to OUT/results.json beside the simulator's.
-    #[arg(long, conflicts_with = "shard")]
+    /// (--jobs, --shard and --partial are the simulator's: refused with it.)
+    #[arg(long, conflicts_with_all = ["shard", "jobs", "partial"])]
     real: bool,
 }
 
@@ -102,6 +103,9 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
     if args.real {
         return run_real(args, &exps, &prov);
     }
+    if let Err(e) = crate::outputs::check_dir("--out", &args.out) {
+        return usage_error(&e);
+    }
     let scale = if args.quick {
         Scale::Quick
     } else {
@@ -128,6 +132,9 @@ fn run_real(args: &ExperimentArgs, exps: &[Experiment], prov: &provenance::Prove
     let missing = real::missing_privileges();
     if !missing.is_empty() {
         return usage_error(&format!("experiment --real: {}", missing.join("; ")));
+    }
+    if let Err(e) = crate::outputs::check_dir("--out", &args.out) {
+        return usage_error(&e);
     }
     let fresh = real::plan::run(exps, args.quick, args.seed, args.json || args.quiet);
     let mut sim = match read_results(&args.out) {
@@ -222,6 +229,9 @@ fn run_merge(args: &ExperimentArgs, prov: &mut provenance::Provenance) -> ExitCo
     }
     if args.dirs.is_empty() {
         return usage_error("experiment merge: give the shards' directories");
+    }
+    if let Err(e) = crate::outputs::check_dir("--out", &args.out) {
+        return usage_error(&e);
     }
     let mut parts = Vec::new();
     for d in &args.dirs {

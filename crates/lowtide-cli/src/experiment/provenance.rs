@@ -186,10 +186,10 @@ pub fn report_section(md: &mut String, sim: Option<&Value>, real: Option<&Value>
     }
     let _ = writeln!(
         md,
-        "Seeds (texts in ../shared/seeds/, not in the repo), by Linux commit:"
+        "Seeds, by Linux commit (their messages hold the published figures):"
     );
-    for (file, title, commit) in SEEDS {
-        let _ = writeln!(md, "- {} \"{title}\" ({file})", &commit[..12]);
+    for (_, title, commit) in SEEDS {
+        let _ = writeln!(md, "- {} \"{title}\"", &commit[..12]);
     }
 }
 

@@ -134,8 +134,8 @@ pub fn markdown(file: &ResultsFile, real: Option<&RealResults>, plots: &[PathBuf
         s,
         "Simulator runs at {scale}, base seed {}, {} runs{}. Every figure below is computed \
          from results.json beside this file (deterministic: the same command and seed give the \
-         same bytes). Published figures are quoted from the seed commits \
-         (shared/seeds/, shared/docs/experiments.md); their hardware was 2013-2017 Google \
+         same bytes). Published figures are quoted from the messages of the seed commits \
+         (the Linux commits listed at the end); their hardware was 2013-2017 Google \
          servers, so compare directions and ratios.\n",
         file.seed,
         file.runs.len(),
@@ -329,7 +329,8 @@ fn notes(e: Experiment) -> Option<&'static str> {
             in host A's NIC queue (a 64 KB GSO packet counts once), averaged over the whole \
             run, ramp included. Without TSQ the queue grows until the receive window (about \
             21 MB per flow with the default tcp_rmem) stops the flow; the plot of the delay over \
-            time shows when that is (at 100 Mbit/s with 4 flows it is still growing at 10 s). \
+            time shows when that is (at the seeds' scale, 100 Mbit/s with 4 flows, it is still \
+            growing when the 10 s run ends). \
             The seed does not say which RTT, windows or duration it used."
         }
         Experiment::E4 => {
@@ -394,13 +395,19 @@ fn checks_section(s: &mut String, file: &ResultsFile) {
 /// The text printed after a run.
 pub fn summary_text(file: &ResultsFile, out: &Path) -> String {
     let mut s = String::new();
+    // Labels whole: the column is as wide as the longest.
+    let width = (file.experiments.iter())
+        .flat_map(|&e| seed_figures(e))
+        .map(|f| f.what.chars().count())
+        .max()
+        .unwrap_or(0);
     for &e in &file.experiments {
         let _ = writeln!(s, "{}", title(e));
         for f in seed_figures(e) {
             let _ = writeln!(
                 s,
-                "  {:<60} seed {:<32} lowtide {}",
-                f.what.chars().take(60).collect::<String>(),
+                "  {:<width$} seed {:<32} lowtide {}",
+                f.what,
                 f.seed,
                 lowtide_figure(file, e, &f)
             );
@@ -421,4 +428,31 @@ pub fn summary_text(file: &ResultsFile, out: &Path) -> String {
     }
     let _ = writeln!(s, "wrote {}", out.join("report.md").display());
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_shows_every_label_whole() {
+        let file = ResultsFile::new(
+            Experiment::ALL.to_vec(),
+            Scale::Quick,
+            1,
+            0,
+            None,
+            Vec::new(),
+        );
+        let text = summary_text(&file, Path::new("out"));
+        for e in Experiment::ALL {
+            for f in seed_figures(e) {
+                assert!(
+                    text.contains(&format!("  {} ", f.what)),
+                    "{}: {text}",
+                    f.what
+                );
+            }
+        }
+    }
 }

@@ -41,7 +41,7 @@ pub struct LinkArgs {
     #[arg(long, value_parser = crate::limits::duration)]
     duration: Option<Duration>,
     /// Seed of the path's loss and jitter draws.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::limits::seed, allow_hyphen_values = true)]
     seed: u64,
     /// Microseconds (0 to 1000000) the link polls its devices before it sleeps, as
     /// Linux's net.core.busy_poll: a sleeping link adds a wakeup (tens of µs in a VM)
@@ -65,6 +65,9 @@ extern "C" fn on_signal(_: libc::c_int) {
 pub fn run(args: &LinkArgs) -> ExitCode {
     if args.netns.as_deref() == Some(args.peer_netns.as_str()) {
         return crate::usage_error("--netns and --peer-netns must differ");
+    }
+    if let Err(e) = crate::outputs::check_files([("--pcap", args.path.pcap.as_deref())]) {
+        return crate::usage_error(&e);
     }
     let offload = match args.offload {
         true => Offload::Full,
@@ -93,6 +96,11 @@ pub fn run(args: &LinkArgs) -> ExitCode {
         }
     }
     install_signal_handlers();
+    // For scripts: the path forwards from now on (no need to sleep first).
+    eprintln!(
+        "lowtide link: ready: forwarding between {} and {}",
+        args.tun, args.peer_tun
+    );
     let start = Instant::now();
     let until = args.duration.map(|d| start + d);
     let stop = || STOP.load(Ordering::Relaxed) || until.is_some_and(|u| Instant::now() >= u);

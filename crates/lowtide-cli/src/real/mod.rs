@@ -47,7 +47,7 @@ pub struct RealArgs {
     #[arg(long = "sysctl", value_name = "NAME=VALUE", value_parser = crate::parse_sysctl)]
     pub sysctls: Vec<String>,
     /// Seed of the stack's and the link's random choices.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::limits::seed, allow_hyphen_values = true)]
     pub seed: u64,
 }
 
@@ -71,7 +71,7 @@ pub struct PathArgs {
     #[arg(long, default_value = "0", value_parser = units::parse_probability)]
     pub loss_reverse: f64,
     /// Extra delay per packet, uniform in 0..JITTER (0-10s), both directions (may
-    /// reorder).
+    /// reorder); `sim stream --jitter` delays the A->B direction only.
     #[arg(long, default_value = "0ms", value_parser = crate::limits::jitter)]
     pub jitter: Duration,
     /// Queue limit in packets of each direction (pfifo limit; a GSO packet counts
@@ -167,6 +167,7 @@ impl RealArgs {
     /// Checks the arguments (errors here are usage errors, exit code 2).
     pub fn validate(&self) -> Result<Ipv4Addr, String> {
         self.stack_config()?;
+        crate::outputs::check_files([("--pcap", self.path.pcap.as_deref())])?;
         if self.tun.is_empty() || self.tun.len() > 15 {
             return Err(format!("--tun '{}' must be 1..15 characters", self.tun));
         }

@@ -380,7 +380,10 @@ fn open(
         }
         (None, Some(port)) => {
             let backlog = args.parallel.max(16);
-            t.listener = Some(rt.stack().listen(SocketAddr::new(local, port), backlog)?)
+            let at = SocketAddr::new(local, port);
+            t.listener = Some(rt.stack().listen(at, backlog)?);
+            // For scripts: connect once this line is out, rather than sleep first.
+            eprintln!("lowtide transfer: ready: listening on {at}");
         }
         (None, None) => return Err(SocketError::InvalidInput),
     }
@@ -453,4 +456,58 @@ fn print_report(report: &serde_json::Value, as_json: bool) {
         println!("[{id:3}] {dir} {}", line(f, &sha));
     }
     println!("[SUM] {dir} {}", line(report, ""));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SHA-256 of flow `flow`'s `bytes`-byte stream with `seed`.
+    fn stream_sha(seed: u64, flow: u32, bytes: u64) -> String {
+        let (p, mut h) = (Payload::new(seed, flow), Sha256::new());
+        let mut buf = vec![0u8; CHUNK];
+        let mut at = 0;
+        while at < bytes {
+            let n = ((bytes - at) as usize).min(CHUNK);
+            p.fill(at, &mut buf[..n]);
+            h.update(&buf[..n]);
+            at += n as u64;
+        }
+        hex(&h.finalize())
+    }
+
+    /// README's `transfer` lines name the hashes of the streams those commands
+    /// send (--seed 1): `[  N] send BYTES bytes ... sha256 HEX` is flow N's.
+    #[test]
+    fn readme_transfer_hashes_are_the_streams() {
+        let readme = include_str!("../../../../README.md");
+        let (mut checked, mut stale) = (0, Vec::new());
+        for line in readme.lines().filter(|l| l.contains(", sha256 ")) {
+            let (flow, rest) = match line.strip_prefix('[') {
+                Some(r) => {
+                    let (n, rest) = r.split_once(']').unwrap();
+                    (n.trim().parse().unwrap(), rest.trim_start())
+                }
+                None => (0, line),
+            };
+            let Some(rest) = rest.strip_prefix("send ") else {
+                continue;
+            };
+            let bytes: u64 = rest.split(' ').next().unwrap().parse().unwrap();
+            let sha = line.rsplit("sha256 ").next().unwrap();
+            let want = stream_sha(1, flow, bytes);
+            if sha != want {
+                stale.push(format!(
+                    "flow {flow}, {bytes} bytes: {sha} should be {want}"
+                ));
+            }
+            checked += 1;
+        }
+        assert!(checked >= 3, "README's transfer example has no hashes");
+        assert!(
+            stale.is_empty(),
+            "stale hashes in README:\n{}",
+            stale.join("\n")
+        );
+    }
 }

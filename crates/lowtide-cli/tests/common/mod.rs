@@ -76,6 +76,28 @@ impl ChildGuard {
         child.wait_with_output().expect("output")
     }
 
+    /// Waits (up to `limit`) for the first line the program writes to stderr, which
+    /// must say it is ready (`transfer --listen` and `link` do, for scripts); the
+    /// rest of stderr stays for [`ChildGuard::wait`].
+    pub fn ready(&mut self, limit: Duration) -> String {
+        use std::io::Read;
+        let child = self.0.as_mut().expect("child");
+        let mut err = child.stderr.take().expect("stderr piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = Vec::new();
+            let mut b = [0u8; 1];
+            while err.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
+                line.push(b[0]);
+            }
+            let _ = tx.send((String::from_utf8_lossy(&line).into_owned(), err));
+        });
+        let (line, err) = rx.recv_timeout(limit).expect("no line on stderr");
+        child.stderr = Some(err);
+        assert!(line.contains(": ready: "), "not a ready line: {line}");
+        line
+    }
+
     /// Sends SIGTERM, then waits as [`ChildGuard::wait`].
     pub fn terminate(self, limit: Duration) -> Output {
         if let Some(c) = &self.0 {

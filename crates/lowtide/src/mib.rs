@@ -146,10 +146,17 @@ mib! {
     TcpExtTCPAckCompressed,
     /// Segments dropped for lack of receive space.
     TcpExtTCPRcvQDrop,
-    /// Segments that arrived entirely below rcv_nxt.
-    TcpExtTCPPureDup,
+    /// In-sequence data dropped because our window was closed
+    /// (`LINUX_MIB_TCPZEROWINDOWDROP`, `tcp_data_queue`).
+    TcpExtTCPZeroWindowDrop,
     /// Segments dropped by the PAWS check (RFC 7323 section 5).
     TcpExtPAWSEstab,
+    /// Old pure ACKs dropped by the PAWS check, without a duplicate ACK
+    /// (`LINUX_MIB_PAWS_OLD_ACK`, Linux 6.14+).
+    TcpExtPAWSOldAck,
+    /// Segments starting or (with data queued) ending beyond the receive window
+    /// (`LINUX_MIB_BEYOND_WINDOW`, `tcp_sequence`, Linux 6.17+).
+    TcpExtBeyondWindow,
     /// SYN-ACKs refused with a reset because their TSecr echoes no time since our
     /// first SYN (`LINUX_MIB_PAWSACTIVEREJECTED`).
     TcpExtPAWSActive,

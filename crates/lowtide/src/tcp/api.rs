@@ -328,7 +328,9 @@ impl Tcb {
         self.readable_signaled = false;
         if self.rcv_queue.is_empty() {
             let verdict = self.empty_read();
-            self.sk_err = None; // sock_error: a pending error is reported once
+            if verdict.is_err() && verdict.err() == self.sk_err {
+                self.sk_err = None; // sock_error: a pending error is reported once
+            }
             return verdict;
         }
         let n = self.rcv_queue.read(max, &mut read);
@@ -346,10 +348,14 @@ impl Tcb {
         Ok(self.rcv_queue.peek(buf))
     }
 
-    /// What `tcp_recvmsg` returns when the receive queue is empty: a pending error
-    /// (`sock_error`), end of stream after a FIN or `SHUT_RD`, `ENOTCONN` when never
-    /// connected, else `EAGAIN`.
+    /// What `tcp_recvmsg` returns when the receive queue is empty: end of stream
+    /// once the peer's FIN was taken (`SOCK_DONE`, even if a reset followed), a
+    /// pending error (`sock_error`), end of stream after `SHUT_RD` or `tcp_done`,
+    /// `ENOTCONN` when never connected, else `EAGAIN`.
     fn empty_read(&self) -> Result<usize, SocketError> {
+        if self.fin_seq.is_some_and(|f| self.rcv_nxt > f) {
+            return Ok(0);
+        }
         if let Some(e) = self.sk_err {
             return Err(e);
         }

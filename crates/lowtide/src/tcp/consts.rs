@@ -47,8 +47,12 @@ pub const TCP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
 pub const TCP_TIMEOUT_INIT: Duration = Duration::from_secs(1);
 /// `TCP_RESOURCE_PROBE_INTERVAL`: the retry after a local drop (HZ / 2).
 pub const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);
-/// `TCP_PAWS_24DAYS`, in milliseconds: timestamps older than 24 days are not trusted.
-pub const TCP_PAWS_24DAYS_MS: u64 = 24 * 24 * 3600 * 1000;
+/// `TCP_PAWS_WRAP` (`INT_MAX / USEC_PER_SEC`, Linux 6.7+; it was 24 days before
+/// microsecond timestamps): a `ts_recent` stored this many seconds ago is no longer
+/// trusted by PAWS.
+pub const TCP_PAWS_WRAP_SECS: u64 = i32::MAX as u64 / 1_000_000;
+/// `TCP_PAWS_WINDOW`: the replay window of PAWS, in timestamp ticks.
+pub const TCP_PAWS_WINDOW: i32 = 1;
 /// `TCPOLEN_TSTAMP_ALIGNED`: the timestamp option's room in every segment.
 pub const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
 /// `TCP_INIT_CWND`: the initial congestion window, in segments.

@@ -110,14 +110,6 @@ impl Tcb {
         self.ato = TCP_ATO_MIN;
     }
 
-    /// Data we had acknowledged came again, so our ACK was probably lost
-    /// (`LINUX_MIB_DELAYEDACKLOST`): quick-ACK mode (`tcp_data_queue` and
-    /// `tcp_send_dupack` both do this).
-    pub(crate) fn delayed_ack_lost(&mut self, ctx: &mut super::Ctx) {
-        ctx.mib.inc(crate::mib::Mib::TcpExtDelayedACKLost);
-        self.enter_quickack_mode(TCP_MAX_QUICKACKS);
-    }
-
     /// `inet_csk_in_pingpong_mode`.
     fn in_pingpong_mode(&self) -> bool {
         self.pingpong >= TCP_PINGPONG_THRESH

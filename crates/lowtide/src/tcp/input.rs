@@ -2,10 +2,11 @@
 //! `tcp_rcv_synsent_state_process`, `tcp_ack`, `tcp_data_queue` and ACK scheduling.
 
 use super::cong::{AckSample, CaState, CcContext, CongestionOps};
-use super::consts::{TCP_MAX_QUICKACKS, TCP_PAWS_24DAYS_MS};
+use super::consts::TCP_MAX_QUICKACKS;
 use super::rate::{AckRate, RateSample};
 use super::rcvqueue::Payload;
 use super::sock::Tcb;
+use super::validate::SegSpace;
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
 use crate::socket::{EventKind, SocketError};
@@ -246,7 +247,7 @@ impl Tcb {
     }
 
     /// Segment processing in SYN-RECV and every synchronized state
-    /// (RFC 9293 section 3.10.7.4).
+    /// (`tcp_rcv_established`'s slow path, `tcp_rcv_state_process`).
     fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: Payload) {
         if self.tfo.rsk.is_some() && !self.fastopen_check_req(ctx, th, payload.len()) {
             return;
@@ -255,33 +256,34 @@ impl Tcb {
         let seq = self.rcv_off(super::seq::Seq(th.seq));
         // A sequence number before the peer's ISN unwraps below offset 0, to near
         // u64::MAX; the end then overflows. Nothing valid lies there: out of window.
-        let end = seq.checked_add(payload.len() as u64 + f.contains(TcpFlags::FIN) as u64);
-        // Old data in a dropped segment is reported with a D-SACK (tcp_send_dupack).
-        let old = end
-            .filter(|&e| e > seq && seq < self.rcv_nxt)
-            .map(|e| (seq, e.min(self.rcv_nxt)));
-        if !self.paws_ok(ctx, th, old, !payload.is_empty()) {
-            return;
-        }
+        let sp = SegSpace {
+            seq,
+            end: seq.checked_add(
+                payload.len() as u64
+                    + f.contains(TcpFlags::FIN) as u64
+                    + f.contains(TcpFlags::SYN) as u64,
+            ),
+        };
         // tcp_check_req: the peer sent its SYN again (our SYN-ACK was lost). Linux
         // answers with the SYN-ACK, not with the challenge ACK an out-of-window SYN
         // draws, which a SYN-SENT peer ignores.
-        if self.state == TcpState::SynRecv && f == TcpFlags::SYN && seq == 0 {
+        if self.state == TcpState::SynRecv
+            && f == TcpFlags::SYN
+            && seq == 0
+            && th
+                .options
+                .timestamp
+                .is_none_or(|(v, _)| !self.ts_ok || self.paws_check(ctx, v, 0))
+        {
             return self.rtx_synack(ctx);
         }
-        if !end.is_some_and(|end| self.sequence_ok(seq, end)) {
-            return self.reject_out_of_window(ctx, th, old, !payload.is_empty());
+        // Both paths drop a segment with none of ACK, RST and SYN first.
+        if !f.intersects(TcpFlags::ACK | TcpFlags::RST | TcpFlags::SYN) {
+            trace!("drop: no ACK, RST or SYN flag");
+            return;
         }
-        if f.contains(TcpFlags::RST) {
-            return self.rcv_rst(ctx, seq);
-        }
-        if f.contains(TcpFlags::SYN) {
-            // RFC 5961 section 4: a SYN in a synchronized state gets a challenge ACK.
-            ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
-            return self.challenge_ack(ctx);
-        }
-        if !f.contains(TcpFlags::ACK) {
-            trace!("drop: no ACK flag");
+        let syn_inerr = self.state == TcpState::Established;
+        if !self.validate_incoming(ctx, th, sp, syn_inerr) {
             return;
         }
         if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th) {
@@ -296,7 +298,7 @@ impl Tcb {
             // segment dropped for an unacceptable ACK must not move ts_recent (else
             // PAWS rejects the peer's next valid segment; packetdrill
             // ts_recent/invalid_ack.pkt).
-            AckOutcome::New => self.update_ts_recent(ctx, th, seq),
+            AckOutcome::New => self.replace_ts_recent(ctx, th, seq),
         }
         if self.state == TcpState::Closed {
             return;
@@ -326,114 +328,6 @@ impl Tcb {
         if self.rcv_nxt > prior_nxt {
             self.rcv_rtt_measure(ctx.now);
         }
-    }
-
-    /// RFC 7323 section 5.3: PAWS rejects segments with an old timestamp.
-    fn paws_ok(
-        &mut self,
-        ctx: &mut Ctx,
-        th: &TcpRepr,
-        old: Option<(u64, u64)>,
-        has_data: bool,
-    ) -> bool {
-        let Some((tsval, _)) = th.options.timestamp else {
-            return true;
-        };
-        if !self.ts_ok || th.flags.contains(TcpFlags::RST) {
-            return true;
-        }
-        let stale =
-            ctx.now.saturating_since(self.ts_recent_stamp).as_millis() as u64 > TCP_PAWS_24DAYS_MS;
-        if (tsval.wrapping_sub(self.ts_recent) as i32) < 0 && !stale {
-            ctx.mib.inc(Mib::TcpExtPAWSEstab);
-            trace!(tsval, ts_recent = self.ts_recent, "drop: PAWS");
-            let syn = th.flags.contains(TcpFlags::SYN);
-            if syn {
-                ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
-                self.challenge_ack(ctx);
-            } else if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedPAWS, has_data, syn) {
-                self.send_dupack(ctx, old);
-            }
-            return false;
-        }
-        true
-    }
-
-    /// `tcp_replace_ts_recent` (RFC 7323 section 4.3).
-    fn update_ts_recent(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64) {
-        if let (true, Some((tsval, _))) = (self.ts_ok, th.options.timestamp) {
-            if seq <= self.rcv_wup && (tsval.wrapping_sub(self.ts_recent) as i32) >= 0 {
-                self.ts_recent = tsval;
-                self.ts_recent_stamp = ctx.now;
-            }
-        }
-    }
-
-    /// `tcp_sequence`: does `[seq, end)` overlap the receive window? (RFC 9293 table 6)
-    fn sequence_ok(&self, seq: u64, end: u64) -> bool {
-        let wnd_end = self.rcv_nxt + self.rcv_wnd.max(1) as u64;
-        end >= self.rcv_wup && seq <= wnd_end && (seq < wnd_end || end == seq)
-    }
-
-    /// `tcp_validate_incoming` step 1: an out-of-window segment is answered with a
-    /// duplicate ACK (rate limited, `tcp_oow_rate_limited`), a SYN with a challenge.
-    fn reject_out_of_window(
-        &mut self,
-        ctx: &mut Ctx,
-        th: &TcpRepr,
-        old: Option<(u64, u64)>,
-        has_data: bool,
-    ) {
-        if th.flags.contains(TcpFlags::RST) {
-            return;
-        }
-        if th.flags.contains(TcpFlags::SYN) {
-            ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
-            return self.challenge_ack(ctx);
-        }
-        if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedSeq, has_data, false) {
-            trace!(seq = th.seq, "out of window: duplicate ACK");
-            self.send_dupack(ctx, old);
-        }
-    }
-
-    /// `tcp_send_dupack`: an immediate ACK; for old data also quick-ACK mode (our
-    /// ACK was probably lost) and a D-SACK.
-    fn send_dupack(&mut self, ctx: &mut Ctx, old: Option<(u64, u64)>) {
-        ctx.mib.inc(Mib::TcpExtTCPPureDup);
-        if old.is_some() {
-            self.delayed_ack_lost(ctx);
-        }
-        if let (Some(d), true) = (old, self.sack_ok && ctx.cfg.tcp_dsack) {
-            // RFC 2883 section 4 (Linux tcp_send_dupack): a D-SACK for old data.
-            self.dsack = Some(d);
-            ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
-        }
-        self.send_ack(ctx);
-    }
-
-    /// RFC 5961 section 3.2: a reset is accepted only at exactly `rcv_nxt`.
-    fn rcv_rst(&mut self, ctx: &mut Ctx, seq: u64) {
-        if seq != self.rcv_nxt {
-            return self.challenge_ack(ctx);
-        }
-        trace!(tuple = ?self.tuple, "reset by peer");
-        let err = match self.state {
-            TcpState::SynRecv if self.parent.is_some() => {
-                self.set_closed(ctx);
-                return;
-            }
-            TcpState::SynRecv => SocketError::ConnectionRefused,
-            TcpState::CloseWait => SocketError::BrokenPipe,
-            TcpState::TimeWait | TcpState::LastAck | TcpState::Closing => {
-                return self.set_closed(ctx);
-            }
-            _ => SocketError::ConnectionReset,
-        };
-        if matches!(self.state, TcpState::Established | TcpState::CloseWait) {
-            ctx.mib.inc(Mib::TcpEstabResets);
-        }
-        self.set_error(ctx, err);
     }
 
     /// SYN-RECV: an acceptable ACK completes the handshake (RFC 9293 3.10.7.4). A
@@ -699,12 +593,12 @@ impl Tcb {
         acked > 0 && !matches!(self.ca_state, CaState::Recovery | CaState::Cwr)
     }
 
-    /// `tcp_ack_update_window` (RFC 9293 3.10.7.4 SND.WL1/WL2 rule).
+    /// `tcp_ack_update_window` (RFC 9293 3.10.7.4 SND.WL1/WL2 rule, as
+    /// `tcp_may_update_window`: from the same segment only a larger or zero window).
     fn ack_update_window(&mut self, th: &TcpRepr, ack: u64, min_snd_mss: u32) {
         let seq = self.rcv_off(super::seq::Seq(th.seq));
         let nwin = (th.window as u32) << self.snd_wscale;
-        if ack > self.snd_una || seq > self.snd_wl1 || (seq == self.snd_wl1 && nwin != self.snd_wnd)
-        {
+        if self.may_update_window(ack, seq, nwin) {
             self.snd_wl1 = seq;
             if nwin > self.snd_wnd
                 && nwin > 0
@@ -856,15 +750,24 @@ impl Tcb {
         if end <= self.rcv_nxt {
             return self.old_data(ctx, seq, end);
         }
+        let rwin = self.receive_window() as u64;
+        if seq >= self.rcv_nxt + rwin && seq > self.rcv_nxt {
+            // Out of window, e.g. a zero-window probe (SKB_DROP_REASON_TCP_OVERWINDOW).
+            return self.data_out_of_window();
+        }
         if seq > self.rcv_nxt {
             return self.ofo_data(ctx, th, seq, payload);
         }
-        let skip = (self.rcv_nxt - seq) as usize;
-        if skip > 0 && ctx.cfg.tcp_dsack {
-            self.dsack = Some((seq, self.rcv_nxt));
-            ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
+        if seq < self.rcv_nxt {
+            // A partial duplicate: D-SACK its head, even if the tail is dropped.
+            self.dsack_set(ctx, seq, self.rcv_nxt);
         }
-        let fresh = payload.skip(skip);
+        if rwin == 0 {
+            // tcp_data_queue: in sequence but the window is closed.
+            ctx.mib.inc(Mib::TcpExtTCPZeroWindowDrop);
+            return self.data_out_of_window();
+        }
+        let fresh = payload.skip((self.rcv_nxt - seq) as usize);
         if self.rcv_space_exceeded(fresh.len()) {
             ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
             return self.schedule_ack_now();
@@ -917,14 +820,17 @@ impl Tcb {
 
     /// Data wholly below `rcv_nxt`: a duplicate (RFC 2883 section 4: D-SACK it).
     fn old_data(&mut self, ctx: &mut Ctx, seq: u64, end: u64) {
-        ctx.mib.inc(Mib::TcpExtTCPPureDup);
-        if self.sack_ok && ctx.cfg.tcp_dsack {
-            self.dsack = Some((seq, end));
-            ctx.mib.inc(Mib::TcpExtTCPDSACKOldSent);
-        }
-        // tcp_data_queue: "a retransmit ... force an immediate ack".
-        self.delayed_ack_lost(ctx);
-        self.schedule_ack_now();
+        // tcp_data_queue: "a retransmit, 2nd most common case. Force an immediate ack."
+        ctx.mib.inc(Mib::TcpExtDelayedACKLost);
+        self.dsack_set(ctx, seq, end);
+        self.data_out_of_window();
+    }
+
+    /// `tcp_data_queue`'s `out_of_window:`: the segment is dropped and answered at
+    /// once, in quick-ACK mode (`tcp_enter_quickack_mode`, `inet_csk_schedule_ack`).
+    fn data_out_of_window(&mut self) {
+        self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+        self.ack_pending = true;
     }
 
     /// Data above a hole: to the OFO queue, ACKed at once (RFC 5681 section 4.2).

@@ -24,6 +24,7 @@
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
 //! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit` |
+//! | `validate` | tcp_input.c `tcp_validate_incoming`, `tcp_sequence`, PAWS, `tcp_reset`, `tcp_send_dupack` |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
@@ -74,6 +75,7 @@ pub(crate) mod syncookies;
 pub(crate) mod timer;
 pub(crate) mod tlp;
 pub mod tstamp;
+pub(crate) mod validate;
 
 use crate::config::Config;
 use crate::mib::Counters;

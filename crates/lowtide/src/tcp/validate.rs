@@ -1,0 +1,580 @@
+//! tcp_input.c `tcp_validate_incoming` (Linux 6.18): PAWS with its disordered-ACK
+//! exemption, `tcp_sequence`, the RST and SYN rules of RFC 5961, and the replies
+//! they draw (`tcp_send_dupack`, challenge ACKs); `tcp_reset`; `tcp_paws_check` and
+//! `tcp_replace_ts_recent` (RFC 7323 sections 4.3 and 5).
+
+use super::consts::{TCP_MAX_QUICKACKS, TCP_PAWS_WINDOW, TCP_PAWS_WRAP_SECS};
+use super::seq::Seq;
+use super::sock::Tcb;
+use super::{Ctx, TcpState};
+use crate::mib::Mib;
+use crate::socket::SocketError;
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+use tracing::trace;
+
+/// Why `tcp_sequence` or PAWS refused a segment (Linux's drop reasons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reject {
+    /// `SKB_DROP_REASON_TCP_RFC7323_PAWS`.
+    Paws,
+    /// `SKB_DROP_REASON_TCP_RFC7323_PAWS_ACK`: an old pure ACK (reordered).
+    PawsAck,
+    /// `SKB_DROP_REASON_TCP_OLD_SEQUENCE`: it ends before `rcv_wup`.
+    OldSequence,
+    /// `SKB_DROP_REASON_TCP_INVALID_SEQUENCE`: it starts beyond the window.
+    InvalidSequence,
+    /// `SKB_DROP_REASON_TCP_INVALID_END_SEQUENCE`: it ends beyond the window while
+    /// data waits in the receive queue.
+    InvalidEndSequence,
+}
+
+/// A segment's sequence space as `TCP_SKB_CB`: `seq`, `end_seq` (data, SYN and FIN
+/// counted; `None` when it would wrap below the peer's ISN) and its flags.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SegSpace {
+    /// Stream offset of the first sequence number.
+    pub seq: u64,
+    /// Stream offset after the last one, if representable.
+    pub end: Option<u64>,
+}
+
+impl SegSpace {
+    /// `seq != end_seq`: the segment occupies sequence space (data, SYN or FIN).
+    fn occupies(&self) -> bool {
+        self.end != Some(self.seq)
+    }
+}
+
+impl Tcb {
+    /// `tcp_validate_incoming`: true when the segment goes on to `tcp_ack`.
+    /// `syn_inerr`: ESTABLISHED (`tcp_rcv_established`) counts a bad SYN in
+    /// `TcpInErrs` too.
+    pub(crate) fn validate_incoming(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        sp: SegSpace,
+        syn_inerr: bool,
+    ) -> bool {
+        let (rst, syn) = (
+            th.flags.contains(TcpFlags::RST),
+            th.flags.contains(TcpFlags::SYN),
+        );
+        // RFC 7323 section 5.3 (H1): PAWS first; a reset is accepted even if it fails.
+        if let Some(reason) = self.paws_reject(ctx, th, sp) {
+            if !rst {
+                if syn {
+                    return self.syn_challenge(ctx, syn_inerr);
+                }
+                // Old ACKs are common (reordering): counted, no duplicate ACK.
+                if reason == Reject::PawsAck {
+                    ctx.mib.inc(Mib::TcpExtPAWSOldAck);
+                    return false;
+                }
+                ctx.mib.inc(Mib::TcpExtPAWSEstab);
+                trace!(ts_recent = self.ts_recent, "drop: PAWS");
+                if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedPAWS, sp.occupies(), syn)
+                {
+                    self.send_dupack(ctx, sp);
+                }
+                return false;
+            }
+        }
+        // Step 1: the sequence number (RFC 9293 section 3.10.7.4).
+        if let Err(reason) = self.tcp_sequence(sp, th.flags.contains(TcpFlags::FIN)) {
+            if !rst {
+                if syn {
+                    return self.syn_challenge(ctx, syn_inerr);
+                }
+                if matches!(reason, Reject::InvalidSequence | Reject::InvalidEndSequence) {
+                    ctx.mib.inc(Mib::TcpExtBeyondWindow);
+                }
+                if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedSeq, sp.occupies(), syn)
+                {
+                    trace!(seq = th.seq, ?reason, "out of window: duplicate ACK");
+                    self.send_dupack(ctx, sp);
+                }
+            } else if self.reset_check(sp.seq) {
+                self.tcp_reset(ctx);
+            }
+            return false;
+        }
+        // Step 2: RST (RFC 5961 section 3.2, extended to rcv_nxt - 1 after a FIN and
+        // to the right edge of our highest SACK block).
+        if rst {
+            if sp.seq == self.rcv_nxt || self.reset_check(sp.seq) || self.rst_at_max_sack(sp.seq) {
+                self.tcp_reset(ctx);
+                return false;
+            }
+            // An out-of-order reset before any data on an active Fast Open
+            // connection: a middlebox may be at work (tcp_fastopen_active_disable).
+            if self.tfo.syn_fastopen
+                && self.data_segs_in == 0
+                && self.state == TcpState::Established
+            {
+                self.tfo.blackhole = true;
+            }
+            self.challenge_ack(ctx);
+            return false;
+        }
+        // Step 4: SYN (RFC 5961 section 4.2): a challenge ACK, except the peer's
+        // SYN-ACK retransmitted in a simultaneous open that it completes.
+        if syn {
+            let ack = self.snd_off(Seq(th.ack));
+            let synack_again = self.state == TcpState::SynRecv
+                && self.parent.is_none()
+                && th.flags.contains(TcpFlags::ACK)
+                && sp.end == Some(sp.seq + 1)
+                && sp.seq + 1 == self.rcv_nxt
+                && ack == self.snd_nxt;
+            if !synack_again {
+                return self.syn_challenge(ctx, syn_inerr);
+            }
+        }
+        true
+    }
+
+    /// `syn_challenge:` of `tcp_validate_incoming`. Always false (discard).
+    fn syn_challenge(&mut self, ctx: &mut Ctx, syn_inerr: bool) -> bool {
+        if syn_inerr {
+            ctx.mib.inc(Mib::TcpInErrs);
+        }
+        ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
+        self.challenge_ack(ctx);
+        false
+    }
+
+    /// `tcp_paws_check`: is the timestamp `tsval` acceptable against `ts_recent`
+    /// with a replay window of `paws_win` ticks? A `ts_recent` older than
+    /// `TCP_PAWS_WRAP` seconds, or zero (some stacks send TSval 0 in SYNs), is no
+    /// reference.
+    pub(crate) fn paws_check(&self, ctx: &Ctx, tsval: u32, paws_win: i32) -> bool {
+        if (self.ts_recent.wrapping_sub(tsval) as i32) <= paws_win {
+            return true;
+        }
+        let stamp = self.ts_recent_stamp.as_nanos() / 1_000_000_000;
+        ctx.now.as_nanos() / 1_000_000_000 >= stamp + TCP_PAWS_WRAP_SECS || self.ts_recent == 0
+    }
+
+    /// PAWS in `tcp_validate_incoming`: `tcp_paws_check` with `TCP_PAWS_WINDOW`,
+    /// then `tcp_disordered_ack_check`. `None`: acceptable.
+    fn paws_reject(&self, ctx: &Ctx, th: &TcpRepr, sp: SegSpace) -> Option<Reject> {
+        let (tsval, _) = th.options.timestamp.filter(|_| self.ts_ok)?;
+        if self.paws_check(ctx, tsval, TCP_PAWS_WINDOW) {
+            return None;
+        }
+        self.disordered_ack_check(th, sp, tsval)
+    }
+
+    /// `tcp_disordered_ack_check` (RFC 7323 section 5.2's exception for ACKs): a
+    /// pure duplicate ACK at `rcv_nxt` that changes no window and whose timestamp is
+    /// within the replay window (`tcp_tsval_replay`: 1.2 RTO in ms ticks) is
+    /// accepted although PAWS failed.
+    fn disordered_ack_check(&self, th: &TcpRepr, sp: SegSpace, tsval: u32) -> Option<Reject> {
+        if !th.flags.contains(TcpFlags::ACK) || sp.occupies() {
+            return Some(Reject::Paws);
+        }
+        if sp.seq != self.rcv_nxt {
+            return Some(if sp.seq < self.rcv_nxt {
+                Reject::PawsAck
+            } else {
+                Reject::Paws
+            });
+        }
+        let ack = self.snd_off(Seq(th.ack));
+        let nwin = (th.window as u32) << self.snd_wscale;
+        if ack != self.snd_una || self.may_update_window(ack, sp.seq, nwin) {
+            return Some(Reject::Paws);
+        }
+        let replay = (self.rto.as_millis() as u64 * 1200 / 1000) as i64;
+        if self.ts_recent.wrapping_sub(tsval) as i32 as i64 > replay {
+            return Some(Reject::Paws);
+        }
+        None
+    }
+
+    /// `tcp_may_update_window`: the ACK advances `snd_una`, or the segment is newer
+    /// than the one that last set the window, or as new with a larger (or zero)
+    /// window.
+    pub(crate) fn may_update_window(&self, ack: u64, seq: u64, nwin: u32) -> bool {
+        ack > self.snd_una
+            || seq > self.snd_wl1
+            || (seq == self.snd_wl1 && (nwin > self.snd_wnd || nwin == 0))
+    }
+
+    /// `tcp_sequence`: does the segment fit the receive window? One that ends beyond
+    /// it is taken only while the receive queue is empty (a buggy peer must not
+    /// freeze), and a FIN may stick out by its own sequence number (Linux
+    /// 6.18.y: "tcp: re-enable acceptance of FIN packets when RWIN is 0").
+    pub(crate) fn tcp_sequence(&self, sp: SegSpace, fin: bool) -> Result<(), Reject> {
+        let Some(end) = sp.end else {
+            return Err(Reject::OldSequence);
+        };
+        if end < self.rcv_wup {
+            return Err(Reject::OldSequence);
+        }
+        let limit = self.rcv_nxt + self.receive_window() as u64;
+        if end > limit {
+            if end - fin as u64 <= limit {
+                return Ok(());
+            }
+            if sp.seq > limit {
+                return Err(Reject::InvalidSequence);
+            }
+            if !self.rcv_queue.is_empty() {
+                return Err(Reject::InvalidEndSequence);
+            }
+        }
+        Ok(())
+    }
+
+    /// `tcp_reset_check`: after the peer's FIN (CLOSE-WAIT, LAST-ACK, CLOSING) a reset
+    /// at `rcv_nxt - 1` is taken (some stacks send it with the FIN's sequence).
+    fn reset_check(&self, seq: u64) -> bool {
+        seq + 1 == self.rcv_nxt
+            && matches!(
+                self.state,
+                TcpState::CloseWait | TcpState::LastAck | TcpState::Closing
+            )
+    }
+
+    /// A reset at the right edge of the highest SACK block we report.
+    fn rst_at_max_sack(&self, seq: u64) -> bool {
+        self.sack_ok && self.ofo.sack_blocks().map(|(_, e)| e).max() == Some(seq)
+    }
+
+    /// `tcp_send_dupack`: an immediate ACK; for a segment reaching below `rcv_nxt`
+    /// also quick-ACK mode (our ACK was probably lost) and a D-SACK of its old part.
+    pub(crate) fn send_dupack(&mut self, ctx: &mut Ctx, sp: SegSpace) {
+        if let (true, Some(end)) = (sp.occupies() && sp.seq < self.rcv_nxt, sp.end) {
+            ctx.mib.inc(Mib::TcpExtDelayedACKLost);
+            self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+            self.dsack_set(ctx, sp.seq, end.min(self.rcv_nxt));
+        }
+        self.send_ack(ctx);
+    }
+
+    /// `tcp_dsack_set` (RFC 2883): report `[seq, end)` as a D-SACK, counted as old
+    /// (below `rcv_nxt`) or out-of-order data.
+    pub(crate) fn dsack_set(&mut self, ctx: &mut Ctx, seq: u64, end: u64) {
+        if !self.sack_ok || !ctx.cfg.tcp_dsack {
+            return;
+        }
+        ctx.mib.inc(match seq < self.rcv_nxt {
+            true => Mib::TcpExtTCPDSACKOldSent,
+            false => Mib::TcpExtTCPDSACKOfoSent,
+        });
+        self.dsack = Some((seq, end));
+    }
+
+    /// `tcp_reset`: the connection ends with the error BSD gives (`ECONNREFUSED` in
+    /// SYN-SENT, `EPIPE` in CLOSE-WAIT, else `ECONNRESET`).
+    pub(crate) fn tcp_reset(&mut self, ctx: &mut Ctx) {
+        trace!(tuple = ?self.tuple, "reset by peer");
+        let err = match self.state {
+            TcpState::Closed => return,
+            // A TIME-WAIT socket (tcp_timewait_state_process) or a child no one has
+            // accepted yet (inet_csk_reqsk_queue_drop) goes without an error.
+            TcpState::TimeWait => return self.set_closed(ctx),
+            TcpState::SynRecv if self.parent.is_some() => return self.set_closed(ctx),
+            TcpState::SynSent => SocketError::ConnectionRefused,
+            TcpState::CloseWait => SocketError::BrokenPipe,
+            _ => SocketError::ConnectionReset,
+        };
+        if matches!(self.state, TcpState::Established | TcpState::CloseWait) {
+            ctx.mib.inc(Mib::TcpEstabResets);
+        }
+        self.set_error(ctx, err);
+    }
+
+    /// `tcp_replace_ts_recent`: after `tcp_ack` accepted the segment, a timestamp
+    /// from a segment at or before `rcv_wup` that is not older (`tcp_paws_check`
+    /// with window 0) becomes `ts_recent` (`tcp_store_ts_recent`).
+    pub(crate) fn replace_ts_recent(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64) {
+        let Some((tsval, _)) = th.options.timestamp.filter(|_| self.ts_ok) else {
+            return;
+        };
+        if seq <= self.rcv_wup && self.paws_check(ctx, tsval, 0) {
+            self.ts_recent = tsval;
+            self.ts_recent_stamp = ctx.now;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tcp::rcvqueue::Payload;
+    use crate::tcp::TestStack;
+    use crate::time::Instant;
+    use core::time::Duration;
+    use lowtide_wire::tcp::TcpOptions;
+
+    /// ESTABLISHED, 10,000 bytes of window from rcv_nxt 1001, timestamps and SACK
+    /// on, ts_recent 5000 stored at time zero.
+    fn established(cfg: &Config) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::Established;
+        (t.rcv_nxt, t.rcv_wup, t.rcv_wnd) = (1001, 1001, 10_000);
+        (t.snd_una, t.snd_nxt, t.snd_wl1, t.snd_wnd) = (1, 1, 1001, 65535);
+        (t.ts_ok, t.sack_ok, t.ts_recent) = (true, true, 5000);
+        t.rto = Duration::from_millis(300);
+        t
+    }
+
+    fn seg(t: &Tcb, flags: TcpFlags, seq: u64, tsval: Option<u32>) -> TcpRepr {
+        TcpRepr {
+            seq: t.rcv_seq(seq).0,
+            ack: t.snd_seq(t.snd_una).0,
+            flags,
+            window: 65535,
+            options: TcpOptions {
+                timestamp: tsval.map(|v| (v, 1)),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn space(seq: u64, len: u64) -> SegSpace {
+        SegSpace {
+            seq,
+            end: Some(seq + len),
+        }
+    }
+
+    #[test]
+    fn tcp_sequence_takes_an_overlong_segment_only_with_an_empty_queue() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = established(&cfg);
+        let limit = 1001 + 10_000;
+        assert_eq!(
+            t.tcp_sequence(space(0, 500), false),
+            Err(Reject::OldSequence)
+        );
+        assert_eq!(
+            t.tcp_sequence(
+                SegSpace {
+                    seq: u64::MAX,
+                    end: None
+                },
+                false
+            ),
+            Err(Reject::OldSequence)
+        );
+        assert_eq!(
+            t.tcp_sequence(space(limit + 1, 1), false),
+            Err(Reject::InvalidSequence)
+        );
+        assert_eq!(
+            t.tcp_sequence(space(limit - 10, 100), false),
+            Ok(()),
+            "queue empty"
+        );
+        assert_eq!(
+            t.tcp_sequence(space(limit, 0), false),
+            Ok(()),
+            "empty at the edge"
+        );
+        let ctx = st.ctx(&cfg, Instant::ZERO, false);
+        t.rcv_queue.push_payload(ctx.frag, Payload::Flat(&[7; 10]));
+        assert_eq!(
+            t.tcp_sequence(space(limit - 10, 100), false),
+            Err(Reject::InvalidEndSequence)
+        );
+        // A FIN may stick out by its own sequence number, no more.
+        assert_eq!(t.tcp_sequence(space(limit - 10, 11), true), Ok(()));
+        assert_eq!(
+            t.tcp_sequence(space(limit - 10, 12), true),
+            Err(Reject::InvalidEndSequence)
+        );
+        t.rcv_wnd = 0;
+        assert_eq!(
+            t.tcp_sequence(space(1001, 1), false),
+            Err(Reject::InvalidEndSequence),
+            "zero-window probe"
+        );
+        assert_eq!(
+            t.tcp_sequence(space(1001, 1), true),
+            Ok(()),
+            "bare FIN at a closed window"
+        );
+    }
+
+    #[test]
+    fn paws_check_window_zero_reference_and_wrap() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = established(&cfg);
+        let ctx = st.ctx(&cfg, Instant::ZERO, false);
+        assert!(
+            t.paws_check(&ctx, 4999, 1),
+            "one tick older: within TCP_PAWS_WINDOW"
+        );
+        assert!(!t.paws_check(&ctx, 4998, 1));
+        assert!(
+            !t.paws_check(&ctx, 4999, 0),
+            "tcp_replace_ts_recent's window is 0"
+        );
+        assert!(t.paws_check(&ctx, 6000, 0));
+        let late = Instant::ZERO + Duration::from_secs(TCP_PAWS_WRAP_SECS);
+        let ctx = st.ctx(&cfg, late, false);
+        assert!(
+            t.paws_check(&ctx, 1, 1),
+            "ts_recent older than TCP_PAWS_WRAP"
+        );
+        let ctx = st.ctx(&cfg, Instant::ZERO, false);
+        t.ts_recent = 0;
+        assert!(
+            t.paws_check(&ctx, 0x8000_0000, 1),
+            "ts_recent 0 is no reference"
+        );
+    }
+
+    #[test]
+    fn disordered_ack_check_branches() {
+        let cfg = Config::default();
+        let t = established(&cfg);
+        let ack = |seq| seg(&t, TcpFlags::ACK, seq, Some(4990));
+        // A pure duplicate ACK at rcv_nxt, no window update, 10 ms old: accepted.
+        assert_eq!(
+            t.disordered_ack_check(&ack(1001), space(1001, 0), 4990),
+            None
+        );
+        // Older than 1.2 RTO (360 ms).
+        assert_eq!(
+            t.disordered_ack_check(&ack(1001), space(1001, 0), 4600),
+            Some(Reject::Paws)
+        );
+        // Below rcv_nxt: an old ACK; above: not.
+        assert_eq!(
+            t.disordered_ack_check(&ack(900), space(900, 0), 4990),
+            Some(Reject::PawsAck)
+        );
+        assert_eq!(
+            t.disordered_ack_check(&ack(1100), space(1100, 0), 4990),
+            Some(Reject::Paws)
+        );
+        // Data, or a window it would update.
+        assert_eq!(
+            t.disordered_ack_check(&ack(1001), space(1001, 10), 4990),
+            Some(Reject::Paws)
+        );
+        let mut w = ack(1001);
+        w.window = 0;
+        assert_eq!(
+            t.disordered_ack_check(&w, space(1001, 0), 4990),
+            Some(Reject::Paws)
+        );
+        assert!(t.may_update_window(t.snd_una, 1001, 70_000));
+        assert!(
+            !t.may_update_window(t.snd_una, 1001, 60_000),
+            "a smaller window, same segment"
+        );
+    }
+
+    #[test]
+    fn validate_incoming_replies_and_counts() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = established(&cfg);
+        let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+        t.rcv_queue.push_payload(ctx.frag, Payload::Flat(&[7; 10]));
+        // Ends beyond the window with data queued: a duplicate ACK.
+        let th = seg(&t, TcpFlags::ACK, 10_900, Some(5000));
+        assert!(!t.validate_incoming(&mut ctx, &th, space(10_900, 200), true));
+        assert_eq!(ctx.mib.get(Mib::TcpExtBeyondWindow), 1);
+        assert_eq!(ctx.out.len(), 1);
+        // An old pure ACK failing PAWS: counted, no reply.
+        let th = seg(&t, TcpFlags::ACK, 900, Some(4000));
+        assert!(!t.validate_incoming(&mut ctx, &th, space(900, 0), true));
+        assert_eq!(ctx.mib.get(Mib::TcpExtPAWSOldAck), 1);
+        assert_eq!(ctx.mib.get(Mib::TcpExtPAWSEstab), 0);
+        assert_eq!(ctx.out.len(), 1);
+        // One tick old with data: passes.
+        let th = seg(&t, TcpFlags::ACK, 1001, Some(4999));
+        assert!(t.validate_incoming(&mut ctx, &th, space(1001, 100), true));
+        // A SYN in window: TcpInErrs in ESTABLISHED, and a challenge ACK.
+        ctx.now += Duration::from_secs(1);
+        let th = seg(&t, TcpFlags::SYN, 1001, Some(5000));
+        assert!(!t.validate_incoming(&mut ctx, &th, space(1001, 1), true));
+        assert_eq!(ctx.mib.get(Mib::TcpInErrs), 1);
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPSYNChallenge), 1);
+        assert_eq!(ctx.out.len(), 2);
+    }
+
+    #[test]
+    fn resets_at_rcv_nxt_minus_one_after_fin_and_at_the_sack_edge() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+        let mut t = established(&cfg);
+        // ESTABLISHED: rcv_nxt - 1 is before rcv_wup, out of window: dropped.
+        let rst = seg(&t, TcpFlags::RST, 1000, None);
+        assert!(!t.validate_incoming(&mut ctx, &rst, space(1000, 0), true));
+        assert_eq!(t.state, TcpState::Established);
+        assert!(ctx.out.is_empty(), "no reply to an out-of-window reset");
+        // In the window but not at rcv_nxt: a challenge ACK.
+        let rst = seg(&t, TcpFlags::RST, 1500, None);
+        assert!(!t.validate_incoming(&mut ctx, &rst, space(1500, 0), true));
+        assert_eq!(t.state, TcpState::Established);
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPChallengeACK), 1);
+        // CLOSE-WAIT (the FIN took 1000): taken, EPIPE.
+        t.state = TcpState::CloseWait;
+        assert!(!t.validate_incoming(&mut ctx, &rst, space(1000, 0), false));
+        assert_eq!(
+            (t.state, t.sk_err),
+            (TcpState::Closed, Some(SocketError::BrokenPipe))
+        );
+        assert_eq!(ctx.mib.get(Mib::TcpEstabResets), 1);
+        // The right edge of the highest SACK block.
+        let mut t = established(&cfg);
+        t.ofo.insert(2001, &[1; 100]);
+        t.ofo.insert(3001, &[1; 100]);
+        let rst = seg(&t, TcpFlags::RST, 2101, None);
+        assert!(!t.validate_incoming(&mut ctx, &rst, space(2101, 0), true));
+        assert_eq!(t.state, TcpState::Established, "not the highest block");
+        let rst = seg(&t, TcpFlags::RST, 3101, None);
+        assert!(!t.validate_incoming(&mut ctx, &rst, space(3101, 0), true));
+        assert_eq!(
+            (t.state, t.sk_err),
+            (TcpState::Closed, Some(SocketError::ConnectionReset))
+        );
+    }
+
+    #[test]
+    fn data_queue_drops_at_a_closed_window_and_beyond_it() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+        let mut t = established(&cfg);
+        t.rcv_wnd = 0;
+        // In sequence at a closed window (tcp_sequence let it in: queue empty).
+        let th = seg(&t, TcpFlags::ACK, 1001, None);
+        t.data_queue(&mut ctx, &th, 1001, Payload::Flat(&[1; 100]));
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPZeroWindowDrop), 1);
+        assert_eq!(t.rcv_nxt, 1001);
+        assert!(
+            t.in_quickack_mode() && t.ack_pending,
+            "out_of_window: quick ACK"
+        );
+        // A partial duplicate at a closed window: its head D-SACKed, its tail dropped.
+        let th = seg(&t, TcpFlags::ACK, 951, None);
+        t.data_queue(&mut ctx, &th, 951, Payload::Flat(&[1; 100]));
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPZeroWindowDrop), 2);
+        assert_eq!(t.dsack, Some((951, 1001)));
+        assert_eq!(t.rcv_nxt, 1001);
+        // Above rcv_nxt at or past the window's end: dropped, not queued out of order.
+        t.rcv_wnd = 100;
+        let th = seg(&t, TcpFlags::ACK, 1101, None);
+        t.data_queue(&mut ctx, &th, 1101, Payload::Flat(&[1; 100]));
+        assert!(t.ofo.is_empty());
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPOFOQueue), 0);
+        // Inside it: queued out of order.
+        let th = seg(&t, TcpFlags::ACK, 1051, None);
+        t.data_queue(&mut ctx, &th, 1051, Payload::Flat(&[1; 100]));
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPOFOQueue), 1);
+    }
+}

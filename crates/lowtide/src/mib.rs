@@ -187,6 +187,9 @@ mib! {
     TcpExtTCPAbortOnData,
     /// Connections aborted by close with unread data.
     TcpExtTCPAbortOnClose,
+    /// `close(2)` in FIN-WAIT-2 with `TCP_LINGER2` negative: reset at once
+    /// (`LINUX_MIB_TCPABORTONLINGER`).
+    TcpExtTCPAbortOnLinger,
     /// Connections aborted after too many retransmissions.
     TcpExtTCPAbortOnTimeout,
     /// Orphans reset for too many orphaned sockets (`tcp_check_oom`,

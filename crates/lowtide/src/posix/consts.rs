@@ -41,6 +41,8 @@ pub const IPV6_RECVERR: i32 = 25;
 pub const TCP_NODELAY: i32 = 1;
 pub const TCP_MAXSEG: i32 = 2;
 pub const TCP_CORK: i32 = 3;
+/// `TCP_LINGER2`: an orphan's FIN-WAIT-2 lifetime in seconds (-1: reset).
+pub const TCP_LINGER2: i32 = 8;
 /// `TCP_SYNCNT`: SYN retransmissions before a connect gives up.
 pub const TCP_SYNCNT: i32 = 7;
 /// `TCP_QUICKACK`: 0 delays ACKs for replies to carry (pingpong mode), 1 ACKs now.

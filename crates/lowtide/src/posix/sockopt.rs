@@ -309,6 +309,13 @@ impl Host {
                     e(stack.set_notsent_lowat(now, h, v))?;
                 }
             }
+            (SOL_TCP, TCP_LINGER2) => {
+                let v = crate::tcp::sockopt::linger2_from_user(int_arg(val)?);
+                s.opts.linger2 = v;
+                if let Some(h) = conn {
+                    e(stack.set_linger2(h, v))?;
+                }
+            }
             (SOL_TCP, TCP_USER_TIMEOUT) => {
                 let v = int_arg(val)?;
                 if v < 0 {
@@ -519,6 +526,15 @@ impl Host {
                 int(out, v as i32)
             }
             (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
+            (SOL_TCP, TCP_LINGER2) => {
+                let v = match conn {
+                    Some(h) => self.stack.linger2(h).map_err(Errno::from)?,
+                    None => {
+                        crate::tcp::sockopt::linger2_to_user(s.opts.linger2, cfg.tcp_fin_timeout)
+                    }
+                };
+                int(out, v)
+            }
             (SOL_TCP, TCP_USER_TIMEOUT) => {
                 let v = match conn {
                     Some(h) => self.stack.user_timeout(h).map_err(Errno::from)?.as_millis() as u32,

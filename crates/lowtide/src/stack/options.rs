@@ -201,6 +201,24 @@ impl Stack {
         Ok(())
     }
 
+    /// `TCP_LINGER2` (`do_tcp_setsockopt`): negative aborts an orphan's FIN-WAIT-2,
+    /// 0 restores `tcp_fin_timeout`, seconds are capped at `TCP_FIN_TIMEOUT_MAX`
+    /// (120).
+    pub fn set_linger2(&mut self, h: SocketHandle, secs: i32) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.linger2 = crate::tcp::sockopt::linger2_from_user(secs);
+        Ok(())
+    }
+
+    /// `TCP_LINGER2` (getsockopt): -1, or the FIN-WAIT-2 time in seconds (the
+    /// sysctl's when unset).
+    pub fn linger2(&self, h: SocketHandle) -> Result<i32, SocketError> {
+        let v = self.tcb(h)?.linger2;
+        Ok(crate::tcp::sockopt::linger2_to_user(
+            v,
+            self.config().tcp_fin_timeout,
+        ))
+    }
+
     /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
     pub fn user_timeout(&self, h: SocketHandle) -> Result<core::time::Duration, SocketError> {
         Ok(self.tcb(h)?.user_timeout)

@@ -430,9 +430,13 @@ impl Tcb {
             self.shut_wr = true;
             self.send_fin(ctx);
         }
-        if self.state == TcpState::FinWait2 {
-            let t = core::time::Duration::from_secs(ctx.cfg.tcp_fin_timeout as u64);
-            self.tw_at = Some(ctx.now + t);
+        if self.state == TcpState::FinWait2 && self.linger2 < 0 {
+            // tcp_close: TCP_LINGER2 negative ends FIN-WAIT-2 with a reset at once.
+            self.send_active_reset(ctx);
+            ctx.mib.inc(Mib::TcpExtTCPAbortOnLinger);
+            self.set_closed(ctx);
+        } else if self.state == TcpState::FinWait2 {
+            self.tw_at = Some(ctx.now + self.fin_time(ctx.cfg));
         } else if !matches!(self.state, TcpState::Closed | TcpState::TimeWait) {
             self.close_check_oom(ctx);
         }

@@ -289,6 +289,7 @@ impl Tcb {
         if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th) {
             return;
         }
+        let fin_wait1 = self.state == TcpState::FinWait1;
         match self.ack(ctx, th, payload.len()) {
             AckOutcome::Discard => return,
             // tcp_ack returns at `old_ack:` before FLAG_UPDATE_TS_RECENT: the
@@ -302,6 +303,14 @@ impl Tcb {
         }
         if self.state == TcpState::Closed {
             return;
+        }
+        if fin_wait1 && self.state == TcpState::FinWait2 && self.shut_rd_by_close() {
+            let new_data = sp
+                .end
+                .is_some_and(|e| e != seq && e - f.contains(TcpFlags::FIN) as u64 > self.rcv_nxt);
+            if !self.orphan_fin_wait2(ctx, th, new_data) {
+                return;
+            }
         }
         self.data_rcv_rtt(ctx, th, seq, payload);
         // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK;
@@ -700,15 +709,8 @@ impl Tcb {
     /// Our FIN was acknowledged (RFC 9293 3.10.7.4, FIN-WAIT-1/CLOSING/LAST-ACK).
     fn our_fin_acked(&mut self, ctx: &mut Ctx) {
         match self.state {
-            TcpState::FinWait1 => {
-                self.state = TcpState::FinWait2;
-                if self.shut_rd_by_close() {
-                    // tcp_fin_timeout for orphans (`TCP_LINGER2` default).
-                    self.tw_at = Some(
-                        ctx.now + core::time::Duration::from_secs(ctx.cfg.tcp_fin_timeout as u64),
-                    );
-                }
-            }
+            // An orphan's FIN-WAIT-2 is timed by rcv_synchronized (orphan_fin_wait2).
+            TcpState::FinWait1 => self.state = TcpState::FinWait2,
             TcpState::Closing => self.enter_time_wait(ctx),
             TcpState::LastAck => self.set_closed(ctx),
             _ => {}

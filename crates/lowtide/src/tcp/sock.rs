@@ -186,6 +186,9 @@ pub struct Tcb {
     pub(crate) resource_retry_at: Option<Instant>,
     /// `TCP_USER_TIMEOUT` (`icsk_user_timeout`); zero: off.
     pub(crate) user_timeout: Duration,
+    /// `TCP_LINGER2` (`tp->linger2`) in seconds: 0 takes `tcp_fin_timeout`, a
+    /// negative value aborts an orphan's FIN-WAIT-2.
+    pub(crate) linger2: i32,
     pub(crate) pending: Option<(Pending, Instant)>,
     pub(crate) delack_at: Option<Instant>,
     /// SACK compression (`tcp/compsack.rs`).
@@ -418,6 +421,7 @@ impl Tcb {
             local_drops: Vec::new(),
             resource_retry_at: None,
             user_timeout: Duration::ZERO,
+            linger2: 0,
             pending: None,
             delack_at: None,
             comp_sack: Default::default(),

@@ -5,6 +5,28 @@ use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::config::Config;
 
+/// `TCP_FIN_TIMEOUT_MAX / HZ`: the largest `TCP_LINGER2`, in seconds.
+pub const TCP_FIN_TIMEOUT_MAX_SECS: i32 = 120;
+
+/// `do_tcp_setsockopt(TCP_LINGER2)`: negative is -1, larger than
+/// `TCP_FIN_TIMEOUT_MAX` is capped.
+pub fn linger2_from_user(secs: i32) -> i32 {
+    if secs < 0 {
+        -1
+    } else {
+        secs.min(TCP_FIN_TIMEOUT_MAX_SECS)
+    }
+}
+
+/// `do_tcp_getsockopt(TCP_LINGER2)`: -1, or the stored seconds, 0 meaning
+/// `tcp_fin_timeout`.
+pub fn linger2_to_user(v: i32, fin_timeout: u32) -> i32 {
+    match v {
+        0 => fin_timeout as i32,
+        v => v,
+    }
+}
+
 /// `MAX_TCP_SYNCNT`: the largest `TCP_SYNCNT`.
 pub const MAX_TCP_SYNCNT: u8 = 127;
 
@@ -31,6 +53,8 @@ pub struct SockOptions {
     pub congestion: Option<String>,
     /// `TCP_USER_TIMEOUT` in milliseconds; 0 when unset.
     pub user_timeout_ms: u32,
+    /// `TCP_LINGER2` in seconds (-1, 0 when unset, or up to 120).
+    pub linger2: i32,
     /// `SO_KEEPALIVE`, `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`.
     pub keepalive: super::keepalive::Keepalive,
     /// `TCP_INQ` (`tp->recvmsg_inq`): `recvmsg` adds a `TCP_CM_INQ` cmsg.
@@ -107,6 +131,7 @@ impl Tcb {
             self.set_rcvbuf(b);
         }
         self.notsent_lowat = o.notsent_lowat;
+        self.linger2 = o.linger2;
         self.errq.zerocopy = o.zerocopy;
         if let Some(r) = o.max_pacing_rate {
             self.max_pacing_rate = r;
@@ -213,6 +238,17 @@ impl Tcb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linger2_as_do_tcp_setsockopt_and_getsockopt() {
+        assert_eq!(linger2_from_user(-5), -1);
+        assert_eq!(linger2_from_user(0), 0);
+        assert_eq!(linger2_from_user(30), 30);
+        assert_eq!(linger2_from_user(1000), TCP_FIN_TIMEOUT_MAX_SECS);
+        assert_eq!(linger2_to_user(0, 60), 60, "unset: the sysctl");
+        assert_eq!(linger2_to_user(-1, 60), -1);
+        assert_eq!(linger2_to_user(7, 60), 7);
+    }
 
     #[test]
     fn maxseg_reads_user_mss_only_before_the_connection() {

@@ -11,6 +11,7 @@ use crate::mib::Mib;
 use crate::socket::{EventKind, SocketError};
 use crate::time::Instant;
 use core::time::Duration;
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 
 impl Tcb {
     /// The earliest time this connection needs [`Tcb::on_timer`].
@@ -379,6 +380,35 @@ impl Tcb {
         }
     }
 
+    /// `tcp_fin_time`: how long an orphan stays in FIN-WAIT-2: `TCP_LINGER2` or
+    /// `tcp_fin_timeout`, at least 3.5 RTO.
+    pub(crate) fn fin_time(&self, cfg: &crate::config::Config) -> Duration {
+        let secs = match self.linger2 {
+            v if v > 0 => v as u64,
+            _ => cfg.tcp_fin_timeout as u64,
+        };
+        Duration::from_secs(secs).max(self.rto * 4 - self.rto / 2)
+    }
+
+    /// `tcp_rcv_state_process`, FIN-WAIT-1 when our FIN was acknowledged, for an
+    /// orphan: with `TCP_LINGER2` negative, or when the segment brings data past
+    /// `rcv_nxt` (an out-of-order FIN after close), the connection ends
+    /// (`TcpExtTCPAbortOnData`) and the segment is answered with a reset; else it
+    /// may wait `tcp_fin_time` for the peer's FIN. False: the segment is consumed.
+    pub(crate) fn orphan_fin_wait2(&mut self, ctx: &mut Ctx, th: &TcpRepr, new_data: bool) -> bool {
+        if self.linger2 < 0 || new_data {
+            if new_data && self.tfo.syn_fastopen && th.flags.contains(TcpFlags::FIN) {
+                self.tfo.blackhole = true; // tcp_fastopen_active_disable
+            }
+            ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
+            self.set_closed(ctx);
+            super::output::send_reset(ctx, self.tuple, th, 0);
+            return false;
+        }
+        self.tw_at = Some(ctx.now + self.fin_time(ctx.cfg));
+        true
+    }
+
     /// Enters TIME-WAIT (`tcp_time_wait`): 60 s, then CLOSED.
     pub(crate) fn enter_time_wait(&mut self, ctx: &mut Ctx) {
         if self.time_wait_overflow(ctx) {
@@ -457,6 +487,59 @@ mod tests {
 
     fn tcb() -> Tcb {
         Tcb::for_test(&Config::default())
+    }
+
+    #[test]
+    fn fin_time_is_linger2_or_the_sysctl_at_least_three_and_a_half_rto() {
+        let cfg = Config::default();
+        let mut t = tcb();
+        t.rto = Duration::from_millis(200);
+        assert_eq!(
+            t.fin_time(&cfg),
+            Duration::from_secs(cfg.tcp_fin_timeout as u64)
+        );
+        t.linger2 = 5;
+        assert_eq!(t.fin_time(&cfg), Duration::from_secs(5));
+        t.rto = Duration::from_secs(2);
+        assert_eq!(
+            t.fin_time(&cfg),
+            Duration::from_secs(7),
+            "(rto << 2) - (rto >> 1)"
+        );
+        t.linger2 = -1;
+        t.rto = Duration::from_millis(200);
+        assert_eq!(
+            t.fin_time(&cfg),
+            Duration::from_secs(cfg.tcp_fin_timeout as u64)
+        );
+    }
+
+    #[test]
+    fn orphan_fin_wait2_waits_or_aborts() {
+        let cfg = Config::default();
+        let mut ts = crate::tcp::TestStack::default();
+        let mut ctx = ts.ctx(&cfg, Instant::ZERO, false);
+        let th = TcpRepr {
+            flags: TcpFlags::ACK,
+            ..Default::default()
+        };
+        let mut t = tcb();
+        t.state = TcpState::FinWait2;
+        (t.linger2, t.rto) = (3, Duration::from_millis(200));
+        assert!(t.orphan_fin_wait2(&mut ctx, &th, false));
+        assert_eq!(t.tw_at, Some(Instant::ZERO + Duration::from_secs(3)));
+        // New data after close: the orphan ends, the segment draws a reset.
+        assert!(!t.orphan_fin_wait2(&mut ctx, &th, true));
+        assert_eq!(t.state, TcpState::Closed);
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPAbortOnData), 1);
+        assert_eq!(ctx.out.len(), 1);
+        // TCP_LINGER2 negative: no FIN-WAIT-2 for an orphan.
+        let mut t = tcb();
+        t.state = TcpState::FinWait2;
+        t.linger2 = -1;
+        assert!(!t.orphan_fin_wait2(&mut ctx, &th, false));
+        assert_eq!(t.state, TcpState::Closed);
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPAbortOnData), 2);
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //!   packetdrill takes each packet at once;
 //! - `tcp_metrics_flush`: a line per `ip tcp_metrics flush`: lowtide's TCP metrics
 //!   (the Fast Open cookie cache) are flushed once per new line;
+//! - `routes`: a line per `ip route add|change|replace|del ...` (the words after
+//!   `route`), applied once each in order with `Stack::route_replace` or
+//!   `Stack::route_delete` (`crate::route` parses them);
 //! - `features`: `ethtool -K tun0 FEATURE on|off` lines. With TSO/GSO on (tun's
 //!   default under packetdrill) packetdrill reads each GSO packet whole; turning
 //!   `tso` or `gso` off makes the device hand it over cut into wire segments (the
@@ -31,9 +34,28 @@ pub struct DeviceDir {
     pub segment: bool,
     /// `ip tcp_metrics flush` lines applied so far.
     metrics_flushes: usize,
+    /// `ip route` lines applied so far.
+    routes: usize,
 }
 
 impl DeviceDir {
+    /// Applies the `ip route` lines not applied yet; one lowtide cannot take is
+    /// reported.
+    fn apply_routes(&mut self, host: &mut Host, text: String, sysctl: &mut SysctlDir) {
+        for line in text.lines().skip(self.routes) {
+            self.routes += 1;
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match crate::route::parse(&words) {
+                Some(Ok(crate::route::RouteCmd::Replace(r))) => host.stack_mut().route_replace(r),
+                Some(Ok(crate::route::RouteCmd::Delete(ip, len))) => {
+                    host.stack_mut().route_delete(ip, len);
+                }
+                Some(Err(why)) => sysctl.report_once(format!("rejected ip route {line}: {why}")),
+                None => {}
+            }
+        }
+    }
+
     /// Watches `dir`, if any.
     pub fn new(dir: Option<PathBuf>) -> DeviceDir {
         DeviceDir {
@@ -73,6 +95,7 @@ impl DeviceDir {
             self.metrics_flushes = flushes;
             host.stack_mut().flush_tcp_metrics();
         }
+        self.apply_routes(host, read("routes").unwrap_or_default(), sysctl);
         let offloads = [
             "tso",
             "gso",

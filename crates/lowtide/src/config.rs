@@ -169,6 +169,24 @@ pub struct Config {
     pub tcp_invalid_ratelimit: u32,
     /// `net.ipv4.tcp_min_snd_mss`: the smallest MSS a peer can make us use.
     pub tcp_min_snd_mss: u32,
+    /// `net.ipv4.tcp_retries1`: RTOs after which a connection takes its path for a
+    /// black hole (`tcp_mtu_probing`) before going on (3).
+    pub tcp_retries1: u8,
+    /// `net.ipv4.tcp_mtu_probing`: packetization-layer path MTU discovery (RFC
+    /// 4821): 0 off, 1 once an ICMP blackhole is detected, 2 always.
+    pub tcp_mtu_probing: u8,
+    /// `net.ipv4.tcp_base_mss`: the MSS MTU probing starts its search from, and the
+    /// one a blackhole falls back to (`TCP_BASE_MSS`, 1024).
+    pub tcp_base_mss: u32,
+    /// `net.ipv4.tcp_mtu_probe_floor`: the least MSS a blackhole can lower the search
+    /// to (`TCP_MIN_SND_MSS`, 48).
+    pub tcp_mtu_probe_floor: u32,
+    /// `net.ipv4.tcp_probe_threshold`: bytes between the search's bounds under which
+    /// probing stops (8).
+    pub tcp_probe_threshold: u32,
+    /// `net.ipv4.tcp_probe_interval`: seconds before a finished search starts again
+    /// (`TCP_PROBE_INTERVAL`, 600).
+    pub tcp_probe_interval: u32,
     /// `net.ipv4.tcp_max_orphans`: orphaned (closed, still finishing) sockets the
     /// stack keeps; beyond it a closing or retransmitting orphan is reset
     /// (`tcp_too_many_orphans`, TcpExtTCPAbortOnMemory). Linux sets half its
@@ -271,6 +289,12 @@ impl Default for Config {
             tcp_challenge_ack_limit: i32::MAX as u32,
             tcp_invalid_ratelimit: 500,
             tcp_min_snd_mss: 48,
+            tcp_retries1: 3,
+            tcp_mtu_probing: 0,
+            tcp_base_mss: 1024,
+            tcp_mtu_probe_floor: 48,
+            tcp_probe_threshold: 8,
+            tcp_probe_interval: 600,
             tcp_max_orphans: 131_072,
             tcp_max_tw_buckets: 131_072,
             tcp_syncookies: 1,
@@ -410,6 +434,12 @@ impl Config {
         "net.ipv4.tcp_challenge_ack_limit",
         "net.ipv4.tcp_invalid_ratelimit",
         "net.ipv4.tcp_min_snd_mss",
+        "net.ipv4.tcp_retries1",
+        "net.ipv4.tcp_mtu_probing",
+        "net.ipv4.tcp_base_mss",
+        "net.ipv4.tcp_mtu_probe_floor",
+        "net.ipv4.tcp_probe_threshold",
+        "net.ipv4.tcp_probe_interval",
         "net.ipv4.tcp_max_orphans",
         "net.ipv4.tcp_max_tw_buckets",
         "net.ipv4.tcp_syncookies",
@@ -560,6 +590,25 @@ impl Config {
             // Linux bounds it by TCP_MIN_SND_MSS (48) and TCP_MIN_GSO_SIZE.
             "net.ipv4.tcp_min_snd_mss" => {
                 self.tcp_min_snd_mss = parse_num(n, value, 48, 65535 - 40, "48..=65495")?
+            }
+            // proc_dou8vec_minmax 0..=2; proc_dointvec (the rest, non-negative here;
+            // tcp_mtu_probe_floor proc_dointvec_minmax 48..=TCP_MIN_GSO_SIZE... 65535).
+            // proc_dou8vec_minmax with TCP_RETR1_MAX (255).
+            "net.ipv4.tcp_retries1" => self.tcp_retries1 = parse_num(n, value, 0, 255, "0..=255")?,
+            "net.ipv4.tcp_mtu_probing" => {
+                self.tcp_mtu_probing = parse_num(n, value, 0, 2, "0..=2")?
+            }
+            "net.ipv4.tcp_base_mss" => {
+                self.tcp_base_mss = parse_num(n, value, 1, 65535, "1..=65535")?
+            }
+            "net.ipv4.tcp_mtu_probe_floor" => {
+                self.tcp_mtu_probe_floor = parse_num(n, value, 48, 65535, "48..=65535")?
+            }
+            "net.ipv4.tcp_probe_threshold" => {
+                self.tcp_probe_threshold = parse_num(n, value, 0, i32::MAX as u32, "bytes")?
+            }
+            "net.ipv4.tcp_probe_interval" => {
+                self.tcp_probe_interval = parse_num(n, value, 0, u32::MAX, "seconds")?
             }
             // proc_dointvec: a negative value would disable the cap's users' checks
             // in odd ways; 0..=INT_MAX here.

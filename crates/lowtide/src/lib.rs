@@ -34,6 +34,7 @@ pub mod config;
 pub mod mib;
 pub mod posix;
 pub mod rng;
+pub mod route;
 mod secure;
 pub mod socket;
 mod stack;

@@ -175,6 +175,10 @@ mib! {
     TcpExtTCPACKSkippedSynRecv,
     /// SYNs and SYN-ACKs retransmitted.
     TcpExtTCPSynRetrans,
+    /// MTU probes lost (`tcp_mtup_probe_failed`, RFC 4821).
+    TcpExtTCPMTUPFail,
+    /// MTU probes acknowledged (`tcp_mtup_probe_success`).
+    TcpExtTCPMTUPSuccess,
     /// Zero-window probes sent.
     TcpExtTCPWinProbe,
     /// Keepalive probes sent (`LINUX_MIB_TCPKEEPALIVE`).

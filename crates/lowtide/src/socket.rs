@@ -89,6 +89,9 @@ pub enum SocketError {
     /// `ENOBUFS`: no memory for the request (a `MSG_ZEROCOPY` send past
     /// `net.core.optmem_max`).
     NoBufferSpace,
+    /// `EPERM`: not allowed (`TCP_CONGESTION` on a connection whose route locks
+    /// its congestion control).
+    PermissionDenied,
 }
 
 impl core::fmt::Display for SocketError {
@@ -107,6 +110,7 @@ impl core::fmt::Display for SocketError {
             SocketError::HostUnreachable => "no route to host (EHOSTUNREACH)",
             SocketError::NetworkUnreachable => "network is unreachable (ENETUNREACH)",
             SocketError::NoBufferSpace => "no buffer space available (ENOBUFS)",
+            SocketError::PermissionDenied => "operation not permitted (EPERM)",
         };
         f.write_str(s)
     }

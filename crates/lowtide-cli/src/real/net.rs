@@ -25,6 +25,7 @@ pub fn io_error(e: SocketError) -> io::Error {
         SocketError::HostUnreachable => K::HostUnreachable,
         SocketError::NetworkUnreachable => K::NetworkUnreachable,
         SocketError::NoBufferSpace => K::OutOfMemory,
+        SocketError::PermissionDenied => K::PermissionDenied,
     };
     io::Error::new(kind, e)
 }

@@ -65,6 +65,7 @@ impl From<SocketError> for Errno {
             SocketError::HostUnreachable => errno::EHOSTUNREACH,
             SocketError::NetworkUnreachable => errno::ENETUNREACH,
             SocketError::NoBufferSpace => errno::ENOBUFS,
+            SocketError::PermissionDenied => errno::EPERM,
         })
     }
 }

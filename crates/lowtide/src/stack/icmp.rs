@@ -208,13 +208,10 @@ impl Stack {
         }
     }
 
-    /// The path MTU to `dst` for a new connection: a learned one that has not
-    /// expired, else the device's (`dst_mtu`).
+    /// The path MTU to `dst` for a new connection (`dst_mtu`): a learned one that
+    /// has not expired, else the route's, else the device's.
     pub(super) fn route_mtu(&self, now: Instant, dst: IpAddr) -> u32 {
-        match self.pmtu.get(&dst) {
-            Some(&(mtu, expires)) if now < expires => mtu.min(self.cfg.mtu),
-            _ => self.cfg.mtu,
-        }
+        self.routes.mtu(now, dst, self.cfg.mtu)
     }
 
     /// `ip link set dev D mtu N` (`dev_set_mtu`): the device's MTU, at least 68
@@ -243,10 +240,9 @@ impl Stack {
     /// `__ip_rt_update_pmtu`/`__ip6_rt_update_pmtu`: remembers a path MTU for `dst`
     /// (never raising one that holds) and returns the one that holds now.
     fn update_pmtu(&mut self, now: Instant, dst: IpAddr, mtu: u32) -> u32 {
-        let mtu = mtu.min(self.route_mtu(now, dst));
-        self.pmtu.retain(|_, &mut (_, expires)| now < expires);
-        self.pmtu.insert(dst, (mtu, now + MTU_EXPIRES));
-        mtu
+        let device = self.cfg.mtu;
+        self.routes
+            .learn_pmtu(now, dst, mtu, now + MTU_EXPIRES, device)
     }
 
     /// `tcp_v4_err`/`tcp_v6_err`: about a segment in flight only; a destination

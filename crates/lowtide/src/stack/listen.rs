@@ -179,6 +179,11 @@ impl Stack {
         });
     }
 
+    /// The route to `tuple`'s peer has `features ecn` (`dst_feature`).
+    fn route_ecn(&self, tuple: FourTuple) -> bool {
+        self.routes.lookup(tuple.remote.ip()).ecn()
+    }
+
     /// `tcp_conn_request` with `want_cookie`: a SYN-ACK whose ISN is the cookie and
     /// whose TSval carries the options (`cookie_init_timestamp`); no state is kept.
     fn cookie_synack(&mut self, now: Instant, tuple: FourTuple, ip: &IpRepr, th: &TcpRepr) {
@@ -201,7 +206,7 @@ impl Stack {
             let o = CookieOpts {
                 wscale: syn.options.wscale.filter(|_| self.cfg.tcp_window_scaling),
                 sack: syn.options.sack_permitted && self.cfg.tcp_sack,
-                ecn: tcp::ecn::syn_agrees(&self.cfg, ip, th),
+                ecn: tcp::ecn::syn_agrees(&self.cfg, ip, th, self.route_ecn(tuple)),
             };
             let ms = now.as_millis() as u32;
             tcb.ts_offset = ts_off.wrapping_add(init_timestamp(ms, o).wrapping_sub(ms));
@@ -281,7 +286,7 @@ impl Stack {
         self.mib.inc(Mib::TcpPassiveOpens);
         let mut tcb = Tcb::new(&self.cfg, tuple, th.ack.wrapping_sub(1), now);
         tcb.ts_offset = ts_off;
-        tcb.pmtu_cookie = self.route_mtu(now, tuple.remote.ip());
+        self.attach_route(now, &mut tcb);
         tcb.apply_options(&self.cfg, &sock_opts); // sk_clone_lock: the listener's options
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));

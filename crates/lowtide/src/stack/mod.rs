@@ -33,6 +33,7 @@ macro_rules! ctx {
             tx_orphan: $stack.tx_orphan,
             tx_apart: $stack.tx_apart,
             death_row: $stack.death_row,
+            routes: &$stack.routes,
         }
     };
 }
@@ -115,9 +116,9 @@ pub struct Stack {
     warned_csum_partial: bool,
     /// Buffers of sent packets, given back by the device ([`Stack::recycle_buffer`]).
     pool: lowtide_wire::pool::BufPool,
-    /// Path MTUs learned from ICMP, per destination, and when they expire
-    /// (`stack/icmp.rs`; Linux's route exceptions).
-    pmtu: FxHashMap<IpAddr, (u32, Instant)>,
+    /// Routes with metrics (`ip route ... mtu/advmss/initcwnd ...`) and the path
+    /// MTUs learned from ICMP (`stack/icmp.rs`; Linux's route exceptions).
+    routes: crate::route::RouteTable,
     frag: crate::tcp::page_frag::PageFrag,
     /// The client's Fast Open cookies per destination (tcp_metrics).
     tfo_cache: tcp::fastopen::CookieCache,
@@ -158,7 +159,7 @@ impl Stack {
             catch_all: None,
             warned_csum_partial: false,
             pool: lowtide_wire::pool::BufPool::new(),
-            pmtu: FxHashMap::default(),
+            routes: Default::default(),
             frag: Default::default(),
             tfo_cache: Default::default(),
             tfo_blackhole: Default::default(),
@@ -415,8 +416,16 @@ impl Stack {
         let iss = self.secrets.tcp_seq(tuple.local, tuple.remote, now);
         let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
         tcb.ts_offset = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
-        tcb.pmtu_cookie = self.route_mtu(now, tuple.remote.ip());
+        self.attach_route(now, &mut tcb);
         tcb
+    }
+
+    /// The connection takes its route: metrics and `dst_mtu` (`ip_route_connect`,
+    /// `inet_csk_route_req`).
+    fn attach_route(&self, now: Instant, tcb: &mut Tcb) {
+        let remote = tcb.tuple.remote.ip();
+        let mtu = self.route_mtu(now, remote);
+        tcb.attach_dst(self.routes.lookup(remote), self.routes.generation(), mtu);
     }
 
     /// Queues bytes for sending (`send(2)`): returns how many were taken; a partial

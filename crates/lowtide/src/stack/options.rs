@@ -266,11 +266,33 @@ impl Stack {
     }
 
     /// `TCP_CONGESTION` (setsockopt): `ENOENT`-like [`SocketError::InvalidInput`] for
-    /// an unknown name.
+    /// an unknown name; `EPERM` when the connection's route locks its congestion
+    /// control (`ip route ... congctl lock NAME`, `icsk_ca_dst_locked`).
     pub fn set_congestion(&mut self, h: SocketHandle, name: &str) -> Result<(), SocketError> {
         let cc = crate::tcp::cong::by_name_cfg(name, &self.cfg).ok_or(SocketError::InvalidInput)?;
-        self.tcb_mut(h)?.cc = cc;
+        let tcb = self.tcb_mut(h)?;
+        if tcb.ca_dst_locked {
+            return Err(SocketError::PermissionDenied);
+        }
+        tcb.cc = cc;
         Ok(())
+    }
+
+    /// `ip route add|change|replace`: the route of `route.dst/route.prefix_len` and
+    /// its metrics, whole. Connections look their route up again at their next
+    /// transmission, as after a FIB change (`tcp/dst.rs`); new ones take it.
+    pub fn route_replace(&mut self, route: crate::route::Route) {
+        self.routes.replace(route);
+    }
+
+    /// `ip route del`: whether a route of that prefix was there.
+    pub fn route_delete(&mut self, dst: std::net::IpAddr, prefix_len: u8) -> bool {
+        self.routes.delete(dst, prefix_len)
+    }
+
+    /// The routes and learned path MTUs.
+    pub fn routes(&self) -> &crate::route::RouteTable {
+        &self.routes
     }
 
     /// `TCP_CONGESTION` (getsockopt).

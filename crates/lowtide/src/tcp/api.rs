@@ -117,6 +117,7 @@ impl Tcb {
             return Ok(0);
         }
         self.rate_check_app_limited(); // is sending application-limited?
+        self.sync_dst_mtu(ctx); // tcp_send_mss -> tcp_current_mss
         let copied = self.copy_to_write_queue(ctx, data, zc);
         if copied == 0 {
             self.nospace = true;

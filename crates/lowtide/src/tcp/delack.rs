@@ -115,9 +115,10 @@ impl Tcb {
         self.pingpong >= TCP_PINGPONG_THRESH
     }
 
-    /// `tcp_in_quickack_mode`: quick ACKs left and not in pingpong mode.
+    /// `tcp_in_quickack_mode`: the route says `quickack`, or quick ACKs are left
+    /// and not in pingpong mode.
     pub(crate) fn in_quickack_mode(&self) -> bool {
-        self.quick > 0 && !self.in_pingpong_mode()
+        self.dst_quick_ack || (self.quick > 0 && !self.in_pingpong_mode())
     }
 
     /// `tcp_event_data_sent`: data sent within `ato` of the last receipt is a reply.

@@ -31,7 +31,9 @@ pub(crate) const INET_ECN_CE: u8 = 3;
 impl Tcb {
     /// `tcp_ecn_send_syn`: an active open asks for ECN with `tcp_ecn = 1`.
     pub(crate) fn ecn_send_syn(&mut self, cfg: &Config) {
-        self.ecn_flags = if cfg.tcp_ecn == 1 { TCP_ECN_OK } else { 0 };
+        // A route with `features ecn` asks for it too.
+        let use_ecn = cfg.tcp_ecn == 1 || self.dst.metrics.ecn();
+        self.ecn_flags = if use_ecn { TCP_ECN_OK } else { 0 };
     }
 
     /// The ECN flags of our SYN or SYN-ACK: ECE|CWR on a SYN that asks for ECN, but
@@ -70,7 +72,7 @@ impl Tcb {
     /// itself not ECT (an ECT SYN comes from a broken middlebox), gets ECN when
     /// `tcp_ecn` is not 0.
     pub(crate) fn ecn_create_request(&mut self, cfg: &Config, ip: &IpRepr, th: &TcpRepr) {
-        self.ecn_flags = if syn_agrees(cfg, ip, th) {
+        self.ecn_flags = if syn_agrees(cfg, ip, th, self.dst.metrics.ecn()) {
             TCP_ECN_OK
         } else {
             0
@@ -168,10 +170,10 @@ impl Tcb {
 }
 
 /// `tcp_ecn_create_request`'s rule: a SYN with ECE and CWR, not itself ECT, while
-/// `tcp_ecn` is not 0.
-pub(crate) fn syn_agrees(cfg: &Config, ip: &IpRepr, th: &TcpRepr) -> bool {
+/// `tcp_ecn` is not 0 or the route has `features ecn`.
+pub(crate) fn syn_agrees(cfg: &Config, ip: &IpRepr, th: &TcpRepr, route_ecn: bool) -> bool {
     let th_ecn = th.flags.contains(TcpFlags::ECE) && th.flags.contains(TcpFlags::CWR);
-    th_ecn && ip.ecn == INET_ECN_NOT_ECT && cfg.tcp_ecn != 0
+    th_ecn && ip.ecn == INET_ECN_NOT_ECT && (cfg.tcp_ecn != 0 || route_ecn)
 }
 
 /// Counts `TcpExtTCPDeliveredCE` as `tcp_newly_delivered` does for an ECE ACK.

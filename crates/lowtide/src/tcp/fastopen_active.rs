@@ -57,8 +57,9 @@ impl Tcb {
     ) -> usize {
         ctx.mib.inc(Mib::TcpActiveOpens);
         self.state = TcpState::SynSent;
+        let init_rwnd = self.dst_connect_init(ctx.cfg);
         let mss = self.initial_window_mss();
-        self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling);
+        self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling, init_rwnd);
         self.write_seq = 1;
         self.tfo.syn_fastopen_ch = fo.ch;
         self.mss_clamp = self.advmss; // "if MSS is not cached"

@@ -30,8 +30,9 @@ impl Tcb {
     pub(crate) fn connect(&mut self, ctx: &mut Ctx) {
         ctx.mib.inc(Mib::TcpActiveOpens);
         self.state = TcpState::SynSent;
+        let init_rwnd = self.dst_connect_init(ctx.cfg);
         let mss = self.initial_window_mss();
-        self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling);
+        self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling, init_rwnd);
         self.write_seq = 1;
         self.ecn_send_syn(ctx.cfg);
         self.send_syn(ctx);
@@ -54,8 +55,9 @@ impl Tcb {
         self.init_window_from_syn(th); // max_window first: tcp_sync_mss bounds to it
         self.negotiate_options(ctx, th);
         self.state = TcpState::SynRecv;
+        let init_rwnd = self.dst_connect_init(ctx.cfg); // tcp_openreq_init_rwin
         let mss = self.initial_window_mss();
-        self.select_initial_window(ctx.cfg, mss, self.wscale_ok);
+        self.select_initial_window(ctx.cfg, mss, self.wscale_ok, init_rwnd);
         self.write_seq = 1;
         if self.tfo.rsk.is_some() {
             self.fastopen_create_child(ctx, syn_data);
@@ -220,9 +222,13 @@ impl Tcb {
         }
     }
 
-    /// `tcp_init_buffer_space`: send buffer sized for the initial window, receive
-    /// window limits (`tcp/rcvwin.rs`).
+    /// `tcp_init_transfer`: MTU probing's search (`tcp_mtup_init`), the initial
+    /// cwnd (`tcp_init_cwnd`: the route's initcwnd), then `tcp_init_buffer_space`:
+    /// send buffer sized for the initial window, receive window limits
+    /// (`tcp/rcvwin.rs`).
     pub(super) fn init_buffer_space(&mut self, ctx: &mut Ctx) {
+        self.mtup_init(ctx);
+        self.cw.snd_cwnd = self.init_cwnd(ctx.cfg);
         self.update_pacing_rate(ctx.cfg);
         let (cc, mut c) = self.cc_context(ctx.now);
         cc.init(&mut c);
@@ -648,6 +654,7 @@ impl Tcb {
         if c.acked_segs > 0 {
             self.retransmits = 0;
             self.backoff = 0;
+            self.mtup_probe_acked(ctx);
         }
         // The freed skbs release their MSG_ZEROCOPY references.
         self.zerocopy_acked(ctx);

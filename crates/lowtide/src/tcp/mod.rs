@@ -23,7 +23,8 @@
 //! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
-//! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit` |
+//! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit`; MTU probing (RFC 4821): `tcp_mtup_init`, `tcp_mtu_probe`, tcp_input.c `tcp_mtup_probe_success`/`_failed`, tcp_timer.c `tcp_mtu_probing` |
+//! | `dst` | the connection's route (`sk_dst_cache`) and its metrics: `tcp_connect_init`, `tcp_openreq_init_rwin`, `tcp_ca_dst_init`, `tcp_init_cwnd`, `tcp_rto_min`, `__sk_dst_check` |
 //! | `validate` | tcp_input.c `tcp_validate_incoming`, `tcp_sequence`, PAWS, `tcp_reset`, `tcp_send_dupack` |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
@@ -46,6 +47,7 @@ pub mod cong;
 pub mod consts;
 pub(crate) mod deathrow;
 pub(crate) mod delack;
+pub(crate) mod dst;
 pub(crate) mod ecn;
 pub mod ehash;
 pub mod errqueue;
@@ -55,6 +57,7 @@ mod fastopen_conn;
 pub mod info;
 pub(crate) mod input;
 pub mod keepalive;
+pub(crate) mod mtu_probe;
 pub mod ofo;
 pub(crate) mod output;
 pub(crate) mod pacing;
@@ -171,6 +174,8 @@ pub(crate) struct Ctx<'a> {
     pub tx_apart: bool,
     /// The stack's orphans and TIME-WAIT sockets as this input began.
     pub death_row: DeathRow,
+    /// The stack's routes (`tcp/dst.rs` looks a changed route up again).
+    pub routes: &'a crate::route::RouteTable,
 }
 
 /// Sockets the stack keeps after their application let go: orphans
@@ -195,6 +200,7 @@ pub(crate) struct TestStack {
     challenge: ratelimit::ChallengeLimit,
     pool: lowtide_wire::pool::BufPool,
     frag: page_frag::PageFrag,
+    routes: crate::route::RouteTable,
 }
 
 #[cfg(test)]
@@ -209,6 +215,7 @@ impl Default for TestStack {
             challenge: ratelimit::ChallengeLimit::new(0),
             pool: Default::default(),
             frag: Default::default(),
+            routes: Default::default(),
         }
     }
 }
@@ -230,6 +237,7 @@ impl TestStack {
             tx_orphan,
             tx_apart: false,
             death_row: DeathRow::default(),
+            routes: &self.routes,
         }
     }
 }

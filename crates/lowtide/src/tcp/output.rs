@@ -136,10 +136,15 @@ impl Tcb {
     }
 
     /// Once the peer's MSS and the options are known (`tcp_finish_connect`,
-    /// `tcp_create_openreq_child`): the clamp is the peer's MSS and ours, the MSS
-    /// what the path MTU allows under it (`tcp_sync_mss`).
+    /// `tcp_create_openreq_child`): the clamp is the peer's MSS, no more than
+    /// `TCP_MAXSEG` (`tcp_parse_options`: `rx_opt.mss_clamp`; the MSS we advertise
+    /// does not bound what we send), the MSS what the path MTU allows under it
+    /// (`tcp_sync_mss`).
     pub(crate) fn set_peer_mss(&mut self, peer_mss: u32, min_snd_mss: u32) {
-        self.mss_clamp = peer_mss.min(self.advmss);
+        self.mss_clamp = match self.user_mss {
+            0 => peer_mss,
+            user => peer_mss.min(user),
+        };
         self.sync_mss(self.pmtu_cookie, min_snd_mss);
     }
 
@@ -244,6 +249,7 @@ impl Tcb {
         payload: &Bytes,
         truesize: u32,
     ) {
+        self.dst_check(ctx); // ip_queue_xmit's __sk_dst_check
         let mut tf = TcpFlags::ACK;
         if flags & FLAG_SYN != 0 {
             tf = TcpFlags::SYN;
@@ -257,9 +263,15 @@ impl Tcb {
         if flags & skb::FLAG_PSH != 0 && !payload.is_empty() {
             tf |= TcpFlags::PSH;
         }
+        // The segment size (tcp_skb_mss): an MTU probe is one segment of its own
+        // size (tcp_mtu_probe: tcp_init_tso_segs(nskb, nskb->len)).
+        let mss = match core::mem::take(&mut self.mtup.probe_tx) {
+            true => payload.len().max(1) as u32,
+            false => self.current_mss(),
+        };
         // __tcp_transmit_skb: PSH on every GSO packet (tcp_skb_pcount > 1), to
         // expedite the receiver's GRO flush; 1-MSS packets keep their own flag.
-        if payload.len() > self.current_mss() as usize {
+        if payload.len() > mss as usize {
             tf |= TcpFlags::PSH;
         }
         // tcp_ecn_send_syn / tcp_ecn_make_synack, else tcp_ecn_send: ECT(0) and a
@@ -277,7 +289,6 @@ impl Tcb {
         } else {
             self.data_options(ctx)
         };
-        let mss = self.current_mss();
         let window = if flags & FLAG_SYN != 0 {
             // tcp_select_initial_window / tcp_make_synack: the window a SYN offers is
             // the one later segments are checked against (rsk_rcv_wnd -> rcv_wnd), so
@@ -435,8 +446,13 @@ impl Tcb {
         self.cwnd_restart_after_idle(ctx);
         // write_one raises cw.is_cwnd_limited when cwnd (or TSO deferral on cwnd) stops
         // it: collect that for this call only, as tcp_write_xmit's local flag.
-        let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
+        self.sync_dst_mtu(ctx); // tcp_current_mss in __tcp_push_pending_frames
         let prior_nxt = self.snd_nxt;
+        // tcp_write_xmit: an MTU probe first; waiting for one sends nothing.
+        if !self.push_one && self.mtu_probe(ctx) == super::mtu_probe::ProbeResult::Wait {
+            return;
+        }
+        let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
         self.rwnd_limited = false;
         while self.write_queue.front().is_some() {
             if !self.write_one(ctx) || self.push_one {

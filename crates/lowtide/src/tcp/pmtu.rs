@@ -30,10 +30,17 @@ impl Tcb {
 
     /// `tcp_sync_mss`: the MSS for path MTU `pmtu`, no more than half the peer's
     /// largest window, becomes `mss_cache`, and `pmtu` the connection's
-    /// `icsk_pmtu_cookie` (lowtide does no MTU probing: `tcp_mtu_probing` 0).
+    /// `icsk_pmtu_cookie`. The MTU search never goes above `pmtu`, and while MTU
+    /// probing is on the MSS stays at what the search has shown to work
+    /// (`tcp/mtu_probe.rs`).
     pub(crate) fn sync_mss(&mut self, pmtu: u32, min_snd_mss: u32) -> u32 {
-        self.mss_cache = self.bound_to_half_wnd(self.mtu_to_mss(pmtu, min_snd_mss));
+        self.mtup.search_high = self.mtup.search_high.min(pmtu);
+        let mut mss = self.bound_to_half_wnd(self.mtu_to_mss(pmtu, min_snd_mss));
         self.pmtu_cookie = pmtu;
+        if self.mtup.enabled {
+            mss = mss.min(self.mtu_to_mss(self.mtup.search_low, min_snd_mss));
+        }
+        self.mss_cache = mss;
         self.mss_cache
     }
 
@@ -72,6 +79,7 @@ impl Tcb {
             return false;
         }
         self.pmtu_cookie = mtu;
+        self.dst.mtu = mtu;
         let old = self.mss_cache;
         if self.state.is_synchronized() {
             self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);
@@ -95,6 +103,7 @@ impl Tcb {
     /// retransmission (nothing says a packet was lost). Before the handshake ends
     /// only the cookie changes: the handshake syncs the MSS from it.
     pub(crate) fn route_mtu_changed(&mut self, ctx: &mut Ctx, mtu: u32) {
+        self.dst.mtu = mtu;
         if matches!(self.state, TcpState::Listen | TcpState::Closed) || mtu == self.pmtu_cookie {
             return;
         }
@@ -108,7 +117,7 @@ impl Tcb {
     /// unless already in Loss, the connection enters it with ssthresh kept ("we do
     /// not increase the amount of data in the network, units changed") and no undo,
     /// and the retransmit queue goes out again at the new size.
-    fn simple_retransmit(&mut self, ctx: &mut Ctx) {
+    pub(crate) fn simple_retransmit(&mut self, ctx: &mut Ctx) {
         let mss = self.current_mss();
         self.rtx.mark_lost_longer_than(mss);
         // tcp_clear_retrans_hints_partial.

@@ -64,7 +64,14 @@ impl Tcb {
     /// `tcp_select_initial_window` with its callers' clamp for a locked buffer
     /// (`tcp_connect_init`, `tcp_openreq_init_rwin`): the window of our SYN or
     /// SYN-ACK, a multiple of `mss`, our window scale, and `rcv_ssthresh` from it.
-    pub(crate) fn select_initial_window(&mut self, cfg: &Config, mss: u32, wscale_ok: bool) {
+    /// `init_rwnd` is the route's `initrwnd` in segments (0: none).
+    pub(crate) fn select_initial_window(
+        &mut self,
+        cfg: &Config,
+        mss: u32,
+        wscale_ok: bool,
+        init_rwnd: u32,
+    ) {
         let full = self.full_space();
         if self.rcvbuf_locked && (self.window_clamp > full || self.window_clamp == 0) {
             self.window_clamp = full;
@@ -77,6 +84,9 @@ impl Tcb {
             space -= space % mss;
         }
         self.rcv_wnd = space;
+        if init_rwnd != 0 {
+            self.rcv_wnd = self.rcv_wnd.min(init_rwnd.saturating_mul(mss));
+        }
         self.rcv_wscale = 0;
         if wscale_ok {
             // "Set window scaling on max possible window".
@@ -285,7 +295,7 @@ mod tests {
         t.advmss = 1460;
         t.mss_cache = 1448;
         let mss = t.initial_window_mss();
-        t.select_initial_window(cfg, mss, true);
+        t.select_initial_window(cfg, mss, true, 0);
         t.state = TcpState::Established;
         t.init_rcv_buffer_space();
         t
@@ -301,7 +311,7 @@ mod tests {
         a.state = TcpState::SynSent;
         a.advmss = 1460;
         let mss = a.initial_window_mss();
-        a.select_initial_window(&cfg, mss, true);
+        a.select_initial_window(&cfg, mss, true, 0);
         assert_eq!((a.rcv_wnd, a.rcv_wscale), (64240, 10));
         let p = passive_established(&cfg);
         assert_eq!((p.rcv_wnd, p.rcv_wscale), (65160, 10));
@@ -333,7 +343,7 @@ mod tests {
             t.advmss = 65495;
             t.mss_cache = 65483;
             let mss = t.initial_window_mss();
-            t.select_initial_window(&cfg, mss, true);
+            t.select_initial_window(&cfg, mss, true, 0);
             t
         };
         let a = open(65536, false);

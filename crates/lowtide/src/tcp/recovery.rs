@@ -192,6 +192,10 @@ impl Tcb {
             self.try_to_open(fl.ece);
             return;
         }
+        // "MTU probe failure: don't reduce cwnd" (tcp/mtu_probe.rs).
+        if self.mtup_probe_lost(ctx) {
+            return;
+        }
         self.enter_recovery(ctx);
     }
 

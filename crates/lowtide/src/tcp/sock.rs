@@ -314,6 +314,15 @@ pub struct Tcb {
     pub(crate) tfo: super::fastopen::TfoSock,
     /// `SO_TIMESTAMPING` (`tcp/tstamp.rs`).
     pub(crate) tstamp: super::tstamp::Timestamping,
+    /// The route (`sk_dst_cache`, `tcp/dst.rs`).
+    pub(crate) dst: super::dst::Dst,
+    /// `icsk_ca_dst_locked`: the route's locked `congctl` chose the congestion
+    /// control; `TCP_CONGESTION` may not change it.
+    pub(crate) ca_dst_locked: bool,
+    /// `icsk_ack.dst_quick_ack`: the route's `quickack`, no delayed ACKs.
+    pub(crate) dst_quick_ack: bool,
+    /// `icsk_mtup`: MTU probing (RFC 4821, `tcp/pmtu.rs`).
+    pub(crate) mtup: super::mtu_probe::Mtup,
 }
 
 impl Tcb {
@@ -492,6 +501,13 @@ impl Tcb {
             created: now,
             tfo: Default::default(),
             tstamp: Default::default(),
+            dst: super::dst::Dst {
+                mtu: cfg.mtu,
+                ..Default::default()
+            },
+            ca_dst_locked: false,
+            dst_quick_ack: false,
+            mtup: Default::default(),
         }
     }
 

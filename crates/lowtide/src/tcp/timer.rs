@@ -221,6 +221,13 @@ impl Tcb {
             orphan_alive = Some(alive);
             (self.orphan_retries(ctx, alive), TCP_RTO_MIN, false)
         } else {
+            // tcp_write_timeout: after tcp_retries1 RTOs, black hole detection
+            // (tcp_mtu_probing; the route's __dst_negative_advice has no effect here).
+            let start = self.retrans_stamp.unwrap_or(ctx.now);
+            let retries1 = model_timeout(ctx.cfg.tcp_retries1 as u32, TCP_RTO_MIN);
+            if self.retransmits > 0 && ctx.now.saturating_since(start) >= retries1 {
+                self.mtu_probing_blackhole(ctx);
+            }
             (ctx.cfg.tcp_retries2, TCP_RTO_MIN, false)
         };
         if !expired && self.retransmits > 0 {

@@ -100,6 +100,14 @@ impl Tcb {
         Ok(())
     }
 
+    /// `tcp_has_tx_tstamp`: a byte of `[seq, end)` is marked for a transmit report.
+    pub(crate) fn tstamp_marked(&self, seq: u64, end: u64) -> bool {
+        self.tstamp
+            .marks
+            .iter()
+            .any(|m| (seq..end).contains(&m.key))
+    }
+
     /// `tcp_tx_timestamp` at the end of a write: with a transmit timestamp asked
     /// for, the last byte of the write queue's tail skb (still unsent) is marked;
     /// an earlier mark in that same skb is replaced (`shinfo->tskey` is one per skb).

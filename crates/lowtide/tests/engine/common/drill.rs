@@ -52,7 +52,12 @@ impl Drill {
     /// [`Drill::new`] with `SO_SNDBUF` `sndbuf`, or the autotuned send buffer (None).
     pub fn with_sndbuf(mut cfg: Config, rtt: Duration, sndbuf: Option<u32>) -> Drill {
         cfg.tcp_timestamps = false;
-        let mut p = Pair::new(cfg);
+        Self::with_pair(Pair::new(cfg), rtt, sndbuf)
+    }
+
+    /// [`Drill::with_sndbuf`] on a pair set up by the caller (own configurations,
+    /// routes), which should turn timestamps off.
+    pub fn with_pair(mut p: Pair, rtt: Duration, sndbuf: Option<u32>) -> Drill {
         p.delay = rtt / 2;
         p.record = true;
         let l = p.b.listen(addr(B, 80), 4).unwrap();

@@ -4,4 +4,5 @@ mod buffer_pool;
 mod local_drop;
 mod mss;
 pub(crate) mod pmtu;
+mod routes;
 mod sndbuf;

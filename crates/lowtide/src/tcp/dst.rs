@@ -1,0 +1,119 @@
+//! A connection's route (`sk_dst_cache`) and what TCP takes from its metrics
+//! (`crate::route`): `tcp_connect_init` and `tcp_openreq_init_rwin` (advmss, window,
+//! initrwnd), `tcp_ca_dst_init`/`tcp_ca_openreq_child` (congctl), `tcp_init_cwnd`
+//! (initcwnd), `tcp_rto_min` (rto_min), `tcp_in_quickack_mode` (quickack), and the
+//! route check before each transmission (`__sk_dst_check`) that takes a changed
+//! route's MTU to the next `tcp_current_mss`.
+
+use super::sock::Tcb;
+use super::Ctx;
+use crate::config::Config;
+use crate::route::{Metrics, Rtax};
+use core::time::Duration;
+
+/// `ip_rt_min_advmss` (`net.ipv4.route.min_adv_mss`): the least IPv4 MSS a route
+/// advertises by default.
+const IP_RT_MIN_ADVMSS: u32 = 256;
+/// `ip6_rt_min_advmss` (`net.ipv6.route.min_adv_mss`, `IPV6_MIN_MTU` - 20 - 40).
+const IP6_RT_MIN_ADVMSS: u32 = 1220;
+
+/// The route a connection holds: its metrics, the table generation they came from,
+/// and `dst_mtu` as of now.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Dst {
+    pub metrics: Metrics,
+    pub generation: u32,
+    /// `dst_mtu(dst)`: the route's MTU, a learned path MTU, or the device's.
+    pub mtu: u32,
+}
+
+impl Tcb {
+    /// The connection takes its route (`ip_route_connect`, `inet_csk_route_req`):
+    /// the path MTU its MSS starts from, and the route's `rto_min` when locked.
+    pub(crate) fn attach_dst(&mut self, metrics: &Metrics, generation: u32, mtu: u32) {
+        self.dst = Dst {
+            metrics: metrics.clone(),
+            generation,
+            mtu,
+        };
+        self.pmtu_cookie = mtu;
+        // tcp_rto_min: a locked rto_min on the route replaces icsk_rto_min.
+        if metrics.locked(Rtax::RtoMin) && metrics.get(Rtax::RtoMin) != 0 {
+            self.rto_min = Duration::from_millis(metrics.get(Rtax::RtoMin) as u64);
+        }
+        // tcp_in_quickack_mode: icsk_ack.dst_quick_ack.
+        self.dst_quick_ack = metrics.get(Rtax::QuickAck) != 0;
+    }
+
+    /// `dst_metric_advmss`: the route's advmss, else its MTU less the headers, at
+    /// least `ip_rt_min_advmss` (IPv6: `ip6_rt_min_advmss`).
+    pub(crate) fn dst_advmss(&self) -> u32 {
+        let m = self.dst.metrics.get(Rtax::AdvMss);
+        if m != 0 {
+            return m;
+        }
+        let (hdr, min) = match self.tuple.local.is_ipv6() {
+            true => (60, IP6_RT_MIN_ADVMSS),
+            false => (40, IP_RT_MIN_ADVMSS),
+        };
+        self.dst.mtu.saturating_sub(hdr).max(min).min(65535 - 40)
+    }
+
+    /// What `tcp_connect_init` and `tcp_openreq_init_rwin` take from the route
+    /// before the initial window is chosen: the congestion control the route names
+    /// (`tcp_ca_dst_init`, `tcp_ca_openreq_child`: over the socket's own choice),
+    /// `RTAX_WINDOW` as `window_clamp` unless the socket set one, and `advmss` the
+    /// route's (`tcp_mss_clamp`: never above `TCP_MAXSEG`). Returns `RTAX_INITRWND`.
+    pub(crate) fn dst_connect_init(&mut self, cfg: &Config) -> u32 {
+        if let Some(cc) = self
+            .dst
+            .metrics
+            .congctl()
+            .and_then(|n| super::cong::by_name_cfg(n, cfg))
+        {
+            self.cc = cc;
+            self.ca_dst_locked = self.dst.metrics.locked(Rtax::CcAlgo);
+        }
+        if self.window_clamp == 0 {
+            self.window_clamp = self.dst.metrics.get(Rtax::Window);
+        }
+        let advmss = self.dst_advmss();
+        self.advmss = match self.user_mss {
+            0 => advmss,
+            user => advmss.min(user),
+        };
+        self.dst.metrics.get(Rtax::InitRwnd)
+    }
+
+    /// `tcp_init_cwnd`: the route's initcwnd, else the stack's (`TCP_INIT_CWND`),
+    /// no more than `snd_cwnd_clamp`.
+    pub(crate) fn init_cwnd(&self, cfg: &Config) -> u32 {
+        match self.dst.metrics.get(Rtax::InitCwnd) {
+            0 => cfg.initcwnd,
+            n => n,
+        }
+        .min(self.cw.snd_cwnd_clamp)
+    }
+
+    /// `__sk_dst_check` before a transmission: a route that changed since the
+    /// connection took it is looked up again; its MTU reaches the MSS at the next
+    /// `tcp_current_mss` ([`Tcb::sync_dst_mtu`]).
+    pub(crate) fn dst_check(&mut self, ctx: &Ctx) {
+        if self.dst.generation == ctx.routes.generation() {
+            return;
+        }
+        let remote = self.tuple.remote.ip();
+        self.dst.metrics = ctx.routes.lookup(remote).clone();
+        self.dst.generation = ctx.routes.generation();
+        self.dst.mtu = ctx.routes.mtu(ctx.now, remote, ctx.cfg.mtu);
+    }
+
+    /// `tcp_current_mss`'s check: the route's MTU differs from `icsk_pmtu_cookie`,
+    /// so the MSS is synced to it (`tcp_sync_mss`), up or down.
+    pub(crate) fn sync_dst_mtu(&mut self, ctx: &mut Ctx) {
+        if self.dst.mtu != self.pmtu_cookie && self.dst.mtu != 0 {
+            let mtu = self.dst.mtu;
+            self.route_mtu_changed(ctx, mtu);
+        }
+    }
+}

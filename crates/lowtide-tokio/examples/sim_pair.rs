@@ -21,7 +21,7 @@ async fn main() -> std::io::Result<()> {
         Net::new(host("10.0.0.1", 1), dev_a),
         Net::new(host("10.0.0.2", 2), dev_b),
     );
-    let listener = TcpListener::bind(&b, "10.0.0.2:80".parse().unwrap())?;
+    let listener = TcpListener::bind(&b, "10.0.0.2:80")?;
     let server = tokio::spawn(async move {
         let (mut s, peer) = listener.accept().await?;
         let mut got = Vec::new();
@@ -29,7 +29,7 @@ async fn main() -> std::io::Result<()> {
         Ok::<_, std::io::Error>((got, peer))
     });
     let start = tokio::time::Instant::now();
-    let mut c = TcpStream::connect(&a, "10.0.0.2:80".parse().unwrap()).await?;
+    let mut c = TcpStream::connect(&a, "10.0.0.2:80").await?;
     let data: Vec<u8> = (0..10_000_000u32).map(|i| (i % 251) as u8).collect();
     c.write_all(&data).await?;
     c.shutdown().await?;

@@ -111,7 +111,7 @@ fn serve_tokio(dev: TunDevice, n: usize) {
     rt.block_on(async move {
         let net = Net::new(lowtide_stack(n), TunPacketDevice::new(dev).unwrap());
         for port in [7, 9] {
-            let l = TcpListener::bind(&net, format!("10.9.{n}.2:{port}").parse().unwrap()).unwrap();
+            let l = TcpListener::bind(&net, format!("10.9.{n}.2:{port}")).unwrap();
             tokio::spawn(async move {
                 while let Ok((mut s, _)) = l.accept().await {
                     tokio::spawn(async move {

@@ -6,9 +6,9 @@
 //! Run as root (best in a namespace: `ip netns add t; ip netns exec t ...`):
 //!   cargo run -p lowtide-tokio --example tun_echo -- [DEVICE]
 //! then from the kernel: `nc 10.9.0.2 7`.
-use lowtide::{Config, Stack};
+use lowtide_tokio::lowtide::{Config, Stack};
 use lowtide_tokio::{Net, TcpListener, TunPacketDevice};
-use lowtide_tun::device::{Offload, TunDevice};
+use lowtide_tokio::{Offload, TunDevice};
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -19,7 +19,7 @@ async fn main() -> std::io::Result<()> {
     let mut stack = Stack::new(Config::default(), 0); // Net::new keys it from getrandom(2)
     stack.add_address("10.9.0.2".parse().unwrap()); // lowtide's side
     let net = Net::new(stack, TunPacketDevice::new(dev)?);
-    let listener = TcpListener::bind(&net, "10.9.0.2:7".parse().unwrap())?;
+    let listener = TcpListener::bind(&net, "10.9.0.2:7")?;
     println!("echo server on 10.9.0.2:7 (device {name})");
     loop {
         let (stream, peer) = listener.accept().await?;

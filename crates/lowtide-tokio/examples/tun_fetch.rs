@@ -7,9 +7,9 @@
 //! Run as root, with a server on the kernel's side (e.g. `python3 -m http.server
 //! --bind 10.9.0.1 8000` once the device exists):
 //!   cargo run -p lowtide-tokio --example tun_fetch -- [DEVICE] [10.9.0.1:8000]
-use lowtide::{Config, Stack};
+use lowtide_tokio::lowtide::{Config, Stack};
 use lowtide_tokio::{Net, TcpStream, TunPacketDevice};
-use lowtide_tun::device::{Offload, TunDevice};
+use lowtide_tokio::{Offload, TunDevice};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::main]
@@ -17,7 +17,7 @@ async fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let name = args.next().unwrap_or_else(|| "lt0".into());
     let server = args.next().unwrap_or_else(|| "10.9.0.1:8000".into());
-    let server = server.parse().map_err(std::io::Error::other)?;
+    let server: std::net::SocketAddr = server.parse().map_err(std::io::Error::other)?;
     let dev = TunDevice::open(&name, Offload::Full)?;
     dev.set_ipv4("10.9.0.1".parse().unwrap(), 24)?;
     dev.set_up()?;

@@ -8,9 +8,9 @@
 //! whole 10.9.0.0/24 but 10.9.0.1) and name the upstream:
 //!   cargo run -p lowtide-tokio --example tun_forward -- [DEVICE] [UPSTREAM]
 //! e.g. UPSTREAM 127.0.0.1:9000; then `nc 10.9.0.77 80` reaches the upstream.
-use lowtide::{Config, Stack};
+use lowtide_tokio::lowtide::{Config, Stack};
 use lowtide_tokio::{Net, TcpListener, TunPacketDevice};
-use lowtide_tun::device::{Offload, TunDevice};
+use lowtide_tokio::{Offload, TunDevice};
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {

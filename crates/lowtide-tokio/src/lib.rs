@@ -1,41 +1,53 @@
-//! lowtide on tokio: `TcpListener` and `TcpStream` (with `AsyncRead`/`AsyncWrite`)
-//! over lowtide's socket layer with Linux's semantics ([`lowtide::posix`]), driven on
-//! a TUN device or any [`PacketDevice`].
+//! lowtide on tokio: `TcpListener` and `TcpStream` (with
+//! [`AsyncRead`](tokio::io::AsyncRead)/[`AsyncWrite`](tokio::io::AsyncWrite)) over
+//! lowtide's socket layer with Linux's semantics ([`lowtide::posix`]), driven on a
+//! TUN device or any [`PacketDevice`]. One dependency suffices: the engine
+//! ([`lowtide`]) and the TUN device ([`TunDevice`], [`Offload`]; all of
+//! `lowtide-tun` as `lowtide_tokio::tun`) are re-exported.
+//!
+//! An echo server on a TUN device that stops after a client says "bye", with a
+//! graceful end:
 //!
 //! ```no_run
-//! use lowtide_tokio::{Net, TcpListener};
+//! use lowtide_tokio::lowtide::{Config, Stack};
+//! use lowtide_tokio::{Net, Offload, TcpListener, TunDevice, TunPacketDevice};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! use std::time::Duration;
 //!
-//! # async fn run() -> std::io::Result<()> {
-//! let dev = lowtide_tun::device::TunDevice::open("lt0", lowtide_tun::device::Offload::Full)?;
-//! dev.set_ipv4("10.9.0.1".parse().unwrap(), 24)?; // the kernel's side
-//! dev.set_up()?;
-//! // The seed does not matter here: Net::new keys the stack from getrandom(2).
-//! let mut stack = lowtide::Stack::new(lowtide::Config::default(), 0);
-//! stack.add_address("10.9.0.2".parse().unwrap()); // lowtide's side
-//! let net = Net::new(stack, lowtide_tokio::TunPacketDevice::new(dev)?);
-//! let listener = TcpListener::bind(&net, "10.9.0.2:7".parse().unwrap())?;
-//! loop {
-//!     let (mut s, _peer) = listener.accept().await?;
-//!     tokio::spawn(async move {
+//! #[tokio::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let dev = TunDevice::open("lt0", Offload::Full)?;
+//!     dev.set_ipv4("10.9.0.1".parse().unwrap(), 24)?; // the kernel's side
+//!     dev.set_up()?;
+//!     // The seed does not matter here: Net::new keys the stack from getrandom(2).
+//!     let mut stack = Stack::new(Config::default(), 0);
+//!     stack.add_address("10.9.0.2".parse().unwrap()); // lowtide's side
+//!     let net = Net::new(stack, TunPacketDevice::new(dev)?);
+//!     println!("{net:?}");
+//!     let listener = TcpListener::bind(&net, "10.9.0.2:7")?;
+//!     loop {
+//!         let (mut s, peer) = listener.accept().await?;
 //!         let mut buf = vec![0; 65536];
-//!         while let Ok(n) = s.read(&mut buf).await {
-//!             if n == 0 || s.write_all(&buf[..n]).await.is_err() {
-//!                 break;
-//!             }
+//!         let n = s.read(&mut buf).await?;
+//!         s.write_all(&buf[..n]).await?;
+//!         println!("{peer}: {s:?}");
+//!         if buf[..n].starts_with(b"bye") {
+//!             break;
 //!         }
-//!     });
+//!     }
+//!     drop(listener);
+//!     // Let the last FIN and ACK leave before the runtime (and the driver) ends.
+//!     net.shutdown(Duration::from_secs(5)).await
 //! }
-//! # }
 //! ```
 //!
 //! [`Net::new`] spawns a driver task on the current tokio runtime. It feeds the
-//! device's packets to the stack, runs the stack's timers with tokio's clock (so
-//! `tokio::time::pause` gives virtual time, see the `sim_pair` example), hands the
-//! stack's packets (64 KB GSO super-packets with partial checksums) to the device,
-//! and wakes the tasks whose sockets became ready. Write readiness is Linux's:
-//! with `TCP_NOTSENT_LOWAT` set ([`TcpStream::set_notsent_lowat`]), a writer that
-//! filled the socket wakes once the unsent bytes drop below half the mark.
+//! device's packets to the stack, runs the stack's timers with tokio's clock, hands
+//! the stack's packets (64 KB GSO super-packets with partial checksums) to the
+//! device, and wakes the tasks whose sockets became ready. Write readiness is
+//! Linux's: with `TCP_NOTSENT_LOWAT` set ([`TcpStream::set_notsent_lowat`]), a
+//! writer that filled the socket wakes once the unsent bytes drop below half the
+//! mark.
 //!
 //! Secure by default: [`Net::new`] keys the stack's initial sequence numbers,
 //! timestamp offsets and ephemeral ports from the OS (`getrandom(2)`, RFC 6528 and
@@ -44,17 +56,19 @@
 //! A program that ends ends its runtime, and the driver task with it: finish with
 //! [`Net::shutdown`] so that the FINs and ACKs `close` queued leave and the
 //! connections reach a final state, as Linux keeps a closed socket going after its
-//! process exits:
+//! process exits.
 //!
-//! ```no_run
-//! # async fn run(net: lowtide_tokio::Net, stream: lowtide_tokio::TcpStream) -> std::io::Result<()> {
-//! drop(stream); // close(2): FIN after the queued data
-//! net.shutdown(std::time::Duration::from_secs(5)).await?;
-//! # Ok(()) }
-//! ```
+//! Virtual time: the driver's timers are tokio's, so under a paused clock two stacks
+//! joined by [`channel_pair`] run a 10 MB transfer in milliseconds of wall time
+//! (the `sim_pair` example). Pausing needs tokio's `test-util` feature in your
+//! `Cargo.toml` (`tokio = { version = "1", features = ["full", "test-util"] }`),
+//! then `#[tokio::test(start_paused = true)]`, `#[tokio::main(flavor =
+//! "current_thread", start_paused = true)]` or `tokio::time::pause()`.
 //!
-//! Errors are [`std::io::Error`]s with the kind of Linux's errno
-//! (`ECONNREFUSED` is [`std::io::ErrorKind::ConnectionRefused`], ...).
+//! Errors are [`std::io::Error`]s as a kernel socket's are: `raw_os_error()` is
+//! Linux's errno, the kind std's mapping of it (`ECONNREFUSED` is
+//! [`std::io::ErrorKind::ConnectionRefused`]) and the text the standard one
+//! (`Connection refused (os error 111)`).
 
 #![warn(missing_docs)]
 
@@ -63,6 +77,14 @@ mod driver;
 mod tcp;
 
 pub use device::{channel_pair, ChannelDevice, PacketDevice, TunPacketDevice};
+/// The engine: [`lowtide::Stack`], [`lowtide::Config`], counters, `tcp_info`.
+pub use lowtide;
+/// `lowtide-tun` whole (network namespaces, the OS random source, ...).
+pub use lowtide_tun as tun;
+/// `lowtide-tun`'s TUN device and its offload setting, so that one dependency
+/// suffices: `TunDevice::open(name, Offload::Full)` (or `open_in` a namespace),
+/// `set_ipv4`, `set_up`, then [`TunPacketDevice::new`].
+pub use lowtide_tun::device::{Offload, TunDevice};
 pub use tcp::{OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 
 use driver::Shared;
@@ -134,7 +156,9 @@ impl Net {
         ))
     }
 
-    /// The stack's counters (nstat names), e.g. `TcpRetransSegs`.
+    /// A snapshot of the stack's counters, by nstat name:
+    /// `net.counters().by_name("TcpRetransSegs")`, or by [`lowtide::mib::Mib`]
+    /// with [`Counters::get`]; [`Counters::iter`] lists them all.
     pub fn counters(&self) -> Counters {
         driver::lock(&self.shared).host.stack().counters().clone()
     }
@@ -147,6 +171,21 @@ impl Net {
         g.host.sync_events();
         g.kick();
         r
+    }
+}
+
+impl std::fmt::Debug for Net {
+    /// The stack's connections: all in its table, and those not yet in a final
+    /// state ([`Stack::closing_count`]); not shown while the stack is locked (e.g.
+    /// inside [`Net::with_host`]).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Net");
+        if let Ok(g) = self.shared.try_lock() {
+            let st = g.host.stack();
+            d.field("connections", &st.connection_count());
+            d.field("live", &st.closing_count());
+        }
+        d.finish_non_exhaustive()
     }
 }
 

@@ -107,7 +107,53 @@ impl Drop for Socket {
     }
 }
 
+impl std::fmt::Debug for Socket {
+    /// The descriptor and, while the stack has them, the addresses (not if the
+    /// stack is locked, e.g. inside [`Net::with_host`]).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let addrs = match self.shared.try_lock() {
+            Ok(g) => (g.host.local_addr(self.fd).ok().flatten())
+                .map(|l| (l, g.host.peer_addr(self.fd).ok().flatten())),
+            Err(_) => None,
+        };
+        let mut d = f.debug_struct("Socket");
+        d.field("fd", &self.fd);
+        if let Some((local, peer)) = addrs {
+            d.field("local", &local);
+            if let Some(p) = peer {
+                d.field("peer", &p);
+            }
+        }
+        d.finish()
+    }
+}
+
+/// The error when a name resolves to no address (std's text).
+fn no_address() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "could not resolve to any addresses",
+    )
+}
+
+/// Runs `f` on each address until one succeeds; the last error otherwise (as
+/// std's `each_addr`).
+fn each_addr<T>(
+    addrs: impl Iterator<Item = SocketAddr>,
+    mut f: impl FnMut(SocketAddr) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut last = None;
+    for a in addrs {
+        match f(a) {
+            Ok(t) => return Ok(t),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(no_address))
+}
+
 /// A TCP listener on a lowtide stack, like `tokio::net::TcpListener`.
+#[derive(Debug)]
 pub struct TcpListener {
     sock: Socket,
     net: Net,
@@ -116,7 +162,13 @@ pub struct TcpListener {
 impl TcpListener {
     /// `socket` + `bind` + `listen`: listens on `addr` (an address of the stack, or
     /// unspecified for all; port 0 picks one, see [`TcpListener::local_addr`]).
-    pub fn bind(net: &Net, addr: SocketAddr) -> io::Result<TcpListener> {
+    /// `addr` is anything [`std::net::ToSocketAddrs`] takes (`"10.9.0.2:7"`, a
+    /// `SocketAddr`, `(ip, port)`); of several addresses, the first that binds.
+    pub fn bind(net: &Net, addr: impl std::net::ToSocketAddrs) -> io::Result<TcpListener> {
+        each_addr(addr.to_socket_addrs()?, |a| TcpListener::bind_one(net, a))
+    }
+
+    fn bind_one(net: &Net, addr: SocketAddr) -> io::Result<TcpListener> {
         let sock = Socket::open(net, &addr)?;
         sock.int_opt(SOL_SOCKET, SO_REUSEADDR, 1)?;
         sock.call(|h, _, fd| h.bind(fd, addr))?;
@@ -163,9 +215,11 @@ impl TcpListener {
 }
 
 /// A TCP connection on a lowtide stack, like `tokio::net::TcpStream`: implements
-/// [`AsyncRead`] and [`AsyncWrite`] (`poll_shutdown` sends FIN); split it with
+/// [`AsyncRead`](tokio::io::AsyncRead) and [`AsyncWrite`](tokio::io::AsyncWrite)
+/// (`poll_shutdown` sends FIN); split it with
 /// `tokio::io::split` or [`TcpStream::into_split`]. Dropping it closes the
 /// connection (`close(2)`: FIN after the queued data, RST if unread data remains).
+#[derive(Debug)]
 pub struct TcpStream {
     sock: Arc<Socket>,
 }
@@ -178,9 +232,23 @@ impl TcpStream {
     }
 
     /// Opens a connection to `addr` (`connect(2)`) from the stack's address for it,
-    /// and waits for the handshake. Errors: `ConnectionRefused` (RST),
-    /// `TimedOut` (SYN retries exhausted, `net.ipv4.tcp_syn_retries`), ...
-    pub async fn connect(net: &Net, addr: SocketAddr) -> io::Result<TcpStream> {
+    /// and waits for the handshake. `addr` is anything `tokio::net::ToSocketAddrs`
+    /// takes, as for `tokio::net::TcpStream::connect` (a name is resolved by the
+    /// host's resolver, not through lowtide); each address is tried in turn, and
+    /// the last error returned. Errors: `ConnectionRefused` (RST), `TimedOut` (SYN
+    /// retries exhausted, `net.ipv4.tcp_syn_retries`), ...
+    pub async fn connect(net: &Net, addr: impl tokio::net::ToSocketAddrs) -> io::Result<TcpStream> {
+        let mut last = None;
+        for a in tokio::net::lookup_host(addr).await? {
+            match TcpStream::connect_one(net, a).await {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(no_address))
+    }
+
+    async fn connect_one(net: &Net, addr: SocketAddr) -> io::Result<TcpStream> {
         let sock = Socket::open(net, &addr)?;
         match sock.call_errno(|h, now, fd| h.connect(now, fd, addr))? {
             Err(Errno(errno::EINPROGRESS)) => {}
@@ -321,12 +389,14 @@ impl AsyncWrite for TcpStream {
 }
 
 /// The read half of [`TcpStream::into_split`].
+#[derive(Debug)]
 pub struct OwnedReadHalf {
     sock: Arc<Socket>,
 }
 
 /// The write half of [`TcpStream::into_split`]; dropping it sends FIN
 /// (`shutdown(SHUT_WR)`), as tokio's does.
+#[derive(Debug)]
 pub struct OwnedWriteHalf {
     sock: Arc<Socket>,
     shut: bool,

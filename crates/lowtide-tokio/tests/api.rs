@@ -63,6 +63,49 @@ async fn refused_connect_is_connection_refused() {
         .err()
         .unwrap();
     assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "{e}");
+    // As a kernel socket's: the errno, and std's text for it.
+    assert_eq!(e.raw_os_error(), Some(111));
+    assert_eq!(e.to_string(), "Connection refused (os error 111)");
+}
+
+#[tokio::test(start_paused = true)]
+async fn addresses_as_tokio_takes_them_and_debug_output() {
+    let (a, b) = pair();
+    let l = TcpListener::bind(&b, "10.0.0.2:7").unwrap();
+    let c = TcpStream::connect(&a, ("10.0.0.2", 7)).await.unwrap();
+    let (s, peer) = l.accept().await.unwrap();
+    let (c_dbg, s_dbg) = (format!("{c:?}"), format!("{s:?}"));
+    assert!(c_dbg.contains(&format!("local: {peer}")), "{c_dbg}");
+    assert!(c_dbg.contains("peer: 10.0.0.2:7"), "{c_dbg}");
+    assert!(s_dbg.contains(&format!("peer: {peer}")), "{s_dbg}");
+    assert!(format!("{l:?}").contains("local: 10.0.0.2:7"), "{l:?}");
+    let net = format!("{b:?}");
+    assert!(net.starts_with("Net { connections: 1, live: 1"), "{net}");
+    // Inside with_host the stack is locked: Debug says less rather than deadlock.
+    let inside = b.with_host(|_| format!("{s:?}"));
+    assert!(
+        inside.starts_with("TcpStream { sock: Socket { fd: ")
+            && inside.ends_with(" } }")
+            && !inside.contains("peer"),
+        "{inside}"
+    );
+    // Of several addresses, the first that works; none at all is std's error.
+    let none: &[SocketAddr] = &[];
+    let e = TcpListener::bind(&b, none).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    let two = [addr("10.0.0.2:7"), addr("10.0.0.2:8")];
+    let l8 = TcpListener::bind(&b, &two[..]).unwrap();
+    assert_eq!(l8.local_addr().unwrap(), addr("10.0.0.2:8"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn counters_by_nstat_name() {
+    let (a, b) = pair();
+    let _l = TcpListener::bind(&b, "10.0.0.2:7").unwrap();
+    let _c = TcpStream::connect(&a, "10.0.0.2:7").await.unwrap();
+    assert_eq!(a.counters().by_name("TcpActiveOpens"), Some(1));
+    assert_eq!(b.counters().by_name("TcpPassiveOpens"), Some(1));
+    assert_eq!(a.counters().by_name("NoSuchCounter"), None);
 }
 
 #[tokio::test(start_paused = true)]

@@ -282,6 +282,11 @@ impl Counters {
     pub fn get(&self, mib: Mib) -> u64 {
         self.values[mib as usize]
     }
+    /// The value of the counter nstat names `name` (`"TcpRetransSegs"`,
+    /// `"TcpExtTCPSynRetrans"`), or `None` for a name lowtide does not count.
+    pub fn by_name(&self, name: &str) -> Option<u64> {
+        Mib::from_name(name).map(|m| self.get(m))
+    }
     /// Every counter with its nstat name.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         Mib::ALL.iter().map(|m| (m.name(), self.get(*m)))
@@ -307,6 +312,14 @@ impl Serialize for Counters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counters_by_nstat_name() {
+        let mut c = Counters::default();
+        c.add(Mib::ALL[0], 3);
+        assert_eq!(c.by_name(Mib::ALL[0].name()), Some(3));
+        assert_eq!(c.by_name("NoSuchCounter"), None);
+    }
 
     #[test]
     fn names_round_trip() {

@@ -123,9 +123,15 @@ impl Errno {
 }
 
 impl From<Errno> for io::Error {
-    /// An [`io::Error`] of the matching [`io::ErrorKind`] whose message names the
-    /// errno (`"ECONNREFUSED (errno 111)"`).
+    /// The [`io::Error`] a kernel socket call gives: on Linux, where the errno values
+    /// are lowtide's, [`io::Error::from_raw_os_error`], so `raw_os_error()` is the
+    /// errno, the kind is std's mapping and the text the standard one (`Connection
+    /// refused (os error 111)`). Elsewhere, an error of [`Errno::kind`] whose message
+    /// names the errno (`ECONNREFUSED (errno 111)`).
     fn from(e: Errno) -> io::Error {
+        if cfg!(target_os = "linux") {
+            return io::Error::from_raw_os_error(e.0);
+        }
         let msg = match e.name() {
             Some(n) => format!("{n} (errno {})", e.0),
             None => format!("errno {}", e.0),
@@ -146,7 +152,27 @@ mod tests {
     fn errno_maps_to_io_kinds() {
         let e: io::Error = Errno(errno::ECONNREFUSED).into();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
-        assert_eq!(e.to_string(), "ECONNREFUSED (errno 111)");
+        #[cfg(target_os = "linux")]
+        {
+            assert_eq!(e.raw_os_error(), Some(111));
+            assert_eq!(e.to_string(), "Connection refused (os error 111)");
+            // std maps each errno as our Errno::kind does.
+            for n in [
+                errno::EAGAIN,
+                errno::ECONNRESET,
+                errno::ETIMEDOUT,
+                errno::EADDRINUSE,
+                errno::EPIPE,
+                errno::ENOTCONN,
+                errno::EINVAL,
+            ] {
+                assert_eq!(
+                    io::Error::from(Errno(n)).kind(),
+                    Errno(n).kind(),
+                    "errno {n}"
+                );
+            }
+        }
         assert_eq!(Errno(errno::EAGAIN).kind(), io::ErrorKind::WouldBlock);
         assert_eq!(
             Errno(errno::ECONNRESET).kind(),

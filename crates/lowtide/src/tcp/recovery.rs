@@ -6,7 +6,7 @@
 use super::cong::{CaEvent, CaState, INFINITE_SSTHRESH};
 use super::rtx::skb::{EVER_RETRANS, LOST, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
-use super::Ctx;
+use super::{Ctx, TcpState};
 use crate::mib::Mib;
 use core::time::Duration;
 
@@ -271,7 +271,10 @@ impl Tcb {
 
     /// `tcp_packet_delayed`: the ACK echoes a timestamp older than the first
     /// retransmission, so an original was delivered (RFC 3522 Eifel detection); or
-    /// nothing was retransmitted at all.
+    /// nothing was retransmitted at all. Linux 6.16+: a zero `retrans_stamp` proves
+    /// nothing without SACK once `snd_una` reached `high_seq` (NewReno's hold in
+    /// `tcp_is_non_sack_preventing_reopen` clears it after retransmitting), nor in
+    /// SYN-SENT (the SYN-ACK clears it).
     fn packet_delayed(&self) -> bool {
         match self.retrans_stamp {
             Some(rs) => {
@@ -279,7 +282,8 @@ impl Tcb {
                     && self.rcv_tsecr != 0
                     && (self.rcv_tsecr.wrapping_sub(self.tsval(rs)) as i32) < 0
             }
-            None => true,
+            None if !self.sack_ok && self.snd_una >= self.high_seq => false,
+            None => self.state != TcpState::SynSent,
         }
     }
 
@@ -311,7 +315,7 @@ impl Tcb {
     /// `tcp_is_non_sack_preventing_reopen`: NewReno holds the state until data above
     /// `high_seq` is acknowledged (RFC 6582: no false fast retransmits).
     fn non_sack_preventing_reopen(&mut self) -> bool {
-        if !self.sack_ok && self.snd_una == self.high_seq && self.snd_nxt > self.high_seq {
+        if !self.sack_ok && self.snd_una == self.high_seq {
             if !self.any_retrans_done() {
                 self.retrans_stamp = None;
             }

@@ -3,6 +3,7 @@
 mod dsack_delivered;
 mod fast_recovery;
 mod karn;
+mod newreno_hold;
 mod old_ack;
 mod rack;
 mod rtx_queue_kinds;

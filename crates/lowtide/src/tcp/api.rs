@@ -306,6 +306,7 @@ impl Tcb {
             nr_frags: 0,
         });
         self.wmem_queued += SKB_OVERHEAD as u64;
+        self.slow_start_after_idle_check(ctx);
     }
 
     /// `tcp_recvmsg`: copies received bytes; `Ok(0)` is end of stream.

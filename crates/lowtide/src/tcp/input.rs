@@ -536,6 +536,7 @@ impl Tcb {
                 // earlier and now cumulatively ACKed grew nothing then and do not now.
                 self.cc
                     .cong_avoid(&mut self.cw, newly_acked_sacked, &ca_ctx);
+                self.snd_cwnd_stamp = ctx.now; // tcp_cong_avoid
             }
             self.update_pacing_rate(ctx.cfg);
         }

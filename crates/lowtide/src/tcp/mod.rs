@@ -22,6 +22,7 @@
 //! | `ecn` | ECN (RFC 3168): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
 //! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
+//! | `cwnd` | tcp_output.c: `tcp_cwnd_validate`, `tcp_cwnd_application_limited`, `tcp_cwnd_restart` (RFC 2861) |
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
 //! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit`; MTU probing (RFC 4821): `tcp_mtup_init`, `tcp_mtu_probe`, tcp_input.c `tcp_mtup_probe_success`/`_failed`, tcp_timer.c `tcp_mtu_probing` |
 //! | `dst` | the connection's route (`sk_dst_cache`) and its metrics: `tcp_connect_init`, `tcp_openreq_init_rwin`, `tcp_ca_dst_init`, `tcp_init_cwnd`, `tcp_rto_min`, `__sk_dst_check` |
@@ -45,6 +46,7 @@ pub(crate) mod chrono;
 pub(crate) mod compsack;
 pub mod cong;
 pub mod consts;
+pub(crate) mod cwnd;
 pub(crate) mod deathrow;
 pub(crate) mod delack;
 pub(crate) mod dst;

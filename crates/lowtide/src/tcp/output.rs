@@ -443,7 +443,6 @@ impl Tcb {
         if !frto_new {
             self.xmit_retransmit_queue(ctx);
         }
-        self.cwnd_restart_after_idle(ctx);
         // write_one raises cw.is_cwnd_limited when cwnd (or TSO deferral on cwnd) stops
         // it: collect that for this call only, as tcp_write_xmit's local flag.
         self.sync_dst_mtu(ctx); // tcp_current_mss in __tcp_push_pending_frames
@@ -476,16 +475,7 @@ impl Tcb {
         let is_cwnd_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, prior_limited)
             || self.packets_in_flight() >= self.cw.snd_cwnd;
         if self.snd_nxt > prior_nxt || is_cwnd_limited {
-            self.cwnd_validate(is_cwnd_limited);
-            // tcp_cwnd_validate, network starving: with nothing unsent and the writer
-            // out of buffer, the send buffer is what limits.
-            if !is_cwnd_limited
-                && self.write_queue.is_empty()
-                && self.nospace
-                && matches!(self.state, TcpState::Established | TcpState::CloseWait)
-            {
-                self.chrono_start(ctx.now, super::chrono::Chrono::SndbufLimited);
-            }
+            self.cwnd_validate(ctx, is_cwnd_limited);
         }
         self.arm_probe0_if_stalled(ctx);
     }
@@ -557,22 +547,6 @@ impl Tcb {
         }
         self.send_new(ctx, send_len, mss);
         true
-    }
-
-    /// `tcp_cwnd_validate`: remembers for the current window whether cwnd limited us,
-    /// else the largest flight (`max_packets_out`), which `tcp_is_cwnd_limited` uses
-    /// in slow start.
-    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
-        let packets_out = self.rtx.packets_out;
-        let cw = &mut self.cw;
-        if self.snd_una >= cw.cwnd_usage_seq
-            || is_cwnd_limited
-            || (!cw.is_cwnd_limited && packets_out > cw.max_packets_out)
-        {
-            cw.is_cwnd_limited = is_cwnd_limited;
-            cw.max_packets_out = packets_out;
-            cw.cwnd_usage_seq = self.snd_nxt;
-        }
     }
 
     /// Minshall's variant of Nagle (`tcp_nagle_check`): hold a sub-MSS tail segment
@@ -725,26 +699,6 @@ impl Tcb {
             CaState::Loss => ctx.mib.inc(Mib::TcpExtTCPSlowStartRetrans),
             _ => ctx.mib.inc(Mib::TcpExtTCPLostRetransmit),
         }
-    }
-
-    /// `tcp_cwnd_restart` (RFC 2861 section 3): after an idle period longer than the
-    /// RTO, halve the window once per RTO, down to the initial window.
-    fn cwnd_restart_after_idle(&mut self, ctx: &mut Ctx) {
-        if !ctx.cfg.tcp_slow_start_after_idle || self.rtx.packets_out > 0 || self.srtt_us == 0 {
-            return;
-        }
-        let idle = ctx.now.saturating_since(self.lsndtime);
-        if idle <= self.rto {
-            return;
-        }
-        let restart = ctx.cfg.initcwnd.min(self.cw.snd_cwnd);
-        let mut d = idle;
-        while d > self.rto && self.cw.snd_cwnd > restart {
-            self.cw.snd_cwnd >>= 1;
-            d -= self.rto;
-        }
-        self.cw.snd_cwnd = self.cw.snd_cwnd.max(restart);
-        self.lsndtime = ctx.now;
     }
 
     /// `tcp_check_probe_timer`: arms the zero-window probe timer, at

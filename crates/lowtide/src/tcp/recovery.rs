@@ -295,7 +295,7 @@ impl Tcb {
 
     /// `tcp_undo_cwnd_reduction`: restores cwnd (`undo_cwnd`) and ssthresh
     /// (`prior_ssthresh`); with `unmark_loss`, nothing is lost after all.
-    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+    fn undo_cwnd_reduction(&mut self, unmark_loss: bool, now: crate::time::Instant) {
         if unmark_loss {
             self.rtx.unmark_all_lost();
             self.lost_hint = self.snd_una;
@@ -308,6 +308,7 @@ impl Tcb {
                 self.ecn_withdraw_cwr();
             }
         }
+        self.snd_cwnd_stamp = now;
         self.undo_marker = None;
         self.rack.advanced = true;
     }
@@ -329,7 +330,7 @@ impl Tcb {
     /// holds the state.
     pub(crate) fn try_undo_recovery(&mut self, ctx: &mut Ctx) -> bool {
         if self.may_undo() {
-            self.undo_cwnd_reduction(false);
+            self.undo_cwnd_reduction(false, ctx.now);
             ctx.mib.inc(if self.ca_state == CaState::Loss {
                 Mib::TcpExtTCPLossUndo
             } else {
@@ -352,7 +353,7 @@ impl Tcb {
         if self.undo_marker.is_some() && self.undo_retrans == 0 {
             self.rack.reo_wnd_persist =
                 (self.rack.reo_wnd_persist + 1).min(super::consts::TCP_RACK_RECOVERY_THRESH);
-            self.undo_cwnd_reduction(false);
+            self.undo_cwnd_reduction(false, ctx.now);
             ctx.mib.inc(Mib::TcpExtTCPDSACKUndo);
             return true;
         }
@@ -373,7 +374,7 @@ impl Tcb {
         if !self.any_retrans_done() {
             self.retrans_stamp = None;
         }
-        self.undo_cwnd_reduction(true);
+        self.undo_cwnd_reduction(true, ctx.now);
         ctx.mib.inc(Mib::TcpExtTCPPartialUndo);
         self.try_keep_open();
         false
@@ -385,7 +386,7 @@ impl Tcb {
         if !frto_undo && !self.may_undo() {
             return false;
         }
-        self.undo_cwnd_reduction(true);
+        self.undo_cwnd_reduction(true, ctx.now);
         ctx.mib.inc(Mib::TcpExtTCPLossUndo);
         if frto_undo {
             ctx.mib.inc(Mib::TcpExtTCPSpuriousRTOs);
@@ -443,6 +444,7 @@ impl Tcb {
             && (self.ca_state == CaState::Cwr || self.undo_marker.is_some())
         {
             self.cw.snd_cwnd = self.cw.snd_ssthresh.max(1);
+            self.snd_cwnd_stamp = ctx.now;
         }
         let ca_ctx = self.ca_ctx(ctx.now);
         self.cc
@@ -524,6 +526,7 @@ impl Tcb {
         }
         self.cw.snd_cwnd = 1;
         self.cw.snd_cwnd_cnt = 0;
+        self.snd_cwnd_stamp = ctx.now;
         // tcp_timeout_mark_lost: a SACKed head means the receiver reneged;
         // tcp_enter_loss marks it (is_sack_reneg) until we recover from this loss.
         let reneg = self.rtx.head_sacked();

@@ -232,6 +232,10 @@ pub struct Tcb {
 
     // ---- congestion control and recovery ----
     pub(crate) cw: CwndState,
+    /// `snd_cwnd_used`: the most packets out while the window went unfilled.
+    pub(crate) snd_cwnd_used: u32,
+    /// `snd_cwnd_stamp`: when cwnd last grew, shrank or was filled.
+    pub(crate) snd_cwnd_stamp: Instant,
     pub(crate) cc: Box<dyn CongestionOps>,
     pub(crate) ca_state: CaState,
     pub(crate) reordering: u32,
@@ -452,6 +456,8 @@ impl Tcb {
             rcv_tstamp: now,
             retrans_stamp: None,
             cw: CwndState::new(cfg.initcwnd),
+            snd_cwnd_used: 0,
+            snd_cwnd_stamp: now,
             cc,
             ca_state: CaState::Open,
             reordering: cfg.tcp_reordering,

@@ -132,6 +132,9 @@ mib! {
     TcpExtTCPLossUndo,
     /// Reordering detected from SACKs (`TCPSACKReorder`).
     TcpExtTCPSACKReorder,
+    /// Reordering detected from timestamps: a partial ACK in Recovery filled by a
+    /// delayed original (`TCPTSReorder`).
+    TcpExtTCPTSReorder,
     /// Delayed ACKs sent.
     TcpExtDelayedACKs,
     /// Duplicate data received, answered with an immediate ACK

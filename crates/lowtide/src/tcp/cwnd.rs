@@ -23,7 +23,7 @@ impl Tcb {
         }
         let idle = ctx.now.saturating_since(self.lsndtime);
         if idle > self.rto {
-            self.cwnd_restart(ctx.cfg.initcwnd, idle, ctx.now);
+            self.cwnd_restart(self.init_cwnd(ctx.cfg), idle, ctx.now);
         }
     }
 
@@ -75,7 +75,7 @@ impl Tcb {
             && ctx.now.saturating_since(self.snd_cwnd_stamp) >= self.rto
             && !self.cc.has_cong_control()
         {
-            self.cwnd_application_limited(ctx.cfg.initcwnd, ctx.now);
+            self.cwnd_application_limited(self.init_cwnd(ctx.cfg), ctx.now);
         }
         // Nothing unsent and the writer out of buffer: the send buffer limits.
         if self.write_queue.is_empty()

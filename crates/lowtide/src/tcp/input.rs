@@ -366,6 +366,10 @@ impl Tcb {
             // restarts lsndtime.
             if !fastopen {
                 self.lrcvtime = ctx.now;
+                // tcp_create_openreq_child: the SYN is the child's first segment in,
+                // this ACK its second; the request sock's SYN-ACKs are not its own.
+                self.segs_in = 2;
+                self.segs_out = 0;
             }
             self.lsndtime = ctx.now;
         }
@@ -458,7 +462,11 @@ impl Tcb {
         // send it so), before cleaning the queue.
         self.ecn_accept_cwr(th, payload_len);
         let cleaned = self.clean_rtx_queue(ctx, ack);
-        let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, prior_fack, &sack);
+        // tcp_clean_rtx_queue: "Non-retransmitted hole got filled? That's reordering".
+        if let Some(low) = cleaned.reord.filter(|&r| self.sack_ok && r < prior_fack) {
+            self.check_sack_reordering(ctx, low, false);
+        }
+        let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, &sack);
         fl.ece = ece;
         self.rack_update_reo_wnd(ctx, fl.delivered_any);
         // tcp_count_delivered(sack_delivered): newly SACKed segments and D-SACKed
@@ -554,9 +562,9 @@ impl Tcb {
     /// `tcp_rack_update_reo_wnd`: those run on the main path only.
     fn old_ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack_seq: u64) {
         let una = self.snd_una;
-        let prior_fack = self.rack_ack_begin(ctx, th);
+        self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack_seq, una);
-        let mut fl = self.rack_ack_delivered(ctx, false, prior_fack, &sack);
+        let mut fl = self.rack_ack_delivered(ctx, false, &sack);
         self.delivered += sack.newly_sacked as u64;
         self.fastretrans_alert(ctx, una, false, &mut fl);
     }

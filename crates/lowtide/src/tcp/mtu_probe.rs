@@ -191,6 +191,7 @@ impl Tcb {
             / self.mtup.probe_size as u64;
         self.cw.snd_cwnd = (val as u32).max(1);
         self.cw.snd_cwnd_cnt = 0;
+        self.snd_cwnd_stamp = ctx.now;
         self.cw.snd_ssthresh = self.current_ssthresh();
         self.mtup.search_low = self.mtup.probe_size;
         self.mtup.probe_size = 0;

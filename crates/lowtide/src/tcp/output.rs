@@ -324,6 +324,7 @@ impl Tcb {
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
         if !payload.is_empty() {
             self.data_segs_out += payload.len().div_ceil(mss as usize) as u64;
+            self.bytes_sent += payload.len() as u64;
             if self.packets_in_flight() == 0 {
                 // tcp_event_data_sent: first data after idle, before lsndtime moves.
                 let ca_ctx = self.ca_ctx(ctx.now);
@@ -392,6 +393,10 @@ impl Tcb {
     /// `TcpExtTCPSynRetrans`); the caller rearms its timer.
     pub(crate) fn retransmit_syn(&mut self, ctx: &mut Ctx) {
         ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
+        ctx.mib.inc(Mib::TcpRetransSegs);
+        // __tcp_retransmit_skb; tcp_rtx_synack's req->num_retrans, which a child
+        // starts from (tcp_create_openreq_child), a Fast Open child's total_retrans.
+        self.total_retrans += 1;
         self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
     }
 
@@ -598,7 +603,6 @@ impl Tcb {
         if data.len() < mss as usize {
             self.snd_sml = end_seq;
         }
-        self.bytes_sent += data.len() as u64;
         if self.ca_state == CaState::Recovery {
             self.prr_out += skb::pcount(data.len() as u32, mss);
         }

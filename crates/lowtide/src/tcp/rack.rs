@@ -164,8 +164,10 @@ impl Tcb {
     }
 
     /// `tcp_check_sack_reordering`: an original transmission at `low_seq` was
-    /// delivered below the highest SACKed data `fack`: the path reorders.
-    pub(crate) fn check_sack_reordering(&mut self, ctx: &mut Ctx, low_seq: u64, fack: u64) {
+    /// delivered below `tcp_highest_sack_seq` as it stands now: the path reorders
+    /// by that distance. `ts`: found by timestamps (`TCPTSReorder`), not SACKs.
+    pub(crate) fn check_sack_reordering(&mut self, ctx: &mut Ctx, low_seq: u64, ts: bool) {
+        let fack = self.highest_sack_seq();
         if low_seq >= fack {
             return;
         }
@@ -175,13 +177,22 @@ impl Tcb {
             self.reordering = (metric.div_ceil(mss) as u32).min(TCP_MAX_REORDERING);
         }
         self.reord_seen += 1;
-        ctx.mib.inc(Mib::TcpExtTCPSACKReorder);
+        ctx.mib.inc(match ts {
+            true => Mib::TcpExtTCPTSReorder,
+            false => Mib::TcpExtTCPSACKReorder,
+        });
+    }
+
+    /// `tcp_highest_sack_seq`: the start of the skb after the highest SACKed one,
+    /// `snd_una` when nothing is SACKed.
+    pub(crate) fn highest_sack_seq(&self) -> u64 {
+        self.rtx.highest_sack_seq().unwrap_or(self.snd_una)
     }
 }
 
 impl Tcb {
     /// Before SACK processing of an ACK: the TSecr for undo checks, RACK's
-    /// retransmission cutoff; returns the highest SACKed offset so far.
+    /// retransmission cutoff; returns `prior_fack` (`tcp_highest_sack_seq`).
     pub(crate) fn rack_ack_begin(&mut self, ctx: &Ctx, th: &lowtide_wire::tcp::TcpRepr) -> u64 {
         self.rcv_tsecr = th
             .options
@@ -195,7 +206,7 @@ impl Tcb {
         self.rtx.rack_cutoff =
             Instant(ctx.now.as_nanos().saturating_sub(min_rtt.as_nanos() as u64));
         self.rtx.delivered = Delivered::default();
-        self.fack
+        self.highest_sack_seq()
     }
 
     /// After SACK and cumulative ACK processing: `tcp_rack_advance` and reordering
@@ -205,16 +216,10 @@ impl Tcb {
         &mut self,
         ctx: &mut Ctx,
         snd_una_advanced: bool,
-        prior_fack: u64,
         sack: &super::rtx::sacktag::SackResult,
     ) -> super::recovery::AckFlags {
         let d = core::mem::take(&mut self.rtx.delivered);
         self.rack_advance(ctx.now, &d);
-        if let Some((low, _)) = d.orig_low {
-            if self.sack_ok {
-                self.check_sack_reordering(ctx, low, prior_fack);
-            }
-        }
         super::recovery::AckFlags {
             delivered_any: d.rack.is_some() || d.orig_low.is_some(),
             snd_una_advanced,
@@ -317,9 +322,9 @@ mod tests {
             let mut th = lowtide_wire::tcp::TcpRepr::default();
             th.options.timestamp = Some((7, 1000 + echo_ms));
             with_ctx(&cfg, 70, |c| {
-                let fack = t.rack_ack_begin(c, &th);
+                t.rack_ack_begin(c, &th);
                 t.rtx.clean(1 + MSS as u64, MSS);
-                t.rack_ack_delivered(c, true, fack, &Default::default());
+                t.rack_ack_delivered(c, true, &Default::default());
             });
             (t.rack.advanced, t.rack.mstamp)
         };

@@ -367,7 +367,7 @@ impl Tcb {
         if self.undo_marker.is_none() || !self.packet_delayed() {
             return false;
         }
-        self.check_sack_reordering(ctx, prior_snd_una, self.fack);
+        self.check_sack_reordering(ctx, prior_snd_una, true);
         if self.rtx.retrans_out > 0 {
             return true;
         }

@@ -126,6 +126,9 @@ pub struct Cleaned {
     pub fin_acked: bool,
     /// The most recently sent skb acknowledged (`tcp_rate_skb_delivered`).
     pub rate: Option<DeliveredSkb>,
+    /// The lowest acknowledged skb neither retransmitted nor SACKed (`reord` of
+    /// `tcp_clean_rtx_queue`).
+    pub reord: Option<u64>,
 }
 
 /// The fields of an skb the counters depend on.
@@ -409,6 +412,7 @@ impl RtxQueue {
             if s.has(EVER_RETRANS) {
                 c.acked_retrans = true;
             } else if !s.has(SACKED_ACKED) {
+                c.reord.get_or_insert(s.seq);
                 c.first_tx.get_or_insert(s.tx_time);
                 c.last_tx = Some(s.tx_time);
             }

@@ -70,6 +70,17 @@ pub struct Tagged {
     pub refused: u32,
     /// The most recently sent skb newly SACKed (`tcp_rate_skb_delivered`).
     pub rate: Option<DeliveredSkb>,
+    /// `state->reord`: the lowest never-retransmitted skb newly SACKed below the
+    /// highest SACKed one (a hole filled out of order).
+    pub reord: Option<u64>,
+}
+
+/// The lower of two optional sequence offsets.
+fn lowest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// How a SACK block covers one skb (`tcp_match_skb_to_sack`).
@@ -114,6 +125,7 @@ impl Tcb {
             &mut r,
         );
         let mss = self.mss_cache;
+        let mut reord = None;
         let mut valid = [(0u64, 0u64); TCP_NUM_SACKS];
         let mut n = 0;
         for i in 0..blocks.len() {
@@ -135,6 +147,8 @@ impl Tcb {
                 // tcp_sacktag_one with dup_sack: each retransmitted skb it covers was
                 // a spurious retransmission.
                 let segs = self.rtx.retrans_segs_in(start, end, self.undo_marker, mss);
+                // tcp_sacktag_one: a D-SACKed retransmission of SACKed data.
+                reord = lowest(reord, self.rtx.dsack_reord(start, end));
                 if self.undo_marker.is_some() && self.undo_retrans > 0 {
                     self.undo_retrans = (self.undo_retrans - segs as i32).max(0);
                 }
@@ -148,6 +162,12 @@ impl Tcb {
         self.rtx.set_sndbuf(self.sndbuf);
         self.fack = valid[..n].iter().fold(self.fack, |f, b| f.max(b.1));
         let t = self.rtx.sacktag_blocks(&valid[..n], mss);
+        // tcp_sacktag_write_queue: reordering, unless in Loss with nothing to undo.
+        if let Some(low) = lowest(reord, t.reord) {
+            if self.ca_state != crate::tcp::cong::CaState::Loss || self.undo_marker.is_some() {
+                self.check_sack_reordering(ctx, low, false);
+            }
+        }
         r.newly_sacked = t.segs;
         r.first_tx = t.first_tx;
         r.last_tx = t.last_tx;
@@ -412,6 +432,12 @@ impl RtxQueue {
         let s = self.store.get(p);
         skb::skb_delivered(&mut t.rate, s);
         t.segs += s.pcount;
+        // tcp_sacktag_one: "New sack for not retransmitted frame, which was in
+        // hole. It is reordering" (below tcp_highest_sack_seq as it stands).
+        if !s.has(EVER_RETRANS | SACKED_RETRANS) && self.sacked_out > 0 && s.seq < self.highest_sack
+        {
+            t.reord = Some(t.reord.map_or(s.seq, |r| r.min(s.seq)));
+        }
         // tcp_advance_highest_sack
         self.highest_sack = self.highest_sack.max(s.end_seq);
         if s.has(EVER_RETRANS) {
@@ -478,6 +504,21 @@ impl RtxQueue {
             x.truesize += y.truesize;
         });
         true
+    }
+
+    /// The lowest skb in `[start, end)` both SACKed and retransmitted: a D-SACK of
+    /// it shows reordering (`tcp_sacktag_one` with `dup_sack`).
+    pub fn dsack_reord(&self, start: u64, end: u64) -> Option<u64> {
+        self.iter_from(start)
+            .take_while(|s| s.seq < end)
+            .find(|s| s.has(EVER_RETRANS | SACKED_RETRANS) && s.has(SACKED_ACKED))
+            .map(|s| s.seq)
+    }
+
+    /// `tcp_highest_sack_seq`: where the skb after the highest SACKed one starts
+    /// (`snd_nxt` if that was the last), `None` with nothing SACKed (`snd_una`).
+    pub fn highest_sack_seq(&self) -> Option<u64> {
+        (self.sacked_out > 0 && self.highest_sack > 0).then_some(self.highest_sack)
     }
 
     /// Segments of retransmitted skbs (`TCPCB_RETRANS`) in `[start, end)` that end

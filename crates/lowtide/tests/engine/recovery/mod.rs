@@ -6,5 +6,6 @@ mod karn;
 mod newreno_hold;
 mod old_ack;
 mod rack;
+mod reordering;
 mod rtx_queue_kinds;
 mod sack_reneg_rate;

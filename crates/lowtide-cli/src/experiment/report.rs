@@ -340,21 +340,26 @@ fn notes(e: Experiment) -> Option<&'static str> {
             allocated skbs of the queue's length (`--bench list_walk`). The path has the \
             seed's netem `delay 150ms 200us`: 200 us of jitter on the data direction, \
             which reorders packets sent microseconds apart (GRO off: the seed's SACK \
-            storm). The list ablation walks as Linux did just before seed 003: \
+            storm). The receiver's buffer is 1 GiB from the start (tcp_rmem[1] = \
+            tcp_rmem[2]): the seed measured the sender, and with 256 MB reached by DRS \
+            from 128 KB the receive window decided the goodput (E4_RCVBUF in \
+            lowtide-sim's experiment plan says how). The list ablation walks as Linux did \
+            just before seed 003: \
             tcp_sacktag_write_queue from the head where the recv_sack_cache and \
             highest_sack hints do not apply, tcp_sacktag_skip linear; the retransmit and \
             lost hints are pointers in both shapes; RACK uses the time-sorted list in both \
             (tcp_mark_head_lost's walks of 4.13 are not modeled); the receiver sends a SACK \
             for every out-of-order segment (tcp_comp_sack_nr 0: the seed's 4.14 receivers \
-            predate SACK compression). With the reordering the list visits 1,000-1,460 \
-            nodes per ACK against the tree's 40-42 (table above), the sender's CPU is busy \
-            37-78 % (tree 21-46 %), ACKs wait 67-208 ms in the backlog (tree 1-6 ms), the \
-            list's RTT grows to 217-358 ms and its goodput falls. Why the ratio stays below \
-            the seed's 6.4x, as far as measured: the queue holds only 1,700-3,300 skbs \
+            predate SACK compression). In the last full run (2026-11-25, still with the \
+            256 MB receive buffer) the list visited 1,000-1,460 \
+            nodes per ACK against the tree's 40-42 (table above), the sender's CPU was busy \
+            37-78 % (tree 21-46 %), ACKs waited 67-208 ms in the backlog (tree 1-6 ms), the \
+            list's RTT grew to 217-358 ms and its goodput fell. Why the ratio stayed below \
+            the seed's 6.4x there, as far as measured: the queue held only 1,700-3,300 skbs \
             (64 KB TSO skbs, SACKed runs merged), so a list node costs 6-8 ns (nearly \
             cache-warm) where the seed counts 40 ns per miss at ~100,000 skbs; the backlog \
             never overflows (its limit, sk_rcvbuf + sk_sndbuf, is hundreds of MB with these \
-            buffers), where the seed saw massive drops; packets in flight stay at \
+            buffers), where the seed saw massive drops; packets in flight stayed at \
             10,000-22,000. Without the jitter the same model gives 0.95x \
             (docs/experiments/README.md, \"E4 with the seed's jitter\"). The sweep shows \
             the cost against packets in flight."

@@ -235,7 +235,8 @@ fn plural(n: u32) -> &'static str {
 }
 
 /// E4 (seed 003): 150 ms RTT, 1 % loss on the data path, receiver without GRO, BBR,
-/// buffers large enough for the path, host A's CPU modeled (`crate::cpu`); list vs
+/// a receive buffer that never limits the sender ([`E4_RCVBUF`]), host A's CPU
+/// modeled (`crate::cpu`); list vs
 /// tree, 10 runs x 30 s on 10 Gbit/s; then a sweep of link rates (so of packets in
 /// flight), one run each.
 fn e4(b: &mut Builder) {
@@ -273,12 +274,31 @@ fn e4(b: &mut Builder) {
 /// microseconds apart overtake each other.
 const E4_JITTER_SIGMA_NS: u64 = 200_000;
 
+/// E4's receive buffer, from the start (`tcp_rmem[1]`) and at most (`tcp_rmem[2]`):
+/// 1 GiB, Linux's largest window (65535 << 14) when scaled by the payload's share of
+/// truesize.
+///
+/// Seed 003 measured the sender: its SACK processing, with the receiver's buffer
+/// out of the way. With `tcp_rmem` 4096 131072 256 MiB (what E4 had before), the
+/// receiver limited the flow twice, as Linux's would with those buffers: in
+/// STARTUP, its window grows by DRS (`tcp_rcv_space_adjust`) one round trip at a
+/// time from 128 KB, and BBR leaves STARTUP when its bandwidth stops growing for
+/// three rounds, receive-window-limited or not, so where a loss in the ramp falls
+/// decides at which rate the 5 s quick run settles (goodput 46-662 Mbit/s over
+/// seeds 1-8 of one `sim stream`); at 10 Gbit/s the out-of-order data held above
+/// the losses filled the 256 MiB buffer, so the window stalled the sender 9-16 s of
+/// 30 (docs/experiments/README.md, "E4's simulator stalls"). Starting at 1 GiB,
+/// the window is limited only by `rcv_ssthresh`'s growth (two segments per segment
+/// received, ahead of slow start) and holds 2x the bandwidth-delay product at 10
+/// Gbit/s (BBR's cwnd gain) even at the default 50 % `scaling_ratio`.
+pub const E4_RCVBUF: u32 = 1 << 30;
+
 fn e4_run(group: &str, variant: &str, kind: &str, rate_bps: u64, secs: u64) -> Run {
     let mut r = Run::new(Experiment::E4, group, variant)
         .path(1, rate_bps, 150 * MS)
         .bulk(secs * S)
         .sysctl("net.ipv4.tcp_congestion_control=bbr")
-        .sysctl("net.ipv4.tcp_rmem=4096 131072 268435456")
+        .sysctl(&format!("net.ipv4.tcp_rmem=4096 {E4_RCVBUF} {E4_RCVBUF}"))
         .sysctl("net.ipv4.tcp_wmem=4096 16384 268435456")
         .sysctl(&format!("experimental.rtx_queue={kind}"))
         // The seed's receivers (Linux 4.14) predate SACK compression (4.18): they
@@ -356,6 +376,22 @@ mod tests {
         let full = plan(&[Experiment::E4], Scale::Full, 1);
         let main = full.iter().filter(|r| !r.group.starts_with("sweep"));
         assert_eq!(main.count(), 20, "E4: 10 runs of list and tree");
+    }
+
+    /// E4's receiver never limits the sender: its buffer starts at its maximum (no
+    /// DRS ramp) and half of it (the window at the default `scaling_ratio`) holds
+    /// twice the bandwidth-delay product of the fastest run (BBR's cwnd gain).
+    #[test]
+    fn e4_receive_window_covers_twice_the_path() {
+        for scale in [Scale::Quick, Scale::Full] {
+            for r in plan(&[Experiment::E4], scale, 1) {
+                let rmem = r.scenario.config.tcp_rmem;
+                assert_eq!(rmem[1], rmem[2], "{}", r.label());
+                let rtt_ns = r.scenario.link_ab.delay_ns + r.scenario.link_ba.delay_ns;
+                let bdp = r.scenario.link_ab.rate_bps as u128 * rtt_ns as u128 / 8 / S as u128;
+                assert!(rmem[1] as u128 / 2 >= 2 * bdp, "{}", r.label());
+            }
+        }
     }
 
     /// E4's data direction has netem's `delay 150ms 200us` of seed 003 (uniform in

@@ -12,7 +12,7 @@ mod defs;
 mod runner;
 
 pub use checks::{check, Check};
-pub use defs::plan;
+pub use defs::{plan, E4_RCVBUF};
 pub use runner::{run_specs, NoProgress, ProgressSink};
 
 use crate::nic::{delay_bucket_upper_us, SIZE_BUCKET};

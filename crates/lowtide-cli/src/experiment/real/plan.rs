@@ -3,7 +3,7 @@
 use super::kernel::{self, Bottleneck, Sampler, Send};
 use super::tun::{self, StackRun, TunLink};
 use super::{RealCheck, RealResults, RealRun, Side};
-use lowtide_sim::experiment::Experiment;
+use lowtide_sim::experiment::{Experiment, E4_RCVBUF};
 use lowtide_tun::device::Offload;
 use lowtide_tun::link::PathConfig;
 use std::net::SocketAddr;
@@ -405,7 +405,9 @@ fn kernel_e3(
 
 /// E4 (seed 003): lowtide sender on TUN without offload (the kernel receiver gets
 /// single segments: nothing for GRO to merge), 150 ms RTT, 1 % loss on the data path,
-/// BBR, buffers of 256 MB; list vs tree. Goodput and the sender thread's CPU per ACK.
+/// BBR, a send buffer of up to 256 MB and the simulator's receive buffer
+/// ([`E4_RCVBUF`], from the start: a receiver that never limits); list vs tree.
+/// Goodput and the sender thread's CPU per ACK.
 fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
     let (secs, rate, reps) = match quick {
         true => (4, 100_000_000, 1),
@@ -450,13 +452,13 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
             offload: Offload::None,
             sysctls: vec![
                 "net.ipv4.tcp_congestion_control=bbr".into(),
-                "net.ipv4.tcp_rmem=4096 131072 268435456".into(),
+                format!("net.ipv4.tcp_rmem={}", e4_rmem()),
                 "net.ipv4.tcp_wmem=4096 16384 268435456".into(),
                 format!("experimental.rtx_queue={kind}"),
             ],
             // The seed's 4.14 receiver had no SACK compression (4.18).
             kernel_sysctls: vec![
-                ("net.ipv4.tcp_rmem".into(), "4096 131072 268435456".into()),
+                ("net.ipv4.tcp_rmem".into(), e4_rmem()),
                 ("net.ipv4.tcp_comp_sack_nr".into(), "0".into()),
             ],
             what: Send::For(Duration::from_secs(secs)),
@@ -472,14 +474,19 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
     }
 }
 
+/// E4's receivers' `tcp_rmem`: [`E4_RCVBUF`] from the start.
+fn e4_rmem() -> String {
+    format!("4096 {E4_RCVBUF} {E4_RCVBUF}")
+}
+
 /// The kernel's side of E4: one BBR flow through `lowtide link` at `rate`, 150 ms,
-/// 1 % loss on the data path, device offload off, 256 MB buffers; goodput and the
+/// 1 % loss on the data path, device offload off, E4's buffers; goodput and the
 /// sender namespace's counters.
 fn kernel_e4(r: &mut RealRun, rate: u64, secs: u64, seed: u64) -> Result<(), String> {
     let link = TunLink::start(e4_path(rate), Offload::None, seed)?;
     kernel::sysctl(&link.sender, "net.ipv4.tcp_congestion_control", "bbr")?;
     kernel::sysctl(&link.sender, "net.ipv4.tcp_wmem", "4096 16384 268435456")?;
-    kernel::sysctl(&link.receiver, "net.ipv4.tcp_rmem", "4096 131072 268435456")?;
+    kernel::sysctl(&link.receiver, "net.ipv4.tcp_rmem", &e4_rmem())?;
     kernel::sysctl(&link.receiver, "net.ipv4.tcp_comp_sack_nr", "0")?;
     let sink = kernel::sink(&link.receiver, 5201, 1)?;
     let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));

@@ -153,38 +153,21 @@ impl Host {
 #[cfg(test)]
 mod tests {
     use super::gro::{checksums_ok, flow_key};
-    use super::*;
-    use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
-    use lowtide_wire::{checksum, ip::IpRepr, ip::PROTO_TCP};
+    use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+    use lowtide_wire::testing::{tcp_packet, Csum};
+    use std::net::SocketAddr;
 
     fn packet(src_port: u16, payload: &[u8]) -> Vec<u8> {
-        let (src, dst): (IpAddr, IpAddr) =
-            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
         let tcp = TcpRepr {
-            src_port,
-            dst_port: 5001,
             seq: 1000,
             ack: 1,
             flags: TcpFlags::ACK,
             window: 1000,
-            urgent: 0,
-            options: TcpOptions::default(),
+            ..TcpRepr::default()
         };
-        let ip = IpRepr {
-            src,
-            dst,
-            protocol: PROTO_TCP,
-            hop_limit: 64,
-            ecn: 0,
-            header_len: 20,
-            payload_len: tcp.header_len() + payload.len(),
-        };
-        let mut p = vec![0u8; 20 + tcp.header_len()];
-        ip.emit(&mut p, 7);
-        tcp.emit(&mut p[20..]);
-        p.extend_from_slice(payload);
-        checksum::fill_tcp(src, dst, &mut p[20..]);
-        p
+        let src = SocketAddr::new("10.0.0.1".parse().unwrap(), src_port);
+        let dst = "10.0.0.2:5001".parse().unwrap();
+        tcp_packet(src, dst, &tcp, payload, 7, Csum::Full)
     }
 
     #[test]

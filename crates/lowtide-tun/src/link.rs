@@ -489,26 +489,18 @@ fn header_len(p: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lowtide_wire::checksum;
     use lowtide_wire::pool::BufPool;
-    use std::net::Ipv4Addr;
+    use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+    use lowtide_wire::testing::{tcp_packet, Csum};
 
     /// An IPv4 + TCP packet with `payload` bytes (20-byte headers, no options).
     fn packet(payload: usize) -> Vec<u8> {
-        let len = 40 + payload;
-        let mut p = vec![0u8; len];
-        p[0] = 0x45;
-        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-        p[8] = 64;
-        p[9] = 6;
-        p[12..16].copy_from_slice(&Ipv4Addr::new(10, 0, 0, 1).octets());
-        p[16..20].copy_from_slice(&Ipv4Addr::new(10, 0, 0, 2).octets());
-        p[32] = 5 << 4;
-        p[33] = 0x10;
-        let src = Ipv4Addr::new(10, 0, 0, 1).into();
-        let dst = Ipv4Addr::new(10, 0, 0, 2).into();
-        checksum::fill_tcp(src, dst, &mut p[20..]);
-        p
+        let tcp = TcpRepr {
+            flags: TcpFlags::ACK,
+            ..TcpRepr::default()
+        };
+        let (src, dst) = ("10.0.0.1:0".parse().unwrap(), "10.0.0.2:0".parse().unwrap());
+        tcp_packet(src, dst, &tcp, &vec![0; payload], 0, Csum::Full)
     }
 
     fn frame(payload: usize, gso_size: u16) -> Frame {

@@ -243,45 +243,31 @@ pub fn finish_rx_checksum(hdr: &VnetHdr, packet: &mut [u8]) -> Result<(), WireEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lowtide_wire::ip::{IpRepr, PROTO_TCP};
+    use lowtide_wire::ip::IpRepr;
     use lowtide_wire::tcp::{TcpOptions, TcpRepr};
+    use lowtide_wire::testing::{tcp_packet, Csum};
 
     /// An IP + TCP packet with `payload` bytes and the pseudo-header sum in the
     /// checksum field, as lowtide's `Transmit` carries it.
     fn packet(v6: bool, flags: u8, payload: usize) -> Vec<u8> {
-        let (src, dst): (IpAddr, IpAddr) = if v6 {
-            ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap())
-        } else {
-            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap())
+        let (src, dst) = match v6 {
+            true => ("[fd00::1]:1234", "[fd00::2]:80"),
+            false => ("10.0.0.1:1234", "10.0.0.2:80"),
         };
         let tcp = TcpRepr {
-            src_port: 1234,
-            dst_port: 80,
             seq: 1,
             ack: 2,
             flags: TcpFlags(flags),
             window: 100,
-            urgent: 0,
             options: TcpOptions {
                 timestamp: Some((1, 2)),
                 ..TcpOptions::default()
             },
+            ..TcpRepr::default()
         };
-        let ip = IpRepr {
-            src,
-            dst,
-            protocol: PROTO_TCP,
-            hop_limit: 64,
-            ecn: 0,
-            header_len: if v6 { 40 } else { 20 },
-            payload_len: tcp.header_len() + payload,
-        };
-        let mut p = vec![0u8; ip.header_len + tcp.header_len()];
-        ip.emit(&mut p, 7);
-        tcp.emit(&mut p[ip.header_len..]);
-        p.extend((0..payload).map(|i| (i * 13) as u8));
-        checksum::fill_tcp_partial(src, dst, &mut p[ip.header_len..]);
-        p
+        let payload: Vec<u8> = (0..payload).map(|i| (i * 13) as u8).collect();
+        let (src, dst) = (src.parse().unwrap(), dst.parse().unwrap());
+        tcp_packet(src, dst, &tcp, &payload, 7, Csum::Partial)
     }
 
     #[test]

@@ -9,8 +9,9 @@ use lowtide_tun::netns::{self, privileged, NetNs};
 use lowtide_tun::vnet::{self, VnetHdr, VIRTIO_NET_HDR_GSO_TCPV4};
 use lowtide_wire::checksum;
 use lowtide_wire::gso;
-use lowtide_wire::ip::{IpRepr, PROTO_TCP};
+use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use lowtide_wire::testing::{tcp_packet, Csum};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -211,31 +212,14 @@ fn partial_packet(
     payload: &[u8],
 ) -> Vec<u8> {
     let tcp = TcpRepr {
-        src_port: src.port(),
-        dst_port: dst.port(),
         seq,
         ack,
         flags: TcpFlags(flags),
         window: 65535,
-        urgent: 0,
         options,
+        ..TcpRepr::default()
     };
-    let mut ip = IpRepr {
-        src: src.ip(),
-        dst: dst.ip(),
-        protocol: PROTO_TCP,
-        hop_limit: 64,
-        ecn: 0,
-        header_len: 0,
-        payload_len: tcp.header_len() + payload.len(),
-    };
-    ip.header_len = ip.emit_len();
-    let mut p = vec![0u8; ip.header_len + tcp.header_len()];
-    ip.emit(&mut p, 1);
-    tcp.emit(&mut p[ip.header_len..]);
-    p.extend_from_slice(payload);
-    checksum::fill_tcp_partial(src.ip(), dst.ip(), &mut p[ip.header_len..]);
-    p
+    tcp_packet(src, dst, &tcp, payload, 1, Csum::Partial)
 }
 
 /// Writes `pkt` (partial checksum, maybe a super-packet) the way `offload` asks.

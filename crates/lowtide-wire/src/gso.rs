@@ -639,6 +639,7 @@ mod tests {
     use super::*;
     use crate::ip;
     use crate::tcp::{TcpOptions, TcpRepr};
+    use crate::testing::{tcp_packet, Csum};
     use proptest::prelude::*;
 
     const ACK: u8 = 0x10;
@@ -649,39 +650,23 @@ mod tests {
     /// A super-packet as a stack would hand it to the device: pseudo-header sum in
     /// the checksum field.
     fn packet(v6: bool, flags: u8, seq: u32, ipv4_id: u16, payload: &[u8]) -> Vec<u8> {
-        let (src, dst): (IpAddr, IpAddr) = if v6 {
-            ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap())
-        } else {
-            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap())
+        let (src, dst) = match v6 {
+            true => ("[fd00::1]:40000", "[fd00::2]:443"),
+            false => ("10.0.0.1:40000", "10.0.0.2:443"),
         };
         let tcp = TcpRepr {
-            src_port: 40000,
-            dst_port: 443,
             seq,
             ack: 77,
             flags: TcpFlags(flags),
             window: 1000,
-            urgent: 0,
             options: TcpOptions {
                 timestamp: Some((5, 6)),
                 ..TcpOptions::default()
             },
+            ..TcpRepr::default()
         };
-        let ip = IpRepr {
-            src,
-            dst,
-            protocol: PROTO_TCP,
-            hop_limit: 64,
-            ecn: 0,
-            header_len: if v6 { 40 } else { 20 },
-            payload_len: tcp.header_len() + payload.len(),
-        };
-        let mut p = vec![0u8; ip.header_len + tcp.header_len()];
-        ip.emit(&mut p, ipv4_id);
-        tcp.emit(&mut p[ip.header_len..]);
-        p.extend_from_slice(payload);
-        checksum::fill_tcp_partial(src, dst, &mut p[ip.header_len..]);
-        p
+        let (src, dst) = (src.parse().unwrap(), dst.parse().unwrap());
+        tcp_packet(src, dst, &tcp, payload, ipv4_id, Csum::Partial)
     }
 
     fn cut(p: &[u8], gso: u16) -> Vec<Vec<u8>> {

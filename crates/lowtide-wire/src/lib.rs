@@ -12,6 +12,8 @@
 //! - [`gso`]: cutting a GSO super-packet into MSS-sized segments, as a NIC with TSO
 //!   or Linux's `tcp_gso_segment` does, and coalescing (GRO).
 //! - [`pool`]: packet buffers reused instead of freed.
+//! - `testing` (feature `testing`, for other crates' tests): hand-built IP + TCP
+//!   packets.
 
 #![warn(missing_docs)]
 
@@ -20,6 +22,8 @@ pub mod gso;
 pub mod ip;
 pub mod pool;
 pub mod tcp;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 /// Why a packet could not be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

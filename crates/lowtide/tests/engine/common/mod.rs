@@ -9,6 +9,7 @@ pub mod drill;
 use lowtide::{Config, Instant, RxChecksum, SocketEvent, SocketHandle, Stack, TcpState};
 use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+pub use lowtide_wire::testing::{tcp_packet, Csum};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -279,7 +280,7 @@ impl Seg {
     }
 }
 
-/// Builds a checksummed IP + TCP packet.
+/// Builds a checksummed IP + TCP packet ([`tcp_packet`] with the full checksum).
 pub fn build(
     src: SocketAddr,
     dst: SocketAddr,
@@ -287,25 +288,7 @@ pub fn build(
     payload: &[u8],
     ipv4_id: u16,
 ) -> Vec<u8> {
-    let mut th = *th;
-    th.src_port = src.port();
-    th.dst_port = dst.port();
-    let ip = IpRepr {
-        src: src.ip(),
-        dst: dst.ip(),
-        protocol: 6,
-        hop_limit: 64,
-        ecn: 0,
-        header_len: 0,
-        payload_len: th.header_len() + payload.len(),
-    };
-    let ihl = ip.emit_len();
-    let mut pkt = vec![0u8; ihl + th.header_len()];
-    ip.emit(&mut pkt[..ihl], ipv4_id);
-    th.emit(&mut pkt[ihl..]);
-    pkt.extend_from_slice(payload);
-    lowtide_wire::checksum::fill_tcp(src.ip(), dst.ip(), &mut pkt[ihl..]);
-    pkt
+    tcp_packet(src, dst, th, payload, ipv4_id, Csum::Full)
 }
 
 /// What a forger knows about one side of a connection, learned from its last segment.

@@ -342,31 +342,14 @@ fn forge(
     ack: u32,
     flags: lowtide_wire::tcp::TcpFlags,
 ) -> Vec<u8> {
-    use lowtide_wire::ip::IpRepr;
-    use lowtide_wire::tcp::TcpRepr;
-    let th = TcpRepr {
-        src_port: src.port(),
-        dst_port: dst.port(),
+    let th = lowtide_wire::tcp::TcpRepr {
         seq,
         ack,
         flags,
         window: 1000,
         ..Default::default()
     };
-    let ip = IpRepr {
-        src: src.ip(),
-        dst: dst.ip(),
-        protocol: 6,
-        hop_limit: 64,
-        ecn: 0,
-        header_len: 20,
-        payload_len: th.header_len(),
-    };
-    let mut pkt = vec![0u8; 20 + th.header_len()];
-    ip.emit(&mut pkt[..20], 1);
-    th.emit(&mut pkt[20..]);
-    lowtide_wire::checksum::fill_tcp(src.ip(), dst.ip(), &mut pkt[20..]);
-    pkt
+    tcp_packet(src, dst, &th, &[], 1, Csum::Full)
 }
 
 mod closing {

@@ -7,12 +7,12 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::interval::{Interval, Reporter};
-use crate::net::Net;
 use crate::outcome::{Poll, Role, TestOutcome};
 use crate::protocol::{
     random_seed, stream_id, Cookie, RecvBuf, Results, SendBuf, State, TestError, TestParams,
     DEFAULT_TCP_BLKSIZE, MAX_JSON_LEN,
 };
+use crate::sockets::Sockets;
 use crate::stream::{secs_between, Pumped, Stream, Transfer};
 
 /// Default for giving up when nothing moves (iperf3's `--rcv-timeout` default, 120 s).
@@ -114,9 +114,9 @@ struct Ctrl<C> {
     eof: bool,
 }
 
-/// An iperf3 client test as a state machine over [`Net`].
+/// An iperf3 client test as a state machine over [`Sockets`].
 #[derive(Debug)]
-pub struct Client<N: Net> {
+pub struct Client<N: Sockets> {
     cfg: ClientConfig,
     params: TestParams,
     cookie: Cookie,
@@ -139,7 +139,7 @@ pub struct Client<N: Net> {
     cpu: crate::cpu::CpuMeter,
 }
 
-impl<N: Net> Client<N> {
+impl<N: Sockets> Client<N> {
     /// A client that starts connecting at the first [`poll`](Self::poll). An invalid
     /// configuration makes the first poll return an error outcome.
     pub fn new(cfg: ClientConfig) -> Self {

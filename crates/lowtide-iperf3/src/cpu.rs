@@ -1,9 +1,9 @@
 //! CPU utilization as iperf3's `cpu_util` reports it: the process's CPU time
 //! (`getrusage(RUSAGE_SELF)`, user and system) over the wall time from the test's
-//! start (`TEST_START`) to its end, in percent. Wall time comes from [`Net::now`],
-//! CPU time from [`Net::cpu_time`].
+//! start (`TEST_START`) to its end, in percent. Wall time comes from [`Sockets::now`],
+//! CPU time from [`Sockets::cpu_time`].
 
-use crate::net::Net;
+use crate::sockets::Sockets;
 use std::time::Duration;
 
 /// A start sample and, once stopped, the utilization.
@@ -24,13 +24,13 @@ pub struct CpuTime {
 
 impl CpuMeter {
     /// `cpu_util(NULL)`: remembers now.
-    pub(crate) fn start<N: Net>(&mut self, net: &N) {
+    pub(crate) fn start<N: Sockets>(&mut self, net: &N) {
         self.start = Some((net.now(), net.cpu_time()));
         self.result = None;
     }
 
     /// `cpu_util(pcpu)`: the utilization since `start` (nothing if never started).
-    pub(crate) fn stop<N: Net>(&mut self, net: &N) {
+    pub(crate) fn stop<N: Sockets>(&mut self, net: &N) {
         let Some((t0, c0)) = self.start else { return };
         let wall = net.now().saturating_sub(t0).as_secs_f64();
         if wall <= 0.0 {

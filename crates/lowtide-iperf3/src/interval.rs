@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::net::{ConnStats, Net};
+use crate::sockets::{ConnStats, Sockets};
 use crate::stream::Transfer;
 
 /// One stream's share of an interval (`iperf_interval_results`).
@@ -116,7 +116,7 @@ impl Reporter {
     pub(crate) fn tick<C, N>(&mut self, xfer: &mut Transfer<C>, net: &N, now: Duration)
     where
         C: Copy + core::fmt::Debug,
-        N: Net<Conn = C>,
+        N: Sockets<Conn = C>,
     {
         let Some(start) = self.start else { return };
         if let (Some(next), Some(every)) = (self.next, self.every) {
@@ -142,7 +142,7 @@ impl Reporter {
     pub(crate) fn finish<C, N>(&mut self, xfer: &mut Transfer<C>, net: &N, now: Duration)
     where
         C: Copy + core::fmt::Debug,
-        N: Net<Conn = C>,
+        N: Sockets<Conn = C>,
     {
         let Some(every) = self.every else { return };
         if self.start.is_some() && now.saturating_sub(self.last) >= every / 10 {
@@ -154,7 +154,7 @@ impl Reporter {
     fn record<C, N>(&mut self, xfer: &mut Transfer<C>, net: &N, at: Duration)
     where
         C: Copy + core::fmt::Debug,
-        N: Net<Conn = C>,
+        N: Sockets<Conn = C>,
     {
         let secs = |t: Duration| t.saturating_sub(self.origin).as_secs_f64();
         self.intervals.push(Interval {

@@ -1,4 +1,4 @@
-//! [`Net`] over the kernel's sockets (non-blocking, via mio), and small blocking
+//! [`Sockets`] over the kernel's sockets (non-blocking, via mio), and small blocking
 //! drivers: the same protocol code against the kernel's TCP, for tests and comparisons.
 
 use std::collections::HashMap;
@@ -10,10 +10,10 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Token};
 
 use crate::client::{Client, ClientConfig};
-use crate::net::{ConnStats, Net};
 use crate::outcome::{Poll, Role, TestOutcome};
 use crate::protocol::{Cookie, TestError};
 use crate::server::{Server, ServerConfig};
+use crate::sockets::{ConnStats, Sockets};
 
 /// A kernel connection handle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,7 +25,7 @@ pub struct KernelListener(usize);
 
 /// The kernel's TCP through mio: every socket is registered for readable and writable
 /// events, so [`wait`](Self::wait) returns after any network event.
-pub struct KernelNet {
+pub struct KernelSockets {
     poll: mio::Poll,
     events: Events,
     conns: HashMap<usize, TcpStream>,
@@ -34,9 +34,9 @@ pub struct KernelNet {
     epoch: Instant,
 }
 
-impl core::fmt::Debug for KernelNet {
+impl core::fmt::Debug for KernelSockets {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("KernelNet")
+        f.debug_struct("KernelSockets")
             .field("conns", &self.conns.len())
             .field("listeners", &self.listeners.len())
             .finish()
@@ -47,10 +47,10 @@ fn not_connected() -> io::Error {
     io::Error::new(io::ErrorKind::NotConnected, "unknown connection handle")
 }
 
-impl KernelNet {
+impl KernelSockets {
     /// A new poller.
     pub fn new() -> io::Result<Self> {
-        Ok(KernelNet {
+        Ok(KernelSockets {
             poll: mio::Poll::new()?,
             events: Events::with_capacity(256),
             conns: HashMap::new(),
@@ -96,7 +96,7 @@ impl KernelNet {
     }
 }
 
-impl Net for KernelNet {
+impl Sockets for KernelSockets {
     type Conn = KernelConn;
     type Listener = KernelListener;
 
@@ -207,7 +207,7 @@ fn tcp_info(_: &TcpStream) -> ConnStats {
 
 /// Runs an iperf3 client test over the kernel's sockets, blocking until it ends.
 pub fn run_client(cfg: ClientConfig) -> TestOutcome {
-    let mut net = match KernelNet::new() {
+    let mut net = match KernelSockets::new() {
         Ok(n) => n,
         Err(e) => {
             let cookie = Cookie::generate(cfg.seed).as_string();
@@ -232,15 +232,15 @@ pub fn run_client(cfg: ClientConfig) -> TestOutcome {
 /// A server bound to its port over the kernel's sockets, ready to [`run`](Self::run).
 #[derive(Debug)]
 pub struct KernelServer {
-    net: KernelNet,
-    server: Server<KernelNet>,
+    net: KernelSockets,
+    server: Server<KernelSockets>,
     addr: Option<SocketAddr>,
 }
 
 impl KernelServer {
     /// Opens the listener (so that clients can connect as soon as this returns).
     pub fn bind(cfg: ServerConfig) -> io::Result<Self> {
-        let mut net = KernelNet::new()?;
+        let mut net = KernelSockets::new()?;
         let server = Server::new(cfg, &mut net)?;
         let addr = net
             .listeners

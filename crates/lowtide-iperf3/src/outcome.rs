@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::interval::Interval;
-use crate::net::ConnStats;
 use crate::protocol::{TestError, TestParams};
+use crate::sockets::ConnStats;
 
 /// Which end of the test we were.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Poll {
     /// Call `poll` again after the next network event, or at `wake_at` (a time on the
-    /// `Net::now` clock) if nothing happens before; `Some(now)` means "at once", as
+    /// `Sockets::now` clock) if nothing happens before; `Some(now)` means "at once", as
     /// more work remains.
     Pending {
         /// When to poll at the latest.

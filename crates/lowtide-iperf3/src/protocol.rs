@@ -10,7 +10,7 @@ use std::io;
 
 use serde_json::{json, Map, Value};
 
-use crate::net::Net;
+use crate::sockets::Sockets;
 
 /// Size of the cookie that starts the control and every data connection: 36 printable
 /// characters and a NUL.
@@ -272,7 +272,7 @@ pub(crate) struct RecvBuf {
 impl RecvBuf {
     /// Reads what the connection has, until `WouldBlock`, end of stream, or the buffer
     /// holds `cap` bytes.
-    pub(crate) fn fill<N: Net>(
+    pub(crate) fn fill<N: Sockets>(
         &mut self,
         net: &mut N,
         c: N::Conn,
@@ -385,7 +385,7 @@ impl SendBuf {
     }
 
     /// Writes until empty or `WouldBlock`; returns the bytes written.
-    pub(crate) fn flush<N: Net>(&mut self, net: &mut N, c: N::Conn) -> io::Result<usize> {
+    pub(crate) fn flush<N: Sockets>(&mut self, net: &mut N, c: N::Conn) -> io::Result<usize> {
         let mut moved = 0;
         while self.off < self.buf.len() {
             match net.write(c, &self.buf[self.off..]) {

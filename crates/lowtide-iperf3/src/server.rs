@@ -8,12 +8,12 @@ use serde_json::Value;
 
 use crate::client::DEFAULT_IDLE_TIMEOUT;
 use crate::interval::{Interval, Reporter};
-use crate::net::Net;
 use crate::outcome::{Poll, Role, TestOutcome};
 use crate::protocol::{
     random_seed, stream_id, Cookie, RecvBuf, Results, SendBuf, State, TestError, TestParams,
     COOKIE_SIZE, DEFAULT_PORT, IEUNIMP, MAX_JSON_LEN,
 };
+use crate::sockets::Sockets;
 use crate::stream::{secs_between, Stream, Transfer};
 
 /// iperf3's server ends a timed test this long after `time + omit` if the client has
@@ -100,9 +100,9 @@ struct Test<C> {
     cpu: crate::cpu::CpuMeter,
 }
 
-/// An iperf3 server as a state machine over [`Net`].
+/// An iperf3 server as a state machine over [`Sockets`].
 #[derive(Debug)]
-pub struct Server<N: Net> {
+pub struct Server<N: Sockets> {
     cfg: ServerConfig,
     listener: Option<N::Listener>,
     /// Connections that may become a test's control connection.
@@ -116,7 +116,7 @@ pub struct Server<N: Net> {
 }
 
 /// Reads what is missing of a pending connection's cookie: `Ok(true)` once complete.
-fn read_cookie<N: Net>(net: &mut N, p: &mut Pending<N::Conn>) -> std::io::Result<bool> {
+fn read_cookie<N: Sockets>(net: &mut N, p: &mut Pending<N::Conn>) -> std::io::Result<bool> {
     let mut b = [0u8; COOKIE_SIZE];
     while p.buf.len() < COOKIE_SIZE {
         let want = COOKIE_SIZE - p.buf.len();
@@ -133,12 +133,12 @@ fn read_cookie<N: Net>(net: &mut N, p: &mut Pending<N::Conn>) -> std::io::Result
 
 /// Sends `ACCESS_DENIED` (best effort) and closes, as iperf3 does for a connection it
 /// will not serve.
-fn deny<N: Net>(net: &mut N, c: N::Conn) {
+fn deny<N: Sockets>(net: &mut N, c: N::Conn) {
     let _ = net.write(c, &[State::AccessDenied.to_byte()]);
     net.close(c);
 }
 
-impl<N: Net> Server<N> {
+impl<N: Sockets> Server<N> {
     /// Opens the listener.
     pub fn new(cfg: ServerConfig, net: &mut N) -> std::io::Result<Self> {
         let listener = net.listen(cfg.listen)?;
@@ -479,14 +479,14 @@ impl<N: Net> Server<N> {
     }
 }
 
-fn flush<C: Copy, N: Net<Conn = C>>(net: &mut N, t: &mut Test<C>) -> Result<u64, TestError> {
+fn flush<C: Copy, N: Sockets<Conn = C>>(net: &mut N, t: &mut Test<C>) -> Result<u64, TestError> {
     t.tx.flush(net, t.conn)
         .map(|n| n as u64)
         .map_err(|e| TestError::io("writing to the control connection", &e))
 }
 
 /// The client's parameters: refuse with `SERVER_ERROR` what we do not implement.
-fn on_params<N: Net>(
+fn on_params<N: Sockets>(
     net: &mut N,
     t: &mut Test<N::Conn>,
     v: &Value,
@@ -514,7 +514,7 @@ fn on_params<N: Net>(
     }
 }
 
-fn on_state<N: Net>(
+fn on_state<N: Sockets>(
     net: &mut N,
     t: &mut Test<N::Conn>,
     now: Duration,
@@ -571,7 +571,7 @@ fn on_client_results<C: Copy + core::fmt::Debug>(
     Ok(())
 }
 
-fn stop<N: Net>(net: &mut N, t: &mut Test<N::Conn>, now: Duration) {
+fn stop<N: Sockets>(net: &mut N, t: &mut Test<N::Conn>, now: Duration) {
     t.end = Some(now);
     t.reporter.finish(&mut t.xfer, net, now);
     t.xfer.capture_stats(net);

@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::interval::IntervalStream;
-use crate::net::{ConnStats, Net};
 use crate::outcome::StreamOutcome;
 use crate::protocol::{Rng, StreamResult};
+use crate::sockets::{ConnStats, Sockets};
 
 /// Most bytes moved per stream per `poll`, so that one call never runs unbounded.
 pub(crate) const BUDGET_PER_STREAM: u64 = 4 << 20;
@@ -54,7 +54,7 @@ impl<C> Stream<C> {
 }
 
 impl<C: Copy> Stream<C> {
-    pub(crate) fn new<N: Net<Conn = C>>(net: &N, conn: C, id: u32) -> Self {
+    pub(crate) fn new<N: Sockets<Conn = C>>(net: &N, conn: C, id: u32) -> Self {
         Stream {
             conn,
             id,
@@ -137,7 +137,7 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
 
     /// Moves data on every stream until `WouldBlock`, the per-stream budget, or the
     /// `-b` rate.
-    pub(crate) fn pump<N: Net<Conn = C>>(
+    pub(crate) fn pump<N: Sockets<Conn = C>>(
         &mut self,
         net: &mut N,
         now: Duration,
@@ -168,7 +168,7 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
         (due > now).then_some(due)
     }
 
-    fn send_one<N: Net<Conn = C>>(
+    fn send_one<N: Sockets<Conn = C>>(
         &mut self,
         net: &mut N,
         i: usize,
@@ -204,7 +204,7 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
         Ok((moved, !self.streams[i].done, None))
     }
 
-    fn recv_one<N: Net<Conn = C>>(&mut self, net: &mut N, i: usize) -> io::Result<(u64, bool)> {
+    fn recv_one<N: Sockets<Conn = C>>(&mut self, net: &mut N, i: usize) -> io::Result<(u64, bool)> {
         let mut moved = 0;
         let s = &mut self.streams[i];
         while moved < BUDGET_PER_STREAM && !s.done {
@@ -224,7 +224,7 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
     }
 
     /// Snapshots every stream's statistics (before closing).
-    pub(crate) fn capture_stats<N: Net<Conn = C>>(&mut self, net: &N) {
+    pub(crate) fn capture_stats<N: Sockets<Conn = C>>(&mut self, net: &N) {
         for s in self.streams.iter_mut().filter(|s| !s.closed) {
             s.stats = net.stats(s.conn);
         }
@@ -232,7 +232,7 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
 
     /// `iperf_reset_stats`, at the end of the omitted period: counts start again
     /// from here (bytes, retransmits, `-n`).
-    pub(crate) fn reset_stats<N: Net<Conn = C>>(&mut self, net: &N) {
+    pub(crate) fn reset_stats<N: Sockets<Conn = C>>(&mut self, net: &N) {
         self.omit_total = self.total;
         for s in self.streams.iter_mut().filter(|s| !s.closed) {
             let retrans = net.stats(s.conn).retransmits;
@@ -243,7 +243,7 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
 
     /// `iperf_stats_callback`: every stream's bytes and retransmits since the last
     /// interval, and its connection's statistics now.
-    pub(crate) fn sample<N: Net<Conn = C>>(&mut self, net: &N) -> Vec<IntervalStream> {
+    pub(crate) fn sample<N: Sockets<Conn = C>>(&mut self, net: &N) -> Vec<IntervalStream> {
         let sending = self.sending;
         self.streams
             .iter_mut()
@@ -265,7 +265,7 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
     }
 
     /// Closes every stream's connection (the counts stay).
-    pub(crate) fn close_all<N: Net<Conn = C>>(&mut self, net: &mut N) {
+    pub(crate) fn close_all<N: Sockets<Conn = C>>(&mut self, net: &mut N) {
         for s in &mut self.streams {
             if !s.closed {
                 net.close(s.conn);

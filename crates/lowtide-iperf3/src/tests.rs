@@ -1,4 +1,4 @@
-//! State-machine tests over a scripted in-memory [`Net`]: hand-made control bytes,
+//! State-machine tests over a scripted in-memory [`Sockets`]: hand-made control bytes,
 //! delivered one byte per read.
 
 use std::collections::VecDeque;
@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::net::{ConnStats, Net};
 use crate::outcome::Poll;
 use crate::protocol::{State, TestError, COOKIE_SIZE};
+use crate::sockets::{ConnStats, Sockets};
 use crate::{Client, ClientConfig, Server, ServerConfig, TestOutcome};
 
 #[derive(Debug, Default)]
@@ -25,7 +25,7 @@ struct FakeConn {
 
 /// An in-memory network: reads return at most `read_chunk` bytes.
 #[derive(Debug)]
-struct FakeNet {
+struct FakeSockets {
     now: Duration,
     conns: Vec<FakeConn>,
     backlog: VecDeque<usize>,
@@ -37,9 +37,9 @@ struct FakeNet {
     cpu: crate::cpu::CpuTime,
 }
 
-impl FakeNet {
+impl FakeSockets {
     fn new() -> Self {
-        FakeNet {
+        FakeSockets {
             now: Duration::from_secs(1),
             conns: Vec::new(),
             backlog: VecDeque::new(),
@@ -78,7 +78,7 @@ fn would_block() -> io::Error {
     io::ErrorKind::WouldBlock.into()
 }
 
-impl Net for FakeNet {
+impl Sockets for FakeSockets {
     type Conn = usize;
     type Listener = usize;
 
@@ -153,7 +153,7 @@ fn client_cfg() -> ClientConfig {
 }
 
 /// Polls until `Done` or `n` polls, without moving time.
-fn spin<N: Net>(client: &mut Client<N>, net: &mut N, n: usize) -> Option<TestOutcome> {
+fn spin<N: Sockets>(client: &mut Client<N>, net: &mut N, n: usize) -> Option<TestOutcome> {
     for _ in 0..n {
         if let Poll::Done(o) = client.poll(net) {
             return Some(o);
@@ -169,7 +169,7 @@ fn split_json(b: &[u8]) -> Value {
 }
 
 /// Runs the client up to `TEST_RUNNING` against a scripted server (conn 0 = control).
-fn client_to_running(net: &mut FakeNet, cfg: ClientConfig) -> Client<FakeNet> {
+fn client_to_running(net: &mut FakeSockets, cfg: ClientConfig) -> Client<FakeSockets> {
     let mut c = Client::new(cfg.clone());
     assert!(spin(&mut c, net, 3).is_none());
     let cookie = net.take(0);
@@ -224,7 +224,7 @@ fn server_results(ids: &[u32], bytes: u64) -> Value {
 
 #[test]
 fn client_full_test_one_byte_reads() {
-    let mut net = FakeNet::new();
+    let mut net = FakeSockets::new();
     let mut cfg = client_cfg();
     cfg.parallel = 2;
     let mut c = client_to_running(&mut net, cfg);
@@ -276,7 +276,7 @@ fn client_full_test_one_byte_reads() {
 
 #[test]
 fn client_bytes_limit_is_exact() {
-    let mut net = FakeNet::new();
+    let mut net = FakeSockets::new();
     let mut cfg = client_cfg();
     cfg.bytes = Some(300_000);
     cfg.blksize = 100_000;
@@ -288,7 +288,7 @@ fn client_bytes_limit_is_exact() {
 
 #[test]
 fn client_reverse_counts_received() {
-    let mut net = FakeNet::new();
+    let mut net = FakeSockets::new();
     net.read_chunk = 1000;
     let mut cfg = client_cfg();
     cfg.reverse = true;
@@ -309,7 +309,7 @@ fn client_reverse_counts_received() {
 
 /// Feeds `bytes` after the cookie and returns the client's error.
 fn client_error_after(script: &[&[u8]]) -> TestError {
-    let mut net = FakeNet::new();
+    let mut net = FakeSockets::new();
     let mut c = Client::new(client_cfg());
     spin(&mut c, &mut net, 2);
     for part in script {
@@ -358,7 +358,7 @@ fn client_rejects_hostile_results() {
         &[0, 0, 0, 2, b'[', b']'],
         b"\0\0\0\x02{}",
     ] {
-        let mut net = FakeNet::new();
+        let mut net = FakeSockets::new();
         let mut c = client_to_running(&mut net, client_cfg());
         net.now += Duration::from_secs(5);
         net.feed(0, &[13]);
@@ -374,7 +374,7 @@ fn client_rejects_hostile_results() {
 
 #[test]
 fn client_idle_timeout() {
-    let mut net = FakeNet::new();
+    let mut net = FakeSockets::new();
     let mut c = Client::new(client_cfg());
     let Poll::Pending { wake_at: Some(w) } = c.poll(&mut net) else {
         panic!("pending");
@@ -393,8 +393,8 @@ fn params(extra: Value) -> Value {
     p
 }
 
-fn server(one_off: bool) -> (FakeNet, Server<FakeNet>) {
-    let mut net = FakeNet::new();
+fn server(one_off: bool) -> (FakeSockets, Server<FakeSockets>) {
+    let mut net = FakeSockets::new();
     let mut cfg = ServerConfig::new(SERVER.parse().unwrap());
     cfg.one_off = one_off;
     cfg.seed = 1;
@@ -402,7 +402,7 @@ fn server(one_off: bool) -> (FakeNet, Server<FakeNet>) {
     (net, s)
 }
 
-fn sspin(s: &mut Server<FakeNet>, net: &mut FakeNet, n: usize) -> Option<TestOutcome> {
+fn sspin(s: &mut Server<FakeSockets>, net: &mut FakeSockets, n: usize) -> Option<TestOutcome> {
     for _ in 0..n {
         if let Poll::Done(o) = s.poll(net) {
             return Some(o);
@@ -415,7 +415,7 @@ const COOKIE: &[u8; 37] = b"abcdefghijklmnopqrstuvwxyz234567abcd\0";
 
 /// A server test up to `TEST_RUNNING` with `streams` data connections (conn 0 =
 /// control, 1.. = data).
-fn server_to_running(extra: Value, streams: usize) -> (FakeNet, Server<FakeNet>) {
+fn server_to_running(extra: Value, streams: usize) -> (FakeSockets, Server<FakeSockets>) {
     let (mut net, mut s) = server(true);
     let ctrl = net.incoming(COOKIE);
     sspin(&mut s, &mut net, COOKIE_SIZE + 2);
@@ -547,7 +547,7 @@ fn server_unexpected_state_and_timer() {
 }
 
 /// Polls every `step` until `until` (time moves, as on a real clock).
-fn run_until(c: &mut Client<FakeNet>, net: &mut FakeNet, step: Duration, until: Duration) {
+fn run_until(c: &mut Client<FakeSockets>, net: &mut FakeSockets, step: Duration, until: Duration) {
     while net.now < until {
         net.now += step;
         spin(c, net, 2);
@@ -558,7 +558,7 @@ fn run_until(c: &mut Client<FakeNet>, net: &mut FakeNet, step: Duration, until: 
 fn sender_ends_at_the_deadline_with_bytes_in_flight() {
     // iperf3 sends TEST_END when its timer fires: the bytes in flight stay the
     // sender's (the receiver reports what it read), the test does not wait for them.
-    let mut net = FakeNet::new();
+    let mut net = FakeSockets::new();
     net.unacked = Some(1 << 20);
     let mut c = client_to_running(&mut net, client_cfg());
     let start = net.now;
@@ -573,7 +573,7 @@ fn sender_ends_at_the_deadline_with_bytes_in_flight() {
 
 #[test]
 fn bitrate_paces_each_stream() {
-    let mut net = FakeNet::new();
+    let mut net = FakeSockets::new();
     let mut cfg = client_cfg();
     cfg.parallel = 2;
     cfg.bandwidth = 8_000_000; // 1 MB/s per stream
@@ -596,7 +596,7 @@ fn bitrate_paces_each_stream() {
 
 #[test]
 fn omit_and_intervals() {
-    let mut net = FakeNet::new();
+    let mut net = FakeSockets::new();
     let mut cfg = client_cfg();
     cfg.omit = Duration::from_secs(1);
     cfg.interval = Some(Duration::from_millis(500));

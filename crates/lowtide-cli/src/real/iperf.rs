@@ -2,7 +2,7 @@
 //! speaking iperf3's protocol so that the real `iperf3 -s` and `iperf3 -c` on the
 //! kernel's side accept it; the flags are iperf3's.
 
-use super::net::StackNet;
+use super::sockets::StackSockets;
 use super::RealArgs;
 use crate::run_failure as fail;
 use clap::Args;
@@ -137,7 +137,7 @@ pub fn run(args: &Iperf3Args) -> ExitCode {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
-    let mut net = StackNet::new(rt, local.into());
+    let mut net = StackSockets::new(rt, local.into());
     net.recorder = args.ts.recorder(net.rt.now());
     let r = match args.client {
         Some(host) => run_client(args, &mut net, SocketAddr::new(host, args.port)),
@@ -151,7 +151,7 @@ pub fn run(args: &Iperf3Args) -> ExitCode {
     r
 }
 
-fn run_client(args: &Iperf3Args, net: &mut StackNet, to: SocketAddr) -> ExitCode {
+fn run_client(args: &Iperf3Args, net: &mut StackSockets, to: SocketAddr) -> ExitCode {
     let mut cfg = ClientConfig::new(to);
     cfg.duration = Duration::from_secs(args.time);
     cfg.bytes = args.bytes;
@@ -205,7 +205,7 @@ fn run_client(args: &Iperf3Args, net: &mut StackNet, to: SocketAddr) -> ExitCode
     }
 }
 
-fn run_server(args: &Iperf3Args, net: &mut StackNet) -> ExitCode {
+fn run_server(args: &Iperf3Args, net: &mut StackSockets) -> ExitCode {
     let mut cfg = ServerConfig::new(SocketAddr::new(net.local, args.port));
     cfg.one_off = args.one_off;
     cfg.seed = args.real.seed;
@@ -280,7 +280,7 @@ fn print_connected(
 }
 
 /// Serves the network until the protocol's next deadline or a network event.
-fn turn(net: &mut StackNet, wake_at: Option<Duration>) -> Result<(), String> {
+fn turn(net: &mut StackSockets, wake_at: Option<Duration>) -> Result<(), String> {
     net.watch_connects()?;
     if let Some(r) = net.recorder.as_mut() {
         // The data streams: the first connection is the test's control connection.

@@ -5,7 +5,7 @@
 pub mod connect;
 pub mod iperf;
 pub mod link;
-pub mod net;
+pub mod sockets;
 pub mod transfer;
 
 use crate::units;

@@ -22,7 +22,7 @@ pub struct ConnStats {
 /// A non-blocking TCP socket API. Every call returns at once: an operation that cannot
 /// proceed yet returns `io::ErrorKind::WouldBlock`, and the driver calls the protocol's
 /// `poll` again after the next network event or timeout.
-pub trait Net {
+pub trait Sockets {
     /// A connection.
     type Conn: Copy + Eq + core::fmt::Debug;
     /// A listening socket.

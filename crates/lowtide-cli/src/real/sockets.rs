@@ -3,7 +3,7 @@
 
 use super::connect::{connect_failed, ConnectWatch};
 use lowtide::{EventKind, Shutdown, SocketError, SocketHandle};
-use lowtide_iperf3::{ConnStats, Net};
+use lowtide_iperf3::{ConnStats, Sockets};
 use lowtide_tun::runtime::Runtime;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -30,8 +30,8 @@ pub fn io_error(e: SocketError) -> io::Error {
     io::Error::new(kind, e)
 }
 
-/// [`Net`] over lowtide's stack on a runtime, with `local` as the source address.
-pub struct StackNet {
+/// [`Sockets`] over lowtide's stack on a runtime, with `local` as the source address.
+pub struct StackSockets {
     /// The runtime.
     pub rt: Runtime,
     /// lowtide's address.
@@ -44,10 +44,10 @@ pub struct StackNet {
     pub recorder: Option<crate::real_timeseries::Recorder>,
 }
 
-impl StackNet {
-    /// [`Net`] over `rt` with `local` as the source address.
+impl StackSockets {
+    /// [`Sockets`] over `rt` with `local` as the source address.
     pub fn new(rt: Runtime, local: IpAddr) -> Self {
-        StackNet {
+        StackSockets {
             rt,
             local,
             connects: Vec::new(),
@@ -76,7 +76,7 @@ impl StackNet {
     }
 }
 
-impl Net for StackNet {
+impl Sockets for StackSockets {
     type Conn = SocketHandle;
     type Listener = SocketHandle;
 

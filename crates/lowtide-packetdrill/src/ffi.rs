@@ -766,7 +766,7 @@ unsafe extern "C" fn pd_netdev_send(ud: Ud, buf: *const c_void, n: size_t) -> c_
         let pkt = std::slice::from_raw_parts(buf as *const u8, n);
         let mut st = sh.enter();
         let now = st.now();
-        st.host.handle_packet(now, pkt);
+        st.host.handle_packet(now, pkt, lowtide::RxChecksum::Verify);
         st.drain_transmit();
         sh.wake_all(&mut st);
         Ok(0)

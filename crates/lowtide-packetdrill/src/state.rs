@@ -386,7 +386,7 @@ mod tests {
                 let mut st = sh.enter();
                 for s in segs {
                     let now = st.now();
-                    st.host.handle_packet(now, &s);
+                    st.host.handle_packet(now, &s, lowtide::RxChecksum::Verify);
                 }
                 st.drain_transmit();
                 sh.wake_all(&mut st);
@@ -395,7 +395,7 @@ mod tests {
             loop {
                 let p = sh.lock().out.pop_front();
                 let Some((p, _)) = p else { break };
-                peer.handle_packet(Instant::ZERO, &p);
+                peer.handle_packet(Instant::ZERO, &p, lowtide::RxChecksum::Verify);
                 moved = true;
             }
             if !moved {

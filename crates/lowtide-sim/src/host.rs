@@ -29,8 +29,9 @@ pub enum Role {
     Receiver(u32),
 }
 
-/// One simulated host.
-pub struct Host {
+/// One simulated host: a machine with a NIC (not [`lowtide::posix::Host`], the
+/// socket layer over a [`Stack`]).
+pub struct SimHost {
     /// The TCP/IP stack.
     pub stack: Stack,
     /// The host's address.
@@ -66,14 +67,14 @@ pub struct Host {
     pub spent: Vec<Vec<u8>>,
 }
 
-impl Host {
+impl SimHost {
     /// A host with the given stack (the address is added to it).
-    pub fn new(mut stack: Stack, addr: IpAddr, queue_limit: usize, tx_link: usize) -> Host {
+    pub fn new(mut stack: Stack, addr: IpAddr, queue_limit: usize, tx_link: usize) -> SimHost {
         stack.add_address(addr);
         // The NIC copies payload from the send queue straight into the wire
         // segments (World::start_tx).
         stack.set_tx_payload_apart(true);
-        Host {
+        SimHost {
             stack,
             addr,
             nic: NicQueue::new(queue_limit),

@@ -35,7 +35,7 @@ pub mod intervals;
 pub mod nic;
 pub mod payload;
 pub mod qdisc;
-mod report;
+mod run;
 pub mod sample;
 pub mod scenario;
 pub mod soak;

@@ -148,7 +148,7 @@ impl Default for Scenario {
 impl Scenario {
     /// Runs the scenario to completion.
     pub fn run(&self) -> Result<Results, SimError> {
-        crate::report::run(self)
+        crate::run::run(self)
     }
 }
 

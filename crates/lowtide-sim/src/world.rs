@@ -3,7 +3,7 @@
 use crate::app::{Receiver, SendState, Sender, WriteBuf};
 use crate::cpu::CpuState;
 use crate::device::{classify, device_queue};
-use crate::host::{Host, Role};
+use crate::host::{Role, SimHost};
 use crate::intervals::IntervalSampler;
 use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
@@ -59,7 +59,7 @@ pub(crate) struct Flow {
 
 /// Everything a run holds.
 pub(crate) struct World {
-    pub hosts: Vec<Host>,
+    pub hosts: Vec<SimHost>,
     pub links: Vec<LinkDir>,
     /// For each link direction, the segments propagating on it.
     pub pipes: Vec<Pipe>,
@@ -133,7 +133,7 @@ impl World {
         let hosts = (0..2)
             .map(|i| {
                 let stack = Stack::new(sc.config.clone(), derive_seed(sc.seed, 1 + i as u64));
-                let mut h = Host::new(stack, addr(i), sc.queue_limit, i);
+                let mut h = SimHost::new(stack, addr(i), sc.queue_limit, i);
                 h.nic = device_queue(sc, i);
                 h.rx_csum_valid =
                     !sc.verify_checksums && sc.link_ab.corrupt == 0.0 && sc.link_ba.corrupt == 0.0;

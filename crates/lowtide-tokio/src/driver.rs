@@ -238,7 +238,7 @@ fn round<D: PacketDevice>(
         match dev.poll_recv(cx, buf) {
             Poll::Ready(Ok(csum)) => {
                 let now = g.now();
-                g.host.handle_packet_csum(now, buf, csum);
+                g.host.handle_packet(now, buf, csum);
             }
             Poll::Ready(Err(e)) => return Err(e),
             Poll::Pending => {

@@ -8,7 +8,7 @@
 //! (`Stack::handle_packet_frags`), so the reader's copy is the payload's only one on
 //! the receive side. Other packets are held whole in one buffer, merged by copying.
 
-use super::Host;
+use super::SimHost;
 use bytes::Bytes;
 use lowtide::{Instant, RxChecksum};
 use lowtide_link::WireSeg;
@@ -32,7 +32,7 @@ pub(super) struct Held {
     apart: usize,
 }
 
-impl Host {
+impl SimHost {
     /// `napi_gro_receive` for one segment. [`gso::gro_merge`] verifies the
     /// checksums of the segments it merges; a segment that starts a new super-packet
     /// is verified here, so each good segment is summed once.

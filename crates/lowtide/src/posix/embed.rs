@@ -1,24 +1,15 @@
 //! What an embedding runtime (the async API in `lowtide-tokio`) needs from the
-//! socket layer beyond the system calls: packets with their checksum state, the
+//! socket layer beyond the system calls: packets straight from another stack, the
 //! catch-all listener of transparent proxies, `tcp_info` as a struct, and errno as
 //! [`std::io::Error`].
 
 use super::{err, Errno, Fd, Host, SockState};
-use crate::socket::{RxChecksum, Transmit};
+use crate::socket::Transmit;
 use crate::time::Instant;
 use crate::TcpInfo;
 use std::io;
 
 impl Host {
-    /// [`crate::Stack::handle_packet`] with the packet's checksum state
-    /// ([`Host::handle_packet`] verifies): a device that checked checksums, or a
-    /// GRO/TSO super-packet with a partial checksum, passes
-    /// [`RxChecksum::Unnecessary`].
-    pub fn handle_packet_csum(&mut self, now: Instant, packet: &[u8], csum: RxChecksum) {
-        self.stack.handle_packet(now, packet, csum);
-        self.sync_events();
-    }
-
     /// [`crate::Stack::handle_transmit`]: a packet straight from another stack's
     /// `poll_transmit`, with no device in between.
     pub fn handle_transmit(&mut self, now: Instant, tx: &Transmit) {

@@ -174,9 +174,11 @@ impl Host {
 
     // ---- the device and the clock ----------------------------------------------------
 
-    /// [`Stack::handle_packet`].
-    pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) {
-        self.stack.handle_packet(now, packet, RxChecksum::Verify);
+    /// [`Stack::handle_packet`]: a device that checked checksums, or a GRO/TSO
+    /// super-packet with a partial checksum, passes [`RxChecksum::Unnecessary`];
+    /// anything else [`RxChecksum::Verify`].
+    pub fn handle_packet(&mut self, now: Instant, packet: &[u8], csum: RxChecksum) {
+        self.stack.handle_packet(now, packet, csum);
         self.sync_events();
     }
 

@@ -14,15 +14,16 @@ fn host(ip: Ipv4Addr, seed: u64) -> Host {
     Host::new(s)
 }
 
-struct Net {
+/// Two hosts joined by a perfect wire.
+struct HostPair {
     a: Host,
     b: Host,
     now: Instant,
 }
 
-impl Net {
-    fn new() -> Net {
-        Net {
+impl HostPair {
+    fn new() -> HostPair {
+        HostPair {
             a: host(A, 1),
             b: host(B, 2),
             now: Instant::ZERO,
@@ -45,7 +46,7 @@ impl Net {
                         .expect("valid packet");
                     src.handle_tx_complete(self.now, tx.token);
                     for s in segs {
-                        dst.handle_packet(self.now, &s);
+                        dst.handle_packet(self.now, &s, RxChecksum::Verify);
                     }
                     moved = true;
                 }
@@ -148,7 +149,7 @@ fn socket_and_bind_errnos_are_linuxs() {
 
 #[test]
 fn refused_connect_reports_econnrefused_once() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let c = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
     let to = SocketAddr::new(B.into(), 9);
     assert_eq!(n.a.connect(n.now, c, to), Err(Errno(errno::EINPROGRESS)));
@@ -160,7 +161,7 @@ fn refused_connect_reports_econnrefused_once() {
 
 #[test]
 fn data_shutdown_and_epipe() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, s, _) = n.connected();
     assert_eq!(n.a.send(n.now, c, b"hello", 0), Ok(5));
     n.run();
@@ -190,7 +191,7 @@ fn data_shutdown_and_epipe() {
 #[test]
 fn close_with_unread_data_resets_the_peer() {
     // tcp_close: unread data makes close send RST (RFC 2525 section 2.17).
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, s, _) = n.connected();
     n.a.send(n.now, c, b"unread", 0).unwrap();
     n.run();
@@ -207,7 +208,7 @@ fn close_with_unread_data_resets_the_peer() {
 
 #[test]
 fn linger_zero_close_aborts() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, s, _) = n.connected();
     let lin: Vec<u8> = [1i32, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
     n.a.setsockopt(n.now, c, SOL_SOCKET, SO_LINGER, &lin)
@@ -229,7 +230,7 @@ fn linger_zero_close_aborts() {
 
 #[test]
 fn poll_masks_follow_tcp_poll() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let fresh = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
     // A never-connected socket is TCP_CLOSE: HUP, and writable.
     assert_eq!(n.a.poll_mask(fresh), Ok(POLLOUT | POLLWRNORM | POLLHUP));
@@ -263,7 +264,7 @@ fn poll_masks_follow_tcp_poll() {
 
 #[test]
 fn epoll_level_and_edge_triggered() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, s, _) = n.connected();
     let lt = n.b.epoll_create(1).unwrap();
     let et = n.b.epoll_create(1).unwrap();
@@ -327,7 +328,7 @@ fn epoll_level_and_edge_triggered() {
 
 #[test]
 fn option_round_trips() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let fd = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
     let now = n.now;
     let one = 1i32.to_ne_bytes();
@@ -410,7 +411,7 @@ fn option_round_trips() {
 
 #[test]
 fn options_set_before_connect_reach_the_connection() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
     n.b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
     // A listener's options are inherited by its children (sk_clone_lock).
@@ -452,7 +453,7 @@ fn options_set_before_connect_reach_the_connection() {
 
 #[test]
 fn send_buffer_full_is_eagain_and_siocoutq_counts_it() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, _s, _) = n.connected();
     let big = vec![0u8; 1 << 20];
     let mut queued = 0;
@@ -480,7 +481,7 @@ fn send_buffer_full_is_eagain_and_siocoutq_counts_it() {
 }
 
 /// Data segments A has queued for the wire: (payload length, PSH).
-fn take_data_segments(n: &mut Net) -> Vec<(usize, bool)> {
+fn take_data_segments(n: &mut HostPair) -> Vec<(usize, bool)> {
     let mut out = Vec::new();
     while let Some(tx) = n.a.poll_transmit(n.now) {
         let mut segs = Vec::new();
@@ -492,7 +493,7 @@ fn take_data_segments(n: &mut Net) -> Vec<(usize, bool)> {
             if len > 0 {
                 out.push((len, th.flags.contains(lowtide_wire::tcp::TcpFlags::PSH)));
             }
-            n.b.handle_packet(n.now, &s);
+            n.b.handle_packet(n.now, &s, RxChecksum::Verify);
         }
     }
     n.run();
@@ -504,7 +505,7 @@ fn cork_and_msg_more_hold_sub_mss_data_and_psh() {
     // tcp_nagle_check: TCP_NAGLE_CORK holds a partial segment; __tcp_sock_set_cork and
     // __tcp_sock_set_nodelay push it (TCP_NAGLE_PUSH); tcp_push marks PSH only when
     // the write had no MSG_MORE.
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, _s, _) = n.connected();
     let now = n.now;
     n.a.setsockopt(now, c, SOL_TCP, TCP_CORK, &1i32.to_ne_bytes())
@@ -534,7 +535,7 @@ fn psh_on_gso_packets_and_on_the_pushed_tail_only() {
     // __tcp_transmit_skb sets PSH on every packet of more than one segment; a
     // 1-MSS fragment of an unpushed skb has none (tcp_fragment keeps PSH on the
     // second part); tcp_push marks the tail of each write.
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, _s, _) = n.connected();
     n.a.send(n.now, c, &vec![0u8; 30000], 0).unwrap();
     let mut psh = Vec::new();
@@ -561,7 +562,7 @@ fn psh_on_gso_packets_and_on_the_pushed_tail_only() {
 fn linger_with_time_reports_the_wait_for_the_fin_ack() {
     // tcp_close with SOCK_LINGER and sk_lingertime > 0: sk_stream_wait_close sleeps
     // while the state is FIN-WAIT-1, CLOSING or LAST-ACK.
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, _s, _) = n.connected();
     let lin: Vec<u8> = [1i32, 5].iter().flat_map(|v| v.to_ne_bytes()).collect();
     n.a.setsockopt(n.now, c, SOL_SOCKET, SO_LINGER, &lin)
@@ -589,7 +590,7 @@ fn linger_with_time_reports_the_wait_for_the_fin_ack() {
 
 #[test]
 fn keepalive_options_follow_linux_and_children_inherit_them() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let now = n.now;
     let fd = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
     // keepalive_time_when and friends: the sysctls until set.
@@ -632,7 +633,7 @@ fn keepalive_options_follow_linux_and_children_inherit_them() {
 
 #[test]
 fn listener_readiness_oneshot_and_mod_rearm() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
     n.b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
     n.b.listen(l, 4).unwrap();
@@ -680,7 +681,7 @@ fn listener_readiness_oneshot_and_mod_rearm() {
 /// carries TCP_CM_INQ = tcp_inq_hint, 1 once the FIN is in and all was read.
 #[test]
 fn tcp_inq_reports_what_is_left_to_read() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, s, _) = n.connected();
     let now = n.now;
     let inq = |m: &RecvMsg| -> Vec<i32> {
@@ -714,8 +715,8 @@ fn tcp_inq_reports_what_is_left_to_read() {
 
 /// An IPv6 listener on `[::]:80` on B, with `IPV6_V6ONLY` as given; A connects over
 /// IPv4: (net, listener, client).
-fn v6_listener(v6only: bool) -> (Net, Fd, Fd) {
-    let mut n = Net::new();
+fn v6_listener(v6only: bool) -> (HostPair, Fd, Fd) {
+    let mut n = HostPair::new();
     let l = n.b.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
     let mut v = [0u8; 4];
     assert_eq!(
@@ -786,7 +787,7 @@ fn ipv6_listener_takes_ipv4_as_mapped_unless_v6only() {
 
 #[test]
 fn ipv6_socket_connects_to_a_mapped_address_over_ipv4() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let l = n.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
     n.b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
     n.b.listen(l, 8).unwrap();
@@ -833,7 +834,7 @@ fn ipv6_socket_connects_to_a_mapped_address_over_ipv4() {
 /// EAGAIN at once.
 #[test]
 fn zerocopy_completions_reach_the_error_queue() {
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, _s, _) = n.connected();
     let now = n.now;
     let errq = |h: &mut Host| h.recvmsg(now, c, &mut [], MSG_ERRQUEUE);
@@ -879,7 +880,7 @@ fn zerocopy_completions_reach_the_error_queue() {
 #[test]
 fn so_timestamping_reports_sched_snd_and_ack() {
     use crate::tcp::tstamp::*;
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let flags = SOF_TIMESTAMPING_TX_SCHED
         | SOF_TIMESTAMPING_TX_SOFTWARE
         | SOF_TIMESTAMPING_TX_ACK
@@ -953,7 +954,7 @@ fn so_timestamping_reports_sched_snd_and_ack() {
 #[test]
 fn so_timestamping_marks_the_skb_once_and_tsonly_has_no_bytes() {
     use crate::tcp::tstamp::*;
-    let mut n = Net::new();
+    let mut n = HostPair::new();
     let (c, _s, _) = n.connected();
     let flags = SOF_TIMESTAMPING_TX_ACK | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
     n.a.setsockopt(n.now, c, SOL_SOCKET, SO_TIMESTAMPING, &flags.to_ne_bytes())

@@ -142,8 +142,22 @@ mib! {
     TcpExtDelayedACKLost,
     /// Segments queued out of order.
     TcpExtTCPOFOQueue,
-    /// Out-of-order segments dropped (no receive space).
+    /// Out-of-order segments dropped: no receive memory even after pruning
+    /// (`tcp_data_queue_ofo`).
     TcpExtTCPOFODrop,
+    /// Out-of-order segments dropped for holding nothing new, or covered by a later
+    /// one (`LINUX_MIB_TCPOFOMERGE`).
+    TcpExtTCPOFOMerge,
+    /// Receive queues pruned for memory (`tcp_prune_queue`, `LINUX_MIB_PRUNECALLED`).
+    TcpExtPruneCalled,
+    /// Segments dropped because pruning found no room (`LINUX_MIB_RCVPRUNED`).
+    TcpExtRcvPruned,
+    /// Out-of-order queues pruned from the top (`tcp_prune_ofo_queue`,
+    /// `LINUX_MIB_OFOPRUNED`).
+    TcpExtOfoPruned,
+    /// Received segments copied into fuller buffers to cut their overhead
+    /// (`tcp_collapse`, `LINUX_MIB_TCPRCVCOLLAPSED`).
+    TcpExtTCPRcvCollapsed,
     /// ACKs not sent while out-of-order data was held (SACK compression,
     /// `LINUX_MIB_TCPACKCOMPRESSED`).
     TcpExtTCPAckCompressed,

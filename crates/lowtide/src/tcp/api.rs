@@ -572,7 +572,7 @@ mod tests {
         let cfg = Config::default();
         let mut t = Tcb::for_test(&cfg);
         t.state = TcpState::Established;
-        t.rcv_queue.push(bytes::Bytes::from_static(b"hello"));
+        t.rcv_queue.push(bytes::Bytes::from_static(b"hello"), 901);
         let mut b = [0u8; 3];
         assert_eq!(t.peek(&mut b), Ok(3));
         assert_eq!(&b, b"hel");

@@ -241,12 +241,4 @@ impl Tcb {
             bbr_bw: self.cc.bw_estimate_bps().map_or(0, |b| b / 8),
         }
     }
-
-    /// `sk_rmem_alloc`: received payload held, charged like Linux's skbs (payload plus
-    /// one skb overhead per MSS-sized segment).
-    pub(crate) fn rmem_alloc(&self) -> u64 {
-        let bytes = self.rcv_queue.len() as u64 + self.ofo.bytes();
-        let mss = self.rcv_mss.max(1) as u64;
-        bytes + bytes.div_ceil(mss) * super::consts::SKB_OVERHEAD as u64
-    }
 }

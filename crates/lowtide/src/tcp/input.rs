@@ -786,9 +786,14 @@ impl Tcb {
             return self.data_out_of_window();
         }
         let fresh = payload.skip((self.rcv_nxt - seq) as usize);
-        if self.rcv_space_exceeded(fresh.len()) {
-            ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
-            return self.schedule_ack_now();
+        if !self.try_rmem_schedule(ctx, seq, payload.len() as u32) {
+            // tcp_data_queue: ICSK_ACK_NOW; dropped if the application has data to
+            // read, else queued all the same (sk_forced_mem_schedule).
+            self.schedule_ack_now();
+            if !self.rcv_queue.is_empty() {
+                ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
+                return;
+            }
         }
         self.queue_in_order(ctx, fresh);
         // tcp_event_data_recv: tcp_measure_rcv_mss, then ato; tcp_grow_window.
@@ -800,8 +805,10 @@ impl Tcb {
             self.grow_window(ctx.cfg, len, len.min(self.advmss));
         }
         let had_ofo = !self.ofo.is_empty();
-        while let Some(run) = self.ofo.pop_in_order(self.rcv_nxt) {
-            self.queue_in_order(ctx, Payload::Flat(&run));
+        while let Some((data, truesize)) = self.ofo.pop_in_order(self.rcv_nxt) {
+            let len = data.len();
+            self.rcv_queue.push(data, truesize);
+            self.rcv_nxt_advance(ctx, len);
         }
         if had_ofo && self.ofo.is_empty() {
             // RFC 5681 section 4.2: ACK at once when the gap is filled (tcp_data_queue:
@@ -813,9 +820,20 @@ impl Tcb {
         self.try_consume_fin(ctx);
     }
 
+    /// Queues in-order `data`, charged as received segments (tcp/rmem.rs).
     pub(super) fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
-        self.rcv_queue.push_payload(ctx.frag, data);
-        let len = data.len();
+        let len = data.len() as u32;
+        let truesize = Self::rcv_truesize(len, len.min(self.advmss));
+        let truesize = self
+            .rcv_queue
+            .coalesced_charge(truesize, len <= self.advmss);
+        self.rcv_queue.push_payload(ctx.frag, data, truesize);
+        self.rcv_nxt_advance(ctx, data.len());
+    }
+
+    /// `tcp_rcv_nxt_update` for `len` bytes just queued in order, and the reader's
+    /// wakeup.
+    fn rcv_nxt_advance(&mut self, ctx: &mut Ctx, len: usize) {
         self.rcv_nxt += len as u64;
         self.bytes_received += len as u64;
         self.ack_pending = true;
@@ -828,12 +846,6 @@ impl Tcb {
             self.copied_seq = self.rcv_nxt;
             self.rcv_queue.clear();
         }
-    }
-
-    /// Is there no room for `len` more bytes in the receive buffer?
-    fn rcv_space_exceeded(&self, len: usize) -> bool {
-        let used = self.rcv_queue.len() as u64 + self.ofo.bytes() + len as u64;
-        used > self.rcvbuf as u64 && used > self.rcv_wnd as u64 + self.rcv_queue.len() as u64
     }
 
     /// Data wholly below `rcv_nxt`: a duplicate (RFC 2883 section 4: D-SACK it).
@@ -851,32 +863,35 @@ impl Tcb {
         self.ack_pending = true;
     }
 
-    /// Data above a hole: to the OFO queue, ACKed at once (RFC 5681 section 4.2).
+    /// Data above a hole (`tcp_data_queue_ofo`): to the OFO queue if memory allows
+    /// (tcp/rmem.rs; else dropped, not ACKed), the ACK left to `tcp_ack_snd_check`.
     pub(crate) fn ofo_data(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
-        if self.rcv_space_exceeded(payload.len()) {
-            ctx.mib.inc(Mib::TcpExtTCPOFODrop);
-            return self.schedule_ack_now();
-        }
+        let len = payload.len() as u32;
+        // tcp_data_queue_ofo measures the segment first (Linux 6.17, "tcp: call
+        // tcp_measure_rcv_mss() for ooo packets").
+        self.measure_rcv_mss(th, len, len.min(self.advmss));
         self.ecn_check_ce(self.rx_ip_ecn);
+        if !self.try_rmem_schedule(ctx, seq, len) {
+            ctx.mib.inc(Mib::TcpExtTCPOFODrop);
+            return;
+        }
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
         // tcp_data_queue_ofo: max(1, gso_segs) of the (GRO) packet.
         self.rcv_ooopack += payload.len().div_ceil(self.rcv_mss.max(1) as usize).max(1) as u64;
-        let len = payload.len() as u32;
-        // tcp_data_queue_ofo measures the segment too (Linux 6.17, "tcp: call
-        // tcp_measure_rcv_mss() for ooo packets").
-        self.measure_rcv_mss(th, len, len.min(self.advmss));
         // tcp_sack_new_ofo_skb: ACKs held back go out before the block this data
         // extends or opens moves past the first two (their news would be lost).
         let slot = self.ofo.sack_slot(seq, seq + payload.len() as u64);
         if self.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
             self.sack_compress_send_ack(ctx);
         }
-        let dup = match payload {
-            Payload::Flat(data) => self.ofo.insert(seq, data),
-            // Frags in one piece, in arena memory (no allocation per segment).
-            _ => self.ofo.insert(seq, &payload.copy_to(ctx.frag)),
-        };
-        if let Some(d) = dup {
+        // In one piece, in arena memory (no allocation per segment).
+        let truesize = Self::rcv_truesize(len, len.min(self.advmss));
+        let single = len <= self.advmss;
+        let ins = self
+            .ofo
+            .insert(seq, payload.copy_to(ctx.frag).freeze(), truesize, single);
+        ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
+        if let Some(d) = ins.dup {
             if self.sack_ok && ctx.cfg.tcp_dsack {
                 self.dsack = Some(d);
                 ctx.mib.inc(Mib::TcpExtTCPDSACKOfoSent);
@@ -884,7 +899,7 @@ impl Tcb {
         }
         // tcp_data_queue_ofo: data above a hole opens the window too, except without
         // SACK ("do not grow window to force DUPACK") or when all of it was there.
-        if self.sack_ok && dup != Some((seq, seq + len as u64)) {
+        if self.sack_ok && ins.queued {
             self.grow_window(ctx.cfg, len, len.min(self.advmss));
         }
         // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.

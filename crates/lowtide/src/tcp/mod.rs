@@ -72,6 +72,7 @@ pub(crate) mod rcvbuf;
 pub(crate) mod rcvqueue;
 pub(crate) mod rcvwin;
 pub(crate) mod recovery;
+pub mod rmem;
 pub mod rtx;
 pub mod seq;
 pub mod sock;

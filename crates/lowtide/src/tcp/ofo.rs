@@ -1,72 +1,201 @@
 //! The out-of-order queue (`tp->out_of_order_queue`) and the SACK blocks the receiver
 //! reports (RFC 2018 section 4, in Linux's order: `tcp_sack_new_ofo_skb`).
 //!
-//! Data is kept as maximal contiguous runs, each one allocation, so a run of
-//! in-order arrivals above a hole grows one buffer and one SACK block.
+//! As Linux's rb-tree, the queue holds the segments as received ("skbs"), keyed by
+//! start sequence, each with the memory it is charged (`truesize`): a segment costs
+//! O(log n) plus its own bytes wherever it lands (`tcp_data_queue_ofo`). Segments may
+//! overlap as Linux's do (a segment starting inside the one before it is queued
+//! whole), but by `tcp_data_queue_ofo`'s rules their ends rise with their starts: one
+//! that ends within its predecessor is dropped, and later ones it covers are dropped.
+//! The contiguous runs they cover are kept beside them (start to end, no bytes) for
+//! the SACK blocks.
+//!
+//! Memory is bounded by the caller (`tcp_try_rmem_schedule`, tcp/rmem.rs) through
+//! [`OfoQueue::collapse`] (`tcp_collapse_ofo_queue`) and [`OfoQueue::pop_last`]
+//! (`tcp_prune_ofo_queue`).
 
 use super::consts::TCP_NUM_SACKS;
+use bytes::{Bytes, BytesMut};
 use std::collections::BTreeMap;
+
+/// One queued segment: its payload and the memory charged for it.
+#[derive(Debug, Clone)]
+pub struct OfoSkb {
+    /// The payload, from the key's sequence on.
+    pub data: Bytes,
+    /// Memory charged (`skb->truesize`).
+    pub truesize: u32,
+    /// Heads coalesced so far into the buffer this segment joined (0: its own).
+    frags: u8,
+}
+
+/// What [`OfoQueue::insert`] did with a segment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Inserted {
+    /// The part already held, for a D-SACK (RFC 2883 section 4; `tcp_dsack_set`,
+    /// extended by `tcp_dsack_extend`).
+    pub dup: Option<(u64, u64)>,
+    /// False if every byte was already held and the segment was dropped.
+    pub queued: bool,
+    /// Segments dropped for holding nothing new (`TcpExtTCPOFOMerge`).
+    pub merged: u32,
+}
 
 /// Out-of-order data keyed by stream offset, with the SACK blocks to report.
 #[derive(Debug, Default)]
 pub struct OfoQueue {
-    runs: BTreeMap<u64, Vec<u8>>,
+    skbs: BTreeMap<u64, OfoSkb>,
+    /// Contiguous runs covered: start -> end.
+    runs: BTreeMap<u64, u64>,
     /// Starts of runs, most recently changed first (`selective_acks`).
     recent: Vec<u64>,
     bytes: u64,
+    truesize: u64,
+    /// Queue entries visited or moved and payload bytes copied, for tests of cost.
+    work: u64,
 }
 
 impl OfoQueue {
     /// True if no out-of-order data is held.
     pub fn is_empty(&self) -> bool {
-        self.runs.is_empty()
+        self.skbs.is_empty()
     }
-    /// Payload bytes held.
+    /// Payload bytes held (overlapping segments count each).
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+    /// Memory charged for what is held (the queue's part of `sk_rmem_alloc`).
+    pub fn truesize(&self) -> u64 {
+        self.truesize
+    }
+    /// Segments held.
+    pub fn len(&self) -> usize {
+        self.skbs.len()
+    }
+    /// Entries visited or moved and bytes copied so far (a cost measure for tests).
+    pub fn work(&self) -> u64 {
+        self.work
+    }
     /// End of the highest data held (`ooo_last_skb`'s `end_seq`), if any.
     pub fn last_end(&self) -> Option<u64> {
-        self.runs
-            .iter()
-            .next_back()
-            .map(|(k, v)| k + v.len() as u64)
+        self.runs.iter().next_back().map(|(_, e)| *e)
+    }
+    /// Start of the highest segment (`ooo_last_skb`'s `seq`), if any.
+    pub fn last_seq(&self) -> Option<u64> {
+        self.skbs.keys().next_back().copied()
     }
     /// Number of contiguous runs (holes above `rcv_nxt`).
     pub fn runs(&self) -> usize {
         self.runs.len()
     }
 
-    /// Queues `data` at offset `seq` (above `rcv_nxt`). Returns the first part that was
-    /// already held, for a D-SACK (RFC 2883 section 4, "duplicate out-of-order").
-    pub fn insert(&mut self, seq: u64, data: &[u8]) -> Option<(u64, u64)> {
+    /// Queues `data` at offset `seq` (above `rcv_nxt`), charged `truesize`, by
+    /// `tcp_data_queue_ofo`'s rules: dropped if its predecessor holds all of it,
+    /// replacing a predecessor at the same start that it covers, dropping the later
+    /// segments it covers. A single segment (`single`) that starts where its
+    /// predecessor ends is charged as coalesced into it (`tcp_ooo_try_coalesce`,
+    /// tcp/rmem.rs).
+    pub fn insert(&mut self, seq: u64, data: Bytes, truesize: u32, single: bool) -> Inserted {
         let end = seq + data.len() as u64;
+        let mut r = Inserted::default();
         if data.is_empty() {
-            return None;
+            return r;
         }
-        let touching: Vec<u64> = self
-            .runs
-            .range(..=end)
-            .rev()
-            .take_while(|(k, v)| **k + v.len() as u64 >= seq)
-            .map(|(k, _)| *k)
-            .collect();
-        let mut dup = None;
-        for &k in touching.iter().rev() {
-            let kend = k + self.runs[&k].len() as u64;
-            let (ds, de) = (k.max(seq), kend.min(end));
-            if ds < de && dup.is_none() {
-                dup = Some((ds, de));
+        self.work += 1;
+        let (mut truesize, mut frags) = (truesize, 0);
+        if let Some((&ps, p)) = self.skbs.range(..=seq).next_back() {
+            let pend = ps + p.data.len() as u64;
+            if single && pend == seq && p.frags < super::rmem::MAX_SKB_FRAGS {
+                truesize = truesize.saturating_sub(super::rmem::COALESCE_SAVING);
+                frags = p.frags + 1;
+            }
+            if seq < pend {
+                if end <= pend {
+                    // "All the bits are present. Drop."
+                    r.dup = Some((seq, end));
+                    r.merged = 1;
+                    self.cover(seq, end); // tcp_sack_new_ofo_skb all the same
+                    return r;
+                }
+                if ps < seq {
+                    // Partial overlap: both kept.
+                    r.dup = Some((seq, pend));
+                } else {
+                    // Same start, covering it: replaces it.
+                    extend_dsack(&mut r.dup, ps, pend);
+                    self.remove(ps);
+                    r.merged += 1;
+                }
             }
         }
-        let start = touching.last().map_or(seq, |&k| k.min(seq));
-        let merged = self.merge(start, seq, data, &touching);
-        self.recent.retain(|k| !touching.contains(k));
+        r.merged += self.merge_right(seq, end, &mut r.dup);
+        self.bytes += data.len() as u64;
+        self.truesize += truesize as u64;
+        let skb = OfoSkb {
+            data,
+            truesize,
+            frags,
+        };
+        self.skbs.insert(seq, skb);
+        self.cover(seq, end);
+        r.queued = true;
+        r
+    }
+
+    /// `tcp_data_queue_ofo`'s `merge_right`: drops the segments after `seq` that
+    /// `[seq, end)` covers; returns how many.
+    fn merge_right(&mut self, seq: u64, end: u64, dup: &mut Option<(u64, u64)>) -> u32 {
+        let mut n = 0;
+        while let Some((&ns, next)) = self.skbs.range(seq + 1..).next() {
+            self.work += 1;
+            let nend = ns + next.data.len() as u64;
+            if end <= ns {
+                break;
+            }
+            if end < nend {
+                extend_dsack(dup, ns, end);
+                break;
+            }
+            extend_dsack(dup, ns, nend);
+            self.remove(ns);
+            n += 1;
+        }
+        n
+    }
+
+    /// Takes the segment at `seq` out of the queue (its coverage is left to the
+    /// caller).
+    fn remove(&mut self, seq: u64) -> Option<OfoSkb> {
+        let s = self.skbs.remove(&seq)?;
+        self.bytes -= s.data.len() as u64;
+        self.truesize -= s.truesize as u64;
+        Some(s)
+    }
+
+    /// Adds `[seq, end)` to the runs covered, merging the runs it touches.
+    fn cover(&mut self, seq: u64, end: u64) {
+        let mut start = seq;
+        let mut stop = end;
+        if let Some((&ps, &pe)) = self.runs.range(..=seq).next_back() {
+            if pe >= seq {
+                start = ps;
+                stop = stop.max(pe);
+            }
+        }
+        let touching: Vec<(u64, u64)> = self
+            .runs
+            .range(start..=stop)
+            .map(|(s, e)| (*s, *e))
+            .collect();
+        for (s, e) in touching {
+            self.work += 1;
+            self.runs.remove(&s);
+            self.recent.retain(|&k| k != s);
+            stop = stop.max(e);
+        }
+        self.runs.insert(start, stop);
         self.recent.insert(0, start);
         self.recent.truncate(TCP_NUM_SACKS);
-        self.bytes += merged.len() as u64;
-        self.runs.insert(start, merged);
-        dup
     }
 
     /// Where `tcp_sack_new_ofo_skb` finds data `[seq, end)`: the index of the first
@@ -74,7 +203,7 @@ impl OfoQueue {
     /// (`tcp_sack_extend`), or the number of blocks if it opens a new one.
     pub fn sack_slot(&self, seq: u64, end: u64) -> usize {
         let touches = |k: &u64| {
-            let run_end = *k + self.runs.get(k).map_or(0, |v| v.len() as u64);
+            let run_end = self.runs.get(k).copied().unwrap_or(*k);
             *k <= end && seq <= run_end
         };
         self.recent
@@ -83,74 +212,199 @@ impl OfoQueue {
             .unwrap_or(self.recent.len())
     }
 
-    /// Builds the union of `data` at `seq` and the runs in `touching` (which start at
-    /// or after `start`), removing those runs.
-    fn merge(&mut self, start: u64, seq: u64, data: &[u8], touching: &[u64]) -> Vec<u8> {
-        let mut out: Vec<u8> = Vec::new();
-        let mut data_done = false;
-        for &k in touching.iter().rev() {
-            let run = self.runs.remove(&k).expect("run exists");
-            self.bytes -= run.len() as u64;
-            if !data_done && seq < k {
-                Self::append_from(&mut out, start, seq, data);
-                data_done = true;
-            }
-            if out.is_empty() && k == start {
-                out = run;
-            } else {
-                Self::append_from(&mut out, start, k, &run);
-            }
-        }
-        if !data_done {
-            Self::append_from(&mut out, start, seq, data);
-        }
-        out
-    }
-
-    /// Appends the part of `data` (at offset `at`) beyond what `out` (at `start`)
-    /// already holds.
-    fn append_from(out: &mut Vec<u8>, start: u64, at: u64, data: &[u8]) {
-        let have_end = start + out.len() as u64;
-        let end = at + data.len() as u64;
-        if end > have_end {
-            let skip = (have_end.max(at) - at) as usize;
-            out.extend_from_slice(&data[skip..]);
-        }
-    }
-
-    /// Takes the run that `rcv_nxt` reaches, if any, and returns the bytes at and
-    /// after `rcv_nxt` (`tcp_ofo_queue`). Runs wholly below `rcv_nxt` are dropped.
-    pub fn pop_in_order(&mut self, rcv_nxt: u64) -> Option<Vec<u8>> {
+    /// Takes the next segment that `rcv_nxt` reaches, if any, as its bytes at and
+    /// after `rcv_nxt` and its charge (`tcp_ofo_queue`). Segments wholly below
+    /// `rcv_nxt` are dropped on the way.
+    pub fn pop_in_order(&mut self, rcv_nxt: u64) -> Option<(Bytes, u32)> {
         loop {
-            let (&k, v) = self.runs.iter().next()?;
+            let (&k, _) = self.skbs.iter().next()?;
             if k > rcv_nxt {
                 return None;
             }
-            let end = k + v.len() as u64;
-            let mut run = self.runs.remove(&k).expect("run exists");
-            self.bytes -= run.len() as u64;
-            self.recent.retain(|&r| r != k);
+            self.work += 1;
+            let s = self.remove(k).expect("segment exists");
+            self.uncover_below(rcv_nxt.max(k + s.data.len() as u64));
+            let end = k + s.data.len() as u64;
             if end > rcv_nxt {
-                run.drain(..(rcv_nxt - k) as usize);
-                return Some(run);
+                return Some((s.data.slice((rcv_nxt - k) as usize..), s.truesize));
             }
         }
+    }
+
+    /// Forgets the runs that end at or below `upto`, and the start of one it cuts.
+    fn uncover_below(&mut self, upto: u64) {
+        while let Some((&s, &e)) = self.runs.iter().next() {
+            if s >= upto {
+                break;
+            }
+            self.runs.remove(&s);
+            self.recent.retain(|&k| k != s);
+            if e > upto {
+                self.runs.insert(upto, e);
+                for k in self.recent.iter_mut().filter(|k| **k == s) {
+                    *k = upto;
+                }
+                break;
+            }
+        }
+    }
+
+    /// Drops the highest segment (`tcp_prune_ofo_queue`, one step) and returns it.
+    pub fn pop_last(&mut self) -> Option<(u64, OfoSkb)> {
+        let seq = self.last_seq()?;
+        self.work += 1;
+        let s = self.remove(seq)?;
+        // Ends rise with starts: what is left ends at the new last segment's end.
+        let top = self
+            .skbs
+            .iter()
+            .next_back()
+            .map_or(0, |(k, v)| k + v.data.len() as u64);
+        while let Some((&rs, &re)) = self.runs.iter().next_back() {
+            if re <= top {
+                break;
+            }
+            self.runs.remove(&rs);
+            if rs < top {
+                self.runs.insert(rs, top);
+                break;
+            }
+            self.recent.retain(|&k| k != rs);
+        }
+        Some((seq, s))
+    }
+
+    /// `tcp_sack_reset`: no SACK blocks until new out-of-order data arrives.
+    pub fn reset_sacks(&mut self) {
+        self.recent.clear();
     }
 
     /// The SACK blocks to report, most recent first, as offsets `[start, end)`.
     pub fn sack_blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.recent
             .iter()
-            .filter_map(|k| self.runs.get(k).map(|v| (*k, *k + v.len() as u64)))
+            .filter_map(|k| self.runs.get(k).map(|e| (*k, *e)))
     }
 
-    /// Drops everything (`tcp_prune_ofo_queue`, reneging); returns the bytes freed.
+    /// Drops everything; returns the payload bytes freed.
     pub fn purge(&mut self) -> u64 {
         let b = self.bytes;
+        self.skbs.clear();
         self.runs.clear();
         self.recent.clear();
         self.bytes = 0;
+        self.truesize = 0;
         b
+    }
+
+    /// `tcp_collapse_ofo_queue`: each run of more than one segment, or of a page's
+    /// worth of bytes, is copied into fewer, fuller buffers (`OfoQueue::collapse_run`);
+    /// single small segments are left, and once they add up to an eighth of `rcvbuf`
+    /// the walk stops. `bloated(truesize, len)` is `tcp_win_from_space(truesize) >
+    /// len`, `alloc(len)` the charge of a new buffer of `len` bytes. Returns the
+    /// segments freed (`TcpExtTCPRcvCollapsed`).
+    pub fn collapse(
+        &mut self,
+        rcvbuf: u32,
+        bloated: impl Fn(u32, u32) -> bool,
+        alloc: impl Fn(u32) -> u32,
+    ) -> u32 {
+        let mut sum_tiny = 0u64;
+        let mut freed = 0;
+        let mut cursor = 0u64;
+        while let Some((&start, &end)) = self.runs.range(cursor..).next() {
+            cursor = end;
+            self.work += 1;
+            let mut segs = self.skbs.range(start..end);
+            let head = segs.next().map_or(0, |(_, s)| s.truesize);
+            if segs.next().is_some() || end - start >= super::rmem::SKB_MAX_ORDER0 as u64 {
+                freed += self.collapse_run(start, end, &bloated, &alloc);
+            } else {
+                sum_tiny += head as u64;
+                if sum_tiny > (rcvbuf >> 3) as u64 {
+                    break;
+                }
+            }
+        }
+        freed
+    }
+
+    /// `tcp_collapse` on the run `[start, end)`: segments that carry their overhead
+    /// well and adjoin the next exactly are kept; from the first that does not, the
+    /// rest of the run is copied into buffers of at most `SKB_MAX_ORDER(0, 0)` bytes.
+    fn collapse_run(
+        &mut self,
+        mut start: u64,
+        end: u64,
+        bloated: &impl Fn(u32, u32) -> bool,
+        alloc: &impl Fn(u32) -> u32,
+    ) -> u32 {
+        let keys: Vec<u64> = self.skbs.range(start..end).map(|(k, _)| *k).collect();
+        let mut from = None;
+        for (i, &k) in keys.iter().enumerate() {
+            let s = &self.skbs[&k];
+            let kend = k + s.data.len() as u64;
+            let overlaps_next = keys.get(i + 1).is_some_and(|&n| n != kend);
+            if bloated(s.truesize, s.data.len() as u32) || k < start || overlaps_next {
+                from = Some(i);
+                break;
+            }
+            start = kend;
+        }
+        let Some(from) = from else { return 0 };
+        let mut old = Vec::with_capacity(keys.len() - from);
+        for &k in &keys[from..] {
+            old.push((k, self.remove(k).expect("segment exists")));
+        }
+        let mut at = start;
+        let mut idx = 0;
+        while at < end {
+            let key = at;
+            let copy = (end - at).min(super::rmem::SKB_MAX_ORDER0 as u64) as usize;
+            let mut buf = BytesMut::with_capacity(copy);
+            while buf.len() < copy {
+                let Some((k, s)) = old.get(idx) else { break };
+                let kend = k + s.data.len() as u64;
+                if kend <= at {
+                    idx += 1;
+                    continue;
+                }
+                if *k > at {
+                    break; // a hole: runs have none, but never read past one
+                }
+                let off = (at - k) as usize;
+                let take = (s.data.len() - off).min(copy - buf.len());
+                buf.extend_from_slice(&s.data[off..off + take]);
+                at += take as u64;
+            }
+            if buf.is_empty() {
+                break;
+            }
+            self.work += buf.len() as u64;
+            let truesize = alloc(buf.len() as u32);
+            self.bytes += buf.len() as u64;
+            self.truesize += truesize as u64;
+            let skb = OfoSkb {
+                data: buf.freeze(),
+                truesize,
+                frags: 0,
+            };
+            self.skbs.insert(key, skb);
+        }
+        old.len() as u32
+    }
+}
+
+/// `tcp_dsack_extend`: set the D-SACK block if none, else widen it when `[s, e)`
+/// overlaps or adjoins it (`tcp_sack_extend`).
+fn extend_dsack(dup: &mut Option<(u64, u64)>, s: u64, e: u64) {
+    match dup {
+        None => *dup = Some((s, e)),
+        Some((ds, de)) if s <= *de && *ds <= e => {
+            *ds = (*ds).min(s);
+            *de = (*de).max(e);
+        }
+        Some(_) => {}
     }
 }
 
@@ -159,52 +413,150 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn bytes(range: core::ops::Range<u64>) -> Vec<u8> {
-        range.map(|i| i as u8).collect()
+    fn bytes(range: core::ops::Range<u64>) -> Bytes {
+        range.map(|i| i as u8).collect::<Vec<u8>>().into()
+    }
+
+    /// Inserts `[s, e)` with the pattern bytes, charged 1000 per segment.
+    fn put(q: &mut OfoQueue, s: u64, e: u64) -> Inserted {
+        q.insert(s, bytes(s..e), 1000, false)
     }
 
     #[test]
     fn runs_merge_and_report_recent_first() {
         let mut q = OfoQueue::default();
-        assert_eq!(q.insert(100, &bytes(100..200)), None);
-        assert_eq!(q.insert(300, &bytes(300..400)), None);
+        assert_eq!(put(&mut q, 100, 200).dup, None);
+        assert_eq!(put(&mut q, 300, 400).dup, None);
         assert_eq!(
             q.sack_blocks().collect::<Vec<_>>(),
             vec![(300, 400), (100, 200)]
         );
-        assert_eq!(q.insert(200, &bytes(200..300)), None);
+        assert_eq!(put(&mut q, 200, 300).dup, None);
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(100, 400)]);
-        assert_eq!(q.runs(), 1);
-        assert_eq!(q.bytes(), 300);
+        assert_eq!(
+            (q.runs(), q.len(), q.bytes(), q.truesize()),
+            (1, 3, 300, 3000)
+        );
+    }
+
+    /// `tcp_data_queue_ofo`'s branches: all present (dropped, D-SACK, block rotated
+    /// first), partial overlap with the predecessor (both kept), same start covering
+    /// it (replaced), later segments covered (dropped) or partly covered (kept).
+    #[test]
+    fn overlaps_follow_tcp_data_queue_ofo() {
+        let mut q = OfoQueue::default();
+        put(&mut q, 100, 200);
+        put(&mut q, 300, 400);
+        let r = put(&mut q, 120, 180);
+        assert_eq!((r.dup, r.queued, r.merged), (Some((120, 180)), false, 1));
+        assert_eq!(q.sack_blocks().next(), Some((100, 200)), "rotated first");
+        let r = put(&mut q, 150, 250);
+        assert_eq!((r.dup, r.queued, q.len()), (Some((150, 200)), true, 3));
+        let r = put(&mut q, 300, 450);
+        assert_eq!((r.dup, r.merged, q.len()), (Some((300, 400)), 1, 3));
+        // [50, 460) covers [100,200), [150,250) and [300,450): all dropped.
+        let r = put(&mut q, 50, 460);
+        assert_eq!((r.merged, q.len(), q.truesize()), (3, 1, 1000));
+        assert_eq!(r.dup, Some((100, 250)), "extended while adjoining");
+        let r = put(&mut q, 40, 100);
+        assert_eq!((r.dup, r.merged, q.len()), (Some((50, 100)), 0, 2));
+        assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(40, 460)]);
     }
 
     #[test]
-    fn duplicate_reports_dsack() {
+    fn pop_in_order_trims_and_drops_what_is_below() {
         let mut q = OfoQueue::default();
-        q.insert(100, &bytes(100..200));
-        assert_eq!(q.insert(150, &bytes(150..250)), Some((150, 200)));
-        assert_eq!(q.bytes(), 150);
-    }
-
-    #[test]
-    fn pop_in_order_trims() {
-        let mut q = OfoQueue::default();
-        q.insert(100, &bytes(100..200));
-        assert_eq!(q.pop_in_order(50), None);
-        assert_eq!(q.pop_in_order(150).unwrap(), bytes(150..200));
+        put(&mut q, 100, 200);
+        put(&mut q, 150, 260);
+        assert!(q.pop_in_order(50).is_none());
+        let (b, ts) = q.pop_in_order(120).unwrap();
+        assert_eq!((b, ts), (bytes(120..200), 1000));
+        let (b, _) = q.pop_in_order(200).unwrap();
+        assert_eq!(b, bytes(200..260));
         assert!(q.is_empty());
-        assert_eq!(q.sack_blocks().count(), 0);
+        assert_eq!(
+            (q.sack_blocks().count(), q.truesize(), q.bytes()),
+            (0, 0, 0)
+        );
+        put(&mut q, 300, 310);
+        put(&mut q, 320, 330);
+        assert_eq!(q.pop_in_order(400), None, "wholly below: dropped");
+        assert!(q.is_empty() && q.runs() == 0);
     }
 
     #[test]
     fn at_most_four_blocks() {
         let mut q = OfoQueue::default();
         for i in 0..6u64 {
-            q.insert(100 + i * 20, &bytes(0..10));
+            put(&mut q, 100 + i * 20, 110 + i * 20);
         }
         let b: Vec<_> = q.sack_blocks().collect();
         assert_eq!(b.len(), TCP_NUM_SACKS);
         assert_eq!(b[0], (200, 210));
+    }
+
+    /// `tcp_prune_ofo_queue`'s step: the highest segment goes, and the runs shrink to
+    /// what the rest covers.
+    #[test]
+    fn pop_last_trims_the_runs() {
+        let mut q = OfoQueue::default();
+        put(&mut q, 100, 200);
+        put(&mut q, 150, 300);
+        put(&mut q, 400, 500);
+        assert_eq!(q.pop_last().unwrap().0, 400);
+        assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(100, 300)]);
+        assert_eq!(q.pop_last().unwrap().0, 150);
+        assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(100, 200)]);
+        assert_eq!(q.last_end(), Some(200));
+        q.pop_last();
+        assert!(q.is_empty() && q.runs() == 0 && q.pop_last().is_none());
+    }
+
+    /// `tcp_collapse_ofo_queue`: a run of small segments becomes page-sized buffers
+    /// (same bytes, less charge); a lone small segment is left.
+    #[test]
+    fn collapse_copies_runs_of_small_segments() {
+        let mut q = OfoQueue::default();
+        for s in (1000..11_000).step_by(10) {
+            put(&mut q, s, s + 10);
+        }
+        put(&mut q, 20_000, 20_001);
+        let bloated = |t: u32, l: u32| t / 2 > l;
+        let freed = q.collapse(1 << 20, bloated, |l| l + 1000);
+        assert_eq!(freed, 1000);
+        // 10,000 bytes in ceil(10000 / 3776) = 3 buffers, plus the lone segment.
+        assert_eq!(q.len(), 4);
+        assert_eq!(q.truesize(), 10_000 + 3 * 1000 + 1000);
+        let mut next = 1000;
+        while let Some((b, _)) = q.pop_in_order(next) {
+            assert_eq!(b, bytes(next..next + b.len() as u64));
+            next += b.len() as u64;
+        }
+        assert_eq!(next, 11_000);
+    }
+
+    /// Issue 27 item 2: 201-byte segments each one byte before the last, against a
+    /// 2.4 MB run, cost a few entries each, not the run (the old queue rebuilt the
+    /// run: 2,400,250 bytes moved per segment).
+    #[test]
+    fn prepend_costs_log_n_not_the_run() {
+        let mut q = OfoQueue::default();
+        let top = 1_000_000 + 2_400_000u64;
+        for s in (1_000_000..top).step_by(1448) {
+            q.insert(
+                s,
+                Bytes::from(vec![0u8; (top - s).min(1448) as usize]),
+                2304,
+                true,
+            );
+        }
+        let before = q.work();
+        for i in 1..=1000u64 {
+            q.insert(1_000_000 - i, Bytes::from(vec![0u8; 201]), 1024, true);
+        }
+        let per = (q.work() - before) / 1000;
+        assert!(per <= 6, "{per} entries per prepended segment");
+        assert_eq!(q.sack_blocks().next(), Some((999_000, top)));
     }
 
     proptest! {
@@ -214,13 +566,16 @@ mod tests {
             let mut have = vec![false; 1200];
             for (s, l) in segs {
                 let s = s + 1;
-                q.insert(s, &bytes(s..s + l));
+                put(&mut q, s, s + l);
                 for i in s..s + l { have[i as usize] = true; }
             }
-            // Runs hold exactly the received bytes, with the right values.
+            // Runs cover exactly the received bytes.
+            let covered: u64 = q.runs.iter().map(|(s, e)| e - s).sum();
+            prop_assert_eq!(covered, have.iter().filter(|h| **h).count() as u64);
+            // Segments hold the right values; ends rise with starts.
             let mut count = 0u64;
             let mut next = 1u64;
-            while let Some(run) = q.pop_in_order(next) {
+            while let Some((run, _)) = q.pop_in_order(next) {
                 for (i, b) in run.iter().enumerate() {
                     prop_assert_eq!(*b, (next + i as u64) as u8);
                 }

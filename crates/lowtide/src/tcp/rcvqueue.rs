@@ -9,7 +9,8 @@
 //! neither path allocates per packet in steady state.
 
 use super::page_frag::PageFrag;
-use bytes::Bytes;
+use super::rmem::{COALESCE_SAVING, MAX_SKB_FRAGS, SKB_MAX_ORDER0};
+use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 
 /// A segment's payload as the input path sees it.
@@ -120,17 +121,36 @@ fn for_each_slice<'b>(
     }
 }
 
-/// The in-order bytes not yet read (see the module docs).
+/// One buffer of the receive queue: a segment's bytes (or a slice of them) and, on
+/// the last buffer of a segment, the memory the whole segment is charged.
+#[derive(Debug)]
+struct Chunk {
+    data: Bytes,
+    /// `skb->truesize` of the segment this buffer ends; 0 on its earlier buffers.
+    truesize: u32,
+}
+
+/// The in-order bytes not yet read (see the module docs), with the memory charged for
+/// them (the receive queue's part of `sk_rmem_alloc`): a segment's charge is freed
+/// once all of it is read, as Linux frees an skb.
 #[derive(Debug, Default)]
 pub struct RcvQueue {
-    chunks: VecDeque<Bytes>,
+    chunks: VecDeque<Chunk>,
     len: usize,
+    truesize: u64,
+    /// Heads the tail buffer has taken in (`tcp_try_coalesce`).
+    tail_frags: u8,
 }
 
 impl RcvQueue {
     /// Bytes queued.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Memory charged for what is queued.
+    pub fn truesize(&self) -> u64 {
+        self.truesize
     }
 
     /// Nothing queued?
@@ -142,23 +162,42 @@ impl RcvQueue {
     pub fn clear(&mut self) {
         self.chunks.clear();
         self.len = 0;
+        self.truesize = 0;
     }
 
-    /// Queues a buffer as it is.
-    pub fn push(&mut self, b: Bytes) {
+    /// Queues a buffer as it is, charged `truesize`.
+    pub fn push(&mut self, b: Bytes, truesize: u32) {
         if !b.is_empty() {
             self.len += b.len();
-            self.chunks.push_back(b);
+            self.truesize += truesize as u64;
+            self.chunks.push_back(Chunk { data: b, truesize });
         }
     }
 
-    /// Queues `payload`: shared buffers by reference, borrowed bytes copied into
-    /// memory from `frag`.
-    pub fn push_payload(&mut self, frag: &mut PageFrag, payload: Payload) {
+    /// `tcp_queue_rcv`'s `tcp_try_coalesce`: the charge of a segment of `truesize`
+    /// queued now, less [`COALESCE_SAVING`] if a single segment (`single`) joins the
+    /// tail buffer while that has room for its head.
+    pub fn coalesced_charge(&mut self, truesize: u32, single: bool) -> u32 {
+        if single && !self.is_empty() && self.tail_frags < MAX_SKB_FRAGS {
+            self.tail_frags += 1;
+            truesize.saturating_sub(COALESCE_SAVING)
+        } else {
+            self.tail_frags = 0;
+            truesize
+        }
+    }
+
+    /// Queues `payload` charged `truesize`: shared buffers by reference, borrowed bytes
+    /// copied into memory from `frag`.
+    pub fn push_payload(&mut self, frag: &mut PageFrag, payload: Payload, truesize: u32) {
         match payload {
-            Payload::Flat(_) => self.push(payload.copy_to(frag).freeze()),
+            Payload::Flat(_) => self.push(payload.copy_to(frag).freeze(), truesize),
             Payload::Frags { frags, skip, len } => {
-                for_each_slice(frags, skip, len, |b, r| self.push(b.slice(r)));
+                let mut left = len;
+                for_each_slice(frags, skip, len, |b, r| {
+                    left -= r.len();
+                    self.push(b.slice(r), if left == 0 { truesize } else { 0 });
+                });
             }
         }
     }
@@ -171,13 +210,14 @@ impl RcvQueue {
             let Some(front) = self.chunks.front_mut() else {
                 break;
             };
-            let take = front.len().min(max - n);
-            read(&front[..take]);
+            let take = front.data.len().min(max - n);
+            read(&front.data[..take]);
             n += take;
-            if take == front.len() {
+            if take == front.data.len() {
+                self.truesize -= front.truesize as u64;
                 self.chunks.pop_front();
             } else {
-                bytes::Buf::advance(front, take);
+                bytes::Buf::advance(&mut front.data, take);
             }
         }
         self.len -= n;
@@ -188,14 +228,69 @@ impl RcvQueue {
     pub fn peek(&self, buf: &mut [u8]) -> usize {
         let mut n = 0;
         for c in &self.chunks {
-            let take = c.len().min(buf.len() - n);
-            buf[n..n + take].copy_from_slice(&c[..take]);
+            let take = c.data.len().min(buf.len() - n);
+            buf[n..n + take].copy_from_slice(&c.data[..take]);
             n += take;
             if n == buf.len() {
                 break;
             }
         }
         n
+    }
+
+    /// `tcp_collapse` of the receive queue: segments that carry their overhead well
+    /// (`bloated(truesize, len)` false, see [`super::ofo::OfoQueue::collapse`]) are
+    /// kept; from the first that does not (a partly read one counts its unread
+    /// bytes), the rest is copied into buffers of at most `SKB_MAX_ORDER(0, 0)` bytes
+    /// charged `alloc(len)`. Returns the segments freed (`TcpExtTCPRcvCollapsed`).
+    pub fn collapse(
+        &mut self,
+        bloated: impl Fn(u32, u32) -> bool,
+        alloc: impl Fn(u32) -> u32,
+    ) -> u32 {
+        let mut from = None;
+        let (mut first, mut seg_len) = (0, 0usize);
+        for (i, c) in self.chunks.iter().enumerate() {
+            seg_len += c.data.len();
+            if c.truesize == 0 {
+                continue;
+            }
+            if bloated(c.truesize, seg_len as u32) {
+                from = Some(first);
+                break;
+            }
+            (first, seg_len) = (i + 1, 0);
+        }
+        let Some(from) = from else { return 0 };
+        let old: Vec<Chunk> = self.chunks.drain(from..).collect();
+        let freed = old.iter().filter(|c| c.truesize != 0).count() as u32;
+        self.truesize -= old.iter().map(|c| c.truesize as u64).sum::<u64>();
+        self.len -= old.iter().map(|c| c.data.len()).sum::<usize>();
+        let max = SKB_MAX_ORDER0 as usize;
+        let mut buf = BytesMut::with_capacity(max);
+        for c in &old {
+            let mut d: &[u8] = &c.data;
+            while !d.is_empty() {
+                let take = d.len().min(max - buf.len());
+                buf.extend_from_slice(&d[..take]);
+                d = &d[take..];
+                if buf.len() == max {
+                    self.flush_collapsed(&mut buf, &alloc);
+                }
+            }
+        }
+        self.flush_collapsed(&mut buf, &alloc);
+        self.tail_frags = 0;
+        freed
+    }
+
+    /// Queues the collapsed bytes in `buf`, if any, as one buffer.
+    fn flush_collapsed(&mut self, buf: &mut BytesMut, alloc: &impl Fn(u32) -> u32) {
+        if !buf.is_empty() {
+            let b = std::mem::take(buf).freeze();
+            let truesize = alloc(b.len() as u32);
+            self.push(b, truesize);
+        }
     }
 }
 
@@ -215,20 +310,29 @@ mod tests {
         let p = Payload::frags(&frags).skip(4);
         assert_eq!(p.len(), 26);
         let mut q = RcvQueue::default();
-        q.push_payload(&mut PageFrag::default(), p);
+        q.push_payload(&mut PageFrag::default(), p, 2000);
         assert_eq!(q.len(), 26);
-        assert_eq!(q.chunks[0].as_ptr(), a[4..].as_ptr(), "no copy");
-        assert_eq!(q.chunks[1].as_ptr(), b.as_ptr(), "no copy");
+        assert_eq!(q.chunks[0].data.as_ptr(), a[4..].as_ptr(), "no copy");
+        assert_eq!(q.chunks[1].data.as_ptr(), b.as_ptr(), "no copy");
+        assert_eq!(
+            (q.chunks[0].truesize, q.truesize()),
+            (0, 2000),
+            "charged on the last"
+        );
         let mut peeked = [0u8; 8];
         assert_eq!(q.peek(&mut peeked), 8);
         assert_eq!(peeked.to_vec(), bytes(4..12));
         let mut got = Vec::new();
         assert_eq!(q.read(9, |c| got.extend_from_slice(c)), 9);
         assert_eq!(got, bytes(4..13));
-        assert_eq!(q.len(), 17);
+        assert_eq!(
+            (q.len(), q.truesize()),
+            (17, 2000),
+            "freed once all is read"
+        );
         assert_eq!(q.read(100, |c| got.extend_from_slice(c)), 17);
         assert_eq!(got, bytes(4..30));
-        assert!(q.is_empty());
+        assert!(q.is_empty() && q.truesize() == 0);
     }
 
     #[test]
@@ -236,8 +340,8 @@ mod tests {
         let mut frag = PageFrag::default();
         let mut q = RcvQueue::default();
         let data = bytes(0..100);
-        q.push_payload(&mut frag, Payload::Flat(&data[..60]));
-        q.push_payload(&mut frag, Payload::Flat(&data[60..]));
+        q.push_payload(&mut frag, Payload::Flat(&data[..60]), 900);
+        q.push_payload(&mut frag, Payload::Flat(&data[60..]), 900);
         let mut got = Vec::new();
         q.read(usize::MAX, |c| got.extend_from_slice(c));
         assert_eq!(got, data);
@@ -264,5 +368,27 @@ mod tests {
         assert_eq!(got, bytes(7..12));
         let mut scratch = Vec::new();
         assert_eq!(p.contiguous(&mut scratch), &bytes(7..20)[..]);
+    }
+
+    /// `tcp_collapse` of the receive queue: segments that carry their overhead are
+    /// kept, from the first bloated one on the bytes go into page-sized buffers.
+    #[test]
+    fn collapse_keeps_full_segments_and_copies_small_ones() {
+        let mut q = RcvQueue::default();
+        q.push(Bytes::from(vec![7u8; 1000]), 1200);
+        let data = bytes(0..250);
+        for c in data.chunks(5) {
+            q.push(Bytes::copy_from_slice(c), 900);
+        }
+        let bloated = |t: u32, l: u32| t / 2 > l;
+        assert_eq!(q.collapse(bloated, |l| l + 100), 50);
+        assert_eq!(
+            (q.chunks.len(), q.len(), q.truesize()),
+            (2, 1250, 1200 + 350)
+        );
+        let mut got = Vec::new();
+        q.read(usize::MAX, |c| got.extend_from_slice(c));
+        assert_eq!(&got[1000..], &data[..]);
+        assert_eq!(q.collapse(bloated, |l| l), 0, "nothing to do");
     }
 }

@@ -8,19 +8,17 @@
 //! `scaling_ratio`, the payload per byte of truesize (in 1/256ths) of the segments
 //! received, 50 % until the first full-sized one is measured.
 //!
-//! Truesize in lowtide: received payload sits in byte queues, not skbs, and is charged
-//! as Linux charges skbs holding one segment each: the payload plus [`SKB_OVERHEAD`]
-//! per segment of `rcv_mss` ([`Tcb::rmem_alloc`], [`Tcb::rcv_truesize`]). 1448 bytes
-//! cost 2280 (ratio 162); this machine's 6.18 kernel charges 2304 for the same
-//! segment received over veth (ratio 160).
+//! Truesize in lowtide: each queued buffer is charged as tcp/rmem.rs models Linux's
+//! skbs ([`Tcb::rmem_alloc`], [`Tcb::rcv_truesize`]): 1448 bytes cost 2304 (ratio
+//! 160), as this machine's 6.18 kernel charges the same segment received over veth.
 //!
 //! Within the window the full buffer allows (`window_clamp`), the offered window
 //! grows by two segments per segment received (`rcv_ssthresh`, "slow start" of the
 //! window), so that memory is committed only as the sender proves it needs it.
 
 use super::consts::{
-    SKB_OVERHEAD, SOCK_MIN_RCVBUF, TCPOLEN_TSTAMP_ALIGNED, TCP_INIT_CWND, TCP_MAX_WSCALE,
-    TCP_MIN_MSS, TCP_MIN_RCVMSS, TCP_RMEM_TO_WIN_SCALE,
+    SOCK_MIN_RCVBUF, TCPOLEN_TSTAMP_ALIGNED, TCP_INIT_CWND, TCP_MAX_WSCALE, TCP_MIN_MSS,
+    TCP_MIN_RCVMSS, TCP_RMEM_TO_WIN_SCALE,
 };
 use super::delack::ICSK_ACK_PUSHED;
 
@@ -53,12 +51,6 @@ impl Tcb {
     /// `tcp_full_space`: the window the whole buffer allows.
     pub(crate) fn full_space(&self) -> u32 {
         self.win_from_space(self.rcvbuf as i64) as u32
-    }
-
-    /// Truesize lowtide charges for `len` received bytes that came in segments of
-    /// `seg` bytes: one skb overhead per segment.
-    pub(crate) fn rcv_truesize(len: u32, seg: u32) -> u32 {
-        len + len.div_ceil(seg.max(1)) * SKB_OVERHEAD
     }
 
     /// `tcp_select_initial_window` with its callers' clamp for a locked buffer
@@ -380,11 +372,10 @@ mod tests {
             );
             wins.push(t.select_window(&mut ctx));
         }
-        // lowtide's truesize 2280 (ratio 162) against the kernel's 2304 (160):
-        // the same windows until the buffer limits (kernel: 75, 74 at 4 and 5).
-        assert_eq!(t.scaling_ratio, 162);
-        assert_eq!(&wins[..3], &[67, 70, 73]);
-        assert!(wins[3] <= 76 && wins[4] <= wins[3], "{wins:?}");
+        // Truesize 2304 per segment (ratio 160) as the kernel's: the same windows,
+        // also once the buffer limits them (75, 74 at the fourth and fifth).
+        assert_eq!(t.scaling_ratio, 160);
+        assert_eq!(wins, [67, 70, 73, 75, 74]);
     }
 
     /// `tcp_data_queue_ofo` grows the window for data above a hole when SACK is on
@@ -420,11 +411,16 @@ mod tests {
         let mut t = passive_established(&cfg);
         assert_eq!(t.compute_window(), 64512); // ALIGN(rcv_ssthresh 64088, 1024)
         t.rcv_mss = 1448;
-        // 40 unread segments cost 40 x 2280 of 131072: 39,872 bytes free, 19,936 of
+        // 40 unread segments cost 40 x 2304 of 131072: 38,912 bytes free, 19,456 of
         // window (ratio 128) < 32,044 (half the clamp): rounded down to 1024.
-        t.rcv_queue.push(vec![0u8; 40 * 1448].into());
+        let seg = crate::tcp::rmem::rx_truesize(1448);
+        for _ in 0..40 {
+            t.rcv_queue.push(vec![0u8; 1448].into(), seg);
+        }
         assert_eq!(t.compute_window(), 19 * 1024);
-        t.rcv_queue.push(vec![0u8; 17 * 1448].into());
+        for _ in 0..17 {
+            t.rcv_queue.push(vec![0u8; 1448].into(), seg);
+        }
         assert_eq!(t.compute_window(), 0);
     }
 }

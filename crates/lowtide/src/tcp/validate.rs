@@ -306,6 +306,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::tcp::rcvqueue::Payload;
+    use crate::tcp::rmem::rx_truesize;
     use crate::tcp::TestStack;
     use crate::time::Instant;
     use core::time::Duration;
@@ -379,7 +380,8 @@ mod tests {
             "empty at the edge"
         );
         let ctx = st.ctx(&cfg, Instant::ZERO, false);
-        t.rcv_queue.push_payload(ctx.frag, Payload::Flat(&[7; 10]));
+        t.rcv_queue
+            .push_payload(ctx.frag, Payload::Flat(&[7; 10]), rx_truesize(10));
         assert_eq!(
             t.tcp_sequence(space(limit - 10, 100), false),
             Err(Reject::InvalidEndSequence)
@@ -481,7 +483,8 @@ mod tests {
         let mut st = TestStack::default();
         let mut t = established(&cfg);
         let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
-        t.rcv_queue.push_payload(ctx.frag, Payload::Flat(&[7; 10]));
+        t.rcv_queue
+            .push_payload(ctx.frag, Payload::Flat(&[7; 10]), rx_truesize(10));
         // Ends beyond the window with data queued: a duplicate ACK.
         let th = seg(&t, TcpFlags::ACK, 10_900, Some(5000));
         assert!(!t.validate_incoming(&mut ctx, &th, space(10_900, 200), true));
@@ -531,8 +534,10 @@ mod tests {
         assert_eq!(ctx.mib.get(Mib::TcpEstabResets), 1);
         // The right edge of the highest SACK block.
         let mut t = established(&cfg);
-        t.ofo.insert(2001, &[1; 100]);
-        t.ofo.insert(3001, &[1; 100]);
+        t.ofo
+            .insert(2001, vec![1; 100].into(), rx_truesize(100), true);
+        t.ofo
+            .insert(3001, vec![1; 100].into(), rx_truesize(100), true);
         let rst = seg(&t, TcpFlags::RST, 2101, None);
         assert!(!t.validate_incoming(&mut ctx, &rst, space(2101, 0), true));
         assert_eq!(t.state, TcpState::Established, "not the highest block");

@@ -3,3 +3,4 @@
 mod extremes;
 mod fuzz;
 mod hostile;
+mod rmem_flood;

@@ -1,0 +1,89 @@
+//! Issue 27 item 1: a peer that spends the receiver's memory with tiny segments.
+//! Receive memory is charged per segment as Linux charges skbs (`sk_rmem_alloc`) and
+//! bounded by the buffer (`tcp_try_rmem_schedule`, `tcp_prune_queue`): the segments
+//! beyond it are dropped with Linux's counters, and the connection still carries the
+//! sender's bytes intact (the forged bytes are the stream's own, as a blind attacker
+//! who only knows the sequence numbers could not hurt it more).
+
+use crate::common::*;
+use lowtide::tcp::rmem::rx_truesize;
+use lowtide::{Config, Mib, SocketHandle};
+use lowtide_wire::tcp::TcpFlags;
+
+/// `sk_rmem_alloc` and `sk_rcvbuf` of A's socket.
+fn mem(p: &Pair, c: SocketHandle) -> (u64, u32) {
+    let i = p.a.info(p.now, c).unwrap();
+    (i.rmem_alloc, i.rcvbuf)
+}
+
+/// 1-byte segments with 1-byte gaps over the whole window (its upper half first,
+/// then the lower half): memory stays within the buffer plus one segment; what does
+/// not fit is dropped (`TcpExtTCPOFODrop`, `TcpExtRcvPruned`), and the later, lower
+/// segments prune the higher ones (`TcpExtOfoPruned`).
+#[test]
+fn one_byte_out_of_order_fill_stays_within_rcvbuf() {
+    let (mut p, c, s) = establish(Config::default());
+    let forger = learn(&p, Dir::AtoB);
+    let win = p.a.info(p.now, c).unwrap().rcv_wnd;
+    let data = pattern(400_000, 9);
+    let half = (win / 2) & !1;
+    let offsets = (half + 1..win).step_by(2).chain((1..half).step_by(2));
+    let mut worst = 0i64;
+    for off in offsets {
+        let seg = forger.seg(
+            TcpFlags::ACK,
+            forger.seq.wrapping_add(off),
+            forger.ack,
+            &data[off as usize..off as usize + 1],
+        );
+        p.inject(false, &seg);
+        let (rmem, rcvbuf) = mem(&p, c);
+        worst = worst.max(rmem as i64 - rcvbuf as i64);
+    }
+    assert!(
+        worst <= rx_truesize(1) as i64,
+        "sk_rmem_alloc exceeded sk_rcvbuf by {worst}"
+    );
+    let (rmem, rcvbuf) = mem(&p, c);
+    assert!(rcvbuf < 1 << 20, "the buffer stays small: {rcvbuf}");
+    assert!(
+        rmem > rcvbuf as u64 / 2,
+        "the buffer was used: {rmem} of {rcvbuf}"
+    );
+    let n = |m| p.a.counters().get(m);
+    let queued = n(Mib::TcpExtTCPOFOQueue);
+    let dropped = n(Mib::TcpExtTCPOFODrop);
+    assert_eq!(
+        queued + dropped,
+        win as u64 / 2,
+        "every segment queued or dropped"
+    );
+    assert!(
+        queued <= 2 * (rcvbuf / rx_truesize(1)) as u64 + 200,
+        "{queued} queued"
+    );
+    assert!(n(Mib::TcpExtPruneCalled) >= dropped && dropped > win as u64 / 4);
+    assert!(n(Mib::TcpExtRcvPruned) > 0 && n(Mib::TcpExtOfoPruned) > 0);
+    assert_eq!(send_all(&mut p, false, s, c, &data), data);
+}
+
+/// Tiny in-order segments the application does not read: each costs a whole
+/// buffer, so the receive queue is collapsed into page-sized buffers
+/// (`tcp_collapse`, `TcpExtTCPRcvCollapsed`) and all of them fit.
+#[test]
+fn tiny_in_order_segments_are_collapsed() {
+    let (mut p, c, _s) = establish(Config::default());
+    let forger = learn(&p, Dir::AtoB);
+    let data = pattern(3000, 3);
+    for (i, b) in data.iter().enumerate() {
+        let seq = forger.seq.wrapping_add(i as u32);
+        p.inject(false, &forger.seg(TcpFlags::ACK, seq, forger.ack, &[*b]));
+        let (rmem, rcvbuf) = mem(&p, c);
+        assert!(rmem <= rcvbuf as u64 + rx_truesize(1) as u64);
+    }
+    let n = |m| p.a.counters().get(m);
+    assert!(n(Mib::TcpExtTCPRcvCollapsed) > 100, "collapsed");
+    assert_eq!(n(Mib::TcpExtTCPRcvQDrop), 0);
+    assert!(mem(&p, c).0 < 3000 * rx_truesize(1) as u64 / 10);
+    assert_eq!(drain(&mut p.a, p.now, c), data);
+}

@@ -8,7 +8,9 @@
 //!   retransmit queue);
 //! - byte 1: the congestion control (`% 3`: reno, cubic, bbr) and the options of the
 //!   peer's SYN (timestamps, SACK-permitted, window scale, MSS);
-//! - then 12-byte records (`Record`): a segment, a jump in time or a socket call.
+//! - then 12-byte records (`Record`): a segment, a jump in time, a socket call, or a
+//!   burst of a hostile shape (issue 27: tiny segments with gaps filling the window,
+//!   overlapping segments each starting lower than the last).
 //!
 //! A segment's sequence and acknowledgment numbers are offsets from the connection's
 //! real ones (the victim's last ACK or the peer's own next sequence; the victim's
@@ -425,11 +427,12 @@ impl Harness {
         self.advance(d);
     }
 
-    /// One 12-byte record: `r[0] % 4` is a segment (0, 1), a time jump (2) or a socket
-    /// call (3).
+    /// One 12-byte record: `r[0] % 4` is a segment (0, 1), a time jump (2; a hostile
+    /// burst if `r[3]`'s top bit is set) or a socket call (3).
     fn record(&mut self, r: &[u8; 12]) {
         match r[0] % 4 {
             0 | 1 => self.fuzz_segment(r),
+            2 if r[3] & 0x80 != 0 => self.hostile_burst(r),
             2 => self.advance(Duration::from_micros(
                 u16::from_le_bytes([r[1], r[2]]) as u64 * 100,
             )),
@@ -485,6 +488,44 @@ impl Harness {
         self.send(r[1], seq, ack, window, o, &payload, mode & 8 != 0);
     }
 
+    /// A burst of `1 + r[4..6] % 512` data segments of `1 + r[6] % 16` bytes from the
+    /// victim's ACK (or the peer's next): with `r[3] & 1` clear, ascending with gaps of
+    /// `1 + r[7] % 32` bytes (a window filled with tiny out-of-order segments); set,
+    /// each starting `1 + r[7] % 32` lower than the last and overlapping it (a run
+    /// prepended to). Oracle: receive memory stays within the buffer plus the segment
+    /// just queued (`tcp_try_rmem_schedule`).
+    fn hostile_burst(&mut self, r: &[u8; 12]) {
+        let count = 1 + u16::from_le_bytes([r[4], r[5]]) as u32 % 512;
+        let len = 1 + (r[6] % 16) as u32;
+        let step = 1 + (r[7] % 32) as u32;
+        let base = self.rcv_ack.unwrap_or(self.peer_nxt);
+        let ack = self.snd_nxt.unwrap_or(0);
+        let before = self.rmem();
+        for i in 0..count {
+            let seq = if r[3] & 1 == 0 {
+                base.wrapping_add(1 + i * (len + step))
+            } else {
+                base.wrapping_add(1 + (count - i) * step)
+            };
+            let len = if r[3] & 1 == 0 { len } else { len + step };
+            let o = self.data_options(0, ack, 0);
+            self.segment(TcpFlags::ACK.0, seq, ack, len as usize, o, false);
+            if let (Some((rmem, rcvbuf)), Some((rmem0, _))) = (self.rmem(), before) {
+                let slack = lowtide::tcp::rmem::rx_truesize(len) as u64;
+                assert!(
+                    rmem <= (rcvbuf as u64).max(rmem0) + slack,
+                    "sk_rmem_alloc {rmem} over sk_rcvbuf {rcvbuf} (was {rmem0})"
+                );
+            }
+        }
+    }
+
+    /// `sk_rmem_alloc` and `sk_rcvbuf` of the victim's connection, if any.
+    fn rmem(&self) -> Option<(u64, u32)> {
+        let i = self.st.info(self.now, self.conn?).ok()?;
+        Some((i.rmem_alloc, i.rcvbuf))
+    }
+
     /// `r[1] % 8`: write `r[2..4]` bytes, read everything, shut down writing, close,
     /// abort, set a tiny receive buffer, a new connection from the peer (another
     /// port), or TCP_NOTSENT_LOWAT.
@@ -526,6 +567,29 @@ impl Harness {
 mod tests {
     use super::*;
     use lowtide::TcpState;
+
+    /// Both hostile shapes, 512 segments each against the default buffer, reach the
+    /// memory limit (so the oracle is tested): pruned, never over.
+    #[test]
+    fn hostile_bursts_reach_the_memory_limit() {
+        for shape in [0x80u8, 0x81] {
+            let mut h = Harness::new(config(3, 0x30), syn_options(0x30));
+            h.setup(Start::EstablishedPassive);
+            let mut r = [0u8; 12];
+            (r[0], r[3], r[4], r[5]) = (2, shape, 0xff, 0x01);
+            h.record(&r);
+            let n = |m| h.st.counters().get(m);
+            assert!(n(lowtide::Mib::TcpExtPruneCalled) > 0, "shape {shape:#x}");
+            // Ascending: the newest lands last and is dropped; descending: the run
+            // the segments overlap into is collapsed.
+            let m = if shape & 1 == 0 {
+                lowtide::Mib::TcpExtTCPOFODrop
+            } else {
+                lowtide::Mib::TcpExtTCPRcvCollapsed
+            };
+            assert!(n(m) > 0, "shape {shape:#x}");
+        }
+    }
 
     /// The scripted peer really drives the victim into each starting state, for
     /// every configuration the first byte can select.

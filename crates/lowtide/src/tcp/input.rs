@@ -884,12 +884,14 @@ impl Tcb {
         if self.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
             self.sack_compress_send_ack(ctx);
         }
-        // In one piece, in arena memory (no allocation per segment).
+        // In one piece, in a buffer of its own as Linux's skb: a slice of the shared
+        // arenas would keep a whole arena alive for as long as a peer keeps one
+        // segment above a hole.
         let truesize = Self::rcv_truesize(len, len.min(self.advmss));
         let single = len <= self.advmss;
-        let ins = self
-            .ofo
-            .insert(seq, payload.copy_to(ctx.frag).freeze(), truesize, single);
+        let mut own = Vec::with_capacity(payload.len());
+        payload.for_each_chunk(|c| own.extend_from_slice(c));
+        let ins = self.ofo.insert(seq, own.into(), truesize, single);
         ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
         if let Some(d) = ins.dup {
             if self.sack_ok && ctx.cfg.tcp_dsack {

@@ -223,12 +223,16 @@ impl Tcb {
     }
 
     /// `tcp_init_transfer`: MTU probing's search (`tcp_mtup_init`), the initial
-    /// cwnd (`tcp_init_cwnd`: the route's initcwnd), then `tcp_init_buffer_space`:
-    /// send buffer sized for the initial window, receive window limits
-    /// (`tcp/rcvwin.rs`).
+    /// cwnd (`tcp_init_cwnd`: the route's initcwnd; 1 when the SYN or SYN-ACK went
+    /// more than twice, RFC 5681 section 3.1 as Linux reads it with RFC 6298's 1 s
+    /// initial RTO), then `tcp_init_buffer_space`: send buffer sized for the initial
+    /// window, receive window limits (`tcp/rcvwin.rs`).
     pub(super) fn init_buffer_space(&mut self, ctx: &mut Ctx) {
         self.mtup_init(ctx);
-        self.cw.snd_cwnd = self.init_cwnd(ctx.cfg);
+        self.cw.snd_cwnd = match self.total_retrans > 1 {
+            true => 1,
+            false => self.init_cwnd(ctx.cfg),
+        };
         self.update_pacing_rate(ctx.cfg);
         let (cc, mut c) = self.cc_context(ctx.now);
         cc.init(&mut c);

@@ -404,3 +404,60 @@ mod closing {
         assert_eq!(p.a.send(p.now, c, b"x"), Err(SocketError::BrokenPipe));
     }
 }
+
+/// `tcp_init_transfer`: a handshake whose SYN (or SYN-ACK) went more than twice
+/// starts with a cwnd of 1; each retransmission counts in `tcpi_total_retrans` and
+/// `TcpRetransSegs` (`tcp_retransmit_skb`, `tcp_rtx_synack`).
+mod syn_retransmissions {
+    use super::*;
+
+    /// Drops the first `n` SYNs (or SYN-ACKs when `synack`), then connects.
+    fn lose_syns(n: usize, synack: bool) -> (Pair, SocketHandle, SocketHandle) {
+        let mut p = Pair::new(Config::default());
+        let mut left = n;
+        p.filter = Some(Box::new(move |d, pkt| {
+            let s = Seg::parse(pkt);
+            let victim = match synack {
+                false => d == Dir::AtoB && s.has(TcpFlags::SYN) && !s.has(TcpFlags::ACK),
+                true => d == Dir::BtoA && s.has(TcpFlags::SYN) && s.has(TcpFlags::ACK),
+            };
+            if victim && left > 0 {
+                left -= 1;
+                return Verdict::Drop;
+            }
+            Verdict::Pass
+        }));
+        let l = p.b.listen(addr(B, 80), 4).unwrap();
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        let mut child = None;
+        p.drive_until(Duration::from_secs(10), |p| {
+            child = p.b.accept(l).ok();
+            child.is_some()
+        });
+        let s = child.expect("B accepted");
+        (p, c, s)
+    }
+
+    #[test]
+    fn two_lost_syns_start_the_client_at_one_segment() {
+        for (lost, cwnd) in [(1, 10), (2, 1)] {
+            let (p, c, _) = lose_syns(lost, false);
+            let i = p.a.info(p.now, c).unwrap();
+            assert_eq!(
+                (i.total_retrans, i.snd_cwnd),
+                (lost as u32, cwnd),
+                "{lost} lost"
+            );
+            assert_eq!(i.snd_ssthresh, 0x7fff_ffff, "no congestion response");
+            let segs = p.a.counters().get(lowtide::Mib::TcpRetransSegs);
+            assert_eq!(segs, lost as u64);
+        }
+    }
+
+    #[test]
+    fn two_lost_synacks_start_the_child_at_one_segment() {
+        let (p, _, s) = lose_syns(2, true);
+        let i = p.b.info(p.now, s).unwrap();
+        assert_eq!((i.total_retrans, i.snd_cwnd), (2, 1));
+    }
+}

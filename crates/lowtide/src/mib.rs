@@ -132,6 +132,9 @@ mib! {
     TcpExtTCPLossUndo,
     /// Reordering detected from SACKs (`TCPSACKReorder`).
     TcpExtTCPSACKReorder,
+    /// Reordering detected without SACK: more duplicate ACKs than segments out
+    /// (`tcp_check_reno_reordering`, `TCPRenoReorder`).
+    TcpExtTCPRenoReorder,
     /// Reordering detected from timestamps: a partial ACK in Recovery filled by a
     /// delayed original (`TCPTSReorder`).
     TcpExtTCPTSReorder,

@@ -174,7 +174,7 @@ impl Tcb {
             snd_mss: self.mss_cache,
             rcv_mss: self.rcv_mss,
             unacked: self.rtx.packets_out,
-            sacked: self.rtx.sacked_out,
+            sacked: self.sacked_out(),
             lost: self.rtx.lost_out,
             retrans: self.rtx.retrans_out,
             last_data_sent: ms_ago(self.lsndtime),

@@ -457,8 +457,8 @@ impl Tcb {
         let prior_una = self.snd_una;
         let prior_sacked = self.rtx.sacked_out;
         let prior_lost = self.rtx.lost;
-        let prior_wnd = self.snd_wnd;
-        self.ack_update_window(th, ack, ctx.cfg.tcp_min_snd_mss);
+        let prior_delivered = self.delivered;
+        let win_update = self.ack_update_window(th, ack, ctx.cfg.tcp_min_snd_mss);
         let prior_fack = self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack, ack);
         let ece = self.ecn_rcv_ecn_echo(th);
@@ -474,38 +474,47 @@ impl Tcb {
         fl.ece = ece;
         self.rack_update_reo_wnd(ctx, fl.delivered_any);
         // tcp_count_delivered(sack_delivered): newly SACKed segments and D-SACKed
-        // duplicates, then what the cumulative ACK covers (tcp_clean_rtx_queue).
-        let newly_acked_sacked = cleaned.acked_segs.saturating_sub(cleaned.acked_sacked_segs)
-            + sack.newly_sacked
-            + sack.dsack_segs
-            + prior_sacked
-                .saturating_sub(self.rtx.sacked_out)
-                .saturating_sub(cleaned.acked_sacked_segs);
-        self.delivered += newly_acked_sacked as u64;
-        // tcp_count_delivered / tcp_newly_delivered.
-        ctx.mib
-            .add(Mib::TcpExtTCPDelivered, newly_acked_sacked as u64);
-        if ece {
-            self.delivered_ce += newly_acked_sacked as u64;
-            super::ecn::count_delivered_ce(ctx, newly_acked_sacked as u64);
-        }
+        // duplicates, then what the cumulative ACK covers (tcp_clean_rtx_queue);
+        // without SACK, tcp_remove_reno_sacks: the hole it filled and what exceeds
+        // the duplicate ACKs counted.
+        let acked_delivered = if self.sack_ok {
+            cleaned.acked_segs.saturating_sub(cleaned.acked_sacked_segs)
+        } else if cleaned.acked_segs > 0 {
+            // "If any of the cumulatively ACKed segments was retransmitted, non-SACK
+            // case cannot confirm that progress was due to original transmission".
+            if cleaned.acked_retrans {
+                fl.orig_sack_acked = false;
+            }
+            self.remove_reno_sacks(ctx, cleaned.acked_segs)
+        } else {
+            0
+        };
+        self.count_delivered(
+            acked_delivered
+                + sack.newly_sacked
+                + sack.dsack_segs
+                + prior_sacked
+                    .saturating_sub(self.rtx.sacked_out)
+                    .saturating_sub(cleaned.acked_sacked_segs),
+            ece,
+        );
         let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.first_tx);
         let mut rate = AckRate {
             skb: super::rtx::skb::DeliveredSkb::later(sack.rate, cleaned.rate),
-            delivered: newly_acked_sacked,
+            delivered: 0,
             rtt_us: self.ca_rtt_us(ctx, &cleaned, sack.last_tx).or(rtt_us),
             prior_in_flight,
             lost: 0,
             is_sack_reneg,
         };
-        // A duplicate ACK acknowledges nothing new and carries no data and no window
-        // change (RFC 5681 section 2, Linux's FLAG_NOT_DUP).
-        let is_dupack = ack == prior_una
-            && cleaned.acked_segs == 0
-            && payload_len == 0
-            && self.snd_wnd == prior_wnd
-            && th.options.sack_len == 0;
-        fl.not_dup = !is_dupack;
+        // FLAG_NOT_DUP: the segment carries data (FLAG_DATA: seq != end_seq, a FIN
+        // too), updates the window (FLAG_WIN_UPDATE: tcp_may_update_window) or
+        // acknowledges data (FLAG_ACKED).
+        let data = payload_len > 0 || th.flags.contains(TcpFlags::FIN);
+        fl.not_dup = data || win_update || cleaned.acked_segs > 0;
+        // tcp_ack: a duplicate ACK (RFC 5681 section 2) neither advances snd_una nor
+        // is FLAG_NOT_DUP nor D-SACKs (FLAG_DSACKING_ACK).
+        let is_dupack = ack == prior_una && !fl.not_dup && !sack.dsack;
         fl.set_xmit_timer = ack > prior_una;
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(ctx, ack, &fl);
@@ -529,11 +538,21 @@ impl Tcb {
             || sack.newly_sacked > 0
             || sack.dsack
             || self.rtx.sacked_out > 0
-            || (is_dupack && !self.rtx.is_empty());
+            || (!fl.not_dup && !self.rtx.is_empty());
         if dubious {
-            let dup = is_dupack && self.rtx.packets_out > 0;
-            self.fastretrans_alert(ctx, prior_una, dup, &mut fl);
+            let num_dupack = (is_dupack && self.rtx.packets_out > 0) as u32;
+            let d = self.fastretrans_alert(ctx, prior_una, num_dupack, &mut fl);
+            self.count_delivered(d, ece);
         }
+        // tcp_newly_delivered: everything this ACK delivered, duplicate ACKs counted
+        // as SACKs included, for PRR, the rate sample and the counters.
+        let newly_acked_sacked = (self.delivered - prior_delivered) as u32;
+        ctx.mib
+            .add(Mib::TcpExtTCPDelivered, newly_acked_sacked as u64);
+        if ece {
+            super::ecn::count_delivered_ce(ctx, newly_acked_sacked as u64);
+        }
+        rate.delivered = newly_acked_sacked;
         rate.lost = (self.rtx.lost - prior_lost) as u32;
         let rs = self.rate_gen(ctx.now, &rate);
         // tcp_cong_control: the congestion control's own cong_control, else PRR in
@@ -543,7 +562,7 @@ impl Tcb {
             // tcp_in_cwnd_reduction: PRR in CWR as in Recovery.
             if matches!(self.ca_state, CaState::Recovery | CaState::Cwr) {
                 self.cwnd_reduction(newly_acked_sacked, rate.lost, fl.snd_una_advanced);
-            } else if self.may_raise_cwnd(cleaned.acked_segs) {
+            } else if self.may_raise_cwnd(ctx.cfg, cleaned.acked_segs > 0, fl.data_sacked) {
                 // acked_sacked: segments newly delivered by this ACK; those SACKed
                 // earlier and now cumulatively ACKed grew nothing then and do not now.
                 self.cc
@@ -570,7 +589,16 @@ impl Tcb {
         let sack = self.sacktag(ctx, th, ack_seq, una);
         let mut fl = self.rack_ack_delivered(ctx, false, &sack);
         self.delivered += sack.newly_sacked as u64;
-        self.fastretrans_alert(ctx, una, false, &mut fl);
+        self.fastretrans_alert(ctx, una, 0, &mut fl);
+    }
+
+    /// `tcp_count_delivered`: `delivered` more segments reached the peer, with an
+    /// ECE ACK also `delivered_ce`.
+    fn count_delivered(&mut self, delivered: u32, ece: bool) {
+        self.delivered += delivered as u64;
+        if ece {
+            self.delivered_ce += delivered as u64;
+        }
     }
 
     /// The `tcp_sock` view a congestion control's `cong_control` and `init` get.
@@ -616,14 +644,24 @@ impl Tcb {
         Some(ctx.now.saturating_since(last).as_micros() as u32)
     }
 
-    /// `tcp_may_raise_cwnd` + `tcp_in_cwnd_reduction`.
-    fn may_raise_cwnd(&self, acked: u32) -> bool {
-        acked > 0 && !matches!(self.ca_state, CaState::Recovery | CaState::Cwr)
+    /// `tcp_may_raise_cwnd` + `tcp_in_cwnd_reduction`: grow on in-order delivery
+    /// (`FLAG_DATA_ACKED`, RFC 5681) or, once reordering exceeds
+    /// `tcp_reordering`, on any forward progress (`FLAG_FORWARD_PROGRESS`: a SACK
+    /// too).
+    fn may_raise_cwnd(&self, cfg: &crate::config::Config, data_acked: bool, sacked: bool) -> bool {
+        if matches!(self.ca_state, CaState::Recovery | CaState::Cwr) {
+            return false;
+        }
+        if self.reordering > cfg.tcp_reordering {
+            return data_acked || sacked;
+        }
+        data_acked
     }
 
     /// `tcp_ack_update_window` (RFC 9293 3.10.7.4 SND.WL1/WL2 rule, as
     /// `tcp_may_update_window`: from the same segment only a larger or zero window).
-    fn ack_update_window(&mut self, th: &TcpRepr, ack: u64, min_snd_mss: u32) {
+    /// True if the window was updated (`FLAG_WIN_UPDATE`).
+    fn ack_update_window(&mut self, th: &TcpRepr, ack: u64, min_snd_mss: u32) -> bool {
         let seq = self.rcv_off(super::seq::Seq(th.seq));
         let nwin = (th.window as u32) << self.snd_wscale;
         if self.may_update_window(ack, seq, nwin) {
@@ -644,7 +682,9 @@ impl Tcb {
                 self.max_window = nwin;
                 self.sync_mss(self.pmtu_cookie, min_snd_mss);
             }
+            return true;
         }
+        false
     }
 
     /// `tcp_snd_una_update`: `tcpi_bytes_acked` grows by the sequence space the ACK
@@ -661,7 +701,6 @@ impl Tcb {
         if ack > self.snd_una {
             let prior = self.snd_una;
             self.snd_una_update(ack);
-            self.reno_dupacks = self.reno_dupacks.saturating_sub(c.acked_segs);
             self.tstamp_acked(ctx, prior, (ack - prior).min(u32::MAX as u64) as u32);
         }
         if c.acked_segs > 0 {

@@ -125,6 +125,9 @@ impl Tcb {
         if self.rtx.lost_out == 0 {
             return;
         }
+        if !self.sack_ok {
+            self.limit_reno_sacked();
+        }
         self.enter_simple_loss();
         self.xmit_retransmit_queue(ctx);
     }

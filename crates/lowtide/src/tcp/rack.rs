@@ -77,7 +77,7 @@ impl Tcb {
             if self.ca_state >= CaState::Recovery {
                 return 0;
             }
-            if self.rtx.sacked_out >= self.reordering
+            if self.sacked_out() >= self.reordering
                 && ctx.cfg.tcp_recovery & TCP_RACK_NO_DUPTHRESH == 0
             {
                 return 0;
@@ -184,9 +184,14 @@ impl Tcb {
     }
 
     /// `tcp_highest_sack_seq`: the start of the skb after the highest SACKed one,
-    /// `snd_una` when nothing is SACKed.
+    /// `snd_una` when nothing is SACKed, `snd_nxt` when only duplicate ACKs were
+    /// counted (no SACK: no highest SACKed skb).
     pub(crate) fn highest_sack_seq(&self) -> u64 {
-        self.rtx.highest_sack_seq().unwrap_or(self.snd_una)
+        match self.rtx.highest_sack_seq() {
+            Some(s) => s,
+            None if self.reno_sacked_out > 0 => self.snd_nxt,
+            None => self.snd_una,
+        }
     }
 }
 

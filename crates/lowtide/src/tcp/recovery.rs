@@ -52,7 +52,7 @@ impl Tcb {
     /// duplicate ACKs, and again on each partial ACK in recovery (RFC 6582 3.2).
     fn newreno_mark_lost(&mut self, snd_una_advanced: bool) {
         let st = self.ca_state;
-        if (st < CaState::Recovery && self.reno_dupacks >= self.reordering)
+        if (st < CaState::Recovery && self.sacked_out() >= self.reordering)
             || (st == CaState::Recovery && snd_una_advanced)
         {
             self.mark_head_lost();
@@ -97,13 +97,23 @@ impl Tcb {
 
     /// `tcp_fastretrans_alert`: the recovery state machine, run on every ACK that is
     /// "dubious" or while not Open; PRR (RFC 6937) paces the window in Recovery.
+    /// `num_dupack`: 1 for a duplicate ACK (`tcp_ack`: neither advancing `snd_una`
+    /// nor `FLAG_NOT_DUP` nor D-SACKing), else 0. Returns the segments duplicate
+    /// ACKs delivered without SACK (`tcp_add_reno_sack`'s `tcp_count_delivered`).
     pub(crate) fn fastretrans_alert(
         &mut self,
         ctx: &mut Ctx,
         prior_snd_una: u64,
-        is_dupack: bool,
+        num_dupack: u32,
         fl: &mut AckFlags,
-    ) {
+    ) -> u32 {
+        if self.rtx.packets_out == 0 && self.reno_sacked_out > 0 {
+            self.reset_reno_sack();
+        }
+        // A. ECE, hence prohibit cwnd undoing: the reduction is required.
+        if fl.ece {
+            self.prior_ssthresh = 0;
+        }
         // B. In all the states check for reneging SACKs (tcp_check_sack_reneging): a
         // cumulative ACK that stops at SACKed data; the RTO, due soon, sends it again.
         if fl.snd_una_advanced && self.rtx.head_sacked() {
@@ -111,18 +121,9 @@ impl Tcb {
                 Duration::from_micros(self.srtt_us as u64 / 2).max(Duration::from_millis(10));
             self.pending = Some((Pending::Retrans, ctx.now + delay));
             fl.set_xmit_timer = false;
-            return;
+            return 0;
         }
-        if !self.sack_ok && is_dupack {
-            // tcp_add_reno_sack: count duplicate ACKs as SACKed segments.
-            self.reno_dupacks =
-                (self.reno_dupacks + 1).min(self.rtx.packets_out.saturating_sub(1).max(1));
-        }
-        // A. ECE, hence prohibit cwnd undoing: the reduction is required.
-        if fl.ece {
-            self.prior_ssthresh = 0;
-        }
-        self.fastretrans_states(ctx, prior_snd_una, is_dupack, fl);
+        self.fastretrans_states(ctx, prior_snd_una, num_dupack, fl)
     }
 
     /// Steps D (state exit) and E (state processing) of `tcp_fastretrans_alert`.
@@ -130,9 +131,10 @@ impl Tcb {
         &mut self,
         ctx: &mut Ctx,
         prior_snd_una: u64,
-        is_dupack: bool,
+        num_dupack: u32,
         fl: &mut AckFlags,
-    ) {
+    ) -> u32 {
+        let reno = !self.sack_ok;
         if self.ca_state == CaState::Open {
             self.retrans_stamp = None;
         } else if self.snd_una >= self.high_seq {
@@ -142,19 +144,26 @@ impl Tcb {
                     self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
-                    self.reno_dupacks = 0;
+                    if reno {
+                        self.reset_reno_sack();
+                    }
                     if self.try_undo_recovery(ctx) {
-                        return;
+                        return 0;
                     }
                     self.end_cwnd_reduction(ctx);
                 }
                 _ => {}
             }
         }
+        let mut delivered = 0;
         match self.ca_state {
             CaState::Recovery => {
-                if fl.snd_una_advanced && self.try_undo_partial(ctx, prior_snd_una) {
-                    return;
+                if !fl.snd_una_advanced {
+                    if reno {
+                        delivered = self.add_reno_sack(ctx, num_dupack);
+                    }
+                } else if self.try_undo_partial(ctx, prior_snd_una) {
+                    return 0;
                 }
                 if self.try_undo_dsack(ctx) {
                     self.try_to_open(fl.ece);
@@ -168,35 +177,45 @@ impl Tcb {
                 }
             }
             CaState::Loss => {
-                self.process_loss(ctx, fl, is_dupack);
+                delivered = self.process_loss(ctx, fl, num_dupack);
                 if self.ca_state != CaState::Loss {
                     self.update_rto_time(ctx.now);
                 }
                 self.identify_packet_loss(ctx, fl);
                 if self.ca_state == CaState::Open || fl.lost_retrans {
-                    self.open_or_disorder(ctx, fl);
+                    delivered += self.open_or_disorder(ctx, fl, num_dupack);
                 }
             }
-            _ => self.open_or_disorder(ctx, fl),
+            _ => delivered = self.open_or_disorder(ctx, fl, num_dupack),
         }
+        delivered
     }
 
-    /// The Open/Disorder/CWR branch of `tcp_fastretrans_alert`: late D-SACK undo,
-    /// loss detection, and entering Recovery once a loss is proven.
-    fn open_or_disorder(&mut self, ctx: &mut Ctx, fl: &mut AckFlags) {
+    /// The Open/Disorder/CWR branch of `tcp_fastretrans_alert`: duplicate ACKs
+    /// counted without SACK, late D-SACK undo, loss detection, and entering
+    /// Recovery once a loss is proven. Returns what the duplicate ACK delivered.
+    fn open_or_disorder(&mut self, ctx: &mut Ctx, fl: &mut AckFlags, num_dupack: u32) -> u32 {
+        let mut delivered = 0;
+        if !self.sack_ok {
+            if fl.snd_una_advanced {
+                self.reset_reno_sack();
+            }
+            delivered = self.add_reno_sack(ctx, num_dupack);
+        }
         if self.ca_state <= CaState::Disorder {
             self.try_undo_dsack(ctx);
         }
         self.identify_packet_loss(ctx, fl);
         if !self.time_to_recover() {
             self.try_to_open(fl.ece);
-            return;
+            return delivered;
         }
         // "MTU probe failure: don't reduce cwnd" (tcp/mtu_probe.rs).
         if self.mtup_probe_lost(ctx) {
-            return;
+            return delivered;
         }
         self.enter_recovery(ctx);
+        delivered
     }
 
     /// `tcp_time_to_recover`: a loss is proven (RACK, `IsLost` or NewReno marked one).
@@ -211,7 +230,7 @@ impl Tcb {
 
     /// `tcp_try_keep_open`: Disorder while anything is SACKed, lost or retransmitted.
     pub(crate) fn try_keep_open(&mut self) {
-        let left_out = self.rtx.sacked_out + self.rtx.lost_out + self.reno_dupacks;
+        let left_out = self.sacked_out() + self.rtx.lost_out;
         let st = if left_out > 0 || self.any_retrans_done() {
             CaState::Disorder
         } else {
@@ -237,19 +256,20 @@ impl Tcb {
     }
 
     /// `tcp_process_loss`: in Loss state after an RTO, with F-RTO (RFC 5682 section
-    /// 3.1, the SACK-enhanced variant Linux uses for `tcp_frto`).
-    fn process_loss(&mut self, ctx: &mut Ctx, fl: &AckFlags, is_dupack: bool) {
+    /// 3.1, the SACK-enhanced variant Linux uses for `tcp_frto`). Returns what a
+    /// duplicate ACK delivered without SACK.
+    fn process_loss(&mut self, ctx: &mut Ctx, fl: &AckFlags, num_dupack: u32) -> u32 {
         let recovered = self.snd_una >= self.high_seq;
         if fl.snd_una_advanced && self.try_undo_loss(ctx, false) {
-            return;
+            return 0;
         }
         if self.frto {
             // Step 3.b: never-retransmitted data was delivered: the RTO was spurious.
             if fl.orig_sack_acked && self.try_undo_loss(ctx, true) {
-                return;
+                return 0;
             }
             if self.snd_nxt > self.high_seq {
-                if fl.data_sacked || is_dupack {
+                if fl.data_sacked || num_dupack > 0 {
                     self.frto = false; // Step 3.a: the loss was real.
                 }
             } else if fl.snd_una_advanced && !recovered {
@@ -258,7 +278,7 @@ impl Tcb {
                 let wnd_end = self.snd_una + self.snd_wnd as u64;
                 if !self.write_queue.is_empty() && wnd_end > self.snd_nxt {
                     self.frto_rexmit_new = true;
-                    return;
+                    return 0;
                 }
                 self.frto = false;
             }
@@ -266,7 +286,18 @@ impl Tcb {
         if recovered {
             // Step 2.a and the first part of 3.a: back to Open.
             self.try_undo_recovery(ctx);
+            return 0;
         }
+        if !self.sack_ok {
+            // "A Reno DUPACK means new data in F-RTO step 2.b above are delivered.
+            // Lower inflight to clock out (re)transmissions."
+            if self.snd_nxt > self.high_seq && num_dupack > 0 {
+                return self.add_reno_sack(ctx, num_dupack);
+            } else if fl.snd_una_advanced {
+                self.reset_reno_sack();
+            }
+        }
+        0
     }
 
     /// `tcp_packet_delayed`: the ACK echoes a timestamp older than the first
@@ -534,6 +565,8 @@ impl Tcb {
             ctx.mib.inc(Mib::TcpExtTCPSACKReneging);
             self.rtx.clear_sacked();
             self.is_sack_reneg = true;
+        } else if !self.sack_ok {
+            self.reset_reno_sack();
         }
         // tcp_timeout_mark_lost: with RACK (and no reneging, which loses all), not
         // what tcp_rack_skb_timeout (reo_wnd 0) says was sent too recently.
@@ -543,9 +576,13 @@ impl Tcb {
             .mark_lost_on_timeout(|tx| rack && (now.saturating_since(tx).as_micros() as u64) < rtt);
         self.lost_hint = self.snd_una;
         self.retransmit_hint = self.snd_una;
+        // "Timeout in disordered state after receiving substantial DUPACKs
+        // suggests that the degree of reordering is over-estimated."
+        if self.ca_state <= CaState::Disorder && self.sacked_out() >= ctx.cfg.tcp_reordering {
+            self.reordering = self.reordering.min(ctx.cfg.tcp_reordering);
+        }
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
-        self.reno_dupacks = 0;
         self.set_ca_state(CaState::Loss);
         self.frto = ctx.cfg.tcp_frto > 0 && (new_recovery || self.retransmits > 0);
         self.frto_rexmit_new = false;

@@ -245,8 +245,9 @@ pub struct Tcb {
     pub(crate) prr_out: u32,
     pub(crate) lost_hint: u64,
     pub(crate) retransmit_hint: u64,
-    /// Duplicate ACKs counted as SACKs when the peer does not SACK (`tcp_add_reno_sack`).
-    pub(crate) reno_dupacks: u32,
+    /// Without SACK, Linux's `sacked_out`: duplicate ACKs counted as SACKed
+    /// segments (`tcp_add_reno_sack`, renosack.rs); see [`Tcb::sacked_out`].
+    pub(crate) reno_sacked_out: u32,
 
     // ---- RACK-TLP, F-RTO and undo (rack.rs, tlp.rs, recovery.rs) ----
     /// `tp->rack`.
@@ -467,7 +468,7 @@ impl Tcb {
             prr_out: 0,
             lost_hint: 0,
             retransmit_hint: 0,
-            reno_dupacks: 0,
+            reno_sacked_out: 0,
             rack: super::rack::Rack::default(),
             undo_marker: None,
             undo_retrans: -1,
@@ -531,7 +532,7 @@ impl Tcb {
     /// (RFC 6675 `pipe`).
     pub fn packets_in_flight(&self) -> u32 {
         let r = &self.rtx;
-        (r.packets_out + r.retrans_out).saturating_sub(r.sacked_out + r.lost_out)
+        (r.packets_out + r.retrans_out).saturating_sub(self.sacked_out() + r.lost_out)
     }
 
     /// The read-only socket view congestion control hooks get (Linux's `sk`).

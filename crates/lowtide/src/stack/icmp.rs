@@ -290,10 +290,15 @@ impl Stack {
 }
 
 /// `between(seq, snd_una, snd_nxt)`: an ICMP error counts only about what is in
-/// flight (RFC 5927 section 4.1).
+/// flight (RFC 5927 section 4.1); for a Fast Open child whose handshake is pending,
+/// from the SYN-ACK's ISN (`tcp_v4_err`: `tcp_rsk(fastopen)->snt_isn`).
 fn seq_in_flight(tcb: &crate::tcp::Tcb, seq: u32) -> bool {
     let off = seq.wrapping_sub(tcb.snd_seq(0).0) as u64;
-    let (una, nxt) = (tcb.snd_una & 0xffff_ffff, tcb.snd_nxt & 0xffff_ffff);
+    let una = match tcb.tfo.rsk {
+        Some(_) => 0,
+        None => tcb.snd_una & 0xffff_ffff,
+    };
+    let nxt = tcb.snd_nxt & 0xffff_ffff;
     off.wrapping_sub(una) & 0xffff_ffff <= nxt.wrapping_sub(una) & 0xffff_ffff
 }
 

@@ -384,6 +384,9 @@ pub(crate) struct TfoSock {
     pub syn_data: bool,
     /// `syn_fastopen_ch`: a blackhole pause had expired when this socket started.
     pub syn_fastopen_ch: bool,
+    /// `tcp_send_syn_data` ran: `mss_clamp` holds its choice until the SYN-ACK, which
+    /// keeps it when the SYN-ACK carries no MSS option.
+    pub send_syn_data: bool,
     /// `DEFER_CONNECT`: `connect(2)` with `TCP_FASTOPEN_CONNECT` and a cookie: the
     /// SYN waits for the first write.
     pub defer_connect: bool,

@@ -62,7 +62,14 @@ impl Tcb {
         self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling, init_rwnd);
         self.write_seq = 1;
         self.tfo.syn_fastopen_ch = fo.ch;
-        self.mss_clamp = self.advmss; // "if MSS is not cached"
+        // tcp_send_syn_data: "if MSS is not cached", the MSS we advertise; the
+        // cache's MSS otherwise (tcp_fastopen_cookie_check reads the cache before it
+        // decides), even when the SYN falls back to a cookie request.
+        self.mss_clamp = match fo.mss {
+            0 => self.advmss,
+            cached => cached as u32,
+        };
+        self.tfo.send_syn_data = true;
         self.tfo.defer_connect = false;
         if !fo.ok {
             if fo.cookie.is_some() {
@@ -75,9 +82,6 @@ impl Tcb {
             self.tfo.syn_fastopen_exp = request.is_some_and(|c| c.exp);
             self.send_syn(ctx);
             return 0;
-        }
-        if fo.mss != 0 {
-            self.mss_clamp = fo.mss as u32;
         }
         if self.user_mss != 0 && self.user_mss < self.mss_clamp {
             self.mss_clamp = self.user_mss; // tcp_mss_clamp
@@ -148,10 +152,11 @@ impl Tcb {
         th: &TcpRepr,
         payload: Payload,
     ) -> bool {
-        let peer_mss = th.options.mss.map_or(0, u32::from);
-        let mss = match self.user_mss {
-            u if u != 0 && u < peer_mss => u,
-            _ => peer_mss,
+        // The clamp is the SYN-ACK's MSS unless TCP_MAXSEG set it: then the SYN-ACK's
+        // own MSS option (0 if none) is what the cache learns.
+        let mss = match self.mss_clamp {
+            m if m == self.user_mss => th.options.mss.map_or(0, u32::from),
+            m => m,
         };
         let mut cookie = th.options.fastopen.filter(|c| c.len > 0);
         let unacked = self.tfo.syn_data && !self.rtx.is_empty();

@@ -23,6 +23,9 @@ impl Tcb {
     /// (`tcp_fastopen_add_skb`) and goes to the accept queue at once.
     pub(crate) fn fastopen_create_child(&mut self, ctx: &mut Ctx, syn_data: &[u8]) {
         self.init_buffer_space(ctx);
+        // tcp_create_openreq_child: the child starts with snd_una = ISN + 1; its
+        // SYN-ACK belongs to the request, not to its send window.
+        self.snd_una = 1;
         if !syn_data.is_empty() {
             // tcp_fastopen_add_skb: segs_in counts the SYN once.
             self.segs_in = 1;

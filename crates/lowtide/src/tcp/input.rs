@@ -53,7 +53,7 @@ impl Tcb {
         self.rcv_nxt = 1;
         self.rcv_wup = 1;
         self.init_window_from_syn(th); // max_window first: tcp_sync_mss bounds to it
-        self.negotiate_options(ctx, th);
+        self.negotiate_options(ctx, th, false);
         self.state = TcpState::SynRecv;
         let init_rwnd = self.dst_connect_init(ctx.cfg); // tcp_openreq_init_rwin
         let mss = self.initial_window_mss();
@@ -65,8 +65,9 @@ impl Tcb {
         self.send_syn(ctx);
     }
 
-    /// Takes the peer's SYN options, keeping only what we offer too.
-    fn negotiate_options(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+    /// Takes the peer's SYN options, keeping only what we offer too (`active`: the
+    /// SYN answers our connect).
+    fn negotiate_options(&mut self, ctx: &mut Ctx, th: &TcpRepr, active: bool) {
         let o = &th.options;
         self.sack_ok = o.sack_permitted && ctx.cfg.tcp_sack;
         self.ts_ok = o.timestamp.is_some() && ctx.cfg.tcp_timestamps;
@@ -84,15 +85,21 @@ impl Tcb {
             self.rcv_wscale = 0;
             self.window_clamp = self.window_clamp.min(65535);
         }
-        // RFC 9293 3.7.1: no MSS option (or 0, which Linux ignores) means 536 (IPv4) /
-        // 1220 (IPv6); net.ipv4.tcp_min_snd_mss is the floor (in sync_mss).
-        let default_mss = if self.tuple.local.is_ipv6() {
-            1220
-        } else {
-            536
-        };
-        let peer_mss = o.mss.filter(|&m| m > 0).map_or(default_mss, u32::from);
-        self.set_peer_mss(peer_mss, ctx.cfg.tcp_min_snd_mss);
+        // RFC 9293 3.7.1: no MSS option (or 0, which Linux ignores) leaves the clamp
+        // as it was: 536 (IPv4) / 1220 (IPv6) on a request (af_ops->mss_clamp) and on
+        // a connect (tcp_v4_connect, tcp_v6_connect), TCP_MAXSEG's value on a connect
+        // that set it (tcp_connect_init), tcp_send_syn_data's choice on a Fast Open
+        // connect. net.ipv4.tcp_min_snd_mss is the floor (in sync_mss).
+        let min_snd_mss = ctx.cfg.tcp_min_snd_mss;
+        match o.mss.filter(|&m| m > 0) {
+            Some(m) => self.set_peer_mss(m.into(), min_snd_mss),
+            None if active && self.tfo.send_syn_data => {
+                self.sync_mss(self.pmtu_cookie, min_snd_mss);
+            }
+            None if active && self.user_mss != 0 => self.set_peer_mss(self.user_mss, min_snd_mss),
+            None if self.tuple.local.is_ipv6() => self.set_peer_mss(1220, min_snd_mss),
+            None => self.set_peer_mss(536, min_snd_mss),
+        }
         self.rcv_mss = self.mss_cache.min(self.advmss);
         self.quick = TCP_MAX_QUICKACKS;
     }
@@ -156,7 +163,7 @@ impl Tcb {
         self.rcv_wup = 1;
         self.copied_seq = 1;
         self.init_window_from_syn(th); // tcp_ack's window update before tcp_sync_mss
-        self.negotiate_options(ctx, th);
+        self.negotiate_options(ctx, th, true);
         self.ecn_rcv_syn(th);
         if f.contains(TcpFlags::ACK) {
             self.synsent_acked(ctx, th, ack as u64, payload);
@@ -355,9 +362,13 @@ impl Tcb {
     fn synrecv_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
         let ack = self.snd_off(super::seq::Seq(th.ack));
         let fastopen = self.tfo.rsk.is_some();
-        let acceptable = match fastopen {
-            true => (1..=self.snd_nxt).contains(&ack),
-            false => ack == 1,
+        // tcp_check_req for a request's child: exactly our ISN + 1; otherwise (a Fast
+        // Open child, or a simultaneous open, which may ACK its SYN data too)
+        // tcp_ack's: up to snd_nxt. An ACK of our ISN itself (tcp_ack's "old ACK" of
+        // nothing) is refused here, where Linux would establish with the SYN unacked.
+        let acceptable = match self.parent.is_some() && !fastopen {
+            true => ack == 1,
+            false => (1..=self.snd_nxt).contains(&ack),
         };
         if !acceptable {
             super::output::send_reset(ctx, self.tuple, th, 0);
@@ -786,6 +797,11 @@ impl Tcb {
         }
         if fin {
             self.fin_seq.get_or_insert(seq + payload.len() as u64);
+        }
+        if payload.is_empty() && !fin && th.flags.contains(TcpFlags::SYN) && seq < self.rcv_nxt {
+            // The peer's SYN-ACK again, let through in SYN-RECV (simultaneous open):
+            // its end_seq counts the SYN, so it is a duplicate, D-SACKed at once.
+            return self.old_data(ctx, seq, seq + 1);
         }
         if payload.is_empty() {
             return self.try_consume_fin(ctx);

@@ -600,13 +600,15 @@ impl Tcb {
         let truesize = data.len() as u32 + SKB_OVERHEAD;
         let end_seq = seq + data.len() as u64 + fin as u64;
         self.transmit(ctx, seq, flags, &data, truesize);
-        if data.len() < mss as usize {
+        let pcount = skb::pcount(data.len() as u32, mss);
+        // tcp_minshall_update: an skb with a short segment (a GSO packet's short
+        // last one too) is the latest small segment.
+        if (data.len() as u64) < pcount as u64 * mss as u64 {
             self.snd_sml = end_seq;
         }
         if self.ca_state == CaState::Recovery {
-            self.prr_out += skb::pcount(data.len() as u32, mss);
+            self.prr_out += pcount;
         }
-        let pcount = skb::pcount(data.len() as u32, mss);
         let tx = self.rate_skb_sent(ctx.now);
         self.rtx.push(Skb {
             seq,

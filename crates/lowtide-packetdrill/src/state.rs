@@ -330,6 +330,14 @@ impl State {
                 continue;
             }
             let t = self.now_us;
+            if trace_tx() {
+                let head = &tx.packet[..tx.packet.len().min(96)];
+                eprintln!(
+                    "lowtide-packetdrill: tx at {t} us, {} bytes, gso_size {}: {head:02x?}",
+                    tx.packet.len(),
+                    tx.gso_size
+                );
+            }
             let out = &mut self.out;
             let whole = !self.device.segment && tx.packet.len() <= PACKET_READ_BYTES;
             if whole && lowtide_wire::gso::finish_checksum(&mut tx.packet).is_ok() {
@@ -342,6 +350,13 @@ impl State {
             self.host.handle_tx_complete(now, tx.token);
         }
     }
+}
+
+/// `LOWTIDE_PD_TRACE=1`: every packet lowtide hands packetdrill is printed on stderr
+/// (size, GSO size, the first 96 bytes), for debugging a script.
+fn trace_tx() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("LOWTIDE_PD_TRACE").is_some_and(|v| v == "1"))
 }
 
 #[cfg(test)]

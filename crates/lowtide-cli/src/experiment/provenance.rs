@@ -45,6 +45,11 @@ pub const SEEDS: [(&str, &str, &str); 5] = [
 pub struct Provenance {
     command: String,
     loadavg_before: Option<[f64; 3]>,
+    /// HEAD and the dirty flag of the source checkout when the runs started (a run
+    /// takes minutes to hours; the checkout may move meanwhile).
+    git: Option<(String, bool)>,
+    /// When the runs started and finished (UTC).
+    started: Option<String>,
     /// For a merge: the shards' own provenance, in the order given.
     pub shards: Vec<Value>,
 }
@@ -55,17 +60,19 @@ impl Provenance {
         Provenance {
             command: std::env::args().skip(1).collect::<Vec<_>>().join(" "),
             loadavg_before: loadavg(),
+            git: runtime_git(),
+            started: utc_now(),
             shards: Vec::new(),
         }
     }
 
     /// The object, with the load average now and the non-default `sysctls`.
     pub fn finish(&self, sysctls: Value) -> Value {
-        let (commit, dirty, source) = match runtime_git() {
+        let (commit, dirty, source) = match self.git.clone() {
             Some((c, d)) => (
                 Some(c),
                 Some(d),
-                format!("git at run time in {}", src_dir()),
+                format!("git at the start of the run in {}", src_dir()),
             ),
             None => (
                 option_env!("LOWTIDE_BUILD_COMMIT").map(String::from),
@@ -90,6 +97,8 @@ impl Provenance {
             "logical_cpus": logical_cpus(),
             "loadavg_before": self.loadavg_before,
             "loadavg_after": loadavg(),
+            "started": self.started,
+            "finished": utc_now(),
             "sysctls": sysctls,
             "seeds": seeds,
         });
@@ -154,10 +163,12 @@ pub fn report_section(md: &mut String, sim: Option<&Value>, real: Option<&Value>
         );
         let _ = writeln!(
             md,
-            "- {}, {} logical CPUs, kernel {}; load average (1/5/15 min) {} before, {} after",
+            "- {}, {} logical CPUs, kernel {}; {} to {}; load average (1/5/15 min) {} before, {} after",
             s("cpu_model"),
             s("logical_cpus"),
             s("kernel"),
+            s("started"),
+            s("finished"),
             s("loadavg_before"),
             s("loadavg_after")
         );
@@ -218,6 +229,16 @@ fn runtime_git() -> Option<(String, bool)> {
     Some((commit, !status.is_empty()))
 }
 
+/// The time now, as `date -u` prints it ("2026-12-01 21:30 UTC").
+fn utc_now() -> Option<String> {
+    let out = Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()?;
+    let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !s.is_empty()).then_some(s)
+}
+
 /// /proc/cpuinfo's first "model name".
 fn cpu_model() -> Option<String> {
     let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
@@ -276,6 +297,8 @@ mod tests {
         "logical_cpus",
         "loadavg_before",
         "loadavg_after",
+        "started",
+        "finished",
         "sysctls",
         "seeds",
     ];

@@ -54,8 +54,8 @@ fn run_ok(args: &[&str]) {
     );
 }
 
-/// E5 at quick scale, whole and as three shards (one of them empty: the plan has
-/// two runs) merged: the same results.json, byte for byte; and a second whole run
+/// E5 at quick scale (three seeds per variant), whole and as three shards (the plan has
+/// twelve runs) merged: the same results.json, byte for byte; and a second whole run
 /// gives the same bytes again.
 #[test]
 fn merged_shards_equal_one_run_byte_for_byte() {
@@ -139,7 +139,7 @@ fn merged_shards_equal_one_run_byte_for_byte() {
     let out = lowtide(&["experiment", "merge", d0, "--partial", "--out", p]);
     assert_eq!(out.status.code(), Some(1));
     let report = std::fs::read_to_string(part.join("report.md")).expect("report");
-    assert!(report.contains("2 runs (of 4 in the plan"), "{report}");
+    assert!(report.contains("4 runs (of 12 in the plan"), "{report}");
     for d in shard_dirs
         .iter()
         .chain([&whole, &again, &merged, &dup, &part])

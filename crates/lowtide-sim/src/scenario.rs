@@ -86,6 +86,10 @@ pub struct Scenario {
     pub rx_usecs_ns: u64,
     /// Flow `i` connects at `i * stagger_ns`, so the SYNs are not all simultaneous.
     pub stagger_ns: u64,
+    /// And, if positive, a further uniform `0 ..= start_jitter_ns` drawn per flow from
+    /// the seed: random start times, so that repetitions of a lossless run with
+    /// other seeds differ as real runs do (the experiments' repetitions).
+    pub start_jitter_ns: u64,
     /// The configuration of both stacks.
     pub config: Config,
     /// Write a pcap of the link traffic here.
@@ -131,6 +135,7 @@ impl Default for Scenario {
             gro: true,
             rx_usecs_ns: 20_000,
             stagger_ns: 1_000,
+            start_jitter_ns: 0,
             config: Config::default(),
             pcap: None,
             notsent_lowat: None,

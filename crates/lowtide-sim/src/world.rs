@@ -216,8 +216,14 @@ impl World {
         b.register(l, Role::Listener);
         self.listener = Some(l);
         for f in 0..sc.flows {
-            self.queue
-                .push(Instant(f as u64 * sc.stagger_ns), Event::Start { flow: f });
+            let jitter = match sc.start_jitter_ns {
+                0 => 0,
+                j => splitmix64(derive_seed(sc.seed, 401 + f as u64)) % (j + 1),
+            };
+            self.queue.push(
+                Instant(f as u64 * sc.stagger_ns + jitter),
+                Event::Start { flow: f },
+            );
         }
         if let Workload::Bulk { duration_ns } = sc.workload {
             self.queue.push(Instant(duration_ns), Event::Stop);

@@ -9,6 +9,7 @@ mod plot;
 mod provenance;
 mod real;
 mod report;
+mod stats;
 
 use crate::{run_failure, usage_error};
 use clap::Args;
@@ -24,12 +25,19 @@ const DEFAULT_OUT: &str = "lowtide-experiments";
 
 #[derive(Args, Debug)]
 pub struct ExperimentArgs {
-    /// e1, e2, e3, e4, e5, all, or merge (then the directories of the shards follow).
-    #[arg(value_name = "e1|e2|e3|e4|e5|all|merge")]
+    /// e1, e2, e3, e4, e5, all; merge (then the directories of the shards follow);
+    /// render DIR (report.md and the plots again from DIR/results.json, into --out);
+    /// summary DIR (the provenance and the seed figures of DIR/results.json as
+    /// markdown on stdout: what the docs quote).
+    #[arg(value_name = "e1|e2|e3|e4|e5|all|merge|render|summary")]
     what: String,
-    /// For merge: the directories holding the shards' results.json.
+    /// For merge: the directories holding the shards' results.json; for render and
+    /// summary: the directory holding results.json.
     #[arg(value_name = "DIR")]
     dirs: Vec<PathBuf>,
+    /// For summary: only this experiment's figures (e1 .. e5).
+    #[arg(long, value_name = "E")]
+    only: Option<String>,
     /// Where report.md, results.json and the plots go.
     #[arg(long, default_value = DEFAULT_OUT)]
     out: PathBuf,
@@ -82,6 +90,12 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
     let mut prov = provenance::Provenance::start();
     if args.what == "merge" {
         return run_merge(args, &mut prov);
+    }
+    if args.what == "render" || args.what == "summary" {
+        return run_render(args);
+    }
+    if args.only.is_some() {
+        return usage_error("experiment: --only is summary's");
     }
     if !args.dirs.is_empty() {
         return usage_error(&format!(
@@ -245,6 +259,61 @@ fn run_merge(args: &ExperimentArgs, prov: &mut provenance::Provenance) -> ExitCo
     match merge(parts, args.partial) {
         Ok(file) => finish(args, &file, prov),
         Err(e) => usage_error(&format!("experiment merge: {e}")),
+    }
+}
+
+/// `render DIR` and `summary DIR`: from DIR/results.json alone, no run.
+fn run_render(args: &ExperimentArgs) -> ExitCode {
+    let [dir] = args.dirs.as_slice() else {
+        return usage_error(&format!(
+            "experiment {}: give one directory (the one holding results.json)",
+            args.what
+        ));
+    };
+    if args.real || args.shard.is_some() || args.partial {
+        return usage_error(&format!(
+            "experiment {}: --real, --shard and --partial do not apply",
+            args.what
+        ));
+    }
+    let file = match read_results(dir) {
+        Ok(f) => f,
+        Err(e) => return usage_error(&format!("experiment {}: {e}", args.what)),
+    };
+    let real = read_real(dir);
+    let prov = Provenances {
+        sim: read_key(dir, PROVENANCE),
+        real: read_key(dir, REAL_PROVENANCE),
+    };
+    if args.what == "summary" {
+        let only = match args.only.as_deref().map(Experiment::parse) {
+            None => None,
+            Some(Some(e)) => Some(e),
+            Some(None) => return usage_error("experiment summary: --only takes e1 .. e5"),
+        };
+        print!(
+            "{}",
+            report::summary_markdown(
+                &file,
+                real.as_ref(),
+                (prov.sim.as_ref(), prov.real.as_ref()),
+                only
+            )
+        );
+        return ExitCode::SUCCESS;
+    }
+    if args.only.is_some() {
+        return usage_error("experiment: --only is summary's");
+    }
+    if let Err(e) = crate::outputs::check_dir("--out", &args.out) {
+        return usage_error(&e);
+    }
+    match write_outputs(&args.out, &file, real.as_ref(), &prov) {
+        Ok(()) => {
+            println!("wrote {}", args.out.join("report.md").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => run_failure(&format!("experiment render: {e}")),
     }
 }
 

@@ -192,11 +192,14 @@ fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result
         .map_err(|x| e(&x))
 }
 
-/// The runs of `e` in `group` (all if empty) with variant prefix `v`.
+/// The runs of `e` in `group` (all if empty) with variant prefix `v`: only each
+/// variant's first seed (repetition 0) for E1, E2, E3 and E5, whose plots draw one
+/// run per variant over time; every run for E4 (a point per run).
 fn runs<'a>(f: &'a ResultsFile, e: Experiment, group: &str, v: &str) -> Vec<&'a RunRecord> {
     (f.runs.iter())
         .filter(|r| r.experiment == e && (group.is_empty() || r.group == group))
         .filter(|r| r.variant.starts_with(v))
+        .filter(|r| e == Experiment::E4 || r.rep == 0)
         .collect()
 }
 

@@ -2,6 +2,7 @@
 
 use super::real::report as real_report;
 use super::real::RealResults;
+use super::stats;
 use lowtide_sim::experiment::{Experiment, Figures, ResultsFile, RunRecord, Scale};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -98,28 +99,65 @@ fn num(x: f64) -> String {
     }
 }
 
-/// "A -> B (ratio)" of a seed figure over the runs, or why it is missing.
-fn lowtide_figure(file: &ResultsFile, e: Experiment, s: &SeedFigure) -> String {
-    let agg = |v| {
-        let runs = select(file, e, s.group, v);
-        let xs: Vec<f64> = runs.iter().map(|r| (s.figure)(&r.figures)).collect();
-        match (xs.is_empty(), s.sum) {
-            (true, _) => None,
-            (false, true) => Some(xs.iter().sum::<f64>()),
-            (false, false) => Some(xs.iter().sum::<f64>() / xs.len() as f64),
-        }
-    };
-    match (agg(s.variants.0), agg(s.variants.1)) {
-        (Some(a), Some(b)) => {
-            let ratio = if a != 0.0 {
-                format!(" ({:.2}x)", b / a)
-            } else {
-                String::new()
-            };
-            format!("{} -> {} {}{ratio}", num(a), num(b), s.unit)
-        }
-        _ => "not in this run".into(),
+/// "mean ± half-width of its 95 % CI" (the mean alone for one repetition), scaled
+/// by `k` (n for a sum).
+fn pm(sm: &stats::Summary, k: f64) -> String {
+    match sm.half {
+        Some(h) => format!("{} ± {}", num(sm.mean * k), num(h * k)),
+        None => num(sm.mean * k),
     }
+}
+
+/// The cell of a figure over repetitions: its mean ± 95 % CI.
+fn cell(xs: &[f64]) -> String {
+    stats::summary(xs).map_or("-".into(), |sm| pm(&sm, 1.0))
+}
+
+/// "n = 5" or "n = 10 / 10".
+fn n_of(na: usize, nb: usize) -> String {
+    match na == nb {
+        true => format!("n = {na}"),
+        false => format!("n = {na} / {nb}"),
+    }
+}
+
+/// "A -> B (ratio)" of a seed figure over the runs, each side its mean (or sum) ±
+/// 95 % CI, the ratio with its bootstrap interval and n; or why it is missing.
+fn lowtide_figure(file: &ResultsFile, e: Experiment, s: &SeedFigure) -> String {
+    let xs = |v| -> Vec<f64> {
+        (select(file, e, s.group, v).iter())
+            .map(|r| (s.figure)(&r.figures))
+            .collect()
+    };
+    let (xa, xb) = (xs(s.variants.0), xs(s.variants.1));
+    let (Some(a), Some(b)) = (stats::summary(&xa), stats::summary(&xb)) else {
+        return "not in this run".into();
+    };
+    let (agg, ka, kb) = match s.sum {
+        true => (stats::Agg::Sum, a.n as f64, b.n as f64),
+        false => (stats::Agg::Mean, 1.0, 1.0),
+    };
+    let label = format!("{} {} {} {:?}", e.name(), s.group, s.what, s.variants);
+    let ratio = match a.mean != 0.0 {
+        true => {
+            let r = b.mean * kb / (a.mean * ka);
+            match stats::ratio_ci(&xa, &xb, agg, &label) {
+                Some((lo, hi)) => format!("{r:.2}x, 95 % CI {lo:.2}-{hi:.2}; "),
+                None => format!("{r:.2}x; "),
+            }
+        }
+        false => String::new(),
+    };
+    let unit = match s.unit {
+        "" => String::new(),
+        u => format!(" {u}"),
+    };
+    format!(
+        "{} -> {}{unit} ({ratio}{})",
+        pm(&a, ka),
+        pm(&b, kb),
+        n_of(a.n, b.n)
+    )
 }
 
 /// report.md.
@@ -149,6 +187,7 @@ pub fn markdown(file: &ResultsFile, real: Option<&RealResults>, plots: &[PathBuf
             None => String::new(),
         }
     );
+    let _ = writeln!(s, "{}\n", reps_line(file));
     let _ = writeln!(s, "{}\n", real_report::intro(real));
     for &e in &file.experiments {
         experiment_section(&mut s, file, real, e, plots);
@@ -156,6 +195,33 @@ pub fn markdown(file: &ResultsFile, real: Option<&RealResults>, plots: &[PathBuf
     checks_section(&mut s, file);
     real_report::checks(&mut s, real);
     s
+}
+
+/// "Repetitions: ..." : how many seeds each experiment's variants ran with.
+fn reps_line(file: &ResultsFile) -> String {
+    let parts: Vec<String> = (file.experiments.iter())
+        .filter_map(|&e| {
+            let runs: Vec<&RunRecord> = file.runs.iter().filter(|r| r.experiment == e).collect();
+            let vs = by_variant(&runs);
+            let lo = vs.iter().map(|(_, _, rs)| rs.len()).min()?;
+            let hi = vs.iter().map(|(_, _, rs)| rs.len()).max()?;
+            Some(match lo == hi {
+                true => format!("{} n = {lo}", e.name().to_uppercase()),
+                false => format!("{} n = {lo}-{hi}", e.name().to_uppercase()),
+            })
+        })
+        .collect();
+    format!(
+        "Repetitions: each simulator variant ran with n seeds (base seed, base + 1, ...): \
+         {}. A seed draws the stacks' initial sequence numbers and ports, the payload, \
+         the device's flow hash and the link's loss and jitter; where a path has no loss \
+         or jitter the runs differ only through those, and the spread can be nil. Figures \
+         are mean ± the half-width of the 95 % confidence interval of the mean (Student's \
+         t), ratios with a 95 % percentile-bootstrap interval (4,000 resamples of each \
+         variant's runs, seeded by the figure's name, so the report is deterministic); n = \
+         1 gives no interval.",
+        parts.join(", ")
+    )
 }
 
 fn experiment_section(
@@ -207,7 +273,36 @@ fn plot_of(p: &Path, e: Experiment) -> bool {
     n.starts_with(e.name()) && n.ends_with(".png")
 }
 
-/// Every run of `e`: its parameters once, then one row per run.
+/// The (group, variant) pairs of `runs` in plan order, each with its runs.
+fn by_variant<'a>(runs: &[&'a RunRecord]) -> Vec<(String, String, Vec<&'a RunRecord>)> {
+    let mut out: Vec<(String, String, Vec<&RunRecord>)> = Vec::new();
+    for &r in runs {
+        match out
+            .iter_mut()
+            .find(|(g, v, _)| *g == r.group && *v == r.variant)
+        {
+            Some((_, _, rs)) => rs.push(r),
+            None => out.push((r.group.clone(), r.variant.clone(), vec![r])),
+        }
+    }
+    out
+}
+
+/// "1-5" or "1, 3".
+fn seeds(rs: &[&RunRecord]) -> String {
+    let s: Vec<u64> = rs.iter().map(|r| r.seed).collect();
+    let (lo, hi) = (s.iter().min(), s.iter().max());
+    match (lo, hi) {
+        (Some(&lo), Some(&hi)) if hi - lo + 1 == s.len() as u64 && s.len() > 1 => {
+            format!("{lo}-{hi}")
+        }
+        _ => s.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// Every variant of `e`: its parameters once, then one row per (group, variant)
+/// with each figure's mean ± 95 % CI over the seeds (each run's own figures are in
+/// results.json).
 fn runs_table(s: &mut String, file: &ResultsFile, e: Experiment) {
     let runs: Vec<&RunRecord> = file.runs.iter().filter(|r| r.experiment == e).collect();
     let Some(first) = runs.first() else { return };
@@ -216,39 +311,41 @@ fn runs_table(s: &mut String, file: &ResultsFile, e: Experiment) {
         .collect();
     let _ = writeln!(
         s,
-        "Runs ({}; first run's parameters: {}):\n",
+        "Runs ({}; first run's parameters: {}). Each row is a variant over n seeds: \
+         mean ± the half-width of its 95 % confidence interval (Student's t), each run's \
+         own figures in results.json:\n",
         runs.len(),
         params.join(", ")
     );
     let _ = writeln!(
         s,
-        "| group | variant | seed | goodput Mbit/s | mean pages | wmem/flow KB | wakeups/s | wakeups/MB | dev. queue delay ms (mean/peak) | dev. queue KB/flow | mean RTT ms | IpOutRequests | TcpOutSegs | IpInReceives | retrans |"
+        "| group | variant | n | seeds | goodput Mbit/s | mean pages | wmem/flow KB | wakeups/s | wakeups/MB | dev. queue delay ms (mean) | (peak) | dev. queue KB/flow | mean RTT ms | IpOutRequests | TcpOutSegs | IpInReceives | retrans |"
     );
     let _ = writeln!(
         s,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
-    for r in runs {
-        let f = &r.figures;
+    for (g, v, rs) in by_variant(&runs) {
+        let c =
+            |f: fn(&Figures) -> f64| cell(&rs.iter().map(|r| f(&r.figures)).collect::<Vec<_>>());
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {} |",
-            r.group,
-            r.variant,
-            r.seed,
-            num(f.goodput_bps / 1e6),
-            num(f.mean_pages),
-            num(f.mean_wmem_per_flow / 1024.0),
-            num(f.wakeups_per_s),
-            num(f.wakeups_per_mb),
-            num(f.dev_mean_delay_us / 1e3),
-            num(f.dev_peak_delay_us / 1e3),
-            num(f.dev_mean_bytes_per_flow / 1024.0),
-            num(f.mean_rtt_us / 1e3),
-            f.ip_out_requests,
-            f.tcp_out_segs,
-            f.ip_in_receives,
-            f.retrans_segs
+            "| {g} | {v} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            rs.len(),
+            seeds(&rs),
+            c(|f| f.goodput_bps / 1e6),
+            c(|f| f.mean_pages),
+            c(|f| f.mean_wmem_per_flow / 1024.0),
+            c(|f| f.wakeups_per_s),
+            c(|f| f.wakeups_per_mb),
+            c(|f| f.dev_mean_delay_us / 1e3),
+            c(|f| f.dev_peak_delay_us / 1e3),
+            c(|f| f.dev_mean_bytes_per_flow / 1024.0),
+            c(|f| f.mean_rtt_us / 1e3),
+            c(|f| f.ip_out_requests as f64),
+            c(|f| f.tcp_out_segs as f64),
+            c(|f| f.ip_in_receives as f64),
+            c(|f| f.retrans_segs as f64),
         );
     }
     let _ = writeln!(s);
@@ -268,8 +365,9 @@ fn cpu_table(s: &mut String, file: &ResultsFile) {
     };
     let _ = writeln!(
         s,
-        "CPU model of the sender (lowtide_sim::cpu; constants from `cargo bench -p lowtide \
-         --bench engine`, `--bench sack` and `--bench list_walk` on this machine): {:.0} ns \
+        "CPU model of the sender (lowtide_sim::cpu; constants measured once with `cargo \
+         bench -p lowtide --bench engine`, `--bench sack` and `--bench list_walk`, not on \
+         the machine of this run): {:.0} ns \
          per incoming packet, {:.0} ns per SACK block, {:.0} ns per tree node visited, per \
          list node visited by the list's length (a linked list of separately allocated \
          skbs, interpolated) {}, {:.0} ns per packet sent; backlog limit sk_rcvbuf + \
@@ -285,26 +383,35 @@ fn cpu_table(s: &mut String, file: &ResultsFile) {
             .join(", "),
         model.per_packet_out_ns
     );
-    let _ = writeln!(s, "| group | variant | rep | goodput Mbit/s | mean packets in flight | skbs in rtx queue | CPU per ACK us | nodes per ACK | SACK blocks per ACK | CPU utilization | backlog peak packets | backlog drops | backlog wait us |");
+    let _ = writeln!(s, "Per variant, mean ± 95 % CI over its n runs (the backlog's peak and drops: the largest of the runs):\n");
+    let _ = writeln!(s, "| group | variant | n | goodput Mbit/s | mean packets in flight | skbs in rtx queue | CPU per ACK us | nodes per ACK | SACK blocks per ACK | CPU utilization % | backlog peak packets (max) | backlog drops (max) | backlog wait us |");
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for r in runs {
-        let Some(c) = r.figures.cpu else { continue };
+    for (g, v, rs) in by_variant(&runs) {
+        let cs: Vec<(f64, lowtide_sim::cpu::CpuFigures)> = (rs.iter())
+            .filter_map(|r| r.figures.cpu.map(|c| (r.figures.goodput_bps, c)))
+            .collect();
+        let c = |f: &dyn Fn(&lowtide_sim::cpu::CpuFigures) -> f64| {
+            cell(&cs.iter().map(|(_, x)| f(x)).collect::<Vec<_>>())
+        };
+        let max = |f: &dyn Fn(&lowtide_sim::cpu::CpuFigures) -> u64| {
+            cs.iter().map(|(_, x)| f(x)).max().unwrap_or(0)
+        };
+        let inflight: Vec<f64> = rs.iter().map(|r| r.figures.mean_in_flight).collect();
+        let gp: Vec<f64> = cs.iter().map(|(g, _)| g / 1e6).collect();
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} % | {} | {} | {} |",
-            r.group,
-            r.variant,
-            r.rep,
-            num(r.figures.goodput_bps / 1e6),
-            num(r.figures.mean_in_flight),
-            num(c.queue_skbs_per_packet_in),
-            num(c.cpu_per_packet_in_ns / 1e3),
-            num(c.nodes_per_packet_in),
-            num(c.sack_blocks_per_packet_in),
-            c.utilization * 100.0,
-            c.backlog_peak_packets,
-            c.backlog_drops,
-            num(c.backlog_mean_wait_us)
+            "| {g} | {v} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cs.len(),
+            cell(&gp),
+            cell(&inflight),
+            c(&|x| x.queue_skbs_per_packet_in),
+            c(&|x| x.cpu_per_packet_in_ns / 1e3),
+            c(&|x| x.nodes_per_packet_in),
+            c(&|x| x.sack_blocks_per_packet_in),
+            c(&|x| x.utilization * 100.0),
+            max(&|x| x.backlog_peak_packets),
+            max(&|x| x.backlog_drops),
+            c(&|x| x.backlog_mean_wait_us),
         );
     }
     let _ = writeln!(s);
@@ -317,27 +424,43 @@ fn notes(e: Experiment) -> Option<&'static str> {
             "The seed read /proc/net/protocols 60 s into 90 s runs; lowtide's \
             pages are host A's sockstat-style memory (send plus receive queues) averaged over \
             the whole run, slow start included. The seed's context switches are of one flow; \
-            lowtide counts writer wakeups (EPOLLOUT events delivered), not context switches."
+            lowtide counts writer wakeups (EPOLLOUT events delivered), not context switches, \
+            and the context-switch row sets the seed's one-flow ratio beside lowtide's \
+            200-flow ratio (lowtide's one-flow wakeups are in the runs table). Stated \
+            limits: E1 runs at 10 Gbit/s and 10 ms, not at the seed's LAN scale (its one \
+            flow did 17.4 Gbit/s); the one-flow group is send-buffer-limited (tcp_wmem[2] \
+            4 MB per 10 ms round trip caps it below the link), so lowat never binds there \
+            and A equals B."
         }
         Experiment::E2 => {
-            "The seed's hosts had 64 MB tcp_wmem and netem's 100 ms; lowtide \
-            uses the seed's sysctls and the default tcp_rmem (32 MB, Linux 6.16+), which caps \
-            each flow's window at about 21 MB (scaling_ratio 162/256): the unsent backlog without lowat is what grows, as in the seed."
+            "The seed's hosts had 64 MB tcp_wmem and netem's 100 ms; lowtide uses the \
+            seed's sysctls and the default tcp_rmem (32 MB). The explanation this report \
+            gave before (each flow's window capped at about 21 MB by the receive buffer) \
+            cannot be what binds: at 100 Mbit/s per flow and 100 ms the bandwidth-delay \
+            product is 1.25 MB. Without lowat the unsent backlog is bounded by the send \
+            buffer, which tcp_sndbuf_expand grows from the peak cwnd, so A's memory \
+            follows the per-flow rate chosen here; no rate or flow-count sweep has tested \
+            that yet (a stated limit)."
         }
         Experiment::E3 => {
             "Delay is per packet from enqueue to the start of its serialization \
             in host A's NIC queue (a 64 KB GSO packet counts once), averaged over the whole \
-            run, ramp included. Without TSQ the queue grows until the receive window (about \
-            21 MB per flow with the default tcp_rmem) stops the flow; the plot of the delay over \
-            time shows when that is (at the seeds' scale, 100 Mbit/s with 4 flows, it is still \
-            growing when the 10 s run ends). \
-            The seed does not say which RTT, windows or duration it used."
+            run, ramp included (the plot of the delay over time shows the ramp). Without \
+            TSQ the queue grows until the send buffer stops the writer: the runs table's \
+            wmem per flow stays below tcp_wmem[2] (4 MB, lowtide's and Linux's default), \
+            and the receive window (32 MB tcp_rmem) is not what binds. \"TSQ on\" is \
+            today's rule, tcp_small_queue_check's max(2 x truesize, pacing_rate >> 10), \
+            not 2012's fixed 128 KB tcp_limit_output_bytes; the seed's \"< 1 ms\" and \
+            \"< 8 ms\" are bounds to hold the B column against. The seed does not say \
+            which RTT, windows or duration it used (1 ms, the defaults and 10 s here)."
         }
         Experiment::E4 => {
             "In virtual time a walk costs nothing, so the sender's CPU is modeled \
             (table above): each ACK costs the work the engine did, counted in queue nodes \
             visited, a list node at the cost measured for a linked list of separately \
-            allocated skbs of the queue's length (`--bench list_walk`). The path has the \
+            allocated skbs of the queue's length (`--bench list_walk`). The model's \
+            constants were measured once with those benches, on a machine other than the \
+            one in the provenance below; the run does not re-measure them. The path has the \
             seed's netem `delay 150ms 200us`: 200 us of jitter on the data direction, \
             which reorders packets sent microseconds apart (GRO off: the seed's SACK \
             storm). The receiver's buffer is 1 GiB from the start (tcp_rmem[1] = \
@@ -350,29 +473,28 @@ fn notes(e: Experiment) -> Option<&'static str> {
             lost hints are pointers in both shapes; RACK uses the time-sorted list in both \
             (tcp_mark_head_lost's walks of 4.13 are not modeled); the receiver sends a SACK \
             for every out-of-order segment (tcp_comp_sack_nr 0: the seed's 4.14 receivers \
-            predate SACK compression). In the last full run (2026-11-25, still with the \
-            256 MB receive buffer) the list visited 1,000-1,460 \
-            nodes per ACK against the tree's 40-42 (table above), the sender's CPU was busy \
-            37-78 % (tree 21-46 %), ACKs waited 67-208 ms in the backlog (tree 1-6 ms), the \
-            list's RTT grew to 217-358 ms and its goodput fell. Why the ratio stayed below \
-            the seed's 6.4x there, as far as measured: the queue held only 1,700-3,300 skbs \
-            (64 KB TSO skbs, SACKed runs merged), so a list node costs 6-8 ns (nearly \
-            cache-warm) where the seed counts 40 ns per miss at ~100,000 skbs; the backlog \
-            never overflows (its limit, sk_rcvbuf + sk_sndbuf, is hundreds of MB with these \
-            buffers), where the seed saw massive drops; packets in flight stayed at \
-            10,000-22,000. Without the jitter the same model gives 0.95x \
-            (docs/experiments/README.md, \"E4 with the seed's jitter\"). The sweep shows \
-            the cost against packets in flight."
+            predate SACK compression), while its window follows Linux 6.18. Why the ratio \
+            can stay below the seed's 6.4x, from the table above: the retransmit queue holds \
+            thousands of skbs (64 KB TSO skbs, SACKed runs merged), not the seed's \
+            ~100,000, so a list walk is short and nearly cache-warm; and the socket \
+            backlog (limit sk_rcvbuf + sk_sndbuf, hundreds of MB with these buffers) does \
+            not overflow, where the seed's hosts were \"massively dropping packets\" \
+            (see the drops column). No sensitivity sweep of the model's constants or of \
+            the buffer sizes has been run (a stated limit). The sweep shows the cost \
+            against packets in flight."
         }
         Experiment::E5 => {
             "Counters are host A's nstat counters for the whole transfer \
-            (handshake included), on a 10 Gbit/s NIC. The seed's NIC rate is not \
+            (handshake included), on a 10 Gbit/s NIC. History: E5 first ran on a 1 Gbit/s \
+            NIC, where IpInReceives did not fall with the packet count (the seed's \
+            direction failed); the NIC became 10 Gbit/s after that, on this argument: the \
+            seed's NIC rate is not \
             published, but its IpInReceives followed IpOutRequests (one ACK per TSO \
             packet), so its receiver's GRO got each TSO packet whole within one NAPI \
             poll: at 10 Gbit/s a 64 KB packet is 52 us on the wire. At 1 Gbit/s (the \
-            second group) a packet's segments arrive 12 us apart, a 20 us NAPI poll holds \
-            about two, and the receiver acks every second segment whatever the sender's \
-            packet sizes: IpInReceives does not fall there."
+            second group, kept in the plan) a packet's segments arrive 12 us apart, a 20 us \
+            NAPI poll holds about two, and the receiver acks every second segment whatever \
+            the sender's packet sizes: IpInReceives does not fall there."
         }
     })
 }
@@ -395,6 +517,124 @@ fn checks_section(s: &mut String, file: &ResultsFile) {
         );
     }
     let _ = writeln!(s);
+}
+
+/// One line naming what produced a results file's runs (its provenance object):
+/// command, commit, time, machine, load.
+pub fn provenance_line(what: &str, p: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let s = |k: &str| match &p[k] {
+        Value::Null => "unknown".to_string(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    let commit = match p["commit"].as_str() {
+        Some(c) => c.chars().take(12).collect(),
+        None => "unknown".to_string(),
+    };
+    let dirty = match p["dirty"].as_bool() {
+        Some(true) => ", with uncommitted changes",
+        Some(false) => "",
+        None => ", dirty flag unknown",
+    };
+    format!(
+        "{what}: `lowtide {}` at commit {commit}{dirty} ({}), {} to {}, on {} ({} logical CPUs, Linux {}), load average {} before and {} after",
+        s("command"),
+        s("rustc"),
+        s("started"),
+        s("finished"),
+        s("cpu_model"),
+        s("logical_cpus"),
+        s("kernel"),
+        s("loadavg_before"),
+        s("loadavg_after"),
+    )
+}
+
+/// `lowtide experiment summary DIR`: what produced DIR/results.json and every seed
+/// figure beside lowtide's (simulator, real path, kernel), as markdown; the block
+/// README.md, BENCHMARKS.md and docs/experiments/README.md quote (a test compares).
+pub fn summary_markdown(
+    file: &ResultsFile,
+    real: Option<&RealResults>,
+    prov: (Option<&serde_json::Value>, Option<&serde_json::Value>),
+    only: Option<Experiment>,
+) -> String {
+    let mut s = String::new();
+    let exps: Vec<Experiment> = (file.experiments.iter())
+        .copied()
+        .filter(|&e| only.is_none_or(|o| o == e))
+        .collect();
+    let runs: Vec<&RunRecord> = (file.runs.iter())
+        .filter(|r| exps.contains(&r.experiment))
+        .collect();
+    let checks: Vec<_> = (file.checks.iter())
+        .filter(|c| exps.contains(&c.experiment))
+        .collect();
+    let _ = match prov.0 {
+        Some(p) => writeln!(s, "{}.", provenance_line("Simulator", p)),
+        None => writeln!(
+            s,
+            "Simulator: provenance not recorded in this results.json (written before it had one)."
+        ),
+    };
+    let scale = match file.scale {
+        Scale::Full => "the seeds' scale",
+        Scale::Quick => "reduced scale (--quick)",
+    };
+    let _ = writeln!(
+        s,
+        "{} simulator runs at {scale} (base seed {}), every byte verified in {}; {} of {} direction checks pass. {}\n",
+        runs.len(),
+        file.seed,
+        runs.iter().filter(|r| r.figures.verified).count(),
+        checks.iter().filter(|c| c.pass).count(),
+        checks.len(),
+        reps_line(file).split(". ").next().unwrap_or("")
+    );
+    if let Some(real) = real {
+        let _ = match prov.1 {
+            Some(p) => writeln!(s, "{}.", provenance_line("Real path", p)),
+            None => writeln!(
+                s,
+                "Real path: provenance not recorded in this results.json (written before it had one)."
+            ),
+        };
+        let rr: Vec<_> = (real.runs.iter())
+            .filter(|r| r.experiment.is_some_and(|e| exps.contains(&e)))
+            .collect();
+        let rc: Vec<_> = (real.checks.iter())
+            .filter(|c| exps.contains(&c.experiment))
+            .collect();
+        let _ = writeln!(
+            s,
+            "{} real-path runs ({} repetition(s) of the plan, interleaved; figures are means with the range of the repetitions), {} without error; {} of {} real-path checks pass.\n",
+            rr.len(),
+            rr.iter().map(|r| r.rep + 1).max().unwrap_or(0),
+            rr.iter().filter(|r| r.error.is_none()).count(),
+            rc.iter().filter(|c| c.pass).count(),
+            rc.len()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "| experiment | figure | seed (published) | lowtide sim | lowtide real path | kernel (this machine) |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for e in exps {
+        for (i, f) in seed_figures(e).into_iter().enumerate() {
+            let (real_path, kernel) = real_report::cells(real, e, i);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {real_path} | {kernel} |",
+                e.name().to_uppercase(),
+                f.what,
+                f.seed,
+                lowtide_figure(file, e, &f)
+            );
+        }
+    }
+    s
 }
 
 /// The text printed after a run.

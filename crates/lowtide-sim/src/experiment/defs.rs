@@ -15,6 +15,22 @@ const GBIT: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
 
+/// Seeds per simulator variant at the seeds' scale: every (group, variant) runs
+/// with seeds `seed .. seed + FULL_REPS` (E4's main comparison with ten, the seed's
+/// "10 runs"), so the report gives a mean and a 95 % confidence interval.
+pub const FULL_REPS: u32 = 5;
+
+/// Seeds per variant at `--quick` scale (CI), by experiment: as many as keep the
+/// whole quick plan about as fast as one seed each was (E1 and E4 are its longest
+/// runs, so they keep one; the report says each n).
+pub fn quick_reps(e: Experiment) -> u32 {
+    match e {
+        Experiment::E1 | Experiment::E4 => 1,
+        Experiment::E2 => 2,
+        Experiment::E3 | Experiment::E5 => 3,
+    }
+}
+
 /// The runs of `experiments` at `scale`, seeded from `seed`, in a fixed order.
 pub fn plan(experiments: &[Experiment], scale: Scale, seed: u64) -> Vec<RunSpec> {
     let mut b = Builder {
@@ -41,6 +57,7 @@ struct Builder {
 }
 
 /// A run being described.
+#[derive(Clone)]
 struct Run {
     experiment: Experiment,
     group: String,
@@ -79,9 +96,25 @@ impl Run {
         self.sc.flows = flows;
         self.sc.link_ab = l.clone();
         self.sc.link_ba = l;
-        self.param("flows", flows.to_string())
+        let r = self
+            .param("flows", flows.to_string())
             .param("rate", rate(rate_bps))
-            .param("rtt", format!("{} ms", rtt_ns as f64 / 1e6))
+            .param("rtt", format!("{} ms", rtt_ns as f64 / 1e6));
+        match flows {
+            1 => r,
+            _ => r.start_jitter(rtt_ns),
+        }
+    }
+
+    /// Several flows start at random times within `window_ns` (drawn from the seed;
+    /// the same for every variant of one seed): what makes the repetitions of a
+    /// lossless multi-flow run differ.
+    fn start_jitter(mut self, window_ns: u64) -> Run {
+        self.sc.start_jitter_ns = window_ns;
+        self.param(
+            "flow starts",
+            format!("uniform in {} ms per seed", window_ns as f64 / 1e6),
+        )
     }
 
     fn bulk(mut self, duration_ns: u64) -> Run {
@@ -108,7 +141,26 @@ impl Run {
 }
 
 impl Builder {
-    fn push(&mut self, mut r: Run) {
+    /// Seeds per variant of experiment `e` at this scale.
+    fn reps(&self, e: Experiment) -> u32 {
+        match self.scale {
+            Scale::Full => FULL_REPS,
+            Scale::Quick => quick_reps(e),
+        }
+    }
+
+    /// `r` once per seed (`reps`), repetition k with seed `seed + k`, next to each
+    /// other in the plan.
+    fn push(&mut self, r: Run) {
+        for rep in 0..self.reps(r.experiment) {
+            let mut r = r.clone();
+            r.rep = rep;
+            self.push_one(r);
+        }
+    }
+
+    /// `r` once, with the seed of its repetition number.
+    fn push_one(&mut self, mut r: Run) {
         r.sc.seed = self.seed + r.rep as u64;
         let index = self.specs.len();
         self.specs.push(RunSpec {
@@ -240,15 +292,16 @@ fn plural(n: u32) -> &'static str {
 /// tree, 10 runs x 30 s on 10 Gbit/s; then a sweep of link rates (so of packets in
 /// flight), one run each.
 fn e4(b: &mut Builder) {
+    // The seed's ten runs at full scale (interleaved list, tree, list, ...).
     let (reps, secs, rate_bps) = match b.quick() {
-        true => (1, 5, 2 * GBIT),
-        false => (10, 30, 10 * GBIT),
+        true => (quick_reps(Experiment::E4), 5, 2 * GBIT),
+        false => (2 * FULL_REPS, 30, 10 * GBIT),
     };
     for rep in 0..reps {
         for (v, kind) in [("A: list", "list"), ("B: tree", "tree")] {
             let mut r = e4_run(&rate(rate_bps), v, kind, rate_bps, secs);
             r.rep = rep;
-            b.push(r);
+            b.push_one(r);
         }
     }
     let (sweep, sweep_secs): (&[u64], u64) = match b.quick() {
@@ -376,6 +429,33 @@ mod tests {
         let full = plan(&[Experiment::E4], Scale::Full, 1);
         let main = full.iter().filter(|r| !r.group.starts_with("sweep"));
         assert_eq!(main.count(), 20, "E4: 10 runs of list and tree");
+    }
+
+    /// At full scale every (experiment, group, variant) runs with at least five
+    /// different seeds; at quick scale with the experiment's `quick_reps`.
+    #[test]
+    fn every_variant_runs_over_several_seeds() {
+        for scale in [Scale::Quick, Scale::Full] {
+            let p = plan(&Experiment::ALL, scale, 7);
+            let mut seeds: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+            for r in &p {
+                let key = format!("{} {} / {}", r.experiment.name(), r.group, r.variant);
+                seeds.entry(key).or_default().push(r.scenario.seed);
+            }
+            for (k, s) in seeds {
+                let e = Experiment::parse(&k[..2]).unwrap();
+                let want = match scale {
+                    Scale::Full => FULL_REPS as usize,
+                    Scale::Quick => quick_reps(e) as usize,
+                };
+                let mut distinct = s.clone();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(distinct.len(), s.len(), "{k}: a seed twice");
+                assert!(s.len() >= want, "{k}: {} seeds", s.len());
+                assert!(s.iter().all(|&x| x >= 7), "{k}: seeds from the base");
+            }
+        }
     }
 
     /// E4's receiver never limits the sender: its buffer starts at its maximum (no

@@ -12,7 +12,7 @@ mod defs;
 mod runner;
 
 pub use checks::{check, Check};
-pub use defs::{plan, E4_RCVBUF};
+pub use defs::{plan, quick_reps, E4_RCVBUF, FULL_REPS};
 pub use runner::{run_specs, NoProgress, ProgressSink};
 
 use crate::nic::{delay_bucket_upper_us, SIZE_BUCKET};
@@ -316,7 +316,29 @@ pub fn merge(parts: Vec<ResultsFile>, partial: bool) -> Result<ResultsFile, Merg
         )));
     }
     let runs = runs.into_iter().flatten().collect();
-    Ok(ResultsFile::new(experiments, scale, seed, n, None, runs))
+    let mut file = ResultsFile::new(experiments.clone(), scale, seed, n, None, runs);
+    // A check over the seeds present can pass with some missing: a plan cut short
+    // fails, per experiment, the check that all its runs are there.
+    let specs = plan(&experiments, scale, seed);
+    for e in experiments {
+        let of_e: Vec<usize> = (specs.iter())
+            .filter(|r| r.experiment == e)
+            .map(|r| r.index)
+            .collect();
+        let lost = of_e.iter().filter(|i| missing.contains(i)).count();
+        if lost > 0 || specs.len() != n {
+            file.checks.push(Check {
+                experiment: e,
+                claim: "every run of the plan present".into(),
+                detail: format!(
+                    "{lost} of {} runs missing (the plan was cut short)",
+                    of_e.len()
+                ),
+                pass: false,
+            });
+        }
+    }
+    Ok(file)
 }
 
 /// Runs one spec to its record.

@@ -37,6 +37,9 @@ pub struct RealRun {
     pub group: String,
     /// The knob's value ("A: TSQ off", ...).
     pub variant: String,
+    /// Repetition of the plan (0, 1, 2: the plan runs whole, then again).
+    #[serde(default)]
+    pub rep: u32,
     /// Parameters, for the tables.
     pub params: Vec<(String, String)>,
     /// Why the run failed, if it did.

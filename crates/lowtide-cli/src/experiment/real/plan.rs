@@ -6,6 +6,7 @@ use super::{RealCheck, RealResults, RealRun, Side};
 use lowtide_sim::experiment::{Experiment, E4_RCVBUF};
 use lowtide_tun::device::Offload;
 use lowtide_tun::link::PathConfig;
+use lowtide_tun::netns::NetNs;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -54,16 +55,31 @@ fn say(quiet: bool, what: &str) {
     }
 }
 
+/// Repetitions of the real-path plan (wall-clock runs on a shared machine: the
+/// report gives each figure's range over them).
+pub const REPS: u32 = 3;
+
 /// Runs the real-path parts of `exps`.
+///
+/// The whole plan runs [`REPS`] times, interleaved (every variant of every
+/// experiment once, then again), so that a slow spell of this shared machine falls
+/// on each variant alike; repetition k seeds the emulated links with `seed + k`.
 pub fn run(exps: &[Experiment], quick: bool, seed: u64, quiet: bool) -> RealResults {
-    let mut runs = Vec::new();
-    for &e in exps {
-        match e {
-            Experiment::E3 => e3(quick, seed, quiet, &mut runs),
-            Experiment::E4 => e4(quick, seed, quiet, &mut runs),
-            Experiment::E5 => e5(seed, quiet, &mut runs),
-            Experiment::E1 => e1(quick, seed, quiet, &mut runs),
-            Experiment::E2 => e2(quick, seed, quiet, &mut runs),
+    let mut runs: Vec<RealRun> = Vec::new();
+    for rep in 0..REPS {
+        let seed = seed + rep as u64;
+        for &e in exps {
+            let from = runs.len();
+            match e {
+                Experiment::E3 => e3(quick, seed, quiet, &mut runs),
+                Experiment::E4 => e4(quick, seed, quiet, &mut runs),
+                Experiment::E5 => e5(seed, quiet, &mut runs),
+                Experiment::E1 => e1(quick, seed, quiet, &mut runs),
+                Experiment::E2 => e2(quick, seed, quiet, &mut runs),
+            }
+            for r in &mut runs[from..] {
+                r.rep = rep;
+            }
         }
     }
     let checks = exps.iter().flat_map(|&e| checks(e, &runs)).collect();
@@ -96,6 +112,29 @@ fn record(
             .collect(),
         ..RealRun::default()
     }
+}
+
+/// Runs lowtide on the real path and fills `r`; the run's sysctls (lowtide's and
+/// the kernel receiver's) go into its parameters, for the provenance.
+fn stack(r: &mut RealRun, run: &StackRun, seed: u64, rate_bps: u64) {
+    for s in &run.sysctls {
+        r.params.push(("sysctl".into(), s.clone()));
+    }
+    for (k, v) in &run.kernel_sysctls {
+        r.params
+            .push(("sysctl".into(), format!("{k}={v} (kernel receiver)")));
+    }
+    match tun::run_stack(run, seed) {
+        Ok(o) => fill_stack(r, &o, rate_bps),
+        Err(e) => r.error = Some(e),
+    }
+}
+
+/// Sets sysctl `name` in namespace `ns` for a kernel run and notes it in `r`'s
+/// parameters, for the provenance.
+fn set_sysctl(r: &mut RealRun, ns: &NetNs, name: &str, value: &str) -> Result<(), String> {
+    r.params.push(("sysctl".into(), format!("{name}={value}")));
+    kernel::sysctl(ns, name, value)
 }
 
 /// Fills a record from a lowtide run.
@@ -139,7 +178,7 @@ fn kernel_bulk_link(
 ) -> Result<(), String> {
     let link = TunLink::start(path(rate, rtt_ns, 0.0), Offload::Full, seed)?;
     for (k, v) in sysctls {
-        kernel::sysctl(&link.sender, k, v)?;
+        set_sysctl(r, &link.sender, k, v)?;
     }
     let sink = kernel::sink(&link.receiver, 5201, flows)?;
     let mem = Sampler::start(&link.sender, Duration::from_millis(100), kernel::ss_memory)?;
@@ -213,10 +252,7 @@ fn e1(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
             sndbuf: None,
             sample_every: Duration::from_millis(100),
         };
-        match tun::run_stack(&run, seed) {
-            Ok(o) => fill_stack(&mut r, &o, GBIT),
-            Err(e) => r.error = Some(e),
-        }
+        stack(&mut r, &run, seed, GBIT);
         r.series.clear();
         runs.push(r);
         say(quiet, &format!("e1 kernel {group} / {v}"));
@@ -272,10 +308,7 @@ fn e2(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
             sndbuf: None,
             sample_every: Duration::from_millis(100),
         };
-        match tun::run_stack(&run, seed) {
-            Ok(o) => fill_stack(&mut r, &o, GBIT),
-            Err(e) => r.error = Some(e),
-        }
+        stack(&mut r, &run, seed, GBIT);
         r.series.clear();
         runs.push(r);
         if !rule {
@@ -326,10 +359,7 @@ fn e3(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
                 sndbuf: None,
                 sample_every: Duration::from_millis(10),
             };
-            match tun::run_stack(&run, seed) {
-                Ok(o) => fill_stack(&mut r, &o, rate),
-                Err(e) => r.error = Some(e),
-            }
+            stack(&mut r, &run, seed, rate);
             runs.push(r);
         }
         for (v, limit, routed) in [
@@ -363,7 +393,7 @@ fn kernel_e3(
     };
     let pair = Bottleneck::new(rate, path)?;
     if let Some(l) = limit {
-        kernel::sysctl(&pair.sender, "net.ipv4.tcp_limit_output_bytes", l)?;
+        set_sysctl(r, &pair.sender, "net.ipv4.tcp_limit_output_bytes", l)?;
     }
     let used = kernel::read_sysctl(&pair.sender, "net.ipv4.tcp_limit_output_bytes")?;
     r.params.push(("tcp_limit_output_bytes".into(), used));
@@ -409,9 +439,10 @@ fn kernel_e3(
 /// ([`E4_RCVBUF`], from the start: a receiver that never limits); list vs tree.
 /// Goodput and the sender thread's CPU per ACK.
 fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
+    // One list, tree and kernel run per repetition of the plan (`REPS`).
     let (secs, rate, reps) = match quick {
         true => (4, 100_000_000, 1),
-        false => (20, 500_000_000, 3),
+        false => (20, 500_000_000, 1),
     };
     let group = format!("{}, 150 ms, 1 % loss", rate_name(rate));
     let params = [
@@ -465,10 +496,7 @@ fn e4(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
             sndbuf: None,
             sample_every: Duration::from_millis(100),
         };
-        match tun::run_stack(&run, seed) {
-            Ok(o) => fill_stack(&mut r, &o, rate),
-            Err(e) => r.error = Some(e),
-        }
+        stack(&mut r, &run, seed, rate);
         r.series.clear();
         runs.push(r);
     }
@@ -484,10 +512,10 @@ fn e4_rmem() -> String {
 /// sender namespace's counters.
 fn kernel_e4(r: &mut RealRun, rate: u64, secs: u64, seed: u64) -> Result<(), String> {
     let link = TunLink::start(e4_path(rate), Offload::None, seed)?;
-    kernel::sysctl(&link.sender, "net.ipv4.tcp_congestion_control", "bbr")?;
-    kernel::sysctl(&link.sender, "net.ipv4.tcp_wmem", "4096 16384 268435456")?;
-    kernel::sysctl(&link.receiver, "net.ipv4.tcp_rmem", &e4_rmem())?;
-    kernel::sysctl(&link.receiver, "net.ipv4.tcp_comp_sack_nr", "0")?;
+    set_sysctl(r, &link.sender, "net.ipv4.tcp_congestion_control", "bbr")?;
+    set_sysctl(r, &link.sender, "net.ipv4.tcp_wmem", "4096 16384 268435456")?;
+    set_sysctl(r, &link.receiver, "net.ipv4.tcp_rmem", &e4_rmem())?;
+    set_sysctl(r, &link.receiver, "net.ipv4.tcp_comp_sack_nr", "0")?;
     let sink = kernel::sink(&link.receiver, 5201, 1)?;
     let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));
     let what = Send::For(Duration::from_secs(secs));
@@ -551,10 +579,7 @@ fn e5(seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
             sndbuf: Some(1_000_000),
             sample_every: Duration::from_millis(10),
         };
-        match tun::run_stack(&run, seed) {
-            Ok(o) => fill_stack(&mut r, &o, GBIT),
-            Err(e) => r.error = Some(e),
-        }
+        stack(&mut r, &run, seed, GBIT);
         r.series.clear();
         runs.push(r);
     }
@@ -617,6 +642,15 @@ fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// The mean of `get` over the runs without error, and how many there were.
+fn mean<'a>(
+    runs: impl Iterator<Item = &'a RealRun>,
+    get: impl Fn(&RealRun) -> Option<f64>,
+) -> Option<(f64, usize)> {
+    let xs: Vec<f64> = runs.filter(|r| r.error.is_none()).filter_map(get).collect();
+    (!xs.is_empty()).then(|| (xs.iter().sum::<f64>() / xs.len() as f64, xs.len()))
+}
+
 /// The directions that hold on a real path run at any scale this machine can give.
 pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<RealCheck> {
     let mut out = Vec::new();
@@ -642,39 +676,44 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<RealCheck> {
     }
     match e {
         Experiment::E3 => {
-            for a in mine(Side::Lowtide, "A") {
-                let Some(b) = mine(Side::Lowtide, "B")
-                    .into_iter()
-                    .find(|b| b.group == a.group)
-                else {
-                    continue;
+            let mut groups: Vec<&str> = Vec::new();
+            for r in mine(Side::Lowtide, "A") {
+                if !groups.contains(&r.group.as_str()) {
+                    groups.push(&r.group);
+                }
+            }
+            for g in groups {
+                let of = |v| {
+                    mean(
+                        mine(Side::Lowtide, v).into_iter().filter(|r| r.group == g),
+                        |r| r.queue_mean_ms,
+                    )
                 };
-                let (Some(qa), Some(qb)) = (a.queue_mean_ms, b.queue_mean_ms) else {
+                let (Some((qa, na)), Some((qb, nb))) = (of("A"), of("B")) else {
                     continue;
                 };
                 out.push(RealCheck {
                     experiment: e,
                     claim: format!(
-                        "lowtide on TUN, {}: mean device-queue delay with TSQ < 1/2 of without",
-                        a.group
+                        "lowtide on TUN, {g}: mean device-queue delay with TSQ < 1/2 of without (means over the repetitions)"
                     ),
-                    detail: format!("mean delay ms: A {qa:.3}, B {qb:.3}"),
+                    detail: format!("mean delay ms: A {qa:.3} (n = {na}), B {qb:.3} (n = {nb})"),
                     pass: qb < qa / 2.0,
                 });
             }
         }
         Experiment::E5 => {
-            let (a, b) = (mine(Side::Lowtide, "A"), mine(Side::Lowtide, "B"));
-            if let (Some(a), Some(b)) = (a.first(), b.first()) {
-                let (oa, ob) = (
-                    a.ip_out_requests.unwrap_or(0),
-                    b.ip_out_requests.unwrap_or(0),
-                );
+            let of = |v| {
+                mean(mine(Side::Lowtide, v).into_iter(), |r| {
+                    r.ip_out_requests.map(|x| x as f64)
+                })
+            };
+            if let (Some((oa, na)), Some((ob, nb))) = (of("A"), of("B")) {
                 out.push(RealCheck {
                     experiment: e,
-                    claim: "lowtide on TUN, 2,000,000 bytes: IpOutRequests sized at transmit < sized at write".into(),
-                    detail: format!("IpOutRequests: A {oa}, B {ob}"),
-                    pass: a.error.is_none() && b.error.is_none() && ob < oa,
+                    claim: "lowtide on TUN, 2,000,000 bytes: IpOutRequests sized at transmit < sized at write (means over the repetitions)".into(),
+                    detail: format!("IpOutRequests: A {oa:.1} (n = {na}), B {ob:.1} (n = {nb})"),
+                    pass: ob < oa,
                 });
             }
         }

@@ -13,15 +13,21 @@ pub fn render(real: &RealResults, out: &Path) -> Result<Vec<PathBuf>, String> {
     if !font_ready() {
         return Ok(Vec::new());
     }
-    let mut groups: Vec<&str> = (real.runs.iter())
+    let mut groups: Vec<&str> = Vec::new();
+    for r in real
+        .runs
+        .iter()
         .filter(|r| r.experiment == Some(Experiment::E3))
-        .map(|r| r.group.as_str())
-        .collect();
-    groups.dedup();
+    {
+        if !groups.contains(&r.group.as_str()) {
+            groups.push(&r.group);
+        }
+    }
     let mut panels = Vec::new();
     for g in groups {
+        // The first repetition: one line per variant.
         let rs: Vec<_> = (real.runs.iter())
-            .filter(|r| r.experiment == Some(Experiment::E3) && r.group == g)
+            .filter(|r| r.experiment == Some(Experiment::E3) && r.group == g && r.rep == 0)
             .filter(|r| !r.series.is_empty())
             .collect();
         let Some(first) = rs.first() else { continue };

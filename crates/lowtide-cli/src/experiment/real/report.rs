@@ -38,6 +38,15 @@ fn wake(r: &RealRun) -> Option<f64> {
     r.wakeups_per_s
 }
 
+/// `get` of the successful runs of (side, group, variant prefix), one per
+/// repetition.
+fn vals(real: &RealResults, e: Experiment, side: Side, group: &str, v: &str, get: Get) -> Vec<f64> {
+    (real.select(e, side, group, v).into_iter())
+        .filter(|r| r.error.is_none())
+        .filter_map(get)
+        .collect()
+}
+
 /// Mean of `get` over the successful runs of (side, group, variant prefix).
 fn agg(
     real: &RealResults,
@@ -47,20 +56,47 @@ fn agg(
     v: &str,
     get: Get,
 ) -> Option<f64> {
-    let xs: Vec<f64> = (real.select(e, side, group, v).into_iter())
-        .filter(|r| r.error.is_none())
-        .filter_map(get)
-        .collect();
+    let xs = vals(real, e, side, group, v, get);
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
-fn a_to_b(a: Option<f64>, b: Option<f64>, unit: &str) -> Option<String> {
-    let (a, b) = (a?, b?);
-    let ratio = match a != 0.0 {
-        true => format!(" ({:.2}x)", b / a),
-        false => String::new(),
+/// "mean (min-max)" of the repetitions, the value alone for one.
+fn spread(xs: &[f64]) -> Option<String> {
+    let sm = super::super::stats::summary(xs)?;
+    Some(match sm.n {
+        1 => num(sm.mean),
+        _ => format!("{} ({}-{})", num(sm.mean), num(sm.min), num(sm.max)),
+    })
+}
+
+/// Mean (range) of (side, group, variant prefix) over its repetitions.
+fn span(
+    real: &RealResults,
+    e: Experiment,
+    side: Side,
+    group: &str,
+    v: &str,
+    get: Get,
+) -> Option<String> {
+    spread(&vals(real, e, side, group, v, get))
+}
+
+/// "A (range) -> B (range) unit (ratio of the means; n = 3)".
+fn a_to_b(a: &[f64], b: &[f64], unit: &str) -> Option<String> {
+    let (sa, sb) = (spread(a)?, spread(b)?);
+    let (ma, mb) = (
+        a.iter().sum::<f64>() / a.len() as f64,
+        b.iter().sum::<f64>() / b.len() as f64,
+    );
+    let n = match a.len() == b.len() {
+        true => format!("n = {}", a.len()),
+        false => format!("n = {} / {}", a.len(), b.len()),
     };
-    Some(format!("{} -> {} {unit}{ratio}", num(a), num(b)).replace("  ", " "))
+    let ratio = match ma != 0.0 {
+        true => format!(" ({:.2}x; {n})", mb / ma),
+        false => format!(" ({n})"),
+    };
+    Some(format!("{sa} -> {sb} {unit}{ratio}").replace("  ", " "))
 }
 
 /// What a row of the seed table compares on the real path: (group, figure, unit);
@@ -117,8 +153,8 @@ pub fn cells(real: Option<&RealResults>, e: Experiment, i: usize) -> (String, St
         ("A", "B")
     };
     let lowtide = a_to_b(
-        agg(real, e, Side::Lowtide, group, va, get),
-        agg(real, e, Side::Lowtide, group, vb, get),
+        &vals(real, e, Side::Lowtide, group, va, get),
+        &vals(real, e, Side::Lowtide, group, vb, get),
         unit,
     )
     .map(|x| match e {
@@ -128,22 +164,20 @@ pub fn cells(real: Option<&RealResults>, e: Experiment, i: usize) -> (String, St
     let kernel = match e {
         Experiment::E2 if i == 2 => Some("no switch: the kernel has the rule".into()),
         Experiment::E1 | Experiment::E2 => a_to_b(
-            agg(real, e, Side::Kernel, group, "A", get),
-            agg(real, e, Side::Kernel, group, "B", get),
+            &vals(real, e, Side::Kernel, group, "A", get),
+            &vals(real, e, Side::Kernel, group, "B", get),
             unit,
         )
         .map(|x| format!("{group}: {x}")),
-        Experiment::E3 => agg(real, e, Side::Kernel, group, "A", get)
-            .zip(agg(real, e, Side::Kernel, group, "B", get))
+        Experiment::E3 => span(real, e, Side::Kernel, group, "A", get)
+            .zip(span(real, e, Side::Kernel, group, "B", get))
             .map(|(a, b)| {
-                let routed = agg(real, e, Side::Kernel, group, "R", get)
-                    .map_or(String::new(), |x| {
-                        format!("; queue one hop away {}", num(x))
-                    });
-                format!("limit 1 GB {}, default {}{routed} {unit}", num(a), num(b))
+                let routed = span(real, e, Side::Kernel, group, "R", get)
+                    .map_or(String::new(), |x| format!("; queue one hop away {x}"));
+                format!("limit 1 GB {a}, default {b}{routed} {unit}")
             }),
-        _ => agg(real, e, Side::Kernel, group, "B", get)
-            .map(|k| format!("{} {unit} (sized at transmit time)", num(k)).replace("  ", " ")),
+        _ => span(real, e, Side::Kernel, group, "B", get)
+            .map(|k| format!("{k} {unit} (sized at transmit time)").replace("  ", " ")),
     };
     let cell = |x: Option<String>| x.unwrap_or_else(|| "not in this run".into());
     (cell(lowtide), cell(kernel))
@@ -159,28 +193,29 @@ fn e4_cells(real: &RealResults) -> (String, String) {
     };
     let cpu: Get = |r| r.cpu_per_ack_us;
     let g = a_to_b(
-        agg(real, e, Side::Lowtide, &group, "A", mbit),
-        agg(real, e, Side::Lowtide, &group, "B", mbit),
+        &vals(real, e, Side::Lowtide, &group, "A", mbit),
+        &vals(real, e, Side::Lowtide, &group, "B", mbit),
         "Mbit/s",
     );
     let c = a_to_b(
-        agg(real, e, Side::Lowtide, &group, "A", cpu),
-        agg(real, e, Side::Lowtide, &group, "B", cpu),
+        &vals(real, e, Side::Lowtide, &group, "A", cpu),
+        &vals(real, e, Side::Lowtide, &group, "B", cpu),
         "us CPU per ACK",
     );
-    let n = real.select(e, Side::Lowtide, &group, "A").len();
     let lowtide = match (g, c) {
-        (Some(g), Some(c)) => format!("mean of {n} run(s) each at {group}: {g}; {c}"),
+        (Some(g), Some(c)) => format!("{group}, mean (range): {g}; {c}"),
         _ => "not in this run".into(),
     };
-    let kernel = match agg(real, e, Side::Kernel, &group, "B", mbit) {
-        Some(k) => format!(
-            "tree only (since 4.15): its BBR flow on the same path {} Mbit/s",
-            num(k)
-        ),
+    let kernel = match span(real, e, Side::Kernel, &group, "B", mbit) {
+        Some(k) => format!("tree only (since 4.15): its BBR flow on the same path {k} Mbit/s"),
         None => "not measured (the kernel has only the tree, since 4.15)".into(),
     };
     (lowtide, kernel)
+}
+
+/// How many times the plan ran (the largest repetition number + 1).
+fn reps(real: &RealResults) -> u32 {
+    real.runs.iter().map(|r| r.rep + 1).max().unwrap_or(0)
 }
 
 /// The paragraph under the report's title.
@@ -200,8 +235,9 @@ pub fn intro(real: Option<&RealResults>) -> String {
          machine holds: lowtide's stack on a TUN device with its own emulated link (the \
          simulator's link code in real time) sending to kernel receivers in a network \
          namespace, and the kernel's own TCP in namespaces (veth + htb + pfifo for E3, \
-         `lowtide link` for E1, E2 and E5). Wall-clock runs: not deterministic; one run \
-         per variant unless the runs table lists more.",
+         `lowtide link` for E1, E2 and E5). Wall-clock runs: not deterministic; the whole \
+         plan ran {} time(s), interleaved (every variant once, then again), and each \
+         figure is the mean of those runs with their range (min-max) in parentheses.",
         if real.quick { " --quick" } else { "" },
         real.machine,
         real.measured,
@@ -210,6 +246,7 @@ pub fn intro(real: Option<&RealResults>) -> String {
         } else {
             "full real-path plan"
         },
+        reps(real),
     )
 }
 
@@ -227,10 +264,10 @@ pub fn section(s: &mut String, real: Option<&RealResults>, e: Experiment) {
         "Real-path runs ({}, measured {}):\n",
         real.machine, real.measured
     );
-    let _ = writeln!(s, "| side | group | variant | parameters | goodput Mbit/s | dev. queue delay ms (mean/peak) | IpOutRequests | TcpOutSegs | IpInReceives | retrans | CPU user s | CPU per ACK us | TCP memory pages (mean) | wakeups/s | error |");
+    let _ = writeln!(s, "| side | group | variant | rep | parameters | goodput Mbit/s | dev. queue delay ms (mean/peak) | IpOutRequests | TcpOutSegs | IpInReceives | retrans | CPU user s | CPU per ACK us | TCP memory pages (mean) | wakeups/s | error |");
     let _ = writeln!(
         s,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     let o = |x: Option<f64>| x.map_or("-".to_string(), num);
     let u = |x: Option<u64>| x.map_or("-".to_string(), |v| v.to_string());
@@ -238,13 +275,14 @@ pub fn section(s: &mut String, real: Option<&RealResults>, e: Experiment) {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             match r.side {
                 Some(Side::Kernel) => "kernel",
                 _ => "lowtide",
             },
             r.group,
             r.variant,
+            r.rep,
             params.join(", "),
             num(r.goodput_bps / 1e6),
             o(r.queue_mean_ms),
@@ -275,11 +313,12 @@ pub fn section(s: &mut String, real: Option<&RealResults>, e: Experiment) {
 /// Sentences comparing lowtide and the kernel (and the simulator's picture where the
 /// real path differs from it), computed from the runs.
 fn differences(real: &RealResults, e: Experiment) -> Vec<String> {
-    let mut groups: Vec<&str> = (real.runs.iter())
-        .filter(|r| r.experiment == Some(e))
-        .map(|r| r.group.as_str())
-        .collect();
-    groups.dedup();
+    let mut groups: Vec<&str> = Vec::new();
+    for r in real.runs.iter().filter(|r| r.experiment == Some(e)) {
+        if !groups.contains(&r.group.as_str()) {
+            groups.push(&r.group);
+        }
+    }
     let mut out = Vec::new();
     let f = |x: Option<f64>| x.map_or("-".to_string(), num);
     for g in groups {
@@ -422,14 +461,15 @@ fn notes(e: Experiment) -> &'static str {
             this shared machine without offload (one write(2) per segment), far below the \
             seed's. The path has the seed's 200 us jitter on the data direction and the \
             kernel receiver's SACK compression off (tcp_comp_sack_nr 0, as the seed's \
-            4.14). The runs swing widely (BBR under 1 % random loss at 150 ms; \
-            2026-11-25 16:21-16:30 UTC, load under 1: lowtide list 376-392, tree \
-            374-385 Mbit/s, the kernel's BBR 288-376 Mbit/s on the same path; earlier \
-            that day, without the jitter, lowtide 144-377 and the kernel 148-185). On a \
-            loaded machine lowtide falls behind: \
+            4.14). The runs swing widely (BBR under 1 % random loss at 150 ms: see the \
+            range of the repetitions). On a loaded machine lowtide falls behind: \
             its one thread is the stack, the link and the device, and a late turn of its \
             loop idles the link (docs/experiments/README.md, \"E4's real-path lag\"). \
-            Packets in flight are a few thousand, far fewer than the seed's ~100,000, so a \
+            lowtide's list is a contiguous VecDeque of skbs (crates/lowtide/src/tcp/rtx/store.rs), \
+            not separately allocated nodes as Linux's list was, so a walk here costs \
+            about what the tree's does and the real path cannot show the seed's cache \
+            misses; the simulator's list/tree goodput ratio exists only in its CPU model (a stated \
+            limit). Packets in flight are a few thousand, far fewer than the seed's ~100,000, so a \
             list walk is short and the list/tree difference is within the run-to-run \
             spread; see the simulator's sweep for the cost against packets in flight."
         }
@@ -467,9 +507,10 @@ pub fn summary_text(real: &RealResults, out: &std::path::Path) -> String {
         }
         let _ = writeln!(
             s,
-            "{e} {side:<7} {} / {}: {}",
+            "{e} {side:<7} {} / {} (rep {}): {}",
             r.group,
             r.variant,
+            r.rep,
             parts.join(", ")
         );
     }
@@ -531,7 +572,7 @@ mod tests {
             run(Experiment::E3, Side::Kernel, g, "R: routed", 60.0),
         ]);
         let (lt, k) = cells(Some(&real), Experiment::E3, 2);
-        assert_eq!(lt, "50.0 -> 4.00 ms (0.08x)");
+        assert_eq!(lt, "50.0 -> 4.00 ms (0.08x; n = 1)");
         assert_eq!(
             k,
             "limit 1 GB 10.0, default 9.00; queue one hop away 60.0 ms"

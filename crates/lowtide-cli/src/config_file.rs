@@ -13,7 +13,8 @@
 //! (`net.ipv4.tcp_sack = 0`) are TOML nested tables; they are joined back with dots.
 
 use lowtide::Config;
-use toml::{Table, Value};
+use lowtide_sim::network::schema::{parse_toml, sysctl_pairs};
+use toml::Value;
 
 /// Reads `path` and applies its sysctls to `cfg` (each name appears once, so the
 /// order does not matter).
@@ -33,60 +34,16 @@ pub fn apply(cfg: &mut Config, text: &str) -> Result<(), String> {
 
 /// The `[sysctl]` entries of a TOML document as (name, text value) pairs.
 pub fn sysctls(text: &str) -> Result<Vec<(String, String)>, String> {
-    let doc: Table = text.parse().map_err(|e: toml::de::Error| match e.span() {
-        Some(span) => {
-            let line = 1 + text[..span.start.min(text.len())].matches('\n').count();
-            format!("line {line}: {}", e.message())
-        }
-        None => e.message().to_string(),
-    })?;
+    let doc = parse_toml(text)?;
     let mut out = Vec::new();
     for (key, v) in &doc {
         match (key.as_str(), v) {
-            ("sysctl", Value::Table(t)) => flatten("", t, &mut out)?,
+            ("sysctl", Value::Table(t)) => out.extend(sysctl_pairs(t)?),
             ("sysctl", _) => return Err("'sysctl' must be a table ([sysctl])".into()),
             (other, _) => return Err(format!("unknown section '{other}' (expected [sysctl])")),
         }
     }
     Ok(out)
-}
-
-fn flatten(prefix: &str, t: &Table, out: &mut Vec<(String, String)>) -> Result<(), String> {
-    for (k, v) in t {
-        let name = match prefix {
-            "" => k.clone(),
-            p => format!("{p}.{k}"),
-        };
-        match v {
-            Value::Table(inner) => flatten(&name, inner, out)?,
-            v => {
-                let text = text_form(&name, v)?;
-                out.push((name, text));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The text form `Config::set` takes for a TOML value.
-fn text_form(name: &str, v: &Value) -> Result<String, String> {
-    match v {
-        Value::String(s) => Ok(s.clone()),
-        Value::Integer(i) => Ok(i.to_string()),
-        Value::Boolean(b) => Ok(if *b { "1" } else { "0" }.into()),
-        Value::Array(items) => items
-            .iter()
-            .map(|x| match x {
-                Value::Integer(i) => Ok(i.to_string()),
-                _ => Err(format!("{name}: arrays may only hold integers")),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(|parts| parts.join(" ")),
-        other => Err(format!(
-            "{name}: unsupported {} value (use a string, an integer or a boolean)",
-            other.type_str()
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! `lowtide sim stream` runs bulk (netperf TCP_STREAM) or fixed-size flows from host
 //! A to host B in the deterministic simulator and prints an iperf3-like summary, or
 //! the full results as JSON with `--json`. Exit codes: 0 success, 1 the bytes did not
-//! verify (or the run failed), 2 bad arguments.
+//! verify (or the run failed), 2 bad arguments. `lowtide sim run FILE` runs a
+//! scenario file (a network of hosts, routers and queues) and its checks.
 
 mod alloc_count;
 mod config_file;
@@ -14,6 +15,7 @@ mod outputs;
 mod progress;
 mod real;
 mod real_timeseries;
+mod scenario;
 mod soak;
 mod summary;
 mod timeseries;
@@ -63,6 +65,10 @@ enum SimCommand {
     /// checks every byte and a liveness deadline per run, and prints a reproduction
     /// command (`lowtide sim stream ...`) for each failing run.
     Soak(soak::SoakArgs),
+    /// A scenario file: hosts, routers, links with a queue on each egress, flows
+    /// and checks (README, "Scenarios"); per flow and per queue figures, every
+    /// byte verified; exit 1 if a check fails.
+    Run(scenario::RunArgs),
 }
 
 #[derive(Args, Debug)]
@@ -456,6 +462,7 @@ fn main() -> ExitCode {
     match &cli.command {
         Command::Sim(SimCommand::Stream(args)) => stream(args),
         Command::Sim(SimCommand::Soak(args)) => soak::run(args),
+        Command::Sim(SimCommand::Run(args)) => scenario::run(args),
         Command::Transfer(args) => real::transfer::run(args),
         Command::Link(args) => real::link::run(args),
         Command::Iperf3(args) => real::iperf::run(args),

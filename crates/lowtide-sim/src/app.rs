@@ -143,6 +143,9 @@ pub struct Sender {
     /// `TCP_NOTSENT_LOWAT` still to set, because the socket refused it before the
     /// connection was established.
     pub pending_lowat: Option<u32>,
+    /// A probe's allowance: the stream offset it may write up to for now (`None`:
+    /// no cap). Reaching it is a pause, not the end of the stream.
+    pub allowance: Option<u64>,
     payload: Payload,
 }
 
@@ -162,6 +165,7 @@ impl Sender {
             info: InfoSnapshot::default(),
             error: None,
             pending_lowat: None,
+            allowance: None,
             payload: Payload::new(seed, flow),
         }
     }
@@ -208,6 +212,11 @@ impl Sender {
                 self.finish_writing(stack, now, h);
                 return;
             }
+            let allowed = self.allowance.map_or(u64::MAX, |a| a - self.written);
+            if allowed == 0 {
+                return;
+            }
+            let remaining = remaining.min(allowed);
             let chunk = buf.get(
                 &self.payload,
                 self.flow,
@@ -225,6 +234,22 @@ impl Sender {
                 Err(SocketError::WouldBlock) => return,
                 Err(e) => return self.fail(stack, now, e),
             }
+        }
+    }
+
+    /// Lets a probe write `bytes` more, and writes them.
+    pub fn allow(&mut self, stack: &mut Stack, now: Instant, buf: &mut WriteBuf, bytes: u64) {
+        let a = self.allowance.get_or_insert(self.written);
+        *a += bytes;
+        self.write(stack, now, buf);
+    }
+
+    /// A bulk sender's stop: what it wrote is the whole stream; it shuts down its
+    /// write side (at once if it is sending, else when it connects).
+    pub fn stop(&mut self, stack: &mut Stack, now: Instant) {
+        self.limit = Some(self.written);
+        if let (SendState::Sending, Some(h)) = (self.state, self.handle) {
+            self.finish_writing(stack, now, h);
         }
     }
 

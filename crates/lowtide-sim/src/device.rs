@@ -60,6 +60,13 @@ pub(crate) fn classify(
     skb
 }
 
+/// The flow hash (`skb_get_hash`) of a packet with addresses `tuple`, seeded:
+/// what a router's classifying qdisc reads of a forwarded packet, which has no
+/// socket.
+pub(crate) fn flow_hash(tuple: Option<(SocketAddr, SocketAddr)>, seed: u64) -> u32 {
+    identity(&[], tuple, seed).1
+}
+
 /// The socket id (none for a SYN-ACK) and flow hash of a packet whose headers are
 /// `headers` and addresses `tuple`: a seeded hash of the 4-tuple.
 fn identity(

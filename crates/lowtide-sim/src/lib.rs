@@ -32,6 +32,7 @@ mod device;
 pub mod experiment;
 pub mod host;
 pub mod intervals;
+pub mod network;
 pub mod nic;
 pub mod payload;
 pub mod qdisc;

@@ -76,6 +76,19 @@ impl QueueItem for Vec<u8> {
     }
 }
 
+/// A segment forwarded by a router: its headers are in `head`.
+impl QueueItem for lowtide_link::WireSeg {
+    fn ip_len(&self) -> usize {
+        self.len()
+    }
+    fn mark_ce(&mut self) -> bool {
+        lowtide_wire::ip::mark_ce(&mut self.head)
+    }
+    fn ecn(&self) -> u8 {
+        ecn_of(&self.head)
+    }
+}
+
 /// `INET_ECN_set_ce`: true if the packet now carries CE (it was ECT and got it, or
 /// already had it), false for a packet that is not ECN-capable.
 pub fn inet_ecn_set_ce<T: QueueItem>(item: &mut T) -> bool {

@@ -1,0 +1,143 @@
+//! `lowtide sim run` (issue 22): the canonical scenarios of scenarios/ at their
+//! `--quick` scale, each passing its own checks; a failed check exits 1 with its
+//! values, a bad file exits 2 naming the problem.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn lowtide(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lowtide"))
+        .args(args)
+        .output()
+        .expect("run lowtide")
+}
+
+fn scenario(name: &str) -> String {
+    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "scenarios", name]
+        .iter()
+        .collect();
+    p.to_string_lossy().into_owned()
+}
+
+/// `sim run FILE --quick --json ARGS`: its exit code and results.
+fn run_json(file: &str, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let path = scenario(file);
+    let mut full = vec!["sim", "run", &path, "--quick", "--json"];
+    full.extend_from_slice(args);
+    let out = lowtide(&full);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), v, stderr)
+}
+
+fn flow<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    let flows = v["flows"].as_array().expect("flows");
+    flows.iter().find(|f| f["name"] == name).expect("flow")
+}
+
+#[test]
+fn bufferbloat_probe_delay_falls_to_near_codel_target() {
+    let (code, v, err) = run_json("bufferbloat.toml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(v["bytes_verified"], true);
+    let delay = |f: &str| flow(&v, f)["delay_ms"].as_f64().unwrap();
+    let (fifo, codel) = (delay("probe_fifo"), delay("probe_codel"));
+    assert!(
+        fifo > 100.0 && codel < 20.0,
+        "fifo {fifo} ms, fq_codel {codel} ms"
+    );
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 7);
+    assert!(checks.iter().all(|c| c["pass"] == true));
+}
+
+#[test]
+fn rtt_unfairness_short_flow_takes_more() {
+    let (code, v, err) = run_json("rtt-unfairness.toml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let g = |f: &str| flow(&v, f)["goodput_mbps"].as_f64().unwrap();
+    assert!(
+        g("short") > 1.5 * g("long"),
+        "{} vs {}",
+        g("short"),
+        g("long")
+    );
+    let q = (v["queues"].as_array().unwrap().iter())
+        .find(|q| q["name"] == "r1->sink")
+        .unwrap();
+    assert_eq!(q["flows"], 2);
+    assert!(q["jain"].as_f64().unwrap() < 0.95);
+}
+
+#[test]
+fn a_failed_check_exits_1_with_its_values() {
+    let set = "checks=[\"flow.short.goodput_mbps > 1000\"]";
+    let (code, v, err) = run_json(
+        "rtt-unfairness.toml",
+        &["--set", set, "--set", "run.duration=2s"],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(v["checks"][0]["pass"], false);
+    assert!(
+        err.contains("check failed: flow.short.goodput_mbps > 1000 (left "),
+        "{err}"
+    );
+}
+
+#[test]
+fn text_report_has_flows_queues_and_checks() {
+    let path = scenario("rtt-unfairness.toml");
+    let args = [
+        "sim",
+        "run",
+        &path,
+        "--set",
+        "run.duration=2s",
+        "--set",
+        "checks=[]",
+    ];
+    let out = lowtide(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("short ") && l.contains("cubic")));
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("r1->sink ") && l.contains("pfifo")));
+    assert!(text.contains("every byte of 2 flows verified"), "{text}");
+}
+
+#[test]
+fn bad_files_exit_2_saying_what_and_why() {
+    let path = scenario("rtt-unfairness.toml");
+    let cases: [(&[&str], &str); 5] = [
+        (&["--set", "links.bottleneck.queue=sfq"], "sfq: not a qdisc"),
+        (
+            &["--set", "flows.short.to=moon"],
+            "flows.short: moon: no such host",
+        ),
+        (
+            &["--set", "links.far.rate=fast"],
+            "links.far: forward: rate",
+        ),
+        (
+            &["--set", "checks=[\"flow.nobody.bytes > 1\"]"],
+            "nobody: no such flow",
+        ),
+        (&["--set", "colour=red"], "colour"),
+    ];
+    for (args, want) in cases {
+        let mut full = vec!["sim", "run", &path];
+        full.extend_from_slice(args);
+        let out = lowtide(&full);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("lowtide: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+    }
+    let out = lowtide(&["sim", "run", "/nonexistent.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,702 @@
+//! The event loop of a network: hosts (as the two-host world runs them: a stack, a
+//! NIC with its qdisc cutting GSO packets onto the link, a NAPI receive path with
+//! GRO), and routers that take each arriving segment, look its destination up,
+//! decrease its TTL and queue it on the egress port's qdisc, whose transmitter
+//! serializes it onto the next link. Virtual time, one event queue, ties broken by
+//! insertion order: a run is a function of its file.
+
+use super::topology::{NodeKind, Topology};
+use crate::app::{Receiver, SendState, Sender, WriteBuf};
+use crate::device::{classify, flow_hash};
+use crate::host::{Role, SimHost};
+use crate::nic::{NicQueue, NO_FLOW};
+use crate::qdisc::Skb;
+use crate::world::{derive_seed, LISTEN_PORT};
+use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
+use lowtide_link::{EventQueue, LinkDir, Pipe, WireSeg};
+use lowtide_wire::{gso, tcp::four_tuple_apart};
+use rustc_hash::FxHashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+/// Something that happens at a point in virtual time.
+enum Ev {
+    /// Flow `0` connects.
+    Start(u32),
+    /// Bulk flow `0` stops writing.
+    Stop(u32),
+    /// Probe flow `0` writes its next message.
+    Probe(u32),
+    /// The run's time is over.
+    End,
+    /// Node `0` takes what has arrived (a host's NAPI poll, a router's input).
+    Rx(u32),
+    /// Port `0`'s transmitter finished its packet.
+    TxDone(u32),
+    /// Host `0`'s stack timer may be due.
+    Timer(u32),
+    /// Port `0`'s qdisc may release a packet it held back.
+    QdiscWake(u32),
+}
+
+/// A link direction and, at a router, the qdisc in front of it (a host's is its
+/// NIC's).
+pub(crate) struct Port {
+    pub dir: LinkDir,
+    pipe: Pipe,
+    pub src: usize,
+    pub dst: usize,
+    pub queue: Option<NicQueue<WireSeg>>,
+    busy: bool,
+    wake_at: Option<Instant>,
+    hash_seed: u64,
+}
+
+/// A router's input side.
+struct Router {
+    rx_ports: Vec<usize>,
+    rx_at: Option<Instant>,
+}
+
+/// One flow's applications, and a probe's messages.
+pub(crate) struct NetFlow {
+    pub sender: Sender,
+    pub receiver: Receiver,
+    pub done: bool,
+    /// A probe's messages: when each was written (ns).
+    probe_sent: Vec<u64>,
+    /// Messages fully read so far.
+    probe_read: usize,
+    /// Each read message's one-way delay (ns).
+    pub delays: Vec<u64>,
+}
+
+/// A network's state during a run.
+pub(crate) struct Network<'t> {
+    pub topo: &'t Topology,
+    pub hosts: Vec<SimHost>,
+    routers: Vec<Router>,
+    pub ports: Vec<Port>,
+    pub flows: Vec<NetFlow>,
+    queue: EventQueue<Ev>,
+    listeners: Vec<Option<SocketHandle>>,
+    port_flow: FxHashMap<(IpAddr, u16), u32>,
+    host_of: FxHashMap<IpAddr, usize>,
+    wbuf: WriteBuf,
+    pub events: u64,
+    flows_done: usize,
+    pub now: Instant,
+    /// Every link leaves checksums intact: receivers trust them.
+    csum_trusted: bool,
+    /// Segments a router dropped: TTL expired or no route.
+    pub router_drops: u64,
+}
+
+impl<'t> Network<'t> {
+    /// The network of `t`, with its flows and the end scheduled.
+    pub fn new(t: &'t Topology) -> Result<Network<'t>, String> {
+        let csum_trusted = t.ports.iter().all(|p| p.link.corrupt == 0.0);
+        let mut hosts = Vec::new();
+        let mut routers = Vec::new();
+        let mut host_of = FxHashMap::default();
+        for (i, n) in t.nodes.iter().enumerate() {
+            let rx_ports: Vec<usize> = (t.ports.iter().enumerate())
+                .filter(|(_, p)| p.dst == i)
+                .map(|(k, _)| k)
+                .collect();
+            match &n.kind {
+                NodeKind::Host { config, addr } => {
+                    let stack = Stack::new((**config).clone(), derive_seed(t.seed, 1 + i as u64));
+                    let tx = t.ports.iter().position(|p| p.src == i).unwrap_or(0);
+                    let mut h = SimHost::new(stack, *addr, n.txqueuelen as usize, tx);
+                    let mtu = config.mtu + 14;
+                    let seed = derive_seed(t.seed, 201 + i as u64);
+                    h.nic = NicQueue::with_qdisc(t.ports[tx].queue.build(n.txqueuelen, mtu, seed));
+                    h.rx_csum_valid = csum_trusted;
+                    h.rx_links = rx_ports;
+                    host_of.insert(*addr, i);
+                    hosts.push(h);
+                }
+                NodeKind::Router => routers.push(Router {
+                    rx_ports,
+                    rx_at: None,
+                }),
+            }
+        }
+        let ports = (t.ports.iter().enumerate())
+            .map(|(i, p)| Port {
+                dir: LinkDir::new(p.link.clone(), derive_seed(t.seed, 1001 + i as u64)),
+                pipe: Pipe::for_config(&p.link),
+                src: p.src,
+                dst: p.dst,
+                queue: (p.src >= hosts.len()).then(|| {
+                    let txq = t.nodes[p.src].txqueuelen;
+                    let seed = derive_seed(t.seed, 2001 + i as u64);
+                    NicQueue::with_qdisc(p.queue.build(txq, crate::qdisc::PSCHED_MTU, seed))
+                }),
+                busy: false,
+                wake_at: None,
+                hash_seed: derive_seed(t.seed, 3001 + i as u64),
+            })
+            .collect();
+        let flows = (t.flows.iter().enumerate())
+            .map(|(i, f)| NetFlow {
+                sender: Sender::new(t.seed, i as u32, f.bytes),
+                receiver: Receiver::new(t.seed, i as u32, f.bytes),
+                done: false,
+                probe_sent: Vec::new(),
+                probe_read: 0,
+                delays: Vec::new(),
+            })
+            .collect();
+        let mut net = Network {
+            topo: t,
+            listeners: vec![None; hosts.len()],
+            hosts,
+            routers,
+            ports,
+            flows,
+            queue: EventQueue::new(),
+            port_flow: FxHashMap::default(),
+            host_of,
+            wbuf: WriteBuf::default(),
+            events: 0,
+            flows_done: 0,
+            now: Instant::ZERO,
+            csum_trusted,
+            router_drops: 0,
+        };
+        net.setup()?;
+        Ok(net)
+    }
+
+    /// Listeners on every receiving host; the flows' starts, stops and the end.
+    fn setup(&mut self) -> Result<(), String> {
+        let t = self.topo;
+        for f in &t.flows {
+            if self.listeners[f.to].is_some() {
+                continue;
+            }
+            let h = &mut self.hosts[f.to];
+            let backlog = t.flows.len().clamp(128, u32::MAX as usize) as u32;
+            let l = (h
+                .stack
+                .listen(SocketAddr::new(h.addr, LISTEN_PORT), backlog))
+            .map_err(|e| format!("listen: {e}"))?;
+            h.register(l, Role::Listener);
+            self.listeners[f.to] = Some(l);
+        }
+        for (i, f) in t.flows.iter().enumerate() {
+            let i = i as u32;
+            self.queue.push(Instant(f.start_ns), Ev::Start(i));
+            if let Some(s) = f.stop_ns {
+                self.queue.push(Instant(s), Ev::Stop(i));
+            }
+            if f.probe.is_some() {
+                self.queue.push(Instant(f.start_ns), Ev::Probe(i));
+            }
+        }
+        self.queue.push(Instant(t.duration_ns), Ev::End);
+        Ok(())
+    }
+
+    /// Runs until the end of the run's time, or until every flow is done when all
+    /// are fixed-size transfers.
+    pub fn run(&mut self) {
+        let all_fixed = self.topo.flows.iter().all(|f| f.bytes.is_some());
+        while let Some((at, ev)) = self.queue.pop() {
+            self.now = at;
+            self.events += 1;
+            match ev {
+                Ev::End => return,
+                Ev::Start(f) => self.start_flow(f),
+                Ev::Stop(f) => self.stop_flow(f),
+                Ev::Probe(f) => self.probe(f),
+                Ev::Rx(n) => self.rx(n as usize),
+                Ev::TxDone(p) => self.tx_done(p as usize),
+                Ev::Timer(h) => self.timer(h as usize),
+                Ev::QdiscWake(p) => self.qdisc_wake(p as usize),
+            }
+            if all_fixed && self.flows_done == self.flows.len() {
+                return;
+            }
+        }
+    }
+
+    fn start_flow(&mut self, f: u32) {
+        let t = self.topo;
+        let (now, def) = (self.now, &t.flows[f as usize]);
+        let remote = SocketAddr::new(self.hosts[def.to].addr, LISTEN_PORT);
+        let h = &mut self.hosts[def.from];
+        let s = &mut self.flows[f as usize].sender;
+        s.started_at = now;
+        match h.stack.connect(now, SocketAddr::new(h.addr, 0), remote) {
+            Ok(sock) => {
+                h.register(sock, Role::Sender(f));
+                s.handle = Some(sock);
+                if let Some(cc) = &def.cc {
+                    if let Err(e) = h.stack.set_congestion(sock, cc) {
+                        tracing::warn!("{}: TCP_CONGESTION {cc}: {e}", def.name);
+                    }
+                }
+                if def.probe.is_some() {
+                    // A probe's messages go at once, not behind Nagle's rule.
+                    let _ = h.stack.set_nodelay(sock, true);
+                }
+                if let Some(bytes) = def.notsent_lowat {
+                    s.set_notsent_lowat(&mut h.stack, now, bytes);
+                }
+                if let Ok((l, _)) = h.stack.addresses(sock) {
+                    self.port_flow.insert((l.ip(), l.port()), f);
+                    s.local_port = l.port();
+                }
+            }
+            Err(e) => {
+                s.error = Some(e);
+                s.state = SendState::Closed;
+            }
+        }
+        self.service(def.from);
+    }
+
+    fn stop_flow(&mut self, f: u32) {
+        let host = self.topo.flows[f as usize].from;
+        self.flows[f as usize]
+            .sender
+            .stop(&mut self.hosts[host].stack, self.now);
+        self.service(host);
+    }
+
+    /// A probe's next message: `size` more bytes allowed, and the next tick.
+    fn probe(&mut self, f: u32) {
+        let t = self.topo;
+        let def = &t.flows[f as usize];
+        let Some((size, interval)) = def.probe else {
+            return;
+        };
+        let flow = &mut self.flows[f as usize];
+        if flow.sender.state == SendState::Closed {
+            return;
+        }
+        flow.probe_sent.push(self.now.as_nanos());
+        let stack = &mut self.hosts[def.from].stack;
+        flow.sender
+            .allow(stack, self.now, &mut self.wbuf, size as u64);
+        self.queue
+            .push(Instant(self.now.as_nanos() + interval), Ev::Probe(f));
+        self.service(def.from);
+    }
+
+    /// Node `n` takes every segment that has arrived: a host's NAPI poll, a
+    /// router's forwarding.
+    fn rx(&mut self, n: usize) {
+        let now = self.now;
+        if n < self.hosts.len() {
+            let h = &mut self.hosts[n];
+            if h.rx_poll_at != Some(now) {
+                return; // stale: re-armed earlier
+            }
+            h.rx_poll_at = None;
+            for &p in &h.rx_links {
+                while let Some(seg) = self.ports[p].pipe.pop_arrived(now.as_nanos()) {
+                    h.rx_ring.push(seg);
+                }
+            }
+            h.napi_poll(now, self.topo.gro);
+            for buf in std::mem::take(&mut h.spent) {
+                h.stack.recycle_buffer(buf);
+            }
+            self.service(n);
+        } else {
+            let r = n - self.hosts.len();
+            if self.routers[r].rx_at != Some(now) {
+                return;
+            }
+            self.routers[r].rx_at = None;
+            for k in 0..self.routers[r].rx_ports.len() {
+                let p = self.routers[r].rx_ports[k];
+                while let Some(seg) = self.ports[p].pipe.pop_arrived(now.as_nanos()) {
+                    self.forward(n, seg);
+                }
+            }
+        }
+        self.arm_rx(n);
+    }
+
+    /// `ip_forward`: the route to the destination, `ip_decrease_ttl`, then the
+    /// egress qdisc (`dev_queue_xmit`) and its transmitter.
+    fn forward(&mut self, node: usize, mut seg: WireSeg) {
+        let port = ipv4_dst(&seg.head)
+            .and_then(|d| self.host_of.get(&IpAddr::V4(d)))
+            .and_then(|&h| self.topo.next_hop[node][h]);
+        let Some(p) = port.filter(|_| decrease_ttl(&mut seg.head)) else {
+            self.router_drops += 1;
+            return;
+        };
+        let (now, port) = (self.now, &mut self.ports[p]);
+        let Some(q) = port.queue.as_mut() else { return };
+        let mut skb = Skb::new(seg, now.as_nanos());
+        if q.classifies() {
+            let tuple = four_tuple_apart(&skb.item.head, skb.item.body.len()).ok();
+            // Forwarded: no socket, and `skb->tstamp` cleared (`skb_clear_tstamp`).
+            skb.hash = flow_hash(tuple, port.hash_seed);
+        }
+        let _ = q.enqueue_skb(now, skb);
+        q.take_freed().for_each(drop);
+        if !port.busy {
+            self.port_tx(p);
+        }
+    }
+
+    /// A router port's transmitter takes the qdisc's next packet onto the link.
+    fn port_tx(&mut self, p: usize) {
+        let now = self.now;
+        let port = &mut self.ports[p];
+        let Some(q) = port.queue.as_mut() else { return };
+        let seg = q.dequeue(now);
+        q.take_freed().for_each(drop);
+        let Some(seg) = seg else {
+            if let Some(at) = q.next_ready().filter(|&t| t > now) {
+                self.arm_qdisc_wake(p, at);
+            }
+            return;
+        };
+        let (_, end) = port.dir.serialize(now.as_nanos(), seg.len());
+        let pipe = &mut port.pipe;
+        port.dir.propagate(end, seg, |at, s| pipe.push(at, s));
+        port.busy = true;
+        let dst = port.dst;
+        self.queue.push(Instant(end), Ev::TxDone(p as u32));
+        self.arm_rx(dst);
+    }
+
+    fn tx_done(&mut self, p: usize) {
+        let src = self.ports[p].src;
+        if src < self.hosts.len() {
+            let h = &mut self.hosts[src];
+            if let Some(token) = h.tx_busy.take() {
+                h.stack.handle_tx_complete(self.now, token);
+            }
+            self.service(src);
+        } else {
+            self.ports[p].busy = false;
+            self.port_tx(p);
+        }
+    }
+
+    fn timer(&mut self, host: usize) {
+        let h = &mut self.hosts[host];
+        if h.timer_at != Some(self.now) {
+            return; // stale: the timer was re-armed earlier
+        }
+        h.timer_at = None;
+        h.stack.handle_timeout(self.now);
+        self.service(host);
+    }
+
+    fn qdisc_wake(&mut self, p: usize) {
+        if self.ports[p].wake_at == Some(self.now) {
+            self.ports[p].wake_at = None;
+        }
+        match self.ports[p].src {
+            h if h < self.hosts.len() => self.service(h),
+            _ if !self.ports[p].busy => self.port_tx(p),
+            _ => {}
+        }
+    }
+
+    fn arm_qdisc_wake(&mut self, p: usize, at: Instant) {
+        let port = &mut self.ports[p];
+        if port.wake_at.is_none_or(|cur| at < cur) {
+            port.wake_at = Some(at);
+            self.queue.push(at, Ev::QdiscWake(p as u32));
+        }
+    }
+
+    /// Schedules node `n`'s input at the earliest arrival on its links (a host's
+    /// one coalescing window later), unless an earlier one is pending.
+    fn arm_rx(&mut self, n: usize) {
+        let ports = &self.ports;
+        let first = |links: &[usize]| {
+            links
+                .iter()
+                .filter_map(|&p| ports[p].pipe.head_time())
+                .min()
+        };
+        let (slot, at) = if n < self.hosts.len() {
+            let h = &mut self.hosts[n];
+            let Some(t) = first(&h.rx_links) else { return };
+            (&mut h.rx_poll_at, Instant(t + self.topo.rx_usecs_ns))
+        } else {
+            let r = &mut self.routers[n - self.hosts.len()];
+            let Some(t) = first(&r.rx_ports) else { return };
+            (&mut r.rx_at, Instant(t))
+        };
+        if slot.is_none_or(|cur| at < cur) {
+            *slot = Some(at);
+            self.queue.push(at, Ev::Rx(n as u32));
+        }
+    }
+
+    /// After anything touched host `host`: readiness to the applications and
+    /// packets to the NIC until both are quiet, then the transmitter and the timer
+    /// (as the two-host world's `service`).
+    fn service(&mut self, host: usize) {
+        loop {
+            let mut busy = false;
+            while let Some(ev) = self.hosts[host].stack.poll_event() {
+                busy = true;
+                self.dispatch(host, ev);
+            }
+            while let Some(tx) = self.hosts[host].stack.poll_transmit(self.now) {
+                busy = true;
+                self.enqueue(host, tx);
+            }
+            if !busy {
+                break;
+            }
+        }
+        if self.hosts[host].tx_busy.is_none() {
+            self.start_tx(host);
+        }
+        self.arm_timer(host);
+    }
+
+    fn enqueue(&mut self, host: usize, tx: Transmit) {
+        let (now, h) = (self.now, &mut self.hosts[host]);
+        let result = match h.nic.classifies() {
+            false => h.nic.enqueue_flow(now, tx, NO_FLOW),
+            true => {
+                let tuple = four_tuple_apart(&tx.packet, tx.payload.len()).ok();
+                let seed = self.ports[h.tx_link].hash_seed;
+                h.nic
+                    .enqueue_skb(now, classify(tx, NO_FLOW, tuple, now, seed))
+            }
+        };
+        if let Err(tx) = result {
+            // NET_XMIT_DROP (a full pfifo): a local drop, not a network loss.
+            h.stack.handle_tx_dropped(now, tx.token);
+        }
+        self.complete_freed(host);
+    }
+
+    /// TX completions of packets the host's qdisc dropped after taking them.
+    fn complete_freed(&mut self, host: usize) {
+        let (now, h) = (self.now, &mut self.hosts[host]);
+        let mut any = false;
+        for tx in h.nic.take_freed() {
+            h.stack.handle_tx_complete(now, tx.token);
+            any = true;
+        }
+        if any {
+            let p = h.tx_link;
+            self.arm_qdisc_wake(p, now);
+        }
+    }
+
+    fn arm_timer(&mut self, host: usize) {
+        let h = &mut self.hosts[host];
+        let Some(t) = h.stack.poll_timeout() else {
+            return;
+        };
+        let t = t.max(self.now);
+        if h.timer_at.is_none_or(|cur| t < cur) {
+            h.timer_at = Some(t);
+            self.queue.push(t, Ev::Timer(host as u32));
+        }
+    }
+
+    /// The host NIC's transmitter: the head packet's wire segments back to back
+    /// onto its link (as the two-host world's `start_tx`).
+    fn start_tx(&mut self, host: usize) {
+        let now = self.now;
+        let dequeued = self.hosts[host].nic.dequeue(now);
+        self.complete_freed(host);
+        let p = self.hosts[host].tx_link;
+        let Some(mut tx) = dequeued else {
+            if let Some(at) = self.hosts[host].nic.next_ready().filter(|&t| t > now) {
+                self.arm_qdisc_wake(p, at);
+            }
+            return;
+        };
+        if tx.gso_segs <= 1 {
+            tx.flatten();
+        }
+        let (full_csum, apart) = (!self.csum_trusted, self.topo.gro && self.csum_trusted);
+        let head_len = tx.packet.len();
+        let port = &mut self.ports[p];
+        let (dir, pipe) = (&mut port.dir, &mut port.pipe);
+        let stack = &mut self.hosts[host].stack;
+        let mut last_end = now.as_nanos();
+        let mut put = |seg: WireSeg| {
+            let (_, end) = dir.serialize(now.as_nanos(), seg.len());
+            last_end = end;
+            dir.propagate(end, seg, |at, s| pipe.push(at, s));
+        };
+        let token = tx.token;
+        if tx.gso_segs <= 1 {
+            let mut pkt = tx.packet;
+            if full_csum && gso::finish_checksum(&mut pkt).is_err() {
+                tracing::warn!("packet without a TCP header sent as is");
+            }
+            put(WireSeg::whole(pkt));
+        } else {
+            let take = |len| stack.take_buffer(if apart { head_len } else { len });
+            let (hdr, payload) = (&tx.packet, &tx.payload);
+            let cut = |head, range| {
+                put(WireSeg {
+                    head,
+                    body: payload.slice(range),
+                })
+            };
+            if gso::segment_headers_into(hdr, payload, tx.gso_size, full_csum, take, cut).is_err() {
+                tracing::warn!("unsegmentable packet from host {host}: dropped");
+            }
+            self.hosts[host].stack.recycle_buffer(tx.packet);
+        }
+        self.hosts[host].tx_busy = Some(token);
+        self.queue.push(Instant(last_end), Ev::TxDone(p as u32));
+        let dst = self.ports[p].dst;
+        self.arm_rx(dst);
+    }
+
+    fn dispatch(&mut self, host: usize, ev: SocketEvent) {
+        match self.hosts[host].role(ev.socket) {
+            Some(Role::Sender(f)) => self.sender_event(f, ev),
+            Some(Role::Receiver(f)) => self.receiver_event(f, ev),
+            Some(Role::Listener) => self.accept_all(host),
+            None => {}
+        }
+    }
+
+    fn sender_event(&mut self, f: u32, ev: SocketEvent) {
+        let host = self.topo.flows[f as usize].from;
+        let (now, a) = (self.now, &mut self.hosts[host]);
+        let s = &mut self.flows[f as usize].sender;
+        match ev.kind {
+            EventKind::Connected => s.on_connected(&mut a.stack, now, &mut self.wbuf),
+            EventKind::Writable => s.on_writable(&mut a.stack, now, &mut self.wbuf),
+            EventKind::ReadHangUp | EventKind::HangUp => s.on_peer_closed(&mut a.stack, now),
+            EventKind::Error(e) => s.fail(&mut a.stack, now, e),
+            EventKind::Readable | EventKind::Acceptable | EventKind::ErrQueue => {}
+        }
+        if s.state == SendState::Closed {
+            a.unregister(ev.socket);
+            self.check_done(f);
+        }
+    }
+
+    fn receiver_event(&mut self, f: u32, ev: SocketEvent) {
+        let t = self.topo;
+        let def = &t.flows[f as usize];
+        let (now, b) = (self.now, &mut self.hosts[def.to]);
+        let flow = &mut self.flows[f as usize];
+        let r = &mut flow.receiver;
+        match ev.kind {
+            EventKind::Readable | EventKind::ReadHangUp => r.on_readable(&mut b.stack, now),
+            EventKind::Error(e) => r.fail(&mut b.stack, now, e),
+            _ => {}
+        }
+        if let Some((size, _)) = def.probe {
+            // Every message whose last byte has now been read.
+            let read = r.verifier.received();
+            while flow.probe_read < flow.probe_sent.len()
+                && read >= (flow.probe_read as u64 + 1) * size as u64
+            {
+                let sent = flow.probe_sent[flow.probe_read];
+                flow.delays.push(now.as_nanos() - sent);
+                flow.probe_read += 1;
+            }
+        }
+        if flow.receiver.handle.is_none() {
+            b.unregister(ev.socket);
+            self.check_done(f);
+        }
+    }
+
+    /// Accepts every pending connection on `host`'s listener.
+    fn accept_all(&mut self, host: usize) {
+        let Some(l) = self.listeners[host] else {
+            return;
+        };
+        let now = self.now;
+        loop {
+            let b = &mut self.hosts[host];
+            let h = match b.stack.accept(l) {
+                Ok(h) => h,
+                Err(SocketError::WouldBlock) => return,
+                Err(e) => {
+                    tracing::warn!("accept: {e}");
+                    return;
+                }
+            };
+            let flow = (b.stack.addresses(h).ok())
+                .and_then(|(_, remote)| self.port_flow.get(&(remote.ip(), remote.port())))
+                .copied()
+                .filter(|&f| !self.flows[f as usize].receiver.accepted);
+            let Some(f) = flow else {
+                // Unknown, or a second connection from a flow's port (an old
+                // duplicate a SYN cookie let in): closed.
+                let _ = b.stack.close(now, h);
+                continue;
+            };
+            b.register(h, Role::Receiver(f));
+            let r = &mut self.flows[f as usize].receiver;
+            r.accepted = true;
+            r.handle = Some(h);
+            let ev = SocketEvent {
+                socket: h,
+                kind: EventKind::Readable,
+            };
+            self.receiver_event(f, ev);
+        }
+    }
+
+    fn check_done(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        let receiver_done = flow.receiver.closed || flow.receiver.error.is_some();
+        if !flow.done && flow.sender.state == SendState::Closed && receiver_done {
+            flow.done = true;
+            self.flows_done += 1;
+        }
+    }
+}
+
+/// The destination of an IPv4 packet's header.
+fn ipv4_dst(head: &[u8]) -> Option<Ipv4Addr> {
+    let b: [u8; 4] = head.get(16..20)?.try_into().ok()?;
+    (head[0] >> 4 == 4).then_some(Ipv4Addr::from(b))
+}
+
+/// `ip_decrease_ttl`: false if the TTL ran out (the packet is dropped), else the TTL
+/// one less and the header checksum updated.
+fn decrease_ttl(head: &mut [u8]) -> bool {
+    let ihl = head.first().map_or(0, |b| (b & 0xf) as usize * 4);
+    if ihl < 20 || head.len() < ihl || head[8] <= 1 {
+        return false;
+    }
+    head[8] -= 1;
+    lowtide_wire::ip::fill_ipv4_checksum(&mut head[..ihl]);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_decreases_with_a_valid_checksum_and_runs_out() {
+        let mut h = vec![
+            0x45, 0, 0, 40, 0, 0, 0, 0, 2, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ];
+        lowtide_wire::ip::fill_ipv4_checksum(&mut h);
+        assert_eq!(ipv4_dst(&h), Some(Ipv4Addr::new(10, 0, 0, 2)));
+        assert!(decrease_ttl(&mut h));
+        assert_eq!(h[8], 1);
+        let mut again = h.clone();
+        lowtide_wire::ip::fill_ipv4_checksum(&mut again);
+        assert_eq!(h, again, "the checksum is the header's");
+        assert!(!decrease_ttl(&mut h), "TTL 1 cannot be forwarded");
+        assert!(!decrease_ttl(&mut [0x45, 0]));
+        assert_eq!(ipv4_dst(&[0x60; 40]), None);
+    }
+}

@@ -1,0 +1,292 @@
+//! What a network run gives: per flow goodput, RTT, retransmissions (and a probe's
+//! delays), per queue backlog, sojourn time, drops, CE marks, utilization and Jain's
+//! index of the flows crossing it, the checks' outcomes and the verdict.
+
+use super::check::{CheckResult, Figure, Owner};
+use super::engine::{NetFlow, Network};
+use super::topology::{FlowDef, Topology};
+use crate::nic::QueueStats;
+use crate::run::jain;
+use crate::verdict::{FlowOutcome, Goal, Liveness, Verdict};
+use serde::Serialize;
+use std::time::Duration;
+
+/// One flow's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowReport {
+    /// `NAME` or `NAME#i`.
+    pub name: String,
+    /// Sending host.
+    pub from: String,
+    /// Receiving host.
+    pub to: String,
+    /// The congestion control it ran (`TCP_CONGESTION`, else the host's).
+    pub cc: String,
+    /// Bytes read and verified by the receiver over its time (start to stop, end
+    /// of run, or last byte of a fixed-size transfer), Mbit/s.
+    pub goodput_mbps: f64,
+    /// Bytes read and verified.
+    pub bytes: u64,
+    /// Mean of the sender's RTT samples (ms).
+    pub rtt_ms: f64,
+    /// The sender's smallest RTT sample (`tcpi_min_rtt`, ms).
+    pub min_rtt_ms: f64,
+    /// Segments retransmitted (`tcpi_total_retrans`).
+    pub retrans: u64,
+    /// A probe's mean one-way message delay, write to read (ms).
+    pub delay_ms: Option<f64>,
+    /// Its 99th percentile (ms).
+    pub delay_p99_ms: Option<f64>,
+    /// Its largest (ms).
+    pub delay_max_ms: Option<f64>,
+}
+
+/// One egress queue's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueReport {
+    /// `SRC->DST`.
+    pub name: String,
+    /// The qdisc (`tc` name).
+    pub qdisc: &'static str,
+    /// Flows whose data cross it.
+    pub flows: usize,
+    /// Time-mean backlog (bytes).
+    pub backlog_bytes: f64,
+    /// Most packets queued at once.
+    pub backlog_max_packets: u64,
+    /// Mean sojourn time (ms): enqueue to the start of transmission.
+    pub sojourn_ms: f64,
+    /// Longest sojourn time (ms).
+    pub sojourn_max_ms: f64,
+    /// Packets the qdisc dropped.
+    pub drops: u64,
+    /// Packets it marked CE.
+    pub ce_marks: u64,
+    /// Share of the link's time spent transmitting (wire bytes over rate).
+    pub utilization: f64,
+    /// Jain's index of the goodputs of the flows crossing it, probes aside (two
+    /// or more).
+    pub jain: Option<f64>,
+}
+
+/// A network run's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetResults {
+    /// Virtual time run (s).
+    pub duration_s: f64,
+    /// Every flow connected and delivered its bytes intact.
+    pub bytes_verified: bool,
+    /// Why not, if not.
+    pub failure: Option<String>,
+    /// The per-flow verdict.
+    pub verdict: Verdict,
+    /// Per flow.
+    pub flows: Vec<FlowReport>,
+    /// Per egress queue (two per link).
+    pub queues: Vec<QueueReport>,
+    /// The file's checks.
+    pub checks: Vec<CheckResult>,
+    /// Segments routers dropped for an expired TTL or no route.
+    pub router_drops: u64,
+    /// Events processed.
+    pub sim_events: u64,
+    /// Wire segments serialized on every link direction.
+    pub sim_packets: u64,
+    /// Wall-clock time of the run (s).
+    pub sim_wall_s: f64,
+}
+
+impl NetResults {
+    /// Whether every check held.
+    pub fn checks_pass(&self) -> bool {
+        self.checks.iter().all(|c| c.pass)
+    }
+
+    /// The value of a named figure: a flow's, the mean over a group's instances,
+    /// or a queue's; `None` if it has none.
+    pub fn figure(&self, f: &Figure) -> Option<f64> {
+        match f.owner {
+            Owner::Flow => {
+                let group = format!("{}#", f.name);
+                let xs: Vec<f64> = (self.flows.iter())
+                    .filter(|r| r.name == f.name || r.name.starts_with(&group))
+                    .map(|r| flow_figure(r, &f.figure))
+                    .collect::<Option<_>>()?;
+                (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+            }
+            Owner::Queue => {
+                let q = self.queues.iter().find(|q| q.name == f.name)?;
+                queue_figure(q, &f.figure)
+            }
+        }
+    }
+}
+
+fn flow_figure(r: &FlowReport, name: &str) -> Option<f64> {
+    Some(match name {
+        "goodput_mbps" => r.goodput_mbps,
+        "bytes" => r.bytes as f64,
+        "rtt_ms" => r.rtt_ms,
+        "min_rtt_ms" => r.min_rtt_ms,
+        "retrans" => r.retrans as f64,
+        "delay_ms" => r.delay_ms?,
+        "delay_p99_ms" => r.delay_p99_ms?,
+        "delay_max_ms" => r.delay_max_ms?,
+        _ => return None,
+    })
+}
+
+fn queue_figure(q: &QueueReport, name: &str) -> Option<f64> {
+    Some(match name {
+        "backlog_bytes" => q.backlog_bytes,
+        "backlog_max_packets" => q.backlog_max_packets as f64,
+        "sojourn_ms" => q.sojourn_ms,
+        "sojourn_max_ms" => q.sojourn_max_ms,
+        "drops" => q.drops as f64,
+        "ce_marks" => q.ce_marks as f64,
+        "utilization" => q.utilization,
+        "jain" => q.jain?,
+        _ => return None,
+    })
+}
+
+/// The results of a finished run.
+pub(crate) fn report(net: &mut Network, wall: std::time::Instant) -> NetResults {
+    let t = net.topo;
+    let end = net.now;
+    for (f, def) in net.flows.iter_mut().zip(&t.flows) {
+        f.sender.snapshot(&net.hosts[def.from].stack, end);
+    }
+    let verdict = verdict(t, &net.flows, end.as_nanos());
+    let flows: Vec<FlowReport> = (net.flows.iter().zip(&t.flows))
+        .map(|(f, def)| flow_report(t, def, f, end.as_nanos()))
+        .collect();
+    let queues = (0..t.ports.len())
+        .map(|p| queue_report(net, p, &flows))
+        .collect();
+    let mut r = NetResults {
+        duration_s: end.as_nanos() as f64 / 1e9,
+        bytes_verified: verdict.ok,
+        failure: (!verdict.ok).then(|| verdict.summary()),
+        verdict,
+        flows,
+        queues,
+        checks: Vec::new(),
+        router_drops: net.router_drops,
+        sim_events: net.events,
+        sim_packets: net.ports.iter().map(|p| p.dir.stats.packets).sum(),
+        sim_wall_s: 0.0,
+    };
+    r.checks = t.checks.iter().map(|c| c.eval(|f| r.figure(f))).collect();
+    r.sim_wall_s = wall.elapsed().as_secs_f64();
+    r
+}
+
+/// Every flow connected and delivered intact: all its bytes (fixed-size), its
+/// whole stream up to the stop (stopped bulk), or without stalling (bulk, probe).
+fn verdict(t: &Topology, flows: &[NetFlow], end: u64) -> Verdict {
+    let outcomes: Vec<FlowOutcome> = (flows.iter().zip(&t.flows).enumerate())
+        .map(|(i, (f, def))| {
+            let v = &f.receiver.verifier;
+            let last = match f.sender.connected_at {
+                Some(c) if v.received() > 0 => c.max(f.receiver.last_byte_at),
+                Some(c) => c,
+                None => f.sender.started_at,
+            };
+            let (goal, complete) = match (def.bytes, def.stop_ns) {
+                (Some(n), _) => (Goal::Bytes(n), v.complete_and_intact()),
+                (None, Some(_)) => (
+                    Goal::UntilClose,
+                    v.eof() && v.first_error().is_none() && v.received() == f.sender.written,
+                ),
+                (None, None) => (Goal::Timed, false),
+            };
+            FlowOutcome {
+                flow: i as u32,
+                connected: f.sender.connected_at.is_some(),
+                error: f.sender.error.or(f.receiver.error),
+                delivered: v.received(),
+                goal,
+                complete,
+                first_error_offset: v.first_error(),
+                idle: Duration::from_nanos(end.saturating_sub(last.as_nanos())),
+            }
+        })
+        .collect();
+    let live = Liveness::bulk(Duration::from_nanos(t.duration_ns));
+    Verdict::judge(&outcomes, &live)
+}
+
+fn flow_report(t: &Topology, def: &FlowDef, f: &NetFlow, end: u64) -> FlowReport {
+    let v = &f.receiver.verifier;
+    // A fixed-size or stopped flow's time runs to its last byte (what it wrote
+    // before its stop includes its send buffer), a running one's to the end.
+    let stop = match (def.bytes, def.stop_ns) {
+        (None, None) => end,
+        _ => f.receiver.last_byte_at.as_nanos(),
+    };
+    let secs = stop.saturating_sub(def.start_ns) as f64 / 1e9;
+    let mut d = f.delays.clone();
+    d.sort_unstable();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let info = &f.sender.info;
+    let host_cc = match &t.nodes[def.from].kind {
+        super::topology::NodeKind::Host { config, .. } => config.tcp_congestion_control.clone(),
+        super::topology::NodeKind::Router => String::new(),
+    };
+    FlowReport {
+        name: def.name.clone(),
+        from: t.nodes[def.from].name.clone(),
+        to: t.nodes[def.to].name.clone(),
+        cc: def.cc.clone().unwrap_or(host_cc),
+        goodput_mbps: if secs > 0.0 {
+            v.received() as f64 * 8.0 / secs / 1e6
+        } else {
+            0.0
+        },
+        bytes: v.received(),
+        rtt_ms: info.mean_rtt_us as f64 / 1e3,
+        min_rtt_ms: info.min_rtt_us as f64 / 1e3,
+        retrans: info.retrans_segs,
+        delay_ms: (!d.is_empty()).then(|| ms(d.iter().sum::<u64>()) / d.len() as f64),
+        delay_p99_ms: (!d.is_empty()).then(|| ms(d[(d.len() * 99 / 100).min(d.len() - 1)])),
+        delay_max_ms: d.last().map(|&x| ms(x)),
+    }
+}
+
+fn queue_report(net: &Network, p: usize, flows: &[FlowReport]) -> QueueReport {
+    let (t, port, end) = (net.topo, &net.ports[p], net.now);
+    let (stats, qdisc): (QueueStats, &'static str) = match &port.queue {
+        Some(q) => (q.stats(end), q.kind()),
+        None => {
+            let nic = &net.hosts[port.src].nic;
+            (nic.stats(end), nic.kind())
+        }
+    };
+    let crossing: Vec<&FlowDef> = t.flows.iter().filter(|def| def.path.contains(&p)).collect();
+    // Fairness among the flows that want the bandwidth: probes take what they need.
+    let shares: Vec<f64> = (t.flows.iter().zip(flows))
+        .filter(|(def, _)| def.path.contains(&p) && def.probe.is_none())
+        .map(|(_, r)| r.goodput_mbps)
+        .collect();
+    let rate = port.dir.config().rate_bps as f64;
+    let busy_s = port.dir.stats.wire_bytes as f64 * 8.0 / rate;
+    let secs = end.as_nanos() as f64 / 1e9;
+    QueueReport {
+        name: t.ports[p].name.clone(),
+        qdisc,
+        flows: crossing.len(),
+        backlog_bytes: stats.mean_bytes,
+        backlog_max_packets: stats.peak_packets,
+        sojourn_ms: stats.mean_delay_us / 1e3,
+        sojourn_max_ms: stats.max_delay_us / 1e3,
+        drops: stats.drops,
+        ce_marks: stats.ce_marked,
+        utilization: if secs > 0.0 {
+            (busy_s / secs).min(1.0)
+        } else {
+            0.0
+        },
+        jain: (shares.len() >= 2).then(|| jain(&shares)),
+    }
+}

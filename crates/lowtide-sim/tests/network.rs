@@ -1,0 +1,126 @@
+//! The network engine (issue 22) as stories: a flow through a router behaves as
+//! over one link of the same bottleneck; runs are deterministic; a router's
+//! fq_codel isolates a sparse flow; ECN marks instead of drops; fixed-size
+//! transfers end the run.
+
+use lowtide_sim::network::{run_text, NetResults};
+use lowtide_sim::{LinkConfig, Scenario, Workload};
+
+/// a -- r -- b, the bottleneck at the router's egress towards b.
+fn through_router(extra: &str) -> String {
+    format!(
+        r#"
+        {extra}
+        [run]
+        duration = "3s"
+        [hosts.a]
+        [hosts.b]
+        [routers.r]
+        [links.up]
+        between = ["a", "r"]
+        rate = "1gbit"
+        [links.down]
+        between = ["r", "b"]
+        rate = "50mbit"
+        delay = "10ms"
+        [flows.f]
+        from = "a"
+        to = "b"
+        "#
+    )
+}
+
+fn run(text: &str, sets: &[&str]) -> NetResults {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let r = run_text(text, false, &sets).unwrap();
+    assert!(r.bytes_verified, "{:?}", r.failure);
+    r
+}
+
+#[test]
+fn one_flow_through_a_router_matches_the_direct_link() {
+    let r = run(&through_router(""), &[]);
+    let link = LinkConfig {
+        rate_bps: 50_000_000,
+        delay_ns: 10_000_000,
+        ..LinkConfig::default()
+    };
+    let direct = Scenario {
+        workload: Workload::Bulk {
+            duration_ns: 3_000_000_000,
+        },
+        link_ab: link.clone(),
+        link_ba: link,
+        ..Scenario::default()
+    }
+    .run()
+    .unwrap();
+    let (routed, direct) = (r.flows[0].goodput_mbps, direct.goodput_bps / 1e6);
+    assert!(
+        (routed - direct).abs() < 0.05 * direct,
+        "through a router {routed} Mbit/s, direct {direct} Mbit/s"
+    );
+    let min_rtt = r.flows[0].min_rtt_ms;
+    assert!((20.0..21.0).contains(&min_rtt), "{min_rtt}");
+    let q = r.queues.iter().find(|q| q.name == "r->b").unwrap();
+    assert!(q.utilization > 0.9 && q.sojourn_ms > 10.0, "{q:?}");
+}
+
+#[test]
+fn same_file_same_results() {
+    let sets = ["flows.f.count=3", "links.down.loss=0.001"];
+    let a = run(&through_router(""), &sets);
+    let b = run(&through_router(""), &sets);
+    assert_eq!(a.flows, b.flows);
+    assert_eq!(a.sim_events, b.sim_events);
+    let c = run(&through_router(""), &[sets[0], sets[1], "run.seed=2"]);
+    assert_ne!(a.flows, c.flows, "the seed changes the run");
+}
+
+#[test]
+fn fq_codel_at_the_router_isolates_a_probe() {
+    let probe = "[flows.p]\nfrom = \"a\"\nto = \"b\"\nprobe = { size = 64, interval = \"20ms\" }";
+    let text = format!("{}\n{probe}", through_router(""));
+    let fifo = run(&text, &["links.down.queue=pfifo,limit=500"]);
+    let fq = run(&text, &["links.down.queue=fq_codel"]);
+    let delay = |r: &NetResults| {
+        r.flows
+            .iter()
+            .find(|f| f.name == "p")
+            .unwrap()
+            .delay_ms
+            .unwrap()
+    };
+    assert!(delay(&fifo) > 40.0, "{}", delay(&fifo));
+    assert!(delay(&fq) < 15.0, "{}", delay(&fq));
+}
+
+#[test]
+fn ecn_marks_at_the_router_instead_of_drops() {
+    let sets = [
+        "links.down.queue=fq_codel,ecn=1",
+        "hosts.a.sysctls.net.ipv4.tcp_ecn=1",
+        "hosts.b.sysctls.net.ipv4.tcp_ecn=1",
+    ];
+    let r = run(&through_router(""), &sets);
+    let q = r.queues.iter().find(|q| q.name == "r->b").unwrap();
+    assert!(q.ce_marks > 0, "{q:?}");
+    assert_eq!(r.flows[0].retrans, 0, "marks, no losses");
+}
+
+#[test]
+fn fixed_size_transfers_both_ways_end_the_run() {
+    let back = "[flows.g]\nfrom = \"b\"\nto = \"a\"\nbytes = 300000";
+    let text = format!("{}\n{back}", through_router(""));
+    let r = run(&text, &["flows.f.bytes=500000", "run.duration=60s"]);
+    assert_eq!((r.flows[0].bytes, r.flows[1].bytes), (500_000, 300_000));
+    assert!(r.duration_s < 5.0, "ended at {} s", r.duration_s);
+}
+
+#[test]
+fn a_stopped_bulk_flow_closes_and_verifies() {
+    let r = run(&through_router(""), &["flows.f.stop=1s"]);
+    let f = &r.flows[0];
+    assert!(f.bytes > 1_000_000, "{f:?}");
+    assert!(f.goodput_mbps > 30.0 && f.goodput_mbps < 50.0, "{f:?}");
+}

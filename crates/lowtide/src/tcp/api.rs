@@ -403,8 +403,8 @@ impl Tcb {
             return Err(SocketError::NotConnected);
         }
         if matches!(how, Shutdown::Read | Shutdown::Both) {
+            // inet_shutdown: RCV_SHUTDOWN only; what is queued stays readable.
             self.shut_rd = true;
-            self.rcv_queue.clear();
         }
         if matches!(how, Shutdown::Write | Shutdown::Both) && !self.shut_wr {
             self.shut_wr = true;

@@ -896,14 +896,11 @@ impl Tcb {
         self.rcv_nxt += len as u64;
         self.bytes_received += len as u64;
         self.ack_pending = true;
-        if !self.readable_signaled && !self.shut_rd {
+        // tcp_data_ready even after shutdown(SHUT_RD): the data stays queued and
+        // readable (tcp_recvmsg returns queued data before it looks at RCV_SHUTDOWN).
+        if !self.readable_signaled {
             self.readable_signaled = true;
             self.notify(ctx, EventKind::Readable);
-        }
-        if self.shut_rd {
-            // Data after SHUT_RD is discarded, as Linux does.
-            self.copied_seq = self.rcv_nxt;
-            self.rcv_queue.clear();
         }
     }
 

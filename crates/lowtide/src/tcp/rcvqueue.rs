@@ -158,13 +158,6 @@ impl RcvQueue {
         self.len == 0
     }
 
-    /// Drops everything queued.
-    pub fn clear(&mut self) {
-        self.chunks.clear();
-        self.len = 0;
-        self.truesize = 0;
-    }
-
     /// Queues a buffer as it is, charged `truesize`.
     pub fn push(&mut self, b: Bytes, truesize: u32) {
         if !b.is_empty() {

@@ -224,7 +224,11 @@ impl Tcb {
         sack: &super::rtx::sacktag::SackResult,
     ) -> super::recovery::AckFlags {
         let d = core::mem::take(&mut self.rtx.delivered);
-        self.rack_advance(ctx.now, &d);
+        // tcp_clean_rtx_queue advances RACK only "else if (tcp_is_sack(tp))": without
+        // SACK, RACK keeps no RTT, and an RTO marks every skb lost.
+        if self.sack_ok {
+            self.rack_advance(ctx.now, &d);
+        }
         super::recovery::AckFlags {
             delivered_any: d.rack.is_some() || d.orig_low.is_some(),
             snd_una_advanced,

@@ -539,25 +539,12 @@ impl Tcb {
         self.cw.snd_cwnd = (in_flight + sndcnt).max(1) as u32;
     }
 
-    /// `tcp_enter_loss`: on RTO, every unSACKed skb is lost; cwnd falls to one segment.
+    /// `tcp_enter_loss`: on RTO, the head and every unSACKed skb not sent too recently
+    /// is lost (`tcp_timeout_mark_lost`); cwnd falls to what is still in flight plus one.
     /// Undo state is kept from the first timeout of an episode, and F-RTO armed
     /// (RFC 5682 section 3.1 step 1) unless a recovery was underway.
     pub(crate) fn enter_loss(&mut self, ctx: &mut Ctx) {
         let new_recovery = self.ca_state < CaState::Recovery;
-        if self.ca_state <= CaState::Disorder
-            || self.high_seq <= self.snd_una
-            || (self.ca_state == CaState::Loss && self.retransmits == 0)
-        {
-            self.prior_ssthresh = self.current_ssthresh();
-            self.prior_cwnd = self.cw.snd_cwnd;
-            self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
-            let ca_ctx = self.ca_ctx(ctx.now);
-            self.cc.cwnd_event(&mut self.cw, CaEvent::Loss, &ca_ctx);
-            self.init_undo();
-        }
-        self.cw.snd_cwnd = 1;
-        self.cw.snd_cwnd_cnt = 0;
-        self.snd_cwnd_stamp = ctx.now;
         // tcp_timeout_mark_lost: a SACKed head means the receiver reneged;
         // tcp_enter_loss marks it (is_sack_reneg) until we recover from this loss.
         let reneg = self.rtx.head_sacked();
@@ -576,6 +563,22 @@ impl Tcb {
             .mark_lost_on_timeout(|tx| rack && (now.saturating_since(tx).as_micros() as u64) < rtt);
         self.lost_hint = self.snd_una;
         self.retransmit_hint = self.snd_una;
+        if self.ca_state <= CaState::Disorder
+            || self.high_seq <= self.snd_una
+            || (self.ca_state == CaState::Loss && self.retransmits == 0)
+        {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.prior_cwnd = self.cw.snd_cwnd;
+            self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
+            let ca_ctx = self.ca_ctx(ctx.now);
+            self.cc.cwnd_event(&mut self.cw, CaEvent::Loss, &ca_ctx);
+            self.init_undo();
+        }
+        // What tcp_timeout_mark_lost left in flight (recently sent skbs, a TLP's
+        // retransmission), plus one.
+        self.cw.snd_cwnd = self.packets_in_flight() + 1;
+        self.cw.snd_cwnd_cnt = 0;
+        self.snd_cwnd_stamp = ctx.now;
         // "Timeout in disordered state after receiving substantial DUPACKs
         // suggests that the degree of reordering is over-estimated."
         if self.ca_state <= CaState::Disorder && self.sacked_out() >= ctx.cfg.tcp_reordering {

@@ -493,7 +493,9 @@ impl RtxQueue {
     }
 
     /// `tcp_mark_skb_lost` on every skb not SACKed that `lost(is_head, skb)` picks:
-    /// lost, and no longer counted as retransmitted (a lost retransmission).
+    /// a skb not yet lost becomes lost (a retransmission not known lost, a TLP's,
+    /// stays in flight); a lost one retransmitted is no longer counted as
+    /// retransmitted (a retransmission lost again).
     fn mark_lost_where(&mut self, lost: impl Fn(bool, &Skb) -> bool) {
         let mut pos = self.store.first_pos();
         let head = pos;
@@ -501,7 +503,13 @@ impl RtxQueue {
             let s = self.store.get(p);
             let changes = !s.has(LOST) || s.has(SACKED_RETRANS);
             if !s.has(SACKED_ACKED) && changes && lost(pos == head, s) {
-                self.modify(p, |s| s.sacked = (s.sacked | LOST) & !SACKED_RETRANS);
+                self.modify(p, |s| {
+                    s.sacked = if s.has(LOST) {
+                        s.sacked & !SACKED_RETRANS
+                    } else {
+                        s.sacked | LOST
+                    }
+                });
             }
             pos = self.store.next(p);
         }
@@ -804,10 +812,15 @@ pub(super) mod tests {
         for kind in KINDS {
             let mut q = queue_of(kind, 5, 100);
             q.sacktag(201, 301, MSS);
+            // A retransmission not known lost (a TLP's) stays in flight as one.
             q.mark_retransmitted(1, Instant(9));
             q.mark_all_lost();
             assert_eq!(q.lost_out, 4);
-            assert_eq!(q.retrans_out, 0);
+            assert_eq!(q.retrans_out, 1);
+            assert_eq!(q.lost, 4);
+            // Lost and retransmitted, then lost again: no longer retransmitted.
+            q.mark_all_lost();
+            assert_eq!((q.lost_out, q.retrans_out, q.lost), (4, 0, 5));
             q.check_invariants();
         }
     }

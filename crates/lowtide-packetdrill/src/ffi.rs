@@ -88,7 +88,14 @@ fn guard<T: Copy + From<i8>>(ud: Ud, f: impl FnOnce(&Shared) -> Result<T, i32>) 
     }
     // SAFETY: userdata is the Box<Shared> leaked by init, alive until `free`.
     let shared = unsafe { &*(ud as *const Shared) };
-    match catch_unwind(AssertUnwindSafe(|| f(shared))) {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        let r = f(shared);
+        // Whatever the call changed shows in /proc/net/tcp before the script's next
+        // line (a backtick command may read it).
+        shared.lock().publish_proc_net();
+        r
+    }));
+    match r {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             set_errno(e);

@@ -15,6 +15,7 @@
 mod cmsg;
 pub mod device;
 mod ffi;
+pub mod procnet;
 pub mod route;
 pub mod state;
 pub mod sysctl;

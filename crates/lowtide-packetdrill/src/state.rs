@@ -2,6 +2,7 @@
 //! packetdrill, and the bookkeeping that lets calls block on a condvar.
 
 use crate::device::DeviceDir;
+use crate::procnet::ProcNetDir;
 use crate::sysctl::SysctlDir;
 use lowtide::posix::{errno, Host};
 use lowtide::{Config, Instant, Stack};
@@ -16,6 +17,8 @@ use std::time::Duration;
 const HOLD_LIMIT: Duration = Duration::from_millis(200);
 /// packetdrill's read buffer per packet (`PACKET_READ_BYTES` in its packet.h).
 const PACKET_READ_BYTES: usize = 64 * 1024;
+/// The first descriptor the library hands out (below `FD_SETSIZE`).
+pub const LIVE_FD_BASE: i32 = 1000;
 /// `gettimeofday` of virtual time zero (2026-01-01), so times look like real ones.
 pub const EPOCH_US: u64 = 1_767_225_600_000_000;
 
@@ -32,6 +35,8 @@ pub struct Flags {
     pub report: Option<std::path::PathBuf>,
     /// The device directory (`device.rs`).
     pub device_dir: Option<std::path::PathBuf>,
+    /// Where to keep `/proc/net/tcp` and `tcp6` (`procnet.rs`).
+    pub proc_net_dir: Option<std::path::PathBuf>,
 }
 
 impl Flags {
@@ -43,6 +48,7 @@ impl Flags {
             sysctl_dir: None,
             report: None,
             device_dir: None,
+            proc_net_dir: None,
         };
         let mut bad = Vec::new();
         for kv in s.unwrap_or("").split_whitespace() {
@@ -57,6 +63,7 @@ impl Flags {
                 "sysctl_dir" if !v.is_empty() => f.sysctl_dir = Some(v.into()),
                 "report" if !v.is_empty() => f.report = Some(v.into()),
                 "device_dir" if !v.is_empty() => f.device_dir = Some(v.into()),
+                "proc_net_dir" if !v.is_empty() => f.proc_net_dir = Some(v.into()),
                 _ => bad.push(kv.to_string()),
             }
         }
@@ -82,6 +89,7 @@ pub struct State {
     pub out: VecDeque<(Vec<u8>, u64)>,
     pub sysctl: SysctlDir,
     pub device: DeviceDir,
+    pub proc_net: ProcNetDir,
     pub flags: Flags,
     blocked: HashMap<u64, Blocked>,
     next_block_id: u64,
@@ -118,21 +126,28 @@ impl Shared {
         stack.set_tx_orphan(true);
         let sysctl = SysctlDir::new(flags.sysctl_dir.clone(), flags.report.clone());
         let device = DeviceDir::new(flags.device_dir.clone());
+        let proc_net = ProcNetDir::new(flags.proc_net_dir.clone());
         let mut host = Host::new(stack);
+        // packetdrill's open() of a file is the kernel's, in the same process: its
+        // descriptors are small, so lowtide's start far above them.
+        host.set_fd_base(LIVE_FD_BASE);
         // Timestamps in cmsgs read the same clock as gettimeofday.
         host.set_realtime_zero(Duration::from_micros(EPOCH_US));
+        let mut st = State {
+            host,
+            now_us: 0,
+            out: VecDeque::new(),
+            sysctl,
+            device,
+            proc_net,
+            flags,
+            blocked: HashMap::new(),
+            next_block_id: 0,
+            owed: HashSet::new(),
+        };
+        st.publish_proc_net();
         Shared {
-            m: Mutex::new(State {
-                host,
-                now_us: 0,
-                out: VecDeque::new(),
-                sysctl,
-                device,
-                flags,
-                blocked: HashMap::new(),
-                next_block_id: 0,
-                owed: HashSet::new(),
-            }),
+            m: Mutex::new(st),
             cv: Condvar::new(),
         }
     }
@@ -314,6 +329,13 @@ impl State {
         self.now_us = self.now_us.max(t);
         self.drain_transmit();
         self.sysctl.publish_counters(self.host.stack().counters());
+    }
+
+    /// Rewrites the `/proc/net/tcp(6)` view if it changed (after every call:
+    /// packetdrill's clock reads and sleeps are where timers fire).
+    pub fn publish_proc_net(&mut self) {
+        let now = self.now();
+        self.proc_net.publish(&self.host, now);
     }
 
     /// Moves what the stack sent to packetdrill's queue with complete checksums:

@@ -121,6 +121,23 @@ impl IpRepr {
 
 /// The IPv4 "don't fragment" flag in the flags/fragment-offset word.
 pub const IPV4_DF: u16 = 0x4000;
+
+/// Rewrites an emitted IPv4 header (`header[..20]`) for its socket: the TOS byte's
+/// six upper bits from `tos` (the ECN bits stay), DF set or clear as `df`, and the
+/// header checksum again. Anything not an IPv4 header is left alone.
+pub fn set_ipv4_tos_df(header: &mut [u8], tos: u8, df: bool) {
+    if header.len() < IPV4_HEADER_LEN || header[0] >> 4 != 4 {
+        return;
+    }
+    header[1] = (tos & !0x03) | (header[1] & 0x03);
+    let mut frag = u16::from_be_bytes([header[6], header[7]]) & !IPV4_DF;
+    if df {
+        frag |= IPV4_DF;
+    }
+    header[6..8].copy_from_slice(&frag.to_be_bytes());
+    let ihl = ((header[0] & 0x0f) as usize * 4).clamp(IPV4_HEADER_LEN, header.len());
+    fill_ipv4_checksum(&mut header[..ihl]);
+}
 /// The IPv4 "more fragments" flag.
 const IPV4_MF: u16 = 0x2000;
 /// The IPv4 fragment offset mask.
@@ -388,6 +405,23 @@ mod tests {
         b[8] = 63;
         assert_eq!(IpRepr::parse(&b, true), Err(WireError::BadChecksum));
         assert!(IpRepr::parse(&b, false).is_ok());
+    }
+
+    #[test]
+    fn tos_and_df_rewrite_keeps_ecn_and_checksum() {
+        let mut b = vec![0u8; 20];
+        v4_repr().emit(&mut b, 7);
+        let ecn = b[1] & 3;
+        set_ipv4_tos_df(&mut b, 0x10 | 3, false);
+        assert_eq!(b[1], 0x10 | ecn, "TOS bits taken, ECN bits kept");
+        assert_eq!(u16::from_be_bytes([b[6], b[7]]) & IPV4_DF, 0);
+        assert!(IpRepr::parse(&[&b[..], &[0u8; 64][..]].concat(), true).is_ok());
+        set_ipv4_tos_df(&mut b, 0, true);
+        assert_eq!(u16::from_be_bytes([b[6], b[7]]), IPV4_DF);
+        assert_eq!(b[1], ecn);
+        let mut v6 = vec![0x60u8; 40];
+        set_ipv4_tos_df(&mut v6, 0xfc, false);
+        assert_eq!(v6, vec![0x60u8; 40], "IPv6 untouched");
     }
 
     #[test]

@@ -34,7 +34,21 @@ pub const SO_TIMESTAMPING: i32 = 37;
 /// `SCM_TIMESTAMPING`: the cmsg of a timestamp (`struct scm_timestamping`).
 pub const SCM_TIMESTAMPING: i32 = SO_TIMESTAMPING;
 pub const SOL_IP: i32 = 0;
+/// `IP_TOS`: the TOS byte of the socket's IPv4 packets.
+pub const IP_TOS: i32 = 1;
+/// `IP_MTU_DISCOVER`: `IP_PMTUDISC_*`, DF and path MTU discovery.
+pub const IP_MTU_DISCOVER: i32 = 10;
 pub const IP_RECVERR: i32 = 11;
+/// `IP_MTU` (getsockopt only): the route's MTU of a connected socket.
+pub const IP_MTU: i32 = 14;
+/// `IP_FREEBIND`: `bind(2)` to an address the host does not have.
+pub const IP_FREEBIND: i32 = 15;
+pub const IP_PMTUDISC_DONT: i32 = crate::tcp::pmtu::IP_PMTUDISC_DONT as i32;
+pub const IP_PMTUDISC_WANT: i32 = crate::tcp::pmtu::IP_PMTUDISC_WANT as i32;
+pub const IP_PMTUDISC_DO: i32 = crate::tcp::pmtu::IP_PMTUDISC_DO as i32;
+pub const IP_PMTUDISC_PROBE: i32 = crate::tcp::pmtu::IP_PMTUDISC_PROBE as i32;
+pub const IP_PMTUDISC_INTERFACE: i32 = crate::tcp::pmtu::IP_PMTUDISC_INTERFACE as i32;
+pub const IP_PMTUDISC_OMIT: i32 = crate::tcp::pmtu::IP_PMTUDISC_OMIT as i32;
 pub const SOL_IPV6: i32 = 41;
 pub const IPV6_RECVERR: i32 = 25;
 

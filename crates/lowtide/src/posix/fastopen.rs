@@ -42,7 +42,10 @@ impl Host {
         let nonblock = self.is_nonblocking(fd, flags);
         let copied = match self.sock(fd)?.state {
             SockState::Conn { h, .. } if self.stack.fastopen_deferred(h) => {
-                let r = self.stack.fastopen_connect_deferred_handle(now, h, data);
+                let zc = flags & MSG_ZEROCOPY != 0;
+                let r = self
+                    .stack
+                    .fastopen_connect_deferred_handle(now, h, data, zc);
                 self.sync_events();
                 r.map_err(Errno::from)?
             }
@@ -60,7 +63,8 @@ impl Host {
                 let SendTo::Addr(remote) = dest else {
                     return err(errno::EINVAL); // tcp_v4_connect without an address
                 };
-                self.connect_tfo(now, fd, remote, Some(data))?.1
+                self.connect_tfo(now, fd, remote, Some((data, flags & MSG_ZEROCOPY != 0)))?
+                    .1
             }
         };
         match (copied, nonblock) {

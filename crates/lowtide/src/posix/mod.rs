@@ -20,6 +20,7 @@ mod fastopen;
 mod msg;
 mod poll;
 pub use fastopen::SendTo;
+mod procnet;
 mod sockopt;
 
 pub use consts::errno;
@@ -102,8 +103,9 @@ pub(crate) struct Socket {
     /// The bound address as the engine has it (IPv4 for a mapped one).
     pub bound: Option<SocketAddr>,
     pub state: SockState,
-    /// Wakeups seen on the socket (a new generation per engine event), for EPOLLET.
-    pub wake: u64,
+    /// Wakeups of the socket's wait queue, counted per key (`poll::Wake`), for
+    /// epoll's ready list.
+    pub wake: [u64; poll::WAKE_KEYS],
 }
 
 impl Socket {
@@ -111,12 +113,15 @@ impl Socket {
         Socket {
             family,
             nonblock,
-            opts: SockOptions::default(),
+            opts: SockOptions {
+                family_v6: family == AF_INET6,
+                ..SockOptions::default()
+            },
             reuseaddr: false,
             linger: (false, 0),
             bound: None,
             state: SockState::Unconnected,
-            wake: 0,
+            wake: [0; poll::WAKE_KEYS],
         }
     }
 
@@ -141,6 +146,8 @@ pub struct Host {
     by_handle: HashMap<SocketHandle, Fd>,
     /// What `CLOCK_REALTIME` read at `Instant::ZERO` (timestamps in cmsgs).
     realtime_zero: core::time::Duration,
+    /// The lowest descriptor handed out (3: after stdio).
+    fd_base: Fd,
 }
 
 impl Host {
@@ -151,7 +158,15 @@ impl Host {
             files: BTreeMap::new(),
             by_handle: HashMap::new(),
             realtime_zero: core::time::Duration::ZERO,
+            fd_base: 3,
         }
+    }
+
+    /// Makes new descriptors start at `base` (still the lowest free one from there):
+    /// for an embedding whose process also has the kernel's descriptors, so that the
+    /// two never share a number.
+    pub fn set_fd_base(&mut self, base: Fd) {
+        self.fd_base = base.max(0);
     }
 
     /// Sets what `CLOCK_REALTIME` read at [`Instant::ZERO`], so that timestamps the
@@ -210,12 +225,15 @@ impl Host {
         self.sync_events();
     }
 
-    /// Takes the engine's readiness events: each is a wakeup of its socket.
+    /// Takes the engine's readiness events: each is a wakeup of its socket's wait
+    /// queue with the key Linux's callback gives it (`poll::Wake::of`).
     pub fn sync_events(&mut self) {
         while let Some(ev) = self.stack.poll_event() {
             if let Some(fd) = self.by_handle.get(&ev.socket) {
                 if let Some(File::Socket(s)) = self.files.get_mut(fd) {
-                    s.wake += 1;
+                    for w in poll::Wake::of(ev.kind) {
+                        s.wake[*w as usize] += 1;
+                    }
                 }
             }
         }
@@ -225,7 +243,7 @@ impl Host {
 
     fn alloc_fd(&mut self, f: File) -> Fd {
         // Linux hands out the lowest free descriptor; 0-2 are stdio.
-        let mut fd = 3;
+        let mut fd = self.fd_base;
         while self.files.contains_key(&fd) {
             fd += 1;
         }
@@ -309,7 +327,10 @@ impl Host {
         let reuse = s.reuseaddr;
         let (mut addr, ipv6only) = addr::bind_addr(s.family, s.opts.v6only, addr)?;
         let v6only = s.opts.v6only || ipv6only;
-        if !addr.ip().is_unspecified() && !self.stack.has_address(addr.ip()) {
+        // inet_can_nonlocal_bind: IP_FREEBIND lets a socket bind an address the
+        // host does not (yet) have.
+        let nonlocal = s.opts.freebind;
+        if !addr.ip().is_unspecified() && !self.stack.has_address(addr.ip()) && !nonlocal {
             return err(errno::EADDRNOTAVAIL);
         }
         if addr.port() == 0 {
@@ -399,14 +420,14 @@ impl Host {
     }
 
     /// `__inet_stream_connect` from CLOSE (`tcp_v4_connect`), with Fast Open data
-    /// for the SYN (`MSG_FASTOPEN`) or none. Returns whether the SYN was deferred
-    /// and the bytes it took.
+    /// for the SYN (`MSG_FASTOPEN`, and whether it was sent `MSG_ZEROCOPY`) or none.
+    /// Returns whether the SYN was deferred and the bytes it took.
     pub(crate) fn connect_tfo(
         &mut self,
         now: Instant,
         fd: Fd,
         remote: SocketAddr,
-        syn_data: Option<&[u8]>,
+        syn_data: Option<(&[u8], bool)>,
     ) -> Result<(bool, usize), Errno> {
         let s = self.sock(fd)?;
         match s.state {
@@ -434,7 +455,14 @@ impl Host {
         let opts = s.opts.clone();
         let (h, copied) = self
             .stack
-            .connect_fastopen(now, local, remote, &opts, syn_data)
+            .connect_fastopen(
+                now,
+                local,
+                remote,
+                &opts,
+                syn_data.map(|d| d.0),
+                syn_data.is_some_and(|d| d.1),
+            )
             .map_err(Errno::from)?;
         let (local, _) = self.stack.addresses(h).map_err(Errno::from)?;
         let s = self.sock_mut(fd)?;
@@ -676,3 +704,5 @@ impl Host {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_sock;

@@ -25,14 +25,92 @@ pub struct EpollEvent {
     pub data: u64,
 }
 
+/// The key of a wakeup of a socket's wait queue: which callback woke it
+/// (`ep_poll_callback` puts an item on the ready list only for a key in its events,
+/// or for a wakeup without a key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// `sk_data_ready` (`sock_def_readable`): `EPOLLIN | EPOLLPRI | EPOLLRDNORM |
+    /// EPOLLRDBAND`.
+    Data = 0,
+    /// `sk_write_space` (`sk_stream_write_space`): `EPOLLOUT | EPOLLWRNORM |
+    /// EPOLLWRBAND`.
+    Space = 1,
+    /// `sk_error_report` (`sock_def_error_report`): `EPOLLERR`.
+    Error = 2,
+    /// `sk_state_change` (`sock_def_wakeup`): no key, every waiter.
+    State = 3,
+}
+
+/// How many wakeup keys a socket counts.
+pub(crate) const WAKE_KEYS: usize = 4;
+
+/// `EPOLLRDBAND`, `EPOLLWRBAND`.
+const POLLRDBAND: u32 = 0x80;
+const POLLWRBAND: u32 = 0x200;
+
+impl Wake {
+    /// The callbacks Linux runs for an engine event: `Connected` is
+    /// `tcp_finish_connect`'s `sk_state_change`; `Acceptable` the listener's
+    /// `sk_data_ready`; `Readable` `tcp_data_ready`; `Writable`
+    /// `sk_stream_write_space`; `ReadHangUp` `tcp_fin`'s `sk_state_change`; `Error`
+    /// `tcp_reset`/`tcp_write_err`'s `sk_error_report` then `tcp_done`'s
+    /// `sk_state_change`; `ErrQueue` `sk_error_report`; `HangUp` `sk_state_change`.
+    pub(crate) fn of(kind: crate::socket::EventKind) -> &'static [Wake] {
+        use crate::socket::EventKind::*;
+        match kind {
+            Acceptable | Readable => &[Wake::Data],
+            Writable => &[Wake::Space],
+            ErrQueue => &[Wake::Error],
+            Error(_) => &[Wake::Error, Wake::State],
+            Connected | ReadHangUp | HangUp => &[Wake::State],
+        }
+    }
+
+    /// The poll key the callback passes (0: none, every waiter).
+    fn key(self) -> u32 {
+        match self {
+            Wake::Data => POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND,
+            Wake::Space => POLLOUT | POLLWRNORM | POLLWRBAND,
+            Wake::Error => POLLERR,
+            Wake::State => 0,
+        }
+    }
+}
+
+const ALL_WAKES: [Wake; WAKE_KEYS] = [Wake::Data, Wake::Space, Wake::Error, Wake::State];
+
 #[derive(Debug)]
 struct Item {
     events: u32,
     data: u64,
-    /// A wakeup not yet looked at (`ep_poll_callback` put the item on the ready list).
+    /// On the ready list (`ep_poll_callback` put it there, or `epoll_ctl` found it
+    /// ready), not yet looked at by `epoll_wait`.
     ready: bool,
-    seen_wake: u64,
+    /// The socket's wakeup counts per key when the item last looked.
+    seen_wake: [u64; WAKE_KEYS],
     seen_rcv: u64,
+}
+
+impl Item {
+    /// `ep_poll_callback` for each wakeup since the item last looked: a disarmed
+    /// `EPOLLONESHOT` item ignores them, and a keyed wakeup counts only when its key
+    /// meets the item's events.
+    fn callback(&mut self, wake: [u64; WAKE_KEYS], rcv: u64) {
+        let armed = self.events & !(EPOLLET | EPOLLONESHOT) != 0;
+        for w in ALL_WAKES {
+            let i = w as usize;
+            let key = w.key();
+            let woke = self.seen_wake[i] != wake[i]
+                // sk_data_ready runs on every in-order arrival.
+                || (w == Wake::Data && self.seen_rcv != rcv);
+            if woke && armed && (key == 0 || key & self.events != 0) {
+                self.ready = true;
+            }
+        }
+        self.seen_wake = wake;
+        self.seen_rcv = rcv;
+    }
 }
 
 /// An epoll instance: its interest list.
@@ -133,6 +211,14 @@ impl Host {
             return err(errno::EINVAL);
         }
         let (wake, rcv) = self.wake_state(fd)?;
+        // ep_insert/ep_modify poll the file once: ready now, it goes on the list.
+        let events = events | POLLERR | POLLHUP; // do_epoll_ctl, for ADD and MOD
+        let now_ready = match op {
+            EPOLL_CTL_ADD | EPOLL_CTL_MOD => {
+                self.poll_mask(fd)? & events & !(EPOLLET | EPOLLONESHOT) != 0
+            }
+            _ => false,
+        };
         let Some(File::Epoll(ep)) = self.files.get_mut(&epfd) else {
             return err(if self.files.contains_key(&epfd) {
                 errno::EINVAL
@@ -141,10 +227,9 @@ impl Host {
             });
         };
         let item = Item {
-            // do_epoll_ctl: "epds.events |= EPOLLERR | EPOLLHUP" for ADD and MOD.
-            events: events | POLLERR | POLLHUP,
+            events,
             data,
-            ready: true,
+            ready: now_ready,
             seen_wake: wake,
             seen_rcv: rcv,
         };
@@ -167,10 +252,10 @@ impl Host {
         }
     }
 
-    /// The wakeup generation and data sequence of a socket: a change in either is a
+    /// The wakeup counts and data sequence of a socket: a change in either is a
     /// wakeup (`sk_data_ready` fires on every in-order arrival, the engine's events
     /// cover the rest).
-    fn wake_state(&self, fd: Fd) -> Result<(u64, u64), Errno> {
+    fn wake_state(&self, fd: Fd) -> Result<([u64; WAKE_KEYS], u64), Errno> {
         let s = self.sock(fd)?;
         let rcv = match s.state {
             SockState::Conn { h, .. } => self.stack.status(h).map_or(0, |st| st.rcv_nxt),
@@ -199,6 +284,19 @@ impl Host {
             let Ok((wake, rcv)) = self.wake_state(fd) else {
                 continue;
             };
+            let Some(File::Epoll(ep)) = self.files.get_mut(&epfd) else {
+                break;
+            };
+            let Some(it) = ep.items.get_mut(&fd) else {
+                continue;
+            };
+            it.callback(wake, rcv);
+            let edge = it.events & EPOLLET != 0;
+            if edge && !it.ready {
+                continue;
+            }
+            it.ready = false;
+            // ep_send_events: ep_item_poll, which may set SOCK_NOSPACE (tcp_poll).
             let mask = self.poll_mask(fd).unwrap_or(0);
             let Some(File::Epoll(ep)) = self.files.get_mut(&epfd) else {
                 break;
@@ -206,16 +304,6 @@ impl Host {
             let Some(it) = ep.items.get_mut(&fd) else {
                 continue;
             };
-            if it.seen_wake != wake || it.seen_rcv != rcv {
-                it.ready = true;
-                it.seen_wake = wake;
-                it.seen_rcv = rcv;
-            }
-            let edge = it.events & EPOLLET != 0;
-            if edge && !it.ready {
-                continue;
-            }
-            it.ready = false;
             // A disarmed EPOLLONESHOT item (only the private bits left) reports
             // nothing, EPOLLERR and EPOLLHUP included (ep_poll_callback).
             let ev = mask & it.events & !(EPOLLET | EPOLLONESHOT);

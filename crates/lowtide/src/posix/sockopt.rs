@@ -43,6 +43,27 @@ fn int_arg(val: &[u8]) -> Result<i32, Errno> {
     Ok(i32::from_ne_bytes(b))
 }
 
+/// `do_ip_setsockopt`'s integer: an int when `optlen >= sizeof(int)`, else one
+/// unsigned byte (`optlen >= 1`), else `EINVAL`.
+fn ip_int_arg(val: &[u8]) -> Result<i32, Errno> {
+    match val.len() {
+        0 => err(errno::EINVAL),
+        1..=3 => Ok(val[0] as i32),
+        _ => int_arg(val),
+    }
+}
+
+/// `do_ip_getsockopt`'s answer: an int, or one byte when the caller's buffer is
+/// shorter than an int and the value fits (`len < sizeof(int) && val >= 0 &&
+/// val <= 255`).
+fn ip_int_out(out: &mut [u8], v: i32) -> usize {
+    if out.len() < 4 && (0..=255).contains(&v) && !out.is_empty() {
+        out[0] = v as u8;
+        return 1;
+    }
+    put(out, &v.to_ne_bytes())
+}
+
 fn put(out: &mut [u8], bytes: &[u8]) -> usize {
     let n = out.len().min(bytes.len());
     out[..n].copy_from_slice(&bytes[..n]);
@@ -208,6 +229,27 @@ impl Host {
                 s.opts.fastopen_no_cookie = v == 1;
             }
             (SOL_SOCKET, SO_REUSEADDR) => s.reuseaddr = int_arg(val)? != 0,
+            // do_ip_setsockopt (an AF_INET6 socket takes SOL_IP too: ipv6_setsockopt
+            // hands it to ip_setsockopt, for its IPv4-mapped traffic). These take an
+            // int or, shorter, one byte (`ip_setsockopt`'s `optlen >= 1` rule).
+            (SOL_IP, IP_TOS) => {
+                let v = ip_int_arg(val)?;
+                s.opts.tos = (v as u8) & !3 | s.opts.tos & 3;
+                if let Some(h) = conn {
+                    e(stack.set_ip_tos(h, v as u8))?;
+                }
+            }
+            (SOL_IP, IP_MTU_DISCOVER) => {
+                let v = ip_int_arg(val)?;
+                if !(IP_PMTUDISC_DONT..=IP_PMTUDISC_OMIT).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                s.opts.pmtudisc = Some(v as u8);
+                if let Some(h) = conn {
+                    e(stack.set_pmtudisc(h, v as u8))?;
+                }
+            }
+            (SOL_IP, IP_FREEBIND) => s.opts.freebind = ip_int_arg(val)? != 0,
             // do_ipv6_setsockopt: not for an IPv4 socket (ip_setsockopt's ENOPROTOOPT),
             // and only before the socket has a port (inet_num).
             (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => {
@@ -398,6 +440,17 @@ impl Host {
             (SOL_SOCKET, SO_TYPE) => int(out, SOCK_STREAM),
             (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(out, s.opts.v6only as i32),
             (SOL_SOCKET, SO_REUSEADDR) => int(out, s.reuseaddr as i32),
+            (SOL_IP, IP_TOS) => ip_int_out(out, s.opts.tos as i32),
+            (SOL_IP, IP_MTU_DISCOVER) => {
+                let v = s.opts.pmtudisc.map_or(IP_PMTUDISC_WANT, i32::from);
+                ip_int_out(out, v)
+            }
+            (SOL_IP, IP_FREEBIND) => ip_int_out(out, s.opts.freebind as i32),
+            // do_ip_getsockopt: the route's MTU, ENOTCONN without a route.
+            (SOL_IP, IP_MTU) => match conn {
+                Some(h) => ip_int_out(out, self.stack.path_mtu(h).map_err(Errno::from)? as i32),
+                None => return err(errno::ENOTCONN),
+            },
             (SOL_SOCKET, SO_KEEPALIVE) => int(out, s.opts.keepalive.enabled as i32),
             // keepalive_time_when and friends: the socket's value or the sysctl.
             (SOL_TCP, TCP_KEEPIDLE) => {

@@ -5,10 +5,10 @@ use super::*;
 use crate::{Config, Stack};
 use std::net::Ipv4Addr;
 
-const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+pub(super) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+pub(super) const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
-fn host(ip: Ipv4Addr, seed: u64) -> Host {
+pub(super) fn host(ip: Ipv4Addr, seed: u64) -> Host {
     let mut s = Stack::new(Config::default(), seed);
     s.add_address(IpAddr::V4(ip));
     Host::new(s)

@@ -228,19 +228,23 @@ impl Stack {
 
     /// A deferred connect's first write (`tcp_sendmsg_fastopen` with
     /// `DEFER_CONNECT`): the SYN leaves now with as much of `data` as the cookie
-    /// allows. Returns the bytes it took.
+    /// allows (`zerocopy`: see [`crate::tcp::Tcb`]'s `connect_fastopen`). Returns
+    /// the bytes it took.
     pub(crate) fn fastopen_connect_deferred(
         &mut self,
         now: Instant,
         index: u32,
         data: &[u8],
+        zerocopy: bool,
     ) -> usize {
         let Some(Sock::Tcp(t)) = &self.slots[index as usize].sock else {
             return 0;
         };
         let (tuple, no_cookie) = (t.tuple, t.tfo.no_cookie);
         let fo = self.fastopen_cookie_check(now, tuple, no_cookie);
-        self.with_tcb(now, index, |tcb, ctx| tcb.connect_fastopen(ctx, data, fo))
+        self.with_tcb(now, index, |tcb, ctx| {
+            tcb.connect_fastopen(ctx, data, fo, zerocopy)
+        })
     }
 
     /// What an active Fast Open connection reported: the SYN-ACK's lesson for the
@@ -271,6 +275,8 @@ impl Stack {
     /// `connect(2)` with options and, for `MSG_FASTOPEN`, the data its SYN should
     /// carry: the handle and the bytes the SYN took. With `TCP_FASTOPEN_CONNECT`
     /// and a cookie the SYN waits for the first write ([`Stack::fastopen_deferred`]).
+    /// `zerocopy` is `MSG_ZEROCOPY` for the data: on a socket with `SO_ZEROCOPY`
+    /// the data the SYN carries completes on the error queue once acknowledged.
     pub fn connect_fastopen(
         &mut self,
         now: Instant,
@@ -278,8 +284,15 @@ impl Stack {
         remote: std::net::SocketAddr,
         opts: &crate::tcp::sockopt::SockOptions,
         syn_data: Option<&[u8]>,
+        zerocopy: bool,
     ) -> Result<(SocketHandle, usize), SocketError> {
-        self.active_open_tfo(now, local, remote, Some(opts), syn_data)
+        self.active_open_tfo(
+            now,
+            local,
+            remote,
+            Some(opts),
+            syn_data.map(|d| (d, zerocopy)),
+        )
     }
 
     /// A connect waits for its first write to send the SYN (`DEFER_CONNECT`).
@@ -288,14 +301,16 @@ impl Stack {
     }
 
     /// The first write of a deferred connect: its SYN leaves with as much of `data`
-    /// as the cookie allows; the bytes it took.
+    /// as the cookie allows; the bytes it took (`zerocopy`: as
+    /// [`Stack::connect_fastopen`]).
     pub fn fastopen_connect_deferred_handle(
         &mut self,
         now: Instant,
         h: SocketHandle,
         data: &[u8],
+        zerocopy: bool,
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
-        Ok(self.fastopen_connect_deferred(now, index, data))
+        Ok(self.fastopen_connect_deferred(now, index, data, zerocopy))
     }
 }

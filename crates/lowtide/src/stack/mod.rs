@@ -43,6 +43,8 @@ mod fastopen;
 mod icmp;
 mod listen;
 mod options;
+mod procnet;
+pub use procnet::{ProcKind, ProcTcpEntry};
 
 enum Sock {
     Listener(Box<Listener>),
@@ -334,13 +336,14 @@ impl Stack {
     /// [`Stack::active_open`] with Fast Open: `syn_data` (`MSG_FASTOPEN`) goes in
     /// the SYN as far as a cookie allows; without it, `TCP_FASTOPEN_CONNECT` may defer
     /// the SYN to the first write. Returns the handle and the bytes the SYN took.
+    /// The data comes with whether it was sent `MSG_ZEROCOPY`.
     pub(crate) fn active_open_tfo(
         &mut self,
         now: Instant,
         local: SocketAddr,
         remote: SocketAddr,
         opts: Option<&tcp::sockopt::SockOptions>,
-        syn_data: Option<&[u8]>,
+        syn_data: Option<(&[u8], bool)>,
     ) -> Result<(SocketHandle, usize), SocketError> {
         if remote.port() == 0 || remote.ip().is_unspecified() || local.is_ipv4() != remote.is_ipv4()
         {
@@ -369,8 +372,12 @@ impl Stack {
                 self.with_tcb(now, h.index, |tcb, _| tcb.defer_connect());
                 0
             }
-            None => self.with_tcb(now, h.index, |tcb, ctx| tcb.connect_fastopen(ctx, &[], fo)),
-            Some(d) => self.with_tcb(now, h.index, |tcb, ctx| tcb.connect_fastopen(ctx, d, fo)),
+            None => self.with_tcb(now, h.index, |tcb, ctx| {
+                tcb.connect_fastopen(ctx, &[], fo, false)
+            }),
+            Some((d, zc)) => self.with_tcb(now, h.index, |tcb, ctx| {
+                tcb.connect_fastopen(ctx, d, fo, zc)
+            }),
         };
         Ok((h, copied))
     }

@@ -158,6 +158,35 @@ impl Stack {
         Ok(())
     }
 
+    /// `IP_TOS` (`__ip_sock_set_tos`): the TOS byte of the connection's IPv4
+    /// packets, less the ECN bits, which TCP keeps; a change drops the cached route
+    /// (`sk_dst_reset`).
+    pub fn set_ip_tos(&mut self, h: SocketHandle, tos: u8) -> Result<(), SocketError> {
+        self.tcb_mut(h)?.set_tos(tos);
+        Ok(())
+    }
+
+    /// `IP_MTU_DISCOVER`: one of `IP_PMTUDISC_DONT` (0) ..= `IP_PMTUDISC_OMIT` (5),
+    /// else `InvalidInput` (Linux's `EINVAL`). It decides DF on the connection's
+    /// IPv4 packets (`ip_dont_fragment`) and whether an ICMP MTU report shrinks
+    /// its MSS at once (`tcp_v4_mtu_reduced`).
+    pub fn set_pmtudisc(&mut self, h: SocketHandle, val: u8) -> Result<(), SocketError> {
+        if val > crate::tcp::pmtu::IP_PMTUDISC_OMIT {
+            return Err(SocketError::InvalidInput);
+        }
+        self.tcb_mut(h)?.pmtudisc = val;
+        Ok(())
+    }
+
+    /// `IP_MTU` (getsockopt): the MTU of the connection's route (`dst_mtu`).
+    pub fn path_mtu(&self, h: SocketHandle) -> Result<u32, SocketError> {
+        let t = self.tcb(h)?;
+        Ok(match t.dst.mtu {
+            0 => t.pmtu_cookie,
+            m => m,
+        })
+    }
+
     /// `SO_ZEROCOPY`: whether sends with [`crate::SendFlags::zerocopy`] report their
     /// completion on the error queue (`SOCK_ZEROCOPY`).
     pub fn set_zerocopy(&mut self, h: SocketHandle, on: bool) -> Result<(), SocketError> {

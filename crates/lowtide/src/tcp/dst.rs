@@ -25,6 +25,9 @@ pub(crate) struct Dst {
     pub generation: u32,
     /// `dst_mtu(dst)`: the route's MTU, a learned path MTU, or the device's.
     pub mtu: u32,
+    /// The socket dropped its route (`sk_dst_reset`, e.g. `IP_TOS` changed): the next
+    /// transmission looks it up again.
+    pub obsolete: bool,
 }
 
 impl Tcb {
@@ -35,6 +38,7 @@ impl Tcb {
             metrics: metrics.clone(),
             generation,
             mtu,
+            obsolete: false,
         };
         self.pmtu_cookie = mtu;
         // tcp_rto_min: a locked rto_min on the route replaces icsk_rto_min.
@@ -99,9 +103,10 @@ impl Tcb {
     /// connection took it is looked up again; its MTU reaches the MSS at the next
     /// `tcp_current_mss` ([`Tcb::sync_dst_mtu`]).
     pub(crate) fn dst_check(&mut self, ctx: &Ctx) {
-        if self.dst.generation == ctx.routes.generation() {
+        if self.dst.generation == ctx.routes.generation() && !self.dst.obsolete {
             return;
         }
+        self.dst.obsolete = false;
         let remote = self.tuple.remote.ip();
         self.dst.metrics = ctx.routes.lookup(remote).clone();
         self.dst.generation = ctx.routes.generation();

@@ -27,6 +27,8 @@ pub(crate) const TCP_ECN_SEEN: u8 = 8;
 pub(crate) const INET_ECN_NOT_ECT: u8 = 0;
 pub(crate) const INET_ECN_ECT_0: u8 = 2;
 pub(crate) const INET_ECN_CE: u8 = 3;
+/// `INET_ECN_MASK`: the ECN bits of the TOS / traffic class byte.
+pub(crate) const INET_ECN_MASK: u8 = 3;
 
 impl Tcb {
     /// `tcp_ecn_send_syn`: an active open asks for ECN with `tcp_ecn = 1`.

@@ -49,12 +49,32 @@ impl Tcb {
     /// the cookie and as much of `data` as fits in one segment with the option room
     /// kept free; without a usable cookie a plain SYN asks for one. Returns the bytes
     /// sent in the SYN (`fastopen_req->copied`).
+    ///
+    /// With `zerocopy` (`MSG_ZEROCOPY` on a `SO_ZEROCOPY` socket) the data takes a
+    /// notification id first (`tcp_sendmsg_locked`'s `msg_zerocopy_realloc`), which
+    /// the SYN's data skb holds (`tcp_send_syn_data`: `skb_zcopy_set(syn_data,
+    /// fo->uarg)`) until it is acknowledged; a SYN without data gives it back
+    /// (`net_zcopy_put_abort` on `out_err`).
     pub(crate) fn connect_fastopen(
         &mut self,
         ctx: &mut Ctx,
         data: &[u8],
         fo: CookieCheck,
+        zerocopy: bool,
     ) -> usize {
+        let zc = match zerocopy {
+            true => self.zerocopy_begin(ctx, data.len()).ok().flatten(),
+            false => None,
+        };
+        let copied = self.connect_fastopen_data(ctx, data, fo);
+        if zc.is_some() {
+            // lowtide copies the caller's bytes: SO_EE_CODE_ZEROCOPY_COPIED.
+            self.errq.sent(copied, self.write_seq, true);
+        }
+        copied
+    }
+
+    fn connect_fastopen_data(&mut self, ctx: &mut Ctx, data: &[u8], fo: CookieCheck) -> usize {
         ctx.mib.inc(Mib::TcpActiveOpens);
         self.state = TcpState::SynSent;
         let init_rwnd = self.dst_connect_init(ctx.cfg);

@@ -19,10 +19,11 @@ const IP_DEFAULT_TTL: u8 = 64;
 /// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum: headers built in
 /// place in a pooled buffer, then the payload copied behind them, or, with `apart`
 /// (a GSO packet for a device that takes payload apart), left out and returned as a
-/// shared slice for the device to copy into its segments.
+/// shared slice for the device to copy into its segments. `tos` is the TOS byte
+/// with the ECN bits; an IPv4 header gets DF as `df` says (`__ip_queue_xmit`).
 fn build_packet(
     ctx: &mut Ctx,
-    (tuple, ecn): (FourTuple, u8),
+    (tuple, tos, df): (FourTuple, u8, bool),
     th: &TcpRepr,
     payload: &Bytes,
     apart: bool,
@@ -33,7 +34,7 @@ fn build_packet(
         dst: tuple.remote.ip(),
         protocol: PROTO_TCP,
         hop_limit: IP_DEFAULT_TTL,
-        ecn,
+        ecn: tos & super::ecn::INET_ECN_MASK,
         header_len: 0,
         payload_len: thl + payload.len(),
     };
@@ -43,6 +44,9 @@ fn build_packet(
         .take(ihl + thl + if apart { 0 } else { payload.len() });
     pkt.resize(ihl + thl, 0);
     ip.emit(&mut pkt[..ihl], *ctx.ip_id);
+    if tos & !super::ecn::INET_ECN_MASK != 0 || !df {
+        lowtide_wire::ip::set_ipv4_tos_df(&mut pkt[..ihl], tos, df);
+    }
     th.emit(&mut pkt[ihl..]);
     let tcp_len = thl + payload.len();
     checksum::fill_tcp_partial_len(ip.src, ip.dst, &mut pkt[ihl..], tcp_len);
@@ -96,13 +100,14 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
         rst.ack = th.seq.wrapping_add(len as u32 + syn_fin);
         rst.flags = TcpFlags::RST | TcpFlags::ACK;
     }
-    push_reset(ctx, tuple, &rst);
+    push_reset(ctx, (tuple, 0, true), &rst);
 }
 
-/// Sends a reset that belongs to no socket's memory accounting (no TX completion owed).
-fn push_reset(ctx: &mut Ctx, tuple: FourTuple, rst: &TcpRepr) {
+/// Sends a reset that belongs to no socket's memory accounting (no TX completion
+/// owed), with the TOS byte and DF of `ip` (see [`build_packet`]).
+fn push_reset(ctx: &mut Ctx, ip: (FourTuple, u8, bool), rst: &TcpRepr) {
     ctx.mib.inc(Mib::TcpOutRsts);
-    let pkt = build_packet(ctx, (tuple, 0), rst, &Bytes::new(), false);
+    let pkt = build_packet(ctx, ip, rst, &Bytes::new(), false);
     let token = TxToken {
         index: u32::MAX,
         generation: 0,
@@ -318,7 +323,8 @@ impl Tcb {
         // A single segment is built whole; a GSO packet's payload stays apart if the
         // device takes it so (Stack::set_tx_payload_apart).
         let apart = ctx.tx_apart && payload.len() > mss as usize;
-        let pkt = build_packet(ctx, (self.tuple, ip_ecn), &th, payload, apart);
+        let ip = (self.tuple, self.tos | ip_ecn, self.ip_dont_fragment());
+        let pkt = build_packet(ctx, ip, &th, payload, apart);
         self.on_ack_sent();
         self.comp_sack_ack_sent(ctx.mib);
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
@@ -423,7 +429,8 @@ impl Tcb {
             flags: TcpFlags::RST | TcpFlags::ACK,
             ..TcpRepr::default()
         };
-        push_reset(ctx, self.tuple, &th);
+        // tcp_transmit_skb: the socket's own TOS and DF.
+        push_reset(ctx, (self.tuple, self.tos, self.ip_dont_fragment()), &th);
     }
 
     /// States in which data may be sent.

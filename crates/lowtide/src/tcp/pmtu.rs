@@ -13,7 +13,43 @@ use super::{Ctx, TcpState};
 /// whole window.
 const TCP_MSS_DEFAULT: u32 = 536;
 
+/// `IP_PMTUDISC_DONT`: never set DF; ICMP "fragmentation needed" shrinks nothing at
+/// once (the route still learns the MTU, which the next `tcp_current_mss` takes).
+pub const IP_PMTUDISC_DONT: u8 = 0;
+/// `IP_PMTUDISC_WANT`: DF unless the route's MTU is locked; the default
+/// (`inet_create` with `net.ipv4.ip_no_pmtu_disc` 0).
+pub const IP_PMTUDISC_WANT: u8 = 1;
+/// `IP_PMTUDISC_DO`: always DF.
+pub const IP_PMTUDISC_DO: u8 = 2;
+/// `IP_PMTUDISC_PROBE`: no DF from `ip_dont_fragment` (TCP's `__ip_queue_xmit`).
+pub const IP_PMTUDISC_PROBE: u8 = 3;
+/// `IP_PMTUDISC_INTERFACE`: the device's MTU only; ICMP MTU reports are refused
+/// (`ip_sk_accept_pmtu`).
+pub const IP_PMTUDISC_INTERFACE: u8 = 4;
+/// `IP_PMTUDISC_OMIT`: as `INTERFACE`, and fragments allowed.
+pub const IP_PMTUDISC_OMIT: u8 = 5;
+
 impl Tcb {
+    /// `ip_dont_fragment` for the connection's IPv4 packets: `IP_PMTUDISC_DO`, or
+    /// `IP_PMTUDISC_WANT` on a route whose MTU is not locked (`ip_mtu_locked`). An
+    /// IPv6 connection has no DF bit (its `IPV6_MTU_DISCOVER` is not `IP_`'s).
+    pub(crate) fn ip_dont_fragment(&self) -> bool {
+        self.pmtudisc == IP_PMTUDISC_DO
+            || (self.pmtudisc == IP_PMTUDISC_WANT
+                && !self.dst.metrics.locked(crate::route::Rtax::Mtu))
+    }
+
+    /// `tcp_v4_mtu_reduced`'s test, `inet->pmtudisc != IP_PMTUDISC_DONT &&
+    /// ip_sk_accept_pmtu(sk)`: may an ICMP MTU report shrink the MSS at once? IPv6
+    /// connections follow `IPV6_MTU_DISCOVER`, which lowtide leaves at its default.
+    fn accepts_pmtu(&self) -> bool {
+        self.tuple.remote.is_ipv6()
+            || !matches!(
+                self.pmtudisc,
+                IP_PMTUDISC_DONT | IP_PMTUDISC_INTERFACE | IP_PMTUDISC_OMIT
+            )
+    }
+
     /// `tcp_mtu_to_mss`: the MSS for a path MTU, at most the clamp of the handshake
     /// (the peer's MSS, `TCP_MAXSEG`, the device), at least `tcp_min_snd_mss`, minus
     /// the timestamp option's room.
@@ -74,8 +110,19 @@ impl Tcb {
     /// shrinks the MSS (`tcp_sync_mss`) and resends what no longer fits
     /// (`tcp_simple_retransmit`); a larger one is ignored (RFC 1191 section 3).
     /// Returns whether the MSS changed.
+    ///
+    /// With `IP_MTU_DISCOVER` `IP_PMTUDISC_DONT`, `INTERFACE` or `OMIT` only the
+    /// route learns the MTU (`inet_csk_update_pmtu`): the MSS follows it at the next
+    /// `tcp_current_mss`, with no retransmission.
     pub(crate) fn mtu_reduced(&mut self, ctx: &mut Ctx, mtu: u32) -> bool {
-        if matches!(self.state, TcpState::Listen | TcpState::Closed) || mtu >= self.pmtu_cookie {
+        if matches!(self.state, TcpState::Listen | TcpState::Closed) {
+            return false;
+        }
+        if !self.accepts_pmtu() {
+            self.dst.mtu = mtu;
+            return false;
+        }
+        if mtu >= self.pmtu_cookie {
             return false;
         }
         self.pmtu_cookie = mtu;

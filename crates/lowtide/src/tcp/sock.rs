@@ -149,6 +149,12 @@ pub struct Tcb {
     /// `icsk_pmtu_cookie`: the path MTU the MSS was last synced to (the device's MTU
     /// or a smaller one learned from ICMP, `tcp/pmtu.rs`).
     pub(crate) pmtu_cookie: u32,
+    /// `IP_TOS` (`inet->tos`): the TOS byte of IPv4 packets, ECN bits aside.
+    pub(crate) tos: u8,
+    /// `IP_MTU_DISCOVER` (`inet->pmtudisc`), `IP_PMTUDISC_*` (`tcp/pmtu.rs`).
+    pub(crate) pmtudisc: u8,
+    /// The socket is `AF_INET6` (`sk_family`; `SockOptions::family_v6`).
+    pub(crate) family_v6: bool,
     /// `rx_opt.mss_clamp`: the largest MSS the handshake allows (the peer's MSS
     /// option, `TCP_MAXSEG`, the device); the path MTU may lower the MSS below it.
     pub(crate) mss_clamp: u32,
@@ -412,6 +418,9 @@ impl Tcb {
             mss_cache: advmss,
             advmss,
             pmtu_cookie: cfg.mtu,
+            tos: 0,
+            pmtudisc: super::pmtu::IP_PMTUDISC_WANT,
+            family_v6: tuple.local.is_ipv6(),
             mss_clamp: advmss,
             rcv_mss: advmss.min(536),
             sack_ok: false,

@@ -85,6 +85,18 @@ pub struct SockOptions {
     /// `SO_MARK` (`sk_mark`): kept and reported; lowtide has no policy routing
     /// for it to select.
     pub mark: u32,
+    /// `IP_TOS` (`inet->tos`): the TOS byte of the socket's IPv4 packets; TCP keeps
+    /// the two ECN bits its own (`__ip_sock_set_tos`).
+    pub tos: u8,
+    /// `IP_MTU_DISCOVER` (`inet->pmtudisc`, `IP_PMTUDISC_*`); `None` until set,
+    /// which is `IP_PMTUDISC_WANT` (`inet_create`, `ip_no_pmtu_disc` 0).
+    pub pmtudisc: Option<u8>,
+    /// `IP_FREEBIND`: `bind(2)` may take an address the host does not have
+    /// (`inet_can_nonlocal_bind`).
+    pub freebind: bool,
+    /// The socket is `AF_INET6` (`sk_family`), whatever family its packets are:
+    /// `/proc/net/tcp6` lists it, with IPv4-mapped addresses for IPv4 traffic.
+    pub family_v6: bool,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -161,6 +173,20 @@ impl Tcb {
         }
         self.tfo.connect = o.fastopen_connect;
         self.tfo.no_cookie = o.fastopen_no_cookie;
+        self.tos = o.tos & !crate::tcp::ecn::INET_ECN_MASK;
+        self.pmtudisc = o.pmtudisc.unwrap_or(super::pmtu::IP_PMTUDISC_WANT);
+        self.family_v6 = o.family_v6 || self.tuple.local.is_ipv6();
+    }
+
+    /// `IP_TOS` on a connection (`__ip_sock_set_tos`): the TOS byte less the ECN
+    /// bits, which stay TCP's; a change drops the cached route (`sk_dst_reset`), so
+    /// the next transmission looks it up again.
+    pub(crate) fn set_tos(&mut self, tos: u8) {
+        let tos = tos & !crate::tcp::ecn::INET_ECN_MASK;
+        if tos != self.tos {
+            self.tos = tos;
+            self.dst.obsolete = true;
+        }
     }
 
     /// `TCP_MAXSEG` getsockopt: `mss_cache`, or `user_mss` in CLOSE/LISTEN.

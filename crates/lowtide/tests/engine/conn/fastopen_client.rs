@@ -23,6 +23,7 @@ fn open(st: &mut Stack, data: &[u8]) -> (SocketHandle, usize, TcpRepr, usize) {
             peer(),
             &SockOptions::default(),
             Some(data),
+            false,
         )
         .unwrap();
     let tx = st.poll_transmit(Instant::ZERO).expect("SYN");
@@ -116,6 +117,7 @@ fn frag_needed_on_syn_data_resends_a_bare_syn_with_the_route_mss() {
             peer(),
             &SockOptions::default(),
             Some(&[1; 1000]),
+            false,
         )
         .unwrap();
     assert_eq!(n, 1000);
@@ -135,4 +137,48 @@ fn frag_needed_on_syn_data_resends_a_bare_syn_with_the_route_mss() {
     assert_eq!(th.options.mss, Some(760));
     assert_eq!(th.options.fastopen, None);
     assert_eq!(st.counters().get(Mib::TcpExtTCPSynRetrans), 1);
+}
+
+/// `MSG_FASTOPEN | MSG_ZEROCOPY` on a `SO_ZEROCOPY` socket (tcp_sendmsg_locked's
+/// zerocopy step, then tcp_send_syn_data's `skb_zcopy_set`): without a cookie the
+/// SYN carries no data and the notification id is given back (nothing on the
+/// error queue); with one, the SYN's data completes id 0, copied, once the SYN-ACK
+/// acknowledges it.
+#[test]
+fn zerocopy_syn_data_completes_on_the_error_queue() {
+    let mut st = Stack::new(Config::default(), 3);
+    st.add_address(me().ip());
+    let zc = SockOptions {
+        zerocopy: true,
+        ..SockOptions::default()
+    };
+    let (h, n) = st
+        .connect_fastopen(Instant::ZERO, me(), peer(), &zc, Some(&[1; 500]), true)
+        .unwrap();
+    assert_eq!(n, 0);
+    let tx = st.poll_transmit(Instant::ZERO).expect("SYN");
+    let (syn, _) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+    synack(&mut st, h, &syn, 0, Some(&[7; 8]));
+    assert_eq!(st.recv_errqueue(h).unwrap(), None, "the id was given back");
+    while st.poll_transmit(Instant::ZERO).is_some() {}
+    let (h2, n) = st
+        .connect_fastopen(Instant::ZERO, me(), peer(), &zc, Some(&[1; 500]), true)
+        .unwrap();
+    assert_eq!(n, 500);
+    let tx = st.poll_transmit(Instant::ZERO).expect("SYN with data");
+    let (syn, _) = TcpRepr::parse(&tx.packet[20..]).unwrap();
+    assert_eq!(st.recv_errqueue(h2).unwrap(), None, "not acknowledged yet");
+    synack(&mut st, h2, &syn, 500, None);
+    let e = st.recv_errqueue(h2).unwrap().expect("the completion");
+    let ee = e.ee;
+    assert_eq!(
+        (ee.origin, ee.code, ee.info, ee.data),
+        (
+            lowtide::tcp::errqueue::SO_EE_ORIGIN_ZEROCOPY,
+            lowtide::tcp::errqueue::SO_EE_CODE_ZEROCOPY_COPIED,
+            0,
+            0
+        )
+    );
+    assert_eq!(st.recv_errqueue(h2).unwrap(), None);
 }

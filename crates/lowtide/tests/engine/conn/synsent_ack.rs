@@ -226,7 +226,7 @@ fn fin_in_a_fast_open_synack_moves_to_close_wait() {
         s
     };
     let (h, n) = st2
-        .connect_fastopen(Instant::ZERO, me(), peer(), &opts, Some(&[1; 100]))
+        .connect_fastopen(Instant::ZERO, me(), peer(), &opts, Some(&[1; 100]), false)
         .unwrap();
     assert_eq!(n, 100);
     let tx = st2.poll_transmit(Instant::ZERO).expect("SYN with data");

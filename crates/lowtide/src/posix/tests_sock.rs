@@ -1,0 +1,208 @@
+//! The socket layer's tests for epoll's wakeup keys, the IP-level options and
+//! `/proc/net/tcp`.
+
+use super::consts::*;
+use super::tests::{host, A, B};
+use super::*;
+use std::net::Ipv4Addr;
+
+/// Moves every packet `from` sends to `to` (wire segments), returning them.
+fn deliver(from: &mut Host, to: &mut Host, now: Instant) -> Vec<Vec<u8>> {
+    let mut all = Vec::new();
+    while let Some(tx) = from.poll_transmit(now) {
+        let mut segs = Vec::new();
+        lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s))
+            .expect("valid packet");
+        from.handle_tx_complete(now, tx.token);
+        for s in segs {
+            to.handle_packet(now, &s, RxChecksum::Verify);
+            all.push(s);
+        }
+    }
+    all
+}
+
+/// Runs both ways until quiet; the packets A sent.
+fn run(a: &mut Host, b: &mut Host, now: Instant) -> Vec<Vec<u8>> {
+    let mut from_a = Vec::new();
+    loop {
+        let x = deliver(a, b, now);
+        let y = deliver(b, a, now);
+        if x.is_empty() && y.is_empty() {
+            return from_a;
+        }
+        from_a.extend(x);
+    }
+}
+
+/// A listener on B:80 and a client socket on A (not connected).
+fn pair() -> (Host, Host, Fd, Fd) {
+    let (a, mut b) = (host(A, 1), host(B, 2));
+    let l = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    b.listen(l, 8).unwrap();
+    let mut a = a;
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    (a, b, c, l)
+}
+
+fn connect(a: &mut Host, b: &mut Host, c: Fd, l: Fd) -> (Fd, Vec<Vec<u8>>) {
+    let to = SocketAddr::new(B.into(), 80);
+    assert_eq!(
+        a.connect(Instant::ZERO, c, to),
+        Err(Errno(errno::EINPROGRESS))
+    );
+    let sent = run(a, b, Instant::ZERO);
+    assert_eq!(a.connect(Instant::ZERO, c, to), Ok(()));
+    (b.accept(l).unwrap().0, sent)
+}
+
+/// ep_poll_callback: a wakeup puts an item on the ready list only when its key
+/// meets the item's events (or it has no key); what the item then reports is the
+/// level found then.
+#[test]
+fn epoll_edges_are_keyed_wakeups() {
+    let (mut a, mut b, c, l) = pair();
+    let (s, _) = connect(&mut a, &mut b, c, l);
+    let out_only = b.epoll_create(1).unwrap();
+    let both = b.epoll_create(1).unwrap();
+    b.epoll_ctl(out_only, EPOLL_CTL_ADD, s, POLLOUT | EPOLLET, 1)
+        .unwrap();
+    b.epoll_ctl(both, EPOLL_CTL_ADD, s, POLLIN | POLLOUT | EPOLLET, 2)
+        .unwrap();
+    for ep in [out_only, both] {
+        assert_eq!(b.epoll_wait(ep, 4).unwrap().len(), 1, "writable at ADD");
+        assert!(b.epoll_wait(ep, 4).unwrap().is_empty());
+    }
+    a.send(Instant::ZERO, c, &[1; 100], 0).unwrap();
+    run(&mut a, &mut b, Instant::ZERO);
+    assert!(
+        b.epoll_wait(out_only, 4).unwrap().is_empty(),
+        "sk_data_ready's EPOLLIN key does not wake an EPOLLOUT item"
+    );
+    let ev = b.epoll_wait(both, 4).unwrap();
+    assert_eq!(ev[0].events, POLLIN | POLLOUT, "the level when woken");
+    // A socket not ready at ADD is not on the ready list.
+    let idle = b.epoll_create(1).unwrap();
+    let mut buf = [0u8; 100];
+    b.recv(Instant::ZERO, s, &mut buf, 0).unwrap();
+    b.epoll_ctl(idle, EPOLL_CTL_ADD, s, POLLIN | EPOLLET, 3)
+        .unwrap();
+    assert!(b.epoll_wait(idle, 4).unwrap().is_empty());
+}
+
+fn tos_and_df(pkt: &[u8]) -> (u8, bool) {
+    (pkt[1], u16::from_be_bytes([pkt[6], pkt[7]]) & 0x4000 != 0)
+}
+
+/// do_ip_setsockopt/do_ip_getsockopt: IP_TOS keeps TCP's ECN bits, IP_MTU_DISCOVER
+/// takes IP_PMTUDISC_DONT..=OMIT and decides DF (ip_dont_fragment), IP_MTU needs a
+/// route, one-byte values are taken and given back.
+#[test]
+fn ip_tos_mtu_discover_and_mtu() {
+    let (mut a, mut b, c, l) = pair();
+    let now = Instant::ZERO;
+    let mut v = [0u8; 4];
+    assert_eq!(
+        a.getsockopt(now, c, SOL_IP, IP_MTU, &mut v),
+        Err(Errno(errno::ENOTCONN))
+    );
+    assert_eq!(a.getsockopt(now, c, SOL_IP, IP_MTU_DISCOVER, &mut v), Ok(4));
+    assert_eq!(i32::from_ne_bytes(v), IP_PMTUDISC_WANT, "the default");
+    let bad = a.setsockopt(now, c, SOL_IP, IP_MTU_DISCOVER, &6i32.to_ne_bytes());
+    assert_eq!(bad, Err(Errno(errno::EINVAL)));
+    assert_eq!(
+        a.setsockopt(now, c, SOL_IP, IP_TOS, &[]),
+        Err(Errno(errno::EINVAL))
+    );
+    a.setsockopt(now, c, SOL_IP, IP_MTU_DISCOVER, &[IP_PMTUDISC_DONT as u8])
+        .unwrap();
+    a.setsockopt(now, c, SOL_IP, IP_TOS, &0x13i32.to_ne_bytes())
+        .unwrap();
+    let mut one = [0u8; 1];
+    assert_eq!(a.getsockopt(now, c, SOL_IP, IP_TOS, &mut one), Ok(1));
+    assert_eq!(one[0], 0x10, "the ECN bits stay TCP's");
+    let (_s, sent) = connect(&mut a, &mut b, c, l);
+    assert!(
+        sent.iter().all(|p| tos_and_df(p) == (0x10, false)),
+        "no DF with DONT"
+    );
+    assert_eq!(a.getsockopt(now, c, SOL_IP, IP_MTU, &mut v), Ok(4));
+    assert_eq!(i32::from_ne_bytes(v), 1500);
+    a.setsockopt(
+        now,
+        c,
+        SOL_IP,
+        IP_MTU_DISCOVER,
+        &IP_PMTUDISC_DO.to_ne_bytes(),
+    )
+    .unwrap();
+    a.setsockopt(now, c, SOL_IP, IP_TOS, &0i32.to_ne_bytes())
+        .unwrap();
+    a.send(now, c, &[1; 10], 0).unwrap();
+    let sent = run(&mut a, &mut b, now);
+    assert_eq!(tos_and_df(&sent[0]), (0, true));
+}
+
+/// IP_FREEBIND lets bind take an address the host does not have
+/// (inet_can_nonlocal_bind).
+#[test]
+fn ip_freebind_binds_a_foreign_address() {
+    let mut a = host(A, 1);
+    let now = Instant::ZERO;
+    let s = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let foreign = SocketAddr::new(Ipv4Addr::new(10, 9, 9, 9).into(), 80);
+    assert_eq!(a.bind(s, foreign), Err(Errno(errno::EADDRNOTAVAIL)));
+    a.setsockopt(now, s, SOL_IP, IP_FREEBIND, &1i32.to_ne_bytes())
+        .unwrap();
+    assert_eq!(a.bind(s, foreign), Ok(()));
+}
+
+/// tcp4_seq_show/tcp6_seq_show: a header, a line per socket in its family's file,
+/// lines padded to 149 characters in /proc/net/tcp.
+#[test]
+fn proc_net_tcp_lists_sockets_as_linux_prints_them() {
+    let (mut a, mut b, c, l) = pair();
+    let (s, _) = connect(&mut a, &mut b, c, l);
+    let t = b.proc_net_tcp(Instant::ZERO, false);
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(lines[0].starts_with("  sl  local_address rem_address   st tx_queue"));
+    assert!(lines.iter().all(|l| l.len() == 149), "{t}");
+    assert!(
+        lines[1].starts_with("   0: 0200000A:0050 00000000:0000 0A 00000000:00000000 00:00000000")
+    );
+    assert!(lines[2].starts_with("   1: 0200000A:0050 0100000A:"));
+    assert!(lines[2].contains(" 01 00000000:00000000 "), "{}", lines[2]);
+    b.send(Instant::ZERO, s, &[1; 10], 0).unwrap();
+    let t = b.proc_net_tcp(Instant::ZERO, false);
+    let conn = t.lines().nth(2).unwrap();
+    // tx_queue 10, retransmit timer (tr 1) an RTO (200 ms: 20 clock ticks) away.
+    assert!(
+        conn.contains(" 01 0000000A:00000000 01:00000014 "),
+        "{conn}"
+    );
+    assert_eq!(b.proc_net_tcp(Instant::ZERO, true).lines().count(), 1);
+    // An AF_INET6 listener is in tcp6.
+    let l6 = b.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    b.bind(l6, "[::]:81".parse().unwrap()).unwrap();
+    b.listen(l6, 1).unwrap();
+    let t6 = b.proc_net_tcp(Instant::ZERO, true);
+    assert!(
+        t6.lines().nth(1).unwrap().starts_with(
+            "   0: 00000000000000000000000000000000:0051 00000000000000000000000000000000:0000 0A "
+        ),
+        "{t6}"
+    );
+}
+
+/// Descriptors start where the embedding asks, lowest free from there.
+#[test]
+fn fd_base_moves_the_first_descriptor() {
+    let mut a = host(A, 1);
+    a.set_fd_base(1000);
+    let s = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(s, 1000);
+    assert_eq!(a.epoll_create(1), Ok(1001));
+    a.close(Instant::ZERO, s).unwrap();
+    assert_eq!(a.socket(AF_INET, SOCK_STREAM, 0), Ok(1000));
+}

@@ -388,7 +388,13 @@ impl RtxQueue {
             let s = self.store.get(p);
             if s.end_seq > ack {
                 if s.seq < ack && ack < s.seq + s.len() as u64 {
-                    self.split(p, ack, mss); // tcp_trim_head: the acked part goes
+                    // tcp_trim_head, tcp_tso_acked: the acked part goes, and counts
+                    // as the segments the skb no longer holds (none for a one-segment
+                    // skb, or when the rest needs as many).
+                    let orig = s.pcount;
+                    let rest = self.split(p, ack, mss);
+                    let acked = orig.saturating_sub(self.store.get(rest).pcount);
+                    self.modify(p, |h| h.pcount = acked);
                     continue;
                 }
                 break;
@@ -396,6 +402,13 @@ impl RtxQueue {
             let (s, next) = self.store.remove_first().expect("head exists");
             head = next;
             self.account(Acct::of(&s), false);
+            c.acked_bytes += s.len() as u64;
+            c.truesize += s.truesize as u64;
+            if s.pcount == 0 {
+                // tcp_clean_rtx_queue stops at a trim that acked no segment: bytes
+                // and memory only, no delivery, RACK or RTT sample.
+                break;
+            }
             skb::skb_delivered(&mut c.rate, &s);
             // tcp_clean_rtx_queue: RACK advances on what the ACK newly delivers,
             // unless the TSecr shows it acknowledges an earlier transmission.
@@ -403,8 +416,6 @@ impl RtxQueue {
                 self.note_delivered(Acct::of(&s));
             }
             c.acked_segs += s.pcount;
-            c.acked_bytes += s.len() as u64;
-            c.truesize += s.truesize as u64;
             c.fin_acked |= s.flags & skb::FLAG_FIN != 0;
             if s.has(SACKED_ACKED) {
                 c.acked_sacked_segs += s.pcount;
@@ -787,6 +798,32 @@ pub(super) mod tests {
             assert!(q.is_empty());
             assert_eq!(q.packets_out, 0);
             assert_eq!(q.truesize, 0);
+        }
+    }
+
+    /// `tcp_tso_acked`: a trimmed skb's acked segments are the pcount it lost, so a
+    /// 2,000-byte ACK into a 3,000-byte skb at MSS 988 (4 segments) acks 2 (the
+    /// rest needs 2), and an ACK that leaves the pcount as it was acks none and
+    /// gives no RTT sample.
+    #[test]
+    fn clean_counts_trimmed_segments_as_tcp_tso_acked() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 1, 3000);
+            q.modify(q.store.first_pos().unwrap(), |s| {
+                s.pcount = skb::pcount(3000, 988)
+            });
+            assert_eq!(q.packets_out, 4);
+            let c = q.clean(11, 988);
+            assert_eq!((c.acked_bytes, c.acked_segs), (10, 0));
+            assert!(c.first_tx.is_none());
+            assert_eq!(q.packets_out, 4);
+            let c = q.clean(2001, 988);
+            assert_eq!((c.acked_bytes, c.acked_segs), (1990, 2));
+            assert_eq!(q.packets_out, 2);
+            let c = q.clean(3001, 988);
+            assert_eq!((c.acked_bytes, c.acked_segs), (1000, 2));
+            assert!(q.is_empty());
+            q.check_invariants();
         }
     }
 

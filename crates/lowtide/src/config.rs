@@ -198,6 +198,17 @@ pub struct Config {
     /// Linux's default is the same half of the established hash as
     /// `tcp_max_orphans`'.
     pub tcp_max_tw_buckets: u32,
+    /// `net.ipv4.tcp_tw_reuse`: may `connect` take over a TIME-WAIT socket's
+    /// 4-tuple when it picks the port (`tcp_twsk_unique`)? 0 no, 1 yes, 2 (Linux's
+    /// default) only between loopback addresses. A port the socket was bound to
+    /// takes over any TIME-WAIT socket that saw timestamps.
+    pub tcp_tw_reuse: u8,
+    /// `net.ipv4.tcp_tw_reuse_delay`: milliseconds a TIME-WAIT socket waits before
+    /// `tcp_tw_reuse` may take it over (1000).
+    pub tcp_tw_reuse_delay: u32,
+    /// `net.ipv4.tcp_rfc1337`: nonzero makes a TIME-WAIT socket ignore resets
+    /// (RFC 1337's TIME-WAIT assassination), 0 (Linux's default) lets them end it.
+    pub tcp_rfc1337: u8,
     /// `net.ipv4.tcp_syncookies`: 1 sends SYN cookies when a listener's SYN queue
     /// overflows, 2 always, 0 never.
     pub tcp_syncookies: u8,
@@ -297,6 +308,9 @@ impl Default for Config {
             tcp_probe_interval: 600,
             tcp_max_orphans: 131_072,
             tcp_max_tw_buckets: 131_072,
+            tcp_tw_reuse: 2,
+            tcp_tw_reuse_delay: 1000,
+            tcp_rfc1337: 0,
             tcp_syncookies: 1,
             tcp_cubic_hystart_detect: 3,
             tcp_fastopen: crate::tcp::fastopen::TFO_CLIENT_ENABLE,
@@ -442,6 +456,9 @@ impl Config {
         "net.ipv4.tcp_probe_interval",
         "net.ipv4.tcp_max_orphans",
         "net.ipv4.tcp_max_tw_buckets",
+        "net.ipv4.tcp_tw_reuse",
+        "net.ipv4.tcp_tw_reuse_delay",
+        "net.ipv4.tcp_rfc1337",
         "net.ipv4.tcp_syncookies",
         "net.core.default_qdisc",
         "module.tcp_cubic.hystart_detect",
@@ -618,6 +635,13 @@ impl Config {
             "net.ipv4.tcp_max_tw_buckets" => {
                 self.tcp_max_tw_buckets = parse_num(n, value, 0, i32::MAX as u32, "0..=2147483647")?
             }
+            "net.ipv4.tcp_tw_reuse" => self.tcp_tw_reuse = parse_num(n, value, 0, 2, "0, 1 or 2")?,
+            // proc_douintvec_minmax: 1..=TCP_PAWS_MSL * MSEC_PER_SEC.
+            "net.ipv4.tcp_tw_reuse_delay" => {
+                self.tcp_tw_reuse_delay = parse_num(n, value, 1, 60_000, "milliseconds, 1..=60000")?
+            }
+            // proc_dou8vec_minmax without bounds.
+            "net.ipv4.tcp_rfc1337" => self.tcp_rfc1337 = parse_num(n, value, 0, 255, "0..=255")?,
             "net.ipv4.tcp_syncookies" => {
                 self.tcp_syncookies = parse_num(n, value, 0, 2, "0, 1 or 2")?
             }

@@ -236,8 +236,23 @@ mib! {
     TcpExtTCPReqQFullDoCookies,
     /// A full SYN queue without cookies: the SYN dropped.
     TcpExtTCPReqQFullDrop,
-    /// Connections that entered TIME-WAIT.
+    /// TIME-WAIT sockets scheduled for more than 4 s (`__inet_twsk_schedule`,
+    /// `LINUX_MIB_TIMEWAITED`).
     TcpExtTW,
+    /// TIME-WAIT sockets a `connect` took over (`tcp_tw_reuse`,
+    /// `LINUX_MIB_TIMEWAITRECYCLED`).
+    TcpExtTWRecycled,
+    /// TIME-WAIT sockets (orphaned FIN-WAIT-2 ones) scheduled for 4 s or less
+    /// (`LINUX_MIB_TIMEWAITKILLED`).
+    TcpExtTWKilled,
+    /// Segments to a TIME-WAIT socket rejected by PAWS (`LINUX_MIB_PAWS_TW_REJECTED`).
+    TcpExtPAWSTimewait,
+    /// ACKs a FIN-WAIT-2 timewait socket did not send (rate limited,
+    /// `LINUX_MIB_TCPACKSKIPPEDFINWAIT2`).
+    TcpExtTCPACKSkippedFinWait2,
+    /// ACKs a TIME-WAIT socket did not send (rate limited,
+    /// `LINUX_MIB_TCPACKSKIPPEDTIMEWAIT`).
+    TcpExtTCPACKSkippedTimeWait,
     /// Fast Open: our SYN's data was acknowledged (active).
     TcpExtTCPFastOpenActive,
     /// Fast Open: our SYN's data was not acknowledged, or a blackhole was suspected.

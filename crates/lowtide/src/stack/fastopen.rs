@@ -72,7 +72,7 @@ impl Stack {
     pub fn fastopen_max_qlen(&self, h: SocketHandle) -> Result<u32, SocketError> {
         match self.slot_sock(h)? {
             Sock::Listener(l) => Ok(l.fastopen.max_qlen),
-            Sock::Tcp(_) => Err(SocketError::InvalidInput),
+            _ => Err(SocketError::InvalidInput),
         }
     }
 
@@ -83,7 +83,7 @@ impl Stack {
             .and_then(|h| self.slot_sock(h).ok())
             .and_then(|s| match s {
                 Sock::Listener(l) => l.opts.fastopen_key.clone(),
-                Sock::Tcp(_) => None,
+                _ => None,
             });
         own.unwrap_or_else(|| self.cfg.tcp_fastopen_key.clone())
     }

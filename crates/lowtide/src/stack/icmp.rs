@@ -253,6 +253,9 @@ impl Stack {
         let Some(index) = self.conns.get(&e.tuple) else {
             return;
         };
+        if let Some(super::Sock::TimeWait(_)) = self.slots[index as usize].sock {
+            return; // tcp_v4_err: a timewait socket takes no ICMP
+        }
         if !self.in_flight(index, e.seq) {
             self.mib.inc(Mib::TcpExtOutOfWindowIcmps);
             return;

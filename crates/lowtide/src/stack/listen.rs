@@ -105,7 +105,11 @@ impl Stack {
             .copied()
     }
 
-    /// `tcp_v4_conn_request` and friends: a segment for a listener.
+    /// `tcp_v4_conn_request` and friends: a segment for a listener; `tw_isn` is the
+    /// ISN a TIME-WAIT socket chose for a SYN that reopens its connection
+    /// (`tcp_tw_isn`: `tcp_conn_request` takes it instead of a secure one, cookies
+    /// excepted).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn listen_rcv(
         &mut self,
         now: Instant,
@@ -114,6 +118,7 @@ impl Stack {
         ip: &IpRepr,
         th: &TcpRepr,
         payload: &[u8],
+        tw_isn: Option<u32>,
     ) {
         let f = th.flags;
         if f.contains(TcpFlags::RST) {
@@ -164,6 +169,9 @@ impl Stack {
         }
         self.mib.inc(Mib::TcpPassiveOpens);
         let mut tcb = self.new_tcb(tuple, now);
+        if let Some(isn) = tw_isn {
+            tcb.iss = tcp::seq::Seq(isn);
+        }
         tcb.apply_options(&self.cfg, &opts);
         tcb.parent = Some(l);
         tcb.tfo.syn_cookie = tfo.synack_cookie;

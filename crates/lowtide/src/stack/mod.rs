@@ -44,11 +44,15 @@ mod icmp;
 mod listen;
 mod options;
 mod procnet;
+mod timewait;
 pub use procnet::{ProcKind, ProcTcpEntry};
 
 enum Sock {
     Listener(Box<Listener>),
     Tcp(Box<Tcb>),
+    /// A connection in TIME-WAIT, or an orphan's FIN-WAIT-2, without its `Tcb`
+    /// (`inet_timewait_sock`; `stack/timewait.rs`).
+    TimeWait(Box<tcp::minisocks::TimeWaitSock>),
 }
 
 struct Slot {
@@ -285,6 +289,9 @@ impl Stack {
                 continue;
             }
             self.slots[index as usize].armed = None;
+            if self.timewait_expired(index) {
+                continue;
+            }
             self.with_tcb(now, index, |tcb, ctx| tcb.on_timer(ctx));
         }
     }
@@ -352,8 +359,15 @@ impl Stack {
         if !self.addrs.contains(&local.ip()) {
             return Err(SocketError::AddrNotAvailable);
         }
-        let tuple = self.pick_tuple(local, remote)?;
+        let (tuple, reuse) = self.pick_tuple(now, local, remote)?;
         let mut tcb = self.new_tcb(tuple, now);
+        if let Some(r) = reuse {
+            // tcp_twsk_unique: write_seq and the peer's timestamp from TIME-WAIT.
+            tcb.iss = tcp::seq::Seq(r.isn);
+            if let Some(stamp) = r.ts_recent_stamp {
+                (tcb.ts_recent, tcb.ts_recent_stamp) = (r.ts_recent, stamp);
+            }
+        }
         if let Some(o) = opts {
             tcb.apply_options(&self.cfg, o);
         }
@@ -382,16 +396,19 @@ impl Stack {
         Ok((h, copied))
     }
 
+    /// `inet_hash_connect`: the 4-tuple of a new connection, free or taken over
+    /// from a timewait socket (`stack/timewait.rs`), with what it hands over.
     fn pick_tuple(
         &mut self,
+        now: Instant,
         local: SocketAddr,
         remote: SocketAddr,
-    ) -> Result<FourTuple, SocketError> {
+    ) -> Result<(FourTuple, Option<timewait::TwReuse>), SocketError> {
         if local.port() != 0 {
             let t = FourTuple { local, remote };
-            return match self.conns.contains_key(&t) {
-                true => Err(SocketError::AddrInUse),
-                false => Ok(t),
+            return match self.check_established(now, t, false) {
+                None => Err(SocketError::AddrInUse),
+                Some(reuse) => Ok((t, reuse)),
             };
         }
         // __inet_hash_connect (RFC 6056 Algorithm 4): from a keyed hash of the
@@ -407,10 +424,10 @@ impl Stack {
                     local: SocketAddr::new(local.ip(), port),
                     remote,
                 };
-                if !self.conns.contains_key(&t) {
+                if let Some(reuse) = self.check_established(now, t, true) {
                     let jitter = self.rng.range_u32(0, 7);
                     self.secrets.advance(index, tried, jitter);
-                    return Ok(t);
+                    return Ok((t, reuse));
                 }
                 tried += 2;
             }
@@ -596,6 +613,7 @@ impl Stack {
         match self.slot_sock(h)? {
             Sock::Listener(_) => Ok(TcpState::Listen),
             Sock::Tcp(t) => Ok(t.state),
+            Sock::TimeWait(_) => Err(SocketError::BadHandle),
         }
     }
 
@@ -672,7 +690,13 @@ impl Stack {
 
     fn free_slot(&mut self, index: u32) {
         let slot = &mut self.slots[index as usize];
-        if let Some(Sock::Tcp(t)) = slot.sock.take() {
+        let sock = slot.sock.take();
+        if let Some(Sock::TimeWait(tw)) = &sock {
+            if self.conns.get(&tw.tuple) == Some(index) {
+                self.conns.remove(&tw.tuple);
+            }
+        }
+        if let Some(Sock::Tcp(t)) = sock {
             // A closed socket's tuple may serve a newer connection by now.
             if self.conns.get(&t.tuple) == Some(index) {
                 self.conns.remove(&t.tuple);
@@ -698,6 +722,7 @@ impl Stack {
         let slot = &mut self.slots[index as usize];
         let state = match &slot.sock {
             Some(Sock::Tcp(t)) => Some(t.state),
+            Some(Sock::TimeWait(_)) => Some(TcpState::TimeWait),
             _ => None,
         };
         let tw = state == Some(TcpState::TimeWait);
@@ -723,7 +748,13 @@ impl Stack {
     /// A handle the application may use: live and not closed.
     fn handle_slot(&self, h: SocketHandle) -> Result<u32, SocketError> {
         match self.slots.get(h.index as usize) {
-            Some(s) if s.generation == h.generation && s.sock.is_some() && !s.orphan => Ok(h.index),
+            Some(s)
+                if s.generation == h.generation
+                    && matches!(s.sock, Some(Sock::Tcp(_) | Sock::Listener(_)))
+                    && !s.orphan =>
+            {
+                Ok(h.index)
+            }
             _ => Err(SocketError::BadHandle),
         }
     }
@@ -744,7 +775,7 @@ impl Stack {
     fn tcb(&self, h: SocketHandle) -> Result<&Tcb, SocketError> {
         match self.slot_sock(h)? {
             Sock::Tcp(t) => Ok(t),
-            Sock::Listener(_) => Err(SocketError::InvalidInput),
+            _ => Err(SocketError::InvalidInput),
         }
     }
 
@@ -784,6 +815,7 @@ impl Stack {
 
     fn after_tcb(&mut self, now: Instant, index: u32) {
         self.count_death_row(index);
+        self.hash_timewait(index);
         let slot = &mut self.slots[index as usize];
         let generation = slot.generation;
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
@@ -868,13 +900,16 @@ impl Stack {
         // A closed socket is no longer here (`after_tcb` unhashes it as tcp_done
         // does): its peer's segments find the listener or a reset.
         if let Some(index) = self.conns.get(&tuple) {
+            if let Some(Sock::TimeWait(_)) = self.slots[index as usize].sock {
+                return self.timewait_rcv(now, index, ip, th, payload);
+            }
             self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
             return;
         }
         if let Some(l) = self.find_listener(tuple.local).or(self.catch_all) {
             let mut flat = Vec::new();
             let payload = payload.contiguous(&mut flat);
-            return self.listen_rcv(now, l, tuple, ip, th, payload);
+            return self.listen_rcv(now, l, tuple, ip, th, payload, None);
         }
         self.send_reset_for(now, tuple, th, payload.len());
     }

@@ -113,18 +113,17 @@ impl Stack {
                 }),
                 Some(Sock::Tcp(t)) if t.state != TcpState::Closed => {
                     let parent = t.parent.filter(|_| t.state == TcpState::SynRecv);
-                    let kind = match (t.state, parent, t.tw_at) {
-                        (TcpState::TimeWait, _, _) => ProcKind::TimeWait,
-                        (TcpState::FinWait2, _, Some(_)) if slot.orphan => ProcKind::TimeWait,
+                    let kind = match parent {
                         // A Fast Open child is a full socket from its SYN on.
-                        (_, Some(p), _) if t.tfo.rsk.is_none() => ProcKind::Request(SocketHandle {
+                        Some(p) if t.tfo.rsk.is_none() => ProcKind::Request(SocketHandle {
                             index: p,
                             generation: self.slots[p as usize].generation,
                         }),
                         _ => ProcKind::Full,
                     };
-                    let (timer, at) = match (kind, t.pending, t.keepalive_at) {
-                        (ProcKind::TimeWait, _, _) => (3, t.tw_at),
+                    // An orphan's FIN-WAIT-2 beyond 60 s waits on its keepalive timer.
+                    let keepalive = t.keepalive_at.or(t.tw_at);
+                    let (timer, at) = match (kind, t.pending, keepalive) {
                         (ProcKind::Request(_), Some((_, at)), _) => (1, Some(at)),
                         (_, Some((Pending::Probe0, at)), _) => (4, Some(at)),
                         (_, Some((_, at)), _) => (1, Some(at)),
@@ -157,6 +156,27 @@ impl Stack {
                         family_v6: t.family_v6,
                     });
                 }
+                Some(Sock::TimeWait(tw)) => out.push(ProcTcpEntry {
+                    handle,
+                    kind: ProcKind::TimeWait,
+                    local: tw.tuple.local,
+                    remote: tw.tuple.remote,
+                    // get_timewait4_sock: tw_substate, the timer 3 (tw_timer).
+                    state: tw.substate,
+                    tx_queue: 0,
+                    rx_queue: 0,
+                    timer: 3,
+                    timer_when: until(now, tw.expires),
+                    retransmits: 0,
+                    probes_out: 0,
+                    rto: 0,
+                    ato: 0,
+                    quick_pingpong: 0,
+                    cwnd: 0,
+                    ssthresh: 0,
+                    orphan: true,
+                    family_v6: tw.family_v6,
+                }),
                 _ => {}
             }
         }

@@ -438,7 +438,7 @@ impl Tcb {
             ctx.mib.inc(Mib::TcpExtTCPAbortOnLinger);
             self.set_closed(ctx);
         } else if self.state == TcpState::FinWait2 {
-            self.tw_at = Some(ctx.now + self.fin_time(ctx.cfg));
+            self.close_fin_wait2(ctx);
         } else if !matches!(self.state, TcpState::Closed | TcpState::TimeWait) {
             self.close_check_oom(ctx);
         }

@@ -51,6 +51,9 @@ pub const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);
 /// microsecond timestamps): a `ts_recent` stored this many seconds ago is no longer
 /// trusted by PAWS.
 pub const TCP_PAWS_WRAP_SECS: u64 = i32::MAX as u64 / 1_000_000;
+/// `TCP_PAWS_MSL`: a reset is let through PAWS once `ts_recent` is this many
+/// seconds old (`tcp_paws_reject`).
+pub const TCP_PAWS_MSL_SECS: u64 = 60;
 /// `TCP_PAWS_WINDOW`: the replay window of PAWS, in timestamp ticks.
 pub const TCP_PAWS_WINDOW: i32 = 1;
 /// `TCPOLEN_TSTAMP_ALIGNED`: the timestamp option's room in every segment.

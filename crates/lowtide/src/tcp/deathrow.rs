@@ -61,15 +61,14 @@ impl Tcb {
         true
     }
 
-    /// `inet_twsk_alloc` in `tcp_time_wait`: no TIME-WAIT socket once
-    /// `tcp_max_tw_buckets` are taken; the connection closes at once instead
-    /// (TcpExtTCPTimeWaitOverflow). Returns whether it did.
+    /// `inet_twsk_alloc` in `tcp_time_wait`: no timewait socket once
+    /// `tcp_max_tw_buckets` are taken; the connection just closes
+    /// (TcpExtTCPTimeWaitOverflow). Returns whether it was refused.
     pub(crate) fn time_wait_overflow(&mut self, ctx: &mut Ctx) -> bool {
         if ctx.death_row.time_wait < ctx.cfg.tcp_max_tw_buckets {
             return false;
         }
         ctx.mib.inc(Mib::TcpExtTCPTimeWaitOverflow);
-        self.set_closed(ctx);
         true
     }
 }

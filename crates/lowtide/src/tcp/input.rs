@@ -808,10 +808,7 @@ impl Tcb {
         }
         if self.rcv_shutdown && self.fin_seq.is_some_and(|f| seq + payload.len() as u64 > f) {
             // RFC 9293 3.10.7.4 step 7: after the peer's FIN, ignore the segment text
-            // (Linux drops it; in TIME-WAIT it answers with an ACK).
-            if self.state == TcpState::TimeWait {
-                self.schedule_ack_now();
-            }
+            // (Linux drops it; TIME-WAIT is a timewait socket's, tcp/minisocks.rs).
             return;
         }
         if self.shut_rd_by_close() && seq + payload.len() as u64 > self.rcv_nxt {
@@ -993,7 +990,8 @@ impl Tcb {
                 self.state = TcpState::Closing;
             }
             TcpState::FinWait2 => {
-                self.schedule_ack_now();
+                // tcp_fin: tcp_send_ack, then tcp_time_wait.
+                self.send_ack(ctx);
                 self.enter_time_wait(ctx);
             }
             _ => self.schedule_ack_now(),

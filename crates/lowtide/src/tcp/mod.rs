@@ -28,7 +28,8 @@
 //! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit`; MTU probing (RFC 4821): `tcp_mtup_init`, `tcp_mtu_probe`, tcp_input.c `tcp_mtup_probe_success`/`_failed`, tcp_timer.c `tcp_mtu_probing` |
 //! | `dst` | the connection's route (`sk_dst_cache`) and its metrics: `tcp_connect_init`, `tcp_openreq_init_rwin`, `tcp_ca_dst_init`, `tcp_init_cwnd`, `tcp_rto_min`, `__sk_dst_check` |
 //! | `validate` | tcp_input.c `tcp_validate_incoming`, `tcp_sequence`, PAWS, `tcp_reset`, `tcp_send_dupack` |
-//! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe, TIME-WAIT |
+//! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe; tcp_minisocks.c `tcp_time_wait` |
+//! | `minisocks` | tcp_minisocks.c: the timewait socket (`tcp_timewait_state_process`, `tcp_twsk_unique`), inet_timewait_sock.c |
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
@@ -60,6 +61,7 @@ mod fastopen_conn;
 pub mod info;
 pub(crate) mod input;
 pub mod keepalive;
+pub(crate) mod minisocks;
 pub(crate) mod mtu_probe;
 pub mod ofo;
 pub(crate) mod output;

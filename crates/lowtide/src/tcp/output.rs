@@ -107,7 +107,14 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
 /// owed), with the TOS byte and DF of `ip` (see [`build_packet`]).
 fn push_reset(ctx: &mut Ctx, ip: (FourTuple, u8, bool), rst: &TcpRepr) {
     ctx.mib.inc(Mib::TcpOutRsts);
-    let pkt = build_packet(ctx, ip, rst, &Bytes::new(), false);
+    send_bare(ctx, ip, rst);
+}
+
+/// Sends a segment without payload that belongs to no socket's memory accounting
+/// (`ip_send_unicast_reply`: resets, TIME-WAIT's ACKs), with the TOS byte and DF of
+/// `ip` (see [`build_packet`]).
+pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), th: &TcpRepr) {
+    let pkt = build_packet(ctx, ip, th, &Bytes::new(), false);
     let token = TxToken {
         index: u32::MAX,
         generation: 0,

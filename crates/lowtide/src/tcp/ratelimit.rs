@@ -57,19 +57,25 @@ impl ChallengeLimit {
     }
 }
 
-impl Tcb {
-    /// `__tcp_oow_rate_limited`: at most one such ACK per `tcp_invalid_ratelimit`
-    /// (500 ms) per socket; a limited one is counted in `mib`.
-    pub(crate) fn oow_rate_limited(&mut self, ctx: &mut Ctx, mib: Mib) -> bool {
-        let gap = core::time::Duration::from_millis(ctx.cfg.tcp_invalid_ratelimit as u64);
-        if let Some(last) = self.last_oow_ack_time {
-            if ctx.now >= last && ctx.now.saturating_since(last) < gap {
-                ctx.mib.inc(mib);
-                return true;
-            }
+/// `__tcp_oow_rate_limited`: at most one such ACK per `tcp_invalid_ratelimit`
+/// (500 ms) per socket (`last` is its `last_oow_ack_time`); a limited one is
+/// counted in `mib`.
+pub(crate) fn oow_limited(ctx: &mut Ctx, mib: Mib, last: &mut Option<Instant>) -> bool {
+    let gap = core::time::Duration::from_millis(ctx.cfg.tcp_invalid_ratelimit as u64);
+    if let Some(l) = *last {
+        if ctx.now >= l && ctx.now.saturating_since(l) < gap {
+            ctx.mib.inc(mib);
+            return true;
         }
-        self.last_oow_ack_time = Some(ctx.now);
-        false
+    }
+    *last = Some(ctx.now);
+    false
+}
+
+impl Tcb {
+    /// `__tcp_oow_rate_limited` for this connection ([`oow_limited`]).
+    pub(crate) fn oow_rate_limited(&mut self, ctx: &mut Ctx, mib: Mib) -> bool {
+        oow_limited(ctx, mib, &mut self.last_oow_ack_time)
     }
 
     /// `tcp_oow_rate_limited`: segments with data (and no SYN) are never limited;

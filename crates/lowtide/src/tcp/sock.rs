@@ -227,8 +227,12 @@ pub struct Tcb {
     pub(crate) ack_pending: bool,
     /// The owed ACK goes out at once, pingpong mode or not (`ICSK_ACK_NOW`).
     pub(crate) ack_now: bool,
-    /// TIME-WAIT or orphaned FIN-WAIT-2 expiry.
+    /// An orphan's FIN-WAIT-2 timer (Linux's keepalive timer in that state): the
+    /// part of `tcp_fin_time` beyond `TCP_TIMEWAIT_LEN`.
     pub(crate) tw_at: Option<Instant>,
+    /// The timewait socket `tcp_time_wait` made, for the stack to hash in this
+    /// connection's place.
+    pub(crate) tw_handoff: Option<Box<super::minisocks::TimeWaitSock>>,
     /// Last data sent (`lsndtime`) and received (`lrcvtime`).
     pub(crate) lsndtime: Instant,
     pub(crate) lrcvtime: Instant,
@@ -461,6 +465,7 @@ impl Tcb {
             last_seg_size: 0,
             ack_pending: false,
             tw_at: None,
+            tw_handoff: None,
             lsndtime: now,
             lrcvtime: now,
             rcv_tstamp: now,

@@ -89,7 +89,7 @@ impl Tcb {
         let now = ctx.now;
         if self.tw_at.is_some_and(|t| t <= now) {
             self.tw_at = None;
-            return self.set_closed(ctx);
+            return self.fin_wait2_timer(ctx);
         }
         if self.delack_at.is_some_and(|t| t <= now) {
             self.delack_at = None;
@@ -400,8 +400,11 @@ impl Tcb {
     /// `tcp_rcv_state_process`, FIN-WAIT-1 when our FIN was acknowledged, for an
     /// orphan: with `TCP_LINGER2` negative, or when the segment brings data past
     /// `rcv_nxt` (an out-of-order FIN after close), the connection ends
-    /// (`TcpExtTCPAbortOnData`) and the segment is answered with a reset; else it
-    /// may wait `tcp_fin_time` for the peer's FIN. False: the segment is consumed.
+    /// (`TcpExtTCPAbortOnData`) and the segment is answered with a reset. Else it
+    /// waits `tcp_fin_time` for the peer's FIN: beyond `TCP_LINGER2`'s 60 s on its
+    /// FIN-WAIT-2 timer first; with the FIN in this segment as it is (the FIN takes
+    /// it to TIME-WAIT); otherwise as a FIN-WAIT-2 timewait socket at once, the
+    /// segment consumed. False: the segment is consumed.
     pub(crate) fn orphan_fin_wait2(&mut self, ctx: &mut Ctx, th: &TcpRepr, new_data: bool) -> bool {
         if self.linger2 < 0 || new_data {
             if new_data && self.tfo.syn_fastopen && th.flags.contains(TcpFlags::FIN) {
@@ -412,22 +415,82 @@ impl Tcb {
             super::output::send_reset(ctx, self.tuple, th, 0);
             return false;
         }
-        self.tw_at = Some(ctx.now + self.fin_time(ctx.cfg));
+        let tmo = self.fin_time(ctx.cfg);
+        if tmo > TCP_TIMEWAIT_LEN {
+            self.tw_at = Some(ctx.now + (tmo - TCP_TIMEWAIT_LEN));
+        } else if th.flags.contains(TcpFlags::FIN) {
+            self.tw_at = Some(ctx.now + tmo);
+        } else {
+            self.time_wait(ctx, TcpState::FinWait2, tmo);
+            return false;
+        }
         true
     }
 
-    /// Enters TIME-WAIT (`tcp_time_wait`): 60 s, then CLOSED.
-    pub(crate) fn enter_time_wait(&mut self, ctx: &mut Ctx) {
-        if self.time_wait_overflow(ctx) {
+    /// `tcp_close` in FIN-WAIT-2 (`TCP_LINGER2` not negative): the orphan waits
+    /// `tcp_fin_time`, beyond 60 s on its FIN-WAIT-2 timer first, else as a
+    /// FIN-WAIT-2 timewait socket at once.
+    pub(crate) fn close_fin_wait2(&mut self, ctx: &mut Ctx) {
+        let tmo = self.fin_time(ctx.cfg);
+        if tmo > TCP_TIMEWAIT_LEN {
+            self.tw_at = Some(ctx.now + (tmo - TCP_TIMEWAIT_LEN));
+        } else {
+            self.time_wait(ctx, TcpState::FinWait2, tmo);
+        }
+    }
+
+    /// `tcp_keepalive_timer` for an orphan in FIN-WAIT-2 (the timer `tw_at` is):
+    /// what is left of `tcp_fin_time` past 60 s as a FIN-WAIT-2 timewait socket,
+    /// else a reset and the end.
+    fn fin_wait2_timer(&mut self, ctx: &mut Ctx) {
+        if self.state != TcpState::FinWait2 {
             return;
         }
-        self.state = TcpState::TimeWait;
-        ctx.mib.inc(Mib::TcpExtTW);
-        self.pending = None;
-        self.delack_at = None;
-        self.keepalive_at = None;
-        self.tw_at = Some(ctx.now + TCP_TIMEWAIT_LEN);
-        self.notify(ctx, EventKind::HangUp);
+        if self.linger2 >= 0 {
+            let tmo = self.fin_time(ctx.cfg).saturating_sub(TCP_TIMEWAIT_LEN);
+            if !tmo.is_zero() {
+                return self.time_wait(ctx, TcpState::FinWait2, tmo);
+            }
+        }
+        self.send_active_reset(ctx);
+        self.set_closed(ctx);
+    }
+
+    /// `tcp_time_wait`: the connection leaves its `Tcb` for a timewait socket
+    /// (`substate` TIME-WAIT for 60 s, or an orphan's FIN-WAIT-2 for `timeo`, at
+    /// least 3.5 RTO), which the stack takes from `tw_handoff`; none once
+    /// `tcp_max_tw_buckets` are taken (TcpExtTCPTimeWaitOverflow). Then `tcp_done`.
+    pub(crate) fn time_wait(&mut self, ctx: &mut Ctx, substate: TcpState, timeo: Duration) {
+        if !self.time_wait_overflow(ctx) {
+            let rto = self.rto * 4 - self.rto / 2;
+            let timeo = match substate {
+                TcpState::TimeWait => TCP_TIMEWAIT_LEN,
+                _ => timeo.max(rto),
+            };
+            let mut tw = super::minisocks::TimeWaitSock {
+                tuple: self.tuple,
+                substate,
+                rcv_nxt: self.rcv_seq(self.rcv_nxt),
+                snd_nxt: self.snd_seq(self.snd_nxt),
+                rcv_wnd: self.receive_window(),
+                rcv_wscale: self.rcv_wscale,
+                ts_recent: self.ts_recent,
+                ts_recent_stamp: self.ts_ok.then_some(self.ts_recent_stamp),
+                ts_offset: self.ts_offset,
+                last_oow_ack_time: None,
+                entry: ctx.now,
+                expires: ctx.now,
+                family_v6: self.family_v6,
+            };
+            tw.schedule(ctx, timeo);
+            self.tw_handoff = Some(Box::new(tw));
+        }
+        self.set_closed(ctx);
+    }
+
+    /// `tcp_time_wait(sk, TCP_TIME_WAIT, 0)`.
+    pub(crate) fn enter_time_wait(&mut self, ctx: &mut Ctx) {
+        self.time_wait(ctx, TcpState::TimeWait, Duration::ZERO);
     }
 
     /// Moves to CLOSED and stops every timer (`tcp_done`).
@@ -533,8 +596,30 @@ mod tests {
         let mut t = tcb();
         t.state = TcpState::FinWait2;
         (t.linger2, t.rto) = (3, Duration::from_millis(200));
+        // tcp_fin_time within 60 s: a FIN-WAIT-2 timewait socket at once, the
+        // segment consumed.
+        assert!(!t.orphan_fin_wait2(&mut ctx, &th, false));
+        assert_eq!(t.state, TcpState::Closed);
+        let tw = t.tw_handoff.take().expect("a timewait socket");
+        assert_eq!(tw.substate, TcpState::FinWait2);
+        assert_eq!(tw.expires, Instant::ZERO + Duration::from_secs(3));
+        assert_eq!(ctx.mib.get(Mib::TcpExtTWKilled), 1, "3 s: tw_kill");
+        // Beyond 60 s, or with a FIN in the segment, the Tcb waits on its timer.
+        let mut t = tcb();
+        t.state = TcpState::FinWait2;
+        (t.linger2, t.rto) = (90, Duration::from_millis(200));
         assert!(t.orphan_fin_wait2(&mut ctx, &th, false));
+        assert_eq!(t.tw_at, Some(Instant::ZERO + Duration::from_secs(30)));
+        let fin = TcpRepr {
+            flags: TcpFlags::ACK | TcpFlags::FIN,
+            ..Default::default()
+        };
+        t.linger2 = 3;
+        assert!(t.orphan_fin_wait2(&mut ctx, &fin, false));
         assert_eq!(t.tw_at, Some(Instant::ZERO + Duration::from_secs(3)));
+        let mut t = tcb();
+        t.state = TcpState::FinWait2;
+        (t.linger2, t.rto) = (3, Duration::from_millis(200));
         // New data after close: the orphan ends, the segment draws a reset.
         assert!(!t.orphan_fin_wait2(&mut ctx, &th, true));
         assert_eq!(t.state, TcpState::Closed);

@@ -273,9 +273,8 @@ impl Tcb {
         trace!(tuple = ?self.tuple, "reset by peer");
         let err = match self.state {
             TcpState::Closed => return,
-            // A TIME-WAIT socket (tcp_timewait_state_process) or a child no one has
-            // accepted yet (inet_csk_reqsk_queue_drop) goes without an error.
-            TcpState::TimeWait => return self.set_closed(ctx),
+            // A child no one has accepted yet (inet_csk_reqsk_queue_drop) goes
+            // without an error (TIME-WAIT is a timewait socket's, tcp/minisocks.rs).
             TcpState::SynRecv if self.parent.is_some() => return self.set_closed(ctx),
             TcpState::SynSent => SocketError::ConnectionRefused,
             TcpState::CloseWait => SocketError::BrokenPipe,

@@ -4,6 +4,7 @@
 //! (`Pair`) and the packetdrill-like harness (`common::drill`).
 
 mod common;
+mod heap;
 
 mod cong;
 mod conn;

@@ -437,3 +437,13 @@ pub fn send_all(
     }
     got
 }
+
+/// The connection of `h` went to TIME-WAIT: its socket is done (CLOSED, as
+/// `tcp_time_wait` leaves Linux's) and a timewait socket holds its 4-tuple.
+pub fn in_time_wait(st: &Stack, h: SocketHandle) -> bool {
+    let Ok((local, remote)) = st.addresses(h) else {
+        return false;
+    };
+    st.state(h) == Ok(TcpState::Closed)
+        && st.timewait_state(local, remote) == Some(TcpState::TimeWait)
+}

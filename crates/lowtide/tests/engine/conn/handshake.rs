@@ -367,8 +367,13 @@ mod closing {
         assert_eq!(p.b.recv(p.now, s, &mut [0u8; 8]), Ok(0));
         p.b.close(p.now, s).unwrap();
         p.drive_for(Duration::from_millis(30));
-        assert_eq!(p.a.state(c), Ok(TcpState::TimeWait));
+        // tcp_time_wait: the socket is done (CLOSED, as Linux's fd reads), a
+        // timewait socket holds the 4-tuple for 60 s.
+        let (local, remote) = p.a.addresses(c).unwrap();
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert_eq!(p.a.timewait_state(local, remote), Some(TcpState::TimeWait));
         p.drive_for(Duration::from_secs(61));
+        assert_eq!(p.a.timewait_state(local, remote), None);
         assert_eq!(p.a.state(c), Ok(TcpState::Closed));
         assert_eq!(p.b.connection_count(), 0);
     }
@@ -382,8 +387,11 @@ mod closing {
         assert_eq!(p.a.state(c), Ok(TcpState::Closing));
         assert_eq!(p.b.state(s), Ok(TcpState::Closing));
         p.drive_for(Duration::from_millis(15));
-        assert_eq!(p.a.state(c), Ok(TcpState::TimeWait));
-        assert_eq!(p.b.state(s), Ok(TcpState::TimeWait));
+        let (la, ra) = p.a.addresses(c).unwrap();
+        assert_eq!(p.a.state(c), Ok(TcpState::Closed));
+        assert_eq!(p.b.state(s), Ok(TcpState::Closed));
+        assert_eq!(p.a.timewait_state(la, ra), Some(TcpState::TimeWait));
+        assert_eq!(p.b.timewait_state(ra, la), Some(TcpState::TimeWait));
     }
 
     #[test]

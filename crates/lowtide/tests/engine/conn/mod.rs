@@ -9,4 +9,5 @@ mod listener;
 mod states;
 mod syncookies;
 mod synsent_ack;
+mod timewait;
 mod unhash;

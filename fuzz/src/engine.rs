@@ -621,6 +621,12 @@ mod tests {
                         } else {
                             TcpState::Closed
                         }),
+                        // The application's socket reads CLOSED once the connection
+                        // is a timewait socket (tcp_time_wait), as on Linux.
+                        Start::TimeWait => h.st.timewait_state(
+                            SocketAddr::new(VICTIM.into(), h.victim_port),
+                            SocketAddr::new(PEER.into(), h.peer_port),
+                        ),
                         _ => h.conn.and_then(|c| h.st.state(c).ok()),
                     };
                     assert_eq!(got, Some(want[i]), "{start:?} cfg {cfg:#x} opt {opt_byte}");

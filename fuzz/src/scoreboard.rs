@@ -302,8 +302,12 @@ fn step(
             both(tree, list, &|q| q.mark_all_lost());
             let n = m.nxt();
             let una = m.una;
-            m.set(una, n, |f| match f & SACKED_ACKED {
-                0 => LOST,
+            // tcp_mark_skb_lost on each skb not SACKed: a lost one loses its
+            // retransmitted mark (lost again), any other becomes lost and keeps it
+            // (a TLP's retransmission stays in flight).
+            m.set(una, n, |f| match (f & SACKED_ACKED, f & LOST) {
+                (0, 0) => f | LOST,
+                (0, _) => f & !SACKED_RETRANS,
                 _ => f,
             });
         }

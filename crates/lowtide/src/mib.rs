@@ -219,6 +219,12 @@ mib! {
     /// Orphans reset for too many orphaned sockets (`tcp_check_oom`,
     /// `LINUX_MIB_TCPABORTONMEMORY`).
     TcpExtTCPAbortOnMemory,
+    /// Times the stack entered TCP memory pressure, over `tcp_mem[1]`
+    /// (`tcp_enter_memory_pressure`, `LINUX_MIB_TCPMEMORYPRESSURES`).
+    TcpExtTCPMemoryPressures,
+    /// Milliseconds spent under TCP memory pressure (`tcp_leave_memory_pressure`,
+    /// `LINUX_MIB_TCPMEMORYPRESSURESCHRONO`).
+    TcpExtTCPMemoryPressuresChrono,
     /// Connections closed without a TIME-WAIT socket because `tcp_max_tw_buckets`
     /// were taken (`LINUX_MIB_TCPTIMEWAITOVERFLOW`).
     TcpExtTCPTimeWaitOverflow,

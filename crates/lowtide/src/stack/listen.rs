@@ -58,7 +58,7 @@ impl Stack {
             })
             .collect();
         for child in syn_recv {
-            self.free_slot(child);
+            self.free_slot(now, child);
         }
         for &child in queued {
             self.slots[child as usize].orphan = true;

@@ -34,6 +34,7 @@ macro_rules! ctx {
             tx_apart: $stack.tx_apart,
             death_row: $stack.death_row,
             routes: &$stack.routes,
+            mem: &mut $stack.tcp_mem,
         }
     };
 }
@@ -69,8 +70,11 @@ struct Slot {
 /// Stack-wide TCP memory ([`Stack::tcp_memory`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TcpMemory {
-    /// Total in 4 KB pages (`sockstat` "mem").
+    /// Pages the sockets reserve under `tcp_mem` (`tcp_memory_allocated`,
+    /// `sockstat` "mem"): each socket's charge rounded up to whole 4 KB pages.
     pub pages: u64,
+    /// The stack is under TCP memory pressure (`tcp_memory_pressure`).
+    pub pressure: bool,
     /// Sum of `sk_wmem_queued` (bytes).
     pub wmem_queued: u64,
     /// Sum of `sk_rmem_alloc` (bytes).
@@ -132,6 +136,8 @@ pub struct Stack {
     tfo_blackhole: tcp::fastopen::Blackhole,
     /// Orphans and TIME-WAIT sockets now ([`Stack::death_row`]).
     death_row: tcp::DeathRow,
+    /// Stack-wide TCP memory under `tcp_mem` ([`Stack::tcp_memory`]).
+    tcp_mem: tcp::mem::TcpMem,
 }
 
 impl Stack {
@@ -170,6 +176,7 @@ impl Stack {
             tfo_cache: Default::default(),
             tfo_blackhole: Default::default(),
             death_row: Default::default(),
+            tcp_mem: Default::default(),
         }
     }
 
@@ -289,7 +296,7 @@ impl Stack {
                 continue;
             }
             self.slots[index as usize].armed = None;
-            if self.timewait_expired(index) {
+            if self.timewait_expired(now, index) {
                 continue;
             }
             self.with_tcb(now, index, |tcb, ctx| tcb.on_timer(ctx));
@@ -541,7 +548,7 @@ impl Stack {
                 self.catch_all = None;
             }
             self.listen_stop(now, index, &queued);
-            self.free_slot(index);
+            self.free_slot(now, index);
             return Ok(());
         }
         self.slots[index as usize].orphan = true;
@@ -579,7 +586,8 @@ impl Stack {
     }
 
     /// Stack-wide TCP memory, as `/proc/net/sockstat` "TCP: mem" (4 KB pages) counts it:
-    /// send queues (`sk_wmem_queued`) plus receive queues (`sk_rmem_alloc`).
+    /// the pages reserved for send queues (`sk_wmem_queued`) and receive queues
+    /// (`sk_rmem_alloc`) under `net.ipv4.tcp_mem` (tcp/mem.rs).
     pub fn tcp_memory(&self) -> TcpMemory {
         let mut m = TcpMemory::default();
         for s in &self.slots {
@@ -590,7 +598,8 @@ impl Stack {
                 m.sockets += 1;
             }
         }
-        m.pages = (m.wmem_queued + m.rmem_alloc).div_ceil(4096);
+        m.pages = self.tcp_mem.allocated;
+        m.pressure = self.tcp_mem.under_pressure();
         m
     }
 
@@ -671,6 +680,9 @@ impl Stack {
                 (self.slots.len() - 1) as u32
             }
         };
+        if matches!(sock, Sock::Tcp(_) | Sock::Listener(_)) {
+            self.tcp_mem.sockets += 1; // tcp_init_sock, sk_clone_lock
+        }
         let slot = &mut self.slots[index as usize];
         slot.generation = slot.generation.wrapping_add(1);
         slot.sock = Some(sock);
@@ -688,7 +700,7 @@ impl Stack {
         }
     }
 
-    fn free_slot(&mut self, index: u32) {
+    fn free_slot(&mut self, now: Instant, index: u32) {
         let slot = &mut self.slots[index as usize];
         let sock = slot.sock.take();
         if let Some(Sock::TimeWait(tw)) = &sock {
@@ -696,7 +708,13 @@ impl Stack {
                 self.conns.remove(&tw.tuple);
             }
         }
-        if let Some(Sock::Tcp(t)) = sock {
+        if matches!(sock, Some(Sock::Listener(_))) {
+            self.tcp_mem.sockets -= 1;
+        }
+        if let Some(Sock::Tcp(mut t)) = sock {
+            // tcp_v4_destroy_sock: the socket's pages go back.
+            self.tcp_mem.sockets -= 1;
+            t.mem_reclaim(&self.cfg, &mut self.tcp_mem, now, &mut self.mib, true);
             // A closed socket's tuple may serve a newer connection by now.
             if self.conns.get(&t.tuple) == Some(index) {
                 self.conns.remove(&t.tuple);
@@ -814,6 +832,11 @@ impl Stack {
     }
 
     fn after_tcb(&mut self, now: Instant, index: u32) {
+        if let Some(Sock::Tcp(tcb)) = &mut self.slots[index as usize].sock {
+            // Pages for what was charged without asking; back what was freed.
+            tcb.mem_force(&mut self.tcp_mem);
+            tcb.mem_reclaim(&self.cfg, &mut self.tcp_mem, now, &mut self.mib, false);
+        }
         self.count_death_row(index);
         self.hash_timewait(index);
         let slot = &mut self.slots[index as usize];
@@ -831,7 +854,7 @@ impl Stack {
         };
         if tcb.state == TcpState::Closed {
             if slot.orphan || tcb.parent.is_some() && !tcb.accepted_ready {
-                self.free_slot(index);
+                self.free_slot(now, index);
                 return;
             }
             // tcp_set_state(TCP_CLOSE) -> unhash: the tuple is free at once; the

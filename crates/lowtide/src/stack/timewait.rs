@@ -47,11 +47,11 @@ impl Stack {
 
     /// `tw_timer_handler`: the timewait socket in `index` is done
     /// (`inet_twsk_kill`).
-    pub(super) fn timewait_expired(&mut self, index: u32) -> bool {
+    pub(super) fn timewait_expired(&mut self, now: Instant, index: u32) -> bool {
         if !matches!(self.slots[index as usize].sock, Some(Sock::TimeWait(_))) {
             return false;
         }
-        self.free_slot(index);
+        self.free_slot(now, index);
         true
     }
 
@@ -74,7 +74,7 @@ impl Stack {
         if let TwStatus::Syn(isn) = status {
             // A listener takes the SYN with the ISN; without one it is ACKed.
             if let Some(l) = self.find_listener(tuple.local).or(self.catch_all) {
-                self.free_slot(index);
+                self.free_slot(now, index);
                 let mut flat = Vec::new();
                 let payload = payload.contiguous(&mut flat);
                 return self.listen_rcv(now, l, tuple, ip, th, payload, Some(isn));
@@ -88,10 +88,10 @@ impl Stack {
         match status {
             TwStatus::Success | TwStatus::Syn(_) => {}
             TwStatus::Ack => tw.send_ack(&mut ctx),
-            TwStatus::Kill => return self.free_slot(index),
+            TwStatus::Kill => return self.free_slot(now, index),
             TwStatus::Rst => {
                 tcp::output::send_reset(&mut ctx, tuple, th, payload.len());
-                return self.free_slot(index);
+                return self.free_slot(now, index);
             }
         }
         self.arm_timewait(index);
@@ -122,7 +122,7 @@ impl Stack {
             ts_recent_stamp: tw.ts_recent_stamp,
         };
         self.mib.inc(Mib::TcpExtTWRecycled);
-        self.free_slot(index);
+        self.free_slot(now, index);
         Some(Some(reuse))
     }
 

@@ -2,6 +2,7 @@
 //! `tcp_close`, `tcp_disconnect`.
 
 use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD};
+use super::mem::MemKind;
 use super::rtx::skb::{self as skb, WriteSkb, FLAG_EOR, FLAG_FIN, FLAG_PSH};
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
@@ -252,13 +253,14 @@ impl Tcb {
             };
             let room = match room {
                 0 if !self.memory_free(ctx.cfg) => break,
-                0 => {
-                    self.new_write_skb(ctx, goal);
-                    goal
-                }
+                0 if !self.new_write_skb(ctx, goal) => break,
+                0 => goal,
                 r => r,
             };
-            let mut n = room.min(data.len() - copied);
+            let mut n = self.wmem_schedule(ctx, room.min(data.len() - copied));
+            if n == 0 {
+                break; // wait_for_space
+            }
             let tail = self.write_queue.back_mut().expect("tail exists");
             if let Some((id, _)) = zc {
                 n = n.min(frags.left(copied));
@@ -293,7 +295,15 @@ impl Tcb {
         copied
     }
 
-    fn new_write_skb(&mut self, ctx: &mut Ctx, goal: usize) {
+    /// `tcp_stream_alloc_skb` and `tcp_add_write_queue_tail`: a new skb, its
+    /// truesize charged under `tcp_mem` (granted whatever `tcp_mem` says when
+    /// both queues are empty, so that a writer always makes progress); false if
+    /// refused (`wait_for_space`).
+    fn new_write_skb(&mut self, ctx: &mut Ctx, goal: usize) -> bool {
+        let first_skb = self.write_queue.is_empty() && self.rtx.is_empty();
+        if !first_skb && !self.mem_schedule(ctx, SKB_OVERHEAD as u64, MemKind::Send) {
+            return false;
+        }
         // tcp_add_write_queue_tail: the first unsent skb starts the busy chrono.
         if self.write_queue.is_empty() {
             self.chrono_start(ctx.now, super::chrono::Chrono::Busy);
@@ -307,6 +317,21 @@ impl Tcb {
         });
         self.wmem_queued += SKB_OVERHEAD as u64;
         self.slow_start_after_idle_check(ctx);
+        true
+    }
+
+    /// `tcp_wmem_schedule`: how much of `copy` bytes may be charged; when
+    /// `tcp_mem` refuses, a queue below `tcp_wmem[0]` still takes up to that much
+    /// (`sk_forced_mem_schedule`), and the rest of the reserve.
+    fn wmem_schedule(&mut self, ctx: &mut Ctx, copy: usize) -> usize {
+        if self.mem_schedule(ctx, copy as u64, MemKind::Send) {
+            return copy;
+        }
+        let left = ctx.cfg.tcp_wmem[0] as i64 - self.wmem_queued as i64;
+        if left > 0 {
+            self.mem_forced_schedule(ctx.mem, (left as u64).min(copy as u64));
+        }
+        copy.min(self.forward_alloc().max(0) as usize)
     }
 
     /// `tcp_recvmsg`: copies received bytes; `Ok(0)` is end of stream.
@@ -388,7 +413,7 @@ impl Tcb {
         if 2 * advertised_left > self.window_clamp as u64 {
             return;
         }
-        let new_window = self.compute_window() as u64;
+        let new_window = self.compute_window(ctx.mem) as u64;
         if new_window > 0 && new_window >= 2 * advertised_left {
             self.send_ack(ctx);
         }

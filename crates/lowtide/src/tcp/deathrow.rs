@@ -1,7 +1,8 @@
 //! The caps on sockets the application has let go: orphans
 //! (`net.ipv4.tcp_max_orphans`: `tcp_too_many_orphans`, `tcp_check_oom`,
 //! `tcp_out_of_resources`) and TIME-WAIT sockets (`net.ipv4.tcp_max_tw_buckets`:
-//! `inet_twsk_alloc` in `tcp_time_wait`). Without them a peer that leaves
+//! `inet_twsk_alloc` in `tcp_time_wait`), and orphans holding data once the stack
+//! is over `tcp_mem`'s hard limit (tcp/mem.rs). Without them a peer that leaves
 //! connections half-closed, or a stream of short connections, grows the stack's
 //! memory without bound.
 
@@ -13,15 +14,19 @@ use tracing::debug;
 
 impl Tcb {
     /// `tcp_check_oom` for an orphan: more orphans, shifted left by `shift` (the
-    /// penalty of a dubious connection), than `tcp_max_orphans`. (Its other half,
-    /// `tcp_out_of_memory` against `tcp_mem`'s hard limit, is not modelled here.)
+    /// penalty of a dubious connection), than `tcp_max_orphans`, or the stack over
+    /// `tcp_mem`'s hard limit with this socket holding data (`tcp_out_of_memory`).
     pub(crate) fn check_oom(&self, ctx: &Ctx, shift: u32) -> bool {
         let orphans = (ctx.death_row.orphans as u64) << shift;
         let too_many = orphans > ctx.cfg.tcp_max_orphans as u64;
         if too_many {
             debug!(tuple = ?self.tuple, "too many orphaned sockets");
         }
-        too_many
+        let out_of_memory = self.out_of_memory(ctx);
+        if out_of_memory {
+            debug!(tuple = ?self.tuple, "out of memory -- consider tuning tcp_mem");
+        }
+        too_many || out_of_memory
     }
 
     /// `__tcp_close` after the FIN: an orphan over the cap is reset at once

@@ -843,9 +843,11 @@ impl Tcb {
         }
         let fresh = payload.skip((self.rcv_nxt - seq) as usize);
         if !self.try_rmem_schedule(ctx, seq, payload.len() as u32) {
-            // tcp_data_queue: ICSK_ACK_NOW; dropped if the application has data to
-            // read, else queued all the same (sk_forced_mem_schedule).
+            // tcp_data_queue: ICSK_ACK_NOMEM | ICSK_ACK_NOW; dropped if the
+            // application has data to read, else queued all the same
+            // (sk_forced_mem_schedule).
             self.schedule_ack_now();
+            self.ack_nomem = true;
             if !self.rcv_queue.is_empty() {
                 ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
                 return;
@@ -858,7 +860,7 @@ impl Tcb {
         self.event_data_recv(ctx.now, prev_rcv);
         self.ecn_check_ce(self.rx_ip_ecn);
         if fresh.len() >= 128 {
-            self.grow_window(ctx.cfg, len, len.min(self.advmss));
+            self.grow_window(ctx, len, len.min(self.advmss));
         }
         let had_ofo = !self.ofo.is_empty();
         while let Some((data, truesize)) = self.ofo.pop_in_order(self.rcv_nxt) {
@@ -955,7 +957,7 @@ impl Tcb {
         // tcp_data_queue_ofo: data above a hole opens the window too, except without
         // SACK ("do not grow window to force DUPACK") or when all of it was there.
         if self.sack_ok && ins.queued {
-            self.grow_window(ctx.cfg, len, len.min(self.advmss));
+            self.grow_window(ctx, len, len.min(self.advmss));
         }
         // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
         self.rcvbuf_grow(ctx, self.rcvq_space);
@@ -1017,7 +1019,7 @@ impl Tcb {
         // "... and right edge of window advances far enough" (or not all is read:
         // sk_rcvlowat is 1).
         let now_needed = unacked > self.rcv_mss as u64
-            && (self.rcv_nxt == self.copied_seq || self.compute_window() >= self.rcv_wnd)
+            && (self.rcv_nxt == self.copied_seq || self.compute_window(ctx.mem) >= self.rcv_wnd)
             || self.in_quickack_mode()
             || self.ack_now
             || delay.is_zero();
@@ -1036,18 +1038,26 @@ impl Tcb {
     }
 
     /// `tcp_check_space`: only for a writer that ran out of space (`SOCK_NOSPACE`),
-    /// `tcp_new_space`: grow the send buffer unless the flight fills cwnd
-    /// (`tcp_should_expand_sndbuf`), then `sk_write_space`. Linux calls it after
-    /// each push and each new skb sent (`tcp_event_new_data_sent`), so a queue that
-    /// fills cwnd does not grow the buffer.
+    /// `tcp_new_space`: grow the send buffer if `tcp_should_expand_sndbuf`, then
+    /// `sk_write_space`. Linux calls it after each push and each new skb sent
+    /// (`tcp_event_new_data_sent`), so a queue that fills cwnd does not grow the
+    /// buffer.
     pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
         if !self.nospace || !self.state.is_synchronized() {
             return;
         }
-        if self.packets_in_flight() < self.cw.snd_cwnd {
+        if self.should_expand_sndbuf(ctx) {
             self.sndbuf_expand(ctx);
         }
         self.write_space(ctx);
+    }
+
+    /// `tcp_should_expand_sndbuf` (the lock is `sndbuf_expand`'s): not under
+    /// memory pressure nor past `tcp_mem[0]`, and while the flight is below cwnd.
+    fn should_expand_sndbuf(&self, ctx: &Ctx) -> bool {
+        !ctx.mem.under_pressure()
+            && ctx.mem.allocated < ctx.cfg.tcp_mem[0]
+            && self.packets_in_flight() < self.cw.snd_cwnd
     }
 
     /// `sk_stream_write_space`: wake a writer that ran out of space once writable.

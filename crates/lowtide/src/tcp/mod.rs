@@ -61,6 +61,7 @@ mod fastopen_conn;
 pub mod info;
 pub(crate) mod input;
 pub mod keepalive;
+pub mod mem;
 pub(crate) mod minisocks;
 pub(crate) mod mtu_probe;
 pub mod ofo;
@@ -183,6 +184,8 @@ pub(crate) struct Ctx<'a> {
     pub death_row: DeathRow,
     /// The stack's routes (`tcp/dst.rs` looks a changed route up again).
     pub routes: &'a crate::route::RouteTable,
+    /// Stack-wide TCP memory under `tcp_mem` (tcp/mem.rs).
+    pub mem: &'a mut mem::TcpMem,
 }
 
 /// Sockets the stack keeps after their application let go: orphans
@@ -208,6 +211,7 @@ pub(crate) struct TestStack {
     pool: lowtide_wire::pool::BufPool,
     frag: page_frag::PageFrag,
     routes: crate::route::RouteTable,
+    pub mem: mem::TcpMem,
 }
 
 #[cfg(test)]
@@ -223,6 +227,7 @@ impl Default for TestStack {
             pool: Default::default(),
             frag: Default::default(),
             routes: Default::default(),
+            mem: Default::default(),
         }
     }
 }
@@ -245,6 +250,7 @@ impl TestStack {
             tx_apart: false,
             death_row: DeathRow::default(),
             routes: &self.routes,
+            mem: &mut self.mem,
         }
     }
 }

@@ -163,9 +163,16 @@ impl Tcb {
     /// `tcp_select_window`: the window field to send (`__tcp_select_window`,
     /// `tcp/rcvwin.rs`), never shrinking the right edge (RFC 9293 section 3.8.6.2.2).
     pub(crate) fn select_window(&mut self, ctx: &mut Ctx) -> u16 {
+        if self.ack_nomem {
+            // "Make the window 0 if we failed to queue the data because we are out
+            // of memory" (Linux 6.5+).
+            self.rcv_wnd = 0;
+            self.rcv_wup = self.rcv_nxt;
+            return 0;
+        }
         let scale = self.rcv_wscale as u32;
         let cur_win = self.receive_window();
-        let mut win = self.compute_window();
+        let mut win = self.compute_window(ctx.mem);
         if win < cur_win {
             // "Never shrink the offered window" (tcp_shrink_window is 0).
             win = cur_win.div_ceil(1 << scale) << scale;
@@ -375,6 +382,7 @@ impl Tcb {
     fn on_ack_sent(&mut self) {
         self.ack_pending = false;
         self.ack_now = false;
+        self.ack_nomem = false;
         self.ack_pushed = 0;
         self.delack_at = None;
         self.quick = self.quick.saturating_sub(1);

@@ -22,7 +22,9 @@ use super::consts::{
 };
 use super::delack::ICSK_ACK_PUSHED;
 
+use super::mem::TcpMem;
 use super::sock::Tcb;
+use super::Ctx;
 use crate::config::Config;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 
@@ -185,12 +187,18 @@ impl Tcb {
     /// `tcp_grow_window`, for `len` in-order bytes just queued (segments of `seg`):
     /// while the window is below what the clamp and the free buffer allow, each
     /// segment whose overhead the buffer can carry raises `rcv_ssthresh` by two
-    /// segments, and the next ACK goes at once.
-    pub(crate) fn grow_window(&mut self, cfg: &Config, len: u32, seg: u32) {
+    /// segments, and the next ACK goes at once; under memory pressure the window is
+    /// held instead (`tcp_adjust_rcv_ssthresh`).
+    pub(crate) fn grow_window(&mut self, ctx: &Ctx, len: u32, seg: u32) {
         let room = (self.window_clamp as i64).min(self.tcp_space()) - self.rcv_ssthresh as i64;
         if room <= 0 {
             return;
         }
+        // "Check #1"
+        if ctx.mem.under_pressure() {
+            return self.adjust_rcv_ssthresh();
+        }
+        let cfg = ctx.cfg;
         let truesize = Self::rcv_truesize(len, seg);
         // "Check #2. Increase window, if skb with such overhead will fit to rcvbuf
         // in future."
@@ -230,7 +238,8 @@ impl Tcb {
     /// `__tcp_select_window`: the window the buffer allows now: zero when less than
     /// half the full space is free and that is below an MSS or 1/16 of the buffer
     /// (receiver SWS avoidance), never above `rcv_ssthresh`, rounded up to the scale.
-    pub(crate) fn compute_window(&mut self) -> u32 {
+    /// Under memory pressure (`mem`) a window half used is held to four segments.
+    pub(crate) fn compute_window(&mut self, mem: &TcpMem) -> u32 {
         let mut mss = self.rcv_mss as i64;
         let mut free = self.tcp_space();
         let allowed = self.full_space() as i64;
@@ -244,6 +253,9 @@ impl Tcb {
         let unit = 1i64 << self.rcv_wscale;
         if free < full >> 1 {
             self.quick = 0;
+            if mem.under_pressure() {
+                self.adjust_rcv_ssthresh();
+            }
             free = free.max(0) / unit * unit;
             if free < allowed >> 4 || free < mss {
                 return 0;
@@ -409,7 +421,7 @@ mod tests {
     fn window_follows_the_free_space() {
         let cfg = kernel_cfg();
         let mut t = passive_established(&cfg);
-        assert_eq!(t.compute_window(), 64512); // ALIGN(rcv_ssthresh 64088, 1024)
+        assert_eq!(t.compute_window(&TcpMem::default()), 64512); // ALIGN(rcv_ssthresh 64088, 1024)
         t.rcv_mss = 1448;
         // 40 unread segments cost 40 x 2304 of 131072: 38,912 bytes free, 19,456 of
         // window (ratio 128) < 32,044 (half the clamp): rounded down to 1024.
@@ -417,10 +429,10 @@ mod tests {
         for _ in 0..40 {
             t.rcv_queue.push(vec![0u8; 1448].into(), seg);
         }
-        assert_eq!(t.compute_window(), 19 * 1024);
+        assert_eq!(t.compute_window(&TcpMem::default()), 19 * 1024);
         for _ in 0..17 {
             t.rcv_queue.push(vec![0u8; 1448].into(), seg);
         }
-        assert_eq!(t.compute_window(), 0);
+        assert_eq!(t.compute_window(&TcpMem::default()), 0);
     }
 }

@@ -21,13 +21,14 @@
 //!
 //! The window follows from the same charge: `scaling_ratio` is measured from
 //! `Tcb::rcv_truesize` (tcp/rcvwin.rs, Linux 6.5+ `tcp_measure_rcv_mss`).
-//! Not modelled: the stack-wide `tcp_mem` (`sk_rmem_schedule` always succeeds,
-//! there is no memory pressure).
+//! A segment must also find pages under the stack-wide `tcp_mem`
+//! (`sk_rmem_schedule`, tcp/mem.rs); under memory pressure the window is held to
+//! four segments (`tcp_adjust_rcv_ssthresh`).
 
 use super::consts::MAX_TCP_HEADER;
+use super::mem::MemKind;
 use super::sock::Tcb;
 use super::Ctx;
-use crate::config::Config;
 use crate::mib::Mib;
 
 /// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86_64.
@@ -95,10 +96,24 @@ impl Tcb {
         self.rmem_alloc() + len as u64 <= self.rcvbuf as u64
     }
 
-    /// `tcp_try_rmem_schedule` for a segment at `seq` of `len` bytes: room at once, or
-    /// after pruning (`tcp_prune_queue`). False: drop it.
+    /// `tcp_try_rmem_schedule` for a segment at `seq` of `len` bytes: room in the
+    /// buffer and pages for its truesize (`sk_rmem_schedule`) at once, or after
+    /// pruning (`tcp_prune_queue`, then `tcp_prune_ofo_queue` until the pages are
+    /// there). False: drop it.
     pub(crate) fn try_rmem_schedule(&mut self, ctx: &mut Ctx, seq: u64, len: u32) -> bool {
-        self.can_ingest(len) || self.prune_queue(ctx, seq, len)
+        let size = Self::rcv_truesize(len, len.min(self.advmss)) as u64;
+        if self.can_ingest(len) && self.mem_schedule(ctx, size, MemKind::Recv) {
+            return true;
+        }
+        if !self.prune_queue(ctx, seq, len) {
+            return false;
+        }
+        while !self.mem_schedule(ctx, size, MemKind::Recv) {
+            if !self.prune_ofo_queue(ctx, seq, len) {
+                return false;
+            }
+        }
+        true
     }
 
     /// `tcp_prune_queue` (called when the segment does not fit): clamp the window,
@@ -111,7 +126,11 @@ impl Tcb {
             return false;
         }
         ctx.mib.inc(Mib::TcpExtPruneCalled);
-        self.clamp_window(ctx.cfg);
+        if !self.can_ingest(len) {
+            self.clamp_window(ctx);
+        } else if ctx.mem.under_pressure() {
+            self.adjust_rcv_ssthresh();
+        }
         if self.can_ingest(len) {
             return true;
         }
@@ -137,13 +156,17 @@ impl Tcb {
     }
 
     /// `tcp_clamp_window` (called when the segment does not fit): no quick ACKs; an
-    /// unlocked buffer below `tcp_rmem[2]` becomes what is charged (`tcp_mem` is not
-    /// modelled, so never under pressure); if more is charged than the buffer, the
-    /// window stops growing at two segments.
-    fn clamp_window(&mut self, cfg: &Config) {
+    /// unlocked buffer below `tcp_rmem[2]` becomes what is charged, unless the stack
+    /// is under memory pressure or past `tcp_mem[0]`; if more is charged than the
+    /// buffer, the window stops growing at two segments.
+    fn clamp_window(&mut self, ctx: &Ctx) {
         self.quick = 0;
-        let rmem2 = cfg.tcp_rmem[2];
-        if self.rcvbuf < rmem2 && !self.rcvbuf_locked {
+        let rmem2 = ctx.cfg.tcp_rmem[2];
+        if self.rcvbuf < rmem2
+            && !self.rcvbuf_locked
+            && !ctx.mem.under_pressure()
+            && ctx.mem.allocated < ctx.cfg.tcp_mem[0]
+        {
             self.rcvbuf = self.rmem_alloc().min(rmem2 as u64) as u32;
         }
         if self.rmem_alloc() > self.rcvbuf as u64 {
@@ -154,8 +177,14 @@ impl Tcb {
     /// `tcp_prune_ofo_queue`: drop out-of-order segments from the highest down, an
     /// eighth of the buffer at a time until the segment at `seq` fits, never those
     /// below it ("if incoming skb would land last in ofo queue, stop pruning").
-    /// Pruning resets the SACK state (`tcp_sack_reset`). True if anything was dropped.
+    /// Under memory pressure it goes on past that point. Pruning resets the SACK
+    /// state (`tcp_sack_reset`); TcpExtOfoPruned counts every call that finds the
+    /// queue not empty. True if anything was dropped.
     fn prune_ofo_queue(&mut self, ctx: &mut Ctx, seq: u64, len: u32) -> bool {
+        if self.ofo.is_empty() {
+            return false;
+        }
+        ctx.mib.inc(Mib::TcpExtOfoPruned);
         let mut goal = (self.rcvbuf >> 3) as i64;
         let mut pruned = false;
         while let Some(last) = self.ofo.last_seq() {
@@ -166,18 +195,15 @@ impl Tcb {
             pruned = true;
             goal -= skb.truesize as i64;
             if self.ofo.is_empty() || goal <= 0 {
-                if self.can_ingest(len) {
+                if self.can_ingest(len) && !ctx.mem.under_pressure() {
                     break;
                 }
                 goal = (self.rcvbuf >> 3) as i64;
             }
         }
-        if pruned {
-            ctx.mib.inc(Mib::TcpExtOfoPruned);
-            if self.sack_ok {
-                self.ofo.reset_sacks();
-                self.dsack = None;
-            }
+        if pruned && self.sack_ok {
+            self.ofo.reset_sacks();
+            self.dsack = None;
         }
         pruned
     }

@@ -86,6 +86,8 @@ pub struct Tcb {
     pub(crate) wmem_queued: u64,
     /// Truesize handed to the device and not completed (`sk_wmem_alloc`).
     pub(crate) wmem_alloc: u64,
+    /// Pages reserved for both queues: charged plus `sk_forward_alloc` (tcp/mem.rs).
+    pub(crate) mem_pages: u64,
     /// `SOCK_NOSPACE`: a write could not take everything; wake it on space.
     pub(crate) nospace: bool,
     pub(crate) shut_wr: bool,
@@ -227,6 +229,9 @@ pub struct Tcb {
     pub(crate) ack_pending: bool,
     /// The owed ACK goes out at once, pingpong mode or not (`ICSK_ACK_NOW`).
     pub(crate) ack_now: bool,
+    /// The last in-order segment found no memory: the owed ACK offers a zero
+    /// window (`ICSK_ACK_NOMEM`).
+    pub(crate) ack_nomem: bool,
     /// An orphan's FIN-WAIT-2 timer (Linux's keepalive timer in that state): the
     /// part of `tcp_fin_time` beyond `TCP_TIMEWAIT_LEN`.
     pub(crate) tw_at: Option<Instant>,
@@ -385,6 +390,7 @@ impl Tcb {
             sndbuf_locked: false,
             wmem_queued: 0,
             wmem_alloc: 0,
+            mem_pages: 0,
             nospace: false,
             shut_wr: false,
             notsent_lowat: 0,
@@ -454,6 +460,7 @@ impl Tcb {
             comp_sack: Default::default(),
             ato: Duration::ZERO,
             ack_now: false,
+            ack_nomem: false,
             pingpong: 0,
             write_pending: 0,
             syn_retries: 0,

@@ -174,24 +174,39 @@ impl Tcb {
     }
 
     /// `tcp_retransmit_timer` when the peer shrank its window to zero under data in
-    /// flight: the retransmissions are window probes and do not time the connection
-    /// out, except after `TCP_USER_TIMEOUT` or 120 s (`TCP_RTO_MAX`) without an ACK.
+    /// flight ("receiver dastardly shrinks window"): the retransmissions are window
+    /// probes, neither counted as timeouts (TcpExtTCPTimeouts, `tcp_update_rto_stats`)
+    /// nor timing the connection out while the peer ACKs them
+    /// (`tcp_rtx_probe0_timed_out`, Linux 6.7+). The RTO still doubles
+    /// (`out_reset_timer`).
     fn zero_window_rto(&mut self, ctx: &mut Ctx) {
         let since = self.retrans_stamp.unwrap_or(self.lsndtime);
         let rtx_delta = ctx.now.saturating_since(since);
-        if (!self.user_timeout.is_zero() && rtx_delta > self.user_timeout)
-            || rtx_delta > TCP_RTO_MAX
-        {
+        if self.rtx_probe0_timed_out(ctx.now, rtx_delta) {
             return self.write_err(ctx);
         }
-        ctx.mib.inc(Mib::TcpExtTCPTimeouts);
         self.enter_loss(ctx);
-        self.update_rto_stats(ctx.now);
         self.backoff += 1;
         self.retransmit_hint = self.snd_una;
         self.xmit_retransmit_queue(ctx);
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
         self.pending = Some((Pending::Retrans, ctx.now + rto));
+    }
+
+    /// `tcp_rtx_probe0_timed_out`: no ACK for twice `TCP_RTO_MAX` (or for
+    /// `TCP_USER_TIMEOUT`, if shorter) and the probes going on that long; with
+    /// `TCP_USER_TIMEOUT`, also probes going on longer than it whatever the ACKs
+    /// ("it does not want win 0 packets to 'reset the timer'").
+    fn rtx_probe0_timed_out(&self, now: Instant, rtx_delta: Duration) -> bool {
+        let mut timeout = 2 * TCP_RTO_MAX;
+        if !self.user_timeout.is_zero() {
+            if rtx_delta > self.user_timeout {
+                return true;
+            }
+            timeout = timeout.min(self.user_timeout);
+        }
+        let rcv_delta = now.saturating_since(self.rcv_tstamp);
+        rcv_delta > timeout && rtx_delta > timeout
     }
 
     /// `tcp_write_timeout`: whether the connection gave up (and was failed with

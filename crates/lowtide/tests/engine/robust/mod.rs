@@ -4,3 +4,4 @@ mod extremes;
 mod fuzz;
 mod hostile;
 mod rmem_flood;
+mod tcp_mem;

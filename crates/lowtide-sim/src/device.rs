@@ -56,6 +56,8 @@ pub(crate) fn classify(
     skb.tag = flow;
     skb.hash = hash;
     skb.sk = sk;
+    // A TCP socket's sk_hash is the hash of its 4-tuple (inet_ehashfn).
+    skb.sk_hash = hash;
     skb.tstamp = now.as_nanos();
     skb
 }

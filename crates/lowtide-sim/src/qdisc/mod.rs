@@ -119,6 +119,14 @@ pub struct Skb<T> {
     pub pacing_rate: u64,
     /// When it was enqueued (ns; `codel_set_enqueue_time`, set by the caller).
     pub enqueued_at: u64,
+    /// The sending socket's `sk_hash` (fq starts a flow afresh when a socket id
+    /// comes back with another).
+    pub sk_hash: u32,
+    /// The socket is not connected (`TCP_CLOSE`, as a UDP socket using sendto):
+    /// fq files its packets under their flow hash, though they keep its rate.
+    pub sk_unconnected: bool,
+    /// `skb->priority` (`TC_PRIO_*`; TCP's default 0), which picks fq's band.
+    pub priority: u32,
     /// The caller's own label (the simulator's flow number, for its figures).
     pub tag: u32,
     /// The caller's sequence number (to tell packets apart among the dropped).
@@ -136,6 +144,9 @@ impl<T: QueueItem> Skb<T> {
             hash: 0,
             tstamp: 0,
             pacing_rate: u64::MAX,
+            sk_hash: 0,
+            sk_unconnected: false,
+            priority: 0,
             enqueued_at: now,
             tag: u32::MAX,
             seq: 0,

@@ -190,6 +190,31 @@ fn set_fq(
         "horizon_drop" => c.horizon_drop = flag(v)?,
         "orphan_mask" => c.orphan_mask = num(v)? as u32,
         "ce_threshold" => c.ce_threshold_ns = time_us(v)? * 1000,
+        // fq_change: 1 to 18 (256 K buckets).
+        "buckets" => match num(v)? {
+            n @ 2..=0x4_0000 => c.buckets_log = 63 - n.leading_zeros(),
+            _ => return Err("invalid buckets (2 to 262144)".into()),
+        },
+        "weights" => {
+            // fq_load_weights: FQ_MIN_WEIGHT (16 * 1024) each.
+            let w: Vec<i32> = (v.split(':').map(|x| x.trim().parse::<i32>()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string())?;
+            match <[i32; 3]>::try_from(w) {
+                Ok(w) if w.iter().all(|&x| x >= 16 * 1024) => c.weights = w,
+                _ => return Err("three weights W0:W1:W2, each >= 16384".into()),
+            }
+        }
+        "priomap" => {
+            // fq_load_priomap: 16 bands, each below FQ_BANDS.
+            let m: Vec<u8> = (v.split(':').map(|x| x.trim().parse::<u8>()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string())?;
+            match <[u8; 16]>::try_from(m) {
+                Ok(m) if m.iter().all(|&b| b < 3) => c.prio2band = m,
+                _ => return Err("16 bands B0:...:B15, each 0 to 2".into()),
+            }
+        }
         _ => return Err("unknown parameter".into()),
     }
     Ok(())
@@ -301,6 +326,18 @@ mod tests {
             (c.horizon_ns, c.horizon_drop, c.flow_max_rate),
             (1_000_000_000, false, 1_000_000)
         );
+        let spec =
+            "fq,buckets=4096,weights=65536:65536:16384,priomap=0:0:0:0:1:1:1:1:2:2:2:2:0:1:2:0";
+        let QdiscSpec::Fq(c, ..) = QdiscSpec::parse(spec).unwrap() else {
+            panic!("not fq");
+        };
+        assert_eq!(
+            (c.buckets_log, c.weights[2], c.prio2band[14]),
+            (12, 16384, 2)
+        );
+        assert!(QdiscSpec::parse("fq,weights=1:65536:65536").is_err());
+        assert!(QdiscSpec::parse("fq,priomap=3:0").is_err());
+        assert!(QdiscSpec::parse("fq,buckets=1").is_err());
         assert!(QdiscSpec::parse("sfq").is_err());
         assert!(QdiscSpec::parse("fq,quantum=0").is_err());
         assert!(QdiscSpec::parse("fq_codel,target").is_err());

@@ -5,7 +5,9 @@ use crate::device::DeviceDir;
 use crate::procnet::ProcNetDir;
 use crate::sysctl::SysctlDir;
 use lowtide::posix::{errno, Host};
-use lowtide::{Config, Instant, Stack};
+use lowtide::{Config, Instant, Stack, Transmit};
+use lowtide_sim::qdisc::fq::{Fq, FqConfig};
+use lowtide_sim::qdisc::{Qdisc, Skb, Verdict};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -91,6 +93,10 @@ pub struct State {
     pub device: DeviceDir,
     pub proc_net: ProcNetDir,
     pub flags: Flags,
+    /// tun0's root qdisc when it is fq (`tc qdisc replace dev tun0 root fq`, or
+    /// `net.core.default_qdisc=fq`): Linux's sch_fq, which holds each packet until
+    /// its EDT time and paces the sockets it sees (`SK_PACING_FQ`).
+    fq: Option<Fq<Transmit>>,
     blocked: HashMap<u64, Blocked>,
     next_block_id: u64,
     /// Threads that returned from a blocking call and have not read the clock yet.
@@ -141,6 +147,7 @@ impl Shared {
             device,
             proc_net,
             flags,
+            fq: None,
             blocked: HashMap::new(),
             next_block_id: 0,
             owed: HashSet::new(),
@@ -233,6 +240,7 @@ impl Shared {
                 return Some(p);
             }
             let timer = st.host.poll_timeout().map(|t| t.as_micros().max(st.now_us));
+            let timer = [timer, st.fq_wake_us()].into_iter().flatten().min();
             let deadline = st.blocked.values().filter_map(|b| b.deadline).min();
             let next = match (timer, deadline) {
                 (Some(a), Some(b)) => a.min(b),
@@ -309,19 +317,62 @@ impl State {
         let now = self.now();
         self.sysctl.rescan(&mut self.host, now);
         self.device.rescan(&mut self.host, now, &mut self.sysctl);
+        self.set_root_qdisc();
         let t = self.now_us;
         self.advance_to(t);
     }
 
-    /// Moves the clock to `t` (never back), firing each timer at its own time.
+    /// Puts fq at tun0's root when `net.core.default_qdisc` became `fq` (the tc
+    /// shim writes a root qdisc's kind there), or takes it away, sending what it
+    /// held; sockets created from then on know (`Stack::set_device_fq`).
+    fn set_root_qdisc(&mut self) {
+        let fq = self.host.stack().config().default_qdisc == "fq";
+        if fq == self.fq.is_some() {
+            return;
+        }
+        self.host.stack_mut().set_device_fq(Some(fq));
+        match fq {
+            true => {
+                let psched_mtu = self.host.stack().config().mtu + 14;
+                self.fq = Some(Fq::new(FqConfig::for_mtu(psched_mtu)));
+            }
+            false => {
+                self.drain_transmit();
+                let held = std::mem::take(&mut self.fq);
+                let mut dropped = Vec::new();
+                let mut q = held.expect("fq is set");
+                let never = u64::MAX / 2;
+                while let Some(skb) = q.dequeue(never, &mut dropped) {
+                    self.emit(skb.item);
+                }
+            }
+        }
+    }
+
+    /// When fq's watchdog fires: its next departure time, in the clock's whole
+    /// microseconds.
+    fn fq_wake_us(&self) -> Option<u64> {
+        (self.fq.as_ref()?.next_ready()).map(|ns| ns.div_ceil(1000))
+    }
+
+    /// Moves the clock to `t` (never back), firing each timer (and fq's watchdog)
+    /// at its own time.
     pub fn advance_to(&mut self, t: u64) {
         loop {
             self.drain_transmit();
-            match self.host.poll_timeout() {
-                Some(at) if at.as_micros() <= t => {
-                    self.now_us = self.now_us.max(at.as_micros());
-                    let now = self.now();
-                    self.host.handle_timeout(now.max(at));
+            let timer = self.host.poll_timeout();
+            let wake = self.fq_wake_us().filter(|&w| w > self.now_us);
+            let next = [timer.map(|a| a.as_micros()), wake]
+                .into_iter()
+                .flatten()
+                .min();
+            match next {
+                Some(at) if at <= t => {
+                    self.now_us = self.now_us.max(at);
+                    if let Some(timer) = timer.filter(|a| a.as_micros() <= at) {
+                        let now = self.now();
+                        self.host.handle_timeout(now.max(timer));
+                    }
                 }
                 _ => break,
             }
@@ -346,32 +397,67 @@ impl State {
     /// each when its queue holds nothing (`pfifo limit 0`).
     pub fn drain_transmit(&mut self) {
         let now = self.now();
-        while let Some(mut tx) = self.host.poll_transmit(now) {
+        while let Some(tx) = self.host.poll_transmit(now) {
             if self.device.drop_all {
                 self.host.handle_tx_dropped(now, tx.token);
                 continue;
             }
-            let t = self.now_us;
-            if trace_tx() {
-                let head = &tx.packet[..tx.packet.len().min(96)];
-                eprintln!(
-                    "lowtide-packetdrill: tx at {t} us, {} bytes, gso_size {}: {head:02x?}",
-                    tx.packet.len(),
-                    tx.gso_size
-                );
+            match self.fq.as_mut() {
+                Some(q) => {
+                    let mut dropped = Vec::new();
+                    if q.enqueue(now.as_nanos(), fq_skb(tx, now), &mut dropped) == Verdict::Drop {
+                        for d in dropped {
+                            self.host.handle_tx_dropped(now, d.item.token);
+                        }
+                    }
+                }
+                None => self.emit(tx),
             }
-            let out = &mut self.out;
-            let whole = !self.device.segment && tx.packet.len() <= PACKET_READ_BYTES;
-            if whole && lowtide_wire::gso::finish_checksum(&mut tx.packet).is_ok() {
-                out.push_back((std::mem::take(&mut tx.packet), t));
-            } else {
-                let _ = lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |seg| {
-                    out.push_back((seg, t))
-                });
-            }
-            self.host.handle_tx_complete(now, tx.token);
+        }
+        let mut dropped = Vec::new();
+        while let Some(skb) =
+            (self.fq.as_mut()).and_then(|q| q.dequeue(now.as_nanos(), &mut dropped))
+        {
+            self.emit(skb.item);
         }
     }
+
+    /// Hands `tx` to packetdrill and completes it.
+    fn emit(&mut self, mut tx: Transmit) {
+        let (now, t) = (self.now(), self.now_us);
+        if trace_tx() {
+            let head = &tx.packet[..tx.packet.len().min(96)];
+            eprintln!(
+                "lowtide-packetdrill: tx at {t} us, {} bytes, gso_size {}: {head:02x?}",
+                tx.packet.len(),
+                tx.gso_size
+            );
+        }
+        let out = &mut self.out;
+        let whole = !self.device.segment && tx.packet.len() <= PACKET_READ_BYTES;
+        if whole && lowtide_wire::gso::finish_checksum(&mut tx.packet).is_ok() {
+            out.push_back((std::mem::take(&mut tx.packet), t));
+        } else {
+            let _ =
+                lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |seg| out.push_back((seg, t)));
+        }
+        self.host.handle_tx_complete(now, tx.token);
+    }
+}
+
+/// `tx` as fq sees it: its socket (none for a SYN-ACK, which a listener's request
+/// sends, nor for a reset or TIME-WAIT's ACK: fq files those under the hash of
+/// their ports), its EDT time.
+fn fq_skb(tx: Transmit, now: Instant) -> Skb<Transmit> {
+    let syn_ack = lowtide_sim::qdisc::tcp_flags(&tx.packet).is_some_and(|f| f & 0x12 == 0x12);
+    let sk = tx.token.socket().filter(|_| !syn_ack);
+    let ports = lowtide_wire::tcp::four_tuple(&tx.packet).ok();
+    let tstamp = tx.tstamp.as_nanos();
+    let mut skb = Skb::new(tx, now.as_nanos());
+    skb.sk = sk;
+    skb.hash = ports.map_or(0, |(s, d)| (s.port() as u32) << 16 | d.port() as u32);
+    skb.tstamp = tstamp;
+    skb
 }
 
 /// `LOWTIDE_PD_TRACE=1`: every packet lowtide hands packetdrill is printed on stderr

@@ -16,10 +16,7 @@ use std::net::{IpAddr, SocketAddr};
 /// step-marking option applies to a pfifo.
 pub(crate) fn device_queue(sc: &Scenario, i: usize) -> NicQueue {
     let limit = sc.queue_limit.min(u32::MAX as usize) as u32;
-    let spec = match (&sc.qdisc, i) {
-        (Some(q), HOST_A) => q.clone(),
-        _ => QdiscSpec::default_qdisc(&sc.config.default_qdisc).unwrap_or(QdiscSpec::PfifoFast),
-    };
+    let spec = device_qdisc(sc, i);
     let at = sc.ecn_mark_at.map(|k| k.min(u32::MAX as usize) as u32);
     match spec {
         QdiscSpec::PfifoFast | QdiscSpec::Pfifo(None) => {
@@ -39,11 +36,28 @@ pub(crate) fn device_queue(sc: &Scenario, i: usize) -> NicQueue {
     }
 }
 
+/// Host `i`'s qdisc: the scenario's for host A if it names one, else
+/// `net.core.default_qdisc`'s.
+fn device_qdisc(sc: &Scenario, i: usize) -> QdiscSpec {
+    match (&sc.qdisc, i) {
+        (Some(q), HOST_A) => q.clone(),
+        _ => QdiscSpec::default_qdisc(&sc.config.default_qdisc).unwrap_or(QdiscSpec::PfifoFast),
+    }
+}
+
+/// Host `i`'s stack configuration: the scenario's, and whether its device runs
+/// sch_fq, which paces the sockets it sees by their EDT times (`SK_PACING_FQ`).
+pub(crate) fn host_config(sc: &Scenario, i: usize) -> lowtide::Config {
+    let mut cfg = sc.config.clone();
+    cfg.device_fq = Some(matches!(device_qdisc(sc, i), QdiscSpec::Fq(..)));
+    cfg
+}
+
 /// A packet with what a classifying qdisc reads: its socket (the 4-tuple stands
 /// for it; a SYN-ACK belongs to the listener, so to no full socket, and fq files
-/// it as an orphan), its flow hash, and its departure time. The engine holds a
-/// paced packet until its time (its EDT), so a packet's `tstamp` is now (0 at
-/// time 0: no timestamp, which fq treats the same).
+/// it as an orphan), its flow hash, and its departure time: the EDT time TCP
+/// stamped on it (0 at time 0: no timestamp, which fq treats the same). Behind fq
+/// the socket is `SK_PACING_FQ` ([`host_config`]) and holds nothing back itself.
 pub(crate) fn classify(
     tx: Transmit,
     flow: u32,
@@ -52,13 +66,14 @@ pub(crate) fn classify(
     seed: u64,
 ) -> Skb<Transmit> {
     let (sk, hash) = identity(&tx.packet, tuple, seed);
+    let tstamp = tx.tstamp.as_nanos();
     let mut skb = Skb::new(tx, now.as_nanos());
     skb.tag = flow;
     skb.hash = hash;
     skb.sk = sk;
     // A TCP socket's sk_hash is the hash of its 4-tuple (inet_ehashfn).
     skb.sk_hash = hash;
-    skb.tstamp = now.as_nanos();
+    skb.tstamp = tstamp;
     skb
 }
 
@@ -84,7 +99,7 @@ fn identity(
     for part in [ip_bits(s.ip()), ip_bits(d.ip()), ports] {
         h = splitmix64(h ^ part);
     }
-    let syn_ack = tcp_flags(headers).is_some_and(|f| f & 0x12 == 0x12);
+    let syn_ack = crate::qdisc::tcp_flags(headers).is_some_and(|f| f & 0x12 == 0x12);
     ((!syn_ack).then_some(h >> 1), (h >> 32) as u32)
 }
 
@@ -97,16 +112,6 @@ fn ip_bits(ip: IpAddr) -> u64 {
             (b as u64) ^ ((b >> 64) as u64)
         }
     }
-}
-
-/// The TCP flags of an IPv4 or IPv6 packet's headers.
-fn tcp_flags(pkt: &[u8]) -> Option<u8> {
-    let hlen = match pkt.first()? >> 4 {
-        4 => (pkt[0] & 0xf) as usize * 4,
-        6 => 40,
-        _ => return None,
-    };
-    pkt.get(hlen + 13).copied()
 }
 
 #[cfg(test)]
@@ -139,6 +144,6 @@ mod tests {
         assert_eq!(synack, (None, ack.1), "an orphan, in the same hash bucket");
         assert_ne!(identity(&headers(0x10), tuple(40000), 2).1, ack.1);
         assert_eq!(identity(&headers(0x10), None, 1), (None, 0));
-        assert_eq!(tcp_flags(&[0x45]), None);
+        assert_eq!(crate::qdisc::tcp_flags(&[0x45]), None);
     }
 }

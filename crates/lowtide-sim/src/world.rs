@@ -2,7 +2,7 @@
 
 use crate::app::{Receiver, SendState, Sender, WriteBuf};
 use crate::cpu::CpuState;
-use crate::device::{classify, device_queue};
+use crate::device::{classify, device_queue, host_config};
 use crate::host::{Role, SimHost};
 use crate::intervals::IntervalSampler;
 use crate::nic::NO_FLOW;
@@ -132,7 +132,7 @@ impl World {
         };
         let hosts = (0..2)
             .map(|i| {
-                let stack = Stack::new(sc.config.clone(), derive_seed(sc.seed, 1 + i as u64));
+                let stack = Stack::new(host_config(sc, i), derive_seed(sc.seed, 1 + i as u64));
                 let mut h = SimHost::new(stack, addr(i), sc.queue_limit, i);
                 h.nic = device_queue(sc, i);
                 h.rx_csum_valid =

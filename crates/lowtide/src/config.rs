@@ -117,9 +117,18 @@ pub struct Config {
     pub busy_poll_us: u32,
     /// `net.core.default_qdisc`: the device's queueing discipline. Its only effect on
     /// TCP is `fq`'s: sch_fq paces every flow at its `sk_pacing_rate`
-    /// (`SK_PACING_FQ`), which lowtide models with its EDT pacing, as `SO_MAX_PACING_RATE`
-    /// or BBR turn on; the others do not pace.
+    /// (`SK_PACING_FQ`): by the device's own fq where it has one ([`Config::device_fq`]:
+    /// the simulator, the packetdrill runner), else emulated by lowtide's EDT pacing, as
+    /// `SO_MAX_PACING_RATE` or BBR turn on; the others do not pace.
     pub default_qdisc: String,
+    /// What the device in front of the stack does with `default_qdisc` (not a
+    /// sysctl: the device's own business). `None`: the device does not model it, so
+    /// `fq` is emulated by TCP's own pacing (`SK_PACING_NEEDED`), as above. `Some(true)`:
+    /// a real sch_fq (the simulator's) holds each packet until its EDT time
+    /// ([`crate::Transmit::tstamp`]) and, as `fq_classify` does, marks the sockets it
+    /// sees `SK_PACING_FQ`: TCP stamps departure times and holds nothing itself.
+    /// `Some(false)`: the device's qdisc is not fq, whatever `default_qdisc` says.
+    pub device_fq: Option<bool>,
     /// The device MTU (not a sysctl: `ip link set mtu`). MSS = MTU - 40 (IPv4) or - 60.
     pub mtu: u32,
     /// Initial congestion window in segments (not a sysctl: `ip route ... initcwnd`).
@@ -289,6 +298,7 @@ impl Default for Config {
             optmem_max: 131_072,
             busy_poll_us: 0,
             default_qdisc: "pfifo_fast".into(),
+            device_fq: None,
             mtu: 1500,
             initcwnd: 10,
             tcp_notsent_lowat: u32::MAX,

@@ -167,6 +167,9 @@ pub struct Transmit {
     /// Give this back to [`crate::Stack::handle_tx_complete`] once the device has
     /// finished with the packet (sent or dropped it): TX completion.
     pub token: TxToken,
+    /// `skb->tstamp`: the earliest departure time TCP gave the packet (its
+    /// `tcp_wstamp_ns` when sent: EDT), for a qdisc that honours it (sch_fq).
+    pub tstamp: crate::Instant,
 }
 
 impl Transmit {
@@ -200,6 +203,15 @@ pub struct TxToken {
     /// Sequence space the packet carried (payload, plus one for a FIN); 0 for SYNs
     /// and bare ACKs.
     pub(crate) len: u32,
+}
+
+impl TxToken {
+    /// The sending socket's identity (its slot and generation): what a qdisc that
+    /// sorts by socket (sch_fq's `skb->sk`) keys on; `None` for a packet of no
+    /// socket (a reset for no connection, TIME-WAIT's ACKs).
+    pub fn socket(&self) -> Option<u64> {
+        (self.index != u32::MAX).then_some(((self.generation as u64) << 32) | self.index as u64)
+    }
 }
 
 /// Whether the caller already verified the checksums of a received packet.

@@ -105,8 +105,11 @@ impl<'t> Network<'t> {
                 .collect();
             match &n.kind {
                 NodeKind::Host { config, addr } => {
-                    let stack = Stack::new((**config).clone(), derive_seed(t.seed, 1 + i as u64));
                     let tx = t.ports.iter().position(|p| p.src == i).unwrap_or(0);
+                    // sch_fq on the host's egress paces its sockets (SK_PACING_FQ).
+                    let mut cfg = (**config).clone();
+                    cfg.device_fq = Some(t.ports[tx].queue.name() == "fq");
+                    let stack = Stack::new(cfg, derive_seed(t.seed, 1 + i as u64));
                     let mut h = SimHost::new(stack, *addr, n.txqueuelen as usize, tx);
                     let mtu = config.mtu + 14;
                     let seed = derive_seed(t.seed, 201 + i as u64);

@@ -229,6 +229,16 @@ pub fn build<T: QueueItem + 'static>(
     spec.build(txqueuelen, mtu + 14, seed)
 }
 
+/// The TCP flags of an IPv4 or IPv6 packet's headers.
+pub fn tcp_flags(pkt: &[u8]) -> Option<u8> {
+    let hlen = match pkt.first()? >> 4 {
+        4 => (pkt[0] & 0xf) as usize * 4,
+        6 => 40,
+        _ => return None,
+    };
+    pkt.get(hlen + 13).copied()
+}
+
 /// Takes the head of the list (new or old flows) a flow was served from.
 pub(crate) fn pop_head(
     new_flows: &mut std::collections::VecDeque<u32>,

@@ -366,6 +366,15 @@ impl Stack {
         self.tx_apart = on;
     }
 
+    /// Says what the device does with `net.core.default_qdisc` ([`Config::device_fq`]:
+    /// `Some(true)` for a device that runs sch_fq and honours [`Transmit::tstamp`]),
+    /// for the sockets created from now on.
+    ///
+    /// [`Transmit::tstamp`]: crate::Transmit::tstamp
+    pub fn set_device_fq(&mut self, fq: Option<bool>) {
+        self.cfg.device_fq = fq;
+    }
+
     /// Whether `ip` is one of the stack's addresses.
     pub fn has_address(&self, ip: std::net::IpAddr) -> bool {
         self.addrs.contains(&ip)

@@ -8,6 +8,7 @@ use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
 use crate::socket::{Transmit, TxToken};
+use crate::Instant;
 use bytes::Bytes;
 use lowtide_wire::checksum;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
@@ -64,6 +65,7 @@ fn push(
     mss: u32,
     payload: usize,
     token: TxToken,
+    tstamp: Instant,
 ) {
     let segs = payload.div_ceil(mss.max(1) as usize).max(1) as u16;
     let gso_size = if segs > 1 { mss as u16 } else { 0 };
@@ -81,6 +83,7 @@ fn push(
         gso_size,
         gso_segs: segs,
         token,
+        tstamp,
     });
 }
 
@@ -122,7 +125,8 @@ pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), th: &TcpRepr) 
         seq: 0,
         len: 0,
     };
-    push(ctx, pkt, 1, 0, token);
+    let now = ctx.now;
+    push(ctx, pkt, 1, 0, token, now);
 }
 
 impl Tcb {
@@ -356,6 +360,8 @@ impl Tcb {
         if !ctx.tx_orphan {
             self.wmem_alloc += truesize as u64;
         }
+        // __tcp_transmit_skb: skb->tstamp = max(tcp_wstamp_ns, now), pure ACKs too.
+        let tstamp = self.wstamp.max(ctx.now);
         if !payload.is_empty() {
             self.update_after_send(ctx.now, payload.len());
         }
@@ -371,7 +377,7 @@ impl Tcb {
             },
         };
         let ip_len = pkt.0.len() + pkt.1.len();
-        push(ctx, pkt, mss, payload.len(), token);
+        push(ctx, pkt, mss, payload.len(), token, tstamp);
         if !payload.is_empty() {
             // dev_queue_xmit's SCM_TSTAMP_SCHED, the driver's SCM_TSTAMP_SND.
             self.tstamp_sent(ctx, seq, seq + payload.len() as u64, ip_len);

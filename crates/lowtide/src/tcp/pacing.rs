@@ -66,7 +66,7 @@ impl Tcb {
     /// True if internal pacing holds the next departure (`tcp_pacing_check`); arms
     /// the pacing timer then.
     pub(crate) fn pacing_check(&mut self, now: Instant) -> bool {
-        if !self.pacing_needed || self.wstamp <= now {
+        if !self.pacing_needed || self.pacing_fq || self.wstamp <= now {
             return false;
         }
         self.pacing_timer = true;
@@ -80,8 +80,8 @@ impl Tcb {
         let prior = self.wstamp;
         self.wstamp = self.wstamp.max(now);
         let rate = self.pacing_rate;
-        if !self.pacing_needed || rate == 0 || rate == u64::MAX || self.data_segs_out < UNPACED_SEGS
-        {
+        let paced = self.pacing_needed || self.pacing_fq;
+        if !paced || rate == 0 || rate == u64::MAX || self.data_segs_out < UNPACED_SEGS {
             return;
         }
         let len_ns = (len as u128 * 1_000_000_000 / rate as u128) as u64;
@@ -157,7 +157,7 @@ impl Tcb {
             return false;
         }
         let mut limit = (2 * truesize as u64).max(self.pacing_rate >> SK_PACING_SHIFT);
-        if !self.pacing_needed {
+        if !self.pacing_needed && !self.pacing_fq {
             limit = limit.min(cfg.tcp_limit_output_bytes as u64);
         }
         limit <<= factor;
@@ -425,6 +425,47 @@ mod tests {
         assert!(t.pacing_check(Instant(2_000)));
         assert!(t.pacing_timer);
         assert!(!t.pacing_check(Instant(1_001_000)));
+    }
+
+    /// SK_PACING_FQ (a device whose sch_fq paces the socket): TCP still advances
+    /// its EDT time (`sk_pacing_status != SK_PACING_NONE`) but never holds a packet
+    /// (`tcp_needs_internal_pacing` is false), whatever asked for internal pacing,
+    /// and TSQ is not capped by tcp_limit_output_bytes.
+    #[test]
+    fn fq_paced_socket_stamps_and_never_holds() {
+        let cfg = Config {
+            default_qdisc: "fq".into(),
+            device_fq: Some(true),
+            ..Config::default()
+        };
+        let mut t = tcb(&cfg);
+        assert!(t.pacing_fq && !t.pacing_needed);
+        t.pacing_needed = true; // BBR's or SO_MAX_PACING_RATE's cmpxchg loses to FQ
+        t.pacing_rate = 1_000_000;
+        t.data_segs_out = 10;
+        t.wstamp = Instant(1_000);
+        t.update_after_send(Instant(1_000), 1000);
+        assert_eq!(t.wstamp, Instant(1_001_000));
+        assert!(!t.pacing_check(Instant(2_000)));
+        let small = Config {
+            tcp_limit_output_bytes: 1000,
+            ..cfg.clone()
+        };
+        push_skbs(&mut t, 2);
+        t.wmem_alloc = 3000;
+        assert!(!t.small_queue_check(&small, 2000, 0));
+        // With no device fq, default_qdisc=fq is emulated by internal pacing.
+        let emulated = Config {
+            device_fq: None,
+            ..cfg.clone()
+        };
+        let t = tcb(&emulated);
+        assert!(t.pacing_needed && !t.pacing_fq);
+        let t = tcb(&Config {
+            device_fq: Some(false),
+            ..cfg
+        });
+        assert!(!t.pacing_needed && !t.pacing_fq);
     }
 }
 

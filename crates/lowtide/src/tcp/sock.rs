@@ -97,8 +97,13 @@ pub struct Tcb {
     pub(crate) max_pacing_rate: u64,
     /// `sk_pacing_rate` in bytes per second (`tcp_update_pacing_rate`).
     pub(crate) pacing_rate: u64,
-    /// `sk_pacing_status == SK_PACING_NEEDED`: TCP paces internally.
+    /// `sk_pacing_status == SK_PACING_NEEDED`: TCP paces internally (asked by BBR,
+    /// `SO_MAX_PACING_RATE` or an emulated fq), unless [`Tcb::pacing_fq`].
     pub(crate) pacing_needed: bool,
+    /// `sk_pacing_status == SK_PACING_FQ`: the device's sch_fq paces the socket
+    /// (`fq_classify` stores it over any other status): TCP stamps departure times
+    /// and holds nothing.
+    pub(crate) pacing_fq: bool,
     /// `tcp_wstamp_ns`: earliest departure time of the next packet (EDT).
     pub(crate) wstamp: Instant,
     /// The pacing timer is armed for `wstamp`.
@@ -396,8 +401,10 @@ impl Tcb {
             notsent_lowat: 0,
             max_pacing_rate: u64::MAX,
             pacing_rate: 0,
-            // sch_fq paces every flow it sees (SK_PACING_FQ): modelled as EDT pacing.
-            pacing_needed: cfg.default_qdisc == "fq",
+            // sch_fq paces every flow it sees (SK_PACING_FQ): by the device's fq if it
+            // has one, else emulated by TCP's own pacing.
+            pacing_needed: cfg.default_qdisc == "fq" && cfg.device_fq.is_none(),
+            pacing_fq: cfg.device_fq == Some(true),
             wstamp: now,
             pacing_timer: false,
             tsq_throttled: false,
@@ -564,7 +571,7 @@ impl Tcb {
             snd_nxt: self.snd_nxt,
             lsndtime: self.lsndtime,
             pacing_rate: self.pacing_rate,
-            paced: self.pacing_needed,
+            paced: self.pacing_needed || self.pacing_fq,
             in_flight: self.packets_in_flight(),
         }
     }

@@ -129,7 +129,7 @@ pub enum Shutdown {
     Both,
 }
 
-/// The `send(2)` flags that [`crate::Stack::send_flags`] understands.
+/// The `send(2)` flags that [`crate::Stack::sendmsg`] understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SendFlags {
     /// `MSG_MORE`: more data follows; the tail is neither marked PSH nor sent as a

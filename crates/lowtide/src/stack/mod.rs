@@ -460,35 +460,26 @@ impl Stack {
     }
 
     /// Queues bytes for sending (`send(2)`): returns how many were taken; a partial
-    /// count or `WouldBlock` when the send buffer is full.
+    /// count or `WouldBlock` when the send buffer is full. [`Stack::sendmsg`] of one
+    /// buffer without flags.
     pub fn send(
         &mut self,
         now: Instant,
         h: SocketHandle,
         data: &[u8],
     ) -> Result<usize, SocketError> {
-        self.send_flags(now, h, data, SendFlags::default())
+        self.sendmsg(now, h, &[data], SendFlags::default())
     }
 
-    /// `send(2)` with flags ([`SendFlags`]: `MSG_MORE`, `MSG_EOR`); see [`Stack::send`].
-    pub fn send_flags(
-        &mut self,
-        now: Instant,
-        h: SocketHandle,
-        data: &[u8],
-        flags: SendFlags,
-    ) -> Result<usize, SocketError> {
-        let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, flags))
-    }
-
-    /// `sendmsg(2)` of the buffers `iov`, in order. With [`SendFlags::zerocopy`] each
-    /// non-empty buffer is one page fragment of the skbs (the caller splits them at
-    /// page boundaries), and the send takes the next `MSG_ZEROCOPY` notification id
-    /// (`SO_ZEROCOPY`, [`Stack::set_zerocopy`]); its completion, once the peer has
-    /// acknowledged all of it, is read with [`Stack::recv_errqueue`]
-    /// ([`EventKind::ErrQueue`] signals it). lowtide copies the bytes, so the
-    /// completion carries `SO_EE_CODE_ZEROCOPY_COPIED`.
+    /// `sendmsg(2)` of the buffers `iov`, in order, with [`SendFlags`] (`MSG_MORE`,
+    /// `MSG_EOR`, `MSG_ZEROCOPY`): every send enters here. With
+    /// [`SendFlags::zerocopy`] each non-empty buffer is one page fragment of the
+    /// skbs (the caller splits them at page boundaries), and the send takes the
+    /// next `MSG_ZEROCOPY` notification id (`SO_ZEROCOPY`,
+    /// [`Stack::set_zerocopy`]); its completion, once the peer has acknowledged
+    /// all of it, is read with [`Stack::recv_errqueue`] ([`EventKind::ErrQueue`]
+    /// signals it). lowtide copies the bytes, so the completion carries
+    /// `SO_EE_CODE_ZEROCOPY_COPIED`.
     pub fn sendmsg(
         &mut self,
         now: Instant,
@@ -496,12 +487,21 @@ impl Stack {
         iov: &[&[u8]],
         flags: SendFlags,
     ) -> Result<usize, SocketError> {
-        let data = iov.concat();
-        let frags: Vec<usize> = iov.iter().map(|b| b.len()).filter(|&n| n > 0).collect();
         let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| {
-            tcb.sendmsg_frags(ctx, &data, &frags, flags)
-        })
+        // One buffer (send(2), the common case) is taken as it is, uncopied.
+        let joined;
+        let data = match iov {
+            [one] => *one,
+            _ => {
+                joined = iov.concat();
+                &joined[..]
+            }
+        };
+        let frags: Vec<usize> = match flags.zerocopy {
+            true => iov.iter().map(|b| b.len()).filter(|&n| n > 0).collect(),
+            false => Vec::new(),
+        };
+        self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, &frags, flags))
     }
 
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.

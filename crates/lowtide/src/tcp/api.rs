@@ -68,23 +68,14 @@ impl Tcb {
         (goal / mss).max(1) * mss
     }
 
-    /// `tcp_sendmsg`: copies as much of `data` as the send buffer takes, then
-    /// `tcp_push`es (`MSG_MORE` corks); `MSG_EOR` marks the last skb when all of
-    /// `data` was taken.
+    /// `tcp_sendmsg`, the one way bytes enter the write queue: copies as much of
+    /// `data` as the send buffer takes, then `tcp_push`es (`MSG_MORE` corks);
+    /// `MSG_EOR` marks the last skb when all of `data` was taken. A `MSG_ZEROCOPY`
+    /// send lays out its page fragments (`frags`: their lengths, in order, summing
+    /// to `data.len()`; ignored otherwise) one skb fragment each
+    /// (`skb_zerocopy_iter_stream`); its notification id is taken first
+    /// (`msg_zerocopy_realloc`) and given back if nothing was taken.
     pub(crate) fn sendmsg(
-        &mut self,
-        ctx: &mut Ctx,
-        data: &[u8],
-        flags: SendFlags,
-    ) -> Result<usize, SocketError> {
-        self.sendmsg_frags(ctx, data, &[], flags)
-    }
-
-    /// [`Tcb::sendmsg`] of data in page fragments (`frags`: their lengths, in
-    /// order, summing to `data.len()`), which a `MSG_ZEROCOPY` send lays out one
-    /// skb fragment each (`skb_zerocopy_iter_stream`). Its notification id is
-    /// taken first (`msg_zerocopy_realloc`) and given back if nothing was taken.
-    pub(crate) fn sendmsg_frags(
         &mut self,
         ctx: &mut Ctx,
         data: &[u8],
@@ -664,7 +655,7 @@ mod push_tests {
         let mut t = established(&cfg);
         t.notsent_lowat = 4000;
         let n = with_ctx(&cfg, |ctx| {
-            t.sendmsg(ctx, &[0u8; 59000], SendFlags::default())
+            t.sendmsg(ctx, &[0u8; 59000], &[], SendFlags::default())
         });
         assert_eq!(t.size_goal(&cfg), 16000);
         assert_eq!(t.snd_nxt, 10001, "cwnd 10 of 1000 bytes went out");
@@ -697,6 +688,7 @@ mod push_tests {
                 t.sendmsg(
                     &mut st.ctx(&cfg, now, false),
                     &vec![0u8; n],
+                    &[],
                     SendFlags::default(),
                 )
             };
@@ -741,7 +733,12 @@ mod push_tests {
         let mut t = established(&cfg);
         t.mss_cache = 1448;
         assert_eq!(
-            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &[0u8; 37], SendFlags::default())),
+            with_ctx(&cfg, |ctx| t.sendmsg(
+                ctx,
+                &[0u8; 37],
+                &[],
+                SendFlags::default()
+            )),
             Ok(37)
         );
         assert_eq!(t.wmem_queued, 869, "sk_wmem_queued of one 37-byte skb");
@@ -769,7 +766,7 @@ mod push_tests {
         let mut t = established(&cfg);
         t.cw.snd_cwnd = 0; // keep everything in the write queue
         let send = |t: &mut Tcb, n: usize, f: SendFlags| {
-            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &vec![0u8; n], f))
+            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &vec![0u8; n], &[], f))
         };
         assert_eq!(send(&mut t, 400, SendFlags::default()), Ok(400));
         assert_eq!(send(&mut t, 400, eor), Ok(400));
@@ -808,7 +805,7 @@ mod push_tests {
         t.cw.snd_cwnd = 0; // keep everything in the write queue
         let send = |t: &mut Tcb, frags: &[usize]| {
             let data = vec![0u8; frags.iter().sum()];
-            with_ctx(&cfg, |ctx| t.sendmsg_frags(ctx, &data, frags, zc))
+            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &data, frags, zc))
         };
         assert_eq!(send(&mut t, &[1; 18]), Ok(18));
         assert!(

@@ -888,7 +888,7 @@ mod write_wakeup_tests {
         t.sndbuf = 1 << 20;
         t.snd_wnd = 0; // held back whole
         let flags = crate::socket::SendFlags::default();
-        let n = t.sendmsg(&mut st.ctx(cfg, NOW, false), &vec![7u8; queued], flags);
+        let n = t.sendmsg(&mut st.ctx(cfg, NOW, false), &vec![7u8; queued], &[], flags);
         assert_eq!(n, Ok(queued));
         assert!(st.out.is_empty(), "corked");
         t

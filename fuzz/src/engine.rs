@@ -544,7 +544,7 @@ impl Harness {
             2 => drop(self.st.shutdown(now, c, Shutdown::Write)),
             3 => drop(self.st.close(now, c)),
             4 => drop(self.st.abort(now, c)),
-            5 => drop(self.st.set_rcvbuf(c, n as u32)),
+            5 => drop(self.st.socket(c).set_rcvbuf(n as u32)),
             6 => {
                 self.peer_port = self.peer_port.wrapping_add(1).max(1);
                 self.peer_nxt = PEER_ISN.wrapping_add(n as u32);
@@ -552,7 +552,7 @@ impl Harness {
                 self.rcv_ack = None;
                 self.peer_syn(TcpFlags::SYN.0);
             }
-            _ => drop(self.st.set_notsent_lowat(now, c, n as u32)),
+            _ => drop(self.st.socket(c).set_notsent_lowat(now, n as u32)),
         }
         self.flush();
     }

@@ -174,7 +174,7 @@ impl Sender {
     /// set again when the connection is established.
     pub fn set_notsent_lowat(&mut self, stack: &mut Stack, now: Instant, bytes: u32) {
         let Some(h) = self.handle else { return };
-        self.pending_lowat = match stack.set_notsent_lowat(now, h, bytes) {
+        self.pending_lowat = match stack.socket(h).set_notsent_lowat(now, bytes) {
             Ok(()) => None,
             Err(_) => Some(bytes),
         };
@@ -184,7 +184,7 @@ impl Sender {
     pub fn on_connected(&mut self, stack: &mut Stack, now: Instant, buf: &mut WriteBuf) {
         self.connected_at.get_or_insert(now);
         if let (Some(bytes), Some(h)) = (self.pending_lowat.take(), self.handle) {
-            if let Err(e) = stack.set_notsent_lowat(now, h, bytes) {
+            if let Err(e) = stack.socket(h).set_notsent_lowat(now, bytes) {
                 tracing::warn!("flow {}: TCP_NOTSENT_LOWAT refused: {e}", self.flow);
             }
         }
@@ -296,7 +296,7 @@ impl Sender {
         let Some(h) = self.handle else { return };
         if let Ok(info) = stack.info(now, h) {
             self.info = InfoSnapshot::from_info(&info, self.written);
-            self.info.notsent_lowat = stack.notsent_lowat(h).unwrap_or(0);
+            self.info.notsent_lowat = stack.socket_ref(h).notsent_lowat().unwrap_or(0);
         }
     }
 

@@ -393,7 +393,7 @@ impl World {
                 }
                 if let Some(bytes) = self.sndbuf {
                     // setsockopt(SO_SNDBUF) before connect, as netperf -s does.
-                    if let Err(e) = a.stack.set_sndbuf(h, bytes) {
+                    if let Err(e) = a.stack.socket(h).set_sndbuf(bytes) {
                         tracing::warn!("flow {flow}: SO_SNDBUF refused: {e}");
                     }
                 }

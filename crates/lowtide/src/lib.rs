@@ -47,7 +47,7 @@ pub use socket::{
     EventKind, RxChecksum, SendFlags, Shutdown, SocketError, SocketEvent, SocketHandle, Transmit,
     TxToken,
 };
-pub use stack::{ProcKind, ProcTcpEntry, RtxWork, Stack, TcpMemory};
+pub use stack::{ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory};
 pub use tcp::info::TcpInfo;
 pub use tcp::TcpState;
 pub use time::Instant;

@@ -51,7 +51,7 @@ pub enum EventKind {
     /// next operation and by [`crate::Stack::socket_error`].
     Error(SocketError),
     /// An entry arrived on the socket's error queue (`sk_error_report`, `EPOLLERR`):
-    /// a `MSG_ZEROCOPY` completion; read it with [`crate::Stack::recv_errqueue`].
+    /// a `MSG_ZEROCOPY` completion; read it with [`crate::SocketMut::recv_errqueue`].
     ErrQueue,
     /// Both directions are finished and the connection reached CLOSED or TIME-WAIT
     /// (`EPOLLHUP`).
@@ -138,7 +138,7 @@ pub struct SendFlags {
     /// `MSG_EOR`: the last byte ends a record; later data never shares its skb
     /// (`TCP_SKB_CB(skb)->eor`, `tcp_skb_can_collapse_to`).
     pub eor: bool,
-    /// `MSG_ZEROCOPY`: with `SO_ZEROCOPY` on ([`crate::Stack::set_zerocopy`]), the
+    /// `MSG_ZEROCOPY`: with `SO_ZEROCOPY` on ([`crate::SocketMut::set_zerocopy`]), the
     /// send's completion is reported on the error queue.
     pub zerocopy: bool,
 }

@@ -237,13 +237,13 @@ impl<'t> Network<'t> {
                 h.register(sock, Role::Sender(f));
                 s.handle = Some(sock);
                 if let Some(cc) = &def.cc {
-                    if let Err(e) = h.stack.set_congestion(sock, cc) {
+                    if let Err(e) = h.stack.socket(sock).set_congestion(cc) {
                         tracing::warn!("{}: TCP_CONGESTION {cc}: {e}", def.name);
                     }
                 }
                 if def.probe.is_some() {
                     // A probe's messages go at once, not behind Nagle's rule.
-                    let _ = h.stack.set_nodelay(sock, true);
+                    let _ = h.stack.socket(sock).set_nodelay(true);
                 }
                 if let Some(bytes) = def.notsent_lowat {
                     s.set_notsent_lowat(&mut h.stack, now, bytes);

@@ -32,7 +32,8 @@ impl Host {
             .listen_catch_all(backlog.max(0) as u32)
             .map_err(Errno::from)?;
         self.stack
-            .set_listener_options(h, &opts)
+            .socket(h)
+            .set_listener_options(&opts)
             .map_err(Errno::from)?;
         self.sock_mut(fd)?.state = SockState::Listening(h);
         self.by_handle.insert(h, fd);

@@ -90,7 +90,8 @@ impl Host {
             return Ok(false);
         }
         self.stack
-            .set_write_pending(h, waiting)
+            .socket(h)
+            .set_write_pending(waiting)
             .map_err(Errno::from)?;
         Ok(true)
     }

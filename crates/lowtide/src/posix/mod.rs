@@ -674,7 +674,7 @@ impl Host {
             SockState::Unconnected => return Ok(0),
             SockState::Conn { h, .. } => h,
         };
-        let st = self.stack.status(h).map_err(Errno::from)?;
+        let st = self.stack.socket_ref(h).status().map_err(Errno::from)?;
         let v = match request {
             SIOCINQ => st.inq as u64,
             _ if matches!(st.state, TcpState::SynSent | TcpState::SynRecv) => 0,

@@ -62,7 +62,11 @@ impl Host {
         if inq {
             // tcp_recvmsg: "if (msg->msg_get_inq) ... put_cmsg(TCP_CM_INQ)" after a
             // successful read.
-            let hint = self.stack.status(h).map_or(0, |st| st.inq_hint) as i32;
+            let hint = self
+                .stack
+                .socket_ref(h)
+                .status()
+                .map_or(0, |st| st.inq_hint) as i32;
             m.cmsgs.push(Cmsg {
                 level: SOL_TCP,
                 kind: TCP_CM_INQ,
@@ -84,7 +88,9 @@ impl Host {
         // inet6_recv_error for an AF_INET6 socket, IPv4-mapped peers included.
         let v6 = s.family == AF_INET6;
         let ee = match s.state {
-            SockState::Conn { h, .. } => self.stack.recv_errqueue(h).map_err(Errno::from)?,
+            SockState::Conn { h, .. } => {
+                self.stack.socket(h).recv_errqueue().map_err(Errno::from)?
+            }
             _ => None,
         };
         let Some(ee) = ee else {
@@ -117,7 +123,7 @@ impl Host {
     fn scm_timestamping(&self, fd: Fd, tstamp: Option<Instant>) -> Option<Cmsg> {
         use crate::tcp::tstamp::{realtime, SOF_TIMESTAMPING_SOFTWARE};
         let h = self.conn(fd).ok().flatten()?;
-        let flags = self.stack.timestamping(h).ok()?;
+        let flags = self.stack.socket_ref(h).timestamping().ok()?;
         let t = tstamp.filter(|_| flags & SOF_TIMESTAMPING_SOFTWARE != 0)?;
         let (sec, nsec) = realtime(t, self.realtime_zero);
         let mut data = vec![0u8; 48]; // three struct __kernel_old_timespec

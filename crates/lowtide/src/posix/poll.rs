@@ -136,12 +136,16 @@ impl Host {
             SockState::Unconnected => return Ok(POLLOUT | POLLWRNORM | POLLHUP),
             // inet_csk_listen_poll.
             SockState::Listening(h) => {
-                let n = self.stack.accept_queue_len(h).map_err(Errno::from)?;
+                let n = self
+                    .stack
+                    .socket_ref(h)
+                    .accept_queue_len()
+                    .map_err(Errno::from)?;
                 return Ok(if n > 0 { POLLIN | POLLRDNORM } else { 0 });
             }
             SockState::Conn { h, .. } => h,
         };
-        let st = self.stack.status(h).map_err(Errno::from)?;
+        let st = self.stack.socket_ref(h).status().map_err(Errno::from)?;
         let mut mask = 0;
         if st.rcv_shutdown && st.send_shutdown || st.state == TcpState::Closed {
             mask |= POLLHUP;
@@ -162,7 +166,7 @@ impl Host {
             if st.send_shutdown || st.writeable {
                 mask |= POLLOUT | POLLWRNORM;
             } else {
-                self.stack.mark_nospace(h).map_err(Errno::from)?;
+                self.stack.socket(h).mark_nospace().map_err(Errno::from)?;
             }
         }
         // tcp_poll: "if (sk->sk_err || !skb_queue_empty_lockless(&sk->sk_error_queue))".
@@ -258,7 +262,9 @@ impl Host {
     fn wake_state(&self, fd: Fd) -> Result<([u64; WAKE_KEYS], u64), Errno> {
         let s = self.sock(fd)?;
         let rcv = match s.state {
-            SockState::Conn { h, .. } => self.stack.status(h).map_or(0, |st| st.rcv_nxt),
+            SockState::Conn { h, .. } => {
+                self.stack.socket_ref(h).status().map_or(0, |st| st.rcv_nxt)
+            }
             _ => 0,
         };
         Ok((s.wake, rcv))

@@ -205,7 +205,7 @@ impl Host {
                 stack.fastopen_init_key_once();
                 s.opts.fastopen_qlen = Some(v as u32);
                 if let Some(h) = listener {
-                    e(stack.set_fastopen_qlen(h, v as u32))?;
+                    e(stack.socket(h).set_fastopen_qlen(v as u32))?;
                 }
             }
             (SOL_TCP, TCP_FASTOPEN_CONNECT) => {
@@ -236,7 +236,7 @@ impl Host {
                 let v = ip_int_arg(val)?;
                 s.opts.tos = (v as u8) & !3 | s.opts.tos & 3;
                 if let Some(h) = conn {
-                    e(stack.set_ip_tos(h, v as u8))?;
+                    e(stack.socket(h).set_ip_tos(v as u8))?;
                 }
             }
             (SOL_IP, IP_MTU_DISCOVER) => {
@@ -246,7 +246,7 @@ impl Host {
                 }
                 s.opts.pmtudisc = Some(v as u8);
                 if let Some(h) = conn {
-                    e(stack.set_pmtudisc(h, v as u8))?;
+                    e(stack.socket(h).set_pmtudisc(v as u8))?;
                 }
             }
             (SOL_IP, IP_FREEBIND) => s.opts.freebind = ip_int_arg(val)? != 0,
@@ -263,7 +263,7 @@ impl Host {
                 let ka = keepalive_opt(level, name, int_arg(val)?, s.opts.keepalive)?;
                 s.opts.keepalive = ka;
                 if let Some(h) = conn {
-                    e(stack.set_keepalive(now, h, ka))?;
+                    e(stack.socket(h).set_keepalive(now, ka))?;
                 }
             }
             (SOL_SOCKET, SO_LINGER) => {
@@ -279,14 +279,14 @@ impl Host {
                 let v = (int_arg(val)?.max(0) as u32).min(SYSCTL_WMEM_MAX);
                 s.opts.sndbuf = Some(v);
                 if let Some(h) = conn {
-                    e(stack.set_sndbuf(h, v))?;
+                    e(stack.socket(h).set_sndbuf(v))?;
                 }
             }
             (SOL_SOCKET, SO_RCVBUF) => {
                 let v = (int_arg(val)?.max(0) as u32).min(SYSCTL_WMEM_MAX);
                 s.opts.rcvbuf = Some(v);
                 if let Some(h) = conn {
-                    e(stack.set_rcvbuf(h, v))?;
+                    e(stack.socket(h).set_rcvbuf(v))?;
                 }
             }
             (SOL_SOCKET, SO_MAX_PACING_RATE) => {
@@ -300,14 +300,14 @@ impl Host {
                 };
                 s.opts.max_pacing_rate = Some(rate);
                 if let Some(h) = conn {
-                    e(stack.set_max_pacing_rate(h, rate))?;
+                    e(stack.socket(h).set_max_pacing_rate(rate))?;
                 }
             }
             (SOL_TCP, TCP_NODELAY) => {
                 let on = int_arg(val)? != 0;
                 s.opts.nodelay = on;
                 if let Some(h) = conn {
-                    e(stack.set_nodelay_push(now, h, on))?;
+                    e(stack.socket(h).set_nodelay_push(now, on))?;
                 }
             }
             (SOL_TCP, TCP_SYNCNT) => {
@@ -317,21 +317,21 @@ impl Host {
                 }
                 s.opts.syn_retries = v as u8;
                 if let Some(h) = conn {
-                    e(stack.set_syn_retries(h, v as u8))?;
+                    e(stack.socket(h).set_syn_retries(v as u8))?;
                 }
             }
             (SOL_TCP, TCP_QUICKACK) => {
                 let v = int_arg(val)?;
                 s.opts.pingpong = v == 0;
                 if let Some(h) = conn {
-                    e(stack.set_quickack(now, h, v))?;
+                    e(stack.socket(h).set_quickack(now, v))?;
                 }
             }
             (SOL_TCP, TCP_CORK) => {
                 let on = int_arg(val)? != 0;
                 s.opts.cork = on;
                 if let Some(h) = conn {
-                    e(stack.set_cork(now, h, on))?;
+                    e(stack.socket(h).set_cork(now, on))?;
                 }
             }
             (SOL_TCP, TCP_MAXSEG) => {
@@ -341,21 +341,21 @@ impl Host {
                 }
                 s.opts.user_mss = v as u32;
                 if let Some(h) = conn {
-                    e(stack.set_user_mss(h, v as u32))?;
+                    e(stack.socket(h).set_user_mss(v as u32))?;
                 }
             }
             (SOL_TCP, TCP_NOTSENT_LOWAT) => {
                 let v = int_arg(val)? as u32;
                 s.opts.notsent_lowat = v;
                 if let Some(h) = conn {
-                    e(stack.set_notsent_lowat(now, h, v))?;
+                    e(stack.socket(h).set_notsent_lowat(now, v))?;
                 }
             }
             (SOL_TCP, TCP_LINGER2) => {
                 let v = crate::tcp::sockopt::linger2_from_user(int_arg(val)?);
                 s.opts.linger2 = v;
                 if let Some(h) = conn {
-                    e(stack.set_linger2(h, v))?;
+                    e(stack.socket(h).set_linger2(v))?;
                 }
             }
             (SOL_TCP, TCP_USER_TIMEOUT) => {
@@ -366,7 +366,7 @@ impl Host {
                 s.opts.user_timeout_ms = v as u32;
                 if let Some(h) = conn {
                     let d = core::time::Duration::from_millis(v as u64);
-                    e(stack.set_user_timeout(h, d))?;
+                    e(stack.socket(h).set_user_timeout(d))?;
                 }
             }
             // sock_setsockopt: needs CAP_NET_RAW or CAP_NET_ADMIN, which the embedding
@@ -376,7 +376,7 @@ impl Host {
                 // An int, or struct so_timestamping { flags, bind_phc }.
                 let flags = int_arg(val.get(..4).unwrap_or(val))? as u32;
                 match conn {
-                    Some(h) => e(stack.set_timestamping(h, flags))?,
+                    Some(h) => e(stack.socket(h).set_timestamping(flags))?,
                     // OPT_ID needs a connection (CLOSE and LISTEN refuse it).
                     None if flags & SOF_TIMESTAMPING_OPT_ID != 0 => return err(errno::EINVAL),
                     None => e(check_flags(flags))?,
@@ -391,7 +391,7 @@ impl Host {
                 };
                 s.opts.zerocopy = on;
                 if let Some(h) = conn {
-                    e(stack.set_zerocopy(h, on))?;
+                    e(stack.socket(h).set_zerocopy(on))?;
                 }
             }
             (SOL_TCP, TCP_INQ) => {
@@ -409,14 +409,14 @@ impl Host {
                 }
                 s.opts.congestion = Some(name.to_string());
                 if let Some(h) = conn {
-                    e(stack.set_congestion(h, name))?;
+                    e(stack.socket(h).set_congestion(name))?;
                 }
             }
             _ => return err(errno::ENOPROTOOPT),
         }
         if let Some(h) = listener {
             let opts = s.opts.clone();
-            e(stack.set_listener_options(h, &opts))?;
+            e(stack.socket(h).set_listener_options(&opts))?;
         }
         self.sync_events();
         Ok(())
@@ -448,7 +448,10 @@ impl Host {
             (SOL_IP, IP_FREEBIND) => ip_int_out(out, s.opts.freebind as i32),
             // do_ip_getsockopt: the route's MTU, ENOTCONN without a route.
             (SOL_IP, IP_MTU) => match conn {
-                Some(h) => ip_int_out(out, self.stack.path_mtu(h).map_err(Errno::from)? as i32),
+                Some(h) => ip_int_out(
+                    out,
+                    self.stack.socket_ref(h).path_mtu().map_err(Errno::from)? as i32,
+                ),
                 None => return err(errno::ENOTCONN),
             },
             (SOL_SOCKET, SO_KEEPALIVE) => int(out, s.opts.keepalive.enabled as i32),
@@ -469,7 +472,11 @@ impl Host {
             (SOL_SOCKET, SO_ZEROCOPY) => int(out, s.opts.zerocopy as i32),
             (SOL_SOCKET, SO_TIMESTAMPING) => {
                 let flags = match conn {
-                    Some(h) => self.stack.timestamping(h).map_err(Errno::from)?,
+                    Some(h) => self
+                        .stack
+                        .socket_ref(h)
+                        .timestamping()
+                        .map_err(Errno::from)?,
                     None => s.opts.tsflags,
                 };
                 int(out, flags as i32)
@@ -536,7 +543,9 @@ impl Host {
             }
             (SOL_TCP, TCP_FASTOPEN) => {
                 let q = match s.state {
-                    SockState::Listening(h) => self.stack.fastopen_max_qlen(h).unwrap_or(0),
+                    SockState::Listening(h) => {
+                        self.stack.socket_ref(h).fastopen_max_qlen().unwrap_or(0)
+                    }
                     _ => s.opts.fastopen_qlen.map_or(0, |q| q.min(cfg.somaxconn)),
                 };
                 int(out, q as i32)
@@ -556,7 +565,11 @@ impl Host {
             (SOL_TCP, TCP_CORK) => int(out, s.opts.cork as i32),
             (SOL_TCP, TCP_SYNCNT) => {
                 let n = match conn {
-                    Some(h) => self.stack.syn_retries(h).map_err(Errno::from)?,
+                    Some(h) => self
+                        .stack
+                        .socket_ref(h)
+                        .syn_retries()
+                        .map_err(Errno::from)?,
                     None if s.opts.syn_retries != 0 => s.opts.syn_retries,
                     None => cfg.tcp_syn_retries,
                 };
@@ -564,14 +577,14 @@ impl Host {
             }
             (SOL_TCP, TCP_QUICKACK) => {
                 let quick = match conn {
-                    Some(h) => self.stack.quickack(h).map_err(Errno::from)?,
+                    Some(h) => self.stack.socket_ref(h).quickack().map_err(Errno::from)?,
                     None => !s.opts.pingpong,
                 };
                 int(out, quick as i32)
             }
             (SOL_TCP, TCP_MAXSEG) => {
                 let v = match conn {
-                    Some(h) => self.stack.maxseg(h).map_err(Errno::from)?,
+                    Some(h) => self.stack.socket_ref(h).maxseg().map_err(Errno::from)?,
                     // A socket without a connection: user_mss or TCP_MSS_DEFAULT.
                     None if s.opts.user_mss != 0 => s.opts.user_mss,
                     None => 536,
@@ -581,7 +594,7 @@ impl Host {
             (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
             (SOL_TCP, TCP_LINGER2) => {
                 let v = match conn {
-                    Some(h) => self.stack.linger2(h).map_err(Errno::from)?,
+                    Some(h) => self.stack.socket_ref(h).linger2().map_err(Errno::from)?,
                     None => {
                         crate::tcp::sockopt::linger2_to_user(s.opts.linger2, cfg.tcp_fin_timeout)
                     }
@@ -590,14 +603,24 @@ impl Host {
             }
             (SOL_TCP, TCP_USER_TIMEOUT) => {
                 let v = match conn {
-                    Some(h) => self.stack.user_timeout(h).map_err(Errno::from)?.as_millis() as u32,
+                    Some(h) => self
+                        .stack
+                        .socket_ref(h)
+                        .user_timeout()
+                        .map_err(Errno::from)?
+                        .as_millis() as u32,
                     None => s.opts.user_timeout_ms,
                 };
                 int(out, v as i32)
             }
             (SOL_TCP, TCP_CONGESTION) => {
                 let name = match conn {
-                    Some(h) => self.stack.congestion(h).map_err(Errno::from)?.to_string(),
+                    Some(h) => self
+                        .stack
+                        .socket_ref(h)
+                        .congestion()
+                        .map_err(Errno::from)?
+                        .to_string(),
                     None => s
                         .opts
                         .congestion

@@ -3,7 +3,7 @@
 //! and blackhole state (net/ipv4/tcp_fastopen.c; the connection's side is in
 //! `tcp/fastopen.rs` and `tcp/fastopen_conn.rs`).
 
-use super::{Sock, Stack};
+use super::{Sock, SocketMut, SocketRef, Stack};
 use crate::mib::Mib;
 use crate::socket::{SocketError, SocketHandle};
 use crate::tcp::fastopen::{
@@ -54,25 +54,6 @@ impl Stack {
         if wo_sockopt && l.fastopen.max_qlen == 0 {
             l.fastopen.max_qlen = backlog.min(somaxconn);
             self.fastopen_init_key_once();
-        }
-    }
-
-    /// `TCP_FASTOPEN` on a socket in CLOSE or LISTEN (`fastopen_queue_tune`); for a
-    /// listener it applies at once.
-    pub fn set_fastopen_qlen(&mut self, h: SocketHandle, qlen: u32) -> Result<(), SocketError> {
-        self.fastopen_init_key_once();
-        let somaxconn = self.cfg.somaxconn;
-        let l = self.listener_mut(h)?;
-        l.opts.fastopen_qlen = Some(qlen);
-        l.fastopen.max_qlen = qlen.min(somaxconn);
-        Ok(())
-    }
-
-    /// `TCP_FASTOPEN` (getsockopt) of a listener: its `max_qlen`.
-    pub fn fastopen_max_qlen(&self, h: SocketHandle) -> Result<u32, SocketError> {
-        match self.slot_sock(h)? {
-            Sock::Listener(l) => Ok(l.fastopen.max_qlen),
-            _ => Err(SocketError::InvalidInput),
         }
     }
 
@@ -312,5 +293,28 @@ impl Stack {
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
         Ok(self.fastopen_connect_deferred(now, index, data, zerocopy))
+    }
+}
+
+impl SocketMut<'_> {
+    /// `TCP_FASTOPEN` on a socket in CLOSE or LISTEN (`fastopen_queue_tune`); for a
+    /// listener it applies at once.
+    pub fn set_fastopen_qlen(&mut self, qlen: u32) -> Result<(), SocketError> {
+        self.stack.fastopen_init_key_once();
+        let somaxconn = self.stack.cfg.somaxconn;
+        let l = self.stack.listener_mut(self.h)?;
+        l.opts.fastopen_qlen = Some(qlen);
+        l.fastopen.max_qlen = qlen.min(somaxconn);
+        Ok(())
+    }
+}
+
+impl SocketRef<'_> {
+    /// `TCP_FASTOPEN` (getsockopt) of a listener: its `max_qlen`.
+    pub fn fastopen_max_qlen(&self) -> Result<u32, SocketError> {
+        match self.stack.slot_sock(self.h)? {
+            Sock::Listener(l) => Ok(l.fastopen.max_qlen),
+            _ => Err(SocketError::InvalidInput),
+        }
     }
 }

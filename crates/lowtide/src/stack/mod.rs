@@ -46,6 +46,7 @@ mod listen;
 mod options;
 mod procnet;
 mod timewait;
+pub use options::{SocketMut, SocketRef};
 pub use procnet::{ProcKind, ProcTcpEntry};
 
 enum Sock {
@@ -476,8 +477,8 @@ impl Stack {
     /// [`SendFlags::zerocopy`] each non-empty buffer is one page fragment of the
     /// skbs (the caller splits them at page boundaries), and the send takes the
     /// next `MSG_ZEROCOPY` notification id (`SO_ZEROCOPY`,
-    /// [`Stack::set_zerocopy`]); its completion, once the peer has acknowledged
-    /// all of it, is read with [`Stack::recv_errqueue`] ([`EventKind::ErrQueue`]
+    /// [`SocketMut::set_zerocopy`]); its completion, once the peer has acknowledged
+    /// all of it, is read with [`SocketMut::recv_errqueue`] ([`EventKind::ErrQueue`]
     /// signals it). lowtide copies the bytes, so the completion carries
     /// `SO_EE_CODE_ZEROCOPY_COPIED`.
     pub fn sendmsg(

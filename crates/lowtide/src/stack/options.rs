@@ -1,6 +1,7 @@
-//! The stack's socket options (setters with Linux's side effects) and its entry
-//! points for the POSIX socket layer ([`crate::posix`]): opening with socket
-//! options, and the state `tcp_poll`/`tcp_ioctl` read.
+//! A socket's options as a view of the stack ([`Stack::socket`] to set them, with
+//! Linux's side effects; [`Stack::socket_ref`] to read them and the state
+//! `tcp_poll`/`tcp_ioctl` read), and the stack-wide settings beside them: opening
+//! with socket options, routes, the device's transmit model, addresses.
 
 use super::{Sock, Stack};
 use crate::socket::{SocketError, SocketHandle};
@@ -23,16 +24,6 @@ impl Stack {
         Ok(h)
     }
 
-    /// Replaces the options a listener's future children inherit.
-    pub fn set_listener_options(
-        &mut self,
-        h: SocketHandle,
-        opts: &SockOptions,
-    ) -> Result<(), SocketError> {
-        self.listener_mut(h)?.opts = opts.clone();
-        Ok(())
-    }
-
     /// [`Stack::connect`] with options applied before the SYN (`TCP_MAXSEG`,
     /// `SO_RCVBUF`, ... set between `socket(2)` and `connect(2)`).
     pub fn connect_with(
@@ -43,268 +34,6 @@ impl Stack {
         opts: &SockOptions,
     ) -> Result<SocketHandle, SocketError> {
         self.active_open(now, local, remote, Some(opts))
-    }
-
-    /// `TCP_CORK`; clearing it sends what it held.
-    pub fn set_cork(&mut self, now: Instant, h: SocketHandle, on: bool) -> Result<(), SocketError> {
-        let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.set_cork(ctx, on));
-        Ok(())
-    }
-
-    /// `TCP_NODELAY` with Linux's side effect: turning it on pushes pending data.
-    pub fn set_nodelay_push(
-        &mut self,
-        now: Instant,
-        h: SocketHandle,
-        on: bool,
-    ) -> Result<(), SocketError> {
-        let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.set_nodelay(ctx, on));
-        Ok(())
-    }
-
-    /// `TCP_SYNCNT` (`tcp_sock_set_syncnt`): SYN retransmissions before giving up,
-    /// 1..=127 (`MAX_TCP_SYNCNT`).
-    pub fn set_syn_retries(&mut self, h: SocketHandle, n: u8) -> Result<(), SocketError> {
-        if !(1..=MAX_TCP_SYNCNT).contains(&n) {
-            return Err(SocketError::InvalidInput);
-        }
-        self.tcb_mut(h)?.syn_retries = n;
-        Ok(())
-    }
-
-    /// `TCP_SYNCNT` (getsockopt): the socket's own value, else `tcp_syn_retries`.
-    pub fn syn_retries(&self, h: SocketHandle) -> Result<u8, SocketError> {
-        Ok(match self.tcb(h)?.syn_retries {
-            0 => self.config().tcp_syn_retries,
-            n => n,
-        })
-    }
-
-    /// `TCP_QUICKACK` (`__tcp_sock_set_quickack`): 0 enters pingpong mode; other
-    /// values leave it, sending an owed ACK (`tcp/delack.rs`).
-    pub fn set_quickack(
-        &mut self,
-        now: Instant,
-        h: SocketHandle,
-        val: i32,
-    ) -> Result<(), SocketError> {
-        let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.set_quickack(ctx, val));
-        Ok(())
-    }
-
-    /// `TCP_QUICKACK` (getsockopt): 1 unless in pingpong mode.
-    pub fn quickack(&self, h: SocketHandle) -> Result<bool, SocketError> {
-        Ok(self.tcb(h)?.quickack())
-    }
-
-    /// A writer starts (`waiting`) or stops waiting for this connection to be
-    /// established with data to send (`sk_write_pending`, as
-    /// `sk_stream_wait_connect` and a Fast Open `inet_wait_for_connect` count it):
-    /// while one waits, the ACK of the SYN-ACK is saved for its data to carry.
-    pub fn set_write_pending(&mut self, h: SocketHandle, waiting: bool) -> Result<(), SocketError> {
-        let tcb = self.tcb_mut(h)?;
-        tcb.write_pending = if waiting {
-            tcb.write_pending.saturating_add(1)
-        } else {
-            tcb.write_pending.saturating_sub(1)
-        };
-        Ok(())
-    }
-
-    /// `TCP_MAXSEG` (getsockopt).
-    pub fn maxseg(&self, h: SocketHandle) -> Result<u32, SocketError> {
-        Ok(self.tcb(h)?.maxseg())
-    }
-
-    /// `TCP_MAXSEG` (setsockopt) on a connection: kept as `user_mss`.
-    pub fn set_user_mss(&mut self, h: SocketHandle, mss: u32) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.user_mss = mss;
-        Ok(())
-    }
-
-    /// `TCP_NODELAY`: turn Nagle's algorithm off (`true`) or on.
-    pub fn set_nodelay(&mut self, h: SocketHandle, nodelay: bool) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.nodelay = nodelay;
-        Ok(())
-    }
-
-    /// `SO_SNDBUF`: fixes the send buffer (Linux doubles the value and turns off send
-    /// buffer autotuning for the socket).
-    pub fn set_sndbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.set_sndbuf(bytes);
-        Ok(())
-    }
-
-    /// `SO_RCVBUF`: fixes the receive buffer (doubled, autotuning off), before connect.
-    pub fn set_rcvbuf(&mut self, h: SocketHandle, bytes: u32) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.set_rcvbuf(bytes);
-        Ok(())
-    }
-
-    /// `TCP_NOTSENT_LOWAT` (setsockopt): cap the unsent bytes this socket holds; 0
-    /// returns it to the sysctl `net.ipv4.tcp_notsent_lowat`. Re-evaluates
-    /// writability at once.
-    pub fn set_notsent_lowat(
-        &mut self,
-        now: Instant,
-        h: SocketHandle,
-        bytes: u32,
-    ) -> Result<(), SocketError> {
-        let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.set_notsent_lowat(ctx, bytes));
-        Ok(())
-    }
-
-    /// `IP_TOS` (`__ip_sock_set_tos`): the TOS byte of the connection's IPv4
-    /// packets, less the ECN bits, which TCP keeps; a change drops the cached route
-    /// (`sk_dst_reset`).
-    pub fn set_ip_tos(&mut self, h: SocketHandle, tos: u8) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.set_tos(tos);
-        Ok(())
-    }
-
-    /// `IP_MTU_DISCOVER`: one of `IP_PMTUDISC_DONT` (0) ..= `IP_PMTUDISC_OMIT` (5),
-    /// else `InvalidInput` (Linux's `EINVAL`). It decides DF on the connection's
-    /// IPv4 packets (`ip_dont_fragment`) and whether an ICMP MTU report shrinks
-    /// its MSS at once (`tcp_v4_mtu_reduced`).
-    pub fn set_pmtudisc(&mut self, h: SocketHandle, val: u8) -> Result<(), SocketError> {
-        if val > crate::tcp::pmtu::IP_PMTUDISC_OMIT {
-            return Err(SocketError::InvalidInput);
-        }
-        self.tcb_mut(h)?.pmtudisc = val;
-        Ok(())
-    }
-
-    /// `IP_MTU` (getsockopt): the MTU of the connection's route (`dst_mtu`).
-    pub fn path_mtu(&self, h: SocketHandle) -> Result<u32, SocketError> {
-        let t = self.tcb(h)?;
-        Ok(match t.dst.mtu {
-            0 => t.pmtu_cookie,
-            m => m,
-        })
-    }
-
-    /// `SO_ZEROCOPY`: whether sends with [`crate::SendFlags::zerocopy`] report their
-    /// completion on the error queue (`SOCK_ZEROCOPY`).
-    pub fn set_zerocopy(&mut self, h: SocketHandle, on: bool) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.errq.zerocopy = on;
-        Ok(())
-    }
-
-    /// `recvmsg(MSG_ERRQUEUE)` (`sock_dequeue_err_skb`): the oldest error-queue entry
-    /// (a `MSG_ZEROCOPY` completion: `origin` `SO_EE_ORIGIN_ZEROCOPY`, the ids
-    /// `info..=data`; or an `SO_TIMESTAMPING` report), or `None` when it is empty.
-    pub fn recv_errqueue(
-        &mut self,
-        h: SocketHandle,
-    ) -> Result<Option<crate::tcp::errqueue::ErrEntry>, SocketError> {
-        Ok(self.tcb_mut(h)?.errq.dequeue())
-    }
-
-    /// `SO_TIMESTAMPING` on a connection (`sock_set_timestamping`; `tcp/tstamp.rs`).
-    pub fn set_timestamping(&mut self, h: SocketHandle, flags: u32) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.set_timestamping(flags)
-    }
-
-    /// `SO_TIMESTAMPING` (getsockopt): the connection's `sk_tsflags`.
-    pub fn timestamping(&self, h: SocketHandle) -> Result<u32, SocketError> {
-        Ok(self.tcb(h)?.timestamping())
-    }
-
-    /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
-    /// peer's window stay closed to our probes, before the connection fails with
-    /// `ETIMEDOUT` (`icsk_user_timeout`, used by `tcp_write_timeout` and
-    /// `tcp_probe_timer`); zero restores the defaults (`tcp_retries2`).
-    pub fn set_user_timeout(
-        &mut self,
-        h: SocketHandle,
-        timeout: core::time::Duration,
-    ) -> Result<(), SocketError> {
-        if timeout.as_millis() > i32::MAX as u128 {
-            return Err(SocketError::InvalidInput);
-        }
-        self.tcb_mut(h)?.user_timeout = timeout;
-        Ok(())
-    }
-
-    /// `TCP_LINGER2` (`do_tcp_setsockopt`): negative aborts an orphan's FIN-WAIT-2,
-    /// 0 restores `tcp_fin_timeout`, seconds are capped at `TCP_FIN_TIMEOUT_MAX`
-    /// (120).
-    pub fn set_linger2(&mut self, h: SocketHandle, secs: i32) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.linger2 = crate::tcp::sockopt::linger2_from_user(secs);
-        Ok(())
-    }
-
-    /// `TCP_LINGER2` (getsockopt): -1, or the FIN-WAIT-2 time in seconds (the
-    /// sysctl's when unset).
-    pub fn linger2(&self, h: SocketHandle) -> Result<i32, SocketError> {
-        let v = self.tcb(h)?.linger2;
-        Ok(crate::tcp::sockopt::linger2_to_user(
-            v,
-            self.config().tcp_fin_timeout,
-        ))
-    }
-
-    /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
-    pub fn user_timeout(&self, h: SocketHandle) -> Result<core::time::Duration, SocketError> {
-        Ok(self.tcb(h)?.user_timeout)
-    }
-
-    /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.
-    pub fn notsent_lowat(&self, h: SocketHandle) -> Result<u32, SocketError> {
-        Ok(self.tcb(h)?.notsent_lowat)
-    }
-
-    /// `SO_MAX_PACING_RATE` in bytes per second; like Linux, setting it makes TCP pace
-    /// the socket itself (`SK_PACING_NEEDED`).
-    pub fn set_max_pacing_rate(
-        &mut self,
-        h: SocketHandle,
-        bytes_per_sec: u64,
-    ) -> Result<(), SocketError> {
-        let t = self.tcb_mut(h)?;
-        t.max_pacing_rate = bytes_per_sec;
-        t.pacing_needed = true;
-        Ok(())
-    }
-
-    /// `SO_KEEPALIVE` with `TCP_KEEPIDLE`/`TCP_KEEPINTVL`/`TCP_KEEPCNT` on a
-    /// connection, with Linux's effect on a running keepalive timer (see
-    /// [`crate::tcp::keepalive`]). Out-of-range values are
-    /// [`SocketError::InvalidInput`] (`EINVAL`).
-    pub fn set_keepalive(
-        &mut self,
-        now: Instant,
-        h: SocketHandle,
-        ka: Keepalive,
-    ) -> Result<(), SocketError> {
-        if !keepalive_in_range(&ka) {
-            return Err(SocketError::InvalidInput);
-        }
-        let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.set_keepalive(ctx, ka));
-        Ok(())
-    }
-
-    /// The connection's keepalive settings as set (`None`: the sysctl applies).
-    pub fn keepalive(&self, h: SocketHandle) -> Result<Keepalive, SocketError> {
-        Ok(self.tcb(h)?.keepalive)
-    }
-
-    /// `TCP_CONGESTION` (setsockopt): `ENOENT`-like [`SocketError::InvalidInput`] for
-    /// an unknown name; `EPERM` when the connection's route locks its congestion
-    /// control (`ip route ... congctl lock NAME`, `icsk_ca_dst_locked`).
-    pub fn set_congestion(&mut self, h: SocketHandle, name: &str) -> Result<(), SocketError> {
-        let cc = crate::tcp::cong::by_name_cfg(name, &self.cfg).ok_or(SocketError::InvalidInput)?;
-        let tcb = self.tcb_mut(h)?;
-        if tcb.ca_dst_locked {
-            return Err(SocketError::PermissionDenied);
-        }
-        tcb.cc = cc;
-        Ok(())
     }
 
     /// `ip route add|change|replace`: the route of `route.dst/route.prefix_len` and
@@ -322,27 +51,6 @@ impl Stack {
     /// The routes and learned path MTUs.
     pub fn routes(&self) -> &crate::route::RouteTable {
         &self.routes
-    }
-
-    /// `TCP_CONGESTION` (getsockopt).
-    pub fn congestion(&self, h: SocketHandle) -> Result<&'static str, SocketError> {
-        Ok(self.tcb(h)?.cc.name())
-    }
-
-    /// What `tcp_poll` and the ioctls read.
-    pub fn status(&self, h: SocketHandle) -> Result<SockStatus, SocketError> {
-        Ok(self.tcb(h)?.status(&self.cfg))
-    }
-
-    /// `tcp_poll` saw no space: the next freed space wakes the socket.
-    pub fn mark_nospace(&mut self, h: SocketHandle) -> Result<(), SocketError> {
-        self.tcb_mut(h)?.mark_nospace();
-        Ok(())
-    }
-
-    /// Connections waiting in a listener's accept queue.
-    pub fn accept_queue_len(&mut self, h: SocketHandle) -> Result<usize, SocketError> {
-        Ok(self.listener_mut(h)?.accept_queue.len())
     }
 
     /// Declares that the device frees each packet as soon as it takes it, as tun
@@ -402,6 +110,306 @@ impl Stack {
     /// Whether `h` is a listener.
     pub fn is_listener(&self, h: SocketHandle) -> bool {
         matches!(self.slot_sock(h), Ok(Sock::Listener(_)))
+    }
+
+    /// The socket `h`, to set its options (`setsockopt(2)` and the calls beside
+    /// it): `stack.socket(h).set_nodelay(true)`. Each call reports a handle that
+    /// is no longer valid ([`SocketError::BadHandle`]) or of the wrong kind.
+    pub fn socket(&mut self, h: SocketHandle) -> SocketMut<'_> {
+        SocketMut { stack: self, h }
+    }
+
+    /// The socket `h`, to read its options (`getsockopt(2)`) and what `tcp_poll`
+    /// and `tcp_ioctl` read.
+    pub fn socket_ref(&self, h: SocketHandle) -> SocketRef<'_> {
+        SocketRef { stack: self, h }
+    }
+}
+
+/// One socket of a [`Stack`], to change ([`Stack::socket`]): its options, with
+/// Linux's side effects (`do_tcp_setsockopt`, `sock_setsockopt`,
+/// `do_ip_setsockopt`), and the calls of the POSIX layer on it.
+pub struct SocketMut<'a> {
+    pub(super) stack: &'a mut Stack,
+    pub(super) h: SocketHandle,
+}
+
+/// One socket of a [`Stack`], to read ([`Stack::socket_ref`]): `getsockopt(2)`
+/// and the state `tcp_poll` and the ioctls read.
+#[derive(Clone, Copy)]
+pub struct SocketRef<'a> {
+    pub(super) stack: &'a Stack,
+    pub(super) h: SocketHandle,
+}
+
+impl SocketMut<'_> {
+    /// Replaces the options a listener's future children inherit.
+    pub fn set_listener_options(&mut self, opts: &SockOptions) -> Result<(), SocketError> {
+        self.stack.listener_mut(self.h)?.opts = opts.clone();
+        Ok(())
+    }
+
+    /// `TCP_CORK`; clearing it sends what it held.
+    pub fn set_cork(&mut self, now: Instant, on: bool) -> Result<(), SocketError> {
+        let index = self.stack.user_slot(self.h)?;
+        self.stack
+            .with_tcb(now, index, |tcb, ctx| tcb.set_cork(ctx, on));
+        Ok(())
+    }
+
+    /// `TCP_NODELAY` with Linux's side effect: turning it on pushes pending data.
+    pub fn set_nodelay_push(&mut self, now: Instant, on: bool) -> Result<(), SocketError> {
+        let index = self.stack.user_slot(self.h)?;
+        self.stack
+            .with_tcb(now, index, |tcb, ctx| tcb.set_nodelay(ctx, on));
+        Ok(())
+    }
+
+    /// `TCP_SYNCNT` (`tcp_sock_set_syncnt`): SYN retransmissions before giving up,
+    /// 1..=127 (`MAX_TCP_SYNCNT`).
+    pub fn set_syn_retries(&mut self, n: u8) -> Result<(), SocketError> {
+        if !(1..=MAX_TCP_SYNCNT).contains(&n) {
+            return Err(SocketError::InvalidInput);
+        }
+        self.stack.tcb_mut(self.h)?.syn_retries = n;
+        Ok(())
+    }
+
+    /// `TCP_QUICKACK` (`__tcp_sock_set_quickack`): 0 enters pingpong mode; other
+    /// values leave it, sending an owed ACK (`tcp/delack.rs`).
+    pub fn set_quickack(&mut self, now: Instant, val: i32) -> Result<(), SocketError> {
+        let index = self.stack.user_slot(self.h)?;
+        self.stack
+            .with_tcb(now, index, |tcb, ctx| tcb.set_quickack(ctx, val));
+        Ok(())
+    }
+
+    /// A writer starts (`waiting`) or stops waiting for this connection to be
+    /// established with data to send (`sk_write_pending`, as
+    /// `sk_stream_wait_connect` and a Fast Open `inet_wait_for_connect` count it):
+    /// while one waits, the ACK of the SYN-ACK is saved for its data to carry.
+    pub fn set_write_pending(&mut self, waiting: bool) -> Result<(), SocketError> {
+        let tcb = self.stack.tcb_mut(self.h)?;
+        tcb.write_pending = if waiting {
+            tcb.write_pending.saturating_add(1)
+        } else {
+            tcb.write_pending.saturating_sub(1)
+        };
+        Ok(())
+    }
+
+    /// `TCP_MAXSEG` (setsockopt) on a connection: kept as `user_mss`.
+    pub fn set_user_mss(&mut self, mss: u32) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.user_mss = mss;
+        Ok(())
+    }
+
+    /// `TCP_NODELAY`: turn Nagle's algorithm off (`true`) or on.
+    pub fn set_nodelay(&mut self, nodelay: bool) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.nodelay = nodelay;
+        Ok(())
+    }
+
+    /// `SO_SNDBUF`: fixes the send buffer (Linux doubles the value and turns off send
+    /// buffer autotuning for the socket).
+    pub fn set_sndbuf(&mut self, bytes: u32) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.set_sndbuf(bytes);
+        Ok(())
+    }
+
+    /// `SO_RCVBUF`: fixes the receive buffer (doubled, autotuning off), before connect.
+    pub fn set_rcvbuf(&mut self, bytes: u32) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.set_rcvbuf(bytes);
+        Ok(())
+    }
+
+    /// `TCP_NOTSENT_LOWAT` (setsockopt): cap the unsent bytes this socket holds; 0
+    /// returns it to the sysctl `net.ipv4.tcp_notsent_lowat`. Re-evaluates
+    /// writability at once.
+    pub fn set_notsent_lowat(&mut self, now: Instant, bytes: u32) -> Result<(), SocketError> {
+        let index = self.stack.user_slot(self.h)?;
+        self.stack
+            .with_tcb(now, index, |tcb, ctx| tcb.set_notsent_lowat(ctx, bytes));
+        Ok(())
+    }
+
+    /// `IP_TOS` (`__ip_sock_set_tos`): the TOS byte of the connection's IPv4
+    /// packets, less the ECN bits, which TCP keeps; a change drops the cached route
+    /// (`sk_dst_reset`).
+    pub fn set_ip_tos(&mut self, tos: u8) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.set_tos(tos);
+        Ok(())
+    }
+
+    /// `IP_MTU_DISCOVER`: one of `IP_PMTUDISC_DONT` (0) ..= `IP_PMTUDISC_OMIT` (5),
+    /// else `InvalidInput` (Linux's `EINVAL`). It decides DF on the connection's
+    /// IPv4 packets (`ip_dont_fragment`) and whether an ICMP MTU report shrinks
+    /// its MSS at once (`tcp_v4_mtu_reduced`).
+    pub fn set_pmtudisc(&mut self, val: u8) -> Result<(), SocketError> {
+        if val > crate::tcp::pmtu::IP_PMTUDISC_OMIT {
+            return Err(SocketError::InvalidInput);
+        }
+        self.stack.tcb_mut(self.h)?.pmtudisc = val;
+        Ok(())
+    }
+
+    /// `SO_ZEROCOPY`: whether sends with [`crate::SendFlags::zerocopy`] report their
+    /// completion on the error queue (`SOCK_ZEROCOPY`).
+    pub fn set_zerocopy(&mut self, on: bool) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.errq.zerocopy = on;
+        Ok(())
+    }
+
+    /// `recvmsg(MSG_ERRQUEUE)` (`sock_dequeue_err_skb`): the oldest error-queue entry
+    /// (a `MSG_ZEROCOPY` completion: `origin` `SO_EE_ORIGIN_ZEROCOPY`, the ids
+    /// `info..=data`; or an `SO_TIMESTAMPING` report), or `None` when it is empty.
+    pub fn recv_errqueue(&mut self) -> Result<Option<crate::tcp::errqueue::ErrEntry>, SocketError> {
+        Ok(self.stack.tcb_mut(self.h)?.errq.dequeue())
+    }
+
+    /// `SO_TIMESTAMPING` on a connection (`sock_set_timestamping`; `tcp/tstamp.rs`).
+    pub fn set_timestamping(&mut self, flags: u32) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.set_timestamping(flags)
+    }
+
+    /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
+    /// peer's window stay closed to our probes, before the connection fails with
+    /// `ETIMEDOUT` (`icsk_user_timeout`, used by `tcp_write_timeout` and
+    /// `tcp_probe_timer`); zero restores the defaults (`tcp_retries2`).
+    pub fn set_user_timeout(&mut self, timeout: core::time::Duration) -> Result<(), SocketError> {
+        if timeout.as_millis() > i32::MAX as u128 {
+            return Err(SocketError::InvalidInput);
+        }
+        self.stack.tcb_mut(self.h)?.user_timeout = timeout;
+        Ok(())
+    }
+
+    /// `TCP_LINGER2` (`do_tcp_setsockopt`): negative aborts an orphan's FIN-WAIT-2,
+    /// 0 restores `tcp_fin_timeout`, seconds are capped at `TCP_FIN_TIMEOUT_MAX`
+    /// (120).
+    pub fn set_linger2(&mut self, secs: i32) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.linger2 = crate::tcp::sockopt::linger2_from_user(secs);
+        Ok(())
+    }
+
+    /// `SO_MAX_PACING_RATE` in bytes per second; like Linux, setting it makes TCP pace
+    /// the socket itself (`SK_PACING_NEEDED`).
+    pub fn set_max_pacing_rate(&mut self, bytes_per_sec: u64) -> Result<(), SocketError> {
+        let t = self.stack.tcb_mut(self.h)?;
+        t.max_pacing_rate = bytes_per_sec;
+        t.pacing_needed = true;
+        Ok(())
+    }
+
+    /// `SO_KEEPALIVE` with `TCP_KEEPIDLE`/`TCP_KEEPINTVL`/`TCP_KEEPCNT` on a
+    /// connection, with Linux's effect on a running keepalive timer (see
+    /// [`crate::tcp::keepalive`]). Out-of-range values are
+    /// [`SocketError::InvalidInput`] (`EINVAL`).
+    pub fn set_keepalive(&mut self, now: Instant, ka: Keepalive) -> Result<(), SocketError> {
+        if !keepalive_in_range(&ka) {
+            return Err(SocketError::InvalidInput);
+        }
+        let index = self.stack.user_slot(self.h)?;
+        self.stack
+            .with_tcb(now, index, |tcb, ctx| tcb.set_keepalive(ctx, ka));
+        Ok(())
+    }
+
+    /// `TCP_CONGESTION` (setsockopt): `ENOENT`-like [`SocketError::InvalidInput`] for
+    /// an unknown name; `EPERM` when the connection's route locks its congestion
+    /// control (`ip route ... congctl lock NAME`, `icsk_ca_dst_locked`).
+    pub fn set_congestion(&mut self, name: &str) -> Result<(), SocketError> {
+        let cc = crate::tcp::cong::by_name_cfg(name, &self.stack.cfg)
+            .ok_or(SocketError::InvalidInput)?;
+        let tcb = self.stack.tcb_mut(self.h)?;
+        if tcb.ca_dst_locked {
+            return Err(SocketError::PermissionDenied);
+        }
+        tcb.cc = cc;
+        Ok(())
+    }
+
+    /// `tcp_poll` saw no space: the next freed space wakes the socket.
+    pub fn mark_nospace(&mut self) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.mark_nospace();
+        Ok(())
+    }
+}
+
+impl SocketRef<'_> {
+    /// `TCP_SYNCNT` (getsockopt): the socket's own value, else `tcp_syn_retries`.
+    pub fn syn_retries(&self) -> Result<u8, SocketError> {
+        Ok(match self.stack.tcb(self.h)?.syn_retries {
+            0 => self.stack.config().tcp_syn_retries,
+            n => n,
+        })
+    }
+
+    /// `TCP_QUICKACK` (getsockopt): 1 unless in pingpong mode.
+    pub fn quickack(&self) -> Result<bool, SocketError> {
+        Ok(self.stack.tcb(self.h)?.quickack())
+    }
+
+    /// `TCP_MAXSEG` (getsockopt).
+    pub fn maxseg(&self) -> Result<u32, SocketError> {
+        Ok(self.stack.tcb(self.h)?.maxseg())
+    }
+
+    /// `IP_MTU` (getsockopt): the MTU of the connection's route (`dst_mtu`).
+    pub fn path_mtu(&self) -> Result<u32, SocketError> {
+        let t = self.stack.tcb(self.h)?;
+        Ok(match t.dst.mtu {
+            0 => t.pmtu_cookie,
+            m => m,
+        })
+    }
+
+    /// `SO_TIMESTAMPING` (getsockopt): the connection's `sk_tsflags`.
+    pub fn timestamping(&self) -> Result<u32, SocketError> {
+        Ok(self.stack.tcb(self.h)?.timestamping())
+    }
+
+    /// `TCP_LINGER2` (getsockopt): -1, or the FIN-WAIT-2 time in seconds (the
+    /// sysctl's when unset).
+    pub fn linger2(&self) -> Result<i32, SocketError> {
+        let v = self.stack.tcb(self.h)?.linger2;
+        Ok(crate::tcp::sockopt::linger2_to_user(
+            v,
+            self.stack.config().tcp_fin_timeout,
+        ))
+    }
+
+    /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
+    pub fn user_timeout(&self) -> Result<core::time::Duration, SocketError> {
+        Ok(self.stack.tcb(self.h)?.user_timeout)
+    }
+
+    /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.
+    pub fn notsent_lowat(&self) -> Result<u32, SocketError> {
+        Ok(self.stack.tcb(self.h)?.notsent_lowat)
+    }
+
+    /// The connection's keepalive settings as set (`None`: the sysctl applies).
+    pub fn keepalive(&self) -> Result<Keepalive, SocketError> {
+        Ok(self.stack.tcb(self.h)?.keepalive)
+    }
+
+    /// `TCP_CONGESTION` (getsockopt).
+    pub fn congestion(&self) -> Result<&'static str, SocketError> {
+        Ok(self.stack.tcb(self.h)?.cc.name())
+    }
+
+    /// What `tcp_poll` and the ioctls read.
+    pub fn status(&self) -> Result<SockStatus, SocketError> {
+        Ok(self.stack.tcb(self.h)?.status(&self.stack.cfg))
+    }
+
+    /// Connections waiting in a listener's accept queue.
+    pub fn accept_queue_len(&self) -> Result<usize, SocketError> {
+        match self.stack.slot_sock(self.h)? {
+            Sock::Listener(l) => Ok(l.accept_queue.len()),
+            _ => Err(SocketError::InvalidInput),
+        }
     }
 }
 

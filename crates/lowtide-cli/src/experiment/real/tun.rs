@@ -178,7 +178,10 @@ fn drive(rt: &mut Runtime, run: &StackRun) -> Result<StackOutcome, String> {
         let now = rt.now();
         let h = (rt.stack().connect(now, from, to)).map_err(|e| format!("connect: {e}"))?;
         if let Some(b) = run.sndbuf {
-            rt.stack().set_sndbuf(h, b).map_err(|e| e.to_string())?;
+            rt.stack()
+                .socket(h)
+                .set_sndbuf(b)
+                .map_err(|e| e.to_string())?;
         }
         flows.push(Flow {
             h,

@@ -159,7 +159,11 @@ fn zerocopy_syn_data_completes_on_the_error_queue() {
     let tx = st.poll_transmit(Instant::ZERO).expect("SYN");
     let (syn, _) = TcpRepr::parse(&tx.packet[20..]).unwrap();
     synack(&mut st, h, &syn, 0, Some(&[7; 8]));
-    assert_eq!(st.recv_errqueue(h).unwrap(), None, "the id was given back");
+    assert_eq!(
+        st.socket(h).recv_errqueue().unwrap(),
+        None,
+        "the id was given back"
+    );
     while st.poll_transmit(Instant::ZERO).is_some() {}
     let (h2, n) = st
         .connect_fastopen(Instant::ZERO, me(), peer(), &zc, Some(&[1; 500]), true)
@@ -167,9 +171,17 @@ fn zerocopy_syn_data_completes_on_the_error_queue() {
     assert_eq!(n, 500);
     let tx = st.poll_transmit(Instant::ZERO).expect("SYN with data");
     let (syn, _) = TcpRepr::parse(&tx.packet[20..]).unwrap();
-    assert_eq!(st.recv_errqueue(h2).unwrap(), None, "not acknowledged yet");
+    assert_eq!(
+        st.socket(h2).recv_errqueue().unwrap(),
+        None,
+        "not acknowledged yet"
+    );
     synack(&mut st, h2, &syn, 500, None);
-    let e = st.recv_errqueue(h2).unwrap().expect("the completion");
+    let e = st
+        .socket(h2)
+        .recv_errqueue()
+        .unwrap()
+        .expect("the completion");
     let ee = e.ee;
     assert_eq!(
         (ee.origin, ee.code, ee.info, ee.data),
@@ -180,5 +192,5 @@ fn zerocopy_syn_data_completes_on_the_error_queue() {
             0
         )
     );
-    assert_eq!(st.recv_errqueue(h2).unwrap(), None);
+    assert_eq!(st.socket(h2).recv_errqueue().unwrap(), None);
 }

@@ -133,7 +133,7 @@ mod listen_and_syn {
             p.filter = Some(Box::new(|_, _| Verdict::Drop));
             let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
             if let Some(n) = syncnt {
-                p.a.set_syn_retries(c, n).unwrap();
+                p.a.socket(c).set_syn_retries(n).unwrap();
             }
             let start = p.now;
             let mut failed_at = None;

@@ -268,7 +268,7 @@ mod established {
     fn ack_older_than_the_window_gets_challenge_ack() {
         let (mut p, c, s) = warm();
         // B's window stays at 100 KB (autotuning would grow it past 290 KB).
-        p.b.set_rcvbuf(s, 100_000).unwrap();
+        p.b.socket(s).set_rcvbuf(100_000).unwrap();
         let d = pattern(300_000, 1);
         assert_eq!(send_all(&mut p, true, c, s, &d), d);
         p.drive_for(Duration::from_millis(300));
@@ -639,7 +639,7 @@ mod acks {
     fn nagle_coalesces_small_writes_unless_nodelay() {
         for nodelay in [false, true] {
             let (mut p, c, s) = establish(Config::default());
-            p.a.set_nodelay(c, nodelay).unwrap();
+            p.a.socket(c).set_nodelay(nodelay).unwrap();
             let mark = p.wire.len();
             for i in 0..10u8 {
                 p.a.send(p.now, c, &[i; 10]).unwrap();

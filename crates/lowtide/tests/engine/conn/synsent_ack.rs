@@ -101,7 +101,7 @@ fn without_a_waiting_writer_the_ack_goes_at_once_and_data_is_quick_acked() {
 fn a_waiting_writer_saves_the_ack_for_its_data_and_enters_pingpong() {
     let mut st = stack();
     let (h, isn) = open(&mut st, &SockOptions::default());
-    st.set_write_pending(h, true).unwrap();
+    st.socket(h).set_write_pending(true).unwrap();
     synack(&mut st, h, isn, at(20));
     assert_eq!(sent(&mut st, isn, at(20)), vec![], "the ACK is saved");
     assert_eq!(
@@ -110,7 +110,7 @@ fn a_waiting_writer_saves_the_ack_for_its_data_and_enters_pingpong() {
         "the delayed-ACK timer runs for TCP_DELACK_MAX"
     );
     // The writer wakes and writes: its data carries the ACK.
-    st.set_write_pending(h, false).unwrap();
+    st.socket(h).set_write_pending(false).unwrap();
     st.send(at(20), h, &[1; 1000]).unwrap();
     assert_eq!(sent(&mut st, isn, at(20)), vec![(1, 1000, 1)]);
     // Data sent within ato (TCP_ATO_MIN after tcp_enter_quickack_mode) of the
@@ -125,7 +125,7 @@ fn a_waiting_writer_saves_the_ack_for_its_data_and_enters_pingpong() {
 fn the_saved_ack_goes_when_the_timer_fires() {
     let mut st = stack();
     let (h, isn) = open(&mut st, &SockOptions::default());
-    st.set_write_pending(h, true).unwrap();
+    st.socket(h).set_write_pending(true).unwrap();
     synack(&mut st, h, isn, at(20));
     assert_eq!(sent(&mut st, isn, at(20)), vec![]);
     st.handle_timeout(at(220));
@@ -140,11 +140,11 @@ fn quickack_zero_before_connect_saves_the_ack_too() {
         ..SockOptions::default()
     };
     let (h, isn) = open(&mut st, &opts);
-    assert!(!st.quickack(h).unwrap());
+    assert!(!st.socket_ref(h).quickack().unwrap());
     synack(&mut st, h, isn, at(20));
     assert_eq!(sent(&mut st, isn, at(20)), vec![]);
     // tcp_enter_quickack_mode left pingpong mode.
-    assert!(st.quickack(h).unwrap());
+    assert!(st.socket_ref(h).quickack().unwrap());
 }
 
 #[test]
@@ -153,8 +153,8 @@ fn quickack_on_sends_an_owed_ack_and_an_even_value_returns_to_pingpong() {
     let (h, isn) = open(&mut st, &SockOptions::default());
     synack(&mut st, h, isn, at(20));
     sent(&mut st, isn, at(20));
-    st.set_quickack(at(20), h, 0).unwrap();
-    assert!(!st.quickack(h).unwrap());
+    st.socket(h).set_quickack(at(20), 0).unwrap();
+    assert!(!st.socket_ref(h).quickack().unwrap());
     peer_data(&mut st, h, isn, 0, at(40));
     assert_eq!(
         sent(&mut st, isn, at(40)),
@@ -167,13 +167,16 @@ fn quickack_on_sends_an_owed_ack_and_an_even_value_returns_to_pingpong() {
     assert_eq!(sent(&mut st, isn, at(41)), vec![]);
     // tcp_cleanup_rbuf sends it only once the receive queue is empty
     // (sk_rmem_alloc 0), as it now is.
-    st.set_quickack(at(41), h, 2).unwrap();
+    st.socket(h).set_quickack(at(41), 2).unwrap();
     assert_eq!(sent(&mut st, isn, at(41)), vec![(1, 0, 101)]);
-    assert!(!st.quickack(h).unwrap(), "2 is even: back in pingpong mode");
+    assert!(
+        !st.socket_ref(h).quickack().unwrap(),
+        "2 is even: back in pingpong mode"
+    );
     // Without an owed ACK nothing is sent, and 1 leaves pingpong mode for good.
-    st.set_quickack(at(42), h, 1).unwrap();
+    st.socket(h).set_quickack(at(42), 1).unwrap();
     assert_eq!(sent(&mut st, isn, at(42)), vec![]);
-    assert!(st.quickack(h).unwrap());
+    assert!(st.socket_ref(h).quickack().unwrap());
 }
 
 /// tcp_rcv_synsent_state_process's PAWS test: a SYN-ACK whose TSecr echoes no time

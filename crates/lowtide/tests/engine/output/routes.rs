@@ -101,13 +101,13 @@ fn rto_min_quickack_and_a_locked_congctl() {
     let info = p.a.info(p.now, a).unwrap();
     // RTT 20 ms, RTTVAR 10 ms: RTO = 20 + max(4 * 10, 50) ms, not 20 + 200 ms.
     assert_eq!(info.rto, 70_000);
-    assert_eq!(p.a.congestion(a), Ok("reno"));
+    assert_eq!(p.a.socket_ref(a).congestion(), Ok("reno"));
     assert_eq!(
-        p.a.set_congestion(a, "cubic"),
+        p.a.socket(a).set_congestion("cubic"),
         Err(SocketError::PermissionDenied)
     );
     // B's route has no metrics: its choice stays its own.
-    assert_eq!(p.b.set_congestion(b, "reno"), Ok(()));
+    assert_eq!(p.b.socket(b).set_congestion("reno"), Ok(()));
     // quickack: A acknowledges each of B's segments at once, never delaying.
     p.record = true;
     let from = p.wire.len();

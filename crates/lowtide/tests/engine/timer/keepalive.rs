@@ -24,7 +24,7 @@ fn pair_with(k: Keepalive) -> (Pair, SocketHandle, SocketHandle) {
     let (mut p, c, s) = establish(Config::default());
     p.record = true;
     p.wire.clear(); // the handshake
-    p.a.set_keepalive(p.now, c, k).unwrap();
+    p.a.socket(c).set_keepalive(p.now, k).unwrap();
     (p, c, s)
 }
 
@@ -92,7 +92,9 @@ fn unanswered_probes_reset_after_keepcnt() {
 #[test]
 fn user_timeout_replaces_the_probe_count() {
     let (mut p, c, _s) = pair_with(ka(10, 2, 9));
-    p.a.set_user_timeout(c, Duration::from_secs(13)).unwrap();
+    p.a.socket(c)
+        .set_user_timeout(Duration::from_secs(13))
+        .unwrap();
     let t0 = p.now.saturating_since(lowtide::Instant::ZERO);
     p.filter = Some(Box::new(|d, _| match d {
         Dir::AtoB => Verdict::Drop,
@@ -113,7 +115,9 @@ fn no_probe_while_data_is_in_flight_and_none_when_off() {
     assert_eq!(send_all(&mut p, true, c, s, &data), data);
     assert_eq!(p.a.counters().get(Mib::TcpExtTCPKeepAlive), 0);
     // Turned off, the timer stops.
-    p.a.set_keepalive(p.now, c, Keepalive::default()).unwrap();
+    p.a.socket(c)
+        .set_keepalive(p.now, Keepalive::default())
+        .unwrap();
     p.drive_for(Duration::from_secs(60));
     assert_eq!(p.a.counters().get(Mib::TcpExtTCPKeepAlive), 0);
 }
@@ -129,12 +133,14 @@ fn out_of_range_settings_are_refused() {
         ka(1, 1, 128),
     ] {
         assert_eq!(
-            p.a.set_keepalive(p.now, c, bad),
+            p.a.socket(c).set_keepalive(p.now, bad),
             Err(SocketError::InvalidInput)
         );
     }
     let n = p.now;
-    p.a.set_keepalive(n, c, ka(32767, 32767, 127)).unwrap();
+    p.a.socket(c)
+        .set_keepalive(n, ka(32767, 32767, 127))
+        .unwrap();
 }
 
 impl Pair {

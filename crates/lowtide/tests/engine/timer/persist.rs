@@ -77,8 +77,8 @@ fn answered_probes_keep_the_connection_open() {
 #[test]
 fn user_timeout_bounds_a_closed_window() {
     let (mut p, c, _s) = zero_window(Config::default());
-    p.a.set_user_timeout(c, secs(30)).unwrap();
-    assert_eq!(p.a.user_timeout(c), Ok(secs(30)));
+    p.a.socket(c).set_user_timeout(secs(30)).unwrap();
+    assert_eq!(p.a.socket_ref(c).user_timeout(), Ok(secs(30)));
     let start = p.now;
     p.drive_until(secs(600), |p| failed(p, c));
     assert!(timed_out(&p, c));
@@ -91,7 +91,7 @@ fn user_timeout_bounds_a_closed_window() {
 #[test]
 fn user_timeout_bounds_retransmissions() {
     let (mut p, c, _s) = establish(Config::default());
-    p.a.set_user_timeout(c, secs(5)).unwrap();
+    p.a.socket(c).set_user_timeout(secs(5)).unwrap();
     p.filter = Some(Box::new(|_, _| Verdict::Drop));
     p.a.send(p.now, c, &pattern(10_000, 2)).unwrap();
     let start = p.now;

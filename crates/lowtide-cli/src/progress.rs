@@ -6,7 +6,7 @@
 //! run's state, so a display never changes a result.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use lowtide_sim::experiment::{ProgressSink, RunRecord, RunSpec};
+use lowtide_lab::{ProgressSink, RunRecord, RunSpec};
 use lowtide_sim::{ProgressHook, RunProgress};
 use std::collections::HashMap;
 use std::io::IsTerminal;

@@ -29,7 +29,6 @@
 pub mod app;
 pub mod cpu;
 mod device;
-pub mod experiment;
 pub mod host;
 pub mod intervals;
 pub mod network;

@@ -412,6 +412,28 @@ impl TunDevice {
     }
 }
 
+/// Opens (or attaches to) a TUN device and, with an address, configures it and
+/// brings it up.
+pub fn open_device(
+    name: &str,
+    offload: Offload,
+    addr: Option<(Ipv4Addr, u8)>,
+) -> Result<TunDevice, String> {
+    let dev = TunDevice::open(name, offload).map_err(|e| format!("TUN device {name}: {e}"))?;
+    if let Some(addr) = addr {
+        configure(&dev, addr)?;
+    }
+    Ok(dev)
+}
+
+/// Gives the kernel's side of `dev` its address and brings the device up.
+pub fn configure(dev: &TunDevice, (a, len): (Ipv4Addr, u8)) -> Result<(), String> {
+    let name = dev.name();
+    dev.set_ipv4(a, len)
+        .map_err(|e| format!("{name}: setting {a}/{len}: {e}"))?;
+    dev.set_up().map_err(|e| format!("{name}: link up: {e}"))
+}
+
 impl AsRawFd for TunDevice {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()

@@ -1,5 +1,5 @@
 //! The sender's CPU cost per packet on this machine, for the simulator's CPU model
-//! (lowtide_sim::experiment::cpu): time spent in host A's `handle_packet` per ACK
+//! (lowtide_sim::cpu): time spent in host A's `handle_packet` per ACK
 //! and in its `poll_transmit` per packet sent, one bulk flow over an ideal 10 ms
 //! path without loss (the ACK path without SACK work; `sack.rs` measures that part).
 //!

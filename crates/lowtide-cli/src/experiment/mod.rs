@@ -1,20 +1,16 @@
 //! `lowtide experiment`: the five seed experiments in the simulator, a report
 //! (markdown and plots) and results.json; shards of a plan and their merge.
 //!
-//! The plans and the runs live in `lowtide_sim::experiment`; this module parses the
-//! command, shows progress, writes the files and renders them. Rendering reads only
-//! the results file, so a merged sweep renders as a single run does.
-
-mod plot;
-mod provenance;
-mod real;
-mod report;
-mod stats;
+//! The plans, the runs (simulator and real path) and the renderer live in
+//! `lowtide_lab`; this module parses the command, shows progress and writes the
+//! files. Rendering reads only the results file, so a merged sweep renders as a
+//! single run does.
 
 use crate::{run_failure, usage_error};
 use clap::Args;
-use lowtide_sim::experiment::{
-    merge, plan, run_specs, Experiment, NoProgress, ProgressSink, ResultsFile, Scale, Shard,
+use lowtide_lab::{
+    merge, plan, plot, provenance, real, report, run_specs, Experiment, NoProgress, ProgressSink,
+    ResultsFile, Scale, Shard,
 };
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -188,7 +184,7 @@ fn run_real(args: &ExperimentArgs, exps: &[Experiment], prov: &provenance::Prove
     if let Err(e) = write_outputs(&args.out, &sim, Some(&real), &prov) {
         return run_failure(&format!("experiment: {e}"));
     }
-    let failed: Vec<&real::RealCheck> = fresh.checks.iter().filter(|c| !c.pass).collect();
+    let failed: Vec<&lowtide_lab::Check> = fresh.checks.iter().filter(|c| !c.pass).collect();
     if args.json {
         let v = serde_json::json!({
             "out": args.out,

@@ -4,7 +4,7 @@
 //! which .ci/run installs); without the font no plot is drawn and the report says
 //! so.
 
-use lowtide_sim::experiment::{Experiment, ResultsFile, RunRecord};
+use crate::{Experiment, ResultsFile, RunRecord};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};

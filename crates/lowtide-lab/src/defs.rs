@@ -6,10 +6,10 @@
 //! published figure.
 
 use super::{Experiment, RunSpec, Scale};
-use crate::cpu::CpuModel;
-use crate::timeseries::TimeseriesConfig;
-use crate::{Scenario, Workload};
 use lowtide_link::LinkConfig;
+use lowtide_sim::cpu::CpuModel;
+use lowtide_sim::timeseries::TimeseriesConfig;
+use lowtide_sim::{Scenario, Workload};
 
 const GBIT: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
@@ -288,7 +288,7 @@ fn plural(n: u32) -> &'static str {
 
 /// E4 (seed 003): 150 ms RTT, 1 % loss on the data path, receiver without GRO, BBR,
 /// a receive buffer that never limits the sender ([`E4_RCVBUF`]), host A's CPU
-/// modeled (`crate::cpu`); list vs
+/// modeled (`lowtide_sim::cpu`); list vs
 /// tree, 10 runs x 30 s on 10 Gbit/s; then a sweep of link rates (so of packets in
 /// flight), one run each.
 fn e4(b: &mut Builder) {

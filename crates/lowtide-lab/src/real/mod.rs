@@ -10,7 +10,7 @@ pub mod plot;
 pub mod report;
 pub mod tun;
 
-use lowtide_sim::experiment::Experiment;
+use crate::{Check, Experiment};
 use serde::{Deserialize, Serialize};
 
 /// Version of the `"real"` section's layout.
@@ -75,19 +75,6 @@ pub struct RealRun {
     pub series: Vec<(f64, f64)>,
 }
 
-/// One checked direction of the real path.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RealCheck {
-    /// Which experiment.
-    pub experiment: Experiment,
-    /// The claim.
-    pub claim: String,
-    /// The figures behind it.
-    pub detail: String,
-    /// Whether it holds.
-    pub pass: bool,
-}
-
 /// The `"real"` section of results.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RealResults {
@@ -104,7 +91,7 @@ pub struct RealResults {
     /// The runs.
     pub runs: Vec<RealRun>,
     /// The checked directions.
-    pub checks: Vec<RealCheck>,
+    pub checks: Vec<Check>,
 }
 
 impl RealResults {

@@ -2,7 +2,7 @@
 //! cells of each seed figure, a table of the real runs, and what to keep in mind.
 
 use super::{RealResults, RealRun, Side};
-use lowtide_sim::experiment::Experiment;
+use crate::Experiment;
 use std::fmt::Write;
 
 fn num(x: f64) -> String {
@@ -62,7 +62,7 @@ fn agg(
 
 /// "mean (min-max)" of the repetitions, the value alone for one.
 fn spread(xs: &[f64]) -> Option<String> {
-    let sm = super::super::stats::summary(xs)?;
+    let sm = crate::stats::summary(xs)?;
     Some(match sm.n {
         1 => num(sm.mean),
         _ => format!("{} ({}-{})", num(sm.mean), num(sm.min), num(sm.max)),
@@ -400,23 +400,9 @@ fn differences(real: &RealResults, e: Experiment) -> Vec<String> {
 
 /// The real-path checks, after the simulator's.
 pub fn checks(s: &mut String, real: Option<&RealResults>) {
-    let Some(real) = real.filter(|r| !r.checks.is_empty()) else {
-        return;
-    };
-    let _ = writeln!(s, "## Directions checked on the real path\n");
-    let _ = writeln!(s, "| experiment | claim | figures | result |");
-    let _ = writeln!(s, "|---|---|---|---|");
-    for c in &real.checks {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} |",
-            c.experiment.name(),
-            c.claim,
-            c.detail,
-            if c.pass { "pass" } else { "FAIL" }
-        );
+    if let Some(real) = real {
+        crate::report::directions_table(s, "Directions checked on the real path", &real.checks);
     }
-    let _ = writeln!(s);
 }
 
 fn notes(e: Experiment) -> &'static str {
@@ -551,7 +537,7 @@ mod tests {
 
     fn results(runs: Vec<RealRun>) -> RealResults {
         RealResults {
-            format: super::super::FORMAT,
+            format: crate::FORMAT,
             quick: true,
             measured: "now".into(),
             machine: "test".into(),

@@ -2,8 +2,8 @@
 
 use super::kernel::{self, Bottleneck, Sampler, Send};
 use super::tun::{self, StackRun, TunLink};
-use super::{RealCheck, RealResults, RealRun, Side};
-use lowtide_sim::experiment::{Experiment, E4_RCVBUF};
+use super::{Check, RealResults, RealRun, Side};
+use crate::{Experiment, E4_RCVBUF};
 use lowtide_tun::device::Offload;
 use lowtide_tun::link::PathConfig;
 use lowtide_tun::netns::NetNs;
@@ -652,7 +652,7 @@ fn mean<'a>(
 }
 
 /// The directions that hold on a real path run at any scale this machine can give.
-pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<RealCheck> {
+pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<Check> {
     let mut out = Vec::new();
     let mine = |side: Side, v: &str| -> Vec<&RealRun> {
         (runs.iter())
@@ -661,7 +661,7 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<RealCheck> {
     };
     for r in runs.iter().filter(|r| r.experiment == Some(e)) {
         if let Some(err) = &r.error {
-            out.push(RealCheck {
+            out.push(Check {
                 experiment: e,
                 claim: format!(
                     "{:?} {} / {}: the run completes",
@@ -692,7 +692,7 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<RealCheck> {
                 let (Some((qa, na)), Some((qb, nb))) = (of("A"), of("B")) else {
                     continue;
                 };
-                out.push(RealCheck {
+                out.push(Check {
                     experiment: e,
                     claim: format!(
                         "lowtide on TUN, {g}: mean device-queue delay with TSQ < 1/2 of without (means over the repetitions)"
@@ -709,7 +709,7 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<RealCheck> {
                 })
             };
             if let (Some((oa, na)), Some((ob, nb))) = (of("A"), of("B")) {
-                out.push(RealCheck {
+                out.push(Check {
                     experiment: e,
                     claim: "lowtide on TUN, 2,000,000 bytes: IpOutRequests sized at transmit < sized at write (means over the repetitions)".into(),
                     detail: format!("IpOutRequests: A {oa:.1} (n = {na}), B {ob:.1} (n = {nb})"),

@@ -1,4 +1,9 @@
-//! The five seed experiments (../shared/docs/experiments.md) as runnable plans.
+//! lowtide's experiments in one home: the five seed experiments
+//! (../shared/docs/experiments.md) as runnable plans, the harnesses that run them
+//! (the simulator in virtual time; [`real`]: lowtide on a TUN device and this
+//! machine's kernel in network namespaces, in real time), and one renderer of their
+//! results ([`report`], [`plot`]). The `lowtide experiment` command only parses its
+//! arguments and calls these.
 //!
 //! An experiment is a list of independent simulations ([`RunSpec`]), each a
 //! [`Scenario`] with a label; running one gives a [`RunRecord`] that holds only what
@@ -11,14 +16,20 @@ mod checks;
 mod defs;
 mod runner;
 
+pub mod plot;
+pub mod provenance;
+pub mod real;
+pub mod report;
+pub mod stats;
+
 pub use checks::{check, Check};
 pub use defs::{plan, quick_reps, E4_RCVBUF, FULL_REPS};
 pub use runner::{run_specs, NoProgress, ProgressSink};
 
-use crate::nic::{delay_bucket_upper_us, SIZE_BUCKET};
-use crate::timeseries::HostSample;
-use crate::{Results, Scenario};
 use lowtide::Mib;
+use lowtide_sim::nic::{delay_bucket_upper_us, SIZE_BUCKET};
+use lowtide_sim::timeseries::HostSample;
+use lowtide_sim::{Results, Scenario};
 use serde::{Deserialize, Serialize};
 
 /// Version of the results file's layout.
@@ -105,8 +116,8 @@ impl RunSpec {
     /// Virtual time the run lasts (ns; the time limit for fixed transfers).
     pub fn virtual_ns(&self) -> u64 {
         match self.scenario.workload {
-            crate::Workload::Bulk { duration_ns } => duration_ns,
-            crate::Workload::Bytes { time_limit_ns, .. } => time_limit_ns.min(10_000_000_000),
+            lowtide_sim::Workload::Bulk { duration_ns } => duration_ns,
+            lowtide_sim::Workload::Bytes { time_limit_ns, .. } => time_limit_ns.min(10_000_000_000),
         }
     }
 
@@ -166,7 +177,7 @@ pub struct Figures {
     /// a per-flow time series).
     pub mean_in_flight: f64,
     /// Host A's CPU model figures, if the run had a model.
-    pub cpu: Option<crate::cpu::CpuFigures>,
+    pub cpu: Option<lowtide_sim::cpu::CpuFigures>,
 }
 
 /// One finished run.

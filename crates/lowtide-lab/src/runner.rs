@@ -3,7 +3,7 @@
 //! which thread ran what; they are returned in plan order.
 
 use super::{run_one, RunRecord, RunSpec};
-use crate::ProgressHook;
+use lowtide_sim::ProgressHook;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 

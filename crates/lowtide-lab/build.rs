@@ -1,6 +1,6 @@
 //! Build-time provenance for `lowtide experiment` (results.json's "provenance"): the
 //! compiler's version and the commit the binary was built from, as environment
-//! variables read with `option_env!` (crates/lowtide-cli/src/experiment/provenance.rs).
+//! variables read with `option_env!` (src/provenance.rs).
 
 use std::process::Command;
 

@@ -4,9 +4,9 @@
 //! (the same path as a bridge) between two namespaces for kernel-to-kernel runs.
 
 use super::kernel::{self, Send};
-use crate::real::{configure, open_device};
 use lowtide::{Config, Instant, Mib, Shutdown, SocketError, SocketHandle, Stack, TcpState};
 use lowtide_tun::bridge::Bridge;
+use lowtide_tun::device::{configure, open_device};
 use lowtide_tun::device::{Offload, TunDevice};
 use lowtide_tun::link::PathConfig;
 use lowtide_tun::netns::{self, NetNs};

@@ -3,7 +3,7 @@
 use super::real::report as real_report;
 use super::real::RealResults;
 use super::stats;
-use lowtide_sim::experiment::{Experiment, Figures, ResultsFile, RunRecord, Scale};
+use crate::{Check, Experiment, Figures, ResultsFile, RunRecord, Scale};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -499,14 +499,21 @@ fn notes(e: Experiment) -> Option<&'static str> {
     })
 }
 
+/// The simulator's checked directions.
 fn checks_section(s: &mut String, file: &ResultsFile) {
-    if file.checks.is_empty() {
+    directions_table(s, "Directions checked", &file.checks);
+}
+
+/// The one "Directions checked" table: a heading and a row per claim, of the
+/// simulator's checks or the real path's.
+pub(crate) fn directions_table(s: &mut String, heading: &str, checks: &[Check]) {
+    if checks.is_empty() {
         return;
     }
-    let _ = writeln!(s, "## Directions checked\n");
+    let _ = writeln!(s, "## {heading}\n");
     let _ = writeln!(s, "| experiment | claim | figures | result |");
     let _ = writeln!(s, "|---|---|---|---|");
-    for c in &file.checks {
+    for c in checks {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} |",

@@ -2,9 +2,9 @@
 //! the kernel (tcp_limit_output_bytes 1 GB / default) side by side, one panel per
 //! setting.
 
-use super::super::plot::{draw, font_ready, Chart, Series};
 use super::{RealResults, Side};
-use lowtide_sim::experiment::Experiment;
+use crate::plot::{draw, font_ready, Chart, Series};
+use crate::Experiment;
 use std::path::{Path, PathBuf};
 
 /// Draws `plots/e3_real_delay.{png,svg}` under `out`; returns the files (relative to

@@ -10,7 +10,8 @@
 //!    once the device has sent it;
 //! 3. call [`Stack::handle_timeout`] when the time from [`Stack::poll_timeout`] comes;
 //! 4. drain readiness with [`Stack::poll_event`] and use the socket API ([`Stack::send`],
-//!    [`Stack::recv`], ...).
+//!    [`Stack::recv`], ...; a socket's options through [`Stack::socket`], as
+//!    `stack.socket(h).set_nodelay(true)`).
 //!
 //! The TCP engine ([`tcp`]) is split by role as Linux's is, one module per Linux file
 //! or function family: `tcp::input` (tcp_input.c), `tcp::output` (tcp_output.c),

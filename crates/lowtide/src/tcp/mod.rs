@@ -15,6 +15,8 @@
 //! | [`rtx`] | the retransmit queue (`tcp_rtx_queue`, `tsorted_sent_queue`), SACK processing (`tcp_sacktag_write_queue`), `struct sk_buff` as TCP uses it |
 //! | [`ofo`] | tcp_input.c: the out-of-order queue (`tcp_data_queue_ofo`) and the SACK blocks we send |
 //! | `rcvqueue` | `sk_receive_queue`: in-order payload held by reference |
+//! | [`mem`] | stack-wide TCP memory under `tcp_mem`: sock.c `__sk_mem_schedule`, `__sk_mem_raise_allocated`, `__sk_mem_reduce_allocated`; tcp.c `tcp_enter_memory_pressure`; tcp.h `tcp_out_of_memory` |
+//! | [`rmem`] | tcp_input.c: receive memory charged and bounded: `tcp_try_rmem_schedule`, `tcp_prune_queue`, `tcp_collapse`, `tcp_prune_ofo_queue`, `tcp_clamp_window` |
 //! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
 //! | [`fastopen`] | tcp_fastopen.c: the `tcp_fastopen` bits, keys and SipHash cookies, the listener's queue, the client's cookie cache (tcp_metrics.c), blackhole detection |
@@ -25,11 +27,14 @@
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `cwnd` | tcp_output.c: `tcp_cwnd_validate`, `tcp_cwnd_application_limited`, `tcp_cwnd_restart` (RFC 2861) |
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
-//! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit`; MTU probing (RFC 4821): `tcp_mtup_init`, `tcp_mtu_probe`, tcp_input.c `tcp_mtup_probe_success`/`_failed`, tcp_timer.c `tcp_mtu_probing` |
+//! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit` |
+//! | `mtu_probe` | MTU probing (RFC 4821, `net.ipv4.tcp_mtu_probing`): tcp_output.c `tcp_mtu_probe`, `tcp_mtup_init`; tcp_input.c `tcp_mtup_probe_success`/`_failed`; tcp_timer.c `tcp_mtu_probing` |
 //! | `dst` | the connection's route (`sk_dst_cache`) and its metrics: `tcp_connect_init`, `tcp_openreq_init_rwin`, `tcp_ca_dst_init`, `tcp_init_cwnd`, `tcp_rto_min`, `__sk_dst_check` |
 //! | `validate` | tcp_input.c `tcp_validate_incoming`, `tcp_sequence`, PAWS, `tcp_reset`, `tcp_send_dupack` |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe; tcp_minisocks.c `tcp_time_wait` |
+//! | `deathrow` | the caps on sockets the application let go: orphans (`tcp_too_many_orphans`, `tcp_check_oom`, `tcp_out_of_resources`) and TIME-WAIT sockets (`tcp_max_tw_buckets` in `tcp_time_wait`) |
 //! | `minisocks` | tcp_minisocks.c: the timewait socket (`tcp_timewait_state_process`, `tcp_twsk_unique`), inet_timewait_sock.c |
+//! | [`errqueue`] | the socket error queue (`sk_error_queue`) and `MSG_ZEROCOPY` completions: skbuff.c `msg_zerocopy_*`, sock.c `sock_dequeue_err_skb` |
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
@@ -37,6 +42,7 @@
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
 //! | [`sockopt`] | tcp.c: `do_tcp_setsockopt`, `tcp_poll`, `tcp_ioctl` |
 //! | `page_frag` | `sk_page_frag`, `skb_page_frag_refill`: payload memory of the write queues |
+//! | [`ehash`] | the established connection table (`tcp_hashinfo.ehash`), keyed as `inet_ehashfn` keys its hash with a secret |
 //! | `syncookies` | syncookies.c: SYN cookies |
 //! | [`info`] | `struct tcp_info` (tcp.c `tcp_get_info`) |
 //! | [`seq`] | sequence numbers (RFC 9293 section 3.4): `before`/`after` at the wire boundary |

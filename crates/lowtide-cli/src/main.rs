@@ -11,6 +11,7 @@ mod config_file;
 mod experiment;
 mod iperf_text;
 mod limits;
+mod net;
 mod outputs;
 mod progress;
 mod real;
@@ -19,11 +20,11 @@ mod scenario;
 mod soak;
 mod summary;
 mod timeseries;
-mod units;
 
 use clap::{Args, Parser, Subcommand};
 use lowtide::Config;
 use lowtide_sim::cpu::CpuModel;
+use lowtide_sim::units;
 use lowtide_sim::{LinkConfig, Scenario, SimError, TimeseriesConfig, Workload};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +52,10 @@ enum Command {
     /// The emulated link as a bridge between two TUN devices in two network
     /// namespaces, for kernel-to-kernel TCP (needs root).
     Link(real::link::LinkArgs),
+    /// Scenario files with the kernel's own TCP through an emulated network of
+    /// routers, links and queues, in real time (needs root).
+    #[command(subcommand)]
+    Net(net::NetCommand),
     /// The five seed experiments in the simulator, with a report (report.md,
     /// results.json, plots); `merge` combines the directories of shards.
     Experiment(experiment::ExperimentArgs),
@@ -465,6 +470,7 @@ fn main() -> ExitCode {
         Command::Sim(SimCommand::Run(args)) => scenario::run(args),
         Command::Transfer(args) => real::transfer::run(args),
         Command::Link(args) => real::link::run(args),
+        Command::Net(cmd) => net::run(cmd),
         Command::Iperf3(args) => real::iperf::run(args),
         Command::Experiment(args) => experiment::run(args),
     }

@@ -5,14 +5,14 @@
 //! on stderr with its values), 2 a bad file or argument.
 
 use clap::Args;
-use lowtide_sim::network::{run_text, NetResults};
+use lowtide_sim::network::{NetResults, ScenarioFile, Topology};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// `sim run`'s arguments.
+/// The scenario file and its overrides, as `sim run` and `net run` take them.
 #[derive(Args, Debug)]
-pub struct RunArgs {
+pub struct FileArgs {
     /// The scenario file (TOML; README, "Scenarios").
     file: PathBuf,
     /// Apply the file's `[quick]` overrides: its reduced scale, for CI.
@@ -23,6 +23,30 @@ pub struct RunArgs {
     /// applied after --quick).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
+}
+
+impl FileArgs {
+    /// The file's name as the messages show it.
+    pub fn shown(&self) -> String {
+        self.file.display().to_string()
+    }
+
+    /// The file read, its overrides applied, resolved; the error (a usage error)
+    /// names the file.
+    pub fn load(&self) -> Result<(ScenarioFile, Topology), String> {
+        let shown = self.shown();
+        let text = std::fs::read_to_string(&self.file).map_err(|e| format!("{shown}: {e}"))?;
+        (ScenarioFile::parse(&text, self.quick, &self.sets))
+            .and_then(|f| Topology::new(&f).map(|t| (f, t)))
+            .map_err(|e| format!("{shown}: {e}"))
+    }
+}
+
+/// `sim run`'s arguments.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    file: FileArgs,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -30,14 +54,14 @@ pub struct RunArgs {
 
 /// Runs `sim run`.
 pub fn run(args: &RunArgs) -> ExitCode {
-    let shown = args.file.display();
-    let text = match std::fs::read_to_string(&args.file) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&format!("{shown}: {e}")),
-    };
-    let r = match run_text(&text, args.quick, &args.sets) {
+    let shown = args.file.shown();
+    let r = match args
+        .file
+        .load()
+        .and_then(|(_, t)| lowtide_sim::network::run(&t).map_err(|e| format!("{shown}: {e}")))
+    {
         Ok(r) => r,
-        Err(e) => return crate::usage_error(&format!("{shown}: {e}")),
+        Err(e) => return crate::usage_error(&e),
     };
     if args.json {
         match serde_json::to_string_pretty(&r) {
@@ -47,28 +71,34 @@ pub fn run(args: &RunArgs) -> ExitCode {
     } else {
         print!("{}", render(&r));
     }
+    match report_failures(&shown, &r) {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(1),
+    }
+}
+
+/// Says on stderr why `r` failed, under `label` (the file): the verdict, then
+/// each check that did not hold with its values. True if nothing failed.
+pub fn report_failures(label: &str, r: &NetResults) -> bool {
     let mut ok = true;
     if let Some(why) = &r.failure {
-        eprintln!("lowtide: {shown}: {why}");
+        eprintln!("lowtide: {label}: {why}");
         ok = false;
     }
     for c in r.checks.iter().filter(|c| !c.pass) {
         eprintln!(
-            "lowtide: {shown}: check failed: {} (left {}, right {})",
+            "lowtide: {label}: check failed: {} (left {}, right {})",
             c.check,
             num(c.left),
             num(c.right)
         );
         ok = false;
     }
-    match ok {
-        true => ExitCode::SUCCESS,
-        false => ExitCode::from(1),
-    }
+    ok
 }
 
 /// A figure for the text tables: three significant decimals at most.
-fn num(x: f64) -> String {
+pub fn num(x: f64) -> String {
     match x {
         x if x.is_nan() => "-".into(),
         x if x.abs() >= 100.0 => format!("{x:.0}"),
@@ -80,6 +110,22 @@ fn num(x: f64) -> String {
 /// The text report: flows, queues (those that carry a flow's data), the verdict
 /// and the checks.
 pub fn render(r: &NetResults) -> String {
+    let mut s = render_tables(r);
+    let _ = writeln!(
+        s,
+        "\n{:.1} s simulated: {} ({} events, {} packets, {:.2} s wall)",
+        r.duration_s,
+        r.verdict.summary(),
+        r.sim_events,
+        r.sim_packets,
+        r.sim_wall_s
+    );
+    s.push_str(&render_checks(r));
+    s
+}
+
+/// The report's tables: flows, and the queues that carry a flow's data.
+pub fn render_tables(r: &NetResults) -> String {
     let mut s = String::new();
     let w = |xs: &mut dyn Iterator<Item = usize>, head: &str| xs.max().unwrap_or(0).max(head.len());
     let (nw, hw) = (
@@ -156,15 +202,12 @@ pub fn render(r: &NetResults) -> String {
             q.jain.map_or("-".into(), |j| format!("{j:.2}"))
         );
     }
-    let _ = writeln!(
-        s,
-        "\n{:.1} s simulated: {} ({} events, {} packets, {:.2} s wall)",
-        r.duration_s,
-        r.verdict.summary(),
-        r.sim_events,
-        r.sim_packets,
-        r.sim_wall_s
-    );
+    s
+}
+
+/// One line per check: the figures and whether it held.
+pub fn render_checks(r: &NetResults) -> String {
+    let mut s = String::new();
     for c in &r.checks {
         let verdict = if c.pass { "ok" } else { "FAILED" };
         let _ = writeln!(

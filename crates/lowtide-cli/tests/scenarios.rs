@@ -70,6 +70,58 @@ fn rtt_unfairness_short_flow_takes_more() {
 }
 
 #[test]
+fn bbr_parking_lot_and_nic_vs_router_pass_their_checks() {
+    for file in [
+        "bbr-vs-cubic.toml",
+        "parking-lot.toml",
+        "nic-vs-router.toml",
+    ] {
+        let (code, v, err) = run_json(file, &[]);
+        assert_eq!(code, Some(0), "{file}: {err}");
+        let checks = v["checks"].as_array().unwrap();
+        assert!(checks.len() >= 4, "{file}");
+        assert!(checks.iter().all(|c| c["pass"] == true), "{file}");
+    }
+}
+
+#[test]
+fn queue_time_series_show_the_standing_queue_and_codel_holding_it() {
+    let (code, v, err) = run_json("bufferbloat.toml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let series = v["series"].as_array().unwrap();
+    let q = |name: &str| series.iter().find(|s| s["name"] == name).unwrap();
+    let u64s = |s: &serde_json::Value, k: &str| -> Vec<u64> {
+        (s[k].as_array().unwrap().iter())
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    let (fifo, codel) = (q("r_fifo->server_fifo"), q("r_codel->server_codel"));
+    // --quick runs 6 s, sampled every 100 ms.
+    let t = fifo["t_s"].as_array().unwrap();
+    assert_eq!(t.len(), 60);
+    assert_eq!(t[0].as_f64(), Some(0.1));
+    // The pfifo fills up (1,000 packets) and stays near full; fq_codel's stays
+    // a small fraction of it.
+    let fb = u64s(fifo, "backlog_bytes");
+    let cb = u64s(codel, "backlog_bytes");
+    let late = |b: &[u64]| b[30..].iter().sum::<u64>() / 30;
+    assert!(late(&fb) > 500_000, "pfifo {}", late(&fb));
+    assert!(late(&cb) * 10 < late(&fb), "fq_codel {}", late(&cb));
+    for s in [fifo, codel] {
+        let d = u64s(s, "drops");
+        assert!(d.windows(2).all(|w| w[0] <= w[1]), "drops only add up");
+        assert_eq!(u64s(s, "backlog_packets").len(), 60);
+    }
+    let sojourn: Vec<f64> = (codel["sojourn_ms"].as_array().unwrap()[30..].iter())
+        .filter_map(|x| x.as_f64())
+        .collect();
+    let mean = sojourn.iter().sum::<f64>() / sojourn.len() as f64;
+    assert!(mean < 15.0, "fq_codel sojourn {mean} ms");
+    // A queue that carries no flow's data has no series.
+    assert!(series.iter().all(|s| s["name"] != "server_fifo->r_fifo"));
+}
+
+#[test]
 fn a_failed_check_exits_1_with_its_values() {
     let set = "checks=[\"flow.short.goodput_mbps > 1000\"]";
     let (code, v, err) = run_json(

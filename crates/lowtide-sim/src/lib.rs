@@ -40,6 +40,7 @@ pub mod sample;
 pub mod scenario;
 pub mod soak;
 pub mod timeseries;
+pub mod units;
 pub mod verdict;
 mod world;
 

@@ -37,6 +37,23 @@ pub struct QueueStats {
     pub mean_flow_bytes: f64,
 }
 
+/// A queue's counters at one moment ([`NicQueue::totals`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueTotals {
+    /// Packets queued now.
+    pub packets: u64,
+    /// IP bytes queued now.
+    pub bytes: u64,
+    /// Packets dropped so far.
+    pub drops: u64,
+    /// Packets marked CE so far.
+    pub ce_marks: u64,
+    /// Packets that have left the queue so far.
+    pub dequeued: u64,
+    /// Their waits in the queue, summed (ns).
+    pub delay_sum_ns: u128,
+}
+
 /// A device's transmit queue: a qdisc ([`crate::qdisc`]; a pfifo by default) and
 /// the figures of what waited in it. What it holds is waiting for the transmitter.
 pub struct NicQueue<T = Transmit> {
@@ -301,6 +318,19 @@ impl<T: QueueItem + 'static> NicQueue<T> {
     /// `b * SIZE_BUCKET..(b + 1) * SIZE_BUCKET` (a GSO packet counts once, whole).
     pub fn size_histogram(&self) -> &[u64] {
         &self.size_hist
+    }
+
+    /// The queue's counters as they stand, for a time series
+    /// ([`crate::network::series`]).
+    pub fn totals(&self) -> QueueTotals {
+        QueueTotals {
+            packets: self.packets as u64,
+            bytes: self.bytes,
+            drops: self.stats.drops,
+            ce_marks: self.qdisc.stats().ce_marks,
+            dequeued: self.dequeued,
+            delay_sum_ns: self.delay_sum_ns,
+        }
     }
 
     /// Statistics up to `now` (time averages over `0..now`).

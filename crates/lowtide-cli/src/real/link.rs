@@ -57,6 +57,11 @@ pub struct LinkArgs {
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// Whether SIGINT or SIGTERM came since [`install_signal_handlers`].
+pub(crate) fn stop_requested() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
@@ -130,7 +135,9 @@ fn open_in(
     Ok(dev)
 }
 
-fn install_signal_handlers() {
+/// SIGINT and SIGTERM set a flag ([`stop_requested`]) instead of ending the
+/// process, so that it can clean up (namespaces, devices) first.
+pub(crate) fn install_signal_handlers() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {

@@ -426,6 +426,14 @@ fn ctx_switches() -> u64 {
 
 /// (snd_cwnd, snd_ssthresh, total_retrans) from `getsockopt(TCP_INFO)`.
 fn tcp_info(s: &TcpStream) -> (u32, u32, u32) {
+    match tcp_info_of(s) {
+        Some(i) => (i.tcpi_snd_cwnd, i.tcpi_snd_ssthresh, i.tcpi_total_retrans),
+        None => (0, 0, 0),
+    }
+}
+
+/// `getsockopt(TCP_INFO)`, the kernel's `struct tcp_info`.
+pub fn tcp_info_of(s: &TcpStream) -> Option<libc::tcp_info> {
     // SAFETY: tcp_info is plain data; getsockopt fills at most `len` bytes of it.
     let mut i: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -439,10 +447,7 @@ fn tcp_info(s: &TcpStream) -> (u32, u32, u32) {
             &mut len,
         )
     };
-    match r {
-        0 => (i.tcpi_snd_cwnd, i.tcpi_snd_ssthresh, i.tcpi_total_retrans),
-        _ => (0, 0, 0),
-    }
+    (r == 0).then_some(i)
 }
 
 /// `setsockopt(SO_SNDBUF)` (the kernel doubles it and stops autotuning the socket).
@@ -451,7 +456,7 @@ fn tcp_info(s: &TcpStream) -> (u32, u32, u32) {
 /// cannot be given cubic (not in `tcp_allowed_congestion_control`; root may still
 /// pick it per socket); set after connect, as `iperf3 -C` does, cubic would keep the
 /// pacing bbr's init turned on (`sk_pacing_status`).
-fn connect_with_cc(to: SocketAddr, cc: &str) -> Result<TcpStream, String> {
+pub fn connect_with_cc(to: SocketAddr, cc: &str) -> Result<TcpStream, String> {
     use std::os::fd::FromRawFd;
     let err = |what: &str| {
         format!(

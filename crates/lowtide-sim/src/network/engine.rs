@@ -5,18 +5,19 @@
 //! serializes it onto the next link. Virtual time, one event queue, ties broken by
 //! insertion order: a run is a function of its file.
 
+use super::port::{route, Port};
+use super::series::Sampler;
 use super::topology::{NodeKind, Topology};
 use crate::app::{Receiver, SendState, Sender, WriteBuf};
-use crate::device::{classify, flow_hash};
+use crate::device::classify;
 use crate::host::{Role, SimHost};
 use crate::nic::{NicQueue, NO_FLOW};
-use crate::qdisc::Skb;
 use crate::world::{derive_seed, LISTEN_PORT};
 use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
-use lowtide_link::{EventQueue, LinkDir, Pipe, WireSeg};
+use lowtide_link::{EventQueue, WireSeg};
 use lowtide_wire::{gso, tcp::four_tuple_apart};
 use rustc_hash::FxHashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 
 /// Something that happens at a point in virtual time.
 enum Ev {
@@ -36,19 +37,6 @@ enum Ev {
     Timer(u32),
     /// Port `0`'s qdisc may release a packet it held back.
     QdiscWake(u32),
-}
-
-/// A link direction and, at a router, the qdisc in front of it (a host's is its
-/// NIC's).
-pub(crate) struct Port {
-    pub dir: LinkDir,
-    pipe: Pipe,
-    pub src: usize,
-    pub dst: usize,
-    pub queue: Option<NicQueue<WireSeg>>,
-    busy: bool,
-    wake_at: Option<Instant>,
-    hash_seed: u64,
 }
 
 /// A router's input side.
@@ -89,6 +77,8 @@ pub(crate) struct Network<'t> {
     csum_trusted: bool,
     /// Segments a router dropped: TTL expired or no route.
     pub router_drops: u64,
+    /// The queues' time series.
+    pub sampler: Sampler,
 }
 
 impl<'t> Network<'t> {
@@ -125,21 +115,8 @@ impl<'t> Network<'t> {
                 }),
             }
         }
-        let ports = (t.ports.iter().enumerate())
-            .map(|(i, p)| Port {
-                dir: LinkDir::new(p.link.clone(), derive_seed(t.seed, 1001 + i as u64)),
-                pipe: Pipe::for_config(&p.link),
-                src: p.src,
-                dst: p.dst,
-                queue: (p.src >= hosts.len()).then(|| {
-                    let txq = t.nodes[p.src].txqueuelen;
-                    let seed = derive_seed(t.seed, 2001 + i as u64);
-                    NicQueue::with_qdisc(p.queue.build(txq, crate::qdisc::PSCHED_MTU, seed))
-                }),
-                busy: false,
-                wake_at: None,
-                hash_seed: derive_seed(t.seed, 3001 + i as u64),
-            })
+        let ports = (0..t.ports.len())
+            .map(|i| Port::new(t, i, t.ports[i].src >= hosts.len()))
             .collect();
         let flows = (t.flows.iter().enumerate())
             .map(|(i, f)| NetFlow {
@@ -167,6 +144,7 @@ impl<'t> Network<'t> {
             now: Instant::ZERO,
             csum_trusted,
             router_drops: 0,
+            sampler: Sampler::new(t),
         };
         net.setup()?;
         Ok(net)
@@ -207,6 +185,11 @@ impl<'t> Network<'t> {
     pub fn run(&mut self) {
         let all_fixed = self.topo.flows.iter().all(|f| f.bytes.is_some());
         while let Some((at, ev)) = self.queue.pop() {
+            // Nothing changes between events: the samples due before this one
+            // see the state as it has stood since the last.
+            let (hosts, ports) = (&self.hosts, &self.ports);
+            self.sampler
+                .until(at.as_nanos(), |p| port_totals(hosts, ports, p));
             self.now = at;
             self.events += 1;
             match ev {
@@ -328,23 +311,12 @@ impl<'t> Network<'t> {
     /// `ip_forward`: the route to the destination, `ip_decrease_ttl`, then the
     /// egress qdisc (`dev_queue_xmit`) and its transmitter.
     fn forward(&mut self, node: usize, mut seg: WireSeg) {
-        let port = ipv4_dst(&seg.head)
-            .and_then(|d| self.host_of.get(&IpAddr::V4(d)))
-            .and_then(|&h| self.topo.next_hop[node][h]);
-        let Some(p) = port.filter(|_| decrease_ttl(&mut seg.head)) else {
+        let Some(p) = route(self.topo, &self.host_of, node, &mut seg) else {
             self.router_drops += 1;
             return;
         };
-        let (now, port) = (self.now, &mut self.ports[p]);
-        let Some(q) = port.queue.as_mut() else { return };
-        let mut skb = Skb::new(seg, now.as_nanos());
-        if q.classifies() {
-            let tuple = four_tuple_apart(&skb.item.head, skb.item.body.len()).ok();
-            // Forwarded: no socket, and `skb->tstamp` cleared (`skb_clear_tstamp`).
-            skb.hash = flow_hash(tuple, port.hash_seed);
-        }
-        let _ = q.enqueue_skb(now, skb);
-        q.take_freed().for_each(drop);
+        let port = &mut self.ports[p];
+        port.enqueue(self.now, seg);
         if !port.busy {
             self.port_tx(p);
         }
@@ -352,24 +324,14 @@ impl<'t> Network<'t> {
 
     /// A router port's transmitter takes the qdisc's next packet onto the link.
     fn port_tx(&mut self, p: usize) {
-        let now = self.now;
-        let port = &mut self.ports[p];
-        let Some(q) = port.queue.as_mut() else { return };
-        let seg = q.dequeue(now);
-        q.take_freed().for_each(drop);
-        let Some(seg) = seg else {
-            if let Some(at) = q.next_ready().filter(|&t| t > now) {
-                self.arm_qdisc_wake(p, at);
+        match self.ports[p].transmit(self.now) {
+            Ok(end) => {
+                self.queue.push(Instant(end), Ev::TxDone(p as u32));
+                self.arm_rx(self.ports[p].dst);
             }
-            return;
-        };
-        let (_, end) = port.dir.serialize(now.as_nanos(), seg.len());
-        let pipe = &mut port.pipe;
-        port.dir.propagate(end, seg, |at, s| pipe.push(at, s));
-        port.busy = true;
-        let dst = port.dst;
-        self.queue.push(Instant(end), Ev::TxDone(p as u32));
-        self.arm_rx(dst);
+            Err(Some(at)) => self.arm_qdisc_wake(p, at),
+            Err(None) => {}
+        }
     }
 
     fn tx_done(&mut self, p: usize) {
@@ -470,7 +432,7 @@ impl<'t> Network<'t> {
             false => h.nic.enqueue_flow(now, tx, NO_FLOW),
             true => {
                 let tuple = four_tuple_apart(&tx.packet, tx.payload.len()).ok();
-                let seed = self.ports[h.tx_link].hash_seed;
+                let seed = self.ports[h.tx_link].hash_seed();
                 h.nic
                     .enqueue_skb(now, classify(tx, NO_FLOW, tuple, now, seed))
             }
@@ -664,42 +626,10 @@ impl<'t> Network<'t> {
     }
 }
 
-/// The destination of an IPv4 packet's header.
-fn ipv4_dst(head: &[u8]) -> Option<Ipv4Addr> {
-    let b: [u8; 4] = head.get(16..20)?.try_into().ok()?;
-    (head[0] >> 4 == 4).then_some(Ipv4Addr::from(b))
-}
-
-/// `ip_decrease_ttl`: false if the TTL ran out (the packet is dropped), else the TTL
-/// one less and the header checksum updated.
-fn decrease_ttl(head: &mut [u8]) -> bool {
-    let ihl = head.first().map_or(0, |b| (b & 0xf) as usize * 4);
-    if ihl < 20 || head.len() < ihl || head[8] <= 1 {
-        return false;
-    }
-    head[8] -= 1;
-    lowtide_wire::ip::fill_ipv4_checksum(&mut head[..ihl]);
-    true
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ttl_decreases_with_a_valid_checksum_and_runs_out() {
-        let mut h = vec![
-            0x45, 0, 0, 40, 0, 0, 0, 0, 2, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-        ];
-        lowtide_wire::ip::fill_ipv4_checksum(&mut h);
-        assert_eq!(ipv4_dst(&h), Some(Ipv4Addr::new(10, 0, 0, 2)));
-        assert!(decrease_ttl(&mut h));
-        assert_eq!(h[8], 1);
-        let mut again = h.clone();
-        lowtide_wire::ip::fill_ipv4_checksum(&mut again);
-        assert_eq!(h, again, "the checksum is the header's");
-        assert!(!decrease_ttl(&mut h), "TTL 1 cannot be forwarded");
-        assert!(!decrease_ttl(&mut [0x45, 0]));
-        assert_eq!(ipv4_dst(&[0x60; 40]), None);
+/// The totals of port `p`'s queue: a router's qdisc, or the sending host's NIC.
+fn port_totals(hosts: &[SimHost], ports: &[Port], p: usize) -> crate::nic::QueueTotals {
+    match &ports[p].queue {
+        Some(q) => q.totals(),
+        None => hosts[ports[p].src].nic.totals(),
     }
 }

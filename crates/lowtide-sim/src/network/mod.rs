@@ -36,8 +36,11 @@
 
 pub mod check;
 mod engine;
+pub mod fabric;
+mod port;
 pub mod report;
 pub mod schema;
+pub mod series;
 pub mod topology;
 
 pub use check::{Check, CheckResult};

@@ -4,6 +4,7 @@
 
 use super::check::{CheckResult, Figure, Owner};
 use super::engine::{NetFlow, Network};
+use super::series::QueueSeries;
 use super::topology::{FlowDef, Topology};
 use crate::nic::QueueStats;
 use crate::run::jain;
@@ -86,6 +87,9 @@ pub struct NetResults {
     pub queues: Vec<QueueReport>,
     /// The file's checks.
     pub checks: Vec<CheckResult>,
+    /// The queues' time series (`run.series_interval`), of the queues a flow's
+    /// data crosses.
+    pub series: Vec<QueueSeries>,
     /// Segments routers dropped for an expired TTL or no route.
     pub router_drops: u64,
     /// Events processed.
@@ -162,24 +166,56 @@ pub(crate) fn report(net: &mut Network, wall: std::time::Instant) -> NetResults 
         .map(|(f, def)| flow_report(t, def, f, end.as_nanos()))
         .collect();
     let queues = (0..t.ports.len())
-        .map(|p| queue_report(net, p, &flows))
+        .map(|p| {
+            let port = &net.ports[p];
+            let (stats, qdisc): (QueueStats, &'static str) = match &port.queue {
+                Some(q) => (q.stats(end), q.kind()),
+                None => {
+                    let nic = &net.hosts[port.src].nic;
+                    (nic.stats(end), nic.kind())
+                }
+            };
+            queue_report(t, p, (stats, qdisc), &port.dir, end.as_nanos(), &flows)
+        })
         .collect();
-    let mut r = NetResults {
-        duration_s: end.as_nanos() as f64 / 1e9,
-        bytes_verified: verdict.ok,
-        failure: (!verdict.ok).then(|| verdict.summary()),
-        verdict,
-        flows,
-        queues,
-        checks: Vec::new(),
-        router_drops: net.router_drops,
-        sim_events: net.events,
-        sim_packets: net.ports.iter().map(|p| p.dir.stats.packets).sum(),
-        sim_wall_s: 0.0,
-    };
-    r.checks = t.checks.iter().map(|c| c.eval(|f| r.figure(f))).collect();
+    let sampler = std::mem::replace(&mut net.sampler, super::series::Sampler::new(t));
+    let mut r = NetResults::assemble(t, end.as_nanos(), verdict, flows, queues);
+    r.series = sampler.finish();
+    r.router_drops = net.router_drops;
+    r.sim_events = net.events;
+    r.sim_packets = net.ports.iter().map(|p| p.dir.stats.packets).sum();
     r.sim_wall_s = wall.elapsed().as_secs_f64();
     r
+}
+
+impl NetResults {
+    /// A run's results from its parts, the checks evaluated on them; the counters
+    /// of the engine that ran it (`sim_*`, `router_drops`, `series`) left at zero
+    /// for the caller.
+    pub fn assemble(
+        t: &Topology,
+        end_ns: u64,
+        verdict: Verdict,
+        flows: Vec<FlowReport>,
+        queues: Vec<QueueReport>,
+    ) -> NetResults {
+        let mut r = NetResults {
+            duration_s: end_ns as f64 / 1e9,
+            bytes_verified: verdict.ok,
+            failure: (!verdict.ok).then(|| verdict.summary()),
+            verdict,
+            flows,
+            queues,
+            checks: Vec::new(),
+            series: Vec::new(),
+            router_drops: 0,
+            sim_events: 0,
+            sim_packets: 0,
+            sim_wall_s: 0.0,
+        };
+        r.checks = t.checks.iter().map(|c| c.eval(|f| r.figure(f))).collect();
+        r
+    }
 }
 
 /// Every flow connected and delivered intact: all its bytes (fixed-size), its
@@ -226,9 +262,7 @@ fn flow_report(t: &Topology, def: &FlowDef, f: &NetFlow, end: u64) -> FlowReport
         _ => f.receiver.last_byte_at.as_nanos(),
     };
     let secs = stop.saturating_sub(def.start_ns) as f64 / 1e9;
-    let mut d = f.delays.clone();
-    d.sort_unstable();
-    let ms = |ns: u64| ns as f64 / 1e6;
+    let (delay_ms, delay_p99_ms, delay_max_ms) = delay_figures(f.delays.clone());
     let info = &f.sender.info;
     let host_cc = match &t.nodes[def.from].kind {
         super::topology::NodeKind::Host { config, .. } => config.tcp_congestion_control.clone(),
@@ -248,34 +282,47 @@ fn flow_report(t: &Topology, def: &FlowDef, f: &NetFlow, end: u64) -> FlowReport
         rtt_ms: info.mean_rtt_us as f64 / 1e3,
         min_rtt_ms: info.min_rtt_us as f64 / 1e3,
         retrans: info.retrans_segs,
-        delay_ms: (!d.is_empty()).then(|| ms(d.iter().sum::<u64>()) / d.len() as f64),
-        delay_p99_ms: (!d.is_empty()).then(|| ms(d[(d.len() * 99 / 100).min(d.len() - 1)])),
-        delay_max_ms: d.last().map(|&x| ms(x)),
+        delay_ms,
+        delay_p99_ms,
+        delay_max_ms,
     }
 }
 
-fn queue_report(net: &Network, p: usize, flows: &[FlowReport]) -> QueueReport {
-    let (t, port, end) = (net.topo, &net.ports[p], net.now);
-    let (stats, qdisc): (QueueStats, &'static str) = match &port.queue {
-        Some(q) => (q.stats(end), q.kind()),
-        None => {
-            let nic = &net.hosts[port.src].nic;
-            (nic.stats(end), nic.kind())
-        }
-    };
-    let crossing: Vec<&FlowDef> = t.flows.iter().filter(|def| def.path.contains(&p)).collect();
+/// A probe's (mean, 99th percentile, largest) delay in ms from its messages'
+/// delays in ns; all `None` without any.
+pub fn delay_figures(mut d: Vec<u64>) -> (Option<f64>, Option<f64>, Option<f64>) {
+    d.sort_unstable();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    (
+        (!d.is_empty()).then(|| ms(d.iter().sum::<u64>()) / d.len() as f64),
+        (!d.is_empty()).then(|| ms(d[(d.len() * 99 / 100).min(d.len() - 1)])),
+        d.last().map(|&x| ms(x)),
+    )
+}
+
+/// Port `p`'s queue figures from its qdisc's statistics and its link's counters at
+/// the end (`end_ns`), with Jain's index of `flows` that cross it.
+pub(crate) fn queue_report(
+    t: &Topology,
+    p: usize,
+    (stats, qdisc): (QueueStats, &'static str),
+    link: &lowtide_link::LinkDir,
+    end_ns: u64,
+    flows: &[FlowReport],
+) -> QueueReport {
+    let crossing = t.flows.iter().filter(|def| def.path.contains(&p)).count();
     // Fairness among the flows that want the bandwidth: probes take what they need.
     let shares: Vec<f64> = (t.flows.iter().zip(flows))
         .filter(|(def, _)| def.path.contains(&p) && def.probe.is_none())
         .map(|(_, r)| r.goodput_mbps)
         .collect();
-    let rate = port.dir.config().rate_bps as f64;
-    let busy_s = port.dir.stats.wire_bytes as f64 * 8.0 / rate;
-    let secs = end.as_nanos() as f64 / 1e9;
+    let rate = link.config().rate_bps as f64;
+    let busy_s = link.stats.wire_bytes as f64 * 8.0 / rate;
+    let secs = end_ns as f64 / 1e9;
     QueueReport {
         name: t.ports[p].name.clone(),
         qdisc,
-        flows: crossing.len(),
+        flows: crossing,
         backlog_bytes: stats.mean_bytes,
         backlog_max_packets: stats.peak_packets,
         sojourn_ms: stats.mean_delay_us / 1e3,

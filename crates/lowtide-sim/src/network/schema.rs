@@ -91,6 +91,9 @@ pub struct RunSpec {
     /// Interrupt coalescing window of the hosts' receive path (`ethtool -C rx-usecs`).
     #[serde(default = "rx_usecs")]
     pub rx_usecs: String,
+    /// Interval of the queues' time series (`"0s"`: none).
+    #[serde(default = "series_interval")]
+    pub series_interval: String,
 }
 
 /// `[hosts.NAME]`: a host running a lowtide stack.
@@ -212,6 +215,9 @@ fn yes() -> bool {
 }
 fn rx_usecs() -> String {
     "20us".into()
+}
+fn series_interval() -> String {
+    "100ms".into()
 }
 
 impl ScenarioFile {
@@ -358,33 +364,21 @@ fn text_form(name: &str, v: &Value) -> Result<String, String> {
     }
 }
 
-/// A duration (`"10ms"`; bare numbers are seconds) in nanoseconds.
+/// A duration (`"10ms"`; bare numbers are seconds) in nanoseconds
+/// ([`crate::units::parse_duration`]).
 pub fn duration_ns(v: &str) -> Result<u64, String> {
-    let units = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)];
-    scaled(v, &units).map_err(|e| format!("{e} (a duration: 10ms, 2s, 500us)"))
+    let v = v.trim();
+    let with_unit = match v.parse::<f64>() {
+        Ok(_) => format!("{v}s"),
+        Err(_) => v.to_string(),
+    };
+    crate::units::parse_duration(&with_unit).map(|d| d.as_nanos().min(u64::MAX as u128) as u64)
 }
 
-/// A rate (`"100mbit"`; bare numbers are bit/s) in bits per second.
+/// A rate (`"100mbit"`; bare numbers are bit/s) in bits per second
+/// ([`crate::units::parse_rate`]: positive).
 pub fn rate_bps(v: &str) -> Result<u64, String> {
-    let units = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)];
-    scaled(v, &units).map_err(|e| format!("{e} (a rate: 100mbit, 1gbit)"))
-}
-
-fn scaled(v: &str, units: &[(&str, f64)]) -> Result<u64, String> {
-    let lower = v.trim().to_ascii_lowercase();
-    let (digits, mult) = units
-        .iter()
-        .find_map(|(u, m)| lower.strip_suffix(u).map(|d| (d, *m)))
-        .unwrap_or((lower.as_str(), units.last().map_or(1.0, |u| u.1)));
-    let x: f64 = digits
-        .trim()
-        .parse()
-        .map_err(|_| format!("{v}: not valid"))?;
-    let x = x * mult;
-    match x.is_finite() && x >= 0.0 && x < u64::MAX as f64 {
-        true => Ok(x.round() as u64),
-        false => Err(format!("{v}: out of range")),
-    }
+    crate::units::parse_rate(v)
 }
 
 #[cfg(test)]

@@ -101,6 +101,8 @@ pub struct Topology {
     pub gro: bool,
     /// Hosts' interrupt coalescing (ns).
     pub rx_usecs_ns: u64,
+    /// Interval of the queues' time series (ns; 0: none).
+    pub series_interval_ns: u64,
 }
 
 impl Topology {
@@ -137,6 +139,13 @@ impl Topology {
         if flows.is_empty() {
             return Err("flows: at least one flow is needed".into());
         }
+        let series = duration_ns_of("run.series_interval", &f.run.series_interval)?;
+        if series != 0 && (series < 1_000_000 || duration_ns / series > 1_000_000) {
+            return Err(
+                "run.series_interval: 0 (none), or 1ms or more and a million samples at most"
+                    .into(),
+            );
+        }
         let checks = (f.checks.iter())
             .map(|c| Check::parse(c).map_err(|e| format!("checks: {c}: {e}")))
             .collect::<Result<Vec<_>, _>>()?;
@@ -150,6 +159,7 @@ impl Topology {
             seed: f.run.seed,
             gro: f.run.gro,
             rx_usecs_ns: duration_ns_of("run.rx_usecs", &f.run.rx_usecs)?,
+            series_interval_ns: series,
         };
         for c in &t.checks {
             c.validate(&t)

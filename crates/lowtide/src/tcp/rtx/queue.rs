@@ -956,7 +956,10 @@ pub(super) mod tests {
             let before = q.truesize;
             let freed = q.retrans_try_collapse(1, 100, 1_000);
             // 1:41 takes 41:81 (80 bytes); 81:121 would pass 100.
-            assert_eq!((q.first().unwrap().end_seq, q.len(), q.packets_out), (81, 4, 4));
+            assert_eq!(
+                (q.first().unwrap().end_seq, q.len(), q.packets_out),
+                (81, 4, 4)
+            );
             assert_eq!(q.truesize, before - freed);
             check_payload(&q);
             q.check_invariants();

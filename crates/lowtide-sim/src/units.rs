@@ -1,5 +1,6 @@
-//! Parsing of values with units, as `tc`/netem and iperf spell them. Each parser
-//! returns a one-line error message, so clap reports it (exit code 2).
+//! Parsing of values with units, as `tc`/netem and iperf spell them: the command
+//! line's flags and the scenario files' values ([`crate::network::schema`]) alike.
+//! Each parser returns a one-line error message (clap reports it, exit code 2).
 
 use std::time::Duration;
 

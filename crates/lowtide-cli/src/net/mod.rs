@@ -1,0 +1,474 @@
+//! `lowtide net run FILE`: a scenario file run with the kernel's own TCP through
+//! the scenario's network emulated in real time. Each host is a network namespace
+//! with a TUN device (its address from the scenario, 10.0.0.N/8 routed through the
+//! device); this process runs the routers, links and queues between the devices
+//! with the simulator's own code ([`lowtide_sim::network::fabric`]), and every flow
+//! is a kernel TCP connection between two namespaces ([`flows`]). The report has
+//! the simulator's figures and checks; `--compare` also runs the simulator and puts
+//! both side by side. Needs root; nothing is routed in the root namespace, and the
+//! namespaces and devices go with the process.
+//!
+//! What differs from the simulator, by construction: a kernel host's TUN device
+//! hands its packets over at once (the host's queue is emulated here, so TCP Small
+//! Queues does not see it, as behind a router); the kernel segments before the
+//! device (no TSO); RTT is the mean of `tcpi_rtt` sampled every 10 ms (the
+//! simulator's is the mean of its RTT samples).
+
+pub mod flows;
+
+use clap::{Args, Subcommand};
+use flows::{KernelFlow, Shared};
+use lowtide_lab::real::kernel;
+use lowtide_sim::network::fabric::Fabric;
+use lowtide_sim::network::report::delay_figures;
+use lowtide_sim::network::schema::sysctl_pairs;
+use lowtide_sim::network::{FlowReport, NetResults, ScenarioFile, Topology};
+use lowtide_sim::verdict::{FlowOutcome, Goal, Liveness, Verdict};
+use lowtide_tun::clock::{Clock, Sleeper};
+use lowtide_tun::device::{Offload, TunDevice, RECV_BUF_LEN};
+use lowtide_tun::netns::{self, NetNs};
+use lowtide_tun::vnet::{finish_rx_checksum, VnetHdr};
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::os::fd::AsRawFd;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Most flows a kernel run takes (two threads each).
+pub const MAX_FLOWS: usize = 256;
+
+/// `lowtide net ...`.
+#[derive(Subcommand, Debug)]
+pub enum NetCommand {
+    /// A scenario file with the kernel's TCP, each host a network namespace with a
+    /// TUN device, the routers, links and queues emulated in real time by the
+    /// simulator's code; `--compare` also runs the simulator (needs root).
+    Run(NetRunArgs),
+}
+
+/// `net run`'s arguments.
+#[derive(Args, Debug)]
+pub struct NetRunArgs {
+    #[command(flatten)]
+    file: crate::scenario::FileArgs,
+    /// Also run the scenario in the simulator and report both side by side.
+    #[arg(long)]
+    compare: bool,
+    /// Print the results as JSON (`{"kernel": ...}`, with `"sim"` under --compare).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `lowtide net ...`.
+pub fn run(cmd: &NetCommand) -> ExitCode {
+    let NetCommand::Run(args) = cmd;
+    let shown = args.file.shown();
+    let (file, topo) = match args.file.load() {
+        Ok(x) => x,
+        Err(e) => return crate::usage_error(&e),
+    };
+    if topo.flows.len() > MAX_FLOWS {
+        return crate::usage_error(&format!(
+            "{shown}: {} flows: a kernel run takes {MAX_FLOWS} at most",
+            topo.flows.len()
+        ));
+    }
+    if let Some(why) = cannot_run() {
+        return crate::usage_error(&format!("net run needs root: {why}"));
+    }
+    let sim = match args.compare {
+        true => match lowtide_sim::network::run(&topo) {
+            Ok(r) => Some(r),
+            Err(e) => return crate::usage_error(&format!("{shown}: {e}")),
+        },
+        false => None,
+    };
+    let kernel = match emulate(&file, &topo) {
+        Ok(r) => r,
+        Err(e) => return crate::run_failure(&format!("{shown}: {e}")),
+    };
+    if args.json {
+        let mut v = serde_json::json!({ "kernel": kernel });
+        if let Some(s) = &sim {
+            v["sim"] = serde_json::json!(s);
+        }
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        match &sim {
+            Some(s) => print!("{}", render_compare(s, &kernel)),
+            None => {
+                print!("{}", crate::scenario::render_tables(&kernel));
+                print!("{}", footer(&kernel, "kernel"));
+            }
+        }
+    }
+    let mut ok = true;
+    for (name, r) in [("kernel", Some(&kernel)), ("sim", sim.as_ref())] {
+        let Some(r) = r else { continue };
+        ok &= crate::scenario::report_failures(&format!("{shown} ({name})"), r);
+    }
+    match ok {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(1),
+    }
+}
+
+/// Why this process cannot make namespaces and TUN devices, if it cannot.
+fn cannot_run() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        return Some(format!(
+            "network namespaces and TUN devices (effective uid {euid}, not 0)"
+        ));
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun does not exist".into());
+    }
+    None
+}
+
+/// A kernel host: its namespace and its device.
+struct Host {
+    // The device before the namespace: it is closed first.
+    dev: TunDevice,
+    ns: NetNs,
+}
+
+/// Sets the flows' abort flag when dropped, so that every thread ends whatever
+/// way the run leaves.
+struct AbortOnDrop(Arc<Shared>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The hosts' namespaces and devices, configured: address, link up, a long
+/// device queue (the host's queue is emulated behind it), the file's `net.*`
+/// sysctls.
+fn hosts(file: &ScenarioFile, t: &Topology) -> Result<Vec<Host>, String> {
+    let mut out = Vec::new();
+    for (h, node) in t.nodes.iter().enumerate() {
+        let Some(spec) = file.hosts.get(&node.name) else {
+            continue;
+        };
+        let IpAddr::V4(addr) = flows::addr_of(t, h) else {
+            return Err("hosts: IPv4 only".into());
+        };
+        let ns = kernel::namespace("ltn")?;
+        let name = netns::unique_name("ltn");
+        let dev = TunDevice::open_in(ns.name(), &name, Offload::None)
+            .map_err(|e| format!("hosts.{}: TUN device: {e}", node.name))?;
+        crate::real::configure(&dev, (addr, 8))?;
+        kernel::exec(&ns, &["ip", "link", "set", &name, "txqueuelen", "10000"])?;
+        let _ = kernel::sysctl(&ns, "net.ipv6.conf.all.disable_ipv6", "1");
+        for (k, v) in sysctl_pairs(&spec.sysctls)? {
+            if k.starts_with("net.") {
+                kernel::sysctl(&ns, &k, &v).map_err(|e| format!("hosts.{}: {e}", node.name))?;
+            }
+        }
+        dev.set_nonblocking(true)
+            .map_err(|e| format!("{name}: non-blocking: {e}"))?;
+        out.push(Host { dev, ns });
+    }
+    Ok(out)
+}
+
+/// Runs the scenario with the kernel's TCP through the emulated network.
+fn emulate(file: &ScenarioFile, t: &Topology) -> Result<NetResults, String> {
+    let wall = std::time::Instant::now();
+    crate::real::link::install_signal_handlers();
+    let hosts = hosts(file, t)?;
+    let clock = Clock::start();
+    let fds: Vec<i32> = hosts.iter().map(|h| h.dev.as_raw_fd()).collect();
+    let mut sleeper = Sleeper::new(clock, &fds).map_err(|e| format!("epoll: {e}"))?;
+    let shared = Arc::new(Shared {
+        clock,
+        stop: AtomicBool::new(false),
+        abort: AtomicBool::new(false),
+        read: (0..t.flows.len()).map(|_| AtomicU64::new(0)).collect(),
+        ended: AtomicU64::new(0),
+    });
+    let guard = AbortOnDrop(shared.clone());
+    let namespaces: Vec<&NetNs> = hosts.iter().map(|h| &h.ns).collect();
+    let started = flows::start(t, &namespaces, &shared)?;
+    let mut fabric = Fabric::new(t);
+    let (end, threads) = (t.duration_ns, 2 * t.flows.len() as u64);
+    let all_fixed = t.flows.iter().all(|f| f.bytes.is_some());
+    let grace = flows::GRACE.as_nanos() as u64;
+    let mut buf = vec![0u8; RECV_BUF_LEN];
+    let mut errors = 0u64;
+    let mut at_end: Option<(u64, Vec<u64>)> = None;
+    loop {
+        if crate::real::link::stop_requested() {
+            // Dropping the guard stops the flows; the namespaces go with `hosts`.
+            return Err("interrupted".into());
+        }
+        let now = clock.now().as_nanos();
+        fabric.advance(now, |h, pkt| {
+            if !matches!(hosts[h].dev.send_or_drop(&VnetHdr::plain(), &pkt), Ok(true)) {
+                errors += 1;
+            }
+        });
+        let ended = shared.ended.load(Ordering::Relaxed);
+        if at_end.is_none() && (now >= end || (all_fixed && ended == threads)) {
+            let read = shared
+                .read
+                .iter()
+                .map(|r| r.load(Ordering::Relaxed))
+                .collect();
+            at_end = Some((now.min(end), read));
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        if let Some((e, _)) = &at_end {
+            if ended == threads || now > e + grace {
+                break;
+            }
+        }
+        for (h, host) in hosts.iter().enumerate() {
+            for _ in 0..lowtide_tun::device::READ_BUDGET {
+                let n = match host.dev.try_recv(&mut buf) {
+                    Ok(Some(n)) => n,
+                    Ok(None) => break,
+                    Err(e) => return Err(format!("reading {}: {e}", host.dev.name())),
+                };
+                inject(&mut fabric, now, h, &mut buf[..n]);
+            }
+        }
+        let next = fabric.next_event().unwrap_or(u64::MAX);
+        let deadline = next.min(now + 5_000_000).min(end.max(now));
+        sleeper
+            .sleep_until(lowtide::Instant(deadline))
+            .map_err(|e| format!("epoll: {e}"))?;
+    }
+    drop(guard);
+    let outs: Vec<_> = started.into_iter().map(join).collect::<Result<_, _>>()?;
+    let (end_ns, read_at_end) = at_end.unwrap_or((end, vec![0; t.flows.len()]));
+    let flows: Vec<FlowReport> = (t.flows.iter().enumerate())
+        .map(|(i, def)| flow_report(t, def, &outs[i], (end_ns, read_at_end[i])))
+        .collect();
+    let verdict = verdict(t, &outs, end_ns);
+    let queues = fabric.queue_reports(end_ns, &flows);
+    let mut r = NetResults::assemble(t, end_ns, verdict, flows, queues);
+    r.series = fabric.series();
+    r.router_drops = fabric.router_drops + errors;
+    r.sim_packets = fabric.packets();
+    r.sim_wall_s = wall.elapsed().as_secs_f64();
+    drop(hosts);
+    Ok(r)
+}
+
+/// A packet read from host `h`'s device (virtio-net header, then the IP packet)
+/// into the fabric: checksums completed, a GSO packet cut into wire segments.
+fn inject(fabric: &mut Fabric, now: u64, h: usize, raw: &mut [u8]) {
+    let Ok((hdr, _)) = VnetHdr::parse(raw) else {
+        return;
+    };
+    let packet = &mut raw[VnetHdr::LEN..];
+    if finish_rx_checksum(&hdr, packet).is_err() {
+        return;
+    }
+    if hdr.is_gso() {
+        let _ = lowtide_wire::gso::segment(packet, hdr.gso_size, |s| fabric.send(now, h, s));
+    } else {
+        fabric.send(now, h, packet.to_vec());
+    }
+}
+
+type FlowOut = (flows::SenderOut, flows::ReceiverOut);
+
+fn join(f: KernelFlow) -> Result<FlowOut, String> {
+    let s = f.sender.join().map_err(|_| "a sender thread panicked")?;
+    let r = f
+        .receiver
+        .join()
+        .map_err(|_| "a receiver thread panicked")?;
+    Ok((s, r))
+}
+
+/// A kernel flow's figures, as the simulator reports its flows: goodput over its
+/// time (a timed flow's bytes read by the run's end, else all of them up to the
+/// last).
+fn flow_report(
+    t: &Topology,
+    def: &lowtide_sim::network::topology::FlowDef,
+    (s, r): &FlowOut,
+    (end_ns, read_at_end): (u64, u64),
+) -> FlowReport {
+    let (bytes, stop) = match (def.bytes, def.stop_ns) {
+        (None, None) => (read_at_end, end_ns),
+        _ => (r.verifier.received(), r.last_byte_ns),
+    };
+    let secs = stop.saturating_sub(def.start_ns) as f64 / 1e9;
+    let delays: Vec<u64> = (s.probe_writes.iter().zip(&r.probe_reads))
+        .map(|(w, r)| r.saturating_sub(*w))
+        .collect();
+    let (delay_ms, delay_p99_ms, delay_max_ms) = delay_figures(delays);
+    let (sum, n, min) = s.rtt;
+    FlowReport {
+        name: def.name.clone(),
+        from: t.nodes[def.from].name.clone(),
+        to: t.nodes[def.to].name.clone(),
+        cc: flows::cc_of(t, def),
+        goodput_mbps: match secs > 0.0 {
+            true => bytes as f64 * 8.0 / secs / 1e6,
+            false => 0.0,
+        },
+        bytes,
+        rtt_ms: if n > 0 {
+            sum as f64 / n as f64 / 1e3
+        } else {
+            0.0
+        },
+        min_rtt_ms: min as f64 / 1e3,
+        retrans: s.retrans as u64,
+        delay_ms,
+        delay_p99_ms,
+        delay_max_ms,
+    }
+}
+
+/// Every kernel flow connected and delivered intact, judged as the simulator
+/// judges its flows.
+fn verdict(t: &Topology, outs: &[FlowOut], end_ns: u64) -> Verdict {
+    let outcomes: Vec<FlowOutcome> = (outs.iter().zip(&t.flows).enumerate())
+        .map(|(i, ((s, r), def))| {
+            let v = &r.verifier;
+            let connected = s.connected_ns.unwrap_or(def.start_ns);
+            let last = connected.max(r.last_byte_ns).min(end_ns);
+            let (goal, complete) = match (def.bytes, def.stop_ns) {
+                (Some(n), _) => (Goal::Bytes(n), v.complete_and_intact()),
+                (None, Some(_)) => (
+                    Goal::UntilClose,
+                    v.eof() && v.first_error().is_none() && v.received() == s.written,
+                ),
+                (None, None) => (Goal::Timed, false),
+            };
+            FlowOutcome {
+                flow: i as u32,
+                connected: s.connected_ns.is_some(),
+                error: s.error.or(r.error),
+                delivered: v.received(),
+                goal,
+                complete,
+                first_error_offset: v.first_error(),
+                idle: Duration::from_nanos(end_ns.saturating_sub(last)),
+            }
+        })
+        .collect();
+    Verdict::judge(
+        &outcomes,
+        &Liveness::bulk(Duration::from_nanos(t.duration_ns)),
+    )
+}
+
+/// The last lines of a report: what ran, the verdict, the checks.
+fn footer(r: &NetResults, engine: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n{engine}: {:.1} s in real time: {} ({} packets through the emulated network, {:.2} s wall)",
+        r.duration_s,
+        r.verdict.summary(),
+        r.sim_packets,
+        r.sim_wall_s
+    );
+    s.push_str(&crate::scenario::render_checks(r));
+    s
+}
+
+/// `sim | kernel` of two figures.
+fn pair(a: Option<f64>, b: Option<f64>) -> String {
+    let f = |x: Option<f64>| x.map_or("-".into(), crate::scenario::num);
+    format!("{} | {}", f(a), f(b))
+}
+
+/// The simulator's and the kernel's results side by side: per flow, per queue
+/// (those a flow's data crosses), and each check in both.
+pub fn render_compare(sim: &NetResults, kernel: &NetResults) -> String {
+    let mut s = String::new();
+    let nw = (sim.flows.iter().map(|f| f.name.len()))
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let _ = writeln!(s, "sim | kernel");
+    let _ = writeln!(
+        s,
+        "{:<nw$} {:<6} {:>17} {:>17} {:>17} {:>13} {:>17}",
+        "flow", "cc", "Mbit/s", "rtt ms", "min rtt ms", "retr", "delay ms"
+    );
+    for (a, b) in sim.flows.iter().zip(&kernel.flows) {
+        let _ = writeln!(
+            s,
+            "{:<nw$} {:<6} {:>17} {:>17} {:>17} {:>13} {:>17}",
+            a.name,
+            a.cc,
+            pair(Some(a.goodput_mbps), Some(b.goodput_mbps)),
+            pair(Some(a.rtt_ms), Some(b.rtt_ms)),
+            pair(Some(a.min_rtt_ms), Some(b.min_rtt_ms)),
+            format!("{} | {}", a.retrans, b.retrans),
+            pair(a.delay_ms, b.delay_ms),
+        );
+    }
+    let qw = (sim.queues.iter().map(|q| q.name.len()))
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let _ = writeln!(
+        s,
+        "\n{:<qw$} {:<8} {:>17} {:>17} {:>15} {:>13} {:>13} {:>13}",
+        "queue", "qdisc", "backlog B", "sojourn ms", "drops", "ce", "util", "jain"
+    );
+    for (a, b) in sim
+        .queues
+        .iter()
+        .zip(&kernel.queues)
+        .filter(|(a, _)| a.flows > 0)
+    {
+        let _ = writeln!(
+            s,
+            "{:<qw$} {:<8} {:>17} {:>17} {:>15} {:>13} {:>13} {:>13}",
+            a.name,
+            a.qdisc,
+            pair(Some(a.backlog_bytes), Some(b.backlog_bytes)),
+            pair(Some(a.sojourn_ms), Some(b.sojourn_ms)),
+            format!("{} | {}", a.drops, b.drops),
+            format!("{} | {}", a.ce_marks, b.ce_marks),
+            format!("{:.2} | {:.2}", a.utilization, b.utilization),
+            pair(a.jain, b.jain),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nsim: {:.1} s simulated: {} ({:.2} s wall)",
+        sim.duration_s,
+        sim.verdict.summary(),
+        sim.sim_wall_s
+    );
+    let _ = writeln!(
+        s,
+        "kernel: {:.1} s in real time: {} ({:.2} s wall)",
+        kernel.duration_s,
+        kernel.verdict.summary(),
+        kernel.sim_wall_s
+    );
+    for (a, b) in sim.checks.iter().zip(&kernel.checks) {
+        let v = |ok: bool| if ok { "ok" } else { "FAILED" };
+        let _ = writeln!(
+            s,
+            "check {}: sim {} vs {} {}, kernel {} vs {} {}",
+            a.check,
+            crate::scenario::num(a.left),
+            crate::scenario::num(a.right),
+            v(a.pass),
+            crate::scenario::num(b.left),
+            crate::scenario::num(b.right),
+            v(b.pass)
+        );
+    }
+    s
+}

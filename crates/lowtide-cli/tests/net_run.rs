@@ -1,0 +1,196 @@
+//! `lowtide net run` (issue 22): a scenario with the kernel's own TCP, each host a
+//! network namespace with a TUN device, the routers, links and queues emulated in
+//! real time by the simulator's code; `--compare` puts the simulator's run beside
+//! it. Root only (skipped with the reason otherwise, a failure in CI, which sets
+//! LOWTIDE_REQUIRE_PRIVILEGED_TESTS). The run makes its own namespaces, routes
+//! nothing in the root namespace, and leaves nothing behind, failed or not.
+
+use lowtide_tun::netns::privileged;
+use std::process::{Command, Output};
+
+/// A dumbbell: a bulk CUBIC flow and a latency probe through a 20 Mbit/s
+/// bottleneck (pfifo of 100 packets), 10 ms one way.
+const DUMBBELL: &str = r#"
+checks = [
+  "flow.bulk.goodput_mbps > 12",
+  "queue.r->server.utilization > 0.7",
+  "flow.probe.delay_ms > 10",
+]
+[run]
+duration = "3s"
+[hosts.client]
+cc = "cubic"
+[hosts.server]
+[routers.r]
+[links.access]
+between = ["client", "r"]
+rate = "1gbit"
+delay = "1ms"
+[links.bottleneck]
+between = ["r", "server"]
+rate = "20mbit"
+delay = "9ms"
+queue = "pfifo,limit=100"
+[flows.bulk]
+from = "client"
+to = "server"
+[flows.probe]
+from = "client"
+to = "server"
+start = "100ms"
+probe = { size = 100, interval = "50ms" }
+"#;
+
+fn lowtide(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lowtide"))
+        .args(args)
+        .output()
+        .expect("run lowtide")
+}
+
+/// `lowtide ARGS` as root, then a check that it left nothing in the root
+/// namespace: no namespace, link, address or route with the names it gives its
+/// namespaces and devices (`ltn` + its pid + `x`), which is also how it names
+/// nothing in the root namespace while it runs (other tests may run meanwhile,
+/// so the root namespace as a whole may change).
+fn lowtide_leaving_nothing(args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_lowtide"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run lowtide");
+    let mine = format!("ltn{}x", child.id());
+    let out = child.wait_with_output().expect("wait for lowtide");
+    let left = root_state();
+    assert!(!left.contains(&mine), "{mine} left behind:\n{left}");
+    out
+}
+
+/// What the root namespace has: its links, addresses, routes and named
+/// namespaces.
+fn root_state() -> String {
+    let mut s = String::new();
+    for args in [
+        &["-o", "link", "show"][..],
+        &["-o", "addr", "show"],
+        &["route", "show", "table", "all"],
+        &["netns", "list"],
+    ] {
+        let out = Command::new("ip").args(args).output().expect("ip");
+        s.push_str(&String::from_utf8_lossy(&out.stdout));
+    }
+    s
+}
+
+fn file(name: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("lowtide-net-{}-{name}.toml", std::process::id()));
+    std::fs::write(&p, text).expect("write scenario");
+    p
+}
+
+fn flow<'a>(r: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    let flows = r["flows"].as_array().expect("flows");
+    flows.iter().find(|f| f["name"] == name).expect("flow")
+}
+
+#[test]
+fn a_dumbbell_runs_both_ways_side_by_side() {
+    if !privileged("a_dumbbell_runs_both_ways_side_by_side") {
+        return;
+    }
+    let path = file("dumbbell", DUMBBELL);
+    let out =
+        lowtide_leaving_nothing(&["net", "run", "--compare", "--json", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(out.status.code(), Some(0), "{stderr}\n{v:#}");
+    for side in ["sim", "kernel"] {
+        let r = &v[side];
+        assert_eq!(r["bytes_verified"], true, "{side}: {}", r["failure"]);
+        let g = flow(r, "bulk")["goodput_mbps"].as_f64().unwrap();
+        assert!((12.0..20.0).contains(&g), "{side}: bulk {g} Mbit/s");
+        let d = flow(r, "probe")["delay_ms"].as_f64().unwrap();
+        // 10 ms one way, plus the bulk flow's standing queue (up to 60 ms).
+        assert!((10.0..100.0).contains(&d), "{side}: probe delay {d} ms");
+        let min_rtt = flow(r, "bulk")["min_rtt_ms"].as_f64().unwrap();
+        assert!(
+            (19.0..40.0).contains(&min_rtt),
+            "{side}: min RTT {min_rtt} ms"
+        );
+        let checks = r["checks"].as_array().unwrap();
+        assert_eq!(checks.len(), 3);
+        assert!(
+            checks.iter().all(|c| c["pass"] == true),
+            "{side}: {checks:?}"
+        );
+        // The bottleneck's time series: 100 ms apart, a standing queue.
+        let series = r["series"].as_array().unwrap();
+        let q = series.iter().find(|s| s["name"] == "r->server").unwrap();
+        let backlog = q["backlog_bytes"].as_array().unwrap();
+        assert_eq!(backlog.len(), 30, "{side}");
+        assert!(
+            backlog.iter().any(|b| b.as_u64().unwrap() > 10_000),
+            "{side}"
+        );
+    }
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn a_failed_check_exits_1_and_leaves_nothing_behind() {
+    if !privileged("a_failed_check_exits_1_and_leaves_nothing_behind") {
+        return;
+    }
+    let text = DUMBBELL.replace("goodput_mbps > 12", "goodput_mbps > 25");
+    let path = file("failing", &text);
+    let out = lowtide_leaving_nothing(&[
+        "net",
+        "run",
+        "--set",
+        "run.duration=1s",
+        path.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("(kernel): check failed: flow.bulk.goodput_mbps > 25"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("kernel: 1.0 s in real time"), "{stdout}");
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn without_root_it_says_so() {
+    let path = file("user", DUMBBELL);
+    // SAFETY: geteuid has no preconditions.
+    let out = if unsafe { libc::geteuid() } != 0 {
+        lowtide(&["net", "run", path.to_str().unwrap()])
+    } else {
+        // As root, the same as user nobody, from a copy nobody can execute (the
+        // build directory may sit under a private home).
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("lowtide-net-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join("lowtide");
+        std::fs::copy(env!("CARGO_BIN_EXE_lowtide"), &bin).expect("copy the binary");
+        for p in [&dir, &bin, &path] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(["net", "run", path.to_str().unwrap()])
+            .output()
+            .expect("setpriv (util-linux)");
+        std::fs::remove_dir_all(&dir).ok();
+        out
+    };
+    std::fs::remove_file(&path).ok();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("net run needs root"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}

@@ -106,6 +106,10 @@ impl PacketDevice for TunPacketDevice {
         // A write the kernel refuses is a loss, as on a real device (logged by
         // send_or_drop at trace level).
         let sent = |hdr: &VnetHdr, p: &[u8]| dev.send_or_drop(hdr, p).map(drop);
+        if !tx.is_tcp() {
+            // UDP and ICMP: checksums complete, never GSO.
+            return sent(&VnetHdr::plain(), &tx.packet);
+        }
         match dev.offload() {
             Offload::Full => {
                 let gso = if tx.gso_segs > 1 { tx.gso_size } else { 0 };

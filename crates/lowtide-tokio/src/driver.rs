@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     base: TokioInstant,
     driver: Option<Waker>,
     waiters: HashMap<Fd, Waiters>,
+    /// Tasks waiting for a datagram on a UDP socket.
+    udp_readers: HashMap<lowtide::UdpHandle, Waker>,
     /// Why the driver stopped, if it did (a device error).
     dead: Option<(io::ErrorKind, String)>,
     /// Every connection had finished closing at the end of the last round, and no
@@ -118,6 +120,28 @@ impl Inner {
         }
     }
 
+    /// Parks `cx`'s task until UDP socket `h` has a datagram.
+    pub fn wait_udp(&mut self, h: lowtide::UdpHandle, cx: &Context<'_>) {
+        self.udp_readers.insert(h, cx.waker().clone());
+    }
+
+    /// Forgets the reader of a closed UDP socket.
+    pub fn forget_udp(&mut self, h: lowtide::UdpHandle) {
+        self.udp_readers.remove(&h);
+    }
+
+    /// Wakes the readers of UDP sockets that have a datagram (or are gone).
+    fn wake_udp(&mut self) {
+        let stack = self.host.stack();
+        self.udp_readers.retain(|h, w| {
+            let ready = stack.udp_readable(*h) != Ok(false);
+            if ready {
+                w.wake_by_ref();
+            }
+            !ready
+        });
+    }
+
     /// Wakes the tasks of the sockets epoll reports ready.
     fn wake_ready(&mut self) {
         let Ok(events) = self.host.epoll_wait(self.epfd, EPOLL_MAX) else {
@@ -141,6 +165,7 @@ impl Inner {
             wake(&mut w.read);
             wake(&mut w.write);
         }
+        self.udp_readers.drain().for_each(|(_, w)| w.wake());
         self.closers.drain(..).for_each(Waker::wake);
     }
 
@@ -180,6 +205,7 @@ pub(crate) fn shared(mut host: Host) -> Shared {
         base: TokioInstant::now(),
         driver: None,
         waiters: HashMap::new(),
+        udp_readers: HashMap::new(),
         dead: None,
         settled: false,
         closers: Vec::new(),
@@ -256,6 +282,7 @@ fn round<D: PacketDevice>(
         g.host.handle_tx_complete(now, tx.token);
     }
     g.wake_ready();
+    g.wake_udp();
     g.settle();
     Ok(budget_out)
 }

@@ -1,5 +1,6 @@
 //! lowtide on tokio: `TcpListener` and `TcpStream` (with
-//! [`AsyncRead`](tokio::io::AsyncRead)/[`AsyncWrite`](tokio::io::AsyncWrite)) over
+//! [`AsyncRead`](tokio::io::AsyncRead)/[`AsyncWrite`](tokio::io::AsyncWrite)),
+//! and [`UdpSocket`] (the stack answers pings and sends ICMP port unreachable), over
 //! lowtide's socket layer with Linux's semantics ([`lowtide::posix`]), driven on a
 //! TUN device or any [`PacketDevice`]. One dependency suffices: the engine
 //! ([`lowtide`]) and the TUN device ([`TunDevice`], [`Offload`]; all of
@@ -75,10 +76,13 @@
 mod device;
 mod driver;
 mod tcp;
+mod udp;
 
 pub use device::{channel_pair, ChannelDevice, PacketDevice, TunPacketDevice};
 /// The engine: [`lowtide::Stack`], [`lowtide::Config`], counters, `tcp_info`.
 pub use lowtide;
+/// A datagram with its sender and original destination ([`UdpSocket::recv_datagram`]).
+pub use lowtide::Datagram;
 /// `lowtide-tun` whole (network namespaces, the OS random source, ...).
 pub use lowtide_tun as tun;
 /// `lowtide-tun`'s TUN device and its offload setting, so that one dependency
@@ -86,6 +90,7 @@ pub use lowtide_tun as tun;
 /// `set_ipv4`, `set_up`, then [`TunPacketDevice::new`].
 pub use lowtide_tun::device::{Offload, TunDevice};
 pub use tcp::{OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
+pub use udp::UdpSocket;
 
 use driver::Shared;
 use lowtide::posix::Host;

@@ -129,7 +129,7 @@ impl std::fmt::Debug for Socket {
 }
 
 /// The error when a name resolves to no address (std's text).
-fn no_address() -> io::Error {
+pub(crate) fn no_address() -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         "could not resolve to any addresses",
@@ -138,7 +138,7 @@ fn no_address() -> io::Error {
 
 /// Runs `f` on each address until one succeeds; the last error otherwise (as
 /// std's `each_addr`).
-fn each_addr<T>(
+pub(crate) fn each_addr<T>(
     addrs: impl Iterator<Item = SocketAddr>,
     mut f: impl FnMut(SocketAddr) -> io::Result<T>,
 ) -> io::Result<T> {

@@ -223,3 +223,150 @@ fn tun_forward_relays_any_destination() {
         assert!(log.contains(&format!("Some({dst})")), "{log}");
     }
 }
+
+/// Runs `ip ARGS` in `ns`.
+fn ip(ns: &NetNs, args: &[&str]) {
+    let st = ns.command("ip").args(args).status().unwrap();
+    assert!(st.success(), "ip {args:?}");
+}
+
+/// A DNS server that answers every A question with 192.0.2.80 (RFC 1035 4.1).
+fn dns_answer(q: &[u8]) -> Vec<u8> {
+    let mut r = q.to_vec();
+    r[2] = 0x81; // QR, RD
+    r[3] = 0x80; // RA
+    r[6..8].copy_from_slice(&1u16.to_be_bytes()); // ANCOUNT
+                                                  // A pointer to the question's name, A, IN, TTL 60, 4 bytes.
+    r.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 80]);
+    r
+}
+
+/// A DNS query for `lowtide.test` A and its answer, from a Python resolver.
+const PY_RESOLVE: &str = r#"
+import socket, struct, sys
+q = struct.pack(">HHHHHH", 0x4c54, 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(l)]) + l for l in (b"lowtide", b"test")) + b"\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(20)
+s.sendto(q, ("192.0.2.1", 53))
+r, peer = s.recvfrom(512)
+assert peer == ("192.0.2.1", 53), peer
+ident, flags, qd, an = struct.unpack(">HHHH", r[:8])
+assert ident == 0x4c54 and flags & 0x8000 and an == 1, r
+print(socket.inet_ntoa(r[-4:]))
+"#;
+
+/// An ICMP echo to 192.0.2.1 over a raw socket (ping without ping(8)).
+const PY_PING: &str = r#"
+import socket, struct
+def csum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xffff); s += s >> 16
+    return ~s & 0xffff
+payload = b"lowtide ping"
+hdr = struct.pack("!BBHHH", 8, 0, 0, 0x1d1d, 1)
+pkt = struct.pack("!BBHHH", 8, 0, csum(hdr + payload), 0x1d1d, 1) + payload
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+s.settimeout(20)
+s.sendto(pkt, ("192.0.2.1", 0))
+while True:
+    r, peer = s.recvfrom(1500)
+    icmp = r[(r[0] & 15) * 4:]
+    if icmp[0] == 0:
+        break
+assert peer[0] == "192.0.2.1" and icmp[4:8] == pkt[4:8] and icmp[8:] == payload, r
+print("echo reply from", peer[0])
+"#;
+
+#[test]
+fn tun2socks_carries_curl_dns_and_ping() {
+    if !privileged("tun2socks_carries_curl_dns_and_ping") {
+        return;
+    }
+    // Clients in `inner` route everything into the device; the program, and the
+    // servers it reaches with its own sockets, are in `outer`.
+    let (inner, outer) = (namespace(), namespace());
+    ip(&outer, &["addr", "add", "192.0.2.1/32", "dev", "lo"]);
+    let (ready_tx, ready) = mpsc::channel();
+    outer
+        .spawn(move || {
+            let http = TcpListener::bind("192.0.2.1:8080").unwrap();
+            let dns = std::net::UdpSocket::bind("192.0.2.1:53").unwrap();
+            ready_tx.send(()).unwrap();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 512];
+                while let Ok((n, peer)) = dns.recv_from(&mut buf) {
+                    dns.send_to(&dns_answer(&buf[..n]), peer).unwrap();
+                }
+            });
+            for s in http.incoming() {
+                let mut s = s.unwrap();
+                let mut req = Vec::new();
+                let mut b = [0u8; 1024];
+                while !req.ends_with(b"\r\n\r\n") {
+                    let n = s.read(&mut b).unwrap();
+                    assert!(n > 0, "request cut");
+                    req.extend_from_slice(&b[..n]);
+                }
+                let body = pattern(200_000);
+                let head = format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+                s.write_all(head.as_bytes()).unwrap();
+                s.write_all(&body).unwrap();
+            }
+        })
+        .unwrap();
+    ready.recv_timeout(TIMEOUT).unwrap();
+    let ex = Running::start(&outer, "tun2socks", &["ltsocks0", inner.name()]);
+    assert!(ex.line().starts_with("forwarding TCP and UDP"));
+    ip(&inner, &["route", "add", "default", "dev", "ltsocks0"]);
+
+    let curl = inner
+        .command("curl")
+        .args(["-sS", "--max-time", "20", "http://192.0.2.1:8080/"])
+        .output()
+        .expect("run curl");
+    assert!(
+        curl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&curl.stderr)
+    );
+    assert!(
+        curl.stdout == pattern(200_000),
+        "curl got {} bytes",
+        curl.stdout.len()
+    );
+
+    let dig = inner
+        .command("python3")
+        .args(["-c", PY_RESOLVE])
+        .output()
+        .unwrap();
+    assert!(
+        dig.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dig.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&dig.stdout).trim(), "192.0.2.80");
+
+    let ping = inner
+        .command("python3")
+        .args(["-c", PY_PING])
+        .output()
+        .unwrap();
+    assert!(
+        ping.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ping.stderr)
+    );
+
+    // The flows the program logged: the DNS flow, then curl's when it ended.
+    let mut log = String::new();
+    while !(log.contains("udp 10.9.0.1:") && log.contains("tcp 10.9.0.1:")) {
+        log += &ex.line();
+        log.push('\n');
+    }
+    assert!(
+        log.contains("-> 192.0.2.1:53") && log.contains("-> 192.0.2.1:8080"),
+        "{log}"
+    );
+}

@@ -36,7 +36,7 @@ impl IpRepr {
     ///
     /// Verifies the IPv4 header checksum when `verify_csum`. Bytes after the length the
     /// header claims (link padding) are ignored; a packet shorter than it is
-    /// `Truncated`. IPv4 fragments and IPv6 next headers other than TCP and ICMPv6
+    /// `Truncated`. IPv4 fragments and IPv6 next headers other than TCP, UDP and ICMPv6
     /// (extension headers among them) are `Unsupported`.
     pub fn parse(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
         IpRepr::parse_apart(packet, 0, verify_csum)
@@ -208,9 +208,9 @@ fn parse_v6(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
     if IPV6_HEADER_LEN + payload_len > avail {
         return Err(WireError::Truncated);
     }
-    // TCP, or ICMPv6 (its errors about our segments, RFC 4443 section 3.1); any
+    // TCP, UDP, or ICMPv6 (echo, and errors about what we sent: RFC 4443); any
     // other next header, extension headers included, is not followed.
-    if packet[6] != PROTO_TCP && packet[6] != PROTO_ICMPV6 {
+    if ![PROTO_TCP, crate::udp::PROTO_UDP, PROTO_ICMPV6].contains(&packet[6]) {
         return Err(WireError::Unsupported);
     }
     let addr = |at: usize| {
@@ -466,17 +466,16 @@ mod tests {
         assert_eq!(good[1], 0x20);
         assert_eq!(IpRepr::parse(&good[..39], false), Err(WireError::Truncated));
         assert_eq!(IpRepr::parse(&good[..47], false), Err(WireError::Truncated));
-        for nh in [0u8, 17, 43, 44, 59] {
+        for nh in [0u8, 43, 44, 59] {
             let mut b = good.clone();
             b[6] = nh;
             assert_eq!(IpRepr::parse(&b, false), Err(WireError::Unsupported));
         }
-        let mut icmp6 = good.clone();
-        icmp6[6] = PROTO_ICMPV6;
-        assert_eq!(
-            IpRepr::parse(&icmp6, false).map(|r| r.protocol),
-            Ok(PROTO_ICMPV6)
-        );
+        for nh in [PROTO_ICMPV6, crate::udp::PROTO_UDP] {
+            let mut b = good.clone();
+            b[6] = nh;
+            assert_eq!(IpRepr::parse(&b, false).map(|r| r.protocol), Ok(nh));
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! - [`ip`]: IPv4 (RFC 791) and IPv6 (RFC 8200) headers.
 //! - [`tcp`]: the TCP header (RFC 9293) and its options: MSS, window scale,
 //!   timestamps (RFC 7323), SACK-permitted and SACK blocks (RFC 2018).
+//! - [`udp`]: the UDP header (RFC 768) and its checksum.
 //! - [`gso`]: cutting a GSO super-packet into MSS-sized segments, as a NIC with TSO
 //!   or Linux's `tcp_gso_segment` does, and coalescing (GRO).
 //! - [`pool`]: packet buffers reused instead of freed.
@@ -24,6 +25,7 @@ pub mod pool;
 pub mod tcp;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod udp;
 
 /// Why a packet could not be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -48,7 +48,9 @@ pub use socket::{
     EventKind, RxChecksum, SendFlags, Shutdown, SocketError, SocketEvent, SocketHandle, Transmit,
     TxToken,
 };
-pub use stack::{ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory};
+pub use stack::{
+    Datagram, ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory, UdpHandle,
+};
 pub use tcp::info::TcpInfo;
 pub use tcp::TcpState;
 pub use time::Instant;

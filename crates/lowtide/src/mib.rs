@@ -33,7 +33,7 @@ mib! {
     IpInAddrErrors,
     /// IP packets with a protocol this stack does not handle.
     IpInUnknownProtos,
-    /// IP packets delivered to TCP.
+    /// IP packets delivered to TCP, UDP or ICMP.
     IpInDelivers,
     /// IP packets handed to the device (a GSO packet counts once).
     IpOutRequests,
@@ -55,6 +55,55 @@ mib! {
     Icmp6InDestUnreachs,
     /// ICMPv6 "packet too big" messages received (path MTU discovery).
     Icmp6InPktTooBigs,
+    /// ICMP echo requests received.
+    IcmpInEchos,
+    /// ICMP messages sent.
+    IcmpOutMsgs,
+    /// ICMP echo replies sent.
+    IcmpOutEchoReps,
+    /// ICMP destination unreachables sent (port unreachable for UDP).
+    IcmpOutDestUnreachs,
+    /// ICMP errors not sent for the global limit (`net.ipv4.icmp_msgs_per_sec`).
+    IcmpRateLimitGlobal,
+    /// ICMP errors not sent for the per-destination limit (`net.ipv4.icmp_ratelimit`).
+    IcmpRateLimitHost,
+    /// ICMPv6 echo requests received.
+    Icmp6InEchos,
+    /// ICMPv6 messages sent.
+    Icmp6OutMsgs,
+    /// ICMPv6 echo replies sent.
+    Icmp6OutEchoReplies,
+    /// ICMPv6 destination unreachables sent (port unreachable for UDP).
+    Icmp6OutDestUnreachs,
+    /// ICMPv6 errors not sent for the global limit.
+    Icmp6RateLimitGlobal,
+    /// ICMPv6 errors not sent for the per-destination limit
+    /// (`net.ipv6.icmp.ratelimit`).
+    Icmp6RateLimitHost,
+    /// UDP datagrams delivered to a socket.
+    UdpInDatagrams,
+    /// UDP datagrams to a port no socket has (answered with a port unreachable).
+    UdpNoPorts,
+    /// UDP datagrams dropped: malformed, bad checksum, or no room in the socket.
+    UdpInErrors,
+    /// UDP datagrams sent.
+    UdpOutDatagrams,
+    /// UDP datagrams dropped for a full receive buffer (`sk_rcvbuf`).
+    UdpRcvbufErrors,
+    /// UDP datagrams with a bad checksum.
+    UdpInCsumErrors,
+    /// UDP over IPv6: datagrams delivered to a socket.
+    Udp6InDatagrams,
+    /// UDP over IPv6: datagrams to a port no socket has.
+    Udp6NoPorts,
+    /// UDP over IPv6: datagrams dropped.
+    Udp6InErrors,
+    /// UDP over IPv6: datagrams sent.
+    Udp6OutDatagrams,
+    /// UDP over IPv6: datagrams dropped for a full receive buffer.
+    Udp6RcvbufErrors,
+    /// UDP over IPv6: datagrams with a bad checksum.
+    Udp6InCsumErrors,
     /// Active opens (SYN sent).
     TcpActiveOpens,
     /// Passive opens (SYN received on a listener).

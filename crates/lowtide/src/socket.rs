@@ -92,6 +92,9 @@ pub enum SocketError {
     /// `EPERM`: not allowed (`TCP_CONGESTION` on a connection whose route locks
     /// its congestion control).
     PermissionDenied,
+    /// `EMSGSIZE`: a datagram larger than the path MTU (lowtide does not fragment)
+    /// or than UDP's 16-bit length.
+    MessageTooLong,
 }
 
 impl core::fmt::Display for SocketError {
@@ -111,6 +114,7 @@ impl core::fmt::Display for SocketError {
             SocketError::NetworkUnreachable => "network is unreachable (ENETUNREACH)",
             SocketError::NoBufferSpace => "no buffer space available (ENOBUFS)",
             SocketError::PermissionDenied => "operation not permitted (EPERM)",
+            SocketError::MessageTooLong => "message too long (EMSGSIZE)",
         };
         f.write_str(s)
     }

@@ -14,7 +14,9 @@ pub fn io_error(e: SocketError) -> io::Error {
     use io::ErrorKind as K;
     let kind = match e {
         SocketError::WouldBlock => K::WouldBlock,
-        SocketError::BadHandle | SocketError::InvalidInput => K::InvalidInput,
+        SocketError::BadHandle | SocketError::InvalidInput | SocketError::MessageTooLong => {
+            K::InvalidInput
+        }
         SocketError::NotConnected => K::NotConnected,
         SocketError::BrokenPipe => K::BrokenPipe,
         SocketError::ConnectionRefused => K::ConnectionRefused,

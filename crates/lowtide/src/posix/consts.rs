@@ -137,6 +137,7 @@ pub mod errno {
     pub const EPIPE: i32 = 32;
     pub const ENOTSOCK: i32 = 88;
     pub const EDESTADDRREQ: i32 = 89;
+    pub const EMSGSIZE: i32 = 90;
     pub const ENOPROTOOPT: i32 = 92;
     pub const EPROTONOSUPPORT: i32 = 93;
     pub const ESOCKTNOSUPPORT: i32 = 94;

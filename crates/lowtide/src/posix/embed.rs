@@ -94,6 +94,7 @@ impl Errno {
             EPIPE => "EPIPE",
             ENOTSOCK => "ENOTSOCK",
             EDESTADDRREQ => "EDESTADDRREQ",
+            EMSGSIZE => "EMSGSIZE",
             ENOPROTOOPT => "ENOPROTOOPT",
             EPROTONOSUPPORT => "EPROTONOSUPPORT",
             ESOCKTNOSUPPORT => "ESOCKTNOSUPPORT",

@@ -67,6 +67,7 @@ impl From<SocketError> for Errno {
             SocketError::NetworkUnreachable => errno::ENETUNREACH,
             SocketError::NoBufferSpace => errno::ENOBUFS,
             SocketError::PermissionDenied => errno::EPERM,
+            SocketError::MessageTooLong => errno::EMSGSIZE,
         })
     }
 }

@@ -139,8 +139,12 @@ impl Transmit {
     /// cut into segments of at most `gso_size` payload bytes, each with a complete
     /// IP and TCP checksum (`tcp_gso_segment` plus the NIC's checksum offload, as
     /// [`lowtide_wire::gso::segment`] does). Empty only if the packet does not parse,
-    /// which a stack's own output always does.
+    /// which a stack's own output always does. A packet that is not TCP (UDP,
+    /// ICMP: [`Transmit::is_tcp`]) is already complete: one segment, itself.
     pub fn segments(&self) -> Vec<Vec<u8>> {
+        if !self.is_tcp() {
+            return vec![[&self.packet[..], &self.payload[..]].concat()];
+        }
         let mut out = Vec::with_capacity(self.gso_segs.max(1) as usize);
         let put = |s| out.push(s);
         let _ = match self.payload.is_empty() {
@@ -155,6 +159,14 @@ impl Transmit {
             ),
         };
         out
+    }
+
+    /// Whether this is a TCP packet (CHECKSUM_PARTIAL, maybe a GSO super-packet).
+    /// The stack's other packets (UDP datagrams, ICMP) carry complete checksums and
+    /// are never GSO: a device sends them as they are (virtio-net: no `NEEDS_CSUM`).
+    pub fn is_tcp(&self) -> bool {
+        lowtide_wire::ip::IpRepr::parse_apart(&self.packet, self.payload.len(), false)
+            .is_ok_and(|ip| ip.protocol == lowtide_wire::ip::PROTO_TCP)
     }
 }
 

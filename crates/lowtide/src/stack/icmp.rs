@@ -13,6 +13,7 @@ use crate::tcp::{FourTuple, TcpState};
 use crate::time::Instant;
 use lowtide_wire::checksum;
 use lowtide_wire::ip::{IpRepr, PROTO_ICMPV6, PROTO_TCP};
+use lowtide_wire::udp::PROTO_UDP;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use tracing::trace;
 
@@ -83,6 +84,8 @@ struct IcmpError {
     info: u32,
     tuple: FourTuple,
     seq: u32,
+    /// The quoted protocol: TCP or UDP (ports at the same offsets).
+    proto: u8,
 }
 
 /// Parses an ICMPv4 error quoting a TCP segment we sent (`icmp_rcv`: checksum over
@@ -94,7 +97,11 @@ fn parse_icmp_error(msg: &[u8]) -> Option<IcmpError> {
     let (kind, code) = (msg[0], msg[1]);
     let inner = &msg[8..];
     let ihl = (inner[0] & 0x0f) as usize * 4;
-    if inner[0] >> 4 != 4 || ihl < 20 || inner[9] != PROTO_TCP || inner.len() < ihl + 8 {
+    if inner[0] >> 4 != 4
+        || ihl < 20
+        || ![PROTO_TCP, PROTO_UDP].contains(&inner[9])
+        || inner.len() < ihl + 8
+    {
         return None;
     }
     let addr = |o: usize| {
@@ -116,6 +123,7 @@ fn parse_icmp_error(msg: &[u8]) -> Option<IcmpError> {
             remote: SocketAddr::new(addr(16), port(2)),
         },
         seq: u32::from_be_bytes([th[4], th[5], th[6], th[7]]),
+        proto: inner[9],
     })
 }
 
@@ -132,7 +140,7 @@ fn parse_icmpv6_error(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Option<IcmpError>
         return None;
     }
     let inner = &msg[8..];
-    if inner[0] >> 4 != 6 || inner[6] != PROTO_TCP {
+    if inner[0] >> 4 != 6 || ![PROTO_TCP, PROTO_UDP].contains(&inner[6]) {
         return None;
     }
     let addr = |o: usize| {
@@ -150,14 +158,18 @@ fn parse_icmpv6_error(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Option<IcmpError>
             remote: SocketAddr::new(addr(24), port(2)),
         },
         seq: u32::from_be_bytes([th[4], th[5], th[6], th[7]]),
+        proto: inner[6],
     })
 }
 
 impl Stack {
     /// `icmpv6_rcv` for an IPv6 packet carrying ICMPv6: destination-unreachable errors
     /// go to their connection (`tcp_v6_err`); anything else is counted and dropped.
-    pub(super) fn icmpv6_rcv(&mut self, now: Instant, ip: &IpRepr, msg: &[u8]) {
+    pub(super) fn icmpv6_rcv(&mut self, now: Instant, ip: &IpRepr, packet: &[u8], msg: &[u8]) {
         self.mib.inc(Mib::Icmp6InMsgs);
+        if msg.first() == Some(&super::icmp_out::ICMPV6_ECHO_REQUEST) {
+            return self.icmp_echo(ip, packet, msg);
+        }
         let Some(e) = parse_icmpv6_error(ip.src, ip.dst, msg) else {
             self.mib.inc(Mib::Icmp6InErrors);
             trace!(src = %ip.src, "drop: malformed ICMPv6");
@@ -166,12 +178,26 @@ impl Stack {
         match e.kind {
             ICMPV6_DEST_UNREACH => {
                 self.mib.inc(Mib::Icmp6InDestUnreachs);
+                if e.proto == PROTO_UDP {
+                    // icmpv6_err_convert: port unreachable is the fatal one we name.
+                    let fatal = [1, 4, 5, 6].contains(&e.code);
+                    let err = icmpv6_err_convert(e.code).filter(|_| fatal);
+                    return self.udp_err(e.tuple.local, e.tuple.remote, err);
+                }
                 if let Some(err) = icmpv6_err_convert(e.code) {
                     self.tcp_err(now, &e, IcmpAction::Error(err));
                 }
             }
             ICMPV6_PKT_TOO_BIG => {
                 self.mib.inc(Mib::Icmp6InPktTooBigs);
+                if e.proto == PROTO_UDP {
+                    // __udp6_lib_err -> ip6_sk_update_pmtu (ip6_update_pmtu keeps
+                    // the IPv6 minimum).
+                    if self.udp_sock_for(e.tuple.local, e.tuple.remote) {
+                        self.update_pmtu(now, e.tuple.remote.ip(), e.info.max(IPV6_MIN_MTU));
+                    }
+                    return;
+                }
                 // tcp_v6_err: below the IPv6 minimum MTU the message is a lie.
                 if e.info >= IPV6_MIN_MTU {
                     self.tcp_err(now, &e, IcmpAction::MtuReduced(e.info));
@@ -183,8 +209,11 @@ impl Stack {
 
     /// `icmp_rcv` for an IPv4 packet carrying ICMP: destination-unreachable errors go
     /// to their connection (`tcp_v4_err`); anything else is counted and dropped.
-    pub(super) fn icmp_rcv(&mut self, now: Instant, ip: &IpRepr, msg: &[u8]) {
+    pub(super) fn icmp_rcv(&mut self, now: Instant, ip: &IpRepr, packet: &[u8], msg: &[u8]) {
         self.mib.inc(Mib::IcmpInMsgs);
+        if msg.first() == Some(&super::icmp_out::ICMP_ECHO) {
+            return self.icmp_echo(ip, packet, msg);
+        }
         let Some(e) = parse_icmp_error(msg) else {
             self.mib.inc(Mib::IcmpInErrors);
             trace!(src = %ip.src, "drop: malformed ICMP");
@@ -198,10 +227,22 @@ impl Stack {
             // icmp_unreach (ip_no_pmtu_disc 0): the MTU is the low 16 bits;
             // __ip_rt_update_pmtu raises one under ip_rt_min_pmtu (0 included) to it.
             let mtu = (e.info & 0xffff).max(IP_RT_MIN_PMTU);
+            if e.proto == PROTO_UDP {
+                // __udp4_lib_err -> ipv4_sk_update_pmtu.
+                if self.udp_sock_for(e.tuple.local, e.tuple.remote) {
+                    self.update_pmtu(now, e.tuple.remote.ip(), mtu);
+                }
+                return;
+            }
             return self.tcp_err(now, &e, IcmpAction::MtuReduced(mtu));
         }
         if e.code > NR_ICMP_UNREACH {
             return;
+        }
+        if e.proto == PROTO_UDP {
+            // __udp4_lib_err: codes 0 and 1 (net, host unreachable) are soft.
+            let err = icmp_err_convert(e.code).filter(|_| e.code >= 2);
+            return self.udp_err(e.tuple.local, e.tuple.remote, err);
         }
         if let Some(err) = icmp_err_convert(e.code) {
             self.tcp_err(now, &e, IcmpAction::Error(err));

@@ -42,12 +42,15 @@ macro_rules! ctx {
 mod embed;
 mod fastopen;
 mod icmp;
+mod icmp_out;
 mod listen;
 mod options;
 mod procnet;
 mod timewait;
 pub use options::{SocketMut, SocketRef};
+mod udp;
 pub use procnet::{ProcKind, ProcTcpEntry};
+pub use udp::{Datagram, UdpHandle};
 
 enum Sock {
     Listener(Box<Listener>),
@@ -139,6 +142,10 @@ pub struct Stack {
     death_row: tcp::DeathRow,
     /// Stack-wide TCP memory under `tcp_mem` ([`Stack::tcp_memory`]).
     tcp_mem: tcp::mem::TcpMem,
+    /// UDP sockets (`stack/udp.rs`).
+    udp: udp::UdpTable,
+    /// ICMP rate limits (`stack/icmp_out.rs`).
+    icmp_limits: icmp_out::IcmpLimits,
 }
 
 impl Stack {
@@ -178,6 +185,8 @@ impl Stack {
             tfo_blackhole: Default::default(),
             death_row: Default::default(),
             tcp_mem: Default::default(),
+            udp: Default::default(),
+            icmp_limits: Default::default(),
         }
     }
 
@@ -210,7 +219,7 @@ impl Stack {
             Ok(ip) => ip,
             Err(e) => return self.drop_ip(e),
         };
-        if !self.addrs.contains(&ip.dst) && self.catch_all.is_none() {
+        if !self.addrs.contains(&ip.dst) && self.catch_all.is_none() && !self.udp_catch_all() {
             self.mib.inc(Mib::IpInAddrErrors);
             trace!(dst = %ip.dst, "drop: not our address");
             return;
@@ -218,11 +227,15 @@ impl Stack {
         let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
         if ip.protocol == icmp::PROTO_ICMP && ip.src.is_ipv4() {
             self.mib.inc(Mib::IpInDelivers);
-            return self.icmp_rcv(now, &ip, seg);
+            return self.icmp_rcv(now, &ip, packet, seg);
         }
         if ip.protocol == lowtide_wire::ip::PROTO_ICMPV6 && ip.src.is_ipv6() {
             self.mib.inc(Mib::IpInDelivers);
-            return self.icmpv6_rcv(now, &ip, seg);
+            return self.icmpv6_rcv(now, &ip, packet, seg);
+        }
+        if ip.protocol == lowtide_wire::udp::PROTO_UDP {
+            self.mib.inc(Mib::IpInDelivers);
+            return self.udp_rcv(now, &ip, packet, verify);
         }
         if ip.protocol != PROTO_TCP {
             self.mib.inc(Mib::IpInUnknownProtos);

@@ -1,0 +1,398 @@
+//! ICMP the stack sends (net/ipv4/icmp.c, net/ipv6/icmp.c): echo replies
+//! (`icmp_echo`, `icmpv6_echo_reply`) and port unreachable for a UDP datagram no
+//! socket takes (`__icmp_send`, `icmp6_send`), under Linux's rate limits: the
+//! global bucket (`icmp_global_allow`, `net.ipv4.icmp_msgs_per_sec` 1000 and
+//! `icmp_msgs_burst` 50, shared by both families) and the per-destination one
+//! (`inet_peer_xrlim_allow` with `net.ipv4.icmp_ratelimit` / `net.ipv6.icmp.ratelimit`
+//! 1000 ms, a burst of 6). Echo replies are outside `icmp_ratemask`, so never
+//! limited. lowtide sees no routes' prefix lengths: IPv6's per-destination
+//! interval is the one of a /128 route (`icmpv6_xrlim_allow` shortens it for
+//! shorter prefixes).
+
+use super::Stack;
+use crate::mib::Mib;
+use crate::time::Instant;
+use lowtide_wire::checksum;
+use lowtide_wire::ip::{set_ipv4_tos_df, IpRepr, PROTO_ICMPV6};
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// `ICMP_ECHOREPLY`, `ICMP_ECHO`.
+const ICMP_ECHOREPLY: u8 = 0;
+pub(super) const ICMP_ECHO: u8 = 8;
+/// `ICMP_DEST_UNREACH` / `ICMP_PORT_UNREACH`.
+const ICMP_DEST_UNREACH: u8 = 3;
+const ICMP_PORT_UNREACH: u8 = 3;
+/// `ICMPV6_ECHO_REQUEST`, `ICMPV6_ECHO_REPLY`.
+pub(super) const ICMPV6_ECHO_REQUEST: u8 = 128;
+const ICMPV6_ECHO_REPLY: u8 = 129;
+/// `ICMPV6_DEST_UNREACH` / `ICMPV6_PORT_UNREACH`.
+const ICMPV6_DEST_UNREACH: u8 = 1;
+const ICMPV6_PORT_UNREACH: u8 = 4;
+/// `IPTOS_PREC_INTERNETCONTROL`: the precedence of ICMP errors (`__icmp_send`).
+const IPTOS_PREC_INTERNETCONTROL: u8 = 0xc0;
+/// `__icmp_send`: an IPv4 error is at most 576 bytes (RFC 1812 section 4.3.2.3).
+const ICMP_ERR_MAX: usize = 576;
+/// `IPV6_MIN_MTU`: an ICMPv6 error fits it (RFC 4443 section 2.4 (c)).
+const IPV6_MIN_MTU: usize = 1280;
+/// `net.ipv4.icmp_msgs_per_sec`, `net.ipv4.icmp_msgs_burst`.
+const ICMP_MSGS_PER_SEC: u64 = 1000;
+const ICMP_MSGS_BURST: i64 = 50;
+/// `net.ipv4.icmp_ratelimit` and `net.ipv6.icmp.ratelimit` (ms), and
+/// `XRLIM_BURST_FACTOR`.
+const ICMP_RATELIMIT_MS: i64 = 1000;
+const XRLIM_BURST_FACTOR: i64 = 6;
+/// inet_peer entries kept before the oldest go (Linux ages them out; a bound here).
+const PEERS_MAX: usize = 4096;
+/// `IP_DEFAULT_TTL`, the IPv6 default hop limit.
+const TTL: u8 = 64;
+
+/// The rate limiters' state.
+#[derive(Default)]
+pub(super) struct IcmpLimits {
+    /// `icmp_global_credit` and `icmp_global_stamp` (ms; `None`: never).
+    credit: i64,
+    stamp: Option<u64>,
+    /// Per destination: `rate_tokens` and `rate_last` (ms).
+    peers: HashMap<IpAddr, (i64, i64)>,
+}
+
+/// Whether `ip` is an address a reply may come from and go to (not multicast,
+/// broadcast or unspecified: `__icmp_send` answers unicast only).
+pub(super) fn unicast(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => !(a.is_multicast() || a.is_broadcast() || a.is_unspecified()),
+        IpAddr::V6(a) => !(a.is_multicast() || a.is_unspecified()),
+    }
+}
+
+impl IcmpLimits {
+    /// `icmp_global_allow` (Linux 6.10+ credit form).
+    fn global_allow(&mut self, now_ms: u64) -> bool {
+        if self.credit > 0 {
+            return true;
+        }
+        let delta = self
+            .stamp
+            .map_or(1000, |s| now_ms.saturating_sub(s).min(1000));
+        // HZ / 50.
+        if delta < 20 {
+            return false;
+        }
+        let incr = (ICMP_MSGS_PER_SEC * delta / 1000) as i64;
+        if incr == 0 {
+            return false;
+        }
+        self.stamp = Some(now_ms);
+        self.credit = (self.credit + incr).min(ICMP_MSGS_BURST);
+        true
+    }
+
+    /// `inet_peer_xrlim_allow`: a token bucket of `XRLIM_BURST_FACTOR` intervals
+    /// per destination, a new peer starting full (`rate_last` 60 s back).
+    fn peer_allow(&mut self, dst: IpAddr, now_ms: u64) -> bool {
+        if self.peers.len() >= PEERS_MAX && !self.peers.contains_key(&dst) {
+            self.peers.clear();
+        }
+        let now = now_ms as i64;
+        let (tokens, last) = self.peers.entry(dst).or_insert((0, now - 60_000));
+        let mut token = *tokens + (now - *last).max(0);
+        *last = now;
+        token = token.min(XRLIM_BURST_FACTOR * ICMP_RATELIMIT_MS);
+        let ok = token >= ICMP_RATELIMIT_MS;
+        if ok {
+            token -= ICMP_RATELIMIT_MS;
+        }
+        *tokens = token;
+        ok
+    }
+}
+
+impl Stack {
+    /// `icmp_echo` / `icmpv6_echo_reply`: answers an echo request to one of our
+    /// addresses (or, with a catch-all socket, to any unicast address) with the
+    /// same identifier, sequence number and data. `msg` is the ICMP message.
+    pub(super) fn icmp_echo(&mut self, ip: &IpRepr, packet: &[u8], msg: &[u8]) {
+        let v4 = ip.src.is_ipv4();
+        let ok = match v4 {
+            true => checksum::fold(checksum::sum(msg, 0)) == 0xffff,
+            false => {
+                let pseudo =
+                    checksum::pseudo_header(ip.src, ip.dst, PROTO_ICMPV6, msg.len() as u32);
+                checksum::fold(checksum::sum(msg, pseudo)) == 0xffff
+            }
+        };
+        if msg.len() < 8 || !ok {
+            self.mib.inc(if v4 {
+                Mib::IcmpInErrors
+            } else {
+                Mib::Icmp6InErrors
+            });
+            return;
+        }
+        self.mib.inc(if v4 {
+            Mib::IcmpInEchos
+        } else {
+            Mib::Icmp6InEchos
+        });
+        let ours = self.addrs.contains(&ip.dst) || self.catch_all_any() && unicast(ip.dst);
+        if !ours || !unicast(ip.src) {
+            return;
+        }
+        let mut reply = msg.to_vec();
+        reply[0] = if v4 {
+            ICMP_ECHOREPLY
+        } else {
+            ICMPV6_ECHO_REPLY
+        };
+        // icmp_reply copies the request's TOS.
+        let tos = if v4 { packet[1] } else { 0 };
+        self.icmp_push(ip.dst, ip.src, reply, tos);
+        self.mib.inc(if v4 {
+            Mib::IcmpOutEchoReps
+        } else {
+            Mib::Icmp6OutEchoReplies
+        });
+    }
+
+    /// Whether a catch-all (TCP or UDP) makes every unicast address ours.
+    fn catch_all_any(&self) -> bool {
+        self.catch_all.is_some() || self.udp_catch_all()
+    }
+
+    /// `__icmp_send` / `icmp6_send` of a port unreachable about `packet` (an IP
+    /// packet to `ip.dst` that no socket takes), within the rate limits.
+    pub(super) fn icmp_port_unreach(&mut self, now: Instant, ip: &IpRepr, packet: &[u8]) {
+        if !unicast(ip.src) || !unicast(ip.dst) {
+            return;
+        }
+        let v4 = ip.src.is_ipv4();
+        let now_ms = now.as_millis();
+        if !self.icmp_limits.global_allow(now_ms) {
+            self.mib.inc(if v4 {
+                Mib::IcmpRateLimitGlobal
+            } else {
+                Mib::Icmp6RateLimitGlobal
+            });
+            return;
+        }
+        if !self.icmp_limits.peer_allow(ip.src, now_ms) {
+            self.mib.inc(if v4 {
+                Mib::IcmpRateLimitHost
+            } else {
+                Mib::Icmp6RateLimitHost
+            });
+            return;
+        }
+        let room = match v4 {
+            true => ICMP_ERR_MAX - 20 - 8,
+            false => IPV6_MIN_MTU - 40 - 8,
+        };
+        let quote = &packet[..(ip.header_len + ip.payload_len).min(room)];
+        let mut msg = Vec::with_capacity(8 + quote.len());
+        msg.push(if v4 {
+            ICMP_DEST_UNREACH
+        } else {
+            ICMPV6_DEST_UNREACH
+        });
+        msg.push(if v4 {
+            ICMP_PORT_UNREACH
+        } else {
+            ICMPV6_PORT_UNREACH
+        });
+        msg.extend_from_slice(&[0; 6]);
+        msg.extend_from_slice(quote);
+        let tos = if v4 {
+            (packet[1] & 0x1e) | IPTOS_PREC_INTERNETCONTROL
+        } else {
+            0
+        };
+        self.icmp_push(ip.dst, ip.src, msg, tos);
+        self.mib.inc(if v4 {
+            Mib::IcmpOutDestUnreachs
+        } else {
+            Mib::Icmp6OutDestUnreachs
+        });
+        // icmp_global_consume: 0, 1 or 2 credits, so that the rate cannot be
+        // measured exactly from outside.
+        self.icmp_limits.credit -= self.rng.range_u32(0, 2) as i64;
+    }
+
+    /// Fills the checksum of the ICMP message `msg` (type, code, zeroed checksum,
+    /// rest) and queues it in an IP packet from `src` to `dst`: IPv4 with `tos`
+    /// and without DF (the ICMP socket's `IP_PMTUDISC_DONT`).
+    fn icmp_push(&mut self, src: IpAddr, dst: IpAddr, mut msg: Vec<u8>, tos: u8) {
+        msg[2..4].fill(0);
+        let v4 = src.is_ipv4();
+        let initial = match v4 {
+            true => 0,
+            false => checksum::pseudo_header(src, dst, PROTO_ICMPV6, msg.len() as u32),
+        };
+        let sum = !checksum::fold(checksum::sum(&msg, initial));
+        msg[2..4].copy_from_slice(&sum.to_be_bytes());
+        let ip = IpRepr {
+            src,
+            dst,
+            protocol: if v4 {
+                super::icmp::PROTO_ICMP
+            } else {
+                PROTO_ICMPV6
+            },
+            hop_limit: TTL,
+            ecn: 0,
+            header_len: 0,
+            payload_len: msg.len(),
+        };
+        let mut packet = vec![0; ip.emit_len()];
+        ip.emit(&mut packet, self.next_ip_id());
+        if v4 {
+            set_ipv4_tos_df(&mut packet, tos, false);
+        }
+        packet.extend_from_slice(&msg);
+        self.mib.inc(if v4 {
+            Mib::IcmpOutMsgs
+        } else {
+            Mib::Icmp6OutMsgs
+        });
+        self.queue_datagram(packet);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IcmpLimits;
+    use crate::{Config, Instant, Mib, RxChecksum, Stack};
+    use lowtide_wire::checksum;
+    use lowtide_wire::ip::IpRepr;
+    use std::net::IpAddr;
+
+    fn stack(ip: &str) -> Stack {
+        let mut s = Stack::new(Config::default(), 1);
+        s.add_address(ip.parse().unwrap());
+        s
+    }
+
+    /// An echo request (`ping`) from `src` to `dst`, id 0x1234, seq 7.
+    fn echo(src: &str, dst: &str, data: &[u8]) -> Vec<u8> {
+        let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+        let v4 = src.is_ipv4();
+        let mut msg = vec![if v4 { 8 } else { 128 }, 0, 0, 0, 0x12, 0x34, 0, 7];
+        msg.extend_from_slice(data);
+        let pseudo = match v4 {
+            true => 0,
+            false => checksum::pseudo_header(src, dst, 58, msg.len() as u32),
+        };
+        let sum = !checksum::fold(checksum::sum(&msg, pseudo));
+        msg[2..4].copy_from_slice(&sum.to_be_bytes());
+        let ip = IpRepr {
+            src,
+            dst,
+            protocol: if v4 { 1 } else { 58 },
+            hop_limit: 64,
+            ecn: 0,
+            header_len: 0,
+            payload_len: msg.len(),
+        };
+        let mut p = vec![0; ip.emit_len()];
+        ip.emit(&mut p, 1);
+        p.extend_from_slice(&msg);
+        p
+    }
+
+    #[test]
+    fn echo_requests_are_answered_in_both_families() {
+        for (us, them) in [("10.0.0.2", "10.0.0.1"), ("fd00::2", "fd00::1")] {
+            let mut st = stack(us);
+            st.handle_packet(
+                Instant::ZERO,
+                &echo(them, us, b"abcdefgh"),
+                RxChecksum::Verify,
+            );
+            let tx = st.poll_transmit(Instant::ZERO).expect("an echo reply");
+            let ip = IpRepr::parse(&tx.packet, true).unwrap();
+            assert_eq!(
+                (ip.src, ip.dst),
+                (us.parse().unwrap(), them.parse().unwrap())
+            );
+            let msg = &tx.packet[ip.header_len..];
+            let v4 = ip.src.is_ipv4();
+            assert_eq!(msg[0], if v4 { 0 } else { 129 });
+            assert_eq!(
+                &msg[4..],
+                &[0x12, 0x34, 0, 7, b'a', b'b', b'c', b'd', b'e', b'f', b'g', b'h']
+            );
+            let pseudo = match v4 {
+                true => 0,
+                false => checksum::pseudo_header(ip.src, ip.dst, 58, msg.len() as u32),
+            };
+            assert_eq!(checksum::fold(checksum::sum(msg, pseudo)), 0xffff);
+            let (inn, out) = match v4 {
+                true => (Mib::IcmpInEchos, Mib::IcmpOutEchoReps),
+                false => (Mib::Icmp6InEchos, Mib::Icmp6OutEchoReplies),
+            };
+            assert_eq!((st.counters().get(inn), st.counters().get(out)), (1, 1));
+            // Not to an address we do not have; a bad checksum is an error.
+            st.handle_packet(
+                Instant::ZERO,
+                &echo(them, if v4 { "10.0.0.9" } else { "fd00::9" }, b""),
+                RxChecksum::Verify,
+            );
+            let mut bad = echo(them, us, b"x");
+            let n = bad.len();
+            bad[n - 1] ^= 1;
+            st.handle_packet(Instant::ZERO, &bad, RxChecksum::Verify);
+            assert!(st.poll_transmit(Instant::ZERO).is_none());
+        }
+    }
+
+    #[test]
+    fn a_datagram_to_no_socket_gets_a_port_unreachable_quoting_it() {
+        let (mut a, mut b) = (stack("10.0.0.1"), stack("10.0.0.2"));
+        let c = a.udp_bind("10.0.0.1:4000".parse().unwrap()).unwrap();
+        a.udp_send_to(Instant::ZERO, c, &[1; 1000], "10.0.0.2:9".parse().unwrap())
+            .unwrap();
+        let sent = a.poll_transmit(Instant::ZERO).unwrap().packet;
+        b.handle_packet(Instant::ZERO, &sent, RxChecksum::Verify);
+        let err = b.poll_transmit(Instant::ZERO).unwrap().packet;
+        assert_eq!(err.len(), 576, "cut to 576 bytes");
+        let ip = IpRepr::parse(&err, true).unwrap();
+        assert_eq!(ip.dst, "10.0.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(err[1], 0xc0, "IPTOS_PREC_INTERNETCONTROL");
+        assert_eq!(&err[20..22], &[3, 3]);
+        assert_eq!(&err[28..576], &sent[..548]);
+        assert_eq!(checksum::fold(checksum::sum(&err[20..], 0)), 0xffff);
+    }
+
+    #[test]
+    fn port_unreachables_are_rate_limited_per_destination_and_globally() {
+        let mut l = IcmpLimits::default();
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let t = 100_000;
+        // A burst of 6, then one a second.
+        let burst = (0..10).filter(|_| l.peer_allow(a, t)).count();
+        assert_eq!(burst, 6);
+        assert!(!l.peer_allow(a, t + 999));
+        assert!(l.peer_allow(a, t + 1000));
+        // The global bucket: 50 credits, refilled at 1000/s after 20 ms.
+        let mut g = IcmpLimits::default();
+        assert!(g.global_allow(t));
+        assert_eq!(g.credit, 50);
+        g.credit = 0;
+        assert!(!g.global_allow(t + 19));
+        assert!(g.global_allow(t + 20));
+        assert_eq!(g.credit, 20);
+
+        let (mut a, mut b) = (stack("10.0.0.1"), stack("10.0.0.2"));
+        let c = a.udp_bind("10.0.0.1:4000".parse().unwrap()).unwrap();
+        for _ in 0..10 {
+            a.udp_send_to(Instant::ZERO, c, b"x", "10.0.0.2:9".parse().unwrap())
+                .unwrap();
+        }
+        while let Some(tx) = a.poll_transmit(Instant::ZERO) {
+            b.handle_packet(Instant::ZERO, &tx.packet, RxChecksum::Verify);
+        }
+        assert_eq!(b.counters().get(Mib::UdpNoPorts), 10);
+        assert_eq!(b.counters().get(Mib::IcmpOutDestUnreachs), 6);
+        assert_eq!(b.counters().get(Mib::IcmpRateLimitHost), 4);
+    }
+}

@@ -74,7 +74,7 @@ impl Stack {
         self.tx_apart = on;
     }
 
-    /// Says what the device does with `net.core.default_qdisc` ([`Config::device_fq`]:
+    /// Says what the device does with `net.core.default_qdisc` ([`crate::Config::device_fq`]:
     /// `Some(true)` for a device that runs sch_fq and honours [`Transmit::tstamp`]),
     /// for the sockets created from now on.
     ///

@@ -80,6 +80,10 @@ pub const RECV_BUF_LEN: usize = VnetHdr::LEN + 40 + 65535;
 /// (NAPI's budget plays the same role).
 pub const READ_BUDGET: usize = 64;
 
+/// Most queues of one multi-queue TUN interface (`MAX_TAP_QUEUES` in
+/// `include/linux/if_tun.h`: 256).
+pub const MAX_QUEUES: usize = 256;
+
 /// Longest interface name (`IFNAMSIZ` - 1).
 pub const MAX_NAME_LEN: usize = libc::IFNAMSIZ - 1;
 
@@ -136,9 +140,49 @@ impl TunDevice {
     /// empty `name` lets the kernel choose (`tun%d`); see [`TunDevice::name`].
     /// Needs `CAP_NET_ADMIN`.
     pub fn open(name: &str, offload: Offload) -> io::Result<TunDevice> {
+        TunDevice::open_flags(name, offload, 0)
+    }
+
+    /// [`TunDevice::open`] of `queues` queues of one interface (`IFF_MULTI_QUEUE`,
+    /// `Documentation/networking/tuntap.rst` section 3.3): each [`TunDevice`] is one
+    /// queue, its own file descriptor, read and written independently (one engine
+    /// shard per queue, see [`crate::shard`]). Dropping all of them deletes the
+    /// interface. A multi-queue interface cannot be attached as a single-queue one
+    /// and vice versa (`EINVAL`). `queues` is 1..=256 (`MAX_TAP_QUEUES`).
+    pub fn open_queues(name: &str, offload: Offload, queues: usize) -> io::Result<Vec<TunDevice>> {
+        if !(1..=MAX_QUEUES).contains(&queues) {
+            return Err(invalid(format!("{queues} queues: 1..={MAX_QUEUES}")));
+        }
+        let first = TunDevice::open_flags(name, offload, libc::IFF_MULTI_QUEUE)?;
+        // The kernel named the interface: the other queues attach to that name.
+        let name = first.name.clone();
+        let mut devs = vec![first];
+        for _ in 1..queues {
+            devs.push(TunDevice::open_flags(
+                &name,
+                offload,
+                libc::IFF_MULTI_QUEUE,
+            )?);
+        }
+        Ok(devs)
+    }
+
+    /// [`TunDevice::open_queues`] inside the network namespace `netns`.
+    pub fn open_queues_in(
+        netns: &str,
+        name: &str,
+        offload: Offload,
+        queues: usize,
+    ) -> io::Result<Vec<TunDevice>> {
+        let _guard = crate::netns::enter(netns)?;
+        TunDevice::open_queues(name, offload, queues)
+    }
+
+    fn open_flags(name: &str, offload: Offload, extra: libc::c_int) -> io::Result<TunDevice> {
         let req = ifreq_named(name)?;
         let fd = open_dev_tun().map_err(|e| context(e, "opening /dev/net/tun"))?;
-        let name = tun_set_iff(&fd, req).map_err(|e| context(e, &format!("TUNSETIFF {name}")))?;
+        let name =
+            tun_set_iff(&fd, req, extra).map_err(|e| context(e, &format!("TUNSETIFF {name}")))?;
         configure_vnet(&fd, offload).map_err(|e| context(e, &format!("configuring {name}")))?;
         let ctl4 = socket(libc::AF_INET).map_err(|e| context(e, "AF_INET control socket"))?;
         let ctl6 = socket(libc::AF_INET6).ok();
@@ -480,10 +524,10 @@ fn open_dev_tun() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// `TUNSETIFF` with `IFF_TUN | IFF_NO_PI | IFF_VNET_HDR`; returns the name the kernel
-/// gave the interface.
-fn tun_set_iff(fd: &OwnedFd, mut req: libc::ifreq) -> io::Result<String> {
-    let flags = libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
+/// `TUNSETIFF` with `IFF_TUN | IFF_NO_PI | IFF_VNET_HDR | extra`; returns the name the
+/// kernel gave the interface.
+fn tun_set_iff(fd: &OwnedFd, mut req: libc::ifreq, extra: libc::c_int) -> io::Result<String> {
+    let flags = libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR | extra;
     req.ifr_ifru.ifru_flags = flags as libc::c_short;
     // SAFETY: TUNSETIFF reads and writes a `struct ifreq`.
     cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF as _, &mut req) })?;

@@ -15,6 +15,8 @@
 //! - [`clock`]: `CLOCK_MONOTONIC` time and a timerfd for nanosecond deadlines.
 //! - [`runtime`]: the event loop that drives a [`lowtide::Stack`] on a device through
 //!   the path, with TX completions from the path's serializer.
+//! - [`shard`]: one runtime per queue of a multi-queue device, each on its own
+//!   thread, and how the kernel steers flows over the queues.
 //! - [`bridge`]: two devices joined by the path (`lowtide link`).
 
 #![warn(missing_docs)]
@@ -27,4 +29,5 @@ pub mod link;
 pub mod netns;
 pub mod random;
 pub mod runtime;
+pub mod shard;
 pub mod vnet;

@@ -80,7 +80,14 @@ pub struct Runtime {
     returns: crate::lend::Returns,
     pcap: Option<PcapSink>,
     stats: RuntimeStats,
+    /// Takes arrived packets that belong to another shard's stack ([`Handoff`]).
+    handoff: Option<Handoff>,
 }
+
+/// Called with every packet that crossed the ingress path, before the stack sees it:
+/// gives the packet back to be handled here, or keeps it (`None`) to hand it to
+/// the shard that owns its connection ([`crate::shard`]).
+pub type Handoff = Box<dyn FnMut(Frame) -> Option<Frame> + Send>;
 
 impl Runtime {
     /// Drives `stack` on `dev` (already configured and up).
@@ -104,6 +111,7 @@ impl Runtime {
             returns: Default::default(),
             pcap: None,
             stats: RuntimeStats::default(),
+            handoff: None,
         })
     }
 
@@ -128,6 +136,40 @@ impl Runtime {
     /// The current time of the engine's clock.
     pub fn now(&self) -> Instant {
         self.sleeper.clock().now()
+    }
+
+    /// The clock the engine's instants count on.
+    pub fn clock(&self) -> crate::clock::Clock {
+        *self.sleeper.clock()
+    }
+
+    /// `net.core.busy_poll` of [`RuntimeConfig`].
+    pub fn busy_poll(&self) -> Duration {
+        self.busy_poll
+    }
+
+    /// The next time something is due (engine timers, the path), if any: a loop that
+    /// waits outside [`Runtime::turn`] (a [`crate::shard`] thread) sleeps until then.
+    pub fn poll_deadline(&mut self) -> Option<Instant> {
+        self.next_deadline()
+    }
+
+    /// Packets read from and written to the device so far: a turn moved traffic if
+    /// this changed.
+    pub fn device_packets(&self) -> u64 {
+        self.stats.rx_packets + self.stats.tx_packets
+    }
+
+    /// Sends arrived packets through `handoff` before the stack (see [`Handoff`]).
+    pub fn set_handoff(&mut self, handoff: Handoff) {
+        self.handoff = Some(handoff);
+    }
+
+    /// Hands the stack a packet another shard's device read (one its [`Handoff`]
+    /// kept), as if it had arrived here.
+    pub fn receive_handed(&mut self, frame: Frame) {
+        let now = self.sleeper.clock().now();
+        self.deliver(now, frame);
     }
 
     /// The device.
@@ -255,10 +297,22 @@ impl Runtime {
         }
     }
 
-    /// Hands an arrived packet to the stack. A TCP packet with payload whose checksum
-    /// the kernel vouches for is lent as shared bytes: the receive queue keeps its
-    /// payload by reference, so the reader's copy is its only one in user space.
+    /// An arrived packet: to the handoff, if any, then to the stack.
     fn receive(&mut self, now: Instant, frame: Frame) {
+        let frame = match self.handoff.as_mut() {
+            Some(h) => match h(frame) {
+                Some(f) => f,
+                None => return,
+            },
+            None => frame,
+        };
+        self.deliver(now, frame);
+    }
+
+    /// Hands a packet to the stack. A TCP packet with payload whose checksum the
+    /// kernel vouches for is lent as shared bytes: the receive queue keeps its payload
+    /// by reference, so the reader's copy is its only one in user space.
+    fn deliver(&mut self, now: Instant, frame: Frame) {
         let payload = match frame.csum_partial {
             true => gso::tcp_payload_range(&frame.data, false).ok(),
             false => None,

@@ -86,9 +86,15 @@ fn lowtide_client(name: &str, flags: &[&str], path: &[&str]) -> (Value, Value) {
 
 /// The kernel's `iperf3 -c` (`flags`) against lowtide's `iperf3 -s -1 -J`.
 fn lowtide_server(name: &str, flags: &[&str]) -> (Value, Value) {
+    lowtide_server_with(name, flags, &[])
+}
+
+/// [`lowtide_server`] with more flags for lowtide (`ours`).
+fn lowtide_server_with(name: &str, flags: &[&str], ours: &[&str]) -> (Value, Value) {
     let env = Env::new(name);
     let mut args = vec!["iperf3", "-s", "-1", "-J"];
     args.extend_from_slice(&TUN);
+    args.extend_from_slice(ours);
     let server = env.lowtide(&args);
     let mut cargs = vec!["-c", LOWTIDE, "-J"];
     cargs.extend_from_slice(flags);
@@ -121,6 +127,34 @@ fn lowtide_client_to_kernel_server_four_streams() {
     let (ours, theirs) = lowtide_client("ipc", &["-t", "2", "-P", "4"], &[]);
     agree(&ours, &theirs);
     assert_eq!(theirs["end"]["streams"].as_array().unwrap().len(), 4);
+}
+
+/// Two queues, an engine shard on each (issue 26 §3): the control connection and
+/// the four streams spread over both shards, every byte counted alike by both sides.
+#[test]
+fn lowtide_client_on_two_queues() {
+    if !have_iperf3("lowtide_client_on_two_queues") {
+        return;
+    }
+    for dir in [&["-P", "4"][..], &["-P", "4", "-R"]] {
+        let mut flags = vec!["-t", "2"];
+        flags.extend_from_slice(dir);
+        let (ours, theirs) = lowtide_client("ipq", &flags, &["--queues", "2"]);
+        agree(&ours, &theirs);
+        assert_eq!(theirs["end"]["streams"].as_array().unwrap().len(), 4);
+    }
+}
+
+/// The kernel's client against lowtide's server on two queues: each connection is
+/// accepted by the shard whose queue the kernel steered its SYN to.
+#[test]
+fn kernel_client_to_lowtide_server_on_two_queues() {
+    if !have_iperf3("kernel_client_to_lowtide_server_on_two_queues") {
+        return;
+    }
+    let (ours, theirs) = lowtide_server_with("iksq", &["-t", "2", "-P", "4"], &["--queues", "2"]);
+    agree(&ours, &theirs);
+    assert_eq!(ours["end"]["streams"].as_array().unwrap().len(), 4);
 }
 
 #[test]

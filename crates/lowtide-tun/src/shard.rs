@@ -188,6 +188,12 @@ impl Shards {
         r
     }
 
+    /// [`Shards::with`] without waking the shard: for what sends nothing (draining
+    /// its events).
+    pub fn peek_mut<R>(&self, k: usize, f: impl FnOnce(&mut Runtime) -> R) -> R {
+        f(&mut lock(&self.cells[k].rt))
+    }
+
     /// [`Shards::with`] without waking the shard: for reads of its state.
     pub fn peek<R>(&self, k: usize, f: impl FnOnce(&Runtime) -> R) -> R {
         f(&lock(&self.cells[k].rt))

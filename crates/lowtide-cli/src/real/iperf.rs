@@ -2,7 +2,8 @@
 //! speaking iperf3's protocol so that the real `iperf3 -s` and `iperf3 -c` on the
 //! kernel's side accept it; the flags are iperf3's.
 
-use super::sockets::StackSockets;
+use super::shards::ShardedSockets;
+use super::sockets::{Driven, StackSockets};
 use super::RealArgs;
 use crate::run_failure as fail;
 use clap::Args;
@@ -133,6 +134,9 @@ pub fn run(args: &Iperf3Args) -> ExitCode {
     if let Err(e) = args.real.validate().and_then(|_| args.ts.validate()) {
         return crate::usage_error(&e);
     }
+    if args.real.queues > 1 {
+        return run_sharded(args);
+    }
     let (rt, local) = match args.real.open() {
         Ok(x) => x,
         Err(e) => return fail(&e),
@@ -151,7 +155,30 @@ pub fn run(args: &Iperf3Args) -> ExitCode {
     r
 }
 
-fn run_client(args: &Iperf3Args, net: &mut StackSockets, to: SocketAddr) -> ExitCode {
+/// `run` with `--queues` > 1: the application on this thread, a shard per queue.
+fn run_sharded(args: &Iperf3Args) -> ExitCode {
+    if args.ts.timeseries.is_some() {
+        return crate::usage_error("--timeseries: one queue only (--queues 1)");
+    }
+    let (rts, local) = match args.real.open_queues() {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let mut net = match ShardedSockets::start(rts, local.into()) {
+        Ok(n) => n,
+        Err(e) => return fail(&format!("shard threads: {e}")),
+    };
+    let r = match args.client {
+        Some(host) => run_client(args, &mut net, SocketAddr::new(host, args.port)),
+        None => run_server(args, &mut net),
+    };
+    if let Err(e) = net.finish(super::transfer::CLOSE_LIMIT) {
+        return fail(&format!("shard thread: {e}"));
+    }
+    r
+}
+
+fn run_client<N: Driven>(args: &Iperf3Args, net: &mut N, to: SocketAddr) -> ExitCode {
     let mut cfg = ClientConfig::new(to);
     cfg.duration = Duration::from_secs(args.time);
     cfg.bytes = args.bytes;
@@ -164,7 +191,7 @@ fn run_client(args: &Iperf3Args, net: &mut StackSockets, to: SocketAddr) -> Exit
     cfg.seed = args.real.seed;
     // The idle timeout must not cut a connect short: Linux's connect(2) waits for
     // its SYN retries (ETIMEDOUT, said by the connect watch).
-    let syn = super::connect::syn_timeout(net.rt.stack_ref().config().tcp_syn_retries);
+    let syn = super::connect::syn_timeout(net.syn_retries());
     cfg.idle_timeout = cfg.idle_timeout.max(syn + Duration::from_secs(1));
     if let Some(l) = args.length {
         cfg.blksize = l as usize;
@@ -197,7 +224,7 @@ fn run_client(args: &Iperf3Args, net: &mut StackSockets, to: SocketAddr) -> Exit
         match poll {
             Poll::Done(outcome) => return report(&outcome, args.json),
             Poll::Pending { wake_at } => {
-                if let Err(e) = turn(net, wake_at) {
+                if let Err(e) = net.turn(wake_at) {
                     return fail(&e);
                 }
             }
@@ -205,8 +232,8 @@ fn run_client(args: &Iperf3Args, net: &mut StackSockets, to: SocketAddr) -> Exit
     }
 }
 
-fn run_server(args: &Iperf3Args, net: &mut StackSockets) -> ExitCode {
-    let mut cfg = ServerConfig::new(SocketAddr::new(net.local, args.port));
+fn run_server<N: Driven>(args: &Iperf3Args, net: &mut N) -> ExitCode {
+    let mut cfg = ServerConfig::new(SocketAddr::new(net.local(), args.port));
     cfg.one_off = args.one_off;
     cfg.seed = args.real.seed;
     cfg.interval = interval_of(args);
@@ -249,7 +276,7 @@ fn run_server(args: &Iperf3Args, net: &mut StackSockets) -> ExitCode {
         match poll {
             Poll::Done(outcome) => return report(&outcome, args.json),
             Poll::Pending { wake_at } => {
-                if let Err(e) = turn(net, wake_at) {
+                if let Err(e) = net.turn(wake_at) {
                     return fail(&e);
                 }
             }
@@ -277,19 +304,6 @@ fn print_connected(
             );
         }
     }
-}
-
-/// Serves the network until the protocol's next deadline or a network event.
-fn turn(net: &mut StackSockets, wake_at: Option<Duration>) -> Result<(), String> {
-    net.watch_connects()?;
-    if let Some(r) = net.recorder.as_mut() {
-        // The data streams: the first connection is the test's control connection.
-        r.observe(&net.rt, net.opened.get(1..).unwrap_or(&[]));
-    }
-    let wake = wake_at.map(|d| lowtide::Instant(d.as_nanos() as u64));
-    net.rt
-        .turn(wake, Duration::from_millis(100))
-        .map_err(|e| format!("event loop: {e}"))
 }
 
 fn report(outcome: &TestOutcome, as_json: bool) -> ExitCode {

@@ -5,16 +5,18 @@
 pub mod connect;
 pub mod iperf;
 pub mod link;
+pub mod shards;
 pub mod sockets;
 pub mod transfer;
 
 use crate::units;
 use clap::Args;
 use lowtide::{Config, Stack};
-use lowtide_tun::device::Offload;
 pub use lowtide_tun::device::{configure, open_device};
+use lowtide_tun::device::{Offload, TunDevice};
 use lowtide_tun::link::PathConfig;
 use lowtide_tun::runtime::{Runtime, RuntimeConfig};
+use lowtide_tun::shard::port_range;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -47,6 +49,11 @@ pub struct RealArgs {
     /// (repeatable).
     #[arg(long = "sysctl", value_name = "NAME=VALUE", value_parser = crate::parse_sysctl)]
     pub sysctls: Vec<String>,
+    /// Queues of the TUN device (IFF_MULTI_QUEUE), each served by its own engine
+    /// shard (a stack and a thread); the kernel steers each flow to one queue by its
+    /// flow hash. 1 opens a single-queue device.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub queues: u16,
     /// Seed of the stack's and the link's random choices.
     #[arg(long, default_value_t = 1, value_parser = crate::limits::seed, allow_hyphen_values = true)]
     pub seed: u64,
@@ -172,6 +179,9 @@ impl RealArgs {
         if self.tun.is_empty() || self.tun.len() > 15 {
             return Err(format!("--tun '{}' must be 1..15 characters", self.tun));
         }
+        if self.queues > 1 && self.path.pcap.is_some() {
+            return Err("--pcap: one queue only (--queues 1)".into());
+        }
         let local = self.local_addr()?;
         if let Some((kernel, _)) = self.tun_addr.filter(|(k, _)| *k == local) {
             return Err(format!(
@@ -217,32 +227,63 @@ impl RealArgs {
     /// run-time failures, exit code 1).
     pub fn open(&self) -> Result<(Runtime, Ipv4Addr), String> {
         let local = self.validate()?;
-        let offload = match self.offload {
+        let dev = open_device(&self.tun, self.offload_mode(), self.tun_addr)?;
+        self.check_route_back(local)?;
+        let mut rt = self.runtime(dev, local, 0)?;
+        if let Some(p) = &self.path.pcap {
+            rt.capture(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        Ok((rt, local))
+    }
+
+    /// [`RealArgs::open`] of `--queues` queues: one runtime per queue, each with its
+    /// own stack, whose ephemeral ports are that shard's slice of
+    /// `net.ipv4.ip_local_port_range` (so shards never open the same four-tuple).
+    pub fn open_queues(&self) -> Result<(Vec<Runtime>, Ipv4Addr), String> {
+        let local = self.validate()?;
+        let n = usize::from(self.queues);
+        let devs = TunDevice::open_queues(&self.tun, self.offload_mode(), n)
+            .map_err(|e| format!("TUN device {} ({n} queues): {e}", self.tun))?;
+        if let Some(addr) = self.tun_addr {
+            configure(&devs[0], addr)?;
+        }
+        self.check_route_back(local)?;
+        let rts = devs
+            .into_iter()
+            .enumerate()
+            .map(|(k, dev)| self.runtime(dev, local, k))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((rts, local))
+    }
+
+    fn offload_mode(&self) -> Offload {
+        match self.offload {
             true => Offload::Full,
             false => Offload::None,
-        };
-        let dev = open_device(&self.tun, offload, self.tun_addr)?;
-        self.check_route_back(local)?;
-        let stack_cfg = self.stack_config()?;
+        }
+    }
+
+    /// The runtime of shard `k` (of `--queues`) on `dev`.
+    fn runtime(&self, dev: TunDevice, local: Ipv4Addr, k: usize) -> Result<Runtime, String> {
+        let mut stack_cfg = self.stack_config()?;
+        let range = stack_cfg.ip_local_port_range;
+        stack_cfg.ip_local_port_range = port_range(range, k, usize::from(self.queues));
         let busy_poll = Duration::from_micros(stack_cfg.busy_poll_us.into());
-        let mut stack = Stack::new(stack_cfg, self.seed);
+        let seed = self.seed.wrapping_add(k as u64);
+        let mut stack = Stack::new(stack_cfg, seed);
         // RFC 6528 / RFC 6056: ISNs and ports keyed by the OS, not by --seed.
         let secret = lowtide_tun::random::os_secret().map_err(|e| format!("getrandom: {e}"))?;
         stack.set_secret(secret);
         stack.add_address(local.into());
         let (egress, ingress) = self.path.configs();
         let cfg = RuntimeConfig {
-            offload,
+            offload: self.offload_mode(),
             egress,
             ingress,
-            seed: self.seed,
+            seed,
             busy_poll,
         };
-        let mut rt = Runtime::new(stack, dev, cfg).map_err(|e| format!("runtime: {e}"))?;
-        if let Some(p) = &self.path.pcap {
-            rt.capture(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        }
-        Ok((rt, local))
+        Runtime::new(stack, dev, cfg).map_err(|e| format!("runtime: {e}"))
     }
 }
 

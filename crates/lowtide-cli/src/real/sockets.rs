@@ -78,6 +78,47 @@ impl StackSockets {
     }
 }
 
+/// A [`Sockets`] the real-path commands drive: lowtide's address, the active opens'
+/// watch, and the wait between two looks at the sockets.
+pub trait Driven: Sockets {
+    /// lowtide's address.
+    fn local(&self) -> IpAddr;
+    /// `net.ipv4.tcp_syn_retries` of the stack(s).
+    fn syn_retries(&self) -> u8;
+    /// Reports SYN retransmissions of the opens in progress, and fails with Linux's
+    /// error when one of them failed.
+    fn watch_connects(&mut self) -> Result<(), String>;
+    /// Serves the network until the protocol's next deadline (`wake_at`, on
+    /// [`Sockets::now`]'s clock) or a network event.
+    fn turn(&mut self, wake_at: Option<Duration>) -> Result<(), String>;
+}
+
+impl Driven for StackSockets {
+    fn local(&self) -> IpAddr {
+        self.local
+    }
+
+    fn syn_retries(&self) -> u8 {
+        self.rt.stack_ref().config().tcp_syn_retries
+    }
+
+    fn watch_connects(&mut self) -> Result<(), String> {
+        StackSockets::watch_connects(self)
+    }
+
+    fn turn(&mut self, wake_at: Option<Duration>) -> Result<(), String> {
+        self.watch_connects()?;
+        if let Some(r) = self.recorder.as_mut() {
+            // The data streams: the first connection is the test's control connection.
+            r.observe(&self.rt, self.opened.get(1..).unwrap_or(&[]));
+        }
+        let wake = wake_at.map(|d| lowtide::Instant(d.as_nanos() as u64));
+        self.rt
+            .turn(wake, Duration::from_millis(100))
+            .map_err(|e| format!("event loop: {e}"))
+    }
+}
+
 impl Sockets for StackSockets {
     type Conn = SocketHandle;
     type Listener = SocketHandle;
@@ -146,14 +187,17 @@ impl Sockets for StackSockets {
     }
 
     fn stats(&self, c: SocketHandle) -> ConnStats {
-        let Ok(i) = self.rt.stack_ref().info(self.rt.now(), c) else {
-            return ConnStats::default();
-        };
-        ConnStats {
-            retransmits: i.total_retrans as u64,
-            snd_cwnd_bytes: i.snd_cwnd as u64 * i.snd_mss as u64,
-            rtt_us: i.rtt as u64,
-            rttvar_us: i.rttvar as u64,
-        }
+        let info = self.rt.stack_ref().info(self.rt.now(), c);
+        info.map_or_else(|_| ConnStats::default(), |i| conn_stats(&i))
+    }
+}
+
+/// iperf3's per-stream figures from a connection's `tcp_info`.
+pub fn conn_stats(i: &lowtide::TcpInfo) -> ConnStats {
+    ConnStats {
+        retransmits: i.total_retrans as u64,
+        snd_cwnd_bytes: i.snd_cwnd as u64 * i.snd_mss as u64,
+        rtt_us: i.rtt as u64,
+        rttvar_us: i.rttvar as u64,
     }
 }

@@ -10,7 +10,9 @@ use clap::Args;
 use lowtide::{EventKind, Instant, Shutdown, SocketError, SocketHandle, TcpState};
 use lowtide_sim::payload::Payload;
 use lowtide_sim::verdict::{FlowOutcome, Goal, Liveness, Verdict};
-use lowtide_tun::runtime::Runtime;
+use lowtide_tun::link::PathStats;
+use lowtide_tun::runtime::{Runtime, RuntimeStats};
+use lowtide_tun::shard::Shards;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::net::{IpAddr, SocketAddr};
@@ -56,13 +58,15 @@ pub struct TransferArgs {
 /// Longest wait for closed connections' FIN handshakes before exiting (reached only
 /// when a peer does not answer; a Linux process does not wait at all, its kernel
 /// finishes the handshake, but lowtide's stack ends with the process).
-const CLOSE_LIMIT: Duration = Duration::from_secs(2);
+pub(super) const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 const CHUNK: usize = 64 * 1024;
 
 /// One connection's transfer.
 struct Transfer {
     /// The connection's number (0, 1, ...; its stream's seed with --seed).
     flow: u32,
+    /// The engine shard the connection lives on (`--queues`).
+    shard: usize,
     conn: Option<SocketHandle>,
     /// Bytes to send; `None` receives.
     total: Option<u64>,
@@ -90,6 +94,7 @@ impl Transfer {
     fn new(flow: u32, total: Option<u64>, seed: u64) -> Transfer {
         Transfer {
             flow,
+            shard: 0,
             conn: None,
             total,
             bytes: 0,
@@ -221,9 +226,35 @@ fn bps(bytes: u64, secs: f64) -> f64 {
     }
 }
 
-/// All of a run's connections, and the listener that accepts them.
+/// Where the connections' engines are: one runtime, or the shards of `--queues`.
+trait Net {
+    fn shards(&self) -> usize;
+    fn on<R>(&mut self, k: usize, f: impl FnOnce(&mut Runtime) -> R) -> R;
+}
+
+impl Net for Runtime {
+    fn shards(&self) -> usize {
+        1
+    }
+
+    fn on<R>(&mut self, _: usize, f: impl FnOnce(&mut Runtime) -> R) -> R {
+        f(self)
+    }
+}
+
+impl Net for Shards {
+    fn shards(&self) -> usize {
+        self.len()
+    }
+
+    fn on<R>(&mut self, k: usize, f: impl FnOnce(&mut Runtime) -> R) -> R {
+        self.with(k, f)
+    }
+}
+
+/// All of a run's connections, and the listeners that accept them (one per shard).
 struct Flows {
-    listener: Option<SocketHandle>,
+    listeners: Vec<SocketHandle>,
     flows: Vec<Transfer>,
 }
 
@@ -232,27 +263,39 @@ impl Flows {
         self.flows.iter().all(Transfer::done)
     }
 
-    fn step(&mut self, rt: &mut Runtime) {
+    fn step(&mut self, net: &mut impl Net) {
+        for k in 0..net.shards() {
+            let (flows, listener) = (&mut self.flows, self.listeners.get(k).copied());
+            net.on(k, |rt| Flows::events(flows, k, listener, rt));
+        }
+        for t in &mut self.flows {
+            net.on(t.shard, |rt| {
+                t.step(rt);
+                if t.watch.as_mut().is_some_and(|w| !w.check(rt)) {
+                    t.watch = None;
+                }
+            });
+        }
+    }
+
+    /// Shard `k`'s socket errors, and the connections its listener accepted.
+    fn events(flows: &mut [Transfer], k: usize, listener: Option<SocketHandle>, rt: &mut Runtime) {
         while let Some(ev) = rt.stack().poll_event() {
             if let EventKind::Error(e) = ev.kind {
-                let t = self.flows.iter_mut().find(|t| t.conn == Some(ev.socket));
+                let t = flows
+                    .iter_mut()
+                    .find(|t| t.shard == k && t.conn == Some(ev.socket));
                 if let Some(t) = t {
                     t.error.get_or_insert(e);
                 }
             }
         }
-        if let Some(l) = self.listener {
-            for t in self.flows.iter_mut().filter(|t| t.conn.is_none()) {
+        if let Some(l) = listener {
+            for t in flows.iter_mut().filter(|t| t.conn.is_none()) {
                 match rt.stack().accept(l) {
-                    Ok(c) => t.conn = Some(c),
+                    Ok(c) => (t.conn, t.shard) = (Some(c), k),
                     Err(_) => break,
                 }
-            }
-        }
-        for t in &mut self.flows {
-            t.step(rt);
-            if t.watch.as_mut().is_some_and(|w| !w.check(rt)) {
-                t.watch = None;
             }
         }
     }
@@ -260,8 +303,12 @@ impl Flows {
     /// The run's verdict (lowtide-sim's, shared by every command): each connection
     /// connected, had no socket error, and sent its whole stream and closed, or
     /// received its stream to the end.
-    fn verdict(&self, rt: &Runtime) -> Verdict {
-        let flows: Vec<FlowOutcome> = self.flows.iter().map(|t| t.outcome(rt)).collect();
+    fn verdict(&self, rts: &[Runtime]) -> Verdict {
+        let flows: Vec<FlowOutcome> = self
+            .flows
+            .iter()
+            .map(|t| t.outcome(&rts[t.shard]))
+            .collect();
         Verdict::judge(
             &flows,
             &Liveness {
@@ -272,11 +319,22 @@ impl Flows {
 
     /// The report: the sums over the connections (and, with one connection, its
     /// SHA-256), each connection's figures under `flows`, the device and the link.
-    fn report(&self, rt: &Runtime) -> serde_json::Value {
+    fn report(&self, rts: &[Runtime]) -> serde_json::Value {
         let bytes: u64 = self.flows.iter().map(|t| t.bytes).sum();
-        let secs = self.flows.iter().map(|t| t.seconds(rt)).fold(0.0, f64::max);
+        let secs = self
+            .flows
+            .iter()
+            .map(|t| t.seconds(&rts[t.shard]))
+            .fold(0.0, f64::max);
         let one = (self.flows.len() == 1).then(|| hex(&self.flows[0].hash.clone().finalize()));
-        let st = rt.stats();
+        let mut counters = lowtide::Counters::default();
+        for rt in rts {
+            counters.merge(rt.stack_ref().counters());
+        }
+        let st = rts
+            .iter()
+            .map(Runtime::stats)
+            .fold(Default::default(), add_stats);
         json!({
             "direction": if self.flows[0].total.is_some() { "send" } else { "recv" },
             "bytes": bytes,
@@ -285,9 +343,9 @@ impl Flows {
             "goodput_bps": bps(bytes, secs),
             "retransmits": self.flows.iter().map(|t| t.retransmits).sum::<u64>(),
             "error": self.flows.iter().find_map(|t| t.error).map(|e| e.to_string()),
-            "flows": self.flows.iter().map(|t| t.report(rt)).collect::<Vec<_>>(),
-            "verdict": self.verdict(rt),
-            "counters": rt.stack_ref().counters().iter().collect::<std::collections::BTreeMap<_, _>>(),
+            "flows": self.flows.iter().map(|t| t.report(&rts[t.shard])).collect::<Vec<_>>(),
+            "verdict": self.verdict(rts),
+            "counters": counters.iter().collect::<std::collections::BTreeMap<_, _>>(),
             "device": {
                 "rx_packets": st.rx_packets, "rx_gso_packets": st.rx_gso_packets,
                 "tx_packets": st.tx_packets, "tx_gso_packets": st.tx_gso_packets,
@@ -304,6 +362,27 @@ impl Flows {
     }
 }
 
+/// The device and link counters of two shards together (maxima for the queue peaks).
+fn add_stats(a: RuntimeStats, b: RuntimeStats) -> RuntimeStats {
+    let path = |mut x: PathStats, y: PathStats| {
+        x.queue_drops += y.queue_drops;
+        x.max_queue_packets = x.max_queue_packets.max(y.max_queue_packets);
+        x.max_queue_bytes = x.max_queue_bytes.max(y.max_queue_bytes);
+        x.link.lost += y.link.lost;
+        x
+    };
+    RuntimeStats {
+        rx_packets: a.rx_packets + b.rx_packets,
+        rx_gso_packets: a.rx_gso_packets + b.rx_gso_packets,
+        tx_packets: a.tx_packets + b.tx_packets,
+        tx_gso_packets: a.tx_gso_packets + b.tx_gso_packets,
+        errors: a.errors + b.errors,
+        egress: path(a.egress, b.egress),
+        ingress: path(a.ingress, b.ingress),
+        ..a
+    }
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -313,35 +392,23 @@ pub fn run(args: &TransferArgs) -> ExitCode {
     if let Err(e) = args.real.validate().and_then(|_| args.ts.validate()) {
         return crate::usage_error(&e);
     }
-    let (mut rt, local) = match args.real.open() {
+    let sharded = args.real.queues > 1;
+    if sharded && args.ts.timeseries.is_some() {
+        return crate::usage_error("--timeseries: one queue only (--queues 1)");
+    }
+    let ran = match sharded {
+        true => run_sharded(args),
+        false => run_single(args),
+    };
+    let (t, rts) = match ran {
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
-    let mut t = Flows {
-        listener: None,
-        flows: (0..args.parallel)
-            .map(|i| Transfer::new(i, args.send, args.real.seed))
-            .collect(),
-    };
-    if let Err(e) = open(&mut rt, &mut t, args, local.into()) {
-        let what = match args.connect {
-            Some(to) => connect_failed(to, e),
-            None => format!("listen on port {}: {e}", args.listen.unwrap_or(0)),
-        };
-        return fail(&what);
+    let report = t.report(&rts);
+    let v = t.verdict(&rts);
+    for rt in rts {
+        let _ = rt.finish();
     }
-    let deadline = rt.now() + args.timeout;
-    let mut rec = args.ts.recorder(rt.now());
-    if let Err(e) = drive(&mut rt, &mut t, deadline, rec.as_mut()) {
-        return fail(&e);
-    }
-    if let Err(e) = args.ts.write(rec.as_ref()) {
-        return fail(&format!("timeseries: {e}"));
-    }
-    finish_closing(&mut rt);
-    let report = t.report(&rt);
-    let v = t.verdict(&rt);
-    let _ = rt.finish();
     let unconnected = t.flows.iter().find(|f| f.start.is_none());
     if let (Some(to), Some(f)) = (args.connect, unconnected) {
         // A connect failed: Linux's error, and the report only for machines.
@@ -363,17 +430,74 @@ pub fn run(args: &TransferArgs) -> ExitCode {
     }
 }
 
+fn new_flows(args: &TransferArgs) -> Flows {
+    Flows {
+        listeners: Vec::new(),
+        flows: (0..args.parallel)
+            .map(|i| Transfer::new(i, args.send, args.real.seed))
+            .collect(),
+    }
+}
+
+/// One runtime on this thread, the application between its turns.
+fn run_single(args: &TransferArgs) -> Result<(Flows, Vec<Runtime>), String> {
+    let (mut rt, local) = args.real.open()?;
+    let mut t = new_flows(args);
+    open(&mut rt, &mut t, args, local.into()).map_err(|e| open_failed(args, e))?;
+    let deadline = rt.now() + args.timeout;
+    let mut rec = args.ts.recorder(rt.now());
+    drive(&mut rt, &mut t, deadline, rec.as_mut())?;
+    args.ts
+        .write(rec.as_ref())
+        .map_err(|e| format!("timeseries: {e}"))?;
+    finish_closing(&mut rt);
+    Ok((t, vec![rt]))
+}
+
+/// `--queues` > 1: a shard per queue on its own thread, the application on this one;
+/// connections opened go to the shards in turn.
+fn run_sharded(args: &TransferArgs) -> Result<(Flows, Vec<Runtime>), String> {
+    let (rts, local) = args.real.open_queues()?;
+    let mut shards = Shards::start(rts).map_err(|e| format!("shard threads: {e}"))?;
+    let mut t = new_flows(args);
+    open(&mut shards, &mut t, args, local.into()).map_err(|e| open_failed(args, e))?;
+    let deadline = std::time::Instant::now() + args.timeout;
+    loop {
+        let seen = shards.progress();
+        t.step(&mut shards);
+        // Judged by the verdict: never connected, or stalled short of its goal.
+        if t.done() || std::time::Instant::now() > deadline {
+            break;
+        }
+        shards.wait(seen, Duration::from_millis(100));
+    }
+    let rts =
+        super::shards::finish(shards, CLOSE_LIMIT).map_err(|e| format!("shard thread: {e}"))?;
+    Ok((t, rts))
+}
+
+fn open_failed(args: &TransferArgs, e: SocketError) -> String {
+    match args.connect {
+        Some(to) => connect_failed(to, e),
+        None => format!("listen on port {}: {e}", args.listen.unwrap_or(0)),
+    }
+}
+
 fn open(
-    rt: &mut Runtime,
+    net: &mut impl Net,
     t: &mut Flows,
     args: &TransferArgs,
     local: IpAddr,
 ) -> Result<(), SocketError> {
-    let now = rt.now();
     match (args.connect, args.listen) {
         (Some(to), _) => {
-            for f in &mut t.flows {
-                let c = rt.stack().connect(now, SocketAddr::new(local, 0), to)?;
+            let n = net.shards();
+            for (i, f) in t.flows.iter_mut().enumerate() {
+                f.shard = i % n;
+                let c = net.on(f.shard, |rt| {
+                    let now = rt.now();
+                    rt.stack().connect(now, SocketAddr::new(local, 0), to)
+                })?;
                 f.conn = Some(c);
                 f.watch = Some(ConnectWatch::new(c, to));
             }
@@ -381,7 +505,10 @@ fn open(
         (None, Some(port)) => {
             let backlog = args.parallel.max(16);
             let at = SocketAddr::new(local, port);
-            t.listener = Some(rt.stack().listen(at, backlog)?);
+            for k in 0..net.shards() {
+                let l = net.on(k, |rt| rt.stack().listen(at, backlog))?;
+                t.listeners.push(l);
+            }
             // For scripts: connect once this line is out, rather than sleep first.
             eprintln!("lowtide transfer: ready: listening on {at}");
         }

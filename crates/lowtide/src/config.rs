@@ -243,6 +243,30 @@ pub struct Config {
     /// `net.ipv4.tcp_fastopen_blackhole_timeout_sec`: how long active Fast Open
     /// pauses after a suspected middlebox blackhole (doubling on repeats); 0: never.
     pub tcp_fastopen_blackhole_timeout_sec: u32,
+    /// `net.ipv4.icmp_ratelimit` (ms): the per-destination interval of the ICMP
+    /// messages `icmp_ratemask` selects (`icmpv4_xrlim_allow`); 0: no per-destination
+    /// limit.
+    pub icmp_ratelimit: u32,
+    /// `net.ipv4.icmp_ratemask`: bit `1 << type` set = that ICMP type is rate
+    /// limited (default 0x1818: destination unreachable, source quench, time
+    /// exceeded, parameter problem; never "fragmentation needed").
+    pub icmp_ratemask: u32,
+    /// `net.ipv4.icmp_msgs_per_sec` and `net.ipv4.icmp_msgs_burst`: the global
+    /// token bucket of rate-limited ICMP and ICMPv6 messages (`icmp_global_allow`).
+    pub icmp_msgs_per_sec: u32,
+    /// See [`Config::icmp_msgs_per_sec`].
+    pub icmp_msgs_burst: u32,
+    /// `net.ipv4.icmp_echo_ignore_all`: echo requests go unanswered.
+    pub icmp_echo_ignore_all: bool,
+    /// `net.ipv4.icmp_echo_ignore_broadcasts`: echo requests to a broadcast or
+    /// multicast address go unanswered (RFC 1122 section 3.2.2.6).
+    pub icmp_echo_ignore_broadcasts: bool,
+    /// `net.ipv6.icmp.ratelimit` (ms): the per-destination interval of rate-limited
+    /// ICMPv6 messages (`icmpv6_xrlim_allow`; 100 since upstream commit 0201eedb69b2,
+    /// in 6.18 stable too, 1000 before); 0: no per-destination limit.
+    pub icmpv6_ratelimit: u32,
+    /// `net.ipv6.icmp.echo_ignore_all`: ICMPv6 echo requests go unanswered.
+    pub icmpv6_echo_ignore_all: bool,
 }
 
 /// The retransmit queue's structure (seed 003).
@@ -335,6 +359,14 @@ impl Default for Config {
             tcp_fastopen: crate::tcp::fastopen::TFO_CLIENT_ENABLE,
             tcp_fastopen_key: Default::default(),
             tcp_fastopen_blackhole_timeout_sec: 0,
+            icmp_ratelimit: 1000,
+            icmp_ratemask: 0x1818,
+            icmp_msgs_per_sec: 1000,
+            icmp_msgs_burst: 50,
+            icmp_echo_ignore_all: false,
+            icmp_echo_ignore_broadcasts: true,
+            icmpv6_ratelimit: 100,
+            icmpv6_echo_ignore_all: false,
         }
     }
 }
@@ -488,6 +520,14 @@ impl Config {
         "net.ipv4.tcp_fastopen",
         "net.ipv4.tcp_fastopen_key",
         "net.ipv4.tcp_fastopen_blackhole_timeout_sec",
+        "net.ipv4.icmp_ratelimit",
+        "net.ipv4.icmp_ratemask",
+        "net.ipv4.icmp_msgs_per_sec",
+        "net.ipv4.icmp_msgs_burst",
+        "net.ipv4.icmp_echo_ignore_all",
+        "net.ipv4.icmp_echo_ignore_broadcasts",
+        "net.ipv6.icmp.ratelimit",
+        "net.ipv6.icmp.echo_ignore_all",
     ];
 
     /// Sets a sysctl by its Linux name (`net.ipv4.tcp_wmem`) from its text form.
@@ -687,6 +727,30 @@ impl Config {
                 self.tcp_fastopen_blackhole_timeout_sec =
                     parse_num(n, value, 0, i32::MAX as u32, "seconds")?
             }
+            // proc_dointvec_ms_jiffies; proc_dointvec; proc_dointvec_minmax from 0;
+            // proc_dou8vec_minmax 0..=1 (sysctl_net_ipv4.c, sysctl_net_ipv6.c).
+            "net.ipv4.icmp_ratelimit" => {
+                self.icmp_ratelimit = parse_num(n, value, 0, i32::MAX as u32, "milliseconds")?
+            }
+            "net.ipv6.icmp.ratelimit" => {
+                self.icmpv6_ratelimit = parse_num(n, value, 0, i32::MAX as u32, "milliseconds")?
+            }
+            "net.ipv4.icmp_ratemask" => {
+                self.icmp_ratemask =
+                    parse_num::<i64>(n, value, i32::MIN.into(), u32::MAX.into(), "a bit mask")?
+                        as u32
+            }
+            "net.ipv4.icmp_msgs_per_sec" => {
+                self.icmp_msgs_per_sec = parse_num(n, value, 0, i32::MAX as u32, "0..=2147483647")?
+            }
+            "net.ipv4.icmp_msgs_burst" => {
+                self.icmp_msgs_burst = parse_num(n, value, 0, i32::MAX as u32, "0..=2147483647")?
+            }
+            "net.ipv4.icmp_echo_ignore_all" => self.icmp_echo_ignore_all = parse_bool(n, value)?,
+            "net.ipv4.icmp_echo_ignore_broadcasts" => {
+                self.icmp_echo_ignore_broadcasts = parse_bool(n, value)?
+            }
+            "net.ipv6.icmp.echo_ignore_all" => self.icmpv6_echo_ignore_all = parse_bool(n, value)?,
             _ => return Err(ConfigError::UnknownName(name.into())),
         }
         Ok(())

@@ -168,7 +168,7 @@ impl Stack {
     pub(super) fn icmpv6_rcv(&mut self, now: Instant, ip: &IpRepr, packet: &[u8], msg: &[u8]) {
         self.mib.inc(Mib::Icmp6InMsgs);
         if msg.first() == Some(&super::icmp_out::ICMPV6_ECHO_REQUEST) {
-            return self.icmp_echo(ip, packet, msg);
+            return self.icmp_echo(now, ip, packet, msg);
         }
         let Some(e) = parse_icmpv6_error(ip.src, ip.dst, msg) else {
             self.mib.inc(Mib::Icmp6InErrors);
@@ -212,7 +212,12 @@ impl Stack {
     pub(super) fn icmp_rcv(&mut self, now: Instant, ip: &IpRepr, packet: &[u8], msg: &[u8]) {
         self.mib.inc(Mib::IcmpInMsgs);
         if msg.first() == Some(&super::icmp_out::ICMP_ECHO) {
-            return self.icmp_echo(ip, packet, msg);
+            return self.icmp_echo(now, ip, packet, msg);
+        }
+        if super::icmp_out::broadcast_v4(ip.dst) {
+            // icmp_rcv: to a broadcast or multicast address only queries count.
+            self.mib.inc(Mib::IcmpInErrors);
+            return;
         }
         let Some(e) = parse_icmp_error(msg) else {
             self.mib.inc(Mib::IcmpInErrors);

@@ -1,13 +1,15 @@
 //! ICMP the stack sends (net/ipv4/icmp.c, net/ipv6/icmp.c): echo replies
 //! (`icmp_echo`, `icmpv6_echo_reply`) and port unreachable for a UDP datagram no
-//! socket takes (`__icmp_send`, `icmp6_send`), under Linux's rate limits: the
-//! global bucket (`icmp_global_allow`, `net.ipv4.icmp_msgs_per_sec` 1000 and
-//! `icmp_msgs_burst` 50, shared by both families) and the per-destination one
-//! (`inet_peer_xrlim_allow` with `net.ipv4.icmp_ratelimit` / `net.ipv6.icmp.ratelimit`
-//! 1000 ms, a burst of 6). Echo replies are outside `icmp_ratemask`, so never
-//! limited. lowtide sees no routes' prefix lengths: IPv6's per-destination
-//! interval is the one of a /128 route (`icmpv6_xrlim_allow` shortens it for
-//! shorter prefixes).
+//! socket takes (`__icmp_send`, `icmp6_send`), under Linux's rate limits and their
+//! sysctls: the types `net.ipv4.icmp_ratemask` selects (ICMPv6: the errors but
+//! packet too big, `net.ipv6.icmp.ratemask`'s default) pass the global bucket
+//! (`icmp_global_allow`, `net.ipv4.icmp_msgs_per_sec` and `icmp_msgs_burst`, shared
+//! by both families) and the per-destination one (`inet_peer_xrlim_allow` with
+//! `net.ipv4.icmp_ratelimit` / `net.ipv6.icmp.ratelimit`, a burst of 6). Echo
+//! replies are outside the default masks, so never limited; `icmp_echo_ignore_all`,
+//! `icmp_echo_ignore_broadcasts` and `net.ipv6.icmp.echo_ignore_all` silence them.
+//! lowtide knows no prefix lengths: the IPv4 broadcast it sees is 255.255.255.255
+//! (and multicast), not a subnet's.
 
 use super::Stack;
 use crate::mib::Mib;
@@ -15,7 +17,7 @@ use crate::time::Instant;
 use lowtide_wire::checksum;
 use lowtide_wire::ip::{set_ipv4_tos_df, IpRepr, PROTO_ICMPV6};
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 /// `ICMP_ECHOREPLY`, `ICMP_ECHO`.
 const ICMP_ECHOREPLY: u8 = 0;
@@ -26,6 +28,11 @@ const ICMP_PORT_UNREACH: u8 = 3;
 /// `ICMPV6_ECHO_REQUEST`, `ICMPV6_ECHO_REPLY`.
 pub(super) const ICMPV6_ECHO_REQUEST: u8 = 128;
 const ICMPV6_ECHO_REPLY: u8 = 129;
+/// `ICMP_FRAG_NEEDED`, never rate limited; `NR_ICMP_TYPES`.
+const ICMP_FRAG_NEEDED: u8 = 4;
+const NR_ICMP_TYPES: u8 = 18;
+/// `ICMPV6_PKT_TOOBIG`, outside `net.ipv6.icmp.ratemask`'s default ("0-1,3-127").
+const ICMPV6_PKT_TOOBIG: u8 = 2;
 /// `ICMPV6_DEST_UNREACH` / `ICMPV6_PORT_UNREACH`.
 const ICMPV6_DEST_UNREACH: u8 = 1;
 const ICMPV6_PORT_UNREACH: u8 = 4;
@@ -35,12 +42,7 @@ const IPTOS_PREC_INTERNETCONTROL: u8 = 0xc0;
 const ICMP_ERR_MAX: usize = 576;
 /// `IPV6_MIN_MTU`: an ICMPv6 error fits it (RFC 4443 section 2.4 (c)).
 const IPV6_MIN_MTU: usize = 1280;
-/// `net.ipv4.icmp_msgs_per_sec`, `net.ipv4.icmp_msgs_burst`.
-const ICMP_MSGS_PER_SEC: u64 = 1000;
-const ICMP_MSGS_BURST: i64 = 50;
-/// `net.ipv4.icmp_ratelimit` and `net.ipv6.icmp.ratelimit` (ms), and
-/// `XRLIM_BURST_FACTOR`.
-const ICMP_RATELIMIT_MS: i64 = 1000;
+/// `XRLIM_BURST_FACTOR`: a destination may take this many intervals' worth at once.
 const XRLIM_BURST_FACTOR: i64 = 6;
 /// inet_peer entries kept before the oldest go (Linux ages them out; a bound here).
 const PEERS_MAX: usize = 4096;
@@ -57,6 +59,12 @@ pub(super) struct IcmpLimits {
     peers: HashMap<IpAddr, (i64, i64)>,
 }
 
+/// Whether an IPv4 `ip` is the limited broadcast or multicast (`RTCF_BROADCAST |
+/// RTCF_MULTICAST` as far as lowtide, without prefix lengths, can tell).
+pub(super) fn broadcast_v4(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V4(a) if a == Ipv4Addr::BROADCAST || a.is_multicast())
+}
+
 /// Whether `ip` is an address a reply may come from and go to (not multicast,
 /// broadcast or unspecified: `__icmp_send` answers unicast only).
 pub(super) fn unicast(ip: IpAddr) -> bool {
@@ -67,8 +75,9 @@ pub(super) fn unicast(ip: IpAddr) -> bool {
 }
 
 impl IcmpLimits {
-    /// `icmp_global_allow` (Linux 6.10+ credit form).
-    fn global_allow(&mut self, now_ms: u64) -> bool {
+    /// `icmp_global_allow` (Linux 6.10+ credit form), with
+    /// `net.ipv4.icmp_msgs_per_sec` and `icmp_msgs_burst`.
+    fn global_allow(&mut self, now_ms: u64, per_sec: u32, burst: u32) -> bool {
         if self.credit > 0 {
             return true;
         }
@@ -79,18 +88,19 @@ impl IcmpLimits {
         if delta < 20 {
             return false;
         }
-        let incr = (ICMP_MSGS_PER_SEC * delta / 1000) as i64;
+        let incr = (per_sec as u64 * delta / 1000) as i64;
         if incr == 0 {
             return false;
         }
         self.stamp = Some(now_ms);
-        self.credit = (self.credit + incr).min(ICMP_MSGS_BURST);
+        self.credit = (self.credit + incr).min(burst as i64);
         true
     }
 
-    /// `inet_peer_xrlim_allow`: a token bucket of `XRLIM_BURST_FACTOR` intervals
-    /// per destination, a new peer starting full (`rate_last` 60 s back).
-    fn peer_allow(&mut self, dst: IpAddr, now_ms: u64) -> bool {
+    /// `inet_peer_xrlim_allow`: a token bucket of `XRLIM_BURST_FACTOR` intervals of
+    /// `timeout` ms per destination, a new peer starting full (`rate_last` 60 s back).
+    fn peer_allow(&mut self, dst: IpAddr, now_ms: u64, timeout: u32) -> bool {
+        let timeout = timeout as i64;
         if self.peers.len() >= PEERS_MAX && !self.peers.contains_key(&dst) {
             self.peers.clear();
         }
@@ -98,10 +108,10 @@ impl IcmpLimits {
         let (tokens, last) = self.peers.entry(dst).or_insert((0, now - 60_000));
         let mut token = *tokens + (now - *last).max(0);
         *last = now;
-        token = token.min(XRLIM_BURST_FACTOR * ICMP_RATELIMIT_MS);
-        let ok = token >= ICMP_RATELIMIT_MS;
+        token = token.min(XRLIM_BURST_FACTOR * timeout);
+        let ok = token >= timeout;
         if ok {
-            token -= ICMP_RATELIMIT_MS;
+            token -= timeout;
         }
         *tokens = token;
         ok
@@ -111,8 +121,10 @@ impl IcmpLimits {
 impl Stack {
     /// `icmp_echo` / `icmpv6_echo_reply`: answers an echo request to one of our
     /// addresses (or, with a catch-all socket, to any unicast address) with the
-    /// same identifier, sequence number and data. `msg` is the ICMP message.
-    pub(super) fn icmp_echo(&mut self, ip: &IpRepr, packet: &[u8], msg: &[u8]) {
+    /// same identifier, sequence number and data. An IPv4 request to a broadcast
+    /// or multicast address is answered from our first IPv4 address unless
+    /// `icmp_echo_ignore_broadcasts` (`icmp_rcv`). `msg` is the ICMP message.
+    pub(super) fn icmp_echo(&mut self, now: Instant, ip: &IpRepr, packet: &[u8], msg: &[u8]) {
         let v4 = ip.src.is_ipv4();
         let ok = match v4 {
             true => checksum::fold(checksum::sum(msg, 0)) == 0xffff,
@@ -135,19 +147,38 @@ impl Stack {
         } else {
             Mib::Icmp6InEchos
         });
-        let ours = self.addrs.contains(&ip.dst) || self.catch_all_any() && unicast(ip.dst);
-        if !ours || !unicast(ip.src) {
+        let bcast = broadcast_v4(ip.dst);
+        if bcast && self.cfg.icmp_echo_ignore_broadcasts {
+            // RFC 1122 section 3.2.2.6: "MAY be silently discarded" (icmp_rcv).
+            self.mib.inc(Mib::IcmpInErrors);
             return;
         }
-        let mut reply = msg.to_vec();
-        reply[0] = if v4 {
+        let ignore = match v4 {
+            true => self.cfg.icmp_echo_ignore_all,
+            false => self.cfg.icmpv6_echo_ignore_all,
+        };
+        let ours = self.addrs.contains(&ip.dst) || self.catch_all_any() && unicast(ip.dst);
+        // fib_compute_spec_dst: a broadcast is answered from the device's address.
+        let src = match bcast {
+            true => self.addrs.iter().copied().find(IpAddr::is_ipv4),
+            false => Some(ip.dst).filter(|_| ours),
+        };
+        let Some(src) = src.filter(|_| !ignore && unicast(ip.src)) else {
+            return;
+        };
+        let kind = if v4 {
             ICMP_ECHOREPLY
         } else {
             ICMPV6_ECHO_REPLY
         };
+        if !self.icmp_allow(now, v4, kind, 0, ip.src) {
+            return;
+        }
+        let mut reply = msg.to_vec();
+        reply[0] = kind;
         // icmp_reply copies the request's TOS.
         let tos = if v4 { packet[1] } else { 0 };
-        self.icmp_push(ip.dst, ip.src, reply, tos);
+        self.icmp_push(src, ip.src, reply, tos);
         self.mib.inc(if v4 {
             Mib::IcmpOutEchoReps
         } else {
@@ -160,6 +191,52 @@ impl Stack {
         self.catch_all.is_some() || self.udp_catch_all()
     }
 
+    /// The rate limits of an ICMP message of `kind`/`code` to `dst`:
+    /// `icmpv4_global_allow` + `icmpv4_xrlim_allow` (`icmpv6_global_allow` +
+    /// `icmpv6_xrlim_allow`), counting `RateLimitGlobal`/`RateLimitHost` and, when
+    /// allowed, consuming 0, 1 or 2 global credits (`icmp_global_consume`), so
+    /// that the rate cannot be measured exactly from outside.
+    fn icmp_allow(&mut self, now: Instant, v4: bool, kind: u8, code: u8, dst: IpAddr) -> bool {
+        let limited = match v4 {
+            // icmpv4_mask_allow.
+            true => {
+                kind <= NR_ICMP_TYPES
+                    && !(kind == ICMP_DEST_UNREACH && code == ICMP_FRAG_NEEDED)
+                    && (1u32 << kind) & self.cfg.icmp_ratemask != 0
+            }
+            // icmpv6_mask_allow with the default ratemask; icmpv6_xrlim_allow also
+            // spares informational messages and packet too big.
+            false => kind < 128 && kind != ICMPV6_PKT_TOOBIG,
+        };
+        if !limited {
+            return true;
+        }
+        let now_ms = now.as_millis();
+        let (per_sec, burst) = (self.cfg.icmp_msgs_per_sec, self.cfg.icmp_msgs_burst);
+        if !self.icmp_limits.global_allow(now_ms, per_sec, burst) {
+            self.mib.inc(if v4 {
+                Mib::IcmpRateLimitGlobal
+            } else {
+                Mib::Icmp6RateLimitGlobal
+            });
+            return false;
+        }
+        let timeout = match v4 {
+            true => self.cfg.icmp_ratelimit,
+            false => self.cfg.icmpv6_ratelimit,
+        };
+        if timeout != 0 && !self.icmp_limits.peer_allow(dst, now_ms, timeout) {
+            self.mib.inc(if v4 {
+                Mib::IcmpRateLimitHost
+            } else {
+                Mib::Icmp6RateLimitHost
+            });
+            return false;
+        }
+        self.icmp_limits.credit -= self.rng.range_u32(0, 2) as i64;
+        true
+    }
+
     /// `__icmp_send` / `icmp6_send` of a port unreachable about `packet` (an IP
     /// packet to `ip.dst` that no socket takes), within the rate limits.
     pub(super) fn icmp_port_unreach(&mut self, now: Instant, ip: &IpRepr, packet: &[u8]) {
@@ -167,21 +244,11 @@ impl Stack {
             return;
         }
         let v4 = ip.src.is_ipv4();
-        let now_ms = now.as_millis();
-        if !self.icmp_limits.global_allow(now_ms) {
-            self.mib.inc(if v4 {
-                Mib::IcmpRateLimitGlobal
-            } else {
-                Mib::Icmp6RateLimitGlobal
-            });
-            return;
-        }
-        if !self.icmp_limits.peer_allow(ip.src, now_ms) {
-            self.mib.inc(if v4 {
-                Mib::IcmpRateLimitHost
-            } else {
-                Mib::Icmp6RateLimitHost
-            });
+        let (kind, code) = match v4 {
+            true => (ICMP_DEST_UNREACH, ICMP_PORT_UNREACH),
+            false => (ICMPV6_DEST_UNREACH, ICMPV6_PORT_UNREACH),
+        };
+        if !self.icmp_allow(now, v4, kind, code, ip.src) {
             return;
         }
         let room = match v4 {
@@ -190,17 +257,7 @@ impl Stack {
         };
         let quote = &packet[..(ip.header_len + ip.payload_len).min(room)];
         let mut msg = Vec::with_capacity(8 + quote.len());
-        msg.push(if v4 {
-            ICMP_DEST_UNREACH
-        } else {
-            ICMPV6_DEST_UNREACH
-        });
-        msg.push(if v4 {
-            ICMP_PORT_UNREACH
-        } else {
-            ICMPV6_PORT_UNREACH
-        });
-        msg.extend_from_slice(&[0; 6]);
+        msg.extend_from_slice(&[kind, code, 0, 0, 0, 0, 0, 0]);
         msg.extend_from_slice(quote);
         let tos = if v4 {
             (packet[1] & 0x1e) | IPTOS_PREC_INTERNETCONTROL
@@ -213,9 +270,6 @@ impl Stack {
         } else {
             Mib::Icmp6OutDestUnreachs
         });
-        // icmp_global_consume: 0, 1 or 2 credits, so that the rate cannot be
-        // measured exactly from outside.
-        self.icmp_limits.credit -= self.rng.range_u32(0, 2) as i64;
     }
 
     /// Fills the checksum of the ICMP message `msg` (type, code, zeroed checksum,
@@ -264,7 +318,7 @@ mod tests {
     use crate::{Config, Instant, Mib, RxChecksum, Stack};
     use lowtide_wire::checksum;
     use lowtide_wire::ip::IpRepr;
-    use std::net::IpAddr;
+    use std::net::{IpAddr, SocketAddr};
 
     fn stack(ip: &str) -> Stack {
         let mut s = Stack::new(Config::default(), 1);
@@ -369,17 +423,17 @@ mod tests {
         let a: IpAddr = "10.0.0.1".parse().unwrap();
         let t = 100_000;
         // A burst of 6, then one a second.
-        let burst = (0..10).filter(|_| l.peer_allow(a, t)).count();
+        let burst = (0..10).filter(|_| l.peer_allow(a, t, 1000)).count();
         assert_eq!(burst, 6);
-        assert!(!l.peer_allow(a, t + 999));
-        assert!(l.peer_allow(a, t + 1000));
+        assert!(!l.peer_allow(a, t + 999, 1000));
+        assert!(l.peer_allow(a, t + 1000, 1000));
         // The global bucket: 50 credits, refilled at 1000/s after 20 ms.
         let mut g = IcmpLimits::default();
-        assert!(g.global_allow(t));
+        assert!(g.global_allow(t, 1000, 50));
         assert_eq!(g.credit, 50);
         g.credit = 0;
-        assert!(!g.global_allow(t + 19));
-        assert!(g.global_allow(t + 20));
+        assert!(!g.global_allow(t + 19, 1000, 50));
+        assert!(g.global_allow(t + 20, 1000, 50));
         assert_eq!(g.credit, 20);
 
         let (mut a, mut b) = (stack("10.0.0.1"), stack("10.0.0.2"));
@@ -394,5 +448,165 @@ mod tests {
         assert_eq!(b.counters().get(Mib::UdpNoPorts), 10);
         assert_eq!(b.counters().get(Mib::IcmpOutDestUnreachs), 6);
         assert_eq!(b.counters().get(Mib::IcmpRateLimitHost), 4);
+    }
+
+    /// Port unreachables and echo replies `b` (with `sysctls`) sends for `n`
+    /// datagrams to a closed port and `n` echo requests from `a`, all at `t` ms.
+    fn answers(v4: bool, sysctls: &[(&str, &str)], n: usize, t: u64) -> (u64, u64, Stack) {
+        let (us, them) = match v4 {
+            true => ("10.0.0.2", "10.0.0.1"),
+            false => ("fd00::2", "fd00::1"),
+        };
+        let (mut a, mut b) = (stack(them), stack(us));
+        for (k, v) in sysctls {
+            b.set_sysctl(Instant::ZERO, k, v).unwrap();
+        }
+        let now = Instant::from_nanos(t * 1_000_000);
+        let c = a
+            .udp_bind(SocketAddr::new(them.parse().unwrap(), 4000))
+            .unwrap();
+        let dst = SocketAddr::new(us.parse().unwrap(), 9);
+        for _ in 0..n {
+            a.udp_send_to(now, c, b"x", dst).unwrap();
+            b.handle_packet(now, &echo(them, us, b"ping"), RxChecksum::Verify);
+        }
+        while let Some(tx) = a.poll_transmit(now) {
+            b.handle_packet(now, &tx.packet, RxChecksum::Verify);
+        }
+        while b.poll_transmit(now).is_some() {}
+        let c = b.counters();
+        let (unreach, reps) = match v4 {
+            true => (Mib::IcmpOutDestUnreachs, Mib::IcmpOutEchoReps),
+            false => (Mib::Icmp6OutDestUnreachs, Mib::Icmp6OutEchoReplies),
+        };
+        (c.get(unreach), c.get(reps), b)
+    }
+
+    #[test]
+    fn icmp_sysctls_have_linux_defaults_and_bounds() {
+        let c = Config::default();
+        assert_eq!(
+            (
+                c.icmp_ratelimit,
+                c.icmp_ratemask,
+                c.icmp_msgs_per_sec,
+                c.icmp_msgs_burst
+            ),
+            (1000, 6168, 1000, 50)
+        );
+        assert!(!c.icmp_echo_ignore_all && c.icmp_echo_ignore_broadcasts);
+        assert_eq!((c.icmpv6_ratelimit, c.icmpv6_echo_ignore_all), (100, false));
+        let mut c = Config::default();
+        for bad in [
+            ("net.ipv4.icmp_msgs_burst", "-1"),
+            ("net.ipv4.icmp_echo_ignore_all", "2"),
+            ("net.ipv6.icmp.echo_ignore_all", "yes"),
+            ("net.ipv6.icmp.ratelimit", "-5"),
+        ] {
+            assert!(c.set(bad.0, bad.1).is_err(), "{bad:?}");
+        }
+        c.set("net.ipv4.icmp_ratemask", "-1").unwrap();
+        assert_eq!(c.icmp_ratemask, u32::MAX);
+    }
+
+    #[test]
+    fn echo_ignore_sysctls_silence_echo_replies() {
+        for v4 in [true, false] {
+            assert_eq!(answers(v4, &[], 3, 100_000).1, 3);
+            let name = match v4 {
+                true => "net.ipv4.icmp_echo_ignore_all",
+                false => "net.ipv6.icmp.echo_ignore_all",
+            };
+            let (_, reps, b) = answers(v4, &[(name, "1")], 3, 100_000);
+            assert_eq!(reps, 0, "{name}");
+            let echos = if v4 {
+                Mib::IcmpInEchos
+            } else {
+                Mib::Icmp6InEchos
+            };
+            assert_eq!(b.counters().get(echos), 3, "still counted as received");
+        }
+    }
+
+    #[test]
+    fn broadcast_echo_is_ignored_unless_asked() {
+        for (ignore, want) in [("1", 0), ("0", 1)] {
+            let mut b = stack("10.0.0.2");
+            b.set_sysctl(
+                Instant::ZERO,
+                "net.ipv4.icmp_echo_ignore_broadcasts",
+                ignore,
+            )
+            .unwrap();
+            let req = echo("10.0.0.1", "255.255.255.255", b"");
+            b.handle_packet(Instant::ZERO, &req, RxChecksum::Verify);
+            let out: Vec<_> = std::iter::from_fn(|| b.poll_transmit(Instant::ZERO)).collect();
+            assert_eq!(out.len(), want);
+            if let Some(tx) = out.first() {
+                let ip = IpRepr::parse(&tx.packet, true).unwrap();
+                let us: IpAddr = "10.0.0.2".parse().unwrap();
+                assert_eq!(ip.src, us, "answered from our address");
+            }
+            assert_eq!(b.counters().get(Mib::IcmpInErrors), 1 - want as u64);
+        }
+    }
+
+    #[test]
+    fn ratemask_and_ratelimit_choose_what_is_limited() {
+        let counts = |v4, sysctls: &[(&str, &str)]| {
+            let (u, r, _) = answers(v4, sysctls, 10, 100_000);
+            (u, r)
+        };
+        // Default: 6 port unreachables of 10 (the burst), every echo reply.
+        assert_eq!(counts(true, &[]), (6, 10));
+        assert_eq!(counts(false, &[]), (6, 10));
+        // Type 3 out of the mask: no limit; type 0 in it: echo replies limited.
+        assert_eq!(counts(true, &[("net.ipv4.icmp_ratemask", "1")]), (10, 6));
+        // No per-destination limit: the global burst of 50 is far.
+        assert_eq!(counts(true, &[("net.ipv4.icmp_ratelimit", "0")]), (10, 10));
+        assert_eq!(counts(false, &[("net.ipv6.icmp.ratelimit", "0")]), (10, 10));
+        // A global burst of 3: each message costs 0 to 2 credits and one passes while
+        // any is left, so 2 (2 + 2) pass, or more (all 10 only if every one is free).
+        let (u, _) = counts(
+            true,
+            &[
+                ("net.ipv4.icmp_msgs_burst", "3"),
+                ("net.ipv4.icmp_ratelimit", "0"),
+            ],
+        );
+        assert!((2..10).contains(&u), "{u}");
+        // No credit at all.
+        assert_eq!(counts(true, &[("net.ipv4.icmp_msgs_per_sec", "0")]).0, 0);
+        // IPv6's interval is 100 ms (Linux's current default), IPv4's 1000 ms.
+        for (v4, next) in [(true, 1000), (false, 100)] {
+            let (_, _, mut b) = answers(v4, &[], 6, 100_000);
+            let mut a = stack(if v4 { "10.0.0.1" } else { "fd00::1" });
+            let c = a
+                .udp_bind(
+                    if v4 {
+                        "10.0.0.1:4000"
+                    } else {
+                        "[fd00::1]:4000"
+                    }
+                    .parse()
+                    .unwrap(),
+                )
+                .unwrap();
+            let dst = if v4 { "10.0.0.2:9" } else { "[fd00::2]:9" }
+                .parse()
+                .unwrap();
+            for (t, sent) in [(100_000 + next - 1, false), (100_000 + next, true)] {
+                let now = Instant::from_nanos(t * 1_000_000);
+                a.udp_send_to(now, c, b"x", dst).unwrap();
+                let tx = a.poll_transmit(now).unwrap();
+                b.handle_packet(now, &tx.packet, RxChecksum::Verify);
+                assert_eq!(
+                    b.poll_transmit(now).is_some(),
+                    sent,
+                    "v4 {v4} at +{}",
+                    t - 100_000
+                );
+            }
+        }
     }
 }

@@ -219,7 +219,14 @@ impl Stack {
             Ok(ip) => ip,
             Err(e) => return self.drop_ip(e),
         };
-        if !self.addrs.contains(&ip.dst) && self.catch_all.is_none() && !self.udp_catch_all() {
+        // ip_route_input: an IPv4 broadcast or multicast is delivered too (only
+        // ICMP takes it here: lowtide joins no groups and has no UDP broadcast).
+        let bcast = ip.protocol == icmp::PROTO_ICMP && icmp_out::broadcast_v4(ip.dst);
+        if !self.addrs.contains(&ip.dst)
+            && self.catch_all.is_none()
+            && !self.udp_catch_all()
+            && !bcast
+        {
             self.mib.inc(Mib::IpInAddrErrors);
             trace!(dst = %ip.dst, "drop: not our address");
             return;

@@ -98,6 +98,9 @@ pub struct Config {
     pub tcp_recovery: u32,
     /// `net.ipv4.tcp_early_retrans`: 3 or 4 enable tail loss probes (default 3).
     pub tcp_early_retrans: u32,
+    /// `net.ipv4.tcp_retrans_collapse`: a retransmitted skb shorter than an MSS
+    /// takes the one-segment skbs after it (`tcp_retrans_try_collapse`; default on).
+    pub tcp_retrans_collapse: bool,
     /// `net.ipv4.tcp_frto`: F-RTO (RFC 5682) spurious RTO detection; 0 off, 1 or 2
     /// on (Linux uses the SACK-enhanced variant for both; default 2).
     pub tcp_frto: u32,
@@ -316,6 +319,7 @@ impl Default for Config {
             tcp_recovery: TCP_RACK_LOSS_DETECTION,
             tcp_early_retrans: 3,
             tcp_frto: 2,
+            tcp_retrans_collapse: true,
             tcp_congestion_control: "cubic".into(),
             ip_local_port_range: [32768, 60999],
             somaxconn: 4096,
@@ -480,6 +484,7 @@ impl Config {
         "net.ipv4.tcp_recovery",
         "net.ipv4.tcp_early_retrans",
         "net.ipv4.tcp_frto",
+        "net.ipv4.tcp_retrans_collapse",
         "net.ipv4.tcp_congestion_control",
         "net.ipv4.ip_local_port_range",
         "net.core.somaxconn",
@@ -587,6 +592,7 @@ impl Config {
                 self.tcp_early_retrans = parse_num(n, value, 0, 4, "0..=4")?
             }
             "net.ipv4.tcp_frto" => self.tcp_frto = parse_num(n, value, 0, 2, "0..=2")?,
+            "net.ipv4.tcp_retrans_collapse" => self.tcp_retrans_collapse = parse_bool(n, value)?,
             "net.ipv4.tcp_congestion_control" => {
                 let v = value.trim();
                 if !CONGESTION_CONTROLS.contains(&v) {

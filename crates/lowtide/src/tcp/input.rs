@@ -526,7 +526,15 @@ impl Tcb {
         // tcp_ack: a duplicate ACK (RFC 5681 section 2) neither advances snd_una nor
         // is FLAG_NOT_DUP nor D-SACKs (FLAG_DSACKING_ACK).
         let is_dupack = ack == prior_una && !fl.not_dup && !sack.dsack;
-        fl.set_xmit_timer = ack > prior_una;
+        // tcp_clean_rtx_queue: FLAG_SET_XMIT_TIMER when the ACK acknowledged
+        // segments (FLAG_ACKED: not a partial ACK of a one-segment skb), or when its
+        // SACK RTT sample comes from data sent before the head was last (re)sent.
+        fl.set_xmit_timer = cleaned.acked_segs > 0
+            || (rtt_us.is_some()
+                && sack
+                    .first_tx
+                    .zip(self.rtx.first())
+                    .is_some_and(|(t, h)| t < h.tx_time));
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(ctx, ack, &fl);
         }
@@ -582,8 +590,11 @@ impl Tcb {
             }
             self.update_pacing_rate(ctx.cfg);
         }
+        if fl.set_xmit_timer {
+            self.set_xmit_timer(ctx);
+        }
         if ack > prior_una {
-            self.on_snd_una_advanced(ctx, &cleaned, fl.set_xmit_timer);
+            self.on_snd_una_advanced(ctx, &cleaned);
         }
         AckOutcome::New
     }
@@ -710,12 +721,13 @@ impl Tcb {
         let c = self.rtx.clean(ack, self.mss_cache);
         self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
         if ack > self.snd_una {
+            // tcp_ack: FLAG_SND_UNA_ADVANCED resets icsk_retransmits.
+            self.retransmits = 0;
             let prior = self.snd_una;
             self.snd_una_update(ack);
             self.tstamp_acked(ctx, prior, (ack - prior).min(u32::MAX as u64) as u32);
         }
         if c.acked_segs > 0 {
-            self.retransmits = 0;
             self.backoff = 0;
             self.mtup_probe_acked(ctx);
         }
@@ -753,15 +765,7 @@ impl Tcb {
     }
 
     /// After `snd_una` moved: timers, FIN states, send buffer and write space.
-    fn on_snd_una_advanced(
-        &mut self,
-        ctx: &mut Ctx,
-        c: &super::rtx::Cleaned,
-        set_xmit_timer: bool,
-    ) {
-        if set_xmit_timer {
-            self.set_xmit_timer(ctx);
-        }
+    fn on_snd_una_advanced(&mut self, ctx: &mut Ctx, c: &super::rtx::Cleaned) {
         self.lost_hint = self.lost_hint.max(self.snd_una);
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
         // tcp_clean_rtx_queue: an emptied retransmit queue stops the busy chrono.

@@ -2,8 +2,8 @@
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
 use super::cong::{CaEvent, CaState};
-use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD};
-use super::rtx::skb::{self, Skb, FLAG_FIN, FLAG_PSH, FLAG_SYN};
+use super::consts::SKB_OVERHEAD;
+use super::rtx::skb::{self, Skb, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
@@ -660,9 +660,18 @@ impl Tcb {
         self.check_space(ctx);
     }
 
-    /// `tcp_xmit_retransmit_queue`: retransmits lost skbs while the window allows.
+    /// `tcp_xmit_retransmit_queue`: retransmits lost skbs while cwnd, pacing and the
+    /// host queue allow, each as `tcp_retransmit_skb` with at most `tcp_tso_segs`
+    /// segments; counts `TCPFastRetrans` (`TCPSlowStartRetrans` in Loss) per segment
+    /// and restarts the RTO when the head went again.
     pub(crate) fn xmit_retransmit_queue(&mut self, ctx: &mut Ctx) {
+        if self.rtx.packets_out == 0 {
+            return;
+        }
         let mss = self.current_mss();
+        let max_segs = self.tso_segs(ctx.cfg, mss);
+        let rtx_head = self.rtx.first().map(|s| s.seq);
+        let mut rearm_timer = false;
         let mut from = self.retransmit_hint.max(self.snd_una);
         // The first hole walked past: the hint stays there for the next walk.
         let mut hole = None;
@@ -674,65 +683,139 @@ impl Tcb {
             let Some((seq, _)) = w.lost else {
                 break;
             };
-            // The hint points at the skb before the window checks stop the walk.
+            // The hint points at the skb before the checks stop the walk.
             from = seq;
+            if self.pacing_check(ctx.now) {
+                break;
+            }
             let in_flight = self.packets_in_flight();
             if in_flight >= self.cw.snd_cwnd {
                 break;
             }
-            let len = self.rtx.get(seq).map_or(0, |s| s.len());
-            // Linux retransmits only within the peer's window (tcp_retransmit_skb).
-            if seq >= self.snd_una + self.snd_wnd as u64 && seq != self.snd_una {
-                break;
-            }
-            let quota = (self.cw.snd_cwnd - in_flight)
-                .min(GSO_MAX_SIZE / mss)
-                .max(1);
-            // __tcp_retransmit_skb: at most the quota's segments of the current MSS
-            // (`len = cur_mss * segs`); after the path MTU fell (tcp/pmtu.rs) the skb
-            // goes again as more, smaller segments (tcp_set_skb_tso_segs).
-            let limit = quota * mss;
-            if len > limit {
-                self.rtx.split_at(seq + limit as u64, mss);
-            }
-            let truesize = self.rtx.get(seq).map_or(0, |s| s.len()) + SKB_OVERHEAD;
+            let segs = (self.cw.snd_cwnd - in_flight).min(max_segs).max(1);
+            let truesize = self.rtx.get(seq).map_or(0, |s| s.truesize);
             if self.small_queue_check(ctx.cfg, truesize, 1) {
                 break;
             }
-            self.retransmit_skb(ctx, seq);
-            from = self.rtx.get(seq).map_or(seq + 1, |s| s.end_seq);
+            let Some((_, end_seq, pcount)) = self.retransmit_skb(ctx, seq, segs) else {
+                break;
+            };
+            ctx.mib.add(
+                match self.ca_state {
+                    CaState::Loss => Mib::TcpExtTCPSlowStartRetrans,
+                    _ => Mib::TcpExtTCPFastRetrans,
+                },
+                pcount as u64,
+            );
+            // tcp_in_cwnd_reduction: CWR or Recovery.
+            if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+                self.prr_out += pcount;
+            }
+            if Some(seq) == rtx_head && !matches!(self.pending, Some((Pending::ReoTimeout, _))) {
+                rearm_timer = true;
+            }
+            from = end_seq;
         }
         self.retransmit_hint = hole.unwrap_or(from);
+        if rearm_timer {
+            // tcp_reset_xmit_timer(ICSK_TIME_RETRANS, icsk_rto).
+            self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+        }
     }
 
-    /// `tcp_retransmit_skb`: sends the skb at `seq` again.
-    pub(crate) fn retransmit_skb(&mut self, ctx: &mut Ctx, seq: u64) {
-        let Some(s) = self.rtx.get(seq) else {
-            return;
-        };
-        let (flags, data, pcount) = (s.flags, s.data.clone(), s.pcount);
-        let truesize = data.len() as u32 + SKB_OVERHEAD;
+    /// `tcp_retransmit_skb`: `__tcp_retransmit_skb` of the skb at `seq` with at most
+    /// `segs` segments, then counted as in flight again (`TCPCB_RETRANS`,
+    /// `retrans_out`), the first retransmission's time and the D-SACKs that may undo
+    /// it. Returns what went: `(seq, end_seq, pcount)`.
+    pub(crate) fn retransmit_skb(
+        &mut self,
+        ctx: &mut Ctx,
+        seq: u64,
+        segs: u32,
+    ) -> Option<(u64, u64, u32)> {
         if self.state == TcpState::SynSent || self.state == TcpState::SynRecv {
-            return self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
+            self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
+            return Some((seq, seq + 1, 1));
         }
-        self.transmit(ctx, seq, flags, &data, truesize);
-        self.rtx.mark_retransmitted(seq, ctx.now);
-        let tx = self.rate_skb_sent(ctx.now);
-        self.rtx.set_tx_rate(seq, tx);
+        let sent = self.retransmit_skb_once(ctx, seq, segs);
+        if let Some((at, _, _)) = sent {
+            self.rtx.update(at, SACKED_RETRANS, 0);
+        }
+        self.retrans_stamp.get_or_insert(ctx.now);
+        let pcount = sent.map_or_else(|| self.rtx.get(seq).map_or(0, |s| s.pcount), |s| s.2);
+        // tcp_retransmit_skb: D-SACKs of this many retransmissions allow an undo.
+        self.undo_retrans = self.undo_retrans.max(0) + pcount as i32;
+        sent
+    }
+
+    /// `__tcp_retransmit_skb`: sends the skb at `seq` again. Bytes acknowledged
+    /// since it was sent are trimmed first (`tcp_trim_head`: a cumulative ACK does
+    /// not trim a one-segment skb); outside the peer's window it stays unsent
+    /// (`-EAGAIN`) unless it is the head, which then goes as a window probe of one
+    /// MSS. At most `segs` segments of the current MSS go (`tcp_fragment`); a
+    /// shorter skb takes the one-segment skbs after it (`tcp_retrans_try_collapse`).
+    /// Marks it ever retransmitted, sent now. Returns `(seq, end_seq, pcount)` of
+    /// what went.
+    pub(crate) fn retransmit_skb_once(
+        &mut self,
+        ctx: &mut Ctx,
+        seq: u64,
+        segs: u32,
+    ) -> Option<(u64, u64, u32)> {
+        // Inconclusive MTU probe.
+        self.mtup.probe_size = 0;
+        let mut seq = seq;
+        if seq < self.snd_una {
+            if self.rtx.get(seq)?.end_seq <= self.snd_una {
+                return None;
+            }
+            let freed = self.rtx.trim_head(seq, self.snd_una, self.mss_cache);
+            self.wmem_queued = self.wmem_queued.saturating_sub(freed);
+            seq = self.snd_una;
+        }
+        let cur_mss = self.current_mss().max(1) as i64;
+        let wnd_end = self.snd_una + self.snd_wnd as u64;
+        let mut avail_wnd = wnd_end as i64 - seq as i64;
+        // "If receiver has shrunk his window, and skb is out of new window, do not
+        // retransmit it", unless it serves as a zero window probe.
+        if avail_wnd <= 0 {
+            if seq != self.snd_una {
+                return None;
+            }
+            avail_wnd = cur_mss;
+        }
+        let mut len = cur_mss * segs.max(1) as i64;
+        if len > avail_wnd {
+            len = avail_wnd / cur_mss * cur_mss;
+            if len == 0 {
+                len = avail_wnd;
+            }
+        }
+        let s = self.rtx.get(seq)?;
+        let (skb_len, pcount) = (s.len() as i64, s.pcount);
+        if skb_len > len {
+            self.rtx.split_at(seq + len as u64, cur_mss as u32);
+        } else {
+            let segs = skb::pcount(skb_len as u32, cur_mss as u32);
+            if segs != pcount {
+                self.rtx.set_pcount(seq, segs);
+            }
+            let space = avail_wnd.min(cur_mss);
+            if skb_len < space && ctx.cfg.tcp_retrans_collapse {
+                let freed = self.rtx.retrans_try_collapse(seq, space, wnd_end);
+                self.wmem_queued = self.wmem_queued.saturating_sub(freed);
+            }
+        }
+        let s = self.rtx.get(seq)?;
+        let (flags, data, pcount, end_seq) = (s.flags, s.data.clone(), s.pcount, s.end_seq);
+        let truesize = data.len() as u32 + SKB_OVERHEAD;
         ctx.mib.add(Mib::TcpRetransSegs, pcount as u64);
         self.total_retrans += pcount;
         self.bytes_retrans += data.len() as u64;
-        self.retrans_stamp.get_or_insert(ctx.now);
-        // tcp_retransmit_skb: D-SACKs of this many retransmissions allow an undo.
-        self.undo_retrans = self.undo_retrans.max(0) + pcount as i32;
-        match self.ca_state {
-            CaState::Recovery => {
-                self.prr_out += pcount;
-                ctx.mib.inc(Mib::TcpExtTCPFastRetrans);
-            }
-            CaState::Loss => ctx.mib.inc(Mib::TcpExtTCPSlowStartRetrans),
-            _ => ctx.mib.inc(Mib::TcpExtTCPLostRetransmit),
-        }
+        let tx = self.rate_skb_sent(ctx.now);
+        self.transmit(ctx, seq, flags, &data, truesize);
+        self.rtx.mark_sent_again(seq, ctx.now, tx);
+        Some((seq, end_seq, pcount))
     }
 
     /// `tcp_check_probe_timer`: arms the zero-window probe timer, at

@@ -101,22 +101,13 @@ impl Tcb {
         } else {
             seq
         };
-        self.probe_retransmit_skb(ctx, seq);
+        // __tcp_retransmit_skb with one segment: not counted in retrans_out nor as
+        // a recovery retransmission; outside the window nothing goes.
+        if self.retransmit_skb_once(ctx, seq, 1).is_none() {
+            return false;
+        }
         self.tlp_retrans = true;
         true
-    }
-
-    /// `__tcp_retransmit_skb` for a probe: sent again and marked ever retransmitted,
-    /// but not counted in `retrans_out` nor as a recovery retransmission.
-    fn probe_retransmit_skb(&mut self, ctx: &mut Ctx, seq: u64) {
-        let Some(s) = self.rtx.get(seq) else { return };
-        let (flags, data, pcount) = (s.flags, s.data.clone(), s.pcount);
-        let truesize = data.len() as u32 + super::consts::SKB_OVERHEAD;
-        self.transmit(ctx, seq, flags, &data, truesize);
-        self.rtx.mark_probed(seq, ctx.now);
-        ctx.mib.add(Mib::TcpRetransSegs, pcount as u64);
-        self.total_retrans += pcount;
-        self.bytes_retrans += data.len() as u64;
     }
 
     /// `tcp_process_tlp_ack`: did the probe repair a loss? If the ACK covers the

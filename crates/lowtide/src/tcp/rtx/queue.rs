@@ -157,6 +157,14 @@ impl Acct {
     }
 }
 
+/// `tcp_can_collapse`: may `s` be merged into the skb before it on retransmission?
+/// Not an skb of several segments, nor a SACKed one. (Linux also refuses an skb
+/// whose clone still sits in a device queue, `skb_cloned`; lowtide keeps no
+/// per-skb record of that: its device holds its own copy of what was sent.)
+fn can_collapse(s: &Skb) -> bool {
+    s.pcount <= 1 && !s.has(SACKED_ACKED)
+}
+
 impl RtxQueue {
     /// An empty queue stored as `kind` says.
     pub fn with_kind(kind: RtxQueueKind) -> RtxQueue {
@@ -354,13 +362,15 @@ impl RtxQueue {
         }
     }
 
-    /// Records a loss probe's retransmission of the skb at `seq` at `now`
-    /// (`__tcp_retransmit_skb`: ever retransmitted, but not counted in `retrans_out`).
-    pub fn mark_probed(&mut self, seq: u64, now: Instant) {
+    /// Records a retransmission of the skb at `seq` at `now` with its delivery
+    /// snapshot `tx` (`__tcp_retransmit_skb`: ever retransmitted; `retrans_out` is
+    /// `tcp_retransmit_skb`'s, a loss probe's retransmission does not count there).
+    pub fn mark_sent_again(&mut self, seq: u64, now: Instant, tx: TxRate) {
         if let Some(p) = self.store.find(seq) {
             self.modify(p, |s| {
                 s.sacked |= EVER_RETRANS;
                 s.tx_time = now;
+                s.tx = tx;
             });
         }
     }
@@ -387,10 +397,13 @@ impl RtxQueue {
         while let Some(p) = head {
             let s = self.store.get(p);
             if s.end_seq > ack {
-                if s.seq < ack && ack < s.seq + s.len() as u64 {
-                    // tcp_trim_head, tcp_tso_acked: the acked part goes, and counts
-                    // as the segments the skb no longer holds (none for a one-segment
-                    // skb, or when the rest needs as many).
+                // tcp_clean_rtx_queue: a one-segment skb the ACK reaches into stays
+                // whole, its acknowledged head below snd_una until the skb is acked
+                // or retransmitted (__tcp_retransmit_skb trims it then).
+                if s.pcount > 1 && s.seq < ack && ack < s.seq + s.len() as u64 {
+                    // tcp_tso_acked -> tcp_trim_head: the acked part goes, and counts
+                    // as the segments the skb no longer holds (none when the rest
+                    // needs as many).
                     let orig = s.pcount;
                     let rest = self.split(p, ack, mss);
                     let acked = orig.saturating_sub(self.store.get(rest).pcount);
@@ -638,6 +651,88 @@ impl RtxQueue {
         r
     }
 
+    /// `tcp_trim_head` at retransmission (`__tcp_retransmit_skb`): drops the bytes
+    /// of the skb at `seq` below `to` (acknowledged since it was sent) and returns
+    /// the memory freed. The rest keeps the skb's marks; its segment count follows
+    /// its length at `mss` (`tcp_set_skb_tso_segs`). An skb whose data is all acked
+    /// but whose FIN is not keeps the FIN alone (`TCP_SKB_CB(skb)->seq` moves to
+    /// `snd_una`, the end stays).
+    pub fn trim_head(&mut self, seq: u64, to: u64, mss: u32) -> u64 {
+        let Some(p) = self.store.find(seq) else {
+            return 0;
+        };
+        let s = self.store.get(p);
+        if to <= s.seq || to >= s.end_seq {
+            return 0;
+        }
+        self.split(p, to, mss);
+        self.take(p).truesize as u64
+    }
+
+    /// `tcp_set_skb_tso_segs` + `tcp_adjust_pcount`: the skb at `seq` counts
+    /// `pcount` segments.
+    pub fn set_pcount(&mut self, seq: u64, pcount: u32) {
+        if let Some(p) = self.store.find(seq) {
+            if self.store.get(p).pcount != pcount {
+                self.modify(p, |s| s.pcount = pcount);
+            }
+        }
+    }
+
+    /// `tcp_retrans_try_collapse` (sysctl `tcp_retrans_collapse`): before the
+    /// one-segment skb at `seq` is sent again, the skbs after it join it while the
+    /// bytes fit in `space` (`min(avail_wnd, cur_mss)`) and end inside the peer's
+    /// window (`wnd_end`), each merge by `tcp_collapse_retrans`. An skb may join
+    /// only as `tcp_can_collapse` allows (one segment, not SACKed) and only onto an
+    /// skb that ends no `MSG_EOR` record (`tcp_skb_can_collapse`). Returns the
+    /// memory freed.
+    pub fn retrans_try_collapse(&mut self, seq: u64, mut space: i64, wnd_end: u64) -> u64 {
+        let Some(to) = self.store.find(seq) else {
+            return 0;
+        };
+        let first = self.store.get(to);
+        if first.flags & skb::FLAG_SYN != 0
+            || !can_collapse(first)
+            || !skb::can_collapse_to(first.flags)
+        {
+            return 0;
+        }
+        space -= first.len() as i64;
+        let mut freed = 0;
+        while let Some(n) = self.store.next(to) {
+            let (head, next) = (self.store.get(to), self.store.get(n));
+            if !can_collapse(next) || !skb::can_collapse_to(head.flags) {
+                break;
+            }
+            space -= next.len() as i64;
+            // tcp_skb_shift: at most 65535 * TCP_MIN_GSO_SIZE bytes in one skb.
+            if space < 0 || next.end_seq > wnd_end || head.len() + next.len() >= 65535 * 8 {
+                break;
+            }
+            freed += self.collapse_retrans(to, n);
+        }
+        freed
+    }
+
+    /// `tcp_collapse_retrans`: the skb at `n` (the one after `to`) joins `to`: its
+    /// bytes, its end, its flags (PSH, FIN, the record end) and its
+    /// `TCPCB_EVER_RETRANS`; it is unlinked and its segment no longer counts
+    /// (`tcp_adjust_pcount`). Returns the memory freed (its overhead: the bytes move).
+    fn collapse_retrans(&mut self, to: Pos, n: Pos) -> u64 {
+        let next = self.take(n);
+        self.modify(to, |s| {
+            let mut data = bytes::BytesMut::with_capacity(s.data.len() + next.data.len());
+            data.extend_from_slice(&s.data);
+            data.extend_from_slice(&next.data);
+            s.data = data.freeze();
+            s.end_seq = next.end_seq;
+            s.flags = (s.flags & !skb::FLAG_EOR) | next.flags;
+            s.sacked |= next.sacked & EVER_RETRANS;
+            s.truesize += next.len();
+        });
+        next.truesize.saturating_sub(next.len()) as u64
+    }
+
     /// `tcp_simple_retransmit`'s walk after the path MTU fell: every skb not SACKed
     /// with a segment longer than `mss` is lost (`tcp_mark_skb_lost`), since the path
     /// drops it. Linux compares `tcp_skb_seglen` (the skb's `gso_size`); lowtide keeps
@@ -823,6 +918,101 @@ pub(super) mod tests {
             let c = q.clean(3001, 988);
             assert_eq!((c.acked_bytes, c.acked_segs), (1000, 2));
             assert!(q.is_empty());
+            q.check_invariants();
+        }
+    }
+
+    /// tcp_clean_rtx_queue: an ACK into a one-segment skb leaves it whole (no
+    /// segment acked, no RTT, the start kept for reordering detection);
+    /// `__tcp_retransmit_skb` trims it to `snd_una` (`tcp_trim_head`).
+    #[test]
+    fn one_segment_skb_stays_whole_until_trimmed_for_retransmission() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 2, 60); // one segment each at MSS 100
+            let c = q.clean(31, MSS);
+            assert_eq!((c.acked_segs, c.acked_bytes, c.truesize), (0, 0, 0));
+            assert!(c.first_tx.is_none() && c.reord.is_none());
+            assert_eq!((q.first().unwrap().seq, q.packets_out), (1, 2));
+            let freed = q.trim_head(1, 31, MSS);
+            assert!(freed > 0);
+            assert_eq!((q.first().unwrap().seq, q.first().unwrap().len()), (31, 30));
+            check_payload(&q);
+            q.check_invariants();
+            // Acked whole: counted from its (untrimmed) start.
+            let mut q = queue_of(kind, 2, 60);
+            q.clean(31, MSS);
+            let c = q.clean(61, MSS);
+            assert_eq!((c.acked_segs, c.reord), (1, Some(1)));
+            q.check_invariants();
+        }
+    }
+
+    /// __tcp_retransmit_skb -> tcp_trim_head: a one-segment skb with a FIN whose
+    /// data is all acked (snd_una at the FIN) goes again as the FIN alone.
+    #[test]
+    fn trim_head_to_the_fin_leaves_the_fin() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 2, 60);
+            let last = q.store.find(61).unwrap();
+            q.modify(last, |s| {
+                s.flags |= skb::FLAG_FIN;
+                s.end_seq += 1;
+            });
+            q.clean(61, MSS);
+            let c = q.clean(121, MSS);
+            assert_eq!((c.acked_segs, q.packets_out), (0, 1), "FIN not acked");
+            let freed = q.trim_head(61, 121, MSS);
+            assert!(freed > 0);
+            let s = q.first().unwrap();
+            assert_eq!((s.seq, s.end_seq, s.len(), s.pcount), (121, 122, 0, 1));
+            assert_ne!(s.flags & skb::FLAG_FIN, 0);
+            assert_eq!(q.packets_out, 1);
+            q.check_invariants();
+            // Without a FIN there is nothing past the data to keep.
+            let mut q = queue_of(kind, 1, 60);
+            assert_eq!(q.trim_head(1, 61, MSS), 0);
+            assert_eq!(q.first().unwrap().seq, 1);
+        }
+    }
+
+    /// tcp_retrans_try_collapse: following one-segment skbs join while they fit in
+    /// `space` and the window; a SACKed skb, one of several segments or the end of a
+    /// MSG_EOR record stops it (tcp_can_collapse, tcp_skb_can_collapse).
+    #[test]
+    fn retrans_collapse_follows_tcp_can_collapse() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 5, 40);
+            q.update(81, skb::LOST, 0);
+            let before = q.truesize;
+            let freed = q.retrans_try_collapse(1, 100, 1_000);
+            // 1:41 takes 41:81 (80 bytes); 81:121 would pass 100.
+            assert_eq!(
+                (q.first().unwrap().end_seq, q.len(), q.packets_out),
+                (81, 4, 4)
+            );
+            assert_eq!(q.truesize, before - freed);
+            check_payload(&q);
+            q.check_invariants();
+            // The window ends inside the next skb: nothing joins.
+            assert_eq!(q.retrans_try_collapse(81, 100, 150), 0);
+            // A lost skb joins and stops counting as lost of its own.
+            q.retrans_try_collapse(81, 100, 1_000);
+            assert_eq!((q.len(), q.lost_out), (3, 1));
+            q.check_invariants();
+
+            let mut q = queue_of(kind, 4, 40);
+            q.sacktag(41, 81, MSS);
+            assert_eq!(q.retrans_try_collapse(1, 100, 1_000), 0, "SACKed next");
+            let mut q = queue_of(kind, 4, 40);
+            let eor = q.store.first_pos().unwrap();
+            q.modify(eor, |s| s.flags |= skb::FLAG_EOR);
+            assert_eq!(q.retrans_try_collapse(1, 100, 1_000), 0, "record end");
+            // Joining an skb that ends a record ends the merge there, EOR kept.
+            let p = q.store.find(81).unwrap();
+            q.modify(p, |s| s.flags |= skb::FLAG_EOR);
+            q.retrans_try_collapse(41, 1_000, 1_000);
+            let s = q.get(41).unwrap();
+            assert_eq!((s.end_seq, s.flags & skb::FLAG_EOR), (121, skb::FLAG_EOR));
             q.check_invariants();
         }
     }

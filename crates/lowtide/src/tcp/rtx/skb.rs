@@ -95,9 +95,12 @@ impl Skb {
     }
 
     /// Splits off and returns the part from `at` (a stream offset strictly inside the
-    /// skb's payload) on; `self` keeps the part before (`tso_fragment`/`tcp_fragment`).
+    /// skb's payload, or at its end when a FIN follows: the rest is the FIN alone, as
+    /// `tcp_trim_head` leaves it) on; `self` keeps the part before
+    /// (`tso_fragment`/`tcp_fragment`).
     pub fn split_off(&mut self, at: u64, mss: u32) -> Skb {
-        debug_assert!(at > self.seq && at < self.seq + self.data.len() as u64);
+        debug_assert!(at > self.seq && at < self.end_seq);
+        debug_assert!(at <= self.seq + self.data.len() as u64);
         let n = (at - self.seq) as usize;
         let tail_data = self.data.split_off(n);
         let tail_len = tail_data.len() as u32;

@@ -404,6 +404,27 @@ fn a_second_connection_from_a_flows_port_is_a_stray_not_more_stream() {
     assert_eq!(v["per_flow"][78]["bytes_delivered"], 1826);
 }
 
+/// Issue 25 §4: `--jitter` delays A->B packets in the simulator and both directions
+/// on the real path; `--help` of both and README say so, each naming the other.
+#[test]
+fn jitter_direction_is_documented_where_it_differs() {
+    let help = |args: &[&str]| String::from_utf8(lowtide(args).stdout).unwrap();
+    let sim = help(&["sim", "stream", "--help"]);
+    let real = help(&["iperf3", "--help"]);
+    assert!(
+        sim.contains("A->B only (the real path's --jitter delays both directions)"),
+        "{sim}"
+    );
+    assert!(
+        real.contains("both directions")
+            && real.contains("`sim stream --jitter` delays the A->B direction only"),
+        "{real}"
+    );
+    let readme = include_str!("../../../README.md");
+    assert!(readme.contains("(A->B only; the real path's `--jitter` delays both directions)"));
+    assert!(readme.contains("`--jitter` (both directions here,\nunlike `sim stream`'s"));
+}
+
 /// Issue 25: --timeseries into a folder that does not exist fails before the run,
 /// with exit 2 and one line, as --pcap does.
 #[test]

@@ -6,6 +6,9 @@
 //! ([`lowtide`]) and the TUN device ([`TunDevice`], [`Offload`]; all of
 //! `lowtide-tun` as `lowtide_tokio::tun`) are re-exported.
 //!
+//! New here? [`guide`] is a whole first program (TCP and UDP servers, a client, the
+//! errors, counters, a graceful end) that `cargo test --doc` compiles and runs.
+//!
 //! An echo server on a TUN device that stops after a client says "bye", with a
 //! graceful end:
 //!
@@ -75,6 +78,7 @@
 
 mod device;
 mod driver;
+pub mod guide;
 mod tcp;
 mod udp;
 

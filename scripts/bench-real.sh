@@ -17,10 +17,21 @@
 # With REPS > 1 the five runs repeat REPS times in the same order (each ratio against
 # its own repetition's veth run, since this machine's speed swings by 2x between
 # minutes) and the medians of the rates, ratios and CPU figures follow the per-run lines.
-# Usage: scripts/bench-real.sh [SECONDS] [REPS]   (default 10, 1)
+# With --queues (issue 26 §3) it runs instead, -P 4 each, interleaved:
+#   (f) kernel -> kernel iperf3 -P 4 over the veth pair
+#   (g) lowtide iperf3 -P 4 client -> kernel server over TUN, --queues 1
+#   (h) the same with --queues 2 (a shard per queue, each on its own thread)
+#   (i) kernel server -> lowtide client (-R) -P 4, --queues 1
+#   (j) the same with --queues 2
+# and prints the ratios h/g, j/i, g/f, h/f, j/f, the CPU seconds per GB of each
+# process and of both together, and the load average before each repetition (the
+# machine is shared: its other users' load is part of every figure).
+# Usage: scripts/bench-real.sh [--queues] [SECONDS] [REPS]   (default 10, 1)
 #        LOWTIDE_BIN=PATH uses that binary instead of building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=single
+if [ "${1:-}" = --queues ]; then mode=queues; shift; fi
 secs=${1:-10}
 reps=${2:-1}
 case "$secs$reps" in '' | *[!0-9]*) echo "bench-real.sh: SECONDS and REPS must be numbers" >&2; exit 2 ;; esac
@@ -107,14 +118,35 @@ one_rep() {
   for p in $(pgrep -P "$linkpid"); do kill -INT "$p" 2>/dev/null || true; done
   wait "$linkpid" 2>/dev/null || true
 }
+# queues_rep R: the -P 4 runs (f) to (j), their files suffixed with R.
+queues_rep() {
+  local r=$1
+  cut -d' ' -f1-3 /proc/loadavg >"$tmp/load$r"
+  server "${tag}b" "f-srv$r"
+  ip netns exec "${tag}a" /usr/bin/time -f "%e %U %S %R" -o "$tmp/f-cli$r.time" \
+    iperf3 -c 10.9.0.2 -t "$secs" -P 4 -J >"$tmp/f$r.json"
+  waitsrv
+  local run q rev
+  for run in g:1: h:2: i:1:-R j:2:-R; do
+    IFS=: read -r key q rev <<<"$run"
+    server "${tag}l" "$key-srv$r"
+    ip netns exec "${tag}l" /usr/bin/time -f "%e %U %S %R" -o "$tmp/$key-cli$r.time" \
+      "$lt" iperf3 -c 10.7.0.1 -t "$secs" -P 4 $rev -J --tun lt0 --tun-addr 10.7.0.1/24 \
+      --queues "$q" "${lt_busy[@]}" >"$tmp/$key$r.json"
+    waitsrv
+  done
+}
 for r in $(seq 1 "$reps"); do
   [ "$reps" -gt 1 ] && echo "repetition $r of $reps" >&2
-  one_rep "$r"
+  case $mode in
+    single) one_rep "$r" ;;
+    queues) queues_rep "$r" ;;
+  esac
 done
 
-python3 - "$tmp" "$reps" <<'PY'
+python3 - "$tmp" "$reps" "$mode" <<'PY'
 import json, statistics, sys
-tmp, reps = sys.argv[1], int(sys.argv[2])
+tmp, reps, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 
 def rx(name):
     s = json.load(open(f"{tmp}/{name}.json"))["end"]["sum_received"]
@@ -134,10 +166,19 @@ runs = [("a", "kernel->kernel veth         ", "a-cli", "iperf3 -c", "a-srv", "ip
         ("e", "kernel->lowtide TUN offload ", "e-cli", "lowtide", "e-srv", "iperf3 -s"),
         ("d", "kernel->kernel lowtide link ", "d-cli", "iperf3 -c", "d-srv", "iperf3 -s")]
 RATIOS = [("b/a", "b", "a"), ("e/a", "e", "a"), ("b/c", "b", "c"), ("d/a", "d", "a")]
+if mode == "queues":
+    runs = [("f", "kernel->kernel veth -P 4        ", "f-cli", "iperf3 -c", "f-srv", "iperf3 -s"),
+            ("g", "lowtide->kernel -P 4 1 queue   ", "g-cli", "lowtide", "g-srv", "iperf3 -s"),
+            ("h", "lowtide->kernel -P 4 2 queues  ", "h-cli", "lowtide", "h-srv", "iperf3 -s"),
+            ("i", "kernel->lowtide -P 4 1 queue   ", "i-cli", "lowtide", "i-srv", "iperf3 -s"),
+            ("j", "kernel->lowtide -P 4 2 queues  ", "j-cli", "lowtide", "j-srv", "iperf3 -s")]
+    RATIOS = [("h/g", "h", "g"), ("j/i", "j", "i"), ("g/f", "g", "f"), ("h/f", "h", "f"),
+              ("j/f", "j", "f")]
 per = {}  # (run key, figure) -> one value per repetition
 for r in range(1, reps + 1):
-    if reps > 1:
-        print(f"repetition {r}:")
+    load = open(f"{tmp}/load{r}").read().strip() if mode == "queues" else None
+    if reps > 1 or load:
+        print(f"repetition {r}:" + (f" (load average before it: {load})" if load else ""))
     g = {}
     for key, label, p1, n1, p2, n2 in runs:
         gbps, gb = rx(f"{key}{r}")
@@ -151,6 +192,12 @@ for r in range(1, reps + 1):
                 per.setdefault((key, n), []).append(c[0] / gb)
                 parts.append(f"{n} {c[0] / gb:.3f}" + (f" ({c[1] / gb:.0f} minflt/GB)"
                                                       if n.startswith("lowtide") else ""))
+        if mode == "queues":
+            both = [cpu(f"{p}{r}") for p in (p1, p2)]
+            if all(both):
+                total = sum(c[0] for c in both) / gb
+                per.setdefault((key, "both"), []).append(total)
+                parts.append(f"both {total:.3f}")
         print(f"({key}) {label} {gbps:6.2f} Gbit/s   CPU s/GB: {', '.join(parts)}")
     for name, x, y in RATIOS:
         per.setdefault(("ratio", name), []).append(g[x] / g[y])
@@ -159,7 +206,7 @@ if reps > 1:
     med = lambda k: statistics.median(per[k])
     print(f"medians of {reps}:")
     for key, label, p1, n1, p2, n2 in runs:
-        procs = [n for n in (n1, n2, "lowtide link") if (key, n) in per]
+        procs = [n for n in (n1, n2, "lowtide link", "both") if (key, n) in per]
         cpus = ", ".join(f"{n} {med((key, n)):.3f}" for n in procs)
         print(f"({key}) {label} {med((key, 'Gbit/s')):6.2f} Gbit/s   CPU s/GB: {cpus}")
     print("   ".join(f"{name} {med(('ratio', name)):.2f} ({min(per[('ratio', name)]):.2f}-"

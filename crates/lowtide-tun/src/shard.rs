@@ -69,12 +69,24 @@ struct Mailbox {
     wake: OwnedFd,
     /// Packets handed in so far.
     handed: AtomicU64,
+    /// Set by whoever gave the shard work (socket calls, packets): its thread turns
+    /// once more before it sleeps.
+    dirty: AtomicBool,
+    /// The thread is (about to be) asleep: work must come with an eventfd write.
+    sleeping: AtomicBool,
     /// The shard's ephemeral ports (its stack's `net.ipv4.ip_local_port_range`).
     ports: [u16; 2],
 }
 
 impl Mailbox {
+    /// Gives the shard's thread work: it sees `dirty` before it sleeps, or it is
+    /// asleep and the eventfd wakes it (both flags sequentially consistent, so one of
+    /// the two always happens). A busy thread costs no system call.
     fn wake(&self) {
+        self.dirty.store(true, Ordering::SeqCst);
+        if !self.sleeping.load(Ordering::SeqCst) {
+            return;
+        }
         let one: u64 = 1;
         // SAFETY: an 8-byte write from a live u64 to our eventfd. A full counter
         // (EAGAIN) means the thread is woken anyway.
@@ -111,7 +123,11 @@ fn handoff(me: usize, mail: Vec<Arc<Mailbox>>) -> Handoff {
 struct Common {
     /// Bumped after every turn of a shard that moved packets: the application's
     /// sockets may have changed.
-    progress: Mutex<u64>,
+    progress: AtomicU64,
+    /// The application waits in [`Shards::wait`]: progress must be signalled.
+    waiting: AtomicBool,
+    /// Held to signal `changed`, and by the waiting application.
+    gate: Mutex<()>,
     changed: Condvar,
     stop: AtomicBool,
 }
@@ -128,7 +144,9 @@ impl Shards {
     /// runtime until [`Shards::stop`].
     pub fn start(runtimes: Vec<Runtime>) -> io::Result<Shards> {
         let common = Arc::new(Common {
-            progress: Mutex::new(0),
+            progress: AtomicU64::new(0),
+            waiting: AtomicBool::new(false),
+            gate: Mutex::new(()),
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
         });
@@ -138,6 +156,8 @@ impl Shards {
                 inbox: Mutex::new(Vec::new()),
                 wake: eventfd()?,
                 handed: AtomicU64::new(0),
+                dirty: AtomicBool::new(false),
+                sleeping: AtomicBool::new(false),
                 ports: rt.stack_ref().config().ip_local_port_range,
             }));
         }
@@ -202,17 +222,19 @@ impl Shards {
     /// The progress count now: give it to [`Shards::wait`] after looking at the
     /// sockets, so that progress in between is not slept through.
     pub fn progress(&self) -> u64 {
-        *lock(&self.common.progress)
+        self.common.progress.load(Ordering::SeqCst)
     }
 
     /// Waits until some shard moved packets since `seen` (from [`Shards::progress`]),
     /// or `timeout`.
     pub fn wait(&self, seen: u64, timeout: Duration) {
-        let g = lock(&self.common.progress);
-        let _ = self
-            .common
-            .changed
-            .wait_timeout_while(g, timeout, |p| *p == seen);
+        let c = &self.common;
+        let g = lock(&c.gate);
+        // Before the check: a shard that moves after it sees this and signals.
+        c.waiting.store(true, Ordering::SeqCst);
+        let still = |_: &mut ()| c.progress.load(Ordering::SeqCst) == seen;
+        let _ = c.changed.wait_timeout_while(g, timeout, still);
+        c.waiting.store(false, Ordering::SeqCst);
     }
 
     /// Stops the threads and gives the runtimes back (for their counters and
@@ -255,7 +277,7 @@ fn serve(cell: &Cell, common: &Common) -> io::Result<()> {
     let mut busy_until = clock.now();
     while !common.stop.load(Ordering::Relaxed) {
         // Cleared before the turn: a wake after this point is seen by the sleep.
-        drain(&cell.mail.wake);
+        cell.mail.dirty.store(false, Ordering::SeqCst);
         let handed = std::mem::take(&mut *lock(&cell.mail.inbox));
         let (moved, deadline) = {
             let mut rt = lock(&cell.rt);
@@ -268,8 +290,11 @@ fn serve(cell: &Cell, common: &Common) -> io::Result<()> {
         };
         let now = clock.now();
         if moved {
-            *lock(&common.progress) += 1;
-            common.changed.notify_all();
+            common.progress.fetch_add(1, Ordering::SeqCst);
+            if common.waiting.load(Ordering::SeqCst) {
+                let _g = lock(&common.gate);
+                common.changed.notify_all();
+            }
             busy_until = now + busy_poll;
             continue;
         }
@@ -277,8 +302,19 @@ fn serve(cell: &Cell, common: &Common) -> io::Result<()> {
             std::hint::spin_loop();
             continue;
         }
+        let mail = &cell.mail;
+        mail.sleeping.store(true, Ordering::SeqCst);
+        if mail.dirty.load(Ordering::SeqCst) {
+            mail.sleeping.store(false, Ordering::SeqCst);
+            continue;
+        }
         let limit = now + IDLE_WAIT;
-        sleeper.sleep_until(deadline.map_or(limit, |d| d.min(limit)))?;
+        let slept = sleeper.sleep_until(deadline.map_or(limit, |d| d.min(limit)));
+        mail.sleeping.store(false, Ordering::SeqCst);
+        // Cleared after the sleep: a write while awake only makes a later sleep return
+        // at once, and the work it announced is in `dirty`.
+        drain(&mail.wake);
+        slept?;
         busy_until = clock.now() + busy_poll;
     }
     Ok(())

@@ -53,20 +53,32 @@ pub trait PacketDevice: Send + 'static {
 /// tokio's reactor. With [`Offload::Full`] the kernel and lowtide exchange 64 KB GSO
 /// super-packets with partial checksums (virtio-net header); with [`Offload::None`]
 /// lowtide writes MSS-sized segments with full checksums.
+///
+/// UDP too, where the kernel offers UDP segmentation offload (Linux 6.2+,
+/// [`TunDevice::enable_uso`], asked for here with [`Offload::Full`]): a kernel
+/// application's `UDP_SEGMENT` send arrives as one super-packet, cut here into its
+/// datagrams (`udp_rcv_segment`), and a lowtide socket's
+/// ([`UdpSocket::set_segment_size`](crate::UdpSocket::set_segment_size)) leaves as
+/// one; without USO the datagrams are written one by one.
 pub struct TunPacketDevice {
     fd: AsyncFd<TunDevice>,
     raw: Vec<u8>,
+    /// Datagrams of a received UDP GSO super-packet not handed over yet.
+    pending: VecDeque<Vec<u8>>,
 }
 
 impl TunPacketDevice {
-    /// Wraps `dev` (configured and up); must be called within a tokio runtime.
-    pub fn new(dev: TunDevice) -> io::Result<TunPacketDevice> {
+    /// Wraps `dev` (configured and up), turning on UDP segmentation offload where
+    /// the kernel has it; must be called within a tokio runtime.
+    pub fn new(mut dev: TunDevice) -> io::Result<TunPacketDevice> {
         dev.set_nonblocking(true)?;
+        dev.enable_uso()?;
         Ok(TunPacketDevice {
             // SAFETY: the TunDevice owns its descriptor and neither closes nor
             // replaces it while the AsyncFd holds it.
             fd: unsafe { AsyncFd::register(dev)? },
             raw: vec![0; RECV_BUF_LEN],
+            pending: VecDeque::new(),
         })
     }
 
@@ -82,6 +94,10 @@ impl PacketDevice for TunPacketDevice {
         cx: &mut Context<'_>,
         buf: &mut Vec<u8>,
     ) -> Poll<io::Result<RxChecksum>> {
+        if let Some(d) = self.pending.pop_front() {
+            *buf = d;
+            return Poll::Ready(Ok(RxChecksum::Unnecessary));
+        }
         loop {
             let mut guard = match self.fd.poll_read_ready(cx) {
                 Poll::Ready(g) => g?,
@@ -95,6 +111,20 @@ impl PacketDevice for TunPacketDevice {
             let Ok((hdr, packet)) = VnetHdr::parse(&self.raw[..n]) else {
                 continue;
             };
+            if hdr.is_udp_gso() {
+                // Its datagrams, each with a complete checksum; a malformed one is
+                // dropped.
+                let pending = &mut self.pending;
+                let _ =
+                    lowtide_wire::udp::gso_segment(packet, hdr.gso_size, |d| pending.push_back(d));
+                match self.pending.pop_front() {
+                    Some(d) => {
+                        *buf = d;
+                        return Poll::Ready(Ok(RxChecksum::Unnecessary));
+                    }
+                    None => continue,
+                }
+            }
             buf.clear();
             buf.extend_from_slice(packet);
             return Poll::Ready(Ok(hdr.rx_checksum()));
@@ -107,8 +137,21 @@ impl PacketDevice for TunPacketDevice {
         // send_or_drop at trace level).
         let sent = |hdr: &VnetHdr, p: &[u8]| dev.send_or_drop(hdr, p).map(drop);
         if !tx.is_tcp() {
-            // UDP and ICMP: checksums complete, never GSO.
-            return sent(&VnetHdr::plain(), &tx.packet);
+            // UDP and ICMP: checksums complete, unless a UDP GSO super-packet, which
+            // goes whole where the kernel takes it (USO), else as its datagrams.
+            if tx.gso_segs <= 1 {
+                return sent(&VnetHdr::plain(), &tx.packet);
+            }
+            if dev.uso() {
+                return match VnetHdr::for_udp_gso(&tx.packet, tx.gso_size) {
+                    Ok(hdr) => sent(&hdr, &tx.packet),
+                    Err(_) => Ok(()),
+                };
+            }
+            for d in tx.segments() {
+                sent(&VnetHdr::plain(), &d)?;
+            }
+            return Ok(());
         }
         match dev.offload() {
             Offload::Full => {
@@ -218,8 +261,18 @@ impl PacketDevice for ChannelDevice {
             leaves = leaves.max(self.busy_until) + serialize;
             self.busy_until = leaves;
         }
-        // The other end gone is a cable pulled: the packet is lost.
-        let _ = self.tx.send((leaves + self.delay, tx.packet.clone()));
+        // The other end gone is a cable pulled: the packet is lost. A UDP GSO
+        // super-packet reaches a socket as its datagrams (udp_rcv_segment).
+        match tx.gso_segs > 1 && !tx.is_tcp() {
+            true => {
+                for d in tx.segments() {
+                    let _ = self.tx.send((leaves + self.delay, d));
+                }
+            }
+            false => {
+                let _ = self.tx.send((leaves + self.delay, tx.packet.clone()));
+            }
+        }
         Ok(())
     }
 }

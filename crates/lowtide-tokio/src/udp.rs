@@ -135,6 +135,21 @@ impl UdpSocket {
         Ok(self.recv_from(buf).await?.0)
     }
 
+    /// `setsockopt(UDP_SEGMENT)`: a send of more than `size` bytes leaves as
+    /// datagrams of `size` bytes (the last shorter) in one GSO super-packet, which a
+    /// TUN device with UDP segmentation offload takes whole
+    /// ([`TunPacketDevice`](crate::TunPacketDevice)). One send may carry up to 128
+    /// datagrams and 64 KB; one datagram must fit the path MTU (`EMSGSIZE`), more
+    /// than 128 is `EINVAL`. 0 turns it off.
+    pub fn set_segment_size(&self, size: u16) -> io::Result<()> {
+        self.call(|st, _, h| st.udp_set_segment(h, size))
+    }
+
+    /// `getsockopt(UDP_SEGMENT)`: the segment size (0: off).
+    pub fn segment_size(&self) -> io::Result<u16> {
+        self.call(|st, _, h| st.udp_segment(h))
+    }
+
     /// The bound address (`getsockname(2)`).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.call(|st, _, h| st.udp_local_addr(h))

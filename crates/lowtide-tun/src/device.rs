@@ -127,6 +127,8 @@ pub struct TunDevice {
     ctl6: Option<OwnedFd>,
     name: String,
     offload: Offload,
+    /// Whether `TUN_F_USO4 | TUN_F_USO6` are on ([`TunDevice::enable_uso`]).
+    uso: bool,
 }
 
 impl TunDevice {
@@ -192,6 +194,7 @@ impl TunDevice {
             ctl6,
             name,
             offload,
+            uso: false,
         })
     }
 
@@ -201,6 +204,41 @@ impl TunDevice {
     pub fn open_in(netns: &str, name: &str, offload: Offload) -> io::Result<TunDevice> {
         let _guard = crate::netns::enter(netns)?;
         TunDevice::open(name, offload)
+    }
+
+    /// Adds UDP segmentation offload to [`Offload::Full`] where the kernel offers it
+    /// (`TUNSETOFFLOAD` with `TUN_F_USO4 | TUN_F_USO6`, Linux 6.2+): the kernel then
+    /// hands over a local sender's `UDP_SEGMENT` sends as one super-packet
+    /// (`gso_type` [`crate::vnet::VIRTIO_NET_HDR_GSO_UDP_L4`], to be cut with
+    /// [`lowtide_wire::udp::gso_segment`]) and takes lowtide's
+    /// ([`VnetHdr::for_udp_gso`]). Returns whether it is on: false with
+    /// [`Offload::None`], or if the kernel refuses the flags (`EINVAL` before 6.2;
+    /// the device keeps its TSO offloads). Only for a reader that cuts UDP
+    /// super-packets: the others leave it off.
+    pub fn enable_uso(&mut self) -> io::Result<bool> {
+        if self.offload != Offload::Full {
+            return Ok(false);
+        }
+        let flags = self.offload.tun_flags() | libc::TUN_F_USO4 | libc::TUN_F_USO6;
+        // SAFETY: TUNSETOFFLOAD takes its flags by value.
+        let r = cvt(unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                libc::TUNSETOFFLOAD as _,
+                flags as libc::c_ulong,
+            )
+        });
+        match r {
+            Ok(_) => self.uso = true,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.uso = false,
+            Err(e) => return Err(context(e, "TUNSETOFFLOAD with USO")),
+        }
+        Ok(self.uso)
+    }
+
+    /// Whether UDP segmentation offload is on ([`TunDevice::enable_uso`]).
+    pub fn uso(&self) -> bool {
+        self.uso
     }
 
     /// The interface name (as the kernel reports it after `TUNSETIFF`).

@@ -59,6 +59,9 @@ pub const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 pub const VIRTIO_NET_HDR_GSO_UDP: u8 = 3;
 /// `gso_type`: a TCP over IPv6 super-packet (`SKB_GSO_TCPV6`).
 pub const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
+/// `gso_type`: a UDP super-packet of several datagrams (`SKB_GSO_UDP_L4`, Linux
+/// 6.2+ on TUN with `TUN_F_USO4`/`TUN_F_USO6`).
+pub const VIRTIO_NET_HDR_GSO_UDP_L4: u8 = 5;
 /// `gso_type` flag: the super-packet has CWR set on its first segment
 /// (`SKB_GSO_TCP_ECN`).
 pub const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
@@ -183,6 +186,32 @@ impl VnetHdr {
     /// True if `NEEDS_CSUM` is set: the packet's checksum is partial.
     pub fn needs_csum(&self) -> bool {
         self.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0
+    }
+
+    /// The header of a UDP GSO super-packet lowtide writes (`packet`: IP header,
+    /// UDP header whose checksum field holds the pseudo-header sum, payload;
+    /// [`lowtide::Transmit`] with `gso_segs` > 1): `NEEDS_CSUM` at the UDP
+    /// checksum, `gso_type` UDP_L4 with `gso_size`, as `virtio_net_hdr_from_skb`
+    /// describes an `SKB_GSO_UDP_L4` skb.
+    pub fn for_udp_gso(packet: &[u8], gso_size: u16) -> Result<VnetHdr, WireError> {
+        let ip = lowtide_wire::ip::IpRepr::parse(packet, false)?;
+        if ip.protocol != lowtide_wire::udp::PROTO_UDP || ip.payload_len < 8 {
+            return Err(WireError::Unsupported);
+        }
+        Ok(VnetHdr {
+            flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
+            gso_type: VIRTIO_NET_HDR_GSO_UDP_L4,
+            hdr_len: (ip.header_len + 8) as u16,
+            gso_size,
+            csum_start: ip.header_len as u16,
+            csum_offset: 6,
+        })
+    }
+
+    /// Whether this is a UDP GSO super-packet (`gso_type` UDP_L4): its datagrams
+    /// come from [`lowtide_wire::udp::gso_segment`] with `gso_size`.
+    pub fn is_udp_gso(&self) -> bool {
+        self.gso_type & !VIRTIO_NET_HDR_GSO_ECN == VIRTIO_NET_HDR_GSO_UDP_L4
     }
 
     /// True if this is a GSO super-packet (`gso_type` other than `GSO_NONE`, ECN bit

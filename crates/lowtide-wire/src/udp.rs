@@ -1,8 +1,12 @@
 //! UDP (RFC 768) headers and their checksum over the IP pseudo-header (RFC 768;
 //! RFC 8200 section 8.1 for IPv6, where it is mandatory).
 
+use crate::ip::IpRepr;
 use crate::{checksum, WireError};
 use std::net::IpAddr;
+
+/// `UDP_MAX_SEGMENTS`: the most datagrams one UDP GSO super-packet may carry.
+pub const UDP_MAX_SEGMENTS: usize = 128;
 
 /// IP protocol number of UDP.
 pub const PROTO_UDP: u8 = 17;
@@ -79,6 +83,74 @@ impl UdpRepr {
     }
 }
 
+/// The UDP checksum field of a GSO super-packet (CHECKSUM_PARTIAL, as
+/// `udp4_hwcsum`/`udp6_hwcsum_outgoing` leave it): the pseudo-header sum of the
+/// whole UDP length, which `__udp_gso_segment` adjusts per segment.
+pub fn partial_checksum(src: IpAddr, dst: IpAddr, udp_len: usize) -> u16 {
+    checksum::fold(checksum::pseudo_header(src, dst, PROTO_UDP, udp_len as u32))
+}
+
+/// Cuts a UDP GSO super-packet (`SKB_GSO_UDP_L4`: one IPv4/IPv6 + UDP header, a
+/// payload of several `gso_size` datagrams, the last maybe shorter) into its
+/// datagrams, as `__udp_gso_segment` does: each keeps the IP header (IPv4: id
+/// incremented per datagram, header checksum redone), gets its own lengths and a
+/// complete UDP checksum (whatever the super-packet's checksum field held). A
+/// payload no longer than `gso_size`, or `gso_size` 0, gives one datagram. Returns
+/// the number of datagrams passed to `out`.
+pub fn gso_segment(
+    packet: &[u8],
+    gso_size: u16,
+    mut out: impl FnMut(Vec<u8>),
+) -> Result<usize, WireError> {
+    let ip = IpRepr::parse(packet, false)?;
+    if ip.protocol != PROTO_UDP {
+        return Err(WireError::Unsupported);
+    }
+    if ip.payload_len < UDP_HEADER_LEN {
+        return Err(WireError::Truncated);
+    }
+    let hlen = ip.header_len;
+    let payload = &packet[hlen + UDP_HEADER_LEN..hlen + ip.payload_len];
+    let size = match gso_size as usize {
+        0 => payload.len().max(1),
+        n => n,
+    };
+    let udp = UdpRepr {
+        src_port: u16::from_be_bytes([packet[hlen], packet[hlen + 1]]),
+        dst_port: u16::from_be_bytes([packet[hlen + 2], packet[hlen + 3]]),
+    };
+    let v4 = ip.src.is_ipv4();
+    let id = u16::from_be_bytes([packet[4], packet[5]]);
+    let mut n = 0;
+    // An empty payload is still one datagram.
+    let chunks = payload
+        .chunks(size)
+        .chain(payload.is_empty().then_some(&[][..]));
+    for (i, chunk) in chunks.enumerate() {
+        let mut seg = Vec::with_capacity(hlen + UDP_HEADER_LEN + chunk.len());
+        seg.extend_from_slice(&packet[..hlen]);
+        match v4 {
+            true => {
+                let total = (hlen + UDP_HEADER_LEN + chunk.len()) as u16;
+                seg[2..4].copy_from_slice(&total.to_be_bytes());
+                seg[4..6].copy_from_slice(&id.wrapping_add(i as u16).to_be_bytes());
+                seg[10..12].fill(0);
+                let sum = !checksum::fold(checksum::sum(&seg[..hlen], 0));
+                seg[10..12].copy_from_slice(&sum.to_be_bytes());
+            }
+            false => {
+                // The IPv6 payload length counts extension headers too.
+                let plen = (hlen - 40 + UDP_HEADER_LEN + chunk.len()) as u16;
+                seg[4..6].copy_from_slice(&plen.to_be_bytes());
+            }
+        }
+        udp.emit(ip.src, ip.dst, chunk, &mut seg);
+        out(seg);
+        n += 1;
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,7 +158,7 @@ mod tests {
     const A: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
     const B: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2));
 
-    fn v6(n: u16) -> IpAddr {
+    pub(super) fn v6(n: u16) -> IpAddr {
         IpAddr::V6(std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, n))
     }
 
@@ -153,5 +225,63 @@ mod tests {
             UdpRepr::parse(A, B, &short, false),
             Err(WireError::Malformed)
         );
+    }
+
+    /// A UDP GSO super-packet of `payload` from A to B (or v6), checksum partial.
+    fn super_packet(v6: bool, payload: &[u8]) -> Vec<u8> {
+        let (s, d) = if v6 {
+            (super::tests::v6(1), super::tests::v6(2))
+        } else {
+            (A, B)
+        };
+        let ip = IpRepr {
+            src: s,
+            dst: d,
+            protocol: PROTO_UDP,
+            hop_limit: 64,
+            ecn: 0,
+            header_len: 0,
+            payload_len: UDP_HEADER_LEN + payload.len(),
+        };
+        let mut p = vec![0; ip.emit_len()];
+        ip.emit(&mut p, 100);
+        let mut udp = Vec::new();
+        UdpRepr {
+            src_port: 4000,
+            dst_port: 53,
+        }
+        .emit(s, d, payload, &mut udp);
+        let partial = partial_checksum(s, d, udp.len());
+        udp[6..8].copy_from_slice(&partial.to_be_bytes());
+        p.extend_from_slice(&udp);
+        p
+    }
+
+    #[test]
+    fn gso_segment_cuts_datagrams_with_their_own_checksums() {
+        let data: Vec<u8> = (0..2500u32).map(|i| (i % 251) as u8).collect();
+        for v6 in [false, true] {
+            let p = super_packet(v6, &data);
+            let mut segs = Vec::new();
+            assert_eq!(gso_segment(&p, 1000, |s| segs.push(s)).unwrap(), 3);
+            let mut got = Vec::new();
+            for (i, s) in segs.iter().enumerate() {
+                let ip = IpRepr::parse(s, true).expect("valid IP header and length");
+                assert_eq!(ip.header_len + ip.payload_len, s.len());
+                let seg = &s[ip.header_len..];
+                let (h, payload) = UdpRepr::parse(ip.src, ip.dst, seg, true).unwrap();
+                assert_eq!((h.src_port, h.dst_port), (4000, 53));
+                assert_eq!(payload.len(), [1000, 1000, 500][i]);
+                if !v6 {
+                    assert_eq!(u16::from_be_bytes([s[4], s[5]]), 100 + i as u16);
+                }
+                got.extend_from_slice(payload);
+            }
+            assert_eq!(got, data);
+            // Fits one segment: one datagram; not UDP or cut short: an error.
+            assert_eq!(gso_segment(&p, 4000, |_| ()).unwrap(), 1);
+            assert!(gso_segment(&p[..p.len() - 1], 1000, |_| ()).is_err());
+            assert!(gso_segment(&p[..20], 1000, |_| ()).is_err());
+        }
     }
 }

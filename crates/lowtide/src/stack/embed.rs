@@ -56,6 +56,14 @@ impl Stack {
     /// `TcpInCsumErrors` and `LowtideInCsumPartial`, with a warning): use this call, or
     /// finish the packet first with [`Transmit::segments`] as a device would.
     pub fn handle_transmit(&mut self, now: Instant, tx: &Transmit) {
+        if tx.gso_segs > 1 && !tx.is_tcp() {
+            // UDP GSO reaches a socket without UDP_GRO as its datagrams
+            // (udp_unexpected_gso, udp_rcv_segment).
+            for seg in tx.segments() {
+                self.handle_packet(now, &seg, RxChecksum::Unnecessary);
+            }
+            return;
+        }
         if tx.payload.is_empty() {
             return self.handle_packet(now, &tx.packet, RxChecksum::Unnecessary);
         }
@@ -140,10 +148,19 @@ impl Transmit {
     /// IP and TCP checksum (`tcp_gso_segment` plus the NIC's checksum offload, as
     /// [`lowtide_wire::gso::segment`] does). Empty only if the packet does not parse,
     /// which a stack's own output always does. A packet that is not TCP (UDP,
-    /// ICMP: [`Transmit::is_tcp`]) is already complete: one segment, itself.
+    /// ICMP: [`Transmit::is_tcp`]) is already complete: one segment, itself; but a
+    /// UDP GSO super-packet (`gso_segs` > 1, [`Stack::udp_set_segment`]) gives its
+    /// datagrams, each with its complete checksum (`__udp_gso_segment`).
     pub fn segments(&self) -> Vec<Vec<u8>> {
         if !self.is_tcp() {
-            return vec![[&self.packet[..], &self.payload[..]].concat()];
+            let whole = [&self.packet[..], &self.payload[..]].concat();
+            if self.gso_segs <= 1 {
+                return vec![whole];
+            }
+            // A UDP GSO super-packet: its datagrams (__udp_gso_segment).
+            let mut out = Vec::with_capacity(self.gso_segs as usize);
+            let _ = lowtide_wire::udp::gso_segment(&whole, self.gso_size, |s| out.push(s));
+            return out;
         }
         let mut out = Vec::with_capacity(self.gso_segs.max(1) as usize);
         let put = |s| out.push(s);

@@ -6,16 +6,24 @@
 //! queue to wait on), a datagram no socket wants is answered with an ICMP port
 //! unreachable (`stack/icmp_out.rs`).
 //!
+//! UDP GSO as Linux's `UDP_SEGMENT` (`udp_send_skb`): a socket with a segment size
+//! ([`Stack::udp_set_segment`]) hands a larger send to the device as one
+//! super-packet ([`Transmit::gso_size`], `SKB_GSO_UDP_L4`, checksum partial) that a
+//! TUN device with USO takes whole and anything else cuts into datagrams
+//! ([`Transmit::segments`]); received super-packets are cut by the device
+//! (`lowtide_wire::udp::gso_segment`), as `udp_rcv_segment` does for a socket
+//! without `UDP_GRO`.
+//!
 //! Not here yet: IPv4 fragmentation (a datagram larger than the path MTU is
 //! `EMSGSIZE`, as with `IP_PMTUDISC_DO`), ICMP errors reported to UDP sockets,
-//! multicast and broadcast, UDP GSO/GRO.
+//! multicast and broadcast.
 
 use super::Stack;
 use crate::mib::Mib;
 use crate::socket::{SocketError, Transmit, TxToken};
 use crate::time::Instant;
 use lowtide_wire::ip::IpRepr;
-use lowtide_wire::udp::{UdpRepr, PROTO_UDP, UDP_HEADER_LEN};
+use lowtide_wire::udp::{UdpRepr, PROTO_UDP, UDP_HEADER_LEN, UDP_MAX_SEGMENTS};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use tracing::trace;
@@ -65,6 +73,9 @@ struct UdpSock {
     rmem: usize,
     /// `sk_err`: a hard ICMP error about a datagram of this connected socket.
     error: Option<SocketError>,
+    /// `UDP_SEGMENT` (`up->gso_size`): sends longer than this leave as one GSO
+    /// super-packet of datagrams this long; 0: off.
+    segment: u16,
 }
 
 #[derive(Default)]
@@ -175,6 +186,7 @@ impl Stack {
             queue: VecDeque::new(),
             rmem: 0,
             error: None,
+            segment: 0,
         }))
     }
 
@@ -205,6 +217,7 @@ impl Stack {
             queue: VecDeque::new(),
             rmem: 0,
             error: None,
+            segment: 0,
         });
         self.udp.catch_all = Some(h.index);
         Ok(h)
@@ -219,6 +232,21 @@ impl Stack {
         }
         s.remote = Some(remote);
         Ok(())
+    }
+
+    /// `setsockopt(UDP_SEGMENT)`: from now on a send of more than `size` bytes
+    /// leaves as one GSO super-packet of `size`-byte datagrams (the last shorter):
+    /// one [`Transmit`] with `gso_size` = `size`, cut by the device (`udp_send_skb`).
+    /// Such a send may be up to `UDP_MAX_SEGMENTS` (128) datagrams and 64 KB; one
+    /// datagram must fit the path MTU (`EMSGSIZE`). 0 turns it off.
+    pub fn udp_set_segment(&mut self, h: UdpHandle, size: u16) -> Result<(), SocketError> {
+        self.udp.get_mut(h)?.segment = size;
+        Ok(())
+    }
+
+    /// `getsockopt(UDP_SEGMENT)`: the socket's segment size (0: off).
+    pub fn udp_segment(&self, h: UdpHandle) -> Result<u16, SocketError> {
+        Ok(self.udp.get(h)?.segment)
     }
 
     /// The socket's bound address (`getsockname(2)`; the catch-all's is 0.0.0.0:0).
@@ -265,7 +293,8 @@ impl Stack {
                 .ok_or(SocketError::AddrNotAvailable)?,
         };
         let src = SocketAddr::new(ip, s.local.port());
-        self.udp_output(now, src, dst, data)
+        let gso = s.segment;
+        self.udp_output(now, src, dst, data, gso)
     }
 
     /// Sends one datagram from any `src` through the catch-all socket `h`: the
@@ -278,23 +307,27 @@ impl Stack {
         src: SocketAddr,
         dst: SocketAddr,
     ) -> Result<usize, SocketError> {
-        if !self.udp.get(h)?.catch_all {
+        let s = self.udp.get(h)?;
+        if !s.catch_all {
             return Err(SocketError::InvalidInput);
         }
         if src.is_ipv4() != dst.is_ipv4() || src.port() == 0 || dst.port() == 0 {
             return Err(SocketError::InvalidInput);
         }
-        self.udp_output(now, src, dst, data)
+        let gso = s.segment;
+        self.udp_output(now, src, dst, data, gso)
     }
 
     /// `udp_send_skb`: the IP and UDP headers with a full checksum, queued for the
-    /// device.
+    /// device; with a segment size `gso` below the payload, one GSO super-packet
+    /// with a partial checksum (`udp4_hwcsum`) instead.
     fn udp_output(
         &mut self,
         now: Instant,
         src: SocketAddr,
         dst: SocketAddr,
         data: &[u8],
+        gso: u16,
     ) -> Result<usize, SocketError> {
         let ip = IpRepr {
             src: src.ip(),
@@ -305,8 +338,23 @@ impl Stack {
             header_len: 0,
             payload_len: UDP_HEADER_LEN + data.len(),
         };
-        let total = ip.emit_len() + ip.payload_len;
-        if ip.payload_len > u16::MAX as usize || total > self.route_mtu(now, dst.ip()) as usize {
+        let mtu = self.route_mtu(now, dst.ip()) as usize;
+        let hlen = ip.emit_len() + UDP_HEADER_LEN;
+        let gso = gso as usize;
+        // ip_append_data / ip6_append_data: the IPv4 total length, the IPv6
+        // payload length fit 16 bits.
+        let v4_hdr = if dst.is_ipv4() { ip.emit_len() } else { 0 };
+        if v4_hdr + ip.payload_len > u16::MAX as usize {
+            return Err(SocketError::MessageTooLong);
+        }
+        if gso > 0 {
+            if hlen + data.len().min(gso) > mtu {
+                return Err(SocketError::MessageTooLong);
+            }
+            if data.len() > gso * UDP_MAX_SEGMENTS {
+                return Err(SocketError::InvalidInput);
+            }
+        } else if hlen + data.len() > mtu {
             return Err(SocketError::MessageTooLong);
         }
         let udp = UdpRepr {
@@ -316,12 +364,27 @@ impl Stack {
         let mut packet = vec![0; ip.emit_len()];
         ip.emit(&mut packet, self.next_ip_id());
         packet.reserve(ip.payload_len);
-        udp.emit(src.ip(), dst.ip(), data, &mut packet);
+        let segs = match gso {
+            0 => 1,
+            g => data.len().div_ceil(g).max(1),
+        };
+        if segs > 1 {
+            // Don't checksum the payload: the device will cut it (udp_send_skb).
+            let check = lowtide_wire::udp::partial_checksum(src.ip(), dst.ip(), ip.payload_len);
+            packet.extend_from_slice(&src.port().to_be_bytes());
+            packet.extend_from_slice(&dst.port().to_be_bytes());
+            packet.extend_from_slice(&(ip.payload_len as u16).to_be_bytes());
+            packet.extend_from_slice(&check.to_be_bytes());
+            packet.extend_from_slice(data);
+        } else {
+            udp.emit(src.ip(), dst.ip(), data, &mut packet);
+        }
         self.mib.inc(match dst.is_ipv4() {
             true => Mib::UdpOutDatagrams,
             false => Mib::Udp6OutDatagrams,
         });
-        self.queue_datagram(packet);
+        let gso_size = if segs > 1 { gso as u16 } else { 0 };
+        self.queue_datagram_gso(packet, gso_size, segs as u16);
         Ok(data.len())
     }
 
@@ -334,13 +397,18 @@ impl Stack {
     /// Queues a whole packet with its checksums done (not TCP: no GSO, no TX
     /// completion to report to a socket).
     pub(super) fn queue_datagram(&mut self, packet: Vec<u8>) {
+        self.queue_datagram_gso(packet, 0, 1);
+    }
+
+    /// [`Stack::queue_datagram`] of a UDP GSO super-packet of `gso_segs` datagrams.
+    fn queue_datagram_gso(&mut self, packet: Vec<u8>, gso_size: u16, gso_segs: u16) {
         self.mib.inc(Mib::IpOutRequests);
         self.mib.add(Mib::IpExtOutOctets, packet.len() as u64);
         self.out.push_back(Transmit {
             packet,
             payload: bytes::Bytes::new(),
-            gso_size: 0,
-            gso_segs: 1,
+            gso_size,
+            gso_segs,
             token: TxToken {
                 index: u32::MAX,
                 generation: 0,
@@ -647,5 +715,70 @@ mod tests {
             b.udp_bind(SocketAddr::new(IpAddr::from([10, 0, 0, 9]), 1)),
             Err(SocketError::AddrNotAvailable)
         );
+    }
+
+    #[test]
+    fn udp_segment_sends_one_gso_super_packet_of_datagrams() {
+        for (a_ip, b_ip, dst) in [
+            ("10.0.0.1", "10.0.0.2", "10.0.0.2:53"),
+            ("fd00::1", "fd00::2", "[fd00::2]:53"),
+        ] {
+            let (mut a, mut b) = (stack(a_ip), stack(b_ip));
+            let sa = a
+                .udp_bind(addr(&format!(
+                    "{}:0",
+                    if a_ip.contains(':') {
+                        format!("[{a_ip}]")
+                    } else {
+                        a_ip.into()
+                    }
+                )))
+                .unwrap();
+            let sb = b.udp_bind(addr(dst)).unwrap();
+            a.udp_set_segment(sa, 1000).unwrap();
+            assert_eq!(a.udp_segment(sa), Ok(1000));
+            let data: Vec<u8> = (0..2500u32).map(|i| (i % 251) as u8).collect();
+            assert_eq!(a.udp_send_to(T, sa, &data, addr(dst)), Ok(2500));
+            let tx = a.poll_transmit(T).expect("one super-packet");
+            assert!(a.poll_transmit(T).is_none());
+            assert_eq!((tx.gso_size, tx.gso_segs), (1000, 3));
+            assert_eq!(tx.segments().len(), 3);
+            b.handle_transmit(T, &tx);
+            let got: Vec<usize> = std::iter::from_fn(|| b.udp_recv_from(sb).ok())
+                .map(|d| d.data.len())
+                .collect();
+            assert_eq!(got, [1000, 1000, 500]);
+            // The device's datagrams verify on their own.
+            for s in tx.segments() {
+                b.handle_packet(T, &s, RxChecksum::Verify);
+            }
+            assert_eq!(std::iter::from_fn(|| b.udp_recv_from(sb).ok()).count(), 3);
+            // No more than one datagram: a plain one.
+            a.udp_send_to(T, sa, &data[..1000], addr(dst)).unwrap();
+            let tx = a.poll_transmit(T).unwrap();
+            assert_eq!((tx.gso_size, tx.gso_segs), (0, 1));
+            // A segment over the MTU is EMSGSIZE, more than 128 segments EINVAL
+            // (udp_send_skb); the 64 KB limit holds.
+            a.udp_set_segment(sa, 1500).unwrap();
+            assert_eq!(
+                a.udp_send_to(T, sa, &data, addr(dst)),
+                Err(SocketError::MessageTooLong)
+            );
+            a.udp_set_segment(sa, 100).unwrap();
+            assert_eq!(a.udp_send_to(T, sa, &[0; 12_800], addr(dst)), Ok(12_800));
+            assert_eq!(
+                a.udp_send_to(T, sa, &[0; 12_801], addr(dst)),
+                Err(SocketError::InvalidInput)
+            );
+            a.udp_set_segment(sa, 1000).unwrap();
+            assert_eq!(
+                a.udp_send_to(T, sa, &[0; 65_530], addr(dst)),
+                Err(SocketError::MessageTooLong)
+            );
+            assert_eq!(
+                b.counters().get(Mib::UdpInCsumErrors) + b.counters().get(Mib::Udp6InCsumErrors),
+                0
+            );
+        }
     }
 }

@@ -25,23 +25,14 @@ fn results(dir: &Path) -> String {
     let prov = obj
         .remove("provenance")
         .expect("results.json has a provenance");
-    for k in [
-        "commit",
-        "dirty",
-        "commit_source",
-        "rustc",
-        "lowtide_version",
-        "cpu_model",
-        "kernel",
-        "logical_cpus",
-        "loadavg_before",
-        "loadavg_after",
-        "sysctls",
-        "seeds",
-    ] {
+    for k in lowtide_lab::provenance::KEYS {
         assert!(prov.get(k).is_some(), "provenance.{k} missing: {prov}");
     }
-    assert_eq!(prov["seeds"].as_array().map(Vec::len), Some(5), "{prov}");
+    assert_eq!(
+        prov["seeds"].as_array().map(Vec::len),
+        Some(lowtide_lab::provenance::SEEDS.len()),
+        "{prov}"
+    );
     serde_json::to_string_pretty(&v).expect("serializes")
 }
 

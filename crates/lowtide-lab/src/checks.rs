@@ -89,6 +89,14 @@ impl Ctx<'_> {
             pass: ok,
         });
     }
+
+    /// `claim`: the goodput of variants A and B of `group` is the same within `tol`.
+    fn goodput_same(&self, out: &mut Vec<Check>, group: &str, claim: &str, tol: f64) {
+        let what = "goodput bit/s";
+        self.compare(out, group, ("A", "B"), what, claim, goodput, |a, b| {
+            same(a, b, tol)
+        });
+    }
 }
 
 fn same(a: f64, b: f64, tol: f64) -> bool {
@@ -102,15 +110,11 @@ fn goodput(r: &RunRecord) -> f64 {
 fn e1(c: &Ctx, out: &mut Vec<Check>) {
     for g in c.groups() {
         if g == "1 flow" {
-            let claim = "one flow's goodput unchanged by lowat (within 5 %)";
-            c.compare(
+            c.goodput_same(
                 out,
                 &g,
-                ("A", "B"),
-                "goodput bit/s",
-                claim,
-                goodput,
-                |a, b| same(a, b, 0.05),
+                "one flow's goodput unchanged by lowat (within 5 %)",
+                0.05,
             );
             continue;
         }
@@ -119,16 +123,7 @@ fn e1(c: &Ctx, out: &mut Vec<Check>) {
         c.compare(out, &g, ("A", "B"), "mean pages", claim, mem, |a, b| {
             b < 0.8 * a
         });
-        let claim = "goodput unchanged (within 5 %)";
-        c.compare(
-            out,
-            &g,
-            ("A", "B"),
-            "goodput bit/s",
-            claim,
-            goodput,
-            |a, b| same(a, b, 0.05),
-        );
+        c.goodput_same(out, &g, "goodput unchanged (within 5 %)", 0.05);
     }
 }
 
@@ -149,16 +144,7 @@ fn e2_group(c: &Ctx, out: &mut Vec<Check>, g: &str) {
     c.compare(out, g, ("A", "B"), "wakeups/s", claim, wake, |a, b| b > a);
     let claim = "the lowat/2 rule wakes the writers less often than waking below lowat";
     c.compare(out, g, ("C", "B"), "wakeups/s", claim, wake, |cc, b| b < cc);
-    let claim = "goodput with lowat within 10 % of without";
-    c.compare(
-        out,
-        g,
-        ("A", "B"),
-        "goodput bit/s",
-        claim,
-        goodput,
-        |a, b| same(a, b, 0.10),
-    );
+    c.goodput_same(out, g, "goodput with lowat within 10 % of without", 0.10);
 }
 
 fn e3(c: &Ctx, out: &mut Vec<Check>) {
@@ -174,16 +160,7 @@ fn e3(c: &Ctx, out: &mut Vec<Check>) {
             delay,
             |a, b| b < a / 4.0,
         );
-        let claim = "goodput unchanged by TSQ (within 5 %)";
-        c.compare(
-            out,
-            &g,
-            ("A", "B"),
-            "goodput bit/s",
-            claim,
-            goodput,
-            |a, b| same(a, b, 0.05),
-        );
+        c.goodput_same(out, &g, "goodput unchanged by TSQ (within 5 %)", 0.05);
     }
 }
 
@@ -249,14 +226,5 @@ fn e5(c: &Ctx, out: &mut Vec<Check>) {
     c.compare(out, g, ("A", "B"), "TcpOutSegs", claim, segs, |a, b| {
         same(a, b, 0.01)
     });
-    let claim = "goodput unchanged (within 5 %)";
-    c.compare(
-        out,
-        g,
-        ("A", "B"),
-        "goodput bit/s",
-        claim,
-        goodput,
-        |a, b| same(a, b, 0.05),
-    );
+    c.goodput_same(out, g, "goodput unchanged (within 5 %)", 0.05);
 }

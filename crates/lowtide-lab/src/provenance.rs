@@ -41,6 +41,27 @@ pub const SEEDS: [(&str, &str, &str); 5] = [
     ),
 ];
 
+/// The keys every provenance object has (tests check them).
+pub const KEYS: &[&str] = &[
+    "command",
+    "commit",
+    "dirty",
+    "commit_source",
+    "build_commit",
+    "build_dirty",
+    "rustc",
+    "lowtide_version",
+    "cpu_model",
+    "kernel",
+    "logical_cpus",
+    "loadavg_before",
+    "loadavg_after",
+    "started",
+    "finished",
+    "sysctls",
+    "seeds",
+];
+
 /// Provenance being gathered: started before the runs, finished after them.
 pub struct Provenance {
     command: String,
@@ -281,27 +302,6 @@ fn loadavg() -> Option<[f64; 3]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The keys every provenance object has (the test checks them).
-    const KEYS: &[&str] = &[
-        "command",
-        "commit",
-        "dirty",
-        "commit_source",
-        "build_commit",
-        "build_dirty",
-        "rustc",
-        "lowtide_version",
-        "cpu_model",
-        "kernel",
-        "logical_cpus",
-        "loadavg_before",
-        "loadavg_after",
-        "started",
-        "finished",
-        "sysctls",
-        "seeds",
-    ];
 
     #[test]
     fn every_key_is_present() {

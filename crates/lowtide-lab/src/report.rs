@@ -506,6 +506,21 @@ fn checks_section(s: &mut String, file: &ResultsFile) {
 
 /// The one "Directions checked" table: a heading and a row per claim, of the
 /// simulator's checks or the real path's.
+/// The summary's lines for `checks`: how many pass, then each failure.
+pub(crate) fn checks_summary(s: &mut String, label: &str, checks: &[Check]) {
+    let pass = checks.iter().filter(|c| c.pass).count();
+    let _ = writeln!(s, "{label}: {pass} of {} checks pass", checks.len());
+    for c in checks.iter().filter(|c| !c.pass) {
+        let _ = writeln!(
+            s,
+            "  FAIL {}: {} ({})",
+            c.experiment.name(),
+            c.claim,
+            c.detail
+        );
+    }
+}
+
 pub(crate) fn directions_table(s: &mut String, heading: &str, checks: &[Check]) {
     if checks.is_empty() {
         return;
@@ -665,18 +680,8 @@ pub fn summary_text(file: &ResultsFile, out: &Path) -> String {
             );
         }
     }
-    let pass = file.checks.iter().filter(|c| c.pass).count();
     if !file.checks.is_empty() {
-        let _ = writeln!(s, "directions: {pass} of {} checks pass", file.checks.len());
-        for c in file.checks.iter().filter(|c| !c.pass) {
-            let _ = writeln!(
-                s,
-                "  FAIL {}: {} ({})",
-                c.experiment.name(),
-                c.claim,
-                c.detail
-            );
-        }
+        checks_summary(&mut s, "directions", &file.checks);
     }
     let _ = writeln!(s, "wrote {}", out.join("report.md").display());
     s

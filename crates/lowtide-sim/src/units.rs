@@ -43,11 +43,7 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
             ))
         }
     };
-    let bps = to_integer(v * mult, "rate", s)?;
-    if bps == 0 {
-        return Err(format!("rate '{s}' must be positive"));
-    }
-    Ok(bps)
+    positive(to_integer(v * mult, "rate", s)?, "rate", s)
 }
 
 /// A duration: `40ms`, `500us`, `1s`, `2.5s`, `100ns`, `1m`. A bare number is
@@ -88,9 +84,13 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     if n.fract() != 0.0 {
         return Err(format!("'{s}' is not a whole number of bytes"));
     }
-    let n = to_integer(n, "size", s)?;
+    positive(to_integer(n, "size", s)?, "size", s)
+}
+
+/// `n`, refused when zero: `what` of text `s` must be positive.
+fn positive(n: u64, what: &str, s: &str) -> Result<u64, String> {
     if n == 0 {
-        return Err(format!("size '{s}' must be positive"));
+        return Err(format!("{what} '{s}' must be positive"));
     }
     Ok(n)
 }

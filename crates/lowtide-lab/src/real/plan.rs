@@ -516,24 +516,8 @@ fn kernel_e4(r: &mut RealRun, rate: u64, secs: u64, seed: u64) -> Result<(), Str
     set_sysctl(r, &link.sender, "net.ipv4.tcp_wmem", "4096 16384 268435456")?;
     set_sysctl(r, &link.receiver, "net.ipv4.tcp_rmem", &e4_rmem())?;
     set_sysctl(r, &link.receiver, "net.ipv4.tcp_comp_sack_nr", "0")?;
-    let sink = kernel::sink(&link.receiver, 5201, 1)?;
-    let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));
-    let what = Send::For(Duration::from_secs(secs));
-    let h = link
-        .sender
-        .spawn(move || -> Result<_, String> {
-            let before = kernel::snmp()?;
-            let sent = kernel::send_one(to, (what, "bbr"), None)?;
-            let after = kernel::snmp()?;
-            Ok((sent, before, after))
-        })
-        .map_err(|e| format!("sender thread: {e}"))?;
-    let (sent, before, after) = h
-        .join()
-        .map_err(|_| "kernel sender panicked".to_string())??;
-    let received = sink
-        .join()
-        .map_err(|_| "kernel receiver panicked".to_string())??;
+    let what = (Send::For(Duration::from_secs(secs)), "bbr");
+    let (sent, received, before, after) = kernel_to_sink(&link, what, None)?;
     link.stop()?;
     let d = |n: &str| kernel::counter(&after, n).saturating_sub(kernel::counter(&before, n));
     r.ip_out_requests = Some(d("IpOutRequests"));
@@ -597,16 +581,24 @@ fn e5(seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
     runs.push(r);
 }
 
-fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
-    let link = TunLink::start(path(GBIT, 40 * MS, 0.0), Offload::Full, seed)?;
+/// Snmp counters of a namespace, as `kernel::snmp` reads them.
+type Snmp = Vec<(String, u64)>;
+
+/// One kernel sender in `link`'s sender namespace (`what`, `SO_SNDBUF` if given) to a
+/// sink on the receiver's port 5201: what it sent, the bytes the sink read, and the
+/// sender's snmp counters before and after.
+fn kernel_to_sink(
+    link: &TunLink,
+    what: (Send, &'static str),
+    sndbuf: Option<u32>,
+) -> Result<(kernel::Sent, u64, Snmp, Snmp), String> {
     let sink = kernel::sink(&link.receiver, 5201, 1)?;
     let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));
     let h = link
         .sender
         .spawn(move || -> Result<_, String> {
             let before = kernel::snmp()?;
-            let what = (Send::Bytes(2_000_000), "cubic");
-            let sent = kernel::send_one(to, what, Some(1_000_000))?;
+            let sent = kernel::send_one(to, what, sndbuf)?;
             let after = kernel::snmp()?;
             Ok((sent, before, after))
         })
@@ -617,6 +609,13 @@ fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
     let received = sink
         .join()
         .map_err(|_| "kernel receiver panicked".to_string())??;
+    Ok((sent, received, before, after))
+}
+
+fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
+    let link = TunLink::start(path(GBIT, 40 * MS, 0.0), Offload::Full, seed)?;
+    let what = (Send::Bytes(2_000_000), "cubic");
+    let (sent, received, before, after) = kernel_to_sink(&link, what, Some(1_000_000))?;
     link.stop()?;
     let (cwnd, ssthresh, retrans) = sent.info;
     r.params.push((

@@ -500,21 +500,7 @@ pub fn summary_text(real: &RealResults, out: &std::path::Path) -> String {
             parts.join(", ")
         );
     }
-    let pass = real.checks.iter().filter(|c| c.pass).count();
-    let _ = writeln!(
-        s,
-        "real-path directions: {pass} of {} checks pass",
-        real.checks.len()
-    );
-    for c in real.checks.iter().filter(|c| !c.pass) {
-        let _ = writeln!(
-            s,
-            "  FAIL {}: {} ({})",
-            c.experiment.name(),
-            c.claim,
-            c.detail
-        );
-    }
+    crate::report::checks_summary(&mut s, "real-path directions", &real.checks);
     let _ = writeln!(s, "wrote {}", out.join("report.md").display());
     s
 }

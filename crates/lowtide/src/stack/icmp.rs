@@ -20,20 +20,21 @@ use tracing::trace;
 /// IPv4's protocol number for ICMP.
 pub(crate) const PROTO_ICMP: u8 = 1;
 /// `ICMP_DEST_UNREACH`.
-const ICMP_DEST_UNREACH: u8 = 3;
-/// `ICMP_FRAG_NEEDED`: path MTU discovery (RFC 1191), not an error.
-const ICMP_FRAG_NEEDED: u8 = 4;
+pub(super) const ICMP_DEST_UNREACH: u8 = 3;
+/// `ICMP_FRAG_NEEDED`: path MTU discovery (RFC 1191), not an error (and never rate
+/// limited when sent).
+pub(super) const ICMP_FRAG_NEEDED: u8 = 4;
 /// `NR_ICMP_UNREACH`: the largest code of a destination unreachable.
 const NR_ICMP_UNREACH: u8 = 15;
 /// `ICMPV6_DEST_UNREACH`.
-const ICMPV6_DEST_UNREACH: u8 = 1;
+pub(super) const ICMPV6_DEST_UNREACH: u8 = 1;
 /// `ICMPV6_PKT_TOO_BIG`.
 const ICMPV6_PKT_TOO_BIG: u8 = 2;
 /// `ip_rt_min_pmtu` (`net.ipv4.route.min_pmtu`, 512 + 20 + 20): a smaller IPv4 path
 /// MTU from ICMP is taken as this (`__ip_rt_update_pmtu`).
 const IP_RT_MIN_PMTU: u32 = 552;
 /// `IPV6_MIN_MTU` (RFC 8200 section 5): a "packet too big" below it is ignored.
-const IPV6_MIN_MTU: u32 = 1280;
+pub(super) const IPV6_MIN_MTU: u32 = 1280;
 /// `ip_rt_mtu_expires` (`net.ipv4.route.mtu_expires`, 600 s): how long a learned path
 /// MTU holds for new connections.
 const MTU_EXPIRES: core::time::Duration = core::time::Duration::from_secs(600);

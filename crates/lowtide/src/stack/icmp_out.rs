@@ -11,6 +11,7 @@
 //! lowtide knows no prefix lengths: the IPv4 broadcast it sees is 255.255.255.255
 //! (and multicast), not a subnet's.
 
+use super::icmp::{ICMPV6_DEST_UNREACH, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, IPV6_MIN_MTU};
 use super::Stack;
 use crate::mib::Mib;
 use crate::time::Instant;
@@ -22,26 +23,21 @@ use std::net::{IpAddr, Ipv4Addr};
 /// `ICMP_ECHOREPLY`, `ICMP_ECHO`.
 const ICMP_ECHOREPLY: u8 = 0;
 pub(super) const ICMP_ECHO: u8 = 8;
-/// `ICMP_DEST_UNREACH` / `ICMP_PORT_UNREACH`.
-const ICMP_DEST_UNREACH: u8 = 3;
+/// `ICMP_PORT_UNREACH`.
 const ICMP_PORT_UNREACH: u8 = 3;
 /// `ICMPV6_ECHO_REQUEST`, `ICMPV6_ECHO_REPLY`.
 pub(super) const ICMPV6_ECHO_REQUEST: u8 = 128;
 const ICMPV6_ECHO_REPLY: u8 = 129;
-/// `ICMP_FRAG_NEEDED`, never rate limited; `NR_ICMP_TYPES`.
-const ICMP_FRAG_NEEDED: u8 = 4;
+/// `NR_ICMP_TYPES`.
 const NR_ICMP_TYPES: u8 = 18;
 /// `ICMPV6_PKT_TOOBIG`, outside `net.ipv6.icmp.ratemask`'s default ("0-1,3-127").
 const ICMPV6_PKT_TOOBIG: u8 = 2;
-/// `ICMPV6_DEST_UNREACH` / `ICMPV6_PORT_UNREACH`.
-const ICMPV6_DEST_UNREACH: u8 = 1;
+/// `ICMPV6_PORT_UNREACH`.
 const ICMPV6_PORT_UNREACH: u8 = 4;
 /// `IPTOS_PREC_INTERNETCONTROL`: the precedence of ICMP errors (`__icmp_send`).
 const IPTOS_PREC_INTERNETCONTROL: u8 = 0xc0;
 /// `__icmp_send`: an IPv4 error is at most 576 bytes (RFC 1812 section 4.3.2.3).
 const ICMP_ERR_MAX: usize = 576;
-/// `IPV6_MIN_MTU`: an ICMPv6 error fits it (RFC 4443 section 2.4 (c)).
-const IPV6_MIN_MTU: usize = 1280;
 /// `XRLIM_BURST_FACTOR`: a destination may take this many intervals' worth at once.
 const XRLIM_BURST_FACTOR: i64 = 6;
 /// inet_peer entries kept before the oldest go (Linux ages them out; a bound here).
@@ -253,7 +249,8 @@ impl Stack {
         }
         let room = match v4 {
             true => ICMP_ERR_MAX - 20 - 8,
-            false => IPV6_MIN_MTU - 40 - 8,
+            // An ICMPv6 error fits IPV6_MIN_MTU (RFC 4443 section 2.4 (c)).
+            false => IPV6_MIN_MTU as usize - 40 - 8,
         };
         let quote = &packet[..(ip.header_len + ip.payload_len).min(room)];
         let mut msg = Vec::with_capacity(8 + quote.len());

@@ -855,8 +855,7 @@ impl Stack {
     fn after_tcb(&mut self, now: Instant, index: u32) {
         if let Some(Sock::Tcp(tcb)) = &mut self.slots[index as usize].sock {
             // Pages for what was charged without asking; back what was freed.
-            tcb.mem_force(&mut self.tcp_mem);
-            tcb.mem_reclaim(&self.cfg, &mut self.tcp_mem, now, &mut self.mib, false);
+            tcb.mem_sync(&self.cfg, &mut self.tcp_mem, now, &mut self.mib);
         }
         self.count_death_row(index);
         self.hash_timewait(index);

@@ -1059,9 +1059,7 @@ impl Tcb {
     /// `tcp_should_expand_sndbuf` (the lock is `sndbuf_expand`'s): not under
     /// memory pressure nor past `tcp_mem[0]`, and while the flight is below cwnd.
     fn should_expand_sndbuf(&self, ctx: &Ctx) -> bool {
-        !ctx.mem.under_pressure()
-            && ctx.mem.allocated < ctx.cfg.tcp_mem[0]
-            && self.packets_in_flight() < self.cw.snd_cwnd
+        ctx.mem.below_low(ctx.cfg) && self.packets_in_flight() < self.cw.snd_cwnd
     }
 
     /// `sk_stream_write_space`: wake a writer that ran out of space once writable.

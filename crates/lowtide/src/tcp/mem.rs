@@ -78,6 +78,12 @@ impl TcpMem {
         }
     }
 
+    /// Buffers may grow: not under memory pressure and below `tcp_mem[0]` (the test
+    /// `tcp_should_expand_sndbuf` and `tcp_clamp_window` share).
+    pub(crate) fn below_low(&self, cfg: &Config) -> bool {
+        !self.under_pressure() && self.allocated < cfg.tcp_mem[0]
+    }
+
     /// `__sk_mem_reduce_allocated`: `pages` go back; pressure ends below
     /// `tcp_mem[0]`.
     pub(crate) fn reduce(&mut self, cfg: &Config, pages: u64, now: Instant, mib: &mut Counters) {
@@ -116,6 +122,20 @@ impl Tcb {
     /// `sk_forced_mem_schedule` gave them.
     pub(crate) fn mem_force(&mut self, mem: &mut TcpMem) {
         self.mem_forced_schedule(mem, 0);
+    }
+
+    /// After an event on the socket: pages for what it charged without asking
+    /// ([`Tcb::mem_force`]), then the reserve it no longer needs back
+    /// ([`Tcb::mem_reclaim`]).
+    pub(crate) fn mem_sync(
+        &mut self,
+        cfg: &Config,
+        mem: &mut TcpMem,
+        now: Instant,
+        mib: &mut Counters,
+    ) {
+        self.mem_force(mem);
+        self.mem_reclaim(cfg, mem, now, mib, false);
     }
 
     /// `sk_rmem_schedule` / `sk_wmem_schedule`: room to charge `size` more bytes,

@@ -162,11 +162,7 @@ impl Tcb {
     fn clamp_window(&mut self, ctx: &Ctx) {
         self.quick = 0;
         let rmem2 = ctx.cfg.tcp_rmem[2];
-        if self.rcvbuf < rmem2
-            && !self.rcvbuf_locked
-            && !ctx.mem.under_pressure()
-            && ctx.mem.allocated < ctx.cfg.tcp_mem[0]
-        {
+        if self.rcvbuf < rmem2 && !self.rcvbuf_locked && ctx.mem.below_low(ctx.cfg) {
             self.rcvbuf = self.rmem_alloc().min(rmem2 as u64) as u32;
         }
         if self.rmem_alloc() > self.rcvbuf as u64 {

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 /// Linux's `TCP_RTO_MAX` (120 s): the longest backed-off retransmission timeout.
 const TCP_RTO_MAX_S: f64 = 120.0;
-/// Linux's `TCP_TIMEOUT_INIT` (1 s): the RTO before any RTT sample (RFC 6298 2.1).
+/// Linux's `TCP_TIMEOUT_INIT` (1 s): the RTO before any RTT sample
+/// ([RFC 6298 2.1](https://www.rfc-editor.org/rfc/rfc6298#section-2.1)).
 const TCP_TIMEOUT_INIT_S: f64 = 1.0;
 /// Most bytes a case moves in total (keeps a run around a second of CPU or less).
 const MAX_TOTAL_BYTES: u64 = 24_000_000;

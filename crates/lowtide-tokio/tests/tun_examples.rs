@@ -230,7 +230,8 @@ fn ip(ns: &NetNs, args: &[&str]) {
     assert!(st.success(), "ip {args:?}");
 }
 
-/// A DNS server that answers every A question with 192.0.2.80 (RFC 1035 4.1).
+/// A DNS server that answers every A question with 192.0.2.80
+/// ([RFC 1035 4.1](https://www.rfc-editor.org/rfc/rfc1035#section-4.1)).
 fn dns_answer(q: &[u8]) -> Vec<u8> {
     let mut r = q.to_vec();
     r[2] = 0x81; // QR, RD

@@ -1,4 +1,5 @@
-//! The Internet checksum (RFC 1071) and the TCP pseudo-header (RFC 9293 section 3.1).
+//! The Internet checksum (RFC 1071) and the TCP pseudo-header
+//! ([RFC 9293 section 3.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.1)).
 //!
 //! Sums are carried in a `u64` and are only meaningful modulo `0xffff` (ones'
 //! complement): any value returned by [`sum`] or [`pseudo_header`] may be passed as
@@ -13,7 +14,8 @@ pub const TCP_CHECKSUM_OFFSET: usize = 16;
 ///
 /// The data is summed 8 bytes per step as two native-endian `u32` loads into a `u64`
 /// (no carry can be lost before 16 GiB), then folded and byte-swapped into network
-/// order: RFC 1071 section 2(B), the sum is byte-order independent.
+/// order: [RFC 1071 section 2](https://www.rfc-editor.org/rfc/rfc1071#section-2)(B), the
+/// sum is byte-order independent.
 pub fn sum(data: &[u8], initial: u64) -> u64 {
     let native = fold(sum_native(data));
     // RFC 1071 section 2(B): swapping the bytes of the native sum gives the
@@ -71,8 +73,9 @@ fn addr_sum(addr: IpAddr) -> u64 {
 
 /// The pseudo-header sum for an upper-layer packet of `len` bytes.
 ///
-/// IPv4 (RFC 9293 section 3.1) and IPv6 (RFC 8200 section 8.1) give the same sum: the
-/// addresses, the protocol and the length, as 16-bit words.
+/// IPv4 ([RFC 9293 section 3.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.1)) and
+/// IPv6 ([RFC 8200 section 8.1](https://www.rfc-editor.org/rfc/rfc8200#section-8.1)) give
+/// the same sum: the addresses, the protocol and the length, as 16-bit words.
 pub fn pseudo_header(src: IpAddr, dst: IpAddr, protocol: u8, len: u32) -> u64 {
     addr_sum(src) + addr_sum(dst) + protocol as u64 + (len >> 16) as u64 + (len & 0xffff) as u64
 }
@@ -204,7 +207,8 @@ mod tests {
         assert_eq!(fold(0x1_fffe), 0xffff);
     }
 
-    /// RFC 1071 section 3's example: 00 01 f2 03 f4 f5 f6 f7 sums to ddf2.
+    /// [RFC 1071 section 3](https://www.rfc-editor.org/rfc/rfc1071#section-3)'s example: 00
+    /// 01 f2 03 f4 f5 f6 f7 sums to ddf2.
     #[test]
     fn rfc1071_example() {
         let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];

@@ -236,7 +236,8 @@ impl Layout {
     }
 }
 
-/// Byte offsets inside the TCP header (RFC 9293 section 3.1).
+/// Byte offsets inside the TCP header
+/// ([RFC 9293 section 3.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.1)).
 const TCP_SEQ: usize = 4;
 const TCP_FLAGS: usize = 13;
 const TCP_URGENT: usize = 18;
@@ -401,8 +402,9 @@ impl<'a> Cutter<'a> {
 /// - the merged packet is at most `max_len` bytes and its IP length fits in 16 bits.
 ///
 /// To remember `gso_size`, a merged `acc` carries it in the TCP urgent pointer (which
-/// is meaningless without URG, RFC 9293 section 3.1); read it with
-/// [`merged_segment_size`]. Link padding after `acc`'s IP packet is dropped on merge.
+/// is meaningless without URG,
+/// [RFC 9293 section 3.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.1)); read it
+/// with [`merged_segment_size`]. Link padding after `acc`'s IP packet is dropped on merge.
 pub fn gro_merge(acc: &mut Vec<u8>, seg: &[u8], max_len: usize) -> bool {
     merge(acc, seg, max_len, true)
 }

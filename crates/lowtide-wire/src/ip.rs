@@ -81,7 +81,8 @@ impl IpRepr {
         }
     }
 
-    /// RFC 791 section 3.1: the IPv4 header without options.
+    /// [RFC 791 section 3.1](https://www.rfc-editor.org/rfc/rfc791#section-3.1): the IPv4
+    /// header without options.
     fn emit_v4(&self, buf: &mut [u8], src: Ipv4Addr, id: u16) {
         let dst = match self.dst {
             IpAddr::V4(d) => d,
@@ -101,7 +102,8 @@ impl IpRepr {
         fill_ipv4_checksum(buf);
     }
 
-    /// RFC 8200 section 3: the fixed IPv6 header, flow label 0.
+    /// [RFC 8200 section 3](https://www.rfc-editor.org/rfc/rfc8200#section-3): the fixed
+    /// IPv6 header, flow label 0.
     fn emit_v6(&self, buf: &mut [u8], src: Ipv6Addr) {
         let dst = match self.dst {
             IpAddr::V6(d) => d,
@@ -149,7 +151,8 @@ fn be16(b: &[u8], at: usize) -> u16 {
 }
 
 /// Recomputes the header checksum of the IPv4 header `header` (all of it, options
-/// included; RFC 791 section 3.1). Does nothing if shorter than 20 bytes.
+/// included; [RFC 791 section 3.1](https://www.rfc-editor.org/rfc/rfc791#section-3.1)).
+/// Does nothing if shorter than 20 bytes.
 pub fn fill_ipv4_checksum(header: &mut [u8]) {
     if header.len() < IPV4_HEADER_LEN {
         return;
@@ -159,8 +162,8 @@ pub fn fill_ipv4_checksum(header: &mut [u8]) {
     header[10..12].copy_from_slice(&c.to_be_bytes());
 }
 
-/// RFC 791 section 3.1; `avail` bytes of packet exist (`packet` holds at least the
-/// header).
+/// [RFC 791 section 3.1](https://www.rfc-editor.org/rfc/rfc791#section-3.1); `avail` bytes
+/// of packet exist (`packet` holds at least the header).
 fn parse_v4(packet: &[u8], avail: usize, verify_csum: bool) -> Result<IpRepr, WireError> {
     if packet.len() < IPV4_HEADER_LEN {
         return Err(WireError::Truncated);
@@ -199,7 +202,8 @@ fn parse_v4(packet: &[u8], avail: usize, verify_csum: bool) -> Result<IpRepr, Wi
     })
 }
 
-/// RFC 8200 section 3; only TCP directly after the fixed header is handled.
+/// [RFC 8200 section 3](https://www.rfc-editor.org/rfc/rfc8200#section-3); only TCP
+/// directly after the fixed header is handled.
 fn parse_v6(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
     if packet.len() < IPV6_HEADER_LEN {
         return Err(WireError::Truncated);
@@ -229,11 +233,11 @@ fn parse_v6(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
     })
 }
 
-/// `INET_ECN_set_ce`: a router's AQM marks Congestion Experienced (RFC 3168
-/// section 5) on an ECN-capable packet instead of dropping it. Sets CE on an IPv4
-/// or IPv6 packet whose ECN field is ECT(0) or ECT(1), fixing the IPv4 header
-/// checksum; false (nothing changed) for a not-ECT or already-CE packet or a
-/// buffer too short to hold the header.
+/// `INET_ECN_set_ce`: a router's AQM marks Congestion Experienced
+/// ([RFC 3168 section 5](https://www.rfc-editor.org/rfc/rfc3168#section-5)) on an
+/// ECN-capable packet instead of dropping it. Sets CE on an IPv4 or IPv6 packet whose ECN
+/// field is ECT(0) or ECT(1), fixing the IPv4 header checksum; false (nothing changed) for
+/// a not-ECT or already-CE packet or a buffer too short to hold the header.
 pub fn mark_ce(packet: &mut [u8]) -> bool {
     match packet.first().map(|b| b >> 4) {
         Some(4) if packet.len() >= IPV4_HEADER_LEN => {

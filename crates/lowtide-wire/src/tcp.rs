@@ -1,4 +1,6 @@
-//! The TCP header (RFC 9293 section 3.1) and its options.
+//! The TCP header
+//! ([RFC 9293 section 3.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.1)) and its
+//! options.
 
 use crate::ip::IpRepr;
 use crate::WireError;
@@ -64,7 +66,8 @@ pub struct TcpOptions {
     /// Maximum segment size (kind 2), SYN only.
     pub mss: Option<u16>,
     /// Window scale shift (kind 3), SYN only; values above 14 are kept as sent
-    /// (RFC 7323 section 2.3 says the receiver clamps them to 14).
+    /// ([RFC 7323 section 2.3](https://www.rfc-editor.org/rfc/rfc7323#section-2.3) says the
+    /// receiver clamps them to 14).
     pub wscale: Option<u8>,
     /// SACK permitted (kind 4), SYN only.
     pub sack_permitted: bool,
@@ -79,7 +82,8 @@ pub struct TcpOptions {
     pub fastopen: Option<FastOpenOption>,
 }
 
-/// `TCPOPT_FASTOPEN`: the Fast Open option's kind (RFC 7413 section 4.1.1).
+/// `TCPOPT_FASTOPEN`: the Fast Open option's kind
+/// ([RFC 7413 section 4.1.1](https://www.rfc-editor.org/rfc/rfc7413#section-4.1.1)).
 pub const TCPOPT_FASTOPEN: u8 = 34;
 /// `TCPOPT_EXP`: the experimental option kind (RFC 6994).
 pub const TCPOPT_EXP: u8 = 254;
@@ -267,7 +271,9 @@ pub fn four_tuple_apart(
     Ok((src, SocketAddr::new(ip.dst, be16(tcp, 2))))
 }
 
-/// Option kinds (RFC 9293 section 3.1, RFC 7323, RFC 2018).
+/// Option kinds
+/// ([RFC 9293 section 3.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.1), RFC 7323,
+/// RFC 2018).
 mod kind {
     pub const EOL: u8 = 0;
     pub const NOP: u8 = 1;
@@ -298,7 +304,9 @@ fn data_offset(segment: &[u8]) -> usize {
     (segment[12] >> 4) as usize * 4
 }
 
-/// Walks the option bytes (RFC 9293 section 3.2) like Linux's `tcp_parse_options`.
+/// Walks the option bytes
+/// ([RFC 9293 section 3.2](https://www.rfc-editor.org/rfc/rfc9293#section-3.2)) like
+/// Linux's `tcp_parse_options`.
 fn parse_options(mut opts: &[u8]) -> Result<TcpOptions, WireError> {
     let mut out = TcpOptions::default();
     while let Some(&k) = opts.first() {

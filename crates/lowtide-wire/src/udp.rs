@@ -1,5 +1,6 @@
 //! UDP (RFC 768) headers and their checksum over the IP pseudo-header (RFC 768;
-//! RFC 8200 section 8.1 for IPv6, where it is mandatory).
+//! [RFC 8200 section 8.1](https://www.rfc-editor.org/rfc/rfc8200#section-8.1) for IPv6,
+//! where it is mandatory).
 
 use crate::ip::IpRepr;
 use crate::{checksum, WireError};
@@ -29,7 +30,8 @@ impl UdpRepr {
     /// As `__udp4_lib_rcv`/`udp6_csum_init`: the UDP length must be at least the
     /// header and at most `seg` (bytes past it are trimmed); with `verify`, the
     /// checksum must verify, where an IPv4 checksum of 0 means "none"
-    /// (RFC 768). An IPv6 checksum of 0 is always refused (RFC 8200 section 8.1).
+    /// (RFC 768). An IPv6 checksum of 0 is always refused
+    /// ([RFC 8200 section 8.1](https://www.rfc-editor.org/rfc/rfc8200#section-8.1)).
     pub fn parse(
         src: IpAddr,
         dst: IpAddr,

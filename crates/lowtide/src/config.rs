@@ -181,8 +181,9 @@ pub struct Config {
     /// is below 120 s (`tcp_orphan_retries`).
     pub tcp_orphan_retries: u8,
     /// `net.ipv4.tcp_challenge_ack_limit`: challenge ACKs per second, stack-wide
-    /// (RFC 5961 section 7); `INT_MAX` (the default since Linux 6.0) is unlimited,
-    /// leaving the per-socket `tcp_invalid_ratelimit`.
+    /// ([RFC 5961 section 7](https://www.rfc-editor.org/rfc/rfc5961#section-7)); `INT_MAX`
+    /// (the default since Linux 6.0) is unlimited, leaving the per-socket
+    /// `tcp_invalid_ratelimit`.
     pub tcp_challenge_ack_limit: u32,
     /// `net.ipv4.tcp_invalid_ratelimit`: least milliseconds between two duplicate
     /// ACKs a socket sends for out-of-window segments (`tcp_oow_rate_limited`).
@@ -192,8 +193,8 @@ pub struct Config {
     /// `net.ipv4.tcp_retries1`: RTOs after which a connection takes its path for a
     /// black hole (`tcp_mtu_probing`) before going on (3).
     pub tcp_retries1: u8,
-    /// `net.ipv4.tcp_mtu_probing`: packetization-layer path MTU discovery (RFC
-    /// 4821): 0 off, 1 once an ICMP blackhole is detected, 2 always.
+    /// `net.ipv4.tcp_mtu_probing`: packetization-layer path MTU discovery
+    /// (RFC 4821): 0 off, 1 once an ICMP blackhole is detected, 2 always.
     pub tcp_mtu_probing: u8,
     /// `net.ipv4.tcp_base_mss`: the MSS MTU probing starts its search from, and the
     /// one a blackhole falls back to (`TCP_BASE_MSS`, 1024).

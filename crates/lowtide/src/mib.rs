@@ -218,7 +218,8 @@ mib! {
     /// In-sequence data dropped because our window was closed
     /// (`LINUX_MIB_TCPZEROWINDOWDROP`, `tcp_data_queue`).
     TcpExtTCPZeroWindowDrop,
-    /// Segments dropped by the PAWS check (RFC 7323 section 5).
+    /// Segments dropped by the PAWS check
+    /// ([RFC 7323 section 5](https://www.rfc-editor.org/rfc/rfc7323#section-5)).
     TcpExtPAWSEstab,
     /// Old pure ACKs dropped by the PAWS check, without a duplicate ACK
     /// (`LINUX_MIB_PAWS_OLD_ACK`, Linux 6.14+).
@@ -231,7 +232,8 @@ mib! {
     TcpExtPAWSActive,
     /// Challenge ACKs sent (RFC 5961).
     TcpExtTCPChallengeACK,
-    /// SYNs received in window (RFC 5961 section 4).
+    /// SYNs received in window
+    /// ([RFC 5961 section 4](https://www.rfc-editor.org/rfc/rfc5961#section-4)).
     TcpExtTCPSYNChallenge,
     /// Duplicate ACKs for out-of-window segments not sent (rate limited).
     TcpExtTCPACKSkippedSeq,

@@ -1,8 +1,10 @@
 //! Unpredictable initial sequence numbers, timestamp offsets and ephemeral ports, as
 //! Linux's net/core/secure_seq.c and `__inet_hash_connect` compute them: a keyed hash
 //! (SipHash-2-4) of the connection's addresses with a secret, plus a clock for the
-//! ISN (RFC 6528 section 3) and a perturbation table for ports (RFC 6056 section
-//! 3.3.4, Algorithm 4).
+//! ISN ([RFC 6528 section 3](https://www.rfc-editor.org/rfc/rfc6528#section-3)) and a
+//! perturbation table for ports
+//! ([RFC 6056 section 3.3.4](https://www.rfc-editor.org/rfc/rfc6056#section-3.3.4),
+//! Algorithm 4).
 //!
 //! The engine does no I/O: the secret comes from its caller ([`crate::Stack::set_secret`]
 //! with bytes from the OS random source on the real path). Without one, a stack keys

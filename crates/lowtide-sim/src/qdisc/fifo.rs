@@ -50,9 +50,10 @@ impl<T: QueueItem> Fifo<T> {
         }
     }
 
-    /// The step-marking option (RFC 3168 section 5): an ECN-capable packet that
-    /// arrives while at least `at` packets wait is marked CE and queued; packets
-    /// that are not ECN-capable are only dropped when the queue is full.
+    /// The step-marking option
+    /// ([RFC 3168 section 5](https://www.rfc-editor.org/rfc/rfc3168#section-5)): an
+    /// ECN-capable packet that arrives while at least `at` packets wait is marked CE and
+    /// queued; packets that are not ECN-capable are only dropped when the queue is full.
     pub fn with_ecn_mark_at(mut self, at: Option<u32>) -> Fifo<T> {
         self.ecn_mark_at = at;
         self

@@ -3,11 +3,11 @@
 //! (`inet_rcv_saddr_equal`, `ipv6_rcv_saddr_equal`).
 //!
 //! An `AF_INET6` socket talks IPv4 through IPv4-mapped addresses (`::ffff:a.b.c.d`,
-//! RFC 4291 section 2.5.5.2) unless `IPV6_V6ONLY` is set: the engine sees the IPv4
-//! address (its packets are IPv4), the caller sees the mapped one. A socket bound to
-//! one specific IPv6 address is IPv6-only from then on, as Linux sets `sk_ipv6only`
-//! in `__inet6_bind`. The default of `IPV6_V6ONLY` is Linux's `net.ipv6.bindv6only`
-//! default, 0.
+//! [RFC 4291 section 2.5.5.2](https://www.rfc-editor.org/rfc/rfc4291#section-2.5.5.2))
+//! unless `IPV6_V6ONLY` is set: the engine sees the IPv4 address (its packets are IPv4),
+//! the caller sees the mapped one. A socket bound to one specific IPv6 address is IPv6-only
+//! from then on, as Linux sets `sk_ipv6only` in `__inet6_bind`. The default of
+//! `IPV6_V6ONLY` is Linux's `net.ipv6.bindv6only` default, 0.
 
 use super::consts::{errno, AF_INET, AF_INET6};
 use super::Errno;

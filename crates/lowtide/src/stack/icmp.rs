@@ -33,7 +33,8 @@ const ICMPV6_PKT_TOO_BIG: u8 = 2;
 /// `ip_rt_min_pmtu` (`net.ipv4.route.min_pmtu`, 512 + 20 + 20): a smaller IPv4 path
 /// MTU from ICMP is taken as this (`__ip_rt_update_pmtu`).
 const IP_RT_MIN_PMTU: u32 = 552;
-/// `IPV6_MIN_MTU` (RFC 8200 section 5): a "packet too big" below it is ignored.
+/// `IPV6_MIN_MTU` ([RFC 8200 section 5](https://www.rfc-editor.org/rfc/rfc8200#section-5)):
+/// a "packet too big" below it is ignored.
 pub(super) const IPV6_MIN_MTU: u32 = 1280;
 /// `ip_rt_mtu_expires` (`net.ipv4.route.mtu_expires`, 600 s): how long a learned path
 /// MTU holds for new connections.
@@ -340,8 +341,9 @@ impl Stack {
 }
 
 /// `between(seq, snd_una, snd_nxt)`: an ICMP error counts only about what is in
-/// flight (RFC 5927 section 4.1); for a Fast Open child whose handshake is pending,
-/// from the SYN-ACK's ISN (`tcp_v4_err`: `tcp_rsk(fastopen)->snt_isn`).
+/// flight ([RFC 5927 section 4.1](https://www.rfc-editor.org/rfc/rfc5927#section-4.1)); for
+/// a Fast Open child whose handshake is pending, from the SYN-ACK's ISN (`tcp_v4_err`:
+/// `tcp_rsk(fastopen)->snt_isn`).
 fn seq_in_flight(tcb: &crate::tcp::Tcb, seq: u32) -> bool {
     let off = seq.wrapping_sub(tcb.snd_seq(0).0) as u64;
     let una = match tcb.tfo.rsk {

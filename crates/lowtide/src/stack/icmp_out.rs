@@ -36,7 +36,8 @@ const ICMPV6_PKT_TOOBIG: u8 = 2;
 const ICMPV6_PORT_UNREACH: u8 = 4;
 /// `IPTOS_PREC_INTERNETCONTROL`: the precedence of ICMP errors (`__icmp_send`).
 const IPTOS_PREC_INTERNETCONTROL: u8 = 0xc0;
-/// `__icmp_send`: an IPv4 error is at most 576 bytes (RFC 1812 section 4.3.2.3).
+/// `__icmp_send`: an IPv4 error is at most 576 bytes
+/// ([RFC 1812 section 4.3.2.3](https://www.rfc-editor.org/rfc/rfc1812#section-4.3.2.3)).
 const ICMP_ERR_MAX: usize = 576;
 /// `XRLIM_BURST_FACTOR`: a destination may take this many intervals' worth at once.
 const XRLIM_BURST_FACTOR: i64 = 6;

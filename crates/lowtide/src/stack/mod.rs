@@ -957,7 +957,8 @@ impl Stack {
         self.send_reset_for(now, tuple, th, payload.len());
     }
 
-    /// RFC 9293 3.10.7.1: a segment for no connection is answered with a reset.
+    /// [RFC 9293 3.10.7.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.1): a
+    /// segment for no connection is answered with a reset.
     fn send_reset_for(&mut self, now: Instant, tuple: FourTuple, th: &TcpRepr, len: usize) {
         if th.flags.contains(TcpFlags::RST) {
             return;

@@ -429,7 +429,9 @@ impl Tcb {
         Ok(())
     }
 
-    /// `tcp_close`: RST if unread data remains (RFC 2525 section 2.17), else FIN.
+    /// `tcp_close`: RST if unread data remains
+    /// ([RFC 2525 section 2.17](https://www.rfc-editor.org/rfc/rfc2525#section-2.17)), else
+    /// FIN.
     pub(crate) fn close(&mut self, ctx: &mut Ctx) {
         let unread = !self.rcv_queue.is_empty();
         self.shut_rd = true;

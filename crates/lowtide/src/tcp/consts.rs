@@ -25,7 +25,7 @@ pub const TCP_MIN_MSS: u32 = 88;
 pub const TCP_FASTRETRANS_THRESH: u8 = 3;
 /// `TCP_MAX_QUICKACKS`.
 pub const TCP_MAX_QUICKACKS: u32 = 16;
-/// `TCP_MAX_WSCALE` (RFC 7323 section 2.3).
+/// `TCP_MAX_WSCALE` ([RFC 7323 section 2.3](https://www.rfc-editor.org/rfc/rfc7323#section-2.3)).
 pub const TCP_MAX_WSCALE: i32 = 14;
 /// `TCP_TIMEWAIT_LEN`.
 pub const TCP_TIMEWAIT_LEN: Duration = Duration::from_secs(60);
@@ -43,7 +43,8 @@ pub const TCP_RTO_MIN: Duration = Duration::from_millis(200);
 /// `TCP_TIMEOUT_MIN` (2 jiffies at HZ=1000): slack added to the reorder timer, and
 /// the shortest timer a clamp to the user timeout leaves.
 pub const TCP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
-/// `TCP_TIMEOUT_INIT`: the RTO before any RTT sample (RFC 6298 section 2.1).
+/// `TCP_TIMEOUT_INIT`: the RTO before any RTT sample
+/// ([RFC 6298 section 2.1](https://www.rfc-editor.org/rfc/rfc6298#section-2.1)).
 pub const TCP_TIMEOUT_INIT: Duration = Duration::from_secs(1);
 /// `TCP_RESOURCE_PROBE_INTERVAL`: the retry after a local drop (HZ / 2).
 pub const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);

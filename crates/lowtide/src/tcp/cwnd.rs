@@ -27,9 +27,10 @@ impl Tcb {
         }
     }
 
-    /// `tcp_cwnd_restart` (RFC 2861 section 3): ssthresh keeps three quarters of
-    /// the window (`tcp_current_ssthresh`), and cwnd halves once per RTO of idle
-    /// time, down to the initial window (or the window, if smaller).
+    /// `tcp_cwnd_restart`
+    /// ([RFC 2861 section 3](https://www.rfc-editor.org/rfc/rfc2861#section-3)): ssthresh
+    /// keeps three quarters of the window (`tcp_current_ssthresh`), and cwnd halves once
+    /// per RTO of idle time, down to the initial window (or the window, if smaller).
     fn cwnd_restart(&mut self, initcwnd: u32, idle: core::time::Duration, now: Instant) {
         let ca_ctx = self.ca_ctx(now);
         self.cc

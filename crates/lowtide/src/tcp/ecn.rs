@@ -23,7 +23,7 @@ pub(crate) const TCP_ECN_DEMAND_CWR: u8 = 4;
 pub(crate) const TCP_ECN_SEEN: u8 = 8;
 
 /// `INET_ECN_NOT_ECT`, `INET_ECN_ECT_0`, `INET_ECN_CE`: the IP header's ECN field
-/// (RFC 3168 section 5).
+/// ([RFC 3168 section 5](https://www.rfc-editor.org/rfc/rfc3168#section-5)).
 pub(crate) const INET_ECN_NOT_ECT: u8 = 0;
 pub(crate) const INET_ECN_ECT_0: u8 = 2;
 pub(crate) const INET_ECN_CE: u8 = 3;

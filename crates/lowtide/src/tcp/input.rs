@@ -104,7 +104,8 @@ impl Tcb {
         self.quick = TCP_MAX_QUICKACKS;
     }
 
-    /// The window in a SYN is never scaled (RFC 7323 section 2.2).
+    /// The window in a SYN is never scaled
+    /// ([RFC 7323 section 2.2](https://www.rfc-editor.org/rfc/rfc7323#section-2.2)).
     fn init_window_from_syn(&mut self, th: &TcpRepr) {
         self.snd_wnd = th.window as u32;
         self.max_window = self.snd_wnd;
@@ -128,7 +129,8 @@ impl Tcb {
         }
     }
 
-    /// `tcp_rcv_synsent_state_process` (RFC 9293 section 3.10.7.3).
+    /// `tcp_rcv_synsent_state_process`
+    /// ([RFC 9293 section 3.10.7.3](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.3)).
     fn rcv_synsent(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: Payload) {
         let f = th.flags;
         // The ACK must cover the SYN and no more than was sent (Fast Open: data).
@@ -231,9 +233,10 @@ impl Tcb {
 
     /// `tcp_init_transfer`: MTU probing's search (`tcp_mtup_init`), the initial
     /// cwnd (`tcp_init_cwnd`: the route's initcwnd; 1 when the SYN or SYN-ACK went
-    /// more than twice, RFC 5681 section 3.1 as Linux reads it with RFC 6298's 1 s
-    /// initial RTO), then `tcp_init_buffer_space`: send buffer sized for the initial
-    /// window, receive window limits (`tcp/rcvwin.rs`).
+    /// more than twice,
+    /// [RFC 5681 section 3.1](https://www.rfc-editor.org/rfc/rfc5681#section-3.1) as Linux
+    /// reads it with RFC 6298's 1 s initial RTO), then `tcp_init_buffer_space`: send buffer
+    /// sized for the initial window, receive window limits (`tcp/rcvwin.rs`).
     pub(super) fn init_buffer_space(&mut self, ctx: &mut Ctx) {
         self.mtup_init(ctx);
         self.cw.snd_cwnd = match self.total_retrans > 1 {
@@ -356,9 +359,10 @@ impl Tcb {
         }
     }
 
-    /// SYN-RECV: an acceptable ACK completes the handshake (RFC 9293 3.10.7.4). A
-    /// Fast Open child may have sent data already: any ACK up to `snd_nxt` is
-    /// acceptable (`tcp_ack` decides, then `tcp_rcv_synrecv_state_fastopen`).
+    /// SYN-RECV: an acceptable ACK completes the handshake
+    /// ([RFC 9293 3.10.7.4](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.4)). A
+    /// Fast Open child may have sent data already: any ACK up to `snd_nxt` is acceptable
+    /// (`tcp_ack` decides, then `tcp_rcv_synrecv_state_fastopen`).
     fn synrecv_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
         let ack = self.snd_off(super::seq::Seq(th.ack));
         let fastopen = self.tfo.rsk.is_some();
@@ -680,9 +684,10 @@ impl Tcb {
         data_acked
     }
 
-    /// `tcp_ack_update_window` (RFC 9293 3.10.7.4 SND.WL1/WL2 rule, as
-    /// `tcp_may_update_window`: from the same segment only a larger or zero window).
-    /// True if the window was updated (`FLAG_WIN_UPDATE`).
+    /// `tcp_ack_update_window`
+    /// ([RFC 9293 3.10.7.4](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.4)
+    /// SND.WL1/WL2 rule, as `tcp_may_update_window`: from the same segment only a larger or
+    /// zero window). True if the window was updated (`FLAG_WIN_UPDATE`).
     fn ack_update_window(&mut self, th: &TcpRepr, ack: u64, min_snd_mss: u32) -> bool {
         let seq = self.rcv_off(super::seq::Seq(th.seq));
         let nwin = (th.window as u32) << self.snd_wscale;
@@ -736,10 +741,11 @@ impl Tcb {
         c
     }
 
-    /// `tcp_ack_update_rtt`: the RTT sample of one ACK. Karn's rule (RFC 6298
-    /// section 3): when the ACK covers a retransmitted skb (`FLAG_RETRANS_DATA_ACKED`
-    /// in `tcp_clean_rtx_queue`) the send times of the skbs it covers give no sample;
-    /// the SACKed never-retransmitted skbs or the timestamp echo may.
+    /// `tcp_ack_update_rtt`: the RTT sample of one ACK. Karn's rule
+    /// ([RFC 6298 section 3](https://www.rfc-editor.org/rfc/rfc6298#section-3)): when the
+    /// ACK covers a retransmitted skb (`FLAG_RETRANS_DATA_ACKED` in `tcp_clean_rtx_queue`)
+    /// the send times of the skbs it covers give no sample; the SACKed never-retransmitted
+    /// skbs or the timestamp echo may.
     fn ack_rtt(
         &mut self,
         ctx: &mut Ctx,
@@ -780,7 +786,9 @@ impl Tcb {
         self.check_space(ctx);
     }
 
-    /// Our FIN was acknowledged (RFC 9293 3.10.7.4, FIN-WAIT-1/CLOSING/LAST-ACK).
+    /// Our FIN was acknowledged
+    /// ([RFC 9293 3.10.7.4](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.4),
+    /// FIN-WAIT-1/CLOSING/LAST-ACK).
     fn our_fin_acked(&mut self, ctx: &mut Ctx) {
         match self.state {
             // An orphan's FIN-WAIT-2 is timed by rcv_synchronized (orphan_fin_wait2).
@@ -907,7 +915,8 @@ impl Tcb {
         }
     }
 
-    /// Data wholly below `rcv_nxt`: a duplicate (RFC 2883 section 4: D-SACK it).
+    /// Data wholly below `rcv_nxt`: a duplicate
+    /// ([RFC 2883 section 4](https://www.rfc-editor.org/rfc/rfc2883#section-4): D-SACK it).
     fn old_data(&mut self, ctx: &mut Ctx, seq: u64, end: u64) {
         // tcp_data_queue: "a retransmit, 2nd most common case. Force an immediate ack."
         ctx.mib.inc(Mib::TcpExtDelayedACKLost);

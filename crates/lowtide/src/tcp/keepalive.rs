@@ -1,6 +1,6 @@
 //! TCP keepalive: `SO_KEEPALIVE` with `TCP_KEEPIDLE`, `TCP_KEEPINTVL` and
 //! `TCP_KEEPCNT` (tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive`;
-//! RFC 1122 section 4.2.3.6).
+//! [RFC 1122 section 4.2.3.6](https://www.rfc-editor.org/rfc/rfc1122#section-4.2.3.6)).
 //!
 //! After `idle` without an acceptable ACK or data from the peer, and with nothing
 //! in flight or queued, the connection sends a probe (`tcp_write_wakeup`: a

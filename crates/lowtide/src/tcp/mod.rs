@@ -5,13 +5,13 @@
 //! | [`sock`] | `struct tcp_sock`, `tcp_init_sock` |
 //! | [`consts`] | the constants of include/net/tcp.h (and the few from linux/tcp.h, sock.h, skbuff.h, netdevice.h) |
 //! | `input` | tcp_input.c: `tcp_rcv_established`, `tcp_ack`, `tcp_data_queue`, the state machine |
-//! | `ratelimit` | tcp_input.c `tcp_oow_rate_limited`, `tcp_send_challenge_ack` (RFC 5961 section 7) |
+//! | `ratelimit` | tcp_input.c `tcp_oow_rate_limited`, `tcp_send_challenge_ack` ([RFC 5961 section 7](https://www.rfc-editor.org/rfc/rfc5961#section-7)) |
 //! | `delack` | tcp_input.c `tcp_event_data_recv`, quick ACKs; tcp_output.c `tcp_send_delayed_ack` |
 //! | `compsack` | tcp_input.c SACK compression: `__tcp_ack_snd_check`, `tcp_sack_compress_send_ack` |
 //! | `recovery` | tcp_input.c `tcp_fastretrans_alert`: RFC 6675 marking, PRR (RFC 6937), NewReno, undo, `tcp_enter_loss` |
 //! | `renosack` | tcp_input.c without SACK: `tcp_add_reno_sack`, `tcp_remove_reno_sacks`, `tcp_check_reno_reordering`, `tcp_limit_reno_sacked` |
-//! | `rack` | tcp_recovery.c: RACK loss detection (RFC 8985 section 6), the reorder timer |
-//! | `tlp` | tail loss probes (RFC 8985 section 7): tcp_output.c `tcp_schedule_loss_probe`, `tcp_send_loss_probe`; tcp_input.c `tcp_process_tlp_ack` |
+//! | `rack` | tcp_recovery.c: RACK loss detection ([RFC 8985 section 6](https://www.rfc-editor.org/rfc/rfc8985#section-6)), the reorder timer |
+//! | `tlp` | tail loss probes ([RFC 8985 section 7](https://www.rfc-editor.org/rfc/rfc8985#section-7)): tcp_output.c `tcp_schedule_loss_probe`, `tcp_send_loss_probe`; tcp_input.c `tcp_process_tlp_ack` |
 //! | [`rtx`] | the retransmit queue (`tcp_rtx_queue`, `tsorted_sent_queue`), SACK processing (`tcp_sacktag_write_queue`), `struct sk_buff` as TCP uses it |
 //! | [`ofo`] | tcp_input.c: the out-of-order queue (`tcp_data_queue_ofo`) and the SACK blocks we send |
 //! | `rcvqueue` | `sk_receive_queue`: in-order payload held by reference |
@@ -45,7 +45,7 @@
 //! | [`ehash`] | the established connection table (`tcp_hashinfo.ehash`), keyed as `inet_ehashfn` keys its hash with a secret |
 //! | `syncookies` | syncookies.c: SYN cookies |
 //! | [`info`] | `struct tcp_info` (tcp.c `tcp_get_info`) |
-//! | [`seq`] | sequence numbers (RFC 9293 section 3.4): `before`/`after` at the wire boundary |
+//! | [`seq`] | sequence numbers ([RFC 9293 section 3.4](https://www.rfc-editor.org/rfc/rfc9293#section-3.4)): `before`/`after` at the wire boundary |
 //!
 //! The listening side (tcp_ipv4.c, tcp_minisocks.c) is in the stack's `listen` module.
 
@@ -104,7 +104,9 @@ use std::net::SocketAddr;
 
 pub use sock::Tcb;
 
-/// Connection states (RFC 9293 section 3.3.2), with Linux's names in `tcp_info`.
+/// Connection states
+/// ([RFC 9293 section 3.3.2](https://www.rfc-editor.org/rfc/rfc9293#section-3.3.2)), with
+/// Linux's names in `tcp_info`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum TcpState {
     /// No connection.
@@ -175,7 +177,8 @@ pub(crate) struct Ctx<'a> {
     pub out: &'a mut VecDeque<Transmit>,
     pub events: &'a mut VecDeque<SocketEvent>,
     pub ip_id: &'a mut u16,
-    /// The stack-wide challenge-ACK budget (RFC 5961 section 7).
+    /// The stack-wide challenge-ACK budget
+    /// ([RFC 5961 section 7](https://www.rfc-editor.org/rfc/rfc5961#section-7)).
     pub challenge: &'a mut ratelimit::ChallengeLimit,
     /// Packet buffers to build into (`Stack::recycle_buffer` refills it).
     pub pool: &'a mut lowtide_wire::pool::BufPool,

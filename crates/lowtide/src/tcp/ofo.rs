@@ -1,5 +1,6 @@
 //! The out-of-order queue (`tp->out_of_order_queue`) and the SACK blocks the receiver
-//! reports (RFC 2018 section 4, in Linux's order: `tcp_sack_new_ofo_skb`).
+//! reports ([RFC 2018 section 4](https://www.rfc-editor.org/rfc/rfc2018#section-4), in
+//! Linux's order: `tcp_sack_new_ofo_skb`).
 //!
 //! As Linux's rb-tree, the queue holds the segments as received ("skbs"), keyed by
 //! start sequence, each with the memory it is charged (`truesize`): a segment costs
@@ -32,8 +33,9 @@ pub struct OfoSkb {
 /// What [`OfoQueue::insert`] did with a segment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Inserted {
-    /// The part already held, for a D-SACK (RFC 2883 section 4; `tcp_dsack_set`,
-    /// extended by `tcp_dsack_extend`).
+    /// The part already held, for a D-SACK
+    /// ([RFC 2883 section 4](https://www.rfc-editor.org/rfc/rfc2883#section-4);
+    /// `tcp_dsack_set`, extended by `tcp_dsack_extend`).
     pub dup: Option<(u64, u64)>,
     /// False if every byte was already held and the segment was dropped.
     pub queued: bool,

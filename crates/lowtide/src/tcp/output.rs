@@ -87,7 +87,8 @@ fn push(
     });
 }
 
-/// RFC 9293 section 3.10.7.1: answer a segment that belongs to no connection.
+/// [RFC 9293 section 3.10.7.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.1):
+/// answer a segment that belongs to no connection.
 pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usize) {
     let mut rst = TcpRepr {
         src_port: tuple.local.port(),
@@ -165,7 +166,8 @@ impl Tcb {
     }
 
     /// `tcp_select_window`: the window field to send (`__tcp_select_window`,
-    /// `tcp/rcvwin.rs`), never shrinking the right edge (RFC 9293 section 3.8.6.2.2).
+    /// `tcp/rcvwin.rs`), never shrinking the right edge
+    /// ([RFC 9293 section 3.8.6.2.2](https://www.rfc-editor.org/rfc/rfc9293#section-3.8.6.2.2)).
     pub(crate) fn select_window(&mut self, ctx: &mut Ctx) -> u16 {
         if self.ack_nomem {
             // "Make the window 0 if we failed to queue the data because we are out

@@ -108,8 +108,9 @@ impl Tcb {
     /// `tcp_v4_mtu_reduced`/`tcp_v6_mtu_reduced`: the path MTU fell to `mtu` (the
     /// stack has bounded it). Smaller than the connection's `icsk_pmtu_cookie`, it
     /// shrinks the MSS (`tcp_sync_mss`) and resends what no longer fits
-    /// (`tcp_simple_retransmit`); a larger one is ignored (RFC 1191 section 3).
-    /// Returns whether the MSS changed.
+    /// (`tcp_simple_retransmit`); a larger one is ignored
+    /// ([RFC 1191 section 3](https://www.rfc-editor.org/rfc/rfc1191#section-3)). Returns
+    /// whether the MSS changed.
     ///
     /// With `IP_MTU_DISCOVER` `IP_PMTUDISC_DONT`, `INTERFACE` or `OMIT` only the
     /// route learns the MTU (`inet_csk_update_pmtu`): the MSS follows it at the next

@@ -1,7 +1,9 @@
-//! RACK loss detection (RFC 8985 section 6; Linux tcp_recovery.c): a packet is lost
-//! once a packet sent after it was delivered and more than RTT plus a reordering
-//! window has passed since it was sent. Time, not sequence distance, so it applies to
-//! retransmissions and tail losses alike and tolerates reordering by waiting.
+//! RACK loss detection
+//! ([RFC 8985 section 6](https://www.rfc-editor.org/rfc/rfc8985#section-6); Linux
+//! tcp_recovery.c): a packet is lost once a packet sent after it was delivered and more
+//! than RTT plus a reordering window has passed since it was sent. Time, not sequence
+//! distance, so it applies to retransmissions and tail losses alike and tolerates
+//! reordering by waiting.
 
 use super::cong::CaState;
 use super::consts::{TCP_MAX_REORDERING, TCP_RACK_RECOVERY_THRESH, TCP_TIMEOUT_MIN};
@@ -14,7 +16,8 @@ use crate::mib::Mib;
 use crate::time::Instant;
 use core::time::Duration;
 
-/// `tp->rack`: RACK's state (RFC 8985 section 6.1).
+/// `tp->rack`: RACK's state
+/// ([RFC 8985 section 6.1](https://www.rfc-editor.org/rfc/rfc8985#section-6.1)).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rack {
     /// `rack.mstamp` (RACK.xmit_ts): send time of the most recently sent skb delivered.
@@ -23,7 +26,8 @@ pub(crate) struct Rack {
     pub end_seq: u64,
     /// `rack.rtt_us` (RACK.rtt): the RTT measured with it.
     pub rtt_us: u32,
-    /// `rack.reo_wnd_steps`: the window in units of min_rtt/4 (RFC 8985 section 7.2).
+    /// `rack.reo_wnd_steps`: the window in units of min_rtt/4
+    /// ([RFC 8985 section 7.2](https://www.rfc-editor.org/rfc/rfc8985#section-7.2)).
     pub reo_wnd_steps: u32,
     /// `rack.reo_wnd_persist`: recoveries left before the steps fall back to 1.
     pub reo_wnd_persist: u8,
@@ -57,8 +61,10 @@ impl Tcb {
         ctx.cfg.tcp_recovery & TCP_RACK_LOSS_DETECTION != 0
     }
 
-    /// `tcp_rack_advance` (RFC 8985 section 6.2 step 2) for what one ACK delivered:
-    /// the most recently sent skb becomes the reference, and its RTT RACK.rtt.
+    /// `tcp_rack_advance`
+    /// ([RFC 8985 section 6.2](https://www.rfc-editor.org/rfc/rfc8985#section-6.2) step 2)
+    /// for what one ACK delivered: the most recently sent skb becomes the reference, and
+    /// its RTT RACK.rtt.
     pub(crate) fn rack_advance(&mut self, now: Instant, d: &Delivered) {
         let Some((tx, end)) = d.rack else { return };
         self.rack.advanced = true;
@@ -69,9 +75,11 @@ impl Tcb {
         }
     }
 
-    /// `tcp_rack_reo_wnd` (RFC 8985 section 6.2 step 4), in microseconds: 0 while no
-    /// reordering was seen and in recovery, or once `reordering` segments are SACKed
-    /// (the dupthresh shortcut); else `min_rtt/4 * steps`, at most SRTT.
+    /// `tcp_rack_reo_wnd`
+    /// ([RFC 8985 section 6.2](https://www.rfc-editor.org/rfc/rfc8985#section-6.2) step 4),
+    /// in microseconds: 0 while no reordering was seen and in recovery, or once
+    /// `reordering` segments are SACKed (the dupthresh shortcut); else `min_rtt/4 * steps`,
+    /// at most SRTT.
     pub(crate) fn rack_reo_wnd(&self, ctx: &Ctx) -> u32 {
         if self.reord_seen == 0 {
             if self.ca_state >= CaState::Recovery {
@@ -144,8 +152,10 @@ impl Tcb {
         }
     }
 
-    /// `tcp_rack_update_reo_wnd` (RFC 8985 section 7.2): one more step of min_rtt/4
-    /// per round in which D-SACKs arrived, kept for 16 recoveries, then back to 1.
+    /// `tcp_rack_update_reo_wnd`
+    /// ([RFC 8985 section 7.2](https://www.rfc-editor.org/rfc/rfc8985#section-7.2)): one
+    /// more step of min_rtt/4 per round in which D-SACKs arrived, kept for 16 recoveries,
+    /// then back to 1.
     pub(crate) fn rack_update_reo_wnd(&mut self, ctx: &Ctx, delivered_any: bool) {
         if ctx.cfg.tcp_recovery & TCP_RACK_STATIC_REO_WND != 0 || !delivered_any {
             return;

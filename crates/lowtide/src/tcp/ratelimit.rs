@@ -93,8 +93,9 @@ impl Tcb {
         self.oow_rate_limited(ctx, mib)
     }
 
-    /// `tcp_send_challenge_ack` (RFC 5961 section 7): first the per-socket limit, then
-    /// the stack-wide one.
+    /// `tcp_send_challenge_ack`
+    /// ([RFC 5961 section 7](https://www.rfc-editor.org/rfc/rfc5961#section-7)): first the
+    /// per-socket limit, then the stack-wide one.
     pub(crate) fn challenge_ack(&mut self, ctx: &mut Ctx) {
         if self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedChallenge) {
             return;

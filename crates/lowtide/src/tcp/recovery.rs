@@ -49,7 +49,8 @@ impl Tcb {
     }
 
     /// `tcp_newreno_mark_lost`: without SACK, the head is lost after `reordering`
-    /// duplicate ACKs, and again on each partial ACK in recovery (RFC 6582 3.2).
+    /// duplicate ACKs, and again on each partial ACK in recovery
+    /// ([RFC 6582 3.2](https://www.rfc-editor.org/rfc/rfc6582#section-3.2)).
     fn newreno_mark_lost(&mut self, snd_una_advanced: bool) {
         let st = self.ca_state;
         if (st < CaState::Recovery && self.sacked_out() >= self.reordering)
@@ -255,9 +256,10 @@ impl Tcb {
         }
     }
 
-    /// `tcp_process_loss`: in Loss state after an RTO, with F-RTO (RFC 5682 section
-    /// 3.1, the SACK-enhanced variant Linux uses for `tcp_frto`). Returns what a
-    /// duplicate ACK delivered without SACK.
+    /// `tcp_process_loss`: in Loss state after an RTO, with F-RTO
+    /// ([RFC 5682 section 3.1](https://www.rfc-editor.org/rfc/rfc5682#section-3.1), the
+    /// SACK-enhanced variant Linux uses for `tcp_frto`). Returns what a duplicate ACK
+    /// delivered without SACK.
     fn process_loss(&mut self, ctx: &mut Ctx, fl: &AckFlags, num_dupack: u32) -> u32 {
         let recovered = self.snd_una >= self.high_seq;
         if fl.snd_una_advanced && self.try_undo_loss(ctx, false) {
@@ -542,7 +544,8 @@ impl Tcb {
     /// `tcp_enter_loss`: on RTO, the head and every unSACKed skb not sent too recently
     /// is lost (`tcp_timeout_mark_lost`); cwnd falls to what is still in flight plus one.
     /// Undo state is kept from the first timeout of an episode, and F-RTO armed
-    /// (RFC 5682 section 3.1 step 1) unless a recovery was underway.
+    /// ([RFC 5682 section 3.1](https://www.rfc-editor.org/rfc/rfc5682#section-3.1) step 1)
+    /// unless a recovery was underway.
     pub(crate) fn enter_loss(&mut self, ctx: &mut Ctx) {
         let new_recovery = self.ca_state < CaState::Recovery;
         // tcp_timeout_mark_lost: a SACKed head means the receiver reneged;

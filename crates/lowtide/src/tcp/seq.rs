@@ -1,4 +1,6 @@
-//! Sequence numbers (RFC 9293 section 3.4): 32-bit, compared modulo 2^32.
+//! Sequence numbers
+//! ([RFC 9293 section 3.4](https://www.rfc-editor.org/rfc/rfc9293#section-3.4)): 32-bit,
+//! compared modulo 2^32.
 //!
 //! The engine keeps sequence positions internally as 64-bit stream offsets that never
 //! wrap ([`unwrap`]); [`Seq`] exists only at the wire boundary. `Seq` has no `Ord`:

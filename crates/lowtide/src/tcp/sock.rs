@@ -22,7 +22,8 @@ pub(crate) enum Pending {
     Probe0,
     /// `ICSK_TIME_REO_TIMEOUT`: RACK's reordering window expires.
     ReoTimeout,
-    /// `ICSK_TIME_LOSS_PROBE`: tail loss probe (RFC 8985 section 7).
+    /// `ICSK_TIME_LOSS_PROBE`: tail loss probe
+    /// ([RFC 8985 section 7](https://www.rfc-editor.org/rfc/rfc8985#section-7)).
     LossProbe,
 }
 
@@ -593,8 +594,9 @@ impl Tcb {
         self.rcvbuf_locked = true;
     }
 
-    /// Current TSval: a millisecond clock with a per-connection offset (RFC 7323
-    /// section 5.4 and Linux's `tcp_time_stamp_ts` with `ts_offset`).
+    /// Current TSval: a millisecond clock with a per-connection offset
+    /// ([RFC 7323 section 5.4](https://www.rfc-editor.org/rfc/rfc7323#section-5.4) and
+    /// Linux's `tcp_time_stamp_ts` with `ts_offset`).
     pub(crate) fn tsval(&self, now: Instant) -> u32 {
         (now.as_millis() as u32).wrapping_add(self.ts_offset)
     }

@@ -65,8 +65,9 @@ impl Tcb {
         self.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
-    /// RFC 6298 section 2 with Linux's bounds: RTO = SRTT + max(4 * RTTVAR, rto_min),
-    /// at most 120 s (`tcp_rtt_estimator` + `__tcp_set_rto`).
+    /// [RFC 6298 section 2](https://www.rfc-editor.org/rfc/rfc6298#section-2) with Linux's
+    /// bounds: RTO = SRTT + max(4 * RTTVAR, rto_min), at most 120 s (`tcp_rtt_estimator` +
+    /// `__tcp_set_rto`).
     pub(crate) fn rtt_sample(&mut self, rtt_us: u32) {
         let m = rtt_us.max(1);
         if self.srtt_us == 0 {
@@ -284,11 +285,11 @@ impl Tcb {
         self.set_error(ctx, err);
     }
 
-    /// `tcp_probe_timer`: probe a zero window, backing off like the RTO. RFC 1122
-    /// section 4.2.2.17: the sender stays open as long as the receiver answers the
-    /// probes (each ACK resets `probes_out`); it gives up after `tcp_retries2`
-    /// unanswered probes (an orphan after `tcp_orphan_retries`), or once the window
-    /// has stayed closed for `TCP_USER_TIMEOUT`.
+    /// `tcp_probe_timer`: probe a zero window, backing off like the RTO.
+    /// [RFC 1122 section 4.2.2.17](https://www.rfc-editor.org/rfc/rfc1122#section-4.2.2.17):
+    /// the sender stays open as long as the receiver answers the probes (each ACK resets
+    /// `probes_out`); it gives up after `tcp_retries2` unanswered probes (an orphan after
+    /// `tcp_orphan_retries`), or once the window has stayed closed for `TCP_USER_TIMEOUT`.
     fn probe_timer(&mut self, ctx: &mut Ctx) {
         if self.rtx.packets_out > 0 || self.write_queue.is_empty() {
             self.probes_out = 0;

@@ -1,8 +1,10 @@
-//! Tail loss probes (RFC 8985 section 7; Linux tcp_output.c `tcp_schedule_loss_probe`,
-//! `tcp_send_loss_probe`, tcp_input.c `tcp_process_tlp_ack`): when the tail of a
-//! flight is lost no ACK comes back to trigger RACK, so about two RTTs after the last
-//! send, one segment (new data, else the last one again) is sent to draw an ACK
-//! (with SACK) that lets RACK repair the loss instead of an RTO.
+//! Tail loss probes
+//! ([RFC 8985 section 7](https://www.rfc-editor.org/rfc/rfc8985#section-7); Linux
+//! tcp_output.c `tcp_schedule_loss_probe`, `tcp_send_loss_probe`, tcp_input.c
+//! `tcp_process_tlp_ack`): when the tail of a flight is lost no ACK comes back to trigger
+//! RACK, so about two RTTs after the last send, one segment (new data, else the last one
+//! again) is sent to draw an ACK (with SACK) that lets RACK repair the loss instead of an
+//! RTO.
 
 use super::cong::CaState;
 use super::consts::TCP_TIMEOUT_INIT;

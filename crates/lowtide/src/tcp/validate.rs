@@ -1,7 +1,8 @@
 //! tcp_input.c `tcp_validate_incoming` (Linux 6.18): PAWS with its disordered-ACK
 //! exemption, `tcp_sequence`, the RST and SYN rules of RFC 5961, and the replies
 //! they draw (`tcp_send_dupack`, challenge ACKs); `tcp_reset`; `tcp_paws_check` and
-//! `tcp_replace_ts_recent` (RFC 7323 sections 4.3 and 5).
+//! `tcp_replace_ts_recent` (RFC 7323 sections [4.3](https://www.rfc-editor.org/rfc/rfc7323#section-4.3) and
+//! [5](https://www.rfc-editor.org/rfc/rfc7323#section-5)).
 
 use super::consts::{TCP_MAX_QUICKACKS, TCP_PAWS_WINDOW, TCP_PAWS_WRAP_SECS};
 use super::seq::Seq;
@@ -166,10 +167,11 @@ impl Tcb {
         self.disordered_ack_check(th, sp, tsval)
     }
 
-    /// `tcp_disordered_ack_check` (RFC 7323 section 5.2's exception for ACKs): a
-    /// pure duplicate ACK at `rcv_nxt` that changes no window and whose timestamp is
-    /// within the replay window (`tcp_tsval_replay`: 1.2 RTO in ms ticks) is
-    /// accepted although PAWS failed.
+    /// `tcp_disordered_ack_check`
+    /// ([RFC 7323 section 5.2](https://www.rfc-editor.org/rfc/rfc7323#section-5.2)'s
+    /// exception for ACKs): a pure duplicate ACK at `rcv_nxt` that changes no window and
+    /// whose timestamp is within the replay window (`tcp_tsval_replay`: 1.2 RTO in ms
+    /// ticks) is accepted although PAWS failed.
     fn disordered_ack_check(&self, th: &TcpRepr, sp: SegSpace, tsval: u32) -> Option<Reject> {
         if !th.flags.contains(TcpFlags::ACK) || sp.occupies() {
             return Some(Reject::Paws);

@@ -281,9 +281,10 @@ impl Cubic {
         }
     }
 
-    /// `tcp_friendliness` in `bictcp_update` (RFC 9438 section 4.3, Reno-friendly
-    /// region): Reno's window grows one segment per `cwnd * beta_scale / 8` ACKs; if
-    /// it is ahead of cwnd, grow at least as fast.
+    /// `tcp_friendliness` in `bictcp_update`
+    /// ([RFC 9438 section 4.3](https://www.rfc-editor.org/rfc/rfc9438#section-4.3),
+    /// Reno-friendly region): Reno's window grows one segment per `cwnd * beta_scale / 8`
+    /// ACKs; if it is ahead of cwnd, grow at least as fast.
     fn friendliness(&mut self, cwnd: u32) {
         let delta = ((cwnd * self.params.beta_scale()) >> 3).max(1);
         // Linux loops `while (ack_cnt > delta)`; the same by division (as bpf_cubic).

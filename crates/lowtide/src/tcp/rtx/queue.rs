@@ -444,10 +444,11 @@ impl RtxQueue {
         c
     }
 
-    /// RFC 6675 section 4 `IsLost`: marks lost every skb, from `from` on, that has more
-    /// than `thresh_bytes` SACKed above it, and returns the offset where the rule
-    /// stopped holding (the next call may start there: a hint, like Linux's
-    /// `lost_skb_hint`). Returns the lowest newly marked offset, if any, too.
+    /// [RFC 6675 section 4](https://www.rfc-editor.org/rfc/rfc6675#section-4) `IsLost`:
+    /// marks lost every skb, from `from` on, that has more than `thresh_bytes` SACKed above
+    /// it, and returns the offset where the rule stopped holding (the next call may start
+    /// there: a hint, like Linux's `lost_skb_hint`). Returns the lowest newly marked
+    /// offset, if any, too.
     pub fn mark_lost_sacked_above(&mut self, from: u64, thresh_bytes: u64) -> (u64, Option<u64>) {
         // From tp->lost_skb_hint, a pointer in Linux (no search from the head).
         let Some(mut p) = self.store.seek_hinted(from) else {
@@ -614,11 +615,12 @@ impl RtxQueue {
         }
     }
 
-    /// `tcp_rack_detect_loss` (RFC 8985 section 6.2 step 5): walks the skbs sent
-    /// before the reference `(mstamp, end_seq)`, oldest first, and marks lost those
-    /// whose `remaining(tx_time)` (microseconds until RTT + reordering window have
-    /// passed since they were sent) is not positive; reports the longest wait among
-    /// the others for the reorder timer.
+    /// `tcp_rack_detect_loss`
+    /// ([RFC 8985 section 6.2](https://www.rfc-editor.org/rfc/rfc8985#section-6.2) step 5):
+    /// walks the skbs sent before the reference `(mstamp, end_seq)`, oldest first, and
+    /// marks lost those whose `remaining(tx_time)` (microseconds until RTT + reordering
+    /// window have passed since they were sent) is not positive; reports the longest wait
+    /// among the others for the reorder timer.
     pub fn rack_detect_loss(
         &mut self,
         mstamp: Instant,

@@ -95,11 +95,12 @@ enum Match {
 }
 
 impl Tcb {
-    /// `tcp_sacktag_write_queue`, the socket's half: detects a D-SACK (RFC 2883 section 4,
-    /// `tcp_check_dsack`, against the ACK's own `ack_seq`), validates the ACK's SACK
-    /// blocks (`tcp_is_sackblock_valid`) and tags the retransmit queue. `ack` is the
-    /// new `snd_una` (`ack_seq` itself, or today's `snd_una` for an old ACK);
-    /// `self.snd_una` is still the prior one (lowtide moves it in `clean_rtx_queue`).
+    /// `tcp_sacktag_write_queue`, the socket's half: detects a D-SACK
+    /// ([RFC 2883 section 4](https://www.rfc-editor.org/rfc/rfc2883#section-4),
+    /// `tcp_check_dsack`, against the ACK's own `ack_seq`), validates the ACK's SACK blocks
+    /// (`tcp_is_sackblock_valid`) and tags the retransmit queue. `ack` is the new `snd_una`
+    /// (`ack_seq` itself, or today's `snd_una` for an old ACK); `self.snd_una` is still the
+    /// prior one (lowtide moves it in `clean_rtx_queue`).
     pub(crate) fn sacktag(
         &mut self,
         ctx: &mut Ctx,

@@ -1,6 +1,8 @@
 //! The retransmit queue's second order, by last transmit time (Linux's
-//! `tsorted_sent_queue`): RACK (RFC 8985 section 6.2) walks the skbs sent before the
-//! most recently delivered one, oldest first, and stops at the first one sent after it.
+//! `tsorted_sent_queue`): RACK
+//! ([RFC 8985 section 6.2](https://www.rfc-editor.org/rfc/rfc8985#section-6.2)) walks the
+//! skbs sent before the most recently delivered one, oldest first, and stops at the first
+//! one sent after it.
 //!
 //! It holds the skbs that are still "in flight" as RACK sees them: not SACKed, and not
 //! marked lost and waiting for a retransmission. A retransmission changes an skb's

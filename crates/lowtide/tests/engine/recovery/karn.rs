@@ -1,6 +1,7 @@
-//! Karn's rule (RFC 6298 section 3, Linux's tcp_clean_rtx_queue with
-//! FLAG_RETRANS_DATA_ACKED): an ACK that covers a retransmitted segment yields no RTT
-//! sample from the send times of the segments it covers, only from a timestamp echo.
+//! Karn's rule ([RFC 6298 section 3](https://www.rfc-editor.org/rfc/rfc6298#section-3),
+//! Linux's tcp_clean_rtx_queue with FLAG_RETRANS_DATA_ACKED): an ACK that covers a
+//! retransmitted segment yields no RTT sample from the send times of the segments it
+//! covers, only from a timestamp echo.
 
 use crate::common::drill::*;
 

@@ -23,8 +23,9 @@ fn still_carries(p: &mut Pair, c: SocketHandle, s: SocketHandle) {
     assert_eq!(send_all(p, false, s, c, &back), back);
 }
 
-/// RFC 5961 section 4 and 7: a flood of in-window SYNs (a blind attacker's guesses)
-/// draws one challenge ACK per `tcp_invalid_ratelimit` (500 ms), not one per SYN.
+/// [RFC 5961 section 4](https://www.rfc-editor.org/rfc/rfc5961#section-4) and 7: a flood of
+/// in-window SYNs (a blind attacker's guesses) draws one challenge ACK per
+/// `tcp_invalid_ratelimit` (500 ms), not one per SYN.
 #[test]
 fn challenge_acks_are_rate_limited_per_socket() {
     let (mut p, c, s) = establish(Config::default());
@@ -48,8 +49,8 @@ fn challenge_acks_are_rate_limited_per_socket() {
     still_carries(&mut p, c, s);
 }
 
-/// RFC 5961 section 3: RSTs in the window but not at rcv_nxt get (limited)
-/// challenge ACKs and never reset the connection.
+/// [RFC 5961 section 3](https://www.rfc-editor.org/rfc/rfc5961#section-3): RSTs in the
+/// window but not at rcv_nxt get (limited) challenge ACKs and never reset the connection.
 #[test]
 fn blind_resets_in_window_do_not_reset() {
     let (mut p, c, s) = establish(Config::default());
@@ -177,8 +178,9 @@ fn raw_segment(peer: &Peer, seq: u32, ack: u32, opts: &[u8], payload: &[u8]) -> 
     pkt
 }
 
-/// RFC 5961 section 5: in-window data whose ACK is far outside the acceptable range
-/// (a blind injection) is dropped with a challenge ACK, never delivered.
+/// [RFC 5961 section 5](https://www.rfc-editor.org/rfc/rfc5961#section-5): in-window data
+/// whose ACK is far outside the acceptable range (a blind injection) is dropped with a
+/// challenge ACK, never delivered.
 #[test]
 fn blind_data_injection_is_not_delivered() {
     let (mut p, c, s) = establish(Config::default());
@@ -233,8 +235,9 @@ fn acks_of_unsent_data_move_nothing() {
     still_carries(&mut p, c, s);
 }
 
-/// A window scale above 14 is used as 14 (RFC 7323 section 2.3), and the largest
-/// scaled window (about 1 GB) does not overflow anything.
+/// A window scale above 14 is used as 14
+/// ([RFC 7323 section 2.3](https://www.rfc-editor.org/rfc/rfc7323#section-2.3)), and the
+/// largest scaled window (about 1 GB) does not overflow anything.
 #[test]
 fn window_scale_above_14_is_clamped() {
     let mut p = Pair::new(Config::default());

@@ -1,7 +1,8 @@
 //! Zero-window probing and the write timeout (tcp_timer.c `tcp_probe_timer`,
 //! `tcp_write_timeout`, `TCP_USER_TIMEOUT`): a sender stays open while the receiver
-//! answers its probes (RFC 1122 section 4.2.2.17), and gives up on a receiver that
-//! stopped answering or when the user timeout says so.
+//! answers its probes
+//! ([RFC 1122 section 4.2.2.17](https://www.rfc-editor.org/rfc/rfc1122#section-4.2.2.17)),
+//! and gives up on a receiver that stopped answering or when the user timeout says so.
 
 use crate::common::*;
 use lowtide::{Config, EventKind, SocketError, SocketHandle, TcpState};

@@ -4,30 +4,8 @@
 //! `tcpi_sndbuf_limited` report them. Kept in jiffies (ms), as Linux does.
 
 use super::sock::Tcb;
+pub(crate) use super::sock::{Chrono, Chronos};
 use crate::time::Instant;
-
-/// `enum tcp_chrono`; a higher value takes precedence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub(crate) enum Chrono {
-    /// `TCP_CHRONO_UNSPEC`: not sending.
-    #[default]
-    Unspec = 0,
-    /// `TCP_CHRONO_BUSY`: actively sending data (non-empty write queue).
-    Busy = 1,
-    /// `TCP_CHRONO_RWND_LIMITED`: stalled by the peer's receive window.
-    RwndLimited = 2,
-    /// `TCP_CHRONO_SNDBUF_LIMITED`: stalled by the send buffer.
-    SndbufLimited = 3,
-}
-
-/// The chronograph state of a connection (`chrono_start`, `chrono_stat`,
-/// `chrono_type`).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Chronos {
-    kind: Chrono,
-    start_ms: u64,
-    stat_ms: [u64; 3],
-}
 
 impl Chronos {
     /// `tcp_chrono_set`.

@@ -17,19 +17,6 @@ use core::time::Duration;
 /// timestamps; "given that SACK packets might be lost, be conservative and use 2").
 pub(crate) const TCP_SACK_BLOCKS_EXPECTED: usize = 2;
 
-/// State of SACK compression (`tp->compressed_ack` and friends).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct CompSack {
-    /// `compressed_ack`: ACKs held back since the last one sent.
-    pub held: u32,
-    /// `compressed_ack_rcv_nxt`: the `rcv_nxt` that `dup_acks` counts for.
-    pub rcv_nxt: u64,
-    /// `dup_ack_counter`: ACKs sent at once for that `rcv_nxt`.
-    pub dup_acks: u8,
-    /// `compressed_ack_timer`.
-    pub timer_at: Option<crate::time::Instant>,
-}
-
 impl Tcb {
     /// `__tcp_ack_snd_check`'s tail, with out-of-order data held and no reason to
     /// ACK at once: send now, or hold this ACK and arm the compression timer.

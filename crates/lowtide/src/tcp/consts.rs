@@ -1,7 +1,7 @@
 //! Constants Linux's TCP keeps in its headers, in one place, each under its Linux
 //! name: include/net/tcp.h first, then the few TCP takes from include/linux/tcp.h,
-//! include/uapi/linux/tcp.h, include/net/sock.h, include/linux/skbuff.h and
-//! include/linux/netdevice.h.
+//! include/uapi/linux/tcp.h, include/net/sock.h, include/linux/skbuff.h,
+//! include/linux/netdevice.h and include/uapi/linux/in.h.
 //!
 //! Constants of one algorithm stay beside it, as Linux keeps them in its .c file or
 //! they have one reader: CUBIC's and BBR's in cong/, SYN cookies' in syncookies.rs,
@@ -93,3 +93,21 @@ pub const SKB_OVERHEAD: u32 = 256 + 320 + MAX_TCP_HEADER;
 /// `GSO_LEGACY_MAX_SIZE`, the `gso_max_size` default: the largest packet handed to
 /// the device.
 pub const GSO_MAX_SIZE: u32 = 65536;
+
+// ---- include/uapi/linux/in.h (IP_MTU_DISCOVER values, used by tcp/pmtu.rs) -----
+
+/// `IP_PMTUDISC_DONT`: never set DF; ICMP "fragmentation needed" shrinks nothing at
+/// once (the route still learns the MTU, which the next `tcp_current_mss` takes).
+pub const IP_PMTUDISC_DONT: u8 = 0;
+/// `IP_PMTUDISC_WANT`: DF unless the route's MTU is locked; the default
+/// (`inet_create` with `net.ipv4.ip_no_pmtu_disc` 0).
+pub const IP_PMTUDISC_WANT: u8 = 1;
+/// `IP_PMTUDISC_DO`: always DF.
+pub const IP_PMTUDISC_DO: u8 = 2;
+/// `IP_PMTUDISC_PROBE`: no DF from `ip_dont_fragment` (TCP's `__ip_queue_xmit`).
+pub const IP_PMTUDISC_PROBE: u8 = 3;
+/// `IP_PMTUDISC_INTERFACE`: the device's MTU only; ICMP MTU reports are refused
+/// (`ip_sk_accept_pmtu`).
+pub const IP_PMTUDISC_INTERFACE: u8 = 4;
+/// `IP_PMTUDISC_OMIT`: as `INTERFACE`, and fragments allowed.
+pub const IP_PMTUDISC_OMIT: u8 = 5;

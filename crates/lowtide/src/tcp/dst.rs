@@ -5,6 +5,7 @@
 //! route check before each transmission (`__sk_dst_check`) that takes a changed
 //! route's MTU to the next `tcp_current_mss`.
 
+pub(crate) use super::sock::Dst;
 use super::sock::Tcb;
 use super::Ctx;
 use crate::config::Config;
@@ -16,19 +17,6 @@ use core::time::Duration;
 const IP_RT_MIN_ADVMSS: u32 = 256;
 /// `ip6_rt_min_advmss` (`net.ipv6.route.min_adv_mss`, `IPV6_MIN_MTU` - 20 - 40).
 const IP6_RT_MIN_ADVMSS: u32 = 1220;
-
-/// The route a connection holds: its metrics, the table generation they came from,
-/// and `dst_mtu` as of now.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Dst {
-    pub metrics: Metrics,
-    pub generation: u32,
-    /// `dst_mtu(dst)`: the route's MTU, a learned path MTU, or the device's.
-    pub mtu: u32,
-    /// The socket dropped its route (`sk_dst_reset`, e.g. `IP_TOS` changed): the next
-    /// transmission looks it up again.
-    pub obsolete: bool,
-}
 
 impl Tcb {
     /// The connection takes its route (`ip_route_connect`, `inet_csk_route_req`):

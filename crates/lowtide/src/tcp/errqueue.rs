@@ -17,9 +17,10 @@
 //! page by page.
 
 use super::sock::Tcb;
+pub use super::sock::{ErrEntry, SockExtendedErr};
+pub(crate) use super::sock::{ErrQueue, Uarg};
 use super::Ctx;
 use crate::socket::{EventKind, SocketError};
-use std::collections::VecDeque;
 
 /// `SO_EE_ORIGIN_ZEROCOPY`.
 pub const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
@@ -33,23 +34,6 @@ const BYTE_LIMIT: u64 = 1 << 19;
 /// `msg_zerocopy_realloc`: a range holds fewer than `USHRT_MAX` ids.
 const RANGE_LIMIT: u32 = u16::MAX as u32 - 1;
 
-/// `struct sock_extended_err`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SockExtendedErr {
-    /// `ee_errno`.
-    pub errno: u32,
-    /// `ee_origin` (`SO_EE_ORIGIN_*`).
-    pub origin: u8,
-    /// `ee_type`.
-    pub kind: u8,
-    /// `ee_code`.
-    pub code: u8,
-    /// `ee_info`.
-    pub info: u32,
-    /// `ee_data`.
-    pub data: u32,
-}
-
 impl SockExtendedErr {
     /// The 16-byte C layout, in the host's byte order.
     pub fn to_bytes(&self) -> [u8; 16] {
@@ -62,46 +46,6 @@ impl SockExtendedErr {
         b[12..].copy_from_slice(&self.data.to_ne_bytes());
         b
     }
-}
-
-/// `struct ubuf_info_msgzc`: the id range of sends whose data is still queued.
-/// One error-queue entry (an skb on `sk_error_queue`): its `sock_extended_err`,
-/// the software timestamp of a timestamp report (`SO_TIMESTAMPING`), and the bytes
-/// it carries (a report's copy of the packet, unless `SOF_TIMESTAMPING_OPT_TSONLY`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ErrEntry {
-    /// The extended error.
-    pub ee: SockExtendedErr,
-    /// When the reported event happened (`skb->tstamp`), for `SCM_TIMESTAMPING`.
-    pub tstamp: Option<crate::time::Instant>,
-    /// Payload bytes (`skb->len`): a reader's smaller buffer gets `MSG_TRUNC`.
-    pub len: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Uarg {
-    id: u32,
-    len: u32,
-    bytelen: u64,
-    /// Cleared when the data was copied (`SO_EE_CODE_ZEROCOPY_COPIED`).
-    zerocopy: bool,
-    /// Stream offset just past the range's last byte.
-    end_seq: u64,
-}
-
-/// A socket's error queue and `MSG_ZEROCOPY` state.
-#[derive(Debug, Default)]
-pub(crate) struct ErrQueue {
-    /// `sk_error_queue`.
-    queue: VecDeque<ErrEntry>,
-    /// `SOCK_ZEROCOPY` (`SO_ZEROCOPY`).
-    pub zerocopy: bool,
-    /// `sk_zckey`: the next notification id.
-    zckey: u32,
-    /// Ranges whose data is still queued, oldest first.
-    pending: VecDeque<Uarg>,
-    /// `sk_omem_alloc`.
-    omem: u32,
 }
 
 impl ErrQueue {

@@ -3,6 +3,7 @@
 //! addresses), the client's cookie cache (tcp_metrics.c's `tcp_fastopen_cache`) and
 //! the blackhole detection that pauses active Fast Open.
 
+pub use super::sock::TfoClientFail;
 use crate::time::Instant;
 use core::hash::Hasher;
 use core::time::Duration;
@@ -30,20 +31,6 @@ pub const TCP_FASTOPEN_COOKIE_SIZE: usize = 8;
 /// How long a reset Fast Open child keeps its place in the listener's queue
 /// (`reqsk_fastopen_remove`: 60 s, against spoofed RSTs).
 pub const TFO_RST_HOLD: Duration = Duration::from_secs(60);
-
-/// `tcpi_fastopen_client_fail` values (`enum tfo_client_fail`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum TfoClientFail {
-    /// `TFO_STATUS_UNSPEC`.
-    #[default]
-    Unspec = 0,
-    /// `TFO_COOKIE_UNAVAILABLE`: no cookie for the destination yet.
-    CookieUnavailable = 1,
-    /// `TFO_DATA_NOT_ACKED`: the server acknowledged the SYN but not its data.
-    DataNotAcked = 2,
-    /// `TFO_SYN_RETRANSMITTED`: the SYN with data was retransmitted.
-    SynRetransmitted = 3,
-}
 
 /// A Fast Open context: the primary key and, for rotation, a backup
 /// (`struct tcp_fastopen_context`). Each key is 16 bytes, read as two little-endian
@@ -353,47 +340,6 @@ impl FastOpenQueue {
             self.qlen += 1;
         }
     }
-}
-
-/// A connection's Fast Open state (`tcp_sock`'s `fastopen_*` and `syn_*` bits).
-#[derive(Debug, Default, Clone)]
-pub(crate) struct TfoSock {
-    /// `fastopen_rsk`: a passive child that has not finished its handshake; the
-    /// listener's slot and generation.
-    pub rsk: Option<(u32, u32)>,
-    /// `reqsk_fastopen_remove` happened (the listener and whether by a reset): for
-    /// the stack to settle the listener's Fast Open queue.
-    pub released: Option<((u32, u32), bool)>,
-    /// The cookie option of our next SYN or SYN-ACK (retransmissions carry none).
-    pub syn_cookie: Option<FastOpenOption>,
-    /// `syn_data_acked`: data in the SYN was accepted (`TCPI_OPT_SYN_DATA`).
-    pub syn_data_acked: bool,
-    /// `syn_fastopen_child`: created by Fast Open (passive).
-    pub syn_fastopen_child: bool,
-    /// `fastopen_connect`: `TCP_FASTOPEN_CONNECT`.
-    pub connect: bool,
-    /// `fastopen_no_cookie`: `TCP_FASTOPEN_NO_COOKIE`.
-    pub no_cookie: bool,
-    /// `fastopen_client_fail` (`tcpi_fastopen_client_fail`).
-    pub client_fail: TfoClientFail,
-    /// `syn_fastopen`: our SYN carried a Fast Open option.
-    pub syn_fastopen: bool,
-    /// `syn_fastopen_exp`: ... in the experimental format.
-    pub syn_fastopen_exp: bool,
-    /// `syn_data`: our SYN carried data.
-    pub syn_data: bool,
-    /// `syn_fastopen_ch`: a blackhole pause had expired when this socket started.
-    pub syn_fastopen_ch: bool,
-    /// `tcp_send_syn_data` ran: `mss_clamp` holds its choice until the SYN-ACK, which
-    /// keeps it when the SYN-ACK carries no MSS option.
-    pub send_syn_data: bool,
-    /// `DEFER_CONNECT`: `connect(2)` with `TCP_FASTOPEN_CONNECT` and a cookie: the
-    /// SYN waits for the first write.
-    pub defer_connect: bool,
-    /// What the SYN-ACK taught the cookie cache, for the stack to store.
-    pub cache_update: Option<super::fastopen_active::CacheUpdate>,
-    /// A blackhole is suspected: the stack pauses active Fast Open.
-    pub blackhole: bool,
 }
 
 #[cfg(test)]

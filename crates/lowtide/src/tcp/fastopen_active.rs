@@ -7,6 +7,7 @@ use super::consts::SKB_OVERHEAD;
 use super::fastopen::TfoClientFail;
 use super::rcvqueue::Payload;
 use super::rtx::skb::{self, Skb};
+pub(crate) use super::sock::CacheUpdate;
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
@@ -28,20 +29,6 @@ pub(crate) struct CookieCheck {
     pub mss: u16,
     /// A blackhole pause had expired (`syn_fastopen_ch`).
     pub ch: bool,
-}
-
-/// What a SYN-ACK teaches the cookie cache (`tcp_fastopen_cache_set`'s arguments),
-/// for the stack to store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CacheUpdate {
-    /// The server's MSS.
-    pub mss: u16,
-    /// Its cookie, if it sent one we asked for.
-    pub cookie: Option<FastOpenOption>,
-    /// The SYN with data was presumably lost.
-    pub syn_lost: bool,
-    /// The request format to try next (1 experimental, 2 option 34).
-    pub try_exp: u8,
 }
 
 impl Tcb {

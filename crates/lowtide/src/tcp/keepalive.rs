@@ -11,6 +11,7 @@
 //! unanswered.
 
 use super::consts::TCP_RESOURCE_PROBE_INTERVAL;
+pub use super::sock::Keepalive;
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
@@ -23,21 +24,6 @@ pub const MAX_TCP_KEEPIDLE: u32 = 32767;
 pub const MAX_TCP_KEEPINTVL: u32 = 32767;
 /// `MAX_TCP_KEEPCNT`: the largest `TCP_KEEPCNT`.
 pub const MAX_TCP_KEEPCNT: u8 = 127;
-
-/// A socket's keepalive settings. `None` fields follow the sysctls
-/// `net.ipv4.tcp_keepalive_time`, `tcp_keepalive_intvl` and
-/// `tcp_keepalive_probes` (Linux's `keepalive_time_when` and friends).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Keepalive {
-    /// `SO_KEEPALIVE` (`SOCK_KEEPOPEN`).
-    pub enabled: bool,
-    /// `TCP_KEEPIDLE` (`tp->keepalive_time`): silence before the first probe.
-    pub idle: Option<Duration>,
-    /// `TCP_KEEPINTVL` (`tp->keepalive_intvl`): time between probes.
-    pub interval: Option<Duration>,
-    /// `TCP_KEEPCNT` (`tp->keepalive_probes`): unanswered probes before the reset.
-    pub probes: Option<u8>,
-}
 
 impl Tcb {
     /// `keepalive_time_when`.

@@ -6,46 +6,13 @@
 
 use super::consts::{TCP_PAWS_MSL_SECS, TCP_PAWS_WRAP_SECS, TCP_TIMEWAIT_LEN};
 use super::seq::Seq;
-use super::{Ctx, FourTuple, TcpState};
+pub(crate) use super::sock::TimeWaitSock;
+use super::{Ctx, TcpState};
 use crate::config::Config;
 use crate::mib::Mib;
 use crate::time::Instant;
 use core::time::Duration;
 use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
-
-/// `struct tcp_timewait_sock` (with the fields of `inet_timewait_sock` lowtide
-/// uses): what a connection keeps in TIME-WAIT, or as an orphan in FIN-WAIT-2.
-#[derive(Debug, Clone)]
-pub(crate) struct TimeWaitSock {
-    /// The connection's addresses (`tw_daddr`, `tw_rcv_saddr`, the ports).
-    pub tuple: FourTuple,
-    /// `tw_substate`: [`TcpState::FinWait2`] or [`TcpState::TimeWait`].
-    pub substate: TcpState,
-    /// `tw_rcv_nxt`.
-    pub rcv_nxt: Seq,
-    /// `tw_snd_nxt`.
-    pub snd_nxt: Seq,
-    /// `tw_rcv_wnd`: the receive window left when the connection entered it
-    /// (`tcp_receive_window`).
-    pub rcv_wnd: u32,
-    /// `tw_rcv_wscale`.
-    pub rcv_wscale: u8,
-    /// `tw_ts_recent`.
-    pub ts_recent: u32,
-    /// `tw_ts_recent_stamp`: when `ts_recent` was taken; `None` without timestamps
-    /// (Linux's 0).
-    pub ts_recent_stamp: Option<Instant>,
-    /// `tw_ts_offset`.
-    pub ts_offset: u32,
-    /// `tw_last_oow_ack_time`.
-    pub last_oow_ack_time: Option<Instant>,
-    /// `tw_entry_stamp`: when the connection entered it (`tcp_tw_reuse_delay`).
-    pub entry: Instant,
-    /// When `tw_timer` fires and the socket goes.
-    pub expires: Instant,
-    /// `tw_family` is `AF_INET6` (`/proc/net/tcp6`).
-    pub family_v6: bool,
-}
 
 /// What `tcp_timewait_state_process` decided (`enum tcp_tw_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,7 +245,7 @@ impl TimeWaitSock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::TestStack;
+    use crate::tcp::{FourTuple, TestStack};
 
     fn tw(substate: TcpState) -> TimeWaitSock {
         TimeWaitSock {

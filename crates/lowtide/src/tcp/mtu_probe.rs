@@ -13,27 +13,6 @@ use super::rtx::skb::{FLAG_EOR, FLAG_FIN, FLAG_PSH};
 use super::sock::Tcb;
 use super::Ctx;
 use crate::mib::Mib;
-use crate::time::Instant;
-
-/// `icsk_mtup` and `tp->mtu_probe`: the search and the probe in flight.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Mtup {
-    /// Probing is on (`tcp_mtu_probing` 2, or 1 after a blackhole).
-    pub enabled: bool,
-    /// The search's upper bound: the largest MTU not yet known to fail.
-    pub search_high: u32,
-    /// The largest MTU known to work: the search's lower bound.
-    pub search_low: u32,
-    /// The MTU of the probe in flight; 0 when none is.
-    pub probe_size: u32,
-    /// When the search last (re)started.
-    pub probe_timestamp: Instant,
-    /// The probe's sequence range.
-    pub probe_seq_start: u64,
-    pub probe_seq_end: u64,
-    /// The segment being transmitted is the probe: one segment of its own size.
-    pub probe_tx: bool,
-}
 
 /// What `tcp_mtu_probe` tells `tcp_write_xmit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

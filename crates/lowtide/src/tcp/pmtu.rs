@@ -13,21 +13,10 @@ use super::{Ctx, TcpState};
 /// whole window.
 const TCP_MSS_DEFAULT: u32 = 536;
 
-/// `IP_PMTUDISC_DONT`: never set DF; ICMP "fragmentation needed" shrinks nothing at
-/// once (the route still learns the MTU, which the next `tcp_current_mss` takes).
-pub const IP_PMTUDISC_DONT: u8 = 0;
-/// `IP_PMTUDISC_WANT`: DF unless the route's MTU is locked; the default
-/// (`inet_create` with `net.ipv4.ip_no_pmtu_disc` 0).
-pub const IP_PMTUDISC_WANT: u8 = 1;
-/// `IP_PMTUDISC_DO`: always DF.
-pub const IP_PMTUDISC_DO: u8 = 2;
-/// `IP_PMTUDISC_PROBE`: no DF from `ip_dont_fragment` (TCP's `__ip_queue_xmit`).
-pub const IP_PMTUDISC_PROBE: u8 = 3;
-/// `IP_PMTUDISC_INTERFACE`: the device's MTU only; ICMP MTU reports are refused
-/// (`ip_sk_accept_pmtu`).
-pub const IP_PMTUDISC_INTERFACE: u8 = 4;
-/// `IP_PMTUDISC_OMIT`: as `INTERFACE`, and fragments allowed.
-pub const IP_PMTUDISC_OMIT: u8 = 5;
+pub use super::consts::{
+    IP_PMTUDISC_DO, IP_PMTUDISC_DONT, IP_PMTUDISC_INTERFACE, IP_PMTUDISC_OMIT, IP_PMTUDISC_PROBE,
+    IP_PMTUDISC_WANT,
+};
 
 impl Tcb {
     /// `ip_dont_fragment` for the connection's IPv4 packets: `IP_PMTUDISC_DO`, or

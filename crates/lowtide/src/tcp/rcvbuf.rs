@@ -11,19 +11,6 @@ use super::sock::Tcb;
 use super::Ctx;
 use crate::time::Instant;
 
-/// `struct rcv_rtt_est`: the receiver's RTT estimate.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct RcvRttEst {
-    /// `rtt_us`, scaled by 8 (0: no sample yet).
-    pub rtt_us8: u32,
-    /// `seq`: the window-based sample ends when rcv_nxt reaches this.
-    pub seq: u64,
-    /// `time`: when the window-based sample began.
-    pub time: Option<Instant>,
-    /// `rcv_rtt_last_tsecr`: one timestamp sample per echoed TSval.
-    pub last_tsecr: u32,
-}
-
 impl Tcb {
     /// `tcp_rcv_rtt_update`: the minimum of window-based samples (`win_dep`), a
     /// smoothed average of timestamp samples taken while the receive queue is empty.

@@ -1,4 +1,10 @@
 //! `struct tcp_sock`: the state of one connection, and its construction.
+//!
+//! Like Linux's include/linux/tcp.h and include/net/inet_connection_sock.h, this
+//! file holds the connection's state and the sub-structs it embeds; the modules
+//! that implement them (named beside each) hold their methods. The modules depend
+//! on this file, not the other way round, so the tcp/ import graph has no circle
+//! through `Tcb` (issue 24).
 
 use super::cong::{self, CaState, CongestionOps, CwndState};
 use super::consts::TCP_TIMEOUT_INIT;
@@ -8,9 +14,12 @@ use super::rtx::RtxQueue;
 use super::seq::Seq;
 use super::{FourTuple, TcpState};
 use crate::config::Config;
+use crate::route::Metrics;
 use crate::socket::{SocketError, SocketHandle};
 use crate::time::Instant;
 use core::time::Duration;
+use lowtide_wire::tcp::FastOpenOption;
+use serde::Serialize;
 use std::collections::VecDeque;
 
 /// What the retransmit timer is armed for (`icsk_pending`).
@@ -51,7 +60,7 @@ pub struct Tcb {
     /// `tcp_push_one`: this transmit sends at most one TSO packet, undeferred.
     pub(crate) push_one: bool,
     /// Busy / rwnd-limited / sndbuf-limited chronographs (`tcp_chrono_*`).
-    pub(crate) chrono: super::chrono::Chronos,
+    pub(crate) chrono: Chronos,
     /// `is_rwnd_limited` of the running `tcp_write_xmit`.
     pub(crate) rwnd_limited: bool,
     /// `TCP_MAXSEG` (`tp->rx_opt.user_mss`); 0 when unset.
@@ -77,7 +86,7 @@ pub struct Tcb {
     pub(crate) snd_sml: u64,
     pub(crate) write_queue: VecDeque<WriteSkb>,
     /// The error queue and `MSG_ZEROCOPY` state.
-    pub(crate) errq: super::errqueue::ErrQueue,
+    pub(crate) errq: ErrQueue,
     pub(crate) rtx: RtxQueue,
     /// A FIN is queued after the data (`TCP_FIN_WAIT1`/`LAST_ACK` pending).
     pub(crate) fin_queued: bool,
@@ -146,7 +155,7 @@ pub struct Tcb {
     pub(crate) rcvq_space_seq: u64,
     pub(crate) rcvq_space_time: Instant,
     /// `rcv_rtt_est`: the receiver's own RTT estimate, for autotuning.
-    pub(crate) rcv_rtt: super::rcvbuf::RcvRttEst,
+    pub(crate) rcv_rtt: RcvRttEst,
     pub(crate) readable_signaled: bool,
     /// D-SACK block to send in the next ACK.
     pub(crate) dsack: Option<(u64, u64)>,
@@ -187,7 +196,7 @@ pub struct Tcb {
     /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
     pub(crate) probes_tstamp: Option<Instant>,
     /// `SO_KEEPALIVE` and its `TCP_KEEP*` settings.
-    pub(crate) keepalive: super::keepalive::Keepalive,
+    pub(crate) keepalive: Keepalive,
     /// When the keepalive timer fires (`sk_timer` of `inet_csk_reset_keepalive_timer`).
     pub(crate) keepalive_at: Option<Instant>,
     /// When we last sent an ACK for an out-of-window or challenged segment
@@ -206,7 +215,7 @@ pub struct Tcb {
     pub(crate) pending: Option<(Pending, Instant)>,
     pub(crate) delack_at: Option<Instant>,
     /// SACK compression (`tcp/compsack.rs`).
-    pub(crate) comp_sack: super::compsack::CompSack,
+    pub(crate) comp_sack: CompSack,
     /// `icsk_ack.ato`: the delayed-ACK timeout, 0 until the first data
     /// (`tcp/delack.rs`).
     pub(crate) ato: Duration,
@@ -243,7 +252,7 @@ pub struct Tcb {
     pub(crate) tw_at: Option<Instant>,
     /// The timewait socket `tcp_time_wait` made, for the stack to hash in this
     /// connection's place.
-    pub(crate) tw_handoff: Option<Box<super::minisocks::TimeWaitSock>>,
+    pub(crate) tw_handoff: Option<Box<TimeWaitSock>>,
     /// Last data sent (`lsndtime`) and received (`lrcvtime`).
     pub(crate) lsndtime: Instant,
     pub(crate) lrcvtime: Instant,
@@ -337,18 +346,317 @@ pub struct Tcb {
     pub(crate) rtt_sum_us: u64,
     pub(crate) created: Instant,
     /// TCP Fast Open (`tcp/fastopen.rs`).
-    pub(crate) tfo: super::fastopen::TfoSock,
+    pub(crate) tfo: TfoSock,
     /// `SO_TIMESTAMPING` (`tcp/tstamp.rs`).
-    pub(crate) tstamp: super::tstamp::Timestamping,
+    pub(crate) tstamp: Timestamping,
     /// The route (`sk_dst_cache`, `tcp/dst.rs`).
-    pub(crate) dst: super::dst::Dst,
+    pub(crate) dst: Dst,
     /// `icsk_ca_dst_locked`: the route's locked `congctl` chose the congestion
     /// control; `TCP_CONGESTION` may not change it.
     pub(crate) ca_dst_locked: bool,
     /// `icsk_ack.dst_quick_ack`: the route's `quickack`, no delayed ACKs.
     pub(crate) dst_quick_ack: bool,
     /// `icsk_mtup`: MTU probing (RFC 4821, `tcp/pmtu.rs`).
-    pub(crate) mtup: super::mtu_probe::Mtup,
+    pub(crate) mtup: Mtup,
+}
+
+// ---- implemented in tcp/chrono.rs ----
+
+/// `enum tcp_chrono`; a higher value takes precedence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub(crate) enum Chrono {
+    /// `TCP_CHRONO_UNSPEC`: not sending.
+    #[default]
+    Unspec = 0,
+    /// `TCP_CHRONO_BUSY`: actively sending data (non-empty write queue).
+    Busy = 1,
+    /// `TCP_CHRONO_RWND_LIMITED`: stalled by the peer's receive window.
+    RwndLimited = 2,
+    /// `TCP_CHRONO_SNDBUF_LIMITED`: stalled by the send buffer.
+    SndbufLimited = 3,
+}
+
+/// The chronograph state of a connection (`chrono_start`, `chrono_stat`,
+/// `chrono_type`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Chronos {
+    pub(crate) kind: Chrono,
+    pub(crate) start_ms: u64,
+    pub(crate) stat_ms: [u64; 3],
+}
+
+// ---- implemented in tcp/compsack.rs ----
+
+/// State of SACK compression (`tp->compressed_ack` and friends).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct CompSack {
+    /// `compressed_ack`: ACKs held back since the last one sent.
+    pub held: u32,
+    /// `compressed_ack_rcv_nxt`: the `rcv_nxt` that `dup_acks` counts for.
+    pub rcv_nxt: u64,
+    /// `dup_ack_counter`: ACKs sent at once for that `rcv_nxt`.
+    pub dup_acks: u8,
+    /// `compressed_ack_timer`.
+    pub timer_at: Option<crate::time::Instant>,
+}
+
+// ---- implemented in tcp/keepalive.rs ----
+
+/// A socket's keepalive settings. `None` fields follow the sysctls
+/// `net.ipv4.tcp_keepalive_time`, `tcp_keepalive_intvl` and
+/// `tcp_keepalive_probes` (Linux's `keepalive_time_when` and friends).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Keepalive {
+    /// `SO_KEEPALIVE` (`SOCK_KEEPOPEN`).
+    pub enabled: bool,
+    /// `TCP_KEEPIDLE` (`tp->keepalive_time`): silence before the first probe.
+    pub idle: Option<Duration>,
+    /// `TCP_KEEPINTVL` (`tp->keepalive_intvl`): time between probes.
+    pub interval: Option<Duration>,
+    /// `TCP_KEEPCNT` (`tp->keepalive_probes`): unanswered probes before the reset.
+    pub probes: Option<u8>,
+}
+
+// ---- implemented in tcp/dst.rs ----
+
+/// The route a connection holds: its metrics, the table generation they came from,
+/// and `dst_mtu` as of now.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Dst {
+    pub metrics: Metrics,
+    pub generation: u32,
+    /// `dst_mtu(dst)`: the route's MTU, a learned path MTU, or the device's.
+    pub mtu: u32,
+    /// The socket dropped its route (`sk_dst_reset`, e.g. `IP_TOS` changed): the next
+    /// transmission looks it up again.
+    pub obsolete: bool,
+}
+
+// ---- implemented in tcp/mtu_probe.rs ----
+
+/// `icsk_mtup` and `tp->mtu_probe`: the search and the probe in flight.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Mtup {
+    /// Probing is on (`tcp_mtu_probing` 2, or 1 after a blackhole).
+    pub enabled: bool,
+    /// The search's upper bound: the largest MTU not yet known to fail.
+    pub search_high: u32,
+    /// The largest MTU known to work: the search's lower bound.
+    pub search_low: u32,
+    /// The MTU of the probe in flight; 0 when none is.
+    pub probe_size: u32,
+    /// When the search last (re)started.
+    pub probe_timestamp: Instant,
+    /// The probe's sequence range.
+    pub probe_seq_start: u64,
+    pub probe_seq_end: u64,
+    /// The segment being transmitted is the probe: one segment of its own size.
+    pub probe_tx: bool,
+}
+
+// ---- implemented in tcp/rcvbuf.rs ----
+
+/// `struct rcv_rtt_est`: the receiver's RTT estimate.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RcvRttEst {
+    /// `rtt_us`, scaled by 8 (0: no sample yet).
+    pub rtt_us8: u32,
+    /// `seq`: the window-based sample ends when rcv_nxt reaches this.
+    pub seq: u64,
+    /// `time`: when the window-based sample began.
+    pub time: Option<Instant>,
+    /// `rcv_rtt_last_tsecr`: one timestamp sample per echoed TSval.
+    pub last_tsecr: u32,
+}
+
+// ---- implemented in tcp/minisocks.rs ----
+
+/// `struct tcp_timewait_sock` (with the fields of `inet_timewait_sock` lowtide
+/// uses): what a connection keeps in TIME-WAIT, or as an orphan in FIN-WAIT-2.
+#[derive(Debug, Clone)]
+pub(crate) struct TimeWaitSock {
+    /// The connection's addresses (`tw_daddr`, `tw_rcv_saddr`, the ports).
+    pub tuple: FourTuple,
+    /// `tw_substate`: [`TcpState::FinWait2`] or [`TcpState::TimeWait`].
+    pub substate: TcpState,
+    /// `tw_rcv_nxt`.
+    pub rcv_nxt: Seq,
+    /// `tw_snd_nxt`.
+    pub snd_nxt: Seq,
+    /// `tw_rcv_wnd`: the receive window left when the connection entered it
+    /// (`tcp_receive_window`).
+    pub rcv_wnd: u32,
+    /// `tw_rcv_wscale`.
+    pub rcv_wscale: u8,
+    /// `tw_ts_recent`.
+    pub ts_recent: u32,
+    /// `tw_ts_recent_stamp`: when `ts_recent` was taken; `None` without timestamps
+    /// (Linux's 0).
+    pub ts_recent_stamp: Option<Instant>,
+    /// `tw_ts_offset`.
+    pub ts_offset: u32,
+    /// `tw_last_oow_ack_time`.
+    pub last_oow_ack_time: Option<Instant>,
+    /// `tw_entry_stamp`: when the connection entered it (`tcp_tw_reuse_delay`).
+    pub entry: Instant,
+    /// When `tw_timer` fires and the socket goes.
+    pub expires: Instant,
+    /// `tw_family` is `AF_INET6` (`/proc/net/tcp6`).
+    pub family_v6: bool,
+}
+
+// ---- implemented in tcp/tstamp.rs ----
+
+/// One marked byte (`skb_shinfo(skb)->tskey`) and the reports it asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark {
+    /// Stream offset of the byte.
+    pub(crate) key: u64,
+    /// The `SOF_TIMESTAMPING_TX_*` flags of the write that marked it.
+    pub(crate) flags: u32,
+}
+
+/// A connection's `SO_TIMESTAMPING` state.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Timestamping {
+    /// `sk_tsflags`.
+    pub flags: u32,
+    /// `sk_tskey`: the stream offset keys count from (`SOF_TIMESTAMPING_OPT_ID`).
+    pub(crate) tskey: u64,
+    /// Marked bytes not yet acknowledged, in stream order.
+    pub(crate) marks: VecDeque<Mark>,
+}
+
+// ---- implemented in tcp/errqueue.rs ----
+
+/// `struct sock_extended_err`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SockExtendedErr {
+    /// `ee_errno`.
+    pub errno: u32,
+    /// `ee_origin` (`SO_EE_ORIGIN_*`).
+    pub origin: u8,
+    /// `ee_type`.
+    pub kind: u8,
+    /// `ee_code`.
+    pub code: u8,
+    /// `ee_info`.
+    pub info: u32,
+    /// `ee_data`.
+    pub data: u32,
+}
+
+/// `struct ubuf_info_msgzc`: the id range of sends whose data is still queued.
+/// One error-queue entry (an skb on `sk_error_queue`): its `sock_extended_err`,
+/// the software timestamp of a timestamp report (`SO_TIMESTAMPING`), and the bytes
+/// it carries (a report's copy of the packet, unless `SOF_TIMESTAMPING_OPT_TSONLY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrEntry {
+    /// The extended error.
+    pub ee: SockExtendedErr,
+    /// When the reported event happened (`skb->tstamp`), for `SCM_TIMESTAMPING`.
+    pub tstamp: Option<crate::time::Instant>,
+    /// Payload bytes (`skb->len`): a reader's smaller buffer gets `MSG_TRUNC`.
+    pub len: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Uarg {
+    pub(crate) id: u32,
+    pub(crate) len: u32,
+    pub(crate) bytelen: u64,
+    /// Cleared when the data was copied (`SO_EE_CODE_ZEROCOPY_COPIED`).
+    pub(crate) zerocopy: bool,
+    /// Stream offset just past the range's last byte.
+    pub(crate) end_seq: u64,
+}
+
+/// A socket's error queue and `MSG_ZEROCOPY` state.
+#[derive(Debug, Default)]
+pub(crate) struct ErrQueue {
+    /// `sk_error_queue`.
+    pub(crate) queue: VecDeque<ErrEntry>,
+    /// `SOCK_ZEROCOPY` (`SO_ZEROCOPY`).
+    pub zerocopy: bool,
+    /// `sk_zckey`: the next notification id.
+    pub(crate) zckey: u32,
+    /// Ranges whose data is still queued, oldest first.
+    pub(crate) pending: VecDeque<Uarg>,
+    /// `sk_omem_alloc`.
+    pub(crate) omem: u32,
+}
+
+// ---- implemented in tcp/fastopen.rs ----
+
+/// `tcpi_fastopen_client_fail` values (`enum tfo_client_fail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum TfoClientFail {
+    /// `TFO_STATUS_UNSPEC`.
+    #[default]
+    Unspec = 0,
+    /// `TFO_COOKIE_UNAVAILABLE`: no cookie for the destination yet.
+    CookieUnavailable = 1,
+    /// `TFO_DATA_NOT_ACKED`: the server acknowledged the SYN but not its data.
+    DataNotAcked = 2,
+    /// `TFO_SYN_RETRANSMITTED`: the SYN with data was retransmitted.
+    SynRetransmitted = 3,
+}
+
+/// A connection's Fast Open state (`tcp_sock`'s `fastopen_*` and `syn_*` bits).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TfoSock {
+    /// `fastopen_rsk`: a passive child that has not finished its handshake; the
+    /// listener's slot and generation.
+    pub rsk: Option<(u32, u32)>,
+    /// `reqsk_fastopen_remove` happened (the listener and whether by a reset): for
+    /// the stack to settle the listener's Fast Open queue.
+    pub released: Option<((u32, u32), bool)>,
+    /// The cookie option of our next SYN or SYN-ACK (retransmissions carry none).
+    pub syn_cookie: Option<FastOpenOption>,
+    /// `syn_data_acked`: data in the SYN was accepted (`TCPI_OPT_SYN_DATA`).
+    pub syn_data_acked: bool,
+    /// `syn_fastopen_child`: created by Fast Open (passive).
+    pub syn_fastopen_child: bool,
+    /// `fastopen_connect`: `TCP_FASTOPEN_CONNECT`.
+    pub connect: bool,
+    /// `fastopen_no_cookie`: `TCP_FASTOPEN_NO_COOKIE`.
+    pub no_cookie: bool,
+    /// `fastopen_client_fail` (`tcpi_fastopen_client_fail`).
+    pub client_fail: TfoClientFail,
+    /// `syn_fastopen`: our SYN carried a Fast Open option.
+    pub syn_fastopen: bool,
+    /// `syn_fastopen_exp`: ... in the experimental format.
+    pub syn_fastopen_exp: bool,
+    /// `syn_data`: our SYN carried data.
+    pub syn_data: bool,
+    /// `syn_fastopen_ch`: a blackhole pause had expired when this socket started.
+    pub syn_fastopen_ch: bool,
+    /// `tcp_send_syn_data` ran: `mss_clamp` holds its choice until the SYN-ACK, which
+    /// keeps it when the SYN-ACK carries no MSS option.
+    pub send_syn_data: bool,
+    /// `DEFER_CONNECT`: `connect(2)` with `TCP_FASTOPEN_CONNECT` and a cookie: the
+    /// SYN waits for the first write.
+    pub defer_connect: bool,
+    /// What the SYN-ACK taught the cookie cache, for the stack to store.
+    pub cache_update: Option<CacheUpdate>,
+    /// A blackhole is suspected: the stack pauses active Fast Open.
+    pub blackhole: bool,
+}
+
+// ---- implemented in tcp/fastopen_active.rs ----
+
+/// What a SYN-ACK teaches the cookie cache (`tcp_fastopen_cache_set`'s arguments),
+/// for the stack to store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CacheUpdate {
+    /// The server's MSS.
+    pub mss: u16,
+    /// Its cookie, if it sent one we asked for.
+    pub cookie: Option<FastOpenOption>,
+    /// The SYN with data was presumably lost.
+    pub syn_lost: bool,
+    /// The request format to try next (1 experimental, 2 option 34).
+    pub try_exp: u8,
 }
 
 impl Tcb {
@@ -437,7 +745,7 @@ impl Tcb {
             advmss,
             pmtu_cookie: cfg.mtu,
             tos: 0,
-            pmtudisc: super::pmtu::IP_PMTUDISC_WANT,
+            pmtudisc: super::consts::IP_PMTUDISC_WANT,
             family_v6: tuple.local.is_ipv6(),
             mss_clamp: advmss,
             rcv_mss: advmss.min(536),
@@ -537,7 +845,7 @@ impl Tcb {
             created: now,
             tfo: Default::default(),
             tstamp: Default::default(),
-            dst: super::dst::Dst {
+            dst: Dst {
                 mtu: cfg.mtu,
                 ..Default::default()
             },

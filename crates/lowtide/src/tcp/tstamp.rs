@@ -19,11 +19,11 @@
 //! `SCM_TSTAMP_SND` follows `SCM_TSTAMP_SCHED` at once; there are no hardware or
 //! receive timestamps, and `SOF_TIMESTAMPING_OPT_STATS`/`OPT_PKTINFO` add nothing.
 
+use super::sock::Mark;
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::socket::{EventKind, SocketError};
 use crate::time::Instant;
-use std::collections::VecDeque;
 
 /// `SOF_TIMESTAMPING_TX_HARDWARE`.
 pub const SOF_TIMESTAMPING_TX_HARDWARE: u32 = 1 << 0;
@@ -59,26 +59,6 @@ pub const SCM_TSTAMP_ACK: u32 = 2;
 pub const SO_EE_ORIGIN_TIMESTAMPING: u8 = 4;
 /// `ENOMSG`: the `ee_errno` of a timestamp report.
 const ENOMSG: u32 = 42;
-
-/// One marked byte (`skb_shinfo(skb)->tskey`) and the reports it asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Mark {
-    /// Stream offset of the byte.
-    key: u64,
-    /// The `SOF_TIMESTAMPING_TX_*` flags of the write that marked it.
-    flags: u32,
-}
-
-/// A connection's `SO_TIMESTAMPING` state.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Timestamping {
-    /// `sk_tsflags`.
-    pub flags: u32,
-    /// `sk_tskey`: the stream offset keys count from (`SOF_TIMESTAMPING_OPT_ID`).
-    tskey: u64,
-    /// Marked bytes not yet acknowledged, in stream order.
-    marks: VecDeque<Mark>,
-}
 
 impl Tcb {
     /// `sock_set_timestamping` on a connection: unknown flags and `OPT_ID_TCP`

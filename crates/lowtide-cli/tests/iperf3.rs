@@ -254,8 +254,14 @@ fn timed_runs_under_loss_end_on_time_and_both_sides_agree() {
         // -t 2, plus start-up, the results exchange and the FIN handshakes; a run
         // that waited for its bytes in flight and lingered 2 s at close took 4 s+.
         assert!(took < Duration::from_millis(3500), "-t 2 took {took:?}");
+        // The sender counts from its first byte to the -t deadline: never less
+        // than 2 s, and within the run's own wall time (on a loaded machine its
+        // thread wakes late, so no tighter upper bound: CI saw 2.22 s).
         let sent = ours["end"]["sum_sent"]["seconds"].as_f64().unwrap();
-        assert!((sent - 2.0).abs() < 0.1, "the sender's seconds: {sent}");
+        assert!(
+            sent >= 1.99 && sent <= took.as_secs_f64(),
+            "the sender's seconds: {sent} (run took {took:?})"
+        );
         assert_eq!(
             bytes(&ours, if reverse { "sum_sent" } else { "sum_received" }),
             their_sum(&theirs, reverse)

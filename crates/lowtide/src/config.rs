@@ -98,6 +98,9 @@ pub struct Config {
     pub tcp_recovery: u32,
     /// `net.ipv4.tcp_early_retrans`: 3 or 4 enable tail loss probes (default 3).
     pub tcp_early_retrans: u32,
+    /// `net.ipv4.tcp_min_rtt_wlen`: seconds the windowed min-RTT filter remembers a
+    /// sample (`tcp_update_rtt_min`), 0 to 86400.
+    pub tcp_min_rtt_wlen: u32,
     /// `net.ipv4.tcp_retrans_collapse`: a retransmitted skb shorter than an MSS
     /// takes the one-segment skbs after it (`tcp_retrans_try_collapse`; default on).
     pub tcp_retrans_collapse: bool,
@@ -321,6 +324,7 @@ impl Default for Config {
             tcp_early_retrans: 3,
             tcp_frto: 2,
             tcp_retrans_collapse: true,
+            tcp_min_rtt_wlen: 300,
             tcp_congestion_control: "cubic".into(),
             ip_local_port_range: [32768, 60999],
             somaxconn: 4096,
@@ -486,6 +490,7 @@ impl Config {
         "net.ipv4.tcp_early_retrans",
         "net.ipv4.tcp_frto",
         "net.ipv4.tcp_retrans_collapse",
+        "net.ipv4.tcp_min_rtt_wlen",
         "net.ipv4.tcp_congestion_control",
         "net.ipv4.ip_local_port_range",
         "net.core.somaxconn",
@@ -594,6 +599,9 @@ impl Config {
             }
             "net.ipv4.tcp_frto" => self.tcp_frto = parse_num(n, value, 0, 2, "0..=2")?,
             "net.ipv4.tcp_retrans_collapse" => self.tcp_retrans_collapse = parse_bool(n, value)?,
+            "net.ipv4.tcp_min_rtt_wlen" => {
+                self.tcp_min_rtt_wlen = parse_num(n, value, 0, 86_400, "0..=86400")?
+            }
             "net.ipv4.tcp_congestion_control" => {
                 let v = value.trim();
                 if !CONGESTION_CONTROLS.contains(&v) {

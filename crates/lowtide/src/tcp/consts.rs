@@ -46,6 +46,9 @@ pub const TCP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
 /// `TCP_TIMEOUT_INIT`: the RTO before any RTT sample
 /// ([RFC 6298 section 2.1](https://www.rfc-editor.org/rfc/rfc6298#section-2.1)).
 pub const TCP_TIMEOUT_INIT: Duration = Duration::from_secs(1);
+/// `TCP_TIMEOUT_FALLBACK`: the RTO when the handshake gave no RTT sample
+/// (RFC 6298 section 5.7).
+pub const TCP_TIMEOUT_FALLBACK: Duration = Duration::from_secs(3);
 /// `TCP_RESOURCE_PROBE_INTERVAL`: the retry after a local drop (HZ / 2).
 pub const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);
 /// `TCP_PAWS_WRAP` (`INT_MAX / USEC_PER_SEC`, Linux 6.7+; it was 24 days before

@@ -6,6 +6,7 @@ use super::consts::TCP_MAX_QUICKACKS;
 use super::rate::{AckRate, RateSample};
 use super::rcvqueue::Payload;
 use super::sock::Tcb;
+use super::timer::RttSamples;
 use super::validate::SegSpace;
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
@@ -194,7 +195,7 @@ impl Tcb {
         self.lsndtime = ctx.now;
         self.rcv_tstamp = ctx.now; // tcp_ack on the SYN-ACK
         self.keepalive_on_establish(ctx); // tcp_finish_connect
-        self.rtx_synack_sample(ctx);
+        self.rtx_synack_sample(ctx, th);
         self.snd_una_update(1); // tcp_ack on the SYN-ACK: bytes_acked counts the SYN
         self.retrans_stamp = None; // tcp_clean_rtx_queue: FLAG_SYN_ACKED
         self.delivered += 1; // the SYN skb, cleaned by tcp_ack
@@ -223,12 +224,20 @@ impl Tcb {
         }
     }
 
-    /// RTT from the handshake, unless the SYN was retransmitted (Karn).
-    fn rtx_synack_sample(&mut self, ctx: &mut Ctx) {
-        if self.retransmits == 0 {
-            let rtt = ctx.now.saturating_since(self.created).as_micros() as u32;
-            self.rtt_sample(rtt);
-        }
+    /// `tcp_synack_rtt_meas` (and `tcp_ack` on a SYN-ACK): the handshake's RTT,
+    /// unless our SYN or SYN-ACK went again (Karn); then the echoed timestamp's, as
+    /// `tcp_ack_update_rtt` takes it for `FLAG_SYN_ACKED`.
+    fn rtx_synack_sample(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+        let rtt = (self.retransmits == 0)
+            .then(|| ctx.now.saturating_since(self.created).as_micros() as u32);
+        let samples = RttSamples {
+            seq_rtt_us: rtt,
+            ca_rtt_us: rtt,
+            acked: true,
+            ..RttSamples::default()
+        };
+        let ts = self.ts_echo_rtt_us(ctx, th);
+        self.ack_update_rtt(ctx, &samples, ts);
     }
 
     /// `tcp_init_transfer`: MTU probing's search (`tcp_mtup_init`), the initial
@@ -239,6 +248,9 @@ impl Tcb {
     /// sized for the initial window, receive window limits (`tcp/rcvwin.rs`).
     pub(super) fn init_buffer_space(&mut self, ctx: &mut Ctx) {
         self.mtup_init(ctx);
+        if self.srtt_us == 0 {
+            self.rto_fallback(); // tcp_init_metrics (lowtide keeps no metrics cache)
+        }
         self.cw.snd_cwnd = match self.total_retrans > 1 {
             true => 1,
             false => self.init_cwnd(ctx.cfg),
@@ -396,7 +408,7 @@ impl Tcb {
         self.keepalive_on_establish(ctx); // tcp_create_openreq_child
         self.delivered += 1; // tcp_rcv_state_process: SYN-ACK delivery, untracked by tcp_ack
         if self.srtt_us == 0 {
-            self.rtx_synack_sample(ctx);
+            self.rtx_synack_sample(ctx, th);
         }
         if child {
             // tcp_create_openreq_child: a child starts with snd_una = ISN + 1, and
@@ -513,14 +525,27 @@ impl Tcb {
                     .saturating_sub(cleaned.acked_sacked_segs),
             ece,
         );
-        let rtt_us = self.ack_rtt(ctx, th, &cleaned, sack.first_tx);
+        let skb = super::rtx::skb::DeliveredSkb::later(sack.rate, cleaned.rate);
+        // tcp_clean_rtx_queue: "Conservatively mark a delayed ACK. It's typically
+        // from a lone runt packet over the round trip to a receiver w/o
+        // out-of-order or CE events" (FLAG_ACK_MAYBE_DELAYED).
+        let maybe_delayed = cleaned.first_tx.is_some()
+            && !cleaned.acked_retrans
+            && cleaned.acked_segs == 1
+            && !cleaned.partial
+            && prior_sacked == 0
+            && ack - prior_una < self.mss_cache as u64
+            && skb.is_some_and(|d| d.tx.delivered + 1 == self.delivered)
+            && !(sack.newly_sacked > 0 || ece || sack.dsack);
+        let (rtt_update, ca_rtt_us) = self.ack_rtt(ctx, th, &cleaned, &sack, maybe_delayed);
         let mut rate = AckRate {
-            skb: super::rtx::skb::DeliveredSkb::later(sack.rate, cleaned.rate),
+            skb,
             delivered: 0,
-            rtt_us: self.ca_rtt_us(ctx, &cleaned, sack.last_tx).or(rtt_us),
+            rtt_us: ca_rtt_us,
             prior_in_flight,
             lost: 0,
             is_sack_reneg,
+            is_ack_delayed: maybe_delayed,
         };
         // FLAG_NOT_DUP: the segment carries data (FLAG_DATA: seq != end_seq, a FIN
         // too), updates the window (FLAG_WIN_UPDATE: tcp_may_update_window) or
@@ -534,7 +559,7 @@ impl Tcb {
         // segments (FLAG_ACKED: not a partial ACK of a one-segment skb), or when its
         // SACK RTT sample comes from data sent before the head was last (re)sent.
         fl.set_xmit_timer = cleaned.acked_segs > 0
-            || (rtt_us.is_some()
+            || (rtt_update
                 && sack
                     .first_tx
                     .zip(self.rtx.first())
@@ -733,7 +758,6 @@ impl Tcb {
             self.tstamp_acked(ctx, prior, (ack - prior).min(u32::MAX as u64) as u32);
         }
         if c.acked_segs > 0 {
-            self.backoff = 0;
             self.mtup_probe_acked(ctx);
         }
         // The freed skbs release their MSG_ZEROCOPY references.
@@ -741,33 +765,38 @@ impl Tcb {
         c
     }
 
-    /// `tcp_ack_update_rtt`: the RTT sample of one ACK. Karn's rule
-    /// ([RFC 6298 section 3](https://www.rfc-editor.org/rfc/rfc6298#section-3)): when the
-    /// ACK covers a retransmitted skb (`FLAG_RETRANS_DATA_ACKED` in `tcp_clean_rtx_queue`)
-    /// the send times of the skbs it covers give no sample; the SACKed never-retransmitted
-    /// skbs or the timestamp echo may.
+    /// `tcp_clean_rtx_queue`'s RTT samples (Karn,
+    /// [RFC 6298 section 3](https://www.rfc-editor.org/rfc/rfc6298#section-3): none from
+    /// the cumulative ACK when it acknowledged a retransmission), then `tcp_ack_update_rtt`. Returns
+    /// whether the RTT was updated (`rtt_update`) and the congestion control's
+    /// sample (`rs->rtt_us`).
     fn ack_rtt(
         &mut self,
         ctx: &mut Ctx,
         th: &TcpRepr,
         c: &super::rtx::Cleaned,
-        sack_first_tx: Option<crate::time::Instant>,
-    ) -> Option<u32> {
-        let seq_tx = c.first_tx.filter(|_| !c.acked_retrans);
-        let rtt = match seq_tx.or(sack_first_tx) {
-            Some(tx) => Some(ctx.now.saturating_since(tx).as_micros() as u32),
-            // RFC 7323 section 4.1: the echo of a retransmission's TSval is valid.
-            None if c.acked_segs > 0 => th
-                .options
-                .timestamp
-                .filter(|&(_, ecr)| self.ts_ok && ecr != 0)
-                .and_then(|(_, ecr)| ts_rtt_us(self.tsval(ctx.now), ecr)),
-            None => None,
+        sack: &super::rtx::sacktag::SackResult,
+        maybe_delayed: bool,
+    ) -> (bool, Option<u32>) {
+        let since = |t: crate::time::Instant| ctx.now.saturating_since(t).as_micros() as u32;
+        let samples = RttSamples {
+            seq_rtt_us: c.first_tx.filter(|_| !c.acked_retrans).map(since),
+            sack_rtt_us: sack.first_tx.map(since),
+            ca_rtt_us: self.ca_rtt_us(ctx, c, sack.last_tx),
+            acked: c.acked_segs > 0,
+            maybe_delayed,
         };
-        if let Some(r) = rtt {
-            self.rtt_sample(r);
-        }
-        rtt
+        let ts = self.ts_echo_rtt_us(ctx, th);
+        self.ack_update_rtt(ctx, &samples, ts)
+    }
+
+    /// `tcp_rtt_tsopt_us`: the RTT the echoed timestamp gives (RFC 7323 section 4.1:
+    /// valid for a retransmission's echo too), if timestamps are on.
+    fn ts_echo_rtt_us(&self, ctx: &Ctx, th: &TcpRepr) -> Option<u32> {
+        th.options
+            .timestamp
+            .filter(|&(_, ecr)| self.ts_ok && ecr != 0)
+            .and_then(|(_, ecr)| ts_rtt_us(self.tsval(ctx.now), ecr))
     }
 
     /// After `snd_una` moved: timers, FIN states, send buffer and write space.

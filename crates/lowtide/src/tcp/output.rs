@@ -414,8 +414,14 @@ impl Tcb {
         self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
         self.tfo.syn_cookie = None; // retransmissions carry no Fast Open option
         self.snd_nxt = self.snd_nxt.max(1);
-        let at = ctx.now + self.rto;
-        self.pending = Some((Pending::Retrans, at));
+        // tcp_fastopen_create_child arms a Fast Open child's SYN-ACK timer with
+        // the request's timeout (tcp_timeout_init), not the child's RTO, which
+        // tcp_init_transfer may have set to TCP_TIMEOUT_FALLBACK already.
+        let rto = match self.tfo.rsk.is_some() {
+            true => super::consts::TCP_TIMEOUT_INIT,
+            false => self.rto,
+        };
+        self.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
     /// The SYN (or SYN-ACK) again, bare (`tcp_retransmit_skb` of the SYN skb:

@@ -41,7 +41,7 @@ pub struct RateSample {
     pub is_app_limited: bool,
     /// `is_retrans`: the sample is from a retransmitted skb.
     pub is_retrans: bool,
-    /// `is_ack_delayed`: the ACK may be delayed (always false: not tracked here).
+    /// `is_ack_delayed`: the ACK may have been delayed (`FLAG_ACK_MAYBE_DELAYED`).
     pub is_ack_delayed: bool,
 }
 
@@ -89,6 +89,8 @@ pub(crate) struct AckRate {
     pub prior_in_flight: u32,
     /// `tp->is_sack_reneg` when the ACK arrived.
     pub is_sack_reneg: bool,
+    /// `FLAG_ACK_MAYBE_DELAYED` (`tcp_clean_rtx_queue`).
+    pub is_ack_delayed: bool,
 }
 
 impl Tcb {
@@ -122,6 +124,7 @@ impl Tcb {
             losses: a.lost,
             prior_in_flight: a.prior_in_flight,
             rtt_us: a.rtt_us.map_or(-1, i64::from),
+            is_ack_delayed: a.is_ack_delayed,
             ..RateSample::default()
         };
         let Some(d) = a.skb else {
@@ -238,6 +241,7 @@ mod tests {
             rtt_us: None,
             prior_in_flight,
             is_sack_reneg: false,
+            is_ack_delayed: false,
         };
         t.rate_gen(now, &a)
     }

@@ -184,9 +184,16 @@ pub struct Tcb {
     pub(crate) ts_offset: u32,
 
     // ---- RTT and timers ----
+    /// Smoothed RTT (`tp->srtt_us >> 3`, `tcpi_rtt`).
     pub(crate) srtt_us: u32,
+    /// Mean deviation (`tp->mdev_us >> 2`, `tcpi_rttvar`).
     pub(crate) rttvar_us: u32,
+    /// `tcp_rtt_estimator`'s scaled state.
+    pub(crate) rtt_est: super::timer::RttEstimator,
+    /// `tcp_min_rtt`: the windowed minimum of `rtt_min` (`u32::MAX` before a sample).
     pub(crate) min_rtt_us: u32,
+    /// `tp->rtt_min`: the min filter over `tcp_min_rtt_wlen` (`tcp_update_rtt_min`).
+    pub(crate) rtt_min: super::cong::minmax::MinMax,
     pub(crate) rto: Duration,
     pub(crate) rto_min: Duration,
     pub(crate) backoff: u32,
@@ -757,7 +764,9 @@ impl Tcb {
             ts_offset: iss.rotate_left(13),
             srtt_us: 0,
             rttvar_us: 0,
+            rtt_est: Default::default(),
             min_rtt_us: u32::MAX,
+            rtt_min: Default::default(),
             rto: TCP_TIMEOUT_INIT,
             rto_min: Duration::from_micros(cfg.tcp_rto_min_us as u64),
             backoff: 0,

@@ -2,8 +2,8 @@
 //! Linux's `tcp_rtt_estimator` bounds).
 
 use super::consts::{
-    TCP_RESOURCE_PROBE_INTERVAL, TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_INIT, TCP_TIMEOUT_MIN,
-    TCP_TIMEWAIT_LEN,
+    TCP_RESOURCE_PROBE_INTERVAL, TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_FALLBACK, TCP_TIMEOUT_INIT,
+    TCP_TIMEOUT_MIN, TCP_TIMEWAIT_LEN,
 };
 use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
@@ -65,24 +65,79 @@ impl Tcb {
         self.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
-    /// [RFC 6298 section 2](https://www.rfc-editor.org/rfc/rfc6298#section-2) with Linux's
-    /// bounds: RTO = SRTT + max(4 * RTTVAR, rto_min), at most 120 s (`tcp_rtt_estimator` +
-    /// `__tcp_set_rto`).
+    /// `tcp_ack_update_rtt` with a valid sample: `tcp_rtt_estimator`, `tcp_set_rto`,
+    /// and "RFC6298: only reset backoff on valid RTT measurement" (an ACK of a
+    /// retransmission without a timestamp keeps the backed-off RTO, Karn).
     pub(crate) fn rtt_sample(&mut self, rtt_us: u32) {
-        let m = rtt_us.max(1);
-        if self.srtt_us == 0 {
-            self.srtt_us = m;
-            self.rttvar_us = m / 2;
-        } else {
-            let err = (self.srtt_us as i64 - m as i64).unsigned_abs() as u32;
-            self.rttvar_us = (3 * self.rttvar_us as u64 / 4 + err as u64 / 4) as u32;
-            self.srtt_us = (7 * self.srtt_us as u64 / 8 + m as u64 / 8) as u32;
-        }
-        self.min_rtt_us = self.min_rtt_us.min(m);
+        let min_us = self.rto_min.as_micros().min(u32::MAX as u128) as u32;
+        let e = &mut self.rtt_est;
+        e.sample(rtt_us, min_us, self.snd_una, self.snd_nxt);
+        self.srtt_us = (e.srtt8 >> 3).max(1);
+        self.rttvar_us = e.mdev >> 2;
+        // __tcp_set_rto: usecs_to_jiffies(srtt + rttvar), HZ = 1000; tcp_bound_rto.
+        let rto_us = (e.srtt8 >> 3) as u64 + e.rttvar as u64;
+        self.rto = Duration::from_millis(rto_us.div_ceil(1000)).min(TCP_RTO_MAX);
         self.rtt_samples += 1;
-        self.rtt_sum_us += m as u64;
-        let var = Duration::from_micros(4 * self.rttvar_us as u64).max(self.rto_min);
-        self.rto = (Duration::from_micros(self.srtt_us as u64) + var).min(TCP_RTO_MAX);
+        self.rtt_sum_us += rtt_us.max(1) as u64;
+        self.backoff = 0;
+    }
+
+    /// `tcp_ack_update_rtt`: the sequence sample `seq_rtt_us` (else the SACK one),
+    /// or with neither, when the ACK acknowledged segments (`FLAG_ACKED`), the
+    /// echoed timestamp (RFC 7323 "RTTM": it then stands for `ca_rtt_us` too).
+    /// A valid sample feeds the min filter with `ca_rtt_us`, the estimator and the
+    /// RTO, and ends the backoff. Returns whether there was a valid sample, and the
+    /// congestion control's RTT (`rs->rtt_us`), if any.
+    pub(crate) fn ack_update_rtt(
+        &mut self,
+        ctx: &Ctx,
+        s: &RttSamples,
+        ts_rtt_us: Option<u32>,
+    ) -> (bool, Option<u32>) {
+        let (mut seq_rtt, mut ca_rtt) = (s.seq_rtt_us.or(s.sack_rtt_us), s.ca_rtt_us);
+        if seq_rtt.is_none() && s.acked {
+            if let Some(ts) = ts_rtt_us {
+                (seq_rtt, ca_rtt) = (Some(ts), Some(ts));
+            }
+        }
+        let Some(seq_rtt) = seq_rtt else {
+            return (false, ca_rtt);
+        };
+        // ca_rtt_us comes with every sequence or SACK sample (and the TS one).
+        let ca = ca_rtt.unwrap_or(seq_rtt);
+        self.update_rtt_min(ctx, ca, s.maybe_delayed);
+        self.rtt_sample(seq_rtt);
+        (true, ca_rtt)
+    }
+
+    /// `tcp_init_metrics` without a cached RTT: "RFC6298: 5.7 We've failed to get a
+    /// valid RTT sample from 3WHS" (a SYN or SYN-ACK went again): the RTO starts at
+    /// `TCP_TIMEOUT_FALLBACK`, the deviation with it, not at the 1 s initial RTO.
+    pub(crate) fn rto_fallback(&mut self) {
+        let us = TCP_TIMEOUT_FALLBACK.as_micros() as u32;
+        let e = &mut self.rtt_est;
+        (e.rttvar, e.mdev, e.mdev_max) = (us, us, us);
+        self.rttvar_us = us >> 2;
+        self.rto = TCP_TIMEOUT_FALLBACK;
+    }
+
+    /// `tcp_update_rtt_min`: the windowed min filter over `tcp_min_rtt_wlen`
+    /// seconds (jiffies, HZ = 1000), skipping an ACK that may have been delayed
+    /// when it would raise the minimum (`FLAG_ACK_MAYBE_DELAYED`). A 0 us sample
+    /// counts as one jiffy.
+    pub(crate) fn update_rtt_min(&mut self, ctx: &Ctx, rtt_us: u32, maybe_delayed: bool) {
+        if maybe_delayed && rtt_us > self.min_rtt_us {
+            return;
+        }
+        let wlen = ctx.cfg.tcp_min_rtt_wlen.saturating_mul(1000);
+        let now = ctx.now.as_millis() as u32;
+        let v = if rtt_us == 0 { 1000 } else { rtt_us };
+        // tcp_init_sock's minmax_reset(~0U): the first sample replaces it.
+        self.min_rtt_us = if self.min_rtt_us == u32::MAX {
+            self.rtt_min.reset(now, v)
+        } else {
+            self.rtt_min.running_min(wlen, now, v)
+        };
     }
 
     /// Runs whichever timers are due.
@@ -554,6 +609,77 @@ fn model_timeout(boundary: u32, rto_base: Duration) -> Duration {
     }
 }
 
+/// The RTT samples one ACK gives `tcp_ack_update_rtt`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct RttSamples {
+    /// From the first newly acked skb never retransmitted (`seq_rtt_us`).
+    pub(crate) seq_rtt_us: Option<u32>,
+    /// From the first newly SACKed skb (`sack_rtt_us`).
+    pub(crate) sack_rtt_us: Option<u32>,
+    /// From the last newly (S)ACKed skb (`ca_rtt_us`).
+    pub(crate) ca_rtt_us: Option<u32>,
+    /// The ACK acknowledged segments (`FLAG_ACKED`).
+    pub(crate) acked: bool,
+    /// `FLAG_ACK_MAYBE_DELAYED`.
+    pub(crate) maybe_delayed: bool,
+}
+
+/// `tcp_rtt_estimator`'s state, scaled as Linux keeps it (Jacobson, SIGCOMM '88,
+/// with Linux's mdev rules): `srtt8` is 8 x SRTT, `mdev` 4 x the mean deviation,
+/// `mdev_max` its largest value in the current RTT, `rttvar` the deviation the RTO
+/// uses (at least `tcp_rto_min`), which decays once per RTT (`rtt_seq`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RttEstimator {
+    pub(crate) srtt8: u32,
+    pub(crate) mdev: u32,
+    pub(crate) mdev_max: u32,
+    pub(crate) rttvar: u32,
+    pub(crate) rtt_seq: u64,
+}
+
+impl RttEstimator {
+    /// `tcp_rtt_estimator` with the sample `rtt_us`, `tcp_rto_min_us` `rto_min_us`.
+    pub(crate) fn sample(&mut self, rtt_us: u32, rto_min_us: u32, snd_una: u64, snd_nxt: u64) {
+        let mut m = rtt_us as i64;
+        let mut srtt = self.srtt8 as i64;
+        if srtt != 0 {
+            m -= srtt >> 3; // m is now error in rtt est
+            srtt += m; // rtt = 7/8 rtt + 1/8 new
+            if m < 0 {
+                m = -m - (self.mdev as i64 >> 2);
+                // A falling RTT moves mdev with a finer gain (Eifel-like).
+                if m > 0 {
+                    m >>= 3;
+                }
+            } else {
+                m -= self.mdev as i64 >> 2;
+            }
+            self.mdev = (self.mdev as i64 + m).max(0) as u32; // mdev = 3/4 mdev + 1/4 new
+            if self.mdev > self.mdev_max {
+                self.mdev_max = self.mdev;
+                if self.mdev_max > self.rttvar {
+                    self.rttvar = self.mdev_max;
+                }
+            }
+            if snd_una > self.rtt_seq {
+                if self.mdev_max < self.rttvar {
+                    self.rttvar -= (self.rttvar - self.mdev_max) >> 2;
+                }
+                self.rtt_seq = snd_nxt;
+                self.mdev_max = rto_min_us;
+            }
+        } else {
+            // No previous measure: rto = 3 * rtt, at least rtt + tcp_rto_min.
+            srtt = m << 3;
+            self.mdev = (m << 1) as u32;
+            self.rttvar = self.mdev.max(rto_min_us);
+            self.mdev_max = self.rttvar;
+            self.rtt_seq = snd_nxt;
+        }
+        self.srtt8 = srtt.clamp(1, u32::MAX as i64) as u32;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -677,21 +803,131 @@ mod tests {
     #[test]
     fn rto_has_linux_floor() {
         let mut t = tcb();
-        for _ in 0..50 {
+        for i in 0..50 {
+            t.snd_nxt = i + 1; // one sample per RTT: rttvar decays each time
+            t.snd_una = i + 1;
             t.rtt_sample(10_000);
         }
-        // srtt 10 ms, rttvar decays toward 0: RTO = 10 ms + 200 ms.
+        // srtt 10 ms, rttvar decays toward mdev_max = tcp_rto_min: 10 ms + 200 ms.
         assert_eq!(t.srtt_us, 10_000);
         assert_eq!(t.rto, Duration::from_millis(210));
     }
 
+    /// tcp_rtt_estimator's first sample: mdev = 2 x rtt (tcpi_rttvar = rtt / 2),
+    /// rttvar = max(mdev, tcp_rto_min): RTO = 100 ms + 200 ms.
     #[test]
     fn first_sample_sets_rttvar_half() {
         let mut t = tcb();
         t.rtt_sample(100_000);
         assert_eq!(t.rttvar_us, 50_000);
-        // RTO = 100 ms + max(200 ms, 200 ms) = 300 ms (RFC 6298 2.2 with rto_min).
         assert_eq!(t.rto, Duration::from_millis(300));
+    }
+
+    /// tcp_rtt_estimator: a falling RTT moves mdev by an eighth of the usual gain,
+    /// a rising one by the full quarter; within one RTT (snd_una not past rtt_seq)
+    /// rttvar only grows; the RTO rounds up to a jiffy (usecs_to_jiffies).
+    #[test]
+    fn rtt_estimator_follows_linux() {
+        let mut t = tcb();
+        t.snd_nxt = 10;
+        t.rtt_sample(100_000); // srtt8 800000, mdev 200000, rttvar 200000
+        t.rtt_sample(20_000); // m = -80000 -> 80000 - 50000 = 30000 >> 3 = 3750
+        assert_eq!(t.rtt_est.srtt8, 720_000);
+        assert_eq!(t.rtt_est.mdev, 203_750);
+        assert_eq!((t.srtt_us, t.rttvar_us), (90_000, 50_937));
+        // mdev_max 203750 > rttvar 200000: the RTO grows, 90 ms + 203.75 ms, rounded up.
+        assert_eq!(t.rto, Duration::from_millis(294));
+        let mut u = tcb();
+        u.snd_nxt = 10;
+        u.rtt_sample(100_000);
+        u.rtt_sample(180_000); // m = 80000 - 50000: mdev + 30000
+        assert_eq!(u.rtt_est.mdev, 230_000);
+        // snd_una past rtt_seq: the next sample ends the RTT and rttvar decays
+        // toward mdev_max, which restarts at tcp_rto_min.
+        u.snd_una = 11;
+        u.snd_nxt = 20;
+        u.rtt_sample(110_000);
+        assert_eq!(u.rtt_est.rtt_seq, 20);
+        assert_eq!(u.rtt_est.mdev_max, 200_000);
+    }
+
+    /// tcp_update_rtt_min: a windowed minimum over tcp_min_rtt_wlen seconds; an
+    /// ACK that may have been delayed does not raise it; 0 us counts as a jiffy.
+    #[test]
+    fn min_rtt_is_windowed_and_skips_delayed_acks() {
+        let mut t = tcb();
+        let cfg = Config {
+            tcp_min_rtt_wlen: 10,
+            ..Config::default()
+        };
+        let mut st = super::super::TestStack::default();
+        let at = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+        t.update_rtt_min(&st.ctx(&cfg, at(0), false), 0, false);
+        assert_eq!(t.min_rtt_us, 1000, "a jiffy");
+        t.update_rtt_min(&st.ctx(&cfg, at(1), false), 5_000, false);
+        assert_eq!(t.min_rtt_us, 1000);
+        // A delayed ACK's larger sample is skipped, even after the window.
+        t.update_rtt_min(&st.ctx(&cfg, at(20_000), true), 9_000, true);
+        assert_eq!(t.min_rtt_us, 1000);
+        // Any other sample after the window replaces the old minimum.
+        t.update_rtt_min(&st.ctx(&cfg, at(20_000), false), 9_000, false);
+        assert_eq!(t.min_rtt_us, 9_000);
+        // A delayed ACK's smaller sample counts.
+        t.update_rtt_min(&st.ctx(&cfg, at(20_001), false), 7_000, true);
+        assert_eq!(t.min_rtt_us, 7_000);
+    }
+
+    /// tcp_ack_update_rtt: the sequence sample, else the SACK one, else (with
+    /// FLAG_ACKED only) the timestamp echo, which also stands for ca_rtt_us.
+    #[test]
+    fn ack_update_rtt_takes_samples_in_linux_order() {
+        let cfg = Config::default();
+        let mut st = super::super::TestStack::default();
+        let ctx = st.ctx(&cfg, Instant::from_nanos(1), false);
+        let mut t = tcb();
+        let s = RttSamples {
+            sack_rtt_us: Some(30_000),
+            ca_rtt_us: Some(20_000),
+            ..RttSamples::default()
+        };
+        assert_eq!(
+            t.ack_update_rtt(&ctx, &s, Some(50_000)),
+            (true, Some(20_000))
+        );
+        assert_eq!((t.srtt_us, t.min_rtt_us), (30_000, 20_000));
+        let mut t = tcb();
+        let none = RttSamples::default();
+        assert_eq!(t.ack_update_rtt(&ctx, &none, Some(50_000)), (false, None));
+        assert_eq!(t.srtt_us, 0, "no FLAG_ACKED: no timestamp sample");
+        let acked = RttSamples {
+            acked: true,
+            ..RttSamples::default()
+        };
+        assert_eq!(
+            t.ack_update_rtt(&ctx, &acked, Some(50_000)),
+            (true, Some(50_000))
+        );
+        assert_eq!((t.srtt_us, t.min_rtt_us), (50_000, 50_000));
+    }
+
+    /// tcp_init_metrics: no RTT sample from the handshake, the RTO starts at 3 s
+    /// (RFC 6298 section 5.7); the first sample then sets the estimator afresh.
+    #[test]
+    fn handshake_without_sample_falls_back_to_three_seconds() {
+        let mut t = tcb();
+        t.rto_fallback();
+        assert_eq!((t.rto, t.rttvar_us), (TCP_TIMEOUT_FALLBACK, 750_000));
+        t.rtt_sample(100_000);
+        assert_eq!((t.rttvar_us, t.rto), (50_000, Duration::from_millis(300)));
+    }
+
+    /// tcp_ack_update_rtt: only a valid RTT sample resets the backoff.
+    #[test]
+    fn rtt_sample_resets_backoff() {
+        let mut t = tcb();
+        t.backoff = 3;
+        t.rtt_sample(10_000);
+        assert_eq!(t.backoff, 0);
     }
 
     #[test]

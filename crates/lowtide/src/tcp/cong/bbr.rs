@@ -14,8 +14,7 @@
 //! a xorshift generator seeded with the ISS ([`CcContext::seed`]); hooks that Linux
 //! gives the whole socket but lowtide does not (`set_state`, `undo_cwnd`) use the
 //! `tcp_sock` values seen at the last ACK; `CA_EVENT_TX_START` is not raised by the
-//! engine, so the idle-restart path (`bbr_cwnd_event`) is kept but never taken; and
-//! `is_ack_delayed` is always false.
+//! engine, so the idle-restart path (`bbr_cwnd_event`) is kept but never taken.
 
 use super::minmax::MinMax;
 use super::INFINITE_SSTHRESH;

@@ -129,6 +129,9 @@ pub struct Cleaned {
     /// The lowest acknowledged skb neither retransmitted nor SACKed (`reord` of
     /// `tcp_clean_rtx_queue`).
     pub reord: Option<u64>,
+    /// The ACK ended inside an skb of several segments (`!fully_acked`:
+    /// `tcp_tso_acked` trimmed it).
+    pub partial: bool,
 }
 
 /// The fields of an skb the counters depend on.
@@ -405,6 +408,7 @@ impl RtxQueue {
                     // as the segments the skb no longer holds (none when the rest
                     // needs as many).
                     let orig = s.pcount;
+                    c.partial = true;
                     let rest = self.split(p, ack, mss);
                     let acked = orig.saturating_sub(self.store.get(rest).pcount);
                     self.modify(p, |h| h.pcount = acked);

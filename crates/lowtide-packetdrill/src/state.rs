@@ -5,6 +5,7 @@ use crate::device::DeviceDir;
 use crate::procnet::ProcNetDir;
 use crate::sysctl::SysctlDir;
 use lowtide::posix::{errno, Host};
+use lowtide::tcp::rmem::RxAlloc;
 use lowtide::{Config, Instant, Stack, Transmit};
 use lowtide_sim::qdisc::fq::{Fq, FqConfig};
 use lowtide_sim::qdisc::{Qdisc, Skb, Verdict};
@@ -126,7 +127,12 @@ pub enum Attempt<T> {
 impl Shared {
     /// A fresh stack with Linux's defaults and `flags`.
     pub fn new(flags: Flags) -> Shared {
-        let mut stack = Stack::new(Config::default(), 1);
+        // packetdrill's device is a tun: each packet it writes is one linear skb.
+        let cfg = Config {
+            rx_alloc: RxAlloc::Tun,
+            ..Config::default()
+        };
+        let mut stack = Stack::new(cfg, 1);
         stack.add_address(flags.local_ip);
         // packetdrill's device is a tun, which orphans skbs at transmit.
         stack.set_tx_orphan(true);

@@ -139,6 +139,10 @@ pub struct Config {
     pub mtu: u32,
     /// Initial congestion window in segments (not a sysctl: `ip route ... initcwnd`).
     pub initcwnd: u32,
+    /// How the device allocates received packets' buffers (not a sysctl: the
+    /// driver's), which decides what the receive memory is charged and so the
+    /// window: a NIC's page fragments (default) or a TUN device's `kmalloc`ed heads.
+    pub rx_alloc: crate::tcp::rmem::RxAlloc,
     /// `net.ipv4.tcp_notsent_lowat`: cap on unsent bytes for sockets without their own
     /// `TCP_NOTSENT_LOWAT` (seed 000); 4294967295 is "no limit".
     pub tcp_notsent_lowat: u32,
@@ -334,6 +338,7 @@ impl Default for Config {
             device_fq: None,
             mtu: 1500,
             initcwnd: 10,
+            rx_alloc: Default::default(),
             tcp_notsent_lowat: u32::MAX,
             tcp_limit_output_bytes: 4 << 20,
             tcp_autocorking: true,

@@ -50,6 +50,7 @@ impl Tcb {
         syn_data: &[u8],
     ) {
         self.ecn_create_request(ctx.cfg, ip, th);
+        self.rx_pkt_len = (ip.header_len + ip.payload_len) as u32;
         self.irs = super::seq::Seq(th.seq);
         self.rcv_nxt = 1;
         self.rcv_wup = 1;
@@ -123,6 +124,7 @@ impl Tcb {
     ) {
         self.segs_in += 1;
         self.rx_ip_ecn = ip.ecn;
+        self.rx_pkt_len = (ip.header_len + ip.payload_len) as u32;
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
             TcpState::SynSent => self.rcv_synsent(ctx, th, payload),
@@ -897,11 +899,12 @@ impl Tcb {
         self.queue_in_order(ctx, fresh);
         // tcp_event_data_recv: tcp_measure_rcv_mss, then ato; tcp_grow_window.
         let len = fresh.len() as u32;
-        self.measure_rcv_mss(th, len, len.min(self.advmss));
+        let truesize = self.rx_skb(ctx.cfg, len).truesize;
+        self.measure_rcv_mss(th, len, len.min(self.advmss), truesize);
         self.event_data_recv(ctx.now, prev_rcv);
         self.ecn_check_ce(self.rx_ip_ecn);
         if fresh.len() >= 128 {
-            self.grow_window(ctx, len, len.min(self.advmss));
+            self.grow_window(ctx, len, truesize);
         }
         let had_ofo = !self.ofo.is_empty();
         while let Some((data, truesize)) = self.ofo.pop_in_order(self.rcv_nxt) {
@@ -921,11 +924,8 @@ impl Tcb {
 
     /// Queues in-order `data`, charged as received segments (tcp/rmem.rs).
     pub(super) fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
-        let len = data.len() as u32;
-        let truesize = Self::rcv_truesize(len, len.min(self.advmss));
-        let truesize = self
-            .rcv_queue
-            .coalesced_charge(truesize, len <= self.advmss);
+        let skb = self.rx_skb(ctx.cfg, data.len() as u32);
+        let truesize = self.rcv_queue.coalesced_charge(skb, data.len() as u32);
         self.rcv_queue.push_payload(ctx.frag, data, truesize);
         self.rcv_nxt_advance(ctx, data.len());
     }
@@ -966,7 +966,8 @@ impl Tcb {
         let len = payload.len() as u32;
         // tcp_data_queue_ofo measures the segment first (Linux 6.17, "tcp: call
         // tcp_measure_rcv_mss() for ooo packets").
-        self.measure_rcv_mss(th, len, len.min(self.advmss));
+        let skb = self.rx_skb(ctx.cfg, len);
+        self.measure_rcv_mss(th, len, len.min(self.advmss), skb.truesize);
         self.ecn_check_ce(self.rx_ip_ecn);
         if !self.try_rmem_schedule(ctx, seq, len) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
@@ -984,11 +985,9 @@ impl Tcb {
         // In one piece, in a buffer of its own as Linux's skb: a slice of the shared
         // arenas would keep a whole arena alive for as long as a peer keeps one
         // segment above a hole.
-        let truesize = Self::rcv_truesize(len, len.min(self.advmss));
-        let single = len <= self.advmss;
         let mut own = Vec::with_capacity(payload.len());
         payload.for_each_chunk(|c| own.extend_from_slice(c));
-        let ins = self.ofo.insert(seq, own.into(), truesize, single);
+        let ins = self.ofo.insert(seq, own.into(), skb);
         ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
         if let Some(d) = ins.dup {
             if self.sack_ok && ctx.cfg.tcp_dsack {
@@ -999,7 +998,7 @@ impl Tcb {
         // tcp_data_queue_ofo: data above a hole opens the window too, except without
         // SACK ("do not grow window to force DUPACK") or when all of it was there.
         if self.sack_ok && ins.queued {
-            self.grow_window(ctx, len, len.min(self.advmss));
+            self.grow_window(ctx, len, skb.truesize);
         }
         // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
         self.rcvbuf_grow(ctx, self.rcvq_space);

@@ -26,8 +26,8 @@ pub struct OfoSkb {
     pub data: Bytes,
     /// Memory charged (`skb->truesize`).
     pub truesize: u32,
-    /// Heads coalesced so far into the buffer this segment joined (0: its own).
-    frags: u8,
+    /// The buffer this segment ends, as the next segment may join it.
+    to: super::rmem::CoalesceTo,
 }
 
 /// What [`OfoQueue::insert`] did with a segment.
@@ -94,22 +94,24 @@ impl OfoQueue {
     /// Queues `data` at offset `seq` (above `rcv_nxt`), charged `truesize`, by
     /// `tcp_data_queue_ofo`'s rules: dropped if its predecessor holds all of it,
     /// replacing a predecessor at the same start that it covers, dropping the later
-    /// segments it covers. A single segment (`single`) that starts where its
-    /// predecessor ends is charged as coalesced into it (`tcp_ooo_try_coalesce`,
+    /// segments it covers. A segment (`skb`) that starts where its predecessor ends
+    /// is charged as coalesced into it if it may join it (`tcp_ooo_try_coalesce`,
     /// tcp/rmem.rs).
-    pub fn insert(&mut self, seq: u64, data: Bytes, truesize: u32, single: bool) -> Inserted {
+    pub fn insert(&mut self, seq: u64, data: Bytes, skb: super::rmem::RxSkb) -> Inserted {
         let end = seq + data.len() as u64;
         let mut r = Inserted::default();
         if data.is_empty() {
             return r;
         }
         self.work += 1;
-        let (mut truesize, mut frags) = (truesize, 0);
+        let (mut truesize, mut to) = (skb.truesize, skb.as_to());
         if let Some((&ps, p)) = self.skbs.range(..=seq).next_back() {
             let pend = ps + p.data.len() as u64;
-            if single && pend == seq && p.frags < super::rmem::MAX_SKB_FRAGS {
-                truesize = truesize.saturating_sub(super::rmem::COALESCE_SAVING);
-                frags = p.frags + 1;
+            if pend == seq {
+                let mut joined = p.to;
+                if let Some(charge) = skb.coalesce_into(&mut joined, data.len() as u32) {
+                    (truesize, to) = (charge, joined);
+                }
             }
             if seq < pend {
                 if end <= pend {
@@ -133,11 +135,7 @@ impl OfoQueue {
         r.merged += self.merge_right(seq, end, &mut r.dup);
         self.bytes += data.len() as u64;
         self.truesize += truesize as u64;
-        let skb = OfoSkb {
-            data,
-            truesize,
-            frags,
-        };
+        let skb = OfoSkb { data, truesize, to };
         self.skbs.insert(seq, skb);
         self.cover(seq, end);
         r.queued = true;
@@ -389,7 +387,7 @@ impl OfoQueue {
             let skb = OfoSkb {
                 data: buf.freeze(),
                 truesize,
-                frags: 0,
+                to: Default::default(),
             };
             self.skbs.insert(key, skb);
         }
@@ -413,6 +411,7 @@ fn extend_dsack(dup: &mut Option<(u64, u64)>, s: u64, e: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::rmem::RxSkb;
     use proptest::prelude::*;
 
     fn bytes(range: core::ops::Range<u64>) -> Bytes {
@@ -421,7 +420,7 @@ mod tests {
 
     /// Inserts `[s, e)` with the pattern bytes, charged 1000 per segment.
     fn put(q: &mut OfoQueue, s: u64, e: u64) -> Inserted {
-        q.insert(s, bytes(s..e), 1000, false)
+        q.insert(s, bytes(s..e), RxSkb::page_frag(1000, false))
     }
 
     #[test]
@@ -548,13 +547,16 @@ mod tests {
             q.insert(
                 s,
                 Bytes::from(vec![0u8; (top - s).min(1448) as usize]),
-                2304,
-                true,
+                RxSkb::page_frag(2304, true),
             );
         }
         let before = q.work();
         for i in 1..=1000u64 {
-            q.insert(1_000_000 - i, Bytes::from(vec![0u8; 201]), 1024, true);
+            q.insert(
+                1_000_000 - i,
+                Bytes::from(vec![0u8; 201]),
+                RxSkb::page_frag(1024, true),
+            );
         }
         let per = (q.work() - before) / 1000;
         assert!(per <= 6, "{per} entries per prepended segment");

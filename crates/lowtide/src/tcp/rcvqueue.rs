@@ -9,7 +9,7 @@
 //! neither path allocates per packet in steady state.
 
 use super::page_frag::PageFrag;
-use super::rmem::{COALESCE_SAVING, MAX_SKB_FRAGS, SKB_MAX_ORDER0};
+use super::rmem::{CoalesceTo, RxSkb, SKB_MAX_ORDER0};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 
@@ -138,8 +138,8 @@ pub struct RcvQueue {
     chunks: VecDeque<Chunk>,
     len: usize,
     truesize: u64,
-    /// Heads the tail buffer has taken in (`tcp_try_coalesce`).
-    tail_frags: u8,
+    /// The tail buffer, as a segment queued next may join it (`tcp_try_coalesce`).
+    tail: CoalesceTo,
 }
 
 impl RcvQueue {
@@ -167,17 +167,16 @@ impl RcvQueue {
         }
     }
 
-    /// `tcp_queue_rcv`'s `tcp_try_coalesce`: the charge of a segment of `truesize`
-    /// queued now, less [`COALESCE_SAVING`] if a single segment (`single`) joins the
-    /// tail buffer while that has room for its head.
-    pub fn coalesced_charge(&mut self, truesize: u32, single: bool) -> u32 {
-        if single && !self.is_empty() && self.tail_frags < MAX_SKB_FRAGS {
-            self.tail_frags += 1;
-            truesize.saturating_sub(COALESCE_SAVING)
-        } else {
-            self.tail_frags = 0;
-            truesize
+    /// `tcp_queue_rcv`'s `tcp_try_coalesce`: the charge of `skb` (`len` bytes)
+    /// queued now: less if it joins the tail buffer (`skb_try_coalesce`, tcp/rmem.rs).
+    pub fn coalesced_charge(&mut self, skb: RxSkb, len: u32) -> u32 {
+        if !self.is_empty() {
+            if let Some(charge) = skb.coalesce_into(&mut self.tail, len) {
+                return charge;
+            }
         }
+        self.tail = skb.as_to();
+        skb.truesize
     }
 
     /// Queues `payload` charged `truesize`: shared buffers by reference, borrowed bytes
@@ -273,7 +272,7 @@ impl RcvQueue {
             }
         }
         self.flush_collapsed(&mut buf, &alloc);
-        self.tail_frags = 0;
+        self.tail = CoalesceTo::default();
         freed
     }
 

@@ -163,7 +163,7 @@ impl Tcb {
     /// measures `scaling_ratio`, which moves `window_clamp` and bounds `rcvq_space`;
     /// a pushed full segment, or a small one, marks the ACK `ICSK_ACK_PUSHED`
     /// (`tcp/delack.rs`).
-    pub(crate) fn measure_rcv_mss(&mut self, th: &TcpRepr, len: u32, seg: u32) {
+    pub(crate) fn measure_rcv_mss(&mut self, th: &TcpRepr, len: u32, seg: u32, truesize: u32) {
         let lss = self.last_seg_size;
         self.last_seg_size = 0;
         if seg < self.rcv_mss {
@@ -171,7 +171,7 @@ impl Tcb {
         }
         if seg != self.rcv_mss {
             let old = self.scaling_ratio;
-            let val = ((len as u64) << TCP_RMEM_TO_WIN_SCALE) / Self::rcv_truesize(len, seg) as u64;
+            let val = ((len as u64) << TCP_RMEM_TO_WIN_SCALE) / truesize.max(1) as u64;
             self.scaling_ratio = val.clamp(1, 255) as u8;
             if old != self.scaling_ratio {
                 self.set_window_clamp(self.full_space());
@@ -188,8 +188,8 @@ impl Tcb {
     /// while the window is below what the clamp and the free buffer allow, each
     /// segment whose overhead the buffer can carry raises `rcv_ssthresh` by two
     /// segments, and the next ACK goes at once; under memory pressure the window is
-    /// held instead (`tcp_adjust_rcv_ssthresh`).
-    pub(crate) fn grow_window(&mut self, ctx: &Ctx, len: u32, seg: u32) {
+    /// held instead (`tcp_adjust_rcv_ssthresh`). `truesize`: the segment's buffer.
+    pub(crate) fn grow_window(&mut self, ctx: &Ctx, len: u32, truesize: u32) {
         let room = (self.window_clamp as i64).min(self.tcp_space()) - self.rcv_ssthresh as i64;
         if room <= 0 {
             return;
@@ -199,7 +199,6 @@ impl Tcb {
             return self.adjust_rcv_ssthresh();
         }
         let cfg = ctx.cfg;
-        let truesize = Self::rcv_truesize(len, seg);
         // "Check #2. Increase window, if skb with such overhead will fit to rcvbuf
         // in future."
         let incr = if self.win_from_space(truesize as i64) <= len as i64 {

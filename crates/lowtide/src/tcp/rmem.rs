@@ -29,6 +29,7 @@ use super::consts::MAX_TCP_HEADER;
 use super::mem::MemKind;
 use super::sock::Tcb;
 use super::Ctx;
+use crate::config::Config;
 use crate::mib::Mib;
 
 /// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86_64.
@@ -75,7 +76,192 @@ pub fn alloc_truesize(len: u32) -> u32 {
     kmalloc_size_roundup(skb_data_align(len) + SKB_SHINFO) + SKB_STRUCT
 }
 
+/// `NET_SKB_PAD`: the headroom a device reserves before a received packet.
+const NET_SKB_PAD: u32 = 64;
+/// `PAGE_SIZE`.
+const PAGE_SIZE: u32 = 4096;
+/// `PAGE_ALLOC_COSTLY_ORDER`: the largest page order `tun_alloc_skb` asks for.
+const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
+/// `SKB_SMALL_HEAD_CACHE_SIZE`: `kmalloc_reserve` serves heads up to
+/// `SKB_HEAD_ALIGN(MAX_TCP_HEADER)` from its own cache of that size.
+const SKB_SMALL_HEAD_CACHE_SIZE: u32 = MAX_TCP_HEADER + SKB_SHINFO;
+
+/// How the device allocates the buffer (skb) of a received packet, which decides what
+/// it is charged (`skb->truesize`) and how a later segment joins it
+/// (`skb_try_coalesce`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub enum RxAlloc {
+    /// A NIC driver's page-fragment buffers, one per segment of a GRO packet
+    /// ([`rx_truesize`]; veth on this machine's 6.18): a later single segment's head
+    /// is stolen into the buffer before it.
+    #[default]
+    PageFrag,
+    /// A TUN device without `IFF_NAPI` or a virtio-net header, as packetdrill's
+    /// (drivers/net/tun.c `tun_get_user`, `tun_alloc_skb`): a packet under a page is
+    /// one linear head `alloc_skb` takes from `kmalloc`, `NET_SKB_PAD` plus the whole
+    /// IP packet (1000 bytes of payload cost 2304, as this machine's kernel charges
+    /// them through packetdrill's tun); a later segment that fits in its tailroom is
+    /// copied there at no charge, else it stays a buffer of its own (a `kmalloc`ed
+    /// head cannot be stolen). A larger packet is a small head plus page frags.
+    Tun,
+}
+
+/// A received packet's buffer, as [`RxAlloc`] makes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxSkb {
+    /// `skb->truesize`.
+    pub truesize: u32,
+    /// How it may join the buffer before it.
+    pub head: RxHead,
+}
+
+/// The head of a received buffer, for `skb_try_coalesce`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxHead {
+    /// A page fragment: a single segment's (`single`) head joins the buffer before it
+    /// as a frag, the `struct sk_buff` alone freed (`COALESCE_SAVING`).
+    PageFrag {
+        /// One segment (not a GRO packet of several).
+        single: bool,
+    },
+    /// A `kmalloc`ed linear head with `tailroom` bytes free after the payload.
+    Linear {
+        /// `skb_tailroom`.
+        tailroom: u32,
+    },
+    /// No payload in the head (all in page frags): they join the buffer before it and
+    /// the rest is freed (`SKB_TRUESIZE(skb_end_offset(from))`).
+    Frags {
+        /// Frags it holds.
+        frags: u8,
+        /// What joining saves.
+        saving: u32,
+    },
+}
+
+/// The state of the buffer a later segment may join (a queue's tail, or an
+/// out-of-order segment's): what `skb_try_coalesce` looks at in `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CoalesceTo {
+    /// Frags it holds.
+    pub frags: u8,
+    /// Its tailroom, if its head is linear.
+    pub tailroom: Option<u32>,
+}
+
+impl RxSkb {
+    /// A NIC's buffer of `truesize` ([`RxAlloc::PageFrag`]), of one segment or not.
+    pub fn page_frag(truesize: u32, single: bool) -> RxSkb {
+        RxSkb {
+            truesize,
+            head: RxHead::PageFrag { single },
+        }
+    }
+
+    /// `skb_try_coalesce(to, self)` for `len` payload bytes: the charge if it joins
+    /// `to` (updated), or None (then `to` should become [`RxSkb::as_to`]).
+    pub fn coalesce_into(&self, to: &mut CoalesceTo, len: u32) -> Option<u32> {
+        if let Some(room) = to.tailroom.filter(|&r| len <= r) {
+            // "if (len <= skb_tailroom(to))": copied, no truesize added.
+            to.tailroom = Some(room - len);
+            return Some(0);
+        }
+        match self.head {
+            RxHead::PageFrag { single: true } if to.frags < MAX_SKB_FRAGS => {
+                to.frags += 1;
+                Some(self.truesize.saturating_sub(COALESCE_SAVING))
+            }
+            RxHead::Frags { frags, saving }
+                if to.frags as u32 + frags as u32 <= MAX_SKB_FRAGS as u32 =>
+            {
+                to.frags += frags;
+                Some(self.truesize.saturating_sub(saving))
+            }
+            _ => None,
+        }
+    }
+
+    /// The buffer as later segments see it when it is the tail.
+    pub fn as_to(&self) -> CoalesceTo {
+        match self.head {
+            RxHead::PageFrag { .. } => CoalesceTo::default(),
+            RxHead::Linear { tailroom } => CoalesceTo {
+                frags: 0,
+                tailroom: Some(tailroom),
+            },
+            RxHead::Frags { frags, .. } => CoalesceTo {
+                frags,
+                tailroom: None,
+            },
+        }
+    }
+}
+
+/// `alloc_skb(size)`'s head from `kmalloc_reserve`: the size it gets.
+fn kmalloc_head(size: u32) -> u32 {
+    let obj = skb_data_align(size) + SKB_SHINFO;
+    match obj <= SKB_SMALL_HEAD_CACHE_SIZE {
+        true => SKB_SMALL_HEAD_CACHE_SIZE,
+        false => kmalloc_size_roundup(obj),
+    }
+}
+
+/// The buffer `tun_alloc_skb` makes for an IP packet of `pkt` bytes (see
+/// [`RxAlloc::Tun`]).
+pub fn tun_skb(pkt: u32) -> RxSkb {
+    if NET_SKB_PAD + pkt < PAGE_SIZE {
+        // "Under a page?  Don't bother with paged skb."
+        let osize = kmalloc_head(NET_SKB_PAD + pkt);
+        return RxSkb {
+            truesize: osize + SKB_STRUCT,
+            head: RxHead::Linear {
+                tailroom: osize - SKB_SHINFO - NET_SKB_PAD - pkt,
+            },
+        };
+    }
+    // sock_alloc_send_pskb: the headroom alone in the head, the packet in pages
+    // (alloc_skb_with_frags: the largest order up to PAGE_ALLOC_COSTLY_ORDER that
+    // the rest fills).
+    let head = kmalloc_head(NET_SKB_PAD) + SKB_STRUCT;
+    let (mut left, mut truesize, mut frags) = (pkt, head, 0u8);
+    while left > 0 {
+        let mut order = PAGE_ALLOC_COSTLY_ORDER;
+        while order > 0 && left.next_multiple_of(PAGE_SIZE) < PAGE_SIZE << order {
+            order -= 1;
+        }
+        let chunk = left.min(PAGE_SIZE << order);
+        left -= chunk;
+        truesize += PAGE_SIZE << order;
+        frags = frags.saturating_add(1);
+    }
+    RxSkb {
+        truesize,
+        head: RxHead::Frags {
+            frags,
+            saving: head,
+        },
+    }
+}
+
 impl Tcb {
+    /// The buffer of `len` received payload bytes that came in segments of `seg`
+    /// bytes, in packets of `pkt` bytes (IP and TCP headers included), as the
+    /// device allocates it (`cfg.rx_alloc`).
+    pub(crate) fn rcv_skb(cfg: &Config, len: u32, seg: u32, pkt: u32) -> RxSkb {
+        match cfg.rx_alloc {
+            RxAlloc::PageFrag => RxSkb {
+                truesize: Self::rcv_truesize(len, seg),
+                head: RxHead::PageFrag { single: len <= seg },
+            },
+            RxAlloc::Tun => tun_skb(pkt),
+        }
+    }
+
+    /// The buffer of the segment being processed, `len` bytes of payload.
+    pub(crate) fn rx_skb(&self, cfg: &Config, len: u32) -> RxSkb {
+        Self::rcv_skb(cfg, len, len.min(self.advmss), self.rx_pkt_len.max(len))
+    }
+
     /// Truesize of `len` received bytes that came in segments of `seg` bytes: one
     /// received buffer per segment ([`rx_truesize`]).
     pub(crate) fn rcv_truesize(len: u32, seg: u32) -> u32 {
@@ -101,7 +287,7 @@ impl Tcb {
     /// pruning (`tcp_prune_queue`, then `tcp_prune_ofo_queue` until the pages are
     /// there). False: drop it.
     pub(crate) fn try_rmem_schedule(&mut self, ctx: &mut Ctx, seq: u64, len: u32) -> bool {
-        let size = Self::rcv_truesize(len, len.min(self.advmss)) as u64;
+        let size = self.rx_skb(ctx.cfg, len).truesize as u64;
         if self.can_ingest(len) && self.mem_schedule(ctx, size, MemKind::Recv) {
             return true;
         }
@@ -202,5 +388,66 @@ impl Tcb {
             self.dsack = None;
         }
         pruned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `tun_alloc_skb` for packets under a page: one `kmalloc`ed head of
+    /// `NET_SKB_PAD` + the packet; the 1000-byte payload with a timestamp (1052-byte
+    /// packet) costs 2304 as this machine's 6.18 charges it through packetdrill's tun
+    /// (scaling_ratio 111), as a full 1500-byte packet does; a pure ACK's head comes
+    /// from the small-head cache.
+    #[test]
+    fn tun_skbs_as_kmalloc_heads() {
+        let s = tun_skb(1052);
+        assert_eq!(s.truesize, 2304);
+        assert_eq!(
+            s.head,
+            RxHead::Linear {
+                tailroom: 2048 - 320 - 64 - 1052
+            }
+        );
+        assert_eq!(tun_skb(1500).truesize, 2304);
+        assert_eq!(tun_skb(352).truesize, 1024 + 256);
+        assert_eq!(tun_skb(52).truesize, SKB_SMALL_HEAD_CACHE_SIZE + 256);
+        // A packet of a page or more: the headroom in a small head, the rest in the
+        // largest pages it fills (8 KB, then 4 KB).
+        let big = tun_skb(10052);
+        assert_eq!(big.truesize, SKB_SMALL_HEAD_CACHE_SIZE + 256 + 8192 + 4096);
+        assert_eq!(
+            big.head,
+            RxHead::Frags {
+                frags: 2,
+                saving: SKB_SMALL_HEAD_CACHE_SIZE + 256
+            }
+        );
+    }
+
+    /// `skb_try_coalesce`: a segment that fits in the tail's tailroom is copied there
+    /// for nothing; a kmalloc'ed head that does not fit stays apart; a page-fragment
+    /// head is stolen (the `struct sk_buff` freed), up to `MAX_SKB_FRAGS`.
+    #[test]
+    fn coalesce_by_tailroom_or_stolen_head() {
+        let mut to = tun_skb(1052).as_to();
+        let small = tun_skb(152);
+        assert_eq!(small.coalesce_into(&mut to, 100), Some(0));
+        assert_eq!(to.tailroom, Some(612 - 100));
+        assert_eq!(tun_skb(1052).coalesce_into(&mut to, 1000), None);
+        let mut to = RxSkb::page_frag(2304, true).as_to();
+        for _ in 0..MAX_SKB_FRAGS {
+            let c = RxSkb::page_frag(2304, true).coalesce_into(&mut to, 1448);
+            assert_eq!(c, Some(2304 - COALESCE_SAVING));
+        }
+        assert_eq!(
+            RxSkb::page_frag(2304, true).coalesce_into(&mut to, 1448),
+            None
+        );
+        assert_eq!(
+            RxSkb::page_frag(4608, false).coalesce_into(&mut CoalesceTo::default(), 2896),
+            None
+        );
     }
 }

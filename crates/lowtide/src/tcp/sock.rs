@@ -239,6 +239,9 @@ pub struct Tcb {
     pub(crate) ecn_flags: u8,
     /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
     pub(crate) rx_ip_ecn: u8,
+    /// The IP packet length of the segment being processed (its buffer's size, for
+    /// [`crate::tcp::rmem::RxAlloc::Tun`]).
+    pub(crate) rx_pkt_len: u32,
     /// `delivered_ce`: segments delivered with an ECE ACK (`tcpi_delivered_ce`).
     pub(crate) delivered_ce: u64,
     /// `icsk_ack.pending`'s `ICSK_ACK_PUSHED` / `ICSK_ACK_PUSHED2` bits
@@ -792,6 +795,7 @@ impl Tcb {
             quick: 0,
             ecn_flags: 0,
             rx_ip_ecn: 0,
+            rx_pkt_len: 0,
             delivered_ce: 0,
             ack_pushed: 0,
             last_seg_size: 0,

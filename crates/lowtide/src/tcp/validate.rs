@@ -535,10 +535,16 @@ mod tests {
         assert_eq!(ctx.mib.get(Mib::TcpEstabResets), 1);
         // The right edge of the highest SACK block.
         let mut t = established(&cfg);
-        t.ofo
-            .insert(2001, vec![1; 100].into(), rx_truesize(100), true);
-        t.ofo
-            .insert(3001, vec![1; 100].into(), rx_truesize(100), true);
+        t.ofo.insert(
+            2001,
+            vec![1; 100].into(),
+            crate::tcp::rmem::RxSkb::page_frag(rx_truesize(100), true),
+        );
+        t.ofo.insert(
+            3001,
+            vec![1; 100].into(),
+            crate::tcp::rmem::RxSkb::page_frag(rx_truesize(100), true),
+        );
         let rst = seg(&t, TcpFlags::RST, 2101, None);
         assert!(!t.validate_incoming(&mut ctx, &rst, space(2101, 0), true));
         assert_eq!(t.state, TcpState::Established, "not the highest block");

@@ -316,7 +316,8 @@ impl Tcb {
             trace!("drop: no ACK, RST or SYN flag");
             return;
         }
-        let syn_inerr = self.state == TcpState::Established;
+        let established = self.state == TcpState::Established;
+        let syn_inerr = established;
         if !self.validate_incoming(ctx, th, sp, syn_inerr) {
             return;
         }
@@ -346,7 +347,7 @@ impl Tcb {
                 return;
             }
         }
-        self.data_rcv_rtt(ctx, th, seq, payload);
+        self.data_rcv_rtt(ctx, th, seq, payload, established);
         // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK;
         // data the device queue dropped goes first, as it is still unsent in Linux.
         if !self.local_drops.is_empty() {
@@ -358,12 +359,24 @@ impl Tcb {
     }
 
     /// `tcp_data_queue` with the receiver's RTT measurements around it: a timestamp
-    /// sample before an in-order segment is queued (`tcp_rcv_established`), the
-    /// window-based one after it advanced rcv_nxt (`tcp_event_data_recv`).
-    fn data_rcv_rtt(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
-        if seq == self.rcv_nxt && !payload.is_empty() && self.ts_ok {
+    /// sample before the segment is queued, the window-based one after it advanced
+    /// rcv_nxt (`tcp_event_data_recv`). `tcp_rcv_established` (ESTABLISHED only; an
+    /// established connection's state at entry) hands every segment `tcp_ack` kept
+    /// to `tcp_rcv_rtt_measure_ts`, pure ACKs and out-of-order data included (a
+    /// fast-path pure ACK sets `rcv_rtt_last_tsecr` itself, to the same effect).
+    fn data_rcv_rtt(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        seq: u64,
+        payload: Payload,
+        established: bool,
+    ) {
+        if established && self.ts_ok {
             if let Some((_, tsecr)) = th.options.timestamp {
-                self.rcv_rtt_measure_ts(ctx, tsecr, payload.len());
+                // end_seq - seq: the FIN counts.
+                let len = payload.len() + th.flags.contains(TcpFlags::FIN) as usize;
+                self.rcv_rtt_measure_ts(ctx, tsecr, len);
             }
         }
         let prior_nxt = self.rcv_nxt;

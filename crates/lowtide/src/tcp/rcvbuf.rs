@@ -42,8 +42,10 @@ impl Tcb {
         self.rcv_rtt.time = Some(now);
     }
 
-    /// `tcp_rcv_rtt_measure_ts`: a full-sized in-order segment echoing one of our
-    /// TSvals gives an RTT sample (ours, in ms ticks, as Linux's TCP_TS_HZ = 1000).
+    /// `tcp_rcv_rtt_measure_ts`: each TSecr is looked at once (`rcv_rtt_last_tsecr`),
+    /// and gives an RTT sample if its segment spans at least `rcv_mss` (`len`, its
+    /// end_seq less its seq) and the delay is not zero (Linux 6.16 'tcp: remove zero TCP TS samples
+    /// for autotuning'; ms ticks, as Linux's TCP_TS_HZ = 1000).
     pub(crate) fn rcv_rtt_measure_ts(&mut self, ctx: &Ctx, tsecr: u32, len: usize) {
         if tsecr == self.rcv_rtt.last_tsecr {
             return;

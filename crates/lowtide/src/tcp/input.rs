@@ -847,9 +847,41 @@ impl Tcb {
     /// OFO queue, duplicates answered with D-SACK; then the FIN.
     pub(crate) fn data_queue(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
         let fin = th.flags.contains(TcpFlags::FIN);
+        let end_seq = seq + payload.len() as u64 + fin as u64;
+        let after_fin = matches!(
+            self.state,
+            TcpState::CloseWait | TcpState::Closing | TcpState::LastAck
+        );
+        // tcp_rcv_state_process step 7 (RFC 9293 3.10.7.4): after the peer's FIN,
+        // text at or above rcv_nxt is ignored (dropped, unanswered); TIME-WAIT is a
+        // timewait socket's (tcp/minisocks.rs).
+        if after_fin && seq >= self.rcv_nxt {
+            return;
+        }
+        // From below rcv_nxt it goes on, as in FIN-WAIT-1/2: once the receive side
+        // is shut (`sk_shutdown & RCV_SHUTDOWN`: the peer's FIN, shutdown(SHUT_RD) or
+        // close(2)), new text resets the connection ("RFC 1122 says we MUST send a
+        // reset"): TcpExtTCPAbortOnData, tcp_reset, and tcp_v4_do_rcv's `reset:`
+        // answers with tcp_v4_send_reset built from the segment (seq = its ACK).
+        let fin_wait = matches!(self.state, TcpState::FinWait1 | TcpState::FinWait2);
+        if (after_fin || fin_wait)
+            && (self.shut_rd || self.rcv_shutdown)
+            && end_seq != seq
+            && end_seq - fin as u64 > self.rcv_nxt
+        {
+            ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
+            super::output::send_reset(ctx, self.tuple, th, payload.len());
+            return self.tcp_reset(ctx);
+        }
         let prev_rcv = self.lrcvtime;
         if !payload.is_empty() || fin {
             self.lrcvtime = ctx.now;
+        }
+        if end_seq != seq && end_seq <= self.rcv_nxt {
+            // tcp_data_queue: "A retransmit, 2nd most common case." (a FIN again
+            // included: its end_seq counts it).
+            self.data_segs_in += !payload.is_empty() as u64;
+            return self.old_data(ctx, seq, end_seq);
         }
         if fin {
             self.fin_seq.get_or_insert(seq + payload.len() as u64);
@@ -862,24 +894,7 @@ impl Tcb {
         if payload.is_empty() {
             return self.try_consume_fin(ctx);
         }
-        if self.rcv_shutdown && self.fin_seq.is_some_and(|f| seq + payload.len() as u64 > f) {
-            // RFC 9293 3.10.7.4 step 7: after the peer's FIN, ignore the segment text
-            // (Linux drops it; TIME-WAIT is a timewait socket's, tcp/minisocks.rs).
-            return;
-        }
-        if self.shut_rd_by_close() && seq + payload.len() as u64 > self.rcv_nxt {
-            // tcp_rcv_state_process: new data after close(2) resets the connection
-            // (tcp_reset) and the segment is answered as tcp_v4_do_rcv's `reset:`
-            // does, with tcp_v4_send_reset built from it (seq = its ACK, no ACK flag).
-            ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
-            super::output::send_reset(ctx, self.tuple, th, payload.len());
-            return self.set_error(ctx, SocketError::ConnectionReset);
-        }
         self.data_segs_in += 1;
-        let end = seq + payload.len() as u64;
-        if end <= self.rcv_nxt {
-            return self.old_data(ctx, seq, end);
-        }
         let rwin = self.receive_window() as u64;
         if seq >= self.rcv_nxt + rwin && seq > self.rcv_nxt {
             // Out of window, e.g. a zero-window probe (SKB_DROP_REASON_TCP_OVERWINDOW).
@@ -1022,10 +1037,8 @@ impl Tcb {
     /// Once all data before the peer's FIN is in, take the FIN (`tcp_fin`).
     pub(super) fn try_consume_fin(&mut self, ctx: &mut Ctx) {
         let Some(fin) = self.fin_seq else { return };
+        // A FIN again is a duplicate (data_queue's old data); one above a hole waits.
         if fin != self.rcv_nxt || self.rcv_shutdown {
-            if fin < self.rcv_nxt && self.rcv_shutdown {
-                self.schedule_ack_now(); // a retransmitted FIN: ACK it again
-            }
             return;
         }
         self.rcv_nxt += 1;

@@ -1,6 +1,6 @@
-//! README's figures come from commands this test runs: the `sim stream` and `sim
-//! run` examples' output is compared line by line with what the command prints now
-//! (wall-clock figures aside). After a deliberate behaviour change, rewrite the block with
+//! README's figures come from commands this test runs: the `sim stream`, `sim run`
+//! and `sim soak` examples' output is compared line by line with what the command
+//! prints now (wall-clock figures aside). After a deliberate behaviour change, rewrite the block with
 //! `LOWTIDE_UPDATE_README=1 cargo test -p lowtide-cli --test readme`.
 
 use std::process::Command;
@@ -13,10 +13,17 @@ const EXAMPLE: &str = "$ lowtide sim stream --rate 1gbit --rtt 20ms --loss 1% --
 /// The scenario example (run from the repository's root).
 const SCENARIO: &str = "$ lowtide sim run scenarios/bufferbloat.toml --quick";
 
+/// The soak example.
+const SOAK: &str = "$ lowtide sim soak --runs 20 --seed 1 --jobs 2";
+
 /// A line without what depends on the machine (the wall time and rate of the run)
 /// and without trailing blanks.
 fn steady(line: &str) -> &str {
     let line = line.trim_end();
+    if line.ends_with(" s wall") {
+        // `sim soak`'s summary: "...; T s wall".
+        return line.rsplit_once("; ").map_or(line, |(head, _)| head);
+    }
     if line.ends_with(" s wall)") {
         // `sim run`'s summary: "..., N packets, T s wall)".
         return line.rsplit_once(", ").map_or(line, |(head, _)| head);
@@ -37,6 +44,11 @@ fn readme_sim_stream_example_is_what_the_command_prints() {
 #[test]
 fn readme_sim_run_example_is_what_the_command_prints() {
     check_example(SCENARIO);
+}
+
+#[test]
+fn readme_sim_soak_example_is_what_the_command_prints() {
+    check_example(SOAK);
 }
 
 /// Compares the README's output block after the prompt line `example` with what

@@ -195,9 +195,16 @@ fn check(tree: &RtxQueue, list: &RtxQueue, m: &Model) {
         at = end;
     }
     assert_eq!(at, m.nxt(), "queue does not end at nxt");
+    // The queue counts an skb's bytes whole: a SACKed one-segment head skb that a
+    // cumulative ACK reaches into still counts its acked head (Linux's sacked_out
+    // counts it as one packet until it is acked whole or trimmed).
+    let head_below_una = t
+        .first()
+        .filter(|&&(seq, _, sacked, _)| seq < m.una && sacked & SACKED_ACKED != 0)
+        .map_or(0, |&(seq, ..)| m.una - seq);
     assert_eq!(
         tree.sacked_bytes,
-        m.sacked_in(m.una, m.nxt()),
+        m.sacked_in(m.una, m.nxt()) + head_below_una,
         "sacked_bytes"
     );
 }
@@ -353,6 +360,12 @@ fn step(
         _ => {
             let at = m.una + w % (span + 1);
             let containing = tree.iter_from(at).next().map(|s| (s.seq, s.end_seq));
+            // A partly acked one-segment head skb is never fragmented: Linux's
+            // callers of tcp_fragment split skbs of several segments, and
+            // __tcp_retransmit_skb trims that skb to snd_una first.
+            if containing.is_some_and(|(seq, _)| seq < m.una) {
+                return;
+            }
             both(tree, list, &|q| q.split_at(at, mss));
             if let Some((seq, end)) = containing.filter(|&(s, e)| s < at && at < e) {
                 if m.flags[m.idx(seq.max(m.una))] & SACKED_ACKED == 0 {

@@ -178,8 +178,11 @@ fn check(tree: &RtxQueue, list: &RtxQueue, m: &Model) {
     let mut at = m.una;
     for (i, &(seq, end, sacked, pcount)) in t.iter().enumerate() {
         // tcp_clean_rtx_queue: a one-segment head skb partly acked stays whole
-        // (33d4469); its acked bytes are no longer in the model.
-        let partly_acked = i == 0 && pcount == 1 && seq < at && at < end;
+        // (f4496bc); its acked bytes are no longer in the model. SACKed, it may
+        // take the SACKed skbs after it (tcp_shift_skb_data shifts into any
+        // SACKed prev whose end is past snd_una) and so hold several segments.
+        let partly_acked =
+            i == 0 && seq < at && at < end && (pcount == 1 || sacked & SACKED_ACKED != 0);
         assert!(
             seq == at || partly_acked,
             "skbs not contiguous from una: {seq} vs {at}"

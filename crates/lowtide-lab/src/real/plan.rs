@@ -519,21 +519,8 @@ fn kernel_e4(r: &mut RealRun, rate: u64, secs: u64, seed: u64) -> Result<(), Str
     let what = (Send::For(Duration::from_secs(secs)), "bbr");
     let (sent, received, before, after) = kernel_to_sink(&link, what, None)?;
     link.stop()?;
-    let d = |n: &str| kernel::counter(&after, n).saturating_sub(kernel::counter(&before, n));
-    r.ip_out_requests = Some(d("IpOutRequests"));
-    r.tcp_out_segs = Some(d("TcpOutSegs"));
-    r.ip_in_receives = Some(d("IpInReceives"));
-    r.retrans_segs = Some(d("TcpRetransSegs"));
-    r.goodput_bps = if sent.seconds > 0.0 {
-        received as f64 * 8.0 / sent.seconds
-    } else {
-        0.0
-    };
-    let (cwnd, ssthresh, retrans) = sent.info;
-    r.params.push((
-        "tcp_info at the end".into(),
-        format!("cwnd {cwnd}, ssthresh {ssthresh}, retrans {retrans}"),
-    ));
+    kernel_figures(r, &sent, received, &before, &after);
+    tcp_info_param(r, &sent);
     Ok(())
 }
 
@@ -612,23 +599,16 @@ fn kernel_to_sink(
     Ok((sent, received, before, after))
 }
 
-fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
-    let link = TunLink::start(path(GBIT, 40 * MS, 0.0), Offload::Full, seed)?;
-    let what = (Send::Bytes(2_000_000), "cubic");
-    let (sent, received, before, after) = kernel_to_sink(&link, what, Some(1_000_000))?;
-    link.stop()?;
-    let (cwnd, ssthresh, retrans) = sent.info;
-    r.params.push((
-        "tcp_info at the end".into(),
-        format!("cwnd {cwnd}, ssthresh {ssthresh}, retrans {retrans}"),
-    ));
-    if sent.bytes != 2_000_000 || received != sent.bytes {
-        return Err(format!(
-            "kernel wrote {} bytes, the receiver read {received}",
-            sent.bytes
-        ));
-    }
-    let d = |n: &str| kernel::counter(&after, n).saturating_sub(kernel::counter(&before, n));
+/// A kernel sender's figures: the sender namespace's counters between `before` and
+/// `after`, and the goodput of the `received` bytes over the sender's time.
+fn kernel_figures(
+    r: &mut RealRun,
+    sent: &kernel::Sent,
+    received: u64,
+    before: &Snmp,
+    after: &Snmp,
+) {
+    let d = |n: &str| kernel::counter(after, n).saturating_sub(kernel::counter(before, n));
     r.ip_out_requests = Some(d("IpOutRequests"));
     r.tcp_out_segs = Some(d("TcpOutSegs"));
     r.ip_in_receives = Some(d("IpInReceives"));
@@ -638,6 +618,30 @@ fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
     } else {
         0.0
     };
+}
+
+/// The kernel sender's `tcp_info` at the end, as a parameter of the run.
+fn tcp_info_param(r: &mut RealRun, sent: &kernel::Sent) {
+    let (cwnd, ssthresh, retrans) = sent.info;
+    r.params.push((
+        "tcp_info at the end".into(),
+        format!("cwnd {cwnd}, ssthresh {ssthresh}, retrans {retrans}"),
+    ));
+}
+
+fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
+    let link = TunLink::start(path(GBIT, 40 * MS, 0.0), Offload::Full, seed)?;
+    let what = (Send::Bytes(2_000_000), "cubic");
+    let (sent, received, before, after) = kernel_to_sink(&link, what, Some(1_000_000))?;
+    link.stop()?;
+    tcp_info_param(r, &sent);
+    if sent.bytes != 2_000_000 || received != sent.bytes {
+        return Err(format!(
+            "kernel wrote {} bytes, the receiver read {received}",
+            sent.bytes
+        ));
+    }
+    kernel_figures(r, &sent, received, &before, &after);
     Ok(())
 }
 

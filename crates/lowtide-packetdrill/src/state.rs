@@ -102,6 +102,9 @@ pub struct State {
     next_block_id: u64,
     /// Threads that returned from a blocking call and have not read the clock yet.
     owed: HashSet<ThreadId>,
+    /// Threads that read the clock after a blocking call returned, by OS thread id,
+    /// until they are seen asleep again (see [`Shared::settle`]).
+    settling: HashMap<ThreadId, libc::pid_t>,
 }
 
 /// The library instance packetdrill holds as `userdata`.
@@ -157,6 +160,7 @@ impl Shared {
             blocked: HashMap::new(),
             next_block_id: 0,
             owed: HashSet::new(),
+            settling: HashMap::new(),
         };
         st.publish_proc_net();
         Shared {
@@ -199,7 +203,47 @@ impl Shared {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        st
+        self.settle(st, start)
+    }
+
+    /// Waits (bounded) until every thread that returned from a blocking call and read
+    /// the clock sleeps again. packetdrill's syscall thread reads the clock at once
+    /// (`end_syscall`) but only then takes packetdrill's own lock to record the
+    /// result (e.g. `accept()`'s new fd as the socket under test); if the clock
+    /// moved before that, the main thread's next event could run first and see the
+    /// old state. The thread sleeps again (`/proc/self/task/TID/stat` state `S`)
+    /// once it waits for its next call, or on packetdrill's lock while the main
+    /// thread holds it: either way the main thread may go on.
+    fn settle<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        start: std::time::Instant,
+    ) -> MutexGuard<'a, State> {
+        let me = std::thread::current().id();
+        loop {
+            let tids: Vec<_> = st
+                .settling
+                .iter()
+                .filter(|(t, _)| **t != me)
+                .map(|(t, tid)| (*t, *tid))
+                .collect();
+            if tids.is_empty() || start.elapsed() >= HOLD_LIMIT {
+                return st;
+            }
+            // The settling thread may need this lock on its way to sleep.
+            drop(st);
+            let asleep: Vec<_> = tids
+                .into_iter()
+                .filter(|(_, tid)| thread_asleep(*tid))
+                .collect();
+            if asleep.is_empty() {
+                std::thread::yield_now();
+            }
+            st = self.lock();
+            for (t, _) in asleep {
+                st.settling.remove(&t);
+            }
+        }
     }
 
     /// Whether a thread sleeps in a blocking call on this instance.
@@ -212,6 +256,9 @@ impl Shared {
         let mut st = self.lock();
         let me = std::thread::current().id();
         if st.owed.remove(&me) {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            st.settling.insert(me, tid);
             self.cv.notify_all();
             return EPOCH_US + st.now_us;
         }
@@ -310,6 +357,19 @@ impl Shared {
         self.wake_all(&mut st);
         r
     }
+}
+
+/// Whether OS thread `tid` of this process sleeps (state `S` in
+/// `/proc/self/task/TID/stat`), as packetdrill itself tells a blocked call; a thread
+/// that is gone or unreadable counts as asleep.
+fn thread_asleep(tid: libc::pid_t) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return true;
+    };
+    // The state follows the command name in parentheses, which may hold spaces.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next())
+        .is_none_or(|c| c != 'R')
 }
 
 impl State {
@@ -629,8 +689,14 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    #[test]
-    fn blocking_accept_waits_on_the_condvar_until_the_handshake() {
+    /// What the thread of [`blocked_accept`] returns: accept()'s fd and peer.
+    type Accepted = std::thread::JoinHandle<Result<(i32, SocketAddr), i32>>;
+
+    /// A listener on 192.168.0.1:8080 and a thread blocked in `accept()` on it, which
+    /// then runs `after` (packetdrill's bookkeeping after `end_syscall`).
+    fn blocked_accept(
+        after: impl FnOnce(&Shared) + Send + 'static,
+    ) -> (Arc<Shared>, i32, Accepted) {
         let sh = Arc::new(Shared::new(Flags::parse(None).0));
         let l = {
             let mut st = sh.enter();
@@ -654,11 +720,14 @@ mod tests {
             );
             // packetdrill reads the clock when a blocking call returns.
             sh2.gettimeofday();
+            after(&sh2);
             r
         });
-        // The thread blocks: nothing to accept yet.
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert!(!t.is_finished());
+        (sh, l, t)
+    }
+
+    /// Connects a peer at 192.0.2.1 to the listener of [`blocked_accept`].
+    fn connect_peer(sh: &Shared) {
         let mut peer = {
             let mut s = Stack::new(Config::default(), 7);
             s.add_address("192.0.2.1".parse().unwrap());
@@ -667,13 +736,48 @@ mod tests {
         let c = peer.socket(AF_INET, SOCK_STREAM, 0).unwrap();
         let to: SocketAddr = "192.168.0.1:8080".parse().unwrap();
         let _ = peer.connect(Instant::ZERO, c, to);
-        exchange(&sh, &mut peer);
+        exchange(sh, &mut peer);
+    }
+
+    #[test]
+    fn blocking_accept_waits_on_the_condvar_until_the_handshake() {
+        let (sh, l, t) = blocked_accept(|_| {});
+        // The thread blocks: nothing to accept yet.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!t.is_finished());
+        connect_peer(&sh);
         let (fd, from) = t.join().unwrap().unwrap();
         assert!(fd > l);
         assert_eq!(from.ip().to_string(), "192.0.2.1");
-        // The woken thread has read the clock: time may move on at once.
+        // The woken thread has read the clock and exited: time may move on at once.
         let start = std::time::Instant::now();
         sh.usleep(10);
         assert!(start.elapsed() < HOLD_LIMIT);
+    }
+
+    /// The clock does not move while a thread that returned from a blocking call is
+    /// still running (recording the call's result) after it read the clock: the CI
+    /// flake of basic-non-tfo-listener.pkt, whose `%{ }%` 5 ms after a blocking
+    /// accept() ran before packetdrill knew the accepted fd.
+    #[test]
+    fn usleep_waits_for_a_returned_thread_to_sleep_again() {
+        let recorded = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let r2 = Arc::clone(&recorded);
+        let (sh, _, t) = blocked_accept(move |_| {
+            // Busy (state R) as packetdrill is between end_syscall and its idle wait.
+            let spin = std::time::Instant::now();
+            while spin.elapsed() < std::time::Duration::from_millis(30) {
+                std::hint::spin_loop();
+            }
+            r2.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        while !sh.has_blocked_threads() {
+            std::thread::yield_now();
+        }
+        connect_peer(&sh);
+        // usleep first waits for the woken thread to retry and read the clock (hold).
+        sh.usleep(5000);
+        assert!(recorded.load(std::sync::atomic::Ordering::SeqCst));
+        t.join().unwrap().unwrap();
     }
 }

@@ -2,7 +2,9 @@
 """The tcp/ import circle (issue 24): the largest strongly connected component of the
 import graph among the files of crates/lowtide/src/tcp.
 
-  scripts/tcp-import-circle.py [DIR] [-v]     (-v: each member's edges inside it)
+  scripts/tcp-import-circle.py [DIR] [-v] [--max N]
+      -v: each member's edges inside it; --max N: exit 1 if the circle has more than N
+      files (crates/lowtide/tests/engine/layout.rs holds the bound)
   DROPE=sock>chrono,... scripts/tcp-import-circle.py   (what if those edges went)
 
 Node = one .rs file (mod.rs included for the items it defines itself). Edge A->B when A's
@@ -10,7 +12,11 @@ non-test code names a path that resolves into B: `super::..`, `crate::tcp::..`, 
 in use statements (braces expanded) and inline paths. Re-exports (`pub use x::Y`, any file)
 resolve to the defining file; `mod x;` declarations are not edges."""
 import os, re, sys
-args = [a for a in sys.argv[1:] if a != '-v']
+argv = sys.argv[1:]
+bound = None
+if '--max' in argv:
+    i = argv.index('--max'); bound = int(argv[i + 1]); del argv[i:i + 2]
+args = [a for a in argv if a != '-v']
 root = args[0] if args else os.path.join(os.path.dirname(__file__), '..', 'crates/lowtide/src/tcp')
 files = {}
 for d, _, fs in os.walk(root):
@@ -53,8 +59,8 @@ for m, c in code.items():
             segs = [x.split(' as ')[0].strip() for x in path.split('::')]
             if segs[0] in ('self',): segs = segs[1:]
             if len(segs) >= 2:
-                reexp[(m, path.split(' as ')[-1].split('::')[-1].strip())] = m + tuple(segs[:-1])
-def resolve(mod, segs):
+                reexp[(m, path.split(' as ')[-1].split('::')[-1].strip())] = segs
+def resolve(mod, segs, depth=0):
     # mod: the file's module path; segs: path segments
     cur = list(mod)
     if segs[0] == 'crate':
@@ -68,10 +74,9 @@ def resolve(mod, segs):
     cur = tuple(cur)
     for s in segs:
         if cur + (s,) in files: cur = cur + (s,); continue
-        if (cur, s) in reexp:
-            t = reexp[(cur, s)]
-            while t not in files and len(t) > 1: t = t[:-1]
-            return t
+        if (cur, s) in reexp and depth < 8:
+            # resolved from the re-exporting module, to the file that defines the item
+            return resolve(cur, reexp[(cur, s)], depth + 1)
         break
     return cur
 edges = {m: set() for m in files}
@@ -113,3 +118,10 @@ print(' '.join(sorted('/'.join(x[1:]) or 'mod' for x in big)))
 if '-v' in sys.argv:
     for m in sorted(big):
         print('/'.join(m[1:]) or 'mod', '->', ' '.join(sorted('/'.join(x[1:]) or 'mod' for x in edges[m] if x in big)))
+if bound is not None and len(big) > bound:
+    print(f'the tcp/ import circle has {len(big)} files, more than {bound}: a type or constant '
+          'that sock.rs (or another file the circle\'s members import) names lives in a file '
+          'that imports back; move it where Linux\'s headers hold it (struct tcp_sock and its '
+          'sub-structs: tcp/sock.rs; include/net/tcp.h constants: tcp/consts.rs); '
+          'run with -v to see the edges', file=sys.stderr)
+    sys.exit(1)

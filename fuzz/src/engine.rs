@@ -511,7 +511,7 @@ impl Harness {
             let o = self.data_options(0, ack, 0);
             self.segment(TcpFlags::ACK.0, seq, ack, len as usize, o, false);
             if let (Some((rmem, rcvbuf)), Some((rmem0, _))) = (self.rmem(), before) {
-                let slack = lowtide::tcp::rmem::rx_truesize(len) as u64;
+                let slack = lowtide::tcp::skbuff::rx_truesize(len) as u64;
                 assert!(
                     rmem <= (rcvbuf as u64).max(rmem0) + slack,
                     "sk_rmem_alloc {rmem} over sk_rcvbuf {rcvbuf} (was {rmem0})"

@@ -5,7 +5,7 @@ use crate::device::DeviceDir;
 use crate::procnet::ProcNetDir;
 use crate::sysctl::SysctlDir;
 use lowtide::posix::{errno, Host};
-use lowtide::tcp::rmem::RxAlloc;
+use lowtide::tcp::skbuff::RxAlloc;
 use lowtide::{Config, Instant, Stack, Transmit};
 use lowtide_sim::qdisc::fq::{Fq, FqConfig};
 use lowtide_sim::qdisc::{Qdisc, Skb, Verdict};

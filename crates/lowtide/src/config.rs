@@ -142,7 +142,7 @@ pub struct Config {
     /// How the device allocates received packets' buffers (not a sysctl: the
     /// driver's), which decides what the receive memory is charged and so the
     /// window: a NIC's page fragments (default) or a TUN device's `kmalloc`ed heads.
-    pub rx_alloc: crate::tcp::rmem::RxAlloc,
+    pub rx_alloc: crate::tcp::skbuff::RxAlloc,
     /// `net.ipv4.tcp_notsent_lowat`: cap on unsent bytes for sockets without their own
     /// `TCP_NOTSENT_LOWAT` (seed 000); 4294967295 is "no limit".
     pub tcp_notsent_lowat: u32,

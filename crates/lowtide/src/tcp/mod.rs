@@ -17,6 +17,7 @@
 //! | `rcvqueue` | `sk_receive_queue`: in-order payload held by reference |
 //! | [`mem`] | stack-wide TCP memory under `tcp_mem`: sock.c `__sk_mem_schedule`, `__sk_mem_raise_allocated`, `__sk_mem_reduce_allocated`; tcp.c `tcp_enter_memory_pressure`; tcp.h `tcp_out_of_memory` |
 //! | [`rmem`] | tcp_input.c: receive memory charged and bounded: `tcp_try_rmem_schedule`, `tcp_prune_queue`, `tcp_collapse`, `tcp_prune_ofo_queue`, `tcp_clamp_window` |
+//! | [`skbuff`] | `struct sk_buff` as the receive side charges it: include/linux/skbuff.h `SKB_TRUESIZE`, skbuff.c `skb_try_coalesce`, tun.c `tun_alloc_skb` |
 //! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
 //! | [`fastopen`] | tcp_fastopen.c: the `tcp_fastopen` bits, keys and SipHash cookies, the listener's queue, the client's cookie cache (tcp_metrics.c), blackhole detection |
@@ -38,7 +39,7 @@
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
-//! | [`cong`] | `tcp_congestion_ops`: Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), lib/win_minmax.c |
+//! | [`cong`] | `tcp_congestion_ops` and `struct rate_sample` (include/net/tcp.h): Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), lib/win_minmax.c |
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
 //! | [`sockopt`] | tcp.c: `do_tcp_setsockopt`, `tcp_poll`, `tcp_ioctl` |
 //! | `page_frag` | `sk_page_frag`, `skb_page_frag_refill`: payload memory of the write queues |
@@ -86,6 +87,7 @@ pub(crate) mod renosack;
 pub mod rmem;
 pub mod rtx;
 pub mod seq;
+pub mod skbuff;
 pub mod sock;
 pub mod sockopt;
 pub(crate) mod syncookies;

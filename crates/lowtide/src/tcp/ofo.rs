@@ -27,7 +27,7 @@ pub struct OfoSkb {
     /// Memory charged (`skb->truesize`).
     pub truesize: u32,
     /// The buffer this segment ends, as the next segment may join it.
-    to: super::rmem::CoalesceTo,
+    to: super::skbuff::CoalesceTo,
 }
 
 /// What [`OfoQueue::insert`] did with a segment.
@@ -97,7 +97,7 @@ impl OfoQueue {
     /// segments it covers. A segment (`skb`) that starts where its predecessor ends
     /// is charged as coalesced into it if it may join it (`tcp_ooo_try_coalesce`,
     /// tcp/rmem.rs).
-    pub fn insert(&mut self, seq: u64, data: Bytes, skb: super::rmem::RxSkb) -> Inserted {
+    pub fn insert(&mut self, seq: u64, data: Bytes, skb: super::skbuff::RxSkb) -> Inserted {
         let end = seq + data.len() as u64;
         let mut r = Inserted::default();
         if data.is_empty() {
@@ -317,7 +317,7 @@ impl OfoQueue {
             self.work += 1;
             let mut segs = self.skbs.range(start..end);
             let head = segs.next().map_or(0, |(_, s)| s.truesize);
-            if segs.next().is_some() || end - start >= super::rmem::SKB_MAX_ORDER0 as u64 {
+            if segs.next().is_some() || end - start >= super::skbuff::SKB_MAX_ORDER0 as u64 {
                 freed += self.collapse_run(start, end, &bloated, &alloc);
             } else {
                 sum_tiny += head as u64;
@@ -360,7 +360,7 @@ impl OfoQueue {
         let mut idx = 0;
         while at < end {
             let key = at;
-            let copy = (end - at).min(super::rmem::SKB_MAX_ORDER0 as u64) as usize;
+            let copy = (end - at).min(super::skbuff::SKB_MAX_ORDER0 as u64) as usize;
             let mut buf = BytesMut::with_capacity(copy);
             while buf.len() < copy {
                 let Some((k, s)) = old.get(idx) else { break };
@@ -411,7 +411,7 @@ fn extend_dsack(dup: &mut Option<(u64, u64)>, s: u64, e: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::rmem::RxSkb;
+    use crate::tcp::skbuff::RxSkb;
     use proptest::prelude::*;
 
     fn bytes(range: core::ops::Range<u64>) -> Bytes {

@@ -16,45 +16,6 @@ use crate::mib::Mib;
 use crate::time::Instant;
 use core::time::Duration;
 
-/// `tp->rack`: RACK's state
-/// ([RFC 8985 section 6.1](https://www.rfc-editor.org/rfc/rfc8985#section-6.1)).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Rack {
-    /// `rack.mstamp` (RACK.xmit_ts): send time of the most recently sent skb delivered.
-    pub mstamp: Instant,
-    /// `rack.end_seq` (RACK.end_seq): its end.
-    pub end_seq: u64,
-    /// `rack.rtt_us` (RACK.rtt): the RTT measured with it.
-    pub rtt_us: u32,
-    /// `rack.reo_wnd_steps`: the window in units of min_rtt/4
-    /// ([RFC 8985 section 7.2](https://www.rfc-editor.org/rfc/rfc8985#section-7.2)).
-    pub reo_wnd_steps: u32,
-    /// `rack.reo_wnd_persist`: recoveries left before the steps fall back to 1.
-    pub reo_wnd_persist: u8,
-    /// `rack.dsack_seen`: a D-SACK arrived since the window was last adjusted.
-    pub dsack_seen: bool,
-    /// `rack.advanced`: the reference moved since the last loss scan.
-    pub advanced: bool,
-    /// When the window was last grown (Linux keeps `rack.last_delivered`): D-SACKs
-    /// are ignored until something sent after it is delivered, one round later.
-    pub last_adjust: Instant,
-}
-
-impl Default for Rack {
-    fn default() -> Rack {
-        Rack {
-            mstamp: Instant::ZERO,
-            end_seq: 0,
-            rtt_us: 0,
-            reo_wnd_steps: 1,
-            reo_wnd_persist: 0,
-            dsack_seen: false,
-            advanced: false,
-            last_adjust: Instant::ZERO,
-        }
-    }
-}
-
 impl Tcb {
     /// `tcp_is_rack`: RACK detects losses (`net.ipv4.tcp_recovery` bit 0x1).
     pub(crate) fn is_rack(&self, ctx: &Ctx) -> bool {

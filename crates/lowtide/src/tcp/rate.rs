@@ -8,71 +8,11 @@
 //! Application-limited periods are marked (`tcp_rate_check_app_limited`) so that
 //! congestion control can discount their low samples.
 
+pub use super::cong::RateSample;
 use super::consts::SKB_OVERHEAD;
 use super::rtx::skb::{DeliveredSkb, TxRate};
 use super::sock::Tcb;
 use crate::time::Instant;
-
-/// `struct rate_sample`: what one ACK says about the delivery rate. Signed fields
-/// follow Linux: -1 means "no valid value".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateSample {
-    /// `prior_mstamp`: start of the interval (`None`: no timing information).
-    pub prior_mstamp: Option<Instant>,
-    /// `prior_delivered`: `tp->delivered` at `prior_mstamp`.
-    pub prior_delivered: u64,
-    /// `delivered`: packets delivered over the interval, or -1.
-    pub delivered: i64,
-    /// `interval_us`: the interval, or -1 if the sample is invalid.
-    pub interval_us: i64,
-    /// `snd_interval_us`: the send phase.
-    pub snd_interval_us: i64,
-    /// `rcv_interval_us`: the ACK phase.
-    pub rcv_interval_us: i64,
-    /// `rtt_us`: RTT of the most recently (S)ACKed packet, or -1.
-    pub rtt_us: i64,
-    /// `losses`: packets newly marked lost by this ACK.
-    pub losses: u32,
-    /// `acked_sacked`: packets newly ACKed or SACKed by this ACK.
-    pub acked_sacked: u32,
-    /// `prior_in_flight`: packets in flight before this ACK.
-    pub prior_in_flight: u32,
-    /// `is_app_limited`: the sample started in an application-limited period.
-    pub is_app_limited: bool,
-    /// `is_retrans`: the sample is from a retransmitted skb.
-    pub is_retrans: bool,
-    /// `is_ack_delayed`: the ACK may have been delayed (`FLAG_ACK_MAYBE_DELAYED`).
-    pub is_ack_delayed: bool,
-}
-
-impl Default for RateSample {
-    /// An empty, invalid sample.
-    fn default() -> RateSample {
-        RateSample {
-            prior_mstamp: None,
-            prior_delivered: 0,
-            delivered: -1,
-            interval_us: -1,
-            snd_interval_us: 0,
-            rcv_interval_us: 0,
-            rtt_us: -1,
-            losses: 0,
-            acked_sacked: 0,
-            prior_in_flight: 0,
-            is_app_limited: false,
-            is_retrans: false,
-            is_ack_delayed: false,
-        }
-    }
-}
-
-impl RateSample {
-    /// `delivered / interval_us`, in packets per second, if the sample is valid.
-    pub fn rate_pps(&self) -> Option<u64> {
-        (self.delivered >= 0 && self.interval_us > 0)
-            .then(|| self.delivered as u64 * 1_000_000 / self.interval_us as u64)
-    }
-}
 
 /// What one ACK contributes to the sample, gathered by `tcp_ack`.
 #[derive(Debug, Clone, Copy, Default)]

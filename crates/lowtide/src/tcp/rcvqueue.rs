@@ -9,7 +9,7 @@
 //! neither path allocates per packet in steady state.
 
 use super::page_frag::PageFrag;
-use super::rmem::{CoalesceTo, RxSkb, SKB_MAX_ORDER0};
+use super::skbuff::{CoalesceTo, RxSkb, SKB_MAX_ORDER0};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 

@@ -424,7 +424,7 @@ mod tests {
         t.rcv_mss = 1448;
         // 40 unread segments cost 40 x 2304 of 131072: 38,912 bytes free, 19,456 of
         // window (ratio 128) < 32,044 (half the clamp): rounded down to 1024.
-        let seg = crate::tcp::rmem::rx_truesize(1448);
+        let seg = crate::tcp::skbuff::rx_truesize(1448);
         for _ in 0..40 {
             t.rcv_queue.push(vec![0u8; 1448].into(), seg);
         }

@@ -189,7 +189,7 @@ pub struct Tcb {
     /// Mean deviation (`tp->mdev_us >> 2`, `tcpi_rttvar`).
     pub(crate) rttvar_us: u32,
     /// `tcp_rtt_estimator`'s scaled state.
-    pub(crate) rtt_est: super::timer::RttEstimator,
+    pub(crate) rtt_est: RttEstimator,
     /// `tcp_min_rtt`: the windowed minimum of `rtt_min` (`u32::MAX` before a sample).
     pub(crate) min_rtt_us: u32,
     /// `tp->rtt_min`: the min filter over `tcp_min_rtt_wlen` (`tcp_update_rtt_min`).
@@ -240,7 +240,7 @@ pub struct Tcb {
     /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
     pub(crate) rx_ip_ecn: u8,
     /// The IP packet length of the segment being processed (its buffer's size, for
-    /// [`crate::tcp::rmem::RxAlloc::Tun`]).
+    /// [`crate::tcp::skbuff::RxAlloc::Tun`]).
     pub(crate) rx_pkt_len: u32,
     /// `delivered_ce`: segments delivered with an ECE ACK (`tcpi_delivered_ce`).
     pub(crate) delivered_ce: u64,
@@ -291,7 +291,7 @@ pub struct Tcb {
 
     // ---- RACK-TLP, F-RTO and undo (rack.rs, tlp.rs, recovery.rs) ----
     /// `tp->rack`.
-    pub(crate) rack: super::rack::Rack,
+    pub(crate) rack: Rack,
     /// `undo_marker`: `snd_una` when the reduction that may be undone began.
     pub(crate) undo_marker: Option<u64>,
     /// `undo_retrans`: retransmissions not yet shown spurious by D-SACKs; -1 if none
@@ -669,6 +669,62 @@ pub(crate) struct CacheUpdate {
     pub try_exp: u8,
 }
 
+// ---- implemented in tcp/rack.rs ----
+
+/// `tp->rack`: RACK's state
+/// ([RFC 8985 section 6.1](https://www.rfc-editor.org/rfc/rfc8985#section-6.1)).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rack {
+    /// `rack.mstamp` (RACK.xmit_ts): send time of the most recently sent skb delivered.
+    pub mstamp: Instant,
+    /// `rack.end_seq` (RACK.end_seq): its end.
+    pub end_seq: u64,
+    /// `rack.rtt_us` (RACK.rtt): the RTT measured with it.
+    pub rtt_us: u32,
+    /// `rack.reo_wnd_steps`: the window in units of min_rtt/4
+    /// ([RFC 8985 section 7.2](https://www.rfc-editor.org/rfc/rfc8985#section-7.2)).
+    pub reo_wnd_steps: u32,
+    /// `rack.reo_wnd_persist`: recoveries left before the steps fall back to 1.
+    pub reo_wnd_persist: u8,
+    /// `rack.dsack_seen`: a D-SACK arrived since the window was last adjusted.
+    pub dsack_seen: bool,
+    /// `rack.advanced`: the reference moved since the last loss scan.
+    pub advanced: bool,
+    /// When the window was last grown (Linux keeps `rack.last_delivered`): D-SACKs
+    /// are ignored until something sent after it is delivered, one round later.
+    pub last_adjust: Instant,
+}
+
+impl Default for Rack {
+    fn default() -> Rack {
+        Rack {
+            mstamp: Instant::ZERO,
+            end_seq: 0,
+            rtt_us: 0,
+            reo_wnd_steps: 1,
+            reo_wnd_persist: 0,
+            dsack_seen: false,
+            advanced: false,
+            last_adjust: Instant::ZERO,
+        }
+    }
+}
+
+// ---- implemented in tcp/timer.rs ----
+
+/// `tcp_rtt_estimator`'s state, scaled as Linux keeps it (Jacobson, SIGCOMM '88,
+/// with Linux's mdev rules): `srtt8` is 8 x SRTT, `mdev` 4 x the mean deviation,
+/// `mdev_max` its largest value in the current RTT, `rttvar` the deviation the RTO
+/// uses (at least `tcp_rto_min`), which decays once per RTT (`rtt_seq`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RttEstimator {
+    pub(crate) srtt8: u32,
+    pub(crate) mdev: u32,
+    pub(crate) mdev_max: u32,
+    pub(crate) rttvar: u32,
+    pub(crate) rtt_seq: u64,
+}
+
 impl Tcb {
     /// A closed connection with `cfg`'s defaults (`tcp_init_sock`).
     pub(crate) fn new(cfg: &Config, tuple: FourTuple, iss: u32, now: Instant) -> Tcb {
@@ -819,7 +875,7 @@ impl Tcb {
             lost_hint: 0,
             retransmit_hint: 0,
             reno_sacked_out: 0,
-            rack: super::rack::Rack::default(),
+            rack: Rack::default(),
             undo_marker: None,
             undo_retrans: -1,
             prior_ssthresh: 0,

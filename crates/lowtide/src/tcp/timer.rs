@@ -5,7 +5,7 @@ use super::consts::{
     TCP_RESOURCE_PROBE_INTERVAL, TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_FALLBACK, TCP_TIMEOUT_INIT,
     TCP_TIMEOUT_MIN, TCP_TIMEWAIT_LEN,
 };
-use super::sock::{Pending, Tcb};
+use super::sock::{Pending, RttEstimator, Tcb};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
 use crate::socket::{EventKind, SocketError};
@@ -622,19 +622,6 @@ pub(crate) struct RttSamples {
     pub(crate) acked: bool,
     /// `FLAG_ACK_MAYBE_DELAYED`.
     pub(crate) maybe_delayed: bool,
-}
-
-/// `tcp_rtt_estimator`'s state, scaled as Linux keeps it (Jacobson, SIGCOMM '88,
-/// with Linux's mdev rules): `srtt8` is 8 x SRTT, `mdev` 4 x the mean deviation,
-/// `mdev_max` its largest value in the current RTT, `rttvar` the deviation the RTO
-/// uses (at least `tcp_rto_min`), which decays once per RTT (`rtt_seq`).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RttEstimator {
-    pub(crate) srtt8: u32,
-    pub(crate) mdev: u32,
-    pub(crate) mdev_max: u32,
-    pub(crate) rttvar: u32,
-    pub(crate) rtt_seq: u64,
 }
 
 impl RttEstimator {

@@ -307,7 +307,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::tcp::rcvqueue::Payload;
-    use crate::tcp::rmem::rx_truesize;
+    use crate::tcp::skbuff::rx_truesize;
     use crate::tcp::TestStack;
     use crate::time::Instant;
     use core::time::Duration;
@@ -538,12 +538,12 @@ mod tests {
         t.ofo.insert(
             2001,
             vec![1; 100].into(),
-            crate::tcp::rmem::RxSkb::page_frag(rx_truesize(100), true),
+            crate::tcp::skbuff::RxSkb::page_frag(rx_truesize(100), true),
         );
         t.ofo.insert(
             3001,
             vec![1; 100].into(),
-            crate::tcp::rmem::RxSkb::page_frag(rx_truesize(100), true),
+            crate::tcp::skbuff::RxSkb::page_frag(rx_truesize(100), true),
         );
         let rst = seg(&t, TcpFlags::RST, 2101, None);
         assert!(!t.validate_incoming(&mut ctx, &rst, space(2101, 0), true));

@@ -5,6 +5,7 @@
 
 mod common;
 mod heap;
+mod layout;
 
 mod cong;
 mod conn;

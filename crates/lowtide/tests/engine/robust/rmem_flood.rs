@@ -6,7 +6,7 @@
 //! who only knows the sequence numbers could not hurt it more).
 
 use crate::common::*;
-use lowtide::tcp::rmem::rx_truesize;
+use lowtide::tcp::skbuff::rx_truesize;
 use lowtide::{Config, Mib, SocketHandle};
 use lowtide_wire::tcp::TcpFlags;
 

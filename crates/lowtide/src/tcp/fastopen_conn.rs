@@ -99,10 +99,19 @@ impl Tcb {
     /// `tcp_rcv_synrecv_state_fastopen`: the handshake of a Fast Open child is
     /// done: the SYN-ACK timer's count and stamp reset, the child leaves the Fast
     /// Open queue, and the RTO is armed for data it may have sent.
-    pub(crate) fn fastopen_synrecv_done(&mut self, ctx: &mut Ctx) {
+    pub(crate) fn fastopen_synrecv_done(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+        // Still in the SYN-ACK timeout's Loss with nothing in flight: tcp_ack had
+        // nothing to undo with, so undo here if the timestamps show it spurious. If
+        // the peer's SACKs started a fast recovery, no undo mixes the two.
+        if self.ca_state == super::cong::CaState::Loss && self.rtx.packets_out == 0 {
+            self.note_tsecr(th);
+            self.try_undo_recovery(ctx);
+        }
         self.retransmits = 0;
         self.backoff = 0;
-        if self.ca_state != super::cong::CaState::Recovery {
+        // tcp_retrans_stamp_cleanup: a first SYN-ACK timeout set retrans_stamp
+        // without entering Loss; a recovery the ACK started keeps its own.
+        if !self.any_retrans_done() {
             self.retrans_stamp = None;
         }
         self.fastopen_remove(false);

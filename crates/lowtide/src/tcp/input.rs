@@ -171,6 +171,7 @@ impl Tcb {
         self.negotiate_options(ctx, th, true);
         self.ecn_rcv_syn(th);
         if f.contains(TcpFlags::ACK) {
+            self.try_undo_spurious_syn(th); // before tcp_ack clears retrans_stamp
             self.synsent_acked(ctx, th, ack as u64, payload);
         } else {
             // Simultaneous open (RFC 9293 figure 8): SYN-RECV, SYN-ACK.
@@ -244,7 +245,7 @@ impl Tcb {
 
     /// `tcp_init_transfer`: MTU probing's search (`tcp_mtup_init`), the initial
     /// cwnd (`tcp_init_cwnd`: the route's initcwnd; 1 when the SYN or SYN-ACK went
-    /// more than twice,
+    /// more than twice and a timeout of it was not shown spurious (`undo_marker`),
     /// [RFC 5681 section 3.1](https://www.rfc-editor.org/rfc/rfc5681#section-3.1) as Linux
     /// reads it with RFC 6298's 1 s initial RTO), then `tcp_init_buffer_space`: send buffer
     /// sized for the initial window, receive window limits (`tcp/rcvwin.rs`).
@@ -253,7 +254,7 @@ impl Tcb {
         if self.srtt_us == 0 {
             self.rto_fallback(); // tcp_init_metrics (lowtide keeps no metrics cache)
         }
-        self.cw.snd_cwnd = match self.total_retrans > 1 {
+        self.cw.snd_cwnd = match self.total_retrans > 1 && self.undo_marker.is_some() {
             true => 1,
             false => self.init_cwnd(ctx.cfg),
         };
@@ -435,6 +436,9 @@ impl Tcb {
         }
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
+        if self.parent.is_some() && !fastopen {
+            self.openreq_child_undo();
+        }
         if !fastopen {
             self.pending = None;
             self.retransmits = 0;
@@ -449,8 +453,11 @@ impl Tcb {
         }
         self.snd_wl1 = self.rcv_off(super::seq::Seq(th.seq));
         if fastopen {
-            self.fastopen_synrecv_done(ctx);
+            self.fastopen_synrecv_done(ctx, th);
         } else {
+            // tcp_rcv_state_process, SYN-RECV.
+            self.try_undo_spurious_syn(th);
+            self.retrans_stamp = None;
             self.init_buffer_space(ctx);
         }
         if self.parent.is_some() {
@@ -459,6 +466,19 @@ impl Tcb {
             self.notify(ctx, EventKind::Connected);
         }
         true
+    }
+
+    /// `tcp_create_openreq_child`: after a SYN-ACK timeout (`num_timeout`) the child
+    /// starts with the undo state of the handshake: `undo_marker` at our ISN and
+    /// `retrans_stamp` at the first SYN-ACK's time (`snt_synack`; lowtide's request
+    /// sends it when it is created). SYN-ACKs resent only for the peer's repeated
+    /// SYNs leave none: "packets are not lost but delayed".
+    fn openreq_child_undo(&mut self) {
+        if self.retransmits > 0 {
+            self.undo_marker = Some(0);
+            self.undo_retrans = 0;
+            self.retrans_stamp = Some(self.created);
+        }
     }
 
     /// `tcp_ack`: window update, SACK, cumulative ACK, RTT, congestion control.
@@ -496,6 +516,7 @@ impl Tcb {
         self.sk_err_soft = None; // "something worked"
         self.rcv_tstamp = ctx.now;
         let prior_in_flight = self.packets_in_flight();
+        let prior_packets = self.rtx.packets_out;
         let prior_una = self.snd_una;
         let prior_sacked = self.rtx.sacked_out;
         let prior_lost = self.rtx.lost;
@@ -507,6 +528,9 @@ impl Tcb {
         // Linux 5.10+ accepts CWR on pure ACKs too (robustness against peers that
         // send it so), before cleaning the queue.
         self.ecn_accept_cwr(th, payload_len);
+        if prior_packets == 0 {
+            return self.ack_no_queue(ctx, ack, prior_una, &sack, ece);
+        }
         let cleaned = self.clean_rtx_queue(ctx, ack);
         // tcp_clean_rtx_queue: "Non-retransmitted hole got filled? That's reordering".
         if let Some(low) = cleaned.reord.filter(|&r| self.sack_ok && r < prior_fack) {
@@ -639,6 +663,41 @@ impl Tcb {
         }
         if ack > prior_una {
             self.on_snd_una_advanced(ctx, &cleaned);
+        }
+        AckOutcome::New
+    }
+
+    /// `tcp_ack`'s `no_queue:` path: nothing was in flight, so nothing is cleaned,
+    /// and neither the recovery state machine nor congestion control sees the ACK (no
+    /// cwnd growth, rate sample or pacing update: a receiver's every data segment
+    /// comes this way). Only a D-SACK may still undo a reduction
+    /// (`FLAG_DSACKING_ACK`), and a TLP episode may end. The window update and
+    /// `tcp_ack_probe` ran in `ack_update_window`.
+    fn ack_no_queue(
+        &mut self,
+        ctx: &mut Ctx,
+        ack: u64,
+        prior_una: u64,
+        sack: &super::rtx::sacktag::SackResult,
+        ece: bool,
+    ) -> AckOutcome {
+        let prior_delivered = self.delivered;
+        // tcp_ack counts sack_state.sack_delivered before it branches.
+        self.count_delivered(sack.newly_sacked + sack.dsack_segs, ece);
+        let mut fl = self.rack_ack_delivered(ctx, false, sack);
+        fl.ece = ece;
+        if sack.dsack {
+            let d = self.fastretrans_alert(ctx, prior_una, 0, &mut fl);
+            self.count_delivered(d, ece);
+            // tcp_newly_delivered
+            let newly = self.delivered - prior_delivered;
+            ctx.mib.add(Mib::TcpExtTCPDelivered, newly);
+            if ece {
+                super::ecn::count_delivered_ce(ctx, newly);
+            }
+        }
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(ctx, ack, &fl);
         }
         AckOutcome::New
     }

@@ -167,9 +167,9 @@ impl Tcb {
 }
 
 impl Tcb {
-    /// Before SACK processing of an ACK: the TSecr for undo checks, RACK's
-    /// retransmission cutoff; returns `prior_fack` (`tcp_highest_sack_seq`).
-    pub(crate) fn rack_ack_begin(&mut self, ctx: &Ctx, th: &lowtide_wire::tcp::TcpRepr) -> u64 {
+    /// The segment's TSecr as `tcp_parse_options` leaves it in `rx_opt.rcv_tsecr`
+    /// (0: none, or timestamps not negotiated), for undo checks and RACK.
+    pub(crate) fn note_tsecr(&mut self, th: &lowtide_wire::tcp::TcpRepr) {
         self.rcv_tsecr = th
             .options
             .timestamp
@@ -178,6 +178,12 @@ impl Tcb {
         // tcp_tsopt_ecr_before needs saw_tstamp and a non-zero rcv_tsecr.
         self.rtx.ack_ecr_ms =
             (self.rcv_tsecr != 0).then(|| self.rcv_tsecr.wrapping_sub(self.ts_offset));
+    }
+
+    /// Before SACK processing of an ACK: the TSecr for undo checks, RACK's
+    /// retransmission cutoff; returns `prior_fack` (`tcp_highest_sack_seq`).
+    pub(crate) fn rack_ack_begin(&mut self, ctx: &Ctx, th: &lowtide_wire::tcp::TcpRepr) -> u64 {
+        self.note_tsecr(th);
         let min_rtt = Duration::from_micros(self.min_rtt_us as u64);
         self.rtx.rack_cutoff =
             Instant(ctx.now.as_nanos().saturating_sub(min_rtt.as_nanos() as u64));

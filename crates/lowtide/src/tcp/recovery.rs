@@ -9,6 +9,7 @@ use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
 use core::time::Duration;
+use lowtide_wire::tcp::TcpRepr;
 
 /// The `FLAG_*` bits of one ACK that loss recovery looks at (tcp_input.c).
 #[derive(Debug, Default, Clone, Copy)]
@@ -225,7 +226,7 @@ impl Tcb {
     }
 
     /// `tcp_any_retrans_done`.
-    fn any_retrans_done(&self) -> bool {
+    pub(super) fn any_retrans_done(&self) -> bool {
         self.rtx.retrans_out > 0 || self.rtx.first().is_some_and(|h| h.has(EVER_RETRANS))
     }
 
@@ -356,6 +357,34 @@ impl Tcb {
             return true;
         }
         false
+    }
+
+    /// `tcp_enter_loss` on a full socket's SYN timeout (SYN-SENT, or a simultaneous
+    /// open's SYN-RECV), as far as it outlives the handshake: `tcp_init_undo` at the
+    /// first timeout (later ones find `high_seq` past `snd_una` in Loss and keep it),
+    /// then `tcp_retransmit_skb`'s count of the retransmission in `undo_retrans`. The
+    /// Loss state, cwnd and ssthresh it also sets are not modelled: the SYN-ACK's
+    /// `tcp_ack` leaves Loss (`tcp_process_loss`, nothing to undo) and
+    /// `tcp_init_transfer` sets cwnd and ssthresh afresh.
+    pub(crate) fn syn_timeout_undo(&mut self) {
+        if self.undo_marker.is_none() {
+            self.undo_marker = Some(self.snd_una);
+            self.undo_retrans = -1;
+        }
+        self.undo_retrans = self.undo_retrans.max(0) + 1;
+    }
+
+    /// `tcp_try_undo_spurious_syn`: a SYN or SYN-ACK timeout was spurious when the
+    /// handshake's ACK echoes the timestamp of the first one (`retrans_stamp`): the
+    /// undo state goes, so `tcp_init_transfer` keeps the initial window (Linux 5.2,
+    /// RFC 3522 detection applied to the handshake).
+    pub(crate) fn try_undo_spurious_syn(&mut self, th: &TcpRepr) {
+        let (Some(stamp), Some((_, ecr))) = (self.retrans_stamp, th.options.timestamp) else {
+            return;
+        };
+        if self.undo_marker.is_some() && self.ts_ok && ecr == self.tsval(stamp) {
+            self.undo_marker = None;
+        }
     }
 
     /// `tcp_try_undo_recovery`: at the end of Recovery or Loss, undo if nothing
@@ -678,5 +707,62 @@ mod prr_tests {
         t.cwnd_reduction(0, 0, false);
         assert_eq!(t.cw.snd_cwnd, 17);
         assert_eq!(t.prr_delivered, 0);
+    }
+}
+
+#[cfg(test)]
+mod syn_undo_tests {
+    use crate::config::Config;
+    use crate::tcp::Tcb;
+    use crate::Instant;
+    use lowtide_wire::tcp::TcpRepr;
+
+    fn ack_echoing(ecr: Option<u32>) -> TcpRepr {
+        let mut th = TcpRepr::default();
+        th.options.timestamp = ecr.map(|e| (7, e));
+        th
+    }
+
+    #[test]
+    fn syn_timeouts_keep_the_first_undo_marker_and_count_retransmissions() {
+        let mut t = Tcb::for_test(&Config::default());
+        assert_eq!(t.undo_marker, None);
+        t.syn_timeout_undo();
+        assert_eq!((t.undo_marker, t.undo_retrans), (Some(0), 1));
+        t.syn_timeout_undo();
+        assert_eq!((t.undo_marker, t.undo_retrans), (Some(0), 2));
+    }
+
+    #[test]
+    fn spurious_syn_needs_an_echo_of_the_first_syn_timestamp() {
+        let first = Instant::from_nanos(5_000_000);
+        let setup = |ts_ok: bool| {
+            let mut t = Tcb::for_test(&Config::default());
+            t.ts_ok = ts_ok;
+            t.retrans_stamp = Some(first);
+            t.syn_timeout_undo();
+            t
+        };
+        // The echo of the first SYN: the timeout was spurious.
+        let mut t = setup(true);
+        let ecr = t.tsval(first);
+        t.try_undo_spurious_syn(&ack_echoing(Some(ecr)));
+        assert_eq!(t.undo_marker, None);
+        // An echo of a later SYN, no timestamp, or timestamps not negotiated: kept.
+        for (ts_ok, ecr) in [(true, Some(ecr + 1000)), (true, None), (false, Some(ecr))] {
+            let mut t = setup(ts_ok);
+            t.try_undo_spurious_syn(&ack_echoing(ecr));
+            assert_eq!(t.undo_marker, Some(0), "ts_ok {ts_ok} ecr {ecr:?}");
+        }
+        // No SYN timeout, nothing to undo; no retrans_stamp, nothing to compare.
+        let mut t = Tcb::for_test(&Config::default());
+        t.ts_ok = true;
+        t.retrans_stamp = Some(first);
+        t.try_undo_spurious_syn(&ack_echoing(Some(ecr)));
+        assert_eq!(t.undo_marker, None);
+        let mut t = setup(true);
+        t.retrans_stamp = None;
+        t.try_undo_spurious_syn(&ack_echoing(Some(ecr)));
+        assert_eq!(t.undo_marker, Some(0));
     }
 }

@@ -223,6 +223,11 @@ impl Tcb {
             {
                 self.backoff += 1;
             }
+            // A request's SYN-ACK timer (reqsk_timer_handler) enters no Loss: its
+            // child gets the undo state at creation (openreq_child_undo).
+            if self.parent.is_none() {
+                self.syn_timeout_undo();
+            }
             self.retransmit_syn(ctx);
         }
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());

@@ -419,14 +419,22 @@ mod closing {
 mod syn_retransmissions {
     use super::*;
 
-    /// Drops the first `n` SYNs (or SYN-ACKs when `synack`), then connects.
-    fn lose_syns(n: usize, synack: bool) -> (Pair, SocketHandle, SocketHandle) {
+    /// Drops the first `n` SYNs (or SYN-ACKs when `synack`), then connects. With
+    /// `quiet_client` the client's SYN retransmissions are dropped too, so that every
+    /// SYN-ACK retransmission is the server's timeout, not an answer to a repeated SYN.
+    fn lose_syns(n: usize, synack: bool, quiet_client: bool) -> (Pair, SocketHandle, SocketHandle) {
         let mut p = Pair::new(Config::default());
         let mut left = n;
+        let mut syns = 0;
         p.filter = Some(Box::new(move |d, pkt| {
             let s = Seg::parse(pkt);
+            let syn = d == Dir::AtoB && s.has(TcpFlags::SYN) && !s.has(TcpFlags::ACK);
+            syns += syn as u32;
+            if quiet_client && syn && syns > 1 {
+                return Verdict::Drop;
+            }
             let victim = match synack {
-                false => d == Dir::AtoB && s.has(TcpFlags::SYN) && !s.has(TcpFlags::ACK),
+                false => syn,
                 true => d == Dir::BtoA && s.has(TcpFlags::SYN) && s.has(TcpFlags::ACK),
             };
             if victim && left > 0 {
@@ -449,7 +457,7 @@ mod syn_retransmissions {
     #[test]
     fn two_lost_syns_start_the_client_at_one_segment() {
         for (lost, cwnd) in [(1, 10), (2, 1)] {
-            let (p, c, _) = lose_syns(lost, false);
+            let (p, c, _) = lose_syns(lost, false, false);
             let i = p.a.info(p.now, c).unwrap();
             assert_eq!(
                 (i.total_retrans, i.snd_cwnd),
@@ -462,10 +470,23 @@ mod syn_retransmissions {
         }
     }
 
+    /// Two SYN-ACK timeouts: the child starts at one segment
+    /// (`tcp_create_openreq_child` sets `undo_marker` after `num_timeout`, and the
+    /// ACK echoes the last SYN-ACK, so `tcp_try_undo_spurious_syn` keeps it).
     #[test]
     fn two_lost_synacks_start_the_child_at_one_segment() {
-        let (p, _, s) = lose_syns(2, true);
+        let (p, _, s) = lose_syns(2, true, true);
         let i = p.b.info(p.now, s).unwrap();
         assert_eq!((i.total_retrans, i.snd_cwnd), (2, 1));
+    }
+
+    /// The same two lost SYN-ACKs, but each resent at once for the client's repeated
+    /// SYN (`tcp_check_req` pushes the SYN-ACK timer back): no timeout, no
+    /// `undo_marker`, the initial window ("packets are not lost but delayed").
+    #[test]
+    fn synacks_resent_for_repeated_syns_keep_the_initial_window() {
+        let (p, _, s) = lose_syns(2, true, false);
+        let i = p.b.info(p.now, s).unwrap();
+        assert_eq!((i.total_retrans, i.snd_cwnd), (2, 10));
     }
 }

@@ -727,7 +727,10 @@ impl Tcb {
     }
 
     /// The `tcp_sock` view a congestion control's `cong_control` and `init` get.
-    fn cc_context(&mut self, now: crate::time::Instant) -> (&mut dyn CongestionOps, CcContext<'_>) {
+    pub(super) fn cc_context(
+        &mut self,
+        now: crate::time::Instant,
+    ) -> (&mut dyn CongestionOps, CcContext<'_>) {
         let packets_in_flight = self.packets_in_flight();
         let c = CcContext {
             cw: &mut self.cw,

@@ -355,6 +355,8 @@ impl Tcb {
                 // tcp_event_data_sent: first data after idle, before lsndtime moves.
                 let ca_ctx = self.ca_ctx(ctx.now);
                 self.cc.cwnd_event(&mut self.cw, CaEvent::TxStart, &ca_ctx);
+                let (cc, mut c) = self.cc_context(ctx.now);
+                cc.tx_start(&mut c);
             }
             self.event_data_sent(ctx.now);
             self.lsndtime = ctx.now;

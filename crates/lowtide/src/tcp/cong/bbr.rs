@@ -13,8 +13,8 @@
 //! jiffies and microsecond stamps; the per-connection random start phase comes from
 //! a xorshift generator seeded with the ISS ([`CcContext::seed`]); hooks that Linux
 //! gives the whole socket but lowtide does not (`set_state`, `undo_cwnd`) use the
-//! `tcp_sock` values seen at the last ACK; `CA_EVENT_TX_START` is not raised by the
-//! engine, so the idle-restart path (`bbr_cwnd_event`) is kept but never taken.
+//! `tcp_sock` values seen at the last ACK; `CA_EVENT_TX_START` reaches BBR through
+//! [`CongestionOps::tx_start`], which gives it the socket view `bbr_cwnd_event` writes.
 
 use super::minmax::MinMax;
 use super::INFINITE_SSTHRESH;
@@ -697,9 +697,30 @@ impl CongestionOps for Bbr {
         }
     }
 
-    /// `bbr_cwnd_event`: only `CA_EVENT_TX_START` after an app-limited idle matters,
-    /// and lowtide's engine does not raise it (see the module docs).
+    /// `bbr_cwnd_event` for every event but `CA_EVENT_TX_START` (see `tx_start`):
+    /// nothing.
     fn cwnd_event(&mut self, _cw: &mut CwndState, _ev: CaEvent, _ctx: &CaCtx) {}
+
+    /// `bbr_cwnd_event(CA_EVENT_TX_START)`: sending again after an app-limited idle
+    /// is an idle restart (no PROBE_RTT entry and a fresh ACK-aggregation epoch until
+    /// data is delivered); in PROBE_BW pace at the estimated bandwidth, "to avoid
+    /// pointless buffer overflows", and in PROBE_RTT see whether it is done.
+    fn tx_start(&mut self, ctx: &mut CcContext) {
+        if *ctx.app_limited == 0 {
+            return;
+        }
+        self.idle_restart = true;
+        self.ack_epoch_mstamp = ctx.now;
+        self.ack_epoch_acked = 0;
+        match self.mode {
+            Mode::ProbeBw => {
+                let bw = self.bw();
+                self.set_pacing_rate(ctx, bw, BBR_UNIT);
+            }
+            Mode::ProbeRtt => self.check_probe_rtt_done(ctx),
+            _ => {}
+        }
+    }
 
     /// `bbr_undo_cwnd`: a spurious slow-down; restart full-pipe detection.
     fn undo_cwnd(&mut self, cw: &CwndState, _prior_cwnd: u32) -> u32 {
@@ -859,6 +880,34 @@ mod tests {
         h.cw.snd_cwnd = 500;
         h.in_flight = 500;
         b
+    }
+
+    #[test]
+    fn tx_start_after_app_limited_idle_restarts() {
+        let mut h = H::new();
+        let mut b = probe_bw(&mut h);
+        h.pacing_rate = 12_374_987; // pacing_gain 1.25
+        b.ack_epoch_acked = 77;
+        // Not app-limited: nothing.
+        b.tx_start(&mut h.ctx());
+        assert!(!b.idle_restart);
+        assert_eq!((h.pacing_rate, b.ack_epoch_acked), (12_374_987, 77));
+        // App-limited in PROBE_BW: pace at the estimate (gain 1), new ACK epoch.
+        h.app_limited = 5;
+        h.now += ms(300);
+        b.tx_start(&mut h.ctx());
+        assert!(b.idle_restart);
+        assert_eq!((h.pacing_rate, b.ack_epoch_acked), (9_899_990, 0));
+        assert_eq!(b.ack_epoch_mstamp, h.now);
+        // App-limited in PROBE_RTT past its done stamp: the cwnd comes back.
+        b.mode = Mode::ProbeRtt;
+        b.prior_cwnd = 600;
+        h.cw.snd_cwnd = 4;
+        b.probe_rtt_done_stamp = Some(h.now);
+        h.now += ms(1);
+        b.tx_start(&mut h.ctx());
+        assert_eq!(h.cw.snd_cwnd, 600);
+        assert_ne!(b.mode, Mode::ProbeRtt);
     }
 
     #[test]

@@ -268,6 +268,11 @@ pub trait CongestionOps: core::fmt::Debug + Send {
     fn set_state(&mut self, _cw: &mut CwndState, _new: CaState) {}
     /// `cwnd_event`: an event of interest happened.
     fn cwnd_event(&mut self, _cw: &mut CwndState, _ev: CaEvent, _ctx: &CaCtx) {}
+    /// `cwnd_event(CA_EVENT_TX_START)` as a congestion control that sets the window
+    /// and pacing rate itself (`cong_control`) sees it: with the socket view it may
+    /// write. The engine raises it right after [`CongestionOps::cwnd_event`] with
+    /// [`CaEvent::TxStart`].
+    fn tx_start(&mut self, _ctx: &mut CcContext) {}
     /// `pkts_acked`: per-ACK sample (RTT, count).
     fn pkts_acked(&mut self, _cw: &mut CwndState, _sample: &AckSample, _ctx: &CaCtx) {}
     /// `undo_cwnd`: the window to return to after a spurious reduction.

@@ -218,7 +218,7 @@ impl Tcb {
             tsq_throttled: self.tsq_throttled_count,
             wakeups: self.wakeups,
             delivery_rate: self.delivery_rate(),
-            delivery_rate_app_limited: self.rate_app_limited,
+            delivery_rate_app_limited: self.rate.rate_app_limited,
             busy_time: self.chrono.stats_us(now).0,
             rwnd_limited: self.chrono.stats_us(now).1,
             sndbuf_limited: self.chrono.stats_us(now).2,

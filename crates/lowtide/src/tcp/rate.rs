@@ -39,25 +39,25 @@ impl Tcb {
     /// and delivery interval start now.
     pub(crate) fn rate_skb_sent(&mut self, now: Instant) -> TxRate {
         if self.rtx.packets_out == 0 {
-            self.first_tx_mstamp = now;
-            self.delivered_mstamp = now;
+            self.rate.first_tx_mstamp = now;
+            self.rate.delivered_mstamp = now;
         }
         TxRate {
             delivered: self.delivered,
-            delivered_mstamp: Some(self.delivered_mstamp),
-            first_tx_mstamp: self.first_tx_mstamp,
-            is_app_limited: self.app_limited != 0,
+            delivered_mstamp: Some(self.rate.delivered_mstamp),
+            first_tx_mstamp: self.rate.first_tx_mstamp,
+            is_app_limited: self.rate.app_limited != 0,
         }
     }
 
     /// `tcp_rate_gen`: the rate sample of one ACK.
     pub(crate) fn rate_gen(&mut self, now: Instant, a: &AckRate) -> RateSample {
         // Clear app-limited once the bubble is ACKed and gone.
-        if self.app_limited != 0 && self.delivered > self.app_limited {
-            self.app_limited = 0;
+        if self.rate.app_limited != 0 && self.delivered > self.rate.app_limited {
+            self.rate.app_limited = 0;
         }
         if a.delivered > 0 {
-            self.delivered_mstamp = now;
+            self.rate.delivered_mstamp = now;
         }
         let mut rs = RateSample {
             acked_sacked: a.delivered,
@@ -72,7 +72,7 @@ impl Tcb {
         };
         // tcp_rate_skb_delivered's update of the connection: the send time of the most
         // recently delivered packet starts the next send phase.
-        self.first_tx_mstamp = d.tx_time;
+        self.rate.first_tx_mstamp = d.tx_time;
         rs.prior_mstamp = d.tx.delivered_mstamp;
         rs.prior_delivered = d.tx.delivered;
         rs.is_app_limited = d.tx.is_app_limited;
@@ -98,12 +98,12 @@ impl Tcb {
         }
         // Record the last non-app-limited or the highest app-limited rate (tcp_info).
         if !rs.is_app_limited
-            || rs.delivered as u128 * self.rate_interval_us as u128
-                >= self.rate_delivered as u128 * rs.interval_us as u128
+            || rs.delivered as u128 * self.rate.rate_interval_us as u128
+                >= self.rate.rate_delivered as u128 * rs.interval_us as u128
         {
-            self.rate_delivered = rs.delivered as u64;
-            self.rate_interval_us = rs.interval_us as u64;
-            self.rate_app_limited = rs.is_app_limited;
+            self.rate.rate_delivered = rs.delivered as u64;
+            self.rate.rate_interval_us = rs.interval_us as u64;
+            self.rate.rate_app_limited = rs.is_app_limited;
         }
         rs
     }
@@ -119,14 +119,14 @@ impl Tcb {
             && in_flight < self.cw.snd_cwnd
             && self.rtx.lost_out <= self.rtx.retrans_out
         {
-            self.app_limited = (self.delivered + in_flight as u64).max(1);
+            self.rate.app_limited = (self.delivered + in_flight as u64).max(1);
         }
     }
 
     /// `tcp_info.tcpi_delivery_rate`: bytes per second of the last recorded sample.
     pub(crate) fn delivery_rate(&self) -> u64 {
-        (self.rate_delivered as u128 * self.mss_cache as u128 * 1_000_000)
-            .checked_div(self.rate_interval_us as u128)
+        (self.rate.rate_delivered as u128 * self.mss_cache as u128 * 1_000_000)
+            .checked_div(self.rate.rate_interval_us as u128)
             .map_or(0, |r| r.min(u64::MAX as u128) as u64)
     }
 }
@@ -252,31 +252,31 @@ mod tests {
         let mut t = tcb();
         // Nothing queued, nothing in flight, room in cwnd: app-limited from the start.
         t.rate_check_app_limited();
-        assert_eq!(t.app_limited, 1);
+        assert_eq!(t.rate.app_limited, 1);
         for i in 0..4 {
             send(&mut t, i, us(0));
         }
         assert!(t.rtx.first().unwrap().tx.is_app_limited);
         let rs = ack(&mut t, 1, us(10_000));
         assert!(rs.is_app_limited);
-        assert_eq!(t.app_limited, 1, "delivered = 1 is not past the mark");
+        assert_eq!(t.rate.app_limited, 1, "delivered = 1 is not past the mark");
         let rs = ack(&mut t, 2, us(11_000));
         assert!(rs.is_app_limited);
-        assert_eq!(t.app_limited, 0, "delivered = 2 passed the bubble");
+        assert_eq!(t.rate.app_limited, 0, "delivered = 2 passed the bubble");
         send(&mut t, 4, us(11_000));
         assert!(!t.rtx.last().unwrap().tx.is_app_limited);
         // With cwnd full it is the network that limits: no mark.
         t.cw.snd_cwnd = t.packets_in_flight();
         t.rate_check_app_limited();
-        assert_eq!(t.app_limited, 0);
+        assert_eq!(t.rate.app_limited, 0);
         // With cwnd room and an empty write queue the mark is delivered + in flight.
         t.cw.snd_cwnd = 100;
         t.rate_check_app_limited();
-        assert_eq!(t.app_limited, 2 + 3);
+        assert_eq!(t.rate.app_limited, 2 + 3);
         // Data waiting to be sent: not app-limited.
-        t.app_limited = 0;
+        t.rate.app_limited = 0;
         t.write_seq = t.snd_nxt + MSS as u64;
         t.rate_check_app_limited();
-        assert_eq!(t.app_limited, 0);
+        assert_eq!(t.rate.app_limited, 0);
     }
 }

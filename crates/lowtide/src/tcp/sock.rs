@@ -339,19 +339,8 @@ pub struct Tcb {
     pub(crate) data_segs_out: u64,
     pub(crate) data_segs_in: u64,
     pub(crate) delivered: u64,
-    // ---- delivery-rate sampling (tcp_rate.c) ----
-    /// `delivered_mstamp`: when `delivered` last grew.
-    pub(crate) delivered_mstamp: Instant,
-    /// `first_tx_mstamp`: start of the current send phase.
-    pub(crate) first_tx_mstamp: Instant,
-    /// `app_limited`: `delivered` value past which the app-limited bubble is gone;
-    /// 0 when not app-limited.
-    pub(crate) app_limited: u64,
-    /// `rate_delivered`/`rate_interval_us`/`rate_app_limited`: the last recorded
-    /// sample, for `tcpi_delivery_rate`.
-    pub(crate) rate_delivered: u64,
-    pub(crate) rate_interval_us: u64,
-    pub(crate) rate_app_limited: bool,
+    /// Delivery-rate sampling (tcp_rate.c, `tcp/rate.rs`).
+    pub(crate) rate: RateState,
     pub(crate) rtt_samples: u64,
     pub(crate) rtt_sum_us: u64,
     pub(crate) created: Instant,
@@ -669,6 +658,25 @@ pub(crate) struct CacheUpdate {
     pub try_exp: u8,
 }
 
+// ---- implemented in tcp/rate.rs ----
+
+/// The delivery-rate sampling state of `struct tcp_sock` (tcp_rate.c).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RateState {
+    /// `delivered_mstamp`: when `delivered` last grew.
+    pub delivered_mstamp: Instant,
+    /// `first_tx_mstamp`: start of the current send phase.
+    pub first_tx_mstamp: Instant,
+    /// `app_limited`: `delivered` value past which the app-limited bubble is gone;
+    /// 0 when not app-limited.
+    pub app_limited: u64,
+    /// `rate_delivered`/`rate_interval_us`/`rate_app_limited`: the last recorded
+    /// sample, for `tcpi_delivery_rate`.
+    pub rate_delivered: u64,
+    pub rate_interval_us: u64,
+    pub rate_app_limited: bool,
+}
+
 // ---- implemented in tcp/rack.rs ----
 
 /// `tp->rack`: RACK's state
@@ -903,12 +911,14 @@ impl Tcb {
             data_segs_out: 0,
             data_segs_in: 0,
             delivered: 0,
-            delivered_mstamp: now,
-            first_tx_mstamp: now,
-            app_limited: 0,
-            rate_delivered: 0,
-            rate_interval_us: 0,
-            rate_app_limited: false,
+            rate: RateState {
+                delivered_mstamp: now,
+                first_tx_mstamp: now,
+                app_limited: 0,
+                rate_delivered: 0,
+                rate_interval_us: 0,
+                rate_app_limited: false,
+            },
             rtt_samples: 0,
             rtt_sum_us: 0,
             created: now,

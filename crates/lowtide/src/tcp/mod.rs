@@ -8,7 +8,7 @@
 //! | `ratelimit` | tcp_input.c `tcp_oow_rate_limited`, `tcp_send_challenge_ack` ([RFC 5961 section 7](https://www.rfc-editor.org/rfc/rfc5961#section-7)) |
 //! | `delack` | tcp_input.c `tcp_event_data_recv`, quick ACKs; tcp_output.c `tcp_send_delayed_ack` |
 //! | `compsack` | tcp_input.c SACK compression: `__tcp_ack_snd_check`, `tcp_sack_compress_send_ack` |
-//! | `recovery` | tcp_input.c `tcp_fastretrans_alert`: RFC 6675 marking, PRR (RFC 6937), NewReno, undo, `tcp_enter_loss` |
+//! | `fastretrans` | tcp_input.c `tcp_fastretrans_alert`: RFC 6675 marking, PRR (RFC 6937), NewReno, undo, `tcp_enter_loss` |
 //! | `renosack` | tcp_input.c without SACK: `tcp_add_reno_sack`, `tcp_remove_reno_sacks`, `tcp_check_reno_reordering`, `tcp_limit_reno_sacked` |
 //! | `rack` | tcp_recovery.c: RACK loss detection ([RFC 8985 section 6](https://www.rfc-editor.org/rfc/rfc8985#section-6)), the reorder timer |
 //! | `tlp` | tail loss probes ([RFC 8985 section 7](https://www.rfc-editor.org/rfc/rfc8985#section-7)): tcp_output.c `tcp_schedule_loss_probe`, `tcp_send_loss_probe`; tcp_input.c `tcp_process_tlp_ack` |
@@ -65,6 +65,7 @@ pub mod errqueue;
 pub mod fastopen;
 pub(crate) mod fastopen_active;
 mod fastopen_conn;
+pub(crate) mod fastretrans;
 pub mod info;
 pub(crate) mod input;
 pub mod keepalive;
@@ -82,7 +83,6 @@ pub(crate) mod ratelimit;
 pub(crate) mod rcvbuf;
 pub(crate) mod rcvqueue;
 pub(crate) mod rcvwin;
-pub(crate) mod recovery;
 pub(crate) mod renosack;
 pub mod rmem;
 pub mod rtx;

@@ -199,14 +199,14 @@ impl Tcb {
         ctx: &mut Ctx,
         snd_una_advanced: bool,
         sack: &super::rtx::sacktag::SackResult,
-    ) -> super::recovery::AckFlags {
+    ) -> super::fastretrans::AckFlags {
         let d = core::mem::take(&mut self.rtx.delivered);
         // tcp_clean_rtx_queue advances RACK only "else if (tcp_is_sack(tp))": without
         // SACK, RACK keeps no RTT, and an RTO marks every skb lost.
         if self.sack_ok {
             self.rack_advance(ctx.now, &d);
         }
-        super::recovery::AckFlags {
+        super::fastretrans::AckFlags {
             delivered_any: d.rack.is_some() || d.orig_low.is_some(),
             snd_una_advanced,
             data_sacked: sack.newly_sacked > 0,

@@ -289,7 +289,7 @@ pub struct Tcb {
     /// segments (`tcp_add_reno_sack`, renosack.rs); see [`Tcb::sacked_out`].
     pub(crate) reno_sacked_out: u32,
 
-    // ---- RACK-TLP, F-RTO and undo (rack.rs, tlp.rs, recovery.rs) ----
+    // ---- RACK-TLP, F-RTO and undo (rack.rs, tlp.rs, fastretrans.rs) ----
     /// `tp->rack`.
     pub(crate) rack: Rack,
     /// `undo_marker`: `snd_una` when the reduction that may be undone began.

@@ -120,7 +120,7 @@ impl Tcb {
         &mut self,
         ctx: &mut Ctx,
         ack: u64,
-        fl: &super::recovery::AckFlags,
+        fl: &super::fastretrans::AckFlags,
     ) {
         let Some(high) = self.tlp_high_seq else {
             return;

@@ -131,7 +131,7 @@ fn cannot_run() -> Option<String> {
 }
 
 /// A kernel host: its namespace and its device.
-struct Host {
+struct KernelHost {
     // The device before the namespace: it is closed first.
     dev: TunDevice,
     ns: NetNs,
@@ -150,7 +150,7 @@ impl Drop for AbortOnDrop {
 /// The hosts' namespaces and devices, configured: address, link up, a long
 /// device queue (the host's queue is emulated behind it), the file's `net.*`
 /// sysctls.
-fn hosts(file: &ScenarioFile, t: &Topology) -> Result<Vec<Host>, String> {
+fn hosts(file: &ScenarioFile, t: &Topology) -> Result<Vec<KernelHost>, String> {
     let mut out = Vec::new();
     for (h, node) in t.nodes.iter().enumerate() {
         let Some(spec) = file.hosts.get(&node.name) else {
@@ -173,7 +173,7 @@ fn hosts(file: &ScenarioFile, t: &Topology) -> Result<Vec<Host>, String> {
         }
         dev.set_nonblocking(true)
             .map_err(|e| format!("{name}: non-blocking: {e}"))?;
-        out.push(Host { dev, ns });
+        out.push(KernelHost { dev, ns });
     }
     Ok(out)
 }

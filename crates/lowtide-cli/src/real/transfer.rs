@@ -227,12 +227,12 @@ fn bps(bytes: u64, secs: f64) -> f64 {
 }
 
 /// Where the connections' engines are: one runtime, or the shards of `--queues`.
-trait Net {
+trait Engines {
     fn shards(&self) -> usize;
     fn on<R>(&mut self, k: usize, f: impl FnOnce(&mut Runtime) -> R) -> R;
 }
 
-impl Net for Runtime {
+impl Engines for Runtime {
     fn shards(&self) -> usize {
         1
     }
@@ -242,7 +242,7 @@ impl Net for Runtime {
     }
 }
 
-impl Net for Shards {
+impl Engines for Shards {
     fn shards(&self) -> usize {
         self.len()
     }
@@ -263,7 +263,7 @@ impl Flows {
         self.flows.iter().all(Transfer::done)
     }
 
-    fn step(&mut self, net: &mut impl Net) {
+    fn step(&mut self, net: &mut impl Engines) {
         for k in 0..net.shards() {
             let (flows, listener) = (&mut self.flows, self.listeners.get(k).copied());
             net.on(k, |rt| Flows::events(flows, k, listener, rt));
@@ -484,7 +484,7 @@ fn open_failed(args: &TransferArgs, e: SocketError) -> String {
 }
 
 fn open(
-    net: &mut impl Net,
+    net: &mut impl Engines,
     t: &mut Flows,
     args: &TransferArgs,
     local: IpAddr,

@@ -244,6 +244,12 @@ pub struct Config {
     /// `HYSTART_ACK_TRAIN` 1 | `HYSTART_DELAY` 2. Read when a CUBIC socket is created
     /// (Linux reads the module parameter at every ACK).
     pub tcp_cubic_hystart_detect: u32,
+    /// `/sys/module/tcp_dctcp/parameters/dctcp_shift_g`: DCTCP's EWMA gain
+    /// g = 1/2^shift_g (0..=10, default 4); read at each alpha update.
+    pub tcp_dctcp_shift_g: u32,
+    /// `/sys/module/tcp_dctcp/parameters/dctcp_alpha_on_init`: DCTCP's alpha when a
+    /// connection starts, out of 1024 (default 1024: the first mark halves cwnd).
+    pub tcp_dctcp_alpha_on_init: u32,
     /// `net.ipv4.tcp_fastopen`: TCP Fast Open's bits (`TFO_CLIENT_ENABLE` 1,
     /// `TFO_SERVER_ENABLE` 2, `TFO_CLIENT_NO_COOKIE` 4, `TFO_SERVER_COOKIE_NOT_REQD`
     /// 0x200, `TFO_SERVER_WO_SOCKOPT1` 0x400; `crate::tcp::fastopen`).
@@ -370,6 +376,8 @@ impl Default for Config {
             tcp_rfc1337: 0,
             tcp_syncookies: 1,
             tcp_cubic_hystart_detect: 3,
+            tcp_dctcp_shift_g: 4,
+            tcp_dctcp_alpha_on_init: 1024,
             tcp_fastopen: crate::tcp::fastopen::TFO_CLIENT_ENABLE,
             tcp_fastopen_key: Default::default(),
             tcp_fastopen_blackhole_timeout_sec: 0,
@@ -406,7 +414,7 @@ pub const QDISCS: &[&str] = &[
 ];
 
 /// Congestion control algorithms this build offers.
-pub const CONGESTION_CONTROLS: &[&str] = &["reno", "cubic", "bbr"];
+pub const CONGESTION_CONTROLS: &[&str] = &["reno", "cubic", "bbr", "dctcp"];
 
 const BOOL: &str = "0 or 1";
 
@@ -533,6 +541,8 @@ impl Config {
         "net.ipv4.tcp_syncookies",
         "net.core.default_qdisc",
         "module.tcp_cubic.hystart_detect",
+        "module.tcp_dctcp.dctcp_shift_g",
+        "module.tcp_dctcp.dctcp_alpha_on_init",
         "net.ipv4.tcp_fastopen",
         "net.ipv4.tcp_fastopen_key",
         "net.ipv4.tcp_fastopen_blackhole_timeout_sec",
@@ -610,7 +620,7 @@ impl Config {
             "net.ipv4.tcp_congestion_control" => {
                 let v = value.trim();
                 if !CONGESTION_CONTROLS.contains(&v) {
-                    return Err(bad(n, value, "one of: reno, cubic, bbr"));
+                    return Err(bad(n, value, "one of: reno, cubic, bbr, dctcp"));
                 }
                 self.tcp_congestion_control = v.into();
             }
@@ -731,6 +741,14 @@ impl Config {
             }
             "module.tcp_cubic.hystart_detect" => {
                 self.tcp_cubic_hystart_detect = parse_num(n, value, 0, 3, "0..=3 (bits 1, 2)")?
+            }
+            // dctcp_shift_g_set: param_set_uint_minmax(val, kp, 0, 10).
+            "module.tcp_dctcp.dctcp_shift_g" => {
+                self.tcp_dctcp_shift_g = parse_num(n, value, 0, 10, "0..=10")?
+            }
+            // module_param(dctcp_alpha_on_init, uint): any u32, capped at 1024 at use.
+            "module.tcp_dctcp.dctcp_alpha_on_init" => {
+                self.tcp_dctcp_alpha_on_init = parse_num(n, value, 0, u32::MAX, "0..=4294967295")?
             }
             // proc_dointvec: any int, in any C base.
             "net.ipv4.tcp_fastopen" => {

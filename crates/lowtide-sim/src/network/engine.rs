@@ -220,7 +220,7 @@ impl<'t> Network<'t> {
                 h.register(sock, Role::Sender(f));
                 s.handle = Some(sock);
                 if let Some(cc) = &def.cc {
-                    if let Err(e) = h.stack.socket(sock).set_congestion(cc) {
+                    if let Err(e) = h.stack.socket(sock).set_congestion(now, cc) {
                         tracing::warn!("{}: TCP_CONGESTION {cc}: {e}", def.name);
                     }
                 }

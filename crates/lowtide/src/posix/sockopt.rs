@@ -409,7 +409,7 @@ impl Host {
                 }
                 s.opts.congestion = Some(name.to_string());
                 if let Some(h) = conn {
-                    e(stack.socket(h).set_congestion(name))?;
+                    e(stack.socket(h).set_congestion(now, name))?;
                 }
             }
             _ => return err(errno::ENOPROTOOPT),
@@ -651,9 +651,23 @@ impl Host {
                 };
                 put(out, &b)
             }
-            // No congestion control here exports get_info but BBR's bandwidth; CUBIC
-            // and Reno answer with length 0, as in Linux.
-            (SOL_TCP, TCP_CC_INFO) => 0,
+            // get_info: DCTCP's tcp_dctcp_info (dctcp_get_info; on a socket not yet
+            // connected, its zeroed private area); CUBIC and Reno answer with length
+            // 0, as in Linux (BBR's tcp_bbr_info is not exported here).
+            (SOL_TCP, TCP_CC_INFO) => {
+                let info = match conn {
+                    Some(h) => self.stack.socket_ref(h).cc_info().map_err(Errno::from)?,
+                    None => {
+                        let name = s.opts.congestion.as_deref();
+                        crate::tcp::cong::by_name(name.unwrap_or(&cfg.tcp_congestion_control))
+                            .and_then(|cc| cc.get_info(&Default::default()))
+                    }
+                };
+                match info {
+                    Some(crate::tcp::cong::CcInfo::Dctcp(i)) => put(out, &i.to_bytes()),
+                    None => 0,
+                }
+            }
             _ => return err(errno::ENOPROTOOPT),
         };
         Ok(n)

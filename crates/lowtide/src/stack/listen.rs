@@ -214,7 +214,13 @@ impl Stack {
             let o = CookieOpts {
                 wscale: syn.options.wscale.filter(|_| self.cfg.tcp_window_scaling),
                 sack: syn.options.sack_permitted && self.cfg.tcp_sack,
-                ecn: tcp::ecn::syn_agrees(&self.cfg, ip, th, self.route_ecn(tuple)),
+                ecn: tcp::ecn::syn_agrees(
+                    &self.cfg,
+                    ip,
+                    th,
+                    self.route_ecn(tuple),
+                    tcb.cc.needs_ecn(),
+                ),
             };
             let ms = now.as_millis() as u32;
             tcb.ts_offset = ts_off.wrapping_add(init_timestamp(ms, o).wrapping_sub(ms));

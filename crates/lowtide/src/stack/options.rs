@@ -315,17 +315,20 @@ impl SocketMut<'_> {
         Ok(())
     }
 
-    /// `TCP_CONGESTION` (setsockopt): `ENOENT`-like [`SocketError::InvalidInput`] for
-    /// an unknown name; `EPERM` when the connection's route locks its congestion
-    /// control (`ip route ... congctl lock NAME`, `icsk_ca_dst_locked`).
-    pub fn set_congestion(&mut self, name: &str) -> Result<(), SocketError> {
+    /// `TCP_CONGESTION` (setsockopt) at `now`: `ENOENT`-like
+    /// [`SocketError::InvalidInput`] for an unknown name; `EPERM` when the
+    /// connection's route locks its congestion control (`ip route ... congctl lock
+    /// NAME`, `icsk_ca_dst_locked`). Past `connect` the new one is initialized at
+    /// once (`tcp_reinit_congestion_control`): DCTCP on a connection without ECN
+    /// falls back to Reno then.
+    pub fn set_congestion(&mut self, now: Instant, name: &str) -> Result<(), SocketError> {
         let cc = crate::tcp::cong::by_name_cfg(name, &self.stack.cfg)
             .ok_or(SocketError::InvalidInput)?;
         let tcb = self.stack.tcb_mut(self.h)?;
         if tcb.ca_dst_locked {
             return Err(SocketError::PermissionDenied);
         }
-        tcb.cc = cc;
+        tcb.reinit_congestion_control(now, cc);
         Ok(())
     }
 
@@ -397,6 +400,13 @@ impl SocketRef<'_> {
     /// `TCP_CONGESTION` (getsockopt).
     pub fn congestion(&self) -> Result<&'static str, SocketError> {
         Ok(self.stack.tcb(self.h)?.cc.name())
+    }
+
+    /// `TCP_CC_INFO` (getsockopt): the congestion control's `tcp_cc_info`
+    /// (`get_info`), if it exports one (DCTCP's `tcp_dctcp_info`).
+    pub fn cc_info(&self) -> Result<Option<crate::tcp::cong::CcInfo>, SocketError> {
+        let t = self.stack.tcb(self.h)?;
+        Ok(t.cc.get_info(&t.ca_ctx(Instant::ZERO)))
     }
 
     /// What `tcp_poll` and the ioctls read.

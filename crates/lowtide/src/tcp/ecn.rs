@@ -31,10 +31,11 @@ pub(crate) const INET_ECN_CE: u8 = 3;
 pub(crate) const INET_ECN_MASK: u8 = 3;
 
 impl Tcb {
-    /// `tcp_ecn_send_syn`: an active open asks for ECN with `tcp_ecn = 1`.
+    /// `tcp_ecn_send_syn`: an active open asks for ECN with `tcp_ecn = 1`, or when
+    /// its congestion control needs ECN (`tcp_ca_needs_ecn`, DCTCP).
     pub(crate) fn ecn_send_syn(&mut self, cfg: &Config) {
         // A route with `features ecn` asks for it too.
-        let use_ecn = cfg.tcp_ecn == 1 || self.dst.metrics.ecn();
+        let use_ecn = cfg.tcp_ecn == 1 || self.cc.needs_ecn() || self.dst.metrics.ecn();
         self.ecn_flags = if use_ecn { TCP_ECN_OK } else { 0 };
     }
 
@@ -72,9 +73,11 @@ impl Tcb {
 
     /// `tcp_ecn_create_request` + `tcp_ecn_openreq_child`: a SYN with ECE and CWR,
     /// itself not ECT (an ECT SYN comes from a broken middlebox), gets ECN when
-    /// `tcp_ecn` is not 0.
+    /// `tcp_ecn` is not 0; any such SYN does when the listener's congestion control
+    /// needs ECN (`tcp_ca_needs_ecn(listen_sk)`: DCTCP's SYNs are ECT).
     pub(crate) fn ecn_create_request(&mut self, cfg: &Config, ip: &IpRepr, th: &TcpRepr) {
-        self.ecn_flags = if syn_agrees(cfg, ip, th, self.dst.metrics.ecn()) {
+        let needs = self.cc.needs_ecn();
+        self.ecn_flags = if syn_agrees(cfg, ip, th, self.dst.metrics.ecn(), needs) {
             TCP_ECN_OK
         } else {
             0
@@ -92,15 +95,21 @@ impl Tcb {
     }
 
     /// `tcp_ecn_send` for a segment other than a SYN: new data is sent ECT(0) and
-    /// carries a queued CWR; ACKs and retransmissions are not ECT. ECE while a CE
-    /// mark waits for the sender's CWR. Returns the IP ECN field and the TCP flags
-    /// to add.
+    /// carries a queued CWR; ACKs and retransmissions are not ECT, unless the
+    /// congestion control needs ECN (the socket's own ECT, `INET_ECN_xmit` at
+    /// `tcp_assign_congestion_control`, which `tcp_ecn_send` then leaves alone). ECE
+    /// while a CE mark waits for the sender's CWR. Returns the IP ECN field and the
+    /// TCP flags to add.
     pub(crate) fn ecn_send(&mut self, new_data: bool) -> (u8, TcpFlags) {
+        let sk_ect = match self.cc.needs_ecn() {
+            true => INET_ECN_ECT_0,
+            false => INET_ECN_NOT_ECT,
+        };
         if self.ecn_flags & TCP_ECN_OK == 0 {
-            return (INET_ECN_NOT_ECT, TcpFlags(0));
+            return (sk_ect, TcpFlags(0));
         }
         let mut flags = TcpFlags(0);
-        let mut ip_ecn = INET_ECN_NOT_ECT;
+        let mut ip_ecn = sk_ect;
         if new_data {
             ip_ecn = INET_ECN_ECT_0;
             if self.ecn_flags & TCP_ECN_QUEUE_CWR != 0 {
@@ -116,8 +125,10 @@ impl Tcb {
 
     /// `tcp_ecn_check_ce` on received data (`tcp_event_data_recv`, out-of-order
     /// queueing): a CE mark demands CWR and is ACKed at once; not-ECT data after ECT
-    /// was seen is probably a retransmission, also ACKed quickly.
-    pub(crate) fn ecn_check_ce(&mut self, ip_ecn: u8) {
+    /// was seen is probably a retransmission, also ACKed quickly. A congestion
+    /// control that needs ECN hears of every CE and ECT segment first
+    /// (`CA_EVENT_ECN_IS_CE`/`CA_EVENT_ECN_NO_CE`: DCTCP's CE state machine).
+    pub(crate) fn ecn_check_ce(&mut self, ctx: &mut Ctx, ip_ecn: u8) {
         if self.ecn_flags & TCP_ECN_OK == 0 {
             return;
         }
@@ -128,6 +139,9 @@ impl Tcb {
                 }
             }
             INET_ECN_CE => {
+                if self.cc.needs_ecn() {
+                    self.dctcp_ece_ack_update(ctx, true);
+                }
                 if self.ecn_flags & TCP_ECN_DEMAND_CWR == 0 {
                     // Better not delay ACKs: the sender's cwnd may be very low.
                     self.enter_quickack_mode(2);
@@ -135,7 +149,12 @@ impl Tcb {
                 }
                 self.ecn_flags |= TCP_ECN_SEEN;
             }
-            _ => self.ecn_flags |= TCP_ECN_SEEN,
+            _ => {
+                if self.cc.needs_ecn() {
+                    self.dctcp_ece_ack_update(ctx, false);
+                }
+                self.ecn_flags |= TCP_ECN_SEEN;
+            }
         }
     }
 
@@ -172,10 +191,17 @@ impl Tcb {
 }
 
 /// `tcp_ecn_create_request`'s rule: a SYN with ECE and CWR, not itself ECT, while
-/// `tcp_ecn` is not 0 or the route has `features ecn`.
-pub(crate) fn syn_agrees(cfg: &Config, ip: &IpRepr, th: &TcpRepr, route_ecn: bool) -> bool {
+/// `tcp_ecn` is not 0 or the route has `features ecn`; or any SYN with ECE and CWR
+/// when the listener's congestion control needs ECN (`ca_needs_ecn`).
+pub(crate) fn syn_agrees(
+    cfg: &Config,
+    ip: &IpRepr,
+    th: &TcpRepr,
+    route_ecn: bool,
+    ca_needs_ecn: bool,
+) -> bool {
     let th_ecn = th.flags.contains(TcpFlags::ECE) && th.flags.contains(TcpFlags::CWR);
-    th_ecn && ip.ecn == INET_ECN_NOT_ECT && (cfg.tcp_ecn != 0 || route_ecn)
+    th_ecn && ((ip.ecn == INET_ECN_NOT_ECT && (cfg.tcp_ecn != 0 || route_ecn)) || ca_needs_ecn)
 }
 
 /// Counts `TcpExtTCPDeliveredCE` as `tcp_newly_delivered` does for an ECE ACK.
@@ -305,7 +331,9 @@ mod tests {
         t.ecn_withdraw_cwr();
         assert_eq!(t.ecn_send(true).1, TcpFlags(0), "undone");
         // Receiver side: CE demands CWR, ECE on every segment until a CWR arrives.
-        t.ecn_check_ce(INET_ECN_CE);
+        let c = cfg(1);
+        let mut st = crate::tcp::TestStack::default();
+        t.ecn_check_ce(&mut st.ctx(&c, Instant::ZERO, false), INET_ECN_CE);
         assert_eq!(t.ecn_send(false).1, TcpFlags::ECE);
         assert_eq!(t.ecn_send(true).1, TcpFlags::ECE);
         t.ecn_accept_cwr(&syn(TcpFlags::ACK | TcpFlags::CWR), 0);
@@ -317,16 +345,17 @@ mod tests {
 
     #[test]
     fn ce_and_not_ect_after_ect_ask_for_quick_acks() {
-        let mut t = Tcb::for_test(&cfg(1));
+        let c = cfg(1);
+        let mut st = crate::tcp::TestStack::default();
+        let mut t = Tcb::for_test(&c);
         t.ecn_flags = TCP_ECN_OK;
         t.quick = 0;
-        t.ecn_check_ce(INET_ECN_NOT_ECT);
+        t.ecn_check_ce(&mut st.ctx(&c, Instant::ZERO, false), INET_ECN_NOT_ECT);
         assert_eq!(t.quick, 0, "nothing seen yet");
-        t.ecn_check_ce(INET_ECN_ECT_0);
+        t.ecn_check_ce(&mut st.ctx(&c, Instant::ZERO, false), INET_ECN_ECT_0);
         assert_eq!(t.ecn_flags, TCP_ECN_OK | TCP_ECN_SEEN);
-        t.ecn_check_ce(INET_ECN_NOT_ECT);
+        t.ecn_check_ce(&mut st.ctx(&c, Instant::ZERO, false), INET_ECN_NOT_ECT);
         assert!(t.quick > 0, "probably a retransmission");
-        let _ = Instant::ZERO;
     }
 
     #[test]

@@ -528,8 +528,17 @@ impl Tcb {
         // Linux 5.10+ accepts CWR on pure ACKs too (robustness against peers that
         // send it so), before cleaning the queue.
         self.ecn_accept_cwr(th, payload_len);
+        // tcp_in_ack_event's flags (lowtide has no header prediction: every ACK
+        // takes the slow path).
+        let ca_flags = super::cong::CA_ACK_SLOWPATH
+            | if win_update {
+                super::cong::CA_ACK_WIN_UPDATE
+            } else {
+                0
+            }
+            | if ece { super::cong::CA_ACK_ECE } else { 0 };
         if prior_packets == 0 {
-            return self.ack_no_queue(ctx, ack, prior_una, &sack, ece);
+            return self.ack_no_queue(ctx, ack, prior_una, &sack, ece, ca_flags);
         }
         let cleaned = self.clean_rtx_queue(ctx, ack);
         // tcp_clean_rtx_queue: "Non-retransmitted hole got filled? That's reordering".
@@ -564,6 +573,10 @@ impl Tcb {
                     .saturating_sub(cleaned.acked_sacked_segs),
             ece,
         );
+        // tcp_in_ack_event (Linux 6.14+: after the queue is cleaned and the
+        // deliveries counted, before the TLP check).
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc.in_ack_event(ca_flags, &ca_ctx);
         let skb = super::rtx::skb::DeliveredSkb::later(sack.rate, cleaned.rate);
         // tcp_clean_rtx_queue: "Conservatively mark a delayed ACK. It's typically
         // from a lone runt packet over the round trip to a receiver w/o
@@ -680,10 +693,14 @@ impl Tcb {
         prior_una: u64,
         sack: &super::rtx::sacktag::SackResult,
         ece: bool,
+        ca_flags: u32,
     ) -> AckOutcome {
         let prior_delivered = self.delivered;
         // tcp_ack counts sack_state.sack_delivered before it branches.
         self.count_delivered(sack.newly_sacked + sack.dsack_segs, ece);
+        // no_queue: tcp_in_ack_event first.
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc.in_ack_event(ca_flags, &ca_ctx);
         let mut fl = self.rack_ack_delivered(ctx, false, sack);
         fl.ece = ece;
         if sack.dsack {
@@ -727,7 +744,7 @@ impl Tcb {
     }
 
     /// The `tcp_sock` view a congestion control's `cong_control` and `init` get.
-    pub(super) fn cc_context(
+    pub(crate) fn cc_context(
         &mut self,
         now: crate::time::Instant,
     ) -> (&mut dyn CongestionOps, CcContext<'_>) {
@@ -749,6 +766,10 @@ impl Tcb {
             wstamp: self.wstamp,
             ca_state: self.ca_state,
             seed: self.iss.0,
+            ecn_ok: self.ecn_flags & super::ecn::TCP_ECN_OK != 0,
+            snd_nxt: self.snd_nxt,
+            rcv_nxt: self.rcv_nxt,
+            delivered_ce: self.delivered_ce,
         };
         (self.cc.as_mut(), c)
     }
@@ -992,7 +1013,7 @@ impl Tcb {
         let truesize = self.rx_skb(ctx.cfg, len).truesize;
         self.measure_rcv_mss(th, len, len.min(self.advmss), truesize);
         self.event_data_recv(ctx.now, prev_rcv);
-        self.ecn_check_ce(self.rx_ip_ecn);
+        self.ecn_check_ce(ctx, self.rx_ip_ecn);
         if fresh.len() >= 128 {
             self.grow_window(ctx, len, truesize);
         }
@@ -1058,7 +1079,7 @@ impl Tcb {
         // tcp_measure_rcv_mss() for ooo packets").
         let skb = self.rx_skb(ctx.cfg, len);
         self.measure_rcv_mss(th, len, len.min(self.advmss), skb.truesize);
-        self.ecn_check_ce(self.rx_ip_ecn);
+        self.ecn_check_ce(ctx, self.rx_ip_ecn);
         if !self.try_rmem_schedule(ctx, seq, len) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
             return;

@@ -39,7 +39,7 @@
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
-//! | [`cong`] | `tcp_congestion_ops` and `struct rate_sample` (include/net/tcp.h): Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), lib/win_minmax.c |
+//! | [`cong`] | `tcp_congestion_ops` and `struct rate_sample` (include/net/tcp.h): Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), DCTCP (tcp_dctcp.c), lib/win_minmax.c |
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
 //! | [`sockopt`] | tcp.c: `do_tcp_setsockopt`, `tcp_poll`, `tcp_ioctl` |
 //! | `page_frag` | `sk_page_frag`, `skb_page_frag_refill`: payload memory of the write queues |

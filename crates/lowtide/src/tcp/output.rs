@@ -274,6 +274,23 @@ impl Tcb {
         payload: &Bytes,
         truesize: u32,
     ) {
+        let rcv_nxt = self.rcv_nxt;
+        self.transmit_acking(ctx, seq, flags, payload, truesize, rcv_nxt);
+    }
+
+    /// `__tcp_transmit_skb(..., rcv_nxt)`: the segment acknowledges `rcv_nxt`; one
+    /// that acknowledges less than `tp->rcv_nxt` (DCTCP's ACK for the CE state
+    /// before, `dctcp_ece_ack_update`) leaves the owed ACK owed
+    /// (`tcp_event_ack_sent`).
+    fn transmit_acking(
+        &mut self,
+        ctx: &mut Ctx,
+        seq: u64,
+        flags: u8,
+        payload: &Bytes,
+        truesize: u32,
+        rcv_nxt: u64,
+    ) {
         self.dst_check(ctx); // ip_queue_xmit's __sk_dst_check
         let mut tf = TcpFlags::ACK;
         if flags & FLAG_SYN != 0 {
@@ -300,10 +317,15 @@ impl Tcb {
             tf |= TcpFlags::PSH;
         }
         // tcp_ecn_send_syn / tcp_ecn_make_synack, else tcp_ecn_send: ECT(0) and a
-        // queued CWR on new data, ECE while a CE mark waits for CWR.
+        // queued CWR on new data, ECE while a CE mark waits for CWR. A SYN or
+        // SYN-ACK is ECT only when the congestion control needs ECN (the socket's
+        // INET_ECN_xmit, tcp_ecn_send_syn / tcp_ecn_send_synack).
         let ip_ecn = if flags & FLAG_SYN != 0 {
             tf |= self.ecn_syn_flags(ctx.cfg);
-            super::ecn::INET_ECN_NOT_ECT
+            match self.cc.needs_ecn() {
+                true => super::ecn::INET_ECN_ECT_0,
+                false => super::ecn::INET_ECN_NOT_ECT,
+            }
         } else {
             let (ecn, ef) = self.ecn_send(!payload.is_empty() && seq >= self.snd_nxt);
             tf |= ef;
@@ -331,7 +353,7 @@ impl Tcb {
             dst_port: self.tuple.remote.port(),
             seq: self.snd_seq(seq).0,
             ack: if tf.contains(TcpFlags::ACK) {
-                self.rcv_seq(self.rcv_nxt).0
+                self.rcv_seq(rcv_nxt).0
             } else {
                 0
             },
@@ -345,7 +367,11 @@ impl Tcb {
         let apart = ctx.tx_apart && payload.len() > mss as usize;
         let ip = (self.tuple, self.tos | ip_ecn, self.ip_dont_fragment());
         let pkt = build_packet(ctx, ip, &th, payload, apart);
-        self.on_ack_sent();
+        // tcp_event_ack_sent: compressed SACKs are sent either way; "Special ACK
+        // sent by DCTCP to reflect ECN" leaves the delayed ACK armed.
+        if rcv_nxt == self.rcv_nxt {
+            self.on_ack_sent();
+        }
         self.comp_sack_ack_sent(ctx.mib);
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
         if !payload.is_empty() {
@@ -400,11 +426,17 @@ impl Tcb {
 
     /// `tcp_send_ack`: a pure ACK now.
     pub(crate) fn send_ack(&mut self, ctx: &mut Ctx) {
+        let rcv_nxt = self.rcv_nxt;
+        self.send_ack_for(ctx, rcv_nxt);
+    }
+
+    /// `__tcp_send_ack(sk, rcv_nxt)`: a pure ACK of `rcv_nxt` now.
+    pub(crate) fn send_ack_for(&mut self, ctx: &mut Ctx, rcv_nxt: u64) {
         if self.state == TcpState::Closed {
             return;
         }
         let nxt = self.snd_nxt;
-        self.transmit(ctx, nxt, 0, &bytes::Bytes::new(), 0);
+        self.transmit_acking(ctx, nxt, 0, &bytes::Bytes::new(), 0, rcv_nxt);
     }
 
     /// Sends our SYN or SYN-ACK (offset 0) and arms the retransmit timer.

@@ -961,6 +961,9 @@ impl Tcb {
             pacing_rate: self.pacing_rate,
             paced: self.pacing_needed || self.pacing_fq,
             in_flight: self.packets_in_flight(),
+            delivered: self.delivered,
+            delivered_ce: self.delivered_ce,
+            mss: self.mss_cache,
         }
     }
 

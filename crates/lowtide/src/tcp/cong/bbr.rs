@@ -841,6 +841,10 @@ mod tests {
                 wstamp: self.now,
                 ca_state: self.ca_state,
                 seed: 7,
+                ecn_ok: false,
+                snd_nxt: 0,
+                rcv_nxt: 0,
+                delivered_ce: 0,
             }
         }
         /// One ACK delivering `acked` packets with a sample of `delivered` packets

@@ -6,6 +6,7 @@
 
 pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
 pub mod minmax;
 pub mod reno;
 
@@ -51,6 +52,38 @@ pub enum CaEvent {
     CompleteCwr,
     /// Retransmission timeout (`CA_EVENT_LOSS`).
     Loss,
+    /// Data arrived marked CE (`CA_EVENT_ECN_IS_CE`), for a congestion control that
+    /// needs ECN ([`CongestionOps::needs_ecn`]).
+    EcnIsCe,
+    /// Data arrived ECT, not marked (`CA_EVENT_ECN_NO_CE`).
+    EcnNoCe,
+}
+
+/// `CA_ACK_SLOWPATH`: the ACK took `tcp_ack`'s slow path (lowtide has no header
+/// prediction: every ACK does).
+pub const CA_ACK_SLOWPATH: u32 = 1 << 0;
+/// `CA_ACK_WIN_UPDATE`: the ACK updated the send window.
+pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
+/// `CA_ACK_ECE`: the ACK carried ECE (`FLAG_ECE`).
+pub const CA_ACK_ECE: u32 = 1 << 2;
+
+/// The CE state machine of `tcp_dctcp.h` a receiver keeps in its congestion
+/// control's private area (`ca->prior_rcv_nxt`, `ca->ce_state`); the engine runs it
+/// on `CA_EVENT_ECN_IS_CE`/`CA_EVENT_ECN_NO_CE` (`dctcp_ece_ack_update`), since it
+/// sends ACKs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CeAckState {
+    /// `prior_rcv_nxt`: `rcv_nxt` after the last data segment seen, stream offset.
+    pub prior_rcv_nxt: u64,
+    /// `ce_state`: 1 if the last data segment was marked CE.
+    pub ce_state: u32,
+}
+
+/// `union tcp_cc_info`: what `get_info` reports (`TCP_CC_INFO`, `ss -i`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CcInfo {
+    /// `struct tcp_dctcp_info` (`INET_DIAG_DCTCPINFO`).
+    Dctcp(dctcp::DctcpInfo),
 }
 
 /// `struct rate_sample` (include/net/tcp.h, filled by tcp_rate.c: [`super::rate`]):
@@ -215,6 +248,12 @@ pub struct CaCtx {
     pub paced: bool,
     /// `tcp_packets_in_flight`.
     pub in_flight: u32,
+    /// `tp->delivered`: packets delivered so far.
+    pub delivered: u64,
+    /// `tp->delivered_ce`: packets delivered with an ECE ACK.
+    pub delivered_ce: u64,
+    /// `tp->mss_cache`.
+    pub mss: u32,
 }
 
 /// The parts of `struct tcp_sock` a congestion control that sets the window and the
@@ -254,6 +293,14 @@ pub struct CcContext<'a> {
     /// A per-connection pseudo-random value (from the ISS), for randomized choices
     /// that must stay deterministic (`get_random_u32_below` in BBR).
     pub seed: u32,
+    /// `tp->ecn_flags & TCP_ECN_OK`: ECN was negotiated.
+    pub ecn_ok: bool,
+    /// `snd_nxt`, stream offset.
+    pub snd_nxt: u64,
+    /// `rcv_nxt`, stream offset.
+    pub rcv_nxt: u64,
+    /// `tp->delivered_ce`: packets delivered with an ECE ACK.
+    pub delivered_ce: u64,
 }
 
 /// `struct tcp_congestion_ops`: the hooks a congestion control implements.
@@ -285,6 +332,26 @@ pub trait CongestionOps: core::fmt::Debug + Send {
     }
     /// `init`: the connection is established (`tcp_init_congestion_control`).
     fn init(&mut self, _ctx: &mut CcContext) {}
+    /// `TCP_CONG_NEEDS_ECN` (`tcp_ca_needs_ecn`): the socket asks for and accepts
+    /// ECN whatever `net.ipv4.tcp_ecn` says, sends every packet ECT (the SYN, ACKs
+    /// and retransmissions too: `INET_ECN_xmit` on the socket), and hears of each
+    /// received CE or ECT data segment (`CA_EVENT_ECN_IS_CE`/`CA_EVENT_ECN_NO_CE`).
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+    /// `in_ack_event`: an ACK was processed (after `tcp_clean_rtx_queue`, as Linux
+    /// 6.14+ calls it, so `delivered` and `delivered_ce` count this ACK);
+    /// `flags` are `CA_ACK_*`.
+    fn in_ack_event(&mut self, _flags: u32, _ctx: &CaCtx) {}
+    /// The receiver's CE state machine (`tcp_dctcp.h`), if this congestion control
+    /// keeps one.
+    fn ce_ack_state(&mut self) -> Option<&mut CeAckState> {
+        None
+    }
+    /// `get_info`: the congestion control's `tcp_cc_info`, if it exports one.
+    fn get_info(&self, _ctx: &CaCtx) -> Option<CcInfo> {
+        None
+    }
     /// A module parameter changed (`/sys/module/tcp_*/parameters/*`): Linux's
     /// modules read theirs at each use, so open connections follow at once.
     fn module_params_changed(&mut self, _cfg: &crate::Config) {}
@@ -320,6 +387,9 @@ pub fn by_name_cfg(name: &str, cfg: &crate::Config) -> Option<Box<dyn Congestion
             hystart_detect: cfg.tcp_cubic_hystart_detect,
             ..cubic::CubicParams::default()
         }))),
+        "dctcp" => Some(Box::new(dctcp::Dctcp::new(dctcp::DctcpParams::from_cfg(
+            cfg,
+        )))),
         _ => by_name(name),
     }
 }
@@ -330,6 +400,25 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionOps>> {
         "reno" => Some(Box::new(reno::Reno)),
         "cubic" => Some(Box::new(cubic::Cubic::new())),
         "bbr" => Some(Box::new(bbr::Bbr::default())),
+        "dctcp" => Some(Box::new(dctcp::Dctcp::new(dctcp::DctcpParams::default()))),
         _ => None,
+    }
+}
+
+impl crate::tcp::Tcb {
+    /// `tcp_reinit_congestion_control` (`TCP_CONGESTION`): the new congestion
+    /// control, initialized at once unless the socket is closed or listening
+    /// (`tcp_init_congestion_control`: `prior_ssthresh` forgotten, `init`; the ECT
+    /// the socket sends follows [`CongestionOps::needs_ecn`]).
+    pub(crate) fn reinit_congestion_control(&mut self, now: Instant, cc: Box<dyn CongestionOps>) {
+        self.cc = cc;
+        if !matches!(
+            self.state,
+            crate::tcp::TcpState::Closed | crate::tcp::TcpState::Listen
+        ) {
+            self.prior_ssthresh = 0;
+            let (cc, mut c) = self.cc_context(now);
+            cc.init(&mut c);
+        }
     }
 }

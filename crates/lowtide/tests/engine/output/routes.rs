@@ -103,11 +103,11 @@ fn rto_min_quickack_and_a_locked_congctl() {
     assert_eq!(info.rto, 70_000);
     assert_eq!(p.a.socket_ref(a).congestion(), Ok("reno"));
     assert_eq!(
-        p.a.socket(a).set_congestion("cubic"),
+        p.a.socket(a).set_congestion(p.now, "cubic"),
         Err(SocketError::PermissionDenied)
     );
     // B's route has no metrics: its choice stays its own.
-    assert_eq!(p.b.socket(b).set_congestion("reno"), Ok(()));
+    assert_eq!(p.b.socket(b).set_congestion(p.now, "reno"), Ok(()));
     // quickack: A acknowledges each of B's segments at once, never delaying.
     p.record = true;
     let from = p.wire.len();

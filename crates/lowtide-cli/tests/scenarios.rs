@@ -85,6 +85,38 @@ fn bbr_parking_lot_and_nic_vs_router_pass_their_checks() {
 }
 
 #[test]
+fn dctcp_holds_the_queue_near_the_marking_threshold_and_cubic_cannot() {
+    let (code, v, err) = run_json("dctcp.toml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(flow(&v, "dctcp#0")["cc"], "dctcp");
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 9);
+    assert!(checks.iter().all(|c| c["pass"] == true));
+    // The same network with CUBIC (no ECN asked: tcp_ecn 2) at both ends: RED drops
+    // what it would mark, and the checks of a loss-free queue near K fail.
+    let cubic = [
+        "--set",
+        "hosts.src_dctcp.cc=cubic",
+        "--set",
+        "hosts.dst_dctcp.cc=cubic",
+    ];
+    let (code, v, err) = run_json("dctcp.toml", &cubic);
+    assert_eq!(code, Some(1), "{err}");
+    let failed = |name: &str| {
+        let c = checks_named(&v, name);
+        c["pass"] == false
+    };
+    assert!(failed("queue.r_dctcp->dst_dctcp.drops < 1"), "{err}");
+    assert!(failed("flow.dctcp.retrans < 1"), "{err}");
+}
+
+fn checks_named<'a>(v: &'a serde_json::Value, check: &str) -> &'a serde_json::Value {
+    (v["checks"].as_array().expect("checks").iter())
+        .find(|c| c["check"] == check)
+        .unwrap_or_else(|| panic!("no check {check} in {v}"))
+}
+
+#[test]
 fn queue_time_series_show_the_standing_queue_and_codel_holding_it() {
     let (code, v, err) = run_json("bufferbloat.toml", &[]);
     assert_eq!(code, Some(0), "{err}");

@@ -26,9 +26,11 @@ const MAX_ATO: Duration = Duration::from_millis(500);
 pub(crate) const TCP_PINGPONG_THRESH: u8 = 1;
 
 impl Tcb {
-    /// `tcp_event_data_recv`'s ACK timing for in-order data arriving now, `prev`
-    /// being the previous receipt (`icsk_ack.lrcvtime`).
-    pub(crate) fn event_data_recv(&mut self, now: Instant, prev: Instant) {
+    /// `tcp_event_data_recv`'s ACK timing for in-order data arriving now: `ato`
+    /// from the gap since the previous in-order data, which `icsk_ack.lrcvtime`
+    /// (tcpi_last_data_recv) records; no other segment moves it.
+    pub(crate) fn event_data_recv(&mut self, now: Instant) {
+        let prev = core::mem::replace(&mut self.lrcvtime, now);
         if self.ato.is_zero() {
             // The first data: quick ACKs for slow start (tcp_incr_quickack).
             self.incr_quickack(TCP_MAX_QUICKACKS);
@@ -128,10 +130,44 @@ impl Tcb {
         }
     }
 
+    /// `tcp_send_delayed_ack`: the ACK owed waits `delack_timeout`. With the timer
+    /// already pending, the ACK goes at once if that timer would expire within a
+    /// quarter of the new delay; otherwise the earlier of the two timeouts stays.
+    /// Before any data `ato` is 0: the timer expires at once, and its handler sends
+    /// the ACK (`tcp_delack_timer_handler`: TcpExtDelayedACKs, pingpong left).
+    pub(crate) fn send_delayed_ack(&mut self, ctx: &mut super::Ctx) {
+        let ato = self.delack_timeout();
+        let mut timeout = ctx.now + ato;
+        if let Some(pending) = self.delack_at {
+            // "If delack timer is about to expire, send ACK now."
+            if pending <= ctx.now + ato / 4 {
+                return self.send_ack(ctx);
+            }
+            timeout = timeout.min(pending);
+        }
+        self.ack_pending = true;
+        self.delack_at = Some(timeout);
+    }
+
+    /// `tcp_dec_quickack_mode` (from `tcp_event_ack_sent`, for every segment sent):
+    /// only a segment carrying an ACK that was owed (`inet_csk_ack_scheduled`) uses
+    /// a quick ACK; using the last one deflates `ato` to `TCP_ATO_MIN`.
+    pub(crate) fn dec_quickack_mode(&mut self) {
+        if self.quick == 0 {
+            return;
+        }
+        let pkts = self.ack_pending as u32;
+        if pkts >= self.quick {
+            self.quick = 0;
+            self.ato = TCP_ATO_MIN;
+        } else {
+            self.quick -= pkts;
+        }
+    }
+
     /// `tcp_send_delayed_ack`'s timeout: `ato`, above `TCP_DELACK_MIN` bounded by
     /// the smoothed RTT and by 500 ms (200 ms in pingpong mode), never more than
-    /// `TCP_DELACK_MAX`. Before any data `ato` is 0 and so is the delay: the ACK of
-    /// a bare FIN goes at the next tick.
+    /// `TCP_DELACK_MAX`.
     pub(crate) fn delack_timeout(&self) -> Duration {
         let mut ato = self.ato;
         if ato > TCP_DELACK_MIN {
@@ -202,5 +238,105 @@ impl Tcb {
         } else {
             self.ato = (self.ato * 2).min(self.rto);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tcp::{TcpState, TestStack};
+
+    fn established(cfg: &Config) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::Established;
+        (t.rcv_nxt, t.rcv_wup, t.rcv_wnd, t.rcv_mss) = (1001, 1001, 10_720, 536);
+        t.rto = Duration::from_millis(300);
+        t.srtt_us = 100_000;
+        t
+    }
+
+    #[test]
+    fn send_delayed_ack_with_a_timer_pending() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = established(&cfg);
+        let ms = |n| Instant::ZERO + Duration::from_millis(n);
+        let mut ctx = st.ctx(&cfg, ms(0), false);
+        // No timer: ato (40 ms) from now.
+        t.ato = TCP_ATO_MIN;
+        t.send_delayed_ack(&mut ctx);
+        assert_eq!((t.delack_at, t.ack_pending), (Some(ms(40)), true));
+        // 30 ms later with ato 50 ms: the timer (10 ms away) is within ato/4.
+        ctx.now = ms(30);
+        t.ato = Duration::from_millis(50);
+        t.send_delayed_ack(&mut ctx);
+        assert_eq!(ctx.out.len(), 1, "sent at once");
+        assert_eq!((t.delack_at, t.ack_pending), (None, false));
+        // A later pending timer gives way to the earlier new timeout.
+        t.ack_pending = true;
+        t.delack_at = Some(ms(200));
+        ctx.now = ms(40);
+        t.ato = Duration::from_millis(60);
+        t.send_delayed_ack(&mut ctx);
+        assert_eq!(t.delack_at, Some(ms(100)));
+        // An earlier one (not about to expire) stays.
+        ctx.now = ms(45);
+        t.send_delayed_ack(&mut ctx);
+        assert_eq!(t.delack_at, Some(ms(100)));
+        assert_eq!(ctx.out.len(), 1);
+        // ato 0 (no data yet): the timer expires now; its handler sends the ACK.
+        t.delack_at = None;
+        t.ato = Duration::ZERO;
+        t.send_delayed_ack(&mut ctx);
+        assert_eq!(t.delack_at, Some(ms(45)));
+        assert_eq!(ctx.out.len(), 1);
+    }
+
+    #[test]
+    fn quick_acks_are_used_by_acks_owed_only() {
+        let cfg = Config::default();
+        let mut t = established(&cfg);
+        // The first data: rcv_wnd / (2 * rcv_mss) = 10 quick ACKs, ato 40 ms.
+        t.event_data_recv(Instant::ZERO + Duration::from_secs(1));
+        assert_eq!((t.quick, t.ato), (10, TCP_ATO_MIN));
+        assert_eq!(t.lrcvtime, Instant::ZERO + Duration::from_secs(1));
+        // A segment that carries no ACK owed uses none.
+        t.ack_pending = false;
+        t.dec_quickack_mode();
+        assert_eq!(t.quick, 10);
+        t.ack_pending = true;
+        t.dec_quickack_mode();
+        assert_eq!(t.quick, 9);
+        // The last one deflates ato.
+        (t.quick, t.ato) = (1, Duration::from_millis(120));
+        t.dec_quickack_mode();
+        assert_eq!((t.quick, t.ato), (0, TCP_ATO_MIN));
+        // Nothing left: nothing changes.
+        t.ato = Duration::from_millis(80);
+        t.dec_quickack_mode();
+        assert_eq!((t.quick, t.ato), (0, Duration::from_millis(80)));
+    }
+
+    #[test]
+    fn ato_follows_the_gap_between_in_order_data() {
+        let cfg = Config::default();
+        let mut t = established(&cfg);
+        let ms = |n| Instant::ZERO + Duration::from_millis(n);
+        t.event_data_recv(ms(0));
+        // 10 ms: the fastest case, ato/2 + TCP_ATO_MIN/2.
+        t.event_data_recv(ms(10));
+        assert_eq!(t.ato, Duration::from_millis(40));
+        // 30 ms (below ato): ato/2 + m.
+        t.event_data_recv(ms(40));
+        assert_eq!(t.ato, Duration::from_millis(50));
+        // Above ato, below the RTO: unchanged, no quick ACKs added.
+        t.quick = 0;
+        t.event_data_recv(ms(140));
+        assert_eq!((t.ato, t.quick), (Duration::from_millis(50), 0));
+        // A gap longer than the RTO: quick ACKs again.
+        t.event_data_recv(ms(540));
+        assert_eq!(t.quick, 10);
+        assert_eq!(t.lrcvtime, ms(540));
     }
 }

@@ -103,7 +103,6 @@ impl Tcb {
             None => self.set_peer_mss(536, min_snd_mss),
         }
         self.rcv_mss = self.mss_cache.min(self.advmss);
-        self.quick = TCP_MAX_QUICKACKS;
     }
 
     /// The window in a SYN is never scaled
@@ -956,10 +955,6 @@ impl Tcb {
             super::output::send_reset(ctx, self.tuple, th, payload.len());
             return self.tcp_reset(ctx);
         }
-        let prev_rcv = self.lrcvtime;
-        if !payload.is_empty() || fin {
-            self.lrcvtime = ctx.now;
-        }
         if end_seq != seq && end_seq <= self.rcv_nxt {
             // tcp_data_queue: "A retransmit, 2nd most common case." (a FIN again
             // included: its end_seq counts it).
@@ -1012,7 +1007,7 @@ impl Tcb {
         let len = fresh.len() as u32;
         let truesize = self.rx_skb(ctx.cfg, len).truesize;
         self.measure_rcv_mss(th, len, len.min(self.advmss), truesize);
-        self.event_data_recv(ctx.now, prev_rcv);
+        self.event_data_recv(ctx.now);
         self.ecn_check_ce(ctx, self.rx_ip_ecn);
         if fresh.len() >= 128 {
             self.grow_window(ctx, len, truesize);
@@ -1165,20 +1160,18 @@ impl Tcb {
             return;
         }
         let unacked = self.rcv_nxt - self.rcv_wup;
-        let delay = self.delack_timeout();
         // "... and right edge of window advances far enough" (or not all is read:
         // sk_rcvlowat is 1).
         let now_needed = unacked > self.rcv_mss as u64
             && (self.rcv_nxt == self.copied_seq || self.compute_window(ctx.mem) >= self.rcv_wnd)
             || self.in_quickack_mode()
-            || self.ack_now
-            || delay.is_zero();
+            || self.ack_now;
         if now_needed {
             self.send_ack(ctx);
         } else if !self.ofo.is_empty() {
             self.ack_or_compress(ctx);
-        } else if self.delack_at.is_none() {
-            self.delack_at = Some(ctx.now + delay);
+        } else {
+            self.send_delayed_ack(ctx);
         }
     }
 

@@ -367,12 +367,15 @@ impl Tcb {
         let apart = ctx.tx_apart && payload.len() > mss as usize;
         let ip = (self.tuple, self.tos | ip_ecn, self.ip_dont_fragment());
         let pkt = build_packet(ctx, ip, &th, payload, apart);
-        // tcp_event_ack_sent: compressed SACKs are sent either way; "Special ACK
-        // sent by DCTCP to reflect ECN" leaves the delayed ACK armed.
-        if rcv_nxt == self.rcv_nxt {
-            self.on_ack_sent();
+        // __tcp_transmit_skb: tcp_event_ack_sent for segments carrying an ACK:
+        // compressed SACKs are sent either way; "Special ACK sent by DCTCP to
+        // reflect ECN" leaves the delayed ACK armed.
+        if tf.contains(TcpFlags::ACK) {
+            self.comp_sack_ack_sent(ctx.mib);
+            if rcv_nxt == self.rcv_nxt {
+                self.on_ack_sent();
+            }
         }
-        self.comp_sack_ack_sent(ctx.mib);
         self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
         if !payload.is_empty() {
             self.data_segs_out += payload.len().div_ceil(mss as usize) as u64;
@@ -416,12 +419,12 @@ impl Tcb {
 
     /// `tcp_event_ack_sent`: any segment we send carries the ACK we owed.
     fn on_ack_sent(&mut self) {
+        self.dec_quickack_mode();
         self.ack_pending = false;
         self.ack_now = false;
         self.ack_nomem = false;
         self.ack_pushed = 0;
         self.delack_at = None;
-        self.quick = self.quick.saturating_sub(1);
     }
 
     /// `tcp_send_ack`: a pure ACK now.

@@ -589,4 +589,39 @@ mod tests {
         t.data_queue(&mut ctx, &th, 1051, Payload::Flat(&[1; 100]));
         assert_eq!(ctx.mib.get(Mib::TcpExtTCPOFOQueue), 1);
     }
+
+    /// `icsk_ack.lrcvtime` moves in `tcp_event_data_recv` only: in-order data, not
+    /// out-of-order, old, over-window data or a FIN without data.
+    #[test]
+    fn lrcvtime_moves_with_in_order_data_only() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let ms = |n| Instant::ZERO + Duration::from_millis(n);
+        let mut t = established(&cfg);
+        t.lrcvtime = ms(0);
+        let mut ctx = st.ctx(&cfg, ms(10), false);
+        let th = seg(&t, TcpFlags::ACK, 1101, None);
+        t.data_queue(&mut ctx, &th, 1101, Payload::Flat(&[1; 100]));
+        assert_eq!(
+            (t.ofo.is_empty(), t.lrcvtime),
+            (false, ms(0)),
+            "out of order"
+        );
+        ctx.now = ms(20);
+        let th = seg(&t, TcpFlags::ACK, 901, None);
+        t.data_queue(&mut ctx, &th, 901, Payload::Flat(&[1; 100]));
+        assert_eq!((t.dsack, t.lrcvtime), (Some((901, 1001)), ms(0)), "old");
+        ctx.now = ms(30);
+        let th = seg(&t, TcpFlags::ACK, 20_001, None);
+        t.data_queue(&mut ctx, &th, 20_001, Payload::Flat(&[1; 100]));
+        assert_eq!(t.lrcvtime, ms(0), "beyond the window");
+        ctx.now = ms(40);
+        let th = seg(&t, TcpFlags::ACK, 1001, None);
+        t.data_queue(&mut ctx, &th, 1001, Payload::Flat(&[1; 100]));
+        assert_eq!((t.rcv_nxt, t.lrcvtime), (1201, ms(40)), "in order");
+        ctx.now = ms(50);
+        let th = seg(&t, TcpFlags::ACK | TcpFlags::FIN, 1201, None);
+        t.data_queue(&mut ctx, &th, 1201, Payload::Flat(&[]));
+        assert_eq!((t.rcv_nxt, t.lrcvtime), (1202, ms(40)), "a bare FIN");
+    }
 }

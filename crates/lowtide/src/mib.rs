@@ -338,6 +338,14 @@ mib! {
     TcpExtTCPDelivered,
     /// Of those, delivered with an ECE ACK (`LINUX_MIB_TCPDELIVEREDCE`).
     TcpExtTCPDeliveredCE,
+    /// CUBIC's HyStart left slow start on an ACK train (`hystart_update`).
+    TcpExtTCPHystartTrainDetect,
+    /// The cwnd summed over those exits (`LINUX_MIB_TCPHYSTARTTRAINCWND`).
+    TcpExtTCPHystartTrainCwnd,
+    /// CUBIC's HyStart left slow start on a delay increase (`hystart_update`).
+    TcpExtTCPHystartDelayDetect,
+    /// The cwnd summed over those exits (`LINUX_MIB_TCPHYSTARTDELAYCWND`).
+    TcpExtTCPHystartDelayCwnd,
     /// lowtide's own (Linux has none): segments dropped by `RxChecksum::Verify`
     /// whose checksum field holds only the pseudo-header sum, i.e. another stack's
     /// [`crate::Stack::poll_transmit`] output that no device stage finished (also

@@ -631,6 +631,7 @@ impl Tcb {
             },
             &ca_ctx,
         );
+        self.cc.take_mib().count(ctx.mib);
         // tcp_ack_is_dubious: FLAG_CA_ALERT includes FLAG_ECE.
         let dubious = self.ca_state != CaState::Open
             || ece

@@ -10,7 +10,7 @@
 //! `cubic_root` by table lookup plus one Newton-Raphson step (not an exact cbrt), so
 //! packetdrill's expected windows carry over unchanged.
 
-use super::{AckSample, CaCtx, CaEvent, CaState, CongestionOps, CwndState};
+use super::{AckSample, CaCtx, CaEvent, CaMib, CaState, CongestionOps, CwndState};
 use crate::tcp::consts::GSO_MAX_SIZE;
 use crate::time::Instant;
 
@@ -129,6 +129,8 @@ pub struct Cubic {
     /// The last context a hook saw; `set_state` gets none, and `tcp_enter_loss` always
     /// raises `CA_EVENT_LOSS` just before entering Loss.
     last_ctx: Option<CaCtx>,
+    /// Counters `hystart_update` bumped, until the engine takes them.
+    mib: CaMib,
 }
 
 /// `bictcp_clock_us`: `tcp_mstamp` as Linux's wrapping u32 microseconds.
@@ -329,6 +331,7 @@ impl Cubic {
                 }
                 if (now.wrapping_sub(self.round_start) as i32) > threshold as i32 {
                     self.found = true;
+                    self.mib.hystart_train_cwnd = Some(cw.snd_cwnd);
                     cw.snd_ssthresh = cw.snd_cwnd;
                 }
             }
@@ -340,6 +343,7 @@ impl Cubic {
                 self.sample_cnt += 1;
             } else if self.curr_rtt > self.delay_min + hystart_delay_thresh(self.delay_min >> 3) {
                 self.found = true;
+                self.mib.hystart_delay_cwnd = Some(cw.snd_cwnd);
                 cw.snd_ssthresh = cw.snd_cwnd;
             }
         }
@@ -439,6 +443,10 @@ impl CongestionOps for Cubic {
         if !self.found && cw.in_slow_start() && self.params.hystart {
             self.hystart_update(cw, delay, ctx);
         }
+    }
+
+    fn take_mib(&mut self) -> CaMib {
+        core::mem::take(&mut self.mib)
     }
 
     /// `tcp_reno_undo_cwnd`, as Linux's cubictcp uses.
@@ -678,10 +686,18 @@ mod tests {
             );
             assert_eq!(cw.snd_ssthresh, super::super::INFINITE_SSTHRESH, "ack {i}");
         }
+        assert_eq!(c.take_mib(), CaMib::default());
         c.pkts_acked(&mut cw, &s(10_000), &ctx(at(1006), 14_000, 64_000));
         assert!(c.found);
         assert_eq!(cw.snd_ssthresh, 32);
         assert!(!cw.in_slow_start());
+        // TcpExtTCPHystartTrainDetect and TrainCwnd, once.
+        let m = c.take_mib();
+        assert_eq!(
+            (m.hystart_train_cwnd, m.hystart_delay_cwnd),
+            (Some(32), None)
+        );
+        assert_eq!(c.take_mib(), CaMib::default());
     }
 
     #[test]
@@ -731,9 +747,15 @@ mod tests {
         delay_round(&mut c, &mut cw, 2000, 2000, 8, 15_000);
         assert!(!c.found);
         assert_eq!(c.sample_cnt, 8);
+        assert_eq!(c.take_mib(), CaMib::default());
         delay_round(&mut c, &mut cw, 2100, 2100, 1, 15_000);
         assert!(c.found);
         assert_eq!(cw.snd_ssthresh, 20);
+        let m = c.take_mib();
+        assert_eq!(
+            (m.hystart_train_cwnd, m.hystart_delay_cwnd),
+            (None, Some(20))
+        );
         // 13.9 ms would not have been enough.
         let mut c = Cubic::new();
         let mut cw = CwndState::new(20);

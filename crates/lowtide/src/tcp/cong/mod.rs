@@ -167,6 +167,33 @@ pub struct CwndState {
     pub cwnd_usage_seq: u64,
 }
 
+/// Counters a congestion control module bumps in Linux (`NET_INC_STATS` from the
+/// module), for the engine to add to the stack's.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CaMib {
+    /// A HyStart exit on an ACK train, with the cwnd then
+    /// (`TcpExtTCPHystartTrainDetect`, `TcpExtTCPHystartTrainCwnd`).
+    pub hystart_train_cwnd: Option<u32>,
+    /// A HyStart exit on a delay increase, with the cwnd then
+    /// (`TcpExtTCPHystartDelayDetect`, `TcpExtTCPHystartDelayCwnd`).
+    pub hystart_delay_cwnd: Option<u32>,
+}
+
+impl CaMib {
+    /// Adds these to the stack's counters.
+    pub fn count(self, mib: &mut crate::mib::Counters) {
+        use crate::mib::Mib;
+        if let Some(cwnd) = self.hystart_train_cwnd {
+            mib.inc(Mib::TcpExtTCPHystartTrainDetect);
+            mib.add(Mib::TcpExtTCPHystartTrainCwnd, cwnd as u64);
+        }
+        if let Some(cwnd) = self.hystart_delay_cwnd {
+            mib.inc(Mib::TcpExtTCPHystartDelayDetect);
+            mib.add(Mib::TcpExtTCPHystartDelayCwnd, cwnd as u64);
+        }
+    }
+}
+
 /// `TCP_INFINITE_SSTHRESH`.
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
@@ -320,6 +347,11 @@ pub trait CongestionOps: core::fmt::Debug + Send {
     /// write. The engine raises it right after [`CongestionOps::cwnd_event`] with
     /// [`CaEvent::TxStart`].
     fn tx_start(&mut self, _ctx: &mut CcContext) {}
+    /// The counters the last hook bumped (a module's `NET_INC_STATS`), taken by the
+    /// engine after each call that may bump them (`pkts_acked`).
+    fn take_mib(&mut self) -> CaMib {
+        CaMib::default()
+    }
     /// `pkts_acked`: per-ACK sample (RTT, count).
     fn pkts_acked(&mut self, _cw: &mut CwndState, _sample: &AckSample, _ctx: &CaCtx) {}
     /// `undo_cwnd`: the window to return to after a spurious reduction.

@@ -1,7 +1,7 @@
 //! Loss recovery as tcp_input.c does it: `tcp_fastretrans_alert`, RFC 6675 loss
 //! marking, PRR (RFC 6937), NewReno without SACK (RFC 6582), undo, and the RTO's
 //! `tcp_enter_loss`. SACK processing is in `rtx/sacktag.rs`; RACK (Linux's
-//! tcp_recovery.c) in `rack.rs`.
+//! tcp_recovery.c) in `recovery.rs`.
 
 use super::cong::{CaEvent, CaState, INFINITE_SSTHRESH};
 use super::rtx::skb::{EVER_RETRANS, LOST, SACKED_RETRANS};

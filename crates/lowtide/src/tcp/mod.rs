@@ -10,7 +10,7 @@
 //! | `compsack` | tcp_input.c SACK compression: `__tcp_ack_snd_check`, `tcp_sack_compress_send_ack` |
 //! | `fastretrans` | tcp_input.c `tcp_fastretrans_alert`: RFC 6675 marking, PRR (RFC 6937), NewReno, undo, `tcp_enter_loss` |
 //! | `renosack` | tcp_input.c without SACK: `tcp_add_reno_sack`, `tcp_remove_reno_sacks`, `tcp_check_reno_reordering`, `tcp_limit_reno_sacked` |
-//! | `rack` | tcp_recovery.c: RACK loss detection ([RFC 8985 section 6](https://www.rfc-editor.org/rfc/rfc8985#section-6)), the reorder timer |
+//! | `recovery` | tcp_recovery.c: RACK loss detection ([RFC 8985 section 6](https://www.rfc-editor.org/rfc/rfc8985#section-6)), the reorder timer |
 //! | `tlp` | tail loss probes ([RFC 8985 section 7](https://www.rfc-editor.org/rfc/rfc8985#section-7)): tcp_output.c `tcp_schedule_loss_probe`, `tcp_send_loss_probe`; tcp_input.c `tcp_process_tlp_ack` |
 //! | [`rtx`] | the retransmit queue (`tcp_rtx_queue`, `tsorted_sent_queue`), SACK processing (`tcp_sacktag_write_queue`), `struct sk_buff` as TCP uses it |
 //! | [`ofo`] | tcp_input.c: the out-of-order queue (`tcp_data_queue_ofo`) and the SACK blocks we send |
@@ -77,12 +77,12 @@ pub(crate) mod output;
 pub(crate) mod pacing;
 pub(crate) mod page_frag;
 pub(crate) mod pmtu;
-pub(crate) mod rack;
 pub mod rate;
 pub(crate) mod ratelimit;
 pub(crate) mod rcvbuf;
 pub(crate) mod rcvqueue;
 pub(crate) mod rcvwin;
+pub(crate) mod recovery;
 pub(crate) mod renosack;
 pub mod rmem;
 pub mod rtx;

@@ -289,7 +289,7 @@ pub struct Tcb {
     /// segments (`tcp_add_reno_sack`, renosack.rs); see [`Tcb::sacked_out`].
     pub(crate) reno_sacked_out: u32,
 
-    // ---- RACK-TLP, F-RTO and undo (rack.rs, tlp.rs, fastretrans.rs) ----
+    // ---- RACK-TLP, F-RTO and undo (recovery.rs, tlp.rs, fastretrans.rs) ----
     /// `tp->rack`.
     pub(crate) rack: Rack,
     /// `undo_marker`: `snd_una` when the reduction that may be undone began.
@@ -677,7 +677,7 @@ pub(crate) struct RateState {
     pub rate_app_limited: bool,
 }
 
-// ---- implemented in tcp/rack.rs ----
+// ---- implemented in tcp/recovery.rs ----
 
 /// `tp->rack`: RACK's state
 /// ([RFC 8985 section 6.1](https://www.rfc-editor.org/rfc/rfc8985#section-6.1)).

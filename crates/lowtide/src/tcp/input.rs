@@ -644,14 +644,9 @@ impl Tcb {
             let d = self.fastretrans_alert(ctx, prior_una, num_dupack, &mut fl);
             self.count_delivered(d, ece);
         }
-        // tcp_newly_delivered: everything this ACK delivered, duplicate ACKs counted
-        // as SACKs included, for PRR, the rate sample and the counters.
-        let newly_acked_sacked = (self.delivered - prior_delivered) as u32;
-        ctx.mib
-            .add(Mib::TcpExtTCPDelivered, newly_acked_sacked as u64);
-        if ece {
-            super::ecn::count_delivered_ce(ctx, newly_acked_sacked as u64);
-        }
+        // Everything this ACK delivered, duplicate ACKs counted as SACKs included,
+        // for PRR, the rate sample and the counters.
+        let newly_acked_sacked = self.newly_delivered(ctx, prior_delivered, ece);
         rate.delivered = newly_acked_sacked;
         rate.lost = (self.rtx.lost - prior_lost) as u32;
         let rs = self.rate_gen(ctx.now, &rate);
@@ -706,12 +701,7 @@ impl Tcb {
         if sack.dsack {
             let d = self.fastretrans_alert(ctx, prior_una, 0, &mut fl);
             self.count_delivered(d, ece);
-            // tcp_newly_delivered
-            let newly = self.delivered - prior_delivered;
-            ctx.mib.add(Mib::TcpExtTCPDelivered, newly);
-            if ece {
-                super::ecn::count_delivered_ce(ctx, newly);
-            }
+            self.newly_delivered(ctx, prior_delivered, ece);
         }
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(ctx, ack, &fl);
@@ -732,6 +722,17 @@ impl Tcb {
         let mut fl = self.rack_ack_delivered(ctx, false, &sack);
         self.delivered += sack.newly_sacked as u64;
         self.fastretrans_alert(ctx, una, 0, &mut fl);
+    }
+
+    /// `tcp_newly_delivered`: the segments delivered since `prior_delivered`, counted
+    /// in `TcpExtTCPDelivered` (and `TcpExtTCPDeliveredCE` for an ECE ACK).
+    fn newly_delivered(&mut self, ctx: &mut Ctx, prior_delivered: u64, ece: bool) -> u32 {
+        let newly = self.delivered - prior_delivered;
+        ctx.mib.add(Mib::TcpExtTCPDelivered, newly);
+        if ece {
+            super::ecn::count_delivered_ce(ctx, newly);
+        }
+        newly as u32
     }
 
     /// `tcp_count_delivered`: `delivered` more segments reached the peer, with an

@@ -19,6 +19,7 @@ mod real_timeseries;
 mod scenario;
 mod soak;
 mod summary;
+mod sweep;
 mod timeseries;
 
 use clap::{Args, Parser, Subcommand};
@@ -74,6 +75,13 @@ enum SimCommand {
     /// and checks (README, "Scenarios"); per flow and per queue figures, every
     /// byte verified; exit 1 if a check fails.
     Run(scenario::RunArgs),
+    /// A scenario file at every point of a grid of settings (`--param
+    /// PATH=[V1,...]`), each point with its own verdict and checks; a report
+    /// (report.md, results.json, plots of a figure against the parameter);
+    /// `--shard I/N` for job arrays. Exit 1 if a point fails.
+    Sweep(Box<sweep::SweepArgs>),
+    /// Joins the directories of `sim sweep --shard` runs into one report.
+    Merge(sweep::MergeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -468,6 +476,8 @@ fn main() -> ExitCode {
         Command::Sim(SimCommand::Stream(args)) => stream(args),
         Command::Sim(SimCommand::Soak(args)) => soak::run(args),
         Command::Sim(SimCommand::Run(args)) => scenario::run(args),
+        Command::Sim(SimCommand::Sweep(args)) => sweep::run(args),
+        Command::Sim(SimCommand::Merge(args)) => sweep::merge(args),
         Command::Transfer(args) => real::transfer::run(args),
         Command::Link(args) => real::link::run(args),
         Command::Net(cmd) => net::run(cmd),

@@ -34,11 +34,35 @@ impl FileArgs {
     /// The file read, its overrides applied, resolved; the error (a usage error)
     /// names the file.
     pub fn load(&self) -> Result<(ScenarioFile, Topology), String> {
-        let shown = self.shown();
-        let text = std::fs::read_to_string(&self.file).map_err(|e| format!("{shown}: {e}"))?;
-        (ScenarioFile::parse(&text, self.quick, &self.sets))
+        self.resolve(&self.text()?, &[])
+    }
+
+    /// The file's text; the error names the file.
+    pub fn text(&self) -> Result<String, String> {
+        std::fs::read_to_string(&self.file).map_err(|e| format!("{}: {e}", self.shown()))
+    }
+
+    /// `text` with `--quick`, the `--set`s and then `extra` (`PATH=VALUE` each)
+    /// applied, resolved; the error names the file.
+    pub fn resolve(
+        &self,
+        text: &str,
+        extra: &[String],
+    ) -> Result<(ScenarioFile, Topology), String> {
+        let sets: Vec<String> = self.sets.iter().chain(extra).cloned().collect();
+        (ScenarioFile::parse(text, self.quick, &sets))
             .and_then(|f| Topology::new(&f).map(|t| (f, t)))
-            .map_err(|e| format!("{shown}: {e}"))
+            .map_err(|e| format!("{}: {e}", self.shown()))
+    }
+
+    /// `--quick`.
+    pub fn quick(&self) -> bool {
+        self.quick
+    }
+
+    /// The `--set` overrides.
+    pub fn sets(&self) -> &[String] {
+        &self.sets
     }
 }
 

@@ -15,6 +15,7 @@
 mod checks;
 mod defs;
 mod runner;
+pub mod sweep;
 
 pub mod plot;
 pub mod provenance;
@@ -24,7 +25,7 @@ pub mod stats;
 
 pub use checks::{check, Check};
 pub use defs::{plan, quick_reps, E4_RCVBUF, FULL_REPS};
-pub use runner::{run_specs, NoProgress, ProgressSink};
+pub use runner::{parallel_map, run_specs, NoProgress, ProgressSink};
 
 use lowtide::Mib;
 use lowtide_sim::nic::{delay_bucket_upper_us, SIZE_BUCKET};
@@ -283,6 +284,25 @@ impl core::fmt::Display for MergeError {
     }
 }
 
+/// Puts records of a plan of `n` into their slots by index (`what` names them in
+/// errors): a record outside the plan or a slot filled twice is an error; empty
+/// slots are runs no shard had. The merge of experiments' and of sweeps' shards.
+pub fn slot_by_index<T>(
+    n: usize,
+    what: &str,
+    records: impl IntoIterator<Item = (usize, T)>,
+) -> Result<Vec<Option<T>>, MergeError> {
+    let mut slots: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    for (i, r) in records {
+        match slots.get_mut(i) {
+            Some(slot @ None) => *slot = Some(r),
+            Some(Some(_)) => return Err(MergeError(format!("{what} {i} appears twice"))),
+            None => return Err(MergeError(format!("{what} {i} is outside the plan"))),
+        }
+    }
+    Ok(slots)
+}
+
 /// Combines shard files of one plan into the file a single run of it writes; with
 /// `partial`, runs may be missing (a plan cut short): the file then holds fewer runs
 /// than `plan_runs` and the checks that need a missing run fail.
@@ -296,28 +316,20 @@ pub fn merge(parts: Vec<ResultsFile>, partial: bool) -> Result<ResultsFile, Merg
         first.seed,
         first.plan_runs,
     );
-    let mut runs: Vec<Option<RunRecord>> = vec![None; n];
-    for p in parts {
-        if p.format != FORMAT
+    if parts.iter().any(|p| {
+        p.format != FORMAT
             || p.experiments != experiments
             || p.scale != scale
             || p.seed != seed
             || p.plan_runs != n
-        {
-            return Err(MergeError(
-                "the files come from different plans (experiments, scale, seed or format differ)"
-                    .into(),
-            ));
-        }
-        for r in p.runs {
-            let i = r.index;
-            match runs.get_mut(i) {
-                Some(slot @ None) => *slot = Some(r),
-                Some(Some(_)) => return Err(MergeError(format!("run {i} appears twice"))),
-                None => return Err(MergeError(format!("run {i} is outside the plan"))),
-            }
-        }
+    }) {
+        return Err(MergeError(
+            "the files come from different plans (experiments, scale, seed or format differ)"
+                .into(),
+        ));
     }
+    let all = parts.into_iter().flat_map(|p| p.runs).map(|r| (r.index, r));
+    let runs = slot_by_index(n, "run", all)?;
     let missing: Vec<usize> = (0..n).filter(|&i| runs[i].is_none()).collect();
     if !missing.is_empty() && !partial {
         return Err(MergeError(format!(

@@ -91,7 +91,7 @@ fn select<'a>(file: &'a ResultsFile, e: Experiment, group: &str, v: &str) -> Vec
         .collect()
 }
 
-fn num(x: f64) -> String {
+pub(crate) fn num(x: f64) -> String {
     match x.abs() {
         a if a >= 100.0 => format!("{x:.0}"),
         a if a >= 10.0 => format!("{x:.1}"),

@@ -27,6 +27,32 @@ impl ProgressSink for NoProgress {
     fn finished(&self, _: usize, _: &RunRecord) {}
 }
 
+/// Runs `f` on every item on `jobs` threads (at least one, at most one per item),
+/// returning the results in the order of `items`; `f` gets the item's position.
+pub fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(usize, &T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    let jobs = jobs.clamp(1, items.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { return };
+                let r = f(i, item);
+                if let Ok(mut o) = out.lock() {
+                    o[i] = Some(r);
+                }
+            });
+        }
+    });
+    let out = out.into_inner().unwrap_or_else(|e| e.into_inner());
+    out.into_iter().flatten().collect()
+}
+
 /// Runs `specs` on `jobs` threads (at least one) and returns their records in the
 /// order of `specs`.
 pub fn run_specs(
@@ -34,28 +60,15 @@ pub fn run_specs(
     jobs: usize,
     progress: Arc<dyn ProgressSink>,
 ) -> Vec<RunRecord> {
-    let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<RunRecord>>> = Mutex::new(vec![None; specs.len()]);
-    let jobs = jobs.clamp(1, specs.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(spec) = specs.get(i) else { return };
-                let mut spec = spec.clone();
-                let (p, index) = (Arc::clone(&progress), spec.index);
-                spec.scenario.progress = Some(ProgressHook(Arc::new(move |r| {
-                    p.advanced(index, r.virtual_ns);
-                })));
-                progress.started(&spec);
-                let rec = run_one(&spec);
-                progress.finished(index, &rec);
-                if let Ok(mut o) = out.lock() {
-                    o[i] = Some(rec);
-                }
-            });
-        }
-    });
-    let out = out.into_inner().unwrap_or_else(|e| e.into_inner());
-    out.into_iter().flatten().collect()
+    parallel_map(specs, jobs, |_, spec| {
+        let mut spec = spec.clone();
+        let (p, index) = (Arc::clone(&progress), spec.index);
+        spec.scenario.progress = Some(ProgressHook(Arc::new(move |r| {
+            p.advanced(index, r.virtual_ns);
+        })));
+        progress.started(&spec);
+        let rec = run_one(&spec);
+        progress.finished(index, &rec);
+        rec
+    })
 }

@@ -68,7 +68,8 @@ pub struct ExperimentArgs {
     real: bool,
 }
 
-fn parse_shard(s: &str) -> Result<Shard, String> {
+/// `--shard I/N` (1 <= I <= N), as `experiment` and `sim sweep` take it.
+pub(crate) fn parse_shard(s: &str) -> Result<Shard, String> {
     let bad = || format!("shard '{s}' is not I/N with 1 <= I <= N");
     let (i, n) = s.split_once('/').ok_or_else(bad)?;
     let (index, count): (u32, u32) = (
@@ -315,6 +316,11 @@ fn run_render(args: &ExperimentArgs) -> ExitCode {
 
 /// Reads DIR/results.json.
 pub fn read_results(dir: &Path) -> Result<ResultsFile, String> {
+    read_json(dir)
+}
+
+/// Reads DIR/results.json as a `T` (an experiment's or a sweep's results).
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(dir: &Path) -> Result<T, String> {
     let p = dir.join("results.json");
     let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))

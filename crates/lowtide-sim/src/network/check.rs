@@ -108,7 +108,8 @@ pub struct CheckResult {
 }
 
 impl Figure {
-    fn parse(s: &str) -> Result<Figure, String> {
+    /// Parses `flow.NAME.FIGURE` or `queue.SRC->DST.FIGURE`.
+    pub fn parse(s: &str) -> Result<Figure, String> {
         let parts: Vec<&str> = s.split('.').collect();
         let [kind, name, figure] = parts[..] else {
             return Err(format!("{s}: flow.NAME.FIGURE or queue.SRC->DST.FIGURE"));

@@ -126,7 +126,9 @@ impl NetResults {
     }
 }
 
-fn flow_figure(r: &FlowReport, name: &str) -> Option<f64> {
+/// Figure `name` ([`super::check::FLOW_FIGURES`]) of one flow; `None` if it has
+/// none (a bulk flow's probe delay).
+pub fn flow_figure(r: &FlowReport, name: &str) -> Option<f64> {
     Some(match name {
         "goodput_mbps" => r.goodput_mbps,
         "bytes" => r.bytes as f64,
@@ -140,7 +142,8 @@ fn flow_figure(r: &FlowReport, name: &str) -> Option<f64> {
     })
 }
 
-fn queue_figure(q: &QueueReport, name: &str) -> Option<f64> {
+/// Figure `name` ([`super::check::QUEUE_FIGURES`]) of one queue.
+pub fn queue_figure(q: &QueueReport, name: &str) -> Option<f64> {
     Some(match name {
         "backlog_bytes" => q.backlog_bytes,
         "backlog_max_packets" => q.backlog_max_packets as f64,

@@ -957,68 +957,96 @@ impl Tcb {
             super::output::send_reset(ctx, self.tuple, th, payload.len());
             return self.tcp_reset(ctx);
         }
-        if end_seq != seq && end_seq <= self.rcv_nxt {
-            // tcp_data_queue: "A retransmit, 2nd most common case." (a FIN again
-            // included: its end_seq counts it).
-            self.data_segs_in += !payload.is_empty() as u64;
+        if end_seq == seq {
+            if th.flags.contains(TcpFlags::SYN) && seq < self.rcv_nxt {
+                // The peer's SYN-ACK again, let through in SYN-RECV (simultaneous
+                // open): its end_seq counts the SYN, so it is a duplicate, D-SACKed.
+                self.old_data(ctx, seq, seq + 1);
+            }
+            return;
+        }
+        // "tp->rx_opt.dsack = 0": a D-SACK still unsent is forgotten.
+        self.dsack = None;
+        self.data_segs_in += !payload.is_empty() as u64;
+        let rwin = self.receive_window() as u64;
+        if seq == self.rcv_nxt {
+            // In sequence but the window is closed: dropped, except a bare FIN
+            // (some stacks send it in a loop at a zero window).
+            if rwin == 0 && !(payload.is_empty() && fin) {
+                ctx.mib.inc(Mib::TcpExtTCPZeroWindowDrop);
+                return self.data_out_of_window();
+            }
+            return self.queue_and_out(ctx, th, seq, payload);
+        }
+        if end_seq <= self.rcv_nxt {
+            // "A retransmit, 2nd most common case." (a FIN again included).
             return self.old_data(ctx, seq, end_seq);
         }
-        if fin {
-            self.fin_seq.get_or_insert(seq + payload.len() as u64);
-        }
-        if payload.is_empty() && !fin && th.flags.contains(TcpFlags::SYN) && seq < self.rcv_nxt {
-            // The peer's SYN-ACK again, let through in SYN-RECV (simultaneous open):
-            // its end_seq counts the SYN, so it is a duplicate, D-SACKed at once.
-            return self.old_data(ctx, seq, seq + 1);
-        }
-        if payload.is_empty() {
-            return self.try_consume_fin(ctx);
-        }
-        self.data_segs_in += 1;
-        let rwin = self.receive_window() as u64;
-        if seq >= self.rcv_nxt + rwin && seq > self.rcv_nxt {
+        if seq >= self.rcv_nxt + rwin {
             // Out of window, e.g. a zero-window probe (SKB_DROP_REASON_TCP_OVERWINDOW).
             return self.data_out_of_window();
-        }
-        if seq > self.rcv_nxt {
-            return self.ofo_data(ctx, th, seq, payload);
         }
         if seq < self.rcv_nxt {
             // A partial duplicate: D-SACK its head, even if the tail is dropped.
             self.dsack_set(ctx, seq, self.rcv_nxt);
+            if rwin == 0 {
+                ctx.mib.inc(Mib::TcpExtTCPZeroWindowDrop);
+                return self.data_out_of_window();
+            }
+            return self.queue_and_out(ctx, th, seq, payload);
         }
-        if rwin == 0 {
-            // tcp_data_queue: in sequence but the window is closed.
-            ctx.mib.inc(Mib::TcpExtTCPZeroWindowDrop);
-            return self.data_out_of_window();
-        }
-        let fresh = payload.skip((self.rcv_nxt - seq) as usize);
+        self.ofo_data(ctx, th, seq, payload);
+    }
+
+    /// `tcp_data_queue`'s `queue_and_out:`: a segment that reaches `rcv_nxt` goes to
+    /// the receive queue (its new bytes), its FIN to `tcp_fin`, and the out-of-order
+    /// data it reaches follows (`tcp_ofo_queue`).
+    fn queue_and_out(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
+        let fin = th.flags.contains(TcpFlags::FIN);
         if !self.try_rmem_schedule(ctx, seq, payload.len() as u32) {
-            // tcp_data_queue: ICSK_ACK_NOMEM | ICSK_ACK_NOW; dropped if the
-            // application has data to read, else queued all the same
-            // (sk_forced_mem_schedule).
+            // ICSK_ACK_NOMEM | ICSK_ACK_NOW; dropped if the application has data to
+            // read, else queued all the same (sk_forced_mem_schedule); a bare FIN is
+            // always taken.
             self.schedule_ack_now();
             self.ack_nomem = true;
-            if !self.rcv_queue.is_empty() {
+            if !self.rcv_queue.is_empty() && !payload.is_empty() {
                 ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
                 return;
             }
         }
-        self.queue_in_order(ctx, fresh);
-        // tcp_event_data_recv: tcp_measure_rcv_mss, then ato; tcp_grow_window.
-        let len = fresh.len() as u32;
-        let truesize = self.rx_skb(ctx.cfg, len).truesize;
-        self.measure_rcv_mss(th, len, len.min(self.advmss), truesize);
-        self.event_data_recv(ctx.now);
-        self.ecn_check_ce(ctx, self.rx_ip_ecn);
-        if fresh.len() >= 128 {
-            self.grow_window(ctx, len, truesize);
+        let fresh = payload.skip((self.rcv_nxt - seq) as usize);
+        if !fresh.is_empty() {
+            self.queue_in_order(ctx, fresh);
+        }
+        if !payload.is_empty() {
+            // tcp_event_data_recv on the whole segment: tcp_measure_rcv_mss, then
+            // ato; tcp_grow_window.
+            let len = payload.len() as u32;
+            let truesize = self.rx_skb(ctx.cfg, len).truesize;
+            self.measure_rcv_mss(th, len, len.min(self.advmss), truesize);
+            self.event_data_recv(ctx.now);
+            self.ecn_check_ce(ctx, self.rx_ip_ecn);
+            if len >= 128 {
+                self.grow_window(ctx, len, truesize);
+            }
+        }
+        if fin {
+            self.fin_seq.get_or_insert(self.rcv_nxt);
+            // tcp_fin purges the out-of-order queue.
+            return self.try_consume_fin(ctx);
         }
         let had_ofo = !self.ofo.is_empty();
-        while let Some((data, truesize)) = self.ofo.pop_in_order(self.rcv_nxt) {
-            let len = data.len();
-            self.rcv_queue.push(data, truesize);
-            self.rcv_nxt_advance(ctx, len);
+        while let Some(s) = self.ofo.pop_in_order(self.rcv_nxt) {
+            let len = s.data.len();
+            self.rcv_queue.push(s.data, s.truesize);
+            if len > 0 {
+                self.rcv_nxt_advance(ctx, len);
+            }
+            if s.fin {
+                self.fin_seq.get_or_insert(self.rcv_nxt);
+                self.try_consume_fin(ctx);
+                break;
+            }
         }
         if had_ofo && self.ofo.is_empty() {
             // RFC 5681 section 4.2: ACK at once when the gap is filled (tcp_data_queue:
@@ -1027,7 +1055,6 @@ impl Tcb {
             // held, as the first ACK for the new rcv_nxt).
             self.schedule_ack_now();
         }
-        self.try_consume_fin(ctx);
     }
 
     /// Queues in-order `data`, charged as received segments (tcp/rmem.rs).
@@ -1068,9 +1095,11 @@ impl Tcb {
         self.ack_pending = true;
     }
 
-    /// Data above a hole (`tcp_data_queue_ofo`): to the OFO queue if memory allows
-    /// (tcp/rmem.rs; else dropped, not ACKed), the ACK left to `tcp_ack_snd_check`.
+    /// Data above a hole (`tcp_data_queue_ofo`), its FIN with it: to the OFO queue if
+    /// memory allows (tcp/rmem.rs; else dropped, not ACKed), the ACK left to
+    /// `tcp_ack_snd_check`.
     pub(crate) fn ofo_data(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
+        let fin = th.flags.contains(TcpFlags::FIN);
         let len = payload.len() as u32;
         // tcp_data_queue_ofo measures the segment first (Linux 6.17, "tcp: call
         // tcp_measure_rcv_mss() for ooo packets").
@@ -1086,7 +1115,8 @@ impl Tcb {
         self.rcv_ooopack += payload.len().div_ceil(self.rcv_mss.max(1) as usize).max(1) as u64;
         // tcp_sack_new_ofo_skb: ACKs held back go out before the block this data
         // extends or opens moves past the first two (their news would be lost).
-        let slot = self.ofo.sack_slot(seq, seq + payload.len() as u64);
+        let end_seq = seq + payload.len() as u64 + fin as u64;
+        let slot = self.ofo.sack_slot(seq, end_seq);
         if self.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
             self.sack_compress_send_ack(ctx);
         }
@@ -1095,7 +1125,7 @@ impl Tcb {
         // segment above a hole.
         let mut own = Vec::with_capacity(payload.len());
         payload.for_each_chunk(|c| own.extend_from_slice(c));
-        let ins = self.ofo.insert(seq, own.into(), skb);
+        let ins = self.ofo.insert_seg(seq, own.into(), fin, skb);
         ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
         if let Some(d) = ins.dup {
             if self.sack_ok && ctx.cfg.tcp_dsack {
@@ -1105,7 +1135,7 @@ impl Tcb {
         }
         // tcp_data_queue_ofo: data above a hole opens the window too, except without
         // SACK ("do not grow window to force DUPACK") or when all of it was there.
-        if self.sack_ok && ins.queued {
+        if self.sack_ok && ins.queued && len > 0 {
             self.grow_window(ctx, len, skb.truesize);
         }
         // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
@@ -1124,6 +1154,12 @@ impl Tcb {
         self.rcv_nxt += 1;
         self.bytes_received += 1; // tcp_rcv_nxt_update: the FIN's sequence number counts
         self.rcv_shutdown = true;
+        // tcp_fin: "It _is_ possible, that we have something out-of-order _after_
+        // FIN. [...] For now drop them.", and tcp_sack_reset (the D-SACK too).
+        self.ofo.purge();
+        if self.sack_ok {
+            self.dsack = None;
+        }
         self.notify(ctx, EventKind::ReadHangUp);
         // tcp_fin: in SYN-RECV and ESTABLISHED the ACK is only scheduled and the
         // connection enters pingpong mode (the application's reply, often its own

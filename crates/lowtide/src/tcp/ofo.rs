@@ -26,8 +26,30 @@ pub struct OfoSkb {
     pub data: Bytes,
     /// Memory charged (`skb->truesize`).
     pub truesize: u32,
+    /// The segment carried the peer's FIN, right after its payload (its `end_seq`
+    /// counts it, so its SACK block covers it: `tcp_data_queue_ofo`).
+    pub fin: bool,
     /// The buffer this segment ends, as the next segment may join it.
     to: super::skbuff::CoalesceTo,
+}
+
+impl OfoSkb {
+    /// `end_seq` of the segment queued at `seq`: its payload and its FIN.
+    fn end(&self, seq: u64) -> u64 {
+        seq + self.data.len() as u64 + self.fin as u64
+    }
+}
+
+/// A segment [`OfoQueue::pop_in_order`] hands over: its bytes at and after
+/// `rcv_nxt`, its charge, and whether its FIN follows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InOrder {
+    /// The payload not yet received in order.
+    pub data: Bytes,
+    /// Memory the segment was charged.
+    pub truesize: u32,
+    /// The peer's FIN follows `data` (`tcp_ofo_queue` then calls `tcp_fin`).
+    pub fin: bool,
 }
 
 /// What [`OfoQueue::insert`] did with a segment.
@@ -98,16 +120,29 @@ impl OfoQueue {
     /// is charged as coalesced into it if it may join it (`tcp_ooo_try_coalesce`,
     /// tcp/rmem.rs).
     pub fn insert(&mut self, seq: u64, data: Bytes, skb: super::skbuff::RxSkb) -> Inserted {
-        let end = seq + data.len() as u64;
+        self.insert_seg(seq, data, false, skb)
+    }
+
+    /// [`OfoQueue::insert`] for a segment that may carry the peer's FIN after `data`:
+    /// its sequence space (`[seq, end_seq)`, FIN counted) is what overlaps and
+    /// what the SACK blocks cover, as in `tcp_data_queue_ofo`.
+    pub fn insert_seg(
+        &mut self,
+        seq: u64,
+        data: Bytes,
+        fin: bool,
+        skb: super::skbuff::RxSkb,
+    ) -> Inserted {
+        let end = seq + data.len() as u64 + fin as u64;
         let mut r = Inserted::default();
-        if data.is_empty() {
+        if end == seq {
             return r;
         }
         self.work += 1;
         let (mut truesize, mut to) = (skb.truesize, skb.as_to());
         if let Some((&ps, p)) = self.skbs.range(..=seq).next_back() {
-            let pend = ps + p.data.len() as u64;
-            if pend == seq {
+            let pend = p.end(ps);
+            if pend == seq && !p.fin {
                 let mut joined = p.to;
                 if let Some(charge) = skb.coalesce_into(&mut joined, data.len() as u32) {
                     (truesize, to) = (charge, joined);
@@ -135,7 +170,12 @@ impl OfoQueue {
         r.merged += self.merge_right(seq, end, &mut r.dup);
         self.bytes += data.len() as u64;
         self.truesize += truesize as u64;
-        let skb = OfoSkb { data, truesize, to };
+        let skb = OfoSkb {
+            data,
+            truesize,
+            fin,
+            to,
+        };
         self.skbs.insert(seq, skb);
         self.cover(seq, end);
         r.queued = true;
@@ -148,7 +188,7 @@ impl OfoQueue {
         let mut n = 0;
         while let Some((&ns, next)) = self.skbs.range(seq + 1..).next() {
             self.work += 1;
-            let nend = ns + next.data.len() as u64;
+            let nend = next.end(ns);
             if end <= ns {
                 break;
             }
@@ -212,10 +252,10 @@ impl OfoQueue {
             .unwrap_or(self.recent.len())
     }
 
-    /// Takes the next segment that `rcv_nxt` reaches, if any, as its bytes at and
-    /// after `rcv_nxt` and its charge (`tcp_ofo_queue`). Segments wholly below
-    /// `rcv_nxt` are dropped on the way.
-    pub fn pop_in_order(&mut self, rcv_nxt: u64) -> Option<(Bytes, u32)> {
+    /// Takes the next segment that `rcv_nxt` reaches, if any, with its bytes at and
+    /// after `rcv_nxt` (`tcp_ofo_queue`). Segments wholly below `rcv_nxt` (FIN
+    /// counted) are dropped on the way.
+    pub fn pop_in_order(&mut self, rcv_nxt: u64) -> Option<InOrder> {
         loop {
             let (&k, _) = self.skbs.iter().next()?;
             if k > rcv_nxt {
@@ -223,10 +263,15 @@ impl OfoQueue {
             }
             self.work += 1;
             let s = self.remove(k).expect("segment exists");
-            self.uncover_below(rcv_nxt.max(k + s.data.len() as u64));
-            let end = k + s.data.len() as u64;
+            let end = s.end(k);
+            self.uncover_below(rcv_nxt.max(end));
             if end > rcv_nxt {
-                return Some((s.data.slice((rcv_nxt - k) as usize..), s.truesize));
+                let skip = ((rcv_nxt - k) as usize).min(s.data.len());
+                return Some(InOrder {
+                    data: s.data.slice(skip..),
+                    truesize: s.truesize,
+                    fin: s.fin,
+                });
             }
         }
     }
@@ -255,11 +300,7 @@ impl OfoQueue {
         self.work += 1;
         let s = self.remove(seq)?;
         // Ends rise with starts: what is left ends at the new last segment's end.
-        let top = self
-            .skbs
-            .iter()
-            .next_back()
-            .map_or(0, |(k, v)| k + v.data.len() as u64);
+        let top = self.skbs.iter().next_back().map_or(0, |(k, v)| v.end(*k));
         while let Some((&rs, &re)) = self.runs.iter().next_back() {
             if re <= top {
                 break;
@@ -339,7 +380,13 @@ impl OfoQueue {
         bloated: &impl Fn(u32, u32) -> bool,
         alloc: &impl Fn(u32) -> u32,
     ) -> u32 {
-        let keys: Vec<u64> = self.skbs.range(start..end).map(|(k, _)| *k).collect();
+        // tcp_collapse leaves a segment with a FIN (and what follows it) alone.
+        let keys: Vec<u64> = self
+            .skbs
+            .range(start..end)
+            .take_while(|(_, s)| !s.fin)
+            .map(|(k, _)| *k)
+            .collect();
         let mut from = None;
         for (i, &k) in keys.iter().enumerate() {
             let s = &self.skbs[&k];
@@ -387,6 +434,7 @@ impl OfoQueue {
             let skb = OfoSkb {
                 data: buf.freeze(),
                 truesize,
+                fin: false,
                 to: Default::default(),
             };
             self.skbs.insert(key, skb);
@@ -470,10 +518,10 @@ mod tests {
         put(&mut q, 100, 200);
         put(&mut q, 150, 260);
         assert!(q.pop_in_order(50).is_none());
-        let (b, ts) = q.pop_in_order(120).unwrap();
-        assert_eq!((b, ts), (bytes(120..200), 1000));
-        let (b, _) = q.pop_in_order(200).unwrap();
-        assert_eq!(b, bytes(200..260));
+        let s = q.pop_in_order(120).unwrap();
+        assert_eq!((s.data, s.truesize, s.fin), (bytes(120..200), 1000, false));
+        let s = q.pop_in_order(200).unwrap();
+        assert_eq!(s.data, bytes(200..260));
         assert!(q.is_empty());
         assert_eq!(
             (q.sack_blocks().count(), q.truesize(), q.bytes()),
@@ -483,6 +531,48 @@ mod tests {
         put(&mut q, 320, 330);
         assert_eq!(q.pop_in_order(400), None, "wholly below: dropped");
         assert!(q.is_empty() && q.runs() == 0);
+    }
+
+    /// A FIN rides with its segment (`tcp_data_queue_ofo` keys on `end_seq`): its
+    /// SACK block covers the FIN, a bare FIN is queued alone, a segment ending at a
+    /// queued FIN's sequence is no duplicate of it, and the FIN comes out with the
+    /// last bytes (or alone once they were read).
+    #[test]
+    fn a_fin_is_queued_with_its_segment() {
+        let skb = || RxSkb::page_frag(1000, false);
+        let mut q = OfoQueue::default();
+        let r = q.insert_seg(200, bytes(200..300), true, skb());
+        assert!(r.queued);
+        assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(200, 301)]);
+        assert_eq!(q.last_end(), Some(301));
+        let r = put(&mut q, 150, 250);
+        assert_eq!((r.dup, r.queued, q.len()), (Some((200, 250)), true, 2));
+        let s = q.pop_in_order(150).unwrap();
+        assert_eq!((s.data.len(), s.fin), (100, false));
+        let s = q.pop_in_order(250).unwrap();
+        assert_eq!((s.data, s.fin), (bytes(250..300), true));
+        assert!(q.is_empty() && q.runs() == 0);
+        // A bare FIN, then the same FIN again: all present.
+        let mut q = OfoQueue::default();
+        assert!(q.insert_seg(500, Bytes::new(), true, skb()).queued);
+        let r = q.insert_seg(500, Bytes::new(), true, skb());
+        assert_eq!((r.queued, r.dup), (false, Some((500, 501))));
+        assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(500, 501)]);
+        let s = q.pop_in_order(500).unwrap();
+        assert_eq!((s.data.len(), s.fin), (0, true));
+        // tcp_collapse leaves the FIN's segment alone.
+        let mut q = OfoQueue::default();
+        for s in (1000..2000).step_by(10) {
+            put(&mut q, s, s + 10);
+        }
+        q.insert_seg(2000, bytes(2000..2010), true, skb());
+        let freed = q.collapse(1 << 20, |t, l| t / 2 > l, |l| l + 1000);
+        assert_eq!((freed, q.len()), (100, 2));
+        assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(1000, 2011)]);
+        assert!(q
+            .pop_in_order(1000)
+            .is_some_and(|s| !s.fin && s.data.len() == 1000));
+        assert!(q.pop_in_order(2000).is_some_and(|s| s.fin));
     }
 
     #[test]
@@ -529,7 +619,7 @@ mod tests {
         assert_eq!(q.len(), 4);
         assert_eq!(q.truesize(), 10_000 + 3 * 1000 + 1000);
         let mut next = 1000;
-        while let Some((b, _)) = q.pop_in_order(next) {
+        while let Some(InOrder { data: b, .. }) = q.pop_in_order(next) {
             assert_eq!(b, bytes(next..next + b.len() as u64));
             next += b.len() as u64;
         }
@@ -579,7 +669,7 @@ mod tests {
             // Segments hold the right values; ends rise with starts.
             let mut count = 0u64;
             let mut next = 1u64;
-            while let Some((run, _)) = q.pop_in_order(next) {
+            while let Some(InOrder { data: run, .. }) = q.pop_in_order(next) {
                 for (i, b) in run.iter().enumerate() {
                     prop_assert_eq!(*b, (next + i as u64) as u8);
                 }

@@ -590,6 +590,77 @@ mod tests {
         assert_eq!(ctx.mib.get(Mib::TcpExtTCPOFOQueue), 1);
     }
 
+    /// `tcp_data_queue` keeps a FIN with its segment: a FIN on a segment dropped at a
+    /// closed window or beyond it is forgotten with it (the peer sends it again), a
+    /// bare FIN at a closed window is taken, and one above a hole waits in the
+    /// out-of-order queue until `tcp_ofo_queue` reaches it.
+    #[test]
+    fn data_queue_takes_a_fin_only_with_its_segment() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+        let mut t = established(&cfg);
+        let fin = TcpFlags::ACK | TcpFlags::FIN;
+        // Data and FIN at a closed window: both dropped.
+        t.rcv_wnd = 0;
+        let th = seg(&t, fin, 1001, None);
+        t.data_queue(&mut ctx, &th, 1001, Payload::Flat(&[1; 100]));
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPZeroWindowDrop), 1);
+        t.rcv_wnd = 10_000;
+        let th = seg(&t, TcpFlags::ACK, 1001, None);
+        t.data_queue(&mut ctx, &th, 1001, Payload::Flat(&[1; 100]));
+        assert_eq!((t.rcv_nxt, t.state), (1101, TcpState::Established));
+        // A bare FIN at the right edge of the window: out of window, forgotten.
+        t.rcv_wup = t.rcv_nxt;
+        t.rcv_wnd = 100;
+        let th = seg(&t, fin, 1201, None);
+        t.data_queue(&mut ctx, &th, 1201, Payload::Flat(&[]));
+        assert!(t.ofo.is_empty());
+        let th = seg(&t, TcpFlags::ACK, 1101, None);
+        t.data_queue(&mut ctx, &th, 1101, Payload::Flat(&[1; 100]));
+        assert_eq!((t.rcv_nxt, t.state), (1201, TcpState::Established));
+        // Inside the window above a hole: queued with its FIN and SACKed with it.
+        t.rcv_wup = t.rcv_nxt;
+        t.rcv_wnd = 10_000;
+        let th = seg(&t, fin, 1301, None);
+        t.data_queue(&mut ctx, &th, 1301, Payload::Flat(&[2; 100]));
+        assert_eq!(t.ofo.sack_blocks().next(), Some((1301, 1402)));
+        assert_eq!(t.state, TcpState::Established);
+        let th = seg(&t, TcpFlags::ACK, 1201, None);
+        t.data_queue(&mut ctx, &th, 1201, Payload::Flat(&[1; 100]));
+        assert_eq!((t.rcv_nxt, t.state), (1402, TcpState::CloseWait));
+        assert_eq!(t.rcv_queue.len(), 400);
+        // A bare FIN at a closed window is taken.
+        let mut t = established(&cfg);
+        t.rcv_wnd = 0;
+        let th = seg(&t, fin, 1001, None);
+        t.data_queue(&mut ctx, &th, 1001, Payload::Flat(&[]));
+        assert_eq!((t.rcv_nxt, t.state), (1002, TcpState::CloseWait));
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPZeroWindowDrop), 1);
+    }
+
+    /// `tcp_data_queue` forgets a D-SACK not yet sent when the next segment with
+    /// data arrives (`tp->rx_opt.dsack = 0`), and `tcp_fin` resets the SACK state.
+    #[test]
+    fn data_queue_forgets_an_unsent_dsack() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+        let mut t = established(&cfg);
+        let th = seg(&t, TcpFlags::ACK, 901, None);
+        t.data_queue(&mut ctx, &th, 901, Payload::Flat(&[1; 100]));
+        assert_eq!(t.dsack, Some((901, 1001)));
+        let th = seg(&t, TcpFlags::ACK, 2001, None);
+        t.data_queue(&mut ctx, &th, 2001, Payload::Flat(&[1; 100]));
+        assert_eq!(t.dsack, None, "new data: the old D-SACK is gone");
+        // A partial duplicate carrying the FIN: D-SACKed, then tcp_fin resets it.
+        let th = seg(&t, TcpFlags::ACK | TcpFlags::FIN, 951, None);
+        t.data_queue(&mut ctx, &th, 951, Payload::Flat(&[1; 100]));
+        assert_eq!(ctx.mib.get(Mib::TcpExtTCPDSACKOldSent), 2);
+        assert_eq!((t.dsack, t.state), (None, TcpState::CloseWait));
+        assert!(t.ofo.is_empty(), "tcp_fin purges the out-of-order queue");
+    }
+
     /// `icsk_ack.lrcvtime` moves in `tcp_event_data_recv` only: in-order data, not
     /// out-of-order, old, over-window data or a FIN without data.
     #[test]

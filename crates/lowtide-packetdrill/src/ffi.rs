@@ -206,8 +206,10 @@ pub(crate) struct Received {
 }
 
 fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32> {
-    // tcp_recvmsg: MSG_ERRQUEUE reads the error queue at once (inet_recv_error).
-    let nonblock = flags & MSG_ERRQUEUE != 0 || sh.lock().host.is_nonblocking(fd, flags);
+    // tcp_recvmsg: MSG_ERRQUEUE reads the error queue at once (inet_recv_error),
+    // and MSG_OOB never blocks (tcp_recv_urg).
+    let nonblock =
+        flags & (MSG_ERRQUEUE | MSG_OOB) != 0 || sh.lock().host.is_nonblocking(fd, flags);
     let mut buf = vec![0u8; len];
     let msg = sh.blocking(
         nonblock,
@@ -888,20 +890,49 @@ unsafe extern "C" fn pd_epoll_wait(
     })
 }
 
-unsafe extern "C" fn pd_pipe(ud: Ud, _fds: *mut c_int) -> c_int {
-    guard(ud, |_| Err(errno::EOPNOTSUPP))
+unsafe extern "C" fn pd_pipe(ud: Ud, fds: *mut c_int) -> c_int {
+    guard(ud, |sh| {
+        if fds.is_null() {
+            return Err(errno::EFAULT);
+        }
+        let (r, w) = sh.enter().host.pipe(0).map_err(e)?;
+        *fds = r;
+        *fds.add(1) = w;
+        Ok(0)
+    })
+}
+
+/// packetdrill hands the offsets as pointers to the script's values, NULL as a
+/// pointer to 0 (the kernel gets the value itself as the pointer): 0 is no offset.
+unsafe fn offset_given(off: *const i64) -> bool {
+    !off.is_null() && *off != 0
 }
 
 unsafe extern "C" fn pd_splice(
     ud: Ud,
-    _a: c_int,
-    _b: *mut i64,
-    _c: c_int,
-    _d: *mut i64,
-    _n: size_t,
-    _f: c_uint,
+    fd_in: c_int,
+    off_in: *mut i64,
+    fd_out: c_int,
+    off_out: *mut i64,
+    n: size_t,
+    flags: c_uint,
 ) -> ssize_t {
-    guard(ud, |_| Err(errno::EOPNOTSUPP))
+    guard(ud, |sh| {
+        let (oi, oo) = (offset_given(off_in), offset_given(off_out));
+        sh.blocking(
+            false,
+            None,
+            |st: &mut State| {
+                let now = st.now();
+                match st.host.splice(now, (fd_in, oi), (fd_out, oo), n, flags) {
+                    Ok(lowtide::posix::Spliced::Wait) => Attempt::Wait,
+                    Ok(lowtide::posix::Spliced::Bytes(k)) => Attempt::Done(Ok(k as ssize_t)),
+                    Err(x) => Attempt::Done(Err(e(x))),
+                }
+            },
+            || Err(errno::EAGAIN),
+        )
+    })
 }
 
 /// Fills `ifc` with lowtide's implementation; `flags` is `--so_flags` (may be NULL).

@@ -153,6 +153,10 @@ pub struct Config {
     /// size goal while the socket has data in the device queue, for the TX completion
     /// to send it with what the next writes add (Linux 3.14, default on).
     pub tcp_autocorking: bool,
+    /// `net.ipv4.tcp_stdurg`: read a received urgent pointer as RFC 1122 has it (it
+    /// points at the urgent byte) instead of BSD's way (one past it, Linux's
+    /// default, off); `tcp_check_urg`.
+    pub tcp_stdurg: bool,
     /// `net.ipv4.tcp_ecn`: ECN (RFC 3168); 1 asks for it on outgoing connections
     /// and accepts it on incoming ones, 2 (Linux's default) only accepts, 0 neither.
     pub tcp_ecn: u8,
@@ -348,6 +352,7 @@ impl Default for Config {
             tcp_notsent_lowat: u32::MAX,
             tcp_limit_output_bytes: 4 << 20,
             tcp_autocorking: true,
+            tcp_stdurg: false,
             tcp_ecn: 2,
             tcp_ecn_fallback: true,
             tcp_min_tso_segs: 2,
@@ -512,6 +517,7 @@ impl Config {
         "net.ipv4.tcp_notsent_lowat",
         "net.ipv4.tcp_limit_output_bytes",
         "net.ipv4.tcp_autocorking",
+        "net.ipv4.tcp_stdurg",
         "net.ipv4.tcp_ecn",
         "net.ipv4.tcp_ecn_fallback",
         "net.ipv4.tcp_min_tso_segs",
@@ -652,6 +658,7 @@ impl Config {
                 self.tcp_limit_output_bytes = parse_num(n, value, 0, i32::MAX as u32, "bytes")?
             }
             "net.ipv4.tcp_autocorking" => self.tcp_autocorking = parse_bool(n, value)?,
+            "net.ipv4.tcp_stdurg" => self.tcp_stdurg = parse_bool(n, value)?,
             // 3-5 are AccECN (Linux 6.18), which lowtide does not model: refused.
             "net.ipv4.tcp_ecn" => self.tcp_ecn = parse_num(n, value, 0, 2, "0..=2")?,
             "net.ipv4.tcp_ecn_fallback" => self.tcp_ecn_fallback = parse_bool(n, value)?,

@@ -45,8 +45,8 @@ pub mod time;
 pub use config::{Config, ConfigError};
 pub use mib::{Counters, Mib};
 pub use socket::{
-    EventKind, RxChecksum, SendFlags, Shutdown, SocketError, SocketEvent, SocketHandle, Transmit,
-    TxToken,
+    EventKind, OobRead, RxChecksum, SendFlags, Shutdown, SocketError, SocketEvent, SocketHandle,
+    Transmit, TxToken,
 };
 pub use stack::{
     Datagram, ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory, UdpHandle,

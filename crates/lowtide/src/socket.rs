@@ -145,6 +145,22 @@ pub struct SendFlags {
     /// `MSG_ZEROCOPY`: with `SO_ZEROCOPY` on ([`crate::SocketMut::set_zerocopy`]), the
     /// send's completion is reported on the error queue.
     pub zerocopy: bool,
+    /// `MSG_OOB`: the last byte is urgent; segments carry URG and the urgent
+    /// pointer until the peer acknowledges it (`tcp_mark_urg`), and the send
+    /// builds one-MSS skbs.
+    pub oob: bool,
+}
+
+/// What `recv(MSG_OOB)` got ([`crate::Stack::recv_oob`], `tcp_recv_urg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OobRead {
+    /// The urgent byte (`MSG_OOB` in `msg_flags`).
+    Byte(u8),
+    /// A zero-length buffer: the byte is there but not taken (`MSG_OOB |
+    /// MSG_TRUNC`; with `peek` false it counts as read all the same).
+    Truncated,
+    /// The peer closed before any urgent byte came: 0, end of stream.
+    End,
 }
 
 /// A packet for the device: one IP packet, possibly a GSO super-packet.

@@ -23,6 +23,7 @@ pub const SO_ERROR: i32 = 4;
 pub const SO_SNDBUF: i32 = 7;
 pub const SO_RCVBUF: i32 = 8;
 pub const SO_KEEPALIVE: i32 = 9;
+pub const SO_OOBINLINE: i32 = 10;
 pub const SO_LINGER: i32 = 13;
 pub const SO_REUSEPORT: i32 = 15;
 pub const SO_MAX_PACING_RATE: i32 = 47;
@@ -80,6 +81,7 @@ pub const TCP_FASTOPEN_NO_COOKIE: i32 = 34;
 /// `TCPI_OPT_SYN_DATA`: `tcpi_options` bit of data acknowledged in a SYN.
 pub const TCPI_OPT_SYN_DATA: u8 = 32;
 
+pub const MSG_OOB: i32 = 0x1;
 pub const MSG_PEEK: i32 = 0x2;
 pub const MSG_CTRUNC: i32 = 0x8;
 pub const MSG_TRUNC: i32 = 0x20;
@@ -102,6 +104,8 @@ pub const SIOCINQ: u64 = 0x541B;
 /// `SIOCOUTQ` (`TIOCOUTQ`).
 pub const SIOCOUTQ: u64 = 0x5411;
 pub const SIOCOUTQNSD: u64 = 0x894B;
+/// `SIOCATMARK` (`sockatmark(3)`).
+pub const SIOCATMARK: u64 = 0x8905;
 
 pub const SHUT_RD: i32 = 0;
 pub const SHUT_WR: i32 = 1;
@@ -134,6 +138,7 @@ pub mod errno {
     pub const EINVAL: i32 = 22;
     pub const EMFILE: i32 = 24;
     pub const ENOTTY: i32 = 25;
+    pub const ESPIPE: i32 = 29;
     pub const EPIPE: i32 = 32;
     pub const ENOTSOCK: i32 = 88;
     pub const EDESTADDRREQ: i32 = 89;

@@ -18,6 +18,7 @@ pub mod consts;
 mod embed;
 mod fastopen;
 mod msg;
+pub mod pipe;
 mod poll;
 pub use fastopen::SendTo;
 mod procnet;
@@ -25,6 +26,7 @@ mod sockopt;
 
 pub use consts::errno;
 pub use msg::{Cmsg, RecvMsg};
+pub use pipe::Spliced;
 pub use poll::{EpollEvent, PollFd};
 
 use crate::socket::{RxChecksum, SendFlags, SocketError, SocketHandle, Transmit, TxToken};
@@ -138,6 +140,7 @@ enum File {
     // Boxed: a socket's options make it far larger than an epoll instance.
     Socket(Box<Socket>),
     Epoll(poll::Epoll),
+    Pipe(pipe::PipeEnd),
 }
 
 /// One host's socket table over a [`Stack`].
@@ -149,6 +152,9 @@ pub struct Host {
     realtime_zero: core::time::Duration,
     /// The lowest descriptor handed out (3: after stdio).
     fd_base: Fd,
+    /// Pipes by id, while one of their ends is open.
+    pipes: BTreeMap<u32, pipe::Pipe>,
+    next_pipe: u32,
 }
 
 impl Host {
@@ -160,6 +166,8 @@ impl Host {
             by_handle: HashMap::new(),
             realtime_zero: core::time::Duration::ZERO,
             fd_base: 3,
+            pipes: BTreeMap::new(),
+            next_pipe: 0,
         }
     }
 
@@ -255,7 +263,7 @@ impl Host {
     fn sock(&self, fd: Fd) -> Result<&Socket, Errno> {
         match self.files.get(&fd) {
             Some(File::Socket(s)) => Ok(s),
-            Some(File::Epoll(_)) => err(errno::ENOTSOCK),
+            Some(File::Epoll(_) | File::Pipe(_)) => err(errno::ENOTSOCK),
             None => err(errno::EBADF),
         }
     }
@@ -263,7 +271,7 @@ impl Host {
     fn sock_mut(&mut self, fd: Fd) -> Result<&mut Socket, Errno> {
         match self.files.get_mut(&fd) {
             Some(File::Socket(s)) => Ok(s),
-            Some(File::Epoll(_)) => err(errno::ENOTSOCK),
+            Some(File::Epoll(_) | File::Pipe(_)) => err(errno::ENOTSOCK),
             None => err(errno::EBADF),
         }
     }
@@ -279,7 +287,8 @@ impl Host {
     /// Whether calls on `fd` with `flags` must not wait (`O_NONBLOCK` or
     /// `MSG_DONTWAIT`).
     pub fn is_nonblocking(&self, fd: Fd, flags: i32) -> bool {
-        flags & MSG_DONTWAIT != 0 || self.sock(fd).is_ok_and(|s| s.nonblock)
+        let pipe = matches!(self.files.get(&fd), Some(File::Pipe(p)) if p.nonblock);
+        flags & MSG_DONTWAIT != 0 || pipe || self.sock(fd).is_ok_and(|s| s.nonblock)
     }
 
     /// `SO_LINGER` of `fd`: `Some(seconds)` when lingering is on.
@@ -315,7 +324,7 @@ impl Host {
                     .is_some_and(|b| addr::conflict(b, s.opts.v6only, addr, v6only))
                     && !(reuse && s.reuseaddr && !matches!(s.state, SockState::Listening(_)))
             }
-            File::Epoll(_) => false,
+            File::Epoll(_) | File::Pipe(_) => false,
         })
     }
 
@@ -541,6 +550,9 @@ impl Host {
         flags: i32,
         dest: SendTo,
     ) -> Result<usize, Errno> {
+        if self.is_pipe(fd) {
+            return self.pipe_write(fd, &iov.concat());
+        }
         let s = self.sock(fd)?;
         let deferred =
             matches!(s.state, SockState::Conn { h, .. } if self.stack.fastopen_deferred(h));
@@ -559,6 +571,7 @@ impl Host {
             more: flags & MSG_MORE != 0,
             eor: flags & MSG_EOR != 0,
             zerocopy: flags & MSG_ZEROCOPY != 0,
+            oob: flags & MSG_OOB != 0,
         };
         let r = self.stack.sendmsg(now, h, iov, sf);
         self.sync_events();
@@ -629,8 +642,13 @@ impl Host {
                 ep.forget(fd);
             }
         }
-        let File::Socket(s) = f else {
-            return Ok(());
+        let s = match f {
+            File::Socket(s) => s,
+            File::Pipe(end) => {
+                self.pipe_close(end);
+                return Ok(());
+            }
+            File::Epoll(_) => return Ok(()),
         };
         let Some(h) = s.handle() else {
             return Ok(());
@@ -647,8 +665,11 @@ impl Host {
 
     /// `fcntl(F_GETFL)`: `O_RDWR` plus `O_NONBLOCK` if set.
     pub fn fcntl_getfl(&self, fd: Fd) -> Result<i32, Errno> {
-        if let Some(File::Epoll(_)) = self.files.get(&fd) {
-            return Ok(O_RDWR);
+        match self.files.get(&fd) {
+            Some(File::Epoll(_)) => return Ok(O_RDWR),
+            // O_RDONLY (0) and O_WRONLY (1) ends.
+            Some(File::Pipe(p)) => return Ok(p.write as i32 | (p.nonblock as i32 * O_NONBLOCK)),
+            _ => {}
         }
         Ok(O_RDWR
             | if self.sock(fd)?.nonblock {
@@ -660,23 +681,30 @@ impl Host {
 
     /// `fcntl(F_SETFL)`: only `O_NONBLOCK` matters for a socket.
     pub fn fcntl_setfl(&mut self, fd: Fd, flags: i32) -> Result<(), Errno> {
+        if self.pipe_setfl(fd, flags) {
+            return Ok(());
+        }
         self.sock_mut(fd)?.nonblock = flags & O_NONBLOCK != 0;
         Ok(())
     }
 
-    /// `ioctl(2)`: `SIOCINQ`, `SIOCOUTQ`, `SIOCOUTQNSD` (`tcp_ioctl`).
+    /// `ioctl(2)`: `SIOCINQ`, `SIOCOUTQ`, `SIOCOUTQNSD`, `SIOCATMARK` (`tcp_ioctl`).
     pub fn ioctl(&self, fd: Fd, request: u64) -> Result<i32, Errno> {
         let s = self.sock(fd)?;
-        if !matches!(request, SIOCINQ | SIOCOUTQ | SIOCOUTQNSD) {
+        if !matches!(request, SIOCINQ | SIOCOUTQ | SIOCOUTQNSD | SIOCATMARK) {
             return err(errno::ENOTTY);
         }
         let h = match s.state {
+            // SIOCATMARK reads urg_data, whatever the state.
+            _ if request == SIOCATMARK && s.handle().is_none() => return Ok(0),
+            SockState::Listening(_) if request == SIOCATMARK => return Ok(0),
             SockState::Listening(_) => return err(errno::EINVAL),
             SockState::Unconnected => return Ok(0),
             SockState::Conn { h, .. } => h,
         };
         let st = self.stack.socket_ref(h).status().map_err(Errno::from)?;
         let v = match request {
+            SIOCATMARK => st.at_mark as u64,
             SIOCINQ => st.inq as u64,
             _ if matches!(st.state, TcpState::SynSent | TcpState::SynRecv) => 0,
             SIOCOUTQ => st.outq,

@@ -4,6 +4,7 @@
 use super::consts::*;
 use super::{err, Errno, Fd, Host, SockState};
 use crate::time::Instant;
+use crate::OobRead;
 
 /// One control message as Linux's `put_cmsg` writes it: `cmsg_level`, `cmsg_type`
 /// and the data, in the host's byte order.
@@ -42,22 +43,35 @@ impl Host {
         if flags & MSG_ERRQUEUE != 0 {
             return self.recv_error(fd, buf.len());
         }
+        if self.is_pipe(fd) {
+            let len = self.pipe_read(fd, buf)?;
+            return Ok(RecvMsg {
+                len,
+                ..RecvMsg::default()
+            });
+        }
         let s = self.sock(fd)?;
         let inq = s.opts.recvmsg_inq;
+        let oob = flags & MSG_OOB != 0;
         let h = match s.state {
             SockState::Conn { h, .. } => h,
+            // tcp_recv_urg on a socket with no connection: no urgent data.
+            SockState::Unconnected if oob => return err(errno::EINVAL),
             _ => return err(errno::ENOTCONN),
         };
-        let r = if flags & MSG_PEEK != 0 {
-            self.stack.peek(h, buf)
+        let mut m = if oob {
+            self.recv_oob(h, buf, flags)?
         } else {
-            self.stack.recv(now, h, buf)
-        };
-        self.sync_events();
-        let len = r.map_err(Errno::from)?;
-        let mut m = RecvMsg {
-            len,
-            ..RecvMsg::default()
+            let r = if flags & MSG_PEEK != 0 {
+                self.stack.peek(h, buf)
+            } else {
+                self.stack.recv(now, h, buf)
+            };
+            self.sync_events();
+            RecvMsg {
+                len: r.map_err(Errno::from)?,
+                ..RecvMsg::default()
+            }
         };
         if inq {
             // tcp_recvmsg: "if (msg->msg_get_inq) ... put_cmsg(TCP_CM_INQ)" after a
@@ -74,6 +88,40 @@ impl Host {
             });
         }
         Ok(m)
+    }
+
+    /// `recv(MSG_OOB)` (`tcp_recv_urg`): the urgent byte with `MSG_OOB` in the
+    /// flags (and `MSG_TRUNC` for an empty buffer); never waits.
+    fn recv_oob(
+        &mut self,
+        h: crate::SocketHandle,
+        buf: &mut [u8],
+        flags: i32,
+    ) -> Result<RecvMsg, Errno> {
+        let peek = flags & MSG_PEEK != 0;
+        let r = self
+            .stack
+            .recv_oob(h, peek, buf.len())
+            .map_err(Errno::from)?;
+        Ok(match r {
+            OobRead::Byte(b) => {
+                // MSG_TRUNC: the byte counts but is not copied.
+                if flags & MSG_TRUNC == 0 {
+                    buf[0] = b;
+                }
+                RecvMsg {
+                    len: 1,
+                    flags: MSG_OOB,
+                    ..RecvMsg::default()
+                }
+            }
+            OobRead::Truncated => RecvMsg {
+                len: 0,
+                flags: MSG_OOB | MSG_TRUNC,
+                ..RecvMsg::default()
+            },
+            OobRead::End => RecvMsg::default(),
+        })
     }
 
     /// `recvmsg(MSG_ERRQUEUE)` (`ip_recv_error`, `ipv6_recv_error`): never waits;

@@ -130,6 +130,9 @@ impl Host {
     /// ...), unfiltered. Like Linux, a connection found not writable is marked
     /// `SOCK_NOSPACE`, so freed space will wake it.
     pub fn poll_mask(&mut self, fd: Fd) -> Result<u32, Errno> {
+        if let Some(m) = self.pipe_poll(fd) {
+            return Ok(m);
+        }
         let s = self.sock(fd)?;
         let h = match s.state {
             // A never-connected socket is TCP_CLOSE with no shutdown: HUP and writable.
@@ -160,13 +163,16 @@ impl Host {
         } else if st.state != TcpState::SynSent
             && (st.state != TcpState::SynRecv || st.passive_fastopen)
         {
-            if st.inq > 0 {
+            if st.readable {
                 mask |= POLLIN | POLLRDNORM;
             }
             if st.send_shutdown || st.writeable {
                 mask |= POLLOUT | POLLWRNORM;
             } else {
                 self.stack.socket(h).mark_nospace().map_err(Errno::from)?;
+            }
+            if st.urg_valid {
+                mask |= POLLPRI;
             }
         }
         // tcp_poll: "if (sk->sk_err || !skb_queue_empty_lockless(&sk->sk_error_queue))".

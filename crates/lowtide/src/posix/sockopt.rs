@@ -372,6 +372,12 @@ impl Host {
             // sock_setsockopt: needs CAP_NET_RAW or CAP_NET_ADMIN, which the embedding
             // process is taken to have (as packetdrill, root, does).
             (SOL_SOCKET, SO_MARK) => s.opts.mark = int_arg(val)? as u32,
+            (SOL_SOCKET, SO_OOBINLINE) => {
+                s.opts.oobinline = int_arg(val)? != 0;
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_oobinline(s.opts.oobinline))?;
+                }
+            }
             (SOL_SOCKET, SO_TIMESTAMPING) => {
                 // An int, or struct so_timestamping { flags, bind_phc }.
                 let flags = int_arg(val.get(..4).unwrap_or(val))? as u32;
@@ -482,6 +488,7 @@ impl Host {
                 int(out, flags as i32)
             }
             (SOL_SOCKET, SO_MARK) => int(out, s.opts.mark as i32),
+            (SOL_SOCKET, SO_OOBINLINE) => int(out, s.opts.oobinline as i32),
             (SOL_SOCKET, SO_LINGER) => {
                 let mut b = [0u8; 8];
                 b[..4].copy_from_slice(&(s.linger.0 as i32).to_ne_bytes());

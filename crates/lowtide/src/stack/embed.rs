@@ -17,7 +17,9 @@ impl Stack {
     /// in-kernel readers use): hands up to `max` ready bytes to `read` where they lie
     /// in the receive queue (one slice per queued buffer, in stream order), then consumes them
     /// exactly as `recv` would (window update, receive-buffer autotuning). Returns the
-    /// number of bytes read; `Ok(0)` is the end of the stream.
+    /// number of bytes read; `Ok(0)` is the end of the stream, or, with bytes still
+    /// queued, the urgent mark: `tcp_read_sock` stops there for good (only
+    /// [`Stack::recv`] goes past it).
     pub fn recv_with(
         &mut self,
         now: Instant,
@@ -26,7 +28,7 @@ impl Stack {
         read: impl FnMut(&[u8]),
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;
-        self.with_tcb(now, index, |tcb, ctx| tcb.recvmsg_with(ctx, max, read))
+        self.with_tcb(now, index, |tcb, ctx| tcb.read_sock(ctx, max, read))
     }
 
     /// An empty buffer with room for `len` bytes from the stack's packet-buffer pool

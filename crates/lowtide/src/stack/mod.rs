@@ -541,6 +541,18 @@ impl Stack {
         self.tcb(h)?.peek(buf)
     }
 
+    /// `recv(2)` with `MSG_OOB` (`tcp_recv_urg`): the peer's urgent byte, once
+    /// (`peek` leaves it), never waiting: `EINVAL` with `SO_OOBINLINE`, with none
+    /// or once read; `EAGAIN` while the byte is still to come.
+    pub fn recv_oob(
+        &mut self,
+        h: SocketHandle,
+        peek: bool,
+        len: usize,
+    ) -> Result<crate::socket::OobRead, SocketError> {
+        self.tcb_mut(h)?.recv_urg(peek, len)
+    }
+
     /// Bytes ready to read.
     pub fn recv_queue_len(&self, h: SocketHandle) -> Result<usize, SocketError> {
         Ok(self.tcb(h)?.rcv_queue_len())

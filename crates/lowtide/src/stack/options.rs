@@ -143,6 +143,13 @@ pub struct SocketRef<'a> {
 }
 
 impl SocketMut<'_> {
+    /// `SO_OOBINLINE` (`SOCK_URGINLINE`): the peer's urgent byte stays in the
+    /// stream, read in order, instead of apart with `MSG_OOB`.
+    pub fn set_oobinline(&mut self, on: bool) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.urg.inline = on;
+        Ok(())
+    }
+
     /// Replaces the options a listener's future children inherit.
     pub fn set_listener_options(&mut self, opts: &SockOptions) -> Result<(), SocketError> {
         self.stack.listener_mut(self.h)?.opts = opts.clone();
@@ -340,6 +347,11 @@ impl SocketMut<'_> {
 }
 
 impl SocketRef<'_> {
+    /// `SO_OOBINLINE`.
+    pub fn oobinline(&self) -> Result<bool, SocketError> {
+        Ok(self.stack.tcb(self.h)?.urg.inline)
+    }
+
     /// `TCP_SYNCNT` (getsockopt): the socket's own value, else `tcp_syn_retries`.
     pub fn syn_retries(&self) -> Result<u8, SocketError> {
         Ok(match self.stack.tcb(self.h)?.syn_retries {
@@ -411,7 +423,8 @@ impl SocketRef<'_> {
 
     /// What `tcp_poll` and the ioctls read.
     pub fn status(&self) -> Result<SockStatus, SocketError> {
-        Ok(self.stack.tcb(self.h)?.status(&self.stack.cfg))
+        let pressure = self.stack.tcp_mem.under_pressure();
+        Ok(self.stack.tcb(self.h)?.status(&self.stack.cfg, pressure))
     }
 
     /// Connections waiting in a listener's accept queue.

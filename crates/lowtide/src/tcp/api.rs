@@ -110,7 +110,7 @@ impl Tcb {
         }
         self.rate_check_app_limited(); // is sending application-limited?
         self.sync_dst_mtu(ctx); // tcp_send_mss -> tcp_current_mss
-        let copied = self.copy_to_write_queue(ctx, data, zc);
+        let copied = self.copy_to_write_queue(ctx, data, zc, flags.oob);
         if copied == 0 {
             self.nospace = true;
             return Err(SocketError::WouldBlock);
@@ -125,11 +125,11 @@ impl Tcb {
             // wait_for_space: tcp_push(flags & ~MSG_MORE, TCP_NAGLE_PUSH), before
             // the write ends (out:) with tcp_tx_timestamp and tcp_push.
             self.nospace = true;
-            self.tcp_push(ctx, false, true);
+            self.tcp_push(ctx, false, true, flags.oob);
             self.tx_timestamp();
         } else {
             self.tx_timestamp();
-            self.tcp_push(ctx, more, false);
+            self.tcp_push(ctx, more, false, flags.oob);
         }
         Ok(copied)
     }
@@ -148,14 +148,18 @@ impl Tcb {
         self.pushed_seq = self.write_seq;
     }
 
-    /// `tcp_push`: marks the tail PSH unless `MSG_MORE` (or when forced), then
-    /// sends with `TCP_NAGLE_CORK` for `MSG_MORE`, `TCP_NAGLE_PUSH` if `push`.
-    fn tcp_push(&mut self, ctx: &mut Ctx, more: bool, push: bool) {
+    /// `tcp_push`: marks the tail PSH unless `MSG_MORE` (or when forced) and the
+    /// urgent pointer for `MSG_OOB` (`tcp_mark_urg`), then sends with
+    /// `TCP_NAGLE_CORK` for `MSG_MORE`, `TCP_NAGLE_PUSH` if `push`.
+    fn tcp_push(&mut self, ctx: &mut Ctx, more: bool, push: bool, oob: bool) {
         if self.write_queue.is_empty() {
             return;
         }
         if !more || self.forced_push() {
             self.mark_push();
+        }
+        if oob {
+            self.mark_urg();
         }
         if self.should_autocork(ctx) {
             // The TX completion (`on_tx_complete`) sends it, with what the next
@@ -222,8 +226,14 @@ impl Tcb {
         ctx: &mut Ctx,
         data: &[u8],
         zc: Option<(u32, &[usize])>,
+        oob: bool,
     ) -> usize {
-        let goal = self.size_goal(ctx.cfg) as usize;
+        // tcp_send_mss: no large skbs for MSG_OOB (tcp_xmit_size_goal's
+        // large_allowed), one MSS each.
+        let goal = match oob {
+            true => self.current_mss() as usize,
+            false => self.size_goal(ctx.cfg) as usize,
+        };
         let mut copied = 0;
         let mut frags = FragCursor::new(zc.map_or(&[][..], |z| z.1));
         while copied < data.len() {
@@ -266,7 +276,8 @@ impl Tcb {
             copied += n;
             self.wmem_queued += n as u64;
             self.write_seq += n as u64;
-            if copied == data.len() || !full {
+            // tcp_sendmsg_locked: MSG_OOB data waits for the final tcp_push.
+            if copied == data.len() || !full || oob {
                 continue;
             }
             if self.forced_push() {
@@ -334,16 +345,53 @@ impl Tcb {
         })
     }
 
-    /// `tcp_read_sock`: [`Tcb::recvmsg`] that hands up to `max` bytes of the receive
-    /// queue to `read` in place (one slice per queued buffer, in order) instead of
-    /// copying them out, then consumes them the same way.
+    /// [`Tcb::recvmsg`] that hands up to `max` bytes of the receive queue to `read`
+    /// in place (one slice per queued buffer, in order) instead of copying them
+    /// out, then consumes them the same way. A read stops before the urgent byte
+    /// and, starting at it, skips it unless `SO_OOBINLINE` (`tcp_recvmsg_locked`).
     pub(crate) fn recvmsg_with(
+        &mut self,
+        ctx: &mut Ctx,
+        max: usize,
+        read: impl FnMut(&[u8]),
+    ) -> Result<usize, SocketError> {
+        self.readable_signaled = false;
+        let u = self.urg_read(self.copied_seq, self.rcv_queue.len(), max);
+        if u.skip {
+            // The urgent byte leaves the stream (urg_hole); tcp_recvmsg_locked's
+            // skip_copy: past it, the urgent state ends.
+            self.rcv_queue.read(1, |_| {});
+            self.copied_seq += 1;
+            self.urg_passed();
+        }
+        self.read_queue(ctx, u.limit, read)
+    }
+
+    /// `tcp_read_sock` (splice, in-kernel readers): [`Tcb::recvmsg_with`] that
+    /// stops at the urgent mark, `SO_OOBINLINE` or not, and never skips the
+    /// urgent byte: `Ok(0)` with data queued when it is next.
+    pub(crate) fn read_sock(
+        &mut self,
+        ctx: &mut Ctx,
+        max: usize,
+        read: impl FnMut(&[u8]),
+    ) -> Result<usize, SocketError> {
+        self.readable_signaled = false;
+        let limit = max.min(self.urg_read_sock_limit());
+        if limit == 0 && max > 0 && !self.rcv_queue.is_empty() {
+            return Ok(0);
+        }
+        self.read_queue(ctx, limit, read)
+    }
+
+    /// Consumes up to `max` bytes of the receive queue into `read`, or reports why
+    /// there are none (`empty_read`).
+    fn read_queue(
         &mut self,
         ctx: &mut Ctx,
         max: usize,
         mut read: impl FnMut(&[u8]),
     ) -> Result<usize, SocketError> {
-        self.readable_signaled = false;
         if self.rcv_queue.is_empty() {
             let verdict = self.empty_read();
             if verdict.is_err() && verdict.err() == self.sk_err {
@@ -353,17 +401,21 @@ impl Tcb {
         }
         let n = self.rcv_queue.read(max, &mut read);
         self.copied_seq += n as u64;
+        self.urg_passed();
         self.rcv_space_adjust(ctx);
         self.cleanup_rbuf(ctx, n);
         Ok(n)
     }
 
-    /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming.
+    /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming, stopping at and
+    /// skipping the urgent byte as a read would.
     pub(crate) fn peek(&self, buf: &mut [u8]) -> Result<usize, SocketError> {
-        if self.rcv_queue.is_empty() {
+        let u = self.urg_read(self.copied_seq, self.rcv_queue.len(), buf.len());
+        let skip = u.skip as usize;
+        if self.rcv_queue.len() <= skip {
             return self.empty_read();
         }
-        Ok(self.rcv_queue.peek(buf))
+        Ok(self.rcv_queue.peek_from(skip, &mut buf[..u.limit]))
     }
 
     /// What `tcp_recvmsg` returns when the receive queue is empty: end of stream

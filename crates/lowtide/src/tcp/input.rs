@@ -379,6 +379,11 @@ impl Tcb {
                 self.rcv_rtt_measure_ts(ctx, tsecr, len);
             }
         }
+        // tcp_urg ("step 6: check the URG bit"), before the text is queued.
+        if th.flags.contains(TcpFlags::URG) || self.urg.data == super::urg::TCP_URG_NOTYET {
+            let mut scratch = Vec::new();
+            self.urg(ctx, th, seq, payload.contiguous(&mut scratch));
+        }
         let prior_nxt = self.rcv_nxt;
         self.data_queue(ctx, th, seq, payload);
         if self.rcv_nxt > prior_nxt {
@@ -854,6 +859,7 @@ impl Tcb {
             self.retransmits = 0;
             let prior = self.snd_una;
             self.snd_una_update(ack);
+            self.urg_acked(prior);
             self.tstamp_acked(ctx, prior, (ack - prior).min(u32::MAX as u64) as u32);
         }
         if c.acked_segs > 0 {

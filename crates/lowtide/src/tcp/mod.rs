@@ -40,6 +40,7 @@
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
 //! | [`cong`] | `tcp_congestion_ops` and `struct rate_sample` (include/net/tcp.h): Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), DCTCP (tcp_dctcp.c), lib/win_minmax.c |
+//! | `urg` | urgent data: tcp.c `tcp_mark_urg`, `tcp_recv_urg`; tcp_input.c `tcp_urg`, `tcp_check_urg`; tcp_output.c's urgent pointer |
 //! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
 //! | [`sockopt`] | tcp.c: `do_tcp_setsockopt`, `tcp_poll`, `tcp_ioctl` |
 //! | `page_frag` | `sk_page_frag`, `skb_page_frag_refill`: payload memory of the write queues |
@@ -94,6 +95,7 @@ pub(crate) mod syncookies;
 pub(crate) mod timer;
 pub(crate) mod tlp;
 pub mod tstamp;
+pub(crate) mod urg;
 pub(crate) mod validate;
 
 use crate::config::Config;

@@ -348,6 +348,11 @@ impl Tcb {
         } else {
             self.select_window(ctx)
         };
+        // __tcp_transmit_skb: URG and the urgent pointer while snd_up is ahead.
+        let urgent = self.urgent_field(seq);
+        if urgent.is_some() {
+            tf |= TcpFlags::URG;
+        }
         let th = TcpRepr {
             src_port: self.tuple.local.port(),
             dst_port: self.tuple.remote.port(),
@@ -359,7 +364,7 @@ impl Tcb {
             },
             flags: tf,
             window,
-            urgent: 0,
+            urgent: urgent.unwrap_or(0),
             options,
         };
         // A single segment is built whole; a GSO packet's payload stays apart if the
@@ -487,12 +492,19 @@ impl Tcb {
 
     /// `tcp_send_active_reset`.
     pub(crate) fn send_active_reset(&mut self, ctx: &mut Ctx) {
+        // tcp_transmit_skb sets the urgent pointer on a reset too.
+        let urgent = self.urgent_field(self.snd_nxt);
+        let urg = match urgent {
+            Some(_) => TcpFlags::URG,
+            None => TcpFlags::default(),
+        };
         let th = TcpRepr {
             src_port: self.tuple.local.port(),
             dst_port: self.tuple.remote.port(),
             seq: self.snd_seq(self.snd_nxt).0,
             ack: self.rcv_seq(self.rcv_nxt).0,
-            flags: TcpFlags::RST | TcpFlags::ACK,
+            flags: TcpFlags::RST | TcpFlags::ACK | urg,
+            urgent: urgent.unwrap_or(0),
             ..TcpRepr::default()
         };
         // tcp_transmit_skb: the socket's own TOS and DF.
@@ -897,6 +909,12 @@ impl Tcb {
                 self.send_new_psh(ctx, n as usize, mss);
                 return true;
             }
+        }
+        // tcp_write_wakeup: an urgent pointer within reach gets its own probe at
+        // snd_una first (tcp_xmit_probe_skb(sk, 1, mib)).
+        if self.urg_probe_due() {
+            ctx.mib.inc(mib);
+            self.transmit(ctx, self.snd_una, 0, &bytes::Bytes::new(), 0);
         }
         ctx.mib.inc(mib);
         let probe_seq = self.snd_una.saturating_sub(1);

@@ -216,16 +216,23 @@ impl RcvQueue {
         n
     }
 
-    /// Copies the first bytes into `buf` without consuming them (`MSG_PEEK`).
-    pub fn peek(&self, buf: &mut [u8]) -> usize {
+    /// Copies the bytes from `skip` on into `buf` without consuming them
+    /// (`MSG_PEEK`).
+    pub fn peek_from(&self, mut skip: usize, buf: &mut [u8]) -> usize {
         let mut n = 0;
         for c in &self.chunks {
-            let take = c.data.len().min(buf.len() - n);
-            buf[n..n + take].copy_from_slice(&c.data[..take]);
-            n += take;
             if n == buf.len() {
                 break;
             }
+            if skip >= c.data.len() {
+                skip -= c.data.len();
+                continue;
+            }
+            let d = &c.data[skip..];
+            skip = 0;
+            let take = d.len().min(buf.len() - n);
+            buf[n..n + take].copy_from_slice(&d[..take]);
+            n += take;
         }
         n
     }
@@ -312,7 +319,7 @@ mod tests {
             "charged on the last"
         );
         let mut peeked = [0u8; 8];
-        assert_eq!(q.peek(&mut peeked), 8);
+        assert_eq!(q.peek_from(0, &mut peeked), 8);
         assert_eq!(peeked.to_vec(), bytes(4..12));
         let mut got = Vec::new();
         assert_eq!(q.read(9, |c| got.extend_from_slice(c)), 9);

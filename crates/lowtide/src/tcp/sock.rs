@@ -357,6 +357,26 @@ pub struct Tcb {
     pub(crate) dst_quick_ack: bool,
     /// `icsk_mtup`: MTU probing (RFC 4821, `tcp/pmtu.rs`).
     pub(crate) mtup: Mtup,
+    /// Urgent data both ways (`tcp/urg.rs`).
+    pub(crate) urg: Urg,
+}
+
+// ---- implemented in tcp/urg.rs ----
+
+/// Urgent data ([RFC 9293 section 3.8.5](https://www.rfc-editor.org/rfc/rfc9293#section-3.8.5)):
+/// `tp->snd_up`, `tp->urg_data`, `tp->urg_seq` and `SOCK_URGINLINE`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Urg {
+    /// `snd_up`: the offset just past our last urgent byte; urgent mode while it is
+    /// ahead of `snd_una` (`tcp_urg_mode`).
+    pub snd_up: u64,
+    /// `urg_data`: 0, `TCP_URG_NOTYET`, `TCP_URG_READ`, or `TCP_URG_VALID` with the
+    /// urgent byte in the low 8 bits.
+    pub data: u16,
+    /// `urg_seq`: the offset of the peer's urgent byte.
+    pub seq: u64,
+    /// `SO_OOBINLINE` (`SOCK_URGINLINE`): the urgent byte stays in the stream.
+    pub inline: bool,
 }
 
 // ---- implemented in tcp/chrono.rs ----
@@ -756,6 +776,7 @@ impl Tcb {
             cork: false,
             pushed_seq: 1,
             push_one: false,
+            urg: Urg::default(),
             chrono: Default::default(),
             rwnd_limited: false,
             user_mss: 0,

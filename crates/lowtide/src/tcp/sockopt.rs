@@ -94,6 +94,8 @@ pub struct SockOptions {
     /// `IP_FREEBIND`: `bind(2)` may take an address the host does not have
     /// (`inet_can_nonlocal_bind`).
     pub freebind: bool,
+    /// `SO_OOBINLINE` (`SOCK_URGINLINE`, a socket flag children inherit).
+    pub oobinline: bool,
     /// The socket is `AF_INET6` (`sk_family`), whatever family its packets are:
     /// `/proc/net/tcp6` lists it, with IPv4-mapped addresses for IPv4 traffic.
     pub family_v6: bool,
@@ -104,8 +106,16 @@ pub struct SockOptions {
 pub struct SockStatus {
     /// The state.
     pub state: TcpState,
-    /// Bytes ready to read (`tcp_inq`).
+    /// Bytes ready to read before any urgent mark (`tcp_inq`, `SIOCINQ`).
     pub inq: usize,
+    /// `tcp_stream_is_readable` as `tcp_poll` asks it (`EPOLLIN`): at least one byte
+    /// beyond an urgent byte the reader sits on, or memory pressure, or a window
+    /// shrunk to one segment (`tcp_epollin_ready`).
+    pub readable: bool,
+    /// `tcp_poll`'s `EPOLLPRI`: the peer's urgent byte arrived, not yet read.
+    pub urg_valid: bool,
+    /// `SIOCATMARK`: the reader is at the urgent mark.
+    pub at_mark: bool,
     /// `tcp_inq_hint`: `rcv_nxt - copied_seq` (a received FIN counts one), and 1
     /// rather than 0 once the FIN is in, telling the reader to read on (to EOF).
     pub inq_hint: u32,
@@ -171,6 +181,7 @@ impl Tcb {
         if o.pingpong {
             self.pingpong = super::delack::TCP_PINGPONG_THRESH;
         }
+        self.urg.inline = o.oobinline;
         self.tfo.connect = o.fastopen_connect;
         self.tfo.no_cookie = o.fastopen_no_cookie;
         self.tos = o.tos & !crate::tcp::ecn::INET_ECN_MASK;
@@ -222,12 +233,16 @@ impl Tcb {
         self.nagle_push = false;
     }
 
-    /// What `tcp_poll` and `tcp_ioctl` need.
-    pub(crate) fn status(&self, cfg: &Config) -> SockStatus {
+    /// What `tcp_poll` and `tcp_ioctl` need; `mem_pressure` is the stack's
+    /// `tcp_under_memory_pressure`.
+    pub(crate) fn status(&self, cfg: &Config, mem_pressure: bool) -> SockStatus {
         let closed = self.state == TcpState::Closed;
         SockStatus {
             state: self.state,
-            inq: self.rcv_queue.len(),
+            inq: self.inq(),
+            readable: self.epollin_ready(mem_pressure),
+            urg_valid: self.urg_valid(),
+            at_mark: self.at_mark(),
             inq_hint: self.inq_hint(),
             rcv_shutdown: self.rcv_shutdown || self.shut_rd || closed,
             send_shutdown: self.shut_wr || closed,
@@ -240,6 +255,37 @@ impl Tcb {
             defer_connect: self.tfo.defer_connect,
             passive_fastopen: self.passive_fastopen(),
         }
+    }
+
+    /// `tcp_inq`: the bytes queued, or only those before the urgent byte while one
+    /// lies ahead in the queue (not `SO_OOBINLINE`); 0 before the handshake ends.
+    fn inq(&self) -> usize {
+        if matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
+            return 0;
+        }
+        let u = &self.urg;
+        if u.inline || u.data == 0 || u.seq < self.copied_seq || u.seq >= self.rcv_nxt {
+            self.rcv_queue.len()
+        } else {
+            (u.seq - self.copied_seq) as usize
+        }
+    }
+
+    /// `tcp_poll`'s target (`sock_rcvlowat`, one more when the reader sits on an
+    /// urgent byte it will skip), then `tcp_epollin_ready`: enough bytes, or memory
+    /// pressure (`tcp_rmem_pressure`), or a receive window down to one segment.
+    fn epollin_ready(&self, mem_pressure: bool) -> bool {
+        let mut target = 1;
+        if self.urg.data != 0 && self.urg.seq == self.copied_seq && !self.urg.inline {
+            target += 1;
+        }
+        let avail = self.rcv_queue.len();
+        if avail == 0 {
+            return false;
+        }
+        let rcvbuf = self.rcvbuf as u64;
+        let rmem_pressure = mem_pressure || self.rmem_alloc() > rcvbuf - (rcvbuf >> 3);
+        avail >= target || rmem_pressure || self.receive_window() <= self.rcv_mss
     }
 
     /// `tcp_inq_hint` (tcp.h): what `TCP_CM_INQ` reports.
@@ -304,15 +350,15 @@ mod tests {
         t.state = TcpState::Established;
         t.copied_seq = 1;
         t.rcv_nxt = 1;
-        assert_eq!(t.status(&cfg).inq_hint, 0);
+        assert_eq!(t.status(&cfg, false).inq_hint, 0);
         t.rcv_nxt = 10_001;
-        assert_eq!(t.status(&cfg).inq_hint, 10_000);
+        assert_eq!(t.status(&cfg, false).inq_hint, 10_000);
         t.copied_seq = 10_001;
-        assert_eq!(t.status(&cfg).inq_hint, 0);
+        assert_eq!(t.status(&cfg, false).inq_hint, 0);
         t.rcv_nxt = 10_002; // tcp_fin
         t.rcv_shutdown = true;
-        assert_eq!(t.status(&cfg).inq_hint, 1);
+        assert_eq!(t.status(&cfg, false).inq_hint, 1);
         t.copied_seq = 10_002; // a reader that consumed the FIN (found_fin_ok)
-        assert_eq!(t.status(&cfg).inq_hint, 1);
+        assert_eq!(t.status(&cfg, false).inq_hint, 1);
     }
 }

@@ -192,6 +192,33 @@ pub fn render_tables(r: &NetResults) -> String {
             opt(f.delay_p99_ms)
         );
     }
+    let rr: Vec<_> = r
+        .flows
+        .iter()
+        .filter(|f| f.transactions.is_some())
+        .collect();
+    if !rr.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n{:<nw$} {:>12} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7}",
+            "flow", "transactions", "trans/s", "lat ms", "p50 ms", "p90 ms", "p99 ms", "max ms"
+        );
+        for f in rr {
+            let opt = |x: Option<f64>| x.map_or("-".into(), num);
+            let _ = writeln!(
+                s,
+                "{:<nw$} {:>12} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7}",
+                f.name,
+                f.transactions.unwrap_or(0),
+                opt(f.tps),
+                opt(f.latency_ms),
+                opt(f.latency_p50_ms),
+                opt(f.latency_p90_ms),
+                opt(f.latency_p99_ms),
+                opt(f.latency_max_ms)
+            );
+        }
+    }
     let queues: Vec<_> = r.queues.iter().filter(|q| q.flows > 0).collect();
     let qw = w(&mut queues.iter().map(|q| q.name.len()), "queue");
     let _ = writeln!(

@@ -244,6 +244,27 @@ impl Sender {
         self.write(stack, now, buf);
     }
 
+    /// Lifts an allowance (an on/off flow's next on period) and writes.
+    pub fn resume(&mut self, stack: &mut Stack, now: Instant, buf: &mut WriteBuf) {
+        self.allowance = None;
+        self.write(stack, now, buf);
+    }
+
+    /// Writes nothing more until [`Sender::allow`] or [`Sender::resume`] (an
+    /// on/off flow's off period; what the socket holds still goes).
+    pub fn pause(&mut self) {
+        self.allowance = Some(self.written);
+    }
+
+    /// A sender on an accepted socket (a request/response server's replies),
+    /// writing only what [`Sender::allow`] lets it.
+    pub fn accepted(&mut self, h: SocketHandle, now: Instant) {
+        self.handle = Some(h);
+        self.state = SendState::Sending;
+        self.connected_at = Some(now);
+        self.allowance = Some(self.written);
+    }
+
     /// A bulk sender's stop: what it wrote is the whole stream; it shuts down its
     /// write side (at once if it is sending, else when it connects).
     pub fn stop(&mut self, stack: &mut Stack, now: Instant) {

@@ -75,6 +75,16 @@ pub fn run(cmd: &NetCommand) -> ExitCode {
             topo.flows.len()
         ));
     }
+    if let Some(f) = topo
+        .flows
+        .iter()
+        .find(|f| f.rr.is_some() || f.onoff.is_some())
+    {
+        return crate::usage_error(&format!(
+            "{shown}: flows.{}: request/response and on/off flows run in the simulator only (sim run)",
+            f.group
+        ));
+    }
     if let Some(why) = cannot_run() {
         return crate::usage_error(&format!("net run needs root: {why}"));
     }
@@ -329,6 +339,13 @@ fn flow_report(
         delay_ms,
         delay_p99_ms,
         delay_max_ms,
+        transactions: None,
+        tps: None,
+        latency_ms: None,
+        latency_p50_ms: None,
+        latency_p90_ms: None,
+        latency_p99_ms: None,
+        latency_max_ms: None,
     }
 }
 

@@ -24,6 +24,13 @@ pub const FLOW_FIGURES: &[&str] = &[
     "delay_ms",
     "delay_p99_ms",
     "delay_max_ms",
+    "transactions",
+    "tps",
+    "latency_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
 ];
 
 /// The figures of a queue a check can name.

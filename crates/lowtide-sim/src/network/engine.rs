@@ -8,10 +8,11 @@
 use super::port::{route, Port};
 use super::series::Sampler;
 use super::topology::{NodeKind, Topology};
-use crate::app::{Receiver, SendState, Sender, WriteBuf};
+use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
 use crate::device::classify;
 use crate::host::{Role, SimHost};
 use crate::nic::{NicQueue, NO_FLOW};
+use crate::payload::{Payload, Verifier};
 use crate::world::{derive_seed, LISTEN_PORT};
 use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
 use lowtide_link::{EventQueue, WireSeg};
@@ -27,6 +28,10 @@ enum Ev {
     Stop(u32),
     /// Probe flow `0` writes its next message.
     Probe(u32),
+    /// Request/response flow `0` writes its next request.
+    Request(u32),
+    /// On/off flow `0` turns on (`true`) or off.
+    OnOff(u32, bool),
     /// The run's time is over.
     End,
     /// Node `0` takes what has arrived (a host's NAPI poll, a router's input).
@@ -56,6 +61,27 @@ pub(crate) struct NetFlow {
     probe_read: usize,
     /// Each read message's one-way delay (ns).
     pub delays: Vec<u64>,
+    /// A request/response flow's server side and transactions.
+    pub rr: Option<Box<RrState>>,
+    /// An on/off flow: since when it is off (ns), while it is.
+    pub off_since: Option<u64>,
+}
+
+/// Bit set in a request/response flow's id for its responses' payload.
+const RESPONSE_STREAM: u32 = 1 << 31;
+
+/// A request/response flow's server side and its transactions (one at a time).
+pub(crate) struct RrState {
+    /// The server's replies, written on the accepted socket.
+    pub server: Sender,
+    /// The client's check of the responses it reads.
+    pub responses: Verifier,
+    /// Requests the server has read whole and answered.
+    served: u64,
+    /// When the outstanding request was written (ns).
+    sent_at: u64,
+    /// Each transaction's latency, request written to response read (ns).
+    pub latencies: Vec<u64>,
 }
 
 /// A network's state during a run.
@@ -126,6 +152,17 @@ impl<'t> Network<'t> {
                 probe_sent: Vec::new(),
                 probe_read: 0,
                 delays: Vec::new(),
+                rr: f.rr.map(|_| {
+                    let id = i as u32 | RESPONSE_STREAM;
+                    Box::new(RrState {
+                        server: Sender::new(t.seed, id, None),
+                        responses: Verifier::new(Payload::new(t.seed, id), None),
+                        served: 0,
+                        sent_at: 0,
+                        latencies: Vec::new(),
+                    })
+                }),
+                off_since: None,
             })
             .collect();
         let mut net = Network {
@@ -175,6 +212,13 @@ impl<'t> Network<'t> {
             if f.probe.is_some() {
                 self.queue.push(Instant(f.start_ns), Ev::Probe(i));
             }
+            if f.rr.is_some() {
+                self.queue.push(Instant(f.start_ns), Ev::Request(i));
+            }
+            if let Some((on, _)) = f.onoff {
+                self.queue
+                    .push(Instant(f.start_ns + on), Ev::OnOff(i, false));
+            }
         }
         self.queue.push(Instant(t.duration_ns), Ev::End);
         Ok(())
@@ -197,6 +241,8 @@ impl<'t> Network<'t> {
                 Ev::Start(f) => self.start_flow(f),
                 Ev::Stop(f) => self.stop_flow(f),
                 Ev::Probe(f) => self.probe(f),
+                Ev::Request(f) => self.request(f),
+                Ev::OnOff(f, on) => self.on_off(f, on),
                 Ev::Rx(n) => self.rx(n as usize),
                 Ev::TxDone(p) => self.tx_done(p as usize),
                 Ev::Timer(h) => self.timer(h as usize),
@@ -269,6 +315,53 @@ impl<'t> Network<'t> {
             .allow(stack, self.now, &mut self.wbuf, size as u64);
         self.queue
             .push(Instant(self.now.as_nanos() + interval), Ev::Probe(f));
+        self.service(def.from);
+    }
+
+    /// A request/response flow's next request: `request` more bytes allowed.
+    fn request(&mut self, f: u32) {
+        let def = &self.topo.flows[f as usize];
+        let Some(rr) = def.rr else { return };
+        let flow = &mut self.flows[f as usize];
+        let Some(state) = flow.rr.as_mut() else {
+            return;
+        };
+        if matches!(flow.sender.state, SendState::Closed | SendState::ShutDown) {
+            return;
+        }
+        state.sent_at = self.now.as_nanos();
+        let stack = &mut self.hosts[def.from].stack;
+        (flow.sender).allow(stack, self.now, &mut self.wbuf, rr.request as u64);
+        self.service(def.from);
+    }
+
+    /// An on/off flow turns on (writes again) or off (writes nothing), and the
+    /// next turn.
+    fn on_off(&mut self, f: u32, on: bool) {
+        let def = &self.topo.flows[f as usize];
+        let Some((on_ns, off_ns)) = def.onoff else {
+            return;
+        };
+        let flow = &mut self.flows[f as usize];
+        if matches!(flow.sender.state, SendState::Closed | SendState::ShutDown) {
+            return;
+        }
+        let now = self.now;
+        let next = match on {
+            true => {
+                flow.off_since = None;
+                let stack = &mut self.hosts[def.from].stack;
+                flow.sender.resume(stack, now, &mut self.wbuf);
+                on_ns
+            }
+            false => {
+                flow.off_since = Some(now.as_nanos());
+                flow.sender.pause();
+                off_ns
+            }
+        };
+        self.queue
+            .push(Instant(now.as_nanos() + next), Ev::OnOff(f, !on));
         self.service(def.from);
     }
 
@@ -535,6 +628,9 @@ impl<'t> Network<'t> {
 
     fn sender_event(&mut self, f: u32, ev: SocketEvent) {
         let host = self.topo.flows[f as usize].from;
+        if matches!(ev.kind, EventKind::Readable | EventKind::ReadHangUp) {
+            self.read_responses(f);
+        }
         let (now, a) = (self.now, &mut self.hosts[host]);
         let s = &mut self.flows[f as usize].sender;
         match ev.kind {
@@ -550,6 +646,35 @@ impl<'t> Network<'t> {
         }
     }
 
+    /// A request/response client reads the responses that have come, checking
+    /// them; each whole one ends a transaction, and the next request follows
+    /// after the think time.
+    fn read_responses(&mut self, f: u32) {
+        let def = &self.topo.flows[f as usize];
+        let Some(rr) = def.rr else { return };
+        let (now, a) = (self.now, &mut self.hosts[def.from]);
+        let flow = &mut self.flows[f as usize];
+        let (Some(state), Some(h)) = (flow.rr.as_mut(), flow.sender.handle) else {
+            return;
+        };
+        loop {
+            let v = &mut state.responses;
+            match a.stack.recv_with(now, h, IO_BUF, |chunk| v.consume(chunk)) {
+                Ok(0) | Err(SocketError::WouldBlock) => break,
+                Ok(_) => {}
+                Err(e) => return flow.sender.fail(&mut a.stack, now, e),
+            }
+        }
+        let whole = state.responses.received() / rr.response as u64;
+        if whole > state.latencies.len() as u64 {
+            state.latencies.push(now.as_nanos() - state.sent_at);
+            // The next request as its own event (also with no think time), so
+            // that it is written after this host's service.
+            let at = Instant(now.as_nanos() + rr.think_ns);
+            self.queue.push(at, Ev::Request(f));
+        }
+    }
+
     fn receiver_event(&mut self, f: u32, ev: SocketEvent) {
         let t = self.topo;
         let def = &t.flows[f as usize];
@@ -560,6 +685,22 @@ impl<'t> Network<'t> {
             EventKind::Readable | EventKind::ReadHangUp => r.on_readable(&mut b.stack, now),
             EventKind::Error(e) => r.fail(&mut b.stack, now, e),
             _ => {}
+        }
+        if let (Some(rr), Some(state)) = (def.rr, flow.rr.as_mut()) {
+            // The server answers every request it has read whole; it writes when
+            // the socket has room again.
+            let server = &mut state.server;
+            if r.handle.is_none() {
+                server.handle = None;
+                server.state = SendState::Closed;
+            } else if ev.kind == EventKind::Writable {
+                server.on_writable(&mut b.stack, now, &mut self.wbuf);
+            }
+            let whole = r.verifier.received() / rr.request as u64;
+            while state.served < whole && server.handle.is_some() {
+                state.served += 1;
+                server.allow(&mut b.stack, now, &mut self.wbuf, rr.response as u64);
+            }
         }
         if let Some((size, _)) = def.probe {
             // Every message whose last byte has now been read.
@@ -605,7 +746,11 @@ impl<'t> Network<'t> {
                 continue;
             };
             b.register(h, Role::Receiver(f));
-            let r = &mut self.flows[f as usize].receiver;
+            let flow = &mut self.flows[f as usize];
+            if let Some(state) = flow.rr.as_mut() {
+                state.server.accepted(h, now);
+            }
+            let r = &mut flow.receiver;
             r.accepted = true;
             r.handle = Some(h);
             let ev = SocketEvent {

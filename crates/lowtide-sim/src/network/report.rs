@@ -9,6 +9,7 @@ use super::topology::{FlowDef, Topology};
 use crate::nic::QueueStats;
 use crate::run::jain;
 use crate::verdict::{FlowOutcome, Goal, Liveness, Verdict};
+use lowtide::Instant;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -40,6 +41,20 @@ pub struct FlowReport {
     pub delay_p99_ms: Option<f64>,
     /// Its largest (ms).
     pub delay_max_ms: Option<f64>,
+    /// A request/response flow's completed transactions.
+    pub transactions: Option<u64>,
+    /// Its transactions per second over its time (netperf TCP_RR's rate).
+    pub tps: Option<f64>,
+    /// Its mean transaction latency, request written to response read (ms).
+    pub latency_ms: Option<f64>,
+    /// The latency's median (ms).
+    pub latency_p50_ms: Option<f64>,
+    /// Its 90th percentile (ms).
+    pub latency_p90_ms: Option<f64>,
+    /// Its 99th percentile (ms).
+    pub latency_p99_ms: Option<f64>,
+    /// Its largest (ms).
+    pub latency_max_ms: Option<f64>,
 }
 
 /// One egress queue's figures.
@@ -65,8 +80,8 @@ pub struct QueueReport {
     pub ce_marks: u64,
     /// Share of the link's time spent transmitting (wire bytes over rate).
     pub utilization: f64,
-    /// Jain's index of the goodputs of the flows crossing it, probes aside (two
-    /// or more).
+    /// Jain's index of the goodputs of the flows crossing it, probes and
+    /// request/response flows aside (two or more).
     pub jain: Option<f64>,
 }
 
@@ -138,6 +153,13 @@ pub fn flow_figure(r: &FlowReport, name: &str) -> Option<f64> {
         "delay_ms" => r.delay_ms?,
         "delay_p99_ms" => r.delay_p99_ms?,
         "delay_max_ms" => r.delay_max_ms?,
+        "transactions" => r.transactions? as f64,
+        "tps" => r.tps?,
+        "latency_ms" => r.latency_ms?,
+        "latency_p50_ms" => r.latency_p50_ms?,
+        "latency_p90_ms" => r.latency_p90_ms?,
+        "latency_p99_ms" => r.latency_p99_ms?,
+        "latency_max_ms" => r.latency_max_ms?,
         _ => return None,
     })
 }
@@ -232,6 +254,9 @@ fn verdict(t: &Topology, flows: &[NetFlow], end: u64) -> Verdict {
                 Some(c) => c,
                 None => f.sender.started_at,
             };
+            // An on/off flow is not idle while it is off.
+            let last = last.max(Instant(f.off_since.unwrap_or(0)));
+            let responses = f.rr.as_ref().and_then(|r| r.responses.first_error());
             let (goal, complete) = match (def.bytes, def.stop_ns) {
                 (Some(n), _) => (Goal::Bytes(n), v.complete_and_intact()),
                 (None, Some(_)) => (
@@ -247,7 +272,7 @@ fn verdict(t: &Topology, flows: &[NetFlow], end: u64) -> Verdict {
                 delivered: v.received(),
                 goal,
                 complete,
-                first_error_offset: v.first_error(),
+                first_error_offset: v.first_error().or(responses),
                 idle: Duration::from_nanos(end.saturating_sub(last.as_nanos())),
             }
         })
@@ -266,6 +291,8 @@ fn flow_report(t: &Topology, def: &FlowDef, f: &NetFlow, end: u64) -> FlowReport
     };
     let secs = stop.saturating_sub(def.start_ns) as f64 / 1e9;
     let (delay_ms, delay_p99_ms, delay_max_ms) = delay_figures(f.delays.clone());
+    let lat = f.rr.as_ref().map(|r| latency_figures(r.latencies.clone()));
+    let lat_at = |i: usize| lat.and_then(|l| l[i]);
     let info = &f.sender.info;
     let host_cc = match &t.nodes[def.from].kind {
         super::topology::NodeKind::Host { config, .. } => config.tcp_congestion_control.clone(),
@@ -288,7 +315,36 @@ fn flow_report(t: &Topology, def: &FlowDef, f: &NetFlow, end: u64) -> FlowReport
         delay_ms,
         delay_p99_ms,
         delay_max_ms,
+        transactions: f.rr.as_ref().map(|r| r.latencies.len() as u64),
+        tps: (f.rr.as_ref())
+            .map(|r| r.latencies.len() as f64 / secs)
+            .filter(|x| x.is_finite()),
+        latency_ms: lat_at(0),
+        latency_p50_ms: lat_at(1),
+        latency_p90_ms: lat_at(2),
+        latency_p99_ms: lat_at(3),
+        latency_max_ms: lat_at(4),
     }
+}
+
+/// A request/response flow's (mean, median, 90th, 99th percentile, largest)
+/// latency in ms from its transactions' latencies in ns (netperf's MEAN_LATENCY,
+/// P50_LATENCY, P90_LATENCY, P99_LATENCY, MAX_LATENCY); all `None` without any.
+pub fn latency_figures(mut d: Vec<u64>) -> [Option<f64>; 5] {
+    d.sort_unstable();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    // The nearest rank: the smallest value with at least p % of them at or below.
+    let pct = |p: usize| match d.len() {
+        0 => None,
+        n => Some(ms(d[(n * p).div_ceil(100).clamp(1, n) - 1])),
+    };
+    [
+        (!d.is_empty()).then(|| ms(d.iter().sum::<u64>()) / d.len() as f64),
+        pct(50),
+        pct(90),
+        pct(99),
+        d.last().map(|&x| ms(x)),
+    ]
 }
 
 /// A probe's (mean, 99th percentile, largest) delay in ms from its messages'
@@ -314,9 +370,10 @@ pub(crate) fn queue_report(
     flows: &[FlowReport],
 ) -> QueueReport {
     let crossing = t.flows.iter().filter(|def| def.path.contains(&p)).count();
-    // Fairness among the flows that want the bandwidth: probes take what they need.
+    // Fairness among the flows that want the bandwidth: probes and
+    // request/response flows take what they need.
     let shares: Vec<f64> = (t.flows.iter().zip(flows))
-        .filter(|(def, _)| def.path.contains(&p) && def.probe.is_none())
+        .filter(|(def, _)| def.path.contains(&p) && def.probe.is_none() && def.rr.is_none())
         .map(|(_, r)| r.goodput_mbps)
         .collect();
     let rate = link.config().rate_bps as f64;

@@ -38,6 +38,17 @@
 //! to = "server"
 //! probe = { size = 100, interval = "100ms" }
 //!
+//! [flows.web]               # netperf TCP_RR-like transactions
+//! from = "client"
+//! to = "server"
+//! rr = { request = 200, response = 20000, think = "10ms" }
+//!
+//! [flows.video]             # bulk for 2 s, silent for 1 s, in turn
+//! from = "client"
+//! to = "server"
+//! on = "2s"
+//! off = "1s"
+//!
 //! checks = ["flow.probe.delay_ms < 20"]   # (top level, before any table)
 //! ```
 //!
@@ -187,11 +198,33 @@ pub struct FlowSpec {
     /// `TCP_NODELAY`, each message's one-way delay measured from its write to its
     /// last byte's read.
     pub probe: Option<ProbeSpec>,
+    /// Request/response transactions (instead of bulk, like netperf TCP_RR): the
+    /// client writes `request` bytes, the server answers `response` bytes once it
+    /// has read the whole request, and the client writes its next request `think`
+    /// after reading the whole response; one transaction at a time.
+    pub rr: Option<RrSpec>,
+    /// On/off: bulk for `on`, silent (no writes) for `off`, in turn from `start`
+    /// (both needed).
+    pub on: Option<String>,
+    /// See `on`.
+    pub off: Option<String>,
     /// How many alike connections (default 1; named `NAME#0`, `NAME#1`, ...).
     #[serde(default = "one_u32")]
     pub count: u32,
     /// `TCP_NOTSENT_LOWAT` on the sending socket.
     pub notsent_lowat: Option<u32>,
+}
+
+/// A request/response flow's transactions.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RrSpec {
+    /// Bytes per request (client to server).
+    pub request: u32,
+    /// Bytes per response (server to client).
+    pub response: u32,
+    /// Time between a response's last byte read and the next request (default 0).
+    pub think: Option<String>,
 }
 
 /// A latency probe's messages.

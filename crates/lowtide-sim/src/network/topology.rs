@@ -74,10 +74,25 @@ pub struct FlowDef {
     pub bytes: Option<u64>,
     /// A probe's message size and interval (ns).
     pub probe: Option<(u32, u64)>,
+    /// Request/response transactions.
+    pub rr: Option<RrDef>,
+    /// On/off: (on, off) durations (ns).
+    pub onoff: Option<(u64, u64)>,
     /// `TCP_NOTSENT_LOWAT`.
     pub notsent_lowat: Option<u32>,
     /// The ports its data crosses, in order.
     pub path: Vec<usize>,
+}
+
+/// A request/response flow's transactions, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RrDef {
+    /// Bytes per request.
+    pub request: u32,
+    /// Bytes per response.
+    pub response: u32,
+    /// Think time after a response (ns).
+    pub think_ns: u64,
 }
 
 /// The resolved scenario.
@@ -403,10 +418,43 @@ fn flow_defs(
     if stop.is_some_and(|t| t <= start) {
         return Err("stop must come after start".into());
     }
-    let kinds = [s.bytes.is_some(), s.probe.is_some()];
+    let onoff = match (&s.on, &s.off) {
+        (None, None) => None,
+        (Some(on), Some(off)) => {
+            let (on, off) = (duration_ns_of("on", on)?, duration_ns_of("off", off)?);
+            if on == 0 || off == 0 {
+                return Err("on and off must be positive".into());
+            }
+            Some((on, off))
+        }
+        _ => return Err("on and off go together".into()),
+    };
+    let kinds = [
+        s.bytes.is_some(),
+        s.probe.is_some(),
+        s.rr.is_some(),
+        onoff.is_some(),
+    ];
     if kinds.iter().filter(|&&k| k).count() > 1 || (stop.is_some() && kinds[0]) {
-        return Err("one of bulk (with stop), bytes or probe".into());
+        return Err("one of bulk (with stop), bytes, probe, rr or on/off".into());
     }
+    let rr = match &s.rr {
+        Some(r) => {
+            if r.request == 0 || r.response == 0 {
+                return Err("rr: request and response must be positive".into());
+            }
+            let think_ns = match &r.think {
+                Some(t) => duration_ns_of("rr.think", t)?,
+                None => 0,
+            };
+            Some(RrDef {
+                request: r.request,
+                response: r.response,
+                think_ns,
+            })
+        }
+        None => None,
+    };
     let probe = match &s.probe {
         Some(p) => {
             let iv = duration_ns_of("probe.interval", &p.interval)?;
@@ -434,6 +482,8 @@ fn flow_defs(
             stop_ns: stop,
             bytes: s.bytes,
             probe,
+            rr,
+            onoff,
             notsent_lowat: s.notsent_lowat,
             path: fwd.clone(),
         })

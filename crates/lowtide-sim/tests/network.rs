@@ -124,3 +124,36 @@ fn a_stopped_bulk_flow_closes_and_verifies() {
     assert!(f.bytes > 1_000_000, "{f:?}");
     assert!(f.goodput_mbps > 30.0 && f.goodput_mbps < 50.0, "{f:?}");
 }
+
+/// A tbf on a router's egress shapes a fast link to its rate: one bulk flow gets
+/// the token rate, and the queue in front of it is tbf's.
+#[test]
+fn tbf_shapes_a_router_egress_to_its_rate() {
+    let text = r#"
+        [run]
+        duration = "5s"
+        [hosts.a]
+        [hosts.b]
+        [routers.r]
+        [links.up]
+        between = ["a", "r"]
+        [links.down]
+        between = ["r", "b"]
+        rate = "100mbit"
+        delay = "10ms"
+        forward = { queue = "tbf,rate=10mbit,burst=20kb,latency=50ms" }
+        [flows.f]
+        from = "a"
+        to = "b"
+    "#;
+    let r = lowtide_sim::network::run_text(text, false, &[]).unwrap();
+    assert!(r.bytes_verified, "{:?}", r.failure);
+    let g = r.flows[0].goodput_mbps;
+    assert!((8.5..10.0).contains(&g), "{g}");
+    let q = r.queues.iter().find(|q| q.name == "r->b").unwrap();
+    assert_eq!(q.qdisc, "tbf");
+    // The queue is tbf's child bfifo: at most its limit (10 Mbit/s x 50 ms + 20 KB
+    // = 82,980 bytes), so its delay stays near 50 ms or below.
+    assert!(q.sojourn_max_ms < 80.0, "{q:?}");
+    assert!(q.drops > 0 && q.utilization < 0.15, "{q:?}");
+}

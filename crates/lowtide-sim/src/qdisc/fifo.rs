@@ -59,6 +59,11 @@ impl<T: QueueItem> Fifo<T> {
         self
     }
 
+    /// The head packet's length (`qdisc_peek_head`), if any.
+    pub fn peek_len(&self) -> Option<u32> {
+        self.queue.front().map(|s| s.len)
+    }
+
     /// `pfifo_enqueue` / `bfifo_enqueue`: room under the limit, or a tail drop.
     fn has_room(&self, len: u32) -> bool {
         match self.limit {

@@ -1,6 +1,6 @@
 //! Linux's queueing disciplines (net/sched/), for a device's transmit queue in the
 //! simulator: [`fifo`] (pfifo, bfifo, and pfifo_fast as it treats TCP),
-//! [`codel`], [`fq_codel`], [`fq`] and [`red`].
+//! [`codel`], [`fq_codel`], [`fq`], [`red`] and [`tbf`].
 //!
 //! Each implements [`Qdisc`]: `enqueue` with the time and the packet's flow
 //! identity ([`Skb`]: its socket, its flow hash, its earliest departure time),
@@ -23,6 +23,7 @@ pub mod fq;
 pub mod fq_codel;
 pub mod red;
 mod spec;
+pub mod tbf;
 
 use lowtide::Transmit;
 pub use spec::QdiscSpec;

@@ -6,6 +6,7 @@ use super::fifo::Fifo;
 use super::fq::{Fq, FqConfig};
 use super::fq_codel::{FqCodel, FqCodelConfig};
 use super::red::{Red, RedConfig};
+use super::tbf::{Tbf, TbfConfig};
 use super::{Qdisc, QueueItem};
 
 /// A queueing discipline and its parameters (`None`: the device's default).
@@ -25,6 +26,8 @@ pub enum QdiscSpec {
     Fq(FqConfig, Option<u32>, Option<u32>),
     /// `red` (its limit `None`: `txqueuelen * psched_mtu` bytes).
     Red(RedConfig, Option<u64>),
+    /// `tbf` (`latency`, if given instead of `limit`: ns), resolved at build.
+    Tbf(TbfConfig, Option<u64>),
 }
 
 /// The names [`QdiscSpec::parse`] takes.
@@ -36,6 +39,7 @@ pub const QDISC_NAMES: &[&str] = &[
     "fq_codel",
     "fq",
     "red",
+    "tbf",
 ];
 
 impl QdiscSpec {
@@ -59,6 +63,16 @@ impl QdiscSpec {
             "fq_codel" => QdiscSpec::FqCodel(FqCodelConfig::default(), None),
             "fq" => QdiscSpec::Fq(FqConfig::default(), None, None),
             "red" => QdiscSpec::Red(RedConfig::with_limit(0), None),
+            "tbf" => QdiscSpec::Tbf(
+                TbfConfig {
+                    rate: 0,
+                    burst: 0,
+                    limit: 0,
+                    peakrate: 0,
+                    mtu: 0,
+                },
+                None,
+            ),
             _ => {
                 return Err(format!(
                     "{name}: not a qdisc (one of {})",
@@ -73,6 +87,10 @@ impl QdiscSpec {
             spec.set(k.trim(), v.trim())
                 .map_err(|e| format!("{name} {k}: {e}"))?;
         }
+        if let QdiscSpec::Tbf(c, latency) = &mut spec {
+            *c = c.resolve(*latency).map_err(|e| format!("tbf: {e}"))?;
+            *latency = None;
+        }
         Ok(spec)
     }
 
@@ -86,6 +104,7 @@ impl QdiscSpec {
             QdiscSpec::FqCodel(..) => "fq_codel",
             QdiscSpec::Fq(..) => "fq",
             QdiscSpec::Red(..) => "red",
+            QdiscSpec::Tbf(..) => "tbf",
         }
     }
 
@@ -107,6 +126,15 @@ impl QdiscSpec {
             },
             QdiscSpec::Fq(c, quantum, initial) => return set_fq(c, quantum, initial, k, v),
             QdiscSpec::Red(c, limit) => return set_red(c, limit, k, v),
+            QdiscSpec::Tbf(c, latency) => match k {
+                "rate" => c.rate = rate(v)? / 8,
+                "burst" | "buffer" | "maxburst" => c.burst = size(v)?,
+                "limit" => c.limit = size(v)?,
+                "latency" => *latency = Some(time_us(v)? * 1000),
+                "peakrate" => c.peakrate = rate(v)? / 8,
+                "mtu" | "minburst" => c.mtu = size(v)?,
+                _ => return Err("unknown parameter".into()),
+            },
         }
         Ok(())
     }
@@ -152,6 +180,7 @@ impl QdiscSpec {
                 },
                 seed,
             )),
+            QdiscSpec::Tbf(c, _) => Box::new(Tbf::new(*c)),
         }
     }
 }
@@ -343,5 +372,16 @@ mod tests {
         assert!(QdiscSpec::parse("fq_codel,target").is_err());
         assert!(QdiscSpec::parse("red,probability=2").is_err());
         assert!(QdiscSpec::parse("pfifo_fast,limit=3").is_err());
+        let QdiscSpec::Tbf(c, _) =
+            QdiscSpec::parse("tbf,rate=8mbit,burst=32kb,latency=50ms").unwrap()
+        else {
+            panic!("not tbf");
+        };
+        // limit = rate x latency + burst (iproute2's q_tbf.c).
+        assert_eq!((c.rate, c.burst, c.limit), (1_000_000, 32768, 82768));
+        assert!(QdiscSpec::parse("tbf,rate=8mbit,burst=32kb")
+            .unwrap_err()
+            .contains("limit or latency"));
+        assert!(QdiscSpec::parse("tbf,burst=32kb,limit=1mb").is_err());
     }
 }

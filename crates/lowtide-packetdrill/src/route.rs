@@ -78,20 +78,26 @@ fn parse_args(words: &[&str]) -> Result<(IpAddr, u8, Metrics), String> {
     Ok((dst, len, metrics))
 }
 
-/// A metric's value: times (`rtt`, `rttvar`, `rto_min`) in milliseconds from
-/// `200ms`, `1s`, `500us` or a bare number of milliseconds; `quickack` and
-/// `fastopen_no_cookie` 0 or 1; the rest unsigned numbers. iproute2 sets
-/// `rto_min`'s lock itself (`mxlock |= 1 << RTAX_RTO_MIN`).
+/// A metric's value as iproute2 hands it to the kernel: times (`rtt`, `rttvar`,
+/// `rto_min`) in milliseconds from `200ms`, `1s` or `500us`, `rtt` then times 8 and
+/// `rttvar` times 4 (the kernel's fixed point), while a bare number is taken raw
+/// (`get_time_rtt`); `quickack` and `fastopen_no_cookie` 0 or 1; the rest unsigned
+/// numbers. iproute2 sets `rto_min`'s lock itself (`mxlock |= 1 << RTAX_RTO_MIN`).
 fn metric_value(m: Rtax, v: &str) -> Result<u32, String> {
     let bad = || format!("{v}: not a valid value");
     match m {
         Rtax::Rtt | Rtax::RttVar | Rtax::RtoMin => {
+            let fixed = match m {
+                Rtax::Rtt => 8.0,
+                Rtax::RttVar => 4.0,
+                _ => 1.0,
+            };
             let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
-                (n, 1.0)
+                (n, fixed)
             } else if let Some(n) = v.strip_suffix("us") {
-                (n, 0.001)
+                (n, 0.001 * fixed)
             } else if let Some(n) = v.strip_suffix('s') {
-                (n, 1000.0)
+                (n, 1000.0 * fixed)
             } else {
                 (v, 1.0)
             };
@@ -161,7 +167,18 @@ mod tests {
         let m = &r.metrics;
         assert_eq!(
             (m.get(Rtax::RtoMin), m.get(Rtax::Rtt), m.get(Rtax::QuickAck)),
-            (50, 200, 1)
+            (50, 1600, 1),
+            "rtt in the kernel's fixed point (ms x 8)"
+        );
+        let raw = "add 10.0.0.0/8 dev tun0 rtt 100 rttvar 30ms";
+        let Some(Ok(RouteCmd::Replace(r))) = parse(&words(raw)) else {
+            panic!("not parsed");
+        };
+        let m = &r.metrics;
+        assert_eq!(
+            (m.get(Rtax::Rtt), m.get(Rtax::RttVar)),
+            (100, 120),
+            "a bare number is raw"
         );
         assert!(m.locked(Rtax::RtoMin) && m.locked(Rtax::CcAlgo) && m.ecn());
         assert_eq!((m.congctl(), r.prefix_len), (Some("reno"), 64));

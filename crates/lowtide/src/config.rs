@@ -241,6 +241,13 @@ pub struct Config {
     /// `net.ipv4.tcp_rfc1337`: nonzero makes a TIME-WAIT socket ignore resets
     /// (RFC 1337's TIME-WAIT assassination), 0 (Linux's default) lets them end it.
     pub tcp_rfc1337: u8,
+    /// `net.ipv4.tcp_no_metrics_save`: nonzero keeps a finished connection's RTT,
+    /// window and reordering out of the metrics cache (`tcp/metrics.rs`); 0, Linux's
+    /// default, saves them for the next connection to the same address.
+    pub tcp_no_metrics_save: u8,
+    /// `net.ipv4.tcp_no_ssthresh_metrics_save`: nonzero (1, Linux's default since
+    /// 5.6) neither saves nor uses a cached slow-start threshold.
+    pub tcp_no_ssthresh_metrics_save: u8,
     /// `net.ipv4.tcp_syncookies`: 1 sends SYN cookies when a listener's SYN queue
     /// overflows, 2 always, 0 never.
     pub tcp_syncookies: u8,
@@ -379,6 +386,8 @@ impl Default for Config {
             tcp_tw_reuse: 2,
             tcp_tw_reuse_delay: 1000,
             tcp_rfc1337: 0,
+            tcp_no_metrics_save: 0,
+            tcp_no_ssthresh_metrics_save: 1,
             tcp_syncookies: 1,
             tcp_cubic_hystart_detect: 3,
             tcp_dctcp_shift_g: 4,
@@ -544,6 +553,8 @@ impl Config {
         "net.ipv4.tcp_tw_reuse",
         "net.ipv4.tcp_tw_reuse_delay",
         "net.ipv4.tcp_rfc1337",
+        "net.ipv4.tcp_no_metrics_save",
+        "net.ipv4.tcp_no_ssthresh_metrics_save",
         "net.ipv4.tcp_syncookies",
         "net.core.default_qdisc",
         "module.tcp_cubic.hystart_detect",
@@ -743,6 +754,12 @@ impl Config {
             }
             // proc_dou8vec_minmax without bounds.
             "net.ipv4.tcp_rfc1337" => self.tcp_rfc1337 = parse_num(n, value, 0, 255, "0..=255")?,
+            "net.ipv4.tcp_no_metrics_save" => {
+                self.tcp_no_metrics_save = parse_num(n, value, 0, 255, "0..=255")?
+            }
+            "net.ipv4.tcp_no_ssthresh_metrics_save" => {
+                self.tcp_no_ssthresh_metrics_save = parse_num(n, value, 0, 255, "0..=255")?
+            }
             "net.ipv4.tcp_syncookies" => {
                 self.tcp_syncookies = parse_num(n, value, 0, 2, "0, 1 or 2")?
             }

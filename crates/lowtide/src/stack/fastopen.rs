@@ -176,7 +176,8 @@ impl Stack {
         tuple: FourTuple,
         no_cookie: bool,
     ) -> CookieCheck {
-        let (mss, cookie, exp) = self.tfo_cache.get(tuple.local.ip(), tuple.remote.ip());
+        let (mss, cookie, exp) =
+            (self.tcp_metrics).fastopen_get(tuple.local.ip(), tuple.remote.ip());
         let cookie = cookie.or(Some(FastOpenOption::request(exp)));
         let timeout = self.cfg.tcp_fastopen_blackhole_timeout_sec;
         let ch = match self.tfo_blackhole.should_disable(now, timeout) {
@@ -239,8 +240,8 @@ impl Stack {
         let update = t.tfo.cache_update.take();
         let blackhole = std::mem::take(&mut t.tfo.blackhole);
         if let Some(u) = update {
-            self.tfo_cache
-                .set(now, key, u.mss, u.cookie, u.syn_lost, u.try_exp);
+            let dst = self.routes.lookup(key.1);
+            (self.tcp_metrics).fastopen_set(now, dst, key, u.mss, u.cookie, u.syn_lost, u.try_exp);
         }
         let timeout = self.cfg.tcp_fastopen_blackhole_timeout_sec;
         if blackhole && self.tfo_blackhole.disable(now, timeout) {
@@ -248,9 +249,15 @@ impl Stack {
         }
     }
 
-    /// `ip tcp_metrics flush`: the client forgets every cached cookie.
+    /// `ip tcp_metrics flush`: every cached RTT, window, reordering degree and Fast
+    /// Open cookie is forgotten.
     pub fn flush_tcp_metrics(&mut self) {
-        self.tfo_cache.flush();
+        self.tcp_metrics.flush();
+    }
+
+    /// The TCP metrics cache (`ip tcp_metrics show`).
+    pub fn tcp_metrics(&self) -> &crate::tcp::metrics::TcpMetrics {
+        &self.tcp_metrics
     }
 
     /// `connect(2)` with options and, for `MSG_FASTOPEN`, the data its SYN should

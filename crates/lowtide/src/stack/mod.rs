@@ -35,6 +35,7 @@ macro_rules! ctx {
             death_row: $stack.death_row,
             routes: &$stack.routes,
             mem: &mut $stack.tcp_mem,
+            metrics: &mut $stack.tcp_metrics,
         }
     };
 }
@@ -134,8 +135,9 @@ pub struct Stack {
     /// MTUs learned from ICMP (`stack/icmp.rs`; Linux's route exceptions).
     routes: crate::route::RouteTable,
     frag: crate::tcp::page_frag::PageFrag,
-    /// The client's Fast Open cookies per destination (tcp_metrics).
-    tfo_cache: tcp::fastopen::CookieCache,
+    /// What finished connections left for the next ones, Fast Open cookies among
+    /// it (`tcp/metrics.rs`).
+    tcp_metrics: tcp::metrics::TcpMetrics,
     /// Active Fast Open's blackhole pause.
     tfo_blackhole: tcp::fastopen::Blackhole,
     /// Orphans and TIME-WAIT sockets now ([`Stack::death_row`]).
@@ -181,7 +183,7 @@ impl Stack {
             pool: lowtide_wire::pool::BufPool::new(),
             routes: Default::default(),
             frag: Default::default(),
-            tfo_cache: Default::default(),
+            tcp_metrics: Default::default(),
             tfo_blackhole: Default::default(),
             death_row: Default::default(),
             tcp_mem: Default::default(),

@@ -3,8 +3,12 @@
 //! initrwnd), `tcp_ca_dst_init`/`tcp_ca_openreq_child` (congctl), `tcp_init_cwnd`
 //! (initcwnd), `tcp_rto_min` (rto_min), `tcp_in_quickack_mode` (quickack), and the
 //! route check before each transmission (`__sk_dst_check`) that takes a changed
-//! route's MTU to the next `tcp_current_mss`.
+//! route's MTU to the next `tcp_current_mss`; and what a connection reads from and
+//! leaves in the metrics cache (`tcp_init_metrics`, `tcp_update_metrics`,
+//! `tcp/metrics.rs`).
 
+use super::cong::{CaState, INFINITE_SSTHRESH};
+use super::metrics::ConnFigures;
 pub(crate) use super::sock::Dst;
 use super::sock::Tcb;
 use super::Ctx;
@@ -85,6 +89,61 @@ impl Tcb {
             n => n,
         }
         .min(self.cw.snd_cwnd_clamp)
+    }
+
+    /// `tcp_init_metrics`, as the transfer starts (`tcp_init_transfer`): ssthresh
+    /// back to infinite, then what the metrics cache holds for this address pair:
+    /// a locked route `cwnd` as the window's clamp, a cached ssthresh (with
+    /// `tcp_no_ssthresh_metrics_save` 0) and reordering degree, and an RTO from a
+    /// cached RTT larger than the handshake's sample (`crtt + max(2 crtt,
+    /// rto_min)`, in jiffies at HZ 1000); with neither, RFC 6298 5.7's 3 s fallback.
+    pub(crate) fn init_metrics(&mut self, ctx: &mut Ctx) {
+        self.cw.snd_ssthresh = INFINITE_SSTHRESH;
+        let no_ssthresh = ctx.cfg.tcp_no_ssthresh_metrics_save != 0;
+        let key = (self.tuple.local.ip(), self.tuple.remote.ip());
+        let f = ctx
+            .metrics
+            .init_figures(ctx.now, &self.dst.metrics, key, no_ssthresh);
+        if let Some(clamp) = f.cwnd_clamp {
+            // Linux takes a locked `cwnd 0` as is; a window of 0 would never send.
+            self.cw.snd_cwnd_clamp = clamp.max(1);
+        }
+        if f.ssthresh != 0 {
+            self.cw.snd_ssthresh = f.ssthresh.min(self.cw.snd_cwnd_clamp);
+        }
+        if f.reordering != 0 {
+            self.reordering = f.reordering;
+        }
+        if f.crtt8 > self.rtt_est.srtt8 {
+            let crtt = Duration::from_millis((f.crtt8 / 8000) as u64);
+            self.rto = crtt + (2 * crtt).max(self.rto_min);
+        } else if self.rtt_est.srtt8 == 0 {
+            self.rto_fallback();
+        }
+    }
+
+    /// `tcp_update_metrics`, as a connection that ended well goes (into TIME-WAIT,
+    /// or from LAST-ACK to CLOSED), unless `net.ipv4.tcp_no_metrics_save`.
+    pub(crate) fn update_metrics(&mut self, ctx: &mut Ctx) {
+        if ctx.cfg.tcp_no_metrics_save != 0 {
+            return;
+        }
+        let tp = ConnFigures {
+            srtt8: self.rtt_est.srtt8,
+            mdev: self.rtt_est.mdev,
+            backoff: self.backoff,
+            cwnd: self.cw.snd_cwnd,
+            ssthresh: self.cw.snd_ssthresh,
+            ca_open: self.ca_state == CaState::Open,
+            reordering: self.reordering,
+        };
+        let key = (self.tuple.local.ip(), self.tuple.remote.ip());
+        let sysctls = (
+            ctx.cfg.tcp_no_ssthresh_metrics_save != 0,
+            ctx.cfg.tcp_reordering,
+        );
+        ctx.metrics
+            .update(ctx.now, &self.dst.metrics, key, &tp, sysctls);
     }
 
     /// `__sk_dst_check` before a transmission: a route that changed since the

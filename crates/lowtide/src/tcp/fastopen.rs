@@ -9,7 +9,6 @@ use core::hash::Hasher;
 use core::time::Duration;
 use lowtide_wire::tcp::FastOpenOption;
 use serde::Serialize;
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 /// `TFO_CLIENT_ENABLE`: active Fast Open (`MSG_FASTOPEN`, `TCP_FASTOPEN_CONNECT`).
@@ -206,63 +205,6 @@ pub struct CacheEntry {
     pub cookie: Option<FastOpenOption>,
 }
 
-/// The client's cookie cache: tcp_metrics.c's Fast Open part, keyed as
-/// `tcp_get_metrics` keys it (source and destination address).
-#[derive(Debug, Default)]
-pub struct CookieCache {
-    entries: HashMap<(IpAddr, IpAddr), CacheEntry>,
-}
-
-impl CookieCache {
-    /// `tcp_fastopen_cache_get`: the MSS and cookie kept for `src -> dst`; without
-    /// a cookie, `exp` says to ask in the experimental format (`try_exp == 1`).
-    pub fn get(&self, src: IpAddr, dst: IpAddr) -> (u16, Option<FastOpenOption>, bool) {
-        match self.entries.get(&(src, dst)) {
-            None => (0, None, false),
-            Some(e) => (e.mss, e.cookie, e.cookie.is_none() && e.try_exp == 1),
-        }
-    }
-
-    /// The whole entry, for tests and inspection.
-    pub fn entry(&self, src: IpAddr, dst: IpAddr) -> CacheEntry {
-        self.entries.get(&(src, dst)).copied().unwrap_or_default()
-    }
-
-    /// `tcp_fastopen_cache_set`: remembers a SYN-ACK's MSS and cookie (an answer
-    /// without a cookie keeps the old one and may switch the request format,
-    /// `try_exp`), and counts SYN-data losses.
-    pub fn set(
-        &mut self,
-        now: Instant,
-        (src, dst): (IpAddr, IpAddr),
-        mss: u16,
-        cookie: Option<FastOpenOption>,
-        syn_lost: bool,
-        try_exp: u8,
-    ) {
-        let e = self.entries.entry((src, dst)).or_default();
-        if mss != 0 {
-            e.mss = mss;
-        }
-        match cookie.filter(|c| c.len > 0) {
-            Some(c) => e.cookie = Some(c),
-            None if try_exp > e.try_exp && e.cookie.is_none() => e.try_exp = try_exp,
-            None => {}
-        }
-        if syn_lost {
-            e.syn_loss = e.syn_loss.saturating_add(1);
-            e.last_syn_loss = Some(now);
-        } else {
-            e.syn_loss = 0;
-        }
-    }
-
-    /// `ip tcp_metrics flush`: forget everything.
-    pub fn flush(&mut self) {
-        self.entries.clear();
-    }
-}
-
 /// Stack-wide blackhole state (`tfo_active_disable_stamp`,
 /// `tfo_active_disable_times`).
 #[derive(Debug, Default, Clone, Copy)]
@@ -441,43 +383,6 @@ mod tests {
             Some(false)
         );
         assert_eq!(b.should_disable(t0, 0), None);
-    }
-
-    #[test]
-    fn cache_keeps_the_cookie_and_counts_losses() {
-        let mut c = CookieCache::default();
-        let k = (ip("192.168.0.1"), ip("192.0.2.1"));
-        c.set(Instant::ZERO, k, 0, None, false, 1);
-        assert_eq!(
-            c.get(k.0, k.1),
-            (0, None, true),
-            "no cookie: ask with FOEXP"
-        );
-        let cookie = FastOpenOption::cookie(true, &[1; 8]);
-        c.set(Instant::ZERO, k, 1460, Some(cookie), false, 0);
-        assert_eq!(c.get(k.0, k.1), (1460, Some(cookie), false));
-        c.set(
-            Instant::ZERO,
-            k,
-            0,
-            Some(FastOpenOption::request(false)),
-            true,
-            2,
-        );
-        assert_eq!(c.entry(k.0, k.1).mss, 1460);
-        assert_eq!(c.entry(k.0, k.1).syn_loss, 1);
-        assert_eq!(
-            c.entry(k.0, k.1).try_exp,
-            1,
-            "try_exp moves only without a cookie"
-        );
-        assert_eq!(
-            c.get(k.1, k.0),
-            (0, None, false),
-            "keyed by source and destination"
-        );
-        c.flush();
-        assert_eq!(c.entry(k.0, k.1), CacheEntry::default());
     }
 
     #[test]

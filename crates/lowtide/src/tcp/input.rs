@@ -250,9 +250,7 @@ impl Tcb {
     /// sized for the initial window, receive window limits (`tcp/rcvwin.rs`).
     pub(super) fn init_buffer_space(&mut self, ctx: &mut Ctx) {
         self.mtup_init(ctx);
-        if self.srtt_us == 0 {
-            self.rto_fallback(); // tcp_init_metrics (lowtide keeps no metrics cache)
-        }
+        self.init_metrics(ctx);
         self.cw.snd_cwnd = match self.total_retrans > 1 && self.undo_marker.is_some() {
             true => 1,
             false => self.init_cwnd(ctx.cfg),
@@ -721,12 +719,15 @@ impl Tcb {
     /// `tcp_xmit_recovery`. No window update, RTT or rate sample, TLP check or
     /// `tcp_rack_update_reo_wnd`: those run on the main path only.
     fn old_ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack_seq: u64) {
-        let una = self.snd_una;
+        let (una, prior_delivered) = (self.snd_una, self.delivered);
         self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack_seq, una);
         let mut fl = self.rack_ack_delivered(ctx, false, &sack);
         self.delivered += sack.newly_sacked as u64;
-        self.fastretrans_alert(ctx, una, 0, &mut fl);
+        let d = self.fastretrans_alert(ctx, una, 0, &mut fl);
+        // FLAG_ECE is only looked at past `old_ack:`, so never here.
+        self.count_delivered(d, false);
+        self.newly_delivered(ctx, prior_delivered, false);
     }
 
     /// `tcp_newly_delivered`: the segments delivered since `prior_delivered`, counted
@@ -928,7 +929,10 @@ impl Tcb {
             // An orphan's FIN-WAIT-2 is timed by rcv_synchronized (orphan_fin_wait2).
             TcpState::FinWait1 => self.state = TcpState::FinWait2,
             TcpState::Closing => self.enter_time_wait(ctx),
-            TcpState::LastAck => self.set_closed(ctx),
+            TcpState::LastAck => {
+                self.update_metrics(ctx);
+                self.set_closed(ctx);
+            }
             _ => {}
         }
     }

@@ -16,11 +16,12 @@
 //! | [`ofo`] | tcp_input.c: the out-of-order queue (`tcp_data_queue_ofo`) and the SACK blocks we send |
 //! | `rcvqueue` | `sk_receive_queue`: in-order payload held by reference |
 //! | [`mem`] | stack-wide TCP memory under `tcp_mem`: sock.c `__sk_mem_schedule`, `__sk_mem_raise_allocated`, `__sk_mem_reduce_allocated`; tcp.c `tcp_enter_memory_pressure`; tcp.h `tcp_out_of_memory` |
+//! | [`metrics`] | tcp_metrics.c: the TCP metrics cache, `tcp_update_metrics`, `tcp_init_metrics`' lookup, `tcpm_suck_dst`, the Fast Open client's cookie cache |
 //! | [`rmem`] | tcp_input.c: receive memory charged and bounded: `tcp_try_rmem_schedule`, `tcp_prune_queue`, `tcp_collapse`, `tcp_prune_ofo_queue`, `tcp_clamp_window` |
 //! | [`skbuff`] | `struct sk_buff` as the receive side charges it: include/linux/skbuff.h `SKB_TRUESIZE`, skbuff.c `skb_try_coalesce`, tun.c `tun_alloc_skb` |
 //! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
-//! | [`fastopen`] | tcp_fastopen.c: the `tcp_fastopen` bits, keys and SipHash cookies, the listener's queue, the client's cookie cache (tcp_metrics.c), blackhole detection |
+//! | [`fastopen`] | tcp_fastopen.c: the `tcp_fastopen` bits, keys and SipHash cookies, the listener's queue, blackhole detection |
 //! | `fastopen_active` | tcp_output.c `tcp_send_syn_data`, tcp_input.c `tcp_rcv_fastopen_synack`, `tcp_fastopen_active_detect_blackhole` |
 //! | `fastopen_conn` | a passive Fast Open child: `tcp_fastopen_create_child`, `tcp_check_req` (Fast Open), `tcp_fastopen_synack_timer` |
 //! | `ecn` | ECN (RFC 3168): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
@@ -30,7 +31,7 @@
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
 //! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit` |
 //! | `mtu_probe` | MTU probing (RFC 4821, `net.ipv4.tcp_mtu_probing`): tcp_output.c `tcp_mtu_probe`, `tcp_mtup_init`; tcp_input.c `tcp_mtup_probe_success`/`_failed`; tcp_timer.c `tcp_mtu_probing` |
-//! | `dst` | the connection's route (`sk_dst_cache`) and its metrics: `tcp_connect_init`, `tcp_openreq_init_rwin`, `tcp_ca_dst_init`, `tcp_init_cwnd`, `tcp_rto_min`, `__sk_dst_check` |
+//! | `dst` | the connection's route (`sk_dst_cache`) and its metrics: `tcp_connect_init`, `tcp_openreq_init_rwin`, `tcp_ca_dst_init`, `tcp_init_cwnd`, `tcp_rto_min`, `__sk_dst_check`; `tcp_init_metrics`, `tcp_update_metrics` |
 //! | `validate` | tcp_input.c `tcp_validate_incoming`, `tcp_sequence`, PAWS, `tcp_reset`, `tcp_send_dupack` |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe; tcp_minisocks.c `tcp_time_wait` |
 //! | `deathrow` | the caps on sockets the application let go: orphans (`tcp_too_many_orphans`, `tcp_check_oom`, `tcp_out_of_resources`) and TIME-WAIT sockets (`tcp_max_tw_buckets` in `tcp_time_wait`) |
@@ -71,6 +72,7 @@ pub mod info;
 pub(crate) mod input;
 pub mod keepalive;
 pub mod mem;
+pub mod metrics;
 pub(crate) mod minisocks;
 pub(crate) mod mtu_probe;
 pub mod ofo;
@@ -199,6 +201,8 @@ pub(crate) struct Ctx<'a> {
     pub routes: &'a crate::route::RouteTable,
     /// Stack-wide TCP memory under `tcp_mem` (tcp/mem.rs).
     pub mem: &'a mut mem::TcpMem,
+    /// The stack's TCP metrics cache (tcp/metrics.rs).
+    pub metrics: &'a mut metrics::TcpMetrics,
 }
 
 /// Sockets the stack keeps after their application let go: orphans
@@ -225,6 +229,7 @@ pub(crate) struct TestStack {
     frag: page_frag::PageFrag,
     routes: crate::route::RouteTable,
     pub mem: mem::TcpMem,
+    pub metrics: metrics::TcpMetrics,
 }
 
 #[cfg(test)]
@@ -241,6 +246,7 @@ impl Default for TestStack {
             frag: Default::default(),
             routes: Default::default(),
             mem: Default::default(),
+            metrics: Default::default(),
         }
     }
 }
@@ -264,6 +270,7 @@ impl TestStack {
             death_row: DeathRow::default(),
             routes: &self.routes,
             mem: &mut self.mem,
+            metrics: &mut self.metrics,
         }
     }
 }

@@ -561,6 +561,7 @@ impl Tcb {
             tw.schedule(ctx, timeo);
             self.tw_handoff = Some(Box::new(tw));
         }
+        self.update_metrics(ctx);
         self.set_closed(ctx);
     }
 

@@ -91,6 +91,9 @@ pub struct Config {
     pub tcp_keepalive_probes: u8,
     /// `net.ipv4.tcp_rto_min_us`: lower bound of the RTO (microseconds).
     pub tcp_rto_min_us: u32,
+    /// `net.ipv4.tcp_rto_max_ms` (Linux 6.15+): the RTO's upper bound for new
+    /// sockets, 1000 to 120000 ms (120000, `TCP_RTO_MAX`).
+    pub tcp_rto_max_ms: u32,
     /// `net.ipv4.tcp_reordering`: initial reordering degree (dupthresh).
     pub tcp_reordering: u32,
     /// `net.ipv4.tcp_recovery`: bit 0x1 RACK loss detection (default on), 0x2 static
@@ -340,6 +343,7 @@ impl Default for Config {
             tcp_keepalive_intvl: 75,
             tcp_keepalive_probes: 9,
             tcp_rto_min_us: 200_000,
+            tcp_rto_max_ms: 120_000,
             tcp_reordering: 3,
             tcp_recovery: TCP_RACK_LOSS_DETECTION,
             tcp_early_retrans: 3,
@@ -512,6 +516,7 @@ impl Config {
         "net.ipv4.tcp_keepalive_intvl",
         "net.ipv4.tcp_keepalive_probes",
         "net.ipv4.tcp_rto_min_us",
+        "net.ipv4.tcp_rto_max_ms",
         "net.ipv4.tcp_reordering",
         "net.ipv4.tcp_recovery",
         "net.ipv4.tcp_early_retrans",
@@ -621,6 +626,9 @@ impl Config {
             }
             "net.ipv4.tcp_rto_min_us" => {
                 self.tcp_rto_min_us = parse_num(n, value, 1, 120_000_000, "microseconds")?
+            }
+            "net.ipv4.tcp_rto_max_ms" => {
+                self.tcp_rto_max_ms = parse_num(n, value, 1000, 120_000, "1000..=120000 ms")?
             }
             "net.ipv4.tcp_reordering" => {
                 self.tcp_reordering = parse_num(n, value, 1, 300, "1..=300")?

@@ -68,6 +68,10 @@ pub const TCP_KEEPCNT: i32 = 6;
 pub const TCP_INFO: i32 = 11;
 pub const TCP_CONGESTION: i32 = 13;
 pub const TCP_USER_TIMEOUT: i32 = 18;
+/// `TCP_RTO_MAX_MS` (Linux 6.15+): the socket's largest RTO, milliseconds.
+pub const TCP_RTO_MAX_MS: i32 = 44;
+/// `TCP_RTO_MIN_US` (Linux 6.15+): the socket's smallest RTO, microseconds.
+pub const TCP_RTO_MIN_US: i32 = 45;
 pub const TCP_NOTSENT_LOWAT: i32 = 25;
 pub const TCP_CC_INFO: i32 = 26;
 /// `TCP_INQ`: report the bytes left to read in a `TCP_CM_INQ` cmsg on `recvmsg`.

@@ -358,6 +358,24 @@ impl Host {
                     e(stack.socket(h).set_linger2(v))?;
                 }
             }
+            (SOL_TCP, TCP_RTO_MAX_MS) => {
+                let Some(d) = crate::tcp::sockopt::rto_max_from_user(int_arg(val)?) else {
+                    return err(errno::EINVAL);
+                };
+                s.opts.rto_max = Some(d);
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_rto_max(d))?;
+                }
+            }
+            (SOL_TCP, TCP_RTO_MIN_US) => {
+                let Some(d) = crate::tcp::sockopt::rto_min_from_user(int_arg(val)?) else {
+                    return err(errno::EINVAL);
+                };
+                s.opts.rto_min = Some(d);
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_rto_min(d))?;
+                }
+            }
             (SOL_TCP, TCP_USER_TIMEOUT) => {
                 let v = int_arg(val)?;
                 if v < 0 {
@@ -607,6 +625,26 @@ impl Host {
                     }
                 };
                 int(out, v)
+            }
+            (SOL_TCP, TCP_RTO_MAX_MS) => {
+                let d = match conn {
+                    Some(h) => self.stack.socket_ref(h).rto_max().map_err(Errno::from)?,
+                    None => s
+                        .opts
+                        .rto_max
+                        .unwrap_or(core::time::Duration::from_millis(cfg.tcp_rto_max_ms as u64)),
+                };
+                int(out, d.as_millis() as i32)
+            }
+            (SOL_TCP, TCP_RTO_MIN_US) => {
+                // jiffies_to_usecs(icsk_rto_min): whole milliseconds at HZ 1000.
+                let d = match conn {
+                    Some(h) => self.stack.socket_ref(h).rto_min().map_err(Errno::from)?,
+                    None => s.opts.rto_min.unwrap_or(core::time::Duration::from_millis(
+                        (cfg.tcp_rto_min_us as u64).div_ceil(1000),
+                    )),
+                };
+                int(out, (d.as_millis() * 1000) as i32)
             }
             (SOL_TCP, TCP_USER_TIMEOUT) => {
                 let v = match conn {

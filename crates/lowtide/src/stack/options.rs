@@ -182,6 +182,26 @@ impl SocketMut<'_> {
         Ok(())
     }
 
+    /// `TCP_RTO_MAX_MS` (Linux 6.15+, `icsk_rto_max`): the RTO's and every transmit
+    /// timer's upper bound, 1 to 120 s.
+    pub fn set_rto_max(&mut self, d: core::time::Duration) -> Result<(), SocketError> {
+        if !(1000..=120_000).contains(&d.as_millis()) {
+            return Err(SocketError::InvalidInput);
+        }
+        self.stack.tcb_mut(self.h)?.rto_max = d;
+        Ok(())
+    }
+
+    /// `TCP_RTO_MIN_US` (Linux 6.15+, `icsk_rto_min`): the RTO's lower bound, 2 to
+    /// 200 ms, unless the route locks `rto_min`.
+    pub fn set_rto_min(&mut self, d: core::time::Duration) -> Result<(), SocketError> {
+        if !(2..=200).contains(&d.as_millis()) || !d.as_nanos().is_multiple_of(1_000_000) {
+            return Err(SocketError::InvalidInput);
+        }
+        self.stack.tcb_mut(self.h)?.set_rto_min(d);
+        Ok(())
+    }
+
     /// `TCP_QUICKACK` (`__tcp_sock_set_quickack`): 0 enters pingpong mode; other
     /// values leave it, sending an owed ACK (`tcp/delack.rs`).
     pub fn set_quickack(&mut self, now: Instant, val: i32) -> Result<(), SocketError> {
@@ -392,6 +412,16 @@ impl SocketRef<'_> {
             v,
             self.stack.config().tcp_fin_timeout,
         ))
+    }
+
+    /// `TCP_RTO_MAX_MS` (getsockopt): `tcp_rto_max`.
+    pub fn rto_max(&self) -> Result<core::time::Duration, SocketError> {
+        Ok(self.stack.tcb(self.h)?.rto_max)
+    }
+
+    /// `TCP_RTO_MIN_US` (getsockopt): the socket's own `icsk_rto_min`.
+    pub fn rto_min(&self) -> Result<core::time::Duration, SocketError> {
+        Ok(self.stack.tcb(self.h)?.rto_min_sock)
     }
 
     /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.

@@ -6,7 +6,7 @@
 //! connections half-closed, or a stream of short connections, grows the stack's
 //! memory without bound.
 
-use super::consts::{TCP_RTO_MAX, TCP_TIMEWAIT_LEN};
+use super::consts::TCP_TIMEWAIT_LEN;
 use super::sock::Tcb;
 use super::Ctx;
 use crate::mib::Mib;
@@ -43,7 +43,7 @@ impl Tcb {
     }
 
     /// `tcp_out_of_resources`, from an orphan's retransmission or probe timer: a
-    /// connection idle for over 2 x `TCP_RTO_MAX`, or one that would not be reset
+    /// connection idle for over 2 x `tcp_rto_max`, or one that would not be reset
     /// (`!do_reset`), and one with a soft error counts double, then quadruple,
     /// against the cap. Over it the connection is done, with a reset if it sent
     /// within `TCP_TIMEWAIT_LEN` or its peer's window is shut with nothing in flight.
@@ -51,7 +51,7 @@ impl Tcb {
     pub(crate) fn out_of_resources(&mut self, ctx: &mut Ctx, mut do_reset: bool) -> bool {
         let idle = ctx.now.saturating_since(self.lsndtime);
         let shift =
-            (idle > 2 * TCP_RTO_MAX || !do_reset) as u32 + self.sk_err_soft.is_some() as u32;
+            (idle > 2 * self.rto_max || !do_reset) as u32 + self.sk_err_soft.is_some() as u32;
         if !self.check_oom(ctx, shift) {
             return false;
         }

@@ -41,6 +41,15 @@ impl Tcb {
         self.dst_quick_ack = metrics.get(Rtax::QuickAck) != 0;
     }
 
+    /// `TCP_RTO_MIN_US` (`icsk_rto_min`): in force unless the route locks `rto_min`
+    /// (`tcp_rto_min`).
+    pub(crate) fn set_rto_min(&mut self, d: Duration) {
+        self.rto_min_sock = d;
+        if !self.dst.metrics.locked(Rtax::RtoMin) || self.dst.metrics.get(Rtax::RtoMin) == 0 {
+            self.rto_min = d;
+        }
+    }
+
     /// `dst_metric_advmss`: the route's advmss, else its MTU less the headers, at
     /// least `ip_rt_min_advmss` (IPv6: `ip6_rt_min_advmss`).
     pub(crate) fn dst_advmss(&self) -> u32 {

@@ -2,7 +2,7 @@
 //! tcp_input.c, tcp_timer.c): a passive child created at the SYN, its handshake and
 //! SYN-ACK timer.
 
-use super::consts::{TCP_RTO_MAX, TCP_TIMEOUT_INIT};
+use super::consts::TCP_TIMEOUT_INIT;
 use super::rcvqueue::Payload;
 use super::seq::Seq;
 use super::sock::{Pending, Tcb};
@@ -134,7 +134,7 @@ impl Tcb {
         self.retransmits = self.retransmits.saturating_add(1);
         self.retrans_stamp.get_or_insert(ctx.now);
         let shift = (self.retransmits as u32).min(16);
-        let when = (TCP_TIMEOUT_INIT * (1u32 << shift)).min(TCP_RTO_MAX);
+        let when = (TCP_TIMEOUT_INIT * (1u32 << shift)).min(self.rto_max);
         self.pending = Some((Pending::Retrans, ctx.now + when));
     }
 }

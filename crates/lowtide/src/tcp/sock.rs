@@ -196,6 +196,12 @@ pub struct Tcb {
     pub(crate) rtt_min: super::cong::minmax::MinMax,
     pub(crate) rto: Duration,
     pub(crate) rto_min: Duration,
+    /// `icsk_rto_min`: the socket's own bound (`tcp_rto_min_us`, `TCP_RTO_MIN_US`),
+    /// which a locked route `rto_min` overrides in `rto_min`.
+    pub(crate) rto_min_sock: Duration,
+    /// `icsk_rto_max` (`tcp_rto_max`): the RTO's and every transmit timer's upper
+    /// bound, from `net.ipv4.tcp_rto_max_ms` or `TCP_RTO_MAX_MS`.
+    pub(crate) rto_max: Duration,
     pub(crate) backoff: u32,
     /// Consecutive timeouts (`icsk_retransmits`).
     pub(crate) retransmits: u8,
@@ -857,6 +863,8 @@ impl Tcb {
             rtt_min: Default::default(),
             rto: TCP_TIMEOUT_INIT,
             rto_min: Duration::from_micros(cfg.tcp_rto_min_us as u64),
+            rto_min_sock: Duration::from_micros(cfg.tcp_rto_min_us as u64),
+            rto_max: Duration::from_millis(cfg.tcp_rto_max_ms as u64),
             backoff: 0,
             retransmits: 0,
             probes_out: 0,

@@ -4,6 +4,7 @@
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::config::Config;
+use core::time::Duration;
 
 /// `TCP_FIN_TIMEOUT_MAX / HZ`: the largest `TCP_LINGER2`, in seconds.
 pub const TCP_FIN_TIMEOUT_MAX_SECS: i32 = 120;
@@ -30,6 +31,24 @@ pub fn linger2_to_user(v: i32, fin_timeout: u32) -> i32 {
 /// `MAX_TCP_SYNCNT`: the largest `TCP_SYNCNT`.
 pub const MAX_TCP_SYNCNT: u8 = 127;
 
+/// `do_tcp_setsockopt(TCP_RTO_MAX_MS)` (Linux 6.15+): 1 to 120 s
+/// (`TCP_RTO_MAX_MIN_SEC`, `TCP_RTO_MAX_SEC`), else `EINVAL`.
+pub fn rto_max_from_user(ms: i32) -> Option<Duration> {
+    (1000..=120_000)
+        .contains(&ms)
+        .then(|| Duration::from_millis(ms as u64))
+}
+
+/// `do_tcp_setsockopt(TCP_RTO_MIN_US)` (Linux 6.15+): the microseconds rounded up
+/// to jiffies (`usecs_to_jiffies`, HZ 1000), from `TCP_TIMEOUT_MIN` (2 ms) to
+/// `TCP_RTO_MIN` (200 ms), else `EINVAL` (a negative value is a huge unsigned one).
+pub fn rto_min_from_user(us: i32) -> Option<Duration> {
+    let jiffies = (us as u32 as u64).div_ceil(1000);
+    (2..=200)
+        .contains(&jiffies)
+        .then(|| Duration::from_millis(jiffies))
+}
+
 /// Options a socket carries from `socket(2)` on, before it has a connection. Linux
 /// keeps them in `struct sock`/`tcp_sock`; a listener's children inherit them
 /// (`sk_clone_lock`, `tcp_create_openreq_child`).
@@ -53,6 +72,12 @@ pub struct SockOptions {
     pub congestion: Option<String>,
     /// `TCP_USER_TIMEOUT` in milliseconds; 0 when unset.
     pub user_timeout_ms: u32,
+    /// `TCP_RTO_MAX_MS` (`icsk_rto_max`); `None` until set
+    /// (`net.ipv4.tcp_rto_max_ms`).
+    pub rto_max: Option<Duration>,
+    /// `TCP_RTO_MIN_US` (`icsk_rto_min`); `None` until set
+    /// (`net.ipv4.tcp_rto_min_us`).
+    pub rto_min: Option<Duration>,
     /// `TCP_LINGER2` in seconds (-1, 0 when unset, or up to 120).
     pub linger2: i32,
     /// `SO_KEEPALIVE`, `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`.
@@ -174,6 +199,12 @@ impl Tcb {
         }
         if o.user_timeout_ms != 0 {
             self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
+        }
+        if let Some(d) = o.rto_max {
+            self.rto_max = d;
+        }
+        if let Some(d) = o.rto_min {
+            self.set_rto_min(d);
         }
         self.keepalive = o.keepalive;
         self.syn_retries = o.syn_retries;

@@ -2,7 +2,7 @@
 //! Linux's `tcp_rtt_estimator` bounds).
 
 use super::consts::{
-    TCP_RESOURCE_PROBE_INTERVAL, TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_FALLBACK, TCP_TIMEOUT_INIT,
+    TCP_RESOURCE_PROBE_INTERVAL, TCP_RTO_MIN, TCP_TIMEOUT_FALLBACK, TCP_TIMEOUT_INIT,
     TCP_TIMEOUT_MIN, TCP_TIMEWAIT_LEN,
 };
 use super::sock::{Pending, RttEstimator, Tcb};
@@ -31,10 +31,11 @@ impl Tcb {
         .min()
     }
 
-    /// The RTO with exponential backoff (`inet_csk_rto_backoff`), at most 120 s.
+    /// The RTO with exponential backoff (`inet_csk_rto_backoff`), at most
+    /// `tcp_rto_max` (120 s unless `net.ipv4.tcp_rto_max_ms` or `TCP_RTO_MAX_MS`).
     pub(crate) fn rto_backed_off(&self) -> Duration {
         let shift = self.backoff.min(16);
-        (self.rto * (1u32 << shift)).min(TCP_RTO_MAX)
+        (self.rto * (1u32 << shift)).min(self.rto_max)
     }
 
     /// Restarts the retransmit timer from now (`tcp_rearm_rto`), or stops it when
@@ -76,7 +77,7 @@ impl Tcb {
         self.rttvar_us = e.mdev >> 2;
         // __tcp_set_rto: usecs_to_jiffies(srtt + rttvar), HZ = 1000; tcp_bound_rto.
         let rto_us = (e.srtt8 >> 3) as u64 + e.rttvar as u64;
-        self.rto = Duration::from_millis(rto_us.div_ceil(1000)).min(TCP_RTO_MAX);
+        self.rto = Duration::from_millis(rto_us.div_ceil(1000)).min(self.rto_max);
         self.rtt_samples += 1;
         self.rtt_sum_us += rtt_us.max(1) as u64;
         self.backoff = 0;
@@ -254,12 +255,12 @@ impl Tcb {
         self.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
-    /// `tcp_rtx_probe0_timed_out`: no ACK for twice `TCP_RTO_MAX` (or for
+    /// `tcp_rtx_probe0_timed_out`: no ACK for twice `tcp_rto_max` (or for
     /// `TCP_USER_TIMEOUT`, if shorter) and the probes going on that long; with
     /// `TCP_USER_TIMEOUT`, also probes going on longer than it whatever the ACKs
     /// ("it does not want win 0 packets to 'reset the timer'").
     fn rtx_probe0_timed_out(&self, now: Instant, rtx_delta: Duration) -> bool {
-        let mut timeout = 2 * TCP_RTO_MAX;
+        let mut timeout = 2 * self.rto_max;
         if !self.user_timeout.is_zero() {
             if rtx_delta > self.user_timeout {
                 return true;
@@ -293,14 +294,14 @@ impl Tcb {
             let max_retransmits = limit.saturating_add(linear);
             (limit, TCP_TIMEOUT_INIT, self.retransmits >= max_retransmits)
         } else if self.shut_rd_by_close() {
-            let alive = self.rto < TCP_RTO_MAX;
+            let alive = self.rto < self.rto_max;
             orphan_alive = Some(alive);
             (self.orphan_retries(ctx, alive), TCP_RTO_MIN, false)
         } else {
             // tcp_write_timeout: after tcp_retries1 RTOs, black hole detection
             // (tcp_mtu_probing; the route's __dst_negative_advice has no effect here).
             let start = self.retrans_stamp.unwrap_or(ctx.now);
-            let retries1 = model_timeout(ctx.cfg.tcp_retries1 as u32, TCP_RTO_MIN);
+            let retries1 = model_timeout(ctx.cfg.tcp_retries1 as u32, TCP_RTO_MIN, self.rto_max);
             if self.retransmits > 0 && ctx.now.saturating_since(start) >= retries1 {
                 self.mtu_probing_blackhole(ctx);
             }
@@ -308,7 +309,7 @@ impl Tcb {
         };
         if !expired && self.retransmits > 0 {
             let timeout = match self.user_timeout {
-                t if t.is_zero() => model_timeout(boundary as u32, rto_base),
+                t if t.is_zero() => model_timeout(boundary as u32, rto_base, self.rto_max),
                 t => t,
             };
             let start = self.retrans_stamp.unwrap_or(ctx.now);
@@ -368,7 +369,7 @@ impl Tcb {
         }
         let mut max_probes = ctx.cfg.tcp_retries2;
         if self.shut_rd_by_close() {
-            let alive = self.rto_backed_off() < TCP_RTO_MAX;
+            let alive = self.rto_backed_off() < self.rto_max;
             max_probes = self.orphan_retries(ctx, alive);
             if !alive && self.backoff >= max_probes as u32 {
                 return self.write_err(ctx);
@@ -430,9 +431,9 @@ impl Tcb {
         self.rto.max(TCP_RTO_MIN)
     }
 
-    /// `tcp_probe0_when`: the base backed off, at most `TCP_RTO_MAX`.
+    /// `tcp_probe0_when`: the base backed off, at most `tcp_rto_max`.
     fn probe0_when(&self) -> Duration {
-        (self.probe0_base() * (1u32 << self.backoff.min(16))).min(TCP_RTO_MAX)
+        (self.probe0_base() * (1u32 << self.backoff.min(16))).min(self.rto_max)
     }
 
     /// `tcp_clamp_probe0_to_user_timeout`: the next probe comes no later than the
@@ -604,14 +605,14 @@ impl Tcb {
 }
 
 /// `tcp_model_timeout`: how long `boundary` RTOs take, doubling from `rto_base` up
-/// to `TCP_RTO_MAX` then linear.
-fn model_timeout(boundary: u32, rto_base: Duration) -> Duration {
-    let ratio = (TCP_RTO_MAX.as_millis() / rto_base.as_millis().max(1)) as u32;
+/// to `rto_max` (`tcp_rto_max`) then linear.
+fn model_timeout(boundary: u32, rto_base: Duration, rto_max: Duration) -> Duration {
+    let ratio = (rto_max.as_millis() / rto_base.as_millis().max(1)) as u32;
     let thresh = ratio.max(1).ilog2();
     if boundary <= thresh {
         rto_base * ((2u32 << boundary) - 1)
     } else {
-        rto_base * ((2u32 << thresh) - 1) + TCP_RTO_MAX * (boundary - thresh)
+        rto_base * ((2u32 << thresh) - 1) + rto_max * (boundary - thresh)
     }
 }
 
@@ -677,17 +678,24 @@ impl RttEstimator {
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::tcp::consts::TCP_RTO_MAX;
 
     #[test]
     fn model_timeout_as_linux() {
         // tcp_retries2 = 15 from TCP_RTO_MIN: 924.6 s (Documentation/networking/ip-sysctl).
         assert_eq!(
-            model_timeout(15, TCP_RTO_MIN),
+            model_timeout(15, TCP_RTO_MIN, TCP_RTO_MAX),
             Duration::from_millis(924_600)
         );
-        assert_eq!(model_timeout(3, TCP_RTO_MIN), Duration::from_millis(3000));
+        assert_eq!(
+            model_timeout(3, TCP_RTO_MIN, TCP_RTO_MAX),
+            Duration::from_millis(3000)
+        );
         // tcp_syn_retries = 6 from the 1 s initial RTO: 127 s.
-        assert_eq!(model_timeout(6, TCP_TIMEOUT_INIT), Duration::from_secs(127));
+        assert_eq!(
+            model_timeout(6, TCP_TIMEOUT_INIT, TCP_RTO_MAX),
+            Duration::from_secs(127)
+        );
     }
 
     fn tcb() -> Tcb {
@@ -930,5 +938,20 @@ mod tests {
         assert_eq!(t.rto_backed_off(), TCP_RTO_MAX);
         t.backoff = 2;
         assert_eq!(t.rto_backed_off(), Duration::from_secs(4));
+    }
+
+    /// Linux 6.15's tcp_rto_max: the backoff, a new sample's RTO and
+    /// tcp_model_timeout's doubling all stop at the socket's icsk_rto_max.
+    #[test]
+    fn rto_max_bounds_backoff_samples_and_model_timeout() {
+        let mut t = tcb();
+        t.rto_max = Duration::from_secs(1);
+        t.backoff = 10;
+        assert_eq!(t.rto_backed_off(), Duration::from_secs(1));
+        t.rtt_sample(900_000);
+        assert_eq!(t.rto, Duration::from_secs(1), "tcp_bound_rto");
+        // ilog2(1000 / 200) = 2: 200 ms x 7, then 1 s for each of the other 13.
+        let m = model_timeout(15, TCP_RTO_MIN, Duration::from_secs(1));
+        assert_eq!(m, Duration::from_millis(1_400 + 13_000));
     }
 }

@@ -202,6 +202,13 @@ pub struct Config {
     /// `net.ipv4.tcp_invalid_ratelimit`: least milliseconds between two duplicate
     /// ACKs a socket sends for out-of-window segments (`tcp_oow_rate_limited`).
     pub tcp_invalid_ratelimit: u32,
+    /// `net.ipv4.tcp_shrink_window` (Linux 6.5+, default off): a scaled receive
+    /// window may shrink to what the buffer holds (`__tcp_select_window`) instead of
+    /// keeping its right edge.
+    pub tcp_shrink_window: bool,
+    /// `net.ipv4.tcp_workaround_signed_windows` (default off): an unscaled window
+    /// offers at most 32767 bytes, for peers that read the field as signed.
+    pub tcp_workaround_signed_windows: bool,
     /// `net.ipv4.tcp_min_snd_mss`: the smallest MSS a peer can make us use.
     pub tcp_min_snd_mss: u32,
     /// `net.ipv4.tcp_retries1`: RTOs after which a connection takes its path for a
@@ -378,6 +385,8 @@ impl Default for Config {
             tcp_orphan_retries: 0,
             tcp_challenge_ack_limit: i32::MAX as u32,
             tcp_invalid_ratelimit: 500,
+            tcp_shrink_window: false,
+            tcp_workaround_signed_windows: false,
             tcp_min_snd_mss: 48,
             tcp_retries1: 3,
             tcp_mtu_probing: 0,
@@ -546,6 +555,8 @@ impl Config {
         "net.ipv4.tcp_orphan_retries",
         "net.ipv4.tcp_challenge_ack_limit",
         "net.ipv4.tcp_invalid_ratelimit",
+        "net.ipv4.tcp_shrink_window",
+        "net.ipv4.tcp_workaround_signed_windows",
         "net.ipv4.tcp_min_snd_mss",
         "net.ipv4.tcp_retries1",
         "net.ipv4.tcp_mtu_probing",
@@ -761,6 +772,10 @@ impl Config {
                 self.tcp_tw_reuse_delay = parse_num(n, value, 1, 60_000, "milliseconds, 1..=60000")?
             }
             // proc_dou8vec_minmax without bounds.
+            "net.ipv4.tcp_shrink_window" => self.tcp_shrink_window = parse_bool(n, value)?,
+            "net.ipv4.tcp_workaround_signed_windows" => {
+                self.tcp_workaround_signed_windows = parse_bool(n, value)?
+            }
             "net.ipv4.tcp_rfc1337" => self.tcp_rfc1337 = parse_num(n, value, 0, 255, "0..=255")?,
             "net.ipv4.tcp_no_metrics_save" => {
                 self.tcp_no_metrics_save = parse_num(n, value, 0, 255, "0..=255")?

@@ -258,6 +258,9 @@ mib! {
     TcpExtTCPToZeroWindowAdv,
     /// Times the receive window reopened from zero.
     TcpExtTCPFromZeroWindowAdv,
+    /// Times `__tcp_select_window` wanted a zero window that the right edge
+    /// already offered kept from it (`tcp_select_window`).
+    TcpExtTCPWantZeroWindowAdv,
     /// Connections reset on data after close.
     TcpExtTCPAbortOnData,
     /// Connections aborted by close with unread data.

@@ -456,7 +456,7 @@ impl Tcb {
         if 2 * advertised_left > self.window_clamp as u64 {
             return;
         }
-        let new_window = self.compute_window(ctx.mem) as u64;
+        let new_window = self.compute_window(ctx.mem, ctx.cfg) as u64;
         if new_window > 0 && new_window >= 2 * advertised_left {
             self.send_ack(ctx);
         }

@@ -17,7 +17,8 @@ use core::time::Duration;
 /// as on this project's reference kernel (Linux 6.18: `ss -m` shows `w869` for one
 /// 37-byte skb); kernels with tunnels built in have `MAX_HEADER` + 48, hence 320.
 pub const MAX_TCP_HEADER: u32 = 256;
-/// `MAX_TCP_WINDOW`: the largest `TCP_MAXSEG`.
+/// `MAX_TCP_WINDOW`: the largest unscaled window offered to a peer that may read the
+/// field as signed (`tcp_workaround_signed_windows`); also the largest `TCP_MAXSEG`.
 pub const MAX_TCP_WINDOW: u32 = 32767;
 /// `TCP_MIN_MSS`: the smallest MSS (`TCP_MAXSEG`, `rcv_mss` guesses, quick-ACK sizes).
 pub const TCP_MIN_MSS: u32 = 88;

@@ -1211,7 +1211,8 @@ impl Tcb {
         // "... and right edge of window advances far enough" (or not all is read:
         // sk_rcvlowat is 1).
         let now_needed = unacked > self.rcv_mss as u64
-            && (self.rcv_nxt == self.copied_seq || self.compute_window(ctx.mem) >= self.rcv_wnd)
+            && (self.rcv_nxt == self.copied_seq
+                || self.compute_window(ctx.mem, ctx.cfg) >= self.rcv_wnd)
             || self.in_quickack_mode()
             || self.ack_now;
         if now_needed {

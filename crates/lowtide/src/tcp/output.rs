@@ -2,7 +2,7 @@
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
 use super::cong::{CaEvent, CaState};
-use super::consts::SKB_OVERHEAD;
+use super::consts::{MAX_TCP_WINDOW, SKB_OVERHEAD};
 use super::rtx::skb::{self, Skb, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
@@ -167,8 +167,11 @@ impl Tcb {
 
     /// `tcp_select_window`: the window field to send (`__tcp_select_window`,
     /// `tcp/rcvwin.rs`), never shrinking the right edge
-    /// ([RFC 9293 section 3.8.6.2.2](https://www.rfc-editor.org/rfc/rfc9293#section-3.8.6.2.2)).
+    /// ([RFC 9293 section 3.8.6.2.2](https://www.rfc-editor.org/rfc/rfc9293#section-3.8.6.2.2))
+    /// unless `net.ipv4.tcp_shrink_window` is set and the window is scaled;
+    /// `TcpExtTCPWantZeroWindowAdv` counts the zero windows it could not offer.
     pub(crate) fn select_window(&mut self, ctx: &mut Ctx) -> u16 {
+        let old_win = self.rcv_wnd;
         if self.ack_nomem {
             // "Make the window 0 if we failed to queue the data because we are out
             // of memory" (Linux 6.5+).
@@ -178,19 +181,33 @@ impl Tcb {
         }
         let scale = self.rcv_wscale as u32;
         let cur_win = self.receive_window();
-        let mut win = self.compute_window(ctx.mem);
-        if win < cur_win {
-            // "Never shrink the offered window" (tcp_shrink_window is 0).
+        let mut win = self.compute_window(ctx.mem, ctx.cfg);
+        // "Never shrink the offered window", unless tcp_shrink_window allows it
+        // and the window is scaled.
+        if win < cur_win && (!ctx.cfg.tcp_shrink_window || scale == 0) {
+            if win == 0 {
+                ctx.mib.inc(Mib::TcpExtTCPWantZeroWindowAdv);
+            }
             win = cur_win.div_ceil(1 << scale) << scale;
-        }
-        if win == 0 && self.rcv_wnd != 0 {
-            ctx.mib.inc(Mib::TcpExtTCPToZeroWindowAdv);
-        } else if win != 0 && self.rcv_wnd == 0 && self.rcv_nxt > 1 {
-            ctx.mib.inc(Mib::TcpExtTCPFromZeroWindowAdv);
         }
         self.rcv_wnd = win;
         self.rcv_wup = self.rcv_nxt;
-        (win.min(65535 << scale) >> scale) as u16
+        // Never more than the field can say; 32767 unscaled for peers that read it
+        // as signed (tcp_workaround_signed_windows).
+        let max = if scale == 0 && ctx.cfg.tcp_workaround_signed_windows {
+            MAX_TCP_WINDOW
+        } else {
+            65535 << scale
+        };
+        let new_win = win.min(max) >> scale;
+        if new_win == 0 {
+            if old_win != 0 {
+                ctx.mib.inc(Mib::TcpExtTCPToZeroWindowAdv);
+            }
+        } else if old_win == 0 {
+            ctx.mib.inc(Mib::TcpExtTCPFromZeroWindowAdv);
+        }
+        new_win as u16
     }
 
     /// Options for a non-SYN segment: timestamps and SACK blocks (D-SACK first).

@@ -77,7 +77,13 @@ impl Tcb {
         if space > mss {
             space -= space % mss;
         }
-        self.rcv_wnd = space;
+        // "offering an initial window larger than 32767 will break some buggy TCP
+        // stacks" (tcp_workaround_signed_windows).
+        self.rcv_wnd = if cfg.tcp_workaround_signed_windows {
+            space.min(super::consts::MAX_TCP_WINDOW)
+        } else {
+            space
+        };
         if init_rwnd != 0 {
             self.rcv_wnd = self.rcv_wnd.min(init_rwnd.saturating_mul(mss));
         }
@@ -238,9 +244,11 @@ impl Tcb {
     /// half the full space is free and that is below an MSS or 1/16 of the buffer
     /// (receiver SWS avoidance), never above `rcv_ssthresh`, rounded up to the scale.
     /// Under memory pressure (`mem`) a window half used is held to four segments.
-    pub(crate) fn compute_window(&mut self, mem: &TcpMem) -> u32 {
+    /// With `net.ipv4.tcp_shrink_window` (Linux 6.5+) and a window scale, the free
+    /// space itself is offered ([`Tcb::shrinkable_window`]).
+    pub(crate) fn compute_window(&mut self, mem: &TcpMem, cfg: &Config) -> u32 {
         let mut mss = self.rcv_mss as i64;
-        let mut free = self.tcp_space();
+        let free = self.tcp_space();
         let allowed = self.full_space() as i64;
         let full = (self.window_clamp as i64).min(allowed);
         if mss > full {
@@ -249,6 +257,12 @@ impl Tcb {
                 return 0;
             }
         }
+        // "Only allow window shrink if the sysctl is enabled and we have a non-zero
+        // scaling factor in effect."
+        if cfg.tcp_shrink_window && self.rcv_wscale != 0 {
+            return self.shrinkable_window(mem, free, allowed, full, mss);
+        }
+        let mut free = free;
         let unit = 1i64 << self.rcv_wscale;
         if free < full >> 1 {
             self.quick = 0;
@@ -271,6 +285,36 @@ impl Tcb {
             window = free;
         }
         window as u32
+    }
+
+    /// `__tcp_select_window`'s `shrink_window_allowed:` (commit b650d953cd39, "tcp:
+    /// enforce receive buffer memory limits by allowing the tcp window to shrink"):
+    /// the free space rounded down to the scale, zero when it is below an MSS, 1/16
+    /// of the buffer or one scale unit once less than half the full space is free,
+    /// at most `rcv_ssthresh` rounded up to the scale.
+    fn shrinkable_window(
+        &mut self,
+        mem: &TcpMem,
+        free: i64,
+        allowed: i64,
+        full: i64,
+        mss: i64,
+    ) -> u32 {
+        let unit = 1i64 << self.rcv_wscale;
+        let mut free = free.max(0) / unit * unit;
+        if free < full >> 1 {
+            self.quick = 0;
+            if mem.under_pressure() {
+                self.adjust_rcv_ssthresh();
+            }
+            if free < allowed >> 4 || free < mss || free < unit {
+                return 0;
+            }
+        }
+        if free > self.rcv_ssthresh as i64 {
+            free = (self.rcv_ssthresh as i64 + unit - 1) / unit * unit;
+        }
+        free as u32
     }
 }
 
@@ -413,6 +457,69 @@ mod tests {
         }
     }
 
+    /// `net.ipv4.tcp_shrink_window` (Linux 6.5+): with a window scale the free space
+    /// itself is offered, rounded down to the scale (rcv_ssthresh rounded up), zero
+    /// below one scale unit, and `tcp_select_window` lets the right edge move back;
+    /// without it the edge holds and a wanted zero window is counted
+    /// (TcpExtTCPWantZeroWindowAdv).
+    #[test]
+    fn tcp_shrink_window_lets_a_scaled_window_shrink() {
+        let mut cfg = kernel_cfg();
+        let seg = crate::tcp::skbuff::rx_truesize(1448);
+        let fill = |t: &mut Tcb, n: usize| {
+            for _ in 0..n {
+                t.rcv_queue.push(vec![0u8; 1448].into(), seg);
+            }
+        };
+        let mut st = crate::tcp::TestStack::default();
+        for shrink in [false, true] {
+            cfg.tcp_shrink_window = shrink;
+            let mut t = passive_established(&cfg);
+            t.rcv_mss = 1448;
+            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+            // The SYN-ACK offered 65160: kept (ALIGN 65536), or ALIGN(rcv_ssthresh
+            // 64088, 1024) once it may shrink.
+            let w = t.select_window(&mut ctx);
+            assert_eq!(w, if shrink { 63 } else { 64 });
+            // 40 segments unread: 19,456 bytes of window free (see below).
+            fill(&mut t, 40);
+            let w = t.select_window(&mut ctx);
+            assert_eq!(w, if shrink { 19 } else { 64 }, "shrink {shrink}");
+            // 57: less than an MSS free: zero, offered only when shrinking.
+            fill(&mut t, 17);
+            let w = t.select_window(&mut ctx);
+            assert_eq!(w, if shrink { 0 } else { 64 }, "shrink {shrink}");
+            assert_eq!(
+                ctx.mib.get(crate::mib::Mib::TcpExtTCPWantZeroWindowAdv),
+                1,
+                "counted when not shrinking (the stack's counters add up)"
+            );
+            assert_eq!(
+                ctx.mib.get(crate::mib::Mib::TcpExtTCPToZeroWindowAdv),
+                shrink as u64
+            );
+        }
+        // Unscaled, the window never shrinks.
+        let mut t = passive_established(&cfg);
+        t.rcv_wscale = 0;
+        t.rcv_mss = 1448;
+        fill(&mut t, 57);
+        let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+        let cur = t.receive_window();
+        assert_eq!(t.select_window(&mut ctx) as u32, cur.min(65535));
+        // tcp_workaround_signed_windows: 32767 at most, unscaled.
+        cfg.tcp_workaround_signed_windows = true;
+        let mut t = passive_established(&cfg);
+        t.rcv_wscale = 0;
+        let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+        assert_eq!(t.select_window(&mut ctx), 32767);
+        let mut a = Tcb::for_test(&cfg);
+        a.state = TcpState::SynSent;
+        a.advmss = 1460;
+        a.select_initial_window(&cfg, 1460, false, 0);
+        assert_eq!(a.rcv_wnd, 32767);
+    }
+
     /// `__tcp_select_window` never offers more than `rcv_ssthresh`, rounds down to the
     /// scale once less than half the full space is free, and offers zero when the
     /// free space is below one MSS.
@@ -420,7 +527,7 @@ mod tests {
     fn window_follows_the_free_space() {
         let cfg = kernel_cfg();
         let mut t = passive_established(&cfg);
-        assert_eq!(t.compute_window(&TcpMem::default()), 64512); // ALIGN(rcv_ssthresh 64088, 1024)
+        assert_eq!(t.compute_window(&TcpMem::default(), &cfg), 64512); // ALIGN(rcv_ssthresh 64088, 1024)
         t.rcv_mss = 1448;
         // 40 unread segments cost 40 x 2304 of 131072: 38,912 bytes free, 19,456 of
         // window (ratio 128) < 32,044 (half the clamp): rounded down to 1024.
@@ -428,10 +535,10 @@ mod tests {
         for _ in 0..40 {
             t.rcv_queue.push(vec![0u8; 1448].into(), seg);
         }
-        assert_eq!(t.compute_window(&TcpMem::default()), 19 * 1024);
+        assert_eq!(t.compute_window(&TcpMem::default(), &cfg), 19 * 1024);
         for _ in 0..17 {
             t.rcv_queue.push(vec![0u8; 1448].into(), seg);
         }
-        assert_eq!(t.compute_window(&TcpMem::default()), 0);
+        assert_eq!(t.compute_window(&TcpMem::default(), &cfg), 0);
     }
 }

@@ -160,6 +160,10 @@ pub struct Config {
     /// points at the urgent byte) instead of BSD's way (one past it, Linux's
     /// default, off); `tcp_check_urg`.
     pub tcp_stdurg: bool,
+    /// `net.ipv4.tcp_pingpong_thresh` (1-255, default 1): replies sent within `ato`
+    /// of a receipt that put a connection in pingpong mode, where delayed ACKs wait
+    /// for the reply (`inet_csk_in_pingpong_mode`, read at every use).
+    pub tcp_pingpong_thresh: u8,
     /// `net.ipv4.tcp_ecn`: ECN (RFC 3168); 1 asks for it on outgoing connections
     /// and accepts it on incoming ones, 2 (Linux's default) only accepts, 0 neither.
     pub tcp_ecn: u8,
@@ -371,6 +375,7 @@ impl Default for Config {
             tcp_limit_output_bytes: 4 << 20,
             tcp_autocorking: true,
             tcp_stdurg: false,
+            tcp_pingpong_thresh: 1,
             tcp_ecn: 2,
             tcp_ecn_fallback: true,
             tcp_min_tso_segs: 2,
@@ -541,6 +546,7 @@ impl Config {
         "net.ipv4.tcp_limit_output_bytes",
         "net.ipv4.tcp_autocorking",
         "net.ipv4.tcp_stdurg",
+        "net.ipv4.tcp_pingpong_thresh",
         "net.ipv4.tcp_ecn",
         "net.ipv4.tcp_ecn_fallback",
         "net.ipv4.tcp_min_tso_segs",
@@ -689,6 +695,9 @@ impl Config {
             }
             "net.ipv4.tcp_autocorking" => self.tcp_autocorking = parse_bool(n, value)?,
             "net.ipv4.tcp_stdurg" => self.tcp_stdurg = parse_bool(n, value)?,
+            "net.ipv4.tcp_pingpong_thresh" => {
+                self.tcp_pingpong_thresh = parse_num(n, value, 1, 255, "1..=255")?
+            }
             // 3-5 are AccECN (Linux 6.18), which lowtide does not model: refused.
             "net.ipv4.tcp_ecn" => self.tcp_ecn = parse_num(n, value, 0, 2, "0..=2")?,
             "net.ipv4.tcp_ecn_fallback" => self.tcp_ecn_fallback = parse_bool(n, value)?,

@@ -382,7 +382,7 @@ impl SocketRef<'_> {
 
     /// `TCP_QUICKACK` (getsockopt): 1 unless in pingpong mode.
     pub fn quickack(&self) -> Result<bool, SocketError> {
-        Ok(self.stack.tcb(self.h)?.quickack())
+        Ok(self.stack.tcb(self.h)?.quickack(&self.stack.cfg))
     }
 
     /// `TCP_MAXSEG` (getsockopt).

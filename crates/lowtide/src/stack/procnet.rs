@@ -145,8 +145,7 @@ impl Stack {
                         probes_out: t.probes_out as u32,
                         rto: clock_t(t.rto_backed_off()),
                         ato: clock_t(t.ato),
-                        quick_pingpong: (t.quick << 1)
-                            | (t.pingpong >= crate::tcp::delack::TCP_PINGPONG_THRESH) as u32,
+                        quick_pingpong: (t.quick << 1) | t.in_pingpong_mode(&self.cfg) as u32,
                         cwnd: cw.snd_cwnd,
                         ssthresh: match cw.snd_ssthresh >= crate::tcp::cong::INFINITE_SSTHRESH {
                             true => -1,

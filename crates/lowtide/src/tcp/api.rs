@@ -446,7 +446,7 @@ impl Tcb {
         if !self.state.is_synchronized() {
             return;
         }
-        if self.read_needs_ack(copied) {
+        if self.read_needs_ack(ctx.cfg, copied) {
             return self.send_ack(ctx);
         }
         if copied == 0 || self.rcv_shutdown {

@@ -10,6 +10,7 @@ use super::consts::{
     TCP_ATO_MIN, TCP_DELACK_MAX, TCP_DELACK_MIN, TCP_MAX_QUICKACKS, TCP_MIN_MSS, TCP_MSS_DEFAULT,
 };
 use super::sock::Tcb;
+use crate::config::Config;
 use crate::time::Instant;
 use core::time::Duration;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
@@ -21,9 +22,6 @@ pub(crate) const ICSK_ACK_PUSHED2: u8 = 2;
 
 /// HZ/2: the longest delay otherwise (before the RTT bound).
 const MAX_ATO: Duration = Duration::from_millis(500);
-/// `net.ipv4.tcp_pingpong_thresh` (default 1): replies within `ato` of a receipt
-/// that put the connection in pingpong mode.
-pub(crate) const TCP_PINGPONG_THRESH: u8 = 1;
 
 impl Tcb {
     /// `tcp_event_data_recv`'s ACK timing for in-order data arriving now: `ato`
@@ -84,13 +82,13 @@ impl Tcb {
     /// owed: more than one segment unacknowledged (the once-per-two-segments ACK
     /// tcp_input.c left to the reader), or the read drained everything after a
     /// pushed segment (`ICSK_ACK_PUSHED2`, or `ICSK_ACK_PUSHED` outside pingpong).
-    pub(crate) fn read_needs_ack(&self, copied: usize) -> bool {
+    pub(crate) fn read_needs_ack(&self, cfg: &Config, copied: usize) -> bool {
         if !self.ack_pending {
             return false;
         }
         let drained = self.rcv_queue.is_empty() && self.ofo.is_empty();
         let pushed = self.ack_pushed & ICSK_ACK_PUSHED2 != 0
-            || (self.ack_pushed & ICSK_ACK_PUSHED != 0 && !self.in_pingpong_mode());
+            || (self.ack_pushed & ICSK_ACK_PUSHED != 0 && !self.in_pingpong_mode(cfg));
         self.rcv_nxt - self.rcv_wup > self.rcv_mss as u64 || (copied > 0 && pushed && drained)
     }
 
@@ -112,18 +110,25 @@ impl Tcb {
         self.ato = TCP_ATO_MIN;
     }
 
-    /// `inet_csk_in_pingpong_mode`.
-    fn in_pingpong_mode(&self) -> bool {
-        self.pingpong >= TCP_PINGPONG_THRESH
+    /// `inet_csk_in_pingpong_mode`: at least `net.ipv4.tcp_pingpong_thresh`
+    /// replies (read at every use, as Linux 6.x does).
+    pub(crate) fn in_pingpong_mode(&self, cfg: &Config) -> bool {
+        self.pingpong >= cfg.tcp_pingpong_thresh
+    }
+
+    /// `inet_csk_enter_pingpong_mode`: the count set to the threshold.
+    pub(crate) fn enter_pingpong_mode(&mut self, cfg: &Config) {
+        self.pingpong = cfg.tcp_pingpong_thresh;
     }
 
     /// `tcp_in_quickack_mode`: the route says `quickack`, or quick ACKs are left
     /// and not in pingpong mode.
-    pub(crate) fn in_quickack_mode(&self) -> bool {
-        self.dst_quick_ack || (self.quick > 0 && !self.in_pingpong_mode())
+    pub(crate) fn in_quickack_mode(&self, cfg: &Config) -> bool {
+        self.dst_quick_ack || (self.quick > 0 && !self.in_pingpong_mode(cfg))
     }
 
-    /// `tcp_event_data_sent`: data sent within `ato` of the last receipt is a reply.
+    /// `tcp_event_data_sent`: data sent within `ato` of the last receipt is a reply
+    /// (`inet_csk_inc_pingpong_cnt`, up to 255).
     pub(crate) fn event_data_sent(&mut self, now: Instant) {
         if now.saturating_since(self.lrcvtime) < self.ato {
             self.pingpong = self.pingpong.saturating_add(1);
@@ -136,7 +141,7 @@ impl Tcb {
     /// Before any data `ato` is 0: the timer expires at once, and its handler sends
     /// the ACK (`tcp_delack_timer_handler`: TcpExtDelayedACKs, pingpong left).
     pub(crate) fn send_delayed_ack(&mut self, ctx: &mut super::Ctx) {
-        let ato = self.delack_timeout();
+        let ato = self.delack_timeout(ctx.cfg);
         let mut timeout = ctx.now + ato;
         if let Some(pending) = self.delack_at {
             // "If delack timer is about to expire, send ACK now."
@@ -168,11 +173,11 @@ impl Tcb {
     /// `tcp_send_delayed_ack`'s timeout: `ato`, above `TCP_DELACK_MIN` bounded by
     /// the smoothed RTT and by 500 ms (200 ms in pingpong mode), never more than
     /// `TCP_DELACK_MAX`.
-    pub(crate) fn delack_timeout(&self) -> Duration {
+    pub(crate) fn delack_timeout(&self, cfg: &Config) -> Duration {
         let mut ato = self.ato;
         if ato > TCP_DELACK_MIN {
             let pushed = self.ack_pushed & ICSK_ACK_PUSHED != 0;
-            let mut max_ato = if self.in_pingpong_mode() || pushed {
+            let mut max_ato = if self.in_pingpong_mode(cfg) || pushed {
                 TCP_DELACK_MAX
             } else {
                 MAX_ATO
@@ -192,7 +197,7 @@ impl Tcb {
     /// is scheduled, the connection enters quick-ACK mode, and the delayed-ACK timer
     /// runs for `TCP_DELACK_MAX`. Otherwise it goes at once (`tcp_send_ack`).
     pub(crate) fn synsent_ack(&mut self, ctx: &mut super::Ctx) {
-        if self.write_pending == 0 && !self.in_pingpong_mode() {
+        if self.write_pending == 0 && !self.in_pingpong_mode(ctx.cfg) {
             return self.send_ack(ctx);
         }
         self.ack_pending = true;
@@ -206,8 +211,7 @@ impl Tcb {
     /// (`tcp_cleanup_rbuf`), an even value going back to pingpong mode after.
     pub(crate) fn set_quickack(&mut self, ctx: &mut super::Ctx, val: i32) {
         if val == 0 {
-            self.pingpong = TCP_PINGPONG_THRESH;
-            return;
+            return self.enter_pingpong_mode(ctx.cfg);
         }
         self.pingpong = 0;
         if matches!(
@@ -218,21 +222,21 @@ impl Tcb {
             self.ack_pushed |= ICSK_ACK_PUSHED;
             self.cleanup_rbuf(ctx, 1);
             if val & 1 == 0 {
-                self.pingpong = TCP_PINGPONG_THRESH;
+                self.enter_pingpong_mode(ctx.cfg);
             }
         }
     }
 
     /// `TCP_QUICKACK` (getsockopt): not in pingpong mode.
-    pub(crate) fn quickack(&self) -> bool {
-        !self.in_pingpong_mode()
+    pub(crate) fn quickack(&self, cfg: &Config) -> bool {
+        !self.in_pingpong_mode(cfg)
     }
 
     /// `tcp_delack_timer_handler` with an ACK owed: the delay was too short, so
     /// `ato` doubles (up to the RTO); in pingpong mode the reply did not come, so
     /// the connection leaves it and `ato` falls back to its minimum.
-    pub(crate) fn delack_missed(&mut self) {
-        if self.in_pingpong_mode() {
+    pub(crate) fn delack_missed(&mut self, cfg: &Config) {
+        if self.in_pingpong_mode(cfg) {
             self.pingpong = 0;
             self.ato = TCP_ATO_MIN;
         } else {
@@ -254,6 +258,35 @@ mod tests {
         t.rto = Duration::from_millis(300);
         t.srtt_us = 100_000;
         t
+    }
+
+    /// `inet_csk_in_pingpong_mode` reads `net.ipv4.tcp_pingpong_thresh` at every
+    /// use: replies counted (`inet_csk_inc_pingpong_cnt`) reach it or not as the
+    /// sysctl moves; entering the mode (`TCP_QUICKACK` 0, `tcp_fin`) sets the count
+    /// to it, a missed delayed ACK leaves it.
+    #[test]
+    fn pingpong_threshold_is_a_live_sysctl() {
+        let mut cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = established(&cfg);
+        t.ato = TCP_ATO_MIN;
+        t.lrcvtime = Instant::ZERO;
+        let reply = |t: &mut Tcb| t.event_data_sent(Instant::ZERO + Duration::from_millis(1));
+        reply(&mut t);
+        assert!(t.in_pingpong_mode(&cfg), "default 1: one reply");
+        cfg.tcp_pingpong_thresh = 3;
+        assert!(!t.in_pingpong_mode(&cfg) && t.quickack(&cfg));
+        reply(&mut t);
+        reply(&mut t);
+        assert!(t.in_pingpong_mode(&cfg));
+        t.delack_missed(&cfg);
+        assert_eq!(t.pingpong, 0);
+        t.set_quickack(&mut st.ctx(&cfg, Instant::ZERO, false), 0);
+        assert_eq!(t.pingpong, 3);
+        // A reply long after the receipt (not within ato) does not count.
+        t.pingpong = 0;
+        t.event_data_sent(Instant::ZERO + Duration::from_secs(1));
+        assert_eq!(t.pingpong, 0);
     }
 
     #[test]

@@ -1177,7 +1177,7 @@ impl Tcb {
         match self.state {
             TcpState::SynRecv | TcpState::Established => {
                 self.ack_pending = true;
-                self.pingpong = self.pingpong.max(super::delack::TCP_PINGPONG_THRESH);
+                self.enter_pingpong_mode(ctx.cfg);
                 self.state = TcpState::CloseWait;
             }
             TcpState::FinWait1 => {
@@ -1213,7 +1213,7 @@ impl Tcb {
         let now_needed = unacked > self.rcv_mss as u64
             && (self.rcv_nxt == self.copied_seq
                 || self.compute_window(ctx.mem, ctx.cfg) >= self.rcv_wnd)
-            || self.in_quickack_mode()
+            || self.in_quickack_mode(ctx.cfg)
             || self.ack_now;
         if now_needed {
             self.send_ack(ctx);

@@ -210,7 +210,7 @@ impl Tcb {
         self.syn_retries = o.syn_retries;
         self.tstamp.flags = o.tsflags;
         if o.pingpong {
-            self.pingpong = super::delack::TCP_PINGPONG_THRESH;
+            self.enter_pingpong_mode(cfg);
         }
         self.urg.inline = o.oobinline;
         self.tfo.connect = o.fastopen_connect;

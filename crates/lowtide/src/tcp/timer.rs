@@ -151,7 +151,7 @@ impl Tcb {
         if self.delack_at.is_some_and(|t| t <= now) {
             self.delack_at = None;
             if self.ack_pending {
-                self.delack_missed();
+                self.delack_missed(ctx.cfg);
                 ctx.mib.inc(Mib::TcpExtDelayedACKs);
                 self.send_ack(ctx);
             }

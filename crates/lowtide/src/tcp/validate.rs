@@ -569,7 +569,7 @@ mod tests {
         assert_eq!(ctx.mib.get(Mib::TcpExtTCPZeroWindowDrop), 1);
         assert_eq!(t.rcv_nxt, 1001);
         assert!(
-            t.in_quickack_mode() && t.ack_pending,
+            t.in_quickack_mode(&cfg) && t.ack_pending,
             "out_of_window: quick ACK"
         );
         // A partial duplicate at a closed window: its head D-SACKed, its tail dropped.

@@ -366,7 +366,10 @@ fn runs_that_carried_no_data_fail_with_a_reason_per_flow() {
 /// client's late retransmission reaches the listener after its connection closed and
 /// is a valid cookie ACK, so a second connection is born from the same port (as in
 /// Linux). The simulator's receiver must not append it to the finished flow: before,
-/// flow 78 read 1,538 bytes past its end ("bad stream at offset 1826").
+/// flow 78 read 1,538 bytes past its end ("bad stream at offset 1826"). The seed is
+/// one that still gives such a stray connection (the original, 17641238089543402820,
+/// stopped giving one with 94f729d's tcp_data_queue, which changed the run); no flow
+/// may read past its end or get a bad stream, and each flow not reset gets its bytes.
 #[test]
 fn a_second_connection_from_a_flows_port_is_a_stray_not_more_stream() {
     let args = [
@@ -382,7 +385,7 @@ fn a_second_connection_from_a_flows_port_is_a_stray_not_more_stream() {
         "--queue=100000",
         "--mss=1550",
         "--gro=off",
-        "--seed=17641238089543402820",
+        "--seed=4",
         "--time-limit=4948s",
         "--sysctl=net.ipv4.tcp_congestion_control=cubic",
         "--sysctl=net.ipv4.tcp_moderate_rcvbuf=0",
@@ -400,8 +403,14 @@ fn a_second_connection_from_a_flows_port_is_a_stray_not_more_stream() {
         "{}",
         v["drops"]
     );
-    assert_eq!(v["per_flow"][78]["failure"], serde_json::Value::Null);
-    assert_eq!(v["per_flow"][78]["bytes_delivered"], 1826);
+    for (i, f) in v["per_flow"].as_array().unwrap().iter().enumerate() {
+        let failure = f["failure"].as_str().unwrap_or("");
+        assert!(!failure.contains("bad stream"), "flow {i}: {failure}");
+        assert!(f["bytes_delivered"].as_u64().unwrap() <= 1826, "flow {i}");
+        if f["failure"].is_null() {
+            assert_eq!(f["bytes_delivered"], 1826, "flow {i}");
+        }
+    }
 }
 
 /// Issue 25 §4: `--jitter` delays A->B packets in the simulator and both directions

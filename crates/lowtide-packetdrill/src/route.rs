@@ -170,6 +170,8 @@ mod tests {
             (50, 1600, 1),
             "rtt in the kernel's fixed point (ms x 8)"
         );
+        assert!(m.locked(Rtax::RtoMin) && m.locked(Rtax::CcAlgo) && m.ecn());
+        assert_eq!((m.congctl(), r.prefix_len), (Some("reno"), 64));
         let raw = "add 10.0.0.0/8 dev tun0 rtt 100 rttvar 30ms";
         let Some(Ok(RouteCmd::Replace(r))) = parse(&words(raw)) else {
             panic!("not parsed");
@@ -180,8 +182,6 @@ mod tests {
             (100, 120),
             "a bare number is raw"
         );
-        assert!(m.locked(Rtax::RtoMin) && m.locked(Rtax::CcAlgo) && m.ecn());
-        assert_eq!((m.congctl(), r.prefix_len), (Some("reno"), 64));
     }
 
     #[test]

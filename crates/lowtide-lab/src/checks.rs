@@ -161,6 +161,21 @@ fn e3(c: &Ctx, out: &mut Vec<Check>) {
             |a, b| b < a / 4.0,
         );
         c.goodput_same(out, &g, "goodput unchanged by TSQ (within 5 %)", 0.05);
+        // Seed 002's own rule (fixed 128 KB), where the plan has it, per bulk sender
+        // as the seed claims (four flows queue four times 128 KB).
+        if g.ends_with(", 1 flow") && c.mean(&g, "C", delay).is_some() {
+            let claim =
+                "mean device-queue delay with seed 002's TSQ (fixed 128 KB) < 1/4 of without";
+            c.compare(
+                out,
+                &g,
+                ("A", "C"),
+                "mean delay us",
+                claim,
+                delay,
+                |a, x| x < a / 4.0,
+            );
+        }
     }
 }
 

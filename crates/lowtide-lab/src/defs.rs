@@ -260,19 +260,35 @@ fn e2(b: &mut Builder) {
 }
 
 /// E3 (seed 002): bulk senders through a pfifo NIC queue (1000 packets) on 1 Gbit/s
-/// and 100 Mbit/s, TSO on, 1 and 4 flows, TSQ off vs on, LAN RTT (1 ms).
+/// and 100 Mbit/s, TSO on, 1 and 4 flows, LAN RTT (1 ms): TSQ off (A), TSQ with
+/// today's limit (B: `max(2 * truesize, pacing_rate >> 10)`, capped at
+/// `tcp_limit_output_bytes`), and TSQ as seed 002 had it (C: a fixed
+/// `tcp_limit_output_bytes` of 128 KB, `experimental.tsq_rule = fixed`).
 fn e3(b: &mut Builder) {
     let secs = if b.quick() { 3 } else { 10 };
+    let variants: [(&str, &[&str]); 3] = [
+        ("A: TSQ off", &["experimental.tsq=false"]),
+        ("B: TSQ on", &["experimental.tsq=true"]),
+        (
+            "C: TSQ as in seed 002 (fixed 128 KB)",
+            &[
+                "experimental.tsq=true",
+                "experimental.tsq_rule=fixed",
+                "net.ipv4.tcp_limit_output_bytes=131072",
+            ],
+        ),
+    ];
     for rate_bps in [GBIT, 100_000_000] {
         for flows in [1, 4] {
             let group = format!("{}, {} flow{}", rate(rate_bps), flows, plural(flows));
-            for (v, tsq) in [("A: TSQ off", false), ("B: TSQ on", true)] {
-                let r = Run::new(Experiment::E3, &group, v)
+            for (v, sysctls) in variants {
+                let mut r = Run::new(Experiment::E3, &group, v)
                     .path(flows, rate_bps, MS)
-                    .bulk(secs * S)
-                    .sysctl(&format!("experimental.tsq={tsq}"))
-                    .series(5 * MS);
-                b.push(r);
+                    .bulk(secs * S);
+                for s in sysctls {
+                    r = r.sysctl(s);
+                }
+                b.push(r.series(5 * MS));
             }
         }
     }

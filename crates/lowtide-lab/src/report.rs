@@ -16,8 +16,8 @@ struct SeedFigure {
     /// The group of lowtide runs to compare, and the variants' prefixes.
     group: &'static str,
     variants: (&'static str, &'static str),
-    /// The figure and its unit.
-    figure: fn(&Figures) -> f64,
+    /// The figure and its unit (NaN where a run lacks it: left out).
+    figure: fn(&RunRecord) -> f64,
     unit: &'static str,
     /// Sum over repetitions instead of the mean (E4's "sum of 10 runs").
     sum: bool,
@@ -33,10 +33,11 @@ fn seed_figures(e: Experiment) -> Vec<SeedFigure> {
         unit,
         sum: false,
     };
-    let pages: fn(&Figures) -> f64 = |f| f.mean_pages;
-    let mbit: fn(&Figures) -> f64 = |f| f.goodput_bps / 1e6;
-    let wake: fn(&Figures) -> f64 = |f| f.wakeups_per_s;
-    let delay_ms: fn(&Figures) -> f64 = |f| f.dev_mean_delay_us / 1e3;
+    let pages: fn(&RunRecord) -> f64 = |r| r.figures.mean_pages;
+    let mbit: fn(&RunRecord) -> f64 = |r| r.figures.goodput_bps / 1e6;
+    let wake: fn(&RunRecord) -> f64 = |r| r.figures.wakeups_per_s;
+    let delay_ms: fn(&RunRecord) -> f64 = |r| r.figures.dev_mean_delay_us / 1e3;
+    let steady_ms: fn(&RunRecord) -> f64 = steady_queue_ms;
     match e {
         Experiment::E1 => vec![
             f("TCP memory, 200 flows (pages; seed: 60 s in, lowtide: mean over the run)", "45,458 -> 20,567 (0.45x)", "200 flows", ("A", "B"), pages, "pages"),
@@ -57,17 +58,50 @@ fn seed_figures(e: Experiment) -> Vec<SeedFigure> {
             f("queueing, 100 Mbit/s, 4 flows", "not published", "100 Mbit/s, 4 flows", ("A", "B"), delay_ms, "ms"),
             f("throughput, 1 Gbit/s, 1 flow", "unchanged", "1 Gbit/s, 1 flow", ("A", "B"), mbit, "Mbit/s"),
             f("throughput, 100 Mbit/s, 1 flow", "unchanged", "100 Mbit/s, 1 flow", ("A", "B"), mbit, "Mbit/s"),
+            f("queueing per bulk sender, 1 Gbit/s, 1 flow, TSQ as in seed 002 (fixed 128 KB; C)", "50 ms -> < 1 ms", "1 Gbit/s, 1 flow", ("A", "C"), delay_ms, "ms"),
+            f("queueing per bulk sender, 100 Mbit/s, 1 flow, TSQ as in seed 002 (C)", "132 ms -> < 8 ms", "100 Mbit/s, 1 flow", ("A", "C"), delay_ms, "ms"),
+            f("steady state: queue in the run's second half (backlog / rate), 1 Gbit/s, 1 flow, today's TSQ", "50 ms -> < 1 ms", "1 Gbit/s, 1 flow", ("A", "B"), steady_ms, "ms"),
+            f("steady state, 1 Gbit/s, 1 flow, TSQ as in seed 002 (C)", "50 ms -> < 1 ms", "1 Gbit/s, 1 flow", ("A", "C"), steady_ms, "ms"),
+            f("steady state, 100 Mbit/s, 1 flow, today's TSQ", "132 ms -> < 8 ms", "100 Mbit/s, 1 flow", ("A", "B"), steady_ms, "ms"),
+            f("steady state, 100 Mbit/s, 1 flow, TSQ as in seed 002 (C)", "132 ms -> < 8 ms", "100 Mbit/s, 1 flow", ("A", "C"), steady_ms, "ms"),
         ],
         Experiment::E4 => vec![SeedFigure {
             sum: true,
             ..f("sum of the runs' goodput (list -> tree)", "2,840 -> 18,053 Mbit/s (6.4x)", "", ("A", "B"), mbit, "Mbit/s")
         }],
         Experiment::E5 => vec![
-            f("IpOutRequests", "599 -> 232 (0.39x)", "2,000,000 bytes", ("A", "B"), |f| f.ip_out_requests as f64, ""),
-            f("IpInReceives (ACKs at the sender)", "600 -> 221 (0.37x)", "2,000,000 bytes", ("A", "B"), |f| f.ip_in_receives as f64, ""),
-            f("TcpOutSegs", "1,397 -> 1,397 (1.00x)", "2,000,000 bytes", ("A", "B"), |f| f.tcp_out_segs as f64, ""),
+            f("IpOutRequests", "599 -> 232 (0.39x)", "2,000,000 bytes", ("A", "B"), |r| r.figures.ip_out_requests as f64, ""),
+            f("IpInReceives (ACKs at the sender)", "600 -> 221 (0.37x)", "2,000,000 bytes", ("A", "B"), |r| r.figures.ip_in_receives as f64, ""),
+            f("TcpOutSegs", "1,397 -> 1,397 (1.00x)", "2,000,000 bytes", ("A", "B"), |r| r.figures.tcp_out_segs as f64, ""),
             f("throughput", "44.22 -> 44.27 Mbit/s (1.00x)", "2,000,000 bytes", ("A", "B"), mbit, "Mbit/s"),
         ],
+    }
+}
+
+/// The link rate of a run (bit/s) from its "rate" parameter ("1 Gbit/s", "100 Mbit/s").
+pub(crate) fn rate_bps(r: &RunRecord) -> Option<f64> {
+    let (_, v) = r.params.iter().find(|(k, _)| k == "rate")?;
+    let (n, unit) = v.split_once(' ')?;
+    let n: f64 = n.parse().ok()?;
+    match unit {
+        "Gbit/s" => Some(n * 1e9),
+        "Mbit/s" => Some(n * 1e6),
+        _ => None,
+    }
+}
+
+/// E3's steady state: host A's NIC backlog over the second half of the run (the
+/// time series' samples from half the duration on), as a delay at the link rate
+/// (ms); NaN without a series.
+pub(crate) fn steady_queue_ms(r: &RunRecord) -> f64 {
+    let half_us = r.figures.duration_s * 1e6 / 2.0;
+    let xs: Vec<f64> = (r.series.iter())
+        .filter(|x| x.time_us as f64 >= half_us)
+        .map(|x| x.dev_queue_bytes as f64)
+        .collect();
+    match (rate_bps(r), xs.is_empty()) {
+        (Some(rate), false) => xs.iter().sum::<f64>() / xs.len() as f64 * 8.0 / rate * 1e3,
+        _ => f64::NAN,
     }
 }
 
@@ -126,7 +160,8 @@ fn n_of(na: usize, nb: usize) -> String {
 fn lowtide_figure(file: &ResultsFile, e: Experiment, s: &SeedFigure) -> String {
     let xs = |v| -> Vec<f64> {
         (select(file, e, s.group, v).iter())
-            .map(|r| (s.figure)(&r.figures))
+            .map(|r| (s.figure)(r))
+            .filter(|x| x.is_finite())
             .collect()
     };
     let (xa, xb) = (xs(s.variants.0), xs(s.variants.1));
@@ -261,6 +296,9 @@ fn experiment_section(
     }
     if let Some(text) = notes(e) {
         let _ = writeln!(s, "{text}\n");
+    }
+    if e == Experiment::E3 {
+        e3_bounds(s, file);
     }
     real_report::section(s, real, e);
 }
@@ -417,6 +455,46 @@ fn cpu_table(s: &mut String, file: &ResultsFile) {
     let _ = writeln!(s);
 }
 
+/// E3's B and C held against the seed's published bounds, from the runs.
+fn e3_bounds(s: &mut String, file: &ResultsFile) {
+    let e = Experiment::E3;
+    let mean = |g: &str, v: &str, f: fn(&RunRecord) -> f64| {
+        let xs: Vec<f64> = (select(file, e, g, v).iter())
+            .map(|r| f(r))
+            .filter(|x| x.is_finite())
+            .collect();
+        stats::summary(&xs).map(|sm| sm.mean)
+    };
+    let delay: fn(&RunRecord) -> f64 = |r| r.figures.dev_mean_delay_us / 1e3;
+    let mut parts = Vec::new();
+    for (g, bound) in [("1 Gbit/s, 1 flow", 1.0), ("100 Mbit/s, 1 flow", 8.0)] {
+        for (v, name) in [("B", "today's rule (B)"), ("C", "seed 002's rule (C)")] {
+            let (Some(all), Some(steady)) = (mean(g, v, delay), mean(g, v, steady_queue_ms)) else {
+                continue;
+            };
+            let verdict = |x: f64| match x < bound {
+                true => "meets",
+                false => "misses",
+            };
+            parts.push(format!(
+                "{g}, {name}: {} ms over the run ({} the seed's < {bound} ms), {} ms in its \
+                 second half ({})",
+                num(all),
+                verdict(all),
+                num(steady),
+                verdict(steady)
+            ));
+        }
+    }
+    if !parts.is_empty() {
+        let _ = writeln!(
+            s,
+            "Against the seed's bounds, per bulk sender (means over the seeds): {}.\n",
+            parts.join("; ")
+        );
+    }
+}
+
 /// What to keep in mind when reading an experiment's figures.
 fn notes(e: Experiment) -> Option<&'static str> {
     Some(match e {
@@ -443,16 +521,36 @@ fn notes(e: Experiment) -> Option<&'static str> {
             that yet (a stated limit)."
         }
         Experiment::E3 => {
-            "Delay is per packet from enqueue to the start of its serialization \
-            in host A's NIC queue (a 64 KB GSO packet counts once), averaged over the whole \
-            run, ramp included (the plot of the delay over time shows the ramp). Without \
-            TSQ the queue grows until the send buffer stops the writer: the runs table's \
-            wmem per flow stays below tcp_wmem[2] (4 MB, lowtide's and Linux's default), \
-            and the receive window (32 MB tcp_rmem) is not what binds. \"TSQ on\" is \
-            today's rule, tcp_small_queue_check's max(2 x truesize, pacing_rate >> 10), \
-            not 2012's fixed 128 KB tcp_limit_output_bytes; the seed's \"< 1 ms\" and \
-            \"< 8 ms\" are bounds to hold the B column against. The seed does not say \
-            which RTT, windows or duration it used (1 ms, the defaults and 10 s here)."
+            "Delay is per packet from enqueue to the start of its serialization in host \
+            A's NIC queue (a 64 KB GSO packet counts once), averaged over the whole run, \
+            ramp included; the steady-state rows average the NIC backlog over the run's \
+            second half (the time series, every 5 ms) as a delay at the link rate. Without \
+            TSQ (A) the queue grows until the send buffer stops the writer, not the receive \
+            window: in the one-flow 1 Gbit/s A run (its per-flow time series, \
+            docs/experiments/README.md has the command) sk_wmem_queued stays within a few \
+            per cent of sk_sndbuf = tcp_wmem[2] = 4 MB with nothing unsent, all of it in \
+            flight below cwnd, and the peer's window (6.2 MB) is never reached; at 100 \
+            Mbit/s the queue needs about 5 s to reach that cap (4 MB is 340 ms there), so \
+            the run's mean and its second half differ. B is TSQ as Linux has had it since \
+            3.12: a limit of max(2 x truesize, pacing_rate >> 10), capped by \
+            tcp_limit_output_bytes (4 MB since 6.16, for paced sockets too). C is seed \
+            002's own rule (46d3ceabd8d9, Linux 3.6; `experimental.tsq_rule=fixed` with \
+            tcp_limit_output_bytes 128 KB): no new data while sk_wmem_alloc >= 128 KB, at \
+            any rate, so about two 64 KB TSO packets (0.5 ms of waiting at 1 Gbit/s, 10 ms \
+            at 100 Mbit/s). The seed also capped the TSO size goal at half that limit (64 \
+            KB, the GSO maximum anyway; not modeled). TSO autosizing (Linux 3.12, after the \
+            seed) is on in all three. The seed does not say which RTT, windows or duration \
+            it used (1 ms, the defaults and 10 s here). Why the kernel column queues about \
+            10 ms at 100 Mbit/s where lowtide's B queues about 2 ms: the kernel's path (veth \
+            + htb, no delay) has a min_rtt below 512 us, so tcp_tso_autosize adds \
+            gso_max_size >> (min_rtt >> tcp_tso_rtt_log) = all of 64 KB to each TSO packet's \
+            goal and TSQ's 2 x truesize lets about 130 KB wait (10.5 ms at 100 Mbit/s); \
+            lowtide's path has 1 ms of propagation, min_rtt > 1,024 us, so the goal is 16 \
+            KB plus a millisecond at the pacing rate (about 15 segments) and the limit \
+            about 45 KB. Same rule, different path: lowtide's simulator on a 100 us path \
+            queues 10.5 ms too (docs/experiments/README.md, \"E3: seed 002's own \
+            rule, the send buffer, and the 100 Mbit/s gap\"). The \
+            kernel's path does not yet have the 1 ms (a stated limit)."
         }
         Experiment::E4 => {
             "In virtual time a walk costs nothing, so the sender's CPU is modeled \

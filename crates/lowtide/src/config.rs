@@ -149,8 +149,9 @@ pub struct Config {
     /// `net.ipv4.tcp_notsent_lowat`: cap on unsent bytes for sockets without their own
     /// `TCP_NOTSENT_LOWAT` (seed 000); 4294967295 is "no limit".
     pub tcp_notsent_lowat: u32,
-    /// `net.ipv4.tcp_limit_output_bytes`: TCP Small Queues cap for sockets that do not
-    /// pace (seed 002; 4 MiB since Linux 6.7).
+    /// `net.ipv4.tcp_limit_output_bytes`: TCP Small Queues' cap on a socket's bytes in
+    /// the qdisc and device (seed 002; 4 MiB and applied to paced sockets too since
+    /// Linux 6.16, 9ea3bfa61b09 and c4221a8cc3a7; 128 KB in seed 002).
     pub tcp_limit_output_bytes: u32,
     /// `net.ipv4.tcp_autocorking`: `tcp_push` holds back a tail skb smaller than the
     /// size goal while the socket has data in the device queue, for the TX completion
@@ -187,6 +188,9 @@ pub struct Config {
     /// `experimental.tsq`: TCP Small Queues (seed 002); false lets a socket fill the
     /// device queue, as before the seed.
     pub tsq: bool,
+    /// `experimental.tsq_rule`: which TCP Small Queues limit `tsq` applies: `Rate`,
+    /// Linux's since 3.12, or `Fixed`, seed 002's own (Linux 3.6).
+    pub tsq_rule: TsqRule,
     /// `experimental.size_goal_at`: `Transmit` sizes skbs by the rate at transmit time
     /// (seed 004); `Write` sizes them at write time and sends them whole, as before.
     pub size_goal_at: SizeGoalAt,
@@ -321,6 +325,19 @@ pub enum RtxQueueKind {
     List,
 }
 
+/// The limit of TCP Small Queues (`experimental.tsq_rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TsqRule {
+    /// `tcp_small_queue_check`: `max(2 * truesize, pacing_rate >> 10)` capped by
+    /// `tcp_limit_output_bytes`, doubled for retransmissions, a lone skb always sent
+    /// (Linux 3.12 on, as in 6.18).
+    Rate,
+    /// Seed 002's rule (46d3ceabd8d9, Linux 3.6 to 3.11): `tcp_write_xmit` sends no
+    /// new data while `sk_wmem_alloc >= tcp_limit_output_bytes` (128 KB then), at
+    /// any rate; retransmissions are not limited.
+    Fixed,
+}
+
 /// When skbs are sized by the pacing rate (seed 004).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum SizeGoalAt {
@@ -385,6 +402,7 @@ impl Default for Config {
             tcp_pacing_ca_ratio: 120,
             notsent_wake_hysteresis: true,
             tsq: true,
+            tsq_rule: TsqRule::Rate,
             size_goal_at: SizeGoalAt::Transmit,
             rtx_queue: RtxQueueKind::Tree,
             tcp_orphan_retries: 0,
@@ -556,6 +574,7 @@ impl Config {
         "net.ipv4.tcp_pacing_ca_ratio",
         "experimental.notsent_wake_hysteresis",
         "experimental.tsq",
+        "experimental.tsq_rule",
         "experimental.size_goal_at",
         "experimental.rtx_queue",
         "net.ipv4.tcp_orphan_retries",
@@ -720,6 +739,13 @@ impl Config {
                 self.notsent_wake_hysteresis = parse_flag(n, value)?
             }
             "experimental.tsq" => self.tsq = parse_flag(n, value)?,
+            "experimental.tsq_rule" => {
+                self.tsq_rule = match value.trim().trim_matches('"') {
+                    "rate" => TsqRule::Rate,
+                    "fixed" => TsqRule::Fixed,
+                    _ => return Err(bad(n, value, "rate or fixed")),
+                }
+            }
             "experimental.size_goal_at" => {
                 self.size_goal_at = match value.trim().trim_matches('"') {
                     "transmit" => SizeGoalAt::Transmit,

@@ -8,7 +8,7 @@ use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD, TCP_RESOURCE_PROBE_INTERVAL};
 use super::rtx::skb::FLAG_FIN;
 use super::sock::{Pending, Tcb};
 use super::Ctx;
-use crate::config::{Config, SizeGoalAt};
+use crate::config::{Config, SizeGoalAt, TsqRule};
 use crate::time::Instant;
 use core::time::Duration;
 
@@ -149,21 +149,35 @@ impl Tcb {
 
     /// `tcp_small_queue_check` (seed 002): may this socket hand `truesize` more bytes to
     /// the device? The limit is `max(2 * truesize, pacing_rate >> 10)` (about 1 ms),
-    /// capped by `tcp_limit_output_bytes` for sockets that do not pace, doubled for
-    /// retransmissions (`factor` 1). An empty or single-skb retransmit queue always
-    /// sends. Returns true when throttled (`TSQ_THROTTLED` set).
+    /// capped by `tcp_limit_output_bytes` for every socket, paced or not (Linux 6.16,
+    /// c4221a8cc3a7 "tcp: always use tcp_limit_output_bytes limitation"), doubled
+    /// for retransmissions (`factor` 1). An empty or single-skb retransmit queue
+    /// always sends. With `experimental.tsq_rule = fixed`, seed 002's own rule
+    /// instead ([`TsqRule::Fixed`]). Returns true when throttled (`TSQ_THROTTLED`
+    /// set).
     pub(crate) fn small_queue_check(&mut self, cfg: &Config, truesize: u32, factor: u32) -> bool {
         if !cfg.tsq {
             return false;
         }
-        let mut limit = (2 * truesize as u64).max(self.pacing_rate >> SK_PACING_SHIFT);
-        if !self.pacing_needed && !self.pacing_fq {
-            limit = limit.min(cfg.tcp_limit_output_bytes as u64);
+        if cfg.tsq_rule == TsqRule::Fixed {
+            // 46d3ceabd8d9 (Linux 3.6): tcp_write_xmit stops new data once
+            // sk_wmem_alloc reaches tcp_limit_output_bytes; nothing else is checked.
+            if factor > 0 || self.wmem_alloc < cfg.tcp_limit_output_bytes as u64 {
+                return false;
+            }
+            return self.tsq_throttle();
         }
+        let mut limit = (2 * truesize as u64).max(self.pacing_rate >> SK_PACING_SHIFT);
+        limit = limit.min(cfg.tcp_limit_output_bytes as u64);
         limit <<= factor;
         if self.wmem_alloc <= limit || self.rtx.len() <= 1 {
             return false;
         }
+        self.tsq_throttle()
+    }
+
+    /// Sets `TSQ_THROTTLED` (counted once per throttled spell); returns true.
+    fn tsq_throttle(&mut self) -> bool {
         if !self.tsq_throttled {
             self.tsq_throttled_count += 1;
         }
@@ -396,13 +410,14 @@ mod tests {
         t.wmem_alloc = 15_000;
         assert!(t.small_queue_check(&cfg, 2000, 0));
         assert!(!t.small_queue_check(&cfg, 2000, 1));
-        // tcp_limit_output_bytes caps sockets that do not pace.
+        // tcp_limit_output_bytes caps every socket, paced ones too (Linux 6.16).
         let mut small = cfg.clone();
         small.tcp_limit_output_bytes = 1000;
         t.wmem_alloc = 5000;
         assert!(t.small_queue_check(&small, 2000, 0));
         t.pacing_needed = true;
-        assert!(!t.small_queue_check(&small, 2000, 0));
+        assert!(t.small_queue_check(&small, 2000, 0));
+        t.pacing_needed = false;
         // The switch turns it off.
         let mut off = cfg.clone();
         off.tsq = false;
@@ -430,7 +445,7 @@ mod tests {
     /// SK_PACING_FQ (a device whose sch_fq paces the socket): TCP still advances
     /// its EDT time (`sk_pacing_status != SK_PACING_NONE`) but never holds a packet
     /// (`tcp_needs_internal_pacing` is false), whatever asked for internal pacing,
-    /// and TSQ is not capped by tcp_limit_output_bytes.
+    /// and TSQ is capped by tcp_limit_output_bytes as an unpaced socket's (Linux 6.16).
     #[test]
     fn fq_paced_socket_stamps_and_never_holds() {
         let cfg = Config {
@@ -453,7 +468,7 @@ mod tests {
         };
         push_skbs(&mut t, 2);
         t.wmem_alloc = 3000;
-        assert!(!t.small_queue_check(&small, 2000, 0));
+        assert!(t.small_queue_check(&small, 2000, 0));
         // With no device fq, default_qdisc=fq is emulated by internal pacing.
         let emulated = Config {
             device_fq: None,

@@ -337,6 +337,20 @@ fn e4(b: &mut Builder) {
     }
 }
 
+/// Gives E4's runs in `specs` the CPU model `model` (measured on this machine by
+/// `lowtide experiment calibrate`; `source` says so in the runs' parameters) in
+/// place of the built-in constants.
+pub fn use_cpu_model(specs: &mut [RunSpec], model: &CpuModel, source: &str) {
+    for r in specs.iter_mut().filter(|r| r.experiment == Experiment::E4) {
+        r.scenario.cpu = Some(*model);
+        for (k, v) in r.params.iter_mut() {
+            if k == "cpu model" {
+                *v = source.to_string();
+            }
+        }
+    }
+}
+
 /// netem's jitter in seed 003's test (`delay 150ms 200us`): without a distribution
 /// table netem draws each packet's delay uniformly in `mu - sigma .. mu + sigma`
 /// (`tabledist`) and its tfifo releases packets by `time_to_send`, so packets a few
@@ -376,7 +390,10 @@ fn e4_run(group: &str, variant: &str, kind: &str, rate_bps: u64, secs: u64) -> R
         .param("loss", "1 % (data direction)")
         .param("jitter", "uniform +-200 us (data direction, netem 200us)")
         .param("gro", "off")
-        .param("cpu model", "calibrated (lowtide_sim::cpu)");
+        .param(
+            "cpu model",
+            "built-in constants (lowtide_sim::cpu::CpuModel::calibrated)",
+        );
     r.sc.link_ab.loss = 0.01;
     // netem sat on the receiver's ingress: only data packets were delayed by
     // mu +- sigma; the sim's link draws 0..jitter on top of its delay, so the data

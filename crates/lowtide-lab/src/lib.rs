@@ -12,6 +12,7 @@
 //! that run anywhere and merge back ([`merge`]) into exactly what one run gives.
 //! Rendering (markdown, plots) reads only [`ResultsFile`], never a simulation.
 
+pub mod calibrate;
 mod checks;
 mod defs;
 mod runner;
@@ -24,7 +25,7 @@ pub mod report;
 pub mod stats;
 
 pub use checks::{check, Check};
-pub use defs::{plan, quick_reps, E4_RCVBUF, FULL_REPS};
+pub use defs::{plan, quick_reps, use_cpu_model, E4_RCVBUF, FULL_REPS};
 pub use runner::{parallel_map, run_specs, NoProgress, ProgressSink};
 
 use lowtide::Mib;
@@ -244,6 +245,11 @@ pub struct ResultsFile {
     pub runs: Vec<RunRecord>,
     /// The direction checks (empty in a shard: they need every run).
     pub checks: Vec<Check>,
+    /// The CPU model's constants as measured on the machine that ran E4
+    /// (`lowtide experiment calibrate`); absent where E4 used the built-in ones
+    /// (`CpuModel::calibrated`) or the file predates calibration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<calibrate::Calibration>,
 }
 
 impl ResultsFile {
@@ -270,6 +276,7 @@ impl ResultsFile {
             shard,
             runs,
             checks,
+            calibration: None,
         }
     }
 }
@@ -328,6 +335,14 @@ pub fn merge(parts: Vec<ResultsFile>, partial: bool) -> Result<ResultsFile, Merg
                 .into(),
         ));
     }
+    let calibration = first.calibration.clone();
+    if parts.iter().any(|p| p.calibration != calibration) {
+        return Err(MergeError(
+            "the shards' E4 runs used different CPU-model calibrations (give each shard \
+             the same --calibration FILE)"
+                .into(),
+        ));
+    }
     let all = parts.into_iter().flat_map(|p| p.runs).map(|r| (r.index, r));
     let runs = slot_by_index(n, "run", all)?;
     let missing: Vec<usize> = (0..n).filter(|&i| runs[i].is_none()).collect();
@@ -340,6 +355,7 @@ pub fn merge(parts: Vec<ResultsFile>, partial: bool) -> Result<ResultsFile, Merg
     }
     let runs = runs.into_iter().flatten().collect();
     let mut file = ResultsFile::new(experiments.clone(), scale, seed, n, None, runs);
+    file.calibration = calibration;
     // A check over the seeds present can pass with some missing: a plan cut short
     // fails, per experiment, the check that all its runs are there.
     let specs = plan(&experiments, scale, seed);

@@ -401,11 +401,17 @@ fn cpu_table(s: &mut String, file: &ResultsFile) {
     else {
         return;
     };
+    let source = match &file.calibration {
+        Some(c) => format!("constants {}", c.describe()),
+        None => "built-in constants, measured once with `cargo bench` (engine, sack, \
+                 list_walk) on another machine (an Intel Xeon, 2026-11-23 and 25), not on \
+                 the machine of this run; `lowtide experiment calibrate` measures them on \
+                 the machine that runs E4"
+            .to_string(),
+    };
     let _ = writeln!(
         s,
-        "CPU model of the sender (lowtide_sim::cpu; constants measured once with `cargo \
-         bench -p lowtide --bench engine`, `--bench sack` and `--bench list_walk`, not on \
-         the machine of this run): {:.0} ns \
+        "CPU model of the sender (lowtide_sim::cpu; {source}). Used: {:.0} ns \
          per incoming packet, {:.0} ns per SACK block, {:.0} ns per tree node visited, per \
          list node visited by the list's length (a linked list of separately allocated \
          skbs, interpolated) {}, {:.0} ns per packet sent; backlog limit sk_rcvbuf + \
@@ -416,7 +422,7 @@ fn cpu_table(s: &mut String, file: &ResultsFile) {
         model
             .list_node_ns
             .iter()
-            .map(|(n, ns)| format!("{ns} ns at {n} skbs"))
+            .map(|(n, ns)| format!("{} ns at {n} skbs", num(*ns)))
             .collect::<Vec<_>>()
             .join(", "),
         model.per_packet_out_ns
@@ -556,9 +562,8 @@ fn notes(e: Experiment) -> Option<&'static str> {
             "In virtual time a walk costs nothing, so the sender's CPU is modeled \
             (table above): each ACK costs the work the engine did, counted in queue nodes \
             visited, a list node at the cost measured for a linked list of separately \
-            allocated skbs of the queue's length (`--bench list_walk`). The model's \
-            constants were measured once with those benches, on a machine other than the \
-            one in the provenance below; the run does not re-measure them. The path has the \
+            allocated skbs of the queue's length (where the constants come from: above \
+            the table). The path has the \
             seed's netem `delay 150ms 200us`: 200 us of jitter on the data direction, \
             which reorders packets sent microseconds apart (GRO off: the seed's SACK \
             storm). The receiver's buffer is 1 GiB from the start (tcp_rmem[1] = \

@@ -10,8 +10,9 @@
 //! (`tcp_add_backlog`). A sender whose CPU is saturated processes ACKs late, so its
 //! clock slows and its goodput falls; ACKs dropped from the backlog are lost work.
 //!
-//! The costs come from criterion benchmarks on the machine that runs the model (see
-//! [`CpuModel::calibrated`]): of lowtide's own code per packet, per SACK block and per
+//! The costs come from timed workloads (`lowtide experiment calibrate` on the machine
+//! that runs the model, stored in calibration.json and results.json; else the
+//! built-in [`CpuModel::calibrated`]): of lowtide's own code per packet, per SACK block and per
 //! tree node, and, for the list before seed 003, of a walk of a linked list of
 //! separately allocated skb-sized nodes (lowtide's list ablation is a contiguous
 //! `VecDeque`, whose walk would be far cheaper than Linux's). The simulation itself
@@ -47,9 +48,11 @@ pub struct CpuModel {
 }
 
 impl CpuModel {
-    /// The constants measured on the project machine (2 shared vCPUs; `lscpu` on
+    /// The built-in constants, used where no calibration of the machine that runs
+    /// the model is given (`lowtide experiment calibrate`, `lowtide_lab::calibrate`):
+    /// measured on the project machine of that day (2 shared vCPUs; `lscpu` on
     /// 2026-11-25: Intel Xeon, L2 2 MB per core), release build, medians:
-    /// - `engine_per_packet/ack` 1.27 µs (2026-11-23, `cargo bench -p lowtide --bench
+    /// - `engine_per_packet/ack` 1.27 µs (2026-11-23, `cargo bench -p lowtide-lab --bench
     ///   engine`): `handle_packet` of one ACK of a bulk flow without loss (no SACK
     ///   blocks; a few nodes visited);
     /// - `engine_per_packet/xmit` 54 ns (same run): `poll_transmit` + TX completion
@@ -64,7 +67,7 @@ impl CpuModel {
     ///   the caches). These predate two counting fixes of 2026-11-25 (the list reaches
     ///   Linux's `lost_skb_hint`/`retransmit_skb_hint` as pointers, the tree steps
     ///   through `tcp_clean_rtx_queue`) and were not re-derived;
-    /// - the list's node from `cargo bench -p lowtide --bench list_walk` (2026-11-25,
+    /// - the list's node from `cargo bench -p lowtide-lab --bench list_walk` (2026-11-25,
     ///   14:42 and 14:44 UTC, load 2-3, mean of the two runs' medians): a linked list
     ///   of separately allocated 232-byte nodes interleaved with other allocations
     ///   and linked in a random order, walked reading `next` and `end_seq`: 5.9 /

@@ -9,8 +9,8 @@
 use crate::{run_failure, usage_error};
 use clap::Args;
 use lowtide_lab::{
-    merge, plan, plot, provenance, real, report, run_specs, Experiment, NoProgress, ProgressSink,
-    ResultsFile, Scale, Shard,
+    calibrate, merge, plan, plot, provenance, real, report, run_specs, Experiment, NoProgress,
+    ProgressSink, ResultsFile, Scale, Shard,
 };
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -24,8 +24,9 @@ pub struct ExperimentArgs {
     /// e1, e2, e3, e4, e5, all; merge (then the directories of the shards follow);
     /// render DIR (report.md and the plots again from DIR/results.json, into --out);
     /// summary DIR (the provenance and the seed figures of DIR/results.json as
-    /// markdown on stdout: what the docs quote).
-    #[arg(value_name = "e1|e2|e3|e4|e5|all|merge|render|summary")]
+    /// markdown on stdout: what the docs quote); calibrate (the CPU model's
+    /// constants measured on this machine, into OUT/calibration.json).
+    #[arg(value_name = "e1|e2|e3|e4|e5|all|merge|render|summary|calibrate")]
     what: String,
     /// For merge: the directories holding the shards' results.json; for render and
     /// summary: the directory holding results.json.
@@ -66,6 +67,12 @@ pub struct ExperimentArgs {
     /// (--jobs, --shard and --partial are the simulator's: refused with it.)
     #[arg(long, conflicts_with_all = ["shard", "jobs", "partial"])]
     real: bool,
+    /// E4's CPU model from this calibration.json (`lowtide experiment calibrate`).
+    /// Without it a full-scale E4 calibrates first (OUT/calibration.json) and a
+    /// `--quick` one uses the built-in constants; shards at full scale need it (they
+    /// must share one calibration).
+    #[arg(long, value_name = "FILE")]
+    calibration: Option<PathBuf>,
 }
 
 /// `--shard I/N` (1 <= I <= N), as `experiment` and `sim sweep` take it.
@@ -90,6 +97,9 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
     }
     if args.what == "render" || args.what == "summary" {
         return run_render(args);
+    }
+    if args.what == "calibrate" {
+        return run_calibrate(args);
     }
     if args.only.is_some() {
         return usage_error("experiment: --only is summary's");
@@ -122,7 +132,18 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
     } else {
         Scale::Full
     };
-    let all = plan(&exps, scale, args.seed);
+    let mut all = plan(&exps, scale, args.seed);
+    let calibration = match e4_calibration(args, &exps) {
+        Ok(c) => c,
+        Err(e) => return usage_error(&e),
+    };
+    if let Some(c) = &calibration {
+        let source = format!(
+            "measured on this machine ({}; lowtide experiment calibrate)",
+            c.cpu_model.as_deref().unwrap_or("CPU unknown")
+        );
+        lowtide_lab::use_cpu_model(&mut all, &c.model, &source);
+    }
     let plan_runs = all.len();
     let specs: Vec<_> = match args.shard {
         Some(s) => all.into_iter().filter(|r| s.contains(r.index)).collect(),
@@ -134,8 +155,87 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
         false => Arc::new(NoProgress),
     };
     let records = run_specs(&specs, args.jobs as usize, sink);
-    let file = ResultsFile::new(exps, scale, args.seed, plan_runs, args.shard, records);
+    let mut file = ResultsFile::new(exps, scale, args.seed, plan_runs, args.shard, records);
+    file.calibration = calibration;
     finish(args, &file, &prov)
+}
+
+/// The calibration E4's simulator runs use: `--calibration FILE`; else, at full
+/// scale, one measured now (written to OUT/calibration.json); else none (the
+/// built-in constants).
+fn e4_calibration(
+    args: &ExperimentArgs,
+    exps: &[Experiment],
+) -> Result<Option<calibrate::Calibration>, String> {
+    if let Some(p) = &args.calibration {
+        return read_calibration(p).map(Some);
+    }
+    if !exps.contains(&Experiment::E4) || args.quick {
+        return Ok(None);
+    }
+    if args.shard.is_some() {
+        return Err(
+            "experiment --shard at full scale: E4 needs one calibration for every \
+             shard: run `lowtide experiment calibrate --out DIR` once and give each shard \
+             --calibration DIR/calibration.json"
+                .into(),
+        );
+    }
+    let quiet = args.json || args.quiet;
+    let c = calibrate::measure(calibrate::Effort::FULL, &mut |step| {
+        if !quiet {
+            eprintln!("calibrating the CPU model: {step}");
+        }
+    });
+    write_calibration(&args.out, &c)?;
+    Ok(Some(c))
+}
+
+/// Reads a calibration.json.
+fn read_calibration(p: &Path) -> Result<calibrate::Calibration, String> {
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Writes OUT/calibration.json.
+fn write_calibration(out: &Path, c: &calibrate::Calibration) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let p = out.join("calibration.json");
+    let json = serde_json::to_string_pretty(c).map_err(|e| e.to_string())?;
+    std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// `calibrate`: measures the CPU model's constants on this machine into
+/// OUT/calibration.json (`--quick`: fewer repetitions, for CI).
+fn run_calibrate(args: &ExperimentArgs) -> ExitCode {
+    if !args.dirs.is_empty() || args.real || args.shard.is_some() || args.calibration.is_some() {
+        return usage_error("experiment calibrate: takes only --out, --quick, --json and --quiet");
+    }
+    if let Err(e) = crate::outputs::check_dir("--out", &args.out) {
+        return usage_error(&e);
+    }
+    let effort = match args.quick {
+        true => calibrate::Effort::QUICK,
+        false => calibrate::Effort::FULL,
+    };
+    let quiet = args.json || args.quiet;
+    let c = calibrate::measure(effort, &mut |step| {
+        if !quiet {
+            eprintln!("calibrating: {step}");
+        }
+    });
+    if let Err(e) = write_calibration(&args.out, &c) {
+        return run_failure(&format!("experiment calibrate: {e}"));
+    }
+    match args.json {
+        true => println!("{}", serde_json::to_string_pretty(&c).unwrap_or_default()),
+        false => println!(
+            "CPU model {}.\nwrote {}",
+            c.describe(),
+            args.out.join("calibration.json").display()
+        ),
+    }
+    ExitCode::SUCCESS
 }
 
 /// `--real`: the real-path runs, added to the simulator's results in OUT (if any).

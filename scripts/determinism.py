@@ -11,7 +11,12 @@ COMMIT builds). A field present on one side only is reported but is no failure
 (another branch may add output fields); a different value is. A pcap of one run is
 compared by digest: every byte on the simulated wire, checksums included.
 
+With --payload pattern every run is made in the simulator's pattern payload mode
+(the sockets store no payload bytes) and compared with the same references, made in
+the stored mode: every figure, the pcap's bytes included, must be the same (issue 26).
+
 Usage: determinism.py --bin LOWTIDE [--update | --against-bin OTHER] [--refs DIR]
+                      [--payload stored|pattern]
 Exit 0: identical; 1: a difference (printed); 2: bad usage or a run failed to start.
 """
 
@@ -72,25 +77,27 @@ def run(binary, args, what):
     return json.loads(p.stdout)
 
 
-def results(binary, tmp):
-    """Every run's normalized result, by name."""
+def results(binary, tmp, payload=None):
+    """Every run's normalized result, by name; `payload`: the runs' --payload."""
     os.makedirs(tmp, exist_ok=True)
+    mode = ["--payload", payload] if payload else []
     out = {}
     for name, args in SIM:
         out[f"sim-{name}"] = normalize(run(binary, ["sim", "stream"] + args.split()
-                                           + ["--json"], name))
+                                           + mode + ["--json"], name))
     name, args = PCAP
     pcap = os.path.join(tmp, "run.pcap")
-    r = normalize(run(binary, ["sim", "stream"] + args.split() + ["--json", "--pcap", pcap],
-                      name))
+    r = normalize(run(binary, ["sim", "stream"] + args.split() + mode
+                      + ["--json", "--pcap", pcap], name))
     with open(pcap, "rb") as f:
         r["pcap_sha256"] = hashlib.sha256(f.read()).hexdigest()
     out[f"sim-{name}"] = r
     name, args = SOAK
-    out["soak"] = normalize(run(binary, ["sim", "soak"] + args.split() + ["--json"], name))
+    out["soak"] = normalize(run(binary, ["sim", "soak"] + args.split() + mode + ["--json"],
+                                name))
     for e in EXPERIMENTS:
         d = os.path.join(tmp, e)
-        summary = run(binary, ["experiment", e, "--quick", "--json", "--out", d], e)
+        summary = run(binary, ["experiment", e, "--quick", "--json", "--out", d] + mode, e)
         with open(os.path.join(d, "results.json")) as f:
             out[f"experiment-{e}"] = normalize({"summary": summary, "results": json.load(f)})
     return out
@@ -120,9 +127,14 @@ def main():
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--update", action="store_true", help="rewrite the committed references")
     g.add_argument("--against-bin", help="compare with this binary's runs instead")
+    ap.add_argument("--payload", choices=["stored", "pattern"],
+                    help="the simulator's payload mode of the runs under test (the "
+                         "references are the stored mode's)")
     a = ap.parse_args()
+    if a.update and a.payload == "pattern":
+        ap.error("the references are made in the stored mode")
     with tempfile.TemporaryDirectory() as tmp:
-        now = results(a.bin, os.path.join(tmp, "now"))
+        now = results(a.bin, os.path.join(tmp, "now"), a.payload)
         if a.update:
             os.makedirs(a.refs, exist_ok=True)
             for name, r in now.items():
@@ -156,7 +168,8 @@ def main():
               "is meant to alter behaviour, say so in the commit and rewrite the references "
               "with scripts/check-determinism.sh --update.")
         return 1
-    print(f"determinism: {len(now)} runs identical to the reference "
+    mode = f" in the {a.payload} payload mode" if a.payload else ""
+    print(f"determinism: {len(now)} runs{mode} identical to the reference "
           f"({'binary ' + a.against_bin if a.against_bin else a.refs})")
     return 0
 

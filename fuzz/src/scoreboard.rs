@@ -390,7 +390,7 @@ fn new_skb(seq: u64, len: u32, mss: u32, now: Instant) -> Skb {
         seq,
         end_seq: seq + len as u64,
         truesize: len + SKB_OVERHEAD,
-        data,
+        data: data.into(),
         flags: 0,
         sacked: 0,
         pcount: skb::pcount(len, mss),

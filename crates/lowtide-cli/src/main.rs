@@ -184,6 +184,13 @@ struct StreamArgs {
     /// "name" = value entries (strings, integers or booleans).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// How the senders' bytes reach the sockets: stored (each write copied into the
+    /// send queue, the real data path) or pattern (the sockets store no payload;
+    /// each segment's bytes are made from the flow's pattern when built, and
+    /// retransmissions make them again). Every figure is the same; pattern uses
+    /// less memory and is faster with many flows.
+    #[arg(long, default_value = "stored", value_name = "stored|pattern")]
+    payload: lowtide_sim::PayloadMode,
     /// TCP_NOTSENT_LOWAT (bytes, e.g. 131072 or 128KiB) set on every sending socket
     /// as soon as it exists; 0 leaves the sysctl net.ipv4.tcp_notsent_lowat in charge.
     #[arg(long, value_name = "BYTES", value_parser = parse_lowat)]
@@ -297,6 +304,7 @@ impl StreamArgs {
             qdisc: self.qdisc.clone(),
             gro: self.gro,
             verify_checksums: self.verify_checksums,
+            payload: self.payload,
             config: self.config()?,
             pcap: self.pcap.clone(),
             notsent_lowat: self.notsent_lowat,

@@ -22,6 +22,10 @@ pub(crate) struct SoakArgs {
     /// Runs in parallel, 1 to 256 [default: the number of CPUs].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     jobs: Option<u32>,
+    /// How the senders' bytes reach the sockets, as `sim stream --payload`:
+    /// stored or pattern (same results, less memory).
+    #[arg(long, default_value = "stored", value_name = "stored|pattern")]
+    payload: lowtide_sim::PayloadMode,
     /// Prints the summary and the failures as JSON (and no progress display).
     #[arg(long)]
     json: bool,
@@ -97,7 +101,7 @@ fn run_all(args: &SoakArgs, jobs: u64) -> Vec<SoakOutcome> {
                 if i >= args.runs {
                     break;
                 }
-                let out = SoakCase::generate(args.seed, i).run();
+                let out = case(args, i).run();
                 if !out.ok {
                     failed.fetch_add(1, Ordering::Relaxed);
                 }
@@ -118,6 +122,14 @@ fn run_all(args: &SoakArgs, jobs: u64) -> Vec<SoakOutcome> {
         .collect()
 }
 
+/// Run `i` of the soak, with the payload mode asked for.
+fn case(args: &SoakArgs, i: u64) -> SoakCase {
+    SoakCase {
+        payload: args.payload,
+        ..SoakCase::generate(args.seed, i)
+    }
+}
+
 fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Summary {
     let mut s = Summary {
         seed: args.seed,
@@ -136,7 +148,7 @@ fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Sum
         failures: Vec::new(),
     };
     for (i, o) in outcomes.into_iter().enumerate() {
-        let case = SoakCase::generate(args.seed, i as u64);
+        let case = case(args, i as u64);
         s.flows += case.flows as u64;
         s.sim_s += o.sim_s;
         s.retrans_segs += o.retrans_segs;

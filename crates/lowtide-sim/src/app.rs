@@ -2,7 +2,7 @@
 //! TCP_STREAM, or a fixed number of bytes) and a receiver per flow that checks every
 //! byte it reads.
 
-use crate::payload::{Payload, Verifier};
+use crate::payload::{Payload, PayloadMode, Verifier};
 use lowtide::{Instant, Shutdown, SocketError, SocketHandle, Stack, TcpInfo};
 
 /// Largest write or read the applications make at once (a 64 KB user buffer).
@@ -32,17 +32,26 @@ impl WriteBuf {
     /// The bytes of `flow` from `offset`, at most `max` of them (and at least one if
     /// `max > 0`).
     fn get(&mut self, p: &Payload, flow: u32, offset: u64, max: usize) -> &[u8] {
+        let (start, end, fill) = self.span(flow, offset, max);
+        if fill {
+            p.fill(offset, &mut self.data[..self.len]);
+        }
+        &self.data[start..end]
+    }
+
+    /// Where [`WriteBuf::get`]'s bytes lie in the buffer, and whether they must be
+    /// generated first; pattern mode takes only the length (`end - start`), so its
+    /// writes are the stored mode's, byte for byte in count.
+    fn span(&mut self, flow: u32, offset: u64, max: usize) -> (usize, usize, bool) {
         let hit =
             self.flow == flow && offset >= self.offset && offset < self.offset + self.len as u64;
         if !hit {
             self.len = max.min(IO_BUF);
-            p.fill(offset, &mut self.data[..self.len]);
             self.flow = flow;
             self.offset = offset;
         }
         let start = (offset - self.offset) as usize;
-        let end = self.len.min(start + max);
-        &self.data[start..end]
+        (start, self.len.min(start + max), !hit)
     }
 }
 
@@ -146,6 +155,8 @@ pub struct Sender {
     /// A probe's allowance: the stream offset it may write up to for now (`None`:
     /// no cap). Reaching it is a pause, not the end of the stream.
     pub allowance: Option<u64>,
+    /// Stored bytes or a pattern ([`PayloadMode`]).
+    pub mode: PayloadMode,
     payload: Payload,
 }
 
@@ -166,8 +177,15 @@ impl Sender {
             error: None,
             pending_lowat: None,
             allowance: None,
+            mode: PayloadMode::Stored,
             payload: Payload::new(seed, flow),
         }
+    }
+
+    /// The sender with its payload handed over as `mode` says.
+    pub fn with_mode(mut self, mode: PayloadMode) -> Sender {
+        self.mode = mode;
+        self
     }
 
     /// Sets `TCP_NOTSENT_LOWAT` on the socket; if the socket refuses it now, it is
@@ -217,14 +235,23 @@ impl Sender {
                 return;
             }
             let remaining = remaining.min(allowed);
-            let chunk = buf.get(
-                &self.payload,
-                self.flow,
-                self.written,
-                remaining.min(IO_BUF as u64) as usize,
-            );
-            let offered = chunk.len();
-            match stack.send(now, h, chunk) {
+            let max = remaining.min(IO_BUF as u64) as usize;
+            let (offered, sent) = match self.mode {
+                PayloadMode::Stored => {
+                    let chunk = buf.get(&self.payload, self.flow, self.written, max);
+                    (chunk.len(), stack.send(now, h, chunk))
+                }
+                PayloadMode::Pattern => {
+                    if self.written == 0 {
+                        // Before the first write (the socket refuses it later).
+                        let source = std::sync::Arc::new(self.payload);
+                        let _ = stack.socket(h).set_payload_source(source);
+                    }
+                    let (start, end, _) = buf.span(self.flow, self.written, max);
+                    (end - start, stack.send_pattern(now, h, end - start))
+                }
+            };
+            match sent {
                 Ok(n) => {
                     self.written += n as u64;
                     if n < offered {

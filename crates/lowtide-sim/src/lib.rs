@@ -45,6 +45,7 @@ pub mod verdict;
 mod world;
 
 pub use lowtide_link::{LinkConfig, LinkStats};
+pub use payload::PayloadMode;
 pub use sample::MemoryResult;
 pub use scenario::{
     DeviceQueueResult, ProgressHook, Results, RunProgress, Scenario, SimError, Wakeups, Workload,

@@ -170,6 +170,45 @@ impl Payload {
     }
 }
 
+impl lowtide::PayloadSource for Payload {
+    fn fill(&self, offset: u64, buf: &mut [u8]) {
+        Payload::fill(self, offset, buf);
+    }
+}
+
+/// How the senders hand their bytes to their sockets (`--payload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PayloadMode {
+    /// Each write copies its bytes into the socket's send queue, as `send(2)` does:
+    /// the real data path.
+    #[default]
+    Stored,
+    /// The sockets store no payload: each segment's bytes are made from the flow's
+    /// [`Payload`] when it is built (and again when retransmitted), and checked by
+    /// the reader as in the stored mode (`lowtide::SocketMut::set_payload_source`).
+    /// Every figure is the stored mode's; memory and speed differ.
+    Pattern,
+}
+
+impl PayloadMode {
+    /// The default, stored mode.
+    pub fn is_stored(&self) -> bool {
+        *self == PayloadMode::Stored
+    }
+}
+
+impl core::str::FromStr for PayloadMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "stored" => Ok(PayloadMode::Stored),
+            "pattern" => Ok(PayloadMode::Pattern),
+            _ => Err(format!("{s}: not a payload mode (stored, pattern)")),
+        }
+    }
+}
+
 /// Checks a received stream against its [`Payload`] as it arrives, in order.
 #[derive(Debug, Clone)]
 pub struct Verifier {

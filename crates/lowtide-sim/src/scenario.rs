@@ -2,6 +2,7 @@
 
 use crate::cpu::{CpuFigures, CpuModel};
 use crate::nic::QueueStats;
+use crate::payload::PayloadMode;
 use crate::qdisc::QdiscSpec;
 use crate::sample::MemoryResult;
 use crate::timeseries::{Timeseries, TimeseriesConfig};
@@ -117,6 +118,10 @@ pub struct Scenario {
     /// skb that crossed veth or loopback: results are the same either way, since an
     /// uncorrupted packet always verifies; only the work differs.
     pub verify_checksums: bool,
+    /// How the senders hand their bytes to the sockets: stored (the real data
+    /// path) or a pattern the sockets make per segment ([`PayloadMode`]); every
+    /// figure is the same either way.
+    pub payload: PayloadMode,
 }
 
 impl Default for Scenario {
@@ -146,6 +151,7 @@ impl Default for Scenario {
             report_interval_ns: 0,
             cpu: None,
             verify_checksums: false,
+            payload: PayloadMode::Stored,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! `lowtide sim stream` flags ([`SoakCase::args`]), so any failing run is reproduced
 //! by one command.
 
+use crate::payload::PayloadMode;
 use crate::scenario::{Results, Scenario, Workload};
 use lowtide::{Config, ConfigError};
 use lowtide_link::LinkConfig;
@@ -67,6 +68,10 @@ pub struct SoakCase {
     pub sysctls: Vec<String>,
     /// Liveness bound: the run must finish within this much simulated time (s).
     pub deadline_s: u64,
+    /// How the senders hand over their bytes (`--payload`; not drawn: the soak's
+    /// choice for every run, reported only when not the default).
+    #[serde(skip_serializing_if = "PayloadMode::is_stored")]
+    pub payload: PayloadMode,
 }
 
 /// What one run's check found.
@@ -196,6 +201,7 @@ impl SoakCase {
             notsent_lowat,
             sysctls,
             deadline_s: 0,
+            payload: PayloadMode::Stored,
         };
         c.deadline_s = c.liveness_deadline_s();
         c
@@ -246,6 +252,7 @@ impl SoakCase {
             gro: self.gro,
             config: self.config()?,
             notsent_lowat: self.notsent_lowat,
+            payload: self.payload,
             ..Scenario::default()
         })
     }
@@ -299,6 +306,9 @@ impl SoakCase {
         opt("time-limit", true, format!("{}s", self.deadline_s));
         for s in &self.sysctls {
             a.push(format!("--sysctl={s}"));
+        }
+        if self.payload == PayloadMode::Pattern {
+            a.push("--payload=pattern".into());
         }
         a
     }

@@ -153,7 +153,7 @@ impl World {
         };
         let flows = (0..sc.flows)
             .map(|f| Flow {
-                sender: Sender::new(sc.seed, f, limit),
+                sender: Sender::new(sc.seed, f, limit).with_mode(sc.payload),
                 receiver: Receiver::new(sc.seed, f, limit),
                 done: false,
                 listener_resets: 0,

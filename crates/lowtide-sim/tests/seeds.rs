@@ -4,18 +4,10 @@
 mod common;
 
 use common::*;
-use lowtide_sim::{Scenario, Workload};
+use lowtide_sim::Scenario;
 
 fn bulk(flows: u32, rate_bps: u64, rtt_us: u64, secs: u64) -> Scenario {
-    Scenario {
-        flows,
-        workload: Workload::Bulk {
-            duration_ns: secs * 1_000_000_000,
-        },
-        link_ab: link(rate_bps, rtt_us / 2),
-        link_ba: link(rate_bps, rtt_us / 2),
-        ..Scenario::default()
-    }
+    bulk_for(flows, rate_bps, rtt_us, secs * 1_000_000_000)
 }
 
 /// E5 (seed 004): a 2,000,000-byte transfer at 40 ms RTT needs fewer device packets

@@ -52,5 +52,6 @@ pub use stack::{
     Datagram, ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory, UdpHandle,
 };
 pub use tcp::info::TcpInfo;
+pub use tcp::rtx::data::{PayloadSource, SharedSource};
 pub use tcp::TcpState;
 pub use time::Instant;

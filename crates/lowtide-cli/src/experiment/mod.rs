@@ -48,6 +48,10 @@ pub struct ExperimentArgs {
     /// shards' directories with `lowtide experiment merge`.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     shard: Option<Shard>,
+    /// How the simulated senders' bytes reach the sockets, as `sim stream
+    /// --payload`: stored or pattern (same results, less memory).
+    #[arg(long, default_value = "stored", value_name = "stored|pattern")]
+    payload: lowtide_sim::PayloadMode,
     /// Base seed of the runs.
     #[arg(long, default_value_t = 1, value_parser = crate::limits::seed, allow_hyphen_values = true)]
     seed: u64,
@@ -145,10 +149,13 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
         lowtide_lab::use_cpu_model(&mut all, &c.model, &source);
     }
     let plan_runs = all.len();
-    let specs: Vec<_> = match args.shard {
+    let mut specs: Vec<_> = match args.shard {
         Some(s) => all.into_iter().filter(|r| s.contains(r.index)).collect(),
         None => all,
     };
+    for s in &mut specs {
+        s.scenario.payload = args.payload;
+    }
     let show = crate::progress::wanted(args.json, args.quiet);
     let sink: Arc<dyn ProgressSink> = match show {
         true => Arc::new(crate::progress::Bars::new(&specs)),

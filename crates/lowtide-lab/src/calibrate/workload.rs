@@ -324,7 +324,7 @@ impl SackWorkload {
             q.push(Skb {
                 seq: off(i),
                 end_seq: off(i + 1),
-                data: bytes::Bytes::from_static(&PAYLOAD),
+                data: bytes::Bytes::from_static(&PAYLOAD).into(),
                 flags: 0,
                 sacked: 0,
                 pcount: 1,

@@ -28,6 +28,17 @@ pub fn transfer(seed: u64, flows: u32, bytes: u64) -> Scenario {
     }
 }
 
+/// `flows` bulk flows for `duration_ns` over a link of `rate_bps` and `rtt_us`.
+pub fn bulk_for(flows: u32, rate_bps: u64, rtt_us: u64, duration_ns: u64) -> Scenario {
+    Scenario {
+        flows,
+        workload: Workload::Bulk { duration_ns },
+        link_ab: link(rate_bps, rtt_us / 2),
+        link_ba: link(rate_bps, rtt_us / 2),
+        ..Scenario::default()
+    }
+}
+
 /// A config with sysctls applied.
 pub fn config(sysctls: &[&str]) -> Config {
     let mut c = Config::default();

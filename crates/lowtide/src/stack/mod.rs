@@ -527,6 +527,19 @@ impl Stack {
         self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, &frags, flags))
     }
 
+    /// Pattern mode's `send(2)`: queues `len` bytes of the socket's payload source
+    /// ([`SocketMut::set_payload_source`]) as [`Stack::send`] queues bytes: returns
+    /// how many were taken. [`SocketError::InvalidInput`] on a socket without one.
+    pub fn send_pattern(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        len: usize,
+    ) -> Result<usize, SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.send_pattern(ctx, len))
+    }
+
     /// Reads received bytes (`recv(2)`): `Ok(0)` is the end of the stream.
     pub fn recv(
         &mut self,

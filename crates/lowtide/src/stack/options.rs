@@ -260,6 +260,22 @@ impl SocketMut<'_> {
         Ok(())
     }
 
+    /// Pattern mode (no Linux counterpart; the simulator's `--payload pattern`): the
+    /// socket's send stream is `source`'s bytes, written with [`Stack::send_pattern`]
+    /// (`send` then refuses with [`SocketError::InvalidInput`]); its write and
+    /// retransmit queues count the bytes but store none, each transmission makes
+    /// them anew. Only before anything was written ([`SocketError::InvalidInput`]
+    /// after).
+    pub fn set_payload_source(&mut self, source: crate::SharedSource) -> Result<(), SocketError> {
+        let t = self.stack.tcb_mut(self.h)?;
+        // write_seq: 0 before the SYN, 1 after it, more once data was queued.
+        if t.write_seq > 1 {
+            return Err(SocketError::InvalidInput);
+        }
+        t.payload_source = Some(source);
+        Ok(())
+    }
+
     /// `IP_TOS` (`__ip_sock_set_tos`): the TOS byte of the connection's IPv4
     /// packets, less the ECN bits, which TCP keeps; a change drops the cached route
     /// (`sk_dst_reset`).

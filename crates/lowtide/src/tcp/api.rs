@@ -3,7 +3,7 @@
 
 use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD};
 use super::mem::MemKind;
-use super::rtx::skb::{self as skb, WriteSkb, FLAG_EOR, FLAG_FIN, FLAG_PSH};
+use super::rtx::skb::{self as skb, WriteData, WriteSkb, FLAG_EOR, FLAG_FIN, FLAG_PSH};
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::config::Config;
@@ -82,6 +82,28 @@ impl Tcb {
         frags: &[usize],
         flags: SendFlags,
     ) -> Result<usize, SocketError> {
+        self.sendmsg_data(ctx, SendData::Bytes(data), frags, flags)
+    }
+
+    /// A send of pattern mode: `len` bytes of the socket's payload source, which
+    /// the write queue counts but does not store (see [`super::rtx::data`]);
+    /// otherwise as [`Tcb::sendmsg`] without flags.
+    pub(crate) fn send_pattern(&mut self, ctx: &mut Ctx, len: usize) -> Result<usize, SocketError> {
+        self.sendmsg_data(ctx, SendData::Pattern(len), &[], SendFlags::default())
+    }
+
+    /// [`Tcb::sendmsg`] of bytes or of a pattern's count: a socket with a payload
+    /// source takes only the latter, one without only the former.
+    fn sendmsg_data(
+        &mut self,
+        ctx: &mut Ctx,
+        data: SendData<'_>,
+        frags: &[usize],
+        flags: SendFlags,
+    ) -> Result<usize, SocketError> {
+        if self.payload_source.is_some() != matches!(data, SendData::Pattern(_)) {
+            return Err(SocketError::InvalidInput);
+        }
         let zc = match flags.zerocopy {
             true => self.zerocopy_begin(ctx, data.len())?,
             false => None,
@@ -99,7 +121,7 @@ impl Tcb {
     fn sendmsg_locked(
         &mut self,
         ctx: &mut Ctx,
-        data: &[u8],
+        data: SendData<'_>,
         zc: Option<(u32, &[usize])>,
         flags: SendFlags,
     ) -> Result<usize, SocketError> {
@@ -224,7 +246,7 @@ impl Tcb {
     fn copy_to_write_queue(
         &mut self,
         ctx: &mut Ctx,
-        data: &[u8],
+        data: SendData<'_>,
         zc: Option<(u32, &[usize])>,
         oob: bool,
     ) -> usize {
@@ -271,7 +293,7 @@ impl Tcb {
             if copied == 0 {
                 tail.flags &= !FLAG_PSH;
             }
-            tail.data.extend_from_slice(&data[copied..copied + n]);
+            tail.data.append(data.bytes().map(|d| &d[copied..]), n);
             let full = tail.data.len() >= goal;
             copied += n;
             self.wmem_queued += n as u64;
@@ -312,7 +334,10 @@ impl Tcb {
         }
         self.write_queue.push_back(WriteSkb {
             seq: self.write_seq,
-            data: ctx.frag.take(goal),
+            data: match self.payload_source {
+                Some(_) => WriteData::Pattern { len: 0 },
+                None => WriteData::Stored(ctx.frag.take(goal)),
+            },
             flags: 0,
             zc: None,
             nr_frags: 0,
@@ -542,6 +567,37 @@ impl Tcb {
         self.fin_queued = true;
         self.write_seq += 1;
         self.write_xmit(ctx);
+    }
+}
+
+/// What a send writes: the caller's bytes, or (pattern mode) a count of the
+/// socket's payload source's.
+#[derive(Debug, Clone, Copy)]
+enum SendData<'a> {
+    /// `send(2)`'s buffer.
+    Bytes(&'a [u8]),
+    /// That many bytes of the payload source.
+    Pattern(usize),
+}
+
+impl<'a> SendData<'a> {
+    fn len(&self) -> usize {
+        match self {
+            SendData::Bytes(b) => b.len(),
+            SendData::Pattern(n) => *n,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes, if the send has them.
+    fn bytes(&self) -> Option<&'a [u8]> {
+        match self {
+            SendData::Bytes(b) => Some(b),
+            SendData::Pattern(_) => None,
+        }
     }
 }
 

@@ -65,7 +65,7 @@ mod tests {
         let mut t = Tcb::for_test(&cfg);
         t.write_queue.push_back(crate::tcp::rtx::skb::WriteSkb {
             seq: 1,
-            data: bytes::BytesMut::from(&[0u8; 10][..]),
+            data: bytes::BytesMut::from(&[0u8; 10][..]).into(),
             flags: 0,
             zc: None,
             nr_frags: 0,

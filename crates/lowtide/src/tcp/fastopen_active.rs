@@ -118,7 +118,7 @@ impl Tcb {
     /// Sends the SYN with `data` (sequence 1 on) and keeps the data in the
     /// retransmit queue; SYN retransmissions carry neither data nor cookie.
     fn send_syn_data(&mut self, ctx: &mut Ctx, data: &[u8]) {
-        let payload = Bytes::copy_from_slice(data);
+        let payload = skb::SkbData::from(Bytes::copy_from_slice(data));
         let truesize = data.len() as u32 + SKB_OVERHEAD;
         self.retrans_stamp = Some(ctx.now); // tcp_connect
         self.transmit(ctx, 0, skb::FLAG_SYN, &payload, truesize);

@@ -147,7 +147,7 @@ impl Tcb {
                 return;
             };
             let head = self.write_queue.front_mut().expect("checked");
-            head.data.extend_from_slice(&next.data);
+            head.data.extend(&next.data);
             // The merged skb keeps one skb's overhead: the other is freed.
             self.wmem_queued = self
                 .wmem_queued

@@ -3,7 +3,7 @@
 
 use super::cong::{CaEvent, CaState};
 use super::consts::{MAX_TCP_WINDOW, SKB_OVERHEAD};
-use super::rtx::skb::{self, Skb, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_RETRANS};
+use super::rtx::skb::{self, Skb, SkbData, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
@@ -288,7 +288,7 @@ impl Tcb {
         ctx: &mut Ctx,
         seq: u64,
         flags: u8,
-        payload: &Bytes,
+        payload: &SkbData,
         truesize: u32,
     ) {
         let rcv_nxt = self.rcv_nxt;
@@ -304,7 +304,7 @@ impl Tcb {
         ctx: &mut Ctx,
         seq: u64,
         flags: u8,
-        payload: &Bytes,
+        payload: &SkbData,
         truesize: u32,
         rcv_nxt: u64,
     ) {
@@ -388,7 +388,12 @@ impl Tcb {
         // device takes it so (Stack::set_tx_payload_apart).
         let apart = ctx.tx_apart && payload.len() > mss as usize;
         let ip = (self.tuple, self.tos | ip_ecn, self.ip_dont_fragment());
-        let pkt = build_packet(ctx, ip, &th, payload, apart);
+        // Pattern mode: the bytes are made here, for this transmission only.
+        let mut made = Bytes::new();
+        let offset = (seq + (flags & FLAG_SYN != 0) as u64).saturating_sub(1);
+        let source = self.payload_source.as_ref();
+        let bytes = payload.bytes(source, offset, ctx.frag, &mut made);
+        let pkt = build_packet(ctx, ip, &th, bytes, apart);
         // __tcp_transmit_skb: tcp_event_ack_sent for segments carrying an ACK:
         // compressed SACKs are sent either way; "Special ACK sent by DCTCP to
         // reflect ECN" leaves the delayed ACK armed.
@@ -461,7 +466,7 @@ impl Tcb {
             return;
         }
         let nxt = self.snd_nxt;
-        self.transmit_acking(ctx, nxt, 0, &bytes::Bytes::new(), 0, rcv_nxt);
+        self.transmit_acking(ctx, nxt, 0, &SkbData::EMPTY, 0, rcv_nxt);
     }
 
     /// Sends our SYN or SYN-ACK (offset 0) and arms the retransmit timer.
@@ -470,7 +475,7 @@ impl Tcb {
             // tcp_connect: SYN timeouts count from here (retransmits_timed_out).
             self.retrans_stamp = Some(ctx.now);
         }
-        self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
+        self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
         self.tfo.syn_cookie = None; // retransmissions carry no Fast Open option
         self.snd_nxt = self.snd_nxt.max(1);
         // tcp_fastopen_create_child arms a Fast Open child's SYN-ACK timer with
@@ -491,7 +496,7 @@ impl Tcb {
         // __tcp_retransmit_skb; tcp_rtx_synack's req->num_retrans, which a child
         // starts from (tcp_create_openreq_child), a Fast Open child's total_retrans.
         self.total_retrans += 1;
-        self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
+        self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
     }
 
     /// `inet_rtx_syn_ack` for a retransmitted SYN (`tcp_check_req`): the SYN-ACK again,
@@ -691,7 +696,7 @@ impl Tcb {
             let w = self.write_queue.pop_front().expect("exists");
             (w.data.freeze(), w.flags)
         } else {
-            let d = head.data.split_to(send_len).freeze();
+            let d = head.data.split_to(send_len);
             head.seq += send_len as u64;
             // The fragment costs its own skb (Linux allocates one in tso_fragment).
             self.wmem_queued += SKB_OVERHEAD as u64;
@@ -808,7 +813,7 @@ impl Tcb {
         segs: u32,
     ) -> Option<(u64, u64, u32)> {
         if self.state == TcpState::SynSent || self.state == TcpState::SynRecv {
-            self.transmit(ctx, 0, FLAG_SYN, &bytes::Bytes::new(), 0);
+            self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
             return Some((seq, seq + 1, 1));
         }
         let sent = self.retransmit_skb_once(ctx, seq, segs);
@@ -931,11 +936,11 @@ impl Tcb {
         // snd_una first (tcp_xmit_probe_skb(sk, 1, mib)).
         if self.urg_probe_due() {
             ctx.mib.inc(mib);
-            self.transmit(ctx, self.snd_una, 0, &bytes::Bytes::new(), 0);
+            self.transmit(ctx, self.snd_una, 0, &SkbData::EMPTY, 0);
         }
         ctx.mib.inc(mib);
         let probe_seq = self.snd_una.saturating_sub(1);
-        self.transmit(ctx, probe_seq, 0, &bytes::Bytes::new(), 0);
+        self.transmit(ctx, probe_seq, 0, &SkbData::EMPTY, 0);
         true
     }
 }
@@ -967,7 +972,7 @@ mod tests {
             t.rtx.push(Skb {
                 seq: seq_of(i),
                 end_seq: seq_of(i + 1),
-                data: bytes::Bytes::from(vec![0u8; MSS as usize]),
+                data: bytes::Bytes::from(vec![0u8; MSS as usize]).into(),
                 flags: 0,
                 sacked: 0,
                 pcount: 1,

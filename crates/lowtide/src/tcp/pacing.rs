@@ -334,7 +334,7 @@ mod tests {
             t.rtx.push(Skb {
                 seq: 1 + i * len as u64,
                 end_seq: 1 + (i + 1) * len as u64,
-                data: Bytes::from(vec![0; len as usize]),
+                data: Bytes::from(vec![0; len as usize]).into(),
                 flags: 0,
                 sacked: 0,
                 pcount: 1,
@@ -503,7 +503,7 @@ mod defer_tests {
         t.rtx.push(Skb {
             seq: 1,
             end_seq: 16_001,
-            data: bytes::Bytes::from(vec![0; 16_000]),
+            data: bytes::Bytes::from(vec![0; 16_000]).into(),
             flags: 0,
             sacked: 0,
             pcount: 16,
@@ -547,7 +547,7 @@ mod local_drop_tests {
             t.rtx.push(Skb {
                 seq: 1 + i * 1000,
                 end_seq: 1001 + i * 1000,
-                data: bytes::Bytes::from(vec![0; 1000]),
+                data: bytes::Bytes::from(vec![0; 1000]).into(),
                 flags: 0,
                 sacked: 0,
                 pcount: 1,

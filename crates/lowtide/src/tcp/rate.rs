@@ -158,7 +158,7 @@ mod tests {
         t.rtx.push(Skb {
             seq: 1 + i * MSS as u64,
             end_seq: 1 + (i + 1) * MSS as u64,
-            data: Bytes::from(vec![0; MSS as usize]),
+            data: Bytes::from(vec![0; MSS as usize]).into(),
             flags: 0,
             sacked: 0,
             pcount: 1,

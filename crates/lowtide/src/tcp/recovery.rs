@@ -250,7 +250,7 @@ mod tests {
             t.rtx.push(Skb {
                 seq,
                 end_seq: seq + MSS as u64,
-                data: bytes::Bytes::from(vec![0u8; MSS as usize]),
+                data: bytes::Bytes::from(vec![0u8; MSS as usize]).into(),
                 flags: 0,
                 sacked: 0,
                 pcount: 1,

@@ -85,6 +85,9 @@ pub struct Tcb {
     /// `snd_sml`: end of the last small segment sent (Minshall's Nagle).
     pub(crate) snd_sml: u64,
     pub(crate) write_queue: VecDeque<WriteSkb>,
+    /// Pattern mode: the source of the send stream's bytes, which the skbs then
+    /// do not store (`SocketMut::set_payload_source`).
+    pub(crate) payload_source: Option<super::rtx::data::SharedSource>,
     /// The error queue and `MSG_ZEROCOPY` state.
     pub(crate) errq: ErrQueue,
     pub(crate) rtx: RtxQueue,
@@ -798,6 +801,7 @@ impl Tcb {
             snd_wscale: 0,
             snd_sml: 0,
             write_queue: VecDeque::new(),
+            payload_source: None,
             errq: Default::default(),
             rtx: RtxQueue::with_kind(cfg.rtx_queue),
             fin_queued: false,

@@ -9,8 +9,10 @@
 //! | `store` | where the skbs live: the rb-tree `tcp_rtx_queue`, or the list before seed 003 |
 //! | `tree` | the tree shape of the store, keyed by stream offset |
 //! | [`tsorted`] | `tsorted_sent_queue`: the skbs in flight by transmit time, for RACK |
+//! | [`data`] | the payload an skb carries: stored bytes or a [`data::PayloadSource`]'s (pattern mode; no Linux counterpart) |
 //! | [`skb`] | `struct sk_buff` and `struct tcp_skb_cb` as TCP uses them |
 
+pub mod data;
 pub mod queue;
 pub mod sacktag;
 pub mod skb;

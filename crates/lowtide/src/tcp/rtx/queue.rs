@@ -727,10 +727,8 @@ impl RtxQueue {
     fn collapse_retrans(&mut self, to: Pos, n: Pos) -> u64 {
         let next = self.take(n);
         self.modify(to, |s| {
-            let mut data = bytes::BytesMut::with_capacity(s.data.len() + next.data.len());
-            data.extend_from_slice(&s.data);
-            data.extend_from_slice(&next.data);
-            s.data = data.freeze();
+            // A new buffer of both (tcp_collapse_retrans copies `next` in).
+            s.data.concat(&next.data, false, |n| n);
             s.end_seq = next.end_seq;
             s.flags = (s.flags & !skb::FLAG_EOR) | next.flags;
             s.sacked |= next.sacked & EVER_RETRANS;
@@ -800,7 +798,8 @@ pub(super) mod tests {
                 (0..len)
                     .map(|i| (seq + i as u64) as u8)
                     .collect::<Vec<u8>>(),
-            ),
+            )
+            .into(),
             flags: 0,
             sacked: 0,
             pcount: skb::pcount(len, MSS),
@@ -825,7 +824,7 @@ pub(super) mod tests {
     /// Every skb's payload still holds the stream bytes of its range.
     pub(crate) fn check_payload(q: &RtxQueue) {
         for s in q.iter_from(0) {
-            for (i, b) in s.data.iter().enumerate() {
+            for (i, b) in s.data.stored().expect("stored").iter().enumerate() {
                 assert_eq!(*b, (s.seq + i as u64) as u8, "payload of skb at {}", s.seq);
             }
         }
@@ -1127,7 +1126,7 @@ pub(super) mod tests {
                     s.pcount,
                     s.truesize,
                     s.tx_time,
-                    s.data.clone(),
+                    s.data.stored().cloned().unwrap_or_default(),
                 )
             })
             .collect()

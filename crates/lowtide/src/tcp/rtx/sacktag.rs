@@ -19,7 +19,6 @@ use crate::tcp::seq::Seq;
 use crate::tcp::sock::Tcb;
 use crate::tcp::Ctx;
 use crate::time::Instant;
-use bytes::{Bytes, BytesMut};
 use lowtide_wire::tcp::TcpRepr;
 
 /// Memory above twice the send buffer at which SACK may no longer split skbs
@@ -498,7 +497,9 @@ impl RtxQueue {
         }
         let y = self.take(b);
         self.modify(a, |x| {
-            append(&mut x.data, &y.data);
+            // Appends, reusing `x`'s buffer when it is ours alone.
+            let cap = |n: usize| n.next_power_of_two().min(MERGE_MAX);
+            x.data.concat(&y.data, true, cap);
             x.end_seq = y.end_seq;
             x.flags |= y.flags; // tcp_shifted_skb (eor too: prev takes skb's)
             x.pcount += y.pcount;
@@ -543,21 +544,6 @@ impl RtxQueue {
             })
             .sum()
     }
-}
-
-/// Appends `b` to `a`, reusing `a`'s buffer when it is ours alone.
-fn append(a: &mut Bytes, b: &Bytes) {
-    let mut m = match core::mem::take(a).try_into_mut() {
-        Ok(m) => m,
-        Err(shared) => {
-            let want = (shared.len() + b.len()).next_power_of_two().min(MERGE_MAX);
-            let mut m = BytesMut::with_capacity(want);
-            m.extend_from_slice(&shared);
-            m
-        }
-    };
-    m.extend_from_slice(b);
-    *a = m.freeze();
 }
 
 #[cfg(test)]

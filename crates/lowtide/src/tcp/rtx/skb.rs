@@ -1,9 +1,8 @@
 //! `struct sk_buff` as TCP uses it: one chunk of the send stream, with the
 //! `tcp_skb_cb` bits and the delivery-rate snapshot (`tcp_skb_cb.tx`) it carries.
 
-use crate::tcp::consts::SKB_OVERHEAD;
+pub use super::data::{SkbData, WriteData};
 use crate::time::Instant;
-use bytes::{Bytes, BytesMut};
 
 /// `TCPCB_SACKED_ACKED`: the receiver SACKed this skb.
 pub const SACKED_ACKED: u8 = 0x01;
@@ -36,7 +35,7 @@ pub struct WriteSkb {
     /// Stream offset of the first byte (0 is the SYN).
     pub seq: u64,
     /// The payload.
-    pub data: BytesMut,
+    pub data: WriteData,
     /// `FLAG_SYN`/`FLAG_FIN`.
     pub flags: u8,
     /// `skb_zcopy`: the `MSG_ZEROCOPY` notification id its zerocopy data carries.
@@ -51,10 +50,6 @@ impl WriteSkb {
     pub fn end_seq(&self) -> u64 {
         self.seq + self.data.len() as u64 + u64::from(self.flags & (FLAG_FIN | FLAG_SYN) != 0)
     }
-    /// Memory charged for it.
-    pub fn truesize(&self) -> u32 {
-        self.data.capacity() as u32 + SKB_OVERHEAD
-    }
 }
 
 /// An skb in the retransmit queue: sent at least once.
@@ -65,7 +60,7 @@ pub struct Skb {
     /// Offset just past the skb (SYN and FIN count one each).
     pub end_seq: u64,
     /// The payload (shared, so splitting and cloning to the device are cheap).
-    pub data: Bytes,
+    pub data: SkbData,
     /// `FLAG_SYN`/`FLAG_FIN`.
     pub flags: u8,
     /// `TCPCB_*` scoreboard bits.
@@ -194,6 +189,7 @@ pub fn skb_delivered(acc: &mut Option<DeliveredSkb>, s: &Skb) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::consts::SKB_OVERHEAD;
 
     /// tcp_fragment + tcp_skb_fragment_eor: the record end, PSH and FIN stay with
     /// the second part; the first part may then be collapsed into.
@@ -202,7 +198,7 @@ mod tests {
         let mut a = Skb {
             seq: 1,
             end_seq: 1001,
-            data: Bytes::from(vec![0u8; 1000]),
+            data: bytes::Bytes::from(vec![0u8; 1000]).into(),
             flags: FLAG_EOR | FLAG_PSH,
             sacked: 0,
             pcount: 2,

@@ -195,7 +195,7 @@ mod tests {
         Skb {
             seq,
             end_seq: seq + 10,
-            data: Bytes::new(),
+            data: Bytes::new().into(),
             flags: 0,
             sacked: 0,
             pcount: 1,

@@ -195,33 +195,63 @@ fn kb(bytes: u32) -> String {
 }
 
 /// E1 (seed 000): 200 bulk flows with TCP_NOTSENT_LOWAT off vs 128 KB (sysctl, as the
-/// seed's `echo 131072 > tcp_notsent_lowat`); a sweep of other values; one flow.
+/// seed's `echo 131072 > tcp_notsent_lowat`) and a sweep of other values; one flow.
+///
+/// At the seed's scale: its single flow did 17.4 Gbit/s on a LAN, with a final
+/// send buffer of 1.6 MB (netperf's "Send Socket Size Final"), so its round trip
+/// held well under 1 MB: 25 Gbit/s and 100 us here (a 312 KB bandwidth-delay
+/// product, 10,000 round trips in 1 s). There the send buffer (tcp_sndbuf_expand:
+/// twice cwnd's truesize) leaves room for unsent data, which lowat caps, as in the
+/// seed. The full plan keeps the earlier one-flow setting (10 Gbit/s, 10 ms) as
+/// the contrast: there the 4 MB tcp_wmem[2] caps the flow below the link, nothing
+/// waits unsent, and lowat never binds.
 fn e1(b: &mut Builder) {
-    let secs = if b.quick() { 2 } else { 15 };
+    let secs = if b.quick() { 1 } else { 3 };
     let lowats: &[u32] = match b.quick() {
         true => &[0, 128 << 10],
         false => &[0, 128 << 10, 32 << 10, 512 << 10, 2 << 20],
     };
+    let lan = (E1_RATE, E1_RTT);
     for (i, &l) in lowats.iter().enumerate() {
         let variant = match (i, l) {
             (0, _) => "A: lowat off".to_string(),
             (1, _) => "B: lowat 128 KB".to_string(),
             (_, l) => format!("sweep: lowat {}", kb(l)),
         };
-        b.push(e1_run("200 flows", &variant, 200, l, secs));
+        b.push(e1_run("200 flows", &variant, (200, lan), l, secs));
+    }
+    let ab = [("A: lowat off", 0), ("B: lowat 128 KB", 128 << 10)];
+    for (variant, l) in ab {
+        b.push(e1_run("1 flow", variant, (1, lan), l, secs));
     }
     if !b.quick() {
-        for (variant, l) in [("A: lowat off", 0), ("B: lowat 128 KB", 128 << 10)] {
-            b.push(e1_run("1 flow", variant, 1, l, secs));
+        let wan = (10 * GBIT, 10 * MS);
+        for (variant, l) in ab {
+            let g = "1 flow, 10 Gbit/s, 10 ms (send-buffer-limited)";
+            b.push(e1_run(g, variant, (1, wan), l, 15));
         }
     }
 }
 
-fn e1_run(group: &str, variant: &str, flows: u32, lowat: u32, secs: u64) -> Run {
+/// E1's link at the seed's scale: fast enough for its 17.4 Gbit/s single flow.
+const E1_RATE: u64 = 25 * GBIT;
+/// E1's round trip at the seed's scale: a LAN's.
+const E1_RTT: u64 = 100_000;
+
+fn e1_run(
+    group: &str,
+    variant: &str,
+    (flows, (rate_bps, rtt_ns)): (u32, (u64, u64)),
+    lowat: u32,
+    secs: u64,
+) -> Run {
     let r = Run::new(Experiment::E1, group, variant)
-        .path(flows, 10 * GBIT, 10 * MS)
+        .path(flows, rate_bps, rtt_ns)
         .bulk(secs * S)
-        .series(50 * MS);
+        .series(match rtt_ns < MS {
+            true => 10 * MS,
+            false => 50 * MS,
+        });
     match lowat {
         0 => r,
         l => r.sysctl(&format!("net.ipv4.tcp_notsent_lowat={l}")),
@@ -230,7 +260,9 @@ fn e1_run(group: &str, variant: &str, flows: u32, lowat: u32, secs: u64) -> Run 
 
 /// E2 (seed 001): 100 BBR flows at 100 ms RTT, `tcp_wmem` max 64 MB, on 10 Gbit/s
 /// (100 Mbit/s per flow); A without lowat, B lowat 2 MB with the lowat/2 wakeup
-/// rule, C (ablation) without the rule.
+/// rule, C (ablation) without the rule. Then A alone over 2 link rates x 2 flow
+/// counts (25-400 Mbit/s per flow), one group each ("sweep: ..."), to test what
+/// sets A's memory.
 fn e2(b: &mut Builder) {
     // Quick: a fifth of the flows on a fifth of the rate, the same per flow.
     let (secs, flows, rate_bps) = match b.quick() {
@@ -256,6 +288,23 @@ fn e2(b: &mut Builder) {
                 .sysctl(&format!("experimental.notsent_wake_hysteresis={rule}"));
         }
         b.push(r);
+    }
+    // What sets A's memory: a sweep of the per-flow rate (so of the per-flow
+    // bandwidth-delay product) over link rates and flow counts, without lowat.
+    let (secs, rates, counts): (u64, &[u64], &[u32]) = match b.quick() {
+        true => (4, &[GBIT], &[5, 20]),
+        false => (10, &[GBIT, 4 * GBIT], &[10, 40]),
+    };
+    for &rate_bps in rates {
+        for &flows in counts {
+            let group = format!("sweep: {}, {flows} BBR flows", rate(rate_bps));
+            let r = Run::new(Experiment::E2, &group, "A: lowat off")
+                .path(flows, rate_bps, 100 * MS)
+                .bulk(secs * S)
+                .sysctl("net.ipv4.tcp_congestion_control=bbr")
+                .sysctl("net.ipv4.tcp_wmem=4096 262144 64000000");
+            b.push(r);
+        }
     }
 }
 

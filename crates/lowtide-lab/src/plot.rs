@@ -4,7 +4,9 @@
 //! which .ci/run installs); without the font no plot is drawn and the report says
 //! so.
 
-use crate::{Experiment, ResultsFile, RunRecord};
+use crate::{stats, Experiment, ResultsFile, RunRecord};
+use lowtide_sim::timeseries::HostSample;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -37,12 +39,25 @@ pub(super) fn font_ready() -> bool {
 }
 
 /// One line (or set of points) of a chart.
+#[derive(Default)]
 pub(super) struct Series {
     pub(super) label: String,
     pub(super) points: Vec<(f64, f64)>,
+    /// The 95 % confidence interval of the mean over the repetitions at each x,
+    /// `(x, low, high)`: a shaded band along a line, error bars on points.
+    pub(super) band: Vec<(f64, f64, f64)>,
+    /// Dashed: a line drawn over one it may cover (E1's lowat 2 MB equals lowat off).
+    pub(super) dashed: bool,
+}
+
+/// A horizontal reference line: a seed's published figure, the kernel's.
+pub(super) struct Reference {
+    pub(super) label: String,
+    pub(super) y: f64,
 }
 
 /// A chart: title, caption (the parameters), axis labels, series.
+#[derive(Default)]
 pub(super) struct Chart {
     pub(super) title: String,
     pub(super) caption: String,
@@ -51,6 +66,12 @@ pub(super) struct Chart {
     pub(super) series: Vec<Series>,
     /// Draw points instead of lines.
     pub(super) points: bool,
+    /// Logarithmic x axis (values spanning decades; only positive values drawn).
+    pub(super) log_x: bool,
+    /// Logarithmic y axis.
+    pub(super) log_y: bool,
+    /// Horizontal reference lines (dashed grey, labeled in the legend).
+    pub(super) refs: Vec<Reference>,
 }
 
 /// Draws every plot the file's experiments have into `out/plots`; returns the files
@@ -132,6 +153,21 @@ fn range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
     }
 }
 
+/// A logarithmic axis' range over the positive values: a little beyond them.
+fn log_range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = (vals.filter(|v| *v > 0.0 && v.is_finite()))
+        .fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(v), h.max(v)));
+    match (lo, hi) {
+        (l, h) if l > h => (0.1, 1.0),
+        (l, h) => (l / 1.5, h * 1.5),
+    }
+}
+
+/// Keeps what a log axis can show.
+fn visible(c: &Chart, (x, y): (f64, f64)) -> bool {
+    x.is_finite() && y.is_finite() && (!c.log_x || x > 0.0) && (!c.log_y || y > 0.0)
+}
+
 fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let (w, h) = area.dim_in_pixel();
@@ -145,16 +181,53 @@ fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result
         foot.draw_text(line, &style, (10, 6 + 16 * i as i32))
             .map_err(|x| e(&x))?;
     }
-    let all = || c.series.iter().flat_map(|s| s.points.iter());
-    let (x0, x1) = range(all().map(|p| p.0));
-    let (y0, y1) = range(all().map(|p| p.1));
-    let mut ch = ChartBuilder::on(&body)
-        .caption(&c.title, (FONT, 18))
+    let pts = || {
+        (c.series.iter())
+            .flat_map(|s| {
+                let band = s.band.iter().flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
+                s.points.iter().copied().chain(band)
+            })
+            .filter(|&p| visible(c, p))
+    };
+    let xs = || pts().map(|p| p.0);
+    let ys = || pts().map(|p| p.1).chain(c.refs.iter().map(|r| r.y));
+    let (x0, x1) = match c.log_x {
+        true => log_range(xs()),
+        false => range(xs()),
+    };
+    let (y0, y1) = match c.log_y {
+        true => log_range(ys()),
+        false => range(ys()),
+    };
+    let mut b = ChartBuilder::on(&body);
+    b.caption(&c.title, (FONT, 18))
         .margin(8)
         .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(|x| e(&x))?;
+        .y_label_area_size(70);
+    match (c.log_x, c.log_y) {
+        (false, false) => body_of(b.build_cartesian_2d(x0..x1, y0..y1), c),
+        (true, false) => body_of(b.build_cartesian_2d((x0..x1).log_scale(), y0..y1), c),
+        (false, true) => body_of(b.build_cartesian_2d(x0..x1, (y0..y1).log_scale()), c),
+        (true, true) => body_of(
+            b.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale()),
+            c,
+        ),
+    }
+}
+
+/// Mesh, bands, series, references and legend of a built chart (any axis kinds).
+fn body_of<'a, DB, X, Y, E>(
+    built: Result<ChartContext<'a, DB, Cartesian2d<X, Y>>, E>,
+    c: &Chart,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    E: std::fmt::Display,
+{
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let mut ch = built.map_err(|x| e(&x))?;
     ch.configure_mesh()
         .x_desc(&c.x)
         .y_desc(&c.y)
@@ -162,16 +235,46 @@ fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result
         .axis_desc_style((FONT, 14))
         .draw()
         .map_err(|x| e(&x))?;
+    let n = c.series.len();
     for (i, s) in c.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        let style = color.stroke_width(2);
-        let drawn = match c.points {
+        let band: Vec<(f64, f64, f64)> = (s.band.iter().copied())
+            .filter(|&(x, lo, hi)| visible(c, (x, lo)) && visible(c, (x, hi)))
+            .collect();
+        if c.points {
+            // Error bars: a vertical stroke from the interval's low to its high end.
+            ch.draw_series(band.iter().map(|&(x, lo, hi)| {
+                PathElement::new(vec![(x, lo), (x, hi)], color.stroke_width(2))
+            }))
+            .map_err(|x| e(&x))?;
+        } else if band.len() >= 2 {
+            let poly: Vec<(f64, f64)> = (band.iter().map(|&(x, lo, _)| (x, lo)))
+                .chain(band.iter().rev().map(|&(x, _, hi)| (x, hi)))
+                .collect();
+            ch.draw_series(std::iter::once(Polygon::new(poly, color.mix(0.2).filled())))
+                .map_err(|x| e(&x))?;
+        }
+        let points: Vec<(f64, f64)> = (s.points.iter().copied())
+            .filter(|&p| visible(c, p))
+            .collect();
+        // Earlier series a little wider, so that an equal later one leaves a rim.
+        let width = 2 + (n - i).min(3) as u32 - 1;
+        let drawn = match (c.points, s.dashed) {
             // Rings under dots, so that equal points of two series both show.
-            true => ch.draw_series(s.points.iter().map(|&p| match i {
+            (true, _) => ch.draw_series(points.iter().map(|&p| match i {
                 0 => Circle::new(p, 8, color.stroke_width(2)),
                 _ => Circle::new(p, 4, color.filled()),
             })),
-            false => ch.draw_series(LineSeries::new(s.points.iter().copied(), style)),
+            (false, true) => ch.draw_series(DashedLineSeries::new(
+                points.iter().copied(),
+                10,
+                6,
+                color.stroke_width(2),
+            )),
+            (false, false) => ch.draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(width),
+            )),
         };
         drawn
             .map_err(|x| e(&x))?
@@ -179,6 +282,22 @@ fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
             });
+    }
+    let (x0, x1) = {
+        let r = ch.x_range();
+        (r.start, r.end)
+    };
+    for (k, r) in c.refs.iter().enumerate() {
+        let grey = RGBColor(0x40, 0x40, 0x40).mix(0.35 + 0.3 * (k % 2) as f64);
+        ch.draw_series(DashedLineSeries::new(
+            [(x0, r.y), (x1, r.y)],
+            6,
+            4,
+            grey.stroke_width(2),
+        ))
+        .map_err(|x| e(&x))?
+        .label(r.label.clone())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(2)));
     }
     ch.configure_series_labels()
         .background_style(WHITE.mix(0.85))
@@ -192,22 +311,63 @@ fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result
         .map_err(|x| e(&x))
 }
 
-/// The runs of `e` in `group` (all if empty) with variant prefix `v`: only each
-/// variant's first seed (repetition 0) for E1, E2, E3 and E5, whose plots draw one
-/// run per variant over time; every run for E4 (a point per run).
+/// The runs of `e` in `group` (all but sweeps if empty) with variant prefix `v`,
+/// every repetition.
 fn runs<'a>(f: &'a ResultsFile, e: Experiment, group: &str, v: &str) -> Vec<&'a RunRecord> {
     (f.runs.iter())
-        .filter(|r| r.experiment == e && (group.is_empty() || r.group == group))
+        .filter(|r| r.experiment == e)
+        .filter(|r| r.group == group || (group.is_empty() && !r.group.starts_with("sweep")))
         .filter(|r| r.variant.starts_with(v))
-        .filter(|r| e == Experiment::E4 || r.rep == 0)
         .collect()
+}
+
+/// The variants of `rs` in plan order, each with its repetitions.
+fn by_variant<'a>(rs: &[&'a RunRecord]) -> Vec<Vec<&'a RunRecord>> {
+    let mut out: Vec<Vec<&RunRecord>> = Vec::new();
+    for &r in rs {
+        match out.iter_mut().find(|v| v[0].variant == r.variant) {
+            Some(v) => v.push(r),
+            None => out.push(vec![r]),
+        }
+    }
+    out
+}
+
+/// The mean over repetitions of per-run series on one x grid (the shortest run's),
+/// with the 95 % confidence interval of the mean as its band (none for n = 1).
+fn mean_series(label: String, per_run: Vec<Vec<(f64, f64)>>) -> Series {
+    let n = per_run.iter().map(Vec::len).min().unwrap_or(0);
+    let mut s = Series {
+        label,
+        ..Series::default()
+    };
+    for i in 0..n {
+        let ys: Vec<f64> = per_run.iter().map(|p| p[i].1).collect();
+        let Some(sm) = stats::summary(&ys) else {
+            continue;
+        };
+        let x = per_run[0][i].0;
+        s.points.push((x, sm.mean));
+        if let Some(h) = sm.half {
+            s.band.push((x, sm.mean - h, sm.mean + h));
+        }
+    }
+    s
+}
+
+/// ", mean of n seeds with its 95 % CI band" (", one seed" for n = 1).
+fn reps_note(vs: &[Vec<&RunRecord>]) -> String {
+    match vs.iter().map(Vec::len).max().unwrap_or(0) {
+        0 | 1 => ", one seed".into(),
+        n => format!(", mean of {n} seeds (shaded: its 95 % CI)"),
+    }
 }
 
 fn param<'a>(r: &'a RunRecord, k: &str) -> &'a str {
     r.params.iter().find(|(n, _)| n == k).map_or("", |(_, v)| v)
 }
 
-/// "flows 200, rate 10 Gbit/s, rtt 10 ms, duration 15 s, seed 1".
+/// "flows 200, rate 10 Gbit/s, rtt 10 ms, duration 15 s".
 fn caption(r: &RunRecord) -> String {
     let keys = [
         "flows",
@@ -218,11 +378,10 @@ fn caption(r: &RunRecord) -> String {
         "bytes",
         "SO_SNDBUF",
     ];
-    let mut parts: Vec<String> = (keys.iter())
+    let parts: Vec<String> = (keys.iter())
         .filter(|k| !param(r, k).is_empty())
         .map(|k| format!("{k} {}", param(r, k)))
         .collect();
-    parts.push(format!("seed {}", r.seed));
     parts.join(", ")
 }
 
@@ -240,22 +399,15 @@ fn rate_bps(r: &RunRecord) -> f64 {
     }
 }
 
-fn series_of(r: &RunRecord, y: impl Fn(&lowtide_sim::timeseries::HostSample) -> f64) -> Series {
-    Series {
-        label: r.variant.clone(),
-        points: r
-            .series
-            .iter()
-            .map(|s| (s.time_us as f64 / 1e6, y(s)))
-            .collect(),
-    }
+fn host_points(r: &RunRecord, y: impl Fn(&HostSample) -> f64) -> Vec<(f64, f64)> {
+    (r.series.iter())
+        .map(|s| (s.time_us as f64 / 1e6, y(s)))
+        .collect()
 }
 
 /// Per-second rate of a cumulative host column.
-fn rate_series(r: &RunRecord, y: impl Fn(&lowtide_sim::timeseries::HostSample) -> f64) -> Series {
-    let pts = r
-        .series
-        .windows(2)
+fn rate_points(r: &RunRecord, y: impl Fn(&HostSample) -> f64) -> Vec<(f64, f64)> {
+    (r.series.windows(2))
         .map(|w| {
             let dt = (w[1].time_us - w[0].time_us) as f64 / 1e6;
             (
@@ -263,10 +415,14 @@ fn rate_series(r: &RunRecord, y: impl Fn(&lowtide_sim::timeseries::HostSample) -
                 (y(&w[1]) - y(&w[0])) / dt.max(1e-9),
             )
         })
-        .collect();
-    Series {
-        label: r.variant.clone(),
-        points: pts,
+        .collect()
+}
+
+/// A seed's figure in 4 KB pages as a reference line in MB.
+fn pages_ref(label: &str, pages: f64) -> Reference {
+    Reference {
+        label: label.into(),
+        y: pages * 4096.0 / 1e6,
     }
 }
 
@@ -280,23 +436,56 @@ fn charts(f: &ResultsFile, e: Experiment) -> Vec<(String, Vec<Chart>)> {
     }
 }
 
+fn mb(s: &HostSample) -> f64 {
+    s.tcp_mem_pages as f64 * 4096.0 / 1e6
+}
+
 fn e1(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
-    let rs = runs(f, Experiment::E1, "200 flows", "");
-    let Some(first) = rs.first() else {
-        return Vec::new();
-    };
-    let mb = |s: &lowtide_sim::timeseries::HostSample| s.tcp_mem_pages as f64 * 4096.0 / 1e6;
-    vec![(
-        "e1_memory".into(),
-        vec![Chart {
-            title: "E1: sender TCP memory over time, TCP_NOTSENT_LOWAT off vs on".into(),
-            caption: caption(first),
+    let mut panels = Vec::new();
+    for g in ["200 flows", "1 flow"] {
+        let rs = runs(f, Experiment::E1, g, "");
+        let Some(first) = rs.first() else {
+            continue;
+        };
+        let vs = by_variant(&rs);
+        let series = (vs.iter())
+            .map(|v| Series {
+                // The sweep's lines dashed: lowat 2 MB equals lowat off (200 flows
+                // never hold 2 MB unsent), and would hide it.
+                dashed: v[0].variant.starts_with("sweep"),
+                ..mean_series(
+                    v[0].variant.clone(),
+                    v.iter().map(|r| host_points(r, mb)).collect(),
+                )
+            })
+            .collect();
+        let (refs, note) = match g {
+            "200 flows" => (
+                vec![
+                    pages_ref("seed 000: lowat off, 45,458 pages", 45_458.0),
+                    pages_ref("seed 000: lowat 128 KB, 20,567 pages", 20_567.0),
+                ],
+                "; dashed grey: seed 000's figures (60 s into 90 s runs)",
+            ),
+            _ => (
+                Vec::new(),
+                "; the seed published no memory figure for one flow",
+            ),
+        };
+        panels.push(Chart {
+            title: format!("E1, {g}: sender TCP memory over time, TCP_NOTSENT_LOWAT off vs on"),
+            caption: caption(first) + &reps_note(&vs) + note,
             x: "virtual time (s)".into(),
             y: "TCP memory (MB, sockstat pages x 4 KB)".into(),
-            series: rs.iter().map(|r| series_of(r, mb)).collect(),
-            points: false,
-        }],
-    )]
+            series,
+            refs,
+            ..Chart::default()
+        });
+    }
+    match panels.is_empty() {
+        true => Vec::new(),
+        false => vec![("e1_memory".into(), panels)],
+    }
 }
 
 fn e2(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
@@ -304,29 +493,137 @@ fn e2(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
     let Some(first) = rs.first() else {
         return Vec::new();
     };
-    let mb = |s: &lowtide_sim::timeseries::HostSample| s.tcp_mem_pages as f64 * 4096.0 / 1e6;
-    let wk = |s: &lowtide_sim::timeseries::HostSample| s.wakeups as f64;
-    vec![(
+    let vs = by_variant(&rs);
+    let wk = |s: &HostSample| s.wakeups as f64;
+    let mut out = vec![(
         "e2_wakeups_memory".into(),
         vec![
             Chart {
-                title: "E2: writer wakeups per second (all flows)".into(),
-                caption: caption(first) + ", BBR, tcp_wmem max 64 MB",
+                title: "E2: writer wakeups per second (all flows; log scale)".into(),
+                caption: caption(first) + ", BBR, tcp_wmem max 64 MB" + &reps_note(&vs) + "; dashed grey: the seed's vmstat context switches per second (not the same event)",
                 x: "virtual time (s)".into(),
                 y: "wakeups/s".into(),
-                series: rs.iter().map(|r| rate_series(r, wk)).collect(),
-                points: false,
+                series: (vs.iter())
+                    .map(|v| {
+                        let per_run = v.iter().map(|r| rate_points(r, wk)).collect();
+                        mean_series(v[0].variant.clone(), per_run)
+                    })
+                    .collect(),
+                log_y: true,
+                refs: vec![
+                    Reference {
+                        label: "seed 001: ~6,000 cs/s without lowat".into(),
+                        y: 6_000.0,
+                    },
+                    Reference {
+                        label: "seed 001: ~13,000 cs/s with lowat 2 MB".into(),
+                        y: 13_000.0,
+                    },
+                ],
+                ..Chart::default()
             },
             Chart {
-                title: "E2: sender TCP memory".into(),
-                caption: caption(first),
+                title: "E2: sender TCP memory (log scale)".into(),
+                caption: caption(first) + &reps_note(&vs) + "; dashed grey: seed 001's sockstat figures",
                 x: "virtual time (s)".into(),
                 y: "TCP memory (MB)".into(),
-                series: rs.iter().map(|r| series_of(r, mb)).collect(),
-                points: false,
+                series: (vs.iter())
+                    .map(|v| {
+                        let per_run = v.iter().map(|r| host_points(r, mb)).collect();
+                        mean_series(v[0].variant.clone(), per_run)
+                    })
+                    .collect(),
+                log_y: true,
+                refs: vec![
+                    pages_ref("seed 001: lowat off, 1,364,904 pages", 1_364_904.0),
+                    pages_ref("seed 001: lowat 2 MB, 86,411 pages", 86_411.0),
+                ],
+                ..Chart::default()
             },
         ],
+    )];
+    out.extend(e2_sweep(f));
+    out
+}
+
+/// E2's sweep: A's memory per flow against the per-flow bandwidth-delay product,
+/// each group's mean with its 95 % CI, and tcp_sndbuf_expand's prediction.
+fn e2_sweep(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
+    let rs: Vec<&RunRecord> = (f.runs.iter())
+        .filter(|r| r.experiment == Experiment::E2 && r.group.starts_with("sweep"))
+        .collect();
+    let mut groups: Vec<Vec<&RunRecord>> = Vec::new();
+    for &r in &rs {
+        match groups.iter_mut().find(|g| g[0].group == r.group) {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    let mut measured = Series {
+        label: "A: lowat off, mean wmem per flow".into(),
+        ..Series::default()
+    };
+    let mut predicted = Series {
+        label: "9.5 x BDP: tcp_sndbuf_expand, 3 x (2 x BDP) x 2,304 B / 1,448 B".into(),
+        ..Series::default()
+    };
+    for g in &groups {
+        let Some(bdp) = crate::report::per_flow_bdp(g[0]) else {
+            continue;
+        };
+        let xs: Vec<f64> = g
+            .iter()
+            .map(|r| r.figures.mean_wmem_per_flow / 1e6)
+            .collect();
+        let Some(sm) = stats::summary(&xs) else {
+            continue;
+        };
+        let x = bdp / 1e6;
+        measured.points.push((x, sm.mean));
+        if let Some(h) = sm.half {
+            measured.band.push((x, sm.mean - h, sm.mean + h));
+        }
+        predicted.points.push((x, 9.5 * x));
+    }
+    if measured.points.is_empty() {
+        return Vec::new();
+    }
+    vec![(
+        "e2_sweep".into(),
+        vec![Chart {
+            title: "E2: memory without lowat vs the per-flow bandwidth-delay product".into(),
+            caption: format!(
+                "BBR flows, rtt 100 ms, tcp_wmem max 64 MB; {} settings of link rate x flow count (see the report's table), error bars: 95 % CI over the seeds; log scales",
+                measured.points.len()
+            ),
+            x: "per-flow BDP (MB)".into(),
+            y: "sk_wmem_queued per flow, mean over the run (MB)".into(),
+            series: vec![predicted, measured],
+            points: true,
+            log_x: true,
+            log_y: true,
+            ..Chart::default()
+        }],
     )]
+}
+
+/// The seed's before/after for E3's one-flow groups, as reference lines (ms).
+fn e3_refs(group: &str) -> Vec<Reference> {
+    let r = |label: &str, y| Reference {
+        label: label.into(),
+        y,
+    };
+    match group {
+        "1 Gbit/s, 1 flow" => vec![
+            r("seed 002: 50 ms without TSQ", 50.0),
+            r("seed 002: < 1 ms with TSQ", 1.0),
+        ],
+        "100 Mbit/s, 1 flow" => vec![
+            r("seed 002: 132 ms without TSQ", 132.0),
+            r("seed 002: < 8 ms with TSQ", 8.0),
+        ],
+        _ => Vec::new(),
+    }
 }
 
 fn e3(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
@@ -340,50 +637,77 @@ fn e3(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
     for g in groups {
         let rs = runs(f, Experiment::E3, g, "");
         let Some(first) = rs.first() else { continue };
-        let series = rs
-            .iter()
-            .map(|r| {
-                let bps = rate_bps(r).max(1.0);
-                series_of(r, move |s| s.dev_queue_bytes as f64 * 8.0 / bps * 1e3)
+        let vs = by_variant(&rs);
+        let series = (vs.iter())
+            .map(|v| {
+                let per_run = (v.iter())
+                    .map(|r| {
+                        let bps = rate_bps(r).max(1.0);
+                        host_points(r, move |s| s.dev_queue_bytes as f64 * 8.0 / bps * 1e3)
+                    })
+                    .collect();
+                mean_series(v[0].variant.clone(), per_run)
             })
             .collect();
         over_time.push(Chart {
-            title: format!("E3, {g}: device-queue delay over time (backlog / rate)"),
-            caption: caption(first) + ", pfifo 1000 packets",
+            title: format!("E3, {g}: device-queue delay over time (backlog / rate; log scale)"),
+            caption: caption(first)
+                + ", pfifo 1000 packets"
+                + &reps_note(&vs)
+                + "; dashed grey: seed 002's figures",
             x: "virtual time (s)".into(),
             y: "queueing delay (ms)".into(),
             series,
-            points: false,
+            log_y: true,
+            refs: e3_refs(g),
+            ..Chart::default()
         });
         cdf.push(Chart {
             title: format!("E3, {g}: CDF of the per-packet device-queue delay"),
-            caption: caption(first) + ", x in log2(us)",
-            x: "log2 of delay (us)".into(),
+            caption: caption(first)
+                + ", every seed's packets pooled; dashed grey: seed 002's figures",
+            x: "delay from enqueue to serialization (ms, log scale)".into(),
             y: "fraction of packets".into(),
-            series: rs.iter().map(|r| delay_cdf(r)).collect(),
-            points: false,
+            series: vs.iter().map(|v| delay_cdf(v)).collect(),
+            log_x: true,
+            ..Chart::default()
         });
     }
     vec![("e3_delay".into(), over_time), ("e3_delay_cdf".into(), cdf)]
 }
 
-fn delay_cdf(r: &RunRecord) -> Series {
-    let total: u64 = r.delay_hist.iter().map(|(_, c)| c).sum();
+/// The CDF of the per-packet NIC wait over a variant's runs (histograms pooled), x
+/// in ms at each bucket's upper edge.
+fn delay_cdf(v: &[&RunRecord]) -> Series {
+    let mut hist: Vec<(f64, u64)> = Vec::new();
+    for r in v {
+        for &(us, c) in &r.delay_hist {
+            match hist.iter_mut().find(|(u, _)| *u == us) {
+                Some((_, n)) => *n += c,
+                None => hist.push((us, c)),
+            }
+        }
+    }
+    hist.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: u64 = hist.iter().map(|(_, c)| c).sum();
     let mut acc = 0u64;
-    let points = (r.delay_hist.iter())
+    let points = (hist.iter())
         .map(|&(us, c)| {
             acc += c;
-            (us.log2(), acc as f64 / total.max(1) as f64)
+            (us / 1e3, acc as f64 / total.max(1) as f64)
         })
         .collect();
     Series {
-        label: r.variant.clone(),
+        label: v.first().map_or(String::new(), |r| r.variant.clone()),
         points,
+        ..Series::default()
     }
 }
 
 fn e4(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
-    let rs = runs(f, Experiment::E4, "", "");
+    let rs: Vec<&RunRecord> = (f.runs.iter())
+        .filter(|r| r.experiment == Experiment::E4)
+        .collect();
     let Some(first) = rs.first() else {
         return Vec::new();
     };
@@ -393,6 +717,7 @@ fn e4(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
             .filter(|r| r.variant.starts_with(v) && r.figures.cpu.is_some())
             .map(|r| (r.figures.mean_in_flight, y(r)))
             .collect(),
+        ..Series::default()
     };
     let gp: fn(&RunRecord) -> f64 = |r| r.figures.goodput_bps / 1e6;
     let cpu: fn(&RunRecord) -> f64 =
@@ -416,6 +741,7 @@ fn e4(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
                 y: "goodput (Mbit/s)".into(),
                 series: vec![by("A", gp), by("B", gp)],
                 points: true,
+                ..Chart::default()
             },
             Chart {
                 title: "E4: sender CPU per incoming packet (ACK) vs packets in flight".into(),
@@ -424,37 +750,47 @@ fn e4(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
                 y: "modeled CPU per ACK (us)".into(),
                 series: vec![by("A", cpu), by("B", cpu)],
                 points: true,
+                ..Chart::default()
             },
         ],
     )]
 }
 
 fn e5(f: &ResultsFile) -> Vec<(String, Vec<Chart>)> {
-    let rs = runs(f, Experiment::E5, "2,000,000 bytes", "");
+    let rs: Vec<&RunRecord> = (runs(f, Experiment::E5, "2,000,000 bytes", "").into_iter())
+        .filter(|r| r.rep == 0)
+        .collect();
     let Some(first) = rs.first() else {
         return Vec::new();
     };
-    let series = rs
-        .iter()
-        .map(|r| Series {
+    // Side by side: variant i draws its 1 KB bucket in the i-th part of the bucket.
+    let n = rs.len().max(1) as f64;
+    let series = (rs.iter().enumerate())
+        .map(|(i, r)| Series {
             label: r.variant.clone(),
             points: (r.size_hist.iter())
                 .flat_map(|&(b, c)| {
-                    let x = b as f64 / 1024.0;
-                    [(x, 0.0), (x, c as f64), (x + 1.0, c as f64), (x + 1.0, 0.0)]
+                    let x = b as f64 / 1024.0 + i as f64 / n;
+                    let w = 1.0 / n;
+                    [(x, 0.0), (x, c as f64), (x + w, c as f64), (x + w, 0.0)]
                 })
                 .collect(),
+            ..Series::default()
         })
         .collect();
     vec![(
         "e5_packet_sizes".into(),
         vec![Chart {
             title: "E5: sizes of the packets handed to the device (GSO packets count once)".into(),
-            caption: caption(first) + ", 1 KB buckets",
+            caption: caption(first)
+                + &format!(
+                    ", seed {}, 1 KB buckets, the variants side by side in each",
+                    first.seed
+                ),
             x: "IP packet size (KB)".into(),
             y: "packets".into(),
             series,
-            points: false,
+            ..Chart::default()
         }],
     )]
 }

@@ -43,7 +43,10 @@ fn seed_figures(e: Experiment) -> Vec<SeedFigure> {
             f("TCP memory, 200 flows (pages; seed: 60 s in, lowtide: mean over the run)", "45,458 -> 20,567 (0.45x)", "200 flows", ("A", "B"), pages, "pages"),
             f("goodput, 200 flows", "not published", "200 flows", ("A", "B"), mbit, "Mbit/s"),
             f("one flow's throughput", "17,448 vs 17,321 Mbit/s (0.99x)", "1 flow", ("A", "B"), mbit, "Mbit/s"),
-            f("context switches (seed: one flow, 10 x 20 s) / writer wakeups per second (lowtide, 200 flows)", "412,514 -> 2,675,818 (6.5x)", "200 flows", ("A", "B"), wake, "wakeups/s"),
+            f("one flow: context switches (seed: 10 x 20 s of netperf) / writer wakeups per second (lowtide)", "412,514 -> 2,675,818 (6.5x)", "1 flow", ("A", "B"), wake, "wakeups/s"),
+            f("writer wakeups per second, 200 flows", "not published", "200 flows", ("A", "B"), wake, "wakeups/s"),
+            f("one flow's TCP memory (pages)", "not published", "1 flow", ("A", "B"), pages, "pages"),
+            f("one flow, send-buffer-limited (10 Gbit/s, 10 ms): wakeups per second", "not published", "1 flow, 10 Gbit/s, 10 ms (send-buffer-limited)", ("A", "B"), wake, "wakeups/s"),
         ],
         Experiment::E2 => vec![
             f("TCP memory (pages)", "1,364,904 -> 86,411 (0.063x)", "", ("A", "B"), pages, "pages"),
@@ -88,6 +91,74 @@ pub(crate) fn rate_bps(r: &RunRecord) -> Option<f64> {
         "Mbit/s" => Some(n * 1e6),
         _ => None,
     }
+}
+
+/// One flow's share of the path's bandwidth-delay product (bytes), from a run's
+/// "rate", "flows" and "rtt" parameters.
+pub(crate) fn per_flow_bdp(r: &RunRecord) -> Option<f64> {
+    let p = |k: &str| {
+        r.params
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let flows: f64 = p("flows")?.parse().ok()?;
+    let rtt_ms: f64 = p("rtt")?.strip_suffix(" ms")?.parse().ok()?;
+    Some(rate_bps(r)? / flows.max(1.0) * rtt_ms / 1e3 / 8.0)
+}
+
+/// E2's sweep: A's send-queue memory per flow against the per-flow bandwidth-delay
+/// product, and what tcp_sndbuf_expand of BBR's cwnd predicts.
+fn e2_sweep_table(s: &mut String, file: &ResultsFile) {
+    let runs: Vec<&RunRecord> = (file.runs.iter())
+        .filter(|r| r.experiment == Experiment::E2 && r.variant.starts_with('A'))
+        .collect();
+    let groups = by_variant(&runs);
+    if groups.len() < 2 {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "What sets A's memory, over link rates and flow counts (A: lowat off; mean ± 95 % CI over n seeds; the prediction is 9.5 x the per-flow BDP, tcp_sndbuf_expand's 3 x cwnd x 2,304 bytes with cwnd = 2 x BDP / 1,448):\n"
+    );
+    let _ = writeln!(
+        s,
+        "| group | n | per-flow rate Mbit/s | per-flow BDP MB | wmem/flow MB | wmem / BDP | predicted MB | goodput Mbit/s |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    for (g, _, rs) in groups {
+        let Some(bdp) = rs.first().and_then(|r| per_flow_bdp(r)) else {
+            continue;
+        };
+        let flows: f64 = rs[0]
+            .params
+            .iter()
+            .find(|(k, _)| k == "flows")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(1.0);
+        let rate = rate_bps(rs[0]).unwrap_or(0.0) / flows / 1e6;
+        let w: Vec<f64> = rs
+            .iter()
+            .map(|r| r.figures.mean_wmem_per_flow / 1e6)
+            .collect();
+        let k: Vec<f64> = rs
+            .iter()
+            .map(|r| r.figures.mean_wmem_per_flow / bdp)
+            .collect();
+        let gp: Vec<f64> = rs.iter().map(|r| r.figures.goodput_bps / 1e6).collect();
+        let _ = writeln!(
+            s,
+            "| {g} | {} | {} | {} | {} | {} | {} | {} |",
+            rs.len(),
+            num(rate),
+            num(bdp / 1e6),
+            cell(&w),
+            cell(&k),
+            num(9.5 * bdp / 1e6),
+            cell(&gp)
+        );
+    }
+    let _ = writeln!(s);
 }
 
 /// E3's steady state: host A's NIC backlog over the second half of the run (the
@@ -300,6 +371,9 @@ fn experiment_section(
     if e == Experiment::E3 {
         e3_bounds(s, file);
     }
+    if e == Experiment::E2 {
+        e2_sweep_table(s, file);
+    }
     real_report::section(s, real, e);
 }
 
@@ -505,26 +579,37 @@ fn e3_bounds(s: &mut String, file: &ResultsFile) {
 fn notes(e: Experiment) -> Option<&'static str> {
     Some(match e {
         Experiment::E1 => {
-            "The seed read /proc/net/protocols 60 s into 90 s runs; lowtide's \
-            pages are host A's sockstat-style memory (send plus receive queues) averaged over \
-            the whole run, slow start included. The seed's context switches are of one flow; \
-            lowtide counts writer wakeups (EPOLLOUT events delivered), not context switches, \
-            and the context-switch row sets the seed's one-flow ratio beside lowtide's \
-            200-flow ratio (lowtide's one-flow wakeups are in the runs table). Stated \
-            limits: E1 runs at 10 Gbit/s and 10 ms, not at the seed's LAN scale (its one \
-            flow did 17.4 Gbit/s); the one-flow group is send-buffer-limited (tcp_wmem[2] \
-            4 MB per 10 ms round trip caps it below the link), so lowat never binds there \
-            and A equals B."
+            "The seed read /proc/net/protocols 60 s into 90 s runs; lowtide's pages are \
+            host A's sockstat-style memory (send plus receive queues) averaged over the \
+            whole run, slow start included. The seed's scale is a LAN: its single flow did \
+            17.4 Gbit/s with a final send buffer of 1.6 MB (netperf's \"Send Socket Size \
+            Final\"), so its round trip held well under 1 MB; E1 runs on 25 Gbit/s with a \
+            100 us round trip (312 KB in flight at the link's rate), 3 s (30,000 round \
+            trips). The seed's context switches are of one netperf flow: the \
+            context-switch row sets them beside lowtide's one flow; lowtide counts writer \
+            wakeups (EPOLLOUT events delivered), not context switches; the 200-flow \
+            wakeups are a row of their own. In the one-flow LAN group lowat binds: the \
+            send buffer (tcp_sndbuf_expand: twice cwnd's truesize) leaves room for unsent \
+            data, which lowat caps at 128 KB, so the writer wakes more often and holds \
+            less. The last group is the setting E1 had before (10 Gbit/s, 10 ms): there \
+            tcp_wmem[2] (4 MB per 10 ms round trip) caps the flow below the link, nothing \
+            waits unsent, lowat never binds and A equals B. A results.json recorded \
+            before 2026-12-02 ran every E1 group at 10 Gbit/s and 10 ms (its runs table's \
+            parameters say which)."
         }
         Experiment::E2 => {
             "The seed's hosts had 64 MB tcp_wmem and netem's 100 ms; lowtide uses the \
-            seed's sysctls and the default tcp_rmem (32 MB). The explanation this report \
-            gave before (each flow's window capped at about 21 MB by the receive buffer) \
-            cannot be what binds: at 100 Mbit/s per flow and 100 ms the bandwidth-delay \
-            product is 1.25 MB. Without lowat the unsent backlog is bounded by the send \
-            buffer, which tcp_sndbuf_expand grows from the peak cwnd, so A's memory \
-            follows the per-flow rate chosen here; no rate or flow-count sweep has tested \
-            that yet (a stated limit)."
+            seed's sysctls and the default tcp_rmem (32 MB). What sets A's memory (the \
+            sweep below): without lowat each writer fills its send buffer, and \
+            tcp_sndbuf_expand sizes that buffer from the peak cwnd, 3 (BBR's \
+            sndbuf_expand) x cwnd x 2,304 bytes per segment, with BBR's cwnd about twice \
+            the bandwidth-delay product: about 3 x 2 x 2,304 / 1,448 = 9.5 times the \
+            per-flow BDP per flow. So A's memory follows the per-flow rate chosen here \
+            (100 Mbit/s at 100 ms, a 1.25 MB BDP), not the receive window: an earlier \
+            version of this report blamed a ~21 MB receive-window cap, which cannot bind \
+            at a 1.25 MB BDP. The seed's 54 MB per flow would be a per-flow BDP near 5.7 \
+            MB at that ratio (about 450 Mbit/s per flow at 100 ms), which its message does \
+            not give."
         }
         Experiment::E3 => {
             "Delay is per packet from enqueue to the start of its serialization in host \
@@ -587,17 +672,22 @@ fn notes(e: Experiment) -> Option<&'static str> {
             against packets in flight."
         }
         Experiment::E5 => {
-            "Counters are host A's nstat counters for the whole transfer \
-            (handshake included), on a 10 Gbit/s NIC. History: E5 first ran on a 1 Gbit/s \
-            NIC, where IpInReceives did not fall with the packet count (the seed's \
-            direction failed); the NIC became 10 Gbit/s after that, on this argument: the \
-            seed's NIC rate is not \
-            published, but its IpInReceives followed IpOutRequests (one ACK per TSO \
+            "Counters are host A's nstat counters for the whole transfer (handshake \
+            included), on a 10 Gbit/s NIC. History, in order: E5 first ran on a 1 Gbit/s \
+            NIC, and there IpInReceives went the wrong way (sized at transmit time, \
+            lowtide's simulator drew 695 ACKs where the seed's receiver sent 221, with \
+            182 packets sent; docs/experiments/README.md, 2026-11-23); only after that was \
+            the NIC made 10 Gbit/s (2026-11-25), on this argument: the seed's NIC rate is \
+            not published, but its IpInReceives followed IpOutRequests (one ACK per TSO \
             packet), so its receiver's GRO got each TSO packet whole within one NAPI \
-            poll: at 10 Gbit/s a 64 KB packet is 52 us on the wire. At 1 Gbit/s (the \
-            second group, kept in the plan) a packet's segments arrive 12 us apart, a 20 us \
-            NAPI poll holds about two, and the receiver acks every second segment whatever \
-            the sender's packet sizes: IpInReceives does not fall there."
+            poll, which a 10 Gbit/s NIC does (a 64 KB packet is 52 us on the wire). At 1 \
+            Gbit/s (the second group, kept in the plan to show it) a packet's segments \
+            arrive 12 us apart, a 20 us NAPI poll holds about two, and the receiver acks \
+            every second segment whatever the sender's packet sizes: IpInReceives does not \
+            fall there. The choice of NIC was made after seeing the direction fail; the \
+            GRO argument explains that failure and the kernel's own receiver (the real \
+            path's column, through `lowtide link`, which hands GSO packets whole) agrees \
+            with it, but it remains a choice made after the fact."
         }
     })
 }

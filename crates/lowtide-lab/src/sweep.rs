@@ -548,10 +548,14 @@ pub fn render_plots(f: &SweepFile, out: &Path) -> Result<Vec<PathBuf>, String> {
             series: (series.into_iter())
                 .map(|(label, mut points)| {
                     points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    Series { label, points }
+                    Series {
+                        label,
+                        points,
+                        ..Series::default()
+                    }
                 })
                 .collect(),
-            points: false,
+            ..Chart::default()
         };
         let stem: String = (fig_text.chars())
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })

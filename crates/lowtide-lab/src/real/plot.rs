@@ -57,9 +57,10 @@ pub fn render(real: &RealResults, out: &Path) -> Result<Vec<PathBuf>, String> {
                 .map(|r| Series {
                     label: label(r),
                     points: r.series.clone(),
+                    ..Series::default()
                 })
                 .collect(),
-            points: false,
+            ..Chart::default()
         });
     }
     if panels.is_empty() {

@@ -216,6 +216,10 @@ fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32>
         None,
         |st: &mut State| {
             let now = st.now();
+            // tcp_recvmsg_locked sleeps until its target (SO_RCVLOWAT, MSG_WAITALL).
+            if !nonblock && !st.host.recv_target_met(fd, len, flags) {
+                return Attempt::Wait;
+            }
             match st.host.recvmsg(now, fd, &mut buf, flags) {
                 Err(Errno(errno::EAGAIN)) => Attempt::Wait,
                 r => Attempt::Done(r.map_err(e)),

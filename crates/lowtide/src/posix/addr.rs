@@ -16,12 +16,9 @@ use std::net::{IpAddr, SocketAddr};
 /// The IPv4 address of an IPv4-mapped `addr` (`ipv6_addr_v4mapped`), as an engine
 /// address; any other address as it is.
 fn unmapped(addr: SocketAddr) -> SocketAddr {
-    match addr {
-        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => SocketAddr::new(IpAddr::V4(v4), v6.port()),
-            None => addr,
-        },
-        SocketAddr::V4(_) => addr,
+    match addr.ip().to_canonical() {
+        v4 @ IpAddr::V4(_) => SocketAddr::new(v4, addr.port()),
+        IpAddr::V6(_) => addr,
     }
 }
 

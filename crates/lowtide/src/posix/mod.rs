@@ -291,6 +291,30 @@ impl Host {
         flags & MSG_DONTWAIT != 0 || pipe || self.sock(fd).is_ok_and(|s| s.nonblock)
     }
 
+    /// Whether a blocking `recv(2)` of `len` bytes on `fd` returns now:
+    /// `tcp_recvmsg_locked` sleeps until its target (`sock_rcvlowat`: `len` with
+    /// `MSG_WAITALL`, else `SO_RCVLOWAT` up to `len`) is copied, unless it reaches
+    /// an urgent mark with bytes copied, or an error, the peer's FIN or a closed
+    /// socket ends the wait. Anything but a connection: true (the call decides).
+    pub fn recv_target_met(&self, fd: Fd, len: usize, flags: i32) -> bool {
+        let Ok(Some(h)) = self.conn(fd) else {
+            return true;
+        };
+        let s = self.stack.socket_ref(h);
+        let (Ok(st), Ok(lowat)) = (s.status(), s.rcvlowat()) else {
+            return true;
+        };
+        let target = match flags & MSG_WAITALL {
+            0 => (lowat as usize).min(len),
+            _ => len,
+        };
+        st.inq >= target
+            || st.inq > 0 && st.urg_valid
+            || st.rcv_shutdown
+            || st.err
+            || st.state == TcpState::Closed
+    }
+
     /// `SO_LINGER` of `fd`: `Some(seconds)` when lingering is on.
     pub fn linger(&self, fd: Fd) -> Option<u32> {
         self.sock(fd)

@@ -268,9 +268,11 @@ impl Host {
     fn wake_state(&self, fd: Fd) -> Result<([u64; WAKE_KEYS], u64), Errno> {
         let s = self.sock(fd)?;
         let rcv = match s.state {
-            SockState::Conn { h, .. } => {
-                self.stack.socket_ref(h).status().map_or(0, |st| st.rcv_nxt)
-            }
+            SockState::Conn { h, .. } => self
+                .stack
+                .socket_ref(h)
+                .status()
+                .map_or(0, |st| st.data_ready),
             _ => 0,
         };
         Ok((s.wake, rcv))

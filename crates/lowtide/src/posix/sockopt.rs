@@ -7,7 +7,7 @@ use crate::tcp::consts::{MAX_TCP_WINDOW, SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF, TCP_M
 use crate::tcp::fastopen::{FastOpenKeys, TFO_CLIENT_ENABLE};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
-use crate::tcp::sockopt::MAX_TCP_SYNCNT;
+use crate::tcp::sockopt::{rcvlowat_from_user, MAX_TCP_SYNCNT};
 use crate::tcp::tstamp::{check_flags, SOF_TIMESTAMPING_OPT_ID, SOF_TIMESTAMPING_OPT_ID_TCP};
 use crate::time::Instant;
 use crate::TcpState;
@@ -390,6 +390,17 @@ impl Host {
             // sock_setsockopt: needs CAP_NET_RAW or CAP_NET_ADMIN, which the embedding
             // process is taken to have (as packetdrill, root, does).
             (SOL_SOCKET, SO_MARK) => s.opts.mark = int_arg(val)? as u32,
+            (SOL_SOCKET, SO_RCVLOWAT) => {
+                let v = int_arg(val)?;
+                s.opts.rcvlowat = Some(v);
+                if s.opts.rcvbuf.is_none() && v != 0 {
+                    let mark = rcvlowat_from_user(stack.config(), None, v);
+                    s.opts.rcvlowat_grown = s.opts.rcvlowat_grown.max(mark);
+                }
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_rcvlowat(now, v))?;
+                }
+            }
             (SOL_SOCKET, SO_OOBINLINE) => {
                 s.opts.oobinline = int_arg(val)? != 0;
                 if let Some(h) = conn {
@@ -507,6 +518,18 @@ impl Host {
             }
             (SOL_SOCKET, SO_MARK) => int(out, s.opts.mark as i32),
             (SOL_SOCKET, SO_OOBINLINE) => int(out, s.opts.oobinline as i32),
+            (SOL_SOCKET, SO_RCVLOWAT) => {
+                let v = match conn {
+                    Some(h) => self.stack.socket_ref(h).rcvlowat().map_err(Errno::from)?,
+                    None => {
+                        let locked = s.opts.rcvbuf.map(|b| (b * 2).max(SOCK_MIN_RCVBUF));
+                        s.opts
+                            .rcvlowat
+                            .map_or(1, |v| rcvlowat_from_user(cfg, locked, v))
+                    }
+                };
+                int(out, v as i32)
+            }
             (SOL_SOCKET, SO_LINGER) => {
                 let mut b = [0u8; 8];
                 b[..4].copy_from_slice(&(s.linger.0 as i32).to_ne_bytes());

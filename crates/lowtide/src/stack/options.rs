@@ -6,7 +6,7 @@
 use super::{Sock, Stack};
 use crate::socket::{SocketError, SocketHandle};
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
-use crate::tcp::sockopt::{SockOptions, SockStatus, MAX_TCP_SYNCNT};
+use crate::tcp::sockopt::{rto_max_valid, rto_min_valid, SockOptions, SockStatus, MAX_TCP_SYNCNT};
 use crate::time::Instant;
 use std::net::SocketAddr;
 
@@ -150,6 +150,17 @@ impl SocketMut<'_> {
         Ok(())
     }
 
+    /// `SO_RCVLOWAT` (`tcp_set_rcvlowat`): the bytes that make the socket readable
+    /// (poll, `tcp_data_ready`'s wakeup, a blocking read's target, and an ACK sent
+    /// at once while fewer are in); an unlocked receive buffer grows to hold them.
+    /// Negative is `INT_MAX`; capped at half the buffer; 0 is 1.
+    pub fn set_rcvlowat(&mut self, now: Instant, val: i32) -> Result<(), SocketError> {
+        let index = self.stack.user_slot(self.h)?;
+        self.stack
+            .with_tcb(now, index, |tcb, ctx| tcb.set_rcvlowat(ctx, val));
+        Ok(())
+    }
+
     /// Replaces the options a listener's future children inherit.
     pub fn set_listener_options(&mut self, opts: &SockOptions) -> Result<(), SocketError> {
         self.stack.listener_mut(self.h)?.opts = opts.clone();
@@ -185,7 +196,7 @@ impl SocketMut<'_> {
     /// `TCP_RTO_MAX_MS` (Linux 6.15+, `icsk_rto_max`): the RTO's and every transmit
     /// timer's upper bound, 1 to 120 s.
     pub fn set_rto_max(&mut self, d: core::time::Duration) -> Result<(), SocketError> {
-        if !(1000..=120_000).contains(&d.as_millis()) {
+        if !rto_max_valid(d) {
             return Err(SocketError::InvalidInput);
         }
         self.stack.tcb_mut(self.h)?.rto_max = d;
@@ -195,10 +206,10 @@ impl SocketMut<'_> {
     /// `TCP_RTO_MIN_US` (Linux 6.15+, `icsk_rto_min`): the RTO's lower bound, 2 to
     /// 200 ms, unless the route locks `rto_min`.
     pub fn set_rto_min(&mut self, d: core::time::Duration) -> Result<(), SocketError> {
-        if !(2..=200).contains(&d.as_millis()) || !d.as_nanos().is_multiple_of(1_000_000) {
+        if !rto_min_valid(d) || !d.as_nanos().is_multiple_of(1_000_000) {
             return Err(SocketError::InvalidInput);
         }
-        self.stack.tcb_mut(self.h)?.set_rto_min(d);
+        self.stack.tcb_mut(self.h)?.icsk_rto_min = d;
         Ok(())
     }
 
@@ -388,6 +399,11 @@ impl SocketRef<'_> {
         Ok(self.stack.tcb(self.h)?.urg.inline)
     }
 
+    /// `SO_RCVLOWAT` (getsockopt): `sk_rcvlowat`.
+    pub fn rcvlowat(&self) -> Result<u32, SocketError> {
+        Ok(self.stack.tcb(self.h)?.rcvlowat)
+    }
+
     /// `TCP_SYNCNT` (getsockopt): the socket's own value, else `tcp_syn_retries`.
     pub fn syn_retries(&self) -> Result<u8, SocketError> {
         Ok(match self.stack.tcb(self.h)?.syn_retries {
@@ -437,7 +453,7 @@ impl SocketRef<'_> {
 
     /// `TCP_RTO_MIN_US` (getsockopt): the socket's own `icsk_rto_min`.
     pub fn rto_min(&self) -> Result<core::time::Duration, SocketError> {
-        Ok(self.stack.tcb(self.h)?.rto_min_sock)
+        Ok(self.stack.tcb(self.h)?.icsk_rto_min)
     }
 
     /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.

@@ -24,7 +24,7 @@ const IP6_RT_MIN_ADVMSS: u32 = 1220;
 
 impl Tcb {
     /// The connection takes its route (`ip_route_connect`, `inet_csk_route_req`):
-    /// the path MTU its MSS starts from, and the route's `rto_min` when locked.
+    /// the path MTU its MSS starts from, and the route's metrics (`Tcb::rto_min`).
     pub(crate) fn attach_dst(&mut self, metrics: &Metrics, generation: u32, mtu: u32) {
         self.dst = Dst {
             metrics: metrics.clone(),
@@ -33,20 +33,17 @@ impl Tcb {
             obsolete: false,
         };
         self.pmtu_cookie = mtu;
-        // tcp_rto_min: a locked rto_min on the route replaces icsk_rto_min.
-        if metrics.locked(Rtax::RtoMin) && metrics.get(Rtax::RtoMin) != 0 {
-            self.rto_min = Duration::from_millis(metrics.get(Rtax::RtoMin) as u64);
-        }
         // tcp_in_quickack_mode: icsk_ack.dst_quick_ack.
         self.dst_quick_ack = metrics.get(Rtax::QuickAck) != 0;
     }
 
-    /// `TCP_RTO_MIN_US` (`icsk_rto_min`): in force unless the route locks `rto_min`
-    /// (`tcp_rto_min`).
-    pub(crate) fn set_rto_min(&mut self, d: Duration) {
-        self.rto_min_sock = d;
-        if !self.dst.metrics.locked(Rtax::RtoMin) || self.dst.metrics.get(Rtax::RtoMin) == 0 {
-            self.rto_min = d;
+    /// `tcp_rto_min`: the route's `rto_min` when locked (and not 0), else the
+    /// socket's `icsk_rto_min` (`tcp_rto_min_us`, `TCP_RTO_MIN_US`).
+    pub(crate) fn rto_min(&self) -> Duration {
+        let m = &self.dst.metrics;
+        match m.get(Rtax::RtoMin) {
+            ms if ms != 0 && m.locked(Rtax::RtoMin) => Duration::from_millis(ms as u64),
+            _ => self.icsk_rto_min,
         }
     }
 
@@ -125,7 +122,7 @@ impl Tcb {
         }
         if f.crtt8 > self.rtt_est.srtt8 {
             let crtt = Duration::from_millis((f.crtt8 / 8000) as u64);
-            self.rto = crtt + (2 * crtt).max(self.rto_min);
+            self.rto = crtt + (2 * crtt).max(self.rto_min());
         } else if self.rtt_est.srtt8 == 0 {
             self.rto_fallback();
         }

@@ -144,7 +144,7 @@ pub fn cookie_gen_cipher(
     let k1 = u64::from_le_bytes(key[8..].try_into().expect("8 bytes"));
     #[allow(deprecated)] // core's SipHasher is SipHash-2-4, Linux's siphash.
     let mut h = core::hash::SipHasher::new_with_keys(k0, k1);
-    match (unmap(src), unmap(dst)) {
+    match (src.to_canonical(), dst.to_canonical()) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
             h.write(&s.octets());
             h.write(&d.octets());
@@ -155,13 +155,6 @@ pub fn cookie_gen_cipher(
         }
     }
     FastOpenOption::cookie(false, &h.finish().to_le_bytes())
-}
-
-fn unmap(a: IpAddr) -> IpAddr {
-    match a {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(a, IpAddr::V4),
-        a => a,
-    }
 }
 
 fn v6_octets(a: IpAddr) -> [u8; 16] {

@@ -1083,7 +1083,18 @@ impl Tcb {
         self.ack_pending = true;
         // tcp_data_ready even after shutdown(SHUT_RD): the data stays queued and
         // readable (tcp_recvmsg returns queued data before it looks at RCV_SHUTDOWN).
-        if !self.readable_signaled {
+        self.data_ready(ctx);
+    }
+
+    /// `tcp_data_ready`: wake the reader (`sk_data_ready`) once `tcp_epollin_ready`
+    /// holds for `sk_rcvlowat`, or the stream is done (`SOCK_DONE`).
+    pub(crate) fn data_ready(&mut self, ctx: &mut Ctx) {
+        let target = self.rcvlowat as usize;
+        if !(self.epollin_ready(target, ctx.mem.under_pressure()) || self.rcv_shutdown) {
+            return;
+        }
+        self.data_ready_count += 1;
+        if !self.readable_signaled && !self.rcv_queue.is_empty() {
             self.readable_signaled = true;
             self.notify(ctx, EventKind::Readable);
         }
@@ -1164,6 +1175,8 @@ impl Tcb {
         self.rcv_nxt += 1;
         self.bytes_received += 1; // tcp_rcv_nxt_update: the FIN's sequence number counts
         self.rcv_shutdown = true;
+        // tcp_data_queue's tcp_data_ready after tcp_fin: SOCK_DONE wakes the reader.
+        self.data_ready_count += 1;
         // tcp_fin: "It _is_ possible, that we have something out-of-order _after_
         // FIN. [...] For now drop them.", and tcp_sack_reset (the D-SACK too).
         self.ofo.purge();
@@ -1208,10 +1221,11 @@ impl Tcb {
             return;
         }
         let unacked = self.rcv_nxt - self.rcv_wup;
-        // "... and right edge of window advances far enough" (or not all is read:
-        // sk_rcvlowat is 1).
+        // "... and right edge of window advances far enough. [...] If application
+        // uses SO_RCVLOWAT, we want send ack now if we have not received enough
+        // bytes to satisfy the condition."
         let now_needed = unacked > self.rcv_mss as u64
-            && (self.rcv_nxt == self.copied_seq
+            && (self.rcv_nxt - self.copied_seq < self.rcvlowat as u64
                 || self.compute_window(ctx.mem, ctx.cfg) >= self.rcv_wnd)
             || self.in_quickack_mode(ctx.cfg)
             || self.ack_now;

@@ -173,12 +173,6 @@ pub struct TcpMetrics {
     chains: FxHashMap<u32, Vec<MetricsBlock>>,
 }
 
-/// An IPv4-mapped address is its IPv4 address (`tcp_get_metrics` on an AF_INET6
-/// socket with a mapped peer).
-fn canonical(ip: IpAddr) -> IpAddr {
-    ip.to_canonical()
-}
-
 /// `ipv4_addr_hash` / `ipv6_addr_hash`, then `hash_32(.., tcp_metrics_hash_log)`.
 fn chain_of(daddr: IpAddr) -> u32 {
     let h = match daddr {
@@ -195,7 +189,9 @@ fn chain_of(daddr: IpAddr) -> u32 {
 impl TcpMetrics {
     /// The entry for `saddr -> daddr`, if any (`__tcp_get_metrics`, read only).
     pub fn block(&self, saddr: IpAddr, daddr: IpAddr) -> Option<&MetricsBlock> {
-        let (s, d) = (canonical(saddr), canonical(daddr));
+        // An IPv4-mapped address is its IPv4 address (`tcp_get_metrics` on an AF_INET6
+        // socket with a mapped peer).
+        let (s, d) = (saddr.to_canonical(), daddr.to_canonical());
         self.chains
             .get(&chain_of(d))?
             .iter()
@@ -222,7 +218,9 @@ impl TcpMetrics {
         (saddr, daddr): (IpAddr, IpAddr),
         create: bool,
     ) -> Option<&mut MetricsBlock> {
-        let (s, d) = (canonical(saddr), canonical(daddr));
+        // An IPv4-mapped address is its IPv4 address (`tcp_get_metrics` on an AF_INET6
+        // socket with a mapped peer).
+        let (s, d) = (saddr.to_canonical(), daddr.to_canonical());
         let found = self.block(s, d).is_some();
         if !found && !create {
             return None;

@@ -232,7 +232,7 @@ impl Tcb {
                 ) {
                     self.pending = None;
                 }
-                self.resource_retry_at = Some(ctx.now + self.rto.max(self.rto_min));
+                self.resource_retry_at = Some(ctx.now + self.rto.max(self.rto_min()));
             } else {
                 self.resource_retry_at = Some(ctx.now + TCP_RESOURCE_PROBE_INTERVAL);
             }

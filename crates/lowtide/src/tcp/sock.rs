@@ -160,6 +160,10 @@ pub struct Tcb {
     /// `rcv_rtt_est`: the receiver's own RTT estimate, for autotuning.
     pub(crate) rcv_rtt: RcvRttEst,
     pub(crate) readable_signaled: bool,
+    /// `sk_rcvlowat` (`SO_RCVLOWAT`): the bytes that make the socket readable.
+    pub(crate) rcvlowat: u32,
+    /// How many times `tcp_data_ready` woke the reader (`sk_data_ready`).
+    pub(crate) data_ready_count: u64,
     /// D-SACK block to send in the next ACK.
     pub(crate) dsack: Option<(u64, u64)>,
 
@@ -198,10 +202,9 @@ pub struct Tcb {
     /// `tp->rtt_min`: the min filter over `tcp_min_rtt_wlen` (`tcp_update_rtt_min`).
     pub(crate) rtt_min: super::cong::minmax::MinMax,
     pub(crate) rto: Duration,
-    pub(crate) rto_min: Duration,
     /// `icsk_rto_min`: the socket's own bound (`tcp_rto_min_us`, `TCP_RTO_MIN_US`),
-    /// which a locked route `rto_min` overrides in `rto_min`.
-    pub(crate) rto_min_sock: Duration,
+    /// which a locked route `rto_min` overrides (`Tcb::rto_min`, `tcp_rto_min`).
+    pub(crate) icsk_rto_min: Duration,
     /// `icsk_rto_max` (`tcp_rto_max`): the RTO's and every transmit timer's upper
     /// bound, from `net.ipv4.tcp_rto_max_ms` or `TCP_RTO_MAX_MS`.
     pub(crate) rto_max: Duration,
@@ -845,6 +848,8 @@ impl Tcb {
             rcvq_space_time: now,
             rcv_rtt: Default::default(),
             readable_signaled: false,
+            rcvlowat: 1,
+            data_ready_count: 0,
             dsack: None,
             mss_cache: advmss,
             advmss,
@@ -866,8 +871,7 @@ impl Tcb {
             min_rtt_us: u32::MAX,
             rtt_min: Default::default(),
             rto: TCP_TIMEOUT_INIT,
-            rto_min: Duration::from_micros(cfg.tcp_rto_min_us as u64),
-            rto_min_sock: Duration::from_micros(cfg.tcp_rto_min_us as u64),
+            icsk_rto_min: Duration::from_micros(cfg.tcp_rto_min_us as u64),
             rto_max: Duration::from_millis(cfg.tcp_rto_max_ms as u64),
             backoff: 0,
             retransmits: 0,

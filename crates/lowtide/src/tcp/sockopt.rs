@@ -1,6 +1,7 @@
 //! Socket options and socket-call variants the POSIX layer needs (tcp.c:
 //! `do_tcp_setsockopt`, `tcp_poll`, `tcp_ioctl`, `MSG_PEEK`, `MSG_MORE`).
 
+use super::consts::{TCP_RTO_MAX, TCP_RTO_MIN, TCP_TIMEOUT_MIN};
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::config::Config;
@@ -34,19 +35,35 @@ pub const MAX_TCP_SYNCNT: u8 = 127;
 /// `do_tcp_setsockopt(TCP_RTO_MAX_MS)` (Linux 6.15+): 1 to 120 s
 /// (`TCP_RTO_MAX_MIN_SEC`, `TCP_RTO_MAX_SEC`), else `EINVAL`.
 pub fn rto_max_from_user(ms: i32) -> Option<Duration> {
-    (1000..=120_000)
-        .contains(&ms)
-        .then(|| Duration::from_millis(ms as u64))
+    let d = Duration::from_millis(u64::try_from(ms).ok()?);
+    rto_max_valid(d).then_some(d)
+}
+
+/// The `TCP_RTO_MAX_MS` range: `TCP_RTO_MAX_MIN_SEC` (1 s) to `TCP_RTO_MAX`.
+pub fn rto_max_valid(d: Duration) -> bool {
+    (Duration::from_secs(1)..=TCP_RTO_MAX).contains(&d)
+}
+
+/// The `TCP_RTO_MIN_US` range: `TCP_TIMEOUT_MIN` (2 jiffies) to `TCP_RTO_MIN`.
+pub fn rto_min_valid(d: Duration) -> bool {
+    (TCP_TIMEOUT_MIN..=TCP_RTO_MIN).contains(&d)
 }
 
 /// `do_tcp_setsockopt(TCP_RTO_MIN_US)` (Linux 6.15+): the microseconds rounded up
 /// to jiffies (`usecs_to_jiffies`, HZ 1000), from `TCP_TIMEOUT_MIN` (2 ms) to
 /// `TCP_RTO_MIN` (200 ms), else `EINVAL` (a negative value is a huge unsigned one).
 pub fn rto_min_from_user(us: i32) -> Option<Duration> {
-    let jiffies = (us as u32 as u64).div_ceil(1000);
-    (2..=200)
-        .contains(&jiffies)
-        .then(|| Duration::from_millis(jiffies))
+    let d = Duration::from_millis((us as u32 as u64).div_ceil(1000));
+    rto_min_valid(d).then_some(d)
+}
+
+/// `SO_RCVLOWAT`'s `sk_rcvlowat` (`sock_setsockopt`, `tcp_set_rcvlowat`): a
+/// negative value is `INT_MAX`, capped at half of `locked_rcvbuf` (an `SO_RCVBUF`
+/// buffer, as `sk_rcvbuf` holds it) or else of `tcp_rmem[2]`; 0 is 1.
+pub fn rcvlowat_from_user(cfg: &Config, locked_rcvbuf: Option<u32>, val: i32) -> u32 {
+    let val = u32::try_from(val).unwrap_or(i32::MAX as u32);
+    let cap = locked_rcvbuf.unwrap_or(cfg.tcp_rmem[2]) >> 1;
+    val.min(cap).max(1)
 }
 
 /// Options a socket carries from `socket(2)` on, before it has a connection. Linux
@@ -66,6 +83,12 @@ pub struct SockOptions {
     pub user_mss: u32,
     /// `TCP_NOTSENT_LOWAT`; 0 when unset.
     pub notsent_lowat: u32,
+    /// `SO_RCVLOWAT` as last passed; `None` until set (`sk_rcvlowat` 1). Applied
+    /// after `SO_RCVBUF`, whichever the application set first.
+    pub rcvlowat: Option<i32>,
+    /// The largest mark `SO_RCVLOWAT` set while the buffer was not locked: the
+    /// receive buffer it grew to (`tcp_set_rcvlowat`; 0 when none).
+    pub rcvlowat_grown: u32,
     /// `SO_MAX_PACING_RATE` in bytes per second.
     pub max_pacing_rate: Option<u64>,
     /// `TCP_CONGESTION`.
@@ -158,8 +181,9 @@ pub struct SockStatus {
     pub outq: u64,
     /// `write_seq - snd_nxt` (`SIOCOUTQNSD`).
     pub outq_nsd: u64,
-    /// `rcv_nxt`: grows with every in-order byte (a data-ready wakeup when it moves).
-    pub rcv_nxt: u64,
+    /// How many times `tcp_data_ready` woke the reader (`sk_data_ready`): on
+    /// in-order data once `SO_RCVLOWAT` bytes are ready, and on the peer's FIN.
+    pub data_ready: u64,
     /// A Fast Open connect waits for the first write (`DEFER_CONNECT`).
     pub defer_connect: bool,
     /// A passive Fast Open child before its handshake (`tcp_passive_fastopen`).
@@ -178,6 +202,11 @@ impl Tcb {
             self.set_rcvbuf(b);
         }
         self.notsent_lowat = o.notsent_lowat;
+        if let Some(v) = o.rcvlowat {
+            let locked = self.rcvbuf_locked.then_some(self.rcvbuf);
+            self.rcvlowat = rcvlowat_from_user(cfg, locked, v);
+        }
+        self.rcvlowat_grow(o.rcvlowat_grown);
         self.linger2 = o.linger2;
         self.errq.zerocopy = o.zerocopy;
         if let Some(r) = o.max_pacing_rate {
@@ -204,7 +233,7 @@ impl Tcb {
             self.rto_max = d;
         }
         if let Some(d) = o.rto_min {
-            self.set_rto_min(d);
+            self.icsk_rto_min = d;
         }
         self.keepalive = o.keepalive;
         self.syn_retries = o.syn_retries;
@@ -271,7 +300,7 @@ impl Tcb {
         SockStatus {
             state: self.state,
             inq: self.inq(),
-            readable: self.epollin_ready(mem_pressure),
+            readable: self.poll_readable(mem_pressure),
             urg_valid: self.urg_valid(),
             at_mark: self.at_mark(),
             inq_hint: self.inq_hint(),
@@ -282,7 +311,7 @@ impl Tcb {
             writeable: self.is_writeable(cfg),
             outq: self.write_seq.saturating_sub(self.snd_una.max(1)),
             outq_nsd: self.write_seq.saturating_sub(self.snd_nxt.max(1)),
-            rcv_nxt: self.rcv_nxt,
+            data_ready: self.data_ready_count,
             defer_connect: self.tfo.defer_connect,
             passive_fastopen: self.passive_fastopen(),
         }
@@ -302,14 +331,19 @@ impl Tcb {
         }
     }
 
-    /// `tcp_poll`'s target (`sock_rcvlowat`, one more when the reader sits on an
-    /// urgent byte it will skip), then `tcp_epollin_ready`: enough bytes, or memory
-    /// pressure (`tcp_rmem_pressure`), or a receive window down to one segment.
-    fn epollin_ready(&self, mem_pressure: bool) -> bool {
-        let mut target = 1;
+    /// `tcp_stream_is_readable` as `tcp_poll` asks it: its target is `sock_rcvlowat`,
+    /// one more when the reader sits on an urgent byte it will skip.
+    fn poll_readable(&self, mem_pressure: bool) -> bool {
+        let mut target = self.rcvlowat as usize;
         if self.urg.data != 0 && self.urg.seq == self.copied_seq && !self.urg.inline {
             target += 1;
         }
+        self.epollin_ready(target, mem_pressure)
+    }
+
+    /// `tcp_epollin_ready`: `target` bytes to read, or memory pressure
+    /// (`tcp_rmem_pressure`), or a receive window down to one segment.
+    pub(crate) fn epollin_ready(&self, target: usize, mem_pressure: bool) -> bool {
         let avail = self.rcv_queue.len();
         if avail == 0 {
             return false;
@@ -317,6 +351,41 @@ impl Tcb {
         let rcvbuf = self.rcvbuf as u64;
         let rmem_pressure = mem_pressure || self.rmem_alloc() > rcvbuf - (rcvbuf >> 3);
         avail >= target || rmem_pressure || self.receive_window() <= self.rcv_mss
+    }
+
+    /// `SO_RCVLOWAT` (`sock_setsockopt`, then `tcp_set_rcvlowat`): a negative value
+    /// is `INT_MAX`; capped at half the buffer (`SO_RCVBUF`'s if locked, else
+    /// `tcp_rmem[2]`'s), 0 is 1; a reader already satisfied is woken; an unlocked
+    /// buffer grows to hold the mark, with `window_clamp` the mark.
+    pub(crate) fn set_rcvlowat(&mut self, ctx: &mut Ctx, val: i32) {
+        self.rcvlowat_apply(ctx.cfg, val);
+        if self.state != TcpState::Closed {
+            self.data_ready(ctx);
+        }
+    }
+
+    /// `tcp_set_rcvlowat` without the wakeup.
+    fn rcvlowat_apply(&mut self, cfg: &Config, val: i32) {
+        let locked = self.rcvbuf_locked.then_some(self.rcvbuf);
+        self.rcvlowat = rcvlowat_from_user(cfg, locked, val);
+        // The mark before `val ? : 1`: 0 asks for no buffer.
+        self.rcvlowat_grow(self.rcvlowat * (val != 0) as u32);
+    }
+
+    /// `tcp_set_rcvlowat`'s end: an unlocked buffer grows to hold the mark `val`
+    /// (`tcp_space_from_win`), and a `window_clamp` already set but below the mark
+    /// rises to it (as Linux 6.18 and its stable trees; earlier kernels set it).
+    fn rcvlowat_grow(&mut self, val: u32) {
+        if self.rcvbuf_locked {
+            return;
+        }
+        let space = self.space_from_win(val as u64);
+        if space > self.rcvbuf as u64 {
+            self.rcvbuf = space as u32;
+            if self.window_clamp != 0 && self.window_clamp < val {
+                self.window_clamp = val;
+            }
+        }
     }
 
     /// `tcp_inq_hint` (tcp.h): what `TCP_CM_INQ` reports.
@@ -391,5 +460,69 @@ mod tests {
         assert_eq!(t.status(&cfg, false).inq_hint, 1);
         t.copied_seq = 10_002; // a reader that consumed the FIN (found_fin_ok)
         assert_eq!(t.status(&cfg, false).inq_hint, 1);
+    }
+
+    /// sock_setsockopt + tcp_set_rcvlowat: negative is INT_MAX, the cap is half the
+    /// locked buffer or half of tcp_rmem[2], 0 is 1.
+    #[test]
+    fn rcvlowat_from_user_caps_and_floors() {
+        let cfg = Config::default();
+        let half_rmem2 = cfg.tcp_rmem[2] >> 1;
+        assert_eq!(rcvlowat_from_user(&cfg, None, 0), 1);
+        assert_eq!(rcvlowat_from_user(&cfg, None, 3000), 3000);
+        assert_eq!(rcvlowat_from_user(&cfg, None, -1), half_rmem2);
+        assert_eq!(rcvlowat_from_user(&cfg, None, i32::MAX), half_rmem2);
+        assert_eq!(rcvlowat_from_user(&cfg, Some(32768), 20_000), 16384);
+    }
+
+    /// tcp_set_rcvlowat: an unlocked buffer grows to hold the mark; window_clamp
+    /// rises to the mark only when already set and below it; a locked buffer and
+    /// a 0 mark leave both alone.
+    #[test]
+    fn rcvlowat_grows_an_unlocked_buffer_and_a_set_clamp() {
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        let rcvbuf = t.rcvbuf;
+        t.rcvlowat_apply(&cfg, 0);
+        assert_eq!((t.rcvlowat, t.rcvbuf, t.window_clamp), (1, rcvbuf, 0));
+        t.rcvlowat_apply(&cfg, 4 << 20);
+        assert_eq!(t.rcvbuf as u64, t.space_from_win(4 << 20));
+        assert_eq!(t.window_clamp, 0, "an unset clamp stays unset");
+        t.window_clamp = 65535;
+        t.rcvlowat_apply(&cfg, 5 << 20);
+        assert_eq!(t.window_clamp, 5 << 20);
+        t.rcvlowat_apply(&cfg, 1000);
+        assert_eq!((t.rcvlowat, t.window_clamp), (1000, 5 << 20), "no shrink");
+        let mut l = Tcb::for_test(&cfg);
+        l.set_rcvbuf(8192);
+        l.rcvlowat_apply(&cfg, 1 << 20);
+        assert_eq!(
+            (l.rcvlowat, l.rcvbuf),
+            (8192, 16384),
+            "locked: capped, kept"
+        );
+    }
+
+    /// tcp_poll's target is sk_rcvlowat: below it no EPOLLIN, unless the window is
+    /// down to a segment or memory is short.
+    #[test]
+    fn poll_reads_readable_at_the_mark() {
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::Established;
+        (t.rcv_wnd, t.rcv_mss) = (65535, 1000);
+        t.rcv_queue.push(bytes::Bytes::from(vec![0u8; 1000]), 2304);
+        assert!(t.status(&cfg, false).readable);
+        t.rcvlowat = 3000;
+        assert!(!t.status(&cfg, false).readable);
+        assert!(t.status(&cfg, true).readable, "tcp_rmem_pressure");
+        t.rcv_wnd = 1000;
+        assert!(
+            t.status(&cfg, false).readable,
+            "a window down to one segment"
+        );
+        t.rcv_wnd = 65535;
+        t.rcv_queue.push(bytes::Bytes::from(vec![0u8; 2000]), 4352);
+        assert!(t.status(&cfg, false).readable);
     }
 }

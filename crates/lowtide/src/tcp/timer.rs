@@ -70,7 +70,7 @@ impl Tcb {
     /// and "RFC6298: only reset backoff on valid RTT measurement" (an ACK of a
     /// retransmission without a timestamp keeps the backed-off RTO, Karn).
     pub(crate) fn rtt_sample(&mut self, rtt_us: u32) {
-        let min_us = self.rto_min.as_micros().min(u32::MAX as u128) as u32;
+        let min_us = self.rto_min().as_micros().min(u32::MAX as u128) as u32;
         let e = &mut self.rtt_est;
         e.sample(rtt_us, min_us, self.snd_una, self.snd_nxt);
         self.srtt_us = (e.srtt8 >> 3).max(1);

@@ -31,7 +31,7 @@ impl Tcb {
         }
         let mut timeout = if self.srtt_us > 0 {
             let extra = if self.rtx.packets_out == 1 {
-                self.rto_min
+                self.rto_min()
             } else {
                 super::consts::TCP_TIMEOUT_MIN
             };

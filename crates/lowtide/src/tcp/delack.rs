@@ -170,15 +170,25 @@ impl Tcb {
         }
     }
 
+    /// `tcp_delack_max` (Linux 6.7+, on `tcp_rto_min` since 6.15): the longest
+    /// delayed-ACK timeout, `icsk_delack_max` (`TCP_DELACK_MAX`; only BPF changes
+    /// it) kept one jiffy below the RTO's floor, so a delayed ACK never outwaits
+    /// the peer's RTO: 199 ms with the default 200 ms `rto_min`.
+    pub(crate) fn delack_max(&self) -> Duration {
+        let rto_min_jiffies = self.rto_min().as_micros().div_ceil(1000).max(2) as u64;
+        TCP_DELACK_MAX.min(Duration::from_millis(rto_min_jiffies - 1))
+    }
+
     /// `tcp_send_delayed_ack`'s timeout: `ato`, above `TCP_DELACK_MIN` bounded by
-    /// the smoothed RTT and by 500 ms (200 ms in pingpong mode), never more than
-    /// `TCP_DELACK_MAX`.
+    /// the smoothed RTT and by 500 ms (`tcp_delack_max` in pingpong mode or after
+    /// a push), never more than `tcp_delack_max`.
     pub(crate) fn delack_timeout(&self, cfg: &Config) -> Duration {
+        let delack_max = self.delack_max();
         let mut ato = self.ato;
         if ato > TCP_DELACK_MIN {
             let pushed = self.ack_pushed & ICSK_ACK_PUSHED != 0;
             let mut max_ato = if self.in_pingpong_mode(cfg) || pushed {
-                TCP_DELACK_MAX
+                delack_max
             } else {
                 MAX_ATO
             };
@@ -188,7 +198,7 @@ impl Tcb {
             }
             ato = ato.min(max_ato);
         }
-        ato.min(TCP_DELACK_MAX)
+        ato.min(delack_max)
     }
 
     /// `tcp_rcv_synsent_state_process`'s ACK of the SYN-ACK: saved when a writer
@@ -287,6 +297,31 @@ mod tests {
         t.pingpong = 0;
         t.event_data_sent(Instant::ZERO + Duration::from_secs(1));
         assert_eq!(t.pingpong, 0);
+    }
+
+    /// tcp_delack_max: TCP_DELACK_MAX kept one jiffy under tcp_rto_min (the
+    /// socket's, or the route's when locked), at least one jiffy; it bounds
+    /// tcp_send_delayed_ack's timeout and tcpi_ato.
+    #[test]
+    fn delack_max_stays_below_rto_min() {
+        let mut cfg = Config::default();
+        let mut t = established(&cfg);
+        assert_eq!(t.delack_max(), Duration::from_millis(199));
+        t.icsk_rto_min = Duration::from_millis(50);
+        assert_eq!(t.delack_max(), Duration::from_millis(49));
+        t.icsk_rto_min = Duration::from_micros(2500); // usecs_to_jiffies rounds up
+        assert_eq!(t.delack_max(), Duration::from_millis(2));
+        t.icsk_rto_min = Duration::from_millis(1);
+        assert_eq!(t.delack_max(), Duration::from_millis(1), "at least a jiffy");
+        t.icsk_rto_min = Duration::from_secs(1);
+        assert_eq!(t.delack_max(), TCP_DELACK_MAX);
+        t.icsk_rto_min = Duration::from_millis(200);
+        cfg.tcp_pingpong_thresh = 1;
+        t.pingpong = 1;
+        t.ato = Duration::from_millis(400);
+        t.srtt_us = 0; // no RTT bound
+        assert_eq!(t.delack_timeout(&cfg), Duration::from_millis(199));
+        assert_eq!(t.info(Instant::ZERO).ato, 199_000);
     }
 
     #[test]

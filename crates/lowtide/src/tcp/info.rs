@@ -125,7 +125,7 @@ pub struct TcpInfo {
     pub snd_wscale: u8,
     /// `tcpi_rcv_wscale`.
     pub rcv_wscale: u8,
-    /// `tcpi_ato`: the delayed-ACK timeout (`TCP_DELACK_MIN` here).
+    /// `tcpi_ato`: the delayed-ACK timeout (`icsk_ack.ato`, at most `tcp_delack_max`).
     pub ato: u32,
     /// `tcpi_pmtu`: the path MTU.
     pub pmtu: u32,
@@ -226,7 +226,7 @@ impl Tcb {
             fastopen_client_fail: self.tfo.client_fail as u8,
             snd_wscale: self.snd_wscale,
             rcv_wscale: self.rcv_wscale,
-            ato: self.ato.as_micros() as u32,
+            ato: self.ato.min(self.delack_max()).as_micros() as u32,
             pmtu: self.pmtu_cookie,
             rcv_rtt: self.rcv_rtt.rtt_us8 >> 3,
             reord_seen: self.reord_seen,

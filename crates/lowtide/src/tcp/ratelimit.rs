@@ -35,17 +35,26 @@ impl ChallengeLimit {
 
     /// Takes one challenge ACK from the budget of `limit` per second; false when this
     /// second's budget (a random count in `[limit/2, 3*limit/2)`) is spent.
+    /// `INT_MAX` (the default) is no limit; 0 is, by Linux's unsigned arithmetic
+    /// (`get_random_u32_inclusive(0, 0 + 0 - 1)`), a random budget of up to
+    /// `u32::MAX`, not none.
     fn take(&mut self, now: Instant, limit: u32) -> bool {
-        if limit >= i32::MAX as u32 {
+        if limit == i32::MAX as u32 {
             return true;
         }
         let sec = now.as_nanos() / 1_000_000_000;
         if self.second != Some(sec) {
-            let half = (limit + 1) >> 1;
+            let half = limit.wrapping_add(1) >> 1;
+            let ceil = limit.wrapping_add(half).wrapping_sub(1);
+            // A ceiling below the floor (limits of 2^31 and up, from negative
+            // ints) wraps in Linux's get_random_u32_inclusive too: any count.
+            let (lo, hi) = if ceil < half {
+                (0, u32::MAX)
+            } else {
+                (half, ceil)
+            };
             self.second = Some(sec);
-            self.count = self
-                .rng
-                .range_u32(half, (limit + half).saturating_sub(1).max(half));
+            self.count = self.rng.range_u32(lo, hi);
         }
         match self.count {
             0 => false,
@@ -121,5 +130,10 @@ mod tests {
         }
         assert!((0..5000).all(|_| c.take(sec(30), i32::MAX as u32)));
         assert!(!(0..5).all(|_| c.take(sec(31), 1)));
+        // 0: a budget drawn from [0, u32::MAX] (Linux's unsigned wrap), not none.
+        let full = (40..60)
+            .filter(|&s| (0..100).all(|_| c.take(sec(s), 0)))
+            .count();
+        assert!(full >= 18, "{full} of 20 seconds kept 100 challenge ACKs");
     }
 }

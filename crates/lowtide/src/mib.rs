@@ -192,6 +192,14 @@ mib! {
     /// Duplicate data received, answered with an immediate ACK
     /// (`LINUX_MIB_DELAYEDACKLOST`: our ACK was probably lost).
     TcpExtDelayedACKLost,
+    /// Data segments taken by header prediction, `tcp_rcv_established`'s fast path
+    /// (`TCPHPHits`; tcp/fastpath.rs).
+    TcpExtTCPHPHits,
+    /// Acceptable ACKs without data that took `tcp_ack`'s slow path
+    /// (`TCPPureAcks`).
+    TcpExtTCPPureAcks,
+    /// ACKs that advanced `snd_una` on the fast path (`TCPHPAcks`).
+    TcpExtTCPHPAcks,
     /// Segments queued out of order.
     TcpExtTCPOFOQueue,
     /// Out-of-order segments dropped: no receive memory even after pruning

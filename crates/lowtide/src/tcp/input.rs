@@ -127,7 +127,10 @@ impl Tcb {
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
             TcpState::SynSent => self.rcv_synsent(ctx, th, payload),
-            _ => self.rcv_synchronized(ctx, th, payload),
+            _ => {
+                let hdr_len = ip.payload_len.saturating_sub(payload.len());
+                self.rcv_synchronized(ctx, th, payload, hdr_len)
+            }
         }
     }
 
@@ -207,6 +210,7 @@ impl Tcb {
         }
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
+        self.fast_path_connected();
         self.pending = None;
         let synack_retrans = self.retransmits;
         self.retransmits = 0;
@@ -280,7 +284,7 @@ impl Tcb {
 
     /// Segment processing in SYN-RECV and every synchronized state
     /// (`tcp_rcv_established`'s slow path, `tcp_rcv_state_process`).
-    fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: Payload) {
+    fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: Payload, hdr_len: usize) {
         if self.tfo.rsk.is_some() && !self.fastopen_check_req(ctx, th, payload.len()) {
             return;
         }
@@ -296,6 +300,12 @@ impl Tcb {
                     + f.contains(TcpFlags::SYN) as u64,
             ),
         };
+        // tcp_rcv_established's header prediction (tcp/fastpath.rs), as armed on entry.
+        let ack_off = self.snd_off(super::seq::Seq(th.ack));
+        let hp = self.header_predicted(ctx, th, (hdr_len, seq, ack_off, payload.len()));
+        if hp && !payload.is_empty() {
+            ctx.mib.inc(Mib::TcpExtTCPHPHits);
+        }
         // tcp_check_req: the peer sent its SYN again (our SYN-ACK was lost). Linux
         // answers with the SYN-ACK, not with the challenge ACK an out-of-window SYN
         // draws, which a SYN-SENT peer ignores.
@@ -323,7 +333,7 @@ impl Tcb {
             return;
         }
         let fin_wait1 = self.state == TcpState::FinWait1;
-        match self.ack(ctx, th, payload.len()) {
+        match self.ack(ctx, th, payload.len(), hp) {
             AckOutcome::Discard => return,
             // tcp_ack returns at `old_ack:` before FLAG_UPDATE_TS_RECENT: the
             // segment's data is kept, its timestamp does not move ts_recent.
@@ -454,6 +464,7 @@ impl Tcb {
             self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
         }
         self.snd_wl1 = self.rcv_off(super::seq::Seq(th.seq));
+        self.fast_path_on(); // tcp_rcv_state_process, SYN-RECV
         if fastopen {
             self.fastopen_synrecv_done(ctx, th);
         } else {
@@ -485,7 +496,7 @@ impl Tcb {
 
     /// `tcp_ack`: window update, SACK, cumulative ACK, RTT, congestion control.
     /// Returns false if the segment must be dropped.
-    fn ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload_len: usize) -> AckOutcome {
+    fn ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload_len: usize, hp: bool) -> AckOutcome {
         let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
         let ack = self.snd_una as i64 + delta;
         if ack > self.snd_nxt as i64 {
@@ -530,15 +541,8 @@ impl Tcb {
         // Linux 5.10+ accepts CWR on pure ACKs too (robustness against peers that
         // send it so), before cleaning the queue.
         self.ecn_accept_cwr(th, payload_len);
-        // tcp_in_ack_event's flags (lowtide has no header prediction: every ACK
-        // takes the slow path).
-        let ca_flags = super::cong::CA_ACK_SLOWPATH
-            | if win_update {
-                super::cong::CA_ACK_WIN_UPDATE
-            } else {
-                0
-            }
-            | if ece { super::cong::CA_ACK_ECE } else { 0 };
+        let fast = hp && ack > prior_una;
+        let ca_flags = self.ack_event_flags(ctx, th, payload_len, fast, win_update, ece);
         if prior_packets == 0 {
             return self.ack_no_queue(ctx, ack, prior_una, &sack, ece, ca_flags);
         }
@@ -834,7 +838,12 @@ impl Tcb {
                 self.backoff = 0;
                 self.probes_tstamp = None;
             }
-            self.snd_wnd = nwin;
+            if self.snd_wnd != nwin {
+                // "the only place, where fast path is recovered for sending TCP".
+                self.snd_wnd = nwin;
+                self.fast_path_off();
+                self.fast_path_check();
+            }
             if nwin > self.max_window {
                 self.max_window = nwin;
                 self.sync_mss(self.pmtu_cookie, min_snd_mss);
@@ -1065,6 +1074,7 @@ impl Tcb {
             // held, as the first ACK for the new rcv_nxt).
             self.schedule_ack_now();
         }
+        self.fast_path_check();
     }
 
     /// Queues in-order `data`, charged as received segments (tcp/rmem.rs).
@@ -1132,7 +1142,8 @@ impl Tcb {
             return;
         }
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
-        // tcp_data_queue_ofo: max(1, gso_segs) of the (GRO) packet.
+        self.fast_path_off(); // tcp_data_queue_ofo
+                              // tcp_data_queue_ofo: max(1, gso_segs) of the (GRO) packet.
         self.rcv_ooopack += payload.len().div_ceil(self.rcv_mss.max(1) as usize).max(1) as u64;
         // tcp_sack_new_ofo_skb: ACKs held back go out before the block this data
         // extends or opens moves past the first two (their news would be lost).

@@ -67,6 +67,7 @@ pub mod errqueue;
 pub mod fastopen;
 pub(crate) mod fastopen_active;
 mod fastopen_conn;
+pub(crate) mod fastpath;
 pub(crate) mod fastretrans;
 pub mod info;
 pub(crate) mod input;

@@ -201,6 +201,8 @@ impl Tcb {
         };
         let new_win = win.min(max) >> scale;
         if new_win == 0 {
+            // "If we advertise zero window, disable fast path."
+            self.fast_path_off();
             if old_win != 0 {
                 ctx.mib.inc(Mib::TcpExtTCPToZeroWindowAdv);
             }

@@ -160,6 +160,9 @@ pub struct Tcb {
     /// `rcv_rtt_est`: the receiver's own RTT estimate, for autotuning.
     pub(crate) rcv_rtt: RcvRttEst,
     pub(crate) readable_signaled: bool,
+    /// `pred_flags`: the window field header prediction expects (`None`: off;
+    /// tcp/fastpath.rs).
+    pub(crate) pred_wnd: Option<u16>,
     /// `sk_rcvlowat` (`SO_RCVLOWAT`): the bytes that make the socket readable.
     pub(crate) rcvlowat: u32,
     /// How many times `tcp_data_ready` woke the reader (`sk_data_ready`).
@@ -848,6 +851,7 @@ impl Tcb {
             rcvq_space_time: now,
             rcv_rtt: Default::default(),
             readable_signaled: false,
+            pred_wnd: None,
             rcvlowat: 1,
             data_ready_count: 0,
             dsack: None,

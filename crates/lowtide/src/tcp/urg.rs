@@ -136,6 +136,7 @@ impl Tcb {
         }
         self.urg.data = TCP_URG_NOTYET;
         self.urg.seq = ptr;
+        self.fast_path_off(); // Disable header prediction.
     }
 
     /// `tcp_recvmsg_locked` on the urgent mark for a read of `max` bytes from
@@ -170,6 +171,7 @@ impl Tcb {
     pub(crate) fn urg_passed(&mut self) {
         if self.urg.data != 0 && self.copied_seq > self.urg.seq {
             self.urg.data = 0;
+            self.fast_path_check();
         }
     }
 

@@ -124,3 +124,72 @@ impl Tcb {
             | if ece { CA_ACK_ECE } else { 0 }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tcp::TestStack;
+
+    /// The prediction's match, branch by branch: armed with the current window, a
+    /// pure ACK at rcv_nxt matches; PSH does not matter; any other flag, another
+    /// window, a header with SACK blocks, a later sequence number, an ACK beyond
+    /// snd_nxt, a timestamp failing PAWS, or the prediction off does not.
+    #[test]
+    fn header_prediction_matches_as_pred_flags() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let ctx = st.ctx(&cfg, crate::time::Instant::ZERO, false);
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::Established;
+        (t.rcv_nxt, t.snd_nxt, t.snd_wnd, t.snd_wscale) = (1001, 501, 257 << 7, 7);
+        (t.ts_ok, t.ts_recent) = (true, 100);
+        let mut th = TcpRepr {
+            flags: TcpFlags::ACK,
+            window: 257,
+            ..TcpRepr::default()
+        };
+        th.options.timestamp = Some((110, 0));
+        let seg = (32, 1001, 501, 0);
+        assert!(!t.header_predicted(&ctx, &th, seg), "not armed");
+        t.fast_path_on();
+        assert!(t.header_predicted(&ctx, &th, seg));
+        th.flags = TcpFlags(TcpFlags::ACK.0 | TcpFlags::PSH.0);
+        assert!(
+            t.header_predicted(&ctx, &th, seg),
+            "PSH is not in TCP_HP_BITS"
+        );
+        th.flags = TcpFlags(TcpFlags::ACK.0 | TcpFlags::ECE.0);
+        assert!(!t.header_predicted(&ctx, &th, seg));
+        th.flags = TcpFlags::ACK;
+        assert!(
+            !t.header_predicted(&ctx, &th, (44, 1001, 501, 0)),
+            "SACK blocks"
+        );
+        assert!(
+            !t.header_predicted(&ctx, &th, (32, 1002, 501, 0)),
+            "not rcv_nxt"
+        );
+        assert!(
+            !t.header_predicted(&ctx, &th, (32, 1001, 502, 0)),
+            "beyond snd_nxt"
+        );
+        th.options.timestamp = Some((99, 0));
+        assert!(
+            !t.header_predicted(&ctx, &th, seg),
+            "PAWS: the slow path checks"
+        );
+        th.options.timestamp = Some((110, 0));
+        th.window = 258;
+        assert!(!t.header_predicted(&ctx, &th, seg), "another window");
+        th.window = 257;
+        t.fast_path_off();
+        assert!(!t.header_predicted(&ctx, &th, seg));
+        // tcp_finish_connect: a scaled window starts unpredicted.
+        t.fast_path_connected();
+        assert_eq!(t.pred_wnd, None);
+        (t.snd_wscale, t.snd_wnd) = (0, 5000);
+        t.fast_path_connected();
+        assert_eq!(t.pred_wnd, Some(5000));
+    }
+}

@@ -308,8 +308,14 @@ impl Host {
             0 => (lowat as usize).min(len),
             _ => len,
         };
-        st.inq >= target
-            || st.inq > 0 && st.urg_valid
+        // tcp_inq says 0 before the handshake ends, but a Fast Open child's SYN
+        // data is there to read.
+        let avail = match st.state {
+            TcpState::SynRecv => st.inq_hint as usize,
+            _ => st.inq,
+        };
+        avail >= target
+            || avail > 0 && st.urg_valid
             || st.rcv_shutdown
             || st.err
             || st.state == TcpState::Closed

@@ -269,6 +269,11 @@ pub struct Config {
     /// `net.ipv4.tcp_syncookies`: 1 sends SYN cookies when a listener's SYN queue
     /// overflows, 2 always, 0 never.
     pub tcp_syncookies: u8,
+    /// `net.ipv4.tcp_max_syn_backlog`: with `tcp_syncookies` 0, the last quarter of
+    /// a listener's request queue this long is kept for peers the metrics cache
+    /// knows (`tcp_peer_is_proven`). Linux sizes it from the established hash
+    /// (`max(128, ehash entries / 128)`); 2048 as on this machine.
+    pub tcp_max_syn_backlog: u32,
     /// `/sys/module/tcp_cubic/parameters/hystart_detect`: HyStart's detectors,
     /// `HYSTART_ACK_TRAIN` 1 | `HYSTART_DELAY` 2. Read when a CUBIC socket is created
     /// (Linux reads the module parameter at every ACK).
@@ -425,6 +430,7 @@ impl Default for Config {
             tcp_no_metrics_save: 0,
             tcp_no_ssthresh_metrics_save: 1,
             tcp_syncookies: 1,
+            tcp_max_syn_backlog: 2048,
             tcp_cubic_hystart_detect: 3,
             tcp_dctcp_shift_g: 4,
             tcp_dctcp_alpha_on_init: 1024,
@@ -597,6 +603,7 @@ impl Config {
         "net.ipv4.tcp_no_metrics_save",
         "net.ipv4.tcp_no_ssthresh_metrics_save",
         "net.ipv4.tcp_syncookies",
+        "net.ipv4.tcp_max_syn_backlog",
         "net.core.default_qdisc",
         "module.tcp_cubic.hystart_detect",
         "module.tcp_dctcp.dctcp_shift_g",
@@ -820,6 +827,9 @@ impl Config {
             }
             "net.ipv4.tcp_syncookies" => {
                 self.tcp_syncookies = parse_num(n, value, 0, 2, "0, 1 or 2")?
+            }
+            "net.ipv4.tcp_max_syn_backlog" => {
+                self.tcp_max_syn_backlog = parse_num(n, value, 0, i32::MAX as u32, "requests")?
             }
             "module.tcp_cubic.hystart_detect" => {
                 self.tcp_cubic_hystart_detect = parse_num(n, value, 0, 3, "0..=3 (bits 1, 2)")?

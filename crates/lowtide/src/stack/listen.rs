@@ -160,6 +160,15 @@ impl Stack {
             }
             return self.cookie_synack(now, tuple, ip, th);
         }
+        let pending = lst.pending;
+        if tw_isn.is_none() && self.syn_backlog_reserved(now, tuple, pending) {
+            self.mib.inc(Mib::TcpExtListenDrops);
+            trace!(%tuple.remote, "drop SYN: tcp_max_syn_backlog's last quarter");
+            return;
+        }
+        let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
+            return;
+        };
         let opts = lst.opts.clone();
         // tcp_try_fastopen: a Fast Open child skips the SYN queue, straight to the
         // accept queue (inet_csk_reqsk_queue_add).
@@ -185,6 +194,20 @@ impl Stack {
         self.with_tcb(now, h.index, |tcb, ctx| {
             tcb.passive_open(ctx, ip, th, syn_data)
         });
+    }
+
+    /// `tcp_conn_request` without SYN cookies (`tcp_syncookies` 0): "the last
+    /// quarter of backlog is filled with destinations, proven to be alive", those
+    /// with an RTT in the metrics cache (`tcp_peer_is_proven`); `pending` requests
+    /// wait now.
+    fn syn_backlog_reserved(&mut self, now: Instant, tuple: FourTuple, pending: u32) -> bool {
+        let max = self.cfg.tcp_max_syn_backlog as i64;
+        if self.cfg.tcp_syncookies != 0 || max - (pending as i64) >= max >> 2 {
+            return false;
+        }
+        let dst = self.routes.lookup(tuple.remote.ip());
+        let key = (tuple.local.ip(), tuple.remote.ip());
+        !self.tcp_metrics.peer_is_proven(now, dst, key)
     }
 
     /// The route to `tuple`'s peer has `features ecn` (`dst_feature`).

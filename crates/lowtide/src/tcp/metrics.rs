@@ -323,6 +323,18 @@ impl TcpMetrics {
         }
     }
 
+    /// `tcp_peer_is_proven`: the entry for `key` holds an RTT (a stale entry,
+    /// refreshed from the route by `tcpm_check_stamp`, holds the route's).
+    pub(crate) fn peer_is_proven(
+        &mut self,
+        now: Instant,
+        dst: &RouteMetrics,
+        key: (IpAddr, IpAddr),
+    ) -> bool {
+        self.get_mut(now, dst, key, false)
+            .is_some_and(|tm| tm.get(TcpMetric::Rtt) != 0)
+    }
+
     /// `tcp_fastopen_cache_get`: the MSS and cookie kept for `src -> dst`; without
     /// a cookie, `exp` says to ask in the experimental format (`try_exp == 1`).
     pub fn fastopen_get(&self, src: IpAddr, dst: IpAddr) -> (u16, Option<FastOpenOption>, bool) {

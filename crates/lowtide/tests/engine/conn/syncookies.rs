@@ -143,3 +143,55 @@ fn a_fin_past_the_first_byte_does_not_complete_a_cookie() {
     assert!(p.b.counters().get(Mib::TcpExtSyncookiesFailed) >= 1);
     assert!(p.b.accept(l).is_err());
 }
+
+/// tcp_conn_request without cookies: "the last quarter of backlog is filled with
+/// destinations, proven to be alive". With tcp_max_syn_backlog 64, requests are
+/// taken while fewer than 48 + 1 wait (64 - queued >= 16); past that, a SYN from
+/// a peer without an RTT in the metrics cache is dropped (TcpExtListenDrops), one
+/// from a peer with one (tcp_peer_is_proven) still gets its SYN-ACK.
+#[test]
+fn without_cookies_the_last_quarter_of_tcp_max_syn_backlog_is_for_proven_peers() {
+    let cfg = Config {
+        tcp_syncookies: 0,
+        tcp_max_syn_backlog: 64,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg);
+    let l = p.b.listen(addr(B, 80), 4096).unwrap();
+    // A's first connection ends well (B in LAST-ACK): B caches A's RTT.
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_for(Duration::from_millis(100));
+    let s = p.b.accept(l).expect("accepted");
+    p.a.close(p.now, c).unwrap();
+    p.drive_for(Duration::from_millis(100));
+    p.b.close(p.now, s).unwrap();
+    p.drive_for(Duration::from_millis(200));
+    let before = p.b.connection_count();
+    for i in 0..100u32 {
+        let src = SocketAddr::new(
+            std::net::Ipv4Addr::new(172, 16, 0, i as u8).into(),
+            2000 + i as u16,
+        );
+        let th = TcpRepr {
+            seq: i.wrapping_mul(2_654_435_761),
+            flags: TcpFlags::SYN,
+            window: 65535,
+            options: TcpOptions {
+                mss: Some(1460),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        p.inject(true, &build(src, addr(B, 80), &th, &[], 1));
+    }
+    assert_eq!(p.b.connection_count() - before, 49, "requests held");
+    assert_eq!(p.b.counters().get(Mib::TcpExtListenDrops), 51);
+    assert_eq!(p.b.counters().get(Mib::TcpExtTCPReqQFullDrop), 0);
+    // A, proven, still connects at once.
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_until(Duration::from_millis(500), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    assert_eq!(p.a.state(c), Ok(TcpState::Established));
+    assert_eq!(p.b.counters().get(Mib::TcpExtListenDrops), 51);
+}

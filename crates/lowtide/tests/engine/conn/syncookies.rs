@@ -15,26 +15,31 @@ fn flood(cfg: Config) -> (Pair, lowtide::SocketHandle) {
     p.record = true;
     let l = p.b.listen(addr(B, 80), 128).unwrap();
     for i in 0..5000u32 {
-        let src = SocketAddr::new(
-            std::net::Ipv4Addr::new(172, 16, (i >> 8) as u8, i as u8).into(),
-            1024 + (i % 60000) as u16,
-        );
-        let th = TcpRepr {
-            seq: i.wrapping_mul(2_654_435_761),
-            flags: TcpFlags::SYN,
-            window: 65535,
-            options: TcpOptions {
-                mss: Some(1460),
-                wscale: Some(7),
-                sack_permitted: true,
-                timestamp: Some((i, 0)),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        p.inject(true, &build(src, addr(B, 80), &th, &[], 1));
+        p.inject(true, &spoofed_syn(i, 1024 + (i % 60000) as u16));
     }
     (p, l)
+}
+
+/// Spoofed SYN number `i` to B's port 80, from 172.16.x.y:`port`.
+fn spoofed_syn(i: u32, port: u16) -> Vec<u8> {
+    let src = SocketAddr::new(
+        std::net::Ipv4Addr::new(172, 16, (i >> 8) as u8, i as u8).into(),
+        port,
+    );
+    let th = TcpRepr {
+        seq: i.wrapping_mul(2_654_435_761),
+        flags: TcpFlags::SYN,
+        window: 65535,
+        options: TcpOptions {
+            mss: Some(1460),
+            wscale: Some(7),
+            sack_permitted: true,
+            timestamp: Some((i, 0)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    build(src, addr(B, 80), &th, &[], 1)
 }
 
 #[test]
@@ -168,21 +173,7 @@ fn without_cookies_the_last_quarter_of_tcp_max_syn_backlog_is_for_proven_peers()
     p.drive_for(Duration::from_millis(200));
     let before = p.b.connection_count();
     for i in 0..100u32 {
-        let src = SocketAddr::new(
-            std::net::Ipv4Addr::new(172, 16, 0, i as u8).into(),
-            2000 + i as u16,
-        );
-        let th = TcpRepr {
-            seq: i.wrapping_mul(2_654_435_761),
-            flags: TcpFlags::SYN,
-            window: 65535,
-            options: TcpOptions {
-                mss: Some(1460),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        p.inject(true, &build(src, addr(B, 80), &th, &[], 1));
+        p.inject(true, &spoofed_syn(i, 2000 + i as u16));
     }
     assert_eq!(p.b.connection_count() - before, 49, "requests held");
     assert_eq!(p.b.counters().get(Mib::TcpExtListenDrops), 51);

@@ -400,6 +400,78 @@ pub fn use_cpu_model(specs: &mut [RunSpec], model: &CpuModel, source: &str) {
     }
 }
 
+/// E4's sensitivity sweep (`lowtide experiment e4 --sensitivity`), one list/tree
+/// pair per setting on E4's path (10 Gbit/s for 10 s; `--quick`: 2 Gbit/s for
+/// 5 s), seed `seed`, around the CPU model `model` (`source` names it in the runs'
+/// parameters):
+/// - the model as given;
+/// - the per-ACK costs (per packet and per SACK block) x0.5 and x2;
+/// - the per-node costs (tree and list) x0.5 and x2;
+/// - the sender's socket backlog as Linux sizes it for the seed's sender: its
+///   `sk_rcvbuf` at the default (SO_RCVBUF 64 KB, so 128 KB, `tcp_rmem[1]` of
+///   today's Linux, where E4 shares the receiver's 1 GiB; 4.14's was 85 KB), with
+///   `tcp_wmem[2]` 256 MB (E4's), 64, 32 and 16 MB: the limit `sk_rcvbuf +
+///   sk_sndbuf` falls from about 1.2 GB (E4: no drops) to the seed's regime, where
+///   a saturated list's backlog overflows ("massively dropping packets"). A smaller
+///   send buffer also caps the window (16 MB per 150 ms is about 850 Mbit/s of
+///   payload at most), which the report's tree/list ratio then shows too.
+///
+/// Groups start with "sweep" (the direction checks leave them out).
+pub fn e4_sensitivity(scale: Scale, seed: u64, model: &CpuModel, source: &str) -> Vec<RunSpec> {
+    let mut b = Builder {
+        specs: Vec::new(),
+        seed,
+        scale,
+    };
+    let (secs, rate_bps) = match b.quick() {
+        true => (5, 2 * GBIT),
+        false => (10, 10 * GBIT),
+    };
+    let scaled = |ack: f64, node: f64| {
+        let mut m = *model;
+        m.per_packet_in_ns *= ack;
+        m.per_sack_block_ns *= ack;
+        m.per_tree_node_ns *= node;
+        for p in m.list_node_ns.iter_mut() {
+            p.1 *= node;
+        }
+        m
+    };
+    let mut settings: Vec<(String, CpuModel, Option<u32>)> = vec![
+        ("model as measured".into(), *model, None),
+        ("per-ACK costs x0.5".into(), scaled(0.5, 1.0), None),
+        ("per-ACK costs x2".into(), scaled(2.0, 1.0), None),
+        ("per-node costs x0.5".into(), scaled(1.0, 0.5), None),
+        ("per-node costs x2".into(), scaled(1.0, 2.0), None),
+    ];
+    for mb in [256u32, 64, 32, 16] {
+        settings.push((
+            format!("sender rcvbuf 128 KB, wmem max {mb} MB"),
+            *model,
+            Some(mb << 20),
+        ));
+    }
+    for (what, m, wmem) in settings {
+        for (v, kind) in [("A: list", "list"), ("B: tree", "tree")] {
+            let group = format!("sweep sensitivity: {what}");
+            let mut r = e4_run(&group, v, kind, rate_bps, secs);
+            r.sc.cpu = Some(m);
+            if let Some(w) = wmem {
+                (r.params).retain(|(k, v)| !(k == "sysctl" && v.starts_with("net.ipv4.tcp_wmem=")));
+                r = r
+                    .sysctl(&format!("net.ipv4.tcp_wmem=4096 16384 {w}"))
+                    .param("sender SO_RCVBUF", "65536 (sk_rcvbuf 131072)");
+                r.sc.sender_rcvbuf = Some(65_536);
+            }
+            for (_, v) in r.params.iter_mut().filter(|(k, _)| k == "cpu model") {
+                *v = format!("{source}, scaled as the group says");
+            }
+            b.push_one(r);
+        }
+    }
+    b.specs
+}
+
 /// netem's jitter in seed 003's test (`delay 150ms 200us`): without a distribution
 /// table netem draws each packet's delay uniformly in `mu - sigma .. mu + sigma`
 /// (`tabledist`) and its tfifo releases packets by `time_to_send`, so packets a few
@@ -554,6 +626,36 @@ mod tests {
                 assert!(rmem[1] as u128 / 2 >= 2 * bdp, "{}", r.label());
             }
         }
+    }
+
+    /// The sensitivity sweep: a list/tree pair per setting, every group left out of
+    /// the checks, the costs scaled as named, the backlog rows with the sender's own
+    /// receive buffer and a smaller send buffer.
+    #[test]
+    fn e4_sensitivity_scales_what_it_names() {
+        let m = CpuModel::calibrated();
+        let p = e4_sensitivity(Scale::Quick, 3, &m, "built-in");
+        assert_eq!(p.len(), 18);
+        assert!(p.iter().all(|r| r.group.starts_with("sweep")));
+        assert!(p
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.index == i && r.scenario.seed == 3));
+        let of = |g: &str| p.iter().find(|r| r.group.ends_with(g)).unwrap();
+        let ack = of("per-ACK costs x2").scenario.cpu.unwrap();
+        assert_eq!(ack.per_packet_in_ns, 2.0 * m.per_packet_in_ns);
+        assert_eq!(ack.per_tree_node_ns, m.per_tree_node_ns);
+        let node = of("per-node costs x0.5").scenario.cpu.unwrap();
+        assert_eq!(node.list_node_ns[4].1, 0.5 * m.list_node_ns[4].1);
+        assert_eq!(node.per_packet_in_ns, m.per_packet_in_ns);
+        let small = of("wmem max 16 MB");
+        assert_eq!(small.scenario.sender_rcvbuf, Some(65_536));
+        assert_eq!(small.scenario.config.tcp_wmem[2], 16 << 20);
+        let wmem: Vec<_> = (small.params.iter())
+            .filter(|(k, v)| k == "sysctl" && v.starts_with("net.ipv4.tcp_wmem"))
+            .collect();
+        assert_eq!(wmem.len(), 1, "{wmem:?}");
+        assert_eq!(of("model as measured").scenario.sender_rcvbuf, None);
     }
 
     /// E4's data direction has netem's `delay 150ms 200us` of seed 003 (uniform in

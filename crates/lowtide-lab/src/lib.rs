@@ -25,7 +25,7 @@ pub mod report;
 pub mod stats;
 
 pub use checks::{check, Check};
-pub use defs::{plan, quick_reps, use_cpu_model, E4_RCVBUF, FULL_REPS};
+pub use defs::{e4_sensitivity, plan, quick_reps, use_cpu_model, E4_RCVBUF, FULL_REPS};
 pub use runner::{parallel_map, run_specs, NoProgress, ProgressSink};
 
 use lowtide::Mib;

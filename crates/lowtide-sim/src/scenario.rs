@@ -104,6 +104,12 @@ pub struct Scenario {
     /// `SO_SNDBUF` set on every sending socket before it connects (Linux doubles
     /// the value, as `setsockopt` does; `None`: autotuned from `tcp_wmem`).
     pub sndbuf: Option<u32>,
+    /// `SO_RCVBUF` set on every sending socket before it connects (`None`: its
+    /// `sk_rcvbuf` starts at `tcp_rmem[1]`, as on host B). A sender's `sk_rcvbuf`
+    /// matters to its socket backlog's limit (`tcp_add_backlog`: `sk_rcvbuf +
+    /// sk_sndbuf`), so E4 gives it the sender's own default where host B's buffer is
+    /// raised.
+    pub sender_rcvbuf: Option<u32>,
     /// Sample a time series (`Results::timeseries`).
     pub timeseries: Option<TimeseriesConfig>,
     /// Progress reports during the run.
@@ -146,6 +152,7 @@ impl Default for Scenario {
             notsent_lowat: None,
             sample_interval_ns: 0,
             sndbuf: None,
+            sender_rcvbuf: None,
             timeseries: None,
             progress: None,
             report_interval_ns: 0,

@@ -96,6 +96,8 @@ pub(crate) struct World {
     pub timeseries: Timeseries,
     /// `SO_SNDBUF` for every sending socket.
     pub sndbuf: Option<u32>,
+    /// `SO_RCVBUF` for every sending socket.
+    pub sender_rcvbuf: Option<u32>,
     pub progress: Option<ProgressHook>,
     /// Host A's CPU cost model, if the scenario has one.
     pub cpu: Option<CpuState>,
@@ -198,6 +200,7 @@ impl World {
                 ..Timeseries::default()
             },
             sndbuf: sc.sndbuf,
+            sender_rcvbuf: sc.sender_rcvbuf,
             progress: sc.progress.clone(),
             cpu: sc.cpu.map(|m| CpuState::new(m, sc.config.rtx_queue)),
             hash_seed: derive_seed(sc.seed, 301),
@@ -395,6 +398,11 @@ impl World {
                     // setsockopt(SO_SNDBUF) before connect, as netperf -s does.
                     if let Err(e) = a.stack.socket(h).set_sndbuf(bytes) {
                         tracing::warn!("flow {flow}: SO_SNDBUF refused: {e}");
+                    }
+                }
+                if let Some(bytes) = self.sender_rcvbuf {
+                    if let Err(e) = a.stack.socket(h).set_rcvbuf(bytes) {
+                        tracing::warn!("flow {flow}: SO_RCVBUF refused: {e}");
                     }
                 }
                 if let Ok((l, _)) = a.stack.addresses(h) {

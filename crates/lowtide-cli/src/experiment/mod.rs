@@ -12,6 +12,7 @@ use lowtide_lab::{
     calibrate, merge, plan, plot, provenance, real, report, run_specs, Experiment, NoProgress,
     ProgressSink, ResultsFile, Scale, Shard,
 };
+use lowtide_sim::cpu::CpuModel;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -77,6 +78,11 @@ pub struct ExperimentArgs {
     /// must share one calibration).
     #[arg(long, value_name = "FILE")]
     calibration: Option<PathBuf>,
+    /// E4 only: the sensitivity sweep instead of the plan (per-ACK and per-node
+    /// costs x0.5 and x2, the sender's backlog down to the seed's regime; one list/tree
+    /// pair per setting), checks not applied.
+    #[arg(long, conflicts_with_all = ["shard", "real"])]
+    sensitivity: bool,
 }
 
 /// `--shard I/N` (1 <= I <= N), as `experiment` and `sim sweep` take it.
@@ -136,17 +142,28 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
     } else {
         Scale::Full
     };
+    if args.sensitivity && exps != [Experiment::E4] {
+        return usage_error("experiment --sensitivity: e4 only");
+    }
     let mut all = plan(&exps, scale, args.seed);
     let calibration = match e4_calibration(args, &exps) {
         Ok(c) => c,
         Err(e) => return usage_error(&e),
     };
-    if let Some(c) = &calibration {
-        let source = format!(
+    let source = match &calibration {
+        Some(c) => format!(
             "measured on this machine ({}; lowtide experiment calibrate)",
             c.cpu_model.as_deref().unwrap_or("CPU unknown")
-        );
-        lowtide_lab::use_cpu_model(&mut all, &c.model, &source);
+        ),
+        None => "built-in constants (lowtide_sim::cpu::CpuModel::calibrated)".to_string(),
+    };
+    let model = calibration
+        .as_ref()
+        .map_or_else(CpuModel::calibrated, |c| c.model);
+    if args.sensitivity {
+        all = lowtide_lab::e4_sensitivity(scale, args.seed, &model, &source);
+    } else if calibration.is_some() {
+        lowtide_lab::use_cpu_model(&mut all, &model, &source);
     }
     let plan_runs = all.len();
     let mut specs: Vec<_> = match args.shard {
@@ -164,6 +181,10 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
     let records = run_specs(&specs, args.jobs as usize, sink);
     let mut file = ResultsFile::new(exps, scale, args.seed, plan_runs, args.shard, records);
     file.calibration = calibration;
+    if args.sensitivity {
+        // A sweep of the model's inputs, not the seed's comparison.
+        file.checks.clear();
+    }
     finish(args, &file, &prov)
 }
 

@@ -458,7 +458,16 @@ fn notes(e: Experiment) -> &'static str {
             misses; the simulator's list/tree goodput ratio exists only in its CPU model (a stated \
             limit). Packets in flight are a few thousand, far fewer than the seed's ~100,000, so a \
             list walk is short and the list/tree difference is within the run-to-run \
-            spread; see the simulator's sweep for the cost against packets in flight."
+            spread; see the simulator's sweep for the cost against packets in flight. \
+            The kernel's retransmissions (TcpRetransSegs) are far above the path's 1 % \
+            and are not E4's mechanism: its sender writes into a TUN device whose reader \
+            (`lowtide link`, a userspace process) drops when it falls behind, its \
+            bottleneck is the link's 1000-packet queue one hop away (lowtide's is its own \
+            device queue, where a full queue is local backpressure), and, with both \
+            queues raised so that nothing drops but the 1 % loss, it still retransmits \
+            22-41 % of its segments, most reported back as spurious by DSACKs, with RACK \
+            on or off: measured by hand, cause not established (docs/experiments/README.md, \
+            \"E4's kernel retransmissions on the real path\")."
         }
         Experiment::E5 => {
             "Real path, how to read it: lowtide's counters are its own stack's (nstat \

@@ -125,8 +125,10 @@ impl Tcb {
             let synack_again = self.state == TcpState::SynRecv
                 && self.parent.is_none()
                 && th.flags.contains(TcpFlags::ACK)
-                && sp.end == Some(sp.seq + 1)
-                && sp.seq + 1 == self.rcv_nxt
+                && sp
+                    .seq
+                    .checked_add(1)
+                    .is_some_and(|n| sp.end == Some(n) && n == self.rcv_nxt)
                 && ack == self.snd_nxt;
             if !synack_again {
                 return self.syn_challenge(ctx, syn_inerr);
@@ -233,7 +235,8 @@ impl Tcb {
     /// `tcp_reset_check`: after the peer's FIN (CLOSE-WAIT, LAST-ACK, CLOSING) a reset
     /// at `rcv_nxt - 1` is taken (some stacks send it with the FIN's sequence).
     fn reset_check(&self, seq: u64) -> bool {
-        seq + 1 == self.rcv_nxt
+        // A sequence number before the peer's ISN unwraps to near u64::MAX.
+        seq.checked_add(1) == Some(self.rcv_nxt)
             && matches!(
                 self.state,
                 TcpState::CloseWait | TcpState::LastAck | TcpState::Closing

@@ -47,6 +47,10 @@ mib! {
     IcmpInErrors,
     /// ICMP destination-unreachable messages received.
     IcmpInDestUnreachs,
+    /// ICMP time-exceeded messages received.
+    IcmpInTimeExcds,
+    /// ICMP parameter-problem messages received.
+    IcmpInParmProbs,
     /// ICMPv6 messages received.
     Icmp6InMsgs,
     /// ICMPv6 messages dropped as malformed (short, bad checksum).
@@ -55,6 +59,10 @@ mib! {
     Icmp6InDestUnreachs,
     /// ICMPv6 "packet too big" messages received (path MTU discovery).
     Icmp6InPktTooBigs,
+    /// ICMPv6 time-exceeded messages received.
+    Icmp6InTimeExcds,
+    /// ICMPv6 parameter-problem messages received.
+    Icmp6InParmProblems,
     /// ICMP echo requests received.
     IcmpInEchos,
     /// ICMP messages sent.

@@ -95,6 +95,21 @@ pub enum SocketError {
     /// `EMSGSIZE`: a datagram larger than the path MTU (lowtide does not fragment)
     /// or than UDP's 16-bit length.
     MessageTooLong,
+    /// `EPROTO`: an ICMP parameter problem (or an ICMPv6 error of unknown type)
+    /// answered the SYN.
+    ProtocolError,
+    /// `EACCES`: an ICMPv6 destination unreachable for policy (administratively
+    /// prohibited, source address failed ingress policy, reject route) answered
+    /// the SYN.
+    AccessDenied,
+    /// `ENOPROTOOPT`: an ICMP protocol unreachable answered the SYN.
+    ProtocolUnavailable,
+    /// `EOPNOTSUPP`: an ICMP "source route failed" answered the SYN.
+    NotSupported,
+    /// `EHOSTDOWN`: an ICMP "destination host unknown" answered the SYN.
+    HostDown,
+    /// `ENONET`: an ICMP "source host isolated" answered the SYN.
+    NoNetwork,
 }
 
 impl core::fmt::Display for SocketError {
@@ -115,6 +130,12 @@ impl core::fmt::Display for SocketError {
             SocketError::NoBufferSpace => "no buffer space available (ENOBUFS)",
             SocketError::PermissionDenied => "operation not permitted (EPERM)",
             SocketError::MessageTooLong => "message too long (EMSGSIZE)",
+            SocketError::ProtocolError => "protocol error (EPROTO)",
+            SocketError::AccessDenied => "permission denied (EACCES)",
+            SocketError::ProtocolUnavailable => "protocol not available (ENOPROTOOPT)",
+            SocketError::NotSupported => "operation not supported (EOPNOTSUPP)",
+            SocketError::HostDown => "host is down (EHOSTDOWN)",
+            SocketError::NoNetwork => "machine is not on the network (ENONET)",
         };
         f.write_str(s)
     }

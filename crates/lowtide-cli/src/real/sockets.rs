@@ -27,7 +27,12 @@ pub fn io_error(e: SocketError) -> io::Error {
         SocketError::HostUnreachable => K::HostUnreachable,
         SocketError::NetworkUnreachable => K::NetworkUnreachable,
         SocketError::NoBufferSpace => K::OutOfMemory,
-        SocketError::PermissionDenied => K::PermissionDenied,
+        SocketError::PermissionDenied | SocketError::AccessDenied => K::PermissionDenied,
+        SocketError::HostDown => K::HostUnreachable,
+        SocketError::NoNetwork => K::NetworkUnreachable,
+        SocketError::ProtocolError
+        | SocketError::ProtocolUnavailable
+        | SocketError::NotSupported => K::Other,
     };
     io::Error::new(kind, e)
 }

@@ -139,6 +139,7 @@ pub mod errno {
     pub const EBADF: i32 = 9;
     pub const EAGAIN: i32 = 11;
     pub const ENOMEM: i32 = 12;
+    pub const EACCES: i32 = 13;
     pub const EFAULT: i32 = 14;
     pub const EEXIST: i32 = 17;
     pub const EINVAL: i32 = 22;
@@ -146,6 +147,8 @@ pub mod errno {
     pub const ENOTTY: i32 = 25;
     pub const ESPIPE: i32 = 29;
     pub const EPIPE: i32 = 32;
+    pub const ENONET: i32 = 64;
+    pub const EPROTO: i32 = 71;
     pub const ENOTSOCK: i32 = 88;
     pub const EDESTADDRREQ: i32 = 89;
     pub const EMSGSIZE: i32 = 90;
@@ -164,6 +167,7 @@ pub mod errno {
     pub const ENOTCONN: i32 = 107;
     pub const ETIMEDOUT: i32 = 110;
     pub const ECONNREFUSED: i32 = 111;
+    pub const EHOSTDOWN: i32 = 112;
     pub const EHOSTUNREACH: i32 = 113;
     pub const EALREADY: i32 = 114;
     pub const EINPROGRESS: i32 = 115;

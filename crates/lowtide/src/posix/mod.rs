@@ -70,6 +70,12 @@ impl From<SocketError> for Errno {
             SocketError::NoBufferSpace => errno::ENOBUFS,
             SocketError::PermissionDenied => errno::EPERM,
             SocketError::MessageTooLong => errno::EMSGSIZE,
+            SocketError::ProtocolError => errno::EPROTO,
+            SocketError::AccessDenied => errno::EACCES,
+            SocketError::ProtocolUnavailable => errno::ENOPROTOOPT,
+            SocketError::NotSupported => errno::EOPNOTSUPP,
+            SocketError::HostDown => errno::EHOSTDOWN,
+            SocketError::NoNetwork => errno::ENONET,
         })
     }
 }

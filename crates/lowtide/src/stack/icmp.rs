@@ -1,10 +1,13 @@
 //! ICMP errors for TCP (`icmp_rcv` -> `icmp_unreach` -> `tcp_v4_err`, and
-//! `icmpv6_rcv` -> `icmpv6_notify` -> `tcp_v6_err`): a destination unreachable that
-//! answers one of our SYNs aborts the connect with Linux's errno; on a synchronized
-//! connection it is a soft error only, as on Linux without `IP_RECVERR`. A
-//! "fragmentation needed" (RFC 1191) or "packet too big" (RFC 8201) lowers the path
-//! MTU of its destination, remembered for `net.ipv4.route.mtu_expires` as Linux's
-//! route exceptions are, and the connection's MSS (`tcp/pmtu.rs`).
+//! `icmpv6_rcv` -> `icmpv6_notify` -> `tcp_v6_err`): a destination unreachable, time
+//! exceeded or parameter problem that answers one of our SYNs aborts the connect
+//! with Linux's errno; on a synchronized connection it is a soft error only, as on
+//! Linux without `IP_RECVERR` (`tcp/icmp_err.rs`, with RFC 6069's RTO revert); one
+//! that answers a SYN-ACK of a request drops the request if Linux's table calls it
+//! fatal (`tcp_req_err`). A "fragmentation needed" (RFC 1191) or "packet too big"
+//! (RFC 8201) lowers the path MTU of its destination, remembered for
+//! `net.ipv4.route.mtu_expires` as Linux's route exceptions are, and the
+//! connection's MSS (`tcp/pmtu.rs`).
 
 use super::Stack;
 use crate::mib::Mib;
@@ -24,12 +27,25 @@ pub(super) const ICMP_DEST_UNREACH: u8 = 3;
 /// `ICMP_FRAG_NEEDED`: path MTU discovery (RFC 1191), not an error (and never rate
 /// limited when sent).
 pub(super) const ICMP_FRAG_NEEDED: u8 = 4;
+/// `ICMP_SOURCE_QUENCH`, `ICMP_REDIRECT`: delivered to TCP, which ignores them.
+const ICMP_SOURCE_QUENCH: u8 = 4;
+const ICMP_REDIRECT: u8 = 5;
+/// `ICMP_TIME_EXCEEDED`.
+const ICMP_TIME_EXCEEDED: u8 = 11;
+/// `ICMP_PARAMETERPROB`.
+const ICMP_PARAMETERPROB: u8 = 12;
 /// `NR_ICMP_UNREACH`: the largest code of a destination unreachable.
 const NR_ICMP_UNREACH: u8 = 15;
 /// `ICMPV6_DEST_UNREACH`.
 pub(super) const ICMPV6_DEST_UNREACH: u8 = 1;
 /// `ICMPV6_PKT_TOO_BIG`.
 const ICMPV6_PKT_TOO_BIG: u8 = 2;
+/// `ICMPV6_TIME_EXCEED`.
+const ICMPV6_TIME_EXCEED: u8 = 3;
+/// `ICMPV6_PARAMPROB`.
+const ICMPV6_PARAMPROB: u8 = 4;
+/// `ICMPV6_INFOMSG_MASK`: types from 128 are informational, not errors.
+const ICMPV6_INFOMSG_MASK: u8 = 0x80;
 /// `ip_rt_min_pmtu` (`net.ipv4.route.min_pmtu`, 512 + 20 + 20): a smaller IPv4 path
 /// MTU from ICMP is taken as this (`__ip_rt_update_pmtu`).
 const IP_RT_MIN_PMTU: u32 = 552;
@@ -40,38 +56,109 @@ pub(super) const IPV6_MIN_MTU: u32 = 1280;
 /// MTU holds for new connections.
 const MTU_EXPIRES: core::time::Duration = core::time::Duration::from_secs(600);
 
-/// What an ICMP error asks of the connection it quotes.
+/// What an ICMP error asks of the connection it quotes (`tcp_v4_err`'s and
+/// `tcp_v6_err`'s switch on the type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum IcmpAction {
-    /// A hard error in SYN-SENT, soft otherwise.
-    Error(SocketError),
+    /// A hard error in SYN-SENT, soft otherwise; `revert`: it may undo an RTO
+    /// backoff (RFC 6069).
+    Error { err: SocketError, revert: bool },
     /// The path MTU is at most this many bytes.
     MtuReduced(u32),
+    /// Counted against the window, nothing more (source quench, redirect, a "packet
+    /// too big" under the IPv6 minimum MTU).
+    Ignore,
 }
 
-/// `icmp_err_convert`: the errno of a destination-unreachable code, where lowtide's
-/// [`SocketError`] has it. Codes 2 (`ENOPROTOOPT`), 5 (`EOPNOTSUPP`), 7 (`EHOSTDOWN`)
-/// and 8 (`ENONET`) have no counterpart and are ignored.
-fn icmp_err_convert(code: u8) -> Option<SocketError> {
+/// What TCP makes of one ICMP error: its action on a connection, and whether it
+/// drops a request whose SYN-ACK it quotes (`tcp_req_err`'s `abort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TcpIcmp {
+    action: IcmpAction,
+    abort: bool,
+}
+
+/// `icmp_err_convert[]`: the errno of each destination-unreachable code and
+/// whether it is fatal (for UDP; TCP decides by state).
+fn icmp_err_convert(code: u8) -> (SocketError, bool) {
     use SocketError::*;
     match code {
-        0 | 6 | 9 | 11 => Some(NetworkUnreachable),
-        1 | 10 | 12..=15 => Some(HostUnreachable),
-        3 => Some(ConnectionRefused),
-        _ => None,
+        0 | 11 => (NetworkUnreachable, false),
+        1 | 12 => (HostUnreachable, false),
+        2 => (ProtocolUnavailable, true),
+        3 => (ConnectionRefused, true),
+        4 => (MessageTooLong, false),
+        5 => (NotSupported, false),
+        6 | 9 => (NetworkUnreachable, true),
+        7 => (HostDown, true),
+        8 => (NoNetwork, true),
+        _ => (HostUnreachable, true), // 10, 13, 14, 15
     }
 }
 
-/// `icmpv6_err_convert` for a destination unreachable. Codes 1, 5 and 6
-/// (`EACCES`: administratively prohibited, policy, reject route) have no
-/// counterpart in [`SocketError`] and are ignored.
-fn icmpv6_err_convert(code: u8) -> Option<SocketError> {
+/// `icmpv6_err_convert`: the errno of an ICMPv6 error and whether it is fatal
+/// (`tab_unreach` for a destination unreachable; `EPROTO` for a code past it and
+/// for a type it does not know).
+fn icmpv6_err_convert(kind: u8, code: u8) -> (SocketError, bool) {
     use SocketError::*;
-    match code {
-        0 => Some(NetworkUnreachable),
-        2 | 3 => Some(HostUnreachable),
-        4 => Some(ConnectionRefused),
-        _ => None,
+    match (kind, code) {
+        (ICMPV6_DEST_UNREACH, 0) => (NetworkUnreachable, false),
+        (ICMPV6_DEST_UNREACH, 1 | 5 | 6) => (AccessDenied, true),
+        (ICMPV6_DEST_UNREACH, 2 | 3) => (HostUnreachable, false),
+        (ICMPV6_DEST_UNREACH, 4) => (ConnectionRefused, true),
+        (ICMPV6_DEST_UNREACH, _) => (ProtocolError, true),
+        (ICMPV6_PKT_TOO_BIG, _) => (MessageTooLong, false),
+        (ICMPV6_PARAMPROB, _) => (ProtocolError, true),
+        (ICMPV6_TIME_EXCEED, _) => (HostUnreachable, false),
+        _ => (ProtocolError, false),
+    }
+}
+
+/// `tcp_v4_err`'s switch on the type (an unreachable code above `NR_ICMP_UNREACH`
+/// never gets here), and `tcp_req_err`'s `abort`: a parameter problem, a time
+/// exceeded, a network or host unreachable.
+fn tcp_v4_icmp(e: &IcmpError) -> TcpIcmp {
+    let action = match (e.kind, e.code) {
+        (ICMP_PARAMETERPROB, _) => IcmpAction::Error {
+            err: SocketError::ProtocolError,
+            revert: false,
+        },
+        // icmp_unreach (ip_no_pmtu_disc 0): the MTU is the low 16 bits;
+        // __ip_rt_update_pmtu raises one under ip_rt_min_pmtu (0 included) to it.
+        (ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED) => {
+            IcmpAction::MtuReduced((e.info & 0xffff).max(IP_RT_MIN_PMTU))
+        }
+        (ICMP_DEST_UNREACH, code) => IcmpAction::Error {
+            err: icmp_err_convert(code).0,
+            revert: code <= 1,
+        },
+        (ICMP_TIME_EXCEEDED, _) => IcmpAction::Error {
+            err: SocketError::HostUnreachable,
+            revert: false,
+        },
+        _ => IcmpAction::Ignore,
+    };
+    let abort = matches!(e.kind, ICMP_PARAMETERPROB | ICMP_TIME_EXCEEDED)
+        || (e.kind == ICMP_DEST_UNREACH && e.code <= 1);
+    TcpIcmp { action, abort }
+}
+
+/// `tcp_v6_err`: a "packet too big" of at least `IPV6_MIN_MTU` lowers the path
+/// MTU; any other error is `icmpv6_err_convert`'s, and a "no route" may revert
+/// the RTO; `tcp_req_err` aborts a request on a fatal one.
+fn tcp_v6_icmp(e: &IcmpError) -> TcpIcmp {
+    let (err, fatal) = icmpv6_err_convert(e.kind, e.code);
+    let action = match e.kind {
+        ICMPV6_PKT_TOO_BIG if e.info >= IPV6_MIN_MTU => IcmpAction::MtuReduced(e.info),
+        ICMPV6_PKT_TOO_BIG => IcmpAction::Ignore,
+        kind => IcmpAction::Error {
+            err,
+            revert: kind == ICMPV6_DEST_UNREACH && e.code == 0,
+        },
+    };
+    TcpIcmp {
+        action,
+        abort: fatal,
     }
 }
 
@@ -165,12 +252,18 @@ fn parse_icmpv6_error(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Option<IcmpError>
 }
 
 impl Stack {
-    /// `icmpv6_rcv` for an IPv6 packet carrying ICMPv6: destination-unreachable errors
-    /// go to their connection (`tcp_v6_err`); anything else is counted and dropped.
+    /// `icmpv6_rcv` for an IPv6 packet carrying ICMPv6: errors (destination
+    /// unreachable, packet too big, time exceeded, parameter problem, and error
+    /// types it does not know) go to their socket (`icmpv6_notify`: `tcp_v6_err`,
+    /// `__udp6_lib_err`); informational messages other than an echo request are
+    /// counted and dropped.
     pub(super) fn icmpv6_rcv(&mut self, now: Instant, ip: &IpRepr, packet: &[u8], msg: &[u8]) {
         self.mib.inc(Mib::Icmp6InMsgs);
         if msg.first() == Some(&super::icmp_out::ICMPV6_ECHO_REQUEST) {
             return self.icmp_echo(now, ip, packet, msg);
+        }
+        if msg.first().is_some_and(|&t| t & ICMPV6_INFOMSG_MASK != 0) {
+            return;
         }
         let Some(e) = parse_icmpv6_error(ip.src, ip.dst, msg) else {
             self.mib.inc(Mib::Icmp6InErrors);
@@ -178,39 +271,37 @@ impl Stack {
             return;
         };
         match e.kind {
-            ICMPV6_DEST_UNREACH => {
-                self.mib.inc(Mib::Icmp6InDestUnreachs);
-                if e.proto == PROTO_UDP {
-                    // icmpv6_err_convert: port unreachable is the fatal one we name.
-                    let fatal = [1, 4, 5, 6].contains(&e.code);
-                    let err = icmpv6_err_convert(e.code).filter(|_| fatal);
-                    return self.udp_err(e.tuple.local, e.tuple.remote, err);
-                }
-                if let Some(err) = icmpv6_err_convert(e.code) {
-                    self.tcp_err(now, &e, IcmpAction::Error(err));
-                }
-            }
-            ICMPV6_PKT_TOO_BIG => {
-                self.mib.inc(Mib::Icmp6InPktTooBigs);
-                if e.proto == PROTO_UDP {
-                    // __udp6_lib_err -> ip6_sk_update_pmtu (ip6_update_pmtu keeps
-                    // the IPv6 minimum).
-                    if self.udp_sock_for(e.tuple.local, e.tuple.remote) {
-                        self.update_pmtu(now, e.tuple.remote.ip(), e.info.max(IPV6_MIN_MTU));
-                    }
-                    return;
-                }
-                // tcp_v6_err: below the IPv6 minimum MTU the message is a lie.
-                if e.info >= IPV6_MIN_MTU {
-                    self.tcp_err(now, &e, IcmpAction::MtuReduced(e.info));
-                }
-            }
+            ICMPV6_DEST_UNREACH => self.mib.inc(Mib::Icmp6InDestUnreachs),
+            ICMPV6_PKT_TOO_BIG => self.mib.inc(Mib::Icmp6InPktTooBigs),
+            ICMPV6_TIME_EXCEED => self.mib.inc(Mib::Icmp6InTimeExcds),
+            ICMPV6_PARAMPROB => self.mib.inc(Mib::Icmp6InParmProblems),
             _ => {}
         }
+        if e.proto == PROTO_UDP {
+            return self.udp6_err(now, &e);
+        }
+        self.tcp_err(now, &e, tcp_v6_icmp(&e));
     }
 
-    /// `icmp_rcv` for an IPv4 packet carrying ICMP: destination-unreachable errors go
-    /// to their connection (`tcp_v4_err`); anything else is counted and dropped.
+    /// `__udp6_lib_err`: a "packet too big" lowers the path MTU
+    /// (`ip6_sk_update_pmtu`, which keeps the IPv6 minimum); without `IPV6_RECVERR`
+    /// only a fatal error reaches a connected socket.
+    fn udp6_err(&mut self, now: Instant, e: &IcmpError) {
+        let (local, remote) = (e.tuple.local, e.tuple.remote);
+        if e.kind == ICMPV6_PKT_TOO_BIG {
+            if self.udp_sock_for(local, remote) {
+                self.update_pmtu(now, remote.ip(), e.info.max(IPV6_MIN_MTU));
+            }
+            return;
+        }
+        let (err, fatal) = icmpv6_err_convert(e.kind, e.code);
+        self.udp_err(local, remote, fatal.then_some(err));
+    }
+
+    /// `icmp_rcv` for an IPv4 packet carrying ICMP: destination unreachable (a code
+    /// up to `NR_ICMP_UNREACH`), source quench, redirect, time exceeded and
+    /// parameter problem go to their socket (`icmp_unreach`, `icmp_redirect` ->
+    /// `tcp_v4_err`, `__udp4_lib_err`); anything else is counted and dropped.
     pub(super) fn icmp_rcv(&mut self, now: Instant, ip: &IpRepr, packet: &[u8], msg: &[u8]) {
         self.mib.inc(Mib::IcmpInMsgs);
         if msg.first() == Some(&super::icmp_out::ICMP_ECHO) {
@@ -226,34 +317,44 @@ impl Stack {
             trace!(src = %ip.src, "drop: malformed ICMP");
             return;
         };
-        if e.kind != ICMP_DEST_UNREACH {
-            return;
+        match e.kind {
+            ICMP_DEST_UNREACH => self.mib.inc(Mib::IcmpInDestUnreachs),
+            ICMP_TIME_EXCEEDED => self.mib.inc(Mib::IcmpInTimeExcds),
+            ICMP_PARAMETERPROB => self.mib.inc(Mib::IcmpInParmProbs),
+            ICMP_SOURCE_QUENCH | ICMP_REDIRECT => {}
+            _ => return,
         }
-        self.mib.inc(Mib::IcmpInDestUnreachs);
-        if e.code == ICMP_FRAG_NEEDED {
-            // icmp_unreach (ip_no_pmtu_disc 0): the MTU is the low 16 bits;
-            // __ip_rt_update_pmtu raises one under ip_rt_min_pmtu (0 included) to it.
-            let mtu = (e.info & 0xffff).max(IP_RT_MIN_PMTU);
-            if e.proto == PROTO_UDP {
-                // __udp4_lib_err -> ipv4_sk_update_pmtu.
-                if self.udp_sock_for(e.tuple.local, e.tuple.remote) {
-                    self.update_pmtu(now, e.tuple.remote.ip(), mtu);
-                }
-                return;
-            }
-            return self.tcp_err(now, &e, IcmpAction::MtuReduced(mtu));
-        }
-        if e.code > NR_ICMP_UNREACH {
+        if e.kind == ICMP_DEST_UNREACH && e.code > NR_ICMP_UNREACH {
             return;
         }
         if e.proto == PROTO_UDP {
-            // __udp4_lib_err: codes 0 and 1 (net, host unreachable) are soft.
-            let err = icmp_err_convert(e.code).filter(|_| e.code >= 2);
-            return self.udp_err(e.tuple.local, e.tuple.remote, err);
+            return self.udp4_err(now, &e);
         }
-        if let Some(err) = icmp_err_convert(e.code) {
-            self.tcp_err(now, &e, IcmpAction::Error(err));
-        }
+        self.tcp_err(now, &e, tcp_v4_icmp(&e));
+    }
+
+    /// `__udp4_lib_err`: a "fragmentation needed" lowers the path MTU
+    /// (`ipv4_sk_update_pmtu`); without `IP_RECVERR` only a hard error (a parameter
+    /// problem, a fatal unreachable of `icmp_err_convert`) reaches a connected
+    /// socket.
+    fn udp4_err(&mut self, now: Instant, e: &IcmpError) {
+        let (local, remote) = (e.tuple.local, e.tuple.remote);
+        let err = match (e.kind, e.code) {
+            (ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED) => {
+                if self.udp_sock_for(local, remote) {
+                    let mtu = (e.info & 0xffff).max(IP_RT_MIN_PMTU);
+                    self.update_pmtu(now, remote.ip(), mtu);
+                }
+                return;
+            }
+            (ICMP_DEST_UNREACH, code) => {
+                let (err, fatal) = icmp_err_convert(code);
+                fatal.then_some(err)
+            }
+            (ICMP_PARAMETERPROB, _) => Some(SocketError::ProtocolError),
+            _ => None,
+        };
+        self.udp_err(local, remote, err);
     }
 
     /// The path MTU to `dst` for a new connection (`dst_mtu`): a learned one that
@@ -293,41 +394,60 @@ impl Stack {
             .learn_pmtu(now, dst, mtu, now + MTU_EXPIRES, device)
     }
 
-    /// `tcp_v4_err`/`tcp_v6_err`: about a segment in flight only; a destination
-    /// unreachable in SYN-SENT fails the connect with the code's errno (`sk_err`,
-    /// `tcp_done`), later it is only a soft error; a smaller path MTU is remembered
-    /// for the destination and shrinks the connection's MSS (`tcp_v4_mtu_reduced`).
-    fn tcp_err(&mut self, now: Instant, e: &IcmpError, action: IcmpAction) {
+    /// `tcp_v4_err`/`tcp_v6_err`: a request (SYN-RECV, not Fast Open) takes
+    /// `tcp_req_err`; a connection only what is about a segment in flight
+    /// (`TcpExtOutOfWindowIcmps` otherwise): a smaller path MTU is remembered for
+    /// the destination and shrinks the connection's MSS (`tcp_v4_mtu_reduced`), an
+    /// error goes to the connection by its state (`tcp/icmp_err.rs`).
+    fn tcp_err(&mut self, now: Instant, e: &IcmpError, t: TcpIcmp) {
         let Some(index) = self.conns.get(&e.tuple) else {
-            return;
+            // __inet_lookup_established found nothing: ICMP_MIB_INERRORS.
+            return self.mib.inc(match e.tuple.local.is_ipv4() {
+                true => Mib::IcmpInErrors,
+                false => Mib::Icmp6InErrors,
+            });
         };
-        if let Some(super::Sock::TimeWait(_)) = self.slots[index as usize].sock {
+        let Some(super::Sock::Tcp(tcb)) = &self.slots[index as usize].sock else {
             return; // tcp_v4_err: a timewait socket takes no ICMP
+        };
+        if tcb.state == TcpState::Closed {
+            return;
+        }
+        if tcb.state == TcpState::SynRecv && tcb.parent.is_some() && tcb.tfo.rsk.is_none() {
+            return self.tcp_req_err(now, index, e.seq, t.abort);
         }
         if !self.in_flight(index, e.seq) {
             self.mib.inc(Mib::TcpExtOutOfWindowIcmps);
             return;
         }
-        match action {
+        match t.action {
             IcmpAction::MtuReduced(mtu) => {
                 let mtu = self.update_pmtu(now, e.tuple.remote.ip(), mtu);
                 self.with_tcb(now, index, |tcb, ctx| {
                     tcb.mtu_reduced(ctx, mtu);
                 });
             }
-            IcmpAction::Error(err) => self.with_tcb(now, index, |tcb, ctx| {
-                // Only in SYN-SENT, or SYN-RECV of a simultaneous open or of a Fast
-                // Open child not yet accepted (an accepted one counts as connected).
-                let syn_recv = tcb.state == TcpState::SynRecv
-                    && (tcb.tfo.rsk.is_some() || tcb.parent.is_none())
-                    && !(tcb.tfo.rsk.is_some() && tcb.parent.is_none());
-                if tcb.state == TcpState::SynSent || syn_recv {
-                    ctx.mib.inc(Mib::TcpAttemptFails);
-                    tcb.set_error(ctx, err);
-                } else {
-                    tcb.sk_err_soft = Some(err); // "only an error on timeout"
-                }
+            IcmpAction::Error { err, revert } => self.with_tcb(now, index, |tcb, ctx| {
+                tcb.icmp_error(ctx, err, e.seq, revert)
             }),
+            IcmpAction::Ignore => {}
+        }
+    }
+
+    /// `tcp_req_err`: an ICMP error about a request's SYN-ACK (its ISN, else
+    /// `TcpExtOutOfWindowIcmps`) that `abort`s drops the request silently ("there
+    /// is no good way to pass the error to the newly created socket, and POSIX
+    /// does not want network errors returned from accept()"), counted as a listen
+    /// drop (`inet_csk_reqsk_queue_drop`, `tcp_listendrop`).
+    fn tcp_req_err(&mut self, now: Instant, index: u32, seq: u32, abort: bool) {
+        let Some(super::Sock::Tcp(tcb)) = &self.slots[index as usize].sock else {
+            return;
+        };
+        if seq != tcb.snd_seq(0).0 {
+            self.mib.inc(Mib::TcpExtOutOfWindowIcmps);
+        } else if abort {
+            self.mib.inc(Mib::TcpExtListenDrops);
+            self.free_slot(now, index);
         }
     }
 
@@ -360,7 +480,12 @@ mod tests {
 
     /// An ICMP destination unreachable quoting a SYN from `local` to `remote`.
     pub(crate) fn unreach(code: u8, local: SocketAddr, remote: SocketAddr, seq: u32) -> Vec<u8> {
-        let mut m = vec![ICMP_DEST_UNREACH, code, 0, 0, 0, 0, 0, 0];
+        icmp4(ICMP_DEST_UNREACH, code, local, remote, seq)
+    }
+
+    /// An ICMP error of type `kind` quoting a segment from `local` to `remote`.
+    fn icmp4(kind: u8, code: u8, local: SocketAddr, remote: SocketAddr, seq: u32) -> Vec<u8> {
+        let mut m = vec![kind, code, 0, 0, 0, 0, 0, 0];
         let mut ip = vec![0x45, 0, 0, 60, 0, 0, 0x40, 0, 64, PROTO_TCP, 0, 0];
         for a in [local.ip(), remote.ip()] {
             let IpAddr::V4(a) = a else { panic!("v4") };
@@ -440,7 +565,11 @@ mod tests {
         for (code, want) in [
             (0, SocketError::NetworkUnreachable),
             (1, SocketError::HostUnreachable),
+            (2, SocketError::ProtocolUnavailable),
             (3, SocketError::ConnectionRefused),
+            (5, SocketError::NotSupported),
+            (7, SocketError::HostDown),
+            (8, SocketError::NoNetwork),
         ] {
             let (mut st, h, local, remote, isn) = syn_sent();
             // Out of window: the quoted sequence is not our SYN's.
@@ -463,10 +592,85 @@ mod tests {
     }
 
     #[test]
+    fn time_exceeded_and_parameter_problem_abort_the_connect_and_quench_does_not() {
+        let router: IpAddr = "10.7.0.1".parse().unwrap();
+        for (kind, want) in [
+            (ICMP_TIME_EXCEEDED, SocketError::HostUnreachable),
+            (ICMP_PARAMETERPROB, SocketError::ProtocolError),
+        ] {
+            let (mut st, h, local, remote, isn) = syn_sent();
+            for quiet in [ICMP_SOURCE_QUENCH, ICMP_REDIRECT] {
+                let p = in_ipv4(router, local.ip(), &icmp4(quiet, 0, local, remote, isn));
+                st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+            }
+            assert_eq!(st.state(h), Ok(TcpState::SynSent));
+            let p = in_ipv4(router, local.ip(), &icmp4(kind, 0, local, remote, isn));
+            st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+            assert_eq!(st.socket_error(h), Ok(Some(want)), "type {kind}");
+            let mib = match kind {
+                ICMP_TIME_EXCEEDED => Mib::IcmpInTimeExcds,
+                _ => Mib::IcmpInParmProbs,
+            };
+            assert_eq!(st.counters().get(mib), 1);
+        }
+    }
+
+    #[test]
+    fn an_error_for_no_connection_counts_as_icmp_in_errors() {
+        let router: IpAddr = "10.7.0.1".parse().unwrap();
+        let (mut st, _, local, remote, isn) = syn_sent();
+        let other = SocketAddr::new(remote.ip(), remote.port() + 1);
+        let p = in_ipv4(router, local.ip(), &unreach(1, local, other, isn));
+        st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+        assert_eq!(st.counters().get(Mib::IcmpInErrors), 1);
+    }
+
+    #[test]
+    fn request_abort_follows_tcp_req_err() {
+        let e = |kind, code| IcmpError {
+            kind,
+            code,
+            info: 0,
+            tuple: FourTuple {
+                local: "10.0.0.1:1".parse().unwrap(),
+                remote: "10.0.0.2:2".parse().unwrap(),
+            },
+            seq: 0,
+            proto: PROTO_TCP,
+        };
+        for (kind, code, abort) in [
+            (ICMP_DEST_UNREACH, 0, true),
+            (ICMP_DEST_UNREACH, 1, true),
+            (ICMP_DEST_UNREACH, 3, false),
+            (ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, false),
+            (ICMP_TIME_EXCEEDED, 0, true),
+            (ICMP_PARAMETERPROB, 0, true),
+            (ICMP_REDIRECT, 0, false),
+        ] {
+            assert_eq!(tcp_v4_icmp(&e(kind, code)).abort, abort, "{kind}/{code}");
+        }
+        for (kind, code, abort) in [
+            (ICMPV6_DEST_UNREACH, 0, false),
+            (ICMPV6_DEST_UNREACH, 1, true),
+            (ICMPV6_DEST_UNREACH, 4, true),
+            (ICMPV6_TIME_EXCEED, 0, false),
+            (ICMPV6_PARAMPROB, 0, true),
+        ] {
+            assert_eq!(tcp_v6_icmp(&e(kind, code)).abort, abort, "v6 {kind}/{code}");
+        }
+        // RFC 6069: net and host unreachable (ICMPv6: no route) may revert.
+        let revert = |t: TcpIcmp| matches!(t.action, IcmpAction::Error { revert: true, .. });
+        assert!(revert(tcp_v4_icmp(&e(ICMP_DEST_UNREACH, 1))));
+        assert!(!revert(tcp_v4_icmp(&e(ICMP_DEST_UNREACH, 3))));
+        assert!(revert(tcp_v6_icmp(&e(ICMPV6_DEST_UNREACH, 0))));
+        assert!(!revert(tcp_v6_icmp(&e(ICMPV6_DEST_UNREACH, 3))));
+    }
+
+    #[test]
     fn unknown_code_and_frag_needed_leave_the_connect_alone() {
         let router: IpAddr = "10.7.0.1".parse().unwrap();
         let (mut st, h, local, remote, isn) = syn_sent();
-        for code in [4, 7, 16] {
+        for code in [4, 16] {
             let p = in_ipv4(router, local.ip(), &unreach(code, local, remote, isn));
             st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
         }
@@ -521,10 +725,11 @@ mod tests {
         let me: IpAddr = "fd00::2".parse().unwrap();
         let remote: SocketAddr = "[2001:db8::1]:5201".parse().unwrap();
         for (code, want) in [
-            (0, Some(SocketError::NetworkUnreachable)),
-            (3, Some(SocketError::HostUnreachable)),
-            (4, Some(SocketError::ConnectionRefused)),
-            (1, None),
+            (0, SocketError::NetworkUnreachable),
+            (3, SocketError::HostUnreachable),
+            (4, SocketError::ConnectionRefused),
+            (1, SocketError::AccessDenied),
+            (7, SocketError::ProtocolError),
         ] {
             let mut st = Stack::new(crate::Config::default(), 3);
             st.add_address(me);
@@ -543,10 +748,7 @@ mod tests {
             let p = unreach6(code, router, local, remote, isn);
             st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
             assert_eq!(st.counters().get(Mib::Icmp6InDestUnreachs), 1);
-            match want {
-                Some(e) => assert_eq!(st.socket_error(h), Ok(Some(e)), "code {code}"),
-                None => assert_eq!(st.state(h), Ok(TcpState::SynSent), "code {code}"),
-            }
+            assert_eq!(st.socket_error(h), Ok(Some(want)), "code {code}");
         }
     }
 
@@ -571,10 +773,17 @@ mod tests {
 
     #[test]
     fn errno_of_each_code() {
-        assert_eq!(icmp_err_convert(0), Some(SocketError::NetworkUnreachable));
-        assert_eq!(icmp_err_convert(1), Some(SocketError::HostUnreachable));
-        assert_eq!(icmp_err_convert(3), Some(SocketError::ConnectionRefused));
-        assert_eq!(icmp_err_convert(13), Some(SocketError::HostUnreachable));
-        assert_eq!(icmp_err_convert(7), None);
+        use SocketError::*;
+        assert_eq!(icmp_err_convert(0), (NetworkUnreachable, false));
+        assert_eq!(icmp_err_convert(1), (HostUnreachable, false));
+        assert_eq!(icmp_err_convert(3), (ConnectionRefused, true));
+        assert_eq!(icmp_err_convert(13), (HostUnreachable, true));
+        assert_eq!(icmp_err_convert(7), (HostDown, true));
+        assert_eq!(icmpv6_err_convert(1, 0), (NetworkUnreachable, false));
+        assert_eq!(icmpv6_err_convert(1, 5), (AccessDenied, true));
+        assert_eq!(icmpv6_err_convert(1, 7), (ProtocolError, true));
+        assert_eq!(icmpv6_err_convert(3, 0), (HostUnreachable, false));
+        assert_eq!(icmpv6_err_convert(4, 1), (ProtocolError, true));
+        assert_eq!(icmpv6_err_convert(100, 0), (ProtocolError, false));
     }
 }

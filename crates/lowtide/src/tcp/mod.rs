@@ -69,6 +69,7 @@ pub(crate) mod fastopen_active;
 mod fastopen_conn;
 pub(crate) mod fastpath;
 pub(crate) mod fastretrans;
+pub(crate) mod icmp_err;
 pub mod info;
 pub(crate) mod input;
 pub mod keepalive;

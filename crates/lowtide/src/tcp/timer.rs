@@ -75,12 +75,18 @@ impl Tcb {
         e.sample(rtt_us, min_us, self.snd_una, self.snd_nxt);
         self.srtt_us = (e.srtt8 >> 3).max(1);
         self.rttvar_us = e.mdev >> 2;
-        // __tcp_set_rto: usecs_to_jiffies(srtt + rttvar), HZ = 1000; tcp_bound_rto.
-        let rto_us = (e.srtt8 >> 3) as u64 + e.rttvar as u64;
-        self.rto = Duration::from_millis(rto_us.div_ceil(1000)).min(self.rto_max);
+        self.rto = self.rto_from_estimator();
         self.rtt_samples += 1;
         self.rtt_sum_us += rtt_us.max(1) as u64;
         self.backoff = 0;
+    }
+
+    /// `tcp_set_rto`: `__tcp_set_rto`, `usecs_to_jiffies(srtt + rttvar)` (HZ =
+    /// 1000), bounded by `tcp_bound_rto`.
+    pub(crate) fn rto_from_estimator(&self) -> Duration {
+        let e = &self.rtt_est;
+        let rto_us = (e.srtt8 >> 3) as u64 + e.rttvar as u64;
+        Duration::from_millis(rto_us.div_ceil(1000)).min(self.rto_max)
     }
 
     /// `tcp_ack_update_rtt`: the sequence sample `seq_rtt_us` (else the SACK one),
@@ -192,7 +198,7 @@ impl Tcb {
     }
 
     /// `tcp_retransmit_timer`.
-    fn retransmit_timer(&mut self, ctx: &mut Ctx) {
+    pub(super) fn retransmit_timer(&mut self, ctx: &mut Ctx) {
         if self.tfo.rsk.is_some() {
             // Before the SYN-ACK is acknowledged, nothing else is retransmitted.
             return self.fastopen_synack_timer(ctx);

@@ -157,3 +157,29 @@ fn tbf_shapes_a_router_egress_to_its_rate() {
     assert!(q.sojourn_max_ms < 80.0, "{q:?}");
     assert!(q.drops > 0 && q.utilization < 0.15, "{q:?}");
 }
+
+/// CUBIC with ECN through RED marking at a step (`min = max`, `ecn`): RED marks
+/// the ECT data CE instead of dropping it, each ECE starts one CWR reduction
+/// (PRR, counting the new data sent), and the queue stays near the step, far from
+/// its hard limit: no drop, no retransmission. When CWR counted no new data in
+/// `prr_out`, cwnd grew during each reduction, the queue reached RED's 1 MB limit,
+/// and the not-ECT retransmissions that followed were dropped at the hard mark
+/// again and again (215,219 retransmissions in 3 s).
+#[test]
+fn cubic_with_ecn_through_a_red_step_marks_and_never_drops() {
+    let sets = [
+        "links.down.rate=1gbit",
+        "links.down.delay=400us",
+        "links.down.queue=red,limit=1000000,min=30000,max=30000,avpkt=1500,burst=20,probability=1,ecn=1",
+        "links.up.rate=10gbit",
+        "hosts.a.sysctls.net.ipv4.tcp_ecn=1",
+        "flows.f.count=2",
+        "run.duration=1s",
+    ];
+    let r = run(&through_router(""), &sets);
+    let q = r.queues.iter().find(|q| q.name == "r->b").unwrap();
+    assert!(q.ce_marks > 100, "{q:?}");
+    assert_eq!(q.drops, 0, "{q:?}");
+    assert!(q.backlog_max_packets < 100, "{q:?}");
+    assert!(r.flows.iter().all(|f| f.retrans == 0), "{:?}", r.flows);
+}

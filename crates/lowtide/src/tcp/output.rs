@@ -679,18 +679,25 @@ impl Tcb {
     }
 
     /// Moves the first `send_len` bytes of the write queue head to the rtx queue and
-    /// transmits them (`tso_fragment` + `tcp_event_new_data_sent`).
+    /// transmits them (`tso_fragment` + `tcp_event_new_data_sent`), as
+    /// `tcp_write_xmit` does (for TLP's new data and an MTU probe too), which counts
+    /// them in `prr_out` while `tcp_in_cwnd_reduction` (CWR or Recovery): PRR's
+    /// "sent during the reduction" (RFC 6937), without which a reduction grows cwnd.
     pub(crate) fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
-        self.send_new_flagged(ctx, send_len, mss, 0);
+        let pcount = self.send_new_flagged(ctx, send_len, mss, 0);
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.prr_out += pcount;
+        }
     }
 
     /// [`Tcb::send_new`] with PSH on the part sent even when the head is split
-    /// (`tcp_write_wakeup` marks the fragment it sends).
+    /// (`tcp_write_wakeup` marks the fragment it sends, and counts no `prr_out`).
     fn send_new_psh(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
         self.send_new_flagged(ctx, send_len, mss, FLAG_PSH);
     }
 
-    fn send_new_flagged(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32, extra: u8) {
+    /// Sends the head's first `send_len` bytes; returns their segments.
+    fn send_new_flagged(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32, extra: u8) -> u32 {
         let head = self.write_queue.front_mut().expect("caller checked");
         let whole = send_len == head.data.len();
         let seq = head.seq;
@@ -715,9 +722,6 @@ impl Tcb {
         if (data.len() as u64) < pcount as u64 * mss as u64 {
             self.snd_sml = end_seq;
         }
-        if self.ca_state == CaState::Recovery {
-            self.prr_out += pcount;
-        }
         let tx = self.rate_skb_sent(ctx.now);
         self.rtx.push(Skb {
             seq,
@@ -739,6 +743,7 @@ impl Tcb {
         }
         // tcp_event_new_data_sent: tcp_check_space.
         self.check_space(ctx);
+        pcount
     }
 
     /// `tcp_xmit_retransmit_queue`: retransmits lost skbs while cwnd, pacing and the

@@ -148,6 +148,15 @@ impl Drill {
 
     /// `+d < . 1:1(0) ack <ack> win <win> <sack l:r ...>`.
     pub fn ack_sack(&mut self, d: Duration, ack: u32, sack: &[(u32, u32)]) {
+        self.ack_flags(d, ack, sack, TcpFlags::ACK);
+    }
+
+    /// `+d < E. 1:1(0) ack <ack> win <win>`: an ACK echoing a CE mark.
+    pub fn ack_ece(&mut self, d: Duration, ack: u32) {
+        self.ack_flags(d, ack, &[], TcpFlags::ACK | TcpFlags::ECE);
+    }
+
+    fn ack_flags(&mut self, d: Duration, ack: u32, sack: &[(u32, u32)], flags: TcpFlags) {
         self.p.drive_for(d);
         let mut options = TcpOptions::default();
         for (i, &(l, r)) in sack.iter().enumerate() {
@@ -160,7 +169,7 @@ impl Drill {
         let th = TcpRepr {
             seq: self.b_seq,
             ack: self.a_isn.wrapping_add(ack),
-            flags: TcpFlags::ACK,
+            flags,
             window: (self.win >> self.b_wscale).min(65535) as u16,
             options,
             ..Default::default()

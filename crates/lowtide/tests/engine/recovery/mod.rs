@@ -1,5 +1,6 @@
-//! Loss recovery and the retransmit queue: fast recovery, RACK, Karn, D-SACK, old ACKs, SACK reneging, both queue kinds (tcp_input.c, tcp_recovery.c, tcp_rate.c).
+//! Loss recovery and the retransmit queue: fast recovery, CWR's PRR, RACK, Karn, D-SACK, old ACKs, SACK reneging, both queue kinds (tcp_input.c, tcp_recovery.c, tcp_rate.c).
 
+mod cwr_prr;
 mod dsack_delivered;
 mod fast_recovery;
 mod karn;

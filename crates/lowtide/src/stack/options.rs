@@ -350,8 +350,8 @@ impl SocketMut<'_> {
     /// the socket itself (`SK_PACING_NEEDED`).
     pub fn set_max_pacing_rate(&mut self, bytes_per_sec: u64) -> Result<(), SocketError> {
         let t = self.stack.tcb_mut(self.h)?;
-        t.max_pacing_rate = bytes_per_sec;
-        t.pacing_needed = true;
+        t.pace.max_pacing_rate = bytes_per_sec;
+        t.pace.pacing_needed = true;
         Ok(())
     }
 

@@ -186,9 +186,9 @@ impl Tcb {
         if self.should_autocork(ctx) {
             // The TX completion (`on_tx_complete`) sends it, with what the next
             // writes add meanwhile.
-            if !self.tsq_throttled {
+            if !self.pace.tsq_throttled {
                 ctx.mib.inc(Mib::TcpExtTCPAutoCorking);
-                self.tsq_throttled = true;
+                self.pace.tsq_throttled = true;
             }
             return;
         }
@@ -752,7 +752,7 @@ mod push_tests {
         t.max_window = 32896;
         t.srtt_us = 10_000;
         // tcp_update_pacing_rate in slow start: 200% of cwnd * mss / srtt.
-        t.pacing_rate = 2_000_000;
+        t.pace.pacing_rate = 2_000_000;
         t
     }
 
@@ -789,7 +789,7 @@ mod push_tests {
             };
             let mut t = established(&cfg);
             // 100 MB/s: a 65000-byte size goal and room under TSQ for one such skb.
-            t.pacing_rate = 100_000_000;
+            t.pace.pacing_rate = 100_000_000;
             t.cw.snd_cwnd = 100;
             (t.snd_wnd, t.max_window, t.sndbuf) = (1 << 20, 1 << 20, 1 << 20);
             let mut st = crate::tcp::TestStack::default();

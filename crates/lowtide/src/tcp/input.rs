@@ -762,10 +762,10 @@ impl Tcb {
         let packets_in_flight = self.packets_in_flight();
         let c = CcContext {
             cw: &mut self.cw,
-            pacing_rate: &mut self.pacing_rate,
-            pacing_needed: &mut self.pacing_needed,
+            pacing_rate: &mut self.pace.pacing_rate,
+            pacing_needed: &mut self.pace.pacing_needed,
             app_limited: &mut self.rate.app_limited,
-            max_pacing_rate: self.max_pacing_rate,
+            max_pacing_rate: self.pace.max_pacing_rate,
             mss: self.mss_cache,
             srtt_us: self.srtt_us,
             min_rtt_us: self.min_rtt_us,
@@ -774,7 +774,7 @@ impl Tcb {
             lost: self.rtx.lost,
             packets_in_flight,
             now,
-            wstamp: self.wstamp,
+            wstamp: self.pace.wstamp,
             ca_state: self.ca_state,
             seed: self.iss.0,
             ecn_ok: self.ecn_flags & super::ecn::TCP_ECN_OK != 0,

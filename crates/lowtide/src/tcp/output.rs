@@ -423,7 +423,7 @@ impl Tcb {
             self.wmem_alloc += truesize as u64;
         }
         // __tcp_transmit_skb: skb->tstamp = max(tcp_wstamp_ns, now), pure ACKs too.
-        let tstamp = self.wstamp.max(ctx.now);
+        let tstamp = self.pace.wstamp.max(ctx.now);
         if !payload.is_empty() {
             self.update_after_send(ctx.now, payload.len());
         }

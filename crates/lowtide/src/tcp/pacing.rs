@@ -23,7 +23,7 @@ impl Tcb {
     /// `SO_MAX_PACING_RATE`. Unlimited until the first RTT sample.
     pub(crate) fn update_pacing_rate(&mut self, cfg: &Config) {
         if self.srtt_us == 0 {
-            self.pacing_rate = self.max_pacing_rate;
+            self.pace.pacing_rate = self.pace.max_pacing_rate;
             return;
         }
         let ratio = if self.cw.snd_cwnd < self.cw.snd_ssthresh / 2 {
@@ -33,7 +33,7 @@ impl Tcb {
         } as u128;
         let segs = self.cw.snd_cwnd.max(self.rtx.packets_out) as u128;
         let rate = self.mss_cache as u128 * 1_000_000 * ratio / 100 * segs / self.srtt_us as u128;
-        self.pacing_rate = (rate.min(u64::MAX as u128) as u64).min(self.max_pacing_rate);
+        self.pace.pacing_rate = (rate.min(u64::MAX as u128) as u64).min(self.pace.max_pacing_rate);
     }
 
     /// `tcp_tso_autosize`: about 1 ms of data at the pacing rate per TSO packet, plus a
@@ -41,7 +41,7 @@ impl Tcb {
     /// `min_tso_segs` (the congestion control's, e.g. BBR's, or the sysctl), at most
     /// `gso_max_size`.
     pub(crate) fn tso_autosize(&self, cfg: &Config, mss: u32) -> u32 {
-        let mut bytes = self.pacing_rate >> SK_PACING_SHIFT;
+        let mut bytes = self.pace.pacing_rate >> SK_PACING_SHIFT;
         let r = self.min_rtt_us >> cfg.tcp_tso_rtt_log;
         if r < 32 {
             bytes = bytes.saturating_add((GSO_MAX_SIZE >> r) as u64);
@@ -49,7 +49,7 @@ impl Tcb {
         let bytes = bytes.min(GSO_MAX_SIZE as u64) as u32;
         let min_tso_segs = self
             .cc
-            .min_tso_segs(self.pacing_rate)
+            .min_tso_segs(self.pace.pacing_rate)
             .unwrap_or(cfg.tcp_min_tso_segs);
         (bytes / mss.max(1)).max(min_tso_segs)
     }
@@ -66,10 +66,10 @@ impl Tcb {
     /// True if internal pacing holds the next departure (`tcp_pacing_check`); arms
     /// the pacing timer then.
     pub(crate) fn pacing_check(&mut self, now: Instant) -> bool {
-        if !self.pacing_needed || self.pacing_fq || self.wstamp <= now {
+        if !self.pace.pacing_needed || self.pace.pacing_fq || self.pace.wstamp <= now {
             return false;
         }
-        self.pacing_timer = true;
+        self.pace.pacing_timer = true;
         true
     }
 
@@ -77,17 +77,17 @@ impl Tcb {
     /// packet's length at the pacing rate, minus up to half of it as credit for
     /// time already lost (OS jitter in Linux, event granularity here).
     pub(crate) fn update_after_send(&mut self, now: Instant, len: usize) {
-        let prior = self.wstamp;
-        self.wstamp = self.wstamp.max(now);
-        let rate = self.pacing_rate;
-        let paced = self.pacing_needed || self.pacing_fq;
+        let prior = self.pace.wstamp;
+        self.pace.wstamp = self.pace.wstamp.max(now);
+        let rate = self.pace.pacing_rate;
+        let paced = self.pace.pacing_needed || self.pace.pacing_fq;
         if !paced || rate == 0 || rate == u64::MAX || self.data_segs_out < UNPACED_SEGS {
             return;
         }
         let len_ns = (len as u128 * 1_000_000_000 / rate as u128) as u64;
-        let credit = self.wstamp.0 - prior.0;
+        let credit = self.pace.wstamp.0 - prior.0;
         let len_ns = len_ns - (len_ns / 2).min(credit);
-        self.wstamp += Duration::from_nanos(len_ns);
+        self.pace.wstamp += Duration::from_nanos(len_ns);
     }
 
     /// `tcp_tso_should_defer` (John Heffner's rule): hold a TSO packet that cwnd or
@@ -107,7 +107,7 @@ impl Tcb {
         if self.ca_state >= CaState::Recovery {
             return None;
         }
-        if ctx.now.saturating_since(self.wstamp) > Duration::from_millis(1) {
+        if ctx.now.saturating_since(self.pace.wstamp) > Duration::from_millis(1) {
             return None;
         }
         let mss = self.mss_cache as u64;
@@ -167,7 +167,7 @@ impl Tcb {
             }
             return self.tsq_throttle();
         }
-        let mut limit = (2 * truesize as u64).max(self.pacing_rate >> SK_PACING_SHIFT);
+        let mut limit = (2 * truesize as u64).max(self.pace.pacing_rate >> SK_PACING_SHIFT);
         limit = limit.min(cfg.tcp_limit_output_bytes as u64);
         limit <<= factor;
         if self.wmem_alloc <= limit || self.rtx.len() <= 1 {
@@ -178,10 +178,10 @@ impl Tcb {
 
     /// Sets `TSQ_THROTTLED` (counted once per throttled spell); returns true.
     fn tsq_throttle(&mut self) -> bool {
-        if !self.tsq_throttled {
-            self.tsq_throttled_count += 1;
+        if !self.pace.tsq_throttled {
+            self.pace.tsq_throttled_count += 1;
         }
-        self.tsq_throttled = true;
+        self.pace.tsq_throttled = true;
         true
     }
 
@@ -192,8 +192,8 @@ impl Tcb {
         if !self.local_drops.is_empty() {
             self.resend_local_drops(ctx);
         }
-        if self.tsq_throttled {
-            self.tsq_throttled = false;
+        if self.pace.tsq_throttled {
+            self.pace.tsq_throttled = false;
             self.write_xmit(ctx);
             self.check_space(ctx);
         }
@@ -238,7 +238,7 @@ impl Tcb {
             }
         }
         // A throttled socket must not wait for completions that will not come.
-        if self.tsq_throttled && self.resource_retry_at.is_none() {
+        if self.pace.tsq_throttled && self.resource_retry_at.is_none() {
             self.resource_retry_at = Some(ctx.now + TCP_RESOURCE_PROBE_INTERVAL);
         }
     }
@@ -259,7 +259,7 @@ impl Tcb {
 
     /// Sends again what the device queue dropped (TSQ permitting), then new data.
     pub(crate) fn resend_local_drops(&mut self, ctx: &mut Ctx) {
-        self.tsq_throttled = false;
+        self.pace.tsq_throttled = false;
         let drops = core::mem::take(&mut self.local_drops);
         let mut left = Vec::new();
         for (i, &(start, end)) in drops.iter().enumerate() {
@@ -308,7 +308,7 @@ impl Tcb {
 
     /// The pacing timer fired (`tcp_pace_kick`).
     pub(crate) fn on_pacing_timer(&mut self, ctx: &mut Ctx) {
-        self.pacing_timer = false;
+        self.pace.pacing_timer = false;
         self.write_xmit(ctx);
         self.check_space(ctx);
     }
@@ -350,16 +350,20 @@ mod tests {
         let cfg = Config::default();
         let mut t = tcb(&cfg);
         t.update_pacing_rate(&cfg);
-        assert_eq!(t.pacing_rate, u64::MAX, "unlimited before an RTT sample");
+        assert_eq!(
+            t.pace.pacing_rate,
+            u64::MAX,
+            "unlimited before an RTT sample"
+        );
         t.srtt_us = 10_000;
         t.update_pacing_rate(&cfg);
-        assert_eq!(t.pacing_rate, 1448 * 10 * 2 * 100); // 2,896,000 B/s
+        assert_eq!(t.pace.pacing_rate, 1448 * 10 * 2 * 100); // 2,896,000 B/s
         t.cw.snd_ssthresh = 20; // cwnd 10 >= ssthresh / 2: "approaching end of slow start"
         t.update_pacing_rate(&cfg);
-        assert_eq!(t.pacing_rate, 1448 * 10 * 12 * 10); // 120 %
-        t.max_pacing_rate = 1_000_000;
+        assert_eq!(t.pace.pacing_rate, 1448 * 10 * 12 * 10); // 120 %
+        t.pace.max_pacing_rate = 1_000_000;
         t.update_pacing_rate(&cfg);
-        assert_eq!(t.pacing_rate, 1_000_000, "SO_MAX_PACING_RATE caps it");
+        assert_eq!(t.pace.pacing_rate, 1_000_000, "SO_MAX_PACING_RATE caps it");
     }
 
     #[test]
@@ -367,23 +371,23 @@ mod tests {
         let cfg = Config::default();
         let mut t = tcb(&cfg);
         // 1 MB/s, 20 ms: under one segment per ms, so tcp_min_tso_segs (2).
-        t.pacing_rate = 1_000_000;
+        t.pace.pacing_rate = 1_000_000;
         t.min_rtt_us = 20_000;
         assert_eq!(t.tso_autosize(&cfg, 1448), 2);
         // 10 MB/s, 20 ms: 9765 bytes per ms = 6 segments.
-        t.pacing_rate = 10_000_000;
+        t.pace.pacing_rate = 10_000_000;
         assert_eq!(t.tso_autosize(&cfg, 1448), 6);
         // Same rate, 1 ms min_rtt: r = 1000 >> 9 = 1, bonus 32 KB: 42533 bytes.
         t.min_rtt_us = 1_000;
         assert_eq!(t.tso_autosize(&cfg, 1448), 29);
         // 10 Gbit/s: capped at gso_max_size, 45 segments.
-        t.pacing_rate = 1_250_000_000;
+        t.pace.pacing_rate = 1_250_000_000;
         t.min_rtt_us = 20_000;
         assert_eq!(t.tso_autosize(&cfg, 1448), 45);
         // Before seed 004 skbs go whole: the transmit-time goal is gso_max_size.
         let mut w = cfg.clone();
         w.size_goal_at = SizeGoalAt::Write;
-        t.pacing_rate = 1_000_000;
+        t.pace.pacing_rate = 1_000_000;
         assert_eq!(t.tso_segs(&w, 1448), 45);
         assert_eq!(t.tso_segs(&cfg, 1448), 2);
     }
@@ -392,7 +396,7 @@ mod tests {
     fn tsq_limit_exemption_and_retransmit_factor() {
         let cfg = Config::default();
         let mut t = tcb(&cfg);
-        t.pacing_rate = 10_240_000; // >> 10 = 10000 bytes
+        t.pace.pacing_rate = 10_240_000; // >> 10 = 10000 bytes
         push_skbs(&mut t, 1);
         t.wmem_alloc = 50_000;
         // A single skb in the rtx queue is always sent (Linux f921a4a5).
@@ -400,10 +404,10 @@ mod tests {
         push_skbs(&mut t, 1);
         // limit = max(2 * 2000, 10000) = 10000 < 50000: throttled.
         assert!(t.small_queue_check(&cfg, 2000, 0));
-        assert!(t.tsq_throttled);
-        assert_eq!(t.tsq_throttled_count, 1);
+        assert!(t.pace.tsq_throttled);
+        assert_eq!(t.pace.tsq_throttled_count, 1);
         // At the limit exactly, not throttled (`>` in Linux).
-        t.tsq_throttled = false;
+        t.pace.tsq_throttled = false;
         t.wmem_alloc = 10_000;
         assert!(!t.small_queue_check(&cfg, 2000, 0));
         // Retransmissions get twice the room.
@@ -415,9 +419,9 @@ mod tests {
         small.tcp_limit_output_bytes = 1000;
         t.wmem_alloc = 5000;
         assert!(t.small_queue_check(&small, 2000, 0));
-        t.pacing_needed = true;
+        t.pace.pacing_needed = true;
         assert!(t.small_queue_check(&small, 2000, 0));
-        t.pacing_needed = false;
+        t.pace.pacing_needed = false;
         // The switch turns it off.
         let mut off = cfg.clone();
         off.tsq = false;
@@ -429,16 +433,16 @@ mod tests {
     fn edt_advances_by_length_at_pacing_rate_after_ten_segments() {
         let cfg = Config::default();
         let mut t = tcb(&cfg);
-        t.pacing_needed = true;
-        t.pacing_rate = 1_000_000; // 1 byte per us
+        t.pace.pacing_needed = true;
+        t.pace.pacing_rate = 1_000_000; // 1 byte per us
         t.data_segs_out = 5;
         t.update_after_send(Instant(1_000), 1000);
-        assert_eq!(t.wstamp, Instant(1_000), "first 10 segments unpaced");
+        assert_eq!(t.pace.wstamp, Instant(1_000), "first 10 segments unpaced");
         t.data_segs_out = 10;
         t.update_after_send(Instant(1_000), 1000);
-        assert_eq!(t.wstamp, Instant(1_001_000));
+        assert_eq!(t.pace.wstamp, Instant(1_001_000));
         assert!(t.pacing_check(Instant(2_000)));
-        assert!(t.pacing_timer);
+        assert!(t.pace.pacing_timer);
         assert!(!t.pacing_check(Instant(1_001_000)));
     }
 
@@ -454,13 +458,13 @@ mod tests {
             ..Config::default()
         };
         let mut t = tcb(&cfg);
-        assert!(t.pacing_fq && !t.pacing_needed);
-        t.pacing_needed = true; // BBR's or SO_MAX_PACING_RATE's cmpxchg loses to FQ
-        t.pacing_rate = 1_000_000;
+        assert!(t.pace.pacing_fq && !t.pace.pacing_needed);
+        t.pace.pacing_needed = true; // BBR's or SO_MAX_PACING_RATE's cmpxchg loses to FQ
+        t.pace.pacing_rate = 1_000_000;
         t.data_segs_out = 10;
-        t.wstamp = Instant(1_000);
+        t.pace.wstamp = Instant(1_000);
         t.update_after_send(Instant(1_000), 1000);
-        assert_eq!(t.wstamp, Instant(1_001_000));
+        assert_eq!(t.pace.wstamp, Instant(1_001_000));
         assert!(!t.pacing_check(Instant(2_000)));
         let small = Config {
             tcp_limit_output_bytes: 1000,
@@ -475,12 +479,12 @@ mod tests {
             ..cfg.clone()
         };
         let t = tcb(&emulated);
-        assert!(t.pacing_needed && !t.pacing_fq);
+        assert!(t.pace.pacing_needed && !t.pace.pacing_fq);
         let t = tcb(&Config {
             device_fq: Some(false),
             ..cfg
         });
-        assert!(!t.pacing_needed && !t.pacing_fq);
+        assert!(!t.pace.pacing_needed && !t.pace.pacing_fq);
     }
 }
 

@@ -106,25 +106,8 @@ pub struct Tcb {
     pub(crate) shut_wr: bool,
     /// `TCP_NOTSENT_LOWAT` of this socket; 0 means unset (the sysctl applies).
     pub(crate) notsent_lowat: u32,
-    /// `SO_MAX_PACING_RATE` in bytes per second.
-    pub(crate) max_pacing_rate: u64,
-    /// `sk_pacing_rate` in bytes per second (`tcp_update_pacing_rate`).
-    pub(crate) pacing_rate: u64,
-    /// `sk_pacing_status == SK_PACING_NEEDED`: TCP paces internally (asked by BBR,
-    /// `SO_MAX_PACING_RATE` or an emulated fq), unless [`Tcb::pacing_fq`].
-    pub(crate) pacing_needed: bool,
-    /// `sk_pacing_status == SK_PACING_FQ`: the device's sch_fq paces the socket
-    /// (`fq_classify` stores it over any other status): TCP stamps departure times
-    /// and holds nothing.
-    pub(crate) pacing_fq: bool,
-    /// `tcp_wstamp_ns`: earliest departure time of the next packet (EDT).
-    pub(crate) wstamp: Instant,
-    /// The pacing timer is armed for `wstamp`.
-    pub(crate) pacing_timer: bool,
-    /// `TSQ_THROTTLED`: waiting for TX completions.
-    pub(crate) tsq_throttled: bool,
-    /// How often TCP Small Queues throttled this socket.
-    pub(crate) tsq_throttled_count: u64,
+    /// Pacing and TCP Small Queues (`tcp/pacing.rs`).
+    pub(crate) pace: Pacing,
     /// Writable events delivered (`sk_write_space` wakeups).
     pub(crate) wakeups: u64,
 
@@ -693,6 +676,34 @@ pub(crate) struct CacheUpdate {
     pub try_exp: u8,
 }
 
+// ---- implemented in tcp/pacing.rs ----
+
+/// Pacing and TCP Small Queues: `struct sock`'s `sk_pacing_rate`,
+/// `sk_max_pacing_rate` and `sk_pacing_status`, `struct tcp_sock`'s `tcp_wstamp_ns`,
+/// `pacing_timer` and the `TSQ_THROTTLED` bit of `tsq_flags`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pacing {
+    /// `SO_MAX_PACING_RATE` in bytes per second.
+    pub max_pacing_rate: u64,
+    /// `sk_pacing_rate` in bytes per second (`tcp_update_pacing_rate`).
+    pub pacing_rate: u64,
+    /// `sk_pacing_status == SK_PACING_NEEDED`: TCP paces internally (asked by BBR,
+    /// `SO_MAX_PACING_RATE` or an emulated fq), unless [`Pacing::pacing_fq`].
+    pub pacing_needed: bool,
+    /// `sk_pacing_status == SK_PACING_FQ`: the device's sch_fq paces the socket
+    /// (`fq_classify` stores it over any other status): TCP stamps departure times
+    /// and holds nothing.
+    pub pacing_fq: bool,
+    /// `tcp_wstamp_ns`: earliest departure time of the next packet (EDT).
+    pub wstamp: Instant,
+    /// The pacing timer is armed for `wstamp`.
+    pub pacing_timer: bool,
+    /// `TSQ_THROTTLED`: waiting for TX completions.
+    pub tsq_throttled: bool,
+    /// How often TCP Small Queues throttled this socket.
+    pub tsq_throttled_count: u64,
+}
+
 // ---- implemented in tcp/rate.rs ----
 
 /// The delivery-rate sampling state of `struct tcp_sock` (tcp_rate.c).
@@ -819,16 +830,18 @@ impl Tcb {
             nospace: false,
             shut_wr: false,
             notsent_lowat: 0,
-            max_pacing_rate: u64::MAX,
-            pacing_rate: 0,
-            // sch_fq paces every flow it sees (SK_PACING_FQ): by the device's fq if it
-            // has one, else emulated by TCP's own pacing.
-            pacing_needed: cfg.default_qdisc == "fq" && cfg.device_fq.is_none(),
-            pacing_fq: cfg.device_fq == Some(true),
-            wstamp: now,
-            pacing_timer: false,
-            tsq_throttled: false,
-            tsq_throttled_count: 0,
+            pace: Pacing {
+                max_pacing_rate: u64::MAX,
+                pacing_rate: 0,
+                // sch_fq paces every flow it sees (SK_PACING_FQ): by the device's fq if it
+                // has one, else emulated by TCP's own pacing.
+                pacing_needed: cfg.default_qdisc == "fq" && cfg.device_fq.is_none(),
+                pacing_fq: cfg.device_fq == Some(true),
+                wstamp: now,
+                pacing_timer: false,
+                tsq_throttled: false,
+                tsq_throttled_count: 0,
+            },
             wakeups: 0,
             irs: Seq(0),
             rcv_nxt: 0,
@@ -999,8 +1012,8 @@ impl Tcb {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             lsndtime: self.lsndtime,
-            pacing_rate: self.pacing_rate,
-            paced: self.pacing_needed || self.pacing_fq,
+            pacing_rate: self.pace.pacing_rate,
+            paced: self.pace.pacing_needed || self.pace.pacing_fq,
             in_flight: self.packets_in_flight(),
             delivered: self.delivered,
             delivered_ce: self.delivered_ce,

@@ -210,8 +210,8 @@ impl Tcb {
         self.linger2 = o.linger2;
         self.errq.zerocopy = o.zerocopy;
         if let Some(r) = o.max_pacing_rate {
-            self.max_pacing_rate = r;
-            self.pacing_needed = true;
+            self.pace.max_pacing_rate = r;
+            self.pace.pacing_needed = true;
         }
         if let Some(cc) = o
             .congestion

@@ -16,7 +16,7 @@ use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 impl Tcb {
     /// The earliest time this connection needs [`Tcb::on_timer`].
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        let pacing = self.pacing_timer.then_some(self.wstamp);
+        let pacing = self.pace.pacing_timer.then_some(self.pace.wstamp);
         [
             self.pending.map(|p| p.1),
             self.delack_at,
@@ -165,7 +165,7 @@ impl Tcb {
         if self.comp_sack.timer_at.is_some_and(|t| t <= now) {
             self.comp_sack_timer(ctx);
         }
-        if self.pacing_timer && self.wstamp <= now {
+        if self.pace.pacing_timer && self.pace.wstamp <= now {
             self.on_pacing_timer(ctx);
         }
         if self.resource_retry_at.is_some_and(|t| t <= now) {

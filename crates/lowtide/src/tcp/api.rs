@@ -750,7 +750,7 @@ mod push_tests {
         t.mss_cache = 1000;
         t.snd_wnd = 32896;
         t.max_window = 32896;
-        t.srtt_us = 10_000;
+        t.rtt.srtt_us = 10_000;
         // tcp_update_pacing_rate in slow start: 200% of cwnd * mss / srtt.
         t.pace.pacing_rate = 2_000_000;
         t

@@ -45,8 +45,8 @@ impl Tcb {
     /// smoothed RTT if smaller), at most `max_ns`.
     fn comp_sack_delay(&self, max_ns: u64) -> Duration {
         let mut rtt_us = (self.rcv_rtt.rtt_us8 >> 3) as u64;
-        if self.srtt_us > 0 && (self.srtt_us as u64) < rtt_us {
-            rtt_us = self.srtt_us as u64;
+        if self.rtt.srtt_us > 0 && (self.rtt.srtt_us as u64) < rtt_us {
+            rtt_us = self.rtt.srtt_us as u64;
         }
         // rtt * (NSEC_PER_USEC >> 3) / 20 on the x8-scaled RTT: 5 % in ns.
         Duration::from_nanos((rtt_us * 8 * 125 / 20).min(max_ns))

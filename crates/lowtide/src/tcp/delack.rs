@@ -192,8 +192,8 @@ impl Tcb {
             } else {
                 MAX_ATO
             };
-            if self.srtt_us > 0 {
-                let rtt = Duration::from_micros(self.srtt_us as u64).max(TCP_DELACK_MIN);
+            if self.rtt.srtt_us > 0 {
+                let rtt = Duration::from_micros(self.rtt.srtt_us as u64).max(TCP_DELACK_MIN);
                 max_ato = max_ato.min(rtt);
             }
             ato = ato.min(max_ato);
@@ -266,7 +266,7 @@ mod tests {
         t.state = TcpState::Established;
         (t.rcv_nxt, t.rcv_wup, t.rcv_wnd, t.rcv_mss) = (1001, 1001, 10_720, 536);
         t.rto = Duration::from_millis(300);
-        t.srtt_us = 100_000;
+        t.rtt.srtt_us = 100_000;
         t
     }
 
@@ -319,7 +319,7 @@ mod tests {
         cfg.tcp_pingpong_thresh = 1;
         t.pingpong = 1;
         t.ato = Duration::from_millis(400);
-        t.srtt_us = 0; // no RTT bound
+        t.rtt.srtt_us = 0; // no RTT bound
         assert_eq!(t.delack_timeout(&cfg), Duration::from_millis(199));
         assert_eq!(t.info(Instant::ZERO).ato, 199_000);
     }

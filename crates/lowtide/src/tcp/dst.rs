@@ -120,10 +120,10 @@ impl Tcb {
         if f.reordering != 0 {
             self.reordering = f.reordering;
         }
-        if f.crtt8 > self.rtt_est.srtt8 {
+        if f.crtt8 > self.rtt.est.srtt8 {
             let crtt = Duration::from_millis((f.crtt8 / 8000) as u64);
             self.rto = crtt + (2 * crtt).max(self.rto_min());
-        } else if self.rtt_est.srtt8 == 0 {
+        } else if self.rtt.est.srtt8 == 0 {
             self.rto_fallback();
         }
     }
@@ -135,8 +135,8 @@ impl Tcb {
             return;
         }
         let tp = ConnFigures {
-            srtt8: self.rtt_est.srtt8,
-            mdev: self.rtt_est.mdev,
+            srtt8: self.rtt.est.srtt8,
+            mdev: self.rtt.est.mdev,
             backoff: self.backoff,
             cwnd: self.cw.snd_cwnd,
             ssthresh: self.cw.snd_ssthresh,

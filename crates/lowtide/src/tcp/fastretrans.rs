@@ -120,7 +120,7 @@ impl Tcb {
         // cumulative ACK that stops at SACKed data; the RTO, due soon, sends it again.
         if fl.snd_una_advanced && self.rtx.head_sacked() {
             let delay =
-                Duration::from_micros(self.srtt_us as u64 / 2).max(Duration::from_millis(10));
+                Duration::from_micros(self.rtt.srtt_us as u64 / 2).max(Duration::from_millis(10));
             self.pending = Some((Pending::Retrans, ctx.now + delay));
             fl.set_xmit_timer = false;
             return 0;

@@ -54,7 +54,7 @@ impl Tcb {
             return;
         };
         self.backoff -= 1;
-        self.rto = match self.srtt_us {
+        self.rto = match self.rtt.srtt_us {
             0 => TCP_TIMEOUT_INIT,
             _ => self.rto_from_estimator(),
         };

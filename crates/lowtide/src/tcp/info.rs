@@ -180,8 +180,8 @@ impl Tcb {
             last_data_sent: ms_ago(self.lsndtime),
             last_data_recv: ms_ago(self.lrcvtime),
             last_ack_recv: ms_ago(self.rcv_tstamp),
-            rtt: self.srtt_us,
-            rttvar: self.rttvar_us,
+            rtt: self.rtt.srtt_us,
+            rttvar: self.rtt.rttvar_us,
             snd_ssthresh: self.cw.snd_ssthresh,
             snd_cwnd: self.cw.snd_cwnd,
             advmss: self.advmss,
@@ -194,10 +194,10 @@ impl Tcb {
             segs_out: self.segs_out,
             segs_in: self.segs_in,
             notsent_bytes: self.notsent_bytes(),
-            min_rtt: if self.min_rtt_us == u32::MAX {
+            min_rtt: if self.rtt.min_rtt_us == u32::MAX {
                 0
             } else {
-                self.min_rtt_us
+                self.rtt.min_rtt_us
             },
             data_segs_in: self.data_segs_in,
             data_segs_out: self.data_segs_out,

@@ -435,7 +435,7 @@ impl Tcb {
         self.rcv_tstamp = ctx.now; // tcp_ack on the handshake's final ACK
         self.keepalive_on_establish(ctx); // tcp_create_openreq_child
         self.delivered += 1; // tcp_rcv_state_process: SYN-ACK delivery, untracked by tcp_ack
-        if self.srtt_us == 0 {
+        if self.rtt.srtt_us == 0 {
             self.rtx_synack_sample(ctx, th);
         }
         if child {
@@ -767,8 +767,8 @@ impl Tcb {
             app_limited: &mut self.rate.app_limited,
             max_pacing_rate: self.pace.max_pacing_rate,
             mss: self.mss_cache,
-            srtt_us: self.srtt_us,
-            min_rtt_us: self.min_rtt_us,
+            srtt_us: self.rtt.srtt_us,
+            min_rtt_us: self.rtt.min_rtt_us,
             delivered: self.delivered,
             delivered_mstamp: self.rate.delivered_mstamp,
             lost: self.rtx.lost,

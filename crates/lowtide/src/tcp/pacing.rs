@@ -22,7 +22,7 @@ impl Tcb {
     /// slow start (below half of ssthresh) or 120 % otherwise, capped by
     /// `SO_MAX_PACING_RATE`. Unlimited until the first RTT sample.
     pub(crate) fn update_pacing_rate(&mut self, cfg: &Config) {
-        if self.srtt_us == 0 {
+        if self.rtt.srtt_us == 0 {
             self.pace.pacing_rate = self.pace.max_pacing_rate;
             return;
         }
@@ -32,7 +32,8 @@ impl Tcb {
             cfg.tcp_pacing_ca_ratio
         } as u128;
         let segs = self.cw.snd_cwnd.max(self.rtx.packets_out) as u128;
-        let rate = self.mss_cache as u128 * 1_000_000 * ratio / 100 * segs / self.srtt_us as u128;
+        let rate =
+            self.mss_cache as u128 * 1_000_000 * ratio / 100 * segs / self.rtt.srtt_us as u128;
         self.pace.pacing_rate = (rate.min(u64::MAX as u128) as u64).min(self.pace.max_pacing_rate);
     }
 
@@ -42,7 +43,7 @@ impl Tcb {
     /// `gso_max_size`.
     pub(crate) fn tso_autosize(&self, cfg: &Config, mss: u32) -> u32 {
         let mut bytes = self.pace.pacing_rate >> SK_PACING_SHIFT;
-        let r = self.min_rtt_us >> cfg.tcp_tso_rtt_log;
+        let r = self.rtt.min_rtt_us >> cfg.tcp_tso_rtt_log;
         if r < 32 {
             bytes = bytes.saturating_add((GSO_MAX_SIZE >> r) as u64);
         }
@@ -131,7 +132,7 @@ impl Tcb {
         // microseconds (a 1 us srtt gives 0: defer).
         let head = self.rtx.first()?;
         let delta_ns = ctx.now.saturating_since(head.tx_time).as_nanos() as u64;
-        if delta_ns < (self.srtt_us as u64 / 2) * 1000 {
+        if delta_ns < (self.rtt.srtt_us as u64 / 2) * 1000 {
             return None;
         }
         if cong_win < send_win {
@@ -355,7 +356,7 @@ mod tests {
             u64::MAX,
             "unlimited before an RTT sample"
         );
-        t.srtt_us = 10_000;
+        t.rtt.srtt_us = 10_000;
         t.update_pacing_rate(&cfg);
         assert_eq!(t.pace.pacing_rate, 1448 * 10 * 2 * 100); // 2,896,000 B/s
         t.cw.snd_ssthresh = 20; // cwnd 10 >= ssthresh / 2: "approaching end of slow start"
@@ -372,17 +373,17 @@ mod tests {
         let mut t = tcb(&cfg);
         // 1 MB/s, 20 ms: under one segment per ms, so tcp_min_tso_segs (2).
         t.pace.pacing_rate = 1_000_000;
-        t.min_rtt_us = 20_000;
+        t.rtt.min_rtt_us = 20_000;
         assert_eq!(t.tso_autosize(&cfg, 1448), 2);
         // 10 MB/s, 20 ms: 9765 bytes per ms = 6 segments.
         t.pace.pacing_rate = 10_000_000;
         assert_eq!(t.tso_autosize(&cfg, 1448), 6);
         // Same rate, 1 ms min_rtt: r = 1000 >> 9 = 1, bonus 32 KB: 42533 bytes.
-        t.min_rtt_us = 1_000;
+        t.rtt.min_rtt_us = 1_000;
         assert_eq!(t.tso_autosize(&cfg, 1448), 29);
         // 10 Gbit/s: capped at gso_max_size, 45 segments.
         t.pace.pacing_rate = 1_250_000_000;
-        t.min_rtt_us = 20_000;
+        t.rtt.min_rtt_us = 20_000;
         assert_eq!(t.tso_autosize(&cfg, 1448), 45);
         // Before seed 004 skbs go whole: the transmit-time goal is gso_max_size.
         let mut w = cfg.clone();
@@ -519,11 +520,11 @@ mod defer_tests {
         let ctx = st.ctx(&cfg, Instant::ZERO, false);
         // 4 segments of cwnd left, a 16-segment skb and a 64-segment goal: defer
         // unless the ACK is late.
-        t.srtt_us = 1;
+        t.rtt.srtt_us = 1;
         assert!(t
             .tso_should_defer(&ctx, 16_001, 16_000, false, true, 64)
             .is_some());
-        t.srtt_us = 100;
+        t.rtt.srtt_us = 100;
         assert_eq!(
             t.tso_should_defer(&ctx, 16_001, 16_000, false, true, 64),
             None

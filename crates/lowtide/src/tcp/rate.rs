@@ -92,7 +92,7 @@ impl Tcb {
         rs.interval_us = snd_us.max(ack_us);
         // An interval below min_rtt is implausible (e.g. a spuriously retransmitted
         // skb ACKed first): no sample.
-        if rs.interval_us < self.min_rtt_us as i64 {
+        if rs.interval_us < self.rtt.min_rtt_us as i64 {
             rs.interval_us = -1;
             return rs;
         }
@@ -191,7 +191,7 @@ mod tests {
         // 10 segments 1 ms apart, each ACKed 50 ms after it was sent: the sample of
         // the last ACK covers 9 deliveries over 9 ms (the first ACK opens the interval).
         let mut t = tcb();
-        t.min_rtt_us = 50_000;
+        t.rtt.min_rtt_us = 50_000;
         for i in 0..10 {
             send(&mut t, i, us(i * 1000));
         }
@@ -231,7 +231,7 @@ mod tests {
     #[test]
     fn interval_below_min_rtt_is_invalid() {
         let mut t = tcb();
-        t.min_rtt_us = 40_000;
+        t.rtt.min_rtt_us = 40_000;
         send(&mut t, 0, us(0));
         send(&mut t, 1, us(0));
         let rs = ack(&mut t, 1, us(40_000));

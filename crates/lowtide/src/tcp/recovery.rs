@@ -52,9 +52,9 @@ impl Tcb {
                 return 0;
             }
         }
-        (self.min_rtt_us >> 2)
+        (self.rtt.min_rtt_us >> 2)
             .saturating_mul(self.rack.reo_wnd_steps)
-            .min(self.srtt_us)
+            .min(self.rtt.srtt_us)
     }
 
     /// `tcp_rack_detect_loss`: marks lost what RACK says is lost.
@@ -184,7 +184,7 @@ impl Tcb {
     /// retransmission cutoff; returns `prior_fack` (`tcp_highest_sack_seq`).
     pub(crate) fn rack_ack_begin(&mut self, ctx: &Ctx, th: &lowtide_wire::tcp::TcpRepr) -> u64 {
         self.note_tsecr(th);
-        let min_rtt = Duration::from_micros(self.min_rtt_us as u64);
+        let min_rtt = Duration::from_micros(self.rtt.min_rtt_us as u64);
         self.rtx.rack_cutoff =
             Instant(ctx.now.as_nanos().saturating_sub(min_rtt.as_nanos() as u64));
         self.rtx.delivered = Delivered::default();
@@ -231,8 +231,8 @@ mod tests {
         let mut tcb = Tcb::for_test(cfg);
         tcb.sack_ok = true;
         tcb.mss_cache = MSS;
-        tcb.min_rtt_us = 40_000;
-        tcb.srtt_us = 50_000;
+        tcb.rtt.min_rtt_us = 40_000;
+        tcb.rtt.srtt_us = 50_000;
         tcb
     }
 

@@ -177,16 +177,8 @@ pub struct Tcb {
     pub(crate) ts_offset: u32,
 
     // ---- RTT and timers ----
-    /// Smoothed RTT (`tp->srtt_us >> 3`, `tcpi_rtt`).
-    pub(crate) srtt_us: u32,
-    /// Mean deviation (`tp->mdev_us >> 2`, `tcpi_rttvar`).
-    pub(crate) rttvar_us: u32,
-    /// `tcp_rtt_estimator`'s scaled state.
-    pub(crate) rtt_est: RttEstimator,
-    /// `tcp_min_rtt`: the windowed minimum of `rtt_min` (`u32::MAX` before a sample).
-    pub(crate) min_rtt_us: u32,
-    /// `tp->rtt_min`: the min filter over `tcp_min_rtt_wlen` (`tcp_update_rtt_min`).
-    pub(crate) rtt_min: super::cong::minmax::MinMax,
+    /// The RTT estimate (`tcp/timer.rs`).
+    pub(crate) rtt: Rtt,
     pub(crate) rto: Duration,
     /// `icsk_rto_min`: the socket's own bound (`tcp_rto_min_us`, `TCP_RTO_MIN_US`),
     /// which a locked route `rto_min` overrides (`Tcb::rto_min`, `tcp_rto_min`).
@@ -766,6 +758,22 @@ impl Default for Rack {
 
 // ---- implemented in tcp/timer.rs ----
 
+/// The sender's RTT estimate in `struct tcp_sock`: `srtt_us`, `mdev_us`, `rttvar_us`,
+/// `rtt_seq` (`tcp_rtt_estimator`) and `rtt_min` (`tcp_update_rtt_min`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rtt {
+    /// Smoothed RTT (`tp->srtt_us >> 3`, `tcpi_rtt`).
+    pub srtt_us: u32,
+    /// Mean deviation (`tp->mdev_us >> 2`, `tcpi_rttvar`).
+    pub rttvar_us: u32,
+    /// `tcp_rtt_estimator`'s scaled state.
+    pub est: RttEstimator,
+    /// `tcp_min_rtt`: the windowed minimum of `rtt_min` (`u32::MAX` before a sample).
+    pub min_rtt_us: u32,
+    /// `tp->rtt_min`: the min filter over `tcp_min_rtt_wlen` (`tcp_update_rtt_min`).
+    pub rtt_min: super::cong::minmax::MinMax,
+}
+
 /// `tcp_rtt_estimator`'s state, scaled as Linux keeps it (Jacobson, SIGCOMM '88,
 /// with Linux's mdev rules): `srtt8` is 8 x SRTT, `mdev` 4 x the mean deviation,
 /// `mdev_max` its largest value in the current RTT, `rttvar` the deviation the RTO
@@ -882,11 +890,13 @@ impl Tcb {
             ts_recent: 0,
             ts_recent_stamp: now,
             ts_offset: iss.rotate_left(13),
-            srtt_us: 0,
-            rttvar_us: 0,
-            rtt_est: Default::default(),
-            min_rtt_us: u32::MAX,
-            rtt_min: Default::default(),
+            rtt: Rtt {
+                srtt_us: 0,
+                rttvar_us: 0,
+                est: Default::default(),
+                min_rtt_us: u32::MAX,
+                rtt_min: Default::default(),
+            },
             rto: TCP_TIMEOUT_INIT,
             icsk_rto_min: Duration::from_micros(cfg.tcp_rto_min_us as u64),
             rto_max: Duration::from_millis(cfg.tcp_rto_max_ms as u64),

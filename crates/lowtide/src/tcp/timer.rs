@@ -71,10 +71,10 @@ impl Tcb {
     /// retransmission without a timestamp keeps the backed-off RTO, Karn).
     pub(crate) fn rtt_sample(&mut self, rtt_us: u32) {
         let min_us = self.rto_min().as_micros().min(u32::MAX as u128) as u32;
-        let e = &mut self.rtt_est;
+        let e = &mut self.rtt.est;
         e.sample(rtt_us, min_us, self.snd_una, self.snd_nxt);
-        self.srtt_us = (e.srtt8 >> 3).max(1);
-        self.rttvar_us = e.mdev >> 2;
+        self.rtt.srtt_us = (e.srtt8 >> 3).max(1);
+        self.rtt.rttvar_us = e.mdev >> 2;
         self.rto = self.rto_from_estimator();
         self.rtt_samples += 1;
         self.rtt_sum_us += rtt_us.max(1) as u64;
@@ -84,7 +84,7 @@ impl Tcb {
     /// `tcp_set_rto`: `__tcp_set_rto`, `usecs_to_jiffies(srtt + rttvar)` (HZ =
     /// 1000), bounded by `tcp_bound_rto`.
     pub(crate) fn rto_from_estimator(&self) -> Duration {
-        let e = &self.rtt_est;
+        let e = &self.rtt.est;
         let rto_us = (e.srtt8 >> 3) as u64 + e.rttvar as u64;
         Duration::from_millis(rto_us.div_ceil(1000)).min(self.rto_max)
     }
@@ -122,9 +122,9 @@ impl Tcb {
     /// `TCP_TIMEOUT_FALLBACK`, the deviation with it, not at the 1 s initial RTO.
     pub(crate) fn rto_fallback(&mut self) {
         let us = TCP_TIMEOUT_FALLBACK.as_micros() as u32;
-        let e = &mut self.rtt_est;
+        let e = &mut self.rtt.est;
         (e.rttvar, e.mdev, e.mdev_max) = (us, us, us);
-        self.rttvar_us = us >> 2;
+        self.rtt.rttvar_us = us >> 2;
         self.rto = TCP_TIMEOUT_FALLBACK;
     }
 
@@ -133,17 +133,17 @@ impl Tcb {
     /// when it would raise the minimum (`FLAG_ACK_MAYBE_DELAYED`). A 0 us sample
     /// counts as one jiffy.
     pub(crate) fn update_rtt_min(&mut self, ctx: &Ctx, rtt_us: u32, maybe_delayed: bool) {
-        if maybe_delayed && rtt_us > self.min_rtt_us {
+        if maybe_delayed && rtt_us > self.rtt.min_rtt_us {
             return;
         }
         let wlen = ctx.cfg.tcp_min_rtt_wlen.saturating_mul(1000);
         let now = ctx.now.as_millis() as u32;
         let v = if rtt_us == 0 { 1000 } else { rtt_us };
         // tcp_init_sock's minmax_reset(~0U): the first sample replaces it.
-        self.min_rtt_us = if self.min_rtt_us == u32::MAX {
-            self.rtt_min.reset(now, v)
+        self.rtt.min_rtt_us = if self.rtt.min_rtt_us == u32::MAX {
+            self.rtt.rtt_min.reset(now, v)
         } else {
-            self.rtt_min.running_min(wlen, now, v)
+            self.rtt.rtt_min.running_min(wlen, now, v)
         };
     }
 
@@ -816,7 +816,7 @@ mod tests {
             t.rtt_sample(10_000);
         }
         // srtt 10 ms, rttvar decays toward mdev_max = tcp_rto_min: 10 ms + 200 ms.
-        assert_eq!(t.srtt_us, 10_000);
+        assert_eq!(t.rtt.srtt_us, 10_000);
         assert_eq!(t.rto, Duration::from_millis(210));
     }
 
@@ -826,7 +826,7 @@ mod tests {
     fn first_sample_sets_rttvar_half() {
         let mut t = tcb();
         t.rtt_sample(100_000);
-        assert_eq!(t.rttvar_us, 50_000);
+        assert_eq!(t.rtt.rttvar_us, 50_000);
         assert_eq!(t.rto, Duration::from_millis(300));
     }
 
@@ -839,23 +839,23 @@ mod tests {
         t.snd_nxt = 10;
         t.rtt_sample(100_000); // srtt8 800000, mdev 200000, rttvar 200000
         t.rtt_sample(20_000); // m = -80000 -> 80000 - 50000 = 30000 >> 3 = 3750
-        assert_eq!(t.rtt_est.srtt8, 720_000);
-        assert_eq!(t.rtt_est.mdev, 203_750);
-        assert_eq!((t.srtt_us, t.rttvar_us), (90_000, 50_937));
+        assert_eq!(t.rtt.est.srtt8, 720_000);
+        assert_eq!(t.rtt.est.mdev, 203_750);
+        assert_eq!((t.rtt.srtt_us, t.rtt.rttvar_us), (90_000, 50_937));
         // mdev_max 203750 > rttvar 200000: the RTO grows, 90 ms + 203.75 ms, rounded up.
         assert_eq!(t.rto, Duration::from_millis(294));
         let mut u = tcb();
         u.snd_nxt = 10;
         u.rtt_sample(100_000);
         u.rtt_sample(180_000); // m = 80000 - 50000: mdev + 30000
-        assert_eq!(u.rtt_est.mdev, 230_000);
+        assert_eq!(u.rtt.est.mdev, 230_000);
         // snd_una past rtt_seq: the next sample ends the RTT and rttvar decays
         // toward mdev_max, which restarts at tcp_rto_min.
         u.snd_una = 11;
         u.snd_nxt = 20;
         u.rtt_sample(110_000);
-        assert_eq!(u.rtt_est.rtt_seq, 20);
-        assert_eq!(u.rtt_est.mdev_max, 200_000);
+        assert_eq!(u.rtt.est.rtt_seq, 20);
+        assert_eq!(u.rtt.est.mdev_max, 200_000);
     }
 
     /// tcp_update_rtt_min: a windowed minimum over tcp_min_rtt_wlen seconds; an
@@ -870,18 +870,18 @@ mod tests {
         let mut st = super::super::TestStack::default();
         let at = |ms: u64| Instant::from_nanos(ms * 1_000_000);
         t.update_rtt_min(&st.ctx(&cfg, at(0), false), 0, false);
-        assert_eq!(t.min_rtt_us, 1000, "a jiffy");
+        assert_eq!(t.rtt.min_rtt_us, 1000, "a jiffy");
         t.update_rtt_min(&st.ctx(&cfg, at(1), false), 5_000, false);
-        assert_eq!(t.min_rtt_us, 1000);
+        assert_eq!(t.rtt.min_rtt_us, 1000);
         // A delayed ACK's larger sample is skipped, even after the window.
         t.update_rtt_min(&st.ctx(&cfg, at(20_000), true), 9_000, true);
-        assert_eq!(t.min_rtt_us, 1000);
+        assert_eq!(t.rtt.min_rtt_us, 1000);
         // Any other sample after the window replaces the old minimum.
         t.update_rtt_min(&st.ctx(&cfg, at(20_000), false), 9_000, false);
-        assert_eq!(t.min_rtt_us, 9_000);
+        assert_eq!(t.rtt.min_rtt_us, 9_000);
         // A delayed ACK's smaller sample counts.
         t.update_rtt_min(&st.ctx(&cfg, at(20_001), false), 7_000, true);
-        assert_eq!(t.min_rtt_us, 7_000);
+        assert_eq!(t.rtt.min_rtt_us, 7_000);
     }
 
     /// tcp_ack_update_rtt: the sequence sample, else the SACK one, else (with
@@ -901,11 +901,11 @@ mod tests {
             t.ack_update_rtt(&ctx, &s, Some(50_000)),
             (true, Some(20_000))
         );
-        assert_eq!((t.srtt_us, t.min_rtt_us), (30_000, 20_000));
+        assert_eq!((t.rtt.srtt_us, t.rtt.min_rtt_us), (30_000, 20_000));
         let mut t = tcb();
         let none = RttSamples::default();
         assert_eq!(t.ack_update_rtt(&ctx, &none, Some(50_000)), (false, None));
-        assert_eq!(t.srtt_us, 0, "no FLAG_ACKED: no timestamp sample");
+        assert_eq!(t.rtt.srtt_us, 0, "no FLAG_ACKED: no timestamp sample");
         let acked = RttSamples {
             acked: true,
             ..RttSamples::default()
@@ -914,7 +914,7 @@ mod tests {
             t.ack_update_rtt(&ctx, &acked, Some(50_000)),
             (true, Some(50_000))
         );
-        assert_eq!((t.srtt_us, t.min_rtt_us), (50_000, 50_000));
+        assert_eq!((t.rtt.srtt_us, t.rtt.min_rtt_us), (50_000, 50_000));
     }
 
     /// tcp_init_metrics: no RTT sample from the handshake, the RTO starts at 3 s
@@ -923,9 +923,12 @@ mod tests {
     fn handshake_without_sample_falls_back_to_three_seconds() {
         let mut t = tcb();
         t.rto_fallback();
-        assert_eq!((t.rto, t.rttvar_us), (TCP_TIMEOUT_FALLBACK, 750_000));
+        assert_eq!((t.rto, t.rtt.rttvar_us), (TCP_TIMEOUT_FALLBACK, 750_000));
         t.rtt_sample(100_000);
-        assert_eq!((t.rttvar_us, t.rto), (50_000, Duration::from_millis(300)));
+        assert_eq!(
+            (t.rtt.rttvar_us, t.rto),
+            (50_000, Duration::from_millis(300))
+        );
     }
 
     /// tcp_ack_update_rtt: only a valid RTT sample resets the backoff.

@@ -29,13 +29,13 @@ impl Tcb {
         {
             return false;
         }
-        let mut timeout = if self.srtt_us > 0 {
+        let mut timeout = if self.rtt.srtt_us > 0 {
             let extra = if self.rtx.packets_out == 1 {
                 self.rto_min()
             } else {
                 super::consts::TCP_TIMEOUT_MIN
             };
-            Duration::from_micros(2 * self.srtt_us as u64) + extra
+            Duration::from_micros(2 * self.rtt.srtt_us as u64) + extra
         } else {
             TCP_TIMEOUT_INIT
         };

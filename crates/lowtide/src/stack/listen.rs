@@ -333,7 +333,7 @@ impl Stack {
             tcb.passive_open(ctx, ip, &syn, &[]);
             tcb.ecn_cookie_ok(ctx.cfg, opts.ecn);
             ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
-            tcb.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
+            tcb.icsk.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
             tcb.rcv_segment(ctx, ip, th, Payload::Flat(payload));
         });
         true

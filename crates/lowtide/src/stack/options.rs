@@ -189,7 +189,7 @@ impl SocketMut<'_> {
         if !(1..=MAX_TCP_SYNCNT).contains(&n) {
             return Err(SocketError::InvalidInput);
         }
-        self.stack.tcb_mut(self.h)?.syn_retries = n;
+        self.stack.tcb_mut(self.h)?.icsk.syn_retries = n;
         Ok(())
     }
 
@@ -199,7 +199,7 @@ impl SocketMut<'_> {
         if !rto_max_valid(d) {
             return Err(SocketError::InvalidInput);
         }
-        self.stack.tcb_mut(self.h)?.rto_max = d;
+        self.stack.tcb_mut(self.h)?.icsk.rto_max = d;
         Ok(())
     }
 
@@ -209,7 +209,7 @@ impl SocketMut<'_> {
         if !rto_min_valid(d) || !d.as_nanos().is_multiple_of(1_000_000) {
             return Err(SocketError::InvalidInput);
         }
-        self.stack.tcb_mut(self.h)?.icsk_rto_min = d;
+        self.stack.tcb_mut(self.h)?.icsk.rto_min = d;
         Ok(())
     }
 
@@ -334,7 +334,7 @@ impl SocketMut<'_> {
         if timeout.as_millis() > i32::MAX as u128 {
             return Err(SocketError::InvalidInput);
         }
-        self.stack.tcb_mut(self.h)?.user_timeout = timeout;
+        self.stack.tcb_mut(self.h)?.icsk.user_timeout = timeout;
         Ok(())
     }
 
@@ -406,7 +406,7 @@ impl SocketRef<'_> {
 
     /// `TCP_SYNCNT` (getsockopt): the socket's own value, else `tcp_syn_retries`.
     pub fn syn_retries(&self) -> Result<u8, SocketError> {
-        Ok(match self.stack.tcb(self.h)?.syn_retries {
+        Ok(match self.stack.tcb(self.h)?.icsk.syn_retries {
             0 => self.stack.config().tcp_syn_retries,
             n => n,
         })
@@ -448,17 +448,17 @@ impl SocketRef<'_> {
 
     /// `TCP_RTO_MAX_MS` (getsockopt): `tcp_rto_max`.
     pub fn rto_max(&self) -> Result<core::time::Duration, SocketError> {
-        Ok(self.stack.tcb(self.h)?.rto_max)
+        Ok(self.stack.tcb(self.h)?.icsk.rto_max)
     }
 
     /// `TCP_RTO_MIN_US` (getsockopt): the socket's own `icsk_rto_min`.
     pub fn rto_min(&self) -> Result<core::time::Duration, SocketError> {
-        Ok(self.stack.tcb(self.h)?.icsk_rto_min)
+        Ok(self.stack.tcb(self.h)?.icsk.rto_min)
     }
 
     /// `TCP_USER_TIMEOUT` (getsockopt); zero when unset.
     pub fn user_timeout(&self) -> Result<core::time::Duration, SocketError> {
-        Ok(self.stack.tcb(self.h)?.user_timeout)
+        Ok(self.stack.tcb(self.h)?.icsk.user_timeout)
     }
 
     /// `TCP_NOTSENT_LOWAT` (getsockopt): the socket's own value, 0 when unset.

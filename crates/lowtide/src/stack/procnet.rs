@@ -123,7 +123,7 @@ impl Stack {
                     };
                     // An orphan's FIN-WAIT-2 beyond 60 s waits on its keepalive timer.
                     let keepalive = t.keepalive_at.or(t.tw_at);
-                    let (timer, at) = match (kind, t.pending, keepalive) {
+                    let (timer, at) = match (kind, t.icsk.pending, keepalive) {
                         (ProcKind::Request(_), Some((_, at)), _) => (1, Some(at)),
                         (_, Some((Pending::Probe0, at)), _) => (4, Some(at)),
                         (_, Some((_, at)), _) => (1, Some(at)),
@@ -141,8 +141,8 @@ impl Stack {
                         rx_queue: t.rcv_nxt.saturating_sub(t.copied_seq) as u32,
                         timer,
                         timer_when: at.map_or(0, |at| until(now, at)),
-                        retransmits: t.retransmits as u32,
-                        probes_out: t.probes_out as u32,
+                        retransmits: t.icsk.retransmits as u32,
+                        probes_out: t.icsk.probes_out as u32,
                         rto: clock_t(t.rto_backed_off()),
                         ato: clock_t(t.ato),
                         quick_pingpong: (t.quick << 1) | t.in_pingpong_mode(&self.cfg) as u32,

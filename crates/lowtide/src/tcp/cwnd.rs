@@ -22,7 +22,7 @@ impl Tcb {
             return;
         }
         let idle = ctx.now.saturating_since(self.lsndtime);
-        if idle > self.rto {
+        if idle > self.icsk.rto {
             self.cwnd_restart(self.init_cwnd(ctx.cfg), idle, ctx.now);
         }
     }
@@ -39,8 +39,8 @@ impl Tcb {
         let mut cwnd = self.cw.snd_cwnd;
         let restart_cwnd = initcwnd.min(cwnd);
         let mut left = idle;
-        while left > self.rto && cwnd > restart_cwnd {
-            left -= self.rto;
+        while left > self.icsk.rto && cwnd > restart_cwnd {
+            left -= self.icsk.rto;
             cwnd >>= 1;
         }
         self.cw.snd_cwnd = cwnd.max(restart_cwnd);
@@ -73,7 +73,7 @@ impl Tcb {
         // The network starves.
         self.snd_cwnd_used = self.snd_cwnd_used.max(packets_out);
         if ctx.cfg.tcp_slow_start_after_idle
-            && ctx.now.saturating_since(self.snd_cwnd_stamp) >= self.rto
+            && ctx.now.saturating_since(self.snd_cwnd_stamp) >= self.icsk.rto
             && !self.cc.has_cong_control()
         {
             self.cwnd_application_limited(self.init_cwnd(ctx.cfg), ctx.now);
@@ -127,7 +127,7 @@ mod tests {
     fn tcb(cfg: &Config, cwnd: u32, ssthresh: u32) -> Tcb {
         let mut t = Tcb::for_test(cfg);
         t.state = TcpState::Established;
-        t.rto = RTO;
+        t.icsk.rto = RTO;
         t.lsndtime = T0;
         t.snd_cwnd_stamp = T0;
         t.cw.snd_cwnd = cwnd;

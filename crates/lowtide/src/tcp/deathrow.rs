@@ -51,7 +51,7 @@ impl Tcb {
     pub(crate) fn out_of_resources(&mut self, ctx: &mut Ctx, mut do_reset: bool) -> bool {
         let idle = ctx.now.saturating_since(self.lsndtime);
         let shift =
-            (idle > 2 * self.rto_max || !do_reset) as u32 + self.sk_err_soft.is_some() as u32;
+            (idle > 2 * self.icsk.rto_max || !do_reset) as u32 + self.sk_err_soft.is_some() as u32;
         if !self.check_oom(ctx, shift) {
             return false;
         }

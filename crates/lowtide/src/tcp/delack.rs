@@ -39,8 +39,8 @@ impl Tcb {
         if m <= TCP_ATO_MIN / 2 {
             self.ato = self.ato / 2 + TCP_ATO_MIN / 2;
         } else if m < self.ato {
-            self.ato = (self.ato / 2 + m).min(self.rto);
-        } else if m > self.rto {
+            self.ato = (self.ato / 2 + m).min(self.icsk.rto);
+        } else if m > self.icsk.rto {
             // "Too long gap": the sender failed to restart its window; ACK quickly.
             self.incr_quickack(TCP_MAX_QUICKACKS);
         }
@@ -250,7 +250,7 @@ impl Tcb {
             self.pingpong = 0;
             self.ato = TCP_ATO_MIN;
         } else {
-            self.ato = (self.ato * 2).min(self.rto);
+            self.ato = (self.ato * 2).min(self.icsk.rto);
         }
     }
 }
@@ -265,7 +265,7 @@ mod tests {
         let mut t = Tcb::for_test(cfg);
         t.state = TcpState::Established;
         (t.rcv_nxt, t.rcv_wup, t.rcv_wnd, t.rcv_mss) = (1001, 1001, 10_720, 536);
-        t.rto = Duration::from_millis(300);
+        t.icsk.rto = Duration::from_millis(300);
         t.rtt.srtt_us = 100_000;
         t
     }
@@ -307,15 +307,15 @@ mod tests {
         let mut cfg = Config::default();
         let mut t = established(&cfg);
         assert_eq!(t.delack_max(), Duration::from_millis(199));
-        t.icsk_rto_min = Duration::from_millis(50);
+        t.icsk.rto_min = Duration::from_millis(50);
         assert_eq!(t.delack_max(), Duration::from_millis(49));
-        t.icsk_rto_min = Duration::from_micros(2500); // usecs_to_jiffies rounds up
+        t.icsk.rto_min = Duration::from_micros(2500); // usecs_to_jiffies rounds up
         assert_eq!(t.delack_max(), Duration::from_millis(2));
-        t.icsk_rto_min = Duration::from_millis(1);
+        t.icsk.rto_min = Duration::from_millis(1);
         assert_eq!(t.delack_max(), Duration::from_millis(1), "at least a jiffy");
-        t.icsk_rto_min = Duration::from_secs(1);
+        t.icsk.rto_min = Duration::from_secs(1);
         assert_eq!(t.delack_max(), TCP_DELACK_MAX);
-        t.icsk_rto_min = Duration::from_millis(200);
+        t.icsk.rto_min = Duration::from_millis(200);
         cfg.tcp_pingpong_thresh = 1;
         t.pingpong = 1;
         t.ato = Duration::from_millis(400);

@@ -43,7 +43,7 @@ impl Tcb {
         let m = &self.dst.metrics;
         match m.get(Rtax::RtoMin) {
             ms if ms != 0 && m.locked(Rtax::RtoMin) => Duration::from_millis(ms as u64),
-            _ => self.icsk_rto_min,
+            _ => self.icsk.rto_min,
         }
     }
 
@@ -122,7 +122,7 @@ impl Tcb {
         }
         if f.crtt8 > self.rtt.est.srtt8 {
             let crtt = Duration::from_millis((f.crtt8 / 8000) as u64);
-            self.rto = crtt + (2 * crtt).max(self.rto_min());
+            self.icsk.rto = crtt + (2 * crtt).max(self.rto_min());
         } else if self.rtt.est.srtt8 == 0 {
             self.rto_fallback();
         }
@@ -137,7 +137,7 @@ impl Tcb {
         let tp = ConnFigures {
             srtt8: self.rtt.est.srtt8,
             mdev: self.rtt.est.mdev,
-            backoff: self.backoff,
+            backoff: self.icsk.backoff,
             cwnd: self.cw.snd_cwnd,
             ssthresh: self.cw.snd_ssthresh,
             ca_open: self.ca_state == CaState::Open,

@@ -48,7 +48,7 @@ impl Tcb {
             return TcpFlags(0);
         }
         match self.state {
-            TcpState::SynSent if self.retransmits > 0 && cfg.tcp_ecn_fallback => TcpFlags(0),
+            TcpState::SynSent if self.icsk.retransmits > 0 && cfg.tcp_ecn_fallback => TcpFlags(0),
             TcpState::SynSent => TcpFlags::ECE | TcpFlags::CWR,
             _ => TcpFlags::ECE,
         }
@@ -248,7 +248,7 @@ mod tests {
         t.state = TcpState::SynSent;
         t.ecn_send_syn(&cfg(1));
         assert_eq!(t.ecn_syn_flags(&cfg(1)), TcpFlags::ECE | TcpFlags::CWR);
-        t.retransmits = 1;
+        t.icsk.retransmits = 1;
         assert_eq!(t.ecn_syn_flags(&cfg(1)), TcpFlags(0), "tcp_ecn_fallback");
         let mut no_fallback = cfg(1);
         no_fallback.tcp_ecn_fallback = false;

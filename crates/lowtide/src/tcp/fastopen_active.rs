@@ -146,7 +146,7 @@ impl Tcb {
             self.snd_nxt = self.write_seq;
             self.bytes_sent += data.len() as u64;
         }
-        self.pending = Some((super::sock::Pending::Retrans, ctx.now + self.rto));
+        self.icsk.pending = Some((super::sock::Pending::Retrans, ctx.now + self.icsk.rto));
     }
 
     /// `tcp_rcv_fastopen_synack`, after the SYN-ACK was acknowledged: the cache
@@ -170,7 +170,7 @@ impl Tcb {
         let (mut syn_lost, mut try_exp) = (false, 0);
         if !self.tfo.syn_fastopen {
             cookie = None; // unsolicited
-        } else if self.total_retrans > 0 || self.retransmits > 0 {
+        } else if self.total_retrans > 0 || self.icsk.retransmits > 0 {
             syn_lost = cookie.is_none() && unacked;
         } else if cookie.is_none() && !self.tfo.syn_data {
             try_exp = if self.tfo.syn_fastopen_exp { 2 } else { 1 };
@@ -182,7 +182,7 @@ impl Tcb {
             try_exp,
         });
         if unacked {
-            self.tfo.client_fail = match self.retransmits > 0 || self.total_retrans > 0 {
+            self.tfo.client_fail = match self.icsk.retransmits > 0 || self.total_retrans > 0 {
                 true => TfoClientFail::SynRetransmitted,
                 false => TfoClientFail::DataNotAcked,
             };
@@ -237,7 +237,7 @@ impl Tcb {
     pub(crate) fn fastopen_detect_blackhole(&mut self, ctx: &mut Ctx, expired: bool) -> bool {
         let t = &self.tfo;
         let fastopen = t.syn_fastopen || t.syn_data || t.syn_data_acked;
-        if fastopen && (self.retransmits == 2 || (self.retransmits < 2 && expired)) {
+        if fastopen && (self.icsk.retransmits == 2 || (self.icsk.retransmits < 2 && expired)) {
             ctx.mib.inc(Mib::TcpExtTCPFastOpenActiveFail);
             self.tfo.blackhole = true;
             return true;

@@ -107,8 +107,8 @@ impl Tcb {
             self.note_tsecr(th);
             self.try_undo_recovery(ctx);
         }
-        self.retransmits = 0;
-        self.backoff = 0;
+        self.icsk.retransmits = 0;
+        self.icsk.backoff = 0;
         // tcp_retrans_stamp_cleanup: a first SYN-ACK timeout set retrans_stamp
         // without entering Loss; a recovery the ACK started keeps its own.
         if !self.any_retrans_done() {
@@ -124,17 +124,17 @@ impl Tcb {
     /// `tcp_synack_retries` allows a request, backing off from `TCP_TIMEOUT_INIT`.
     pub(crate) fn fastopen_synack_timer(&mut self, ctx: &mut Ctx) {
         let max_retries = ctx.cfg.tcp_synack_retries.saturating_add(1);
-        if self.retransmits >= max_retries {
+        if self.icsk.retransmits >= max_retries {
             return self.write_err(ctx);
         }
-        if self.retransmits == 1 {
+        if self.icsk.retransmits == 1 {
             self.enter_loss(ctx);
         }
         self.retransmit_syn(ctx);
-        self.retransmits = self.retransmits.saturating_add(1);
+        self.icsk.retransmits = self.icsk.retransmits.saturating_add(1);
         self.retrans_stamp.get_or_insert(ctx.now);
-        let shift = (self.retransmits as u32).min(16);
-        let when = (TCP_TIMEOUT_INIT * (1u32 << shift)).min(self.rto_max);
-        self.pending = Some((Pending::Retrans, ctx.now + when));
+        let shift = (self.icsk.retransmits as u32).min(16);
+        let when = (TCP_TIMEOUT_INIT * (1u32 << shift)).min(self.icsk.rto_max);
+        self.icsk.pending = Some((Pending::Retrans, ctx.now + when));
     }
 }

@@ -121,7 +121,7 @@ impl Tcb {
         if fl.snd_una_advanced && self.rtx.head_sacked() {
             let delay =
                 Duration::from_micros(self.rtt.srtt_us as u64 / 2).max(Duration::from_millis(10));
-            self.pending = Some((Pending::Retrans, ctx.now + delay));
+            self.icsk.pending = Some((Pending::Retrans, ctx.now + delay));
             fl.set_xmit_timer = false;
             return 0;
         }
@@ -453,7 +453,7 @@ impl Tcb {
         if frto_undo {
             ctx.mib.inc(Mib::TcpExtTCPSpuriousRTOs);
         }
-        self.retransmits = 0;
+        self.icsk.retransmits = 0;
         if self.non_sack_preventing_reopen() {
             return true;
         }
@@ -597,7 +597,7 @@ impl Tcb {
         self.retransmit_hint = self.snd_una;
         if self.ca_state <= CaState::Disorder
             || self.high_seq <= self.snd_una
-            || (self.ca_state == CaState::Loss && self.retransmits == 0)
+            || (self.ca_state == CaState::Loss && self.icsk.retransmits == 0)
         {
             self.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.cw.snd_cwnd;
@@ -619,7 +619,7 @@ impl Tcb {
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
         self.set_ca_state(CaState::Loss);
-        self.frto = ctx.cfg.tcp_frto > 0 && (new_recovery || self.retransmits > 0);
+        self.frto = ctx.cfg.tcp_frto > 0 && (new_recovery || self.icsk.retransmits > 0);
         self.frto_rexmit_new = false;
     }
 

@@ -47,14 +47,14 @@ impl Tcb {
     /// retransmission timer fires now.
     fn ld_rto_revert(&mut self, ctx: &mut Ctx, seq: u32) {
         let una = self.snd_seq(self.snd_una).0;
-        if seq != una || self.retransmits == 0 || self.backoff == 0 {
+        if seq != una || self.icsk.retransmits == 0 || self.icsk.backoff == 0 {
             return;
         }
         let Some(sent) = self.rtx.first().map(|h| h.tx_time) else {
             return;
         };
-        self.backoff -= 1;
-        self.rto = match self.rtt.srtt_us {
+        self.icsk.backoff -= 1;
+        self.icsk.rto = match self.rtt.srtt_us {
             0 => TCP_TIMEOUT_INIT,
             _ => self.rto_from_estimator(),
         };
@@ -64,10 +64,10 @@ impl Tcb {
         let remaining = rto_ms - delta_ms;
         if remaining > 0 {
             let at = ctx.now + Duration::from_millis(remaining as u64);
-            self.pending = Some((Pending::Retrans, at));
+            self.icsk.pending = Some((Pending::Retrans, at));
         } else {
             // "RTO revert clocked out retransmission. Will retransmit now."
-            self.pending = None;
+            self.icsk.pending = None;
             self.retransmit_timer(ctx);
         }
     }

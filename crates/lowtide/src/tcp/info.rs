@@ -167,9 +167,9 @@ impl Tcb {
         TcpInfo {
             state: self.state.name(),
             ca_state: self.ca_state.name(),
-            retransmits: self.retransmits,
-            probes: self.probes_out,
-            backoff: self.backoff,
+            retransmits: self.icsk.retransmits,
+            probes: self.icsk.probes_out,
+            backoff: self.icsk.backoff,
             rto: self.rto_backed_off().as_micros() as u64,
             snd_mss: self.mss_cache,
             rcv_mss: self.rcv_mss,

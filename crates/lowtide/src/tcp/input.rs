@@ -211,21 +211,21 @@ impl Tcb {
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
         self.fast_path_connected();
-        self.pending = None;
-        let synack_retrans = self.retransmits;
-        self.retransmits = 0;
-        self.backoff = 0;
+        self.icsk.pending = None;
+        let synack_retrans = self.icsk.retransmits;
+        self.icsk.retransmits = 0;
+        self.icsk.backoff = 0;
         self.init_buffer_space(ctx);
         let fastopen = self.tfo.syn_fastopen || self.tfo.syn_data;
-        self.retransmits = synack_retrans; // tcp_rcv_fastopen_synack reads it
+        self.icsk.retransmits = synack_retrans; // tcp_rcv_fastopen_synack reads it
         let fastopen_fail = fastopen && self.fastopen_synack(ctx, th, payload);
-        self.retransmits = 0;
+        self.icsk.retransmits = 0;
         if !fastopen_fail {
             self.synsent_ack(ctx);
         }
         self.notify(ctx, EventKind::Connected);
         self.write_xmit(ctx);
-        if !self.rtx.is_empty() && self.pending.is_none() {
+        if !self.rtx.is_empty() && self.icsk.pending.is_none() {
             self.rearm_rto(ctx);
         }
     }
@@ -234,7 +234,7 @@ impl Tcb {
     /// unless our SYN or SYN-ACK went again (Karn); then the echoed timestamp's, as
     /// `tcp_ack_update_rtt` takes it for `FLAG_SYN_ACKED`.
     fn rtx_synack_sample(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
-        let rtt = (self.retransmits == 0)
+        let rtt = (self.icsk.retransmits == 0)
             .then(|| ctx.now.saturating_since(self.created).as_micros() as u32);
         let samples = RttSamples {
             seq_rtt_us: rtt,
@@ -452,9 +452,9 @@ impl Tcb {
             self.openreq_child_undo();
         }
         if !fastopen {
-            self.pending = None;
-            self.retransmits = 0;
-            self.backoff = 0;
+            self.icsk.pending = None;
+            self.icsk.retransmits = 0;
+            self.icsk.backoff = 0;
         }
         self.snd_wnd = (th.window as u32) << self.snd_wscale;
         // tcp_create_openreq_child: a child made at this ACK has its window as the
@@ -487,7 +487,7 @@ impl Tcb {
     /// sends it when it is created). SYN-ACKs resent only for the peer's repeated
     /// SYNs leave none: "packets are not lost but delayed".
     fn openreq_child_undo(&mut self) {
-        if self.retransmits > 0 {
+        if self.icsk.retransmits > 0 {
             self.undo_marker = Some(0);
             self.undo_retrans = 0;
             self.retrans_stamp = Some(self.created);
@@ -525,7 +525,7 @@ impl Tcb {
         let ack = ack as u64;
         let is_sack_reneg = self.is_sack_reneg; // tcp_ack: as before this ACK
                                                 // tcp_ack: the peer is alive; window probes count again from zero.
-        self.probes_out = 0;
+        self.icsk.probes_out = 0;
         self.sk_err_soft = None; // "something worked"
         self.rcv_tstamp = ctx.now;
         let prior_in_flight = self.packets_in_flight();
@@ -830,13 +830,14 @@ impl Tcb {
             if nwin > self.snd_wnd
                 && nwin > 0
                 && self
+                    .icsk
                     .pending
                     .is_some_and(|p| p.0 == super::sock::Pending::Probe0)
             {
                 // tcp_ack_probe: the window opened.
-                self.pending = None;
-                self.backoff = 0;
-                self.probes_tstamp = None;
+                self.icsk.pending = None;
+                self.icsk.backoff = 0;
+                self.icsk.probes_tstamp = None;
             }
             if self.snd_wnd != nwin {
                 // "the only place, where fast path is recovered for sending TCP".
@@ -866,7 +867,7 @@ impl Tcb {
         self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
         if ack > self.snd_una {
             // tcp_ack: FLAG_SND_UNA_ADVANCED resets icsk_retransmits.
-            self.retransmits = 0;
+            self.icsk.retransmits = 0;
             let prior = self.snd_una;
             self.snd_una_update(ack);
             self.urg_acked(prior);

@@ -114,10 +114,10 @@ impl Tcb {
             self.keepalive_at = Some(ctx.now + (idle - elapsed));
             return;
         }
-        let timed_out = if self.user_timeout.is_zero() {
-            self.probes_out >= self.keepalive_probes(ctx)
+        let timed_out = if self.icsk.user_timeout.is_zero() {
+            self.icsk.probes_out >= self.keepalive_probes(ctx)
         } else {
-            elapsed >= self.user_timeout && self.probes_out > 0
+            elapsed >= self.icsk.user_timeout && self.icsk.probes_out > 0
         };
         if timed_out {
             self.send_active_reset(ctx);
@@ -125,7 +125,7 @@ impl Tcb {
             return self.write_err(ctx);
         }
         let next = if self.send_keepalive_probe(ctx) {
-            self.probes_out = self.probes_out.saturating_add(1);
+            self.icsk.probes_out = self.icsk.probes_out.saturating_add(1);
             self.keepalive_intvl_when(ctx)
         } else {
             TCP_RESOURCE_PROBE_INTERVAL

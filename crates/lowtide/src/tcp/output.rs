@@ -485,9 +485,9 @@ impl Tcb {
         // tcp_init_transfer may have set to TCP_TIMEOUT_FALLBACK already.
         let rto = match self.tfo.rsk.is_some() {
             true => super::consts::TCP_TIMEOUT_INIT,
-            false => self.rto,
+            false => self.icsk.rto,
         };
-        self.pending = Some((Pending::Retrans, ctx.now + rto));
+        self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
     /// The SYN (or SYN-ACK) again, bare (`tcp_retransmit_skb` of the SYN skb:
@@ -509,8 +509,8 @@ impl Tcb {
             return;
         }
         self.retransmit_syn(ctx);
-        if matches!(self.pending, Some((Pending::Retrans, _))) {
-            self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+        if matches!(self.icsk.pending, Some((Pending::Retrans, _))) {
+            self.icsk.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
         }
     }
 
@@ -736,7 +736,7 @@ impl Tcb {
         });
         self.snd_nxt = end_seq;
         if matches!(
-            self.pending,
+            self.icsk.pending,
             None | Some((Pending::Probe0 | Pending::LossProbe, _))
         ) {
             self.rearm_rto(ctx);
@@ -797,7 +797,8 @@ impl Tcb {
             if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.prr_out += pcount;
             }
-            if Some(seq) == rtx_head && !matches!(self.pending, Some((Pending::ReoTimeout, _))) {
+            if Some(seq) == rtx_head && !matches!(self.icsk.pending, Some((Pending::ReoTimeout, _)))
+            {
                 rearm_timer = true;
             }
             from = end_seq;
@@ -805,7 +806,7 @@ impl Tcb {
         self.retransmit_hint = hole.unwrap_or(from);
         if rearm_timer {
             // tcp_reset_xmit_timer(ICSK_TIME_RETRANS, icsk_rto).
-            self.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+            self.icsk.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
         }
     }
 
@@ -907,9 +908,10 @@ impl Tcb {
     /// `tcp_check_probe_timer`: arms the zero-window probe timer, at
     /// `tcp_probe0_base`, when data waits, nothing is in flight and no timer is set.
     fn arm_probe0_if_stalled(&mut self, ctx: &mut Ctx) {
-        if self.rtx.packets_out == 0 && !self.write_queue.is_empty() && self.pending.is_none() {
+        if self.rtx.packets_out == 0 && !self.write_queue.is_empty() && self.icsk.pending.is_none()
+        {
             let at = ctx.now + self.probe0_base();
-            self.pending = Some((Pending::Probe0, at));
+            self.icsk.pending = Some((Pending::Probe0, at));
         }
     }
 

@@ -225,15 +225,15 @@ impl Tcb {
                 // Nothing of ours left the host: no RTO or loss probe for data never
                 // sent, but tcp_check_probe_timer's retry after tcp_probe0_base.
                 if matches!(
-                    self.pending,
+                    self.icsk.pending,
                     Some((
                         Pending::Retrans | Pending::LossProbe | Pending::ReoTimeout,
                         _
                     ))
                 ) {
-                    self.pending = None;
+                    self.icsk.pending = None;
                 }
-                self.resource_retry_at = Some(ctx.now + self.rto.max(self.rto_min()));
+                self.resource_retry_at = Some(ctx.now + self.icsk.rto.max(self.rto_min()));
             } else {
                 self.resource_retry_at = Some(ctx.now + TCP_RESOURCE_PROBE_INTERVAL);
             }
@@ -297,7 +297,7 @@ impl Tcb {
         self.local_drops = left;
         if self.local_drops.is_empty() {
             self.resource_retry_at = None;
-            if self.pending.is_none() {
+            if self.icsk.pending.is_none() {
                 self.rearm_rto(ctx);
             }
         } else if self.resource_retry_at.is_none_or(|t| t <= ctx.now) {
@@ -564,13 +564,13 @@ mod local_drop_tests {
         t.snd_nxt = 3001;
         t.rtx.sacktag(1001, 2001, 1000);
         t.local_drops = vec![(1001, 2001), (2001, 3001)];
-        t.pending = None;
+        t.icsk.pending = None;
         let mut st = crate::tcp::TestStack::default();
         t.resend_local_drops(&mut st.ctx(&cfg, Instant(1_000_000), false));
         assert_eq!(t.local_drops, vec![], "every range resent or SACKed");
         assert_eq!(t.resource_retry_at, None);
         // tcp_rearm_rto: data is outstanding again, so the RTO is armed.
-        assert!(matches!(t.pending, Some((Pending::Retrans, _))));
+        assert!(matches!(t.icsk.pending, Some((Pending::Retrans, _))));
         assert_eq!(st.out.len(), 1, "the skb at 2001 went out again");
     }
 }

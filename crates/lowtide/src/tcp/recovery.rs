@@ -88,7 +88,7 @@ impl Tcb {
         }
         let t =
             (Duration::from_micros(r.reo_timeout_us) + TCP_TIMEOUT_MIN).min(self.rto_backed_off());
-        self.pending = Some((Pending::ReoTimeout, ctx.now + t));
+        self.icsk.pending = Some((Pending::ReoTimeout, ctx.now + t));
         true
     }
 
@@ -108,7 +108,7 @@ impl Tcb {
             }
             self.xmit_retransmit_queue(ctx);
         }
-        if !matches!(self.pending, Some((Pending::Retrans, _))) {
+        if !matches!(self.icsk.pending, Some((Pending::Retrans, _))) {
             self.rearm_rto(ctx);
         }
     }
@@ -437,7 +437,7 @@ mod tests {
         assert!(armed);
         assert_eq!(t.rtx.lost_out, 0);
         assert_eq!(
-            t.pending,
+            t.icsk.pending,
             Some((Pending::ReoTimeout, Instant(46_000_000 + 11_000_000)))
         );
         // At 52.5 ms skbs 0..2 (sent at 0, 1, 2 ms) have expired; 3..5 not yet; those

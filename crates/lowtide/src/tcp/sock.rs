@@ -179,19 +179,8 @@ pub struct Tcb {
     // ---- RTT and timers ----
     /// The RTT estimate (`tcp/timer.rs`).
     pub(crate) rtt: Rtt,
-    pub(crate) rto: Duration,
-    /// `icsk_rto_min`: the socket's own bound (`tcp_rto_min_us`, `TCP_RTO_MIN_US`),
-    /// which a locked route `rto_min` overrides (`Tcb::rto_min`, `tcp_rto_min`).
-    pub(crate) icsk_rto_min: Duration,
-    /// `icsk_rto_max` (`tcp_rto_max`): the RTO's and every transmit timer's upper
-    /// bound, from `net.ipv4.tcp_rto_max_ms` or `TCP_RTO_MAX_MS`.
-    pub(crate) rto_max: Duration,
-    pub(crate) backoff: u32,
-    /// Consecutive timeouts (`icsk_retransmits`).
-    pub(crate) retransmits: u8,
-    pub(crate) probes_out: u8,
-    /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
-    pub(crate) probes_tstamp: Option<Instant>,
+    /// The retransmit timer's state (`tcp/timer.rs`).
+    pub(crate) icsk: Icsk,
     /// `SO_KEEPALIVE` and its `TCP_KEEP*` settings.
     pub(crate) keepalive: Keepalive,
     /// When the keepalive timer fires (`sk_timer` of `inet_csk_reset_keepalive_timer`).
@@ -204,12 +193,9 @@ pub struct Tcb {
     /// When to retry sending after a local drop if nothing else comes first
     /// (`TCP_RESOURCE_PROBE_INTERVAL`).
     pub(crate) resource_retry_at: Option<Instant>,
-    /// `TCP_USER_TIMEOUT` (`icsk_user_timeout`); zero: off.
-    pub(crate) user_timeout: Duration,
     /// `TCP_LINGER2` (`tp->linger2`) in seconds: 0 takes `tcp_fin_timeout`, a
     /// negative value aborts an orphan's FIN-WAIT-2.
     pub(crate) linger2: i32,
-    pub(crate) pending: Option<(Pending, Instant)>,
     pub(crate) delack_at: Option<Instant>,
     /// SACK compression (`tcp/compsack.rs`).
     pub(crate) comp_sack: CompSack,
@@ -221,9 +207,6 @@ pub struct Tcb {
     /// `sk_write_pending`: writers waiting for the connection with data to send
     /// (`sk_stream_wait_connect`, `inet_wait_for_connect`'s write bias).
     pub(crate) write_pending: u32,
-    /// `icsk_syn_retries` (`TCP_SYNCNT`): SYN (or SYN-ACK) retransmissions before
-    /// giving up; 0 for the sysctl's.
-    pub(crate) syn_retries: u8,
     pub(crate) quick: u32,
     /// `ecn_flags`: `TCP_ECN_OK`, `_QUEUE_CWR`, `_DEMAND_CWR`, `_SEEN` (`tcp/ecn.rs`).
     pub(crate) ecn_flags: u8,
@@ -774,6 +757,37 @@ pub(crate) struct Rtt {
     pub rtt_min: super::cong::minmax::MinMax,
 }
 
+/// The retransmit timer's part of `struct inet_connection_sock` (`icsk_rto`,
+/// `icsk_pending`, `icsk_backoff`, `icsk_retransmits`, `icsk_probes_out`, ...), named
+/// without the `icsk_` prefix; `icsk_ack` and `icsk_mtup` are beside it in [`Tcb`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Icsk {
+    /// `icsk_rto`: the retransmission timeout before backoff.
+    pub rto: Duration,
+    /// `icsk_rto_min`: the socket's own bound (`tcp_rto_min_us`, `TCP_RTO_MIN_US`),
+    /// which a locked route `rto_min` overrides (`Tcb::rto_min`, `tcp_rto_min`).
+    pub rto_min: Duration,
+    /// `icsk_rto_max` (`tcp_rto_max`): the RTO's and every transmit timer's upper
+    /// bound, from `net.ipv4.tcp_rto_max_ms` or `TCP_RTO_MAX_MS`.
+    pub rto_max: Duration,
+    /// `icsk_backoff`: the RTO's (or zero-window probe's) doublings.
+    pub backoff: u32,
+    /// Consecutive timeouts (`icsk_retransmits`).
+    pub retransmits: u8,
+    /// `icsk_probes_out`: unanswered zero-window (or keepalive) probes.
+    pub probes_out: u8,
+    /// When the current run of zero-window probes began (`icsk_probes_tstamp`).
+    pub probes_tstamp: Option<Instant>,
+    /// `icsk_pending` and `icsk_timeout`: what the retransmit timer is armed for, and
+    /// when it fires.
+    pub pending: Option<(Pending, Instant)>,
+    /// `TCP_USER_TIMEOUT` (`icsk_user_timeout`); zero: off.
+    pub user_timeout: Duration,
+    /// `icsk_syn_retries` (`TCP_SYNCNT`): SYN (or SYN-ACK) retransmissions before
+    /// giving up; 0 for the sysctl's.
+    pub syn_retries: u8,
+}
+
 /// `tcp_rtt_estimator`'s state, scaled as Linux keeps it (Jacobson, SIGCOMM '88,
 /// with Linux's mdev rules): `srtt8` is 8 x SRTT, `mdev` 4 x the mean deviation,
 /// `mdev_max` its largest value in the current RTT, `rttvar` the deviation the RTO
@@ -897,21 +911,24 @@ impl Tcb {
                 min_rtt_us: u32::MAX,
                 rtt_min: Default::default(),
             },
-            rto: TCP_TIMEOUT_INIT,
-            icsk_rto_min: Duration::from_micros(cfg.tcp_rto_min_us as u64),
-            rto_max: Duration::from_millis(cfg.tcp_rto_max_ms as u64),
-            backoff: 0,
-            retransmits: 0,
-            probes_out: 0,
-            probes_tstamp: None,
+            icsk: Icsk {
+                rto: TCP_TIMEOUT_INIT,
+                rto_min: Duration::from_micros(cfg.tcp_rto_min_us as u64),
+                rto_max: Duration::from_millis(cfg.tcp_rto_max_ms as u64),
+                backoff: 0,
+                retransmits: 0,
+                probes_out: 0,
+                probes_tstamp: None,
+                pending: None,
+                user_timeout: Duration::ZERO,
+                syn_retries: 0,
+            },
             keepalive: Default::default(),
             keepalive_at: None,
             last_oow_ack_time: None,
             local_drops: Vec::new(),
             resource_retry_at: None,
-            user_timeout: Duration::ZERO,
             linger2: 0,
-            pending: None,
             delack_at: None,
             comp_sack: Default::default(),
             ato: Duration::ZERO,
@@ -919,7 +936,6 @@ impl Tcb {
             ack_nomem: false,
             pingpong: 0,
             write_pending: 0,
-            syn_retries: 0,
             quick: 0,
             ecn_flags: 0,
             rx_ip_ecn: 0,

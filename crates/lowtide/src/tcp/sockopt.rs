@@ -227,16 +227,16 @@ impl Tcb {
             self.mss_cache = self.mss_cache.min(o.user_mss);
         }
         if o.user_timeout_ms != 0 {
-            self.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
+            self.icsk.user_timeout = core::time::Duration::from_millis(o.user_timeout_ms as u64);
         }
         if let Some(d) = o.rto_max {
-            self.rto_max = d;
+            self.icsk.rto_max = d;
         }
         if let Some(d) = o.rto_min {
-            self.icsk_rto_min = d;
+            self.icsk.rto_min = d;
         }
         self.keepalive = o.keepalive;
-        self.syn_retries = o.syn_retries;
+        self.icsk.syn_retries = o.syn_retries;
         self.tstamp.flags = o.tsflags;
         if o.pingpong {
             self.enter_pingpong_mode(cfg);

@@ -18,7 +18,7 @@ impl Tcb {
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let pacing = self.pace.pacing_timer.then_some(self.pace.wstamp);
         [
-            self.pending.map(|p| p.1),
+            self.icsk.pending.map(|p| p.1),
             self.delack_at,
             self.comp_sack.timer_at,
             self.tw_at,
@@ -34,8 +34,8 @@ impl Tcb {
     /// The RTO with exponential backoff (`inet_csk_rto_backoff`), at most
     /// `tcp_rto_max` (120 s unless `net.ipv4.tcp_rto_max_ms` or `TCP_RTO_MAX_MS`).
     pub(crate) fn rto_backed_off(&self) -> Duration {
-        let shift = self.backoff.min(16);
-        (self.rto * (1u32 << shift)).min(self.rto_max)
+        let shift = self.icsk.backoff.min(16);
+        (self.icsk.rto * (1u32 << shift)).min(self.icsk.rto_max)
     }
 
     /// Restarts the retransmit timer from now (`tcp_rearm_rto`), or stops it when
@@ -47,23 +47,23 @@ impl Tcb {
         }
         if self.rtx.packets_out == 0 && self.snd_nxt == self.snd_una {
             if matches!(
-                self.pending,
+                self.icsk.pending,
                 Some((
                     Pending::Retrans | Pending::LossProbe | Pending::ReoTimeout,
                     _
                 ))
             ) {
-                self.pending = None;
+                self.icsk.pending = None;
             }
             return;
         }
-        let rto = match self.pending {
+        let rto = match self.icsk.pending {
             Some((Pending::LossProbe | Pending::ReoTimeout, _)) => {
                 Duration::from_micros(self.rto_delta_us(ctx).max(1) as u64)
             }
             _ => self.rto_backed_off(),
         };
-        self.pending = Some((Pending::Retrans, ctx.now + rto));
+        self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
     /// `tcp_ack_update_rtt` with a valid sample: `tcp_rtt_estimator`, `tcp_set_rto`,
@@ -75,10 +75,10 @@ impl Tcb {
         e.sample(rtt_us, min_us, self.snd_una, self.snd_nxt);
         self.rtt.srtt_us = (e.srtt8 >> 3).max(1);
         self.rtt.rttvar_us = e.mdev >> 2;
-        self.rto = self.rto_from_estimator();
+        self.icsk.rto = self.rto_from_estimator();
         self.rtt_samples += 1;
         self.rtt_sum_us += rtt_us.max(1) as u64;
-        self.backoff = 0;
+        self.icsk.backoff = 0;
     }
 
     /// `tcp_set_rto`: `__tcp_set_rto`, `usecs_to_jiffies(srtt + rttvar)` (HZ =
@@ -86,7 +86,7 @@ impl Tcb {
     pub(crate) fn rto_from_estimator(&self) -> Duration {
         let e = &self.rtt.est;
         let rto_us = (e.srtt8 >> 3) as u64 + e.rttvar as u64;
-        Duration::from_millis(rto_us.div_ceil(1000)).min(self.rto_max)
+        Duration::from_millis(rto_us.div_ceil(1000)).min(self.icsk.rto_max)
     }
 
     /// `tcp_ack_update_rtt`: the sequence sample `seq_rtt_us` (else the SACK one),
@@ -125,7 +125,7 @@ impl Tcb {
         let e = &mut self.rtt.est;
         (e.rttvar, e.mdev, e.mdev_max) = (us, us, us);
         self.rtt.rttvar_us = us >> 2;
-        self.rto = TCP_TIMEOUT_FALLBACK;
+        self.icsk.rto = TCP_TIMEOUT_FALLBACK;
     }
 
     /// `tcp_update_rtt_min`: the windowed min filter over `tcp_min_rtt_wlen`
@@ -176,21 +176,21 @@ impl Tcb {
             self.keepalive_at = None;
             self.keepalive_timer(ctx);
         }
-        match self.pending {
+        match self.icsk.pending {
             Some((Pending::Retrans, t)) if t <= now => {
-                self.pending = None;
+                self.icsk.pending = None;
                 self.retransmit_timer(ctx);
             }
             Some((Pending::Probe0, t)) if t <= now => {
-                self.pending = None;
+                self.icsk.pending = None;
                 self.probe_timer(ctx);
             }
             Some((Pending::ReoTimeout, t)) if t <= now => {
-                self.pending = None;
+                self.icsk.pending = None;
                 self.rack_reo_timeout(ctx);
             }
             Some((Pending::LossProbe, t)) if t <= now => {
-                self.pending = None;
+                self.icsk.pending = None;
                 self.send_loss_probe(ctx);
             }
             _ => {}
@@ -218,7 +218,7 @@ impl Tcb {
             // tcp_enter_loss sees icsk_retransmits before this timeout counts.
             self.enter_loss(ctx);
             self.update_rto_stats(ctx.now);
-            self.backoff += 1;
+            self.icsk.backoff += 1;
             let head = self.snd_una;
             self.retransmit_hint = head;
             self.xmit_retransmit_queue(ctx);
@@ -228,7 +228,7 @@ impl Tcb {
             if self.state != TcpState::SynSent
                 || self.total_rto > ctx.cfg.tcp_syn_linear_timeouts as u32
             {
-                self.backoff += 1;
+                self.icsk.backoff += 1;
             }
             // A request's SYN-ACK timer (reqsk_timer_handler) enters no Loss: its
             // child gets the undo state at creation (openreq_child_undo).
@@ -238,7 +238,7 @@ impl Tcb {
             self.retransmit_syn(ctx);
         }
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
-        self.pending = Some((Pending::Retrans, ctx.now + rto));
+        self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
     /// `tcp_retransmit_timer` when the peer shrank its window to zero under data in
@@ -254,11 +254,11 @@ impl Tcb {
             return self.write_err(ctx);
         }
         self.enter_loss(ctx);
-        self.backoff += 1;
+        self.icsk.backoff += 1;
         self.retransmit_hint = self.snd_una;
         self.xmit_retransmit_queue(ctx);
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
-        self.pending = Some((Pending::Retrans, ctx.now + rto));
+        self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
     /// `tcp_rtx_probe0_timed_out`: no ACK for twice `tcp_rto_max` (or for
@@ -266,12 +266,12 @@ impl Tcb {
     /// `TCP_USER_TIMEOUT`, also probes going on longer than it whatever the ACKs
     /// ("it does not want win 0 packets to 'reset the timer'").
     fn rtx_probe0_timed_out(&self, now: Instant, rtx_delta: Duration) -> bool {
-        let mut timeout = 2 * self.rto_max;
-        if !self.user_timeout.is_zero() {
-            if rtx_delta > self.user_timeout {
+        let mut timeout = 2 * self.icsk.rto_max;
+        if !self.icsk.user_timeout.is_zero() {
+            if rtx_delta > self.icsk.user_timeout {
                 return true;
             }
-            timeout = timeout.min(self.user_timeout);
+            timeout = timeout.min(self.icsk.user_timeout);
         }
         let rcv_delta = now.saturating_since(self.rcv_tstamp);
         rcv_delta > timeout && rtx_delta > timeout
@@ -293,29 +293,34 @@ impl Tcb {
                 TcpState::SynSent => (ctx.cfg.tcp_syn_retries, ctx.cfg.tcp_syn_linear_timeouts),
                 _ => (ctx.cfg.tcp_synack_retries, 0),
             };
-            let limit = match self.syn_retries {
+            let limit = match self.icsk.syn_retries {
                 0 => sysctl,
                 n => n,
             };
             let max_retransmits = limit.saturating_add(linear);
-            (limit, TCP_TIMEOUT_INIT, self.retransmits >= max_retransmits)
+            (
+                limit,
+                TCP_TIMEOUT_INIT,
+                self.icsk.retransmits >= max_retransmits,
+            )
         } else if self.shut_rd_by_close() {
-            let alive = self.rto < self.rto_max;
+            let alive = self.icsk.rto < self.icsk.rto_max;
             orphan_alive = Some(alive);
             (self.orphan_retries(ctx, alive), TCP_RTO_MIN, false)
         } else {
             // tcp_write_timeout: after tcp_retries1 RTOs, black hole detection
             // (tcp_mtu_probing; the route's __dst_negative_advice has no effect here).
             let start = self.retrans_stamp.unwrap_or(ctx.now);
-            let retries1 = model_timeout(ctx.cfg.tcp_retries1 as u32, TCP_RTO_MIN, self.rto_max);
-            if self.retransmits > 0 && ctx.now.saturating_since(start) >= retries1 {
+            let retries1 =
+                model_timeout(ctx.cfg.tcp_retries1 as u32, TCP_RTO_MIN, self.icsk.rto_max);
+            if self.icsk.retransmits > 0 && ctx.now.saturating_since(start) >= retries1 {
                 self.mtu_probing_blackhole(ctx);
             }
             (ctx.cfg.tcp_retries2, TCP_RTO_MIN, false)
         };
-        if !expired && self.retransmits > 0 {
-            let timeout = match self.user_timeout {
-                t if t.is_zero() => model_timeout(boundary as u32, rto_base, self.rto_max),
+        if !expired && self.icsk.retransmits > 0 {
+            let timeout = match self.icsk.user_timeout {
+                t if t.is_zero() => model_timeout(boundary as u32, rto_base, self.icsk.rto_max),
                 t => t,
             };
             let start = self.retrans_stamp.unwrap_or(ctx.now);
@@ -359,15 +364,15 @@ impl Tcb {
     /// `tcp_orphan_retries`), or once the window has stayed closed for `TCP_USER_TIMEOUT`.
     fn probe_timer(&mut self, ctx: &mut Ctx) {
         if self.rtx.packets_out > 0 || self.write_queue.is_empty() {
-            self.probes_out = 0;
-            self.probes_tstamp = None;
+            self.icsk.probes_out = 0;
+            self.icsk.probes_tstamp = None;
             return;
         }
-        match self.probes_tstamp {
-            None => self.probes_tstamp = Some(ctx.now),
+        match self.icsk.probes_tstamp {
+            None => self.icsk.probes_tstamp = Some(ctx.now),
             Some(t)
-                if !self.user_timeout.is_zero()
-                    && ctx.now.saturating_since(t) >= self.user_timeout =>
+                if !self.icsk.user_timeout.is_zero()
+                    && ctx.now.saturating_since(t) >= self.icsk.user_timeout =>
             {
                 return self.write_err(ctx);
             }
@@ -375,16 +380,16 @@ impl Tcb {
         }
         let mut max_probes = ctx.cfg.tcp_retries2;
         if self.shut_rd_by_close() {
-            let alive = self.rto_backed_off() < self.rto_max;
+            let alive = self.rto_backed_off() < self.icsk.rto_max;
             max_probes = self.orphan_retries(ctx, alive);
-            if !alive && self.backoff >= max_probes as u32 {
+            if !alive && self.icsk.backoff >= max_probes as u32 {
                 return self.write_err(ctx);
             }
             if self.out_of_resources(ctx, true) {
                 return;
             }
         }
-        if self.probes_out >= max_probes {
+        if self.icsk.probes_out >= max_probes {
             return self.write_err(ctx);
         }
         self.send_probe0(ctx);
@@ -393,11 +398,11 @@ impl Tcb {
     /// `tcp_update_rto_stats`: one more RTO; the first of a series starts an RTO
     /// recovery and its clock.
     fn update_rto_stats(&mut self, now: Instant) {
-        if self.retransmits == 0 {
+        if self.icsk.retransmits == 0 {
             self.total_rto_recoveries = self.total_rto_recoveries.saturating_add(1);
             self.rto_stamp = Some(now);
         }
-        self.retransmits = self.retransmits.saturating_add(1);
+        self.icsk.retransmits = self.icsk.retransmits.saturating_add(1);
         self.total_rto = self.total_rto.saturating_add(1);
     }
 
@@ -414,38 +419,38 @@ impl Tcb {
     fn send_probe0(&mut self, ctx: &mut Ctx) {
         let sent = self.write_wakeup(ctx, crate::mib::Mib::TcpExtTCPWinProbe);
         if self.rtx.packets_out > 0 || self.write_queue.is_empty() {
-            self.probes_out = 0;
-            self.backoff = 0;
-            self.probes_tstamp = None;
+            self.icsk.probes_out = 0;
+            self.icsk.backoff = 0;
+            self.icsk.probes_tstamp = None;
             return;
         }
-        self.probes_out = self.probes_out.saturating_add(1);
+        self.icsk.probes_out = self.icsk.probes_out.saturating_add(1);
         let when = if sent {
-            if self.backoff < ctx.cfg.tcp_retries2 as u32 {
-                self.backoff += 1;
+            if self.icsk.backoff < ctx.cfg.tcp_retries2 as u32 {
+                self.icsk.backoff += 1;
             }
             self.probe0_when()
         } else {
             TCP_RESOURCE_PROBE_INTERVAL // local congestion: retry conservatively
         };
         let when = self.clamp_probe0_to_user_timeout(ctx, when);
-        self.pending = Some((Pending::Probe0, ctx.now + when));
+        self.icsk.pending = Some((Pending::Probe0, ctx.now + when));
     }
 
     /// `tcp_probe0_base`: the RTO, at least `TCP_RTO_MIN`.
     pub(crate) fn probe0_base(&self) -> Duration {
-        self.rto.max(TCP_RTO_MIN)
+        self.icsk.rto.max(TCP_RTO_MIN)
     }
 
     /// `tcp_probe0_when`: the base backed off, at most `tcp_rto_max`.
     fn probe0_when(&self) -> Duration {
-        (self.probe0_base() * (1u32 << self.backoff.min(16))).min(self.rto_max)
+        (self.probe0_base() * (1u32 << self.icsk.backoff.min(16))).min(self.icsk.rto_max)
     }
 
     /// `tcp_clamp_probe0_to_user_timeout`: the next probe comes no later than the
     /// user timeout's end (at least `TCP_TIMEOUT_MIN` from now).
     fn clamp_probe0_to_user_timeout(&self, ctx: &Ctx, when: Duration) -> Duration {
-        self.clamp_to_user_timeout(ctx, self.probes_tstamp, when)
+        self.clamp_to_user_timeout(ctx, self.icsk.probes_tstamp, when)
     }
 
     /// `tcp_clamp_rto_to_user_timeout`: the next RTO comes no later than the user
@@ -458,9 +463,10 @@ impl Tcb {
     /// `TCP_TIMEOUT_MIN` from now); unchanged without a user timeout or a start.
     fn clamp_to_user_timeout(&self, ctx: &Ctx, start: Option<Instant>, when: Duration) -> Duration {
         match start {
-            Some(t) if !self.user_timeout.is_zero() => {
+            Some(t) if !self.icsk.user_timeout.is_zero() => {
                 let elapsed = ctx.now.saturating_since(t);
                 let remaining = self
+                    .icsk
                     .user_timeout
                     .saturating_sub(elapsed)
                     .max(TCP_TIMEOUT_MIN);
@@ -477,7 +483,7 @@ impl Tcb {
             v if v > 0 => v as u64,
             _ => cfg.tcp_fin_timeout as u64,
         };
-        Duration::from_secs(secs).max(self.rto * 4 - self.rto / 2)
+        Duration::from_secs(secs).max(self.icsk.rto * 4 - self.icsk.rto / 2)
     }
 
     /// `tcp_rcv_state_process`, FIN-WAIT-1 when our FIN was acknowledged, for an
@@ -545,7 +551,7 @@ impl Tcb {
     /// `tcp_max_tw_buckets` are taken (TcpExtTCPTimeWaitOverflow). Then `tcp_done`.
     pub(crate) fn time_wait(&mut self, ctx: &mut Ctx, substate: TcpState, timeo: Duration) {
         if !self.time_wait_overflow(ctx) {
-            let rto = self.rto * 4 - self.rto / 2;
+            let rto = self.icsk.rto * 4 - self.icsk.rto / 2;
             let timeo = match substate {
                 TcpState::TimeWait => TCP_TIMEWAIT_LEN,
                 _ => timeo.max(rto),
@@ -582,7 +588,7 @@ impl Tcb {
         self.fastopen_remove(false);
         let was = self.state;
         self.state = TcpState::Closed;
-        self.pending = None;
+        self.icsk.pending = None;
         self.delack_at = None;
         self.tw_at = None;
         self.keepalive_at = None;
@@ -712,21 +718,21 @@ mod tests {
     fn fin_time_is_linger2_or_the_sysctl_at_least_three_and_a_half_rto() {
         let cfg = Config::default();
         let mut t = tcb();
-        t.rto = Duration::from_millis(200);
+        t.icsk.rto = Duration::from_millis(200);
         assert_eq!(
             t.fin_time(&cfg),
             Duration::from_secs(cfg.tcp_fin_timeout as u64)
         );
         t.linger2 = 5;
         assert_eq!(t.fin_time(&cfg), Duration::from_secs(5));
-        t.rto = Duration::from_secs(2);
+        t.icsk.rto = Duration::from_secs(2);
         assert_eq!(
             t.fin_time(&cfg),
             Duration::from_secs(7),
             "(rto << 2) - (rto >> 1)"
         );
         t.linger2 = -1;
-        t.rto = Duration::from_millis(200);
+        t.icsk.rto = Duration::from_millis(200);
         assert_eq!(
             t.fin_time(&cfg),
             Duration::from_secs(cfg.tcp_fin_timeout as u64)
@@ -744,7 +750,7 @@ mod tests {
         };
         let mut t = tcb();
         t.state = TcpState::FinWait2;
-        (t.linger2, t.rto) = (3, Duration::from_millis(200));
+        (t.linger2, t.icsk.rto) = (3, Duration::from_millis(200));
         // tcp_fin_time within 60 s: a FIN-WAIT-2 timewait socket at once, the
         // segment consumed.
         assert!(!t.orphan_fin_wait2(&mut ctx, &th, false));
@@ -756,7 +762,7 @@ mod tests {
         // Beyond 60 s, or with a FIN in the segment, the Tcb waits on its timer.
         let mut t = tcb();
         t.state = TcpState::FinWait2;
-        (t.linger2, t.rto) = (90, Duration::from_millis(200));
+        (t.linger2, t.icsk.rto) = (90, Duration::from_millis(200));
         assert!(t.orphan_fin_wait2(&mut ctx, &th, false));
         assert_eq!(t.tw_at, Some(Instant::ZERO + Duration::from_secs(30)));
         let fin = TcpRepr {
@@ -768,7 +774,7 @@ mod tests {
         assert_eq!(t.tw_at, Some(Instant::ZERO + Duration::from_secs(3)));
         let mut t = tcb();
         t.state = TcpState::FinWait2;
-        (t.linger2, t.rto) = (3, Duration::from_millis(200));
+        (t.linger2, t.icsk.rto) = (3, Duration::from_millis(200));
         // New data after close: the orphan ends, the segment draws a reset.
         assert!(!t.orphan_fin_wait2(&mut ctx, &th, true));
         assert_eq!(t.state, TcpState::Closed);
@@ -804,7 +810,7 @@ mod tests {
 
     #[test]
     fn initial_rto_is_one_second() {
-        assert_eq!(tcb().rto, Duration::from_secs(1));
+        assert_eq!(tcb().icsk.rto, Duration::from_secs(1));
     }
 
     #[test]
@@ -817,7 +823,7 @@ mod tests {
         }
         // srtt 10 ms, rttvar decays toward mdev_max = tcp_rto_min: 10 ms + 200 ms.
         assert_eq!(t.rtt.srtt_us, 10_000);
-        assert_eq!(t.rto, Duration::from_millis(210));
+        assert_eq!(t.icsk.rto, Duration::from_millis(210));
     }
 
     /// tcp_rtt_estimator's first sample: mdev = 2 x rtt (tcpi_rttvar = rtt / 2),
@@ -827,7 +833,7 @@ mod tests {
         let mut t = tcb();
         t.rtt_sample(100_000);
         assert_eq!(t.rtt.rttvar_us, 50_000);
-        assert_eq!(t.rto, Duration::from_millis(300));
+        assert_eq!(t.icsk.rto, Duration::from_millis(300));
     }
 
     /// tcp_rtt_estimator: a falling RTT moves mdev by an eighth of the usual gain,
@@ -843,7 +849,7 @@ mod tests {
         assert_eq!(t.rtt.est.mdev, 203_750);
         assert_eq!((t.rtt.srtt_us, t.rtt.rttvar_us), (90_000, 50_937));
         // mdev_max 203750 > rttvar 200000: the RTO grows, 90 ms + 203.75 ms, rounded up.
-        assert_eq!(t.rto, Duration::from_millis(294));
+        assert_eq!(t.icsk.rto, Duration::from_millis(294));
         let mut u = tcb();
         u.snd_nxt = 10;
         u.rtt_sample(100_000);
@@ -923,10 +929,13 @@ mod tests {
     fn handshake_without_sample_falls_back_to_three_seconds() {
         let mut t = tcb();
         t.rto_fallback();
-        assert_eq!((t.rto, t.rtt.rttvar_us), (TCP_TIMEOUT_FALLBACK, 750_000));
+        assert_eq!(
+            (t.icsk.rto, t.rtt.rttvar_us),
+            (TCP_TIMEOUT_FALLBACK, 750_000)
+        );
         t.rtt_sample(100_000);
         assert_eq!(
-            (t.rtt.rttvar_us, t.rto),
+            (t.rtt.rttvar_us, t.icsk.rto),
             (50_000, Duration::from_millis(300))
         );
     }
@@ -935,17 +944,17 @@ mod tests {
     #[test]
     fn rtt_sample_resets_backoff() {
         let mut t = tcb();
-        t.backoff = 3;
+        t.icsk.backoff = 3;
         t.rtt_sample(10_000);
-        assert_eq!(t.backoff, 0);
+        assert_eq!(t.icsk.backoff, 0);
     }
 
     #[test]
     fn backoff_caps_at_120s() {
         let mut t = tcb();
-        t.backoff = 10;
+        t.icsk.backoff = 10;
         assert_eq!(t.rto_backed_off(), TCP_RTO_MAX);
-        t.backoff = 2;
+        t.icsk.backoff = 2;
         assert_eq!(t.rto_backed_off(), Duration::from_secs(4));
     }
 
@@ -954,11 +963,11 @@ mod tests {
     #[test]
     fn rto_max_bounds_backoff_samples_and_model_timeout() {
         let mut t = tcb();
-        t.rto_max = Duration::from_secs(1);
-        t.backoff = 10;
+        t.icsk.rto_max = Duration::from_secs(1);
+        t.icsk.backoff = 10;
         assert_eq!(t.rto_backed_off(), Duration::from_secs(1));
         t.rtt_sample(900_000);
-        assert_eq!(t.rto, Duration::from_secs(1), "tcp_bound_rto");
+        assert_eq!(t.icsk.rto, Duration::from_secs(1), "tcp_bound_rto");
         // ilog2(1000 / 200) = 2: 200 ms x 7, then 1 s for each of the other 13.
         let m = model_timeout(15, TCP_RTO_MIN, Duration::from_secs(1));
         assert_eq!(m, Duration::from_millis(1_400 + 13_000));

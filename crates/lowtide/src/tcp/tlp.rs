@@ -47,7 +47,7 @@ impl Tcb {
         if rto_delta_us > 0 {
             timeout = timeout.min(Duration::from_micros(rto_delta_us as u64));
         }
-        self.pending = Some((Pending::LossProbe, ctx.now + timeout));
+        self.icsk.pending = Some((Pending::LossProbe, ctx.now + timeout));
         true
     }
 
@@ -73,7 +73,7 @@ impl Tcb {
         if self.tlp_high_seq.is_none() && self.loss_probe_xmit(ctx) {
             self.tlp_high_seq = Some(self.snd_nxt);
             ctx.mib.inc(Mib::TcpExtTCPLossProbes);
-            self.pending = None;
+            self.icsk.pending = None;
         }
         self.rearm_rto(ctx);
     }

@@ -190,7 +190,7 @@ impl Tcb {
         if ack != self.snd_una || self.may_update_window(ack, sp.seq, nwin) {
             return Some(Reject::Paws);
         }
-        let replay = (self.rto.as_millis() as u64 * 1200 / 1000) as i64;
+        let replay = (self.icsk.rto.as_millis() as u64 * 1200 / 1000) as i64;
         if self.ts_recent.wrapping_sub(tsval) as i32 as i64 > replay {
             return Some(Reject::Paws);
         }
@@ -324,7 +324,7 @@ mod tests {
         (t.rcv_nxt, t.rcv_wup, t.rcv_wnd) = (1001, 1001, 10_000);
         (t.snd_una, t.snd_nxt, t.snd_wl1, t.snd_wnd) = (1, 1, 1001, 65535);
         (t.ts_ok, t.sack_ok, t.ts_recent) = (true, true, 5000);
-        t.rto = Duration::from_millis(300);
+        t.icsk.rto = Duration::from_millis(300);
         t
     }
 

@@ -3,7 +3,7 @@
 //! fq_codel isolates a sparse flow; ECN marks instead of drops; fixed-size
 //! transfers end the run.
 
-use lowtide_sim::network::{run_text, NetResults};
+use lowtide_sim::network::{run_text, NetResults, QueueReport};
 use lowtide_sim::{LinkConfig, Scenario, Workload};
 
 /// a -- r -- b, the bottleneck at the router's egress towards b.
@@ -28,6 +28,14 @@ fn through_router(extra: &str) -> String {
         to = "b"
         "#
     )
+}
+
+/// The router's queue towards b (`r->b`), the bottleneck of [`through_router`].
+fn router_egress(r: &NetResults) -> &QueueReport {
+    r.queues
+        .iter()
+        .find(|q| q.name == "r->b")
+        .expect("queue r->b")
 }
 
 fn run(text: &str, sets: &[&str]) -> NetResults {
@@ -62,7 +70,7 @@ fn one_flow_through_a_router_matches_the_direct_link() {
     );
     let min_rtt = r.flows[0].min_rtt_ms;
     assert!((20.0..21.0).contains(&min_rtt), "{min_rtt}");
-    let q = r.queues.iter().find(|q| q.name == "r->b").unwrap();
+    let q = router_egress(&r);
     assert!(q.utilization > 0.9 && q.sojourn_ms > 10.0, "{q:?}");
 }
 
@@ -103,7 +111,7 @@ fn ecn_marks_at_the_router_instead_of_drops() {
         "hosts.b.sysctls.net.ipv4.tcp_ecn=1",
     ];
     let r = run(&through_router(""), &sets);
-    let q = r.queues.iter().find(|q| q.name == "r->b").unwrap();
+    let q = router_egress(&r);
     assert!(q.ce_marks > 0, "{q:?}");
     assert_eq!(r.flows[0].retrans, 0, "marks, no losses");
 }
@@ -150,7 +158,7 @@ fn tbf_shapes_a_router_egress_to_its_rate() {
     assert!(r.bytes_verified, "{:?}", r.failure);
     let g = r.flows[0].goodput_mbps;
     assert!((8.5..10.0).contains(&g), "{g}");
-    let q = r.queues.iter().find(|q| q.name == "r->b").unwrap();
+    let q = router_egress(&r);
     assert_eq!(q.qdisc, "tbf");
     // The queue is tbf's child bfifo: at most its limit (10 Mbit/s x 50 ms + 20 KB
     // = 82,980 bytes), so its delay stays near 50 ms or below.
@@ -177,7 +185,7 @@ fn cubic_with_ecn_through_a_red_step_marks_and_never_drops() {
         "run.duration=1s",
     ];
     let r = run(&through_router(""), &sets);
-    let q = r.queues.iter().find(|q| q.name == "r->b").unwrap();
+    let q = router_egress(&r);
     assert!(q.ce_marks > 100, "{q:?}");
     assert_eq!(q.drops, 0, "{q:?}");
     assert!(q.backlog_max_packets < 100, "{q:?}");

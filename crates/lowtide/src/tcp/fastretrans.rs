@@ -474,9 +474,14 @@ impl Tcb {
         };
     }
 
+    /// `tcp_in_cwnd_reduction`: CWR or Recovery, where PRR sets cwnd.
+    pub(crate) fn in_cwnd_reduction(&self) -> bool {
+        matches!(self.ca_state, CaState::Cwr | CaState::Recovery)
+    }
+
     /// `tcp_current_ssthresh`.
     pub(crate) fn current_ssthresh(&self) -> u32 {
-        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+        if self.in_cwnd_reduction() {
             self.cw.snd_ssthresh
         } else {
             let c = self.cw.snd_cwnd;
@@ -533,7 +538,7 @@ impl Tcb {
         });
         self.prior_ssthresh = 0;
         self.init_undo();
-        if !matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+        if !self.in_cwnd_reduction() {
             self.prior_ssthresh = self.current_ssthresh();
             self.init_cwnd_reduction();
         }

@@ -685,7 +685,7 @@ impl Tcb {
     /// "sent during the reduction" (RFC 6937), without which a reduction grows cwnd.
     pub(crate) fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
         let pcount = self.send_new_flagged(ctx, send_len, mss, 0);
-        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+        if self.in_cwnd_reduction() {
             self.prr_out += pcount;
         }
     }
@@ -794,7 +794,7 @@ impl Tcb {
                 pcount as u64,
             );
             // tcp_in_cwnd_reduction: CWR or Recovery.
-            if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            if self.in_cwnd_reduction() {
                 self.prr_out += pcount;
             }
             if Some(seq) == rtx_head && !matches!(self.icsk.pending, Some((Pending::ReoTimeout, _)))

@@ -74,7 +74,7 @@ fn veth(na: &NetNs, a: (&str, &str), nb: &NetNs, b: (&str, &str)) -> Result<(), 
 
 /// The E3 bottleneck on `dev`: htb (one class at `rate_bps`) with a pfifo of 1000
 /// packets under it (handle 10:).
-fn bottleneck(ns: &NetNs, dev: &str, rate_bps: u64) -> Result<(), String> {
+pub fn htb_pfifo(ns: &NetNs, dev: &str, rate_bps: u64) -> Result<(), String> {
     let r = format!("{rate_bps}bit");
     let tc = |args: &[&str]| {
         let mut v = vec!["tc"];
@@ -94,55 +94,31 @@ fn bottleneck(ns: &NetNs, dev: &str, rate_bps: u64) -> Result<(), String> {
 }
 
 /// A kernel sender and receiver in two namespaces with the E3 bottleneck (htb +
-/// pfifo) between them: on the sender's own device ([`Path::Local`], where TCP Small
-/// Queues counts its bytes), or on a router's device one hop away ([`Path::Routed`]:
-/// forwarded packets are no longer charged to the sender's socket, so TSQ does not
-/// limit that queue and only the congestion window does, as before TSQ).
+/// pfifo) on a router's device one hop away between them: forwarded packets are no
+/// longer charged to the sender's socket, so TCP Small Queues does not limit that
+/// queue and only the congestion window does, as before TSQ. (The bottleneck on the
+/// sender's own device is a [`super::tun::TunLink`] with [`htb_pfifo`] on its sender
+/// TUN: that path has the propagation delay veth cannot give.)
 pub struct Bottleneck {
     /// The sender's namespace.
     pub sender: NetNs,
     /// The receiver's namespace.
     pub receiver: NetNs,
-    /// The router's namespace, if routed.
-    pub router: Option<NetNs>,
-    /// The device with the bottleneck.
+    /// The router's namespace.
+    pub router: NetNs,
+    /// The device with the bottleneck (the router's, towards the receiver).
     pub dev: String,
     /// The receiver's address.
     pub receiver_addr: [u8; 4],
 }
 
-/// Where [`Bottleneck`]'s queue is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Path {
-    /// On the sender's device: sender 10.9.0.1/24, receiver 10.9.0.2/24.
-    Local,
-    /// On a router's device towards the receiver: sender 10.9.0.1/24 -> router
-    /// 10.9.0.254 / 10.9.1.254 -> receiver 10.9.1.2/24.
-    Routed,
-}
-
 impl Bottleneck {
-    /// Creates the namespaces, devices, routes and the bottleneck at `rate_bps`.
-    pub fn new(rate_bps: u64, path: Path) -> Result<Bottleneck, String> {
+    /// Sender 10.9.0.1/24 -> router 10.9.0.254 / 10.9.1.254 -> receiver 10.9.1.2/24,
+    /// with the bottleneck at `rate_bps` on the router's device towards the receiver.
+    pub fn routed(rate_bps: u64) -> Result<Bottleneck, String> {
         let sender = namespace("lts")?;
         let receiver = namespace("ltr")?;
         let (s_dev, r_dev) = (netns::unique_name("lv"), netns::unique_name("lw"));
-        if path == Path::Local {
-            veth(
-                &sender,
-                (&s_dev, "10.9.0.1/24"),
-                &receiver,
-                (&r_dev, "10.9.0.2/24"),
-            )?;
-            bottleneck(&sender, &s_dev, rate_bps)?;
-            return Ok(Bottleneck {
-                sender,
-                receiver,
-                router: None,
-                dev: s_dev,
-                receiver_addr: [10, 9, 0, 2],
-            });
-        }
         let router = namespace("ltg")?;
         let (g_in, g_out) = (netns::unique_name("lg"), netns::unique_name("lh"));
         veth(
@@ -166,11 +142,11 @@ impl Bottleneck {
             &["ip", "route", "add", "default", "via", "10.9.1.254"],
         )?;
         sysctl(&router, "net.ipv4.ip_forward", "1")?;
-        bottleneck(&router, &g_out, rate_bps)?;
+        htb_pfifo(&router, &g_out, rate_bps)?;
         Ok(Bottleneck {
             sender,
             receiver,
-            router: Some(router),
+            router,
             dev: g_out,
             receiver_addr: [10, 9, 1, 2],
         })
@@ -178,7 +154,7 @@ impl Bottleneck {
 
     /// The namespace of the bottleneck's device.
     pub fn queue_ns(&self) -> &NetNs {
-        self.router.as_ref().unwrap_or(&self.sender)
+        &self.router
     }
 }
 

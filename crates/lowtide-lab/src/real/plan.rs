@@ -31,6 +31,15 @@ fn path(rate_bps: u64, rtt_ns: u64, loss: f64) -> (PathConfig, PathConfig) {
     )
 }
 
+/// A path of `rtt_ns` propagation delay and no rate limit (no queue of its own).
+fn path_delay_only(rtt_ns: u64) -> (PathConfig, PathConfig) {
+    let base = PathConfig {
+        delay_ns: rtt_ns / 2,
+        ..PathConfig::default()
+    };
+    (base.clone(), base)
+}
+
 /// E4's path: seed 003's netem on the receiver's ingress, `delay 150ms 200us loss 1`:
 /// the data direction's delay uniform in its half of the RTT +- 200 us (may reorder),
 /// as the simulator's E4.
@@ -373,7 +382,7 @@ fn e3(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
         ] {
             say(quiet, &format!("e3 kernel {group} / {v}"));
             let mut r = record(Experiment::E3, Side::Kernel, &group, v, &params);
-            if let Err(e) = kernel_e3(&mut r, (rate, flows, secs), limit, routed) {
+            if let Err(e) = kernel_e3(&mut r, (rate, flows, secs), limit, routed, seed) {
                 r.error = Some(e);
             }
             runs.push(r);
@@ -381,28 +390,52 @@ fn e3(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
     }
 }
 
+/// The kernel's E3 run: `flows` CUBIC senders for `secs` into a 1000-packet pfifo
+/// under an htb at `rate`. Without `routed`, that queue is on the sender's own TUN
+/// device and the path beyond it is `lowtide link` with lowtide's E3 propagation
+/// delay (1 ms RTT, no rate limit): the same min_rtt as lowtide's runs, so
+/// tcp_tso_autosize sizes the same TSO packets (veth alone has no delay, and this
+/// kernel has no netem). With `routed`, the queue is on a router's device one hop
+/// away, behind veth pairs.
 fn kernel_e3(
     r: &mut RealRun,
     (rate, flows, secs): (u64, usize, u64),
     limit: Option<&str>,
     routed: bool,
+    seed: u64,
 ) -> Result<(), String> {
-    let path = match routed {
-        true => kernel::Path::Routed,
-        false => kernel::Path::Local,
+    let (pair, link);
+    let (sender, receiver, queue_ns, dev, to) = if routed {
+        pair = Bottleneck::routed(rate)?;
+        let to = SocketAddr::from((pair.receiver_addr, 5201));
+        (&pair.sender, &pair.receiver, &pair.router, &pair.dev, to)
+    } else {
+        link = TunLink::start(path_delay_only(MS), Offload::Full, seed)?;
+        kernel::htb_pfifo(&link.sender, &link.sender_dev, rate)?;
+        let to = SocketAddr::from((tun::LINK_RECEIVER, 5201));
+        (
+            &link.sender,
+            &link.receiver,
+            &link.sender,
+            &link.sender_dev,
+            to,
+        )
     };
-    let pair = Bottleneck::new(rate, path)?;
+    let path = match routed {
+        true => "veth, a router's htb + pfifo, no propagation delay",
+        false => "htb + pfifo on the sender's TUN (offload on), then lowtide link: 1 ms RTT",
+    };
+    r.params.push(("kernel path".into(), path.into()));
     if let Some(l) = limit {
-        set_sysctl(r, &pair.sender, "net.ipv4.tcp_limit_output_bytes", l)?;
+        set_sysctl(r, sender, "net.ipv4.tcp_limit_output_bytes", l)?;
     }
-    let used = kernel::read_sysctl(&pair.sender, "net.ipv4.tcp_limit_output_bytes")?;
+    let used = kernel::read_sysctl(sender, "net.ipv4.tcp_limit_output_bytes")?;
     r.params.push(("tcp_limit_output_bytes".into(), used));
-    let sink = kernel::sink(&pair.receiver, 5201, flows)?;
-    let sampler = Sampler::backlog(pair.queue_ns(), &pair.dev, "10:", Duration::from_millis(10))?;
-    let to = SocketAddr::from((pair.receiver_addr, 5201));
+    let sink = kernel::sink(receiver, 5201, flows)?;
+    let sampler = Sampler::backlog(queue_ns, dev, "10:", Duration::from_millis(10))?;
     // CUBIC, as the seed's bulk senders and lowtide's runs.
     let what = (Send::For(Duration::from_secs(secs)), "cubic");
-    let senders = kernel::senders(&pair.sender, to, flows, what, None)?;
+    let senders = kernel::senders(sender, to, flows, what, None)?;
     let mut longest = 0.0f64;
     for s in senders {
         let sent = s

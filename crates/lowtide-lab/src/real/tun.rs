@@ -360,6 +360,8 @@ pub struct TunLink {
     pub sender: NetNs,
     /// The receiver's namespace.
     pub receiver: NetNs,
+    /// The sender's TUN device (where a qdisc on the sender's egress goes).
+    pub sender_dev: String,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<Result<(), String>>>,
 }
@@ -378,6 +380,7 @@ impl TunLink {
         let receiver = kernel::namespace("lkb")?;
         let a = open_in(&sender, offload, Ipv4Addr::new(10, 10, 0, 1))?;
         let b = open_in(&receiver, offload, LINK_RECEIVER)?;
+        let sender_dev = a.name().to_owned();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::Builder::new()
@@ -392,6 +395,7 @@ impl TunLink {
         Ok(TunLink {
             sender,
             receiver,
+            sender_dev,
             stop,
             handle: Some(handle),
         })

@@ -677,17 +677,18 @@ fn notes(e: Experiment) -> Option<&'static str> {
             at 100 Mbit/s). The seed also capped the TSO size goal at half that limit (64 \
             KB, the GSO maximum anyway; not modeled). TSO autosizing (Linux 3.12, after the \
             seed) is on in all three. The seed does not say which RTT, windows or duration \
-            it used (1 ms, the defaults and 10 s here). Why the kernel column queues about \
-            10 ms at 100 Mbit/s where lowtide's B queues about 2 ms: the kernel's path (veth \
-            + htb, no delay) has a min_rtt below 512 us, so tcp_tso_autosize adds \
-            gso_max_size >> (min_rtt >> tcp_tso_rtt_log) = all of 64 KB to each TSO packet's \
-            goal and TSQ's 2 x truesize lets about 130 KB wait (10.5 ms at 100 Mbit/s); \
-            lowtide's path has 1 ms of propagation, min_rtt > 1,024 us, so the goal is 16 \
-            KB plus a millisecond at the pacing rate (about 15 segments) and the limit \
-            about 45 KB. Same rule, different path: lowtide's simulator on a 100 us path \
-            queues 10.5 ms too (docs/experiments/README.md, \"E3: seed 002's own \
-            rule, the send buffer, and the 100 Mbit/s gap\"). The \
-            kernel's path does not yet have the 1 ms (a stated limit)."
+            it used (1 ms, the defaults and 10 s here). The kernel column's A and B runs have lowtide's 1 ms too: \
+            their htb + pfifo sits on the kernel sender's TUN device and `lowtide link` \
+            beyond it adds the round trip (this kernel has no netem, and veth alone has no \
+            delay), so tcp_tso_autosize sees a min_rtt like lowtide's. It matters at 100 \
+            Mbit/s: on a path below 512 us tcp_tso_autosize adds all of gso_max_size >> \
+            (min_rtt >> tcp_tso_rtt_log) = 64 KB to each TSO packet's goal and TSQ's 2 x \
+            truesize lets about 130 KB wait (10.5 ms at 100 Mbit/s), as the kernel's runs \
+            over veth without delay did before 2026-12-02; at 1 ms the bonus is 32 KB \
+            (min_rtt below 1,024 us) or 16 KB, so the goal is that plus a millisecond at \
+            the pacing rate (docs/experiments/README.md, \"E3: seed 002's own rule, the \
+            send buffer, and the 100 Mbit/s gap\", has lowtide's simulator on a 100 us \
+            path, which queues 10.5 ms too)."
         }
         Experiment::E4 => {
             "In virtual time a walk costs nothing, so the sender's CPU is modeled \

@@ -63,6 +63,7 @@ pub const KEYS: &[&str] = &[
 ];
 
 /// Provenance being gathered: started before the runs, finished after them.
+#[derive(Debug, Clone)]
 pub struct Provenance {
     command: String,
     loadavg_before: Option<[f64; 3]>,
@@ -73,6 +74,9 @@ pub struct Provenance {
     started: Option<String>,
     /// For a merge: the shards' own provenance, in the order given.
     pub shards: Vec<Value>,
+    /// For a `--real` run added to an earlier real-path section: the provenance of
+    /// the runs it kept (oldest first), so every real-path figure names its run.
+    pub earlier: Vec<Value>,
 }
 
 impl Provenance {
@@ -84,6 +88,7 @@ impl Provenance {
             git: runtime_git(),
             started: utc_now(),
             shards: Vec::new(),
+            earlier: Vec::new(),
         }
     }
 
@@ -126,6 +131,9 @@ impl Provenance {
         if let (false, Some(obj)) = (self.shards.is_empty(), v.as_object_mut()) {
             obj.insert("shards".into(), Value::Array(self.shards.clone()));
         }
+        if let (false, Some(obj)) = (self.earlier.is_empty(), v.as_object_mut()) {
+            obj.insert("earlier".into(), Value::Array(self.earlier.clone()));
+        }
         v
     }
 }
@@ -161,7 +169,18 @@ pub fn non_default_sysctls<'a>(
 /// seeds by their Linux commit ids.
 pub fn report_section(md: &mut String, sim: Option<&Value>, real: Option<&Value>) {
     let _ = writeln!(md, "\n## Provenance\n");
-    for (what, p) in [("Simulator runs", sim), ("Real-path runs", real)] {
+    let earlier = (real
+        .and_then(|p| p["earlier"].as_array())
+        .into_iter()
+        .flatten())
+    .map(|p| {
+        (
+            "Real-path runs kept from an earlier run (the experiments not repeated)",
+            Some(p),
+        )
+    });
+    let all = [("Simulator runs", sim), ("Real-path runs", real)];
+    for (what, p) in all.into_iter().chain(earlier) {
         let Some(p) = p else { continue };
         let s = |k: &str| match &p[k] {
             Value::Null => "unknown".to_string(),

@@ -688,7 +688,9 @@ fn notes(e: Experiment) -> Option<&'static str> {
             (min_rtt below 1,024 us) or 16 KB, so the goal is that plus a millisecond at \
             the pacing rate (docs/experiments/README.md, \"E3: seed 002's own rule, the \
             send buffer, and the 100 Mbit/s gap\", has lowtide's simulator on a 100 us \
-            path, which queues 10.5 ms too)."
+            path, which queues 10.5 ms too). Measured on 2026-12-03: over this path the \
+            kernel's B at 100 Mbit/s queues 8.8 ms (10.0 over veth), twice lowtide's real \
+            path; why is not established (docs/experiments/README.md)."
         }
         Experiment::E4 => {
             "In virtual time a walk costs nothing, so the sender's CPU is modeled \
@@ -807,7 +809,7 @@ pub fn provenance_line(what: &str, p: &serde_json::Value) -> String {
         Some(false) => "",
         None => ", dirty flag unknown",
     };
-    format!(
+    let mut line = format!(
         "{what}: `lowtide {}` at commit {commit}{dirty} ({}), {} to {}, on {} ({} logical CPUs, Linux {}), load average {} before and {} after",
         s("command"),
         s("rustc"),
@@ -818,7 +820,14 @@ pub fn provenance_line(what: &str, p: &serde_json::Value) -> String {
         s("kernel"),
         s("loadavg_before"),
         s("loadavg_after"),
-    )
+    );
+    for e in p["earlier"].as_array().into_iter().flatten() {
+        line += &format!(
+            "; {} (kept from the earlier run this one was added to)",
+            provenance_line("the other real-path runs", e)
+        );
+    }
+    line
 }
 
 /// `lowtide experiment summary DIR`: what produced DIR/results.json and every seed
@@ -938,6 +947,28 @@ pub fn summary_text(file: &ResultsFile, out: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_real_run_added_to_an_earlier_one_names_both() {
+        let old =
+            serde_json::json!({"command": "experiment all --real", "commit": "04adc23b96ed0b3a"});
+        let new = serde_json::json!({
+            "command": "experiment e3 --real",
+            "commit": "a1174a43d634f100",
+            "earlier": [old],
+        });
+        let line = provenance_line("Real path", &new);
+        assert!(
+            line.starts_with("Real path: `lowtide experiment e3 --real` at commit a1174a43d634")
+        );
+        assert!(line.contains(
+            "the other real-path runs: `lowtide experiment all --real` at commit 04adc23b96ed"
+        ));
+        let mut md = String::new();
+        crate::provenance::report_section(&mut md, None, Some(&new));
+        assert!(md.contains("Real-path runs kept from an earlier run"));
+        assert!(md.contains("`lowtide experiment all --real`"));
+    }
 
     #[test]
     fn the_summary_shows_every_label_whole() {

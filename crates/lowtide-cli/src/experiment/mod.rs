@@ -268,6 +268,7 @@ fn run_calibrate(args: &ExperimentArgs) -> ExitCode {
 
 /// `--real`: the real-path runs, added to the simulator's results in OUT (if any).
 fn run_real(args: &ExperimentArgs, exps: &[Experiment], prov: &provenance::Provenance) -> ExitCode {
+    let mut prov = prov.clone();
     let missing = real::missing_privileges();
     if !missing.is_empty() {
         return usage_error(&format!("experiment --real: {}", missing.join("; ")));
@@ -297,6 +298,14 @@ fn run_real(args: &ExperimentArgs, exps: &[Experiment], prov: &provenance::Prove
     sim.experiments.sort();
     let real = match read_real(&args.out) {
         Some(mut old) => {
+            // The runs kept from the earlier section keep their provenance.
+            if let Some(mut p) = read_key(&args.out, REAL_PROVENANCE) {
+                let older = p.as_object_mut().and_then(|o| o.remove("earlier"));
+                prov.earlier = older
+                    .and_then(|v| v.as_array().cloned())
+                    .unwrap_or_default();
+                prov.earlier.push(p);
+            }
             old.update(fresh.clone());
             old
         }

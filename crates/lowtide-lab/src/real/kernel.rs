@@ -1,5 +1,6 @@
-//! The kernel's side of the real-path experiments: namespaces, veth pairs with an
-//! htb and pfifo bottleneck, per-namespace sysctls, kernel TCP senders and receivers
+//! The kernel's side of the real-path experiments: namespaces, an htb and pfifo
+//! bottleneck (on the sender's TUN device for E3's A and B, on a router's veth one
+//! hop away for R), per-namespace sysctls, kernel TCP senders and receivers
 //! run as threads inside a namespace, samplers (the qdisc's backlog with `tc -s -j`,
 //! socket memory with `ss -tm`) and the namespace's SNMP counters (what `nstat`
 //! reads).

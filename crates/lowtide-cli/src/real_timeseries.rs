@@ -102,6 +102,7 @@ impl Recorder {
                 dev_queue_bytes: rt.egress_queue_bytes(),
                 wakeups: infos.iter().map(|(_, i)| i.wakeups).sum(),
                 delivered_bytes: delivered,
+                cpu: None,
             });
             for (flow, i) in &infos {
                 // Below the socket: its bytes not yet completed by the device

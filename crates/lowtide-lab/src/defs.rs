@@ -172,6 +172,7 @@ impl Builder {
             params: r.params,
             scenario: r.sc,
             keep_series: r.keep_series,
+            timeseries_dir: None,
         });
     }
 

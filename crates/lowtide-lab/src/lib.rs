@@ -112,6 +112,9 @@ pub struct RunSpec {
     pub scenario: Scenario,
     /// Keep the host time series in the record.
     pub keep_series: bool,
+    /// Write the run's time series (host rows, and flow rows where the run samples
+    /// them) as CSV into this directory (`lowtide experiment --timeseries DIR`).
+    pub timeseries_dir: Option<std::path::PathBuf>,
 }
 
 impl RunSpec {
@@ -380,6 +383,27 @@ pub fn merge(parts: Vec<ResultsFile>, partial: bool) -> Result<ResultsFile, Merg
     Ok(file)
 }
 
+/// Writes a run's time series as DIR/eN-INDEX-host.csv (with host A's modeled CPU
+/// where the run models it) and, with flow rows, DIR/eN-INDEX-flows.csv. A file that
+/// cannot be written is said on stderr; the run's record does not depend on it.
+fn write_timeseries(
+    dir: &std::path::Path,
+    spec: &RunSpec,
+    ts: &lowtide_sim::timeseries::Timeseries,
+) {
+    let stem = format!("{}-{}", spec.experiment.name(), spec.index + 1);
+    let mut files = vec![(format!("{stem}-host.csv"), ts.host_csv())];
+    if !ts.flows.is_empty() {
+        files.push((format!("{stem}-flows.csv"), ts.flows_csv()));
+    }
+    for (name, text) in files {
+        let p = dir.join(name);
+        if let Err(e) = std::fs::write(&p, text) {
+            eprintln!("lowtide: --timeseries: {}: {e}", p.display());
+        }
+    }
+}
+
 /// Runs one spec to its record.
 pub fn run_one(spec: &RunSpec) -> RunRecord {
     let results = spec.scenario.run();
@@ -434,6 +458,9 @@ fn fill(rec: &mut RunRecord, spec: &RunSpec, r: &Results) {
         mean_in_flight: mean_in_flight(r),
         cpu: r.cpu,
     };
+    if let (Some(dir), Some(ts)) = (&spec.timeseries_dir, &r.timeseries) {
+        write_timeseries(dir, spec, ts);
+    }
     if spec.keep_series {
         if let Some(ts) = &r.timeseries {
             rec.series = ts.host.clone();

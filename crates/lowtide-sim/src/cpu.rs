@@ -249,6 +249,19 @@ impl CpuState {
         self.figures.busy_ns += ns;
     }
 
+    /// The state at `now_ns`, for the time series.
+    pub fn sample(&self, now_ns: u64) -> crate::timeseries::CpuSample {
+        let oldest = self
+            .backlog
+            .front()
+            .map_or(0, |&(t, _)| now_ns.saturating_sub(t));
+        crate::timeseries::CpuSample {
+            busy_ns: self.figures.busy_ns,
+            backlog_packets: self.backlog.len() as u64,
+            backlog_oldest_wait_us: oldest / 1_000,
+        }
+    }
+
     /// The figures over a run of `duration_ns`.
     pub fn result(&self, duration_ns: u64) -> CpuFigures {
         let mut f = self.figures;

@@ -34,6 +34,20 @@ pub struct HostSample {
     pub wakeups: u64,
     /// Bytes the receivers have read so far (all flows).
     pub delivered_bytes: u64,
+    /// Host A's modeled CPU ([`crate::cpu`]), in runs that model it (E4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuSample>,
+}
+
+/// Host A's modeled CPU at one grid point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuSample {
+    /// CPU time charged so far (ns): packets processed in and sent out.
+    pub busy_ns: u64,
+    /// Packets received and waiting in the socket backlog for the CPU.
+    pub backlog_packets: u64,
+    /// How long the oldest of them has waited (µs; 0 with an empty backlog).
+    pub backlog_oldest_wait_us: u64,
 }
 
 /// One flow's sender at one grid point (`ss -ti` names).
@@ -197,12 +211,17 @@ impl Grid {
 impl Timeseries {
     /// The host rows as CSV (header first).
     pub fn host_csv(&self) -> String {
+        let cpu = self.host.iter().any(|r| r.cpu.is_some());
         let mut s = String::from(
-            "time_s,tcp_mem_pages,wmem_queued,dev_queue_bytes,wakeups,delivered_bytes\n",
+            "time_s,tcp_mem_pages,wmem_queued,dev_queue_bytes,wakeups,delivered_bytes",
         );
+        if cpu {
+            s += ",cpu_busy_ns,cpu_backlog_packets,cpu_backlog_oldest_wait_us";
+        }
+        s += "\n";
         for r in &self.host {
             s += &format!(
-                "{:.6},{},{},{},{},{}\n",
+                "{:.6},{},{},{},{},{}",
                 r.time_us as f64 / 1e6,
                 r.tcp_mem_pages,
                 r.wmem_queued,
@@ -210,6 +229,18 @@ impl Timeseries {
                 r.wakeups,
                 r.delivered_bytes
             );
+            if cpu {
+                let c = r.cpu.unwrap_or(CpuSample {
+                    busy_ns: 0,
+                    backlog_packets: 0,
+                    backlog_oldest_wait_us: 0,
+                });
+                s += &format!(
+                    ",{},{},{}",
+                    c.busy_ns, c.backlog_packets, c.backlog_oldest_wait_us
+                );
+            }
+            s += "\n";
         }
         s
     }
@@ -261,6 +292,40 @@ impl Timeseries {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_csv_has_cpu_columns_only_when_the_cpu_is_modeled() {
+        let row = |cpu| HostSample {
+            time_us: 100_000,
+            tcp_mem_pages: 1,
+            wmem_queued: 2,
+            dev_queue_bytes: 3,
+            wakeups: 4,
+            delivered_bytes: 5,
+            cpu,
+        };
+        let mut ts = Timeseries {
+            host: vec![row(None)],
+            ..Timeseries::default()
+        };
+        assert_eq!(ts.host_csv().lines().nth(1), Some("0.100000,1,2,3,4,5"));
+        assert!(!ts.host_csv().contains("cpu_"));
+        let cpu = CpuSample {
+            busy_ns: 7,
+            backlog_packets: 8,
+            backlog_oldest_wait_us: 9,
+        };
+        ts.host = vec![row(Some(cpu))];
+        let csv = ts.host_csv();
+        assert!(csv.starts_with(
+            "time_s,tcp_mem_pages,wmem_queued,dev_queue_bytes,wakeups,delivered_bytes,\
+             cpu_busy_ns,cpu_backlog_packets,cpu_backlog_oldest_wait_us\n"
+        ));
+        assert_eq!(csv.lines().nth(1), Some("0.100000,1,2,3,4,5,7,8,9"));
+        // A run without the model serializes as before (determinism references).
+        let json = serde_json::to_string(&row(None)).unwrap_or_default();
+        assert!(!json.contains("cpu"));
+    }
 
     #[test]
     fn grid_yields_each_point_once() {

@@ -325,6 +325,7 @@ impl World {
                 .iter()
                 .map(|f| f.receiver.verifier.received())
                 .sum(),
+            cpu: self.cpu.as_ref().map(|c| c.sample(t)),
         };
         let rows: Vec<HostSample> = points.iter().map(|&t| host(t)).collect();
         let flows: Vec<FlowSample> = match per_flow {

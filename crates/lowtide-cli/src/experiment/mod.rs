@@ -83,6 +83,12 @@ pub struct ExperimentArgs {
     /// pair per setting), checks not applied.
     #[arg(long, conflicts_with_all = ["shard", "real"])]
     sensitivity: bool,
+    /// Writes each simulator run's time series as CSV into DIR: DIR/eN-INDEX-host.csv
+    /// (host A; E4 adds its modeled CPU: busy time, backlog, the oldest ACK's wait)
+    /// and DIR/eN-INDEX-flows.csv where the run samples its flows (E4: every 100 ms).
+    /// INDEX is the run's place in the plan, as --shard I/1000 numbers it.
+    #[arg(long, value_name = "DIR", conflicts_with = "real")]
+    timeseries: Option<PathBuf>,
 }
 
 /// `--shard I/N` (1 <= I <= N), as `experiment` and `sim sweep` take it.
@@ -170,8 +176,14 @@ pub fn run(args: &ExperimentArgs) -> ExitCode {
         Some(s) => all.into_iter().filter(|r| s.contains(r.index)).collect(),
         None => all,
     };
+    if let Some(d) = &args.timeseries {
+        if let Err(e) = std::fs::create_dir_all(d) {
+            return usage_error(&format!("--timeseries: {}: {e}", d.display()));
+        }
+    }
     for s in &mut specs {
         s.scenario.payload = args.payload;
+        s.timeseries_dir = args.timeseries.clone();
     }
     let show = crate::progress::wanted(args.json, args.quiet);
     let sink: Arc<dyn ProgressSink> = match show {

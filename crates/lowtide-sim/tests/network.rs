@@ -166,6 +166,57 @@ fn tbf_shapes_a_router_egress_to_its_rate() {
     assert!(q.drops > 0 && q.utilization < 0.15, "{q:?}");
 }
 
+/// htb on a router's egress (issue 22): two senders through a 100 Mbit/s link
+/// shaped to a root of 20 Mbit/s, `a`'s packets steered to class 1:10 (rate 15,
+/// ceil 20 Mbit/s) by a `src` filter, `c`'s to the default 1:20 (rate 5, ceil 20).
+/// Both busy, each gets its rate (they sum to the root's); alone, a class borrows
+/// up to its ceil; with its ceil at its rate, it does not.
+#[test]
+fn htb_gives_each_class_its_rate_and_lends_the_rest() {
+    let text = r#"
+        [run]
+        duration = "4s"
+        [hosts.a]
+        [hosts.b]
+        [hosts.c]
+        [routers.r]
+        [links.la]
+        between = ["a", "r"]
+        [links.lc]
+        between = ["c", "r"]
+        [links.down]
+        between = ["r", "b"]
+        rate = "100mbit"
+        delay = "5ms"
+        forward = { queue = "htb,rate=20mbit,default=20,class=10:rate=15mbit:ceil=20mbit:src=a,class=20:rate=5mbit:ceil=20mbit" }
+        [flows.fa]
+        from = "a"
+        to = "b"
+        [flows.fc]
+        from = "c"
+        to = "b"
+    "#;
+    let goodput = |text: &str, sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let r = run_text(text, false, &sets).unwrap();
+        assert!(r.bytes_verified, "{:?}", r.failure);
+        let q = r.queues.iter().find(|q| q.name == "r->b").unwrap();
+        assert_eq!(q.qdisc, "htb");
+        let g: Vec<f64> = r.flows.iter().map(|f| f.goodput_mbps).collect();
+        g
+    };
+    let g = goodput(text, &[]);
+    assert!((13.5..15.2).contains(&g[0]), "{g:?}");
+    assert!((4.2..5.2).contains(&g[1]), "{g:?}");
+    // a alone: it borrows up to its ceil; with its ceil at its rate, it does not.
+    let alone = &text[..text.find("[flows.fc]").unwrap()];
+    let g = goodput(alone, &[]);
+    assert!((17.5..20.2).contains(&g[0]), "{g:?}");
+    let capped = "links.down.forward.queue=htb,rate=20mbit,default=20,class=10:rate=15mbit:src=a,class=20:rate=5mbit";
+    let g = goodput(alone, &[capped]);
+    assert!((13.0..15.2).contains(&g[0]), "{g:?}");
+}
+
 /// CUBIC with ECN through RED marking at a step (`min = max`, `ecn`): RED marks
 /// the ECT data CE instead of dropping it, each ECE starts one CWR reduction
 /// (PRR, counting the new data sent), and the queue stays near the step, far from

@@ -4,7 +4,7 @@
 
 use super::check::Check;
 use super::schema::{duration_ns, rate_bps, sysctl_pairs, DirSpec, LinkSpec, ScenarioFile};
-use crate::qdisc::QdiscSpec;
+use crate::qdisc::{HostAddr, QdiscSpec};
 use lowtide::Config;
 use lowtide_link::LinkConfig;
 use std::collections::{BTreeMap, VecDeque};
@@ -128,8 +128,16 @@ impl Topology {
             .map(|(i, n)| (n.name.as_str(), i))
             .collect();
         let mut ports = Vec::new();
+        let host_addr = |name: &str| {
+            let n = &nodes[*index.get(name)?];
+            match n.kind {
+                NodeKind::Host { addr, .. } => Some(addr),
+                NodeKind::Router => None,
+            }
+        };
         for (name, l) in &f.links {
-            ports.extend(link_ports(l, &index).map_err(|e| format!("links.{name}: {e}"))?);
+            let p = link_ports(l, &index, &host_addr).map_err(|e| format!("links.{name}: {e}"))?;
+            ports.extend(p);
         }
         let hosts = (nodes.iter())
             .filter(|n| matches!(n.kind, NodeKind::Host { .. }))
@@ -245,14 +253,18 @@ fn nodes(f: &ScenarioFile) -> Result<Vec<NodeDef>, String> {
 }
 
 /// The two ports of link `l`.
-fn link_ports(l: &LinkSpec, index: &BTreeMap<&str, usize>) -> Result<[PortDef; 2], String> {
+fn link_ports(
+    l: &LinkSpec,
+    index: &BTreeMap<&str, usize>,
+    hosts: HostAddr,
+) -> Result<[PortDef; 2], String> {
     let node = |n: &str| index.get(n).copied().ok_or(format!("{n}: no such node"));
     let (a, b) = (node(&l.between[0])?, node(&l.between[1])?);
     if a == b {
         return Err("a link joins two different nodes".into());
     }
     let port = |src: usize, dst: usize, over: &DirSpec, dir: &str| -> Result<PortDef, String> {
-        let (link, queue) = dir_config(&l.both, over).map_err(|e| format!("{dir}: {e}"))?;
+        let (link, queue) = dir_config(&l.both, over, hosts).map_err(|e| format!("{dir}: {e}"))?;
         let names = [&l.between[0], &l.between[1]];
         let (s, d) = if src == a {
             (names[0], names[1])
@@ -274,8 +286,13 @@ fn link_ports(l: &LinkSpec, index: &BTreeMap<&str, usize>) -> Result<[PortDef; 2
 }
 
 /// One direction's link settings and queue: `over`'s, else `both`'s, else the
-/// defaults (1 Gbit/s, no delay, no impairment, `pfifo_fast`).
-fn dir_config(both: &DirSpec, over: &DirSpec) -> Result<(LinkConfig, QdiscSpec), String> {
+/// defaults (1 Gbit/s, no delay, no impairment, `pfifo_fast`); a queue's filters
+/// may name `hosts`.
+fn dir_config(
+    both: &DirSpec,
+    over: &DirSpec,
+    hosts: HostAddr,
+) -> Result<(LinkConfig, QdiscSpec), String> {
     let pick_s = |a: &Option<String>, b: &Option<String>| a.clone().or_else(|| b.clone());
     let pick_f = |a: Option<f64>, b: Option<f64>| a.or(b);
     let rate = match pick_s(&over.rate, &both.rate) {
@@ -305,7 +322,7 @@ fn dir_config(both: &DirSpec, over: &DirSpec) -> Result<(LinkConfig, QdiscSpec),
         corrupt: prob("corrupt", pick_f(over.corrupt, both.corrupt))?,
     };
     let queue = match pick_s(&over.queue, &both.queue) {
-        Some(q) => QdiscSpec::parse(&q).map_err(|e| format!("queue: {e}"))?,
+        Some(q) => QdiscSpec::parse_with(&q, hosts).map_err(|e| format!("queue: {e}"))?,
         None => QdiscSpec::PfifoFast,
     };
     Ok((link, queue))

@@ -1,6 +1,6 @@
 //! Linux's queueing disciplines (net/sched/), for a device's transmit queue in the
 //! simulator: [`fifo`] (pfifo, bfifo, and pfifo_fast as it treats TCP),
-//! [`codel`], [`fq_codel`], [`fq`], [`red`] and [`tbf`].
+//! [`codel`], [`fq_codel`], [`fq`], [`red`], [`tbf`] and [`htb`].
 //!
 //! Each implements [`Qdisc`]: `enqueue` with the time and the packet's flow
 //! identity ([`Skb`]: its socket, its flow hash, its earliest departure time),
@@ -21,12 +21,13 @@ pub mod codel;
 pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
+pub mod htb;
 pub mod red;
 mod spec;
 pub mod tbf;
 
 use lowtide::Transmit;
-pub use spec::QdiscSpec;
+pub use spec::{HostAddr, QdiscSpec};
 
 /// What a queue holds: anything with an IP length and an ECN field.
 pub trait QueueItem {
@@ -37,6 +38,11 @@ pub trait QueueItem {
     fn mark_ce(&mut self) -> bool;
     /// The two ECN bits of the IP header (0 if it is not an IP packet).
     fn ecn(&self) -> u8;
+    /// The bytes from the IP header on, at least the IP header (for classifiers
+    /// that match addresses, as htb's filters); empty if there is none.
+    fn ip_head(&self) -> &[u8] {
+        &[]
+    }
     /// Memory the packet takes (`skb->truesize`), for fq_codel's `memory_limit`;
     /// by default its IP length (the engine keeps its skbs' truesize to itself).
     fn truesize(&self) -> usize {
@@ -63,6 +69,9 @@ impl QueueItem for Transmit {
     fn ecn(&self) -> u8 {
         ecn_of(&self.packet)
     }
+    fn ip_head(&self) -> &[u8] {
+        &self.packet
+    }
 }
 
 impl QueueItem for Vec<u8> {
@@ -74,6 +83,9 @@ impl QueueItem for Vec<u8> {
     }
     fn ecn(&self) -> u8 {
         ecn_of(self)
+    }
+    fn ip_head(&self) -> &[u8] {
+        self
     }
 }
 
@@ -87,6 +99,9 @@ impl QueueItem for lowtide_link::WireSeg {
     }
     fn ecn(&self) -> u8 {
         ecn_of(&self.head)
+    }
+    fn ip_head(&self) -> &[u8] {
+        &self.head
     }
 }
 

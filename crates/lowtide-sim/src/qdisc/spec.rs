@@ -5,6 +5,7 @@ use super::codel::{Codel, CodelConfig, CodelParams};
 use super::fifo::Fifo;
 use super::fq::{Fq, FqConfig};
 use super::fq_codel::{FqCodel, FqCodelConfig};
+use super::htb::{Htb, HtbClassConfig, HtbConfig, HtbMatch};
 use super::red::{Red, RedConfig};
 use super::tbf::{Tbf, TbfConfig};
 use super::{Qdisc, QueueItem};
@@ -28,7 +29,12 @@ pub enum QdiscSpec {
     Red(RedConfig, Option<u64>),
     /// `tbf` (`latency`, if given instead of `limit`: ns), resolved at build.
     Tbf(TbfConfig, Option<u64>),
+    /// `htb`: its root class 1:1 and leaves (see [`QdiscSpec::parse_with`]).
+    Htb(HtbConfig),
 }
+
+/// A host name's address, for htb's `src=`/`dst=` filters.
+pub type HostAddr<'a> = &'a dyn Fn(&str) -> Option<std::net::IpAddr>;
 
 /// The names [`QdiscSpec::parse`] takes.
 pub const QDISC_NAMES: &[&str] = &[
@@ -40,6 +46,7 @@ pub const QDISC_NAMES: &[&str] = &[
     "fq",
     "red",
     "tbf",
+    "htb",
 ];
 
 impl QdiscSpec {
@@ -53,6 +60,17 @@ impl QdiscSpec {
     /// tc), sizes `b`, `kb`, `mb` (bare: bytes), rates `bit`, `kbit`, `mbit`, `gbit`
     /// (bare: bit/s); flags `1`/`0`, `on`/`off`.
     pub fn parse(s: &str) -> Result<QdiscSpec, String> {
+        QdiscSpec::parse_with(s, &|_| None)
+    }
+
+    /// [`QdiscSpec::parse`], with `hosts` naming the addresses htb's filters may
+    /// give by host name. htb is written `htb,rate=R[,ceil=C][,burst=B][,cburst=CB]
+    /// [,default=MINOR][,r2q=N][,direct_qlen=N],class=MINOR:rate=R[:ceil=C]
+    /// [:burst=B][:cburst=CB][:prio=P][:quantum=Q][:limit=N][:src=HOST][:dst=HOST],...`:
+    /// the qdisc's own rate, ceil and bursts are its root class 1:1's, each
+    /// `class` a leaf 1:MINOR under it (`src`/`dst`: a `u32 match ip src|dst`
+    /// filter to it, an address or a host's name).
+    pub fn parse_with(s: &str, hosts: HostAddr) -> Result<QdiscSpec, String> {
         let mut parts = s.split(',').map(str::trim);
         let name = parts.next().unwrap_or_default();
         let mut spec = match name {
@@ -63,6 +81,13 @@ impl QdiscSpec {
             "fq_codel" => QdiscSpec::FqCodel(FqCodelConfig::default(), None),
             "fq" => QdiscSpec::Fq(FqConfig::default(), None, None),
             "red" => QdiscSpec::Red(RedConfig::with_limit(0), None),
+            "htb" => QdiscSpec::Htb(HtbConfig {
+                root: HtbClassConfig::new(1, 0),
+                leaves: Vec::new(),
+                default: 0,
+                r2q: 10,
+                direct_qlen: 0,
+            }),
             "tbf" => QdiscSpec::Tbf(
                 TbfConfig {
                     rate: 0,
@@ -84,8 +109,11 @@ impl QdiscSpec {
             let (k, v) = p
                 .split_once('=')
                 .ok_or_else(|| format!("{p}: PARAM=VALUE expected"))?;
-            spec.set(k.trim(), v.trim())
+            spec.set(k.trim(), v.trim(), hosts)
                 .map_err(|e| format!("{name} {k}: {e}"))?;
+        }
+        if let QdiscSpec::Htb(c) = &spec {
+            c.check().map_err(|e| format!("htb: {e}"))?;
         }
         if let QdiscSpec::Tbf(c, latency) = &mut spec {
             *c = c.resolve(*latency).map_err(|e| format!("tbf: {e}"))?;
@@ -105,10 +133,11 @@ impl QdiscSpec {
             QdiscSpec::Fq(..) => "fq",
             QdiscSpec::Red(..) => "red",
             QdiscSpec::Tbf(..) => "tbf",
+            QdiscSpec::Htb(..) => "htb",
         }
     }
 
-    fn set(&mut self, k: &str, v: &str) -> Result<(), String> {
+    fn set(&mut self, k: &str, v: &str, hosts: HostAddr) -> Result<(), String> {
         match self {
             QdiscSpec::PfifoFast => return Err("pfifo_fast takes no parameters".into()),
             QdiscSpec::Pfifo(l) if k == "limit" => *l = Some(num(v)? as u32),
@@ -135,6 +164,7 @@ impl QdiscSpec {
                 "mtu" | "minburst" => c.mtu = size(v)?,
                 _ => return Err("unknown parameter".into()),
             },
+            QdiscSpec::Htb(c) => return set_htb(c, k, v, hosts),
         }
         Ok(())
     }
@@ -181,6 +211,7 @@ impl QdiscSpec {
                 seed,
             )),
             QdiscSpec::Tbf(c, _) => Box::new(Tbf::new(*c)),
+            QdiscSpec::Htb(c) => Box::new(Htb::new(c, txqueuelen)),
         }
     }
 }
@@ -247,6 +278,54 @@ fn set_fq(
         _ => return Err("unknown parameter".into()),
     }
     Ok(())
+}
+
+fn set_htb(c: &mut HtbConfig, k: &str, v: &str, hosts: HostAddr) -> Result<(), String> {
+    match k {
+        "default" => c.default = hex_minor(v)?,
+        "r2q" => c.r2q = num(v)?.max(1) as u32,
+        "direct_qlen" => c.direct_qlen = num(v)? as u32,
+        "class" => {
+            let mut parts = v.split(':');
+            let minor = hex_minor(parts.next().unwrap_or_default())?;
+            let mut leaf = HtbClassConfig::new(minor, 0);
+            for p in parts {
+                let (k, v) = p.split_once('=').ok_or("class=MINOR:PARAM=VALUE:...")?;
+                set_htb_class(&mut leaf, k.trim(), v.trim(), hosts)
+                    .map_err(|e| format!("{minor:x} {k}: {e}"))?;
+            }
+            c.leaves.push(leaf);
+        }
+        _ => return set_htb_class(&mut c.root, k, v, hosts),
+    }
+    Ok(())
+}
+
+/// A class's parameters (`tc class add ... htb`).
+fn set_htb_class(c: &mut HtbClassConfig, k: &str, v: &str, hosts: HostAddr) -> Result<(), String> {
+    let addr = |v: &str| {
+        (v.parse().ok())
+            .or_else(|| hosts(v))
+            .ok_or_else(|| format!("{v}: not an address or a host"))
+    };
+    match k {
+        "rate" => c.rate = rate(v)? / 8,
+        "ceil" => c.ceil = rate(v)? / 8,
+        "burst" | "buffer" | "maxburst" => c.burst = size(v)?,
+        "cburst" | "cbuffer" | "cmaxburst" => c.cburst = size(v)?,
+        "prio" => c.prio = (num(v)?.min(7)) as u8,
+        "quantum" => c.quantum = num(v)? as u32,
+        "limit" => c.limit = num(v)? as u32,
+        "src" => c.filters.push(HtbMatch::Src(addr(v)?)),
+        "dst" => c.filters.push(HtbMatch::Dst(addr(v)?)),
+        _ => return Err("unknown parameter".into()),
+    }
+    Ok(())
+}
+
+/// A classid's minor, in hex as tc writes it (`1:10` is minor 0x10).
+fn hex_minor(v: &str) -> Result<u16, String> {
+    u16::from_str_radix(v.trim(), 16).map_err(|_| format!("{v}: a class minor in hex"))
 }
 
 fn set_red(c: &mut RedConfig, limit: &mut Option<u64>, k: &str, v: &str) -> Result<(), String> {

@@ -144,8 +144,8 @@ impl Stack {
                         retransmits: t.icsk.retransmits as u32,
                         probes_out: t.icsk.probes_out as u32,
                         rto: clock_t(t.rto_backed_off()),
-                        ato: clock_t(t.ato),
-                        quick_pingpong: (t.quick << 1) | t.in_pingpong_mode(&self.cfg) as u32,
+                        ato: clock_t(t.ack.ato),
+                        quick_pingpong: (t.ack.quick << 1) | t.in_pingpong_mode(&self.cfg) as u32,
                         cwnd: cw.snd_cwnd,
                         ssthresh: match cw.snd_ssthresh >= crate::tcp::cong::INFINITE_SSTHRESH {
                             true => -1,

@@ -28,18 +28,18 @@ impl Tcb {
     /// from the gap since the previous in-order data, which `icsk_ack.lrcvtime`
     /// (tcpi_last_data_recv) records; no other segment moves it.
     pub(crate) fn event_data_recv(&mut self, now: Instant) {
-        let prev = core::mem::replace(&mut self.lrcvtime, now);
-        if self.ato.is_zero() {
+        let prev = core::mem::replace(&mut self.ack.lrcvtime, now);
+        if self.ack.ato.is_zero() {
             // The first data: quick ACKs for slow start (tcp_incr_quickack).
             self.incr_quickack(TCP_MAX_QUICKACKS);
-            self.ato = TCP_ATO_MIN;
+            self.ack.ato = TCP_ATO_MIN;
             return;
         }
         let m = now.saturating_since(prev);
         if m <= TCP_ATO_MIN / 2 {
-            self.ato = self.ato / 2 + TCP_ATO_MIN / 2;
-        } else if m < self.ato {
-            self.ato = (self.ato / 2 + m).min(self.icsk.rto);
+            self.ack.ato = self.ack.ato / 2 + TCP_ATO_MIN / 2;
+        } else if m < self.ack.ato {
+            self.ack.ato = (self.ack.ato / 2 + m).min(self.icsk.rto);
         } else if m > self.icsk.rto {
             // "Too long gap": the sender failed to restart its window; ACK quickly.
             self.incr_quickack(TCP_MAX_QUICKACKS);
@@ -61,16 +61,16 @@ impl Tcb {
             || (with_header >= TCP_MIN_MSS as usize + 20 && th.flags.0 & remnant == 0)
         {
             let len = with_header.saturating_sub(self.tcp_header_len()) as u32;
-            self.last_seg_size = len;
+            self.ack.last_seg_size = len;
             if len == lss {
-                self.rcv_mss = len;
+                self.ack.rcv_mss = len;
                 return;
             }
         }
-        if self.ack_pushed & ICSK_ACK_PUSHED != 0 {
-            self.ack_pushed |= ICSK_ACK_PUSHED2;
+        if self.ack.pushed & ICSK_ACK_PUSHED != 0 {
+            self.ack.pushed |= ICSK_ACK_PUSHED2;
         }
-        self.ack_pushed |= ICSK_ACK_PUSHED;
+        self.ack.pushed |= ICSK_ACK_PUSHED;
     }
 
     /// `tp->tcp_header_len`: the TCP header of our segments without SACK blocks.
@@ -83,55 +83,55 @@ impl Tcb {
     /// tcp_input.c left to the reader), or the read drained everything after a
     /// pushed segment (`ICSK_ACK_PUSHED2`, or `ICSK_ACK_PUSHED` outside pingpong).
     pub(crate) fn read_needs_ack(&self, cfg: &Config, copied: usize) -> bool {
-        if !self.ack_pending {
+        if !self.ack.pending {
             return false;
         }
         let drained = self.rcv_queue.is_empty() && self.ofo.is_empty();
-        let pushed = self.ack_pushed & ICSK_ACK_PUSHED2 != 0
-            || (self.ack_pushed & ICSK_ACK_PUSHED != 0 && !self.in_pingpong_mode(cfg));
-        self.rcv_nxt - self.rcv_wup > self.rcv_mss as u64 || (copied > 0 && pushed && drained)
+        let pushed = self.ack.pushed & ICSK_ACK_PUSHED2 != 0
+            || (self.ack.pushed & ICSK_ACK_PUSHED != 0 && !self.in_pingpong_mode(cfg));
+        self.rcv_nxt - self.rcv_wup > self.ack.rcv_mss as u64 || (copied > 0 && pushed && drained)
     }
 
     /// `tcp_incr_quickack`: up to `max` quick ACKs, as many as half the window in
     /// segments (at least 2).
     fn incr_quickack(&mut self, max: u32) {
-        let quickacks = match self.rcv_wnd / (2 * self.rcv_mss.max(1)) {
+        let quickacks = match self.rcv_wnd / (2 * self.ack.rcv_mss.max(1)) {
             0 => 2,
             n => n,
         };
-        self.quick = self.quick.max(quickacks.min(max));
+        self.ack.quick = self.ack.quick.max(quickacks.min(max));
     }
 
     /// `tcp_enter_quickack_mode`: quick ACKs, out of pingpong mode, `ato` back to
     /// its minimum (a duplicate or out-of-window segment arrived).
     pub(crate) fn enter_quickack_mode(&mut self, max: u32) {
         self.incr_quickack(max);
-        self.pingpong = 0;
-        self.ato = TCP_ATO_MIN;
+        self.ack.pingpong = 0;
+        self.ack.ato = TCP_ATO_MIN;
     }
 
     /// `inet_csk_in_pingpong_mode`: at least `net.ipv4.tcp_pingpong_thresh`
     /// replies (read at every use, as Linux 6.x does).
     pub(crate) fn in_pingpong_mode(&self, cfg: &Config) -> bool {
-        self.pingpong >= cfg.tcp_pingpong_thresh
+        self.ack.pingpong >= cfg.tcp_pingpong_thresh
     }
 
     /// `inet_csk_enter_pingpong_mode`: the count set to the threshold.
     pub(crate) fn enter_pingpong_mode(&mut self, cfg: &Config) {
-        self.pingpong = cfg.tcp_pingpong_thresh;
+        self.ack.pingpong = cfg.tcp_pingpong_thresh;
     }
 
     /// `tcp_in_quickack_mode`: the route says `quickack`, or quick ACKs are left
     /// and not in pingpong mode.
     pub(crate) fn in_quickack_mode(&self, cfg: &Config) -> bool {
-        self.dst_quick_ack || (self.quick > 0 && !self.in_pingpong_mode(cfg))
+        self.ack.dst_quick_ack || (self.ack.quick > 0 && !self.in_pingpong_mode(cfg))
     }
 
     /// `tcp_event_data_sent`: data sent within `ato` of the last receipt is a reply
     /// (`inet_csk_inc_pingpong_cnt`, up to 255).
     pub(crate) fn event_data_sent(&mut self, now: Instant) {
-        if now.saturating_since(self.lrcvtime) < self.ato {
-            self.pingpong = self.pingpong.saturating_add(1);
+        if now.saturating_since(self.ack.lrcvtime) < self.ack.ato {
+            self.ack.pingpong = self.ack.pingpong.saturating_add(1);
         }
     }
 
@@ -143,30 +143,30 @@ impl Tcb {
     pub(crate) fn send_delayed_ack(&mut self, ctx: &mut super::Ctx) {
         let ato = self.delack_timeout(ctx.cfg);
         let mut timeout = ctx.now + ato;
-        if let Some(pending) = self.delack_at {
+        if let Some(pending) = self.ack.timeout {
             // "If delack timer is about to expire, send ACK now."
             if pending <= ctx.now + ato / 4 {
                 return self.send_ack(ctx);
             }
             timeout = timeout.min(pending);
         }
-        self.ack_pending = true;
-        self.delack_at = Some(timeout);
+        self.ack.pending = true;
+        self.ack.timeout = Some(timeout);
     }
 
     /// `tcp_dec_quickack_mode` (from `tcp_event_ack_sent`, for every segment sent):
     /// only a segment carrying an ACK that was owed (`inet_csk_ack_scheduled`) uses
     /// a quick ACK; using the last one deflates `ato` to `TCP_ATO_MIN`.
     pub(crate) fn dec_quickack_mode(&mut self) {
-        if self.quick == 0 {
+        if self.ack.quick == 0 {
             return;
         }
-        let pkts = self.ack_pending as u32;
-        if pkts >= self.quick {
-            self.quick = 0;
-            self.ato = TCP_ATO_MIN;
+        let pkts = self.ack.pending as u32;
+        if pkts >= self.ack.quick {
+            self.ack.quick = 0;
+            self.ack.ato = TCP_ATO_MIN;
         } else {
-            self.quick -= pkts;
+            self.ack.quick -= pkts;
         }
     }
 
@@ -184,9 +184,9 @@ impl Tcb {
     /// a push), never more than `tcp_delack_max`.
     pub(crate) fn delack_timeout(&self, cfg: &Config) -> Duration {
         let delack_max = self.delack_max();
-        let mut ato = self.ato;
+        let mut ato = self.ack.ato;
         if ato > TCP_DELACK_MIN {
-            let pushed = self.ack_pushed & ICSK_ACK_PUSHED != 0;
+            let pushed = self.ack.pushed & ICSK_ACK_PUSHED != 0;
             let mut max_ato = if self.in_pingpong_mode(cfg) || pushed {
                 delack_max
             } else {
@@ -210,9 +210,9 @@ impl Tcb {
         if self.write_pending == 0 && !self.in_pingpong_mode(ctx.cfg) {
             return self.send_ack(ctx);
         }
-        self.ack_pending = true;
+        self.ack.pending = true;
         self.enter_quickack_mode(TCP_MAX_QUICKACKS);
-        self.delack_at = Some(ctx.now + TCP_DELACK_MAX);
+        self.ack.timeout = Some(ctx.now + TCP_DELACK_MAX);
     }
 
     /// `__tcp_sock_set_quickack` (`TCP_QUICKACK`): 0 enters pingpong mode (ACKs
@@ -223,13 +223,13 @@ impl Tcb {
         if val == 0 {
             return self.enter_pingpong_mode(ctx.cfg);
         }
-        self.pingpong = 0;
+        self.ack.pingpong = 0;
         if matches!(
             self.state,
             super::TcpState::Established | super::TcpState::CloseWait
-        ) && self.ack_pending
+        ) && self.ack.pending
         {
-            self.ack_pushed |= ICSK_ACK_PUSHED;
+            self.ack.pushed |= ICSK_ACK_PUSHED;
             self.cleanup_rbuf(ctx, 1);
             if val & 1 == 0 {
                 self.enter_pingpong_mode(ctx.cfg);
@@ -247,10 +247,10 @@ impl Tcb {
     /// the connection leaves it and `ato` falls back to its minimum.
     pub(crate) fn delack_missed(&mut self, cfg: &Config) {
         if self.in_pingpong_mode(cfg) {
-            self.pingpong = 0;
-            self.ato = TCP_ATO_MIN;
+            self.ack.pingpong = 0;
+            self.ack.ato = TCP_ATO_MIN;
         } else {
-            self.ato = (self.ato * 2).min(self.icsk.rto);
+            self.ack.ato = (self.ack.ato * 2).min(self.icsk.rto);
         }
     }
 }
@@ -264,7 +264,7 @@ mod tests {
     fn established(cfg: &Config) -> Tcb {
         let mut t = Tcb::for_test(cfg);
         t.state = TcpState::Established;
-        (t.rcv_nxt, t.rcv_wup, t.rcv_wnd, t.rcv_mss) = (1001, 1001, 10_720, 536);
+        (t.rcv_nxt, t.rcv_wup, t.rcv_wnd, t.ack.rcv_mss) = (1001, 1001, 10_720, 536);
         t.icsk.rto = Duration::from_millis(300);
         t.rtt.srtt_us = 100_000;
         t
@@ -279,8 +279,8 @@ mod tests {
         let mut cfg = Config::default();
         let mut st = TestStack::default();
         let mut t = established(&cfg);
-        t.ato = TCP_ATO_MIN;
-        t.lrcvtime = Instant::ZERO;
+        t.ack.ato = TCP_ATO_MIN;
+        t.ack.lrcvtime = Instant::ZERO;
         let reply = |t: &mut Tcb| t.event_data_sent(Instant::ZERO + Duration::from_millis(1));
         reply(&mut t);
         assert!(t.in_pingpong_mode(&cfg), "default 1: one reply");
@@ -290,13 +290,13 @@ mod tests {
         reply(&mut t);
         assert!(t.in_pingpong_mode(&cfg));
         t.delack_missed(&cfg);
-        assert_eq!(t.pingpong, 0);
+        assert_eq!(t.ack.pingpong, 0);
         t.set_quickack(&mut st.ctx(&cfg, Instant::ZERO, false), 0);
-        assert_eq!(t.pingpong, 3);
+        assert_eq!(t.ack.pingpong, 3);
         // A reply long after the receipt (not within ato) does not count.
-        t.pingpong = 0;
+        t.ack.pingpong = 0;
         t.event_data_sent(Instant::ZERO + Duration::from_secs(1));
-        assert_eq!(t.pingpong, 0);
+        assert_eq!(t.ack.pingpong, 0);
     }
 
     /// tcp_delack_max: TCP_DELACK_MAX kept one jiffy under tcp_rto_min (the
@@ -317,8 +317,8 @@ mod tests {
         assert_eq!(t.delack_max(), TCP_DELACK_MAX);
         t.icsk.rto_min = Duration::from_millis(200);
         cfg.tcp_pingpong_thresh = 1;
-        t.pingpong = 1;
-        t.ato = Duration::from_millis(400);
+        t.ack.pingpong = 1;
+        t.ack.ato = Duration::from_millis(400);
         t.rtt.srtt_us = 0; // no RTT bound
         assert_eq!(t.delack_timeout(&cfg), Duration::from_millis(199));
         assert_eq!(t.info(Instant::ZERO).ato, 199_000);
@@ -332,32 +332,32 @@ mod tests {
         let ms = |n| Instant::ZERO + Duration::from_millis(n);
         let mut ctx = st.ctx(&cfg, ms(0), false);
         // No timer: ato (40 ms) from now.
-        t.ato = TCP_ATO_MIN;
+        t.ack.ato = TCP_ATO_MIN;
         t.send_delayed_ack(&mut ctx);
-        assert_eq!((t.delack_at, t.ack_pending), (Some(ms(40)), true));
+        assert_eq!((t.ack.timeout, t.ack.pending), (Some(ms(40)), true));
         // 30 ms later with ato 50 ms: the timer (10 ms away) is within ato/4.
         ctx.now = ms(30);
-        t.ato = Duration::from_millis(50);
+        t.ack.ato = Duration::from_millis(50);
         t.send_delayed_ack(&mut ctx);
         assert_eq!(ctx.out.len(), 1, "sent at once");
-        assert_eq!((t.delack_at, t.ack_pending), (None, false));
+        assert_eq!((t.ack.timeout, t.ack.pending), (None, false));
         // A later pending timer gives way to the earlier new timeout.
-        t.ack_pending = true;
-        t.delack_at = Some(ms(200));
+        t.ack.pending = true;
+        t.ack.timeout = Some(ms(200));
         ctx.now = ms(40);
-        t.ato = Duration::from_millis(60);
+        t.ack.ato = Duration::from_millis(60);
         t.send_delayed_ack(&mut ctx);
-        assert_eq!(t.delack_at, Some(ms(100)));
+        assert_eq!(t.ack.timeout, Some(ms(100)));
         // An earlier one (not about to expire) stays.
         ctx.now = ms(45);
         t.send_delayed_ack(&mut ctx);
-        assert_eq!(t.delack_at, Some(ms(100)));
+        assert_eq!(t.ack.timeout, Some(ms(100)));
         assert_eq!(ctx.out.len(), 1);
         // ato 0 (no data yet): the timer expires now; its handler sends the ACK.
-        t.delack_at = None;
-        t.ato = Duration::ZERO;
+        t.ack.timeout = None;
+        t.ack.ato = Duration::ZERO;
         t.send_delayed_ack(&mut ctx);
-        assert_eq!(t.delack_at, Some(ms(45)));
+        assert_eq!(t.ack.timeout, Some(ms(45)));
         assert_eq!(ctx.out.len(), 1);
     }
 
@@ -367,23 +367,23 @@ mod tests {
         let mut t = established(&cfg);
         // The first data: rcv_wnd / (2 * rcv_mss) = 10 quick ACKs, ato 40 ms.
         t.event_data_recv(Instant::ZERO + Duration::from_secs(1));
-        assert_eq!((t.quick, t.ato), (10, TCP_ATO_MIN));
-        assert_eq!(t.lrcvtime, Instant::ZERO + Duration::from_secs(1));
+        assert_eq!((t.ack.quick, t.ack.ato), (10, TCP_ATO_MIN));
+        assert_eq!(t.ack.lrcvtime, Instant::ZERO + Duration::from_secs(1));
         // A segment that carries no ACK owed uses none.
-        t.ack_pending = false;
+        t.ack.pending = false;
         t.dec_quickack_mode();
-        assert_eq!(t.quick, 10);
-        t.ack_pending = true;
+        assert_eq!(t.ack.quick, 10);
+        t.ack.pending = true;
         t.dec_quickack_mode();
-        assert_eq!(t.quick, 9);
+        assert_eq!(t.ack.quick, 9);
         // The last one deflates ato.
-        (t.quick, t.ato) = (1, Duration::from_millis(120));
+        (t.ack.quick, t.ack.ato) = (1, Duration::from_millis(120));
         t.dec_quickack_mode();
-        assert_eq!((t.quick, t.ato), (0, TCP_ATO_MIN));
+        assert_eq!((t.ack.quick, t.ack.ato), (0, TCP_ATO_MIN));
         // Nothing left: nothing changes.
-        t.ato = Duration::from_millis(80);
+        t.ack.ato = Duration::from_millis(80);
         t.dec_quickack_mode();
-        assert_eq!((t.quick, t.ato), (0, Duration::from_millis(80)));
+        assert_eq!((t.ack.quick, t.ack.ato), (0, Duration::from_millis(80)));
     }
 
     #[test]
@@ -394,17 +394,17 @@ mod tests {
         t.event_data_recv(ms(0));
         // 10 ms: the fastest case, ato/2 + TCP_ATO_MIN/2.
         t.event_data_recv(ms(10));
-        assert_eq!(t.ato, Duration::from_millis(40));
+        assert_eq!(t.ack.ato, Duration::from_millis(40));
         // 30 ms (below ato): ato/2 + m.
         t.event_data_recv(ms(40));
-        assert_eq!(t.ato, Duration::from_millis(50));
+        assert_eq!(t.ack.ato, Duration::from_millis(50));
         // Above ato, below the RTO: unchanged, no quick ACKs added.
-        t.quick = 0;
+        t.ack.quick = 0;
         t.event_data_recv(ms(140));
-        assert_eq!((t.ato, t.quick), (Duration::from_millis(50), 0));
+        assert_eq!((t.ack.ato, t.ack.quick), (Duration::from_millis(50), 0));
         // A gap longer than the RTO: quick ACKs again.
         t.event_data_recv(ms(540));
-        assert_eq!(t.quick, 10);
-        assert_eq!(t.lrcvtime, ms(540));
+        assert_eq!(t.ack.quick, 10);
+        assert_eq!(t.ack.lrcvtime, ms(540));
     }
 }

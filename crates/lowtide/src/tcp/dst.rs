@@ -34,7 +34,7 @@ impl Tcb {
         };
         self.pmtu_cookie = mtu;
         // tcp_in_quickack_mode: icsk_ack.dst_quick_ack.
-        self.dst_quick_ack = metrics.get(Rtax::QuickAck) != 0;
+        self.ack.dst_quick_ack = metrics.get(Rtax::QuickAck) != 0;
     }
 
     /// `tcp_rto_min`: the route's `rto_min` when locked (and not 0), else the

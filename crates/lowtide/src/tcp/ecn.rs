@@ -165,7 +165,7 @@ impl Tcb {
         if th.flags.contains(TcpFlags::CWR) {
             self.ecn_flags &= !TCP_ECN_DEMAND_CWR;
             if payload_len > 0 {
-                self.ack_now = true;
+                self.ack.now = true;
             }
         }
     }
@@ -338,9 +338,9 @@ mod tests {
         assert_eq!(t.ecn_send(true).1, TcpFlags::ECE);
         t.ecn_accept_cwr(&syn(TcpFlags::ACK | TcpFlags::CWR), 0);
         assert_eq!(t.ecn_send(false).1, TcpFlags(0));
-        assert!(!t.ack_now, "a pure ACK with CWR needs no ACK");
+        assert!(!t.ack.now, "a pure ACK with CWR needs no ACK");
         t.ecn_accept_cwr(&syn(TcpFlags::ACK | TcpFlags::CWR), 100);
-        assert!(t.ack_now, "data with CWR is ACKed at once");
+        assert!(t.ack.now, "data with CWR is ACKed at once");
     }
 
     #[test]
@@ -349,13 +349,13 @@ mod tests {
         let mut st = crate::tcp::TestStack::default();
         let mut t = Tcb::for_test(&c);
         t.ecn_flags = TCP_ECN_OK;
-        t.quick = 0;
+        t.ack.quick = 0;
         t.ecn_check_ce(&mut st.ctx(&c, Instant::ZERO, false), INET_ECN_NOT_ECT);
-        assert_eq!(t.quick, 0, "nothing seen yet");
+        assert_eq!(t.ack.quick, 0, "nothing seen yet");
         t.ecn_check_ce(&mut st.ctx(&c, Instant::ZERO, false), INET_ECN_ECT_0);
         assert_eq!(t.ecn_flags, TCP_ECN_OK | TCP_ECN_SEEN);
         t.ecn_check_ce(&mut st.ctx(&c, Instant::ZERO, false), INET_ECN_NOT_ECT);
-        assert!(t.quick > 0, "probably a retransmission");
+        assert!(t.ack.quick > 0, "probably a retransmission");
     }
 
     #[test]

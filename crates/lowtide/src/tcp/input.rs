@@ -102,7 +102,7 @@ impl Tcb {
             None if self.tuple.local.is_ipv6() => self.set_peer_mss(1220, min_snd_mss),
             None => self.set_peer_mss(536, min_snd_mss),
         }
-        self.rcv_mss = self.mss_cache.min(self.advmss);
+        self.ack.rcv_mss = self.mss_cache.min(self.advmss);
     }
 
     /// The window in a SYN is never scaled
@@ -196,7 +196,7 @@ impl Tcb {
     /// `tcp_ack`, `tcp_finish_connect`, then `tcp_rcv_fastopen_synack`.
     fn synsent_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack: u64, payload: Payload) {
         // tcp_finish_connect: data times start now (no cwnd restart on first data).
-        self.lrcvtime = ctx.now;
+        self.ack.lrcvtime = ctx.now;
         self.lsndtime = ctx.now;
         self.rcv_tstamp = ctx.now; // tcp_ack on the SYN-ACK
         self.keepalive_on_establish(ctx); // tcp_finish_connect
@@ -424,7 +424,7 @@ impl Tcb {
             // ACK (a Fast Open child's started at its SYN); tcp_rcv_state_process
             // restarts lsndtime.
             if !fastopen {
-                self.lrcvtime = ctx.now;
+                self.ack.lrcvtime = ctx.now;
                 // tcp_create_openreq_child: the SYN is the child's first segment in,
                 // this ACK its second; the request sock's SYN-ACKs are not its own.
                 self.segs_in = 2;
@@ -1028,7 +1028,7 @@ impl Tcb {
             // read, else queued all the same (sk_forced_mem_schedule); a bare FIN is
             // always taken.
             self.schedule_ack_now();
-            self.ack_nomem = true;
+            self.ack.nomem = true;
             if !self.rcv_queue.is_empty() && !payload.is_empty() {
                 ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
                 return;
@@ -1091,7 +1091,7 @@ impl Tcb {
     fn rcv_nxt_advance(&mut self, ctx: &mut Ctx, len: usize) {
         self.rcv_nxt += len as u64;
         self.bytes_received += len as u64;
-        self.ack_pending = true;
+        self.ack.pending = true;
         // tcp_data_ready even after shutdown(SHUT_RD): the data stays queued and
         // readable (tcp_recvmsg returns queued data before it looks at RCV_SHUTDOWN).
         self.data_ready(ctx);
@@ -1124,7 +1124,7 @@ impl Tcb {
     /// once, in quick-ACK mode (`tcp_enter_quickack_mode`, `inet_csk_schedule_ack`).
     fn data_out_of_window(&mut self) {
         self.enter_quickack_mode(TCP_MAX_QUICKACKS);
-        self.ack_pending = true;
+        self.ack.pending = true;
     }
 
     /// Data above a hole (`tcp_data_queue_ofo`), its FIN with it: to the OFO queue if
@@ -1145,7 +1145,10 @@ impl Tcb {
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
         self.fast_path_off(); // tcp_data_queue_ofo
                               // tcp_data_queue_ofo: max(1, gso_segs) of the (GRO) packet.
-        self.rcv_ooopack += payload.len().div_ceil(self.rcv_mss.max(1) as usize).max(1) as u64;
+        self.rcv_ooopack += payload
+            .len()
+            .div_ceil(self.ack.rcv_mss.max(1) as usize)
+            .max(1) as u64;
         // tcp_sack_new_ofo_skb: ACKs held back go out before the block this data
         // extends or opens moves past the first two (their news would be lost).
         let end_seq = seq + payload.len() as u64 + fin as u64;
@@ -1174,7 +1177,7 @@ impl Tcb {
         // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
         self.rcvbuf_grow(ctx, self.rcvq_space);
         // inet_csk_schedule_ack: tcp_ack_snd_check decides (tcp/compsack.rs).
-        self.ack_pending = true;
+        self.ack.pending = true;
     }
 
     /// Once all data before the peer's FIN is in, take the FIN (`tcp_fin`).
@@ -1201,7 +1204,7 @@ impl Tcb {
         // FIN, may carry it); in the other states it goes at once.
         match self.state {
             TcpState::SynRecv | TcpState::Established => {
-                self.ack_pending = true;
+                self.ack.pending = true;
                 self.enter_pingpong_mode(ctx.cfg);
                 self.state = TcpState::CloseWait;
             }
@@ -1220,8 +1223,8 @@ impl Tcb {
 
     /// Schedules an immediate ACK (`ICSK_ACK_NOW`, or `tcp_send_ack` at once).
     pub(crate) fn schedule_ack_now(&mut self) {
-        self.ack_pending = true;
-        self.ack_now = true;
+        self.ack.pending = true;
+        self.ack.now = true;
     }
 
     /// `__tcp_ack_snd_check`: ACK now if more than one full segment is unacknowledged
@@ -1229,18 +1232,18 @@ impl Tcb {
     /// (`tcp/compsack.rs`); otherwise delay by `tcp_send_delayed_ack`'s timeout
     /// (`tcp/delack.rs`).
     pub(crate) fn ack_snd_check(&mut self, ctx: &mut Ctx) {
-        if !self.ack_pending {
+        if !self.ack.pending {
             return;
         }
         let unacked = self.rcv_nxt - self.rcv_wup;
         // "... and right edge of window advances far enough. [...] If application
         // uses SO_RCVLOWAT, we want send ack now if we have not received enough
         // bytes to satisfy the condition."
-        let now_needed = unacked > self.rcv_mss as u64
+        let now_needed = unacked > self.ack.rcv_mss as u64
             && (self.rcv_nxt - self.copied_seq < self.rcvlowat as u64
                 || self.compute_window(ctx.mem, ctx.cfg) >= self.rcv_wnd)
             || self.in_quickack_mode(ctx.cfg)
-            || self.ack_now;
+            || self.ack.now;
         if now_needed {
             self.send_ack(ctx);
         } else if !self.ofo.is_empty() {

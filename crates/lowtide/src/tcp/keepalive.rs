@@ -47,7 +47,7 @@ impl Tcb {
 
     /// `keepalive_time_elapsed`: time since the last data or acceptable ACK.
     fn keepalive_time_elapsed(&self, now: Instant) -> Duration {
-        let last = self.lrcvtime.max(self.rcv_tstamp);
+        let last = self.ack.lrcvtime.max(self.rcv_tstamp);
         now.saturating_since(last)
     }
 

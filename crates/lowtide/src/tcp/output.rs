@@ -172,7 +172,7 @@ impl Tcb {
     /// `TcpExtTCPWantZeroWindowAdv` counts the zero windows it could not offer.
     pub(crate) fn select_window(&mut self, ctx: &mut Ctx) -> u16 {
         let old_win = self.rcv_wnd;
-        if self.ack_nomem {
+        if self.ack.nomem {
             // "Make the window 0 if we failed to queue the data because we are out
             // of memory" (Linux 6.5+).
             self.rcv_wnd = 0;
@@ -449,11 +449,11 @@ impl Tcb {
     /// `tcp_event_ack_sent`: any segment we send carries the ACK we owed.
     fn on_ack_sent(&mut self) {
         self.dec_quickack_mode();
-        self.ack_pending = false;
-        self.ack_now = false;
-        self.ack_nomem = false;
-        self.ack_pushed = 0;
-        self.delack_at = None;
+        self.ack.pending = false;
+        self.ack.now = false;
+        self.ack.nomem = false;
+        self.ack.pushed = 0;
+        self.ack.timeout = None;
     }
 
     /// `tcp_send_ack`: a pure ACK now.

@@ -51,7 +51,7 @@ impl Tcb {
             return;
         }
         self.rcv_rtt.last_tsecr = tsecr;
-        if len < self.rcv_mss as usize {
+        if len < self.ack.rcv_mss as usize {
             return;
         }
         let delta_ms = self.tsval(ctx.now).wrapping_sub(tsecr);
@@ -126,7 +126,7 @@ mod tests {
         t.rcvbuf = 131_072;
         // Segments of the size already measured (tcp_measure_rcv_mss, which
         // tcp_data_queue_ofo calls first, leaves scaling_ratio and rcvq_space alone).
-        t.rcv_mss = 1000;
+        t.ack.rcv_mss = 1000;
         let span = 1_000_000;
         let mut st = crate::tcp::TestStack::default();
         t.ofo_data(

@@ -145,7 +145,7 @@ impl Tcb {
             self.advmss -= TCPOLEN_TSTAMP_ALIGNED;
         }
         let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd / 2);
-        self.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MIN_RCVMSS);
+        self.ack.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MIN_RCVMSS);
     }
 
     /// `tcp_set_window_clamp`: a smaller clamp lowers `rcv_ssthresh`
@@ -170,12 +170,12 @@ impl Tcb {
     /// a pushed full segment, or a small one, marks the ACK `ICSK_ACK_PUSHED`
     /// (`tcp/delack.rs`).
     pub(crate) fn measure_rcv_mss(&mut self, th: &TcpRepr, len: u32, seg: u32, truesize: u32) {
-        let lss = self.last_seg_size;
-        self.last_seg_size = 0;
-        if seg < self.rcv_mss {
+        let lss = self.ack.last_seg_size;
+        self.ack.last_seg_size = 0;
+        if seg < self.ack.rcv_mss {
             return self.measure_small_segment(th, seg, lss);
         }
-        if seg != self.rcv_mss {
+        if seg != self.ack.rcv_mss {
             let old = self.scaling_ratio;
             let val = ((len as u64) << TCP_RMEM_TO_WIN_SCALE) / truesize.max(1) as u64;
             self.scaling_ratio = val.clamp(1, 255) as u8;
@@ -184,9 +184,9 @@ impl Tcb {
                 self.rcvq_space = self.rcvq_space.min(self.window_clamp);
             }
         }
-        self.rcv_mss = seg.min(self.advmss);
+        self.ack.rcv_mss = seg.min(self.advmss);
         if th.flags.contains(TcpFlags::PSH) {
-            self.ack_pushed |= ICSK_ACK_PUSHED;
+            self.ack.pushed |= ICSK_ACK_PUSHED;
         }
     }
 
@@ -215,7 +215,7 @@ impl Tcb {
         if incr > 0 {
             let incr = incr.max(2 * len) as i64;
             self.rcv_ssthresh += room.min(incr) as u32;
-            self.quick |= 1;
+            self.ack.quick |= 1;
         }
     }
 
@@ -227,7 +227,7 @@ impl Tcb {
         let mut window = self.win_from_space(cfg.tcp_rmem[2] as i64) >> 1;
         while self.rcv_ssthresh as i64 <= window {
             if truesize <= len as i64 {
-                return 2 * self.rcv_mss;
+                return 2 * self.ack.rcv_mss;
             }
             truesize >>= 1;
             window >>= 1;
@@ -247,7 +247,7 @@ impl Tcb {
     /// With `net.ipv4.tcp_shrink_window` (Linux 6.5+) and a window scale, the free
     /// space itself is offered ([`Tcb::shrinkable_window`]).
     pub(crate) fn compute_window(&mut self, mem: &TcpMem, cfg: &Config) -> u32 {
-        let mut mss = self.rcv_mss as i64;
+        let mut mss = self.ack.rcv_mss as i64;
         let free = self.tcp_space();
         let allowed = self.full_space() as i64;
         let full = (self.window_clamp as i64).min(allowed);
@@ -265,7 +265,7 @@ impl Tcb {
         let mut free = free;
         let unit = 1i64 << self.rcv_wscale;
         if free < full >> 1 {
-            self.quick = 0;
+            self.ack.quick = 0;
             if mem.under_pressure() {
                 self.adjust_rcv_ssthresh();
             }
@@ -303,7 +303,7 @@ impl Tcb {
         let unit = 1i64 << self.rcv_wscale;
         let mut free = free.max(0) / unit * unit;
         if free < full >> 1 {
-            self.quick = 0;
+            self.ack.quick = 0;
             if mem.under_pressure() {
                 self.adjust_rcv_ssthresh();
             }
@@ -367,7 +367,7 @@ mod tests {
             (p.window_clamp, p.rcv_ssthresh, p.rcvq_space),
             (64088, 64088, 14480)
         );
-        assert_eq!((p.advmss, p.rcv_mss), (1448, 536));
+        assert_eq!((p.advmss, p.ack.rcv_mss), (1448, 536));
     }
 
     /// A locked `SO_RCVBUF` clamps the window and scales for its own size; measured
@@ -475,7 +475,7 @@ mod tests {
         for shrink in [false, true] {
             cfg.tcp_shrink_window = shrink;
             let mut t = passive_established(&cfg);
-            t.rcv_mss = 1448;
+            t.ack.rcv_mss = 1448;
             let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
             // The SYN-ACK offered 65160: kept (ALIGN 65536), or ALIGN(rcv_ssthresh
             // 64088, 1024) once it may shrink.
@@ -502,7 +502,7 @@ mod tests {
         // Unscaled, the window never shrinks.
         let mut t = passive_established(&cfg);
         t.rcv_wscale = 0;
-        t.rcv_mss = 1448;
+        t.ack.rcv_mss = 1448;
         fill(&mut t, 57);
         let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
         let cur = t.receive_window();
@@ -528,7 +528,7 @@ mod tests {
         let cfg = kernel_cfg();
         let mut t = passive_established(&cfg);
         assert_eq!(t.compute_window(&TcpMem::default(), &cfg), 64512); // ALIGN(rcv_ssthresh 64088, 1024)
-        t.rcv_mss = 1448;
+        t.ack.rcv_mss = 1448;
         // 40 unread segments cost 40 x 2304 of 131072: 38,912 bytes free, 19,456 of
         // window (ratio 128) < 32,044 (half the clamp): rounded down to 1024.
         let seg = crate::tcp::skbuff::rx_truesize(1448);

@@ -124,7 +124,7 @@ impl Tcb {
     /// is under memory pressure or past `tcp_mem[0]`; if more is charged than the
     /// buffer, the window stops growing at two segments.
     fn clamp_window(&mut self, ctx: &Ctx) {
-        self.quick = 0;
+        self.ack.quick = 0;
         let rmem2 = ctx.cfg.tcp_rmem[2];
         if self.rcvbuf < rmem2 && !self.rcvbuf_locked && ctx.mem.below_low(ctx.cfg) {
             self.rcvbuf = self.rmem_alloc().min(rmem2 as u64) as u32;

@@ -168,7 +168,6 @@ pub struct Tcb {
     /// `rx_opt.mss_clamp`: the largest MSS the handshake allows (the peer's MSS
     /// option, `TCP_MAXSEG`, the device); the path MTU may lower the MSS below it.
     pub(crate) mss_clamp: u32,
-    pub(crate) rcv_mss: u32,
     pub(crate) sack_ok: bool,
     pub(crate) ts_ok: bool,
     pub(crate) wscale_ok: bool,
@@ -196,18 +195,11 @@ pub struct Tcb {
     /// `TCP_LINGER2` (`tp->linger2`) in seconds: 0 takes `tcp_fin_timeout`, a
     /// negative value aborts an orphan's FIN-WAIT-2.
     pub(crate) linger2: i32,
-    pub(crate) delack_at: Option<Instant>,
     /// SACK compression (`tcp/compsack.rs`).
     pub(crate) comp_sack: CompSack,
-    /// `icsk_ack.ato`: the delayed-ACK timeout, 0 until the first data
-    /// (`tcp/delack.rs`).
-    pub(crate) ato: Duration,
-    /// `icsk_ack.pingpong`: replies sent within `ato` of a receipt.
-    pub(crate) pingpong: u8,
     /// `sk_write_pending`: writers waiting for the connection with data to send
     /// (`sk_stream_wait_connect`, `inet_wait_for_connect`'s write bias).
     pub(crate) write_pending: u32,
-    pub(crate) quick: u32,
     /// `ecn_flags`: `TCP_ECN_OK`, `_QUEUE_CWR`, `_DEMAND_CWR`, `_SEEN` (`tcp/ecn.rs`).
     pub(crate) ecn_flags: u8,
     /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
@@ -217,28 +209,16 @@ pub struct Tcb {
     pub(crate) rx_pkt_len: u32,
     /// `delivered_ce`: segments delivered with an ECE ACK (`tcpi_delivered_ce`).
     pub(crate) delivered_ce: u64,
-    /// `icsk_ack.pending`'s `ICSK_ACK_PUSHED` / `ICSK_ACK_PUSHED2` bits
-    /// (`tcp/delack.rs`).
-    pub(crate) ack_pushed: u8,
-    /// `icsk_ack.last_seg_size`: the last small segment's payload, for
-    /// `tcp_measure_rcv_mss`.
-    pub(crate) last_seg_size: u32,
-    /// ACK owed (`ICSK_ACK_SCHED`).
-    pub(crate) ack_pending: bool,
-    /// The owed ACK goes out at once, pingpong mode or not (`ICSK_ACK_NOW`).
-    pub(crate) ack_now: bool,
-    /// The last in-order segment found no memory: the owed ACK offers a zero
-    /// window (`ICSK_ACK_NOMEM`).
-    pub(crate) ack_nomem: bool,
+    /// `icsk_ack`: the delayed-ACK state (`tcp/delack.rs`).
+    pub(crate) ack: IcskAck,
     /// An orphan's FIN-WAIT-2 timer (Linux's keepalive timer in that state): the
     /// part of `tcp_fin_time` beyond `TCP_TIMEWAIT_LEN`.
     pub(crate) tw_at: Option<Instant>,
     /// The timewait socket `tcp_time_wait` made, for the stack to hash in this
     /// connection's place.
     pub(crate) tw_handoff: Option<Box<TimeWaitSock>>,
-    /// Last data sent (`lsndtime`) and received (`lrcvtime`).
+    /// Last data sent (`lsndtime`; `icsk_ack.lrcvtime` is in [`IcskAck`]).
     pub(crate) lsndtime: Instant,
-    pub(crate) lrcvtime: Instant,
     /// Last acceptable ACK received (`rcv_tstamp`, set by tcp_ack).
     pub(crate) rcv_tstamp: Instant,
     pub(crate) retrans_stamp: Option<Instant>,
@@ -326,8 +306,6 @@ pub struct Tcb {
     /// `icsk_ca_dst_locked`: the route's locked `congctl` chose the congestion
     /// control; `TCP_CONGESTION` may not change it.
     pub(crate) ca_dst_locked: bool,
-    /// `icsk_ack.dst_quick_ack`: the route's `quickack`, no delayed ACKs.
-    pub(crate) dst_quick_ack: bool,
     /// `icsk_mtup`: MTU probing (RFC 4821, `tcp/pmtu.rs`).
     pub(crate) mtup: Mtup,
     /// Urgent data both ways (`tcp/urg.rs`).
@@ -375,6 +353,41 @@ pub(crate) struct Chronos {
     pub(crate) kind: Chrono,
     pub(crate) start_ms: u64,
     pub(crate) stat_ms: [u64; 3],
+}
+
+// ---- implemented in tcp/delack.rs ----
+
+/// `icsk_ack` of `struct inet_connection_sock`: when and how the owed ACK goes out
+/// (delayed ACKs, quick ACKs, pingpong mode), and the receiver's MSS estimate.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IcskAck {
+    /// `ICSK_ACK_SCHED` in `icsk_ack.pending`: an ACK is owed.
+    pub pending: bool,
+    /// `icsk_ack.pending`'s `ICSK_ACK_PUSHED` / `ICSK_ACK_PUSHED2` bits.
+    pub pushed: u8,
+    /// `ICSK_ACK_NOW`: the owed ACK goes out at once, pingpong mode or not.
+    pub now: bool,
+    /// `ICSK_ACK_NOMEM`: the last in-order segment found no memory: the owed ACK
+    /// offers a zero window.
+    pub nomem: bool,
+    /// `icsk_ack.timeout`: when the delayed-ACK timer fires (`ICSK_ACK_TIMER`: armed).
+    pub timeout: Option<Instant>,
+    /// `icsk_ack.quick`: quick ACKs left (`tcp_incr_quickack`).
+    pub quick: u32,
+    /// `icsk_ack.pingpong`: replies sent within `ato` of a receipt.
+    pub pingpong: u8,
+    /// `icsk_ack.ato`: the delayed-ACK timeout, 0 until the first data.
+    pub ato: Duration,
+    /// `icsk_ack.last_seg_size`: the last small segment's payload, for
+    /// `tcp_measure_rcv_mss`.
+    pub last_seg_size: u32,
+    /// `icsk_ack.rcv_mss`: the peer's MSS as the receiver sees it
+    /// (`tcp_measure_rcv_mss`).
+    pub rcv_mss: u32,
+    /// `icsk_ack.lrcvtime`: when in-order data last arrived.
+    pub lrcvtime: Instant,
+    /// `icsk_ack.dst_quick_ack`: the route's `quickack`, no delayed ACKs.
+    pub dst_quick_ack: bool,
 }
 
 // ---- implemented in tcp/compsack.rs ----
@@ -897,7 +910,6 @@ impl Tcb {
             pmtudisc: super::consts::IP_PMTUDISC_WANT,
             family_v6: tuple.local.is_ipv6(),
             mss_clamp: advmss,
-            rcv_mss: advmss.min(536),
             sack_ok: false,
             ts_ok: false,
             wscale_ok: false,
@@ -929,25 +941,29 @@ impl Tcb {
             local_drops: Vec::new(),
             resource_retry_at: None,
             linger2: 0,
-            delack_at: None,
             comp_sack: Default::default(),
-            ato: Duration::ZERO,
-            ack_now: false,
-            ack_nomem: false,
-            pingpong: 0,
             write_pending: 0,
-            quick: 0,
             ecn_flags: 0,
             rx_ip_ecn: 0,
             rx_pkt_len: 0,
             delivered_ce: 0,
-            ack_pushed: 0,
-            last_seg_size: 0,
-            ack_pending: false,
+            ack: IcskAck {
+                pending: false,
+                pushed: 0,
+                now: false,
+                nomem: false,
+                timeout: None,
+                quick: 0,
+                pingpong: 0,
+                ato: Duration::ZERO,
+                last_seg_size: 0,
+                rcv_mss: advmss.min(536),
+                lrcvtime: now,
+                dst_quick_ack: false,
+            },
             tw_at: None,
             tw_handoff: None,
             lsndtime: now,
-            lrcvtime: now,
             rcv_tstamp: now,
             retrans_stamp: None,
             cw: CwndState::new(cfg.initcwnd),
@@ -1009,7 +1025,6 @@ impl Tcb {
                 ..Default::default()
             },
             ca_dst_locked: false,
-            dst_quick_ack: false,
             mtup: Default::default(),
         }
     }

@@ -350,7 +350,7 @@ impl Tcb {
         }
         let rcvbuf = self.rcvbuf as u64;
         let rmem_pressure = mem_pressure || self.rmem_alloc() > rcvbuf - (rcvbuf >> 3);
-        avail >= target || rmem_pressure || self.receive_window() <= self.rcv_mss
+        avail >= target || rmem_pressure || self.receive_window() <= self.ack.rcv_mss
     }
 
     /// `SO_RCVLOWAT` (`sock_setsockopt`, then `tcp_set_rcvlowat`): a negative value
@@ -510,7 +510,7 @@ mod tests {
         let cfg = Config::default();
         let mut t = Tcb::for_test(&cfg);
         t.state = TcpState::Established;
-        (t.rcv_wnd, t.rcv_mss) = (65535, 1000);
+        (t.rcv_wnd, t.ack.rcv_mss) = (65535, 1000);
         t.rcv_queue.push(bytes::Bytes::from(vec![0u8; 1000]), 2304);
         assert!(t.status(&cfg, false).readable);
         t.rcvlowat = 3000;

@@ -19,7 +19,7 @@ impl Tcb {
         let pacing = self.pace.pacing_timer.then_some(self.pace.wstamp);
         [
             self.icsk.pending.map(|p| p.1),
-            self.delack_at,
+            self.ack.timeout,
             self.comp_sack.timer_at,
             self.tw_at,
             pacing,
@@ -154,9 +154,9 @@ impl Tcb {
             self.tw_at = None;
             return self.fin_wait2_timer(ctx);
         }
-        if self.delack_at.is_some_and(|t| t <= now) {
-            self.delack_at = None;
-            if self.ack_pending {
+        if self.ack.timeout.is_some_and(|t| t <= now) {
+            self.ack.timeout = None;
+            if self.ack.pending {
                 self.delack_missed(ctx.cfg);
                 ctx.mib.inc(Mib::TcpExtDelayedACKs);
                 self.send_ack(ctx);
@@ -589,7 +589,7 @@ impl Tcb {
         let was = self.state;
         self.state = TcpState::Closed;
         self.icsk.pending = None;
-        self.delack_at = None;
+        self.ack.timeout = None;
         self.tw_at = None;
         self.keepalive_at = None;
         if was != TcpState::TimeWait && was != TcpState::Closed {

@@ -572,7 +572,7 @@ mod tests {
         assert_eq!(ctx.mib.get(Mib::TcpExtTCPZeroWindowDrop), 1);
         assert_eq!(t.rcv_nxt, 1001);
         assert!(
-            t.in_quickack_mode(&cfg) && t.ack_pending,
+            t.in_quickack_mode(&cfg) && t.ack.pending,
             "out_of_window: quick ACK"
         );
         // A partial duplicate at a closed window: its head D-SACKed, its tail dropped.
@@ -672,30 +672,30 @@ mod tests {
         let mut st = TestStack::default();
         let ms = |n| Instant::ZERO + Duration::from_millis(n);
         let mut t = established(&cfg);
-        t.lrcvtime = ms(0);
+        t.ack.lrcvtime = ms(0);
         let mut ctx = st.ctx(&cfg, ms(10), false);
         let th = seg(&t, TcpFlags::ACK, 1101, None);
         t.data_queue(&mut ctx, &th, 1101, Payload::Flat(&[1; 100]));
         assert_eq!(
-            (t.ofo.is_empty(), t.lrcvtime),
+            (t.ofo.is_empty(), t.ack.lrcvtime),
             (false, ms(0)),
             "out of order"
         );
         ctx.now = ms(20);
         let th = seg(&t, TcpFlags::ACK, 901, None);
         t.data_queue(&mut ctx, &th, 901, Payload::Flat(&[1; 100]));
-        assert_eq!((t.dsack, t.lrcvtime), (Some((901, 1001)), ms(0)), "old");
+        assert_eq!((t.dsack, t.ack.lrcvtime), (Some((901, 1001)), ms(0)), "old");
         ctx.now = ms(30);
         let th = seg(&t, TcpFlags::ACK, 20_001, None);
         t.data_queue(&mut ctx, &th, 20_001, Payload::Flat(&[1; 100]));
-        assert_eq!(t.lrcvtime, ms(0), "beyond the window");
+        assert_eq!(t.ack.lrcvtime, ms(0), "beyond the window");
         ctx.now = ms(40);
         let th = seg(&t, TcpFlags::ACK, 1001, None);
         t.data_queue(&mut ctx, &th, 1001, Payload::Flat(&[1; 100]));
-        assert_eq!((t.rcv_nxt, t.lrcvtime), (1201, ms(40)), "in order");
+        assert_eq!((t.rcv_nxt, t.ack.lrcvtime), (1201, ms(40)), "in order");
         ctx.now = ms(50);
         let th = seg(&t, TcpFlags::ACK | TcpFlags::FIN, 1201, None);
         t.data_queue(&mut ctx, &th, 1201, Payload::Flat(&[]));
-        assert_eq!((t.rcv_nxt, t.lrcvtime), (1202, ms(40)), "a bare FIN");
+        assert_eq!((t.rcv_nxt, t.ack.lrcvtime), (1202, ms(40)), "a bare FIN");
     }
 }

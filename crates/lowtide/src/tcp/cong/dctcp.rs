@@ -269,11 +269,11 @@ impl Tcb {
         };
         let new_ce_state = is_ce as u32;
         if st.ce_state != new_ce_state {
-            if self.delack_at.is_some() {
+            if self.ack.timeout.is_some() {
                 self.dctcp_ece_ack_cwr(st.ce_state);
                 self.send_ack_for(ctx, st.prior_rcv_nxt);
             }
-            self.ack_now = true;
+            self.ack.now = true;
         }
         if let Some(s) = self.cc.ce_ack_state() {
             s.prior_rcv_nxt = self.rcv_nxt;
@@ -511,19 +511,19 @@ mod tests {
         // Segment [1, 1001) arrives ECT: no change of state, nothing sent.
         t.rcv_nxt = 1001;
         t.ecn_check_ce(&mut st.ctx(&cfg, now, false), INET_ECN_ECT_0);
-        assert!(!t.ack_now && st.out.is_empty());
+        assert!(!t.ack.now && st.out.is_empty());
         // Its ACK is delayed; [1001, 2001) arrives CE: the delayed ACK goes first,
         // for 1001 and without ECE (the state before), then this one at once.
-        t.delack_at = Some(now);
-        t.ack_pending = true;
+        t.ack.timeout = Some(now);
+        t.ack.pending = true;
         t.rcv_nxt = 2001;
         t.ecn_check_ce(&mut st.ctx(&cfg, now, false), INET_ECN_CE);
         assert_eq!(acks(&t, &mut st), vec![(1001, false, INET_ECN_ECT_0)]);
         assert!(
-            t.delack_at.is_some() && t.ack_pending,
+            t.ack.timeout.is_some() && t.ack.pending,
             "the owed ACK stays owed"
         );
-        assert!(t.ack_now, "ICSK_ACK_NOW");
+        assert!(t.ack.now, "ICSK_ACK_NOW");
         assert_eq!(
             t.cc.ce_ack_state().copied(),
             Some(CeAckState {
@@ -534,16 +534,16 @@ mod tests {
         assert!(t.ecn_flags & TCP_ECN_DEMAND_CWR != 0, "ECE while CE");
         t.send_ack(&mut st.ctx(&cfg, now, false));
         assert_eq!(acks(&t, &mut st), vec![(2001, true, INET_ECN_ECT_0)]);
-        assert!(!t.ack_now && t.delack_at.is_none());
+        assert!(!t.ack.now && t.ack.timeout.is_none());
         // Another CE: no change, no immediate ACK (RFC 3168's quick ACKs are for a
         // first CE only, and DCTCP's CE already demanded CWR).
         t.rcv_nxt = 3001;
         t.ecn_check_ce(&mut st.ctx(&cfg, now, false), INET_ECN_CE);
-        assert!(!t.ack_now && st.out.is_empty());
+        assert!(!t.ack.now && st.out.is_empty());
         // Back to ECT with no ACK delayed: no extra ACK, ECE off, ACK now.
         t.rcv_nxt = 4001;
         t.ecn_check_ce(&mut st.ctx(&cfg, now, false), INET_ECN_ECT_0);
-        assert!(t.ack_now && st.out.is_empty());
+        assert!(t.ack.now && st.out.is_empty());
         assert_eq!(t.ecn_flags & TCP_ECN_DEMAND_CWR, 0);
         t.send_ack(&mut st.ctx(&cfg, now, false));
         assert_eq!(acks(&t, &mut st), vec![(4001, false, INET_ECN_ECT_0)]);

@@ -231,7 +231,7 @@ fn inq_counts_up_to_a_mark_ahead_in_the_queue() {
     let mut t = receiver(&cfg, 1);
     t.urg.data = TCP_URG_VALID;
     t.urg.seq = 1;
-    (t.rcvbuf, t.rcv_wnd, t.rcv_wup, t.rcv_mss) = (1 << 20, 65535, 2, 1000);
+    (t.rcvbuf, t.rcv_wnd, t.rcv_wup, t.ack.rcv_mss) = (1 << 20, 65535, 2, 1000);
     let st = t.status(&cfg, false);
     assert!(st.at_mark && !st.readable);
     assert!(t.status(&cfg, true).readable, "memory pressure wakes it");

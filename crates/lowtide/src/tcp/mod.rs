@@ -3,6 +3,7 @@
 //! | module | Linux counterpart |
 //! |---|---|
 //! | [`sock`] | `struct tcp_sock`, `tcp_init_sock` |
+//! | `inet_connection_sock` | include/net/inet_connection_sock.h: `struct inet_connection_sock`'s retransmit timer (`icsk_rto`, `icsk_pending`, ...), delayed-ACK state (`icsk_ack`) and MTU probing (`icsk_mtup`) as the connection embeds them |
 //! | [`consts`] | the constants of include/net/tcp.h (and the few from linux/tcp.h, sock.h, skbuff.h, netdevice.h) |
 //! | `input` | tcp_input.c: `tcp_rcv_established`, `tcp_ack`, `tcp_data_queue`, the state machine |
 //! | `ratelimit` | tcp_input.c `tcp_oow_rate_limited`, `tcp_send_challenge_ack` ([RFC 5961 section 7](https://www.rfc-editor.org/rfc/rfc5961#section-7)) |
@@ -70,6 +71,7 @@ mod fastopen_conn;
 pub(crate) mod fastpath;
 pub(crate) mod fastretrans;
 pub(crate) mod icmp_err;
+pub(crate) mod inet_connection_sock;
 pub mod info;
 pub(crate) mod input;
 pub mod keepalive;

@@ -120,7 +120,7 @@ impl Tcb {
     fn send_syn_data(&mut self, ctx: &mut Ctx, data: &[u8]) {
         let payload = skb::SkbData::from(Bytes::copy_from_slice(data));
         let truesize = data.len() as u32 + SKB_OVERHEAD;
-        self.retrans_stamp = Some(ctx.now); // tcp_connect
+        self.undo.retrans_stamp = Some(ctx.now); // tcp_connect
         self.transmit(ctx, 0, skb::FLAG_SYN, &payload, truesize);
         self.tfo.syn_fastopen = self.tfo.syn_cookie.is_some();
         self.tfo.syn_fastopen_exp = self.tfo.syn_cookie.is_some_and(|c| c.exp);
@@ -222,8 +222,8 @@ impl Tcb {
     fn non_congestion_loss_retransmit(&mut self, ctx: &mut Ctx) {
         if self.ca_state != CaState::Loss {
             self.high_seq = self.snd_nxt;
-            self.prior_ssthresh = 0;
-            self.undo_marker = None;
+            self.undo.prior_ssthresh = 0;
+            self.undo.marker = None;
             self.ca_state = CaState::Loss;
         }
         self.retransmit_hint = self.snd_una;

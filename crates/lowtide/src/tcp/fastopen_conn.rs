@@ -112,7 +112,7 @@ impl Tcb {
         // tcp_retrans_stamp_cleanup: a first SYN-ACK timeout set retrans_stamp
         // without entering Loss; a recovery the ACK started keeps its own.
         if !self.any_retrans_done() {
-            self.retrans_stamp = None;
+            self.undo.retrans_stamp = None;
         }
         self.fastopen_remove(false);
         self.establish_rcv_mss();
@@ -132,7 +132,7 @@ impl Tcb {
         }
         self.retransmit_syn(ctx);
         self.icsk.retransmits = self.icsk.retransmits.saturating_add(1);
-        self.retrans_stamp.get_or_insert(ctx.now);
+        self.undo.retrans_stamp.get_or_insert(ctx.now);
         let shift = (self.icsk.retransmits as u32).min(16);
         let when = (TCP_TIMEOUT_INIT * (1u32 << shift)).min(self.icsk.rto_max);
         self.icsk.pending = Some((Pending::Retrans, ctx.now + when));

@@ -114,7 +114,7 @@ impl Tcb {
         }
         // A. ECE, hence prohibit cwnd undoing: the reduction is required.
         if fl.ece {
-            self.prior_ssthresh = 0;
+            self.undo.prior_ssthresh = 0;
         }
         // B. In all the states check for reneging SACKs (tcp_check_sack_reneging): a
         // cumulative ACK that stops at SACKed data; the RTO, due soon, sends it again.
@@ -138,7 +138,7 @@ impl Tcb {
     ) -> u32 {
         let reno = !self.sack_ok;
         if self.ca_state == CaState::Open {
-            self.retrans_stamp = None;
+            self.undo.retrans_stamp = None;
         } else if self.snd_una >= self.high_seq {
             match self.ca_state {
                 CaState::Cwr if self.snd_una != self.high_seq => {
@@ -247,7 +247,7 @@ impl Tcb {
     /// `tcp_try_to_open`: an ECE enters CWR (one reduction per window).
     fn try_to_open(&mut self, ece: bool) {
         if !self.any_retrans_done() {
-            self.retrans_stamp = None;
+            self.undo.retrans_stamp = None;
         }
         if ece {
             self.enter_cwr();
@@ -310,7 +310,7 @@ impl Tcb {
     /// `tcp_is_non_sack_preventing_reopen` clears it after retransmitting), nor in
     /// SYN-SENT (the SYN-ACK clears it).
     fn packet_delayed(&self) -> bool {
-        match self.retrans_stamp {
+        match self.undo.retrans_stamp {
             Some(rs) => {
                 self.ts_ok
                     && self.rcv_tsecr != 0
@@ -324,7 +324,7 @@ impl Tcb {
     /// `tcp_may_undo`: a reduction is pending undo and either D-SACKs covered every
     /// retransmission or the ACK shows the original arrived.
     fn may_undo(&self) -> bool {
-        self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
+        self.undo.marker.is_some() && (self.undo.retrans == 0 || self.packet_delayed())
     }
 
     /// `tcp_undo_cwnd_reduction`: restores cwnd (`undo_cwnd`) and ssthresh
@@ -335,15 +335,15 @@ impl Tcb {
             self.lost_hint = self.snd_una;
             self.retransmit_hint = self.snd_una;
         }
-        if self.prior_ssthresh > 0 {
-            self.cw.snd_cwnd = self.cc.undo_cwnd(&self.cw, self.prior_cwnd);
-            if self.prior_ssthresh > self.cw.snd_ssthresh {
-                self.cw.snd_ssthresh = self.prior_ssthresh;
+        if self.undo.prior_ssthresh > 0 {
+            self.cw.snd_cwnd = self.cc.undo_cwnd(&self.cw, self.undo.prior_cwnd);
+            if self.undo.prior_ssthresh > self.cw.snd_ssthresh {
+                self.cw.snd_ssthresh = self.undo.prior_ssthresh;
                 self.ecn_withdraw_cwr();
             }
         }
         self.snd_cwnd_stamp = now;
-        self.undo_marker = None;
+        self.undo.marker = None;
         self.rack.advanced = true;
     }
 
@@ -352,7 +352,7 @@ impl Tcb {
     fn non_sack_preventing_reopen(&mut self) -> bool {
         if !self.sack_ok && self.snd_una == self.high_seq {
             if !self.any_retrans_done() {
-                self.retrans_stamp = None;
+                self.undo.retrans_stamp = None;
             }
             return true;
         }
@@ -367,11 +367,11 @@ impl Tcb {
     /// `tcp_ack` leaves Loss (`tcp_process_loss`, nothing to undo) and
     /// `tcp_init_transfer` sets cwnd and ssthresh afresh.
     pub(crate) fn syn_timeout_undo(&mut self) {
-        if self.undo_marker.is_none() {
-            self.undo_marker = Some(self.snd_una);
-            self.undo_retrans = -1;
+        if self.undo.marker.is_none() {
+            self.undo.marker = Some(self.snd_una);
+            self.undo.retrans = -1;
         }
-        self.undo_retrans = self.undo_retrans.max(0) + 1;
+        self.undo.retrans = self.undo.retrans.max(0) + 1;
     }
 
     /// `tcp_try_undo_spurious_syn`: a SYN or SYN-ACK timeout was spurious when the
@@ -379,11 +379,11 @@ impl Tcb {
     /// undo state goes, so `tcp_init_transfer` keeps the initial window (Linux 5.2,
     /// RFC 3522 detection applied to the handshake).
     pub(crate) fn try_undo_spurious_syn(&mut self, th: &TcpRepr) {
-        let (Some(stamp), Some((_, ecr))) = (self.retrans_stamp, th.options.timestamp) else {
+        let (Some(stamp), Some((_, ecr))) = (self.undo.retrans_stamp, th.options.timestamp) else {
             return;
         };
-        if self.undo_marker.is_some() && self.ts_ok && ecr == self.tsval(stamp) {
-            self.undo_marker = None;
+        if self.undo.marker.is_some() && self.ts_ok && ecr == self.tsval(stamp) {
+            self.undo.marker = None;
         }
     }
 
@@ -412,7 +412,7 @@ impl Tcb {
     /// `tcp_try_undo_dsack`: D-SACKs acknowledged every retransmission
     /// (`TCPDSACKUndo`); the reordering window persists longer.
     fn try_undo_dsack(&mut self, ctx: &mut Ctx) -> bool {
-        if self.undo_marker.is_some() && self.undo_retrans == 0 {
+        if self.undo.marker.is_some() && self.undo.retrans == 0 {
             self.rack.reo_wnd_persist =
                 (self.rack.reo_wnd_persist + 1).min(super::consts::TCP_RACK_RECOVERY_THRESH);
             self.undo_cwnd_reduction(false, ctx.now);
@@ -426,7 +426,7 @@ impl Tcb {
     /// reordering, not loss (`TCPPartialUndo` once no retransmission is out). True
     /// if the ACK must not mark or retransmit more.
     fn try_undo_partial(&mut self, ctx: &mut Ctx, prior_snd_una: u64) -> bool {
-        if self.undo_marker.is_none() || !self.packet_delayed() {
+        if self.undo.marker.is_none() || !self.packet_delayed() {
             return false;
         }
         self.check_sack_reordering(ctx, prior_snd_una, true);
@@ -434,7 +434,7 @@ impl Tcb {
             return true;
         }
         if !self.any_retrans_done() {
-            self.retrans_stamp = None;
+            self.undo.retrans_stamp = None;
         }
         self.undo_cwnd_reduction(true, ctx.now);
         ctx.mib.inc(Mib::TcpExtTCPPartialUndo);
@@ -466,8 +466,8 @@ impl Tcb {
 
     /// `tcp_init_undo`: remember where this reduction began.
     fn init_undo(&mut self) {
-        self.undo_marker = Some(self.snd_una);
-        self.undo_retrans = if self.rtx.retrans_out > 0 {
+        self.undo.marker = Some(self.snd_una);
+        self.undo.retrans = if self.rtx.retrans_out > 0 {
             self.rtx.retrans_out as i32
         } else {
             -1
@@ -494,7 +494,7 @@ impl Tcb {
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
         self.cw.snd_cwnd_cnt = 0;
-        self.prior_cwnd = self.cw.snd_cwnd;
+        self.undo.prior_cwnd = self.cw.snd_cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
@@ -508,7 +508,7 @@ impl Tcb {
             return;
         }
         if self.cw.snd_ssthresh < INFINITE_SSTHRESH
-            && (self.ca_state == CaState::Cwr || self.undo_marker.is_some())
+            && (self.ca_state == CaState::Cwr || self.undo.marker.is_some())
         {
             self.cw.snd_cwnd = self.cw.snd_ssthresh.max(1);
             self.snd_cwnd_stamp = ctx.now;
@@ -521,9 +521,9 @@ impl Tcb {
     /// `tcp_enter_cwr`: a cwnd reduction without loss recovery (a local drop, as
     /// `__tcp_transmit_skb` on `NET_XMIT_DROP`/`NET_XMIT_CN`), once per window.
     pub(crate) fn enter_cwr(&mut self) {
-        self.prior_ssthresh = 0;
+        self.undo.prior_ssthresh = 0;
         if matches!(self.ca_state, CaState::Open | CaState::Disorder) {
-            self.undo_marker = None;
+            self.undo.marker = None;
             self.init_cwnd_reduction();
             self.set_ca_state(CaState::Cwr);
         }
@@ -536,10 +536,10 @@ impl Tcb {
         } else {
             Mib::TcpExtTCPRenoRecovery
         });
-        self.prior_ssthresh = 0;
+        self.undo.prior_ssthresh = 0;
         self.init_undo();
         if !self.in_cwnd_reduction() {
-            self.prior_ssthresh = self.current_ssthresh();
+            self.undo.prior_ssthresh = self.current_ssthresh();
             self.init_cwnd_reduction();
         }
         self.set_ca_state(CaState::Recovery);
@@ -562,8 +562,9 @@ impl Tcb {
         let ssthresh = self.cw.snd_ssthresh as i64;
         let delta = ssthresh - in_flight;
         let sndcnt = if delta < 0 {
-            let dividend = ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
-            (dividend / self.prior_cwnd.max(1) as u64) as i64 - self.prr_out as i64
+            let dividend =
+                ssthresh as u64 * self.prr_delivered as u64 + self.undo.prior_cwnd as u64 - 1;
+            (dividend / self.undo.prior_cwnd.max(1) as u64) as i64 - self.prr_out as i64
         } else {
             let sndcnt =
                 (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
@@ -604,8 +605,8 @@ impl Tcb {
             || self.high_seq <= self.snd_una
             || (self.ca_state == CaState::Loss && self.icsk.retransmits == 0)
         {
-            self.prior_ssthresh = self.current_ssthresh();
-            self.prior_cwnd = self.cw.snd_cwnd;
+            self.undo.prior_ssthresh = self.current_ssthresh();
+            self.undo.prior_cwnd = self.cw.snd_cwnd;
             self.cw.snd_ssthresh = self.cc.ssthresh(&self.cw);
             let ca_ctx = self.ca_ctx(ctx.now);
             self.cc.cwnd_event(&mut self.cw, CaEvent::Loss, &ca_ctx);
@@ -658,7 +659,7 @@ mod prr_tests {
     fn prr_proportional_then_reduction_bound() {
         // RFC 6937 section 3: RecoverFS = prior_cwnd = 20, ssthresh = 10.
         let mut t = tcb();
-        t.prior_cwnd = 20;
+        t.undo.prior_cwnd = 20;
         t.cw.snd_ssthresh = 10;
         // pipe 18 > ssthresh: sndcnt = ceil(prr_delivered * 10 / 20) - prr_out.
         set_pipe(&mut t, 18);
@@ -689,7 +690,7 @@ mod prr_tests {
         // A SACK (snd_una unchanged) or an ACK that also marked a loss earns no
         // extra segment: one out per one delivered once prr_out caught up.
         let mut t = tcb();
-        t.prior_cwnd = 10;
+        t.undo.prior_cwnd = 10;
         t.cw.snd_ssthresh = 7;
         t.prr_delivered = 2;
         t.prr_out = 3;
@@ -705,7 +706,7 @@ mod prr_tests {
     #[test]
     fn prr_ignores_acks_that_deliver_nothing() {
         let mut t = tcb();
-        t.prior_cwnd = 20;
+        t.undo.prior_cwnd = 20;
         t.cw.snd_ssthresh = 10;
         t.cw.snd_cwnd = 17;
         set_pipe(&mut t, 15);
@@ -731,11 +732,11 @@ mod syn_undo_tests {
     #[test]
     fn syn_timeouts_keep_the_first_undo_marker_and_count_retransmissions() {
         let mut t = Tcb::for_test(&Config::default());
-        assert_eq!(t.undo_marker, None);
+        assert_eq!(t.undo.marker, None);
         t.syn_timeout_undo();
-        assert_eq!((t.undo_marker, t.undo_retrans), (Some(0), 1));
+        assert_eq!((t.undo.marker, t.undo.retrans), (Some(0), 1));
         t.syn_timeout_undo();
-        assert_eq!((t.undo_marker, t.undo_retrans), (Some(0), 2));
+        assert_eq!((t.undo.marker, t.undo.retrans), (Some(0), 2));
     }
 
     #[test]
@@ -744,7 +745,7 @@ mod syn_undo_tests {
         let setup = |ts_ok: bool| {
             let mut t = Tcb::for_test(&Config::default());
             t.ts_ok = ts_ok;
-            t.retrans_stamp = Some(first);
+            t.undo.retrans_stamp = Some(first);
             t.syn_timeout_undo();
             t
         };
@@ -752,22 +753,22 @@ mod syn_undo_tests {
         let mut t = setup(true);
         let ecr = t.tsval(first);
         t.try_undo_spurious_syn(&ack_echoing(Some(ecr)));
-        assert_eq!(t.undo_marker, None);
+        assert_eq!(t.undo.marker, None);
         // An echo of a later SYN, no timestamp, or timestamps not negotiated: kept.
         for (ts_ok, ecr) in [(true, Some(ecr + 1000)), (true, None), (false, Some(ecr))] {
             let mut t = setup(ts_ok);
             t.try_undo_spurious_syn(&ack_echoing(ecr));
-            assert_eq!(t.undo_marker, Some(0), "ts_ok {ts_ok} ecr {ecr:?}");
+            assert_eq!(t.undo.marker, Some(0), "ts_ok {ts_ok} ecr {ecr:?}");
         }
         // No SYN timeout, nothing to undo; no retrans_stamp, nothing to compare.
         let mut t = Tcb::for_test(&Config::default());
         t.ts_ok = true;
-        t.retrans_stamp = Some(first);
+        t.undo.retrans_stamp = Some(first);
         t.try_undo_spurious_syn(&ack_echoing(Some(ecr)));
-        assert_eq!(t.undo_marker, None);
+        assert_eq!(t.undo.marker, None);
         let mut t = setup(true);
-        t.retrans_stamp = None;
+        t.undo.retrans_stamp = None;
         t.try_undo_spurious_syn(&ack_echoing(Some(ecr)));
-        assert_eq!(t.undo_marker, Some(0));
+        assert_eq!(t.undo.marker, Some(0));
     }
 }

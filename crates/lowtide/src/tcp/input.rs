@@ -185,7 +185,7 @@ impl Tcb {
     /// `tcp_rcv_synsent_state_process`'s PAWS test: a non-zero TSecr lies between
     /// our TSval at the first SYN (`retrans_stamp`) and now.
     fn synsent_tsecr_ok(&self, ctx: &Ctx, th: &TcpRepr) -> bool {
-        let (Some((_, ecr)), Some(first)) = (th.options.timestamp, self.retrans_stamp) else {
+        let (Some((_, ecr)), Some(first)) = (th.options.timestamp, self.undo.retrans_stamp) else {
             return true;
         };
         let (lo, hi) = (self.tsval(first), self.tsval(ctx.now));
@@ -202,7 +202,7 @@ impl Tcb {
         self.keepalive_on_establish(ctx); // tcp_finish_connect
         self.rtx_synack_sample(ctx, th);
         self.snd_una_update(1); // tcp_ack on the SYN-ACK: bytes_acked counts the SYN
-        self.retrans_stamp = None; // tcp_clean_rtx_queue: FLAG_SYN_ACKED
+        self.undo.retrans_stamp = None; // tcp_clean_rtx_queue: FLAG_SYN_ACKED
         self.delivered += 1; // the SYN skb, cleaned by tcp_ack
         if ack > 1 {
             let c = self.clean_rtx_queue(ctx, ack);
@@ -255,7 +255,7 @@ impl Tcb {
     pub(super) fn init_buffer_space(&mut self, ctx: &mut Ctx) {
         self.mtup_init(ctx);
         self.init_metrics(ctx);
-        self.cw.snd_cwnd = match self.total_retrans > 1 && self.undo_marker.is_some() {
+        self.cw.snd_cwnd = match self.total_retrans > 1 && self.undo.marker.is_some() {
             true => 1,
             false => self.init_cwnd(ctx.cfg),
         };
@@ -470,7 +470,7 @@ impl Tcb {
         } else {
             // tcp_rcv_state_process, SYN-RECV.
             self.try_undo_spurious_syn(th);
-            self.retrans_stamp = None;
+            self.undo.retrans_stamp = None;
             self.init_buffer_space(ctx);
         }
         if self.parent.is_some() {
@@ -488,9 +488,9 @@ impl Tcb {
     /// SYNs leave none: "packets are not lost but delayed".
     fn openreq_child_undo(&mut self) {
         if self.icsk.retransmits > 0 {
-            self.undo_marker = Some(0);
-            self.undo_retrans = 0;
-            self.retrans_stamp = Some(self.created);
+            self.undo.marker = Some(0);
+            self.undo.retrans = 0;
+            self.undo.retrans_stamp = Some(self.created);
         }
     }
 

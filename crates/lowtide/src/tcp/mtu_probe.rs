@@ -165,7 +165,7 @@ impl Tcb {
         if self.mtup.probe_size == 0 || self.snd_una < self.mtup.probe_seq_end {
             return;
         }
-        self.prior_ssthresh = self.current_ssthresh();
+        self.undo.prior_ssthresh = self.current_ssthresh();
         let val = self.cw.snd_cwnd as u64 * self.mss_to_mtu(self.mss_cache) as u64
             / self.mtup.probe_size as u64;
         self.cw.snd_cwnd = (val as u32).max(1);

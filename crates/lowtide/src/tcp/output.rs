@@ -475,7 +475,7 @@ impl Tcb {
     pub(crate) fn send_syn(&mut self, ctx: &mut Ctx) {
         if self.state == TcpState::SynSent {
             // tcp_connect: SYN timeouts count from here (retransmits_timed_out).
-            self.retrans_stamp = Some(ctx.now);
+            self.undo.retrans_stamp = Some(ctx.now);
         }
         self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
         self.tfo.syn_cookie = None; // retransmissions carry no Fast Open option
@@ -828,10 +828,10 @@ impl Tcb {
         if let Some((at, _, _)) = sent {
             self.rtx.update(at, SACKED_RETRANS, 0);
         }
-        self.retrans_stamp.get_or_insert(ctx.now);
+        self.undo.retrans_stamp.get_or_insert(ctx.now);
         let pcount = sent.map_or_else(|| self.rtx.get(seq).map_or(0, |s| s.pcount), |s| s.2);
         // tcp_retransmit_skb: D-SACKs of this many retransmissions allow an undo.
-        self.undo_retrans = self.undo_retrans.max(0) + pcount as i32;
+        self.undo.retrans = self.undo.retrans.max(0) + pcount as i32;
         sent
     }
 

@@ -174,8 +174,8 @@ impl Tcb {
         if self.ca_state != CaState::Loss {
             self.high_seq = self.snd_nxt;
             self.cw.snd_ssthresh = self.current_ssthresh();
-            self.prior_ssthresh = 0;
-            self.undo_marker = None;
+            self.undo.prior_ssthresh = 0;
+            self.undo.marker = None;
             self.set_ca_state(CaState::Loss);
         }
     }

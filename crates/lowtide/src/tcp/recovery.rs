@@ -400,7 +400,7 @@ mod tests {
         // After 16 recoveries without D-SACK the window falls back to one step.
         for _ in 0..16 {
             t.ca_state = CaState::Recovery;
-            t.undo_marker = None;
+            t.undo.marker = None;
             with_ctx(&cfg, 800, |c| t.try_undo_recovery(c));
         }
         with_ctx(&cfg, 900, |c| t.rack_update_reo_wnd(c, true));

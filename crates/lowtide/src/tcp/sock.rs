@@ -209,7 +209,6 @@ pub struct Tcb {
     pub(crate) lsndtime: Instant,
     /// Last acceptable ACK received (`rcv_tstamp`, set by tcp_ack).
     pub(crate) rcv_tstamp: Instant,
-    pub(crate) retrans_stamp: Option<Instant>,
 
     // ---- congestion control and recovery ----
     pub(crate) cw: CwndState,
@@ -221,7 +220,6 @@ pub struct Tcb {
     pub(crate) ca_state: CaState,
     pub(crate) reordering: u32,
     pub(crate) high_seq: u64,
-    pub(crate) prior_cwnd: u32,
     pub(crate) prr_delivered: u32,
     pub(crate) prr_out: u32,
     pub(crate) lost_hint: u64,
@@ -233,13 +231,8 @@ pub struct Tcb {
     // ---- RACK-TLP, F-RTO and undo (recovery.rs, tlp.rs, fastretrans.rs) ----
     /// `tp->rack`.
     pub(crate) rack: Rack,
-    /// `undo_marker`: `snd_una` when the reduction that may be undone began.
-    pub(crate) undo_marker: Option<u64>,
-    /// `undo_retrans`: retransmissions not yet shown spurious by D-SACKs; -1 if none
-    /// were sent.
-    pub(crate) undo_retrans: i32,
-    /// `prior_ssthresh`: ssthresh to restore on undo (0: none).
-    pub(crate) prior_ssthresh: u32,
+    /// What undoing a reduction restores, and when it may (`tcp/fastretrans.rs`).
+    pub(crate) undo: Undo,
     /// `tp->frto`: F-RTO (RFC 5682) is checking whether this RTO was spurious.
     pub(crate) frto: bool,
     /// F-RTO step 2.b: send new data before retransmitting (`REXMIT_NEW`).
@@ -623,6 +616,29 @@ pub(crate) struct Pacing {
     pub tsq_throttled_count: u64,
 }
 
+// ---- implemented in tcp/fastretrans.rs ----
+
+/// The undo state of `struct tcp_sock`: `undo_marker`, `undo_retrans`,
+/// `prior_ssthresh`, `prior_cwnd` and `retrans_stamp`, which `tcp_may_undo`,
+/// `tcp_undo_cwnd_reduction` and `tcp_packet_delayed` read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Undo {
+    /// `undo_marker`: `snd_una` when the reduction that may be undone began.
+    pub marker: Option<u64>,
+    /// `undo_retrans`: retransmissions not yet shown spurious by D-SACKs; -1 if none
+    /// were sent.
+    pub retrans: i32,
+    /// `prior_ssthresh`: ssthresh to restore on undo (0: none).
+    pub prior_ssthresh: u32,
+    /// `prior_cwnd`: cwnd when the reduction began (`tcp_init_cwnd_reduction`), for
+    /// PRR and for undo.
+    pub prior_cwnd: u32,
+    /// `retrans_stamp`: when the first retransmission of the episode (or, in
+    /// SYN-SENT, the first SYN) was sent; `tcp_packet_delayed` compares echoed
+    /// timestamps with it, and the retransmit timer's give-up time counts from it.
+    pub retrans_stamp: Option<Instant>,
+}
+
 // ---- implemented in tcp/rate.rs ----
 
 /// The delivery-rate sampling state of `struct tcp_sock` (tcp_rate.c).
@@ -865,7 +881,6 @@ impl Tcb {
             tw_handoff: None,
             lsndtime: now,
             rcv_tstamp: now,
-            retrans_stamp: None,
             cw: CwndState::new(cfg.initcwnd),
             snd_cwnd_used: 0,
             snd_cwnd_stamp: now,
@@ -873,16 +888,19 @@ impl Tcb {
             ca_state: CaState::Open,
             reordering: cfg.tcp_reordering,
             high_seq: 0,
-            prior_cwnd: 0,
             prr_delivered: 0,
             prr_out: 0,
             lost_hint: 0,
             retransmit_hint: 0,
             reno_sacked_out: 0,
             rack: Rack::default(),
-            undo_marker: None,
-            undo_retrans: -1,
-            prior_ssthresh: 0,
+            undo: Undo {
+                marker: None,
+                retrans: -1,
+                prior_ssthresh: 0,
+                prior_cwnd: 0,
+                retrans_stamp: None,
+            },
             frto: false,
             frto_rexmit_new: false,
             tlp_high_seq: None,

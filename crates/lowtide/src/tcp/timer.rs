@@ -248,7 +248,7 @@ impl Tcb {
     /// (`tcp_rtx_probe0_timed_out`, Linux 6.7+). The RTO still doubles
     /// (`out_reset_timer`).
     fn zero_window_rto(&mut self, ctx: &mut Ctx) {
-        let since = self.retrans_stamp.unwrap_or(self.lsndtime);
+        let since = self.undo.retrans_stamp.unwrap_or(self.lsndtime);
         let rtx_delta = ctx.now.saturating_since(since);
         if self.rtx_probe0_timed_out(ctx.now, rtx_delta) {
             return self.write_err(ctx);
@@ -310,7 +310,7 @@ impl Tcb {
         } else {
             // tcp_write_timeout: after tcp_retries1 RTOs, black hole detection
             // (tcp_mtu_probing; the route's __dst_negative_advice has no effect here).
-            let start = self.retrans_stamp.unwrap_or(ctx.now);
+            let start = self.undo.retrans_stamp.unwrap_or(ctx.now);
             let retries1 =
                 model_timeout(ctx.cfg.tcp_retries1 as u32, TCP_RTO_MIN, self.icsk.rto_max);
             if self.icsk.retransmits > 0 && ctx.now.saturating_since(start) >= retries1 {
@@ -323,7 +323,7 @@ impl Tcb {
                 t if t.is_zero() => model_timeout(boundary as u32, rto_base, self.icsk.rto_max),
                 t => t,
             };
-            let start = self.retrans_stamp.unwrap_or(ctx.now);
+            let start = self.undo.retrans_stamp.unwrap_or(ctx.now);
             expired = ctx.now.saturating_since(start) >= timeout;
         }
         // An orphan: do_reset = alive || !retransmits_timed_out(retry_until).
@@ -456,7 +456,7 @@ impl Tcb {
     /// `tcp_clamp_rto_to_user_timeout`: the next RTO comes no later than the user
     /// timeout's end, counted from the first retransmission.
     fn clamp_rto_to_user_timeout(&self, ctx: &Ctx, rto: Duration) -> Duration {
-        self.clamp_to_user_timeout(ctx, self.retrans_stamp, rto)
+        self.clamp_to_user_timeout(ctx, self.undo.retrans_stamp, rto)
     }
 
     /// `when`, but no later than `TCP_USER_TIMEOUT` after `start` (and at least

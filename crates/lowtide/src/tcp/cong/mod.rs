@@ -448,7 +448,7 @@ impl crate::tcp::Tcb {
             self.state,
             crate::tcp::TcpState::Closed | crate::tcp::TcpState::Listen
         ) {
-            self.prior_ssthresh = 0;
+            self.undo.prior_ssthresh = 0;
             let (cc, mut c) = self.cc_context(now);
             cc.init(&mut c);
         }

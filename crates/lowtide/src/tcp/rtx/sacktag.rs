@@ -132,7 +132,7 @@ impl Tcb {
             let (start, end) = edges(self, i);
             let dup = i == 0 && found_dup;
             if !self.is_sackblock_valid(dup, start, end, ack) {
-                ctx.mib.inc(match (dup, self.undo_marker) {
+                ctx.mib.inc(match (dup, self.undo.marker) {
                     (true, None) => Mib::TcpExtTCPDSACKIgnoredNoUndo,
                     (true, Some(_)) => Mib::TcpExtTCPDSACKIgnoredOld,
                     (false, _) => Mib::TcpExtTCPSACKDiscard,
@@ -146,11 +146,11 @@ impl Tcb {
             if dup {
                 // tcp_sacktag_one with dup_sack: each retransmitted skb it covers was
                 // a spurious retransmission.
-                let segs = self.rtx.retrans_segs_in(start, end, self.undo_marker, mss);
+                let segs = self.rtx.retrans_segs_in(start, end, self.undo.marker, mss);
                 // tcp_sacktag_one: a D-SACKed retransmission of SACKed data.
                 reord = lowest(reord, self.rtx.dsack_reord(start, end));
-                if self.undo_marker.is_some() && self.undo_retrans > 0 {
-                    self.undo_retrans = (self.undo_retrans - segs as i32).max(0);
+                if self.undo.marker.is_some() && self.undo.retrans > 0 {
+                    self.undo.retrans = (self.undo.retrans - segs as i32).max(0);
                 }
                 if start < ack {
                     continue; // below the new snd_una: nothing left to tag
@@ -164,7 +164,7 @@ impl Tcb {
         let t = self.rtx.sacktag_blocks(&valid[..n], mss);
         // tcp_sacktag_write_queue: reordering, unless in Loss with nothing to undo.
         if let Some(low) = lowest(reord, t.reord) {
-            if self.ca_state != crate::tcp::cong::CaState::Loss || self.undo_marker.is_some() {
+            if self.ca_state != crate::tcp::cong::CaState::Loss || self.undo.marker.is_some() {
                 self.check_sack_reordering(ctx, low, false);
             }
         }
@@ -188,7 +188,7 @@ impl Tcb {
         if start > ack {
             return true;
         }
-        let Some(marker) = self.undo_marker.filter(|_| dup) else {
+        let Some(marker) = self.undo.marker.filter(|_| dup) else {
             return false;
         };
         if end > ack {
@@ -227,8 +227,8 @@ impl Tcb {
         ctx.mib.add(Mib::TcpExtTCPDSACKRecvSegs, dup_segs);
         r.dsack_segs = dup_segs as u32;
         let prior_una = self.snd_una;
-        if self.undo_marker.is_some_and(|m| end > m) && self.undo_retrans > 0 && end <= prior_una {
-            self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
+        if self.undo.marker.is_some_and(|m| end > m) && self.undo.retrans > 0 && end <= prior_una {
+            self.undo.retrans = (self.undo.retrans - dup_segs as i32).max(0);
         }
         true
     }

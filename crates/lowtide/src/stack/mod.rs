@@ -395,7 +395,7 @@ impl Stack {
             // tcp_twsk_unique: write_seq and the peer's timestamp from TIME-WAIT.
             tcb.iss = tcp::seq::Seq(r.isn);
             if let Some(stamp) = r.ts_recent_stamp {
-                (tcb.ts_recent, tcb.ts_recent_stamp) = (r.ts_recent, stamp);
+                (tcb.rx_opt.ts_recent, tcb.rx_opt.ts_recent_stamp) = (r.ts_recent, stamp);
             }
         }
         if let Some(o) = opts {

@@ -238,7 +238,7 @@ impl SocketMut<'_> {
 
     /// `TCP_MAXSEG` (setsockopt) on a connection: kept as `user_mss`.
     pub fn set_user_mss(&mut self, mss: u32) -> Result<(), SocketError> {
-        self.stack.tcb_mut(self.h)?.user_mss = mss;
+        self.stack.tcb_mut(self.h)?.rx_opt.user_mss = mss;
         Ok(())
     }
 

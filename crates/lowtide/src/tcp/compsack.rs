@@ -21,7 +21,7 @@ impl Tcb {
     /// `__tcp_ack_snd_check`'s tail, with out-of-order data held and no reason to
     /// ACK at once: send now, or hold this ACK and arm the compression timer.
     pub(crate) fn ack_or_compress(&mut self, ctx: &mut Ctx) {
-        if !self.sack_ok || self.comp_sack.held >= ctx.cfg.tcp_comp_sack_nr as u32 {
+        if !self.rx_opt.sack_ok || self.comp_sack.held >= ctx.cfg.tcp_comp_sack_nr as u32 {
             return self.send_ack(ctx);
         }
         let c = &mut self.comp_sack;

@@ -75,7 +75,7 @@ impl Tcb {
 
     /// `tp->tcp_header_len`: the TCP header of our segments without SACK blocks.
     fn tcp_header_len(&self) -> usize {
-        20 + if self.ts_ok { 12 } else { 0 }
+        20 + if self.rx_opt.tstamp_ok { 12 } else { 0 }
     }
 
     /// `__tcp_cleanup_rbuf`'s first test, after a read of `copied` bytes with an ACK

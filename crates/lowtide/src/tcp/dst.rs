@@ -80,7 +80,7 @@ impl Tcb {
             self.window_clamp = self.dst.metrics.get(Rtax::Window);
         }
         let advmss = self.dst_advmss();
-        self.advmss = match self.user_mss {
+        self.advmss = match self.rx_opt.user_mss {
             0 => advmss,
             user => advmss.min(user),
         };

@@ -72,7 +72,7 @@ impl Tcb {
         // tcp_send_syn_data: "if MSS is not cached", the MSS we advertise; the
         // cache's MSS otherwise (tcp_fastopen_cookie_check reads the cache before it
         // decides), even when the SYN falls back to a cookie request.
-        self.mss_clamp = match fo.mss {
+        self.rx_opt.mss_clamp = match fo.mss {
             0 => self.advmss,
             cached => cached as u32,
         };
@@ -90,8 +90,8 @@ impl Tcb {
             self.send_syn(ctx);
             return 0;
         }
-        if self.user_mss != 0 && self.user_mss < self.mss_clamp {
-            self.mss_clamp = self.user_mss; // tcp_mss_clamp
+        if self.rx_opt.user_mss != 0 && self.rx_opt.user_mss < self.rx_opt.mss_clamp {
+            self.rx_opt.mss_clamp = self.rx_opt.user_mss; // tcp_mss_clamp
         }
         let min = ctx.cfg.tcp_min_snd_mss;
         self.mss_cache = self.mtu_to_mss(self.pmtu_cookie, min);
@@ -100,7 +100,7 @@ impl Tcb {
         let full = self
             .pmtu_cookie
             .saturating_sub(net)
-            .min(self.mss_clamp)
+            .min(self.rx_opt.mss_clamp)
             .max(min);
         let space = (full.saturating_sub(MAX_TCP_OPTION_SPACE) as usize).min(data.len());
         self.tfo.syn_cookie = fo.cookie;
@@ -161,8 +161,8 @@ impl Tcb {
     ) -> bool {
         // The clamp is the SYN-ACK's MSS unless TCP_MAXSEG set it: then the SYN-ACK's
         // own MSS option (0 if none) is what the cache learns.
-        let mss = match self.mss_clamp {
-            m if m == self.user_mss => th.options.mss.map_or(0, u32::from),
+        let mss = match self.rx_opt.mss_clamp {
+            m if m == self.rx_opt.user_mss => th.options.mss.map_or(0, u32::from),
             m => m,
         };
         let mut cookie = th.options.fastopen.filter(|c| c.len > 0);

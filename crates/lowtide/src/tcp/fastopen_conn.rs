@@ -54,9 +54,13 @@ impl Tcb {
         let f = th.flags;
         let seq = self.rcv_off(Seq(th.seq));
         let end = seq.saturating_add(len as u64 + f.contains(TcpFlags::FIN) as u64);
-        let tsval = th.options.timestamp.filter(|_| self.ts_ok).map(|t| t.0);
+        let tsval = th
+            .options
+            .timestamp
+            .filter(|_| self.rx_opt.tstamp_ok)
+            .map(|t| t.0);
         let paws_reject = !f.contains(TcpFlags::RST)
-            && tsval.is_some_and(|v| (v.wrapping_sub(self.ts_recent) as i32) < 0);
+            && tsval.is_some_and(|v| (v.wrapping_sub(self.rx_opt.ts_recent) as i32) < 0);
         if seq == 0 && f == TcpFlags::SYN && !paws_reject {
             self.rtx_synack(ctx);
             return false;
@@ -77,8 +81,8 @@ impl Tcb {
             return false;
         }
         if let Some(v) = tsval.filter(|_| seq <= self.rcv_nxt) {
-            self.ts_recent = v;
-            self.ts_recent_stamp = ctx.now;
+            self.rx_opt.ts_recent = v;
+            self.rx_opt.ts_recent_stamp = ctx.now;
         }
         // The SYN at rcv_isn is out of the window that starts after it: truncated.
         let syn = f.contains(TcpFlags::SYN) && seq != 0;

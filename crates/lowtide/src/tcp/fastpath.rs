@@ -19,7 +19,7 @@ const TCPOLEN_TSTAMP_ALIGNED: usize = 12;
 impl Tcb {
     /// `tcp_fast_path_on`: predict segments carrying our current send window.
     pub(crate) fn fast_path_on(&mut self) {
-        self.pred_wnd = Some((self.snd_wnd >> self.snd_wscale) as u16);
+        self.pred_wnd = Some((self.snd_wnd >> self.rx_opt.snd_wscale) as u16);
     }
 
     /// `tcp_fast_path_check`: arm the prediction if nothing needs the slow path:
@@ -44,13 +44,13 @@ impl Tcb {
     /// (`__tcp_fast_path_on` with the SYN-ACK's); with window scaling the first
     /// `tcp_fast_path_check` arms it.
     pub(crate) fn fast_path_connected(&mut self) {
-        self.pred_wnd = (self.snd_wscale == 0).then_some(self.snd_wnd as u16);
+        self.pred_wnd = (self.rx_opt.snd_wscale == 0).then_some(self.snd_wnd as u16);
     }
 
     /// `tp->tcp_header_len`: the TCP header the prediction expects.
     fn predicted_header_len(&self) -> usize {
         TCP_HEADER_LEN
-            + if self.ts_ok {
+            + if self.rx_opt.tstamp_ok {
                 TCPOLEN_TSTAMP_ALIGNED
             } else {
                 0
@@ -83,14 +83,15 @@ impl Tcb {
         {
             return false;
         }
-        if self.ts_ok {
+        if self.rx_opt.tstamp_ok {
             let o = &th.options;
             let Some((tsval, _)) = o.timestamp else {
                 return false;
             };
             let only_ts = o.mss.is_none() && o.wscale.is_none() && !o.sack_permitted;
             // "If PAWS failed, check it more carefully in slow path".
-            if !only_ts || o.sack_len > 0 || (tsval.wrapping_sub(self.ts_recent) as i32) < 0 {
+            if !only_ts || o.sack_len > 0 || (tsval.wrapping_sub(self.rx_opt.ts_recent) as i32) < 0
+            {
                 return false;
             }
         }
@@ -142,8 +143,8 @@ mod tests {
         let ctx = st.ctx(&cfg, crate::time::Instant::ZERO, false);
         let mut t = Tcb::for_test(&cfg);
         t.state = TcpState::Established;
-        (t.rcv_nxt, t.snd_nxt, t.snd_wnd, t.snd_wscale) = (1001, 501, 257 << 7, 7);
-        (t.ts_ok, t.ts_recent) = (true, 100);
+        (t.rcv_nxt, t.snd_nxt, t.snd_wnd, t.rx_opt.snd_wscale) = (1001, 501, 257 << 7, 7);
+        (t.rx_opt.tstamp_ok, t.rx_opt.ts_recent) = (true, 100);
         let mut th = TcpRepr {
             flags: TcpFlags::ACK,
             window: 257,
@@ -188,7 +189,7 @@ mod tests {
         // tcp_finish_connect: a scaled window starts unpredicted.
         t.fast_path_connected();
         assert_eq!(t.pred_wnd, None);
-        (t.snd_wscale, t.snd_wnd) = (0, 5000);
+        (t.rx_opt.snd_wscale, t.snd_wnd) = (0, 5000);
         t.fast_path_connected();
         assert_eq!(t.pred_wnd, Some(5000));
     }

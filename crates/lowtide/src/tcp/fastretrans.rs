@@ -82,7 +82,7 @@ impl Tcb {
         if self.rtx.is_empty() {
             return;
         }
-        if !self.sack_ok {
+        if !self.rx_opt.sack_ok {
             self.newreno_mark_lost(fl.snd_una_advanced);
         } else if self.is_rack(ctx) {
             let prior_retrans = self.rtx.retrans_out;
@@ -136,7 +136,7 @@ impl Tcb {
         num_dupack: u32,
         fl: &mut AckFlags,
     ) -> u32 {
-        let reno = !self.sack_ok;
+        let reno = !self.rx_opt.sack_ok;
         if self.ca_state == CaState::Open {
             self.undo.retrans_stamp = None;
         } else if self.snd_una >= self.high_seq {
@@ -198,7 +198,7 @@ impl Tcb {
     /// Recovery once a loss is proven. Returns what the duplicate ACK delivered.
     fn open_or_disorder(&mut self, ctx: &mut Ctx, fl: &mut AckFlags, num_dupack: u32) -> u32 {
         let mut delivered = 0;
-        if !self.sack_ok {
+        if !self.rx_opt.sack_ok {
             if fl.snd_una_advanced {
                 self.reset_reno_sack();
             }
@@ -291,7 +291,7 @@ impl Tcb {
             self.try_undo_recovery(ctx);
             return 0;
         }
-        if !self.sack_ok {
+        if !self.rx_opt.sack_ok {
             // "A Reno DUPACK means new data in F-RTO step 2.b above are delivered.
             // Lower inflight to clock out (re)transmissions."
             if self.snd_nxt > self.high_seq && num_dupack > 0 {
@@ -312,11 +312,11 @@ impl Tcb {
     fn packet_delayed(&self) -> bool {
         match self.undo.retrans_stamp {
             Some(rs) => {
-                self.ts_ok
-                    && self.rcv_tsecr != 0
-                    && (self.rcv_tsecr.wrapping_sub(self.tsval(rs)) as i32) < 0
+                self.rx_opt.tstamp_ok
+                    && self.rx_opt.rcv_tsecr != 0
+                    && (self.rx_opt.rcv_tsecr.wrapping_sub(self.tsval(rs)) as i32) < 0
             }
-            None if !self.sack_ok && self.snd_una >= self.high_seq => false,
+            None if !self.rx_opt.sack_ok && self.snd_una >= self.high_seq => false,
             None => self.state != TcpState::SynSent,
         }
     }
@@ -350,7 +350,7 @@ impl Tcb {
     /// `tcp_is_non_sack_preventing_reopen`: NewReno holds the state until data above
     /// `high_seq` is acknowledged (RFC 6582: no false fast retransmits).
     fn non_sack_preventing_reopen(&mut self) -> bool {
-        if !self.sack_ok && self.snd_una == self.high_seq {
+        if !self.rx_opt.sack_ok && self.snd_una == self.high_seq {
             if !self.any_retrans_done() {
                 self.undo.retrans_stamp = None;
             }
@@ -382,7 +382,7 @@ impl Tcb {
         let (Some(stamp), Some((_, ecr))) = (self.undo.retrans_stamp, th.options.timestamp) else {
             return;
         };
-        if self.undo.marker.is_some() && self.ts_ok && ecr == self.tsval(stamp) {
+        if self.undo.marker.is_some() && self.rx_opt.tstamp_ok && ecr == self.tsval(stamp) {
             self.undo.marker = None;
         }
     }
@@ -457,7 +457,7 @@ impl Tcb {
         if self.non_sack_preventing_reopen() {
             return true;
         }
-        if frto_undo || self.sack_ok {
+        if frto_undo || self.rx_opt.sack_ok {
             self.set_ca_state(CaState::Open);
             self.is_sack_reneg = false;
         }
@@ -531,7 +531,7 @@ impl Tcb {
 
     /// `tcp_enter_recovery` + `tcp_init_cwnd_reduction`.
     pub(crate) fn enter_recovery(&mut self, ctx: &mut Ctx) {
-        ctx.mib.inc(if self.sack_ok {
+        ctx.mib.inc(if self.rx_opt.sack_ok {
             Mib::TcpExtTCPSackRecovery
         } else {
             Mib::TcpExtTCPRenoRecovery
@@ -590,7 +590,7 @@ impl Tcb {
             ctx.mib.inc(Mib::TcpExtTCPSACKReneging);
             self.rtx.clear_sacked();
             self.is_sack_reneg = true;
-        } else if !self.sack_ok {
+        } else if !self.rx_opt.sack_ok {
             self.reset_reno_sack();
         }
         // tcp_timeout_mark_lost: with RACK (and no reneging, which loses all), not
@@ -744,7 +744,7 @@ mod syn_undo_tests {
         let first = Instant::from_nanos(5_000_000);
         let setup = |ts_ok: bool| {
             let mut t = Tcb::for_test(&Config::default());
-            t.ts_ok = ts_ok;
+            t.rx_opt.tstamp_ok = ts_ok;
             t.undo.retrans_stamp = Some(first);
             t.syn_timeout_undo();
             t
@@ -762,7 +762,7 @@ mod syn_undo_tests {
         }
         // No SYN timeout, nothing to undo; no retrans_stamp, nothing to compare.
         let mut t = Tcb::for_test(&Config::default());
-        t.ts_ok = true;
+        t.rx_opt.tstamp_ok = true;
         t.undo.retrans_stamp = Some(first);
         t.try_undo_spurious_syn(&ack_echoing(Some(ecr)));
         assert_eq!(t.undo.marker, None);

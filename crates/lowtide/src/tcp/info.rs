@@ -153,9 +153,9 @@ impl Tcb {
     /// `tcpi_options` (`tcp_get_info`).
     fn info_options(&self) -> u8 {
         use super::ecn::{TCP_ECN_OK, TCP_ECN_SEEN};
-        (self.ts_ok as u8)
-            | (self.sack_ok as u8) << 1
-            | (self.wscale_ok as u8) << 2
+        (self.rx_opt.tstamp_ok as u8)
+            | (self.rx_opt.sack_ok as u8) << 1
+            | (self.rx_opt.wscale_ok as u8) << 2
             | ((self.ecn_flags & TCP_ECN_OK != 0) as u8) << 3
             | ((self.ecn_flags & TCP_ECN_SEEN != 0) as u8) << 4
             | (self.tfo.syn_data_acked as u8) << 5
@@ -224,8 +224,8 @@ impl Tcb {
             sndbuf_limited: self.chrono.stats_us(now).2,
             options: self.info_options(),
             fastopen_client_fail: self.tfo.client_fail as u8,
-            snd_wscale: self.snd_wscale,
-            rcv_wscale: self.rcv_wscale,
+            snd_wscale: self.rx_opt.snd_wscale,
+            rcv_wscale: self.rx_opt.rcv_wscale,
             ato: self.ack.ato.min(self.delack_max()).as_micros() as u32,
             pmtu: self.pmtu_cookie,
             rcv_rtt: self.rcv_rtt.rtt_us8 >> 3,

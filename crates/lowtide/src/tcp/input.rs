@@ -59,7 +59,7 @@ impl Tcb {
         self.state = TcpState::SynRecv;
         let init_rwnd = self.dst_connect_init(ctx.cfg); // tcp_openreq_init_rwin
         let mss = self.initial_window_mss();
-        self.select_initial_window(ctx.cfg, mss, self.wscale_ok, init_rwnd);
+        self.select_initial_window(ctx.cfg, mss, self.rx_opt.wscale_ok, init_rwnd);
         self.write_seq = 1;
         if self.tfo.rsk.is_some() {
             self.fastopen_create_child(ctx, syn_data);
@@ -71,20 +71,20 @@ impl Tcb {
     /// SYN answers our connect).
     fn negotiate_options(&mut self, ctx: &mut Ctx, th: &TcpRepr, active: bool) {
         let o = &th.options;
-        self.sack_ok = o.sack_permitted && ctx.cfg.tcp_sack;
-        self.ts_ok = o.timestamp.is_some() && ctx.cfg.tcp_timestamps;
-        if let (true, Some((tsval, _))) = (self.ts_ok, o.timestamp) {
-            self.ts_recent = tsval;
-            self.ts_recent_stamp = ctx.now;
+        self.rx_opt.sack_ok = o.sack_permitted && ctx.cfg.tcp_sack;
+        self.rx_opt.tstamp_ok = o.timestamp.is_some() && ctx.cfg.tcp_timestamps;
+        if let (true, Some((tsval, _))) = (self.rx_opt.tstamp_ok, o.timestamp) {
+            self.rx_opt.ts_recent = tsval;
+            self.rx_opt.ts_recent_stamp = ctx.now;
         }
-        self.wscale_ok = o.wscale.is_some() && ctx.cfg.tcp_window_scaling;
-        if self.wscale_ok {
+        self.rx_opt.wscale_ok = o.wscale.is_some() && ctx.cfg.tcp_window_scaling;
+        if self.rx_opt.wscale_ok {
             // RFC 7323 section 2.3: a shift above 14 is used as 14.
-            self.snd_wscale = o.wscale.unwrap_or(0).min(14);
+            self.rx_opt.snd_wscale = o.wscale.unwrap_or(0).min(14);
         } else {
             // tcp_rcv_synsent_state_process: no scaling, no window above 64 KB.
-            self.snd_wscale = 0;
-            self.rcv_wscale = 0;
+            self.rx_opt.snd_wscale = 0;
+            self.rx_opt.rcv_wscale = 0;
             self.window_clamp = self.window_clamp.min(65535);
         }
         // RFC 9293 3.7.1: no MSS option (or 0, which Linux ignores) leaves the clamp
@@ -98,7 +98,9 @@ impl Tcb {
             None if active && self.tfo.send_syn_data => {
                 self.sync_mss(self.pmtu_cookie, min_snd_mss);
             }
-            None if active && self.user_mss != 0 => self.set_peer_mss(self.user_mss, min_snd_mss),
+            None if active && self.rx_opt.user_mss != 0 => {
+                self.set_peer_mss(self.rx_opt.user_mss, min_snd_mss)
+            }
             None if self.tuple.local.is_ipv6() => self.set_peer_mss(1220, min_snd_mss),
             None => self.set_peer_mss(536, min_snd_mss),
         }
@@ -315,7 +317,7 @@ impl Tcb {
             && th
                 .options
                 .timestamp
-                .is_none_or(|(v, _)| !self.ts_ok || self.paws_check(ctx, v, 0))
+                .is_none_or(|(v, _)| !self.rx_opt.tstamp_ok || self.paws_check(ctx, v, 0))
         {
             return self.rtx_synack(ctx);
         }
@@ -380,7 +382,7 @@ impl Tcb {
         payload: Payload,
         established: bool,
     ) {
-        if established && self.ts_ok {
+        if established && self.rx_opt.tstamp_ok {
             if let Some((_, tsecr)) = th.options.timestamp {
                 // end_seq - seq: the FIN counts.
                 let len = payload.len() + th.flags.contains(TcpFlags::FIN) as usize;
@@ -456,7 +458,7 @@ impl Tcb {
             self.icsk.retransmits = 0;
             self.icsk.backoff = 0;
         }
-        self.snd_wnd = (th.window as u32) << self.snd_wscale;
+        self.snd_wnd = (th.window as u32) << self.rx_opt.snd_wscale;
         // tcp_create_openreq_child: a child made at this ACK has its window as the
         // largest; otherwise tcp_ack's window update. Either way tcp_sync_mss.
         if (child && !fastopen) || self.snd_wnd > self.max_window {
@@ -548,7 +550,10 @@ impl Tcb {
         }
         let cleaned = self.clean_rtx_queue(ctx, ack);
         // tcp_clean_rtx_queue: "Non-retransmitted hole got filled? That's reordering".
-        if let Some(low) = cleaned.reord.filter(|&r| self.sack_ok && r < prior_fack) {
+        if let Some(low) = cleaned
+            .reord
+            .filter(|&r| self.rx_opt.sack_ok && r < prior_fack)
+        {
             self.check_sack_reordering(ctx, low, false);
         }
         let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, &sack);
@@ -558,7 +563,7 @@ impl Tcb {
         // duplicates, then what the cumulative ACK covers (tcp_clean_rtx_queue);
         // without SACK, tcp_remove_reno_sacks: the hole it filled and what exceeds
         // the duplicate ACKs counted.
-        let acked_delivered = if self.sack_ok {
+        let acked_delivered = if self.rx_opt.sack_ok {
             cleaned.acked_segs.saturating_sub(cleaned.acked_sacked_segs)
         } else if cleaned.acked_segs > 0 {
             // "If any of the cumulatively ACKed segments was retransmitted, non-SACK
@@ -824,7 +829,7 @@ impl Tcb {
     /// zero window). True if the window was updated (`FLAG_WIN_UPDATE`).
     fn ack_update_window(&mut self, th: &TcpRepr, ack: u64, min_snd_mss: u32) -> bool {
         let seq = self.rcv_off(super::seq::Seq(th.seq));
-        let nwin = (th.window as u32) << self.snd_wscale;
+        let nwin = (th.window as u32) << self.rx_opt.snd_wscale;
         if self.may_update_window(ack, seq, nwin) {
             self.snd_wl1 = seq;
             if nwin > self.snd_wnd
@@ -911,7 +916,7 @@ impl Tcb {
     fn ts_echo_rtt_us(&self, ctx: &Ctx, th: &TcpRepr) -> Option<u32> {
         th.options
             .timestamp
-            .filter(|&(_, ecr)| self.ts_ok && ecr != 0)
+            .filter(|&(_, ecr)| self.rx_opt.tstamp_ok && ecr != 0)
             .and_then(|(_, ecr)| ts_rtt_us(self.tsval(ctx.now), ecr))
     }
 
@@ -1153,7 +1158,7 @@ impl Tcb {
         // extends or opens moves past the first two (their news would be lost).
         let end_seq = seq + payload.len() as u64 + fin as u64;
         let slot = self.ofo.sack_slot(seq, end_seq);
-        if self.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
+        if self.rx_opt.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
             self.sack_compress_send_ack(ctx);
         }
         // In one piece, in a buffer of its own as Linux's skb: a slice of the shared
@@ -1164,14 +1169,14 @@ impl Tcb {
         let ins = self.ofo.insert_seg(seq, own.into(), fin, skb);
         ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
         if let Some(d) = ins.dup {
-            if self.sack_ok && ctx.cfg.tcp_dsack {
+            if self.rx_opt.sack_ok && ctx.cfg.tcp_dsack {
                 self.dsack = Some(d);
                 ctx.mib.inc(Mib::TcpExtTCPDSACKOfoSent);
             }
         }
         // tcp_data_queue_ofo: data above a hole opens the window too, except without
         // SACK ("do not grow window to force DUPACK") or when all of it was there.
-        if self.sack_ok && ins.queued && len > 0 {
+        if self.rx_opt.sack_ok && ins.queued && len > 0 {
             self.grow_window(ctx, len, skb.truesize);
         }
         // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
@@ -1195,7 +1200,7 @@ impl Tcb {
         // tcp_fin: "It _is_ possible, that we have something out-of-order _after_
         // FIN. [...] For now drop them.", and tcp_sack_reset (the D-SACK too).
         self.ofo.purge();
-        if self.sack_ok {
+        if self.rx_opt.sack_ok {
             self.dsack = None;
         }
         self.notify(ctx, EventKind::ReadHangUp);

@@ -38,7 +38,7 @@ impl Tcb {
     /// `tcp_mss_to_mtu`: the MTU a segment of `mss` payload bytes needs, with the
     /// options every segment carries.
     pub(crate) fn mss_to_mtu(&self, mss: u32) -> u32 {
-        let tcp_header_len = 20 + if self.ts_ok { 12 } else { 0 };
+        let tcp_header_len = 20 + if self.rx_opt.tstamp_ok { 12 } else { 0 };
         mss + tcp_header_len + self.net_header_len()
     }
 
@@ -46,7 +46,7 @@ impl Tcb {
     /// `tcp_base_mss` up to the handshake's clamp.
     pub(crate) fn mtup_init(&mut self, ctx: &Ctx) {
         self.mtup.enabled = ctx.cfg.tcp_mtu_probing > 1;
-        self.mtup.search_high = self.mss_clamp + 20 + self.net_header_len();
+        self.mtup.search_high = self.rx_opt.mss_clamp + 20 + self.net_header_len();
         self.mtup.search_low = self.mss_to_mtu(ctx.cfg.tcp_base_mss);
         self.mtup.probe_size = 0;
         if self.mtup.enabled {
@@ -61,7 +61,7 @@ impl Tcb {
         if ctx.now.saturating_since(self.mtup.probe_timestamp) >= interval {
             let mss = self.current_mss();
             self.mtup.probe_size = 0;
-            self.mtup.search_high = self.mss_clamp + 20 + self.net_header_len();
+            self.mtup.search_high = self.rx_opt.mss_clamp + 20 + self.net_header_len();
             self.mtup.search_low = self.mss_to_mtu(mss);
             self.mtup.probe_timestamp = ctx.now;
         }

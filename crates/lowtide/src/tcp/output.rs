@@ -135,7 +135,7 @@ impl Tcb {
     /// `mss_cache` (which has the floor and the timestamps' room already) less the
     /// room of this segment's SACK blocks, with no floor of its own.
     pub(crate) fn current_mss(&self) -> u32 {
-        let sack_len = if self.sack_ok {
+        let sack_len = if self.rx_opt.sack_ok {
             self.sack_option_len()
         } else {
             0
@@ -145,7 +145,7 @@ impl Tcb {
 
     fn sack_option_len(&self) -> u32 {
         let n = self.dsack.is_some() as usize + self.ofo.sack_blocks().count();
-        let max = if self.ts_ok { 3 } else { 4 };
+        let max = if self.rx_opt.tstamp_ok { 3 } else { 4 };
         match n.min(max) {
             0 => 0,
             n => 4 + 8 * n as u32,
@@ -158,7 +158,7 @@ impl Tcb {
     /// does not bound what we send), the MSS what the path MTU allows under it
     /// (`tcp_sync_mss`).
     pub(crate) fn set_peer_mss(&mut self, peer_mss: u32, min_snd_mss: u32) {
-        self.mss_clamp = match self.user_mss {
+        self.rx_opt.mss_clamp = match self.rx_opt.user_mss {
             0 => peer_mss,
             user => peer_mss.min(user),
         };
@@ -179,7 +179,7 @@ impl Tcb {
             self.rcv_wup = self.rcv_nxt;
             return 0;
         }
-        let scale = self.rcv_wscale as u32;
+        let scale = self.rx_opt.rcv_wscale as u32;
         let cur_win = self.receive_window();
         let mut win = self.compute_window(ctx.mem, ctx.cfg);
         // "Never shrink the offered window", unless tcp_shrink_window allows it
@@ -215,11 +215,11 @@ impl Tcb {
     /// Options for a non-SYN segment: timestamps and SACK blocks (D-SACK first).
     fn data_options(&mut self, ctx: &mut Ctx) -> TcpOptions {
         let mut o = TcpOptions::default();
-        if self.ts_ok {
-            o.timestamp = Some((self.tsval(ctx.now), self.ts_recent));
+        if self.rx_opt.tstamp_ok {
+            o.timestamp = Some((self.tsval(ctx.now), self.rx_opt.ts_recent));
         }
-        if self.sack_ok {
-            let max = if self.ts_ok { 3 } else { 4 };
+        if self.rx_opt.sack_ok {
+            let max = if self.rx_opt.tstamp_ok { 3 } else { 4 };
             let mut n = 0;
             let dsack = self.dsack.take();
             for (s, e) in dsack.into_iter().chain(self.ofo.sack_blocks()) {
@@ -261,12 +261,15 @@ impl Tcb {
             mss: Some(mss.min(65535) as u16),
             ..TcpOptions::default()
         };
-        if (active && ctx.cfg.tcp_window_scaling) || self.wscale_ok {
-            o.wscale = Some(self.rcv_wscale);
+        if (active && ctx.cfg.tcp_window_scaling) || self.rx_opt.wscale_ok {
+            o.wscale = Some(self.rx_opt.rcv_wscale);
         }
-        o.sack_permitted = (active && ctx.cfg.tcp_sack) || self.sack_ok;
-        if (active && ctx.cfg.tcp_timestamps) || self.ts_ok {
-            o.timestamp = Some((self.tsval(ctx.now), if active { 0 } else { self.ts_recent }));
+        o.sack_permitted = (active && ctx.cfg.tcp_sack) || self.rx_opt.sack_ok;
+        if (active && ctx.cfg.tcp_timestamps) || self.rx_opt.tstamp_ok {
+            o.timestamp = Some((
+                self.tsval(ctx.now),
+                if active { 0 } else { self.rx_opt.ts_recent },
+            ));
         }
         // tcp_syn_options / tcp_synack_options: a Fast Open cookie if it still fits.
         if let Some(c) = self.tfo.syn_cookie {
@@ -974,7 +977,7 @@ mod tests {
     fn tcb_with(cfg: &Config, holes: &[u64], lost: &[u64]) -> Tcb {
         let mut t = Tcb::for_test(cfg);
         t.state = TcpState::Established;
-        t.sack_ok = true;
+        t.rx_opt.sack_ok = true;
         t.mss_cache = MSS;
         t.rtx = RtxQueue::with_kind(RtxQueueKind::List);
         for i in 0..N {

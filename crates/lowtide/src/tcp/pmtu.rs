@@ -48,7 +48,7 @@ impl Tcb {
         // peer's MSS option says (CVE-2019-11479); tcp_min_snd_mss is at least 48.
         let mss = pmtu
             .saturating_sub(net_header + 20)
-            .min(self.mss_clamp)
+            .min(self.rx_opt.mss_clamp)
             .max(min_snd_mss);
         mss.saturating_sub(self.ts_option_len())
     }
@@ -71,7 +71,7 @@ impl Tcb {
 
     /// Room the timestamp option takes in every segment, if negotiated.
     fn ts_option_len(&self) -> u32 {
-        if self.ts_ok {
+        if self.rx_opt.tstamp_ok {
             TCPOLEN_TSTAMP_ALIGNED
         } else {
             0
@@ -162,7 +162,7 @@ impl Tcb {
         if self.rtx.lost_out == 0 {
             return;
         }
-        if !self.sack_ok {
+        if !self.rx_opt.sack_ok {
             self.limit_reno_sacked();
         }
         self.enter_simple_loss();

@@ -87,14 +87,14 @@ impl Tcb {
         if init_rwnd != 0 {
             self.rcv_wnd = self.rcv_wnd.min(init_rwnd.saturating_mul(mss));
         }
-        self.rcv_wscale = 0;
+        self.rx_opt.rcv_wscale = 0;
         if wscale_ok {
             // "Set window scaling on max possible window".
             let max = space.max(cfg.tcp_rmem[2]).max(SYSCTL_RMEM_MAX);
             let max = max.min(self.window_clamp).max(1);
-            self.rcv_wscale = (max.ilog2() as i32 - 15).clamp(0, TCP_MAX_WSCALE) as u8;
+            self.rx_opt.rcv_wscale = (max.ilog2() as i32 - 15).clamp(0, TCP_MAX_WSCALE) as u8;
         }
-        self.window_clamp = self.window_clamp.min(65535 << self.rcv_wscale);
+        self.window_clamp = self.window_clamp.min(65535 << self.rx_opt.rcv_wscale);
         self.rcv_ssthresh = self.rcv_wnd;
     }
 
@@ -102,7 +102,7 @@ impl Tcb {
     /// timestamp option's room is taken off) or our SYN's (`tcp_connect_init`: no
     /// timestamp seen yet).
     pub(crate) fn initial_window_mss(&self) -> u32 {
-        let passive = self.state != super::TcpState::SynSent && self.ts_ok;
+        let passive = self.state != super::TcpState::SynSent && self.rx_opt.tstamp_ok;
         self.advmss - if passive { TCPOLEN_TSTAMP_ALIGNED } else { 0 }
     }
 
@@ -141,7 +141,7 @@ impl Tcb {
     /// `tcp_rcv_state_process` entering ESTABLISHED: the timestamp's room comes off
     /// `advmss`, then `tcp_initialize_rcv_mss`.
     pub(crate) fn establish_rcv_mss(&mut self) {
-        if self.ts_ok {
+        if self.rx_opt.tstamp_ok {
             self.advmss -= TCPOLEN_TSTAMP_ALIGNED;
         }
         let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd / 2);
@@ -259,11 +259,11 @@ impl Tcb {
         }
         // "Only allow window shrink if the sysctl is enabled and we have a non-zero
         // scaling factor in effect."
-        if cfg.tcp_shrink_window && self.rcv_wscale != 0 {
+        if cfg.tcp_shrink_window && self.rx_opt.rcv_wscale != 0 {
             return self.shrinkable_window(mem, free, allowed, full, mss);
         }
         let mut free = free;
-        let unit = 1i64 << self.rcv_wscale;
+        let unit = 1i64 << self.rx_opt.rcv_wscale;
         if free < full >> 1 {
             self.ack.quick = 0;
             if mem.under_pressure() {
@@ -275,7 +275,7 @@ impl Tcb {
             }
         }
         let free = free.min(self.rcv_ssthresh as i64);
-        if self.rcv_wscale != 0 {
+        if self.rx_opt.rcv_wscale != 0 {
             return ((free + unit - 1) / unit * unit) as u32;
         }
         let mut window = self.rcv_wnd as i64;
@@ -300,7 +300,7 @@ impl Tcb {
         full: i64,
         mss: i64,
     ) -> u32 {
-        let unit = 1i64 << self.rcv_wscale;
+        let unit = 1i64 << self.rx_opt.rcv_wscale;
         let mut free = free.max(0) / unit * unit;
         if free < full >> 1 {
             self.ack.quick = 0;
@@ -336,7 +336,7 @@ mod tests {
     fn passive_established(cfg: &Config) -> Tcb {
         let mut t = Tcb::for_test(cfg);
         t.state = TcpState::SynRecv;
-        t.ts_ok = true;
+        t.rx_opt.tstamp_ok = true;
         t.rcv_nxt = 1;
         t.rcv_wup = 1;
         t.advmss = 1460;
@@ -359,9 +359,9 @@ mod tests {
         a.advmss = 1460;
         let mss = a.initial_window_mss();
         a.select_initial_window(&cfg, mss, true, 0);
-        assert_eq!((a.rcv_wnd, a.rcv_wscale), (64240, 10));
+        assert_eq!((a.rcv_wnd, a.rx_opt.rcv_wscale), (64240, 10));
         let p = passive_established(&cfg);
-        assert_eq!((p.rcv_wnd, p.rcv_wscale), (65160, 10));
+        assert_eq!((p.rcv_wnd, p.rx_opt.rcv_wscale), (65160, 10));
         // tcp_init_buffer_space: one segment reserved; ten segments expected.
         assert_eq!(
             (p.window_clamp, p.rcv_ssthresh, p.rcvq_space),
@@ -386,7 +386,7 @@ mod tests {
             } else {
                 TcpState::SynSent
             };
-            t.ts_ok = passive;
+            t.rx_opt.tstamp_ok = passive;
             t.advmss = 65495;
             t.mss_cache = 65483;
             let mss = t.initial_window_mss();
@@ -394,13 +394,13 @@ mod tests {
             t
         };
         let a = open(65536, false);
-        assert_eq!((a.rcv_wnd, a.rcv_wscale), (65495, 1));
+        assert_eq!((a.rcv_wnd, a.rx_opt.rcv_wscale), (65495, 1));
         assert_eq!(open(65536, true).rcv_wnd, 65483);
         let a = open(8192, false);
-        assert_eq!((a.rcv_wnd, a.rcv_wscale), (8192, 0));
+        assert_eq!((a.rcv_wnd, a.rx_opt.rcv_wscale), (8192, 0));
         let mut a = open(1_000_000, false);
-        assert_eq!((a.rcv_wnd, a.rcv_wscale), (15 * 65495, 4));
-        a.ts_ok = true;
+        assert_eq!((a.rcv_wnd, a.rx_opt.rcv_wscale), (15 * 65495, 4));
+        a.rx_opt.tstamp_ok = true;
         a.state = TcpState::Established;
         a.init_rcv_buffer_space();
         assert_eq!((a.rcv_ssthresh, a.rcvq_space), (934_517, 654_830));
@@ -440,7 +440,7 @@ mod tests {
         let cfg = kernel_cfg();
         for sack in [true, false] {
             let mut t = passive_established(&cfg);
-            t.sack_ok = sack;
+            t.rx_opt.sack_ok = sack;
             let mut st = crate::tcp::TestStack::default();
             let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
             let th = lowtide_wire::tcp::TcpRepr::default();
@@ -501,7 +501,7 @@ mod tests {
         }
         // Unscaled, the window never shrinks.
         let mut t = passive_established(&cfg);
-        t.rcv_wscale = 0;
+        t.rx_opt.rcv_wscale = 0;
         t.ack.rcv_mss = 1448;
         fill(&mut t, 57);
         let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
@@ -510,7 +510,7 @@ mod tests {
         // tcp_workaround_signed_windows: 32767 at most, unscaled.
         cfg.tcp_workaround_signed_windows = true;
         let mut t = passive_established(&cfg);
-        t.rcv_wscale = 0;
+        t.rx_opt.rcv_wscale = 0;
         let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
         assert_eq!(t.select_window(&mut ctx), 32767);
         let mut a = Tcb::for_test(&cfg);

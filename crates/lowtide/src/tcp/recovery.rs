@@ -170,14 +170,14 @@ impl Tcb {
     /// The segment's TSecr as `tcp_parse_options` leaves it in `rx_opt.rcv_tsecr`
     /// (0: none, or timestamps not negotiated), for undo checks and RACK.
     pub(crate) fn note_tsecr(&mut self, th: &lowtide_wire::tcp::TcpRepr) {
-        self.rcv_tsecr = th
+        self.rx_opt.rcv_tsecr = th
             .options
             .timestamp
-            .filter(|_| self.ts_ok)
+            .filter(|_| self.rx_opt.tstamp_ok)
             .map_or(0, |(_, ecr)| ecr);
         // tcp_tsopt_ecr_before needs saw_tstamp and a non-zero rcv_tsecr.
-        self.rtx.ack_ecr_ms =
-            (self.rcv_tsecr != 0).then(|| self.rcv_tsecr.wrapping_sub(self.ts_offset));
+        self.rtx.ack_ecr_ms = (self.rx_opt.rcv_tsecr != 0)
+            .then(|| self.rx_opt.rcv_tsecr.wrapping_sub(self.ts_offset));
     }
 
     /// Before SACK processing of an ACK: the TSecr for undo checks, RACK's
@@ -203,7 +203,7 @@ impl Tcb {
         let d = core::mem::take(&mut self.rtx.delivered);
         // tcp_clean_rtx_queue advances RACK only "else if (tcp_is_sack(tp))": without
         // SACK, RACK keeps no RTT, and an RTO marks every skb lost.
-        if self.sack_ok {
+        if self.rx_opt.sack_ok {
             self.rack_advance(ctx.now, &d);
         }
         super::fastretrans::AckFlags {
@@ -229,7 +229,7 @@ mod tests {
 
     fn tcb(cfg: &Config) -> Tcb {
         let mut tcb = Tcb::for_test(cfg);
-        tcb.sack_ok = true;
+        tcb.rx_opt.sack_ok = true;
         tcb.mss_cache = MSS;
         tcb.rtt.min_rtt_us = 40_000;
         tcb.rtt.srtt_us = 50_000;
@@ -300,7 +300,7 @@ mod tests {
         let cfg = Config::default();
         let rack_after_ack = |echo_ms: u32| {
             let mut t = tcb(&cfg);
-            t.ts_ok = true;
+            t.rx_opt.tstamp_ok = true;
             t.ts_offset = 1000;
             scoreboard(&mut t);
             // The head, first sent at 0 ms, was sent again at 20 ms.

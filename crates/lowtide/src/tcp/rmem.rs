@@ -161,7 +161,7 @@ impl Tcb {
                 goal = (self.rcvbuf >> 3) as i64;
             }
         }
-        if pruned && self.sack_ok {
+        if pruned && self.rx_opt.sack_ok {
             self.ofo.reset_sacks();
             self.dsack = None;
         }

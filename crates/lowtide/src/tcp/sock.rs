@@ -51,8 +51,6 @@ pub struct Tcb {
     pub(crate) chrono: Chronos,
     /// `is_rwnd_limited` of the running `tcp_write_xmit`.
     pub(crate) rwnd_limited: bool,
-    /// `TCP_MAXSEG` (`tp->rx_opt.user_mss`); 0 when unset.
-    pub(crate) user_mss: u32,
     /// `TCP_NAGLE_PUSH` for the current push only (`tcp_push_pending_frames` after
     /// `TCP_NODELAY` on or `TCP_CORK` off).
     pub(crate) nagle_push: bool,
@@ -69,7 +67,6 @@ pub struct Tcb {
     pub(crate) snd_wnd: u32,
     pub(crate) snd_wl1: u64,
     pub(crate) max_window: u32,
-    pub(crate) snd_wscale: u8,
     /// `snd_sml`: end of the last small segment sent (Minshall's Nagle).
     pub(crate) snd_sml: u64,
     pub(crate) write_queue: VecDeque<WriteSkb>,
@@ -106,7 +103,6 @@ pub struct Tcb {
     pub(crate) rcv_wup: u64,
     /// Last advertised window in bytes (`rcv_wnd`).
     pub(crate) rcv_wnd: u32,
-    pub(crate) rcv_wscale: u8,
     /// `window_clamp`: the largest window to offer (`tcp/rcvwin.rs`).
     pub(crate) window_clamp: u32,
     /// `rcv_ssthresh`: the window offered now grows up to this (`tcp_grow_window`).
@@ -153,14 +149,8 @@ pub struct Tcb {
     pub(crate) pmtudisc: u8,
     /// The socket is `AF_INET6` (`sk_family`; `SockOptions::family_v6`).
     pub(crate) family_v6: bool,
-    /// `rx_opt.mss_clamp`: the largest MSS the handshake allows (the peer's MSS
-    /// option, `TCP_MAXSEG`, the device); the path MTU may lower the MSS below it.
-    pub(crate) mss_clamp: u32,
-    pub(crate) sack_ok: bool,
-    pub(crate) ts_ok: bool,
-    pub(crate) wscale_ok: bool,
-    pub(crate) ts_recent: u32,
-    pub(crate) ts_recent_stamp: Instant,
+    /// The options the handshake agreed and the last segment carried (`tp->rx_opt`).
+    pub(crate) rx_opt: RxOpt,
     pub(crate) ts_offset: u32,
 
     // ---- RTT and timers ----
@@ -248,8 +238,6 @@ pub struct Tcb {
     pub(crate) is_sack_reneg: bool,
     /// `tcp_highest_sack_seq`: end of the highest SACKed data.
     pub(crate) fack: u64,
-    /// `rx_opt.rcv_tsecr` of the ACK being processed (0: none).
-    pub(crate) rcv_tsecr: u32,
 
     // ---- statistics (tcp_info) ----
     pub(crate) bytes_acked: u64,
@@ -291,6 +279,34 @@ pub struct Tcb {
     pub(crate) mtup: Mtup,
     /// Urgent data both ways (`tcp/urg.rs`).
     pub(crate) urg: Urg,
+}
+
+/// `struct tcp_options_received` (`tp->rx_opt`): what the handshake agreed (SACK,
+/// timestamps, window scaling, the MSS bound) and the timestamp state of the last
+/// segment; `tcp_parse_options` (tcp/input.rs) fills it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RxOpt {
+    /// `sack_ok`: both ends sent SACK-permitted.
+    pub sack_ok: bool,
+    /// `tstamp_ok`: both ends sent timestamps on the SYNs.
+    pub tstamp_ok: bool,
+    /// `wscale_ok`: both ends sent window scaling.
+    pub wscale_ok: bool,
+    /// `snd_wscale`: the peer's window scale, applied to the windows it sends.
+    pub snd_wscale: u8,
+    /// `rcv_wscale`: our window scale, applied to the windows we send.
+    pub rcv_wscale: u8,
+    /// `ts_recent`: the TSval to echo next.
+    pub ts_recent: u32,
+    /// `ts_recent_stamp`: when `ts_recent` was taken (PAWS aging).
+    pub ts_recent_stamp: Instant,
+    /// `rcv_tsecr`: the TSecr of the ACK being processed (0: none).
+    pub rcv_tsecr: u32,
+    /// `user_mss`: `TCP_MAXSEG`; 0 when unset.
+    pub user_mss: u32,
+    /// `mss_clamp`: the largest MSS the handshake allows (the peer's MSS option,
+    /// `TCP_MAXSEG`, the device); the path MTU may lower the MSS below it.
+    pub mss_clamp: u32,
 }
 
 // ---- implemented in tcp/urg.rs ----
@@ -756,7 +772,6 @@ impl Tcb {
             urg: Urg::default(),
             chrono: Default::default(),
             rwnd_limited: false,
-            user_mss: 0,
             nagle_push: false,
             nagle_cork_once: false,
             iss: Seq(iss),
@@ -766,7 +781,6 @@ impl Tcb {
             snd_wnd: 0,
             snd_wl1: 0,
             max_window: 0,
-            snd_wscale: 0,
             snd_sml: 0,
             write_queue: VecDeque::new(),
             payload_source: None,
@@ -798,7 +812,6 @@ impl Tcb {
             rcv_nxt: 0,
             rcv_wup: 0,
             rcv_wnd: 0,
-            rcv_wscale: 0,
             window_clamp: 0,
             rcv_ssthresh: 0,
             scaling_ratio: super::consts::TCP_DEFAULT_SCALING_RATIO,
@@ -825,12 +838,18 @@ impl Tcb {
             tos: 0,
             pmtudisc: super::consts::IP_PMTUDISC_WANT,
             family_v6: tuple.local.is_ipv6(),
-            mss_clamp: advmss,
-            sack_ok: false,
-            ts_ok: false,
-            wscale_ok: false,
-            ts_recent: 0,
-            ts_recent_stamp: now,
+            rx_opt: RxOpt {
+                sack_ok: false,
+                tstamp_ok: false,
+                wscale_ok: false,
+                snd_wscale: 0,
+                rcv_wscale: 0,
+                ts_recent: 0,
+                ts_recent_stamp: now,
+                rcv_tsecr: 0,
+                user_mss: 0,
+                mss_clamp: advmss,
+            },
             ts_offset: iss.rotate_left(13),
             rtt: Rtt {
                 srtt_us: 0,
@@ -908,7 +927,6 @@ impl Tcb {
             reord_seen: 0,
             is_sack_reneg: false,
             fack: 0,
-            rcv_tsecr: 0,
             bytes_acked: 0,
             bytes_received: 0,
             bytes_sent: 0,

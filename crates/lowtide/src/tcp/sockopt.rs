@@ -222,7 +222,7 @@ impl Tcb {
         }
         // tcp_mss_clamp: TCP_MAXSEG caps the MSS we advertise and accept.
         if o.user_mss != 0 {
-            self.user_mss = o.user_mss;
+            self.rx_opt.user_mss = o.user_mss;
             self.advmss = self.advmss.min(o.user_mss);
             self.mss_cache = self.mss_cache.min(o.user_mss);
         }
@@ -262,8 +262,8 @@ impl Tcb {
 
     /// `TCP_MAXSEG` getsockopt: `mss_cache`, or `user_mss` in CLOSE/LISTEN.
     pub(crate) fn maxseg(&self) -> u32 {
-        if self.user_mss != 0 && matches!(self.state, TcpState::Closed | TcpState::Listen) {
-            self.user_mss
+        if self.rx_opt.user_mss != 0 && matches!(self.state, TcpState::Closed | TcpState::Listen) {
+            self.rx_opt.user_mss
         } else {
             self.mss_cache
         }

@@ -22,7 +22,7 @@ impl Tcb {
         let er = ctx.cfg.tcp_early_retrans;
         if !(er == 3 || er == 4)
             || self.rtx.packets_out == 0
-            || !self.sack_ok
+            || !self.rx_opt.sack_ok
             || !self.state.is_synchronized()
             || self.tfo.rsk.is_some()
             || !matches!(self.ca_state, CaState::Open | CaState::Cwr)

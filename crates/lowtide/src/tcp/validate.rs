@@ -73,7 +73,7 @@ impl Tcb {
                     return false;
                 }
                 ctx.mib.inc(Mib::TcpExtPAWSEstab);
-                trace!(ts_recent = self.ts_recent, "drop: PAWS");
+                trace!(ts_recent = self.rx_opt.ts_recent, "drop: PAWS");
                 if !self.oow_rate_limited_seg(ctx, Mib::TcpExtTCPACKSkippedPAWS, sp.occupies(), syn)
                 {
                     self.send_dupack(ctx, sp);
@@ -152,17 +152,18 @@ impl Tcb {
     /// `TCP_PAWS_WRAP` seconds, or zero (some stacks send TSval 0 in SYNs), is no
     /// reference.
     pub(crate) fn paws_check(&self, ctx: &Ctx, tsval: u32, paws_win: i32) -> bool {
-        if (self.ts_recent.wrapping_sub(tsval) as i32) <= paws_win {
+        if (self.rx_opt.ts_recent.wrapping_sub(tsval) as i32) <= paws_win {
             return true;
         }
-        let stamp = self.ts_recent_stamp.as_nanos() / 1_000_000_000;
-        ctx.now.as_nanos() / 1_000_000_000 >= stamp + TCP_PAWS_WRAP_SECS || self.ts_recent == 0
+        let stamp = self.rx_opt.ts_recent_stamp.as_nanos() / 1_000_000_000;
+        ctx.now.as_nanos() / 1_000_000_000 >= stamp + TCP_PAWS_WRAP_SECS
+            || self.rx_opt.ts_recent == 0
     }
 
     /// PAWS in `tcp_validate_incoming`: `tcp_paws_check` with `TCP_PAWS_WINDOW`,
     /// then `tcp_disordered_ack_check`. `None`: acceptable.
     fn paws_reject(&self, ctx: &Ctx, th: &TcpRepr, sp: SegSpace) -> Option<Reject> {
-        let (tsval, _) = th.options.timestamp.filter(|_| self.ts_ok)?;
+        let (tsval, _) = th.options.timestamp.filter(|_| self.rx_opt.tstamp_ok)?;
         if self.paws_check(ctx, tsval, TCP_PAWS_WINDOW) {
             return None;
         }
@@ -186,12 +187,12 @@ impl Tcb {
             });
         }
         let ack = self.snd_off(Seq(th.ack));
-        let nwin = (th.window as u32) << self.snd_wscale;
+        let nwin = (th.window as u32) << self.rx_opt.snd_wscale;
         if ack != self.snd_una || self.may_update_window(ack, sp.seq, nwin) {
             return Some(Reject::Paws);
         }
         let replay = (self.icsk.rto.as_millis() as u64 * 1200 / 1000) as i64;
-        if self.ts_recent.wrapping_sub(tsval) as i32 as i64 > replay {
+        if self.rx_opt.ts_recent.wrapping_sub(tsval) as i32 as i64 > replay {
             return Some(Reject::Paws);
         }
         None
@@ -245,7 +246,7 @@ impl Tcb {
 
     /// A reset at the right edge of the highest SACK block we report.
     fn rst_at_max_sack(&self, seq: u64) -> bool {
-        self.sack_ok && self.ofo.sack_blocks().map(|(_, e)| e).max() == Some(seq)
+        self.rx_opt.sack_ok && self.ofo.sack_blocks().map(|(_, e)| e).max() == Some(seq)
     }
 
     /// `tcp_send_dupack`: an immediate ACK; for a segment reaching below `rcv_nxt`
@@ -262,7 +263,7 @@ impl Tcb {
     /// `tcp_dsack_set` (RFC 2883): report `[seq, end)` as a D-SACK, counted as old
     /// (below `rcv_nxt`) or out-of-order data.
     pub(crate) fn dsack_set(&mut self, ctx: &mut Ctx, seq: u64, end: u64) {
-        if !self.sack_ok || !ctx.cfg.tcp_dsack {
+        if !self.rx_opt.sack_ok || !ctx.cfg.tcp_dsack {
             return;
         }
         ctx.mib.inc(match seq < self.rcv_nxt {
@@ -295,12 +296,12 @@ impl Tcb {
     /// from a segment at or before `rcv_wup` that is not older (`tcp_paws_check`
     /// with window 0) becomes `ts_recent` (`tcp_store_ts_recent`).
     pub(crate) fn replace_ts_recent(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64) {
-        let Some((tsval, _)) = th.options.timestamp.filter(|_| self.ts_ok) else {
+        let Some((tsval, _)) = th.options.timestamp.filter(|_| self.rx_opt.tstamp_ok) else {
             return;
         };
         if seq <= self.rcv_wup && self.paws_check(ctx, tsval, 0) {
-            self.ts_recent = tsval;
-            self.ts_recent_stamp = ctx.now;
+            self.rx_opt.ts_recent = tsval;
+            self.rx_opt.ts_recent_stamp = ctx.now;
         }
     }
 }
@@ -323,7 +324,7 @@ mod tests {
         t.state = TcpState::Established;
         (t.rcv_nxt, t.rcv_wup, t.rcv_wnd) = (1001, 1001, 10_000);
         (t.snd_una, t.snd_nxt, t.snd_wl1, t.snd_wnd) = (1, 1, 1001, 65535);
-        (t.ts_ok, t.sack_ok, t.ts_recent) = (true, true, 5000);
+        (t.rx_opt.tstamp_ok, t.rx_opt.sack_ok, t.rx_opt.ts_recent) = (true, true, 5000);
         t.icsk.rto = Duration::from_millis(300);
         t
     }
@@ -432,7 +433,7 @@ mod tests {
             "ts_recent older than TCP_PAWS_WRAP"
         );
         let ctx = st.ctx(&cfg, Instant::ZERO, false);
-        t.ts_recent = 0;
+        t.rx_opt.ts_recent = 0;
         assert!(
             t.paws_check(&ctx, 0x8000_0000, 1),
             "ts_recent 0 is no reference"

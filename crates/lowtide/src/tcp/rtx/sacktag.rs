@@ -109,7 +109,7 @@ impl Tcb {
     ) -> SackResult {
         let mut r = SackResult::default();
         let blocks = th.options.sack_blocks();
-        if !self.sack_ok || blocks.is_empty() {
+        if !self.rx_opt.sack_ok || blocks.is_empty() {
             return r;
         }
         let prior_una = self.snd_una;

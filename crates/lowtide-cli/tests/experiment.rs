@@ -159,6 +159,54 @@ fn bad_experiment_arguments_exit_with_2() {
     }
 }
 
+/// `experiment --timeseries DIR`: every run writes its host and per-flow CSV (E5, whose
+/// plan samples nothing, too), and results.json is the same bytes as without it. A file
+/// that cannot be written fails the command.
+#[test]
+fn experiment_timeseries_writes_every_run_and_changes_no_figure() {
+    let plain = tmp("ts-plain");
+    let sampled = tmp("ts-sampled");
+    let series = tmp("ts-series");
+    run_ok(&[
+        "experiment",
+        "e5",
+        "--quick",
+        "--out",
+        plain.to_str().unwrap(),
+    ]);
+    let with_series = [
+        "experiment",
+        "e5",
+        "--quick",
+        "--out",
+        sampled.to_str().unwrap(),
+        "--timeseries",
+        series.to_str().unwrap(),
+    ];
+    run_ok(&with_series);
+    assert_eq!(results(&plain), results(&sampled), "sampling only reads");
+    for i in 1..=12 {
+        for kind in ["host", "flows"] {
+            let p = series.join(format!("e5-{i}-{kind}.csv"));
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            assert!(text.lines().count() > 2, "{p:?}: {text}");
+        }
+    }
+    // A directory where a CSV file must go: the write fails, the command says so.
+    std::fs::remove_file(series.join("e5-1-host.csv")).unwrap();
+    std::fs::create_dir(series.join("e5-1-host.csv")).unwrap();
+    let out = lowtide(&with_series);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("lowtide: --timeseries: 1 run(s) not written"),
+        "{err}"
+    );
+    for d in [plain, sampled, series] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// `sim stream --timeseries`: one row per flow and interval with ss -ti's names,
 /// host rows beside; JSON lines for a .jsonl name.
 #[test]

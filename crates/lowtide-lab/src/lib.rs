@@ -210,6 +210,10 @@ pub struct RunRecord {
     pub delay_hist: Vec<(f64, u64)>,
     /// Host A's NIC: (lower edge of the size bucket in bytes, packets).
     pub size_hist: Vec<(u64, u64)>,
+    /// Why the run's `--timeseries` files could not be written (not serialized: the
+    /// figures do not depend on it).
+    #[serde(skip)]
+    pub timeseries_error: Option<String>,
 }
 
 /// Which part of a plan a file holds.
@@ -385,12 +389,12 @@ pub fn merge(parts: Vec<ResultsFile>, partial: bool) -> Result<ResultsFile, Merg
 
 /// Writes a run's time series as DIR/eN-INDEX-host.csv (with host A's modeled CPU
 /// where the run models it) and, with flow rows, DIR/eN-INDEX-flows.csv. A file that
-/// cannot be written is said on stderr; the run's record does not depend on it.
+/// cannot be written is the error returned (the run's figures do not depend on it).
 fn write_timeseries(
     dir: &std::path::Path,
     spec: &RunSpec,
     ts: &lowtide_sim::timeseries::Timeseries,
-) {
+) -> Result<(), String> {
     let stem = format!("{}-{}", spec.experiment.name(), spec.index + 1);
     let mut files = vec![(format!("{stem}-host.csv"), ts.host_csv())];
     if !ts.flows.is_empty() {
@@ -398,15 +402,17 @@ fn write_timeseries(
     }
     for (name, text) in files {
         let p = dir.join(name);
-        if let Err(e) = std::fs::write(&p, text) {
-            eprintln!("lowtide: --timeseries: {}: {e}", p.display());
-        }
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
     }
+    Ok(())
 }
 
 /// Runs one spec to its record.
 pub fn run_one(spec: &RunSpec) -> RunRecord {
-    let results = spec.scenario.run();
+    let results = match spec.timeseries_dir {
+        Some(_) => sampling_every_flow(&spec.scenario).run(),
+        None => spec.scenario.run(),
+    };
     let mut rec = RunRecord {
         index: spec.index,
         experiment: spec.experiment,
@@ -419,6 +425,7 @@ pub fn run_one(spec: &RunSpec) -> RunRecord {
         series: Vec::new(),
         delay_hist: Vec::new(),
         size_hist: Vec::new(),
+        timeseries_error: None,
     };
     match results {
         Ok(r) => fill(&mut rec, spec, &r),
@@ -427,7 +434,28 @@ pub fn run_one(spec: &RunSpec) -> RunRecord {
     rec
 }
 
-fn mean_in_flight(r: &Results) -> f64 {
+/// `--timeseries`: the scenario sampling host A and every flow, at the plan's interval
+/// or, for a run whose plan samples nothing (E5), every [`TIMESERIES_DEFAULT_NS`].
+/// Sampling only reads the hosts, so every figure stays the plan's.
+fn sampling_every_flow(sc: &Scenario) -> Scenario {
+    let interval_ns = (sc.timeseries.as_ref()).map_or(TIMESERIES_DEFAULT_NS, |t| t.interval_ns);
+    let mut sc = sc.clone();
+    sc.timeseries = Some(lowtide_sim::TimeseriesConfig {
+        interval_ns,
+        per_flow: true,
+    });
+    sc
+}
+
+/// `--timeseries`' interval for a run whose plan samples nothing: 10 ms.
+const TIMESERIES_DEFAULT_NS: u64 = 10_000_000;
+
+/// The mean of the flows' in-flight samples, where the plan samples flows (E4); 0
+/// otherwise, also when `--timeseries` added the samples.
+fn mean_in_flight(spec: &RunSpec, r: &Results) -> f64 {
+    if !spec.scenario.timeseries.is_some_and(|t| t.per_flow) {
+        return 0.0;
+    }
     let Some(ts) = &r.timeseries else { return 0.0 };
     match ts.flows.len() {
         0 => 0.0,
@@ -455,11 +483,11 @@ fn fill(rec: &mut RunRecord, spec: &RunSpec, r: &Results) {
         tcp_out_segs: r.counters.get(Mib::TcpOutSegs),
         ip_in_receives: r.counters.get(Mib::IpInReceives),
         retrans_segs: r.counters.get(Mib::TcpRetransSegs),
-        mean_in_flight: mean_in_flight(r),
+        mean_in_flight: mean_in_flight(spec, r),
         cpu: r.cpu,
     };
     if let (Some(dir), Some(ts)) = (&spec.timeseries_dir, &r.timeseries) {
-        write_timeseries(dir, spec, ts);
+        rec.timeseries_error = write_timeseries(dir, spec, ts).err();
     }
     if spec.keep_series {
         if let Some(ts) = &r.timeseries {

@@ -83,10 +83,13 @@ pub struct ExperimentArgs {
     /// pair per setting), checks not applied.
     #[arg(long, conflicts_with_all = ["shard", "real"])]
     sensitivity: bool,
-    /// Writes each simulator run's time series as CSV into DIR: DIR/eN-INDEX-host.csv
+    /// Writes every simulator run's time series as CSV into DIR: DIR/eN-INDEX-host.csv
     /// (host A; E4 adds its modeled CPU: busy time, backlog, the oldest ACK's wait)
-    /// and DIR/eN-INDEX-flows.csv where the run samples its flows (E4: every 100 ms).
-    /// INDEX is the run's place in the plan, as --shard I/1000 numbers it.
+    /// and DIR/eN-INDEX-flows.csv (one row per sending socket and sample). Runs sample
+    /// at their plan's interval (E1 10 or 50 ms, E2 100 ms, E3 5 ms, E4 100 ms), E5,
+    /// which plots none, at 10 ms; sampling only reads, so no figure changes. INDEX is
+    /// the run's place in the plan, as --shard I/1000 numbers it. A file that cannot
+    /// be written fails the command (exit 1).
     #[arg(long, value_name = "DIR", conflicts_with = "real")]
     timeseries: Option<PathBuf>,
 }
@@ -499,6 +502,9 @@ fn finish(args: &ExperimentArgs, file: &ResultsFile, prov: &provenance::Provenan
         .map(|r| format!("{} {} / {}", r.experiment.name(), r.group, r.variant))
         .collect();
     let failed_checks = file.checks.iter().filter(|c| !c.pass).count();
+    let unwritten: Vec<&str> = (file.runs.iter())
+        .filter_map(|r| r.timeseries_error.as_deref())
+        .collect();
     if args.json {
         let v = serde_json::json!({
             "out": args.out,
@@ -518,6 +524,12 @@ fn finish(args: &ExperimentArgs, file: &ResultsFile, prov: &provenance::Provenan
             "experiment: {} run(s) did not verify: {}",
             failed_runs.len(),
             failed_runs.join("; ")
+        ));
+    }
+    if let Some(first) = unwritten.first() {
+        return run_failure(&format!(
+            "--timeseries: {} run(s) not written: {first}",
+            unwritten.len()
         ));
     }
     if failed_checks > 0 {

@@ -359,19 +359,42 @@ impl Tcb {
         false
     }
 
-    /// `tcp_enter_loss` on a full socket's SYN timeout (SYN-SENT, or a simultaneous
-    /// open's SYN-RECV), as far as it outlives the handshake: `tcp_init_undo` at the
-    /// first timeout (later ones find `high_seq` past `snd_una` in Loss and keep it),
-    /// then `tcp_retransmit_skb`'s count of the retransmission in `undo_retrans`. The
-    /// Loss state, cwnd and ssthresh it also sets are not modelled: the SYN-ACK's
-    /// `tcp_ack` leaves Loss (`tcp_process_loss`, nothing to undo) and
-    /// `tcp_init_transfer` sets cwnd and ssthresh afresh.
-    pub(crate) fn syn_timeout_undo(&mut self) {
-        if self.undo.marker.is_none() {
-            self.undo.marker = Some(self.snd_una);
-            self.undo.retrans = -1;
-        }
+    /// `tcp_retransmit_timer` on a full socket's SYN timeout (SYN-SENT, or a
+    /// simultaneous open's SYN-RECV): `tcp_enter_loss` as for data (Loss, cwnd one,
+    /// ssthresh from the congestion control, undo state at the first timeout; later
+    /// ones find `high_seq` past `snd_una` in Loss and keep it), then
+    /// `tcp_retransmit_skb`'s count of the retransmission in `undo_retrans`. The
+    /// handshake's ACK leaves Loss ([`Tcb::syn_acked_alert`]) and `tcp_init_transfer`
+    /// sets cwnd and ssthresh afresh.
+    pub(crate) fn syn_timeout_loss(&mut self, ctx: &mut Ctx) {
+        self.enter_loss(ctx);
         self.undo.retrans = self.undo.retrans.max(0) + 1;
+    }
+
+    /// `tcp_ack` on the ACK of our SYN when a SYN timeout left Loss: not Open, so
+    /// "dubious", and `tcp_fastretrans_alert` runs `tcp_process_loss` with
+    /// `FLAG_SND_UNA_ADVANCED`. Nothing is undone in SYN-SENT (the ACK cleared
+    /// `retrans_stamp`, `tcp_packet_delayed`), so Open, except that NewReno holds Loss
+    /// until data above `high_seq` is acknowledged; in a simultaneous open's SYN-RECV
+    /// the cleared stamp proves nothing was retransmitted, so the loss is undone
+    /// (`TCPLossUndo`). Fast Open data the SYN carried and never sent again
+    /// (`FLAG_ORIG_SACK_ACKED`, with SACK) makes the timeout spurious (F-RTO).
+    /// `tcp_xmit_recovery` sends nothing in SYN-SENT.
+    pub(crate) fn syn_acked_alert(&mut self, ctx: &mut Ctx, prior_snd_una: u64) {
+        if self.ca_state == CaState::Open {
+            return;
+        }
+        let orig = self.rtx.delivered.orig_low;
+        let mut fl = AckFlags {
+            snd_una_advanced: true,
+            not_dup: true,
+            orig_sack_acked: self.rx_opt.sack_ok && orig.is_some_and(|(_, e)| e <= self.high_seq),
+            ..Default::default()
+        };
+        self.fastretrans_alert(ctx, prior_snd_una, 0, &mut fl);
+        if self.state == TcpState::SynSent {
+            self.frto_rexmit_new = false;
+        }
     }
 
     /// `tcp_try_undo_spurious_syn`: a SYN or SYN-ACK timeout was spurious when the
@@ -719,7 +742,9 @@ mod prr_tests {
 #[cfg(test)]
 mod syn_undo_tests {
     use crate::config::Config;
-    use crate::tcp::Tcb;
+    use crate::mib::Mib;
+    use crate::tcp::cong::CaState;
+    use crate::tcp::{Tcb, TcpState, TestStack};
     use crate::Instant;
     use lowtide_wire::tcp::TcpRepr;
 
@@ -729,14 +754,79 @@ mod syn_undo_tests {
         th
     }
 
+    /// A full socket after `timeouts` SYN timeouts (`tcp_retransmit_timer`'s
+    /// `tcp_enter_loss` and `tcp_update_rto_stats`), in `state` with SACK or not.
+    fn syn_timed_out(ts: &mut TestStack, state: TcpState, sack: bool, timeouts: u32) -> Tcb {
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        (t.state, t.snd_nxt, t.rx_opt.sack_ok) = (state, 1, sack);
+        for _ in 0..timeouts {
+            t.syn_timeout_loss(&mut ts.ctx(&cfg, Instant::ZERO, false));
+            t.icsk.retransmits += 1;
+        }
+        t
+    }
+
+    /// The ACK of the SYN: `tcp_ack` advances `snd_una` and clears `retrans_stamp`.
+    fn syn_acked(ts: &mut TestStack, t: &mut Tcb) {
+        t.snd_una = 1;
+        t.undo.retrans_stamp = None;
+        t.syn_acked_alert(&mut ts.ctx(&Config::default(), Instant::ZERO, false), 0);
+    }
+
     #[test]
-    fn syn_timeouts_keep_the_first_undo_marker_and_count_retransmissions() {
-        let mut t = Tcb::for_test(&Config::default());
-        assert_eq!(t.undo.marker, None);
-        t.syn_timeout_undo();
-        assert_eq!((t.undo.marker, t.undo.retrans), (Some(0), 1));
-        t.syn_timeout_undo();
-        assert_eq!((t.undo.marker, t.undo.retrans), (Some(0), 2));
+    fn syn_timeouts_enter_loss_once_and_count_retransmissions() {
+        let mut ts = TestStack::default();
+        // The first: Loss, cwnd 1 (the SYN is lost, nothing in flight), CUBIC's
+        // ssthresh of the initial window (10 * 717 / 1024), undo state from here.
+        let t = syn_timed_out(&mut ts, TcpState::SynSent, false, 1);
+        assert_eq!(
+            (t.ca_state, t.cw.snd_cwnd, t.cw.snd_ssthresh),
+            (CaState::Loss, 1, 7)
+        );
+        assert_eq!((t.undo.marker, t.undo.retrans, t.high_seq), (Some(0), 1, 1));
+        assert_eq!((t.undo.prior_cwnd, t.frto), (10, true));
+        // Later ones find high_seq past snd_una in Loss: undo state and ssthresh kept.
+        let t = syn_timed_out(&mut ts, TcpState::SynSent, false, 3);
+        assert_eq!(
+            (t.ca_state, t.cw.snd_cwnd, t.cw.snd_ssthresh),
+            (CaState::Loss, 1, 7)
+        );
+        assert_eq!((t.undo.marker, t.undo.retrans), (Some(0), 3));
+    }
+
+    #[test]
+    fn the_syn_ack_leaves_loss_as_tcp_process_loss() {
+        let mut ts = TestStack::default();
+        // SYN-SENT with SACK: Open, nothing undone (retrans_stamp is gone).
+        let mut t = syn_timed_out(&mut ts, TcpState::SynSent, true, 2);
+        syn_acked(&mut ts, &mut t);
+        assert_eq!(
+            (t.ca_state, t.undo.marker, t.cw.snd_cwnd),
+            (CaState::Open, Some(0), 1)
+        );
+        // NewReno holds Loss until data above high_seq is acknowledged.
+        let mut t = syn_timed_out(&mut ts, TcpState::SynSent, false, 1);
+        syn_acked(&mut ts, &mut t);
+        assert_eq!((t.ca_state, t.undo.marker), (CaState::Loss, Some(0)));
+        assert_eq!(ts.mib.get(Mib::TcpExtTCPLossUndo), 0);
+        // A simultaneous open's SYN-RECV: no retrans_stamp proves no retransmission
+        // (tcp_packet_delayed), so the loss is undone; NewReno (Linux 6.16+) proves
+        // nothing so and holds Loss.
+        let mut t = syn_timed_out(&mut ts, TcpState::SynRecv, true, 1);
+        syn_acked(&mut ts, &mut t);
+        assert_eq!(
+            (t.ca_state, t.undo.marker, t.cw.snd_cwnd),
+            (CaState::Open, None, 10)
+        );
+        assert_eq!(ts.mib.get(Mib::TcpExtTCPLossUndo), 1);
+        let mut t = syn_timed_out(&mut ts, TcpState::SynRecv, false, 1);
+        syn_acked(&mut ts, &mut t);
+        assert_eq!((t.ca_state, t.undo.marker), (CaState::Loss, Some(0)));
+        // Open already (no SYN timeout): nothing to do.
+        let mut t = syn_timed_out(&mut ts, TcpState::SynSent, true, 0);
+        syn_acked(&mut ts, &mut t);
+        assert_eq!((t.ca_state, t.undo.marker), (CaState::Open, None));
     }
 
     #[test]
@@ -746,7 +836,7 @@ mod syn_undo_tests {
             let mut t = Tcb::for_test(&Config::default());
             t.rx_opt.tstamp_ok = ts_ok;
             t.undo.retrans_stamp = Some(first);
-            t.syn_timeout_undo();
+            t.syn_timeout_loss(&mut TestStack::default().ctx(&Config::default(), first, false));
             t
         };
         // The echo of the first SYN: the timeout was spurious.

@@ -210,6 +210,7 @@ impl Tcb {
             let c = self.clean_rtx_queue(ctx, ack);
             self.delivered += c.acked_segs as u64;
         }
+        self.syn_acked_alert(ctx, 0);
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
         self.fast_path_connected();
@@ -447,6 +448,8 @@ impl Tcb {
             self.update_rto_time(ctx.now);
         } else {
             self.snd_una_update(1); // simultaneous open: tcp_ack counts the SYN
+            self.undo.retrans_stamp = None; // tcp_clean_rtx_queue: FLAG_SYN_ACKED
+            self.syn_acked_alert(ctx, 0);
         }
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;

@@ -223,17 +223,17 @@ impl Tcb {
             self.retransmit_hint = head;
             self.xmit_retransmit_queue(ctx);
         } else {
+            // A request's SYN-ACK timer (reqsk_timer_handler) enters no Loss: its
+            // child gets the undo state at creation (openreq_child_undo).
+            if self.parent.is_none() {
+                self.syn_timeout_loss(ctx);
+            }
             self.update_rto_stats(ctx.now);
             // A SYN's first tcp_syn_linear_timeouts timeouts keep the initial RTO.
             if self.state != TcpState::SynSent
                 || self.total_rto > ctx.cfg.tcp_syn_linear_timeouts as u32
             {
                 self.icsk.backoff += 1;
-            }
-            // A request's SYN-ACK timer (reqsk_timer_handler) enters no Loss: its
-            // child gets the undo state at creation (openreq_child_undo).
-            if self.parent.is_none() {
-                self.syn_timeout_undo();
             }
             self.retransmit_syn(ctx);
         }

@@ -172,6 +172,12 @@ struct StreamArgs {
     /// GRO on the receive path.
     #[arg(long, default_value = "on", value_parser = units::parse_on_off, value_name = "on|off", action = clap::ArgAction::Set)]
     gro: bool,
+    /// When the devices give a packet's TX completion back to the stack (what TSQ
+    /// waits for): wire = at the end of its serialization, as a hardware NIC;
+    /// dequeue = when the qdisc hands it to the driver, as Linux's TUN and veth do
+    /// (skb_orphan in tun_net_xmit/veth_xmit), the kernel's path on a test machine.
+    #[arg(long, default_value = "wire", value_parser = parse_tx_completion, value_name = "wire|dequeue")]
+    tx_completion: lowtide_sim::TxCompletion,
     /// Verify every TCP checksum on receive, even when no link corrupts packets
     /// (otherwise only with --corrupt: the results are the same, the work differs).
     #[arg(long)]
@@ -235,6 +241,15 @@ fn parse_lowat(s: &str) -> Result<u32, String> {
         _ => units::parse_bytes(s)?,
     };
     u32::try_from(n).map_err(|_| format!("notsent-lowat '{s}' is above 4294967295 bytes"))
+}
+
+/// `--tx-completion wire|dequeue`.
+fn parse_tx_completion(s: &str) -> Result<lowtide_sim::TxCompletion, String> {
+    match s {
+        "wire" => Ok(lowtide_sim::TxCompletion::Wire),
+        "dequeue" => Ok(lowtide_sim::TxCompletion::Dequeue),
+        _ => Err(format!("'{s}' is not wire or dequeue")),
+    }
 }
 
 pub(crate) fn parse_sysctl(s: &str) -> Result<String, String> {
@@ -303,6 +318,7 @@ impl StreamArgs {
             ecn_mark_at: self.ecn_mark_at.map(|k| k as usize),
             qdisc: self.qdisc.clone(),
             gro: self.gro,
+            tx_completion: self.tx_completion,
             verify_checksums: self.verify_checksums,
             payload: self.payload,
             config: self.config()?,

@@ -690,7 +690,17 @@ fn notes(e: Experiment) -> Option<&'static str> {
             send buffer, and the 100 Mbit/s gap\", has lowtide's simulator on a 100 us \
             path, which queues 10.5 ms too). Measured on 2026-12-03: over this path the \
             kernel's B at 100 Mbit/s queues 8.8 ms (10.0 over veth), twice lowtide's real \
-            path; why is not established (docs/experiments/README.md)."
+            path. The reason is the device, not TSQ's rule: TUN and veth orphan the skb \
+            when the qdisc hands it to the driver (tun_net_xmit, veth_xmit), so the \
+            packet on the wire no longer counts in sk_wmem_alloc, while lowtide's \
+            emulated NIC completes it at the end of its serialization, as a hardware NIC \
+            does. The freed budget lets more wait, flights then exceed cwnd so CUBIC \
+            grows it, and the TSO packets approach the autosize goal: the simulator with \
+            the kernel's completion point (`--tx-completion dequeue`) queues 6.6 ms \
+            instead of 2.4 (docs/experiments/README.md). The kernel's A equals its B: \
+            since Linux 3.12 tcp_limit_output_bytes only caps TSQ's limit of max(2 x \
+            truesize, pacing_rate >> 10), so raising it does not turn TSQ off; R is the \
+            kernel's queue without TSQ."
         }
         Experiment::E4 => {
             "In virtual time a walk costs nothing, so the sender's CPU is modeled \

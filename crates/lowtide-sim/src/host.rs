@@ -40,8 +40,11 @@ pub struct SimHost {
     pub nic: NicQueue,
     /// The link direction this host's NIC transmits on.
     pub tx_link: usize,
-    /// The packet being serialized, whose TX completion is pending.
-    pub tx_busy: Option<TxToken>,
+    /// A packet is being serialized (the transmitter is busy until its end).
+    pub tx_busy: bool,
+    /// The TX completion still owed for the packet being serialized
+    /// ([`crate::scenario::TxCompletion::Wire`]; given at dequeue otherwise).
+    pub tx_owed: Option<TxToken>,
     /// Wire segments received and not yet polled.
     pub rx_ring: Vec<WireSeg>,
     /// The time of the pending NAPI poll, if any.
@@ -79,7 +82,8 @@ impl SimHost {
             addr,
             nic: NicQueue::new(queue_limit),
             tx_link,
-            tx_busy: None,
+            tx_busy: false,
+            tx_owed: None,
             rx_ring: Vec::new(),
             rx_poll_at: None,
             rx_links: Vec::new(),

@@ -48,7 +48,8 @@ pub use lowtide_link::{LinkConfig, LinkStats};
 pub use payload::PayloadMode;
 pub use sample::MemoryResult;
 pub use scenario::{
-    DeviceQueueResult, ProgressHook, Results, RunProgress, Scenario, SimError, Wakeups, Workload,
+    DeviceQueueResult, ProgressHook, Results, RunProgress, Scenario, SimError, TxCompletion,
+    Wakeups, Workload,
 };
 pub use timeseries::{Timeseries, TimeseriesConfig};
 pub use world::LISTEN_PORT;

@@ -83,6 +83,9 @@ pub struct Scenario {
     pub qdisc: Option<QdiscSpec>,
     /// GRO on the receive path of both hosts.
     pub gro: bool,
+    /// When a device gives a packet's TX completion back to its stack (what TSQ
+    /// waits for).
+    pub tx_completion: TxCompletion,
     /// Interrupt coalescing window of the receive path (ns).
     pub rx_usecs_ns: u64,
     /// Flow `i` connects at `i * stagger_ns`, so the SYNs are not all simultaneous.
@@ -130,6 +133,20 @@ pub struct Scenario {
     pub payload: PayloadMode,
 }
 
+/// When a device completes a packet (frees the skb: `sk_wmem_alloc` drops and TSQ's
+/// `tcp_wfree` runs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TxCompletion {
+    /// At the end of the packet's serialization on the wire, as a hardware NIC's TX
+    /// reclaim: the packet being sent still counts against TSQ's limit.
+    #[default]
+    Wire,
+    /// When the qdisc hands the packet to the driver, as Linux's virtual devices do
+    /// (`tun_net_xmit` and `veth_xmit` call `skb_orphan`): the kernel's own path
+    /// through TUN or veth on a test machine.
+    Dequeue,
+}
+
 impl Default for Scenario {
     fn default() -> Self {
         Scenario {
@@ -144,6 +161,7 @@ impl Default for Scenario {
             ecn_mark_at: None,
             qdisc: None,
             gro: true,
+            tx_completion: TxCompletion::Wire,
             rx_usecs_ns: 20_000,
             stagger_ns: 1_000,
             start_jitter_ns: 0,

@@ -8,7 +8,7 @@ use crate::intervals::IntervalSampler;
 use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
 use crate::sample::{auto_interval, MemorySampler};
-use crate::scenario::{ProgressHook, RunProgress, Scenario, SimError, Workload};
+use crate::scenario::{ProgressHook, RunProgress, Scenario, SimError, TxCompletion, Workload};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
 use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
 use lowtide_link::EventQueue;
@@ -69,6 +69,8 @@ pub(crate) struct World {
     pub queue: EventQueue<Event>,
     pub pcap: Option<PcapSink>,
     pub gro: bool,
+    /// When the devices give TX completions back ([`TxCompletion`]).
+    pub tx_completion: TxCompletion,
     pub rx_usecs_ns: u64,
     pub listener: Option<SocketHandle>,
     /// Sender ephemeral port -> flow, to match accepted sockets to flows.
@@ -170,6 +172,7 @@ impl World {
             queue: EventQueue::new(),
             pcap,
             gro: sc.gro,
+            tx_completion: sc.tx_completion,
             rx_usecs_ns: sc.rx_usecs_ns,
             listener: None,
             port_flow: FxHashMap::default(),
@@ -526,7 +529,8 @@ impl World {
 
     fn tx_done(&mut self, host: usize) {
         let h = &mut self.hosts[host];
-        if let Some(token) = h.tx_busy.take() {
+        h.tx_busy = false;
+        if let Some(token) = h.tx_owed.take() {
             h.stack.handle_tx_complete(self.now, token);
         }
         self.service(host);
@@ -559,7 +563,7 @@ impl World {
                 break;
             }
         }
-        if self.hosts[host].tx_busy.is_none() {
+        if !self.hosts[host].tx_busy {
             self.start_tx(host);
         }
         self.arm_timer(host);
@@ -709,10 +713,18 @@ impl World {
             // The NIC is done with the super-packet: its buffer builds the next one.
             self.hosts[host].stack.recycle_buffer(tx.packet);
         }
-        self.hosts[host].tx_busy = Some(token);
+        self.hosts[host].tx_busy = true;
         self.queue
             .push(Instant(last_end), Event::TxDone { host: host as u32 });
         self.arm_rx_poll(dst);
+        match self.tx_completion {
+            TxCompletion::Wire => self.hosts[host].tx_owed = Some(token),
+            TxCompletion::Dequeue => {
+                // The driver orphaned the skb: TSQ may send again at once.
+                self.hosts[host].stack.handle_tx_complete(now, token);
+                self.service(host);
+            }
+        }
     }
 
     fn dispatch(&mut self, host: usize, ev: SocketEvent) {

@@ -62,6 +62,35 @@ fn e3_tsq_keeps_the_device_queue_short() {
     assert!((on.goodput_bps - off.goodput_bps).abs() / off.goodput_bps < 0.05);
 }
 
+/// E3 at 100 Mbit/s, 1 ms: a device that completes packets when the qdisc hands them
+/// to the driver (Linux's TUN and veth orphan the skb there) lets TSQ keep more
+/// waiting than one that completes at the end of serialization (a hardware NIC):
+/// the packet on the wire no longer counts in sk_wmem_alloc, so flights grow past
+/// cwnd, CUBIC grows cwnd, and the TSO packets get closer to the autosize goal.
+#[test]
+fn e3_tx_completion_at_dequeue_lets_tsq_queue_more() {
+    let run = |tc| {
+        let mut sc = bulk(1, 100_000_000, 1_000, 4);
+        sc.tx_completion = tc;
+        run_verified(&sc)
+    };
+    use lowtide_sim::TxCompletion::{Dequeue, Wire};
+    let (wire, deq) = (run(Wire), run(Dequeue));
+    let delay = |r: &lowtide_sim::Results| r.device_queue.mean_delay_us;
+    let per_packet = |r: &lowtide_sim::Results| {
+        use lowtide::Mib::{IpOutRequests, TcpOutSegs};
+        r.counters.get(TcpOutSegs) as f64 / r.counters.get(IpOutRequests) as f64
+    };
+    assert!(
+        delay(&deq) > 1.5 * delay(&wire),
+        "mean device delay: dequeue {} us, wire {} us",
+        delay(&deq),
+        delay(&wire)
+    );
+    assert!(per_packet(&deq) > per_packet(&wire), "segments per packet");
+    assert!((deq.goodput_bps - wire.goodput_bps).abs() / wire.goodput_bps < 0.05);
+}
+
 /// Seed 001: with the lowat/2 wakeup rule, a bulk sender is woken at least 2x less
 /// per MB than when it is woken as soon as notsent < lowat, at the same goodput
 /// (CUBIC, Linux's default; with Reno in the same setup the ratio is about 1.9x and

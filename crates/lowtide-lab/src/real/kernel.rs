@@ -325,8 +325,38 @@ pub struct Sent {
     pub seconds: f64,
     /// The thread's context switches (voluntary + involuntary) while it wrote.
     pub ctx_switches: u64,
-    /// tcp_info when the writing ended: (snd_cwnd, snd_ssthresh, total_retrans).
-    pub info: (u32, u32, u32),
+    /// tcp_info when the writing ended.
+    pub info: EndInfo,
+}
+
+/// A kernel sender's `tcp_info` when its writing ended (zeros if getsockopt failed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndInfo {
+    /// `tcpi_snd_cwnd` (segments).
+    pub cwnd: u32,
+    /// `tcpi_snd_ssthresh` (segments).
+    pub ssthresh: u32,
+    /// `tcpi_total_retrans`.
+    pub retrans: u32,
+    /// `tcpi_min_rtt` (µs): what tcp_tso_autosize shifts by tcp_tso_rtt_log.
+    pub min_rtt_us: u32,
+    /// `tcpi_pacing_rate` (bytes/s): what TSQ's limit and the size goal use.
+    pub pacing_rate: u64,
+}
+
+impl std::fmt::Display for EndInfo {
+    /// As the run's "tcp_info at the end" parameter.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cwnd {}, ssthresh {}, retrans {}, min_rtt {} us, pacing_rate {:.0} Mbit/s",
+            self.cwnd,
+            self.ssthresh,
+            self.retrans,
+            self.min_rtt_us,
+            self.pacing_rate as f64 * 8.0 / 1e6
+        )
+    }
 }
 
 /// Starts `flows` kernel senders in `ns` to `to` (each on its own thread) with
@@ -401,11 +431,17 @@ fn ctx_switches() -> u64 {
         .sum()
 }
 
-/// (snd_cwnd, snd_ssthresh, total_retrans) from `getsockopt(TCP_INFO)`.
-fn tcp_info(s: &TcpStream) -> (u32, u32, u32) {
+/// [`EndInfo`] from `getsockopt(TCP_INFO)`.
+fn tcp_info(s: &TcpStream) -> EndInfo {
     match tcp_info_of(s) {
-        Some(i) => (i.tcpi_snd_cwnd, i.tcpi_snd_ssthresh, i.tcpi_total_retrans),
-        None => (0, 0, 0),
+        Some(i) => EndInfo {
+            cwnd: i.tcpi_snd_cwnd,
+            ssthresh: i.tcpi_snd_ssthresh,
+            retrans: i.tcpi_total_retrans,
+            min_rtt_us: i.tcpi_min_rtt,
+            pacing_rate: i.tcpi_pacing_rate,
+        },
+        None => EndInfo::default(),
     }
 }
 

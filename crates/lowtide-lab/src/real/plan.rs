@@ -12,7 +12,12 @@ use std::time::Duration;
 
 const MS: u64 = 1_000_000;
 const GBIT: u64 = 1_000_000_000;
-/// "TSQ off" for the kernel: tcp_limit_output_bytes as large as it goes usefully.
+/// The kernel's A: tcp_limit_output_bytes at 1 GB. Seed 002's TSQ (Linux 3.6) compared
+/// sk_wmem_alloc with this sysctl alone, so raising it turned TSQ off; since 3.12
+/// (c9eeec26e32e) tcp_small_queue_check's limit is max(2 * truesize, pacing_rate >>
+/// sk_pacing_shift) and the sysctl only caps it, so on today's kernel A is TSQ on with
+/// no cap (as B, whose 4 MB cap is never reached): the kernel has no switch that turns
+/// TSQ off, and R (the queue one hop away) is its TSQ-off queue.
 const HUGE_LIMIT: &str = "1073741824";
 
 /// The path of a run: `rate`, `rtt` split in halves, `loss` forward.
@@ -225,11 +230,9 @@ fn kernel_bulk_link(
     };
     r.mean_pages = Some(busy.iter().sum::<f64>() / busy.len() as f64 / 4096.0);
     r.wakeups_per_s = Some(ctx as f64 / secs as f64);
-    if let Some((cwnd, ssthresh, retrans)) = first {
-        r.params.push((
-            "first flow's tcp_info at the end".into(),
-            format!("cwnd {cwnd}, ssthresh {ssthresh}, retrans {retrans}"),
-        ));
+    if let Some(info) = first {
+        r.params
+            .push(("first flow's tcp_info at the end".into(), info.to_string()));
     }
     Ok(())
 }
@@ -435,18 +438,35 @@ fn kernel_e3(
     let sampler = Sampler::backlog(queue_ns, dev, "10:", Duration::from_millis(10))?;
     // CUBIC, as the seed's bulk senders and lowtide's runs.
     let what = (Send::For(Duration::from_secs(secs)), "cubic");
+    let snmp = || {
+        sender
+            .spawn(kernel::snmp)
+            .map_err(|e| format!("snmp thread: {e}"))
+    };
+    let before = snmp()?.join().map_err(|_| "snmp panicked".to_string())??;
     let senders = kernel::senders(sender, to, flows, what, None)?;
-    let mut longest = 0.0f64;
+    let (mut longest, mut first) = (0.0f64, None);
     for s in senders {
         let sent = s
             .join()
             .map_err(|_| "kernel sender panicked".to_string())??;
         longest = longest.max(sent.seconds);
+        first.get_or_insert(sent.info);
     }
+    let after = snmp()?.join().map_err(|_| "snmp panicked".to_string())??;
     let samples = sampler.finish();
     let received = sink
         .join()
         .map_err(|_| "kernel receiver panicked".to_string())??;
+    // GSO packets and segments: segments per packet is the size goal the queue holds.
+    let d = |n: &str| kernel::counter(&after, n).saturating_sub(kernel::counter(&before, n));
+    r.ip_out_requests = Some(d("IpOutRequests"));
+    r.tcp_out_segs = Some(d("TcpOutSegs"));
+    r.retrans_segs = Some(d("TcpRetransSegs"));
+    if let Some(info) = first {
+        r.params
+            .push(("first flow's tcp_info at the end".into(), info.to_string()));
+    }
     let ms = |b: f64| b * 8.0 / rate as f64 * 1e3;
     r.goodput_bps = if longest > 0.0 {
         received as f64 * 8.0 / longest
@@ -655,11 +675,8 @@ fn kernel_figures(
 
 /// The kernel sender's `tcp_info` at the end, as a parameter of the run.
 fn tcp_info_param(r: &mut RealRun, sent: &kernel::Sent) {
-    let (cwnd, ssthresh, retrans) = sent.info;
-    r.params.push((
-        "tcp_info at the end".into(),
-        format!("cwnd {cwnd}, ssthresh {ssthresh}, retrans {retrans}"),
-    ));
+    r.params
+        .push(("tcp_info at the end".into(), sent.info.to_string()));
 }
 
 fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {

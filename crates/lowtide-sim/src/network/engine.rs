@@ -431,7 +431,8 @@ impl<'t> Network<'t> {
         let src = self.ports[p].src;
         if src < self.hosts.len() {
             let h = &mut self.hosts[src];
-            if let Some(token) = h.tx_busy.take() {
+            h.tx_busy = false;
+            if let Some(token) = h.tx_owed.take() {
                 h.stack.handle_tx_complete(self.now, token);
             }
             self.service(src);
@@ -513,7 +514,7 @@ impl<'t> Network<'t> {
                 break;
             }
         }
-        if self.hosts[host].tx_busy.is_none() {
+        if !self.hosts[host].tx_busy {
             self.start_tx(host);
         }
         self.arm_timer(host);
@@ -611,7 +612,8 @@ impl<'t> Network<'t> {
             }
             self.hosts[host].stack.recycle_buffer(tx.packet);
         }
-        self.hosts[host].tx_busy = Some(token);
+        self.hosts[host].tx_busy = true;
+        self.hosts[host].tx_owed = Some(token);
         self.queue.push(Instant(last_end), Ev::TxDone(p as u32));
         let dst = self.ports[p].dst;
         self.arm_rx(dst);

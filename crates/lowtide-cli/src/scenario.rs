@@ -74,16 +74,20 @@ pub struct RunArgs {
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
+    /// How the senders' bytes reach the sockets, as `sim stream --payload`: stored
+    /// (copied into the send queue, the real data path) or pattern (the sockets
+    /// store no payload). Every figure is the same; pattern uses less memory.
+    #[arg(long, default_value = "stored", value_name = "stored|pattern")]
+    payload: lowtide_sim::PayloadMode,
 }
 
 /// Runs `sim run`.
 pub fn run(args: &RunArgs) -> ExitCode {
     let shown = args.file.shown();
-    let r = match args
-        .file
-        .load()
-        .and_then(|(_, t)| lowtide_sim::network::run(&t).map_err(|e| format!("{shown}: {e}")))
-    {
+    let r = match args.file.load().and_then(|(_, mut t)| {
+        t.payload = args.payload;
+        lowtide_sim::network::run(&t).map_err(|e| format!("{shown}: {e}"))
+    }) {
         Ok(r) => r,
         Err(e) => return crate::usage_error(&e),
     };

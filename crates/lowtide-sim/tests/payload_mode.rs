@@ -81,3 +81,89 @@ fn the_wire_carries_the_same_bytes() {
     };
     assert!(pcap(PayloadMode::Stored) == pcap(PayloadMode::Pattern));
 }
+
+/// Runs a scenario file's text (`sim run`) in `payload` mode; its results, wall
+/// time aside, as JSON.
+fn network_json(text: &str, payload: PayloadMode) -> String {
+    use lowtide_sim::network::{run, ScenarioFile, Topology};
+    let mut t =
+        Topology::new(&ScenarioFile::parse(text, false, &[]).expect("parses")).expect("resolves");
+    t.payload = payload;
+    let r = run(&t).expect("runs");
+    assert!(r.bytes_verified, "{payload:?}: {:?}", r.failure);
+    assert!(r.checks_pass(), "{payload:?}: {:?}", r.checks);
+    let mut v = serde_json::to_value(&r).expect("serializable");
+    v.as_object_mut().expect("object").remove("sim_wall_s");
+    v.to_string()
+}
+
+#[test]
+fn scenarios_report_the_same_figures() {
+    // Every flow kind (bulk, stopped, fixed-size, probe, request/response, on/off)
+    // through a router, over a lossy, reordering, corrupting bottleneck behind fq on
+    // the host and fq_codel at the router, BBR and no SACK on one host each.
+    let text = r#"
+        checks = [
+            "flow.bulk.retrans > 0",
+            "flow.rr.transactions > 10",
+            "flow.probe.delay_ms > 0",
+            "queue.r->b.drops > 0",
+        ]
+        [run]
+        duration = "1500ms"
+        seed = 7
+        [hosts.a]
+        [hosts.c]
+        cc = "bbr"
+        sysctls = { "net.ipv4.tcp_sack" = 0 }
+        [hosts.b]
+        [routers.r]
+        [links.a_up]
+        between = ["a", "r"]
+        rate = "1gbit"
+        delay = "1ms"
+        queue = "fq"
+        [links.c_up]
+        between = ["c", "r"]
+        rate = "1gbit"
+        delay = "2ms"
+        [links.down]
+        between = ["r", "b"]
+        rate = "100mbit"
+        delay = "5ms"
+        loss = 0.01
+        reorder = 0.02
+        corrupt = 0.002
+        queue = "fq_codel,limit=200"
+        reverse = { loss = 0.005, queue = "pfifo_fast" }
+        [flows.bulk]
+        from = "a"
+        to = "b"
+        count = 3
+        stop = "1200ms"
+        [flows.bbr]
+        from = "c"
+        to = "b"
+        [flows.bytes]
+        from = "c"
+        to = "b"
+        bytes = 300000
+        start = "100ms"
+        [flows.probe]
+        from = "a"
+        to = "b"
+        probe = { size = 3000, interval = "20ms" }
+        [flows.rr]
+        from = "c"
+        to = "b"
+        rr = { request = 2000, response = 40000, think = "5ms" }
+        [flows.onoff]
+        from = "a"
+        to = "b"
+        on = "200ms"
+        off = "100ms"
+    "#;
+    let stored = network_json(text, PayloadMode::Stored);
+    let pattern = network_json(text, PayloadMode::Pattern);
+    assert!(stored == pattern, "the modes differ:\n{stored}\n{pattern}");
+}

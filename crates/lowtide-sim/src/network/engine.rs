@@ -146,7 +146,7 @@ impl<'t> Network<'t> {
             .collect();
         let flows = (t.flows.iter().enumerate())
             .map(|(i, f)| NetFlow {
-                sender: Sender::new(t.seed, i as u32, f.bytes),
+                sender: Sender::new(t.seed, i as u32, f.bytes).with_mode(t.payload),
                 receiver: Receiver::new(t.seed, i as u32, f.bytes),
                 done: false,
                 probe_sent: Vec::new(),
@@ -155,7 +155,7 @@ impl<'t> Network<'t> {
                 rr: f.rr.map(|_| {
                     let id = i as u32 | RESPONSE_STREAM;
                     Box::new(RrState {
-                        server: Sender::new(t.seed, id, None),
+                        server: Sender::new(t.seed, id, None).with_mode(t.payload),
                         responses: Verifier::new(Payload::new(t.seed, id), None),
                         served: 0,
                         sent_at: 0,

@@ -4,6 +4,7 @@
 
 use super::check::Check;
 use super::schema::{duration_ns, rate_bps, sysctl_pairs, DirSpec, LinkSpec, ScenarioFile};
+use crate::payload::PayloadMode;
 use crate::qdisc::{HostAddr, QdiscSpec};
 use lowtide::Config;
 use lowtide_link::LinkConfig;
@@ -118,6 +119,9 @@ pub struct Topology {
     pub rx_usecs_ns: u64,
     /// Interval of the queues' time series (ns; 0: none).
     pub series_interval_ns: u64,
+    /// How the senders hand their bytes to their sockets (`sim run --payload`; not
+    /// a setting of the file: every figure is the same in both modes).
+    pub payload: PayloadMode,
 }
 
 impl Topology {
@@ -183,6 +187,7 @@ impl Topology {
             gro: f.run.gro,
             rx_usecs_ns: duration_ns_of("run.rx_usecs", &f.run.rx_usecs)?,
             series_interval_ns: series,
+            payload: PayloadMode::Stored,
         };
         for c in &t.checks {
             c.validate(&t)

@@ -17,8 +17,8 @@
 //! page by page.
 
 use super::sock::Tcb;
-pub use super::sock::{ErrEntry, SockExtendedErr};
-pub(crate) use super::sock::{ErrQueue, Uarg};
+pub use super::sock_errqueue::{ErrEntry, SockExtendedErr};
+pub(crate) use super::sock_errqueue::{ErrQueue, Uarg};
 use super::Ctx;
 use crate::socket::{EventKind, SocketError};
 

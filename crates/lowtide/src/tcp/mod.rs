@@ -4,6 +4,7 @@
 //! |---|---|
 //! | [`sock`] | `struct tcp_sock`, `tcp_init_sock` |
 //! | `inet_connection_sock` | include/net/inet_connection_sock.h: `struct inet_connection_sock`'s retransmit timer (`icsk_rto`, `icsk_pending`, ...), delayed-ACK state (`icsk_ack`) and MTU probing (`icsk_mtup`) as the connection embeds them |
+//! | `sock_errqueue` | include/net/sock.h: `struct sock`'s error queue (`sk_error_queue`, `sk_zckey`, `sk_omem_alloc`) and timestamping state (`sk_tsflags`, `sk_tskey`); include/uapi/linux/errqueue.h `struct sock_extended_err`; skbuff.h `struct ubuf_info_msgzc` |
 //! | [`consts`] | the constants of include/net/tcp.h (and the few from linux/tcp.h, sock.h, skbuff.h, netdevice.h) |
 //! | `input` | tcp_input.c: `tcp_rcv_established`, `tcp_ack`, `tcp_data_queue`, the state machine |
 //! | `ratelimit` | tcp_input.c `tcp_oow_rate_limited`, `tcp_send_challenge_ack` ([RFC 5961 section 7](https://www.rfc-editor.org/rfc/rfc5961#section-7)) |
@@ -96,6 +97,7 @@ pub mod rtx;
 pub mod seq;
 pub mod skbuff;
 pub mod sock;
+pub(crate) mod sock_errqueue;
 pub mod sockopt;
 pub(crate) mod syncookies;
 pub(crate) mod timer;

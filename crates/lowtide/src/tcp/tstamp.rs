@@ -19,8 +19,8 @@
 //! `SCM_TSTAMP_SND` follows `SCM_TSTAMP_SCHED` at once; there are no hardware or
 //! receive timestamps, and `SOF_TIMESTAMPING_OPT_STATS`/`OPT_PKTINFO` add nothing.
 
-use super::sock::Mark;
 use super::sock::Tcb;
+use super::sock_errqueue::Mark;
 use super::{Ctx, TcpState};
 use crate::socket::{EventKind, SocketError};
 use crate::time::Instant;

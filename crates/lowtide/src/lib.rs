@@ -15,10 +15,10 @@
 //!
 //! The TCP engine ([`tcp`]) is split by role as Linux's is, one module per Linux file
 //! or function family: `tcp::input` (tcp_input.c), `tcp::output` (tcp_output.c),
-//! `tcp::timer` (tcp_timer.c), `tcp::recovery` (tcp_input.c's fast recovery: PRR,
+//! `tcp::timer` (tcp_timer.c), `tcp::fastretrans` (tcp_input.c's fast recovery: PRR,
 //! RFC 6675, undo), `tcp::recovery` (tcp_recovery.c: RACK), [`tcp::rtx`] (the retransmit
 //! queue and SACK processing), [`tcp::rate`] (tcp_rate.c), [`tcp::cong`]
-//! (`tcp_congestion_ops`: Reno, CUBIC, BBR), `tcp::api` (tcp.c: sendmsg, recvmsg,
+//! (`tcp_congestion_ops`: Reno, CUBIC, BBR, DCTCP), `tcp::api` (tcp.c: sendmsg, recvmsg,
 //! close), [`tcp::consts`] (include/net/tcp.h); [`tcp`]'s table lists every module
 //! with its Linux counterpart. The stack around it (the socket table, demux, LISTEN
 //! and SYN cookies as tcp_ipv4.c and tcp_minisocks.c, ICMP) is in src/stack/, behind

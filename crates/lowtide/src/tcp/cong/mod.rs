@@ -1,8 +1,10 @@
 //! Congestion control as a table of hooks, shaped like Linux's `tcp_congestion_ops`.
 //!
 //! The engine owns the window variables ([`CwndState`]) and calls the hooks at the
-//! points Linux does. Reno (`tcp_reno_*` in tcp_cong.c) is built in; CUBIC and BBR
-//! plug in through the same trait.
+//! points Linux does. Reno (`tcp_reno_*` in tcp_cong.c) is built in; CUBIC
+//! (tcp_cubic.c), BBR (tcp_bbr.c) and DCTCP (tcp_dctcp.c) plug in through the same
+//! trait; `minmax` is lib/win_minmax.c (BBR's windowed maximum, the connection's
+//! windowed `rtt_min`).
 
 pub mod bbr;
 pub mod cubic;

@@ -335,6 +335,9 @@ impl Tcb {
         if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th) {
             return;
         }
+        if hp && !payload.is_empty() && ack_off == self.snd_una {
+            return self.fast_path_data_same_ack(ctx, th, seq, payload);
+        }
         let fin_wait1 = self.state == TcpState::FinWait1;
         match self.ack(ctx, th, payload.len(), hp) {
             AckOutcome::Discard => return,
@@ -366,6 +369,18 @@ impl Tcb {
         }
         self.write_xmit(ctx);
         self.check_space(ctx);
+        self.ack_snd_check(ctx);
+    }
+
+    /// `tcp_rcv_established`'s fast path for in-order data whose ACK equals
+    /// `snd_una` ("only one small jumplet in fast path"): no `tcp_ack` at all, so
+    /// `rcv_tstamp`, `icsk_probes_out` and the soft error stay as they were; only
+    /// `tcp_update_wl` and the timestamp (`tcp_store_ts_recent` at `rcv_wup`), then the
+    /// data and `__tcp_ack_snd_check`, without `tcp_data_snd_check`.
+    fn fast_path_data_same_ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
+        self.snd_wl1 = seq;
+        self.replace_ts_recent(ctx, th, seq);
+        self.data_rcv_rtt(ctx, th, seq, payload, true);
         self.ack_snd_check(ctx);
     }
 

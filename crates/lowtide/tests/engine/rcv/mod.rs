@@ -2,5 +2,6 @@
 
 mod comp_sack;
 mod delack;
+mod fast_path;
 mod read_sock;
 mod window_update;

@@ -72,9 +72,17 @@ fn real_e5_counts_packets_both_ways_and_survives_a_sim_run() {
         assert!((1385..=most).contains(&segs), "TcpOutSegs: {r}");
     }
     let out_req = |r: &serde_json::Value| r["ip_out_requests"].as_u64().unwrap();
-    for rep in 0..3 {
-        let (a, b, k) = (a[rep], b[rep], k[rep]);
-        assert!(out_req(b) < out_req(a), "A {a} B {b}");
+    // The seed's direction over the three repetitions, as the report's check reads
+    // it: one wall-clock repetition on a loaded machine can go the other way (a
+    // starved real-time loop sends smaller packets), their sum does not.
+    let sum = |rs: &[&serde_json::Value]| rs.iter().map(|r| out_req(r)).sum::<u64>();
+    assert!(
+        sum(&b) < sum(&a),
+        "IpOutRequests A {} B {}",
+        sum(&a),
+        sum(&b)
+    );
+    for k in &k {
         assert!(out_req(k) > 0 && out_req(k) <= 1385, "{k}");
     }
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();

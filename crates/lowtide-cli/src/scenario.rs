@@ -5,7 +5,7 @@
 //! on stderr with its values), 2 a bad file or argument.
 
 use clap::Args;
-use lowtide_sim::network::{NetResults, ScenarioFile, Topology};
+use lowtide_sim::network::{NetResults, NetTimeseries, ScenarioFile, Topology};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -79,18 +79,40 @@ pub struct RunArgs {
     /// store no payload). Every figure is the same; pattern uses less memory.
     #[arg(long, default_value = "stored", value_name = "stored|pattern")]
     payload: lowtide_sim::PayloadMode,
+    /// Writes the run's time series into this directory (made if missing):
+    /// `flows.csv`, each flow's sender every --timeseries-interval (`sim stream
+    /// --timeseries`'s columns, with DCTCP's alpha), `flow-names.csv` (ids to
+    /// names) and `marks.csv`, every CE mark of a router's queue with the packets
+    /// queued then.
+    #[arg(long, value_name = "DIR")]
+    timeseries: Option<PathBuf>,
+    /// Interval of the flows' time series, at least 1us.
+    #[arg(long, default_value = "1ms", value_parser = crate::limits::timeseries_interval)]
+    timeseries_interval: std::time::Duration,
 }
 
 /// Runs `sim run`.
 pub fn run(args: &RunArgs) -> ExitCode {
     let shown = args.file.shown();
-    let r = match args.file.load().and_then(|(_, mut t)| {
+    let interval = args.timeseries_interval.as_nanos() as u64;
+    let run = |t: &Topology| match &args.timeseries {
+        None => lowtide_sim::network::run(t).map(|r| (r, None)),
+        Some(_) => {
+            lowtide_sim::network::run_with_timeseries(t, interval).map(|(r, s)| (r, Some(s)))
+        }
+    };
+    let (r, series) = match args.file.load().and_then(|(_, mut t)| {
         t.payload = args.payload;
-        lowtide_sim::network::run(&t).map_err(|e| format!("{shown}: {e}"))
+        run(&t).map_err(|e| format!("{shown}: {e}"))
     }) {
         Ok(r) => r,
         Err(e) => return crate::usage_error(&e),
     };
+    if let (Some(dir), Some(s)) = (&args.timeseries, &series) {
+        if let Err(e) = write_timeseries(dir, s) {
+            return crate::run_failure(&format!("--timeseries: {e}"));
+        }
+    }
     if args.json {
         match serde_json::to_string_pretty(&r) {
             Ok(s) => println!("{s}"),
@@ -103,6 +125,20 @@ pub fn run(args: &RunArgs) -> ExitCode {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(1),
     }
+}
+
+/// `--timeseries DIR`: the flows' rows, their names and the marks, as CSV.
+fn write_timeseries(dir: &std::path::Path, s: &NetTimeseries) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for (name, text) in [
+        ("flows.csv", s.flows_csv()),
+        ("flow-names.csv", s.names_csv()),
+        ("marks.csv", s.marks_csv()),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
 }
 
 /// Says on stderr why `r` failed, under `label` (the file): the verdict, then

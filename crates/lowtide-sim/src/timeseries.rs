@@ -118,6 +118,9 @@ pub struct FlowSample {
     /// The receiver's `tcpi_rcv_wnd` (the window it last advertised).
     #[serde(default)]
     pub rcv_wnd: u32,
+    /// DCTCP's `dctcp_alpha` (`tcp_dctcp_info`, out of 1024), for a DCTCP sender.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dctcp_alpha: Option<u32>,
 }
 
 impl FlowSample {
@@ -159,6 +162,7 @@ impl FlowSample {
             rcv_space: receiver.map_or(0, |r| r.rcv_space),
             rcv_ssthresh: receiver.map_or(0, |r| r.rcv_ssthresh),
             rcv_wnd: receiver.map_or(0, |r| r.rcv_wnd),
+            dctcp_alpha: None,
         }
     }
 }
@@ -251,11 +255,11 @@ impl Timeseries {
             "time_s,flow,cwnd,ssthresh,rtt_us,pacing_rate_bps,unacked,in_flight,notsent,\
              wmem_queued,sndbuf,dev_queue_bytes,delivered,bytes_acked,retrans,ca_state,\
              snd_wnd,sacked,lost,retrans_out,rwnd_limited_us,sndbuf_limited_us,rcv_rcvbuf,rcv_rmem,\
-             rcv_space,rcv_ssthresh,rcv_wnd\n",
+             rcv_space,rcv_ssthresh,rcv_wnd,dctcp_alpha\n",
         );
         for r in &self.flows {
             s += &format!(
-                "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 r.time_us as f64 / 1e6,
                 r.flow,
                 r.cwnd,
@@ -282,7 +286,8 @@ impl Timeseries {
                 r.rcv_rmem,
                 r.rcv_space,
                 r.rcv_ssthresh,
-                r.rcv_wnd
+                r.rcv_wnd,
+                r.dctcp_alpha.map_or(String::new(), |a| a.to_string())
             );
         }
         s

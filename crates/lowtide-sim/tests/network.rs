@@ -242,3 +242,53 @@ fn cubic_with_ecn_through_a_red_step_marks_and_never_drops() {
     assert!(q.backlog_max_packets < 100, "{q:?}");
     assert!(r.flows.iter().all(|f| f.retrans == 0), "{:?}", r.flows);
 }
+
+/// `sim run --timeseries`: one DCTCP flow through a RED step at K = 20 packets
+/// behind a 10:1 step down; every grid point has the flow's row with DCTCP's
+/// alpha, and most marks were made with the queue past K (RED marks on its
+/// average, Wlog 1, which follows the queue within a packet or two but decays
+/// over idle time only, so a packet into an emptied queue may be marked too).
+#[test]
+fn the_time_series_has_every_flow_row_and_each_mark_past_k() {
+    let sets = [
+        "links.down.rate=1gbit",
+        "links.down.delay=400us",
+        "links.down.queue=red,limit=1000000,min=30000,max=30000,avpkt=1500,burst=20,probability=1,ecn=1",
+        "links.up.rate=10gbit",
+        "hosts.a.cc=dctcp",
+        "hosts.b.cc=dctcp",
+        "run.duration=200ms",
+    ];
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let file =
+        lowtide_sim::network::ScenarioFile::parse(&through_router(""), false, &sets).expect("file");
+    let t = lowtide_sim::network::Topology::new(&file).expect("topology");
+    let (r, ts) = lowtide_sim::network::run_with_timeseries(&t, 1_000_000).expect("run");
+    assert_eq!(ts.flow_names, vec!["f".to_string()]);
+    // Connected at 0: a row per millisecond from the first after it.
+    assert!((198..=200).contains(&ts.flows.len()), "{}", ts.flows.len());
+    assert!(ts
+        .flows
+        .windows(2)
+        .all(|w| w[1].time_us == w[0].time_us + 1000));
+    assert!(ts
+        .flows
+        .iter()
+        .all(|f| f.dctcp_alpha.is_some_and(|a| a <= 1024)));
+    let q = router_egress(&r);
+    assert_eq!(ts.marks.len() as u64, q.ce_marks, "{q:?}");
+    assert!(ts.marks.iter().all(|m| m.queue == "r->b"));
+    let past_k = ts.marks.iter().filter(|m| m.backlog_packets >= 20).count();
+    assert!(
+        past_k * 2 > ts.marks.len(),
+        "{past_k} of {}",
+        ts.marks.len()
+    );
+    let csv = ts.flows_csv();
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",rcv_wnd,dctcp_alpha"));
+    assert_eq!(ts.marks_csv().lines().count(), ts.marks.len() + 1);
+}

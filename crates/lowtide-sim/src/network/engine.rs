@@ -5,6 +5,7 @@
 //! serializes it onto the next link. Virtual time, one event queue, ties broken by
 //! insertion order: a run is a function of its file.
 
+use super::flow_series::{FlowSampler, Mark, NetTimeseries};
 use super::port::{route, Port};
 use super::series::Sampler;
 use super::topology::{NodeKind, Topology};
@@ -13,7 +14,9 @@ use crate::device::classify;
 use crate::host::{Role, SimHost};
 use crate::nic::{NicQueue, NO_FLOW};
 use crate::payload::{Payload, Verifier};
+use crate::timeseries::FlowSample;
 use crate::world::{derive_seed, LISTEN_PORT};
+use lowtide::tcp::cong::CcInfo;
 use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
 use lowtide_link::{EventQueue, WireSeg};
 use lowtide_wire::{gso, tcp::four_tuple_apart};
@@ -105,6 +108,8 @@ pub(crate) struct Network<'t> {
     pub router_drops: u64,
     /// The queues' time series.
     pub sampler: Sampler,
+    /// The flows' time series, when asked for (`sim run --timeseries`).
+    pub flow_sampler: Option<FlowSampler>,
 }
 
 impl<'t> Network<'t> {
@@ -182,6 +187,7 @@ impl<'t> Network<'t> {
             csum_trusted,
             router_drops: 0,
             sampler: Sampler::new(t),
+            flow_sampler: None,
         };
         net.setup()?;
         Ok(net)
@@ -234,6 +240,7 @@ impl<'t> Network<'t> {
             let (hosts, ports) = (&self.hosts, &self.ports);
             self.sampler
                 .until(at.as_nanos(), |p| port_totals(hosts, ports, p));
+            self.sample_flows(at.as_nanos());
             self.now = at;
             self.events += 1;
             match ev {
@@ -251,6 +258,64 @@ impl<'t> Network<'t> {
             if all_fixed && self.flows_done == self.flows.len() {
                 return;
             }
+        }
+    }
+
+    /// The flow rows due before `at` (ns), if asked for: each connected flow's
+    /// sender as it stands (its `tcp_info`, DCTCP's alpha, its bytes in the NIC
+    /// queue) and its receiver's window.
+    fn sample_flows(&mut self, at: u64) {
+        let Some(fs) = self.flow_sampler.as_mut() else {
+            return;
+        };
+        let points: Vec<u64> = fs.grid.take_due(at).collect();
+        if points.is_empty() {
+            return;
+        }
+        let now = self.now;
+        let mut rows = Vec::new();
+        for (id, (f, def)) in self.flows.iter().zip(&self.topo.flows).enumerate() {
+            let Some(h) = f.sender.handle else { continue };
+            let host = &self.hosts[def.from];
+            let Ok(i) = host.stack.info(now, h) else {
+                continue;
+            };
+            let peer = (f.receiver.handle).and_then(|r| self.hosts[def.to].stack.info(now, r).ok());
+            let mut row = FlowSample::from_info(0, id as u32, &i, 0, peer.as_ref());
+            row.dev_queue_bytes = host.nic.flow_bytes(f.sender.flow);
+            if let Ok(Some(CcInfo::Dctcp(d))) = host.stack.socket_ref(h).cc_info() {
+                row.dctcp_alpha = (d.dctcp_enabled != 0).then_some(d.dctcp_alpha);
+            }
+            rows.push(row);
+        }
+        for t in points {
+            fs.rows.extend(rows.iter().map(|r| FlowSample {
+                time_us: t / 1_000,
+                ..r.clone()
+            }));
+        }
+    }
+
+    /// The flow rows and the routers' marks taken (`sim run --timeseries`).
+    pub fn take_timeseries(&mut self) -> NetTimeseries {
+        let fs = self.flow_sampler.take();
+        let mut marks: Vec<Mark> = (self.ports.iter_mut().enumerate())
+            .flat_map(|(i, p)| {
+                let name = &self.topo.ports[i].name;
+                (p.marks.take().unwrap_or_default().into_iter()).map(|(t, packets, bytes)| Mark {
+                    time_ns: t,
+                    queue: name.clone(),
+                    backlog_packets: packets,
+                    backlog_bytes: bytes,
+                })
+            })
+            .collect();
+        marks.sort_by_key(|m| m.time_ns);
+        NetTimeseries {
+            interval_us: fs.as_ref().map_or(0.0, |f| f.interval_ns as f64 / 1e3),
+            flow_names: self.topo.flows.iter().map(|f| f.name.clone()).collect(),
+            flows: fs.map(|f| f.rows).unwrap_or_default(),
+            marks,
         }
     }
 

@@ -37,6 +37,7 @@
 pub mod check;
 mod engine;
 pub mod fabric;
+pub mod flow_series;
 mod port;
 pub mod report;
 pub mod schema;
@@ -44,6 +45,7 @@ pub mod series;
 pub mod topology;
 
 pub use check::{Check, CheckResult};
+pub use flow_series::NetTimeseries;
 pub use report::{FlowReport, NetResults, QueueReport};
 pub use schema::ScenarioFile;
 pub use topology::Topology;
@@ -54,6 +56,23 @@ pub fn run(t: &Topology) -> Result<NetResults, String> {
     let mut net = engine::Network::new(t)?;
     net.run();
     Ok(report::report(&mut net, wall))
+}
+
+/// Runs a resolved scenario with its time series (`sim run --timeseries`): every
+/// flow's sender sampled every `interval_ns`, and every CE mark of a router's queue.
+pub fn run_with_timeseries(
+    t: &Topology,
+    interval_ns: u64,
+) -> Result<(NetResults, NetTimeseries), String> {
+    let wall = std::time::Instant::now();
+    let mut net = engine::Network::new(t)?;
+    net.flow_sampler = Some(flow_series::FlowSampler::new(interval_ns));
+    for p in net.ports.iter_mut().filter(|p| p.queue.is_some()) {
+        p.marks = Some(Vec::new());
+    }
+    net.run();
+    let ts = net.take_timeseries();
+    Ok((report::report(&mut net, wall), ts))
 }
 
 /// Parses (with the file's `[quick]` overrides if `quick`, then `sets`), resolves

@@ -25,6 +25,9 @@ pub(crate) struct Port {
     pub busy: bool,
     pub wake_at: Option<Instant>,
     hash_seed: u64,
+    /// Each CE mark the qdisc made, when asked for (`sim run --timeseries`): the
+    /// time (ns) and the packets and bytes queued when the marked one arrived.
+    pub marks: Option<Vec<(u64, u64, u64)>>,
 }
 
 impl Port {
@@ -45,6 +48,7 @@ impl Port {
             busy: false,
             wake_at: None,
             hash_seed: derive_seed(t.seed, 3001 + i as u64),
+            marks: None,
         }
     }
 
@@ -63,8 +67,14 @@ impl Port {
             let tuple = four_tuple_apart(&skb.item.head, skb.item.body.len()).ok();
             skb.hash = flow_hash(tuple, self.hash_seed);
         }
+        let before = self.marks.is_some().then(|| q.totals());
         let _ = q.enqueue_skb(now, skb);
         q.take_freed().for_each(drop);
+        if let (Some(b), Some(marks)) = (before, self.marks.as_mut()) {
+            if q.totals().ce_marks > b.ce_marks {
+                marks.push((now.as_nanos(), b.packets, b.bytes));
+            }
+        }
     }
 
     /// The transmitter takes the qdisc's next packet onto the link: `Ok(end)`, when

@@ -1,0 +1,91 @@
+//! `sim run --timeseries DIR`: every flow's sender sampled on a virtual-time grid
+//! (`ss -ti`'s figures, the rows `sim stream --timeseries` writes, with DCTCP's
+//! alpha), and every CE mark a router's queue made, with what the queue held then.
+//!
+//! As `sim stream`'s sampler, the state at a grid point is the one the last event
+//! before it left: before each event the engine records every grid point passed.
+
+use crate::timeseries::{FlowSample, Grid, Timeseries};
+use serde::Serialize;
+
+/// A CE mark a router's queue made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mark {
+    /// Virtual time (ns).
+    pub time_ns: u64,
+    /// The queue (`SRC->DST`).
+    pub queue: String,
+    /// Packets queued when the marked packet arrived.
+    pub backlog_packets: u64,
+    /// Bytes queued then.
+    pub backlog_bytes: u64,
+}
+
+/// A run's flow rows and marks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NetTimeseries {
+    /// Grid interval (µs).
+    pub interval_us: f64,
+    /// The flows' names, by flow id (the order of the report's flow table).
+    pub flow_names: Vec<String>,
+    /// One row per grid point and connected flow, flows in order.
+    pub flows: Vec<FlowSample>,
+    /// Every CE mark of a router's queue, in time order.
+    pub marks: Vec<Mark>,
+}
+
+impl NetTimeseries {
+    /// The flow rows as CSV (`sim stream --timeseries`'s columns; `flow` is the id,
+    /// see [`NetTimeseries::flow_names`]).
+    pub fn flows_csv(&self) -> String {
+        Timeseries {
+            interval_us: self.interval_us,
+            host: Vec::new(),
+            flows: self.flows.clone(),
+        }
+        .flows_csv()
+    }
+
+    /// The marks as CSV (header first).
+    pub fn marks_csv(&self) -> String {
+        let mut s = String::from("time_s,queue,backlog_packets,backlog_bytes\n");
+        for m in &self.marks {
+            s += &format!(
+                "{:.9},{},{},{}\n",
+                m.time_ns as f64 / 1e9,
+                m.queue,
+                m.backlog_packets,
+                m.backlog_bytes
+            );
+        }
+        s
+    }
+
+    /// Flow ids and names as CSV.
+    pub fn names_csv(&self) -> String {
+        let mut s = String::from("flow,name\n");
+        for (i, n) in self.flow_names.iter().enumerate() {
+            s += &format!("{i},{n}\n");
+        }
+        s
+    }
+}
+
+/// Takes the flow rows during a run.
+#[derive(Debug, Clone)]
+pub(crate) struct FlowSampler {
+    pub grid: Grid,
+    pub interval_ns: u64,
+    pub rows: Vec<FlowSample>,
+}
+
+impl FlowSampler {
+    /// Samples every `interval_ns` (at least 1).
+    pub fn new(interval_ns: u64) -> FlowSampler {
+        FlowSampler {
+            grid: Grid::new(interval_ns),
+            interval_ns: interval_ns.max(1),
+            rows: Vec::new(),
+        }
+    }
+}

@@ -264,7 +264,7 @@ fn the_time_series_has_every_flow_row_and_each_mark_past_k() {
         lowtide_sim::network::ScenarioFile::parse(&through_router(""), false, &sets).expect("file");
     let t = lowtide_sim::network::Topology::new(&file).expect("topology");
     let (r, ts) = lowtide_sim::network::run_with_timeseries(&t, 1_000_000).expect("run");
-    assert_eq!(ts.flow_names, vec!["f".to_string()]);
+    assert_eq!(ts.flow_names, ["f"]);
     // Connected at 0: a row per millisecond from the first after it.
     assert!((198..=200).contains(&ts.flows.len()), "{}", ts.flows.len());
     assert!(ts

@@ -244,6 +244,12 @@ pub struct TxToken {
     /// Sequence space the packet carried (payload, plus one for a FIN); 0 for SYNs
     /// and bare ACKs.
     pub(crate) len: u32,
+    /// Segments this packet added to `prr_out` (`tcp_write_xmit` and
+    /// `tcp_xmit_retransmit_queue` count what they send while
+    /// `tcp_in_cwnd_reduction`), and the reduction's `high_seq` it counted in: a
+    /// local drop takes them back, as Linux never counts an skb that
+    /// `tcp_transmit_skb` failed to send.
+    pub(crate) prr: (u32, u64),
 }
 
 impl TxToken {

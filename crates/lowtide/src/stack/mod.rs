@@ -286,9 +286,7 @@ impl Stack {
         let Some(slot) = self.live_slot(token.index, token.generation) else {
             return;
         };
-        self.with_tcb(now, slot, |tcb, ctx| {
-            tcb.on_tx_dropped(ctx, token.truesize, token.seq, token.len)
-        });
+        self.with_tcb(now, slot, |tcb, ctx| tcb.on_tx_dropped(ctx, &token));
     }
 
     /// When [`Stack::handle_timeout`] should next be called, if ever.

@@ -415,6 +415,7 @@ impl Stack {
                 truesize: 0,
                 seq: 0,
                 len: 0,
+                prr: (0, 0),
             },
             // Not paced: due at once (a qdisc reads no EDT from it).
             tstamp: Instant::ZERO,

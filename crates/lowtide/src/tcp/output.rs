@@ -125,6 +125,7 @@ pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), th: &TcpRepr) 
         truesize: 0,
         seq: 0,
         len: 0,
+        prr: (0, 0),
     };
     let now = ctx.now;
     push(ctx, pkt, 1, 0, token, now);
@@ -440,6 +441,7 @@ impl Tcb {
                 0 => payload.len() as u32 + fin,
                 _ => 0,
             },
+            prr: (0, 0),
         };
         let ip_len = pkt.0.len() + pkt.1.len();
         push(ctx, pkt, mss, payload.len(), token, tstamp);
@@ -687,9 +689,26 @@ impl Tcb {
     /// them in `prr_out` while `tcp_in_cwnd_reduction` (CWR or Recovery): PRR's
     /// "sent during the reduction" (RFC 6937), without which a reduction grows cwnd.
     pub(crate) fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
+        let seq = self.snd_nxt;
         let pcount = self.send_new_flagged(ctx, send_len, mss, 0);
-        if self.in_cwnd_reduction() {
-            self.prr_out += pcount;
+        self.count_prr_out(ctx, seq, pcount);
+    }
+
+    /// `tcp_write_xmit`'s and `tcp_xmit_retransmit_queue`'s `prr_out += pcount`
+    /// while `tcp_in_cwnd_reduction`, for the packet at `seq` just handed to the
+    /// device. Linux counts only what `tcp_transmit_skb` sent; lowtide hears of a
+    /// local drop later, so the count is noted on the packet's TX token, and
+    /// [`Tcb::on_tx_dropped`] takes it back.
+    pub(crate) fn count_prr_out(&mut self, ctx: &mut Ctx, seq: u64, pcount: u32) {
+        if !self.in_cwnd_reduction() {
+            return;
+        }
+        self.prr_out += pcount;
+        let (index, generation) = (self.handle.index, self.handle.generation);
+        if let Some(tx) = ctx.out.back_mut().filter(|tx| {
+            (tx.token.index, tx.token.generation, tx.token.seq) == (index, generation, seq)
+        }) {
+            tx.token.prr = (pcount, self.high_seq);
         }
     }
 
@@ -786,7 +805,7 @@ impl Tcb {
             if self.small_queue_check(ctx.cfg, truesize, 1) {
                 break;
             }
-            let Some((_, end_seq, pcount)) = self.retransmit_skb(ctx, seq, segs) else {
+            let Some((sent, end_seq, pcount)) = self.retransmit_skb(ctx, seq, segs) else {
                 break;
             };
             ctx.mib.add(
@@ -796,10 +815,7 @@ impl Tcb {
                 },
                 pcount as u64,
             );
-            // tcp_in_cwnd_reduction: CWR or Recovery.
-            if self.in_cwnd_reduction() {
-                self.prr_out += pcount;
-            }
+            self.count_prr_out(ctx, sent, pcount);
             if Some(seq) == rtx_head && !matches!(self.icsk.pending, Some((Pending::ReoTimeout, _)))
             {
                 rearm_timer = true;

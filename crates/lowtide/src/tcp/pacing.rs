@@ -9,6 +9,7 @@ use super::rtx::skb::FLAG_FIN;
 use super::sock::{Pending, Tcb};
 use super::Ctx;
 use crate::config::{Config, SizeGoalAt, TsqRule};
+use crate::socket::TxToken;
 use crate::time::Instant;
 use core::time::Duration;
 
@@ -208,8 +209,16 @@ impl Tcb {
     /// (`tcp_enter_cwr`: one PRR reduction per window, as for an ECN mark). lowtide has handed later packets to the device
     /// already, so it sends the dropped range again as soon as it can, as a first
     /// transmission (RACK sees it sent now; no retransmission is counted).
-    pub(crate) fn on_tx_dropped(&mut self, ctx: &mut Ctx, truesize: u32, seq: u64, len: u32) {
+    /// What the packet added to `prr_out` (`prr`: segments, and the reduction's
+    /// `high_seq`) is taken back: Linux counts an skb there only once
+    /// `tcp_transmit_skb` has sent it, so when it finally leaves.
+    pub(crate) fn on_tx_dropped(&mut self, ctx: &mut Ctx, token: &TxToken) {
+        let (truesize, seq, len) = (token.truesize, token.seq, token.len);
         self.wmem_alloc = self.wmem_alloc.saturating_sub(truesize as u64);
+        let (counted, high_seq) = token.prr;
+        if counted > 0 && self.in_cwnd_reduction() && self.high_seq == high_seq {
+            self.prr_out = self.prr_out.saturating_sub(counted);
+        }
         let (start, end) = (seq.max(self.snd_una), seq + len as u64);
         if len > 0 && end > start {
             // __tcp_transmit_skb: a local drop is congestion, without a loss.
@@ -273,7 +282,7 @@ impl Tcb {
             // tcp_small_queue_check alone), and a range with nothing left to send
             // must not block the ones after it for good.
             let mut throttled = false;
-            for (seq, _) in self.rtx.unsent_in(from, end) {
+            for (seq, pcount) in self.rtx.unsent_in(from, end) {
                 let Some(s) = self.rtx.get(seq) else { continue };
                 let (flags, data) = (s.flags, s.data.clone());
                 let truesize = data.len() as u32 + SKB_OVERHEAD;
@@ -286,6 +295,8 @@ impl Tcb {
                 self.rtx.mark_resent(seq, ctx.now);
                 let tx = self.rate_skb_sent(ctx.now);
                 self.rtx.set_tx_rate(seq, tx);
+                // tcp_write_xmit: counted in prr_out now that it leaves.
+                self.count_prr_out(ctx, seq, pcount);
                 from = seq + data.len() as u64 + (flags & FLAG_FIN != 0) as u64;
             }
             if throttled {
@@ -572,5 +583,70 @@ mod local_drop_tests {
         // tcp_rearm_rto: data is outstanding again, so the RTO is armed.
         assert!(matches!(t.icsk.pending, Some((Pending::Retrans, _))));
         assert_eq!(st.out.len(), 1, "the skb at 2001 went out again");
+    }
+
+    /// A tcb in CWR (`tcp_enter_cwr`, `high_seq` 1) with 2,000 bytes to send at 1.
+    fn in_cwr(cfg: &Config) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        (t.mss_cache, t.cw.snd_cwnd, t.snd_wnd) = (1000, 10, 100_000);
+        (t.snd_una, t.snd_nxt) = (1, 1);
+        t.write_queue.push_back(crate::tcp::rtx::skb::WriteSkb {
+            seq: 1,
+            data: bytes::BytesMut::from(&[0u8; 2000][..]).into(),
+            flags: 0,
+            zc: None,
+            nr_frags: 0,
+        });
+        t.enter_cwr();
+        assert_eq!((t.ca_state, t.prr_out, t.high_seq), (CaState::Cwr, 0, 1));
+        t
+    }
+
+    #[test]
+    fn a_local_drop_counts_in_prr_out_once_when_it_finally_leaves() {
+        // tcp_write_xmit counts an skb in prr_out (while tcp_in_cwnd_reduction) only
+        // after tcp_transmit_skb sent it; one the qdisc dropped (NET_XMIT_DROP) stays
+        // unsent and is counted when it leaves. lowtide hears of the drop later, so it
+        // takes the count back and counts the resend.
+        let cfg = Config::default();
+        let mut t = in_cwr(&cfg);
+        let mut st = crate::tcp::TestStack::default();
+        let now = Instant(1_000_000);
+        t.send_new(&mut st.ctx(&cfg, now, false), 2000, 1000);
+        assert_eq!(t.prr_out, 2, "two segments sent in CWR");
+        let tx = st.out.pop_front().expect("sent");
+        t.on_tx_dropped(&mut st.ctx(&cfg, now, false), &tx.token);
+        assert_eq!(t.prr_out, 0, "a local drop is not a send");
+        assert_eq!(t.local_drops, vec![(1, 2001)]);
+        t.resend_local_drops(&mut st.ctx(&cfg, now, false));
+        assert_eq!(t.prr_out, 2, "counted once, as it finally leaves");
+        let again = st.out.pop_front().expect("resent");
+        assert!(st.out.is_empty());
+        // Dropped again: taken back again, never below what was counted.
+        t.on_tx_dropped(&mut st.ctx(&cfg, now, false), &again.token);
+        assert_eq!(t.prr_out, 0);
+    }
+
+    #[test]
+    fn a_drop_takes_back_only_its_own_reductions_count() {
+        let cfg = Config::default();
+        // Sent in Open: nothing counted; the drop enters CWR, and the resend is the
+        // reduction's send.
+        let mut t = in_cwr(&cfg);
+        (t.ca_state, t.prr_out) = (CaState::Open, 0);
+        let mut st = crate::tcp::TestStack::default();
+        let now = Instant(1_000_000);
+        t.send_new(&mut st.ctx(&cfg, now, false), 2000, 1000);
+        let tx = st.out.pop_front().expect("sent");
+        assert_eq!(tx.token.prr, (0, 0));
+        t.on_tx_dropped(&mut st.ctx(&cfg, now, false), &tx.token);
+        assert_eq!((t.ca_state, t.prr_out, t.high_seq), (CaState::Cwr, 0, 2001));
+        t.resend_local_drops(&mut st.ctx(&cfg, now, false));
+        assert_eq!(t.prr_out, 2);
+        // Counted in an earlier reduction (another high_seq): this one keeps its own.
+        let mut old = st.out.pop_front().expect("resent").token;
+        old.prr.1 = 1;
+        t.on_tx_dropped(&mut st.ctx(&cfg, now, false), &old);
+        assert_eq!(t.prr_out, 2);
     }
 }

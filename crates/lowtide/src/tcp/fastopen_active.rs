@@ -2,7 +2,6 @@
 //! tcp_input.c `tcp_rcv_fastopen_synack`, tcp_fastopen.c's blackhole checks): the
 //! SYN with a cookie (or a cookie request) and data, and what the SYN-ACK says of it.
 
-use super::cong::CaState;
 use super::consts::SKB_OVERHEAD;
 use super::fastopen::TfoClientFail;
 use super::rcvqueue::Payload;
@@ -187,6 +186,7 @@ impl Tcb {
                 false => TfoClientFail::DataNotAcked,
             };
             self.rtx.mark_lost_on_timeout(|_| false);
+            self.retransmit_hint = self.snd_una; // tcp_verify_retransmit_hint
             self.non_congestion_loss_retransmit(ctx);
             ctx.mib.inc(Mib::TcpExtTCPFastOpenActiveFail);
             return true;
@@ -215,19 +215,6 @@ impl Tcb {
             }
         }
         false
-    }
-
-    /// `tcp_non_congestion_loss_retransmit`: Loss state without touching ssthresh or
-    /// cwnd, and the lost data resent.
-    fn non_congestion_loss_retransmit(&mut self, ctx: &mut Ctx) {
-        if self.ca_state != CaState::Loss {
-            self.high_seq = self.snd_nxt;
-            self.undo.prior_ssthresh = 0;
-            self.undo.marker = None;
-            self.ca_state = CaState::Loss;
-        }
-        self.retransmit_hint = self.snd_una;
-        self.xmit_retransmit_queue(ctx);
     }
 
     /// `tcp_fastopen_active_detect_blackhole` on a retransmission timeout: a Fast

@@ -32,7 +32,7 @@
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `cwnd` | tcp_output.c: `tcp_cwnd_validate`, `tcp_cwnd_application_limited`, `tcp_cwnd_restart` (RFC 2861) |
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
-//! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit` |
+//! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit`, tcp_input.c `tcp_non_congestion_loss_retransmit` |
 //! | `icmp_err` | an ICMP error on a connection (once src/stack/icmp.rs has found it): the end of tcp_ipv4.c `tcp_v4_err` and tcp_ipv6.c `tcp_v6_err`, hard and soft errors, `tcp_ld_RTO_revert` ([RFC 6069](https://www.rfc-editor.org/rfc/rfc6069)) |
 //! | `mtu_probe` | MTU probing (RFC 4821, `net.ipv4.tcp_mtu_probing`): tcp_output.c `tcp_mtu_probe`, `tcp_mtup_init`; tcp_input.c `tcp_mtup_probe_success`/`_failed`; tcp_timer.c `tcp_mtu_probing` |
 //! | `dst` | the connection's route (`sk_dst_cache`) and its metrics: `tcp_connect_init`, `tcp_openreq_init_rwin`, `tcp_ca_dst_init`, `tcp_init_cwnd`, `tcp_rto_min`, `__sk_dst_check`; `tcp_init_metrics`, `tcp_update_metrics` |

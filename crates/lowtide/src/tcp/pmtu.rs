@@ -127,7 +127,7 @@ impl Tcb {
             // once, bare and with the route's smaller MSS (tcp_advertise_mss); the
             // data waits for the SYN-ACK (tcp_rcv_fastopen_synack resends it).
             self.rtx.mark_lost_longer_than(0);
-            self.enter_simple_loss();
+            self.enter_non_congestion_loss();
             self.retransmit_syn(ctx);
             self.rearm_rto(ctx);
         }
@@ -165,12 +165,26 @@ impl Tcb {
         if !self.rx_opt.sack_ok {
             self.limit_reno_sacked();
         }
-        self.enter_simple_loss();
+        // "Don't muck with the congestion window here": units changed, not the
+        // amount of data in the network.
+        self.non_congestion_loss_retransmit(ctx);
+    }
+
+    /// `tcp_non_congestion_loss_retransmit` (tcp_input.c): a loss that says nothing of
+    /// congestion (a smaller path MTU, `tcp_simple_retransmit`; Fast Open data the
+    /// SYN-ACK did not cover, `tcp_rcv_fastopen_synack`) resends what cwnd allows
+    /// without reducing cwnd, in Loss, so that `retrans_stamp` is cleared once every
+    /// retransmission is ACKed.
+    pub(crate) fn non_congestion_loss_retransmit(&mut self, ctx: &mut Ctx) {
+        self.enter_non_congestion_loss();
         self.xmit_retransmit_queue(ctx);
     }
 
-    /// `tcp_simple_retransmit`'s state change: Loss with ssthresh kept and no undo.
-    fn enter_simple_loss(&mut self) {
+    /// `tcp_non_congestion_loss_retransmit`'s state change: unless already in Loss,
+    /// `high_seq` at `snd_nxt`, ssthresh at `tcp_current_ssthresh`, nothing to undo
+    /// (`prior_ssthresh` and `undo_marker` cleared), and Loss through
+    /// `tcp_set_ca_state` (the congestion control's `set_state`).
+    fn enter_non_congestion_loss(&mut self) {
         if self.ca_state != CaState::Loss {
             self.high_seq = self.snd_nxt;
             self.cw.snd_ssthresh = self.current_ssthresh();
@@ -178,5 +192,71 @@ impl Tcb {
             self.undo.marker = None;
             self.set_ca_state(CaState::Loss);
         }
+    }
+}
+
+#[cfg(test)]
+mod non_congestion_loss_tests {
+    use crate::config::Config;
+    use crate::tcp::cong::{CaCtx, CaState, CongestionOps, CwndState};
+    use crate::tcp::Tcb;
+    use std::sync::{Arc, Mutex};
+
+    /// A congestion control that records the states `tcp_set_ca_state` gives it.
+    #[derive(Debug, Default)]
+    struct Spy(Arc<Mutex<Vec<CaState>>>);
+
+    impl CongestionOps for Spy {
+        fn name(&self) -> &'static str {
+            "spy"
+        }
+        fn ssthresh(&mut self, cw: &CwndState) -> u32 {
+            cw.snd_ssthresh
+        }
+        fn cong_avoid(&mut self, _cw: &mut CwndState, _acked: u32, _ctx: &CaCtx) {}
+        fn set_state(&mut self, _cw: &mut CwndState, new: CaState) {
+            self.0.lock().expect("not poisoned").push(new);
+        }
+    }
+
+    /// A connection in `state` with cwnd 10 and ssthresh 4, `snd_nxt` 5000, an undo
+    /// marker set, after `tcp_non_congestion_loss_retransmit`'s state change; with
+    /// the states its congestion control was told.
+    fn entered(state: CaState) -> (Tcb, Vec<CaState>) {
+        let mut t = Tcb::for_test(&Config::default());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        t.cc = Box::new(Spy(seen.clone()));
+        (t.ca_state, t.cw.snd_cwnd, t.cw.snd_ssthresh) = (state, 10, 4);
+        (t.snd_nxt, t.high_seq) = (5000, 1000);
+        (t.undo.marker, t.undo.prior_ssthresh) = (Some(1), 20);
+        t.enter_non_congestion_loss();
+        let seen = seen.lock().expect("not poisoned").clone();
+        (t, seen)
+    }
+
+    #[test]
+    fn open_enters_loss_with_current_ssthresh_and_nothing_to_undo() {
+        let (t, seen) = entered(CaState::Open);
+        // tcp_current_ssthresh: max(4, 10/2 + 10/4); cwnd kept.
+        let cw = (t.cw.snd_cwnd, t.cw.snd_ssthresh);
+        assert_eq!((t.ca_state, cw, t.high_seq), (CaState::Loss, (10, 7), 5000));
+        assert_eq!((t.undo.marker, t.undo.prior_ssthresh), (None, 0));
+        assert_eq!(seen, [CaState::Loss]);
+    }
+
+    #[test]
+    fn a_cwnd_reduction_keeps_its_ssthresh_and_loss_is_left_alone() {
+        // Recovery (tcp_in_cwnd_reduction): tcp_current_ssthresh is ssthresh.
+        let (t, seen) = entered(CaState::Recovery);
+        let got = (t.ca_state, t.cw.snd_ssthresh, t.high_seq, t.undo.marker);
+        assert_eq!(
+            (got, seen),
+            ((CaState::Loss, 4, 5000, None), vec![CaState::Loss])
+        );
+        // Loss already: nothing changes, the congestion control is told nothing.
+        let (t, seen) = entered(CaState::Loss);
+        let got = (t.ca_state, t.cw.snd_ssthresh, t.high_seq, t.undo.marker);
+        assert_eq!((got, seen), ((CaState::Loss, 4, 1000, Some(1)), vec![]));
+        assert_eq!(t.undo.prior_ssthresh, 20);
     }
 }

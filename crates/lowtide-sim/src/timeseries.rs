@@ -251,14 +251,21 @@ impl Timeseries {
 
     /// The flow rows as CSV (header first).
     pub fn flows_csv(&self) -> String {
-        let mut s = String::from(
-            "time_s,flow,cwnd,ssthresh,rtt_us,pacing_rate_bps,unacked,in_flight,notsent,\
+        flows_csv(&self.flows)
+    }
+}
+
+/// Flow rows as CSV (header first): `sim stream --timeseries`'s file, and `sim run
+/// --timeseries`' flows.csv.
+pub fn flows_csv(rows: &[FlowSample]) -> String {
+    let mut s = String::from(
+        "time_s,flow,cwnd,ssthresh,rtt_us,pacing_rate_bps,unacked,in_flight,notsent,\
              wmem_queued,sndbuf,dev_queue_bytes,delivered,bytes_acked,retrans,ca_state,\
              snd_wnd,sacked,lost,retrans_out,rwnd_limited_us,sndbuf_limited_us,rcv_rcvbuf,rcv_rmem,\
              rcv_space,rcv_ssthresh,rcv_wnd,dctcp_alpha\n",
-        );
-        for r in &self.flows {
-            s += &format!(
+    );
+    for r in rows {
+        s += &format!(
                 "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 r.time_us as f64 / 1e6,
                 r.flow,
@@ -289,9 +296,8 @@ impl Timeseries {
                 r.rcv_wnd,
                 r.dctcp_alpha.map_or(String::new(), |a| a.to_string())
             );
-        }
-        s
     }
+    s
 }
 
 #[cfg(test)]

@@ -231,8 +231,7 @@ fn kernel_bulk_link(
     r.mean_pages = Some(busy.iter().sum::<f64>() / busy.len() as f64 / 4096.0);
     r.wakeups_per_s = Some(ctx as f64 / secs as f64);
     if let Some(info) = first {
-        r.params
-            .push(("first flow's tcp_info at the end".into(), info.to_string()));
+        tcp_info_param(r, "first flow's tcp_info at the end", &info);
     }
     Ok(())
 }
@@ -464,8 +463,7 @@ fn kernel_e3(
     r.tcp_out_segs = Some(d("TcpOutSegs"));
     r.retrans_segs = Some(d("TcpRetransSegs"));
     if let Some(info) = first {
-        r.params
-            .push(("first flow's tcp_info at the end".into(), info.to_string()));
+        tcp_info_param(r, "first flow's tcp_info at the end", &info);
     }
     let ms = |b: f64| b * 8.0 / rate as f64 * 1e3;
     r.goodput_bps = if longest > 0.0 {
@@ -573,7 +571,7 @@ fn kernel_e4(r: &mut RealRun, rate: u64, secs: u64, seed: u64) -> Result<(), Str
     let (sent, received, before, after) = kernel_to_sink(&link, what, None)?;
     link.stop()?;
     kernel_figures(r, &sent, received, &before, &after);
-    tcp_info_param(r, &sent);
+    tcp_info_param(r, "tcp_info at the end", &sent.info);
     Ok(())
 }
 
@@ -673,10 +671,9 @@ fn kernel_figures(
     };
 }
 
-/// The kernel sender's `tcp_info` at the end, as a parameter of the run.
-fn tcp_info_param(r: &mut RealRun, sent: &kernel::Sent) {
-    r.params
-        .push(("tcp_info at the end".into(), sent.info.to_string()));
+/// A kernel sender's `tcp_info` at the end, as the run's parameter `what`.
+fn tcp_info_param(r: &mut RealRun, what: &str, info: &kernel::EndInfo) {
+    r.params.push((what.into(), info.to_string()));
 }
 
 fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
@@ -684,7 +681,7 @@ fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
     let what = (Send::Bytes(2_000_000), "cubic");
     let (sent, received, before, after) = kernel_to_sink(&link, what, Some(1_000_000))?;
     link.stop()?;
-    tcp_info_param(r, &sent);
+    tcp_info_param(r, "tcp_info at the end", &sent.info);
     if sent.bytes != 2_000_000 || received != sent.bytes {
         return Err(format!(
             "kernel wrote {} bytes, the receiver read {received}",

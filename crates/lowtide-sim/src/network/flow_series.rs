@@ -5,7 +5,7 @@
 //! As `sim stream`'s sampler, the state at a grid point is the one the last event
 //! before it left: before each event the engine records every grid point passed.
 
-use crate::timeseries::{FlowSample, Grid, Timeseries};
+use crate::timeseries::{FlowSample, Grid};
 use serde::Serialize;
 
 /// A CE mark a router's queue made.
@@ -38,12 +38,7 @@ impl NetTimeseries {
     /// The flow rows as CSV (`sim stream --timeseries`'s columns; `flow` is the id,
     /// see [`NetTimeseries::flow_names`]).
     pub fn flows_csv(&self) -> String {
-        Timeseries {
-            interval_us: self.interval_us,
-            host: Vec::new(),
-            flows: self.flows.clone(),
-        }
-        .flows_csv()
+        crate::timeseries::flows_csv(&self.flows)
     }
 
     /// The marks as CSV (header first).

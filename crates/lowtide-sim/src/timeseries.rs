@@ -194,6 +194,11 @@ impl Grid {
         }
     }
 
+    /// The spacing of the grid points (ns).
+    pub fn interval_ns(&self) -> u64 {
+        self.interval_ns
+    }
+
     /// Grid points before `now_ns` have not been recorded yet.
     #[inline]
     pub fn due(&self, now_ns: u64) -> bool {

@@ -312,7 +312,9 @@ impl<'t> Network<'t> {
             .collect();
         marks.sort_by_key(|m| m.time_ns);
         NetTimeseries {
-            interval_us: fs.as_ref().map_or(0.0, |f| f.interval_ns as f64 / 1e3),
+            interval_us: fs
+                .as_ref()
+                .map_or(0.0, |f| f.grid.interval_ns() as f64 / 1e3),
             flow_names: self.topo.flows.iter().map(|f| f.name.clone()).collect(),
             flows: fs.map(|f| f.rows).unwrap_or_default(),
             marks,

@@ -70,7 +70,6 @@ impl NetTimeseries {
 #[derive(Debug, Clone)]
 pub(crate) struct FlowSampler {
     pub grid: Grid,
-    pub interval_ns: u64,
     pub rows: Vec<FlowSample>,
 }
 
@@ -79,7 +78,6 @@ impl FlowSampler {
     pub fn new(interval_ns: u64) -> FlowSampler {
         FlowSampler {
             grid: Grid::new(interval_ns),
-            interval_ns: interval_ns.max(1),
             rows: Vec::new(),
         }
     }

@@ -72,6 +72,10 @@ pub(super) struct Chart {
     pub(super) log_y: bool,
     /// Horizontal reference lines (dashed grey, labeled in the legend).
     pub(super) refs: Vec<Reference>,
+    /// Categories along x: each name is the tick label at its x (1, 2, ...); the x
+    /// axis then spans half a step beyond them and shows no other labels, and the y
+    /// axis leaves room above the points for the legend.
+    pub(super) x_names: Vec<(f64, String)>,
 }
 
 /// Draws every plot the file's experiments have into `out/plots`; returns the files
@@ -191,14 +195,21 @@ fn panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result
     };
     let xs = || pts().map(|p| p.0);
     let ys = || pts().map(|p| p.1).chain(c.refs.iter().map(|r| r.y));
-    let (x0, x1) = match c.log_x {
-        true => log_range(xs()),
-        false => range(xs()),
+    let (x0, x1) = match (c.log_x, c.x_names.is_empty()) {
+        (true, _) => log_range(xs()),
+        (false, true) => range(xs()),
+        (false, false) => (c.x_names[0].0 - 0.5, c.x_names[c.x_names.len() - 1].0 + 0.5),
     };
-    let (y0, y1) = match c.log_y {
+    let (y0, mut y1) = match c.log_y {
         true => log_range(ys()),
         false => range(ys()),
     };
+    // Room above the points for the legend.
+    match (c.x_names.is_empty(), c.log_y) {
+        (true, _) => {}
+        (false, false) => y1 += (y1 - y0) * 0.3,
+        (false, true) => y1 *= 4.0,
+    }
     let mut b = ChartBuilder::on(&body);
     b.caption(&c.title, (FONT, 18))
         .margin(8)
@@ -228,13 +239,24 @@ where
 {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let mut ch = built.map_err(|x| e(&x))?;
-    ch.configure_mesh()
-        .x_desc(&c.x)
+    let name_at = |x: &f64| {
+        (c.x_names.iter())
+            .find(|(at, _)| (at - x).abs() < 1e-6)
+            .map(|(_, n)| n.clone())
+            .unwrap_or_default()
+    };
+    let mut mesh = ch.configure_mesh();
+    mesh.x_desc(&c.x)
         .y_desc(&c.y)
         .label_style((FONT, 13))
-        .axis_desc_style((FONT, 14))
-        .draw()
-        .map_err(|x| e(&x))?;
+        .axis_desc_style((FONT, 14));
+    if !c.x_names.is_empty() {
+        // Key points every 0.1 include each category's x; the others stay blank.
+        mesh.x_labels(60)
+            .x_label_formatter(&name_at)
+            .disable_x_mesh();
+    }
+    mesh.draw().map_err(|x| e(&x))?;
     let n = c.series.len();
     for (i, s) in c.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
@@ -303,7 +325,7 @@ where
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font((FONT, 13))
-        .position(match c.points {
+        .position(match c.points && c.x_names.is_empty() {
             true => SeriesLabelPosition::LowerRight,
             false => SeriesLabelPosition::UpperRight,
         })

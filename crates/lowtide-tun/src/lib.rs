@@ -18,6 +18,7 @@
 //! - [`shard`]: one runtime per queue of a multi-queue device, each on its own
 //!   thread, and how the kernel steers flows over the queues.
 //! - [`bridge`]: two devices joined by the path (`lowtide link`).
+//! - [`stop`]: SIGINT and SIGTERM as a flag, so that a program cleans up before it ends.
 
 #![warn(missing_docs)]
 
@@ -30,4 +31,5 @@ pub mod netns;
 pub mod random;
 pub mod runtime;
 pub mod shard;
+pub mod stop;
 pub mod vnet;

@@ -291,7 +291,13 @@ fn run_real(args: &ExperimentArgs, exps: &[Experiment], prov: &provenance::Prove
     if let Err(e) = crate::outputs::check_dir("--out", &args.out) {
         return usage_error(&e);
     }
+    // Ctrl-C or SIGTERM ends the plan after the run in progress, whose guards remove
+    // its namespaces and devices; nothing is written then.
+    lowtide_tun::stop::install_handlers();
     let fresh = real::plan::run(exps, args.quick, args.seed, args.json || args.quiet);
+    if lowtide_tun::stop::requested() {
+        return run_failure("experiment --real: interrupted (SIGINT or SIGTERM): the namespaces are removed, no results written");
+    }
     let mut sim = match read_results(&args.out) {
         Ok(f) => f,
         // No simulator results here: a file with the plan's experiments and no runs.

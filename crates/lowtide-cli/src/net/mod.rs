@@ -191,7 +191,7 @@ fn hosts(file: &ScenarioFile, t: &Topology) -> Result<Vec<KernelHost>, String> {
 /// Runs the scenario with the kernel's TCP through the emulated network.
 fn emulate(file: &ScenarioFile, t: &Topology) -> Result<NetResults, String> {
     let wall = std::time::Instant::now();
-    crate::real::link::install_signal_handlers();
+    lowtide_tun::stop::install_handlers();
     let hosts = hosts(file, t)?;
     let clock = Clock::start();
     let fds: Vec<i32> = hosts.iter().map(|h| h.dev.as_raw_fd()).collect();
@@ -219,7 +219,7 @@ fn emulate(file: &ScenarioFile, t: &Topology) -> Result<NetResults, String> {
         }
     };
     loop {
-        if crate::real::link::stop_requested() {
+        if lowtide_tun::stop::requested() {
             // Dropping the guard stops the flows; the namespaces go with `hosts`.
             return Err("interrupted".into());
         }

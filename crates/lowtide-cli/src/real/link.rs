@@ -10,7 +10,6 @@ use lowtide_tun::device::{Offload, TunDevice};
 use serde_json::json;
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Arguments of `lowtide link`.
@@ -55,17 +54,6 @@ pub struct LinkArgs {
     path: PathArgs,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Whether SIGINT or SIGTERM came since [`install_signal_handlers`].
-pub(crate) fn stop_requested() -> bool {
-    STOP.load(Ordering::Relaxed)
-}
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
 /// Runs `lowtide link`.
 pub fn run(args: &LinkArgs) -> ExitCode {
     if args.netns.as_deref() == Some(args.peer_netns.as_str()) {
@@ -100,7 +88,7 @@ pub fn run(args: &LinkArgs) -> ExitCode {
             return fail(&format!("{}: {e}", p.display()));
         }
     }
-    install_signal_handlers();
+    lowtide_tun::stop::install_handlers();
     // For scripts: the path forwards from now on (no need to sleep first).
     eprintln!(
         "lowtide link: ready: forwarding between {} and {}",
@@ -108,7 +96,7 @@ pub fn run(args: &LinkArgs) -> ExitCode {
     );
     let start = Instant::now();
     let until = args.duration.map(|d| start + d);
-    let stop = || STOP.load(Ordering::Relaxed) || until.is_some_and(|u| Instant::now() >= u);
+    let stop = || lowtide_tun::stop::requested() || until.is_some_and(|u| Instant::now() >= u);
     if let Err(e) = bridge.run(Duration::from_millis(100), stop) {
         return fail(&format!("bridge: {e}"));
     }
@@ -133,17 +121,6 @@ fn open_in(
     // The device's control socket was opened inside its namespace.
     configure(&dev, addr)?;
     Ok(dev)
-}
-
-/// SIGINT and SIGTERM set a flag ([`stop_requested`]) instead of ending the
-/// process, so that it can clean up (namespaces, devices) first.
-pub(crate) fn install_signal_handlers() {
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
 }
 
 fn report(bridge: &Bridge, as_json: bool) {

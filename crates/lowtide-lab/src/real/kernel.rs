@@ -15,8 +15,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// A namespace with its loopback up.
+/// A namespace with its loopback up. Every real-path run starts by making one, so
+/// none is made once SIGINT or SIGTERM has come ([`lowtide_tun::stop`]): the plan
+/// runs out at once, each run failing with that reason.
 pub fn namespace(prefix: &str) -> Result<NetNs, String> {
+    if lowtide_tun::stop::requested() {
+        return Err("interrupted (SIGINT or SIGTERM)".into());
+    }
     let ns = NetNs::create(&netns::unique_name(prefix))
         .map_err(|e| format!("creating a network namespace: {e}"))?;
     exec(&ns, &["ip", "link", "set", "lo", "up"])?;

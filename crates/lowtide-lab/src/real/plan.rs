@@ -458,10 +458,7 @@ fn kernel_e3(
         .join()
         .map_err(|_| "kernel receiver panicked".to_string())??;
     // GSO packets and segments: segments per packet is the size goal the queue holds.
-    let d = |n: &str| kernel::counter(&after, n).saturating_sub(kernel::counter(&before, n));
-    r.ip_out_requests = Some(d("IpOutRequests"));
-    r.tcp_out_segs = Some(d("TcpOutSegs"));
-    r.retrans_segs = Some(d("TcpRetransSegs"));
+    counter_deltas(r, &before, &after);
     if let Some(info) = first {
         tcp_info_param(r, "first flow's tcp_info at the end", &info);
     }
@@ -659,16 +656,21 @@ fn kernel_figures(
     before: &Snmp,
     after: &Snmp,
 ) {
-    let d = |n: &str| kernel::counter(after, n).saturating_sub(kernel::counter(before, n));
-    r.ip_out_requests = Some(d("IpOutRequests"));
-    r.tcp_out_segs = Some(d("TcpOutSegs"));
-    r.ip_in_receives = Some(d("IpInReceives"));
-    r.retrans_segs = Some(d("TcpRetransSegs"));
+    counter_deltas(r, before, after);
     r.goodput_bps = if sent.seconds > 0.0 {
         received as f64 * 8.0 / sent.seconds
     } else {
         0.0
     };
+}
+
+/// The sender namespace's counters (nstat names) between `before` and `after`.
+fn counter_deltas(r: &mut RealRun, before: &Snmp, after: &Snmp) {
+    let d = |n: &str| kernel::counter(after, n).saturating_sub(kernel::counter(before, n));
+    r.ip_out_requests = Some(d("IpOutRequests"));
+    r.tcp_out_segs = Some(d("TcpOutSegs"));
+    r.ip_in_receives = Some(d("IpInReceives"));
+    r.retrans_segs = Some(d("TcpRetransSegs"));
 }
 
 /// A kernel sender's `tcp_info` at the end, as the run's parameter `what`.

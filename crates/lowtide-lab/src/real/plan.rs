@@ -181,16 +181,21 @@ fn fill_stack(r: &mut RealRun, o: &tun::StackOutcome, rate_bps: u64) {
         .collect();
 }
 
-/// The kernel's side of E1 and E2: `flows` bulk senders through `lowtide link`
-/// (`rate`, `rtt_ns`) with `sysctls` in the sender's namespace; TCP memory sampled
-/// with `ss -tm` every 100 ms, context switches of the sender threads.
+/// The kernel's side of E1 and E2: `flows` bulk senders with `sysctls` in the
+/// sender's namespace, the bottleneck on the sender's own device as lowtide's is
+/// (htb at `rate` + pfifo on its TUN, so TSQ sees the queue), then `lowtide link`
+/// for the round trip `rtt_ns` without a rate limit; TCP memory sampled with
+/// `ss -tm` every 100 ms, context switches of the sender threads.
 fn kernel_bulk_link(
     r: &mut RealRun,
     (flows, secs, rate, rtt_ns): (usize, u64, u64, u64),
     sysctls: &[(&str, &str)],
     seed: u64,
 ) -> Result<(), String> {
-    let link = TunLink::start(path(rate, rtt_ns, 0.0), Offload::Full, seed)?;
+    let link = TunLink::start(path_delay_only(rtt_ns), Offload::Full, seed)?;
+    kernel::htb_pfifo(&link.sender, &link.sender_dev, rate)?;
+    let kernel_path = "htb + pfifo on the sender's TUN (offload on), then lowtide link for the RTT";
+    r.params.push(("kernel path".into(), kernel_path.into()));
     for (k, v) in sysctls {
         set_sysctl(r, &link.sender, k, v)?;
     }
@@ -236,46 +241,58 @@ fn kernel_bulk_link(
     Ok(())
 }
 
+/// E1's one-flow group on the real path: the seed's single netperf flow ran on a
+/// LAN; here one flow at 1 Gbit/s with a 1 ms round trip, where the send buffer
+/// (tcp_sndbuf_expand of the flow's cwnd) leaves room for unsent data, so lowat binds.
+pub const E1_ONE_FLOW: &str = "1 flow, 1 ms";
+
 /// E1 (seed 000): bulk flows at 1 Gbit/s and 10 ms RTT, TCP_NOTSENT_LOWAT off vs
-/// 128 KB (net.ipv4.tcp_notsent_lowat); lowtide on TUN and the kernel through
+/// 128 KB (net.ipv4.tcp_notsent_lowat); then one flow at 1 ms ([`E1_ONE_FLOW`]), the
+/// seed's context-switch comparison; lowtide on TUN and the kernel through
 /// `lowtide link`.
 fn e1(quick: bool, seed: u64, quiet: bool, runs: &mut Vec<RealRun>) {
     let (flows, secs) = if quick { (4, 3) } else { (20, 10) };
-    let group = format!("{flows} flows");
-    let params = [
-        ("rate", rate_name(GBIT)),
-        ("rtt", "10 ms".to_string()),
-        ("duration", format!("{secs} s")),
+    let groups = [
+        (format!("{flows} flows"), flows, 10 * MS),
+        (E1_ONE_FLOW.to_string(), 1, MS),
     ];
-    for (v, lowat) in [("A: lowat off", None), ("B: lowat 128 KB", Some("131072"))] {
-        say(quiet, &format!("e1 lowtide {group} / {v}"));
-        let mut r = record(Experiment::E1, Side::Lowtide, &group, v, &params);
-        let run = StackRun {
-            flows,
-            path: path(GBIT, 10 * MS, 0.0),
-            offload: Offload::Full,
-            sysctls: lowat
-                .map(|l| format!("net.ipv4.tcp_notsent_lowat={l}"))
+    for (group, flows, rtt_ns) in groups {
+        let params = [
+            ("rate", rate_name(GBIT)),
+            ("rtt", format!("{} ms", rtt_ns / MS)),
+            ("duration", format!("{secs} s")),
+        ];
+        for (v, lowat) in [("A: lowat off", None), ("B: lowat 128 KB", Some("131072"))] {
+            say(quiet, &format!("e1 lowtide {group} / {v}"));
+            let mut r = record(Experiment::E1, Side::Lowtide, &group, v, &params);
+            let run = StackRun {
+                flows,
+                path: path(GBIT, rtt_ns, 0.0),
+                offload: Offload::Full,
+                sysctls: lowat
+                    .map(|l| format!("net.ipv4.tcp_notsent_lowat={l}"))
+                    .into_iter()
+                    .collect(),
+                kernel_sysctls: Vec::new(),
+                what: Send::For(Duration::from_secs(secs)),
+                sndbuf: None,
+                sample_every: Duration::from_millis(100),
+            };
+            stack(&mut r, &run, seed, GBIT);
+            r.series.clear();
+            runs.push(r);
+            say(quiet, &format!("e1 kernel {group} / {v}"));
+            let mut k = record(Experiment::E1, Side::Kernel, &group, v, &params);
+            let sysctls: Vec<(&str, &str)> = lowat
+                .map(|l| ("net.ipv4.tcp_notsent_lowat", l))
                 .into_iter()
-                .collect(),
-            kernel_sysctls: Vec::new(),
-            what: Send::For(Duration::from_secs(secs)),
-            sndbuf: None,
-            sample_every: Duration::from_millis(100),
-        };
-        stack(&mut r, &run, seed, GBIT);
-        r.series.clear();
-        runs.push(r);
-        say(quiet, &format!("e1 kernel {group} / {v}"));
-        let mut k = record(Experiment::E1, Side::Kernel, &group, v, &params);
-        let sysctls: Vec<(&str, &str)> = lowat
-            .map(|l| ("net.ipv4.tcp_notsent_lowat", l))
-            .into_iter()
-            .collect();
-        if let Err(e) = kernel_bulk_link(&mut k, (flows, secs, GBIT, 10 * MS), &sysctls, seed) {
-            k.error = Some(e);
+                .collect();
+            let setting = (flows, secs, GBIT, rtt_ns);
+            if let Err(e) = kernel_bulk_link(&mut k, setting, &sysctls, seed) {
+                k.error = Some(e);
+            }
+            runs.push(k);
         }
-        runs.push(k);
     }
 }
 

@@ -107,8 +107,10 @@ fn row(e: Experiment, i: usize) -> Option<(&'static str, Get, &'static str)> {
     Some(match (e, i) {
         (Experiment::E1, 0) => ("", pages, "pages"),
         (Experiment::E1, 1) => ("", mbit, "Mbit/s"),
-        // Row 3 is one flow's wakeups: the real path runs no one-flow group.
+        (Experiment::E1, 2) => (super::plan::E1_ONE_FLOW, mbit, "Mbit/s"),
+        (Experiment::E1, 3) => (super::plan::E1_ONE_FLOW, wake, "/s"),
         (Experiment::E1, 4) => ("", wake, "/s"),
+        (Experiment::E1, 5) => (super::plan::E1_ONE_FLOW, pages, "pages"),
         (Experiment::E2, 0) => ("", pages, "pages"),
         (Experiment::E2, 1) => ("", wake, "/s"),
         (Experiment::E2, 2) => ("", wake, "/s"),

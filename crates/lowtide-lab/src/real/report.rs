@@ -237,9 +237,9 @@ pub fn intro(real: Option<&RealResults>) -> String {
         "Real path: `lowtide experiment {which} --real{}` on {}, finished {} ({}), at the scale this \
          machine holds: lowtide's stack on a TUN device with its own emulated link (the \
          simulator's link code in real time) sending to kernel receivers in a network \
-         namespace, and the kernel's own TCP in namespaces (for E3 htb + pfifo on the \
-         sender's TUN device with `lowtide link` beyond it, or on a router's veth one hop \
-         away; `lowtide link` for E1, E2 and E5). Wall-clock runs: not deterministic; the whole \
+         namespace, and the kernel's own TCP in namespaces (for E1, E2 and E3 htb + pfifo on \
+         the sender's TUN device with `lowtide link` beyond it for the round trip, E3's R \
+         on a router's veth one hop away; `lowtide link` for E4 and E5). Wall-clock runs: not deterministic; the whole \
          plan ran {} time(s), interleaved (every variant once, then again), and each \
          figure is the mean of those runs with their range (min-max) in parentheses.",
         if real.quick { " --quick" } else { "" },

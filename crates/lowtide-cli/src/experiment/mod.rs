@@ -367,9 +367,12 @@ fn run_real(args: &ExperimentArgs, exps: &[Experiment], prov: &provenance::Prove
     }
 }
 
-/// The `"real"` section of DIR/results.json, if there is one.
+/// The `"real"` section of DIR/results.json, if there is one, its checks derived
+/// again from its runs.
 fn read_real(dir: &Path) -> Option<real::RealResults> {
-    serde_json::from_value(read_key(dir, "real")?).ok()
+    let mut real: real::RealResults = serde_json::from_value(read_key(dir, "real")?).ok()?;
+    real.recheck();
+    Some(real)
 }
 
 /// results.json's key for the provenance of the simulator runs.

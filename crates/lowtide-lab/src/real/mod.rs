@@ -4,6 +4,7 @@
 //! holds. Root only. The results go into results.json under `"real"` beside the
 //! simulator's runs, and into report.md's "lowtide real path" and "kernel" columns.
 
+pub mod checks;
 pub mod kernel;
 pub mod plan;
 pub mod plot;
@@ -95,6 +96,16 @@ pub struct RealResults {
 }
 
 impl RealResults {
+    /// Derives the checks again from the runs ([`checks::checks`]): they are a
+    /// function of the runs, so a results file recorded before a check existed gets
+    /// it when it is read.
+    pub fn recheck(&mut self) {
+        let exps = self.experiments.clone();
+        self.checks = (exps.iter())
+            .flat_map(|&e| checks::checks(e, &self.runs))
+            .collect();
+    }
+
     /// The runs of `e` on `side` in `group` whose variant starts with `v`.
     pub fn select(&self, e: Experiment, side: Side, group: &str, v: &str) -> Vec<&RealRun> {
         (self.runs.iter())

@@ -2,7 +2,7 @@
 
 use super::kernel::{self, Bottleneck, Sampler, Send};
 use super::tun::{self, StackRun, TunLink};
-use super::{Check, RealResults, RealRun, Side};
+use super::{RealResults, RealRun, Side};
 use crate::{Experiment, E4_RCVBUF};
 use lowtide_tun::device::Offload;
 use lowtide_tun::link::PathConfig;
@@ -96,7 +96,10 @@ pub fn run(exps: &[Experiment], quick: bool, seed: u64, quiet: bool) -> RealResu
             }
         }
     }
-    let checks = exps.iter().flat_map(|&e| checks(e, &runs)).collect();
+    let checks = exps
+        .iter()
+        .flat_map(|&e| super::checks::checks(e, &runs))
+        .collect();
     RealResults {
         format: super::FORMAT,
         quick,
@@ -709,86 +712,6 @@ fn kernel_e5(r: &mut RealRun, seed: u64) -> Result<(), String> {
     }
     kernel_figures(r, &sent, received, &before, &after);
     Ok(())
-}
-
-/// The mean of `get` over the runs without error, and how many there were.
-fn mean<'a>(
-    runs: impl Iterator<Item = &'a RealRun>,
-    get: impl Fn(&RealRun) -> Option<f64>,
-) -> Option<(f64, usize)> {
-    let xs: Vec<f64> = runs.filter(|r| r.error.is_none()).filter_map(get).collect();
-    (!xs.is_empty()).then(|| (xs.iter().sum::<f64>() / xs.len() as f64, xs.len()))
-}
-
-/// The directions that hold on a real path run at any scale this machine can give.
-pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<Check> {
-    let mut out = Vec::new();
-    let mine = |side: Side, v: &str| -> Vec<&RealRun> {
-        (runs.iter())
-            .filter(|r| r.experiment == Some(e) && r.side == Some(side) && r.variant.starts_with(v))
-            .collect()
-    };
-    for r in runs.iter().filter(|r| r.experiment == Some(e)) {
-        if let Some(err) = &r.error {
-            out.push(Check {
-                experiment: e,
-                claim: format!(
-                    "{:?} {} / {}: the run completes",
-                    r.side.unwrap_or(Side::Lowtide),
-                    r.group,
-                    r.variant
-                ),
-                detail: err.clone(),
-                pass: false,
-            });
-        }
-    }
-    match e {
-        Experiment::E3 => {
-            let mut groups: Vec<&str> = Vec::new();
-            for r in mine(Side::Lowtide, "A") {
-                if !groups.contains(&r.group.as_str()) {
-                    groups.push(&r.group);
-                }
-            }
-            for g in groups {
-                let of = |v| {
-                    mean(
-                        mine(Side::Lowtide, v).into_iter().filter(|r| r.group == g),
-                        |r| r.queue_mean_ms,
-                    )
-                };
-                let (Some((qa, na)), Some((qb, nb))) = (of("A"), of("B")) else {
-                    continue;
-                };
-                out.push(Check {
-                    experiment: e,
-                    claim: format!(
-                        "lowtide on TUN, {g}: mean device-queue delay with TSQ < 1/2 of without (means over the repetitions)"
-                    ),
-                    detail: format!("mean delay ms: A {qa:.3} (n = {na}), B {qb:.3} (n = {nb})"),
-                    pass: qb < qa / 2.0,
-                });
-            }
-        }
-        Experiment::E5 => {
-            let of = |v| {
-                mean(mine(Side::Lowtide, v).into_iter(), |r| {
-                    r.ip_out_requests.map(|x| x as f64)
-                })
-            };
-            if let (Some((oa, na)), Some((ob, nb))) = (of("A"), of("B")) {
-                out.push(Check {
-                    experiment: e,
-                    claim: "lowtide on TUN, 2,000,000 bytes: IpOutRequests sized at transmit < sized at write (means over the repetitions)".into(),
-                    detail: format!("IpOutRequests: A {oa:.1} (n = {na}), B {ob:.1} (n = {nb})"),
-                    pass: ob < oa,
-                });
-            }
-        }
-        _ => {}
-    }
-    out
 }
 
 #[cfg(test)]

@@ -102,3 +102,52 @@ fn mean<'a>(
     let xs: Vec<f64> = runs.filter(|r| r.error.is_none()).filter_map(get).collect();
     (!xs.is_empty()).then(|| (xs.iter().sum::<f64>() / xs.len() as f64, xs.len()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(side: Side, variant: &str, pages: f64, wakeups: f64) -> RealRun {
+        RealRun {
+            experiment: Some(Experiment::E1),
+            side: Some(side),
+            group: "1 flow, 1 ms".into(),
+            variant: variant.into(),
+            mean_pages: Some(pages),
+            wakeups_per_s: Some(wakeups),
+            ..RealRun::default()
+        }
+    }
+
+    #[test]
+    fn e1_checks_lowtides_directions_and_leaves_the_kernel_out() {
+        let runs = vec![
+            run(Side::Lowtide, "A: lowat off", 600.0, 100.0),
+            run(Side::Lowtide, "B: lowat 128 KB", 150.0, 800.0),
+            // The kernel's figures would fail both directions: they are not checked.
+            run(Side::Kernel, "A: lowat off", 100.0, 900.0),
+            run(Side::Kernel, "B: lowat 128 KB", 700.0, 90.0),
+        ];
+        let cs = checks(Experiment::E1, &runs);
+        assert_eq!(cs.len(), 2, "{cs:?}");
+        assert!(cs.iter().all(|c| c.pass), "{cs:?}");
+        let mut worse = runs.clone();
+        worse[1].mean_pages = Some(700.0);
+        let cs = checks(Experiment::E1, &worse);
+        assert_eq!(cs.iter().filter(|c| !c.pass).count(), 1, "{cs:?}");
+    }
+
+    #[test]
+    fn a_run_that_failed_is_a_failed_check_and_counts_in_no_mean() {
+        let mut failed = run(Side::Kernel, "A: lowat off", 1.0, 1.0);
+        failed.error = Some("no memory samples".into());
+        let runs = vec![
+            failed,
+            run(Side::Lowtide, "A: lowat off", 600.0, 100.0),
+            run(Side::Lowtide, "B: lowat 128 KB", 150.0, 800.0),
+        ];
+        let cs = checks(Experiment::E1, &runs);
+        assert_eq!(cs.iter().filter(|c| !c.pass).count(), 1, "{cs:?}");
+        assert!(cs[0].claim.contains("the run completes"));
+    }
+}

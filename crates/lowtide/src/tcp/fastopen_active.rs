@@ -5,7 +5,7 @@
 use super::consts::SKB_OVERHEAD;
 use super::fastopen::TfoClientFail;
 use super::rcvqueue::Payload;
-use super::rtx::skb::{self, Skb};
+use super::rtx::skb;
 pub(crate) use super::sock::CacheUpdate;
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
@@ -114,37 +114,27 @@ impl Tcb {
         self.tfo.defer_connect = true;
     }
 
-    /// Sends the SYN with `data` (sequence 1 on) and keeps the data in the
-    /// retransmit queue; SYN retransmissions carry neither data nor cookie.
+    /// Sends the SYN with `data` (sequence 1 on) and keeps both in the retransmit
+    /// queue, the data in an skb of its own (`tcp_send_syn_data`: one even when no
+    /// data fits, so the SYN counts as two packets); SYN retransmissions carry
+    /// neither data nor cookie.
     fn send_syn_data(&mut self, ctx: &mut Ctx, data: &[u8]) {
         let payload = skb::SkbData::from(Bytes::copy_from_slice(data));
         let truesize = data.len() as u32 + SKB_OVERHEAD;
         self.undo.retrans_stamp = Some(ctx.now); // tcp_connect
+        self.connect_queue_skb(ctx.now, 0, skb::SkbData::EMPTY, skb::FLAG_SYN, SKB_OVERHEAD);
         self.transmit(ctx, 0, skb::FLAG_SYN, &payload, truesize);
         self.tfo.syn_fastopen = self.tfo.syn_cookie.is_some();
         self.tfo.syn_fastopen_exp = self.tfo.syn_cookie.is_some_and(|c| c.exp);
         self.tfo.syn_cookie = None;
-        self.snd_nxt = 1;
         if !data.is_empty() {
             self.tfo.syn_data = true;
             self.chrono_start(ctx.now, super::chrono::Chrono::Busy);
-            let tx = self.rate_skb_sent(ctx.now);
-            self.rtx.push(Skb {
-                seq: 1,
-                end_seq: 1 + data.len() as u64,
-                data: payload,
-                flags: skb::FLAG_PSH,
-                sacked: 0,
-                pcount: skb::pcount(data.len() as u32, self.mss_cache),
-                tx_time: ctx.now,
-                truesize,
-                tx,
-            });
-            self.wmem_queued += truesize as u64;
-            self.write_seq = 1 + data.len() as u64;
-            self.snd_nxt = self.write_seq;
-            self.bytes_sent += data.len() as u64;
         }
+        self.connect_queue_skb(ctx.now, 1, payload, skb::FLAG_PSH, truesize);
+        self.write_seq = 1 + data.len() as u64;
+        self.snd_nxt = self.write_seq;
+        self.bytes_sent += data.len() as u64;
         self.icsk.pending = Some((super::sock::Pending::Retrans, ctx.now + self.icsk.rto));
     }
 

@@ -202,14 +202,12 @@ impl Tcb {
         self.lsndtime = ctx.now;
         self.rcv_tstamp = ctx.now; // tcp_ack on the SYN-ACK
         self.keepalive_on_establish(ctx); // tcp_finish_connect
-        self.rtx_synack_sample(ctx, th);
-        self.snd_una_update(1); // tcp_ack on the SYN-ACK: bytes_acked counts the SYN
-        self.undo.retrans_stamp = None; // tcp_clean_rtx_queue: FLAG_SYN_ACKED
-        self.delivered += 1; // the SYN skb, cleaned by tcp_ack
+        self.syn_skb_acked(ctx, th);
         if ack > 1 {
             let c = self.clean_rtx_queue(ctx, ack);
             self.delivered += c.acked_segs as u64;
         }
+        self.handshake_rack_advance(ctx.now);
         self.syn_acked_alert(ctx, 0);
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
@@ -233,12 +231,39 @@ impl Tcb {
         }
     }
 
-    /// `tcp_synack_rtt_meas` (and `tcp_ack` on a SYN-ACK): the handshake's RTT,
-    /// unless our SYN or SYN-ACK went again (Karn); then the echoed timestamp's, as
-    /// `tcp_ack_update_rtt` takes it for `FLAG_SYN_ACKED`.
-    fn rtx_synack_sample(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
-        let rtt = (self.icsk.retransmits == 0)
-            .then(|| ctx.now.saturating_since(self.created).as_micros() as u32);
+    /// `tcp_ack` on the ACK of our queued SYN: `tcp_clean_rtx_queue` frees it
+    /// (`FLAG_SYN_ACKED`: `retrans_stamp` cleared, the SYN delivered) and times it
+    /// (Karn: not after a retransmission), `tcp_snd_una_update` counts it in
+    /// `bytes_acked`.
+    fn syn_skb_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
+        let c = self.rtx.clean(1, self.mss_cache);
+        self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
+        let sent = c.first_tx.filter(|_| !c.acked_retrans);
+        self.synack_rtt_sample(ctx, th, sent);
+        self.snd_una_update(1);
+        self.undo.retrans_stamp = None;
+        self.delivered += c.acked_segs as u64;
+    }
+
+    /// `tcp_clean_rtx_queue`'s `tcp_rack_advance` (SACK only) for what the
+    /// handshake's ACK delivered: the SYN, and Fast Open data it covered.
+    fn handshake_rack_advance(&mut self, now: crate::time::Instant) {
+        if self.rx_opt.sack_ok {
+            let d = self.rtx.delivered;
+            self.rack_advance(now, &d);
+        }
+    }
+
+    /// `tcp_synack_rtt_meas` (and `tcp_ack` on a SYN-ACK): the handshake's RTT from
+    /// `sent`, the SYN or SYN-ACK's transmission unless it went again (Karn); else
+    /// the echoed timestamp's, as `tcp_ack_update_rtt` takes it for `FLAG_SYN_ACKED`.
+    fn synack_rtt_sample(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        sent: Option<crate::time::Instant>,
+    ) {
+        let rtt = sent.map(|t| ctx.now.saturating_since(t).as_micros() as u32);
         let samples = RttSamples {
             seq_rtt_us: rtt,
             ca_rtt_us: rtt,
@@ -452,9 +477,15 @@ impl Tcb {
         }
         self.rcv_tstamp = ctx.now; // tcp_ack on the handshake's final ACK
         self.keepalive_on_establish(ctx); // tcp_create_openreq_child
+        if !child {
+            self.syn_skb_acked(ctx, th); // simultaneous open: tcp_ack
+            self.handshake_rack_advance(ctx.now);
+        }
         self.delivered += 1; // tcp_rcv_state_process: SYN-ACK delivery, untracked by tcp_ack
         if self.rtt.srtt_us == 0 {
-            self.rtx_synack_sample(ctx, th);
+            // tcp_synack_rtt_meas: the request's SYN-ACK, sent when it was created.
+            let sent = (child && self.icsk.retransmits == 0).then_some(self.created);
+            self.synack_rtt_sample(ctx, th, sent);
         }
         if child {
             // tcp_create_openreq_child: a child starts with snd_una = ISN + 1, and
@@ -462,8 +493,6 @@ impl Tcb {
             self.snd_una = 1;
             self.update_rto_time(ctx.now);
         } else {
-            self.snd_una_update(1); // simultaneous open: tcp_ack counts the SYN
-            self.undo.retrans_stamp = None; // tcp_clean_rtx_queue: FLAG_SYN_ACKED
             self.syn_acked_alert(ctx, 0);
         }
         self.snd_nxt = self.snd_nxt.max(1);

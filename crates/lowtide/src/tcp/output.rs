@@ -481,6 +481,13 @@ impl Tcb {
         if self.state == TcpState::SynSent {
             // tcp_connect: SYN timeouts count from here (retransmits_timed_out).
             self.undo.retrans_stamp = Some(ctx.now);
+            if self.rtx.is_empty() {
+                self.connect_queue_skb(ctx.now, 0, SkbData::EMPTY, FLAG_SYN, SKB_OVERHEAD);
+            }
+        } else if self.syn_queued() {
+            // tcp_send_synack (a simultaneous open): the queued SYN goes as the
+            // SYN-ACK, stamped with this transmission (tcp_transmit_skb).
+            self.rtx.mark_resent(0, ctx.now);
         }
         self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
         self.tfo.syn_cookie = None; // retransmissions carry no Fast Open option
@@ -495,9 +502,55 @@ impl Tcb {
         self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
+    /// `tcp_connect_queue_skb`: an active open's SYN (and a Fast Open SYN's data, in
+    /// an skb of its own: `tcp_send_syn_data`) stays in the retransmit queue until
+    /// acknowledged: counted in `packets_out` (`tcpi_unacked`) and in
+    /// `sk_wmem_queued`, marked lost and retransmitted as data is, cleaned by the
+    /// SYN-ACK (`tcp_clean_rtx_queue`, `FLAG_SYN_ACKED`). `tcp_rate_skb_sent` finds
+    /// `packets_out` counting the SYN already, so no send phase starts: the snapshot
+    /// keeps `tcp_init_sock`'s zero `delivered_mstamp` and `tcp_rate_skb_delivered`
+    /// skips the skb.
+    pub(crate) fn connect_queue_skb(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        data: SkbData,
+        flags: u8,
+        truesize: u32,
+    ) {
+        let len = data.len() as u32;
+        let tx = skb::TxRate {
+            delivered: self.delivered,
+            delivered_mstamp: None,
+            first_tx_mstamp: self.rate.first_tx_mstamp,
+            is_app_limited: self.rate.app_limited != 0,
+        };
+        self.rtx.push(Skb {
+            seq,
+            end_seq: seq + len as u64 + u64::from(flags & FLAG_SYN != 0),
+            data,
+            flags,
+            sacked: 0,
+            pcount: skb::pcount(len, self.mss_cache),
+            tx_time: now,
+            truesize,
+            tx,
+        });
+        self.wmem_queued += truesize as u64;
+    }
+
+    /// The retransmit queue's head is our SYN (an active open not yet acknowledged).
+    pub(crate) fn syn_queued(&self) -> bool {
+        self.rtx.first().is_some_and(|s| s.flags & FLAG_SYN != 0)
+    }
+
     /// The SYN (or SYN-ACK) again, bare (`tcp_retransmit_skb` of the SYN skb:
     /// `TcpExtTCPSynRetrans`); the caller rearms its timer.
     pub(crate) fn retransmit_syn(&mut self, ctx: &mut Ctx) {
+        if self.syn_queued() {
+            // tcp_retransmit_skb of the queued SYN: TCPCB_RETRANS, retrans_out.
+            self.rtx.mark_retransmitted(0, ctx.now);
+        }
         ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
         ctx.mib.inc(Mib::TcpRetransSegs);
         // __tcp_retransmit_skb; tcp_rtx_synack's req->num_retrans, which a child

@@ -123,10 +123,11 @@ impl Tcb {
             self.simple_retransmit(ctx);
         } else if self.state == TcpState::SynSent && self.tfo.syn_data {
             // tcp_simple_retransmit in SYN-SENT after Fast Open SYN data: the SYN
-            // and its data are taken as lost (MSS -1), and the SYN goes again at
-            // once, bare and with the route's smaller MSS (tcp_advertise_mss); the
-            // data waits for the SYN-ACK (tcp_rcv_fastopen_synack resends it).
-            self.rtx.mark_lost_longer_than(0);
+            // and its data are taken as lost (MSS -1: every skb is longer), and the
+            // SYN goes again at once, bare and with the route's smaller MSS
+            // (tcp_advertise_mss); the data waits for the SYN-ACK, outside the
+            // peer's window until then (tcp_rcv_fastopen_synack resends it).
+            self.rtx.mark_all_lost();
             self.enter_non_congestion_loss();
             self.retransmit_syn(ctx);
             self.rearm_rto(ctx);

@@ -194,3 +194,28 @@ fn zerocopy_syn_data_completes_on_the_error_queue() {
     );
     assert_eq!(st.socket(h2).recv_errqueue().unwrap(), None);
 }
+
+/// tcp_send_syn_data queues the SYN and an skb for its data, an empty one when no
+/// data goes with the cookie: two packets out, both delivered by the SYN-ACK;
+/// tcp_rcv_fastopen_synack takes one back only for real SYN data.
+#[test]
+fn a_fast_open_syn_is_two_skbs_in_the_queue() {
+    let mut st = Stack::new(Config::default(), 3);
+    st.add_address(me().ip());
+    let (h, _, syn, _) = open(&mut st, b"");
+    assert_eq!(
+        st.info(Instant::ZERO, h).unwrap().unacked,
+        1,
+        "a cookie request"
+    );
+    synack(&mut st, h, &syn, 0, Some(&[7; 8]));
+    while st.poll_transmit(Instant::ZERO).is_some() {}
+    for (data, delivered) in [(&b"hello"[..], 1), (&b""[..], 2)] {
+        let (h, _, syn, _) = open(&mut st, data);
+        assert_eq!(st.info(Instant::ZERO, h).unwrap().unacked, 2);
+        synack(&mut st, h, &syn, data.len() as u32, None);
+        let info = st.info(Instant::ZERO, h).unwrap();
+        assert_eq!((info.unacked, info.delivered), (0, delivered), "{data:?}");
+        while st.poll_transmit(Instant::ZERO).is_some() {}
+    }
+}

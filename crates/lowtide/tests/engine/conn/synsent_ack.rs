@@ -2,7 +2,9 @@
 //! once, or saved for data about to be written when a writer waits on the
 //! connection (`sk_write_pending`) or the socket is in pingpong mode
 //! (`TCP_QUICKACK` 0); `TCP_QUICKACK` itself (`__tcp_sock_set_quickack`); the
-//! SYN-ACK's PAWS test and a Fast Open SYN-ACK's FIN.
+//! SYN-ACK's PAWS test and a Fast Open SYN-ACK's FIN. Before it, the SYN itself
+//! waits in the retransmit queue (`tcp_connect_queue_skb`) until the SYN-ACK frees
+//! it.
 
 use crate::common::*;
 use lowtide::tcp::sockopt::SockOptions;
@@ -250,4 +252,44 @@ fn fin_in_a_fast_open_synack_moves_to_close_wait() {
     let mut buf = [0; 100];
     assert_eq!(st2.recv(at(10), h, &mut buf).unwrap(), 50);
     assert_eq!(st2.recv(at(10), h, &mut buf).unwrap(), 0, "end of stream");
+}
+
+/// tcp_connect_queue_skb: the SYN is one packet out, its skb in sk_wmem_queued,
+/// until the SYN-ACK's tcp_clean_rtx_queue frees it (FLAG_SYN_ACKED): delivered,
+/// counted in bytes_acked, and timed from its transmission.
+#[test]
+fn the_syn_is_in_flight_until_the_synack_frees_it() {
+    let mut st = stack();
+    let (h, isn) = open(&mut st, &SockOptions::default());
+    let info = st.info(at(10), h).unwrap();
+    assert_eq!(
+        (info.state, info.unacked, info.lost, info.retrans),
+        ("SYN_SENT", 1, 0, 0)
+    );
+    assert!(info.wmem_queued > 0, "the SYN's skb is charged");
+    synack(&mut st, h, isn, at(30));
+    let info = st.info(at(30), h).unwrap();
+    assert_eq!((info.unacked, info.wmem_queued), (0, 0));
+    assert_eq!((info.delivered, info.bytes_acked), (1, 1));
+    assert_eq!(info.rtt, 30_000, "the SYN's RTT");
+}
+
+/// A SYN timeout: tcp_enter_loss marks the queued SYN lost, tcp_retransmit_skb
+/// counts it retransmitted; the SYN-ACK then frees it, with no RTT sample (Karn).
+/// This SYN-ACK offers no SACK, so NewReno holds Loss through it.
+#[test]
+fn a_syn_timeout_marks_the_queued_syn_lost_and_retransmitted() {
+    let mut st = stack();
+    let (h, isn) = open(&mut st, &SockOptions::default());
+    st.handle_timeout(at(1000));
+    assert_eq!(sent(&mut st, isn, at(1000)).len(), 1, "the SYN again");
+    let info = st.info(at(1000), h).unwrap();
+    assert_eq!(info.ca_state, "Loss");
+    assert_eq!((info.unacked, info.lost, info.retrans), (1, 1, 1));
+    assert_eq!((info.total_retrans, info.snd_cwnd), (1, 1));
+    synack(&mut st, h, isn, at(1030));
+    let info = st.info(at(1030), h).unwrap();
+    assert_eq!(info.ca_state, "Loss");
+    assert_eq!((info.unacked, info.lost, info.retrans), (0, 0, 0));
+    assert_eq!((info.delivered, info.rtt), (1, 0));
 }

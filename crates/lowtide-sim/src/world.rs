@@ -292,8 +292,11 @@ impl World {
     /// Records host A's TCP memory (as the last event left it) for the sampling grid
     /// points before `until`.
     pub fn sample_memory(&mut self, until: Instant) {
-        let m = self.hosts[HOST_A].stack.tcp_memory();
-        self.memory.record(until.as_nanos(), m.pages, m.wmem_queued);
+        // The stack keeps both sums (one pass over 10,000 sockets per sample cost
+        // 18 % of a 10,000-flow run).
+        let stack = &self.hosts[HOST_A].stack;
+        let (pages, wmem_queued) = (stack.tcp_memory_allocated(), stack.wmem_queued());
+        self.memory.record(until.as_nanos(), pages, wmem_queued);
         if self.half_bytes.is_none() && self.half_ns.is_some_and(|h| until.as_nanos() >= h) {
             let b = self
                 .flows
@@ -316,11 +319,10 @@ impl World {
             return;
         }
         let a = &self.hosts[HOST_A];
-        let m = a.stack.tcp_memory();
         let host = |t: u64| HostSample {
             time_us: t / 1_000,
-            tcp_mem_pages: m.pages,
-            wmem_queued: m.wmem_queued,
+            tcp_mem_pages: a.stack.tcp_memory_allocated(),
+            wmem_queued: a.stack.wmem_queued(),
             dev_queue_bytes: a.nic.bytes(),
             wakeups: self.flows.iter().map(|f| f.sender.wakeups).sum(),
             delivered_bytes: self

@@ -70,6 +70,8 @@ struct Slot {
     orphan: bool,
     /// Counted in [`Stack::death_row`] as an orphan, as a TIME-WAIT socket.
     counted: (bool, bool),
+    /// The socket's `sk_wmem_queued` as [`Stack::wmem_queued`] counts it.
+    wmem_counted: u64,
 }
 
 /// Stack-wide TCP memory ([`Stack::tcp_memory`]).
@@ -144,6 +146,9 @@ pub struct Stack {
     death_row: tcp::DeathRow,
     /// Stack-wide TCP memory under `tcp_mem` ([`Stack::tcp_memory`]).
     tcp_mem: tcp::mem::TcpMem,
+    /// Sum of the TCP sockets' `sk_wmem_queued`, brought up to date after each
+    /// event on a socket ([`Stack::wmem_queued`]).
+    wmem_queued: u64,
     /// UDP sockets (`stack/udp.rs`).
     udp: udp::UdpTable,
     /// ICMP rate limits (`stack/icmp_out.rs`).
@@ -187,6 +192,7 @@ impl Stack {
             tfo_blackhole: Default::default(),
             death_row: Default::default(),
             tcp_mem: Default::default(),
+            wmem_queued: 0,
             udp: Default::default(),
             icmp_limits: Default::default(),
         }
@@ -649,6 +655,17 @@ impl Stack {
         m
     }
 
+    /// Sum of the TCP sockets' `sk_wmem_queued` (bytes) as each socket's last event
+    /// left it: [`TcpMemory::wmem_queued`] without a pass over the sockets.
+    pub fn wmem_queued(&self) -> u64 {
+        self.wmem_queued
+    }
+
+    /// `tcp_memory_allocated`: [`TcpMemory::pages`] without a pass over the sockets.
+    pub fn tcp_memory_allocated(&self) -> u64 {
+        self.tcp_mem.allocated
+    }
+
     /// Work on the retransmit queues so far, summed over the live sockets (a closed
     /// socket's work leaves the sum).
     pub fn rtx_work(&self) -> RtxWork {
@@ -722,6 +739,7 @@ impl Stack {
                     armed: None,
                     orphan: false,
                     counted: (false, false),
+                    wmem_counted: 0,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -775,6 +793,7 @@ impl Stack {
         slot.sock = None;
         slot.armed = None;
         slot.orphan = false;
+        self.wmem_queued -= std::mem::take(&mut slot.wmem_counted);
         self.count_death_row(index);
         self.free.push(index);
     }
@@ -878,9 +897,12 @@ impl Stack {
     }
 
     fn after_tcb(&mut self, now: Instant, index: u32) {
-        if let Some(Sock::Tcp(tcb)) = &mut self.slots[index as usize].sock {
+        let slot = &mut self.slots[index as usize];
+        if let Some(Sock::Tcp(tcb)) = &mut slot.sock {
             // Pages for what was charged without asking; back what was freed.
             tcb.mem_sync(&self.cfg, &mut self.tcp_mem, now, &mut self.mib);
+            let q = std::mem::replace(&mut slot.wmem_counted, tcb.wmem_queued);
+            self.wmem_queued = self.wmem_queued + tcb.wmem_queued - q;
         }
         self.count_death_row(index);
         self.hash_timewait(index);

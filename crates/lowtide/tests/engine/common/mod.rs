@@ -177,6 +177,8 @@ impl Pair {
         self.a.handle_timeout(self.now);
         self.b.handle_timeout(self.now);
         self.flush();
+        wmem_sum_holds(&self.a);
+        wmem_sum_holds(&self.b);
         true
     }
 
@@ -201,6 +203,14 @@ impl Pair {
             }
         }
     }
+}
+
+/// The stack's kept `sk_wmem_queued` sum ([`Stack::wmem_queued`], which the
+/// simulator samples) equals a pass over its sockets: checked after every step of
+/// every test that steps a [`Pair`].
+pub fn wmem_sum_holds(st: &Stack) {
+    let kept = st.wmem_queued();
+    assert_eq!(kept, st.tcp_memory().wmem_queued, "kept sk_wmem_queued sum");
 }
 
 /// Deterministic payload for tests.

@@ -160,3 +160,52 @@ fn probes_into_a_shrunken_window_time_out_after_240_s_of_silence() {
     assert!(took < Duration::from_secs(240 + 130), "{took:?}");
     assert_eq!(counter(&p.b, Mib::TcpExtTCPAbortOnTimeout), 1);
 }
+
+/// The stack's kept `sk_wmem_queued` sum ([`Stack::wmem_queued`], what the
+/// simulator samples in O(1)) follows its sockets through their lives: data queued
+/// behind a receiver that does not read, a connection reset by its peer, an abort
+/// with data queued, a close into TIME-WAIT; 0 once every socket is gone.
+/// (`Pair::step` checks it against a pass over the sockets after every step.)
+#[test]
+fn kept_wmem_queued_sum_follows_the_sockets() {
+    let mut p = Pair::new(Config::default());
+    let l = p.b.listen(addr(B, 80), 16).unwrap();
+    let c: Vec<SocketHandle> = (0..4)
+        .map(|_| p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap())
+        .collect();
+    p.drive_for(Duration::from_millis(50));
+    let s: Vec<SocketHandle> = (0..4).map(|_| p.b.accept(l).unwrap()).collect();
+    let data = pattern(400_000, 9);
+    for _ in 0..20 {
+        for &h in &c {
+            let _ = p.a.send(p.now, h, &data);
+        }
+        p.step();
+    }
+    let queued = p.a.wmem_queued();
+    assert!(queued > 4 * 100_000, "data queued: {queued}");
+    p.b.abort(p.now, s[1]).unwrap();
+    p.a.abort(p.now, c[0]).unwrap();
+    wmem_sum_holds(&p.a);
+    p.drive_for(Duration::from_millis(100));
+    let left = p.a.wmem_queued();
+    assert!(left < queued, "the aborted queue gone: {queued} -> {left}");
+    for &h in &[s[2], s[3]] {
+        drain(&mut p.b, p.now, h);
+    }
+    for &h in &[c[2], c[3], c[1]] {
+        let _ = p.a.close(p.now, h);
+    }
+    p.drive_until(Duration::from_secs(60), |p| {
+        drain(&mut p.b, p.now, s[2]);
+        drain(&mut p.b, p.now, s[3]);
+        p.b.state(s[2]) == Ok(lowtide::TcpState::CloseWait)
+            && p.b.state(s[3]) == Ok(lowtide::TcpState::CloseWait)
+    });
+    for &h in &[s[2], s[3]] {
+        p.b.close(p.now, h).unwrap();
+    }
+    p.drive_for(Duration::from_secs(120));
+    assert_eq!(p.a.wmem_queued(), 0, "every queue gone");
+    assert_eq!(p.b.wmem_queued(), 0, "every queue gone");
+}

@@ -83,7 +83,7 @@ pub struct RunArgs {
     /// `flows.csv`, each flow's sender every --timeseries-interval (`sim stream
     /// --timeseries`'s columns, with DCTCP's alpha), `flow-names.csv` (ids to
     /// names) and `marks.csv`, every CE mark of a router's queue with the packets
-    /// queued then.
+    /// queued then, the marked packet's flow and that flow's bytes among them.
     #[arg(long, value_name = "DIR")]
     timeseries: Option<PathBuf>,
     /// Interval of the flows' time series, at least 1us.

@@ -291,4 +291,12 @@ fn the_time_series_has_every_flow_row_and_each_mark_past_k() {
         .unwrap()
         .ends_with(",rcv_wnd,dctcp_alpha"));
     assert_eq!(ts.marks_csv().lines().count(), ts.marks.len() + 1);
+    // Each mark names its packet's flow (the one flow's data) and that flow's own
+    // share of the backlog, all of it here.
+    assert!(ts.marks.iter().all(|m| m.flow == Some(0)));
+    assert!(ts
+        .marks
+        .iter()
+        .all(|m| m.flow_backlog_bytes == m.backlog_bytes));
+    assert!(ts.marks_csv().lines().nth(1).unwrap().contains(",r->b,"));
 }

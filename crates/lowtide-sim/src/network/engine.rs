@@ -302,11 +302,13 @@ impl<'t> Network<'t> {
         let mut marks: Vec<Mark> = (self.ports.iter_mut().enumerate())
             .flat_map(|(i, p)| {
                 let name = &self.topo.ports[i].name;
-                (p.marks.take().unwrap_or_default().into_iter()).map(|(t, packets, bytes)| Mark {
-                    time_ns: t,
+                (p.marks.take().unwrap_or_default().into_iter()).map(|m| Mark {
+                    time_ns: m.time_ns,
                     queue: name.clone(),
-                    backlog_packets: packets,
-                    backlog_bytes: bytes,
+                    backlog_packets: m.packets,
+                    backlog_bytes: m.bytes,
+                    flow: (m.flow != NO_FLOW).then_some(m.flow),
+                    flow_backlog_bytes: m.flow_bytes,
                 })
             })
             .collect();
@@ -475,11 +477,25 @@ impl<'t> Network<'t> {
             self.router_drops += 1;
             return;
         };
+        let flow = match self.ports[p].marks.is_some() {
+            true => self.flow_of(&seg),
+            false => NO_FLOW,
+        };
         let port = &mut self.ports[p];
-        port.enqueue(self.now, seg);
+        port.enqueue(self.now, seg, flow);
         if !port.busy {
             self.port_tx(p);
         }
+    }
+
+    /// The flow a forwarded segment belongs to: its source's (data), else its
+    /// destination's (ACKs); [`NO_FLOW`] for none.
+    fn flow_of(&self, seg: &WireSeg) -> u32 {
+        let Ok((src, dst)) = four_tuple_apart(&seg.head, seg.body.len()) else {
+            return NO_FLOW;
+        };
+        let find = |a: SocketAddr| self.port_flow.get(&(a.ip(), a.port())).copied();
+        find(src).or_else(|| find(dst)).unwrap_or(NO_FLOW)
     }
 
     /// A router port's transmitter takes the qdisc's next packet onto the link.

@@ -42,6 +42,7 @@ use super::port::{route, Port};
 use super::report::{queue_report, FlowReport, QueueReport};
 use super::series::{QueueSeries, Sampler};
 use super::topology::{NodeKind, Topology};
+use crate::nic::NO_FLOW;
 use lowtide::Instant;
 use lowtide_link::WireSeg;
 use rustc_hash::FxHashMap;
@@ -105,7 +106,7 @@ impl<'t> Fabric<'t> {
         let Some(&p) = self.egress.get(host) else {
             return;
         };
-        self.ports[p].enqueue(Instant(now), WireSeg::whole(packet));
+        self.ports[p].enqueue(Instant(now), WireSeg::whole(packet), NO_FLOW);
         if !self.ports[p].busy {
             self.try_tx(p, now);
         }
@@ -144,7 +145,7 @@ impl<'t> Fabric<'t> {
                         self.router_drops += 1;
                         continue;
                     };
-                    self.ports[q].enqueue(Instant(at), seg);
+                    self.ports[q].enqueue(Instant(at), seg, NO_FLOW);
                     if !self.ports[q].busy {
                         self.try_tx(q, at);
                     }

@@ -19,6 +19,11 @@ pub struct Mark {
     pub backlog_packets: u64,
     /// Bytes queued then.
     pub backlog_bytes: u64,
+    /// The marked packet's flow (its id, see [`NetTimeseries::flow_names`]), if it
+    /// belongs to one.
+    pub flow: Option<u32>,
+    /// Bytes of that flow's own packets among those queued then.
+    pub flow_backlog_bytes: u64,
 }
 
 /// A run's flow rows and marks.
@@ -41,16 +46,19 @@ impl NetTimeseries {
         crate::timeseries::flows_csv(&self.flows)
     }
 
-    /// The marks as CSV (header first).
+    /// The marks as CSV (header first; `flow` empty for a packet of no flow).
     pub fn marks_csv(&self) -> String {
-        let mut s = String::from("time_s,queue,backlog_packets,backlog_bytes\n");
+        let mut s =
+            String::from("time_s,queue,backlog_packets,backlog_bytes,flow,flow_backlog_bytes\n");
         for m in &self.marks {
             s += &format!(
-                "{:.9},{},{},{}\n",
+                "{:.9},{},{},{},{},{}\n",
                 m.time_ns as f64 / 1e9,
                 m.queue,
                 m.backlog_packets,
-                m.backlog_bytes
+                m.backlog_bytes,
+                m.flow.map_or(String::new(), |f| f.to_string()),
+                m.flow_backlog_bytes
             );
         }
         s

@@ -25,9 +25,23 @@ pub(crate) struct Port {
     pub busy: bool,
     pub wake_at: Option<Instant>,
     hash_seed: u64,
-    /// Each CE mark the qdisc made, when asked for (`sim run --timeseries`): the
-    /// time (ns) and the packets and bytes queued when the marked one arrived.
-    pub marks: Option<Vec<(u64, u64, u64)>>,
+    /// Each CE mark the qdisc made, when asked for (`sim run --timeseries`).
+    pub marks: Option<Vec<PortMark>>,
+}
+
+/// A CE mark a port's qdisc made, with what it held when the marked packet arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PortMark {
+    /// Virtual time (ns).
+    pub time_ns: u64,
+    /// Packets queued.
+    pub packets: u64,
+    /// Bytes queued.
+    pub bytes: u64,
+    /// The marked packet's flow ([`crate::nic::NO_FLOW`] if none).
+    pub flow: u32,
+    /// Bytes of that flow's own packets among them.
+    pub flow_bytes: u64,
 }
 
 impl Port {
@@ -59,20 +73,31 @@ impl Port {
 
     /// Queues a segment that has no socket here (forwarded, or from a host outside
     /// the simulator): classified by its flow hash, `skb->tstamp` cleared
-    /// (`skb_clear_tstamp`). A qdisc drop frees it.
-    pub fn enqueue(&mut self, now: Instant, seg: WireSeg) {
+    /// (`skb_clear_tstamp`). A qdisc drop frees it. `flow` tags it for the
+    /// queue's per-flow bytes ([`crate::nic::NO_FLOW`]: none).
+    pub fn enqueue(&mut self, now: Instant, seg: WireSeg, flow: u32) {
         let Some(q) = self.queue.as_mut() else { return };
         let mut skb = Skb::new(seg, now.as_nanos());
+        skb.tag = flow;
         if q.classifies() {
             let tuple = four_tuple_apart(&skb.item.head, skb.item.body.len()).ok();
             skb.hash = flow_hash(tuple, self.hash_seed);
         }
-        let before = self.marks.is_some().then(|| q.totals());
+        let before = self
+            .marks
+            .is_some()
+            .then(|| (q.totals(), q.flow_bytes(flow)));
         let _ = q.enqueue_skb(now, skb);
         q.take_freed().for_each(drop);
-        if let (Some(b), Some(marks)) = (before, self.marks.as_mut()) {
+        if let (Some((b, flow_bytes)), Some(marks)) = (before, self.marks.as_mut()) {
             if q.totals().ce_marks > b.ce_marks {
-                marks.push((now.as_nanos(), b.packets, b.bytes));
+                marks.push(PortMark {
+                    time_ns: now.as_nanos(),
+                    packets: b.packets,
+                    bytes: b.bytes,
+                    flow,
+                    flow_bytes,
+                });
             }
         }
     }

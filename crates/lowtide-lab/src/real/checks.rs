@@ -26,7 +26,7 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<Check> {
     let lowtide: Vec<&RealRun> = (runs.iter())
         .filter(|r| r.experiment == Some(e) && r.side == Some(Side::Lowtide))
         .collect();
-    for g in groups(&lowtide) {
+    for g in super::groups(lowtide.iter().copied()) {
         let of = |v: &str, get: fn(&RealRun) -> Option<f64>| {
             mean(
                 (lowtide.iter().copied()).filter(|r| r.group == g && r.variant.starts_with(v)),
@@ -78,17 +78,6 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<Check> {
                 check(claim, ("A", "B"), "IpOutRequests", get, true);
             }
             Experiment::E4 => {}
-        }
-    }
-    out
-}
-
-/// The groups of `runs`, in plan order.
-fn groups<'a>(runs: &[&'a RealRun]) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
-    for r in runs {
-        if !out.contains(&r.group.as_str()) {
-            out.push(&r.group);
         }
     }
     out

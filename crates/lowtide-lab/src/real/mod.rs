@@ -76,6 +76,17 @@ pub struct RealRun {
     pub series: Vec<(f64, f64)>,
 }
 
+/// The groups of `runs` (settings such as "20 flows"), each once, in plan order.
+pub(crate) fn groups<'a>(runs: impl Iterator<Item = &'a RealRun>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for r in runs {
+        if !out.contains(&r.group.as_str()) {
+            out.push(&r.group);
+        }
+    }
+    out
+}
+
 /// The `"real"` section of results.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RealResults {

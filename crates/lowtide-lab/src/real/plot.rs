@@ -29,18 +29,9 @@ pub fn render(real: &RealResults, out: &Path) -> Result<Vec<PathBuf>, String> {
 
 /// `plots/e3_real_delay.{png,svg}`: one panel per E3 setting, the first repetition.
 fn e3_delay(real: &RealResults, out: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut groups: Vec<&str> = Vec::new();
-    for r in real
-        .runs
-        .iter()
-        .filter(|r| r.experiment == Some(Experiment::E3))
-    {
-        if !groups.contains(&r.group.as_str()) {
-            groups.push(&r.group);
-        }
-    }
+    let e3 = (real.runs.iter()).filter(|r| r.experiment == Some(Experiment::E3));
     let mut panels = Vec::new();
-    for g in groups {
+    for g in super::groups(e3) {
         // The first repetition: one line per variant.
         let rs: Vec<_> = (real.runs.iter())
             .filter(|r| r.experiment == Some(Experiment::E3) && r.group == g && r.rep == 0)
@@ -162,14 +153,8 @@ fn side_by_side(real: &RealResults, e: Experiment, out: &Path) -> Result<Vec<Pat
     let runs: Vec<&RealRun> = (real.runs.iter())
         .filter(|r| r.experiment == Some(e) && r.error.is_none())
         .collect();
-    let mut groups: Vec<&str> = Vec::new();
-    for r in &runs {
-        if !groups.contains(&r.group.as_str()) {
-            groups.push(&r.group);
-        }
-    }
     let mut panels = Vec::new();
-    for g in groups {
+    for g in super::groups(runs.iter().copied()) {
         let in_group: Vec<&RealRun> = runs.iter().copied().filter(|r| r.group == g).collect();
         let mut letters: Vec<&str> = Vec::new();
         for r in &in_group {

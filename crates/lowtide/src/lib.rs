@@ -14,7 +14,8 @@
 //!    `stack.socket(h).set_nodelay(true)`).
 //!
 //! The TCP engine ([`tcp`]) is split by role as Linux's is, one module per Linux file
-//! or function family: `tcp::input` (tcp_input.c), `tcp::output` (tcp_output.c),
+//! or function family: `tcp::input`, `tcp::ack` and `tcp::data_queue` (tcp_input.c's
+//! state machine, ACK path and data path), `tcp::output` (tcp_output.c),
 //! `tcp::timer` (tcp_timer.c), `tcp::fastretrans` (tcp_input.c's fast recovery: PRR,
 //! RFC 6675, undo), `tcp::recovery` (tcp_recovery.c: RACK), [`tcp::rtx`] (the retransmit
 //! queue and SACK processing), [`tcp::rate`] (tcp_rate.c), [`tcp::cong`]

@@ -1,4 +1,4 @@
-//! Delayed ACKs timed as Linux times them (tcp_input.c `tcp_event_data_recv`,
+//! Delayed ACKs timed as Linux times them (tcp_input.c `__tcp_ack_snd_check`, `tcp_event_data_recv`,
 //! `tcp_incr_quickack`, `tcp_enter_quickack_mode`; tcp_output.c
 //! `tcp_send_delayed_ack`, `tcp_event_data_sent`; tcp_timer.c
 //! `tcp_delack_timer_handler`): the ACK timeout `ato` follows the peer's
@@ -251,6 +251,38 @@ impl Tcb {
             self.ack.ato = TCP_ATO_MIN;
         } else {
             self.ack.ato = (self.ack.ato * 2).min(self.icsk.rto);
+        }
+    }
+
+    /// Schedules an immediate ACK (`ICSK_ACK_NOW`, or `tcp_send_ack` at once).
+    pub(crate) fn schedule_ack_now(&mut self) {
+        self.ack.pending = true;
+        self.ack.now = true;
+    }
+
+    /// `__tcp_ack_snd_check`: ACK now if more than one full segment is unacknowledged
+    /// or in quick-ACK mode; with out-of-order data held, now or compressed
+    /// (`tcp/compsack.rs`); otherwise delay by `tcp_send_delayed_ack`'s timeout
+    /// (`send_delayed_ack`).
+    pub(crate) fn ack_snd_check(&mut self, ctx: &mut super::Ctx) {
+        if !self.ack.pending {
+            return;
+        }
+        let unacked = self.rcv_nxt - self.rcv_wup;
+        // "... and right edge of window advances far enough. [...] If application
+        // uses SO_RCVLOWAT, we want send ack now if we have not received enough
+        // bytes to satisfy the condition."
+        let now_needed = unacked > self.ack.rcv_mss as u64
+            && (self.rcv_nxt - self.copied_seq < self.rcvlowat as u64
+                || self.compute_window(ctx.mem, ctx.cfg) >= self.rcv_wnd)
+            || self.in_quickack_mode(ctx.cfg)
+            || self.ack.now;
+        if now_needed {
+            self.send_ack(ctx);
+        } else if !self.ofo.is_empty() {
+            self.ack_or_compress(ctx);
+        } else {
+            self.send_delayed_ack(ctx);
         }
     }
 }

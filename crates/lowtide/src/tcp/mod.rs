@@ -6,10 +6,13 @@
 //! | `inet_connection_sock` | include/net/inet_connection_sock.h: `struct inet_connection_sock`'s retransmit timer (`icsk_rto`, `icsk_pending`, ...), delayed-ACK state (`icsk_ack`) and MTU probing (`icsk_mtup`) as the connection embeds them |
 //! | `sock_errqueue` | include/net/sock.h: `struct sock`'s error queue (`sk_error_queue`, `sk_zckey`, `sk_omem_alloc`) and timestamping state (`sk_tsflags`, `sk_tskey`); include/uapi/linux/errqueue.h `struct sock_extended_err`; skbuff.h `struct ubuf_info_msgzc` |
 //! | [`consts`] | the constants of include/net/tcp.h (and the few from linux/tcp.h, sock.h, skbuff.h, netdevice.h) |
-//! | `input` | tcp_input.c: `tcp_rcv_established`, `tcp_ack`, `tcp_data_queue`, the state machine |
+//! | `input` | tcp_input.c: segment input and the state machine: `tcp_rcv_state_process`, `tcp_rcv_synsent_state_process`, `tcp_rcv_established`'s slow path, `tcp_finish_connect`, `tcp_init_transfer`; tcp_output.c `tcp_connect` |
+//! | `ack` | tcp_input.c's ACK path: `tcp_ack`, `tcp_ack_update_window`, `tcp_clean_rtx_queue`'s RTT samples, `tcp_newly_delivered`, `tcp_cong_control` |
+//! | `data_queue` | tcp_input.c's data path: `tcp_data_queue`, `tcp_ofo_queue`, the connection's side of `tcp_data_queue_ofo`, `tcp_fin`, `tcp_data_ready` |
+//! | `sndbuf` | tcp_input.c `tcp_sndbuf_expand`, `tcp_should_expand_sndbuf`, `tcp_new_space`, `tcp_check_space`; stream.c `sk_stream_write_space` |
 //! | `fastpath` | tcp_input.c header prediction, `tcp_rcv_established`'s fast path: `pred_flags`, `tcp_fast_path_on`, `tcp_fast_path_check`; the `TcpExtTCPHPHits`, `TCPHPAcks` and `TCPPureAcks` counts |
 //! | `ratelimit` | tcp_input.c `tcp_oow_rate_limited`, `tcp_send_challenge_ack` ([RFC 5961 section 7](https://www.rfc-editor.org/rfc/rfc5961#section-7)) |
-//! | `delack` | tcp_input.c `tcp_event_data_recv`, quick ACKs; tcp_output.c `tcp_send_delayed_ack` |
+//! | `delack` | tcp_input.c `__tcp_ack_snd_check` (now or delayed), `tcp_event_data_recv`, quick ACKs; tcp_output.c `tcp_send_delayed_ack` |
 //! | `compsack` | tcp_input.c SACK compression: `__tcp_ack_snd_check`, `tcp_sack_compress_send_ack` |
 //! | `fastretrans` | tcp_input.c `tcp_fastretrans_alert`: RFC 6675 marking, PRR (RFC 6937), NewReno, undo, `tcp_enter_loss` |
 //! | `renosack` | tcp_input.c without SACK: `tcp_add_reno_sack`, `tcp_remove_reno_sacks`, `tcp_check_reno_reordering`, `tcp_limit_reno_sacked` |
@@ -56,12 +59,14 @@
 //!
 //! The listening side (tcp_ipv4.c, tcp_minisocks.c) is in the stack's `listen` module.
 
+pub(crate) mod ack;
 pub(crate) mod api;
 pub(crate) mod chrono;
 pub(crate) mod compsack;
 pub mod cong;
 pub mod consts;
 pub(crate) mod cwnd;
+pub(crate) mod data_queue;
 pub(crate) mod deathrow;
 pub(crate) mod delack;
 pub(crate) mod dst;
@@ -98,6 +103,7 @@ pub mod rmem;
 pub mod rtx;
 pub mod seq;
 pub mod skbuff;
+pub(crate) mod sndbuf;
 pub mod sock;
 pub(crate) mod sock_errqueue;
 pub mod sockopt;

@@ -169,7 +169,7 @@ mod tests {
         t.snd_nxt = 1 + (i + 1) * MSS as u64;
     }
 
-    /// A cumulative ACK of segments `..n` at `now`, as input.rs does.
+    /// A cumulative ACK of segments `..n` at `now`, as tcp/ack.rs does.
     fn ack(t: &mut Tcb, n: u64, now: Instant) -> RateSample {
         let prior_in_flight = t.packets_in_flight();
         let c = t.rtx.clean(1 + n * MSS as u64, MSS);

@@ -1,0 +1,497 @@
+//! The ACK path of tcp_input.c: `tcp_ack` (with its `no_queue:` and `old_ack:`
+//! exits), `tcp_ack_update_window`, `tcp_clean_rtx_queue`'s RTT samples,
+//! `tcp_ack_update_rtt`'s timestamp echo, `tcp_newly_delivered`, `tcp_cong_control`.
+
+use super::cong::{AckSample, CaState, CcContext, CongestionOps};
+use super::rate::{AckRate, RateSample};
+use super::sock::Tcb;
+use super::timer::RttSamples;
+use super::Ctx;
+use crate::mib::Mib;
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+use tracing::trace;
+
+/// What `tcp_ack` made of a segment's ACK field.
+pub(super) enum AckOutcome {
+    /// Unacceptable: the segment is dropped (`SKB_DROP_REASON_TCP_ACK_UNSENT_DATA`,
+    /// too old).
+    Discard,
+    /// Below `snd_una` (`old_ack:`): its SACK blocks were used, its data is kept.
+    Old,
+    /// At or above `snd_una`: processed.
+    New,
+}
+
+impl Tcb {
+    /// `tcp_ack`: window update, SACK, cumulative ACK, RTT, congestion control.
+    /// Returns what it made of the ACK field.
+    pub(super) fn ack(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        payload_len: usize,
+        hp: bool,
+    ) -> AckOutcome {
+        let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
+        let ack = self.snd_una as i64 + delta;
+        if ack > self.snd_nxt as i64 {
+            // tcp_ack: SKB_DROP_REASON_TCP_ACK_UNSENT_DATA with a (rate-limited)
+            // challenge ACK, in ESTABLISHED too since Linux 6.x (tcp_rcv_state_process
+            // sends the same one in the other states).
+            trace!(ack, snd_nxt = self.snd_nxt, "drop: ACK of unsent data");
+            self.challenge_ack(ctx);
+            return AckOutcome::Discard;
+        }
+        // tcp_ack: do not accept an ACK for bytes we never sent (Linux 6.x:
+        // max_window = min(max_window, bytes_acked)).
+        let max_window = (self.max_window as u64).min(self.bytes_acked) as i64;
+        if ack < self.snd_una as i64 - max_window {
+            // RFC 5961 section 5.2: too old to be acceptable.
+            self.challenge_ack(ctx);
+            return AckOutcome::Discard;
+        }
+        if ack < self.snd_una as i64 {
+            // tcp_ack `old_ack:` (a reordered ACK); the segment's data is kept.
+            if th.options.sack_len > 0 {
+                self.old_ack(ctx, th, ack.max(0) as u64);
+            }
+            return AckOutcome::Old;
+        }
+        let ack = ack as u64;
+        let is_sack_reneg = self.is_sack_reneg; // tcp_ack: as before this ACK
+                                                // tcp_ack: the peer is alive; window probes count again from zero.
+        self.icsk.probes_out = 0;
+        self.sk_err_soft = None; // "something worked"
+        self.rcv_tstamp = ctx.now;
+        let prior_in_flight = self.packets_in_flight();
+        let prior_packets = self.rtx.packets_out;
+        let prior_una = self.snd_una;
+        let prior_sacked = self.rtx.sacked_out;
+        let prior_lost = self.rtx.lost;
+        let prior_delivered = self.delivered;
+        let win_update = self.ack_update_window(th, ack, ctx.cfg.tcp_min_snd_mss);
+        let prior_fack = self.rack_ack_begin(ctx, th);
+        let sack = self.sacktag(ctx, th, ack, ack);
+        let ece = self.ecn_rcv_ecn_echo(th);
+        // Linux 5.10+ accepts CWR on pure ACKs too (robustness against peers that
+        // send it so), before cleaning the queue.
+        self.ecn_accept_cwr(th, payload_len);
+        let fast = hp && ack > prior_una;
+        let ca_flags = self.ack_event_flags(ctx, th, payload_len, fast, win_update, ece);
+        if prior_packets == 0 {
+            return self.ack_no_queue(ctx, ack, prior_una, &sack, ece, ca_flags);
+        }
+        let cleaned = self.clean_rtx_queue(ctx, ack);
+        // tcp_clean_rtx_queue: "Non-retransmitted hole got filled? That's reordering".
+        if let Some(low) = cleaned
+            .reord
+            .filter(|&r| self.rx_opt.sack_ok && r < prior_fack)
+        {
+            self.check_sack_reordering(ctx, low, false);
+        }
+        let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, &sack);
+        fl.ece = ece;
+        self.rack_update_reo_wnd(ctx, fl.delivered_any);
+        // tcp_count_delivered(sack_delivered): newly SACKed segments and D-SACKed
+        // duplicates, then what the cumulative ACK covers (tcp_clean_rtx_queue);
+        // without SACK, tcp_remove_reno_sacks: the hole it filled and what exceeds
+        // the duplicate ACKs counted.
+        let acked_delivered = if self.rx_opt.sack_ok {
+            cleaned.acked_segs.saturating_sub(cleaned.acked_sacked_segs)
+        } else if cleaned.acked_segs > 0 {
+            // "If any of the cumulatively ACKed segments was retransmitted, non-SACK
+            // case cannot confirm that progress was due to original transmission".
+            if cleaned.acked_retrans {
+                fl.orig_sack_acked = false;
+            }
+            self.remove_reno_sacks(ctx, cleaned.acked_segs)
+        } else {
+            0
+        };
+        self.count_delivered(
+            acked_delivered
+                + sack.newly_sacked
+                + sack.dsack_segs
+                + prior_sacked
+                    .saturating_sub(self.rtx.sacked_out)
+                    .saturating_sub(cleaned.acked_sacked_segs),
+            ece,
+        );
+        // tcp_in_ack_event (Linux 6.14+: after the queue is cleaned and the
+        // deliveries counted, before the TLP check).
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc.in_ack_event(ca_flags, &ca_ctx);
+        let skb = super::rtx::skb::DeliveredSkb::later(sack.rate, cleaned.rate);
+        // tcp_clean_rtx_queue: "Conservatively mark a delayed ACK. It's typically
+        // from a lone runt packet over the round trip to a receiver w/o
+        // out-of-order or CE events" (FLAG_ACK_MAYBE_DELAYED).
+        let maybe_delayed = cleaned.first_tx.is_some()
+            && !cleaned.acked_retrans
+            && cleaned.acked_segs == 1
+            && !cleaned.partial
+            && prior_sacked == 0
+            && ack - prior_una < self.mss_cache as u64
+            && skb.is_some_and(|d| d.tx.delivered + 1 == self.delivered)
+            && !(sack.newly_sacked > 0 || ece || sack.dsack);
+        let (rtt_update, ca_rtt_us) = self.ack_rtt(ctx, th, &cleaned, &sack, maybe_delayed);
+        let mut rate = AckRate {
+            skb,
+            delivered: 0,
+            rtt_us: ca_rtt_us,
+            prior_in_flight,
+            lost: 0,
+            is_sack_reneg,
+            is_ack_delayed: maybe_delayed,
+        };
+        // FLAG_NOT_DUP: the segment carries data (FLAG_DATA: seq != end_seq, a FIN
+        // too), updates the window (FLAG_WIN_UPDATE: tcp_may_update_window) or
+        // acknowledges data (FLAG_ACKED).
+        let data = payload_len > 0 || th.flags.contains(TcpFlags::FIN);
+        fl.not_dup = data || win_update || cleaned.acked_segs > 0;
+        // tcp_ack: a duplicate ACK (RFC 5681 section 2) neither advances snd_una nor
+        // is FLAG_NOT_DUP nor D-SACKs (FLAG_DSACKING_ACK).
+        let is_dupack = ack == prior_una && !fl.not_dup && !sack.dsack;
+        // tcp_clean_rtx_queue: FLAG_SET_XMIT_TIMER when the ACK acknowledged
+        // segments (FLAG_ACKED: not a partial ACK of a one-segment skb), or when its
+        // SACK RTT sample comes from data sent before the head was last (re)sent.
+        fl.set_xmit_timer = cleaned.acked_segs > 0
+            || (rtt_update
+                && sack
+                    .first_tx
+                    .zip(self.rtx.first())
+                    .is_some_and(|(t, h)| t < h.tx_time));
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(ctx, ack, &fl);
+        }
+        // tcp_clean_rtx_queue ends with pkts_acked, before the recovery state
+        // machine; its RTT is the congestion control's (ca_rtt_us), or none.
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc.pkts_acked(
+            &mut self.cw,
+            &AckSample {
+                pkts_acked: cleaned.acked_segs,
+                rtt_us: rate.rtt_us,
+                in_flight: prior_in_flight,
+                now: ctx.now,
+            },
+            &ca_ctx,
+        );
+        self.cc.take_mib().count(ctx.mib);
+        // tcp_ack_is_dubious: FLAG_CA_ALERT includes FLAG_ECE.
+        let dubious = self.ca_state != CaState::Open
+            || ece
+            || sack.newly_sacked > 0
+            || sack.dsack
+            || self.rtx.sacked_out > 0
+            || (!fl.not_dup && !self.rtx.is_empty());
+        if dubious {
+            let num_dupack = (is_dupack && self.rtx.packets_out > 0) as u32;
+            let d = self.fastretrans_alert(ctx, prior_una, num_dupack, &mut fl);
+            self.count_delivered(d, ece);
+        }
+        // Everything this ACK delivered, duplicate ACKs counted as SACKs included,
+        // for PRR, the rate sample and the counters.
+        let newly_acked_sacked = self.newly_delivered(ctx, prior_delivered, ece);
+        rate.delivered = newly_acked_sacked;
+        rate.lost = (self.rtx.lost - prior_lost) as u32;
+        let rs = self.rate_gen(ctx.now, &rate);
+        // tcp_cong_control: the congestion control's own cong_control, else PRR in
+        // Recovery, or cwnd growth; then the default pacing rate.
+        if !self.cong_control(ctx.now, &rs) {
+            let ca_ctx = self.ca_ctx(ctx.now);
+            // tcp_in_cwnd_reduction: PRR in CWR as in Recovery.
+            if matches!(self.ca_state, CaState::Recovery | CaState::Cwr) {
+                self.cwnd_reduction(newly_acked_sacked, rate.lost, fl.snd_una_advanced);
+            } else if self.may_raise_cwnd(ctx.cfg, cleaned.acked_segs > 0, fl.data_sacked) {
+                // acked_sacked: segments newly delivered by this ACK; those SACKed
+                // earlier and now cumulatively ACKed grew nothing then and do not now.
+                self.cc
+                    .cong_avoid(&mut self.cw, newly_acked_sacked, &ca_ctx);
+                self.snd_cwnd_stamp = ctx.now; // tcp_cong_avoid
+            }
+            self.update_pacing_rate(ctx.cfg);
+        }
+        if fl.set_xmit_timer {
+            self.set_xmit_timer(ctx);
+        }
+        if ack > prior_una {
+            self.on_snd_una_advanced(ctx, &cleaned);
+        }
+        AckOutcome::New
+    }
+
+    /// `tcp_ack`'s `no_queue:` path: nothing was in flight, so nothing is cleaned,
+    /// and neither the recovery state machine nor congestion control sees the ACK (no
+    /// cwnd growth, rate sample or pacing update: a receiver's every data segment
+    /// comes this way). Only a D-SACK may still undo a reduction
+    /// (`FLAG_DSACKING_ACK`), and a TLP episode may end. The window update and
+    /// `tcp_ack_probe` ran in `ack_update_window`.
+    fn ack_no_queue(
+        &mut self,
+        ctx: &mut Ctx,
+        ack: u64,
+        prior_una: u64,
+        sack: &super::rtx::sacktag::SackResult,
+        ece: bool,
+        ca_flags: u32,
+    ) -> AckOutcome {
+        let prior_delivered = self.delivered;
+        // tcp_ack counts sack_state.sack_delivered before it branches.
+        self.count_delivered(sack.newly_sacked + sack.dsack_segs, ece);
+        // no_queue: tcp_in_ack_event first.
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc.in_ack_event(ca_flags, &ca_ctx);
+        let mut fl = self.rack_ack_delivered(ctx, false, sack);
+        fl.ece = ece;
+        if sack.dsack {
+            let d = self.fastretrans_alert(ctx, prior_una, 0, &mut fl);
+            self.count_delivered(d, ece);
+            self.newly_delivered(ctx, prior_delivered, ece);
+        }
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(ctx, ack, &fl);
+        }
+        AckOutcome::New
+    }
+
+    /// `tcp_ack`'s `old_ack:` path, for an ACK below `snd_una` with SACK blocks: they
+    /// still tag the queue (`tcp_sacktag_write_queue`, blocks validated against
+    /// today's `snd_una`, a D-SACK detected against this ACK's own `ack_seq`), then
+    /// `tcp_fastretrans_alert` (no duplicate ACK counted), `tcp_newly_delivered` and
+    /// `tcp_xmit_recovery`. No window update, RTT or rate sample, TLP check or
+    /// `tcp_rack_update_reo_wnd`: those run on the main path only.
+    fn old_ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack_seq: u64) {
+        let (una, prior_delivered) = (self.snd_una, self.delivered);
+        self.rack_ack_begin(ctx, th);
+        let sack = self.sacktag(ctx, th, ack_seq, una);
+        let mut fl = self.rack_ack_delivered(ctx, false, &sack);
+        self.delivered += sack.newly_sacked as u64;
+        let d = self.fastretrans_alert(ctx, una, 0, &mut fl);
+        // FLAG_ECE is only looked at past `old_ack:`, so never here.
+        self.count_delivered(d, false);
+        self.newly_delivered(ctx, prior_delivered, false);
+    }
+
+    /// `tcp_newly_delivered`: the segments delivered since `prior_delivered`, counted
+    /// in `TcpExtTCPDelivered` (and `TcpExtTCPDeliveredCE` for an ECE ACK).
+    fn newly_delivered(&mut self, ctx: &mut Ctx, prior_delivered: u64, ece: bool) -> u32 {
+        let newly = self.delivered - prior_delivered;
+        ctx.mib.add(Mib::TcpExtTCPDelivered, newly);
+        if ece {
+            super::ecn::count_delivered_ce(ctx, newly);
+        }
+        newly as u32
+    }
+
+    /// `tcp_count_delivered`: `delivered` more segments reached the peer, with an
+    /// ECE ACK also `delivered_ce`.
+    fn count_delivered(&mut self, delivered: u32, ece: bool) {
+        self.delivered += delivered as u64;
+        if ece {
+            self.delivered_ce += delivered as u64;
+        }
+    }
+
+    /// The `tcp_sock` view a congestion control's `cong_control` and `init` get.
+    pub(crate) fn cc_context(
+        &mut self,
+        now: crate::time::Instant,
+    ) -> (&mut dyn CongestionOps, CcContext<'_>) {
+        let packets_in_flight = self.packets_in_flight();
+        let c = CcContext {
+            cw: &mut self.cw,
+            pacing_rate: &mut self.pace.pacing_rate,
+            pacing_needed: &mut self.pace.pacing_needed,
+            app_limited: &mut self.rate.app_limited,
+            max_pacing_rate: self.pace.max_pacing_rate,
+            mss: self.mss_cache,
+            srtt_us: self.rtt.srtt_us,
+            min_rtt_us: self.rtt.min_rtt_us,
+            delivered: self.delivered,
+            delivered_mstamp: self.rate.delivered_mstamp,
+            lost: self.rtx.lost,
+            packets_in_flight,
+            now,
+            wstamp: self.pace.wstamp,
+            ca_state: self.ca_state,
+            seed: self.iss.0,
+            ecn_ok: self.ecn_flags & super::ecn::TCP_ECN_OK != 0,
+            snd_nxt: self.snd_nxt,
+            rcv_nxt: self.rcv_nxt,
+            delivered_ce: self.delivered_ce,
+        };
+        (self.cc.as_mut(), c)
+    }
+
+    /// `ca_ops->cong_control` with this ACK's rate sample; false if the congestion
+    /// control has none.
+    fn cong_control(&mut self, now: crate::time::Instant, rs: &RateSample) -> bool {
+        let (cc, mut c) = self.cc_context(now);
+        cc.cong_control(&mut c, rs)
+    }
+
+    /// `ca_rtt_us` of `tcp_clean_rtx_queue`: the RTT of the most recently sent
+    /// packet this ACK (S)ACKed, never from a retransmission.
+    fn ca_rtt_us(
+        &self,
+        ctx: &Ctx,
+        c: &super::rtx::Cleaned,
+        sack_tx: Option<crate::time::Instant>,
+    ) -> Option<u32> {
+        let last = sack_tx.or(c.last_tx.filter(|_| !c.acked_retrans))?;
+        Some(ctx.now.saturating_since(last).as_micros() as u32)
+    }
+
+    /// `tcp_may_raise_cwnd` + `tcp_in_cwnd_reduction`: grow on in-order delivery
+    /// (`FLAG_DATA_ACKED`, RFC 5681) or, once reordering exceeds
+    /// `tcp_reordering`, on any forward progress (`FLAG_FORWARD_PROGRESS`: a SACK
+    /// too).
+    fn may_raise_cwnd(&self, cfg: &crate::config::Config, data_acked: bool, sacked: bool) -> bool {
+        if matches!(self.ca_state, CaState::Recovery | CaState::Cwr) {
+            return false;
+        }
+        if self.reordering > cfg.tcp_reordering {
+            return data_acked || sacked;
+        }
+        data_acked
+    }
+
+    /// `tcp_ack_update_window`
+    /// ([RFC 9293 3.10.7.4](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.4)
+    /// SND.WL1/WL2 rule, as `tcp_may_update_window`: from the same segment only a larger or
+    /// zero window). True if the window was updated (`FLAG_WIN_UPDATE`).
+    fn ack_update_window(&mut self, th: &TcpRepr, ack: u64, min_snd_mss: u32) -> bool {
+        let seq = self.rcv_off(super::seq::Seq(th.seq));
+        let nwin = (th.window as u32) << self.rx_opt.snd_wscale;
+        if self.may_update_window(ack, seq, nwin) {
+            self.snd_wl1 = seq;
+            if nwin > self.snd_wnd
+                && nwin > 0
+                && self
+                    .icsk
+                    .pending
+                    .is_some_and(|p| p.0 == super::sock::Pending::Probe0)
+            {
+                // tcp_ack_probe: the window opened.
+                self.icsk.pending = None;
+                self.icsk.backoff = 0;
+                self.icsk.probes_tstamp = None;
+            }
+            if self.snd_wnd != nwin {
+                // "the only place, where fast path is recovered for sending TCP".
+                self.snd_wnd = nwin;
+                self.fast_path_off();
+                self.fast_path_check();
+            }
+            if nwin > self.max_window {
+                self.max_window = nwin;
+                self.sync_mss(self.pmtu_cookie, min_snd_mss);
+            }
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_snd_una_update`: `tcpi_bytes_acked` grows by the sequence space the ACK
+    /// covers, the SYN and the FIN included (Linux 4.1+, RFC 4898 tcpEStatsAppHCThruOctetsAcked).
+    pub(super) fn snd_una_update(&mut self, ack: u64) {
+        self.bytes_acked += ack.saturating_sub(self.snd_una);
+        self.snd_una = ack;
+    }
+
+    /// `tcp_clean_rtx_queue` around [`super::rtx::RtxQueue::clean`].
+    pub(super) fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx::Cleaned {
+        let c = self.rtx.clean(ack, self.mss_cache);
+        self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
+        if ack > self.snd_una {
+            // tcp_ack: FLAG_SND_UNA_ADVANCED resets icsk_retransmits.
+            self.icsk.retransmits = 0;
+            let prior = self.snd_una;
+            self.snd_una_update(ack);
+            self.urg_acked(prior);
+            self.tstamp_acked(ctx, prior, (ack - prior).min(u32::MAX as u64) as u32);
+        }
+        if c.acked_segs > 0 {
+            self.mtup_probe_acked(ctx);
+        }
+        // The freed skbs release their MSG_ZEROCOPY references.
+        self.zerocopy_acked(ctx);
+        c
+    }
+
+    /// `tcp_clean_rtx_queue`'s RTT samples (Karn,
+    /// [RFC 6298 section 3](https://www.rfc-editor.org/rfc/rfc6298#section-3): none from
+    /// the cumulative ACK when it acknowledged a retransmission), then `tcp_ack_update_rtt`. Returns
+    /// whether the RTT was updated (`rtt_update`) and the congestion control's
+    /// sample (`rs->rtt_us`).
+    fn ack_rtt(
+        &mut self,
+        ctx: &mut Ctx,
+        th: &TcpRepr,
+        c: &super::rtx::Cleaned,
+        sack: &super::rtx::sacktag::SackResult,
+        maybe_delayed: bool,
+    ) -> (bool, Option<u32>) {
+        let since = |t: crate::time::Instant| ctx.now.saturating_since(t).as_micros() as u32;
+        let samples = RttSamples {
+            seq_rtt_us: c.first_tx.filter(|_| !c.acked_retrans).map(since),
+            sack_rtt_us: sack.first_tx.map(since),
+            ca_rtt_us: self.ca_rtt_us(ctx, c, sack.last_tx),
+            acked: c.acked_segs > 0,
+            maybe_delayed,
+        };
+        let ts = self.ts_echo_rtt_us(ctx, th);
+        self.ack_update_rtt(ctx, &samples, ts)
+    }
+
+    /// `tcp_rtt_tsopt_us`: the RTT the echoed timestamp gives (RFC 7323 section 4.1:
+    /// valid for a retransmission's echo too), if timestamps are on.
+    pub(super) fn ts_echo_rtt_us(&self, ctx: &Ctx, th: &TcpRepr) -> Option<u32> {
+        th.options
+            .timestamp
+            .filter(|&(_, ecr)| self.rx_opt.tstamp_ok && ecr != 0)
+            .and_then(|(_, ecr)| ts_rtt_us(self.tsval(ctx.now), ecr))
+    }
+
+    /// After `snd_una` moved: timers, FIN states, send buffer and write space.
+    fn on_snd_una_advanced(&mut self, ctx: &mut Ctx, c: &super::rtx::Cleaned) {
+        self.lost_hint = self.lost_hint.max(self.snd_una);
+        self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
+        // tcp_clean_rtx_queue: an emptied retransmit queue stops the busy chrono.
+        if self.rtx.is_empty() {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::Busy);
+        }
+        if c.fin_acked {
+            self.our_fin_acked(ctx);
+        }
+        // The send buffer grows in tcp_check_space, after the push that follows the
+        // ACK (tcp_data_snd_check), not here.
+        self.check_space(ctx);
+    }
+}
+
+/// The RTT in microseconds a timestamp echo `ecr` gives at our clock `tsval` (ms
+/// ticks), as `tcp_ack_update_rtt`: none when the echo is from the future or too old
+/// (`delta >= INT_MAX / 1000`, a forged or stale TSecr), at least one tick.
+pub(crate) fn ts_rtt_us(tsval: u32, ecr: u32) -> Option<u32> {
+    let delta = tsval.wrapping_sub(ecr);
+    (delta < i32::MAX as u32 / 1000).then(|| delta.max(1) * 1000)
+}
+
+#[cfg(test)]
+mod ts_rtt_tests {
+    use super::ts_rtt_us;
+
+    #[test]
+    fn echo_bounds_as_tcp_ack_update_rtt() {
+        assert_eq!(ts_rtt_us(1000, 1000), Some(1000), "at least one tick");
+        assert_eq!(ts_rtt_us(1000, 960), Some(40_000));
+        // From the future, or older than INT_MAX / 1000 ticks: no sample.
+        assert_eq!(ts_rtt_us(1000, 1001), None);
+        assert_eq!(ts_rtt_us(0, 1), None);
+        assert_eq!(ts_rtt_us(0, u32::MAX), Some(1000), "across the wrap");
+        assert_eq!(ts_rtt_us(i32::MAX as u32 / 1000, 0), None);
+        let d = i32::MAX as u32 / 1000 - 1;
+        assert_eq!(ts_rtt_us(d, 0), Some(d * 1000));
+    }
+}

@@ -1,0 +1,287 @@
+//! The data path of tcp_input.c: `tcp_data_queue` (in order, duplicate, out of
+//! window), `tcp_rcv_nxt_update`, `tcp_ofo_queue`, the connection's side of
+//! `tcp_data_queue_ofo` (the queue itself is tcp/ofo.rs), `tcp_fin`, `tcp_data_ready`.
+
+use super::consts::TCP_MAX_QUICKACKS;
+use super::rcvqueue::Payload;
+use super::sock::Tcb;
+use super::{Ctx, TcpState};
+use crate::mib::Mib;
+use crate::socket::EventKind;
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+
+impl Tcb {
+    /// `tcp_data_queue`: in-order data to the receive queue, out-of-order data to the
+    /// OFO queue, duplicates answered with D-SACK; then the FIN.
+    pub(crate) fn data_queue(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
+        let fin = th.flags.contains(TcpFlags::FIN);
+        let end_seq = seq + payload.len() as u64 + fin as u64;
+        let after_fin = matches!(
+            self.state,
+            TcpState::CloseWait | TcpState::Closing | TcpState::LastAck
+        );
+        // tcp_rcv_state_process step 7 (RFC 9293 3.10.7.4): after the peer's FIN,
+        // text at or above rcv_nxt is ignored (dropped, unanswered); TIME-WAIT is a
+        // timewait socket's (tcp/minisocks.rs).
+        if after_fin && seq >= self.rcv_nxt {
+            return;
+        }
+        // From below rcv_nxt it goes on, as in FIN-WAIT-1/2: once the receive side
+        // is shut (`sk_shutdown & RCV_SHUTDOWN`: the peer's FIN, shutdown(SHUT_RD) or
+        // close(2)), new text resets the connection ("RFC 1122 says we MUST send a
+        // reset"): TcpExtTCPAbortOnData, tcp_reset, and tcp_v4_do_rcv's `reset:`
+        // answers with tcp_v4_send_reset built from the segment (seq = its ACK).
+        let fin_wait = matches!(self.state, TcpState::FinWait1 | TcpState::FinWait2);
+        if (after_fin || fin_wait)
+            && (self.shut_rd || self.rcv_shutdown)
+            && end_seq != seq
+            && end_seq - fin as u64 > self.rcv_nxt
+        {
+            ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
+            super::output::send_reset(ctx, self.tuple, th, payload.len());
+            return self.tcp_reset(ctx);
+        }
+        if end_seq == seq {
+            if th.flags.contains(TcpFlags::SYN) && seq < self.rcv_nxt {
+                // The peer's SYN-ACK again, let through in SYN-RECV (simultaneous
+                // open): its end_seq counts the SYN, so it is a duplicate, D-SACKed.
+                self.old_data(ctx, seq, seq + 1);
+            }
+            return;
+        }
+        // "tp->rx_opt.dsack = 0": a D-SACK still unsent is forgotten.
+        self.dsack = None;
+        self.data_segs_in += !payload.is_empty() as u64;
+        let rwin = self.receive_window() as u64;
+        if seq == self.rcv_nxt {
+            // In sequence but the window is closed: dropped, except a bare FIN
+            // (some stacks send it in a loop at a zero window).
+            if rwin == 0 && !(payload.is_empty() && fin) {
+                ctx.mib.inc(Mib::TcpExtTCPZeroWindowDrop);
+                return self.data_out_of_window();
+            }
+            return self.queue_and_out(ctx, th, seq, payload);
+        }
+        if end_seq <= self.rcv_nxt {
+            // "A retransmit, 2nd most common case." (a FIN again included).
+            return self.old_data(ctx, seq, end_seq);
+        }
+        if seq >= self.rcv_nxt + rwin {
+            // Out of window, e.g. a zero-window probe (SKB_DROP_REASON_TCP_OVERWINDOW).
+            return self.data_out_of_window();
+        }
+        if seq < self.rcv_nxt {
+            // A partial duplicate: D-SACK its head, even if the tail is dropped.
+            self.dsack_set(ctx, seq, self.rcv_nxt);
+            if rwin == 0 {
+                ctx.mib.inc(Mib::TcpExtTCPZeroWindowDrop);
+                return self.data_out_of_window();
+            }
+            return self.queue_and_out(ctx, th, seq, payload);
+        }
+        self.ofo_data(ctx, th, seq, payload);
+    }
+
+    /// `tcp_data_queue`'s `queue_and_out:`: a segment that reaches `rcv_nxt` goes to
+    /// the receive queue (its new bytes), its FIN to `tcp_fin`, and the out-of-order
+    /// data it reaches follows (`tcp_ofo_queue`).
+    fn queue_and_out(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
+        let fin = th.flags.contains(TcpFlags::FIN);
+        if !self.try_rmem_schedule(ctx, seq, payload.len() as u32) {
+            // ICSK_ACK_NOMEM | ICSK_ACK_NOW; dropped if the application has data to
+            // read, else queued all the same (sk_forced_mem_schedule); a bare FIN is
+            // always taken.
+            self.schedule_ack_now();
+            self.ack.nomem = true;
+            if !self.rcv_queue.is_empty() && !payload.is_empty() {
+                ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
+                return;
+            }
+        }
+        let fresh = payload.skip((self.rcv_nxt - seq) as usize);
+        if !fresh.is_empty() {
+            self.queue_in_order(ctx, fresh);
+        }
+        if !payload.is_empty() {
+            // tcp_event_data_recv on the whole segment: tcp_measure_rcv_mss, then
+            // ato; tcp_grow_window.
+            let len = payload.len() as u32;
+            let truesize = self.rx_skb(ctx.cfg, len).truesize;
+            self.measure_rcv_mss(th, len, len.min(self.advmss), truesize);
+            self.event_data_recv(ctx.now);
+            self.ecn_check_ce(ctx, self.rx_ip_ecn);
+            if len >= 128 {
+                self.grow_window(ctx, len, truesize);
+            }
+        }
+        if fin {
+            self.fin_seq.get_or_insert(self.rcv_nxt);
+            // tcp_fin purges the out-of-order queue.
+            return self.try_consume_fin(ctx);
+        }
+        let had_ofo = !self.ofo.is_empty();
+        while let Some(s) = self.ofo.pop_in_order(self.rcv_nxt) {
+            let len = s.data.len();
+            self.rcv_queue.push(s.data, s.truesize);
+            if len > 0 {
+                self.rcv_nxt_advance(ctx, len);
+            }
+            if s.fin {
+                self.fin_seq.get_or_insert(self.rcv_nxt);
+                self.try_consume_fin(ctx);
+                break;
+            }
+        }
+        if had_ofo && self.ofo.is_empty() {
+            // RFC 5681 section 4.2: ACK at once when the gap is filled (tcp_data_queue:
+            // ICSK_ACK_NOW once the out-of-order queue is empty; a partial fill moves
+            // rcv_nxt, which tcp_ack_snd_check answers at once or, with data still
+            // held, as the first ACK for the new rcv_nxt).
+            self.schedule_ack_now();
+        }
+        self.fast_path_check();
+    }
+
+    /// Queues in-order `data`, charged as received segments (tcp/rmem.rs).
+    pub(super) fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
+        let skb = self.rx_skb(ctx.cfg, data.len() as u32);
+        let truesize = self.rcv_queue.coalesced_charge(skb, data.len() as u32);
+        self.rcv_queue.push_payload(ctx.frag, data, truesize);
+        self.rcv_nxt_advance(ctx, data.len());
+    }
+
+    /// `tcp_rcv_nxt_update` for `len` bytes just queued in order, and the reader's
+    /// wakeup.
+    fn rcv_nxt_advance(&mut self, ctx: &mut Ctx, len: usize) {
+        self.rcv_nxt += len as u64;
+        self.bytes_received += len as u64;
+        self.ack.pending = true;
+        // tcp_data_ready even after shutdown(SHUT_RD): the data stays queued and
+        // readable (tcp_recvmsg returns queued data before it looks at RCV_SHUTDOWN).
+        self.data_ready(ctx);
+    }
+
+    /// `tcp_data_ready`: wake the reader (`sk_data_ready`) once `tcp_epollin_ready`
+    /// holds for `sk_rcvlowat`, or the stream is done (`SOCK_DONE`).
+    pub(crate) fn data_ready(&mut self, ctx: &mut Ctx) {
+        let target = self.rcvlowat as usize;
+        if !(self.epollin_ready(target, ctx.mem.under_pressure()) || self.rcv_shutdown) {
+            return;
+        }
+        self.data_ready_count += 1;
+        if !self.readable_signaled && !self.rcv_queue.is_empty() {
+            self.readable_signaled = true;
+            self.notify(ctx, EventKind::Readable);
+        }
+    }
+
+    /// Data wholly below `rcv_nxt`: a duplicate
+    /// ([RFC 2883 section 4](https://www.rfc-editor.org/rfc/rfc2883#section-4): D-SACK it).
+    fn old_data(&mut self, ctx: &mut Ctx, seq: u64, end: u64) {
+        // tcp_data_queue: "a retransmit, 2nd most common case. Force an immediate ack."
+        ctx.mib.inc(Mib::TcpExtDelayedACKLost);
+        self.dsack_set(ctx, seq, end);
+        self.data_out_of_window();
+    }
+
+    /// `tcp_data_queue`'s `out_of_window:`: the segment is dropped and answered at
+    /// once, in quick-ACK mode (`tcp_enter_quickack_mode`, `inet_csk_schedule_ack`).
+    fn data_out_of_window(&mut self) {
+        self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+        self.ack.pending = true;
+    }
+
+    /// Data above a hole (`tcp_data_queue_ofo`), its FIN with it: to the OFO queue if
+    /// memory allows (tcp/rmem.rs; else dropped, not ACKed), the ACK left to
+    /// `tcp_ack_snd_check`.
+    pub(crate) fn ofo_data(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
+        let fin = th.flags.contains(TcpFlags::FIN);
+        let len = payload.len() as u32;
+        // tcp_data_queue_ofo measures the segment first (Linux 6.17, "tcp: call
+        // tcp_measure_rcv_mss() for ooo packets").
+        let skb = self.rx_skb(ctx.cfg, len);
+        self.measure_rcv_mss(th, len, len.min(self.advmss), skb.truesize);
+        self.ecn_check_ce(ctx, self.rx_ip_ecn);
+        if !self.try_rmem_schedule(ctx, seq, len) {
+            ctx.mib.inc(Mib::TcpExtTCPOFODrop);
+            return;
+        }
+        ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
+        self.fast_path_off(); // tcp_data_queue_ofo
+                              // tcp_data_queue_ofo: max(1, gso_segs) of the (GRO) packet.
+        self.rcv_ooopack += payload
+            .len()
+            .div_ceil(self.ack.rcv_mss.max(1) as usize)
+            .max(1) as u64;
+        // tcp_sack_new_ofo_skb: ACKs held back go out before the block this data
+        // extends or opens moves past the first two (their news would be lost).
+        let end_seq = seq + payload.len() as u64 + fin as u64;
+        let slot = self.ofo.sack_slot(seq, end_seq);
+        if self.rx_opt.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
+            self.sack_compress_send_ack(ctx);
+        }
+        // In one piece, in a buffer of its own as Linux's skb: a slice of the shared
+        // arenas would keep a whole arena alive for as long as a peer keeps one
+        // segment above a hole.
+        let mut own = Vec::with_capacity(payload.len());
+        payload.for_each_chunk(|c| own.extend_from_slice(c));
+        let ins = self.ofo.insert_seg(seq, own.into(), fin, skb);
+        ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
+        if let Some(d) = ins.dup {
+            if self.rx_opt.sack_ok && ctx.cfg.tcp_dsack {
+                self.dsack = Some(d);
+                ctx.mib.inc(Mib::TcpExtTCPDSACKOfoSent);
+            }
+        }
+        // tcp_data_queue_ofo: data above a hole opens the window too, except without
+        // SACK ("do not grow window to force DUPACK") or when all of it was there.
+        if self.rx_opt.sack_ok && ins.queued && len > 0 {
+            self.grow_window(ctx, len, skb.truesize);
+        }
+        // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
+        self.rcvbuf_grow(ctx, self.rcvq_space);
+        // inet_csk_schedule_ack: tcp_ack_snd_check decides (tcp/compsack.rs).
+        self.ack.pending = true;
+    }
+
+    /// Once all data before the peer's FIN is in, take the FIN (`tcp_fin`).
+    pub(super) fn try_consume_fin(&mut self, ctx: &mut Ctx) {
+        let Some(fin) = self.fin_seq else { return };
+        // A FIN again is a duplicate (data_queue's old data); one above a hole waits.
+        if fin != self.rcv_nxt || self.rcv_shutdown {
+            return;
+        }
+        self.rcv_nxt += 1;
+        self.bytes_received += 1; // tcp_rcv_nxt_update: the FIN's sequence number counts
+        self.rcv_shutdown = true;
+        // tcp_data_queue's tcp_data_ready after tcp_fin: SOCK_DONE wakes the reader.
+        self.data_ready_count += 1;
+        // tcp_fin: "It _is_ possible, that we have something out-of-order _after_
+        // FIN. [...] For now drop them.", and tcp_sack_reset (the D-SACK too).
+        self.ofo.purge();
+        if self.rx_opt.sack_ok {
+            self.dsack = None;
+        }
+        self.notify(ctx, EventKind::ReadHangUp);
+        // tcp_fin: in SYN-RECV and ESTABLISHED the ACK is only scheduled and the
+        // connection enters pingpong mode (the application's reply, often its own
+        // FIN, may carry it); in the other states it goes at once.
+        match self.state {
+            TcpState::SynRecv | TcpState::Established => {
+                self.ack.pending = true;
+                self.enter_pingpong_mode(ctx.cfg);
+                self.state = TcpState::CloseWait;
+            }
+            TcpState::FinWait1 => {
+                self.schedule_ack_now();
+                self.state = TcpState::Closing;
+            }
+            TcpState::FinWait2 => {
+                // tcp_fin: tcp_send_ack, then tcp_time_wait.
+                self.send_ack(ctx);
+                self.enter_time_wait(ctx);
+            }
+            _ => self.schedule_ack_now(),
+        }
+    }
+}

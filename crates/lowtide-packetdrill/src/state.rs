@@ -8,7 +8,7 @@ use lowtide::posix::{errno, Host};
 use lowtide::tcp::skbuff::RxAlloc;
 use lowtide::{Config, Instant, Stack, Transmit};
 use lowtide_sim::qdisc::fq::{Fq, FqConfig};
-use lowtide_sim::qdisc::{Qdisc, Skb, Verdict};
+use lowtide_sim::qdisc::{NetXmit, Qdisc, Skb};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -471,7 +471,7 @@ impl State {
             match self.fq.as_mut() {
                 Some(q) => {
                     let mut dropped = Vec::new();
-                    if q.enqueue(now.as_nanos(), fq_skb(tx, now), &mut dropped) == Verdict::Drop {
+                    if q.enqueue(now.as_nanos(), fq_skb(tx, now), &mut dropped) == NetXmit::Drop {
                         for d in dropped {
                             self.host.handle_tx_dropped(now, d.item.token);
                         }

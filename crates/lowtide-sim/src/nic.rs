@@ -2,7 +2,7 @@
 //! `txqueuelen` packets) in front of a transmitter that drains it at link rate.
 
 use crate::qdisc::fifo::Fifo;
-use crate::qdisc::{Qdisc, QdiscStats, Skb, Verdict};
+use crate::qdisc::{NetXmit, Qdisc, QdiscStats, Skb};
 use lowtide::{Instant, Transmit};
 use serde::Serialize;
 
@@ -194,9 +194,9 @@ impl<T: QueueItem + 'static> NicQueue<T> {
             } else {
                 arrived = false;
                 match verdict {
-                    Verdict::Drop => back = Some(d.item),
+                    NetXmit::Drop => back = Some(d.item),
                     // `net_xmit_eval`: the sender counts it as sent.
-                    Verdict::Success | Verdict::Cn => self.freed.push(d.item),
+                    NetXmit::Success | NetXmit::Cn => self.freed.push(d.item),
                 }
             }
         }

@@ -7,7 +7,7 @@
 //! `1/sqrt(count)` is kept as a Q0.16 number refined by one Newton step per drop,
 //! as Linux does, so the drop times are Linux's to the 1024 ns unit.
 
-use super::{inet_ecn_set_ce, Qdisc, QdiscStats, QueueItem, Skb, Verdict, PSCHED_MTU};
+use super::{inet_ecn_set_ce, NetXmit, Qdisc, QdiscStats, QueueItem, Skb, PSCHED_MTU};
 use std::collections::VecDeque;
 
 /// `codel_time_t`: ns >> [`CODEL_SHIFT`], wrapping.
@@ -341,17 +341,17 @@ impl<T: QueueItem> Qdisc<T> for Codel<T> {
     }
 
     /// `codel_qdisc_enqueue`: tail drop above `limit`.
-    fn enqueue(&mut self, _now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
+    fn enqueue(&mut self, _now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit {
         if self.queue.len() >= self.cfg.limit as usize {
             self.drop_overlimit += 1;
             self.stats.drops += 1;
             dropped.push(skb);
-            return Verdict::Drop;
+            return NetXmit::Drop;
         }
         self.stats.backlog += skb.len as u64;
         self.queue.push_back(skb);
         self.stats.qlen = self.queue.len() as u32;
-        Verdict::Success
+        NetXmit::Success
     }
 
     /// `codel_qdisc_dequeue`.
@@ -409,7 +409,7 @@ mod tests {
         for _ in 0..n {
             assert_eq!(
                 q.enqueue(0, pkt_at(1500, ect, 0, 0), &mut d),
-                Verdict::Success
+                NetXmit::Success
             );
         }
         q
@@ -561,7 +561,7 @@ mod tests {
         let mut d = Vec::new();
         q.enqueue(0, pkt_at(100, 0, 0, 0), &mut d);
         q.enqueue(0, pkt_at(100, 0, 0, 0), &mut d);
-        assert_eq!(q.enqueue(0, pkt_at(100, 0, 0, 0), &mut d), Verdict::Drop);
+        assert_eq!(q.enqueue(0, pkt_at(100, 0, 0, 0), &mut d), NetXmit::Drop);
         assert_eq!((q.stats().qlen, q.drop_overlimit), (2, 1));
     }
 }

@@ -4,7 +4,7 @@
 //! priority each hold `txqueuelen` packets, and TCP's default TOS puts every packet
 //! in band 1.
 
-use super::{Qdisc, QdiscStats, QueueItem, Skb, Verdict};
+use super::{NetXmit, Qdisc, QdiscStats, QueueItem, Skb};
 use std::collections::VecDeque;
 
 /// What a fifo's limit counts.
@@ -81,11 +81,11 @@ impl<T: QueueItem> Qdisc<T> for Fifo<T> {
         }
     }
 
-    fn enqueue(&mut self, _now: u64, mut skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
+    fn enqueue(&mut self, _now: u64, mut skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit {
         if !self.has_room(skb.len) {
             self.stats.drops += 1;
             dropped.push(skb);
-            return Verdict::Drop;
+            return NetXmit::Drop;
         }
         let marking = self
             .ecn_mark_at
@@ -96,7 +96,7 @@ impl<T: QueueItem> Qdisc<T> for Fifo<T> {
         self.stats.backlog += skb.len as u64;
         self.queue.push_back(skb);
         self.stats.qlen = self.queue.len() as u32;
-        Verdict::Success
+        NetXmit::Success
     }
 
     fn dequeue(&mut self, _now: u64, _dropped: &mut Vec<Skb<T>>) -> Option<Skb<T>> {
@@ -127,14 +127,14 @@ mod tests {
     fn pfifo_counts_packets() {
         let mut q = Fifo::pfifo(2);
         let mut d = Vec::new();
-        assert_eq!(q.enqueue(0, skb(65_000), &mut d), Verdict::Success);
-        assert_eq!(q.enqueue(0, skb(65_000), &mut d), Verdict::Success);
-        assert_eq!(q.enqueue(0, skb(40), &mut d), Verdict::Drop);
+        assert_eq!(q.enqueue(0, skb(65_000), &mut d), NetXmit::Success);
+        assert_eq!(q.enqueue(0, skb(65_000), &mut d), NetXmit::Success);
+        assert_eq!(q.enqueue(0, skb(40), &mut d), NetXmit::Drop);
         assert_eq!((d.len(), d[0].len), (1, 40), "the arrival comes back");
         let s = q.stats();
         assert_eq!((s.qlen, s.backlog, s.drops), (2, 130_000, 1));
         assert_eq!(q.dequeue(0, &mut d).unwrap().len, 65_000);
-        assert_eq!(q.enqueue(0, skb(40), &mut d), Verdict::Success);
+        assert_eq!(q.enqueue(0, skb(40), &mut d), NetXmit::Success);
     }
 
     /// sch_fifo.c bfifo_enqueue: `backlog + qdisc_pkt_len <= limit`.
@@ -142,14 +142,14 @@ mod tests {
     fn bfifo_counts_bytes() {
         let mut q = Fifo::bfifo(3000);
         let mut d = Vec::new();
-        assert_eq!(q.enqueue(0, skb(1500), &mut d), Verdict::Success);
-        assert_eq!(q.enqueue(0, skb(1501), &mut d), Verdict::Drop);
+        assert_eq!(q.enqueue(0, skb(1500), &mut d), NetXmit::Success);
+        assert_eq!(q.enqueue(0, skb(1501), &mut d), NetXmit::Drop);
         assert_eq!(
             q.enqueue(0, skb(1500), &mut d),
-            Verdict::Success,
+            NetXmit::Success,
             "exactly full"
         );
-        assert_eq!(q.enqueue(0, skb(1), &mut d), Verdict::Drop);
+        assert_eq!(q.enqueue(0, skb(1), &mut d), NetXmit::Drop);
         assert_eq!(q.stats().backlog, 3000);
         assert_eq!(q.kind(), "bfifo");
     }

@@ -15,7 +15,7 @@
 //! the device's, 0 here) and `SO_MAX_PACING_RATE` of non-TCP sockets (the fast
 //! path's third rule: every simulated socket is TCP).
 
-use super::{inet_ecn_set_ce, Qdisc, QdiscStats, QueueItem, Skb, Verdict, PSCHED_MTU};
+use super::{inet_ecn_set_ce, NetXmit, Qdisc, QdiscStats, QueueItem, Skb, PSCHED_MTU};
 use std::collections::{BTreeSet, VecDeque};
 
 /// `FQ_BANDS`: priority bands.
@@ -454,10 +454,10 @@ impl<T: QueueItem> Fq<T> {
     }
 
     /// Drops the arriving `skb` (`qdisc_drop`).
-    fn drop_arrival(&mut self, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
+    fn drop_arrival(&mut self, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit {
         self.stats.drops += 1;
         dropped.push(skb);
-        Verdict::Drop
+        NetXmit::Drop
     }
 
     /// `flow_queue_add` into `queue`: in order of time to send, after packets of
@@ -545,7 +545,7 @@ impl<T: QueueItem> Qdisc<T> for Fq<T> {
     }
 
     /// `fq_enqueue`.
-    fn enqueue(&mut self, now: u64, mut skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
+    fn enqueue(&mut self, now: u64, mut skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit {
         let band = self.cfg.prio2band[(skb.priority & 15) as usize] as usize % FQ_BANDS;
         if self.band_pkt_count[band] >= self.cfg.limit {
             self.stat_band_drops[band] += 1;
@@ -571,7 +571,7 @@ impl<T: QueueItem> Qdisc<T> for Fq<T> {
                 Self::queue_add(&mut self.internal, time_to_send, (time_to_send, skb), |e| {
                     e.0
                 });
-                return Verdict::Success;
+                return NetXmit::Success;
             }
             Target::Flow(idx) => idx,
         };
@@ -602,7 +602,7 @@ impl<T: QueueItem> Qdisc<T> for Fq<T> {
             (time_to_send, band as u8, skb),
             |e| e.0,
         );
-        Verdict::Success
+        NetXmit::Success
     }
 
     /// `fq_dequeue`.
@@ -744,21 +744,21 @@ mod tests {
         let mut d = Vec::new();
         // Nothing queued: the first 8 go by the fast path.
         for _ in 0..8 {
-            assert_eq!(q.enqueue(0, edt(100, 1, 0), &mut d), Verdict::Success);
+            assert_eq!(q.enqueue(0, edt(100, 1, 0), &mut d), NetXmit::Success);
         }
         assert_eq!(q.flow_counts(), (0, 0));
         for _ in 0..100 {
-            assert_eq!(q.enqueue(0, edt(100, 1, 0), &mut d), Verdict::Success);
+            assert_eq!(q.enqueue(0, edt(100, 1, 0), &mut d), NetXmit::Success);
         }
-        assert_eq!(q.enqueue(0, edt(100, 1, 0), &mut d), Verdict::Drop);
+        assert_eq!(q.enqueue(0, edt(100, 1, 0), &mut d), NetXmit::Drop);
         for _ in 0..50 {
-            assert_eq!(q.enqueue(0, edt(100, 2, 0), &mut d), Verdict::Success);
+            assert_eq!(q.enqueue(0, edt(100, 2, 0), &mut d), NetXmit::Success);
         }
-        assert_eq!(q.enqueue(0, edt(100, 3, 0), &mut d), Verdict::Drop, "limit");
+        assert_eq!(q.enqueue(0, edt(100, 3, 0), &mut d), NetXmit::Drop, "limit");
         // Another band has its own limit (priority 6, TC_PRIO_INTERACTIVE: band 0).
         let mut hi = edt(100, 4, 0);
         hi.priority = 6;
-        assert_eq!(q.enqueue(0, hi, &mut d), Verdict::Success);
+        assert_eq!(q.enqueue(0, hi, &mut d), NetXmit::Success);
         let xs = xstats(&q);
         assert_eq!(
             (xs["flows_plimit"], xs["band1_drops"], q.stats().drops),
@@ -805,11 +805,11 @@ mod tests {
         let now = 5 * MS;
         assert_eq!(
             q.enqueue(now, edt(100, 1, now + 10_000 * MS + 1), &mut d),
-            Verdict::Drop
+            NetXmit::Drop
         );
         assert_eq!(
             q.enqueue(now, edt(100, 1, now + 10_000 * MS), &mut d),
-            Verdict::Success
+            NetXmit::Success
         );
         assert_eq!(xstats(&q)["horizon_drops"], 1);
         let mut q = fq(FqConfig {
@@ -819,7 +819,7 @@ mod tests {
         });
         assert_eq!(
             q.enqueue(now, edt(100, 1, now + 900 * MS), &mut d),
-            Verdict::Success
+            NetXmit::Success
         );
         assert!(q.dequeue(now, &mut d).is_none());
         assert_eq!(q.next_ready(), Some(now + 100 * MS));
@@ -928,7 +928,7 @@ mod tests {
             for _ in 0..9000 {
                 let mut s = edt(1000, sk, 0);
                 s.priority = prio;
-                assert_eq!(q.enqueue(0, s, &mut d), Verdict::Success);
+                assert_eq!(q.enqueue(0, s, &mut d), NetXmit::Success);
             }
         }
         let mut bytes = [0u64; 4];

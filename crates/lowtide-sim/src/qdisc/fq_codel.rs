@@ -5,7 +5,7 @@
 //! the head of the flow with the largest backlog, until half of it is gone.
 
 use super::codel::{codel_dequeue, CodelParams, CodelQueue, CodelStats, CodelVars};
-use super::{pop_head, Qdisc, QdiscStats, QueueItem, Skb, Verdict, PSCHED_MTU};
+use super::{pop_head, NetXmit, Qdisc, QdiscStats, QueueItem, Skb, PSCHED_MTU};
 use std::collections::VecDeque;
 
 /// sch_fq_codel.c's parameters, with `fq_codel_init`'s defaults.
@@ -177,7 +177,7 @@ impl<T: QueueItem> Qdisc<T> for FqCodel<T> {
     }
 
     /// `fq_codel_enqueue`.
-    fn enqueue(&mut self, _now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
+    fn enqueue(&mut self, _now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit {
         let idx = self.classify(skb.hash);
         let (len, truesize) = (skb.len, skb.truesize as u64);
         let quantum = self.cfg.quantum as i32;
@@ -195,7 +195,7 @@ impl<T: QueueItem> Qdisc<T> for FqCodel<T> {
         let memory_limited = self.memory_usage > self.cfg.memory_limit as u64;
         self.stats.qlen += 1;
         if self.stats.qlen <= self.cfg.limit && !memory_limited {
-            return Verdict::Success;
+            return NetXmit::Success;
         }
         let prev_qlen = self.stats.qlen;
         // Dropping one packet would need this linear search per packet: drop up
@@ -207,8 +207,8 @@ impl<T: QueueItem> Qdisc<T> for FqCodel<T> {
             self.drop_overmemory += n;
         }
         match fat == idx {
-            true => Verdict::Cn,
-            false => Verdict::Success,
+            true => NetXmit::Cn,
+            false => NetXmit::Success,
         }
     }
 
@@ -383,7 +383,7 @@ mod tests {
         // reach half of it.
         assert_eq!(
             q.enqueue(0, pkt(1000, 0, bucket(2), None), &mut d),
-            Verdict::Success
+            NetXmit::Success
         );
         assert_eq!(d.len(), 4);
         assert!(d.iter().all(|s| q.classify(s.hash) == 1));
@@ -397,7 +397,7 @@ mod tests {
         d.clear();
         assert_eq!(
             q.enqueue(0, pkt(1000, 0, bucket(1), None), &mut d),
-            Verdict::Cn
+            NetXmit::Cn
         );
         assert!(!d.is_empty());
     }
@@ -418,7 +418,7 @@ mod tests {
         assert!(d.is_empty(), "10,000 bytes: at the limit, not over");
         assert_eq!(
             q.enqueue(0, pkt(1000, 0, bucket(3), None), &mut d),
-            Verdict::Cn
+            NetXmit::Cn
         );
         assert_eq!(d.len(), 2, "half of 11 packets, but at most drop_batch");
         let xs: std::collections::HashMap<_, _> = q.xstats().into_iter().collect();

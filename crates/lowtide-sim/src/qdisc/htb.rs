@@ -23,7 +23,7 @@
 //! packets, the direct queue `txqueuelen` packets (at least 2).
 
 use super::fifo::Fifo;
-use super::{Qdisc, QdiscStats, QueueItem, Skb, Verdict};
+use super::{NetXmit, Qdisc, QdiscStats, QueueItem, Skb};
 use std::net::IpAddr;
 
 /// `TC_HTB_NUMPRIO`: priorities 0 (served first) to 7.
@@ -424,17 +424,17 @@ impl<T: QueueItem> Qdisc<T> for Htb<T> {
     }
 
     /// `htb_enqueue`: into the class `htb_classify` picks, or the direct queue.
-    fn enqueue(&mut self, now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
+    fn enqueue(&mut self, now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit {
         let Some(i) = self.classify(&skb) else {
             let v = self.direct.enqueue(now, skb, dropped);
             match v {
-                Verdict::Drop => self.drops += 1,
+                NetXmit::Drop => self.drops += 1,
                 _ => self.direct_pkts += 1,
             }
             return v;
         };
         let v = self.classes[i].q.enqueue(now, skb, dropped);
-        if v == Verdict::Drop {
+        if v == NetXmit::Drop {
             self.drops += 1;
             self.classes[i].drops += 1;
         }

@@ -172,7 +172,7 @@ impl<T: QueueItem> Skb<T> {
 
 /// What `enqueue` returns (`NET_XMIT_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum NetXmit {
     /// `NET_XMIT_SUCCESS`: queued.
     Success,
     /// `NET_XMIT_DROP`: this packet was dropped (it is the last one pushed to
@@ -206,8 +206,8 @@ pub trait Qdisc<T: QueueItem> {
     /// Its `tc` name (`pfifo`, `fq_codel`, ...).
     fn kind(&self) -> &'static str;
     /// Takes `skb` at `now` (ns). Packets it drops go to `dropped` (see
-    /// [`Verdict::Drop`] for the arriving one).
-    fn enqueue(&mut self, now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict;
+    /// [`NetXmit::Drop`] for the arriving one).
+    fn enqueue(&mut self, now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit;
     /// The next packet to send at `now`, if one may go; packets dropped on the way
     /// (CoDel) go to `dropped`.
     fn dequeue(&mut self, now: u64, dropped: &mut Vec<Skb<T>>) -> Option<Skb<T>>;

@@ -14,7 +14,7 @@
 //! tc precomputes a table, `Stab`, of the same decay).
 
 use super::fifo::Fifo;
-use super::{inet_ecn_set_ce, Qdisc, QdiscStats, QueueItem, Skb, Verdict};
+use super::{inet_ecn_set_ce, NetXmit, Qdisc, QdiscStats, QueueItem, Skb};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
@@ -282,10 +282,10 @@ impl<T: QueueItem> Red<T> {
     }
 
     /// The `congestion_drop` of `red_enqueue`.
-    fn congestion_drop(&mut self, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
+    fn congestion_drop(&mut self, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit {
         self.stats.drops += 1;
         dropped.push(skb);
-        Verdict::Cn
+        NetXmit::Cn
     }
 }
 
@@ -295,7 +295,7 @@ impl<T: QueueItem> Qdisc<T> for Red<T> {
     }
 
     /// `red_enqueue`.
-    fn enqueue(&mut self, now: u64, mut skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
+    fn enqueue(&mut self, now: u64, mut skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit {
         self.run_adapt_timer(now);
         let backlog = self.child.stats().backlog;
         self.state.qavg = match self.state.idle_since {
@@ -326,7 +326,7 @@ impl<T: QueueItem> Qdisc<T> for Red<T> {
             }
         }
         let v = self.child.enqueue(now, skb, dropped);
-        if v == Verdict::Drop {
+        if v == NetXmit::Drop {
             self.pdrop += 1;
             self.stats.drops += 1;
         }
@@ -439,7 +439,7 @@ mod tests {
                 .collect::<std::collections::HashMap<_, _>>()
         };
         let before = xs(&q)["forced_drop"];
-        assert_eq!(q.enqueue(0, pkt(1000, 2, 0, None), &mut d), Verdict::Cn);
+        assert_eq!(q.enqueue(0, pkt(1000, 2, 0, None), &mut d), NetXmit::Cn);
         assert_eq!(xs(&q)["forced_drop"], before + 1);
         // The same with ecn: ECT is marked and queued; not-ECT dropped.
         let mut q = red(RedConfig { ecn: true, ..cfg });
@@ -449,10 +449,10 @@ mod tests {
         let (m, dr) = (xs(&q)["forced_mark"], xs(&q)["forced_drop"]);
         assert_eq!(
             q.enqueue(0, pkt(1000, 2, 0, None), &mut d),
-            Verdict::Success
+            NetXmit::Success
         );
         assert_eq!(xs(&q)["forced_mark"], m + 1);
-        assert_eq!(q.enqueue(0, pkt(1000, 0, 0, None), &mut d), Verdict::Cn);
+        assert_eq!(q.enqueue(0, pkt(1000, 0, 0, None), &mut d), NetXmit::Cn);
         assert_eq!(xs(&q)["forced_drop"], dr + 1);
         let mut q = red(RedConfig {
             ecn: true,
@@ -462,7 +462,7 @@ mod tests {
         for _ in 0..400 {
             q.enqueue(0, pkt(1000, 2, 0, None), &mut d);
         }
-        assert_eq!(q.enqueue(0, pkt(1000, 2, 0, None), &mut d), Verdict::Cn);
+        assert_eq!(q.enqueue(0, pkt(1000, 2, 0, None), &mut d), NetXmit::Cn);
     }
 
     /// red_mark_probability with red_random: between min and max, the packets

@@ -12,7 +12,7 @@
 //! `mtu` and must exceed `rate` (`tbf_change`).
 
 use super::fifo::Fifo;
-use super::{Qdisc, QdiscStats, QueueItem, Skb, Verdict};
+use super::{NetXmit, Qdisc, QdiscStats, QueueItem, Skb};
 
 /// `tbf` as tc configures it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,14 +139,14 @@ impl<T: QueueItem> Qdisc<T> for Tbf<T> {
     /// GSO packet instead, `tbf_segment`: the simulator's hosts hand whole GSO
     /// packets to their qdisc, so a host's tbf needs a burst above its GSO size);
     /// the rest go to the child bfifo, which drops past its limit.
-    fn enqueue(&mut self, now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> Verdict {
+    fn enqueue(&mut self, now: u64, skb: Skb<T>, dropped: &mut Vec<Skb<T>>) -> NetXmit {
         if skb.len as u64 > self.max_size {
             self.drops += 1;
             dropped.push(skb);
-            return Verdict::Drop;
+            return NetXmit::Drop;
         }
         let v = self.child.enqueue(now, skb, dropped);
-        if v == Verdict::Drop {
+        if v == NetXmit::Drop {
             self.drops += 1;
         }
         v
@@ -224,7 +224,7 @@ mod tests {
         for _ in 0..6 {
             assert_eq!(
                 q.enqueue(0, pkt(1000, 0, 0, None), &mut Vec::new()),
-                Verdict::Success
+                NetXmit::Success
             );
         }
         // 3,000 bytes of tokens: three packets at once.
@@ -265,11 +265,11 @@ mod tests {
         }
         assert_eq!(
             q.enqueue(0, pkt(1000, 0, 0, None), &mut dropped),
-            Verdict::Drop
+            NetXmit::Drop
         );
         assert_eq!(
             q.enqueue(0, pkt(3001, 0, 0, None), &mut dropped),
-            Verdict::Drop
+            NetXmit::Drop
         );
         assert_eq!(
             (q.max_size(), q.stats().drops, q.stats().qlen),

@@ -9,7 +9,7 @@ use crate::stream::Transfer;
 
 /// One stream's share of an interval (`iperf_interval_results`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct IntervalStream {
+pub struct IntervalResults {
     /// iperf3's stream id.
     pub id: u32,
     /// Bytes sent or received in the interval.
@@ -33,7 +33,7 @@ pub struct Interval {
     /// This side sent.
     pub sender: bool,
     /// Per-stream figures, in stream order.
-    pub streams: Vec<IntervalStream>,
+    pub streams: Vec<IntervalResults>,
 }
 
 impl Interval {

@@ -49,7 +49,7 @@ mod stream;
 mod tests;
 
 pub use client::{Client, ClientConfig};
-pub use interval::{Interval, IntervalStream};
+pub use interval::{Interval, IntervalResults};
 pub use outcome::{Poll, Role, StreamOutcome, TestOutcome};
 pub use protocol::{TestError, TestParams};
 pub use report::{json_report, text_interval, text_report};

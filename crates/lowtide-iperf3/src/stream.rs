@@ -5,7 +5,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::interval::IntervalStream;
+use crate::interval::IntervalResults;
 use crate::outcome::StreamOutcome;
 use crate::protocol::{Rng, StreamResult};
 use crate::sockets::{ConnStats, Sockets};
@@ -243,7 +243,7 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
 
     /// `iperf_stats_callback`: every stream's bytes and retransmits since the last
     /// interval, and its connection's statistics now.
-    pub(crate) fn sample<N: Sockets<Conn = C>>(&mut self, net: &N) -> Vec<IntervalStream> {
+    pub(crate) fn sample<N: Sockets<Conn = C>>(&mut self, net: &N) -> Vec<IntervalResults> {
         let sending = self.sending;
         self.streams
             .iter_mut()
@@ -252,7 +252,7 @@ impl<C: Copy + core::fmt::Debug> Transfer<C> {
                     s.stats = net.stats(s.conn);
                 }
                 let retrans = s.stats.retransmits.max(s.mark_retrans);
-                let iv = IntervalStream {
+                let iv = IntervalResults {
                     id: s.id,
                     bytes: s.bytes - s.mark_bytes,
                     retransmits: sending.then_some(retrans - s.mark_retrans),

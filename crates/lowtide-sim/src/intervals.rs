@@ -46,9 +46,10 @@ impl IntervalSampler {
     }
 }
 
-/// One flow in one interval (iperf3's `intervals[].streams[]`).
+/// One flow in one interval (iperf3's `intervals[].streams[]`: an
+/// `iperf_interval_results` as `print_interval_results` writes it into JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IntervalStream {
+pub struct JsonIntervalStream {
     /// The flow id (iperf3's `socket`; the `[ID]` column of the text).
     pub socket: u32,
     /// Start of the interval (s of measured time).
@@ -79,7 +80,7 @@ pub struct IntervalStream {
 
 /// The flows together in one interval (iperf3's `intervals[].sum`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IntervalSum {
+pub struct JsonIntervalSum {
     /// Start (s).
     pub start: f64,
     /// End (s).
@@ -98,13 +99,13 @@ pub struct IntervalSum {
     pub sender: bool,
 }
 
-/// One interval (iperf3's `intervals[]`).
+/// One interval (iperf3's `intervals[]`, `iperf_print_intermediate`'s `json_interval`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Interval {
+pub struct JsonInterval {
     /// One entry per flow, in flow order.
-    pub streams: Vec<IntervalStream>,
+    pub streams: Vec<JsonIntervalStream>,
     /// Their sum.
-    pub sum: IntervalSum,
+    pub sum: JsonIntervalSum,
 }
 
 /// One side's total for one flow or the sum (iperf3's `end.streams[].sender`,
@@ -162,7 +163,7 @@ pub(crate) fn bps(bytes: u64, ns: u64) -> f64 {
 
 /// The intervals of a run whose measured time ended at `end_ns`: the sampler's grid
 /// points before `end_ns`, then `end_ns` itself with the senders' `last` state.
-pub(crate) fn build(s: &IntervalSampler, end_ns: u64, last: &[SenderPoint]) -> Vec<Interval> {
+pub(crate) fn build(s: &IntervalSampler, end_ns: u64, last: &[SenderPoint]) -> Vec<JsonInterval> {
     let mut marks: Vec<(u64, &[SenderPoint])> = (s.points.iter())
         .filter(|(t, _)| *t > 0 && *t < end_ns)
         .map(|(t, p)| (*t, p.as_slice()))
@@ -176,11 +177,11 @@ pub(crate) fn build(s: &IntervalSampler, end_ns: u64, last: &[SenderPoint]) -> V
     for (t, pts) in marks {
         let span = t - prev.0;
         let (start, end) = (prev.0 as f64 / 1e9, t as f64 / 1e9);
-        let streams: Vec<IntervalStream> = (pts.iter().zip(prev.1))
+        let streams: Vec<JsonIntervalStream> = (pts.iter().zip(prev.1))
             .enumerate()
             .map(|(i, (p, q))| {
                 let bytes = p.bytes_acked.saturating_sub(q.bytes_acked);
-                IntervalStream {
+                JsonIntervalStream {
                     socket: i as u32,
                     start,
                     end,
@@ -198,7 +199,7 @@ pub(crate) fn build(s: &IntervalSampler, end_ns: u64, last: &[SenderPoint]) -> V
             })
             .collect();
         let bytes = streams.iter().map(|x| x.bytes).sum();
-        let sum = IntervalSum {
+        let sum = JsonIntervalSum {
             start,
             end,
             seconds: end - start,
@@ -208,7 +209,7 @@ pub(crate) fn build(s: &IntervalSampler, end_ns: u64, last: &[SenderPoint]) -> V
             omitted: false,
             sender: true,
         };
-        out.push(Interval { streams, sum });
+        out.push(JsonInterval { streams, sum });
         prev = (t, pts);
     }
     out

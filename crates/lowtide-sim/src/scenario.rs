@@ -375,7 +375,7 @@ pub struct Results {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeseries: Option<Timeseries>,
     /// iperf3's interval reports (empty unless the scenario asked for them).
-    pub intervals: Vec<crate::intervals::Interval>,
+    pub intervals: Vec<crate::intervals::JsonInterval>,
     /// iperf3's end summary: both sides' totals per flow and summed.
     pub end: crate::intervals::EndSummary,
     /// Host A's CPU model figures, if the scenario had a model.

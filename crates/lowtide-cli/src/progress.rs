@@ -6,7 +6,7 @@
 //! run's state, so a display never changes a result.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use lowtide_lab::{ProgressSink, RunRecord, RunSpec};
+use lowtide_lab::{PlannedRun, ProgressSink, RunRecord};
 use lowtide_sim::{ProgressHook, RunProgress};
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -158,7 +158,7 @@ pub struct Bars {
 
 impl Bars {
     /// A display for `specs` (the runs of this process).
-    pub fn new(specs: &[RunSpec]) -> Bars {
+    pub fn new(specs: &[PlannedRun]) -> Bars {
         let multi = MultiProgress::new();
         let total = multi.add(ProgressBar::new(specs.len() as u64));
         total.set_style(style(
@@ -174,7 +174,7 @@ impl Bars {
 }
 
 impl ProgressSink for Bars {
-    fn started(&self, spec: &RunSpec) {
+    fn started(&self, spec: &PlannedRun) {
         let b = self
             .multi
             .add(ProgressBar::new(spec.virtual_ns() / 1_000_000));

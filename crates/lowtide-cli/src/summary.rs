@@ -1,7 +1,7 @@
 //! The human-readable report of a run, in the manner of iperf3's summary.
 
 use crate::iperf_text;
-use lowtide_sim::{Results, Scenario, Workload};
+use lowtide_sim::{RunResults, Scenario, Workload};
 use std::fmt::Write;
 
 /// Per-flow lines shown before eliding the rest (all are in `--json`).
@@ -69,7 +69,7 @@ fn qdisc_name(sc: &Scenario) -> String {
 
 /// The flows shown in text (all of them up to [`MAX_FLOW_LINES`], else the first
 /// half of that); the rest are in `--json`.
-fn shown(r: &Results) -> usize {
+fn shown(r: &RunResults) -> usize {
     match r.per_flow.len() > MAX_FLOW_LINES {
         true => MAX_FLOW_LINES / 2,
         false => r.per_flow.len(),
@@ -77,7 +77,7 @@ fn shown(r: &Results) -> usize {
 }
 
 /// A line saying how many flows the text leaves out, if any.
-fn elided(out: &mut String, r: &Results) {
+fn elided(out: &mut String, r: &RunResults) {
     let n = r.per_flow.len() - shown(r);
     if n > 0 {
         let _ = writeln!(out, "  ... {n} more flows (see --json)");
@@ -86,7 +86,7 @@ fn elided(out: &mut String, r: &Results) {
 
 /// The whole report: the scenario, then iperf3's layout (connections, interval lines
 /// with `-i`, the sender and receiver summary), then lowtide's own figures.
-pub fn render(sc: &Scenario, r: &Results) -> String {
+pub fn render(sc: &Scenario, r: &RunResults) -> String {
     let mut out = header(sc);
     iperf3_part(&mut out, r);
     lowtide_part(&mut out, r);
@@ -94,7 +94,7 @@ pub fn render(sc: &Scenario, r: &Results) -> String {
 }
 
 /// Connections, intervals and the summary, as `iperf3 -c` prints them.
-fn iperf3_part(out: &mut String, r: &Results) {
+fn iperf3_part(out: &mut String, r: &RunResults) {
     let (a, b) = ("10.0.0.1", "10.0.0.2");
     let port = lowtide_sim::LISTEN_PORT;
     iperf_text::push(out, &iperf_text::connecting(b, port));
@@ -172,7 +172,7 @@ fn iperf3_part(out: &mut String, r: &Results) {
 }
 
 /// lowtide's figures beyond iperf3's: per flow, then the run.
-fn lowtide_part(out: &mut String, r: &Results) {
+fn lowtide_part(out: &mut String, r: &RunResults) {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
@@ -244,7 +244,7 @@ fn fmt_us(us: f64) -> String {
 }
 
 /// Memory, wakeups and device queue of the sending host.
-fn resources(out: &mut String, r: &Results) {
+fn resources(out: &mut String, r: &RunResults) {
     let m = &r.memory;
     let _ = writeln!(
         out,

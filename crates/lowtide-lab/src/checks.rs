@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// One checked direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
+pub struct DirectionCheck {
     /// Which experiment.
     pub experiment: Experiment,
     /// What is claimed ("TCP memory B < 0.8 x A").
@@ -20,12 +20,12 @@ pub struct Check {
 
 /// The checks of experiment `e` over `runs` (records of other experiments are
 /// ignored); a comparison whose runs are missing or failed is a failed check.
-pub fn check(e: Experiment, runs: &[RunRecord]) -> Vec<Check> {
+pub fn check(e: Experiment, runs: &[RunRecord]) -> Vec<DirectionCheck> {
     let mine: Vec<&RunRecord> = runs.iter().filter(|r| r.experiment == e).collect();
     let mut out = Vec::new();
     for r in &mine {
         if !r.figures.verified {
-            out.push(Check {
+            out.push(DirectionCheck {
                 experiment: e,
                 claim: format!("{} / {}: every byte verified", r.group, r.variant),
                 detail: r.figures.failure.clone().unwrap_or_default(),
@@ -69,7 +69,7 @@ impl Ctx<'_> {
     #[allow(clippy::too_many_arguments)]
     fn compare(
         &self,
-        out: &mut Vec<Check>,
+        out: &mut Vec<DirectionCheck>,
         group: &str,
         (va, vb): (&str, &str),
         what: &str,
@@ -82,7 +82,7 @@ impl Ctx<'_> {
             (Some(a), Some(b)) => (format!("{what}: {va} {a:.4e}, {vb} {b:.4e}"), pass(a, b)),
             _ => ("runs missing".to_string(), false),
         };
-        out.push(Check {
+        out.push(DirectionCheck {
             experiment: self.e,
             claim: format!("{group}: {claim}"),
             detail,
@@ -91,7 +91,7 @@ impl Ctx<'_> {
     }
 
     /// `claim`: the goodput of variants A and B of `group` is the same within `tol`.
-    fn goodput_same(&self, out: &mut Vec<Check>, group: &str, claim: &str, tol: f64) {
+    fn goodput_same(&self, out: &mut Vec<DirectionCheck>, group: &str, claim: &str, tol: f64) {
         let what = "goodput bit/s";
         self.compare(out, group, ("A", "B"), what, claim, goodput, |a, b| {
             same(a, b, tol)
@@ -111,7 +111,7 @@ fn goodput(r: &RunRecord) -> f64 {
 /// goodput; one flow's throughput unchanged ("no bad effect on the throughput"),
 /// with more context switches (6.5x there), where lowat binds (the LAN group; in
 /// the send-buffer-limited one nothing waits unsent and A equals B).
-fn e1(c: &Ctx, out: &mut Vec<Check>) {
+fn e1(c: &Ctx, out: &mut Vec<DirectionCheck>) {
     for g in c.groups() {
         if g.starts_with("1 flow") {
             c.goodput_same(
@@ -138,7 +138,7 @@ fn e1(c: &Ctx, out: &mut Vec<Check>) {
     }
 }
 
-fn e2(c: &Ctx, out: &mut Vec<Check>) {
+fn e2(c: &Ctx, out: &mut Vec<DirectionCheck>) {
     for g in c.groups().iter().filter(|g| !g.starts_with("sweep")) {
         e2_group(c, out, g);
     }
@@ -161,7 +161,7 @@ fn e2(c: &Ctx, out: &mut Vec<Check>) {
         (lo, hi)
     };
     let ((b0, b1), (k0, k1)) = (span(|x| x.0), span(|x| x.1));
-    out.push(Check {
+    out.push(DirectionCheck {
         experiment: c.e,
         claim: "sweep: A's send-queue memory per flow follows the per-flow bandwidth-delay product (wmem / BDP within a factor of 2 while the BDP changes 4x or more)".into(),
         detail: format!(
@@ -173,7 +173,7 @@ fn e2(c: &Ctx, out: &mut Vec<Check>) {
     });
 }
 
-fn e2_group(c: &Ctx, out: &mut Vec<Check>, g: &str) {
+fn e2_group(c: &Ctx, out: &mut Vec<DirectionCheck>, g: &str) {
     let mem = |r: &RunRecord| r.figures.mean_pages;
     let wake = |r: &RunRecord| r.figures.wakeups_per_s;
     let claim = "mean TCP memory with lowat 2 MB < 0.5 x without";
@@ -187,7 +187,7 @@ fn e2_group(c: &Ctx, out: &mut Vec<Check>, g: &str) {
     c.goodput_same(out, g, "goodput with lowat within 10 % of without", 0.10);
 }
 
-fn e3(c: &Ctx, out: &mut Vec<Check>) {
+fn e3(c: &Ctx, out: &mut Vec<DirectionCheck>) {
     for g in c.groups() {
         let delay = |r: &RunRecord| r.figures.dev_mean_delay_us;
         let claim = "mean device-queue delay with TSQ < 1/4 of without";
@@ -224,7 +224,7 @@ fn e3(c: &Ctx, out: &mut Vec<Check>) {
 /// visited per ACK from the run with the fewest packets in flight to the one with
 /// the most must be larger for the list than for the tree. (The goodput ratio is
 /// reported, not asserted: see the report's notes.)
-fn e4(c: &Ctx, out: &mut Vec<Check>) {
+fn e4(c: &Ctx, out: &mut Vec<DirectionCheck>) {
     let growth = |v: &str| {
         let mut pts: Vec<(f64, f64)> = (c.runs.iter())
             .filter(|r| r.variant.starts_with(v))
@@ -250,7 +250,7 @@ fn e4(c: &Ctx, out: &mut Vec<Check>) {
         ),
         _ => ("runs at two flight sizes missing".to_string(), false),
     };
-    out.push(Check {
+    out.push(DirectionCheck {
         experiment: c.e,
         claim: "the list's work per ACK grows faster with packets in flight than the tree's".into(),
         detail,
@@ -264,7 +264,7 @@ fn e4(c: &Ctx, out: &mut Vec<Check>) {
     }
 }
 
-fn e5(c: &Ctx, out: &mut Vec<Check>) {
+fn e5(c: &Ctx, out: &mut Vec<DirectionCheck>) {
     let g = "2,000,000 bytes";
     let req = |r: &RunRecord| r.figures.ip_out_requests as f64;
     let segs = |r: &RunRecord| r.figures.tcp_out_segs as f64;

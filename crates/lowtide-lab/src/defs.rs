@@ -5,7 +5,7 @@
 //! a LAN) is chosen here once and printed with the results, never tuned toward the
 //! published figure.
 
-use super::{Experiment, RunSpec, Scale};
+use super::{Experiment, PlannedRun, Scale};
 use lowtide_link::LinkConfig;
 use lowtide_sim::cpu::CpuModel;
 use lowtide_sim::timeseries::TimeseriesConfig;
@@ -32,7 +32,7 @@ pub fn quick_reps(e: Experiment) -> u32 {
 }
 
 /// The runs of `experiments` at `scale`, seeded from `seed`, in a fixed order.
-pub fn plan(experiments: &[Experiment], scale: Scale, seed: u64) -> Vec<RunSpec> {
+pub fn plan(experiments: &[Experiment], scale: Scale, seed: u64) -> Vec<PlannedRun> {
     let mut b = Builder {
         specs: Vec::new(),
         seed,
@@ -51,7 +51,7 @@ pub fn plan(experiments: &[Experiment], scale: Scale, seed: u64) -> Vec<RunSpec>
 }
 
 struct Builder {
-    specs: Vec<RunSpec>,
+    specs: Vec<PlannedRun>,
     seed: u64,
     scale: Scale,
 }
@@ -163,7 +163,7 @@ impl Builder {
     fn push_one(&mut self, mut r: Run) {
         r.sc.seed = self.seed + r.rep as u64;
         let index = self.specs.len();
-        self.specs.push(RunSpec {
+        self.specs.push(PlannedRun {
             index,
             experiment: r.experiment,
             group: r.group,
@@ -390,7 +390,7 @@ fn e4(b: &mut Builder) {
 /// Gives E4's runs in `specs` the CPU model `model` (measured on this machine by
 /// `lowtide experiment calibrate`; `source` says so in the runs' parameters) in
 /// place of the built-in constants.
-pub fn use_cpu_model(specs: &mut [RunSpec], model: &CpuModel, source: &str) {
+pub fn use_cpu_model(specs: &mut [PlannedRun], model: &CpuModel, source: &str) {
     for r in specs.iter_mut().filter(|r| r.experiment == Experiment::E4) {
         r.scenario.cpu = Some(*model);
         for (k, v) in r.params.iter_mut() {
@@ -418,7 +418,7 @@ pub fn use_cpu_model(specs: &mut [RunSpec], model: &CpuModel, source: &str) {
 ///   payload at most), which the report's tree/list ratio then shows too.
 ///
 /// Groups start with "sweep" (the direction checks leave them out).
-pub fn e4_sensitivity(scale: Scale, seed: u64, model: &CpuModel, source: &str) -> Vec<RunSpec> {
+pub fn e4_sensitivity(scale: Scale, seed: u64, model: &CpuModel, source: &str) -> Vec<PlannedRun> {
     let mut b = Builder {
         specs: Vec::new(),
         seed,

@@ -5,7 +5,7 @@
 //! results ([`report`], [`plot`]). The `lowtide experiment` command only parses its
 //! arguments and calls these.
 //!
-//! An experiment is a list of independent simulations ([`RunSpec`]), each a
+//! An experiment is a list of independent simulations ([`PlannedRun`]), each a
 //! [`Scenario`] with a label; running one gives a [`RunRecord`] that holds only what
 //! the report and the plots need, as plain data that survives a JSON round trip.
 //! The list is deterministic, so a plan can be cut into shards (`index % count`)
@@ -24,14 +24,14 @@ pub mod real;
 pub mod report;
 pub mod stats;
 
-pub use checks::{check, Check};
+pub use checks::{check, DirectionCheck};
 pub use defs::{e4_sensitivity, plan, quick_reps, use_cpu_model, E4_RCVBUF, FULL_REPS};
 pub use runner::{parallel_map, run_specs, NoProgress, ProgressSink};
 
 use lowtide::Mib;
 use lowtide_sim::nic::{delay_bucket_upper_us, SIZE_BUCKET};
 use lowtide_sim::timeseries::HostSample;
-use lowtide_sim::{Results, Scenario};
+use lowtide_sim::{RunResults, Scenario};
 use serde::{Deserialize, Serialize};
 
 /// Version of the results file's layout.
@@ -94,7 +94,7 @@ pub enum Scale {
 
 /// One simulation of a plan.
 #[derive(Debug, Clone)]
-pub struct RunSpec {
+pub struct PlannedRun {
     /// Position in the plan (shards take `index % count == shard - 1`).
     pub index: usize,
     /// Which experiment.
@@ -117,7 +117,7 @@ pub struct RunSpec {
     pub timeseries_dir: Option<std::path::PathBuf>,
 }
 
-impl RunSpec {
+impl PlannedRun {
     /// Virtual time the run lasts (ns; the time limit for fixed transfers).
     pub fn virtual_ns(&self) -> u64 {
         match self.scenario.workload {
@@ -251,7 +251,7 @@ pub struct ResultsFile {
     /// The runs, by index.
     pub runs: Vec<RunRecord>,
     /// The direction checks (empty in a shard: they need every run).
-    pub checks: Vec<Check>,
+    pub checks: Vec<DirectionCheck>,
     /// The CPU model's constants as measured on the machine that ran E4
     /// (`lowtide experiment calibrate`); absent where E4 used the built-in ones
     /// (`CpuModel::calibrated`) or the file predates calibration.
@@ -373,7 +373,7 @@ pub fn merge(parts: Vec<ResultsFile>, partial: bool) -> Result<ResultsFile, Merg
             .collect();
         let lost = of_e.iter().filter(|i| missing.contains(i)).count();
         if lost > 0 || specs.len() != n {
-            file.checks.push(Check {
+            file.checks.push(DirectionCheck {
                 experiment: e,
                 claim: "every run of the plan present".into(),
                 detail: format!(
@@ -392,7 +392,7 @@ pub fn merge(parts: Vec<ResultsFile>, partial: bool) -> Result<ResultsFile, Merg
 /// cannot be written is the error returned (the run's figures do not depend on it).
 fn write_timeseries(
     dir: &std::path::Path,
-    spec: &RunSpec,
+    spec: &PlannedRun,
     ts: &lowtide_sim::timeseries::Timeseries,
 ) -> Result<(), String> {
     let stem = format!("{}-{}", spec.experiment.name(), spec.index + 1);
@@ -408,7 +408,7 @@ fn write_timeseries(
 }
 
 /// Runs one spec to its record.
-pub fn run_one(spec: &RunSpec) -> RunRecord {
+pub fn run_one(spec: &PlannedRun) -> RunRecord {
     let results = match spec.timeseries_dir {
         Some(_) => sampling_every_flow(&spec.scenario).run(),
         None => spec.scenario.run(),
@@ -452,7 +452,7 @@ const TIMESERIES_DEFAULT_NS: u64 = 10_000_000;
 
 /// The mean of the flows' in-flight samples, where the plan samples flows (E4); 0
 /// otherwise, also when `--timeseries` added the samples.
-fn mean_in_flight(spec: &RunSpec, r: &Results) -> f64 {
+fn mean_in_flight(spec: &PlannedRun, r: &RunResults) -> f64 {
     if !spec.scenario.timeseries.is_some_and(|t| t.per_flow) {
         return 0.0;
     }
@@ -463,7 +463,7 @@ fn mean_in_flight(spec: &RunSpec, r: &Results) -> f64 {
     }
 }
 
-fn fill(rec: &mut RunRecord, spec: &RunSpec, r: &Results) {
+fn fill(rec: &mut RunRecord, spec: &PlannedRun, r: &RunResults) {
     let n = r.per_flow.len().max(1) as f64;
     rec.figures = Figures {
         verified: r.bytes_verified,

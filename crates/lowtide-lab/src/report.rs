@@ -3,7 +3,7 @@
 use super::real::report as real_report;
 use super::real::RealResults;
 use super::stats;
-use crate::{Check, Experiment, Figures, ResultsFile, RunRecord, Scale};
+use crate::{DirectionCheck, Experiment, Figures, ResultsFile, RunRecord, Scale};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -767,7 +767,7 @@ fn checks_section(s: &mut String, file: &ResultsFile) {
 /// The one "Directions checked" table: a heading and a row per claim, of the
 /// simulator's checks or the real path's.
 /// The summary's lines for `checks`: how many pass, then each failure.
-pub(crate) fn checks_summary(s: &mut String, label: &str, checks: &[Check]) {
+pub(crate) fn checks_summary(s: &mut String, label: &str, checks: &[DirectionCheck]) {
     let pass = checks.iter().filter(|c| c.pass).count();
     let _ = writeln!(s, "{label}: {pass} of {} checks pass", checks.len());
     for c in checks.iter().filter(|c| !c.pass) {
@@ -781,7 +781,7 @@ pub(crate) fn checks_summary(s: &mut String, label: &str, checks: &[Check]) {
     }
 }
 
-pub(crate) fn directions_table(s: &mut String, heading: &str, checks: &[Check]) {
+pub(crate) fn directions_table(s: &mut String, heading: &str, checks: &[DirectionCheck]) {
     if checks.is_empty() {
         return;
     }

@@ -2,7 +2,7 @@
 //! deterministic, so the records do not depend on the number of threads or on
 //! which thread ran what; they are returned in plan order.
 
-use super::{run_one, RunRecord, RunSpec};
+use super::{run_one, PlannedRun, RunRecord};
 use lowtide_sim::ProgressHook;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 /// worker threads.
 pub trait ProgressSink: Send + Sync {
     /// Run `spec` starts.
-    fn started(&self, spec: &RunSpec);
+    fn started(&self, spec: &PlannedRun);
     /// Run `index` has reached `virtual_ns` of virtual time.
     fn advanced(&self, index: usize, virtual_ns: u64);
     /// Run `index` is done.
@@ -22,7 +22,7 @@ pub trait ProgressSink: Send + Sync {
 pub struct NoProgress;
 
 impl ProgressSink for NoProgress {
-    fn started(&self, _: &RunSpec) {}
+    fn started(&self, _: &PlannedRun) {}
     fn advanced(&self, _: usize, _: u64) {}
     fn finished(&self, _: usize, _: &RunRecord) {}
 }
@@ -56,7 +56,7 @@ pub fn parallel_map<T: Sync, R: Send>(
 /// Runs `specs` on `jobs` threads (at least one) and returns their records in the
 /// order of `specs`.
 pub fn run_specs(
-    specs: &[RunSpec],
+    specs: &[PlannedRun],
     jobs: usize,
     progress: Arc<dyn ProgressSink>,
 ) -> Vec<RunRecord> {

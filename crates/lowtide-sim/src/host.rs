@@ -20,7 +20,7 @@ use std::net::IpAddr;
 
 /// Which application a socket belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub enum SocketRole {
     /// The listener accepting every flow.
     Listener,
     /// The sending end of a flow.
@@ -55,7 +55,7 @@ pub struct SimHost {
     pub timer_at: Option<Instant>,
     /// The time of the pending qdisc watchdog (fq's pacing), if any.
     pub qdisc_wake_at: Option<Instant>,
-    sockets: Vec<Option<(SocketHandle, Role)>>,
+    sockets: Vec<Option<(SocketHandle, SocketRole)>>,
     gro_held: Vec<(FlowKey, Held)>,
     /// Frag lists of packets GRO held, reused.
     frag_lists: Vec<Vec<bytes::Bytes>>,
@@ -99,7 +99,7 @@ impl SimHost {
     }
 
     /// Records that socket `h` belongs to `role`.
-    pub fn register(&mut self, h: SocketHandle, role: Role) {
+    pub fn register(&mut self, h: SocketHandle, role: SocketRole) {
         let i = h.index() as usize;
         if self.sockets.len() <= i {
             self.sockets.resize(i + 1, None);
@@ -118,7 +118,7 @@ impl SimHost {
 
     /// The owner of socket `h`, if it is registered.
     #[inline]
-    pub fn role(&self, h: SocketHandle) -> Option<Role> {
+    pub fn role(&self, h: SocketHandle) -> Option<SocketRole> {
         match self.sockets.get(h.index() as usize) {
             Some(Some((x, r))) if *x == h => Some(*r),
             _ => None,

@@ -13,7 +13,7 @@
 //! Time is virtual ([`lowtide::Instant`], ns) and advances from event to event
 //! ([`lowtide_link::EventQueue`]); ties are broken by insertion order, and every
 //! random choice comes from a stream derived from the run's seed, so a [`Scenario`]
-//! always gives the same [`Results`] (except the wall-clock `sim_wall_s`).
+//! always gives the same [`RunResults`] (except the wall-clock `sim_wall_s`).
 //!
 //! ```no_run
 //! use lowtide_sim::{Scenario, Workload};
@@ -48,7 +48,7 @@ pub use lowtide_link::{LinkConfig, LinkStats};
 pub use payload::PayloadMode;
 pub use sample::MemoryResult;
 pub use scenario::{
-    DeviceQueueResult, ProgressHook, Results, RunProgress, Scenario, SimError, TxCompletion,
+    DeviceQueueResult, ProgressHook, RunProgress, RunResults, Scenario, SimError, TxCompletion,
     Wakeups, Workload,
 };
 pub use timeseries::{Timeseries, TimeseriesConfig};

@@ -1,8 +1,8 @@
-//! Running a scenario and turning the final state into [`Results`].
+//! Running a scenario and turning the final state into [`RunResults`].
 
 use crate::intervals::{EndFigures, EndStream, EndSummary};
 use crate::scenario::{
-    DeviceQueue, DeviceQueueResult, Drops, FlowResult, LinkResult, Results, Scenario, SimError,
+    DeviceQueue, DeviceQueueResult, Drops, FlowResult, LinkResult, RunResults, Scenario, SimError,
     Wakeups, Workload,
 };
 use crate::verdict::{FlowOutcome, Goal, Liveness, Verdict};
@@ -11,7 +11,7 @@ use core::time::Duration;
 use lowtide::Instant;
 
 /// Runs `sc` and reports.
-pub(crate) fn run(sc: &Scenario) -> Result<Results, SimError> {
+pub(crate) fn run(sc: &Scenario) -> Result<RunResults, SimError> {
     let wall = std::time::Instant::now();
     let mut w = World::new(sc)?;
     w.setup(sc)?;
@@ -75,7 +75,7 @@ fn verdict(sc: &Scenario, w: &World) -> Verdict {
     Verdict::judge(&outcomes(sc, w), &live)
 }
 
-fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
+fn report(sc: &Scenario, w: &World, verdict: Verdict) -> RunResults {
     let end = w.now;
     let per_flow: Vec<FlowResult> = w
         .flows
@@ -110,7 +110,7 @@ fn report(sc: &Scenario, w: &World, verdict: Verdict) -> Results {
         ce_marked: w.hosts.iter().map(|h| h.nic.stats(end).ce_marked).sum(),
         stray_connections: w.stray_connections,
     };
-    Results {
+    RunResults {
         flows: sc.flows,
         duration_s,
         goodput_bps: rate(bytes, duration_ns),

@@ -1,4 +1,4 @@
-//! What to simulate ([`Scenario`]) and what came out ([`Results`]).
+//! What to simulate ([`Scenario`]) and what came out ([`RunResults`]).
 
 use crate::cpu::{CpuFigures, CpuModel};
 use crate::nic::QueueStats;
@@ -113,11 +113,11 @@ pub struct Scenario {
     /// sk_sndbuf`), so E4 gives it the sender's own default where host B's buffer is
     /// raised.
     pub sender_rcvbuf: Option<u32>,
-    /// Sample a time series (`Results::timeseries`).
+    /// Sample a time series (`RunResults::timeseries`).
     pub timeseries: Option<TimeseriesConfig>,
     /// Progress reports during the run.
     pub progress: Option<ProgressHook>,
-    /// Interval of iperf3's interval reports (`Results::intervals`, ns); 0: none.
+    /// Interval of iperf3's interval reports (`RunResults::intervals`, ns); 0: none.
     pub report_interval_ns: u64,
     /// A CPU cost model of host A ([`crate::cpu`]); `None`: its work is free.
     pub cpu: Option<CpuModel>,
@@ -183,7 +183,7 @@ impl Default for Scenario {
 
 impl Scenario {
     /// Runs the scenario to completion.
-    pub fn run(&self) -> Result<Results, SimError> {
+    pub fn run(&self) -> Result<RunResults, SimError> {
         crate::run::run(self)
     }
 }
@@ -330,7 +330,7 @@ pub struct LinkResult {
 
 /// The outcome of a run. Everything but `sim_wall_s` is a function of the scenario.
 #[derive(Debug, Clone, Serialize)]
-pub struct Results {
+pub struct RunResults {
     /// Number of flows.
     pub flows: u32,
     /// Measured simulated time (s): the duration, or until the last byte arrived.

@@ -7,7 +7,7 @@
 //! by one command.
 
 use crate::payload::PayloadMode;
-use crate::scenario::{Results, Scenario, Workload};
+use crate::scenario::{RunResults, Scenario, Workload};
 use lowtide::{Config, ConfigError};
 use lowtide_link::LinkConfig;
 use rand_chacha::ChaCha8Rng;
@@ -444,7 +444,7 @@ impl SoakCase {
     /// each answered by one such RST) as there are such flows; they are reported as
     /// `cookie_resets`. Any other failure, a reset in another case or by the
     /// connection itself, or more resets than failed cookie checks fails the run.
-    pub fn check(&self, r: &Results) -> SoakOutcome {
+    pub fn check(&self, r: &RunResults) -> SoakOutcome {
         let mut reasons = Vec::new();
         // Reset flows that the receiver's listener had sent a RST (without ACK).
         let by_listener = |flow: u32| {

@@ -3,7 +3,7 @@
 use crate::app::{Receiver, SendState, Sender, WriteBuf};
 use crate::cpu::CpuState;
 use crate::device::{classify, device_queue, host_config};
-use crate::host::{Role, SimHost};
+use crate::host::{SimHost, SocketRole};
 use crate::intervals::IntervalSampler;
 use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
@@ -219,7 +219,7 @@ impl World {
             .stack
             .listen(local, sc.flows.max(128))
             .map_err(|e| SimError::Invalid(format!("listen: {e}")))?;
-        b.register(l, Role::Listener);
+        b.register(l, SocketRole::Listener);
         self.listener = Some(l);
         for f in 0..sc.flows {
             let jitter = match sc.start_jitter_ns {
@@ -395,7 +395,7 @@ impl World {
         s.started_at = now;
         match a.stack.connect(now, local, remote) {
             Ok(h) => {
-                a.register(h, Role::Sender(flow));
+                a.register(h, SocketRole::Sender(flow));
                 s.handle = Some(h);
                 if let Some(bytes) = self.notsent_lowat {
                     s.set_notsent_lowat(&mut a.stack, now, bytes);
@@ -731,9 +731,9 @@ impl World {
 
     fn dispatch(&mut self, host: usize, ev: SocketEvent) {
         match self.hosts[host].role(ev.socket) {
-            Some(Role::Sender(f)) => self.sender_event(f, ev),
-            Some(Role::Receiver(f)) => self.receiver_event(f, ev),
-            Some(Role::Listener) => self.accept_all(),
+            Some(SocketRole::Sender(f)) => self.sender_event(f, ev),
+            Some(SocketRole::Receiver(f)) => self.receiver_event(f, ev),
+            Some(SocketRole::Listener) => self.accept_all(),
             None => {}
         }
     }
@@ -805,7 +805,7 @@ impl World {
                 let _ = b.stack.close(now, h);
                 continue;
             }
-            b.register(h, Role::Receiver(f));
+            b.register(h, SocketRole::Receiver(f));
             self.flows[f as usize].receiver.accepted = true;
             self.flows[f as usize].receiver.handle = Some(h);
             let ev = SocketEvent {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use lowtide_sim::{Results, Scenario, Workload};
+use lowtide_sim::{RunResults, Scenario, Workload};
 
 /// One bulk BBR flow for 30 s over 100 Mbit/s, 40 ms RTT, 1000-packet queue.
 fn bbr_path(seed: u64, loss: f64) -> Scenario {
@@ -26,7 +26,7 @@ fn bbr_path(seed: u64, loss: f64) -> Scenario {
 
 /// Payload bit/s the data direction can carry: link rate times the payload share of
 /// each full segment on the wire (MSS 1448 with timestamps).
-fn goodput_capacity(r: &Results) -> f64 {
+fn goodput_capacity(r: &RunResults) -> f64 {
     let s = &r.links[0].stats;
     let wire_per_segment = s.wire_bytes as f64 / s.packets as f64;
     100e6 * 1448.0 / wire_per_segment

@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 use lowtide::Mib;
-use lowtide_sim::{Results, Scenario, Workload};
+use lowtide_sim::{RunResults, Scenario, Workload};
 
 fn scenario(corrupt: f64, gro: bool, verify_checksums: bool) -> Scenario {
     let mut sc = Scenario {
@@ -26,7 +26,7 @@ fn scenario(corrupt: f64, gro: bool, verify_checksums: bool) -> Scenario {
 }
 
 /// The results as JSON, without the wall-clock field.
-fn json(r: &Results) -> serde_json::Value {
+fn json(r: &RunResults) -> serde_json::Value {
     let mut v = serde_json::to_value(r).unwrap();
     v.as_object_mut().unwrap().remove("sim_wall_s");
     v

@@ -15,7 +15,7 @@
 mod common;
 
 use common::*;
-use lowtide_sim::{PayloadMode, Results, Scenario, Workload};
+use lowtide_sim::{PayloadMode, RunResults, Scenario, Workload};
 
 /// `flows` bulk flows for `ms` of simulated time at 10 Gbit/s, 1 ms RTT, with
 /// `net.core.default_qdisc` = `qdisc` on both hosts.
@@ -33,7 +33,7 @@ fn many(flows: u32, ms: u64, qdisc: &str) -> Scenario {
 }
 
 /// Every flow connected and delivered, the link is full, and the shares are fair.
-fn assert_all_connect_and_share(r: &Results, qdisc: &str) {
+fn assert_all_connect_and_share(r: &RunResults, qdisc: &str) {
     let idle: Vec<u32> = (r.per_flow.iter())
         .filter(|f| f.bytes_delivered == 0)
         .map(|f| f.flow)

@@ -39,7 +39,7 @@ fn a_progress_hook_and_intervals_do_not_change_the_results() {
         ..lossy_bulk()
     };
     for sc in [fast_lossy, transfer(3, 40, 2_000_000)] {
-        let without_intervals = |r: &lowtide_sim::Results| {
+        let without_intervals = |r: &lowtide_sim::RunResults| {
             let mut v: serde_json::Value = serde_json::from_str(&deterministic_json(r)).unwrap();
             v.as_object_mut().unwrap().remove("intervals");
             v.to_string()

@@ -26,7 +26,7 @@ fn e5_sizing_at_transmit_time_sends_fewer_packets() {
         run_verified(&sc)
     };
     let (t, w) = (run("transmit"), run("write"));
-    let out = |r: &lowtide_sim::Results, m| r.counters.get(m);
+    let out = |r: &lowtide_sim::RunResults, m| r.counters.get(m);
     use lowtide::Mib::{IpOutRequests, TcpOutSegs};
     assert_eq!(out(&t, TcpOutSegs), out(&w, TcpOutSegs), "same segments");
     let (pt, pw) = (out(&t, IpOutRequests), out(&w, IpOutRequests));
@@ -48,7 +48,7 @@ fn e3_tsq_keeps_the_device_queue_short() {
         run_verified(&sc)
     };
     let (on, off) = (run(true), run(false));
-    let queueing_ms = |r: &lowtide_sim::Results| {
+    let queueing_ms = |r: &lowtide_sim::RunResults| {
         let rtt = r.per_flow.iter().map(|f| f.rtt_us).sum::<u64>() / r.flows as u64;
         (rtt as f64 - 10_000.0) / 1000.0
     };
@@ -76,8 +76,8 @@ fn e3_tx_completion_at_dequeue_lets_tsq_queue_more() {
     };
     use lowtide_sim::TxCompletion::{Dequeue, Wire};
     let (wire, deq) = (run(Wire), run(Dequeue));
-    let delay = |r: &lowtide_sim::Results| r.device_queue.mean_delay_us;
-    let per_packet = |r: &lowtide_sim::Results| {
+    let delay = |r: &lowtide_sim::RunResults| r.device_queue.mean_delay_us;
+    let per_packet = |r: &lowtide_sim::RunResults| {
         use lowtide::Mib::{IpOutRequests, TcpOutSegs};
         r.counters.get(TcpOutSegs) as f64 / r.counters.get(IpOutRequests) as f64
     };
@@ -106,7 +106,7 @@ fn seed001_lowat_half_rule_cuts_wakeups() {
         ]);
         run_verified(&sc)
     };
-    let per_mb = |r: &lowtide_sim::Results| {
+    let per_mb = |r: &lowtide_sim::RunResults| {
         let w: u64 = r.per_flow.iter().map(|f| f.wakeups).sum();
         let b: u64 = r.per_flow.iter().map(|f| f.bytes_delivered).sum();
         w as f64 / (b as f64 / 1e6)

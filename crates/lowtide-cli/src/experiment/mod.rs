@@ -343,7 +343,8 @@ fn run_real(args: &ExperimentArgs, exps: &[Experiment], prov: &provenance::Prove
     if let Err(e) = write_outputs(&args.out, &sim, Some(&real), &prov) {
         return run_failure(&format!("experiment: {e}"));
     }
-    let failed: Vec<&lowtide_lab::Check> = fresh.checks.iter().filter(|c| !c.pass).collect();
+    let failed: Vec<&lowtide_lab::DirectionCheck> =
+        fresh.checks.iter().filter(|c| !c.pass).collect();
     if args.json {
         let v = serde_json::json!({
             "out": args.out,

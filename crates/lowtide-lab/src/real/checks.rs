@@ -2,15 +2,15 @@
 //! can give, on lowtide's side (the kernel's runs are the comparison, not under test).
 
 use super::{RealRun, Side};
-use crate::{Check, Experiment};
+use crate::{DirectionCheck, Experiment};
 
 /// The directions that hold on a real path run at any scale this machine can give,
 /// and a failed check for every run that did not complete.
-pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<Check> {
-    let mut out: Vec<Check> = (runs.iter())
+pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<DirectionCheck> {
+    let mut out: Vec<DirectionCheck> = (runs.iter())
         .filter(|r| r.experiment == Some(e))
         .filter_map(|r| {
-            r.error.as_ref().map(|err| Check {
+            r.error.as_ref().map(|err| DirectionCheck {
                 experiment: e,
                 claim: format!(
                     "{:?} {} / {}: the run completes",
@@ -37,7 +37,7 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<Check> {
             let (Some((xa, na)), Some((xb, nb))) = (of(a, get), of(b, get)) else {
                 return;
             };
-            out.push(Check {
+            out.push(DirectionCheck {
                 experiment: e,
                 claim: format!("lowtide on TUN, {g}: {claim} (means over the repetitions)"),
                 detail: format!("{what}: {a} {xa:.1} (n = {na}), {b} {xb:.1} (n = {nb})"),
@@ -65,7 +65,7 @@ pub fn checks(e: Experiment, runs: &[RealRun]) -> Vec<Check> {
                 let (Some((qa, na)), Some((qb, nb))) = (of("A", half), of("B", half)) else {
                     continue;
                 };
-                out.push(Check {
+                out.push(DirectionCheck {
                     experiment: e,
                     claim: format!("lowtide on TUN, {g}: {claim} (means over the repetitions)"),
                     detail: format!("mean delay ms: A {qa:.3} (n = {na}), B {qb:.3} (n = {nb})"),

@@ -11,7 +11,7 @@ pub mod plot;
 pub mod report;
 pub mod tun;
 
-use crate::{Check, Experiment};
+use crate::{DirectionCheck, Experiment};
 use serde::{Deserialize, Serialize};
 
 /// Version of the `"real"` section's layout.
@@ -103,7 +103,7 @@ pub struct RealResults {
     /// The runs.
     pub runs: Vec<RealRun>,
     /// The checked directions.
-    pub checks: Vec<Check>,
+    pub checks: Vec<DirectionCheck>,
 }
 
 impl RealResults {

@@ -11,7 +11,7 @@ use super::series::Sampler;
 use super::topology::{NodeKind, Topology};
 use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
 use crate::device::classify;
-use crate::host::{Role, SimHost};
+use crate::host::{SimHost, SocketRole};
 use crate::nic::{NicQueue, NO_FLOW};
 use crate::payload::{Payload, Verifier};
 use crate::timeseries::FlowSample;
@@ -206,7 +206,7 @@ impl<'t> Network<'t> {
                 .stack
                 .listen(SocketAddr::new(h.addr, LISTEN_PORT), backlog))
             .map_err(|e| format!("listen: {e}"))?;
-            h.register(l, Role::Listener);
+            h.register(l, SocketRole::Listener);
             self.listeners[f.to] = Some(l);
         }
         for (i, f) in t.flows.iter().enumerate() {
@@ -332,7 +332,7 @@ impl<'t> Network<'t> {
         s.started_at = now;
         match h.stack.connect(now, SocketAddr::new(h.addr, 0), remote) {
             Ok(sock) => {
-                h.register(sock, Role::Sender(f));
+                h.register(sock, SocketRole::Sender(f));
                 s.handle = Some(sock);
                 if let Some(cc) = &def.cc {
                     if let Err(e) = h.stack.socket(sock).set_congestion(now, cc) {
@@ -704,9 +704,9 @@ impl<'t> Network<'t> {
 
     fn dispatch(&mut self, host: usize, ev: SocketEvent) {
         match self.hosts[host].role(ev.socket) {
-            Some(Role::Sender(f)) => self.sender_event(f, ev),
-            Some(Role::Receiver(f)) => self.receiver_event(f, ev),
-            Some(Role::Listener) => self.accept_all(host),
+            Some(SocketRole::Sender(f)) => self.sender_event(f, ev),
+            Some(SocketRole::Receiver(f)) => self.receiver_event(f, ev),
+            Some(SocketRole::Listener) => self.accept_all(host),
             None => {}
         }
     }
@@ -830,7 +830,7 @@ impl<'t> Network<'t> {
                 let _ = b.stack.close(now, h);
                 continue;
             };
-            b.register(h, Role::Receiver(f));
+            b.register(h, SocketRole::Receiver(f));
             let flow = &mut self.flows[f as usize];
             if let Some(state) = flow.rr.as_mut() {
                 state.server.accepted(h, now);

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use lowtide::Config;
-use lowtide_sim::{LinkConfig, Results, Scenario, Workload};
+use lowtide_sim::{LinkConfig, RunResults, Scenario, Workload};
 
 /// A link direction with the given rate and one-way delay.
 pub fn link(rate_bps: u64, delay_us: u64) -> LinkConfig {
@@ -49,7 +49,7 @@ pub fn config(sysctls: &[&str]) -> Config {
 }
 
 /// Runs and insists that every byte arrived intact.
-pub fn run_verified(sc: &Scenario) -> Results {
+pub fn run_verified(sc: &Scenario) -> RunResults {
     let r = sc.run().expect("scenario runs");
     assert!(
         r.bytes_verified,
@@ -65,7 +65,7 @@ pub fn run_verified(sc: &Scenario) -> Results {
 }
 
 /// The results as JSON without the wall-clock field.
-pub fn deterministic_json(r: &Results) -> String {
+pub fn deterministic_json(r: &RunResults) -> String {
     let mut v = serde_json::to_value(r).expect("serializable");
     v.as_object_mut().expect("object").remove("sim_wall_s");
     v.to_string()

@@ -751,14 +751,16 @@ impl Tcb {
     /// while `tcp_in_cwnd_reduction`, for the packet at `seq` just handed to the
     /// device. Linux counts only what `tcp_transmit_skb` sent; lowtide hears of a
     /// local drop later, so the count is noted on the packet's TX token, and
-    /// [`Tcb::on_tx_dropped`] takes it back.
+    /// [`Tcb::on_tx_dropped`] takes it back. The packet is this socket's newest at
+    /// `seq` in the device queue: the one just built, even when the send path put
+    /// another packet (a pure ACK, whose `seq` is `snd_nxt`) after it.
     pub(crate) fn count_prr_out(&mut self, ctx: &mut Ctx, seq: u64, pcount: u32) {
         if !self.in_cwnd_reduction() {
             return;
         }
         self.prr_out += pcount;
         let (index, generation) = (self.handle.index, self.handle.generation);
-        if let Some(tx) = ctx.out.back_mut().filter(|tx| {
+        if let Some(tx) = ctx.out.iter_mut().rev().find(|tx| {
             (tx.token.index, tx.token.generation, tx.token.seq) == (index, generation, seq)
         }) {
             tx.token.prr = (pcount, self.high_seq);

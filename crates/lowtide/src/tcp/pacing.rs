@@ -628,6 +628,31 @@ mod local_drop_tests {
     }
 
     #[test]
+    fn the_prr_note_finds_its_packet_behind_a_later_one() {
+        // A send path that pushes another packet after the one it counts (here a
+        // pure ACK) still notes the count on the packet sent at `seq`.
+        let cfg = Config::default();
+        let mut t = in_cwr(&cfg);
+        let mut st = crate::tcp::TestStack::default();
+        let now = Instant(1_000_000);
+        let mut ctx = st.ctx(&cfg, now, false);
+        let data = crate::tcp::rtx::data::SkbData::from(bytes::Bytes::from(vec![0u8; 2000]));
+        t.transmit(&mut ctx, 1, 0, &data, 2000 + SKB_OVERHEAD);
+        t.snd_nxt = 2001;
+        t.state = crate::tcp::TcpState::Established; // a closed socket sends no ACK
+        t.send_ack(&mut ctx);
+        t.count_prr_out(&mut ctx, 1, 2);
+        assert_eq!(t.prr_out, 2);
+        let (data, ack) = (
+            st.out.pop_front().expect("data"),
+            st.out.pop_front().expect("ack"),
+        );
+        assert_eq!((data.token.prr, ack.token.prr), ((2, t.high_seq), (0, 0)));
+        t.on_tx_dropped(&mut st.ctx(&cfg, now, false), &data.token);
+        assert_eq!(t.prr_out, 0, "the drop takes the count back");
+    }
+
+    #[test]
     fn a_drop_takes_back_only_its_own_reductions_count() {
         let cfg = Config::default();
         // Sent in Open: nothing counted; the drop enters CWR, and the resend is the

@@ -144,6 +144,9 @@ mib! {
     TcpExtTCPSlowStartRetrans,
     /// Retransmits for other reasons.
     TcpExtTCPLostRetransmit,
+    /// Segments of retransmissions that were not sent: the host's own device queue
+    /// refused them (`__tcp_retransmit_skb` failing in `tcp_transmit_skb`).
+    TcpExtTCPRetransFail,
     /// Loss recovery episodes entered on SACK.
     TcpExtTCPSackRecovery,
     /// Loss recovery episodes entered without SACK (NewReno).
@@ -396,6 +399,12 @@ impl Counters {
     #[inline]
     pub fn inc(&mut self, mib: Mib) {
         self.add(mib, 1);
+    }
+    /// Takes back `n` counted for a send that, heard later, never happened (Linux
+    /// counts only after `tcp_transmit_skb` succeeded).
+    pub(crate) fn take_back(&mut self, mib: Mib, n: u64) {
+        let v = &mut self.values[mib as usize];
+        *v = v.saturating_sub(n);
     }
     /// The value of a counter.
     pub fn get(&self, mib: Mib) -> u64 {

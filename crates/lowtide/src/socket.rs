@@ -250,6 +250,43 @@ pub struct TxToken {
     /// local drop takes them back, as Linux never counts an skb that
     /// `tcp_transmit_skb` failed to send.
     pub(crate) prr: (u32, u64),
+    /// Which `__tcp_retransmit_skb` caller sent the packet, if one did: what a local
+    /// drop of it takes back (`TxRetrans`).
+    pub(crate) rtx: TxRetrans,
+}
+
+/// How a packet was a retransmission. Linux learns at once that `tcp_transmit_skb`
+/// failed (a qdisc's `NET_XMIT_DROP`) and then counts none of what follows a sent
+/// retransmission: no `TCPCB_RETRANS` or `retrans_out` (`tcp_retransmit_skb`), no
+/// MIB, `prr_out` or timer restart (`tcp_xmit_retransmit_queue`), no backoff
+/// (`tcp_retransmit_timer`), no probe state (`tcp_send_loss_probe`). lowtide hears of
+/// the drop later, so the token says what to take back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) enum TxRetrans {
+    /// Not a retransmission: new data, a resend after a local drop, control.
+    #[default]
+    None,
+    /// `tcp_xmit_retransmit_queue`'s `tcp_retransmit_skb`, counted in `mib`
+    /// (`TCPFastRetrans`, `TCPSlowStartRetrans` in Loss).
+    Queue {
+        /// The MIB the walk counted the segments in.
+        mib: crate::Mib,
+    },
+    /// The same for the head, whose retransmission restarted the retransmit timer
+    /// (`rearm_timer`); `timer` is the timer as it was before the walk.
+    QueueHead {
+        /// The MIB the walk counted the segments in.
+        mib: crate::Mib,
+        /// `icsk_pending` and its deadline before the walk.
+        timer: Option<(crate::tcp::inet_connection_sock::Pending, crate::Instant)>,
+    },
+    /// `tcp_retransmit_timer`'s retransmission of the head.
+    Timer,
+    /// The same when the peer's window is zero, where the timer does not look at
+    /// the result ("receiver dastardly shrinks window").
+    TimerZeroWindow,
+    /// `tcp_send_loss_probe`'s `__tcp_retransmit_skb` of the last skb.
+    LossProbe,
 }
 
 impl TxToken {

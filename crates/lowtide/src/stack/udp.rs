@@ -20,7 +20,7 @@
 
 use super::Stack;
 use crate::mib::Mib;
-use crate::socket::{SocketError, Transmit, TxToken};
+use crate::socket::{SocketError, Transmit, TxRetrans, TxToken};
 use crate::time::Instant;
 use lowtide_wire::ip::IpRepr;
 use lowtide_wire::udp::{UdpRepr, PROTO_UDP, UDP_HEADER_LEN, UDP_MAX_SEGMENTS};
@@ -416,6 +416,7 @@ impl Stack {
                 seq: 0,
                 len: 0,
                 prr: (0, 0),
+                rtx: TxRetrans::None,
             },
             // Not paced: due at once (a qdisc reads no EDT from it).
             tstamp: Instant::ZERO,

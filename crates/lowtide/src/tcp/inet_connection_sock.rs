@@ -11,7 +11,7 @@ use core::time::Duration;
 // ---- implemented in tcp/timer.rs ----
 
 /// What the retransmit timer is armed for (`icsk_pending`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Pending {
     /// `ICSK_TIME_RETRANS`.
     Retrans,

@@ -7,7 +7,7 @@ use super::rtx::skb::{self, Skb, SkbData, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_R
 use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
-use crate::socket::{Transmit, TxToken};
+use crate::socket::{Transmit, TxRetrans, TxToken};
 use crate::Instant;
 use bytes::Bytes;
 use lowtide_wire::checksum;
@@ -126,6 +126,7 @@ pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), th: &TcpRepr) 
         seq: 0,
         len: 0,
         prr: (0, 0),
+        rtx: TxRetrans::None,
     };
     let now = ctx.now;
     push(ctx, pkt, 1, 0, token, now);
@@ -442,6 +443,7 @@ impl Tcb {
                 _ => 0,
             },
             prr: (0, 0),
+            rtx: TxRetrans::None,
         };
         let ip_len = pkt.0.len() + pkt.1.len();
         push(ctx, pkt, mss, payload.len(), token, tstamp);
@@ -759,12 +761,21 @@ impl Tcb {
             return;
         }
         self.prr_out += pcount;
-        let (index, generation) = (self.handle.index, self.handle.generation);
-        if let Some(tx) = ctx.out.iter_mut().rev().find(|tx| {
-            (tx.token.index, tx.token.generation, tx.token.seq) == (index, generation, seq)
-        }) {
-            tx.token.prr = (pcount, self.high_seq);
+        let high_seq = self.high_seq;
+        if let Some(token) = self.tx_token_mut(ctx, seq) {
+            token.prr = (pcount, high_seq);
         }
+    }
+
+    /// The TX token of this socket's latest packet at `seq` still waiting for the
+    /// device in `ctx.out`: where a send notes what a local drop takes back.
+    pub(crate) fn tx_token_mut<'c>(&self, ctx: &'c mut Ctx, seq: u64) -> Option<&'c mut TxToken> {
+        let me = (self.handle.index, self.handle.generation, seq);
+        ctx.out
+            .iter_mut()
+            .rev()
+            .map(|tx| &mut tx.token)
+            .find(|t| (t.index, t.generation, t.seq) == me)
     }
 
     /// [`Tcb::send_new`] with PSH on the part sent even when the head is split
@@ -834,7 +845,8 @@ impl Tcb {
         let mss = self.current_mss();
         let max_segs = self.tso_segs(ctx.cfg, mss);
         let rtx_head = self.rtx.first().map(|s| s.seq);
-        let mut rearm_timer = false;
+        let prior_timer = self.icsk.pending;
+        let mut rearm_timer = None;
         let mut from = self.retransmit_hint.max(self.snd_una);
         // The first hole walked past: the hint stays there for the next walk.
         let mut hole = None;
@@ -863,24 +875,29 @@ impl Tcb {
             let Some((sent, end_seq, pcount)) = self.retransmit_skb(ctx, seq, segs) else {
                 break;
             };
-            ctx.mib.add(
-                match self.ca_state {
-                    CaState::Loss => Mib::TcpExtTCPSlowStartRetrans,
-                    _ => Mib::TcpExtTCPFastRetrans,
-                },
-                pcount as u64,
-            );
+            let mib = match self.ca_state {
+                CaState::Loss => Mib::TcpExtTCPSlowStartRetrans,
+                _ => Mib::TcpExtTCPFastRetrans,
+            };
+            ctx.mib.add(mib, pcount as u64);
+            if let Some(token) = self.tx_token_mut(ctx, sent) {
+                token.rtx = TxRetrans::Queue { mib };
+            }
             self.count_prr_out(ctx, sent, pcount);
             if Some(seq) == rtx_head && !matches!(self.icsk.pending, Some((Pending::ReoTimeout, _)))
             {
-                rearm_timer = true;
+                rearm_timer = Some((sent, mib));
             }
             from = end_seq;
         }
         self.retransmit_hint = hole.unwrap_or(from);
-        if rearm_timer {
+        if let Some((head, mib)) = rearm_timer {
             // tcp_reset_xmit_timer(ICSK_TIME_RETRANS, icsk_rto).
             self.icsk.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+            if let Some(token) = self.tx_token_mut(ctx, head) {
+                let timer = prior_timer;
+                token.rtx = TxRetrans::QueueHead { mib, timer };
+            }
         }
     }
 

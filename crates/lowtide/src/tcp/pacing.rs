@@ -5,11 +5,12 @@
 
 use super::cong::CaState;
 use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD, TCP_RESOURCE_PROBE_INTERVAL};
-use super::rtx::skb::FLAG_FIN;
+use super::rtx::skb::{FLAG_FIN, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
 use super::Ctx;
 use crate::config::{Config, SizeGoalAt, TsqRule};
-use crate::socket::TxToken;
+use crate::mib::Mib;
+use crate::socket::{TxRetrans, TxToken};
 use crate::time::Instant;
 use core::time::Duration;
 
@@ -202,54 +203,124 @@ impl Tcb {
     }
 
     /// The device queue dropped a packet we sent (a qdisc's `NET_XMIT_DROP`): not a
-    /// network loss. In Linux the skb of a failed `tcp_transmit_skb` stays unsent and
-    /// goes out on the next TSQ completion or ACK, or from a timer
-    /// (`tcp_check_probe_timer`, `TCP_RESOURCE_PROBE_INTERVAL`), with no loss
-    /// recovery, no retransmission counted and no backoff; the drop enters CWR
-    /// (`tcp_enter_cwr`: one PRR reduction per window, as for an ECN mark). lowtide has handed later packets to the device
-    /// already, so it sends the dropped range again as soon as it can, as a first
-    /// transmission (RACK sees it sent now; no retransmission is counted).
-    /// What the packet added to `prr_out` (`prr`: segments, and the reduction's
-    /// `high_seq`) is taken back: Linux counts an skb there only once
-    /// `tcp_transmit_skb` has sent it, so when it finally leaves.
+    /// network loss, and congestion (`__tcp_transmit_skb`: `tcp_enter_cwr`, one PRR
+    /// reduction per window, as for an ECN mark). What the packet added to `prr_out`
+    /// (`prr`: segments, and the reduction's `high_seq`) is taken back: Linux counts
+    /// an skb there only once `tcp_transmit_skb` has sent it. A retransmission failed
+    /// ([`Tcb::retransmit_failed`]); new data was never sent ([`Tcb::first_send_dropped`]).
     pub(crate) fn on_tx_dropped(&mut self, ctx: &mut Ctx, token: &TxToken) {
-        let (truesize, seq, len) = (token.truesize, token.seq, token.len);
-        self.wmem_alloc = self.wmem_alloc.saturating_sub(truesize as u64);
+        self.wmem_alloc = self.wmem_alloc.saturating_sub(token.truesize as u64);
         let (counted, high_seq) = token.prr;
         if counted > 0 && self.in_cwnd_reduction() && self.high_seq == high_seq {
             self.prr_out = self.prr_out.saturating_sub(counted);
         }
-        let (start, end) = (seq.max(self.snd_una), seq + len as u64);
-        if len > 0 && end > start {
-            // __tcp_transmit_skb: a local drop is congestion, without a loss.
+        if token.rtx != TxRetrans::None {
             self.enter_cwr();
-            self.record_local_drop(start, end);
-            let unsent: u32 = self
-                .local_drops
-                .iter()
-                .flat_map(|&(s, e)| self.rtx.unsent_in(s, e))
-                .map(|(_, n)| n)
-                .sum();
-            if unsent >= self.rtx.packets_out {
-                // Nothing of ours left the host: no RTO or loss probe for data never
-                // sent, but tcp_check_probe_timer's retry after tcp_probe0_base.
-                if matches!(
-                    self.icsk.pending,
-                    Some((
-                        Pending::Retrans | Pending::LossProbe | Pending::ReoTimeout,
-                        _
-                    ))
-                ) {
-                    self.icsk.pending = None;
-                }
-                self.resource_retry_at = Some(ctx.now + self.icsk.rto.max(self.rto_min()));
-            } else {
-                self.resource_retry_at = Some(ctx.now + TCP_RESOURCE_PROBE_INTERVAL);
-            }
+            self.retransmit_failed(ctx, token);
+        } else {
+            self.first_send_dropped(ctx, token);
         }
         // A throttled socket must not wait for completions that will not come.
         if self.pace.tsq_throttled && self.resource_retry_at.is_none() {
             self.resource_retry_at = Some(ctx.now + TCP_RESOURCE_PROBE_INTERVAL);
+        }
+    }
+
+    /// A dropped packet of data sent for the first time. In Linux the skb of a failed
+    /// `tcp_transmit_skb` stays unsent and goes out on the next TSQ completion or
+    /// ACK, or from a timer (`tcp_check_probe_timer`, `TCP_RESOURCE_PROBE_INTERVAL`),
+    /// with no loss recovery, no retransmission counted and no backoff. lowtide has
+    /// handed later packets to the device already, so it sends the dropped range
+    /// again as soon as it can, as a first transmission (RACK sees it sent now; no
+    /// retransmission is counted).
+    fn first_send_dropped(&mut self, ctx: &mut Ctx, token: &TxToken) {
+        let (seq, len) = (token.seq, token.len);
+        let (start, end) = (seq.max(self.snd_una), seq + len as u64);
+        if len == 0 || end <= start {
+            return;
+        }
+        self.enter_cwr();
+        self.record_local_drop(start, end);
+        let unsent: u32 = self
+            .local_drops
+            .iter()
+            .flat_map(|&(s, e)| self.rtx.unsent_in(s, e))
+            .map(|(_, n)| n)
+            .sum();
+        if unsent >= self.rtx.packets_out {
+            // Nothing of ours left the host: no RTO or loss probe for data never
+            // sent, but tcp_check_probe_timer's retry after tcp_probe0_base.
+            if matches!(
+                self.icsk.pending,
+                Some((
+                    Pending::Retrans | Pending::LossProbe | Pending::ReoTimeout,
+                    _
+                ))
+            ) {
+                self.icsk.pending = None;
+            }
+            self.resource_retry_at = Some(ctx.now + self.icsk.rto.max(self.rto_min()));
+        } else {
+            self.resource_retry_at = Some(ctx.now + TCP_RESOURCE_PROBE_INTERVAL);
+        }
+    }
+
+    /// A dropped retransmission: `__tcp_retransmit_skb` returns `tcp_transmit_skb`'s
+    /// error, counted in `TCPRetransFail`, and its callers count none of what a sent
+    /// retransmission gets. The skb stays lost without `TCPCB_RETRANS`, out of
+    /// `retrans_out` and so out of flight, and the next `tcp_xmit_retransmit_queue`
+    /// starts at it (`tcp_retransmit_skb`; the walk stops there, its hint on it); no
+    /// `TCPFastRetrans` or `TCPSlowStartRetrans`, no `prr_out` and no restart of the
+    /// timer (`tcp_xmit_retransmit_queue`); no backoff, the timer again after
+    /// `TCP_RESOURCE_PROBE_INTERVAL` (`tcp_retransmit_timer`); no probe state, the
+    /// RTO from the head's send (`tcp_send_loss_probe`'s `rearm_timer`). Counted
+    /// before the send, and so kept, as in Linux: `total_retrans`, `TcpRetransSegs`,
+    /// `bytes_retrans`, `TCPCB_EVER_RETRANS`, the skb's send time, `retrans_stamp`,
+    /// `undo_retrans`.
+    pub(crate) fn retransmit_failed(&mut self, ctx: &mut Ctx, token: &TxToken) {
+        let seq = token.seq;
+        let pcount = match self.rtx.get(seq) {
+            Some(s) => s.pcount,
+            None => token.len.div_ceil(self.mss_cache.max(1)).max(1),
+        };
+        ctx.mib.add(Mib::TcpExtTCPRetransFail, pcount as u64);
+        match token.rtx {
+            TxRetrans::None => {}
+            TxRetrans::Queue { mib } => {
+                ctx.mib.take_back(mib, pcount as u64);
+                self.retransmission_not_sent(seq);
+            }
+            TxRetrans::QueueHead { mib, timer } => {
+                ctx.mib.take_back(mib, pcount as u64);
+                self.retransmission_not_sent(seq);
+                if matches!(self.icsk.pending, Some((Pending::Retrans, _))) {
+                    self.icsk.pending = timer;
+                }
+            }
+            TxRetrans::TimerZeroWindow => self.retransmission_not_sent(seq),
+            TxRetrans::Timer => {
+                self.retransmission_not_sent(seq);
+                self.icsk.backoff = self.icsk.backoff.saturating_sub(1);
+                let at = ctx.now + TCP_RESOURCE_PROBE_INTERVAL;
+                self.icsk.pending = Some((Pending::Retrans, at));
+            }
+            TxRetrans::LossProbe if self.tlp_retrans => {
+                self.tlp_retrans = false;
+                self.tlp_high_seq = None;
+                ctx.mib.take_back(Mib::TcpExtTCPLossProbes, 1);
+                let rto = Duration::from_micros(self.rto_delta_us(ctx).max(1) as u64);
+                self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
+            }
+            TxRetrans::LossProbe => {}
+        }
+    }
+
+    /// The skb at `seq` was not retransmitted after all: lost, not in flight, and
+    /// where the next retransmission walk starts (`tcp_verify_retransmit_hint`).
+    fn retransmission_not_sent(&mut self, seq: u64) {
+        if self.rtx.get(seq).is_some_and(|s| s.has(SACKED_RETRANS)) {
+            self.rtx.update(seq, 0, SACKED_RETRANS);
+            self.retransmit_hint = self.retransmit_hint.min(seq);
         }
     }
 

@@ -8,7 +8,7 @@ use super::consts::{
 use super::sock::{Pending, RttEstimator, Tcb};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
-use crate::socket::{EventKind, SocketError};
+use crate::socket::{EventKind, SocketError, TxRetrans};
 use crate::time::Instant;
 use core::time::Duration;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
@@ -219,9 +219,8 @@ impl Tcb {
             self.enter_loss(ctx);
             self.update_rto_stats(ctx.now);
             self.icsk.backoff += 1;
-            let head = self.snd_una;
-            self.retransmit_hint = head;
-            self.xmit_retransmit_queue(ctx);
+            self.retransmit_hint = self.snd_una;
+            self.retransmit_head(ctx, TxRetrans::Timer);
         } else {
             // A request's SYN-ACK timer (reqsk_timer_handler) enters no Loss: its
             // child gets the undo state at creation (openreq_child_undo).
@@ -241,6 +240,22 @@ impl Tcb {
         self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
     }
 
+    /// `tcp_retransmit_timer`'s `tcp_retransmit_skb` of the head, one segment: not
+    /// a walk of the retransmit queue, so neither cwnd, pacing nor TSQ holds it and no
+    /// `TCPSlowStartRetrans` counts it. Its token says `how` (a plain timeout, or
+    /// one under a zero window that ignores the result), for a local drop to take
+    /// back ([`Tcb::retransmit_failed`]).
+    fn retransmit_head(&mut self, ctx: &mut Ctx, how: TxRetrans) {
+        let Some(head) = self.rtx.first().map(|s| s.seq) else {
+            return;
+        };
+        if let Some((sent, _, _)) = self.retransmit_skb(ctx, head, 1) {
+            if let Some(token) = self.tx_token_mut(ctx, sent) {
+                token.rtx = how;
+            }
+        }
+    }
+
     /// `tcp_retransmit_timer` when the peer shrank its window to zero under data in
     /// flight ("receiver dastardly shrinks window"): the retransmissions are window
     /// probes, neither counted as timeouts (TcpExtTCPTimeouts, `tcp_update_rto_stats`)
@@ -256,7 +271,7 @@ impl Tcb {
         self.enter_loss(ctx);
         self.icsk.backoff += 1;
         self.retransmit_hint = self.snd_una;
-        self.xmit_retransmit_queue(ctx);
+        self.retransmit_head(ctx, TxRetrans::TimerZeroWindow);
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
         self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
     }

@@ -11,6 +11,7 @@ use super::consts::TCP_TIMEOUT_INIT;
 use super::sock::{Pending, Tcb};
 use super::Ctx;
 use crate::mib::Mib;
+use crate::socket::TxRetrans;
 use core::time::Duration;
 
 impl Tcb {
@@ -105,8 +106,11 @@ impl Tcb {
         };
         // __tcp_retransmit_skb with one segment: not counted in retrans_out nor as
         // a recovery retransmission; outside the window nothing goes.
-        if self.retransmit_skb_once(ctx, seq, 1).is_none() {
+        let Some((sent, _, _)) = self.retransmit_skb_once(ctx, seq, 1) else {
             return false;
+        };
+        if let Some(token) = self.tx_token_mut(ctx, sent) {
+            token.rtx = TxRetrans::LossProbe;
         }
         self.tlp_retrans = true;
         true

@@ -6,7 +6,7 @@
 
 use crate::common::drill::INFINITE_SSTHRESH;
 use crate::common::*;
-use lowtide::{Config, Mib};
+use lowtide::{Config, Instant, Mib};
 use std::time::Duration;
 
 fn run(drop_nth: Vec<usize>) -> (Pair, lowtide::SocketHandle) {
@@ -48,4 +48,227 @@ fn a_locally_dropped_packet_is_no_loss_and_no_rto() {
         assert!(i.snd_ssthresh < INFINITE_SSTHRESH, "{drops:?}: CWR");
         assert_ne!(i.ca_state, "Recovery", "{drops:?}");
     }
+}
+
+/// The TCP sequence number of an IPv4 packet (a GSO packet's first segment's).
+fn tcp_seq(pkt: &[u8]) -> u32 {
+    let ihl = (pkt[0] & 0x0f) as usize * 4;
+    u32::from_be_bytes(pkt[ihl + 4..ihl + 8].try_into().unwrap())
+}
+
+#[test]
+fn a_locally_dropped_retransmission_was_not_sent() {
+    // Linux (tcp_output.c): __tcp_retransmit_skb counts the attempt (total_retrans,
+    // TcpRetransSegs) before tcp_transmit_skb, then TCPRetransFail when the qdisc
+    // refuses it (NET_XMIT_DROP); tcp_retransmit_skb sets no TCPCB_RETRANS and no
+    // retrans_out, tcp_xmit_retransmit_queue counts no TCPFastRetrans and stops with
+    // its hint on the skb. So the segment stays lost and out of flight, and the next
+    // ACK's walk sends it again, not RACK one RTT later. (The packetdrill script
+    // retransmit-local-drop-not-sent.pkt checks tcp_info between the two.)
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let (mut p, c, s) = establish(Config::default());
+    p.record = true;
+    // A's segments leave one after another (12 us each, 1 Gbit/s), so B's ACKs come
+    // apart: the one after the drop is the next, not one of the same instant.
+    let mut busy = Instant::ZERO;
+    p.extra_delay = Some(Box::new(move |now, d, _| {
+        if d != Dir::AtoB {
+            return Duration::ZERO;
+        }
+        busy = busy.max(now) + Duration::from_micros(12);
+        busy.saturating_since(now)
+    }));
+    let victim = Rc::new(Cell::new(None::<u32>));
+    let dropped = Rc::new(Cell::new(false));
+    let (v, mut n) = (victim.clone(), 0);
+    p.filter = Some(Box::new(move |d, seg| {
+        if d != Dir::AtoB || Seg::parse(seg).payload.is_empty() {
+            return Verdict::Pass;
+        }
+        n += 1;
+        if n != 5 {
+            return Verdict::Pass;
+        }
+        v.set(Some(Seg::parse(seg).th.seq)); // lost on the wire once
+        Verdict::Drop
+    }));
+    let (v, dr) = (victim.clone(), dropped.clone());
+    p.local_drop = Some(Box::new(move |d, tx| {
+        // Known only once the original was cut into segments: a later packet at that
+        // sequence number is its retransmission.
+        let hit = d == Dir::AtoB && !dr.get() && v.get() == Some(tcp_seq(&tx.packet));
+        dr.set(dr.get() || hit);
+        hit
+    }));
+    let data = pattern(100_000, 3);
+    let mut sent = p.a.send(p.now, c, &data).unwrap();
+    p.drive_until(Duration::from_secs(2), |_| dropped.get());
+    let at = p.now;
+    let mut got = drain(&mut p.b, p.now, s);
+    while got.len() < data.len() {
+        if sent < data.len() {
+            sent += p.a.send(p.now, c, &data[sent..]).unwrap_or(0);
+        }
+        assert!(p.step(), "stalled");
+        got.extend(drain(&mut p.b, p.now, s));
+    }
+    assert_eq!(got, data);
+    let v = victim.get().unwrap();
+    let resent: Vec<Instant> = p
+        .wire
+        .iter()
+        .filter(|(_, d, pkt)| *d == Dir::AtoB && tcp_seq(pkt) == v)
+        .map(|(t, _, _)| *t)
+        .collect();
+    assert_eq!(
+        resent.len(),
+        1,
+        "one retransmission reached the wire: {resent:?} (drop at {at:?})"
+    );
+    // The next ACKs of the flight come within the RTT (20 ms); RACK would wait for
+    // an ACK of data sent after the dropped copy, a round trip at least.
+    let wait = resent[0].saturating_since(at);
+    assert!(wait < Duration::from_millis(10), "resent after {wait:?}");
+    let i = p.a.info(p.now, c).unwrap();
+    let n = |m: &str| p.a.counters().by_name(m);
+    assert_eq!(
+        (i.total_retrans, i.backoff),
+        (2, 0),
+        "the attempt and the send"
+    );
+    assert_eq!(n("TcpExtTCPRetransFail"), Some(1));
+    assert_eq!(n("TcpExtTCPFastRetrans"), Some(1), "the send only");
+    assert_eq!(n("TcpExtTCPTimeouts"), Some(0));
+}
+
+/// A connection whose data A sends is lost on the wire from the start until `heal`
+/// is set; `drop_next` drops A's next data packet in its own device queue.
+struct Staged {
+    p: Pair,
+    c: lowtide::SocketHandle,
+    s: lowtide::SocketHandle,
+    heal: std::rc::Rc<std::cell::Cell<bool>>,
+    drop_next: std::rc::Rc<std::cell::Cell<bool>>,
+    dropped_at: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+fn staged(cfg: Config, lose: impl Fn(u32) -> bool + 'static) -> Staged {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let (mut p, c, s) = establish(cfg);
+    p.record = true;
+    let (heal, drop_next, dropped_at) = (
+        Rc::new(Cell::new(false)),
+        Rc::new(Cell::new(false)),
+        Rc::new(Cell::new(false)),
+    );
+    let h = heal.clone();
+    let mut n = 0u32;
+    p.filter = Some(Box::new(move |d, seg| {
+        if d != Dir::AtoB || Seg::parse(seg).payload.is_empty() || h.get() {
+            return Verdict::Pass;
+        }
+        n += 1;
+        match lose(n) {
+            true => Verdict::Drop,
+            false => Verdict::Pass,
+        }
+    }));
+    let (dn, da) = (drop_next.clone(), dropped_at.clone());
+    p.local_drop = Some(Box::new(move |d, tx| {
+        let hit = d == Dir::AtoB && dn.get() && tx.packet.len() > 200;
+        if hit {
+            dn.set(false);
+            da.set(true);
+        }
+        hit
+    }));
+    Staged {
+        p,
+        c,
+        s,
+        heal,
+        drop_next,
+        dropped_at,
+    }
+}
+
+impl Staged {
+    /// Sends `data`, drops A's next data packet from `arm` on, and runs until B has
+    /// it all; returns when the drop happened and the wire's A-to-B data segments
+    /// after it (time, sequence number).
+    fn run(&mut self, data: &[u8], arm: Duration) -> (Instant, Vec<(Instant, u32)>) {
+        let p = &mut self.p;
+        p.a.send(p.now, self.c, data).unwrap();
+        p.drive_for(arm);
+        self.drop_next.set(true);
+        let dropped = self.dropped_at.clone();
+        p.drive_until(Duration::from_secs(5), |_| dropped.get());
+        let (at, from) = (p.now, p.wire.len());
+        self.heal.set(true);
+        (at, self.finish(data.len(), from))
+    }
+
+    fn finish(&mut self, len: usize, from: usize) -> Vec<(Instant, u32)> {
+        let p = &mut self.p;
+        let mut got = drain(&mut p.b, p.now, self.s);
+        while got.len() < len {
+            assert!(p.step(), "stalled");
+            got.extend(drain(&mut p.b, p.now, self.s));
+        }
+        p.wire[from..]
+            .iter()
+            .filter(|(_, d, pkt)| *d == Dir::AtoB && !Seg::parse(pkt).payload.is_empty())
+            .map(|(t, _, pkt)| (*t, tcp_seq(pkt)))
+            .collect()
+    }
+}
+
+#[test]
+fn a_locally_dropped_rto_retransmission_retries_after_the_resource_interval() {
+    // tcp_retransmit_timer: "Retransmission failed because of local congestion":
+    // the timer again after TCP_RESOURCE_PROBE_INTERVAL (500 ms), no backoff
+    // (icsk_retransmits and TCPTimeouts count the timeout already).
+    let cfg = Config {
+        tcp_early_retrans: 0, // no loss probe first
+        ..Config::default()
+    };
+    let mut st = staged(cfg, |_| true);
+    // The flight is lost by 10 ms; the RTO (about 220 ms) comes later.
+    let (at, sent) = st.run(&pattern(5_000, 5), Duration::from_millis(50));
+    let p = &st.p;
+    let n = |m: &str| p.a.counters().by_name(m);
+    assert_eq!(n("TcpExtTCPRetransFail"), Some(1));
+    // The head twice by the timer (tcp_retransmit_timer counts no MIB), the other
+    // three skbs by the walk of Loss.
+    assert_eq!(n("TcpExtTCPSlowStartRetrans"), Some(3));
+    let first = sent.first().expect("sent again");
+    assert_eq!(
+        first.0.saturating_since(at),
+        Duration::from_millis(500),
+        "TCP_RESOURCE_PROBE_INTERVAL, not a backed-off RTO"
+    );
+    assert_eq!(n("TcpExtTCPTimeouts"), Some(2));
+}
+
+#[test]
+fn a_locally_dropped_loss_probe_was_no_probe() {
+    // tcp_send_loss_probe: a failed __tcp_retransmit_skb goes to rearm_timer: no
+    // tlp_high_seq, no TCPLossProbes, the RTO from the head's send (tcp_rearm_rto
+    // with the probe's timer pending), which then repairs the tail.
+    let mut st = staged(Config::default(), |n| n == 4); // the tail of 4 segments
+    let (at, sent) = st.run(&pattern(5_000, 7), Duration::from_millis(50));
+    let p = &st.p;
+    let n = |m: &str| p.a.counters().by_name(m);
+    assert_eq!(n("TcpExtTCPRetransFail"), Some(1));
+    assert_eq!(n("TcpExtTCPLossProbes"), Some(0), "no probe left the host");
+    assert_eq!(n("TcpExtTCPTimeouts"), Some(1), "the RTO repaired the tail");
+    let rto = p.a.info(at, st.c).unwrap().rto;
+    let first = sent.first().expect("sent again");
+    assert!(
+        first.0.saturating_since(at) >= Duration::from_millis(200),
+        "the RTO, {:?} after the drop (rto {rto} us)",
+        first.0.saturating_since(at)
+    );
 }

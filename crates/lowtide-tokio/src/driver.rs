@@ -10,6 +10,7 @@
 //! once the unsent bytes fall below half of it (seed 001).
 
 use crate::device::PacketDevice;
+use crate::shard::Steer;
 use lowtide::posix::consts::*;
 use lowtide::posix::{Fd, Host};
 use lowtide::Instant;
@@ -213,18 +214,23 @@ pub(crate) fn shared(mut host: Host) -> Shared {
 }
 
 /// Runs the stack on `dev` until every handle on `shared` is gone, or the device
-/// fails (then every socket call returns the error).
-pub(crate) async fn drive<D: PacketDevice>(shared: Shared, mut dev: D) {
+/// fails (then every socket call returns the error). A shard of a sharded
+/// [`crate::Net`] has its `steer`: packets of other shards' connections go to them,
+/// and theirs for this one come in through its mailbox.
+pub(crate) async fn drive<D: PacketDevice>(shared: Shared, mut dev: D, steer: Option<Steer>) {
     let mut buf = Vec::with_capacity(65536 + 64);
     let mut sleep: Pin<Box<Sleep>> = Box::pin(tokio::time::sleep(Duration::ZERO));
     poll_fn(|cx| {
         if Arc::strong_count(&shared) == 1 {
             return Poll::Ready(());
         }
+        if let Some(s) = &steer {
+            s.mine().register(cx.waker());
+        }
         let mut g = lock(&shared);
         g.driver = Some(cx.waker().clone());
         loop {
-            match round(&mut g, &mut dev, &mut buf, cx) {
+            match round(&mut g, &mut dev, &mut buf, steer.as_ref(), cx) {
                 Ok(true) => {
                     // Budget spent: let other tasks run, then come back.
                     cx.waker().wake_by_ref();
@@ -257,12 +263,22 @@ fn round<D: PacketDevice>(
     g: &mut Inner,
     dev: &mut D,
     buf: &mut Vec<u8>,
+    steer: Option<&Steer>,
     cx: &mut Context<'_>,
 ) -> io::Result<bool> {
+    if let Some(s) = steer {
+        for (packet, csum) in s.mine().take() {
+            let now = g.now();
+            g.host.handle_packet(now, &packet, csum);
+        }
+    }
     let mut budget_out = true;
     for _ in 0..RX_BUDGET {
         match dev.poll_recv(cx, buf) {
             Poll::Ready(Ok(csum)) => {
+                if steer.is_some_and(|s| s.hand_over(buf, csum)) {
+                    continue;
+                }
                 let now = g.now();
                 g.host.handle_packet(now, buf, csum);
             }

@@ -62,6 +62,11 @@
 //! connections reach a final state, as Linux keeps a closed socket going after its
 //! process exits.
 //!
+//! Every core: [`Net::new_sharded`] runs one stack and driver task per queue of a
+//! multi-queue TUN device ([`TunDevice::open_queues`]), connections steered as the
+//! kernel steers them (the `shard` module's rules: a listener on every shard, active
+//! opens in turn from per-shard port slices, misrouted packets handed over).
+//!
 //! Virtual time: the driver's timers are tokio's, so under a paused clock two stacks
 //! joined by [`channel_pair`] run a 10 MB transfer in milliseconds of wall time
 //! (the `sim_pair` example). Pausing needs tokio's `test-util` feature in your
@@ -79,6 +84,7 @@
 mod device;
 mod driver;
 pub mod guide;
+mod shard;
 mod tcp;
 mod udp;
 
@@ -99,16 +105,26 @@ pub use udp::UdpSocket;
 use driver::Shared;
 use lowtide::posix::Host;
 use lowtide::{Counters, Stack};
+use shard::{Mailbox, Steer};
 use std::future::poll_fn;
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// A lowtide stack running on a device: the handle sockets are made from. Cheap to
 /// clone; the driver task stops when the last clone and the last socket are gone
 /// (connections closed just before then get no further FIN retransmissions: end
 /// with [`Net::shutdown`], which lets them finish as a Linux host keeps orphans).
+///
+/// A sharded `Net` ([`Net::new_sharded`]) runs one stack per queue of a
+/// multi-queue device, each with its own driver task, so that a multi-thread
+/// runtime spreads the connections over its workers.
 #[derive(Clone)]
 pub struct Net {
-    shared: Shared,
+    shards: Arc<[Shared]>,
+    mail: Arc<[Arc<Mailbox>]>,
+    /// The shard of the next connection lowtide opens (round robin).
+    next: Arc<AtomicUsize>,
 }
 
 impl Net {
@@ -137,8 +153,105 @@ impl Net {
     pub fn new_deterministic<D: PacketDevice>(mut stack: Stack, dev: D) -> Net {
         stack.set_tx_payload_apart(dev.payload_apart());
         let shared = driver::shared(Host::new(stack));
-        tokio::spawn(driver::drive(shared.clone(), dev));
-        Net { shared }
+        tokio::spawn(driver::drive(shared.clone(), dev, None));
+        Net {
+            shards: Arc::new([shared]),
+            mail: Arc::new([]),
+            next: Arc::default(),
+        }
+    }
+
+    /// Runs one stack per queue of a multi-queue device, each on its own driver
+    /// task, so that a multi-thread runtime spreads the connections over its
+    /// workers: `devs` are the queues (for a TUN device,
+    /// [`TunDevice::open_queues`], each through [`TunPacketDevice::new`]) and
+    /// `stacks` one stack each, all with the device's addresses. Each stack is
+    /// keyed from the OS as [`Net::new`] does, and opens connections from its own
+    /// slice of its `net.ipv4.ip_local_port_range`.
+    ///
+    /// Connections the peer opens stay on the queue the kernel steers them to
+    /// (every shard listens on a [`TcpListener`]'s port); connections lowtide opens
+    /// go to the shards in turn; UDP sockets live on the first shard. A packet that
+    /// arrives on another shard's queue is handed to its owner (the kernel steers a
+    /// SYN-ACK by its flow hash, before it learns the flow's queue). See
+    /// [`Net::handed`]. [`Net::with_host`] reaches the first shard,
+    /// [`Net::with_each_host`] every one.
+    ///
+    /// # Errors
+    /// `InvalidInput` if there are no queues, or not one stack per queue.
+    ///
+    /// # Panics
+    /// As [`Net::new`].
+    pub fn new_sharded<D: PacketDevice>(stacks: Vec<Stack>, devs: Vec<D>) -> io::Result<Net> {
+        if stacks.is_empty() || stacks.len() != devs.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} stacks for {} queues", stacks.len(), devs.len()),
+            ));
+        }
+        let n = stacks.len();
+        let mut ports = Vec::with_capacity(n);
+        let mut shards = Vec::with_capacity(n);
+        for (k, (mut stack, dev)) in stacks.into_iter().zip(&devs).enumerate() {
+            let key = lowtide_tun::random::os_secret()
+                .unwrap_or_else(|e| panic!("lowtide-tokio: getrandom(2) failed: {e}"));
+            stack.set_secret(key);
+            let slice = lowtide_tun::shard::port_range(stack.config().ip_local_port_range, k, n);
+            let range = format!("{} {}", slice[0], slice[1]);
+            // A range inside a valid one is valid: this cannot fail.
+            let _ = stack.set_sysctl(
+                lowtide::Instant::ZERO,
+                "net.ipv4.ip_local_port_range",
+                &range,
+            );
+            stack.set_tx_payload_apart(dev.payload_apart());
+            ports.push(slice);
+            shards.push(driver::shared(Host::new(stack)));
+        }
+        let mail: Arc<[Arc<Mailbox>]> = (0..n).map(|_| Arc::default()).collect();
+        let ports: Arc<[[u16; 2]]> = ports.into();
+        for (me, (dev, shared)) in devs.into_iter().zip(&shards).enumerate() {
+            let steer = Steer {
+                me,
+                ports: ports.clone(),
+                mail: mail.clone(),
+            };
+            tokio::spawn(driver::drive(shared.clone(), dev, Some(steer)));
+        }
+        Ok(Net {
+            shards: shards.into(),
+            mail,
+            next: Arc::default(),
+        })
+    }
+
+    /// The number of shards: 1 unless made by [`Net::new_sharded`].
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Packets that arrived on another shard's queue and were handed to shard `k`
+    /// (0 if not sharded).
+    pub fn handed(&self, k: usize) -> u64 {
+        self.mail
+            .get(k)
+            .map_or(0, |m| m.handed.load(Ordering::Relaxed))
+    }
+
+    /// The first shard: UDP sockets' home, and the whole stack when not sharded.
+    pub(crate) fn first(&self) -> &Shared {
+        &self.shards[0]
+    }
+
+    /// Every shard.
+    pub(crate) fn all(&self) -> &[Shared] {
+        &self.shards
+    }
+
+    /// The shard of the next connection lowtide opens.
+    pub(crate) fn pick(&self) -> &Shared {
+        let k = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
+        &self.shards[k]
     }
 
     /// Ends the stack gracefully, as a Linux host lets the connections a process
@@ -153,12 +266,18 @@ impl Net {
     /// unfinished. Returns [`io::ErrorKind::TimedOut`] if some are still closing
     /// at `timeout`.
     pub async fn shutdown(self, timeout: std::time::Duration) -> io::Result<()> {
-        driver::lock(&self.shared).kick();
-        let settled = poll_fn(|cx| driver::lock(&self.shared).poll_settled(cx));
+        let settled = async {
+            for shared in self.all() {
+                driver::lock(shared).kick();
+                poll_fn(|cx| driver::lock(shared).poll_settled(cx)).await;
+            }
+        };
         if tokio::time::timeout(timeout, settled).await.is_ok() {
             return Ok(());
         }
-        let left = driver::lock(&self.shared).host.stack().closing_count();
+        let left: usize = (self.all().iter())
+            .map(|s| driver::lock(s).host.stack().closing_count())
+            .sum();
         Err(io::Error::new(
             io::ErrorKind::TimedOut,
             format!("{left} connection(s) still closing after {timeout:?}"),
@@ -168,19 +287,38 @@ impl Net {
     /// A snapshot of the stack's counters, by nstat name:
     /// `net.counters().by_name("TcpRetransSegs")`, or by [`lowtide::mib::Mib`]
     /// with [`Counters::get`]; [`Counters::iter`] lists them all.
+    /// Summed over the shards of a sharded `Net`.
     pub fn counters(&self) -> Counters {
-        driver::lock(&self.shared).host.stack().counters().clone()
+        let mut sum = Counters::default();
+        for s in self.all() {
+            sum.merge(driver::lock(s).host.stack().counters());
+        }
+        sum
     }
 
     /// Runs `f` on the socket layer, for what this API does not wrap
-    /// (`setsockopt`, `Stack::set_sysctl` through `stack_mut`, ...).
+    /// (`setsockopt`, `Stack::set_sysctl` through `stack_mut`, ...); on the first
+    /// shard of a sharded `Net` (see [`Net::with_each_host`]).
     pub fn with_host<R>(&self, f: impl FnOnce(&mut Host) -> R) -> R {
-        let mut g = driver::lock(&self.shared);
-        let r = f(&mut g.host);
-        g.host.sync_events();
-        g.kick();
-        r
+        with_shard(self.first(), f)
     }
+
+    /// Runs `f` on every shard's socket layer in turn, with the shard's index (a
+    /// sysctl for the whole `Net`: `net.with_each_host(|_, h| ...)`).
+    pub fn with_each_host(&self, mut f: impl FnMut(usize, &mut Host)) {
+        for (k, s) in self.all().iter().enumerate() {
+            with_shard(s, |h| f(k, h));
+        }
+    }
+}
+
+/// Runs `f` on one shard's socket layer, then lets its driver act on it.
+fn with_shard<R>(shared: &Shared, f: impl FnOnce(&mut Host) -> R) -> R {
+    let mut g = driver::lock(shared);
+    let r = f(&mut g.host);
+    g.host.sync_events();
+    g.kick();
+    r
 }
 
 impl std::fmt::Debug for Net {
@@ -189,10 +327,15 @@ impl std::fmt::Debug for Net {
     /// inside [`Net::with_host`]).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("Net");
-        if let Ok(g) = self.shared.try_lock() {
-            let st = g.host.stack();
-            d.field("connections", &st.connection_count());
-            d.field("live", &st.closing_count());
+        let locked: Option<Vec<_>> = self.all().iter().map(|s| s.try_lock().ok()).collect();
+        if let Some(gs) = locked {
+            let count =
+                |f: fn(&Stack) -> usize| -> usize { gs.iter().map(|g| f(g.host.stack())).sum() };
+            d.field("connections", &count(Stack::connection_count));
+            d.field("live", &count(Stack::closing_count));
+        }
+        if self.shards() > 1 {
+            d.field("shards", &self.shards());
         }
         d.finish_non_exhaustive()
     }
@@ -201,6 +344,8 @@ impl std::fmt::Debug for Net {
 impl Drop for Net {
     /// Lets the driver see whether it was the last handle.
     fn drop(&mut self) {
-        driver::lock(&self.shared).kick();
+        for s in self.all() {
+            driver::lock(s).kick();
+        }
     }
 }

@@ -25,14 +25,14 @@ struct Socket {
 }
 
 impl Socket {
-    /// `socket(2)` for `addr`'s family, registered with the driver.
-    fn open(net: &Net, addr: &SocketAddr) -> io::Result<Socket> {
-        let mut g = driver::lock(&net.shared);
+    /// `socket(2)` for `addr`'s family on one shard, registered with its driver.
+    fn open(shared: &Shared, addr: &SocketAddr) -> io::Result<Socket> {
+        let mut g = driver::lock(shared);
         g.alive()?;
         let domain = if addr.is_ipv4() { AF_INET } else { AF_INET6 };
         let fd = g.host.socket(domain, SOCK_STREAM | SOCK_NONBLOCK, 0)?;
         let s = Socket {
-            shared: net.shared.clone(),
+            shared: shared.clone(),
             fd,
         };
         g.watch(fd)?;
@@ -152,11 +152,15 @@ pub(crate) fn each_addr<T>(
     Err(last.unwrap_or_else(no_address))
 }
 
-/// A TCP listener on a lowtide stack, like `tokio::net::TcpListener`.
+/// A TCP listener on a lowtide stack, like `tokio::net::TcpListener`. On a sharded
+/// [`Net`] it listens on every shard and accepts from all of them.
 #[derive(Debug)]
 pub struct TcpListener {
-    sock: Socket,
-    net: Net,
+    /// One listening socket per shard.
+    socks: Vec<Socket>,
+    /// The shard whose queue [`TcpListener::accept`] looks at first (turns, so that
+    /// no shard's connections wait behind another's).
+    next: std::sync::atomic::AtomicUsize,
 }
 
 impl TcpListener {
@@ -168,15 +172,25 @@ impl TcpListener {
         each_addr(addr.to_socket_addrs()?, |a| TcpListener::bind_one(net, a))
     }
 
-    fn bind_one(net: &Net, addr: SocketAddr) -> io::Result<TcpListener> {
-        let sock = Socket::open(net, &addr)?;
-        sock.int_opt(SOL_SOCKET, SO_REUSEADDR, 1)?;
-        sock.call(|h, _, fd| h.bind(fd, addr))?;
-        sock.call(|h, _, fd| h.listen(fd, BACKLOG))?;
-        Ok(TcpListener {
-            sock,
-            net: net.clone(),
-        })
+    fn bind_one(net: &Net, mut addr: SocketAddr) -> io::Result<TcpListener> {
+        let mut socks = Vec::with_capacity(net.all().len());
+        for shared in net.all() {
+            let sock = Socket::open(shared, &addr)?;
+            sock.int_opt(SOL_SOCKET, SO_REUSEADDR, 1)?;
+            sock.call(|h, _, fd| h.bind(fd, addr))?;
+            sock.call(|h, _, fd| h.listen(fd, BACKLOG))?;
+            // Port 0: the first shard picks it, the others listen on the same.
+            addr.set_port(sock.local_addr()?.port());
+            socks.push(sock);
+        }
+        Ok(TcpListener::on(socks))
+    }
+
+    fn on(socks: Vec<Socket>) -> TcpListener {
+        TcpListener {
+            socks,
+            next: Default::default(),
+        }
     }
 
     /// A catch-all listener for a transparent proxy: it accepts connections to *any*
@@ -186,21 +200,23 @@ impl TcpListener {
     /// stack (`AddrInUse` otherwise).
     pub fn bind_catch_all(net: &Net) -> io::Result<TcpListener> {
         let any = SocketAddr::from(([0, 0, 0, 0], 0));
-        let sock = Socket::open(net, &any)?;
-        sock.call(|h, _, fd| h.listen_catch_all(fd, BACKLOG))?;
-        Ok(TcpListener {
-            sock,
-            net: net.clone(),
-        })
+        let socks = (net.all().iter())
+            .map(|shared| {
+                let sock = Socket::open(shared, &any)?;
+                sock.call(|h, _, fd| h.listen_catch_all(fd, BACKLOG))?;
+                Ok(sock)
+            })
+            .collect::<io::Result<Vec<Socket>>>()?;
+        Ok(TcpListener::on(socks))
     }
 
     /// Waits for a connection (`accept(2)`): the stream and the peer's address.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let (fd, peer) =
-            poll_fn(|cx| self.sock.poll_call(cx, false, |h, _, fd| h.accept(fd))).await?;
-        let mut g = driver::lock(&self.net.shared);
+        let (k, fd, peer) = poll_fn(|cx| self.poll_accept(cx)).await?;
+        let shared = &self.socks[k].shared;
+        let mut g = driver::lock(shared);
         let s = Socket {
-            shared: self.net.shared.clone(),
+            shared: shared.clone(),
             fd,
         };
         g.watch(fd)?;
@@ -208,9 +224,25 @@ impl TcpListener {
         Ok((TcpStream::from_socket(s), peer))
     }
 
+    /// `accept(2)` on each shard's socket in turn, from the one after the shard
+    /// that gave the last connection; parks the task on all of them.
+    fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(usize, Fd, SocketAddr)>> {
+        let n = self.socks.len();
+        let first = self.next.load(std::sync::atomic::Ordering::Relaxed);
+        for i in 0..n {
+            let k = (first + i) % n;
+            let sock = &self.socks[k];
+            if let Poll::Ready(r) = sock.poll_call(cx, false, |h, _, fd| h.accept(fd)) {
+                self.next.store(k + 1, std::sync::atomic::Ordering::Relaxed);
+                return Poll::Ready(r.map(|(fd, peer)| (k, fd, peer)));
+            }
+        }
+        Poll::Pending
+    }
+
     /// The address it listens on (`getsockname(2)`).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.local_addr()
+        self.socks[0].local_addr()
     }
 }
 
@@ -249,7 +281,7 @@ impl TcpStream {
     }
 
     async fn connect_one(net: &Net, addr: SocketAddr) -> io::Result<TcpStream> {
-        let sock = Socket::open(net, &addr)?;
+        let sock = Socket::open(net.pick(), &addr)?;
         match sock.call_errno(|h, now, fd| h.connect(now, fd, addr))? {
             Err(Errno(errno::EINPROGRESS)) => {}
             Err(e) => return Err(e.into()),

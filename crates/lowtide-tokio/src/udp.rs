@@ -46,11 +46,11 @@ impl UdpSocket {
         net: &Net,
         f: impl FnOnce(&mut Stack) -> Result<UdpHandle, SocketError>,
     ) -> io::Result<UdpSocket> {
-        let mut g = driver::lock(&net.shared);
+        let mut g = driver::lock(net.first());
         g.alive()?;
         let h = f(g.host.stack_mut()).map_err(io_err)?;
         Ok(UdpSocket {
-            shared: net.shared.clone(),
+            shared: net.first().clone(),
             h,
         })
     }

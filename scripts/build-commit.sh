@@ -29,6 +29,11 @@ if [ ! -x "$out" ]; then
     rm -rf "$src"
     mkdir -p "$src"
     git archive "$commit" | tar -x -C "$src"
+    # git archive stamps every file with the commit's time. The shared target
+    # directory's fingerprints do not depend on the source path, so a tree older than
+    # the last baseline built there would be taken as up to date and that baseline's
+    # binary copied out again: make the sources newer than any earlier build.
+    find "$src" -exec touch {} +
     touch "$src/.complete"
   fi
   echo "build-commit.sh: building $short${features:+ with $features} (release) in $src" >&2

@@ -33,8 +33,9 @@ use std::task::Waker;
 
 /// `IPPROTO_ICMP` (include/uapi/linux/in.h).
 const ICMP: u8 = 1;
-/// ICMP error messages quote the original packet 8 bytes into the message (RFC 792,
-/// RFC 4443 section 2.1).
+/// ICMP error messages quote the original packet 8 bytes into the message
+/// ([RFC 792](https://www.rfc-editor.org/rfc/rfc792),
+/// [RFC 4443 section 2.1](https://www.rfc-editor.org/rfc/rfc4443#section-2.1)).
 const ICMP_QUOTE_AT: usize = 8;
 
 /// Packets another shard read for this one, and the waker of this shard's driver.
@@ -125,8 +126,9 @@ pub(crate) fn owner(packet: &[u8], ports: &[[u16; 2]]) -> Option<usize> {
     }
 }
 
-/// ICMP(v6) error types (RFC 792: 3 unreachable, 4 source quench, 5 redirect, 11
-/// time exceeded, 12 parameter problem; RFC 4443: below 128).
+/// ICMP(v6) error types ([RFC 792](https://www.rfc-editor.org/rfc/rfc792): 3
+/// unreachable, 4 source quench, 5 redirect, 11 time exceeded, 12 parameter problem;
+/// [RFC 4443 section 2.1](https://www.rfc-editor.org/rfc/rfc4443#section-2.1): below 128).
 fn is_error(protocol: u8, icmp_type: u8) -> bool {
     match protocol {
         ICMP => matches!(icmp_type, 3 | 4 | 5 | 11 | 12),

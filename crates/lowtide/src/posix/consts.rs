@@ -116,6 +116,10 @@ pub const SIOCATMARK: u64 = 0x8905;
 pub const SHUT_RD: i32 = 0;
 pub const SHUT_WR: i32 = 1;
 pub const SHUT_RDWR: i32 = 2;
+/// `sk_shutdown`'s bits (`include/net/sock.h`).
+pub const RCV_SHUTDOWN: u8 = 1;
+/// See [`RCV_SHUTDOWN`].
+pub const SEND_SHUTDOWN: u8 = 2;
 
 pub const POLLIN: u32 = 0x1;
 pub const POLLPRI: u32 = 0x2;

@@ -112,6 +112,9 @@ pub(crate) struct Socket {
     /// The bound address as the engine has it (IPv4 for a mapped one).
     pub bound: Option<SocketAddr>,
     pub state: SockState,
+    /// `sk_shutdown` of a socket without a connection (`RCV_SHUTDOWN` 1,
+    /// `SEND_SHUTDOWN` 2): `inet_shutdown` sets it even as it fails with `ENOTCONN`.
+    pub shutdown: u8,
     /// Wakeups of the socket's wait queue, counted per key (`poll::Wake`), for
     /// epoll's ready list.
     pub wake: [u64; poll::WAKE_KEYS],
@@ -130,6 +133,7 @@ impl Socket {
             linger: (false, 0),
             bound: None,
             state: SockState::Unconnected,
+            shutdown: 0,
             wake: [0; poll::WAKE_KEYS],
         }
     }
@@ -626,10 +630,44 @@ impl Host {
             SHUT_RDWR => Shutdown::Both,
             _ => return err(errno::EINVAL),
         };
-        let Some(h) = self.conn(fd)? else {
-            return err(errno::ENOTCONN);
+        let s = self.sock_mut(fd)?;
+        let h = match s.state {
+            SockState::Listening(h) => return self.shutdown_listener(now, fd, h, how),
+            SockState::Unconnected => {
+                // inet_shutdown in TCP_CLOSE: ENOTCONN, the bits set all the same.
+                s.shutdown |= match how {
+                    Shutdown::Read => RCV_SHUTDOWN,
+                    Shutdown::Write => SEND_SHUTDOWN,
+                    Shutdown::Both => RCV_SHUTDOWN | SEND_SHUTDOWN,
+                };
+                return err(errno::ENOTCONN);
+            }
+            SockState::Conn { h, .. } => h,
         };
         let r = self.stack.shutdown(now, h, how);
+        self.sync_events();
+        r.map_err(Errno::from)
+    }
+
+    /// `inet_shutdown` on a listener: `SHUT_WR` leaves it alone; `SHUT_RD` (or
+    /// `SHUT_RDWR`) is `tcp_disconnect`, which stops it (`inet_csk_listen_stop`: its
+    /// unaccepted children are reset) and leaves the socket in `TCP_CLOSE`, still
+    /// bound, so `accept` fails with `EINVAL` and `listen` may start it again.
+    fn shutdown_listener(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        h: SocketHandle,
+        how: Shutdown,
+    ) -> Result<(), Errno> {
+        if how == Shutdown::Write {
+            return Ok(());
+        }
+        self.by_handle.remove(&h);
+        let s = self.sock_mut(fd)?;
+        s.state = SockState::Unconnected;
+        s.shutdown = 0; // tcp_disconnect
+        let r = self.stack.close(now, h);
         self.sync_events();
         r.map_err(Errno::from)
     }

@@ -135,7 +135,11 @@ impl Host {
         }
         let s = self.sock(fd)?;
         let h = match s.state {
-            // A never-connected socket is TCP_CLOSE with no shutdown: HUP and writable.
+            // A socket without a connection is TCP_CLOSE: HUP and writable, and
+            // readable once shut for reading.
+            SockState::Unconnected if s.shutdown & RCV_SHUTDOWN != 0 => {
+                return Ok(POLLIN | POLLRDNORM | POLLRDHUP | POLLOUT | POLLWRNORM | POLLHUP)
+            }
             SockState::Unconnected => return Ok(POLLOUT | POLLWRNORM | POLLHUP),
             // inet_csk_listen_poll.
             SockState::Listening(h) => {

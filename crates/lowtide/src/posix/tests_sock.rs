@@ -91,6 +91,33 @@ fn epoll_edges_are_keyed_wakeups() {
     assert!(b.epoll_wait(idle, 4).unwrap().is_empty());
 }
 
+/// inet_shutdown on a listener: `SHUT_WR` does nothing; `SHUT_RD` is
+/// `tcp_disconnect`, which stops it (its unaccepted child is reset) and leaves it
+/// closed but bound: `accept` fails with `EINVAL`, a second shutdown with
+/// `ENOTCONN`, and `listen` starts it again.
+#[test]
+fn shutdown_of_a_listener_stops_it_on_shut_rd_only() {
+    let (mut a, mut b, c, l) = pair();
+    let now = Instant::ZERO;
+    assert_eq!(b.shutdown(now, l, SHUT_WR), Ok(()));
+    let to = SocketAddr::new(B.into(), 80);
+    assert_eq!(a.connect(now, c, to), Err(Errno(errno::EINPROGRESS)));
+    run(&mut a, &mut b, now);
+    assert_eq!(a.connect(now, c, to), Ok(()), "the listener still answers");
+    assert_eq!(b.shutdown(now, l, SHUT_RD), Ok(()));
+    run(&mut a, &mut b, now);
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        a.recv(now, c, &mut buf, 0),
+        Err(Errno(errno::ECONNRESET)),
+        "the unaccepted child is reset"
+    );
+    assert_eq!(b.accept(l).map(|_| ()), Err(Errno(errno::EINVAL)));
+    assert_eq!(b.shutdown(now, l, SHUT_RD), Err(Errno(errno::ENOTCONN)));
+    assert_eq!(b.listen(l, 8), Ok(()));
+    assert_eq!(b.poll_mask(l), Ok(0), "listening again, nothing to accept");
+}
+
 fn tos_and_df(pkt: &[u8]) -> (u8, bool) {
     (pkt[1], u16::from_be_bytes([pkt[6], pkt[7]]) & 0x4000 != 0)
 }

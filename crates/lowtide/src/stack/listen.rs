@@ -62,7 +62,7 @@ impl Stack {
         }
         for &child in queued {
             self.slots[child as usize].orphan = true;
-            self.with_tcb(now, child, |tcb, ctx| tcb.abort(ctx));
+            self.with_tcb(now, child, |tcb, ctx| tcb.disconnect(ctx));
         }
     }
 

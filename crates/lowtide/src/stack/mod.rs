@@ -606,16 +606,18 @@ impl Stack {
         self.slots[index as usize].orphan = true;
         // __tcp_close counts the orphan (tcp_orphan_count) before tcp_check_oom.
         self.count_death_row(index);
-        self.with_tcb(now, index, |tcb, ctx| tcb.close(ctx));
+        self.with_tcb(now, index, |tcb, ctx| tcb.close(ctx, false));
         Ok(())
     }
 
-    /// Aborts a connection with RST (`SO_LINGER` 0 then `close(2)`).
+    /// `close(2)` with `SO_LINGER` on and a zero time (`__tcp_close`): a reset for
+    /// unread data (`TcpExtTCPAbortOnClose`), else `tcp_disconnect`'s
+    /// (`TcpExtTCPAbortOnData`), which only the states still in the exchange send.
     pub fn abort(&mut self, now: Instant, h: SocketHandle) -> Result<(), SocketError> {
         let index = self.user_slot(h)?;
         self.slots[index as usize].orphan = true;
         self.count_death_row(index);
-        self.with_tcb(now, index, |tcb, ctx| tcb.abort(ctx));
+        self.with_tcb(now, index, |tcb, ctx| tcb.close(ctx, true));
         Ok(())
     }
 

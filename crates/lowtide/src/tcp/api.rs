@@ -487,13 +487,18 @@ impl Tcb {
         }
     }
 
-    /// `tcp_shutdown`.
+    /// `inet_shutdown` and `tcp_shutdown`: `SHUT_RD` marks the socket (what is
+    /// queued stays readable); `SHUT_WR` sends the FIN of `tcp_close_state` once; in
+    /// SYN-SENT `inet_shutdown` calls `tcp_disconnect` instead (no segment, the
+    /// connect fails with `ECONNRESET`); a closed connection is `ENOTCONN`.
     pub(crate) fn shutdown(&mut self, ctx: &mut Ctx, how: Shutdown) -> Result<(), SocketError> {
-        if !self.state.is_synchronized()
-            && self.state != TcpState::SynRecv
-            && self.state != TcpState::SynSent
-        {
-            return Err(SocketError::NotConnected);
+        match self.state {
+            TcpState::Closed | TcpState::Listen => return Err(SocketError::NotConnected),
+            TcpState::SynSent => {
+                self.disconnect(ctx);
+                return Ok(());
+            }
+            _ => {}
         }
         if matches!(how, Shutdown::Read | Shutdown::Both) {
             // inet_shutdown: RCV_SHUTDOWN only; what is queued stays readable.
@@ -506,21 +511,30 @@ impl Tcb {
         Ok(())
     }
 
-    /// `tcp_close`: RST if unread data remains
-    /// ([RFC 2525 section 2.17](https://www.rfc-editor.org/rfc/rfc2525#section-2.17)), else
-    /// FIN.
-    pub(crate) fn close(&mut self, ctx: &mut Ctx) {
+    /// `__tcp_close` (`linger_zero`: `SO_LINGER` on with a zero time): unread data
+    /// resets the connection first
+    /// ([RFC 2525 section 2.17](https://www.rfc-editor.org/rfc/rfc2525#section-2.17),
+    /// `TcpExtTCPAbortOnClose`); then a zero linger time is `tcp_disconnect`
+    /// (`TcpExtTCPAbortOnData`); else the FIN of `tcp_close_state` (none from
+    /// SYN-SENT), and an orphan in FIN-WAIT-2 waits `tcp_fin_time` or, with
+    /// `TCP_LINGER2` negative, is reset at once.
+    pub(crate) fn close(&mut self, ctx: &mut Ctx, linger_zero: bool) {
         let unread = !self.rcv_queue.is_empty();
         self.shut_rd = true;
-        match self.state {
-            TcpState::Closed | TcpState::Listen => return self.set_closed(ctx),
-            TcpState::SynSent => return self.set_closed(ctx),
-            _ => {}
+        if matches!(self.state, TcpState::Closed | TcpState::Listen) {
+            return self.set_closed(ctx);
         }
         if unread {
             ctx.mib.inc(Mib::TcpExtTCPAbortOnClose);
             self.send_active_reset(ctx);
             self.shut_wr = true;
+            return self.set_closed(ctx);
+        }
+        if linger_zero {
+            ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
+            return self.disconnect(ctx);
+        }
+        if self.state == TcpState::SynSent {
             return self.set_closed(ctx);
         }
         if !self.shut_wr {
@@ -539,14 +553,33 @@ impl Tcb {
         }
     }
 
-    /// Sends RST and forgets the connection (`tcp_disconnect` / linger 0).
-    pub(crate) fn abort(&mut self, ctx: &mut Ctx) {
-        if self.state.is_synchronized() || self.state == TcpState::SynRecv {
-            self.send_active_reset(ctx);
-        }
+    /// `tcp_disconnect`: the states of `tcp_need_reset` (ESTABLISHED, CLOSE-WAIT,
+    /// FIN-WAIT-1 and 2, SYN-RECV) send a reset and fail with `ECONNRESET`, CLOSING
+    /// and LAST-ACK only while data or their FIN is unsent ("discrepancy of Linux
+    /// wrt. RFC states"), SYN-SENT fails with `ECONNRESET` and sends nothing; then
+    /// the connection is closed.
+    pub(crate) fn disconnect(&mut self, ctx: &mut Ctx) {
+        let reset = match self.state {
+            TcpState::Established
+            | TcpState::CloseWait
+            | TcpState::FinWait1
+            | TcpState::FinWait2
+            | TcpState::SynRecv => Some(true),
+            TcpState::Closing | TcpState::LastAck if self.snd_nxt != self.write_seq => Some(true),
+            TcpState::SynSent => Some(false),
+            _ => None,
+        };
         self.shut_rd = true;
         self.shut_wr = true;
-        self.set_closed(ctx);
+        match reset {
+            Some(send) => {
+                if send {
+                    self.send_active_reset(ctx);
+                }
+                self.set_error(ctx, SocketError::ConnectionReset);
+            }
+            None => self.set_closed(ctx),
+        }
     }
 
     /// `tcp_send_fin`: queue a FIN after the data and move to the closing states.
@@ -691,6 +724,39 @@ mod tests {
         assert!(!t.is_writeable(&cfg));
         t.sndbuf = 3003;
         assert!(t.is_writeable(&cfg)); // free 1001 >= 1001
+    }
+
+    /// tcp_disconnect: a reset in the states of tcp_need_reset, in CLOSING and
+    /// LAST-ACK only with something unsent; ECONNRESET without a segment in
+    /// SYN-SENT; nothing from TIME-WAIT or CLOSED.
+    #[test]
+    fn disconnect_resets_as_tcp_need_reset_says() {
+        let cfg = Config::default();
+        let cases = [
+            (TcpState::Established, 0, true, true),
+            (TcpState::CloseWait, 0, true, true),
+            (TcpState::FinWait1, 0, true, true),
+            (TcpState::FinWait2, 0, true, true),
+            (TcpState::SynRecv, 0, true, true),
+            (TcpState::LastAck, 0, false, false),
+            (TcpState::LastAck, 1, true, true),
+            (TcpState::Closing, 0, false, false),
+            (TcpState::Closing, 1, true, true),
+            (TcpState::SynSent, 0, false, true),
+            (TcpState::TimeWait, 0, false, false),
+        ];
+        for (state, unsent, rst, err) in cases {
+            let mut ts = crate::tcp::TestStack::default();
+            let mut ctx = ts.ctx(&cfg, crate::time::Instant::ZERO, false);
+            let mut t = Tcb::for_test(&cfg);
+            (t.state, t.snd_nxt) = (state, 10);
+            t.write_seq = 10 + unsent;
+            t.disconnect(&mut ctx);
+            assert_eq!(ctx.out.len(), rst as usize, "{state:?} {unsent}");
+            assert_eq!(t.state, TcpState::Closed);
+            let want = err.then_some(SocketError::ConnectionReset);
+            assert_eq!(t.sk_err, want, "{state:?} {unsent}");
+        }
     }
 
     #[test]

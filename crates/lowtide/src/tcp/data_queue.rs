@@ -265,7 +265,8 @@ impl Tcb {
         self.notify(ctx, EventKind::ReadHangUp);
         // tcp_fin: in SYN-RECV and ESTABLISHED the ACK is only scheduled and the
         // connection enters pingpong mode (the application's reply, often its own
-        // FIN, may carry it); in the other states it goes at once.
+        // FIN, may carry it); in FIN-WAIT-1 and 2 it goes at once, a pure ACK
+        // before any data the same segment lets out (tcp_data_snd_check comes after).
         match self.state {
             TcpState::SynRecv | TcpState::Established => {
                 self.ack.pending = true;
@@ -273,7 +274,8 @@ impl Tcb {
                 self.state = TcpState::CloseWait;
             }
             TcpState::FinWait1 => {
-                self.schedule_ack_now();
+                // tcp_fin: "simultaneous close": tcp_send_ack, then CLOSING.
+                self.send_ack(ctx);
                 self.state = TcpState::Closing;
             }
             TcpState::FinWait2 => {

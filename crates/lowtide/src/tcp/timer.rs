@@ -607,6 +607,11 @@ impl Tcb {
         self.ack.timeout = None;
         self.tw_at = None;
         self.keepalive_at = None;
+        if matches!(was, TcpState::Established | TcpState::CloseWait) {
+            // tcp_set_state(TCP_CLOSE), whatever the path: a reset, a timeout, an
+            // abort on close.
+            ctx.mib.inc(Mib::TcpEstabResets);
+        }
         if was != TcpState::TimeWait && was != TcpState::Closed {
             // tcp_done: sk_shutdown = SHUTDOWN_MASK; reads end at EOF once the
             // queue and any error are taken.

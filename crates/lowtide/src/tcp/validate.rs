@@ -286,9 +286,6 @@ impl Tcb {
             TcpState::CloseWait => SocketError::BrokenPipe,
             _ => SocketError::ConnectionReset,
         };
-        if matches!(self.state, TcpState::Established | TcpState::CloseWait) {
-            ctx.mib.inc(Mib::TcpEstabResets);
-        }
         self.set_error(ctx, err);
     }
 

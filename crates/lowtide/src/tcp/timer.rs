@@ -263,7 +263,9 @@ impl Tcb {
     /// (`tcp_rtx_probe0_timed_out`, Linux 6.7+). The RTO still doubles
     /// (`out_reset_timer`).
     fn zero_window_rto(&mut self, ctx: &mut Ctx) {
-        let since = self.undo.retrans_stamp.unwrap_or(self.lsndtime);
+        // retrans_stamp, else the head's last transmission (tcp_skb_timestamp_ts).
+        let head_sent = self.rtx.first().map_or(self.lsndtime, |s| s.tx_time);
+        let since = self.undo.retrans_stamp.unwrap_or(head_sent);
         let rtx_delta = ctx.now.saturating_since(since);
         if self.rtx_probe0_timed_out(ctx.now, rtx_delta) {
             return self.write_err(ctx);
@@ -356,9 +358,12 @@ impl Tcb {
     }
 
     /// `tcp_orphan_retries`: `net.ipv4.tcp_orphan_retries`, where 0 means 8 while the
-    /// socket still sends with a backed-off RTO below 120 s (`alive`).
+    /// socket still sends with a backed-off RTO below 120 s (`alive`); an orphan
+    /// past that with a soft error from ICMP ("we know from an ICMP that something
+    /// is wrong") gets none.
     fn orphan_retries(&self, ctx: &Ctx, alive: bool) -> u8 {
         match ctx.cfg.tcp_orphan_retries {
+            _ if self.sk_err_soft.is_some() && !alive => 0,
             0 if alive => 8,
             n => n,
         }
@@ -465,30 +470,32 @@ impl Tcb {
     /// `tcp_clamp_probe0_to_user_timeout`: the next probe comes no later than the
     /// user timeout's end (at least `TCP_TIMEOUT_MIN` from now).
     fn clamp_probe0_to_user_timeout(&self, ctx: &Ctx, when: Duration) -> Duration {
-        self.clamp_to_user_timeout(ctx, self.icsk.probes_tstamp, when)
+        match self.user_timeout_left(ctx, self.icsk.probes_tstamp) {
+            Some(left) => when.min(left.max(TCP_TIMEOUT_MIN)),
+            None => when,
+        }
     }
 
     /// `tcp_clamp_rto_to_user_timeout`: the next RTO comes no later than the user
-    /// timeout's end, counted from the first retransmission.
+    /// timeout's end, counted from the first retransmission; once it has passed,
+    /// in one jiffy ("fire ASAP").
     fn clamp_rto_to_user_timeout(&self, ctx: &Ctx, rto: Duration) -> Duration {
-        self.clamp_to_user_timeout(ctx, self.undo.retrans_stamp, rto)
+        match self.user_timeout_left(ctx, self.undo.retrans_stamp) {
+            Some(left) if left.is_zero() => Duration::from_millis(1),
+            Some(left) => rto.min(left),
+            None => rto,
+        }
     }
 
-    /// `when`, but no later than `TCP_USER_TIMEOUT` after `start` (and at least
-    /// `TCP_TIMEOUT_MIN` from now); unchanged without a user timeout or a start.
-    fn clamp_to_user_timeout(&self, ctx: &Ctx, start: Option<Instant>, when: Duration) -> Duration {
-        match start {
-            Some(t) if !self.icsk.user_timeout.is_zero() => {
-                let elapsed = ctx.now.saturating_since(t);
-                let remaining = self
-                    .icsk
-                    .user_timeout
-                    .saturating_sub(elapsed)
-                    .max(TCP_TIMEOUT_MIN);
-                when.min(remaining)
-            }
-            _ => when,
-        }
+    /// What is left of `TCP_USER_TIMEOUT` counted from `start`; `None` without a
+    /// user timeout or a start.
+    fn user_timeout_left(&self, ctx: &Ctx, start: Option<Instant>) -> Option<Duration> {
+        let t = start.filter(|_| !self.icsk.user_timeout.is_zero())?;
+        Some(
+            self.icsk
+                .user_timeout
+                .saturating_sub(ctx.now.saturating_since(t)),
+        )
     }
 
     /// `tcp_fin_time`: how long an orphan stays in FIN-WAIT-2: `TCP_LINGER2` or
@@ -807,6 +814,76 @@ mod tests {
         assert!(!t.orphan_fin_wait2(&mut ctx, &th, false));
         assert_eq!(t.state, TcpState::Closed);
         assert_eq!(ctx.mib.get(Mib::TcpExtTCPAbortOnData), 2);
+    }
+
+    /// tcp_clamp_rto_to_user_timeout: the RTO up to what is left of the user
+    /// timeout since the first retransmission, one jiffy once it is past;
+    /// tcp_clamp_probe0_to_user_timeout: the probe timer likewise from the first
+    /// probe, but never under TCP_TIMEOUT_MIN.
+    #[test]
+    fn user_timeout_clamps_the_rto_and_the_probe_timer() {
+        let cfg = Config::default();
+        let mut ts = crate::tcp::TestStack::default();
+        let now = Instant::ZERO + Duration::from_secs(10);
+        let ago = |d: Duration| Instant::ZERO + (Duration::from_secs(10) - d);
+        let ctx = ts.ctx(&cfg, now, false);
+        let mut t = tcb();
+        let rto = Duration::from_millis(800);
+        assert_eq!(
+            t.clamp_rto_to_user_timeout(&ctx, rto),
+            rto,
+            "no user timeout"
+        );
+        t.icsk.user_timeout = Duration::from_millis(1500);
+        assert_eq!(
+            t.clamp_rto_to_user_timeout(&ctx, rto),
+            rto,
+            "no retransmission"
+        );
+        t.undo.retrans_stamp = Some(ago(Duration::from_millis(1000)));
+        assert_eq!(
+            t.clamp_rto_to_user_timeout(&ctx, rto),
+            Duration::from_millis(500)
+        );
+        t.undo.retrans_stamp = Some(ago(Duration::from_micros(1_499_500)));
+        assert_eq!(
+            t.clamp_rto_to_user_timeout(&ctx, rto),
+            Duration::from_micros(500),
+            "no TCP_TIMEOUT_MIN floor for the RTO"
+        );
+        t.undo.retrans_stamp = Some(ago(Duration::from_secs(2)));
+        assert_eq!(
+            t.clamp_rto_to_user_timeout(&ctx, rto),
+            Duration::from_millis(1),
+            "past: fire ASAP"
+        );
+        t.icsk.probes_tstamp = Some(ago(Duration::from_micros(1_499_500)));
+        assert_eq!(t.clamp_probe0_to_user_timeout(&ctx, rto), TCP_TIMEOUT_MIN);
+        t.icsk.probes_tstamp = Some(ago(Duration::from_millis(1000)));
+        assert_eq!(
+            t.clamp_probe0_to_user_timeout(&ctx, rto),
+            Duration::from_millis(500)
+        );
+    }
+
+    /// tcp_orphan_retries: the sysctl, 8 for 0 while alive, none for an orphan no
+    /// longer alive once an ICMP left a soft error.
+    #[test]
+    fn orphan_retries_follow_the_sysctl_liveness_and_soft_errors() {
+        let mut cfg = Config::default();
+        let mut ts = crate::tcp::TestStack::default();
+        let mut t = tcb();
+        {
+            let ctx = ts.ctx(&cfg, Instant::ZERO, false);
+            assert_eq!(t.orphan_retries(&ctx, true), 8);
+            assert_eq!(t.orphan_retries(&ctx, false), 0);
+        }
+        cfg.tcp_orphan_retries = 3;
+        let ctx = ts.ctx(&cfg, Instant::ZERO, false);
+        assert_eq!(t.orphan_retries(&ctx, false), 3);
+        t.sk_err_soft = Some(SocketError::HostUnreachable);
+        assert_eq!(t.orphan_retries(&ctx, true), 3);
+        assert_eq!(t.orphan_retries(&ctx, false), 0);
     }
 
     #[test]

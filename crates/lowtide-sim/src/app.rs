@@ -111,7 +111,12 @@ impl InfoSnapshot {
             retrans_segs: info.total_retrans as u64,
             rtt_us: info.rtt as u64,
             mean_rtt_us: info.mean_rtt as u64,
-            min_rtt_us: info.min_rtt as u64,
+            // tcpi_min_rtt is ~0 before the first RTT sample: none.
+            min_rtt_us: if info.min_rtt == u32::MAX {
+                0
+            } else {
+                info.min_rtt as u64
+            },
             tsq_throttled: info.tsq_throttled,
             pacing_rate: info.pacing_rate,
             bbr_bw: info.bbr_bw,

@@ -701,20 +701,23 @@ impl Host {
                 put(out, &b)
             }
             (SOL_TCP, TCP_INFO) => {
+                let max_rate = s.opts.max_pacing_rate.unwrap_or(u64::MAX);
                 let b = match (&info, s.state) {
                     (Some(i), SockState::Conn { h, .. }) => {
                         let st = self.stack.state(h).map_err(Errno::from)?;
                         encode_tcp_info(i, linux_state(st))
                     }
-                    (_, SockState::Listening(_)) => {
-                        let mut b = [0u8; TCP_INFO_LEN];
-                        b[0] = linux_state(TcpState::Listen);
-                        b
+                    (_, SockState::Listening(h)) => {
+                        let l = self.stack.socket_ref(h);
+                        let queued = l.accept_queue_len().map_err(Errno::from)? as u32;
+                        let backlog = l.accept_backlog().map_err(Errno::from)?;
+                        let i = TcpInfo::listener(cfg, max_rate, queued, backlog);
+                        encode_tcp_info(&i, linux_state(TcpState::Listen))
                     }
                     _ => {
-                        let mut b = [0u8; TCP_INFO_LEN];
-                        b[0] = linux_state(TcpState::Closed);
-                        b
+                        let ms = now.as_millis();
+                        let i = TcpInfo::without_connection(cfg, max_rate, ms);
+                        encode_tcp_info(&i, linux_state(TcpState::Closed))
                     }
                 };
                 put(out, &b)

@@ -118,6 +118,35 @@ fn shutdown_of_a_listener_stops_it_on_shut_rd_only() {
     assert_eq!(b.poll_mask(l), Ok(0), "listening again, nothing to accept");
 }
 
+/// tcp_get_info without a connection: tcp_init_sock's values for a new socket
+/// (TCP_CLOSE); for a listener the fields of every state, tcpi_unacked the
+/// children ready for accept and tcpi_sacked the backlog.
+#[test]
+fn tcp_info_of_a_new_socket_and_of_a_listener() {
+    let (mut a, mut b, c, l) = pair();
+    let now = Instant::ZERO;
+    let u32_at = |b: &[u8], off: usize| u32::from_ne_bytes(b[off..off + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], off: usize| u64::from_ne_bytes(b[off..off + 8].try_into().unwrap());
+    let mut i = [0u8; sockopt::TCP_INFO_LEN];
+    a.getsockopt(now, c, SOL_TCP, TCP_INFO, &mut i).unwrap();
+    assert_eq!(i[0], 7, "TCP_CLOSE");
+    let (rto, mss, rttvar) = (u32_at(&i, 8), u32_at(&i, 16), u32_at(&i, 72));
+    assert_eq!((rto, mss, rttvar), (1_000_000, 536, 250_000));
+    let (ssthresh, cwnd, reordering) = (u32_at(&i, 76), u32_at(&i, 80), u32_at(&i, 88));
+    assert_eq!((ssthresh, cwnd, reordering), (0x7fff_ffff, 10, 3));
+    assert_eq!(u32_at(&i, 148), u32::MAX, "tcpi_min_rtt: no sample");
+    assert_eq!((u64_at(&i, 104), u64_at(&i, 112)), (u64::MAX, u64::MAX));
+    connect(&mut a, &mut b, c, l);
+    let c2 = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let to = SocketAddr::new(B.into(), 80);
+    assert_eq!(a.connect(now, c2, to), Err(Errno(errno::EINPROGRESS)));
+    run(&mut a, &mut b, now);
+    b.getsockopt(now, l, SOL_TCP, TCP_INFO, &mut i).unwrap();
+    assert_eq!(i[0], 10, "TCP_LISTEN");
+    assert_eq!((u32_at(&i, 24), u32_at(&i, 28)), (1, 8), "queued, backlog");
+    assert_eq!((u32_at(&i, 80), u32_at(&i, 88), u32_at(&i, 8)), (10, 3, 0));
+}
+
 fn tos_and_df(pkt: &[u8]) -> (u8, bool) {
     (pkt[1], u16::from_be_bytes([pkt[6], pkt[7]]) & 0x4000 != 0)
 }

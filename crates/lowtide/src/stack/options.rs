@@ -489,6 +489,14 @@ impl SocketRef<'_> {
         Ok(self.stack.tcb(self.h)?.status(&self.stack.cfg, pressure))
     }
 
+    /// A listener's backlog (`sk_max_ack_backlog`).
+    pub fn accept_backlog(&self) -> Result<u32, SocketError> {
+        match self.stack.slot_sock(self.h)? {
+            Sock::Listener(l) => Ok(l.backlog),
+            _ => Err(SocketError::InvalidInput),
+        }
+    }
+
     /// Connections waiting in a listener's accept queue.
     pub fn accept_queue_len(&self) -> Result<usize, SocketError> {
         match self.stack.slot_sock(self.h)? {

@@ -1,12 +1,16 @@
 //! `struct tcp_info` (`getsockopt(TCP_INFO)`), with Linux's field names.
 
+use super::cong::INFINITE_SSTHRESH;
+use super::consts::{TCP_INIT_CWND, TCP_MSS_DEFAULT, TCP_TIMEOUT_INIT};
 use super::sock::Tcb;
+use super::TcpState;
+use crate::config::Config;
 use crate::time::Instant;
 use serde::Serialize;
 
 /// A snapshot of one connection, named as Linux's `struct tcp_info` (times in
 /// microseconds unless the name says otherwise).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct TcpInfo {
     /// `tcpi_state` as Linux names it ("ESTABLISHED").
     pub state: &'static str,
@@ -66,7 +70,8 @@ pub struct TcpInfo {
     pub segs_in: u64,
     /// `tcpi_notsent_bytes`.
     pub notsent_bytes: u64,
-    /// `tcpi_min_rtt`.
+    /// `tcpi_min_rtt` (`tcp_min_rtt`: `u32::MAX` before the first RTT sample, as
+    /// `tcp_init_sock`'s `minmax_reset(~0U)` leaves it).
     pub min_rtt: u32,
     /// `tcpi_data_segs_in`.
     pub data_segs_in: u64,
@@ -149,6 +154,53 @@ pub struct TcpInfo {
     pub bbr_bw: u64,
 }
 
+impl TcpInfo {
+    /// `tcp_get_info` of a socket without a connection (`TCP_CLOSE`): what
+    /// `tcp_init_sock` leaves: the initial RTO (1 s) and its deviation
+    /// (`mdev_us`, a quarter of it in `tcpi_rttvar`), `TCP_MSS_DEFAULT`, an infinite
+    /// ssthresh, the initial window and reordering degree, no RTT sample
+    /// (`tcpi_min_rtt` ~0) and no pacing rate yet (`sk_pacing_rate` ~0);
+    /// `max_pacing_rate` is `SO_MAX_PACING_RATE`'s (~0 unset) and `ms` the
+    /// `tcpi_last_*` times (since time zero: nothing was sent or received).
+    pub fn without_connection(cfg: &Config, max_pacing_rate: u64, ms: u64) -> TcpInfo {
+        TcpInfo {
+            state: TcpState::Closed.name(),
+            ca_state: "Open",
+            rto: TCP_TIMEOUT_INIT.as_micros() as u64,
+            snd_mss: TCP_MSS_DEFAULT,
+            rttvar: (TCP_TIMEOUT_INIT.as_micros() >> 2) as u32,
+            snd_ssthresh: INFINITE_SSTHRESH,
+            snd_cwnd: TCP_INIT_CWND,
+            reordering: cfg.tcp_reordering,
+            min_rtt: u32::MAX,
+            pacing_rate: u64::MAX,
+            max_pacing_rate,
+            last_data_sent: ms,
+            last_data_recv: ms,
+            last_ack_recv: ms,
+            ..TcpInfo::default()
+        }
+    }
+
+    /// `tcp_get_info` of a listener, which reports only the fields of every state
+    /// (the pacing rates, reordering degree and cwnd `tcp_init_sock` set), then
+    /// `tcpi_unacked` as the children ready for `accept` (`sk_ack_backlog`) and
+    /// `tcpi_sacked` as the backlog (`sk_max_ack_backlog`).
+    pub fn listener(cfg: &Config, max_pacing_rate: u64, queued: u32, backlog: u32) -> TcpInfo {
+        TcpInfo {
+            state: TcpState::Listen.name(),
+            ca_state: "Open",
+            snd_cwnd: TCP_INIT_CWND,
+            reordering: cfg.tcp_reordering,
+            pacing_rate: u64::MAX,
+            max_pacing_rate,
+            unacked: queued,
+            sacked: backlog,
+            ..TcpInfo::default()
+        }
+    }
+}
+
 impl Tcb {
     /// `tcpi_options` (`tcp_get_info`).
     fn info_options(&self) -> u8 {
@@ -194,11 +246,7 @@ impl Tcb {
             segs_out: self.segs_out,
             segs_in: self.segs_in,
             notsent_bytes: self.notsent_bytes(),
-            min_rtt: if self.rtt.min_rtt_us == u32::MAX {
-                0
-            } else {
-                self.rtt.min_rtt_us
-            },
+            min_rtt: self.rtt.min_rtt_us,
             data_segs_in: self.data_segs_in,
             data_segs_out: self.data_segs_out,
             delivered: self.delivered,

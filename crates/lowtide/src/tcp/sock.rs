@@ -773,10 +773,15 @@ impl Tcb {
                 mss_clamp: advmss,
             },
             ts_offset: iss.rotate_left(13),
+            // tcp_init_sock: mdev_us starts at TCP_TIMEOUT_INIT (what tcpi_rttvar
+            // shows, a quarter of it, until the first sample replaces it).
             rtt: Rtt {
                 srtt_us: 0,
-                rttvar_us: 0,
-                est: Default::default(),
+                rttvar_us: (TCP_TIMEOUT_INIT.as_micros() >> 2) as u32,
+                est: RttEstimator {
+                    mdev: TCP_TIMEOUT_INIT.as_micros() as u32,
+                    ..Default::default()
+                },
                 min_rtt_us: u32::MAX,
                 rtt_min: Default::default(),
             },

@@ -65,10 +65,12 @@ fn real_e5_counts_packets_both_ways_and_survives_a_sim_run() {
     for r in a.iter().chain(&b).chain(&k) {
         assert!(r["error"].is_null(), "{r}");
         // 2,000,000 bytes in 1448-byte segments, SYN, FIN and the final ACK: 1385;
-        // the kernel may count a few pure ACKs more in its window (window updates,
-        // the ACK of the receiver's FIN), whose timing varies: 1387 was seen.
+        // a send the receive window ends goes to the window's edge, a partial segment
+        // included (tcp_mss_split_point), which adds one (1386 seen); the kernel may
+        // count a few pure ACKs more in its window (window updates, the ACK of the
+        // receiver's FIN), whose timing varies: 1387 was seen.
         let segs = r["tcp_out_segs"].as_u64().unwrap_or(0);
-        let most = if r["side"] == "kernel" { 1390 } else { 1385 };
+        let most = if r["side"] == "kernel" { 1390 } else { 1387 };
         assert!((1385..=most).contains(&segs), "TcpOutSegs: {r}");
     }
     let out_req = |r: &serde_json::Value| r["ip_out_requests"].as_u64().unwrap();

@@ -3,6 +3,7 @@
 
 use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD};
 use super::mem::MemKind;
+use super::nagle::{TCP_NAGLE_CORK, TCP_NAGLE_OFF, TCP_NAGLE_PUSH};
 use super::rtx::skb::{self as skb, WriteData, WriteSkb, FLAG_EOR, FLAG_FIN, FLAG_PSH};
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
@@ -192,11 +193,12 @@ impl Tcb {
             }
             return;
         }
-        self.nagle_cork_once = more;
-        self.nagle_push = push;
-        self.write_xmit(ctx);
-        self.nagle_cork_once = false;
-        self.nagle_push = false;
+        // MSG_MORE pushes with TCP_NAGLE_CORK, whatever the socket's bits.
+        match (more, push) {
+            (true, _) => self.push_pending_frames_with(ctx, TCP_NAGLE_CORK),
+            (false, true) => self.push_pending_frames_with(ctx, TCP_NAGLE_PUSH),
+            (false, false) => self.write_xmit(ctx),
+        }
     }
 
     /// `tcp_should_autocork` (tcp.c, Linux 3.14's auto corking): hold back a tail skb
@@ -211,6 +213,7 @@ impl Tcb {
         // Linux's truesize of a tail skb: its overhead plus the bytes copied in so far.
         let truesize = SKB_OVERHEAD as u64 + tail.data.len() as u64;
         tail.data.len() < self.size_goal(ctx.cfg) as usize
+            && skb::can_collapse_to(tail.flags) // MSG_EOR: nothing more joins it
             && ctx.cfg.tcp_autocorking
             && ctx.cfg.tsq
             && !self.rtx.is_empty()
@@ -304,31 +307,38 @@ impl Tcb {
             }
             if self.forced_push() {
                 self.mark_push();
-                self.nagle_push = true;
-                self.write_xmit(ctx);
-                self.nagle_push = false;
+                self.push_pending_frames_with(ctx, TCP_NAGLE_PUSH);
             } else if self.write_queue.len() == 1 {
                 // tcp_push_one: tcp_write_xmit(TCP_NAGLE_PUSH, push_one = 1).
                 self.push_one = true;
-                self.nagle_push = true;
-                self.write_xmit(ctx);
+                self.push_pending_frames_with(ctx, TCP_NAGLE_PUSH);
                 self.push_one = false;
-                self.nagle_push = false;
             }
         }
         copied
     }
 
-    /// `tcp_stream_alloc_skb` and `tcp_add_write_queue_tail`: a new skb, its
+    /// `tcp_stream_alloc_skb` and `tcp_skb_entail`: a new skb for the writer, its
     /// truesize charged under `tcp_mem` (granted whatever `tcp_mem` says when
     /// both queues are empty, so that a writer always makes progress); false if
-    /// refused (`wait_for_space`).
+    /// refused (`wait_for_space`). Entailing it ends a `TCP_NAGLE_PUSH` left in
+    /// `tp->nonagle` and may restart an idle window
+    /// (`tcp_slow_start_after_idle_check`).
     fn new_write_skb(&mut self, ctx: &mut Ctx, goal: usize) -> bool {
         let first_skb = self.write_queue.is_empty() && self.rtx.is_empty();
         if !first_skb && !self.mem_schedule(ctx, SKB_OVERHEAD as u64, MemKind::Send) {
             return false;
         }
-        // tcp_add_write_queue_tail: the first unsent skb starts the busy chrono.
+        self.add_write_queue_tail(ctx, goal, 0);
+        self.nonagle_push = false;
+        self.slow_start_after_idle_check(ctx);
+        true
+    }
+
+    /// `tcp_add_write_queue_tail` of a new skb with `flags`, charged to
+    /// `sk_wmem_queued`.
+    fn add_write_queue_tail(&mut self, ctx: &mut Ctx, goal: usize, flags: u8) {
+        // The first unsent skb starts the busy chrono.
         if self.write_queue.is_empty() {
             self.chrono_start(ctx.now, super::chrono::Chrono::Busy);
         }
@@ -338,13 +348,11 @@ impl Tcb {
                 Some(_) => WriteData::Pattern { len: 0 },
                 None => WriteData::Stored(ctx.frag.take(goal)),
             },
-            flags: 0,
+            flags,
             zc: None,
             nr_frags: 0,
         });
         self.wmem_queued += SKB_OVERHEAD as u64;
-        self.slow_start_after_idle_check(ctx);
-        true
     }
 
     /// `tcp_wmem_schedule`: how much of `copy` bytes may be charged; when
@@ -593,13 +601,17 @@ impl Tcb {
         match self.write_queue.back_mut() {
             Some(t) => t.flags |= FLAG_FIN,
             None => {
-                self.new_write_skb(ctx, 0);
-                self.write_queue.back_mut().expect("just pushed").flags |= FLAG_FIN;
+                // An skb of its own (tcp_queue_skb, not tcp_skb_entail), its memory
+                // taken whatever tcp_mem says (sk_forced_mem_schedule).
+                self.mem_forced_schedule(ctx.mem, SKB_OVERHEAD as u64);
+                self.add_write_queue_tail(ctx, 0, FLAG_FIN);
             }
         }
         self.fin_queued = true;
         self.write_seq += 1;
-        self.write_xmit(ctx);
+        // TCP_NAGLE_OFF: the FIN skb is neither held by Nagle nor split by it
+        // (tcp_mss_split_point).
+        self.push_pending_frames_with(ctx, TCP_NAGLE_OFF);
     }
 }
 

@@ -38,6 +38,7 @@
 //! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit`, tcp_input.c `tcp_non_congestion_loss_retransmit` |
 //! | `icmp_err` | an ICMP error on a connection (once src/stack/icmp.rs has found it): the end of tcp_ipv4.c `tcp_v4_err` and tcp_ipv6.c `tcp_v6_err`, hard and soft errors, `tcp_ld_RTO_revert` ([RFC 6069](https://www.rfc-editor.org/rfc/rfc6069)) |
 //! | `mtu_probe` | MTU probing (RFC 4821, `net.ipv4.tcp_mtu_probing`): tcp_output.c `tcp_mtu_probe`, `tcp_mtup_init`; tcp_input.c `tcp_mtup_probe_success`/`_failed`; tcp_timer.c `tcp_mtu_probing` |
+//! | `nagle` | tcp_output.c: Nagle with Minshall's variant (`tcp_nagle_test`, `tcp_nagle_check`, `tcp_minshall_check`), `tcp_mss_split_point`, the `nonagle` bits of a push |
 //! | `dst` | the connection's route (`sk_dst_cache`) and its metrics: `tcp_connect_init`, `tcp_openreq_init_rwin`, `tcp_ca_dst_init`, `tcp_init_cwnd`, `tcp_rto_min`, `__sk_dst_check`; `tcp_init_metrics`, `tcp_update_metrics` |
 //! | `validate` | tcp_input.c `tcp_validate_incoming`, `tcp_sequence`, PAWS, `tcp_reset`, `tcp_send_dupack` |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe; tcp_minisocks.c `tcp_time_wait` |
@@ -87,6 +88,7 @@ pub mod mem;
 pub mod metrics;
 pub(crate) mod minisocks;
 pub(crate) mod mtu_probe;
+pub(crate) mod nagle;
 pub mod ofo;
 pub(crate) mod output;
 pub(crate) mod pacing;

@@ -3,7 +3,8 @@
 
 use super::cong::{CaEvent, CaState};
 use super::consts::{MAX_TCP_WINDOW, SKB_OVERHEAD};
-use super::rtx::skb::{self, Skb, SkbData, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_RETRANS};
+use super::nagle::TCP_NAGLE_PUSH;
+use super::rtx::skb::{self, Skb, SkbData, FLAG_EOR, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
@@ -688,54 +689,41 @@ impl Tcb {
             self.rwnd_limited = true;
             return false;
         }
-        if self.nagle_blocks(len, flags, mss) {
-            return false;
-        }
+        // tcp_write_xmit: Nagle rules the write queue's last skb only; the others
+        // can get no more data (TCP_NAGLE_PUSH).
+        let is_tail = self.write_queue.len() == 1;
+        let nonagle = match is_tail {
+            true => self.nonagle(),
+            false => TCP_NAGLE_PUSH,
+        };
         let max_segs = self.tso_segs(ctx.cfg, mss);
-        if len > mss as u64 && !self.push_one {
-            let is_tail = self.write_queue.len() == 1;
-            let fin = flags & FLAG_FIN != 0;
-            if let Some(cwnd_limited) = self.tso_should_defer(ctx, seq, len, fin, is_tail, max_segs)
+        if len <= mss as u64 {
+            if !self.nagle_test(len, flags, mss, nonagle) {
+                return false;
+            }
+        } else if !self.push_one {
+            // tcp_tso_should_defer: an skb that gets no more data (FIN, MSG_EOR)
+            // is not held for more.
+            let last = flags & (FLAG_FIN | FLAG_EOR) != 0;
+            if let Some(cwnd_limited) =
+                self.tso_should_defer(ctx, seq, len, last, is_tail, max_segs)
             {
                 self.cw.is_cwnd_limited |= cwnd_limited;
                 return false;
             }
         }
-        // tcp_mss_split_point: whole segments within cwnd, rwnd and the TSO goal.
-        let by_wnd = ((wnd_end - seq) / mss as u64).max(1) * mss as u64;
-        let segs = quota.min(max_segs) as u64;
-        let limit = (segs * mss as u64).min(by_wnd);
-        let mut send_len = len.min(limit) as usize;
-        // tcp_mss_split_point: a sub-MSS remainder of the whole skb is held when
-        // Nagle (or cork) would hold it as a segment of its own.
-        let partial = len % mss as u64;
-        if send_len as u64 == len
-            && len > mss as u64
-            && partial != 0
-            && self.nagle_blocks(partial, flags, mss)
-        {
-            send_len -= partial as usize;
-        }
+        // tcp_write_xmit: one segment at a time in urgent mode, else up to
+        // tcp_mss_split_point within cwnd's quota and the TSO goal.
+        let limit = match len > mss as u64 && !self.urg_mode() {
+            true => self.mss_split_point((seq, len), mss, quota.min(max_segs), is_tail, nonagle),
+            false => mss as u64,
+        };
+        let send_len = len.min(limit) as usize;
         if self.small_queue_check(ctx.cfg, send_len as u32 + SKB_OVERHEAD, 0) {
             return false;
         }
         self.send_new(ctx, send_len, mss);
         true
-    }
-
-    /// Minshall's variant of Nagle (`tcp_nagle_check`): hold a sub-MSS tail segment
-    /// while an earlier small segment is unacknowledged.
-    /// With `TCP_CORK` (or a `MSG_MORE` push), any sub-MSS tail waits
-    /// (`tcp_nagle_check`: `nonagle & TCP_NAGLE_CORK`); a `TCP_NAGLE_PUSH` push sends it.
-    fn nagle_blocks(&self, len: u64, flags: u8, mss: u32) -> bool {
-        let is_tail = self.write_queue.len() == 1;
-        if self.nagle_push || flags & FLAG_FIN != 0 || len >= mss as u64 || !is_tail {
-            return false;
-        }
-        if self.cork || self.nagle_cork_once {
-            return true;
-        }
-        !self.nodelay && self.snd_sml > self.snd_una && self.rtx.packets_out > 0
     }
 
     /// Moves the first `send_len` bytes of the write queue head to the rtx queue and

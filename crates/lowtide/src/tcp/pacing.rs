@@ -97,13 +97,14 @@ impl Tcb {
     /// rwnd would cut short, hoping for a fuller one after the next ACK, unless a
     /// full-sized one fits, a `1/tcp_tso_win_divisor` share of the window is open,
     /// the ACK is more than half an RTT away, the last send is older than 1 ms, or the
-    /// skb ends with FIN. Returns `Some(cwnd_limited)` to defer.
+    /// skb gets no more data (`last`: FIN or `MSG_EOR`). Returns `Some(cwnd_limited)`
+    /// to defer.
     pub(crate) fn tso_should_defer(
         &self,
         ctx: &Ctx,
         seq: u64,
         len: u64,
-        fin: bool,
+        last: bool,
         is_tail: bool,
         max_segs: u32,
     ) -> Option<bool> {
@@ -144,7 +145,8 @@ impl Tcb {
         } else if send_win <= len {
             return Some(false);
         }
-        if fin {
+        // "If this packet won't get more data, do not wait."
+        if last {
             return None;
         }
         Some(false)
@@ -609,6 +611,18 @@ mod defer_tests {
         t.rtt.srtt_us = 100;
         assert_eq!(
             t.tso_should_defer(&ctx, 16_001, 16_000, false, true, 64),
+            None
+        );
+        // A 3-segment skb within both windows but short of a third of cwnd is held
+        // for more data... unless it gets none ("If this packet won't get more data,
+        // do not wait"): it ends with FIN or MSG_EOR.
+        t.rtt.srtt_us = 1;
+        assert_eq!(
+            t.tso_should_defer(&ctx, 16_001, 3_000, false, true, 64),
+            Some(false)
+        );
+        assert_eq!(
+            t.tso_should_defer(&ctx, 16_001, 3_000, true, true, 64),
             None
         );
     }

@@ -54,11 +54,14 @@ pub struct Tcb {
     pub(crate) chrono: Chronos,
     /// `is_rwnd_limited` of the running `tcp_write_xmit`.
     pub(crate) rwnd_limited: bool,
-    /// `TCP_NAGLE_PUSH` for the current push only (`tcp_push_pending_frames` after
-    /// `TCP_NODELAY` on or `TCP_CORK` off).
-    pub(crate) nagle_push: bool,
-    /// `TCP_NAGLE_CORK` for the current push only (`tcp_push` with `MSG_MORE`).
-    pub(crate) nagle_cork_once: bool,
+    /// The running push's own `nonagle` (`__tcp_push_pending_frames`' argument:
+    /// `TCP_NAGLE_CORK` for `MSG_MORE`, `TCP_NAGLE_PUSH` for `tcp_push_one`, a
+    /// forced push or a writer out of buffer, `TCP_NAGLE_OFF` for `tcp_send_fin`);
+    /// `None`: the socket's own `tp->nonagle`.
+    pub(crate) push_nonagle: Option<u8>,
+    /// `TCP_NAGLE_PUSH` in `tp->nonagle`: set by `TCP_NODELAY` on (or `TCP_CORK` off
+    /// with it), cleared when the writer starts a new skb (`tcp_skb_entail`).
+    pub(crate) nonagle_push: bool,
 
     // ---- send side (RFC 9293 SND.*) ----
     pub(crate) iss: Seq,
@@ -688,14 +691,14 @@ impl Tcb {
             sk_err: None,
             sk_err_soft: None,
             nodelay: false,
+            nonagle_push: false,
             cork: false,
             pushed_seq: 1,
             push_one: false,
             urg: Urg::default(),
             chrono: Default::default(),
             rwnd_limited: false,
-            nagle_push: false,
-            nagle_cork_once: false,
+            push_nonagle: None,
             iss: Seq(iss),
             snd_una: 0,
             snd_nxt: 0,

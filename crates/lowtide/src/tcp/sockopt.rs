@@ -269,28 +269,28 @@ impl Tcb {
         }
     }
 
-    /// `__tcp_sock_set_cork`: clearing the cork pushes what it held
-    /// (`TCP_NAGLE_PUSH` if `TCP_NODELAY` is on, else Nagle decides).
+    /// `__tcp_sock_set_cork`: clearing the cork pushes what it held, with
+    /// `TCP_NAGLE_PUSH` set in `tp->nonagle` if `TCP_NODELAY` is on (else Nagle
+    /// decides).
     pub(crate) fn set_cork(&mut self, ctx: &mut Ctx, on: bool) {
         self.cork = on;
         if !on {
-            self.push_pending_frames(ctx, self.nodelay);
+            if self.nodelay {
+                self.nonagle_push = true;
+            }
+            self.write_xmit(ctx); // tcp_push_pending_frames
         }
     }
 
-    /// `__tcp_sock_set_nodelay`: turning it on pushes with `TCP_NAGLE_PUSH`.
+    /// `__tcp_sock_set_nodelay`: turning it on sets `TCP_NAGLE_OFF` and
+    /// `TCP_NAGLE_PUSH` in `tp->nonagle` and pushes; the push bit stays until the
+    /// writer starts a new skb.
     pub(crate) fn set_nodelay(&mut self, ctx: &mut Ctx, on: bool) {
         self.nodelay = on;
         if on {
-            self.push_pending_frames(ctx, true);
+            self.nonagle_push = true;
+            self.write_xmit(ctx); // tcp_push_pending_frames
         }
-    }
-
-    /// `tcp_push_pending_frames`, with `TCP_NAGLE_PUSH` when `force`.
-    fn push_pending_frames(&mut self, ctx: &mut Ctx, force: bool) {
-        self.nagle_push = force;
-        self.write_xmit(ctx);
-        self.nagle_push = false;
     }
 
     /// What `tcp_poll` and `tcp_ioctl` need; `mem_pressure` is the stack's

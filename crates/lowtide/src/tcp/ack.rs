@@ -274,7 +274,12 @@ impl Tcb {
 
     /// `tcp_newly_delivered`: the segments delivered since `prior_delivered`, counted
     /// in `TcpExtTCPDelivered` (and `TcpExtTCPDeliveredCE` for an ECE ACK).
-    fn newly_delivered(&mut self, ctx: &mut Ctx, prior_delivered: u64, ece: bool) -> u32 {
+    pub(super) fn newly_delivered(
+        &mut self,
+        ctx: &mut Ctx,
+        prior_delivered: u64,
+        ece: bool,
+    ) -> u32 {
         let newly = self.delivered - prior_delivered;
         ctx.mib.add(Mib::TcpExtTCPDelivered, newly);
         if ece {

@@ -115,3 +115,8 @@ pub const IP_PMTUDISC_PROBE: u8 = 3;
 pub const IP_PMTUDISC_INTERFACE: u8 = 4;
 /// `IP_PMTUDISC_OMIT`: as `INTERFACE`, and fragments allowed.
 pub const IP_PMTUDISC_OMIT: u8 = 5;
+
+/// `tcp_init_sock`'s `tp->app_limited = ~0U` ("a bubble in the pipe until at least
+/// the first ACK"): in Linux's 32-bit sequence space every count of delivered
+/// packets is after it, so the first rate sample (`tcp_rate_gen`) ends it.
+pub const APP_LIMITED_UNTIL_ACKED: u64 = u32::MAX as u64;

@@ -191,6 +191,7 @@ impl Tcb {
         self.lsndtime = ctx.now;
         self.rcv_tstamp = ctx.now; // tcp_ack on the SYN-ACK
         self.keepalive_on_establish(ctx); // tcp_finish_connect
+        let prior_delivered = self.delivered;
         self.syn_skb_acked(ctx, th);
         if ack > 1 {
             let c = self.clean_rtx_queue(ctx, ack);
@@ -198,6 +199,7 @@ impl Tcb {
         }
         self.handshake_rack_advance(ctx.now);
         self.syn_acked_alert(ctx, 0);
+        self.synack_ack_end(ctx, prior_delivered);
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
         self.fast_path_connected();
@@ -217,6 +219,27 @@ impl Tcb {
         self.write_xmit(ctx);
         if !self.rtx.is_empty() && self.icsk.pending.is_none() {
             self.rearm_rto(ctx);
+        }
+    }
+
+    /// The end of `tcp_ack` on the SYN-ACK. `tcp_newly_delivered` counts what it
+    /// delivered (the SYN, and Fast Open data) in `TcpExtTCPDelivered`.
+    /// `tcp_rate_gen` takes no sample (every skb of SYN-SENT went out with the SYN
+    /// in flight, so with no delivery timestamp) but ends the application-limited
+    /// bubble `tcp_init_sock` left and stamps the delivery. `tcp_cong_control` sets
+    /// the pacing rate from the SYN-SENT window, which `tcp_init_transfer` then
+    /// replaces by the initial one without a new rate. Its other effects (cwnd
+    /// growth on acked Fast Open data, the congestion control's `pkts_acked` or
+    /// `cong_control`) are undone there: cwnd set afresh, the module's `init`.
+    fn synack_ack_end(&mut self, ctx: &mut Ctx, prior_delivered: u64) {
+        let delivered = self.newly_delivered(ctx, prior_delivered, false);
+        let rate = super::rate::AckRate {
+            delivered,
+            ..Default::default()
+        };
+        self.rate_gen(ctx.now, &rate);
+        if !self.cc.has_cong_control() {
+            self.update_pacing_rate(ctx.cfg);
         }
     }
 
@@ -276,7 +299,6 @@ impl Tcb {
             true => 1,
             false => self.init_cwnd(ctx.cfg),
         };
-        self.update_pacing_rate(ctx.cfg);
         let (cc, mut c) = self.cc_context(ctx.now);
         cc.init(&mut c);
         self.sndbuf_expand(ctx);
@@ -495,6 +517,11 @@ impl Tcb {
             self.try_undo_spurious_syn(th);
             self.undo.retrans_stamp = None;
             self.init_buffer_space(ctx);
+        }
+        // tcp_rcv_state_process, SYN-RECV: the pacing rate from the initial window
+        // (a congestion control with cong_control, BBR, sets its own in init).
+        if !self.cc.has_cong_control() {
+            self.update_pacing_rate(ctx.cfg);
         }
         if self.parent.is_some() {
             self.accepted_ready = true;

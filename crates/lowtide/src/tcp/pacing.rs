@@ -22,20 +22,20 @@ const UNPACED_SEGS: u64 = 10;
 impl Tcb {
     /// `tcp_update_pacing_rate`: `mss * max(cwnd, packets_out) / srtt`, times 200 % in
     /// slow start (below half of ssthresh) or 120 % otherwise, capped by
-    /// `SO_MAX_PACING_RATE`. Unlimited until the first RTT sample.
+    /// `SO_MAX_PACING_RATE`. Without an RTT sample Linux skips the division by
+    /// srtt: `mss * max(cwnd, packets_out) * ratio * 8 * 10^4` (its srtt_us counts
+    /// eighths of a microsecond).
     pub(crate) fn update_pacing_rate(&mut self, cfg: &Config) {
-        if self.rtt.srtt_us == 0 {
-            self.pace.pacing_rate = self.pace.max_pacing_rate;
-            return;
-        }
         let ratio = if self.cw.snd_cwnd < self.cw.snd_ssthresh / 2 {
             cfg.tcp_pacing_ss_ratio
         } else {
             cfg.tcp_pacing_ca_ratio
         } as u128;
         let segs = self.cw.snd_cwnd.max(self.rtx.packets_out) as u128;
-        let rate =
-            self.mss_cache as u128 * 1_000_000 * ratio / 100 * segs / self.rtt.srtt_us as u128;
+        let rate = match self.rtt.srtt_us {
+            0 => self.mss_cache as u128 * 80_000 * ratio * segs,
+            srtt => self.mss_cache as u128 * 1_000_000 * ratio / 100 * segs / srtt as u128,
+        };
         self.pace.pacing_rate = (rate.min(u64::MAX as u128) as u64).min(self.pace.max_pacing_rate);
     }
 
@@ -435,11 +435,9 @@ mod tests {
         let cfg = Config::default();
         let mut t = tcb(&cfg);
         t.update_pacing_rate(&cfg);
-        assert_eq!(
-            t.pace.pacing_rate,
-            u64::MAX,
-            "unlimited before an RTT sample"
-        );
+        // Before an RTT sample Linux skips the division by srtt_us (in eighths of a
+        // microsecond): mss * 200 % * cwnd * 8 * 10^4.
+        assert_eq!(t.pace.pacing_rate, 1448 * 200 * 10 * 80_000);
         t.rtt.srtt_us = 10_000;
         t.update_pacing_rate(&cfg);
         assert_eq!(t.pace.pacing_rate, 1448 * 10 * 2 * 100); // 2,896,000 B/s

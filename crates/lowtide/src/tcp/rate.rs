@@ -33,6 +33,11 @@ pub(crate) struct AckRate {
     pub is_ack_delayed: bool,
 }
 
+/// `after(delivered, app_limited)` as Linux compares them, in 32 bits.
+fn after32(a: u64, b: u64) -> bool {
+    ((b as u32).wrapping_sub(a as u32) as i32) < 0
+}
+
 impl Tcb {
     /// `tcp_rate_skb_sent`: the snapshot a (re)transmitted skb carries. Call before
     /// the skb is counted in `packets_out`: with nothing in flight, a new send phase
@@ -53,7 +58,7 @@ impl Tcb {
     /// `tcp_rate_gen`: the rate sample of one ACK.
     pub(crate) fn rate_gen(&mut self, now: Instant, a: &AckRate) -> RateSample {
         // Clear app-limited once the bubble is ACKed and gone.
-        if self.rate.app_limited != 0 && self.delivered > self.rate.app_limited {
+        if self.rate.app_limited != 0 && after32(self.delivered, self.rate.app_limited) {
             self.rate.app_limited = 0;
         }
         if a.delivered > 0 {
@@ -209,7 +214,7 @@ mod tests {
         assert_eq!(rs.delivered, 10);
         assert_eq!(rs.interval_us, 59_000);
         assert_eq!(rs.prior_delivered, 0);
-        assert!(!rs.is_app_limited);
+        assert!(rs.is_app_limited, "sent in tcp_init_sock's bubble");
         // Second flight, 1 ms apart from 59 ms on: the flight starts empty, so the
         // send phase and the delivery interval restart at 59 ms.
         for i in 10..20 {
@@ -224,6 +229,7 @@ mod tests {
         assert_eq!(rs.snd_interval_us, 68_000 - 59_000);
         assert_eq!(rs.rcv_interval_us, 118_000 - 59_000);
         assert_eq!(rs.rate_pps(), Some(10 * 1_000_000 / 59_000));
+        assert!(!rs.is_app_limited && !t.rate.rate_app_limited);
         // tcp_info's delivery rate: 10 * 1000 B / 59 ms.
         assert_eq!(t.delivery_rate(), 10 * 1000 * 1_000_000 / 59_000);
     }
@@ -245,6 +251,27 @@ mod tests {
         let rs = ack(&mut t, 3, us(42_000));
         assert_eq!(rs.interval_us, -1);
         assert_eq!(rs.delivered, 1);
+    }
+
+    #[test]
+    fn a_new_socket_is_app_limited_until_its_first_ack() {
+        // tcp_init_sock: app_limited ~0U and rate_app_limited set, so what goes out
+        // before any ACK is marked and tcp_info says app-limited.
+        let mut t = tcb();
+        assert_eq!(
+            t.rate.app_limited,
+            crate::tcp::consts::APP_LIMITED_UNTIL_ACKED
+        );
+        assert!(t.rate.rate_app_limited);
+        send(&mut t, 0, us(0));
+        assert!(t.rtx.first().unwrap().tx.is_app_limited);
+        // The first tcp_rate_gen ends the bubble whatever was delivered (any count
+        // is after ~0U), here one without timing information, as on a SYN-ACK:
+        // no sample, so tcp_info's flag stays.
+        let rs = t.rate_gen(us(1000), &AckRate::default());
+        assert_eq!((rs.delivered, t.rate.app_limited), (-1, 0));
+        assert!(t.rate.rate_app_limited);
+        assert_eq!(t.rate.delivered_mstamp, us(0), "nothing delivered");
     }
 
     #[test]

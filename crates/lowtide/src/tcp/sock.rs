@@ -590,7 +590,9 @@ pub(crate) struct RateState {
     /// `first_tx_mstamp`: start of the current send phase.
     pub first_tx_mstamp: Instant,
     /// `app_limited`: `delivered` value past which the app-limited bubble is gone;
-    /// 0 when not app-limited.
+    /// 0 when not app-limited. A new socket starts with Linux's `~0U`
+    /// ([`super::consts::APP_LIMITED_UNTIL_ACKED`]): "a bubble in the pipe until at
+    /// least the first ACK", and `rate_app_limited` set (`tcp_init_sock`).
     pub app_limited: u64,
     /// `rate_delivered`/`rate_interval_us`/`rate_app_limited`: the last recorded
     /// sample, for `tcpi_delivery_rate`.
@@ -722,7 +724,9 @@ impl Tcb {
             notsent_lowat: 0,
             pace: Pacing {
                 max_pacing_rate: u64::MAX,
-                pacing_rate: 0,
+                // sock_init_data: ~0UL until tcp_update_pacing_rate first runs (a
+                // Fast Open child sends before its handshake's ACK sets one).
+                pacing_rate: u64::MAX,
                 // sch_fq paces every flow it sees (SK_PACING_FQ): by the device's fq if it
                 // has one, else emulated by TCP's own pacing.
                 pacing_needed: cfg.default_qdisc == "fq" && cfg.device_fq.is_none(),
@@ -876,10 +880,10 @@ impl Tcb {
             rate: RateState {
                 delivered_mstamp: now,
                 first_tx_mstamp: now,
-                app_limited: 0,
+                app_limited: super::consts::APP_LIMITED_UNTIL_ACKED,
                 rate_delivered: 0,
                 rate_interval_us: 0,
-                rate_app_limited: false,
+                rate_app_limited: true,
             },
             rtt_samples: 0,
             rtt_sum_us: 0,

@@ -293,3 +293,26 @@ fn a_syn_timeout_marks_the_queued_syn_lost_and_retransmitted() {
     assert_eq!((info.unacked, info.lost, info.retrans), (0, 0, 0));
     assert_eq!((info.delivered, info.rtt), (1, 0));
 }
+
+/// The SYN-ACK takes tcp_ack to its end: tcp_newly_delivered counts the SYN in
+/// TcpExtTCPDelivered, tcp_rate_gen ends tcp_init_sock's app-limited bubble
+/// without a sample (tcp_info stays app-limited), and tcp_cong_control's
+/// tcp_update_pacing_rate works from the SYN-SENT window, before
+/// tcp_init_transfer sets its own. Two SYN timeouts leave that window at one
+/// segment and no RTT sample (Karn): Linux then skips the division by srtt.
+#[test]
+fn the_synack_counts_the_syn_and_paces_from_the_syn_sent_window() {
+    let mut st = stack();
+    let (h, isn) = open(&mut st, &SockOptions::default());
+    assert!(st.info(at(10), h).unwrap().delivery_rate_app_limited);
+    st.handle_timeout(at(1000));
+    st.handle_timeout(at(3000));
+    assert_eq!(sent(&mut st, isn, at(3000)).len(), 2, "the SYN twice more");
+    synack(&mut st, h, isn, at(3010));
+    let info = st.info(at(3010), h).unwrap();
+    assert_eq!(st.counters().get(lowtide::Mib::TcpExtTCPDelivered), 1);
+    assert!(info.delivery_rate_app_limited);
+    assert_eq!((info.snd_cwnd, info.rtt), (1, 0));
+    // mss * 200 % (tcp_pacing_ss_ratio) * 1 segment * 8 * 10^4.
+    assert_eq!(info.pacing_rate, info.snd_mss as u64 * 200 * 80_000);
+}

@@ -94,20 +94,37 @@ fn flow<'a>(r: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     flows.iter().find(|f| f["name"] == name).expect("flow")
 }
 
-#[test]
-fn a_dumbbell_runs_both_ways_side_by_side() {
-    if !privileged("a_dumbbell_runs_both_ways_side_by_side") {
-        return;
-    }
-    let path = file("dumbbell", DUMBBELL);
+/// `net run --set run.duration=1s FILE`, leaving nothing behind.
+fn one_second(path: &std::path::Path) -> Output {
+    let path = path.to_str().unwrap();
+    lowtide_leaving_nothing(&["net", "run", "--set", "run.duration=1s", path])
+}
+
+/// `net run --compare --json` of the scenario `text`, which must pass (exit 0)
+/// with every byte verified on both sides, leaving nothing behind: its JSON.
+fn compare_passing(name: &str, text: &str) -> serde_json::Value {
+    let path = file(name, text);
     let out =
         lowtide_leaving_nothing(&["net", "run", "--compare", "--json", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).ok();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(out.status.code(), Some(0), "{stderr}\n{v:#}");
     for side in ["sim", "kernel"] {
         let r = &v[side];
         assert_eq!(r["bytes_verified"], true, "{side}: {}", r["failure"]);
+    }
+    v
+}
+
+#[test]
+fn a_dumbbell_runs_both_ways_side_by_side() {
+    if !privileged("a_dumbbell_runs_both_ways_side_by_side") {
+        return;
+    }
+    let v = compare_passing("dumbbell", DUMBBELL);
+    for side in ["sim", "kernel"] {
+        let r = &v[side];
         let g = flow(r, "bulk")["goodput_mbps"].as_f64().unwrap();
         assert!((12.0..20.0).contains(&g), "{side}: bulk {g} Mbit/s");
         let d = flow(r, "probe")["delay_ms"].as_f64().unwrap();
@@ -134,7 +151,6 @@ fn a_dumbbell_runs_both_ways_side_by_side() {
             "{side}"
         );
     }
-    std::fs::remove_file(&path).ok();
 }
 
 #[test]
@@ -144,13 +160,7 @@ fn a_failed_check_exits_1_and_leaves_nothing_behind() {
     }
     let text = DUMBBELL.replace("goodput_mbps > 12", "goodput_mbps > 25");
     let path = file("failing", &text);
-    let out = lowtide_leaving_nothing(&[
-        "net",
-        "run",
-        "--set",
-        "run.duration=1s",
-        path.to_str().unwrap(),
-    ]);
+    let out = one_second(&path);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
@@ -159,6 +169,95 @@ fn a_failed_check_exits_1_and_leaves_nothing_behind() {
         "{stderr}"
     );
     assert!(stdout.contains("kernel: 1.0 s in real time"), "{stdout}");
+    std::fs::remove_file(&path).ok();
+}
+
+/// Request/response transactions (netperf TCP_RR-like) beside an on/off bulk
+/// flow on the same dumbbell.
+fn rr_onoff() -> String {
+    let network = &DUMBBELL[DUMBBELL.find("[run]").unwrap()..DUMBBELL.find("[flows.").unwrap()];
+    format!(
+        r#"
+checks = [
+  "flow.rr.tps > 8",
+  "flow.rr.latency_p50_ms > 20",
+  "flow.onoff.goodput_mbps < 14",
+]
+{network}
+[flows.onoff]
+from = "client"
+to = "server"
+on = "400ms"
+off = "600ms"
+[flows.rr]
+from = "client"
+to = "server"
+start = "50ms"
+rr = {{ request = 100, response = 4000, think = "20ms" }}
+"#
+    )
+}
+
+#[test]
+fn request_response_and_on_off_flows_run_with_the_kernel_too() {
+    if !privileged("request_response_and_on_off_flows_run_with_the_kernel_too") {
+        return;
+    }
+    let v = compare_passing("rr", &rr_onoff());
+    for side in ["sim", "kernel"] {
+        let r = &v[side];
+        let rr = flow(r, "rr");
+        let n = rr["transactions"].as_u64().unwrap();
+        // At most one transaction per round trip and think time (40 ms).
+        assert!((20..=75).contains(&n), "{side}: {n} transactions");
+        let tps = rr["tps"].as_f64().unwrap();
+        let expected = n as f64 / 2.95;
+        assert!(
+            (tps - expected).abs() < 0.5,
+            "{side}: {tps}/s, {n} in 2.95 s"
+        );
+        let (p50, p99) = (
+            rr["latency_p50_ms"].as_f64().unwrap(),
+            rr["latency_p99_ms"].as_f64().unwrap(),
+        );
+        // A round trip (20 ms) and a 4,000-byte response, behind the on/off
+        // flow's queue (up to 60 ms) while it is on.
+        assert!((20.0..120.0).contains(&p50), "{side}: p50 {p50} ms");
+        assert!(p50 <= p99, "{side}: p50 {p50} ms, p99 {p99} ms");
+        // On for 1.2 s of 3 s: at most 40 % of the bottleneck, and what it
+        // queued by each turn off.
+        let g = flow(r, "onoff")["goodput_mbps"].as_f64().unwrap();
+        assert!((3.0..12.0).contains(&g), "{side}: on/off {g} Mbit/s");
+        let checks = r["checks"].as_array().unwrap();
+        assert!(
+            checks.iter().all(|c| c["pass"] == true),
+            "{side}: {checks:?}"
+        );
+    }
+}
+
+#[test]
+fn a_request_response_flow_that_cannot_connect_fails_with_its_reason() {
+    if !privileged("a_request_response_flow_that_cannot_connect_fails_with_its_reason") {
+        return;
+    }
+    // Nothing comes back from the server (its SYN-ACKs are lost); one SYN
+    // retransmission (3 s) keeps the kernel's connect short.
+    let text = rr_onoff()
+        .replace(
+            "queue = \"pfifo,limit=100\"",
+            "queue = \"pfifo,limit=100\"\nreverse = { loss = 1.0 }",
+        )
+        .replace(
+            "[hosts.client]",
+            "[hosts.client]\nsysctls = { \"net.ipv4.tcp_syn_retries\" = 1 }",
+        );
+    let path = file("rr-lost", &text);
+    let out = one_second(&path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("(kernel)"), "{stderr}");
+    assert!(stderr.contains("flow 1: never connected"), "{stderr}");
     std::fs::remove_file(&path).ok();
 }
 

@@ -3,7 +3,9 @@
 //! host's namespace (`TCP_CONGESTION` set before connect, `TCP_NODELAY` for a
 //! probe, `TCP_NOTSENT_LOWAT` if asked, `tcp_info` sampled every 10 ms) and a
 //! receiver thread in the receiving host's, which verifies every byte against the
-//! stream the simulator's flows send ([`Payload`]).
+//! stream the simulator's flows send ([`Payload`]). A request/response flow's
+//! sender is its client and its receiver its server ([`super::rr`]); an on/off
+//! flow's sender writes nothing in its off periods, as the simulator's.
 
 use lowtide::SocketError;
 use lowtide_lab::real::kernel::{connect_with_cc, tcp_info_of};
@@ -24,7 +26,7 @@ pub const BASE_PORT: u16 = 20_000;
 /// How long after the run's end the flows may take to close.
 pub const GRACE: Duration = Duration::from_secs(3);
 /// How often a sender samples its `tcp_info`.
-const INFO_EVERY_NS: u64 = 10_000_000;
+pub(super) const INFO_EVERY_NS: u64 = 10_000_000;
 
 /// What the run and its flows share.
 pub struct Shared {
@@ -55,6 +57,11 @@ pub struct SenderOut {
     pub rtt: (u64, u64, u32),
     /// `tcpi_total_retrans` at the end.
     pub retrans: u32,
+    /// A request/response client's transactions: each one's latency, request
+    /// written to response read whole (ns).
+    pub latencies: Vec<u64>,
+    /// A request/response client's check of the responses it read.
+    pub responses: Option<Verifier>,
 }
 
 /// A receiver's outcome.
@@ -138,7 +145,7 @@ pub fn start(t: &Topology, ns: &[&NetNs], shared: &Arc<Shared>) -> Result<Vec<Ke
 }
 
 /// The socket error an I/O error stands for.
-fn socket_error(e: &std::io::Error) -> SocketError {
+pub(super) fn socket_error(e: &std::io::Error) -> SocketError {
     match e.raw_os_error() {
         Some(libc::ECONNREFUSED) => SocketError::ConnectionRefused,
         Some(libc::ECONNRESET) => SocketError::ConnectionReset,
@@ -166,7 +173,7 @@ fn set_int(s: &TcpStream, level: i32, opt: i32, v: i32) {
 }
 
 /// Sleeps until `at` (ns on the run's clock).
-fn sleep_until(clock: &Clock, at: u64) {
+pub(super) fn sleep_until(clock: &Clock, at: u64) {
     let now = clock.now().as_nanos();
     if at > now {
         std::thread::sleep(Duration::from_nanos(at - now));
@@ -181,14 +188,18 @@ fn send(
     i: usize,
     def: &FlowDef,
     cc: &str,
-    (seed, duration_ns): (u64, u64),
+    run: (u64, u64),
     sh: &Shared,
 ) -> SenderOut {
-    let clock = sh.clock;
     let mut out = SenderOut::default();
-    sleep_until(&clock, def.start_ns);
-    let mut s = match connect_with_cc(to, cc) {
-        Ok(s) => s,
+    sleep_until(&sh.clock, def.start_ns);
+    match connect_with_cc(to, cc) {
+        Ok(mut s) => {
+            out.connected_ns = Some(sh.clock.now().as_nanos());
+            if send_on(&mut s, i, def, run, sh, &mut out).is_ok() {
+                finish(&mut s, sh, &mut out);
+            }
+        }
         Err(e) => {
             // The message ends with the errno (`... (os error N)`).
             let errno = e
@@ -197,29 +208,60 @@ fn send(
                 .and_then(|n| n.trim_end_matches(')').parse().ok());
             let errno = std::io::Error::from_raw_os_error(errno.unwrap_or(libc::EINVAL));
             out.error = Some(socket_error(&errno));
-            sh.ended.fetch_add(1, Ordering::Relaxed);
-            return out;
         }
-    };
-    out.connected_ns = Some(clock.now().as_nanos());
+    }
+    sh.ended.fetch_add(1, Ordering::Relaxed);
+    out
+}
+
+/// An on/off flow's off period that `at` (ns) falls in, as (from, until): on for
+/// `on` from its start, then off for `off`, in turn.
+pub fn off_period(def: &FlowDef, at: u64) -> Option<(u64, u64)> {
+    let (on, off) = def.onoff?;
+    let since = at.checked_sub(def.start_ns)?;
+    let period = on + off;
+    let from = def.start_ns + since / period * period + on;
+    (at >= from).then_some((from, from + off))
+}
+
+/// A connected sender's writing: a request/response client's transactions, or
+/// its stream (bulk until its stop or the run's end, in its on periods if it is
+/// on/off; a fixed size; a probe's messages). `Err` after a socket error (in
+/// `out`).
+fn send_on(
+    s: &mut TcpStream,
+    i: usize,
+    def: &FlowDef,
+    (seed, duration_ns): (u64, u64),
+    sh: &Shared,
+    out: &mut SenderOut,
+) -> Result<(), ()> {
+    let clock = sh.clock;
     if def.probe.is_some() {
         let _ = s.set_nodelay(true);
     }
     if let Some(b) = def.notsent_lowat {
-        set_int(&s, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, b as i32);
+        set_int(s, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, b as i32);
     }
     let _ = s.set_write_timeout(Some(Duration::from_millis(10)));
-    let payload = Payload::new(seed, i as u32);
     let stop_at = def.stop_ns.unwrap_or(duration_ns);
+    if let Some(rr) = def.rr {
+        return super::rr::client(s, (i, rr), (seed, stop_at), sh, out);
+    }
+    let payload = Payload::new(seed, i as u32);
     let mut buf = vec![0u8; 64 * 1024];
     let mut next_info = 0;
     let mut next_probe = def.start_ns;
     loop {
         let now = clock.now().as_nanos();
-        sample(&s, &mut out, now, &mut next_info);
+        sample(s, out, now, &mut next_info);
         let timed_out = def.bytes.is_none() && (now >= stop_at || sh.stop.load(Ordering::Relaxed));
         if timed_out || sh.abort.load(Ordering::Relaxed) {
             break;
+        }
+        if let Some((_, until)) = off_period(def, now) {
+            sleep_until(&clock, until.min(now + INFO_EVERY_NS));
+            continue;
         }
         let want = match (def.bytes, def.probe) {
             (Some(n), _) if out.written >= n => break,
@@ -251,22 +293,33 @@ fn send(
                 Err(e) => {
                     out.error = Some(socket_error(&e));
                     out.written += done as u64;
-                    return out;
+                    return Err(());
                 }
             }
         }
         out.written += done as u64;
     }
-    let now = clock.now().as_nanos();
-    sample(&s, &mut out, now, &mut 0);
+    Ok(())
+}
+
+/// A sender's end: a last `tcp_info` sample, its write side shut down, and what
+/// comes back read (a client's last responses verified) until the receiver's
+/// close.
+fn finish(s: &mut TcpStream, sh: &Shared, out: &mut SenderOut) {
+    let now = sh.clock.now().as_nanos();
+    sample(s, out, now, &mut 0);
     let _ = s.shutdown(Shutdown::Write);
     // The receiver closes once it has read the end of the stream.
     let _ = s.set_read_timeout(Some(Duration::from_millis(50)));
-    let mut rest = [0u8; 512];
+    let mut rest = [0u8; 4096];
     while !sh.abort.load(Ordering::Relaxed) {
         match s.read(&mut rest) {
             Ok(0) => break,
-            Ok(_) => {}
+            Ok(k) => {
+                if let Some(v) = out.responses.as_mut() {
+                    v.consume(&rest[..k]);
+                }
+            }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => {
@@ -275,12 +328,10 @@ fn send(
             }
         }
     }
-    sh.ended.fetch_add(1, Ordering::Relaxed);
-    out
 }
 
 /// Adds a `tcp_info` sample to `out` if one is due at `now` (`next`: when).
-fn sample(s: &TcpStream, out: &mut SenderOut, now: u64, next: &mut u64) {
+pub(super) fn sample(s: &TcpStream, out: &mut SenderOut, now: u64, next: &mut u64) {
     if now < *next {
         return;
     }
@@ -294,7 +345,8 @@ fn sample(s: &TcpStream, out: &mut SenderOut, now: u64, next: &mut u64) {
 }
 
 /// A flow's receiver: accepts its one connection and reads to the end of the
-/// stream, verifying every byte.
+/// stream, verifying every byte; a request/response server answers each request
+/// it has read whole.
 fn receive(l: TcpListener, i: usize, def: &FlowDef, seed: u64, sh: &Shared) -> ReceiverOut {
     let clock = sh.clock;
     let mut out = ReceiverOut {
@@ -325,6 +377,8 @@ fn receive(l: TcpListener, i: usize, def: &FlowDef, seed: u64, sh: &Shared) -> R
     drop(l);
     let _ = s.set_nonblocking(false);
     let _ = s.set_read_timeout(Some(Duration::from_millis(50)));
+    let _ = s.set_write_timeout(Some(Duration::from_millis(10)));
+    let mut server = def.rr.map(|rr| super::rr::Server::new(seed, i, rr));
     let mut buf = vec![0u8; 256 * 1024];
     while !sh.abort.load(Ordering::Relaxed) {
         match s.read(&mut buf) {
@@ -341,6 +395,12 @@ fn receive(l: TcpListener, i: usize, def: &FlowDef, seed: u64, sh: &Shared) -> R
                     let whole = out.verifier.received() / size as u64;
                     while (out.probe_reads.len() as u64) < whole {
                         out.probe_reads.push(now);
+                    }
+                }
+                if let Some(srv) = server.as_mut() {
+                    if let Err(e) = srv.answer(&mut s, out.verifier.received(), sh) {
+                        out.error = Some(e);
+                        break;
                     }
                 }
             }

@@ -3,7 +3,8 @@
 //! with a TUN device (its address from the scenario, 10.0.0.N/8 routed through the
 //! device); this process runs the routers, links and queues between the devices
 //! with the simulator's own code ([`lowtide_sim::network::fabric`]), and every flow
-//! is a kernel TCP connection between two namespaces ([`flows`]). The report has
+//! is a kernel TCP connection between two namespaces ([`flows`]; a
+//! request/response flow's client and server in [`rr`]). The report has
 //! the simulator's figures and checks; `--compare` also runs the simulator and puts
 //! both side by side. Needs root; nothing is routed in the root namespace, and the
 //! namespaces and devices go with the process.
@@ -15,6 +16,7 @@
 //! simulator's is the mean of its RTT samples).
 
 pub mod flows;
+pub mod rr;
 
 use clap::{Args, Subcommand};
 use flows::{KernelFlow, Shared};
@@ -73,16 +75,6 @@ pub fn run(cmd: &NetCommand) -> ExitCode {
         return crate::usage_error(&format!(
             "{shown}: {} flows: a kernel run takes {MAX_FLOWS} at most",
             topo.flows.len()
-        ));
-    }
-    if let Some(f) = topo
-        .flows
-        .iter()
-        .find(|f| f.rr.is_some() || f.onoff.is_some())
-    {
-        return crate::usage_error(&format!(
-            "{shown}: flows.{}: request/response and on/off flows run in the simulator only (sim run)",
-            f.group
         ));
     }
     if let Some(why) = cannot_run() {
@@ -326,7 +318,7 @@ fn flow_report(
         .collect();
     let (delay_ms, delay_p99_ms, delay_max_ms) = delay_figures(delays);
     let (sum, n, min) = s.rtt;
-    FlowReport {
+    let mut report = FlowReport {
         name: def.name.clone(),
         from: t.nodes[def.from].name.clone(),
         to: t.nodes[def.to].name.clone(),
@@ -346,14 +338,12 @@ fn flow_report(
         delay_ms,
         delay_p99_ms,
         delay_max_ms,
-        transactions: None,
-        tps: None,
-        latency_ms: None,
-        latency_p50_ms: None,
-        latency_p90_ms: None,
-        latency_p99_ms: None,
-        latency_max_ms: None,
+        ..FlowReport::default()
+    };
+    if def.rr.is_some() {
+        report.set_transactions(&s.latencies, secs);
     }
+    report
 }
 
 /// Every kernel flow connected and delivered intact, judged as the simulator
@@ -363,7 +353,10 @@ fn verdict(t: &Topology, outs: &[FlowOut], end_ns: u64) -> Verdict {
         .map(|(i, ((s, r), def))| {
             let v = &r.verifier;
             let connected = s.connected_ns.unwrap_or(def.start_ns);
-            let last = connected.max(r.last_byte_ns).min(end_ns);
+            // An on/off flow is not idle while it is off.
+            let off = flows::off_period(def, end_ns).map_or(0, |(from, _)| from);
+            let last = connected.max(r.last_byte_ns).max(off).min(end_ns);
+            let responses = s.responses.as_ref().and_then(|v| v.first_error());
             let (goal, complete) = match (def.bytes, def.stop_ns) {
                 (Some(n), _) => (Goal::Bytes(n), v.complete_and_intact()),
                 (None, Some(_)) => (
@@ -379,7 +372,7 @@ fn verdict(t: &Topology, outs: &[FlowOut], end_ns: u64) -> Verdict {
                 delivered: v.received(),
                 goal,
                 complete,
-                first_error_offset: v.first_error(),
+                first_error_offset: v.first_error().or(responses),
                 idle: Duration::from_nanos(end_ns.saturating_sub(last)),
             }
         })
@@ -411,6 +404,40 @@ fn pair(a: Option<f64>, b: Option<f64>) -> String {
     format!("{} | {}", f(a), f(b))
 }
 
+/// The request/response flows' transactions side by side (nothing without any).
+fn render_compare_rr(sim: &NetResults, kernel: &NetResults, nw: usize) -> String {
+    let mut s = String::new();
+    let rr: Vec<_> = (sim.flows.iter().zip(&kernel.flows))
+        .filter(|(a, _)| a.transactions.is_some())
+        .collect();
+    if rr.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<nw$} {:>15} {:>17} {:>17} {:>17} {:>17} {:>17}",
+        "flow", "transactions", "trans/s", "lat ms", "p50 ms", "p99 ms", "max ms"
+    );
+    for (a, b) in rr {
+        let _ = writeln!(
+            s,
+            "{:<nw$} {:>15} {:>17} {:>17} {:>17} {:>17} {:>17}",
+            a.name,
+            format!(
+                "{} | {}",
+                a.transactions.unwrap_or(0),
+                b.transactions.unwrap_or(0)
+            ),
+            pair(a.tps, b.tps),
+            pair(a.latency_ms, b.latency_ms),
+            pair(a.latency_p50_ms, b.latency_p50_ms),
+            pair(a.latency_p99_ms, b.latency_p99_ms),
+            pair(a.latency_max_ms, b.latency_max_ms),
+        );
+    }
+    s
+}
+
 /// The simulator's and the kernel's results side by side: per flow, per queue
 /// (those a flow's data crosses), and each check in both.
 pub fn render_compare(sim: &NetResults, kernel: &NetResults) -> String {
@@ -438,6 +465,7 @@ pub fn render_compare(sim: &NetResults, kernel: &NetResults) -> String {
             pair(a.delay_ms, b.delay_ms),
         );
     }
+    s.push_str(&render_compare_rr(sim, kernel, nw));
     let qw = (sim.queues.iter().map(|q| q.name.len()))
         .max()
         .unwrap_or(0)

@@ -8,7 +8,7 @@
 use super::flow_series::{FlowSampler, Mark, NetTimeseries};
 use super::port::{route, Port};
 use super::series::Sampler;
-use super::topology::{NodeKind, Topology};
+use super::topology::{NodeKind, Topology, RESPONSE_STREAM};
 use crate::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
 use crate::device::classify;
 use crate::host::{SimHost, SocketRole};
@@ -69,9 +69,6 @@ pub(crate) struct NetFlow {
     /// An on/off flow: since when it is off (ns), while it is.
     pub off_since: Option<u64>,
 }
-
-/// Bit set in a request/response flow's id for its responses' payload.
-const RESPONSE_STREAM: u32 = 1 << 31;
 
 /// A request/response flow's server side and its transactions (one at a time).
 pub(crate) struct RrState {

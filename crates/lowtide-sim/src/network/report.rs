@@ -14,7 +14,7 @@ use serde::Serialize;
 use std::time::Duration;
 
 /// One flow's figures.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct FlowReport {
     /// `NAME` or `NAME#i`.
     pub name: String,
@@ -291,14 +291,12 @@ fn flow_report(t: &Topology, def: &FlowDef, f: &NetFlow, end: u64) -> FlowReport
     };
     let secs = stop.saturating_sub(def.start_ns) as f64 / 1e9;
     let (delay_ms, delay_p99_ms, delay_max_ms) = delay_figures(f.delays.clone());
-    let lat = f.rr.as_ref().map(|r| latency_figures(r.latencies.clone()));
-    let lat_at = |i: usize| lat.and_then(|l| l[i]);
     let info = &f.sender.info;
     let host_cc = match &t.nodes[def.from].kind {
         super::topology::NodeKind::Host { config, .. } => config.tcp_congestion_control.clone(),
         super::topology::NodeKind::Router => String::new(),
     };
-    FlowReport {
+    let mut r = FlowReport {
         name: def.name.clone(),
         from: t.nodes[def.from].name.clone(),
         to: t.nodes[def.to].name.clone(),
@@ -315,15 +313,29 @@ fn flow_report(t: &Topology, def: &FlowDef, f: &NetFlow, end: u64) -> FlowReport
         delay_ms,
         delay_p99_ms,
         delay_max_ms,
-        transactions: f.rr.as_ref().map(|r| r.latencies.len() as u64),
-        tps: (f.rr.as_ref())
-            .map(|r| r.latencies.len() as f64 / secs)
-            .filter(|x| x.is_finite()),
-        latency_ms: lat_at(0),
-        latency_p50_ms: lat_at(1),
-        latency_p90_ms: lat_at(2),
-        latency_p99_ms: lat_at(3),
-        latency_max_ms: lat_at(4),
+        ..FlowReport::default()
+    };
+    if let Some(rr) = &f.rr {
+        r.set_transactions(&rr.latencies, secs);
+    }
+    r
+}
+
+impl FlowReport {
+    /// A request/response flow's figures from its transactions' latencies (ns)
+    /// over its `secs`: how many, per second, and the latency percentiles
+    /// ([`latency_figures`]).
+    pub fn set_transactions(&mut self, latencies: &[u64], secs: f64) {
+        let n = latencies.len();
+        self.transactions = Some(n as u64);
+        self.tps = Some(n as f64 / secs).filter(|x| x.is_finite());
+        [
+            self.latency_ms,
+            self.latency_p50_ms,
+            self.latency_p90_ms,
+            self.latency_p99_ms,
+            self.latency_max_ms,
+        ] = latency_figures(latencies.to_vec());
     }
 }
 

@@ -85,6 +85,11 @@ pub struct FlowDef {
     pub path: Vec<usize>,
 }
 
+/// Bit set in a request/response flow's id for its responses' payload: flow
+/// `i`'s responses are the stream `Payload::new(seed, i | RESPONSE_STREAM)`, in
+/// the simulator and in `lowtide net run` alike.
+pub const RESPONSE_STREAM: u32 = 1 << 31;
+
 /// A request/response flow's transactions, resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RrDef {

@@ -110,6 +110,37 @@ fn dctcp_holds_the_queue_near_the_marking_threshold_and_cubic_cannot() {
     assert!(failed("flow.dctcp.retrans < 1"), "{err}");
 }
 
+#[test]
+fn rrul_latency_under_load_falls_behind_fq_codel_in_both_directions() {
+    let (code, v, err) = run_json("rrul.toml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(v["bytes_verified"], true);
+    let f = |name: &str, fig: &str| flow(&v, name)[fig].as_f64().unwrap();
+    let (fifo, codel) = (
+        f("rr_fifo", "latency_p50_ms"),
+        f("rr_codel", "latency_p50_ms"),
+    );
+    // Through fq_codel a transaction takes about the base RTT (20 ms); through
+    // the pfifos it waits behind both directions' standing queues.
+    assert!(
+        codel < 25.0 && fifo > 4.0 * codel,
+        "p50 {codel} vs {fifo} ms"
+    );
+    assert!(f("probe_codel", "delay_ms") < 20.0);
+    // The bulk flows fill the bottleneck both ways, behind either queue.
+    for dir in ["up", "down"] {
+        for q in ["fifo", "codel"] {
+            let g: f64 = (0..4)
+                .map(|i| f(&format!("{dir}_{q}#{i}"), "goodput_mbps"))
+                .sum();
+            assert!(g > 16.0, "{dir}_{q}: {g} Mbit/s");
+        }
+    }
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 11);
+    assert!(checks.iter().all(|c| c["pass"] == true), "{checks:?}");
+}
+
 fn checks_named<'a>(v: &'a serde_json::Value, check: &str) -> &'a serde_json::Value {
     (v["checks"].as_array().expect("checks").iter())
         .find(|c| c["check"] == check)

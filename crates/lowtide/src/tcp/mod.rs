@@ -31,7 +31,8 @@
 //! | `fastopen_active` | tcp_output.c `tcp_send_syn_data`, tcp_input.c `tcp_rcv_fastopen_synack`, `tcp_fastopen_active_detect_blackhole` |
 //! | `fastopen_conn` | a passive Fast Open child: `tcp_fastopen_create_child`, `tcp_check_req` (Fast Open), `tcp_fastopen_synack_timer` |
 //! | `ecn` | ECN (RFC 3168): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
-//! | `output` | tcp_output.c: `tcp_write_xmit`, `tcp_transmit_skb`, ACK/RST |
+//! | `output` | tcp_output.c: `tcp_transmit_skb`, `tcp_xmit_retransmit_queue`, `tcp_retransmit_skb`, the SYN, ACK/RST, window selection, `tcp_write_wakeup` |
+//! | `write_xmit` | tcp_output.c: `tcp_write_xmit` and its tests (`tcp_cwnd_test`, `tcp_snd_wnd_test`), the new-data send (`tcp_event_new_data_sent`), `tcp_check_probe_timer` |
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `cwnd` | tcp_output.c: `tcp_cwnd_validate`, `tcp_cwnd_application_limited`, `tcp_cwnd_restart` (RFC 2861) |
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
@@ -115,6 +116,7 @@ pub(crate) mod tlp;
 pub mod tstamp;
 pub(crate) mod urg;
 pub(crate) mod validate;
+pub(crate) mod write_xmit;
 
 use crate::config::Config;
 use crate::mib::Counters;

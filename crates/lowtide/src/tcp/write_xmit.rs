@@ -1,0 +1,258 @@
+//! `tcp_write_xmit` and its tests, from tcp_output.c: `tcp_cwnd_test`,
+//! `tcp_snd_wnd_test`, the Nagle and TSO deferral tests (in `nagle` and `pacing`),
+//! and the new-data send of what passes them (`tso_fragment`,
+//! `tcp_event_new_data_sent`), with `tcp_check_probe_timer` for what does not.
+
+use super::consts::SKB_OVERHEAD;
+use super::nagle::TCP_NAGLE_PUSH;
+use super::rtx::skb::{self, Skb, FLAG_EOR, FLAG_FIN, FLAG_PSH, FLAG_SYN};
+use super::sock::{Pending, Tcb};
+use super::{Ctx, TcpState};
+use crate::socket::TxToken;
+
+impl Tcb {
+    /// States in which data may be sent.
+    fn can_send_data(&self) -> bool {
+        matches!(
+            self.state,
+            TcpState::Established
+                | TcpState::CloseWait
+                | TcpState::FinWait1
+                | TcpState::Closing
+                | TcpState::LastAck
+        ) || self.passive_fastopen()
+    }
+
+    /// `tcp_write_xmit`, preceded by retransmissions of lost skbs.
+    pub(crate) fn write_xmit(&mut self, ctx: &mut Ctx) {
+        if !self.can_send_data() {
+            return;
+        }
+        // F-RTO step 2.b (tcp_xmit_recovery with REXMIT_NEW): new data first.
+        let frto_new = core::mem::take(&mut self.frto_rexmit_new);
+        if !frto_new {
+            self.xmit_retransmit_queue(ctx);
+        }
+        // write_one raises cw.is_cwnd_limited when cwnd (or TSO deferral on cwnd) stops
+        // it: collect that for this call only, as tcp_write_xmit's local flag.
+        self.sync_dst_mtu(ctx); // tcp_current_mss in __tcp_push_pending_frames
+        let prior_nxt = self.snd_nxt;
+        // tcp_write_xmit: an MTU probe first; waiting for one sends nothing.
+        if !self.push_one && self.mtu_probe(ctx) == super::mtu_probe::ProbeResult::Wait {
+            return;
+        }
+        let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
+        self.rwnd_limited = false;
+        while self.write_queue.front().is_some() {
+            if !self.write_one(ctx) || self.push_one {
+                break;
+            }
+        }
+        // tcp_write_xmit: the receive-window chrono follows the last attempt.
+        if core::mem::take(&mut self.rwnd_limited) {
+            self.chrono_start(ctx.now, super::chrono::Chrono::RwndLimited);
+        } else {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::RwndLimited);
+        }
+        if frto_new && self.snd_nxt <= self.high_seq {
+            self.frto = false;
+            self.xmit_retransmit_queue(ctx);
+        }
+        if self.snd_nxt > prior_nxt {
+            // One loss probe per tail (tcp_write_xmit's tcp_schedule_loss_probe).
+            self.schedule_loss_probe(ctx, false);
+        }
+        let is_cwnd_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, prior_limited)
+            || self.packets_in_flight() >= self.cw.snd_cwnd;
+        if self.snd_nxt > prior_nxt || is_cwnd_limited {
+            self.cwnd_validate(ctx, is_cwnd_limited);
+        }
+        self.arm_probe0_if_stalled(ctx);
+    }
+
+    /// Sends (part of) the head of the write queue; false when something limits it.
+    fn write_one(&mut self, ctx: &mut Ctx) -> bool {
+        let mss = self.current_mss();
+        if self.pacing_check(ctx.now) {
+            return false;
+        }
+        let head = self.write_queue.front().expect("caller checked");
+        let len = head.data.len() as u64;
+        let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());
+        let quota = self.cwnd_test(flags, len, mss);
+        if quota == 0 {
+            self.cw.is_cwnd_limited = true;
+            return false;
+        }
+        if !self.snd_wnd_test(seq, len, end_seq, mss) {
+            self.rwnd_limited = true;
+            return false;
+        }
+        // tcp_write_xmit: Nagle rules the write queue's last skb only; the others
+        // can get no more data (TCP_NAGLE_PUSH).
+        let is_tail = self.write_queue.len() == 1;
+        let nonagle = match is_tail {
+            true => self.nonagle(),
+            false => TCP_NAGLE_PUSH,
+        };
+        let max_segs = self.tso_segs(ctx.cfg, mss);
+        if len <= mss as u64 {
+            if !self.nagle_test(len, flags, mss, nonagle) {
+                return false;
+            }
+        } else if !self.push_one {
+            // tcp_tso_should_defer: an skb that gets no more data (FIN, MSG_EOR)
+            // is not held for more.
+            let last = flags & (FLAG_FIN | FLAG_EOR) != 0;
+            if let Some(cwnd_limited) =
+                self.tso_should_defer(ctx, seq, len, last, is_tail, max_segs)
+            {
+                self.cw.is_cwnd_limited |= cwnd_limited;
+                return false;
+            }
+        }
+        // tcp_write_xmit: one segment at a time in urgent mode, else up to
+        // tcp_mss_split_point within cwnd's quota and the TSO goal.
+        let limit = match len > mss as u64 && !self.urg_mode() {
+            true => self.mss_split_point((seq, len), mss, quota.min(max_segs), is_tail, nonagle),
+            false => mss as u64,
+        };
+        let send_len = len.min(limit) as usize;
+        if self.small_queue_check(ctx.cfg, send_len as u32 + SKB_OVERHEAD, 0) {
+            return false;
+        }
+        self.send_new(ctx, send_len, mss);
+        true
+    }
+
+    /// `tcp_cwnd_test`: how many segments cwnd lets the head skb (`flags`, `len`
+    /// bytes) send now; 0 when none. At most half of cwnd per TSO packet, so that
+    /// at least two are in flight "for better scheduling". "Don't be strict about
+    /// the congestion window for the final FIN": a FIN skb of one segment gets one.
+    fn cwnd_test(&self, flags: u8, len: u64, mss: u32) -> u32 {
+        if flags & FLAG_FIN != 0 && len <= mss as u64 {
+            return 1;
+        }
+        let (in_flight, cwnd) = (self.packets_in_flight(), self.cw.snd_cwnd);
+        if in_flight >= cwnd {
+            return 0;
+        }
+        (cwnd - in_flight).min((cwnd >> 1).max(1))
+    }
+
+    /// `tcp_snd_wnd_test`: the first segment of the skb at `seq` (`len` bytes,
+    /// ending at `end_seq`) fits in the peer's window.
+    fn snd_wnd_test(&self, seq: u64, len: u64, end_seq: u64, mss: u32) -> bool {
+        let first_end = match len > mss as u64 {
+            true => seq + mss as u64,
+            false => end_seq,
+        };
+        first_end <= self.snd_una + self.snd_wnd as u64
+    }
+
+    /// Moves the first `send_len` bytes of the write queue head to the rtx queue and
+    /// transmits them (`tso_fragment` + `tcp_event_new_data_sent`), as
+    /// `tcp_write_xmit` does (for TLP's new data and an MTU probe too), which counts
+    /// them in `prr_out` while `tcp_in_cwnd_reduction` (CWR or Recovery): PRR's
+    /// "sent during the reduction" (RFC 6937), without which a reduction grows cwnd.
+    pub(crate) fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
+        let seq = self.snd_nxt;
+        let pcount = self.send_new_flagged(ctx, send_len, mss, 0);
+        self.count_prr_out(ctx, seq, pcount);
+    }
+
+    /// `tcp_write_xmit`'s and `tcp_xmit_retransmit_queue`'s `prr_out += pcount`
+    /// while `tcp_in_cwnd_reduction`, for the packet at `seq` just handed to the
+    /// device. Linux counts only what `tcp_transmit_skb` sent; lowtide hears of a
+    /// local drop later, so the count is noted on the packet's TX token, and
+    /// [`Tcb::on_tx_dropped`] takes it back. The packet is this socket's newest at
+    /// `seq` in the device queue: the one just built, even when the send path put
+    /// another packet (a pure ACK, whose `seq` is `snd_nxt`) after it.
+    pub(crate) fn count_prr_out(&mut self, ctx: &mut Ctx, seq: u64, pcount: u32) {
+        if !self.in_cwnd_reduction() {
+            return;
+        }
+        self.prr_out += pcount;
+        let high_seq = self.high_seq;
+        if let Some(token) = self.tx_token_mut(ctx, seq) {
+            token.prr = (pcount, high_seq);
+        }
+    }
+
+    /// The TX token of this socket's latest packet at `seq` still waiting for the
+    /// device in `ctx.out`: where a send notes what a local drop takes back.
+    pub(crate) fn tx_token_mut<'c>(&self, ctx: &'c mut Ctx, seq: u64) -> Option<&'c mut TxToken> {
+        let me = (self.handle.index, self.handle.generation, seq);
+        ctx.out
+            .iter_mut()
+            .rev()
+            .map(|tx| &mut tx.token)
+            .find(|t| (t.index, t.generation, t.seq) == me)
+    }
+
+    /// [`Tcb::send_new`] with PSH on the part sent even when the head is split
+    /// (`tcp_write_wakeup` marks the fragment it sends, and counts no `prr_out`).
+    pub(super) fn send_new_psh(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
+        self.send_new_flagged(ctx, send_len, mss, FLAG_PSH);
+    }
+
+    /// Sends the head's first `send_len` bytes; returns their segments.
+    fn send_new_flagged(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32, extra: u8) -> u32 {
+        let head = self.write_queue.front_mut().expect("caller checked");
+        let whole = send_len == head.data.len();
+        let seq = head.seq;
+        let (data, flags) = if whole {
+            let w = self.write_queue.pop_front().expect("exists");
+            (w.data.freeze(), w.flags)
+        } else {
+            let d = head.data.split_to(send_len);
+            head.seq += send_len as u64;
+            // The fragment costs its own skb (Linux allocates one in tso_fragment).
+            self.wmem_queued += SKB_OVERHEAD as u64;
+            (d, head.flags & FLAG_SYN)
+        };
+        let flags = flags | extra;
+        let fin = flags & FLAG_FIN != 0;
+        let truesize = data.len() as u32 + SKB_OVERHEAD;
+        let end_seq = seq + data.len() as u64 + fin as u64;
+        self.transmit(ctx, seq, flags, &data, truesize);
+        let pcount = skb::pcount(data.len() as u32, mss);
+        // tcp_minshall_update: an skb with a short segment (a GSO packet's short
+        // last one too) is the latest small segment.
+        if (data.len() as u64) < pcount as u64 * mss as u64 {
+            self.snd_sml = end_seq;
+        }
+        let tx = self.rate_skb_sent(ctx.now);
+        self.rtx.push(Skb {
+            seq,
+            end_seq,
+            data,
+            flags,
+            sacked: 0,
+            pcount,
+            tx_time: ctx.now,
+            truesize,
+            tx,
+        });
+        self.snd_nxt = end_seq;
+        if matches!(
+            self.icsk.pending,
+            None | Some((Pending::Probe0 | Pending::LossProbe, _))
+        ) {
+            self.rearm_rto(ctx);
+        }
+        // tcp_event_new_data_sent: tcp_check_space.
+        self.check_space(ctx);
+        pcount
+    }
+
+    /// `tcp_check_probe_timer`: arms the zero-window probe timer, at
+    /// `tcp_probe0_base`, when data waits, nothing is in flight and no timer is set.
+    fn arm_probe0_if_stalled(&mut self, ctx: &mut Ctx) {
+        if self.rtx.packets_out == 0 && !self.write_queue.is_empty() && self.icsk.pending.is_none()
+        {
+            let at = ctx.now + self.probe0_base();
+            self.icsk.pending = Some((Pending::Probe0, at));
+        }
+    }
+}

@@ -278,6 +278,23 @@ pub struct Config {
     /// `HYSTART_ACK_TRAIN` 1 | `HYSTART_DELAY` 2. Read when a CUBIC socket is created
     /// (Linux reads the module parameter at every ACK).
     pub tcp_cubic_hystart_detect: u32,
+    /// `/sys/module/tcp_cubic/parameters/hystart`: HyStart on (bool, default on);
+    /// read at each ACK, and by `cubictcp_init`.
+    pub tcp_cubic_hystart: bool,
+    /// `.../hystart_low_window`: HyStart acts from this cwnd on (int, default 16;
+    /// Linux compares it unsigned, so a negative value turns HyStart off).
+    pub tcp_cubic_hystart_low_window: u32,
+    /// `.../hystart_ack_delta_us`: ACKs this close in time belong to one train
+    /// (int, default 2000).
+    pub tcp_cubic_hystart_ack_delta_us: i32,
+    /// `.../fast_convergence`: lower W_max when a loss comes before the window
+    /// regained it (int, non-zero on; default 1).
+    pub tcp_cubic_fast_convergence: bool,
+    /// `.../tcp_friendliness`: never grow slower than Reno would (int, default 1).
+    pub tcp_cubic_tcp_friendliness: bool,
+    /// `.../initial_ssthresh`: with HyStart off, the ssthresh a connection starts
+    /// with (`cubictcp_init`; 0, the default, leaves it infinite).
+    pub tcp_cubic_initial_ssthresh: u32,
     /// `/sys/module/tcp_dctcp/parameters/dctcp_shift_g`: DCTCP's EWMA gain
     /// g = 1/2^shift_g (0..=10, default 4); read at each alpha update.
     pub tcp_dctcp_shift_g: u32,
@@ -432,6 +449,12 @@ impl Default for Config {
             tcp_syncookies: 1,
             tcp_max_syn_backlog: 2048,
             tcp_cubic_hystart_detect: 3,
+            tcp_cubic_hystart: true,
+            tcp_cubic_hystart_low_window: 16,
+            tcp_cubic_hystart_ack_delta_us: 2000,
+            tcp_cubic_fast_convergence: true,
+            tcp_cubic_tcp_friendliness: true,
+            tcp_cubic_initial_ssthresh: 0,
             tcp_dctcp_shift_g: 4,
             tcp_dctcp_alpha_on_init: 1024,
             tcp_fastopen: crate::tcp::fastopen::TFO_CLIENT_ENABLE,
@@ -606,6 +629,12 @@ impl Config {
         "net.ipv4.tcp_max_syn_backlog",
         "net.core.default_qdisc",
         "module.tcp_cubic.hystart_detect",
+        "module.tcp_cubic.hystart",
+        "module.tcp_cubic.hystart_low_window",
+        "module.tcp_cubic.hystart_ack_delta_us",
+        "module.tcp_cubic.fast_convergence",
+        "module.tcp_cubic.tcp_friendliness",
+        "module.tcp_cubic.initial_ssthresh",
         "module.tcp_dctcp.dctcp_shift_g",
         "module.tcp_dctcp.dctcp_alpha_on_init",
         "net.ipv4.tcp_fastopen",
@@ -834,6 +863,35 @@ impl Config {
             "module.tcp_cubic.hystart_detect" => {
                 self.tcp_cubic_hystart_detect = parse_num(n, value, 0, 3, "0..=3 (bits 1, 2)")?
             }
+            // tcp_cubic.c's other writable parameters (0644): module_param(..., int)
+            // takes any int (param_set_int), hystart a bool (param_set_bool).
+            "module.tcp_cubic.hystart" => {
+                self.tcp_cubic_hystart = match value.trim() {
+                    "1" | "y" | "Y" => true,
+                    "0" | "n" | "N" => false,
+                    _ => return Err(bad(n, value, "a bool: 0/1/y/n/Y/N")),
+                }
+            }
+            "module.tcp_cubic.hystart_low_window" => {
+                let v: i32 = parse_num(n, value, i32::MIN, i32::MAX, "an int")?;
+                self.tcp_cubic_hystart_low_window = v as u32;
+            }
+            "module.tcp_cubic.hystart_ack_delta_us" => {
+                self.tcp_cubic_hystart_ack_delta_us =
+                    parse_num(n, value, i32::MIN, i32::MAX, "an int")?
+            }
+            "module.tcp_cubic.fast_convergence" => {
+                let v: i32 = parse_num(n, value, i32::MIN, i32::MAX, "an int")?;
+                self.tcp_cubic_fast_convergence = v != 0;
+            }
+            "module.tcp_cubic.tcp_friendliness" => {
+                let v: i32 = parse_num(n, value, i32::MIN, i32::MAX, "an int")?;
+                self.tcp_cubic_tcp_friendliness = v != 0;
+            }
+            "module.tcp_cubic.initial_ssthresh" => {
+                let v: i32 = parse_num(n, value, i32::MIN, i32::MAX, "an int")?;
+                self.tcp_cubic_initial_ssthresh = v as u32;
+            }
             // dctcp_shift_g_set: param_set_uint_minmax(val, kp, 0, 10).
             "module.tcp_dctcp.dctcp_shift_g" => {
                 self.tcp_dctcp_shift_g = parse_num(n, value, 0, 10, "0..=10")?
@@ -967,6 +1025,22 @@ mod tests {
         c.set("module.tcp_cubic.hystart_detect", "2").unwrap();
         assert_eq!(c.tcp_cubic_hystart_detect, 2);
         assert!(c.set("module.tcp_cubic.hystart_detect", "4").is_err());
+        // The other writable ones, with Linux's defaults.
+        assert!(c.tcp_cubic_hystart && c.tcp_cubic_fast_convergence);
+        assert_eq!(c.tcp_cubic_hystart_low_window, 16);
+        assert_eq!(c.tcp_cubic_hystart_ack_delta_us, 2000);
+        c.set("module.tcp_cubic.hystart", "N").unwrap();
+        c.set("module.tcp_cubic.hystart_low_window", "-1").unwrap();
+        c.set("module.tcp_cubic.initial_ssthresh", "20").unwrap();
+        c.set("module.tcp_cubic.tcp_friendliness", "0").unwrap();
+        assert!(!c.tcp_cubic_hystart && !c.tcp_cubic_tcp_friendliness);
+        assert_eq!(
+            c.tcp_cubic_hystart_low_window,
+            u32::MAX,
+            "compared unsigned"
+        );
+        assert_eq!(c.tcp_cubic_initial_ssthresh, 20);
+        assert!(c.set("module.tcp_cubic.hystart", "2").is_err());
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub struct CubicParams {
     pub hystart_low_window: u32,
     /// `hystart_ack_delta_us`: ACKs this close belong to one train.
     pub hystart_ack_delta_us: u32,
+    /// `initial_ssthresh`: with HyStart off, the ssthresh `cubictcp_init` sets (0:
+    /// none).
+    pub initial_ssthresh: u32,
 }
 
 impl Default for CubicParams {
@@ -68,11 +71,28 @@ impl Default for CubicParams {
             hystart_detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
             hystart_low_window: 16,
             hystart_ack_delta_us: 2000,
+            initial_ssthresh: 0,
         }
     }
 }
 
 impl CubicParams {
+    /// The writable module parameters as `cfg` has them; `beta` and `bic_scale`
+    /// keep their defaults (`bic_scale` is read-only, and `beta_scale`, which
+    /// `cubictcp_register` derives from `beta` when the module loads, would not
+    /// follow a later `beta`).
+    pub fn from_cfg(cfg: &crate::Config) -> CubicParams {
+        CubicParams {
+            fast_convergence: cfg.tcp_cubic_fast_convergence,
+            tcp_friendliness: cfg.tcp_cubic_tcp_friendliness,
+            hystart: cfg.tcp_cubic_hystart,
+            hystart_detect: cfg.tcp_cubic_hystart_detect,
+            hystart_low_window: cfg.tcp_cubic_hystart_low_window,
+            hystart_ack_delta_us: cfg.tcp_cubic_hystart_ack_delta_us as u32,
+            initial_ssthresh: cfg.tcp_cubic_initial_ssthresh,
+            ..CubicParams::default()
+        }
+    }
     /// `beta_scale` (cubictcp_register): Reno-emulation slope, `8 * (1 + b) / 3 / (1 - b)`.
     pub fn beta_scale(&self) -> u32 {
         8 * (BICTCP_BETA_SCALE + self.beta) / 3 / (BICTCP_BETA_SCALE - self.beta)
@@ -124,7 +144,8 @@ pub struct Cubic {
     pub last_ack: u32,
     /// `curr_rtt`: minimum RTT of this round.
     pub curr_rtt: u32,
-    /// `cubictcp_init` ran (lowtide has no init hook: the first ACK runs it).
+    /// `cubictcp_init` ran ([`CongestionOps::init`]); without it (a module driven
+    /// directly, as in unit tests) the first ACK starts the HyStart round.
     inited: bool,
     /// The last context a hook saw; `set_state` gets none, and `tcp_enter_loss` always
     /// raises `CA_EVENT_LOSS` just before entering Loss.
@@ -202,9 +223,14 @@ impl Cubic {
 
     /// `bictcp_hystart_reset`: a new HyStart round starts now and ends at snd_nxt.
     fn hystart_reset(&mut self, ctx: &CaCtx) {
-        self.round_start = clock_us(ctx.now);
+        self.hystart_reset_at(ctx.now, ctx.snd_nxt);
+    }
+
+    /// [`Cubic::hystart_reset`] from `now` to `snd_nxt`.
+    fn hystart_reset_at(&mut self, now: Instant, snd_nxt: u64) {
+        self.round_start = clock_us(now);
         self.last_ack = self.round_start;
-        self.end_seq = ctx.snd_nxt;
+        self.end_seq = snd_nxt;
         self.curr_rtt = u32::MAX;
         self.sample_cnt = 0;
     }
@@ -355,9 +381,22 @@ impl CongestionOps for Cubic {
         "cubic"
     }
 
-    /// `hystart_detect` is a global module parameter `hystart_update` reads live.
+    /// The module parameters are globals that every hook reads live.
     fn module_params_changed(&mut self, cfg: &crate::Config) {
-        self.params.hystart_detect = cfg.tcp_cubic_hystart_detect;
+        self.params = CubicParams::from_cfg(cfg);
+    }
+
+    /// `cubictcp_init` (`tcp_init_congestion_control`, when the connection is
+    /// established or gets CUBIC by `TCP_CONGESTION`): everything reset, a HyStart
+    /// round from now to `snd_nxt`; with HyStart off, `initial_ssthresh` if set.
+    fn init(&mut self, ctx: &mut super::CcContext) {
+        self.reset();
+        self.inited = true;
+        if self.params.hystart {
+            self.hystart_reset_at(ctx.now, ctx.snd_nxt);
+        } else if self.params.initial_ssthresh != 0 {
+            ctx.cw.snd_ssthresh = self.params.initial_ssthresh;
+        }
     }
 
     /// `cubictcp_recalc_ssthresh`: W_max (lowered further by fast convergence when the
@@ -424,8 +463,8 @@ impl CongestionOps for Cubic {
     fn pkts_acked(&mut self, cw: &mut CwndState, sample: &AckSample, ctx: &CaCtx) {
         self.last_ctx = Some(*ctx);
         if !self.inited {
-            // cubictcp_init: Linux runs it when the connection is established; the
-            // round it starts would end at this first ACK anyway.
+            // No cubictcp_init ran: the round it would have started ends at this
+            // first ACK anyway.
             self.inited = true;
             self.hystart_reset(ctx);
         }
@@ -700,24 +739,77 @@ mod tests {
         assert_eq!(c.take_mib(), CaMib::default());
     }
 
+    /// Eight ACKs `gap` ms apart with 10 ms RTT samples at a window of `cwnd`;
+    /// returns the window after them.
+    fn ack_train(c: &mut Cubic, cwnd: u32, gap: u64) -> CwndState {
+        let mut cw = CwndState::new(cwnd);
+        let s = AckSample {
+            pkts_acked: 1,
+            rtt_us: Some(10_000),
+            in_flight: cwnd,
+            now: Instant::ZERO,
+        };
+        for i in 0..8 {
+            c.pkts_acked(&mut cw, &s, &ctx(at(1000 + i * gap), 1 + i, 1_000_000));
+        }
+        cw
+    }
+
     #[test]
     fn hystart_ack_train_needs_close_acks_and_low_window() {
         // ACKs 3 ms apart are not a train; below hystart_low_window nothing happens.
         for (gap, cwnd) in [(3, 32), (1, 15)] {
             let mut c = Cubic::new();
-            let mut cw = CwndState::new(cwnd);
-            let s = AckSample {
-                pkts_acked: 1,
-                rtt_us: Some(10_000),
-                in_flight: cwnd,
-                now: Instant::ZERO,
-            };
-            for i in 0..8 {
-                c.pkts_acked(&mut cw, &s, &ctx(at(1000 + i * gap), 1 + i, 1_000_000));
-            }
+            let cw = ack_train(&mut c, cwnd, gap);
             assert!(!c.found, "gap {gap} cwnd {cwnd}");
             assert!(cw.in_slow_start());
         }
+    }
+
+    /// `hystart_low_window` and `hystart_ack_delta_us` are module parameters read
+    /// at each ACK: a 15-segment window or ACKs 3 ms apart make a train with them
+    /// lowered or raised.
+    #[test]
+    fn hystart_low_window_and_ack_delta_are_live_module_parameters() {
+        for (gap, cwnd, cfg) in [
+            (1, 15, ("module.tcp_cubic.hystart_low_window", "8")),
+            (3, 32, ("module.tcp_cubic.hystart_ack_delta_us", "4000")),
+        ] {
+            let mut c = Cubic::new();
+            let mut conf = crate::Config::default();
+            conf.set(cfg.0, cfg.1).unwrap();
+            c.module_params_changed(&conf);
+            let cw = ack_train(&mut c, cwnd, gap);
+            assert!(c.found, "{cfg:?}");
+            assert_eq!(cw.snd_ssthresh, cwnd);
+        }
+    }
+
+    /// `cubictcp_init` through the engine's `init` hook.
+    fn init_at(c: &mut Cubic, cw: &mut CwndState, now: Instant, snd_nxt: u64) {
+        super::super::with_test_cc_context(cw, now, (snd_nxt, 0), false, |cc| c.init(cc));
+    }
+
+    #[test]
+    fn init_resets_and_starts_a_round_or_sets_initial_ssthresh() {
+        let mut c = Cubic::new();
+        let mut cw = CwndState::new(10);
+        c.delay_min = 5_000;
+        c.epoch_start = Some(3);
+        init_at(&mut c, &mut cw, at(2000), 1);
+        assert_eq!((c.delay_min, c.epoch_start), (0, None));
+        assert_eq!((c.round_start, c.end_seq), (2_000_000, 1));
+        assert_eq!(cw.snd_ssthresh, super::super::INFINITE_SSTHRESH);
+        // initial_ssthresh applies only with HyStart off.
+        let mut conf = crate::Config::default();
+        conf.set("module.tcp_cubic.initial_ssthresh", "20").unwrap();
+        let mut c = Cubic::with_params(CubicParams::from_cfg(&conf));
+        init_at(&mut c, &mut cw, at(2000), 1);
+        assert_eq!(cw.snd_ssthresh, super::super::INFINITE_SSTHRESH);
+        conf.set("module.tcp_cubic.hystart", "0").unwrap();
+        let mut c = Cubic::with_params(CubicParams::from_cfg(&conf));
+        init_at(&mut c, &mut cw, at(2000), 1);
+        assert_eq!(cw.snd_ssthresh, 20);
     }
 
     /// One round of `n` ACKs 5 ms apart (no train) with the given RTT; the round

@@ -317,30 +317,10 @@ mod tests {
     impl Dctcp {
         fn init_for_test(&mut self, ecn_ok: bool, snd_nxt: u64) {
             let mut cw = CwndState::new(10);
-            let (mut rate, mut needed, mut app) = (0, false, 0);
-            let mut c = CcContext {
-                cw: &mut cw,
-                pacing_rate: &mut rate,
-                pacing_needed: &mut needed,
-                app_limited: &mut app,
-                max_pacing_rate: u64::MAX,
-                mss: 1000,
-                srtt_us: 0,
-                min_rtt_us: u32::MAX,
-                delivered: 0,
-                delivered_mstamp: crate::time::Instant::ZERO,
-                lost: 0,
-                packets_in_flight: 0,
-                now: crate::time::Instant::ZERO,
-                wstamp: crate::time::Instant::ZERO,
-                ca_state: CaState::Open,
-                seed: 0,
-                ecn_ok,
-                snd_nxt,
-                rcv_nxt: 7,
-                delivered_ce: 0,
-            };
-            self.init(&mut c);
+            let now = crate::time::Instant::ZERO;
+            super::super::with_test_cc_context(&mut cw, now, (snd_nxt, 7), ecn_ok, |c| {
+                self.init(c)
+            });
         }
     }
 

@@ -414,13 +414,12 @@ pub trait CongestionOps: core::fmt::Debug + Send {
 }
 
 /// The congestion control named `name` with the module parameters of `cfg`
-/// (CUBIC's `hystart_detect`), if this build has it.
+/// (CUBIC's and DCTCP's writable ones), if this build has it.
 pub fn by_name_cfg(name: &str, cfg: &crate::Config) -> Option<Box<dyn CongestionOps>> {
     match name {
-        "cubic" => Some(Box::new(cubic::Cubic::with_params(cubic::CubicParams {
-            hystart_detect: cfg.tcp_cubic_hystart_detect,
-            ..cubic::CubicParams::default()
-        }))),
+        "cubic" => Some(Box::new(cubic::Cubic::with_params(
+            cubic::CubicParams::from_cfg(cfg),
+        ))),
         "dctcp" => Some(Box::new(dctcp::Dctcp::new(dctcp::DctcpParams::from_cfg(
             cfg,
         )))),
@@ -455,4 +454,40 @@ impl crate::tcp::Tcb {
             cc.init(&mut c);
         }
     }
+}
+
+/// Runs `f` with a [`CcContext`] over `cw` at `now` with (`snd_nxt`, `rcv_nxt`)
+/// and `ecn_ok`, everything else empty: for tests of a module's `init`.
+#[cfg(test)]
+pub(crate) fn with_test_cc_context<R>(
+    cw: &mut CwndState,
+    now: Instant,
+    (snd_nxt, rcv_nxt): (u64, u64),
+    ecn_ok: bool,
+    f: impl FnOnce(&mut CcContext) -> R,
+) -> R {
+    let (mut pacing_rate, mut pacing_needed, mut app_limited) = (0, false, 0);
+    let mut c = CcContext {
+        cw,
+        pacing_rate: &mut pacing_rate,
+        pacing_needed: &mut pacing_needed,
+        app_limited: &mut app_limited,
+        max_pacing_rate: u64::MAX,
+        mss: 1000,
+        srtt_us: 0,
+        min_rtt_us: u32::MAX,
+        delivered: 0,
+        delivered_mstamp: now,
+        lost: 0,
+        packets_in_flight: 0,
+        now,
+        wstamp: now,
+        ca_state: CaState::Open,
+        seed: 0,
+        ecn_ok,
+        snd_nxt,
+        rcv_nxt,
+        delivered_ce: 0,
+    };
+    f(&mut c)
 }

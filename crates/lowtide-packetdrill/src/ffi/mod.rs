@@ -8,6 +8,11 @@ use std::ffi::CStr;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod pipe;
+mod poll;
+use pipe::{pd_pipe, pd_splice};
+use poll::{pd_epoll_create, pd_epoll_ctl, pd_epoll_wait, pd_poll};
+
 type Ud = *mut c_void;
 
 /// `struct packetdrill_interface`, member for member.
@@ -724,53 +729,6 @@ unsafe extern "C" fn pd_setsockopt(
     })
 }
 
-fn timeout_us(ms: c_int) -> Option<u64> {
-    (ms >= 0).then_some(ms as u64 * 1000)
-}
-
-unsafe extern "C" fn pd_poll(
-    ud: Ud,
-    fds: *mut libc::pollfd,
-    n: libc::nfds_t,
-    timeout: c_int,
-) -> c_int {
-    guard(ud, |sh| {
-        if fds.is_null() && n > 0 {
-            return Err(errno::EFAULT);
-        }
-        let pfds = if n == 0 {
-            &mut [][..]
-        } else {
-            std::slice::from_raw_parts_mut(fds, n as usize)
-        };
-        let mut v: Vec<PollFd> = pfds
-            .iter()
-            .map(|p| PollFd {
-                fd: p.fd,
-                events: p.events as u16 as u32,
-                revents: 0,
-            })
-            .collect();
-        let count = sh.blocking(
-            timeout == 0,
-            timeout_us(timeout),
-            |st: &mut State| match st.host.poll(&mut v) {
-                0 => Attempt::Wait,
-                k => Attempt::Done(Ok(k)),
-            },
-            || Ok(0),
-        );
-        let count = match count {
-            Err(errno::EAGAIN) => 0,
-            r => r?,
-        };
-        for (p, q) in pfds.iter_mut().zip(&v) {
-            p.revents = q.revents as u16 as i16;
-        }
-        Ok(count as c_int)
-    })
-}
-
 unsafe extern "C" fn pd_netdev_send(ud: Ud, buf: *const c_void, n: size_t) -> c_int {
     guard(ud, |sh| {
         if buf.is_null() {
@@ -824,118 +782,6 @@ unsafe extern "C" fn pd_gettimeofday(ud: Ud, tv: *mut libc::timeval, _tz: *mut c
             (*tv).tv_usec = (us % 1_000_000) as libc::suseconds_t;
         }
         Ok(0)
-    })
-}
-
-unsafe extern "C" fn pd_epoll_create(ud: Ud, size: c_int) -> c_int {
-    guard(ud, |sh| sh.enter().host.epoll_create(size).map_err(e))
-}
-
-unsafe extern "C" fn pd_epoll_ctl(
-    ud: Ud,
-    epfd: c_int,
-    op: c_int,
-    fd: c_int,
-    ev: *mut libc::epoll_event,
-) -> c_int {
-    guard(ud, |sh| {
-        let (events, data) = if ev.is_null() {
-            if op != EPOLL_CTL_DEL {
-                return Err(errno::EFAULT);
-            }
-            (0, 0)
-        } else {
-            let ev = std::ptr::read_unaligned(ev);
-            (ev.events, ev.u64)
-        };
-        sh.enter()
-            .host
-            .epoll_ctl(epfd, op, fd, events, data)
-            .map(|_| 0)
-            .map_err(e)
-    })
-}
-
-unsafe extern "C" fn pd_epoll_wait(
-    ud: Ud,
-    epfd: c_int,
-    evs: *mut libc::epoll_event,
-    max: c_int,
-    timeout: c_int,
-) -> c_int {
-    guard(ud, |sh| {
-        if max <= 0 {
-            return Err(errno::EINVAL);
-        }
-        if evs.is_null() {
-            return Err(errno::EFAULT);
-        }
-        let r = sh.blocking(
-            timeout == 0,
-            timeout_us(timeout),
-            |st: &mut State| match st.host.epoll_wait(epfd, max as usize) {
-                Ok(v) if v.is_empty() => Attempt::Wait,
-                r => Attempt::Done(r.map_err(e)),
-            },
-            || Ok(Vec::new()),
-        );
-        let v = match r {
-            Err(errno::EAGAIN) => Vec::new(),
-            r => r?,
-        };
-        for (i, x) in v.iter().enumerate() {
-            let out = libc::epoll_event {
-                events: x.events,
-                u64: x.data,
-            };
-            std::ptr::write_unaligned(evs.add(i), out);
-        }
-        Ok(v.len() as c_int)
-    })
-}
-
-unsafe extern "C" fn pd_pipe(ud: Ud, fds: *mut c_int) -> c_int {
-    guard(ud, |sh| {
-        if fds.is_null() {
-            return Err(errno::EFAULT);
-        }
-        let (r, w) = sh.enter().host.pipe(0).map_err(e)?;
-        *fds = r;
-        *fds.add(1) = w;
-        Ok(0)
-    })
-}
-
-/// packetdrill hands the offsets as pointers to the script's values, NULL as a
-/// pointer to 0 (the kernel gets the value itself as the pointer): 0 is no offset.
-unsafe fn offset_given(off: *const i64) -> bool {
-    !off.is_null() && *off != 0
-}
-
-unsafe extern "C" fn pd_splice(
-    ud: Ud,
-    fd_in: c_int,
-    off_in: *mut i64,
-    fd_out: c_int,
-    off_out: *mut i64,
-    n: size_t,
-    flags: c_uint,
-) -> ssize_t {
-    guard(ud, |sh| {
-        let (oi, oo) = (offset_given(off_in), offset_given(off_out));
-        sh.blocking(
-            false,
-            None,
-            |st: &mut State| {
-                let now = st.now();
-                match st.host.splice(now, (fd_in, oi), (fd_out, oo), n, flags) {
-                    Ok(lowtide::posix::Spliced::Wait) => Attempt::Wait,
-                    Ok(lowtide::posix::Spliced::Bytes(k)) => Attempt::Done(Ok(k as ssize_t)),
-                    Err(x) => Attempt::Done(Err(e(x))),
-                }
-            },
-            || Err(errno::EAGAIN),
-        )
     })
 }
 

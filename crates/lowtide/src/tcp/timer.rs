@@ -185,13 +185,21 @@ impl Tcb {
                 self.icsk.pending = None;
                 self.probe_timer(ctx);
             }
-            Some((Pending::ReoTimeout, t)) if t <= now => {
-                self.icsk.pending = None;
-                self.rack_reo_timeout(ctx);
-            }
-            Some((Pending::LossProbe, t)) if t <= now => {
-                self.icsk.pending = None;
-                self.send_loss_probe(ctx);
+            // tcp_write_timer_handler clears icsk_pending before the RTO and the
+            // zero-window probe only: the reorder and loss-probe handlers run with
+            // theirs still set, which tcp_xmit_retransmit_queue (no RTO restart for
+            // the head) and tcp_rearm_rto (the RTO from the head's send,
+            // tcp_rto_delta_us) read.
+            Some((kind @ (Pending::ReoTimeout | Pending::LossProbe), t)) if t <= now => {
+                match kind {
+                    Pending::ReoTimeout => self.rack_reo_timeout(ctx),
+                    _ => self.send_loss_probe(ctx),
+                }
+                // The timer has fired: a flag its handler left is no timer
+                // (a Fast Open child's tcp_rearm_rto returns without one).
+                if self.icsk.pending == Some((kind, t)) {
+                    self.icsk.pending = None;
+                }
             }
             _ => {}
         }

@@ -272,3 +272,36 @@ fn a_locally_dropped_loss_probe_was_no_probe() {
         first.0.saturating_since(at)
     );
 }
+
+#[test]
+fn a_locally_dropped_reorder_timeout_retransmission_leaves_the_rto_armed() {
+    // tcp_write_timer_handler runs tcp_rack_reo_timeout with icsk_pending still
+    // ICSK_TIME_REO_TIMEOUT: tcp_xmit_retransmit_queue does not restart the timer
+    // for the head, and the handler's tcp_rearm_rto arms the RTO whatever became of
+    // the retransmission. The rtx queue's head is lost on the wire, one segment
+    // after it is SACKed, the reorder timer marks it lost and its retransmission is
+    // dropped in A's own device queue: the RTO must still repair it (lowtide once cleared
+    // the flag first, armed the RTO for the head's retransmission and, when that
+    // was dropped, put back the timer it replaced: none, so the flow stalled).
+    // The third of 4 segments: the first two are ACKed, one is SACKed after it
+    // (below the duplicate threshold), so RACK's timer decides.
+    let mut st = staged(Config::default(), |n| n == 3);
+    // The SACKs arrive after one 20 ms RTT; the reorder window (min_rtt / 4) later
+    // the timer fires.
+    let (at, sent) = st.run(&pattern(5_000, 11), Duration::from_millis(15));
+    let p = &st.p;
+    let n = |m: &str| p.a.counters().by_name(m);
+    assert_eq!(n("TcpExtTCPRetransFail"), Some(1));
+    assert_eq!(
+        n("TcpExtTCPLossProbes"),
+        Some(0),
+        "the reorder timer came first"
+    );
+    assert_eq!(n("TcpExtTCPTimeouts"), Some(1), "the RTO repaired the head");
+    let first = sent.first().expect("sent again");
+    assert!(
+        first.0.saturating_since(at) >= Duration::from_millis(200),
+        "the RTO, {:?} after the drop",
+        first.0.saturating_since(at)
+    );
+}

@@ -201,6 +201,13 @@ struct StreamArgs {
     /// as soon as it exists; 0 leaves the sysctl net.ipv4.tcp_notsent_lowat in charge.
     #[arg(long, value_name = "BYTES", value_parser = parse_lowat)]
     notsent_lowat: Option<u32>,
+    /// A hostile peer attacks host B beside the flows (the soak's hostile runs):
+    /// ofo-fill (1-byte segments with 1-byte gaps over the window), prepend
+    /// (segments each one byte lower before a large out-of-order run) or
+    /// conn-flood (spoofed SYNs, then silent handshakes); B's memory bound is
+    /// checked after every receive batch (JSON `hostile`).
+    #[arg(long, value_name = "ofo-fill|prepend|conn-flood")]
+    hostile: Option<lowtide_sim::hostile::Attack>,
     /// Writes a time series of the run to FILE: per flow and interval, ss -ti's
     /// figures (cwnd, ssthresh, rtt, pacing_rate, unacked, in_flight, notsent,
     /// wmem_queued, sndbuf, dev_queue_bytes, delivered, bytes_acked, retrans, ca_state); CSV,
@@ -330,6 +337,7 @@ impl StreamArgs {
             }),
             cpu: self.cpu_model.then(CpuModel::calibrated),
             report_interval_ns: self.interval.as_nanos() as u64,
+            hostile: self.hostile,
             ..Scenario::default()
         })
     }

@@ -6,6 +6,7 @@
 use clap::Args;
 use lowtide_sim::soak::{SoakCase, SoakOutcome};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -62,6 +63,11 @@ struct Summary {
     /// exercise cookies (Linux behaviour, passed; `SoakCase::check`), and those runs.
     cookie_resets: u64,
     cookie_reset_runs: Vec<u64>,
+    /// Runs with a hostile peer beside their flows, by attack (`SoakCase::hostile`),
+    /// and the passed ones' largest receive memory of an attacked connection over
+    /// its buffer (`sk_rmem_alloc / sk_rcvbuf`).
+    hostile_runs: BTreeMap<String, u64>,
+    hostile_peak_rmem_ratio: f64,
     failures: Vec<Failure>,
 }
 
@@ -145,6 +151,8 @@ fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Sum
         wall_s: wall.as_secs_f64(),
         cookie_resets: 0,
         cookie_reset_runs: Vec::new(),
+        hostile_runs: BTreeMap::new(),
+        hostile_peak_rmem_ratio: 0.0,
         failures: Vec::new(),
     };
     for (i, o) in outcomes.into_iter().enumerate() {
@@ -154,6 +162,13 @@ fn summarize(args: &SoakArgs, outcomes: Vec<SoakOutcome>, wall: Duration) -> Sum
         s.retrans_segs += o.retrans_segs;
         if o.sim_s > s.longest_sim_s {
             (s.longest_sim_s, s.longest_run) = (o.sim_s, i as u64);
+        }
+        if let Some(h) = &o.hostile {
+            *s.hostile_runs.entry(h.attack.clone()).or_default() += 1;
+            if o.ok && h.rcvbuf > 0 {
+                let ratio = h.peak_rmem as f64 / h.rcvbuf as f64;
+                s.hostile_peak_rmem_ratio = s.hostile_peak_rmem_ratio.max(ratio);
+            }
         }
         if o.ok && o.cookie_resets > 0 {
             s.cookie_resets += o.cookie_resets;
@@ -191,6 +206,18 @@ fn render(s: &Summary) -> String {
             s.cookie_resets,
             s.cookie_reset_runs.len(),
             s.cookie_reset_runs
+        );
+    }
+    if !s.hostile_runs.is_empty() {
+        let by: Vec<String> = (s.hostile_runs.iter())
+            .map(|(a, n)| format!("{a} {n}"))
+            .collect();
+        out += &format!(
+            "hostile peer beside the flows in {} runs ({}); the attacked receive memory \
+             peaked at {:.2}x its buffer\n",
+            s.hostile_runs.values().sum::<u64>(),
+            by.join(", "),
+            s.hostile_peak_rmem_ratio
         );
     }
     out += &format!(

@@ -27,6 +27,8 @@ pub enum SocketRole {
     Sender(u32),
     /// The receiving end of a flow.
     Receiver(u32),
+    /// A connection of the hostile peer, accepted and never read.
+    Hostile,
 }
 
 /// One simulated host: a machine with a NIC (not [`lowtide::posix::Host`], the

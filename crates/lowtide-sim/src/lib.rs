@@ -30,6 +30,7 @@ pub mod app;
 pub mod cpu;
 mod device;
 pub mod host;
+pub mod hostile;
 pub mod intervals;
 pub mod network;
 pub mod nic;

@@ -150,6 +150,7 @@ fn report(sc: &Scenario, w: &World, verdict: Verdict) -> RunResults {
         intervals,
         end: end_summary,
         cpu: w.cpu.as_ref().map(|c| c.result(duration_ns)),
+        hostile: w.hostile.as_ref().map(|p| p.finish()),
         device_delay_histogram: w.hosts[HOST_A].nic.delay_histogram().to_vec(),
         device_size_histogram: w.hosts[HOST_A].nic.size_histogram().to_vec(),
     }

@@ -131,6 +131,8 @@ pub struct Scenario {
     /// path) or a pattern the sockets make per segment ([`PayloadMode`]); every
     /// figure is the same either way.
     pub payload: PayloadMode,
+    /// A hostile peer attacking host B beside the flows ([`crate::hostile`]).
+    pub hostile: Option<crate::hostile::Attack>,
 }
 
 /// When a device completes a packet (frees the skb: `sk_wmem_alloc` drops and TSQ's
@@ -177,6 +179,7 @@ impl Default for Scenario {
             cpu: None,
             verify_checksums: false,
             payload: PayloadMode::Stored,
+            hostile: None,
         }
     }
 }
@@ -381,6 +384,9 @@ pub struct RunResults {
     /// Host A's CPU model figures, if the scenario had a model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuFigures>,
+    /// The hostile peer's figures and the victim's bound, if the scenario had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostile: Option<crate::hostile::HostileResult>,
     /// Host A's NIC: packets per queueing-delay bucket (`nic::delay_bucket`).
     #[serde(skip)]
     pub device_delay_histogram: Vec<u64>,

@@ -6,6 +6,7 @@
 //! `lowtide sim stream` flags ([`SoakCase::args`]), so any failing run is reproduced
 //! by one command.
 
+use crate::hostile::Attack;
 use crate::payload::PayloadMode;
 use crate::scenario::{RunResults, Scenario, Workload};
 use lowtide::{Config, ConfigError};
@@ -26,6 +27,8 @@ const MAX_TOTAL_BYTES: u64 = 24_000_000;
 /// of an unlucky run of consecutive losses of one segment (the deadline allows for
 /// the run of losses this rare).
 const CONSECUTIVE_LOSS_TAIL: f64 = 1e-9;
+/// Share of the runs with a hostile peer beside the flows ([`crate::hostile`]).
+const HOSTILE_SHARE: f64 = 0.2;
 
 /// One randomized transfer: `flows` flows of `bytes` each from A to B.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,6 +75,9 @@ pub struct SoakCase {
     /// choice for every run, reported only when not the default).
     #[serde(skip_serializing_if = "PayloadMode::is_stored")]
     pub payload: PayloadMode,
+    /// A hostile peer attacking the receiving host beside the flows (`--hostile`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostile: Option<Attack>,
 }
 
 /// What one run's check found.
@@ -91,6 +97,8 @@ pub struct SoakOutcome {
     /// accepted as Linux behaviour in runs that exercise cookies (see
     /// [`SoakCase::check`]); counted here, never hidden.
     pub cookie_resets: u64,
+    /// The hostile peer's figures and the victim's bound, in a run with one.
+    pub hostile: Option<crate::hostile::HostileResult>,
 }
 
 /// A uniform draw in `[0, 1)`.
@@ -180,7 +188,9 @@ impl SoakCase {
         let notsent_lowat = chance(r, 0.15).then(|| log_uniform(r, 1.0, 1e6) as u32);
         // Drops in the NIC queue are likely when it holds fewer packets than flows.
         let lossy = loss.max(loss_reverse) > 0.0 || corrupt > 0.0 || queue < 4 * flows as u64;
-        let sysctls = sysctls(r, lossy, flows);
+        // A hostile peer's packets share host B's queue with the flows' ACKs.
+        let hostile = hostile(seed);
+        let sysctls = sysctls(r, lossy || hostile.is_some(), flows);
         let mut c = SoakCase {
             run,
             seed,
@@ -202,6 +212,7 @@ impl SoakCase {
             sysctls,
             deadline_s: 0,
             payload: PayloadMode::Stored,
+            hostile,
         };
         c.deadline_s = c.liveness_deadline_s();
         c
@@ -253,6 +264,7 @@ impl SoakCase {
             config: self.config()?,
             notsent_lowat: self.notsent_lowat,
             payload: self.payload,
+            hostile: self.hostile,
             ..Scenario::default()
         })
     }
@@ -310,6 +322,9 @@ impl SoakCase {
         if self.payload == PayloadMode::Pattern {
             a.push("--payload=pattern".into());
         }
+        if let Some(h) = self.hostile {
+            a.push(format!("--hostile={h}"));
+        }
         a
     }
 
@@ -360,7 +375,10 @@ impl SoakCase {
         // holds the unacknowledged data), 64 KB without window scaling.
         let cfg = self.config().unwrap_or_default();
         let mut wnd = (cfg.tcp_rmem[2].min(cfg.tcp_wmem[2]) as f64 / 4.0).max(2.0 * mss);
-        if !cfg.tcp_window_scaling {
+        // A connection flood makes the flows connect through SYN cookies, which
+        // carry window scaling only inside the timestamp option.
+        let flood = self.hostile == Some(Attack::ConnFlood);
+        if !cfg.tcp_window_scaling || (flood && !cfg.tcp_timestamps) {
             wnd = wnd.min(65_535.0);
         }
         let mut window_bound = 4.0 * self.bytes as f64 / wnd * (rtt + hold);
@@ -414,7 +432,15 @@ impl SoakCase {
         // The same for a listen backlog (`somaxconn` caps the simulator's
         // `max(flows, 128)`) shorter than the flows: SYNs beyond it are dropped.
         let backlog = (cfg.somaxconn as u64).min((self.flows as u64).max(128));
-        let syn_rounds = (self.flows as u64).div_ceil(self.queue.min(backlog).max(1)) as u32;
+        // A flood's SYN queue (backlog + 1 requests, their SYN-ACKs sent again on the
+        // same backed-off schedule as the flows' SYNs) and its silent handshakes
+        // share host B's queue with the flows' SYN-ACKs.
+        let hostile_syns = match flood {
+            true => backlog + 1 + crate::hostile::FLOOD_SILENT as u64,
+            false => 0,
+        };
+        let syn_rounds =
+            (self.flows as u64 + hostile_syns).div_ceil(self.queue.min(backlog).max(1)) as u32;
         let syn: f64 = (0..syn_rounds.min(10_000))
             .map(|i| (TCP_TIMEOUT_INIT_S * 2f64.powi(i.min(30) as i32)).min(TCP_RTO_MAX_S))
             .sum();
@@ -425,8 +451,10 @@ impl SoakCase {
     /// Whether the case deliberately exercises SYN cookies: a listen backlog
     /// (`somaxconn`) shorter than its flows, with `tcp_syncookies` on.
     pub fn exercises_cookies(&self) -> bool {
-        self.config()
-            .is_ok_and(|c| (c.somaxconn as u64) < self.flows as u64 && c.tcp_syncookies != 0)
+        let flood = self.hostile == Some(Attack::ConnFlood);
+        self.config().is_ok_and(|c| {
+            ((c.somaxconn as u64) < self.flows as u64 || flood) && c.tcp_syncookies != 0
+        })
     }
 
     /// Checks a run's results: every flow connected, delivered `bytes` intact, and
@@ -496,6 +524,7 @@ impl SoakCase {
         if !r.verdict.ok && reasons.is_empty() && r.verdict.failed.len() > cookie_resets.len() {
             reasons.push(format!("run: {}", r.verdict.summary()));
         }
+        reasons.extend(self.check_hostile(r));
         if reasons.iter().any(|r| r.contains("time limit")) {
             reasons.push(format!(
                 "liveness deadline of {} s of simulated time (from the parameters) passed",
@@ -509,7 +538,29 @@ impl SoakCase {
             sim_s: r.duration_s,
             retrans_segs: r.per_flow.iter().map(|f| f.retrans_segs).sum(),
             cookie_resets: cookie_resets.len() as u64,
+            hostile: r.hostile.clone(),
         }
+    }
+
+    /// The victim's bound under the hostile peer, and that the attack took place.
+    fn check_hostile(&self, r: &RunResults) -> Vec<String> {
+        let mut reasons = Vec::new();
+        match (self.hostile, &r.hostile) {
+            (None, None) => {}
+            (Some(a), Some(h)) => {
+                if let Some(v) = &h.violation {
+                    reasons.push(format!("victim under {a}: {v}"));
+                }
+                if let Some(why) = &h.not_run {
+                    reasons.push(format!("hostile peer ({a}) did not attack: {why}"));
+                }
+            }
+            (want, got) => reasons.push(format!(
+                "hostile peer: {want:?} asked for, {:?} ran",
+                got.as_ref().map(|h| &h.attack)
+            )),
+        }
+        reasons
     }
 
     /// Runs the case and checks it.
@@ -532,12 +583,20 @@ impl SoakCase {
             sim_s: 0.0,
             retrans_segs: 0,
             cookie_resets: 0,
+            hostile: None,
         }
     }
 }
 
+/// Whether run `seed` has a hostile peer, and which: drawn from a stream of its own,
+/// so that the rest of every case is the same with or without the hostile runs.
+fn hostile(seed: u64) -> Option<Attack> {
+    let mut r = ChaCha8Rng::seed_from_u64(crate::payload::splitmix64(seed ^ 0x4057_11e0));
+    chance(&mut r, HOSTILE_SHARE).then(|| Attack::ALL[(r.next_u64() % 3) as usize])
+}
+
 /// Behaviour-changing sysctls, each drawn on or off; `lossy` runs (loss,
-/// corruption, or a NIC queue short for the flows) and runs whose listen backlog
+/// corruption, a NIC queue short for the flows, or a hostile peer) and runs whose listen backlog
 /// (`somaxconn`) is shorter than the flows also get the retry limits (orphans'
 /// included) raised, so that giving up (a correct outcome there) does not mask what
 /// the soak looks for: lost bytes and stalls.
@@ -709,7 +768,11 @@ mod tests {
     /// exercises cookies.
     #[test]
     fn a_cookie_reset_passes_only_when_the_listener_counted_it() {
-        let case = SoakCase::generate(1, 7666);
+        // The run as it was found, without the hostile peer its seed draws now.
+        let case = SoakCase {
+            hostile: None,
+            ..SoakCase::generate(1, 7666)
+        };
         assert!(case.exercises_cookies());
         let r = case.scenario().unwrap().run().unwrap();
         assert_eq!(r.verdict.failed.len(), 1, "{:?}", r.verdict);

@@ -4,6 +4,9 @@ use crate::app::{Receiver, SendState, Sender, WriteBuf};
 use crate::cpu::CpuState;
 use crate::device::{classify, device_queue, host_config};
 use crate::host::{SimHost, SocketRole};
+use crate::hostile::{
+    hostile_links, to_hostile, HostilePeer, HOSTILE_ADDR, HOSTILE_RX, HOSTILE_TX,
+};
 use crate::intervals::IntervalSampler;
 use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
@@ -41,6 +44,8 @@ pub(crate) enum Event {
     /// `host`'s qdisc may release a packet it held back (its watchdog), or it
     /// dropped queued packets whose TX completions may let the sender go on.
     QdiscWake { host: u32 },
+    /// The hostile peer's turn ([`crate::hostile`]).
+    Hostile,
     /// The measured time is over.
     Stop,
 }
@@ -105,6 +110,10 @@ pub(crate) struct World {
     pub cpu: Option<CpuState>,
     /// Perturbs the flow hash the qdiscs see (`skb_get_hash`'s random key).
     pub hash_seed: u64,
+    /// The hostile peer beside the flows, if the scenario has one, and its pending
+    /// turn.
+    pub hostile: Option<HostilePeer>,
+    pub hostile_at: Option<Instant>,
     pub now: Instant,
 }
 
@@ -146,11 +155,19 @@ impl World {
                 h
             })
             .collect::<Vec<_>>();
-        let pipes = vec![Pipe::for_config(&sc.link_ab), Pipe::for_config(&sc.link_ba)];
-        let links = vec![
+        let mut hosts = hosts;
+        let mut pipes = vec![Pipe::for_config(&sc.link_ab), Pipe::for_config(&sc.link_ba)];
+        let mut links = vec![
             LinkDir::new(sc.link_ab.clone(), derive_seed(sc.seed, 101)),
             LinkDir::new(sc.link_ba.clone(), derive_seed(sc.seed, 102)),
         ];
+        if sc.hostile.is_some() {
+            // The peer's own path into B and back (crate::hostile).
+            let (l, p) = hostile_links(sc.link_ab.delay_ns, derive_seed(sc.seed, 103));
+            links.extend(l);
+            pipes.extend(p);
+            hosts[HOST_B].rx_links.push(HOSTILE_TX);
+        }
         let limit = match sc.workload {
             Workload::Bulk { .. } => None,
             Workload::Bytes { bytes, .. } => Some(bytes),
@@ -167,7 +184,7 @@ impl World {
             hosts,
             links,
             pipes,
-            link_dst: vec![HOST_B, HOST_A],
+            link_dst: vec![HOST_B, HOST_A, HOST_B, usize::MAX],
             flows,
             queue: EventQueue::new(),
             pcap,
@@ -207,6 +224,8 @@ impl World {
             progress: sc.progress.clone(),
             cpu: sc.cpu.map(|m| CpuState::new(m, sc.config.rtx_queue)),
             hash_seed: derive_seed(sc.seed, 301),
+            hostile: None,
+            hostile_at: None,
             now: Instant::ZERO,
         })
     }
@@ -215,9 +234,10 @@ impl World {
     pub fn setup(&mut self, sc: &Scenario) -> Result<(), SimError> {
         let b = &mut self.hosts[HOST_B];
         let local = SocketAddr::new(b.addr, LISTEN_PORT);
+        let backlog = sc.flows.max(128);
         let l = b
             .stack
-            .listen(local, sc.flows.max(128))
+            .listen(local, backlog)
             .map_err(|e| SimError::Invalid(format!("listen: {e}")))?;
         b.register(l, SocketRole::Listener);
         self.listener = Some(l);
@@ -233,6 +253,12 @@ impl World {
         }
         if let Workload::Bulk { duration_ns } = sc.workload {
             self.queue.push(Instant(duration_ns), Event::Stop);
+        }
+        if let Some(attack) = sc.hostile {
+            let backlog = backlog.min(sc.config.somaxconn);
+            let seed = derive_seed(sc.seed, 501);
+            self.hostile = Some(HostilePeer::new(attack, seed, sc.flows, backlog, sc.gro));
+            self.arm_hostile();
         }
         Ok(())
     }
@@ -281,8 +307,12 @@ impl World {
                 Event::Timer { host } => self.timer(host as usize),
                 Event::CpuFree => self.cpu_run(),
                 Event::QdiscWake { host } => self.qdisc_wake(host as usize),
+                Event::Hostile => self.hostile_event(),
             }
-            if time_limit.is_some() && self.flows_done == self.flows.len() as u32 {
+            if time_limit.is_some()
+                && self.flows_done == self.flows.len() as u32
+                && self.hostile_done()
+            {
                 return StopReason::AllDone;
             }
         }
@@ -443,6 +473,9 @@ impl World {
             h.napi_poll(now, self.gro);
             self.return_spent(host);
             self.service(host);
+            if let Some(peer) = self.hostile.as_mut().filter(|_| host == HOST_B) {
+                peer.check(now, &self.hosts[HOST_B].stack);
+            }
         }
         self.arm_rx_poll(host);
     }
@@ -514,7 +547,7 @@ impl World {
 
     /// Schedules `host`'s NAPI poll one coalescing window after the earliest
     /// segment still propagating towards it, unless an earlier poll is pending.
-    fn arm_rx_poll(&mut self, host: usize) {
+    pub(crate) fn arm_rx_poll(&mut self, host: usize) {
         let h = &mut self.hosts[host];
         let first = h
             .rx_links
@@ -667,21 +700,28 @@ impl World {
         if tx.gso_segs <= 1 {
             tx.flatten();
         }
-        if host == HOST_B && tx.gso_segs <= 1 {
+        // B's packets to the hostile peer (or the addresses it spoofed) take its path.
+        let hostile = host == HOST_B && self.hostile.is_some() && to_hostile(&tx.packet);
+        if host == HOST_B && tx.gso_segs <= 1 && !hostile {
             let flow = rst_without_ack_dst(&tx.packet).and_then(|p| self.port_flow.get(&p));
             if let Some(&f) = flow {
                 self.flows[f as usize].listener_resets += 1;
             }
         }
-        let li = self.hosts[host].tx_link;
+        let li = match hostile {
+            true => HOSTILE_RX,
+            false => self.hosts[host].tx_link,
+        };
         let dst = self.link_dst[li];
         // A receiver that trusts its checksums (no link corrupts) never reads them, and
         // without a capture nobody else does: the segments stay CHECKSUM_PARTIAL, as
-        // Linux's GSO segments crossing veth (the pcap gets complete ones).
-        let full_csum = !self.hosts[dst].rx_csum_valid || self.pcap.is_some();
+        // Linux's GSO segments crossing veth (the pcap gets complete ones). The
+        // hostile peer reads no checksum.
+        let trusts = self.hosts.get(dst).is_some_and(|h| h.rx_csum_valid);
+        let full_csum = !trusts || self.pcap.is_some();
         // A receiver whose GRO keeps payload apart never puts a segment in one buffer:
         // its headers get a tiny buffer, else one with room for the whole segment.
-        let apart = self.gro && self.hosts[dst].rx_csum_valid;
+        let apart = self.gro && trusts;
         let head_len = tx.packet.len();
         let (link, pipe, pcap) = (&mut self.links[li], &mut self.pipes[li], &mut self.pcap);
         let stack = &mut self.hosts[host].stack;
@@ -718,7 +758,10 @@ impl World {
         self.hosts[host].tx_busy = true;
         self.queue
             .push(Instant(last_end), Event::TxDone { host: host as u32 });
-        self.arm_rx_poll(dst);
+        match hostile {
+            true => self.arm_hostile(),
+            false => self.arm_rx_poll(dst),
+        }
         match self.tx_completion {
             TxCompletion::Wire => self.hosts[host].tx_owed = Some(token),
             TxCompletion::Dequeue => {
@@ -734,7 +777,7 @@ impl World {
             Some(SocketRole::Sender(f)) => self.sender_event(f, ev),
             Some(SocketRole::Receiver(f)) => self.receiver_event(f, ev),
             Some(SocketRole::Listener) => self.accept_all(),
-            None => {}
+            Some(SocketRole::Hostile) | None => {}
         }
     }
 
@@ -785,11 +828,16 @@ impl World {
                     return;
                 }
             };
-            let flow = b
-                .stack
-                .addresses(h)
-                .ok()
-                .and_then(|(_, remote)| self.port_flow.get(&remote.port()).copied());
+            let remote = b.stack.addresses(h).ok().map(|(_, r)| r);
+            if let Some(peer) = (self.hostile.as_mut())
+                .filter(|_| remote.is_some_and(|r| r.ip() == IpAddr::V4(HOSTILE_ADDR)))
+            {
+                // The hostile peer's connection: held, never read.
+                b.register(h, SocketRole::Hostile);
+                peer.victims.push(h);
+                continue;
+            }
+            let flow = remote.and_then(|r| self.port_flow.get(&r.port()).copied());
             let Some(f) = flow else {
                 tracing::warn!("accepted a connection from an unknown port");
                 let _ = b.stack.close(now, h);

@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod build;
 pub mod checksum;
 pub mod gso;
 pub mod ip;

@@ -21,62 +21,15 @@
 //! assert!(lowtide_wire::checksum::verify_tcp(src.ip(), dst.ip(), &p[20..]));
 //! ```
 
-use crate::checksum;
-use crate::ip::{IpRepr, PROTO_TCP};
-use crate::tcp::TcpRepr;
-use std::net::SocketAddr;
-
-/// What the TCP checksum field holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Csum {
-    /// The full checksum, as on the wire.
-    Full,
-    /// Only the pseudo-header sum (`CHECKSUM_PARTIAL`), as lowtide's `Transmit` and a
-    /// TSO super-packet carry it: the device finishes it.
-    Partial,
-}
-
-/// An IP + TCP packet from `src` to `dst`: IPv4 (DF set, identification `ipv4_id`,
-/// no options) or IPv6 by `src`'s family, hop limit 64, not ECN-capable; the TCP
-/// header `th` with its ports replaced by `src`'s and `dst`'s; then `payload`; the
-/// checksum filled as `csum` says.
-pub fn tcp_packet(
-    src: SocketAddr,
-    dst: SocketAddr,
-    th: &TcpRepr,
-    payload: &[u8],
-    ipv4_id: u16,
-    csum: Csum,
-) -> Vec<u8> {
-    let mut th = *th;
-    th.src_port = src.port();
-    th.dst_port = dst.port();
-    let mut ip = IpRepr {
-        src: src.ip(),
-        dst: dst.ip(),
-        protocol: PROTO_TCP,
-        hop_limit: 64,
-        ecn: 0,
-        header_len: 0,
-        payload_len: th.header_len() + payload.len(),
-    };
-    ip.header_len = ip.emit_len();
-    let ihl = ip.header_len;
-    let mut p = vec![0u8; ihl + th.header_len()];
-    ip.emit(&mut p[..ihl], ipv4_id);
-    th.emit(&mut p[ihl..]);
-    p.extend_from_slice(payload);
-    match csum {
-        Csum::Full => checksum::fill_tcp(src.ip(), dst.ip(), &mut p[ihl..]),
-        Csum::Partial => checksum::fill_tcp_partial(src.ip(), dst.ip(), &mut p[ihl..]),
-    }
-    p
-}
+pub use crate::build::{tcp_packet, Csum};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::{TcpFlags, TcpOptions};
+    use crate::checksum;
+    use crate::ip::IpRepr;
+    use crate::tcp::{TcpFlags, TcpOptions, TcpRepr};
+    use std::net::SocketAddr;
 
     fn th() -> TcpRepr {
         TcpRepr {

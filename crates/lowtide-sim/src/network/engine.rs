@@ -704,7 +704,7 @@ impl<'t> Network<'t> {
             Some(SocketRole::Sender(f)) => self.sender_event(f, ev),
             Some(SocketRole::Receiver(f)) => self.receiver_event(f, ev),
             Some(SocketRole::Listener) => self.accept_all(host),
-            None => {}
+            Some(SocketRole::Hostile) | None => {}
         }
     }
 

@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod attack;
 pub mod bridge;
 pub mod clock;
 pub mod device;

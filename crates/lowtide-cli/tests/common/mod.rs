@@ -62,6 +62,11 @@ impl Env {
 pub struct ChildGuard(Option<Child>);
 
 impl ChildGuard {
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().expect("child").id()
+    }
+
     /// Waits for the exit (killing the process after `limit`) and returns its output.
     pub fn wait(mut self, limit: Duration) -> Output {
         let mut child = self.0.take().expect("child");

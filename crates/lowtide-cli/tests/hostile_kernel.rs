@@ -37,7 +37,13 @@ fn tcp_mem_pages(ns: &NetNs) -> u64 {
     let s = output(ns, "cat", &["/proc/net/sockstat"]);
     s.lines()
         .find(|l| l.starts_with("TCP:"))
-        .and_then(|l| l.split_whitespace().skip_while(|w| *w != "mem").nth(1)?.parse().ok())
+        .and_then(|l| {
+            l.split_whitespace()
+                .skip_while(|w| *w != "mem")
+                .nth(1)?
+                .parse()
+                .ok()
+        })
         .unwrap_or(0)
 }
 
@@ -55,14 +61,20 @@ fn kernel_under_the_same_ofo_fill() {
     let v = NetNs::create(&netns::unique_name("hkv")).expect("netns");
     ip(&v, &["link", "set", "lo", "up"]);
     let (ia, iv) = ("hkA", "hkV");
-    ip(&a.ns, &["link", "add", ia, "type", "veth", "peer", "name", iv]);
+    ip(
+        &a.ns,
+        &["link", "add", ia, "type", "veth", "peer", "name", iv],
+    );
     ip(&a.ns, &["link", "set", iv, "netns", v.name()]);
     ip(&a.ns, &["addr", "add", "10.9.0.1/24", "dev", ia]);
     ip(&a.ns, &["link", "set", ia, "up"]);
     ip(&v, &["addr", "add", "10.9.0.2/24", "dev", iv]);
     ip(&v, &["link", "set", iv, "up"]);
     let mac = output(&a.ns, "cat", &[&format!("/sys/class/net/{ia}/address")]);
-    ip(&v, &["neigh", "add", "10.9.0.99", "lladdr", mac.trim(), "dev", iv]);
+    ip(
+        &v,
+        &["neigh", "add", "10.9.0.99", "lladdr", mac.trim(), "dev", iv],
+    );
     let set = v
         .command("sysctl")
         .args(["-qw", "net.ipv4.tcp_rmem=4096 1048576 6291456"])

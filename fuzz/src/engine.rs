@@ -10,7 +10,8 @@
 //!   peer's SYN (timestamps, SACK-permitted, window scale, MSS);
 //! - then 12-byte records (`Record`): a segment, a jump in time, a socket call, or a
 //!   burst of a hostile shape (issue 27: tiny segments with gaps filling the window,
-//!   overlapping segments each starting lower than the last).
+//!   overlapping segments each starting lower than the last, a flood of SYNs from
+//!   other ports).
 //!
 //! A segment's sequence and acknowledgment numbers are offsets from the connection's
 //! real ones (the victim's last ACK or the peer's own next sequence; the victim's
@@ -34,6 +35,11 @@ const PEER_ISN: u32 = 0xfffe_0000;
 const MAX_RECORDS: usize = 400;
 /// Most timer expiries handled per time jump.
 const MAX_TIMERS: usize = 2_000;
+/// The listener's backlog (`listen(fd, 16)`).
+const BACKLOG: usize = 16;
+/// The first source port of a SYN flood (below `PEER_PORT`, so no flood SYN is the
+/// scripted peer's).
+const FLOOD_PORT: u16 = 1_024;
 
 /// The state the victim's connection is driven to before the fuzzed records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,7 +198,7 @@ impl Harness {
             return;
         }
         let any = SocketAddr::new(VICTIM.into(), VICTIM_PORT);
-        self.listener = self.st.listen(any, 16).ok();
+        self.listener = self.st.listen(any, BACKLOG as u32).ok();
         if start == Start::Listen {
             return;
         }
@@ -428,7 +434,8 @@ impl Harness {
     }
 
     /// One 12-byte record: `r[0] % 4` is a segment (0, 1), a time jump (2; a hostile
-    /// burst if `r[3]`'s top bit is set) or a socket call (3).
+    /// burst if `r[3]`'s top bit is set: a SYN flood if its bit 1 is, else a window
+    /// fill or a prepended run) or a socket call (3).
     fn record(&mut self, r: &[u8; 12]) {
         match r[0] % 4 {
             0 | 1 => self.fuzz_segment(r),
@@ -495,6 +502,9 @@ impl Harness {
     /// prepended to). Oracle: receive memory stays within the buffer plus the segment
     /// just queued (`tcp_try_rmem_schedule`).
     fn hostile_burst(&mut self, r: &[u8; 12]) {
+        if r[3] & 2 != 0 {
+            return self.syn_flood(r);
+        }
         let count = 1 + u16::from_le_bytes([r[4], r[5]]) as u32 % 512;
         let len = 1 + (r[6] % 16) as u32;
         let step = 1 + (r[7] % 32) as u32;
@@ -518,6 +528,34 @@ impl Harness {
                 );
             }
         }
+    }
+
+    /// `1 + r[4..6] % 512` SYNs from as many other ports of the peer (a spoofed
+    /// flood's shape; none of them answers its SYN-ACK), each with the scripted
+    /// SYN's options and its own sequence number. Oracle: the connection table grows
+    /// by at most the SYN queue (`backlog + 1` children in SYN-RECV, then SYN cookies
+    /// or drops, `tcp_conn_request`), and what the peer knows of the victim's
+    /// connection is kept as it was.
+    fn syn_flood(&mut self, r: &[u8; 12]) {
+        let count = 1 + u16::from_le_bytes([r[4], r[5]]) as usize % 512;
+        let before = self.st.connection_count();
+        let kept = (self.peer_port, self.peer_nxt, self.snd_nxt, self.rcv_ack);
+        let (ts_recent, fin_sent) = (self.ts_recent, self.fin_sent);
+        let victim_port = self.victim_port;
+        self.victim_port = VICTIM_PORT;
+        for i in 0..count {
+            self.peer_port = FLOOD_PORT + i as u16;
+            let isn = PEER_ISN.wrapping_add((i as u32).wrapping_mul(0x9e37_79b9));
+            self.segment(TcpFlags::SYN.0, isn, 0, 0, self.syn_opts, false);
+            let now = self.st.connection_count();
+            assert!(
+                now <= before + BACKLOG + 1,
+                "{now} connections after {} flood SYNs (from {before}): over the SYN queue",
+                i + 1
+            );
+        }
+        (self.peer_port, self.peer_nxt, self.snd_nxt, self.rcv_ack) = kept;
+        (self.ts_recent, self.fin_sent, self.victim_port) = (ts_recent, fin_sent, victim_port);
     }
 
     /// `sk_rmem_alloc` and `sk_rcvbuf` of the victim's connection, if any.
@@ -588,6 +626,28 @@ mod tests {
                 lowtide::Mib::TcpExtTCPRcvCollapsed
             };
             assert!(n(m) > 0, "shape {shape:#x}");
+        }
+    }
+
+    /// A flood of 511 SYNs against the listener: SYN-RECV children up to the SYN
+    /// queue, then SYN cookies (the default) or drops (`tcp_syncookies` 0).
+    #[test]
+    fn a_syn_flood_stops_at_the_syn_queue() {
+        for cookies in ["1", "0"] {
+            let mut cfg = config(0, 0);
+            cfg.set("net.ipv4.tcp_syncookies", cookies)
+                .expect("known sysctl");
+            let mut h = Harness::new(cfg, syn_options(0));
+            h.setup(Start::Listen);
+            let mut r = [0u8; 12];
+            (r[0], r[3], r[4], r[5]) = (2, 0x82, 0xfe, 0x01);
+            h.record(&r);
+            let n = |m| h.st.counters().get(m);
+            assert_eq!(h.st.connection_count(), BACKLOG + 1, "cookies {cookies}");
+            match cookies {
+                "1" => assert!(n(lowtide::Mib::TcpExtTCPReqQFullDoCookies) > 0),
+                _ => assert!(n(lowtide::Mib::TcpExtTCPReqQFullDrop) > 0),
+            }
         }
     }
 

@@ -370,6 +370,22 @@ pub fn learn(p: &Pair, victim_dir: Dir) -> Peer {
     }
 }
 
+/// A connecting to a listener on B port 80 with everything B sends dropped (the
+/// filter stays), driven for `wait`: A in SYN-SENT. Records the wire.
+pub fn syn_sent_to_b(wait: Duration) -> (Pair, SocketHandle) {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let _l = p.b.listen(addr(B, 80), 4).unwrap();
+    p.filter = Some(Box::new(|d, _| match d {
+        Dir::BtoA => Verdict::Drop,
+        Dir::AtoB => Verdict::Pass,
+    }));
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_for(wait);
+    assert_eq!(p.a.state(c), Ok(TcpState::SynSent));
+    (p, c)
+}
+
 /// Connects A to a listener on B port 80 and accepts: (pair, A's socket, B's socket).
 /// Records the wire.
 pub fn establish(cfg: Config) -> (Pair, SocketHandle, SocketHandle) {

@@ -85,16 +85,7 @@ fn zero_linger_in_last_ack_after_the_fin_sends_nothing() {
 
 #[test]
 fn shutdown_in_syn_sent_closes_with_econnreset_and_sends_nothing() {
-    let mut p = Pair::new(Config::default());
-    p.record = true;
-    let _l = p.b.listen(addr(B, 80), 4).unwrap();
-    p.filter = Some(Box::new(|d, _| match d {
-        Dir::BtoA => Verdict::Drop,
-        Dir::AtoB => Verdict::Pass,
-    }));
-    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
-    p.drive_for(10 * MS);
-    assert_eq!(p.a.state(c), Ok(TcpState::SynSent));
+    let (mut p, c) = syn_sent_to_b(10 * MS);
     let mark = p.wire.len();
     assert_eq!(p.a.shutdown(p.now, c, Shutdown::Write), Ok(()));
     p.drive_for(5 * MS);

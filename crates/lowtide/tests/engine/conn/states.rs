@@ -25,17 +25,8 @@ mod syn_sent {
 
     /// A in SYN-SENT with B's SYN-ACK lost; returns (pair, A's socket, B's SYN-ACK).
     fn syn_sent() -> (Pair, SocketHandle, Seg) {
-        let mut p = Pair::new(Config::default());
-        p.record = true;
-        let _l = p.b.listen(addr(B, 80), 4).unwrap();
-        p.filter = Some(Box::new(|d, _| match d {
-            Dir::BtoA => Verdict::Drop,
-            Dir::AtoB => Verdict::Pass,
-        }));
-        let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
-        p.drive_for(15 * MS);
+        let (mut p, c) = syn_sent_to_b(15 * MS);
         p.filter = None;
-        assert_eq!(p.a.state(c), Ok(TcpState::SynSent));
         let syn = p.sent_since(0, Dir::AtoB)[0].clone();
         (p, c, syn)
     }

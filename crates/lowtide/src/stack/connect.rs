@@ -10,7 +10,8 @@ use std::net::SocketAddr;
 
 impl Stack {
     /// Starts an active open from `local` (port 0 picks an ephemeral port) to `remote`.
-    /// Completion is reported as [`EventKind::Connected`] or an error event.
+    /// Completion is reported as [`EventKind::Connected`](crate::EventKind::Connected)
+    /// or an error event.
     pub fn connect(
         &mut self,
         now: Instant,

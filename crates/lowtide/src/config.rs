@@ -96,6 +96,11 @@ pub struct Config {
     pub tcp_rto_max_ms: u32,
     /// `net.ipv4.tcp_reordering`: initial reordering degree (dupthresh).
     pub tcp_reordering: u32,
+    /// `net.ipv4.tcp_max_reordering`: the most a measured reordering degree may
+    /// grow to (`tcp_check_sack_reordering`, `tcp_check_reno_reordering`), default
+    /// 300. Linux's `proc_dointvec` takes any `int`, read as `u32` (`min_t(u32,
+    /// ...)`): a negative value caps nothing.
+    pub tcp_max_reordering: u32,
     /// `net.ipv4.tcp_recovery`: bit 0x1 RACK loss detection (default on), 0x2 static
     /// RACK reordering window, 0x4 no dupthresh shortcut for RACK.
     pub tcp_recovery: u32,
@@ -395,6 +400,7 @@ impl Default for Config {
             tcp_rto_min_us: 200_000,
             tcp_rto_max_ms: 120_000,
             tcp_reordering: 3,
+            tcp_max_reordering: crate::tcp::consts::TCP_MAX_REORDERING,
             tcp_recovery: TCP_RACK_LOSS_DETECTION,
             tcp_early_retrans: 3,
             tcp_frto: 2,
@@ -579,6 +585,7 @@ impl Config {
         "net.ipv4.tcp_rto_min_us",
         "net.ipv4.tcp_rto_max_ms",
         "net.ipv4.tcp_reordering",
+        "net.ipv4.tcp_max_reordering",
         "net.ipv4.tcp_recovery",
         "net.ipv4.tcp_early_retrans",
         "net.ipv4.tcp_frto",
@@ -704,6 +711,11 @@ impl Config {
             }
             "net.ipv4.tcp_reordering" => {
                 self.tcp_reordering = parse_num(n, value, 1, 300, "1..=300")?
+            }
+            // proc_dointvec: any int, read as u32 (min_t(u32, ...)).
+            "net.ipv4.tcp_max_reordering" => {
+                let v: i32 = parse_num(n, value, i32::MIN, i32::MAX, "an integer")?;
+                self.tcp_max_reordering = v as u32;
             }
             "net.ipv4.tcp_recovery" => self.tcp_recovery = parse_num(n, value, 0, 7, "0..=7")?,
             "net.ipv4.tcp_early_retrans" => {

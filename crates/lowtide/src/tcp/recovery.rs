@@ -6,7 +6,7 @@
 //! reordering by waiting.
 
 use super::cong::CaState;
-use super::consts::{TCP_MAX_REORDERING, TCP_RACK_RECOVERY_THRESH, TCP_TIMEOUT_MIN};
+use super::consts::{TCP_RACK_RECOVERY_THRESH, TCP_TIMEOUT_MIN};
 use super::rtx::tsorted::sent_after;
 use super::rtx::{Delivered, RackLoss};
 use super::sock::{Pending, Tcb};
@@ -145,7 +145,7 @@ impl Tcb {
         let mss = self.mss_cache.max(1) as u64;
         let metric = fack - low_seq;
         if metric > self.reordering as u64 * mss {
-            self.reordering = (metric.div_ceil(mss) as u32).min(TCP_MAX_REORDERING);
+            self.reordering = (metric.div_ceil(mss) as u32).min(ctx.cfg.tcp_max_reordering);
         }
         self.reord_seen += 1;
         ctx.mib.inc(match ts {
@@ -241,6 +241,52 @@ mod tests {
         let mut st = crate::tcp::TestStack::default();
         let r = f(&mut st.ctx(cfg, Instant(now_ms * 1_000_000), false));
         (r, st.mib)
+    }
+
+    /// A socket with 20 segments out from 1 and duplicate ACKs counted, so that
+    /// `tcp_highest_sack_seq` is `snd_nxt` (21,001).
+    fn reordered(cfg: &Config) -> Tcb {
+        let mut t = tcb(cfg);
+        (t.snd_una, t.snd_nxt) = (1, 1 + 20 * MSS as u64);
+        t.reno_sacked_out = 1;
+        t
+    }
+
+    #[test]
+    fn check_sack_reordering_measures_the_distance_to_the_highest_sack() {
+        let cfg = Config::default();
+        let mut t = reordered(&cfg);
+        // Delivered at or above the highest SACK: no reordering.
+        let (_, mib) = with_ctx(&cfg, 0, |ctx| {
+            t.check_sack_reordering(ctx, t.snd_nxt, false)
+        });
+        assert_eq!((t.reordering, t.reord_seen), (3, 0));
+        assert_eq!(mib.get(Mib::TcpExtTCPSACKReorder), 0);
+        // 19.5 segments below it: the degree rounds up, to 20.
+        let low = t.snd_nxt - 19 * MSS as u64 - 500;
+        let (_, mib) = with_ctx(&cfg, 0, |ctx| t.check_sack_reordering(ctx, low, false));
+        assert_eq!((t.reordering, t.reord_seen), (20, 1));
+        assert_eq!(mib.get(Mib::TcpExtTCPSACKReorder), 1);
+        // Less than the degree known: counted, the degree kept.
+        let low = t.snd_nxt - 2 * MSS as u64;
+        let (_, mib) = with_ctx(&cfg, 0, |ctx| t.check_sack_reordering(ctx, low, true));
+        assert_eq!((t.reordering, t.reord_seen), (20, 2));
+        assert_eq!(mib.get(Mib::TcpExtTCPTSReorder), 1);
+    }
+
+    #[test]
+    fn check_sack_reordering_is_capped_by_tcp_max_reordering() {
+        let mut cfg = Config::default();
+        cfg.set("net.ipv4.tcp_max_reordering", "5").unwrap();
+        let mut t = reordered(&cfg);
+        with_ctx(&cfg, 0, |ctx| t.check_sack_reordering(ctx, 1, false));
+        assert_eq!(t.reordering, 5);
+        // A negative value is a huge u32 (min_t(u32, ...)): no cap.
+        cfg.set("net.ipv4.tcp_max_reordering", "-1").unwrap();
+        let mut t = reordered(&cfg);
+        with_ctx(&cfg, 0, |ctx| t.check_sack_reordering(ctx, 1, false));
+        assert_eq!(t.reordering, 20);
+        assert_eq!(Config::default().tcp_max_reordering, 300);
     }
 
     /// Ten one-segment skbs sent 1 ms apart from t = 0.

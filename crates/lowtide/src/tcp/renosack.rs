@@ -5,7 +5,6 @@
 //! cumulative ACK eats them again (`tcp_remove_reno_sacks`). More duplicates than
 //! segments out means reordering (`tcp_check_reno_reordering`).
 
-use super::consts::TCP_MAX_REORDERING;
 use super::{Ctx, Tcb};
 use crate::mib::Mib;
 
@@ -34,7 +33,7 @@ impl Tcb {
         if !self.limit_reno_sacked() {
             return;
         }
-        self.reordering = (self.rtx.packets_out + addend).min(TCP_MAX_REORDERING);
+        self.reordering = (self.rtx.packets_out + addend).min(ctx.cfg.tcp_max_reordering);
         self.reord_seen += 1;
         ctx.mib.inc(Mib::TcpExtTCPRenoReorder);
     }
@@ -156,5 +155,23 @@ mod tests {
         assert_eq!((t.sacked_out(), t.reordering, t.reord_seen), (1, 3, 1));
         t.reset_reno_sack();
         assert_eq!(t.sacked_out(), 0);
+    }
+
+    #[test]
+    fn reno_reordering_is_capped_by_tcp_max_reordering() {
+        let mut cfg = Config::default();
+        cfg.set("net.ipv4.tcp_max_reordering", "3").unwrap();
+        let mut st = TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+        // Four duplicates for four segments out: degree packets_out, capped at 3.
+        let mut t = tcb(4);
+        t.reno_sacked_out = 3;
+        assert_eq!(t.add_reno_sack(&mut ctx, 1), 0);
+        assert_eq!((t.reordering, t.reord_seen), (3, 1));
+        t.reordering = 1;
+        t.rtx.packets_out = 8;
+        t.reno_sacked_out = 8;
+        t.add_reno_sack(&mut ctx, 1);
+        assert_eq!(t.reordering, 3);
     }
 }

@@ -48,7 +48,7 @@ impl Tcb {
             return TcpFlags(0);
         }
         match self.state {
-            TcpState::SynSent if self.icsk.retransmits > 0 && cfg.tcp_ecn_fallback => TcpFlags(0),
+            TcpState::SynSent if cfg.tcp_ecn_fallback && self.syn_sent_again() => TcpFlags(0),
             TcpState::SynSent => TcpFlags::ECE | TcpFlags::CWR,
             _ => TcpFlags::ECE,
         }
@@ -247,8 +247,13 @@ mod tests {
         let mut t = Tcb::for_test(&cfg(1));
         t.state = TcpState::SynSent;
         t.ecn_send_syn(&cfg(1));
+        let none = crate::tcp::rtx::skb::SkbData::EMPTY;
+        let syn = crate::tcp::rtx::skb::FLAG_SYN;
+        t.connect_queue_skb(crate::Instant::ZERO, 0, none, syn, 0);
         assert_eq!(t.ecn_syn_flags(&cfg(1)), TcpFlags::ECE | TcpFlags::CWR);
-        t.icsk.retransmits = 1;
+        // __tcp_retransmit_skb marks the queued SYN sent again before it leaves.
+        let ever = crate::tcp::rtx::skb::EVER_RETRANS;
+        t.rtx.update(0, ever, 0);
         assert_eq!(t.ecn_syn_flags(&cfg(1)), TcpFlags(0), "tcp_ecn_fallback");
         let mut no_fallback = cfg(1);
         no_fallback.tcp_ecn_fallback = false;

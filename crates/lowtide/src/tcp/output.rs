@@ -547,17 +547,29 @@ impl Tcb {
         self.rtx.first().is_some_and(|s| s.flags & FLAG_SYN != 0)
     }
 
-    /// The SYN (or SYN-ACK) again, bare (`tcp_retransmit_skb` of the SYN skb:
-    /// `TcpExtTCPSynRetrans`); the caller rearms its timer.
+    /// The queued SYN went again (`__tcp_retransmit_skb` marks it
+    /// `TCPCB_EVER_RETRANS` before it leaves; `tcp_ecn_clear_syn` drops its ECN
+    /// flags then).
+    pub(crate) fn syn_sent_again(&self) -> bool {
+        self.rtx
+            .first()
+            .is_some_and(|s| s.flags & FLAG_SYN != 0 && s.has(skb::EVER_RETRANS))
+    }
+
+    /// The SYN (or SYN-ACK) again; the caller rearms its timer. A queued SYN (an
+    /// active open's, or a simultaneous open's SYN-ACK: `tcp_send_synack` reuses
+    /// it) is the retransmit queue's head, sent again as any skb is
+    /// (`tcp_retransmit_timer`'s `tcp_retransmit_skb`); a request's or a Fast Open
+    /// child's SYN-ACK is built afresh (`tcp_rtx_synack`: `TcpRetransSegs`,
+    /// `TcpExtTCPSynRetrans`; a Fast Open child's `total_retrans`, which a child
+    /// of a request also starts from, `tcp_create_openreq_child`).
     pub(crate) fn retransmit_syn(&mut self, ctx: &mut Ctx) {
         if self.syn_queued() {
-            // tcp_retransmit_skb of the queued SYN: TCPCB_RETRANS, retrans_out.
-            self.rtx.mark_retransmitted(0, ctx.now);
+            self.retransmit_skb(ctx, 0, 1);
+            return;
         }
         ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
         ctx.mib.inc(Mib::TcpRetransSegs);
-        // __tcp_retransmit_skb; tcp_rtx_synack's req->num_retrans, which a child
-        // starts from (tcp_create_openreq_child), a Fast Open child's total_retrans.
         self.total_retrans += 1;
         self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
     }
@@ -673,10 +685,6 @@ impl Tcb {
         seq: u64,
         segs: u32,
     ) -> Option<(u64, u64, u32)> {
-        if self.state == TcpState::SynSent || self.state == TcpState::SynRecv {
-            self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
-            return Some((seq, seq + 1, 1));
-        }
         let sent = self.retransmit_skb_once(ctx, seq, segs);
         if let Some((at, _, _)) = sent {
             self.rtx.update(at, SACKED_RETRANS, 0);
@@ -694,8 +702,9 @@ impl Tcb {
     /// (`-EAGAIN`) unless it is the head, which then goes as a window probe of one
     /// MSS. At most `segs` segments of the current MSS go (`tcp_fragment`); a
     /// shorter skb takes the one-segment skbs after it (`tcp_retrans_try_collapse`).
-    /// Marks it ever retransmitted, sent now. Returns `(seq, end_seq, pcount)` of
-    /// what went.
+    /// Marks it ever retransmitted, sent now. A queued SYN goes as a SYN
+    /// (`tcp_transmit_skb` builds a SYN's options), counted in
+    /// `TcpExtTCPSynRetrans`. Returns `(seq, end_seq, pcount)` of what went.
     pub(crate) fn retransmit_skb_once(
         &mut self,
         ctx: &mut Ctx,
@@ -750,9 +759,17 @@ impl Tcb {
         let (flags, data, pcount, end_seq) = (s.flags, s.data.clone(), s.pcount, s.end_seq);
         let truesize = data.len() as u32 + SKB_OVERHEAD;
         ctx.mib.add(Mib::TcpRetransSegs, pcount as u64);
+        let mut tx = self.rate_skb_sent(ctx.now);
+        if flags & FLAG_SYN != 0 {
+            ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
+            // RFC 3168 section 6.1.1.1's fallback (tcp_ecn_clear_syn) reads the
+            // SYN as sent again before it goes; and nothing was delivered yet, so
+            // its snapshot keeps the zero delivered_mstamp (connect_queue_skb).
+            self.rtx.update(seq, skb::EVER_RETRANS, 0);
+            tx.delivered_mstamp = None;
+        }
         self.total_retrans += pcount;
         self.bytes_retrans += data.len() as u64;
-        let tx = self.rate_skb_sent(ctx.now);
         self.transmit(ctx, seq, flags, &data, truesize);
         self.rtx.mark_sent_again(seq, ctx.now, tx);
         Some((seq, end_seq, pcount))
@@ -971,5 +988,92 @@ mod write_wakeup_tests {
         t.state = TcpState::Closed;
         assert!(!t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe));
         assert!(st.out.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod syn_retransmit_tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tcp::TestStack;
+    use lowtide_wire::ip::IpRepr;
+
+    const NOW: Instant = Instant(1_000_000_000);
+
+    /// The TCP header and payload length of each packet sent.
+    fn sent(st: &mut TestStack) -> Vec<(TcpRepr, usize)> {
+        st.out
+            .drain(..)
+            .map(|tx| {
+                let ip = IpRepr::parse(&tx.packet, false).expect("ip");
+                let (th, thl) = TcpRepr::parse(&tx.packet[ip.header_len..]).expect("tcp");
+                (th, ip.payload_len - thl)
+            })
+            .collect()
+    }
+
+    /// An active open in SYN-SENT with its SYN queued and sent once.
+    fn syn_sent(cfg: &Config) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::SynSent;
+        (t.snd_una, t.snd_nxt, t.write_seq) = (0, 1, 1);
+        t.connect_queue_skb(NOW, 0, SkbData::EMPTY, FLAG_SYN, SKB_OVERHEAD);
+        t
+    }
+
+    #[test]
+    fn a_queued_syn_goes_again_as_a_syn_through_tcp_retransmit_skb() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = syn_sent(&cfg);
+        let r = t.retransmit_skb(&mut st.ctx(&cfg, NOW, false), 0, 1);
+        assert_eq!(r, Some((0, 1, 1)));
+        let out = sent(&mut st);
+        assert_eq!(out.len(), 1);
+        let (th, len) = &out[0];
+        assert_eq!((th.flags, *len), (TcpFlags::SYN, 0), "a bare SYN");
+        assert!(th.options.mss.is_some(), "with a SYN's options");
+        assert_eq!(st.mib.get(Mib::TcpExtTCPSynRetrans), 1);
+        assert_eq!(st.mib.get(Mib::TcpRetransSegs), 1);
+        assert_eq!((t.rtx.retrans_out, t.total_retrans, t.undo.retrans), (1, 1, 1));
+        assert!(t.syn_sent_again());
+    }
+
+    #[test]
+    fn retransmit_syn_takes_the_queued_syn_or_builds_a_synack() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = syn_sent(&cfg);
+        t.retransmit_syn(&mut st.ctx(&cfg, NOW, false));
+        assert_eq!(t.rtx.retrans_out, 1, "the queued SYN, retransmitted");
+        // A request's SYN-ACK (tcp_rtx_synack): nothing queued, counted alike.
+        let mut r = Tcb::for_test(&cfg);
+        r.state = TcpState::SynRecv;
+        r.retransmit_syn(&mut st.ctx(&cfg, NOW, false));
+        let out = sent(&mut st);
+        let flags: Vec<_> = out.iter().map(|(th, _)| th.flags).collect();
+        assert_eq!(flags, [TcpFlags::SYN, TcpFlags::SYN | TcpFlags::ACK]);
+        assert_eq!(st.mib.get(Mib::TcpExtTCPSynRetrans), 2);
+        assert_eq!((r.rtx.retrans_out, r.total_retrans), (0, 1));
+    }
+
+    #[test]
+    fn data_in_syn_recv_goes_again_as_data() {
+        // A Fast Open child's recovery before its handshake ends retransmits its
+        // data, not a SYN-ACK: the generic path sends the skb it is given.
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::SynRecv;
+        (t.snd_una, t.snd_nxt, t.write_seq) = (0, 1001, 1001);
+        (t.mss_cache, t.snd_wnd) = (1000, 65535);
+        t.connect_queue_skb(NOW, 1, SkbData::from(Bytes::from(vec![7u8; 1000])), 0, 1832);
+        let r = t.retransmit_skb(&mut st.ctx(&cfg, NOW, false), 1, 1);
+        assert_eq!(r, Some((1, 1001, 1)));
+        let out = sent(&mut st);
+        assert_eq!(out.len(), 1);
+        assert!(!out[0].0.flags.contains(TcpFlags::SYN));
+        assert_eq!(out[0].1, 1000);
+        assert_eq!(st.mib.get(Mib::TcpExtTCPSynRetrans), 0);
     }
 }

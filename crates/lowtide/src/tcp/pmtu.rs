@@ -121,18 +121,15 @@ impl Tcb {
         if self.state.is_synchronized() {
             self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);
             self.simple_retransmit(ctx);
-        } else if self.state == TcpState::SynSent && self.tfo.syn_data {
-            // tcp_simple_retransmit in SYN-SENT after Fast Open SYN data: the SYN
-            // and its data are taken as lost (MSS -1: every skb is longer), and the
-            // SYN goes again at once, bare and with the route's smaller MSS
-            // (tcp_advertise_mss); the data waits for the SYN-ACK, outside the
-            // peer's window until then (tcp_rcv_fastopen_synack resends it).
-            self.rtx.mark_all_lost();
-            self.enter_non_congestion_loss();
-            self.retransmit_syn(ctx);
-            self.rearm_rto(ctx);
+        } else if self.state == TcpState::SynSent {
+            // tcp_simple_retransmit in SYN-SENT: a bare SYN is never too long, but
+            // after Fast Open SYN data the SYN and its data are lost, and the SYN
+            // goes again at once as the queue's head, with the route's smaller
+            // MSS (tcp_advertise_mss); the data waits for the SYN-ACK, outside
+            // the peer's window until then (tcp_rcv_fastopen_synack resends it).
+            // SYN-SENT takes the MSS from the cookie at the handshake.
+            self.simple_retransmit(ctx);
         }
-        // Otherwise SYN-SENT takes the MSS from the cookie at the handshake.
         self.mss_cache != old
     }
 
@@ -156,8 +153,12 @@ impl Tcb {
     /// not increase the amount of data in the network, units changed") and no undo,
     /// and the retransmit queue goes out again at the new size.
     pub(crate) fn simple_retransmit(&mut self, ctx: &mut Ctx) {
-        let mss = self.current_mss();
-        self.rtx.mark_lost_longer_than(mss);
+        // "A fastopen SYN request is stored as two separate packets": in SYN-SENT
+        // after SYN data, MSS -1 takes every skb as lost.
+        match self.tfo.syn_data && self.state == TcpState::SynSent {
+            true => self.rtx.mark_all_lost(),
+            false => self.rtx.mark_lost_longer_than(self.current_mss()),
+        }
         // tcp_clear_retrans_hints_partial.
         self.retransmit_hint = self.snd_una;
         if self.rtx.lost_out == 0 {

@@ -83,11 +83,16 @@ impl Tcb {
     fn loss_probe_xmit(&mut self, ctx: &mut Ctx) -> bool {
         self.tlp_retrans = false;
         let mss = self.current_mss();
-        let wnd_end = self.snd_una + self.snd_wnd as u64;
         if let Some(head) = self.write_queue.front() {
-            // tcp_write_xmit with push_one = 2: one segment, even past cwnd.
-            let first_end = head.seq + (head.data.len() as u64).min(mss as u64);
-            if first_end <= wnd_end && !head.data.is_empty() {
+            // tcp_write_xmit with push_one = 2 if the head's first segment fits the
+            // window (tcp_snd_wnd_test): one segment, even past cwnd; a bare FIN
+            // skb is one too; an empty skb (end_seq == seq) is not sent, and then
+            // no old segment goes instead.
+            let (seq, len, end_seq) = (head.seq, head.data.len() as u64, head.end_seq());
+            if self.snd_wnd_test(seq, len, end_seq, mss) {
+                if end_seq == seq {
+                    return false;
+                }
                 let n = head.data.len().min(mss as usize);
                 self.send_new(ctx, n, mss);
                 return true;

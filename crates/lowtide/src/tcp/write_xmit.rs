@@ -79,7 +79,7 @@ impl Tcb {
         let head = self.write_queue.front().expect("caller checked");
         let len = head.data.len() as u64;
         let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());
-        let quota = self.cwnd_test(flags, len, mss);
+        let quota = self.cwnd_test();
         if quota == 0 {
             self.cw.is_cwnd_limited = true;
             return false;
@@ -125,14 +125,12 @@ impl Tcb {
         true
     }
 
-    /// `tcp_cwnd_test`: how many segments cwnd lets the head skb (`flags`, `len`
-    /// bytes) send now; 0 when none. At most half of cwnd per TSO packet, so that
-    /// at least two are in flight "for better scheduling". "Don't be strict about
-    /// the congestion window for the final FIN": a FIN skb of one segment gets one.
-    fn cwnd_test(&self, flags: u8, len: u64, mss: u32) -> u32 {
-        if flags & FLAG_FIN != 0 && len <= mss as u64 {
-            return 1;
-        }
+    /// `tcp_cwnd_test`: how many segments cwnd lets the send head go with now; 0
+    /// when none. At most half of cwnd per TSO packet, so that at least two are in
+    /// flight "for better scheduling". Since Linux 6.10 ("tcp: remove dubious FIN
+    /// exception from tcp_cwnd_test()") a FIN skb is no exception: it waits for
+    /// cwnd as data does (a loss probe may still force it out, `push_one == 2`).
+    fn cwnd_test(&self) -> u32 {
         let (in_flight, cwnd) = (self.packets_in_flight(), self.cw.snd_cwnd);
         if in_flight >= cwnd {
             return 0;
@@ -142,7 +140,7 @@ impl Tcb {
 
     /// `tcp_snd_wnd_test`: the first segment of the skb at `seq` (`len` bytes,
     /// ending at `end_seq`) fits in the peer's window.
-    fn snd_wnd_test(&self, seq: u64, len: u64, end_seq: u64, mss: u32) -> bool {
+    pub(super) fn snd_wnd_test(&self, seq: u64, len: u64, end_seq: u64, mss: u32) -> bool {
         let first_end = match len > mss as u64 {
             true => seq + mss as u64,
             false => end_seq,
@@ -254,5 +252,84 @@ impl Tcb {
             let at = ctx.now + self.probe0_base();
             self.icsk.pending = Some((Pending::Probe0, at));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    /// A socket with `cwnd` and `in_flight` segments out.
+    fn with_flight(cwnd: u32, in_flight: u32) -> Tcb {
+        let mut t = Tcb::for_test(&Config::default());
+        t.cw.snd_cwnd = cwnd;
+        t.rtx.packets_out = in_flight;
+        t
+    }
+
+    #[test]
+    fn cwnd_test_gives_nothing_once_in_flight_reaches_cwnd() {
+        assert_eq!(with_flight(10, 10).cwnd_test(), 0);
+        assert_eq!(
+            with_flight(10, 12).cwnd_test(),
+            0,
+            "cwnd cut below the flight"
+        );
+        assert_eq!(with_flight(1, 1).cwnd_test(), 0);
+    }
+
+    #[test]
+    fn cwnd_test_gives_the_room_left_at_most_half_of_cwnd() {
+        assert_eq!(
+            with_flight(10, 0).cwnd_test(),
+            5,
+            "half: two TSO packets in flight"
+        );
+        assert_eq!(with_flight(10, 7).cwnd_test(), 3, "the room left");
+        assert_eq!(with_flight(11, 0).cwnd_test(), 5);
+        assert_eq!(with_flight(1, 0).cwnd_test(), 1, "at least one");
+        assert_eq!(with_flight(2, 1).cwnd_test(), 1);
+    }
+
+    #[test]
+    fn a_fin_skb_waits_for_cwnd_like_data() {
+        // Linux 6.10 dropped "Don't be strict about the congestion window for the
+        // final FIN": the test no longer looks at the skb.
+        let cfg = Config::default();
+        let mut st = crate::tcp::TestStack::default();
+        let mut t = with_flight(10, 10);
+        t.state = TcpState::FinWait1;
+        t.mss_cache = 1000;
+        (t.snd_una, t.snd_nxt, t.write_seq) = (1, 10_001, 10_001);
+        t.snd_wnd = 1 << 20;
+        t.write_queue.push_back(skb::WriteSkb {
+            seq: 10_001,
+            data: bytes::BytesMut::new().into(),
+            flags: FLAG_FIN,
+            zc: None,
+            nr_frags: 0,
+        });
+        t.write_xmit(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
+        assert!(st.out.is_empty(), "held by a full cwnd");
+        assert!(t.cw.is_cwnd_limited);
+        t.rtx.packets_out = 9;
+        t.write_xmit(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
+        assert_eq!(st.out.len(), 1, "sent once cwnd has room");
+        assert!(t.write_queue.is_empty());
+        assert_eq!(t.snd_nxt, 10_002);
+    }
+
+    #[test]
+    fn snd_wnd_test_takes_the_first_segment_only() {
+        let mut t = Tcb::for_test(&Config::default());
+        (t.snd_una, t.snd_wnd) = (1, 1000);
+        assert!(t.snd_wnd_test(1, 3000, 3001, 1000), "first segment fits");
+        assert!(!t.snd_wnd_test(2, 3000, 3002, 1000));
+        assert!(
+            t.snd_wnd_test(1, 999, 1001, 1000),
+            "a FIN on 999 bytes fits"
+        );
+        assert!(!t.snd_wnd_test(1, 1000, 1002, 1000), "its FIN does not");
     }
 }

@@ -1035,7 +1035,10 @@ mod syn_retransmit_tests {
         assert!(th.options.mss.is_some(), "with a SYN's options");
         assert_eq!(st.mib.get(Mib::TcpExtTCPSynRetrans), 1);
         assert_eq!(st.mib.get(Mib::TcpRetransSegs), 1);
-        assert_eq!((t.rtx.retrans_out, t.total_retrans, t.undo.retrans), (1, 1, 1));
+        assert_eq!(
+            (t.rtx.retrans_out, t.total_retrans, t.undo.retrans),
+            (1, 1, 1)
+        );
         assert!(t.syn_sent_again());
     }
 

@@ -15,9 +15,7 @@ mod common;
 use common::*;
 use lowtide_tun::attack;
 use lowtide_tun::netns::{self, privileged, NetNs};
-use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{SocketAddrV4, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,10 +43,6 @@ fn tcp_mem_pages(ns: &NetNs) -> u64 {
                 .ok()
         })
         .unwrap_or(0)
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[test]
@@ -91,17 +85,8 @@ fn kernel_under_the_same_ofo_fill() {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let legit = a.kernel(move || {
-        let mut s = TcpStream::connect("10.9.0.2:7000").expect("connect");
-        let chunk = stream(1 << 20, 27);
-        let (mut h, mut n) = (Sha256::new(), 0u64);
-        while !s2.load(Ordering::Relaxed) || n < 8 << 20 {
-            s.write_all(&chunk).expect("write");
-            h.update(&chunk);
-            n += chunk.len() as u64;
-        }
-        s.shutdown(Shutdown::Write).expect("shutdown");
-        let _ = s.read_to_end(&mut Vec::new());
-        (n, hex(&h.finalize()))
+        let s = TcpStream::connect("10.9.0.2:7000").expect("connect");
+        write_hashed_until(s, &s2)
     });
     std::thread::sleep(Duration::from_millis(500));
     let before = tcp_mem_pages(&v);

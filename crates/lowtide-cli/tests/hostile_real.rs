@@ -14,9 +14,7 @@ mod common;
 use common::*;
 use lowtide_tun::attack;
 use lowtide_tun::netns::privileged;
-use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,22 +37,9 @@ fn status_kb(pid: u32, field: &str) -> u64 {
 /// The legitimate client: writes its stream until `stop`, then closes; the bytes
 /// and their SHA-256.
 fn legit_client(stop: Arc<AtomicBool>) -> (u64, String) {
-    let mut s = connect_retry(format!("{LOWTIDE}:7000").parse().unwrap());
+    let s = connect_retry(format!("{LOWTIDE}:7000").parse().unwrap());
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let chunk = stream(1 << 20, 27);
-    let (mut h, mut n) = (Sha256::new(), 0u64);
-    while !stop.load(Ordering::Relaxed) || n < 8 << 20 {
-        s.write_all(&chunk).expect("kernel write");
-        h.update(&chunk);
-        n += chunk.len() as u64;
-    }
-    s.shutdown(Shutdown::Write).expect("shutdown");
-    let _ = s.read_to_end(&mut Vec::new());
-    (n, hex(&h.finalize()))
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    write_hashed_until(s, &stop)
 }
 
 #[test]

@@ -184,8 +184,28 @@ pub fn kernel_recv(listener: TcpListener) -> (u64, String) {
             Err(e) => panic!("kernel read: {e}"),
         }
     }
-    let hex = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    (n, hex)
+    (n, hex(&h.finalize()))
+}
+
+/// Lowercase hex of `b` (a SHA-256 as `sha256sum` prints it).
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A legitimate sender beside an attack: writes `stream(1 MB, 27)` over and over until
+/// `stop` is set and at least 8 MB went, then closes and reads to the end; the bytes
+/// written and their SHA-256 (for [`kernel_recv`]'s to match).
+pub fn write_hashed_until(mut s: TcpStream, stop: &std::sync::atomic::AtomicBool) -> (u64, String) {
+    let chunk = stream(1 << 20, 27);
+    let (mut h, mut n) = (Sha256::new(), 0u64);
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) || n < 8 << 20 {
+        s.write_all(&chunk).expect("kernel write");
+        h.update(&chunk);
+        n += chunk.len() as u64;
+    }
+    s.shutdown(Shutdown::Write).expect("shutdown");
+    let _ = s.read_to_end(&mut Vec::new());
+    (n, hex(&h.finalize()))
 }
 
 /// The JSON lowtide printed.

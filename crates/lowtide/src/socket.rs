@@ -281,7 +281,11 @@ pub(crate) enum TxRetrans {
         timer: Option<(crate::tcp::inet_connection_sock::Pending, crate::Instant)>,
     },
     /// `tcp_retransmit_timer`'s retransmission of the head.
-    Timer,
+    Timer {
+        /// `icsk_rto` before this timeout doubled it: a failed retransmission
+        /// does not back off.
+        rto: core::time::Duration,
+    },
     /// The same when the peer's window is zero, where the timer does not look at
     /// the result ("receiver dastardly shrinks window").
     TimerZeroWindow,

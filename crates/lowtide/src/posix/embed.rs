@@ -29,7 +29,7 @@ impl Host {
         let opts = s.opts.clone();
         let h = self
             .stack
-            .listen_catch_all(backlog.max(0) as u32)
+            .listen_catch_all(backlog as u32) // negative: somaxconn, as __sys_listen
             .map_err(Errno::from)?;
         self.stack
             .socket(h)

@@ -402,10 +402,18 @@ impl Host {
     }
 
     /// `listen(2)`; an unbound socket gets an ephemeral port (`inet_autobind`).
+    /// The backlog is at most `net.core.somaxconn`, a negative one somaxconn, as
+    /// `__sys_listen` compares it unsigned; on a listener only the backlog changes
+    /// (`__inet_listen_sk`).
     pub fn listen(&mut self, fd: Fd, backlog: i32) -> Result<(), Errno> {
         let s = self.sock(fd)?;
         match s.state {
-            SockState::Listening(_) => return Ok(()),
+            SockState::Listening(h) => {
+                return self
+                    .stack
+                    .set_listen_backlog(h, backlog as u32)
+                    .map_err(Errno::from)
+            }
             SockState::Conn { .. } => return err(errno::EINVAL),
             SockState::Unconnected => {}
         }
@@ -419,7 +427,7 @@ impl Host {
         let opts = s.opts.clone();
         let h = self
             .stack
-            .listen_with(local, backlog.max(0) as u32, &opts)
+            .listen_with(local, backlog as u32, &opts)
             .map_err(Errno::from)?;
         let s = self.sock_mut(fd)?;
         s.bound = Some(local);
@@ -630,6 +638,18 @@ impl Host {
             SHUT_RDWR => Shutdown::Both,
             _ => return err(errno::EINVAL),
         };
+        self.sock(fd)?;
+        let r = self.shutdown_how(now, fd, how);
+        // inet_shutdown ends with sk_state_change ("wake up anyone sleeping in
+        // poll"): a wakeup without a key, for every waiter, ENOTCONN or not.
+        if let Some(File::Socket(s)) = self.files.get_mut(&fd) {
+            s.wake[poll::Wake::State as usize] += 1;
+        }
+        r
+    }
+
+    /// `inet_shutdown` past its argument check, before its wakeup.
+    fn shutdown_how(&mut self, now: Instant, fd: Fd, how: Shutdown) -> Result<(), Errno> {
         let s = self.sock_mut(fd)?;
         let h = match s.state {
             SockState::Listening(h) => return self.shutdown_listener(now, fd, h, how),

@@ -91,6 +91,30 @@ fn epoll_edges_are_keyed_wakeups() {
     assert!(b.epoll_wait(idle, 4).unwrap().is_empty());
 }
 
+/// inet_shutdown ends with sk_state_change, a wakeup without a key: an EPOLLET
+/// item reports the socket again after shutdown(2), whichever events it waits for,
+/// and so does one on a socket never connected (ENOTCONN).
+#[test]
+fn shutdown_wakes_every_epoll_item() {
+    let (mut a, mut b, c, l) = pair();
+    let now = Instant::ZERO;
+    let (s, _) = connect(&mut a, &mut b, c, l);
+    let ep = b.epoll_create(1).unwrap();
+    b.epoll_ctl(ep, EPOLL_CTL_ADD, s, POLLOUT | EPOLLET, 1)
+        .unwrap();
+    assert_eq!(b.epoll_wait(ep, 4).unwrap().len(), 1, "writable at ADD");
+    assert!(b.epoll_wait(ep, 4).unwrap().is_empty());
+    b.shutdown(now, s, SHUT_WR).unwrap();
+    assert_eq!(b.epoll_wait(ep, 4).unwrap()[0].events, POLLOUT);
+    assert!(b.epoll_wait(ep, 4).unwrap().is_empty());
+    let fresh = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    b.epoll_ctl(ep, EPOLL_CTL_ADD, fresh, POLLOUT | EPOLLET, 2)
+        .unwrap();
+    assert_eq!(b.epoll_wait(ep, 4).unwrap().len(), 1);
+    assert_eq!(b.shutdown(now, fresh, SHUT_RD), Err(Errno(errno::ENOTCONN)));
+    assert_eq!(b.epoll_wait(ep, 4).unwrap()[0].data, 2);
+}
+
 /// inet_shutdown on a listener: `SHUT_WR` does nothing; `SHUT_RD` is
 /// `tcp_disconnect`, which stops it (its unaccepted child is reset) and leaves it
 /// closed but bound: `accept` fails with `EINVAL`, a second shutdown with
@@ -145,6 +169,27 @@ fn tcp_info_of_a_new_socket_and_of_a_listener() {
     assert_eq!(i[0], 10, "TCP_LISTEN");
     assert_eq!((u32_at(&i, 24), u32_at(&i, 28)), (1, 8), "queued, backlog");
     assert_eq!((u32_at(&i, 80), u32_at(&i, 88), u32_at(&i, 8)), (10, 3, 0));
+}
+
+/// __sys_listen / __inet_listen_sk: a negative backlog is net.core.somaxconn (the
+/// comparison is unsigned), 0 stays 0, and listen() on a listener changes only the
+/// backlog (tcpi_sacked).
+#[test]
+fn listen_backlog_negative_is_somaxconn_and_zero_stays() {
+    let (_a, mut b, _c, l) = pair();
+    let now = Instant::ZERO;
+    let backlog = |b: &mut Host| {
+        let mut i = [0u8; sockopt::TCP_INFO_LEN];
+        b.getsockopt(now, l, SOL_TCP, TCP_INFO, &mut i).unwrap();
+        u32::from_ne_bytes(i[28..32].try_into().unwrap())
+    };
+    assert_eq!(backlog(&mut b), 8);
+    b.listen(l, -1).unwrap();
+    assert_eq!(backlog(&mut b), 4096);
+    b.listen(l, 0).unwrap();
+    assert_eq!(backlog(&mut b), 0);
+    b.listen(l, i32::MAX).unwrap();
+    assert_eq!(backlog(&mut b), 4096);
 }
 
 fn tos_and_df(pkt: &[u8]) -> (u8, bool) {

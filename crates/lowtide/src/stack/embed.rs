@@ -136,7 +136,7 @@ impl Stack {
         if self.catch_all.is_some() {
             return Err(SocketError::AddrInUse);
         }
-        let backlog = backlog.clamp(1, self.cfg.somaxconn);
+        let backlog = backlog.min(self.cfg.somaxconn); // __sys_listen
         let any = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
         let h = self.alloc(Sock::Listener(Box::new(Listener::new(any, backlog))));
         self.catch_all = Some(h.index);

@@ -15,6 +15,9 @@ use tracing::trace;
 
 impl Stack {
     /// Opens a listener on `local` (an unspecified IP listens on every address).
+    /// `backlog` is `sk_max_ack_backlog`, at most `net.core.somaxconn` (`__sys_listen`:
+    /// a negative backlog, cast to `u32`, is somaxconn); 0 stays 0, which still
+    /// queues one connection (`sk_acceptq_is_full`).
     pub fn listen(&mut self, local: SocketAddr, backlog: u32) -> Result<SocketHandle, SocketError> {
         if local.port() == 0 {
             return Err(SocketError::InvalidInput);
@@ -25,11 +28,20 @@ impl Stack {
         if self.listeners.contains_key(&local) {
             return Err(SocketError::AddrInUse);
         }
-        let clamped = backlog.clamp(1, self.cfg.somaxconn);
-        let h = self.alloc(Sock::Listener(Box::new(Listener::new(local, clamped))));
+        let backlog = backlog.min(self.cfg.somaxconn);
+        let h = self.alloc(Sock::Listener(Box::new(Listener::new(local, backlog))));
         self.listeners.insert(local, h.index);
         self.fastopen_listen(h.index, backlog);
         Ok(h)
+    }
+
+    /// `listen(2)` on a listener (`__inet_listen_sk`): "if the socket is already in
+    /// listen state we can only allow the backlog to be adjusted", at most
+    /// `net.core.somaxconn` as [`Stack::listen`]'s.
+    pub fn set_listen_backlog(&mut self, h: SocketHandle, backlog: u32) -> Result<(), SocketError> {
+        let somaxconn = self.cfg.somaxconn;
+        self.listener_mut(h)?.backlog = backlog.min(somaxconn);
+        Ok(())
     }
 
     /// Takes an established connection from a listener's accept queue.

@@ -224,8 +224,8 @@ impl Tcb {
     /// and neither the recovery state machine nor congestion control sees the ACK (no
     /// cwnd growth, rate sample or pacing update: a receiver's every data segment
     /// comes this way). Only a D-SACK may still undo a reduction
-    /// (`FLAG_DSACKING_ACK`), and a TLP episode may end. The window update and
-    /// `tcp_ack_probe` ran in `ack_update_window`.
+    /// (`FLAG_DSACKING_ACK`), `tcp_ack_probe` looks at the window for the send
+    /// head, and a TLP episode may end. The window update ran in `ack_update_window`.
     fn ack_no_queue(
         &mut self,
         ctx: &mut Ctx,
@@ -248,10 +248,33 @@ impl Tcb {
             self.count_delivered(d, ece);
             self.newly_delivered(ctx, prior_delivered, ece);
         }
+        self.ack_probe(ctx);
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(ctx, ack, &fl);
         }
         AckOutcome::New
+    }
+
+    /// `tcp_ack_probe`, for an ACK with nothing in flight: "if this ack opens up a
+    /// zero window, clear backoff. It was being used to time the probes". When the
+    /// send head fits in the window, the probes end (`icsk_backoff` and the probe
+    /// clock cleared, the probe timer stopped; `tcp_data_snd_check` sends it);
+    /// otherwise the next probe is `tcp_probe0_when` from this ACK. `icsk_rto`
+    /// is left as it is either way.
+    fn ack_probe(&mut self, ctx: &Ctx) {
+        let Some(head_end) = self.write_queue.front().map(|h| h.end_seq()) else {
+            return;
+        };
+        if head_end <= self.snd_una + self.snd_wnd as u64 {
+            self.icsk.backoff = 0;
+            self.icsk.probes_tstamp = None;
+            if matches!(self.icsk.pending, Some((super::sock::Pending::Probe0, _))) {
+                self.icsk.pending = None;
+            }
+        } else {
+            let when = self.clamp_probe0_to_user_timeout(ctx, self.probe0_when());
+            self.icsk.pending = Some((super::sock::Pending::Probe0, ctx.now + when));
+        }
     }
 
     /// `tcp_ack`'s `old_ack:` path, for an ACK below `snd_una` with SACK blocks: they
@@ -370,18 +393,6 @@ impl Tcb {
         let nwin = (th.window as u32) << self.rx_opt.snd_wscale;
         if self.may_update_window(ack, seq, nwin) {
             self.snd_wl1 = seq;
-            if nwin > self.snd_wnd
-                && nwin > 0
-                && self
-                    .icsk
-                    .pending
-                    .is_some_and(|p| p.0 == super::sock::Pending::Probe0)
-            {
-                // tcp_ack_probe: the window opened.
-                self.icsk.pending = None;
-                self.icsk.backoff = 0;
-                self.icsk.probes_tstamp = None;
-            }
             if self.snd_wnd != nwin {
                 // "the only place, where fast path is recovered for sending TCP".
                 self.snd_wnd = nwin;

@@ -63,7 +63,7 @@ impl Tcb {
     fn connect_fastopen_data(&mut self, ctx: &mut Ctx, data: &[u8], fo: CookieCheck) -> usize {
         ctx.mib.inc(Mib::TcpActiveOpens);
         self.state = TcpState::SynSent;
-        let init_rwnd = self.dst_connect_init(ctx.cfg);
+        let init_rwnd = self.connect_init(ctx);
         let mss = self.initial_window_mss();
         self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling, init_rwnd);
         self.write_seq = 1;

@@ -58,6 +58,7 @@ impl Tcb {
             0 => TCP_TIMEOUT_INIT,
             _ => self.rto_from_estimator(),
         };
+        self.icsk.rto = self.rto_backoff(self.icsk.rto_max);
         // remaining = icsk_rto - usecs_to_jiffies(delta_us), in jiffies (HZ 1000).
         let rto_ms = self.rto_backed_off().as_millis() as i64;
         let delta_ms = ctx.now.saturating_since(sent).as_micros().div_ceil(1000) as i64;

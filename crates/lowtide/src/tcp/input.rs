@@ -20,12 +20,37 @@ impl Tcb {
     pub(crate) fn connect(&mut self, ctx: &mut Ctx) {
         ctx.mib.inc(Mib::TcpActiveOpens);
         self.state = TcpState::SynSent;
-        let init_rwnd = self.dst_connect_init(ctx.cfg);
+        let init_rwnd = self.connect_init(ctx);
         let mss = self.initial_window_mss();
         self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling, init_rwnd);
         self.write_seq = 1;
         self.ecn_send_syn(ctx.cfg);
         self.send_syn(ctx);
+    }
+
+    /// `tcp_connect_init` up to the initial window (returned: the route's
+    /// `initrwnd`): "we'll fix this up when we get a response from the other end".
+    /// The header counts the timestamp option if `tcp_timestamps` offers it; the
+    /// clamp is `TCP_MAXSEG`, else what `tcp_v4_connect` / `tcp_v6_connect` leave
+    /// (`TCP_MSS_DEFAULT` 536, or 1220 for `IPV6_MIN_MTU`); `tcp_mtup_init` and
+    /// `tcp_sync_mss` with the route's MTU set `mss_cache` (524 on IPv4 with
+    /// timestamps); then the route's congestion control, window clamp and `advmss`
+    /// (`dst_connect_init`) and `tcp_initialize_rcv_mss`, before any receive window
+    /// (so `TCP_MIN_MSS`). `rcvq_space` waits for `tcp_init_buffer_space`.
+    pub(crate) fn connect_init(&mut self, ctx: &Ctx) -> u32 {
+        self.connect_ts = ctx.cfg.tcp_timestamps;
+        self.rx_opt.mss_clamp = match (self.rx_opt.user_mss, self.tuple.local.is_ipv6()) {
+            (0, false) => 536,
+            (0, true) => 1220,
+            (user, _) => user,
+        };
+        self.max_window = 0;
+        self.mtup_init(ctx);
+        self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
+        let init_rwnd = self.dst_connect_init(ctx.cfg);
+        self.initialize_rcv_mss();
+        self.rcvq_space = 0;
+        init_rwnd
     }
 
     /// A SYN reached our listener: become its SYN-RECV child and answer with a
@@ -60,6 +85,7 @@ impl Tcb {
     /// SYN answers our connect).
     fn negotiate_options(&mut self, ctx: &mut Ctx, th: &TcpRepr, active: bool) {
         let o = &th.options;
+        self.connect_ts = false; // tcp_header_len from what the peer sent
         self.rx_opt.sack_ok = o.sack_permitted && ctx.cfg.tcp_sack;
         self.rx_opt.tstamp_ok = o.timestamp.is_some() && ctx.cfg.tcp_timestamps;
         if let (true, Some((tsval, _))) = (self.rx_opt.tstamp_ok, o.timestamp) {

@@ -38,7 +38,7 @@ impl Tcb {
     /// `tcp_mss_to_mtu`: the MTU a segment of `mss` payload bytes needs, with the
     /// options every segment carries.
     pub(crate) fn mss_to_mtu(&self, mss: u32) -> u32 {
-        let tcp_header_len = 20 + if self.rx_opt.tstamp_ok { 12 } else { 0 };
+        let tcp_header_len = 20 + self.ts_option_len();
         mss + tcp_header_len + self.net_header_len()
     }
 

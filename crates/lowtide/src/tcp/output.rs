@@ -587,10 +587,14 @@ impl Tcb {
         }
     }
 
-    /// `tcp_send_active_reset`.
+    /// `tcp_send_active_reset`: "no TCP options attached" to the skb, but
+    /// `tcp_transmit_skb` gives it what every segment of the connection carries:
+    /// the timestamps and SACK blocks of `tcp_established_options`, the window of
+    /// `tcp_select_window`, the urgent pointer; its sequence number is
+    /// `tcp_acceptable_seq`.
     pub(crate) fn send_active_reset(&mut self, ctx: &mut Ctx) {
-        // tcp_transmit_skb sets the urgent pointer on a reset too.
-        let urgent = self.urgent_field(self.snd_nxt);
+        let seq = self.acceptable_seq();
+        let urgent = self.urgent_field(seq);
         let urg = match urgent {
             Some(_) => TcpFlags::URG,
             None => TcpFlags::default(),
@@ -598,14 +602,29 @@ impl Tcb {
         let th = TcpRepr {
             src_port: self.tuple.local.port(),
             dst_port: self.tuple.remote.port(),
-            seq: self.snd_seq(self.snd_nxt).0,
+            seq: self.snd_seq(seq).0,
             ack: self.rcv_seq(self.rcv_nxt).0,
             flags: TcpFlags::RST | TcpFlags::ACK | urg,
+            window: self.select_window(ctx),
             urgent: urgent.unwrap_or(0),
-            ..TcpRepr::default()
+            options: self.data_options(ctx),
         };
         // tcp_transmit_skb: the socket's own TOS and DF.
         push_reset(ctx, (self.tuple, self.tos, self.ip_dont_fragment()), &th);
+    }
+
+    /// `tcp_acceptable_seq`: `snd_nxt`, unless the peer shrank its window below it
+    /// (by more than one unit of our receive scale, with window scaling): then the
+    /// window's right edge, which the peer still accepts.
+    fn acceptable_seq(&self) -> u64 {
+        let wnd_end = self.snd_una + self.snd_wnd as u64;
+        let scale_slack = self.rx_opt.wscale_ok
+            && self.snd_nxt.saturating_sub(wnd_end) < 1 << self.rx_opt.rcv_wscale;
+        if self.snd_nxt <= wnd_end || scale_slack {
+            self.snd_nxt
+        } else {
+            wnd_end
+        }
     }
 
     /// `tcp_xmit_retransmit_queue`: retransmits lost skbs while cwnd, pacing and the

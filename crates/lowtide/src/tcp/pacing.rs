@@ -300,9 +300,10 @@ impl Tcb {
                 }
             }
             TxRetrans::TimerZeroWindow => self.retransmission_not_sent(seq),
-            TxRetrans::Timer => {
+            TxRetrans::Timer { rto } => {
                 self.retransmission_not_sent(seq);
                 self.icsk.backoff = self.icsk.backoff.saturating_sub(1);
+                self.icsk.rto = rto;
                 let at = ctx.now + TCP_RESOURCE_PROBE_INTERVAL;
                 self.icsk.pending = Some((Pending::Retrans, at));
             }

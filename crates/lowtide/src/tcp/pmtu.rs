@@ -69,9 +69,10 @@ impl Tcb {
         self.mss_cache
     }
 
-    /// Room the timestamp option takes in every segment, if negotiated.
-    fn ts_option_len(&self) -> u32 {
-        if self.rx_opt.tstamp_ok {
+    /// Room the timestamp option takes in every segment (`tp->tcp_header_len` less
+    /// the bare header): if negotiated, or in SYN-SENT if our SYN offers it.
+    pub(super) fn ts_option_len(&self) -> u32 {
+        if self.rx_opt.tstamp_ok || self.connect_ts {
             TCPOLEN_TSTAMP_ALIGNED
         } else {
             0

@@ -144,6 +144,13 @@ impl Tcb {
         if self.rx_opt.tstamp_ok {
             self.advmss -= TCPOLEN_TSTAMP_ALIGNED;
         }
+        self.initialize_rcv_mss();
+    }
+
+    /// `tcp_initialize_rcv_mss`: the receive MSS guessed before any segment is
+    /// measured: `advmss`, `mss_cache` and half the receive window bound it, then
+    /// `TCP_MSS_DEFAULT` from above and `TCP_MIN_MSS` (88) from below.
+    pub(crate) fn initialize_rcv_mss(&mut self) {
         let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd / 2);
         self.ack.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MIN_RCVMSS);
     }

@@ -145,6 +145,10 @@ pub struct Tcb {
 
     // ---- options ----
     pub(crate) mss_cache: u32,
+    /// `tcp_connect_init`'s `tcp_header_len` counts the timestamp option our SYN
+    /// offers (`tcp_timestamps`) until the SYN-ACK's options decide
+    /// (`tcp_rcv_synsent_state_process`): the MSS of SYN-SENT leaves its room.
+    pub(crate) connect_ts: bool,
     pub(crate) advmss: u32,
     /// `icsk_pmtu_cookie`: the path MTU the MSS was last synced to (the device's MTU
     /// or a smaller one learned from ICMP, `tcp/pmtu.rs`).
@@ -762,6 +766,7 @@ impl Tcb {
             data_ready_count: 0,
             dsack: None,
             mss_cache: advmss,
+            connect_ts: false,
             advmss,
             pmtu_cookie: cfg.mtu,
             tos: 0,

@@ -31,11 +31,27 @@ impl Tcb {
         .min()
     }
 
-    /// The RTO with exponential backoff (`inet_csk_rto_backoff`), at most
-    /// `tcp_rto_max` (120 s unless `net.ipv4.tcp_rto_max_ms` or `TCP_RTO_MAX_MS`).
+    /// The RTO as Linux keeps it in `icsk_rto`: set from the estimator by an RTT
+    /// sample (`tcp_set_rto`) and doubled in place by each retransmission timeout
+    /// (`tcp_retransmit_timer`), at most `tcp_rto_max` (120 s unless
+    /// `net.ipv4.tcp_rto_max_ms` or `TCP_RTO_MAX_MS`). Zero-window probes back off
+    /// with `icsk_backoff` alone and leave it as it is (`tcp_send_probe0`), so
+    /// `tcpi_rto` shows the RTO, not the probe interval.
     pub(crate) fn rto_backed_off(&self) -> Duration {
-        let shift = self.icsk.backoff.min(16);
-        (self.icsk.rto * (1u32 << shift)).min(self.icsk.rto_max)
+        self.icsk.rto
+    }
+
+    /// `inet_csk_rto_backoff`: `icsk_rto` shifted by `icsk_backoff`, at most
+    /// `max_when`.
+    pub(crate) fn rto_backoff(&self, max_when: Duration) -> Duration {
+        (self.icsk.rto * (1u32 << self.icsk.backoff.min(16))).min(max_when)
+    }
+
+    /// `tcp_retransmit_timer`'s `out_reset_timer` backoff: `icsk_backoff` up by one
+    /// and `icsk_rto` doubled, at most `tcp_rto_max`.
+    fn backoff_rto(&mut self) {
+        self.icsk.backoff += 1;
+        self.icsk.rto = (self.icsk.rto * 2).min(self.icsk.rto_max);
     }
 
     /// Restarts the retransmit timer from now (`tcp_rearm_rto`), or stops it when
@@ -226,9 +242,11 @@ impl Tcb {
             // tcp_enter_loss sees icsk_retransmits before this timeout counts.
             self.enter_loss(ctx);
             self.update_rto_stats(ctx.now);
-            self.icsk.backoff += 1;
+            // The RTO before this timeout's backoff, for a local drop to restore.
+            let rto = self.icsk.rto;
+            self.backoff_rto();
             self.retransmit_hint = self.snd_una;
-            self.retransmit_head(ctx, TxRetrans::Timer);
+            self.retransmit_head(ctx, TxRetrans::Timer { rto });
         } else {
             // A request's SYN-ACK timer (reqsk_timer_handler) enters no Loss: its
             // child gets the undo state at creation (openreq_child_undo).
@@ -240,7 +258,7 @@ impl Tcb {
             if self.state != TcpState::SynSent
                 || self.total_rto > ctx.cfg.tcp_syn_linear_timeouts as u32
             {
-                self.icsk.backoff += 1;
+                self.backoff_rto();
             }
             self.retransmit_syn(ctx);
         }
@@ -268,8 +286,8 @@ impl Tcb {
     /// flight ("receiver dastardly shrinks window"): the retransmissions are window
     /// probes, neither counted as timeouts (TcpExtTCPTimeouts, `tcp_update_rto_stats`)
     /// nor timing the connection out while the peer ACKs them
-    /// (`tcp_rtx_probe0_timed_out`, Linux 6.7+). The RTO still doubles
-    /// (`out_reset_timer`).
+    /// (`tcp_rtx_probe0_timed_out`, Linux 6.7+). The RTO still backs off and
+    /// doubles (`out_reset_timer`).
     fn zero_window_rto(&mut self, ctx: &mut Ctx) {
         // retrans_stamp, else the head's last transmission (tcp_skb_timestamp_ts).
         let head_sent = self.rtx.first().map_or(self.lsndtime, |s| s.tx_time);
@@ -279,7 +297,7 @@ impl Tcb {
             return self.write_err(ctx);
         }
         self.enter_loss(ctx);
-        self.icsk.backoff += 1;
+        self.backoff_rto();
         self.retransmit_hint = self.snd_una;
         self.retransmit_head(ctx, TxRetrans::TimerZeroWindow);
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
@@ -408,7 +426,7 @@ impl Tcb {
         }
         let mut max_probes = ctx.cfg.tcp_retries2;
         if self.shut_rd_by_close() {
-            let alive = self.rto_backed_off() < self.icsk.rto_max;
+            let alive = self.rto_backoff(self.icsk.rto_max) < self.icsk.rto_max;
             max_probes = self.orphan_retries(ctx, alive);
             if !alive && self.icsk.backoff >= max_probes as u32 {
                 return self.write_err(ctx);
@@ -465,19 +483,21 @@ impl Tcb {
         self.icsk.pending = Some((Pending::Probe0, ctx.now + when));
     }
 
-    /// `tcp_probe0_base`: the RTO, at least `TCP_RTO_MIN`.
+    /// `tcp_probe0_base`: `icsk_rto` (backed off by earlier retransmission
+    /// timeouts, not by the probes), at least `TCP_RTO_MIN`.
     pub(crate) fn probe0_base(&self) -> Duration {
         self.icsk.rto.max(TCP_RTO_MIN)
     }
 
-    /// `tcp_probe0_when`: the base backed off, at most `tcp_rto_max`.
-    fn probe0_when(&self) -> Duration {
-        (self.probe0_base() * (1u32 << self.icsk.backoff.min(16))).min(self.icsk.rto_max)
+    /// `tcp_probe0_when`: the base shifted by `icsk_backoff` (at most
+    /// `ilog2(TCP_RTO_MAX / TCP_RTO_MIN) + 1`, 10), at most `tcp_rto_max`.
+    pub(crate) fn probe0_when(&self) -> Duration {
+        (self.probe0_base() * (1u32 << self.icsk.backoff.min(10))).min(self.icsk.rto_max)
     }
 
     /// `tcp_clamp_probe0_to_user_timeout`: the next probe comes no later than the
     /// user timeout's end (at least `TCP_TIMEOUT_MIN` from now).
-    fn clamp_probe0_to_user_timeout(&self, ctx: &Ctx, when: Duration) -> Duration {
+    pub(crate) fn clamp_probe0_to_user_timeout(&self, ctx: &Ctx, when: Duration) -> Duration {
         match self.user_timeout_left(ctx, self.icsk.probes_tstamp) {
             Some(left) => when.min(left.max(TCP_TIMEOUT_MIN)),
             None => when,
@@ -1054,13 +1074,51 @@ mod tests {
         assert_eq!(t.icsk.backoff, 0);
     }
 
+    /// out_reset_timer: each timeout doubles icsk_rto in place, up to 120 s.
     #[test]
     fn backoff_caps_at_120s() {
         let mut t = tcb();
-        t.icsk.backoff = 10;
-        assert_eq!(t.rto_backed_off(), TCP_RTO_MAX);
+        for _ in 0..2 {
+            t.backoff_rto();
+        }
+        assert_eq!(
+            (t.icsk.backoff, t.rto_backed_off()),
+            (2, Duration::from_secs(4))
+        );
+        for _ in 0..8 {
+            t.backoff_rto();
+        }
+        assert_eq!((t.icsk.backoff, t.rto_backed_off()), (10, TCP_RTO_MAX));
+        assert_eq!(t.rto_backoff(TCP_RTO_MAX), TCP_RTO_MAX);
+    }
+
+    /// inet_csk_rto_backoff shifts icsk_rto by icsk_backoff (the orphan probe
+    /// timer's `alive`), bounded by its argument, without changing either.
+    #[test]
+    fn rto_backoff_shifts_without_changing_icsk_rto() {
+        let mut t = tcb();
         t.icsk.backoff = 2;
-        assert_eq!(t.rto_backed_off(), Duration::from_secs(4));
+        assert_eq!(t.rto_backoff(TCP_RTO_MAX), Duration::from_secs(4));
+        assert_eq!(
+            t.rto_backoff(Duration::from_secs(3)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(t.icsk.rto, Duration::from_secs(1));
+    }
+
+    /// tcp_probe0_when: the base (icsk_rto, at least TCP_RTO_MIN) shifted by at most
+    /// ilog2(TCP_RTO_MAX / TCP_RTO_MIN) + 1 = 10, bounded by tcp_rto_max.
+    #[test]
+    fn probe0_when_shifts_the_base_by_the_backoff() {
+        let mut t = tcb();
+        t.icsk.rto = Duration::from_millis(150);
+        assert_eq!(t.probe0_base(), TCP_RTO_MIN, "at least TCP_RTO_MIN");
+        t.icsk.rto = Duration::from_millis(300);
+        t.icsk.backoff = 3;
+        assert_eq!(t.probe0_when(), Duration::from_millis(2_400));
+        t.icsk.rto_max = Duration::from_secs(120);
+        t.icsk.backoff = 15;
+        assert_eq!(t.probe0_when(), TCP_RTO_MAX);
     }
 
     /// Linux 6.15's tcp_rto_max: the backoff, a new sample's RTO and
@@ -1069,7 +1127,7 @@ mod tests {
     fn rto_max_bounds_backoff_samples_and_model_timeout() {
         let mut t = tcb();
         t.icsk.rto_max = Duration::from_secs(1);
-        t.icsk.backoff = 10;
+        t.backoff_rto();
         assert_eq!(t.rto_backed_off(), Duration::from_secs(1));
         t.rtt_sample(900_000);
         assert_eq!(t.icsk.rto, Duration::from_secs(1), "tcp_bound_rto");

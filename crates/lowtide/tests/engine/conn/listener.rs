@@ -55,3 +55,33 @@ fn accept_queue_children_are_reset() {
         assert_eq!(p.a.socket_error(c), Ok(Some(SocketError::ConnectionReset)));
     }
 }
+
+/// `__sys_listen` and `__inet_listen_sk`: the backlog (`sk_max_ack_backlog`) is at
+/// most `net.core.somaxconn`, a negative one (as `u32`) somaxconn; 0 stays 0, and
+/// since `sk_acceptq_is_full` is "more than the backlog", one connection still
+/// waits in the accept queue, the second's handshake ACK is dropped
+/// (`TcpExtListenOverflows`). `listen` again changes only the backlog.
+#[test]
+fn backlog_zero_queues_one_and_negative_is_somaxconn() {
+    let cfg = Config {
+        somaxconn: 300,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg);
+    let l = p.b.listen(addr(B, 80), u32::MAX).unwrap();
+    assert_eq!(p.b.socket_ref(l).accept_backlog(), Ok(300));
+    p.b.set_listen_backlog(l, 5).unwrap();
+    assert_eq!(p.b.socket_ref(l).accept_backlog(), Ok(5));
+    p.b.set_listen_backlog(l, 0).unwrap();
+    assert_eq!(p.b.socket_ref(l).accept_backlog(), Ok(0));
+    let c1 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    let c2 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_for(Duration::from_millis(100));
+    assert_eq!(p.b.socket_ref(l).accept_queue_len(), Ok(1));
+    assert!(p.b.counters().get(lowtide::Mib::TcpExtListenOverflows) >= 1);
+    assert!(p.b.accept(l).is_ok());
+    assert_eq!(p.b.accept(l), Err(SocketError::WouldBlock));
+    // Both clients think they are connected; the second's ACK is retried later.
+    assert_eq!(p.a.state(c1), Ok(TcpState::Established));
+    assert_eq!(p.a.state(c2), Ok(TcpState::Established));
+}

@@ -316,3 +316,64 @@ fn the_synack_counts_the_syn_and_paces_from_the_syn_sent_window() {
     // mss * 200 % (tcp_pacing_ss_ratio) * 1 segment * 8 * 10^4.
     assert_eq!(info.pacing_rate, info.snd_mss as u64 * 200 * 80_000);
 }
+
+/// `tcp_connect_init` before the SYN-ACK: the clamp `tcp_v4_connect` /
+/// `tcp_v6_connect` leave (536 / 1220) or `TCP_MAXSEG`, less the timestamp our SYN
+/// offers, is the MSS (`tcp_sync_mss`); `tcp_initialize_rcv_mss` runs with no
+/// receive window yet (`TCP_MIN_MSS`); `rcvq_space` waits for the handshake. The
+/// SYN-ACK's MSS and options then set them (here: no timestamps).
+#[test]
+fn syn_sent_mss_as_tcp_connect_init() {
+    let mss = |cfg: Config, local: &str, remote: &str, user_mss: u32| {
+        let mut st = Stack::new(cfg, 1);
+        st.add_address(local.parse().unwrap());
+        let opts = SockOptions {
+            user_mss,
+            ..Default::default()
+        };
+        let h = st
+            .connect_with(Instant::ZERO, addr(local, 0), addr(remote, 80), &opts)
+            .unwrap();
+        let i = st.info(Instant::ZERO, h).unwrap();
+        assert_eq!(st.socket_ref(h).maxseg(), Ok(i.snd_mss), "TCP_MAXSEG");
+        (i.snd_mss, i.rcv_mss, i.rcv_space, i.advmss)
+    };
+    let cfg = Config::default;
+    assert_eq!(
+        mss(cfg(), "192.168.0.1", "192.0.2.1", 0),
+        (524, 88, 0, 1460)
+    );
+    assert_eq!(mss(cfg(), "fd00::1", "fd00::2", 0), (1208, 88, 0, 1440));
+    assert_eq!(
+        mss(cfg(), "192.168.0.1", "192.0.2.1", 1000),
+        (988, 88, 0, 1000)
+    );
+    let no_ts = Config {
+        tcp_timestamps: false,
+        ..cfg()
+    };
+    assert_eq!(
+        mss(no_ts, "192.168.0.1", "192.0.2.1", 0),
+        (536, 88, 0, 1460)
+    );
+
+    // The SYN-ACK without timestamps: the peer's MSS whole, the receive side sized.
+    let mut st = Stack::new(Config::default(), 1);
+    st.add_address(me().ip());
+    let (h, iss) = open(&mut st, &SockOptions::default());
+    let synack = TcpRepr {
+        seq: 5000,
+        ack: iss.wrapping_add(1),
+        flags: TcpFlags::SYN | TcpFlags::ACK,
+        window: 65535,
+        options: TcpOptions {
+            mss: Some(1000),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    from_peer(&mut st, h, at(10), synack, &[]);
+    let i = st.info(at(10), h).unwrap();
+    assert_eq!((i.snd_mss, i.rcv_mss), (1000, 536));
+    assert!(i.rcv_space > 0);
+}

@@ -119,3 +119,55 @@ fn retransmissions_time_out_after_the_model_time() {
         "{took:?}"
     );
 }
+
+/// `tcp_send_probe0` backs off with `icsk_backoff` alone: `tcpi_rto` stays the RTO
+/// the connection had (only `tcp_retransmit_timer` doubles `icsk_rto`) while
+/// `tcpi_backoff` counts the probes and their interval doubles from it
+/// (`tcp_probe0_when`); once the window takes the send head, `tcp_ack_probe`
+/// clears the backoff and the RTO is still the same.
+#[test]
+fn probes_back_off_without_doubling_the_rto() {
+    let (mut p, c, s) = zero_window(Config::default());
+    let rto = p.a.info(p.now, c).unwrap().rto;
+    p.drive_until(secs(60), |p| p.a.info(p.now, c).unwrap().backoff >= 3);
+    let i = p.a.info(p.now, c).unwrap();
+    assert_eq!(i.rto, rto, "tcpi_rto unchanged by probes");
+    assert!(i.backoff >= 3);
+    // The receiver reads: the window opens, the probes end.
+    drain(&mut p.b, p.now, s);
+    p.drive_until(secs(60), |p| p.a.info(p.now, c).unwrap().backoff == 0);
+    p.drive_for(Duration::from_millis(200));
+    let i = p.a.info(p.now, c).unwrap();
+    assert_eq!((i.backoff, i.probes), (0, 0));
+    assert!(i.bytes_acked > 8192, "sending again: {}", i.bytes_acked);
+}
+
+/// `tcp_ack_probe`: an ACK that leaves the window closed times the next probe
+/// `tcp_probe0_when` from that ACK, not from the last probe.
+#[test]
+fn a_late_probe_ack_times_the_next_probe_from_itself() {
+    let (mut p, _c, _s) = zero_window(Config::default());
+    // Every ACK from B arrives 300 ms late.
+    p.extra_delay = Some(Box::new(|_, d, _| match d {
+        Dir::BtoA => Duration::from_millis(300),
+        Dir::AtoB => Duration::ZERO,
+    }));
+    let from = p.wire.len();
+    p.drive_for(secs(20));
+    let probes: Vec<_> = p.wire[from..]
+        .iter()
+        .filter(|(_, d, pkt)| *d == Dir::AtoB && Seg::parse(pkt).payload.is_empty())
+        .map(|(t, _, _)| *t)
+        .collect();
+    assert!(probes.len() >= 4, "{probes:?}");
+    // Each gap: the 320 ms the probe and its ACK took, then tcp_probe0_when,
+    // which doubles from probe to probe.
+    let rtt = Duration::from_millis(320);
+    let when: Vec<_> = probes
+        .windows(2)
+        .map(|w| w[1].saturating_since(w[0]).checked_sub(rtt))
+        .collect();
+    for w in when.windows(2) {
+        assert_eq!(w[1], w[0].map(|d| 2 * d), "{when:?}");
+    }
+}

@@ -19,28 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A process's `VmRSS` or `VmHWM` (kB) from /proc/PID/status.
-fn status_kb(pid: u32, field: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    s.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| {
-            v.trim_start_matches(':')
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
-}
-
-/// The legitimate client: writes its stream until `stop`, then closes; the bytes
-/// and their SHA-256.
-fn legit_client(stop: Arc<AtomicBool>) -> (u64, String) {
-    let s = connect_retry(format!("{LOWTIDE}:7000").parse().unwrap());
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write_hashed_until(s, &stop)
-}
+/// The fill's pace (segments per second): slow enough that lowtide's reads keep up
+/// and the segments reach its TCP rather than overflow the TUN device's queue
+/// (lowtide spends about 16 us a segment here; BENCHMARKS.md).
+const FILL_RATE: f64 = 20_000.0;
 
 #[test]
 fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
@@ -49,26 +31,12 @@ fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
     }
     let env = Env::new("hofo");
     // A 1 MB receive buffer: its window is the attacked span.
-    let mut lt = env.lowtide(&[
-        "transfer",
-        "--listen",
-        "7000",
-        "--recv",
-        "--timeout",
-        "60s",
-        "--json",
-        "--tun",
-        "lt0",
-        "--tun-addr",
-        "10.7.0.1/24",
-        "--sysctl",
-        "net.ipv4.tcp_rmem=4096 1048576 6291456",
-    ]);
-    lt.ready(Duration::from_secs(10));
+    let lt = lowtide_victim(&env, "60s");
     let pid = lt.id();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    let legit = env.kernel(move || legit_client(s2));
+    let to = format!("{LOWTIDE}:7000").parse().unwrap();
+    let legit = env.kernel(move || legit_client(to, s2, None));
     // The transfer is accepted and running before the attacker connects (it then
     // waits in the accept queue, never read: the worst case for memory).
     std::thread::sleep(Duration::from_millis(500));
@@ -76,7 +44,7 @@ fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
     let src: SocketAddrV4 = "10.7.0.99:40000".parse().unwrap();
     let dst: SocketAddrV4 = format!("{LOWTIDE}:7000").parse().unwrap();
     let fill = env
-        .kernel(move || attack::ofo_fill("lt0", src, dst, 1))
+        .kernel(move || attack::ofo_fill("lt0", src, dst, 1, Some(FILL_RATE)))
         .join()
         .expect("attacker thread")
         .expect("attack");
@@ -109,6 +77,12 @@ fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
         count("TcpExtOfoPruned"),
     );
     assert!(fill.window >= 256 * 1024, "a large window: {fill:?}");
+    let reached = count("TcpExtTCPOFOQueue") + count("TcpExtTCPOFODrop");
+    assert!(
+        2 * reached >= fill.segments,
+        "most of the fill reached lowtide's TCP: {reached} of {}",
+        fill.segments
+    );
     assert!(
         count("TcpExtTCPOFODrop") > 0,
         "the buffer filled and the rest was dropped: {report}"

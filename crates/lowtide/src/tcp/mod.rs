@@ -2,7 +2,8 @@
 //!
 //! | module | Linux counterpart |
 //! |---|---|
-//! | [`sock`] | `struct tcp_sock`, `tcp_init_sock` |
+//! | [`sock`] | `struct tcp_sock` |
+//! | `init_sock` | tcp.c `tcp_init_sock`: a new connection's defaults |
 //! | `inet_connection_sock` | include/net/inet_connection_sock.h: `struct inet_connection_sock`'s retransmit timer (`icsk_rto`, `icsk_pending`, ...), delayed-ACK state (`icsk_ack`) and MTU probing (`icsk_mtup`) as the connection embeds them |
 //! | `sock_errqueue` | include/net/sock.h: `struct sock`'s error queue (`sk_error_queue`, `sk_zckey`, `sk_omem_alloc`) and timestamping state (`sk_tsflags`, `sk_tskey`); include/uapi/linux/errqueue.h `struct sock_extended_err`; skbuff.h `struct ubuf_info_msgzc` |
 //! | [`consts`] | the constants of include/net/tcp.h (and the few from linux/tcp.h, sock.h, skbuff.h, netdevice.h) |
@@ -83,6 +84,7 @@ pub(crate) mod fastretrans;
 pub(crate) mod icmp_err;
 pub(crate) mod inet_connection_sock;
 pub mod info;
+mod init_sock;
 pub(crate) mod input;
 pub mod keepalive;
 pub mod mem;

@@ -53,11 +53,16 @@ impl Tcb {
         self.rcv_queue.truesize() + self.ofo.truesize()
     }
 
-    /// `tcp_can_ingest` (Linux 6.16+): a segment of `len` bytes fits if the memory
-    /// already charged plus its payload stays within `sk_rcvbuf` (its payload, not its
-    /// truesize, so that a small buffer still takes a segment of large overhead).
-    fn can_ingest(&self, len: u32) -> bool {
-        self.rmem_alloc() + len as u64 <= self.rcvbuf as u64
+    /// `tcp_can_ingest`: room while the memory already charged is within
+    /// `sk_rcvbuf`, whatever the arriving segment's size. Linux 6.16's stronger
+    /// check (charged memory plus the segment's payload) was given up in 6.18.y and
+    /// 6.19 ("tcp: give up on stronger sk_rcvbuf checks (for now)", 026dfef287c0)
+    /// for the spurious drops it caused; this machine's 6.18 kernel runs the rule
+    /// below (a socket's `rcvbuf` follows its `rmem_alloc` up through
+    /// `tcp_clamp_window`, one segment past it each time: BENCHMARKS.md, "Under
+    /// attack").
+    fn can_ingest(&self) -> bool {
+        self.rmem_alloc() <= self.rcvbuf as u64
     }
 
     /// `tcp_try_rmem_schedule` for a segment at `seq` of `len` bytes: room in the
@@ -66,14 +71,14 @@ impl Tcb {
     /// there). False: drop it.
     pub(crate) fn try_rmem_schedule(&mut self, ctx: &mut Ctx, seq: u64, len: u32) -> bool {
         let size = self.rx_skb(ctx.cfg, len).truesize as u64;
-        if self.can_ingest(len) && self.mem_schedule(ctx, size, MemKind::Recv) {
+        if self.can_ingest() && self.mem_schedule(ctx, size, MemKind::Recv) {
             return true;
         }
-        if !self.prune_queue(ctx, seq, len) {
+        if !self.prune_queue(ctx, seq) {
             return false;
         }
         while !self.mem_schedule(ctx, size, MemKind::Recv) {
-            if !self.prune_ofo_queue(ctx, seq, len) {
+            if !self.prune_ofo_queue(ctx, seq) {
                 return false;
             }
         }
@@ -83,19 +88,19 @@ impl Tcb {
     /// `tcp_prune_queue` (called when the segment does not fit): clamp the window,
     /// collapse both queues to cut their overhead, then drop out-of-order data from
     /// the top; true once the segment fits.
-    fn prune_queue(&mut self, ctx: &mut Ctx, seq: u64, len: u32) -> bool {
+    fn prune_queue(&mut self, ctx: &mut Ctx, seq: u64) -> bool {
         // "Do nothing if our queues are empty" (a buffer clamped to nothing would
         // refuse everything after).
         if self.rmem_alloc() == 0 {
             return false;
         }
         ctx.mib.inc(Mib::TcpExtPruneCalled);
-        if !self.can_ingest(len) {
+        if !self.can_ingest() {
             self.clamp_window(ctx);
         } else if ctx.mem.under_pressure() {
             self.adjust_rcv_ssthresh();
         }
-        if self.can_ingest(len) {
+        if self.can_ingest() {
             return true;
         }
         let ratio = self.scaling_ratio;
@@ -107,12 +112,12 @@ impl Tcb {
             collapsed += self.rcv_queue.collapse(bloated, alloc_truesize);
         }
         ctx.mib.add(Mib::TcpExtTCPRcvCollapsed, collapsed as u64);
-        if self.can_ingest(len) {
+        if self.can_ingest() {
             return true;
         }
         // "Collapsing did not help, destructive actions follow."
-        self.prune_ofo_queue(ctx, seq, len);
-        if self.can_ingest(len) {
+        self.prune_ofo_queue(ctx, seq);
+        if self.can_ingest() {
             return true;
         }
         ctx.mib.inc(Mib::TcpExtRcvPruned);
@@ -138,13 +143,13 @@ impl Tcb {
     /// eighth of the buffer at a time until the segment at `seq` fits, never those
     /// below it ("if incoming skb would land last in ofo queue, stop pruning").
     /// Under memory pressure it goes on past that point. Pruning resets the SACK
-    /// state (`tcp_sack_reset`); TcpExtOfoPruned counts every call that finds the
-    /// queue not empty. True if anything was dropped.
-    fn prune_ofo_queue(&mut self, ctx: &mut Ctx, seq: u64, len: u32) -> bool {
+    /// state (`tcp_sack_reset`); TcpExtOfoPruned counts the calls that dropped
+    /// something (since Linux 6.2, which stopped pruning below the arriving
+    /// segment). True if anything was dropped.
+    fn prune_ofo_queue(&mut self, ctx: &mut Ctx, seq: u64) -> bool {
         if self.ofo.is_empty() {
             return false;
         }
-        ctx.mib.inc(Mib::TcpExtOfoPruned);
         let mut goal = (self.rcvbuf >> 3) as i64;
         let mut pruned = false;
         while let Some(last) = self.ofo.last_seq() {
@@ -155,15 +160,18 @@ impl Tcb {
             pruned = true;
             goal -= skb.truesize as i64;
             if self.ofo.is_empty() || goal <= 0 {
-                if self.can_ingest(len) && !ctx.mem.under_pressure() {
+                if self.can_ingest() && !ctx.mem.under_pressure() {
                     break;
                 }
                 goal = (self.rcvbuf >> 3) as i64;
             }
         }
-        if pruned && self.rx_opt.sack_ok {
-            self.ofo.reset_sacks();
-            self.dsack = None;
+        if pruned {
+            ctx.mib.inc(Mib::TcpExtOfoPruned);
+            if self.rx_opt.sack_ok {
+                self.ofo.reset_sacks();
+                self.dsack = None;
+            }
         }
         pruned
     }

@@ -16,13 +16,28 @@ fn mem(p: &Pair, c: SocketHandle) -> (u64, u32) {
     (i.rmem_alloc, i.rcvbuf)
 }
 
+/// The buffer's ceiling in these tests (`tcp_rmem[2]`): small, so that a flood
+/// reaches it in a few thousand segments.
+const RMEM_MAX: u32 = 1 << 20;
+
+/// A config whose receive buffers stop growing at `max` bytes.
+fn rmem_max(max: u32) -> Config {
+    let mut cfg = Config::default();
+    cfg.tcp_rmem[2] = max;
+    cfg
+}
+
 /// 1-byte segments with 1-byte gaps over the whole window (its upper half first,
-/// then the lower half): memory stays within the buffer plus one segment; what does
-/// not fit is dropped (`TcpExtTCPOFODrop`, `TcpExtRcvPruned`), and the later, lower
-/// segments prune the higher ones (`TcpExtOfoPruned`).
+/// then the lower half). As on Linux 6.18 (`tcp_can_ingest` admits while the memory
+/// charged is within `sk_rcvbuf`, and `tcp_clamp_window` raises `sk_rcvbuf` to what
+/// is charged), the buffer follows the flood up to `tcp_rmem[2]` and no further;
+/// memory stays within the buffer plus one segment; what does not fit is dropped
+/// (`TcpExtTCPOFODrop`, `TcpExtRcvPruned`), and the later, lower segments prune the
+/// higher ones (`TcpExtOfoPruned`).
 #[test]
 fn one_byte_out_of_order_fill_stays_within_rcvbuf() {
-    let (mut p, c, s) = establish(Config::default());
+    let (mut p, c, s) = establish(rmem_max(RMEM_MAX));
+    let rcvbuf0 = mem(&p, c).1;
     let forger = learn(&p, Dir::AtoB);
     let win = p.a.info(p.now, c).unwrap().rcv_wnd;
     let data = pattern(400_000, 9);
@@ -45,7 +60,10 @@ fn one_byte_out_of_order_fill_stays_within_rcvbuf() {
         "sk_rmem_alloc exceeded sk_rcvbuf by {worst}"
     );
     let (rmem, rcvbuf) = mem(&p, c);
-    assert!(rcvbuf < 1 << 20, "the buffer stays small: {rcvbuf}");
+    assert!(
+        rcvbuf > rcvbuf0 && rcvbuf <= RMEM_MAX,
+        "the buffer grew from {rcvbuf0} up to tcp_rmem[2] at most: {rcvbuf}"
+    );
     assert!(
         rmem > rcvbuf as u64 / 2,
         "the buffer was used: {rmem} of {rcvbuf}"
@@ -67,12 +85,44 @@ fn one_byte_out_of_order_fill_stays_within_rcvbuf() {
     assert_eq!(send_all(&mut p, false, s, c, &data), data);
 }
 
+/// An ascending fill past `tcp_rmem[2]`: each segment beyond the buffer would land
+/// last in the out-of-order queue, so `tcp_prune_ofo_queue` drops nothing and the
+/// segment is dropped instead; `TcpExtOfoPruned` counts only calls that pruned
+/// (Linux 6.2+), so it stays at zero while `TcpExtPruneCalled` counts every one.
+#[test]
+fn an_ascending_fill_prunes_nothing_below_it() {
+    let (mut p, c, _s) = establish(rmem_max(RMEM_MAX));
+    let forger = learn(&p, Dir::AtoB);
+    let win = p.a.info(p.now, c).unwrap().rcv_wnd;
+    for off in (1..win).step_by(2) {
+        let seg = forger.seg(
+            TcpFlags::ACK,
+            forger.seq.wrapping_add(off),
+            forger.ack,
+            &[7],
+        );
+        p.inject(false, &seg);
+    }
+    let n = |m| p.a.counters().get(m);
+    assert!(
+        n(Mib::TcpExtTCPOFODrop) > 0,
+        "the fill went past the buffer"
+    );
+    assert!(n(Mib::TcpExtPruneCalled) >= n(Mib::TcpExtTCPOFODrop));
+    assert_eq!(
+        n(Mib::TcpExtOfoPruned),
+        0,
+        "nothing above an arriving segment"
+    );
+}
+
 /// Tiny in-order segments the application does not read: each costs a whole
-/// buffer, so the receive queue is collapsed into page-sized buffers
-/// (`tcp_collapse`, `TcpExtTCPRcvCollapsed`) and all of them fit.
+/// buffer; once the buffer can grow no more (`tcp_rmem[2]`), the receive queue is
+/// collapsed into page-sized buffers (`tcp_collapse`, `TcpExtTCPRcvCollapsed`) and
+/// all of them fit.
 #[test]
 fn tiny_in_order_segments_are_collapsed() {
-    let (mut p, c, _s) = establish(Config::default());
+    let (mut p, c, _s) = establish(rmem_max(256 << 10));
     let forger = learn(&p, Dir::AtoB);
     let data = pattern(3000, 3);
     for (i, b) in data.iter().enumerate() {

@@ -606,12 +606,13 @@ mod tests {
     use super::*;
     use lowtide::TcpState;
 
-    /// Both hostile shapes, 512 segments each against the default buffer, reach the
-    /// memory limit (so the oracle is tested): pruned, never over.
+    /// Both hostile shapes, 512 segments each against the small buffers (the default
+    /// grows, as Linux's `tcp_clamp_window` grows it, to 32 MB), reach the memory
+    /// limit (so the oracle is tested): pruned, never over.
     #[test]
     fn hostile_bursts_reach_the_memory_limit() {
         for shape in [0x80u8, 0x81] {
-            let mut h = Harness::new(config(3, 0x30), syn_options(0x30));
+            let mut h = Harness::new(config(0x0b, 0x30), syn_options(0x30));
             h.setup(Start::EstablishedPassive);
             let mut r = [0u8; 12];
             (r[0], r[3], r[4], r[5]) = (2, shape, 0xff, 0x01);

@@ -66,11 +66,13 @@ fn real_e5_counts_packets_both_ways_and_survives_a_sim_run() {
         assert!(r["error"].is_null(), "{r}");
         // 2,000,000 bytes in 1448-byte segments, SYN, FIN and the final ACK: 1385;
         // a send the receive window ends goes to the window's edge, a partial segment
-        // included (tcp_mss_split_point), which adds one (1386 seen); the kernel may
-        // count a few pure ACKs more in its window (window updates, the ACK of the
-        // receiver's FIN), whose timing varies: 1387 was seen.
+        // included (tcp_mss_split_point), which adds one each time the window ends a
+        // send: how often depends on when the kernel receiver's window updates come,
+        // which varies run to run (1386-1388 seen, 1388 once in a rwnd-limited
+        // repetition on a loaded machine); the kernel may count a few pure ACKs more
+        // in its window (window updates, the ACK of the receiver's FIN): 1387 seen.
         let segs = r["tcp_out_segs"].as_u64().unwrap_or(0);
-        let most = if r["side"] == "kernel" { 1390 } else { 1387 };
+        let most = 1390;
         assert!((1385..=most).contains(&segs), "TcpOutSegs: {r}");
     }
     let out_req = |r: &serde_json::Value| r["ip_out_requests"].as_u64().unwrap();

@@ -228,12 +228,30 @@ fn request_response_and_on_off_flows_run_with_the_kernel_too() {
         // queued by each turn off.
         let g = flow(r, "onoff")["goodput_mbps"].as_f64().unwrap();
         assert!((3.0..12.0).contains(&g), "{side}: on/off {g} Mbit/s");
-        let checks = r["checks"].as_array().unwrap();
-        assert!(
-            checks.iter().all(|c| c["pass"] == true),
-            "{side}: {checks:?}"
-        );
+        all_checks_pass(r, side);
     }
+}
+
+/// `text` with nothing coming back from the server (the bottleneck's reverse
+/// direction loses every packet) and one SYN retransmission on each host (3 s:
+/// the connects give up within the run's grace).
+fn unanswered(text: &str) -> String {
+    let retries = "\nsysctls = { \"net.ipv4.tcp_syn_retries\" = 1 }";
+    text.replace(
+        "queue = \"pfifo,limit=100\"",
+        "queue = \"pfifo,limit=100\"\nreverse = { loss = 1.0 }",
+    )
+    .replace("[hosts.client]", &format!("[hosts.client]{retries}"))
+    .replace("[hosts.server]", &format!("[hosts.server]{retries}"))
+}
+
+/// Every check of one side's results held.
+fn all_checks_pass(r: &serde_json::Value, side: &str) {
+    let checks = r["checks"].as_array().unwrap();
+    assert!(
+        checks.iter().all(|c| c["pass"] == true),
+        "{side}: {checks:?}"
+    );
 }
 
 #[test]
@@ -243,15 +261,7 @@ fn a_request_response_flow_that_cannot_connect_fails_with_its_reason() {
     }
     // Nothing comes back from the server (its SYN-ACKs are lost); one SYN
     // retransmission (3 s) keeps the kernel's connect short.
-    let text = rr_onoff()
-        .replace(
-            "queue = \"pfifo,limit=100\"",
-            "queue = \"pfifo,limit=100\"\nreverse = { loss = 1.0 }",
-        )
-        .replace(
-            "[hosts.client]",
-            "[hosts.client]\nsysctls = { \"net.ipv4.tcp_syn_retries\" = 1 }",
-        );
+    let text = unanswered(&rr_onoff());
     let path = file("rr-lost", &text);
     let out = one_second(&path);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -259,6 +269,123 @@ fn a_request_response_flow_that_cannot_connect_fails_with_its_reason() {
     assert!(stderr.contains("(kernel)"), "{stderr}");
     assert!(stderr.contains("flow 1: never connected"), "{stderr}");
     std::fs::remove_file(&path).ok();
+}
+
+/// The dumbbell with lowtide on the client (`stack = "lowtide"`, in the `net
+/// run` process) and the kernel's TCP on the server: bulk both ways, lowtide's
+/// request/response client against a kernel server, a kernel probe to lowtide.
+fn mixed() -> String {
+    let network = &DUMBBELL[DUMBBELL.find("[run]").unwrap()..DUMBBELL.find("[flows.").unwrap()];
+    let network = network.replace("[hosts.client]", "[hosts.client]\nstack = \"lowtide\"");
+    format!(
+        r#"
+checks = [
+  "flow.up.goodput_mbps > 6",
+  "flow.down.goodput_mbps > 6",
+  "flow.rr.tps > 4",
+]
+{network}
+[flows.up]
+from = "client"
+to = "server"
+[flows.down]
+from = "server"
+to = "client"
+[flows.rr]
+from = "client"
+to = "server"
+start = "50ms"
+rr = {{ request = 100, response = 4000, think = "20ms" }}
+[flows.probe]
+from = "server"
+to = "client"
+start = "100ms"
+probe = {{ size = 100, interval = "50ms" }}
+"#
+    )
+}
+
+#[test]
+fn lowtide_hosts_run_beside_kernel_hosts() {
+    if !privileged("lowtide_hosts_run_beside_kernel_hosts") {
+        return;
+    }
+    let v = compare_passing("mixed", &mixed());
+    for side in ["sim", "kernel"] {
+        let r = &v[side];
+        for name in ["up", "down"] {
+            let f = flow(r, name);
+            let g = f["goodput_mbps"].as_f64().unwrap();
+            // Each direction of the 20 Mbit/s bottleneck, beside the small flows
+            // (17 Mbit/s on an idle machine; real time feels the load).
+            assert!((6.0..20.0).contains(&g), "{side}: {name} {g} Mbit/s");
+            let min_rtt = f["min_rtt_ms"].as_f64().unwrap();
+            assert!(
+                (19.0..40.0).contains(&min_rtt),
+                "{side}: {name} {min_rtt} ms"
+            );
+            let rtt = f["rtt_ms"].as_f64().unwrap();
+            assert!(rtt >= min_rtt, "{side}: {name} {rtt} ms");
+        }
+        // One transaction per round trip, behind the bulk flow's queue (up to
+        // 60 ms), and think time.
+        let n = flow(r, "rr")["transactions"].as_u64().unwrap();
+        assert!((12..=75).contains(&n), "{side}: {n} transactions");
+        let d = flow(r, "probe")["delay_ms"].as_f64().unwrap();
+        assert!((10.0..100.0).contains(&d), "{side}: probe delay {d} ms");
+        all_checks_pass(r, side);
+    }
+}
+
+#[test]
+fn a_lowtide_flow_that_cannot_connect_fails_with_its_reason() {
+    if !privileged("a_lowtide_flow_that_cannot_connect_fails_with_its_reason") {
+        return;
+    }
+    // Nothing comes back from the server: lowtide's SYNs (flow up, one
+    // retransmission) and the kernel's to lowtide (flow down) go unanswered.
+    let text = unanswered(&mixed());
+    let path = file("mixed-lost", &text);
+    let out = one_second(&path);
+    std::fs::remove_file(&path).ok();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    // Flows in name order: down, probe, rr, up.
+    assert!(stderr.contains("(real): 4 of 4 flows failed"), "{stderr}");
+    assert!(stderr.contains("in all: 4 never connected"), "{stderr}");
+    for i in 0..3 {
+        assert!(
+            stderr.contains(&format!("flow {i}: never connected")),
+            "{stderr}"
+        );
+    }
+    assert!(stdout.contains("real: lowtide on client"), "{stdout}");
+}
+
+/// lowtide on every host needs no namespace, device or root: the run is lowtide
+/// in real time through the emulated network, in this process alone.
+#[test]
+fn lowtide_only_runs_without_root() {
+    let text = mixed().replace("[hosts.server]", "[hosts.server]\nstack = \"lowtide\"");
+    let path = file("lowtide-only", &text);
+    let out = lowtide(&[
+        "net",
+        "run",
+        "--json",
+        "--set",
+        "run.duration=1s",
+        path.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&path).ok();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r = &v["kernel"];
+    assert_eq!(r["bytes_verified"], true, "{stderr}\n{}", r["failure"]);
+    for name in ["up", "down"] {
+        let g = flow(r, name)["goodput_mbps"].as_f64().unwrap();
+        assert!(g > 4.0, "{name}: {g} Mbit/s\n{stderr}");
+    }
 }
 
 #[test]

@@ -77,12 +77,13 @@ pub struct ReceiverOut {
     pub error: Option<SocketError>,
 }
 
-/// One flow's threads.
+/// One flow's threads: a side on a lowtide host has none
+/// ([`super::lowtide_host`]).
 pub struct KernelFlow {
     /// The sending thread.
-    pub sender: JoinHandle<SenderOut>,
+    pub sender: Option<JoinHandle<SenderOut>>,
     /// The receiving thread.
-    pub receiver: JoinHandle<ReceiverOut>,
+    pub receiver: Option<JoinHandle<ReceiverOut>>,
 }
 
 /// The address of host `h`.
@@ -102,15 +103,24 @@ pub fn cc_of(t: &Topology, def: &FlowDef) -> String {
     }
 }
 
-/// Starts every flow: the receivers listening first (each in its host's
-/// namespace), then the senders, which wait for their start time.
-pub fn start(t: &Topology, ns: &[&NetNs], shared: &Arc<Shared>) -> Result<Vec<KernelFlow>, String> {
+/// Starts every flow's kernel sides: the receivers listening first (each in its
+/// host's namespace), then the senders, which wait for their start time; a host
+/// without a namespace in `ns` runs lowtide, and its sides run elsewhere.
+pub fn start(
+    t: &Topology,
+    ns: &[Option<&NetNs>],
+    shared: &Arc<Shared>,
+) -> Result<Vec<KernelFlow>, String> {
     let mut receivers = Vec::new();
     for (i, def) in t.flows.iter().enumerate() {
+        let Some(to) = ns[def.to] else {
+            receivers.push(None);
+            continue;
+        };
         let at = SocketAddr::new(addr_of(t, def.to), BASE_PORT + i as u16);
         let (tx, rx) = std::sync::mpsc::channel();
         let (sh, def2, seed) = (shared.clone(), def.clone(), t.seed);
-        let h = ns[def.to]
+        let h = to
             .spawn(move || match TcpListener::bind(at) {
                 Ok(l) => {
                     let _ = tx.send(Ok(()));
@@ -129,16 +139,20 @@ pub fn start(t: &Topology, ns: &[&NetNs], shared: &Arc<Shared>) -> Result<Vec<Ke
             .map_err(|e| format!("receiver thread: {e}"))?;
         rx.recv_timeout(Duration::from_secs(10))
             .map_err(|_| "a kernel receiver did not start".to_string())??;
-        receivers.push(h);
+        receivers.push(Some(h));
     }
     let mut flows = Vec::new();
     for ((i, def), receiver) in t.flows.iter().enumerate().zip(receivers) {
         let to = SocketAddr::new(addr_of(t, def.to), BASE_PORT + i as u16);
         let (sh, def2, cc, seed) = (shared.clone(), def.clone(), cc_of(t, def), t.seed);
         let dur = t.duration_ns;
-        let sender = ns[def.from]
-            .spawn(move || send(to, i, &def2, &cc, (seed, dur), &sh))
-            .map_err(|e| format!("sender thread: {e}"))?;
+        let sender = match ns[def.from] {
+            Some(from) => Some(
+                from.spawn(move || send(to, i, &def2, &cc, (seed, dur), &sh))
+                    .map_err(|e| format!("sender thread: {e}"))?,
+            ),
+            None => None,
+        };
         flows.push(KernelFlow { sender, receiver });
     }
     Ok(flows)

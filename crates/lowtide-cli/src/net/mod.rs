@@ -9,6 +9,11 @@
 //! both side by side. Needs root; nothing is routed in the root namespace, and the
 //! namespaces and devices go with the process.
 //!
+//! A host with `stack = "lowtide"` has no namespace: it is a lowtide stack in this
+//! process on its port of the emulated network, its flows' sides run there
+//! ([`lowtide_host`]) against the kernel's threads or other lowtide hosts, and
+//! the report calls the run "real". A file with lowtide hosts only needs no root.
+//!
 //! What differs from the simulator, by construction: a kernel host's TUN device
 //! hands its packets over at once (the host's queue is emulated here, so TCP Small
 //! Queues does not see it, as behind a router); the kernel segments before the
@@ -16,14 +21,16 @@
 //! simulator's is the mean of its RTT samples).
 
 pub mod flows;
+pub mod lowtide_host;
 pub mod rr;
 
 use clap::{Args, Subcommand};
 use flows::{KernelFlow, Shared};
+use lowtide_host::LowtideHosts;
 use lowtide_lab::real::kernel;
 use lowtide_sim::network::fabric::Fabric;
 use lowtide_sim::network::report::delay_figures;
-use lowtide_sim::network::schema::sysctl_pairs;
+use lowtide_sim::network::schema::{sysctl_pairs, HostStack};
 use lowtide_sim::network::{FlowReport, NetResults, ScenarioFile, Topology};
 use lowtide_sim::verdict::{FlowOutcome, Goal, Liveness, Verdict};
 use lowtide_tun::clock::{Clock, Sleeper};
@@ -77,7 +84,15 @@ pub fn run(cmd: &NetCommand) -> ExitCode {
             topo.flows.len()
         ));
     }
-    if let Some(why) = cannot_run() {
+    let lowtide = lowtide_hosts(&file, &topo);
+    // The real-time run's name in the report: the kernel's, or with lowtide hosts
+    // beside them, "real".
+    let label = match lowtide.contains(&true) {
+        true => "real",
+        false => "kernel",
+    };
+    let any_kernel = (file.hosts.values()).any(|h| h.stack == HostStack::Kernel);
+    if let Some(why) = cannot_run().filter(|_| any_kernel) {
         return crate::usage_error(&format!("net run needs root: {why}"));
     }
     let sim = match args.compare {
@@ -87,7 +102,7 @@ pub fn run(cmd: &NetCommand) -> ExitCode {
         },
         false => None,
     };
-    let kernel = match emulate(&file, &topo) {
+    let kernel = match emulate(&file, &topo, &lowtide) {
         Ok(r) => r,
         Err(e) => return crate::run_failure(&format!("{shown}: {e}")),
     };
@@ -99,21 +114,44 @@ pub fn run(cmd: &NetCommand) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         match &sim {
-            Some(s) => print!("{}", render_compare(s, &kernel)),
+            Some(s) => print!("{}", render_compare(s, &kernel, label)),
             None => {
                 print!("{}", crate::scenario::render_tables(&kernel));
-                print!("{}", footer(&kernel, "kernel"));
+                print!("{}", footer(&kernel, label));
             }
         }
+        print!("{}", stacks_line(&topo, &lowtide));
     }
     let mut ok = true;
-    for (name, r) in [("kernel", Some(&kernel)), ("sim", sim.as_ref())] {
+    for (name, r) in [(label, Some(&kernel)), ("sim", sim.as_ref())] {
         let Some(r) = r else { continue };
         ok &= crate::scenario::report_failures(&format!("{shown} ({name})"), r);
     }
     match ok {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(1),
+    }
+}
+
+/// Which hosts run lowtide (`stack = "lowtide"`), by node index.
+fn lowtide_hosts(file: &ScenarioFile, t: &Topology) -> Vec<bool> {
+    (t.nodes.iter())
+        .map(|n| (file.hosts.get(&n.name)).is_some_and(|h| h.stack == HostStack::Lowtide))
+        .collect()
+}
+
+/// The line that names the lowtide hosts of a real-time run (nothing without any).
+fn stacks_line(t: &Topology, lowtide: &[bool]) -> String {
+    let names: Vec<&str> = (t.nodes.iter().zip(lowtide))
+        .filter(|(_, &lt)| lt)
+        .map(|(n, _)| n.name.as_str())
+        .collect();
+    match names.is_empty() {
+        true => String::new(),
+        false => format!(
+            "real: lowtide on {} (in this process), the kernel's TCP on the other hosts\n",
+            names.join(", ")
+        ),
     }
 }
 
@@ -149,15 +187,19 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// The hosts' namespaces and devices, configured: address, link up, a long
-/// device queue (the host's queue is emulated behind it), the file's `net.*`
-/// sysctls.
-fn hosts(file: &ScenarioFile, t: &Topology) -> Result<Vec<KernelHost>, String> {
+/// The kernel hosts' namespaces and devices, configured: address, link up, a
+/// long device queue (the host's queue is emulated behind it), the file's `net.*`
+/// sysctls; `None` for a lowtide host.
+fn hosts(file: &ScenarioFile, t: &Topology) -> Result<Vec<Option<KernelHost>>, String> {
     let mut out = Vec::new();
     for (h, node) in t.nodes.iter().enumerate() {
         let Some(spec) = file.hosts.get(&node.name) else {
             continue;
         };
+        if spec.stack == HostStack::Lowtide {
+            out.push(None);
+            continue;
+        }
         let IpAddr::V4(addr) = flows::addr_of(t, h) else {
             return Err("hosts: IPv4 only".into());
         };
@@ -175,18 +217,41 @@ fn hosts(file: &ScenarioFile, t: &Topology) -> Result<Vec<KernelHost>, String> {
         }
         dev.set_nonblocking(true)
             .map_err(|e| format!("{name}: non-blocking: {e}"))?;
-        out.push(KernelHost { dev, ns });
+        out.push(Some(KernelHost { dev, ns }));
     }
     Ok(out)
 }
 
-/// Runs the scenario with the kernel's TCP through the emulated network.
-fn emulate(file: &ScenarioFile, t: &Topology) -> Result<NetResults, String> {
+/// Where the fabric's packets for a host go: a kernel host's device, a lowtide
+/// host's stack.
+struct Sinks<'a> {
+    kernel: &'a [Option<KernelHost>],
+    lt: LowtideHosts,
+    /// Packets a device refused.
+    errors: u64,
+}
+
+impl Sinks<'_> {
+    fn deliver(&mut self, now: u64, h: usize, pkt: Vec<u8>) {
+        match &self.kernel[h] {
+            Some(k) => {
+                if !matches!(k.dev.send_or_drop(&VnetHdr::plain(), &pkt), Ok(true)) {
+                    self.errors += 1;
+                }
+            }
+            None => self.lt.deliver(now, h, &pkt),
+        }
+    }
+}
+
+/// Runs the scenario with the kernel's TCP (and lowtide's on `lowtide` hosts,
+/// by node index) through the emulated network.
+fn emulate(file: &ScenarioFile, t: &Topology, lowtide: &[bool]) -> Result<NetResults, String> {
     let wall = std::time::Instant::now();
     lowtide_tun::stop::install_handlers();
     let hosts = hosts(file, t)?;
     let clock = Clock::start();
-    let fds: Vec<i32> = hosts.iter().map(|h| h.dev.as_raw_fd()).collect();
+    let fds: Vec<i32> = hosts.iter().flatten().map(|h| h.dev.as_raw_fd()).collect();
     let mut sleeper = Sleeper::new(clock, &fds).map_err(|e| format!("epoll: {e}"))?;
     let shared = Arc::new(Shared {
         clock,
@@ -196,66 +261,22 @@ fn emulate(file: &ScenarioFile, t: &Topology) -> Result<NetResults, String> {
         ended: AtomicU64::new(0),
     });
     let guard = AbortOnDrop(shared.clone());
-    let namespaces: Vec<&NetNs> = hosts.iter().map(|h| &h.ns).collect();
+    let mut sinks = Sinks {
+        kernel: &hosts,
+        lt: LowtideHosts::new(t, lowtide)?,
+        errors: 0,
+    };
+    let namespaces: Vec<Option<&NetNs>> =
+        (hosts.iter()).map(|h| h.as_ref().map(|h| &h.ns)).collect();
     let started = flows::start(t, &namespaces, &shared)?;
     let mut fabric = Fabric::new(t);
-    let (end, threads) = (t.duration_ns, 2 * t.flows.len() as u64);
-    let all_fixed = t.flows.iter().all(|f| f.bytes.is_some());
-    let grace = flows::GRACE.as_nanos() as u64;
-    let mut buf = vec![0u8; RECV_BUF_LEN];
-    let mut errors = 0u64;
-    let mut at_end: Option<(u64, Vec<u64>)> = None;
-    let mut deliver = |h: usize, pkt: Vec<u8>| {
-        if !matches!(hosts[h].dev.send_or_drop(&VnetHdr::plain(), &pkt), Ok(true)) {
-            errors += 1;
-        }
-    };
-    loop {
-        if lowtide_tun::stop::requested() {
-            // Dropping the guard stops the flows; the namespaces go with `hosts`.
-            return Err("interrupted".into());
-        }
-        let now = clock.now().as_nanos();
-        fabric.advance(now, &mut deliver);
-        let ended = shared.ended.load(Ordering::Relaxed);
-        if at_end.is_none() && (now >= end || (all_fixed && ended == threads)) {
-            let read = shared
-                .read
-                .iter()
-                .map(|r| r.load(Ordering::Relaxed))
-                .collect();
-            at_end = Some((now.min(end), read));
-            shared.stop.store(true, Ordering::Relaxed);
-        }
-        if let Some((e, _)) = &at_end {
-            if ended == threads || now > e + grace {
-                break;
-            }
-        }
-        for (h, host) in hosts.iter().enumerate() {
-            for _ in 0..lowtide_tun::device::READ_BUDGET {
-                let n = match host.dev.try_recv(&mut buf) {
-                    Ok(Some(n)) => n,
-                    Ok(None) => break,
-                    Err(e) => return Err(format!("reading {}: {e}", host.dev.name())),
-                };
-                // The packet left its host about now, not when this iteration began:
-                // stamped with the loop's `now`, a packet read after the thread was
-                // descheduled would cross the path early (a kernel flow once saw
-                // 10.8 ms of a 20 ms RTT under load). The network runs to it first.
-                let t = clock.now().as_nanos();
-                fabric.advance(t, &mut deliver);
-                inject(&mut fabric, t, h, &mut buf[..n]);
-            }
-        }
-        let next = fabric.next_event().unwrap_or(u64::MAX);
-        let deadline = next.min(now + 5_000_000).min(end.max(now));
-        sleeper
-            .sleep_until(lowtide::Instant(deadline))
-            .map_err(|e| format!("epoll: {e}"))?;
-    }
+    let at_end = drive(t, &mut fabric, &mut sinks, &mut sleeper, &shared)?;
     drop(guard);
-    let outs: Vec<_> = started.into_iter().map(join).collect::<Result<_, _>>()?;
+    let (end, errors) = (t.duration_ns, sinks.errors);
+    let end_ns = at_end.as_ref().map_or(end, |a| a.0);
+    let outs: Vec<_> = (started.into_iter().enumerate())
+        .map(|(i, f)| join(f, sinks.lt.take(t, i, end_ns)))
+        .collect::<Result<_, _>>()?;
     let (end_ns, read_at_end) = at_end.unwrap_or((end, vec![0; t.flows.len()]));
     let flows: Vec<FlowReport> = (t.flows.iter().enumerate())
         .map(|(i, def)| flow_report(t, def, &outs[i], (end_ns, read_at_end[i])))
@@ -269,6 +290,83 @@ fn emulate(file: &ScenarioFile, t: &Topology) -> Result<NetResults, String> {
     r.sim_wall_s = wall.elapsed().as_secs_f64();
     drop(hosts);
     Ok(r)
+}
+
+/// The run's loop until its end and the flows' grace: the network, the lowtide
+/// hosts and the kernel hosts' devices in real time. Gives when the run's time
+/// ended (ns) and the bytes each flow had read by then.
+fn drive(
+    t: &Topology,
+    fabric: &mut Fabric,
+    sinks: &mut Sinks,
+    sleeper: &mut Sleeper,
+    sh: &Shared,
+) -> Result<Option<(u64, Vec<u64>)>, String> {
+    let clock = sh.clock;
+    let (end, sides) = (t.duration_ns, 2 * t.flows.len() as u64);
+    let all_fixed = t.flows.iter().all(|f| f.bytes.is_some());
+    let grace = flows::GRACE.as_nanos() as u64;
+    let mut buf = vec![0u8; RECV_BUF_LEN];
+    let mut at_end: Option<(u64, Vec<u64>)> = None;
+    loop {
+        if lowtide_tun::stop::requested() {
+            // Dropping the guard stops the flows; the namespaces go with `hosts`.
+            return Err("interrupted".into());
+        }
+        read_devices(fabric, sinks, clock, &mut buf)?;
+        let now = clock.now().as_nanos();
+        fabric.advance(now, |h, p| sinks.deliver(now, h, p));
+        sinks.lt.run(t, now, fabric, sh);
+        let ended = sh.ended.load(Ordering::Relaxed);
+        if at_end.is_none() && (now >= end || (all_fixed && ended == sides)) {
+            let read = (sh.read.iter())
+                .map(|r| r.load(Ordering::Relaxed))
+                .collect();
+            at_end = Some((now.min(end), read));
+            sh.stop.store(true, Ordering::Relaxed);
+        }
+        if let Some((e, _)) = &at_end {
+            if ended == sides || now > e + grace {
+                return Ok(at_end);
+            }
+        }
+        let next = (fabric.next_event().into_iter())
+            .chain(sinks.lt.next_deadline(t, now))
+            .min()
+            .unwrap_or(u64::MAX);
+        let deadline = next.min(now + 5_000_000).min(end.max(now));
+        sleeper
+            .sleep_until(lowtide::Instant(deadline))
+            .map_err(|e| format!("epoll: {e}"))?;
+    }
+}
+
+/// What the kernel hosts' devices have, into the network, a budget per device.
+fn read_devices(
+    fabric: &mut Fabric,
+    sinks: &mut Sinks,
+    clock: Clock,
+    buf: &mut [u8],
+) -> Result<(), String> {
+    let kernel = sinks.kernel;
+    for (h, host) in kernel.iter().enumerate() {
+        let Some(host) = host else { continue };
+        for _ in 0..lowtide_tun::device::READ_BUDGET {
+            let n = match host.dev.try_recv(buf) {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(e) => return Err(format!("reading {}: {e}", host.dev.name())),
+            };
+            // The packet left its host about now, not when this iteration began:
+            // stamped with the loop's `now`, a packet read after the thread was
+            // descheduled would cross the path early (a kernel flow once saw
+            // 10.8 ms of a 20 ms RTT under load). The network runs to it first.
+            let t = clock.now().as_nanos();
+            fabric.advance(t, |h, p| sinks.deliver(t, h, p));
+            inject(fabric, t, h, &mut buf[..n]);
+        }
+    }
+    Ok(())
 }
 
 /// A packet read from host `h`'s device (virtio-net header, then the IP packet)
@@ -290,12 +388,21 @@ fn inject(fabric: &mut Fabric, now: u64, h: usize, raw: &mut [u8]) {
 
 type FlowOut = (flows::SenderOut, flows::ReceiverOut);
 
-fn join(f: KernelFlow) -> Result<FlowOut, String> {
-    let s = f.sender.join().map_err(|_| "a sender thread panicked")?;
-    let r = f
-        .receiver
-        .join()
-        .map_err(|_| "a receiver thread panicked")?;
+/// A flow's two sides: its kernel threads' outcomes, else its lowtide sides'.
+fn join(
+    f: KernelFlow,
+    lt: (Option<flows::SenderOut>, Option<flows::ReceiverOut>),
+) -> Result<FlowOut, String> {
+    let s = match (f.sender, lt.0) {
+        (Some(h), _) => h.join().map_err(|_| "a sender thread panicked")?,
+        (None, Some(s)) => s,
+        (None, None) => return Err("a flow without a sender".into()),
+    };
+    let r = match (f.receiver, lt.1) {
+        (Some(h), _) => h.join().map_err(|_| "a receiver thread panicked")?,
+        (None, Some(r)) => r,
+        (None, None) => return Err("a flow without a receiver".into()),
+    };
     Ok((s, r))
 }
 
@@ -438,15 +545,16 @@ fn render_compare_rr(sim: &NetResults, kernel: &NetResults, nw: usize) -> String
     s
 }
 
-/// The simulator's and the kernel's results side by side: per flow, per queue
-/// (those a flow's data crosses), and each check in both.
-pub fn render_compare(sim: &NetResults, kernel: &NetResults) -> String {
+/// The simulator's and the real-time run's results side by side (`label`: the
+/// latter's name, "kernel" or "real"): per flow, per queue (those a flow's data
+/// crosses), and each check in both.
+pub fn render_compare(sim: &NetResults, kernel: &NetResults, label: &str) -> String {
     let mut s = String::new();
     let nw = (sim.flows.iter().map(|f| f.name.len()))
         .max()
         .unwrap_or(0)
         .max(4);
-    let _ = writeln!(s, "sim | kernel");
+    let _ = writeln!(s, "sim | {label}");
     let _ = writeln!(
         s,
         "{:<nw$} {:<6} {:>17} {:>17} {:>17} {:>13} {:>17}",
@@ -503,7 +611,7 @@ pub fn render_compare(sim: &NetResults, kernel: &NetResults) -> String {
     );
     let _ = writeln!(
         s,
-        "kernel: {:.1} s in real time: {} ({:.2} s wall)",
+        "{label}: {:.1} s in real time: {} ({:.2} s wall)",
         kernel.duration_s,
         kernel.verdict.summary(),
         kernel.sim_wall_s
@@ -512,7 +620,7 @@ pub fn render_compare(sim: &NetResults, kernel: &NetResults) -> String {
         let v = |ok: bool| if ok { "ok" } else { "FAILED" };
         let _ = writeln!(
             s,
-            "check {}: sim {} vs {} {}, kernel {} vs {} {}",
+            "check {}: sim {} vs {} {}, {label} {} vs {} {}",
             a.check,
             crate::scenario::num(a.left),
             crate::scenario::num(a.right),

@@ -107,7 +107,7 @@ pub struct RunSpec {
     pub series_interval: String,
 }
 
-/// `[hosts.NAME]`: a host running a lowtide stack.
+/// `[hosts.NAME]`: a host (running lowtide in the simulator; see [`HostSpec::stack`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostSpec {
@@ -119,6 +119,21 @@ pub struct HostSpec {
     pub sysctls: Table,
     /// The NIC's `txqueuelen` (packets; default 1000).
     pub txqueuelen: Option<u32>,
+    /// Whose TCP the host runs in `lowtide net run`: the kernel's (the default)
+    /// or lowtide's. The simulator runs lowtide on every host.
+    #[serde(default)]
+    pub stack: HostStack,
+}
+
+/// A host's TCP in `lowtide net run` (`stack = "kernel"` or `"lowtide"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostStack {
+    /// The kernel's own TCP, in a network namespace with a TUN device.
+    #[default]
+    Kernel,
+    /// lowtide, in the `net run` process, on the emulated network in real time.
+    Lowtide,
 }
 
 /// `[routers.NAME]`: a router.

@@ -800,7 +800,6 @@ impl Host {
         let v = match request {
             SIOCATMARK => st.at_mark as u64,
             SIOCINQ => st.inq as u64,
-            _ if matches!(st.state, TcpState::SynSent | TcpState::SynRecv) => 0,
             SIOCOUTQ => st.outq,
             _ => st.outq_nsd,
         };

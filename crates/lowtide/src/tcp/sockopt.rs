@@ -177,9 +177,10 @@ pub struct SockStatus {
     pub err_queue: bool,
     /// `__sk_stream_is_writeable(sk, 1)`.
     pub writeable: bool,
-    /// `write_seq - snd_una` (`SIOCOUTQ`).
+    /// `SIOCOUTQ`: `write_seq - snd_una`, the SYN's and FIN's sequence space
+    /// included (a refused connect leaves 1); 0 in SYN-SENT and SYN-RECV.
     pub outq: u64,
-    /// `write_seq - snd_nxt` (`SIOCOUTQNSD`).
+    /// `SIOCOUTQNSD`: `write_seq - snd_nxt`; 0 in SYN-SENT and SYN-RECV.
     pub outq_nsd: u64,
     /// How many times `tcp_data_ready` woke the reader (`sk_data_ready`): on
     /// in-order data once `SO_RCVLOWAT` bytes are ready, and on the peer's FIN.
@@ -297,6 +298,13 @@ impl Tcb {
     /// `tcp_under_memory_pressure`.
     pub(crate) fn status(&self, cfg: &Config, mem_pressure: bool) -> SockStatus {
         let closed = self.state == TcpState::Closed;
+        // tcp_ioctl: SIOCOUTQ and SIOCOUTQNSD are 0 during the handshake, else plain
+        // differences of sequence numbers, whatever the state.
+        let handshake = matches!(self.state, TcpState::SynSent | TcpState::SynRecv);
+        let outq = |upto: u64| match handshake {
+            true => 0,
+            false => self.write_seq.saturating_sub(upto),
+        };
         SockStatus {
             state: self.state,
             inq: self.inq(),
@@ -309,8 +317,8 @@ impl Tcb {
             err: self.sk_err.is_some(),
             err_queue: self.errq.has_entries(),
             writeable: self.is_writeable(cfg),
-            outq: self.write_seq.saturating_sub(self.snd_una.max(1)),
-            outq_nsd: self.write_seq.saturating_sub(self.snd_nxt.max(1)),
+            outq: outq(self.snd_una),
+            outq_nsd: outq(self.snd_nxt),
             data_ready: self.data_ready_count,
             defer_connect: self.tfo.defer_connect,
             passive_fastopen: self.passive_fastopen(),

@@ -125,33 +125,25 @@ fn process_cpu(pid: u32) -> Duration {
     Duration::from_secs_f64(ticks as f64 / hz as f64)
 }
 
-fn output(ns: &NetNs, program: &str, args: &[&str]) -> String {
-    let out = ns.command(program).args(args).output().expect(program);
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn ip(ns: &NetNs, args: &[&str]) {
-    let ok = ns.command("ip").args(args).status().expect("run ip");
-    assert!(ok.success(), "ip {args:?} in {}", ns.name());
-}
-
 /// A device's `tx_dropped` in `ns` (for TUN: packets its reader never took).
 fn tx_dropped(ns: &NetNs, dev: &str) -> u64 {
-    let j = output(ns, "ip", &["-j", "-s", "link", "show", "dev", dev]);
+    let j = ns_output(ns, "ip", &["-j", "-s", "link", "show", "dev", dev]);
     let v: serde_json::Value = serde_json::from_str(&j).expect("ip -j");
     v[0]["stats64"]["tx"]["dropped"].as_u64().unwrap_or(0)
 }
 
 /// Kernel TCP memory (kB): sockstat's pages in `ns` plus the TCP socket slabs.
 fn kernel_tcp_kb(ns: &NetNs) -> u64 {
-    let s = output(ns, "cat", &["/proc/net/sockstat"]);
+    let s = ns_output(ns, "cat", &["/proc/net/sockstat"]);
     let pages: u64 = s
         .lines()
         .find(|l| l.starts_with("TCP:"))
         .and_then(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            w.iter().position(|x| *x == "mem")?;
-            w.get(w.iter().position(|x| *x == "mem")? + 1)?.parse().ok()
+            l.split_whitespace()
+                .skip_while(|w| *w != "mem")
+                .nth(1)?
+                .parse()
+                .ok()
         })
         .unwrap_or(0);
     let slab = std::fs::read_to_string("/proc/slabinfo").unwrap_or_default();
@@ -172,7 +164,7 @@ fn kernel_tcp_kb(ns: &NetNs) -> u64 {
 /// The kernel's sockets to the attacker's address in `ns`: their `sk_rmem_alloc`
 /// summed and the largest `sk_rcvbuf` (bytes), from `ss -tm`'s `skmem:(rN,rbN,...)`.
 fn attacker_socket_rmem(ns: &NetNs) -> (u64, u64) {
-    let s = output(ns, "ss", &["-tmnH", "state", "all", "dst", "10.9.0.99"]);
+    let s = ns_output(ns, "ss", &["-tmnH", "state", "all", "dst", "10.9.0.99"]);
     let field = |l: &str, key: &str| -> u64 {
         l.split(['(', ',', ')'])
             .find_map(|f| f.strip_prefix(key)?.parse().ok())
@@ -288,7 +280,7 @@ fn against_kernel(shape: Shape) -> Row {
     ip(&a.ns, &["link", "set", ia, "up"]);
     ip(&v, &["addr", "add", "10.9.0.2/24", "dev", iv]);
     ip(&v, &["link", "set", iv, "up"]);
-    let mac = output(&a.ns, "cat", &[&format!("/sys/class/net/{ia}/address")]);
+    let mac = ns_output(&a.ns, "cat", &[&format!("/sys/class/net/{ia}/address")]);
     ip(
         &v,
         &["neigh", "add", "10.9.0.99", "lladdr", mac.trim(), "dev", iv],
@@ -298,7 +290,7 @@ fn against_kernel(shape: Shape) -> Row {
         .args(["-qw", "net.ipv4.tcp_rmem=4096 1048576 6291456"])
         .status();
     assert!(set.expect("sysctl").success());
-    let _ = output(&v, "nstat", &["-n"]);
+    let _ = ns_output(&v, "nstat", &["-n"]);
     let listener = v
         .spawn(|| TcpListener::bind("10.9.0.2:7000"))
         .expect("thread")
@@ -332,7 +324,7 @@ fn against_kernel(shape: Shape) -> Row {
     assert_eq!((got, &got_sha), (n, &sha), "the transfer verifies");
     let mut args = vec!["-az"];
     args.extend_from_slice(shape.counters());
-    let counters = output(&v, "nstat", &args)
+    let counters = ns_output(&v, "nstat", &args)
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {

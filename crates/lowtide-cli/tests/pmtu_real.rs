@@ -14,12 +14,6 @@ use lowtide_tun::netns::{self, privileged, NetNs};
 use std::net::TcpListener;
 use std::time::Duration;
 
-/// Runs `ip ARGS` in `ns`, which must succeed.
-fn ip(ns: &NetNs, args: &[&str]) {
-    let ok = ns.command("ip").args(args).status().expect("run ip");
-    assert!(ok.success(), "ip {args:?} in {}", ns.name());
-}
-
 #[test]
 fn frag_needed_from_a_kernel_router_shrinks_the_mss() {
     if !privileged("frag_needed_from_a_kernel_router_shrinks_the_mss") {

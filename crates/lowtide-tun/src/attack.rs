@@ -160,15 +160,9 @@ impl RawPeer {
             if n == 0 {
                 continue;
             }
-            // SAFETY: recv(2) into a buffer of its length.
-            let len = check(unsafe {
-                libc::recv(
-                    self.rx.as_raw_fd(),
-                    buf.as_mut_ptr() as *mut libc::c_void,
-                    buf.len(),
-                    0,
-                )
-            } as libc::c_int)? as usize;
+            let Some(len) = self.recv_into(&mut buf, 0)? else {
+                continue;
+            };
             if let Some(th) = self.parse(&buf[..len]) {
                 return Ok(Some(th));
             }
@@ -179,27 +173,32 @@ impl RawPeer {
     /// waiting: its port and header.
     pub fn try_recv_any(&mut self) -> io::Result<Option<(u16, TcpRepr)>> {
         let mut buf = [0u8; 2048];
-        loop {
-            // SAFETY: recv(2) into a buffer of its length, not blocking.
-            let r = unsafe {
-                libc::recv(
-                    self.rx.as_raw_fd(),
-                    buf.as_mut_ptr() as *mut libc::c_void,
-                    buf.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                )
-            };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                return match e.kind() {
-                    io::ErrorKind::WouldBlock => Ok(None),
-                    _ => Err(e),
-                };
-            }
-            let len = (r as usize).min(buf.len());
+        while let Some(len) = self.recv_into(&mut buf, libc::MSG_DONTWAIT | libc::MSG_TRUNC)? {
             if let Some(seg) = self.parse_any(&buf[..len]) {
                 return Ok(Some(seg));
             }
+        }
+        Ok(None)
+    }
+
+    /// One packet from the packet socket into `buf` with recv(2)'s `flags`: its
+    /// length (at most `buf`'s), or `None` if a non-blocking read found nothing.
+    fn recv_into(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<Option<usize>> {
+        // SAFETY: recv(2) into a buffer of its length.
+        let r = unsafe {
+            libc::recv(
+                self.rx.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                flags,
+            )
+        };
+        if r >= 0 {
+            return Ok(Some((r as usize).min(buf.len())));
+        }
+        match io::Error::last_os_error() {
+            e if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            e => Err(e),
         }
     }
 

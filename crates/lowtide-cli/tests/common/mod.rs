@@ -224,6 +224,18 @@ pub fn write_hashed_paced(
     (n, hex(&h.finalize()))
 }
 
+/// Runs `ip ARGS` in `ns`, which must succeed.
+pub fn ip(ns: &NetNs, args: &[&str]) {
+    let ok = ns.command("ip").args(args).status().expect("run ip");
+    assert!(ok.success(), "ip {args:?} in {}", ns.name());
+}
+
+/// What `program ARGS` printed, run in `ns`.
+pub fn ns_output(ns: &NetNs, program: &str, args: &[&str]) -> String {
+    let out = ns.command(program).args(args).output().expect(program);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The victim of the attack tests: `lowtide transfer --listen 7000 --recv` on TUN
 /// `lt0` with a 1 MB receive buffer (`tcp_rmem` `4096 1048576 6291456`, as the kernel
 /// victims), ready to accept, giving up after `timeout`.

@@ -301,10 +301,18 @@ mib! {
     /// Connections closed without a TIME-WAIT socket because `tcp_max_tw_buckets`
     /// were taken (`LINUX_MIB_TCPTIMEWAITOVERFLOW`).
     TcpExtTCPTimeWaitOverflow,
-    /// Listen queue overflows (a SYN dropped for a full accept queue).
+    /// Listen queue overflows: a SYN, or a handshake's final ACK, that found the
+    /// accept queue full (`LINUX_MIB_LISTENOVERFLOWS`).
     TcpExtListenOverflows,
-    /// SYNs dropped at a listener for any reason.
+    /// SYNs and final ACKs dropped at a listener for any reason (`tcp_listendrop`).
     TcpExtListenDrops,
+    /// Requests in SYN-RECV ended by a reset, a SYN, or a reset sent on accept-queue
+    /// overflow with `tcp_abort_on_overflow` (`tcp_check_req`'s `embryonic_reset`,
+    /// `LINUX_MIB_EMBRYONICRSTS`).
+    TcpExtEmbryonicRsts,
+    /// Bare final ACKs a request dropped while `TCP_DEFER_ACCEPT` waits for data
+    /// (`LINUX_MIB_TCPDEFERACCEPTDROP`).
+    TcpExtTCPDeferAcceptDrop,
     /// SYN cookies sent (SYN-ACKs without state).
     TcpExtSyncookiesSent,
     /// Valid SYN cookies received (connections rebuilt from an ACK).

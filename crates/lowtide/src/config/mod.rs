@@ -295,6 +295,11 @@ pub struct Config {
     /// knows (`tcp_peer_is_proven`). Linux sizes it from the established hash
     /// (`max(128, ehash entries / 128)`); 2048 as on this machine.
     pub tcp_max_syn_backlog: u32,
+    /// `net.ipv4.tcp_abort_on_overflow`: a handshake's final ACK finding the
+    /// listener's accept queue full is dropped (0, Linux's default: the SYN-ACK is
+    /// sent again and the next ACK may find room) or answered with a reset
+    /// (nonzero; Linux takes any u8).
+    pub tcp_abort_on_overflow: u8,
     /// `/sys/module/tcp_cubic/parameters/hystart_detect`: HyStart's detectors,
     /// `HYSTART_ACK_TRAIN` 1 | `HYSTART_DELAY` 2. Read when a CUBIC socket is created
     /// (Linux reads the module parameter at every ACK).
@@ -470,6 +475,7 @@ impl Default for Config {
             tcp_no_ssthresh_metrics_save: 1,
             tcp_syncookies: 1,
             tcp_max_syn_backlog: 2048,
+            tcp_abort_on_overflow: 0,
             tcp_cubic_hystart_detect: 3,
             tcp_cubic_hystart: true,
             tcp_cubic_hystart_low_window: 16,

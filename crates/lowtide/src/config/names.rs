@@ -76,6 +76,7 @@ impl Config {
         "net.ipv4.tcp_no_ssthresh_metrics_save",
         "net.ipv4.tcp_syncookies",
         "net.ipv4.tcp_max_syn_backlog",
+        "net.ipv4.tcp_abort_on_overflow",
         "net.core.default_qdisc",
         "module.tcp_cubic.hystart_detect",
         "module.tcp_cubic.hystart",

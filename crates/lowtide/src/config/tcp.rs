@@ -173,6 +173,9 @@ impl Config {
             "net.ipv4.tcp_max_syn_backlog" => {
                 self.tcp_max_syn_backlog = parse_num(n, value, 0, i32::MAX as u32, "requests")?
             }
+            "net.ipv4.tcp_abort_on_overflow" => {
+                self.tcp_abort_on_overflow = parse_num(n, value, 0, 255, "0..=255")?
+            }
             "net.ipv4.tcp_fastopen" => {
                 let v = crate::tcp::fastopen::parse_c_int(value)
                     .filter(|v| i32::try_from(*v).is_ok())

@@ -62,6 +62,9 @@ pub const TCP_CORK: i32 = 3;
 pub const TCP_LINGER2: i32 = 8;
 /// `TCP_SYNCNT`: SYN retransmissions before a connect gives up.
 pub const TCP_SYNCNT: i32 = 7;
+/// `TCP_DEFER_ACCEPT`: seconds a listener's request waits for data after the
+/// handshake's bare ACK.
+pub const TCP_DEFER_ACCEPT: i32 = 9;
 /// `TCP_QUICKACK`: 0 delays ACKs for replies to carry (pingpong mode), 1 ACKs now.
 pub const TCP_QUICKACK: i32 = 12;
 pub const TCP_KEEPIDLE: i32 = 4;

@@ -320,6 +320,10 @@ impl Host {
                     e(stack.socket(h).set_syn_retries(v as u8))?;
                 }
             }
+            (SOL_TCP, TCP_DEFER_ACCEPT) => {
+                // Any socket keeps it (icsk_accept_queue); a listener's requests use it.
+                s.opts.defer_accept = crate::tcp::sockopt::secs_to_retrans(int_arg(val)?);
+            }
             (SOL_TCP, TCP_QUICKACK) => {
                 let v = int_arg(val)?;
                 s.opts.pingpong = v == 0;
@@ -623,6 +627,10 @@ impl Host {
                 };
                 int(out, n as i32)
             }
+            (SOL_TCP, TCP_DEFER_ACCEPT) => int(
+                out,
+                crate::tcp::sockopt::retrans_to_secs(s.opts.defer_accept),
+            ),
             (SOL_TCP, TCP_QUICKACK) => {
                 let quick = match conn {
                     Some(h) => self.stack.socket_ref(h).quickack().map_err(Errno::from)?,

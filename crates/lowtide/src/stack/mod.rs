@@ -860,6 +860,7 @@ impl Stack {
             if let Some(Sock::TimeWait(_)) = self.slots[index as usize].sock {
                 return self.timewait_rcv(now, index, ip, th, payload);
             }
+            self.note_listener(index);
             self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
             return;
         }
@@ -869,6 +870,23 @@ impl Stack {
             return self.listen_rcv(now, l, tuple, ip, th, payload, None);
         }
         self.send_reset_for(now, tuple, th, payload.len());
+    }
+
+    /// Tells a child in SYN-RECV what `tcp_check_req` reads of its listener: whether
+    /// the accept queue is full, and `TCP_DEFER_ACCEPT` (tcp/check_req.rs).
+    fn note_listener(&mut self, index: u32) {
+        let parent = match &self.slots[index as usize].sock {
+            Some(Sock::Tcp(t)) if t.state == TcpState::SynRecv => t.parent,
+            _ => None,
+        };
+        let Some(Some(Sock::Listener(l))) = parent.map(|p| &self.slots[p as usize].sock) else {
+            return;
+        };
+        let (full, defer) = (l.accept_queue_full(), l.opts.defer_accept);
+        if let Some(Sock::Tcp(t)) = &mut self.slots[index as usize].sock {
+            t.req.acceptq_full = full;
+            t.req.defer_accept = defer;
+        }
     }
 
     /// [RFC 9293 3.10.7.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.1): a

@@ -4,12 +4,9 @@
 
 use super::consts::TCP_TIMEOUT_INIT;
 use super::rcvqueue::Payload;
-use super::seq::Seq;
 use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
-use crate::mib::Mib;
-use crate::socket::SocketError;
-use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+use lowtide_wire::tcp::TcpRepr;
 
 impl Tcb {
     /// `tcp_passive_fastopen`: a Fast Open child still in its handshake, which may
@@ -44,60 +41,6 @@ impl Tcb {
         if let Some(l) = self.tfo.rsk.take() {
             self.tfo.released = Some((l, reset));
         }
-    }
-
-    /// `tcp_check_req` for a Fast Open child (`fastopen == true`), ahead of the
-    /// usual processing: a retransmitted SYN gets the SYN-ACK again, an
-    /// out-of-window segment an ACK, a reset in the window or a SYN ends the child
-    /// (`embryonic_reset`), a segment without ACK is dropped. False: dropped.
-    pub(crate) fn fastopen_check_req(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) -> bool {
-        let f = th.flags;
-        let seq = self.rcv_off(Seq(th.seq));
-        let end = seq.saturating_add(len as u64 + f.contains(TcpFlags::FIN) as u64);
-        let tsval = th
-            .options
-            .timestamp
-            .filter(|_| self.rx_opt.tstamp_ok)
-            .map(|t| t.0);
-        let paws_reject = !f.contains(TcpFlags::RST)
-            && tsval.is_some_and(|v| (v.wrapping_sub(self.rx_opt.ts_recent) as i32) < 0);
-        if seq == 0 && f == TcpFlags::SYN && !paws_reject {
-            self.rtx_synack(ctx);
-            return false;
-        }
-        // tcp_in_window(seq, end_seq, rcv_nxt, rcv_nxt + tcp_synack_window(req)).
-        let (s_win, e_win) = (self.rcv_nxt, self.rcv_nxt + self.rcv_wnd as u64);
-        let in_window =
-            seq == s_win || (end > s_win && seq < e_win) || (seq == e_win && seq == end);
-        if paws_reject || !in_window {
-            if !f.contains(TcpFlags::RST)
-                && !self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv)
-            {
-                self.send_ack(ctx);
-            }
-            if paws_reject {
-                ctx.mib.inc(Mib::TcpExtPAWSEstab);
-            }
-            return false;
-        }
-        if let Some(v) = tsval.filter(|_| seq <= self.rcv_nxt) {
-            self.rx_opt.ts_recent = v;
-            self.rx_opt.ts_recent_stamp = ctx.now;
-        }
-        // The SYN at rcv_isn is out of the window that starts after it: truncated.
-        let syn = f.contains(TcpFlags::SYN) && seq != 0;
-        if syn || f.contains(TcpFlags::RST) {
-            ctx.mib.inc(Mib::TcpAttemptFails);
-            if !f.contains(TcpFlags::RST) {
-                // A bad SYN: reset it, but keep the child (no spoofed resets).
-                super::output::send_reset(ctx, self.tuple, th, len);
-            } else {
-                self.fastopen_remove(true);
-                self.set_error(ctx, SocketError::ConnectionReset);
-            }
-            return false;
-        }
-        f.contains(TcpFlags::ACK)
     }
 
     /// `tcp_rcv_synrecv_state_fastopen`: the handshake of a Fast Open child is

@@ -35,6 +35,7 @@ impl Tcb {
             parent: None,
             accepted_ready: false,
             in_accept_queue: false,
+            req: Default::default(),
             sk_err: None,
             sk_err_soft: None,
             nodelay: false,

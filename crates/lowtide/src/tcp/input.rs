@@ -335,7 +335,7 @@ impl Tcb {
     /// Segment processing in SYN-RECV and every synchronized state
     /// (`tcp_rcv_established`'s slow path, `tcp_rcv_state_process`).
     fn rcv_synchronized(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload: Payload, hdr_len: usize) {
-        if self.tfo.rsk.is_some() && !self.fastopen_check_req(ctx, th, payload.len()) {
+        if self.is_request_child() && !self.check_req(ctx, th, payload.len()) {
             return;
         }
         let f = th.flags;

@@ -30,7 +30,8 @@
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
 //! | [`fastopen`] | tcp_fastopen.c: the `tcp_fastopen` bits, keys and SipHash cookies, the listener's queue, blackhole detection |
 //! | `fastopen_active` | tcp_output.c `tcp_send_syn_data`, tcp_input.c `tcp_rcv_fastopen_synack`, `tcp_fastopen_active_detect_blackhole` |
-//! | `fastopen_conn` | a passive Fast Open child: `tcp_fastopen_create_child`, `tcp_check_req` (Fast Open), `tcp_fastopen_synack_timer` |
+//! | `check_req` | a listener's child in its handshake (a request, a Fast Open child): `tcp_check_req`, `embryonic_reset`, `listen_overflow` (`tcp_abort_on_overflow`) |
+//! | `fastopen_conn` | a passive Fast Open child: `tcp_fastopen_create_child`, `tcp_fastopen_synack_timer` |
 //! | `ecn` | ECN (RFC 3168): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
 //! | `output` | tcp_output.c: `tcp_transmit_skb`, `tcp_xmit_retransmit_queue`, `tcp_retransmit_skb`, the SYN, ACK/RST, window selection, `tcp_write_wakeup` |
 //! | `write_xmit` | tcp_output.c: `tcp_write_xmit` and its tests (`tcp_cwnd_test`, `tcp_snd_wnd_test`), the new-data send (`tcp_event_new_data_sent`), `tcp_check_probe_timer` |
@@ -64,6 +65,7 @@
 
 pub(crate) mod ack;
 pub(crate) mod api;
+mod check_req;
 pub(crate) mod chrono;
 pub(crate) mod compsack;
 pub mod cong;

@@ -26,6 +26,20 @@ use lowtide_wire::tcp::FastOpenOption;
 use serde::Serialize;
 use std::collections::VecDeque;
 
+/// What Linux keeps in a request sock that lowtide's child in SYN-RECV needs beside
+/// its connection state.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ReqState {
+    /// `inet_rsk(req)->acked`: a final ACK came and was dropped (deferred or
+    /// overflowing).
+    pub acked: bool,
+    /// The listener's `rskq_defer_accept` (`TCP_DEFER_ACCEPT` in SYN-ACK timeouts).
+    pub defer_accept: u8,
+    /// The listener's accept queue is full (`sk_acceptq_is_full`), as the stack
+    /// found it before this segment.
+    pub acceptq_full: bool,
+}
+
 /// One TCP connection. Sequence positions are 64-bit stream offsets: offset 0 is the
 /// SYN in each direction (`iss`/`irs` on the wire).
 #[derive(Debug)]
@@ -38,6 +52,8 @@ pub struct Tcb {
     /// A child reached ESTABLISHED and belongs in its listener's accept queue.
     pub(crate) accepted_ready: bool,
     pub(crate) in_accept_queue: bool,
+    /// What Linux keeps in the request sock of a child in SYN-RECV (tcp/check_req.rs).
+    pub(crate) req: ReqState,
     pub(crate) sk_err: Option<SocketError>,
     /// `sk_err_soft`: an ICMP error on a synchronized connection, reported only if
     /// it then times out (`tcp_write_err`) or by `SO_ERROR`; an ACK clears it.

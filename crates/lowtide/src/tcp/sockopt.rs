@@ -126,6 +126,9 @@ pub struct SockOptions {
     pub tsflags: u32,
     /// `TCP_SYNCNT` (`icsk_syn_retries`); 0 when unset (the sysctl decides).
     pub syn_retries: u8,
+    /// `TCP_DEFER_ACCEPT` as SYN-ACK timeouts (`rskq_defer_accept`,
+    /// [`secs_to_retrans`]): a listener's requests drop bare final ACKs until then.
+    pub defer_accept: u8,
     /// `TCP_QUICKACK` set to 0 (`inet_csk_enter_pingpong_mode`): the connection
     /// starts in pingpong mode (a listener's children inherit it, as
     /// `inet_csk_clone_lock` copies `icsk_ack`).
@@ -238,6 +241,7 @@ impl Tcb {
         }
         self.keepalive = o.keepalive;
         self.icsk.syn_retries = o.syn_retries;
+        self.req.defer_accept = o.defer_accept;
         self.tstamp.flags = o.tsflags;
         if o.pingpong {
             self.enter_pingpong_mode(cfg);
@@ -413,6 +417,38 @@ impl Tcb {
     pub(crate) fn mark_nospace(&mut self) {
         self.nospace = true;
     }
+}
+
+/// `secs_to_retrans` (tcp.c): `TCP_DEFER_ACCEPT`'s seconds as the number of SYN-ACK
+/// timeouts, from `TCP_TIMEOUT_INIT` (1 s) doubling up to `TCP_RTO_MAX` (120 s), that
+/// cover them; 0 for none, at most 255.
+pub fn secs_to_retrans(seconds: i32) -> u8 {
+    let (mut timeout, rto_max) = (1i32, 120i32);
+    if seconds <= 0 {
+        return 0;
+    }
+    let (mut period, mut res) = (timeout, 1u8);
+    while seconds > period && res < 255 {
+        res += 1;
+        timeout = (timeout << 1).min(rto_max);
+        period += timeout;
+    }
+    res
+}
+
+/// `retrans_to_secs` (tcp.c): what `getsockopt(TCP_DEFER_ACCEPT)` reports, the
+/// seconds `retrans` SYN-ACK timeouts take.
+pub fn retrans_to_secs(retrans: u8) -> i32 {
+    let (mut timeout, rto_max) = (1i32, 120i32);
+    if retrans == 0 {
+        return 0;
+    }
+    let mut period = timeout;
+    for _ in 1..retrans {
+        timeout = (timeout << 1).min(rto_max);
+        period += timeout;
+    }
+    period
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ impl Tcb {
 
     /// `tcp_retransmit_timer`'s `out_reset_timer` backoff: `icsk_backoff` up by one
     /// and `icsk_rto` doubled, at most `tcp_rto_max`.
-    fn backoff_rto(&mut self) {
+    pub(super) fn backoff_rto(&mut self) {
         self.icsk.backoff += 1;
         self.icsk.rto = (self.icsk.rto * 2).min(self.icsk.rto_max);
     }
@@ -226,6 +226,9 @@ impl Tcb {
         if self.tfo.rsk.is_some() {
             // Before the SYN-ACK is acknowledged, nothing else is retransmitted.
             return self.fastopen_synack_timer(ctx);
+        }
+        if self.state == TcpState::SynRecv && self.parent.is_some() {
+            return self.reqsk_timer(ctx);
         }
         if self.rtx.is_empty() && !matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
             return;
@@ -443,7 +446,7 @@ impl Tcb {
 
     /// `tcp_update_rto_stats`: one more RTO; the first of a series starts an RTO
     /// recovery and its clock.
-    fn update_rto_stats(&mut self, now: Instant) {
+    pub(super) fn update_rto_stats(&mut self, now: Instant) {
         if self.icsk.retransmits == 0 {
             self.total_rto_recoveries = self.total_rto_recoveries.saturating_add(1);
             self.rto_stamp = Some(now);

@@ -1,0 +1,277 @@
+//! tcp_minisocks.c `tcp_check_req` (Linux 6.18): a segment for a listener's child
+//! still in its handshake, before the child's own processing. Linux keeps such a
+//! child as a request sock (`TCP_NEW_SYN_RECV`) until the final ACK creates it, or
+//! as a Fast Open child (`fastopen`) that exists from the SYN; lowtide keeps both as
+//! a [`Tcb`] in SYN-RECV, and this is the request's side of them: a retransmitted SYN
+//! gets the SYN-ACK again, a wrong ACK a reset from the listener, an out-of-window
+//! segment or a reset not at `rcv_nxt` an ACK, a reset at `rcv_nxt` or a SYN in the
+//! window ends the request (`embryonic_reset`), and the final ACK finds room in the listener's accept queue
+//! or is dropped (`listen_overflow`, `tcp_abort_on_overflow`).
+
+use super::consts::{TCP_PAWS_MSL_SECS, TCP_RTO_MAX};
+use super::seq::Seq;
+use super::sock::{ReqState, Tcb};
+use super::{Ctx, TcpState};
+use crate::mib::Mib;
+use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use tracing::trace;
+
+impl Tcb {
+    /// A listener's child in its handshake: a request in SYN-RECV (it has a parent
+    /// until accepted), or a Fast Open child while its request stays (SYN-RECV, or
+    /// FIN-WAIT-1 if closed before the handshake ended: `tcp_rcv_state_process`).
+    pub(crate) fn is_request_child(&self) -> bool {
+        self.tfo.rsk.is_some() || self.state == TcpState::SynRecv && self.parent.is_some()
+    }
+
+    /// `tcp_check_req`: true when the segment goes on to the child's processing
+    /// (`tcp_child_process`, which repeats the usual checks); false when it was
+    /// answered here or dropped. `len` is the payload's length.
+    pub(crate) fn check_req(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) -> bool {
+        let fastopen = self.tfo.rsk.is_some();
+        let f = th.flags;
+        let rst = f.contains(TcpFlags::RST);
+        let seq = self.rcv_off(Seq(th.seq));
+        let space =
+            len as u64 + f.contains(TcpFlags::SYN) as u64 + f.contains(TcpFlags::FIN) as u64;
+        let end = seq.saturating_add(space);
+        // tcp_parse_options(estab = 0): a timestamp counts when tcp_timestamps is on.
+        let tsval = th
+            .options
+            .timestamp
+            .filter(|_| ctx.cfg.tcp_timestamps)
+            .map(|t| t.0);
+        let paws_reject = tsval.is_some_and(|v| self.req_paws_reject(v, rst));
+        // A pure retransmitted SYN: our SYN-ACK was lost (inet_rtx_syn_ack, rate
+        // limited).
+        if seq == 0 && f == TcpFlags::SYN && !paws_reject {
+            self.rtx_synack(ctx);
+            return false;
+        }
+        // RFC 793 page 36: an ACK of something not sent, in a non-synchronized state,
+        // draws a reset, which the listener sends (`return sk`; tcp_v4_send_reset
+        // never answers a reset). A Fast Open child checks its ACK itself, as it may
+        // have sent data.
+        if f.contains(TcpFlags::ACK) && !fastopen && self.snd_off(Seq(th.ack)) != 1 {
+            if !rst {
+                super::output::send_reset(ctx, self.tuple, th, len);
+            }
+            return false;
+        }
+        // RFC 793: "first check sequence number", against the SYN-ACK's window
+        // (tcp_synack_window).
+        let (s_win, e_win) = (self.rcv_nxt, self.rcv_nxt + self.synack_window() as u64);
+        let in_window =
+            seq == s_win || (end > s_win && seq < e_win) || (seq == e_win && seq == end);
+        if paws_reject || !in_window {
+            // Out of window: an ACK, and drop.
+            if !rst && !self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv) {
+                self.req_send_ack(ctx);
+            }
+            if paws_reject {
+                ctx.mib.inc(Mib::TcpExtPAWSEstab);
+            }
+            return false;
+        }
+        // In sequence, PAWS is OK.
+        if let Some(v) = tsval.filter(|_| seq <= self.rcv_nxt) {
+            self.rx_opt.ts_recent = v;
+            self.rx_opt.ts_recent_stamp = ctx.now;
+        }
+        // RFC 5961 section 3.2 for a request too, as Linux 6.18 behaves (checked with
+        // scripts/packetdrill --kernel; the copies of tcp_minisocks.c searched here
+        // predate it): a reset in the window but not at rcv_nxt draws the request's
+        // ACK, rate limited as its other ACKs, and is dropped; the request stays.
+        if rst && seq != self.rcv_nxt {
+            if !self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv) {
+                self.req_send_ack(ctx);
+            }
+            return false;
+        }
+        // A SYN at rcv_isn lies out of the window that starts after it: truncated.
+        let syn = f.contains(TcpFlags::SYN) && seq != 0;
+        // RFC 793: "second check the RST bit" and "fourth, check the SYN bit".
+        if rst || syn {
+            ctx.mib.inc(Mib::TcpAttemptFails);
+            self.embryonic_reset(ctx, th, len);
+            return false;
+        }
+        // The ACK's sequence was checked above; without ACK, drop silently.
+        if !f.contains(TcpFlags::ACK) {
+            return false;
+        }
+        // A Fast Open child is already the socket: nothing more here.
+        if fastopen {
+            return true;
+        }
+        // While TCP_DEFER_ACCEPT waits, a bare ACK (nothing after the SYN) is dropped.
+        if self.icsk.retransmits < self.req.defer_accept && end == 1 {
+            self.req.acked = true;
+            ctx.mib.inc(Mib::TcpExtTCPDeferAcceptDrop);
+            return false;
+        }
+        // syn_recv_sock: the child needs room in the accept queue (exit_overflow).
+        if self.req.acceptq_full {
+            return self.listen_overflow(ctx, th, len);
+        }
+        true
+    }
+
+    /// `reqsk_timer_handler` for a request (a Fast Open child has its own,
+    /// `tcp_fastopen_synack_timer`): the timeout counts (`tcp_syn_ack_timeout`), then
+    /// `syn_ack_recalc` decides: the request expires after `TCP_SYNCNT` or
+    /// `tcp_synack_retries` timeouts, silently (`inet_csk_reqsk_queue_drop_and_put`:
+    /// no error, no reset), or sends the SYN-ACK again and waits twice as long; with
+    /// `TCP_DEFER_ACCEPT` a request whose bare ACK came (`acked`) waits for data
+    /// without resending until its last deferred timeout.
+    pub(crate) fn reqsk_timer(&mut self, ctx: &mut Ctx) {
+        ctx.mib.inc(Mib::TcpExtTCPTimeouts);
+        let max = match self.icsk.syn_retries {
+            0 => ctx.cfg.tcp_synack_retries,
+            n => n,
+        };
+        let (expire, resend) = syn_ack_recalc(self.icsk.retransmits, max, self.req);
+        if expire {
+            trace!(tuple = ?self.tuple, "request expired");
+            return self.set_closed(ctx);
+        }
+        self.update_rto_stats(ctx.now);
+        self.backoff_rto();
+        if resend {
+            self.retransmit_syn(ctx);
+        }
+        let rto = self.rto_backed_off();
+        self.icsk.pending = Some((super::sock::Pending::Retrans, ctx.now + rto));
+    }
+
+    /// `tcp_v4_reqsk_send_ack` / `tcp_v6_reqsk_send_ack`: a bare ACK from the request
+    /// (`ip_send_unicast_reply`, no socket's state moves): `snd_nxt` (the request's
+    /// ISN + 1, or a Fast Open child's own), `rcv_nxt`, the SYN-ACK's window
+    /// (`tcp_synack_window`, never above 65535) scaled down, and the timestamps when
+    /// there is a `ts_recent` to echo; no SACK blocks.
+    fn req_send_ack(&self, ctx: &mut Ctx) {
+        let ts = (self.rx_opt.tstamp_ok && self.rx_opt.ts_recent != 0)
+            .then(|| (self.tsval(ctx.now), self.rx_opt.ts_recent));
+        let th = TcpRepr {
+            src_port: self.tuple.local.port(),
+            dst_port: self.tuple.remote.port(),
+            seq: self.snd_seq(self.snd_nxt).0,
+            ack: self.rcv_seq(self.rcv_nxt).0,
+            flags: TcpFlags::ACK,
+            window: (self.synack_window() >> self.rx_opt.rcv_wscale) as u16,
+            options: TcpOptions {
+                timestamp: ts,
+                ..TcpOptions::default()
+            },
+            ..TcpRepr::default()
+        };
+        let ip = (self.tuple, self.tos, self.ip_dont_fragment());
+        super::output::send_bare(ctx, ip, &th);
+    }
+
+    /// `tcp_synack_window`: the window the SYN-ACK offered, unscaled (RFC 7323
+    /// section 2.2), so at most 65535.
+    fn synack_window(&self) -> u32 {
+        self.rcv_wnd.min(65535)
+    }
+
+    /// `tcp_paws_reject` as `tcp_check_req` sets it up: `ts_recent` is the request's,
+    /// its stamp as old as the request's current SYN-ACK timeout, so a reset passes
+    /// PAWS once that timeout reaches `TCP_PAWS_MSL`.
+    fn req_paws_reject(&self, tsval: u32, rst: bool) -> bool {
+        let ts_recent = self.rx_opt.ts_recent;
+        // tcp_paws_check(rx_opt, 0): not older, or no timestamp seen (0) yet.
+        if (ts_recent.wrapping_sub(tsval) as i32) <= 0 || ts_recent == 0 {
+            return false;
+        }
+        let timeout = self.icsk.rto.min(TCP_RTO_MAX);
+        !(rst && timeout.as_secs() >= TCP_PAWS_MSL_SECS)
+    }
+
+    /// `embryonic_reset:` a bad SYN is answered with a reset; a request ends without
+    /// a word to anyone (`inet_csk_reqsk_queue_drop`); a Fast Open child keeps going
+    /// after a bad SYN (no spoofed resets of a socket that may hold data) and is
+    /// reset by a valid reset (`reqsk_fastopen_remove`, `tcp_reset`).
+    fn embryonic_reset(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) {
+        let rst = th.flags.contains(TcpFlags::RST);
+        if !rst {
+            super::output::send_reset(ctx, self.tuple, th, len);
+        }
+        if self.tfo.rsk.is_some() {
+            if rst {
+                self.fastopen_remove(true);
+                self.set_error(ctx, crate::socket::SocketError::ConnectionReset);
+            }
+            return;
+        }
+        ctx.mib.inc(Mib::TcpExtEmbryonicRsts);
+        trace!(tuple = ?self.tuple, rst, "request ended");
+        self.set_closed(ctx);
+    }
+
+    /// `listen_overflow:` the final ACK found the accept queue full
+    /// (`tcp_v4_syn_recv_sock`'s `exit_overflow`, `tcp_listendrop`). With
+    /// `tcp_abort_on_overflow` 0 the ACK is dropped and the request stays (`acked`):
+    /// its SYN-ACK timer sends the SYN-ACK again, and the peer's answer may find
+    /// room; otherwise the request ends with a reset. Always false.
+    fn listen_overflow(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) -> bool {
+        ctx.mib.inc(Mib::TcpExtListenOverflows);
+        ctx.mib.inc(Mib::TcpExtListenDrops);
+        trace!(tuple = ?self.tuple, "drop final ACK: accept queue full");
+        if ctx.cfg.tcp_abort_on_overflow != 0 {
+            self.embryonic_reset(ctx, th, len);
+        } else {
+            self.req.acked = true;
+        }
+        false
+    }
+}
+
+/// `syn_ack_recalc` (inet_connection_sock.c): (expire, resend) at a SYN-ACK timeout
+/// after `num_timeout` earlier ones.
+fn syn_ack_recalc(num_timeout: u8, max: u8, req: ReqState) -> (bool, bool) {
+    let defer = req.defer_accept;
+    if defer == 0 {
+        return (num_timeout >= max, true);
+    }
+    let expire = num_timeout >= max && (!req.acked || num_timeout >= defer);
+    // "Do not resend while waiting for data after ACK, start to resend on end of
+    // deferring period to give last chance for data or ACK to create established
+    // socket."
+    let resend = !req.acked || num_timeout >= defer - 1;
+    (expire, resend)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(acked: bool, defer_accept: u8) -> ReqState {
+        ReqState {
+            acked,
+            defer_accept,
+            acceptq_full: false,
+        }
+    }
+
+    #[test]
+    fn without_defer_accept_a_request_resends_until_its_retries_are_spent() {
+        assert_eq!(syn_ack_recalc(0, 5, req(false, 0)), (false, true));
+        assert_eq!(syn_ack_recalc(4, 5, req(true, 0)), (false, true));
+        assert_eq!(syn_ack_recalc(5, 5, req(true, 0)), (true, true));
+    }
+
+    #[test]
+    fn an_acked_deferred_request_waits_silently_until_its_last_deferred_timeout() {
+        // TCP_DEFER_ACCEPT of 3 timeouts, the bare ACK seen.
+        assert_eq!(syn_ack_recalc(0, 5, req(true, 3)), (false, false));
+        assert_eq!(syn_ack_recalc(1, 5, req(true, 3)), (false, false));
+        assert_eq!(syn_ack_recalc(2, 5, req(true, 3)), (false, true));
+        // Not acked: resends as without deferral.
+        assert_eq!(syn_ack_recalc(0, 5, req(false, 3)), (false, true));
+        // A deferral longer than the retries keeps an acked request past them.
+        assert_eq!(syn_ack_recalc(5, 5, req(true, 8)), (false, false));
+        assert_eq!(syn_ack_recalc(8, 5, req(true, 8)), (true, true));
+        assert_eq!(syn_ack_recalc(5, 5, req(false, 8)), (true, true));
+    }
+}

@@ -1,0 +1,263 @@
+//! A listener's child still in SYN-RECV (Linux's request sock), as `tcp_check_req`
+//! (tcp_minisocks.c) decides each segment for it: a wrong ACK draws the listener's
+//! reset, a reset not at `rcv_nxt` an ACK, a reset at `rcv_nxt` or a SYN in the window
+//! ends the request (`embryonic_reset`, `TcpExtEmbryonicRsts`), and the final ACK that finds the accept queue full is
+//! dropped (`listen_overflow`) or, with `net.ipv4.tcp_abort_on_overflow`, reset.
+
+use crate::common::*;
+use lowtide::{Config, Mib, SocketError, SocketHandle, TcpState};
+use lowtide_wire::tcp::TcpFlags;
+use std::time::Duration;
+
+/// A connects to B's listener on port 80; B's SYN-ACK arrives, A's final ACK is
+/// held back: (A's socket, the held ACK). B's child waits in SYN-RECV.
+fn held_final_ack(p: &mut Pair) -> (SocketHandle, Vec<u8>) {
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    let mut held = p.take_in_flight(true);
+    assert_eq!(held.len(), 1, "the final ACK");
+    (c, held.remove(0))
+}
+
+/// Two connections fill an accept queue of backlog 1 ("more than the backlog",
+/// `sk_acceptq_is_full`); a third's final ACK, held until then, arrives: B counts the
+/// overflow. Returns (pair, listener, the third's socket on A, the wire's length
+/// before the ACK).
+fn overflow(cfg: Config) -> (Pair, SocketHandle, SocketHandle, usize) {
+    let mut p = Pair::new(cfg);
+    p.record = true;
+    let l = p.b.listen(addr(B, 80), 1).unwrap();
+    let c1 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_for(Duration::from_millis(50));
+    let (c3, ack) = held_final_ack(&mut p);
+    let c2 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_for(Duration::from_millis(50));
+    for c in [c1, c2, c3] {
+        assert_eq!(p.a.state(c), Ok(TcpState::Established));
+    }
+    assert_eq!(p.b.socket_ref(l).accept_queue_len(), Ok(2), "full: 2 > 1");
+    let before = p.b.counters().get(Mib::TcpExtListenOverflows);
+    let from = p.wire.len();
+    p.inject(true, &ack);
+    let overflows = p.b.counters().get(Mib::TcpExtListenOverflows) - before;
+    assert_eq!(overflows, 1, "the final ACK overflowed");
+    (p, l, c3, from)
+}
+
+/// `tcp_abort_on_overflow` 0 (Linux's default): the ACK is dropped, the request
+/// stays, its SYN-ACK timer sends the SYN-ACK again, and A's answer to it, once the
+/// application has accepted one connection, makes the child.
+#[test]
+fn a_final_ack_on_a_full_accept_queue_is_dropped_then_retried() {
+    let (mut p, l, c3, from) = overflow(Config::default());
+    assert_eq!(p.b.counters().get(Mib::TcpExtListenDrops), 1);
+    assert_eq!(p.b.counters().get(Mib::TcpExtEmbryonicRsts), 0);
+    assert_eq!(p.b.connection_count(), 3, "the request stays in SYN-RECV");
+    p.drive_for(Duration::from_millis(100));
+    assert!(
+        p.sent_since(from, Dir::BtoA).is_empty(),
+        "no reset, no ACK: {:?}",
+        p.sent_since(from, Dir::BtoA)
+    );
+    assert!(p.b.accept(l).is_ok());
+    // The SYN-ACK timer (1 s after the first SYN-ACK) sends it again; A's ACK now
+    // finds room.
+    p.drive_for(Duration::from_millis(1200));
+    let synacks = p
+        .sent_since(from, Dir::BtoA)
+        .into_iter()
+        .filter(|s| s.has(TcpFlags::SYN) && s.has(TcpFlags::ACK))
+        .count();
+    assert_eq!(synacks, 1, "the SYN-ACK sent again");
+    assert_eq!(p.b.socket_ref(l).accept_queue_len(), Ok(2));
+    assert!(p.b.accept(l).is_ok());
+    let s3 = p.b.accept(l).unwrap();
+    assert_eq!(send_all(&mut p, true, c3, s3, b"late"), b"late");
+}
+
+/// `tcp_abort_on_overflow` 1: the final ACK that overflows is answered with a reset
+/// (its sequence number the ACK's), the request ends (`TcpExtEmbryonicRsts`), and A's
+/// connection is reset.
+#[test]
+fn abort_on_overflow_resets_the_request() {
+    let cfg = Config {
+        tcp_abort_on_overflow: 1,
+        ..Config::default()
+    };
+    let (mut p, _l, c3, from) = overflow(cfg);
+    let sent = p.sent_since(from, Dir::BtoA);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].has(TcpFlags::RST) && !sent[0].has(TcpFlags::ACK));
+    assert_eq!(p.b.counters().get(Mib::TcpExtEmbryonicRsts), 1);
+    assert_eq!(p.b.counters().get(Mib::TcpExtListenDrops), 1);
+    assert_eq!(p.b.connection_count(), 2, "the request is gone");
+    p.drive_for(Duration::from_millis(10));
+    assert_eq!(p.a.socket_error(c3), Ok(Some(SocketError::ConnectionReset)));
+}
+
+/// A reset at `rcv_nxt` ends the request (RFC 793's "second check the RST bit" in a
+/// non-synchronized state): no reply, the request gone, `TcpAttemptFails` and
+/// `TcpExtEmbryonicRsts` counted; A's held ACK then finds only the listener, which
+/// resets it.
+#[test]
+fn a_reset_at_rcv_nxt_ends_a_request_silently() {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let l = p.b.listen(addr(B, 80), 8).unwrap();
+    let (c, ack) = held_final_ack(&mut p);
+    let forger = learn(&p, Dir::BtoA);
+    let from = p.wire.len();
+    p.inject(true, &forger.seg(TcpFlags::RST, forger.seq, 0, &[]));
+    assert!(p.sent_since(from, Dir::BtoA).is_empty(), "no reply");
+    assert_eq!(p.b.connection_count(), 0);
+    assert_eq!(p.b.counters().get(Mib::TcpExtEmbryonicRsts), 1);
+    assert_eq!(p.b.counters().get(Mib::TcpAttemptFails), 1);
+    p.inject(true, &ack);
+    p.drive_for(Duration::from_millis(10));
+    assert_eq!(p.a.socket_error(c), Ok(Some(SocketError::ConnectionReset)));
+    assert_eq!(p.b.accept(l), Err(SocketError::WouldBlock));
+}
+
+/// A reset in the window but not at `rcv_nxt` (RFC 5961 section 3.2, as Linux 6.18
+/// applies it to a request) draws one ACK from the request, a second within
+/// `tcp_invalid_ratelimit` none, and the request stays: A's held ACK completes it.
+#[test]
+fn an_in_window_reset_draws_a_rate_limited_ack_and_the_request_stays() {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let l = p.b.listen(addr(B, 80), 8).unwrap();
+    let (c, ack) = held_final_ack(&mut p);
+    let forger = learn(&p, Dir::BtoA);
+    let from = p.wire.len();
+    p.inject(
+        true,
+        &forger.seg(TcpFlags::RST, forger.seq.wrapping_add(1), 0, &[]),
+    );
+    p.inject(
+        true,
+        &forger.seg(TcpFlags::RST, forger.seq.wrapping_add(2), 0, &[]),
+    );
+    let sent = p.sent_since(from, Dir::BtoA);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].is_pure_ack() && sent[0].th.ack == forger.seq);
+    assert_eq!(p.b.counters().get(Mib::TcpExtTCPACKSkippedSynRecv), 1);
+    assert_eq!(p.b.counters().get(Mib::TcpExtEmbryonicRsts), 0);
+    p.inject(true, &ack);
+    let s = p.b.accept(l).unwrap();
+    assert_eq!(send_all(&mut p, true, c, s, b"ok"), b"ok");
+}
+
+/// A SYN in the window (not the peer's first SYN again) ends the request with a
+/// reset (`embryonic_reset`): RST|ACK acknowledging the SYN.
+#[test]
+fn an_in_window_syn_ends_a_request_with_a_reset() {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let _l = p.b.listen(addr(B, 80), 8).unwrap();
+    let (_c, _ack) = held_final_ack(&mut p);
+    let forger = learn(&p, Dir::BtoA);
+    let from = p.wire.len();
+    let seq = forger.seq.wrapping_add(50);
+    p.inject(true, &forger.seg(TcpFlags::SYN, seq, 0, &[]));
+    let sent = p.sent_since(from, Dir::BtoA);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].has(TcpFlags::RST) && sent[0].has(TcpFlags::ACK));
+    assert_eq!(sent[0].th.ack, seq.wrapping_add(1));
+    assert_eq!(p.b.connection_count(), 0);
+    assert_eq!(p.b.counters().get(Mib::TcpExtEmbryonicRsts), 1);
+    assert_eq!(p.b.counters().get(Mib::TcpAttemptFails), 1);
+}
+
+/// An ACK of something B never sent draws the listener's reset (sequence number
+/// the ACK's, RFC 793 page 36) and leaves the request as it was: the real final ACK
+/// then completes it.
+#[test]
+fn a_wrong_ack_draws_a_reset_and_the_request_stays() {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let l = p.b.listen(addr(B, 80), 8).unwrap();
+    let (c, ack) = held_final_ack(&mut p);
+    let forger = learn(&p, Dir::BtoA);
+    let from = p.wire.len();
+    let wrong = forger.ack.wrapping_add(5);
+    p.inject(true, &forger.seg(TcpFlags::ACK, forger.seq, wrong, &[]));
+    let sent = p.sent_since(from, Dir::BtoA);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].has(TcpFlags::RST) && sent[0].th.seq == wrong);
+    assert_eq!(p.b.connection_count(), 1, "the request stays");
+    assert_eq!(p.b.counters().get(Mib::TcpExtEmbryonicRsts), 0);
+    p.inject(true, &ack);
+    let s = p.b.accept(l).unwrap();
+    assert_eq!(send_all(&mut p, true, c, s, b"ok"), b"ok");
+}
+
+/// `TCP_DEFER_ACCEPT` of 3 SYN-ACK timeouts (`secs_to_retrans(5)`): the bare final
+/// ACK is dropped (`TcpExtTCPDeferAcceptDrop`), no child yet; the request sends no
+/// SYN-ACK at its first two timeouts (1 s, 3 s), sends one at the third (7 s), and
+/// A's first data makes the child, which delivers it.
+#[test]
+fn defer_accept_drops_the_bare_ack_and_waits_for_data() {
+    use lowtide::tcp::sockopt::{retrans_to_secs, secs_to_retrans, SockOptions};
+    assert_eq!((secs_to_retrans(5), retrans_to_secs(3)), (3, 7));
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let l = p.b.listen(addr(B, 80), 8).unwrap();
+    let opts = SockOptions {
+        defer_accept: secs_to_retrans(5),
+        ..SockOptions::default()
+    };
+    p.b.socket(l).set_listener_options(&opts).unwrap();
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_for(Duration::from_millis(100));
+    assert_eq!(p.a.state(c), Ok(TcpState::Established));
+    assert_eq!(p.b.counters().get(Mib::TcpExtTCPDeferAcceptDrop), 1);
+    assert_eq!(p.b.accept(l), Err(SocketError::WouldBlock));
+    let from = p.wire.len();
+    p.drive_for(Duration::from_millis(6800));
+    let synacks = |p: &Pair| {
+        p.sent_since(from, Dir::BtoA)
+            .iter()
+            .filter(|s| s.has(TcpFlags::SYN))
+            .count()
+    };
+    assert_eq!(
+        synacks(&p),
+        0,
+        "no SYN-ACK before the last deferred timeout"
+    );
+    p.drive_for(Duration::from_millis(200));
+    assert_eq!(synacks(&p), 1, "the SYN-ACK at 7 s");
+    p.a.send(p.now, c, b"data").unwrap();
+    p.drive_for(Duration::from_millis(50));
+    let s = p.b.accept(l).unwrap();
+    assert_eq!(drain(&mut p.b, p.now, s), b"data");
+}
+
+/// `reqsk_timer_handler`: a request whose peer never answers sends its SYN-ACK
+/// again at 1, 3, 7, 15 and 31 s (`tcp_synack_retries` 5), counts each timeout
+/// (`tcp_syn_ack_timeout`: `TcpExtTCPTimeouts`), and at the sixth (63 s) goes without
+/// a reset and without `TcpExtTCPAbortOnTimeout`, which only a socket that timed out
+/// counts.
+#[test]
+fn a_silent_request_expires_quietly_after_its_synack_retries() {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let _l = p.b.listen(addr(B, 80), 8).unwrap();
+    let _c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    // A's first SYN reaches B; nothing else gets through either way.
+    let mut first = true;
+    p.filter = Some(Box::new(move |_, _| match std::mem::take(&mut first) {
+        true => Verdict::Pass,
+        false => Verdict::Drop,
+    }));
+    p.drive_for(Duration::from_millis(62_900));
+    assert_eq!(p.b.connection_count(), 1);
+    assert_eq!(p.b.counters().get(Mib::TcpExtTCPSynRetrans), 5);
+    p.drive_for(Duration::from_millis(200));
+    assert_eq!(p.b.connection_count(), 0, "expired at 63 s");
+    assert_eq!(p.b.counters().get(Mib::TcpExtTCPTimeouts), 6);
+    assert_eq!(p.b.counters().get(Mib::TcpExtTCPAbortOnTimeout), 0);
+    assert_eq!(p.b.counters().get(Mib::TcpOutRsts), 0);
+}

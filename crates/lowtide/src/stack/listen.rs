@@ -79,12 +79,13 @@ impl Stack {
     }
 
     /// A child joins its listener's accept queue; one that waited in SYN-RECV
-    /// (`was_pending`: not a Fast Open child) leaves the SYN queue.
-    pub(super) fn child_established(&mut self, parent: u32, child: u32, was_pending: bool) {
+    /// (`was_pending`: not a Fast Open child; whether it was still young) leaves the
+    /// SYN queue.
+    pub(super) fn child_established(&mut self, parent: u32, child: u32, was_pending: Option<bool>) {
         let pgen = self.slots[parent as usize].generation;
         if let Some(Sock::Listener(l)) = &mut self.slots[parent as usize].sock {
-            if was_pending {
-                l.pending = l.pending.saturating_sub(1);
+            if let Some(young) = was_pending {
+                l.leave_syn_queue(young);
             }
             l.accept_queue.push_back(child);
             self.events.push_back(SocketEvent {
@@ -186,7 +187,8 @@ impl Stack {
         // accept queue (inet_csk_reqsk_queue_add).
         let tfo = self.try_fastopen(now, l, ip, th, !payload.is_empty());
         if let (false, Some(Sock::Listener(lst))) = (tfo.child, &mut self.slots[l as usize].sock) {
-            lst.pending += 1;
+            lst.pending += 1; // reqsk_queue_added
+            lst.young += 1;
         }
         self.mib.inc(Mib::TcpPassiveOpens);
         let mut tcb = self.new_tcb(tuple, now);
@@ -195,6 +197,7 @@ impl Stack {
         }
         tcb.apply_options(&self.cfg, &opts);
         tcb.parent = Some(l);
+        tcb.req.young = !tfo.child;
         tcb.tfo.syn_cookie = tfo.synack_cookie;
         if tfo.child {
             tcb.tfo.rsk = Some((l, self.slots[l as usize].generation));

@@ -327,7 +327,12 @@ impl Stack {
             if self.timewait_expired(now, index) {
                 continue;
             }
-            self.with_tcb(now, index, |tcb, ctx| tcb.on_timer(ctx));
+            let request = matches!(&self.slots[index as usize].sock,
+                Some(Sock::Tcp(t)) if t.state == TcpState::SynRecv && t.parent.is_some());
+            match request {
+                true => self.request_timer(now, index),
+                false => self.with_tcb(now, index, |tcb, ctx| tcb.on_timer(ctx)),
+            }
         }
     }
 
@@ -652,7 +657,7 @@ impl Stack {
             }
             if let Some(parent) = t.parent {
                 if let Some(Sock::Listener(l)) = &mut self.slots[parent as usize].sock {
-                    l.forget_child(index);
+                    l.forget_child(index, t.req.young);
                 }
             }
         }
@@ -801,7 +806,7 @@ impl Stack {
         if tcb.accepted_ready && tcb.parent.is_some() && !tcb.in_accept_queue {
             tcb.in_accept_queue = true;
             let parent = tcb.parent.unwrap_or_default();
-            let was_pending = !tcb.tfo.syn_fastopen_child;
+            let was_pending = (!tcb.tfo.syn_fastopen_child).then_some(tcb.req.young);
             self.child_established(parent, index, was_pending);
         }
         let slot = &mut self.slots[index as usize];
@@ -883,9 +888,31 @@ impl Stack {
             return;
         };
         let (full, defer) = (l.accept_queue_full(), l.opts.defer_accept);
+        let queue = (l.pending, l.young, l.backlog);
         if let Some(Sock::Tcp(t)) = &mut self.slots[index as usize].sock {
             t.req.acceptq_full = full;
             t.req.defer_accept = defer;
+            (t.req.qlen, t.req.young_qlen, t.req.max_ack_backlog) = queue;
+        }
+    }
+
+    /// A request's SYN-ACK timer (`reqsk_timer_handler`), with what it reads of the
+    /// listener; its first timeout makes the request old (`queue->young`).
+    fn request_timer(&mut self, now: Instant, index: u32) {
+        self.note_listener(index);
+        let before = match &self.slots[index as usize].sock {
+            Some(Sock::Tcp(t)) => t.icsk.retransmits,
+            _ => return,
+        };
+        self.with_tcb(now, index, |tcb, ctx| tcb.on_timer(ctx));
+        let Some(Sock::Tcp(t)) = &mut self.slots[index as usize].sock else {
+            return; // expired: free_slot settled the queue
+        };
+        if t.icsk.retransmits == before || !std::mem::take(&mut t.req.young) {
+            return;
+        }
+        if let Some(Some(Sock::Listener(l))) = t.parent.map(|p| &mut self.slots[p as usize].sock) {
+            l.young = l.young.saturating_sub(1);
         }
     }
 

@@ -130,6 +130,7 @@ impl Tcb {
             0 => ctx.cfg.tcp_synack_retries,
             n => n,
         };
+        let max = prune_old_requests(max, self.req);
         let (expire, resend) = syn_ack_recalc(self.icsk.retransmits, max, self.req);
         if expire {
             trace!(tuple = ?self.tuple, "request expired");
@@ -227,6 +228,22 @@ impl Tcb {
     }
 }
 
+/// `reqsk_timer_handler`'s pruning: "we reserve half of room for young embrions;
+/// and abort old ones without pity, if old ones are about to clog our table". Once
+/// requests fill more than half of the queue (at least 8), each halving of the
+/// young ones' share below the whole takes one retry off, down to 2.
+fn prune_old_requests(mut max: u8, req: ReqState) -> u8 {
+    let qlen = req.qlen;
+    if (qlen << 1) > req.max_ack_backlog.max(8) {
+        let mut young = req.young_qlen << 1;
+        while max > 2 && qlen >= young {
+            max -= 1;
+            young <<= 1;
+        }
+    }
+    max
+}
+
 /// `syn_ack_recalc` (inet_connection_sock.c): (expire, resend) at a SYN-ACK timeout
 /// after `num_timeout` earlier ones.
 fn syn_ack_recalc(num_timeout: u8, max: u8, req: ReqState) -> (bool, bool) {
@@ -250,8 +267,31 @@ mod tests {
         ReqState {
             acked,
             defer_accept,
-            acceptq_full: false,
+            ..ReqState::default()
         }
+    }
+
+    fn queue(qlen: u32, young_qlen: u32, max_ack_backlog: u32) -> ReqState {
+        ReqState {
+            qlen,
+            young_qlen,
+            max_ack_backlog,
+            ..ReqState::default()
+        }
+    }
+
+    #[test]
+    fn old_requests_lose_retries_once_they_clog_half_the_queue() {
+        // Half full or less (at least 8): untouched.
+        assert_eq!(prune_old_requests(5, queue(4, 0, 8)), 5);
+        assert_eq!(prune_old_requests(5, queue(64, 0, 128)), 5);
+        // 100 of 128, all young: qlen < 2 * young, untouched.
+        assert_eq!(prune_old_requests(5, queue(100, 100, 128)), 5);
+        // 100 requests, 40 young: 100 >= 80 takes one, 100 < 160 stops.
+        assert_eq!(prune_old_requests(5, queue(100, 40, 128)), 4);
+        // None young: down to 2, never below.
+        assert_eq!(prune_old_requests(5, queue(100, 0, 128)), 2);
+        assert_eq!(prune_old_requests(1, queue(100, 0, 128)), 1);
     }
 
     #[test]

@@ -303,6 +303,8 @@ pub(crate) struct Listener {
     pub backlog: u32,
     /// Children in SYN-RECV (Linux keeps these as request socks).
     pub pending: u32,
+    /// Those of them no SYN-ACK timeout has struck yet (`icsk_accept_queue.young`).
+    pub young: u32,
     /// Established children waiting for `accept`.
     pub accept_queue: VecDeque<u32>,
     /// Options the children inherit (`sk_clone_lock`).
@@ -319,6 +321,7 @@ impl Listener {
             local,
             backlog,
             pending: 0,
+            young: 0,
             accept_queue: VecDeque::new(),
             opts: sockopt::SockOptions::default(),
             last_overflow: None,
@@ -336,12 +339,21 @@ impl Listener {
         self.accept_queue.len() as u32 > self.backlog
     }
 
-    /// A child became established (moved from pending to the accept queue) or died.
-    pub fn forget_child(&mut self, index: u32) {
+    /// A child died: it leaves the accept queue, or the SYN queue (`young`: no
+    /// SYN-ACK timeout struck it, `reqsk_queue_removed`).
+    pub fn forget_child(&mut self, index: u32, young: bool) {
         if let Some(pos) = self.accept_queue.iter().position(|&i| i == index) {
             self.accept_queue.remove(pos);
         } else {
-            self.pending = self.pending.saturating_sub(1);
+            self.leave_syn_queue(young);
+        }
+    }
+
+    /// A request leaves the SYN queue (`reqsk_queue_removed`).
+    pub fn leave_syn_queue(&mut self, young: bool) {
+        self.pending = self.pending.saturating_sub(1);
+        if young {
+            self.young = self.young.saturating_sub(1);
         }
     }
 }

@@ -38,6 +38,17 @@ pub(crate) struct ReqState {
     /// The listener's accept queue is full (`sk_acceptq_is_full`), as the stack
     /// found it before this segment.
     pub acceptq_full: bool,
+    /// No SYN-ACK timeout has struck the request yet: its listener counts it
+    /// `young`.
+    pub young: bool,
+    /// The listener's SYN queue as the stack found it before this timeout:
+    /// requests (`reqsk_queue_len`), young ones (`reqsk_queue_len_young`), and its
+    /// backlog (`sk_max_ack_backlog`).
+    pub qlen: u32,
+    /// See [`ReqState::qlen`].
+    pub young_qlen: u32,
+    /// See [`ReqState::qlen`].
+    pub max_ack_backlog: u32,
 }
 
 /// One TCP connection. Sequence positions are 64-bit stream offsets: offset 0 is the

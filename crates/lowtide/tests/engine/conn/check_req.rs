@@ -261,3 +261,36 @@ fn a_silent_request_expires_quietly_after_its_synack_retries() {
     assert_eq!(p.b.counters().get(Mib::TcpExtTCPAbortOnTimeout), 0);
     assert_eq!(p.b.counters().get(Mib::TcpOutRsts), 0);
 }
+
+/// `reqsk_timer_handler`'s pruning: 12 silent requests on a backlog of 16 fill more
+/// than half of it, and once their first timeouts have made them all old (none
+/// `young`), a request keeps 2 SYN-ACK retries instead of 5: at 7 s (1 + 2 + 4) they
+/// expire one by one until 8 are left, no more than half the backlog, which keep all 5
+/// (63 s). Four such requests never clog it.
+#[test]
+fn old_requests_that_clog_the_queue_lose_their_retries() {
+    for (n, left_at_7s) in [(12usize, 8usize), (4, 4)] {
+        let mut p = Pair::new(Config::default());
+        let _l = p.b.listen(addr(B, 80), 16).unwrap();
+        // Each first SYN reaches B; nothing else gets through either way.
+        let mut syns = n;
+        p.filter = Some(Box::new(move |d, _| match d {
+            Dir::AtoB if syns > 0 => {
+                syns -= 1;
+                Verdict::Pass
+            }
+            _ => Verdict::Drop,
+        }));
+        for _ in 0..n {
+            p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        }
+        p.drive_for(Duration::from_millis(6_800));
+        assert_eq!(p.b.connection_count(), n, "{n}: all there before 7 s");
+        p.drive_for(Duration::from_millis(400));
+        assert_eq!(p.b.connection_count(), left_at_7s, "{n}: left after 7 s");
+        p.drive_for(Duration::from_millis(55_600));
+        assert_eq!(p.b.connection_count(), left_at_7s, "{n}: before 63 s");
+        p.drive_for(Duration::from_millis(400));
+        assert_eq!(p.b.connection_count(), 0, "{n}: gone at 63 s");
+    }
+}

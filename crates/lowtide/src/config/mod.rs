@@ -94,6 +94,10 @@ pub struct Config {
     /// retransmission timeouts do not back off (one initial RTO apart), and SYN-SENT
     /// gets as many retransmissions more before giving up.
     pub tcp_syn_linear_timeouts: u8,
+    /// `net.ipv4.tcp_thin_linear_timeouts`: a thin stream (fewer than 4 packets in
+    /// flight) keeps its RTO through its first `TCP_THIN_LINEAR_RETRIES` timeouts
+    /// instead of doubling it (also `TCP_THIN_LINEAR_TIMEOUTS` per socket).
+    pub tcp_thin_linear_timeouts: bool,
     /// `net.ipv4.tcp_retries2`: RTO retransmissions of data before aborting.
     pub tcp_retries2: u8,
     /// `net.ipv4.tcp_fin_timeout`: seconds in FIN-WAIT-2 after close.
@@ -413,6 +417,7 @@ impl Default for Config {
             tcp_syn_retries: 6,
             tcp_synack_retries: 5,
             tcp_syn_linear_timeouts: 4,
+            tcp_thin_linear_timeouts: false,
             tcp_retries2: 15,
             tcp_fin_timeout: 60,
             tcp_keepalive_time: 7200,

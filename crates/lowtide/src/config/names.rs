@@ -19,6 +19,7 @@ impl Config {
         "net.ipv4.tcp_syn_retries",
         "net.ipv4.tcp_synack_retries",
         "net.ipv4.tcp_syn_linear_timeouts",
+        "net.ipv4.tcp_thin_linear_timeouts",
         "net.ipv4.tcp_retries2",
         "net.ipv4.tcp_fin_timeout",
         "net.ipv4.tcp_keepalive_time",

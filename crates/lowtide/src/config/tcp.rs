@@ -32,6 +32,9 @@ impl Config {
                 self.tcp_synack_retries = parse_num(n, value, 1, 127, "1..=127")?
             }
             // tcp_syn_linear_timeouts_max (sysctl_net_ipv4.c).
+            "net.ipv4.tcp_thin_linear_timeouts" => {
+                self.tcp_thin_linear_timeouts = parse_bool(n, value)?
+            }
             "net.ipv4.tcp_syn_linear_timeouts" => {
                 self.tcp_syn_linear_timeouts = parse_num(n, value, 0, 10, "0..=10")?
             }

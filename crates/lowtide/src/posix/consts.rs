@@ -62,6 +62,8 @@ pub const TCP_CORK: i32 = 3;
 pub const TCP_LINGER2: i32 = 8;
 /// `TCP_SYNCNT`: SYN retransmissions before a connect gives up.
 pub const TCP_SYNCNT: i32 = 7;
+/// `TCP_THIN_LINEAR_TIMEOUTS`: linear RTOs while the stream is thin.
+pub const TCP_THIN_LINEAR_TIMEOUTS: i32 = 16;
 /// `TCP_DEFER_ACCEPT`: seconds a listener's request waits for data after the
 /// handshake's bare ACK.
 pub const TCP_DEFER_ACCEPT: i32 = 9;

@@ -320,6 +320,16 @@ impl Host {
                     e(stack.socket(h).set_syn_retries(v as u8))?;
                 }
             }
+            (SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS) => {
+                let v = int_arg(val)?;
+                if !(0..=1).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                s.opts.thin_lto = v == 1;
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_thin_linear_timeouts(v == 1))?;
+                }
+            }
             (SOL_TCP, TCP_DEFER_ACCEPT) => {
                 // Any socket keeps it (icsk_accept_queue); a listener's requests use it.
                 s.opts.defer_accept = crate::tcp::sockopt::secs_to_retrans(int_arg(val)?);
@@ -627,6 +637,7 @@ impl Host {
                 };
                 int(out, n as i32)
             }
+            (SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS) => int(out, s.opts.thin_lto as i32),
             (SOL_TCP, TCP_DEFER_ACCEPT) => int(
                 out,
                 crate::tcp::sockopt::retrans_to_secs(s.opts.defer_accept),

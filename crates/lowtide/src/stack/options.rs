@@ -193,6 +193,13 @@ impl SocketMut<'_> {
         Ok(())
     }
 
+    /// `TCP_THIN_LINEAR_TIMEOUTS` (`tp->thin_lto`): linear RTOs while the stream is
+    /// thin, as `net.ipv4.tcp_thin_linear_timeouts` for this socket.
+    pub fn set_thin_linear_timeouts(&mut self, on: bool) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.thin_lto = on;
+        Ok(())
+    }
+
     /// `TCP_RTO_MAX_MS` (Linux 6.15+, `icsk_rto_max`): the RTO's and every transmit
     /// timer's upper bound, 1 to 120 s.
     pub fn set_rto_max(&mut self, d: core::time::Duration) -> Result<(), SocketError> {

@@ -37,6 +37,8 @@ pub const TCP_DELACK_MAX: Duration = Duration::from_millis(200);
 pub const TCP_ATO_MIN: Duration = Duration::from_millis(40);
 /// `TCP_DELACK_MIN`.
 pub const TCP_DELACK_MIN: Duration = Duration::from_millis(40);
+/// `TCP_THIN_LINEAR_RETRIES`: timeouts a thin stream's RTO stays linear for.
+pub const TCP_THIN_LINEAR_RETRIES: u8 = 6;
 /// `TCP_RTO_MAX`.
 pub const TCP_RTO_MAX: Duration = Duration::from_secs(120);
 /// `TCP_RTO_MIN`: the RTO base of `tcp_model_timeout` for synchronized states.

@@ -39,6 +39,7 @@ impl Tcb {
             sk_err: None,
             sk_err_soft: None,
             nodelay: false,
+            thin_lto: false,
             nonagle_push: false,
             cork: false,
             pushed_seq: 1,

@@ -70,6 +70,8 @@ pub struct Tcb {
     /// it then times out (`tcp_write_err`) or by `SO_ERROR`; an ACK clears it.
     pub(crate) sk_err_soft: Option<SocketError>,
     pub(crate) nodelay: bool,
+    /// `TCP_THIN_LINEAR_TIMEOUTS` (`tp->thin_lto`).
+    pub(crate) thin_lto: bool,
     /// `TCP_CORK` (`TCP_NAGLE_CORK` in `tp->nonagle`).
     pub(crate) cork: bool,
     /// `pushed_seq`: `write_seq` when PSH was last marked (`tcp_mark_push`).

@@ -126,6 +126,8 @@ pub struct SockOptions {
     pub tsflags: u32,
     /// `TCP_SYNCNT` (`icsk_syn_retries`); 0 when unset (the sysctl decides).
     pub syn_retries: u8,
+    /// `TCP_THIN_LINEAR_TIMEOUTS` (`tp->thin_lto`).
+    pub thin_lto: bool,
     /// `TCP_DEFER_ACCEPT` as SYN-ACK timeouts (`rskq_defer_accept`,
     /// [`secs_to_retrans`]): a listener's requests drop bare final ACKs until then.
     pub defer_accept: u8,
@@ -198,6 +200,7 @@ impl Tcb {
     /// Applies a socket's options to a new connection before its SYN or SYN-ACK.
     pub(crate) fn apply_options(&mut self, cfg: &Config, o: &SockOptions) {
         self.nodelay = o.nodelay;
+        self.thin_lto = o.thin_lto;
         self.cork = o.cork;
         if let Some(b) = o.sndbuf {
             self.set_sndbuf(b);

@@ -1,9 +1,10 @@
 //! Timers (tcp_timer.c) and the RTT estimator behind the RTO (RFC 6298, with
 //! Linux's `tcp_rtt_estimator` bounds).
 
+use super::cong::INFINITE_SSTHRESH;
 use super::consts::{
-    TCP_RESOURCE_PROBE_INTERVAL, TCP_RTO_MIN, TCP_TIMEOUT_FALLBACK, TCP_TIMEOUT_INIT,
-    TCP_TIMEOUT_MIN, TCP_TIMEWAIT_LEN,
+    TCP_RESOURCE_PROBE_INTERVAL, TCP_RTO_MIN, TCP_THIN_LINEAR_RETRIES, TCP_TIMEOUT_FALLBACK,
+    TCP_TIMEOUT_INIT, TCP_TIMEOUT_MIN, TCP_TIMEWAIT_LEN,
 };
 use super::sock::{Pending, RttEstimator, Tcb};
 use super::{Ctx, TcpState};
@@ -52,6 +53,29 @@ impl Tcb {
     pub(super) fn backoff_rto(&mut self) {
         self.icsk.backoff += 1;
         self.icsk.rto = (self.icsk.rto * 2).min(self.icsk.rto_max);
+    }
+
+    /// `tcp_retransmit_timer`'s `out_reset_timer:` for an established connection: a
+    /// thin stream (`tcp_stream_is_thin`: fewer than 4 packets out, past its initial
+    /// slow start) with `tcp_thin_linear_timeouts` or `TCP_THIN_LINEAR_TIMEOUTS` keeps
+    /// the estimator's RTO (`__tcp_set_rto`, bounded by `tcp_rto_min` and
+    /// `tcp_rto_max`, no backoff) through its first `TCP_THIN_LINEAR_RETRIES`
+    /// timeouts; otherwise the RTO doubles.
+    fn backoff_rto_or_thin(&mut self, ctx: &Ctx) {
+        let thin = self.rtx.packets_out < 4 && self.cw.snd_ssthresh < INFINITE_SSTHRESH;
+        if self.state == TcpState::Established
+            && (self.thin_lto || ctx.cfg.tcp_thin_linear_timeouts)
+            && thin
+            && self.icsk.retransmits <= TCP_THIN_LINEAR_RETRIES
+        {
+            self.icsk.backoff = 0;
+            let e = &self.rtt.est;
+            let rto_us = (e.srtt8 >> 3) as u64 + e.rttvar as u64;
+            let rto = Duration::from_millis(rto_us.div_ceil(1000));
+            self.icsk.rto = rto.clamp(self.rto_min(), self.icsk.rto_max);
+        } else {
+            self.backoff_rto();
+        }
     }
 
     /// Restarts the retransmit timer from now (`tcp_rearm_rto`), or stops it when
@@ -247,7 +271,7 @@ impl Tcb {
             self.update_rto_stats(ctx.now);
             // The RTO before this timeout's backoff, for a local drop to restore.
             let rto = self.icsk.rto;
-            self.backoff_rto();
+            self.backoff_rto_or_thin(ctx);
             self.retransmit_hint = self.snd_una;
             self.retransmit_head(ctx, TxRetrans::Timer { rto });
         } else {

@@ -263,7 +263,9 @@ impl Tcb {
     /// delivered without SACK.
     fn process_loss(&mut self, ctx: &mut Ctx, fl: &AckFlags, num_dupack: u32) -> u32 {
         let recovered = self.snd_una >= self.high_seq;
-        if fl.snd_una_advanced && self.try_undo_loss(ctx, false) {
+        // A Fast Open child still in its handshake tries the undo on any ACK: its
+        // SYN-ACK timeout may prove spurious before snd_una moves (794200d66273).
+        if (fl.snd_una_advanced || self.tfo.rsk.is_some()) && self.try_undo_loss(ctx, false) {
             return 0;
         }
         if self.frto {

@@ -379,6 +379,9 @@ impl Tcb {
         if !self.validate_incoming(ctx, th, sp, syn_inerr) {
             return;
         }
+        // A Fast Open child's request (SYN-RECV, or FIN-WAIT-1 closed before the
+        // handshake ended) stays through tcp_ack, which may undo with it.
+        let tfo_req = self.tfo.rsk.is_some();
         if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th) {
             return;
         }
@@ -386,16 +389,24 @@ impl Tcb {
             return self.fast_path_data_same_ack(ctx, th, seq, payload);
         }
         let fin_wait1 = self.state == TcpState::FinWait1;
-        match self.ack(ctx, th, payload.len(), hp) {
+        let accepted = match self.ack(ctx, th, payload.len(), hp) {
             AckOutcome::Discard => return,
             // tcp_ack returns at `old_ack:` before FLAG_UPDATE_TS_RECENT: the
             // segment's data is kept, its timestamp does not move ts_recent.
-            AckOutcome::Old => {}
+            AckOutcome::Old => false,
             // After tcp_ack accepted the ACK, as Linux's FLAG_UPDATE_TS_RECENT: a
             // segment dropped for an unacceptable ACK must not move ts_recent (else
             // PAWS rejects the peer's next valid segment; packetdrill
             // ts_recent/invalid_ack.pkt).
-            AckOutcome::New => self.replace_ts_recent(ctx, th, seq),
+            AckOutcome::New => {
+                self.replace_ts_recent(ctx, th, seq);
+                true
+            }
+        };
+        // tcp_rcv_state_process, SYN-RECV and FIN-WAIT-1, once tcp_ack accepted the
+        // ACK: tcp_rcv_synrecv_state_fastopen.
+        if tfo_req && accepted && self.tfo.rsk.is_some() && self.state != TcpState::Closed {
+            self.fastopen_synrecv_done(ctx, th);
         }
         if self.state == TcpState::Closed {
             return;
@@ -536,9 +547,8 @@ impl Tcb {
         }
         self.snd_wl1 = self.rcv_off(super::seq::Seq(th.seq));
         self.fast_path_on(); // tcp_rcv_state_process, SYN-RECV
-        if fastopen {
-            self.fastopen_synrecv_done(ctx, th);
-        } else {
+                             // A Fast Open child's request goes after tcp_ack (rcv_synchronized).
+        if !fastopen {
             // tcp_rcv_state_process, SYN-RECV.
             self.try_undo_spurious_syn(th);
             self.undo.retrans_stamp = None;

@@ -73,11 +73,6 @@ impl Tcb {
             }
             return false;
         }
-        // In sequence, PAWS is OK.
-        if let Some(v) = tsval.filter(|_| seq <= self.rcv_nxt) {
-            self.rx_opt.ts_recent = v;
-            self.rx_opt.ts_recent_stamp = ctx.now;
-        }
         // RFC 5961 section 3.2 for a request too, as Linux 6.18 behaves (checked with
         // scripts/packetdrill --kernel; the copies of tcp_minisocks.c searched here
         // predate it): a reset in the window but not at rcv_nxt draws the request's
@@ -113,6 +108,13 @@ impl Tcb {
         // syn_recv_sock: the child needs room in the accept queue (exit_overflow).
         if self.req.acceptq_full {
             return self.listen_overflow(ctx, th, len);
+        }
+        // The child takes the segment's timestamp only now that it is made: no
+        // segment a request dropped moves ts_recent (8d52da23b6c6, "tcp: Defer
+        // ts_recent changes until req is owned").
+        if let Some(v) = tsval.filter(|_| seq <= self.rcv_nxt) {
+            self.rx_opt.ts_recent = v;
+            self.rx_opt.ts_recent_stamp = ctx.now;
         }
         true
     }

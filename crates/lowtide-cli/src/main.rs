@@ -17,6 +17,7 @@ mod progress;
 mod real;
 mod real_timeseries;
 mod scenario;
+mod scenario_out;
 mod soak;
 mod summary;
 mod sweep;

@@ -31,6 +31,11 @@ impl FileArgs {
         self.file.display().to_string()
     }
 
+    /// The file's name without its directory.
+    pub fn file_name(&self) -> String {
+        (self.file.file_name()).map_or_else(|| self.shown(), |n| n.to_string_lossy().into())
+    }
+
     /// The file read, its overrides applied, resolved; the error (a usage error)
     /// names the file.
     pub fn load(&self) -> Result<(ScenarioFile, Topology), String> {
@@ -89,11 +94,21 @@ pub struct RunArgs {
     /// Interval of the flows' time series, at least 1us.
     #[arg(long, default_value = "1ms", value_parser = crate::limits::timeseries_interval)]
     timeseries_interval: std::time::Duration,
+    /// Writes the report into this directory (made if missing): `report.txt` (as
+    /// printed), `results.json` (as --json prints) and `plots/goodput.png`,
+    /// `plots/cwnd.png` (per flow, a panel per pair of hosts) and
+    /// `plots/queue-delay.png` (a panel per queue where packets waited), on the
+    /// run's series grid (`run.series_interval`).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 /// Runs `sim run`.
 pub fn run(args: &RunArgs) -> ExitCode {
     let shown = args.file.shown();
+    if let Some(Err(e)) = (args.out.as_ref()).map(|d| crate::outputs::check_dir("--out", d)) {
+        return crate::usage_error(&e);
+    }
     let interval = args.timeseries_interval.as_nanos() as u64;
     let run = |t: &Topology| match &args.timeseries {
         None => lowtide_sim::network::run(t).map(|r| (r, None)),
@@ -113,13 +128,23 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return crate::run_failure(&format!("--timeseries: {e}"));
         }
     }
+    let text = render(&r);
     if args.json {
         match serde_json::to_string_pretty(&r) {
             Ok(s) => println!("{s}"),
             Err(e) => return crate::run_failure(&format!("cannot serialize results: {e}")),
         }
     } else {
-        print!("{}", render(&r));
+        print!("{text}");
+    }
+    if let Some(dir) = &args.out {
+        let caption = crate::scenario_out::caption(&args.file);
+        let json = serde_json::json!(r);
+        match crate::scenario_out::write(dir, &text, &json, &[("sim", &r)], &caption) {
+            Ok(files) if !args.json => print!("{}", crate::scenario_out::wrote(dir, &files)),
+            Ok(_) => {}
+            Err(e) => return crate::run_failure(&format!("--out: {e}")),
+        }
     }
     match report_failures(&shown, &r) {
         true => ExitCode::SUCCESS,
@@ -201,7 +226,7 @@ pub fn render_tables(r: &NetResults) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<nw$} {:<hw$} {:<hw$} {:<6} {:>7} {:>11} {:>7} {:>7} {:>5} {:>8} {:>7}",
+        "{:<nw$} {:<hw$} {:<hw$} {:<6} {:>7} {:>11} {:>7} {:>7} {:>5} {:>6} {:>8} {:>7}",
         "flow",
         "from",
         "to",
@@ -211,6 +236,7 @@ pub fn render_tables(r: &NetResults) -> String {
         "rtt ms",
         "min ms",
         "retr",
+        "cwnd",
         "delay ms",
         "p99 ms"
     );
@@ -218,7 +244,7 @@ pub fn render_tables(r: &NetResults) -> String {
         let opt = |x: Option<f64>| x.map_or("-".into(), num);
         let _ = writeln!(
             s,
-            "{:<nw$} {:<hw$} {:<hw$} {:<6} {:>7} {:>11} {:>7} {:>7} {:>5} {:>8} {:>7}",
+            "{:<nw$} {:<hw$} {:<hw$} {:<6} {:>7} {:>11} {:>7} {:>7} {:>5} {:>6} {:>8} {:>7}",
             f.name,
             f.from,
             f.to,
@@ -228,6 +254,7 @@ pub fn render_tables(r: &NetResults) -> String {
             num(f.rtt_ms),
             num(f.min_rtt_ms),
             f.retrans,
+            opt(f.cwnd),
             opt(f.delay_ms),
             opt(f.delay_p99_ms)
         );

@@ -6,6 +6,7 @@
 //! nothing in the root namespace, and leaves nothing behind, failed or not.
 
 use lowtide_tun::netns::privileged;
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// A dumbbell: a bulk CUBIC flow and a latency probe through a 20 Mbit/s
@@ -419,4 +420,101 @@ fn without_root_it_says_so() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("net run needs root"), "{stderr}");
     assert!(out.stdout.is_empty());
+}
+
+/// The figures of flow series `s` (a `flow_series` entry): goodput added up over
+/// its 100 ms intervals (bytes), and its cwnd samples.
+fn series_figures(s: &serde_json::Value) -> (f64, Vec<f64>) {
+    let bytes = (s["goodput_mbps"].as_array().unwrap().iter())
+        .map(|g| g.as_f64().unwrap() * 1e6 * 0.1 / 8.0)
+        .sum();
+    let cwnd = (s["cwnd"].as_array().unwrap().iter())
+        .filter_map(|c| c.as_f64())
+        .collect();
+    (bytes, cwnd)
+}
+
+#[test]
+fn compare_out_writes_both_sides_series_and_overlaid_plots() {
+    if !privileged("compare_out_writes_both_sides_series_and_overlaid_plots") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("lowtide-net-{}-out", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let bufferbloat: std::path::PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "..",
+        "..",
+        "scenarios",
+        "bufferbloat.toml",
+    ]
+    .iter()
+    .collect();
+    let out = lowtide_leaving_nothing(&[
+        "net",
+        "run",
+        "--compare",
+        "--quick",
+        "--out",
+        dir.to_str().unwrap(),
+        bufferbloat.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // A check may miss on a loaded machine (the kernel runs in real time): the
+    // outputs are written either way.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stdout}");
+    let text = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(
+        text.starts_with("sim | kernel\n") && text.contains(" cwnd "),
+        "{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    for side in ["sim", "kernel"] {
+        let r = &v[side];
+        assert_eq!(r["bytes_verified"], true, "{side}: {}", r["failure"]);
+        let flows = r["flows"].as_array().unwrap();
+        let series = r["flow_series"].as_array().unwrap();
+        assert_eq!(series.len(), 10, "{side}");
+        for (f, s) in flows.iter().zip(series) {
+            let name = f["name"].as_str().unwrap();
+            assert_eq!(s["name"], f["name"], "{side}");
+            assert_eq!(s["t_s"].as_array().unwrap().len(), 60, "{side} {name}");
+            let (read, cwnd) = series_figures(s);
+            // The series' bytes are the receiver's at each 100 ms point, the
+            // report's those read by the run's end: the same up to the last reads.
+            let bytes = f["bytes"].as_f64().unwrap();
+            assert!(
+                (read - bytes).abs() <= 0.05 * bytes + 3_000.0,
+                "{side} {name}: {read} against {bytes}"
+            );
+            // tcp_info's cwnd every 10 ms on the kernel's side, at each point
+            // from the connection on.
+            assert!(cwnd.len() >= 55, "{side} {name}: {cwnd:?}");
+            assert!(
+                cwnd.iter().all(|&c| (1.0..2_000.0).contains(&c)),
+                "{side} {name}"
+            );
+            let col = f["cwnd"].as_f64().unwrap();
+            assert!(col >= 2.0, "{side} {name}: cwnd column {col}");
+        }
+        let bulk_fifo = |n: &str| {
+            let f = flows.iter().find(|f| f["name"] == n).unwrap();
+            f["cwnd"].as_f64().unwrap()
+        };
+        // Behind the pfifo's standing queue the windows are several times
+        // those fq_codel leaves.
+        assert!(
+            bulk_fifo("bulk_fifo#0") > 3.0 * bulk_fifo("bulk_codel#0"),
+            "{side}"
+        );
+    }
+    if Path::new("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists() {
+        for name in ["goodput", "cwnd", "queue-delay"] {
+            let p = dir.join(format!("plots/{name}.png"));
+            let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 5_000, "{}: {len} bytes", p.display());
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

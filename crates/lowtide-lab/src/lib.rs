@@ -19,9 +19,11 @@ mod runner;
 pub mod sweep;
 
 pub mod plot;
+mod png8;
 pub mod provenance;
 pub mod real;
 pub mod report;
+pub mod scenario_plot;
 pub mod stats;
 
 pub use checks::{check, DirectionCheck};

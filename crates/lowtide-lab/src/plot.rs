@@ -17,13 +17,17 @@ const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/dejavu/DejaVuSans.ttf",
 ];
 const FONT: &str = "sans-serif";
-const COLORS: [RGBColor; 6] = [
+const COLORS: [RGBColor; 10] = [
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0x2c, 0xa0, 0x2c),
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x94, 0x67, 0xbd),
     RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
 ];
 
 /// Registers the font once; false if it cannot be found.
@@ -48,6 +52,8 @@ pub(super) struct Series {
     pub(super) band: Vec<(f64, f64, f64)>,
     /// Dashed: a line drawn over one it may cover (E1's lowat 2 MB equals lowat off).
     pub(super) dashed: bool,
+    /// The colour's index, if not the series' own (two runs of one flow alike).
+    pub(super) color: Option<usize>,
 }
 
 /// A horizontal reference line: a seed's published figure, the kernel's.
@@ -117,6 +123,20 @@ pub(super) fn draw(path: &Path, panels: &[Chart]) -> Result<(), String> {
         draw_on(&root, panels).map_err(err)?;
         root.present().map_err(|e| err(e.to_string()))
     }
+}
+
+/// Draws `panels` into a palette PNG at `path` ([`crate::png8`]): a third of
+/// [`draw`]'s size, for plots kept in the repository.
+pub(super) fn draw_png8(path: &Path, panels: &[Chart]) -> Result<(), String> {
+    let size = (900, 420 * panels.len() as u32);
+    let err = |e: String| format!("{}: {e}", path.display());
+    let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+        draw_on(&root, panels).map_err(err)?;
+        root.present().map_err(|e| err(e.to_string()))?;
+    }
+    crate::png8::write(path, &rgb, size)
 }
 
 fn draw_on<DB: DrawingBackend>(
@@ -259,7 +279,7 @@ where
     mesh.draw().map_err(|x| e(&x))?;
     let n = c.series.len();
     for (i, s) in c.series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
+        let color = COLORS[s.color.unwrap_or(i) % COLORS.len()];
         let band: Vec<(f64, f64, f64)> = (s.band.iter().copied())
             .filter(|&(x, lo, hi)| visible(c, (x, lo)) && visible(c, (x, hi)))
             .collect();
@@ -298,12 +318,13 @@ where
                 color.stroke_width(width),
             )),
         };
-        drawn
-            .map_err(|x| e(&x))?
-            .label(s.label.clone())
-            .legend(move |(x, y)| {
+        let drawn = drawn.map_err(|x| e(&x))?;
+        // A series without a label has no legend entry (the title says what it is).
+        if !s.label.is_empty() {
+            drawn.label(s.label.clone()).legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
             });
+        }
     }
     let (x0, x1) = {
         let r = ch.x_range();

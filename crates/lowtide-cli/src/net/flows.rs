@@ -10,6 +10,7 @@
 use lowtide::SocketError;
 use lowtide_lab::real::kernel::{connect_with_cc, tcp_info_of};
 use lowtide_sim::network::topology::{FlowDef, NodeKind, Topology};
+use lowtide_sim::network::GridRecorder;
 use lowtide_sim::payload::{Payload, Verifier};
 use lowtide_tun::clock::Clock;
 use lowtide_tun::netns::NetNs;
@@ -40,6 +41,16 @@ pub struct Shared {
     pub read: Vec<AtomicU64>,
     /// Flows whose sender and receiver have both ended.
     pub ended: AtomicU64,
+    /// The run's series grid: interval and end (ns; `run.series_interval`, the
+    /// run's duration).
+    pub grid: (u64, u64),
+}
+
+impl Shared {
+    /// A recorder on the run's series grid, `initial` until set.
+    pub fn recorder(&self, initial: Option<u64>) -> GridRecorder {
+        GridRecorder::new(self.grid.0, self.grid.1, initial)
+    }
 }
 
 /// A sender's outcome.
@@ -62,6 +73,9 @@ pub struct SenderOut {
     pub latencies: Vec<u64>,
     /// A request/response client's check of the responses it read.
     pub responses: Option<Verifier>,
+    /// `tcpi_snd_cwnd` at each `tcp_info` sample, on the run's series grid
+    /// (`None` before the connection and after the sender's end).
+    pub cwnd: GridRecorder,
 }
 
 /// A receiver's outcome.
@@ -75,6 +89,8 @@ pub struct ReceiverOut {
     pub probe_reads: Vec<u64>,
     /// The first socket error.
     pub error: Option<SocketError>,
+    /// Bytes read, on the run's series grid.
+    pub read: GridRecorder,
 }
 
 /// One flow's threads: a side on a lowtide host has none
@@ -133,6 +149,7 @@ pub fn start(
                         last_byte_ns: 0,
                         probe_reads: Vec::new(),
                         error: Some(SocketError::AddrInUse),
+                        read: sh.recorder(Some(0)),
                     }
                 }
             })
@@ -205,7 +222,10 @@ fn send(
     run: (u64, u64),
     sh: &Shared,
 ) -> SenderOut {
-    let mut out = SenderOut::default();
+    let mut out = SenderOut {
+        cwnd: sh.recorder(None),
+        ..SenderOut::default()
+    };
     sleep_until(&sh.clock, def.start_ns);
     match connect_with_cc(to, cc) {
         Ok(mut s) => {
@@ -224,6 +244,7 @@ fn send(
             out.error = Some(socket_error(&errno));
         }
     }
+    out.cwnd.set(sh.clock.now().as_nanos(), None);
     sh.ended.fetch_add(1, Ordering::Relaxed);
     out
 }
@@ -355,6 +376,7 @@ pub(super) fn sample(s: &TcpStream, out: &mut SenderOut, now: u64, next: &mut u6
         out.rtt.1 += 1;
         out.rtt.2 = info.tcpi_min_rtt;
         out.retrans = info.tcpi_total_retrans;
+        out.cwnd.set(now, Some(info.tcpi_snd_cwnd as u64));
     }
 }
 
@@ -368,6 +390,7 @@ fn receive(l: TcpListener, i: usize, def: &FlowDef, seed: u64, sh: &Shared) -> R
         last_byte_ns: 0,
         probe_reads: Vec::new(),
         error: None,
+        read: sh.recorder(Some(0)),
     };
     let _ = l.set_nonblocking(true);
     let mut s = loop {
@@ -404,6 +427,7 @@ fn receive(l: TcpListener, i: usize, def: &FlowDef, seed: u64, sh: &Shared) -> R
                 let now = clock.now().as_nanos();
                 out.verifier.consume(&buf[..k]);
                 sh.read[i].fetch_add(k as u64, Ordering::Relaxed);
+                out.read.set(now, Some(out.verifier.received()));
                 out.last_byte_ns = now;
                 if let Some((size, _)) = def.probe {
                     let whole = out.verifier.received() / size as u64;

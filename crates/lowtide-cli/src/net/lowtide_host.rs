@@ -19,6 +19,7 @@ use lowtide::{EventKind, Instant, RxChecksum, SocketEvent, SocketHandle, Stack};
 use lowtide_sim::app::{Receiver, SendState, Sender, WriteBuf, IO_BUF};
 use lowtide_sim::network::fabric::Fabric;
 use lowtide_sim::network::topology::{FlowDef, NodeKind, Topology, RESPONSE_STREAM};
+use lowtide_sim::network::GridRecorder;
 use lowtide_sim::payload::{Payload, Verifier};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -70,6 +71,8 @@ struct LtReceiver {
     /// A request/response server's replies and the requests it answered.
     server: Option<(Sender, u64)>,
     ended: bool,
+    /// Bytes read, on the run's series grid.
+    read: GridRecorder,
 }
 
 /// Every lowtide host of a run and the sides of flows they hold.
@@ -134,6 +137,7 @@ impl LowtideHosts {
             app: Receiver::new(t.seed, i as u32, def.bytes),
             listener: Some(l),
             probe_reads: Vec::new(),
+            read: grid_recorder(t, Some(0)),
             server: def.rr.map(|_| {
                 let id = i as u32 | RESPONSE_STREAM;
                 (Sender::new(t.seed, id, None), 0)
@@ -349,6 +353,7 @@ impl LowtideHosts {
                 server.allow(stack, at, &mut self.wbuf, rr.response as u64);
             }
         }
+        r.read.set(now, Some(r.app.verifier.received()));
         if let Some((size, _)) = def.probe {
             let whole = r.app.verifier.received() / size as u64;
             while (r.probe_reads.len() as u64) < whole {
@@ -395,6 +400,7 @@ impl LowtideHosts {
                 let at = now.max(s.next_info);
                 sample(&host.stack, &mut s, at);
                 s.app.snapshot(&host.stack, Instant(now));
+                s.out.cwnd.set(at, None);
             }
             let mut out = s.out;
             out.written = s.app.written;
@@ -413,6 +419,7 @@ impl LowtideHosts {
             error: r.app.error,
             verifier: r.app.verifier,
             probe_reads: r.probe_reads,
+            read: r.read,
         });
         (s, r)
     }
@@ -426,7 +433,10 @@ fn is_lt(hosts: &[Option<Host>], h: usize) -> bool {
 fn sender(t: &Topology, i: usize, def: &FlowDef) -> LtSender {
     LtSender {
         app: Sender::new(t.seed, i as u32, def.bytes),
-        out: SenderOut::default(),
+        out: SenderOut {
+            cwnd: grid_recorder(t, None),
+            ..SenderOut::default()
+        },
         started: false,
         stopped: false,
         ended: false,
@@ -491,6 +501,12 @@ fn sample(stack: &Stack, s: &mut LtSender, now: u64) {
         info.min_rtt
     };
     out.retrans = info.total_retrans;
+    out.cwnd.set(now, Some(info.snd_cwnd as u64));
+}
+
+/// A recorder on `t`'s series grid, `initial` until set.
+fn grid_recorder(t: &Topology, initial: Option<u64>) -> GridRecorder {
+    GridRecorder::new(t.series_interval_ns, t.duration_ns, initial)
 }
 
 /// A request/response client reads the responses that have come, checking them;

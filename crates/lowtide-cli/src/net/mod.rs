@@ -29,9 +29,9 @@ use flows::{KernelFlow, Shared};
 use lowtide_host::LowtideHosts;
 use lowtide_lab::real::kernel;
 use lowtide_sim::network::fabric::Fabric;
-use lowtide_sim::network::report::delay_figures;
+use lowtide_sim::network::report::{delay_figures, set_mean_cwnd};
 use lowtide_sim::network::schema::{sysctl_pairs, HostStack};
-use lowtide_sim::network::{FlowReport, NetResults, ScenarioFile, Topology};
+use lowtide_sim::network::{FlowReport, FlowSeries, NetResults, ScenarioFile, Topology};
 use lowtide_sim::verdict::{FlowOutcome, Goal, Liveness, Verdict};
 use lowtide_tun::clock::{Clock, Sleeper};
 use lowtide_tun::device::{Offload, TunDevice, RECV_BUF_LEN};
@@ -68,6 +68,11 @@ pub struct NetRunArgs {
     /// Print the results as JSON (`{"kernel": ...}`, with `"sim"` under --compare).
     #[arg(long)]
     json: bool,
+    /// Writes the report into this directory, as `sim run --out`: `report.txt`,
+    /// `results.json` and the plots (goodput and cwnd per flow, queue delay per
+    /// queue), under --compare the simulator's lines solid and this run's dashed.
+    #[arg(long, value_name = "DIR")]
+    out: Option<std::path::PathBuf>,
 }
 
 /// Runs `lowtide net ...`.
@@ -91,6 +96,9 @@ pub fn run(cmd: &NetCommand) -> ExitCode {
         true => "real",
         false => "kernel",
     };
+    if let Some(Err(e)) = (args.out.as_ref()).map(|d| crate::outputs::check_dir("--out", d)) {
+        return crate::usage_error(&e);
+    }
     let any_kernel = (file.hosts.values()).any(|h| h.stack == HostStack::Kernel);
     if let Some(why) = cannot_run().filter(|_| any_kernel) {
         return crate::usage_error(&format!("net run needs root: {why}"));
@@ -106,21 +114,33 @@ pub fn run(cmd: &NetCommand) -> ExitCode {
         Ok(r) => r,
         Err(e) => return crate::run_failure(&format!("{shown}: {e}")),
     };
-    if args.json {
-        let mut v = serde_json::json!({ "kernel": kernel });
+    let mut json = serde_json::json!({ "kernel": kernel });
+    if let Some(s) = &sim {
+        json["sim"] = serde_json::json!(s);
+    }
+    let text = match &sim {
+        Some(s) => render_compare(s, &kernel, label),
+        None => crate::scenario::render_tables(&kernel) + &footer(&kernel, label),
+    } + &stacks_line(&topo, &lowtide);
+    match args.json {
+        true => println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        ),
+        false => print!("{text}"),
+    }
+    if let Some(dir) = &args.out {
+        let caption = crate::scenario_out::caption(&args.file);
+        let mut runs = Vec::new();
         if let Some(s) = &sim {
-            v["sim"] = serde_json::json!(s);
+            runs.push(("sim", s));
         }
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-    } else {
-        match &sim {
-            Some(s) => print!("{}", render_compare(s, &kernel, label)),
-            None => {
-                print!("{}", crate::scenario::render_tables(&kernel));
-                print!("{}", footer(&kernel, label));
-            }
+        runs.push((label, &kernel));
+        match crate::scenario_out::write(dir, &text, &json, &runs, &caption) {
+            Ok(files) if !args.json => print!("{}", crate::scenario_out::wrote(dir, &files)),
+            Ok(_) => {}
+            Err(e) => return crate::run_failure(&format!("--out: {e}")),
         }
-        print!("{}", stacks_line(&topo, &lowtide));
     }
     let mut ok = true;
     for (name, r) in [(label, Some(&kernel)), ("sim", sim.as_ref())] {
@@ -259,6 +279,7 @@ fn emulate(file: &ScenarioFile, t: &Topology, lowtide: &[bool]) -> Result<NetRes
         abort: AtomicBool::new(false),
         read: (0..t.flows.len()).map(|_| AtomicU64::new(0)).collect(),
         ended: AtomicU64::new(0),
+        grid: (t.series_interval_ns, t.duration_ns),
     });
     let guard = AbortOnDrop(shared.clone());
     let mut sinks = Sinks {
@@ -278,13 +299,27 @@ fn emulate(file: &ScenarioFile, t: &Topology, lowtide: &[bool]) -> Result<NetRes
         .map(|(i, f)| join(f, sinks.lt.take(t, i, end_ns)))
         .collect::<Result<_, _>>()?;
     let (end_ns, read_at_end) = at_end.unwrap_or((end, vec![0; t.flows.len()]));
-    let flows: Vec<FlowReport> = (t.flows.iter().enumerate())
+    let mut flows: Vec<FlowReport> = (t.flows.iter().enumerate())
         .map(|(i, def)| flow_report(t, def, &outs[i], (end_ns, read_at_end[i])))
         .collect();
+    let flow_series: Vec<FlowSeries> = (outs.iter().zip(&t.flows))
+        .map(|((s, r), def)| {
+            let bytes = r.read.clone().finish(end_ns);
+            let cwnd = s.cwnd.clone().finish(end_ns);
+            FlowSeries::from_grid(
+                &def.name,
+                t.series_interval_ns,
+                bytes.into_iter().map(|b| b.unwrap_or(0)).collect(),
+                cwnd.into_iter().map(|c| c.map(|c| c as u32)).collect(),
+            )
+        })
+        .collect();
+    set_mean_cwnd(t, &mut flows, &flow_series, end_ns);
     let verdict = verdict(t, &outs, end_ns);
     let queues = fabric.queue_reports(end_ns, &flows);
     let mut r = NetResults::assemble(t, end_ns, verdict, flows, queues);
     r.series = fabric.series();
+    r.flow_series = flow_series;
     r.router_drops = fabric.router_drops + errors;
     r.sim_packets = fabric.packets();
     r.sim_wall_s = wall.elapsed().as_secs_f64();
@@ -557,19 +592,20 @@ pub fn render_compare(sim: &NetResults, kernel: &NetResults, label: &str) -> Str
     let _ = writeln!(s, "sim | {label}");
     let _ = writeln!(
         s,
-        "{:<nw$} {:<6} {:>17} {:>17} {:>17} {:>13} {:>17}",
-        "flow", "cc", "Mbit/s", "rtt ms", "min rtt ms", "retr", "delay ms"
+        "{:<nw$} {:<6} {:>17} {:>17} {:>17} {:>13} {:>13} {:>17}",
+        "flow", "cc", "Mbit/s", "rtt ms", "min rtt ms", "retr", "cwnd", "delay ms"
     );
     for (a, b) in sim.flows.iter().zip(&kernel.flows) {
         let _ = writeln!(
             s,
-            "{:<nw$} {:<6} {:>17} {:>17} {:>17} {:>13} {:>17}",
+            "{:<nw$} {:<6} {:>17} {:>17} {:>17} {:>13} {:>13} {:>17}",
             a.name,
             a.cc,
             pair(Some(a.goodput_mbps), Some(b.goodput_mbps)),
             pair(Some(a.rtt_ms), Some(b.rtt_ms)),
             pair(Some(a.min_rtt_ms), Some(b.min_rtt_ms)),
             format!("{} | {}", a.retrans, b.retrans),
+            pair(a.cwnd, b.cwnd),
             pair(a.delay_ms, b.delay_ms),
         );
     }

@@ -21,6 +21,7 @@ pub const FLOW_FIGURES: &[&str] = &[
     "rtt_ms",
     "min_rtt_ms",
     "retrans",
+    "cwnd",
     "delay_ms",
     "delay_p99_ms",
     "delay_max_ms",

@@ -183,7 +183,7 @@ impl<'t> Network<'t> {
             now: Instant::ZERO,
             csum_trusted,
             router_drops: 0,
-            sampler: Sampler::new(t),
+            sampler: Sampler::new(t).with_flows(t),
             flow_sampler: None,
         };
         net.setup()?;
@@ -234,9 +234,13 @@ impl<'t> Network<'t> {
         while let Some((at, ev)) = self.queue.pop() {
             // Nothing changes between events: the samples due before this one
             // see the state as it has stood since the last.
-            let (hosts, ports) = (&self.hosts, &self.ports);
-            self.sampler
-                .until(at.as_nanos(), |p| port_totals(hosts, ports, p));
+            let (hosts, ports, flows) = (&self.hosts, &self.ports, &self.flows);
+            let (t, now) = (self.topo, self.now);
+            self.sampler.until(
+                at.as_nanos(),
+                |p| port_totals(hosts, ports, p),
+                |i| flow_figures(hosts, t, &flows[i], i, now),
+            );
             self.sample_flows(at.as_nanos());
             self.now = at;
             self.events += 1;
@@ -859,4 +863,20 @@ fn port_totals(hosts: &[SimHost], ports: &[Port], p: usize) -> crate::nic::Queue
         Some(q) => q.totals(),
         None => hosts[ports[p].src].nic.totals(),
     }
+}
+
+/// Flow `i`'s figures for the series: the bytes its receiver has read, and its
+/// sender's `snd_cwnd` while its socket lives.
+fn flow_figures(
+    hosts: &[SimHost],
+    t: &Topology,
+    f: &NetFlow,
+    i: usize,
+    now: Instant,
+) -> (u64, Option<u32>) {
+    let stack = &hosts[t.flows[i].from].stack;
+    let cwnd = (f.sender.handle)
+        .and_then(|h| stack.info(now, h).ok())
+        .map(|info| info.snd_cwnd);
+    (f.receiver.verifier.received(), cwnd)
 }

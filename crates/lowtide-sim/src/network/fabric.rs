@@ -118,7 +118,7 @@ impl<'t> Fabric<'t> {
     pub fn advance(&mut self, now: u64, mut deliver: impl FnMut(usize, Vec<u8>)) {
         while let Some((at, due, p)) = self.next_due().filter(|d| d.0 <= now) {
             let ports = &self.ports;
-            self.sampler.until(at, |p| totals(ports, p));
+            self.sampler.until(at, |p| totals(ports, p), |_| (0, None));
             match due {
                 Due::TxDone => {
                     self.busy_until[p] = None;
@@ -153,7 +153,7 @@ impl<'t> Fabric<'t> {
             }
         }
         let ports = &self.ports;
-        self.sampler.until(now, |p| totals(ports, p));
+        self.sampler.until(now, |p| totals(ports, p), |_| (0, None));
     }
 
     /// When something is next due (ns), if anything is.
@@ -215,7 +215,7 @@ impl<'t> Fabric<'t> {
 
     /// The queues' time series so far.
     pub fn series(&self) -> Vec<QueueSeries> {
-        self.sampler.clone().finish()
+        self.sampler.clone().finish(self.topo).0
     }
 }
 

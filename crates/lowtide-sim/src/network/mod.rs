@@ -48,6 +48,7 @@ pub use check::{Check, CheckResult};
 pub use flow_series::NetTimeseries;
 pub use report::{FlowReport, NetResults, QueueReport};
 pub use schema::ScenarioFile;
+pub use series::{FlowSeries, GridRecorder, QueueSeries};
 pub use topology::Topology;
 
 /// Runs a resolved scenario.

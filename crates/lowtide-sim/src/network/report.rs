@@ -4,7 +4,7 @@
 
 use super::check::{CheckResult, Figure, Owner};
 use super::engine::{NetFlow, Network};
-use super::series::QueueSeries;
+use super::series::{FlowSeries, QueueSeries};
 use super::topology::{FlowDef, Topology};
 use crate::nic::QueueStats;
 use crate::run::jain;
@@ -35,6 +35,10 @@ pub struct FlowReport {
     pub min_rtt_ms: f64,
     /// Segments retransmitted (`tcpi_total_retrans`).
     pub retrans: u64,
+    /// Mean of the sender's `snd_cwnd` (segments) at the points of the run's
+    /// series (`run.series_interval`) while its socket lived, up to the end of
+    /// its measured time; `None` without series or samples.
+    pub cwnd: Option<f64>,
     /// A probe's mean one-way message delay, write to read (ms).
     pub delay_ms: Option<f64>,
     /// Its 99th percentile (ms).
@@ -105,6 +109,9 @@ pub struct NetResults {
     /// The queues' time series (`run.series_interval`), of the queues a flow's
     /// data crosses.
     pub series: Vec<QueueSeries>,
+    /// The flows' time series on the same grid: bytes read, goodput, cwnd.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flow_series: Vec<FlowSeries>,
     /// Segments routers dropped for an expired TTL or no route.
     pub router_drops: u64,
     /// Events processed.
@@ -150,6 +157,7 @@ pub fn flow_figure(r: &FlowReport, name: &str) -> Option<f64> {
         "rtt_ms" => r.rtt_ms,
         "min_rtt_ms" => r.min_rtt_ms,
         "retrans" => r.retrans as f64,
+        "cwnd" => r.cwnd?,
         "delay_ms" => r.delay_ms?,
         "delay_p99_ms" => r.delay_p99_ms?,
         "delay_max_ms" => r.delay_max_ms?,
@@ -187,9 +195,12 @@ pub(crate) fn report(net: &mut Network, wall: std::time::Instant) -> NetResults 
         f.sender.snapshot(&net.hosts[def.from].stack, end);
     }
     let verdict = verdict(t, &net.flows, end.as_nanos());
-    let flows: Vec<FlowReport> = (net.flows.iter().zip(&t.flows))
+    let sampler = std::mem::replace(&mut net.sampler, super::series::Sampler::new(t));
+    let (series, flow_series) = sampler.finish(t);
+    let mut flows: Vec<FlowReport> = (net.flows.iter().zip(&t.flows))
         .map(|(f, def)| flow_report(t, def, f, end.as_nanos()))
         .collect();
+    set_mean_cwnd(t, &mut flows, &flow_series, end.as_nanos());
     let queues = (0..t.ports.len())
         .map(|p| {
             let port = &net.ports[p];
@@ -203,14 +214,23 @@ pub(crate) fn report(net: &mut Network, wall: std::time::Instant) -> NetResults 
             queue_report(t, p, (stats, qdisc), &port.dir, end.as_nanos(), &flows)
         })
         .collect();
-    let sampler = std::mem::replace(&mut net.sampler, super::series::Sampler::new(t));
     let mut r = NetResults::assemble(t, end.as_nanos(), verdict, flows, queues);
-    r.series = sampler.finish();
+    r.series = series;
+    r.flow_series = flow_series;
     r.router_drops = net.router_drops;
     r.sim_events = net.events;
     r.sim_packets = net.ports.iter().map(|p| p.dir.stats.packets).sum();
     r.sim_wall_s = wall.elapsed().as_secs_f64();
     r
+}
+
+/// Each flow's mean cwnd ([`FlowReport::cwnd`]) from its series (`series[i]`
+/// is flow `i`'s), up to its stop or the run's end (`end_ns`).
+pub fn set_mean_cwnd(t: &Topology, flows: &mut [FlowReport], series: &[FlowSeries], end_ns: u64) {
+    for ((r, def), s) in flows.iter_mut().zip(&t.flows).zip(series) {
+        let until = def.stop_ns.unwrap_or(end_ns).min(end_ns);
+        r.cwnd = s.mean_cwnd(until as f64 / 1e9);
+    }
 }
 
 impl NetResults {
@@ -233,6 +253,7 @@ impl NetResults {
             queues,
             checks: Vec::new(),
             series: Vec::new(),
+            flow_series: Vec::new(),
             router_drops: 0,
             sim_events: 0,
             sim_packets: 0,

@@ -356,19 +356,6 @@ impl Tcb {
         if hp && !payload.is_empty() {
             ctx.mib.inc(Mib::TcpExtTCPHPHits);
         }
-        // tcp_check_req: the peer sent its SYN again (our SYN-ACK was lost). Linux
-        // answers with the SYN-ACK, not with the challenge ACK an out-of-window SYN
-        // draws, which a SYN-SENT peer ignores.
-        if self.state == TcpState::SynRecv
-            && f == TcpFlags::SYN
-            && seq == 0
-            && th
-                .options
-                .timestamp
-                .is_none_or(|(v, _)| !self.rx_opt.tstamp_ok || self.paws_check(ctx, v, 0))
-        {
-            return self.rtx_synack(ctx);
-        }
         // Both paths drop a segment with none of ACK, RST and SYN first.
         if !f.intersects(TcpFlags::ACK | TcpFlags::RST | TcpFlags::SYN) {
             trace!("drop: no ACK, RST or SYN flag");

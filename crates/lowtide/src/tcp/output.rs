@@ -428,10 +428,14 @@ impl Tcb {
         if !ctx.tx_orphan {
             self.wmem_alloc += truesize as u64;
         }
-        // __tcp_transmit_skb: skb->tstamp = max(tcp_wstamp_ns, now), pure ACKs too.
+        // __tcp_transmit_skb: tcp_wstamp_ns = max(tcp_wstamp_ns, now) and
+        // skb->tstamp = tcp_wstamp_ns for every skb, pure ACKs too (the "last
+        // write" tcp_tso_should_defer reads); data then advances it at the pacing
+        // rate (tcp_update_skb_after_send).
         let tstamp = self.pace.wstamp.max(ctx.now);
-        if !payload.is_empty() {
-            self.update_after_send(ctx.now, payload.len());
+        match payload.is_empty() {
+            true => self.pace.wstamp = tstamp,
+            false => self.update_after_send(ctx.now, payload.len()),
         }
         let fin = (flags & FLAG_FIN != 0) as u32;
         let token = TxToken {

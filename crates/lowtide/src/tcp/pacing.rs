@@ -18,6 +18,22 @@ use core::time::Duration;
 pub const SK_PACING_SHIFT: u32 = 10;
 /// `sch_fq`/internal pacing leave the first 10 segments of a flow unpaced.
 const UNPACED_SEGS: u64 = 10;
+/// `tcp_max_tso_deferred_mss`: with `tcp_tso_win_divisor` 0, defer no packet that
+/// more than 3 segments could fill ("Receiver should ACK every other full sized
+/// frame").
+const TCP_MAX_TSO_DEFERRED_MSS: u64 = 3;
+
+/// What holds a TSO packet back in [`Tcb::tso_should_defer`]: its
+/// `is_cwnd_limited`/`is_rwnd_limited` outputs, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeferredBy {
+    /// cwnd is the smaller window and cannot take the whole skb.
+    Cwnd,
+    /// The peer's window is the smaller one (or equal) and cannot take it.
+    Rwnd,
+    /// Both could, but the skb may still grow: the application is the limit.
+    App,
+}
 
 impl Tcb {
     /// `tcp_update_pacing_rate`: `mss * max(cwnd, packets_out) / srtt`, times 200 % in
@@ -93,24 +109,30 @@ impl Tcb {
         self.pace.wstamp += Duration::from_nanos(len_ns);
     }
 
-    /// `tcp_tso_should_defer` (John Heffner's rule): hold a TSO packet that cwnd or
-    /// rwnd would cut short, hoping for a fuller one after the next ACK, unless a
-    /// full-sized one fits, a `1/tcp_tso_win_divisor` share of the window is open,
-    /// the ACK is more than half an RTT away, the last send is older than 1 ms, or the
-    /// skb gets no more data (`last`: FIN or `MSG_EOR`). Returns `Some(cwnd_limited)`
-    /// to defer.
+    /// `tcp_tso_should_defer` (John Heffner's rule, Linux 6.18): hold a TSO packet
+    /// that cwnd or rwnd would cut short, hoping for a fuller one after the next
+    /// ACK. It goes now in Recovery or Loss, when the last transmission
+    /// (`tcp_wstamp_ns`) is more than 1 ms old, when a full-sized packet
+    /// (`max_segs`) fits, when a skb in the middle of the queue fits whole, when a
+    /// `1/tcp_tso_win_divisor` share of the window is open (divisor 0: more than
+    /// `tcp_max_tso_deferred_mss` segments), with nothing in flight, when the next
+    /// ACK is more than `min(srtt / 2, 1 ms)` away (295ce1eb36ae, "tcp: fix
+    /// tcp_tso_should_defer() vs large RTT", in 6.18), or when the skb gets no more
+    /// data (`last`: FIN or `MSG_EOR`). Returns what holds it: the
+    /// `is_cwnd_limited`/`is_rwnd_limited` outputs, or the application.
     pub(crate) fn tso_should_defer(
         &self,
         ctx: &Ctx,
-        seq: u64,
-        len: u64,
+        (seq, len): (u64, u64),
         last: bool,
         is_tail: bool,
         max_segs: u32,
-    ) -> Option<bool> {
+    ) -> Option<DeferredBy> {
         if self.ca_state >= CaState::Recovery {
             return None;
         }
+        // "Avoid bursty behavior by allowing defer only if the last write was
+        // recent (1 ms)"; tcp_wstamp_ns may be ahead of now (EDT).
         if ctx.now.saturating_since(self.pace.wstamp) > Duration::from_millis(1) {
             return None;
         }
@@ -119,37 +141,51 @@ impl Tcb {
         let send_win = (self.snd_una + self.snd_wnd as u64).saturating_sub(seq);
         let cong_win = (self.cw.snd_cwnd.saturating_sub(in_flight)) as u64 * mss;
         let limit = send_win.min(cong_win);
+        // A full-sized TSO packet can go; a skb in the middle of the queue gets no
+        // more data, and fits whole.
         if limit >= max_segs as u64 * mss || (!is_tail && limit >= len) {
             return None;
         }
         let window = (self.snd_wnd as u64).min(self.cw.snd_cwnd as u64 * mss);
         match window.checked_div(ctx.cfg.tcp_tso_win_divisor as u64) {
-            // Send if at least 1/tcp_tso_win_divisor of the window is open.
+            // "If at least some fraction of a window is available, just use it."
             Some(chunk) if limit >= chunk => return None,
-            // Divisor 0: do not defer past one ACK's worth (3 segments).
-            None if limit > 3 * mss => return None,
+            // Divisor 0: "try not to defer past a single ACK".
+            None if limit > TCP_MAX_TSO_DEFERRED_MSS * mss => return None,
             _ => {}
         }
-        // If the next ACK is likely to come too late (half srtt), do not defer:
-        // `delta < srtt_us >> 4` with Linux's srtt_us in 1/8 us, so in whole
-        // microseconds (a 1 us srtt gives 0: defer).
-        let head = self.rtx.first()?;
-        let delta_ns = ctx.now.saturating_since(head.tx_time).as_nanos() as u64;
-        if delta_ns < (self.rtt.srtt_us as u64 / 2) * 1000 {
+        if !self.ack_is_near(ctx.now) {
             return None;
         }
+        // "Ok, it looks like it is advisable to defer": cwnd-, rwnd- or
+        // application-limited.
         if cong_win < send_win {
             if cong_win <= len {
-                return Some(true);
+                return Some(DeferredBy::Cwnd);
             }
         } else if send_win <= len {
-            return Some(false);
+            return Some(DeferredBy::Rwnd);
         }
         // "If this packet won't get more data, do not wait."
         if last {
             return None;
         }
-        Some(false)
+        Some(DeferredBy::App)
+    }
+
+    /// `tcp_tso_should_defer`'s ACK clock (295ce1eb36ae, Linux 6.18): the next ACK
+    /// is expected one srtt (`tp->srtt_us`, eighths of a microsecond) after the
+    /// retransmit queue's head was sent; deferring is worth it only if that is at
+    /// most `min(srtt / 2, 1 ms)` away. False with nothing in flight.
+    fn ack_is_near(&self, now: Instant) -> bool {
+        let Some(head) = self.rtx.first() else {
+            return false;
+        };
+        let srtt_ns = 125 * self.rtt.est.srtt8 as i128; // (NSEC_PER_USEC >> 3) * srtt_us
+        let expected_ack = head.tx_time.0 as i128 + srtt_ns;
+        let how_far = expected_ack - now.0 as i128;
+        let threshold = (srtt_ns >> 1).min(1_000_000);
+        how_far - threshold <= 0
     }
 
     /// `tcp_small_queue_check` (seed 002): may this socket hand `truesize` more bytes to
@@ -577,53 +613,188 @@ mod defer_tests {
     use super::*;
     use crate::tcp::rtx::skb::Skb;
 
-    #[test]
-    fn half_srtt_test_truncates_to_whole_microseconds() {
-        // tcp_tso_should_defer: "if next ACK is likely to come too late (half srtt),
-        // do not defer" compares delta with srtt_us >> 4, in microseconds; a 1 us
-        // srtt gives 0, so a head sent this instant does not force sending.
+    const MS: u64 = 1_000_000;
+    /// The test's clock: half a millisecond before the head's ACK is due.
+    const NOW: u64 = 9 * MS + MS / 2;
+
+    /// MSS 1000, a 100 KB window, srtt 10 ms, and the retransmit queue's head (4
+    /// segments, all in flight) sent at 0, so its ACK is due at 10 ms; cwnd 5, so
+    /// one segment of cwnd is left, under a third of cwnd; the last transmission
+    /// at 9 ms. Every rule but the one a test moves lets a tail skb at 4001 wait.
+    fn deferring() -> (Config, Tcb) {
         let cfg = Config::default();
         let mut t = Tcb::for_test(&cfg);
         t.mss_cache = 1000;
-        t.cw.snd_cwnd = 20;
-        t.snd_wnd = 100_000;
-        t.snd_una = 1;
-        t.rtx.push(Skb {
-            seq: 1,
-            end_seq: 16_001,
-            data: bytes::Bytes::from(vec![0; 16_000]).into(),
-            flags: 0,
-            sacked: 0,
-            pcount: 16,
-            tx_time: Instant::ZERO,
-            truesize: 16_000 + SKB_OVERHEAD,
-            tx: Default::default(),
-        });
+        t.cw.snd_cwnd = 5;
+        (t.snd_una, t.snd_nxt, t.snd_wnd) = (1, 4001, 100_000);
+        t.rtt.est.srtt8 = 80_000; // tp->srtt_us: 10 ms in eighths of a microsecond
+        t.pace.wstamp = Instant(9 * MS);
+        t.rtx.push(Skb::sent_for_test(1, 4000, 4, Instant::ZERO));
+        assert_eq!(t.packets_in_flight(), 4);
+        (cfg, t)
+    }
+
+    /// `tcp_tso_should_defer` for a tail skb of `len` bytes at 4001 at `now`, with
+    /// a 64-segment goal.
+    fn defer(t: &Tcb, cfg: &Config, now: u64, len: u64, last: bool) -> Option<DeferredBy> {
         let mut st = crate::tcp::TestStack::default();
-        let ctx = st.ctx(&cfg, Instant::ZERO, false);
-        // 4 segments of cwnd left, a 16-segment skb and a 64-segment goal: defer
-        // unless the ACK is late.
-        t.rtt.srtt_us = 1;
+        let ctx = st.ctx(cfg, Instant(now), false);
+        t.tso_should_defer(&ctx, (4001, len), last, true, 64)
+    }
+
+    #[test]
+    fn defers_a_packet_cwnd_would_cut_until_a_third_of_cwnd_is_open() {
+        let (cfg, mut t) = deferring();
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), Some(DeferredBy::Cwnd));
+        // cwnd 10: 6 segments left, a third of cwnd is 3,333 bytes: go.
+        t.cw.snd_cwnd = 10;
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), None);
+    }
+
+    #[test]
+    fn recovery_and_loss_send_now_cwr_and_disorder_may_defer() {
+        let (cfg, mut t) = deferring();
+        for (state, held) in [
+            (CaState::Open, true),
+            (CaState::Disorder, true),
+            (CaState::Cwr, true),
+            (CaState::Recovery, false),
+            (CaState::Loss, false),
+        ] {
+            t.ca_state = state;
+            let got = defer(&t, &cfg, NOW, 20_000, false);
+            assert_eq!(got.is_some(), held, "{state:?}");
+        }
+    }
+
+    #[test]
+    fn the_last_transmission_must_be_at_most_1_ms_old() {
+        let (cfg, mut t) = deferring();
+        t.pace.wstamp = Instant(NOW - MS);
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), Some(DeferredBy::Cwnd));
+        t.pace.wstamp = Instant(NOW - MS - 1);
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), None);
+        // An EDT stamp ahead of now (paced packets still queued) is recent.
+        t.pace.wstamp = Instant(NOW + 5 * MS);
+        assert!(defer(&t, &cfg, NOW, 20_000, false).is_some());
+    }
+
+    #[test]
+    fn a_pure_ack_is_a_transmission_too() {
+        // __tcp_transmit_skb moves tcp_wstamp_ns to now for every skb, so an ACK
+        // sent 0.2 ms ago makes the last transmission recent.
+        let (cfg, mut t) = deferring();
+        t.state = crate::tcp::TcpState::Established;
+        t.pace.wstamp = Instant(NOW - 5 * MS);
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), None);
+        let mut st = crate::tcp::TestStack::default();
+        t.send_ack(&mut st.ctx(&cfg, Instant(NOW - MS / 5), false));
+        assert_eq!(st.out.len(), 1);
+        assert_eq!(t.pace.wstamp, Instant(NOW - MS / 5));
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), Some(DeferredBy::Cwnd));
+    }
+
+    #[test]
+    fn a_full_sized_packet_or_a_whole_middle_skb_goes() {
+        let (cfg, t) = deferring();
+        let mut st = crate::tcp::TestStack::default();
+        let ctx = st.ctx(&cfg, Instant(NOW), false);
+        // One segment of cwnd left: with a 1-segment goal it is full-sized.
+        assert_eq!(
+            t.tso_should_defer(&ctx, (4001, 20_000), false, true, 1),
+            None
+        );
         assert!(t
-            .tso_should_defer(&ctx, 16_001, 16_000, false, true, 64)
+            .tso_should_defer(&ctx, (4001, 20_000), false, true, 2)
             .is_some());
-        t.rtt.srtt_us = 100;
+        // Not the tail ("Middle in queue won't get any more data") and it fits.
         assert_eq!(
-            t.tso_should_defer(&ctx, 16_001, 16_000, false, true, 64),
+            t.tso_should_defer(&ctx, (4001, 1_000), false, false, 64),
             None
         );
-        // A 3-segment skb within both windows but short of a third of cwnd is held
-        // for more data... unless it gets none ("If this packet won't get more data,
-        // do not wait"): it ends with FIN or MSG_EOR.
-        t.rtt.srtt_us = 1;
-        assert_eq!(
-            t.tso_should_defer(&ctx, 16_001, 3_000, false, true, 64),
-            Some(false)
+        assert!(t
+            .tso_should_defer(&ctx, (4001, 1_500), false, false, 64)
+            .is_some());
+    }
+
+    #[test]
+    fn win_divisor_share_of_the_smaller_window_or_three_segments_with_zero() {
+        let (mut cfg, mut t) = deferring();
+        // Divisor 1, cwnd 7: 3 segments left of a 7-segment share: held.
+        cfg.tcp_tso_win_divisor = 1;
+        t.cw.snd_cwnd = 7;
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), Some(DeferredBy::Cwnd));
+        // Divisor 3, cwnd 20, a window of 2,500 bytes past the skb: the share is a
+        // third of the peer's window (2,166), not of cwnd (6,666): go.
+        cfg.tcp_tso_win_divisor = 3;
+        t.cw.snd_cwnd = 20;
+        t.snd_wnd = 4_000 + 2_500;
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), None);
+        t.snd_wnd = 100_000;
+        // Divisor 0: held with up to 3 segments open, sent with more.
+        cfg.tcp_tso_win_divisor = 0;
+        t.cw.snd_cwnd = 7;
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), Some(DeferredBy::Cwnd));
+        t.cw.snd_cwnd = 8;
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), None);
+    }
+
+    #[test]
+    fn nothing_in_flight_sends() {
+        // Divisor 0 and cwnd 3 pass the share test even with all of cwnd open; with
+        // no retransmit queue head no ACK will come, so the skb goes.
+        let (mut cfg, mut t) = deferring();
+        cfg.tcp_tso_win_divisor = 0;
+        t.cw.snd_cwnd = 3;
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), Some(DeferredBy::Cwnd));
+        t.rtx = Default::default();
+        t.snd_una = 4001;
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), None);
+    }
+
+    #[test]
+    fn the_next_ack_must_be_due_within_half_srtt_and_1_ms() {
+        // 295ce1eb36ae (Linux 6.18): "If next ACK is likely to come too late, ie in
+        // more than min(1ms, half srtt), do not defer."
+        let (cfg, mut t) = deferring();
+        // srtt 10 ms, head sent at 0: the ACK is due at 10 ms.
+        assert!(
+            defer(&t, &cfg, 9 * MS, 20_000, false).is_some(),
+            "1 ms away"
         );
-        assert_eq!(
-            t.tso_should_defer(&ctx, 16_001, 3_000, true, true, 64),
-            None
-        );
+        assert_eq!(defer(&t, &cfg, 9 * MS - 1, 20_000, false), None);
+        // Large RTT: the rule before 6.18 waited once half of srtt had passed (60
+        // ms of 100); 6.18 sends while the ACK is more than 1 ms away.
+        t.rtt.est.srtt8 = 800_000;
+        t.pace.wstamp = Instant(60 * MS);
+        assert_eq!(defer(&t, &cfg, 60 * MS, 20_000, false), None);
+        t.pace.wstamp = Instant(99 * MS);
+        assert!(defer(&t, &cfg, 99 * MS, 20_000, false).is_some());
+        // Small RTT: half of srtt is the bound (1 ms srtt: within 0.5 ms).
+        t.rtt.est.srtt8 = 8_000;
+        t.pace.wstamp = Instant(MS / 2);
+        assert!(defer(&t, &cfg, MS / 2, 20_000, false).is_some());
+        assert_eq!(defer(&t, &cfg, MS / 2 - 1, 20_000, false), None);
+        // An ACK past due does not force the packet out.
+        t.pace.wstamp = Instant(2 * MS);
+        assert!(defer(&t, &cfg, 2 * MS, 20_000, false).is_some());
+    }
+
+    #[test]
+    fn says_which_window_limits_or_waits_for_data_unless_none_will_come() {
+        let (cfg, mut t) = deferring();
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), Some(DeferredBy::Cwnd));
+        // The peer's window the smaller (or equal) one, shorter than the skb:
+        // rwnd-limited (41727549de3e, "tcp: Do not underestimate rwnd_limited").
+        t.snd_wnd = 4_000 + 1_000;
+        assert_eq!(defer(&t, &cfg, NOW, 20_000, false), Some(DeferredBy::Rwnd));
+        // Both windows take the skb, yet under a third of cwnd is open: the
+        // application limits, unless the skb gets no more data (FIN, MSG_EOR).
+        t.snd_wnd = 100_000;
+        t.cw.snd_cwnd = 40;
+        t.rtx.packets_out = 36;
+        assert_eq!(defer(&t, &cfg, NOW, 2_000, false), Some(DeferredBy::App));
+        assert_eq!(defer(&t, &cfg, NOW, 2_000, true), None);
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::consts::SKB_OVERHEAD;
 use super::nagle::TCP_NAGLE_PUSH;
+use super::pacing::DeferredBy;
 use super::rtx::skb::{self, Skb, FLAG_EOR, FLAG_FIN, FLAG_PSH, FLAG_SYN};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
@@ -104,10 +105,12 @@ impl Tcb {
             // tcp_tso_should_defer: an skb that gets no more data (FIN, MSG_EOR)
             // is not held for more.
             let last = flags & (FLAG_FIN | FLAG_EOR) != 0;
-            if let Some(cwnd_limited) =
-                self.tso_should_defer(ctx, seq, len, last, is_tail, max_segs)
-            {
-                self.cw.is_cwnd_limited |= cwnd_limited;
+            if let Some(by) = self.tso_should_defer(ctx, (seq, len), last, is_tail, max_segs) {
+                match by {
+                    DeferredBy::Cwnd => self.cw.is_cwnd_limited = true,
+                    DeferredBy::Rwnd => self.rwnd_limited = true,
+                    DeferredBy::App => {}
+                }
                 return false;
             }
         }
@@ -318,6 +321,36 @@ mod tests {
         assert_eq!(st.out.len(), 1, "sent once cwnd has room");
         assert!(t.write_queue.is_empty());
         assert_eq!(t.snd_nxt, 10_002);
+    }
+
+    #[test]
+    fn a_tso_deferral_on_the_peers_window_runs_the_rwnd_limited_chrono() {
+        // tcp_write_xmit: tcp_tso_should_defer's is_rwnd_limited starts
+        // TCP_CHRONO_RWND_LIMITED (tcpi_rwnd_limited) as a failed tcp_snd_wnd_test
+        // does (41727549de3e "tcp: Do not underestimate rwnd_limited").
+        let cfg = Config::default();
+        let mut st = crate::tcp::TestStack::default();
+        let mut t = with_flight(5, 0);
+        t.state = TcpState::Established;
+        t.mss_cache = 1000;
+        (t.snd_una, t.snd_nxt, t.write_seq) = (1, 4001, 24_001);
+        t.snd_wnd = 5_000; // one segment past snd_nxt: the first fits, no more
+        t.rtt.est.srtt8 = 80_000; // 10 ms: the head's ACK is due at 10 ms
+        t.rtx
+            .push(Skb::sent_for_test(1, 4000, 4, crate::Instant::ZERO));
+        t.write_queue.push_back(skb::WriteSkb {
+            seq: 4001,
+            data: bytes::BytesMut::from(&[0u8; 20_000][..]).into(),
+            flags: 0,
+            zc: None,
+            nr_frags: 0,
+        });
+        let now = crate::Instant(9_500_000);
+        t.pace.wstamp = crate::Instant(9_000_000);
+        t.write_xmit(&mut st.ctx(&cfg, now, false));
+        assert!(st.out.is_empty(), "deferred");
+        assert_eq!(t.chrono.kind, super::super::chrono::Chrono::RwndLimited);
+        assert!(!t.cw.is_cwnd_limited);
     }
 
     #[test]

@@ -187,6 +187,25 @@ pub fn skb_delivered(acc: &mut Option<DeliveredSkb>, s: &Skb) {
 }
 
 #[cfg(test)]
+impl Skb {
+    /// A sent skb of `len` zero bytes at `seq` in `pcount` segments, sent at
+    /// `tx_time`, with no flags or scoreboard bits.
+    pub(crate) fn sent_for_test(seq: u64, len: usize, pcount: u32, tx_time: Instant) -> Skb {
+        Skb {
+            seq,
+            end_seq: seq + len as u64,
+            data: bytes::Bytes::from(vec![0u8; len]).into(),
+            flags: 0,
+            sacked: 0,
+            pcount,
+            tx_time,
+            truesize: len as u32 + crate::tcp::consts::SKB_OVERHEAD,
+            tx: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::tcp::consts::SKB_OVERHEAD;

@@ -66,7 +66,8 @@ fn e3_tsq_keeps_the_device_queue_short() {
 /// to the driver (Linux's TUN and veth orphan the skb there) lets TSQ keep more
 /// waiting than one that completes at the end of serialization (a hardware NIC):
 /// the packet on the wire no longer counts in sk_wmem_alloc, so flights grow past
-/// cwnd, CUBIC grows cwnd, and the TSO packets get closer to the autosize goal.
+/// cwnd and CUBIC grows cwnd (the TSO packets reach the autosize goal either way,
+/// since tcp_grow_skb).
 #[test]
 fn e3_tx_completion_at_dequeue_lets_tsq_queue_more() {
     let run = |tc| {
@@ -81,13 +82,23 @@ fn e3_tx_completion_at_dequeue_lets_tsq_queue_more() {
         use lowtide::Mib::{IpOutRequests, TcpOutSegs};
         r.counters.get(TcpOutSegs) as f64 / r.counters.get(IpOutRequests) as f64
     };
+    // tcp_grow_skb (Linux 6.10) tops the head up to cwnd's quota, so packets come
+    // closer to the autosize goal and TSQ's 2 x truesize lets the wire case keep
+    // more queued too (mean 2.4 ms before, 6.1 ms with it; dequeue 6.4 and 8.0 ms).
     assert!(
-        delay(&deq) > 1.5 * delay(&wire),
+        delay(&deq) > 1.2 * delay(&wire),
         "mean device delay: dequeue {} us, wire {} us",
         delay(&deq),
         delay(&wire)
     );
-    assert!(per_packet(&deq) > per_packet(&wire), "segments per packet");
+    // Before tcp_grow_skb only the dequeue case came near the autosize goal (21.5
+    // segments per packet, wire 15.3); with it both do (24.7 and 25.1).
+    assert!(
+        per_packet(&deq) > 0.95 * per_packet(&wire),
+        "segments per packet: dequeue {}, wire {}",
+        per_packet(&deq),
+        per_packet(&wire)
+    );
     assert!((deq.goodput_bps - wire.goodput_bps).abs() / wire.goodput_bps < 0.05);
 }
 

@@ -90,7 +90,12 @@ impl Tcb {
             // no old segment goes instead.
             let (seq, len, end_seq) = (head.seq, head.data.len() as u64, head.end_seq());
             if self.snd_wnd_test(seq, len, end_seq, mss) {
-                if end_seq == seq {
+                // tcp_write_xmit: tcp_grow_skb with the forced quota of one
+                // segment, then tcp_snd_wnd_test again on what it grew to.
+                self.grow_skb(ctx.cfg, mss as u64);
+                let head = self.write_queue.front().expect("still there");
+                let (len, end_seq) = (head.data.len() as u64, head.end_seq());
+                if end_seq == seq || !self.snd_wnd_test(seq, len, end_seq, mss) {
                     return false;
                 }
                 let n = head.data.len().min(mss as usize);

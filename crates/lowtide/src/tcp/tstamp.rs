@@ -88,6 +88,17 @@ impl Tcb {
             .any(|m| (seq..end).contains(&m.key))
     }
 
+    /// `tcp_skb_collapse_tstamp` when an skb covering `dst` eats the one covering
+    /// `src`: an skb has one `tskey`, so if the eaten skb had a transmit
+    /// timestamp request, its key replaces the survivor's own.
+    pub(crate) fn collapse_tstamp(&mut self, dst: (u64, u64), src: (u64, u64)) {
+        if self.tstamp_marked(src.0, src.1) {
+            self.tstamp
+                .marks
+                .retain(|m| !(dst.0..dst.1).contains(&m.key));
+        }
+    }
+
     /// `tcp_tx_timestamp` at the end of a write: with a transmit timestamp asked
     /// for, the last byte of the write queue's tail skb (still unsent) is marked;
     /// an earlier mark in that same skb is replaced (`shinfo->tskey` is one per skb).

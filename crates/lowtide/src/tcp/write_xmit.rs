@@ -9,6 +9,7 @@ use super::pacing::DeferredBy;
 use super::rtx::skb::{self, Skb, FLAG_EOR, FLAG_FIN, FLAG_PSH, FLAG_SYN};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
+use crate::config::{Config, SizeGoalAt};
 use crate::socket::TxToken;
 
 impl Tcb {
@@ -77,14 +78,17 @@ impl Tcb {
         if self.pacing_check(ctx.now) {
             return false;
         }
-        let head = self.write_queue.front().expect("caller checked");
-        let len = head.data.len() as u64;
-        let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());
         let quota = self.cwnd_test();
         if quota == 0 {
             self.cw.is_cwnd_limited = true;
             return false;
         }
+        let max_segs = self.tso_segs(ctx.cfg, mss);
+        let quota = quota.min(max_segs);
+        self.grow_skb(ctx.cfg, quota as u64 * mss as u64);
+        let head = self.write_queue.front().expect("caller checked");
+        let len = head.data.len() as u64;
+        let (seq, flags, end_seq) = (head.seq, head.flags, head.end_seq());
         if !self.snd_wnd_test(seq, len, end_seq, mss) {
             self.rwnd_limited = true;
             return false;
@@ -96,7 +100,6 @@ impl Tcb {
             true => self.nonagle(),
             false => TCP_NAGLE_PUSH,
         };
-        let max_segs = self.tso_segs(ctx.cfg, mss);
         if len <= mss as u64 {
             if !self.nagle_test(len, flags, mss, nonagle) {
                 return false;
@@ -117,7 +120,7 @@ impl Tcb {
         // tcp_write_xmit: one segment at a time in urgent mode, else up to
         // tcp_mss_split_point within cwnd's quota and the TSO goal.
         let limit = match len > mss as u64 && !self.urg_mode() {
-            true => self.mss_split_point((seq, len), mss, quota.min(max_segs), is_tail, nonagle),
+            true => self.mss_split_point((seq, len), mss, quota, is_tail, nonagle),
             false => mss as u64,
         };
         let send_len = len.min(limit) as usize;
@@ -126,6 +129,54 @@ impl Tcb {
         }
         self.send_new(ctx, send_len, mss);
         true
+    }
+
+    /// `tcp_grow_skb` (Linux 6.10, 8ee602c63520 "tcp: try to send bigger TSO
+    /// packets", with `tcp_eat_one_skb` from 1bede0a12d3a): before the head of the
+    /// write queue is tested and sent, up to `want` bytes in all (cwnd's quota, at
+    /// most the TSO goal, in bytes), it takes the missing bytes from the skb after
+    /// it, so that a leftover of an earlier split does not go as a small packet
+    /// followed by a full one. Only from the next skb, and only when the head may
+    /// take data (`tcp_skb_can_collapse`: no `MSG_EOR` on the head) and neither
+    /// carries zerocopy fragments (`skb_shift` refuses them); a next skb emptied
+    /// is eaten: its FIN, PSH and EOR, its transmit timestamp request
+    /// (`tcp_skb_collapse_tstamp`) and its skb's memory (`tcp_wmem_free_skb`).
+    /// Kernels before it sized skbs at write time only, so with
+    /// `experimental.size_goal_at = write` (seed 004's "before") nothing grows.
+    pub(crate) fn grow_skb(&mut self, cfg: &Config, want: u64) {
+        if cfg.size_goal_at == SizeGoalAt::Write {
+            return;
+        }
+        let mut it = self.write_queue.iter_mut();
+        let (Some(head), Some(next)) = (it.next(), it.next()) else {
+            return; // tcp_skb_is_last
+        };
+        let amount = want.saturating_sub(head.data.len() as u64);
+        // A SYN never waits in Linux's write queue; lowtide's Fast Open SYN may.
+        if !skb::can_collapse_to(head.flags)
+            || head.flags & FLAG_SYN != 0
+            || head.zc.is_some()
+            || next.zc.is_some()
+        {
+            return;
+        }
+        let nlen = amount.min(next.data.len() as u64) as usize;
+        if nlen == 0 {
+            return;
+        }
+        let head_range = (head.seq, head.seq + head.data.len() as u64);
+        head.data.shift_from(&mut next.data, nlen);
+        next.seq += nlen as u64;
+        if !next.data.is_empty() {
+            return;
+        }
+        // tcp_eat_one_skb: the emptied skb's flags (FIN: end_seq follows) and EOR
+        // go to the head, then it is freed.
+        head.flags |= next.flags;
+        let next_range = (head_range.1, head.seq + head.data.len() as u64);
+        self.write_queue.remove(1);
+        self.wmem_queued = self.wmem_queued.saturating_sub(SKB_OVERHEAD as u64);
+        self.collapse_tstamp(head_range, next_range);
     }
 
     /// `tcp_cwnd_test`: how many segments cwnd lets the send head go with now; 0
@@ -351,6 +402,154 @@ mod tests {
         assert!(st.out.is_empty(), "deferred");
         assert_eq!(t.chrono.kind, super::super::chrono::Chrono::RwndLimited);
         assert!(!t.cw.is_cwnd_limited);
+    }
+
+    /// A write queue of skbs of these lengths from seq 1, with these flags.
+    fn queued(t: &mut Tcb, skbs: &[(usize, u8)]) {
+        let mut seq = 1;
+        for &(len, flags) in skbs {
+            t.write_queue.push_back(skb::WriteSkb {
+                seq,
+                data: bytes::BytesMut::from(&vec![7u8; len][..]).into(),
+                flags,
+                zc: None,
+                nr_frags: 0,
+            });
+            t.wmem_queued += len as u64 + SKB_OVERHEAD as u64;
+            seq += len as u64 + u64::from(flags & FLAG_FIN != 0);
+        }
+        t.write_seq = seq;
+    }
+
+    fn lens(t: &Tcb) -> Vec<(u64, usize, u8)> {
+        t.write_queue
+            .iter()
+            .map(|w| (w.seq, w.data.len(), w.flags))
+            .collect()
+    }
+
+    #[test]
+    fn grow_skb_moves_the_missing_bytes_from_the_next_skb_only() {
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        queued(&mut t, &[(1_500, 0), (1_000, FLAG_PSH), (3_000, 0)]);
+        let wmem = t.wmem_queued;
+        // 4,000 wanted: 2,500 missing, the next skb has 1,000; the third is not
+        // touched (one skb per call, as Linux).
+        t.grow_skb(&cfg, 4_000);
+        assert_eq!(lens(&t), vec![(1, 2_500, FLAG_PSH), (2_501, 3_000, 0)]);
+        assert_eq!(
+            t.wmem_queued,
+            wmem - SKB_OVERHEAD as u64,
+            "the eaten skb freed"
+        );
+        // Partly: the next skb keeps the rest and its own flags.
+        t.write_queue[1].flags = FLAG_FIN;
+        t.grow_skb(&cfg, 3_000);
+        assert_eq!(
+            lens(&t),
+            vec![(1, 3_000, FLAG_PSH), (3_001, 2_500, FLAG_FIN)]
+        );
+        assert_eq!(t.write_queue[1].end_seq(), 5_502);
+        // Nothing missing, or no next skb: nothing moves.
+        t.grow_skb(&cfg, 3_000);
+        assert_eq!(t.write_queue[0].data.len(), 3_000);
+        // The rest with its FIN: end_seq follows.
+        t.grow_skb(&cfg, 64_000);
+        assert_eq!(lens(&t), vec![(1, 5_500, FLAG_PSH | FLAG_FIN)]);
+        assert_eq!(t.write_queue[0].end_seq(), 5_502);
+        t.grow_skb(&cfg, 64_000);
+        assert_eq!(lens(&t), vec![(1, 5_500, FLAG_PSH | FLAG_FIN)]);
+        let data = match &t.write_queue[0].data {
+            skb::WriteData::Stored(b) => b.clone(),
+            _ => unreachable!(),
+        };
+        assert!(
+            data.iter().all(|&b| b == 7),
+            "the bytes moved with their count"
+        );
+    }
+
+    #[test]
+    fn grow_skb_leaves_records_zerocopy_and_the_write_time_variant_alone() {
+        let cfg = Config::default();
+        for (head_flags, zc) in [
+            (FLAG_EOR, (None, None)),
+            (0, (Some(1), None)),
+            (0, (None, Some(1))),
+        ] {
+            let mut t = Tcb::for_test(&cfg);
+            queued(&mut t, &[(1_000, head_flags), (1_000, 0)]);
+            (t.write_queue[0].zc, t.write_queue[1].zc) = zc;
+            t.grow_skb(&cfg, 4_000);
+            assert_eq!(t.write_queue.len(), 2, "{head_flags} {zc:?}");
+        }
+        // An EOR on the next skb does not stop it: it comes over when eaten.
+        let mut t = Tcb::for_test(&cfg);
+        queued(&mut t, &[(1_000, 0), (1_000, FLAG_EOR)]);
+        t.grow_skb(&cfg, 4_000);
+        assert_eq!(lens(&t), vec![(1, 2_000, FLAG_EOR)]);
+        // Seed 004's "before" (size_goal_at = write): kernels without tcp_grow_skb.
+        let write = Config {
+            size_goal_at: SizeGoalAt::Write,
+            ..Config::default()
+        };
+        let mut t = Tcb::for_test(&write);
+        queued(&mut t, &[(1_000, 0), (1_000, 0)]);
+        t.grow_skb(&write, 4_000);
+        assert_eq!(t.write_queue.len(), 2);
+    }
+
+    #[test]
+    fn an_eaten_skbs_timestamp_request_replaces_the_heads() {
+        // tcp_skb_collapse_tstamp: one tskey per skb, the eaten skb's wins.
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.tstamp.flags = 0xffff;
+        let keys = |t: &Tcb| t.tstamp.marks.iter().map(|m| m.key).collect::<Vec<_>>();
+        queued(&mut t, &[(1_000, 0)]);
+        t.tx_timestamp(); // the head's last byte: key 1000
+        let mut more = Tcb::for_test(&cfg);
+        queued(&mut more, &[(1_000, 0), (1_000, 0), (1_000, 0)]);
+        t.write_queue
+            .push_back(more.write_queue.remove(1).expect("second"));
+        t.tx_timestamp(); // key 2000
+        t.write_queue
+            .push_back(more.write_queue.remove(1).expect("third"));
+        assert_eq!(keys(&t), vec![1_000, 2_000]);
+        // Partly: the next skb keeps its request, the head its own.
+        t.grow_skb(&cfg, 1_500);
+        assert_eq!(keys(&t), vec![1_000, 2_000]);
+        // Eaten: the head's request gives way to the eaten skb's.
+        t.grow_skb(&cfg, 4_000);
+        assert_eq!(keys(&t), vec![2_000]);
+        // An eaten skb with no request leaves the head's.
+        t.grow_skb(&cfg, 4_000);
+        assert_eq!((t.write_queue.len(), keys(&t)), (1, vec![2_000]));
+    }
+
+    #[test]
+    fn write_xmit_sends_the_grown_head_as_one_packet() {
+        // A 1,000-byte leftover ahead of a 20,000-byte skb, cwnd 10 and nothing in
+        // flight: cwnd's quota is 5 segments, so 5,000 bytes go as one packet
+        // instead of 1,000 then 4,000.
+        let cfg = Config::default();
+        for (at, first) in [(SizeGoalAt::Transmit, 5_000), (SizeGoalAt::Write, 1_000)] {
+            let cfg = Config {
+                size_goal_at: at,
+                ..cfg.clone()
+            };
+            let mut st = crate::tcp::TestStack::default();
+            let mut t = with_flight(10, 0);
+            t.state = TcpState::Established;
+            t.mss_cache = 1000;
+            t.snd_wnd = 1 << 20;
+            t.pace.pacing_rate = 1 << 30; // a 64 KB TSO goal
+            queued(&mut t, &[(1_000, 0), (20_000, 0)]);
+            t.write_xmit(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
+            let sent: Vec<u32> = st.out.iter().map(|tx| tx.token.len).collect();
+            assert_eq!(sent[0], first, "{at:?}: {sent:?}");
+        }
     }
 
     #[test]

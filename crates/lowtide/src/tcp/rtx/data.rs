@@ -99,6 +99,20 @@ impl WriteData {
         }
     }
 
+    /// Moves the first `n` bytes of the next skb's payload to the end of this one
+    /// (`skb_shift`, for `tcp_grow_skb`). Stored bytes carved one after the other
+    /// from the same arena join in place (`BytesMut::unsplit`); others are copied.
+    pub fn shift_from(&mut self, next: &mut WriteData, n: usize) {
+        match (self, next) {
+            (WriteData::Stored(b), WriteData::Stored(nb)) => b.unsplit(nb.split_to(n)),
+            (WriteData::Pattern { len }, WriteData::Pattern { len: nlen }) => {
+                *len += n;
+                *nlen -= n;
+            }
+            _ => unreachable!("one socket's skbs are of one kind"),
+        }
+    }
+
     /// Splits off the first `n` bytes, to send (`tso_fragment`).
     pub fn split_to(&mut self, n: usize) -> SkbData {
         match self {

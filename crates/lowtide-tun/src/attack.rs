@@ -324,10 +324,16 @@ impl RawPeer {
         }
     }
 
-    /// Drains what the victim sent (its duplicate ACKs), without waiting.
+    /// Drains the packet socket (the victim's duplicate ACKs, and whatever else
+    /// crossed the device) without waiting: reads until a read would block, each
+    /// packet truncated to its first bytes, and returns how many it read.
     pub fn drain(&mut self) -> io::Result<u64> {
+        let mut buf = [0u8; 64];
         let mut n = 0;
-        while self.recv(Duration::ZERO)?.is_some() {
+        while self
+            .recv_into(&mut buf, libc::MSG_DONTWAIT | libc::MSG_TRUNC)?
+            .is_some()
+        {
             n += 1;
         }
         Ok(n)
@@ -470,7 +476,7 @@ pub fn syn_flood(
         pace.wait();
         p.send(&syn)?;
         if i % 1024 == 0 {
-            while p.try_recv_any()?.is_some() {}
+            p.drain()?;
         }
     }
     Ok(p.report(0, start))
@@ -541,4 +547,43 @@ fn answer_syn_acks(
         done[i] = true;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netns::{privileged, unique_name, NetNs};
+
+    /// `drain` empties the packet socket: a peer on loopback sends SYNs to a port
+    /// nobody listens on, the kernel answers each with a RST, and every packet that
+    /// crossed `lo` (the SYNs and the RSTs) is read, none left behind.
+    #[test]
+    fn drain_reads_the_packet_socket_until_it_is_empty() {
+        if !privileged("drain_reads_the_packet_socket_until_it_is_empty") {
+            return;
+        }
+        let ns = NetNs::create(&unique_name("atkdr")).expect("netns");
+        let up = ns.command("ip").args(["link", "set", "lo", "up"]).status();
+        assert!(up.expect("ip").success());
+        let (drained, left) = ns
+            .spawn(|| {
+                let src = "127.0.0.2:30000".parse().unwrap();
+                let dst = "127.0.0.1:9".parse().unwrap();
+                let mut p = RawPeer::open("lo", src, dst).expect("open");
+                for i in 0..100 {
+                    let syn = p.syn(30_000 + i, 1000 * u32::from(i));
+                    p.send(&syn).expect("send");
+                }
+                // Loopback delivers within the send; the wait only makes it certain.
+                std::thread::sleep(Duration::from_millis(200));
+                let drained = p.drain().expect("drain");
+                (drained, p.try_recv_any().expect("read"))
+            })
+            .expect("thread")
+            .join()
+            .expect("peer");
+        // Each SYN and each RST is seen at least once on `lo` (twice: out and in).
+        assert!(drained >= 200, "drained {drained} packets");
+        assert!(left.is_none(), "a RST was left behind: {left:?}");
+    }
 }

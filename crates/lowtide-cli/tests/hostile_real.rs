@@ -31,7 +31,7 @@ fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
     }
     let env = Env::new("hofo");
     // A 1 MB receive buffer: its window is the attacked span.
-    let lt = lowtide_victim(&env, "60s");
+    let lt = lowtide_victim(&env, "60s", &[]);
     let pid = lt.id();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();

@@ -483,3 +483,56 @@ fn two_queues_carry_parallel_connections_both_ways() {
         "lowtide read what the kernel sent"
     );
 }
+
+/// `--listen --others MODE`: a kernel client's transfer first, then three more
+/// connections; whether each of the three read the end of stream while the transfer
+/// ran, and after lowtide ended; and lowtide's report.
+fn with_others(name: &str, mode: &str) -> (serde_json::Value, Vec<bool>, Vec<bool>) {
+    use std::io::Write;
+    let env = Env::new(name);
+    let mut args = vec!["transfer", "--listen", "5000", "--recv", "--others", mode];
+    args.extend(tun_args(&[]));
+    let mut child = env.lowtide(&args);
+    child.ready(LIMIT);
+    let to: SocketAddr = format!("{LOWTIDE}:5000").parse().unwrap();
+    let client = env.kernel(move || {
+        let eof = |s: &std::net::TcpStream, wait: u64| {
+            s.set_read_timeout(Some(Duration::from_millis(wait)))
+                .unwrap();
+            matches!((&*s).read(&mut [0u8; 1]), Ok(0))
+        };
+        let mut first = connect_retry(to);
+        let others: Vec<_> = (0..3).map(|_| connect_retry(to)).collect();
+        let during: Vec<bool> = others.iter().map(|s| eof(s, 500)).collect();
+        first.write_all(&stream(100_000, 7)).expect("write");
+        first.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        let _ = first.read_to_end(&mut Vec::new());
+        let after: Vec<bool> = others.iter().map(|s| eof(s, 10_000)).collect();
+        (during, after)
+    });
+    let (during, after) = client.join().expect("kernel client");
+    let out = child.wait(LIMIT);
+    let report = json_of(&out);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(
+        report["bytes"], 100_000u64,
+        "the first connection's transfer"
+    );
+    (report, during, after)
+}
+
+/// `--others hold` keeps the connections after the transfer's open and silent until
+/// the run ends, then closes them; `--others close` closes each at once.
+#[test]
+fn others_are_held_open_or_closed_at_once() {
+    if !privileged("others_are_held_open_or_closed_at_once") {
+        return;
+    }
+    let (report, during, after) = with_others("ltoh", "hold");
+    assert_eq!(report["others"], 3, "{report}");
+    assert_eq!(during, [false; 3], "held open while the transfer ran");
+    assert_eq!(after, [true; 3], "closed when lowtide ended");
+    let (report, during, _) = with_others("ltoc", "close");
+    assert_eq!(report["others"], 3, "{report}");
+    assert_eq!(during, [true; 3], "closed at once");
+}

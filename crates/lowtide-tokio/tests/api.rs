@@ -101,8 +101,12 @@ async fn addresses_as_tokio_takes_them_and_debug_output() {
 #[tokio::test(start_paused = true)]
 async fn counters_by_nstat_name() {
     let (a, b) = pair();
-    let _l = TcpListener::bind(&b, "10.0.0.2:7").unwrap();
+    let l = TcpListener::bind(&b, "10.0.0.2:7").unwrap();
     let _c = TcpStream::connect(&a, "10.0.0.2:7").await.unwrap();
+    // B counts its passive open when the final ACK makes the child
+    // (tcp_create_openreq_child), which the accept waits for; connect returns at the
+    // SYN-ACK, before that ACK arrives.
+    let _s = l.accept().await.unwrap();
     assert_eq!(a.counters().by_name("TcpActiveOpens"), Some(1));
     assert_eq!(b.counters().by_name("TcpPassiveOpens"), Some(1));
     assert_eq!(a.counters().by_name("NoSuchCounter"), None);

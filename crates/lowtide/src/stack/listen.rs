@@ -190,7 +190,12 @@ impl Stack {
             lst.pending += 1; // reqsk_queue_added
             lst.young += 1;
         }
-        self.mib.inc(Mib::TcpPassiveOpens);
+        if tfo.child {
+            // tcp_fastopen_create_child -> tcp_create_openreq_child: a Fast Open child
+            // is made at its SYN. A request's child is made, and counted, at the final
+            // ACK (`Tcb::synrecv_acked`).
+            self.mib.inc(Mib::TcpPassiveOpens);
+        }
         let mut tcb = self.new_tcb(tuple, now);
         if let Some(isn) = tw_isn {
             tcb.iss = tcp::seq::Seq(isn);
@@ -335,7 +340,6 @@ impl Stack {
             ..*th
         };
         self.mib.inc(Mib::TcpExtSyncookiesRecv);
-        self.mib.inc(Mib::TcpPassiveOpens);
         let mut tcb = Tcb::new(&self.cfg, tuple, th.ack.wrapping_sub(1), now);
         tcb.ts_offset = ts_off;
         self.attach_route(now, &mut tcb);

@@ -487,6 +487,9 @@ impl Tcb {
             // ACK (a Fast Open child's started at its SYN); tcp_rcv_state_process
             // restarts lsndtime.
             if !fastopen {
+                // tcp_create_openreq_child counts the child it makes here (a cookie's
+                // too); requests that never complete count nothing.
+                ctx.mib.inc(Mib::TcpPassiveOpens);
                 self.ack.lrcvtime = ctx.now;
                 // tcp_create_openreq_child: the SYN is the child's first segment in,
                 // this ACK its second; the request sock's SYN-ACKs are not its own.

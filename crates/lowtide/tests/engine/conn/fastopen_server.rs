@@ -85,6 +85,8 @@ fn a_cookie_request_gets_the_cookie_and_no_child() {
     assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenCookieReqd), 1);
     assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenPassive), 0);
     assert!(st.accept(l).is_err(), "no child before the handshake");
+    // tcp_create_openreq_child has made no child yet: nothing counted.
+    assert_eq!(st.counters().get(Mib::TcpPassiveOpens), 0);
 }
 
 #[test]
@@ -94,6 +96,8 @@ fn a_valid_cookie_opens_a_child_with_the_data_at_once() {
     assert_eq!(sa.ack, ISN + 1 + 5, "the SYN-ACK acknowledges the data");
     assert_eq!(sa.options.fastopen, None, "a good cookie is not sent back");
     assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenPassive), 1);
+    // tcp_fastopen_create_child made the child at its SYN, and counted it.
+    assert_eq!(st.counters().get(Mib::TcpPassiveOpens), 1);
     let c = st
         .accept(l)
         .expect("child in the accept queue before the handshake");

@@ -63,6 +63,10 @@ fn a_real_client_connects_through_a_syn_flood() {
     // One RTT (20 ms) plus the ACK's trip: no SYN retransmission (1 s).
     assert!(p.now.saturating_since(start) < Duration::from_millis(100));
     assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesRecv), 1);
+    // TcpPassiveOpens counts children made (tcp_create_openreq_child, at the final
+    // ACK or a cookie's): the real client's, none for the flood's requests that
+    // never completed (this machine's kernel under a 200,000-SYN flood: 1).
+    assert_eq!(p.b.counters().get(Mib::TcpPassiveOpens), 1);
     // The options came back through the cookie: full-sized segments, SACK, scaling.
     let info = p.b.info(p.now, s).unwrap();
     assert_eq!(info.snd_mss, 1448, "MSS 1460 less timestamps");

@@ -434,8 +434,9 @@ impl Harness {
     }
 
     /// One 12-byte record: `r[0] % 4` is a segment (0, 1), a time jump (2; a hostile
-    /// burst if `r[3]`'s top bit is set: a SYN flood if its bit 1 is, else a window
-    /// fill or a prepended run) or a socket call (3).
+    /// burst if `r[3]`'s top bit is set: a SYN flood if its bit 1 is (a connection
+    /// flood with bit 2 too), else a window fill or a prepended run) or a socket
+    /// call (3).
     fn record(&mut self, r: &[u8; 12]) {
         match r[0] % 4 {
             0 | 1 => self.fuzz_segment(r),
@@ -530,13 +531,17 @@ impl Harness {
         }
     }
 
-    /// `1 + r[4..6] % 512` SYNs from as many other ports of the peer (a spoofed
-    /// flood's shape; none of them answers its SYN-ACK), each with the scripted
-    /// SYN's options and its own sequence number. Oracle: the connection table grows
-    /// by at most the SYN queue (`backlog + 1` children in SYN-RECV, then SYN cookies
-    /// or drops, `tcp_conn_request`), and what the peer knows of the victim's
-    /// connection is kept as it was.
+    /// `1 + r[4..6] % 512` SYNs from as many other ports of the peer, each with the
+    /// scripted SYN's options and its own sequence number: with `r[3] & 4` clear a
+    /// spoofed flood's shape (none answers its SYN-ACK), set a connection flood's
+    /// (each SYN-ACK gets its final ACK, and the connections stay silent). Oracle:
+    /// the connection table grows by at most the SYN queue (`backlog + 1` children in
+    /// SYN-RECV, then SYN cookies or drops, `tcp_conn_request`) and, with completed
+    /// handshakes, the accept queue (`backlog + 1` more; a final ACK that finds it
+    /// full is dropped, `tcp_check_req`'s `listen_overflow`); what the peer knows of
+    /// the victim's connection is kept as it was.
     fn syn_flood(&mut self, r: &[u8; 12]) {
+        let complete = r[3] & 4 != 0;
         let count = 1 + u16::from_le_bytes([r[4], r[5]]) as usize % 512;
         let before = self.st.connection_count();
         let kept = (self.peer_port, self.peer_nxt, self.snd_nxt, self.rcv_ack);
@@ -546,11 +551,24 @@ impl Harness {
         for i in 0..count {
             self.peer_port = FLOOD_PORT + i as u16;
             let isn = PEER_ISN.wrapping_add((i as u32).wrapping_mul(0x9e37_79b9));
+            self.snd_nxt = None;
             self.segment(TcpFlags::SYN.0, isn, 0, 0, self.syn_opts, false);
+            let synack = (self.snd_nxt, self.rcv_ack);
+            if let (true, (Some(ack), Some(a))) = (complete, synack) {
+                if a == isn.wrapping_add(1) {
+                    let o = self.data_options(0, ack, 0);
+                    self.segment(TcpFlags::ACK.0, a, ack, 0, o, false);
+                }
+            }
             let now = self.st.connection_count();
+            let queues = if complete {
+                2 * (BACKLOG + 1)
+            } else {
+                BACKLOG + 1
+            };
             assert!(
-                now <= before + BACKLOG + 1,
-                "{now} connections after {} flood SYNs (from {before}): over the SYN queue",
+                now <= before + queues,
+                "{now} connections after {} flood SYNs (from {before}): over the queues",
                 i + 1
             );
         }
@@ -628,6 +646,26 @@ mod tests {
             };
             assert!(n(m) > 0, "shape {shape:#x}");
         }
+    }
+
+    /// A flood of 511 handshakes, one after another, completed and left silent:
+    /// the first `backlog + 1` fill the accept queue, and every SYN after them finds
+    /// it full and is dropped (`tcp_conn_request`: `TcpExtListenOverflows`), so no
+    /// request is made and the table holds the accept queue's worth.
+    #[test]
+    fn a_connection_flood_stops_at_the_accept_queue() {
+        let mut h = Harness::new(config(0, 0), syn_options(0));
+        h.setup(Start::Listen);
+        let mut r = [0u8; 12];
+        (r[0], r[3], r[4], r[5]) = (2, 0x86, 0xfe, 0x01);
+        h.record(&r);
+        let n = |m| h.st.counters().get(m);
+        assert_eq!(h.st.connection_count(), BACKLOG + 1);
+        assert_eq!(n(lowtide::Mib::TcpPassiveOpens), BACKLOG as u64 + 1);
+        assert_eq!(
+            n(lowtide::Mib::TcpExtListenOverflows),
+            511 - BACKLOG as u64 - 1
+        );
     }
 
     /// A flood of 511 SYNs against the listener: SYN-RECV children up to the SYN

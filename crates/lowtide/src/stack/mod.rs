@@ -328,7 +328,7 @@ impl Stack {
                 continue;
             }
             let request = matches!(&self.slots[index as usize].sock,
-                Some(Sock::Tcp(t)) if t.state == TcpState::SynRecv && t.parent.is_some());
+                Some(Sock::Tcp(t)) if t.is_request());
             match request {
                 true => self.request_timer(now, index),
                 false => self.with_tcb(now, index, |tcb, ctx| tcb.on_timer(ctx)),

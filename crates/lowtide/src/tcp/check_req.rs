@@ -8,12 +8,13 @@
 //! window ends the request (`embryonic_reset`), and the final ACK finds room in the listener's accept queue
 //! or is dropped (`listen_overflow`, `tcp_abort_on_overflow`).
 
-use super::consts::{TCP_PAWS_MSL_SECS, TCP_RTO_MAX};
+use super::consts::TCP_RTO_MAX;
+use super::minisocks::{in_window, paws_reject};
 use super::seq::Seq;
 use super::sock::{ReqState, Tcb};
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
-use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 use tracing::trace;
 
 impl Tcb {
@@ -21,7 +22,13 @@ impl Tcb {
     /// until accepted), or a Fast Open child while its request stays (SYN-RECV, or
     /// FIN-WAIT-1 if closed before the handshake ended: `tcp_rcv_state_process`).
     pub(crate) fn is_request_child(&self) -> bool {
-        self.tfo.rsk.is_some() || self.state == TcpState::SynRecv && self.parent.is_some()
+        self.tfo.rsk.is_some() || self.is_request()
+    }
+
+    /// A listener's request in SYN-RECV (Linux's `TCP_NEW_SYN_RECV` request sock):
+    /// not a Fast Open child, which exists from its SYN.
+    pub(crate) fn is_request(&self) -> bool {
+        self.state == TcpState::SynRecv && self.parent.is_some() && self.tfo.rsk.is_none()
     }
 
     /// `tcp_check_req`: true when the segment goes on to the child's processing
@@ -60,9 +67,9 @@ impl Tcb {
         }
         // RFC 793: "first check sequence number", against the SYN-ACK's window
         // (tcp_synack_window).
-        let (s_win, e_win) = (self.rcv_nxt, self.rcv_nxt + self.synack_window() as u64);
-        let in_window =
-            seq == s_win || (end > s_win && seq < e_win) || (seq == e_win && seq == end);
+        let s_win = self.rcv_seq(self.rcv_nxt);
+        let (wire_seq, wire_end) = (Seq(th.seq), Seq(th.seq) + space as u32);
+        let in_window = in_window(wire_seq, wire_end, s_win, s_win + self.synack_window());
         if paws_reject || !in_window {
             // Out of window: an ACK, and drop.
             if !rst && !self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv) {
@@ -155,21 +162,14 @@ impl Tcb {
     fn req_send_ack(&self, ctx: &mut Ctx) {
         let ts = (self.rx_opt.tstamp_ok && self.rx_opt.ts_recent != 0)
             .then(|| (self.tsval(ctx.now), self.rx_opt.ts_recent));
-        let th = TcpRepr {
-            src_port: self.tuple.local.port(),
-            dst_port: self.tuple.remote.port(),
-            seq: self.snd_seq(self.snd_nxt).0,
-            ack: self.rcv_seq(self.rcv_nxt).0,
-            flags: TcpFlags::ACK,
-            window: (self.synack_window() >> self.rx_opt.rcv_wscale) as u16,
-            options: TcpOptions {
-                timestamp: ts,
-                ..TcpOptions::default()
-            },
-            ..TcpRepr::default()
-        };
+        let window = (self.synack_window() >> self.rx_opt.rcv_wscale) as u16;
+        let fields = (
+            self.snd_seq(self.snd_nxt).0,
+            self.rcv_seq(self.rcv_nxt).0,
+            window,
+        );
         let ip = (self.tuple, self.tos, self.ip_dont_fragment());
-        super::output::send_bare(ctx, ip, &th);
+        super::output::send_reply_ack(ctx, ip, fields, ts);
     }
 
     /// `tcp_synack_window`: the window the SYN-ACK offered, unscaled (RFC 7323
@@ -182,13 +182,8 @@ impl Tcb {
     /// its stamp as old as the request's current SYN-ACK timeout, so a reset passes
     /// PAWS once that timeout reaches `TCP_PAWS_MSL`.
     fn req_paws_reject(&self, tsval: u32, rst: bool) -> bool {
-        let ts_recent = self.rx_opt.ts_recent;
-        // tcp_paws_check(rx_opt, 0): not older, or no timestamp seen (0) yet.
-        if (ts_recent.wrapping_sub(tsval) as i32) <= 0 || ts_recent == 0 {
-            return false;
-        }
-        let timeout = self.icsk.rto.min(TCP_RTO_MAX);
-        !(rst && timeout.as_secs() >= TCP_PAWS_MSL_SECS)
+        let age = self.icsk.rto.min(TCP_RTO_MAX).as_secs();
+        paws_reject(self.rx_opt.ts_recent, tsval, rst, age)
     }
 
     /// `embryonic_reset:` a bad SYN is answered with a reset; a request ends without

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::mib::Mib;
 use crate::time::Instant;
 use core::time::Duration;
-use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 
 /// What `tcp_timewait_state_process` decided (`enum tcp_tw_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +30,8 @@ pub(crate) enum TwStatus {
     Syn(u32),
 }
 
-/// `tcp_in_window` of tcp_minisocks.c.
-fn in_window(seq: Seq, end_seq: Seq, s_win: Seq, e_win: Seq) -> bool {
+/// `tcp_in_window` of tcp_minisocks.c (TIME-WAIT's and a request's window test).
+pub(super) fn in_window(seq: Seq, end_seq: Seq, s_win: Seq, e_win: Seq) -> bool {
     if seq == s_win {
         return true;
     }
@@ -39,6 +39,20 @@ fn in_window(seq: Seq, end_seq: Seq, s_win: Seq, e_win: Seq) -> bool {
         return true;
     }
     seq == e_win && seq == end_seq
+}
+
+/// `tcp_paws_reject` with `tcp_paws_check`'s window 0, for a `ts_recent` last set
+/// `age_secs` ago: a timestamp older than `ts_recent` is rejected, unless
+/// `ts_recent` is 0 (none seen) or `TCP_PAWS_WRAP` old; a reset passes once it is
+/// `TCP_PAWS_MSL` old.
+pub(super) fn paws_reject(ts_recent: u32, tsval: u32, rst: bool, age_secs: u64) -> bool {
+    let ok = (ts_recent.wrapping_sub(tsval) as i32) <= 0
+        || age_secs >= TCP_PAWS_WRAP_SECS
+        || ts_recent == 0;
+    if ok {
+        return false;
+    }
+    !(rst && age_secs >= TCP_PAWS_MSL_SECS)
 }
 
 /// Whole seconds of the stack's clock (`ktime_get_seconds`).
@@ -70,14 +84,8 @@ impl TimeWaitSock {
     /// `tcp_paws_reject` against `ts_recent` (`tcp_paws_check` with window 0; a
     /// reset is let through once `ts_recent` is `TCP_PAWS_MSL` old).
     fn paws_reject(&self, now: Instant, stamp: Instant, tsval: u32, rst: bool) -> bool {
-        let stamp = secs(stamp);
-        let ok = (self.ts_recent.wrapping_sub(tsval) as i32) <= 0
-            || secs(now) >= stamp + TCP_PAWS_WRAP_SECS
-            || self.ts_recent == 0;
-        if ok {
-            return false;
-        }
-        !(rst && secs(now) >= stamp + TCP_PAWS_MSL_SECS)
+        let age = secs(now).saturating_sub(secs(stamp));
+        paws_reject(self.ts_recent, tsval, rst, age)
     }
 
     /// `tcp_timewait_check_oow_rate_limit`: an ACK unless one went within
@@ -225,20 +233,9 @@ impl TimeWaitSock {
             let tsval = (ctx.now.as_millis() as u32).wrapping_add(self.ts_offset);
             (tsval, self.ts_recent)
         });
-        let th = TcpRepr {
-            src_port: self.tuple.local.port(),
-            dst_port: self.tuple.remote.port(),
-            seq: self.snd_nxt.0,
-            ack: self.rcv_nxt.0,
-            flags: TcpFlags::ACK,
-            window: (self.rcv_wnd >> self.rcv_wscale).min(65535) as u16,
-            options: TcpOptions {
-                timestamp: ts,
-                ..TcpOptions::default()
-            },
-            ..TcpRepr::default()
-        };
-        super::output::send_bare(ctx, (self.tuple, 0, true), &th);
+        let window = (self.rcv_wnd >> self.rcv_wscale).min(65535) as u16;
+        let fields = (self.snd_nxt.0, self.rcv_nxt.0, window);
+        super::output::send_reply_ack(ctx, (self.tuple, 0, true), fields, ts);
     }
 }
 
@@ -246,6 +243,7 @@ impl TimeWaitSock {
 mod tests {
     use super::*;
     use crate::tcp::{FourTuple, TestStack};
+    use lowtide_wire::tcp::TcpOptions;
 
     fn tw(substate: TcpState) -> TimeWaitSock {
         TimeWaitSock {

@@ -133,6 +133,31 @@ pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), th: &TcpRepr) 
     push(ctx, pkt, 1, 0, token, now);
 }
 
+/// `tcp_v4_send_ack` / `tcp_v6_send_ack`: a bare ACK that belongs to no socket's
+/// state (TIME-WAIT's, a request's): `seq`, `ack`, the window as given, and the
+/// timestamps `(tsval, tsecr)` if any; no other option.
+pub(crate) fn send_reply_ack(
+    ctx: &mut Ctx,
+    ip: (FourTuple, u8, bool),
+    (seq, ack, window): (u32, u32, u16),
+    ts: Option<(u32, u32)>,
+) {
+    let th = TcpRepr {
+        src_port: ip.0.local.port(),
+        dst_port: ip.0.remote.port(),
+        seq,
+        ack,
+        flags: TcpFlags::ACK,
+        window,
+        options: lowtide_wire::tcp::TcpOptions {
+            timestamp: ts,
+            ..Default::default()
+        },
+        ..TcpRepr::default()
+    };
+    send_bare(ctx, ip, &th);
+}
+
 impl Tcb {
     /// `tcp_current_mss`: payload per segment with the options this segment carries:
     /// `mss_cache` (which has the floor and the timestamps' room already) less the

@@ -69,10 +69,9 @@ impl Tcb {
             && self.icsk.retransmits <= TCP_THIN_LINEAR_RETRIES
         {
             self.icsk.backoff = 0;
-            let e = &self.rtt.est;
-            let rto_us = (e.srtt8 >> 3) as u64 + e.rttvar as u64;
-            let rto = Duration::from_millis(rto_us.div_ceil(1000));
-            self.icsk.rto = rto.clamp(self.rto_min(), self.icsk.rto_max);
+            self.icsk.rto = self
+                .rto_from_estimator()
+                .clamp(self.rto_min(), self.icsk.rto_max);
         } else {
             self.backoff_rto();
         }
@@ -251,7 +250,7 @@ impl Tcb {
             // Before the SYN-ACK is acknowledged, nothing else is retransmitted.
             return self.fastopen_synack_timer(ctx);
         }
-        if self.state == TcpState::SynRecv && self.parent.is_some() {
+        if self.is_request() {
             return self.reqsk_timer(ctx);
         }
         if self.rtx.is_empty() && !matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
@@ -275,11 +274,9 @@ impl Tcb {
             self.retransmit_hint = self.snd_una;
             self.retransmit_head(ctx, TxRetrans::Timer { rto });
         } else {
-            // A request's SYN-ACK timer (reqsk_timer_handler) enters no Loss: its
-            // child gets the undo state at creation (openreq_child_undo).
-            if self.parent.is_none() {
-                self.syn_timeout_loss(ctx);
-            }
+            // A SYN, or a simultaneous open's SYN-ACK (a request's SYN-ACK timer is
+            // reqsk_timer, tcp/check_req.rs).
+            self.syn_timeout_loss(ctx);
             self.update_rto_stats(ctx.now);
             // A SYN's first tcp_syn_linear_timeouts timeouts keep the initial RTO.
             if self.state != TcpState::SynSent
@@ -357,8 +354,10 @@ impl Tcb {
         let mut orphan_alive = None;
         let (boundary, rto_base, mut expired) = if syn {
             // icsk_syn_retries (TCP_SYNCNT) or the sysctl: tcp_syn_retries for a SYN,
-            // tcp_synack_retries for a passive SYN-RECV (reqsk_timer_handler); a
-            // SYN gets tcp_syn_linear_timeouts retransmissions more.
+            // tcp_synack_retries for SYN-RECV, which since requests have their own
+            // timer (reqsk_timer) is a simultaneous open's only, where Linux's
+            // tcp_write_timeout reads tcp_syn_retries (not followed yet); a SYN gets
+            // tcp_syn_linear_timeouts retransmissions more.
             let (sysctl, linear) = match self.state {
                 TcpState::SynSent => (ctx.cfg.tcp_syn_retries, ctx.cfg.tcp_syn_linear_timeouts),
                 _ => (ctx.cfg.tcp_synack_retries, 0),

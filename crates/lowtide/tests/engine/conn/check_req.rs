@@ -21,6 +21,34 @@ fn held_final_ack(p: &mut Pair) -> (SocketHandle, Vec<u8>) {
     (c, held.remove(0))
 }
 
+/// One request waiting in SYN-RECV on B (listener backlog 8), with A's final ACK
+/// held back and a forger that speaks for A; `from` is the wire's length then.
+struct Request {
+    p: Pair,
+    l: SocketHandle,
+    c: SocketHandle,
+    ack: Vec<u8>,
+    forger: Peer,
+    from: usize,
+}
+
+fn request() -> Request {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let l = p.b.listen(addr(B, 80), 8).unwrap();
+    let (c, ack) = held_final_ack(&mut p);
+    let forger = learn(&p, Dir::BtoA);
+    let from = p.wire.len();
+    Request {
+        p,
+        l,
+        c,
+        ack,
+        forger,
+        from,
+    }
+}
+
 /// Two connections fill an accept queue of backlog 1 ("more than the backlog",
 /// `sk_acceptq_is_full`); a third's final ACK, held until then, arrives: B counts the
 /// overflow. Returns (pair, listener, the third's socket on A, the wire's length
@@ -103,12 +131,14 @@ fn abort_on_overflow_resets_the_request() {
 /// resets it.
 #[test]
 fn a_reset_at_rcv_nxt_ends_a_request_silently() {
-    let mut p = Pair::new(Config::default());
-    p.record = true;
-    let l = p.b.listen(addr(B, 80), 8).unwrap();
-    let (c, ack) = held_final_ack(&mut p);
-    let forger = learn(&p, Dir::BtoA);
-    let from = p.wire.len();
+    let Request {
+        mut p,
+        l,
+        c,
+        ack,
+        forger,
+        from,
+    } = request();
     p.inject(true, &forger.seg(TcpFlags::RST, forger.seq, 0, &[]));
     assert!(p.sent_since(from, Dir::BtoA).is_empty(), "no reply");
     assert_eq!(p.b.connection_count(), 0);
@@ -125,12 +155,14 @@ fn a_reset_at_rcv_nxt_ends_a_request_silently() {
 /// `tcp_invalid_ratelimit` none, and the request stays: A's held ACK completes it.
 #[test]
 fn an_in_window_reset_draws_a_rate_limited_ack_and_the_request_stays() {
-    let mut p = Pair::new(Config::default());
-    p.record = true;
-    let l = p.b.listen(addr(B, 80), 8).unwrap();
-    let (c, ack) = held_final_ack(&mut p);
-    let forger = learn(&p, Dir::BtoA);
-    let from = p.wire.len();
+    let Request {
+        mut p,
+        l,
+        c,
+        ack,
+        forger,
+        from,
+    } = request();
     p.inject(
         true,
         &forger.seg(TcpFlags::RST, forger.seq.wrapping_add(1), 0, &[]),
@@ -153,12 +185,12 @@ fn an_in_window_reset_draws_a_rate_limited_ack_and_the_request_stays() {
 /// reset (`embryonic_reset`): RST|ACK acknowledging the SYN.
 #[test]
 fn an_in_window_syn_ends_a_request_with_a_reset() {
-    let mut p = Pair::new(Config::default());
-    p.record = true;
-    let _l = p.b.listen(addr(B, 80), 8).unwrap();
-    let (_c, _ack) = held_final_ack(&mut p);
-    let forger = learn(&p, Dir::BtoA);
-    let from = p.wire.len();
+    let Request {
+        mut p,
+        forger,
+        from,
+        ..
+    } = request();
     let seq = forger.seq.wrapping_add(50);
     p.inject(true, &forger.seg(TcpFlags::SYN, seq, 0, &[]));
     let sent = p.sent_since(from, Dir::BtoA);
@@ -175,12 +207,14 @@ fn an_in_window_syn_ends_a_request_with_a_reset() {
 /// then completes it.
 #[test]
 fn a_wrong_ack_draws_a_reset_and_the_request_stays() {
-    let mut p = Pair::new(Config::default());
-    p.record = true;
-    let l = p.b.listen(addr(B, 80), 8).unwrap();
-    let (c, ack) = held_final_ack(&mut p);
-    let forger = learn(&p, Dir::BtoA);
-    let from = p.wire.len();
+    let Request {
+        mut p,
+        l,
+        c,
+        ack,
+        forger,
+        from,
+    } = request();
     let wrong = forger.ack.wrapping_add(5);
     p.inject(true, &forger.seg(TcpFlags::ACK, forger.seq, wrong, &[]));
     let sent = p.sent_since(from, Dir::BtoA);

@@ -137,6 +137,16 @@ pub const POLLWRNORM: u32 = 0x100;
 pub const POLLRDHUP: u32 = 0x2000;
 pub const EPOLLET: u32 = 1 << 31;
 pub const EPOLLONESHOT: u32 = 1 << 30;
+/// Wake only one of the epoll instances waiting on the file (Linux 4.5).
+pub const EPOLLEXCLUSIVE: u32 = 1 << 28;
+/// Keeps the system awake while the event is pending (needs CAP_BLOCK_SUSPEND).
+pub const EPOLLWAKEUP: u32 = 1 << 29;
+/// An item's flags that are not events (fs/eventpoll.c `EP_PRIVATE_BITS`): never
+/// reported, and all a disarmed `EPOLLONESHOT` item keeps.
+pub const EP_PRIVATE_BITS: u32 = EPOLLWAKEUP | EPOLLONESHOT | EPOLLET | EPOLLEXCLUSIVE;
+/// The events an `EPOLLEXCLUSIVE` item may ask for (fs/eventpoll.c).
+pub const EPOLLEXCLUSIVE_OK_BITS: u32 =
+    POLLIN | POLLOUT | POLLERR | POLLHUP | EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE;
 pub const EPOLL_CTL_ADD: i32 = 1;
 pub const EPOLL_CTL_DEL: i32 = 2;
 pub const EPOLL_CTL_MOD: i32 = 3;

@@ -97,7 +97,7 @@ impl Item {
     /// `EPOLLONESHOT` item ignores them, and a keyed wakeup counts only when its key
     /// meets the item's events.
     fn callback(&mut self, wake: [u64; WAKE_KEYS], rcv: u64) {
-        let armed = self.events & !(EPOLLET | EPOLLONESHOT) != 0;
+        let armed = self.events & !EP_PRIVATE_BITS != 0;
         for w in ALL_WAKES {
             let i = w as usize;
             let key = w.key();
@@ -221,24 +221,38 @@ impl Host {
         events: u32,
         data: u64,
     ) -> Result<(), Errno> {
-        if epfd == fd {
+        // do_epoll_ctl (fs/eventpoll.c), in its order: both files (EBADF), then the
+        // same file or an epfd that is not an epoll (EINVAL), then EPOLLEXCLUSIVE's
+        // limits (EINVAL).
+        let ep_is_epoll = match self.files.get(&epfd) {
+            Some(f) => matches!(f, File::Epoll(_)),
+            None => return err(errno::EBADF),
+        };
+        let target_is_epoll = match self.files.get(&fd) {
+            Some(f) => matches!(f, File::Epoll(_)),
+            None => return err(errno::EBADF),
+        };
+        if epfd == fd || !ep_is_epoll {
             return err(errno::EINVAL);
+        }
+        if op == EPOLL_CTL_MOD && events & EPOLLEXCLUSIVE != 0 {
+            return err(errno::EINVAL); // added to the wait queue at ADD time only
+        }
+        if op == EPOLL_CTL_ADD
+            && events & EPOLLEXCLUSIVE != 0
+            && (target_is_epoll || events & !EPOLLEXCLUSIVE_OK_BITS != 0)
+        {
+            return err(errno::EINVAL); // no nested exclusive wakeups
         }
         let (wake, rcv) = self.wake_state(fd)?;
         // ep_insert/ep_modify poll the file once: ready now, it goes on the list.
         let events = events | POLLERR | POLLHUP; // do_epoll_ctl, for ADD and MOD
         let now_ready = match op {
-            EPOLL_CTL_ADD | EPOLL_CTL_MOD => {
-                self.poll_mask(fd)? & events & !(EPOLLET | EPOLLONESHOT) != 0
-            }
+            EPOLL_CTL_ADD | EPOLL_CTL_MOD => self.poll_mask(fd)? & events & !EP_PRIVATE_BITS != 0,
             _ => false,
         };
         let Some(File::Epoll(ep)) = self.files.get_mut(&epfd) else {
-            return err(if self.files.contains_key(&epfd) {
-                errno::EINVAL
-            } else {
-                errno::EBADF
-            });
+            return err(errno::EINVAL);
         };
         let item = Item {
             events,
@@ -254,6 +268,8 @@ impl Host {
                 Ok(())
             }
             EPOLL_CTL_MOD | EPOLL_CTL_DEL if !ep.items.contains_key(&fd) => err(errno::ENOENT),
+            // An exclusive item cannot be modified, only deleted.
+            EPOLL_CTL_MOD if ep.items[&fd].events & EPOLLEXCLUSIVE != 0 => err(errno::EINVAL),
             EPOLL_CTL_MOD => {
                 ep.items.insert(fd, item);
                 Ok(())
@@ -324,12 +340,12 @@ impl Host {
             };
             // A disarmed EPOLLONESHOT item (only the private bits left) reports
             // nothing, EPOLLERR and EPOLLHUP included (ep_poll_callback).
-            let ev = mask & it.events & !(EPOLLET | EPOLLONESHOT);
+            let ev = mask & it.events & !EP_PRIVATE_BITS;
             if ev == 0 {
                 continue;
             }
             if it.events & EPOLLONESHOT != 0 {
-                it.events &= EPOLLET | EPOLLONESHOT;
+                it.events &= EP_PRIVATE_BITS;
             }
             out.push(EpollEvent {
                 events: ev,

@@ -326,6 +326,66 @@ fn epoll_level_and_edge_triggered() {
     );
 }
 
+/// do_epoll_ctl's checks, in its order: both files (EBADF), the same file or an epfd
+/// that is no epoll (EINVAL), EPOLLEXCLUSIVE only at ADD, with its events and not on
+/// an epoll; an exclusive item cannot be modified, only deleted.
+#[test]
+fn epoll_ctl_checks_and_exclusive_items() {
+    let mut n = HostPair::new();
+    let (_c, s, _) = n.connected();
+    let ep = n.b.epoll_create(1).unwrap();
+    let ep2 = n.b.epoll_create(1).unwrap();
+    let e = |r: Result<(), Errno>| r.unwrap_err().0;
+    assert_eq!(
+        e(n.b.epoll_ctl(900, EPOLL_CTL_ADD, 900, POLLIN, 0)),
+        errno::EBADF
+    );
+    assert_eq!(
+        e(n.b.epoll_ctl(ep, EPOLL_CTL_ADD, 900, POLLIN, 0)),
+        errno::EBADF
+    );
+    assert_eq!(
+        e(n.b.epoll_ctl(ep, EPOLL_CTL_ADD, ep, POLLIN, 0)),
+        errno::EINVAL
+    );
+    assert_eq!(
+        e(n.b.epoll_ctl(s, EPOLL_CTL_ADD, ep, POLLIN, 0)),
+        errno::EINVAL
+    );
+    let x = POLLIN | EPOLLEXCLUSIVE;
+    assert_eq!(
+        e(n.b.epoll_ctl(ep, EPOLL_CTL_ADD, ep2, x, 0)),
+        errno::EINVAL
+    );
+    let rdhup = x | POLLRDHUP;
+    assert_eq!(
+        e(n.b.epoll_ctl(ep, EPOLL_CTL_ADD, s, rdhup, 0)),
+        errno::EINVAL
+    );
+    assert_eq!(
+        e(n.b.epoll_ctl(ep, EPOLL_CTL_ADD, s, x | EPOLLONESHOT, 0)),
+        errno::EINVAL
+    );
+    n.b.epoll_ctl(ep, EPOLL_CTL_ADD, s, x | POLLOUT | EPOLLET, 5)
+        .unwrap();
+    assert_eq!(
+        n.b.epoll_wait(ep, 4).unwrap(),
+        vec![EpollEvent {
+            events: POLLOUT,
+            data: 5
+        }],
+        "the flags are never reported"
+    );
+    assert_eq!(e(n.b.epoll_ctl(ep, EPOLL_CTL_MOD, s, x, 0)), errno::EINVAL);
+    assert_eq!(
+        e(n.b.epoll_ctl(ep, EPOLL_CTL_MOD, s, POLLIN, 0)),
+        errno::EINVAL
+    );
+    n.b.epoll_ctl(ep, EPOLL_CTL_DEL, s, 0, 0).unwrap();
+    n.b.epoll_ctl(ep, EPOLL_CTL_ADD, s, POLLIN, 5).unwrap();
+    n.b.epoll_ctl(ep, EPOLL_CTL_MOD, s, POLLOUT, 6).unwrap();
+}
+
 #[test]
 fn option_round_trips() {
     let mut n = HostPair::new();

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The simulator's payload modes with many flows (issue 26): stored (the default,
 # each write copied into the send queue) against pattern (`--payload pattern`: the
-# sockets store no payload, each segment's bytes made when it is built), in one run,
-# interleaved (the order alternates each repetition), REPS times:
+# sockets store no payload, each packet's bytes made by the device that sends it),
+# in one run, interleaved (the order alternates each repetition), REPS times:
 #   lowtide sim stream --rate 10gbit --rtt 1ms --duration 2s --json --flows N
 # for N = 1, 200 and 2000, and reports medians of
 #   - wire packets per wall second (`sim_packets / sim_wall_s`: the run loop's),

@@ -184,9 +184,11 @@ pub enum PayloadMode {
     /// the real data path.
     #[default]
     Stored,
-    /// The sockets store no payload: each segment's bytes are made from the flow's
-    /// [`Payload`] when it is built (and again when retransmitted), and checked by
-    /// the reader as in the stored mode (`lowtide::SocketMut::set_payload_source`).
+    /// The sockets store no payload: each packet's bytes are made from the flow's
+    /// [`Payload`] by the sending host's device when it takes the packet from its
+    /// qdisc (and again for a retransmission; a queued packet holds its headers
+    /// only), and checked by the reader as in the stored mode
+    /// (`lowtide::SocketMut::set_payload_source`, `lowtide::Stack::make_tx_payload`).
     /// Every figure is the stored mode's; memory and speed differ.
     Pattern,
 }

@@ -697,6 +697,9 @@ impl World {
             }
             return;
         };
+        // The device makes a pattern socket's payload now that it sends the packet
+        // (a queued packet held its headers only).
+        self.hosts[host].stack.make_tx_payload(&mut tx);
         if tx.gso_segs <= 1 {
             tx.flatten();
         }
@@ -744,7 +747,7 @@ impl World {
             // Each segment's headers in a buffer of the sender's pool (the receiver
             // gives it back), its payload a slice of the super-packet's: no copy.
             let take = |len| stack.take_buffer(if apart { head_len } else { len });
-            let (hdr, payload) = (&tx.packet, &tx.payload);
+            let (hdr, payload) = (&tx.packet, &tx.payload.to_bytes());
             let cut = |head, range| {
                 let body = payload.slice(range);
                 put(WireSeg { head, body })

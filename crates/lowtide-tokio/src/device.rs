@@ -159,7 +159,7 @@ impl PacketDevice for TunPacketDevice {
                 // One writev gathers the headers and the send queue's bytes.
                 match VnetHdr::for_transmit_apart(&tx.packet, tx.payload.len(), gso) {
                     Ok(hdr) => dev
-                        .send_apart_or_drop(&hdr, &tx.packet, &tx.payload)
+                        .send_apart_or_drop(&hdr, &tx.packet, &tx.payload.to_bytes())
                         .map(drop),
                     Err(_) => Ok(()),
                 }

@@ -336,11 +336,12 @@ impl Runtime {
 
     fn drain_engine(&mut self, now: Instant) -> bool {
         let mut any = false;
-        while let Some(tx) = self.stack.poll_transmit(now) {
+        while let Some(mut tx) = self.stack.poll_transmit(now) {
             any = true;
+            self.stack.make_tx_payload(&mut tx); // a pattern socket's: made now
             let frame = Frame {
                 data: tx.packet,
-                payload: tx.payload,
+                payload: tx.payload.to_bytes(),
                 gso_size: if tx.gso_segs > 1 { tx.gso_size } else { 0 },
                 csum_partial: true,
                 token: Some(tx.token),

@@ -47,12 +47,12 @@ pub use config::{Config, ConfigError};
 pub use mib::{Counters, Mib};
 pub use socket::{
     EventKind, OobRead, RxChecksum, SendFlags, Shutdown, SocketError, SocketEvent, SocketHandle,
-    Transmit, TxToken,
+    Transmit, TxPayload, TxToken,
 };
 pub use stack::{
     Datagram, ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory, UdpHandle,
 };
 pub use tcp::info::TcpInfo;
-pub use tcp::rtx::data::{PayloadSource, SharedSource};
+pub use tcp::rtx::data::{PatternPayload, PayloadSource, SharedSource};
 pub use tcp::TcpState;
 pub use time::Instant;

@@ -1,5 +1,6 @@
 //! Types of the socket API that [`crate::Stack`] offers: handles, events, errors.
 
+use crate::tcp::rtx::data::PatternPayload;
 use serde::Serialize;
 
 /// A socket (listener or connection) owned by a [`crate::Stack`].
@@ -194,13 +195,17 @@ pub struct Transmit {
     /// IP header, TCP header and payload; only the headers if the payload is kept
     /// apart in [`Transmit::payload`].
     pub packet: Vec<u8>,
-    /// The payload, when the stack keeps it apart from the headers instead of
-    /// copying it into `packet` ([`crate::Stack::set_tx_payload_apart`]): a shared
-    /// slice of the send queue, to be copied once into the frames that carry it
-    /// ([`lowtide_wire::gso::segment_apart_into`], or [`Transmit::flatten`]). Empty
-    /// otherwise. The IP and TCP length fields and the partial checksum in `packet`
-    /// count it.
-    pub payload: bytes::Bytes,
+    /// The payload, when it is not in `packet`: empty ([`TxPayload::default`]) for a
+    /// packet built whole; a shared slice of the send queue when the stack keeps a
+    /// GSO packet's payload apart instead of copying it into `packet`
+    /// ([`crate::Stack::set_tx_payload_apart`]), to be copied once into the frames
+    /// that carry it ([`lowtide_wire::gso::segment_apart_into`], or
+    /// [`Transmit::flatten`]); or, from a socket in pattern mode
+    /// ([`crate::SocketMut::set_payload_source`]), the description of bytes the
+    /// device makes when it sends the packet ([`crate::Stack::make_tx_payload`],
+    /// [`Transmit::flatten`]). The IP and TCP length fields and the partial checksum
+    /// in `packet` count it.
+    pub payload: TxPayload,
     /// Segment size for GSO; 0 if the packet is a single segment.
     pub gso_size: u16,
     /// Number of wire segments the device will make of it.
@@ -224,11 +229,55 @@ impl Transmit {
         self.len() == 0
     }
 
-    /// Copies a payload kept apart into `packet`, which then holds the whole packet.
+    /// Copies a payload kept apart into `packet` (a pattern payload made there),
+    /// which then holds the whole packet.
     pub fn flatten(&mut self) {
-        if !self.payload.is_empty() {
-            self.packet.extend_from_slice(&self.payload);
-            self.payload = bytes::Bytes::new();
+        match core::mem::take(&mut self.payload) {
+            TxPayload::Bytes(b) => self.packet.extend_from_slice(&b),
+            TxPayload::Pattern(p) => {
+                let at = self.packet.len();
+                self.packet.resize(at + p.len(), 0);
+                p.fill(&mut self.packet[at..]);
+            }
+        }
+    }
+}
+
+/// The payload of a [`Transmit`] that is not in its `packet` (see
+/// [`Transmit::payload`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxPayload {
+    /// Bytes (none for a packet built whole).
+    Bytes(bytes::Bytes),
+    /// A pattern socket's bytes, for the device to make when it sends the packet.
+    Pattern(PatternPayload),
+}
+
+impl Default for TxPayload {
+    fn default() -> Self {
+        TxPayload::Bytes(bytes::Bytes::new())
+    }
+}
+
+impl TxPayload {
+    /// Bytes it holds or stands for.
+    pub fn len(&self) -> usize {
+        match self {
+            TxPayload::Bytes(b) => b.len(),
+            TxPayload::Pattern(p) => p.len(),
+        }
+    }
+
+    /// True if it holds or stands for no byte.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes: the ones held (shared), or a pattern's made into a new buffer.
+    pub fn to_bytes(&self) -> bytes::Bytes {
+        match self {
+            TxPayload::Bytes(b) => b.clone(),
+            TxPayload::Pattern(p) => p.to_bytes(),
         }
     }
 }

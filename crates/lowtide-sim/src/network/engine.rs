@@ -661,6 +661,9 @@ impl<'t> Network<'t> {
             }
             return;
         };
+        // The device makes a pattern socket's payload now that it sends the packet
+        // (a queued packet held its headers only).
+        self.hosts[host].stack.make_tx_payload(&mut tx);
         if tx.gso_segs <= 1 {
             tx.flatten();
         }
@@ -684,7 +687,7 @@ impl<'t> Network<'t> {
             put(WireSeg::whole(pkt));
         } else {
             let take = |len| stack.take_buffer(if apart { head_len } else { len });
-            let (hdr, payload) = (&tx.packet, &tx.payload);
+            let (hdr, payload) = (&tx.packet, &tx.payload.to_bytes());
             let cut = |head, range| {
                 put(WireSeg {
                     head,

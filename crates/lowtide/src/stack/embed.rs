@@ -4,7 +4,7 @@
 
 use super::{Sock, Stack};
 use crate::mib::Mib;
-use crate::socket::{RxChecksum, SocketError, SocketHandle, Transmit};
+use crate::socket::{RxChecksum, SocketError, SocketHandle, Transmit, TxPayload};
 use crate::tcp::rcvqueue::Payload;
 use crate::tcp::Listener;
 use crate::time::Instant;
@@ -36,6 +36,32 @@ impl Stack {
     /// (e.g. the segments of a GSO packet).
     pub fn take_buffer(&mut self, len: usize) -> Vec<u8> {
         self.pool.take(len)
+    }
+
+    /// The device's making of a pattern transmission's payload
+    /// ([`TxPayload::Pattern`]), when it sends the packet: a single segment's bytes
+    /// behind its headers in one pooled buffer ([`Transmit::packet`], then whole),
+    /// a GSO packet's into a buffer carved from the stack's payload arenas, kept
+    /// apart as a shared slice ([`TxPayload::Bytes`]: what a stored socket's send
+    /// queue would have given). Any other packet is left as it is.
+    pub fn make_tx_payload(&mut self, tx: &mut Transmit) {
+        let TxPayload::Pattern(p) = &tx.payload else {
+            return;
+        };
+        if tx.gso_segs <= 1 {
+            let head = tx.packet.len();
+            let mut whole = self.pool.take(head + p.len());
+            whole.extend_from_slice(&tx.packet);
+            whole.resize(head + p.len(), 0);
+            p.fill(&mut whole[head..]);
+            self.pool.give(core::mem::replace(&mut tx.packet, whole));
+            tx.payload = TxPayload::default();
+        } else {
+            let mut buf = self.frag.take(p.len());
+            buf.resize(p.len(), 0);
+            p.fill(&mut buf);
+            tx.payload = TxPayload::Bytes(buf.freeze());
+        }
     }
 
     /// Gives back the buffer of a packet from [`Stack::poll_transmit`] (or any other
@@ -154,8 +180,9 @@ impl Transmit {
     /// UDP GSO super-packet (`gso_segs` > 1, [`Stack::udp_set_segment`]) gives its
     /// datagrams, each with its complete checksum (`__udp_gso_segment`).
     pub fn segments(&self) -> Vec<Vec<u8>> {
+        let payload = self.payload.to_bytes();
         if !self.is_tcp() {
-            let whole = [&self.packet[..], &self.payload[..]].concat();
+            let whole = [&self.packet[..], &payload[..]].concat();
             if self.gso_segs <= 1 {
                 return vec![whole];
             }
@@ -170,7 +197,7 @@ impl Transmit {
             true => lowtide_wire::gso::segment(&self.packet, self.gso_size, put),
             false => lowtide_wire::gso::segment_apart_into(
                 &self.packet,
-                &self.payload,
+                &payload,
                 self.gso_size,
                 true,
                 Vec::with_capacity,
@@ -192,7 +219,9 @@ impl Transmit {
 #[cfg(test)]
 mod tests {
     use crate::{Config, EventKind, Instant, Mib, RxChecksum, Stack, TcpState};
+    use crate::{Transmit, TxPayload};
     use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+    use std::sync::Arc;
 
     const A: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
     const B: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
@@ -277,16 +306,42 @@ mod tests {
         (b, got)
     }
 
-    /// Two identical pairs, one sender keeping payload apart: each of its packets,
-    /// flattened, is byte for byte the other's, and so are its segments.
-    #[test]
-    fn payload_apart_makes_the_same_packets() {
-        let mut pairs = [false, true].map(|apart| {
+    /// How the second of two lockstep senders sends (the first stores, whole).
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mode {
+        /// Stored bytes, GSO payload apart ([`Stack::set_tx_payload_apart`]).
+        Apart,
+        /// Pattern mode, from [`Sevens`], with the payload apart as the simulator
+        /// sets it.
+        Pattern,
+    }
+
+    /// The stream the lockstep test sends: byte `o` is `7 o` (mod 256).
+    #[derive(Debug)]
+    struct Sevens;
+    impl crate::PayloadSource for Sevens {
+        fn fill(&self, offset: u64, buf: &mut [u8]) {
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = ((offset + i as u64) * 7) as u8;
+            }
+        }
+    }
+
+    /// Two identical pairs, the first sender storing its bytes in whole packets,
+    /// the second sending as `mode` says, in lockstep: `check` sees each
+    /// transmission of the second sender (and that sender) beside the first's,
+    /// which it must make equal; both receivers get the whole stream. Returns how
+    /// many of the second sender's packets had payload apart.
+    fn lockstep(mode: Mode, mut check: impl FnMut(&mut Stack, &Transmit, &mut Transmit)) -> usize {
+        let mut pairs = [None, Some(mode)].map(|m| {
             let (mut a, mut b) = (stack(A, 1), stack(B, 2));
-            a.set_tx_payload_apart(apart);
+            a.set_tx_payload_apart(m.is_some());
             let l = b.listen(SocketAddr::new(B, 80), 8).unwrap();
             let (local, remote) = (SocketAddr::new(A, 0), SocketAddr::new(B, 80));
             let c = a.connect(Instant::ZERO, local, remote).unwrap();
+            if m == Some(Mode::Pattern) {
+                a.socket(c).set_payload_source(Arc::new(Sevens)).unwrap();
+            }
             exchange(&mut a, &mut b, Instant::ZERO, Hand::Transmit);
             let s = b.accept(l).unwrap();
             (a, b, c, s)
@@ -296,21 +351,22 @@ mod tests {
         let mut buf = vec![0u8; 65536];
         for ms in 0..2000 {
             let now = Instant::from_nanos(ms * 1_000_000);
-            let n = pairs
-                .each_mut()
-                .map(|(a, _, c, _)| a.send(now, *c, &data[sent..]).unwrap_or(0));
-            assert_eq!(n[0], n[1]);
-            sent += n[0];
+            let [(a0, b0, c0, _), (a1, b1, c1, _)] = &mut pairs;
+            let n0 = a0.send(now, *c0, &data[sent..]).unwrap_or(0);
+            let n1 = match mode {
+                Mode::Apart => a1.send(now, *c1, &data[sent..]),
+                Mode::Pattern => a1.send_pattern(now, *c1, data.len() - sent),
+            };
+            assert_eq!(n0, n1.unwrap_or(0));
+            sent += n0;
             loop {
-                let [(a0, b0, ..), (a1, b1, ..)] = &mut pairs;
                 let (t0, t1) = (a0.poll_transmit(now), a1.poll_transmit(now));
                 let (Some(t0), Some(mut t1)) = (t0, t1) else {
                     break;
                 };
                 apart_seen += !t1.payload.is_empty() as usize;
-                assert_eq!((t1.len(), t1.segments()), (t0.len(), t0.segments()));
+                check(a1, &t0, &mut t1);
                 b1.handle_transmit(now, &t1);
-                t1.flatten();
                 assert_eq!(t1, t0);
                 b0.handle_transmit(now, &t0);
                 a0.handle_tx_complete(now, t0.token);
@@ -330,7 +386,53 @@ mod tests {
             }
         }
         assert_eq!(got, [data.clone(), data]);
-        assert!(apart_seen > 10, "{apart_seen} packets with payload apart");
+        apart_seen
+    }
+
+    /// A sender keeping payload apart: each of its packets, flattened, is byte for
+    /// byte the other's, and so are its segments.
+    #[test]
+    fn payload_apart_makes_the_same_packets() {
+        let apart = lockstep(Mode::Apart, |_, t0, t1| {
+            assert_eq!((t1.len(), t1.segments()), (t0.len(), t0.segments()));
+            t1.flatten();
+        });
+        assert!(apart > 10, "{apart} packets with payload apart");
+    }
+
+    /// A pattern sender hands the device each payload as a description, its
+    /// packet holding the headers only (what waits in a device queue); the device
+    /// makes the stored sender's bytes from it, with the stack's buffers
+    /// (`make_tx_payload`) or without (`flatten`).
+    #[test]
+    fn pattern_payload_is_made_by_the_device() {
+        // The payload bytes of a whole IPv4 packet.
+        let payload_len = |p: &[u8]| {
+            let ihl = (p[0] & 0xf) as usize * 4;
+            p.len() - ihl - (p[ihl + 12] >> 4) as usize * 4
+        };
+        let mut described = 0;
+        lockstep(Mode::Pattern, |a, t0, t1| {
+            let data = payload_len(&t0.packet);
+            let TxPayload::Pattern(p) = &t1.payload else {
+                return assert_eq!((data, t1.len()), (0, t1.packet.len()), "no payload");
+            };
+            described += 1;
+            assert_eq!((p.len(), t1.packet.len() + p.len()), (data, t0.len()));
+            assert!(
+                t1.packet.len() <= lowtide_wire::pool::POOL_TINY_LEN,
+                "headers only"
+            );
+            let (mut whole, mut t0_whole) = (t1.clone(), t0.clone());
+            whole.flatten();
+            t0_whole.flatten();
+            assert_eq!(whole, t0_whole);
+            assert_eq!(t1.segments(), t0.segments());
+            a.make_tx_payload(t1);
+            assert!(matches!(t1.payload, TxPayload::Bytes(_)));
+            t1.flatten();
+        });
+        assert!(described > 10, "{described} pattern packets");
     }
 
     #[test]

@@ -66,7 +66,8 @@ impl Stack {
     /// payload comes in [`Transmit::payload`], a shared slice of the send queue, for a
     /// device that copies it once into its segments (zero-copy send, as Linux's skbs
     /// reference the socket's page fragments; issue 14). Single-segment packets stay
-    /// whole. Off by default: every packet whole.
+    /// whole. Off by default: every packet whole, but for a pattern socket's
+    /// ([`SocketMut::set_payload_source`]), whose payload the device makes.
     ///
     /// [`Transmit::packet`]: crate::Transmit::packet
     /// [`Transmit::payload`]: crate::Transmit::payload
@@ -281,9 +282,12 @@ impl SocketMut<'_> {
     /// Pattern mode (no Linux counterpart; the simulator's `--payload pattern`): the
     /// socket's send stream is `source`'s bytes, written with [`Stack::send_pattern`]
     /// (`send` then refuses with [`SocketError::InvalidInput`]); its write and
-    /// retransmit queues count the bytes but store none, each transmission makes
-    /// them anew. Only before anything was written ([`SocketError::InvalidInput`]
-    /// after).
+    /// retransmit queues count the bytes but store none. Each transmission hands
+    /// the device a description of its payload ([`crate::TxPayload::Pattern`],
+    /// always apart from the headers), and the device makes the bytes when it
+    /// sends the packet ([`Stack::make_tx_payload`], [`crate::Transmit::flatten`]),
+    /// so a packet waiting in a device queue holds its headers only. Only before
+    /// anything was written ([`SocketError::InvalidInput`] after).
     pub fn set_payload_source(&mut self, source: crate::SharedSource) -> Result<(), SocketError> {
         let t = self.stack.tcb_mut(self.h)?;
         // write_seq: 0 before the SYN, 1 after it, more once data was queued.

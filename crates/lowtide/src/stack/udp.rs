@@ -406,7 +406,7 @@ impl Stack {
         self.mib.add(Mib::IpExtOutOctets, packet.len() as u64);
         self.out.push_back(Transmit {
             packet,
-            payload: bytes::Bytes::new(),
+            payload: crate::socket::TxPayload::default(),
             gso_size,
             gso_segs,
             token: TxToken {

@@ -8,9 +8,8 @@ use super::rtx::skb::{self, Skb, SkbData, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_R
 use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
 use crate::mib::Mib;
-use crate::socket::{Transmit, TxRetrans, TxToken};
+use crate::socket::{Transmit, TxPayload, TxRetrans, TxToken};
 use crate::Instant;
-use bytes::Bytes;
 use lowtide_wire::checksum;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
 use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
@@ -19,17 +18,18 @@ use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
 const IP_DEFAULT_TTL: u8 = 64;
 
 /// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum: headers built in
-/// place in a pooled buffer, then the payload copied behind them, or, with `apart`
-/// (a GSO packet for a device that takes payload apart), left out and returned as a
-/// shared slice for the device to copy into its segments. `tos` is the TOS byte
+/// place in a pooled buffer, then stored payload copied behind them, or, with
+/// `apart` (a GSO packet for a device that takes payload apart), left out and
+/// returned as a shared slice for the device to copy into its segments. A pattern
+/// payload is always returned apart, for the device to make. `tos` is the TOS byte
 /// with the ECN bits; an IPv4 header gets DF as `df` says (`__ip_queue_xmit`).
 fn build_packet(
     ctx: &mut Ctx,
     (tuple, tos, df): (FourTuple, u8, bool),
     th: &TcpRepr,
-    payload: &Bytes,
+    payload: TxPayload,
     apart: bool,
-) -> (Vec<u8>, Bytes) {
+) -> (Vec<u8>, TxPayload) {
     let thl = th.header_len();
     let ip = IpRepr {
         src: tuple.local.ip(),
@@ -41,9 +41,11 @@ fn build_packet(
         payload_len: thl + payload.len(),
     };
     let ihl = ip.emit_len();
-    let mut pkt = ctx
-        .pool
-        .take(ihl + thl + if apart { 0 } else { payload.len() });
+    let copied = match &payload {
+        TxPayload::Bytes(b) if !apart => Some(b),
+        _ => None,
+    };
+    let mut pkt = ctx.pool.take(ihl + thl + copied.map_or(0, |b| b.len()));
     pkt.resize(ihl + thl, 0);
     ip.emit(&mut pkt[..ihl], *ctx.ip_id);
     if tos & !super::ecn::INET_ECN_MASK != 0 || !df {
@@ -52,17 +54,19 @@ fn build_packet(
     th.emit(&mut pkt[ihl..]);
     let tcp_len = thl + payload.len();
     checksum::fill_tcp_partial_len(ip.src, ip.dst, &mut pkt[ihl..], tcp_len);
-    if apart {
-        return (pkt, payload.clone());
+    match copied {
+        Some(b) => {
+            pkt.extend_from_slice(b);
+            (pkt, TxPayload::default())
+        }
+        None => (pkt, payload),
     }
-    pkt.extend_from_slice(payload);
-    (pkt, Bytes::new())
 }
 
 /// Hands a packet to the device queue of the stack, counting it.
 fn push(
     ctx: &mut Ctx,
-    (packet, apart): (Vec<u8>, Bytes),
+    (packet, apart): (Vec<u8>, TxPayload),
     mss: u32,
     payload: usize,
     token: TxToken,
@@ -119,7 +123,7 @@ fn push_reset(ctx: &mut Ctx, ip: (FourTuple, u8, bool), rst: &TcpRepr) {
 /// (`ip_send_unicast_reply`: resets, TIME-WAIT's ACKs), with the TOS byte and DF of
 /// `ip` (see [`build_packet`]).
 pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), th: &TcpRepr) {
-    let pkt = build_packet(ctx, ip, th, &Bytes::new(), false);
+    let pkt = build_packet(ctx, ip, th, TxPayload::default(), false);
     let token = TxToken {
         index: u32::MAX,
         generation: 0,
@@ -418,15 +422,14 @@ impl Tcb {
             options,
         };
         // A single segment is built whole; a GSO packet's payload stays apart if the
-        // device takes it so (Stack::set_tx_payload_apart).
+        // device takes it so (Stack::set_tx_payload_apart). Pattern mode: the
+        // device makes the bytes when it sends the packet, for this transmission
+        // only.
         let apart = ctx.tx_apart && payload.len() > mss as usize;
         let ip = (self.tuple, self.tos | ip_ecn, self.ip_dont_fragment());
-        // Pattern mode: the bytes are made here, for this transmission only.
-        let mut made = Bytes::new();
         let offset = (seq + (flags & FLAG_SYN != 0) as u64).saturating_sub(1);
-        let source = self.payload_source.as_ref();
-        let bytes = payload.bytes(source, offset, ctx.frag, &mut made);
-        let pkt = build_packet(ctx, ip, &th, bytes, apart);
+        let body = payload.for_device(self.payload_source.as_ref(), offset);
+        let pkt = build_packet(ctx, ip, &th, body, apart);
         // __tcp_transmit_skb: tcp_event_ack_sent for segments carrying an ACK:
         // compressed SACKs are sent either way; "Special ACK sent by DCTCP to
         // reflect ECN" leaves the delayed ACK armed.
@@ -1118,7 +1121,13 @@ mod syn_retransmit_tests {
         t.state = TcpState::SynRecv;
         (t.snd_una, t.snd_nxt, t.write_seq) = (0, 1001, 1001);
         (t.mss_cache, t.snd_wnd) = (1000, 65535);
-        t.connect_queue_skb(NOW, 1, SkbData::from(Bytes::from(vec![7u8; 1000])), 0, 1832);
+        t.connect_queue_skb(
+            NOW,
+            1,
+            SkbData::from(bytes::Bytes::from(vec![7u8; 1000])),
+            0,
+            1832,
+        );
         let r = t.retransmit_skb(&mut st.ctx(&cfg, NOW, false), 1, 1);
         assert_eq!(r, Some((1, 1001, 1)));
         let out = sent(&mut st);

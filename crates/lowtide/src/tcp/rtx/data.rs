@@ -1,13 +1,16 @@
 //! The payload an skb of the send side carries: the bytes the application wrote,
 //! stored (the default, what Linux does), or, for a socket with a
 //! [`PayloadSource`], only their length: the bytes are a function of their stream
-//! offset, produced when a segment is built (`SkbData::bytes`) and again for
-//! each retransmission, so the write and retransmit queues hold no payload at all
-//! (the simulator's `--payload pattern`, for many flows at little memory).
+//! offset, described to the device when a segment is sent ([`PatternPayload`])
+//! and made by the device when it sends the packet, again for each
+//! retransmission, so neither the write and retransmit queues nor a packet
+//! waiting in a device queue hold payload (the simulator's `--payload pattern`,
+//! for many flows at little memory).
 //!
 //! Every decision of the engine reads only lengths, so a socket behaves the same
 //! either way; only the memory the queues touch differs.
 
+use crate::socket::TxPayload;
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 
@@ -21,6 +24,62 @@ pub trait PayloadSource: core::fmt::Debug + Send + Sync {
 
 /// A shared [`PayloadSource`].
 pub type SharedSource = Arc<dyn PayloadSource>;
+
+/// A pattern transmission's payload, not made yet: `len` bytes of a socket's
+/// [`PayloadSource`] from stream offset `offset`. The engine hands the device this
+/// instead of the bytes ([`TxPayload::Pattern`]), so a packet waiting in a device
+/// queue holds its headers only; the device makes the bytes when it sends the
+/// packet ([`PatternPayload::fill`]), as it finishes the checksum then.
+#[derive(Debug, Clone)]
+pub struct PatternPayload {
+    source: SharedSource,
+    offset: u64,
+    len: usize,
+}
+
+impl PatternPayload {
+    /// Bytes it stands for.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if it stands for no byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Stream offset of its first byte.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Makes the bytes into `buf`, which must be [`PatternPayload::len`] long.
+    pub fn fill(&self, buf: &mut [u8]) {
+        assert_eq!(
+            buf.len(),
+            self.len,
+            "a pattern payload fills its own length"
+        );
+        self.source.fill(self.offset, buf);
+    }
+
+    /// The bytes, made into a new buffer.
+    pub fn to_bytes(&self) -> Bytes {
+        let mut buf = vec![0; self.len];
+        self.fill(&mut buf);
+        Bytes::from(buf)
+    }
+}
+
+/// The same source (by identity), offset and length: the same bytes.
+impl PartialEq for PatternPayload {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.source, &other.source)
+            && (self.offset, self.len) == (other.offset, other.len)
+    }
+}
+
+impl Eq for PatternPayload {}
 
 /// The payload of a write-queue skb (still growing, never sent).
 #[derive(Debug)]
@@ -196,26 +255,17 @@ impl SkbData {
         }
     }
 
-    /// The payload bytes of an skb whose first payload byte is stream offset
-    /// `offset`: the stored ones, or the source's made now into a buffer of `frag`.
-    pub(crate) fn bytes<'a>(
-        &'a self,
-        source: Option<&SharedSource>,
-        offset: u64,
-        frag: &mut crate::tcp::page_frag::PageFrag,
-        made: &'a mut Bytes,
-    ) -> &'a Bytes {
+    /// The payload of an skb whose first payload byte is stream offset `offset`, as
+    /// the device gets it: the stored bytes (shared), or the description of the
+    /// source's bytes there, which the device makes when it sends the packet.
+    pub(crate) fn for_device(&self, source: Option<&SharedSource>, offset: u64) -> TxPayload {
         match self {
-            SkbData::Stored(b) => b,
-            SkbData::Pattern { len } => {
-                let mut buf = frag.take(*len);
-                buf.resize(*len, 0);
-                source
-                    .expect("a pattern skb's socket has a source")
-                    .fill(offset, &mut buf);
-                *made = buf.freeze();
-                made
-            }
+            SkbData::Stored(b) => TxPayload::Bytes(b.clone()),
+            SkbData::Pattern { len } => TxPayload::Pattern(PatternPayload {
+                source: source.expect("a pattern skb's socket has a source").clone(),
+                offset,
+                len: *len,
+            }),
         }
     }
 }
@@ -245,11 +295,13 @@ mod tests {
         let tail = rest.split_off(100);
         assert_eq!((rest.len(), tail.len()), (100, 500));
         let src: SharedSource = Arc::new(Counting);
-        let mut frag = crate::tcp::page_frag::PageFrag::default();
-        let mut made = Bytes::new();
-        let b = tail.bytes(Some(&src), 500, &mut frag, &mut made);
-        assert_eq!(b.len(), 500);
+        let TxPayload::Pattern(p) = tail.for_device(Some(&src), 500) else {
+            panic!("a pattern skb goes to the device as a description");
+        };
+        assert_eq!((p.offset(), p.len()), (500, 500));
+        let b = p.to_bytes();
         assert!(b.iter().enumerate().all(|(i, &x)| x == (500 + i) as u8));
+        assert_eq!(tail.for_device(Some(&src), 500), TxPayload::Pattern(p));
         let mut joined = rest.clone();
         joined.concat(&tail, true, |n| n);
         assert_eq!(joined.len(), 600);

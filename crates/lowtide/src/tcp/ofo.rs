@@ -71,8 +71,10 @@ pub struct OfoQueue {
     skbs: BTreeMap<u64, OfoSkb>,
     /// Contiguous runs covered: start -> end.
     runs: BTreeMap<u64, u64>,
-    /// Starts of runs, most recently changed first (`selective_acks`).
-    recent: Vec<u64>,
+    /// The SACK blocks reported, most recently changed first (`selective_acks`,
+    /// `rx_opt.num_sacks` of them): kept by Linux's rules, so a block may be
+    /// narrower than the run of data around it.
+    sacks: Vec<(u64, u64)>,
     bytes: u64,
     truesize: u64,
     /// Queue entries visited or moved and payload bytes copied, for tests of cost.
@@ -139,6 +141,7 @@ impl OfoQueue {
             return r;
         }
         self.work += 1;
+        let was_empty = self.skbs.is_empty();
         let (mut truesize, mut to) = (skb.truesize, skb.as_to());
         if let Some((&ps, p)) = self.skbs.range(..=seq).next_back() {
             let pend = p.end(ps);
@@ -153,7 +156,7 @@ impl OfoQueue {
                     // "All the bits are present. Drop."
                     r.dup = Some((seq, end));
                     r.merged = 1;
-                    self.cover(seq, end); // tcp_sack_new_ofo_skb all the same
+                    self.sack_new_ofo_skb(seq, end); // `add_sack:` all the same
                     return r;
                 }
                 if ps < seq {
@@ -178,6 +181,13 @@ impl OfoQueue {
         };
         self.skbs.insert(seq, skb);
         self.cover(seq, end);
+        if was_empty {
+            // tcp_data_queue_ofo, "Initial out of order segment, build 1 SACK".
+            self.sacks.clear();
+            self.sacks.push((seq, end));
+        } else {
+            self.sack_new_ofo_skb(seq, end);
+        }
         r.queued = true;
         r
     }
@@ -230,26 +240,61 @@ impl OfoQueue {
         for (s, e) in touching {
             self.work += 1;
             self.runs.remove(&s);
-            self.recent.retain(|&k| k != s);
             stop = stop.max(e);
         }
         self.runs.insert(start, stop);
-        self.recent.insert(0, start);
-        self.recent.truncate(TCP_NUM_SACKS);
+    }
+
+    /// `tcp_sack_new_ofo_skb`: out-of-order data `[seq, end)` extends the first
+    /// block it overlaps or adjoins, which moves to the front and absorbs the blocks
+    /// it now reaches (`tcp_sack_maybe_coalesce`); else it opens a block at the
+    /// front, the oldest falling out past [`TCP_NUM_SACKS`]. A block that fell out
+    /// is not reported again, even when new data joins the run it was part of.
+    fn sack_new_ofo_skb(&mut self, seq: u64, end: u64) {
+        let slot = self.sack_slot(seq, end);
+        if slot < self.sacks.len() {
+            let b = &mut self.sacks[slot];
+            *b = (b.0.min(seq), b.1.max(end)); // tcp_sack_extend
+            self.sacks[..=slot].rotate_right(1);
+            self.sack_maybe_coalesce();
+            return;
+        }
+        self.sacks.truncate(TCP_NUM_SACKS - 1);
+        self.sacks.insert(0, (seq, end));
+    }
+
+    /// `tcp_sack_maybe_coalesce`: the first block absorbs every later block it
+    /// overlaps or adjoins.
+    fn sack_maybe_coalesce(&mut self) {
+        let mut i = 1;
+        while i < self.sacks.len() {
+            let ((s0, e0), (s, e)) = (self.sacks[0], self.sacks[i]);
+            if s <= e0 && s0 <= e {
+                self.sacks[0] = (s0.min(s), e0.max(e));
+                self.sacks.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// `tcp_sack_remove` as `rcv_nxt` advances: the blocks it reaches go, and all of
+    /// them once the queue is empty.
+    fn sack_remove(&mut self, rcv_nxt: u64) {
+        if self.skbs.is_empty() {
+            self.sacks.clear();
+        }
+        self.sacks.retain(|&(s, _)| s > rcv_nxt);
     }
 
     /// Where `tcp_sack_new_ofo_skb` finds data `[seq, end)`: the index of the first
     /// reported block (most recent first) that it overlaps or adjoins
     /// (`tcp_sack_extend`), or the number of blocks if it opens a new one.
     pub fn sack_slot(&self, seq: u64, end: u64) -> usize {
-        let touches = |k: &u64| {
-            let run_end = self.runs.get(k).copied().unwrap_or(*k);
-            *k <= end && seq <= run_end
-        };
-        self.recent
+        self.sacks
             .iter()
-            .position(touches)
-            .unwrap_or(self.recent.len())
+            .position(|&(s, e)| seq <= e && s <= end)
+            .unwrap_or(self.sacks.len())
     }
 
     /// Takes the next segment that `rcv_nxt` reaches, if any, with its bytes at and
@@ -265,6 +310,7 @@ impl OfoQueue {
             let s = self.remove(k).expect("segment exists");
             let end = s.end(k);
             self.uncover_below(rcv_nxt.max(end));
+            self.sack_remove(rcv_nxt.max(end));
             if end > rcv_nxt {
                 let skip = ((rcv_nxt - k) as usize).min(s.data.len());
                 return Some(InOrder {
@@ -283,18 +329,16 @@ impl OfoQueue {
                 break;
             }
             self.runs.remove(&s);
-            self.recent.retain(|&k| k != s);
             if e > upto {
                 self.runs.insert(upto, e);
-                for k in self.recent.iter_mut().filter(|k| **k == s) {
-                    *k = upto;
-                }
                 break;
             }
         }
     }
 
     /// Drops the highest segment (`tcp_prune_ofo_queue`, one step) and returns it.
+    /// The SACK blocks are left as they are: the caller resets them once it has
+    /// pruned (`tcp_sack_reset`).
     pub fn pop_last(&mut self) -> Option<(u64, OfoSkb)> {
         let seq = self.last_seq()?;
         self.work += 1;
@@ -310,21 +354,18 @@ impl OfoQueue {
                 self.runs.insert(rs, top);
                 break;
             }
-            self.recent.retain(|&k| k != rs);
         }
         Some((seq, s))
     }
 
     /// `tcp_sack_reset`: no SACK blocks until new out-of-order data arrives.
     pub fn reset_sacks(&mut self) {
-        self.recent.clear();
+        self.sacks.clear();
     }
 
     /// The SACK blocks to report, most recent first, as offsets `[start, end)`.
     pub fn sack_blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.recent
-            .iter()
-            .filter_map(|k| self.runs.get(k).map(|e| (*k, *e)))
+        self.sacks.iter().copied()
     }
 
     /// Drops everything; returns the payload bytes freed.
@@ -332,7 +373,7 @@ impl OfoQueue {
         let b = self.bytes;
         self.skbs.clear();
         self.runs.clear();
-        self.recent.clear();
+        self.sacks.clear();
         self.bytes = 0;
         self.truesize = 0;
         b
@@ -597,7 +638,7 @@ mod tests {
     }
 
     /// `tcp_prune_ofo_queue`'s step: the highest segment goes, and the runs shrink to
-    /// what the rest covers.
+    /// what the rest covers (the SACK blocks are the caller's to reset).
     #[test]
     fn pop_last_trims_the_runs() {
         let mut q = OfoQueue::default();
@@ -605,12 +646,50 @@ mod tests {
         put(&mut q, 150, 300);
         put(&mut q, 400, 500);
         assert_eq!(q.pop_last().unwrap().0, 400);
-        assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(100, 300)]);
+        assert_eq!((q.runs(), q.last_end()), (1, Some(300)));
         assert_eq!(q.pop_last().unwrap().0, 150);
-        assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(100, 200)]);
         assert_eq!(q.last_end(), Some(200));
         q.pop_last();
         assert!(q.is_empty() && q.runs() == 0 && q.pop_last().is_none());
+    }
+
+    /// `tcp_sack_new_ofo_skb` keeps blocks, not runs: a block that fell out of the
+    /// four is not reported again when data joins its run (the new data extends the
+    /// block it adjoins, which moves first and absorbs what it reaches), and
+    /// `tcp_sack_remove` drops only the blocks `rcv_nxt` reaches.
+    #[test]
+    fn sack_blocks_as_tcp_sack_new_ofo_skb_keeps_them() {
+        let mut q = OfoQueue::default();
+        for s in [2000, 4000, 6000, 8000, 10000] {
+            put(&mut q, s, s + 1000);
+        }
+        let blocks = |q: &OfoQueue| q.sack_blocks().collect::<Vec<_>>();
+        assert_eq!(
+            blocks(&q),
+            vec![(10000, 11000), (8000, 9000), (6000, 7000), (4000, 5000)]
+        );
+        assert_eq!(q.sack_slot(3000, 4000), 3, "adjoins the fourth block");
+        put(&mut q, 3000, 4000);
+        assert_eq!(
+            blocks(&q),
+            vec![(3000, 5000), (10000, 11000), (8000, 9000), (6000, 7000)],
+            "2000..3000 fell out and stays out"
+        );
+        assert_eq!(q.runs(), 4);
+        put(&mut q, 5000, 6000);
+        assert_eq!(
+            blocks(&q),
+            vec![(3000, 7000), (10000, 11000), (8000, 9000)],
+            "coalesced with the block it reached"
+        );
+        assert!(q.pop_in_order(1000).is_none());
+        assert_eq!(blocks(&q).len(), 3, "rcv_nxt below every block");
+        let mut next = 2000;
+        while let Some(s) = q.pop_in_order(next) {
+            next += s.data.len() as u64;
+        }
+        assert_eq!(next, 7000);
+        assert_eq!(blocks(&q), vec![(10000, 11000), (8000, 9000)]);
     }
 
     /// `tcp_collapse_ofo_queue`: a run of small segments becomes page-sized buffers

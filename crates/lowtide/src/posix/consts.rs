@@ -69,6 +69,8 @@ pub const TCP_THIN_LINEAR_TIMEOUTS: i32 = 16;
 pub const TCP_DEFER_ACCEPT: i32 = 9;
 /// `TCP_QUICKACK`: 0 delays ACKs for replies to carry (pingpong mode), 1 ACKs now.
 pub const TCP_QUICKACK: i32 = 12;
+/// `TCP_WINDOW_CLAMP`: the largest window to advertise.
+pub const TCP_WINDOW_CLAMP: i32 = 10;
 pub const TCP_KEEPIDLE: i32 = 4;
 pub const TCP_KEEPINTVL: i32 = 5;
 pub const TCP_KEEPCNT: i32 = 6;

@@ -828,3 +828,5 @@ impl Host {
 mod tests;
 #[cfg(test)]
 mod tests_sock;
+#[cfg(test)]
+mod tests_sockopt;

@@ -358,6 +358,19 @@ impl Host {
                     e(stack.socket(h).set_user_mss(v as u32))?;
                 }
             }
+            (SOL_TCP, TCP_WINDOW_CLAMP) => {
+                let v = int_arg(val)?;
+                match conn {
+                    Some(h) => e(stack.socket(h).set_window_clamp(v))?,
+                    // tcp_set_window_clamp: 0 only in CLOSE (a listener is LISTEN).
+                    None if v == 0 && listener.is_some() => return err(errno::EINVAL),
+                    None => {}
+                }
+                s.opts.window_clamp = match v {
+                    0 => 0,
+                    v => crate::tcp::rcvwin::window_clamp_from_user(v),
+                };
+            }
             (SOL_TCP, TCP_NOTSENT_LOWAT) => {
                 let v = int_arg(val)? as u32;
                 s.opts.notsent_lowat = v;
@@ -659,6 +672,17 @@ impl Host {
                 int(out, v as i32)
             }
             (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
+            (SOL_TCP, TCP_WINDOW_CLAMP) => {
+                let v = match conn {
+                    Some(h) => self
+                        .stack
+                        .socket_ref(h)
+                        .window_clamp()
+                        .map_err(Errno::from)?,
+                    None => s.opts.window_clamp,
+                };
+                int(out, v as i32)
+            }
             (SOL_TCP, TCP_LINGER2) => {
                 let v = match conn {
                     Some(h) => self.stack.socket_ref(h).linger2().map_err(Errno::from)?,

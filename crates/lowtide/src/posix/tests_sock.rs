@@ -7,7 +7,7 @@ use super::*;
 use std::net::Ipv4Addr;
 
 /// Moves every packet `from` sends to `to` (wire segments), returning them.
-fn deliver(from: &mut Host, to: &mut Host, now: Instant) -> Vec<Vec<u8>> {
+pub(super) fn deliver(from: &mut Host, to: &mut Host, now: Instant) -> Vec<Vec<u8>> {
     let mut all = Vec::new();
     while let Some(tx) = from.poll_transmit(now) {
         let mut segs = Vec::new();
@@ -23,7 +23,7 @@ fn deliver(from: &mut Host, to: &mut Host, now: Instant) -> Vec<Vec<u8>> {
 }
 
 /// Runs both ways until quiet; the packets A sent.
-fn run(a: &mut Host, b: &mut Host, now: Instant) -> Vec<Vec<u8>> {
+pub(super) fn run(a: &mut Host, b: &mut Host, now: Instant) -> Vec<Vec<u8>> {
     let mut from_a = Vec::new();
     loop {
         let x = deliver(a, b, now);

@@ -244,6 +244,15 @@ impl SocketMut<'_> {
         Ok(())
     }
 
+    /// `TCP_WINDOW_CLAMP` (`tcp_set_window_clamp`): the largest window the
+    /// connection offers, at least `SOCK_MIN_RCVBUF / 2` (1152); a smaller clamp
+    /// lowers `rcv_ssthresh` at once (the window offered shrinks as data arrives,
+    /// its right edge never moving back), a larger one lets it grow to the current
+    /// window. 0 clears it, only on a closed connection, else `InvalidInput`.
+    pub fn set_window_clamp(&mut self, val: i32) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.set_window_clamp_user(val)
+    }
+
     /// `TCP_MAXSEG` (setsockopt) on a connection: kept as `user_mss`.
     pub fn set_user_mss(&mut self, mss: u32) -> Result<(), SocketError> {
         self.stack.tcb_mut(self.h)?.rx_opt.user_mss = mss;
@@ -426,6 +435,11 @@ impl SocketRef<'_> {
     /// `TCP_QUICKACK` (getsockopt): 1 unless in pingpong mode.
     pub fn quickack(&self) -> Result<bool, SocketError> {
         Ok(self.stack.tcb(self.h)?.quickack(&self.stack.cfg))
+    }
+
+    /// `TCP_WINDOW_CLAMP` (getsockopt): `window_clamp`, 0 when none was chosen yet.
+    pub fn window_clamp(&self) -> Result<u32, SocketError> {
+        Ok(self.stack.tcb(self.h)?.window_clamp)
     }
 
     /// `TCP_MAXSEG` (getsockopt).

@@ -26,7 +26,14 @@ use super::mem::TcpMem;
 use super::sock::Tcb;
 use super::Ctx;
 use crate::config::Config;
+use crate::socket::SocketError;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+
+/// `tcp_set_window_clamp`'s clamp for a non-zero `TCP_WINDOW_CLAMP` value: at least
+/// `SOCK_MIN_RCVBUF / 2`, compared as an int (a negative value is the floor).
+pub(crate) fn window_clamp_from_user(val: i32) -> u32 {
+    val.max((SOCK_MIN_RCVBUF / 2) as i32) as u32
+}
 
 /// `sysctl_tcp_app_win` default: 1/2^31 of the window kept for the application.
 const TCP_APP_WIN: u32 = 31;
@@ -155,8 +162,25 @@ impl Tcb {
         self.ack.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MIN_RCVMSS);
     }
 
+    /// `TCP_WINDOW_CLAMP` (`tcp_set_window_clamp`, Linux 6.18): 0 clears the clamp,
+    /// only on a closed socket (else `EINVAL`); any other value, negative ones
+    /// included (`max_t(int, ...)`), is raised to `SOCK_MIN_RCVBUF / 2`
+    /// ([`Tcb::set_window_clamp`]).
+    pub(crate) fn set_window_clamp_user(&mut self, val: i32) -> Result<(), SocketError> {
+        if val == 0 {
+            if self.state != super::TcpState::Closed {
+                return Err(SocketError::InvalidInput);
+            }
+            self.window_clamp = 0;
+            return Ok(());
+        }
+        self.set_window_clamp(window_clamp_from_user(val));
+        Ok(())
+    }
+
     /// `tcp_set_window_clamp`: a smaller clamp lowers `rcv_ssthresh`
-    /// (`__tcp_adjust_rcv_ssthresh`), a larger one lets it reach the current window.
+    /// (`__tcp_adjust_rcv_ssthresh`; lowtide has no `SO_RESERVE_MEM` to keep it up),
+    /// a larger one lets it reach the current window.
     pub(crate) fn set_window_clamp(&mut self, val: u32) {
         let new = val.max(SOCK_MIN_RCVBUF / 2);
         let old = self.window_clamp;

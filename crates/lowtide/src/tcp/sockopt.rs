@@ -149,6 +149,9 @@ pub struct SockOptions {
     pub freebind: bool,
     /// `SO_OOBINLINE` (`SOCK_URGINLINE`, a socket flag children inherit).
     pub oobinline: bool,
+    /// `TCP_WINDOW_CLAMP` (`tp->window_clamp`): the largest window to offer; 0 when
+    /// unset (the route's `window`, else the buffer's, decides).
+    pub window_clamp: u32,
     /// The socket is `AF_INET6` (`sk_family`), whatever family its packets are:
     /// `/proc/net/tcp6` lists it, with IPv4-mapped addresses for IPv4 traffic.
     pub family_v6: bool,
@@ -209,6 +212,9 @@ impl Tcb {
             self.set_rcvbuf(b);
         }
         self.notsent_lowat = o.notsent_lowat;
+        // A listener's clamp reaches its requests (`tcp_openreq_init_rwin`), a closed
+        // socket's its SYN (`tcp_connect_init`).
+        self.window_clamp = o.window_clamp;
         if let Some(v) = o.rcvlowat {
             let locked = self.rcvbuf_locked.then_some(self.rcvbuf);
             self.rcvlowat = rcvlowat_from_user(cfg, locked, v);

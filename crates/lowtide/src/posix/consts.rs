@@ -71,6 +71,8 @@ pub const TCP_DEFER_ACCEPT: i32 = 9;
 pub const TCP_QUICKACK: i32 = 12;
 /// `TCP_WINDOW_CLAMP`: the largest window to advertise.
 pub const TCP_WINDOW_CLAMP: i32 = 10;
+/// `TCP_TIMESTAMP`: the TSval clock with the socket's offset (set: `TCP_REPAIR` only).
+pub const TCP_TIMESTAMP: i32 = 24;
 pub const TCP_KEEPIDLE: i32 = 4;
 pub const TCP_KEEPINTVL: i32 = 5;
 pub const TCP_KEEPCNT: i32 = 6;

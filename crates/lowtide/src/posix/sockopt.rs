@@ -358,6 +358,12 @@ impl Host {
                     e(stack.socket(h).set_user_mss(v as u32))?;
                 }
             }
+            // do_tcp_setsockopt: "if (!tp->repair) err = -EPERM"; lowtide has no
+            // TCP_REPAIR, so the offset is never the user's.
+            (SOL_TCP, TCP_TIMESTAMP) => {
+                int_arg(val)?;
+                return err(errno::EPERM);
+            }
             (SOL_TCP, TCP_WINDOW_CLAMP) => {
                 let v = int_arg(val)?;
                 match conn {
@@ -672,6 +678,18 @@ impl Host {
                 int(out, v as i32)
             }
             (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
+            (SOL_TCP, TCP_TIMESTAMP) => {
+                let v = match conn {
+                    Some(h) => self
+                        .stack
+                        .socket_ref(h)
+                        .tcp_timestamp(now)
+                        .map_err(Errno::from)? as i32,
+                    // No connection: tsoffset 0 (tcp_v4_connect sets it).
+                    None => crate::tcp::sockopt::tcp_timestamp_to_user(now.as_millis() as u32, 0),
+                };
+                int(out, v)
+            }
             (SOL_TCP, TCP_WINDOW_CLAMP) => {
                 let v = match conn {
                     Some(h) => self

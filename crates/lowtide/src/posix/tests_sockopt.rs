@@ -101,3 +101,42 @@ fn window_clamp_as_tcp_set_window_clamp() {
     set_int(&mut b, s, SOL_TCP, TCP_WINDOW_CLAMP, 30_000).unwrap();
     assert_eq!(b.stack.info(now, h).unwrap().rcv_ssthresh, 5000);
 }
+
+/// do_tcp_getsockopt(TCP_TIMESTAMP): tcp_clock_ts + tsoffset with the low bit (the
+/// usec flag) clear: the TSval the connection sends; without a connection the
+/// offset is 0. do_tcp_setsockopt: EINVAL for a short value, then EPERM without
+/// TCP_REPAIR.
+#[test]
+fn tcp_timestamp_is_the_tsval_clock() {
+    let (mut a, mut b, c, _l, s) = connected(|b, l| {
+        let now = Instant::from_nanos(12_345_678_901);
+        let mut v = [0u8; 4];
+        b.getsockopt(now, l, SOL_TCP, TCP_TIMESTAMP, &mut v)
+            .unwrap();
+        assert_eq!(i32::from_ne_bytes(v), 12_344, "12345 ms, the low bit clear");
+    });
+    assert_eq!(
+        b.setsockopt(Instant::ZERO, s, SOL_TCP, TCP_TIMESTAMP, &[1, 2]),
+        Err(Errno(errno::EINVAL))
+    );
+    assert_eq!(
+        set_int(&mut b, s, SOL_TCP, TCP_TIMESTAMP, 1000),
+        Err(Errno(errno::EPERM))
+    );
+    for ms in [1000u64, 1001] {
+        let now = Instant::from_nanos(ms * 1_000_000);
+        let mut v = [0u8; 4];
+        a.getsockopt(now, c, SOL_TCP, TCP_TIMESTAMP, &mut v)
+            .unwrap();
+        a.send(now, c, &[1; 100], 0).unwrap();
+        let sent = deliver(&mut a, &mut b, now);
+        let tcp = &sent[0][20..];
+        let ts = tcp[20..tcp[12] as usize / 4]
+            .windows(10)
+            .find(|w| w[0] == 8 && w[1] == 10)
+            .map(|w| u32::from_be_bytes([w[2], w[3], w[4], w[5]]))
+            .expect("a timestamp option");
+        assert_eq!(u32::from_ne_bytes(v), ts & !1, "at {ms} ms");
+        deliver(&mut b, &mut a, now);
+    }
+}

@@ -437,6 +437,14 @@ impl SocketRef<'_> {
         Ok(self.stack.tcb(self.h)?.quickack(&self.stack.cfg))
     }
 
+    /// `TCP_TIMESTAMP` (getsockopt): the TSval the connection would send at `now`
+    /// (`tcp_clock_ts` plus `tsoffset`), its low bit (the microsecond flag) clear.
+    pub fn tcp_timestamp(&self, now: Instant) -> Result<u32, SocketError> {
+        let t = self.stack.tcb(self.h)?;
+        let v = crate::tcp::sockopt::tcp_timestamp_to_user(now.as_millis() as u32, t.ts_offset);
+        Ok(v as u32)
+    }
+
     /// `TCP_WINDOW_CLAMP` (getsockopt): `window_clamp`, 0 when none was chosen yet.
     pub fn window_clamp(&self) -> Result<u32, SocketError> {
         Ok(self.stack.tcb(self.h)?.window_clamp)

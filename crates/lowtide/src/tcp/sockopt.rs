@@ -29,6 +29,13 @@ pub fn linger2_to_user(v: i32, fin_timeout: u32) -> i32 {
     }
 }
 
+/// `do_tcp_getsockopt(TCP_TIMESTAMP)`: the TSval clock (`tcp_clock_ts`, milliseconds:
+/// lowtide has no `tcp_usec_ts`) plus the socket's `tsoffset`, its low bit the
+/// microsecond flag, here always clear.
+pub fn tcp_timestamp_to_user(clock_ms: u32, tsoffset: u32) -> i32 {
+    (clock_ms.wrapping_add(tsoffset) & !1) as i32
+}
+
 /// `MAX_TCP_SYNCNT`: the largest `TCP_SYNCNT`.
 pub const MAX_TCP_SYNCNT: u8 = 127;
 

@@ -687,10 +687,17 @@ unsafe extern "C" fn pd_getsockopt(
         let mut buf = vec![0u8; room];
         let mut st = sh.enter();
         let now = st.now();
-        let n = st
-            .host
-            .getsockopt(now, fd, level, name, &mut buf)
-            .map_err(e)?;
+        let r = st.host.getsockopt(now, fd, level, name, &mut buf);
+        // do_tcp_getsockopt: a buffer too short for the saved SYN is EINVAL with the
+        // length it needs in optlen.
+        let saved_syn = (level, name) == (SOL_TCP, TCP_SAVED_SYN);
+        if let (Err(er), true) = (r, saved_syn) {
+            if let Ok(Some(need)) = st.host.saved_syn_len(fd) {
+                *len = need as socklen_t;
+            }
+            return Err(e(er));
+        }
+        let n = r.map_err(e)?;
         if n > 0 {
             std::ptr::copy_nonoverlapping(buf.as_ptr(), val as *mut u8, n);
         }

@@ -73,6 +73,10 @@ pub const TCP_QUICKACK: i32 = 12;
 pub const TCP_WINDOW_CLAMP: i32 = 10;
 /// `TCP_TIMESTAMP`: the TSval clock with the socket's offset (set: `TCP_REPAIR` only).
 pub const TCP_TIMESTAMP: i32 = 24;
+/// `TCP_SAVE_SYN`: a listener keeps its SYNs' headers for its children.
+pub const TCP_SAVE_SYN: i32 = 27;
+/// `TCP_SAVED_SYN` (getsockopt only): the SYN's IP and TCP headers, once.
+pub const TCP_SAVED_SYN: i32 = 28;
 pub const TCP_KEEPIDLE: i32 = 4;
 pub const TCP_KEEPINTVL: i32 = 5;
 pub const TCP_KEEPCNT: i32 = 6;

@@ -364,6 +364,10 @@ impl Host {
                 int_arg(val)?;
                 return err(errno::EPERM);
             }
+            (SOL_TCP, TCP_SAVE_SYN) => {
+                let v = crate::tcp::saved_syn::save_syn_from_user(int_arg(val)?);
+                s.opts.save_syn = v.map_err(Errno::from)?;
+            }
             (SOL_TCP, TCP_WINDOW_CLAMP) => {
                 let v = int_arg(val)?;
                 match conn {
@@ -488,6 +492,20 @@ impl Host {
         }
         self.sync_events();
         Ok(())
+    }
+
+    /// What `getsockopt(TCP_SAVED_SYN)` writes to `optlen` when it fails with
+    /// `EINVAL` (a buffer shorter than the saved headers, which stay): their
+    /// length (`tcp_saved_syn_len`); `None` without a saved SYN.
+    pub fn saved_syn_len(&self, fd: Fd) -> Result<Option<usize>, Errno> {
+        match self.conn(fd)? {
+            Some(h) => self
+                .stack
+                .socket_ref(h)
+                .saved_syn_len()
+                .map_err(Errno::from),
+            None => Ok(None),
+        }
     }
 
     /// `getsockopt(2)`: writes at most `out.len()` bytes and returns how many.
@@ -678,6 +696,15 @@ impl Host {
                 int(out, v as i32)
             }
             (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
+            (SOL_TCP, TCP_SAVE_SYN) => int(out, s.opts.save_syn as i32),
+            (SOL_TCP, TCP_SAVED_SYN) => match conn {
+                Some(h) => match self.stack.socket(h).take_saved_syn(out.len()) {
+                    Ok(Some(syn)) => put(out, &syn),
+                    Ok(None) => 0,
+                    Err(e) => return Err(Errno::from(e)),
+                },
+                None => 0,
+            },
             (SOL_TCP, TCP_TIMESTAMP) => {
                 let v = match conn {
                     Some(h) => self

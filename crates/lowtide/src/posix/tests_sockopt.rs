@@ -140,3 +140,63 @@ fn tcp_timestamp_is_the_tsval_clock() {
         deliver(&mut b, &mut a, now);
     }
 }
+
+/// TCP_SAVE_SYN (0..=2) on a listener: its child's TCP_SAVED_SYN hands out the
+/// SYN's IP and TCP headers, exactly as they came, once; a short buffer is EINVAL
+/// and keeps them (saved_syn_len is what Linux writes to optlen); a listener, or a
+/// child of a listener that did not save, reads length 0.
+#[test]
+fn saved_syn_hands_out_the_syn_headers_once() {
+    let now = Instant::ZERO;
+    let (mut a, mut b) = (host(A, 1), host(B, 2));
+    let l = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        set_int(&mut b, l, SOL_TCP, TCP_SAVE_SYN, 3),
+        Err(Errno(errno::EINVAL))
+    );
+    assert_eq!(
+        set_int(&mut b, l, SOL_TCP, TCP_SAVE_SYN, -1),
+        Err(Errno(errno::EINVAL))
+    );
+    set_int(&mut b, l, SOL_TCP, TCP_SAVE_SYN, 1).unwrap();
+    assert_eq!(get_int(&mut b, l, SOL_TCP, TCP_SAVE_SYN), Ok(1));
+    b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    b.listen(l, 8).unwrap();
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let to = SocketAddr::new(B.into(), 80);
+    let _ = a.connect(now, c, to);
+    let sent = run(&mut a, &mut b, now);
+    let syn = &sent[0];
+    let s = b.accept(l).unwrap().0;
+    assert_eq!(
+        get_int(&mut b, s, SOL_TCP, TCP_SAVE_SYN),
+        Ok(1),
+        "inherited"
+    );
+    let mut none = [0u8; 100];
+    assert_eq!(
+        b.getsockopt(now, l, SOL_TCP, TCP_SAVED_SYN, &mut none),
+        Ok(0)
+    );
+    let mut short = vec![0u8; syn.len() - 1];
+    assert_eq!(
+        b.getsockopt(now, s, SOL_TCP, TCP_SAVED_SYN, &mut short),
+        Err(Errno(errno::EINVAL))
+    );
+    assert_eq!(b.saved_syn_len(s), Ok(Some(syn.len())));
+    let mut out = [0u8; 200];
+    let n = b
+        .getsockopt(now, s, SOL_TCP, TCP_SAVED_SYN, &mut out)
+        .unwrap();
+    assert_eq!(
+        &out[..n],
+        &syn[..],
+        "the SYN as it came, IP and TCP headers"
+    );
+    assert_eq!(n, 20 + 40, "IPv4 header, TCP header with its options");
+    assert_eq!(
+        b.getsockopt(now, s, SOL_TCP, TCP_SAVED_SYN, &mut out),
+        Ok(0)
+    );
+    assert_eq!(b.saved_syn_len(s), Ok(None));
+}

@@ -144,6 +144,7 @@ impl Stack {
         let Some((th, _)) = self.parse_tcp(&head[ip.header_len..]) else {
             return;
         };
+        self.syn_headers.capture(head, ip.header_len);
         self.tcp_rcv(now, &ip, &th, Payload::frags(frags));
     }
 

@@ -201,6 +201,9 @@ impl Stack {
             tcb.iss = tcp::seq::Seq(isn);
         }
         tcb.apply_options(&self.cfg, &opts);
+        if opts.save_syn != 0 {
+            tcb.saved_syn = self.syn_headers.take(); // tcp_reqsk_record_syn
+        }
         tcb.parent = Some(l);
         tcb.req.young = !tfo.child;
         tcb.tfo.syn_cookie = tfo.synack_cookie;

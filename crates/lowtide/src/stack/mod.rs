@@ -154,6 +154,8 @@ pub struct Stack {
     udp: udp::UdpTable,
     /// ICMP rate limits (`stack/icmp_out.rs`).
     icmp_limits: icmp_out::IcmpLimits,
+    /// The headers of a SYN being received, for listeners that save them.
+    syn_headers: tcp::saved_syn::SynHeaders,
 }
 
 impl Stack {
@@ -196,6 +198,7 @@ impl Stack {
             wmem_queued: 0,
             udp: Default::default(),
             icmp_limits: Default::default(),
+            syn_headers: Default::default(),
         }
     }
 
@@ -258,6 +261,7 @@ impl Stack {
             return;
         }
         self.mib.inc(Mib::IpInDelivers);
+        self.syn_headers.capture(packet, ip.header_len);
         self.tcp_v4_rcv(now, &ip, seg, verify);
     }
 

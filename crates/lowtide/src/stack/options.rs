@@ -20,6 +20,7 @@ impl Stack {
     ) -> Result<SocketHandle, SocketError> {
         let h = self.listen(local, backlog)?;
         self.listener_mut(h)?.opts = opts.clone();
+        self.syn_headers.on |= opts.save_syn != 0;
         self.fastopen_listen(h.index, backlog);
         Ok(h)
     }
@@ -165,6 +166,7 @@ impl SocketMut<'_> {
     /// Replaces the options a listener's future children inherit.
     pub fn set_listener_options(&mut self, opts: &SockOptions) -> Result<(), SocketError> {
         self.stack.listener_mut(self.h)?.opts = opts.clone();
+        self.stack.syn_headers.on |= opts.save_syn != 0;
         Ok(())
     }
 
@@ -251,6 +253,14 @@ impl SocketMut<'_> {
     /// window. 0 clears it, only on a closed connection, else `InvalidInput`.
     pub fn set_window_clamp(&mut self, val: i32) -> Result<(), SocketError> {
         self.stack.tcb_mut(self.h)?.set_window_clamp_user(val)
+    }
+
+    /// `TCP_SAVED_SYN` (getsockopt) for a buffer of `room` bytes: the IP and TCP
+    /// headers of the SYN that made this connection, if its listener saved them
+    /// (`SockOptions::save_syn`), handed out once; `InvalidInput` when `room` is
+    /// short (they stay: [`SocketRef::saved_syn_len`] says how many bytes).
+    pub fn take_saved_syn(&mut self, room: usize) -> Result<Option<Box<[u8]>>, SocketError> {
+        crate::tcp::saved_syn::take_saved_syn(&mut self.stack.tcb_mut(self.h)?.saved_syn, room)
     }
 
     /// `TCP_MAXSEG` (setsockopt) on a connection: kept as `user_mss`.
@@ -443,6 +453,11 @@ impl SocketRef<'_> {
         let t = self.stack.tcb(self.h)?;
         let v = crate::tcp::sockopt::tcp_timestamp_to_user(now.as_millis() as u32, t.ts_offset);
         Ok(v as u32)
+    }
+
+    /// The length of the saved SYN's headers (`tcp_saved_syn_len`), if any.
+    pub fn saved_syn_len(&self) -> Result<Option<usize>, SocketError> {
+        Ok(self.stack.tcb(self.h)?.saved_syn.as_ref().map(|s| s.len()))
     }
 
     /// `TCP_WINDOW_CLAMP` (getsockopt): `window_clamp`, 0 when none was chosen yet.

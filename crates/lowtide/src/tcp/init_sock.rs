@@ -58,6 +58,7 @@ impl Tcb {
             snd_sml: 0,
             write_queue: VecDeque::new(),
             payload_source: None,
+            saved_syn: None,
             errq: Default::default(),
             rtx: RtxQueue::with_kind(cfg.rtx_queue),
             fin_queued: false,

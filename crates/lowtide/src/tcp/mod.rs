@@ -28,6 +28,7 @@
 //! | [`skbuff`] | `struct sk_buff` as the receive side charges it: include/linux/skbuff.h `SKB_TRUESIZE`, skbuff.c `skb_try_coalesce`, tun.c `tun_alloc_skb` |
 //! | `rcvbuf` | tcp_input.c: receiver RTT estimate, `tcp_rcv_space_adjust` |
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
+//! | `saved_syn` | `TCP_SAVE_SYN`/`TCP_SAVED_SYN`: tcp_input.c `tcp_reqsk_record_syn`, tcp.c `do_tcp_getsockopt` |
 //! | [`fastopen`] | tcp_fastopen.c: the `tcp_fastopen` bits, keys and SipHash cookies, the listener's queue, blackhole detection |
 //! | `fastopen_active` | tcp_output.c `tcp_send_syn_data`, tcp_input.c `tcp_rcv_fastopen_synack`, `tcp_fastopen_active_detect_blackhole` |
 //! | `check_req` | a listener's child in its handshake (a request, a Fast Open child): `tcp_check_req`, `embryonic_reset`, `listen_overflow` (`tcp_abort_on_overflow`) |
@@ -108,6 +109,7 @@ pub(crate) mod recovery;
 pub(crate) mod renosack;
 pub mod rmem;
 pub mod rtx;
+pub(crate) mod saved_syn;
 pub mod seq;
 pub mod skbuff;
 pub(crate) mod sndbuf;

@@ -107,6 +107,9 @@ pub struct Tcb {
     /// Pattern mode: the source of the send stream's bytes, which the skbs then
     /// do not store (`SocketMut::set_payload_source`).
     pub(crate) payload_source: Option<super::rtx::data::SharedSource>,
+    /// `saved_syn`: the SYN's IP and TCP headers, if the listener saved them
+    /// (`TCP_SAVE_SYN`, tcp/saved_syn.rs), until `TCP_SAVED_SYN` takes them.
+    pub(crate) saved_syn: Option<Box<[u8]>>,
     /// The error queue and `MSG_ZEROCOPY` state.
     pub(crate) errq: ErrQueue,
     pub(crate) rtx: RtxQueue,

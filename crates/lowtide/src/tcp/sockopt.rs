@@ -156,6 +156,9 @@ pub struct SockOptions {
     pub freebind: bool,
     /// `SO_OOBINLINE` (`SOCK_URGINLINE`, a socket flag children inherit).
     pub oobinline: bool,
+    /// `TCP_SAVE_SYN` (`tp->save_syn`, 0 to 2): a listener keeps each SYN's headers
+    /// for its child's `TCP_SAVED_SYN` (tcp/saved_syn.rs).
+    pub save_syn: u8,
     /// `TCP_WINDOW_CLAMP` (`tp->window_clamp`): the largest window to offer; 0 when
     /// unset (the route's `window`, else the buffer's, decides).
     pub window_clamp: u32,

@@ -124,6 +124,19 @@ impl IpRepr {
 /// The IPv4 "don't fragment" flag in the flags/fragment-offset word.
 pub const IPV4_DF: u16 = 0x4000;
 
+/// Rewrites an emitted IPv6 header's traffic class for its socket
+/// (`IPV6_TCLASS`): the six upper bits from `tclass`, the ECN bits staying. Anything
+/// not an IPv6 header is left alone (IPv6 has no header checksum).
+pub fn set_ipv6_tclass(header: &mut [u8], tclass: u8) {
+    if header.len() < 2 || header[0] >> 4 != 6 {
+        return;
+    }
+    let old = (header[0] << 4) | (header[1] >> 4);
+    let tc = (tclass & !0x03) | (old & 0x03);
+    header[0] = 0x60 | (tc >> 4);
+    header[1] = (tc << 4) | (header[1] & 0x0f);
+}
+
 /// Rewrites an emitted IPv4 header (`header[..20]`) for its socket: the TOS byte's
 /// six upper bits from `tos` (the ECN bits stay), DF set or clear as `df`, and the
 /// header checksum again. Anything not an IPv4 header is left alone.

@@ -54,6 +54,8 @@ pub const IP_PMTUDISC_INTERFACE: i32 = crate::tcp::pmtu::IP_PMTUDISC_INTERFACE a
 pub const IP_PMTUDISC_OMIT: i32 = crate::tcp::pmtu::IP_PMTUDISC_OMIT as i32;
 pub const SOL_IPV6: i32 = 41;
 pub const IPV6_RECVERR: i32 = 25;
+/// `IPV6_TCLASS`: the traffic class of an AF_INET6 socket's IPv6 packets.
+pub const IPV6_TCLASS: i32 = 67;
 
 pub const TCP_NODELAY: i32 = 1;
 pub const TCP_MAXSEG: i32 = 2;
@@ -77,6 +79,8 @@ pub const TCP_TIMESTAMP: i32 = 24;
 pub const TCP_SAVE_SYN: i32 = 27;
 /// `TCP_SAVED_SYN` (getsockopt only): the SYN's IP and TCP headers, once.
 pub const TCP_SAVED_SYN: i32 = 28;
+/// `TCP_TX_DELAY`: microseconds added to each packet's departure time.
+pub const TCP_TX_DELAY: i32 = 37;
 pub const TCP_KEEPIDLE: i32 = 4;
 pub const TCP_KEEPINTVL: i32 = 5;
 pub const TCP_KEEPCNT: i32 = 6;

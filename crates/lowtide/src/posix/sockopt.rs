@@ -250,6 +250,19 @@ impl Host {
                 }
             }
             (SOL_IP, IP_FREEBIND) => s.opts.freebind = ip_int_arg(val)? != 0,
+            // do_ipv6_setsockopt: an int from -1 (RFC 3542 6.5's default, 0) to
+            // 255; a stream socket keeps its ECN bits.
+            (IPPROTO_IPV6, IPV6_TCLASS) if s.family == AF_INET6 => {
+                let v = int_arg(val)?;
+                if !(-1..=0xff).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                let v = v.max(0) as u8;
+                s.opts.tclass = v & !3 | s.opts.tclass & 3;
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_tclass(v))?;
+                }
+            }
             // do_ipv6_setsockopt: not for an IPv4 socket (ip_setsockopt's ENOPROTOOPT),
             // and only before the socket has a port (inet_num).
             (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => {
@@ -363,6 +376,14 @@ impl Host {
             (SOL_TCP, TCP_TIMESTAMP) => {
                 int_arg(val)?;
                 return err(errno::EPERM);
+            }
+            (SOL_TCP, TCP_TX_DELAY) => {
+                let v = int_arg(val)?;
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_tx_delay(now, v))?;
+                }
+                let v = crate::tcp::sockopt::tx_delay_from_user(v);
+                s.opts.tx_delay = v.ok_or(Errno(errno::EINVAL))?;
             }
             (SOL_TCP, TCP_SAVE_SYN) => {
                 let v = crate::tcp::saved_syn::save_syn_from_user(int_arg(val)?);
@@ -527,6 +548,7 @@ impl Host {
             (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(out, s.opts.v6only as i32),
             (SOL_SOCKET, SO_REUSEADDR) => int(out, s.reuseaddr as i32),
             (SOL_IP, IP_TOS) => ip_int_out(out, s.opts.tos as i32),
+            (IPPROTO_IPV6, IPV6_TCLASS) if s.family == AF_INET6 => int(out, s.opts.tclass as i32),
             (SOL_IP, IP_MTU_DISCOVER) => {
                 let v = s.opts.pmtudisc.map_or(IP_PMTUDISC_WANT, i32::from);
                 ip_int_out(out, v)
@@ -697,6 +719,13 @@ impl Host {
             }
             (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
             (SOL_TCP, TCP_SAVE_SYN) => int(out, s.opts.save_syn as i32),
+            (SOL_TCP, TCP_TX_DELAY) => {
+                let v = match conn {
+                    Some(h) => self.stack.socket_ref(h).tx_delay().map_err(Errno::from)?,
+                    None => s.opts.tx_delay,
+                };
+                int(out, v as i32)
+            }
             (SOL_TCP, TCP_SAVED_SYN) => match conn {
                 Some(h) => match self.stack.socket(h).take_saved_syn(out.len()) {
                     Ok(Some(syn)) => put(out, &syn),

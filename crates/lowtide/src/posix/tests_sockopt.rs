@@ -200,3 +200,121 @@ fn saved_syn_hands_out_the_syn_headers_once() {
     );
     assert_eq!(b.saved_syn_len(s), Ok(None));
 }
+
+/// TCP_TX_DELAY: 0 to 2^28 - 1 (EINVAL otherwise); the departure time of every
+/// packet the socket sends, its listener's SYN-ACK and its reset included, is
+/// pushed by the delay (tcp_add_tx_delay, tcp_transmit_time); children inherit it.
+#[test]
+fn tx_delay_pushes_departure_times() {
+    let now = Instant::from_nanos(1_000_000_000);
+    let ms = |n: u64| core::time::Duration::from_millis(n);
+    let (mut a, mut b) = (host(A, 1), host(B, 2));
+    let l = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    for bad in [-1, 1 << 28] {
+        assert_eq!(
+            set_int(&mut b, l, SOL_TCP, TCP_TX_DELAY, bad),
+            Err(Errno(errno::EINVAL))
+        );
+    }
+    set_int(&mut b, l, SOL_TCP, TCP_TX_DELAY, (1 << 28) - 1).unwrap();
+    set_int(&mut b, l, SOL_TCP, TCP_TX_DELAY, 20_000).unwrap();
+    assert_eq!(get_int(&mut b, l, SOL_TCP, TCP_TX_DELAY), Ok(20_000));
+    b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    b.listen(l, 8).unwrap();
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let _ = a.connect(now, c, SocketAddr::new(B.into(), 80));
+    let syn = a.poll_transmit(now).unwrap();
+    assert_eq!(syn.tstamp, now, "no delay on the client");
+    b.handle_packet(now, &syn.segments()[0], RxChecksum::Verify);
+    let synack = b.poll_transmit(now).unwrap();
+    assert_eq!(synack.tstamp, now + ms(20), "the listener's delay");
+    a.handle_packet(now, &synack.segments()[0], RxChecksum::Verify);
+    run(&mut a, &mut b, now);
+    let s = b.accept(l).unwrap().0;
+    assert_eq!(get_int(&mut b, s, SOL_TCP, TCP_TX_DELAY), Ok(20_000));
+    set_int(&mut b, s, SOL_TCP, TCP_NODELAY, 1).unwrap();
+    b.send(now, s, &[1; 100], 0).unwrap();
+    assert_eq!(b.poll_transmit(now).unwrap().tstamp, now + ms(20));
+    set_int(&mut b, s, SOL_TCP, TCP_TX_DELAY, 0).unwrap();
+    b.send(now, s, &[1; 100], 0).unwrap();
+    assert_eq!(b.poll_transmit(now).unwrap().tstamp, now);
+    // tcp_send_active_reset goes through tcp_transmit_skb: delayed too.
+    set_int(&mut b, s, SOL_TCP, TCP_TX_DELAY, 5000).unwrap();
+    a.send(now, c, &[2; 10], 0).unwrap();
+    deliver(&mut a, &mut b, now);
+    while b.poll_transmit(now).is_some() {}
+    b.close(now, s).unwrap();
+    let rst = b.poll_transmit(now).unwrap();
+    assert_eq!(rst.packet[20 + 13] & 0x04, 0x04, "a reset: unread data");
+    assert_eq!(rst.tstamp, now + ms(5));
+}
+
+/// TIME-WAIT's ACK carries tw_tos: the socket's IP_TOS (inet_twsk_alloc), which
+/// tcp_time_wait overwrites with IPV6_TCLASS on an AF_INET6 socket (tw_tclass is
+/// tw_tos), so that an IPv4-mapped connection's last ACKs carry its traffic class
+/// (Linux 6.18: tests/packetdrill/ip-tos-synack-data-timewait-v4.pkt's last ACK).
+#[test]
+fn timewait_acks_carry_the_dsfield() {
+    for family in [AF_INET, AF_INET6] {
+        let (mut a, mut b) = (host(A, 1), host(B, 2));
+        let now = Instant::ZERO;
+        let l = b.socket(family, SOCK_STREAM, 0).unwrap();
+        let any: std::net::IpAddr = match family {
+            AF_INET => std::net::Ipv4Addr::UNSPECIFIED.into(),
+            _ => std::net::Ipv6Addr::UNSPECIFIED.into(),
+        };
+        b.bind(l, SocketAddr::new(any, 80)).unwrap();
+        b.listen(l, 8).unwrap();
+        let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        let _ = a.connect(now, c, SocketAddr::new(B.into(), 80));
+        run(&mut a, &mut b, now);
+        let s = b.accept(l).unwrap().0;
+        set_int(&mut b, s, SOL_IP, IP_TOS, 0x48).unwrap();
+        if family == AF_INET6 {
+            set_int(&mut b, s, IPPROTO_IPV6, IPV6_TCLASS, 0x28).unwrap();
+        }
+        b.send(now, s, &[1; 10], 0).unwrap();
+        let data = deliver(&mut b, &mut a, now);
+        assert_eq!(data[0][1], 0x48, "IPv4 packets carry IP_TOS");
+        run(&mut a, &mut b, now);
+        a.recv(now, c, &mut [0u8; 10], 0).unwrap();
+        b.close(now, s).unwrap();
+        run(&mut b, &mut a, now);
+        a.close(now, c).unwrap();
+        let fin = a.poll_transmit(now).unwrap().segments().remove(0);
+        b.handle_packet(now, &fin, RxChecksum::Verify);
+        while b.poll_transmit(now).is_some() {}
+        assert_eq!(fin[33], 0x11, "FIN-ACK");
+        b.handle_packet(now, &fin, RxChecksum::Verify); // to the TIME-WAIT socket
+        let ack = b.poll_transmit(now).unwrap().segments().remove(0);
+        let want = if family == AF_INET6 { 0x28 } else { 0x48 };
+        assert_eq!(ack[1], want, "family {family}");
+    }
+}
+
+/// IPV6_TCLASS: AF_INET6 only (ENOPROTOOPT on AF_INET, as ip_setsockopt answers
+/// another level), -1 to 255 (-1 is 0), the ECN bits stay TCP's; IPv6 packets
+/// carry it.
+#[test]
+fn ipv6_tclass_range_and_packets() {
+    let mut a = host(A, 1);
+    let v4 = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        set_int(&mut a, v4, IPPROTO_IPV6, IPV6_TCLASS, 0x20),
+        Err(Errno(errno::ENOPROTOOPT))
+    );
+    let v6 = a.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    for bad in [-2, 256] {
+        assert_eq!(
+            set_int(&mut a, v6, IPPROTO_IPV6, IPV6_TCLASS, bad),
+            Err(Errno(errno::EINVAL))
+        );
+    }
+    set_int(&mut a, v6, IPPROTO_IPV6, IPV6_TCLASS, 0x23).unwrap();
+    assert_eq!(get_int(&mut a, v6, IPPROTO_IPV6, IPV6_TCLASS), Ok(0x20));
+    set_int(&mut a, v6, IPPROTO_IPV6, IPV6_TCLASS, -1).unwrap();
+    assert_eq!(get_int(&mut a, v6, IPPROTO_IPV6, IPV6_TCLASS), Ok(0));
+    let mut hdr = [0x60u8, 0x20, 0, 0]; // ECN bits 10 (ECT(0))
+    lowtide_wire::ip::set_ipv6_tclass(&mut hdr, 0xb8);
+    assert_eq!(hdr, [0x6b, 0xa0, 0, 0], "class 0xba: 0xb8 with ECT(0) kept");
+}

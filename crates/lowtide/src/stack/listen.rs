@@ -171,7 +171,8 @@ impl Stack {
             if syncookies == 1 {
                 self.mib.inc(Mib::TcpExtTCPReqQFullDoCookies);
             }
-            return self.cookie_synack(now, tuple, ip, th);
+            let tx_delay = lst.opts.tx_delay;
+            return self.cookie_synack(now, tuple, ip, th, tx_delay);
         }
         let pending = lst.pending;
         if tw_isn.is_none() && self.syn_backlog_reserved(now, tuple, pending) {
@@ -240,7 +241,16 @@ impl Stack {
 
     /// `tcp_conn_request` with `want_cookie`: a SYN-ACK whose ISN is the cookie and
     /// whose TSval carries the options (`cookie_init_timestamp`); no state is kept.
-    fn cookie_synack(&mut self, now: Instant, tuple: FourTuple, ip: &IpRepr, th: &TcpRepr) {
+    /// `tx_delay`: the listener's `TCP_TX_DELAY` (`tcp_make_synack`'s
+    /// `tcp_add_tx_delay`).
+    fn cookie_synack(
+        &mut self,
+        now: Instant,
+        tuple: FourTuple,
+        ip: &IpRepr,
+        th: &TcpRepr,
+        tx_delay: u32,
+    ) {
         use tcp::syncookies::{init_timestamp, mss_index, CookieOpts};
         let default_mss = if tuple.local.is_ipv6() { 1220 } else { 536 };
         let (mssind, mss) = mss_index(th.options.mss.filter(|&m| m > 0).unwrap_or(default_mss));
@@ -278,6 +288,7 @@ impl Stack {
         }
         self.mib.inc(Mib::TcpExtSyncookiesSent);
         let mut ctx = ctx!(self, now);
+        ctx.tx_delay_us = tx_delay;
         tcb.passive_open(&mut ctx, ip, &syn, &[]);
     }
 

@@ -36,6 +36,7 @@ macro_rules! ctx {
             routes: &$stack.routes,
             mem: &mut $stack.tcp_mem,
             metrics: &mut $stack.tcp_metrics,
+            tx_delay_us: 0,
         }
     };
 }
@@ -767,6 +768,7 @@ impl Stack {
             unreachable!("with_tcb on a non-TCP slot");
         };
         let mut ctx = ctx!(self, now);
+        ctx.tx_delay_us = tcb.tx_delay;
         let r = f(tcb, &mut ctx);
         self.after_tcb(now, index);
         r

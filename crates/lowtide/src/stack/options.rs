@@ -263,6 +263,22 @@ impl SocketMut<'_> {
         crate::tcp::saved_syn::take_saved_syn(&mut self.stack.tcb_mut(self.h)?.saved_syn, room)
     }
 
+    /// `TCP_TX_DELAY` (`tcp_enable_tx_delay`): microseconds added to the departure
+    /// time of each packet the connection sends from now on (an EDT time: only a
+    /// device queue that honours it, as fq, holds the packet); below 2^28, else
+    /// `InvalidInput`. On an established connection srtt, the RTO, the min RTT
+    /// filter and the pacing rate take the change at once, as Linux 6.18's.
+    pub fn set_tx_delay(&mut self, now: Instant, us: i32) -> Result<(), SocketError> {
+        let us = crate::tcp::sockopt::tx_delay_from_user(us).ok_or(SocketError::InvalidInput)?;
+        let cfg = &self.stack.cfg;
+        let index = self.stack.user_slot(self.h)?;
+        let Some(super::Sock::Tcp(tcb)) = &mut self.stack.slots[index as usize].sock else {
+            return Err(SocketError::BadHandle);
+        };
+        tcb.set_tx_delay(cfg, now, us);
+        Ok(())
+    }
+
     /// `TCP_MAXSEG` (setsockopt) on a connection: kept as `user_mss`.
     pub fn set_user_mss(&mut self, mss: u32) -> Result<(), SocketError> {
         self.stack.tcb_mut(self.h)?.rx_opt.user_mss = mss;
@@ -322,6 +338,14 @@ impl SocketMut<'_> {
     /// (`sk_dst_reset`).
     pub fn set_ip_tos(&mut self, tos: u8) -> Result<(), SocketError> {
         self.stack.tcb_mut(self.h)?.set_tos(tos);
+        Ok(())
+    }
+
+    /// `IPV6_TCLASS` (`do_ipv6_setsockopt`): the traffic class of the connection's
+    /// IPv6 packets, less the ECN bits, which TCP keeps; a change drops the cached
+    /// route. IPv4(-mapped) packets carry `IP_TOS` instead.
+    pub fn set_tclass(&mut self, tclass: u8) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.set_tclass(tclass);
         Ok(())
     }
 
@@ -458,6 +482,11 @@ impl SocketRef<'_> {
     /// The length of the saved SYN's headers (`tcp_saved_syn_len`), if any.
     pub fn saved_syn_len(&self) -> Result<Option<usize>, SocketError> {
         Ok(self.stack.tcb(self.h)?.saved_syn.as_ref().map(|s| s.len()))
+    }
+
+    /// `TCP_TX_DELAY` (getsockopt): microseconds.
+    pub fn tx_delay(&self) -> Result<u32, SocketError> {
+        Ok(self.stack.tcb(self.h)?.tx_delay)
     }
 
     /// `TCP_WINDOW_CLAMP` (getsockopt): `window_clamp`, 0 when none was chosen yet.

@@ -69,6 +69,7 @@ impl Stack {
             return;
         };
         let mut ctx = ctx!(self, now);
+        ctx.tx_delay_us = tw.tx_delay;
         let mut status = tw.state_process(&mut ctx, th, payload.len());
         let tuple = tw.tuple;
         if let TwStatus::Syn(isn) = status {
@@ -85,6 +86,7 @@ impl Stack {
             return;
         };
         let mut ctx = ctx!(self, now);
+        ctx.tx_delay_us = tw.tx_delay;
         match status {
             TwStatus::Success | TwStatus::Syn(_) => {}
             TwStatus::Ack => tw.send_ack(&mut ctx),

@@ -168,7 +168,7 @@ impl Tcb {
             self.rcv_seq(self.rcv_nxt).0,
             window,
         );
-        let ip = (self.tuple, self.tos, self.ip_dont_fragment());
+        let ip = (self.tuple, self.dsfield(), self.ip_dont_fragment());
         super::output::send_reply_ack(ctx, ip, fields, ts);
     }
 

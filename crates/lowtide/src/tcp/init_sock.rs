@@ -59,6 +59,7 @@ impl Tcb {
             write_queue: VecDeque::new(),
             payload_source: None,
             saved_syn: None,
+            tx_delay: 0,
             errq: Default::default(),
             rtx: RtxQueue::with_kind(cfg.rtx_queue),
             fin_queued: false,
@@ -114,6 +115,7 @@ impl Tcb {
             advmss,
             pmtu_cookie: cfg.mtu,
             tos: 0,
+            tclass: 0,
             pmtudisc: super::consts::IP_PMTUDISC_WANT,
             family_v6: tuple.local.is_ipv6(),
             rx_opt: RxOpt {

@@ -235,7 +235,7 @@ impl TimeWaitSock {
         });
         let window = (self.rcv_wnd >> self.rcv_wscale).min(65535) as u16;
         let fields = (self.snd_nxt.0, self.rcv_nxt.0, window);
-        super::output::send_reply_ack(ctx, (self.tuple, 0, true), fields, ts);
+        super::output::send_reply_ack(ctx, (self.tuple, self.tos, true), fields, ts);
     }
 }
 
@@ -259,6 +259,8 @@ mod tests {
             ts_recent: 100,
             ts_recent_stamp: Some(Instant::ZERO),
             ts_offset: 0,
+            tx_delay: 0,
+            tos: 0,
             last_oow_ack_time: None,
             entry: Instant::ZERO,
             expires: Instant::ZERO + TCP_TIMEWAIT_LEN,

@@ -227,6 +227,9 @@ pub(crate) struct Ctx<'a> {
     pub mem: &'a mut mem::TcpMem,
     /// The stack's TCP metrics cache (tcp/metrics.rs).
     pub metrics: &'a mut metrics::TcpMetrics,
+    /// `TCP_TX_DELAY` of the socket whose packets these are (`tcp_add_tx_delay`,
+    /// `tcp_transmit_time`), in microseconds; 0 for the stack's own replies.
+    pub tx_delay_us: u32,
 }
 
 /// Sockets the stack keeps after their application let go: orphans
@@ -295,6 +298,7 @@ impl TestStack {
             routes: &self.routes,
             mem: &mut self.mem,
             metrics: &mut self.metrics,
+            tx_delay_us: 0,
         }
     }
 }

@@ -49,7 +49,10 @@ fn build_packet(
     pkt.resize(ihl + thl, 0);
     ip.emit(&mut pkt[..ihl], *ctx.ip_id);
     if tos & !super::ecn::INET_ECN_MASK != 0 || !df {
-        lowtide_wire::ip::set_ipv4_tos_df(&mut pkt[..ihl], tos, df);
+        match tuple.local.is_ipv6() {
+            true => lowtide_wire::ip::set_ipv6_tclass(&mut pkt[..ihl], tos),
+            false => lowtide_wire::ip::set_ipv4_tos_df(&mut pkt[..ihl], tos, df),
+        }
     }
     th.emit(&mut pkt[ihl..]);
     let tcp_len = thl + payload.len();
@@ -82,6 +85,10 @@ fn push(
         (packet.len() + apart.len()) as u64
             + (segs as u64 - 1) * (packet.len() + apart.len() - payload) as u64,
     );
+    // tcp_add_tx_delay / tcp_transmit_time: TCP_TX_DELAY pushes the departure
+    // time of what goes out (the skb kept for RTT samples and pacing stays as it
+    // was); only a qdisc that honours EDT, as sch_fq, holds the packet for it.
+    let tstamp = tstamp + core::time::Duration::from_micros(ctx.tx_delay_us as u64);
     ctx.out.push_back(Transmit {
         packet,
         payload: apart,
@@ -426,7 +433,7 @@ impl Tcb {
         // device makes the bytes when it sends the packet, for this transmission
         // only.
         let apart = ctx.tx_apart && payload.len() > mss as usize;
-        let ip = (self.tuple, self.tos | ip_ecn, self.ip_dont_fragment());
+        let ip = (self.tuple, self.dsfield() | ip_ecn, self.ip_dont_fragment());
         let offset = (seq + (flags & FLAG_SYN != 0) as u64).saturating_sub(1);
         let body = payload.for_device(self.payload_source.as_ref(), offset);
         let pkt = build_packet(ctx, ip, &th, body, apart);
@@ -642,7 +649,11 @@ impl Tcb {
             options: self.data_options(ctx),
         };
         // tcp_transmit_skb: the socket's own TOS and DF.
-        push_reset(ctx, (self.tuple, self.tos, self.ip_dont_fragment()), &th);
+        push_reset(
+            ctx,
+            (self.tuple, self.dsfield(), self.ip_dont_fragment()),
+            &th,
+        );
     }
 
     /// `tcp_acceptable_seq`: `snd_nxt`, unless the peer shrank its window below it

@@ -107,6 +107,9 @@ pub struct Tcb {
     /// Pattern mode: the source of the send stream's bytes, which the skbs then
     /// do not store (`SocketMut::set_payload_source`).
     pub(crate) payload_source: Option<super::rtx::data::SharedSource>,
+    /// `tcp_tx_delay`: `TCP_TX_DELAY`, microseconds added to every departure time
+    /// (tcp/output.rs).
+    pub(crate) tx_delay: u32,
     /// `saved_syn`: the SYN's IP and TCP headers, if the listener saved them
     /// (`TCP_SAVE_SYN`, tcp/saved_syn.rs), until `TCP_SAVED_SYN` takes them.
     pub(crate) saved_syn: Option<Box<[u8]>>,
@@ -186,6 +189,9 @@ pub struct Tcb {
     pub(crate) pmtu_cookie: u32,
     /// `IP_TOS` (`inet->tos`): the TOS byte of IPv4 packets, ECN bits aside.
     pub(crate) tos: u8,
+    /// `IPV6_TCLASS` (`np->tclass`): the traffic class of IPv6 packets, ECN bits
+    /// aside.
+    pub(crate) tclass: u8,
     /// `IP_MTU_DISCOVER` (`inet->pmtudisc`), `IP_PMTUDISC_*` (`tcp/pmtu.rs`).
     pub(crate) pmtudisc: u8,
     /// The socket is `AF_INET6` (`sk_family`; `SockOptions::family_v6`).
@@ -481,6 +487,13 @@ pub(crate) struct TimeWaitSock {
     pub ts_recent_stamp: Option<Instant>,
     /// `tw_ts_offset`.
     pub ts_offset: u32,
+    /// `tw_tos`, which is also `tw_tclass`: the DS field of its replies (ECN bits
+    /// aside): the socket's `IP_TOS` (`inet_twsk_alloc`), overwritten with its
+    /// `IPV6_TCLASS` when the socket is AF_INET6 (`tcp_time_wait`), whatever
+    /// family its packets are.
+    pub tos: u8,
+    /// `tw_tx_delay`: the connection's `TCP_TX_DELAY` for its replies.
+    pub tx_delay: u32,
     /// `tw_last_oow_ack_time`.
     pub last_oow_ack_time: Option<Instant>,
     /// `tw_entry_stamp`: when the connection entered it (`tcp_tw_reuse_delay`).

@@ -36,6 +36,12 @@ pub fn tcp_timestamp_to_user(clock_ms: u32, tsoffset: u32) -> i32 {
     (clock_ms.wrapping_add(tsoffset) & !1) as i32
 }
 
+/// `do_tcp_setsockopt(TCP_TX_DELAY)`: 0 to 2^28 - 1 microseconds ("tp->srtt_us is
+/// u32, and is shifted by 3"), else `EINVAL`.
+pub fn tx_delay_from_user(val: i32) -> Option<u32> {
+    u32::try_from(val).ok().filter(|&v| v < 1 << (31 - 3))
+}
+
 /// `MAX_TCP_SYNCNT`: the largest `TCP_SYNCNT`.
 pub const MAX_TCP_SYNCNT: u8 = 127;
 
@@ -156,6 +162,11 @@ pub struct SockOptions {
     pub freebind: bool,
     /// `SO_OOBINLINE` (`SOCK_URGINLINE`, a socket flag children inherit).
     pub oobinline: bool,
+    /// `IPV6_TCLASS` (`np->tclass`): the traffic class of an AF_INET6 socket's IPv6
+    /// packets; TCP keeps the ECN bits its own.
+    pub tclass: u8,
+    /// `TCP_TX_DELAY` in microseconds (`tp->tcp_tx_delay`); children inherit it.
+    pub tx_delay: u32,
     /// `TCP_SAVE_SYN` (`tp->save_syn`, 0 to 2): a listener keeps each SYN's headers
     /// for its child's `TCP_SAVED_SYN` (tcp/saved_syn.rs).
     pub save_syn: u8,
@@ -225,6 +236,7 @@ impl Tcb {
         // A listener's clamp reaches its requests (`tcp_openreq_init_rwin`), a closed
         // socket's its SYN (`tcp_connect_init`).
         self.window_clamp = o.window_clamp;
+        self.tx_delay = o.tx_delay;
         if let Some(v) = o.rcvlowat {
             let locked = self.rcvbuf_locked.then_some(self.rcvbuf);
             self.rcvlowat = rcvlowat_from_user(cfg, locked, v);
@@ -269,6 +281,7 @@ impl Tcb {
         self.tfo.connect = o.fastopen_connect;
         self.tfo.no_cookie = o.fastopen_no_cookie;
         self.tos = o.tos & !crate::tcp::ecn::INET_ECN_MASK;
+        self.tclass = o.tclass & !crate::tcp::ecn::INET_ECN_MASK;
         self.pmtudisc = o.pmtudisc.unwrap_or(super::pmtu::IP_PMTUDISC_WANT);
         self.family_v6 = o.family_v6 || self.tuple.local.is_ipv6();
     }
@@ -281,6 +294,48 @@ impl Tcb {
         if tos != self.tos {
             self.tos = tos;
             self.dst.obsolete = true;
+        }
+    }
+
+    /// `TCP_TX_DELAY` (`tcp_enable_tx_delay`, Linux 6.18): the delay, microseconds,
+    /// added to each departure time from now on. On an established connection a
+    /// change moves `srtt` by the difference at once, and with it the RTO
+    /// (`tcp_set_rto`, backoff ignored: "best effort"), forgets the min RTT filter
+    /// (`minmax_reset(~0U)`) and recomputes the pacing rate, so that TCP need not
+    /// learn the emulated RTT sample by sample. Linux's static key, on from the
+    /// first non-zero delay, only spares the others the addition.
+    pub(crate) fn set_tx_delay(&mut self, cfg: &Config, now: crate::time::Instant, val: u32) {
+        let delta = (val as i64 - self.tx_delay as i64) << 3;
+        if delta != 0 && self.state == TcpState::Established {
+            let e = &mut self.rtt.est;
+            e.srtt8 = (e.srtt8 as i64 + delta).clamp(1, u32::MAX as i64) as u32;
+            self.rtt.srtt_us = (e.srtt8 >> 3).max(1);
+            self.icsk.rto = self.rto_from_estimator();
+            self.rtt.min_rtt_us = self.rtt.rtt_min.reset(now.as_millis() as u32, u32::MAX);
+            self.update_pacing_rate(cfg);
+        }
+        self.tx_delay = val;
+    }
+
+    /// `IPV6_TCLASS` on a connection (`do_ipv6_setsockopt`): the traffic class of
+    /// its IPv6 packets less the ECN bits, which stay TCP's; a change drops the
+    /// cached route (`sk_dst_reset`).
+    pub(crate) fn set_tclass(&mut self, tclass: u8) {
+        let tclass = tclass & !crate::tcp::ecn::INET_ECN_MASK;
+        if tclass != self.tclass {
+            self.tclass = tclass;
+            self.dst.obsolete = true;
+        }
+    }
+
+    /// The DS field of the connection's packets, ECN bits aside: `IPV6_TCLASS`
+    /// (`np->tclass`, `inet6_csk_xmit`) for IPv6 ones, `IP_TOS` (`inet->tos`,
+    /// `__ip_queue_xmit`) for IPv4 ones, an AF_INET6 socket's IPv4-mapped traffic
+    /// included.
+    pub(crate) fn dsfield(&self) -> u8 {
+        match self.tuple.local.is_ipv6() {
+            true => self.tclass,
+            false => self.tos,
         }
     }
 
@@ -502,6 +557,34 @@ mod tests {
         t.state = TcpState::Established;
         t.mss_cache = 1000;
         assert_eq!(t.maxseg(), 1000);
+    }
+
+    /// tcp_enable_tx_delay: on an established connection a change moves srtt by
+    /// the difference, recomputes the RTO and empties the min RTT filter; in any
+    /// other state only the value changes.
+    #[test]
+    fn tx_delay_moves_srtt_of_an_established_connection() {
+        let cfg = Config::default();
+        let now = crate::time::Instant::from_nanos(5_000_000_000);
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::Established;
+        t.rtt_sample(100_000);
+        t.rtt.min_rtt_us = 100_000;
+        let (srtt, rto) = (t.rtt.srtt_us, t.icsk.rto);
+        t.set_tx_delay(&cfg, now, 30_000);
+        assert_eq!(t.rtt.srtt_us, srtt + 30_000);
+        assert_eq!(t.icsk.rto, rto + Duration::from_millis(30));
+        assert_eq!(t.rtt.min_rtt_us, u32::MAX, "minmax_reset(~0U)");
+        t.set_tx_delay(&cfg, now, 10_000);
+        assert_eq!(t.rtt.srtt_us, srtt + 10_000, "down by the difference");
+        t.set_tx_delay(&cfg, now, 10_000);
+        assert_eq!(t.rtt.srtt_us, srtt + 10_000, "no change, no move");
+        let mut c = Tcb::for_test(&cfg);
+        c.set_tx_delay(&cfg, now, 50_000);
+        assert_eq!((c.tx_delay, c.rtt.srtt_us), (50_000, 0), "not established");
+        assert_eq!(tx_delay_from_user((1 << 28) - 1), Some((1 << 28) - 1));
+        assert_eq!(tx_delay_from_user(1 << 28), None);
+        assert_eq!(tx_delay_from_user(-1), None);
     }
 
     /// tcp_inq_hint: unread in-order bytes plus an unread FIN; 1 once a FIN is in

@@ -642,6 +642,11 @@ impl Tcb {
                 ts_recent: self.rx_opt.ts_recent,
                 ts_recent_stamp: self.rx_opt.tstamp_ok.then_some(self.rx_opt.ts_recent_stamp),
                 ts_offset: self.ts_offset,
+                tx_delay: self.tx_delay,
+                tos: match self.family_v6 {
+                    true => self.tclass,
+                    false => self.tos,
+                },
                 last_oow_ack_time: None,
                 entry: ctx.now,
                 expires: ctx.now,

@@ -43,8 +43,9 @@ pub const TCP_THIN_LINEAR_RETRIES: u8 = 6;
 pub const TCP_RTO_MAX: Duration = Duration::from_secs(120);
 /// `TCP_RTO_MIN`: the RTO base of `tcp_model_timeout` for synchronized states.
 pub const TCP_RTO_MIN: Duration = Duration::from_millis(200);
-/// `TCP_TIMEOUT_MIN` (2 jiffies at HZ=1000): slack added to the reorder timer, and
-/// the shortest timer a clamp to the user timeout leaves.
+/// `TCP_TIMEOUT_MIN` (2 jiffies at HZ=1000): slack added to the reorder timer, the
+/// shortest timer a clamp to the user timeout leaves, and how soon a SYN goes again
+/// after an unacceptable ACK in SYN-SENT.
 pub const TCP_TIMEOUT_MIN: Duration = Duration::from_millis(2);
 /// `TCP_TIMEOUT_INIT`: the RTO before any RTT sample
 /// ([RFC 6298 section 2.1](https://www.rfc-editor.org/rfc/rfc6298#section-2.1)).

@@ -158,6 +158,12 @@ impl Tcb {
         // The ACK must cover the SYN and no more than was sent (Fast Open: data).
         let ack = super::seq::Seq(th.ack).diff(self.snd_seq(0)) as i64;
         if f.contains(TcpFlags::ACK) && !(1..=self.snd_nxt.max(1) as i64).contains(&ack) {
+            // "Previous FIN/ACK or RST/ACK might be ignored": before any timeout,
+            // the SYN goes again in TCP_TIMEOUT_MIN, not after the RTO.
+            if self.icsk.retransmits == 0 {
+                let at = ctx.now + super::consts::TCP_TIMEOUT_MIN;
+                self.icsk.pending = Some((super::inet_connection_sock::Pending::Retrans, at));
+            }
             if !f.contains(TcpFlags::RST) {
                 super::output::send_reset(ctx, self.tuple, th, 0);
             }

@@ -363,7 +363,9 @@ impl Tcb {
         if flags & FLAG_FIN != 0 {
             tf |= TcpFlags::FIN;
         }
-        if flags & skb::FLAG_PSH != 0 && !payload.is_empty() {
+        // The skb's flags as they are (tcp_transmit_skb): a FIN left alone by a
+        // partial ACK or a split keeps the PSH of the data it rode with.
+        if flags & skb::FLAG_PSH != 0 {
             tf |= TcpFlags::PSH;
         }
         // The segment size (tcp_skb_mss): an MTU probe is one segment of its own

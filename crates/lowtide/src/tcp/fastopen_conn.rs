@@ -67,10 +67,14 @@ impl Tcb {
     }
 
     /// `tcp_fastopen_synack_timer`: the retransmit timer of a Fast Open child
-    /// before its handshake completes resends only the SYN-ACK, one more time than
-    /// `tcp_synack_retries` allows a request, backing off from `TCP_TIMEOUT_INIT`.
+    /// before its handshake completes resends only the SYN-ACK, `TCP_SYNCNT` times
+    /// (inherited from the listener), else one more time than `tcp_synack_retries`
+    /// allows a request, backing off from `TCP_TIMEOUT_INIT`.
     pub(crate) fn fastopen_synack_timer(&mut self, ctx: &mut Ctx) {
-        let max_retries = ctx.cfg.tcp_synack_retries.saturating_add(1);
+        let max_retries = match self.icsk.syn_retries {
+            0 => ctx.cfg.tcp_synack_retries.saturating_add(1),
+            n => n,
+        };
         if self.icsk.retransmits >= max_retries {
             return self.write_err(ctx);
         }

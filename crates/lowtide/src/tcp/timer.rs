@@ -345,30 +345,30 @@ impl Tcb {
     }
 
     /// `tcp_write_timeout`: whether the connection gave up (and was failed with
-    /// `ETIMEDOUT`). SYN states count retransmissions (`tcp_syn_retries`,
-    /// `tcp_synack_retries`); synchronized ones compare the time since the first
+    /// `ETIMEDOUT`). SYN states count retransmissions (`TCP_SYNCNT`, else
+    /// `tcp_syn_retries`, plus `tcp_syn_linear_timeouts` in SYN-SENT) and time them
+    /// from `TCP_TIMEOUT_INIT`; synchronized ones compare the time since the first
     /// retransmission with the time `tcp_retries2` backed-off RTOs from
     /// `TCP_RTO_MIN` take (`retransmits_timed_out`), or with `TCP_USER_TIMEOUT`.
     fn write_timeout(&mut self, ctx: &mut Ctx) -> bool {
         let syn = matches!(self.state, TcpState::SynSent | TcpState::SynRecv);
         let mut orphan_alive = None;
         let (boundary, rto_base, mut expired) = if syn {
-            // icsk_syn_retries (TCP_SYNCNT) or the sysctl: tcp_syn_retries for a SYN,
-            // tcp_synack_retries for SYN-RECV, which since requests have their own
-            // timer (reqsk_timer) is a simultaneous open's only, where Linux's
-            // tcp_write_timeout reads tcp_syn_retries (not followed yet); a SYN gets
-            // tcp_syn_linear_timeouts retransmissions more.
-            let (sysctl, linear) = match self.state {
-                TcpState::SynSent => (ctx.cfg.tcp_syn_retries, ctx.cfg.tcp_syn_linear_timeouts),
-                _ => (ctx.cfg.tcp_synack_retries, 0),
-            };
-            let limit = match self.icsk.syn_retries {
-                0 => sysctl,
+            // retry_until = icsk_syn_retries (TCP_SYNCNT) ?: tcp_syn_retries, in
+            // SYN-RECV too (a simultaneous open's: a request's SYN-ACK has its own
+            // timer, reqsk_timer, and a Fast Open child's tcp_fastopen_synack_timer);
+            // only SYN-SENT gets tcp_syn_linear_timeouts retransmissions more.
+            let retry_until = match self.icsk.syn_retries {
+                0 => ctx.cfg.tcp_syn_retries,
                 n => n,
             };
-            let max_retransmits = limit.saturating_add(linear);
+            let linear = match self.state {
+                TcpState::SynSent => ctx.cfg.tcp_syn_linear_timeouts,
+                _ => 0,
+            };
+            let max_retransmits = retry_until.saturating_add(linear);
             (
-                limit,
+                retry_until,
                 TCP_TIMEOUT_INIT,
                 self.icsk.retransmits >= max_retransmits,
             )
@@ -401,9 +401,6 @@ impl Tcb {
         }
         self.fastopen_detect_blackhole(ctx, expired);
         if expired {
-            if self.state == TcpState::SynSent {
-                ctx.mib.inc(Mib::TcpAttemptFails);
-            }
             self.write_err(ctx);
         }
         expired
@@ -422,8 +419,13 @@ impl Tcb {
     }
 
     /// `tcp_write_err`: the connection timed out, with the soft error an ICMP
-    /// message left if any, else `ETIMEDOUT`.
+    /// message left if any, else `ETIMEDOUT`; `tcp_done` counts `TcpAttemptFails`
+    /// for a socket still in SYN-SENT or SYN-RECV (a simultaneous open's, a Fast
+    /// Open child's).
     pub(crate) fn write_err(&mut self, ctx: &mut Ctx) {
+        if matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
+            ctx.mib.inc(Mib::TcpAttemptFails);
+        }
         ctx.mib.inc(Mib::TcpExtTCPAbortOnTimeout);
         let err = self.sk_err_soft.take().unwrap_or(SocketError::TimedOut);
         self.set_error(ctx, err);
@@ -961,6 +963,54 @@ mod tests {
             t.sk_err_soft = soft;
             t.write_err(&mut ts.ctx(&cfg, Instant::ZERO, false));
             assert_eq!((t.sk_err, t.state), (Some(want), TcpState::Closed));
+        }
+    }
+
+    #[test]
+    fn syn_states_give_up_after_syncnt_else_tcp_syn_retries() {
+        // tcp_write_timeout: retry_until = icsk_syn_retries ?: tcp_syn_retries in
+        // SYN-SENT and SYN-RECV alike (tcp_synack_retries is a request's), plus
+        // tcp_syn_linear_timeouts (4) in SYN-SENT only; tcp_done counts
+        // TcpAttemptFails in both states.
+        let cfg = Config {
+            tcp_syn_retries: 2,
+            tcp_synack_retries: 5,
+            ..Config::default()
+        };
+        let (recv, sent) = (TcpState::SynRecv, TcpState::SynSent);
+        for (state, syncnt, retransmits, want) in [
+            (recv, 0, 1, false),
+            (recv, 0, 2, true),
+            (recv, 3, 2, false),
+            (recv, 3, 3, true),
+            (sent, 0, 5, false),
+            (sent, 0, 6, true),
+            (sent, 1, 5, true),
+        ] {
+            let mut ts = crate::tcp::TestStack::default();
+            let mut t = tcb();
+            (t.state, t.icsk.syn_retries, t.icsk.retransmits) = (state, syncnt, retransmits);
+            t.undo.retrans_stamp = Some(Instant::ZERO);
+            // One second in: long before any tcp_model_timeout.
+            let now = Instant::ZERO + Duration::from_secs(1);
+            let case = (state, syncnt, retransmits);
+            assert_eq!(
+                t.write_timeout(&mut ts.ctx(&cfg, now, false)),
+                want,
+                "{case:?}"
+            );
+            assert_eq!(t.state == TcpState::Closed, want, "{case:?}");
+            assert_eq!(ts.mib.get(Mib::TcpAttemptFails), want as u64, "{case:?}");
+        }
+        // retransmits_timed_out(retry_until) from TCP_TIMEOUT_INIT: for 2, 7 s since
+        // the first retransmission (not tcp_synack_retries' 63 s), in SYN-RECV too.
+        for (secs, want) in [(6, false), (7, true)] {
+            let mut ts = crate::tcp::TestStack::default();
+            let mut t = tcb();
+            (t.state, t.icsk.retransmits) = (TcpState::SynRecv, 1);
+            t.undo.retrans_stamp = Some(Instant::ZERO);
+            let now = Instant::ZERO + Duration::from_secs(secs);
+            assert_eq!(t.write_timeout(&mut ts.ctx(&cfg, now, false)), want);
         }
     }
 

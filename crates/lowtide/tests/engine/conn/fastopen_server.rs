@@ -188,9 +188,16 @@ fn a_full_fastopen_queue_falls_back_and_counts() {
     assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenListenOverflow), 1);
 }
 
-#[test]
-fn the_synack_timer_resends_without_cookie_then_gives_up() {
+/// The SYN-ACK retransmission gaps (seconds) of a Fast Open child whose listener
+/// has `syncnt` (`TCP_SYNCNT`, 0: unset) until the child gives up.
+fn synack_gaps_until_timeout(syncnt: u8) -> Vec<u64> {
     let (mut st, l) = listening("0x2", Some(4));
+    let opts = SockOptions {
+        fastopen_qlen: Some(4),
+        syn_retries: syncnt,
+        ..Default::default()
+    };
+    st.socket(l).set_listener_options(&opts).unwrap();
     syn(&mut st, client(), Some(the_cookie()), b"x");
     let c = st.accept(l).unwrap();
     let mut t = Instant::ZERO;
@@ -207,8 +214,18 @@ fn the_synack_timer_resends_without_cookie_then_gives_up() {
             None => break,
         }
     }
-    // tcp_synack_retries (5) + 1 retransmissions, 1 s doubling each time.
-    assert_eq!(gaps, [1, 2, 4, 8, 16, 32]);
     assert_eq!(st.state(c), Ok(TcpState::Closed));
     assert_eq!(st.socket_error(c), Ok(Some(lowtide::SocketError::TimedOut)));
+    // tcp_write_err's tcp_done: an attempt that failed in SYN-RECV.
+    assert_eq!(st.counters().get(Mib::TcpAttemptFails), 1);
+    gaps
+}
+
+#[test]
+fn the_synack_timer_resends_without_cookie_then_gives_up() {
+    // tcp_synack_retries (5) + 1 retransmissions, 1 s doubling each time.
+    assert_eq!(synack_gaps_until_timeout(0), [1, 2, 4, 8, 16, 32]);
+    // tcp_fastopen_synack_timer: icsk_syn_retries (the listener's TCP_SYNCNT,
+    // inherited by the child) ?: tcp_synack_retries + 1.
+    assert_eq!(synack_gaps_until_timeout(2), [1, 2]);
 }

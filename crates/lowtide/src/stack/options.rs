@@ -403,9 +403,9 @@ impl SocketMut<'_> {
     /// `SO_MAX_PACING_RATE` in bytes per second; like Linux, setting it makes TCP pace
     /// the socket itself (`SK_PACING_NEEDED`).
     pub fn set_max_pacing_rate(&mut self, bytes_per_sec: u64) -> Result<(), SocketError> {
-        let t = self.stack.tcb_mut(self.h)?;
-        t.pace.max_pacing_rate = bytes_per_sec;
-        t.pace.pacing_needed = true;
+        self.stack
+            .tcb_mut(self.h)?
+            .set_max_pacing_rate(bytes_per_sec);
         Ok(())
     }
 

@@ -310,9 +310,9 @@ impl Tcb {
                 self.push_pending_frames_with(ctx, TCP_NAGLE_PUSH);
             } else if self.write_queue.len() == 1 {
                 // tcp_push_one: tcp_write_xmit(TCP_NAGLE_PUSH, push_one = 1).
-                self.push_one = true;
+                self.push_one = 1;
                 self.push_pending_frames_with(ctx, TCP_NAGLE_PUSH);
-                self.push_one = false;
+                self.push_one = 0;
             }
         }
         copied

@@ -43,7 +43,7 @@ impl Tcb {
             nonagle_push: false,
             cork: false,
             pushed_seq: 1,
-            push_one: false,
+            push_one: 0,
             urg: Urg::default(),
             chrono: Default::default(),
             rwnd_limited: false,

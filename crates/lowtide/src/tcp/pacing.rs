@@ -82,6 +82,17 @@ impl Tcb {
         }
     }
 
+    /// `SO_MAX_PACING_RATE` (`sk_setsockopt`): the cap, applied to
+    /// `sk_pacing_rate` at once; any cap but `~0` asks for internal pacing
+    /// (`SK_PACING_NONE` -> `SK_PACING_NEEDED`; an fq device still paces).
+    pub(crate) fn set_max_pacing_rate(&mut self, rate: u64) {
+        if rate != u64::MAX {
+            self.pace.pacing_needed = true;
+        }
+        self.pace.max_pacing_rate = rate;
+        self.pace.pacing_rate = self.pace.pacing_rate.min(rate);
+    }
+
     /// True if internal pacing holds the next departure (`tcp_pacing_check`); arms
     /// the pacing timer then.
     pub(crate) fn pacing_check(&mut self, now: Instant) -> bool {
@@ -605,6 +616,25 @@ mod tests {
             ..cfg
         });
         assert!(!t.pace.pacing_needed && !t.pace.pacing_fq);
+    }
+
+    #[test]
+    fn max_pacing_rate_caps_the_rate_at_once_and_asks_for_pacing_unless_unlimited() {
+        // sk_setsockopt(SO_MAX_PACING_RATE): sk_pacing_rate = min(it, the cap) now,
+        // not at the next tcp_update_pacing_rate; ~0 leaves SK_PACING_NONE.
+        let mut t = tcb(&Config::default());
+        assert_eq!(t.pace.pacing_rate, u64::MAX);
+        t.set_max_pacing_rate(u64::MAX);
+        assert!(!t.pace.pacing_needed);
+        t.set_max_pacing_rate(20_000);
+        assert_eq!(
+            (t.pace.pacing_rate, t.pace.max_pacing_rate),
+            (20_000, 20_000)
+        );
+        assert!(t.pace.pacing_needed);
+        t.set_max_pacing_rate(u64::MAX);
+        assert_eq!(t.pace.pacing_rate, 20_000, "raised only by the next update");
+        assert!(t.pace.pacing_needed, "the status stays NEEDED");
     }
 }
 

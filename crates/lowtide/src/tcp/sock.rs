@@ -76,8 +76,9 @@ pub struct Tcb {
     pub(crate) cork: bool,
     /// `pushed_seq`: `write_seq` when PSH was last marked (`tcp_mark_push`).
     pub(crate) pushed_seq: u64,
-    /// `tcp_push_one`: this transmit sends at most one TSO packet, undeferred.
-    pub(crate) push_one: bool,
+    /// `tcp_write_xmit`'s `push_one` for the running push: 1 in `tcp_push_one`
+    /// (at most one TSO packet, undeferred), else 0.
+    pub(crate) push_one: u8,
     /// Busy / rwnd-limited / sndbuf-limited chronographs (`tcp_chrono_*`).
     pub(crate) chrono: Chronos,
     /// `is_rwnd_limited` of the running `tcp_write_xmit`.

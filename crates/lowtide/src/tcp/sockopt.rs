@@ -245,8 +245,7 @@ impl Tcb {
         self.linger2 = o.linger2;
         self.errq.zerocopy = o.zerocopy;
         if let Some(r) = o.max_pacing_rate {
-            self.pace.max_pacing_rate = r;
-            self.pace.pacing_needed = true;
+            self.set_max_pacing_rate(r);
         }
         if let Some(cc) = o
             .congestion

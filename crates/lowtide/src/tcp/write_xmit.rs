@@ -25,7 +25,10 @@ impl Tcb {
         ) || self.passive_fastopen()
     }
 
-    /// `tcp_write_xmit`, preceded by retransmissions of lost skbs.
+    /// `__tcp_push_pending_frames`: `tcp_write_xmit` ([`Tcb::tcp_write_xmit`]) with
+    /// the push's `push_one` ([`Tcb::push_one`]: `tcp_push_one`'s 1, else 0),
+    /// preceded by retransmissions of lost skbs, or followed by them for F-RTO
+    /// (`tcp_xmit_recovery`), then `tcp_check_probe_timer`.
     pub(crate) fn write_xmit(&mut self, ctx: &mut Ctx) {
         if !self.can_send_data() {
             return;
@@ -35,54 +38,70 @@ impl Tcb {
         if !frto_new {
             self.xmit_retransmit_queue(ctx);
         }
-        // write_one raises cw.is_cwnd_limited when cwnd (or TSO deferral on cwnd) stops
-        // it: collect that for this call only, as tcp_write_xmit's local flag.
         self.sync_dst_mtu(ctx); // tcp_current_mss in __tcp_push_pending_frames
+        let push_one = self.push_one;
+        self.tcp_write_xmit(ctx, push_one);
+        if frto_new && self.snd_nxt <= self.high_seq {
+            self.frto = false;
+            self.xmit_retransmit_queue(ctx);
+        }
+        self.arm_probe0_if_stalled(ctx);
+    }
+
+    /// `tcp_write_xmit`: sends new data from the write queue while cwnd, the
+    /// peer's window, Nagle, TSO deferral, pacing and TCP Small Queues allow, an
+    /// MTU probe first. `push_one` is Linux's: 0 for a push, 1 for `tcp_push_one`
+    /// (one TSO packet, no MTU probe, no deferral), 2 for a tail loss probe
+    /// (`tcp_send_loss_probe`: as 1, but sent even with cwnd full, as one segment
+    /// then, and no loss probe scheduled for it).
+    pub(crate) fn tcp_write_xmit(&mut self, ctx: &mut Ctx, push_one: u8) {
         let prior_nxt = self.snd_nxt;
-        // tcp_write_xmit: an MTU probe first; waiting for one sends nothing.
-        if !self.push_one && self.mtu_probe(ctx) == super::mtu_probe::ProbeResult::Wait {
+        // An MTU probe first; waiting for one sends nothing.
+        if push_one == 0 && self.mtu_probe(ctx) == super::mtu_probe::ProbeResult::Wait {
             return;
         }
+        // write_one raises cw.is_cwnd_limited when cwnd (or TSO deferral on cwnd)
+        // stops it: collect that for this call only, as tcp_write_xmit's local flag.
         let prior_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, false);
         self.rwnd_limited = false;
         while self.write_queue.front().is_some() {
-            if !self.write_one(ctx) || self.push_one {
+            if !self.write_one(ctx, push_one) || push_one != 0 {
                 break;
             }
         }
-        // tcp_write_xmit: the receive-window chrono follows the last attempt.
+        // The receive-window chrono follows the last attempt.
         if core::mem::take(&mut self.rwnd_limited) {
             self.chrono_start(ctx.now, super::chrono::Chrono::RwndLimited);
         } else {
             self.chrono_stop(ctx.now, super::chrono::Chrono::RwndLimited);
         }
-        if frto_new && self.snd_nxt <= self.high_seq {
-            self.frto = false;
-            self.xmit_retransmit_queue(ctx);
-        }
-        if self.snd_nxt > prior_nxt {
-            // One loss probe per tail (tcp_write_xmit's tcp_schedule_loss_probe).
-            self.schedule_loss_probe(ctx, false);
-        }
+        let sent = self.snd_nxt > prior_nxt;
         let is_cwnd_limited = core::mem::replace(&mut self.cw.is_cwnd_limited, prior_limited)
             || self.packets_in_flight() >= self.cw.snd_cwnd;
-        if self.snd_nxt > prior_nxt || is_cwnd_limited {
+        if sent || is_cwnd_limited {
             self.cwnd_validate(ctx, is_cwnd_limited);
         }
-        self.arm_probe0_if_stalled(ctx);
+        // "Send one loss probe per tail loss episode": not for the probe itself.
+        if sent && push_one != 2 {
+            self.schedule_loss_probe(ctx, false);
+        }
     }
 
     /// Sends (part of) the head of the write queue; false when something limits it.
-    fn write_one(&mut self, ctx: &mut Ctx) -> bool {
+    fn write_one(&mut self, ctx: &mut Ctx, push_one: u8) -> bool {
         let mss = self.current_mss();
         if self.pacing_check(ctx.now) {
             return false;
         }
-        let quota = self.cwnd_test();
-        if quota == 0 {
-            self.cw.is_cwnd_limited = true;
-            return false;
-        }
+        // A loss probe goes even with cwnd full: one segment then.
+        let quota = match self.cwnd_test() {
+            0 if push_one == 2 => 1,
+            0 => {
+                self.cw.is_cwnd_limited = true;
+                return false;
+            }
+            q => q,
+        };
         let max_segs = self.tso_segs(ctx.cfg, mss);
         let quota = quota.min(max_segs);
         self.grow_skb(ctx.cfg, quota as u64 * mss as u64);
@@ -104,7 +123,7 @@ impl Tcb {
             if !self.nagle_test(len, flags, mss, nonagle) {
                 return false;
             }
-        } else if !self.push_one {
+        } else if push_one == 0 {
             // tcp_tso_should_defer: an skb that gets no more data (FIN, MSG_EOR)
             // is not held for more.
             let last = flags & (FLAG_FIN | FLAG_EOR) != 0;
@@ -125,6 +144,11 @@ impl Tcb {
         };
         let send_len = len.min(limit) as usize;
         if self.small_queue_check(ctx.cfg, send_len as u32 + SKB_OVERHEAD, 0) {
+            return false;
+        }
+        // "Argh, we hit an empty skb(), presumably a thread is sleeping in
+        // sendmsg()/sk_stream_wait_memory()": no pure ACK from the write queue.
+        if end_seq == seq {
             return false;
         }
         self.send_new(ctx, send_len, mss);

@@ -256,12 +256,6 @@ impl Tcb {
         self.rcv_shutdown = true;
         // tcp_data_queue's tcp_data_ready after tcp_fin: SOCK_DONE wakes the reader.
         self.data_ready_count += 1;
-        // tcp_fin: "It _is_ possible, that we have something out-of-order _after_
-        // FIN. [...] For now drop them.", and tcp_sack_reset (the D-SACK too).
-        self.ofo.purge();
-        if self.rx_opt.sack_ok {
-            self.dsack = None;
-        }
         self.notify(ctx, EventKind::ReadHangUp);
         // tcp_fin: in SYN-RECV and ESTABLISHED the ACK is only scheduled and the
         // connection enters pingpong mode (the application's reply, often its own
@@ -284,6 +278,13 @@ impl Tcb {
                 self.enter_time_wait(ctx);
             }
             _ => self.schedule_ack_now(),
+        }
+        // tcp_fin, after the ACK above (which still carries the SACK blocks): "It
+        // _is_ possible, that we have something out-of-order _after_ FIN. [...] For
+        // now drop them.", and tcp_sack_reset (the D-SACK too).
+        self.ofo.purge();
+        if self.rx_opt.sack_ok {
+            self.dsack = None;
         }
     }
 }

@@ -103,6 +103,8 @@ pub const TCP_FASTOPEN_KEY: i32 = 33;
 pub const TCP_FASTOPEN_NO_COOKIE: i32 = 34;
 /// `TCPI_OPT_SYN_DATA`: `tcpi_options` bit of data acknowledged in a SYN.
 pub const TCPI_OPT_SYN_DATA: u8 = 32;
+/// `TCPI_OPT_TFO_CHILD`: `tcpi_options` bit of a passive Fast Open child.
+pub const TCPI_OPT_TFO_CHILD: u8 = 128;
 
 pub const MSG_OOB: i32 = 0x1;
 pub const MSG_PEEK: i32 = 0x2;

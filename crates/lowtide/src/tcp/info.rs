@@ -121,7 +121,8 @@ pub struct TcpInfo {
     pub sndbuf_limited: u64,
     /// `tcpi_options`: `TCPI_OPT_TIMESTAMPS` 1, `TCPI_OPT_SACK` 2, `TCPI_OPT_WSCALE` 4,
     /// `TCPI_OPT_ECN` 8 (negotiated), `TCPI_OPT_ECN_SEEN` 16 (the peer sent ECT).
-    /// `TCPI_OPT_SYN_DATA` 32 (data in our SYN or the peer's was acknowledged).
+    /// `TCPI_OPT_SYN_DATA` 32 (data in our SYN or the peer's was acknowledged),
+    /// `TCPI_OPT_TFO_CHILD` 128 (a passive Fast Open child).
     pub options: u8,
     /// `tcpi_fastopen_client_fail`: why active Fast Open failed (0-3,
     /// [`crate::tcp::fastopen::TfoClientFail`]).
@@ -202,7 +203,9 @@ impl TcpInfo {
 }
 
 impl Tcb {
-    /// `tcpi_options` (`tcp_get_info`).
+    /// `tcpi_options` (`tcp_get_info`). `TCPI_OPT_USEC_TS` (64) stays clear:
+    /// lowtide's TSval ticks in milliseconds only (no route `features tcp_usec_ts`,
+    /// so `tp->tcp_usec_ts` is never set).
     fn info_options(&self) -> u8 {
         use super::ecn::{TCP_ECN_OK, TCP_ECN_SEEN};
         (self.rx_opt.tstamp_ok as u8)
@@ -211,6 +214,7 @@ impl Tcb {
             | ((self.ecn_flags & TCP_ECN_OK != 0) as u8) << 3
             | ((self.ecn_flags & TCP_ECN_SEEN != 0) as u8) << 4
             | (self.tfo.syn_data_acked as u8) << 5
+            | (self.tfo.syn_fastopen_child as u8) << 7
     }
 
     /// The `tcp_info` snapshot at `now`.

@@ -103,9 +103,9 @@ fn a_valid_cookie_opens_a_child_with_the_data_at_once() {
         .expect("child in the accept queue before the handshake");
     assert_eq!(st.state(c), Ok(TcpState::SynRecv));
     assert_eq!(
-        st.info(Instant::ZERO, c).unwrap().options & 32,
-        32,
-        "TCPI_OPT_SYN_DATA"
+        st.info(Instant::ZERO, c).unwrap().options & (32 | 128),
+        32 | 128,
+        "TCPI_OPT_SYN_DATA and TCPI_OPT_TFO_CHILD"
     );
     let mut buf = [0u8; 16];
     assert_eq!(st.recv(Instant::ZERO, c, &mut buf), Ok(5));

@@ -136,8 +136,27 @@ mib! {
     TcpInCsumErrors,
     /// Resets sent.
     TcpOutRsts,
-    /// Timer-driven retransmissions (RTO).
+    /// Retransmission timeouts (`tcp_retransmit_timer`, counted before
+    /// `tcp_write_timeout`, so a timeout that kills the connection counts too) and
+    /// SYN-ACK timeouts of requests (`tcp_syn_ack_timeout`).
     TcpExtTCPTimeouts,
+    /// First RTOs of an episode with SACK, in Disorder or with SACKed data
+    /// (`tcp_retransmit_timer`, `LINUX_MIB_TCPSACKFAILURES`).
+    TcpExtTCPSackFailures,
+    /// First RTOs of an episode without SACK, in Disorder
+    /// (`LINUX_MIB_TCPRENOFAILURES`).
+    TcpExtTCPRenoFailures,
+    /// First RTOs of an episode in Loss (`LINUX_MIB_TCPLOSSFAILURES`).
+    TcpExtTCPLossFailures,
+    /// First RTOs of an episode in Recovery, with SACK
+    /// (`LINUX_MIB_TCPSACKRECOVERYFAIL`).
+    TcpExtTCPSackRecoveryFail,
+    /// First RTOs of an episode in Recovery, without SACK
+    /// (`LINUX_MIB_TCPRENORECOVERYFAIL`).
+    TcpExtTCPRenoRecoveryFail,
+    /// Segments of new data sent, retransmissions excluded (`tcp_event_new_data_sent`,
+    /// a Fast Open SYN's data skb in `tcp_send_syn_data`; `LINUX_MIB_TCPORIGDATASENT`).
+    TcpExtTCPOrigDataSent,
     /// Fast retransmits.
     TcpExtTCPFastRetrans,
     /// Retransmits in slow start after an RTO.
@@ -213,6 +232,9 @@ mib! {
     TcpExtTCPHPAcks,
     /// Segments queued out of order.
     TcpExtTCPOFOQueue,
+    /// Received segments joined to the skb before them, in the receive queue or the
+    /// out-of-order queue (`tcp_try_coalesce`, `LINUX_MIB_TCPRCVCOALESCE`).
+    TcpExtTCPRcvCoalesce,
     /// Out-of-order segments dropped: no receive memory even after pruning
     /// (`tcp_data_queue_ofo`).
     TcpExtTCPOFODrop,

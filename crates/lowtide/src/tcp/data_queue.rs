@@ -145,7 +145,10 @@ impl Tcb {
     /// Queues in-order `data`, charged as received segments (tcp/rmem.rs).
     pub(super) fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
         let skb = self.rx_skb(ctx.cfg, data.len() as u32);
-        let truesize = self.rcv_queue.coalesced_charge(skb, data.len() as u32);
+        let (truesize, coalesced) = self.rcv_queue.coalesced_charge(skb, data.len() as u32);
+        if coalesced {
+            ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_try_coalesce
+        }
         self.rcv_queue.push_payload(ctx.frag, data, truesize);
         self.rcv_nxt_advance(ctx, data.len());
     }
@@ -227,6 +230,9 @@ impl Tcb {
         payload.for_each_chunk(|c| own.extend_from_slice(c));
         let ins = self.ofo.insert_seg(seq, own.into(), fin, skb);
         ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
+        if ins.coalesced {
+            ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_ooo_try_coalesce
+        }
         if let Some(d) = ins.dup {
             if self.rx_opt.sack_ok && ctx.cfg.tcp_dsack {
                 self.dsack = Some(d);

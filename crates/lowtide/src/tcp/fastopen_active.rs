@@ -132,6 +132,7 @@ impl Tcb {
             self.chrono_start(ctx.now, super::chrono::Chrono::Busy);
         }
         self.connect_queue_skb(ctx.now, 1, payload, skb::FLAG_PSH, truesize);
+        ctx.mib.inc(Mib::TcpExtTCPOrigDataSent); // the data skb, even when empty
         self.write_seq = 1 + data.len() as u64;
         self.snd_nxt = self.write_seq;
         self.bytes_sent += data.len() as u64;

@@ -63,6 +63,9 @@ pub struct Inserted {
     pub queued: bool,
     /// Segments dropped for holding nothing new (`TcpExtTCPOFOMerge`).
     pub merged: u32,
+    /// Joined to the segment ending where it starts (`tcp_ooo_try_coalesce`,
+    /// `TcpExtTCPRcvCoalesce`).
+    pub coalesced: bool,
 }
 
 /// Out-of-order data keyed by stream offset, with the SACK blocks to report.
@@ -149,6 +152,7 @@ impl OfoQueue {
                 let mut joined = p.to;
                 if let Some(charge) = skb.coalesce_into(&mut joined, data.len() as u32) {
                     (truesize, to) = (charge, joined);
+                    r.coalesced = true;
                 }
             }
             if seq < pend {

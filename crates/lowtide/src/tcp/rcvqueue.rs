@@ -168,15 +168,16 @@ impl RcvQueue {
     }
 
     /// `tcp_queue_rcv`'s `tcp_try_coalesce`: the charge of `skb` (`len` bytes)
-    /// queued now: less if it joins the tail buffer (`skb_try_coalesce`, tcp/rmem.rs).
-    pub fn coalesced_charge(&mut self, skb: RxSkb, len: u32) -> u32 {
+    /// queued now: less if it joins the tail buffer (`skb_try_coalesce`, tcp/rmem.rs),
+    /// and whether it joined (`TcpExtTCPRcvCoalesce`).
+    pub fn coalesced_charge(&mut self, skb: RxSkb, len: u32) -> (u32, bool) {
         if !self.is_empty() {
             if let Some(charge) = skb.coalesce_into(&mut self.tail, len) {
-                return charge;
+                return (charge, true);
             }
         }
         self.tail = skb.as_to();
-        skb.truesize
+        (skb.truesize, false)
     }
 
     /// Queues `payload` charged `truesize`: shared buffers by reference, borrowed bytes

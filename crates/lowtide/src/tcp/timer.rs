@@ -1,7 +1,7 @@
 //! Timers (tcp_timer.c) and the RTT estimator behind the RTO (RFC 6298, with
 //! Linux's `tcp_rtt_estimator` bounds).
 
-use super::cong::INFINITE_SSTHRESH;
+use super::cong::{CaState, INFINITE_SSTHRESH};
 use super::consts::{
     TCP_RESOURCE_PROBE_INTERVAL, TCP_RTO_MIN, TCP_THIN_LINEAR_RETRIES, TCP_TIMEOUT_FALLBACK,
     TCP_TIMEOUT_INIT, TCP_TIMEOUT_MIN, TCP_TIMEWAIT_LEN,
@@ -259,10 +259,11 @@ impl Tcb {
         if self.state.is_synchronized() && self.snd_wnd == 0 && !self.shut_rd_by_close() {
             return self.zero_window_rto(ctx);
         }
+        ctx.mib.inc(Mib::TcpExtTCPTimeouts);
         if self.write_timeout(ctx) {
             return;
         }
-        ctx.mib.inc(Mib::TcpExtTCPTimeouts);
+        self.count_rto_failure(ctx);
         self.tlp_high_seq = None;
         if self.state.is_synchronized() {
             // tcp_enter_loss sees icsk_retransmits before this timeout counts.
@@ -288,6 +289,27 @@ impl Tcb {
         }
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
         self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
+    }
+
+    /// `tcp_retransmit_timer`'s counter of the state the first RTO of an episode
+    /// (`icsk_retransmits == 0`) found: Recovery (SACK or NewReno), Loss, or Disorder
+    /// or SACKed data (SACK or NewReno); Open without SACKed data counts nothing.
+    fn count_rto_failure(&self, ctx: &mut Ctx) {
+        if self.icsk.retransmits != 0 {
+            return;
+        }
+        let sack = self.rx_opt.sack_ok;
+        let mib = match self.ca_state {
+            CaState::Recovery if sack => Mib::TcpExtTCPSackRecoveryFail,
+            CaState::Recovery => Mib::TcpExtTCPRenoRecoveryFail,
+            CaState::Loss => Mib::TcpExtTCPLossFailures,
+            CaState::Disorder if sack => Mib::TcpExtTCPSackFailures,
+            CaState::Disorder => Mib::TcpExtTCPRenoFailures,
+            _ if self.sacked_out() == 0 => return,
+            _ if sack => Mib::TcpExtTCPSackFailures,
+            _ => Mib::TcpExtTCPRenoFailures,
+        };
+        ctx.mib.inc(mib);
     }
 
     /// `tcp_retransmit_timer`'s `tcp_retransmit_skb` of the head, one segment: not

@@ -10,6 +10,7 @@ use super::rtx::skb::{self, Skb, FLAG_EOR, FLAG_FIN, FLAG_PSH, FLAG_SYN};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
 use crate::config::{Config, SizeGoalAt};
+use crate::mib::Mib;
 use crate::socket::TxToken;
 
 impl Tcb {
@@ -317,7 +318,8 @@ impl Tcb {
         ) {
             self.rearm_rto(ctx);
         }
-        // tcp_event_new_data_sent: tcp_check_space.
+        // tcp_event_new_data_sent: TCPOrigDataSent, tcp_check_space.
+        ctx.mib.add(Mib::TcpExtTCPOrigDataSent, pcount as u64);
         self.check_space(ctx);
         pcount
     }

@@ -112,4 +112,13 @@ fn a_write_timeout_counts_an_established_reset() {
     assert_eq!(p.a.socket_error(c), Ok(Some(SocketError::TimedOut)));
     assert_eq!(count(&p, Mib::TcpExtTCPAbortOnTimeout), 1);
     assert_eq!(count(&p, Mib::TcpEstabResets), 1);
+    // tcp_retransmit_timer counts TCPTimeouts before tcp_write_timeout: the timeout
+    // that gave up counts too, one more than the RTO retransmissions (the others
+    // are loss probes).
+    let rto_retrans = count(&p, Mib::TcpRetransSegs) - count(&p, Mib::TcpExtTCPLossProbes);
+    assert_eq!(count(&p, Mib::TcpExtTCPTimeouts), rto_retrans + 1);
+    // One new segment (tcp_event_new_data_sent); the first RTO found Open without
+    // SACKed data: no failure counter.
+    assert_eq!(count(&p, Mib::TcpExtTCPOrigDataSent), 1);
+    assert_eq!(count(&p, Mib::TcpExtTCPSackFailures), 0);
 }

@@ -43,3 +43,26 @@ fn predicted_data_that_acks_nothing_new_skips_tcp_ack() {
     data(&mut p, &mut b, TcpFlags::ACK, Some(1000));
     assert_eq!((hits(&p), last_ack(&p)), (1, 0));
 }
+
+/// `tcp_try_coalesce`: in-order data that joins the receive queue's tail
+/// (`tcp_queue_rcv`), and out-of-order data that joins the segment ending where it
+/// starts (`tcp_ooo_try_coalesce`), count `TcpExtTCPRcvCoalesce`; a segment that
+/// starts a queue does not.
+#[test]
+fn joined_segments_count_rcv_coalesce() {
+    let (mut p, _c, _s) = establish(Config::default());
+    p.filter = Some(Box::new(|_, _| Verdict::Drop));
+    let mut b = learn(&p, Dir::AtoB);
+    let joined = |p: &Pair| p.a.counters().get(Mib::TcpExtTCPRcvCoalesce);
+    data(&mut p, &mut b, TcpFlags::ACK, None);
+    assert_eq!(joined(&p), 0, "the first segment starts the queue");
+    data(&mut p, &mut b, TcpFlags::ACK, None);
+    assert_eq!(joined(&p), 1);
+    // Above a hole of 100 bytes: the first starts the out-of-order queue, the
+    // second joins it.
+    b.seq = b.seq.wrapping_add(100);
+    data(&mut p, &mut b, TcpFlags::ACK, None);
+    assert_eq!(joined(&p), 1);
+    data(&mut p, &mut b, TcpFlags::ACK, None);
+    assert_eq!(joined(&p), 2);
+}

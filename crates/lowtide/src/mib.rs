@@ -140,6 +140,9 @@ mib! {
     /// `tcp_write_timeout`, so a timeout that kills the connection counts too) and
     /// SYN-ACK timeouts of requests (`tcp_syn_ack_timeout`).
     TcpExtTCPTimeouts,
+    /// RTOs that did not abort and picked a new transmit hash (`tcp_write_timeout`'s
+    /// `sk_rethink_txhash`, `net.core.txrehash`; `LINUX_MIB_TCPTIMEOUTREHASH`).
+    TcpExtTcpTimeoutRehash,
     /// First RTOs of an episode with SACK, in Disorder or with SACKed data
     /// (`tcp_retransmit_timer`, `LINUX_MIB_TCPSACKFAILURES`).
     TcpExtTCPSackFailures,

@@ -149,6 +149,11 @@ pub struct Config {
     /// itself never waits; lowtide's TUN runtime honours it. 0 (Linux's default)
     /// sleeps at once; Documentation/admin-guide/sysctl/net.rst suggests 50.
     pub busy_poll_us: u32,
+    /// `net.core.txrehash`: sockets created now may pick a new transmit hash
+    /// (`sk_txrehash`, read at socket creation) after an RTO
+    /// (`tcp_write_timeout`'s `sk_rethink_txhash`). lowtide has no multipath to
+    /// steer; the rehashes are counted (`TcpExtTcpTimeoutRehash`, `tcpi_rehash`).
+    pub txrehash: bool,
     /// `net.core.default_qdisc`: the device's queueing discipline. Its only effect on
     /// TCP is `fq`'s: sch_fq paces every flow at its `sk_pacing_rate`
     /// (`SK_PACING_FQ`): by the device's own fq where it has one ([`Config::device_fq`]:
@@ -437,6 +442,7 @@ impl Default for Config {
             somaxconn: 4096,
             optmem_max: 131_072,
             busy_poll_us: 0,
+            txrehash: true,
             default_qdisc: "pfifo_fast".into(),
             device_fq: None,
             mtu: 1500,

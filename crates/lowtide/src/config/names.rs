@@ -39,6 +39,7 @@ impl Config {
         "net.core.somaxconn",
         "net.core.optmem_max",
         "net.core.busy_poll",
+        "net.core.txrehash",
         "net.ipv4.tcp_notsent_lowat",
         "net.ipv4.tcp_limit_output_bytes",
         "net.ipv4.tcp_autocorking",

@@ -17,6 +17,8 @@ impl Config {
                 self.busy_poll_us =
                     parse_num(n, value, 0, i32::MAX as u32, "microseconds, 0..=2147483647")?
             }
+            // proc_dou8vec_minmax, 0..=1 (SOCK_TXREHASH_DISABLED/ENABLED).
+            "net.core.txrehash" => self.txrehash = parse_num(n, value, 0, 1, "0 or 1")? == 1,
             "net.core.default_qdisc" => match QDISCS.contains(&value.trim()) {
                 true => self.default_qdisc = value.trim().into(),
                 false => {

@@ -351,7 +351,8 @@ impl Host {
         if protocol != IPPROTO_IP && protocol != IPPROTO_TCP {
             return err(errno::EPROTONOSUPPORT);
         }
-        let s = Socket::new(domain, ty & SOCK_NONBLOCK != 0);
+        let mut s = Socket::new(domain, ty & SOCK_NONBLOCK != 0);
+        s.opts.txrehash = Some(self.stack.config().txrehash); // inet_create
         Ok(self.alloc_fd(File::Socket(Box::new(s))))
     }
 

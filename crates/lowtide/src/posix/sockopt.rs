@@ -163,6 +163,7 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     b[242..244]
         .copy_from_slice(&(i.total_rto_recoveries.min(u16::MAX as u32) as u16).to_ne_bytes());
     u32s(&mut b, 244, i.total_rto_time);
+    u32s(&mut b, 236, i.rehash as u64);
     u32s(&mut b, 228, i.snd_wnd as u64);
     u32s(&mut b, 232, i.rcv_wnd as u64);
     b

@@ -150,6 +150,9 @@ pub struct TcpInfo {
     /// `tcpi_total_rto_time`: ms spent in RTO recoveries, an unfinished one
     /// included.
     pub total_rto_time: u64,
+    /// `tcpi_rehash`: transmit-hash rehashes, `plb_rehash` (no PLB here: 0) plus
+    /// `timeout_rehash`.
+    pub rehash: u32,
     /// `tcp_bbr_info.bbr_bw`: the congestion control's bottleneck bandwidth
     /// estimate in bytes per second (0 unless it keeps one, as BBR does).
     pub bbr_bw: u64,
@@ -285,6 +288,7 @@ impl Tcb {
             dsack_dups: self.dsack_dups,
             rcv_ooopack: self.rcv_ooopack,
             total_rto: self.total_rto,
+            rehash: self.timeout_rehash,
             total_rto_recoveries: self.total_rto_recoveries,
             total_rto_time: self.total_rto_time_ms
                 + self

@@ -223,6 +223,8 @@ impl Tcb {
             total_rto_recoveries: 0,
             total_rto_time_ms: 0,
             rto_stamp: None,
+            txrehash: cfg.txrehash,
+            timeout_rehash: 0,
             segs_out: 0,
             segs_in: 0,
             data_segs_out: 0,

@@ -304,6 +304,10 @@ pub struct Tcb {
     pub(crate) total_rto_recoveries: u32,
     pub(crate) total_rto_time_ms: u64,
     pub(crate) rto_stamp: Option<Instant>,
+    /// `sk_txrehash`: `net.core.txrehash` when the socket was made (`inet_create`).
+    pub(crate) txrehash: bool,
+    /// `timeout_rehash`: RTOs that rehashed the transmit hash (`tcpi_rehash`).
+    pub(crate) timeout_rehash: u32,
     pub(crate) segs_out: u64,
     pub(crate) segs_in: u64,
     pub(crate) data_segs_out: u64,

@@ -141,6 +141,9 @@ pub struct SockOptions {
     pub syn_retries: u8,
     /// `TCP_THIN_LINEAR_TIMEOUTS` (`tp->thin_lto`).
     pub thin_lto: bool,
+    /// `sk_txrehash` as `socket(2)` read `net.core.txrehash` (`inet_create`); `None`:
+    /// the sysctl when the connection is made.
+    pub txrehash: Option<bool>,
     /// `TCP_DEFER_ACCEPT` as SYN-ACK timeouts (`rskq_defer_accept`,
     /// [`secs_to_retrans`]): a listener's requests drop bare final ACKs until then.
     pub defer_accept: u8,
@@ -225,6 +228,7 @@ impl Tcb {
     pub(crate) fn apply_options(&mut self, cfg: &Config, o: &SockOptions) {
         self.nodelay = o.nodelay;
         self.thin_lto = o.thin_lto;
+        self.txrehash = o.txrehash.unwrap_or(cfg.txrehash);
         self.cork = o.cork;
         if let Some(b) = o.sndbuf {
             self.set_sndbuf(b);

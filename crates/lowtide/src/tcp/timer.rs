@@ -424,6 +424,11 @@ impl Tcb {
         self.fastopen_detect_blackhole(ctx, expired);
         if expired {
             self.write_err(ctx);
+        } else if self.txrehash {
+            // sk_rethink_txhash: sk_txhash is never 0 for TCP (set at connect, and
+            // from the request's for a child).
+            self.timeout_rehash += 1;
+            ctx.mib.inc(Mib::TcpExtTcpTimeoutRehash);
         }
         expired
     }

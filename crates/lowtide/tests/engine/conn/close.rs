@@ -121,4 +121,23 @@ fn a_write_timeout_counts_an_established_reset() {
     // SACKed data: no failure counter.
     assert_eq!(count(&p, Mib::TcpExtTCPOrigDataSent), 1);
     assert_eq!(count(&p, Mib::TcpExtTCPSackFailures), 0);
+    // tcp_write_timeout rehashes on each timeout but the one that gives up.
+    let rehashes = count(&p, Mib::TcpExtTcpTimeoutRehash);
+    assert_eq!(rehashes, rto_retrans);
+    assert_eq!(p.a.info(p.now, c).unwrap().rehash as u64, rehashes);
+}
+
+#[test]
+fn txrehash_off_rehashes_nothing() {
+    let cfg = Config {
+        tcp_retries2: 3,
+        txrehash: false,
+        ..Config::default()
+    };
+    let (mut p, c, _s) = establish(cfg);
+    p.filter = Some(Box::new(|_, _| Verdict::Drop));
+    p.a.send(p.now, c, b"lost").unwrap();
+    p.drive_for(Duration::from_secs(120));
+    assert!(count(&p, Mib::TcpExtTCPTimeouts) > 1);
+    assert_eq!(count(&p, Mib::TcpExtTcpTimeoutRehash), 0);
 }

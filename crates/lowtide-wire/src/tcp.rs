@@ -80,6 +80,38 @@ pub struct TcpOptions {
     /// TCP Fast Open (RFC 7413): option 34, or the experimental kind 254 with magic
     /// 0xF989; SYN and SYN-ACK only (`tcp_parse_fastopen_option`).
     pub fastopen: Option<FastOpenOption>,
+    /// The authentication options (TCP-MD5, TCP-AO) as Linux's
+    /// `tcp_parse_auth_options` finds them; received only, never written.
+    pub auth: AuthOption,
+    /// A TCP-MD5 option of the right length is present (`tcp_parse_md5sig_option`),
+    /// whatever `auth` says; received only.
+    pub md5sig: bool,
+}
+
+/// `TCPOPT_MD5SIG`: the TCP-MD5 signature option's kind
+/// ([RFC 2385 section 3.0](https://www.rfc-editor.org/rfc/rfc2385#section-3.0)).
+pub const TCPOPT_MD5SIG: u8 = 19;
+/// `TCPOLEN_MD5SIG`: its length.
+pub const TCPOLEN_MD5SIG: usize = 18;
+/// `TCPOPT_AO`: the TCP Authentication Option's kind
+/// ([RFC 5925 section 2.2](https://www.rfc-editor.org/rfc/rfc5925#section-2.2)).
+pub const TCPOPT_AO: u8 = 29;
+
+/// What `tcp_do_parse_auth_options` (include/net/tcp.h) makes of a header's
+/// authentication options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthOption {
+    /// None.
+    #[default]
+    None,
+    /// One TCP-MD5 option.
+    Md5,
+    /// One TCP-AO option.
+    Ao,
+    /// A TCP-MD5 option of another length than 18, a TCP-AO one of 4 bytes or
+    /// fewer, an option whose length is below 2 or beyond the header, or a second
+    /// authentication option: the segment is dropped (`SKB_DROP_REASON_TCP_AUTH_HDR`).
+    Bad,
 }
 
 /// `TCPOPT_FASTOPEN`: the Fast Open option's kind
@@ -308,7 +340,11 @@ fn data_offset(segment: &[u8]) -> usize {
 /// ([RFC 9293 section 3.2](https://www.rfc-editor.org/rfc/rfc9293#section-3.2)) like
 /// Linux's `tcp_parse_options`.
 fn parse_options(mut opts: &[u8]) -> Result<TcpOptions, WireError> {
-    let mut out = TcpOptions::default();
+    let mut out = TcpOptions {
+        auth: parse_auth_options(opts),
+        md5sig: parse_md5sig_option(opts),
+        ..TcpOptions::default()
+    };
     while let Some(&k) = opts.first() {
         match k {
             kind::EOL => break,
@@ -324,6 +360,62 @@ fn parse_options(mut opts: &[u8]) -> Result<TcpOptions, WireError> {
         }
     }
     Ok(out)
+}
+
+/// `tcp_do_parse_auth_options`, walking as Linux walks: only while at least
+/// `TCPOLEN_MD5SIG` bytes are left (a kernel without `CONFIG_TCP_AO`, as this
+/// machine's; with it the bound is 5), stopping at EOL.
+fn parse_auth_options(mut opts: &[u8]) -> AuthOption {
+    let mut found = AuthOption::None;
+    while opts.len() >= TCPOLEN_MD5SIG {
+        match opts[0] {
+            kind::EOL => break,
+            kind::NOP => opts = &opts[1..],
+            k => {
+                let size = opts[1] as usize;
+                if size < 2 || size > opts.len() {
+                    return AuthOption::Bad;
+                }
+                let this = match k {
+                    TCPOPT_MD5SIG if size != TCPOLEN_MD5SIG => return AuthOption::Bad,
+                    TCPOPT_MD5SIG => AuthOption::Md5,
+                    TCPOPT_AO if size <= 4 => return AuthOption::Bad,
+                    TCPOPT_AO => AuthOption::Ao,
+                    _ => AuthOption::None,
+                };
+                if this != AuthOption::None {
+                    if found != AuthOption::None {
+                        return AuthOption::Bad; // -EEXIST
+                    }
+                    found = this;
+                }
+                opts = &opts[size..];
+            }
+        }
+    }
+    found
+}
+
+/// `tcp_parse_md5sig_option`: a TCP-MD5 option of 18 bytes, the walk bounded as
+/// [`parse_auth_options`]'s.
+fn parse_md5sig_option(mut opts: &[u8]) -> bool {
+    while opts.len() >= TCPOLEN_MD5SIG {
+        match opts[0] {
+            kind::EOL => return false,
+            kind::NOP => opts = &opts[1..],
+            k => {
+                let size = opts[1] as usize;
+                if size < 2 || size > opts.len() {
+                    return false;
+                }
+                if k == TCPOPT_MD5SIG {
+                    return size == TCPOLEN_MD5SIG;
+                }
+                opts = &opts[size..];
+            }
+        }
+    }
+    false
 }
 
 /// Records one option; known kinds with an unexpected length are ignored.
@@ -464,6 +556,44 @@ impl Writer<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// An MD5 option (kind 19, 18 bytes) after `pre` bytes of NOPs.
+    fn md5_after(pre: usize) -> Vec<u8> {
+        let mut o = vec![1u8; pre];
+        o.extend_from_slice(&[TCPOPT_MD5SIG, 18]);
+        o.extend_from_slice(&[7u8; 16]);
+        o
+    }
+
+    /// tcp_do_parse_auth_options: one MD5 or AO option; a second one, an MD5
+    /// option of another length, a short AO one or a bad length is Bad; fewer
+    /// than 18 bytes left end the walk.
+    #[test]
+    fn auth_options_as_linux_walks_them() {
+        let p = |o: &[u8]| parse_options(o).map(|t| (t.auth, t.md5sig));
+        assert_eq!(p(&md5_after(2)), Ok((AuthOption::Md5, true)));
+        assert_eq!(p(&[1, 1, 2, 4, 5, 180]), Ok((AuthOption::None, false)));
+        let mut two = md5_after(0);
+        two.extend_from_slice(&md5_after(0));
+        assert_eq!(p(&two).map(|x| x.0), Ok(AuthOption::Bad), "-EEXIST");
+        let mut ao = vec![TCPOPT_AO, 18, 1, 1];
+        ao.extend_from_slice(&[0u8; 14]);
+        assert_eq!(p(&ao), Ok((AuthOption::Ao, false)));
+        ao.extend_from_slice(&md5_after(2));
+        assert_eq!(p(&ao), Ok((AuthOption::Bad, true)), "AO then MD5");
+        let mut short_ao = vec![TCPOPT_AO, 4, 1, 1];
+        short_ao.extend_from_slice(&[1u8; 16]);
+        assert_eq!(p(&short_ao).map(|x| x.0), Ok(AuthOption::Bad));
+        // An MD5 option of 10 bytes: Bad, and tcp_parse_md5sig_option finds none.
+        let mut md5_10 = vec![TCPOPT_MD5SIG, 10];
+        md5_10.extend_from_slice(&[1u8; 16]);
+        assert_eq!(p(&md5_10), Ok((AuthOption::Bad, false)));
+        // Linux stops with fewer than TCPOLEN_MD5SIG bytes left.
+        assert_eq!(
+            p(&[1, 1, 1, 1, TCPOPT_AO, 4, 0, 0]),
+            Ok((AuthOption::None, false))
+        );
+    }
 
     fn base() -> TcpRepr {
         TcpRepr {
@@ -618,6 +748,7 @@ mod tests {
             sack: sack(4),
             sack_len: 4,
             fastopen: None,
+            ..TcpOptions::default()
         };
         assert_eq!(r.emitted_sack_blocks(), 2);
         assert_eq!(r.header_len(), 60);

@@ -274,6 +274,9 @@ mib! {
     /// SYN-ACKs refused with a reset because their TSecr echoes no time since our
     /// first SYN (`LINUX_MIB_PAWSACTIVEREJECTED`).
     TcpExtPAWSActive,
+    /// Segments carrying a TCP-MD5 option for a socket with no key, dropped
+    /// (`tcp_inbound_md5_hash`, `LINUX_MIB_TCPMD5UNEXPECTED`).
+    TcpExtTCPMD5Unexpected,
     /// Challenge ACKs sent (RFC 5961).
     TcpExtTCPChallengeACK,
     /// SYNs received in window

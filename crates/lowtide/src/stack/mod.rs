@@ -871,16 +871,45 @@ impl Stack {
             if let Some(Sock::TimeWait(_)) = self.slots[index as usize].sock {
                 return self.timewait_rcv(now, index, ip, th, payload);
             }
+            if !self.inbound_hash(th) {
+                return;
+            }
             self.note_listener(index);
             self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
             return;
         }
         if let Some(l) = self.find_listener(tuple.local).or(self.catch_all) {
+            if !self.inbound_hash(th) {
+                return;
+            }
             let mut flat = Vec::new();
             let payload = payload.contiguous(&mut flat);
             return self.listen_rcv(now, l, tuple, ip, th, payload, None);
         }
         self.send_reset_for(now, tuple, th, payload.len());
+    }
+
+    /// `tcp_inbound_hash` for a listener, a request or a connection (not TIME-WAIT,
+    /// which `tcp_v4_rcv` hands on before): whether the segment may go on. No
+    /// socket here holds a TCP-MD5 key (`TCP_MD5SIG` is not implemented), so an MD5
+    /// option is unexpected (`tcp_inbound_md5_hash`: TcpExtTCPMD5Unexpected); a bad
+    /// or second authentication option is dropped uncounted (`TCP_AUTH_HDR`). A
+    /// TCP-AO option passes, as on a kernel without `CONFIG_TCP_AO` (this
+    /// machine's: `tcp_inbound_ao_hash` is a stub there).
+    fn inbound_hash(&mut self, th: &TcpRepr) -> bool {
+        use lowtide_wire::tcp::AuthOption;
+        match th.options.auth {
+            AuthOption::None | AuthOption::Ao => true,
+            AuthOption::Md5 => {
+                self.mib.inc(Mib::TcpExtTCPMD5Unexpected);
+                trace!("drop: TCP-MD5 option without a key");
+                false
+            }
+            AuthOption::Bad => {
+                trace!("drop: bad TCP authentication option");
+                false
+            }
+        }
     }
 
     /// Tells a child in SYN-RECV what `tcp_check_req` reads of its listener: whether
@@ -925,7 +954,9 @@ impl Stack {
     /// [RFC 9293 3.10.7.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.1): a
     /// segment for no connection is answered with a reset.
     fn send_reset_for(&mut self, now: Instant, tuple: FourTuple, th: &TcpRepr, len: usize) {
-        if th.flags.contains(TcpFlags::RST) {
+        // tcp_v4_send_reset: a signed segment gets a reset only if a listener holds
+        // the key to sign it with ("don't send rst if it can't find key"); none does.
+        if th.flags.contains(TcpFlags::RST) || th.options.md5sig {
             return;
         }
         let mut ctx = ctx!(self, now);

@@ -92,7 +92,10 @@ impl Stack {
             TwStatus::Ack => tw.send_ack(&mut ctx),
             TwStatus::Kill => return self.free_slot(now, index),
             TwStatus::Rst => {
-                tcp::output::send_reset(&mut ctx, tuple, th, payload.len());
+                // tcp_v4_send_reset: no key to sign a reset to a signed segment.
+                if !th.options.md5sig {
+                    tcp::output::send_reset(&mut ctx, tuple, th, payload.len());
+                }
                 return self.free_slot(now, index);
             }
         }

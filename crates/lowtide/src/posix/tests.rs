@@ -3,7 +3,7 @@
 use super::consts::*;
 use super::*;
 use crate::{Config, Stack};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 pub(super) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub(super) const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);

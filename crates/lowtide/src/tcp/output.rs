@@ -251,11 +251,13 @@ impl Tcb {
         new_win as u16
     }
 
-    /// Options for a non-SYN segment: timestamps and SACK blocks (D-SACK first).
-    fn data_options(&mut self, ctx: &mut Ctx) -> TcpOptions {
+    /// Options for a non-SYN segment stamped `tstamp` (`skb_mstamp_ns`):
+    /// timestamps, TSval from the stamp (`tcp_established_options`:
+    /// `tcp_skb_timestamp_ts`), and SACK blocks (D-SACK first).
+    fn data_options(&mut self, tstamp: Instant) -> TcpOptions {
         let mut o = TcpOptions::default();
         if self.rx_opt.tstamp_ok {
-            o.timestamp = Some((self.tsval(ctx.now), self.rx_opt.ts_recent));
+            o.timestamp = Some((self.tsval(tstamp), self.rx_opt.ts_recent));
         }
         if self.rx_opt.sack_ok {
             let max = if self.rx_opt.tstamp_ok { 3 } else { 4 };
@@ -288,8 +290,9 @@ impl Tcb {
         self.advmss
     }
 
-    /// Options for our SYN or SYN-ACK (`tcp_syn_options`/`tcp_synack_options`).
-    fn syn_options(&mut self, ctx: &Ctx) -> TcpOptions {
+    /// Options for our SYN or SYN-ACK stamped `tstamp` (`tcp_syn_options`/
+    /// `tcp_synack_options`).
+    fn syn_options(&mut self, ctx: &Ctx, tstamp: Instant) -> TcpOptions {
         let active = self.state == TcpState::SynSent;
         let mss = if active {
             self.advertise_mss()
@@ -306,7 +309,7 @@ impl Tcb {
         o.sack_permitted = (active && ctx.cfg.tcp_sack) || self.rx_opt.sack_ok;
         if (active && ctx.cfg.tcp_timestamps) || self.rx_opt.tstamp_ok {
             o.timestamp = Some((
-                self.tsval(ctx.now),
+                self.tsval(tstamp),
                 if active { 0 } else { self.rx_opt.ts_recent },
             ));
         }
@@ -327,6 +330,8 @@ impl Tcb {
 
     /// `__tcp_transmit_skb`: builds the segment(s) for `[seq, seq+payload)` and hands
     /// them to the device. `truesize` is charged to `sk_wmem_alloc` until completion.
+    /// Returns the skb's stamp (`skb_mstamp_ns`), its earliest departure time:
+    /// what its RTT samples, RACK and the delivery rate measure from.
     pub(crate) fn transmit(
         &mut self,
         ctx: &mut Ctx,
@@ -334,9 +339,9 @@ impl Tcb {
         flags: u8,
         payload: &SkbData,
         truesize: u32,
-    ) {
+    ) -> Instant {
         let rcv_nxt = self.rcv_nxt;
-        self.transmit_acking(ctx, seq, flags, payload, truesize, rcv_nxt);
+        self.transmit_acking(ctx, seq, flags, payload, truesize, rcv_nxt)
     }
 
     /// `__tcp_transmit_skb(..., rcv_nxt)`: the segment acknowledges `rcv_nxt`; one
@@ -351,7 +356,13 @@ impl Tcb {
         payload: &SkbData,
         truesize: u32,
         rcv_nxt: u64,
-    ) {
+    ) -> Instant {
+        // __tcp_transmit_skb: skb_mstamp_ns = tcp_wstamp_ns = max(tcp_wstamp_ns,
+        // now), for every skb, pure ACKs too (the "last write"
+        // tcp_tso_should_defer reads): the departure time pacing (sch_fq's or
+        // TCP's own) gave it, ahead of now when paced. TSval is taken from it,
+        // and so are the RTT, RACK and delivery-rate samples of the skb.
+        let tstamp = self.pace.wstamp.max(ctx.now);
         self.dst_check(ctx); // ip_queue_xmit's __sk_dst_check
         let mut tf = TcpFlags::ACK;
         if flags & FLAG_SYN != 0 {
@@ -395,9 +406,9 @@ impl Tcb {
             ecn
         };
         let options = if flags & FLAG_SYN != 0 {
-            self.syn_options(ctx)
+            self.syn_options(ctx, tstamp)
         } else {
-            self.data_options(ctx)
+            self.data_options(tstamp)
         };
         let window = if flags & FLAG_SYN != 0 {
             // tcp_select_initial_window / tcp_make_synack: the window a SYN offers is
@@ -465,11 +476,8 @@ impl Tcb {
         if !ctx.tx_orphan {
             self.wmem_alloc += truesize as u64;
         }
-        // __tcp_transmit_skb: tcp_wstamp_ns = max(tcp_wstamp_ns, now) and
-        // skb->tstamp = tcp_wstamp_ns for every skb, pure ACKs too (the "last
-        // write" tcp_tso_should_defer reads); data then advances it at the pacing
-        // rate (tcp_update_skb_after_send).
-        let tstamp = self.pace.wstamp.max(ctx.now);
+        // Data then advances tcp_wstamp_ns at the pacing rate
+        // (tcp_update_skb_after_send).
         match payload.is_empty() {
             true => self.pace.wstamp = tstamp,
             false => self.update_after_send(ctx.now, payload.len()),
@@ -493,6 +501,7 @@ impl Tcb {
             // dev_queue_xmit's SCM_TSTAMP_SCHED, the driver's SCM_TSTAMP_SND.
             self.tstamp_sent(ctx, seq, seq + payload.len() as u64, ip_len);
         }
+        tstamp
     }
 
     /// `tcp_event_ack_sent`: any segment we send carries the ACK we owed.
@@ -528,12 +537,13 @@ impl Tcb {
             if self.rtx.is_empty() {
                 self.connect_queue_skb(ctx.now, 0, SkbData::EMPTY, FLAG_SYN, SKB_OVERHEAD);
             }
-        } else if self.syn_queued() {
+        }
+        let tstamp = self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
+        if self.state != TcpState::SynSent && self.syn_queued() {
             // tcp_send_synack (a simultaneous open): the queued SYN goes as the
             // SYN-ACK, stamped with this transmission (tcp_transmit_skb).
-            self.rtx.mark_resent(0, ctx.now);
+            self.rtx.mark_resent(0, tstamp);
         }
-        self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
         self.tfo.syn_cookie = None; // retransmissions carry no Fast Open option
         self.snd_nxt = self.snd_nxt.max(1);
         // tcp_fastopen_create_child arms a Fast Open child's SYN-ACK timer with
@@ -634,6 +644,9 @@ impl Tcb {
     /// `tcp_select_window`, the urgent pointer; its sequence number is
     /// `tcp_acceptable_seq`.
     pub(crate) fn send_active_reset(&mut self, ctx: &mut Ctx) {
+        // Stamped as any skb __tcp_transmit_skb sends (TSval from the stamp).
+        let tstamp = self.pace.wstamp.max(ctx.now);
+        self.pace.wstamp = tstamp;
         let seq = self.acceptable_seq();
         let urgent = self.urgent_field(seq);
         let urg = match urgent {
@@ -648,7 +661,7 @@ impl Tcb {
             flags: TcpFlags::RST | TcpFlags::ACK | urg,
             window: self.select_window(ctx),
             urgent: urgent.unwrap_or(0),
-            options: self.data_options(ctx),
+            options: self.data_options(tstamp),
         };
         // tcp_transmit_skb: the socket's own TOS and DF.
         push_reset(
@@ -753,7 +766,13 @@ impl Tcb {
         if let Some((at, _, _)) = sent {
             self.rtx.update(at, SACKED_RETRANS, 0);
         }
-        self.undo.retrans_stamp.get_or_insert(ctx.now);
+        // "Save stamp of the first (attempted) retransmit": the skb's stamp, its
+        // new departure time if it went, else its last one.
+        if self.undo.retrans_stamp.is_none() {
+            let at = sent.map_or(seq, |s| s.0);
+            let stamp = self.rtx.get(at).map_or(ctx.now, |s| s.tx_time);
+            self.undo.retrans_stamp = Some(stamp);
+        }
         let pcount = sent.map_or_else(|| self.rtx.get(seq).map_or(0, |s| s.pcount), |s| s.2);
         // tcp_retransmit_skb: D-SACKs of this many retransmissions allow an undo.
         self.undo.retrans = self.undo.retrans.max(0) + pcount as i32;
@@ -823,19 +842,24 @@ impl Tcb {
         let (flags, data, pcount, end_seq) = (s.flags, s.data.clone(), s.pcount, s.end_seq);
         let truesize = data.len() as u32 + SKB_OVERHEAD;
         ctx.mib.add(Mib::TcpRetransSegs, pcount as u64);
-        let mut tx = self.rate_skb_sent(ctx.now);
-        if flags & FLAG_SYN != 0 {
+        let syn = flags & FLAG_SYN != 0;
+        if syn {
             ctx.mib.inc(Mib::TcpExtTCPSynRetrans);
             // RFC 3168 section 6.1.1.1's fallback (tcp_ecn_clear_syn) reads the
-            // SYN as sent again before it goes; and nothing was delivered yet, so
-            // its snapshot keeps the zero delivered_mstamp (connect_queue_skb).
+            // SYN as sent again before it goes.
             self.rtx.update(seq, skb::EVER_RETRANS, 0);
-            tx.delivered_mstamp = None;
         }
         self.total_retrans += pcount;
         self.bytes_retrans += data.len() as u64;
-        self.transmit(ctx, seq, flags, &data, truesize);
-        self.rtx.mark_sent_again(seq, ctx.now, tx);
+        let tstamp = self.transmit(ctx, seq, flags, &data, truesize);
+        // tcp_rate_skb_sent, after the transmission, from its stamp; a SYN's
+        // snapshot keeps the zero delivered_mstamp: nothing was delivered yet
+        // (connect_queue_skb).
+        let mut tx = self.rate_skb_sent(tstamp);
+        if syn {
+            tx.delivered_mstamp = None;
+        }
+        self.rtx.mark_sent_again(seq, tstamp, tx);
         Some((seq, end_seq, pcount))
     }
 
@@ -1148,5 +1172,61 @@ mod syn_retransmit_tests {
         assert!(!out[0].0.flags.contains(TcpFlags::SYN));
         assert_eq!(out[0].1, 1000);
         assert_eq!(st.mib.get(Mib::TcpExtTCPSynRetrans), 0);
+    }
+
+    #[test]
+    fn a_segment_is_stamped_with_and_timed_from_its_departure_time() {
+        // __tcp_transmit_skb: skb_mstamp_ns = tcp_wstamp_ns = max(tcp_wstamp_ns,
+        // now). Under sch_fq (SK_PACING_FQ) a paced skb leaves after it is built:
+        // its TSval, the stamp its RTT and RACK samples start from (the
+        // retransmit queue's tx_time), tcp_rate_skb_sent's send phase and
+        // tcp_retransmit_skb's retrans_stamp are that departure time, not now.
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::Established;
+        t.rx_opt.tstamp_ok = true;
+        (t.mss_cache, t.snd_wnd, t.cw.snd_cwnd) = (1000, 1 << 20, 10);
+        (t.snd_una, t.snd_nxt, t.write_seq) = (1, 1, 4001);
+        (t.pace.pacing_fq, t.pace.pacing_rate, t.data_segs_out) = (true, 1_000_000, 10);
+        let edt = NOW + core::time::Duration::from_millis(5);
+        t.pace.wstamp = edt;
+        t.write_queue.push_back(skb::WriteSkb {
+            seq: 1,
+            data: bytes::BytesMut::from(&[7u8; 4000][..]).into(),
+            flags: 0,
+            zc: None,
+            nr_frags: 0,
+        });
+        t.write_xmit(&mut st.ctx(&cfg, NOW, false));
+        let out = sent(&mut st);
+        // Two 2-segment packets (tcp_tso_autosize at 1 MB/s), the second 2 ms
+        // (2000 bytes at the pacing rate) after the first.
+        let second = edt + core::time::Duration::from_millis(2);
+        let tsvals: Vec<_> = out
+            .iter()
+            .map(|(th, _)| th.options.timestamp.map(|ts| ts.0))
+            .collect();
+        assert_eq!(tsvals, [Some(t.tsval(edt)), Some(t.tsval(second))]);
+        let stamps: Vec<_> = t.rtx.iter_from(1).map(|s| s.tx_time).collect();
+        assert_eq!(stamps, [edt, second]);
+        assert_eq!(
+            (t.rate.first_tx_mstamp, t.rate.delivered_mstamp),
+            (edt, edt)
+        );
+        // A retransmission is stamped anew, and its stamp is retrans_stamp.
+        let later = NOW + core::time::Duration::from_millis(1);
+        let third = second + core::time::Duration::from_millis(2);
+        t.retransmit_skb(&mut st.ctx(&cfg, later, false), 1, 2);
+        assert_eq!(t.rtx.first().map(|s| s.tx_time), Some(third));
+        assert_eq!(t.undo.retrans_stamp, Some(third));
+        // A pure ACK's TSval too (tcp_wstamp_ns is ahead by then).
+        st.out.clear();
+        t.send_ack(&mut st.ctx(&cfg, later, false));
+        let fourth = third + core::time::Duration::from_millis(2);
+        assert_eq!(
+            sent(&mut st)[0].0.options.timestamp.map(|ts| ts.0),
+            Some(t.tsval(fourth))
+        );
     }
 }

@@ -412,9 +412,9 @@ impl Tcb {
                     throttled = true;
                     break;
                 }
-                self.transmit(ctx, seq, flags, &data, truesize);
-                self.rtx.mark_resent(seq, ctx.now);
-                let tx = self.rate_skb_sent(ctx.now);
+                let tstamp = self.transmit(ctx, seq, flags, &data, truesize);
+                self.rtx.mark_resent(seq, tstamp);
+                let tx = self.rate_skb_sent(tstamp);
                 self.rtx.set_tx_rate(seq, tx);
                 // tcp_write_xmit: counted in prr_out now that it leaves.
                 self.count_prr_out(ctx, seq, pcount);

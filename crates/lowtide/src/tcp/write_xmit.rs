@@ -292,14 +292,16 @@ impl Tcb {
         let fin = flags & FLAG_FIN != 0;
         let truesize = data.len() as u32 + SKB_OVERHEAD;
         let end_seq = seq + data.len() as u64 + fin as u64;
-        self.transmit(ctx, seq, flags, &data, truesize);
+        let tstamp = self.transmit(ctx, seq, flags, &data, truesize);
         let pcount = skb::pcount(data.len() as u32, mss);
         // tcp_minshall_update: an skb with a short segment (a GSO packet's short
         // last one too) is the latest small segment.
         if (data.len() as u64) < pcount as u64 * mss as u64 {
             self.snd_sml = end_seq;
         }
-        let tx = self.rate_skb_sent(ctx.now);
+        // Stamped with its departure time (skb_mstamp_ns), as tcp_rate_skb_sent's
+        // snapshot is.
+        let tx = self.rate_skb_sent(tstamp);
         self.rtx.push(Skb {
             seq,
             end_seq,
@@ -307,7 +309,7 @@ impl Tcb {
             flags,
             sacked: 0,
             pcount,
-            tx_time: ctx.now,
+            tx_time: tstamp,
             truesize,
             tx,
         });

@@ -868,6 +868,12 @@ impl Tcb {
     /// whole or is larger) goes out marked PSH; with nothing sendable, a bare ACK
     /// one below `snd_una` (`tcp_xmit_probe_skb`, counted as `mib`) makes the peer
     /// answer with its window. False if nothing could be sent (a closed socket).
+    ///
+    /// "Fits whole" is about the skb's sequence space (`seg_size <
+    /// TCP_SKB_CB(skb)->end_seq - TCP_SKB_CB(skb)->seq`), FIN included: when the
+    /// window ends exactly where the FIN starts, the head is fragmented after its
+    /// data (`tcp_fragment` keeps FIN and PSH on the tail), the probe carries the
+    /// data alone and the FIN waits for window.
     pub(crate) fn write_wakeup(&mut self, ctx: &mut Ctx, mib: Mib) -> bool {
         if self.state == TcpState::Closed {
             return false;
@@ -877,15 +883,19 @@ impl Tcb {
         if let Some(head) = self.write_queue.front_mut() {
             if head.seq < wnd_end {
                 let len = head.data.len() as u64;
+                let seq_space = head.end_seq() - head.seq;
                 let seg_size = wnd_end - head.seq;
-                self.pushed_seq = self.pushed_seq.max(head.seq + len);
-                let n = if seg_size < len || len > mss as u64 {
-                    seg_size.min(mss as u64) // SWS avoidance held it: a fragment
-                } else {
-                    len
-                };
+                self.pushed_seq = self.pushed_seq.max(head.end_seq());
+                // PSH is set before the split, so the tail keeps it too.
                 head.flags |= FLAG_PSH;
-                self.send_new_psh(ctx, n as usize, mss);
+                // "We are probing the opening of a window but the window size is
+                // != 0, must have been a result SWS avoidance (sender)".
+                let split = seg_size < seq_space || len > mss as u64;
+                let n = match split {
+                    true => seg_size.min(mss as u64),
+                    false => len,
+                };
+                self.send_new_psh(ctx, n as usize, mss, split);
                 return true;
             }
         }
@@ -1021,17 +1031,8 @@ mod write_wakeup_tests {
 
     /// (sequence offset from `snd_una`, payload length, PSH) of the packets sent.
     fn sent(t: &Tcb, st: &mut TestStack) -> Vec<(u32, usize, bool)> {
-        st.out
-            .drain(..)
-            .map(|tx| {
-                let ip = IpRepr::parse(&tx.packet, false).expect("ip");
-                let tcp = &tx.packet[ip.header_len..];
-                let (th, thl) = TcpRepr::parse(tcp).expect("tcp");
-                let len = ip.payload_len - thl;
-                let psh = th.flags.contains(TcpFlags::PSH);
-                (th.seq.wrapping_sub(t.snd_seq(t.snd_una).0), len, psh)
-            })
-            .collect()
+        let all = sent_fin(t, st).into_iter();
+        all.map(|(off, len, _, psh)| (off, len, psh)).collect()
     }
 
     #[test]
@@ -1063,6 +1064,68 @@ mod write_wakeup_tests {
         t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe);
         assert_eq!(sent(&t, &mut st), vec![(1000, 300, true)]);
         assert_eq!(t.write_queue.front().map(|h| h.data.len()), Some(1700));
+    }
+
+    /// (sequence offset from `snd_una`, payload length, FIN, PSH) of the packets sent.
+    fn sent_fin(t: &Tcb, st: &mut TestStack) -> Vec<(u32, usize, bool, bool)> {
+        st.out
+            .drain(..)
+            .map(|tx| {
+                let ip = IpRepr::parse(&tx.packet, false).expect("ip");
+                let (th, thl) = TcpRepr::parse(&tx.packet[ip.header_len..]).expect("tcp");
+                let (fin, psh) = (
+                    th.flags.contains(TcpFlags::FIN),
+                    th.flags.contains(TcpFlags::PSH),
+                );
+                let off = th.seq.wrapping_sub(t.snd_seq(t.snd_una).0);
+                (off, ip.payload_len - thl, fin, psh)
+            })
+            .collect()
+    }
+
+    /// [`corked`], then `shutdown(SHUT_WR)`: the FIN joins the queued skb.
+    fn corked_fin(cfg: &Config, st: &mut TestStack, queued: usize) -> Tcb {
+        let mut t = corked(cfg, st, queued);
+        let how = crate::socket::Shutdown::Write;
+        t.shutdown(&mut st.ctx(cfg, NOW, false), how)
+            .expect("shutdown");
+        t
+    }
+
+    /// The window is compared with the skb's sequence space, FIN included
+    /// (`seg_size < end_seq - seq`): a window ending exactly at the FIN sends the
+    /// data without it, and the FIN (keeping the PSH set before the split) waits.
+    #[test]
+    fn a_window_ending_at_the_fin_sends_the_data_and_leaves_the_fin() {
+        let (cfg, mut st) = (Config::default(), TestStack::default());
+        let mut t = corked_fin(&cfg, &mut st, 1000);
+        assert!(st.out.is_empty(), "the window is closed");
+        t.snd_wnd = 1000;
+        assert!(t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe));
+        assert_eq!(sent_fin(&t, &mut st), vec![(0, 1000, false, true)]);
+        assert_eq!(t.snd_nxt, 1001);
+        assert_eq!(t.pushed_seq, 1002, "the skb's end_seq, FIN included");
+        let tail = t.write_queue.front().expect("the FIN waits");
+        assert_eq!((tail.seq, tail.end_seq(), tail.data.len()), (1001, 1002, 0));
+        assert_eq!(tail.flags & (FLAG_FIN | FLAG_PSH), FLAG_FIN | FLAG_PSH);
+        // One more byte of window: the FIN goes alone, with PSH.
+        t.snd_una = 1001;
+        t.snd_wnd = 1;
+        assert!(t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe));
+        assert_eq!(sent_fin(&t, &mut st), vec![(0, 0, true, true)]);
+        assert!(t.write_queue.is_empty());
+    }
+
+    /// With room for the FIN too, data and FIN go together.
+    #[test]
+    fn a_window_past_the_fin_sends_data_and_fin_together() {
+        let (cfg, mut st) = (Config::default(), TestStack::default());
+        let mut t = corked_fin(&cfg, &mut st, 1000);
+        t.snd_wnd = 1001;
+        assert!(t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe));
+        assert_eq!(sent_fin(&t, &mut st), vec![(0, 1000, true, true)]);
+        assert!(t.write_queue.is_empty());
+        assert_eq!(t.snd_nxt, 1002);
     }
 
     #[test]

@@ -234,7 +234,7 @@ impl Tcb {
     /// "sent during the reduction" (RFC 6937), without which a reduction grows cwnd.
     pub(crate) fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
         let seq = self.snd_nxt;
-        let pcount = self.send_new_flagged(ctx, send_len, mss, 0);
+        let pcount = self.send_new_flagged(ctx, send_len, mss, 0, false);
         self.count_prr_out(ctx, seq, pcount);
     }
 
@@ -269,14 +269,25 @@ impl Tcb {
 
     /// [`Tcb::send_new`] with PSH on the part sent even when the head is split
     /// (`tcp_write_wakeup` marks the fragment it sends, and counts no `prr_out`).
-    pub(super) fn send_new_psh(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
-        self.send_new_flagged(ctx, send_len, mss, FLAG_PSH);
+    /// With `split`, the head is fragmented after `send_len` bytes even when that
+    /// is all its data (`tcp_fragment(skb, len = skb->len)`): its FIN, PSH and
+    /// EOR stay on the empty tail left in the write queue.
+    pub(super) fn send_new_psh(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32, split: bool) {
+        self.send_new_flagged(ctx, send_len, mss, FLAG_PSH, split);
     }
 
-    /// Sends the head's first `send_len` bytes; returns their segments.
-    fn send_new_flagged(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32, extra: u8) -> u32 {
+    /// Sends the head's first `send_len` bytes (the whole head unless `split` or
+    /// `send_len` is less than its data); returns their segments.
+    fn send_new_flagged(
+        &mut self,
+        ctx: &mut Ctx,
+        send_len: usize,
+        mss: u32,
+        extra: u8,
+        split: bool,
+    ) -> u32 {
         let head = self.write_queue.front_mut().expect("caller checked");
-        let whole = send_len == head.data.len();
+        let whole = send_len == head.data.len() && !split;
         let seq = head.seq;
         let (data, flags) = if whole {
             let w = self.write_queue.pop_front().expect("exists");

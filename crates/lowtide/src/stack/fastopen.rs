@@ -238,10 +238,24 @@ impl Stack {
         };
         let key = (t.tuple.local.ip(), t.tuple.remote.ip());
         let update = t.tfo.cache_update.take();
-        let blackhole = std::mem::take(&mut t.tfo.blackhole);
         if let Some(u) = update {
             let dst = self.routes.lookup(key.1);
             (self.tcp_metrics).fastopen_set(now, dst, key, u.mss, u.cookie, u.syn_lost, u.try_exp);
+        }
+        self.fastopen_active_blackhole(now, index);
+    }
+
+    /// What a connection found of active Fast Open's blackholes: a suspected one
+    /// pauses it (`tcp_fastopen_active_disable`, `TCPFastOpenBlackhole`); one that
+    /// worked after a pause counts the pauses from 0 again
+    /// (`tcp_fastopen_active_disable_ofo_check`).
+    pub(super) fn fastopen_active_blackhole(&mut self, now: Instant, index: u32) {
+        let Some(Sock::Tcp(t)) = &mut self.slots[index as usize].sock else {
+            return;
+        };
+        let blackhole = std::mem::take(&mut t.tfo.blackhole);
+        if std::mem::take(&mut t.tfo.active_worked) {
+            self.tfo_blackhole.times = 0;
         }
         let timeout = self.cfg.tcp_fastopen_blackhole_timeout_sec;
         if blackhole && self.tfo_blackhole.disable(now, timeout) {

@@ -642,6 +642,11 @@ impl Stack {
     }
 
     fn free_slot(&mut self, now: Instant, index: u32) {
+        if let Some(Sock::Tcp(t)) = &mut self.slots[index as usize].sock {
+            // tcp_v4_destroy_sock, before the out-of-order queue goes.
+            t.fastopen_active_disable_ofo_check();
+            self.fastopen_active_blackhole(now, index);
+        }
         let slot = &mut self.slots[index as usize];
         let sock = slot.sock.take();
         if let Some(Sock::TimeWait(tw)) = &sock {
@@ -789,7 +794,8 @@ impl Stack {
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
             return;
         };
-        if tcb.tfo.released.is_some() || tcb.tfo.cache_update.is_some() || tcb.tfo.blackhole {
+        let t = &tcb.tfo;
+        if t.released.is_some() || t.cache_update.is_some() || t.blackhole || t.active_worked {
             self.fastopen_released(now, index);
             self.fastopen_active_done(now, index);
         }

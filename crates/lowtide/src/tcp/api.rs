@@ -588,6 +588,10 @@ impl Tcb {
             }
             None => self.set_closed(ctx),
         }
+        // Then the queues go: the out-of-order one after
+        // tcp_fastopen_active_disable_ofo_check has looked at it.
+        self.fastopen_active_disable_ofo_check();
+        self.ofo.purge();
     }
 
     /// `tcp_send_fin`: queue a FIN after the data and move to the closing states.

@@ -204,7 +204,8 @@ pub struct CacheEntry {
 pub struct Blackhole {
     /// When active Fast Open was last paused.
     pub stamp: Option<Instant>,
-    /// How many times it was paused since it last worked.
+    /// How many times it was paused since it last worked (reset to 0 by a
+    /// connection that got data after a pause: `tcp_fastopen_active_disable_ofo_check`).
     pub times: u32,
 }
 

@@ -208,6 +208,27 @@ impl Tcb {
         false
     }
 
+    /// `tcp_fastopen_active_disable_ofo_check` (from `tcp_disconnect` and
+    /// `tcp_v4_destroy_sock`, before the out-of-order queue goes): on an active Fast
+    /// Open socket that received no data, a lone FIN out of order hints at a
+    /// middlebox that dropped the data before it, so the stack pauses active Fast
+    /// Open ([`TfoSock`](super::sock::TfoSock)`::blackhole`); on one opened after a
+    /// pause had run out (`syn_fastopen_ch`) that did receive data over a route
+    /// other than loopback, Fast Open works again and the stack counts its pauses
+    /// from 0 (`active_worked`).
+    pub(crate) fn fastopen_active_disable_ofo_check(&mut self) {
+        if !self.tfo.syn_fastopen {
+            return;
+        }
+        if self.data_segs_in == 0 {
+            if self.ofo.lone_fin() {
+                self.tfo.blackhole = true;
+            }
+        } else if self.tfo.syn_fastopen_ch && !via_loopback(self.tuple) {
+            self.tfo.active_worked = true;
+        }
+    }
+
     /// `tcp_fastopen_active_detect_blackhole` on a retransmission timeout: a Fast
     /// Open connection timing out a third time in a row (or giving up before) hints
     /// at a middlebox dropping Fast Open. True: pause active Fast Open (the stack
@@ -221,5 +242,118 @@ impl Tcb {
             return true;
         }
         false
+    }
+}
+
+/// Whether Linux would route the connection over the loopback device
+/// (`dst->dev->flags & IFF_LOOPBACK`): a loopback peer, or one of our own addresses
+/// (the local table's routes).
+fn via_loopback(tuple: super::FourTuple) -> bool {
+    let loopback = |ip: std::net::IpAddr| match ip {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    };
+    loopback(tuple.remote.ip()) || tuple.remote.ip() == tuple.local.ip()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tcp::TestStack;
+    use crate::time::Instant;
+
+    /// An active Fast Open connection, ESTABLISHED, nothing received yet.
+    fn tfo_established(cfg: &Config) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::Established;
+        (t.rcv_nxt, t.rcv_wup, t.rcv_wnd) = (1, 1, 10_000);
+        (t.snd_una, t.snd_nxt) = (1001, 1001);
+        t.rx_opt.sack_ok = true;
+        t.tfo.syn_fastopen = true;
+        t
+    }
+
+    fn seg(t: &Tcb, flags: TcpFlags, seq: u64) -> TcpRepr {
+        TcpRepr {
+            seq: t.rcv_seq(seq).0,
+            ack: t.snd_seq(t.snd_una).0,
+            flags,
+            window: 65535,
+            ..Default::default()
+        }
+    }
+
+    fn queue(t: &mut Tcb, ctx: &mut Ctx, flags: TcpFlags, seq: u64, data: &[u8]) {
+        let th = seg(t, TcpFlags::ACK | flags, seq);
+        t.data_queue(ctx, &th, seq, Payload::Flat(data));
+    }
+
+    /// tcp_fastopen_active_disable_ofo_check's first branch: no data in, and the
+    /// out-of-order queue holds a FIN and nothing else.
+    #[test]
+    fn lone_ofo_fin_without_data_is_a_blackhole() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+        let mut t = tfo_established(&cfg);
+        queue(&mut t, &mut ctx, TcpFlags::FIN, 501, &[]);
+        t.fastopen_active_disable_ofo_check();
+        assert!(t.tfo.blackhole);
+        // Not a Fast Open SYN: nothing.
+        let mut t = tfo_established(&cfg);
+        t.tfo.syn_fastopen = false;
+        queue(&mut t, &mut ctx, TcpFlags::FIN, 501, &[]);
+        t.fastopen_active_disable_ofo_check();
+        assert!(!t.tfo.blackhole);
+        // Another segment out of order besides the FIN: not lone (data_segs_in
+        // forced back to 0 to reach the test).
+        let mut t = tfo_established(&cfg);
+        queue(&mut t, &mut ctx, TcpFlags::ACK, 201, &[7; 10]);
+        queue(&mut t, &mut ctx, TcpFlags::FIN, 501, &[]);
+        t.data_segs_in = 0;
+        t.fastopen_active_disable_ofo_check();
+        assert!(!t.tfo.blackhole, "two segments out of order");
+        // Data arrived (out of order, with the FIN): the other branch.
+        let mut t = tfo_established(&cfg);
+        queue(&mut t, &mut ctx, TcpFlags::FIN, 501, &[7; 100]);
+        assert_eq!((t.data_segs_in, t.ofo.len()), (1, 1));
+        t.fastopen_active_disable_ofo_check();
+        assert!(!t.tfo.blackhole && !t.tfo.active_worked);
+        // tcp_disconnect looks, then purges: a second look finds nothing.
+        let mut t = tfo_established(&cfg);
+        queue(&mut t, &mut ctx, TcpFlags::FIN, 501, &[]);
+        t.disconnect(&mut ctx);
+        assert!(t.tfo.blackhole && t.ofo.is_empty());
+        t.tfo.blackhole = false;
+        t.fastopen_active_disable_ofo_check();
+        assert!(!t.tfo.blackhole);
+    }
+
+    /// The second branch: data received on a socket marked `syn_fastopen_ch`, over
+    /// a route that is not loopback.
+    #[test]
+    fn data_after_a_pause_resets_the_count_unless_loopback() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+        for (ch, remote, worked) in [
+            (true, "10.0.0.2:2", true),
+            (false, "10.0.0.2:2", false),
+            (true, "127.0.0.1:2", false),
+            (true, "[::ffff:127.0.0.1]:2", false),
+            (true, "[::1]:2", false),
+            (true, "10.0.0.1:2", false),
+        ] {
+            let mut t = tfo_established(&cfg);
+            t.tfo.syn_fastopen_ch = ch;
+            t.tuple.remote = remote.parse().expect("address");
+            queue(&mut t, &mut ctx, TcpFlags::ACK, 1, &[7; 100]);
+            t.fastopen_active_disable_ofo_check();
+            assert_eq!(t.tfo.active_worked, worked, "{ch} {remote}");
+            assert!(!t.tfo.blackhole);
+        }
     }
 }

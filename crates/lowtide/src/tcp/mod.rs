@@ -30,7 +30,7 @@
 //! | `rcvwin` | the receive window: `scaling_ratio`, `tcp_grow_window`, `__tcp_select_window` |
 //! | `saved_syn` | `TCP_SAVE_SYN`/`TCP_SAVED_SYN`: tcp_input.c `tcp_reqsk_record_syn`, tcp.c `do_tcp_getsockopt` |
 //! | [`fastopen`] | tcp_fastopen.c: the `tcp_fastopen` bits, keys and SipHash cookies, the listener's queue, blackhole detection |
-//! | `fastopen_active` | tcp_output.c `tcp_send_syn_data`, tcp_input.c `tcp_rcv_fastopen_synack`, `tcp_fastopen_active_detect_blackhole` |
+//! | `fastopen_active` | tcp_output.c `tcp_send_syn_data`, tcp_input.c `tcp_rcv_fastopen_synack`, `tcp_fastopen_active_detect_blackhole`, `tcp_fastopen_active_disable_ofo_check` |
 //! | `check_req` | a listener's child in its handshake (a request, a Fast Open child): `tcp_check_req`, `embryonic_reset`, `listen_overflow` (`tcp_abort_on_overflow`) |
 //! | `fastopen_conn` | a passive Fast Open child: `tcp_fastopen_create_child`, `tcp_fastopen_synack_timer` |
 //! | `ecn` | ECN (RFC 3168): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |

@@ -113,6 +113,11 @@ impl OfoQueue {
     pub fn last_seq(&self) -> Option<u64> {
         self.skbs.keys().next_back().copied()
     }
+    /// The queue holds one segment and it carries a FIN
+    /// (`tcp_fastopen_active_disable_ofo_check`).
+    pub fn lone_fin(&self) -> bool {
+        self.skbs.len() == 1 && self.skbs.values().all(|s| s.fin)
+    }
     /// Number of contiguous runs (holes above `rcv_nxt`).
     pub fn runs(&self) -> usize {
         self.runs.len()

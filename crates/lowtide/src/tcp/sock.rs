@@ -564,6 +564,9 @@ pub(crate) struct TfoSock {
     pub cache_update: Option<CacheUpdate>,
     /// A blackhole is suspected: the stack pauses active Fast Open.
     pub blackhole: bool,
+    /// Active Fast Open worked after a pause (`tcp_fastopen_active_disable_ofo_check`):
+    /// the stack resets `tfo_active_disable_times`.
+    pub active_worked: bool,
 }
 
 // ---- implemented in tcp/fastopen_active.rs ----

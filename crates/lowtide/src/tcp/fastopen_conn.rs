@@ -33,6 +33,9 @@ impl Tcb {
         }
         self.rcv_wup = self.rcv_nxt;
         self.accepted_ready = true;
+        // tcp_create_openreq_child: the keepalive timer of a child that inherited
+        // SO_KEEPALIVE runs from now, in SYN-RECV too (tcp_keepalive_timer).
+        self.keepalive_on_establish(ctx);
     }
 
     /// `reqsk_fastopen_remove` (the child's side): the child leaves the listener's

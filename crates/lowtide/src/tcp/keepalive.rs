@@ -51,17 +51,26 @@ impl Tcb {
         now.saturating_since(last)
     }
 
-    /// States the keepalive timer runs in: not CLOSE, LISTEN, SYN-SENT (the
-    /// timer's own test) nor TIME-WAIT (a timewait socket has no such timer).
+    /// States the keepalive timer runs in (`tcp_keepalive_timer`): not CLOSE,
+    /// LISTEN or SYN-SENT, so in SYN-RECV too for a socket that exists there (a
+    /// Fast Open child, a simultaneous open), not for a listener's request (Linux's
+    /// request sock has no such timer); nor TIME-WAIT (a timewait socket has none;
+    /// lowtide's connection in TIME-WAIT is Linux's closed socket).
     fn keepalive_state(&self) -> bool {
         !matches!(
             self.state,
-            TcpState::Closed
-                | TcpState::Listen
-                | TcpState::SynSent
-                | TcpState::SynRecv
-                | TcpState::TimeWait
-        )
+            TcpState::Closed | TcpState::Listen | TcpState::SynSent | TcpState::TimeWait
+        ) && !self.is_request()
+    }
+
+    /// States `tcp_set_keepalive` arms the timer in: all but CLOSE and LISTEN (in
+    /// SYN-SENT the timer then finds nothing to do; `tcp_finish_connect` arms it
+    /// again).
+    fn keepalive_settable(&self) -> bool {
+        !matches!(
+            self.state,
+            TcpState::Closed | TcpState::Listen | TcpState::TimeWait
+        ) && !self.is_request()
     }
 
     /// Replaces the keepalive settings with Linux's side effects on the timer:
@@ -76,7 +85,7 @@ impl Tcb {
             self.keepalive_at = None;
             return;
         }
-        if !self.keepalive_state() {
+        if !self.keepalive_settable() {
             return;
         }
         if !was.enabled {
@@ -90,7 +99,8 @@ impl Tcb {
     }
 
     /// Arms the keepalive timer when a connection is established with
-    /// `SO_KEEPALIVE` already on (`tcp_finish_connect`, `tcp_create_openreq_child`).
+    /// `SO_KEEPALIVE` already on (`tcp_finish_connect`, `tcp_create_openreq_child`,
+    /// which makes a Fast Open child at its SYN).
     pub(crate) fn keepalive_on_establish(&mut self, ctx: &Ctx) {
         if self.keepalive.enabled {
             self.keepalive_at = Some(ctx.now + self.keepalive_time_when(ctx));
@@ -138,5 +148,80 @@ impl Tcb {
     /// sequence `snd_una - 1`. Returns whether it could be sent.
     fn send_keepalive_probe(&mut self, ctx: &mut Ctx) -> bool {
         self.write_wakeup(ctx, Mib::TcpExtTCPKeepAlive)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tcp::TestStack;
+
+    /// A socket with keepalive on (idle 2 s), silent since time zero, in `state`.
+    fn tcb(cfg: &Config, state: TcpState) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = state;
+        (t.snd_una, t.snd_nxt, t.snd_wnd) = (1, 1, 65535);
+        t.keepalive = Keepalive {
+            enabled: true,
+            idle: Some(Duration::from_secs(2)),
+            ..Default::default()
+        };
+        t
+    }
+
+    /// `tcp_keepalive_timer`'s state test: SYN-RECV probes unless the socket is a
+    /// listener's request; CLOSE and SYN-SENT never probe.
+    #[test]
+    fn keepalive_timer_runs_in_syn_recv_but_not_for_a_request() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant::ZERO + Duration::from_secs(3), false);
+        let cases = [
+            (TcpState::Established, None, None, true),
+            (TcpState::SynRecv, Some(0), Some((0, 0)), true), // Fast Open child
+            (TcpState::SynRecv, None, None, true),            // simultaneous open
+            (TcpState::SynRecv, Some(0), None, false),        // request
+            (TcpState::SynSent, None, None, false),
+            (TcpState::Closed, None, None, false),
+        ];
+        for (state, parent, rsk, probes) in cases {
+            let mut t = tcb(&cfg, state);
+            (t.parent, t.tfo.rsk) = (parent, rsk);
+            let before = ctx.mib.get(Mib::TcpExtTCPKeepAlive);
+            t.keepalive_timer(&mut ctx);
+            let sent = ctx.mib.get(Mib::TcpExtTCPKeepAlive) - before;
+            assert_eq!(sent, probes as u64, "{state:?} {parent:?} {rsk:?}");
+            assert_eq!(t.keepalive_at.is_some(), probes, "{state:?}");
+        }
+    }
+
+    /// `tcp_set_keepalive` arms the timer in every state but CLOSE and LISTEN;
+    /// a request has no timer.
+    #[test]
+    fn set_keepalive_arms_outside_close_and_listen() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let ctx = st.ctx(&cfg, Instant::ZERO, false);
+        let cases = [
+            (TcpState::SynSent, None, true),
+            (TcpState::SynRecv, Some(0), false), // request
+            (TcpState::Listen, None, false),
+            (TcpState::Closed, None, false),
+        ];
+        for (state, parent, armed) in cases {
+            let mut t = tcb(&cfg, state);
+            t.parent = parent;
+            let ka = t.keepalive;
+            t.keepalive.enabled = false;
+            t.set_keepalive(&ctx, ka);
+            assert_eq!(t.keepalive_at.is_some(), armed, "{state:?} {parent:?}");
+        }
+        let mut t = tcb(&cfg, TcpState::SynRecv);
+        (t.parent, t.tfo.rsk) = (Some(0), Some((0, 0)));
+        let ka = t.keepalive;
+        t.keepalive.enabled = false;
+        t.set_keepalive(&ctx, ka);
+        assert_eq!(t.keepalive_at, Some(Instant::ZERO + Duration::from_secs(2)));
     }
 }

@@ -32,7 +32,9 @@ pub struct RecvMsg {
 
 impl Host {
     /// `recvmsg(2)` (`tcp_recvmsg`): [`Host::recv`] plus the control messages the
-    /// socket asked for: `TCP_CM_INQ` (`tcp_inq_hint`) with `TCP_INQ` on.
+    /// socket asked for: `TCP_CM_INQ` (`tcp_inq_hint`) with `TCP_INQ` on. With
+    /// `MSG_TRUNC` the bytes are read (or with `MSG_PEEK` counted) but not copied:
+    /// `buf` is left as it was, only its length counts.
     pub fn recvmsg(
         &mut self,
         now: Instant,
@@ -62,7 +64,12 @@ impl Host {
         let mut m = if oob {
             self.recv_oob(h, buf, flags)?
         } else {
-            let r = if flags & MSG_PEEK != 0 {
+            let peek = flags & MSG_PEEK != 0;
+            let r = if flags & MSG_TRUNC != 0 {
+                // tcp_recvmsg_locked: "if (!(flags & MSG_TRUNC))" copy; the bytes
+                // are taken (or, peeking, counted) all the same.
+                self.stack.recv_trunc(now, h, buf.len(), peek)
+            } else if peek {
                 self.stack.peek(h, buf)
             } else {
                 self.stack.recv(now, h, buf)

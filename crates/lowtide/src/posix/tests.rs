@@ -188,6 +188,34 @@ fn data_shutdown_and_epipe() {
     assert_eq!(m & POLLHUP, 0, "only one direction is shut");
 }
 
+/// `tcp_recvmsg_locked` with `MSG_TRUNC`: the bytes are taken (with `MSG_PEEK`
+/// only counted), never copied into the buffer.
+#[test]
+fn msg_trunc_reads_without_copying() {
+    let mut n = HostPair::new();
+    let (c, s, _) = n.connected();
+    assert_eq!(n.a.send(n.now, c, b"hello world", 0), Ok(11));
+    n.run();
+    let mut buf = [0xaau8; 8];
+    assert_eq!(n.b.recv(n.now, s, &mut buf, MSG_PEEK | MSG_TRUNC), Ok(8));
+    assert_eq!(buf, [0xaa; 8], "nothing copied");
+    assert_eq!(n.b.ioctl(s, SIOCINQ), Ok(11), "MSG_PEEK leaves the data");
+    assert_eq!(n.b.recv(n.now, s, &mut buf[..6], MSG_TRUNC), Ok(6));
+    assert_eq!(buf, [0xaa; 8], "nothing copied");
+    assert_eq!(n.b.ioctl(s, SIOCINQ), Ok(5), "the bytes are gone");
+    assert_eq!(n.b.recv(n.now, s, &mut buf, MSG_PEEK | MSG_TRUNC), Ok(5));
+    assert_eq!(n.b.recv(n.now, s, &mut buf, 0), Ok(5));
+    assert_eq!(&buf[..5], b"world");
+    assert_eq!(
+        n.b.recv(n.now, s, &mut buf, MSG_TRUNC),
+        Err(Errno(errno::EAGAIN))
+    );
+    assert_eq!(
+        n.b.recv(n.now, s, &mut buf, MSG_TRUNC | MSG_PEEK),
+        Err(Errno(errno::EAGAIN))
+    );
+}
+
 #[test]
 fn close_with_unread_data_resets_the_peer() {
     // tcp_close: unread data makes close send RST (RFC 2525 section 2.17).

@@ -435,6 +435,23 @@ impl Stack {
         self.tcb(h)?.peek(buf)
     }
 
+    /// `recv(2)` with `MSG_TRUNC` (`tcp_recvmsg_locked`: the data is taken, up to
+    /// `len` bytes, as [`Stack::recv`] takes it, and copied nowhere); with `peek`
+    /// (`MSG_PEEK | MSG_TRUNC`) only counted. Returns the byte count.
+    pub fn recv_trunc(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        len: usize,
+        peek: bool,
+    ) -> Result<usize, SocketError> {
+        if peek {
+            return self.tcb(h)?.peek_span(len).map(|(_, n)| n);
+        }
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.recvmsg_with(ctx, len, |_| {}))
+    }
+
     /// `recv(2)` with `MSG_OOB` (`tcp_recv_urg`): the peer's urgent byte, once
     /// (`peek` leaves it), never waiting: `EINVAL` with `SO_OOBINLINE`, with none
     /// or once read; `EAGAIN` while the byte is still to come.

@@ -443,12 +443,20 @@ impl Tcb {
     /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming, stopping at and
     /// skipping the urgent byte as a read would.
     pub(crate) fn peek(&self, buf: &mut [u8]) -> Result<usize, SocketError> {
-        let u = self.urg_read(self.copied_seq, self.rcv_queue.len(), buf.len());
+        let (skip, n) = self.peek_span(buf.len())?;
+        Ok(self.rcv_queue.peek_from(skip, &mut buf[..n]))
+    }
+
+    /// Where a peek of up to `len` bytes starts in the receive queue (past an
+    /// urgent byte it skips) and how many bytes it takes; `MSG_PEEK | MSG_TRUNC`
+    /// returns the count alone (`tcp_recvmsg_locked` copies nothing).
+    pub(crate) fn peek_span(&self, len: usize) -> Result<(usize, usize), SocketError> {
+        let u = self.urg_read(self.copied_seq, self.rcv_queue.len(), len);
         let skip = u.skip as usize;
         if self.rcv_queue.len() <= skip {
-            return self.empty_read();
+            return self.empty_read().map(|n| (skip, n));
         }
-        Ok(self.rcv_queue.peek_from(skip, &mut buf[..u.limit]))
+        Ok((skip, u.limit.min(self.rcv_queue.len() - skip)))
     }
 
     /// What `tcp_recvmsg` returns when the receive queue is empty: end of stream

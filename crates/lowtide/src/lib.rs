@@ -50,7 +50,8 @@ pub use socket::{
     Transmit, TxPayload, TxToken,
 };
 pub use stack::{
-    Datagram, ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory, UdpHandle,
+    Datagram, PortOwner, ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory,
+    UdpHandle,
 };
 pub use tcp::info::TcpInfo;
 pub use tcp::rtx::data::{PatternPayload, PayloadSource, SharedSource};

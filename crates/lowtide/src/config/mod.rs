@@ -139,6 +139,12 @@ pub struct Config {
     pub tcp_congestion_control: String,
     /// `net.ipv4.ip_local_port_range`: ephemeral ports (inclusive).
     pub ip_local_port_range: [u16; 2],
+    /// `net.ipv4.ip_local_reserved_ports`: ports the ephemeral searches pass over
+    /// (`inet_is_local_reserved_port`), as inclusive ranges; empty by default.
+    pub ip_local_reserved_ports: Vec<[u16; 2]>,
+    /// `net.ipv4.ip_autobind_reuse`: `bind(0)` may, once every port is taken, share
+    /// one with `SO_REUSEADDR` sockets (`inet_csk_find_open_port`'s `relax`; 0).
+    pub ip_autobind_reuse: bool,
     /// `net.core.somaxconn`: upper bound of a listen backlog.
     pub somaxconn: u32,
     /// `net.core.optmem_max`: a socket's ancillary memory (`sk_omem_alloc`), which
@@ -439,6 +445,8 @@ impl Default for Config {
             tcp_min_rtt_wlen: 300,
             tcp_congestion_control: "cubic".into(),
             ip_local_port_range: [32768, 60999],
+            ip_local_reserved_ports: Vec::new(),
+            ip_autobind_reuse: false,
             somaxconn: 4096,
             optmem_max: 131_072,
             busy_poll_us: 0,

@@ -36,6 +36,8 @@ impl Config {
         "net.ipv4.tcp_min_rtt_wlen",
         "net.ipv4.tcp_congestion_control",
         "net.ipv4.ip_local_port_range",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.ip_autobind_reuse",
         "net.core.somaxconn",
         "net.core.optmem_max",
         "net.core.busy_poll",

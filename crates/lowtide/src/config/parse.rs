@@ -75,3 +75,21 @@ pub(super) fn parse_ports(name: &str, v: &str) -> Result<[u16; 2], ConfigError> 
         _ => Err(bad(name, v, EXP)),
     }
 }
+
+/// A port list as `proc_do_large_bitmap` reads it (`ip_local_reserved_ports`):
+/// comma-separated ports and `low-high` ranges; empty clears it.
+pub(super) fn parse_port_list(name: &str, v: &str) -> Result<Vec<[u16; 2]>, ConfigError> {
+    const EXP: &str = "ports or ranges 'low-high', comma-separated";
+    let port = |s: &str| s.trim().parse::<u16>().map_err(|_| bad(name, v, EXP));
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| match item.split_once('-') {
+            Some((lo, hi)) => match (port(lo)?, port(hi)?) {
+                (lo, hi) if lo <= hi => Ok([lo, hi]),
+                _ => Err(bad(name, v, EXP)),
+            },
+            None => port(item).map(|p| [p, p]),
+        })
+        .collect()
+}

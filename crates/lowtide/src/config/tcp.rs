@@ -1,6 +1,8 @@
 //! `net.ipv4.tcp_*` sysctls (and `ip_local_port_range`), as sysctl_net_ipv4.c's table.
 
-use super::parse::{bad, parse_bool, parse_num, parse_ports, parse_triple, KEEPALIVE_MAX_S};
+use super::parse::{
+    bad, parse_bool, parse_num, parse_port_list, parse_ports, parse_triple, KEEPALIVE_MAX_S,
+};
 use super::{Config, ConfigError, CONGESTION_CONTROLS};
 
 impl Config {
@@ -83,6 +85,10 @@ impl Config {
                 self.tcp_congestion_control = v.into();
             }
             "net.ipv4.ip_local_port_range" => self.ip_local_port_range = parse_ports(n, value)?,
+            "net.ipv4.ip_local_reserved_ports" => {
+                self.ip_local_reserved_ports = parse_port_list(n, value)?
+            }
+            "net.ipv4.ip_autobind_reuse" => self.ip_autobind_reuse = parse_bool(n, value)?,
             "net.ipv4.tcp_notsent_lowat" => {
                 self.tcp_notsent_lowat = parse_num(n, value, 0, u32::MAX, "bytes")?
             }
@@ -196,5 +202,15 @@ impl Config {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+}
+
+impl Config {
+    /// `inet_is_local_reserved_port`: `net.ipv4.ip_local_reserved_ports` holds
+    /// `port`, which the ephemeral searches then pass over.
+    pub fn is_local_reserved_port(&self, port: u16) -> bool {
+        self.ip_local_reserved_ports
+            .iter()
+            .any(|&[lo, hi]| (lo..=hi).contains(&port))
     }
 }

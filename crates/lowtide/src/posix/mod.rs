@@ -107,7 +107,12 @@ pub(crate) struct Socket {
     pub family: i32,
     pub nonblock: bool,
     pub opts: SockOptions,
-    pub reuseaddr: bool,
+    /// The socket holds its bound port itself (bound, neither connected nor
+    /// listening: the engine does not know it), in the bind table's count.
+    pub held: bool,
+    /// The user bound an explicit port (`SOCK_BINDPORT_LOCK`): it stays bound
+    /// when a connection or listener of the socket closes.
+    pub bind_lock: bool,
     /// `SO_LINGER`: `(l_onoff, l_linger)`.
     pub linger: (bool, u32),
     /// The bound address as the engine has it (IPv4 for a mapped one).
@@ -130,7 +135,8 @@ impl Socket {
                 family_v6: family == AF_INET6,
                 ..SockOptions::default()
             },
-            reuseaddr: false,
+            held: false,
+            bind_lock: false,
             linger: (false, 0),
             bound: None,
             state: SockState::Unconnected,
@@ -367,7 +373,6 @@ impl Host {
         let family = s.family;
         let mut child = Socket::new(family, false);
         child.opts = s.opts.clone();
-        child.reuseaddr = s.reuseaddr;
         child.linger = s.linger;
         let h = self.stack.accept(l).map_err(Errno::from)?;
         let (local, remote) = self.stack.addresses(h).map_err(Errno::from)?;
@@ -444,6 +449,7 @@ impl Host {
             )
             .map_err(Errno::from)?;
         let (local, _) = self.stack.addresses(h).map_err(Errno::from)?;
+        self.unhold_port(fd);
         let s = self.sock_mut(fd)?;
         s.bound = Some(local);
         s.state = SockState::Conn {
@@ -466,8 +472,8 @@ impl Host {
                 let e = self.stack.socket_error(h).ok().flatten();
                 self.by_handle.remove(&h);
                 let _ = self.stack.close(Instant::ZERO, h);
-                let s = self.sock_mut(fd)?;
-                s.state = SockState::Unconnected;
+                self.sock_mut(fd)?.state = SockState::Unconnected;
+                self.rebind_after_close(fd);
                 Err(e.map_or(Errno(errno::ECONNABORTED), Errno::from))
             }
             _ => {
@@ -609,6 +615,7 @@ impl Host {
         s.state = SockState::Unconnected;
         s.shutdown = 0; // tcp_disconnect
         let r = self.stack.close(now, h);
+        self.rebind_after_close(fd);
         self.sync_events();
         r.map_err(Errno::from)
     }
@@ -658,6 +665,13 @@ impl Host {
             }
         }
         let s = match f {
+            File::Socket(s) if s.held => {
+                // inet_release of a socket that only bound: inet_put_port.
+                if let Some(b) = s.bound {
+                    self.stack.bhash_release(b.port());
+                }
+                return Ok(());
+            }
             File::Socket(s) => s,
             File::Pipe(end) => {
                 self.pipe_close(end);
@@ -747,6 +761,8 @@ impl Host {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bind;
 #[cfg(test)]
 mod tests_sock;
 #[cfg(test)]

@@ -229,7 +229,17 @@ impl Host {
                 }
                 s.opts.fastopen_no_cookie = v == 1;
             }
-            (SOL_SOCKET, SO_REUSEADDR) => s.reuseaddr = int_arg(val)? != 0,
+            // sock_setsockopt: sk_reuse and sk_reuseport, in any state.
+            (SOL_SOCKET, SO_REUSEADDR | SO_REUSEPORT) => {
+                let on = int_arg(val)? != 0;
+                match name {
+                    SO_REUSEADDR => s.opts.reuse = on,
+                    _ => s.opts.reuseport = on,
+                }
+                if let Some(h) = conn.or(listener) {
+                    stack.set_reuse(h, s.opts.reuse, s.opts.reuseport);
+                }
+            }
             // do_ip_setsockopt (an AF_INET6 socket takes SOL_IP too: ipv6_setsockopt
             // hands it to ip_setsockopt, for its IPv4-mapped traffic). These take an
             // int or, shorter, one byte (`ip_setsockopt`'s `optlen >= 1` rule).
@@ -547,7 +557,8 @@ impl Host {
         let n = match (level, name) {
             (SOL_SOCKET, SO_TYPE) => int(out, SOCK_STREAM),
             (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(out, s.opts.v6only as i32),
-            (SOL_SOCKET, SO_REUSEADDR) => int(out, s.reuseaddr as i32),
+            (SOL_SOCKET, SO_REUSEADDR) => int(out, s.opts.reuse as i32),
+            (SOL_SOCKET, SO_REUSEPORT) => int(out, s.opts.reuseport as i32),
             (SOL_IP, IP_TOS) => ip_int_out(out, s.opts.tos as i32),
             (IPPROTO_IPV6, IPV6_TCLASS) if s.family == AF_INET6 => int(out, s.opts.tclass as i32),
             (SOL_IP, IP_MTU_DISCOVER) => {

@@ -65,6 +65,8 @@ impl Stack {
         if let Some(o) = opts {
             tcb.apply_options(&self.cfg, o);
         }
+        // inet_bind (SOCK_BINDPORT_LOCK) against inet_hash_connect's own pick.
+        tcb.bind.by_bind = local.port() != 0;
         let defer = tcb.tfo.connect;
         let no_cookie = tcb.tfo.no_cookie;
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
@@ -114,6 +116,11 @@ impl Stack {
         for parity in 0..2 {
             for i in (0..span).step_by(2) {
                 let port = lo + ((offset + i + parity) % span) as u16;
+                // A reserved port, or a bucket a bind made (tb->fastreuse >= 0).
+                if self.port_bound(port) || self.cfg.is_local_reserved_port(port) {
+                    tried += 2;
+                    continue;
+                }
                 let t = FourTuple {
                     local: SocketAddr::new(local.ip(), port),
                     remote,

@@ -6,7 +6,7 @@ use super::{Sock, Stack};
 use crate::mib::Mib;
 use crate::socket::{EventKind, SocketError, SocketEvent, SocketHandle};
 use crate::tcp::rcvqueue::Payload;
-use crate::tcp::{self, Ctx, FourTuple, Listener, Tcb};
+use crate::tcp::{self, Ctx, FourTuple, Tcb};
 use crate::time::Instant;
 use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
@@ -19,20 +19,7 @@ impl Stack {
     /// a negative backlog, cast to `u32`, is somaxconn); 0 stays 0, which still
     /// queues one connection (`sk_acceptq_is_full`).
     pub fn listen(&mut self, local: SocketAddr, backlog: u32) -> Result<SocketHandle, SocketError> {
-        if local.port() == 0 {
-            return Err(SocketError::InvalidInput);
-        }
-        if !local.ip().is_unspecified() && !self.addrs.contains(&local.ip()) {
-            return Err(SocketError::AddrNotAvailable);
-        }
-        if self.listeners.contains_key(&local) {
-            return Err(SocketError::AddrInUse);
-        }
-        let backlog = backlog.min(self.cfg.somaxconn);
-        let h = self.alloc(Sock::Listener(Box::new(Listener::new(local, backlog))));
-        self.listeners.insert(local, h.index);
-        self.fastopen_listen(h.index, backlog);
-        Ok(h)
+        self.listen_with(local, backlog, &tcp::sockopt::SockOptions::default())
     }
 
     /// `listen(2)` on a listener (`__inet_listen_sk`): "if the socket is already in
@@ -100,22 +87,26 @@ impl Stack {
 
     /// `__inet_lookup_listener`: the listener on the segment's address, else on its
     /// family's wildcard, else (IPv4) on the IPv6 wildcard unless that one is
-    /// `IPV6_V6ONLY` (an IPv4 socket outscores an IPv6 one in `compute_score`).
-    pub(super) fn find_listener(&self, local: SocketAddr) -> Option<u32> {
+    /// `IPV6_V6ONLY` (an IPv4 socket outscores an IPv6 one in `compute_score`); of a
+    /// `SO_REUSEPORT` group, the one the tuple's hash picks
+    /// (`inet_lookup_reuseport`).
+    pub(super) fn find_listener(&self, tuple: FourTuple) -> Option<u32> {
+        let local = tuple.local;
         let any = match local {
             SocketAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
             SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
         };
         let any6 = SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), local.port());
-        let dual = |&&i: &&u32| matches!(&self.slots[i as usize].sock, Some(Sock::Listener(l)) if !l.opts.v6only);
-        self.listeners
+        let dual = |g: &&Vec<u32>| matches!(&self.slots[g[0] as usize].sock, Some(Sock::Listener(l)) if !l.opts.v6only);
+        let group = self
+            .listeners
             .get(&local)
             .or_else(|| self.listeners.get(&SocketAddr::new(any, local.port())))
             .or_else(|| match local {
                 SocketAddr::V4(_) => self.listeners.get(&any6).filter(dual),
                 SocketAddr::V6(_) => None,
-            })
-            .copied()
+            })?;
+        Some(self.reuseport_select(group, &tuple))
     }
 
     /// `tcp_v4_conn_request` and friends: a segment for a listener; `tw_isn` is the
@@ -202,6 +193,7 @@ impl Stack {
             tcb.iss = tcp::seq::Seq(isn);
         }
         tcb.apply_options(&self.cfg, &opts);
+        tcb.bind.by_bind = true; // __inet_inherit_port: the listener's bucket
         if opts.save_syn != 0 {
             tcb.saved_syn = self.syn_headers.take(); // tcp_reqsk_record_syn
         }
@@ -358,6 +350,7 @@ impl Stack {
         tcb.ts_offset = ts_off;
         self.attach_route(now, &mut tcb);
         tcb.apply_options(&self.cfg, &sock_opts); // sk_clone_lock: the listener's options
+        tcb.bind.by_bind = true; // __inet_inherit_port
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);

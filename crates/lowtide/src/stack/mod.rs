@@ -41,6 +41,7 @@ macro_rules! ctx {
     };
 }
 
+mod bind;
 mod connect;
 mod embed;
 mod fastopen;
@@ -52,6 +53,7 @@ mod procnet;
 mod timewait;
 pub use options::{SocketMut, SocketRef};
 mod udp;
+pub use bind::PortOwner;
 pub use procnet::{ProcKind, ProcTcpEntry};
 pub use udp::{Datagram, UdpHandle};
 
@@ -117,7 +119,12 @@ pub struct Stack {
     free: Vec<u32>,
     /// The established table, keyed with the secret (`tcp/ehash.rs`).
     conns: tcp::ehash::ConnTable,
-    listeners: FxHashMap<SocketAddr, u32>,
+    /// Listeners by address; several only as one `SO_REUSEPORT` group, in the
+    /// order `reuse->socks` keeps.
+    listeners: FxHashMap<SocketAddr, Vec<u32>>,
+    /// Sockets whose port was bound (not picked by `connect`), per port: the
+    /// `bhash` buckets `__inet_hash_connect` passes over (`stack/bind.rs`).
+    bhash: FxHashMap<u16, u32>,
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     out: VecDeque<Transmit>,
     events: VecDeque<SocketEvent>,
@@ -178,6 +185,7 @@ impl Stack {
             free: Vec::new(),
             conns: tcp::ehash::ConnTable::new(secrets.ehash_key()),
             listeners: FxHashMap::default(),
+            bhash: FxHashMap::default(),
             timers: BinaryHeap::new(),
             out: VecDeque::new(),
             events: VecDeque::new(),
@@ -487,7 +495,7 @@ impl Stack {
         if let Some(Sock::Listener(l)) = &self.slots[index as usize].sock {
             let (local, queued): (SocketAddr, Vec<u32>) =
                 (l.local, l.accept_queue.iter().copied().collect());
-            self.listeners.remove(&local);
+            self.listen_unhash(local, index);
             if self.catch_all == Some(index) {
                 self.catch_all = None;
             }
@@ -641,6 +649,7 @@ impl Stack {
         if matches!(sock, Sock::Tcp(_) | Sock::Listener(_)) {
             self.tcp_mem.sockets += 1; // tcp_init_sock, sk_clone_lock
         }
+        self.bhash_account(&sock, true);
         let slot = &mut self.slots[index as usize];
         slot.generation = slot.generation.wrapping_add(1);
         slot.sock = Some(sock);
@@ -666,6 +675,9 @@ impl Stack {
         }
         let slot = &mut self.slots[index as usize];
         let sock = slot.sock.take();
+        if let Some(sk) = &sock {
+            self.bhash_account(sk, false);
+        }
         if let Some(Sock::TimeWait(tw)) = &sock {
             if self.conns.get(&tw.tuple) == Some(index) {
                 self.conns.remove(&tw.tuple);
@@ -901,7 +913,7 @@ impl Stack {
             self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
             return;
         }
-        if let Some(l) = self.find_listener(tuple.local).or(self.catch_all) {
+        if let Some(l) = self.find_listener(tuple).or(self.catch_all) {
             if !self.inbound_hash(th) {
                 return;
             }

@@ -11,15 +11,29 @@ use crate::time::Instant;
 use std::net::SocketAddr;
 
 impl Stack {
-    /// [`Stack::listen`] with options the children inherit.
+    /// [`Stack::listen`] with options the children inherit. A second listener on
+    /// the same address joins the first's `SO_REUSEPORT` group when both set the
+    /// option (`inet_reuseport_add_sock`), else the address is in use.
     pub fn listen_with(
         &mut self,
         local: SocketAddr,
         backlog: u32,
         opts: &SockOptions,
     ) -> Result<SocketHandle, SocketError> {
-        let h = self.listen(local, backlog)?;
-        self.listener_mut(h)?.opts = opts.clone();
+        if local.port() == 0 {
+            return Err(SocketError::InvalidInput);
+        }
+        if !local.ip().is_unspecified() && !self.addrs.contains(&local.ip()) {
+            return Err(SocketError::AddrNotAvailable);
+        }
+        if !self.reuseport_may_join(local, opts) {
+            return Err(SocketError::AddrInUse);
+        }
+        let backlog = backlog.min(self.cfg.somaxconn);
+        let mut l = crate::tcp::Listener::new(local, backlog);
+        l.opts = opts.clone();
+        let h = self.alloc(Sock::Listener(Box::new(l)));
+        self.listeners.entry(local).or_default().push(h.index);
         self.syn_headers.on |= opts.save_syn != 0;
         self.fastopen_listen(h.index, backlog);
         Ok(h)

@@ -74,7 +74,7 @@ impl Stack {
         let tuple = tw.tuple;
         if let TwStatus::Syn(isn) = status {
             // A listener takes the SYN with the ISN; without one it is ACKed.
-            if let Some(l) = self.find_listener(tuple.local).or(self.catch_all) {
+            if let Some(l) = self.find_listener(tuple).or(self.catch_all) {
                 self.free_slot(now, index);
                 let mut flat = Vec::new();
                 let payload = payload.contiguous(&mut flat);

@@ -44,12 +44,12 @@ impl ConnTable {
         self.rehash(self.slots.len());
     }
 
-    /// `inet_ehashfn`: where the tuple's probe starts, from a keyed hash of its
-    /// addresses and ports (`jhash_3words(laddr, faddr, lport << 16 | fport,
-    /// secret)` on Linux).
-    pub fn home(&self, t: &FourTuple) -> usize {
+    /// `inet_ehashfn`: a keyed hash of the tuple's addresses and ports
+    /// (`jhash_3words(laddr, faddr, lport << 16 | fport, secret)` on Linux), also
+    /// what spreads SYNs over a `SO_REUSEPORT` group (`inet_lookup_reuseport`).
+    pub fn ehashfn(&self, t: &FourTuple) -> u64 {
         let ports = ((t.local.port() as u64) << 16) | t.remote.port() as u64;
-        let h = match (t.local.ip(), t.remote.ip()) {
+        match (t.local.ip(), t.remote.ip()) {
             (IpAddr::V4(l), IpAddr::V4(r)) => {
                 let addrs = ((u32::from(l) as u64) << 32) | u32::from(r) as u64;
                 siphash13(self.key, &[addrs, ports])
@@ -62,8 +62,12 @@ impl ConnTable {
                     &[w(l, true), w(l, false), w(r, true), w(r, false), ports],
                 )
             }
-        };
-        h as usize & (self.slots.len() - 1)
+        }
+    }
+
+    /// Where the tuple's probe starts: its [`ConnTable::ehashfn`].
+    pub fn home(&self, t: &FourTuple) -> usize {
+        self.ehashfn(t) as usize & (self.slots.len() - 1)
     }
 
     /// The slot holding `t`, or the empty slot that ends its probe.

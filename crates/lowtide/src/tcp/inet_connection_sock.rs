@@ -8,6 +8,28 @@
 use crate::time::Instant;
 use core::time::Duration;
 
+// ---- implemented in stack/bind.rs ----
+
+/// What the bind table (`bhash`) knows of a socket holding a local port: the
+/// `struct sock_common` fields `inet_bind_conflict` reads (`sk_reuse`,
+/// `sk_reuseport`, `sk_ipv6only`) and whether the port's bucket came from
+/// `bind(2)` (`tb->fastreuse >= 0`) rather than from `connect`'s own search
+/// (`__inet_hash_connect` makes its buckets with `fastreuse = -1`), which
+/// `connect`'s search must then pass over. A timewait socket keeps its
+/// connection's (`inet_twsk_alloc`: `tw_reuse`, `tw_reuseport`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PortBinding {
+    /// `SO_REUSEADDR` (`sk_reuse`).
+    pub reuse: bool,
+    /// `SO_REUSEPORT` (`sk_reuseport`).
+    pub reuseport: bool,
+    /// `IPV6_V6ONLY` (`sk_ipv6only`).
+    pub v6only: bool,
+    /// The port was bound (`bind(2)`, `listen(2)`'s autobind, or a listener's
+    /// child: `__inet_inherit_port`), not picked by `connect`.
+    pub by_bind: bool,
+}
+
 // ---- implemented in tcp/timer.rs ----
 
 /// What the retransmit timer is armed for (`icsk_pending`).

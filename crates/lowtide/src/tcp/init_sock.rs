@@ -183,6 +183,7 @@ impl Tcb {
             },
             tw_at: None,
             tw_handoff: None,
+            bind: Default::default(),
             lsndtime: now,
             rcv_tstamp: now,
             cw: CwndState::new(cfg.initcwnd),

@@ -265,6 +265,7 @@ mod tests {
             entry: Instant::ZERO,
             expires: Instant::ZERO + TCP_TIMEWAIT_LEN,
             family_v6: false,
+            bind: Default::default(),
         }
     }
 

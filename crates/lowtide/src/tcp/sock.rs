@@ -243,6 +243,8 @@ pub struct Tcb {
     /// The timewait socket `tcp_time_wait` made, for the stack to hash in this
     /// connection's place.
     pub(crate) tw_handoff: Option<Box<TimeWaitSock>>,
+    /// The local port's binding (`icsk_bind_hash`, `sk_reuse`, ...).
+    pub(crate) bind: super::inet_connection_sock::PortBinding,
     /// Last data sent (`lsndtime`; `icsk_ack.lrcvtime` is in [`IcskAck`]).
     pub(crate) lsndtime: Instant,
     /// Last acceptable ACK received (`rcv_tstamp`, set by tcp_ack).
@@ -507,6 +509,9 @@ pub(crate) struct TimeWaitSock {
     pub expires: Instant,
     /// `tw_family` is `AF_INET6` (`/proc/net/tcp6`).
     pub family_v6: bool,
+    /// `tw_reuse`, `tw_reuseport`, `tw_ipv6only` and the port's bucket, the
+    /// connection's (`inet_twsk_alloc`, `inet_twsk_hashdance`).
+    pub bind: super::inet_connection_sock::PortBinding,
 }
 
 // ---- implemented in tcp/fastopen.rs ----

@@ -132,6 +132,12 @@ pub struct SockOptions {
     /// connections only; without it (Linux's `net.ipv6.bindv6only` default, 0) it
     /// takes IPv4 ones too.
     pub v6only: bool,
+    /// `SO_REUSEADDR` (`sk_reuse`): the port may be shared with sockets that set it
+    /// too and do not listen (`inet_bind_conflict`).
+    pub reuse: bool,
+    /// `SO_REUSEPORT` (`sk_reuseport`): sockets that all set it share the port,
+    /// listeners as a group the SYNs are spread over (`reuseport_select_sock`).
+    pub reuseport: bool,
     /// `SO_ZEROCOPY` (`SOCK_ZEROCOPY`).
     pub zerocopy: bool,
     /// `SO_TIMESTAMPING` flags (`sk_tsflags`) set before a connection (no
@@ -227,6 +233,9 @@ impl Tcb {
     /// Applies a socket's options to a new connection before its SYN or SYN-ACK.
     pub(crate) fn apply_options(&mut self, cfg: &Config, o: &SockOptions) {
         self.nodelay = o.nodelay;
+        self.bind.reuse = o.reuse;
+        self.bind.reuseport = o.reuseport;
+        self.bind.v6only = o.v6only;
         self.thin_lto = o.thin_lto;
         self.txrehash = o.txrehash.unwrap_or(cfg.txrehash);
         self.cork = o.cork;

@@ -680,6 +680,7 @@ impl Tcb {
                 entry: ctx.now,
                 expires: ctx.now,
                 family_v6: self.family_v6,
+                bind: self.bind,
             };
             tw.schedule(ctx, timeo);
             self.tw_handoff = Some(Box::new(tw));

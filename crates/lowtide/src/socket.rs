@@ -144,6 +144,37 @@ impl core::fmt::Display for SocketError {
 
 impl std::error::Error for SocketError {}
 
+impl SocketError {
+    /// The errno Linux returns for it (`ee_errno` of an error-queue entry, the
+    /// socket layer's [`Errno`](crate::posix::Errno)).
+    pub fn errno(self) -> i32 {
+        use crate::posix::consts::errno;
+        match self {
+            SocketError::WouldBlock => errno::EAGAIN,
+            SocketError::BadHandle => errno::EBADF,
+            SocketError::NotConnected => errno::ENOTCONN,
+            SocketError::InvalidInput => errno::EINVAL,
+            SocketError::BrokenPipe => errno::EPIPE,
+            SocketError::ConnectionRefused => errno::ECONNREFUSED,
+            SocketError::ConnectionReset => errno::ECONNRESET,
+            SocketError::TimedOut => errno::ETIMEDOUT,
+            SocketError::AddrInUse => errno::EADDRINUSE,
+            SocketError::AddrNotAvailable => errno::EADDRNOTAVAIL,
+            SocketError::HostUnreachable => errno::EHOSTUNREACH,
+            SocketError::NetworkUnreachable => errno::ENETUNREACH,
+            SocketError::NoBufferSpace => errno::ENOBUFS,
+            SocketError::PermissionDenied => errno::EPERM,
+            SocketError::MessageTooLong => errno::EMSGSIZE,
+            SocketError::ProtocolError => errno::EPROTO,
+            SocketError::AccessDenied => errno::EACCES,
+            SocketError::ProtocolUnavailable => errno::ENOPROTOOPT,
+            SocketError::NotSupported => errno::EOPNOTSUPP,
+            SocketError::HostDown => errno::EHOSTDOWN,
+            SocketError::NoNetwork => errno::ENONET,
+        }
+    }
+}
+
 /// Which direction [`crate::Stack::shutdown`] closes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shutdown {

@@ -55,29 +55,7 @@ impl std::error::Error for Errno {}
 
 impl From<SocketError> for Errno {
     fn from(e: SocketError) -> Errno {
-        Errno(match e {
-            SocketError::WouldBlock => errno::EAGAIN,
-            SocketError::BadHandle => errno::EBADF,
-            SocketError::NotConnected => errno::ENOTCONN,
-            SocketError::InvalidInput => errno::EINVAL,
-            SocketError::BrokenPipe => errno::EPIPE,
-            SocketError::ConnectionRefused => errno::ECONNREFUSED,
-            SocketError::ConnectionReset => errno::ECONNRESET,
-            SocketError::TimedOut => errno::ETIMEDOUT,
-            SocketError::AddrInUse => errno::EADDRINUSE,
-            SocketError::AddrNotAvailable => errno::EADDRNOTAVAIL,
-            SocketError::HostUnreachable => errno::EHOSTUNREACH,
-            SocketError::NetworkUnreachable => errno::ENETUNREACH,
-            SocketError::NoBufferSpace => errno::ENOBUFS,
-            SocketError::PermissionDenied => errno::EPERM,
-            SocketError::MessageTooLong => errno::EMSGSIZE,
-            SocketError::ProtocolError => errno::EPROTO,
-            SocketError::AccessDenied => errno::EACCES,
-            SocketError::ProtocolUnavailable => errno::ENOPROTOOPT,
-            SocketError::NotSupported => errno::EOPNOTSUPP,
-            SocketError::HostDown => errno::EHOSTDOWN,
-            SocketError::NoNetwork => errno::ENONET,
-        })
+        Errno(e.errno())
     }
 }
 
@@ -763,6 +741,8 @@ impl Host {
 mod tests;
 #[cfg(test)]
 mod tests_bind;
+#[cfg(test)]
+mod tests_recverr;
 #[cfg(test)]
 mod tests_sock;
 #[cfg(test)]

@@ -135,9 +135,10 @@ impl Host {
     /// `EAGAIN` when the error queue is empty, else its oldest entry: a timestamp
     /// report's `SCM_TIMESTAMPING` cmsg first (`sock_recv_timestamp`; the software
     /// time in `ts[0]` with `SOF_TIMESTAMPING_SOFTWARE`), then an `IP_RECVERR`
-    /// (`IPV6_RECVERR` on an IPv6 socket) cmsg: the `sock_extended_err` and a zeroed
-    /// offender address, with `MSG_ERRQUEUE` in the flags, and `MSG_TRUNC` when the
-    /// entry's bytes exceed `len` (none are copied: lowtide keeps only their count).
+    /// (`IPV6_RECVERR` on an IPv6 socket) cmsg: the `sock_extended_err` and the
+    /// offender address (an ICMP error's sender, else zeroes), with `MSG_ERRQUEUE`
+    /// in the flags, and `MSG_TRUNC` when the entry's bytes exceed `len` (none are
+    /// copied: lowtide keeps only their count).
     fn recv_error(&mut self, fd: Fd, len: usize) -> Result<RecvMsg, Errno> {
         let s = self.sock(fd)?;
         // inet6_recv_error for an AF_INET6 socket, IPv4-mapped peers included.
@@ -160,7 +161,7 @@ impl Host {
             cmsgs.push(c);
         }
         let mut data = ee.ee.to_bytes().to_vec();
-        data.resize(data.len() + offender, 0);
+        data.extend_from_slice(&offender_addr(v6, ee.offender)[..offender]);
         cmsgs.push(Cmsg { level, kind, data });
         let mut flags = MSG_ERRQUEUE;
         if ee.len as usize > len {
@@ -190,4 +191,31 @@ impl Host {
             data,
         })
     }
+}
+
+/// The offender address after the `sock_extended_err` (`SO_EE_OFFENDER`): the
+/// ICMP error's sender as a `sockaddr_in`, or on an `AF_INET6` socket a
+/// `sockaddr_in6` (IPv4-mapped for an ICMP one, `ipv6_recv_error`); zeroes for an
+/// entry of another origin. 28 bytes, of which a `sockaddr_in` takes 16.
+fn offender_addr(v6_socket: bool, offender: Option<std::net::IpAddr>) -> [u8; 28] {
+    use std::net::IpAddr;
+    let mut b = [0u8; 28];
+    let Some(ip) = offender else {
+        return b;
+    };
+    match (v6_socket, ip) {
+        (false, IpAddr::V4(a)) => {
+            b[..2].copy_from_slice(&(AF_INET as u16).to_ne_bytes());
+            b[4..8].copy_from_slice(&a.octets());
+        }
+        (_, ip) => {
+            let a = match ip {
+                IpAddr::V4(a) => a.to_ipv6_mapped(),
+                IpAddr::V6(a) => a,
+            };
+            b[..2].copy_from_slice(&(AF_INET6 as u16).to_ne_bytes());
+            b[8..24].copy_from_slice(&a.octets());
+        }
+    }
+    b
 }

@@ -261,6 +261,24 @@ impl Host {
                 }
             }
             (SOL_IP, IP_FREEBIND) => s.opts.freebind = ip_int_arg(val)? != 0,
+            // inet->recverr / np->recverr (IPV6_RECVERR wants a whole int); a 0
+            // purges the error queue's ICMP entries.
+            (SOL_IP, IP_RECVERR) | (IPPROTO_IPV6, IPV6_RECVERR)
+                if level == SOL_IP || s.family == AF_INET6 =>
+            {
+                let on = match level {
+                    SOL_IP => ip_int_arg(val)?,
+                    _ => int_arg(val)?,
+                } != 0;
+                match level {
+                    SOL_IP => s.opts.recverr = on,
+                    _ => s.opts.recverr6 = on,
+                }
+                if let Some(h) = conn.or(listener) {
+                    let (v4, v6) = (s.opts.recverr, s.opts.recverr6);
+                    e(stack.socket(h).set_recverr(v4, v6, !on))?;
+                }
+            }
             // do_ipv6_setsockopt: an int from -1 (RFC 3542 6.5's default, 0) to
             // 255; a stream socket keeps its ECN bits.
             (IPPROTO_IPV6, IPV6_TCLASS) if s.family == AF_INET6 => {
@@ -566,6 +584,10 @@ impl Host {
                 ip_int_out(out, v)
             }
             (SOL_IP, IP_FREEBIND) => ip_int_out(out, s.opts.freebind as i32),
+            (SOL_IP, IP_RECVERR) => ip_int_out(out, s.opts.recverr as i32),
+            (IPPROTO_IPV6, IPV6_RECVERR) if s.family == AF_INET6 => {
+                int(out, s.opts.recverr6 as i32)
+            }
             // do_ip_getsockopt: the route's MTU, ENOTCONN without a route.
             (SOL_IP, IP_MTU) => match conn {
                 Some(h) => ip_int_out(

@@ -175,6 +175,8 @@ struct IcmpError {
     seq: u32,
     /// The quoted protocol: TCP or UDP (ports at the same offsets).
     proto: u8,
+    /// The quoted bytes from the transport header on.
+    quoted: u32,
 }
 
 /// Parses an ICMPv4 error quoting a TCP segment we sent (`icmp_rcv`: checksum over
@@ -213,6 +215,7 @@ fn parse_icmp_error(msg: &[u8]) -> Option<IcmpError> {
         },
         seq: u32::from_be_bytes([th[4], th[5], th[6], th[7]]),
         proto: inner[9],
+        quoted: th.len() as u32,
     })
 }
 
@@ -248,6 +251,7 @@ fn parse_icmpv6_error(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Option<IcmpError>
         },
         seq: u32::from_be_bytes([th[4], th[5], th[6], th[7]]),
         proto: inner[6],
+        quoted: th.len() as u32,
     })
 }
 
@@ -280,7 +284,7 @@ impl Stack {
         if e.proto == PROTO_UDP {
             return self.udp6_err(now, &e);
         }
-        self.tcp_err(now, &e, tcp_v6_icmp(&e));
+        self.tcp_err(now, &e, tcp_v6_icmp(&e), ip.src);
     }
 
     /// `__udp6_lib_err`: a "packet too big" lowers the path MTU
@@ -330,7 +334,7 @@ impl Stack {
         if e.proto == PROTO_UDP {
             return self.udp4_err(now, &e);
         }
-        self.tcp_err(now, &e, tcp_v4_icmp(&e));
+        self.tcp_err(now, &e, tcp_v4_icmp(&e), ip.src);
     }
 
     /// `__udp4_lib_err`: a "fragmentation needed" lowers the path MTU
@@ -399,7 +403,7 @@ impl Stack {
     /// (`TcpExtOutOfWindowIcmps` otherwise): a smaller path MTU is remembered for
     /// the destination and shrinks the connection's MSS (`tcp_v4_mtu_reduced`), an
     /// error goes to the connection by its state (`tcp/icmp_err.rs`).
-    fn tcp_err(&mut self, now: Instant, e: &IcmpError, t: TcpIcmp) {
+    fn tcp_err(&mut self, now: Instant, e: &IcmpError, t: TcpIcmp, offender: IpAddr) {
         let Some(index) = self.conns.get(&e.tuple) else {
             // __inet_lookup_established found nothing: ICMP_MIB_INERRORS.
             return self.mib.inc(match e.tuple.local.is_ipv4() {
@@ -427,9 +431,24 @@ impl Stack {
                     tcb.mtu_reduced(ctx, mtu);
                 });
             }
-            IcmpAction::Error { err, revert } => self.with_tcb(now, index, |tcb, ctx| {
-                tcb.icmp_error(ctx, err, e.seq, revert)
-            }),
+            IcmpAction::Error { err, revert } => {
+                let report = crate::tcp::icmp_err::IcmpReport {
+                    kind: e.kind,
+                    code: e.code,
+                    // icmp_unreach: a parameter problem's pointer, else 0;
+                    // icmpv6_rcv: the header's second word.
+                    info: match (e.tuple.local.is_ipv4(), e.kind) {
+                        (true, ICMP_PARAMETERPROB) => e.info >> 24,
+                        (true, _) => 0,
+                        (false, _) => e.info,
+                    },
+                    offender,
+                    len: e.quoted,
+                };
+                self.with_tcb(now, index, |tcb, ctx| {
+                    tcb.icmp_error(ctx, err, e.seq, revert, &report)
+                })
+            }
             IcmpAction::Ignore => {}
         }
     }
@@ -475,7 +494,7 @@ fn seq_in_flight(tcb: &crate::tcp::Tcb, seq: u32) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// An ICMP destination unreachable quoting a SYN from `local` to `remote`.
@@ -484,7 +503,13 @@ mod tests {
     }
 
     /// An ICMP error of type `kind` quoting a segment from `local` to `remote`.
-    fn icmp4(kind: u8, code: u8, local: SocketAddr, remote: SocketAddr, seq: u32) -> Vec<u8> {
+    pub(crate) fn icmp4(
+        kind: u8,
+        code: u8,
+        local: SocketAddr,
+        remote: SocketAddr,
+        seq: u32,
+    ) -> Vec<u8> {
         let mut m = vec![kind, code, 0, 0, 0, 0, 0, 0];
         let mut ip = vec![0x45, 0, 0, 60, 0, 0, 0x40, 0, 64, PROTO_TCP, 0, 0];
         for a in [local.ip(), remote.ip()] {
@@ -525,7 +550,7 @@ mod tests {
     }
 
     /// `msg` in an IPv4 packet from `src` to `dst`.
-    fn in_ipv4(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Vec<u8> {
+    pub(crate) fn in_ipv4(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Vec<u8> {
         let ip = IpRepr {
             src,
             dst,
@@ -591,6 +616,43 @@ mod tests {
         }
     }
 
+    /// tcp_v4_err in SYN-SENT: ip_icmp_error queues the error whatever
+    /// IP_RECVERR says, with the type, code, the router as offender and the
+    /// quoted TCP bytes; a parameter problem's ee_info is its pointer.
+    #[test]
+    fn a_connect_error_goes_on_the_error_queue() {
+        use crate::tcp::errqueue::SO_EE_ORIGIN_ICMP;
+        let router: IpAddr = "10.7.0.1".parse().unwrap();
+        let (mut st, h, local, remote, isn) = syn_sent();
+        let p = in_ipv4(router, local.ip(), &unreach(1, local, remote, isn));
+        st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+        let e = st.socket(h).recv_errqueue().unwrap().expect("queued");
+        let ee = e.ee;
+        assert_eq!((ee.origin, ee.kind, ee.code), (SO_EE_ORIGIN_ICMP, 3, 1));
+        assert_eq!((ee.errno, ee.info, ee.data), (113, 0, 0), "EHOSTUNREACH");
+        assert_eq!((e.offender, e.len), (Some(router), 8));
+        let mut events = std::iter::from_fn(|| st.poll_event());
+        assert!(events.any(|ev| ev.kind == crate::EventKind::ErrQueue));
+        assert_eq!(st.socket(h).recv_errqueue(), Ok(None));
+
+        let (mut st, h, local, remote, isn) = syn_sent();
+        let mut m = icmp4(ICMP_PARAMETERPROB, 0, local, remote, isn);
+        m[4] = 20; // the pointer, in the second word's first byte
+        m[2..4].copy_from_slice(&[0, 0]);
+        let c = !checksum::fold(checksum::sum(&m, 0));
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        st.handle_packet(
+            Instant::ZERO,
+            &in_ipv4(router, local.ip(), &m),
+            crate::RxChecksum::Verify,
+        );
+        let e = st.socket(h).recv_errqueue().unwrap().expect("queued");
+        assert_eq!(
+            (e.ee.kind, e.ee.info, e.ee.errno),
+            (ICMP_PARAMETERPROB, 20, 71)
+        );
+    }
+
     #[test]
     fn time_exceeded_and_parameter_problem_abort_the_connect_and_quench_does_not() {
         let router: IpAddr = "10.7.0.1".parse().unwrap();
@@ -637,6 +699,7 @@ mod tests {
             },
             seq: 0,
             proto: PROTO_TCP,
+            quoted: 8,
         };
         for (kind, code, abort) in [
             (ICMP_DEST_UNREACH, 0, true),
@@ -749,6 +812,41 @@ mod tests {
             st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
             assert_eq!(st.counters().get(Mib::Icmp6InDestUnreachs), 1);
             assert_eq!(st.socket_error(h), Ok(Some(want)), "code {code}");
+        }
+    }
+
+    /// tcp_v6_err in SYN-SENT: ipv6_icmp_error queues only with IPV6_RECVERR.
+    #[test]
+    fn a_v6_connect_error_is_queued_with_ipv6_recverr_only() {
+        use crate::tcp::errqueue::SO_EE_ORIGIN_ICMP6;
+        let router: IpAddr = "fd00::1".parse().unwrap();
+        let me: IpAddr = "fd00::2".parse().unwrap();
+        let remote: SocketAddr = "[2001:db8::1]:5201".parse().unwrap();
+        for recverr6 in [false, true] {
+            let mut st = Stack::new(crate::Config::default(), 3);
+            st.add_address(me);
+            let opts = crate::tcp::sockopt::SockOptions {
+                recverr6,
+                ..Default::default()
+            };
+            let local = SocketAddr::new(me, 0);
+            let h = st
+                .connect_with(Instant::ZERO, local, remote, &opts)
+                .unwrap();
+            let syn = st.poll_transmit(Instant::ZERO).expect("SYN");
+            let t = &syn.packet[40..];
+            let isn = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
+            let (local, _) = st.addresses(h).unwrap();
+            let p = unreach6(3, router, local, remote, isn);
+            st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+            assert_eq!(st.socket_error(h), Ok(Some(SocketError::HostUnreachable)));
+            let e = st.socket(h).recv_errqueue().unwrap();
+            assert_eq!(e.is_some(), recverr6);
+            if let Some(e) = e {
+                let ee = e.ee;
+                assert_eq!((ee.origin, ee.kind, ee.code), (SO_EE_ORIGIN_ICMP6, 1, 3));
+                assert_eq!((e.offender, e.len), (Some(router), 8));
+            }
         }
     }
 

@@ -46,6 +46,8 @@ mod connect;
 mod embed;
 mod fastopen;
 mod icmp;
+#[cfg(test)]
+pub(crate) use icmp::tests as icmp_tests;
 mod icmp_out;
 mod listen;
 mod options;

@@ -159,6 +159,25 @@ pub struct SocketRef<'a> {
 }
 
 impl SocketMut<'_> {
+    /// `IP_RECVERR` and `IPV6_RECVERR` (`do_ip_setsockopt`, `do_ipv6_setsockopt`):
+    /// whether ICMP errors on the synchronized connection are hard errors (a
+    /// listener's children inherit them); `purge` (a 0 written) drops the error
+    /// queue's ICMP entries (`skb_errqueue_purge`).
+    pub fn set_recverr(&mut self, v4: bool, v6: bool, purge: bool) -> Result<(), SocketError> {
+        let index = self.stack.handle_slot(self.h)?;
+        match &mut self.stack.slots[index as usize].sock {
+            Some(Sock::Tcp(t)) => {
+                t.recverr = (v4, v6);
+                if purge {
+                    t.errq.purge_icmp();
+                }
+            }
+            Some(Sock::Listener(l)) => (l.opts.recverr, l.opts.recverr6) = (v4, v6),
+            _ => return Err(SocketError::BadHandle),
+        }
+        Ok(())
+    }
+
     /// `SO_OOBINLINE` (`SOCK_URGINLINE`): the peer's urgent byte stays in the
     /// stream, read in order, instead of apart with `MSG_OOB`.
     pub fn set_oobinline(&mut self, on: bool) -> Result<(), SocketError> {

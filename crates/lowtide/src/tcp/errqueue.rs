@@ -22,6 +22,10 @@ pub(crate) use super::sock_errqueue::{ErrQueue, Uarg};
 use super::Ctx;
 use crate::socket::{EventKind, SocketError};
 
+/// `SO_EE_ORIGIN_ICMP`: an ICMP error (`ip_icmp_error`).
+pub const SO_EE_ORIGIN_ICMP: u8 = 2;
+/// `SO_EE_ORIGIN_ICMP6`: an ICMPv6 error (`ipv6_icmp_error`).
+pub const SO_EE_ORIGIN_ICMP6: u8 = 3;
 /// `SO_EE_ORIGIN_ZEROCOPY`.
 pub const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
 /// `SO_EE_CODE_ZEROCOPY_COPIED`: the data was copied after all (no pages pinned).
@@ -52,6 +56,19 @@ impl ErrQueue {
     /// Is an entry waiting (`tcp_poll`'s `EPOLLERR` for a non-empty queue)?
     pub fn has_entries(&self) -> bool {
         !self.queue.is_empty()
+    }
+
+    /// `skb_errqueue_purge`: drops every entry but zerocopy notifications and
+    /// timestamp reports (`IP_RECVERR`/`IPV6_RECVERR` turned off).
+    pub fn purge_icmp(&mut self) {
+        let keep = |e: &ErrEntry| {
+            e.ee.origin == SO_EE_ORIGIN_ZEROCOPY
+                || e.ee.origin == super::tstamp::SO_EE_ORIGIN_TIMESTAMPING
+        };
+        for e in self.queue.iter().filter(|e| !keep(e)) {
+            self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE + e.len);
+        }
+        self.queue.retain(keep);
     }
 
     /// `sock_dequeue_err_skb`: the oldest entry, which frees its memory.
@@ -172,6 +189,7 @@ impl ErrQueue {
             ee,
             tstamp: None,
             len: 0,
+            offender: None,
         });
     }
 }

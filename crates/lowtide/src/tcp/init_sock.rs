@@ -38,6 +38,7 @@ impl Tcb {
             req: Default::default(),
             sk_err: None,
             sk_err_soft: None,
+            recverr: (false, false),
             nodelay: false,
             thin_lto: false,
             nonagle_push: false,

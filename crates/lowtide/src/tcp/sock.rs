@@ -69,6 +69,10 @@ pub struct Tcb {
     /// `sk_err_soft`: an ICMP error on a synchronized connection, reported only if
     /// it then times out (`tcp_write_err`) or by `SO_ERROR`; an ACK clears it.
     pub(crate) sk_err_soft: Option<SocketError>,
+    /// `IP_RECVERR` (`inet->recverr`) and `IPV6_RECVERR` (`np->recverr`): an ICMP
+    /// error on a synchronized connection is hard (`tcp_v4_err`, `tcp_v6_err`:
+    /// by the packet's family); the second also lets `ipv6_icmp_error` queue.
+    pub(crate) recverr: (bool, bool),
     pub(crate) nodelay: bool,
     /// `TCP_THIN_LINEAR_TIMEOUTS` (`tp->thin_lto`).
     pub(crate) thin_lto: bool,

@@ -61,6 +61,9 @@ pub struct ErrEntry {
     pub tstamp: Option<Instant>,
     /// Payload bytes (`skb->len`): a reader's smaller buffer gets `MSG_TRUNC`.
     pub len: u32,
+    /// The sender of an ICMP error (`ip_hdr(skb)->saddr`), the offender address
+    /// `ip_recv_error` puts after the `sock_extended_err`; none for other origins.
+    pub offender: Option<std::net::IpAddr>,
 }
 
 /// `struct ubuf_info_msgzc`: the id range of sends whose data is still queued.

@@ -138,6 +138,12 @@ pub struct SockOptions {
     /// `SO_REUSEPORT` (`sk_reuseport`): sockets that all set it share the port,
     /// listeners as a group the SYNs are spread over (`reuseport_select_sock`).
     pub reuseport: bool,
+    /// `IP_RECVERR` (`inet->recverr`): ICMP errors on a synchronized IPv4
+    /// connection are hard errors.
+    pub recverr: bool,
+    /// `IPV6_RECVERR` (`np->recverr`): the same for IPv6, and ICMPv6 errors in
+    /// SYN-SENT go on the error queue.
+    pub recverr6: bool,
     /// `SO_ZEROCOPY` (`SOCK_ZEROCOPY`).
     pub zerocopy: bool,
     /// `SO_TIMESTAMPING` flags (`sk_tsflags`) set before a connection (no
@@ -236,6 +242,7 @@ impl Tcb {
         self.bind.reuse = o.reuse;
         self.bind.reuseport = o.reuseport;
         self.bind.v6only = o.v6only;
+        self.recverr = (o.recverr, o.recverr6);
         self.thin_lto = o.thin_lto;
         self.txrehash = o.txrehash.unwrap_or(cfg.txrehash);
         self.cork = o.cork;

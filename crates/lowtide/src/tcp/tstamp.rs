@@ -178,6 +178,7 @@ impl Tcb {
             },
             tstamp: Some(ctx.now),
             len,
+            offender: None,
         };
         if self.errq.queue_report(entry, self.rcvbuf) {
             self.notify(ctx, EventKind::ErrQueue);

@@ -318,3 +318,39 @@ fn ipv6_tclass_range_and_packets() {
     lowtide_wire::ip::set_ipv6_tclass(&mut hdr, 0xb8);
     assert_eq!(hdr, [0x6b, 0xa0, 0, 0], "class 0xba: 0xb8 with ECT(0) kept");
 }
+
+/// A SYN cookie's SYN-ACK is the listener's (tcp_make_synack reads it): its
+/// TCP_MAXSEG (the MSS offered, and the peer's MSS clamped before it is encoded:
+/// tcp_parse_options' user_mss), TCP_WINDOW_CLAMP (the window and its scale),
+/// IP_TOS. Linux 6.18: tests/packetdrill/syncookie-synack-listener-options-v4.pkt.
+#[test]
+fn cookie_synack_carries_the_listeners_options() {
+    let now = Instant::ZERO;
+    let (mut a, mut b) = (host(A, 1), host(B, 2));
+    b.stack
+        .set_sysctl(now, "net.ipv4.tcp_syncookies", "2")
+        .unwrap();
+    let l = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    set_int(&mut b, l, SOL_IP, IP_TOS, 0x20).unwrap();
+    set_int(&mut b, l, SOL_TCP, TCP_MAXSEG, 1000).unwrap();
+    set_int(&mut b, l, SOL_TCP, TCP_WINDOW_CLAMP, 20_000).unwrap();
+    b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    b.listen(l, 8).unwrap();
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let _ = a.connect(now, c, SocketAddr::new(B.into(), 80));
+    deliver(&mut a, &mut b, now);
+    let synack = b.poll_transmit(now).unwrap().segments().remove(0);
+    assert_eq!(synack[1], 0x20, "the listener's TOS");
+    let tcp = &synack[20..];
+    assert_eq!(
+        u16::from_be_bytes([tcp[14], tcp[15]]),
+        20_000 - 20_000 % 988
+    );
+    assert_eq!((tcp[20], tcp[21]), (2, 4), "MSS option first");
+    assert_eq!(u16::from_be_bytes([tcp[22], tcp[23]]), 1000);
+    a.handle_packet(now, &synack, RxChecksum::Verify);
+    run(&mut a, &mut b, now);
+    let s = b.accept(l).unwrap().0;
+    // The cookie encodes 536 (msstab's largest entry under 1000), as Linux's.
+    assert_eq!(get_int(&mut b, s, SOL_TCP, TCP_MAXSEG), Ok(524));
+}

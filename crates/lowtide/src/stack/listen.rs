@@ -162,8 +162,8 @@ impl Stack {
             if syncookies == 1 {
                 self.mib.inc(Mib::TcpExtTCPReqQFullDoCookies);
             }
-            let tx_delay = lst.opts.tx_delay;
-            return self.cookie_synack(now, tuple, ip, th, tx_delay);
+            let opts = lst.opts.clone();
+            return self.cookie_synack(now, tuple, ip, th, &opts);
         }
         let pending = lst.pending;
         if tw_isn.is_none() && self.syn_backlog_reserved(now, tuple, pending) {
@@ -233,19 +233,29 @@ impl Stack {
 
     /// `tcp_conn_request` with `want_cookie`: a SYN-ACK whose ISN is the cookie and
     /// whose TSval carries the options (`cookie_init_timestamp`); no state is kept.
-    /// `tx_delay`: the listener's `TCP_TX_DELAY` (`tcp_make_synack`'s
-    /// `tcp_add_tx_delay`).
+    /// The SYN-ACK is the listener's (`tcp_make_synack` reads `sk`): its options
+    /// `opts` decide the MSS it offers (`TCP_MAXSEG`, `tcp_mss_clamp`), its window
+    /// (`TCP_WINDOW_CLAMP`, a locked `SO_RCVBUF`: `tcp_openreq_init_rwin`), its TOS or
+    /// traffic class (`tcp_v4_send_synack`, `tcp_v6_send_synack`), its congestion
+    /// control's ECN wish and its `TCP_TX_DELAY`, as for a request that is kept.
     fn cookie_synack(
         &mut self,
         now: Instant,
         tuple: FourTuple,
         ip: &IpRepr,
         th: &TcpRepr,
-        tx_delay: u32,
+        opts: &tcp::sockopt::SockOptions,
     ) {
         use tcp::syncookies::{init_timestamp, mss_index, CookieOpts};
         let default_mss = if tuple.local.is_ipv6() { 1220 } else { 536 };
-        let (mssind, mss) = mss_index(th.options.mss.filter(|&m| m > 0).unwrap_or(default_mss));
+        // tcp_parse_options: the listener's TCP_MAXSEG below the peer's MSS option
+        // clamps it (user_mss), so the cookie encodes at most that.
+        let peer_mss = match (th.options.mss.filter(|&m| m > 0), opts.user_mss) {
+            (Some(m), u) if u != 0 && u < m as u32 => u as u16,
+            (Some(m), _) => m,
+            (None, _) => default_mss,
+        };
+        let (mssind, mss) = mss_index(peer_mss);
         let iss = self
             .secrets
             .cookie
@@ -255,6 +265,7 @@ impl Stack {
             index: u32::MAX,
             generation: 0,
         };
+        tcb.apply_options(&self.cfg, opts);
         let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
         let mut syn = *th;
         syn.options.mss = Some(mss);
@@ -280,7 +291,7 @@ impl Stack {
         }
         self.mib.inc(Mib::TcpExtSyncookiesSent);
         let mut ctx = ctx!(self, now);
-        ctx.tx_delay_us = tx_delay;
+        ctx.tx_delay_us = tcb.tx_delay;
         tcb.passive_open(&mut ctx, ip, &syn, &[]);
     }
 

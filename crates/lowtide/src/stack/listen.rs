@@ -255,7 +255,7 @@ impl Stack {
             (Some(m), _) => m,
             (None, _) => default_mss,
         };
-        let (mssind, mss) = mss_index(peer_mss);
+        let (mssind, mss) = mss_index(peer_mss, tuple.local.is_ipv6());
         let iss = self
             .secrets
             .cookie
@@ -368,6 +368,10 @@ impl Stack {
         self.with_tcb(now, h.index, |tcb, ctx| {
             let sent = ctx.out.len();
             tcb.passive_open(ctx, ip, &syn, &[]);
+            // tcp_create_openreq_child: the clamp is req->mss, the cookie's MSS, which
+            // TCP_MAXSEG bounded before encoding but does not bound again (IPv6's
+            // smallest entry, 1220, is above a TCP_MAXSEG of 1000).
+            tcb.cookie_mss_clamp(ctx, mss.into());
             tcb.ecn_cookie_ok(ctx.cfg, opts.ecn);
             ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
             tcb.icsk.retransmits = 1; // no RTT sample from a SYN-ACK we did not time

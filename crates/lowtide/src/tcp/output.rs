@@ -204,6 +204,15 @@ impl Tcb {
         self.sync_mss(self.pmtu_cookie, min_snd_mss);
     }
 
+    /// A SYN cookie's child (`tcp_create_openreq_child` from `cookie_v4_check` /
+    /// `cookie_v6_check`): its clamp is the MSS the cookie decodes to (`req->mss`),
+    /// not bounded by `TCP_MAXSEG` again, and its MSS what the path allows under it.
+    pub(crate) fn cookie_mss_clamp(&mut self, ctx: &Ctx, cookie_mss: u32) {
+        self.rx_opt.mss_clamp = cookie_mss;
+        self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
+        self.ack.rcv_mss = self.mss_cache.min(self.advmss);
+    }
+
     /// `tcp_select_window`: the window field to send (`__tcp_select_window`,
     /// `tcp/rcvwin.rs`), never shrinking the right edge
     /// ([RFC 9293 section 3.8.6.2.2](https://www.rfc-editor.org/rfc/rfc9293#section-3.8.6.2.2))

@@ -9,8 +9,23 @@ use crate::time::Instant;
 use core::hash::Hasher;
 use std::net::{IpAddr, SocketAddr};
 
-/// `msstab`: the MSS values a cookie can encode (2 bits).
+/// `msstab` (net/ipv4/syncookies.c): the MSS values an IPv4 cookie can encode
+/// (2 bits).
 pub(crate) const MSSTAB: [u16; 4] = [536, 1300, 1440, 1460];
+/// `msstab` of net/ipv6/syncookies.c: IPv6's own, each an MTU less 60 bytes of
+/// headers (`IPV6_MIN_MTU`, 1480, 1500, 9000).
+pub(crate) const MSSTAB6: [u16; 4] = [1280 - 60, 1480 - 60, 1500 - 60, 9000 - 60];
+
+/// The table of a cookie for a connection over IPv6 (`ipv6`) or IPv4 (an
+/// IPv4-mapped peer of an IPv6 socket too: `tcp_v6_conn_request` hands it to
+/// `tcp_v4_conn_request`).
+fn msstab(ipv6: bool) -> &'static [u16; 4] {
+    if ipv6 {
+        &MSSTAB6
+    } else {
+        &MSSTAB
+    }
+}
 /// `COOKIEBITS`: bits of the hash + data part; the minute counter sits above.
 const COOKIEBITS: u32 = 24;
 const COOKIEMASK: u32 = (1 << COOKIEBITS) - 1;
@@ -75,7 +90,7 @@ impl CookieSecret {
     }
 
     /// `secure_tcp_syn_cookie`: the ISN for a SYN with sequence number `sseq` whose
-    /// MSS has index `data` in [`MSSTAB`].
+    /// MSS has index `data` in its family's table ([`mss_index`]).
     pub fn make(
         &self,
         remote: SocketAddr,
@@ -95,9 +110,10 @@ impl CookieSecret {
             )
     }
 
-    /// `check_tcp_syn_cookie` + `__cookie_v4_check`: the MSS the cookie in an ACK
-    /// (`ack - 1`, for the SYN with sequence `seq - 1`) encodes, or none if it is not
-    /// ours or too old.
+    /// `check_tcp_syn_cookie` + `__cookie_v4_check` / `__cookie_v6_check`: the MSS
+    /// the cookie in an ACK (`ack - 1`, for the SYN with sequence `seq - 1`) encodes,
+    /// from the table of the connection's family, or none if it is not ours or too
+    /// old.
     pub fn check(
         &self,
         remote: SocketAddr,
@@ -120,7 +136,9 @@ impl CookieSecret {
         if data & ((1 << MSSIND_SHIFT) - 1) != 0 {
             return None; // not the sequence number the cookie was made for
         }
-        MSSTAB.get((data >> MSSIND_SHIFT) as usize).copied()
+        msstab(local.is_ipv6())
+            .get((data >> MSSIND_SHIFT) as usize)
+            .copied()
     }
 }
 
@@ -129,14 +147,13 @@ fn cookie_time(now: Instant) -> u32 {
     (now.as_nanos() / 60_000_000_000) as u32
 }
 
-/// `__cookie_v4_init_sequence`'s MSS choice: the largest table entry the peer's MSS
-/// reaches (index and value).
-pub(crate) fn mss_index(mss: u16) -> (u32, u16) {
-    let i = (1..MSSTAB.len())
-        .rev()
-        .find(|&i| mss >= MSSTAB[i])
-        .unwrap_or(0);
-    (i as u32, MSSTAB[i])
+/// `__cookie_v4_init_sequence` / `__cookie_v6_init_sequence`'s MSS choice: the
+/// largest entry of the family's table (`ipv6`) the peer's MSS reaches, else the
+/// smallest, even above it (index and value).
+pub(crate) fn mss_index(mss: u16, ipv6: bool) -> (u32, u16) {
+    let tab = msstab(ipv6);
+    let i = (1..tab.len()).rev().find(|&i| mss >= tab[i]).unwrap_or(0);
+    (i as u32, tab[i])
 }
 
 /// `cookie_init_timestamp`: a TSval (in our ms ticks, before the connection's
@@ -177,9 +194,15 @@ mod tests {
     #[test]
     fn a_cookie_checks_for_two_minutes_and_only_for_its_connection() {
         let k = CookieSecret::new([5; 32]);
-        let (r, l) = (sa("10.0.0.9:4000"), sa("10.0.0.2:80"));
         let t0 = Instant(30_000_000_000);
-        for (i, &mss) in MSSTAB.iter().enumerate() {
+        // Each family decodes with its own table (__cookie_v4_check, __cookie_v6_check).
+        let v4 = (sa("10.0.0.9:4000"), sa("10.0.0.2:80"), MSSTAB);
+        let v6 = (sa("[fd00::9]:4000"), sa("[fd00::2]:80"), MSSTAB6);
+        for (i, (r, l, mss)) in [v4, v6].into_iter().flat_map(|(r, l, tab)| {
+            tab.into_iter()
+                .enumerate()
+                .map(move |(i, m)| (i, (r, l, m)))
+        }) {
             let isn = k.make(r, l, 1000, i as u32, t0);
             let ack = isn.wrapping_add(1);
             assert_eq!(k.check(r, l, ack, 1001, t0), Some(mss));
@@ -191,7 +214,8 @@ mod tests {
                 k.check(r, l, ack, 1001, Instant(t0.0 + 150_000_000_000)),
                 None
             );
-            assert_eq!(k.check(sa("10.0.0.9:4001"), l, ack, 1001, t0), None);
+            let other_port = SocketAddr::new(r.ip(), 4001);
+            assert_eq!(k.check(other_port, l, ack, 1001, t0), None);
             assert_eq!(k.check(r, l, ack, 101_001, t0), None);
             // A segment a few bytes past ISN + 1 is no cookie ACK (Linux's low-bit
             // index would decode as index - k and pass).
@@ -204,9 +228,14 @@ mod tests {
 
     #[test]
     fn mss_table_and_timestamp_options() {
-        assert_eq!(mss_index(1460), (3, 1460));
-        assert_eq!(mss_index(1400), (1, 1300));
-        assert_eq!(mss_index(100), (0, 536));
+        assert_eq!(mss_index(1460, false), (3, 1460));
+        assert_eq!(mss_index(1400, false), (1, 1300));
+        assert_eq!(mss_index(100, false), (0, 536));
+        // net/ipv6/syncookies.c's table.
+        assert_eq!(mss_index(1460, true), (2, 1440));
+        assert_eq!(mss_index(1430, true), (1, 1420));
+        assert_eq!(mss_index(9000, true), (3, 8940));
+        assert_eq!(mss_index(1000, true), (0, 1220));
         let o = CookieOpts {
             wscale: Some(7),
             sack: true,

@@ -325,6 +325,7 @@ impl Harness {
             protocol: PROTO_TCP,
             hop_limit: 64,
             ecn: 0,
+            tos: 0,
             header_len: 20,
             payload_len: hl + payload.len(),
         };

@@ -162,6 +162,7 @@ mod tests {
             protocol,
             hop_limit: 64,
             ecn: 0,
+            tos: 0,
             header_len: 0,
             payload_len: l4.len(),
         };

@@ -39,6 +39,7 @@ pub fn tcp_packet(
         protocol: PROTO_TCP,
         hop_limit: 64,
         ecn: 0,
+        tos: 0,
         header_len: 0,
         payload_len: th.header_len() + payload.len(),
     };

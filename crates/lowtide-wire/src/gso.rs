@@ -738,7 +738,7 @@ mod tests {
             want[4..6].copy_from_slice(&id.to_be_bytes());
             ip::fill_ipv4_checksum(&mut want);
             let any = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
-            let ip = IpRepr { src: any, dst: any, protocol: PROTO_TCP, hop_limit: 0, ecn: 0, header_len: hl, payload_len: extra };
+            let ip = IpRepr { src: any, dst: any, protocol: PROTO_TCP, hop_limit: 0, ecn: 0, tos: 0, header_len: hl, payload_len: extra };
             let l = Layout { ip, tcp_start: hl, payload_start: hl, end: hl + extra };
             let mut got = h[..hl].to_vec();
             got.resize(hl + extra, 0);

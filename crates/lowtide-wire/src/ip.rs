@@ -25,6 +25,10 @@ pub struct IpRepr {
     pub hop_limit: u8,
     /// The two ECN bits of the TOS / traffic class byte.
     pub ecn: u8,
+    /// The TOS / traffic class byte less its ECN bits (the DSCP in its place,
+    /// [RFC 2474 section 3](https://www.rfc-editor.org/rfc/rfc2474#section-3)): what
+    /// Linux reads as `ip_hdr(skb)->tos` or `ipv6_get_dsfield` with `ecn` cleared.
+    pub tos: u8,
     /// Header length in bytes (IPv4 IHL*4, including options; 40 for IPv6).
     pub header_len: usize,
     /// Length of the upper-layer payload in bytes.
@@ -67,8 +71,9 @@ impl IpRepr {
         }
     }
 
-    /// Writes the header into `buf[..self.emit_len()]`: IPv4 with DF set, the given
-    /// identification and a correct header checksum; IPv6 with flow label 0.
+    /// Writes the header into `buf[..self.emit_len()]`: the TOS / traffic class byte
+    /// from `tos` and `ecn`; IPv4 with DF set, the given identification and a
+    /// correct header checksum; IPv6 with flow label 0.
     /// `self.payload_len` gives the length fields.
     ///
     /// If `src` and `dst` are of different families, `dst` is converted to `src`'s
@@ -90,7 +95,7 @@ impl IpRepr {
         };
         let total = (IPV4_HEADER_LEN + self.payload_len) as u16;
         buf[0] = 0x45;
-        buf[1] = self.ecn & 0x03;
+        buf[1] = (self.tos & !0x03) | (self.ecn & 0x03);
         buf[2..4].copy_from_slice(&total.to_be_bytes());
         buf[4..6].copy_from_slice(&id.to_be_bytes());
         buf[6..8].copy_from_slice(&IPV4_DF.to_be_bytes());
@@ -103,15 +108,16 @@ impl IpRepr {
     }
 
     /// [RFC 8200 section 3](https://www.rfc-editor.org/rfc/rfc8200#section-3): the fixed
-    /// IPv6 header, flow label 0.
+    /// IPv6 header, traffic class from `tos` and `ecn`, flow label 0.
     fn emit_v6(&self, buf: &mut [u8], src: Ipv6Addr) {
         let dst = match self.dst {
             IpAddr::V6(d) => d,
             IpAddr::V4(d) => d.to_ipv6_mapped(),
         };
-        // Traffic class = ECN bits only; it straddles bytes 0 and 1.
-        buf[0] = 0x60;
-        buf[1] = (self.ecn & 0x03) << 4;
+        // The traffic class straddles bytes 0 and 1.
+        let tc = (self.tos & !0x03) | (self.ecn & 0x03);
+        buf[0] = 0x60 | (tc >> 4);
+        buf[1] = tc << 4;
         buf[2..4].fill(0);
         buf[4..6].copy_from_slice(&(self.payload_len as u16).to_be_bytes());
         buf[6] = self.protocol;
@@ -210,6 +216,7 @@ fn parse_v4(packet: &[u8], avail: usize, verify_csum: bool) -> Result<IpRepr, Wi
         protocol: packet[9],
         hop_limit: packet[8],
         ecn: packet[1] & 0x03,
+        tos: packet[1] & !0x03,
         header_len,
         payload_len: total - header_len,
     })
@@ -241,6 +248,7 @@ fn parse_v6(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
         protocol: packet[6],
         hop_limit: packet[7],
         ecn: (packet[1] >> 4) & 0x03,
+        tos: ((packet[0] << 4) | (packet[1] >> 4)) & !0x03,
         header_len: IPV6_HEADER_LEN,
         payload_len,
     })
@@ -296,6 +304,7 @@ mod tests {
                     protocol: PROTO_TCP,
                     hop_limit: 64,
                     ecn,
+                    tos: 0,
                     header_len: 0,
                     payload_len: 0,
                 };
@@ -318,6 +327,7 @@ mod tests {
             protocol: PROTO_TCP,
             hop_limit: 64,
             ecn: 2,
+            tos: 0,
             header_len: IPV4_HEADER_LEN,
             payload_len: 8,
         }
@@ -337,13 +347,15 @@ mod tests {
             any::<u8>(),
             0u8..4,
             0usize..1500,
+            0u8..64,
         )
-            .prop_map(|(s, d, proto, hop, ecn, len)| IpRepr {
+            .prop_map(|(s, d, proto, hop, ecn, len, dscp)| IpRepr {
                 src: IpAddr::V4(s.into()),
                 dst: IpAddr::V4(d.into()),
                 protocol: proto,
                 hop_limit: hop,
                 ecn,
+                tos: dscp << 2,
                 header_len: IPV4_HEADER_LEN,
                 payload_len: len,
             });
@@ -353,13 +365,15 @@ mod tests {
             any::<u8>(),
             0u8..4,
             0usize..1500,
+            0u8..64,
         )
-            .prop_map(|(s, d, hop, ecn, len)| IpRepr {
+            .prop_map(|(s, d, hop, ecn, len, dscp)| IpRepr {
                 src: IpAddr::V6(s.into()),
                 dst: IpAddr::V6(d.into()),
                 protocol: PROTO_TCP,
                 hop_limit: hop,
                 ecn,
+                tos: dscp << 2,
                 header_len: IPV6_HEADER_LEN,
                 payload_len: len,
             });

@@ -859,6 +859,7 @@ mod tests {
             protocol: 6,
             hop_limit: 64,
             ecn: 0,
+            tos: 0,
             header_len: 20,
             payload_len: 20,
         };

@@ -242,6 +242,7 @@ mod tests {
             protocol: PROTO_UDP,
             hop_limit: 64,
             ecn: 0,
+            tos: 0,
             header_len: 0,
             payload_len: UDP_HEADER_LEN + payload.len(),
         };

@@ -557,6 +557,7 @@ pub(crate) mod tests {
             protocol: PROTO_ICMP,
             hop_limit: 64,
             ecn: 0,
+            tos: 0,
             header_len: 20,
             payload_len: msg.len(),
         };
@@ -773,6 +774,7 @@ pub(crate) mod tests {
             protocol: PROTO_ICMPV6,
             hop_limit: 64,
             ecn: 0,
+            tos: 0,
             header_len: 40,
             payload_len: m.len(),
         };

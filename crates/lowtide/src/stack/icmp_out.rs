@@ -292,6 +292,7 @@ impl Stack {
             },
             hop_limit: TTL,
             ecn: 0,
+            tos: 0,
             header_len: 0,
             payload_len: msg.len(),
         };
@@ -342,6 +343,7 @@ mod tests {
             protocol: if v4 { 1 } else { 58 },
             hop_limit: 64,
             ecn: 0,
+            tos: 0,
             header_len: 0,
             payload_len: msg.len(),
         };

@@ -37,6 +37,7 @@ macro_rules! ctx {
             mem: &mut $stack.tcp_mem,
             metrics: &mut $stack.tcp_metrics,
             tx_delay_us: 0,
+            rx_tos: $stack.rx_tos,
         }
     };
 }
@@ -138,6 +139,9 @@ pub struct Stack {
     tx_orphan: bool,
     /// Payload kept apart from the headers ([`Stack::set_tx_payload_apart`]).
     tx_apart: bool,
+    /// The TOS of the segment [`Stack::tcp_rcv`] is handling, 0 outside it
+    /// ([`Ctx::rx_tos`]).
+    rx_tos: u8,
     /// The catch-all listener's slot ([`Stack::listen_catch_all`]), if any.
     catch_all: Option<u32>,
     /// A warning about unfinished checksums was logged ([`Stack::handle_transmit`]).
@@ -197,6 +201,7 @@ impl Stack {
             secrets,
             tx_orphan: false,
             tx_apart: false,
+            rx_tos: 0,
             catch_all: None,
             warned_csum_partial: false,
             pool: lowtide_wire::pool::BufPool::new(),
@@ -893,8 +898,14 @@ impl Stack {
     }
 
     /// The rest of `tcp_v4_rcv`: a parsed segment to its socket, its listener, or a
-    /// reset.
+    /// reset. Its TOS stays at hand meanwhile for a reset that answers it.
     pub(crate) fn tcp_rcv(&mut self, now: Instant, ip: &IpRepr, th: &TcpRepr, payload: Payload) {
+        self.rx_tos = ip.tos;
+        self.tcp_rcv_segment(now, ip, th, payload);
+        self.rx_tos = 0;
+    }
+
+    fn tcp_rcv_segment(&mut self, now: Instant, ip: &IpRepr, th: &TcpRepr, payload: Payload) {
         let mss = self.cfg.mss_for(ip.src.is_ipv6()) as usize;
         self.mib
             .add(Mib::TcpInSegs, payload.len().div_ceil(mss).max(1) as u64);

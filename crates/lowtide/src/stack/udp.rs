@@ -335,6 +335,7 @@ impl Stack {
             protocol: PROTO_UDP,
             hop_limit: DEFAULT_TTL,
             ecn: 0,
+            tos: 0,
             header_len: 0,
             payload_len: UDP_HEADER_LEN + data.len(),
         };

@@ -230,6 +230,7 @@ mod tests {
             protocol: PROTO_TCP,
             hop_limit: 64,
             ecn,
+            tos: 0,
             header_len: 20,
             payload_len: 20,
         }

@@ -230,6 +230,11 @@ pub(crate) struct Ctx<'a> {
     /// `TCP_TX_DELAY` of the socket whose packets these are (`tcp_add_tx_delay`,
     /// `tcp_transmit_time`), in microseconds; 0 for the stack's own replies.
     pub tx_delay_us: u32,
+    /// The TOS / traffic class (less ECN) of the segment this input handles, 0
+    /// outside one: a reset that answers it carries it (`tcp_v4_send_reset`'s
+    /// `arg.tos = ip_hdr(skb)->tos`, `tcp_v6_send_reset`'s `ipv6_get_dsfield`), with
+    /// the ECN bits cleared (`ip_send_unicast_reply`, `tcp_v6_send_response`).
+    pub rx_tos: u8,
 }
 
 /// Sockets the stack keeps after their application let go: orphans
@@ -299,6 +304,7 @@ impl TestStack {
             mem: &mut self.mem,
             metrics: &mut self.metrics,
             tx_delay_us: 0,
+            rx_tos: 0,
         }
     }
 }

@@ -37,6 +37,7 @@ fn build_packet(
         protocol: PROTO_TCP,
         hop_limit: IP_DEFAULT_TTL,
         ecn: tos & super::ecn::INET_ECN_MASK,
+        tos: tos & !super::ecn::INET_ECN_MASK,
         header_len: 0,
         payload_len: thl + payload.len(),
     };
@@ -48,11 +49,8 @@ fn build_packet(
     let mut pkt = ctx.pool.take(ihl + thl + copied.map_or(0, |b| b.len()));
     pkt.resize(ihl + thl, 0);
     ip.emit(&mut pkt[..ihl], *ctx.ip_id);
-    if tos & !super::ecn::INET_ECN_MASK != 0 || !df {
-        match tuple.local.is_ipv6() {
-            true => lowtide_wire::ip::set_ipv6_tclass(&mut pkt[..ihl], tos),
-            false => lowtide_wire::ip::set_ipv4_tos_df(&mut pkt[..ihl], tos, df),
-        }
+    if !df && !tuple.local.is_ipv6() {
+        lowtide_wire::ip::set_ipv4_tos_df(&mut pkt[..ihl], tos, df);
     }
     th.emit(&mut pkt[ihl..]);
     let tcp_len = thl + payload.len();
@@ -100,7 +98,9 @@ fn push(
 }
 
 /// [RFC 9293 section 3.10.7.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.1):
-/// answer a segment that belongs to no connection.
+/// answer a segment that belongs to no connection (`tcp_v4_send_reset`,
+/// `tcp_v6_send_reset`); the reset reflects the segment's TOS ([`Ctx::rx_tos`]),
+/// whichever socket, if any, sends it.
 pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usize) {
     let mut rst = TcpRepr {
         src_port: tuple.local.port(),
@@ -116,7 +116,7 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
         rst.ack = th.seq.wrapping_add(len as u32 + syn_fin);
         rst.flags = TcpFlags::RST | TcpFlags::ACK;
     }
-    push_reset(ctx, (tuple, 0, true), &rst);
+    push_reset(ctx, (tuple, ctx.rx_tos, true), &rst);
 }
 
 /// Sends a reset that belongs to no socket's memory accounting (no TX completion

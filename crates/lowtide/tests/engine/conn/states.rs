@@ -1120,3 +1120,57 @@ mod loss {
         }
     }
 }
+
+mod closed {
+    use super::*;
+    use lowtide::{Instant, RxChecksum, Stack};
+    use lowtide_wire::ip::{fill_ipv4_checksum, IpRepr};
+
+    /// The segment to B's closed port 80 from `peer`, its TOS / traffic class byte
+    /// set to `tos` (ECN bits included).
+    fn segment_with_tos(peer: &str, local: &str, th: &TcpRepr, tos: u8) -> Vec<u8> {
+        let mut pkt = build(addr(peer, 4000), addr(local, 80), th, &[], 1);
+        if pkt[0] >> 4 == 4 {
+            pkt[1] = tos;
+            fill_ipv4_checksum(&mut pkt[..20]);
+        } else {
+            pkt[0] = 0x60 | (tos >> 4);
+            pkt[1] = (tos << 4) | (pkt[1] & 0x0f);
+        }
+        pkt
+    }
+
+    /// tcp_v4_send_reset / tcp_v6_send_reset: a reset to a closed port carries the
+    /// segment's TOS / traffic class less its ECN bits (Linux 6.18:
+    /// tests/packetdrill/rst-reflects-tos.pkt, in all three IP modes).
+    #[test]
+    fn a_reset_reflects_the_segments_tos_without_ecn() {
+        for (peer, local) in [("10.0.0.1", B), ("fd00::1", "fd00::2")] {
+            let mut st = Stack::new(Config::default(), 2);
+            st.add_address(local.parse().unwrap());
+            for (flags, tos, want) in [
+                (F::SYN, 0x2b, 0x28),
+                (F::ACK, 0x49, 0x48),
+                (F::ACK, 0xb8, 0xb8),
+                (F::SYN, 0x00, 0x00),
+            ] {
+                let th = TcpRepr {
+                    src_port: 4000,
+                    dst_port: 80,
+                    seq: 100,
+                    ack: 300,
+                    flags,
+                    window: 1000,
+                    ..Default::default()
+                };
+                let pkt = segment_with_tos(peer, local, &th, tos);
+                st.handle_packet(Instant::ZERO, &pkt, RxChecksum::Verify);
+                let tx = st.poll_transmit(Instant::ZERO).expect("a reset");
+                let ip = IpRepr::parse(&tx.packet, true).unwrap();
+                assert_eq!(ip.tos, want, "{peer} {flags:?} tos {tos:#x}");
+                assert_eq!(ip.ecn, 0, "a reset is not ECT");
+                st.handle_tx_complete(Instant::ZERO, tx.token);
+            }
+        }
+    }
+}

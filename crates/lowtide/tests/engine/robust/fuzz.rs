@@ -449,6 +449,7 @@ proptest! {
                 protocol: 6,
                 hop_limit: 64,
                 ecn: 0,
+                tos: 0,
                 header_len: 20,
                 payload_len: tcp.len(),
             };

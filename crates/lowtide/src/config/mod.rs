@@ -214,6 +214,10 @@ pub struct Config {
     /// `net.ipv4.tcp_tso_win_divisor`: `tcp_tso_should_defer` sends if this fraction of
     /// cwnd is open.
     pub tcp_tso_win_divisor: u32,
+    /// `net.ipv4.tcp_app_win` (0-31, default 31): `tcp_init_buffer_space` keeps
+    /// `maxwin >> tcp_app_win` of the receive window for the application; 0 keeps none
+    /// back.
+    pub tcp_app_win: u8,
     /// `net.ipv4.tcp_pacing_ss_ratio`: pacing rate in slow start, percent of cwnd/srtt.
     pub tcp_pacing_ss_ratio: u32,
     /// `net.ipv4.tcp_pacing_ca_ratio`: pacing rate in congestion avoidance, percent.
@@ -466,6 +470,7 @@ impl Default for Config {
             tcp_min_tso_segs: 2,
             tcp_tso_rtt_log: 9,
             tcp_tso_win_divisor: 3,
+            tcp_app_win: 31,
             tcp_pacing_ss_ratio: 200,
             tcp_pacing_ca_ratio: 120,
             notsent_wake_hysteresis: true,

@@ -112,6 +112,7 @@ impl Config {
             "net.ipv4.tcp_tso_win_divisor" => {
                 self.tcp_tso_win_divisor = parse_num(n, value, 0, 255, "0..=255")?
             }
+            "net.ipv4.tcp_app_win" => self.tcp_app_win = parse_num(n, value, 0, 31, "0..=31")?,
             "net.ipv4.tcp_pacing_ss_ratio" => {
                 self.tcp_pacing_ss_ratio = parse_num(n, value, 0, 1000, "percent, 0..=1000")?
             }

@@ -335,7 +335,7 @@ impl Tcb {
         cc.init(&mut c);
         self.sndbuf_expand(ctx);
         self.rcvq_space_time = ctx.now;
-        self.init_rcv_buffer_space();
+        self.init_rcv_buffer_space(ctx.cfg);
     }
 
     /// Segment processing in SYN-RECV and every synchronized state

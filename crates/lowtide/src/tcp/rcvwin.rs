@@ -35,8 +35,6 @@ pub(crate) fn window_clamp_from_user(val: i32) -> u32 {
     val.max((SOCK_MIN_RCVBUF / 2) as i32) as u32
 }
 
-/// `sysctl_tcp_app_win` default: 1/2^31 of the window kept for the application.
-const TCP_APP_WIN: u32 = 31;
 /// `net.core.rmem_max` (4 MB as this machine's 6.18 reads it), also a floor of the
 /// window scale.
 const SYSCTL_RMEM_MAX: u32 = 4 << 20;
@@ -116,12 +114,13 @@ impl Tcb {
     /// `tcp_init_buffer_space` (receive half) at establishment, with
     /// `tcp_initialize_rcv_mss` and the timestamp's room taken off `advmss`
     /// (`tcp_rcv_synsent_state_process`; this kernel's children show it too):
-    /// `window_clamp` leaves one segment of the full space to the application,
-    /// `rcvq_space` starts at ten segments or the initial window.
+    /// `window_clamp` keeps `maxwin >> tcp_app_win` for the application (none with
+    /// `tcp_app_win` 0) and at least one segment of the full space, `rcvq_space`
+    /// starts at ten segments or the initial window.
     /// A Fast Open child does this at its SYN, with the whole `advmss`; the
     /// timestamp's room comes off when its handshake completes
     /// ([`Tcb::establish_rcv_mss`]).
-    pub(crate) fn init_rcv_buffer_space(&mut self) {
+    pub(crate) fn init_rcv_buffer_space(&mut self, cfg: &Config) {
         if self.tfo.rsk.is_none() {
             self.establish_rcv_mss();
         }
@@ -129,8 +128,8 @@ impl Tcb {
         let maxwin = self.full_space();
         if self.window_clamp >= maxwin {
             self.window_clamp = maxwin;
-            if maxwin > 4 * self.advmss {
-                let app = maxwin - (maxwin >> TCP_APP_WIN);
+            if cfg.tcp_app_win != 0 && maxwin > 4 * self.advmss {
+                let app = maxwin - (maxwin >> cfg.tcp_app_win);
                 self.window_clamp = app.max(4 * self.advmss);
             }
         }
@@ -375,8 +374,26 @@ mod tests {
         let mss = t.initial_window_mss();
         t.select_initial_window(cfg, mss, true, 0);
         t.state = TcpState::Established;
-        t.init_rcv_buffer_space();
+        t.init_rcv_buffer_space(cfg);
         t
+    }
+
+    /// `tcp_app_win`: `maxwin >> tcp_app_win` of the 65536-byte full space is kept
+    /// back (1: half, 2: a quarter); 0 and the default 31 keep none, so only the
+    /// one-segment reservation applies.
+    #[test]
+    fn tcp_app_win_keeps_part_of_the_window_for_the_application() {
+        let clamp = |app_win: u8| {
+            let cfg = Config {
+                tcp_app_win: app_win,
+                ..kernel_cfg()
+            };
+            passive_established(&cfg).window_clamp
+        };
+        assert_eq!(clamp(1), 32768);
+        assert_eq!(clamp(2), 49152);
+        assert_eq!(clamp(0), 64088);
+        assert_eq!(clamp(31), 64088);
     }
 
     /// Linux 6.18 (tcpdump on veth, this machine): the SYN carries 64240 (44 x 1460)
@@ -433,7 +450,7 @@ mod tests {
         assert_eq!((a.rcv_wnd, a.rx_opt.rcv_wscale), (15 * 65495, 4));
         a.rx_opt.tstamp_ok = true;
         a.state = TcpState::Established;
-        a.init_rcv_buffer_space();
+        a.init_rcv_buffer_space(&cfg);
         assert_eq!((a.rcv_ssthresh, a.rcvq_space), (934_517, 654_830));
     }
 

@@ -121,8 +121,9 @@ pub struct Config {
     /// 300. Linux's `proc_dointvec` takes any `int`, read as `u32` (`min_t(u32,
     /// ...)`): a negative value caps nothing.
     pub tcp_max_reordering: u32,
-    /// `net.ipv4.tcp_recovery`: bit 0x1 RACK loss detection (default on), 0x2 static
-    /// RACK reordering window, 0x4 no dupthresh shortcut for RACK.
+    /// `net.ipv4.tcp_recovery`: bit 0x1 RACK loss detection (default on; without it
+    /// RACK still detects losses, as in Linux 6.17+, where RFC 6675 recovery is
+    /// gone), 0x2 static RACK reordering window, 0x4 no dupthresh shortcut for RACK.
     pub tcp_recovery: u32,
     /// `net.ipv4.tcp_early_retrans`: 3 or 4 enable tail loss probes (default 3).
     pub tcp_early_retrans: u32,
@@ -524,7 +525,8 @@ impl Default for Config {
     }
 }
 
-/// `TCP_RACK_LOSS_DETECTION`: `tcp_recovery` bit for RACK loss detection.
+/// `TCP_RACK_LOSS_DETECTION`: `tcp_recovery` bit for RACK loss detection (no
+/// effect since Linux 6.17: RACK is the only loss detection).
 pub const TCP_RACK_LOSS_DETECTION: u32 = 0x1;
 /// `TCP_RACK_STATIC_REO_WND`: `tcp_recovery` bit keeping the reordering window at
 /// min_rtt/4 (no D-SACK adaptation).

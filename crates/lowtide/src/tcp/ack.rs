@@ -471,7 +471,6 @@ impl Tcb {
 
     /// After `snd_una` moved: timers, FIN states, send buffer and write space.
     fn on_snd_una_advanced(&mut self, ctx: &mut Ctx, c: &super::rtx::Cleaned) {
-        self.lost_hint = self.lost_hint.max(self.snd_una);
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
         // tcp_clean_rtx_queue: an emptied retransmit queue stops the busy chrono.
         if self.rtx.is_empty() {

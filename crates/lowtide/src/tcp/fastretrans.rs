@@ -37,18 +37,6 @@ pub(crate) struct AckFlags {
 }
 
 impl Tcb {
-    /// RFC 6675 `IsLost` over the scoreboard (SACK flows with RACK off); resets the
-    /// retransmit hint below any newly lost skb.
-    fn mark_lost_rfc6675(&mut self) {
-        let thresh = (self.reordering.saturating_sub(1) as u64) * self.mss_cache as u64;
-        let from = self.lost_hint.max(self.snd_una);
-        let (hint, first) = self.rtx.mark_lost_sacked_above(from, thresh);
-        self.lost_hint = hint;
-        if let Some(f) = first {
-            self.retransmit_hint = self.retransmit_hint.min(f);
-        }
-    }
-
     /// `tcp_newreno_mark_lost`: without SACK, the head is lost after `reordering`
     /// duplicate ACKs, and again on each partial ACK in recovery
     /// ([RFC 6582 3.2](https://www.rfc-editor.org/rfc/rfc6582#section-3.2)).
@@ -76,15 +64,16 @@ impl Tcb {
         self.retransmit_hint = self.retransmit_hint.min(seq);
     }
 
-    /// `tcp_identify_packet_loss`: NewReno without SACK, RACK by default, RFC 6675
-    /// `IsLost` when RACK is off.
+    /// `tcp_identify_packet_loss`: NewReno without SACK, else RACK, the only loss
+    /// detection since Linux 6.17 (1c120191dcec "tcp: remove obsolete and unused
+    /// RFC3517/RFC6675 loss recovery code": `tcp_recovery`'s bit 0x1 has no effect).
     fn identify_packet_loss(&mut self, ctx: &mut Ctx, fl: &mut AckFlags) {
         if self.rtx.is_empty() {
             return;
         }
         if !self.rx_opt.sack_ok {
             self.newreno_mark_lost(fl.snd_una_advanced);
-        } else if self.is_rack(ctx) {
+        } else {
             let prior_retrans = self.rtx.retrans_out;
             if self.rack_mark_lost(ctx) {
                 fl.set_xmit_timer = false;
@@ -92,8 +81,6 @@ impl Tcb {
             if prior_retrans > self.rtx.retrans_out {
                 fl.lost_retrans = true;
             }
-        } else {
-            self.mark_lost_rfc6675();
         }
     }
 
@@ -220,7 +207,7 @@ impl Tcb {
         delivered
     }
 
-    /// `tcp_time_to_recover`: a loss is proven (RACK, `IsLost` or NewReno marked one).
+    /// `tcp_time_to_recover`: loss detection (RACK, or NewReno) marked a packet lost.
     fn time_to_recover(&self) -> bool {
         self.rtx.lost_out > 0
     }
@@ -334,7 +321,6 @@ impl Tcb {
     fn undo_cwnd_reduction(&mut self, unmark_loss: bool, now: crate::time::Instant) {
         if unmark_loss {
             self.rtx.unmark_all_lost();
-            self.lost_hint = self.snd_una;
             self.retransmit_hint = self.snd_una;
         }
         if self.undo.prior_ssthresh > 0 {
@@ -618,13 +604,12 @@ impl Tcb {
         } else if !self.rx_opt.sack_ok {
             self.reset_reno_sack();
         }
-        // tcp_timeout_mark_lost: with RACK (and no reneging, which loses all), not
-        // what tcp_rack_skb_timeout (reo_wnd 0) says was sent too recently.
-        let rack = self.is_rack(ctx) && !reneg;
+        // tcp_timeout_mark_lost: without reneging (which loses all), not what
+        // tcp_rack_skb_timeout (reo_wnd 0) says was sent too recently.
+        let rack = !reneg;
         let (rtt, now) = (self.rack.rtt_us as u64, ctx.now);
         self.rtx
             .mark_lost_on_timeout(|tx| rack && (now.saturating_since(tx).as_micros() as u64) < rtt);
-        self.lost_hint = self.snd_una;
         self.retransmit_hint = self.snd_una;
         if self.ca_state <= CaState::Disorder
             || self.high_seq <= self.snd_una

@@ -196,7 +196,6 @@ impl Tcb {
             high_seq: 0,
             prr_delivered: 0,
             prr_out: 0,
-            lost_hint: 0,
             retransmit_hint: 0,
             reno_sacked_out: 0,
             rack: Rack::default(),

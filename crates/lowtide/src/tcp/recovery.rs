@@ -11,17 +11,12 @@ use super::rtx::tsorted::sent_after;
 use super::rtx::{Delivered, RackLoss};
 use super::sock::{Pending, Tcb};
 use super::Ctx;
-use crate::config::{TCP_RACK_LOSS_DETECTION, TCP_RACK_NO_DUPTHRESH, TCP_RACK_STATIC_REO_WND};
+use crate::config::{TCP_RACK_NO_DUPTHRESH, TCP_RACK_STATIC_REO_WND};
 use crate::mib::Mib;
 use crate::time::Instant;
 use core::time::Duration;
 
 impl Tcb {
-    /// `tcp_is_rack`: RACK detects losses (`net.ipv4.tcp_recovery` bit 0x1).
-    pub(crate) fn is_rack(&self, ctx: &Ctx) -> bool {
-        ctx.cfg.tcp_recovery & TCP_RACK_LOSS_DETECTION != 0
-    }
-
     /// `tcp_rack_advance`
     /// ([RFC 8985 section 6.2](https://www.rfc-editor.org/rfc/rfc8985#section-6.2) step 2)
     /// for what one ACK delivered: the most recently sent skb becomes the reference, and
@@ -311,7 +306,8 @@ mod tests {
 
     /// `tcp_timeout_mark_lost` with RACK: the RTO marks lost the head and what was
     /// sent more than `rack.rtt_us` ago (`tcp_rack_skb_timeout(tp, skb, 0) <= 0`);
-    /// what was sent since stays in flight. Without RACK, everything is lost.
+    /// what was sent since stays in flight. `tcp_recovery` 0 changes nothing (Linux
+    /// 6.17+: RACK is the only loss detection; before, everything was lost).
     #[test]
     fn rto_leaves_recently_sent_skbs_in_flight_under_rack() {
         let lost_after_rto = |tcp_recovery: u32| {
@@ -335,7 +331,7 @@ mod tests {
             (lost, t.rtx.lost_out)
         };
         assert_eq!(lost_after_rto(1), (vec![0, 1, 3, 4, 5, 6, 7], 7));
-        assert_eq!(lost_after_rto(0), (vec![0, 1, 3, 4, 5, 6, 7, 8, 9], 9));
+        assert_eq!(lost_after_rto(0), (vec![0, 1, 3, 4, 5, 6, 7], 7));
     }
 
     /// `tcp_skb_spurious_retrans` (tcp_clean_rtx_queue): a cumulative ACK whose TSecr
@@ -456,7 +452,7 @@ mod tests {
     #[test]
     fn static_reo_wnd_sysctl_stops_adaptation() {
         let cfg = Config {
-            tcp_recovery: TCP_RACK_LOSS_DETECTION | TCP_RACK_STATIC_REO_WND,
+            tcp_recovery: crate::config::TCP_RACK_LOSS_DETECTION | TCP_RACK_STATIC_REO_WND,
             ..Config::default()
         };
         let mut t = tcb(&cfg);

@@ -266,7 +266,6 @@ pub struct Tcb {
     pub(crate) high_seq: u64,
     pub(crate) prr_delivered: u32,
     pub(crate) prr_out: u32,
-    pub(crate) lost_hint: u64,
     pub(crate) retransmit_hint: u64,
     /// Without SACK, Linux's `sacked_out`: duplicate ACKs counted as SACKed
     /// segments (`tcp_add_reno_sack`, renosack.rs); see [`Tcb::sacked_out`].

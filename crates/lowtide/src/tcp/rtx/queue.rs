@@ -452,7 +452,9 @@ impl RtxQueue {
     /// marks lost every skb, from `from` on, that has more than `thresh_bytes` SACKed above
     /// it, and returns the offset where the rule stopped holding (the next call may start
     /// there: a hint, like Linux's `lost_skb_hint`). Returns the lowest newly marked
-    /// offset, if any, too.
+    /// offset, if any, too. The engine no longer runs it (Linux 6.17 removed RFC 6675
+    /// recovery; RACK alone detects losses): lowtide-lab's calibration workload and
+    /// the queue benches keep it as a per-ACK walk of the scoreboard.
     pub fn mark_lost_sacked_above(&mut self, from: u64, thresh_bytes: u64) -> (u64, Option<u64>) {
         // From tp->lost_skb_hint, a pointer in Linux (no search from the head).
         let Some(mut p) = self.store.seek_hinted(from) else {

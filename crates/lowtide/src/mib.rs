@@ -268,6 +268,9 @@ mib! {
     /// Old pure ACKs dropped by the PAWS check, without a duplicate ACK
     /// (`LINUX_MIB_PAWS_OLD_ACK`, Linux 6.14+).
     TcpExtPAWSOldAck,
+    /// Final handshake ACKs dropped because their TSecr echoes none of the request's
+    /// SYN-ACKs (`LINUX_MIB_TSECRREJECTED`, `tcp_check_req`, Linux 6.15+).
+    TcpExtTSEcrRejected,
     /// Segments starting or (with data queued) ending beyond the receive window
     /// (`LINUX_MIB_BEYOND_WINDOW`, `tcp_sequence`, Linux 6.17+).
     TcpExtBeyondWindow,

@@ -49,6 +49,17 @@ impl Tcb {
             .filter(|_| ctx.cfg.tcp_timestamps)
             .map(|t| t.0);
         let paws_reject = tsval.is_some_and(|v| self.req_paws_reject(v, rst));
+        // Linux 6.15+ ("tcp: be less liberal in TSEcr received while in SYN_RECV
+        // state"): a TSecr must echo one of the request's SYN-ACKs.
+        let tsecr_reject = match th.options.timestamp.filter(|_| ctx.cfg.tcp_timestamps) {
+            // A first TSval of 0: no SYN-ACK of its own (a SYN cookie's child, which
+            // in Linux never reaches tcp_check_req).
+            Some((_, ecr)) if ecr != 0 && self.rx_opt.tstamp_ok && !fastopen => {
+                let (first, last) = self.req.snt_tsval;
+                first != 0 && last.wrapping_sub(first) < ecr.wrapping_sub(first)
+            }
+            _ => false,
+        };
         // A pure retransmitted SYN: our SYN-ACK was lost (inet_rtx_syn_ack, rate
         // limited).
         if seq == 0 && f == TcpFlags::SYN && !paws_reject {
@@ -70,13 +81,15 @@ impl Tcb {
         let s_win = self.rcv_seq(self.rcv_nxt);
         let (wire_seq, wire_end) = (Seq(th.seq), Seq(th.seq) + space as u32);
         let in_window = in_window(wire_seq, wire_end, s_win, s_win + self.synack_window());
-        if paws_reject || !in_window {
+        if paws_reject || tsecr_reject || !in_window {
             // Out of window: an ACK, and drop.
             if !rst && !self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv) {
                 self.req_send_ack(ctx);
             }
             if paws_reject {
                 ctx.mib.inc(Mib::TcpExtPAWSEstab);
+            } else if tsecr_reject {
+                ctx.mib.inc(Mib::TcpExtTSEcrRejected);
             }
             return false;
         }

@@ -317,10 +317,19 @@ impl Tcb {
         }
         o.sack_permitted = (active && ctx.cfg.tcp_sack) || self.rx_opt.sack_ok;
         if (active && ctx.cfg.tcp_timestamps) || self.rx_opt.tstamp_ok {
-            o.timestamp = Some((
-                self.tsval(tstamp),
-                if active { 0 } else { self.rx_opt.ts_recent },
-            ));
+            let mut tsval = self.tsval(tstamp);
+            if !active {
+                // tcp_synack_options: the range of TSvals the request sent (a first
+                // TSval of 0 goes out as ~0, as 0 means none yet).
+                if self.req.snt_tsval.0 == 0 {
+                    if tsval == 0 {
+                        tsval = !0;
+                    }
+                    self.req.snt_tsval.0 = tsval;
+                }
+                self.req.snt_tsval.1 = tsval;
+            }
+            o.timestamp = Some((tsval, if active { 0 } else { self.rx_opt.ts_recent }));
         }
         // tcp_syn_options / tcp_synack_options: a Fast Open cookie if it still fits.
         if let Some(c) = self.tfo.syn_cookie {

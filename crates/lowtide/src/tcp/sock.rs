@@ -49,6 +49,10 @@ pub(crate) struct ReqState {
     pub young_qlen: u32,
     /// See [`ReqState::qlen`].
     pub max_ack_backlog: u32,
+    /// `snt_tsval_first` and `snt_tsval_last`: the TSval of the request's first and
+    /// latest SYN-ACK (first 0: none sent yet), the range a final ACK's TSecr must
+    /// echo (`tcp_synack_options`, Linux 6.15+).
+    pub snt_tsval: (u32, u32),
 }
 
 /// One TCP connection. Sequence positions are 64-bit stream offsets: offset 0 is the

@@ -161,7 +161,7 @@ impl Tcb {
                 if self.ca_state != CaState::Recovery {
                     // Undone, but loss is evident: a new recovery (reordering then loss).
                     if self.time_to_recover() {
-                        self.enter_recovery(ctx);
+                        self.enter_recovery(ctx, fl.ece);
                     }
                 }
             }
@@ -203,7 +203,7 @@ impl Tcb {
         if self.mtup_probe_lost(ctx) {
             return delivered;
         }
-        self.enter_recovery(ctx);
+        self.enter_recovery(ctx, fl.ece);
         delivered
     }
 
@@ -540,8 +540,14 @@ impl Tcb {
         }
     }
 
-    /// `tcp_enter_recovery` + `tcp_init_cwnd_reduction`.
-    pub(crate) fn enter_recovery(&mut self, ctx: &mut Ctx) {
+    /// `tcp_enter_recovery` + `tcp_init_cwnd_reduction`. With no retransmission out,
+    /// the undo and ETIMEDOUT clock restarts at this fast retransmit
+    /// (`tcp_retrans_stamp_cleanup`, Linux 6.12+); an ACK that echoes congestion
+    /// (`ece`) leaves nothing to undo (`prior_ssthresh` 0).
+    pub(crate) fn enter_recovery(&mut self, ctx: &mut Ctx, ece: bool) {
+        if !self.any_retrans_done() {
+            self.undo.retrans_stamp = None;
+        }
         ctx.mib.inc(if self.rx_opt.sack_ok {
             Mib::TcpExtTCPSackRecovery
         } else {
@@ -550,7 +556,9 @@ impl Tcb {
         self.undo.prior_ssthresh = 0;
         self.init_undo();
         if !self.in_cwnd_reduction() {
-            self.undo.prior_ssthresh = self.current_ssthresh();
+            if !ece {
+                self.undo.prior_ssthresh = self.current_ssthresh();
+            }
             self.init_cwnd_reduction();
         }
         self.set_ca_state(CaState::Recovery);
@@ -759,6 +767,28 @@ mod syn_undo_tests {
         t.snd_una = 1;
         t.undo.retrans_stamp = None;
         t.syn_acked_alert(&mut ts.ctx(&Config::default(), Instant::ZERO, false), 0);
+    }
+
+    /// `tcp_enter_recovery`: `tcp_retrans_stamp_cleanup` restarts the undo and
+    /// ETIMEDOUT clock when no retransmission is out (Linux 6.12+), and an ACK with
+    /// ECE leaves `prior_ssthresh` 0 (nothing to undo).
+    #[test]
+    fn enter_recovery_restarts_the_retransmission_clock_and_honours_ece() {
+        let mut ts = TestStack::default();
+        let cfg = Config::default();
+        let enter = |ts: &mut TestStack, retrans_out: u32, ece: bool| {
+            let mut t = Tcb::for_test(&cfg);
+            (t.snd_nxt, t.rx_opt.sack_ok) = (10, true);
+            t.rtx.retrans_out = retrans_out;
+            t.undo.retrans_stamp = Some(Instant::ZERO);
+            t.enter_recovery(&mut ts.ctx(&cfg, Instant::ZERO, false), ece);
+            assert_eq!(t.ca_state, CaState::Recovery);
+            (t.undo.retrans_stamp, t.undo.prior_ssthresh)
+        };
+        let initial = Tcb::for_test(&cfg).current_ssthresh();
+        assert_eq!(enter(&mut ts, 0, false), (None, initial));
+        assert_eq!(enter(&mut ts, 1, false), (Some(Instant::ZERO), initial));
+        assert_eq!(enter(&mut ts, 0, true), (None, 0));
     }
 
     #[test]

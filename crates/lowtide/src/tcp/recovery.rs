@@ -95,7 +95,7 @@ impl Tcb {
         self.rack_detect_loss(ctx);
         if prior_inflight != self.packets_in_flight() {
             if self.ca_state != CaState::Recovery {
-                self.enter_recovery(ctx);
+                self.enter_recovery(ctx, false);
                 if !self.cc.has_cong_control() {
                     let newly_lost = (self.rtx.lost - prior_lost) as u32;
                     self.cwnd_reduction(1, newly_lost, false);

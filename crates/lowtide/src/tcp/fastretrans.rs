@@ -154,8 +154,11 @@ impl Tcb {
                 } else if self.try_undo_partial(ctx, prior_snd_una) {
                     return 0;
                 }
+                // tcp_try_keep_open, not tcp_try_to_open: the state (Open or
+                // Disorder) and high_seq change, retrans_stamp stays and an ECE
+                // enters no CWR here.
                 if self.try_undo_dsack(ctx) {
-                    self.try_to_open(fl.ece);
+                    self.try_keep_open();
                 }
                 self.identify_packet_loss(ctx, fl);
                 if self.ca_state != CaState::Recovery {
@@ -877,5 +880,44 @@ mod syn_undo_tests {
         t.undo.retrans_stamp = None;
         t.try_undo_spurious_syn(&ack_echoing(Some(ecr)));
         assert_eq!(t.undo.marker, Some(0));
+    }
+}
+
+#[cfg(test)]
+mod recovery_undo_tests {
+    use super::AckFlags;
+    use crate::config::Config;
+    use crate::mib::Mib;
+    use crate::tcp::cong::CaState;
+    use crate::tcp::{Tcb, TestStack};
+    use crate::Instant;
+
+    /// `tcp_fastretrans_alert` in Recovery: a D-SACK that accounts for every
+    /// retransmission undoes the reduction (`tcp_try_undo_dsack`) and then only
+    /// `tcp_try_keep_open` runs: retrans_stamp stays (`tcp_try_to_open` would clear
+    /// it with no retransmission left), and an ECE on that ACK changes nothing more.
+    #[test]
+    fn dsack_undo_in_recovery_keeps_open_only() {
+        let cfg = Config::default();
+        let mut ts = TestStack::default();
+        let stamp = Instant::from_nanos(5_000_000);
+        for ece in [false, true] {
+            let mut ctx = ts.ctx(&cfg, Instant::from_nanos(9_000_000), false);
+            let mut t = Tcb::for_test(&cfg);
+            t.rx_opt.sack_ok = true;
+            (t.snd_una, t.snd_nxt, t.high_seq) = (1001, 5001, 5001);
+            t.ca_state = CaState::Recovery;
+            (t.undo.marker, t.undo.retrans) = (Some(1), 0);
+            t.undo.retrans_stamp = Some(stamp);
+            let mut fl = AckFlags {
+                ece,
+                ..Default::default()
+            };
+            t.fastretrans_states(&mut ctx, 1001, 0, &mut fl);
+            assert_eq!(t.ca_state, CaState::Open, "ece {ece}");
+            assert_eq!(t.undo.retrans_stamp, Some(stamp), "ece {ece}");
+            assert_eq!(t.high_seq, 5001);
+        }
+        assert_eq!(ts.mib.get(Mib::TcpExtTCPDSACKUndo), 2);
     }
 }

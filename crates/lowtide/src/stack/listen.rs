@@ -374,8 +374,9 @@ impl Stack {
             tcb.cookie_mss_clamp(ctx, mss.into());
             tcb.ecn_cookie_ok(ctx.cfg, opts.ecn);
             ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
-                                    // No SYN-ACK of this request's own: Linux's cookie child skips
-                                    // tcp_check_req and its TSecr range (cookie_tcp_reqsk_init: 0).
+
+            // No SYN-ACK of this request's own: Linux's cookie child skips
+            // tcp_check_req and its TSecr range (cookie_tcp_reqsk_init: 0).
             tcb.req.snt_tsval = (0, 0);
             tcb.icsk.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
             tcb.rcv_segment(ctx, ip, th, Payload::Flat(payload));

@@ -43,15 +43,12 @@ impl Tcb {
             len as u64 + f.contains(TcpFlags::SYN) as u64 + f.contains(TcpFlags::FIN) as u64;
         let end = seq.saturating_add(space);
         // tcp_parse_options(estab = 0): a timestamp counts when tcp_timestamps is on.
-        let tsval = th
-            .options
-            .timestamp
-            .filter(|_| ctx.cfg.tcp_timestamps)
-            .map(|t| t.0);
+        let ts = th.options.timestamp.filter(|_| ctx.cfg.tcp_timestamps);
+        let tsval = ts.map(|t| t.0);
         let paws_reject = tsval.is_some_and(|v| self.req_paws_reject(v, rst));
         // Linux 6.15+ ("tcp: be less liberal in TSEcr received while in SYN_RECV
         // state"): a TSecr must echo one of the request's SYN-ACKs.
-        let tsecr_reject = match th.options.timestamp.filter(|_| ctx.cfg.tcp_timestamps) {
+        let tsecr_reject = match ts {
             // A first TSval of 0: no SYN-ACK of its own (a SYN cookie's child, which
             // in Linux never reaches tcp_check_req).
             Some((_, ecr)) if ecr != 0 && self.rx_opt.tstamp_ok && !fastopen => {

@@ -18,6 +18,7 @@ mod bind;
 pub mod consts;
 mod embed;
 mod fastopen;
+mod getsockopt;
 mod msg;
 pub mod pipe;
 mod poll;

@@ -1,9 +1,10 @@
-//! `getsockopt(2)`/`setsockopt(2)` (`sock_setsockopt`, `do_tcp_setsockopt` and their
-//! getters), and `struct tcp_info` in Linux's byte layout.
+//! `setsockopt(2)` (`sock_setsockopt`, `do_ip_setsockopt`, `do_ipv6_setsockopt`,
+//! `do_tcp_setsockopt`) and `struct tcp_info` in Linux's byte layout; the getters
+//! are in posix/getsockopt.rs.
 
 use super::consts::*;
 use super::{err, Errno, Fd, Host, SockState, SYSCTL_WMEM_MAX};
-use crate::tcp::consts::{MAX_TCP_WINDOW, SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF, TCP_MIN_MSS};
+use crate::tcp::consts::{MAX_TCP_WINDOW, TCP_MIN_MSS};
 use crate::tcp::fastopen::{FastOpenKeys, TFO_CLIENT_ENABLE};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
@@ -17,7 +18,7 @@ pub const TCP_INFO_LEN: usize = 280;
 /// `sizeof(u32) * SK_MEMINFO_VARS`.
 pub const SK_MEMINFO_LEN: usize = 36;
 /// `TCP_CA_NAME_MAX`.
-const TCP_CA_NAME_MAX: usize = 16;
+pub(super) const TCP_CA_NAME_MAX: usize = 16;
 
 /// `SO_KEEPALIVE` (`sock_setsockopt`) or one of `TCP_KEEPIDLE`, `TCP_KEEPINTVL`,
 /// `TCP_KEEPCNT` (`do_tcp_setsockopt`, `EINVAL` out of range) applied to `ka`.
@@ -56,7 +57,7 @@ fn ip_int_arg(val: &[u8]) -> Result<i32, Errno> {
 /// `do_ip_getsockopt`'s answer: an int, or one byte when the caller's buffer is
 /// shorter than an int and the value fits (`len < sizeof(int) && val >= 0 &&
 /// val <= 255`).
-fn ip_int_out(out: &mut [u8], v: i32) -> usize {
+pub(super) fn ip_int_out(out: &mut [u8], v: i32) -> usize {
     if out.len() < 4 && (0..=255).contains(&v) && !out.is_empty() {
         out[0] = v as u8;
         return 1;
@@ -64,7 +65,7 @@ fn ip_int_out(out: &mut [u8], v: i32) -> usize {
     put(out, &v.to_ne_bytes())
 }
 
-fn put(out: &mut [u8], bytes: &[u8]) -> usize {
+pub(super) fn put(out: &mut [u8], bytes: &[u8]) -> usize {
     let n = out.len().min(bytes.len());
     out[..n].copy_from_slice(&bytes[..n]);
     n
@@ -542,356 +543,5 @@ impl Host {
         }
         self.sync_events();
         Ok(())
-    }
-
-    /// What `getsockopt(TCP_SAVED_SYN)` writes to `optlen` when it fails with
-    /// `EINVAL` (a buffer shorter than the saved headers, which stay): their
-    /// length (`tcp_saved_syn_len`); `None` without a saved SYN.
-    pub fn saved_syn_len(&self, fd: Fd) -> Result<Option<usize>, Errno> {
-        match self.conn(fd)? {
-            Some(h) => self
-                .stack
-                .socket_ref(h)
-                .saved_syn_len()
-                .map_err(Errno::from),
-            None => Ok(None),
-        }
-    }
-
-    /// `getsockopt(2)`: writes at most `out.len()` bytes and returns how many.
-    pub fn getsockopt(
-        &mut self,
-        now: Instant,
-        fd: Fd,
-        level: i32,
-        name: i32,
-        out: &mut [u8],
-    ) -> Result<usize, Errno> {
-        let s = self.sock(fd)?;
-        let conn = self.conn(fd)?;
-        let info = conn.and_then(|h| self.stack.info(now, h).ok());
-        let cfg = self.stack.config();
-        let int = |out: &mut [u8], v: i32| put(out, &v.to_ne_bytes());
-        let n = match (level, name) {
-            (SOL_SOCKET, SO_TYPE) => int(out, SOCK_STREAM),
-            (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(out, s.opts.v6only as i32),
-            (SOL_SOCKET, SO_REUSEADDR) => int(out, s.opts.reuse as i32),
-            (SOL_SOCKET, SO_REUSEPORT) => int(out, s.opts.reuseport as i32),
-            (SOL_IP, IP_TOS) => ip_int_out(out, s.opts.tos as i32),
-            (IPPROTO_IPV6, IPV6_TCLASS) if s.family == AF_INET6 => int(out, s.opts.tclass as i32),
-            (SOL_IP, IP_MTU_DISCOVER) => {
-                let v = s.opts.pmtudisc.map_or(IP_PMTUDISC_WANT, i32::from);
-                ip_int_out(out, v)
-            }
-            (SOL_IP, IP_FREEBIND) => ip_int_out(out, s.opts.freebind as i32),
-            (SOL_IP, IP_RECVERR) => ip_int_out(out, s.opts.recverr as i32),
-            (IPPROTO_IPV6, IPV6_RECVERR) if s.family == AF_INET6 => {
-                int(out, s.opts.recverr6 as i32)
-            }
-            // do_ip_getsockopt: the route's MTU, ENOTCONN without a route.
-            (SOL_IP, IP_MTU) => match conn {
-                Some(h) => ip_int_out(
-                    out,
-                    self.stack.socket_ref(h).path_mtu().map_err(Errno::from)? as i32,
-                ),
-                None => return err(errno::ENOTCONN),
-            },
-            (SOL_SOCKET, SO_KEEPALIVE) => int(out, s.opts.keepalive.enabled as i32),
-            // keepalive_time_when and friends: the socket's value or the sysctl.
-            (SOL_TCP, TCP_KEEPIDLE) => {
-                let d = s.opts.keepalive.idle.map(|d| d.as_secs() as u32);
-                int(out, d.unwrap_or(cfg.tcp_keepalive_time) as i32)
-            }
-            (SOL_TCP, TCP_KEEPINTVL) => {
-                let d = s.opts.keepalive.interval.map(|d| d.as_secs() as u32);
-                int(out, d.unwrap_or(cfg.tcp_keepalive_intvl) as i32)
-            }
-            (SOL_TCP, TCP_KEEPCNT) => {
-                let n = s.opts.keepalive.probes.unwrap_or(cfg.tcp_keepalive_probes);
-                int(out, n as i32)
-            }
-            (SOL_TCP, TCP_INQ) => int(out, s.opts.recvmsg_inq as i32),
-            (SOL_SOCKET, SO_ZEROCOPY) => int(out, s.opts.zerocopy as i32),
-            (SOL_SOCKET, SO_TIMESTAMPING) => {
-                let flags = match conn {
-                    Some(h) => self
-                        .stack
-                        .socket_ref(h)
-                        .timestamping()
-                        .map_err(Errno::from)?,
-                    None => s.opts.tsflags,
-                };
-                int(out, flags as i32)
-            }
-            (SOL_SOCKET, SO_MARK) => int(out, s.opts.mark as i32),
-            (SOL_SOCKET, SO_OOBINLINE) => int(out, s.opts.oobinline as i32),
-            (SOL_SOCKET, SO_RCVLOWAT) => {
-                let v = match conn {
-                    Some(h) => self.stack.socket_ref(h).rcvlowat().map_err(Errno::from)?,
-                    None => {
-                        let locked = s.opts.rcvbuf.map(|b| (b * 2).max(SOCK_MIN_RCVBUF));
-                        s.opts
-                            .rcvlowat
-                            .map_or(1, |v| rcvlowat_from_user(cfg, locked, v))
-                    }
-                };
-                int(out, v as i32)
-            }
-            (SOL_SOCKET, SO_LINGER) => {
-                let mut b = [0u8; 8];
-                b[..4].copy_from_slice(&(s.linger.0 as i32).to_ne_bytes());
-                b[4..].copy_from_slice(&(s.linger.1 as i32).to_ne_bytes());
-                put(out, &b)
-            }
-            (SOL_SOCKET, SO_SNDBUF) => {
-                let v = match (&info, s.opts.sndbuf) {
-                    (Some(i), _) => i.sndbuf,
-                    (None, Some(b)) => (b * 2).max(SOCK_MIN_SNDBUF),
-                    (None, None) => cfg.tcp_wmem[1],
-                };
-                int(out, v as i32)
-            }
-            (SOL_SOCKET, SO_RCVBUF) => {
-                let v = match (&info, s.opts.rcvbuf) {
-                    (Some(i), _) => i.rcvbuf,
-                    (None, Some(b)) => (b * 2).max(SOCK_MIN_RCVBUF),
-                    (None, None) => cfg.tcp_rmem[1],
-                };
-                int(out, v as i32)
-            }
-            (SOL_SOCKET, SO_ERROR) => {
-                let e = match conn {
-                    Some(h) => self.stack.socket_error(h).ok().flatten(),
-                    None => None,
-                };
-                int(out, e.map_or(0, |e| Errno::from(e).0))
-            }
-            (SOL_SOCKET, SO_MAX_PACING_RATE) => {
-                let r = s.opts.max_pacing_rate.unwrap_or(u64::MAX);
-                if out.len() >= 8 {
-                    put(out, &r.to_ne_bytes())
-                } else {
-                    put(out, &(r.min(u32::MAX as u64) as u32).to_ne_bytes())
-                }
-            }
-            (SOL_SOCKET, SO_MEMINFO) => {
-                let mut b = [0u8; SK_MEMINFO_LEN];
-                if let Some(i) = &info {
-                    // sk_get_meminfo: rmem_alloc, rcvbuf, wmem_alloc, sndbuf,
-                    // fwd_alloc, wmem_queued, optmem, backlog, drops.
-                    let vals = [
-                        i.rmem_alloc,
-                        i.rcvbuf as u64,
-                        i.wmem_alloc,
-                        i.sndbuf as u64,
-                        0,
-                        i.wmem_queued,
-                        0,
-                        0,
-                        0,
-                    ];
-                    for (k, v) in vals.iter().enumerate() {
-                        b[k * 4..k * 4 + 4].copy_from_slice(&(*v as u32).to_ne_bytes());
-                    }
-                }
-                put(out, &b)
-            }
-            (SOL_TCP, TCP_FASTOPEN) => {
-                let q = match s.state {
-                    SockState::Listening(h) => {
-                        self.stack.socket_ref(h).fastopen_max_qlen().unwrap_or(0)
-                    }
-                    _ => s.opts.fastopen_qlen.map_or(0, |q| q.min(cfg.somaxconn)),
-                };
-                int(out, q as i32)
-            }
-            (SOL_TCP, TCP_FASTOPEN_CONNECT) => int(out, s.opts.fastopen_connect as i32),
-            (SOL_TCP, TCP_FASTOPEN_NO_COOKIE) => int(out, s.opts.fastopen_no_cookie as i32),
-            (SOL_TCP, TCP_FASTOPEN_KEY) => {
-                let keys = s.opts.fastopen_key.clone();
-                put(
-                    out,
-                    &keys
-                        .unwrap_or_else(|| cfg.tcp_fastopen_key.clone())
-                        .to_bytes(),
-                )
-            }
-            (SOL_TCP, TCP_NODELAY) => int(out, s.opts.nodelay as i32),
-            (SOL_TCP, TCP_CORK) => int(out, s.opts.cork as i32),
-            (SOL_TCP, TCP_SYNCNT) => {
-                let n = match conn {
-                    Some(h) => self
-                        .stack
-                        .socket_ref(h)
-                        .syn_retries()
-                        .map_err(Errno::from)?,
-                    None if s.opts.syn_retries != 0 => s.opts.syn_retries,
-                    None => cfg.tcp_syn_retries,
-                };
-                int(out, n as i32)
-            }
-            (SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS) => int(out, s.opts.thin_lto as i32),
-            (SOL_TCP, TCP_DEFER_ACCEPT) => int(
-                out,
-                crate::tcp::sockopt::retrans_to_secs(s.opts.defer_accept),
-            ),
-            (SOL_TCP, TCP_QUICKACK) => {
-                let quick = match conn {
-                    Some(h) => self.stack.socket_ref(h).quickack().map_err(Errno::from)?,
-                    None => !s.opts.pingpong,
-                };
-                int(out, quick as i32)
-            }
-            (SOL_TCP, TCP_MAXSEG) => {
-                let v = match conn {
-                    Some(h) => self.stack.socket_ref(h).maxseg().map_err(Errno::from)?,
-                    // A socket without a connection: user_mss or TCP_MSS_DEFAULT.
-                    None if s.opts.user_mss != 0 => s.opts.user_mss,
-                    None => 536,
-                };
-                int(out, v as i32)
-            }
-            (SOL_TCP, TCP_NOTSENT_LOWAT) => int(out, s.opts.notsent_lowat as i32),
-            (SOL_TCP, TCP_SAVE_SYN) => int(out, s.opts.save_syn as i32),
-            (SOL_TCP, TCP_TX_DELAY) => {
-                let v = match conn {
-                    Some(h) => self.stack.socket_ref(h).tx_delay().map_err(Errno::from)?,
-                    None => s.opts.tx_delay,
-                };
-                int(out, v as i32)
-            }
-            (SOL_TCP, TCP_SAVED_SYN) => match conn {
-                Some(h) => match self.stack.socket(h).take_saved_syn(out.len()) {
-                    Ok(Some(syn)) => put(out, &syn),
-                    Ok(None) => 0,
-                    Err(e) => return Err(Errno::from(e)),
-                },
-                None => 0,
-            },
-            (SOL_TCP, TCP_TIMESTAMP) => {
-                let v = match conn {
-                    Some(h) => self
-                        .stack
-                        .socket_ref(h)
-                        .tcp_timestamp(now)
-                        .map_err(Errno::from)? as i32,
-                    // No connection: tsoffset 0 (tcp_v4_connect sets it).
-                    None => crate::tcp::sockopt::tcp_timestamp_to_user(now.as_millis() as u32, 0),
-                };
-                int(out, v)
-            }
-            (SOL_TCP, TCP_WINDOW_CLAMP) => {
-                let v = match conn {
-                    Some(h) => self
-                        .stack
-                        .socket_ref(h)
-                        .window_clamp()
-                        .map_err(Errno::from)?,
-                    None => s.opts.window_clamp,
-                };
-                int(out, v as i32)
-            }
-            (SOL_TCP, TCP_LINGER2) => {
-                let v = match conn {
-                    Some(h) => self.stack.socket_ref(h).linger2().map_err(Errno::from)?,
-                    None => {
-                        crate::tcp::sockopt::linger2_to_user(s.opts.linger2, cfg.tcp_fin_timeout)
-                    }
-                };
-                int(out, v)
-            }
-            (SOL_TCP, TCP_RTO_MAX_MS) => {
-                let d = match conn {
-                    Some(h) => self.stack.socket_ref(h).rto_max().map_err(Errno::from)?,
-                    None => s
-                        .opts
-                        .rto_max
-                        .unwrap_or(core::time::Duration::from_millis(cfg.tcp_rto_max_ms as u64)),
-                };
-                int(out, d.as_millis() as i32)
-            }
-            (SOL_TCP, TCP_RTO_MIN_US) => {
-                // jiffies_to_usecs(icsk_rto_min): whole milliseconds at HZ 1000.
-                let d = match conn {
-                    Some(h) => self.stack.socket_ref(h).rto_min().map_err(Errno::from)?,
-                    None => s.opts.rto_min.unwrap_or(core::time::Duration::from_millis(
-                        (cfg.tcp_rto_min_us as u64).div_ceil(1000),
-                    )),
-                };
-                int(out, (d.as_millis() * 1000) as i32)
-            }
-            (SOL_TCP, TCP_USER_TIMEOUT) => {
-                let v = match conn {
-                    Some(h) => self
-                        .stack
-                        .socket_ref(h)
-                        .user_timeout()
-                        .map_err(Errno::from)?
-                        .as_millis() as u32,
-                    None => s.opts.user_timeout_ms,
-                };
-                int(out, v as i32)
-            }
-            (SOL_TCP, TCP_CONGESTION) => {
-                let name = match conn {
-                    Some(h) => self
-                        .stack
-                        .socket_ref(h)
-                        .congestion()
-                        .map_err(Errno::from)?
-                        .to_string(),
-                    None => s
-                        .opts
-                        .congestion
-                        .clone()
-                        .unwrap_or_else(|| cfg.tcp_congestion_control.clone()),
-                };
-                let mut b = [0u8; TCP_CA_NAME_MAX];
-                let n = name.len().min(TCP_CA_NAME_MAX - 1);
-                b[..n].copy_from_slice(&name.as_bytes()[..n]);
-                put(out, &b)
-            }
-            (SOL_TCP, TCP_INFO) => {
-                let max_rate = s.opts.max_pacing_rate.unwrap_or(u64::MAX);
-                let b = match (&info, s.state) {
-                    (Some(i), SockState::Conn { h, .. }) => {
-                        let st = self.stack.state(h).map_err(Errno::from)?;
-                        encode_tcp_info(i, linux_state(st))
-                    }
-                    (_, SockState::Listening(h)) => {
-                        let l = self.stack.socket_ref(h);
-                        let queued = l.accept_queue_len().map_err(Errno::from)? as u32;
-                        let backlog = l.accept_backlog().map_err(Errno::from)?;
-                        let i = TcpInfo::listener(cfg, max_rate, queued, backlog);
-                        encode_tcp_info(&i, linux_state(TcpState::Listen))
-                    }
-                    _ => {
-                        let ms = now.as_millis();
-                        let i = TcpInfo::without_connection(cfg, max_rate, ms);
-                        encode_tcp_info(&i, linux_state(TcpState::Closed))
-                    }
-                };
-                put(out, &b)
-            }
-            // get_info: DCTCP's tcp_dctcp_info (dctcp_get_info; on a socket not yet
-            // connected, its zeroed private area); CUBIC and Reno answer with length
-            // 0, as in Linux (BBR's tcp_bbr_info is not exported here).
-            (SOL_TCP, TCP_CC_INFO) => {
-                let info = match conn {
-                    Some(h) => self.stack.socket_ref(h).cc_info().map_err(Errno::from)?,
-                    None => {
-                        let name = s.opts.congestion.as_deref();
-                        crate::tcp::cong::by_name(name.unwrap_or(&cfg.tcp_congestion_control))
-                            .and_then(|cc| cc.get_info(&Default::default()))
-                    }
-                };
-                match info {
-                    Some(crate::tcp::cong::CcInfo::Dctcp(i)) => put(out, &i.to_bytes()),
-                    None => 0,
-                }
-            }
-            _ => return err(errno::ENOPROTOOPT),
-        };
-        Ok(n)
     }
 }

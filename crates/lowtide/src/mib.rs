@@ -280,6 +280,9 @@ mib! {
     /// Segments carrying a TCP-MD5 option for a socket with no key, dropped
     /// (`tcp_inbound_md5_hash`, `LINUX_MIB_TCPMD5UNEXPECTED`).
     TcpExtTCPMD5Unexpected,
+    /// Segments dropped for a TTL / hop limit below the socket's `IP_MINTTL` /
+    /// `IPV6_MINHOPCOUNT` (`LINUX_MIB_TCPMINTTLDROP`).
+    TcpExtTCPMinTTLDrop,
     /// Challenge ACKs sent (RFC 5961).
     TcpExtTCPChallengeACK,
     /// SYNs received in window

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 mod experimental;
 mod icmp;
+mod ip;
 mod module;
 mod names;
 mod net_core;
@@ -161,6 +162,21 @@ pub struct Config {
     /// (`tcp_write_timeout`'s `sk_rethink_txhash`). lowtide has no multipath to
     /// steer; the rehashes are counted (`TcpExtTcpTimeoutRehash`, `tcpi_rehash`).
     pub txrehash: bool,
+    /// `net.core.rmem_max`: the most `SO_RCVBUF` sets (`sk_setsockopt`, doubled),
+    /// and a floor of the space `tcp_select_initial_window` scales the window for.
+    /// Linux's default `SK_RMEM_MAX`, 212992 (256 packets of 832 bytes' truesize).
+    pub rmem_max: u32,
+    /// `net.core.wmem_max`: the most `SO_SNDBUF` sets (`SK_WMEM_MAX`, 212992).
+    /// `SO_SNDBUFFORCE` and `SO_RCVBUFFORCE` pass both caps.
+    pub wmem_max: u32,
+    /// `net.ipv4.ip_default_ttl` (1..=255, 64): the TTL of IPv4 packets whose
+    /// socket has no `IP_TTL` (`ip_select_ttl`, `ip4_dst_hoplimit`), resets and
+    /// other replies included.
+    pub ip_default_ttl: u8,
+    /// `net.ipv6.conf.all.hop_limit` (1..=255, 64): the hop limit of IPv6 packets
+    /// whose socket has no `IPV6_UNICAST_HOPS` (`ip6_dst_hoplimit`; lowtide's one
+    /// device reads the `all` value).
+    pub ipv6_hop_limit: u8,
     /// `net.core.default_qdisc`: the device's queueing discipline. Its only effect on
     /// TCP is `fq`'s: sch_fq paces every flow at its `sk_pacing_rate`
     /// (`SK_PACING_FQ`): by the device's own fq where it has one ([`Config::device_fq`]:
@@ -456,6 +472,10 @@ impl Default for Config {
             optmem_max: 131_072,
             busy_poll_us: 0,
             txrehash: true,
+            rmem_max: 212_992,
+            wmem_max: 212_992,
+            ip_default_ttl: 64,
+            ipv6_hop_limit: 64,
             default_qdisc: "pfifo_fast".into(),
             device_fq: None,
             mtu: 1500,
@@ -555,6 +575,7 @@ impl Config {
         let known = self.set_ipv4_tcp(name, value)?
             || self.set_core(name, value)?
             || self.set_icmp(name, value)?
+            || self.set_ip(name, value)?
             || self.set_module(name, value)?
             || self.set_experimental(name, value)?;
         match known {

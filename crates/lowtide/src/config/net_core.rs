@@ -2,6 +2,7 @@
 
 use super::parse::{bad, parse_num};
 use super::{Config, ConfigError, QDISCS};
+use crate::tcp::consts::{SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF};
 
 impl Config {
     /// Sets one `net.core.*` sysctl; `Ok(false)` if `n` is none.
@@ -16,6 +17,15 @@ impl Config {
             "net.core.busy_poll" => {
                 self.busy_poll_us =
                     parse_num(n, value, 0, i32::MAX as u32, "microseconds, 0..=2147483647")?
+            }
+            // proc_dointvec_minmax, extra1 = min_rcvbuf / min_sndbuf.
+            "net.core.rmem_max" => {
+                self.rmem_max =
+                    parse_num(n, value, SOCK_MIN_RCVBUF, i32::MAX as u32, "bytes, 2304..")?
+            }
+            "net.core.wmem_max" => {
+                self.wmem_max =
+                    parse_num(n, value, SOCK_MIN_SNDBUF, i32::MAX as u32, "bytes, 4608..")?
             }
             // proc_dou8vec_minmax, 0..=1 (SOCK_TXREHASH_DISABLED/ENABLED).
             "net.core.txrehash" => self.txrehash = parse_num(n, value, 0, 1, "0 or 1")? == 1,

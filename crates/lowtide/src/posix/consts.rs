@@ -32,6 +32,18 @@ pub const SO_MAX_PACING_RATE: i32 = 47;
 pub const SO_MEMINFO: i32 = 55;
 pub const SO_MARK: i32 = 36;
 pub const SO_ZEROCOPY: i32 = 60;
+/// `SO_PRIORITY`: `sk_priority`.
+pub const SO_PRIORITY: i32 = 12;
+/// `SO_ACCEPTCONN` (getsockopt only): 1 on a listening socket.
+pub const SO_ACCEPTCONN: i32 = 30;
+/// `SO_SNDBUFFORCE`: `SO_SNDBUF` past `net.core.wmem_max` (`CAP_NET_ADMIN`).
+pub const SO_SNDBUFFORCE: i32 = 32;
+/// `SO_RCVBUFFORCE`: `SO_RCVBUF` past `net.core.rmem_max` (`CAP_NET_ADMIN`).
+pub const SO_RCVBUFFORCE: i32 = 33;
+/// `SO_PROTOCOL` (getsockopt only): `sk_protocol`.
+pub const SO_PROTOCOL: i32 = 38;
+/// `SO_DOMAIN` (getsockopt only): `sk_family`.
+pub const SO_DOMAIN: i32 = 39;
 /// `SO_TIMESTAMPING` (`SO_TIMESTAMPING_OLD` on x86_64): `SOF_TIMESTAMPING_*` flags.
 pub const SO_TIMESTAMPING: i32 = 37;
 /// `SCM_TIMESTAMPING`: the cmsg of a timestamp (`struct scm_timestamping`).
@@ -39,6 +51,10 @@ pub const SCM_TIMESTAMPING: i32 = SO_TIMESTAMPING;
 pub const SOL_IP: i32 = 0;
 /// `IP_TOS`: the TOS byte of the socket's IPv4 packets.
 pub const IP_TOS: i32 = 1;
+/// `IP_TTL`: the TTL of the socket's IPv4 packets (-1: `net.ipv4.ip_default_ttl`).
+pub const IP_TTL: i32 = 2;
+/// `IP_MINTTL`: IPv4 segments arriving with a lower TTL are dropped.
+pub const IP_MINTTL: i32 = 21;
 /// `IP_MTU_DISCOVER`: `IP_PMTUDISC_*`, DF and path MTU discovery.
 pub const IP_MTU_DISCOVER: i32 = 10;
 pub const IP_RECVERR: i32 = 11;
@@ -56,6 +72,11 @@ pub const SOL_IPV6: i32 = 41;
 pub const IPV6_RECVERR: i32 = 25;
 /// `IPV6_TCLASS`: the traffic class of an AF_INET6 socket's IPv6 packets.
 pub const IPV6_TCLASS: i32 = 67;
+/// `IPV6_UNICAST_HOPS`: the hop limit of an AF_INET6 socket's IPv6 packets (-1:
+/// the route's, `net.ipv6.conf.all.hop_limit`).
+pub const IPV6_UNICAST_HOPS: i32 = 16;
+/// `IPV6_MINHOPCOUNT`: IPv6 segments arriving with a lower hop limit are dropped.
+pub const IPV6_MINHOPCOUNT: i32 = 73;
 
 pub const TCP_NODELAY: i32 = 1;
 pub const TCP_MAXSEG: i32 = 2;
@@ -66,6 +87,8 @@ pub const TCP_LINGER2: i32 = 8;
 pub const TCP_SYNCNT: i32 = 7;
 /// `TCP_THIN_LINEAR_TIMEOUTS`: linear RTOs while the stream is thin.
 pub const TCP_THIN_LINEAR_TIMEOUTS: i32 = 16;
+/// `TCP_THIN_DUPACK`: accepted (0 or 1) and ignored since Linux 4.15.
+pub const TCP_THIN_DUPACK: i32 = 17;
 /// `TCP_DEFER_ACCEPT`: seconds a listener's request waits for data after the
 /// handshake's bare ACK.
 pub const TCP_DEFER_ACCEPT: i32 = 9;

@@ -43,6 +43,26 @@ impl Host {
         let int = |out: &mut [u8], v: i32| put(out, &v.to_ne_bytes());
         let n = match (level, name) {
             (SOL_SOCKET, SO_TYPE) => int(out, SOCK_STREAM),
+            // sk_getsockopt: sk_state == TCP_LISTEN, sk_protocol, sk_family.
+            (SOL_SOCKET, SO_ACCEPTCONN) => {
+                int(out, matches!(s.state, SockState::Listening(_)) as i32)
+            }
+            (SOL_SOCKET, SO_PROTOCOL) => int(out, IPPROTO_TCP),
+            (SOL_SOCKET, SO_DOMAIN) => int(out, s.family),
+            (SOL_SOCKET, SO_PRIORITY) => int(out, s.opts.priority as i32),
+            // do_ip_getsockopt: uc_ttl, or net.ipv4.ip_default_ttl for -1.
+            (SOL_IP, IP_TTL) => ip_int_out(out, s.opts.ttl.unwrap_or(cfg.ip_default_ttl) as i32),
+            (SOL_IP, IP_MINTTL) => ip_int_out(out, s.opts.min_ttl as i32),
+            // do_ipv6_getsockopt: hop_limit, else the route's (the device's
+            // hop_limit), else net.ipv6.conf.all.hop_limit: one value in lowtide.
+            (IPPROTO_IPV6, IPV6_UNICAST_HOPS) if s.family == AF_INET6 => {
+                int(out, s.opts.hop_limit.unwrap_or(cfg.ipv6_hop_limit) as i32)
+            }
+            (IPPROTO_IPV6, IPV6_MINHOPCOUNT) if s.family == AF_INET6 => {
+                int(out, s.opts.min_hopcount as i32)
+            }
+            // do_tcp_getsockopt: the deprecated option reads 0.
+            (SOL_TCP, TCP_THIN_DUPACK) => int(out, 0),
             (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(out, s.opts.v6only as i32),
             (SOL_SOCKET, SO_REUSEADDR) => int(out, s.opts.reuse as i32),
             (SOL_SOCKET, SO_REUSEPORT) => int(out, s.opts.reuseport as i32),

@@ -64,9 +64,6 @@ fn err<T>(e: i32) -> Result<T, Errno> {
     Err(Errno(e))
 }
 
-/// `net.core.wmem_max`/`rmem_max` default: the cap on `SO_SNDBUF`/`SO_RCVBUF`.
-pub const SYSCTL_WMEM_MAX: u32 = 212_992;
-
 /// Where a socket is in its life (`sock->state` with the listener and the
 /// connection it wraps).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,12 +3,12 @@
 //! are in posix/getsockopt.rs.
 
 use super::consts::*;
-use super::{err, Errno, Fd, Host, SockState, SYSCTL_WMEM_MAX};
+use super::{err, Errno, Fd, Host, SockState};
 use crate::tcp::consts::{MAX_TCP_WINDOW, TCP_MIN_MSS};
 use crate::tcp::fastopen::{FastOpenKeys, TFO_CLIENT_ENABLE};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
-use crate::tcp::sockopt::{rcvlowat_from_user, MAX_TCP_SYNCNT};
+use crate::tcp::sockopt::{rcvlowat_from_user, tos_to_priority, MAX_TCP_SYNCNT};
 use crate::tcp::tstamp::{check_flags, SOF_TIMESTAMPING_OPT_ID, SOF_TIMESTAMPING_OPT_ID_TCP};
 use crate::time::Instant;
 use crate::TcpState;
@@ -42,6 +42,18 @@ fn int_arg(val: &[u8]) -> Result<i32, Errno> {
         .and_then(|s| s.try_into().ok())
         .ok_or(Errno(errno::EINVAL))?;
     Ok(i32::from_ne_bytes(b))
+}
+
+/// `sk_setsockopt`'s `SO_SNDBUF` / `SO_RCVBUF` before doubling: at most `max`
+/// (`net.core.wmem_max` / `rmem_max`), compared unsigned, so a negative value is
+/// `max`; with `force` (`SO_SNDBUFFORCE`, `SO_RCVBUFFORCE`) no cap, a negative value
+/// 0. Either way at most `INT_MAX / 2`, so that the doubled value stays an int.
+fn buf_from_user(val: i32, force: bool, max: u32) -> u32 {
+    let v = match force {
+        true => val.max(0) as u32,
+        false => (val as u32).min(max),
+    };
+    v.min(i32::MAX as u32 / 2)
 }
 
 /// `do_ip_setsockopt`'s integer: an int when `optlen >= sizeof(int)`, else one
@@ -246,7 +258,12 @@ impl Host {
             // int or, shorter, one byte (`ip_setsockopt`'s `optlen >= 1` rule).
             (SOL_IP, IP_TOS) => {
                 let v = ip_int_arg(val)?;
-                s.opts.tos = (v as u8) & !3 | s.opts.tos & 3;
+                // __ip_sock_set_tos: a changed TOS sets sk_priority from it.
+                let tos = (v as u8) & !3 | s.opts.tos & 3;
+                if tos != s.opts.tos {
+                    s.opts.priority = tos_to_priority(tos);
+                }
+                s.opts.tos = tos;
                 if let Some(h) = conn {
                     e(stack.socket(h).set_ip_tos(v as u8))?;
                 }
@@ -278,6 +295,48 @@ impl Host {
                 if let Some(h) = conn.or(listener) {
                     let (v4, v6) = (s.opts.recverr, s.opts.recverr6);
                     e(stack.socket(h).set_recverr(v4, v6, !on))?;
+                }
+            }
+            // do_ip_setsockopt: 1 to 255, or -1 for the route's default.
+            (SOL_IP, IP_TTL) => {
+                let v = ip_int_arg(val)?;
+                if v != -1 && !(1..=255).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                s.opts.ttl = (v != -1).then_some(v as u8);
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_ttl(s.opts.ttl))?;
+                }
+            }
+            (SOL_IP, IP_MINTTL) => {
+                let v = ip_int_arg(val)?;
+                if !(0..=255).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                s.opts.min_ttl = v as u8;
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_min_ttl(v as u8, s.opts.min_hopcount))?;
+                }
+            }
+            // do_ipv6_setsockopt: an int (optlen >= sizeof(int)), -1 to 255.
+            (IPPROTO_IPV6, IPV6_UNICAST_HOPS) if s.family == AF_INET6 => {
+                let v = int_arg(val)?;
+                if !(-1..=255).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                s.opts.hop_limit = (v != -1).then_some(v as u8);
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_hop_limit(s.opts.hop_limit))?;
+                }
+            }
+            (IPPROTO_IPV6, IPV6_MINHOPCOUNT) if s.family == AF_INET6 => {
+                let v = int_arg(val)?;
+                if !(0..=255).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                s.opts.min_hopcount = v as u8;
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_min_ttl(s.opts.min_ttl, v as u8))?;
                 }
             }
             // do_ipv6_setsockopt: an int from -1 (RFC 3542 6.5's default, 0) to
@@ -317,16 +376,19 @@ impl Host {
                 let secs = int_arg(&val[4..8])?.max(0) as u32;
                 s.linger = (on, secs);
             }
-            (SOL_SOCKET, SO_SNDBUF) => {
-                // sock_setsockopt: min(val, wmem_max), doubled in the engine.
-                let v = (int_arg(val)?.max(0) as u32).min(SYSCTL_WMEM_MAX);
+            // sk_setsockopt: the value doubled in the engine; the FORCE variants need
+            // CAP_NET_ADMIN, which the embedding process is taken to have.
+            (SOL_SOCKET, SO_SNDBUF | SO_SNDBUFFORCE) => {
+                let max = stack.config().wmem_max;
+                let v = buf_from_user(int_arg(val)?, name == SO_SNDBUFFORCE, max);
                 s.opts.sndbuf = Some(v);
                 if let Some(h) = conn {
                     e(stack.socket(h).set_sndbuf(v))?;
                 }
             }
-            (SOL_SOCKET, SO_RCVBUF) => {
-                let v = (int_arg(val)?.max(0) as u32).min(SYSCTL_WMEM_MAX);
+            (SOL_SOCKET, SO_RCVBUF | SO_RCVBUFFORCE) => {
+                let max = stack.config().rmem_max;
+                let v = buf_from_user(int_arg(val)?, name == SO_RCVBUFFORCE, max);
                 s.opts.rcvbuf = Some(v);
                 if let Some(h) = conn {
                     e(stack.socket(h).set_rcvbuf(v))?;
@@ -371,6 +433,13 @@ impl Host {
                 s.opts.thin_lto = v == 1;
                 if let Some(h) = conn {
                     e(stack.socket(h).set_thin_linear_timeouts(v == 1))?;
+                }
+            }
+            // do_tcp_setsockopt: "TCP_THIN_DUPACK is deprecated and a no-op" (Linux
+            // 4.15's removal of the feature kept the option for old binaries).
+            (SOL_TCP, TCP_THIN_DUPACK) => {
+                if !(0..=1).contains(&int_arg(val)?) {
+                    return err(errno::EINVAL);
                 }
             }
             (SOL_TCP, TCP_DEFER_ACCEPT) => {
@@ -478,6 +547,9 @@ impl Host {
             // sock_setsockopt: needs CAP_NET_RAW or CAP_NET_ADMIN, which the embedding
             // process is taken to have (as packetdrill, root, does).
             (SOL_SOCKET, SO_MARK) => s.opts.mark = int_arg(val)? as u32,
+            // sk_set_prio_allowed: 0 to 6, any value with CAP_NET_ADMIN or CAP_NET_RAW
+            // (taken as for SO_MARK). No wire effect here (skb->priority).
+            (SOL_SOCKET, SO_PRIORITY) => s.opts.priority = int_arg(val)? as u32,
             (SOL_SOCKET, SO_RCVLOWAT) => {
                 let v = int_arg(val)?;
                 s.opts.rcvlowat = Some(v);

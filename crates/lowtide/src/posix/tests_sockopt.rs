@@ -1,5 +1,6 @@
 //! The socket layer's tests for the TCP options of issue 21: `TCP_WINDOW_CLAMP`,
-//! `TCP_SAVE_SYN`/`TCP_SAVED_SYN`, `TCP_TIMESTAMP`, `TCP_TX_DELAY`, `IPV6_TCLASS`.
+//! `TCP_SAVE_SYN`/`TCP_SAVED_SYN`, `TCP_TIMESTAMP`, `TCP_TX_DELAY`, `IPV6_TCLASS`,
+//! and audit item 12's: `SO_PRIORITY`, `SO_*BUFFORCE`, `IP_TTL`, `IP_MINTTL`, ...
 
 use super::consts::*;
 use super::tests::{host, A, B};
@@ -353,4 +354,140 @@ fn cookie_synack_carries_the_listeners_options() {
     let s = b.accept(l).unwrap().0;
     // The cookie encodes 536 (msstab's largest entry under 1000), as Linux's.
     assert_eq!(get_int(&mut b, s, SOL_TCP, TCP_MAXSEG), Ok(524));
+}
+
+/// sk_getsockopt's SO_ACCEPTCONN / SO_PROTOCOL / SO_DOMAIN; SO_PRIORITY kept as
+/// set (any value: the process is taken to hold CAP_NET_ADMIN) and, from IP_TOS,
+/// rt_tos2priority's, only when the TOS changes (__ip_sock_set_tos); children
+/// inherit it. TCP_THIN_DUPACK takes 0 or 1 and reads 0. Linux 6.18:
+/// tests/packetdrill/sockopt-priority-acceptconn-thin-dupack.pkt.
+#[test]
+fn socket_level_reads_priority_and_thin_dupack() {
+    let (mut a, mut b, c, l, s) = connected(|b, l| {
+        assert_eq!(get_int(b, l, SOL_SOCKET, SO_ACCEPTCONN), Ok(0));
+        set_int(b, l, SOL_SOCKET, SO_PRIORITY, 5).unwrap();
+    });
+    assert_eq!(get_int(&mut b, l, SOL_SOCKET, SO_ACCEPTCONN), Ok(1));
+    assert_eq!(get_int(&mut b, s, SOL_SOCKET, SO_ACCEPTCONN), Ok(0));
+    assert_eq!(
+        get_int(&mut b, s, SOL_SOCKET, SO_PRIORITY),
+        Ok(5),
+        "inherited"
+    );
+    assert_eq!(get_int(&mut a, c, SOL_SOCKET, SO_PROTOCOL), Ok(IPPROTO_TCP));
+    assert_eq!(get_int(&mut a, c, SOL_SOCKET, SO_DOMAIN), Ok(AF_INET));
+    let v6 = a.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    assert_eq!(get_int(&mut a, v6, SOL_SOCKET, SO_DOMAIN), Ok(AF_INET6));
+    assert_eq!(
+        a.setsockopt(Instant::ZERO, c, SOL_SOCKET, SO_PRIORITY, &[1, 0]),
+        Err(Errno(errno::EINVAL))
+    );
+    set_int(&mut a, c, SOL_SOCKET, SO_PRIORITY, -3).unwrap();
+    assert_eq!(get_int(&mut a, c, SOL_SOCKET, SO_PRIORITY), Ok(-3));
+    for (tos, prio) in [(0x10, 6), (0x08, 2), (0x18, 4), (0xe3, 0), (0x04, 0)] {
+        set_int(&mut a, c, SOL_IP, IP_TOS, tos).unwrap();
+        assert_eq!(
+            get_int(&mut a, c, SOL_SOCKET, SO_PRIORITY),
+            Ok(prio),
+            "{tos:#x}"
+        );
+    }
+    set_int(&mut a, c, SOL_SOCKET, SO_PRIORITY, 7).unwrap();
+    set_int(&mut a, c, SOL_IP, IP_TOS, 0x04).unwrap();
+    assert_eq!(
+        get_int(&mut a, c, SOL_SOCKET, SO_PRIORITY),
+        Ok(7),
+        "TOS unchanged"
+    );
+    for v in [0, 1] {
+        assert_eq!(set_int(&mut a, c, SOL_TCP, TCP_THIN_DUPACK, v), Ok(()));
+    }
+    for v in [-1, 2] {
+        let r = set_int(&mut a, c, SOL_TCP, TCP_THIN_DUPACK, v);
+        assert_eq!(r, Err(Errno(errno::EINVAL)));
+    }
+    assert_eq!(get_int(&mut a, c, SOL_TCP, TCP_THIN_DUPACK), Ok(0));
+}
+
+/// sk_setsockopt: SO_SNDBUF / SO_RCVBUF compare the value unsigned with
+/// net.core.wmem_max / rmem_max (a negative value is the maximum), then double it;
+/// the FORCE variants skip the cap and take a negative value as 0.
+#[test]
+fn buffer_sizes_as_sk_setsockopt() {
+    let mut a = host(A, 1);
+    let now = Instant::ZERO;
+    a.stack_mut()
+        .set_sysctl(now, "net.core.rmem_max", "100000")
+        .unwrap();
+    let fd = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let cases = [
+        (SO_SNDBUF, SO_SNDBUF, -1, 2 * 212_992),
+        (SO_SNDBUF, SO_SNDBUF, 300_000, 2 * 212_992),
+        (SO_SNDBUFFORCE, SO_SNDBUF, 300_000, 600_000),
+        (SO_SNDBUFFORCE, SO_SNDBUF, -5, 4608),
+        (SO_RCVBUF, SO_RCVBUF, -1, 200_000),
+        (SO_RCVBUF, SO_RCVBUF, 60_000, 120_000),
+        (SO_RCVBUFFORCE, SO_RCVBUF, 300_000, 600_000),
+        (SO_RCVBUFFORCE, SO_RCVBUF, -5, 2304),
+        (SO_RCVBUFFORCE, SO_RCVBUF, i32::MAX, i32::MAX - 1),
+    ];
+    for (set, get, v, want) in cases {
+        set_int(&mut a, fd, SOL_SOCKET, set, v).unwrap();
+        assert_eq!(get_int(&mut a, fd, SOL_SOCKET, get), Ok(want), "{set} {v}");
+    }
+}
+
+/// IP_TTL (1..=255 or -1, a byte or an int) and IP_MINTTL (0..=255): the
+/// listener's TTL is its SYN-ACK's and its child's, -1 is net.ipv4.ip_default_ttl;
+/// resets go with the default. A segment below IP_MINTTL is dropped and counted
+/// (TcpExtTCPMinTTLDrop). Linux 6.18: tests/packetdrill/ip-ttl-minttl-v4.pkt.
+#[test]
+fn ip_ttl_and_minttl() {
+    let now = Instant::ZERO;
+    let mut probe = host(A, 3);
+    let fd = probe.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(get_int(&mut probe, fd, SOL_IP, IP_TTL), Ok(64));
+    for bad in [0, 256, -2] {
+        let r = set_int(&mut probe, fd, SOL_IP, IP_TTL, bad);
+        assert_eq!(r, Err(Errno(errno::EINVAL)), "{bad}");
+    }
+    for bad in [-1, 256] {
+        let r = set_int(&mut probe, fd, SOL_IP, IP_MINTTL, bad);
+        assert_eq!(r, Err(Errno(errno::EINVAL)), "{bad}");
+    }
+    probe.setsockopt(now, fd, SOL_IP, IP_TTL, &[9]).unwrap();
+    assert_eq!(get_int(&mut probe, fd, SOL_IP, IP_TTL), Ok(9));
+    (probe
+        .stack_mut()
+        .set_sysctl(now, "net.ipv4.ip_default_ttl", "50"))
+    .unwrap();
+    set_int(&mut probe, fd, SOL_IP, IP_TTL, -1).unwrap();
+    assert_eq!(get_int(&mut probe, fd, SOL_IP, IP_TTL), Ok(50));
+
+    let (mut a, mut b, _, l, s) = connected(|b, l| {
+        set_int(b, l, SOL_IP, IP_TTL, 33).unwrap();
+        set_int(b, l, SOL_IP, IP_MINTTL, 64).unwrap();
+    });
+    // The listener's TTL is its SYN-ACK's (ip-ttl-minttl-v4.pkt) and its child's.
+    set_int(&mut b, l, SOL_IP, IP_MINTTL, 65).unwrap();
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let _ = a.connect(now, c, SocketAddr::new(B.into(), 80));
+    deliver(&mut a, &mut b, now);
+    assert!(
+        deliver(&mut b, &mut a, now).is_empty(),
+        "the SYN's TTL 64 < 65"
+    );
+    assert_eq!(b.stack().counters().get(crate::Mib::TcpExtTCPMinTTLDrop), 1);
+    assert_eq!(get_int(&mut b, s, SOL_IP, IP_TTL), Ok(33));
+    set_int(&mut b, s, SOL_TCP, TCP_NODELAY, 1).unwrap();
+    b.send(now, s, &[1; 10], 0).unwrap();
+    assert_eq!(deliver(&mut b, &mut a, now)[0][8], 33, "the child's");
+    set_int(&mut b, s, SOL_IP, IP_TTL, -1).unwrap();
+    b.send(now, s, &[1; 10], 0).unwrap();
+    assert_eq!(deliver(&mut b, &mut a, now)[0][8], 64, "the default again");
+    // A reset for a closed port: the stack's default.
+    let stray = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let _ = a.connect(now, stray, SocketAddr::new(B.into(), 81));
+    deliver(&mut a, &mut b, now);
+    assert_eq!(deliver(&mut b, &mut a, now)[0][8], 64);
 }

@@ -919,7 +919,7 @@ impl Stack {
             if let Some(Sock::TimeWait(_)) = self.slots[index as usize].sock {
                 return self.timewait_rcv(now, index, ip, th, payload);
             }
-            if !self.inbound_hash(th) {
+            if self.min_ttl_drop(index, ip) || !self.inbound_hash(th) {
                 return;
             }
             self.note_listener(index);
@@ -927,7 +927,7 @@ impl Stack {
             return;
         }
         if let Some(l) = self.find_listener(tuple).or(self.catch_all) {
-            if !self.inbound_hash(th) {
+            if self.min_ttl_drop(l, ip) || !self.inbound_hash(th) {
                 return;
             }
             let mut flat = Vec::new();

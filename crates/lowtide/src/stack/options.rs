@@ -140,6 +140,30 @@ impl Stack {
     pub fn socket_ref(&self, h: SocketHandle) -> SocketRef<'_> {
         SocketRef { stack: self, h }
     }
+
+    /// `IP_MINTTL` / `IPV6_MINHOPCOUNT` as `tcp_v4_rcv` / `tcp_v6_rcv` check them on
+    /// a listener or a full socket (a request's segments, `TCP_NEW_SYN_RECV`, are
+    /// not checked): a segment whose TTL is below the minimum is dropped and
+    /// counted (`TcpExtTCPMinTTLDrop`).
+    pub(super) fn min_ttl_drop(&mut self, index: u32, ip: &lowtide_wire::ip::IpRepr) -> bool {
+        let ttl = ip.hop_limit;
+        let below = match &self.slots[index as usize].sock {
+            // An IPv4-mapped segment to an AF_INET6 listener: tcp_v4_rcv, min_ttl.
+            Some(Sock::Listener(l)) => match ip.src.is_ipv6() {
+                true => ttl < l.opts.min_hopcount,
+                false => ttl < l.opts.min_ttl,
+            },
+            Some(Sock::Tcp(t)) if t.state == crate::TcpState::SynRecv && t.parent.is_some() => {
+                false
+            }
+            Some(Sock::Tcp(t)) => t.below_min_ttl(ttl),
+            _ => false,
+        };
+        if below {
+            self.mib.inc(crate::Mib::TcpExtTCPMinTTLDrop);
+        }
+        below
+    }
 }
 
 /// One socket of a [`Stack`], to change ([`Stack::socket`]): its options, with
@@ -379,6 +403,33 @@ impl SocketMut<'_> {
     /// route. IPv4(-mapped) packets carry `IP_TOS` instead.
     pub fn set_tclass(&mut self, tclass: u8) -> Result<(), SocketError> {
         self.stack.tcb_mut(self.h)?.set_tclass(tclass);
+        Ok(())
+    }
+
+    /// `IP_TTL` (`inet->uc_ttl`): the TTL of the connection's IPv4(-mapped)
+    /// packets from the next one on; `None` (-1) is `net.ipv4.ip_default_ttl`.
+    /// `Some(0)` is `InvalidInput` (Linux's `EINVAL`: 1 to 255 or -1).
+    pub fn set_ttl(&mut self, ttl: Option<u8>) -> Result<(), SocketError> {
+        if ttl == Some(0) {
+            return Err(SocketError::InvalidInput);
+        }
+        self.stack.tcb_mut(self.h)?.uc_ttl = ttl;
+        Ok(())
+    }
+
+    /// `IPV6_UNICAST_HOPS` (`np->hop_limit`): the hop limit of the connection's
+    /// IPv6 packets (0 to 255); `None` (-1) is `net.ipv6.conf.all.hop_limit`.
+    pub fn set_hop_limit(&mut self, hops: Option<u8>) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.hop_limit = hops;
+        Ok(())
+    }
+
+    /// `IP_MINTTL` and `IPV6_MINHOPCOUNT` (`inet->min_ttl`, `np->min_hopcount`):
+    /// segments that arrive with a lower TTL (IPv4) or hop limit (IPv6) are dropped
+    /// (`TcpExtTCPMinTTLDrop`); 0 checks nothing.
+    pub fn set_min_ttl(&mut self, min_ttl: u8, min_hopcount: u8) -> Result<(), SocketError> {
+        let t = self.stack.tcb_mut(self.h)?;
+        (t.min_ttl, t.min_hopcount) = (min_ttl, min_hopcount);
         Ok(())
     }
 

@@ -117,6 +117,10 @@ impl Tcb {
             pmtu_cookie: cfg.mtu,
             tos: 0,
             tclass: 0,
+            uc_ttl: None,
+            hop_limit: None,
+            min_ttl: 0,
+            min_hopcount: 0,
             pmtudisc: super::consts::IP_PMTUDISC_WANT,
             family_v6: tuple.local.is_ipv6(),
             rx_opt: RxOpt {

@@ -14,28 +14,26 @@ use lowtide_wire::checksum;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
 use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
 
-/// Default hop limit (`ip_default_ttl`).
-const IP_DEFAULT_TTL: u8 = 64;
-
 /// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum: headers built in
 /// place in a pooled buffer, then stored payload copied behind them, or, with
 /// `apart` (a GSO packet for a device that takes payload apart), left out and
 /// returned as a shared slice for the device to copy into its segments. A pattern
 /// payload is always returned apart, for the device to make. `tos` is the TOS byte
-/// with the ECN bits; an IPv4 header gets DF as `df` says (`__ip_queue_xmit`).
+/// with the ECN bits; an IPv4 header gets DF as `df` says (`__ip_queue_xmit`), and
+/// `ttl` as its TTL or hop limit.
 fn build_packet(
     ctx: &mut Ctx,
     (tuple, tos, df): (FourTuple, u8, bool),
     th: &TcpRepr,
-    payload: TxPayload,
-    apart: bool,
+    (payload, apart): (TxPayload, bool),
+    ttl: u8,
 ) -> (Vec<u8>, TxPayload) {
     let thl = th.header_len();
     let ip = IpRepr {
         src: tuple.local.ip(),
         dst: tuple.remote.ip(),
         protocol: PROTO_TCP,
-        hop_limit: IP_DEFAULT_TTL,
+        hop_limit: ttl,
         ecn: tos & super::ecn::INET_ECN_MASK,
         tos: tos & !super::ecn::INET_ECN_MASK,
         header_len: 0,
@@ -116,21 +114,24 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
         rst.ack = th.seq.wrapping_add(len as u32 + syn_fin);
         rst.flags = TcpFlags::RST | TcpFlags::ACK;
     }
-    push_reset(ctx, (tuple, ctx.rx_tos, true), &rst);
+    // ip_send_unicast_reply / tcp_v6_send_response send it from the stack's
+    // control socket: the default TTL.
+    let ttl = super::sockopt::default_ttl(ctx.cfg, tuple.local.is_ipv6());
+    push_reset(ctx, (tuple, ctx.rx_tos, true), ttl, &rst);
 }
 
 /// Sends a reset that belongs to no socket's memory accounting (no TX completion
-/// owed), with the TOS byte and DF of `ip` (see [`build_packet`]).
-fn push_reset(ctx: &mut Ctx, ip: (FourTuple, u8, bool), rst: &TcpRepr) {
+/// owed), with the TOS byte, DF and TTL given (see [`build_packet`]).
+fn push_reset(ctx: &mut Ctx, ip: (FourTuple, u8, bool), ttl: u8, rst: &TcpRepr) {
     ctx.mib.inc(Mib::TcpOutRsts);
-    send_bare(ctx, ip, rst);
+    send_bare(ctx, ip, ttl, rst);
 }
 
 /// Sends a segment without payload that belongs to no socket's memory accounting
 /// (`ip_send_unicast_reply`: resets, TIME-WAIT's ACKs), with the TOS byte and DF of
-/// `ip` (see [`build_packet`]).
-pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), th: &TcpRepr) {
-    let pkt = build_packet(ctx, ip, th, TxPayload::default(), false);
+/// `ip` and the TTL `ttl` (see [`build_packet`]).
+pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), ttl: u8, th: &TcpRepr) {
+    let pkt = build_packet(ctx, ip, th, (TxPayload::default(), false), ttl);
     let token = TxToken {
         index: u32::MAX,
         generation: 0,
@@ -146,7 +147,8 @@ pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), th: &TcpRepr) 
 
 /// `tcp_v4_send_ack` / `tcp_v6_send_ack`: a bare ACK that belongs to no socket's
 /// state (TIME-WAIT's, a request's): `seq`, `ack`, the window as given, and the
-/// timestamps `(tsval, tsecr)` if any; no other option.
+/// timestamps `(tsval, tsecr)` if any; no other option. The stack's control socket
+/// sends it, with the default TTL.
 pub(crate) fn send_reply_ack(
     ctx: &mut Ctx,
     ip: (FourTuple, u8, bool),
@@ -166,7 +168,8 @@ pub(crate) fn send_reply_ack(
         },
         ..TcpRepr::default()
     };
-    send_bare(ctx, ip, &th);
+    let ttl = super::sockopt::default_ttl(ctx.cfg, ip.0.local.is_ipv6());
+    send_bare(ctx, ip, ttl, &th);
 }
 
 impl Tcb {
@@ -467,7 +470,7 @@ impl Tcb {
         let ip = (self.tuple, self.dsfield() | ip_ecn, self.ip_dont_fragment());
         let offset = (seq + (flags & FLAG_SYN != 0) as u64).saturating_sub(1);
         let body = payload.for_device(self.payload_source.as_ref(), offset);
-        let pkt = build_packet(ctx, ip, &th, body, apart);
+        let pkt = build_packet(ctx, ip, &th, (body, apart), self.ip_ttl(ctx.cfg));
         // __tcp_transmit_skb: tcp_event_ack_sent for segments carrying an ACK:
         // compressed SACKs are sent either way; "Special ACK sent by DCTCP to
         // reflect ECN" leaves the delayed ACK armed.
@@ -682,11 +685,8 @@ impl Tcb {
             options: self.data_options(tstamp),
         };
         // tcp_transmit_skb: the socket's own TOS and DF.
-        push_reset(
-            ctx,
-            (self.tuple, self.dsfield(), self.ip_dont_fragment()),
-            &th,
-        );
+        let ip = (self.tuple, self.dsfield(), self.ip_dont_fragment());
+        push_reset(ctx, ip, self.ip_ttl(ctx.cfg), &th);
     }
 
     /// `tcp_acceptable_seq`: `snd_nxt`, unless the peer shrank its window below it

@@ -35,10 +35,6 @@ pub(crate) fn window_clamp_from_user(val: i32) -> u32 {
     val.max((SOCK_MIN_RCVBUF / 2) as i32) as u32
 }
 
-/// `net.core.rmem_max` (4 MB as this machine's 6.18 reads it), also a floor of the
-/// window scale.
-const SYSCTL_RMEM_MAX: u32 = 4 << 20;
-
 impl Tcb {
     /// `tcp_win_from_space`: the payload `space` bytes of memory hold.
     pub(crate) fn win_from_space(&self, space: i64) -> i64 {
@@ -94,8 +90,8 @@ impl Tcb {
         }
         self.rx_opt.rcv_wscale = 0;
         if wscale_ok {
-            // "Set window scaling on max possible window".
-            let max = space.max(cfg.tcp_rmem[2]).max(SYSCTL_RMEM_MAX);
+            // "Set window scaling on max possible window": net.core.rmem_max too.
+            let max = space.max(cfg.tcp_rmem[2]).max(cfg.rmem_max);
             let max = max.min(self.window_clamp).max(1);
             self.rx_opt.rcv_wscale = (max.ilog2() as i32 - 15).clamp(0, TCP_MAX_WSCALE) as u8;
         }

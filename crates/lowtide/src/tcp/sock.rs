@@ -201,6 +201,15 @@ pub struct Tcb {
     /// `IPV6_TCLASS` (`np->tclass`): the traffic class of IPv6 packets, ECN bits
     /// aside.
     pub(crate) tclass: u8,
+    /// `IP_TTL` (`inet->uc_ttl`) and `IPV6_UNICAST_HOPS` (`np->hop_limit`): the
+    /// TTL of IPv4 and the hop limit of IPv6 packets; `None` is -1, the route's
+    /// default (`net.ipv4.ip_default_ttl`, `net.ipv6.conf.all.hop_limit`).
+    pub(crate) uc_ttl: Option<u8>,
+    pub(crate) hop_limit: Option<u8>,
+    /// `IP_MINTTL` (`inet->min_ttl`) and `IPV6_MINHOPCOUNT` (`np->min_hopcount`):
+    /// segments arriving with a lower TTL / hop limit are dropped; 0 is off.
+    pub(crate) min_ttl: u8,
+    pub(crate) min_hopcount: u8,
     /// `IP_MTU_DISCOVER` (`inet->pmtudisc`), `IP_PMTUDISC_*` (`tcp/pmtu.rs`).
     pub(crate) pmtudisc: u8,
     /// The socket is `AF_INET6` (`sk_family`; `SockOptions::family_v6`).

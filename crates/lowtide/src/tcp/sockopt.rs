@@ -79,6 +79,23 @@ pub fn rcvlowat_from_user(cfg: &Config, locked_rcvbuf: Option<u32>, val: i32) ->
     val.min(cap).max(1)
 }
 
+/// The TTL / hop limit of a packet no socket option decides (`ip4_dst_hoplimit`,
+/// `ip6_dst_hoplimit`): `net.ipv4.ip_default_ttl` or `net.ipv6.conf.all.hop_limit`.
+pub(crate) fn default_ttl(cfg: &Config, ipv6: bool) -> u8 {
+    match ipv6 {
+        true => cfg.ipv6_hop_limit,
+        false => cfg.ip_default_ttl,
+    }
+}
+
+/// `rt_tos2priority` (`ip_tos2prio`): the `SO_PRIORITY` `IP_TOS` sets, from the
+/// TOS field's four bits (RFC 1349): best effort, bulk, interactive, interactive
+/// bulk, each with or without "minimize monetary cost".
+pub fn tos_to_priority(tos: u8) -> u32 {
+    const IP_TOS2PRIO: [u8; 16] = [0, 0, 0, 0, 2, 2, 2, 2, 6, 6, 6, 6, 4, 4, 4, 4];
+    IP_TOS2PRIO[((tos & 0x1e) >> 1) as usize] as u32
+}
+
 /// Options a socket carries from `socket(2)` on, before it has a connection. Linux
 /// keeps them in `struct sock`/`tcp_sock`; a listener's children inherit them
 /// (`sk_clone_lock`, `tcp_create_openreq_child`).
@@ -180,6 +197,18 @@ pub struct SockOptions {
     /// `IPV6_TCLASS` (`np->tclass`): the traffic class of an AF_INET6 socket's IPv6
     /// packets; TCP keeps the ECN bits its own.
     pub tclass: u8,
+    /// `SO_PRIORITY` (`sk_priority`): kept, inherited and reported; `IP_TOS` sets it
+    /// from the TOS (`rt_tos2priority`). lowtide's device has no priority bands.
+    pub priority: u32,
+    /// `IP_TTL` (`inet->uc_ttl`); `None` is -1, `net.ipv4.ip_default_ttl`.
+    pub ttl: Option<u8>,
+    /// `IPV6_UNICAST_HOPS` (`np->hop_limit`); `None` is -1,
+    /// `net.ipv6.conf.all.hop_limit`.
+    pub hop_limit: Option<u8>,
+    /// `IP_MINTTL` (`inet->min_ttl`): IPv4 segments with a lower TTL are dropped.
+    pub min_ttl: u8,
+    /// `IPV6_MINHOPCOUNT` (`np->min_hopcount`): the same for IPv6's hop limit.
+    pub min_hopcount: u8,
     /// `TCP_TX_DELAY` in microseconds (`tp->tcp_tx_delay`); children inherit it.
     pub tx_delay: u32,
     /// `TCP_SAVE_SYN` (`tp->save_syn`, 0 to 2): a listener keeps each SYN's headers
@@ -301,6 +330,8 @@ impl Tcb {
         self.tfo.no_cookie = o.fastopen_no_cookie;
         self.tos = o.tos & !crate::tcp::ecn::INET_ECN_MASK;
         self.tclass = o.tclass & !crate::tcp::ecn::INET_ECN_MASK;
+        (self.uc_ttl, self.hop_limit) = (o.ttl, o.hop_limit);
+        (self.min_ttl, self.min_hopcount) = (o.min_ttl, o.min_hopcount);
         self.pmtudisc = o.pmtudisc.unwrap_or(super::pmtu::IP_PMTUDISC_WANT);
         self.family_v6 = o.family_v6 || self.tuple.local.is_ipv6();
     }
@@ -355,6 +386,26 @@ impl Tcb {
         match self.tuple.local.is_ipv6() {
             true => self.tclass,
             false => self.tos,
+        }
+    }
+
+    /// The TTL / hop limit of the connection's packets: `IPV6_UNICAST_HOPS` for
+    /// IPv6 ones (`ip6_xmit`), `IP_TTL` for IPv4 ones (`ip_select_ttl`), else the
+    /// default ([`default_ttl`]).
+    pub(crate) fn ip_ttl(&self, cfg: &Config) -> u8 {
+        let own = match self.tuple.local.is_ipv6() {
+            true => self.hop_limit,
+            false => self.uc_ttl,
+        };
+        own.unwrap_or_else(|| default_ttl(cfg, self.tuple.local.is_ipv6()))
+    }
+
+    /// `IP_MINTTL` / `IPV6_MINHOPCOUNT` (`tcp_v4_rcv`, `tcp_v6_rcv`): whether a
+    /// segment that arrived with `ttl` is below the socket's minimum.
+    pub(crate) fn below_min_ttl(&self, ttl: u8) -> bool {
+        match self.tuple.local.is_ipv6() {
+            true => ttl < self.min_hopcount,
+            false => ttl < self.min_ttl,
         }
     }
 

@@ -528,12 +528,13 @@ mod windows {
     fn tiny_receive_buffer_is_never_overrun() {
         let mut cb = Config::default();
         cb.set("net.ipv4.tcp_rmem", "4096 4096 4096").unwrap();
+        cb.set("net.core.rmem_max", "4194304").unwrap();
         let (mut p, c, s) = establish_with(Pair::with_configs(Config::default(), cb), A, B);
         let d = pattern(300_000, 7);
         assert_eq!(send_all(&mut p, true, c, s, &d), d);
         // Every data segment from A lies within the window B last advertised. B's
         // window scale is 7 even with a 4 KB buffer: tcp_select_initial_window
-        // scales for max(tcp_rmem[2], net.core.rmem_max = 4 MB).
+        // scales for max(tcp_rmem[2], net.core.rmem_max = 4 MB, this machine's).
         let mut right_edge: Option<u32> = None;
         let mut max_win = 0;
         let mut wscale = 0;

@@ -284,9 +284,12 @@ impl Stack {
             let ms = now.as_millis() as u32;
             tcb.ts_offset = ts_off.wrapping_add(init_timestamp(ms, o).wrapping_sub(ms));
         } else {
-            // Only a timestamp can bring these options back: offer none.
+            // Only a timestamp can bring these options back: offer none
+            // (tcp_clear_options), and no ECN either ("if (!tmp_opt.tstamp_ok)
+            // inet_rsk(req)->ecn_ok = 0"): the SYN-ACK goes without ECE.
             syn.options.wscale = None;
             syn.options.sack_permitted = false;
+            syn.flags = TcpFlags(syn.flags.0 & !(TcpFlags::ECE.0 | TcpFlags::CWR.0));
             tcb.ts_offset = ts_off;
         }
         self.mib.inc(Mib::TcpExtSyncookiesSent);

@@ -1,7 +1,9 @@
 //! SACK processing cost per ACK, rb-tree retransmit queue vs the list before seed 003
 //! (`lowtide_lab::calibrate::workload::SackWorkload`: N one-MSS skbs in flight, 1 %
 //! lost, the ACKs for the next N/10 arrivals through `sacktag_blocks`, `clean` and
-//! `mark_lost_sacked_above`). `lowtide experiment calibrate` derives the model's
+//! `mark_lost_sacked_above`, the seed-era RFC 6675 marking that lowtide's engine no
+//! longer runs since it follows Linux 6.17's RACK-only loss detection).
+//! `lowtide experiment calibrate` derives the model's
 //! per-SACK-block and per-tree-node costs from the same workload.
 //!
 //! `cargo bench -p lowtide-lab --bench sack`

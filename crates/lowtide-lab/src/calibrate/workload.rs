@@ -6,8 +6,11 @@
 //!   completion per packet sent (the ACK path without SACK work);
 //! - [`SackWorkload`]: a retransmit queue of N one-MSS skbs with 1 % of them lost,
 //!   and the ACKs a receiver sends for the next N/10 arrivals (cumulative ACK at the
-//!   first hole, up to three SACK blocks, newest first), each put through what the
-//!   engine runs per ACK: `sacktag_blocks`, `clean`, `mark_lost_sacked_above`;
+//!   first hole, up to three SACK blocks, newest first), each put through the seed's
+//!   per-ACK scoreboard work: `sacktag_blocks`, `clean`, and `mark_lost_sacked_above`
+//!   (RFC 6675 marking, `tcp_mark_head_lost` in the seed's Linux 4.15, which lowtide's
+//!   engine ran until Linux 6.17's RACK-only loss detection was ported; the engine now
+//!   runs RACK's walk instead, which this workload does not time yet);
 //! - [`list_walk_ns`]: Linux's retransmit queue before seed 003, a linked list of
 //!   separately allocated `struct sk_buff` (232 bytes, among other objects of the
 //!   heap), walked as `tcp_sacktag_skip`/`tcp_for_write_queue` walked it: each step

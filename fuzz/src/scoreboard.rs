@@ -396,6 +396,7 @@ fn new_skb(seq: u64, len: u32, mss: u32, now: Instant) -> Skb {
         pcount: skb::pcount(len, mss),
         tx_time: now,
         tx: TxRate::default(),
+        fclone: 0,
     }
 }
 

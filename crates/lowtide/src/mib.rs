@@ -202,6 +202,10 @@ mib! {
     TcpExtTCPLossProbes,
     /// Spurious RTOs detected (F-RTO).
     TcpExtTCPSpuriousRTOs,
+    /// Retransmissions (RTO, recovery, loss probe) not made because the skb's last
+    /// transmission was still in the host's qdisc or driver
+    /// (`skb_still_in_host_queue`).
+    TcpExtTCPSpuriousRtxHostQueues,
     /// Losses repaired by a tail loss probe's retransmission (`TCPLossProbeRecovery`).
     TcpExtTCPLossProbeRecovery,
     /// Recoveries undone because D-SACKs showed every retransmission was spurious.

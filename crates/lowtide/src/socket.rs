@@ -333,6 +333,9 @@ pub struct TxToken {
     /// Which `__tcp_retransmit_skb` caller sent the packet, if one did: what a local
     /// drop of it takes back (`TxRetrans`).
     pub(crate) rtx: TxRetrans,
+    /// The sending skb's fast clone this packet is (`skb_fclone_busy` until its
+    /// completion), 0 if none: a control segment, or a device that orphans.
+    pub(crate) fclone: u32,
 }
 
 /// How a packet was a retransmission. Linux learns at once that `tcp_transmit_skb`

@@ -334,6 +334,7 @@ impl SackWorkload {
                 tx_time: Instant(i),
                 truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
+                fclone: 0,
             });
         }
         let (ack, runs) = self.runs_upto(self.mid - 1);

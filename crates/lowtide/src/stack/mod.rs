@@ -300,9 +300,7 @@ impl Stack {
         let Some(slot) = self.live_slot(token.index, token.generation) else {
             return;
         };
-        self.with_tcb(now, slot, |tcb, ctx| {
-            tcb.on_tx_complete(ctx, token.truesize)
-        });
+        self.with_tcb(now, slot, |tcb, ctx| tcb.on_tx_complete(ctx, &token));
     }
 
     /// The device (its queue) dropped a packet from [`Stack::poll_transmit`] instead

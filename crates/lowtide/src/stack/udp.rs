@@ -418,6 +418,7 @@ impl Stack {
                 len: 0,
                 prr: (0, 0),
                 rtx: TxRetrans::None,
+                fclone: 0,
             },
             // Not paced: due at once (a qdisc reads no EDT from it).
             tstamp: Instant::ZERO,

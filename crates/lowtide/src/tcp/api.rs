@@ -918,7 +918,11 @@ mod push_tests {
             assert_eq!(t.snd_nxt, 65001);
             // The completion sends the tail: 1200 bytes in one packet.
             let packets = st.out.len();
-            t.on_tx_complete(&mut st.ctx(&cfg, now, false), in_device as u32);
+            let token = crate::socket::TxToken {
+                truesize: in_device as u32,
+                ..st.out[0].token
+            };
+            t.on_tx_complete(&mut st.ctx(&cfg, now, false), &token);
             assert_eq!((t.snd_nxt, st.out.len()), (66201, packets + 1));
         }
     }

@@ -68,6 +68,7 @@ impl Tcb {
             sndbuf_locked: false,
             wmem_queued: 0,
             wmem_alloc: 0,
+            fclone_next: 0,
             mem_pages: 0,
             nospace: false,
             shut_wr: false,

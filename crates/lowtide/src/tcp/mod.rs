@@ -37,6 +37,7 @@
 //! | `output` | tcp_output.c: `tcp_transmit_skb`, `tcp_xmit_retransmit_queue`, `tcp_retransmit_skb`, the SYN, ACK/RST, window selection, `tcp_write_wakeup` |
 //! | `write_xmit` | tcp_output.c: `tcp_write_xmit` and its tests (`tcp_cwnd_test`, `tcp_snd_wnd_test`), the new-data send (`tcp_event_new_data_sent`), `tcp_check_probe_timer` |
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
+//! | `host_queue` | tcp_output.c `skb_still_in_host_queue`: no retransmission of an skb whose fast clone the device still holds (`skb_fclone_busy`) |
 //! | `cwnd` | tcp_output.c: `tcp_cwnd_validate`, `tcp_cwnd_application_limited`, `tcp_cwnd_restart` (RFC 2861) |
 //! | `chrono` | tcp_output.c `tcp_chrono_*`: busy, rwnd- and sndbuf-limited time |
 //! | `pmtu` | path MTU (RFC 1191, RFC 8201): tcp_ipv4.c `tcp_v4_mtu_reduced`, tcp_output.c `tcp_sync_mss`, `tcp_simple_retransmit`, tcp_input.c `tcp_non_congestion_loss_retransmit` |
@@ -84,6 +85,7 @@ pub(crate) mod fastopen_active;
 mod fastopen_conn;
 pub(crate) mod fastpath;
 pub(crate) mod fastretrans;
+pub(crate) mod host_queue;
 pub(crate) mod icmp_err;
 pub(crate) mod inet_connection_sock;
 pub mod info;

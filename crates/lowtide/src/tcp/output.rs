@@ -140,6 +140,7 @@ pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), ttl: u8, th: &
         len: 0,
         prr: (0, 0),
         rtx: TxRetrans::None,
+        fclone: 0,
     };
     let now = ctx.now;
     push(ctx, pkt, 1, 0, token, now);
@@ -515,6 +516,7 @@ impl Tcb {
             },
             prr: (0, 0),
             rtx: TxRetrans::None,
+            fclone: 0,
         };
         let ip_len = pkt.0.len() + pkt.1.len();
         push(ctx, pkt, mss, payload.len(), token, tstamp);
@@ -560,6 +562,11 @@ impl Tcb {
             }
         }
         let tstamp = self.transmit(ctx, 0, FLAG_SYN, &SkbData::EMPTY, 0);
+        // The queued SYN (tcp_connect's, or the one tcp_send_synack reuses) went in
+        // its fast clone.
+        if self.syn_queued() {
+            self.fclone_sent(ctx, 0);
+        }
         if self.state != TcpState::SynSent && self.syn_queued() {
             // tcp_send_synack (a simultaneous open): the queued SYN goes as the
             // SYN-ACK, stamped with this transmission (tcp_transmit_skb).
@@ -610,6 +617,7 @@ impl Tcb {
             tx_time: now,
             truesize,
             tx,
+            fclone: 0,
         });
         self.wmem_queued += truesize as u64;
     }
@@ -814,6 +822,10 @@ impl Tcb {
     ) -> Option<(u64, u64, u32)> {
         // Inconclusive MTU probe.
         self.mtup.probe_size = 0;
+        // -EBUSY: the last transmission still waits in the host's queue.
+        if self.still_in_host_queue(ctx, seq) {
+            return None;
+        }
         let mut seq = seq;
         if seq < self.snd_una {
             if self.rtx.get(seq)?.end_seq <= self.snd_una {
@@ -870,6 +882,7 @@ impl Tcb {
         self.total_retrans += pcount;
         self.bytes_retrans += data.len() as u64;
         let tstamp = self.transmit(ctx, seq, flags, &data, truesize);
+        self.fclone_sent(ctx, seq);
         // tcp_rate_skb_sent, after the transmission, from its stamp; a SYN's
         // snapshot keeps the zero delivered_mstamp: nothing was delivered yet
         // (connect_queue_skb).
@@ -964,6 +977,7 @@ mod tests {
                 tx_time: Instant::ZERO,
                 truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
+                fclone: 0,
             });
         }
         for i in (0..N).filter(|i| !holes.contains(i)) {
@@ -1280,6 +1294,7 @@ mod syn_retransmit_tests {
             nr_frags: 0,
         });
         t.write_xmit(&mut st.ctx(&cfg, NOW, false));
+        let tokens: Vec<_> = st.out.iter().map(|tx| tx.token).collect();
         let out = sent(&mut st);
         // Two 2-segment packets (tcp_tso_autosize at 1 MB/s), the second 2 ms
         // (2000 bytes at the pacing rate) after the first.
@@ -1295,8 +1310,13 @@ mod syn_retransmit_tests {
             (t.rate.first_tx_mstamp, t.rate.delivered_mstamp),
             (edt, edt)
         );
-        // A retransmission is stamped anew, and its stamp is retrans_stamp.
+        // Once the device has sent them (their TX completions: before, the skb
+        // would still be in the host's queue), a retransmission is stamped anew,
+        // and its stamp is retrans_stamp.
         let later = NOW + core::time::Duration::from_millis(1);
+        for token in &tokens {
+            t.on_tx_complete(&mut st.ctx(&cfg, later, false), token);
+        }
         let third = second + core::time::Duration::from_millis(2);
         t.retransmit_skb(&mut st.ctx(&cfg, later, false), 1, 2);
         assert_eq!(t.rtx.first().map(|s| s.tx_time), Some(third));

@@ -237,10 +237,12 @@ impl Tcb {
         true
     }
 
-    /// TX completion (`tcp_wfree` → `tcp_tsq_handler`): release device memory and, if
-    /// TSQ throttled the socket, transmit again.
-    pub(crate) fn on_tx_complete(&mut self, ctx: &mut Ctx, truesize: u32) {
-        self.wmem_alloc = self.wmem_alloc.saturating_sub(truesize as u64);
+    /// TX completion (`tcp_wfree` → `tcp_tsq_handler`): release device memory, free
+    /// the packet's skb's fast clone (tcp/host_queue.rs) and, if TSQ throttled the
+    /// socket, transmit again.
+    pub(crate) fn on_tx_complete(&mut self, ctx: &mut Ctx, token: &TxToken) {
+        self.wmem_alloc = self.wmem_alloc.saturating_sub(token.truesize as u64);
+        self.fclone_freed(token);
         if !self.local_drops.is_empty() {
             self.resend_local_drops(ctx);
         }
@@ -259,6 +261,8 @@ impl Tcb {
     /// ([`Tcb::retransmit_failed`]); new data was never sent ([`Tcb::first_send_dropped`]).
     pub(crate) fn on_tx_dropped(&mut self, ctx: &mut Ctx, token: &TxToken) {
         self.wmem_alloc = self.wmem_alloc.saturating_sub(token.truesize as u64);
+        // kfree_skb of the clone: its skb's fast clone is free.
+        self.fclone_freed(token);
         let (counted, high_seq) = token.prr;
         if counted > 0 && self.in_cwnd_reduction() && self.high_seq == high_seq {
             self.prr_out = self.prr_out.saturating_sub(counted);
@@ -413,6 +417,7 @@ impl Tcb {
                     break;
                 }
                 let tstamp = self.transmit(ctx, seq, flags, &data, truesize);
+                self.fclone_sent(ctx, seq);
                 self.rtx.mark_resent(seq, tstamp);
                 let tx = self.rate_skb_sent(tstamp);
                 self.rtx.set_tx_rate(seq, tx);
@@ -474,6 +479,7 @@ mod tests {
                 tx_time: Instant::ZERO,
                 truesize: len + SKB_OVERHEAD,
                 tx: Default::default(),
+                fclone: 0,
             });
         }
     }
@@ -855,6 +861,7 @@ mod local_drop_tests {
                 tx_time: Instant::ZERO,
                 truesize: 1000 + SKB_OVERHEAD,
                 tx: Default::default(),
+                fclone: 0,
             });
         }
         t.snd_nxt = 3001;

@@ -170,6 +170,7 @@ mod tests {
             tx_time: now,
             truesize: MSS + SKB_OVERHEAD,
             tx,
+            fclone: 0,
         });
         t.snd_nxt = 1 + (i + 1) * MSS as u64;
     }

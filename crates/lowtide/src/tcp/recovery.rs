@@ -298,6 +298,7 @@ mod tests {
                 tx_time: Instant(i * 1_000_000),
                 truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
+                fclone: 0,
             });
         }
         t.snd_una = 1;

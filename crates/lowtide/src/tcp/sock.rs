@@ -133,6 +133,8 @@ pub struct Tcb {
     pub(crate) wmem_queued: u64,
     /// Truesize handed to the device and not completed (`sk_wmem_alloc`).
     pub(crate) wmem_alloc: u64,
+    /// The id the last fast clone handed to the device took (tcp/host_queue.rs).
+    pub(crate) fclone_next: u32,
     /// Pages reserved for both queues: charged plus `sk_forward_alloc` (tcp/mem.rs).
     pub(crate) mem_pages: u64,
     /// `SOCK_NOSPACE`: a write could not take everything; wake it on space.

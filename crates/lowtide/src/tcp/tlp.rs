@@ -129,8 +129,13 @@ impl Tcb {
         let Some(last) = self.rtx.last() else {
             return Probe::NothingOut;
         };
-        // The last segment only: split off at (pcount - 1) * mss (tcp_fragment).
         let (seq, pcount, len) = (last.seq, last.pcount, last.len() as u64);
+        // The last skb is still in the host's queue: no probe (the RTO is rearmed
+        // from the head's transmission, `tcp_rearm_rto`).
+        if self.still_in_host_queue(ctx, seq) {
+            return Probe::NotSent;
+        }
+        // The last segment only: split off at (pcount - 1) * mss (tcp_fragment).
         let seq = if pcount > 1 && len > (pcount as u64 - 1) * mss as u64 {
             let at = seq + (pcount as u64 - 1) * mss as u64;
             self.rtx.split_at(at, mss);

@@ -323,7 +323,9 @@ impl Tcb {
             tx_time: tstamp,
             truesize,
             tx,
+            fclone: 0,
         });
+        self.fclone_sent(ctx, seq);
         self.snd_nxt = end_seq;
         if matches!(
             self.icsk.pending,

@@ -161,11 +161,11 @@ impl Acct {
 }
 
 /// `tcp_can_collapse`: may `s` be merged into the skb before it on retransmission?
-/// Not an skb of several segments, nor a SACKed one. (Linux also refuses an skb
-/// whose clone still sits in a device queue, `skb_cloned`; lowtide keeps no
-/// per-skb record of that: its device holds its own copy of what was sent.)
+/// Not an skb of several segments, nor one whose clone the device still holds
+/// (`skb_cloned`: [`Skb::fclone`]; a device that orphans its packets, as tun,
+/// frees them at once here), nor a SACKed one.
 fn can_collapse(s: &Skb) -> bool {
-    s.pcount <= 1 && !s.has(SACKED_ACKED)
+    s.pcount <= 1 && s.fclone == 0 && !s.has(SACKED_ACKED)
 }
 
 impl RtxQueue {
@@ -409,7 +409,7 @@ impl RtxQueue {
                     // needs as many).
                     let orig = s.pcount;
                     c.partial = true;
-                    let rest = self.split(p, ack, mss);
+                    let rest = self.trim_split(p, ack, mss);
                     let acked = orig.saturating_sub(self.store.get(rest).pcount);
                     self.modify(p, |h| h.pcount = acked);
                     continue;
@@ -673,8 +673,51 @@ impl RtxQueue {
         if to <= s.seq || to >= s.end_seq {
             return 0;
         }
-        self.split(p, to, mss);
+        self.trim_split(p, to, mss);
         self.take(p).truesize as u64
+    }
+
+    /// [`RtxQueue::split`] for `tcp_trim_head`: the part from `at` on is the skb
+    /// Linux keeps (its head pulled), so it keeps the fast clone the device may
+    /// hold; the part before goes.
+    fn trim_split(&mut self, p: Pos, at: u64, mss: u32) -> Pos {
+        let rest = self.split(p, at, mss);
+        let fclone = core::mem::take(&mut self.store.get_mut(p).fclone);
+        self.store.get_mut(rest).fclone = fclone;
+        rest
+    }
+
+    /// `skb_fclone_busy` of the skb at `seq`: the id of the fast clone of its last
+    /// transmission while the device holds it, else 0. Linux has the skb in hand:
+    /// no node is charged.
+    pub fn fclone(&self, seq: u64) -> u32 {
+        let s = self.store.at_hint(seq).map(|p| self.store.get(p));
+        s.filter(|s| s.seq == seq).map_or(0, |s| s.fclone)
+    }
+
+    /// The skb at `seq` went to the device in its fast clone `id` (`tcp_transmit_skb`'s
+    /// `skb_clone` of an skb whose clone was free). No node is charged.
+    pub fn set_fclone(&mut self, seq: u64, id: u32) {
+        if let Some(p) = self.store.at_hint(seq) {
+            let s = self.store.get_mut(p);
+            if s.seq == seq {
+                s.fclone = id;
+            }
+        }
+    }
+
+    /// TX completion of the fast clone `id` that a transmission from `seq` went in
+    /// (`kfree_skb` of `skb2`: `fclone_ref` falls to one): the skb that sent it, the
+    /// one at `seq` or, trimmed since (`tcp_trim_head`), the first after it, has its
+    /// clone free again; nothing if it was acknowledged and freed meanwhile. The
+    /// clone finds its skb in Linux: no node is charged.
+    pub fn fclone_freed(&mut self, seq: u64, id: u32) {
+        if let Some(p) = self.store.at_hint(seq) {
+            let s = self.store.get_mut(p);
+            if s.fclone == id {
+                s.fclone = 0;
+            }
+        }
     }
 
     /// `tcp_set_skb_tso_segs` + `tcp_adjust_pcount`: the skb at `seq` counts
@@ -808,6 +851,7 @@ pub(super) mod tests {
             tx_time: Instant(seq),
             truesize: len + SKB_OVERHEAD,
             tx: Default::default(),
+            fclone: 0,
         }
     }
 

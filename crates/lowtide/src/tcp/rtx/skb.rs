@@ -73,6 +73,13 @@ pub struct Skb {
     pub truesize: u32,
     /// Delivery-rate snapshot of the last transmission (`tcp_rate_skb_sent`).
     pub tx: TxRate,
+    /// The skb's fast clone (`SKB_FCLONE_ORIG`'s `skb2`, which `tcp_transmit_skb`
+    /// hands to the device) while the device still holds it: the id its
+    /// transmission's TX token carries, until that TX completion frees it; 0 when
+    /// the clone is free. `skb_fclone_busy`: a retransmission then waits
+    /// (`skb_still_in_host_queue`), and the skb joins no other on retransmission
+    /// (`tcp_can_collapse`'s `skb_cloned`).
+    pub fclone: u32,
 }
 
 impl Skb {
@@ -110,6 +117,9 @@ impl Skb {
             tx_time: self.tx_time,
             truesize: self.truesize - head_share,
             tx: self.tx,
+            // tcp_fragment: the second part is a new skb, its fast clone free;
+            // the first keeps the clone (and its data) the device holds.
+            fclone: 0,
         };
         // tcp_fragment: "PSH and FIN should only be set in the second packet", and
         // the record end moves there too (tcp_skb_fragment_eor).
@@ -201,6 +211,7 @@ impl Skb {
             tx_time,
             truesize: len as u32 + crate::tcp::consts::SKB_OVERHEAD,
             tx: Default::default(),
+            fclone: 0,
         }
     }
 }
@@ -224,6 +235,7 @@ mod tests {
             tx_time: Instant(0),
             truesize: 1000 + SKB_OVERHEAD,
             tx: Default::default(),
+            fclone: 0,
         };
         let b = a.split_off(501, 500);
         assert!(can_collapse_to(a.flags));

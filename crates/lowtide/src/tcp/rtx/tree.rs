@@ -202,6 +202,7 @@ mod tests {
             tx_time: Instant::ZERO,
             truesize: 0,
             tx: Default::default(),
+            fclone: 0,
         }
     }
 

@@ -48,6 +48,9 @@ pub const SO_DOMAIN: i32 = 39;
 pub const SO_TIMESTAMPING: i32 = 37;
 /// `SCM_TIMESTAMPING`: the cmsg of a timestamp (`struct scm_timestamping`).
 pub const SCM_TIMESTAMPING: i32 = SO_TIMESTAMPING;
+/// `SCM_TIMESTAMPING_OPT_STATS`: the cmsg of `SOF_TIMESTAMPING_OPT_STATS`'s
+/// netlink attributes.
+pub const SCM_TIMESTAMPING_OPT_STATS: i32 = 54;
 pub const SOL_IP: i32 = 0;
 /// `IP_TOS`: the TOS byte of the socket's IPv4 packets.
 pub const IP_TOS: i32 = 1;

@@ -43,7 +43,7 @@ impl Host {
         flags: i32,
     ) -> Result<RecvMsg, Errno> {
         if flags & MSG_ERRQUEUE != 0 {
-            return self.recv_error(fd, buf.len());
+            return self.recv_error(fd, buf);
         }
         if self.is_pipe(fd) {
             let len = self.pipe_read(fd, buf)?;
@@ -137,9 +137,11 @@ impl Host {
     /// time in `ts[0]` with `SOF_TIMESTAMPING_SOFTWARE`), then an `IP_RECVERR`
     /// (`IPV6_RECVERR` on an IPv6 socket) cmsg: the `sock_extended_err` and the
     /// offender address (an ICMP error's sender, else zeroes), with `MSG_ERRQUEUE`
-    /// in the flags, and `MSG_TRUNC` when the entry's bytes exceed `len` (none are
-    /// copied: lowtide keeps only their count).
-    fn recv_error(&mut self, fd: Fd, len: usize) -> Result<RecvMsg, Errno> {
+    /// in the flags, and `MSG_TRUNC` when the entry's bytes exceed `buf` (lowtide
+    /// keeps only the count of a packet copy; the statistics of
+    /// `SOF_TIMESTAMPING_OPT_STATS` are copied, and between the two cmsgs comes
+    /// `SCM_TIMESTAMPING_OPT_STATS` with them: `__sock_recv_timestamp`).
+    fn recv_error(&mut self, fd: Fd, buf: &mut [u8]) -> Result<RecvMsg, Errno> {
         let s = self.sock(fd)?;
         // inet6_recv_error for an AF_INET6 socket, IPv4-mapped peers included.
         let v6 = s.family == AF_INET6;
@@ -157,18 +159,33 @@ impl Host {
             true => (SOL_IPV6, IPV6_RECVERR, 28), // sizeof(struct sockaddr_in6)
         };
         let mut cmsgs = Vec::new();
-        if let Some(c) = self.scm_timestamping(fd, ee.tstamp) {
-            cmsgs.push(c);
+        let ts = self.scm_timestamping(fd, ee.tstamp);
+        let stamped = ts.is_some();
+        cmsgs.extend(ts);
+        let mut copied = 0;
+        if let Some(stats) = ee.opt_stats {
+            let data = stats.to_nla();
+            copied = data.len().min(buf.len());
+            buf[..copied].copy_from_slice(&data[..copied]);
+            // __sock_recv_timestamp puts the statistics only after an
+            // SCM_TIMESTAMPING ("if (!empty)"): none without SOF_TIMESTAMPING_SOFTWARE.
+            if stamped {
+                cmsgs.push(Cmsg {
+                    level: SOL_SOCKET,
+                    kind: SCM_TIMESTAMPING_OPT_STATS,
+                    data,
+                });
+            }
         }
         let mut data = ee.ee.to_bytes().to_vec();
         data.extend_from_slice(&offender_addr(v6, ee.offender)[..offender]);
         cmsgs.push(Cmsg { level, kind, data });
         let mut flags = MSG_ERRQUEUE;
-        if ee.len as usize > len {
+        if ee.len as usize > buf.len() {
             flags |= MSG_TRUNC;
         }
         Ok(RecvMsg {
-            len: 0,
+            len: copied,
             flags,
             cmsgs,
         })

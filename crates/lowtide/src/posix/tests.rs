@@ -1076,3 +1076,97 @@ fn so_timestamping_marks_the_skb_once_and_tsonly_has_no_bytes() {
         Err(Errno(errno::EAGAIN))
     );
 }
+
+/// SOF_TIMESTAMPING_OPT_STATS with OPT_TSONLY (tcp_get_timestamping_opt_stats): each
+/// report's payload is the connection's statistics as netlink attributes, copied
+/// into the buffer and, as SCM_TIMESTAMPING_OPT_STATS, between SCM_TIMESTAMPING and
+/// IP_RECVERR (__sock_recv_timestamp); an ACK's report adds TCP_NLA_TTL. Without
+/// OPT_TSONLY there are none.
+#[test]
+fn so_timestamping_opt_stats_carry_the_connection_stats() {
+    use crate::tcp::opt_stats::nla;
+    use crate::tcp::tstamp::*;
+    let mut n = HostPair::new();
+    let (c, _s, _) = n.connected();
+    let stats = SOF_TIMESTAMPING_TX_SOFTWARE
+        | SOF_TIMESTAMPING_TX_ACK
+        | SOF_TIMESTAMPING_SOFTWARE
+        | SOF_TIMESTAMPING_OPT_STATS;
+    for tsonly in [false, true] {
+        let flags = stats
+            | if tsonly {
+                SOF_TIMESTAMPING_OPT_TSONLY
+            } else {
+                0
+            };
+        let f = flags.to_ne_bytes();
+        n.a.setsockopt(n.now, c, SOL_SOCKET, SO_TIMESTAMPING, &f)
+            .unwrap();
+        assert_eq!(n.a.send(n.now, c, &[1; 1000], 0), Ok(1000));
+        n.run();
+        n.wait(core::time::Duration::from_millis(300)); // the delayed ACK
+        let mut reports = Vec::new();
+        let mut buf = [0u8; 512];
+        while let Ok(m) = n.a.recvmsg(n.now, c, &mut buf, MSG_ERRQUEUE) {
+            reports.push((m.clone(), buf[..m.len].to_vec()));
+        }
+        assert_eq!(reports.len(), 2, "SND and ACK");
+        for (i, (m, payload)) in reports.iter().enumerate() {
+            let kinds: Vec<i32> = m.cmsgs.iter().map(|c| c.kind).collect();
+            if !tsonly {
+                assert_eq!(kinds, [SCM_TIMESTAMPING, IP_RECVERR]);
+                continue;
+            }
+            assert_eq!(m.flags, MSG_ERRQUEUE);
+            assert_eq!(
+                kinds,
+                [SCM_TIMESTAMPING, SCM_TIMESTAMPING_OPT_STATS, IP_RECVERR]
+            );
+            let data = &m.cmsgs[1].data;
+            assert_eq!(payload, data, "the payload is the attributes");
+            let mut attrs = std::collections::HashMap::new();
+            let mut at = 0;
+            while at < data.len() {
+                let len = u16::from_ne_bytes([data[at], data[at + 1]]) as usize;
+                let kind = u16::from_ne_bytes([data[at + 2], data[at + 3]]);
+                attrs.insert(kind, data[at + 4..at + len].to_vec());
+                at += len.next_multiple_of(4);
+            }
+            let u64_of = |k| u64::from_ne_bytes(attrs[&k][..8].try_into().unwrap());
+            let u32_of = |k| u32::from_ne_bytes(attrs[&k][..4].try_into().unwrap());
+            assert_eq!(u64_of(nla::DATA_SEGS_OUT), 2);
+            assert_eq!(u64_of(nla::BYTES_SENT), 2000);
+            assert_eq!(u32_of(nla::SND_CWND), 10);
+            let ack = i == 1;
+            // A send's report comes while the skb is in tcp_transmit_skb: counted in
+            // data_segs_out and bytes_sent, not yet in snd_nxt.
+            assert_eq!(u32_of(nla::BYTES_NOTSENT), if ack { 0 } else { 1000 });
+            assert_eq!(u32_of(nla::SNDQ_SIZE), if ack { 0 } else { 1000 });
+            assert_eq!(attrs.get(&nla::TTL).map(|t| t[0]), ack.then_some(64));
+        }
+    }
+    // A buffer smaller than the attributes: cut, MSG_TRUNC.
+    assert_eq!(n.a.send(n.now, c, &[1; 10], 0), Ok(10));
+    n.run();
+    let mut small = [0u8; 8];
+    let m = n.a.recvmsg(n.now, c, &mut small, MSG_ERRQUEUE).unwrap();
+    assert_eq!((m.len, m.flags), (8, MSG_ERRQUEUE | MSG_TRUNC));
+    // Without SOF_TIMESTAMPING_SOFTWARE no SCM_TIMESTAMPING, and so no
+    // SCM_TIMESTAMPING_OPT_STATS (__sock_recv_timestamp's "if (!empty)"); the
+    // payload is the attributes all the same.
+    while n.a.recvmsg(n.now, c, &mut small, MSG_ERRQUEUE).is_ok() {}
+    let f = (stats & !SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY).to_ne_bytes();
+    n.a.setsockopt(n.now, c, SOL_SOCKET, SO_TIMESTAMPING, &f)
+        .unwrap();
+    assert_eq!(n.a.send(n.now, c, &[1; 10], 0), Ok(10));
+    n.run();
+    let mut buf = [0u8; 512];
+    let m = n.a.recvmsg(n.now, c, &mut buf, MSG_ERRQUEUE).unwrap();
+    let kinds: Vec<i32> = m.cmsgs.iter().map(|c| c.kind).collect();
+    assert_eq!(kinds, [IP_RECVERR]);
+    assert_eq!(
+        (m.len, m.flags),
+        (248, MSG_ERRQUEUE),
+        "an SND report: no TTL"
+    );
+}

@@ -190,6 +190,7 @@ impl ErrQueue {
             tstamp: None,
             len: 0,
             offender: None,
+            opt_stats: None,
         });
     }
 }

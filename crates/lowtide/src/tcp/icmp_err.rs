@@ -102,6 +102,7 @@ impl Tcb {
             tstamp: Some(ctx.now),
             len: r.len,
             offender: Some(r.offender),
+            opt_stats: None,
         };
         if self.errq.queue_report(entry, self.rcvbuf) {
             self.notify(ctx, EventKind::ErrQueue);

@@ -171,6 +171,7 @@ impl Tcb {
             write_pending: 0,
             ecn_flags: 0,
             rx_ip_ecn: 0,
+            rx_ttl: 0,
             rx_pkt_len: 0,
             delivered_ce: 0,
             ack: IcskAck {

@@ -140,6 +140,7 @@ impl Tcb {
     ) {
         self.segs_in += 1;
         self.rx_ip_ecn = ip.ecn;
+        self.rx_ttl = ip.hop_limit;
         self.rx_pkt_len = (ip.header_len + ip.payload_len) as u32;
         match self.state {
             TcpState::Closed | TcpState::Listen => {}

@@ -51,6 +51,7 @@
 //! | `minisocks` | tcp_minisocks.c: the timewait socket (`tcp_timewait_state_process`, `tcp_twsk_unique`), inet_timewait_sock.c |
 //! | [`errqueue`] | the socket error queue (`sk_error_queue`) and `MSG_ZEROCOPY` completions: skbuff.c `msg_zerocopy_*`, sock.c `sock_dequeue_err_skb` |
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
+//! | [`opt_stats`] | `SOF_TIMESTAMPING_OPT_STATS`: tcp.c `tcp_get_timestamping_opt_stats` |
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
 //! | [`cong`] | `tcp_congestion_ops` and `struct rate_sample` (include/net/tcp.h): Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), DCTCP (tcp_dctcp.c), lib/win_minmax.c |
@@ -98,6 +99,7 @@ pub(crate) mod minisocks;
 pub(crate) mod mtu_probe;
 pub(crate) mod nagle;
 pub mod ofo;
+pub mod opt_stats;
 pub(crate) mod output;
 pub(crate) mod pacing;
 pub(crate) mod page_frag;

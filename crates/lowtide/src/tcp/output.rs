@@ -522,7 +522,8 @@ impl Tcb {
         push(ctx, pkt, mss, payload.len(), token, tstamp);
         if !payload.is_empty() {
             // dev_queue_xmit's SCM_TSTAMP_SCHED, the driver's SCM_TSTAMP_SND.
-            self.tstamp_sent(ctx, seq, seq + payload.len() as u64, ip_len);
+            let range = (seq, seq + payload.len() as u64);
+            self.tstamp_sent(ctx, range, ip_len, tstamp);
         }
         tstamp
     }

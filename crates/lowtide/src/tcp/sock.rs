@@ -249,6 +249,9 @@ pub struct Tcb {
     pub(crate) ecn_flags: u8,
     /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
     pub(crate) rx_ip_ecn: u8,
+    /// TTL or hop limit of the segment being processed (`TCP_NLA_TTL`'s
+    /// `tcp_skb_ttl_or_hop_limit(ack_skb)`).
+    pub(crate) rx_ttl: u8,
     /// The IP packet length of the segment being processed (its buffer's size, for
     /// [`crate::tcp::skbuff::RxAlloc::Tun`]).
     pub(crate) rx_pkt_len: u32,

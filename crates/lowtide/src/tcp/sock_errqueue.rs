@@ -18,6 +18,8 @@ pub(crate) struct Mark {
     pub(crate) key: u64,
     /// The `SOF_TIMESTAMPING_TX_*` flags of the write that marked it.
     pub(crate) flags: u32,
+    /// When the segment holding the byte last left (its skb's `skb_mstamp_ns`).
+    pub(crate) edt: Instant,
 }
 
 /// A connection's `SO_TIMESTAMPING` state.
@@ -29,6 +31,64 @@ pub(crate) struct Timestamping {
     pub(crate) tskey: u64,
     /// Marked bytes not yet acknowledged, in stream order.
     pub(crate) marks: VecDeque<Mark>,
+}
+
+// ---- implemented in tcp/opt_stats.rs ----
+
+/// The statistics of one report, as `tcp_get_timestamping_opt_stats` reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OptStats {
+    /// `TCP_NLA_BUSY`, `TCP_NLA_RWND_LIMITED`, `TCP_NLA_SNDBUF_LIMITED`
+    /// (`tcp_get_info_chrono_stats`), µs.
+    pub chrono_us: (u64, u64, u64),
+    /// `TCP_NLA_DATA_SEGS_OUT`.
+    pub data_segs_out: u64,
+    /// `TCP_NLA_TOTAL_RETRANS`.
+    pub total_retrans: u64,
+    /// `TCP_NLA_PACING_RATE` (`~0` unlimited).
+    pub pacing_rate: u64,
+    /// `TCP_NLA_DELIVERY_RATE` (`tcp_compute_delivery_rate`).
+    pub delivery_rate: u64,
+    /// `TCP_NLA_SND_CWND`.
+    pub snd_cwnd: u32,
+    /// `TCP_NLA_REORDERING`.
+    pub reordering: u32,
+    /// `TCP_NLA_MIN_RTT` (`tcp_min_rtt`, `~0` before a sample).
+    pub min_rtt_us: u32,
+    /// `TCP_NLA_RECUR_RETRANS`.
+    pub retransmits: u8,
+    /// `TCP_NLA_DELIVERY_RATE_APP_LMT`.
+    pub app_limited: bool,
+    /// `TCP_NLA_SND_SSTHRESH`.
+    pub snd_ssthresh: u32,
+    /// `TCP_NLA_DELIVERED`.
+    pub delivered: u32,
+    /// `TCP_NLA_DELIVERED_CE`.
+    pub delivered_ce: u32,
+    /// `TCP_NLA_SNDQ_SIZE`.
+    pub sndq_size: u32,
+    /// `TCP_NLA_CA_STATE` (`enum tcp_ca_state`).
+    pub ca_state: u8,
+    /// `TCP_NLA_BYTES_SENT`.
+    pub bytes_sent: u64,
+    /// `TCP_NLA_BYTES_RETRANS`.
+    pub bytes_retrans: u64,
+    /// `TCP_NLA_DSACK_DUPS`.
+    pub dsack_dups: u32,
+    /// `TCP_NLA_REORD_SEEN`.
+    pub reord_seen: u32,
+    /// `TCP_NLA_SRTT`, µs.
+    pub srtt_us: u32,
+    /// `TCP_NLA_TIMEOUT_REHASH`.
+    pub timeout_rehash: u16,
+    /// `TCP_NLA_BYTES_NOTSENT`.
+    pub bytes_notsent: u32,
+    /// `TCP_NLA_EDT`: ns on the stack's clock.
+    pub edt_ns: u64,
+    /// `TCP_NLA_TTL`: only in reports made by an ACK (`ack_skb`).
+    pub ttl: Option<u8>,
+    /// `TCP_NLA_REHASH`.
+    pub rehash: u32,
 }
 
 // ---- implemented in tcp/errqueue.rs ----
@@ -64,6 +124,9 @@ pub struct ErrEntry {
     /// The sender of an ICMP error (`ip_hdr(skb)->saddr`), the offender address
     /// `ip_recv_error` puts after the `sock_extended_err`; none for other origins.
     pub offender: Option<std::net::IpAddr>,
+    /// `SOF_TIMESTAMPING_OPT_STATS` with `OPT_TSONLY`: the statistics that are the
+    /// report's payload (`SCM_TIMESTAMPING_OPT_STATS`).
+    pub opt_stats: Option<OptStats>,
 }
 
 /// `struct ubuf_info_msgzc`: the id range of sends whose data is still queued.

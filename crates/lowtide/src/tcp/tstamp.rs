@@ -17,7 +17,9 @@
 //! (`tcp_fragment_tstamp`), and a later write into the same unsent skb moves it.
 //! Where lowtide differs: its device takes a packet when the stack emits it, so
 //! `SCM_TSTAMP_SND` follows `SCM_TSTAMP_SCHED` at once; there are no hardware or
-//! receive timestamps, and `SOF_TIMESTAMPING_OPT_STATS`/`OPT_PKTINFO` add nothing.
+//! receive timestamps, and `OPT_PKTINFO` adds nothing. `SOF_TIMESTAMPING_OPT_STATS`
+//! with `OPT_TSONLY` makes each report's payload the connection's statistics
+//! (tcp/opt_stats.rs).
 
 use super::sock::Tcb;
 use super::sock_errqueue::Mark;
@@ -39,6 +41,9 @@ pub const SOF_TIMESTAMPING_TX_SCHED: u32 = 1 << 8;
 pub const SOF_TIMESTAMPING_TX_ACK: u32 = 1 << 9;
 /// `SOF_TIMESTAMPING_OPT_TSONLY`: reports carry no copy of the packet.
 pub const SOF_TIMESTAMPING_OPT_TSONLY: u32 = 1 << 11;
+/// `SOF_TIMESTAMPING_OPT_STATS`: with `OPT_TSONLY`, reports carry
+/// `SCM_TIMESTAMPING_OPT_STATS`.
+pub const SOF_TIMESTAMPING_OPT_STATS: u32 = 1 << 12;
 /// `SOF_TIMESTAMPING_OPT_ID_TCP`: the key counts from `write_seq`, not `snd_una`.
 pub const SOF_TIMESTAMPING_OPT_ID_TCP: u32 = 1 << 16;
 /// `SOF_TIMESTAMPING_MASK`: every flag Linux 6.18 knows (up to `OPT_RX_FILTER`).
@@ -115,29 +120,40 @@ impl Tcb {
         if marks.back().is_some_and(|m| m.key >= start) {
             marks.pop_back();
         }
-        marks.push_back(Mark { key, flags });
+        marks.push_back(Mark {
+            key,
+            flags,
+            edt: Instant::ZERO,
+        });
     }
 
-    /// A segment `[seq, end)` of `ip_len` bytes goes to the device: the
-    /// `SCM_TSTAMP_SCHED` and `SCM_TSTAMP_SND` reports of the bytes it carries
-    /// (a retransmission reports again, as its clone keeps the skb's flags).
-    pub(crate) fn tstamp_sent(&mut self, ctx: &mut Ctx, seq: u64, end: u64, ip_len: usize) {
+    /// A segment `[seq, end)` of `ip_len` bytes leaves at `edt` (its
+    /// `skb_mstamp_ns`): the `SCM_TSTAMP_SCHED` and `SCM_TSTAMP_SND` reports of the
+    /// bytes it carries (a retransmission reports again, as its clone keeps the
+    /// skb's flags).
+    pub(crate) fn tstamp_sent(
+        &mut self,
+        ctx: &mut Ctx,
+        (seq, end): (u64, u64),
+        ip_len: usize,
+        edt: Instant,
+    ) {
         if self.tstamp.marks.is_empty() {
             return;
         }
-        let hits: Vec<Mark> = self
-            .tstamp
-            .marks
-            .iter()
-            .filter(|m| m.key >= seq && m.key < end)
-            .copied()
-            .collect();
+        let mut hits = Vec::new();
+        for m in self.tstamp.marks.iter_mut() {
+            if m.key >= seq && m.key < end {
+                m.edt = edt;
+                hits.push(*m);
+            }
+        }
         for m in hits {
             if m.flags & SOF_TIMESTAMPING_TX_SCHED != 0 {
-                self.tstamp_report(ctx, m.key, SCM_TSTAMP_SCHED, ip_len as u32);
+                self.tstamp_report(ctx, m, SCM_TSTAMP_SCHED, ip_len as u32, None);
             }
             if m.flags & SOF_TIMESTAMPING_TX_SOFTWARE != 0 {
-                self.tstamp_report(ctx, m.key, SCM_TSTAMP_SND, ip_len as u32);
+                self.tstamp_report(ctx, m, SCM_TSTAMP_SND, ip_len as u32, None);
             }
         }
     }
@@ -152,21 +168,28 @@ impl Tcb {
             }
             self.tstamp.marks.pop_front();
             if m.key >= prior && m.flags & SOF_TIMESTAMPING_TX_ACK != 0 {
-                self.tstamp_report(ctx, m.key, SCM_TSTAMP_ACK, skb_len);
+                let ttl = Some(self.rx_ttl);
+                self.tstamp_report(ctx, m, SCM_TSTAMP_ACK, skb_len, ttl);
             }
         }
     }
 
-    /// `__skb_complete_tx_timestamp`: the report on the error queue, and a wakeup.
-    fn tstamp_report(&mut self, ctx: &mut Ctx, key: u64, kind: u32, len: u32) {
+    /// `__skb_tstamp_tx` and `__skb_complete_tx_timestamp`: the report on the error
+    /// queue, and a wakeup. The report copies the packet (`len` bytes), or with
+    /// `OPT_TSONLY` carries nothing but, with `OPT_STATS`, the statistics
+    /// (`tcp_get_timestamping_opt_stats`; `ack_ttl` for an ACK's report).
+    fn tstamp_report(&mut self, ctx: &mut Ctx, m: Mark, kind: u32, len: u32, ack_ttl: Option<u8>) {
         let ts = &self.tstamp;
         let data = match ts.flags & SOF_TIMESTAMPING_OPT_ID {
             0 => 0,
-            _ => key.wrapping_sub(ts.tskey) as u32,
+            _ => m.key.wrapping_sub(ts.tskey) as u32,
         };
+        let stats_flags = SOF_TIMESTAMPING_OPT_TSONLY | SOF_TIMESTAMPING_OPT_STATS;
+        let opt_stats = (ts.flags & stats_flags == stats_flags)
+            .then(|| self.timestamping_opt_stats(ctx.now, m.edt, ack_ttl));
         let len = match ts.flags & SOF_TIMESTAMPING_OPT_TSONLY {
             0 => len,
-            _ => 0,
+            _ => opt_stats.map_or(0, |s| s.nla_len()),
         };
         let entry = super::errqueue::ErrEntry {
             ee: super::errqueue::SockExtendedErr {
@@ -179,6 +202,7 @@ impl Tcb {
             tstamp: Some(ctx.now),
             len,
             offender: None,
+            opt_stats,
         };
         if self.errq.queue_report(entry, self.rcvbuf) {
             self.notify(ctx, EventKind::ErrQueue);

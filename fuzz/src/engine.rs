@@ -182,8 +182,8 @@ impl Harness {
 
     /// Drives the victim to `start` with well-formed segments.
     fn setup(&mut self, start: Start) {
-        const ACK: u8 = TcpFlags::ACK.0;
-        const FIN_ACK: u8 = TcpFlags::FIN.0 | TcpFlags::ACK.0;
+        const ACK: u16 = TcpFlags::ACK.0;
+        const FIN_ACK: u16 = TcpFlags::FIN.0 | TcpFlags::ACK.0;
         let active = matches!(start, Start::SynSent | Start::EstablishedActive);
         if active {
             let local = SocketAddr::new(VICTIM.into(), 0);
@@ -229,7 +229,7 @@ impl Harness {
         }
     }
 
-    fn peer_syn(&mut self, flags: u8) {
+    fn peer_syn(&mut self, flags: u16) {
         let opts = self.syn_opts;
         // `send` moves `peer_nxt` past the SYN.
         self.segment(
@@ -260,14 +260,14 @@ impl Harness {
 
     /// A segment with `len` payload bytes from the peer's next sequence, acknowledging
     /// everything the victim sent.
-    fn peer_segment(&mut self, flags: u8, len: usize) {
+    fn peer_segment(&mut self, flags: u16, len: usize) {
         let ack = self.snd_nxt.unwrap_or(0);
         let opts = self.data_options(0, 0, 0);
         let seq = self.peer_nxt;
         self.send(flags, seq, ack, 65_535, opts, &vec![0x5a; len], false);
     }
 
-    fn peer_segment_at(&mut self, flags: u8, seq: u32, ack: u32, len: usize) {
+    fn peer_segment_at(&mut self, flags: u16, seq: u32, ack: u32, len: usize) {
         self.last_peer_ack = ack;
         let opts = self.data_options(0, 0, 0);
         self.send(flags, seq, ack, 65_535, opts, &vec![0x5a; len], false);
@@ -292,7 +292,7 @@ impl Harness {
         o
     }
 
-    fn segment(&mut self, flags: u8, seq: u32, ack: u32, len: usize, o: TcpOptions, bad: bool) {
+    fn segment(&mut self, flags: u16, seq: u32, ack: u32, len: usize, o: TcpOptions, bad: bool) {
         self.send(flags, seq, ack, 65_535, o, &vec![0x5a; len], bad);
     }
 
@@ -300,7 +300,7 @@ impl Harness {
     #[allow(clippy::too_many_arguments)]
     fn send(
         &mut self,
-        flags: u8,
+        flags: u16,
         seq: u32,
         ack: u32,
         window: u16,
@@ -454,7 +454,7 @@ impl Harness {
     /// the delay before it (0, 100 us, 1 ms, 50 ms); `r[1]` flags; `r[2..4]` seq offset
     /// and `r[4..6]` ack offset (i16); `r[6..8]` window; `r[8]` payload length / 8;
     /// `r[9]` options (bits 0-2 SACK blocks, bit 3 no timestamp, bit 4 MSS, bit 5 a
-    /// wild TSecr); `r[10..12]` SACK spread.
+    /// wild TSecr, bits 6-7 AE and a reserved flag bit); `r[10..12]` SACK spread.
     fn fuzz_segment(&mut self, r: &[u8; 12]) {
         let mode = r[0] >> 2;
         let delay = [0, 100, 1_000, 50_000][((mode >> 4) & 3) as usize];
@@ -494,7 +494,8 @@ impl Harness {
                 .map(|(v, _)| (v, spread.wrapping_mul(0x0101_0101)));
         }
         let payload: Vec<u8> = (0..len).map(|i| i as u8).collect();
-        self.send(r[1], seq, ack, window, o, &payload, mode & 8 != 0);
+        let flags = u16::from(r[1]) | u16::from(r[9] >> 6) << 8;
+        self.send(flags, seq, ack, window, o, &payload, mode & 8 != 0);
     }
 
     /// A burst of `1 + r[4..6] % 512` data segments of `1 + r[6] % 16` bytes from the

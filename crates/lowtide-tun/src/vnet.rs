@@ -175,7 +175,7 @@ impl VnetHdr {
                 IpAddr::V4(_) => VIRTIO_NET_HDR_GSO_TCPV4,
                 IpAddr::V6(_) => VIRTIO_NET_HDR_GSO_TCPV6,
             };
-            if headers[tcp_start + 13] & TcpFlags::CWR.0 != 0 {
+            if headers[tcp_start + 13] & TcpFlags::CWR.0 as u8 != 0 {
                 hdr.gso_type |= VIRTIO_NET_HDR_GSO_ECN;
             }
             hdr.gso_size = gso_size;
@@ -286,7 +286,7 @@ mod tests {
         let tcp = TcpRepr {
             seq: 1,
             ack: 2,
-            flags: TcpFlags(flags),
+            flags: TcpFlags(flags.into()),
             window: 100,
             options: TcpOptions {
                 timestamp: Some((1, 2)),

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 /// Failure guard only: no test waits this long when things work.
 const TIMEOUT: Duration = Duration::from_secs(5);
 const MTU: usize = 1500;
-const SYN: u8 = TcpFlags::SYN.0;
-const ACK: u8 = TcpFlags::ACK.0;
-const PSH: u8 = TcpFlags::PSH.0;
-const FIN: u8 = TcpFlags::FIN.0;
-const RST: u8 = TcpFlags::RST.0;
+const SYN: u16 = TcpFlags::SYN.0;
+const ACK: u16 = TcpFlags::ACK.0;
+const PSH: u16 = TcpFlags::PSH.0;
+const FIN: u16 = TcpFlags::FIN.0;
+const RST: u16 = TcpFlags::RST.0;
 
 /// A namespace with one TUN device in it; the kernel's side is `kernel_addr`.
 /// Fields drop in order: the device before the namespace.
@@ -136,7 +136,7 @@ impl Conn {
 
     /// An IP + TCP packet with the pseudo-header sum in its checksum field, exactly as
     /// lowtide's `Transmit` carries it.
-    fn packet(&self, flags: u8, options: TcpOptions, payload: &[u8]) -> Vec<u8> {
+    fn packet(&self, flags: u16, options: TcpOptions, payload: &[u8]) -> Vec<u8> {
         partial_packet(
             self.us,
             self.kernel,
@@ -151,7 +151,7 @@ impl Conn {
     /// Sends a (super-)packet as the runtime would: with `Offload::Full` as it is,
     /// partial checksum and GSO in the vnet header; with `Offload::None` cut into
     /// segments with full checksums.
-    fn send(&mut self, dev: &TunDevice, flags: u8, options: TcpOptions, payload: &[u8], gso: u16) {
+    fn send(&mut self, dev: &TunDevice, flags: u16, options: TcpOptions, payload: &[u8], gso: u16) {
         let pkt = self.packet(flags, options, payload);
         transmit(dev, self.offload, &pkt, gso);
         let syn_fin = (flags & (SYN | FIN) != 0) as u32;
@@ -207,7 +207,7 @@ fn partial_packet(
     dst: SocketAddr,
     seq: u32,
     ack: u32,
-    flags: u8,
+    flags: u16,
     options: TcpOptions,
     payload: &[u8],
 ) -> Vec<u8> {

@@ -363,10 +363,10 @@ impl<'a> Cutter<'a> {
     fn flags_for(&self, i: usize) -> u8 {
         let mut f = self.flags;
         if i + 1 != self.count {
-            f &= !(TcpFlags::FIN.0 | TcpFlags::PSH.0);
+            f &= !((TcpFlags::FIN.0 as u8) | (TcpFlags::PSH.0 as u8));
         }
         if i != 0 {
-            f &= !TcpFlags::CWR.0;
+            f &= !(TcpFlags::CWR.0 as u8);
         }
         f
     }
@@ -558,7 +558,7 @@ fn merged_segment_size_of(packet: &[u8], l: &Layout) -> Option<u16> {
     }
     let tcp = &packet[l.tcp_start..];
     let urgent = be16(tcp, TCP_URGENT);
-    let urg = tcp[TCP_FLAGS] & TcpFlags::URG.0 != 0;
+    let urg = tcp[TCP_FLAGS] & (TcpFlags::URG.0 as u8) != 0;
     if !urg && urgent != 0 && (urgent as usize) < payload {
         Some(urgent)
     } else {
@@ -600,8 +600,8 @@ fn same_tcp_header(acc: &[u8], seg: &[u8], a: &Layout, s: &Layout) -> bool {
 fn flags_allow(acc: &[u8], seg: &[u8], a: &Layout, s: &Layout) -> bool {
     let fa = acc[a.tcp_start + TCP_FLAGS];
     let fs = seg[s.tcp_start + TCP_FLAGS];
-    let ack = TcpFlags::ACK.0;
-    fa & !ack == 0 && fs & !(ack | TcpFlags::PSH.0) == 0 && (fa ^ fs) & ack == 0
+    let ack = TcpFlags::ACK.0 as u8;
+    fa & !ack == 0 && fs & !(ack | (TcpFlags::PSH.0 as u8)) == 0 && (fa ^ fs) & ack == 0
 }
 
 /// Segment-size and total-length rules.
@@ -632,7 +632,7 @@ fn grow_headers(acc: &mut [u8], a: &Layout, len: usize, flags: u8, gso_size: u16
     let id = be16(acc, 4);
     write_ip_len_as(acc, a, id, rest.unwrap_or(0), len);
     let tcp = &mut acc[a.tcp_start..];
-    tcp[TCP_FLAGS] |= flags & TcpFlags::PSH.0;
+    tcp[TCP_FLAGS] |= flags & (TcpFlags::PSH.0 as u8);
     tcp[TCP_URGENT..TCP_URGENT + 2].copy_from_slice(&gso_size.to_be_bytes());
 }
 
@@ -659,7 +659,7 @@ mod tests {
         let tcp = TcpRepr {
             seq,
             ack: 77,
-            flags: TcpFlags(flags),
+            flags: TcpFlags(flags.into()),
             window: 1000,
             options: TcpOptions {
                 timestamp: Some((5, 6)),
@@ -711,7 +711,7 @@ mod tests {
                 3 => ACK | PSH | FIN,
                 _ => ACK,
             };
-            assert_eq!(tcp.flags.0, want, "segment {i}");
+            assert_eq!(tcp.flags.0, u16::from(want), "segment {i}");
             assert_eq!(tcp.options.timestamp, Some((5, 6)));
             assert_eq!(pl.len(), if i == 3 { 500 } else { 1000 });
             joined.extend(pl);
@@ -891,7 +891,7 @@ mod tests {
         assert_eq!(segs.len(), 3);
         let lens: Vec<usize> = segs.iter().map(|s| check(s).0.payload_len).collect();
         assert_eq!(lens, [1032, 1032, 33]);
-        assert_eq!(check(&segs[2]).1.flags.0, ACK | PSH);
+        assert_eq!(check(&segs[2]).1.flags.0, u16::from(ACK | PSH));
     }
 
     #[test]
@@ -902,7 +902,7 @@ mod tests {
             let segs = cut(&p, gso);
             assert_eq!(segs.len(), 1);
             let (_, tcp, pl) = check(&segs[0]);
-            assert_eq!(tcp.flags.0, ACK | PSH | CWR | FIN);
+            assert_eq!(tcp.flags.0, u16::from(ACK | PSH | CWR | FIN));
             assert_eq!(pl, data);
             // Apart from the checksum, the packet is unchanged.
             let c = p.len() - data.len() - 32 + 16;
@@ -1035,7 +1035,7 @@ mod tests {
             );
             assert_eq!(ip.payload_len + ip.header_len, m.len());
             assert_eq!(tcp.seq, 100);
-            assert_eq!(tcp.flags.0, ACK | PSH);
+            assert_eq!(tcp.flags.0, u16::from(ACK | PSH));
             assert_eq!(payload_of(m), data);
             assert_eq!(merged_segment_size(m), Some(1400));
         }
@@ -1231,7 +1231,7 @@ mod tests {
                 let mut want = flags;
                 if i + 1 != n { want &= !(FIN | PSH); }
                 if i != 0 { want &= !CWR; }
-                prop_assert_eq!(tcp.flags.0, want);
+                prop_assert_eq!(tcp.flags.0, u16::from(want));
                 if !v6 { prop_assert_eq!(ipv4_id(s), id.wrapping_add(i as u16)); }
                 if i + 1 != n { prop_assert_eq!(pl.len(), gso as usize); }
                 joined.extend(pl);

@@ -6,9 +6,12 @@ use crate::ip::IpRepr;
 use crate::WireError;
 use std::net::SocketAddr;
 
-/// TCP header flags (the low byte of the flags field: CWR ECE URG ACK PSH RST SYN FIN).
+/// TCP header flags: the twelve bits after the data offset, as Linux's
+/// `tcp_flag_word` has them (`TCPHDR_*`, include/net/tcp.h): the low byte CWR ECE URG
+/// ACK PSH RST SYN FIN, then AE (bit 8, Accurate ECN) and the three reserved bits
+/// (`th->res1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub struct TcpFlags(pub u8);
+pub struct TcpFlags(pub u16);
 
 impl TcpFlags {
     /// No more data from sender.
@@ -27,6 +30,15 @@ impl TcpFlags {
     pub const ECE: TcpFlags = TcpFlags(0x40);
     /// Congestion Window Reduced (RFC 3168).
     pub const CWR: TcpFlags = TcpFlags(0x80);
+    /// Accurate ECN, the header's bit 8 (`TCPHDR_AE`, `th->ae`;
+    /// [RFC 9768](https://www.rfc-editor.org/rfc/rfc9768), formerly the ECN-nonce's
+    /// NS bit of RFC 3540).
+    pub const AE: TcpFlags = TcpFlags(0x100);
+    /// The three bits still reserved (`th->res1`, bits 9 to 11 of the flags field;
+    /// [RFC 8311 section 4.3](https://www.rfc-editor.org/rfc/rfc8311#section-4.3)).
+    pub const RES1: TcpFlags = TcpFlags(0xE00);
+    /// The ACE field of AccECN: AE, CWR and ECE (`TCPHDR_ACE`).
+    pub const ACE: TcpFlags = TcpFlags(0x1C0);
 
     /// True if every flag in `other` is set.
     pub fn contains(self, other: TcpFlags) -> bool {
@@ -225,7 +237,7 @@ impl TcpRepr {
             dst_port: be16(segment, 2),
             seq: be32(segment, 4),
             ack: be32(segment, 8),
-            flags: TcpFlags(segment[13]),
+            flags: TcpFlags(u16::from(segment[12] & 0x0F) << 8 | u16::from(segment[13])),
             window: be16(segment, 14),
             urgent: be16(segment, 18),
             options: parse_options(&segment[TCP_HEADER_LEN..header_len])?,
@@ -271,8 +283,8 @@ impl TcpRepr {
         buf[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
         buf[4..8].copy_from_slice(&self.seq.to_be_bytes());
         buf[8..12].copy_from_slice(&self.ack.to_be_bytes());
-        buf[12] = ((len / 4) as u8) << 4;
-        buf[13] = self.flags.0;
+        buf[12] = ((len / 4) as u8) << 4 | (self.flags.0 >> 8) as u8 & 0x0F;
+        buf[13] = self.flags.0 as u8;
         buf[14..16].copy_from_slice(&self.window.to_be_bytes());
         buf[16..18].fill(0);
         buf[18..20].copy_from_slice(&self.urgent.to_be_bytes());
@@ -642,7 +654,7 @@ mod tests {
 
     fn syn_with(opts: &[u8]) -> Option<FastOpenOption> {
         let mut b = with_options(opts);
-        b[13] = TcpFlags::SYN.0;
+        b[13] = TcpFlags::SYN.0 as u8;
         TcpRepr::parse(&b).expect("parses").0.options.fastopen
     }
 
@@ -665,6 +677,26 @@ mod tests {
         assert_eq!(syn_with(&[TCPOPT_FASTOPEN, 4, 1, 2]), None);
         // Not in a segment without SYN.
         assert_eq!(parse_opts(&o34).expect("parses").fastopen, None);
+    }
+
+    #[test]
+    fn ae_and_the_reserved_bits_sit_beside_the_data_offset() {
+        // Byte 12: data offset, then the reserved bits (res1) and AE, bit 8 of the
+        // flags (RFC 9768; packetdrill writes it `A`, as in `SEWA`).
+        let mut r = base();
+        r.flags = TcpFlags::SYN | TcpFlags::ECE | TcpFlags::CWR | TcpFlags::AE;
+        let b = emitted(&r);
+        assert_eq!((b[12], b[13]), (0x51, 0xc2));
+        assert_eq!(TcpRepr::parse(&b).expect("parses").0.flags, r.flags);
+        let mut b = b;
+        b[12] = 0x5e;
+        let f = TcpRepr::parse(&b).expect("parses").0.flags;
+        assert_eq!(
+            f,
+            TcpFlags::SYN | TcpFlags::ECE | TcpFlags::CWR | TcpFlags::RES1
+        );
+        assert!(!f.contains(TcpFlags::AE));
+        assert_eq!(TcpFlags::ACE, TcpFlags::AE | TcpFlags::CWR | TcpFlags::ECE);
     }
 
     #[test]
@@ -910,13 +942,13 @@ mod tests {
     }
 
     fn arb_repr() -> impl Strategy<Value = TcpRepr> {
-        (any::<(u16, u16, u32, u32, u8, u16, u16)>(), arb_options()).prop_map(
+        (any::<(u16, u16, u32, u32, u16, u16, u16)>(), arb_options()).prop_map(
             |((src_port, dst_port, seq, ack, flags, window, urgent), options)| TcpRepr {
                 src_port,
                 dst_port,
                 seq,
                 ack,
-                flags: TcpFlags(flags),
+                flags: TcpFlags(flags & 0x0FFF),
                 window,
                 urgent,
                 options,

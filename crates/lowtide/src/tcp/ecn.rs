@@ -192,7 +192,10 @@ impl Tcb {
 
 /// `tcp_ecn_create_request`'s rule: a SYN with ECE and CWR, not itself ECT, while
 /// `tcp_ecn` is not 0 or the route has `features ecn`; or any SYN with ECE and CWR
-/// when the listener's congestion control needs ECN (`ca_needs_ecn`).
+/// when the listener's congestion control needs ECN (`ca_needs_ecn`). An ECT SYN
+/// may still have ECN when it sets AE or a reserved bit (`th->ae`, `th->res1`): a
+/// future TCP extension such as AccECN may send ECT SYNs
+/// ([RFC 8311 section 4.3](https://www.rfc-editor.org/rfc/rfc8311#section-4.3)).
 pub(crate) fn syn_agrees(
     cfg: &Config,
     ip: &IpRepr,
@@ -201,7 +204,9 @@ pub(crate) fn syn_agrees(
     ca_needs_ecn: bool,
 ) -> bool {
     let th_ecn = th.flags.contains(TcpFlags::ECE) && th.flags.contains(TcpFlags::CWR);
-    th_ecn && ((ip.ecn == INET_ECN_NOT_ECT && (cfg.tcp_ecn != 0 || route_ecn)) || ca_needs_ecn)
+    let ect = ip.ecn != INET_ECN_NOT_ECT;
+    let extension = th.flags.intersects(TcpFlags::AE | TcpFlags::RES1);
+    th_ecn && (((!ect || extension) && (cfg.tcp_ecn != 0 || route_ecn)) || ca_needs_ecn)
 }
 
 /// Counts `TcpExtTCPDeliveredCE` as `tcp_newly_delivered` does for an ECE ACK.
@@ -299,6 +304,16 @@ mod tests {
                 2,
                 INET_ECN_NOT_ECT,
                 syn(TcpFlags::SYN | TcpFlags::ECE),
+                false,
+            ),
+            // RFC 8311 section 4.3: AE or a reserved bit makes an ECT SYN acceptable.
+            (2, INET_ECN_ECT_0, syn(ecn_syn.flags | TcpFlags::AE), true),
+            (1, INET_ECN_CE, syn(ecn_syn.flags | TcpFlags(0x800)), true),
+            (0, INET_ECN_ECT_0, syn(ecn_syn.flags | TcpFlags::AE), false),
+            (
+                2,
+                INET_ECN_ECT_0,
+                syn(TcpFlags::SYN | TcpFlags::ECE | TcpFlags::AE),
                 false,
             ),
         ] {

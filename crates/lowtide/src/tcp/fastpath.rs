@@ -72,8 +72,10 @@ impl Tcb {
         let Some(wnd) = self.pred_wnd else {
             return false;
         };
-        // TCP_HP_BITS: every flag but PSH (and the reserved bits) must match.
-        let flags = TcpFlags(th.flags.0 & !TcpFlags::PSH.0);
+        // TCP_HP_BITS: every flag but PSH and the reserved bits must match; AE is a
+        // flag since Linux 6.18 (TCP_RESERVED_BITS lost it to TCP_FLAG_AE), so a
+        // segment with AE set takes the slow path.
+        let flags = TcpFlags(th.flags.0 & !(TcpFlags::PSH.0 | TcpFlags::RES1.0));
         if self.state != TcpState::Established
             || flags != TcpFlags::ACK
             || th.window != wnd
@@ -162,6 +164,10 @@ mod tests {
         );
         th.flags = TcpFlags(TcpFlags::ACK.0 | TcpFlags::ECE.0);
         assert!(!t.header_predicted(&ctx, &th, seg));
+        th.flags = TcpFlags::ACK | TcpFlags::RES1;
+        assert!(t.header_predicted(&ctx, &th, seg), "TCP_RESERVED_BITS");
+        th.flags = TcpFlags::ACK | TcpFlags::AE;
+        assert!(!t.header_predicted(&ctx, &th, seg), "AE is TCP_FLAG_AE");
         th.flags = TcpFlags::ACK;
         assert!(
             !t.header_predicted(&ctx, &th, (44, 1001, 501, 0)),

@@ -219,8 +219,16 @@ pub struct Config {
     /// for the reply (`inet_csk_in_pingpong_mode`, read at every use).
     pub tcp_pingpong_thresh: u8,
     /// `net.ipv4.tcp_ecn`: ECN (RFC 3168); 1 asks for it on outgoing connections
-    /// and accepts it on incoming ones, 2 (Linux's default) only accepts, 0 neither.
+    /// and accepts it on incoming ones, 2 (Linux's default) only accepts, 0 neither;
+    /// Accurate ECN (RFC 9768): 3 asks for AccECN and accepts AccECN or ECN, 4 asks
+    /// for ECN and accepts either, 5 only accepts either (`enum tcp_ecn_mode`).
     pub tcp_ecn: u8,
+    /// `net.ipv4.tcp_ecn_option` (0-2, default 2): the AccECN option's use; lowtide
+    /// does not send or read the option yet, whatever the value.
+    pub tcp_ecn_option: u8,
+    /// `net.ipv4.tcp_ecn_option_beacon` (0-3, default 3): AccECN option beacons per
+    /// RTT; read by nothing yet.
+    pub tcp_ecn_option_beacon: u8,
     /// `net.ipv4.tcp_ecn_fallback`: a retransmitted SYN no longer asks for ECN
     /// (default on).
     pub tcp_ecn_fallback: bool,
@@ -487,6 +495,8 @@ impl Default for Config {
             tcp_stdurg: false,
             tcp_pingpong_thresh: 1,
             tcp_ecn: 2,
+            tcp_ecn_option: 2,
+            tcp_ecn_option_beacon: 3,
             tcp_ecn_fallback: true,
             tcp_min_tso_segs: 2,
             tcp_tso_rtt_log: 9,

@@ -53,6 +53,8 @@ impl Config {
         "net.ipv4.tcp_pingpong_thresh",
         "net.ipv4.tcp_ecn",
         "net.ipv4.tcp_ecn_fallback",
+        "net.ipv4.tcp_ecn_option",
+        "net.ipv4.tcp_ecn_option_beacon",
         "net.ipv4.tcp_min_tso_segs",
         "net.ipv4.tcp_tso_rtt_log",
         "net.ipv4.tcp_tso_win_divisor",

@@ -100,8 +100,13 @@ impl Config {
             "net.ipv4.tcp_pingpong_thresh" => {
                 self.tcp_pingpong_thresh = parse_num(n, value, 1, 255, "1..=255")?
             }
-            // 3-5 are AccECN (Linux 6.18), which lowtide does not model: refused.
-            "net.ipv4.tcp_ecn" => self.tcp_ecn = parse_num(n, value, 0, 2, "0..=2")?,
+            // 3-5 are AccECN's (tcp/ecn.rs). Linux 6.18 has their code but its
+            // sysctl still refuses them (proc_dointvec_minmax up to 2); 6.19 takes 0-5.
+            "net.ipv4.tcp_ecn" => self.tcp_ecn = parse_num(n, value, 0, 5, "0..=5")?,
+            "net.ipv4.tcp_ecn_option" => self.tcp_ecn_option = parse_num(n, value, 0, 2, "0..=2")?,
+            "net.ipv4.tcp_ecn_option_beacon" => {
+                self.tcp_ecn_option_beacon = parse_num(n, value, 0, 3, "0..=3")?
+            }
             "net.ipv4.tcp_ecn_fallback" => self.tcp_ecn_fallback = parse_bool(n, value)?,
             "net.ipv4.tcp_min_tso_segs" => {
                 self.tcp_min_tso_segs = parse_num(n, value, 1, 255, "1..=255")?

@@ -375,7 +375,7 @@ impl Stack {
             // TCP_MAXSEG bounded before encoding but does not bound again (IPv6's
             // smallest entry, 1220, is above a TCP_MAXSEG of 1000).
             tcb.cookie_mss_clamp(ctx, mss.into());
-            tcb.ecn_cookie_ok(ctx.cfg, opts.ecn);
+            tcb.ecn_cookie_ok(ctx.cfg, opts.ecn, th);
             ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
 
             // No SYN-ACK of this request's own: Linux's cookie child skips

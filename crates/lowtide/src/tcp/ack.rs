@@ -343,7 +343,7 @@ impl Tcb {
             wstamp: self.pace.wstamp,
             ca_state: self.ca_state,
             seed: self.iss.0,
-            ecn_ok: self.ecn_flags & super::ecn::TCP_ECN_OK != 0,
+            ecn_ok: self.ecn_flags & super::ecn::TCP_ECN_MODE_ANY != 0,
             snd_nxt: self.snd_nxt,
             rcv_nxt: self.rcv_nxt,
             delivered_ce: self.delivered_ce,

@@ -208,7 +208,11 @@ impl Tcb {
     /// runs for `TCP_DELACK_MAX`. Otherwise it goes at once (`tcp_send_ack`).
     pub(crate) fn synsent_ack(&mut self, ctx: &mut super::Ctx) {
         if self.write_pending == 0 && !self.in_pingpong_mode(ctx.cfg) {
-            return self.send_ack(ctx);
+            // tcp_send_ack_reflect_ect: on AccECN, ACE echoes the SYN-ACK's IP-ECN.
+            self.accecn.reflect = self.ecn_mode_accecn();
+            self.send_ack(ctx);
+            self.accecn.reflect = false;
+            return;
         }
         self.ack.pending = true;
         self.enter_quickack_mode(TCP_MAX_QUICKACKS);

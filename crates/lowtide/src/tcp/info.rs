@@ -156,6 +156,39 @@ pub struct TcpInfo {
     /// `tcp_bbr_info.bbr_bw`: the congestion control's bottleneck bandwidth
     /// estimate in bytes per second (0 unless it keeps one, as BBR does).
     pub bbr_bw: u64,
+    /// `tcpi_received_ce`: CE-marked packets received, pure ACKs too (Linux 6.18
+    /// counts them on every connection, AccECN or not).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub received_ce: u32,
+    /// `tcpi_received_e1_bytes`, `tcpi_received_e0_bytes`, `tcpi_received_ce_bytes`:
+    /// payload bytes received ECT(1), ECT(0) and CE.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub received_e1_bytes: u32,
+    /// See `received_e1_bytes`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub received_e0_bytes: u32,
+    /// See `received_e1_bytes`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub received_ce_bytes: u32,
+    /// `tcpi_delivered_e1_bytes`, `_e0_bytes`, `_ce_bytes`: what the peer's AccECN
+    /// option reports delivered; 0, as lowtide reads no AccECN option yet.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub delivered_e1_bytes: u32,
+    /// See `delivered_e1_bytes`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub delivered_e0_bytes: u32,
+    /// See `delivered_e1_bytes`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub delivered_ce_bytes: u32,
+    /// `tcpi_accecn_fail_mode`: `TCP_ACCECN_*_FAIL_*` bits.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub accecn_fail_mode: u32,
+}
+
+/// Leaves a zero AccECN field out of the JSON forms of [`TcpInfo`], which keeps
+/// them as they were for connections that never saw ECT.
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 impl TcpInfo {
@@ -210,11 +243,11 @@ impl Tcb {
     /// lowtide's TSval ticks in milliseconds only (no route `features tcp_usec_ts`,
     /// so `tp->tcp_usec_ts` is never set).
     fn info_options(&self) -> u8 {
-        use super::ecn::{TCP_ECN_OK, TCP_ECN_SEEN};
+        use super::ecn::TCP_ECN_SEEN;
         (self.rx_opt.tstamp_ok as u8)
             | (self.rx_opt.sack_ok as u8) << 1
             | (self.rx_opt.wscale_ok as u8) << 2
-            | ((self.ecn_flags & TCP_ECN_OK != 0) as u8) << 3
+            | (self.ecn_mode_any() as u8) << 3
             | ((self.ecn_flags & TCP_ECN_SEEN != 0) as u8) << 4
             | (self.tfo.syn_data_acked as u8) << 5
             | (self.tfo.syn_fastopen_child as u8) << 7
@@ -295,6 +328,14 @@ impl Tcb {
                     .rto_stamp
                     .map_or(0, |t| now.saturating_since(t).as_millis() as u64),
             bbr_bw: self.cc.bw_estimate_bps().map_or(0, |b| b / 8),
+            received_ce: self.accecn.received_ce,
+            received_e1_bytes: self.accecn.received_ecn_bytes[0],
+            received_e0_bytes: self.accecn.received_ecn_bytes[1],
+            received_ce_bytes: self.accecn.received_ecn_bytes[2],
+            delivered_e1_bytes: 0,
+            delivered_e0_bytes: 0,
+            delivered_ce_bytes: 0,
+            accecn_fail_mode: self.accecn.fail_mode.into(),
         }
     }
 }

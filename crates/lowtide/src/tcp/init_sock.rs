@@ -170,6 +170,7 @@ impl Tcb {
             comp_sack: Default::default(),
             write_pending: 0,
             ecn_flags: 0,
+            accecn: Default::default(),
             rx_ip_ecn: 0,
             rx_ttl: 0,
             rx_pkt_len: 0,

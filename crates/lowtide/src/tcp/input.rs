@@ -195,7 +195,7 @@ impl Tcb {
         self.copied_seq = 1;
         self.init_window_from_syn(th); // tcp_ack's window update before tcp_sync_mss
         self.negotiate_options(ctx, th, true);
-        self.ecn_rcv_syn(th);
+        self.ecn_rcv_syn(ctx.cfg, th, self.rx_ip_ecn);
         if f.contains(TcpFlags::ACK) {
             self.try_undo_spurious_syn(th); // before tcp_ack clears retrans_stamp
             self.synsent_acked(ctx, th, ack as u64, payload);
@@ -373,10 +373,15 @@ impl Tcb {
         if !self.validate_incoming(ctx, th, sp, syn_inerr) {
             return;
         }
+        // tcp_rcv_established, both paths (the slow one at step 5): every segment's
+        // IP-ECN field, pure ACKs too, counts for AccECN (tcp_ecn_received_counters).
+        if established {
+            self.ecn_received_counters(self.rx_ip_ecn, payload.len());
+        }
         // A Fast Open child's request (SYN-RECV, or FIN-WAIT-1 closed before the
         // handshake ended) stays through tcp_ack, which may undo with it.
         let tfo_req = self.tfo.rsk.is_some();
-        if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th) {
+        if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th, payload.len()) {
             return;
         }
         if hp && !payload.is_empty() && ack_off == self.snd_una {
@@ -473,7 +478,7 @@ impl Tcb {
     /// ([RFC 9293 3.10.7.4](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.4)). A
     /// Fast Open child may have sent data already: any ACK up to `snd_nxt` is acceptable
     /// (`tcp_ack` decides, then `tcp_rcv_synrecv_state_fastopen`).
-    fn synrecv_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) -> bool {
+    fn synrecv_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr, payload_len: usize) -> bool {
         let ack = self.snd_off(super::seq::Seq(th.ack));
         let fastopen = self.tfo.rsk.is_some();
         // tcp_check_req for a request's child: exactly our ISN + 1; otherwise (a Fast
@@ -504,6 +509,14 @@ impl Tcb {
                 self.segs_out = 0;
             }
             self.lsndtime = ctx.now;
+        }
+        // tcp_ecn_openreq_child and tcp_rcv_state_process's SYN-RECV: the third ACK
+        // of AccECN checks the peer's feedback; the child counts it as received.
+        if self.ecn_mode_accecn() {
+            self.accecn_third_ack(ctx.cfg, th, payload_len);
+            if child {
+                self.ecn_received_counters(self.rx_ip_ecn, payload_len);
+            }
         }
         self.rcv_tstamp = ctx.now; // tcp_ack on the handshake's final ACK
         self.keepalive_on_establish(ctx); // tcp_create_openreq_child

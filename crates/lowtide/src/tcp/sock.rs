@@ -245,8 +245,11 @@ pub struct Tcb {
     /// `sk_write_pending`: writers waiting for the connection with data to send
     /// (`sk_stream_wait_connect`, `inet_wait_for_connect`'s write bias).
     pub(crate) write_pending: u32,
-    /// `ecn_flags`: `TCP_ECN_OK`, `_QUEUE_CWR`, `_DEMAND_CWR`, `_SEEN` (`tcp/ecn.rs`).
+    /// `ecn_flags`: `TCP_ECN_OK` (`TCP_ECN_MODE_RFC3168`), `_QUEUE_CWR`,
+    /// `_DEMAND_CWR`, `_SEEN`, `TCP_ECN_MODE_ACCECN` (`tcp/ecn.rs`).
     pub(crate) ecn_flags: u8,
+    /// Accurate ECN's handshake state and receiver counters (`tcp/ecn.rs`).
+    pub(crate) accecn: AccEcn,
     /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
     pub(crate) rx_ip_ecn: u8,
     /// TTL or hop limit of the segment being processed (`TCP_NLA_TTL`'s
@@ -832,4 +835,28 @@ impl Tcb {
     pub(crate) fn rcv_off(&self, s: Seq) -> u64 {
         super::seq::unwrap(s, self.rcv_seq(self.rcv_nxt), self.rcv_nxt)
     }
+}
+
+/// The AccECN state of `struct tcp_sock` (Linux 6.18): what the handshake saw and
+/// the receiver's counters (tcp/ecn.rs runs them).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AccEcn {
+    /// `syn_ect_snt`: the IP-ECN field of our SYN or SYN-ACK.
+    pub(crate) syn_ect_snt: u8,
+    /// `syn_ect_rcv`: the IP-ECN field the peer's SYN or SYN-ACK arrived with.
+    pub(crate) syn_ect_rcv: u8,
+    /// `prev_ecnfield`: the IP-ECN field of the last segment received.
+    pub(crate) prev_ecnfield: u8,
+    /// `accecn_fail_mode` (`TCP_ACCECN_*_FAIL_*` bits, `tcpi_accecn_fail_mode`).
+    pub(crate) fail_mode: u8,
+    /// `received_ce`: CE-marked packets received, pure ACKs too (`tcpi_received_ce`).
+    pub(crate) received_ce: u32,
+    /// `received_ce_pending`: CE marks not yet fed back (at most 15).
+    pub(crate) received_ce_pending: u8,
+    /// `received_ecn_bytes`: payload bytes received ECT(1), ECT(0) and CE
+    /// (`tcpi_received_e1_bytes`, `_e0_bytes`, `_ce_bytes`).
+    pub(crate) received_ecn_bytes: [u32; 3],
+    /// Set while `tcp_send_ack_reflect_ect` sends the third ACK: ACE echoes the
+    /// SYN-ACK's IP-ECN field instead of the CE count (`TCPHDR_ACE` in `tcp_flags`).
+    pub(crate) reflect: bool,
 }

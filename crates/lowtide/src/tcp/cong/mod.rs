@@ -322,7 +322,7 @@ pub struct CcContext<'a> {
     /// A per-connection pseudo-random value (from the ISS), for randomized choices
     /// that must stay deterministic (`get_random_u32_below` in BBR).
     pub seed: u32,
-    /// `tp->ecn_flags & TCP_ECN_OK`: ECN was negotiated.
+    /// `tcp_ecn_mode_any(tp)`: ECN (classic or Accurate) was negotiated.
     pub ecn_ok: bool,
     /// `snd_nxt`, stream offset.
     pub snd_nxt: u64,

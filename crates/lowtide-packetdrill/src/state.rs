@@ -18,6 +18,9 @@ use std::time::Duration;
 /// Wall-clock bound on waiting for a woken thread: a safety net, never reached when
 /// packetdrill behaves as documented.
 const HOLD_LIMIT: Duration = Duration::from_millis(200);
+/// Real time a call blocked with a deadline sleeps before it looks whether every
+/// other thread is idle (see [`Shared::advance_if_idle`]).
+const IDLE_CHECK: Duration = Duration::from_millis(10);
 /// packetdrill's read buffer per packet (`PACKET_READ_BYTES` in its packet.h).
 const PACKET_READ_BYTES: usize = 64 * 1024;
 /// The first descriptor the library hands out (below `FD_SETSIZE`).
@@ -105,6 +108,9 @@ pub struct State {
     /// Threads that read the clock after a blocking call returned, by OS thread id,
     /// until they are seen asleep again (see [`Shared::settle`]).
     settling: HashMap<ThreadId, libc::pid_t>,
+    /// The OS threads that read this instance's clock (packetdrill's main thread
+    /// and its system call thread).
+    callers: HashSet<libc::pid_t>,
 }
 
 /// The library instance packetdrill holds as `userdata`.
@@ -161,6 +167,7 @@ impl Shared {
             next_block_id: 0,
             owed: HashSet::new(),
             settling: HashMap::new(),
+            callers: HashSet::new(),
         };
         st.publish_proc_net();
         Shared {
@@ -246,6 +253,36 @@ impl Shared {
         }
     }
 
+    /// Moves the clock to the nearest deadline of a blocked call (timers firing on
+    /// the way) when every other thread that reads the clock sleeps, twice a
+    /// moment apart, and nothing changed meanwhile. packetdrill starts a blocking
+    /// call right after another one by waiting in real time (up to 1 s,
+    /// `await_idle_thread`) for the first to end, reading no clock: on the kernel
+    /// real time passes and the first call's timeout (`SO_RCVTIMEO`, a poll's)
+    /// ends it; here only this can.
+    fn advance_if_idle<'a>(&'a self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let me = os_tid();
+        let others: Vec<_> = st.callers.iter().copied().filter(|t| *t != me).collect();
+        let stamp = st.now_us;
+        drop(st);
+        let idle = || others.iter().all(|t| thread_asleep(*t));
+        let quiet = !others.is_empty() && idle() && {
+            std::thread::sleep(Duration::from_millis(2));
+            idle()
+        };
+        let mut st = self.lock();
+        let busy = st.blocked.values().any(|b| b.recheck) || !st.owed.is_empty();
+        if !quiet || busy || st.now_us != stamp {
+            return st;
+        }
+        if let Some(d) = st.blocked.values().filter_map(|b| b.deadline).min() {
+            let d = d.max(st.now_us);
+            st.advance_to(d);
+            self.wake_all(&mut st);
+        }
+        st
+    }
+
     /// Whether a thread sleeps in a blocking call on this instance.
     pub fn has_blocked_threads(&self) -> bool {
         !self.lock().blocked.is_empty()
@@ -254,6 +291,7 @@ impl Shared {
     /// `gettimeofday`: the clock moves 1 us per read (packetdrill spins on it).
     pub fn gettimeofday(&self) -> u64 {
         let mut st = self.lock();
+        st.callers.insert(os_tid());
         let me = std::thread::current().id();
         if st.owed.remove(&me) {
             // SAFETY: gettid has no preconditions.
@@ -306,16 +344,18 @@ impl Shared {
     }
 
     /// Runs a call that may block: `attempt` is retried after every wakeup until
-    /// it is done, the socket is non-blocking, or `deadline` (virtual us) passes.
+    /// it is done, the socket is non-blocking, or `timeout_us` (virtual us) has
+    /// passed since the call began; then `on_timeout` answers, with the state (a
+    /// read that times out returns what is there).
     pub fn blocking<T>(
         &self,
         nonblock: bool,
         timeout_us: Option<u64>,
         mut attempt: impl FnMut(&mut State) -> Attempt<T>,
-        on_timeout: impl FnOnce() -> Result<T, i32>,
+        on_timeout: impl FnOnce(&mut State) -> Result<T, i32>,
     ) -> Result<T, i32> {
         let mut st = self.enter();
-        let deadline = timeout_us.map(|t| st.now_us + t);
+        let deadline = timeout_us.map(|t| st.now_us.saturating_add(t));
         let mut id = None;
         let r = loop {
             let a = attempt(&mut st);
@@ -328,7 +368,7 @@ impl Shared {
                 Attempt::Wait => {}
             }
             if deadline.is_some_and(|d| st.now_us >= d) {
-                break on_timeout();
+                break on_timeout(&mut st);
             }
             let i = *id.get_or_insert_with(|| {
                 st.next_block_id += 1;
@@ -342,8 +382,20 @@ impl Shared {
             self.cv.notify_all();
             // Sleep until a wakeup is addressed to this thread; spurious or foreign
             // wakeups do not make it retry (so two blocked threads never ping-pong).
+            // With a deadline, look now and then whether only the clock can end
+            // the wait.
             loop {
-                st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                st = match deadline {
+                    None => self.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+                    Some(_) => {
+                        let (g, w) = (self.cv.wait_timeout(st, IDLE_CHECK))
+                            .unwrap_or_else(|e| e.into_inner());
+                        match w.timed_out() {
+                            true => self.advance_if_idle(g),
+                            false => g,
+                        }
+                    }
+                };
                 if st.blocked.get(&i).is_none_or(|b| b.recheck) {
                     break;
                 }
@@ -357,6 +409,18 @@ impl Shared {
         self.wake_all(&mut st);
         r
     }
+}
+
+/// This thread's OS id (cached: packetdrill reads the clock in a loop).
+fn os_tid() -> libc::pid_t {
+    thread_local!(static TID: std::cell::Cell<libc::pid_t> = const { std::cell::Cell::new(0) });
+    TID.with(|t| {
+        if t.get() == 0 {
+            // SAFETY: gettid has no preconditions.
+            t.set(unsafe { libc::gettid() });
+        }
+        t.get()
+    })
 }
 
 /// Whether OS thread `tid` of this process sleeps (state `S` in
@@ -716,7 +780,7 @@ mod tests {
                     Err(lowtide::posix::Errno(errno::EAGAIN)) => Attempt::Wait,
                     r => Attempt::Done(r.map_err(|e| e.0)),
                 },
-                || Err(errno::EAGAIN),
+                |_| Err(errno::EAGAIN),
             );
             // packetdrill reads the clock when a blocking call returns.
             sh2.gettimeofday();
@@ -753,6 +817,31 @@ mod tests {
         let start = std::time::Instant::now();
         sh.usleep(10);
         assert!(start.elapsed() < HOLD_LIMIT);
+    }
+
+    /// A blocking call with a limit (SO_RCVTIMEO / SO_SNDTIMEO) gives up when the
+    /// virtual clock reaches it: netdev_receive, with nothing sent and no timer,
+    /// moves the clock to the deadline, and `on_timeout` answers with the state.
+    #[test]
+    fn a_blocking_call_gives_up_at_its_deadline() {
+        let sh = Arc::new(Shared::new(Flags::parse(None).0));
+        let start = sh.lock().now_us;
+        let sh2 = Arc::clone(&sh);
+        let t = std::thread::spawn(move || {
+            let r = sh2.blocking(
+                false,
+                Some(100_000),
+                |_| Attempt::<u64>::Wait,
+                |st| Ok(st.now_us),
+            );
+            sh2.gettimeofday();
+            r
+        });
+        while !sh.has_blocked_threads() {
+            std::thread::yield_now();
+        }
+        assert!(sh.next_packet().is_none(), "nothing sent, no timer left");
+        assert_eq!(t.join().unwrap(), Ok(start + 100_000));
     }
 
     /// The clock does not move while a thread that returned from a blocking call is

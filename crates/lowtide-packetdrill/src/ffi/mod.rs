@@ -210,28 +210,46 @@ pub(crate) struct Received {
     pub msg: RecvMsg,
 }
 
+/// What a blocking send's `on_timeout` answers before it is told apart (no errno
+/// is negative).
+const TIMED_OUT: i32 = -1;
+
+/// A blocking call's limit (`SO_RCVTIMEO` / `SO_SNDTIMEO`) in virtual microseconds.
+fn timeout_us(d: Option<std::time::Duration>) -> Option<u64> {
+    d.map(|d| d.as_micros().min(u64::MAX as u128) as u64)
+}
+
 fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32> {
     // tcp_recvmsg: MSG_ERRQUEUE reads the error queue at once (inet_recv_error),
     // and MSG_OOB never blocks (tcp_recv_urg).
-    let nonblock =
-        flags & (MSG_ERRQUEUE | MSG_OOB) != 0 || sh.lock().host.is_nonblocking(fd, flags);
-    let mut buf = vec![0u8; len];
+    let (nonblock, timeout) = {
+        let st = sh.lock();
+        let nonblock = flags & (MSG_ERRQUEUE | MSG_OOB) != 0 || st.host.is_nonblocking(fd, flags);
+        (nonblock, timeout_us(st.host.rcvtimeo(fd)))
+    };
+    let buf = std::cell::RefCell::new(vec![0u8; len]);
+    let read = |st: &mut State| {
+        let now = st.now();
+        st.host.recvmsg(now, fd, &mut buf.borrow_mut(), flags)
+    };
     let msg = sh.blocking(
         nonblock,
-        None,
+        timeout,
         |st: &mut State| {
-            let now = st.now();
             // tcp_recvmsg_locked sleeps until its target (SO_RCVLOWAT, MSG_WAITALL).
             if !nonblock && !st.host.recv_target_met(fd, len, flags) {
                 return Attempt::Wait;
             }
-            match st.host.recvmsg(now, fd, &mut buf, flags) {
+            match read(st) {
                 Err(Errno(errno::EAGAIN)) => Attempt::Wait,
                 r => Attempt::Done(r.map_err(e)),
             }
         },
-        || Err(errno::EAGAIN),
+        // sock_rcvtimeo's time is up: what was copied short of the target, else
+        // EAGAIN ("if (!timeo) { copied = -EAGAIN; break; }").
+        |st: &mut State| read(st).map_err(e),
     )?;
+    let mut buf = buf.into_inner();
     buf.truncate(msg.len);
     let peer = sh.lock().host.peer_addr(fd).ok().flatten();
     Ok(Received {
@@ -286,17 +304,23 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> R
     let mut wait_connect = false;
     // Only the first try can be the one that connects (and puts data in the SYN).
     let mut syn_try = connecting;
-    let nonblock = sh.lock().host.is_nonblocking(fd, flags);
+    let (nonblock, timeout) = {
+        let st = sh.lock();
+        (
+            st.host.is_nonblocking(fd, flags),
+            timeout_us(st.host.sndtimeo(fd)),
+        )
+    };
     let mut done = 0usize;
     let mut first = true;
     // This writer counts in sk_write_pending while it waits for the handshake.
     let pending = std::cell::Cell::new(false);
     // A blocking write waits for space until all is queued (sk_stream_wait_memory),
     // woken only by sk_stream_write_space (writable as tcp_poll reports it) or an
-    // error or shutdown.
+    // error or shutdown, at most SO_SNDTIMEO: then what it queued, else EAGAIN.
     let r = sh.blocking(
         nonblock,
-        None,
+        timeout,
         |st: &mut State| {
             let wake = POLLOUT | POLLERR | POLLHUP;
             if !std::mem::take(&mut first) && st.host.poll_mask(fd).is_ok_and(|m| m & wake == 0) {
@@ -354,11 +378,19 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> R
             }
             attempt
         },
-        || Err(errno::EAGAIN),
+        |_| Err(TIMED_OUT),
     );
     if pending.take() {
         let _ = sh.lock().host.set_write_pending(fd, false);
     }
+    let r = match r {
+        // The time ran out waiting for a Fast Open handshake: tcp_sendmsg_fastopen's
+        // __inet_stream_connect gives EINPROGRESS, which tcp_sendmsg_locked returns
+        // when the SYN took no data (else the bytes it took, below).
+        Err(TIMED_OUT) if wait_connect => Err(errno::EINPROGRESS),
+        Err(TIMED_OUT) => Err(errno::EAGAIN),
+        r => r,
+    };
     r.or_else(|x| if done > 0 { Ok(done) } else { Err(x) })
 }
 
@@ -402,15 +434,23 @@ unsafe extern "C" fn pd_accept(
     l: *mut socklen_t,
 ) -> c_int {
     guard(ud, |sh| {
-        let nonblock = sh.lock().host.is_nonblocking(fd, 0);
+        let (nonblock, timeout) = {
+            let st = sh.lock();
+            (
+                st.host.is_nonblocking(fd, 0),
+                timeout_us(st.host.rcvtimeo(fd)),
+            )
+        };
+        // inet_csk_accept: inet_csk_wait_for_connect sleeps at most sk_rcvtimeo,
+        // then EAGAIN.
         let (nfd, peer) = sh.blocking(
             nonblock,
-            None,
+            timeout,
             |st: &mut State| match st.host.accept(fd) {
                 Err(Errno(errno::EAGAIN)) => Attempt::Wait,
                 r => Attempt::Done(r.map_err(e)),
             },
-            || Err(errno::EAGAIN),
+            |_| Err(errno::EAGAIN),
         )?;
         sockaddr_from(peer, a, l);
         Ok(nfd)
@@ -425,22 +465,24 @@ unsafe extern "C" fn pd_connect(
 ) -> c_int {
     guard(ud, |sh| {
         let sa = sockaddr_to(a, l)?;
-        let (first, nonblock) = {
+        let (first, nonblock, timeout) = {
             let mut st = sh.enter();
             let now = st.now();
             let r = st.host.connect(now, fd, sa);
             st.drain_transmit();
             sh.wake_all(&mut st);
-            (r, st.host.is_nonblocking(fd, 0))
+            (r, st.host.is_nonblocking(fd, 0), st.host.sndtimeo(fd))
         };
-        match first {
-            Err(Errno(errno::EINPROGRESS)) if !nonblock => {}
+        // __inet_stream_connect: a blocking connect, a new one (EINPROGRESS) or one
+        // on a socket already connecting (EALREADY), sleeps in inet_wait_for_connect
+        // until the handshake ends, at most sk_sndtimeo; then that error stands.
+        let pending = match first {
+            Err(Errno(x @ (errno::EINPROGRESS | errno::EALREADY))) if !nonblock => x,
             r => return r.map(|_| 0).map_err(e),
-        }
-        // inet_wait_for_connect: wait until the handshake ends, then report it.
+        };
         sh.blocking(
             false,
-            None,
+            timeout_us(timeout),
             |st: &mut State| {
                 let now = st.now();
                 match st.host.connect(now, fd, sa) {
@@ -448,7 +490,7 @@ unsafe extern "C" fn pd_connect(
                     r => Attempt::Done(r.map(|_| 0).map_err(e)),
                 }
             },
-            || Err(errno::ETIMEDOUT),
+            |_| Err(pending),
         )
     })
 }
@@ -650,7 +692,7 @@ unsafe extern "C" fn pd_close(ud: Ud, fd: c_int) -> c_int {
                     true => Attempt::Wait,
                     false => Attempt::Done(Ok(())),
                 },
-                || Ok(()),
+                |_| Ok(()),
             )?;
         }
         Ok(0)

@@ -43,7 +43,7 @@ pub(super) unsafe extern "C" fn pd_splice(
                     Err(x) => Attempt::Done(Err(e(x))),
                 }
             },
-            || Err(errno::EAGAIN),
+            |_| Err(errno::EAGAIN),
         )
     })
 }

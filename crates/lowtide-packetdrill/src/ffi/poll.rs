@@ -37,7 +37,7 @@ pub(super) unsafe extern "C" fn pd_poll(
                 0 => Attempt::Wait,
                 k => Attempt::Done(Ok(k)),
             },
-            || Ok(0),
+            |_| Ok(0),
         );
         let count = match count {
             Err(errno::EAGAIN) => 0,
@@ -100,7 +100,7 @@ pub(super) unsafe extern "C" fn pd_epoll_wait(
                 Ok(v) if v.is_empty() => Attempt::Wait,
                 r => Attempt::Done(r.map_err(e)),
             },
-            || Ok(Vec::new()),
+            |_| Ok(Vec::new()),
         );
         let v = match r {
             Err(errno::EAGAIN) => Vec::new(),

@@ -44,6 +44,14 @@ pub const SO_RCVBUFFORCE: i32 = 33;
 pub const SO_PROTOCOL: i32 = 38;
 /// `SO_DOMAIN` (getsockopt only): `sk_family`.
 pub const SO_DOMAIN: i32 = 39;
+/// `SO_RCVTIMEO` (`SO_RCVTIMEO_OLD`): a `struct timeval`, `sk_rcvtimeo`.
+pub const SO_RCVTIMEO: i32 = 20;
+/// `SO_SNDTIMEO` (`SO_SNDTIMEO_OLD`): a `struct timeval`, `sk_sndtimeo`.
+pub const SO_SNDTIMEO: i32 = 21;
+/// `SO_RCVTIMEO_NEW`: `SO_RCVTIMEO` with a `struct __kernel_sock_timeval`.
+pub const SO_RCVTIMEO_NEW: i32 = 66;
+/// `SO_SNDTIMEO_NEW`: `SO_SNDTIMEO` with a `struct __kernel_sock_timeval`.
+pub const SO_SNDTIMEO_NEW: i32 = 67;
 /// `SO_TIMESTAMPING` (`SO_TIMESTAMPING_OLD` on x86_64): `SOF_TIMESTAMPING_*` flags.
 pub const SO_TIMESTAMPING: i32 = 37;
 /// `SCM_TIMESTAMPING`: the cmsg of a timestamp (`struct scm_timestamping`).
@@ -206,6 +214,7 @@ pub mod errno {
     pub const ENOTTY: i32 = 25;
     pub const ESPIPE: i32 = 29;
     pub const EPIPE: i32 = 32;
+    pub const EDOM: i32 = 33;
     pub const ENONET: i32 = 64;
     pub const EPROTO: i32 = 71;
     pub const ENOTSOCK: i32 = 88;

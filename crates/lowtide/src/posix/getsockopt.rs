@@ -5,6 +5,7 @@ use super::consts::*;
 use super::sockopt::{
     encode_tcp_info, ip_int_out, linux_state, put, SK_MEMINFO_LEN, TCP_CA_NAME_MAX,
 };
+use super::timeo::timeout_to_user;
 use super::{err, Errno, Fd, Host, SockState};
 use crate::tcp::consts::{SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF};
 use crate::tcp::info::TcpInfo;
@@ -132,6 +133,9 @@ impl Host {
                 b[4..].copy_from_slice(&(s.linger.1 as i32).to_ne_bytes());
                 put(out, &b)
             }
+            // sk_getsockopt: sock_get_timeout, a 16-byte timeval either way.
+            (SOL_SOCKET, SO_RCVTIMEO | SO_RCVTIMEO_NEW) => put(out, &timeout_to_user(s.rcvtimeo)),
+            (SOL_SOCKET, SO_SNDTIMEO | SO_SNDTIMEO_NEW) => put(out, &timeout_to_user(s.sndtimeo)),
             (SOL_SOCKET, SO_SNDBUF) => {
                 let v = match (&info, s.opts.sndbuf) {
                     (Some(i), _) => i.sndbuf,

@@ -25,6 +25,7 @@ mod poll;
 pub use fastopen::SendTo;
 mod procnet;
 mod sockopt;
+mod timeo;
 
 pub use consts::errno;
 pub use msg::{Cmsg, RecvMsg};
@@ -91,6 +92,10 @@ pub(crate) struct Socket {
     pub bind_lock: bool,
     /// `SO_LINGER`: `(l_onoff, l_linger)`.
     pub linger: (bool, u32),
+    /// `sk_rcvtimeo` / `sk_sndtimeo` in jiffies (`SO_RCVTIMEO` / `SO_SNDTIMEO`,
+    /// posix/timeo.rs), `MAX_SCHEDULE_TIMEOUT` for no limit.
+    pub rcvtimeo: i64,
+    pub sndtimeo: i64,
     /// The bound address as the engine has it (IPv4 for a mapped one).
     pub bound: Option<SocketAddr>,
     pub state: SockState,
@@ -114,6 +119,8 @@ impl Socket {
             held: false,
             bind_lock: false,
             linger: (false, 0),
+            rcvtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
+            sndtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
             bound: None,
             state: SockState::Unconnected,
             shutdown: 0,
@@ -349,7 +356,9 @@ impl Host {
         let family = s.family;
         let mut child = Socket::new(family, false);
         child.opts = s.opts.clone();
+        // sk_clone_lock copies the listener's struct sock.
         child.linger = s.linger;
+        (child.rcvtimeo, child.sndtimeo) = (s.rcvtimeo, s.sndtimeo);
         let h = self.stack.accept(l).map_err(Errno::from)?;
         let (local, remote) = self.stack.addresses(h).map_err(Errno::from)?;
         child.bound = Some(local);

@@ -3,6 +3,7 @@
 //! are in posix/getsockopt.rs.
 
 use super::consts::*;
+use super::timeo::timeout_from_user;
 use super::{err, Errno, Fd, Host, SockState};
 use crate::tcp::consts::{MAX_TCP_WINDOW, TCP_MIN_MSS};
 use crate::tcp::fastopen::{FastOpenKeys, TFO_CLIENT_ENABLE};
@@ -385,6 +386,14 @@ impl Host {
                 let on = int_arg(&val[..4])? != 0;
                 let secs = int_arg(&val[4..8])?.max(0) as u32;
                 s.linger = (on, secs);
+            }
+            // sk_setsockopt: sock_set_timeout (the _NEW options take a
+            // __kernel_sock_timeval, the same 16 bytes on a 64-bit host).
+            (SOL_SOCKET, SO_RCVTIMEO | SO_RCVTIMEO_NEW) => {
+                s.rcvtimeo = timeout_from_user(val)?;
+            }
+            (SOL_SOCKET, SO_SNDTIMEO | SO_SNDTIMEO_NEW) => {
+                s.sndtimeo = timeout_from_user(val)?;
             }
             // sk_setsockopt: the value doubled in the engine; the FORCE variants need
             // CAP_NET_ADMIN, which the embedding process is taken to have.

@@ -491,3 +491,63 @@ fn ip_ttl_and_minttl() {
     deliver(&mut a, &mut b, now);
     assert_eq!(deliver(&mut b, &mut a, now)[0][8], 64);
 }
+
+/// SO_RCVTIMEO / SO_SNDTIMEO (and the _NEW names) as sock_set_timeout and
+/// sock_get_timeout: a 16-byte timeval, EDOM for tv_usec out of range, rounded up
+/// to a jiffy; what a blocking caller reads from Host::rcvtimeo / sndtimeo, and
+/// the accepted socket has the listener's (sk_clone_lock). Linux 6.18:
+/// tests/packetdrill/so-rcvtimeo-read-accept-eagain.pkt.
+#[test]
+fn rcvtimeo_and_sndtimeo_as_sock_set_timeout() {
+    use core::time::Duration;
+    let tv = |sec: i64, usec: i64| [sec.to_ne_bytes(), usec.to_ne_bytes()].concat();
+    let get = |h: &mut Host, fd: Fd, name: i32| {
+        let mut b = [0u8; 16];
+        let n = h
+            .getsockopt(Instant::ZERO, fd, SOL_SOCKET, name, &mut b)
+            .unwrap();
+        assert_eq!(n, 16);
+        b.to_vec()
+    };
+    let (mut a, mut b, c, l, s) = connected(|b, l| {
+        assert_eq!(b.rcvtimeo(l), None, "no limit by default");
+        assert_eq!(get(b, l, SO_RCVTIMEO), tv(0, 0));
+        let now = Instant::ZERO;
+        let set = |b: &mut Host, name: i32, v: &[u8]| b.setsockopt(now, l, SOL_SOCKET, name, v);
+        assert_eq!(
+            set(b, SO_RCVTIMEO, &tv(0, 1_000_000)),
+            Err(Errno(errno::EDOM))
+        );
+        assert_eq!(set(b, SO_SNDTIMEO, &tv(0, -1)), Err(Errno(errno::EDOM)));
+        assert_eq!(
+            set(b, SO_RCVTIMEO, &tv(1, 0)[..8]),
+            Err(Errno(errno::EINVAL))
+        );
+        set(b, SO_RCVTIMEO_NEW, &tv(0, 100_000)).unwrap();
+        set(b, SO_SNDTIMEO, &tv(5, 999_999)).unwrap();
+    });
+    for fd in [l, s] {
+        assert_eq!(get(&mut b, fd, SO_RCVTIMEO), tv(0, 100_000));
+        assert_eq!(
+            get(&mut b, fd, SO_SNDTIMEO_NEW),
+            tv(6, 0),
+            "rounded up to a jiffy"
+        );
+        assert_eq!(b.rcvtimeo(fd), Some(Duration::from_millis(100)));
+        assert_eq!(b.sndtimeo(fd), Some(Duration::from_secs(6)));
+    }
+    // A negative tv_sec: no wait at all, read back as 0; 0: no limit again.
+    let now = Instant::ZERO;
+    b.setsockopt(now, s, SOL_SOCKET, SO_RCVTIMEO, &tv(-3, 0))
+        .unwrap();
+    assert_eq!(b.rcvtimeo(s), Some(Duration::ZERO));
+    assert_eq!(get(&mut b, s, SO_RCVTIMEO), tv(0, 0));
+    b.setsockopt(now, s, SOL_SOCKET, SO_RCVTIMEO, &tv(0, 0))
+        .unwrap();
+    assert_eq!(b.rcvtimeo(s), None);
+    // One jiffy (1 ms at lowtide's HZ 1000) for a microsecond.
+    a.setsockopt(now, c, SOL_SOCKET, SO_SNDTIMEO, &tv(0, 1))
+        .unwrap();
+    assert_eq!(get(&mut a, c, SO_SNDTIMEO), tv(0, 1000));
+    assert_eq!(a.sndtimeo(c), Some(Duration::from_millis(1)));
+}

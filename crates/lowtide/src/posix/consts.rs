@@ -52,6 +52,8 @@ pub const SO_SNDTIMEO: i32 = 21;
 pub const SO_RCVTIMEO_NEW: i32 = 66;
 /// `SO_SNDTIMEO_NEW`: `SO_SNDTIMEO` with a `struct __kernel_sock_timeval`.
 pub const SO_SNDTIMEO_NEW: i32 = 67;
+/// `SO_PEEK_OFF`: `sk_peek_off`, where `MSG_PEEK` starts (negative: off).
+pub const SO_PEEK_OFF: i32 = 42;
 /// `SO_TIMESTAMPING` (`SO_TIMESTAMPING_OLD` on x86_64): `SOF_TIMESTAMPING_*` flags.
 pub const SO_TIMESTAMPING: i32 = 37;
 /// `SCM_TIMESTAMPING`: the cmsg of a timestamp (`struct scm_timestamping`).

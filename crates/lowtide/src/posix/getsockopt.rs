@@ -136,6 +136,7 @@ impl Host {
             // sk_getsockopt: sock_get_timeout, a 16-byte timeval either way.
             (SOL_SOCKET, SO_RCVTIMEO | SO_RCVTIMEO_NEW) => put(out, &timeout_to_user(s.rcvtimeo)),
             (SOL_SOCKET, SO_SNDTIMEO | SO_SNDTIMEO_NEW) => put(out, &timeout_to_user(s.sndtimeo)),
+            (SOL_SOCKET, SO_PEEK_OFF) => int(out, s.peek_off),
             (SOL_SOCKET, SO_SNDBUF) => {
                 let v = match (&info, s.opts.sndbuf) {
                     (Some(i), _) => i.sndbuf,

@@ -96,6 +96,9 @@ pub(crate) struct Socket {
     /// posix/timeo.rs), `MAX_SCHEDULE_TIMEOUT` for no limit.
     pub rcvtimeo: i64,
     pub sndtimeo: i64,
+    /// `sk_peek_off` (`SO_PEEK_OFF`): where `MSG_PEEK` starts, in bytes past the
+    /// next byte to read; negative when off (the default, -1).
+    pub peek_off: i32,
     /// The bound address as the engine has it (IPv4 for a mapped one).
     pub bound: Option<SocketAddr>,
     pub state: SockState,
@@ -121,6 +124,7 @@ impl Socket {
             linger: (false, 0),
             rcvtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
             sndtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
+            peek_off: -1,
             bound: None,
             state: SockState::Unconnected,
             shutdown: 0,
@@ -309,11 +313,12 @@ impl Host {
             _ => len,
         };
         // tcp_inq says 0 before the handshake ends, but a Fast Open child's SYN
-        // data is there to read.
+        // data is there to read; a peek reads from SO_PEEK_OFF's offset on.
         let avail = match st.state {
             TcpState::SynRecv => st.inq_hint as usize,
             _ => st.inq,
-        };
+        }
+        .saturating_sub(self.peek_offset(fd, flags));
         avail >= target
             || avail > 0 && st.urg_valid
             || st.rcv_shutdown
@@ -359,6 +364,7 @@ impl Host {
         // sk_clone_lock copies the listener's struct sock.
         child.linger = s.linger;
         (child.rcvtimeo, child.sndtimeo) = (s.rcvtimeo, s.sndtimeo);
+        child.peek_off = s.peek_off;
         let h = self.stack.accept(l).map_err(Errno::from)?;
         let (local, remote) = self.stack.addresses(h).map_err(Errno::from)?;
         child.bound = Some(local);

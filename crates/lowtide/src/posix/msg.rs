@@ -52,6 +52,7 @@ impl Host {
                 ..RecvMsg::default()
             });
         }
+        let off = self.peek_offset(fd, flags);
         let s = self.sock(fd)?;
         let inq = s.opts.recvmsg_inq;
         let oob = flags & MSG_OOB != 0;
@@ -68,15 +69,18 @@ impl Host {
             let r = if flags & MSG_TRUNC != 0 {
                 // tcp_recvmsg_locked: "if (!(flags & MSG_TRUNC))" copy; the bytes
                 // are taken (or, peeking, counted) all the same.
-                self.stack.recv_trunc(now, h, buf.len(), peek)
+                self.stack
+                    .recv_trunc(now, h, buf.len(), peek.then_some(off))
             } else if peek {
-                self.stack.peek(h, buf)
+                self.stack.peek_at(h, off, buf)
             } else {
                 self.stack.recv(now, h, buf)
             };
             self.sync_events();
+            let len = r.map_err(Errno::from)?;
+            self.peek_offset_moved(fd, len, peek);
             RecvMsg {
-                len: r.map_err(Errno::from)?,
+                len,
                 ..RecvMsg::default()
             }
         };
@@ -95,6 +99,30 @@ impl Host {
             });
         }
         Ok(m)
+    }
+
+    /// `sk_peek_offset`: where a receive with `flags` starts past `copied_seq`:
+    /// `SO_PEEK_OFF`'s offset for `MSG_PEEK` (0 when it is off), else 0.
+    pub(super) fn peek_offset(&self, fd: Fd, flags: i32) -> usize {
+        match self.sock(fd) {
+            Ok(s) if flags & MSG_PEEK != 0 => s.peek_off.max(0) as usize,
+            _ => 0,
+        }
+    }
+
+    /// `tcp_recvmsg_locked` after copying `n` bytes: `sk_peek_offset_fwd` for a
+    /// peek, `sk_peek_offset_bwd` for a read (not below 0); an offset that is off
+    /// (negative) stays off.
+    fn peek_offset_moved(&mut self, fd: Fd, n: usize, peek: bool) {
+        if let Ok(s) = self.sock_mut(fd) {
+            if s.peek_off >= 0 {
+                let n = n.min(i32::MAX as usize) as i32;
+                s.peek_off = match peek {
+                    true => s.peek_off.saturating_add(n),
+                    false => (s.peek_off - n).max(0),
+                };
+            }
+        }
     }
 
     /// `recv(MSG_OOB)` (`tcp_recv_urg`): the urgent byte with `MSG_OOB` in the

@@ -395,6 +395,9 @@ impl Host {
             (SOL_SOCKET, SO_SNDTIMEO | SO_SNDTIMEO_NEW) => {
                 s.sndtimeo = timeout_from_user(val)?;
             }
+            // sk_setsockopt: inet_stream_ops' set_peek_off (Linux 6.10+),
+            // sk_set_peek_off, takes any int.
+            (SOL_SOCKET, SO_PEEK_OFF) => s.peek_off = int_arg(val)?,
             // sk_setsockopt: the value doubled in the engine; the FORCE variants need
             // CAP_NET_ADMIN, which the embedding process is taken to have.
             (SOL_SOCKET, SO_SNDBUF | SO_SNDBUFFORCE) => {

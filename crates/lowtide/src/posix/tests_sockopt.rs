@@ -551,3 +551,56 @@ fn rcvtimeo_and_sndtimeo_as_sock_set_timeout() {
     assert_eq!(get(&mut a, c, SO_SNDTIMEO), tv(0, 1000));
     assert_eq!(a.sndtimeo(c), Some(Duration::from_millis(1)));
 }
+
+/// SO_PEEK_OFF on TCP (Linux 6.10+): any int, -1 (off) by default and inherited;
+/// MSG_PEEK reads from the offset and moves it on by what it copied (MSG_TRUNC
+/// too), a read moves it back, not below 0. Linux 6.18:
+/// tests/packetdrill/so-peek-off.pkt.
+#[test]
+fn peek_offset_as_sk_peek_offset() {
+    let now = Instant::ZERO;
+    let (mut a, mut b, c, l, s) = connected(|b, l| {
+        assert_eq!(get_int(b, l, SOL_SOCKET, SO_PEEK_OFF), Ok(-1));
+        assert_eq!(
+            b.setsockopt(now, l, SOL_SOCKET, SO_PEEK_OFF, &[1, 0]),
+            Err(Errno(errno::EINVAL))
+        );
+        set_int(b, l, SOL_SOCKET, SO_PEEK_OFF, 3).unwrap();
+    });
+    assert_eq!(get_int(&mut b, l, SOL_SOCKET, SO_PEEK_OFF), Ok(3));
+    assert_eq!(get_int(&mut b, s, SOL_SOCKET, SO_PEEK_OFF), Ok(3));
+    a.send(now, c, b"abcdefghij", 0).unwrap();
+    deliver(&mut a, &mut b, now);
+    deliver(&mut b, &mut a, now); // the ACK, so that Nagle lets the next send go
+    let mut buf = [0u8; 100];
+    let mut recv = |b: &mut Host, len: usize, flags: i32| {
+        let n = b.recv(now, s, &mut buf[..len], flags);
+        (
+            n.map(|n| buf[..n].to_vec()),
+            get_int(b, s, SOL_SOCKET, SO_PEEK_OFF).unwrap(),
+        )
+    };
+    assert_eq!(recv(&mut b, 3, MSG_PEEK), (Ok(b"def".to_vec()), 6));
+    assert_eq!(recv(&mut b, 3, MSG_PEEK), (Ok(b"ghi".to_vec()), 9));
+    assert_eq!(recv(&mut b, 2, 0), (Ok(b"ab".to_vec()), 7));
+    assert_eq!(
+        b.recv(now, s, &mut [0u8; 100], MSG_PEEK | MSG_TRUNC),
+        Ok(1),
+        "one byte past the offset"
+    );
+    assert_eq!(get_int(&mut b, s, SOL_SOCKET, SO_PEEK_OFF), Ok(8));
+    assert_eq!(recv(&mut b, 100, MSG_PEEK), (Err(Errno(errno::EAGAIN)), 8));
+    assert!(
+        !b.recv_target_met(s, 100, MSG_PEEK),
+        "a blocking peek waits"
+    );
+    assert!(b.recv_target_met(s, 100, 0));
+    assert_eq!(recv(&mut b, 100, 0), (Ok(b"cdefghij".to_vec()), 0));
+    // Off: peeks start at the front and move nothing.
+    set_int(&mut b, s, SOL_SOCKET, SO_PEEK_OFF, -1).unwrap();
+    a.send(now, c, b"xyz", 0).unwrap();
+    deliver(&mut a, &mut b, now);
+    assert_eq!(recv(&mut b, 2, MSG_PEEK), (Ok(b"xy".to_vec()), -1));
+    assert_eq!(recv(&mut b, 2, MSG_PEEK), (Ok(b"xy".to_vec()), -1));
+    assert_eq!(recv(&mut b, 1, 0), (Ok(b"x".to_vec()), -1));
+}

@@ -416,21 +416,35 @@ impl Stack {
 
     /// `recv(2)` with `MSG_PEEK`: copies without consuming.
     pub fn peek(&self, h: SocketHandle, buf: &mut [u8]) -> Result<usize, SocketError> {
-        self.tcb(h)?.peek(buf)
+        self.peek_at(h, 0, buf)
+    }
+
+    /// [`Stack::peek`] from `offset` bytes past the next byte to read
+    /// (`SO_PEEK_OFF`: `tcp_recvmsg_locked`'s `peek_seq = copied_seq +
+    /// peek_offset`); an offset at or past the end of the data reads as an empty
+    /// queue does (`EAGAIN`, or 0 once the peer's FIN is in).
+    pub fn peek_at(
+        &self,
+        h: SocketHandle,
+        offset: usize,
+        buf: &mut [u8],
+    ) -> Result<usize, SocketError> {
+        self.tcb(h)?.peek(offset, buf)
     }
 
     /// `recv(2)` with `MSG_TRUNC` (`tcp_recvmsg_locked`: the data is taken, up to
     /// `len` bytes, as [`Stack::recv`] takes it, and copied nowhere); with `peek`
-    /// (`MSG_PEEK | MSG_TRUNC`) only counted. Returns the byte count.
+    /// (`MSG_PEEK | MSG_TRUNC`, from that offset as [`Stack::peek_at`]) only
+    /// counted. Returns the byte count.
     pub fn recv_trunc(
         &mut self,
         now: Instant,
         h: SocketHandle,
         len: usize,
-        peek: bool,
+        peek: Option<usize>,
     ) -> Result<usize, SocketError> {
-        if peek {
-            return self.tcb(h)?.peek_span(len).map(|(_, n)| n);
+        if let Some(offset) = peek {
+            return self.tcb(h)?.peek_span(offset, len).map(|(_, n)| n);
         }
         let index = self.user_slot(h)?;
         self.with_tcb(now, index, |tcb, ctx| tcb.recvmsg_with(ctx, len, |_| {}))

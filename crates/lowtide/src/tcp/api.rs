@@ -440,23 +440,31 @@ impl Tcb {
         Ok(n)
     }
 
-    /// `tcp_recvmsg` with `MSG_PEEK`: copies without consuming, stopping at and
+    /// `tcp_recvmsg` with `MSG_PEEK` from `offset` bytes past `copied_seq`
+    /// (`SO_PEEK_OFF`, 0 without it): copies without consuming, stopping at and
     /// skipping the urgent byte as a read would.
-    pub(crate) fn peek(&self, buf: &mut [u8]) -> Result<usize, SocketError> {
-        let (skip, n) = self.peek_span(buf.len())?;
+    pub(crate) fn peek(&self, offset: usize, buf: &mut [u8]) -> Result<usize, SocketError> {
+        let (skip, n) = self.peek_span(offset, buf.len())?;
         Ok(self.rcv_queue.peek_from(skip, &mut buf[..n]))
     }
 
-    /// Where a peek of up to `len` bytes starts in the receive queue (past an
-    /// urgent byte it skips) and how many bytes it takes; `MSG_PEEK | MSG_TRUNC`
-    /// returns the count alone (`tcp_recvmsg_locked` copies nothing).
-    pub(crate) fn peek_span(&self, len: usize) -> Result<(usize, usize), SocketError> {
-        let u = self.urg_read(self.copied_seq, self.rcv_queue.len(), len);
-        let skip = u.skip as usize;
-        if self.rcv_queue.len() <= skip {
+    /// Where a peek of up to `len` bytes from `offset` starts in the receive queue
+    /// (past an urgent byte it skips) and how many bytes it takes; `MSG_PEEK |
+    /// MSG_TRUNC` returns the count alone (`tcp_recvmsg_locked` copies nothing).
+    /// From the end of the data or past it, what an empty queue reads.
+    pub(crate) fn peek_span(
+        &self,
+        offset: usize,
+        len: usize,
+    ) -> Result<(usize, usize), SocketError> {
+        let queued = self.rcv_queue.len();
+        let seq = self.copied_seq + offset as u64;
+        let u = self.urg_read(seq, queued.saturating_sub(offset), len);
+        let skip = offset.saturating_add(u.skip as usize);
+        if queued <= skip {
             return self.empty_read().map(|n| (skip, n));
         }
-        Ok((skip, u.limit.min(self.rcv_queue.len() - skip)))
+        Ok((skip, u.limit.min(queued - skip)))
     }
 
     /// What `tcp_recvmsg` returns when the receive queue is empty: end of stream
@@ -790,9 +798,17 @@ mod tests {
         t.state = TcpState::Established;
         t.rcv_queue.push(bytes::Bytes::from_static(b"hello"), 901);
         let mut b = [0u8; 3];
-        assert_eq!(t.peek(&mut b), Ok(3));
+        assert_eq!(t.peek(0, &mut b), Ok(3));
         assert_eq!(&b, b"hel");
         assert_eq!(t.rcv_queue.len(), 5);
+        // SO_PEEK_OFF: from peek_seq = copied_seq + offset; at or past the end
+        // of the data, an empty queue's answer.
+        assert_eq!(t.peek(3, &mut b), Ok(2));
+        assert_eq!(&b[..2], b"lo");
+        assert_eq!(t.peek(5, &mut b), Err(SocketError::WouldBlock));
+        assert_eq!(t.peek(100, &mut b), Err(SocketError::WouldBlock));
+        t.rcv_shutdown = true;
+        assert_eq!(t.peek(100, &mut b), Ok(0));
     }
 
     #[test]
@@ -807,14 +823,14 @@ mod tests {
         assert_eq!(t.recvmsg(&mut ctx, &mut b), Err(SocketError::WouldBlock));
         // sock_error: a peek reports the pending error and keeps it, a read takes it.
         t.sk_err = Some(SocketError::ConnectionReset);
-        assert_eq!(t.peek(&mut b), Err(SocketError::ConnectionReset));
+        assert_eq!(t.peek(0, &mut b), Err(SocketError::ConnectionReset));
         assert_eq!(
             t.recvmsg(&mut ctx, &mut b),
             Err(SocketError::ConnectionReset)
         );
         assert_eq!(t.recvmsg(&mut ctx, &mut b), Err(SocketError::WouldBlock));
         t.rcv_shutdown = true;
-        assert_eq!(t.peek(&mut b), Ok(0));
+        assert_eq!(t.peek(0, &mut b), Ok(0));
         assert_eq!(t.recvmsg(&mut ctx, &mut b), Ok(0));
     }
 }

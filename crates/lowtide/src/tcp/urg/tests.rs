@@ -160,6 +160,28 @@ fn recv_urg_errors_as_tcp_recv_urg() {
     assert_eq!(t.recv_urg(false, 1), Err(SocketError::NotConnected));
 }
 
+/// SO_PEEK_OFF: a peek from an offset (peek_seq) stops at the mark before it and
+/// skips the byte at it, as a read from there would; the skipped byte is not
+/// counted in the bytes returned (tcp_recvmsg_locked's urg_hole).
+#[test]
+fn peeks_from_an_offset_stop_at_the_mark_and_skip_the_byte() {
+    let cfg = Config::default();
+    let mut t = receiver(&cfg, 10);
+    t.urg.data = TCP_URG_VALID | 4;
+    t.urg.seq = 5; // the 5th byte, value 4
+    let mut peek = [0u8; 100];
+    assert_eq!(t.peek(2, &mut peek), Ok(2));
+    assert_eq!(&peek[..2], &[2, 3]);
+    assert_eq!(t.peek(4, &mut peek), Ok(5));
+    assert_eq!(&peek[..5], &[5, 6, 7, 8, 9], "the urgent byte skipped");
+    assert_eq!(t.peek(6, &mut peek[..2]), Ok(2));
+    assert_eq!(&peek[..2], &[6, 7]);
+    assert_eq!(t.peek(10, &mut peek), Err(SocketError::WouldBlock));
+    t.urg.inline = true;
+    assert_eq!(t.peek(4, &mut peek[..1]), Ok(1));
+    assert_eq!(peek[0], 4, "SO_OOBINLINE: read in line");
+}
+
 #[test]
 fn reads_stop_at_the_mark_and_skip_the_byte_from_it() {
     let cfg = Config::default();
@@ -169,14 +191,14 @@ fn reads_stop_at_the_mark_and_skip_the_byte_from_it() {
     t.urg.seq = 5; // the 5th byte, value 4
     let mut b = [0u8; 100];
     let mut peek = [0u8; 100];
-    assert_eq!(t.peek(&mut peek), Ok(4));
+    assert_eq!(t.peek(0, &mut peek), Ok(4));
     let read = |t: &mut Tcb, st: &mut TestStack, b: &mut [u8]| {
         t.recvmsg(&mut st.ctx(&cfg, Instant(1_000_000), true), b)
     };
     assert_eq!(read(&mut t, &mut st, &mut b), Ok(4));
     assert_eq!(&b[..4], &[0, 1, 2, 3]);
     assert!(t.at_mark());
-    assert_eq!(t.peek(&mut peek[..2]), Ok(2));
+    assert_eq!(t.peek(0, &mut peek[..2]), Ok(2));
     assert_eq!(&peek[..2], &[5, 6], "peek skips it too");
     // A one-byte read at the mark: the skip does not count against it.
     assert_eq!(read(&mut t, &mut st, &mut b[..1]), Ok(1));

@@ -243,6 +243,10 @@ pub struct Config {
     /// `maxwin >> tcp_app_win` of the receive window for the application; 0 keeps none
     /// back.
     pub tcp_app_win: u8,
+    /// `net.ipv4.tcp_reflect_tos` (default off): a request's SYN-ACK and the child
+    /// it makes carry the SYN's TOS / traffic class less its ECN bits
+    /// (`tcp_v4_send_synack`, `tcp_v4_syn_recv_sock` and their IPv6 twins).
+    pub tcp_reflect_tos: bool,
     /// `net.ipv4.tcp_pacing_ss_ratio`: pacing rate in slow start, percent of cwnd/srtt.
     pub tcp_pacing_ss_ratio: u32,
     /// `net.ipv4.tcp_pacing_ca_ratio`: pacing rate in congestion avoidance, percent.
@@ -502,6 +506,7 @@ impl Default for Config {
             tcp_tso_rtt_log: 9,
             tcp_tso_win_divisor: 3,
             tcp_app_win: 31,
+            tcp_reflect_tos: false,
             tcp_pacing_ss_ratio: 200,
             tcp_pacing_ca_ratio: 120,
             notsent_wake_hysteresis: true,

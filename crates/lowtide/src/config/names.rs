@@ -59,6 +59,7 @@ impl Config {
         "net.ipv4.tcp_tso_rtt_log",
         "net.ipv4.tcp_tso_win_divisor",
         "net.ipv4.tcp_app_win",
+        "net.ipv4.tcp_reflect_tos",
         "net.ipv4.tcp_pacing_ss_ratio",
         "net.ipv4.tcp_pacing_ca_ratio",
         "experimental.notsent_wake_hysteresis",

@@ -118,6 +118,7 @@ impl Config {
                 self.tcp_tso_win_divisor = parse_num(n, value, 0, 255, "0..=255")?
             }
             "net.ipv4.tcp_app_win" => self.tcp_app_win = parse_num(n, value, 0, 31, "0..=31")?,
+            "net.ipv4.tcp_reflect_tos" => self.tcp_reflect_tos = parse_bool(n, value)?,
             "net.ipv4.tcp_pacing_ss_ratio" => {
                 self.tcp_pacing_ss_ratio = parse_num(n, value, 0, 1000, "percent, 0..=1000")?
             }

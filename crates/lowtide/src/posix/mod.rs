@@ -367,6 +367,11 @@ impl Host {
         child.peek_off = s.peek_off;
         let h = self.stack.accept(l).map_err(Errno::from)?;
         let (local, remote) = self.stack.addresses(h).map_err(Errno::from)?;
+        // The child's IP_TOS / IPV6_TCLASS, which tcp_reflect_tos may have taken
+        // from its SYN (tcp_v4_syn_recv_sock); the ECN bits stay as they were.
+        let (tos, tclass) = self.stack.socket_ref(h).dsfields().map_err(Errno::from)?;
+        child.opts.tos = tos | child.opts.tos & 3;
+        child.opts.tclass = tclass | child.opts.tclass & 3;
         child.bound = Some(local);
         child.state = SockState::Conn { h, connected: true };
         let nfd = self.alloc_fd(File::Socket(Box::new(child)));

@@ -250,6 +250,36 @@ fn tx_delay_pushes_departure_times() {
     assert_eq!(rst.tstamp, now + ms(5));
 }
 
+/// A `family` socket on `b` listening on the wildcard address, port 80.
+fn listen_any(b: &mut Host, family: i32) -> Fd {
+    let l = b.socket(family, SOCK_STREAM, 0).unwrap();
+    let any: std::net::IpAddr = match family {
+        AF_INET => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        _ => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    b.bind(l, SocketAddr::new(any, 80)).unwrap();
+    b.listen(l, 8).unwrap();
+    l
+}
+
+/// After `s` on `b` sent 10 bytes to `c` on `a`: `a` reads them, `b` closes first,
+/// then `a`; `a`'s FIN reaches `b` twice. The ACK `b`'s TIME-WAIT sends to the
+/// second.
+fn timewait_ack(a: &mut Host, b: &mut Host, c: Fd, s: Fd) -> Vec<u8> {
+    let now = Instant::ZERO;
+    run(a, b, now);
+    a.recv(now, c, &mut [0u8; 10], 0).unwrap();
+    b.close(now, s).unwrap();
+    run(b, a, now);
+    a.close(now, c).unwrap();
+    let fin = a.poll_transmit(now).unwrap().segments().remove(0);
+    assert_eq!(fin[33], 0x11, "FIN-ACK");
+    b.handle_packet(now, &fin, RxChecksum::Verify);
+    while b.poll_transmit(now).is_some() {}
+    b.handle_packet(now, &fin, RxChecksum::Verify); // to the TIME-WAIT socket
+    b.poll_transmit(now).unwrap().segments().remove(0)
+}
+
 /// TIME-WAIT's ACK carries tw_tos: the socket's IP_TOS (inet_twsk_alloc), which
 /// tcp_time_wait overwrites with IPV6_TCLASS on an AF_INET6 socket (tw_tclass is
 /// tw_tos), so that an IPv4-mapped connection's last ACKs carry its traffic class
@@ -259,13 +289,7 @@ fn timewait_acks_carry_the_dsfield() {
     for family in [AF_INET, AF_INET6] {
         let (mut a, mut b) = (host(A, 1), host(B, 2));
         let now = Instant::ZERO;
-        let l = b.socket(family, SOCK_STREAM, 0).unwrap();
-        let any: std::net::IpAddr = match family {
-            AF_INET => std::net::Ipv4Addr::UNSPECIFIED.into(),
-            _ => std::net::Ipv6Addr::UNSPECIFIED.into(),
-        };
-        b.bind(l, SocketAddr::new(any, 80)).unwrap();
-        b.listen(l, 8).unwrap();
+        let l = listen_any(&mut b, family);
         let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
         let _ = a.connect(now, c, SocketAddr::new(B.into(), 80));
         run(&mut a, &mut b, now);
@@ -277,18 +301,41 @@ fn timewait_acks_carry_the_dsfield() {
         b.send(now, s, &[1; 10], 0).unwrap();
         let data = deliver(&mut b, &mut a, now);
         assert_eq!(data[0][1], 0x48, "IPv4 packets carry IP_TOS");
-        run(&mut a, &mut b, now);
-        a.recv(now, c, &mut [0u8; 10], 0).unwrap();
-        b.close(now, s).unwrap();
-        run(&mut b, &mut a, now);
-        a.close(now, c).unwrap();
-        let fin = a.poll_transmit(now).unwrap().segments().remove(0);
-        b.handle_packet(now, &fin, RxChecksum::Verify);
-        while b.poll_transmit(now).is_some() {}
-        assert_eq!(fin[33], 0x11, "FIN-ACK");
-        b.handle_packet(now, &fin, RxChecksum::Verify); // to the TIME-WAIT socket
-        let ack = b.poll_transmit(now).unwrap().segments().remove(0);
+        let ack = timewait_ack(&mut a, &mut b, c, s);
         let want = if family == AF_INET6 { 0x28 } else { 0x48 };
+        assert_eq!(ack[1], want, "family {family}");
+    }
+}
+
+/// net.ipv4.tcp_reflect_tos: the child takes its SYN's TOS as its own IP_TOS
+/// (tcp_v4_syn_recv_sock's newinet->tos), which its TIME-WAIT ACK carries (tw_tos);
+/// an AF_INET6 listener's IPv4-mapped child keeps the listener's IPV6_TCLASS, which
+/// tcp_time_wait writes over tw_tos (tw_tclass), so that its last ACK carries that
+/// while its data carried the SYN's TOS (Linux 6.18 sends 0x00 there).
+#[test]
+fn reflected_tos_reaches_timewait_as_tw_tos() {
+    for family in [AF_INET, AF_INET6] {
+        let (mut a, mut b) = (host(A, 1), host(B, 2));
+        let now = Instant::ZERO;
+        b.stack
+            .set_sysctl(now, "net.ipv4.tcp_reflect_tos", "1")
+            .unwrap();
+        let l = listen_any(&mut b, family);
+        let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+        set_int(&mut a, c, SOL_IP, IP_TOS, 0x48).unwrap();
+        let _ = a.connect(now, c, SocketAddr::new(B.into(), 80));
+        run(&mut a, &mut b, now);
+        let s = b.accept(l).unwrap().0;
+        assert_eq!(
+            get_int(&mut b, s, SOL_IP, IP_TOS),
+            Ok(0x48),
+            "family {family}"
+        );
+        b.send(now, s, &[1; 10], 0).unwrap();
+        let data = deliver(&mut b, &mut a, now);
+        assert_eq!(data[0][1], 0x48, "the child's data carry the SYN's TOS");
+        let ack = timewait_ack(&mut a, &mut b, c, s);
+        let want = if family == AF_INET6 { 0x00 } else { 0x48 };
         assert_eq!(ack[1], want, "family {family}");
     }
 }

@@ -632,6 +632,14 @@ impl SocketRef<'_> {
         Ok(self.stack.tcb(self.h)?.keepalive)
     }
 
+    /// The connection's `IP_TOS` (`inet->tos`) and `IPV6_TCLASS` (`np->tclass`), ECN
+    /// bits aside: a listener's child has its listener's, or with
+    /// `net.ipv4.tcp_reflect_tos` its SYN's (`tcp_v4_syn_recv_sock`).
+    pub fn dsfields(&self) -> Result<(u8, u8), SocketError> {
+        let t = self.stack.tcb(self.h)?;
+        Ok((t.tos, t.tclass))
+    }
+
     /// `TCP_CONGESTION` (getsockopt).
     pub fn congestion(&self) -> Result<&'static str, SocketError> {
         Ok(self.stack.tcb(self.h)?.cc.name())

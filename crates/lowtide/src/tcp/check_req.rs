@@ -13,6 +13,7 @@ use super::minisocks::{in_window, paws_reject};
 use super::seq::Seq;
 use super::sock::{ReqState, Tcb};
 use super::{Ctx, TcpState};
+use crate::config::Config;
 use crate::mib::Mib;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 use tracing::trace;
@@ -168,7 +169,9 @@ impl Tcb {
     /// (`ip_send_unicast_reply`, no socket's state moves): `snd_nxt` (the request's
     /// ISN + 1, or a Fast Open child's own), `rcv_nxt`, the SYN-ACK's window
     /// (`tcp_synack_window`, never above 65535) scaled down, and the timestamps when
-    /// there is a `ts_recent` to echo; no SACK blocks.
+    /// there is a `ts_recent` to echo; no SACK blocks. It carries the TOS / traffic
+    /// class of the segment it answers less ECN (`ip_hdr(skb)->tos &
+    /// ~INET_ECN_MASK`, `ipv6_get_dsfield`), whatever `tcp_reflect_tos` says.
     fn req_send_ack(&self, ctx: &mut Ctx) {
         let ts = (self.rx_opt.tstamp_ok && self.rx_opt.ts_recent != 0)
             .then(|| (self.tsval(ctx.now), self.rx_opt.ts_recent));
@@ -178,8 +181,37 @@ impl Tcb {
             self.rcv_seq(self.rcv_nxt).0,
             window,
         );
-        let ip = (self.tuple, self.dsfield(), self.ip_dont_fragment());
+        let ip = (self.tuple, ctx.rx_tos, self.ip_dont_fragment());
         super::output::send_reply_ack(ctx, ip, fields, ts);
+    }
+
+    /// `tcp_v4_send_synack` / `tcp_v6_send_synack`: the DS field of a SYN or
+    /// SYN-ACK, ECN bits aside (the caller adds them). A request's SYN-ACK (a Fast
+    /// Open child's too) carries, with `net.ipv4.tcp_reflect_tos`, its SYN's less ECN
+    /// (`tcp_rsk(req)->syn_tos & ~INET_ECN_MASK`); otherwise, and on an active
+    /// open's SYN or a simultaneous open's SYN-ACK (no request), the socket's
+    /// `IP_TOS` / `IPV6_TCLASS`.
+    pub(crate) fn synack_dsfield(&self, cfg: &Config) -> u8 {
+        match (cfg.tcp_reflect_tos, self.req.syn_tos) {
+            (true, Some(tos)) => tos & !crate::tcp::ecn::INET_ECN_MASK,
+            _ => self.dsfield(),
+        }
+    }
+
+    /// `tcp_v4_syn_recv_sock` / `tcp_v6_syn_recv_sock` with `net.ipv4.tcp_reflect_tos`:
+    /// the child takes the request's `syn_tos` less ECN as its TOS (`newinet->tos`,
+    /// for IPv4 packets, an AF_INET6 listener's IPv4-mapped child included) or its
+    /// traffic class (`newnp->tclass`, IPv6 packets); the other stays the
+    /// listener's. Its TIME-WAIT inherits it (`tw_tos`, `tw_tclass`).
+    pub(crate) fn syn_recv_sock_tos(&mut self, cfg: &Config) {
+        let Some(tos) = self.req.syn_tos.filter(|_| cfg.tcp_reflect_tos) else {
+            return;
+        };
+        let tos = tos & !crate::tcp::ecn::INET_ECN_MASK;
+        match self.tuple.local.is_ipv6() {
+            true => self.tclass = tos,
+            false => self.tos = tos,
+        }
     }
 
     /// `tcp_synack_window`: the window the SYN-ACK offered, unscaled (RFC 7323

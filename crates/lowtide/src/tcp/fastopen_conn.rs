@@ -19,6 +19,7 @@ impl Tcb {
     /// transfer now (`tcp_init_transfer`), takes the SYN's data
     /// (`tcp_fastopen_add_skb`) and goes to the accept queue at once.
     pub(crate) fn fastopen_create_child(&mut self, ctx: &mut Ctx, syn_data: &[u8]) {
+        self.syn_recv_sock_tos(ctx.cfg); // tcp_fastopen_create_child's syn_recv_sock
         self.init_buffer_space(ctx);
         // tcp_create_openreq_child: the child starts with snd_una = ISN + 1; its
         // SYN-ACK belongs to the request, not to its send window.

@@ -63,6 +63,7 @@ impl Tcb {
         th: &TcpRepr,
         syn_data: &[u8],
     ) {
+        self.req.syn_tos = Some(ip.tos | ip.ecn);
         self.ecn_create_request(ctx.cfg, ip, th);
         self.rx_pkt_len = (ip.header_len + ip.payload_len) as u32;
         self.irs = super::seq::Seq(th.seq);
@@ -542,6 +543,7 @@ impl Tcb {
         self.state = TcpState::Established;
         if self.parent.is_some() && !fastopen {
             self.openreq_child_undo();
+            self.syn_recv_sock_tos(ctx.cfg);
         }
         if !fastopen {
             self.icsk.pending = None;

@@ -468,7 +468,11 @@ impl Tcb {
         // device makes the bytes when it sends the packet, for this transmission
         // only.
         let apart = ctx.tx_apart && payload.len() > mss as usize;
-        let ip = (self.tuple, self.dsfield() | ip_ecn, self.ip_dont_fragment());
+        let ds = match flags & FLAG_SYN != 0 {
+            true => self.synack_dsfield(ctx.cfg),
+            false => self.dsfield(),
+        };
+        let ip = (self.tuple, ds | ip_ecn, self.ip_dont_fragment());
         let offset = (seq + (flags & FLAG_SYN != 0) as u64).saturating_sub(1);
         let body = payload.for_device(self.payload_source.as_ref(), offset);
         let pkt = build_packet(ctx, ip, &th, (body, apart), self.ip_ttl(ctx.cfg));

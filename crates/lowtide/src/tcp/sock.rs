@@ -53,6 +53,11 @@ pub(crate) struct ReqState {
     /// latest SYN-ACK (first 0: none sent yet), the range a final ACK's TSecr must
     /// echo (`tcp_synack_options`, Linux 6.15+).
     pub snt_tsval: (u32, u32),
+    /// `tcp_rsk(req)->syn_tos`: the DS field (ECN bits included) of the SYN that
+    /// made the request (`tcp_conn_request`), or of the ACK that brought a SYN
+    /// cookie back (`cookie_tcp_reqsk_init`); `None` on a connection that was no
+    /// request. `net.ipv4.tcp_reflect_tos` reflects it ([`Tcb::synack_dsfield`]).
+    pub syn_tos: Option<u8>,
 }
 
 /// One TCP connection. Sequence positions are 64-bit stream offsets: offset 0 is the

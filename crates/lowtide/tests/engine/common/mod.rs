@@ -290,6 +290,18 @@ impl Seg {
     }
 }
 
+/// Sets the DS field (TOS / traffic class, ECN bits included) of the IPv4 or IPv6
+/// packet `pkt` to `tos`, the IPv4 header checksum with it.
+pub fn set_dsfield(pkt: &mut [u8], tos: u8) {
+    if pkt[0] >> 4 == 4 {
+        pkt[1] = tos;
+        lowtide_wire::ip::fill_ipv4_checksum(&mut pkt[..20]);
+    } else {
+        pkt[0] = 0x60 | (tos >> 4);
+        pkt[1] = (tos << 4) | (pkt[1] & 0x0f);
+    }
+}
+
 /// Builds a checksummed IP + TCP packet ([`tcp_packet`] with the full checksum).
 pub fn build(
     src: SocketAddr,

@@ -8,6 +8,7 @@ mod fastopen_server;
 mod handshake;
 mod isn;
 mod listener;
+mod reflect_tos;
 mod states;
 mod syncookies;
 mod synsent_ack;

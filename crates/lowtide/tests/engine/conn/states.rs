@@ -1125,19 +1125,13 @@ mod loss {
 mod closed {
     use super::*;
     use lowtide::{Instant, RxChecksum, Stack};
-    use lowtide_wire::ip::{fill_ipv4_checksum, IpRepr};
+    use lowtide_wire::ip::IpRepr;
 
     /// The segment to B's closed port 80 from `peer`, its TOS / traffic class byte
     /// set to `tos` (ECN bits included).
     fn segment_with_tos(peer: &str, local: &str, th: &TcpRepr, tos: u8) -> Vec<u8> {
         let mut pkt = build(addr(peer, 4000), addr(local, 80), th, &[], 1);
-        if pkt[0] >> 4 == 4 {
-            pkt[1] = tos;
-            fill_ipv4_checksum(&mut pkt[..20]);
-        } else {
-            pkt[0] = 0x60 | (tos >> 4);
-            pkt[1] = (tos << 4) | (pkt[1] & 0x0f);
-        }
+        set_dsfield(&mut pkt, tos);
         pkt
     }
 

@@ -81,13 +81,17 @@ fn tcp_round_trip(seg: &[u8]) {
         "TCP header length"
     );
     assert!(repr.options.sack_len <= 4, "too many SACK blocks");
+    // A received TCP-MD5 option is left out of the round trip: written with
+    // lowtide's padding, it and the other options may pass 40 bytes (only our own
+    // segments carry it, laid out to fit).
+    let mut repr = repr;
+    repr.options.md5sig = None;
     let mut buf = vec![0u8; repr.header_len()];
     repr.emit(&mut buf);
     let (again, _) = TcpRepr::parse(&buf).expect("emitted TCP header parses");
     let mut want = repr;
-    // Authentication options are received only, never written (tcp.rs: `auth`).
+    // `auth` is what was received, never written (tcp.rs).
     want.options.auth = Default::default();
-    want.options.md5sig = false;
     want.options.sack_len = repr.emitted_sack_blocks() as u8;
     for b in &mut want.options.sack[want.options.sack_len as usize..] {
         *b = Default::default();

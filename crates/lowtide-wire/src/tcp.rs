@@ -95,9 +95,12 @@ pub struct TcpOptions {
     /// The authentication options (TCP-MD5, TCP-AO) as Linux's
     /// `tcp_parse_auth_options` finds them; received only, never written.
     pub auth: AuthOption,
-    /// A TCP-MD5 option of the right length is present (`tcp_parse_md5sig_option`),
-    /// whatever `auth` says; received only.
-    pub md5sig: bool,
+    /// The digest of a TCP-MD5 option of the right length
+    /// (`tcp_parse_md5sig_option`), whatever `auth` says. Written first, as
+    /// `NOP NOP 19 18` and the 16 bytes (`tcp_options_write`'s `OPTION_MD5`): the
+    /// sender fills the digest in once the segment is built
+    /// ([RFC 2385 section 3.0](https://www.rfc-editor.org/rfc/rfc2385#section-3.0)).
+    pub md5sig: Option<[u8; 16]>,
 }
 
 /// `TCPOPT_MD5SIG`: the TCP-MD5 signature option's kind
@@ -105,6 +108,11 @@ pub struct TcpOptions {
 pub const TCPOPT_MD5SIG: u8 = 19;
 /// `TCPOLEN_MD5SIG`: its length.
 pub const TCPOLEN_MD5SIG: usize = 18;
+/// `TCPOLEN_MD5SIG_ALIGNED`: the option with its two NOPs.
+pub const TCPOLEN_MD5SIG_ALIGNED: usize = 20;
+/// Where `emit` puts the TCP-MD5 digest in the header: after the fixed header and
+/// `NOP NOP 19 18`.
+pub const MD5SIG_DIGEST_OFFSET: usize = TCP_HEADER_LEN + 4;
 /// `TCPOPT_AO`: the TCP Authentication Option's kind
 /// ([RFC 5925 section 2.2](https://www.rfc-editor.org/rfc/rfc5925#section-2.2)).
 pub const TCPOPT_AO: u8 = 29;
@@ -260,7 +268,7 @@ impl TcpRepr {
     /// How many SACK blocks `emit` writes: the first `sack_len` (at most 4), fewer if
     /// they would not fit in the 40 bytes of option space with the other options.
     pub fn emitted_sack_blocks(&self) -> usize {
-        let room = MAX_OPTIONS_LEN - fixed_options_len(&self.options);
+        let room = MAX_OPTIONS_LEN.saturating_sub(fixed_options_len(&self.options));
         let mut n = (self.options.sack_len as usize).min(4);
         while n > 0 && sack_option_len(n) > room {
             n -= 1;
@@ -408,26 +416,30 @@ fn parse_auth_options(mut opts: &[u8]) -> AuthOption {
     found
 }
 
-/// `tcp_parse_md5sig_option`: a TCP-MD5 option of 18 bytes, the walk bounded as
-/// [`parse_auth_options`]'s.
-fn parse_md5sig_option(mut opts: &[u8]) -> bool {
+/// `tcp_parse_md5sig_option`: the digest of a TCP-MD5 option of 18 bytes, the
+/// walk bounded as [`parse_auth_options`]'s.
+fn parse_md5sig_option(mut opts: &[u8]) -> Option<[u8; 16]> {
     while opts.len() >= TCPOLEN_MD5SIG {
         match opts[0] {
-            kind::EOL => return false,
+            kind::EOL => return None,
             kind::NOP => opts = &opts[1..],
             k => {
                 let size = opts[1] as usize;
                 if size < 2 || size > opts.len() {
-                    return false;
+                    return None;
                 }
                 if k == TCPOPT_MD5SIG {
-                    return size == TCPOLEN_MD5SIG;
+                    return (size == TCPOLEN_MD5SIG).then(|| {
+                        let mut d = [0u8; 16];
+                        d.copy_from_slice(&opts[2..TCPOLEN_MD5SIG]);
+                        d
+                    });
                 }
                 opts = &opts[size..];
             }
         }
     }
-    false
+    None
 }
 
 /// Records one option; known kinds with an unexpected length are ignored.
@@ -488,7 +500,12 @@ fn fixed_options_len(o: &TcpOptions) -> usize {
     };
     let ws = if o.wscale.is_some() { 4 } else { 0 };
     let fo = o.fastopen.map_or(0, |f| f.wire_len());
-    mss + ts + sackok + ws + fo
+    let md5 = if o.md5sig.is_some() {
+        TCPOLEN_MD5SIG_ALIGNED
+    } else {
+        0
+    };
+    md5 + mss + ts + sackok + ws + fo
 }
 
 /// Bytes of a `NOP NOP SACK` option with `n` blocks (0 if none).
@@ -500,10 +517,14 @@ fn sack_option_len(n: usize) -> usize {
     }
 }
 
-/// Writes the options in Linux's order; every piece is a multiple of 4 bytes, so no
+/// Writes the options in Linux's order (`tcp_options_write`: TCP-MD5 first); every piece is a multiple of 4 bytes, so no
 /// trailing padding is needed.
 fn write_options(o: &TcpOptions, sack_blocks: usize, buf: &mut [u8]) {
     let mut w = Writer { buf, at: 0 };
+    if let Some(digest) = o.md5sig {
+        w.put(&[kind::NOP, kind::NOP, TCPOPT_MD5SIG, TCPOLEN_MD5SIG as u8]);
+        w.put(&digest);
+    }
     if let Some(mss) = o.mss {
         w.put(&[kind::MSS, 4]);
         w.put(&mss.to_be_bytes());
@@ -582,7 +603,7 @@ mod tests {
     /// than 18 bytes left end the walk.
     #[test]
     fn auth_options_as_linux_walks_them() {
-        let p = |o: &[u8]| parse_options(o).map(|t| (t.auth, t.md5sig));
+        let p = |o: &[u8]| parse_options(o).map(|t| (t.auth, t.md5sig.is_some()));
         assert_eq!(p(&md5_after(2)), Ok((AuthOption::Md5, true)));
         assert_eq!(p(&[1, 1, 2, 4, 5, 180]), Ok((AuthOption::None, false)));
         let mut two = md5_after(0);
@@ -605,6 +626,37 @@ mod tests {
             p(&[1, 1, 1, 1, TCPOPT_AO, 4, 0, 0]),
             Ok((AuthOption::None, false))
         );
+        assert_eq!(
+            parse_options(&md5_after(2)).unwrap().md5sig,
+            Some([7u8; 16])
+        );
+    }
+
+    /// tcp_options_write: the TCP-MD5 option goes first, `NOP NOP 19 18` and the
+    /// digest at [`MD5SIG_DIGEST_OFFSET`], and counts in the 40 bytes SACK blocks
+    /// share (with timestamps, none fits).
+    #[test]
+    fn md5_option_is_written_first() {
+        let mut th = base();
+        th.options.md5sig = Some([9u8; 16]);
+        th.options.mss = Some(1460);
+        let mut buf = [0u8; MAX_TCP_HEADER_LEN];
+        th.emit(&mut buf);
+        assert_eq!(th.header_len(), 20 + 20 + 4);
+        assert_eq!(&buf[20..24], &[1, 1, TCPOPT_MD5SIG, 18]);
+        assert_eq!(
+            &buf[MD5SIG_DIGEST_OFFSET..MD5SIG_DIGEST_OFFSET + 16],
+            &[9u8; 16]
+        );
+        assert_eq!(&buf[40..44], &[2, 4, 0x05, 0xb4]);
+        let (back, _) = TcpRepr::parse(&buf[..th.header_len()]).unwrap();
+        assert_eq!(back.options.md5sig, Some([9u8; 16]));
+        th.options.mss = None;
+        th.options.timestamp = Some((1, 2));
+        th.options.sack_len = 3;
+        assert_eq!(th.emitted_sack_blocks(), 0, "MD5 + TS leave 8 bytes");
+        th.options.timestamp = None;
+        assert_eq!(th.emitted_sack_blocks(), 2);
     }
 
     fn base() -> TcpRepr {

@@ -281,12 +281,18 @@ mib! {
     /// SYN-ACKs refused with a reset because their TSecr echoes no time since our
     /// first SYN (`LINUX_MIB_PAWSACTIVEREJECTED`).
     TcpExtPAWSActive,
+    /// Segments without a TCP-MD5 option from a peer the socket has a key for,
+    /// dropped (`tcp_inbound_hash`, `LINUX_MIB_TCPMD5NOTFOUND`).
+    TcpExtTCPMD5NotFound,
     /// Segments carrying a TCP-MD5 option for a socket with no key, dropped
     /// (`tcp_inbound_md5_hash`, `LINUX_MIB_TCPMD5UNEXPECTED`).
     TcpExtTCPMD5Unexpected,
     /// Segments dropped for a TTL / hop limit below the socket's `IP_MINTTL` /
     /// `IPV6_MINHOPCOUNT` (`LINUX_MIB_TCPMINTTLDROP`).
     TcpExtTCPMinTTLDrop,
+    /// Segments whose TCP-MD5 digest is wrong, dropped (`tcp_inbound_md5_hash`,
+    /// `LINUX_MIB_TCPMD5FAILURE`).
+    TcpExtTCPMD5Failure,
     /// Challenge ACKs sent (RFC 5961).
     TcpExtTCPChallengeACK,
     /// SYNs received in window

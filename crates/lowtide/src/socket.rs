@@ -111,6 +111,8 @@ pub enum SocketError {
     HostDown,
     /// `ENONET`: an ICMP "source host isolated" answered the SYN.
     NoNetwork,
+    /// `ENOENT`: no such entry (a `TCP_MD5SIG` key to delete, `tcp_md5_do_del`).
+    NotFound,
 }
 
 impl core::fmt::Display for SocketError {
@@ -137,6 +139,7 @@ impl core::fmt::Display for SocketError {
             SocketError::NotSupported => "operation not supported (EOPNOTSUPP)",
             SocketError::HostDown => "host is down (EHOSTDOWN)",
             SocketError::NoNetwork => "machine is not on the network (ENONET)",
+            SocketError::NotFound => "no such entry (ENOENT)",
         };
         f.write_str(s)
     }
@@ -171,6 +174,7 @@ impl SocketError {
             SocketError::NotSupported => errno::EOPNOTSUPP,
             SocketError::HostDown => errno::EHOSTDOWN,
             SocketError::NoNetwork => errno::ENONET,
+            SocketError::NotFound => errno::ENOENT,
         }
     }
 }

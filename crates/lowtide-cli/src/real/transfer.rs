@@ -53,6 +53,10 @@ pub struct TransferArgs {
     /// Give up (exit 1) after this long (1ms-86400s).
     #[arg(long, default_value = "120s", value_parser = crate::limits::duration)]
     timeout: Duration,
+    /// Sign and check every segment with this TCP-MD5 key (RFC 2385, `TCP_MD5SIG`,
+    /// at most 80 bytes): for the peer of --connect, for any peer with --listen.
+    #[arg(long, value_name = "KEY", value_parser = md5_key_arg)]
+    md5_key: Option<String>,
     /// Prints the result as JSON.
     #[arg(long)]
     json: bool,
@@ -60,6 +64,24 @@ pub struct TransferArgs {
     real: RealArgs,
     #[command(flatten)]
     ts: crate::real_timeseries::TimeseriesArgs,
+}
+
+/// `--md5-key`: at most `TCP_MD5SIG_MAXKEYLEN` bytes.
+fn md5_key_arg(s: &str) -> Result<String, String> {
+    match s.len() <= lowtide::tcp::md5::TCP_MD5SIG_MAXKEYLEN {
+        true => Ok(s.to_string()),
+        false => Err("a TCP-MD5 key has at most 80 bytes".into()),
+    }
+}
+
+/// Socket options with the `--md5-key` key for the peers in `peer/prefixlen`.
+fn md5_opts(key: Option<&str>, peer: IpAddr, prefixlen: u8) -> lowtide::tcp::sockopt::SockOptions {
+    use lowtide::tcp::md5::{Md5Cmd, Md5Key};
+    let mut o = lowtide::tcp::sockopt::SockOptions::default();
+    if let Some(k) = key.and_then(|k| Md5Key::new(peer, prefixlen, k.as_bytes())) {
+        let _ = o.md5.apply(Md5Cmd::Add(k));
+    }
+    o
 }
 
 /// What `transfer --listen --others` does with the connections after the transfers'.
@@ -560,11 +582,14 @@ fn open(
     match (args.connect, args.listen) {
         (Some(to), _) => {
             let n = net.shards();
+            let host = if to.is_ipv4() { 32 } else { 128 };
+            let opts = md5_opts(args.md5_key.as_deref(), to.ip(), host);
             for (i, f) in t.flows.iter_mut().enumerate() {
                 f.shard = i % n;
                 let c = net.on(f.shard, |rt| {
                     let now = rt.now();
-                    rt.stack().connect(now, SocketAddr::new(local, 0), to)
+                    rt.stack()
+                        .connect_with(now, SocketAddr::new(local, 0), to, &opts)
                 })?;
                 f.conn = Some(c);
                 f.watch = Some(ConnectWatch::new(c, to));
@@ -578,8 +603,13 @@ fn open(
                 None => args.parallel.max(16),
             };
             let at = SocketAddr::new(local, port);
+            let any = match local {
+                IpAddr::V4(_) => IpAddr::from([0u8; 4]),
+                IpAddr::V6(_) => IpAddr::from([0u8; 16]),
+            };
+            let opts = md5_opts(args.md5_key.as_deref(), any, 0);
             for k in 0..net.shards() {
-                let l = net.on(k, |rt| rt.stack().listen(at, backlog))?;
+                let l = net.on(k, |rt| rt.stack().listen_with(at, backlog, &opts))?;
                 t.listeners.push(l);
             }
             // For scripts: connect once this line is out, rather than sleep first.

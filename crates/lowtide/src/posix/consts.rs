@@ -137,6 +137,13 @@ pub const TCP_FASTOPEN: i32 = 23;
 pub const TCP_FASTOPEN_CONNECT: i32 = 30;
 pub const TCP_FASTOPEN_KEY: i32 = 33;
 pub const TCP_FASTOPEN_NO_COOKIE: i32 = 34;
+/// `TCP_MD5SIG`: add or delete a TCP-MD5 key (`struct tcp_md5sig`, RFC 2385).
+pub const TCP_MD5SIG: i32 = 14;
+/// `TCP_MD5SIG_EXT`: the same with `tcpm_flags` (a prefix, a device) honoured.
+pub const TCP_MD5SIG_EXT: i32 = 32;
+/// `sizeof(struct tcp_md5sig)`: a `sockaddr_storage`, flags, prefix length, key
+/// length, interface index and 80 key bytes.
+pub const TCP_MD5SIG_LEN: usize = 216;
 /// `TCPI_OPT_SYN_DATA`: `tcpi_options` bit of data acknowledged in a SYN.
 pub const TCPI_OPT_SYN_DATA: u8 = 32;
 /// `TCPI_OPT_TFO_CHILD`: `tcpi_options` bit of a passive Fast Open child.

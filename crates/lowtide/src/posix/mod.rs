@@ -19,6 +19,7 @@ pub mod consts;
 mod embed;
 mod fastopen;
 mod getsockopt;
+mod md5sig;
 mod msg;
 pub mod pipe;
 mod poll;
@@ -759,6 +760,8 @@ impl Host {
 mod tests;
 #[cfg(test)]
 mod tests_bind;
+#[cfg(test)]
+mod tests_md5;
 #[cfg(test)]
 mod tests_recverr;
 #[cfg(test)]

@@ -618,6 +618,16 @@ impl Host {
                     _ => return err(errno::EINVAL),
                 };
             }
+            // do_tcp_setsockopt: tp->af_specific->md5_parse, in any state; a
+            // connection's own keys change, else the socket's (a listener's reach it
+            // below).
+            (SOL_TCP, TCP_MD5SIG | TCP_MD5SIG_EXT) => {
+                let cmd = super::md5sig::md5sig_arg(s.family, name == TCP_MD5SIG_EXT, val)?;
+                match conn {
+                    Some(h) => e(stack.socket(h).set_md5sig(cmd))?,
+                    None => s.opts.md5.apply(cmd).map_err(|_| Errno(errno::ENOENT))?,
+                }
+            }
             (SOL_TCP, TCP_CONGESTION) => {
                 let name = val.split(|&c| c == 0).next().unwrap_or_default();
                 let name = std::str::from_utf8(name).map_err(|_| Errno(errno::ENOENT))?;

@@ -193,6 +193,7 @@ impl Stack {
             tcb.iss = tcp::seq::Seq(isn);
         }
         tcb.apply_options(&self.cfg, &opts);
+        tcb.md5 = opts.md5.child_copy(tuple.remote.ip()); // tcp_v4_syn_recv_sock
         tcb.bind.by_bind = true; // __inet_inherit_port: the listener's bucket
         if opts.save_syn != 0 {
             tcb.saved_syn = self.syn_headers.take(); // tcp_reqsk_record_syn
@@ -266,6 +267,8 @@ impl Stack {
             generation: 0,
         };
         tcb.apply_options(&self.cfg, opts);
+        tcb.md5 = opts.md5.child_copy(tuple.remote.ip());
+        tcb.req.cookie = true;
         let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
         let mut syn = *th;
         syn.options.mss = Some(mss);
@@ -364,6 +367,8 @@ impl Stack {
         tcb.ts_offset = ts_off;
         self.attach_route(now, &mut tcb);
         tcb.apply_options(&self.cfg, &sock_opts); // sk_clone_lock: the listener's options
+        tcb.md5 = sock_opts.md5.child_copy(tuple.remote.ip()); // tcp_v4_syn_recv_sock
+        tcb.req.cookie = true;
         tcb.bind.by_bind = true; // __inet_inherit_port
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));

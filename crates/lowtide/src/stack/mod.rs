@@ -51,6 +51,7 @@ mod icmp;
 pub(crate) use icmp::tests as icmp_tests;
 mod icmp_out;
 mod listen;
+mod md5;
 mod memory;
 pub use memory::{RtxWork, TcpMemory};
 mod options;
@@ -113,6 +114,9 @@ pub struct Stack {
     /// The TOS of the segment [`Stack::tcp_rcv`] is handling, 0 outside it
     /// ([`Ctx::rx_tos`]).
     rx_tos: u8,
+    /// The fixed TCP header of the segment being handled, kept when it carries a
+    /// TCP-MD5 option, for its digest (stack/md5.rs).
+    rx_md5_header: [u8; lowtide_wire::tcp::TCP_HEADER_LEN],
     /// The catch-all listener's slot ([`Stack::listen_catch_all`]), if any.
     catch_all: Option<u32>,
     /// A warning about unfinished checksums was logged ([`Stack::handle_transmit`]).
@@ -173,6 +177,7 @@ impl Stack {
             tx_orphan: false,
             tx_apart: false,
             rx_tos: 0,
+            rx_md5_header: [0; lowtide_wire::tcp::TCP_HEADER_LEN],
             catch_all: None,
             warned_csum_partial: false,
             pool: lowtide_wire::pool::BufPool::new(),
@@ -825,7 +830,13 @@ impl Stack {
     /// The TCP header at the start of `seg` and its length; a bad one is counted.
     pub(crate) fn parse_tcp(&mut self, seg: &[u8]) -> Option<(TcpRepr, usize)> {
         match TcpRepr::parse(seg) {
-            Ok(x) => Some(x),
+            Ok(x) => {
+                if x.0.options.md5sig.is_some() {
+                    self.rx_md5_header
+                        .copy_from_slice(&seg[..lowtide_wire::tcp::TCP_HEADER_LEN]);
+                }
+                Some(x)
+            }
             Err(e) => {
                 self.mib.inc(Mib::TcpInErrs);
                 if e == WireError::Malformed {
@@ -859,7 +870,7 @@ impl Stack {
             if let Some(Sock::TimeWait(_)) = self.slots[index as usize].sock {
                 return self.timewait_rcv(now, index, ip, th, payload);
             }
-            if self.min_ttl_drop(index, ip) || !self.inbound_hash(th) {
+            if self.min_ttl_drop(index, ip) || !self.inbound_hash(index, ip, th, &payload) {
                 return;
             }
             self.note_listener(index);
@@ -867,7 +878,7 @@ impl Stack {
             return;
         }
         if let Some(l) = self.find_listener(tuple).or(self.catch_all) {
-            if self.min_ttl_drop(l, ip) || !self.inbound_hash(th) {
+            if self.min_ttl_drop(l, ip) || !self.inbound_hash(l, ip, th, &payload) {
                 return;
             }
             let mut flat = Vec::new();
@@ -875,29 +886,6 @@ impl Stack {
             return self.listen_rcv(now, l, tuple, ip, th, payload, None);
         }
         self.send_reset_for(now, tuple, th, payload.len());
-    }
-
-    /// `tcp_inbound_hash` for a listener, a request or a connection (not TIME-WAIT,
-    /// which `tcp_v4_rcv` hands on before): whether the segment may go on. No
-    /// socket here holds a TCP-MD5 key (`TCP_MD5SIG` is not implemented), so an MD5
-    /// option is unexpected (`tcp_inbound_md5_hash`: TcpExtTCPMD5Unexpected); a bad
-    /// or second authentication option is dropped uncounted (`TCP_AUTH_HDR`). A
-    /// TCP-AO option passes, as on a kernel without `CONFIG_TCP_AO` (this
-    /// machine's: `tcp_inbound_ao_hash` is a stub there).
-    fn inbound_hash(&mut self, th: &TcpRepr) -> bool {
-        use lowtide_wire::tcp::AuthOption;
-        match th.options.auth {
-            AuthOption::None | AuthOption::Ao => true,
-            AuthOption::Md5 => {
-                self.mib.inc(Mib::TcpExtTCPMD5Unexpected);
-                trace!("drop: TCP-MD5 option without a key");
-                false
-            }
-            AuthOption::Bad => {
-                trace!("drop: bad TCP authentication option");
-                false
-            }
-        }
     }
 
     /// Tells a child in SYN-RECV what `tcp_check_req` reads of its listener: whether
@@ -944,10 +932,10 @@ impl Stack {
     fn send_reset_for(&mut self, now: Instant, tuple: FourTuple, th: &TcpRepr, len: usize) {
         // tcp_v4_send_reset: a signed segment gets a reset only if a listener holds
         // the key to sign it with ("don't send rst if it can't find key"); none does.
-        if th.flags.contains(TcpFlags::RST) || th.options.md5sig {
+        if th.flags.contains(TcpFlags::RST) || th.options.md5sig.is_some() {
             return;
         }
         let mut ctx = ctx!(self, now);
-        tcp::output::send_reset(&mut ctx, tuple, th, len);
+        tcp::output::send_reset(&mut ctx, tuple, th, len, None);
     }
 }

@@ -124,6 +124,7 @@ impl Tcb {
             min_hopcount: 0,
             pmtudisc: super::consts::IP_PMTUDISC_WANT,
             family_v6: tuple.local.is_ipv6(),
+            md5: Default::default(),
             rx_opt: RxOpt {
                 sack_ok: false,
                 tstamp_ok: false,

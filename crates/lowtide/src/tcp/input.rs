@@ -93,6 +93,12 @@ impl Tcb {
             self.rx_opt.ts_recent = tsval;
             self.rx_opt.ts_recent_stamp = ctx.now;
         }
+        if !active && !self.req.cookie && self.md5_key().is_some() {
+            // tcp_synack_options: "We can't fit any SACK blocks in a packet with
+            // MD5 + TS options": the request gives up its timestamps for SACK
+            // (ireq->tstamp_ok &= !ireq->sack_ok), and so does its child.
+            self.rx_opt.tstamp_ok &= !self.rx_opt.sack_ok;
+        }
         self.rx_opt.wscale_ok = o.wscale.is_some() && ctx.cfg.tcp_window_scaling;
         if self.rx_opt.wscale_ok {
             // RFC 7323 section 2.3: a shift above 14 is used as 14.
@@ -167,7 +173,7 @@ impl Tcb {
                 self.icsk.pending = Some((super::inet_connection_sock::Pending::Retrans, at));
             }
             if !f.contains(TcpFlags::RST) {
-                super::output::send_reset(ctx, self.tuple, th, 0);
+                super::output::send_reset(ctx, self.tuple, th, 0, self.md5_key());
             }
             return;
         }
@@ -176,7 +182,7 @@ impl Tcb {
         if f.contains(TcpFlags::ACK) && !self.synsent_tsecr_ok(ctx, th) {
             ctx.mib.inc(Mib::TcpExtPAWSActive);
             if !f.contains(TcpFlags::RST) {
-                super::output::send_reset(ctx, self.tuple, th, 0);
+                super::output::send_reset(ctx, self.tuple, th, 0, self.md5_key());
             }
             return;
         }
@@ -491,7 +497,7 @@ impl Tcb {
             false => (1..=self.snd_nxt).contains(&ack),
         };
         if !acceptable {
-            super::output::send_reset(ctx, self.tuple, th, 0);
+            super::output::send_reset(ctx, self.tuple, th, 0, self.md5_key());
             return false;
         }
         let child = self.parent.is_some() || fastopen;

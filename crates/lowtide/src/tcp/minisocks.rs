@@ -235,7 +235,8 @@ impl TimeWaitSock {
         });
         let window = (self.rcv_wnd >> self.rcv_wscale).min(65535) as u16;
         let fields = (self.snd_nxt.0, self.rcv_nxt.0, window);
-        super::output::send_reply_ack(ctx, (self.tuple, self.tos, true), fields, ts);
+        let key = self.md5_key.as_ref();
+        super::output::send_reply_ack(ctx, (self.tuple, self.tos, true), fields, ts, key);
     }
 }
 
@@ -266,6 +267,7 @@ mod tests {
             expires: Instant::ZERO + TCP_TIMEWAIT_LEN,
             family_v6: false,
             bind: Default::default(),
+            md5_key: None,
         }
     }
 

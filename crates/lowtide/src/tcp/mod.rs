@@ -53,6 +53,7 @@
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
 //! | [`opt_stats`] | `SOF_TIMESTAMPING_OPT_STATS`: tcp.c `tcp_get_timestamping_opt_stats` |
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
+//! | [`md5`] | tcp_ipv4.c `tcp_md5_do_add` / `__tcp_md5_do_lookup` / `tcp_v4_md5_hash_skb`, tcp_ipv6.c `tcp_v6_md5_hash_skb` (TCP-MD5, RFC 2385) |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
 //! | [`cong`] | `tcp_congestion_ops` and `struct rate_sample` (include/net/tcp.h): Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), DCTCP (tcp_dctcp.c), lib/win_minmax.c |
 //! | `urg` | urgent data: tcp.c `tcp_mark_urg`, `tcp_recv_urg`; tcp_input.c `tcp_urg`, `tcp_check_urg`; tcp_output.c's urgent pointer |
@@ -93,6 +94,7 @@ pub mod info;
 mod init_sock;
 pub(crate) mod input;
 pub mod keepalive;
+pub mod md5;
 pub mod mem;
 pub mod metrics;
 pub(crate) mod minisocks;

@@ -4,6 +4,7 @@
 
 use super::cong::{CaEvent, CaState};
 use super::consts::{MAX_TCP_WINDOW, SKB_OVERHEAD};
+use super::md5::Md5Key;
 use super::rtx::skb::{self, Skb, SkbData, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
@@ -20,13 +21,15 @@ use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
 /// returned as a shared slice for the device to copy into its segments. A pattern
 /// payload is always returned apart, for the device to make. `tos` is the TOS byte
 /// with the ECN bits; an IPv4 header gets DF as `df` says (`__ip_queue_xmit`), and
-/// `ttl` as its TTL or hop limit.
+/// `ttl` as its TTL or hop limit. With a TCP-MD5 `key` (and `th` carrying the
+/// option), the digest is filled in (`tcp_v4_md5_hash_skb` / `tcp_v6_md5_hash_skb`).
 fn build_packet(
     ctx: &mut Ctx,
     (tuple, tos, df): (FourTuple, u8, bool),
     th: &TcpRepr,
     (payload, apart): (TxPayload, bool),
     ttl: u8,
+    key: Option<&Md5Key>,
 ) -> (Vec<u8>, TxPayload) {
     let thl = th.header_len();
     let ip = IpRepr {
@@ -51,6 +54,9 @@ fn build_packet(
         lowtide_wire::ip::set_ipv4_tos_df(&mut pkt[..ihl], tos, df);
     }
     th.emit(&mut pkt[ihl..]);
+    if let (Some(key), Some(_)) = (key, th.options.md5sig) {
+        sign(key, (ip.src, ip.dst), &mut pkt[ihl..], &payload);
+    }
     let tcp_len = thl + payload.len();
     checksum::fill_tcp_partial_len(ip.src, ip.dst, &mut pkt[ihl..], tcp_len);
     match copied {
@@ -60,6 +66,24 @@ fn build_packet(
         }
         None => (pkt, payload),
     }
+}
+
+/// Writes the TCP-MD5 digest of the segment whose header is `header` (with the
+/// option in place, `tcp_options_write`'s `hash_location`) and payload `payload`.
+fn sign(
+    key: &Md5Key,
+    addrs: (std::net::IpAddr, std::net::IpAddr),
+    header: &mut [u8],
+    payload: &TxPayload,
+) {
+    let digest = match payload {
+        TxPayload::Bytes(b) => super::md5::hash_segment(key, addrs, header, &[b]),
+        TxPayload::Pattern(_) => {
+            super::md5::hash_segment(key, addrs, header, &[&payload.to_bytes()])
+        }
+    };
+    let at = lowtide_wire::tcp::MD5SIG_DIGEST_OFFSET;
+    header[at..at + 16].copy_from_slice(&digest);
 }
 
 /// Hands a packet to the device queue of the stack, counting it.
@@ -98,8 +122,15 @@ fn push(
 /// [RFC 9293 section 3.10.7.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.1):
 /// answer a segment that belongs to no connection (`tcp_v4_send_reset`,
 /// `tcp_v6_send_reset`); the reset reflects the segment's TOS ([`Ctx::rx_tos`]),
-/// whichever socket, if any, sends it.
-pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usize) {
+/// whichever socket, if any, sends it. A socket with a TCP-MD5 key for the peer
+/// signs it with `key` (`tcp_v4_send_reset`'s `tcp_md5_do_lookup`).
+pub(crate) fn send_reset(
+    ctx: &mut Ctx,
+    tuple: FourTuple,
+    th: &TcpRepr,
+    len: usize,
+    key: Option<&Md5Key>,
+) {
     let mut rst = TcpRepr {
         src_port: tuple.local.port(),
         dst_port: tuple.remote.port(),
@@ -117,21 +148,38 @@ pub(crate) fn send_reset(ctx: &mut Ctx, tuple: FourTuple, th: &TcpRepr, len: usi
     // ip_send_unicast_reply / tcp_v6_send_response send it from the stack's
     // control socket: the default TTL.
     let ttl = super::sockopt::default_ttl(ctx.cfg, tuple.local.is_ipv6());
-    push_reset(ctx, (tuple, ctx.rx_tos, true), ttl, &rst);
+    push_reset(ctx, (tuple, ctx.rx_tos, true), ttl, &rst, key);
 }
 
 /// Sends a reset that belongs to no socket's memory accounting (no TX completion
-/// owed), with the TOS byte, DF and TTL given (see [`build_packet`]).
-fn push_reset(ctx: &mut Ctx, ip: (FourTuple, u8, bool), ttl: u8, rst: &TcpRepr) {
+/// owed), with the TOS byte, DF and TTL given (see [`build_packet`]), signed with
+/// `key` if any.
+fn push_reset(
+    ctx: &mut Ctx,
+    ip: (FourTuple, u8, bool),
+    ttl: u8,
+    rst: &TcpRepr,
+    key: Option<&Md5Key>,
+) {
     ctx.mib.inc(Mib::TcpOutRsts);
-    send_bare(ctx, ip, ttl, rst);
+    send_bare(ctx, ip, ttl, rst, key);
 }
 
 /// Sends a segment without payload that belongs to no socket's memory accounting
 /// (`ip_send_unicast_reply`: resets, TIME-WAIT's ACKs), with the TOS byte and DF of
-/// `ip` and the TTL `ttl` (see [`build_packet`]).
-pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), ttl: u8, th: &TcpRepr) {
-    let pkt = build_packet(ctx, ip, th, (TxPayload::default(), false), ttl);
+/// `ip` and the TTL `ttl` (see [`build_packet`]), signed with `key` if any
+/// (`tcp_v4_send_reset`, `tcp_v4_send_ack`: the option goes first,
+/// `tcp_v4_md5_hash_hdr`).
+pub(crate) fn send_bare(
+    ctx: &mut Ctx,
+    ip: (FourTuple, u8, bool),
+    ttl: u8,
+    th: &TcpRepr,
+    key: Option<&Md5Key>,
+) {
+    let mut th = *th;
+    th.options.md5sig = key.map(|_| [0; 16]);
+    let pkt = build_packet(ctx, ip, &th, (TxPayload::default(), false), ttl, key);
     let token = TxToken {
         index: u32::MAX,
         generation: 0,
@@ -148,13 +196,15 @@ pub(crate) fn send_bare(ctx: &mut Ctx, ip: (FourTuple, u8, bool), ttl: u8, th: &
 
 /// `tcp_v4_send_ack` / `tcp_v6_send_ack`: a bare ACK that belongs to no socket's
 /// state (TIME-WAIT's, a request's): `seq`, `ack`, the window as given, and the
-/// timestamps `(tsval, tsecr)` if any; no other option. The stack's control socket
-/// sends it, with the default TTL.
+/// timestamps `(tsval, tsecr)` if any, and the TCP-MD5 option signed with `key`
+/// (`tw_md5_key`, or the listener's key for the peer of a request). The stack's
+/// control socket sends it, with the default TTL.
 pub(crate) fn send_reply_ack(
     ctx: &mut Ctx,
     ip: (FourTuple, u8, bool),
     (seq, ack, window): (u32, u32, u16),
     ts: Option<(u32, u32)>,
+    key: Option<&Md5Key>,
 ) {
     let th = TcpRepr {
         src_port: ip.0.local.port(),
@@ -170,28 +220,56 @@ pub(crate) fn send_reply_ack(
         ..TcpRepr::default()
     };
     let ttl = super::sockopt::default_ttl(ctx.cfg, ip.0.local.is_ipv6());
-    send_bare(ctx, ip, ttl, &th);
+    send_bare(ctx, ip, ttl, &th, key);
 }
 
 impl Tcb {
+    /// `tp->af_specific->md5_lookup(sk, sk)`: the key for this connection's peer,
+    /// if any (`tcp_v4_md5_lookup`; an IPv4-mapped peer finds its IPv4 key).
+    pub(crate) fn md5_key(&self) -> Option<&Md5Key> {
+        match self.md5.is_empty() {
+            true => None,
+            false => self.md5.lookup(self.tuple.remote.ip()),
+        }
+    }
+
     /// `tcp_current_mss`: payload per segment with the options this segment carries:
     /// `mss_cache` (which has the floor and the timestamps' room already) less the
-    /// room of this segment's SACK blocks, with no floor of its own.
+    /// room of a TCP-MD5 option and of this segment's SACK blocks, with no floor of
+    /// its own.
     pub(crate) fn current_mss(&self) -> u32 {
+        let md5 = self.md5_key().is_some();
         let sack_len = if self.rx_opt.sack_ok {
-            self.sack_option_len()
+            self.sack_option_len(md5)
         } else {
             0
         };
-        self.mss_cache.saturating_sub(sack_len)
+        let md5_len = if md5 {
+            super::md5::TCPOLEN_MD5SIG_ALIGNED
+        } else {
+            0
+        };
+        self.mss_cache.saturating_sub(sack_len + md5_len)
     }
 
-    fn sack_option_len(&self) -> u32 {
+    fn sack_option_len(&self, md5: bool) -> u32 {
         let n = self.dsack.is_some() as usize + self.ofo.sack_blocks().count();
-        let max = if self.rx_opt.tstamp_ok { 3 } else { 4 };
-        match n.min(max) {
+        match n.min(self.sack_room(md5)) {
             0 => 0,
             n => 4 + 8 * n as u32,
+        }
+    }
+
+    /// `tcp_established_options`: how many SACK blocks fit in the option space
+    /// the TCP-MD5 option (`md5`) and the timestamps leave, none if fewer than
+    /// one block's and the base's bytes are left.
+    fn sack_room(&self, md5: bool) -> usize {
+        let md5 = if md5 { 20 } else { 0 };
+        let ts = if self.rx_opt.tstamp_ok { 12 } else { 0 };
+        let remaining = lowtide_wire::tcp::MAX_OPTIONS_LEN - md5 - ts;
+        match remaining < 4 + 8 {
+            true => 0,
+            false => (remaining - 4) / 8,
         }
     }
 
@@ -266,14 +344,18 @@ impl Tcb {
 
     /// Options for a non-SYN segment stamped `tstamp` (`skb_mstamp_ns`):
     /// timestamps, TSval from the stamp (`tcp_established_options`:
-    /// `tcp_skb_timestamp_ts`), and SACK blocks (D-SACK first).
-    fn data_options(&mut self, tstamp: Instant) -> TcpOptions {
+    /// `tcp_skb_timestamp_ts`), and SACK blocks (D-SACK first) in the room a TCP-MD5
+    /// option (`md5`, written first) leaves.
+    fn data_options(&mut self, tstamp: Instant, md5: bool) -> TcpOptions {
         let mut o = TcpOptions::default();
+        if md5 {
+            o.md5sig = Some([0; 16]);
+        }
         if self.rx_opt.tstamp_ok {
             o.timestamp = Some((self.tsval(tstamp), self.rx_opt.ts_recent));
         }
         if self.rx_opt.sack_ok {
-            let max = if self.rx_opt.tstamp_ok { 3 } else { 4 };
+            let max = self.sack_room(md5);
             let mut n = 0;
             let dsack = self.dsack.take();
             for (s, e) in dsack.into_iter().chain(self.ofo.sack_blocks()) {
@@ -304,8 +386,10 @@ impl Tcb {
     }
 
     /// Options for our SYN or SYN-ACK stamped `tstamp` (`tcp_syn_options`/
-    /// `tcp_synack_options`).
-    fn syn_options(&mut self, ctx: &Ctx, tstamp: Instant) -> TcpOptions {
+    /// `tcp_synack_options`). With a TCP-MD5 key (`md5`) the option goes first and a
+    /// SYN offers no timestamps ("MD5 and timestamps don't fit"); a SYN-ACK's
+    /// timestamps were given up for SACK already (`negotiate_options`).
+    fn syn_options(&mut self, ctx: &Ctx, tstamp: Instant, md5: bool) -> TcpOptions {
         let active = self.state == TcpState::SynSent;
         let mss = if active {
             self.advertise_mss()
@@ -314,13 +398,14 @@ impl Tcb {
         };
         let mut o = TcpOptions {
             mss: Some(mss.min(65535) as u16),
+            md5sig: md5.then_some([0; 16]),
             ..TcpOptions::default()
         };
         if (active && ctx.cfg.tcp_window_scaling) || self.rx_opt.wscale_ok {
             o.wscale = Some(self.rx_opt.rcv_wscale);
         }
         o.sack_permitted = (active && ctx.cfg.tcp_sack) || self.rx_opt.sack_ok;
-        if (active && ctx.cfg.tcp_timestamps) || self.rx_opt.tstamp_ok {
+        if ((active && ctx.cfg.tcp_timestamps) || self.rx_opt.tstamp_ok) && !(active && md5) {
             let mut tsval = self.tsval(tstamp);
             if !active {
                 // tcp_synack_options: the range of TSvals the request sent (a first
@@ -427,10 +512,11 @@ impl Tcb {
             tf |= ef;
             ecn
         };
+        let key = self.md5_key().copied();
         let options = if flags & FLAG_SYN != 0 {
-            self.syn_options(ctx, tstamp)
+            self.syn_options(ctx, tstamp, key.is_some())
         } else {
-            self.data_options(tstamp)
+            self.data_options(tstamp, key.is_some())
         };
         let window = if flags & FLAG_SYN != 0 {
             // tcp_select_initial_window / tcp_make_synack: the window a SYN offers is
@@ -475,7 +561,8 @@ impl Tcb {
         let ip = (self.tuple, ds | ip_ecn, self.ip_dont_fragment());
         let offset = (seq + (flags & FLAG_SYN != 0) as u64).saturating_sub(1);
         let body = payload.for_device(self.payload_source.as_ref(), offset);
-        let pkt = build_packet(ctx, ip, &th, (body, apart), self.ip_ttl(ctx.cfg));
+        let ttl = self.ip_ttl(ctx.cfg);
+        let pkt = build_packet(ctx, ip, &th, (body, apart), ttl, key.as_ref());
         // __tcp_transmit_skb: tcp_event_ack_sent for segments carrying an ACK:
         // compressed SACKs are sent either way; "Special ACK sent by DCTCP to
         // reflect ECN" leaves the delayed ACK armed.
@@ -687,6 +774,7 @@ impl Tcb {
             Some(_) => TcpFlags::URG,
             None => TcpFlags::default(),
         };
+        let key = self.md5_key().copied();
         let th = TcpRepr {
             src_port: self.tuple.local.port(),
             dst_port: self.tuple.remote.port(),
@@ -695,11 +783,11 @@ impl Tcb {
             flags: TcpFlags::RST | TcpFlags::ACK | urg,
             window: self.select_window(ctx),
             urgent: urgent.unwrap_or(0),
-            options: self.data_options(tstamp),
+            options: self.data_options(tstamp, key.is_some()),
         };
         // tcp_transmit_skb: the socket's own TOS and DF.
         let ip = (self.tuple, self.dsfield(), self.ip_dont_fragment());
-        push_reset(ctx, ip, self.ip_ttl(ctx.cfg), &th);
+        push_reset(ctx, ip, self.ip_ttl(ctx.cfg), &th, key.as_ref());
     }
 
     /// `tcp_acceptable_seq`: `snd_nxt`, unless the peer shrank its window below it

@@ -76,6 +76,11 @@ impl Tcb {
     /// `tcp_tso_segs`: segments one departure may carry. Before seed 004
     /// (`size_goal_at = write`) skbs were sized at write time and sent whole.
     pub(crate) fn tso_segs(&self, cfg: &Config, mss: u32) -> u32 {
+        // sk_gso_disable: a socket with TCP-MD5 keys sends one segment per skb
+        // (tcp_md5sig_info_add, tcp_v4_syn_recv_sock), each signed on its own.
+        if !self.md5.is_empty() {
+            return 1;
+        }
         match cfg.size_goal_at {
             SizeGoalAt::Transmit => self.tso_autosize(cfg, mss).min(GSO_MAX_SIZE / mss.max(1)),
             SizeGoalAt::Write => GSO_MAX_SIZE / mss.max(1),

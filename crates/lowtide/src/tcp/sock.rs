@@ -58,6 +58,9 @@ pub(crate) struct ReqState {
     /// cookie back (`cookie_tcp_reqsk_init`); `None` on a connection that was no
     /// request. `net.ipv4.tcp_reflect_tos` reflects it ([`Tcb::synack_dsfield`]).
     pub syn_tos: Option<u8>,
+    /// A SYN cookie's SYN-ACK or child (`TCP_SYNACK_COOKIE`): its timestamps stay
+    /// with TCP-MD5 (the cookie carries its options in them).
+    pub cookie: bool,
 }
 
 /// One TCP connection. Sequence positions are 64-bit stream offsets: offset 0 is the
@@ -221,6 +224,9 @@ pub struct Tcb {
     pub(crate) pmtudisc: u8,
     /// The socket is `AF_INET6` (`sk_family`; `SockOptions::family_v6`).
     pub(crate) family_v6: bool,
+    /// `TCP_MD5SIG` keys (`tp->md5sig_info`, tcp/md5.rs): segments to a peer with a
+    /// key are signed and must arrive signed.
+    pub(crate) md5: super::md5::Md5Keys,
     /// The options the handshake agreed and the last segment carried (`tp->rx_opt`).
     pub(crate) rx_opt: RxOpt,
     pub(crate) ts_offset: u32,
@@ -538,6 +544,9 @@ pub(crate) struct TimeWaitSock {
     pub expires: Instant,
     /// `tw_family` is `AF_INET6` (`/proc/net/tcp6`).
     pub family_v6: bool,
+    /// `tw_md5_key`: the connection's TCP-MD5 key for its peer, which signs the
+    /// replies (`tcp_time_wait_init`).
+    pub md5_key: Option<super::md5::Md5Key>,
     /// `tw_reuse`, `tw_reuseport`, `tw_ipv6only` and the port's bucket, the
     /// connection's (`inet_twsk_alloc`, `inet_twsk_hashdance`).
     pub bind: super::inet_connection_sock::PortBinding,

@@ -220,6 +220,9 @@ pub struct SockOptions {
     /// The socket is `AF_INET6` (`sk_family`), whatever family its packets are:
     /// `/proc/net/tcp6` lists it, with IPv4-mapped addresses for IPv4 traffic.
     pub family_v6: bool,
+    /// `TCP_MD5SIG` / `TCP_MD5SIG_EXT` keys (tcp/md5.rs): a connection takes them
+    /// all, a listener's child the one for its peer (`tcp_v4_syn_recv_sock`).
+    pub md5: super::md5::Md5Keys,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -334,6 +337,7 @@ impl Tcb {
         (self.min_ttl, self.min_hopcount) = (o.min_ttl, o.min_hopcount);
         self.pmtudisc = o.pmtudisc.unwrap_or(super::pmtu::IP_PMTUDISC_WANT);
         self.family_v6 = o.family_v6 || self.tuple.local.is_ipv6();
+        self.md5 = o.md5.clone();
     }
 
     /// `IP_TOS` on a connection (`__ip_sock_set_tos`): the TOS byte less the ECN

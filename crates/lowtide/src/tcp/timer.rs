@@ -606,7 +606,7 @@ impl Tcb {
             }
             ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
             self.set_closed(ctx);
-            super::output::send_reset(ctx, self.tuple, th, 0);
+            super::output::send_reset(ctx, self.tuple, th, 0, self.md5_key());
             return false;
         }
         let tmo = self.fin_time(ctx.cfg);
@@ -681,6 +681,7 @@ impl Tcb {
                 expires: ctx.now,
                 family_v6: self.family_v6,
                 bind: self.bind,
+                md5_key: self.md5_key().copied(),
             };
             tw.schedule(ctx, timeo);
             self.tw_handoff = Some(Box::new(tw));

@@ -8,6 +8,7 @@ mod fastopen_server;
 mod handshake;
 mod isn;
 mod listener;
+mod md5;
 mod reflect_tos;
 mod states;
 mod syncookies;

@@ -1,0 +1,94 @@
+//! TCP-MD5 at the stack: the check of what arrives (`tcp_inbound_hash`,
+//! `tcp_inbound_md5_hash`) and the keys of a socket (`TCP_MD5SIG`, tcp/md5.rs).
+
+use super::options::SocketMut;
+use super::{Sock, Stack};
+use crate::mib::Mib;
+use crate::socket::SocketError;
+use crate::tcp::md5::{hash_segment, Md5Cmd, Md5Key};
+use crate::tcp::rcvqueue::Payload;
+use lowtide_wire::ip::IpRepr;
+use lowtide_wire::tcp::{AuthOption, TcpRepr};
+use tracing::trace;
+
+impl Stack {
+    /// `tcp_inbound_hash` for a listener, a request or a connection in `slot` (not
+    /// TIME-WAIT, which `tcp_v4_rcv` hands on before): whether the segment may go
+    /// on. A bad or second authentication option is dropped uncounted
+    /// (`TCP_AUTH_HDR`); a TCP-AO option passes, as on a kernel without
+    /// `CONFIG_TCP_AO` (this machine's: `tcp_inbound_ao_hash` is a stub there). An
+    /// unsigned segment from a peer the socket has a key for is dropped
+    /// (TcpExtTCPMD5NotFound); a signed one is checked (`tcp_inbound_md5_hash`). A
+    /// request checks with the key its listener gave it.
+    pub(super) fn inbound_hash(
+        &mut self,
+        slot: u32,
+        ip: &IpRepr,
+        th: &TcpRepr,
+        payload: &Payload,
+    ) -> bool {
+        let key = match &self.slots[slot as usize].sock {
+            Some(Sock::Tcp(t)) => t.md5.lookup(ip.src).copied(),
+            Some(Sock::Listener(l)) => l.opts.md5.lookup(ip.src).copied(),
+            _ => None,
+        };
+        match (th.options.auth, key) {
+            (AuthOption::Bad, _) => {
+                trace!("drop: bad TCP authentication option");
+                false
+            }
+            (AuthOption::Ao, _) => true,
+            (AuthOption::None, None) => true,
+            (AuthOption::None, Some(_)) => {
+                self.mib.inc(Mib::TcpExtTCPMD5NotFound);
+                trace!(src = %ip.src, "drop: no TCP-MD5 option from a peer with a key");
+                false
+            }
+            (AuthOption::Md5, None) => {
+                self.mib.inc(Mib::TcpExtTCPMD5Unexpected);
+                trace!("drop: TCP-MD5 option without a key");
+                false
+            }
+            (AuthOption::Md5, Some(key)) => self.inbound_md5_hash(&key, ip, th, payload),
+        }
+    }
+
+    /// `tcp_inbound_md5_hash`'s check: the digest computed over what arrived
+    /// (`tcp_v4_md5_hash_skb` with the packet's addresses) against the option's;
+    /// a mismatch is dropped (TcpExtTCPMD5Failure).
+    fn inbound_md5_hash(
+        &mut self,
+        key: &Md5Key,
+        ip: &IpRepr,
+        th: &TcpRepr,
+        payload: &Payload,
+    ) -> bool {
+        let mut flat = Vec::new();
+        let data = payload.contiguous(&mut flat);
+        let digest = hash_segment(key, (ip.src, ip.dst), &self.rx_md5_header, &[data]);
+        if th.options.md5sig == Some(digest) {
+            return true;
+        }
+        self.mib.inc(Mib::TcpExtTCPMD5Failure);
+        trace!(src = %ip.src, "drop: TCP-MD5 digest mismatch");
+        false
+    }
+}
+
+impl SocketMut<'_> {
+    /// `TCP_MD5SIG` / `TCP_MD5SIG_EXT` on a listener or a connection
+    /// (`tcp_md5_do_add`, `tcp_md5_do_del`): a connection signs and checks with
+    /// its new keys from its next segment on, a listener gives its new requests
+    /// theirs. Deleting a key that is not there is [`SocketError::NotFound`]. A
+    /// socket before `listen` or `connect` keeps its keys in
+    /// [`crate::tcp::sockopt::SockOptions::md5`].
+    pub fn set_md5sig(&mut self, cmd: Md5Cmd) -> Result<(), SocketError> {
+        let index = self.stack.handle_slot(self.h)?;
+        let keys = match &mut self.stack.slots[index as usize].sock {
+            Some(Sock::Tcp(t)) => &mut t.md5,
+            Some(Sock::Listener(l)) => &mut l.opts.md5,
+            _ => return Err(SocketError::BadHandle),
+        };
+        keys.apply(cmd).map_err(|_| SocketError::NotFound)
+    }
+}

@@ -936,6 +936,6 @@ impl Stack {
             return;
         }
         let mut ctx = ctx!(self, now);
-        tcp::output::send_reset(&mut ctx, tuple, th, len, None);
+        tcp::reply::send_reset(&mut ctx, tuple, th, len, None);
     }
 }

@@ -94,7 +94,7 @@ impl Stack {
             TwStatus::Rst => {
                 // tcp_v4_send_reset: no key to sign a reset to a signed segment.
                 if th.options.md5sig.is_none() {
-                    tcp::output::send_reset(&mut ctx, tuple, th, payload.len(), None);
+                    tcp::reply::send_reset(&mut ctx, tuple, th, payload.len(), None);
                 }
                 return self.free_slot(now, index);
             }

@@ -70,7 +70,7 @@ impl Tcb {
         // have sent data.
         if f.contains(TcpFlags::ACK) && !fastopen && self.snd_off(Seq(th.ack)) != 1 {
             if !rst {
-                super::output::send_reset(ctx, self.tuple, th, len, self.md5_key());
+                super::reply::send_reset(ctx, self.tuple, th, len, self.md5_key());
             }
             return false;
         }
@@ -182,7 +182,7 @@ impl Tcb {
             window,
         );
         let ip = (self.tuple, ctx.rx_tos, self.ip_dont_fragment());
-        super::output::send_reply_ack(ctx, ip, fields, ts, self.md5_key());
+        super::reply::send_reply_ack(ctx, ip, fields, ts, self.md5_key());
     }
 
     /// `tcp_v4_send_synack` / `tcp_v6_send_synack`: the DS field of a SYN or
@@ -235,7 +235,7 @@ impl Tcb {
     fn embryonic_reset(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) {
         let rst = th.flags.contains(TcpFlags::RST);
         if !rst {
-            super::output::send_reset(ctx, self.tuple, th, len, self.md5_key());
+            super::reply::send_reset(ctx, self.tuple, th, len, self.md5_key());
         }
         if self.tfo.rsk.is_some() {
             if rst {

@@ -38,7 +38,7 @@ impl Tcb {
             && end_seq - fin as u64 > self.rcv_nxt
         {
             ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
-            super::output::send_reset(ctx, self.tuple, th, payload.len(), self.md5_key());
+            super::reply::send_reset(ctx, self.tuple, th, payload.len(), self.md5_key());
             return self.tcp_reset(ctx);
         }
         if end_seq == seq {

@@ -173,7 +173,7 @@ impl Tcb {
                 self.icsk.pending = Some((super::inet_connection_sock::Pending::Retrans, at));
             }
             if !f.contains(TcpFlags::RST) {
-                super::output::send_reset(ctx, self.tuple, th, 0, self.md5_key());
+                super::reply::send_reset(ctx, self.tuple, th, 0, self.md5_key());
             }
             return;
         }
@@ -182,7 +182,7 @@ impl Tcb {
         if f.contains(TcpFlags::ACK) && !self.synsent_tsecr_ok(ctx, th) {
             ctx.mib.inc(Mib::TcpExtPAWSActive);
             if !f.contains(TcpFlags::RST) {
-                super::output::send_reset(ctx, self.tuple, th, 0, self.md5_key());
+                super::reply::send_reset(ctx, self.tuple, th, 0, self.md5_key());
             }
             return;
         }
@@ -497,7 +497,7 @@ impl Tcb {
             false => (1..=self.snd_nxt).contains(&ack),
         };
         if !acceptable {
-            super::output::send_reset(ctx, self.tuple, th, 0, self.md5_key());
+            super::reply::send_reset(ctx, self.tuple, th, 0, self.md5_key());
             return false;
         }
         let child = self.parent.is_some() || fastopen;

@@ -236,7 +236,7 @@ impl TimeWaitSock {
         let window = (self.rcv_wnd >> self.rcv_wscale).min(65535) as u16;
         let fields = (self.snd_nxt.0, self.rcv_nxt.0, window);
         let key = self.md5_key.as_ref();
-        super::output::send_reply_ack(ctx, (self.tuple, self.tos, true), fields, ts, key);
+        super::reply::send_reply_ack(ctx, (self.tuple, self.tos, true), fields, ts, key);
     }
 }
 

@@ -18,6 +18,7 @@
 //! | `fastretrans` | tcp_input.c `tcp_fastretrans_alert`: RFC 6675 marking, PRR (RFC 6937), NewReno, undo, `tcp_enter_loss` |
 //! | `renosack` | tcp_input.c without SACK: `tcp_add_reno_sack`, `tcp_remove_reno_sacks`, `tcp_check_reno_reordering`, `tcp_limit_reno_sacked` |
 //! | `recovery` | tcp_recovery.c: RACK loss detection ([RFC 8985 section 6](https://www.rfc-editor.org/rfc/rfc8985#section-6)), the reorder timer |
+//! | `reply` | tcp_ipv4.c `tcp_v4_send_reset` / `tcp_v4_send_ack`, tcp_ipv6.c `tcp_v6_send_reset` / `tcp_v6_send_ack` |
 //! | `tlp` | tail loss probes ([RFC 8985 section 7](https://www.rfc-editor.org/rfc/rfc8985#section-7)): tcp_output.c `tcp_schedule_loss_probe`, `tcp_send_loss_probe`; tcp_input.c `tcp_process_tlp_ack` |
 //! | [`rtx`] | the retransmit queue (`tcp_rtx_queue`, `tsorted_sent_queue`), SACK processing (`tcp_sacktag_write_queue`), `struct sk_buff` as TCP uses it |
 //! | [`ofo`] | tcp_input.c: the out-of-order queue (`tcp_data_queue_ofo`) and the SACK blocks we send |
@@ -113,6 +114,7 @@ pub(crate) mod rcvqueue;
 pub(crate) mod rcvwin;
 pub(crate) mod recovery;
 pub(crate) mod renosack;
+pub(crate) mod reply;
 pub mod rmem;
 pub mod rtx;
 pub(crate) mod saved_syn;

@@ -606,7 +606,7 @@ impl Tcb {
             }
             ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
             self.set_closed(ctx);
-            super::output::send_reset(ctx, self.tuple, th, 0, self.md5_key());
+            super::reply::send_reset(ctx, self.tuple, th, 0, self.md5_key());
             return false;
         }
         let tmo = self.fin_time(ctx.cfg);

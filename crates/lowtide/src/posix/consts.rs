@@ -61,6 +61,26 @@ pub const SCM_TIMESTAMPING: i32 = SO_TIMESTAMPING;
 /// `SCM_TIMESTAMPING_OPT_STATS`: the cmsg of `SOF_TIMESTAMPING_OPT_STATS`'s
 /// netlink attributes.
 pub const SCM_TIMESTAMPING_OPT_STATS: i32 = 54;
+/// `SO_TIMESTAMPING_NEW`: `SO_TIMESTAMPING` with 64-bit time cmsgs.
+pub const SO_TIMESTAMPING_NEW: i32 = 65;
+/// `SCM_TIMESTAMPING_NEW` (`struct scm_timestamping64`).
+pub const SCM_TIMESTAMPING_NEW: i32 = SO_TIMESTAMPING_NEW;
+/// `SO_TIMESTAMP` (`SO_TIMESTAMP_OLD` on x86_64): reads carry their arrival time.
+pub const SO_TIMESTAMP: i32 = 29;
+/// `SCM_TIMESTAMP`: `struct timeval`.
+pub const SCM_TIMESTAMP: i32 = SO_TIMESTAMP;
+/// `SO_TIMESTAMPNS` (`SO_TIMESTAMPNS_OLD` on x86_64): ... as a `struct timespec`.
+pub const SO_TIMESTAMPNS: i32 = 35;
+/// `SCM_TIMESTAMPNS`: `struct timespec`.
+pub const SCM_TIMESTAMPNS: i32 = SO_TIMESTAMPNS;
+/// `SO_TIMESTAMP_NEW`: `SO_TIMESTAMP` with 64-bit time (`struct __kernel_sock_timeval`).
+pub const SO_TIMESTAMP_NEW: i32 = 63;
+/// `SCM_TIMESTAMP_NEW`.
+pub const SCM_TIMESTAMP_NEW: i32 = SO_TIMESTAMP_NEW;
+/// `SO_TIMESTAMPNS_NEW`: `SO_TIMESTAMPNS` with 64-bit time (`struct __kernel_timespec`).
+pub const SO_TIMESTAMPNS_NEW: i32 = 64;
+/// `SCM_TIMESTAMPNS_NEW`.
+pub const SCM_TIMESTAMPNS_NEW: i32 = SO_TIMESTAMPNS_NEW;
 pub const SOL_IP: i32 = 0;
 /// `IP_TOS`: the TOS byte of the socket's IPv4 packets.
 pub const IP_TOS: i32 = 1;

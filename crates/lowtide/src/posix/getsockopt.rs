@@ -37,6 +37,9 @@ impl Host {
         name: i32,
         out: &mut [u8],
     ) -> Result<usize, Errno> {
+        if let Some(r) = self.get_timestamp_option(fd, level, name) {
+            return r.map(|v| super::sockopt::put(out, &v));
+        }
         let s = self.sock(fd)?;
         let conn = self.conn(fd)?;
         let info = conn.and_then(|h| self.stack.info(now, h).ok());
@@ -102,17 +105,6 @@ impl Host {
             }
             (SOL_TCP, TCP_INQ) => int(out, s.opts.recvmsg_inq as i32),
             (SOL_SOCKET, SO_ZEROCOPY) => int(out, s.opts.zerocopy as i32),
-            (SOL_SOCKET, SO_TIMESTAMPING) => {
-                let flags = match conn {
-                    Some(h) => self
-                        .stack
-                        .socket_ref(h)
-                        .timestamping()
-                        .map_err(Errno::from)?,
-                    None => s.opts.tsflags,
-                };
-                int(out, flags as i32)
-            }
             (SOL_SOCKET, SO_MARK) => int(out, s.opts.mark as i32),
             (SOL_SOCKET, SO_OOBINLINE) => int(out, s.opts.oobinline as i32),
             (SOL_SOCKET, SO_RCVLOWAT) => {

@@ -25,6 +25,7 @@ pub mod pipe;
 mod poll;
 pub use fastopen::SendTo;
 mod procnet;
+mod rx_tstamp;
 mod sockopt;
 mod timeo;
 
@@ -764,6 +765,8 @@ mod tests_bind;
 mod tests_md5;
 #[cfg(test)]
 mod tests_recverr;
+#[cfg(test)]
+mod tests_rx_tstamp;
 #[cfg(test)]
 mod tests_sock;
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! `recvmsg(2)` with its control messages (`put_cmsg`): `TCP_CM_INQ` for `TCP_INQ`,
-//! and `MSG_ERRQUEUE` (`ip_recv_error`/`ipv6_recv_error`).
+//! `recvmsg(2)` with its control messages (`put_cmsg`): receive timestamps
+//! (posix/rx_tstamp.rs), `TCP_CM_INQ` for `TCP_INQ`, and `MSG_ERRQUEUE`
+//! (`ip_recv_error`/`ipv6_recv_error`).
 
 use super::consts::*;
 use super::{err, Errno, Fd, Host, SockState};
@@ -32,7 +33,10 @@ pub struct RecvMsg {
 
 impl Host {
     /// `recvmsg(2)` (`tcp_recvmsg`): [`Host::recv`] plus the control messages the
-    /// socket asked for: `TCP_CM_INQ` (`tcp_inq_hint`) with `TCP_INQ` on. With
+    /// socket asked for: the arrival time of what it read (`tcp_recv_timestamp`:
+    /// `SCM_TIMESTAMP(NS)` with `SO_TIMESTAMP(NS)`, `SCM_TIMESTAMPING` with
+    /// `SOF_TIMESTAMPING_SOFTWARE`), then `TCP_CM_INQ` (`tcp_inq_hint`) with
+    /// `TCP_INQ` on. With
     /// `MSG_TRUNC` the bytes are read (or with `MSG_PEEK` counted) but not copied:
     /// `buf` is left as it was, only its length counts.
     pub fn recvmsg(
@@ -43,7 +47,7 @@ impl Host {
         flags: i32,
     ) -> Result<RecvMsg, Errno> {
         if flags & MSG_ERRQUEUE != 0 {
-            return self.recv_error(fd, buf);
+            return self.recv_error(now, fd, buf);
         }
         if self.is_pipe(fd) {
             let len = self.pipe_read(fd, buf)?;
@@ -65,6 +69,9 @@ impl Host {
         let mut m = if oob {
             self.recv_oob(h, buf, flags)?
         } else {
+            // tcp_recvmsg_locked's tss: the stamp of the last stamped skb the read
+            // takes bytes from, known before it takes them.
+            let tss = self.stack.socket_ref(h).recv_tstamp(buf.len());
             let peek = flags & MSG_PEEK != 0;
             let r = if flags & MSG_TRUNC != 0 {
                 // tcp_recvmsg_locked: "if (!(flags & MSG_TRUNC))" copy; the bytes
@@ -78,9 +85,16 @@ impl Host {
             };
             self.sync_events();
             let len = r.map_err(Errno::from)?;
+            // tcp_recvmsg: "if (cmsg_flags & TCP_CMSG_TS) tcp_recv_timestamp()" (a
+            // zero time puts nothing), before TCP_CM_INQ.
+            let cmsgs = match tss {
+                Ok(Some(Some(at))) => self.recv_timestamp_cmsgs(fd, at),
+                _ => Vec::new(),
+            };
             self.peek_offset_moved(fd, len, peek);
             RecvMsg {
                 len,
+                cmsgs,
                 ..RecvMsg::default()
             }
         };
@@ -161,15 +175,16 @@ impl Host {
 
     /// `recvmsg(MSG_ERRQUEUE)` (`ip_recv_error`, `ipv6_recv_error`): never waits;
     /// `EAGAIN` when the error queue is empty, else its oldest entry: a timestamp
-    /// report's `SCM_TIMESTAMPING` cmsg first (`sock_recv_timestamp`; the software
-    /// time in `ts[0]` with `SOF_TIMESTAMPING_SOFTWARE`), then an `IP_RECVERR`
+    /// report's timestamp cmsgs first (`sock_recv_timestamp`: `SCM_TIMESTAMP(NS)`
+    /// with `SO_TIMESTAMP(NS)`, the software time in `SCM_TIMESTAMPING`'s `ts[0]`
+    /// with `SOF_TIMESTAMPING_SOFTWARE`), then an `IP_RECVERR`
     /// (`IPV6_RECVERR` on an IPv6 socket) cmsg: the `sock_extended_err` and the
     /// offender address (an ICMP error's sender, else zeroes), with `MSG_ERRQUEUE`
     /// in the flags, and `MSG_TRUNC` when the entry's bytes exceed `buf` (lowtide
     /// keeps only the count of a packet copy; the statistics of
     /// `SOF_TIMESTAMPING_OPT_STATS` are copied, and between the two cmsgs comes
     /// `SCM_TIMESTAMPING_OPT_STATS` with them: `__sock_recv_timestamp`).
-    fn recv_error(&mut self, fd: Fd, buf: &mut [u8]) -> Result<RecvMsg, Errno> {
+    fn recv_error(&mut self, now: Instant, fd: Fd, buf: &mut [u8]) -> Result<RecvMsg, Errno> {
         let s = self.sock(fd)?;
         // inet6_recv_error for an AF_INET6 socket, IPv4-mapped peers included.
         let v6 = s.family == AF_INET6;
@@ -186,10 +201,7 @@ impl Host {
             false => (SOL_IP, IP_RECVERR, 16),    // sizeof(struct sockaddr_in)
             true => (SOL_IPV6, IPV6_RECVERR, 28), // sizeof(struct sockaddr_in6)
         };
-        let mut cmsgs = Vec::new();
-        let ts = self.scm_timestamping(fd, ee.tstamp);
-        let stamped = ts.is_some();
-        cmsgs.extend(ts);
+        let (mut cmsgs, stamped) = self.errqueue_timestamp_cmsgs(fd, ee.tstamp, now);
         let mut copied = 0;
         if let Some(stats) = ee.opt_stats {
             let data = stats.to_nla();
@@ -216,24 +228,6 @@ impl Host {
             len: copied,
             flags,
             cmsgs,
-        })
-    }
-
-    /// `struct scm_timestamping` for `tstamp`: `ts[0]` the software time when the
-    /// socket asked for it (`SOF_TIMESTAMPING_SOFTWARE`); none when all are empty.
-    fn scm_timestamping(&self, fd: Fd, tstamp: Option<Instant>) -> Option<Cmsg> {
-        use crate::tcp::tstamp::{realtime, SOF_TIMESTAMPING_SOFTWARE};
-        let h = self.conn(fd).ok().flatten()?;
-        let flags = self.stack.socket_ref(h).timestamping().ok()?;
-        let t = tstamp.filter(|_| flags & SOF_TIMESTAMPING_SOFTWARE != 0)?;
-        let (sec, nsec) = realtime(t, self.realtime_zero);
-        let mut data = vec![0u8; 48]; // three struct __kernel_old_timespec
-        data[..8].copy_from_slice(&sec.to_ne_bytes());
-        data[8..16].copy_from_slice(&nsec.to_ne_bytes());
-        Some(Cmsg {
-            level: SOL_SOCKET,
-            kind: SCM_TIMESTAMPING,
-            data,
         })
     }
 }

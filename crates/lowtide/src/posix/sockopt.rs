@@ -10,7 +10,6 @@ use crate::tcp::fastopen::{FastOpenKeys, TFO_CLIENT_ENABLE};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
 use crate::tcp::sockopt::{rcvlowat_from_user, tos_to_priority, MAX_TCP_SYNCNT};
-use crate::tcp::tstamp::{check_flags, SOF_TIMESTAMPING_OPT_ID, SOF_TIMESTAMPING_OPT_ID_TCP};
 use crate::time::Instant;
 use crate::TcpState;
 
@@ -36,7 +35,7 @@ fn keepalive_opt(level: i32, name: i32, v: i32, mut ka: Keepalive) -> Result<Kee
     Ok(ka)
 }
 
-fn int_arg(val: &[u8]) -> Result<i32, Errno> {
+pub(super) fn int_arg(val: &[u8]) -> Result<i32, Errno> {
     // sock_setsockopt/do_tcp_setsockopt: optlen < sizeof(int) is EINVAL.
     let b: [u8; 4] = val
         .get(..4)
@@ -203,6 +202,9 @@ impl Host {
         name: i32,
         val: &[u8],
     ) -> Result<(), Errno> {
+        if let Some(r) = self.set_timestamp_option(fd, level, name, val) {
+            return r;
+        }
         let conn = self.conn(fd)?;
         let listener = match self.sock(fd)?.state {
             SockState::Listening(h) => Some(h),
@@ -588,17 +590,6 @@ impl Host {
                 if let Some(h) = conn {
                     e(stack.socket(h).set_oobinline(s.opts.oobinline))?;
                 }
-            }
-            (SOL_SOCKET, SO_TIMESTAMPING) => {
-                // An int, or struct so_timestamping { flags, bind_phc }.
-                let flags = int_arg(val.get(..4).unwrap_or(val))? as u32;
-                match conn {
-                    Some(h) => e(stack.socket(h).set_timestamping(flags))?,
-                    // OPT_ID needs a connection (CLOSE and LISTEN refuse it).
-                    None if flags & SOF_TIMESTAMPING_OPT_ID != 0 => return err(errno::EINVAL),
-                    None => e(check_flags(flags))?,
-                }
-                s.opts.tsflags = flags & !(SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_ID_TCP);
             }
             (SOL_SOCKET, SO_ZEROCOPY) => {
                 // sock_setsockopt: 0 or 1 only.

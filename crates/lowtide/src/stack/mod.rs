@@ -38,6 +38,7 @@ macro_rules! ctx {
             metrics: &mut $stack.tcp_metrics,
             tx_delay_us: 0,
             rx_tos: $stack.rx_tos,
+            netstamp: $stack.netstamp > 0,
         }
     };
 }
@@ -117,6 +118,9 @@ pub struct Stack {
     /// The fixed TCP header of the segment being handled, kept when it carries a
     /// TCP-MD5 option, for its digest (stack/md5.rs).
     rx_md5_header: [u8; lowtide_wire::tcp::TCP_HEADER_LEN],
+    /// Connections that want net timestamps (`netstamp_needed_key`'s count,
+    /// tcp/rx_tstamp.rs).
+    netstamp: u32,
     /// The catch-all listener's slot ([`Stack::listen_catch_all`]), if any.
     catch_all: Option<u32>,
     /// A warning about unfinished checksums was logged ([`Stack::handle_transmit`]).
@@ -178,6 +182,7 @@ impl Stack {
             tx_apart: false,
             rx_tos: 0,
             rx_md5_header: [0; lowtide_wire::tcp::TCP_HEADER_LEN],
+            netstamp: 0,
             catch_all: None,
             warned_csum_partial: false,
             pool: lowtide_wire::pool::BufPool::new(),
@@ -601,6 +606,9 @@ impl Stack {
         if matches!(sock, Sock::Tcp(_) | Sock::Listener(_)) {
             self.tcp_mem.sockets += 1; // tcp_init_sock, sk_clone_lock
         }
+        if matches!(&sock, Sock::Tcp(t) if t.netstamp_wanted()) {
+            self.netstamp += 1; // sk_clone_lock, sock_enable_timestamp
+        }
         self.bhash_account(&sock, true);
         let slot = &mut self.slots[index as usize];
         slot.generation = slot.generation.wrapping_add(1);
@@ -641,6 +649,8 @@ impl Stack {
         if let Some(Sock::Tcp(mut t)) = sock {
             // tcp_v4_destroy_sock: the socket's pages go back.
             self.tcp_mem.sockets -= 1;
+            // __sk_destruct: sock_disable_timestamp(sk, SK_FLAGS_TIMESTAMP).
+            self.netstamp -= t.netstamp_wanted() as u32;
             t.mem_reclaim(&self.cfg, &mut self.tcp_mem, now, &mut self.mib, true);
             // A closed socket's tuple may serve a newer connection by now.
             if self.conns.get(&t.tuple) == Some(index) {

@@ -459,9 +459,35 @@ impl SocketMut<'_> {
         Ok(self.stack.tcb_mut(self.h)?.errq.dequeue())
     }
 
-    /// `SO_TIMESTAMPING` on a connection (`sock_set_timestamping`; `tcp/tstamp.rs`).
-    pub fn set_timestamping(&mut self, flags: u32) -> Result<(), SocketError> {
-        self.stack.tcb_mut(self.h)?.set_timestamping(flags)
+    /// `SO_TIMESTAMPING` (`new`: `SO_TIMESTAMPING_NEW`) on a connection
+    /// (`sock_set_timestamping`; `tcp/tstamp.rs`); `SOF_TIMESTAMPING_RX_SOFTWARE`
+    /// turns net timestamps on or off (tcp/rx_tstamp.rs).
+    pub fn set_timestamping(&mut self, flags: u32, new: bool) -> Result<(), SocketError> {
+        self.netstamp_change(|t| t.set_timestamping(flags, new))
+    }
+
+    /// `SO_TIMESTAMP` (`ns`: `SO_TIMESTAMPNS`; `new`: their `_NEW` forms) on a
+    /// connection (`sock_set_timestamp`): reads carry the arrival time of what
+    /// they read (tcp/rx_tstamp.rs).
+    pub fn set_rx_timestamp(&mut self, on: bool, new: bool, ns: bool) -> Result<(), SocketError> {
+        self.netstamp_change(|t| {
+            t.tstamp.rx.set(on, new, ns);
+            Ok(())
+        })
+    }
+
+    /// `f` on the connection, and the stack's count of connections that want net
+    /// timestamps after it (`sock_enable_timestamp`, `sock_disable_timestamp`).
+    fn netstamp_change(
+        &mut self,
+        f: impl FnOnce(&mut crate::tcp::Tcb) -> Result<(), SocketError>,
+    ) -> Result<(), SocketError> {
+        let t = self.stack.tcb_mut(self.h)?;
+        let before = t.netstamp_wanted();
+        let r = f(t);
+        let after = t.netstamp_wanted();
+        self.stack.netstamp = self.stack.netstamp + after as u32 - before as u32;
+        r
     }
 
     /// `TCP_USER_TIMEOUT`: how long transmitted data may stay unacknowledged, or the
@@ -595,6 +621,20 @@ impl SocketRef<'_> {
     /// `SO_TIMESTAMPING` (getsockopt): the connection's `sk_tsflags`.
     pub fn timestamping(&self) -> Result<u32, SocketError> {
         Ok(self.stack.tcb(self.h)?.timestamping())
+    }
+
+    /// The receive timestamp bits of the connection's `sk_flags` (`SO_TIMESTAMP`,
+    /// `SO_TIMESTAMPNS`, their `_NEW` forms, `SO_TIMESTAMPING_NEW`).
+    pub fn rx_timestamp(&self) -> Result<crate::tcp::rx_tstamp::RcvTstamp, SocketError> {
+        Ok(self.stack.tcb(self.h)?.tstamp.rx)
+    }
+
+    /// The arrival time a read (or peek) of up to `len` bytes would report now
+    /// (`tcp_recvmsg_locked`'s `tss`): `None` when none of the skbs it would take
+    /// bytes from was stamped, `Some(None)` when the last stamped one lost its time
+    /// to `tcp_collapse`.
+    pub fn recv_tstamp(&self, len: usize) -> Result<Option<Option<Instant>>, SocketError> {
+        Ok(self.stack.tcb(self.h)?.recv_tstamp(len))
     }
 
     /// `TCP_LINGER2` (getsockopt): -1, or the FIN-WAIT-2 time in seconds (the

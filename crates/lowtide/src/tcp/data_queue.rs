@@ -123,6 +123,7 @@ impl Tcb {
         while let Some(s) = self.ofo.pop_in_order(self.rcv_nxt) {
             let len = s.data.len();
             self.rcv_queue.push(s.data, s.truesize);
+            self.rcv_queue.stamp(len, s.stamp, false);
             if len > 0 {
                 self.rcv_nxt_advance(ctx, len);
             }
@@ -150,6 +151,8 @@ impl Tcb {
             ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_try_coalesce
         }
         self.rcv_queue.push_payload(ctx.frag, data, truesize);
+        let stamp = super::rcvqueue::RxStamp::arrival(ctx);
+        self.rcv_queue.stamp(data.len(), stamp, coalesced);
         self.rcv_nxt_advance(ctx, data.len());
     }
 
@@ -228,7 +231,8 @@ impl Tcb {
         // segment above a hole.
         let mut own = Vec::with_capacity(payload.len());
         payload.for_each_chunk(|c| own.extend_from_slice(c));
-        let ins = self.ofo.insert_seg(seq, own.into(), fin, skb);
+        let stamp = super::rcvqueue::RxStamp::arrival(ctx);
+        let ins = self.ofo.insert_seg(seq, own.into(), fin, skb, stamp);
         ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
         if ins.coalesced {
             ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_ooo_try_coalesce

@@ -53,6 +53,7 @@
 //! | [`errqueue`] | the socket error queue (`sk_error_queue`) and `MSG_ZEROCOPY` completions: skbuff.c `msg_zerocopy_*`, sock.c `sock_dequeue_err_skb` |
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
 //! | [`opt_stats`] | `SOF_TIMESTAMPING_OPT_STATS`: tcp.c `tcp_get_timestamping_opt_stats` |
+//! | [`rx_tstamp`] | receive timestamps: sock.c `sock_set_timestamp`, `sock_enable_timestamp`; tcp.c `tcp_update_recv_tstamps` |
 //! | [`keepalive`] | tcp_timer.c `tcp_keepalive_timer`, tcp.c `tcp_set_keepalive` |
 //! | [`md5`] | tcp_ipv4.c `tcp_md5_do_add` / `__tcp_md5_do_lookup` / `tcp_v4_md5_hash_skb`, tcp_ipv6.c `tcp_v6_md5_hash_skb` (TCP-MD5, RFC 2385) |
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
@@ -117,6 +118,7 @@ pub(crate) mod renosack;
 pub(crate) mod reply;
 pub mod rmem;
 pub mod rtx;
+pub mod rx_tstamp;
 pub(crate) mod saved_syn;
 pub mod seq;
 pub mod skbuff;
@@ -243,6 +245,9 @@ pub(crate) struct Ctx<'a> {
     /// `arg.tos = ip_hdr(skb)->tos`, `tcp_v6_send_reset`'s `ipv6_get_dsfield`), with
     /// the ECN bits cleared (`ip_send_unicast_reply`, `tcp_v6_send_response`).
     pub rx_tos: u8,
+    /// Net timestamps are wanted on the stack (Linux's `netstamp_needed_key`): a
+    /// segment arriving now is stamped (tcp/rx_tstamp.rs).
+    pub netstamp: bool,
 }
 
 /// Sockets the stack keeps after their application let go: orphans
@@ -270,6 +275,8 @@ pub(crate) struct TestStack {
     routes: crate::route::RouteTable,
     pub mem: mem::TcpMem,
     pub metrics: metrics::TcpMetrics,
+    /// [`Ctx::netstamp`] of the contexts it gives.
+    pub netstamp: bool,
 }
 
 #[cfg(test)]
@@ -287,6 +294,7 @@ impl Default for TestStack {
             routes: Default::default(),
             mem: Default::default(),
             metrics: Default::default(),
+            netstamp: false,
         }
     }
 }
@@ -313,6 +321,7 @@ impl TestStack {
             metrics: &mut self.metrics,
             tx_delay_us: 0,
             rx_tos: 0,
+            netstamp: self.netstamp,
         }
     }
 }

@@ -16,6 +16,7 @@
 //! (`tcp_prune_ofo_queue`).
 
 use super::consts::TCP_NUM_SACKS;
+use super::rcvqueue::RxStamp;
 use bytes::{Bytes, BytesMut};
 use std::collections::BTreeMap;
 
@@ -31,6 +32,9 @@ pub struct OfoSkb {
     pub fin: bool,
     /// The buffer this segment ends, as the next segment may join it.
     to: super::skbuff::CoalesceTo,
+    /// Its arrival stamp (tcp/rx_tstamp.rs); a later segment coalesced into it
+    /// gives it its own (`tcp_ooo_try_coalesce`).
+    pub stamp: RxStamp,
 }
 
 impl OfoSkb {
@@ -50,6 +54,8 @@ pub struct InOrder {
     pub truesize: u32,
     /// The peer's FIN follows `data` (`tcp_ofo_queue` then calls `tcp_fin`).
     pub fin: bool,
+    /// The segment's arrival stamp.
+    pub stamp: RxStamp,
 }
 
 /// What [`OfoQueue::insert`] did with a segment.
@@ -130,18 +136,20 @@ impl OfoQueue {
     /// is charged as coalesced into it if it may join it (`tcp_ooo_try_coalesce`,
     /// tcp/rmem.rs).
     pub fn insert(&mut self, seq: u64, data: Bytes, skb: super::skbuff::RxSkb) -> Inserted {
-        self.insert_seg(seq, data, false, skb)
+        self.insert_seg(seq, data, false, skb, RxStamp::default())
     }
 
     /// [`OfoQueue::insert`] for a segment that may carry the peer's FIN after `data`:
     /// its sequence space (`[seq, end_seq)`, FIN counted) is what overlaps and
-    /// what the SACK blocks cover, as in `tcp_data_queue_ofo`.
+    /// what the SACK blocks cover, as in `tcp_data_queue_ofo`. `stamp` is its
+    /// arrival stamp.
     pub fn insert_seg(
         &mut self,
         seq: u64,
         data: Bytes,
         fin: bool,
         skb: super::skbuff::RxSkb,
+        stamp: RxStamp,
     ) -> Inserted {
         let end = seq + data.len() as u64 + fin as u64;
         let mut r = Inserted::default();
@@ -182,11 +190,18 @@ impl OfoQueue {
         r.merged += self.merge_right(seq, end, &mut r.dup);
         self.bytes += data.len() as u64;
         self.truesize += truesize as u64;
+        if r.coalesced {
+            // tcp_try_coalesce: the skb it joined takes its stamp.
+            if let Some((_, p)) = self.skbs.range_mut(..seq).next_back() {
+                p.stamp.join(stamp);
+            }
+        }
         let skb = OfoSkb {
             data,
             truesize,
             fin,
             to,
+            stamp,
         };
         self.skbs.insert(seq, skb);
         self.cover(seq, end);
@@ -326,6 +341,7 @@ impl OfoQueue {
                     data: s.data.slice(skip..),
                     truesize: s.truesize,
                     fin: s.fin,
+                    stamp: s.stamp,
                 });
             }
         }
@@ -467,6 +483,10 @@ impl OfoQueue {
         let mut idx = 0;
         while at < end {
             let key = at;
+            // tcp_collapse: nskb->cb is the skb's it starts in; no tstamp.
+            let has = old
+                .iter()
+                .any(|(k, s)| (*k..k + s.data.len() as u64).contains(&at) && s.stamp.has);
             let copy = (end - at).min(super::skbuff::SKB_MAX_ORDER0 as u64) as usize;
             let mut buf = BytesMut::with_capacity(copy);
             while buf.len() < copy {
@@ -496,6 +516,7 @@ impl OfoQueue {
                 truesize,
                 fin: false,
                 to: Default::default(),
+                stamp: RxStamp { has, at: None },
             };
             self.skbs.insert(key, skb);
         }
@@ -601,7 +622,7 @@ mod tests {
     fn a_fin_is_queued_with_its_segment() {
         let skb = || RxSkb::page_frag(1000, false);
         let mut q = OfoQueue::default();
-        let r = q.insert_seg(200, bytes(200..300), true, skb());
+        let r = q.insert_seg(200, bytes(200..300), true, skb(), RxStamp::default());
         assert!(r.queued);
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(200, 301)]);
         assert_eq!(q.last_end(), Some(301));
@@ -614,8 +635,11 @@ mod tests {
         assert!(q.is_empty() && q.runs() == 0);
         // A bare FIN, then the same FIN again: all present.
         let mut q = OfoQueue::default();
-        assert!(q.insert_seg(500, Bytes::new(), true, skb()).queued);
-        let r = q.insert_seg(500, Bytes::new(), true, skb());
+        assert!(
+            q.insert_seg(500, Bytes::new(), true, skb(), RxStamp::default())
+                .queued
+        );
+        let r = q.insert_seg(500, Bytes::new(), true, skb(), RxStamp::default());
         assert_eq!((r.queued, r.dup), (false, Some((500, 501))));
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(500, 501)]);
         let s = q.pop_in_order(500).unwrap();
@@ -625,7 +649,7 @@ mod tests {
         for s in (1000..2000).step_by(10) {
             put(&mut q, s, s + 10);
         }
-        q.insert_seg(2000, bytes(2000..2010), true, skb());
+        q.insert_seg(2000, bytes(2000..2010), true, skb(), RxStamp::default());
         let freed = q.collapse(1 << 20, |t, l| t / 2 > l, |l| l + 1000);
         assert_eq!((freed, q.len()), (100, 2));
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(1000, 2011)]);

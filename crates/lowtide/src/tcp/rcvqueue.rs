@@ -10,8 +10,28 @@
 
 use super::page_frag::PageFrag;
 use super::skbuff::{CoalesceTo, RxSkb, SKB_MAX_ORDER0};
+use crate::time::Instant;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
+
+/// A received skb's timestamp as the read side sees it (tcp/rx_tstamp.rs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxStamp {
+    /// `TCP_SKB_CB(skb)->has_rxtstamp`: stamped on arrival.
+    pub has: bool,
+    /// `skb->tstamp`; none on an skb `tcp_collapse` built (`alloc_skb`), which
+    /// keeps the first collapsed one's `has_rxtstamp` (its `cb` is copied).
+    pub at: Option<Instant>,
+}
+
+impl RxStamp {
+    /// `tcp_try_coalesce`: the skb another joins takes that one's stamp, if any.
+    pub fn join(&mut self, from: RxStamp) {
+        if from.has {
+            *self = from;
+        }
+    }
+}
 
 /// A segment's payload as the input path sees it.
 #[derive(Debug, Clone, Copy)]
@@ -140,6 +160,11 @@ pub struct RcvQueue {
     truesize: u64,
     /// The tail buffer, as a segment queued next may join it (`tcp_try_coalesce`).
     tail: CoalesceTo,
+    /// Bytes ever queued: the stream position after the tail.
+    pushed: u64,
+    /// The skbs' stamps in order, by the positions `[start, end)` they hold
+    /// ([`RcvQueue::stamp`]).
+    stamps: VecDeque<(u64, u64, RxStamp)>,
 }
 
 impl RcvQueue {
@@ -162,9 +187,48 @@ impl RcvQueue {
     pub fn push(&mut self, b: Bytes, truesize: u32) {
         if !b.is_empty() {
             self.len += b.len();
+            self.pushed += b.len() as u64;
             self.truesize += truesize as u64;
             self.chunks.push_back(Chunk { data: b, truesize });
         }
+    }
+
+    /// Records the stamp of the skb whose `len` bytes were just queued; `joined`:
+    /// it was coalesced into the skb before it ([`RcvQueue::coalesced_charge`]),
+    /// which takes its stamp ([`RxStamp::join`]).
+    pub fn stamp(&mut self, len: usize, stamp: RxStamp, joined: bool) {
+        let (start, end) = (self.pushed - len as u64, self.pushed);
+        if len == 0 {
+            return;
+        }
+        match self.stamps.back_mut() {
+            Some((_, e, s)) if joined && *e == start => {
+                *e = end;
+                s.join(stamp);
+            }
+            _ => self.stamps.push_back((start, end, stamp)),
+        }
+    }
+
+    /// `tcp_recvmsg_locked`'s `tss` for `n` bytes read from `skip` bytes into the
+    /// queue (`n` 0: the skb at `skip`): the stamp of the last skb among them with
+    /// `has_rxtstamp`, `None` if none has.
+    pub fn rx_tstamp(&self, skip: usize, n: usize) -> Option<Option<Instant>> {
+        let from = self.pushed - self.len as u64 + skip as u64;
+        let to = from + n.max(1) as u64;
+        if from >= self.pushed {
+            return None;
+        }
+        let mut tss = None;
+        for &(s, e, st) in &self.stamps {
+            if s >= to {
+                break;
+            }
+            if e > from && st.has {
+                tss = Some(st.at);
+            }
+        }
+        tss
     }
 
     /// `tcp_queue_rcv`'s `tcp_try_coalesce`: the charge of `skb` (`len` bytes)
@@ -214,6 +278,10 @@ impl RcvQueue {
             }
         }
         self.len -= n;
+        let head = self.pushed - self.len as u64;
+        while self.stamps.front().is_some_and(|&(_, e, _)| e <= head) {
+            self.stamps.pop_front();
+        }
         n
     }
 
@@ -265,7 +333,10 @@ impl RcvQueue {
         let old: Vec<Chunk> = self.chunks.drain(from..).collect();
         let freed = old.iter().filter(|c| c.truesize != 0).count() as u32;
         self.truesize -= old.iter().map(|c| c.truesize as u64).sum::<u64>();
-        self.len -= old.iter().map(|c| c.data.len()).sum::<usize>();
+        let old_len = old.iter().map(|c| c.data.len()).sum::<usize>();
+        self.len -= old_len;
+        self.pushed -= old_len as u64;
+        let olds = self.stamps_from(self.pushed);
         let max = SKB_MAX_ORDER0 as usize;
         let mut buf = BytesMut::with_capacity(max);
         for c in &old {
@@ -275,21 +346,55 @@ impl RcvQueue {
                 buf.extend_from_slice(&d[..take]);
                 d = &d[take..];
                 if buf.len() == max {
-                    self.flush_collapsed(&mut buf, &alloc);
+                    self.flush_collapsed(&mut buf, &alloc, &olds);
                 }
             }
         }
-        self.flush_collapsed(&mut buf, &alloc);
+        self.flush_collapsed(&mut buf, &alloc, &olds);
         self.tail = CoalesceTo::default();
         freed
     }
 
-    /// Queues the collapsed bytes in `buf`, if any, as one buffer.
-    fn flush_collapsed(&mut self, buf: &mut BytesMut, alloc: &impl Fn(u32) -> u32) {
+    /// Takes out the stamps of the bytes from position `pos` on (a stamp that
+    /// straddles it is cut there).
+    fn stamps_from(&mut self, pos: u64) -> Vec<(u64, u64, RxStamp)> {
+        let mut olds = Vec::new();
+        while let Some(&(s, e, st)) = self.stamps.back() {
+            if e <= pos {
+                break;
+            }
+            self.stamps.pop_back();
+            if s < pos {
+                self.stamps.push_back((s, pos, st));
+                olds.push((pos, e, st));
+                break;
+            }
+            olds.push((s, e, st));
+        }
+        olds.reverse();
+        olds
+    }
+
+    /// Queues the collapsed bytes in `buf`, if any, as one buffer: a new skb with
+    /// the `cb` (so `has_rxtstamp`) of the one its first byte came from (`olds`,
+    /// the stamps the collapsed bytes had) and no `tstamp`.
+    fn flush_collapsed(
+        &mut self,
+        buf: &mut BytesMut,
+        alloc: &impl Fn(u32) -> u32,
+        olds: &[(u64, u64, RxStamp)],
+    ) {
         if !buf.is_empty() {
             let b = std::mem::take(buf).freeze();
-            let truesize = alloc(b.len() as u32);
+            let len = b.len();
+            let truesize = alloc(len as u32);
+            let start = self.pushed;
             self.push(b, truesize);
+            let has = olds
+                .iter()
+                .any(|&(s, e, st)| (s..e).contains(&start) && st.has);
+            self.stamps
+                .push_back((start, start + len as u64, RxStamp { has, at: None }));
         }
     }
 }
@@ -368,6 +473,42 @@ mod tests {
         assert_eq!(got, bytes(7..12));
         let mut scratch = Vec::new();
         assert_eq!(p.contiguous(&mut scratch), &bytes(7..20)[..]);
+    }
+
+    /// Stamps follow the skbs (tcp/rx_tstamp.rs): a joined segment gives the skb it
+    /// joins its stamp, a read reports the last stamped skb it takes bytes from (an
+    /// unstamped one leaves it), and `tcp_collapse`'s buffers keep `has_rxtstamp`
+    /// but no time.
+    #[test]
+    fn stamps_follow_the_skbs() {
+        let t = |ms| Some(Instant::ZERO + core::time::Duration::from_millis(ms));
+        let st = |ms| RxStamp {
+            has: true,
+            at: t(ms),
+        };
+        let mut q = RcvQueue::default();
+        let seg = |q: &mut RcvQueue, stamp, joined| {
+            q.push(Bytes::from(vec![0u8; 100]), if joined { 0 } else { 900 });
+            q.stamp(100, stamp, joined);
+        };
+        seg(&mut q, st(1), false);
+        seg(&mut q, st(2), false);
+        seg(&mut q, st(3), true);
+        seg(&mut q, RxStamp::default(), false);
+        assert_eq!(q.rx_tstamp(0, 50), Some(t(1)));
+        assert_eq!(q.rx_tstamp(0, 0), Some(t(1)), "0 bytes: the first skb");
+        assert_eq!(q.rx_tstamp(50, 100), Some(t(3)), "joined: the later stamp");
+        assert_eq!(q.rx_tstamp(250, 100), Some(t(3)), "unstamped: tss stays");
+        assert_eq!(q.rx_tstamp(300, 100), None);
+        assert_eq!(q.rx_tstamp(400, 0), None, "nothing queued there");
+        q.read(150, |_| {});
+        assert_eq!(q.rx_tstamp(0, 10), Some(t(3)));
+        assert_eq!(q.stamps.len(), 2, "the first skb is gone");
+        // Every small segment is bloated: all of it is collapsed.
+        assert!(q.collapse(|_, _| true, |l| l + 100) > 0);
+        assert_eq!(q.rx_tstamp(0, 10), Some(None), "has_rxtstamp, no tstamp");
+        q.read(usize::MAX, |_| {});
+        assert!(q.stamps.is_empty());
     }
 
     /// `tcp_collapse` of the receive queue: segments that carry their overhead are

@@ -27,10 +27,32 @@ pub(crate) struct Mark {
 pub(crate) struct Timestamping {
     /// `sk_tsflags`.
     pub flags: u32,
+    /// The receive timestamp bits of `sk_flags` (tcp/rx_tstamp.rs).
+    pub rx: RcvTstamp,
     /// `sk_tskey`: the stream offset keys count from (`SOF_TIMESTAMPING_OPT_ID`).
     pub(crate) tskey: u64,
     /// Marked bytes not yet acknowledged, in stream order.
     pub(crate) marks: VecDeque<Mark>,
+}
+
+// ---- implemented in tcp/rx_tstamp.rs ----
+
+/// The receive timestamp bits of `sk_flags` (include/net/sock.h `enum sock_flags`),
+/// as `SO_TIMESTAMP`, `SO_TIMESTAMPNS` and their `_NEW` forms set them
+/// (net/core/sock.c `__sock_set_timestamps`) and `SO_TIMESTAMPING_NEW` sets
+/// `tstamp_new` (`sock_set_timestamping`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RcvTstamp {
+    /// `SOCK_RCVTSTAMP`: reads carry `SCM_TIMESTAMP` or `SCM_TIMESTAMPNS`.
+    pub rcvtstamp: bool,
+    /// `SOCK_RCVTSTAMPNS`: ... `SCM_TIMESTAMPNS` (`struct timespec`).
+    pub rcvtstampns: bool,
+    /// `SOCK_TSTAMP_NEW`: the cmsgs are the `_NEW` ones (64-bit time on every
+    /// architecture; the same layout on x86-64).
+    pub tstamp_new: bool,
+    /// `SOCK_TIMESTAMP`: the socket asked for arrival times once
+    /// (`sock_enable_timestamp`); only its end clears it.
+    pub timestamp: bool,
 }
 
 // ---- implemented in tcp/opt_stats.rs ----

@@ -166,6 +166,9 @@ pub struct SockOptions {
     /// `SO_TIMESTAMPING` flags (`sk_tsflags`) set before a connection (no
     /// `SOF_TIMESTAMPING_OPT_ID`, which needs one); children inherit them.
     pub tsflags: u32,
+    /// `SO_TIMESTAMP`, `SO_TIMESTAMPNS` and `_NEW` bits of `sk_flags`
+    /// (tcp/rx_tstamp.rs); children inherit them (`sk_clone_lock`).
+    pub rx_tstamp: super::sock_errqueue::RcvTstamp,
     /// `TCP_SYNCNT` (`icsk_syn_retries`); 0 when unset (the sysctl decides).
     pub syn_retries: u8,
     /// `TCP_THIN_LINEAR_TIMEOUTS` (`tp->thin_lto`).
@@ -325,6 +328,7 @@ impl Tcb {
         self.icsk.syn_retries = o.syn_retries;
         self.req.defer_accept = o.defer_accept;
         self.tstamp.flags = o.tsflags;
+        self.tstamp.rx = o.rx_tstamp;
         if o.pingpong {
             self.enter_pingpong_mode(cfg);
         }

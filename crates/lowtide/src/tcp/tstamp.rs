@@ -16,8 +16,10 @@
 //! same thing: a split skb keeps the mark on the part holding the byte
 //! (`tcp_fragment_tstamp`), and a later write into the same unsent skb moves it.
 //! Where lowtide differs: its device takes a packet when the stack emits it, so
-//! `SCM_TSTAMP_SND` follows `SCM_TSTAMP_SCHED` at once; there are no hardware or
-//! receive timestamps, and `OPT_PKTINFO` adds nothing. `SOF_TIMESTAMPING_OPT_STATS`
+//! `SCM_TSTAMP_SND` follows `SCM_TSTAMP_SCHED` at once; there are no hardware
+//! timestamps (receive timestamps: tcp/rx_tstamp.rs), `OPT_PKTINFO` adds nothing,
+//! and `TX_COMPLETION` marks a write but nothing reports it (only Bluetooth
+//! drivers do). `SOF_TIMESTAMPING_OPT_STATS`
 //! with `OPT_TSONLY` makes each report's payload the connection's statistics
 //! (tcp/opt_stats.rs).
 
@@ -31,8 +33,14 @@ use crate::time::Instant;
 pub const SOF_TIMESTAMPING_TX_HARDWARE: u32 = 1 << 0;
 /// `SOF_TIMESTAMPING_TX_SOFTWARE`: report when the driver takes the packet.
 pub const SOF_TIMESTAMPING_TX_SOFTWARE: u32 = 1 << 1;
+/// `SOF_TIMESTAMPING_RX_HARDWARE`: stamp received packets in the NIC.
+pub const SOF_TIMESTAMPING_RX_HARDWARE: u32 = 1 << 2;
+/// `SOF_TIMESTAMPING_RX_SOFTWARE`: stamp received packets on arrival.
+pub const SOF_TIMESTAMPING_RX_SOFTWARE: u32 = 1 << 3;
 /// `SOF_TIMESTAMPING_SOFTWARE`: reports carry the software timestamp.
 pub const SOF_TIMESTAMPING_SOFTWARE: u32 = 1 << 4;
+/// `SOF_TIMESTAMPING_RAW_HARDWARE`: reports carry the hardware timestamp.
+pub const SOF_TIMESTAMPING_RAW_HARDWARE: u32 = 1 << 6;
 /// `SOF_TIMESTAMPING_OPT_ID`: reports carry the byte's key in `ee_data`.
 pub const SOF_TIMESTAMPING_OPT_ID: u32 = 1 << 7;
 /// `SOF_TIMESTAMPING_TX_SCHED`: report when the packet enters the device queue.
@@ -46,13 +54,19 @@ pub const SOF_TIMESTAMPING_OPT_TSONLY: u32 = 1 << 11;
 pub const SOF_TIMESTAMPING_OPT_STATS: u32 = 1 << 12;
 /// `SOF_TIMESTAMPING_OPT_ID_TCP`: the key counts from `write_seq`, not `snd_una`.
 pub const SOF_TIMESTAMPING_OPT_ID_TCP: u32 = 1 << 16;
-/// `SOF_TIMESTAMPING_MASK`: every flag Linux 6.18 knows (up to `OPT_RX_FILTER`).
-pub const SOF_TIMESTAMPING_MASK: u32 = (1 << 18) - 1;
+/// `SOF_TIMESTAMPING_OPT_RX_FILTER`: a read reports the software stamp only with
+/// `RX_SOFTWARE` (without it, `SOFTWARE` alone reports stamps others asked for).
+pub const SOF_TIMESTAMPING_OPT_RX_FILTER: u32 = 1 << 17;
+/// `SOF_TIMESTAMPING_TX_COMPLETION`: report when the device completes the packet.
+pub const SOF_TIMESTAMPING_TX_COMPLETION: u32 = 1 << 18;
+/// `SOF_TIMESTAMPING_MASK`: every flag Linux 6.18 knows (up to `TX_COMPLETION`).
+pub const SOF_TIMESTAMPING_MASK: u32 = (SOF_TIMESTAMPING_TX_COMPLETION << 1) - 1;
 /// `SOF_TIMESTAMPING_TX_RECORD_MASK`: the flags that mark a write.
 const TX_RECORD_MASK: u32 = SOF_TIMESTAMPING_TX_HARDWARE
     | SOF_TIMESTAMPING_TX_SOFTWARE
     | SOF_TIMESTAMPING_TX_SCHED
-    | SOF_TIMESTAMPING_TX_ACK;
+    | SOF_TIMESTAMPING_TX_ACK
+    | SOF_TIMESTAMPING_TX_COMPLETION;
 
 /// `SCM_TSTAMP_SND`: the driver took the packet.
 pub const SCM_TSTAMP_SND: u32 = 0;
@@ -69,7 +83,8 @@ impl Tcb {
     /// `sock_set_timestamping` on a connection: unknown flags and `OPT_ID_TCP`
     /// without `OPT_ID` are `EINVAL`, as is turning `OPT_ID` on in CLOSE or LISTEN;
     /// turning it on starts the keys at `snd_una` (`write_seq` with `OPT_ID_TCP`).
-    pub(crate) fn set_timestamping(&mut self, flags: u32) -> Result<(), SocketError> {
+    /// `new` is `SO_TIMESTAMPING_NEW` (`SOCK_TSTAMP_NEW`, whichever way it was).
+    pub(crate) fn set_timestamping(&mut self, flags: u32, new: bool) -> Result<(), SocketError> {
         check_flags(flags)?;
         let ts = &mut self.tstamp;
         if flags & SOF_TIMESTAMPING_OPT_ID != 0 && ts.flags & SOF_TIMESTAMPING_OPT_ID == 0 {
@@ -82,6 +97,7 @@ impl Tcb {
             };
         }
         ts.flags = flags;
+        ts.rx.tstamp_new = new;
         Ok(())
     }
 

@@ -71,7 +71,7 @@ impl Host {
         } else {
             // tcp_recvmsg_locked's tss: the stamp of the last stamped skb the read
             // takes bytes from, known before it takes them.
-            let tss = self.stack.socket_ref(h).recv_tstamp(buf.len());
+            let tss = self.stack.socket_ref(h).recv_tstamp(off, buf.len());
             let peek = flags & MSG_PEEK != 0;
             let r = if flags & MSG_TRUNC != 0 {
                 // tcp_recvmsg_locked: "if (!(flags & MSG_TRUNC))" copy; the bytes

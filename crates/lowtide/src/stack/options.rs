@@ -629,12 +629,16 @@ impl SocketRef<'_> {
         Ok(self.stack.tcb(self.h)?.tstamp.rx)
     }
 
-    /// The arrival time a read (or peek) of up to `len` bytes would report now
+    /// The arrival time a read (or a peek from `offset`) of up to `len` bytes would report now
     /// (`tcp_recvmsg_locked`'s `tss`): `None` when none of the skbs it would take
     /// bytes from was stamped, `Some(None)` when the last stamped one lost its time
     /// to `tcp_collapse`.
-    pub fn recv_tstamp(&self, len: usize) -> Result<Option<Option<Instant>>, SocketError> {
-        Ok(self.stack.tcb(self.h)?.recv_tstamp(len))
+    pub fn recv_tstamp(
+        &self,
+        offset: usize,
+        len: usize,
+    ) -> Result<Option<Option<Instant>>, SocketError> {
+        Ok(self.stack.tcb(self.h)?.recv_tstamp(offset, len))
     }
 
     /// `TCP_LINGER2` (getsockopt): -1, or the FIN-WAIT-2 time in seconds (the

@@ -72,13 +72,14 @@ impl Tcb {
         self.tstamp.rx.wants_netstamp(self.tstamp.flags)
     }
 
-    /// `tcp_recvmsg_locked`'s `tss` for a read (or peek) of up to `len` bytes now:
+    /// `tcp_recvmsg_locked`'s `tss` for a read (or a peek from `offset`, its
+    /// `SO_PEEK_OFF`) of up to `len` bytes now:
     /// `None` when no skb it takes bytes from has `has_rxtstamp` (no
     /// `TCP_CMSG_TS`), else the last such skb's stamp (`tcp_update_recv_tstamps`;
     /// `None` inside for one `tcp_collapse` built). A read of 0 bytes looks at the
     /// first skb.
-    pub(crate) fn recv_tstamp(&self, len: usize) -> Option<Option<Instant>> {
-        let (skip, n) = self.peek_span(len).ok()?;
+    pub(crate) fn recv_tstamp(&self, offset: usize, len: usize) -> Option<Option<Instant>> {
+        let (skip, n) = self.peek_span(offset, len).ok()?;
         self.rcv_queue.rx_tstamp(skip, n)
     }
 }

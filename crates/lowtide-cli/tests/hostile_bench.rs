@@ -171,13 +171,6 @@ fn process_cpu(pid: u32) -> Duration {
     Duration::from_secs_f64(ticks as f64 / hz as f64)
 }
 
-/// A device's `tx_dropped` in `ns` (for TUN: packets its reader never took).
-fn tx_dropped(ns: &NetNs, dev: &str) -> u64 {
-    let j = ns_output(ns, "ip", &["-j", "-s", "link", "show", "dev", dev]);
-    let v: serde_json::Value = serde_json::from_str(&j).expect("ip -j");
-    v[0]["stats64"]["tx"]["dropped"].as_u64().unwrap_or(0)
-}
-
 /// The TCP socket slabs.
 const TCP_SLABS: &[&str] = &["TCP", "request_sock_TCP", "tw_sock_TCP"];
 /// The slabs an accepted TCP socket takes: its `tcp_sock`, its request while in

@@ -30,8 +30,11 @@ fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
         return;
     }
     let env = Env::new("hofo");
-    // A 1 MB receive buffer: its window is the attacked span.
-    let lt = lowtide_victim(&env, "60s", &[]);
+    // A 1 MB receive buffer: its window is the attacked span. No receive-buffer
+    // autotuning, so that the transfer's buffer stays at 1 MB too however slowly a
+    // loaded machine lets lowtide read (tcp_rcv_space_adjust would grow it toward
+    // tcp_rmem's 6 MB maximum, which the memory bound below would then measure).
+    let lt = lowtide_victim(&env, "60s", &["--sysctl", "net.ipv4.tcp_moderate_rcvbuf=0"]);
     let pid = lt.id();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
@@ -41,6 +44,7 @@ fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
     // waits in the accept queue, never read: the worst case for memory).
     std::thread::sleep(Duration::from_millis(500));
     let base = status_kb(pid, "VmRSS");
+    let dropped0 = tx_dropped(&env.ns, "lt0");
     let src: SocketAddrV4 = "10.7.0.99:40000".parse().unwrap();
     let dst: SocketAddrV4 = format!("{LOWTIDE}:7000").parse().unwrap();
     let fill = env
@@ -49,6 +53,7 @@ fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
         .expect("attacker thread")
         .expect("attack");
     let peak = status_kb(pid, "VmHWM");
+    let tun_dropped = tx_dropped(&env.ns, "lt0") - dropped0;
     stop.store(true, Ordering::Relaxed);
     let (n, sha) = legit.join().expect("legit client");
     let out = lt.wait(Duration::from_secs(60));
@@ -66,8 +71,8 @@ fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
     );
     let count = |m: &str| report["counters"][m].as_u64().unwrap_or(0);
     eprintln!(
-        "fill: window {} B, {} segments in {:?}; lowtide RSS {base} kB before, peak {peak} kB; \
-         TCPOFOQueue {} TCPOFODrop {} PruneCalled {} OfoPruned {}",
+        "fill: window {} B, {} segments in {:?}, {tun_dropped} dropped by the TUN queue; \
+         lowtide RSS {base} kB before, peak {peak} kB; TCPOFOQueue {} TCPOFODrop {} PruneCalled {} OfoPruned {}",
         fill.window,
         fill.segments,
         fill.elapsed,
@@ -77,10 +82,15 @@ fn ofo_fill_on_tun_stays_within_the_buffer_beside_a_verified_transfer() {
         count("TcpExtOfoPruned"),
     );
     assert!(fill.window >= 256 * 1024, "a large window: {fill:?}");
+    // Every segment of the fill is accounted for: it reached lowtide's TCP (queued
+    // out of order or dropped there), or the TUN device dropped it because lowtide
+    // had not read its queue yet (how many depends on the machine's load, so the
+    // test does not ask for a share).
     let reached = count("TcpExtTCPOFOQueue") + count("TcpExtTCPOFODrop");
     assert!(
-        2 * reached >= fill.segments,
-        "most of the fill reached lowtide's TCP: {reached} of {}",
+        reached + tun_dropped >= fill.segments * 99 / 100,
+        "the fill's segments reached lowtide's TCP ({reached}) or were dropped by the \
+         TUN device's queue ({tun_dropped}), of {}",
         fill.segments
     );
     assert!(

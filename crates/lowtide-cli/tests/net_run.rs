@@ -42,6 +42,16 @@ start = "100ms"
 probe = { size = 100, interval = "50ms" }
 "#;
 
+/// The runs with kernel hosts emulate their links in real time: one at a time, so
+/// that the tests of this file (which cargo runs on parallel threads) do not take
+/// each other's CPU and the emulator keeps its schedule on a two-core machine. A
+/// test that failed while holding it does not stop the others (the poison is
+/// ignored).
+fn real_time() -> std::sync::MutexGuard<'static, ()> {
+    static REAL_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    REAL_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn lowtide(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lowtide"))
         .args(args)
@@ -123,6 +133,7 @@ fn a_dumbbell_runs_both_ways_side_by_side() {
     if !privileged("a_dumbbell_runs_both_ways_side_by_side") {
         return;
     }
+    let _one_at_a_time = real_time();
     let v = compare_passing("dumbbell", DUMBBELL);
     for side in ["sim", "kernel"] {
         let r = &v[side];
@@ -159,6 +170,7 @@ fn a_failed_check_exits_1_and_leaves_nothing_behind() {
     if !privileged("a_failed_check_exits_1_and_leaves_nothing_behind") {
         return;
     }
+    let _one_at_a_time = real_time();
     let text = DUMBBELL.replace("goodput_mbps > 12", "goodput_mbps > 25");
     let path = file("failing", &text);
     let out = one_second(&path);
@@ -204,6 +216,7 @@ fn request_response_and_on_off_flows_run_with_the_kernel_too() {
     if !privileged("request_response_and_on_off_flows_run_with_the_kernel_too") {
         return;
     }
+    let _one_at_a_time = real_time();
     let v = compare_passing("rr", &rr_onoff());
     for side in ["sim", "kernel"] {
         let r = &v[side];
@@ -260,6 +273,7 @@ fn a_request_response_flow_that_cannot_connect_fails_with_its_reason() {
     if !privileged("a_request_response_flow_that_cannot_connect_fails_with_its_reason") {
         return;
     }
+    let _one_at_a_time = real_time();
     // Nothing comes back from the server (its SYN-ACKs are lost); one SYN
     // retransmission (3 s) keeps the kernel's connect short.
     let text = unanswered(&rr_onoff());
@@ -311,6 +325,7 @@ fn lowtide_hosts_run_beside_kernel_hosts() {
     if !privileged("lowtide_hosts_run_beside_kernel_hosts") {
         return;
     }
+    let _one_at_a_time = real_time();
     let v = compare_passing("mixed", &mixed());
     for side in ["sim", "kernel"] {
         let r = &v[side];
@@ -343,6 +358,7 @@ fn a_lowtide_flow_that_cannot_connect_fails_with_its_reason() {
     if !privileged("a_lowtide_flow_that_cannot_connect_fails_with_its_reason") {
         return;
     }
+    let _one_at_a_time = real_time();
     // Nothing comes back from the server: lowtide's SYNs (flow up, one
     // retransmission) and the kernel's to lowtide (flow down) go unanswered.
     let text = unanswered(&mixed());
@@ -439,6 +455,7 @@ fn compare_out_writes_both_sides_series_and_overlaid_plots() {
     if !privileged("compare_out_writes_both_sides_series_and_overlaid_plots") {
         return;
     }
+    let _one_at_a_time = real_time();
     let dir = std::env::temp_dir().join(format!("lowtide-net-{}-out", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let bufferbloat: std::path::PathBuf = [

@@ -250,6 +250,13 @@ pub fn ns_output(ns: &NetNs, program: &str, args: &[&str]) -> String {
 /// `lt0` with a 1 MB receive buffer (`tcp_rmem` `4096 1048576 6291456`, as the kernel
 /// victims), ready to accept, giving up after `timeout`; `extra` are more flags
 /// (`--hold`).
+/// A device's `tx_dropped` in `ns` (for TUN: packets its reader never took).
+pub fn tx_dropped(ns: &NetNs, dev: &str) -> u64 {
+    let j = ns_output(ns, "ip", &["-j", "-s", "link", "show", "dev", dev]);
+    let v: serde_json::Value = serde_json::from_str(&j).expect("ip -j");
+    v[0]["stats64"]["tx"]["dropped"].as_u64().unwrap_or(0)
+}
+
 pub fn lowtide_victim(env: &Env, timeout: &str, extra: &[&str]) -> ChildGuard {
     let mut args = vec![
         "transfer",

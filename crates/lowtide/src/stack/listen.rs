@@ -133,7 +133,7 @@ impl Stack {
                 return;
             }
             // RFC 9293 3.10.7.2: an ACK to a listener gets a reset.
-            return self.send_reset_for(now, tuple, th, payload.len());
+            return self.send_reset_for(now, Some(l), (tuple, ip), th, payload);
         }
         if !f.contains(TcpFlags::SYN) || f.contains(TcpFlags::FIN) {
             return;

@@ -7,8 +7,10 @@ use crate::mib::Mib;
 use crate::socket::SocketError;
 use crate::tcp::md5::{hash_segment, Md5Cmd, Md5Key};
 use crate::tcp::rcvqueue::Payload;
+use crate::tcp::FourTuple;
 use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{AuthOption, TcpRepr};
+use std::net::SocketAddr;
 use tracing::trace;
 
 impl Stack {
@@ -72,6 +74,50 @@ impl Stack {
         self.mib.inc(Mib::TcpExtTCPMD5Failure);
         trace!(src = %ip.src, "drop: TCP-MD5 digest mismatch");
         false
+    }
+}
+
+impl Stack {
+    /// The TCP-MD5 part of `tcp_v4_send_reset` / `tcp_v6_send_reset`: `None` if no
+    /// reset may answer the segment, else the key that signs it (if any). A bad or
+    /// second authentication option gets none (`tcp_parse_auth_options`). A full
+    /// socket `sk` that answers (a listener; a connection signs its own with
+    /// `Tcb::md5_key`) signs with its key for the peer, whether or
+    /// not the segment was signed. Without one (no socket, or a TIME-WAIT one,
+    /// which is not `sk_fullsock`) an unsigned segment gets an unsigned reset; a
+    /// signed one ("active side is lost") gets a reset only if the listener on its
+    /// destination address and its *source* port (`__inet_lookup_listener(net,
+    /// NULL, 0, saddr, th->source, daddr, ntohs(th->source), dif, sdif)`) holds a
+    /// key for its source and the digest verifies with that key, which then signs
+    /// the reset ("no RST generated if md5 hash doesn't match"); nothing is
+    /// counted on this path.
+    pub(super) fn reset_md5_key(
+        &self,
+        sk: Option<u32>,
+        ip: &IpRepr,
+        th: &TcpRepr,
+        payload: &[u8],
+    ) -> Option<Option<Md5Key>> {
+        if th.options.auth == AuthOption::Bad {
+            return None;
+        }
+        if let Some(Some(Sock::Listener(l))) = sk.map(|i| &self.slots[i as usize].sock) {
+            return Some(l.opts.md5.lookup(ip.src).copied());
+        }
+        let Some(digest) = th.options.md5sig else {
+            return Some(None);
+        };
+        let tuple = FourTuple {
+            local: SocketAddr::new(ip.dst, th.src_port),
+            remote: SocketAddr::new(ip.src, th.src_port),
+        };
+        let l = self.find_listener(tuple).or(self.catch_all)?;
+        let Some(Sock::Listener(l)) = &self.slots[l as usize].sock else {
+            return None;
+        };
+        let key = *l.opts.md5.lookup(ip.src)?;
+        let want = hash_segment(&key, (ip.src, ip.dst), &self.rx_md5_header, &[payload]);
+        (want == digest).then_some(Some(key))
     }
 }
 

@@ -895,7 +895,9 @@ impl Stack {
             let payload = payload.contiguous(&mut flat);
             return self.listen_rcv(now, l, tuple, ip, th, payload, None);
         }
-        self.send_reset_for(now, tuple, th, payload.len());
+        let mut flat = Vec::new();
+        let payload = payload.contiguous(&mut flat);
+        self.send_reset_for(now, None, (tuple, ip), th, payload);
     }
 
     /// Tells a child in SYN-RECV what `tcp_check_req` reads of its listener: whether
@@ -938,14 +940,24 @@ impl Stack {
     }
 
     /// [RFC 9293 3.10.7.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.1): a
-    /// segment for no connection is answered with a reset.
-    fn send_reset_for(&mut self, now: Instant, tuple: FourTuple, th: &TcpRepr, len: usize) {
-        // tcp_v4_send_reset: a signed segment gets a reset only if a listener holds
-        // the key to sign it with ("don't send rst if it can't find key"); none does.
-        if th.flags.contains(TcpFlags::RST) || th.options.md5sig.is_some() {
+    /// segment for no connection, or one a listener `sk` refuses, is answered with
+    /// a reset (`tcp_v4_send_reset`), signed or withheld as TCP-MD5 asks
+    /// ([`Stack::reset_md5_key`]).
+    fn send_reset_for(
+        &mut self,
+        now: Instant,
+        sk: Option<u32>,
+        (tuple, ip): (FourTuple, &IpRepr),
+        th: &TcpRepr,
+        payload: &[u8],
+    ) {
+        if th.flags.contains(TcpFlags::RST) {
             return;
         }
+        let Some(key) = self.reset_md5_key(sk, ip, th, payload) else {
+            return;
+        };
         let mut ctx = ctx!(self, now);
-        tcp::reply::send_reset(&mut ctx, tuple, th, len, None);
+        tcp::reply::send_reset(&mut ctx, tuple, th, payload.len(), key.as_ref());
     }
 }

@@ -82,6 +82,16 @@ impl Stack {
             }
             status = TwStatus::Ack;
         }
+        // tcp_v4_send_reset(tw): not a full socket, so only a listener's key
+        // signs a reset to a signed segment.
+        let rst_key = match status {
+            TwStatus::Rst => {
+                let mut flat = Vec::new();
+                let data = payload.contiguous(&mut flat);
+                self.reset_md5_key(None, ip, th, data)
+            }
+            _ => None,
+        };
         let Some(Sock::TimeWait(tw)) = &mut self.slots[index as usize].sock else {
             return;
         };
@@ -92,9 +102,8 @@ impl Stack {
             TwStatus::Ack => tw.send_ack(&mut ctx),
             TwStatus::Kill => return self.free_slot(now, index),
             TwStatus::Rst => {
-                // tcp_v4_send_reset: no key to sign a reset to a signed segment.
-                if th.options.md5sig.is_none() {
-                    tcp::reply::send_reset(&mut ctx, tuple, th, payload.len(), None);
+                if let Some(key) = rst_key {
+                    tcp::reply::send_reset(&mut ctx, tuple, th, payload.len(), key.as_ref());
                 }
                 return self.free_slot(now, index);
             }

@@ -308,6 +308,36 @@ mod tests {
 
     const EXPECTED_V4: &str = "f56a7e70b2cd37b665a9ccf42ab7579d";
 
+    /// The IPv6 digest (`tcp_v6_md5_hash_skb`: `struct tcp6_pseudohdr`, the TCP
+    /// length and the protocol as 32-bit words) against Python's hashlib over the
+    /// same segment from fd00::1 to fd00::2:
+    /// `hashlib.md5(bytes.fromhex("fd00" + "00" * 13 + "01" "fd00" + "00" * 13 + "02"
+    /// "0000001900000006" "04d200500000000100000002501803e800000000") + b"hello" +
+    /// b"secret")`. An IPv4-mapped pair of addresses is hashed as IPv4
+    /// (`tcp_v6_rcv` hands IPv4 to `tcp_v4_rcv`).
+    #[test]
+    fn digest_v6_matches_an_independent_computation() {
+        let (a, b): (IpAddr, IpAddr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+        let key = Md5Key::for_host(b, b"secret").unwrap();
+        let mut th = [0u8; 20];
+        th[0..2].copy_from_slice(&1234u16.to_be_bytes());
+        th[2..4].copy_from_slice(&80u16.to_be_bytes());
+        th[4..8].copy_from_slice(&1u32.to_be_bytes());
+        th[8..12].copy_from_slice(&2u32.to_be_bytes());
+        th[12] = 5 << 4;
+        th[13] = 0x18;
+        th[14..16].copy_from_slice(&1000u16.to_be_bytes());
+        let d = hash_segment(&key, (a, b), &th, &[b"hello"]);
+        assert_eq!(hex(&d), "8b635f38d515bacfe674439d4f7dda50");
+        let v4 = hash_segment(
+            &key,
+            (v4([10, 0, 0, 1]), v4([10, 0, 0, 2])),
+            &th,
+            &[b"hello"],
+        );
+        assert_eq!(hex(&v4), EXPECTED_V4, "the checksum field is not hashed");
+    }
+
     fn hex(d: &[u8]) -> String {
         d.iter().map(|b| format!("{b:02x}")).collect()
     }

@@ -9,6 +9,7 @@ mod handshake;
 mod isn;
 mod listener;
 mod md5;
+mod md5_reset;
 mod reflect_tos;
 mod states;
 mod syncookies;

@@ -1,0 +1,252 @@
+//! TCP-MD5 and the resets `tcp_v4_send_reset` / `tcp_v6_send_reset` send for a
+//! segment no connection takes (Linux 6.18, tcp_ipv4.c, tcp_ipv6.c): a listener that
+//! refuses a segment signs its reset with its key for the peer; with no full socket
+//! (none at all, or a TIME-WAIT one) a signed segment is answered only if the
+//! listener on its destination address and its *source* port holds a key for its
+//! source with which its digest verifies, and that key signs the reset. Also IPv6
+//! and IPv4-mapped keys end to end.
+
+use crate::common::*;
+use lowtide::tcp::md5::{hash_segment, Md5Cmd, Md5Key, Md5Keys};
+use lowtide::tcp::sockopt::SockOptions;
+use lowtide::{Config, Mib, RxChecksum, SocketHandle, TcpState};
+use lowtide_wire::ip::IpRepr;
+use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr, MD5SIG_DIGEST_OFFSET};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// Socket options holding one key for the peer `peer`.
+fn keyed(peer: &str, key: &[u8]) -> SockOptions {
+    let mut md5 = Md5Keys::default();
+    let ip: IpAddr = peer.parse().unwrap();
+    md5.apply(Md5Cmd::Add(Md5Key::for_host(ip, key).unwrap()))
+        .unwrap();
+    SockOptions {
+        md5,
+        ..SockOptions::default()
+    }
+}
+
+/// The digest of a wire segment computed with `key`, and the one it carries.
+fn digests(pkt: &[u8], key: &[u8]) -> ([u8; 16], Option<[u8; 16]>) {
+    let s = Seg::parse(pkt);
+    let k = Md5Key::for_host(s.ip.dst, key).unwrap();
+    let tcp = &pkt[s.ip.header_len..];
+    let want = hash_segment(&k, (s.ip.src, s.ip.dst), tcp, &[&s.payload]);
+    (want, s.th.options.md5sig)
+}
+
+/// A segment `src` -> `dst` with `flags`, `seq` and `ack`, signed with `key` (no
+/// option at all if `None`).
+fn segment(
+    (src, dst): (SocketAddr, SocketAddr),
+    flags: TcpFlags,
+    (seq, ack): (u32, u32),
+    key: Option<&[u8]>,
+) -> Vec<u8> {
+    let th = TcpRepr {
+        src_port: src.port(),
+        dst_port: dst.port(),
+        seq,
+        ack,
+        flags,
+        window: 1000,
+        options: TcpOptions {
+            md5sig: key.map(|_| [0; 16]),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut pkt = build(src, dst, &th, &[], 1);
+    if let Some(key) = key {
+        let (want, _) = digests(&pkt, key);
+        let ip = IpRepr::parse(&pkt, false).unwrap();
+        let at = ip.header_len + MD5SIG_DIGEST_OFFSET;
+        pkt[at..at + 16].copy_from_slice(&want);
+        lowtide_wire::checksum::fill_tcp(ip.src, ip.dst, &mut pkt[ip.header_len..]);
+    }
+    pkt
+}
+
+/// What B answers `pkt` with, if anything.
+fn answer(p: &mut Pair, pkt: &[u8]) -> Option<Vec<u8>> {
+    let from = p.wire.len();
+    p.b.handle_packet(p.now, pkt, RxChecksum::Unnecessary);
+    p.flush();
+    let out: Vec<_> = p.wire[from..].iter().map(|w| w.2.clone()).collect();
+    assert!(out.len() <= 1, "one answer at most");
+    out.into_iter().next()
+}
+
+/// A reset with sequence number `seq`, signed with `key` (or not signed).
+fn assert_reset(pkt: &[u8], seq: u32, key: Option<&[u8]>) {
+    let seg = Seg::parse(pkt);
+    assert!(seg.has(TcpFlags::RST), "a reset");
+    assert_eq!(seg.th.seq, seq);
+    match key {
+        Some(k) => {
+            let (want, got) = digests(pkt, k);
+            assert_eq!(got, Some(want), "signed with the listener's key");
+        }
+        None => assert_eq!(seg.th.options.md5sig, None, "not signed"),
+    }
+}
+
+/// No socket on B's port 80, which a segment from A's port 4000 is for
+/// (`tcp_v4_send_reset(NULL, skb)`), with B's listener on port 4000 holding `k`
+/// for A: a segment signed with `k` draws a reset signed with `k`; one signed with
+/// another key, or from a port no listener is on, or signed while the listener on
+/// its source port has no key for A, draws none, and none of it is counted; an
+/// unsigned one draws an unsigned reset. `local`/`peer` are B's and A's addresses
+/// (IPv4, IPv6, or IPv4 with the listener on `::` keyed for the IPv4-mapped
+/// address).
+fn no_socket_case(local: &str, peer: &str, listen_on: &str, key_for: &str) {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    p.b.add_address(local.parse::<IpAddr>().unwrap());
+    p.b.listen_with(addr(listen_on, 4000), 8, &keyed(key_for, b"k"))
+        .unwrap();
+    p.b.listen_with(addr(listen_on, 4001), 8, &keyed(key_for, b"other"))
+        .unwrap();
+    let to80 = |sport| (addr(peer, sport), addr(local, 80));
+    let ack = TcpFlags::ACK;
+    let rst = answer(&mut p, &segment(to80(4000), ack, (7, 5000), Some(b"k")));
+    assert_reset(&rst.expect("a reset"), 5000, Some(b"k"));
+    let pkt = segment(to80(4000), ack, (7, 5000), Some(b"x"));
+    assert_eq!(answer(&mut p, &pkt), None, "the digest does not verify");
+    let pkt = segment(to80(4002), ack, (7, 5000), Some(b"k"));
+    assert_eq!(answer(&mut p, &pkt), None, "no listener on port 4002");
+    let pkt = segment(to80(4001), ack, (7, 5000), Some(b"k"));
+    assert_eq!(answer(&mut p, &pkt), None, "that listener's key is another");
+    let syn = segment(to80(4000), TcpFlags::SYN, (7, 0), Some(b"k"));
+    let rst = answer(&mut p, &syn).expect("a reset to the SYN");
+    assert_reset(&rst, 0, Some(b"k"));
+    assert_eq!(Seg::parse(&rst).th.ack, 8, "RST|ACK of the SYN");
+    let rst = answer(&mut p, &segment(to80(4000), ack, (7, 5000), None));
+    assert_reset(&rst.expect("a reset"), 5000, None);
+    for m in [
+        Mib::TcpExtTCPMD5NotFound,
+        Mib::TcpExtTCPMD5Unexpected,
+        Mib::TcpExtTCPMD5Failure,
+    ] {
+        assert_eq!(p.b.counters().get(m), 0, "{m:?}");
+    }
+}
+
+#[test]
+fn no_socket_signed_segment_is_reset_through_the_listener_on_its_source_port() {
+    no_socket_case(B, A, B, A);
+    no_socket_case(B6, A6, B6, A6);
+    // An AF_INET6 listener on :: keyed for ::ffff:10.0.0.1 (tcp_v6_parse_md5_keys
+    // keeps it as an AF_INET key), found for an IPv4 segment.
+    no_socket_case(B, A, "::", "::ffff:10.0.0.1");
+}
+
+/// A bare ACK to a listener holding a key for its source, signed with it, passes
+/// `tcp_inbound_hash` and is refused (`tcp_rcv_state_process`: `if (th->ack)
+/// return 1`): the listener's reset (`tcp_v4_send_reset(rsk, skb)`, a full socket)
+/// is signed with its key for the peer. Signed with another key it is dropped
+/// (TcpExtTCPMD5Failure) and not answered.
+#[test]
+fn an_ack_to_a_keyed_listener_draws_a_signed_reset() {
+    for (local, peer) in [(B, A), (B6, A6)] {
+        let mut p = Pair::new(Config::default());
+        p.record = true;
+        p.b.add_address(local.parse::<IpAddr>().unwrap());
+        p.b.listen_with(addr(local, 80), 8, &keyed(peer, b"k"))
+            .unwrap();
+        let to80 = (addr(peer, 4000), addr(local, 80));
+        let pkt = segment(to80, TcpFlags::ACK, (7, 5000), Some(b"k"));
+        assert_reset(&answer(&mut p, &pkt).expect("a reset"), 5000, Some(b"k"));
+        let pkt = segment(to80, TcpFlags::ACK, (7, 5000), Some(b"x"));
+        assert_eq!(answer(&mut p, &pkt), None);
+        assert_eq!(p.b.counters().get(Mib::TcpExtTCPMD5Failure), 1);
+    }
+}
+
+/// A's connection to B:80, keyed `k` both ways, closed by A and acknowledged by B:
+/// A's FIN-WAIT-2 timewait socket. B's new data (signed with `k`) draws its reset
+/// (`tcp_timewait_state_process`: TCP_TW_RST). A timewait socket is not a full
+/// one, so `tcp_v4_send_reset` does not take `tw_md5_key`: the reset goes out only
+/// if A's listener on port 80 (B's source port) has a key for B with which B's
+/// digest verifies, and is signed with it. With that listener keyed `k`: a signed
+/// reset; keyed `L`, or no listener: none.
+#[test]
+fn a_fin_wait2_timewait_reset_takes_the_listener_key() {
+    for listener_key in [Some(&b"k"[..]), Some(b"L"), None] {
+        let mut p = Pair::new(Config::default());
+        p.record = true;
+        let l = p.b.listen_with(addr(B, 80), 8, &keyed(A, b"k")).unwrap();
+        if let Some(k) = listener_key {
+            p.a.listen_with(addr(A, 80), 8, &keyed(B, k)).unwrap();
+        }
+        let c =
+            p.a.connect_with(p.now, addr(A, 0), addr(B, 80), &keyed(B, b"k"))
+                .unwrap();
+        p.drive_until(Duration::from_secs(1), |p| {
+            p.a.state(c) == Ok(TcpState::Established)
+        });
+        p.drive_for(Duration::from_millis(20));
+        let s: SocketHandle = p.b.accept(l).unwrap();
+        let (local, remote) = p.a.addresses(c).unwrap();
+        p.a.close(p.now, c).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.timewait_state(local, remote), Some(TcpState::FinWait2));
+        let from = p.wire.len();
+        p.b.send(p.now, s, b"more").unwrap();
+        p.drive_for(Duration::from_millis(100));
+        let resets: Vec<_> = p.wire[from..]
+            .iter()
+            .filter(|w| w.1 == Dir::AtoB && Seg::parse(&w.2).has(TcpFlags::RST))
+            .collect();
+        if listener_key == Some(b"k") {
+            assert_eq!(resets.len(), 1, "A's reset to B's data");
+            let (want, got) = digests(&resets[0].2, b"k");
+            assert_eq!(got, Some(want), "signed with the listener's key");
+            assert!(p.b.state(s).is_err() || p.b.state(s) == Ok(TcpState::Closed));
+        } else {
+            assert!(
+                resets.is_empty(),
+                "no key the digest verifies with: no reset"
+            );
+        }
+        assert_eq!(
+            p.a.counters().get(Mib::TcpExtTCPMD5Failure),
+            0,
+            "not counted"
+        );
+    }
+}
+
+/// IPv6 and IPv4-mapped keys end to end: an IPv6 pair keyed both ways connects and
+/// every segment carries the IPv6 digest (`tcp_v6_md5_hash_skb`); an AF_INET6
+/// listener on `::` keyed for `::ffff:10.0.0.1` takes an IPv4 client keyed for it,
+/// every segment signed with the IPv4 pseudo-header.
+#[test]
+fn ipv6_and_ipv4_mapped_keys_sign_and_verify() {
+    for (a, b, listen_on, key_for) in [(A6, B6, B6, A6), (A, B, "::", "::ffff:10.0.0.1")] {
+        let mut p = Pair::new(Config::default());
+        p.record = true;
+        p.a.add_address(a.parse::<IpAddr>().unwrap());
+        p.b.add_address(b.parse::<IpAddr>().unwrap());
+        let l =
+            p.b.listen_with(addr(listen_on, 80), 8, &keyed(key_for, b"k"))
+                .unwrap();
+        let c =
+            p.a.connect_with(p.now, addr(a, 0), addr(b, 80), &keyed(b, b"k"))
+                .unwrap();
+        p.drive_until(Duration::from_secs(1), |p| {
+            p.a.state(c) == Ok(TcpState::Established)
+        });
+        p.drive_for(Duration::from_millis(20));
+        let s = p.b.accept(l).unwrap();
+        assert_eq!(send_all(&mut p, true, c, s, b"ping"), b"ping");
+        assert_eq!(send_all(&mut p, false, s, c, b"pong"), b"pong");
+        assert!(p.wire.len() >= 6);
+        for (_, _, pkt) in &p.wire {
+            let (want, got) = digests(pkt, b"k");
+            assert_eq!(got, Some(want), "every segment signed");
+        }
+        assert_eq!(p.b.counters().get(Mib::TcpExtTCPMD5Failure), 0);
+    }
+}

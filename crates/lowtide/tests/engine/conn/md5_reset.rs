@@ -250,3 +250,94 @@ fn ipv6_and_ipv4_mapped_keys_sign_and_verify() {
         assert_eq!(p.b.counters().get(Mib::TcpExtTCPMD5Failure), 0);
     }
 }
+
+/// A keyed SYN with the options given, signed with `k`, from A:4000 to B's keyed
+/// listener on port 80 under `cfg`; B's SYN-ACK.
+fn keyed_synack(cfg: Config, sack: bool, ts: bool) -> Seg {
+    let mut p = Pair::new(cfg);
+    p.record = true;
+    p.b.listen_with(addr(B, 80), 8, &keyed(A, b"k")).unwrap();
+    let th = TcpRepr {
+        src_port: 4000,
+        dst_port: 80,
+        seq: 100,
+        flags: TcpFlags::SYN,
+        window: 65535,
+        options: TcpOptions {
+            mss: Some(1460),
+            sack_permitted: sack,
+            timestamp: ts.then_some((7, 0)),
+            wscale: Some(7),
+            md5sig: Some([0; 16]),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut pkt = build(addr(A, 4000), addr(B, 80), &th, &[], 1);
+    let (want, _) = digests(&pkt, b"k");
+    let ip = IpRepr::parse(&pkt, false).unwrap();
+    let at = ip.header_len + MD5SIG_DIGEST_OFFSET;
+    pkt[at..at + 16].copy_from_slice(&want);
+    let out = answer(&mut p, &pkt).expect("a SYN-ACK");
+    let (want, got) = digests(&out, b"k");
+    assert_eq!(got, Some(want), "the SYN-ACK is signed");
+    let s = Seg::parse(&out);
+    assert!(s.has(TcpFlags::SYN | TcpFlags::ACK));
+    s
+}
+
+/// `tcp_synack_options` with a key: the option takes 20 bytes and, unless the
+/// SYN-ACK is a cookie's, `tstamp_ok &= !sack_ok`. A SYN without SACK keeps its
+/// timestamps; one with both keeps SACK only; a cookie SYN-ACK (tcp_syncookies=2)
+/// keeps both (MD5 20 + MSS 4 + timestamps 12, SACK-permitted in their NOPs,
+/// window scale 4: 40 bytes). The MSS is never reduced by the option.
+#[test]
+fn keyed_synack_options_as_tcp_synack_options() {
+    let s = keyed_synack(Config::default(), false, true);
+    assert_eq!(s.th.options.timestamp.map(|t| t.1), Some(7));
+    assert!(!s.th.options.sack_permitted);
+    assert_eq!(s.th.options.mss, Some(1460));
+    let s = keyed_synack(Config::default(), true, true);
+    assert_eq!(s.th.options.timestamp, None);
+    assert!(s.th.options.sack_permitted);
+    let cookies = Config {
+        tcp_syncookies: 2,
+        ..Config::default()
+    };
+    let s = keyed_synack(cookies, true, true);
+    assert_eq!(s.th.options.timestamp.map(|t| t.1), Some(7));
+    assert!(s.th.options.sack_permitted);
+    assert!(s.th.options.wscale.is_some());
+    assert_eq!(s.th.options.mss, Some(1460));
+}
+
+/// A keyed active open with tcp_timestamps=1: the SYN offers no timestamps
+/// (`tcp_syn_options`) and announces MSS 1460 (`tcp_advertise_mss`, not reduced by
+/// the option; 6.18's `tcp_connect_init` and `tcp_create_openreq_child` no longer
+/// count the option in tcp_header_len). Established without timestamps
+/// tcpi_snd_mss (mss_cache) is 1460, and every data segment 1440
+/// (`tcp_current_mss` takes the option's 20 bytes).
+#[test]
+fn keyed_active_open_mss_as_tcp_connect_init() {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let l = p.b.listen_with(addr(B, 80), 8, &keyed(A, b"k")).unwrap();
+    let c =
+        p.a.connect_with(p.now, addr(A, 0), addr(B, 80), &keyed(B, b"k"))
+            .unwrap();
+    p.flush();
+    let syn = Seg::parse(&p.wire[0].2);
+    assert_eq!(syn.th.options.timestamp, None);
+    assert_eq!(syn.th.options.mss, Some(1460));
+    assert!(syn.th.options.sack_permitted);
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    p.drive_for(Duration::from_millis(20));
+    assert_eq!(p.a.info(p.now, c).unwrap().snd_mss, 1460);
+    let s = p.b.accept(l).unwrap();
+    let data = pattern(20_000, 5);
+    assert_eq!(send_all(&mut p, true, c, s, &data), data);
+    let biggest = p.wire.iter().map(|w| Seg::parse(&w.2).payload.len()).max();
+    assert_eq!(biggest, Some(1440));
+}

@@ -76,6 +76,11 @@ impl Stack {
             // A listener takes the SYN with the ISN; without one it is ACKed.
             if let Some(l) = self.find_listener(tuple).or(self.catch_all) {
                 self.free_slot(now, index);
+                // `goto process`: the listener's min_ttl and tcp_inbound_hash
+                // (its TCP-MD5 key for the peer) judge the SYN, as any other.
+                if self.min_ttl_drop(l, ip) || !self.inbound_hash(l, ip, th, &payload) {
+                    return;
+                }
                 let mut flat = Vec::new();
                 let payload = payload.contiguous(&mut flat);
                 return self.listen_rcv(now, l, tuple, ip, th, payload, Some(isn));

@@ -341,3 +341,106 @@ fn keyed_active_open_mss_as_tcp_connect_init() {
     let biggest = p.wire.iter().map(|w| Seg::parse(&w.2).payload.len()).max();
     assert_eq!(biggest, Some(1440));
 }
+
+/// A SYN that reopens a TIME-WAIT connection (`tcp_timewait_state_process`:
+/// TCP_TW_SYN) goes to the listener through `tcp_v4_rcv`'s `process:` label, so
+/// `tcp_inbound_hash` checks it with the listener's key: B's connection with A,
+/// keyed `k`, closed by B first (B's TIME-WAIT), then a new SYN from A's port
+/// with a higher sequence number. Unsigned, it is dropped (TcpExtTCPMD5NotFound)
+/// and the timewait socket is gone all the same (`inet_twsk_deschedule_put`
+/// comes first); signed with `k`, it draws a signed SYN-ACK.
+#[test]
+fn a_syn_reopening_time_wait_is_checked_with_the_listener_key() {
+    for signed in [false, true] {
+        let mut p = Pair::new(Config::default());
+        p.record = true;
+        let l = p.b.listen_with(addr(B, 80), 8, &keyed(A, b"k")).unwrap();
+        let c =
+            p.a.connect_with(p.now, addr(A, 0), addr(B, 80), &keyed(B, b"k"))
+                .unwrap();
+        p.drive_until(Duration::from_secs(1), |p| {
+            p.a.state(c) == Ok(TcpState::Established)
+        });
+        p.drive_for(Duration::from_millis(20));
+        let s = p.b.accept(l).unwrap();
+        let (a_local, b_local) = p.a.addresses(c).unwrap();
+        p.b.close(p.now, s).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        p.a.close(p.now, c).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(
+            p.b.timewait_state(b_local, a_local),
+            Some(TcpState::TimeWait)
+        );
+        let seq = Seg::parse(&p.wire.last().unwrap().2)
+            .th
+            .ack
+            .wrapping_add(100_000);
+        let key = signed.then_some(&b"k"[..]);
+        let syn = segment((a_local, b_local), TcpFlags::SYN, (seq, 0), key);
+        let out = answer(&mut p, &syn);
+        assert_eq!(
+            p.b.timewait_state(b_local, a_local),
+            None,
+            "TIME-WAIT ended"
+        );
+        if signed {
+            let out = out.expect("a SYN-ACK");
+            assert!(Seg::parse(&out).has(TcpFlags::SYN | TcpFlags::ACK));
+            let (want, got) = digests(&out, b"k");
+            assert_eq!(got, Some(want));
+            assert_eq!(p.b.counters().get(Mib::TcpExtTCPMD5NotFound), 0);
+        } else {
+            assert_eq!(out, None, "dropped by the listener's check");
+            assert_eq!(p.b.counters().get(Mib::TcpExtTCPMD5NotFound), 1);
+        }
+    }
+}
+
+/// The same `process:` label applies the listener's `IP_MINTTL` to a SYN that
+/// reopens TIME-WAIT: B's TIME-WAIT as above (no keys), then B's port-80 listener
+/// replaced by one with min_ttl 255; the reopening SYN (TTL 64) is dropped
+/// (TcpExtTCPMinTTLDrop) and not answered.
+#[test]
+fn a_syn_reopening_time_wait_meets_the_listener_min_ttl() {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let l = p.b.listen(addr(B, 80), 8).unwrap();
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    p.drive_for(Duration::from_millis(20));
+    let s = p.b.accept(l).unwrap();
+    let (a_local, b_local) = p.a.addresses(c).unwrap();
+    p.b.close(p.now, s).unwrap();
+    p.drive_for(Duration::from_millis(100));
+    p.a.close(p.now, c).unwrap();
+    p.drive_for(Duration::from_millis(100));
+    assert_eq!(
+        p.b.timewait_state(b_local, a_local),
+        Some(TcpState::TimeWait)
+    );
+    p.b.close(p.now, l).unwrap();
+    let opts = SockOptions {
+        min_ttl: 255,
+        ..SockOptions::default()
+    };
+    p.b.listen_with(addr(B, 80), 8, &opts).unwrap();
+    let seq = Seg::parse(&p.wire.last().unwrap().2)
+        .th
+        .ack
+        .wrapping_add(100_000);
+    let syn = segment((a_local, b_local), TcpFlags::SYN, (seq, 0), None);
+    assert_eq!(
+        answer(&mut p, &syn),
+        None,
+        "dropped by the listener's min_ttl"
+    );
+    assert_eq!(p.b.counters().get(Mib::TcpExtTCPMinTTLDrop), 1);
+    assert_eq!(
+        p.b.timewait_state(b_local, a_local),
+        None,
+        "TIME-WAIT ended"
+    );
+}

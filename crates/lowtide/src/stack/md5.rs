@@ -21,7 +21,8 @@ impl Stack {
     /// `CONFIG_TCP_AO` (this machine's: `tcp_inbound_ao_hash` is a stub there). An
     /// unsigned segment from a peer the socket has a key for is dropped
     /// (TcpExtTCPMD5NotFound); a signed one is checked (`tcp_inbound_md5_hash`). A
-    /// request checks with the key its listener gave it.
+    /// request checks with its listener's key as it is now (`req->rsk_listener`),
+    /// which `note_listener` gave it just before.
     pub(super) fn inbound_hash(
         &mut self,
         slot: u32,

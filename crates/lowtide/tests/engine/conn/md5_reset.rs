@@ -444,3 +444,39 @@ fn a_syn_reopening_time_wait_meets_the_listener_min_ttl() {
         "TIME-WAIT ended"
     );
 }
+
+/// A request (`TCP_NEW_SYN_RECV`) is checked and signs with its listener's keys as
+/// they are when each segment comes (`tcp_v4_rcv` runs `tcp_inbound_hash` with
+/// `sk = req->rsk_listener`; `tcp_make_synack` and `tcp_v4_reqsk_send_ack` look
+/// the key up on the listener; `tcp_v4_syn_recv_sock` copies it into the child):
+/// B's listener holds `k` for A when A's SYN comes, then `k2` before A's final
+/// ACK, signed with `k`, arrives: it is dropped (TcpExtTCPMD5Failure), no child is
+/// made, and the SYN-ACK retransmitted is signed with `k2`.
+#[test]
+fn a_request_follows_its_listener_keys() {
+    let mut p = Pair::new(Config::default());
+    p.record = true;
+    let l = p.b.listen_with(addr(B, 80), 8, &keyed(A, b"k")).unwrap();
+    let c =
+        p.a.connect_with(p.now, addr(A, 0), addr(B, 80), &keyed(B, b"k"))
+            .unwrap();
+    p.flush();
+    // A's SYN reaches B; B's SYN-ACK is on the wire when the key changes.
+    p.step();
+    let k2 = Md5Key::for_host(A.parse().unwrap(), b"k2").unwrap();
+    p.b.socket(l).set_md5sig(Md5Cmd::Add(k2)).unwrap();
+    p.drive_for(Duration::from_millis(1500));
+    assert!(p.b.accept(l).is_err(), "no child");
+    assert!(p.b.counters().get(Mib::TcpExtTCPMD5Failure) >= 1);
+    let synacks: Vec<_> = p
+        .wire
+        .iter()
+        .filter(|w| w.1 == Dir::BtoA && Seg::parse(&w.2).has(TcpFlags::SYN))
+        .collect();
+    assert!(synacks.len() >= 2, "the SYN-ACK was retransmitted");
+    let (want, got) = digests(&synacks[0].2, b"k");
+    assert_eq!(got, Some(want), "the first SYN-ACK under k");
+    let (want, got) = digests(&synacks[1].2, b"k2");
+    assert_eq!(got, Some(want), "its retransmission under k2");
+    let _ = c;
+}

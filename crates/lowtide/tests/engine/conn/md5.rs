@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 /// Socket options holding one key for the peer `peer`.
-fn keyed(peer: &str, key: &[u8]) -> SockOptions {
+pub(super) fn keyed(peer: &str, key: &[u8]) -> SockOptions {
     let mut md5 = Md5Keys::default();
     let ip: IpAddr = peer.parse().unwrap();
     md5.apply(Md5Cmd::Add(Md5Key::for_host(ip, key).unwrap()))
@@ -39,7 +39,7 @@ fn connect(a_key: Option<&[u8]>, b_key: Option<&[u8]>) -> (Pair, SocketHandle, S
 }
 
 /// The digest of a wire segment recomputed with `key`, and the one it carries.
-fn digests(pkt: &[u8], key: &[u8]) -> ([u8; 16], Option<[u8; 16]>) {
+pub(super) fn digests(pkt: &[u8], key: &[u8]) -> ([u8; 16], Option<[u8; 16]>) {
     let s = Seg::parse(pkt);
     let k = Md5Key::for_host(s.ip.dst, key).unwrap();
     let tcp = &pkt[s.ip.header_len..];

@@ -6,35 +6,15 @@
 //! source with which its digest verifies, and that key signs the reset. Also IPv6
 //! and IPv4-mapped keys end to end.
 
+use super::md5::{digests, keyed};
 use crate::common::*;
-use lowtide::tcp::md5::{hash_segment, Md5Cmd, Md5Key, Md5Keys};
+use lowtide::tcp::md5::{Md5Cmd, Md5Key};
 use lowtide::tcp::sockopt::SockOptions;
 use lowtide::{Config, Mib, RxChecksum, SocketHandle, TcpState};
 use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr, MD5SIG_DIGEST_OFFSET};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
-
-/// Socket options holding one key for the peer `peer`.
-fn keyed(peer: &str, key: &[u8]) -> SockOptions {
-    let mut md5 = Md5Keys::default();
-    let ip: IpAddr = peer.parse().unwrap();
-    md5.apply(Md5Cmd::Add(Md5Key::for_host(ip, key).unwrap()))
-        .unwrap();
-    SockOptions {
-        md5,
-        ..SockOptions::default()
-    }
-}
-
-/// The digest of a wire segment computed with `key`, and the one it carries.
-fn digests(pkt: &[u8], key: &[u8]) -> ([u8; 16], Option<[u8; 16]>) {
-    let s = Seg::parse(pkt);
-    let k = Md5Key::for_host(s.ip.dst, key).unwrap();
-    let tcp = &pkt[s.ip.header_len..];
-    let want = hash_segment(&k, (s.ip.src, s.ip.dst), tcp, &[&s.payload]);
-    (want, s.th.options.md5sig)
-}
 
 /// A segment `src` -> `dst` with `flags`, `seq` and `ack`, signed with `key` (no
 /// option at all if `None`).

@@ -48,6 +48,10 @@ impl TcpFlags {
     pub fn intersects(self, other: TcpFlags) -> bool {
         self.0 & other.0 != 0
     }
+    /// These flags with every flag in `other` cleared.
+    pub fn without(self, other: TcpFlags) -> TcpFlags {
+        TcpFlags(self.0 & !other.0)
+    }
 }
 
 impl core::ops::BitOr for TcpFlags {
@@ -589,6 +593,17 @@ impl Writer<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn without_clears_only_the_flags_named() {
+        let f = TcpFlags::SYN | TcpFlags::ACK | TcpFlags::ECE | TcpFlags::CWR | TcpFlags::AE;
+        assert_eq!(
+            f.without(TcpFlags::ECE | TcpFlags::CWR),
+            TcpFlags::SYN | TcpFlags::ACK | TcpFlags::AE
+        );
+        assert_eq!(f.without(TcpFlags::RES1), f);
+        assert_eq!(f.without(f), TcpFlags::default());
+    }
 
     /// An MD5 option (kind 19, 18 bytes) after `pre` bytes of NOPs.
     fn md5_after(pre: usize) -> Vec<u8> {

@@ -292,7 +292,7 @@ impl Stack {
             // inet_rsk(req)->ecn_ok = 0"): the SYN-ACK goes without ECE.
             syn.options.wscale = None;
             syn.options.sack_permitted = false;
-            syn.flags = TcpFlags(syn.flags.0 & !(TcpFlags::ECE.0 | TcpFlags::CWR.0));
+            syn.flags = syn.flags.without(TcpFlags::ECE | TcpFlags::CWR);
             tcb.ts_offset = ts_off;
         }
         self.mib.inc(Mib::TcpExtSyncookiesSent);

@@ -75,7 +75,7 @@ impl Tcb {
         // TCP_HP_BITS: every flag but PSH and the reserved bits must match; AE is a
         // flag since Linux 6.18 (TCP_RESERVED_BITS lost it to TCP_FLAG_AE), so a
         // segment with AE set takes the slow path.
-        let flags = TcpFlags(th.flags.0 & !(TcpFlags::PSH.0 | TcpFlags::RES1.0));
+        let flags = th.flags.without(TcpFlags::PSH | TcpFlags::RES1);
         if self.state != TcpState::Established
             || flags != TcpFlags::ACK
             || th.window != wnd

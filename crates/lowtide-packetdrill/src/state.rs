@@ -145,6 +145,9 @@ impl Shared {
         stack.add_address(flags.local_ip);
         // packetdrill's device is a tun, which orphans skbs at transmit.
         stack.set_tx_orphan(true);
+        // ... and copies their page fragments (skb_orphan_frags_rx): MSG_ZEROCOPY
+        // data it carries completes SO_EE_CODE_ZEROCOPY_COPIED.
+        stack.set_tx_orphan_frags(true);
         let sysctl = SysctlDir::new(flags.sysctl_dir.clone(), flags.report.clone());
         let device = DeviceDir::new(flags.device_dir.clone());
         let proc_net = ProcNetDir::new(flags.proc_net_dir.clone());

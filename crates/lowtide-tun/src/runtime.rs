@@ -96,6 +96,9 @@ impl Runtime {
         // GSO packets leave their payload in the send queue: the device write gathers
         // it (`TunDevice::send_apart`), the path's software GSO cuts from it.
         stack.set_tx_payload_apart(true);
+        // The write to the tun descriptor copies each packet into the kernel, as
+        // tun_net_xmit's skb_orphan_frags_rx does: zerocopy sends report COPIED.
+        stack.set_tx_orphan_frags(true);
         let sleeper = Sleeper::new(crate::clock::Clock::start(), &[dev.as_raw_fd()])?;
         let split = cfg.offload == Offload::None;
         Ok(Runtime {

@@ -238,7 +238,10 @@ pub struct Transmit {
     /// [`Transmit::flatten`]); or, from a socket in pattern mode
     /// ([`crate::SocketMut::set_payload_source`]), the description of bytes the
     /// device makes when it sends the packet ([`crate::Stack::make_tx_payload`],
-    /// [`Transmit::flatten`]). The IP and TCP length fields and the partial checksum
+    /// [`Transmit::flatten`]); or a slice of a zerocopy sender's buffer
+    /// ([`crate::Stack::send_zerocopy`]), always apart, whatever the packet's
+    /// size: a device that copies it declares so
+    /// ([`crate::Stack::set_tx_orphan_frags`]). The IP and TCP length fields and the partial checksum
     /// in `packet` count it.
     pub payload: TxPayload,
     /// Segment size for GSO; 0 if the packet is a single segment.
@@ -340,6 +343,9 @@ pub struct TxToken {
     /// The sending skb's fast clone this packet is (`skb_fclone_busy` until its
     /// completion), 0 if none: a control segment, or a device that orphans.
     pub(crate) fclone: u32,
+    /// The `MSG_ZEROCOPY` notification id of the zerocopy data the packet carries,
+    /// while the device holds it (tcp/errqueue.rs).
+    pub(crate) zc: Option<u32>,
 }
 
 /// How a packet was a retransmission. Linux learns at once that `tcp_transmit_skb`

@@ -31,6 +31,7 @@ macro_rules! ctx {
             pool: &mut $stack.pool,
             frag: &mut $stack.frag,
             tx_orphan: $stack.tx_orphan,
+            tx_orphan_frags: $stack.tx_orphan_frags,
             tx_apart: $stack.tx_apart,
             death_row: $stack.death_row,
             routes: &$stack.routes,
@@ -110,6 +111,8 @@ pub struct Stack {
     secrets: crate::secure::Secrets,
     /// The device orphans packets at transmit ([`Stack::set_tx_orphan`]).
     tx_orphan: bool,
+    /// The device copies packets' payload ([`Stack::set_tx_orphan_frags`]).
+    tx_orphan_frags: bool,
     /// Payload kept apart from the headers ([`Stack::set_tx_payload_apart`]).
     tx_apart: bool,
     /// The TOS of the segment [`Stack::tcp_rcv`] is handling, 0 outside it
@@ -179,6 +182,7 @@ impl Stack {
             challenge,
             secrets,
             tx_orphan: false,
+            tx_orphan_frags: false,
             tx_apart: false,
             rx_tos: 0,
             rx_md5_header: [0; lowtide_wire::tcp::TCP_HEADER_LEN],
@@ -374,8 +378,8 @@ impl Stack {
     /// next `MSG_ZEROCOPY` notification id (`SO_ZEROCOPY`,
     /// [`SocketMut::set_zerocopy`]); its completion, once the peer has acknowledged
     /// all of it, is read with [`SocketMut::recv_errqueue`] ([`EventKind::ErrQueue`]
-    /// signals it). lowtide copies the bytes, so the completion carries
-    /// `SO_EE_CODE_ZEROCOPY_COPIED`.
+    /// signals it). This call copies the bytes, so the completion carries
+    /// `SO_EE_CODE_ZEROCOPY_COPIED`; [`Stack::send_zerocopy`] does not.
     pub fn sendmsg(
         &mut self,
         now: Instant,
@@ -398,6 +402,35 @@ impl Stack {
             false => Vec::new(),
         };
         self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, &frags, flags))
+    }
+
+    /// `sendmsg(2)` with `MSG_ZEROCOPY` that does not copy: the write and
+    /// retransmit queues hold slices of `data` itself, and every packet carries
+    /// them to the device as [`crate::TxPayload::Bytes`] slices of the same
+    /// allocation (`skb_zerocopy_iter_stream`: the user's pages become the skb's
+    /// fragments; laid out in 4 KiB page fragments from its start, at most
+    /// `MAX_SKB_FRAGS` per skb). Returns how many bytes were taken, as
+    /// [`Stack::sendmsg`]: send the rest as `data.slice(n..)`. With `SO_ZEROCOPY`
+    /// on ([`SocketMut::set_zerocopy`]) the send takes the next notification id;
+    /// once the peer has acknowledged all of it and the device holds none of its
+    /// packets (their TX completions), the completion ([`EventKind::ErrQueue`],
+    /// [`SocketMut::recv_errqueue`]) carries `ee_code` 0, or
+    /// `SO_EE_CODE_ZEROCOPY_COPIED` when a device that copies carried it
+    /// ([`Stack::set_tx_orphan_frags`]). Without `SO_ZEROCOPY` the flag is
+    /// ignored and the bytes are copied, as Linux does; a device that takes no
+    /// payload apart ([`Stack::set_tx_payload_apart`] off, Linux's device without
+    /// `NETIF_F_SG`) gets them copied too, the completion saying
+    /// `SO_EE_CODE_ZEROCOPY_COPIED`. `flags` as for [`Stack::sendmsg`]
+    /// (`zerocopy` implied).
+    pub fn send_zerocopy(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+        data: bytes::Bytes,
+        flags: SendFlags,
+    ) -> Result<usize, SocketError> {
+        let index = self.user_slot(h)?;
+        self.with_tcb(now, index, |tcb, ctx| tcb.send_zerocopy(ctx, &data, flags))
     }
 
     /// Pattern mode's `send(2)`: queues `len` bytes of the socket's payload source

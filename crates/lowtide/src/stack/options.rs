@@ -76,6 +76,17 @@ impl Stack {
         self.tx_orphan = on;
     }
 
+    /// Declares that the device copies each packet's payload before it sends it,
+    /// as tun does (`tun_net_xmit`'s `skb_orphan_frags_rx`, whose `skb_copy_ubufs`
+    /// clears `uarg->zerocopy`): a [`Stack::send_zerocopy`] whose bytes it carried
+    /// completes with `SO_EE_CODE_ZEROCOPY_COPIED`, and the device holds no
+    /// reference to them once it has taken the packet. Off by default: a device
+    /// that sends the [`crate::Transmit`]'s payload slice as it is (a NIC's
+    /// scatter-gather DMA) holds it until its TX completion.
+    pub fn set_tx_orphan_frags(&mut self, on: bool) {
+        self.tx_orphan_frags = on;
+    }
+
     /// Leaves the payload of GSO packets (more than one segment) out of
     /// [`Transmit::packet`], which then holds only the headers in a small buffer: the
     /// payload comes in [`Transmit::payload`], a shared slice of the send queue, for a

@@ -419,6 +419,7 @@ impl Stack {
                 prr: (0, 0),
                 rtx: TxRetrans::None,
                 fclone: 0,
+                zc: None,
             },
             // Not paced: due at once (a qdisc reads no EDT from it).
             tstamp: Instant::ZERO,

@@ -86,6 +86,33 @@ impl Tcb {
         self.sendmsg_data(ctx, SendData::Bytes(data), frags, flags)
     }
 
+    /// `MSG_ZEROCOPY` without the copy: the skbs take slices of `data` itself
+    /// (`skb_zerocopy_iter_stream` pinning the user's pages), laid out in page
+    /// fragments of [`ZC_PAGE`] bytes from its start (as a page-aligned buffer),
+    /// at most [`MAX_SKB_FRAGS`] per skb. Its completion carries `ee_code` 0 unless
+    /// a device copied the bytes ([`Ctx::tx_orphan_frags`]). Without `SO_ZEROCOPY`
+    /// the flag is ignored and the bytes copied, as Linux does; a device that
+    /// takes no payload apart from the headers ([`Ctx::tx_apart`], Linux's
+    /// `NETIF_F_SG` in `sk_route_caps`) gets them copied too, with a notification
+    /// id and `SO_EE_CODE_ZEROCOPY_COPIED` (`uarg->zerocopy = 0`). Otherwise as
+    /// [`Tcb::sendmsg`].
+    pub(crate) fn send_zerocopy(
+        &mut self,
+        ctx: &mut Ctx,
+        data: &bytes::Bytes,
+        flags: SendFlags,
+    ) -> Result<usize, SocketError> {
+        let flags = SendFlags {
+            zerocopy: true,
+            ..flags
+        };
+        let frags = zc_page_frags(data.len());
+        if !self.errq.zerocopy || !ctx.tx_apart {
+            return self.sendmsg(ctx, data, &frags, flags);
+        }
+        self.sendmsg_data(ctx, SendData::Shared(data), &frags, flags)
+    }
+
     /// A send of pattern mode: `len` bytes of the socket's payload source, which
     /// the write queue counts but does not store (see [`super::rtx::data`]);
     /// otherwise as [`Tcb::sendmsg`] without flags.
@@ -111,9 +138,11 @@ impl Tcb {
         };
         let r = self.sendmsg_locked(ctx, data, zc.map(|id| (id, frags)), flags);
         if zc.is_some() {
-            // lowtide copies the caller's bytes: SO_EE_CODE_ZEROCOPY_COPIED.
+            // A send of slices copies the caller's bytes (uarg->zerocopy = 0:
+            // SO_EE_CODE_ZEROCOPY_COPIED); a send of a Bytes keeps them.
             let copied = *r.as_ref().unwrap_or(&0);
-            self.errq.sent(copied, self.write_seq, true);
+            let copied_data = !matches!(data, SendData::Shared(_));
+            self.errq.sent(copied, self.write_seq, copied_data);
         }
         r
     }
@@ -261,6 +290,9 @@ impl Tcb {
         };
         let mut copied = 0;
         let mut frags = FragCursor::new(zc.map_or(&[][..], |z| z.1));
+        let shared = matches!(data, SendData::Shared(_));
+        // A zerocopy send's new skbs hold slices of its buffer, none of their own.
+        let own_id = zc.filter(|_| shared).map(|z| z.0);
         while copied < data.len() {
             let room = match self.write_queue.back() {
                 Some(t)
@@ -268,9 +300,12 @@ impl Tcb {
                         && t.flags & FLAG_FIN == 0
                         && skb::can_collapse_to(t.flags) =>
                 {
-                    if zc.is_some_and(|(id, _)| zc_full(t, id)) {
+                    let takes = t.data.takes(shared, data.bytes(), copied);
+                    if zc.is_some_and(|(id, _)| zc_full(t, id) || !takes) {
                         self.mark_push();
                         0
+                    } else if !takes {
+                        0 // copied data after a zerocopy buffer: an skb of its own
                     } else {
                         goal - t.data.len()
                     }
@@ -279,7 +314,7 @@ impl Tcb {
             };
             let room = match room {
                 0 if !self.memory_free(ctx.cfg) => break,
-                0 if !self.new_write_skb(ctx, goal) => break,
+                0 if !self.new_write_skb(ctx, goal, own_id) => break,
                 0 => goal,
                 r => r,
             };
@@ -296,7 +331,13 @@ impl Tcb {
             if copied == 0 {
                 tail.flags &= !FLAG_PSH;
             }
-            tail.data.append(data.bytes().map(|d| &d[copied..]), n);
+            match data {
+                SendData::Shared(src) => {
+                    let id = zc.expect("a shared send takes an id").0;
+                    tail.data.append_zerocopy(src, copied, n, id);
+                }
+                _ => tail.data.append(data.bytes().map(|d| &d[copied..]), n),
+            }
             let full = tail.data.len() >= goal;
             copied += n;
             self.wmem_queued += n as u64;
@@ -324,12 +365,17 @@ impl Tcb {
     /// refused (`wait_for_space`). Entailing it ends a `TCP_NAGLE_PUSH` left in
     /// `tp->nonagle` and may restart an idle window
     /// (`tcp_slow_start_after_idle_check`).
-    fn new_write_skb(&mut self, ctx: &mut Ctx, goal: usize) -> bool {
+    /// A zerocopy send's skb (`zc`: its notification id) holds no buffer of its own.
+    fn new_write_skb(&mut self, ctx: &mut Ctx, goal: usize, zc: Option<u32>) -> bool {
         let first_skb = self.write_queue.is_empty() && self.rtx.is_empty();
         if !first_skb && !self.mem_schedule(ctx, SKB_OVERHEAD as u64, MemKind::Send) {
             return false;
         }
-        self.add_write_queue_tail(ctx, goal, 0);
+        let data = match zc {
+            Some(id) => WriteData::Zerocopy(bytes::Bytes::new(), id),
+            None => self.new_write_data(ctx, goal),
+        };
+        self.add_write_queue_tail(ctx, data, 0);
         self.nonagle_push = false;
         self.slow_start_after_idle_check(ctx);
         true
@@ -337,22 +383,28 @@ impl Tcb {
 
     /// `tcp_add_write_queue_tail` of a new skb with `flags`, charged to
     /// `sk_wmem_queued`.
-    fn add_write_queue_tail(&mut self, ctx: &mut Ctx, goal: usize, flags: u8) {
+    fn add_write_queue_tail(&mut self, ctx: &mut Ctx, data: WriteData, flags: u8) {
         // The first unsent skb starts the busy chrono.
         if self.write_queue.is_empty() {
             self.chrono_start(ctx.now, super::chrono::Chrono::Busy);
         }
         self.write_queue.push_back(WriteSkb {
             seq: self.write_seq,
-            data: match self.payload_source {
-                Some(_) => WriteData::Pattern { len: 0 },
-                None => WriteData::Stored(ctx.frag.take(goal)),
-            },
+            data,
             flags,
             zc: None,
             nr_frags: 0,
         });
         self.wmem_queued += SKB_OVERHEAD as u64;
+    }
+
+    /// The payload of a new skb: room for `goal` copied bytes, or none in pattern
+    /// mode.
+    fn new_write_data(&self, ctx: &mut Ctx, goal: usize) -> WriteData {
+        match self.payload_source {
+            Some(_) => WriteData::Pattern { len: 0 },
+            None => WriteData::Stored(ctx.frag.take(goal)),
+        }
     }
 
     /// `tcp_wmem_schedule`: how much of `copy` bytes may be charged; when
@@ -624,7 +676,8 @@ impl Tcb {
                 // An skb of its own (tcp_queue_skb, not tcp_skb_entail), its memory
                 // taken whatever tcp_mem says (sk_forced_mem_schedule).
                 self.mem_forced_schedule(ctx.mem, SKB_OVERHEAD as u64);
-                self.add_write_queue_tail(ctx, 0, FLAG_FIN);
+                let data = self.new_write_data(ctx, 0);
+                self.add_write_queue_tail(ctx, data, FLAG_FIN);
             }
         }
         self.fin_queued = true;
@@ -643,6 +696,8 @@ enum SendData<'a> {
     Bytes(&'a [u8]),
     /// That many bytes of the payload source.
     Pattern(usize),
+    /// A `MSG_ZEROCOPY` send's buffer, which the skbs keep slices of.
+    Shared(&'a bytes::Bytes),
 }
 
 impl<'a> SendData<'a> {
@@ -650,6 +705,7 @@ impl<'a> SendData<'a> {
         match self {
             SendData::Bytes(b) => b.len(),
             SendData::Pattern(n) => *n,
+            SendData::Shared(b) => b.len(),
         }
     }
 
@@ -661,9 +717,23 @@ impl<'a> SendData<'a> {
     fn bytes(&self) -> Option<&'a [u8]> {
         match self {
             SendData::Bytes(b) => Some(b),
+            SendData::Shared(b) => Some(&b[..]),
             SendData::Pattern(_) => None,
         }
     }
+}
+
+/// The page size a zerocopy send's buffer is laid out in (x86-64's `PAGE_SIZE`).
+pub const ZC_PAGE: usize = 4096;
+
+/// The page fragments of a zerocopy buffer of `len` bytes, as
+/// `iov_iter_get_pages2` pins a page-aligned buffer: whole pages, then the rest.
+fn zc_page_frags(len: usize) -> Vec<usize> {
+    let mut v = vec![ZC_PAGE; len / ZC_PAGE];
+    if !len.is_multiple_of(ZC_PAGE) {
+        v.push(len % ZC_PAGE);
+    }
+    v
 }
 
 /// `MAX_SKB_FRAGS`: page fragments an skb holds (`net.core.max_skb_frags`'s default).
@@ -1052,5 +1122,62 @@ mod push_tests {
             Some(2),
             "ids 0 and 1 used"
         );
+    }
+
+    /// A send of a Bytes (Stack::send_zerocopy): its skbs hold slices of it up to
+    /// the size goal; copied data after it starts an skb of its own, and so does
+    /// zerocopy data after copied data or after another buffer, even when its
+    /// send shares the tail's notification range (msg_zerocopy_realloc), as
+    /// skb_zerocopy_iter_stream's -EEXIST does.
+    #[test]
+    fn zerocopy_bytes_take_skbs_of_their_own() {
+        let cfg = Config::default();
+        let mut t = established(&cfg);
+        t.cw.snd_cwnd = 0; // keep everything in the write queue
+        t.sndbuf = 1 << 30;
+        t.errq.zerocopy = true;
+        assert_eq!(t.size_goal(&cfg), 16000);
+        let buf = bytes::Bytes::from(vec![7u8; 10 * ZC_PAGE]);
+        let zc = |t: &mut Tcb, b: bytes::Bytes| {
+            with_ctx(&cfg, |ctx| {
+                ctx.tx_apart = true; // the device takes payload apart: NETIF_F_SG
+                t.send_zerocopy(ctx, &b, SendFlags::default())
+            })
+        };
+        let copy = |t: &mut Tcb, n: usize| {
+            with_ctx(&cfg, |ctx| {
+                t.sendmsg(ctx, &vec![1u8; n], &[], SendFlags::default())
+            })
+        };
+        assert_eq!(zc(&mut t, buf.slice(..20_000)), Ok(20_000));
+        assert_eq!(copy(&mut t, 300), Ok(300));
+        assert_eq!(zc(&mut t, buf.slice(30_000..31_000)), Ok(1000));
+        // The next slice of that buffer is another Bytes: a new skb, though its
+        // send extends the tail's range (ids 1 and 2 complete together).
+        assert_eq!(zc(&mut t, buf.slice(31_000..31_100)), Ok(100));
+        let layout: Vec<_> = t
+            .write_queue
+            .iter()
+            .map(|w| (w.data.len(), w.data.zerocopy_id(), w.nr_frags))
+            .collect();
+        assert_eq!(
+            layout,
+            [
+                (16000, Some(0), 4), // pages 0-3
+                (4000, Some(0), 2),  // the rest of page 3, page 4
+                (300, None, 0),
+                (1000, Some(1), 1),
+                (100, Some(1), 1),
+            ]
+        );
+        let at = |i: usize| match &t.write_queue[i].data {
+            WriteData::Zerocopy(b, _) => b.as_ptr(),
+            _ => panic!("zerocopy"),
+        };
+        assert_eq!(at(0), buf.as_ptr(), "the caller's bytes");
+        assert_eq!(at(1), buf[16000..].as_ptr());
+        assert_eq!(at(4), buf[31_000..].as_ptr());
+        assert_eq!(t.errq.zckey, 3);
+        assert!(t.errq.pending.iter().all(|u| u.zerocopy), "nothing copied");
     }
 }

@@ -9,12 +9,30 @@
 //! (`msg_zerocopy_realloc`), and a completion that continues the range at the
 //! queue's tail extends it instead of queuing (`skb_zerocopy_notify_extend`).
 //!
+//! A send of slices ([`crate::Stack::sendmsg`], the POSIX layer) copies the
+//! bytes, so its completion says `SO_EE_CODE_ZEROCOPY_COPIED`. A send of a
+//! `Bytes` ([`crate::Stack::send_zerocopy`]) does not: its skbs hold slices of the
+//! caller's buffer ([`super::rtx::data`]), and its completion carries `ee_code` 0
+//! unless something copied them: the stack, for a device that takes no payload
+//! apart (`tcp_sendmsg_locked` without `NETIF_F_SG`), or a device that declares
+//! it copies every packet's payload ([`crate::Stack::set_tx_orphan_frags`]: tun's
+//! `tun_net_xmit`, loopback's `deliver_skb` and so packetdrill's tun call
+//! `skb_orphan_frags_rx`, whose `skb_copy_ubufs` clears `uarg->zerocopy`), which
+//! clears the range's flag as each of its packets is handed over. The
+//! notification is queued once the stack holds no reference to the bytes:
+//! `snd_una` is past them and every packet of them the device held has come back
+//! through its TX completion (Linux: the last skb clone freed,
+//! `msg_zerocopy_complete` dropping `uarg->refcnt` to 0).
+//!
 //! Where lowtide differs: a send completes when `snd_una` passes its last byte
 //! (Linux: when the skb holding it is freed, which a partly acknowledged skb is
 //! not), a connection that ends with the data unacknowledged reports nothing for it
 //! (Linux reports it when the purged skbs are freed, unless the socket was closed),
 //! and pinned pages are not charged to `RLIMIT_MEMLOCK` nor to `sk_wmem_queued`
-//! page by page.
+//! page by page (a pure zerocopy skb is charged as copied data is, where Linux's
+//! `skb_zcopy_pure` skips `sk_mem_charge`). An skb holds one slice of one buffer,
+//! so copied data after zerocopy data, and a later send's buffer, start a new skb
+//! where Linux would append page fragments to it.
 
 use super::sock::Tcb;
 pub use super::sock_errqueue::{ErrEntry, SockExtendedErr};
@@ -121,6 +139,7 @@ impl ErrQueue {
             bytelen: size,
             zerocopy: true,
             end_seq: 0,
+            in_device: 0,
         });
         Some(id)
     }
@@ -150,7 +169,7 @@ impl ErrQueue {
     pub fn complete_acked(&mut self, snd_una: u64) -> bool {
         let mut any = false;
         while let Some(u) = self.pending.front().copied() {
-            if u.end_seq == 0 || u.end_seq > snd_una {
+            if u.end_seq == 0 || u.end_seq > snd_una || u.in_device > 0 {
                 break;
             }
             self.pending.pop_front();
@@ -158,6 +177,26 @@ impl ErrQueue {
             any = true;
         }
         any
+    }
+
+    /// A packet of range `id`'s zerocopy data went to the device: `copies`, the
+    /// device copies it and lets go at once (`skb_orphan_frags_rx` ->
+    /// `skb_copy_ubufs` -> `skb_zcopy_clear(skb, false)`: `uarg->zerocopy = 0`), or
+    /// it holds the bytes until the packet's TX completion ([`ErrQueue::tx_freed`])
+    /// when `completes`.
+    pub fn tx_handed(&mut self, id: u32, copies: bool, completes: bool) {
+        if let Some(u) = self.pending.iter_mut().find(|u| u.id == id) {
+            u.zerocopy &= !copies;
+            u.in_device += u32::from(!copies && completes);
+        }
+    }
+
+    /// The device freed a packet of range `id`'s data (`msg_zerocopy_complete` of
+    /// the clone).
+    pub fn tx_freed(&mut self, id: u32) {
+        if let Some(u) = self.pending.iter_mut().find(|u| u.id == id) {
+            u.in_device = u.in_device.saturating_sub(1);
+        }
     }
 
     /// `__msg_zerocopy_callback`: the notification for `[id, id + len - 1]`, merged
@@ -224,11 +263,34 @@ impl Tcb {
         }
     }
 
-    /// After an ACK moved `snd_una`: completions of fully acknowledged sends, each
-    /// a wakeup of the error queue's readers (`sk_error_report`).
+    /// After an ACK moved `snd_una`, or the device freed a zerocopy packet:
+    /// completions of fully acknowledged sends the device no longer holds, each a
+    /// wakeup of the error queue's readers (`sk_error_report`).
     pub(crate) fn zerocopy_acked(&mut self, ctx: &mut Ctx) {
         if self.errq.complete_acked(self.snd_una) {
             self.notify(ctx, EventKind::ErrQueue);
+        }
+    }
+
+    /// A packet whose payload is zerocopy data of notification `id` goes to the
+    /// device (`__tcp_transmit_skb`'s clone referencing the pages); see
+    /// [`ErrQueue::tx_handed`]. The bytes are copied by a device that says so, or
+    /// into the packet by the stack when the device no longer takes payload apart.
+    /// Returns `id` for the packet's TX token when the device holds the bytes
+    /// until its completion.
+    pub(crate) fn zerocopy_tx(&mut self, ctx: &Ctx, id: Option<u32>) -> Option<u32> {
+        let id = id?;
+        let copies = ctx.tx_orphan_frags || !ctx.tx_apart;
+        let completes = !ctx.tx_orphan;
+        self.errq.tx_handed(id, copies, completes);
+        (completes && !copies).then_some(id)
+    }
+
+    /// The device freed a packet that held zerocopy data of `token.zc`.
+    pub(crate) fn zerocopy_tx_freed(&mut self, ctx: &mut Ctx, token: &crate::socket::TxToken) {
+        if let Some(id) = token.zc {
+            self.errq.tx_freed(id);
+            self.zerocopy_acked(ctx);
         }
     }
 }

@@ -227,6 +227,10 @@ pub(crate) struct Ctx<'a> {
     /// The device frees packets as it takes them (`skb_orphan`): no TX completion
     /// is charged, so TCP Small Queues never waits on it.
     pub tx_orphan: bool,
+    /// The device copies every packet's payload before it sends it
+    /// (`skb_orphan_frags_rx`): zerocopy data it carries was copied
+    /// ([`crate::Stack::set_tx_orphan_frags`]).
+    pub tx_orphan_frags: bool,
     /// Leave payload out of the packets ([`Transmit::payload`]).
     pub tx_apart: bool,
     /// The stack's orphans and TIME-WAIT sockets as this input began.
@@ -314,6 +318,7 @@ impl TestStack {
             pool: &mut self.pool,
             frag: &mut self.frag,
             tx_orphan,
+            tx_orphan_frags: false,
             tx_apart: false,
             death_row: DeathRow::default(),
             routes: &self.routes,

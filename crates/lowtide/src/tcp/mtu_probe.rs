@@ -69,12 +69,14 @@ impl Tcb {
 
     /// `tcp_can_coalesce_send_queue_head`: the probe may take `len` bytes from the
     /// head of the write queue unless an skb it takes whole ends a record or carries
-    /// a timestamp mark (or, here, zerocopy data).
+    /// a timestamp mark (or, here, zerocopy data), nor may the skb it takes in
+    /// part carry a zerocopy sender's bytes (`tcp_skb_can_collapse`'s
+    /// `skb_pure_zcopy_same` of the pair; lowtide would copy them).
     fn can_coalesce_send_queue_head(&self, mut len: u64) -> bool {
-        for w in &self.write_queue {
+        for (i, w) in self.write_queue.iter().enumerate() {
             let n = w.data.len() as u64;
             if len <= n {
-                break;
+                return i == 0 || w.data.zerocopy_id().is_none();
             }
             let end = w.seq + n;
             if w.flags & FLAG_EOR != 0 || w.zc.is_some() || self.tstamp_marked(w.seq, end) {

@@ -448,8 +448,12 @@ impl Tcb {
         // A single segment is built whole; a GSO packet's payload stays apart if the
         // device takes it so (Stack::set_tx_payload_apart). Pattern mode: the
         // device makes the bytes when it sends the packet, for this transmission
-        // only.
-        let apart = ctx.tx_apart && payload.len() > mss as usize;
+        // only. A zerocopy sender's bytes stay apart whatever the size: the stack
+        // does not copy them (tcp/errqueue.rs), unless the device stopped taking
+        // payload apart since they were written.
+        let zc_id = payload.zerocopy_id();
+        let apart = ctx.tx_apart && (payload.len() > mss as usize || zc_id.is_some());
+        let zc = self.zerocopy_tx(ctx, zc_id);
         let ds = match flags & FLAG_SYN != 0 {
             true => self.synack_dsfield(ctx.cfg),
             false => self.dsfield(),
@@ -504,6 +508,7 @@ impl Tcb {
             prr: (0, 0),
             rtx: TxRetrans::None,
             fclone: 0,
+            zc,
         };
         let ip_len = pkt.0.len() + pkt.1.len();
         push(ctx, pkt, mss, payload.len(), token, tstamp);

@@ -248,6 +248,7 @@ impl Tcb {
     pub(crate) fn on_tx_complete(&mut self, ctx: &mut Ctx, token: &TxToken) {
         self.wmem_alloc = self.wmem_alloc.saturating_sub(token.truesize as u64);
         self.fclone_freed(token);
+        self.zerocopy_tx_freed(ctx, token);
         if !self.local_drops.is_empty() {
             self.resend_local_drops(ctx);
         }
@@ -266,8 +267,10 @@ impl Tcb {
     /// ([`Tcb::retransmit_failed`]); new data was never sent ([`Tcb::first_send_dropped`]).
     pub(crate) fn on_tx_dropped(&mut self, ctx: &mut Ctx, token: &TxToken) {
         self.wmem_alloc = self.wmem_alloc.saturating_sub(token.truesize as u64);
-        // kfree_skb of the clone: its skb's fast clone is free.
+        // kfree_skb of the clone: its skb's fast clone is free, its pages' reference
+        // dropped.
         self.fclone_freed(token);
+        self.zerocopy_tx_freed(ctx, token);
         let (counted, high_seq) = token.prr;
         if counted > 0 && self.in_cwnd_reduction() && self.high_seq == high_seq {
             self.prr_out = self.prr_out.saturating_sub(counted);

@@ -80,6 +80,7 @@ pub(crate) fn send_bare(
         prr: (0, 0),
         rtx: TxRetrans::None,
         fclone: 0,
+        zc: None,
     };
     let now = ctx.now;
     push(ctx, pkt, 1, 0, token, now);

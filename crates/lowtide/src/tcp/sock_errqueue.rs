@@ -161,6 +161,9 @@ pub(crate) struct Uarg {
     pub(crate) zerocopy: bool,
     /// Stream offset just past the range's last byte.
     pub(crate) end_seq: u64,
+    /// Packets of its zerocopy data the device still holds (the skb clones whose
+    /// references to the pages keep `uarg->refcnt` up until they are freed).
+    pub(crate) in_device: u32,
 }
 
 /// A socket's error queue and `MSG_ZEROCOPY` state.

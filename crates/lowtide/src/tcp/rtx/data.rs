@@ -9,6 +9,15 @@
 //!
 //! Every decision of the engine reads only lengths, so a socket behaves the same
 //! either way; only the memory the queues touch differs.
+//!
+//! A third kind holds the caller's own bytes: a `MSG_ZEROCOPY` send of a [`Bytes`]
+//! ([`crate::Stack::send_zerocopy`]) puts slices of it in the write queue
+//! ([`WriteData::Zerocopy`], [`SkbData::Zerocopy`]), as
+//! `skb_zerocopy_iter_stream` makes the user's pinned pages the skb's fragments:
+//! splitting, retransmitting and handing to the device share the caller's
+//! allocation, never copy it. Nothing joins such an skb but the next bytes of the
+//! same buffer (`skb_zcopy`: one `uarg` per skb), and it joins no other
+//! (`skb_shift` and `tcp_skb_can_collapse`'s `skb_pure_zcopy_same` refuse it).
 
 use crate::socket::TxPayload;
 use bytes::{Bytes, BytesMut};
@@ -91,6 +100,9 @@ pub enum WriteData {
         /// Bytes.
         len: usize,
     },
+    /// A slice of the caller's buffer, and the `MSG_ZEROCOPY` notification id
+    /// (`skb_zcopy`'s `uarg`) its send took.
+    Zerocopy(Bytes, u32),
 }
 
 /// The payload of a sent skb (retransmit queue), or a piece of one being sent.
@@ -103,6 +115,9 @@ pub enum SkbData {
         /// Bytes.
         len: usize,
     },
+    /// A slice of a `MSG_ZEROCOPY` sender's buffer, and the notification id its
+    /// send took (see [`WriteData::Zerocopy`]).
+    Zerocopy(Bytes, u32),
 }
 
 impl Default for SkbData {
@@ -129,7 +144,45 @@ impl WriteData {
         match self {
             WriteData::Stored(b) => b.len(),
             WriteData::Pattern { len } => *len,
+            WriteData::Zerocopy(b, _) => b.len(),
         }
+    }
+
+    /// The notification id of a `MSG_ZEROCOPY` sender's bytes (`skb_zcopy`), if
+    /// it holds them.
+    pub fn zerocopy_id(&self) -> Option<u32> {
+        match self {
+            WriteData::Zerocopy(_, id) => Some(*id),
+            _ => None,
+        }
+    }
+
+    /// May the next bytes of a send join it: a copying send (`src` its bytes, or
+    /// none in pattern mode) joins stored or pattern data; a zerocopy send of
+    /// `src`'s bytes from offset `at` joins only the slice of `src` that ends
+    /// there (`skb_zerocopy_iter_stream`: an skb points to one `uarg`; and a later
+    /// send's buffer, even of the same allocation, cannot join: `Bytes` slices do
+    /// not merge), or an empty skb, which it then becomes.
+    pub fn takes(&self, zerocopy: bool, src: Option<&[u8]>, at: usize) -> bool {
+        match (self, zerocopy) {
+            (WriteData::Stored(_), false) => src.is_some(),
+            (WriteData::Pattern { .. }, false) => src.is_none(),
+            (WriteData::Stored(b), true) => b.is_empty() && src.is_some(),
+            (WriteData::Zerocopy(b, _), true) => src.is_some_and(|s| {
+                b.is_empty() || (b.len() <= at && s[at - b.len()..].as_ptr() == b.as_ptr())
+            }),
+            _ => false,
+        }
+    }
+
+    /// Appends the next `n` bytes of `src` from offset `at`, a zerocopy send's
+    /// buffer (notification `id`): the slice grows, nothing is copied. An empty
+    /// skb takes the slice; a non-empty one must end where it starts
+    /// ([`WriteData::takes`]).
+    pub fn append_zerocopy(&mut self, src: &Bytes, at: usize, n: usize, id: u32) {
+        let start = at - self.len();
+        debug_assert!(self.is_empty() || self.takes(true, Some(src), at));
+        *self = WriteData::Zerocopy(src.slice(start..at + n), id);
     }
 
     /// True if it has no payload.
@@ -152,9 +205,7 @@ impl WriteData {
         match (self, next) {
             (WriteData::Stored(b), WriteData::Stored(n)) => b.extend_from_slice(n),
             (WriteData::Pattern { len }, n) => *len += n.len(),
-            (WriteData::Stored(_), WriteData::Pattern { .. }) => {
-                unreachable!("one socket's skbs are of one kind")
-            }
+            _ => unreachable!("a probe takes no zerocopy data, one socket's skbs one kind"),
         }
     }
 
@@ -180,6 +231,7 @@ impl WriteData {
                 *len -= n;
                 SkbData::Pattern { len: n }
             }
+            WriteData::Zerocopy(b, id) => SkbData::Zerocopy(b.split_to(n), *id),
         }
     }
 
@@ -188,6 +240,7 @@ impl WriteData {
         match self {
             WriteData::Stored(b) => SkbData::Stored(b.freeze()),
             WriteData::Pattern { len } => SkbData::Pattern { len },
+            WriteData::Zerocopy(b, id) => SkbData::Zerocopy(b, id),
         }
     }
 }
@@ -199,8 +252,17 @@ impl SkbData {
     /// Bytes held (or stood for).
     pub fn len(&self) -> usize {
         match self {
-            SkbData::Stored(b) => b.len(),
+            SkbData::Stored(b) | SkbData::Zerocopy(b, _) => b.len(),
             SkbData::Pattern { len } => *len,
+        }
+    }
+
+    /// The notification id of a `MSG_ZEROCOPY` sender's bytes (`skb_zcopy`), if
+    /// it holds them.
+    pub fn zerocopy_id(&self) -> Option<u32> {
+        match self {
+            SkbData::Zerocopy(_, id) => Some(*id),
+            _ => None,
         }
     }
 
@@ -213,6 +275,7 @@ impl SkbData {
     pub fn split_off(&mut self, n: usize) -> SkbData {
         match self {
             SkbData::Stored(b) => SkbData::Stored(b.split_off(n)),
+            SkbData::Zerocopy(b, id) => SkbData::Zerocopy(b.split_off(n), *id),
             SkbData::Pattern { len } => {
                 let tail = *len - n;
                 *len = n;
@@ -221,10 +284,10 @@ impl SkbData {
         }
     }
 
-    /// The stored bytes, if stored.
+    /// The bytes held (stored, or the zerocopy sender's), if held.
     pub fn stored(&self) -> Option<&Bytes> {
         match self {
-            SkbData::Stored(b) => Some(b),
+            SkbData::Stored(b) | SkbData::Zerocopy(b, _) => Some(b),
             SkbData::Pattern { .. } => None,
         }
     }
@@ -249,9 +312,7 @@ impl SkbData {
                 *a = m.freeze();
             }
             (SkbData::Pattern { len }, n) => *len += n.len(),
-            (SkbData::Stored(_), SkbData::Pattern { .. }) => {
-                unreachable!("one socket's skbs are of one kind")
-            }
+            _ => unreachable!("zerocopy skbs join none, one socket's skbs are one kind"),
         }
     }
 
@@ -260,7 +321,7 @@ impl SkbData {
     /// source's bytes there, which the device makes when it sends the packet.
     pub(crate) fn for_device(&self, source: Option<&SharedSource>, offset: u64) -> TxPayload {
         match self {
-            SkbData::Stored(b) => TxPayload::Bytes(b.clone()),
+            SkbData::Stored(b) | SkbData::Zerocopy(b, _) => TxPayload::Bytes(b.clone()),
             SkbData::Pattern { len } => TxPayload::Pattern(PatternPayload {
                 source: source.expect("a pattern skb's socket has a source").clone(),
                 offset,
@@ -305,6 +366,32 @@ mod tests {
         let mut joined = rest.clone();
         joined.concat(&tail, true, |n| n);
         assert_eq!(joined.len(), 600);
+    }
+
+    #[test]
+    fn zerocopy_pieces_are_slices_of_the_senders_buffer() {
+        let src = Bytes::from(vec![9u8; 5000]);
+        let whole = src.as_ptr_range();
+        let mut w = WriteData::Zerocopy(Bytes::new(), 3);
+        assert!(w.takes(true, Some(&src), 0));
+        assert!(!w.takes(false, Some(&src), 0), "copied bytes never join");
+        w.append_zerocopy(&src, 0, 1000, 3);
+        assert!(w.takes(true, Some(&src), 1000));
+        assert!(!w.takes(true, Some(&src), 1500), "not where it ends");
+        let later = src.slice(1000..);
+        assert!(!w.takes(true, Some(&later), 0), "another send's buffer");
+        w.append_zerocopy(&src, 1000, 3000, 3);
+        let head = w.split_to(1500);
+        let mut rest = w.freeze();
+        let tail = rest.split_off(1000);
+        for (d, at) in [(&head, 0), (&rest, 1500), (&tail, 2500)] {
+            assert_eq!(d.zerocopy_id(), Some(3));
+            let TxPayload::Bytes(b) = d.for_device(None, 0) else {
+                panic!("bytes");
+            };
+            assert_eq!(b.as_ptr(), src[at..].as_ptr(), "a slice, not a copy");
+            assert!(whole.start <= b.as_ptr() && b.as_ptr_range().end <= whole.end);
+        }
     }
 
     #[test]

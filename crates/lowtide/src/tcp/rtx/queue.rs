@@ -163,9 +163,10 @@ impl Acct {
 /// `tcp_can_collapse`: may `s` be merged into the skb before it on retransmission?
 /// Not an skb of several segments, nor one whose clone the device still holds
 /// (`skb_cloned`: [`Skb::fclone`]; a device that orphans its packets, as tun,
-/// frees them at once here), nor a SACKed one.
+/// frees them at once here), nor a SACKed one, nor one of a zerocopy sender's
+/// bytes (`tcp_collapse_retrans`'s `skb_shift` refuses `skb_zcopy` skbs).
 fn can_collapse(s: &Skb) -> bool {
-    s.pcount <= 1 && s.fclone == 0 && !s.has(SACKED_ACKED)
+    s.pcount <= 1 && s.fclone == 0 && !s.has(SACKED_ACKED) && s.data.zerocopy_id().is_none()
 }
 
 impl RtxQueue {

@@ -491,7 +491,10 @@ impl RtxQueue {
             && y.flags & !(skb::FLAG_PSH | skb::FLAG_EOR) == 0
             && x.end_seq == y.seq
             && x.len() as u64 == x.pcount as u64 * mss as u64
-            && x.data.len() + y.data.len() <= MERGE_MAX;
+            && x.data.len() + y.data.len() <= MERGE_MAX
+            // skb_shift refuses zerocopy skbs (skb_zcopy(tgt) || skb_zcopy(skb)).
+            && x.data.zerocopy_id().is_none()
+            && y.data.zerocopy_id().is_none();
         if !ok {
             return false;
         }

@@ -56,6 +56,9 @@ pub struct Pair {
     /// Segments the filter dropped, when recording.
     pub dropped: Vec<(Instant, Dir, Vec<u8>)>,
     pub record: bool,
+    /// When set, A's device holds its packets: their TX tokens wait here until
+    /// the test completes them (`Stack::handle_tx_complete`).
+    pub held_a: Option<Vec<lowtide::TxToken>>,
 }
 
 pub fn addr(ip: &str, port: u16) -> SocketAddr {
@@ -87,6 +90,7 @@ impl Pair {
             wire: Vec::new(),
             dropped: Vec::new(),
             record: false,
+            held_a: None,
         }
     }
 
@@ -98,14 +102,19 @@ impl Pair {
                     Dir::AtoB => &mut self.a,
                     Dir::BtoA => &mut self.b,
                 };
-                let Some(tx) = st.poll_transmit(self.now) else {
+                let Some(mut tx) = st.poll_transmit(self.now) else {
                     break;
                 };
                 if self.local_drop.as_mut().is_some_and(|f| f(dir, &tx)) {
                     st.handle_tx_dropped(self.now, tx.token);
                     continue;
                 }
-                st.handle_tx_complete(self.now, tx.token);
+                match self.held_a.as_mut().filter(|_| dir == Dir::AtoB) {
+                    Some(held) => held.push(tx.token),
+                    None => st.handle_tx_complete(self.now, tx.token),
+                }
+                // A payload kept apart (a zerocopy send's) joins its headers.
+                tx.flatten();
                 let mut segs = Vec::new();
                 lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s)).unwrap();
                 for mut s in segs {

@@ -6,3 +6,4 @@ mod mss;
 pub(crate) mod pmtu;
 mod routes;
 mod sndbuf;
+mod zerocopy;

@@ -155,7 +155,8 @@ struct StreamArgs {
     queue: u64,
     /// Marks ECN-capable packets CE (RFC 3168) once this many packets wait in a NIC
     /// queue, 1 to 1000000: a step AQM, as `red min K max K ecn`. Flows use ECN with
-    /// `--sysctl net.ipv4.tcp_ecn=1` (the receivers accept it by default).
+    /// `--sysctl net.ipv4.tcp_ecn=1` (the receivers accept it by default), Accurate ECN
+    /// with `=3`.
     #[arg(long, value_name = "PACKETS", value_parser = limits::queue, allow_hyphen_values = true)]
     ecn_mark_at: Option<u64>,
     /// The bottleneck's queueing discipline, host A's device (A->B), as

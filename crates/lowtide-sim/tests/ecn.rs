@@ -55,3 +55,37 @@ fn marking_keeps_the_device_queue_shorter() {
         without.device_queue.mean_delay_us
     );
 }
+
+#[test]
+fn accecn_flows_back_off_and_count_ce_packets() {
+    // net.ipv4.tcp_ecn = 3 on both hosts: AccECN, every segment ECT(0), the CE count
+    // fed back in ACE and turned into delivered_ce and cwnd reductions by the
+    // senders (tcp_accecn_process).
+    let acc = run_verified(&marked("net.ipv4.tcp_ecn=3"));
+    let classic = run_verified(&marked("net.ipv4.tcp_ecn=1"));
+    let none = run_verified(&marked("net.ipv4.tcp_ecn=2"));
+    assert!(acc.drops.ce_marked > 100, "marks {}", acc.drops.ce_marked);
+    assert_eq!(acc.drops.queue, 0);
+    assert_eq!(
+        acc.counters.get(Mib::TcpRetransSegs),
+        0,
+        "a mark is no loss"
+    );
+    assert!(
+        acc.device_queue.mean_delay_us < none.device_queue.mean_delay_us,
+        "the senders reduce: {} vs {} us",
+        acc.device_queue.mean_delay_us,
+        none.device_queue.mean_delay_us
+    );
+    // Every marked (GSO) packet is at least one CE segment, each reported once:
+    // AccECN counts CE packets, where classic ECN counts every packet an ECE ACK
+    // covered.
+    let ce = acc.counters.get(Mib::TcpExtTCPDeliveredCE);
+    assert!(
+        ce >= acc.drops.ce_marked,
+        "{ce} CE packets, {} marks",
+        acc.drops.ce_marked
+    );
+    let classic_ce = classic.counters.get(Mib::TcpExtTCPDeliveredCE);
+    assert!(ce < classic_ce, "{ce} vs classic ECN's {classic_ce}");
+}

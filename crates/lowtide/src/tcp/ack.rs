@@ -2,7 +2,8 @@
 //! exits), `tcp_ack_update_window`, `tcp_clean_rtx_queue`'s RTT samples,
 //! `tcp_ack_update_rtt`'s timestamp echo, `tcp_newly_delivered`, `tcp_cong_control`.
 
-use super::cong::{AckSample, CaState, CcContext, CongestionOps};
+use super::accecn::AccEcnAck;
+use super::cong::{AckSample, CaState, CcContext, CongestionOps, CA_ACK_ECE, CA_ACK_SLOWPATH};
 use super::rate::{AckRate, RateSample};
 use super::sock::Tcb;
 use super::timer::RttSamples;
@@ -31,6 +32,7 @@ impl Tcb {
         th: &TcpRepr,
         payload_len: usize,
         hp: bool,
+        syn_acked: bool,
     ) -> AckOutcome {
         let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
         let ack = self.snd_una as i64 + delta;
@@ -72,14 +74,21 @@ impl Tcb {
         let win_update = self.ack_update_window(th, ack, ctx.cfg.tcp_min_snd_mss);
         let prior_fack = self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack, ack);
-        let ece = self.ecn_rcv_ecn_echo(th);
+        // FLAG_ECE of classic ECN, before the queue is cleaned; AccECN's comes after.
+        let ece3168 = self.ecn_rcv_ecn_echo(th);
         // Linux 5.10+ accepts CWR on pure ACKs too (robustness against peers that
         // send it so), before cleaning the queue.
         self.ecn_accept_cwr(th, payload_len);
         let fast = hp && ack > prior_una;
-        let ca_flags = self.ack_event_flags(ctx, th, payload_len, fast, win_update, ece);
+        let ca_flags = self.ack_event_flags(ctx, th, payload_len, fast, win_update, ece3168);
+        let acc = AccEcnAck {
+            slowpath: !hp,
+            syn_acked,
+            ..AccEcnAck::default()
+        };
         if prior_packets == 0 {
-            return self.ack_no_queue(ctx, ack, prior_una, &sack, ece, ca_flags);
+            let q = (prior_una, &sack, ece3168, ca_flags);
+            return self.ack_no_queue(ctx, th, ack, q, acc, prior_delivered);
         }
         let cleaned = self.clean_rtx_queue(ctx, ack);
         // tcp_clean_rtx_queue: "Non-retransmitted hole got filled? That's reordering".
@@ -90,7 +99,6 @@ impl Tcb {
             self.check_sack_reordering(ctx, low, false);
         }
         let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, &sack);
-        fl.ece = ece;
         self.rack_update_reo_wnd(ctx, fl.delivered_any);
         // tcp_count_delivered(sack_delivered): newly SACKed segments and D-SACKed
         // duplicates, then what the cumulative ACK covers (tcp_clean_rtx_queue);
@@ -115,8 +123,29 @@ impl Tcb {
                 + prior_sacked
                     .saturating_sub(self.rtx.sacked_out)
                     .saturating_sub(cleaned.acked_sacked_segs),
-            ece,
+            ece3168,
         );
+        // tcp_accecn_process: ACE's CE count, read once the queue is cleaned.
+        // tcp_clean_rtx_queue's sack->delivered_bytes: what snd_una advanced up to
+        // the first skb left, if anything was ACKed; else what SACK newly covered.
+        // (Only AccECN reads it: the queue walk is charged by the CPU model.)
+        let delivered_bytes = match cleaned.acked_segs {
+            _ if !self.ecn_mode_accecn() => 0,
+            0 => sack.newly_sacked_bytes,
+            _ => {
+                let left = self.rtx.first().map_or(ack, |h| h.seq.min(ack));
+                (left - prior_una) as u32
+            }
+        };
+        let acc = AccEcnAck {
+            delivered_pkts: (self.delivered - prior_delivered) as u32,
+            delivered_bytes,
+            progress: cleaned.acked_segs > 0 || sack.newly_sacked > 0,
+            ..acc
+        };
+        let (ecn_count, ca_flags) = self.ack_accecn(th, acc, ca_flags);
+        let ece = ece3168 || ecn_count > 0;
+        fl.ece = ece;
         // tcp_in_ack_event (Linux 6.14+: after the queue is cleaned and the
         // deliveries counted, before the TLP check).
         let ca_ctx = self.ca_ctx(ctx.now);
@@ -132,7 +161,7 @@ impl Tcb {
             && prior_sacked == 0
             && ack - prior_una < self.mss_cache as u64
             && skb.is_some_and(|d| d.tx.delivered + 1 == self.delivered)
-            && !(sack.newly_sacked > 0 || ece || sack.dsack);
+            && !(sack.newly_sacked > 0 || ece3168 || sack.dsack);
         let (rtt_update, ca_rtt_us) = self.ack_rtt(ctx, th, &cleaned, &sack, maybe_delayed);
         let mut rate = AckRate {
             skb,
@@ -191,7 +220,7 @@ impl Tcb {
         }
         // Everything this ACK delivered, duplicate ACKs counted as SACKs included,
         // for PRR, the rate sample and the counters.
-        let newly_acked_sacked = self.newly_delivered(ctx, prior_delivered, ece);
+        let newly_acked_sacked = self.newly_delivered(ctx, prior_delivered, ece, ecn_count);
         rate.delivered = newly_acked_sacked;
         rate.lost = (self.rtx.lost - prior_lost) as u32;
         let rs = self.rate_gen(ctx.now, &rate);
@@ -229,16 +258,23 @@ impl Tcb {
     fn ack_no_queue(
         &mut self,
         ctx: &mut Ctx,
+        th: &TcpRepr,
         ack: u64,
-        prior_una: u64,
-        sack: &super::rtx::sacktag::SackResult,
-        ece: bool,
-        ca_flags: u32,
+        (prior_una, sack, ece, ca_flags): (u64, &super::rtx::sacktag::SackResult, bool, u32),
+        acc: AccEcnAck,
+        prior_delivered: u64,
     ) -> AckOutcome {
-        let prior_delivered = self.delivered;
         // tcp_ack counts sack_state.sack_delivered before it branches.
         self.count_delivered(sack.newly_sacked + sack.dsack_segs, ece);
-        // no_queue: tcp_in_ack_event first.
+        // no_queue: tcp_accecn_process, then tcp_in_ack_event.
+        let acc = AccEcnAck {
+            delivered_pkts: (self.delivered - prior_delivered) as u32,
+            delivered_bytes: sack.newly_sacked_bytes,
+            progress: sack.newly_sacked > 0,
+            ..acc
+        };
+        let (ecn_count, ca_flags) = self.ack_accecn(th, acc, ca_flags);
+        let ece = ece || ecn_count > 0;
         let ca_ctx = self.ca_ctx(ctx.now);
         self.cc.in_ack_event(ca_flags, &ca_ctx);
         let mut fl = self.rack_ack_delivered(ctx, false, sack);
@@ -246,7 +282,7 @@ impl Tcb {
         if sack.dsack {
             let d = self.fastretrans_alert(ctx, prior_una, 0, &mut fl);
             self.count_delivered(d, ece);
-            self.newly_delivered(ctx, prior_delivered, ece);
+            self.newly_delivered(ctx, prior_delivered, ece, ecn_count);
         }
         self.ack_probe(ctx);
         if self.tlp_high_seq.is_some() {
@@ -292,30 +328,65 @@ impl Tcb {
         let d = self.fastretrans_alert(ctx, una, 0, &mut fl);
         // FLAG_ECE is only looked at past `old_ack:`, so never here.
         self.count_delivered(d, false);
-        self.newly_delivered(ctx, prior_delivered, false);
+        self.newly_delivered(ctx, prior_delivered, false, 0);
+    }
+
+    /// `tcp_ack`'s `tcp_accecn_process` on an AccECN connection, with
+    /// `FLAG_TS_PROGRESS` (the timestamp would advance `ts_recent`:
+    /// `tcp_replace_ts_recent`, which lowtide runs after `tcp_ack`): the CE packets
+    /// newly reported (0 on other connections), and the congestion control's ACK
+    /// flags with `CA_ACK_ECE` for them on the slow path (`tcp_in_ack_event`).
+    fn ack_accecn(&mut self, th: &TcpRepr, acc: AccEcnAck, ca_flags: u32) -> (u32, u32) {
+        if !self.ecn_mode_accecn() {
+            return (0, ca_flags);
+        }
+        let seq = self.rcv_off(super::seq::Seq(th.seq));
+        let ts_progress = th
+            .options
+            .timestamp
+            .filter(|_| self.rx_opt.tstamp_ok)
+            .is_some_and(|(tsval, _)| {
+                seq <= self.rcv_wup && (tsval.wrapping_sub(self.rx_opt.ts_recent) as i32) > 0
+            });
+        let acc = AccEcnAck {
+            progress: acc.progress || ts_progress,
+            ..acc
+        };
+        let ecn_count = self.accecn_process(th, &acc);
+        match ecn_count > 0 && ca_flags & CA_ACK_SLOWPATH != 0 {
+            true => (ecn_count, ca_flags | CA_ACK_ECE),
+            false => (ecn_count, ca_flags),
+        }
     }
 
     /// `tcp_newly_delivered`: the segments delivered since `prior_delivered`, counted
-    /// in `TcpExtTCPDelivered` (and `TcpExtTCPDeliveredCE` for an ECE ACK).
+    /// in `TcpExtTCPDelivered`; for an ECE ACK also in `TcpExtTCPDeliveredCE`: all of
+    /// them with classic ECN, the `ecn_count` CE packets ACE reported with AccECN.
     pub(super) fn newly_delivered(
         &mut self,
         ctx: &mut Ctx,
         prior_delivered: u64,
         ece: bool,
+        ecn_count: u32,
     ) -> u32 {
         let newly = self.delivered - prior_delivered;
         ctx.mib.add(Mib::TcpExtTCPDelivered, newly);
         if ece {
-            super::ecn::count_delivered_ce(ctx, newly);
+            let ce = match self.ecn_mode_rfc3168() {
+                true => newly,
+                false => ecn_count as u64,
+            };
+            super::ecn::count_delivered_ce(ctx, ce);
         }
         newly as u32
     }
 
     /// `tcp_count_delivered`: `delivered` more segments reached the peer, with an
-    /// ECE ACK also `delivered_ce`.
+    /// ECE ACK of classic ECN also `delivered_ce` (AccECN counts its own in
+    /// `tcp_accecn_process`).
     fn count_delivered(&mut self, delivered: u32, ece: bool) {
         self.delivered += delivered as u64;
-        if ece {
+        if ece && self.ecn_mode_rfc3168() {
             self.delivered_ce += delivered as u64;
         }
     }

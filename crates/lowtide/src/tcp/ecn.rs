@@ -7,8 +7,8 @@
 //! 3 asks for AccECN and 3 to 5 accept it, the SYN-ACK's AE, CWR and ECE (the ACE
 //! field) echo the IP-ECN field the SYN arrived with, the third ACK the SYN-ACK's,
 //! and every later segment is ECT(0) and carries the count of CE-marked packets
-//! received (`received_ce`) in ACE. What the sender makes of ACE (`tcp_accecn_process`)
-//! and the AccECN option are not modelled yet.
+//! received (`received_ce`) in ACE. What the sender makes of ACE is `tcp/accecn.rs`
+//! (`tcp_accecn_process`); the AccECN option is not modelled yet.
 //!
 //! <https://www.rfc-editor.org/rfc/rfc3168#section-6.1>
 
@@ -53,7 +53,7 @@ pub(crate) fn accecn_ace(flags: TcpFlags) -> u8 {
 }
 
 /// The ACE field `ace` (0-7) as TCP flags.
-fn ace_flags(ace: u32) -> TcpFlags {
+pub(crate) fn ace_flags(ace: u32) -> TcpFlags {
     TcpFlags(((ace & 7) << 6) as u16)
 }
 

@@ -73,11 +73,19 @@ impl Tcb {
             return false;
         };
         // TCP_HP_BITS: every flag but PSH and the reserved bits must match; AE is a
-        // flag since Linux 6.18 (TCP_RESERVED_BITS lost it to TCP_FLAG_AE), so a
-        // segment with AE set takes the slow path.
+        // flag since Linux 6.18 (TCP_RESERVED_BITS lost it to TCP_FLAG_AE).
+        // `__tcp_fast_path_on` puts the ACE an AccECN connection expects into
+        // pred_flags: `delivered_ce + 5` mod 8, no new CE mark (`tcp_accecn_process`
+        // recomputes it when delivered_ce moves); any other ACE takes the slow path.
         let flags = th.flags.without(TcpFlags::PSH | TcpFlags::RES1);
+        let ace = match self.ecn_mode_accecn() {
+            true => super::ecn::ace_flags(
+                (self.delivered_ce as u32).wrapping_add(super::ecn::TCP_ACCECN_CEP_INIT_OFFSET),
+            ),
+            false => TcpFlags(0),
+        };
         if self.state != TcpState::Established
-            || flags != TcpFlags::ACK
+            || flags != TcpFlags::ACK | ace
             || th.window != wnd
             || hdr_len != self.predicted_header_len()
             || seq != self.rcv_nxt

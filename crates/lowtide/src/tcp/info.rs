@@ -79,7 +79,8 @@ pub struct TcpInfo {
     pub data_segs_out: u64,
     /// `tcpi_delivered`.
     pub delivered: u64,
-    /// `tcpi_delivered_ce`: delivered with an ECE ACK (RFC 3168).
+    /// `tcpi_delivered_ce`: delivered with an ECE ACK (RFC 3168), or reported CE
+    /// marked by ACE (AccECN, `tcp_accecn_process`).
     pub delivered_ce: u64,
     /// `tcpi_bytes_sent`.
     pub bytes_sent: u64,
@@ -171,7 +172,7 @@ pub struct TcpInfo {
     #[serde(skip_serializing_if = "is_zero")]
     pub received_ce_bytes: u32,
     /// `tcpi_delivered_e1_bytes`, `_e0_bytes`, `_ce_bytes`: what the peer's AccECN
-    /// option reports delivered; 0, as lowtide reads no AccECN option yet.
+    /// option reports delivered (`delivered_ecn_bytes`; 0 until an option is read).
     #[serde(skip_serializing_if = "is_zero")]
     pub delivered_e1_bytes: u32,
     /// See `delivered_e1_bytes`.
@@ -332,9 +333,9 @@ impl Tcb {
             received_e1_bytes: self.accecn.received_ecn_bytes[0],
             received_e0_bytes: self.accecn.received_ecn_bytes[1],
             received_ce_bytes: self.accecn.received_ecn_bytes[2],
-            delivered_e1_bytes: 0,
-            delivered_e0_bytes: 0,
-            delivered_ce_bytes: 0,
+            delivered_e1_bytes: self.accecn.delivered_ecn_bytes[0],
+            delivered_e0_bytes: self.accecn.delivered_ecn_bytes[1],
+            delivered_ce_bytes: self.accecn.delivered_ecn_bytes[2],
             accecn_fail_mode: self.accecn.fail_mode.into(),
         }
     }

@@ -238,6 +238,19 @@ impl Tcb {
             self.delivered += c.acked_segs as u64;
         }
         self.handshake_rack_advance(ctx.now);
+        // tcp_ack's tcp_accecn_process on the SYN-ACK (tcp_ecn_rcv_synack ran first):
+        // FLAG_SYN_ACKED stops it before ACE, but what it delivered starts
+        // pkts_acked_ewma.
+        if self.ecn_mode_accecn() {
+            let a = super::accecn::AccEcnAck {
+                delivered_pkts: (self.delivered - prior_delivered) as u32,
+                delivered_bytes: ack as u32,
+                slowpath: true,
+                progress: true,
+                syn_acked: true,
+            };
+            self.accecn_process(th, &a);
+        }
         self.syn_acked_alert(ctx, 0);
         self.synack_ack_end(ctx, prior_delivered);
         self.snd_nxt = self.snd_nxt.max(1);
@@ -272,7 +285,7 @@ impl Tcb {
     /// growth on acked Fast Open data, the congestion control's `pkts_acked` or
     /// `cong_control`) are undone there: cwnd set afresh, the module's `init`.
     fn synack_ack_end(&mut self, ctx: &mut Ctx, prior_delivered: u64) {
-        let delivered = self.newly_delivered(ctx, prior_delivered, false);
+        let delivered = self.newly_delivered(ctx, prior_delivered, false, 0);
         let rate = super::rate::AckRate {
             delivered,
             ..Default::default()
@@ -388,14 +401,16 @@ impl Tcb {
         // A Fast Open child's request (SYN-RECV, or FIN-WAIT-1 closed before the
         // handshake ended) stays through tcp_ack, which may undo with it.
         let tfo_req = self.tfo.rsk.is_some();
-        if self.state == TcpState::SynRecv && !self.synrecv_acked(ctx, th, payload.len()) {
+        // FLAG_SYN_ACKED: this ACK covers our SYN-ACK (whose ACE is the handshake's).
+        let syn_acked = self.state == TcpState::SynRecv;
+        if syn_acked && !self.synrecv_acked(ctx, th, payload.len()) {
             return;
         }
         if hp && !payload.is_empty() && ack_off == self.snd_una {
             return self.fast_path_data_same_ack(ctx, th, seq, payload);
         }
         let fin_wait1 = self.state == TcpState::FinWait1;
-        let accepted = match self.ack(ctx, th, payload.len(), hp) {
+        let accepted = match self.ack(ctx, th, payload.len(), hp, syn_acked) {
             AckOutcome::Discard => return,
             // tcp_ack returns at `old_ack:` before FLAG_UPDATE_TS_RECENT: the
             // segment's data is kept, its timestamp does not move ts_recent.

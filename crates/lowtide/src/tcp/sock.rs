@@ -269,7 +269,8 @@ pub struct Tcb {
     /// The IP packet length of the segment being processed (its buffer's size, for
     /// [`crate::tcp::skbuff::RxAlloc::Tun`]).
     pub(crate) rx_pkt_len: u32,
-    /// `delivered_ce`: segments delivered with an ECE ACK (`tcpi_delivered_ce`).
+    /// `delivered_ce`: segments delivered with an ECE ACK (classic ECN), or CE-marked
+    /// segments ACE reports (AccECN) (`tcpi_delivered_ce`).
     pub(crate) delivered_ce: u64,
     /// `icsk_ack`: the delayed-ACK state (`tcp/delack.rs`).
     pub(crate) ack: IcskAck,
@@ -873,4 +874,16 @@ pub(crate) struct AccEcn {
     /// Set while `tcp_send_ack_reflect_ect` sends the third ACK: ACE echoes the
     /// SYN-ACK's IP-ECN field instead of the CE count (`TCPHDR_ACE` in `tcp_flags`).
     pub(crate) reflect: bool,
+    /// `delivered_ecn_bytes`: payload bytes the peer reports received ECT(1), ECT(0)
+    /// and CE (the AccECN option's counters; `tcpi_delivered_e1_bytes`, ...).
+    pub(crate) delivered_ecn_bytes: [u32; 3],
+    /// `est_ecnfield`: the codepoint (1-3) whose byte counter the option last showed
+    /// changing alone; ACKed bytes without an option are counted to it. 0: none.
+    pub(crate) est_ecnfield: u8,
+    /// `saw_accecn_opt`: `TCP_ACCECN_OPT_NOT_SEEN` (0), `_EMPTY_SEEN`,
+    /// `_COUNTER_SEEN`, `_FAIL_SEEN`.
+    pub(crate) saw_opt: u8,
+    /// `pkts_acked_ewma`: packets delivered per ACK, a moving average (weight 1/64,
+    /// fixed point 2^6), which tells thinned ACKs from lost ones.
+    pub(crate) pkts_acked_ewma: u16,
 }

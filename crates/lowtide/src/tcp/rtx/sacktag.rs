@@ -33,6 +33,8 @@ const MERGE_MAX: usize = 65536;
 pub(crate) struct SackResult {
     /// Segments newly SACKed.
     pub newly_sacked: u32,
+    /// Their bytes (`sack_state.delivered_bytes` before `tcp_clean_rtx_queue`).
+    pub newly_sacked_bytes: u32,
     /// The first block was a D-SACK.
     pub dsack: bool,
     /// Segments a D-SACK that counts reported duplicated: delivered too
@@ -53,6 +55,8 @@ pub(crate) struct SackResult {
 pub struct Tagged {
     /// Segments newly SACKed.
     pub segs: u32,
+    /// Their bytes (`tcp_sacktag_one`'s `state->delivered_bytes`).
+    pub bytes: u32,
     /// Send time of the oldest newly SACKed skb that was never retransmitted
     /// (`first_sackt`: the SACK RTT sample of `tcp_ack_update_rtt`).
     pub first_tx: Option<Instant>,
@@ -169,6 +173,7 @@ impl Tcb {
             }
         }
         r.newly_sacked = t.segs;
+        r.newly_sacked_bytes = t.bytes;
         r.first_tx = t.first_tx;
         r.last_tx = t.last_tx;
         r.rate = t.rate;
@@ -432,6 +437,7 @@ impl RtxQueue {
         let s = self.store.get(p);
         skb::skb_delivered(&mut t.rate, s);
         t.segs += s.pcount;
+        t.bytes = t.bytes.wrapping_add((s.end_seq - s.seq) as u32);
         // tcp_sacktag_one: "New sack for not retransmitted frame, which was in
         // hole. It is reordering" (below tcp_highest_sack_seq as it stands).
         if !s.has(EVER_RETRANS | SACKED_RETRANS) && self.sacked_out > 0 && s.seq < self.highest_sack

@@ -71,7 +71,8 @@ fn check_ip(pkt: &[u8], ip: &IpRepr) {
 }
 
 /// A parsed TCP header lies inside the segment and survives emit + parse (SACK blocks
-/// that do not fit beside the other options are dropped by `emit`, as documented).
+/// and AccECN fields that do not fit beside the other options are dropped by `emit`,
+/// as documented).
 fn tcp_round_trip(seg: &[u8]) {
     let Ok((repr, hlen)) = TcpRepr::parse(seg) else {
         return;
@@ -93,6 +94,7 @@ fn tcp_round_trip(seg: &[u8]) {
     // `auth` is what was received, never written (tcp.rs).
     want.options.auth = Default::default();
     want.options.sack_len = repr.emitted_sack_blocks() as u8;
+    want.options.accecn = repr.emitted_accecn();
     for b in &mut want.options.sack[want.options.sack_len as usize..] {
         *b = Default::default();
     }

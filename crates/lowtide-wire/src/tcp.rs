@@ -105,6 +105,62 @@ pub struct TcpOptions {
     /// sender fills the digest in once the segment is built
     /// ([RFC 2385 section 3.0](https://www.rfc-editor.org/rfc/rfc2385#section-3.0)).
     pub md5sig: Option<[u8; 16]>,
+    /// The Accurate ECN option (kind 172 or 174), the last one in the header
+    /// (`tcp_parse_options` keeps its offset, `opt_rx->accecn`).
+    pub accecn: Option<AccEcnOption>,
+}
+
+/// `TCPOPT_ACCECN0`: the AccECN option with its byte counters in order 0, ECT(0),
+/// CE, ECT(1) ([RFC 9768 section 3.2.3](https://www.rfc-editor.org/rfc/rfc9768#section-3.2.3)).
+pub const TCPOPT_ACCECN0: u8 = 172;
+/// `TCPOPT_ACCECN1`: order 1, ECT(1), CE, ECT(0) (the kind Linux sends).
+pub const TCPOPT_ACCECN1: u8 = 174;
+/// `TCPOLEN_ACCECN_BASE`: kind and length.
+pub const TCPOLEN_ACCECN_BASE: usize = 2;
+/// `TCPOLEN_ACCECN_PERFIELD`: one 24-bit byte counter.
+pub const TCPOLEN_ACCECN_PERFIELD: usize = 3;
+/// `TCP_ACCECN_NUMFIELDS`.
+pub const TCP_ACCECN_NUMFIELDS: usize = 3;
+
+/// An Accurate ECN option: up to three 24-bit counters of payload bytes received
+/// per ECN codepoint. As Linux reads one (`tcp_accecn_process_option`,
+/// `tcp_accecn_option_init`), any length from 2 is taken, its whole 3-byte fields
+/// (at most 3) read and the rest ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AccEcnOption {
+    /// Kind 174, fields in order ECT(1), CE, ECT(0); else kind 172: ECT(0), CE,
+    /// ECT(1).
+    pub order1: bool,
+    /// The number of fields, 0 to 3.
+    pub fields: u8,
+    /// The fields' values as sent (with the counters' initial offsets), in the
+    /// option's order; those past `fields` are 0.
+    pub counters: [u32; 3],
+}
+
+impl AccEcnOption {
+    /// The option's own length (its length byte).
+    pub fn len(&self) -> usize {
+        TCPOLEN_ACCECN_BASE + self.fields.min(3) as usize * TCPOLEN_ACCECN_PERFIELD
+    }
+
+    /// Whether it has no field (an empty option, 2 bytes).
+    pub fn is_empty(&self) -> bool {
+        self.fields == 0
+    }
+
+    /// The bytes it takes in a header laid out as Linux's `tcp_options_write`
+    /// lays it out, given how many bytes of other options' alignment it may fill
+    /// (`max_combine_saving`: 2 before SACK blocks or a lone SACK-permitted, 1
+    /// before the window scale, else 0): `tcp_options_fit_accecn`'s size.
+    pub fn aligned_len(&self, max_combine_saving: usize) -> usize {
+        let size = self.len();
+        if size & 3 > max_combine_saving {
+            (size + 3) & !3
+        } else {
+            size & !3
+        }
+    }
 }
 
 /// `TCPOPT_MD5SIG`: the TCP-MD5 signature option's kind
@@ -264,20 +320,49 @@ impl TcpRepr {
 
     /// Length of the header `emit` writes, options included, padded to 4 bytes.
     pub fn header_len(&self) -> usize {
-        let o = &self.options;
-        let sack = self.emitted_sack_blocks();
-        TCP_HEADER_LEN + fixed_options_len(o) + sack_option_len(sack)
+        let o = self.emitted_options();
+        TCP_HEADER_LEN + options_len(&o, self.emitted_sack_blocks())
     }
 
     /// How many SACK blocks `emit` writes: the first `sack_len` (at most 4), fewer if
     /// they would not fit in the 40 bytes of option space with the other options.
     pub fn emitted_sack_blocks(&self) -> usize {
-        let room = MAX_OPTIONS_LEN.saturating_sub(fixed_options_len(&self.options));
-        let mut n = (self.options.sack_len as usize).min(4);
-        while n > 0 && sack_option_len(n) > room {
+        let o = self.emitted_options();
+        let mut n = (o.sack_len as usize).min(4);
+        while n > 0 && options_len(&o, n) > MAX_OPTIONS_LEN {
             n -= 1;
         }
         n
+    }
+
+    /// The AccECN option `emit` writes: `options.accecn` with its last fields
+    /// dropped while it would not fit in the 40 bytes with the other options (SACK
+    /// blocks aside, which yield to it), none if even an empty one does not. A
+    /// sender that sizes it as Linux's `tcp_options_fit_accecn` never has it cut.
+    pub fn emitted_accecn(&self) -> Option<AccEcnOption> {
+        let mut o = self.options;
+        let mut a = o.accecn?;
+        a.fields = a.fields.min(TCP_ACCECN_NUMFIELDS as u8);
+        loop {
+            o.accecn = Some(a);
+            if options_len(&o, 0) <= MAX_OPTIONS_LEN {
+                return Some(a);
+            }
+            if a.fields == 0 {
+                return None;
+            }
+            a.fields -= 1;
+            a.counters[a.fields as usize] = 0;
+        }
+    }
+
+    /// The options as `emit` lays them out (the AccECN option as
+    /// [`TcpRepr::emitted_accecn`]).
+    fn emitted_options(&self) -> TcpOptions {
+        TcpOptions {
+            accecn: self.emitted_accecn(),
+            ..self.options
+        }
     }
 
     /// Writes the header and options into `buf[..self.header_len()]`, with the
@@ -301,7 +386,7 @@ impl TcpRepr {
         buf[16..18].fill(0);
         buf[18..20].copy_from_slice(&self.urgent.to_be_bytes());
         let n = self.emitted_sack_blocks();
-        write_options(&self.options, n, &mut buf[TCP_HEADER_LEN..]);
+        write_options(&self.emitted_options(), n, &mut buf[TCP_HEADER_LEN..]);
     }
 }
 
@@ -456,6 +541,19 @@ fn apply_option(out: &mut TcpOptions, k: u8, body: &[u8]) {
         // RFC 2018 section 3: 8 bytes per block, at least one.
         (kind::SACK, n) if n >= 8 && n % 8 == 0 => parse_sack(out, body),
         (TCPOPT_FASTOPEN, _) => parse_fastopen(out, body, false),
+        (TCPOPT_ACCECN0 | TCPOPT_ACCECN1, n) => {
+            let fields = (n / TCPOLEN_ACCECN_PERFIELD).min(TCP_ACCECN_NUMFIELDS);
+            let mut counters = [0u32; 3];
+            for (i, c) in counters.iter_mut().enumerate().take(fields) {
+                let f = &body[i * TCPOLEN_ACCECN_PERFIELD..];
+                *c = u32::from_be_bytes([0, f[0], f[1], f[2]]);
+            }
+            out.accecn = Some(AccEcnOption {
+                order1: k == TCPOPT_ACCECN1,
+                fields: fields as u8,
+                counters,
+            });
+        }
         (TCPOPT_EXP, n) if n >= 2 && be16(body, 0) == TCPOPT_FASTOPEN_MAGIC => {
             parse_fastopen(out, &body[2..], true)
         }
@@ -492,7 +590,8 @@ fn parse_sack(out: &mut TcpOptions, body: &[u8]) {
     out.sack_len = n;
 }
 
-/// Bytes of every option except SACK blocks, as `write_options` lays them out.
+/// Bytes of every option except SACK blocks and AccECN, as `write_options` lays
+/// them out.
 fn fixed_options_len(o: &TcpOptions) -> usize {
     let mss = if o.mss.is_some() { 4 } else { 0 };
     let ts = if o.timestamp.is_some() { 12 } else { 0 };
@@ -512,6 +611,26 @@ fn fixed_options_len(o: &TcpOptions) -> usize {
     md5 + mss + ts + sackok + ws + fo
 }
 
+/// The bytes the AccECN option adds, its leftover bytes filling the alignment of
+/// the option after it (`tcp_options_write`'s `leftover_highbyte`/`_lowbyte`): the
+/// two NOPs of a lone SACK-permitted or of SACK blocks (`sack`: some will be
+/// written), else the NOP before the window scale if one byte is left.
+fn accecn_len(o: &TcpOptions, sack: bool) -> usize {
+    let Some(a) = o.accecn else {
+        return 0;
+    };
+    let saving = match (o.sack_permitted && o.timestamp.is_none()) || sack {
+        true => 2,
+        false => o.wscale.map_or(0, |_| 1),
+    };
+    a.aligned_len(saving)
+}
+
+/// Bytes of every option with `sack_blocks` SACK blocks written.
+fn options_len(o: &TcpOptions, sack_blocks: usize) -> usize {
+    fixed_options_len(o) + accecn_len(o, sack_blocks > 0) + sack_option_len(sack_blocks)
+}
+
 /// Bytes of a `NOP NOP SACK` option with `n` blocks (0 if none).
 fn sack_option_len(n: usize) -> usize {
     if n == 0 {
@@ -521,10 +640,16 @@ fn sack_option_len(n: usize) -> usize {
     }
 }
 
-/// Writes the options in Linux's order (`tcp_options_write`: TCP-MD5 first); every piece is a multiple of 4 bytes, so no
-/// trailing padding is needed.
+/// Writes the options in Linux's order (`tcp_options_write`: TCP-MD5 first); every
+/// piece is a multiple of 4 bytes, so no trailing padding is needed. The AccECN
+/// option comes after the timestamps; what of it does not fill whole words (its
+/// kind and length when empty, the last byte of a 1-field one) takes the place of
+/// the NOPs before a lone SACK-permitted or the SACK blocks, or of the NOP before
+/// the window scale (one byte only), else a word of its own with NOPs.
 fn write_options(o: &TcpOptions, sack_blocks: usize, buf: &mut [u8]) {
     let mut w = Writer { buf, at: 0 };
+    // leftover_highbyte / leftover_lowbyte, and how many of them are the option's.
+    let mut left: (u8, u8, usize) = (kind::NOP, kind::NOP, 0);
     if let Some(digest) = o.md5sig {
         w.put(&[kind::NOP, kind::NOP, TCPOPT_MD5SIG, TCPOLEN_MD5SIG as u8]);
         w.put(&digest);
@@ -542,16 +667,56 @@ fn write_options(o: &TcpOptions, sack_blocks: usize, buf: &mut [u8]) {
         w.put(&[kind::TIMESTAMP, 10]);
         w.put(&val.to_be_bytes());
         w.put(&ecr.to_be_bytes());
-    } else if o.sack_permitted {
-        w.put(&[kind::NOP, kind::NOP, kind::SACK_PERMITTED, 2]);
+    }
+    if let Some(a) = o.accecn {
+        let kind = if a.order1 {
+            TCPOPT_ACCECN1
+        } else {
+            TCPOPT_ACCECN0
+        };
+        let [_, f0a, f0b, f0c] = a.counters[0].to_be_bytes();
+        let [_, f1a, f1b, f1c] = a.counters[1].to_be_bytes();
+        let [_, f2a, f2b, f2c] = a.counters[2].to_be_bytes();
+        let len = a.len() as u8;
+        match a.fields.min(3) {
+            0 => left = (kind, len, 2),
+            1 => {
+                w.put(&[kind, len, f0a, f0b]);
+                left = (f0c, kind::NOP, 1);
+            }
+            2 => w.put(&[kind, len, f0a, f0b, f0c, f1a, f1b, f1c]),
+            _ => w.put(&[
+                kind,
+                len,
+                f0a,
+                f0b,
+                f0c,
+                f1a,
+                f1b,
+                f1c,
+                f2a,
+                f2b,
+                f2c,
+                kind::NOP,
+            ]),
+        }
+    }
+    if o.sack_permitted && o.timestamp.is_none() {
+        w.put(&[left.0, left.1, kind::SACK_PERMITTED, 2]);
+        left = (kind::NOP, kind::NOP, 0);
     }
     if let Some(ws) = o.wscale {
-        w.put(&[kind::NOP, kind::WSCALE, 3, ws]);
+        let mut high = kind::NOP;
+        if left.2 == 1 {
+            high = left.0;
+            left = (kind::NOP, kind::NOP, 0);
+        }
+        w.put(&[high, kind::WSCALE, 3, ws]);
     }
     if sack_blocks > 0 {
         w.put(&[
-            kind::NOP,
-            kind::NOP,
+            left.0,
+            left.1,
             kind::SACK,
             sack_option_len(sack_blocks) as u8 - 2,
         ]);
@@ -559,6 +724,8 @@ fn write_options(o: &TcpOptions, sack_blocks: usize, buf: &mut [u8]) {
             w.put(&b.start.to_be_bytes());
             w.put(&b.end.to_be_bytes());
         }
+    } else if left.2 > 0 {
+        w.put(&[left.0, left.1, kind::NOP, kind::NOP]);
     }
     // tcp_options_write: the Fast Open cookie last, NOP-padded to 4 bytes.
     if let Some(f) = o.fastopen {
@@ -645,6 +812,112 @@ mod tests {
             parse_options(&md5_after(2)).unwrap().md5sig,
             Some([7u8; 16])
         );
+    }
+
+    fn acc(fields: u8, counters: [u32; 3]) -> Option<AccEcnOption> {
+        Some(AccEcnOption {
+            order1: true,
+            fields,
+            counters,
+        })
+    }
+
+    /// tcp_parse_options keeps the last AccECN option of either kind and any length
+    /// from 2; tcp_accecn_process_option reads its whole 3-byte fields, at most 3.
+    #[test]
+    fn accecn_option_parse_as_linux_reads_it() {
+        let p = |o: &[u8]| parse_options(o).expect("parses").accecn;
+        assert_eq!(p(&[174, 2, 1, 1]), acc(0, [0; 3]));
+        assert_eq!(p(&[174, 5, 0, 0, 1]), acc(1, [1, 0, 0]));
+        assert_eq!(
+            p(&[172, 11, 0, 0, 9, 0, 0, 0, 0, 1, 2, 1]),
+            Some(AccEcnOption {
+                order1: false,
+                fields: 3,
+                counters: [9, 0, 0x102],
+            })
+        );
+        // A partial field is ignored; more than 3 fields read 3.
+        assert_eq!(p(&[174, 7, 0, 0, 1, 0, 0]), acc(1, [1, 0, 0]));
+        let mut long = vec![174, 14];
+        long.extend_from_slice(&[0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 0, 4]);
+        assert_eq!(p(&long), acc(3, [1, 2, 3]));
+        // The last one counts; a length below 2 or past the header is malformed.
+        assert_eq!(
+            p(&[174, 2, 172, 5, 0, 0, 7, 1]).map(|a| a.order1),
+            Some(false)
+        );
+        assert!(parse_options(&[174, 1]).is_err());
+        assert!(parse_options(&[174, 9, 0, 0, 1]).is_err());
+    }
+
+    /// tcp_options_write's layouts, and tcp_options_fit_accecn's sizes: after the
+    /// timestamps, 3 fields take 12 bytes (a NOP after them), 2 fields 8; a 1-field
+    /// option's last byte and an empty option's kind and length fill the NOPs of the
+    /// SACK blocks (or of a lone SACK-permitted), one byte that of the window
+    /// scale; otherwise they take a word of their own.
+    #[test]
+    fn accecn_option_layouts_as_tcp_options_write() {
+        let opts = |r: &TcpRepr| emitted(r)[TCP_HEADER_LEN..].to_vec();
+        let mut r = base();
+        r.options.timestamp = Some((1, 2));
+        r.options.accecn = acc(3, [1, 0, 0x10001]);
+        assert_eq!(
+            &opts(&r)[12..],
+            [174, 11, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1],
+            "e1b ceb e0b, NOP"
+        );
+        r.options.accecn = acc(2, [1, 5, 0]);
+        assert_eq!(&opts(&r)[12..], [174, 8, 0, 0, 1, 0, 0, 5]);
+        r.options.sack = [SackBlock { start: 7, end: 9 }; 4];
+        r.options.sack_len = 1;
+        r.options.accecn = acc(1, [0x20304, 0, 0]);
+        assert_eq!(
+            &opts(&r)[12..],
+            [174, 5, 2, 3, 4, 1, 5, 10, 0, 0, 0, 7, 0, 0, 0, 9],
+            "the last byte in the SACK option's first NOP"
+        );
+        r.options.accecn = acc(0, [0; 3]);
+        assert_eq!(
+            &opts(&r)[12..16],
+            [174, 2, 5, 10],
+            "kind and length for both"
+        );
+        r.options.sack_len = 0;
+        assert_eq!(&opts(&r)[12..], [174, 2, 1, 1], "a word of its own");
+        // A SYN-ACK without timestamps: SACK-permitted's NOPs, the window scale's.
+        let mut syn = base();
+        syn.options.mss = Some(1460);
+        syn.options.sack_permitted = true;
+        syn.options.wscale = Some(7);
+        syn.options.accecn = acc(0, [0; 3]);
+        assert_eq!(opts(&syn), [2, 4, 5, 180, 174, 2, 4, 2, 1, 3, 3, 7]);
+        syn.options.sack_permitted = false;
+        syn.options.accecn = acc(1, [1, 0, 0]);
+        assert_eq!(opts(&syn), [2, 4, 5, 180, 174, 5, 0, 0, 1, 3, 3, 7]);
+        syn.options.accecn = acc(0, [0; 3]);
+        assert_eq!(
+            opts(&syn),
+            [2, 4, 5, 180, 1, 3, 3, 7, 174, 2, 1, 1],
+            "two bytes do not fit the window scale's one NOP"
+        );
+        // SACK blocks yield to the option: 12 TS + 12 AccECN leave room for 1 block.
+        r.options.accecn = acc(3, [1, 0, 1]);
+        r.options.sack_len = 4;
+        assert_eq!(r.emitted_sack_blocks(), 1);
+        assert_eq!(r.header_len(), TCP_HEADER_LEN + 12 + 12 + 12);
+        // Fields that do not fit beside the other options are dropped from the end.
+        let mut full = base();
+        full.flags = TcpFlags::SYN;
+        full.options.mss = Some(1460);
+        full.options.timestamp = Some((1, 2));
+        full.options.wscale = Some(7);
+        full.options.fastopen = Some(FastOpenOption::cookie(false, &[9; 8]));
+        full.options.accecn = acc(3, [1, 2, 3]);
+        assert_eq!(full.emitted_accecn(), acc(2, [1, 2, 0]));
+        assert_eq!(full.header_len(), TCP_HEADER_LEN + 40);
+        let (again, _) = TcpRepr::parse(&emitted(&full)).expect("parses");
+        assert_eq!(again.options.accecn, acc(2, [1, 2, 0]));
     }
 
     /// tcp_options_write: the TCP-MD5 option goes first, `NOP NOP 19 18` and the

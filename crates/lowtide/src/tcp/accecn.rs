@@ -9,14 +9,16 @@
 //! An ACK that covers more than 7 packets may hide whole wraps of ACE: the safe
 //! delta (`safe_delta`: the most CE marks consistent with ACE) is taken unless the
 //! ACKs have been arriving thinned (`pkts_acked_ewma`) or the AccECN option's CE
-//! byte counter shows fewer. The option itself is not read yet: its counters are
-//! left as they are, and a connection that never saw one after 8 MiB sent gives up
-//! on it (`TCP_ACCECN_OPT_FAIL_RECV`).
+//! byte counter shows fewer. The AccECN option's byte counters (kind 172/174, read
+//! on the slow path) become `delivered_ecn_bytes` (`tcpi_delivered_*_bytes`); a
+//! connection that never saw one after 8 MiB sent gives up on it
+//! (`TCP_ACCECN_OPT_FAIL_RECV`). lowtide does not send the option.
 
 use super::cong::CaState;
-use super::ecn::{accecn_ace, TCP_ACCECN_CEP_INIT_OFFSET};
+use super::ecn::TCP_ACCECN_CEP_INIT_OFFSET;
+use super::ecn::{accecn_ace, INET_ECN_CE, INET_ECN_ECT_0, INET_ECN_ECT_1};
 use super::sock::Tcb;
-use lowtide_wire::tcp::TcpRepr;
+use lowtide_wire::tcp::{AccEcnOption, TcpRepr};
 
 /// `TCP_ACCECN_CEP_ACE_MASK`: ACE counts CE packets mod 8.
 pub(crate) const TCP_ACCECN_CEP_ACE_MASK: u32 = 0x7;
@@ -32,7 +34,11 @@ const PKTS_ACKED_PREC: u32 = 6;
 /// `ACK_COMP_THRESH`: more than 4 packets per ACK on average means ACKs are thinned
 /// (compressed, or coalesced on the path), not lost.
 const ACK_COMP_THRESH: u32 = 4;
-/// `TCP_ACCECN_OPT_FAIL_SEEN` (`tp->saw_accecn_opt`): the option is unusable.
+/// `TCP_ACCECN_OPT_EMPTY_SEEN` (`tp->saw_accecn_opt`): an option without fields.
+pub(crate) const TCP_ACCECN_OPT_EMPTY_SEEN: u8 = 0x1;
+/// `TCP_ACCECN_OPT_COUNTER_SEEN`: an option with counters.
+pub(crate) const TCP_ACCECN_OPT_COUNTER_SEEN: u8 = 0x2;
+/// `TCP_ACCECN_OPT_FAIL_SEEN`: the option is unusable.
 pub(crate) const TCP_ACCECN_OPT_FAIL_SEEN: u8 = 0x3;
 /// `TCP_ACCECN_OPT_FAIL_RECV` (`tp->accecn_fail_mode`): the peer's option feedback
 /// is not to be used.
@@ -74,7 +80,7 @@ impl Tcb {
             return 0;
         }
         let old_ceb = self.accecn.delivered_ecn_bytes[2];
-        let opt_deltas_valid = self.accecn_process_option(a);
+        let opt_deltas_valid = self.accecn_process_option(th.options.accecn.as_ref(), a);
         if a.delivered_pkts > 0 {
             let prev = self.accecn.pkts_acked_ewma as u32;
             let ewma = match prev {
@@ -134,15 +140,22 @@ impl Tcb {
         safe_delta
     }
 
-    /// `tcp_accecn_process_option` without an option on the ACK (or on the fast
-    /// path): the byte counters move only by estimate, `delivered_bytes` to the
-    /// codepoint the option last showed changing (`est_ecnfield`); a connection that
-    /// has seen no option by the time 2^23 - 1 bytes were sent never will use one
-    /// (its 24-bit counters may have wrapped unseen). True if the byte counters
-    /// can be used for this ACK.
-    fn accecn_process_option(&mut self, a: &AccEcnAck) -> bool {
+    /// `tcp_accecn_process_option`: the AccECN option's byte counters into
+    /// `delivered_ecn_bytes`. Without an option on the ACK (or on the fast path) the
+    /// counters move only by estimate, `delivered_bytes` to the codepoint the
+    /// option last showed changing (`est_ecnfield`); a connection that has seen no
+    /// option by the time 2^23 - 1 bytes were sent never will use one (its 24-bit
+    /// counters may have wrapped unseen). With one, the first sighting is checked
+    /// (`tcp_accecn_option_init`: zeroed counters make the option unusable), then
+    /// each field read as a 24-bit delta; a counter that went back, or two that
+    /// moved, make the estimate ambiguous. True if the byte counters can be used
+    /// for this ACK.
+    fn accecn_process_option(&mut self, opt: Option<&AccEcnOption>, a: &AccEcnAck) -> bool {
         if self.accecn.fail_mode & TCP_ACCECN_OPT_FAIL_RECV != 0 {
             return false;
+        }
+        if let Some(opt) = opt.filter(|_| a.slowpath) {
+            return self.accecn_read_option(opt);
         }
         if self.accecn.saw_opt == 0 {
             if self.bytes_sent >= OPT_LATE_BYTES {
@@ -161,6 +174,93 @@ impl Tcb {
             }
         }
     }
+
+    /// `tcp_accecn_process_option` with an option on the ACK.
+    fn accecn_read_option(&mut self, opt: &AccEcnOption) -> bool {
+        self.accecn_option_seen(opt);
+        let estimate = self.accecn.est_ecnfield;
+        let mut res = estimate != 0;
+        let (mut first_changed, mut ambiguous) = (false, false);
+        for i in 0..opt.fields.min(3) as usize {
+            let ecnfield = optfield_to_ecnfield(i, opt.order1);
+            let cnt = &mut self.accecn.delivered_ecn_bytes[(ecnfield - 1) as usize];
+            let delta = update_ecn_bytes(cnt, opt.counters[i], field_init_offset(ecnfield));
+            if delta < 0 {
+                res = false;
+                ambiguous = true;
+            }
+            if delta != 0 && ecnfield != estimate {
+                if !first_changed {
+                    self.accecn.est_ecnfield = ecnfield;
+                    first_changed = true;
+                } else {
+                    res = false;
+                    ambiguous = true;
+                }
+            }
+        }
+        if ambiguous {
+            self.accecn.est_ecnfield = 0;
+        }
+        res
+    }
+
+    /// `tcp_accecn_saw_opt_fail_recv` after `tcp_accecn_option_init`, where
+    /// `tcp_ecn_rcv_synack` (the SYN-ACK) and `tcp_check_req` (the third ACK) first
+    /// see an option: a zeroed counter makes the peer's options unusable.
+    pub(crate) fn accecn_option_seen(&mut self, opt: &AccEcnOption) {
+        if self.accecn.saw_opt < TCP_ACCECN_OPT_COUNTER_SEEN {
+            self.accecn.saw_opt = accecn_option_init(opt);
+            if self.accecn.saw_opt == TCP_ACCECN_OPT_FAIL_SEEN {
+                self.accecn.fail_mode |= TCP_ACCECN_OPT_FAIL_RECV;
+            }
+        }
+    }
+}
+
+/// `tcp_accecn_option_init`: what a first option shows. An empty one is
+/// `TCP_ACCECN_OPT_EMPTY_SEEN`; a first or third field of 0 (the ECT counters start
+/// at 1: "MAY check that the initial value of the EE0B field or the EE1B field is
+/// non-zero") is zeroing on the path, `TCP_ACCECN_OPT_FAIL_SEEN`; else
+/// `TCP_ACCECN_OPT_COUNTER_SEEN`.
+pub(crate) fn accecn_option_init(opt: &AccEcnOption) -> u8 {
+    match opt.fields {
+        0 => TCP_ACCECN_OPT_EMPTY_SEEN,
+        _ if opt.counters[0] == 0 => TCP_ACCECN_OPT_FAIL_SEEN,
+        1 | 2 => TCP_ACCECN_OPT_COUNTER_SEEN,
+        _ if opt.counters[2] == 0 => TCP_ACCECN_OPT_FAIL_SEEN,
+        _ => TCP_ACCECN_OPT_COUNTER_SEEN,
+    }
+}
+
+/// `tcp_accecn_optfield_to_ecnfield` (RFC 9768's table 5): the codepoint of field
+/// `i` in order 0 (ECT(0), CE, ECT(1)) or order 1 (ECT(1), CE, ECT(0)).
+fn optfield_to_ecnfield(i: usize, order1: bool) -> u8 {
+    const ORDER: [[u8; 3]; 2] = [
+        [INET_ECN_ECT_0, INET_ECN_CE, INET_ECN_ECT_1],
+        [INET_ECN_ECT_1, INET_ECN_CE, INET_ECN_ECT_0],
+    ];
+    ORDER[order1 as usize][i % 3]
+}
+
+/// `tcp_accecn_field_init_offset`: `TCP_ACCECN_E1B_INIT_OFFSET` and
+/// `_E0B_INIT_OFFSET` 1, `_CEB_INIT_OFFSET` 0 (so that zeroing shows).
+pub(crate) fn field_init_offset(ecnfield: u8) -> u32 {
+    match ecnfield {
+        INET_ECN_ECT_1 | INET_ECN_ECT_0 => 1,
+        _ => 0,
+    }
+}
+
+/// `tcp_update_ecn_bytes`: a 24-bit field read into the 32-bit counter `cnt` as a
+/// signed 24-bit delta (the field wraps; a negative delta went back). Returns it.
+fn update_ecn_bytes(cnt: &mut u32, field: u32, init_offset: u32) -> i32 {
+    let truncated = field.wrapping_sub(init_offset) & 0xFF_FFFF;
+    let delta = truncated.wrapping_sub(*cnt) & 0xFF_FFFF;
+    // sign_extend32(delta, 23)
+    let delta = ((delta << 8) as i32) >> 8;
+    *cnt = cnt.wrapping_add(delta as u32);
+    delta
 }
 
 #[cfg(test)]
@@ -305,6 +405,97 @@ mod tests {
         t.accecn.est_ecnfield = crate::tcp::ecn::INET_ECN_ECT_0;
         assert_eq!(t.accecn_process(&ace(6), &slow(17)), 1);
         assert_eq!(t.accecn.delivered_ecn_bytes[1], 17_000);
+    }
+
+    /// An ACK with ACE 5 and an order-1 AccECN option (e1b, ceb, e0b as sent).
+    fn with_opt(fields: u8, counters: [u32; 3]) -> TcpRepr {
+        let mut th = ace(5);
+        th.options.accecn = Some(AccEcnOption {
+            order1: true,
+            fields,
+            counters,
+        });
+        th
+    }
+
+    #[test]
+    fn option_init_as_tcp_accecn_option_init() {
+        let o = |fields, counters| {
+            accecn_option_init(&AccEcnOption {
+                order1: true,
+                fields,
+                counters,
+            })
+        };
+        assert_eq!(o(0, [0; 3]), TCP_ACCECN_OPT_EMPTY_SEEN);
+        assert_eq!(o(1, [0; 3]), TCP_ACCECN_OPT_FAIL_SEEN, "zeroed e1b");
+        assert_eq!(o(2, [1, 0, 0]), TCP_ACCECN_OPT_COUNTER_SEEN);
+        assert_eq!(o(3, [1, 0, 0]), TCP_ACCECN_OPT_FAIL_SEEN, "zeroed e0b");
+        assert_eq!(o(3, [1, 0, 1]), TCP_ACCECN_OPT_COUNTER_SEEN);
+        // A zeroed first option makes every later one unusable.
+        let mut t = acc();
+        assert!(!t.accecn_process_option(Some(&AccEcnOption::default()), &slow(1)));
+        t.accecn_option_seen(&AccEcnOption {
+            fields: 1,
+            ..AccEcnOption::default()
+        });
+        assert_eq!(t.accecn.fail_mode, TCP_ACCECN_OPT_FAIL_RECV);
+        let good = with_opt(3, [1, 0, 1001]);
+        assert!(!t.accecn_process_option(good.options.accecn.as_ref(), &slow(1)));
+        assert_eq!(t.accecn.delivered_ecn_bytes, [0; 3]);
+    }
+
+    #[test]
+    fn option_counters_become_delivered_bytes_and_the_estimate() {
+        let mut t = acc();
+        let read = |t: &mut Tcb, th: &TcpRepr, a: &AccEcnAck| {
+            t.accecn_process_option(th.options.accecn.as_ref(), a)
+        };
+        // The initial values (1, 0, 1) are no bytes; nothing estimated yet.
+        assert!(!read(&mut t, &with_opt(3, [1, 0, 1]), &slow(1)));
+        assert_eq!(t.accecn.saw_opt, TCP_ACCECN_OPT_COUNTER_SEEN);
+        // 1000 ECT(0) bytes: ECT(0) becomes the estimate (not yet usable).
+        assert!(!read(&mut t, &with_opt(3, [1, 0, 1001]), &slow(1)));
+        assert_eq!(t.accecn.delivered_ecn_bytes, [0, 1000, 0]);
+        assert_eq!(t.accecn.est_ecnfield, INET_ECN_ECT_0);
+        // Again ECT(0) only: usable.
+        assert!(read(&mut t, &with_opt(3, [1, 0, 2001]), &slow(1)));
+        // Without an option (or on the fast path) the bytes go to the estimate.
+        assert!(read(&mut t, &ace(5), &slow(1)));
+        assert_eq!(t.accecn.delivered_ecn_bytes[1], 3000);
+        let fast = AccEcnAck {
+            slowpath: false,
+            ..slow(1)
+        };
+        assert!(
+            read(&mut t, &with_opt(3, [1, 0, 9]), &fast),
+            "fast path: no option"
+        );
+        assert_eq!(t.accecn.delivered_ecn_bytes[1], 4000);
+        // A counter that goes back (3001 < 4000) is ambiguous.
+        assert!(!read(&mut t, &with_opt(3, [1, 0, 3002]), &slow(1)));
+        assert_eq!(
+            (t.accecn.delivered_ecn_bytes[1], t.accecn.est_ecnfield),
+            (3001, 0)
+        );
+        // Two counters moving at once: ambiguous too.
+        assert!(!read(&mut t, &with_opt(3, [1, 500, 3502]), &slow(1)));
+        assert_eq!(t.accecn.delivered_ecn_bytes, [0, 3501, 500]);
+        assert_eq!(t.accecn.est_ecnfield, 0);
+        // 2 fields (order 1: e1b, ceb): CE alone moves.
+        assert!(!read(&mut t, &with_opt(2, [1, 1500, 0]), &slow(1)));
+        assert_eq!(t.accecn.est_ecnfield, INET_ECN_CE);
+        // A 24-bit counter wraps.
+        t.accecn.delivered_ecn_bytes[2] = 0xFF_FFF0;
+        assert!(read(&mut t, &with_opt(2, [1, 0x10, 0]), &slow(1)));
+        assert_eq!(t.accecn.delivered_ecn_bytes[2], 0x100_0010);
+        // Order 0 (kind 172): e0b, ceb, e1b.
+        let mut o0 = with_opt(1, [0x11, 0, 0]);
+        if let Some(o) = o0.options.accecn.as_mut() {
+            o.order1 = false;
+        }
+        read(&mut t, &o0, &slow(1));
+        assert_eq!(t.accecn.delivered_ecn_bytes[1], 0x10);
     }
 
     #[test]

@@ -175,7 +175,8 @@ impl Tcb {
     /// the SYN-ACK decide): 000 or 111 is no ECN; 001 (and 101) classic ECN, if we
     /// asked for AccECN; anything else AccECN, whatever we asked (Linux 6.18 takes
     /// an AccECN SYN-ACK to a classic SYN as AccECN too), with the SYN-ACK's IP-ECN
-    /// field kept for the third ACK and a CE mark on it counted if the feedback is
+    /// field kept for the third ACK, its AccECN option checked
+    /// (`tcp_accecn_option_init`) and a CE mark on it counted if the feedback is
     /// valid. `tcp_ecn_rcv_syn` (simultaneous open) on a SYN: an AccECN request
     /// keeps AccECN, else classic ECN needs both ECE and CWR.
     pub(crate) fn ecn_rcv_syn(&mut self, cfg: &Config, th: &TcpRepr, ip_ecn: u8) {
@@ -208,6 +209,9 @@ impl Tcb {
             _ => {
                 self.ecn_mode_set(TCP_ECN_MODE_ACCECN);
                 self.accecn.syn_ect_rcv = ip_ecn;
+                if let Some(opt) = th.options.accecn.as_ref() {
+                    self.accecn_option_seen(opt);
+                }
                 if ip_ecn == INET_ECN_CE && self.accecn_validate_syn_feedback(cfg, ace) {
                     self.accecn.received_ce += 1;
                     self.accecn.received_ce_pending += 1;

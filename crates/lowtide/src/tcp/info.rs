@@ -172,7 +172,7 @@ pub struct TcpInfo {
     #[serde(skip_serializing_if = "is_zero")]
     pub received_ce_bytes: u32,
     /// `tcpi_delivered_e1_bytes`, `_e0_bytes`, `_ce_bytes`: what the peer's AccECN
-    /// option reports delivered (`delivered_ecn_bytes`; 0 until an option is read).
+    /// option reports delivered (`delivered_ecn_bytes`, `tcp_accecn_process_option`).
     #[serde(skip_serializing_if = "is_zero")]
     pub delivered_e1_bytes: u32,
     /// See `delivered_e1_bytes`.

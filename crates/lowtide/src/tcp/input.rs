@@ -536,6 +536,10 @@ impl Tcb {
         // of AccECN checks the peer's feedback; the child counts it as received.
         if self.ecn_mode_accecn() {
             self.accecn_third_ack(ctx.cfg, th, payload_len);
+            // tcp_check_req: the third ACK's AccECN option (tcp_accecn_option_init).
+            if let Some(opt) = th.options.accecn.as_ref() {
+                self.accecn_option_seen(opt);
+            }
             if child {
                 self.ecn_received_counters(self.rx_ip_ecn, payload_len);
             }

@@ -362,7 +362,7 @@ impl Harness {
     fn flush(&mut self) {
         while let Some(tx) = self.st.poll_transmit(self.now) {
             self.st.handle_tx_complete(self.now, tx.token);
-            let _ = lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| self.observe(&s));
+            let _ = lowtide_wire::gso::segment(&tx.packet, tx.gso(), |s| self.observe(&s));
         }
         while self.st.poll_event().is_some() {}
     }

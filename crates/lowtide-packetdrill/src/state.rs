@@ -571,8 +571,7 @@ impl State {
         if whole && lowtide_wire::gso::finish_checksum(&mut tx.packet).is_ok() {
             out.push_back((std::mem::take(&mut tx.packet), t));
         } else {
-            let _ =
-                lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |seg| out.push_back((seg, t)));
+            let _ = lowtide_wire::gso::segment(&tx.packet, tx.gso(), |seg| out.push_back((seg, t)));
         }
         self.host.handle_tx_complete(now, tx.token);
     }
@@ -637,7 +636,7 @@ mod tests {
             let mut moved = false;
             while let Some(tx) = peer.poll_transmit(Instant::ZERO) {
                 let mut segs = Vec::new();
-                lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s)).unwrap();
+                lowtide_wire::gso::segment(&tx.packet, tx.gso(), |s| segs.push(s)).unwrap();
                 peer.handle_tx_complete(Instant::ZERO, tx.token);
                 let mut st = sh.enter();
                 for s in segs {

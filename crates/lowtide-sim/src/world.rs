@@ -752,7 +752,7 @@ impl World {
                 let body = payload.slice(range);
                 put(WireSeg { head, body })
             };
-            if gso::segment_headers_into(hdr, payload, tx.gso_size, full_csum, take, cut).is_err() {
+            if gso::segment_headers_into(hdr, payload, tx.gso(), full_csum, take, cut).is_err() {
                 tracing::warn!("unsegmentable packet from host {host}: dropped");
             }
             // The NIC is done with the super-packet: its buffer builds the next one.

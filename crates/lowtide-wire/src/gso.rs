@@ -7,15 +7,41 @@ use crate::tcp::{TcpFlags, TCP_HEADER_LEN};
 use crate::WireError;
 use std::net::IpAddr;
 
+/// How a super-packet is cut: its segment size (`gso_size`; 0: one segment) and
+/// whether it is `SKB_GSO_TCP_ACCECN` (an AccECN sender's, whose CWR is part of the
+/// ACE field and stays on every segment). A bare `u16` is the size of a packet
+/// without it (`SKB_GSO_TCP_ECN`'s rule: CWR on the first segment only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Gso {
+    /// Payload bytes per segment.
+    pub size: u16,
+    /// `SKB_GSO_TCP_ACCECN`.
+    pub tcp_accecn: bool,
+}
+
+impl From<u16> for Gso {
+    fn from(size: u16) -> Gso {
+        Gso {
+            size,
+            tcp_accecn: false,
+        }
+    }
+}
+
 /// Cuts `packet` (an IPv4/IPv6 + TCP packet whose TCP checksum field may hold only the
 /// pseudo-header sum) into segments of at most `gso_size` payload bytes, as a NIC with
 /// TSO or Linux's `tcp_gso_segment` does: each segment gets its own IP length (IPv4: id
 /// incremented per segment, header checksum), its sequence number, FIN and PSH only on
-/// the last segment, CWR only on the first, and a complete TCP checksum. `gso_size` 0,
-/// or a payload no longer than `gso_size`, gives one segment. Returns the number of
-/// segments passed to `out`.
-pub fn segment(packet: &[u8], gso_size: u16, out: impl FnMut(Vec<u8>)) -> Result<usize, WireError> {
-    cut(packet, gso_size, true, out)
+/// the last segment, CWR only on the first unless the packet is
+/// `SKB_GSO_TCP_ACCECN` (`th->cwr &= ecn_cwr_mask`; AE and ECE are copied to every
+/// segment either way), and a complete TCP checksum. `gso_size` 0, or a payload no
+/// longer than it, gives one segment. Returns the number of segments passed to `out`.
+pub fn segment(
+    packet: &[u8],
+    gso_size: impl Into<Gso>,
+    out: impl FnMut(Vec<u8>),
+) -> Result<usize, WireError> {
+    cut(packet, gso_size.into(), true, out)
 }
 
 /// [`segment`] for a receiver that will not check the TCP checksum (Linux's veth
@@ -27,15 +53,15 @@ pub fn segment(packet: &[u8], gso_size: u16, out: impl FnMut(Vec<u8>)) -> Result
 /// one.
 pub fn segment_csum_partial(
     packet: &[u8],
-    gso_size: u16,
+    gso_size: impl Into<Gso>,
     out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
-    cut(packet, gso_size, false, out)
+    cut(packet, gso_size.into(), false, out)
 }
 
 fn cut(
     packet: &[u8],
-    gso_size: u16,
+    gso_size: Gso,
     full_csum: bool,
     out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
@@ -47,14 +73,14 @@ fn cut(
 /// [`crate::pool::BufPool`]) instead of a new allocation.
 pub fn segment_into(
     packet: &[u8],
-    gso_size: u16,
+    gso_size: impl Into<Gso>,
     full_csum: bool,
     take: impl FnMut(usize) -> Vec<u8>,
     out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
     let l = Layout::parse(packet, false)?;
     let payload = &packet[l.payload_start..l.end];
-    cut_parts(packet, &l, payload, gso_size, full_csum, take, out)
+    cut_parts(packet, &l, payload, gso_size.into(), full_csum, take, out)
 }
 
 /// [`segment_into`] for a super-packet whose payload is kept apart from its headers
@@ -64,13 +90,13 @@ pub fn segment_into(
 pub fn segment_apart_into(
     headers: &[u8],
     payload: &[u8],
-    gso_size: u16,
+    gso_size: impl Into<Gso>,
     full_csum: bool,
     take: impl FnMut(usize) -> Vec<u8>,
     out: impl FnMut(Vec<u8>),
 ) -> Result<usize, WireError> {
     let l = Layout::of_apart(headers, payload.len())?;
-    cut_parts(headers, &l, payload, gso_size, full_csum, take, out)
+    cut_parts(headers, &l, payload, gso_size.into(), full_csum, take, out)
 }
 
 /// [`segment_apart_into`] without copying the payload, for a device that sends each
@@ -81,7 +107,7 @@ pub fn segment_apart_into(
 pub fn segment_headers_into(
     headers: &[u8],
     payload: &[u8],
-    gso_size: u16,
+    gso_size: impl Into<Gso>,
     full_csum: bool,
     mut take: impl FnMut(usize) -> Vec<u8>,
     mut out: impl FnMut(Vec<u8>, core::ops::Range<usize>),
@@ -97,7 +123,7 @@ pub fn segment_headers_into(
         headers,
         &l,
         payload.len(),
-        gso_size,
+        gso_size.into(),
         full_csum,
         cut,
     ))
@@ -109,11 +135,11 @@ fn for_each_segment(
     headers: &[u8],
     l: &Layout,
     len: usize,
-    gso_size: u16,
+    gso: Gso,
     full_csum: bool,
     mut f: impl FnMut(&Cutter, usize, core::ops::Range<usize>),
 ) -> usize {
-    let mss = gso_size as usize;
+    let mss = gso.size as usize;
     let count = if mss == 0 || len <= mss {
         1
     } else {
@@ -121,6 +147,7 @@ fn for_each_segment(
     };
     let mut cutter = Cutter::new(headers, l, count);
     cutter.full_csum = full_csum;
+    cutter.keep_cwr = gso.tcp_accecn;
     for i in 0..count {
         let start = i * mss;
         let end = if i + 1 == count { len } else { start + mss };
@@ -134,7 +161,7 @@ fn cut_parts(
     headers: &[u8],
     l: &Layout,
     payload: &[u8],
-    gso_size: u16,
+    gso_size: Gso,
     full_csum: bool,
     mut take: impl FnMut(usize) -> Vec<u8>,
     mut out: impl FnMut(Vec<u8>),
@@ -297,6 +324,8 @@ struct Cutter<'a> {
     pseudo: u64,
     /// Complete TCP checksums (else CHECKSUM_PARTIAL ones).
     full_csum: bool,
+    /// `SKB_GSO_TCP_ACCECN`: CWR stays on every segment.
+    keep_cwr: bool,
 }
 
 impl<'a> Cutter<'a> {
@@ -315,6 +344,7 @@ impl<'a> Cutter<'a> {
             },
             pseudo: checksum::pseudo_header(l.ip.src, l.ip.dst, PROTO_TCP, 0),
             full_csum: true,
+            keep_cwr: false,
         }
     }
 
@@ -358,14 +388,14 @@ impl<'a> Cutter<'a> {
         tcp[TCP_CHECKSUM_OFFSET..TCP_CHECKSUM_OFFSET + 2].copy_from_slice(&c.to_be_bytes());
     }
 
-    /// FIN and PSH only on the last segment, CWR only on the first (as Linux's
-    /// `tcp_gso_segment`).
+    /// FIN and PSH only on the last segment, CWR only on the first unless
+    /// `SKB_GSO_TCP_ACCECN` (as Linux's `tcp_gso_segment`).
     fn flags_for(&self, i: usize) -> u8 {
         let mut f = self.flags;
         if i + 1 != self.count {
             f &= !((TcpFlags::FIN.0 as u8) | (TcpFlags::PSH.0 as u8));
         }
-        if i != 0 {
+        if i != 0 && !self.keep_cwr {
             f &= !(TcpFlags::CWR.0 as u8);
         }
         f
@@ -694,6 +724,35 @@ mod tests {
 
     fn ipv4_id(seg: &[u8]) -> u16 {
         be16(seg, 4)
+    }
+
+    /// tcp_gso_segment's `th->cwr &= ecn_cwr_mask`: an `SKB_GSO_TCP_ACCECN` packet
+    /// keeps CWR (ACE's middle bit) on every segment; AE and ECE go to every segment
+    /// either way.
+    #[test]
+    fn accecn_gso_keeps_cwr_on_every_segment() {
+        const ECE: u8 = 0x40;
+        let data = payload(2500);
+        let mut p = packet(false, ACK | ECE | CWR, 1, 0, &data);
+        p[20 + 12] |= 0x01; // AE
+        for (accecn, later) in [(true, ACK | ECE | CWR), (false, ACK | ECE)] {
+            let mut segs = Vec::new();
+            let gso = Gso {
+                size: 1000,
+                tcp_accecn: accecn,
+            };
+            segment(&p, gso, |s| segs.push(s)).expect("cuts");
+            assert_eq!(segs.len(), 3);
+            for (i, s) in segs.iter().enumerate() {
+                let (tcp, _) = TcpRepr::parse(&s[20..]).expect("parses");
+                let want = if i == 0 { ACK | ECE | CWR } else { later };
+                assert_eq!(
+                    tcp.flags.0,
+                    u16::from(want) | 0x100,
+                    "segment {i}, {accecn}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -248,6 +248,9 @@ pub struct Transmit {
     pub gso_size: u16,
     /// Number of wire segments the device will make of it.
     pub gso_segs: u16,
+    /// `SKB_GSO_TCP_ACCECN`: an AccECN connection's packet (`tcp_ecn_send`), whose
+    /// CWR is part of ACE and stays on every segment ([`Transmit::gso`]).
+    pub tcp_accecn: bool,
     /// Give this back to [`crate::Stack::handle_tx_complete`] once the device has
     /// finished with the packet (sent or dropped it): TX completion.
     pub token: TxToken,
@@ -257,6 +260,14 @@ pub struct Transmit {
 }
 
 impl Transmit {
+    /// How the device cuts it: `gso_size`, and `SKB_GSO_TCP_ACCECN`.
+    pub fn gso(&self) -> lowtide_wire::gso::Gso {
+        lowtide_wire::gso::Gso {
+            size: self.gso_size,
+            tcp_accecn: self.tcp_accecn,
+        }
+    }
+
     /// Length of the whole IP packet, headers and payload.
     pub fn len(&self) -> usize {
         self.packet.len() + self.payload.len()

@@ -251,6 +251,10 @@ impl LowtideHosts {
                 busy = true;
                 tx.flatten();
                 let gso = if tx.gso_segs > 1 { tx.gso_size } else { 0 };
+                let gso = lowtide_wire::gso::Gso {
+                    size: gso,
+                    tcp_accecn: tx.tcp_accecn,
+                };
                 let sent = lowtide_wire::gso::segment(&tx.packet, gso, |s| fabric.send(now, h, s));
                 if sent.is_err() {
                     eprintln!("lowtide: net run: an unsegmentable packet from host {h}: dropped");

@@ -114,7 +114,7 @@ impl Bulk {
                     self.txs += 1;
                 }
                 let at = self.now.as_nanos() + DELAY_NS;
-                lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| {
+                lowtide_wire::gso::segment(&tx.packet, tx.gso(), |s| {
                     self.seq += 1;
                     self.wire.insert((at, self.seq), (to_b, s));
                 })

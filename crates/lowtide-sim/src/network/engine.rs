@@ -694,7 +694,7 @@ impl<'t> Network<'t> {
                     body: payload.slice(range),
                 })
             };
-            if gso::segment_headers_into(hdr, payload, tx.gso_size, full_csum, take, cut).is_err() {
+            if gso::segment_headers_into(hdr, payload, tx.gso(), full_csum, take, cut).is_err() {
                 tracing::warn!("unsegmentable packet from host {host}: dropped");
             }
             self.hosts[host].stack.recycle_buffer(tx.packet);

@@ -195,11 +195,11 @@ impl Transmit {
         let mut out = Vec::with_capacity(self.gso_segs.max(1) as usize);
         let put = |s| out.push(s);
         let _ = match self.payload.is_empty() {
-            true => lowtide_wire::gso::segment(&self.packet, self.gso_size, put),
+            true => lowtide_wire::gso::segment(&self.packet, self.gso(), put),
             false => lowtide_wire::gso::segment_apart_into(
                 &self.packet,
                 &payload,
-                self.gso_size,
+                self.gso(),
                 true,
                 Vec::with_capacity,
                 put,

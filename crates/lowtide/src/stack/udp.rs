@@ -410,6 +410,7 @@ impl Stack {
             payload: crate::socket::TxPayload::default(),
             gso_size,
             gso_segs,
+            tcp_accecn: false,
             token: TxToken {
                 index: u32::MAX,
                 generation: 0,

@@ -90,7 +90,7 @@ fn sign(
 pub(super) fn push(
     ctx: &mut Ctx,
     (packet, apart): (Vec<u8>, TxPayload),
-    mss: u32,
+    (mss, tcp_accecn): (u32, bool),
     payload: usize,
     token: TxToken,
     tstamp: Instant,
@@ -114,6 +114,7 @@ pub(super) fn push(
         payload: apart,
         gso_size,
         gso_segs: segs,
+        tcp_accecn,
         token,
         tstamp,
     });
@@ -511,7 +512,9 @@ impl Tcb {
             zc,
         };
         let ip_len = pkt.0.len() + pkt.1.len();
-        push(ctx, pkt, mss, payload.len(), token, tstamp);
+        // tcp_ecn_send: an AccECN connection's packets are SKB_GSO_TCP_ACCECN.
+        let accecn = flags & FLAG_SYN == 0 && self.ecn_mode_accecn();
+        push(ctx, pkt, (mss, accecn), payload.len(), token, tstamp);
         if !payload.is_empty() {
             // dev_queue_xmit's SCM_TSTAMP_SCHED, the driver's SCM_TSTAMP_SND.
             let range = (seq, seq + payload.len() as u64);

@@ -83,7 +83,7 @@ pub(crate) fn send_bare(
         zc: None,
     };
     let now = ctx.now;
-    push(ctx, pkt, 1, 0, token, now);
+    push(ctx, pkt, (1, false), 0, token, now);
 }
 
 /// `tcp_v4_send_ack` / `tcp_v6_send_ack`: a bare ACK that belongs to no socket's

@@ -116,7 +116,7 @@ impl Pair {
                 // A payload kept apart (a zerocopy send's) joins its headers.
                 tx.flatten();
                 let mut segs = Vec::new();
-                lowtide_wire::gso::segment(&tx.packet, tx.gso_size, |s| segs.push(s)).unwrap();
+                lowtide_wire::gso::segment(&tx.packet, tx.gso(), |s| segs.push(s)).unwrap();
                 for mut s in segs {
                     if let Some(f) = self.filter.as_mut() {
                         if let Verdict::Drop = f(dir, &mut s) {

@@ -8,6 +8,9 @@
 //!   retransmit queue);
 //! - byte 1: the congestion control (`% 3`: reno, cubic, bbr) and the options of the
 //!   peer's SYN (timestamps, SACK-permitted, window scale, MSS);
+//! - both together (`byte 0 ^ byte 1`, `Ecn`): the victim's `net.ipv4.tcp_ecn` (0
+//!   to 5: classic ECN and Accurate ECN) and what the peer's SYN or SYN-ACK asks
+//!   (nothing, ECE and CWR, or AccECN's AE, CWR and ECE);
 //! - then 12-byte records (`Record`): a segment, a jump in time, a socket call, or a
 //!   burst of a hostile shape (issue 27: tiny segments with gaps filling the window,
 //!   overlapping segments each starting lower than the last, a flood of SYNs from
@@ -19,6 +22,7 @@
 //! windows, FIN handling, PAWS.
 
 use crate::Bytes;
+use lowtide::tcp::md5::{Md5Cmd, Md5Key};
 use lowtide::{Config, Instant, RxChecksum, Shutdown, SocketHandle, Stack};
 use lowtide_wire::checksum;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
@@ -82,6 +86,27 @@ const STARTS: [Start; 11] = [
     Start::TimeWait,
 ];
 
+/// ECN from the first two bytes: the victim's `net.ipv4.tcp_ecn` and the ECN flags
+/// of the peer's SYN (passive opens) or SYN-ACK (active ones).
+#[derive(Debug, Clone, Copy)]
+struct Ecn {
+    /// `net.ipv4.tcp_ecn`, 0 to 5.
+    sysctl: u8,
+    /// The peer's handshake flags: none, classic (RFC 3168), or AccECN (RFC 9768).
+    peer: u16,
+}
+
+impl Ecn {
+    fn of(cfg_byte: u8, opt_byte: u8) -> Ecn {
+        let x = cfg_byte ^ opt_byte;
+        let (ece, cwr, ae) = (TcpFlags::ECE.0, TcpFlags::CWR.0, TcpFlags::AE.0);
+        Ecn {
+            sysctl: x % 6,
+            peer: [0, ece | cwr, ae | cwr | ece][(x / 6 % 3) as usize],
+        }
+    }
+}
+
 /// The victim stack, its sockets and what the peer knows of the sequence space.
 struct Harness {
     now: Instant,
@@ -106,6 +131,10 @@ struct Harness {
     last_peer_ack: u32,
     /// The victim's port (80, or its ephemeral port after an active open).
     victim_port: u16,
+    /// The ECN flags of the peer's SYN or SYN-ACK.
+    syn_ecn: u16,
+    /// The IP-ECN field of the peer's next packet (a fuzzed segment's; else 0).
+    ip_ecn: u8,
 }
 
 /// One fuzz case (panics on a finding).
@@ -114,7 +143,11 @@ pub fn run(data: &[u8]) {
     let cfg_byte = b.u8();
     let opt_byte = b.u8();
     let start = STARTS[(cfg_byte % 11) as usize];
-    let mut h = Harness::new(config(cfg_byte, opt_byte), syn_options(opt_byte));
+    let ecn = Ecn::of(cfg_byte, opt_byte);
+    let mut cfg = config(cfg_byte, opt_byte);
+    cfg.tcp_ecn = ecn.sysctl;
+    let mut h = Harness::new(cfg, syn_options(opt_byte));
+    h.syn_ecn = ecn.peer;
     h.setup(start);
     let mut n = 0;
     while !b.is_empty() && n < MAX_RECORDS {
@@ -177,6 +210,8 @@ impl Harness {
             victim_port: VICTIM_PORT,
             fin_sent: false,
             last_peer_ack: 0,
+            syn_ecn: 0,
+            ip_ecn: 0,
         }
     }
 
@@ -231,6 +266,12 @@ impl Harness {
 
     fn peer_syn(&mut self, flags: u16) {
         let opts = self.syn_opts;
+        // A classic SYN-ACK says ECE alone (ECE with CWR is no ECN, tcp_ecn_rcv_synack).
+        let ecn = match flags & TcpFlags::ACK.0 != 0 && self.syn_ecn & TcpFlags::AE.0 == 0 {
+            true => self.syn_ecn & TcpFlags::ECE.0,
+            false => self.syn_ecn,
+        };
+        let flags = flags | ecn;
         // `send` moves `peer_nxt` past the SYN.
         self.segment(
             flags,
@@ -324,7 +365,7 @@ impl Harness {
             dst: VICTIM.into(),
             protocol: PROTO_TCP,
             hop_limit: 64,
-            ecn: 0,
+            ecn: self.ip_ecn,
             tos: 0,
             header_len: 20,
             payload_len: hl + payload.len(),
@@ -454,7 +495,9 @@ impl Harness {
     /// the delay before it (0, 100 us, 1 ms, 50 ms); `r[1]` flags; `r[2..4]` seq offset
     /// and `r[4..6]` ack offset (i16); `r[6..8]` window; `r[8]` payload length / 8;
     /// `r[9]` options (bits 0-2 SACK blocks, bit 3 no timestamp, bit 4 MSS, bit 5 a
-    /// wild TSecr, bits 6-7 AE and a reserved flag bit); `r[10..12]` SACK spread.
+    /// wild TSecr, bits 6-7 AE and a reserved flag bit); `r[10..12]` SACK spread, and
+    /// (`r[10] ^ r[11]`) the packet's IP-ECN field (bits 0-1) and, with the MSS bit,
+    /// a TCP-MD5 option of digest `r[10]` repeated (bit 2).
     fn fuzz_segment(&mut self, r: &[u8; 12]) {
         let mode = r[0] >> 2;
         let delay = [0, 100, 1_000, 50_000][((mode >> 4) & 3) as usize];
@@ -485,8 +528,12 @@ impl Harness {
         if r[9] & 8 != 0 {
             o.timestamp = None;
         }
+        let x = r[10] ^ r[11];
         if r[9] & 16 != 0 {
             o.mss = Some(spread as u16);
+            if x & 4 != 0 {
+                o.md5sig = Some([r[10]; 16]);
+            }
         }
         if r[9] & 32 != 0 {
             o.timestamp = o
@@ -495,7 +542,9 @@ impl Harness {
         }
         let payload: Vec<u8> = (0..len).map(|i| i as u8).collect();
         let flags = u16::from(r[1]) | u16::from(r[9] >> 6) << 8;
+        self.ip_ecn = x & 3;
         self.send(flags, seq, ack, window, o, &payload, mode & 8 != 0);
+        self.ip_ecn = 0;
     }
 
     /// A burst of `1 + r[4..6] % 512` data segments of `1 + r[6] % 16` bytes from the
@@ -584,16 +633,18 @@ impl Harness {
         Some((i.rmem_alloc, i.rcvbuf))
     }
 
-    /// `r[1] % 8`: write `r[2..4]` bytes, read everything, shut down writing, close,
+    /// `r[1] % 9`: write `r[2..4]` bytes, read everything, shut down writing, close,
     /// abort, set a tiny receive buffer, a new connection from the peer (another
-    /// port), or TCP_NOTSENT_LOWAT.
+    /// port), TCP_NOTSENT_LOWAT, or a TCP-MD5 key for the peer (`TCP_MD5SIG`) on the
+    /// listener or connection (`r[2] % 81` bytes of `r[4]`; a key of 0 bytes
+    /// deletes it), after which the peer's segments, never signed, are dropped.
     fn socket_call(&mut self, r: &[u8; 12]) {
         let n = u16::from_le_bytes([r[2], r[3]]) as usize;
         let Some(c) = self.conn.or_else(|| self.accept()) else {
             return;
         };
         let now = self.now;
-        match r[1] % 8 {
+        match r[1] % 9 {
             0 => self.victim_send(n),
             1 => {
                 let mut buf = [0u8; 4096];
@@ -610,9 +661,29 @@ impl Harness {
                 self.rcv_ack = None;
                 self.peer_syn(TcpFlags::SYN.0);
             }
-            _ => drop(self.st.socket(c).set_notsent_lowat(now, n as u32)),
+            7 => drop(self.st.socket(c).set_notsent_lowat(now, n as u32)),
+            _ => self.set_md5_key(c, r),
         }
         self.flush();
+    }
+
+    /// `TCP_MD5SIG` for the peer on the listener (`r[3]` odd) or on `c`.
+    fn set_md5_key(&mut self, c: SocketHandle, r: &[u8; 12]) {
+        let h = match (r[3] & 1, self.listener) {
+            (1, Some(l)) => l,
+            _ => c,
+        };
+        let len = (r[2] % 81) as usize;
+        let cmd = match Md5Key::new(PEER.into(), 32, &vec![r[4]; len]) {
+            Some(key) if len > 0 => Md5Cmd::Add(key),
+            _ => Md5Cmd::Del {
+                addr: PEER.into(),
+                prefixlen: 32,
+                l3index: 0,
+                flags: 0,
+            },
+        };
+        let _ = self.st.socket(h).set_md5sig(cmd);
     }
 
     fn accept(&mut self) -> Option<SocketHandle> {
@@ -694,6 +765,35 @@ mod tests {
 
     /// The scripted peer really drives the victim into each starting state, for
     /// every configuration the first byte can select.
+    #[test]
+    fn the_first_two_bytes_reach_ecn_and_accecn_connections() {
+        // Passive ESTABLISHED (start 3): ECN is negotiated when the victim's
+        // tcp_ecn accepts it (1 to 5) and the peer's SYN asks (classic or AccECN).
+        let mut seen = [false; 3];
+        for opt_byte in 0..=255u8 {
+            let cfg_byte = 3 + 11 * (opt_byte % 4);
+            if STARTS[(cfg_byte % 11) as usize] != Start::EstablishedPassive {
+                continue;
+            }
+            let ecn = Ecn::of(cfg_byte, opt_byte);
+            let mut c = config(cfg_byte, opt_byte);
+            c.tcp_ecn = ecn.sysctl;
+            let mut h = Harness::new(c, syn_options(opt_byte));
+            h.syn_ecn = ecn.peer;
+            h.setup(Start::EstablishedPassive);
+            let info = h.st.info(h.now, h.conn.expect("accepted")).expect("info");
+            let on = info.options & 8 != 0;
+            assert_eq!(on, ecn.sysctl > 0 && ecn.peer != 0, "{ecn:?}");
+            let kind = match ecn.peer {
+                0 => 0,
+                p if p & TcpFlags::AE.0 != 0 => 2,
+                _ => 1,
+            };
+            seen[kind] |= on || kind == 0;
+        }
+        assert_eq!(seen, [true; 3], "none, classic and AccECN peers all reached");
+    }
+
     #[test]
     fn setup_reaches_every_state() {
         let want = [

@@ -28,7 +28,7 @@ const SKB_SHINFO: u32 = 320;
 const SMP_CACHE_BYTES: u32 = 64;
 /// `SKB_MAX_ORDER(0, 0)` = `SKB_WITH_OVERHEAD(PAGE_SIZE)`: the payload of a one-page
 /// buffer, the most `tcp_collapse` puts in one.
-pub(crate) const SKB_MAX_ORDER0: u32 = 4096 - SKB_SHINFO;
+pub const SKB_MAX_ORDER0: u32 = 4096 - SKB_SHINFO;
 
 /// What a coalesced segment is charged less (`skb_try_coalesce`, head stolen:
 /// `delta = from->truesize - SKB_DATA_ALIGN(sizeof(struct sk_buff))`).

@@ -397,6 +397,7 @@ fn new_skb(seq: u64, len: u32, mss: u32, now: Instant) -> Skb {
         tx_time: now,
         tx: TxRate::default(),
         fclone: 0,
+        zc: None,
     }
 }
 

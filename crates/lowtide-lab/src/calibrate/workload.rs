@@ -335,6 +335,7 @@ impl SackWorkload {
                 truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
                 fclone: 0,
+                zc: None,
             });
         }
         let (ack, runs) = self.runs_upto(self.mid - 1);

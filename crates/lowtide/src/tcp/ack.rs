@@ -502,7 +502,7 @@ impl Tcb {
             self.mtup_probe_acked(ctx);
         }
         // The freed skbs release their MSG_ZEROCOPY references.
-        self.zerocopy_acked(ctx);
+        self.zerocopy_release(ctx);
         c
     }
 

@@ -143,6 +143,7 @@ impl Tcb {
             let copied = *r.as_ref().unwrap_or(&0);
             let copied_data = !matches!(data, SendData::Shared(_));
             self.errq.sent(copied, self.write_seq, copied_data);
+            self.zerocopy_release(ctx);
         }
         r
     }
@@ -595,6 +596,8 @@ impl Tcb {
     /// SYN-SENT), and an orphan in FIN-WAIT-2 waits `tcp_fin_time` or, with
     /// `TCP_LINGER2` negative, is reset at once.
     pub(crate) fn close(&mut self, ctx: &mut Ctx, linger_zero: bool) {
+        // sock_orphan: SOCK_DEAD, no more MSG_ZEROCOPY notifications.
+        self.errq.dead = true;
         let unread = !self.rcv_queue.is_empty();
         self.shut_rd = true;
         if matches!(self.state, TcpState::Closed | TcpState::Listen) {

@@ -2,12 +2,25 @@
 //! notifications (net/core/skbuff.c `msg_zerocopy_*`, net/core/sock.c
 //! `sock_dequeue_err_skb`).
 //!
-//! A `MSG_ZEROCOPY` send takes a notification id (`sk_zckey`) and keeps its data
-//! until the peer acknowledged all of it; then a `sock_extended_err` with
-//! `SO_EE_ORIGIN_ZEROCOPY` and the id range `[ee_info, ee_data]` goes on the error
-//! queue. Consecutive sends into the same unsent skb share one id range
-//! (`msg_zerocopy_realloc`), and a completion that continues the range at the
-//! queue's tail extends it instead of queuing (`skb_zerocopy_notify_extend`).
+//! A `MSG_ZEROCOPY` send takes a notification id (`sk_zckey`) in a range
+//! (`struct ubuf_info_msgzc`) that the skbs holding its data reference
+//! (`skb_zcopy`); when the last reference goes (`msg_zerocopy_complete`), a
+//! `sock_extended_err` with `SO_EE_ORIGIN_ZEROCOPY` and the id range
+//! `[ee_info, ee_data]` goes on the error queue. Consecutive sends into the same
+//! unsent skb share one id range (`msg_zerocopy_realloc`), and a completion that
+//! continues the range at the queue's tail extends it instead of queuing
+//! (`skb_zerocopy_notify_extend`, whatever the two codes).
+//!
+//! The references, as Linux counts them: the send under way; every skb of the
+//! write and retransmit queues that carries the id, so a range completes when
+//! the last of them is freed, not when `snd_una` passes its last byte (an skb
+//! partly acknowledged is trimmed and kept, `tcp_trim_head`; one with copied data
+//! or a FIN after the range holds it until those are acknowledged too); and every
+//! packet of its zerocopy data the device still holds, until the packet's TX
+//! completion (the skb clones). A connection that ends with the data
+//! unacknowledged frees its skbs (`tcp_write_queue_purge` on a reset, a timeout,
+//! `tcp_disconnect`): the range completes then, and is reported unless the socket
+//! was closed (`SOCK_DEAD` in `__msg_zerocopy_callback`).
 //!
 //! A send of slices ([`crate::Stack::sendmsg`], the POSIX layer) copies the
 //! bytes, so its completion says `SO_EE_CODE_ZEROCOPY_COPIED`. A send of a
@@ -18,21 +31,17 @@
 //! it copies every packet's payload ([`crate::Stack::set_tx_orphan_frags`]: tun's
 //! `tun_net_xmit`, loopback's `deliver_skb` and so packetdrill's tun call
 //! `skb_orphan_frags_rx`, whose `skb_copy_ubufs` clears `uarg->zerocopy`), which
-//! clears the range's flag as each of its packets is handed over. The
-//! notification is queued once the stack holds no reference to the bytes:
-//! `snd_una` is past them and every packet of them the device held has come back
-//! through its TX completion (Linux: the last skb clone freed,
-//! `msg_zerocopy_complete` dropping `uarg->refcnt` to 0).
+//! clears the range's flag as each of its packets is handed over.
 //!
-//! Where lowtide differs: a send completes when `snd_una` passes its last byte
-//! (Linux: when the skb holding it is freed, which a partly acknowledged skb is
-//! not), a connection that ends with the data unacknowledged reports nothing for it
-//! (Linux reports it when the purged skbs are freed, unless the socket was closed),
-//! and pinned pages are not charged to `RLIMIT_MEMLOCK` nor to `sk_wmem_queued`
-//! page by page (a pure zerocopy skb is charged as copied data is, where Linux's
-//! `skb_zcopy_pure` skips `sk_mem_charge`). An skb holds one slice of one buffer,
-//! so copied data after zerocopy data, and a later send's buffer, start a new skb
-//! where Linux would append page fragments to it.
+//! Where lowtide differs: a purge drops the skbs' references but lowtide's queues
+//! keep the skbs (and a `Bytes` sender's slices) until the socket ends; without
+//! `NETIF_F_SG` the skbs still reference the range (Linux copies without linking
+//! them, so the range completes when the send returns); pinned pages are not
+//! charged to `RLIMIT_MEMLOCK` nor to `sk_wmem_queued` page by page (a pure
+//! zerocopy skb is charged as copied data is, where Linux's `skb_zcopy_pure`
+//! skips `sk_mem_charge`). An skb holds one slice of one buffer, so copied data
+//! after zerocopy data, and a later send's buffer, start a new skb where Linux
+//! would append page fragments to it.
 
 use super::sock::Tcb;
 pub use super::sock_errqueue::{ErrEntry, SockExtendedErr};
@@ -112,7 +121,8 @@ impl ErrQueue {
     /// write queue's tail skb (`tail_id`, its `skb_zcopy`) when this send's id
     /// continues it, else allocates a range (`msg_zerocopy_alloc`), which costs a
     /// notification skb of `sk_omem_alloc` within `optmem_max` (else `ENOBUFS`).
-    /// Returns the id the send's data carries.
+    /// Either way the send holds the range until [`ErrQueue::sent`]. Returns the
+    /// id the send's data carries.
     pub fn realloc(&mut self, size: u64, tail_id: Option<u32>, optmem_max: u32) -> Option<u32> {
         if let Some(u) = self.pending.back_mut().filter(|u| Some(u.id) == tail_id) {
             let bytelen = u.bytelen + size;
@@ -122,6 +132,7 @@ impl ErrQueue {
             {
                 u.len += 1;
                 u.bytelen = bytelen;
+                u.busy = true; // net_zcopy_get
                 self.zckey = self.zckey.wrapping_add(1);
                 return Some(u.id);
             }
@@ -140,43 +151,66 @@ impl ErrQueue {
             zerocopy: true,
             end_seq: 0,
             in_device: 0,
+            busy: true,
+            linked: false,
         });
         Some(id)
     }
 
-    /// The send took `copied` bytes ending at `end_seq`, copying them (`copied_data`:
-    /// `uarg->zerocopy = 0`); with nothing taken, `msg_zerocopy_put_abort` gives the
-    /// id back and a range left empty is freed without a notification.
+    /// The send ends (`tcp_sendmsg_locked`'s `net_zcopy_put`): it took `copied`
+    /// bytes ending at `end_seq` into skbs that now hold the range, copying them
+    /// (`copied_data`: `uarg->zerocopy = 0`); with nothing taken,
+    /// `msg_zerocopy_put_abort` gives the id back, and a range left empty and
+    /// unreferenced is freed without a notification. [`ErrQueue::release`] then
+    /// completes it if nothing else holds it.
     pub fn sent(&mut self, copied: usize, end_seq: u64, copied_data: bool) {
         let Some(u) = self.pending.back_mut() else {
             return;
         };
+        u.busy = false;
         if copied == 0 {
             self.zckey = self.zckey.wrapping_sub(1);
             u.len -= 1;
-            if u.len == 0 && u.end_seq == 0 {
-                self.pending.pop_back();
-                self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE);
-            }
             return;
         }
         u.end_seq = end_seq;
+        u.linked = true;
         u.zerocopy &= !copied_data;
     }
 
-    /// Ranges whose data is all acknowledged below `snd_una` complete
-    /// (`__msg_zerocopy_callback`); returns whether an entry was queued or extended.
-    pub fn complete_acked(&mut self, snd_una: u64) -> bool {
+    /// `msg_zerocopy_complete` dropping the last reference: every range no send
+    /// holds, no skb holds, and of which the device holds no packet completes
+    /// (`__msg_zerocopy_callback`), oldest first. `front` is the first skb left
+    /// in the retransmit and write queues (its `seq` and `skb_zcopy`): a range's
+    /// skbs follow each other in the stream and are freed in order, so none is
+    /// left once the first skb carries another id (or none) and starts past the
+    /// range's last byte; an skb partly acknowledged keeps its id
+    /// (`tcp_trim_head`). Returns whether an entry was queued or extended.
+    pub fn release(&mut self, front: Option<(u64, Option<u32>)>) -> bool {
+        let held = |u: &Uarg| {
+            u.busy
+                || u.in_device > 0
+                || (u.linked && front.is_some_and(|(seq, zc)| zc == Some(u.id) || seq < u.end_seq))
+        };
         let mut any = false;
-        while let Some(u) = self.pending.front().copied() {
-            if u.end_seq == 0 || u.end_seq > snd_una || u.in_device > 0 {
-                break;
+        let mut i = 0;
+        while i < self.pending.len() {
+            if held(&self.pending[i]) {
+                i += 1;
+                continue;
             }
-            self.pending.pop_front();
-            self.callback(u);
-            any = true;
+            let u = self.pending.remove(i).expect("in range");
+            any |= self.callback(u);
         }
         any
+    }
+
+    /// `tcp_write_queue_purge`: the queues' skbs are freed, and with them their
+    /// references to the ranges (the device's clones keep theirs).
+    pub fn purge(&mut self) {
+        for u in &mut self.pending {
+            u.linked = false;
+        }
     }
 
     /// A packet of range `id`'s zerocopy data went to the device: `copies`, the
@@ -200,11 +234,14 @@ impl ErrQueue {
     }
 
     /// `__msg_zerocopy_callback`: the notification for `[id, id + len - 1]`, merged
-    /// into a zerocopy entry at the queue's tail that it continues.
-    fn callback(&mut self, u: Uarg) {
-        if u.len == 0 {
-            self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE);
-            return;
+    /// into a zerocopy entry at the queue's tail that it continues (whatever their
+    /// codes: `skb_zerocopy_notify_extend` compares ids only). None for a range
+    /// whose one send was aborted (`!uarg->len`) or on a closed socket
+    /// (`SOCK_DEAD`). Returns whether the queue changed (`sk_error_report`).
+    fn callback(&mut self, u: Uarg) -> bool {
+        if u.len == 0 || self.dead {
+            self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE); // consume_skb
+            return false;
         }
         let lo = u.id;
         let ee = SockExtendedErr {
@@ -221,7 +258,7 @@ impl ErrQueue {
         if let Some(tail) = self.queue.back_mut().map(|t| &mut t.ee) {
             if tail.origin == SO_EE_ORIGIN_ZEROCOPY && notify_extend(tail, lo, u.len) {
                 self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE); // consume_skb
-                return;
+                return true;
             }
         }
         self.queue.push_back(ErrEntry {
@@ -231,6 +268,7 @@ impl ErrQueue {
             offender: None,
             opt_stats: None,
         });
+        true
     }
 }
 
@@ -263,13 +301,30 @@ impl Tcb {
         }
     }
 
-    /// After an ACK moved `snd_una`, or the device freed a zerocopy packet:
-    /// completions of fully acknowledged sends the device no longer holds, each a
-    /// wakeup of the error queue's readers (`sk_error_report`).
-    pub(crate) fn zerocopy_acked(&mut self, ctx: &mut Ctx) {
-        if self.errq.complete_acked(self.snd_una) {
+    /// After skbs were freed (an ACK, a purge), a send ended or the device freed
+    /// a zerocopy packet: completions of the ranges nothing holds any more
+    /// ([`ErrQueue::release`]), a wakeup of the error queue's readers
+    /// (`sk_error_report`).
+    pub(crate) fn zerocopy_release(&mut self, ctx: &mut Ctx) {
+        if self.errq.pending.is_empty() {
+            return;
+        }
+        let front = match self.rtx.first() {
+            Some(s) => Some((s.seq, s.zc)),
+            None => self.write_queue.front().map(|w| (w.seq, w.zc)),
+        };
+        if self.errq.release(front) {
             self.notify(ctx, EventKind::ErrQueue);
         }
+    }
+
+    /// `tcp_write_queue_purge` at `tcp_done`'s paths (a reset, a timeout,
+    /// `tcp_disconnect`, the end of a closed socket): the skbs' references go, so
+    /// ranges whose data was never acknowledged complete too, reported unless the
+    /// socket was closed. lowtide leaves the skbs themselves to the socket's end.
+    pub(crate) fn zerocopy_purge(&mut self, ctx: &mut Ctx) {
+        self.errq.purge();
+        self.zerocopy_release(ctx);
     }
 
     /// A packet whose payload is zerocopy data of notification `id` goes to the
@@ -290,7 +345,7 @@ impl Tcb {
     pub(crate) fn zerocopy_tx_freed(&mut self, ctx: &mut Ctx, token: &crate::socket::TxToken) {
         if let Some(id) = token.zc {
             self.errq.tx_freed(id);
-            self.zerocopy_acked(ctx);
+            self.zerocopy_release(ctx);
         }
     }
 }
@@ -299,10 +354,20 @@ impl Tcb {
 mod tests {
     use super::*;
 
+    /// A send of `size` bytes ending at `end`, into skbs (`realloc`, `sent`).
     fn send(q: &mut ErrQueue, size: u64, tail: Option<u32>, end: u64) -> u32 {
         let id = q.realloc(size, tail, 131_072).unwrap();
         q.sent(size as usize, end, true);
         id
+    }
+
+    /// The first skb left in the queues: at `seq`, holding range `zc`.
+    fn front(seq: u64, zc: Option<u32>) -> Option<(u64, Option<u32>)> {
+        Some((seq, zc))
+    }
+
+    fn ranges(q: &mut ErrQueue) -> Vec<(u32, u32, u8)> {
+        std::iter::from_fn(|| q.dequeue().map(|e| (e.ee.info, e.ee.data, e.ee.code))).collect()
     }
 
     #[test]
@@ -311,27 +376,60 @@ mod tests {
         assert_eq!(send(&mut q, 100, None, 101), 0);
         assert_eq!(send(&mut q, 100, Some(0), 201), 0, "extends range 0");
         assert_eq!(send(&mut q, 100, None, 301), 2, "sent tail: a new range");
-        assert!(!q.complete_acked(200));
-        assert!(q.complete_acked(201));
+        assert!(!q.release(front(101, Some(0))), "its skb is still queued");
+        assert!(q.release(front(201, Some(2))));
         let e = q.dequeue().unwrap().ee;
         assert_eq!((e.info, e.data, e.code), (0, 1, SO_EE_CODE_ZEROCOPY_COPIED));
-        assert!(q.complete_acked(301));
-        assert_eq!(q.dequeue().map(|e| (e.ee.info, e.ee.data)), Some((2, 2)));
-        assert_eq!(q.dequeue(), None);
+        assert!(q.release(None));
+        assert_eq!(ranges(&mut q), [(2, 2, SO_EE_CODE_ZEROCOPY_COPIED)]);
         assert_eq!(q.omem, 0);
+    }
+
+    /// Linux: the last skb holding the range freed, not `snd_una` past its last
+    /// byte: an skb partly acknowledged (tcp_trim_head) or carrying later bytes
+    /// (copied data appended, a FIN) keeps it.
+    #[test]
+    fn a_range_completes_when_no_skb_holds_it() {
+        let mut q = ErrQueue::default();
+        send(&mut q, 100, None, 101);
+        // The skb 1..301 holds range 0 and 200 bytes after it; trimmed to 201..301.
+        assert!(!q.release(front(201, Some(0))), "trimmed, still held");
+        // An older skb without the id, before the range's bytes.
+        assert!(!q.release(front(1, None)), "its skbs come later");
+        assert!(q.release(front(301, None)), "freed: the front is past it");
+        assert_eq!(ranges(&mut q), [(0, 0, SO_EE_CODE_ZEROCOPY_COPIED)]);
+    }
+
+    /// A send under way holds its range (its own reference), and so does every
+    /// packet of it the device holds; ranges complete in the order they are let go.
+    #[test]
+    fn a_send_and_the_device_hold_the_range() {
+        let mut q = ErrQueue::default();
+        let id = q.realloc(10, None, 131_072).unwrap();
+        assert!(!q.release(None), "the send holds it");
+        q.sent(10, 11, false);
+        q.tx_handed(id, false, true);
+        send(&mut q, 10, None, 21);
+        assert!(q.release(None), "range 1 goes first");
+        assert_eq!(ranges(&mut q), [(1, 1, SO_EE_CODE_ZEROCOPY_COPIED)]);
+        q.tx_freed(id);
+        assert!(q.release(None));
+        assert_eq!(ranges(&mut q), [(0, 0, 0)], "never copied");
     }
 
     #[test]
     fn continuing_completions_extend_the_queued_entry() {
         let mut q = ErrQueue::default();
         send(&mut q, 10, None, 11);
-        q.complete_acked(11);
+        q.release(None);
         send(&mut q, 10, None, 21);
-        q.complete_acked(21);
-        send(&mut q, 10, None, 31);
-        q.complete_acked(31);
-        assert_eq!(q.dequeue().map(|e| (e.ee.info, e.ee.data)), Some((0, 2)));
-        assert_eq!(q.dequeue(), None);
+        q.release(None);
+        // skb_zerocopy_notify_extend compares ids only: a range that was not
+        // copied joins a COPIED entry, which keeps its code.
+        q.realloc(10, None, 131_072).unwrap();
+        q.sent(10, 31, false);
+        q.release(None);
+        assert_eq!(ranges(&mut q), [(0, 2, SO_EE_CODE_ZEROCOPY_COPIED)]);
         assert_eq!(q.omem, 0, "the merged notifications were consumed");
     }
 
@@ -340,13 +438,32 @@ mod tests {
         let mut q = ErrQueue::default();
         q.realloc(10, None, 131_072).unwrap();
         q.sent(0, 0, true);
+        assert!(!q.release(front(1, None)), "aborted: no notification");
         assert_eq!((q.zckey, q.omem, q.pending.len()), (0, 0, 0));
         assert_eq!(send(&mut q, 10, None, 11), 0);
         // An extension that took nothing shrinks the range back.
         q.realloc(10, Some(0), 131_072).unwrap();
         q.sent(0, 0, true);
-        q.complete_acked(11);
-        assert_eq!(q.dequeue().map(|e| (e.ee.info, e.ee.data)), Some((0, 0)));
+        assert!(!q.release(front(1, Some(0))));
+        q.release(None);
+        assert_eq!(ranges(&mut q), [(0, 0, SO_EE_CODE_ZEROCOPY_COPIED)]);
+    }
+
+    /// tcp_write_queue_purge frees the skbs: their ranges complete, reported
+    /// unless the socket is closed (SOCK_DEAD); the device's clones still hold.
+    #[test]
+    fn a_purge_completes_unless_the_socket_is_dead() {
+        let mut q = ErrQueue::default();
+        send(&mut q, 10, None, 11);
+        let held = send(&mut q, 10, None, 21);
+        q.tx_handed(held, false, true);
+        q.purge();
+        assert!(q.release(front(1, Some(0))), "the queues' skbs are gone");
+        assert_eq!(ranges(&mut q), [(0, 0, SO_EE_CODE_ZEROCOPY_COPIED)]);
+        q.dead = true;
+        q.tx_freed(held);
+        assert!(!q.release(None), "SOCK_DEAD");
+        assert_eq!((q.queue.len(), q.pending.len(), q.omem), (0, 0, 0));
     }
 
     #[test]
@@ -358,7 +475,7 @@ mod tests {
             q.sent(1, i as u64 + 2, true);
         }
         assert_eq!(q.realloc(1, None, max), None, "ENOBUFS");
-        q.complete_acked(10);
+        q.release(None);
         // Merged into one entry: two skbs consumed, one left until read.
         assert_eq!(q.omem, NOTIFY_TRUESIZE);
         assert_eq!(q.realloc(1, None, max), Some(3));

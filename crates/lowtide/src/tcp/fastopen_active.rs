@@ -53,9 +53,13 @@ impl Tcb {
             false => None,
         };
         let copied = self.connect_fastopen_data(ctx, data, fo);
-        if zc.is_some() {
+        if let Some(id) = zc {
+            if copied > 0 {
+                self.rtx.set_zc(1, id); // skb_zcopy_set(syn_data, fo->uarg)
+            }
             // lowtide copies the caller's bytes: SO_EE_CODE_ZEROCOPY_COPIED.
             self.errq.sent(copied, self.write_seq, true);
+            self.zerocopy_release(ctx);
         }
         copied
     }

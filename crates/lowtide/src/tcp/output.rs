@@ -614,6 +614,7 @@ impl Tcb {
             truesize,
             tx,
             fclone: 0,
+            zc: None,
         });
         self.wmem_queued += truesize as u64;
     }
@@ -975,6 +976,7 @@ mod tests {
                 truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
                 fclone: 0,
+                zc: None,
             });
         }
         for i in (0..N).filter(|i| !holes.contains(i)) {

@@ -488,6 +488,7 @@ mod tests {
                 truesize: len + SKB_OVERHEAD,
                 tx: Default::default(),
                 fclone: 0,
+                zc: None,
             });
         }
     }
@@ -870,6 +871,7 @@ mod local_drop_tests {
                 truesize: 1000 + SKB_OVERHEAD,
                 tx: Default::default(),
                 fclone: 0,
+                zc: None,
             });
         }
         t.snd_nxt = 3001;

@@ -171,6 +171,7 @@ mod tests {
             truesize: MSS + SKB_OVERHEAD,
             tx,
             fclone: 0,
+            zc: None,
         });
         t.snd_nxt = 1 + (i + 1) * MSS as u64;
     }

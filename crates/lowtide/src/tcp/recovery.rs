@@ -299,6 +299,7 @@ mod tests {
                 truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
                 fclone: 0,
+                zc: None,
             });
         }
         t.snd_una = 1;

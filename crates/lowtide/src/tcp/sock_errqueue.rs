@@ -152,6 +152,8 @@ pub struct ErrEntry {
 }
 
 /// `struct ubuf_info_msgzc`: the id range of sends whose data is still queued.
+/// Its references (`uarg->refcnt`) are the send under way, the skbs holding its
+/// data and the device's clones of them; the last one dropped completes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Uarg {
     pub(crate) id: u32,
@@ -164,6 +166,12 @@ pub(crate) struct Uarg {
     /// Packets of its zerocopy data the device still holds (the skb clones whose
     /// references to the pages keep `uarg->refcnt` up until they are freed).
     pub(crate) in_device: u32,
+    /// A send holds it (`msg_zerocopy_realloc`'s reference, which
+    /// `tcp_sendmsg_locked` drops at its end: `net_zcopy_put`).
+    pub(crate) busy: bool,
+    /// Skbs took it (`skb_zcopy_set`): they hold it until freed, and they are
+    /// the write and retransmit queues' skbs that carry its id (`skb_zcopy`).
+    pub(crate) linked: bool,
 }
 
 /// A socket's error queue and `MSG_ZEROCOPY` state.
@@ -179,4 +187,7 @@ pub(crate) struct ErrQueue {
     pub(crate) pending: VecDeque<Uarg>,
     /// `sk_omem_alloc`.
     pub(crate) omem: u32,
+    /// `SOCK_DEAD`: the socket was closed (`sock_orphan`); completions queue
+    /// nothing (`__msg_zerocopy_callback`).
+    pub(crate) dead: bool,
 }

@@ -715,6 +715,7 @@ impl Tcb {
             self.rcv_shutdown = true;
             self.notify(ctx, EventKind::HangUp);
         }
+        self.zerocopy_purge(ctx);
     }
 
     /// Fails the connection with `err` (`tcp_write_err`/`tcp_reset`).

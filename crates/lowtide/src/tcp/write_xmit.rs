@@ -289,6 +289,8 @@ impl Tcb {
         let head = self.write_queue.front_mut().expect("caller checked");
         let whole = send_len == head.data.len() && !split;
         let seq = head.seq;
+        // tso_fragment's skb_split: the part sent references the uarg too.
+        let zc = head.zc;
         let (data, flags) = if whole {
             let w = self.write_queue.pop_front().expect("exists");
             (w.data.freeze(), w.flags)
@@ -324,6 +326,7 @@ impl Tcb {
             truesize,
             tx,
             fclone: 0,
+            zc,
         });
         self.fclone_sent(ctx, seq);
         self.snd_nxt = end_seq;

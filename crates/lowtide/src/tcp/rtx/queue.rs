@@ -166,7 +166,7 @@ impl Acct {
 /// frees them at once here), nor a SACKed one, nor one of a zerocopy sender's
 /// bytes (`tcp_collapse_retrans`'s `skb_shift` refuses `skb_zcopy` skbs).
 fn can_collapse(s: &Skb) -> bool {
-    s.pcount <= 1 && s.fclone == 0 && !s.has(SACKED_ACKED) && s.data.zerocopy_id().is_none()
+    s.pcount <= 1 && s.fclone == 0 && !s.has(SACKED_ACKED) && s.zc.is_none()
 }
 
 impl RtxQueue {
@@ -696,6 +696,14 @@ impl RtxQueue {
         s.filter(|s| s.seq == seq).map_or(0, |s| s.fclone)
     }
 
+    /// The skb at `seq` takes a reference to the `MSG_ZEROCOPY` range `id`
+    /// (`skb_zcopy_set`: a Fast Open SYN's data skb, `tcp_send_syn_data`).
+    pub fn set_zc(&mut self, seq: u64, id: u32) {
+        if let Some(p) = self.store.find(seq) {
+            self.store.get_mut(p).zc = Some(id);
+        }
+    }
+
     /// The skb at `seq` went to the device in its fast clone `id` (`tcp_transmit_skb`'s
     /// `skb_clone` of an skb whose clone was free). No node is charged.
     pub fn set_fclone(&mut self, seq: u64, id: u32) {
@@ -853,6 +861,7 @@ pub(super) mod tests {
             truesize: len + SKB_OVERHEAD,
             tx: Default::default(),
             fclone: 0,
+            zc: None,
         }
     }
 

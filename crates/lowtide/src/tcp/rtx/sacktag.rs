@@ -499,8 +499,8 @@ impl RtxQueue {
             && x.len() as u64 == x.pcount as u64 * mss as u64
             && x.data.len() + y.data.len() <= MERGE_MAX
             // skb_shift refuses zerocopy skbs (skb_zcopy(tgt) || skb_zcopy(skb)).
-            && x.data.zerocopy_id().is_none()
-            && y.data.zerocopy_id().is_none();
+            && x.zc.is_none()
+            && y.zc.is_none();
         if !ok {
             return false;
         }

@@ -80,6 +80,10 @@ pub struct Skb {
     /// (`skb_still_in_host_queue`), and the skb joins no other on retransmission
     /// (`tcp_can_collapse`'s `skb_cloned`).
     pub fclone: u32,
+    /// `skb_zcopy`: the `MSG_ZEROCOPY` notification id (`uarg`) whose data it
+    /// holds; its reference keeps the range's completion back until the skb is
+    /// freed (tcp/errqueue.rs).
+    pub zc: Option<u32>,
 }
 
 impl Skb {
@@ -120,6 +124,8 @@ impl Skb {
             // tcp_fragment: the second part is a new skb, its fast clone free;
             // the first keeps the clone (and its data) the device holds.
             fclone: 0,
+            // skb_split -> skb_zerocopy_clone: both parts reference the uarg.
+            zc: self.zc,
         };
         // tcp_fragment: "PSH and FIN should only be set in the second packet", and
         // the record end moves there too (tcp_skb_fragment_eor).
@@ -212,6 +218,7 @@ impl Skb {
             truesize: len as u32 + crate::tcp::consts::SKB_OVERHEAD,
             tx: Default::default(),
             fclone: 0,
+            zc: None,
         }
     }
 }
@@ -236,6 +243,7 @@ mod tests {
             truesize: 1000 + SKB_OVERHEAD,
             tx: Default::default(),
             fclone: 0,
+            zc: None,
         };
         let b = a.split_off(501, 500);
         assert!(can_collapse_to(a.flags));

@@ -203,6 +203,7 @@ mod tests {
             truesize: 0,
             tx: Default::default(),
             fclone: 0,
+            zc: None,
         }
     }
 

@@ -1,9 +1,9 @@
 //! `MSG_ZEROCOPY` that does not copy (`Stack::send_zerocopy`): every packet's
 //! payload is a slice of the caller's `Bytes` (tcp_sendmsg_locked's
 //! `skb_zerocopy_iter_stream`), retransmissions too, and the completion
-//! (`__msg_zerocopy_callback`) comes once the peer has acknowledged the bytes and
-//! the device has let go of them: `ee_code` 0, or `SO_EE_CODE_ZEROCOPY_COPIED`
-//! from a device that copies (`skb_orphan_frags_rx`).
+//! (`__msg_zerocopy_callback`) comes once no skb holds the bytes (acknowledged,
+//! or purged by a reset) and the device has let go of them: `ee_code` 0, or
+//! `SO_EE_CODE_ZEROCOPY_COPIED` from a device that copies (`skb_orphan_frags_rx`).
 
 use crate::common::*;
 use bytes::Bytes;
@@ -161,4 +161,29 @@ fn a_device_that_copies_reports_copied() {
         let apart = seen.borrow().iter().filter(|(_, apart)| *apart).count();
         assert_eq!(apart > 0, sg, "payload apart only for the SG device");
     }
+}
+
+/// A connection reset with the bytes unacknowledged still completes them
+/// (`tcp_reset` -> `tcp_write_queue_purge` frees the skbs, the last reference
+/// goes): reported, the socket not being closed, with `ee_code` 0 since nothing
+/// copied them.
+#[test]
+fn a_reset_completes_unacknowledged_bytes() {
+    let (mut p, c, s) = establish(Config::default());
+    p.a.socket(c).set_zerocopy(true).unwrap();
+    p.a.set_tx_payload_apart(true);
+    p.filter = Some(Box::new(|d, seg| match d == Dir::AtoB && !seg.is_empty() {
+        true => Verdict::Drop,
+        false => Verdict::Pass,
+    }));
+    let buf = Bytes::from(pattern(20_000, 9));
+    assert_eq!(
+        p.a.send_zerocopy(p.now, c, buf, SendFlags::default()),
+        Ok(20_000)
+    );
+    p.drive_for(Duration::from_millis(50));
+    assert_eq!(completions(&mut p, c), [], "nothing acknowledged");
+    p.b.abort(p.now, s).unwrap();
+    p.drive_for(Duration::from_millis(50));
+    assert_eq!(completions(&mut p, c), [(0, 0, 0)]);
 }

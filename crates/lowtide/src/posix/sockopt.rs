@@ -179,8 +179,8 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     u32s(&mut b, 236, i.rehash as u64);
     u32s(&mut b, 228, i.snd_wnd as u64);
     u32s(&mut b, 232, i.rcv_wnd as u64);
-    // Linux 6.18's AccECN fields; the last word's bits 0-3 are
-    // tcpi_accecn_fail_mode, as this machine's 6.18 fills them.
+    // Linux 6.18's AccECN fields, its last word two __u16s: tcpi_accecn_fail_mode
+    // and tcpi_accecn_opt_seen (6.19 packs them with tcpi_ecn_mode in bit fields).
     u32s(&mut b, 248, i.received_ce as u64);
     u32s(&mut b, 252, i.delivered_e1_bytes as u64);
     u32s(&mut b, 256, i.delivered_e0_bytes as u64);
@@ -188,7 +188,8 @@ pub fn encode_tcp_info(i: &TcpInfo, state: u8) -> [u8; TCP_INFO_LEN] {
     u32s(&mut b, 264, i.received_e1_bytes as u64);
     u32s(&mut b, 268, i.received_e0_bytes as u64);
     u32s(&mut b, 272, i.received_ce_bytes as u64);
-    u32s(&mut b, 276, (i.accecn_fail_mode & 0xf) as u64);
+    b[276..278].copy_from_slice(&(i.accecn_fail_mode as u16).to_ne_bytes());
+    b[278..280].copy_from_slice(&(i.accecn_opt_seen as u16).to_ne_bytes());
     b
 }
 

@@ -171,6 +171,18 @@ fn tcp_info_of_a_new_socket_and_of_a_listener() {
     assert_eq!((u32_at(&i, 80), u32_at(&i, 88), u32_at(&i, 8)), (10, 3, 0));
 }
 
+/// Linux 6.18's struct tcp_info ends with two __u16s: tcpi_accecn_fail_mode at
+/// 276, tcpi_accecn_opt_seen at 278.
+#[test]
+fn tcp_info_ends_with_accecn_fail_mode_and_opt_seen() {
+    let mut info = crate::TcpInfo::without_connection(&crate::Config::default(), 0, 0);
+    info.accecn_fail_mode = 0b0100; // TCP_ACCECN_OPT_FAIL_SEND
+    info.accecn_opt_seen = 2; // TCP_ACCECN_OPT_COUNTER_SEEN
+    let b = sockopt::encode_tcp_info(&info, 1);
+    let u16_at = |off: usize| u16::from_ne_bytes(b[off..off + 2].try_into().unwrap());
+    assert_eq!((u16_at(276), u16_at(278)), (0b0100, 2));
+}
+
 /// __sys_listen / __inet_listen_sk: a negative backlog is net.core.somaxconn (the
 /// comparison is unsigned), 0 stays 0, and listen() on a listener changes only the
 /// backlog (tcpi_sacked).

@@ -184,6 +184,11 @@ pub struct TcpInfo {
     /// `tcpi_accecn_fail_mode`: `TCP_ACCECN_*_FAIL_*` bits.
     #[serde(skip_serializing_if = "is_zero")]
     pub accecn_fail_mode: u32,
+    /// `tcpi_accecn_opt_seen` (`saw_accecn_opt`): which AccECN option the peer
+    /// sent first, 0 none yet, 1 `TCP_ACCECN_OPT_EMPTY_SEEN`, 2 `_COUNTER_SEEN`,
+    /// 3 `_FAIL_SEEN` (zeroed on the path, or none by 2^23 - 1 bytes sent).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub accecn_opt_seen: u32,
 }
 
 /// Leaves a zero AccECN field out of the JSON forms of [`TcpInfo`], which keeps
@@ -337,6 +342,7 @@ impl Tcb {
             delivered_e0_bytes: self.accecn.delivered_ecn_bytes[1],
             delivered_ce_bytes: self.accecn.delivered_ecn_bytes[2],
             accecn_fail_mode: self.accecn.fail_mode.into(),
+            accecn_opt_seen: self.accecn.saw_opt.into(),
         }
     }
 }

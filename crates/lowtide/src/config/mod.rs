@@ -223,11 +223,13 @@ pub struct Config {
     /// Accurate ECN (RFC 9768): 3 asks for AccECN and accepts AccECN or ECN, 4 asks
     /// for ECN and accepts either, 5 only accepts either (`enum tcp_ecn_mode`).
     pub tcp_ecn: u8,
-    /// `net.ipv4.tcp_ecn_option` (0-2, default 2): the AccECN option's use; lowtide
-    /// does not send or read the option yet, whatever the value.
+    /// `net.ipv4.tcp_ecn_option` (0-2, default 2): whether an AccECN connection
+    /// sends the AccECN option: 0 never, 1 only while demanded (and as beacons), 2
+    /// on every segment once the peer has sent one (tcp/accecn_opt.rs). The peer's
+    /// options are read whatever the value.
     pub tcp_ecn_option: u8,
-    /// `net.ipv4.tcp_ecn_option_beacon` (0-3, default 3): AccECN option beacons per
-    /// RTT; read by nothing yet.
+    /// `net.ipv4.tcp_ecn_option_beacon` (0-3, default 3): with `tcp_ecn_option` 1,
+    /// an option goes out when none did for 1/n of the smoothed RTT (0: never).
     pub tcp_ecn_option_beacon: u8,
     /// `net.ipv4.tcp_ecn_fallback`: a retransmitted SYN no longer asks for ECN
     /// (default on).

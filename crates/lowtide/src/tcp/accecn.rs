@@ -12,7 +12,7 @@
 //! byte counter shows fewer. The AccECN option's byte counters (kind 172/174, read
 //! on the slow path) become `delivered_ecn_bytes` (`tcpi_delivered_*_bytes`); a
 //! connection that never saw one after 8 MiB sent gives up on it
-//! (`TCP_ACCECN_OPT_FAIL_RECV`). lowtide does not send the option.
+//! (`TCP_ACCECN_OPT_FAIL_RECV`). The option we send is `tcp/accecn_opt.rs`.
 
 use super::cong::CaState;
 use super::ecn::TCP_ACCECN_CEP_INIT_OFFSET;

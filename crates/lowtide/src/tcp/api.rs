@@ -10,6 +10,7 @@ use super::{Ctx, TcpState};
 use crate::config::Config;
 use crate::mib::Mib;
 use crate::socket::{SendFlags, Shutdown, SocketError};
+use crate::time::Instant;
 
 impl Tcb {
     /// The `TCP_NOTSENT_LOWAT` in force: the socket's own value if set, else the
@@ -57,8 +58,8 @@ impl Tcb {
     ///
     /// Before seed 004 (`experimental.size_goal_at = write`) the goal was also cut to
     /// the TSO autosize of the moment, so a slow-starting flow wrote small skbs.
-    pub(crate) fn size_goal(&self, cfg: &Config) -> u32 {
-        let mss = self.current_mss();
+    pub(crate) fn size_goal(&self, cfg: &Config, now: Instant) -> u32 {
+        let mss = self.current_mss(cfg, now);
         let mut goal = GSO_MAX_SIZE - 1 - 60;
         if self.max_window > 536 {
             goal = goal.min(self.max_window / 2);
@@ -242,7 +243,7 @@ impl Tcb {
         };
         // Linux's truesize of a tail skb: its overhead plus the bytes copied in so far.
         let truesize = SKB_OVERHEAD as u64 + tail.data.len() as u64;
-        tail.data.len() < self.size_goal(ctx.cfg) as usize
+        tail.data.len() < self.size_goal(ctx.cfg, ctx.now) as usize
             && skb::can_collapse_to(tail.flags) // MSG_EOR: nothing more joins it
             && ctx.cfg.tcp_autocorking
             && ctx.cfg.tsq
@@ -286,8 +287,8 @@ impl Tcb {
         // tcp_send_mss: no large skbs for MSG_OOB (tcp_xmit_size_goal's
         // large_allowed), one MSS each.
         let goal = match oob {
-            true => self.current_mss() as usize,
-            false => self.size_goal(ctx.cfg) as usize,
+            true => self.current_mss(ctx.cfg, ctx.now) as usize,
+            false => self.size_goal(ctx.cfg, ctx.now) as usize,
         };
         let mut copied = 0;
         let mut frags = FragCursor::new(zc.map_or(&[][..], |z| z.1));
@@ -946,7 +947,7 @@ mod push_tests {
         let n = with_ctx(&cfg, |ctx| {
             t.sendmsg(ctx, &[0u8; 59000], &[], SendFlags::default())
         });
-        assert_eq!(t.size_goal(&cfg), 16000);
+        assert_eq!(t.size_goal(&cfg, Instant::ZERO), 16000);
         assert_eq!(t.snd_nxt, 10001, "cwnd 10 of 1000 bytes went out");
         assert_eq!(n, Ok(26000));
     }
@@ -983,7 +984,7 @@ mod push_tests {
             };
             // A full skb goes out at once (tcp_push_one) and stays in the device
             // queue: no TX completion yet.
-            assert_eq!(t.size_goal(&cfg), 65000);
+            assert_eq!(t.size_goal(&cfg, Instant::ZERO), 65000);
             assert_eq!(
                 (send(&mut t, &mut st, 65000), t.snd_nxt),
                 (Ok(65000), 65001)
@@ -1139,7 +1140,7 @@ mod push_tests {
         t.cw.snd_cwnd = 0; // keep everything in the write queue
         t.sndbuf = 1 << 30;
         t.errq.zerocopy = true;
-        assert_eq!(t.size_goal(&cfg), 16000);
+        assert_eq!(t.size_goal(&cfg, Instant::ZERO), 16000);
         let buf = bytes::Bytes::from(vec![7u8; 10 * ZC_PAGE]);
         let zc = |t: &mut Tcb, b: bytes::Bytes| {
             with_ctx(&cfg, |ctx| {

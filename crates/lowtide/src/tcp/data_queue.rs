@@ -185,6 +185,7 @@ impl Tcb {
     /// ([RFC 2883 section 4](https://www.rfc-editor.org/rfc/rfc2883#section-4): D-SACK it).
     fn old_data(&mut self, ctx: &mut Ctx, seq: u64, end: u64) {
         // tcp_data_queue: "a retransmit, 2nd most common case. Force an immediate ack."
+        self.rcv_spurious_retrans(seq);
         ctx.mib.inc(Mib::TcpExtDelayedACKLost);
         self.dsack_set(ctx, seq, end);
         self.data_out_of_window();

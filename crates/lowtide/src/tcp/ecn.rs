@@ -7,11 +7,13 @@
 //! 3 asks for AccECN and 3 to 5 accept it, the SYN-ACK's AE, CWR and ECE (the ACE
 //! field) echo the IP-ECN field the SYN arrived with, the third ACK the SYN-ACK's,
 //! and every later segment is ECT(0) and carries the count of CE-marked packets
-//! received (`received_ce`) in ACE. What the sender makes of ACE is `tcp/accecn.rs`
-//! (`tcp_accecn_process`); the AccECN option is not modelled yet.
+//! received (`received_ce`) in ACE. What the sender makes of ACE and of the peer's
+//! AccECN option is `tcp/accecn.rs` (`tcp_accecn_process`); the option we send,
+//! `tcp/accecn_opt.rs`.
 //!
 //! <https://www.rfc-editor.org/rfc/rfc3168#section-6.1>
 
+use super::accecn::TCP_ACCECN_OPT_COUNTER_SEEN;
 use super::sock::{AccEcn, Tcb};
 use super::{Ctx, TcpState};
 use crate::config::Config;
@@ -46,6 +48,22 @@ pub(crate) const TCP_ACCECN_CEP_INIT_OFFSET: u32 = 5;
 /// `tp->accecn_fail_mode`'s `TCP_ACCECN_ACE_FAIL_RECV`: the peer's ACE feedback
 /// was found invalid in the handshake; no more ECT on our packets.
 pub(crate) const TCP_ACCECN_ACE_FAIL_RECV: u8 = 2;
+
+/// `GENMASK_U32(31, 22)` of `tcp_ecn_received_counters`: a byte counter whose
+/// bits from 22 up changed has grown past a 2^22-byte boundary.
+const ACCECN_OPT_BYTES_MASK: u32 = !((1 << 22) - 1);
+
+/// `tcp_ecnfield_to_accecn_optfield`: the fields an order-1 option (ECT(1), CE,
+/// ECT(0)) needs to carry the counter of the IP-ECN field `ecnfield`; 0 for
+/// not-ECT, which has none.
+pub(crate) fn ecnfield_to_accecn_optfield(ecnfield: u8) -> u8 {
+    match ecnfield & INET_ECN_MASK {
+        INET_ECN_ECT_1 => 1,
+        INET_ECN_CE => 2,
+        INET_ECN_ECT_0 => 3,
+        _ => 0,
+    }
+}
 
 /// `tcp_accecn_ace`: AE, CWR and ECE as a number, AE the high bit.
 pub(crate) fn accecn_ace(flags: TcpFlags) -> u8 {
@@ -209,8 +227,13 @@ impl Tcb {
             _ => {
                 self.ecn_mode_set(TCP_ECN_MODE_ACCECN);
                 self.accecn.syn_ect_rcv = ip_ecn;
+                // tcp_ecn_rcv_synack_accecn: a first option on the SYN-ACK is
+                // checked, and answered with the option on our next two segments.
                 if let Some(opt) = th.options.accecn.as_ref() {
-                    self.accecn_option_seen(opt);
+                    if self.accecn.saw_opt < TCP_ACCECN_OPT_COUNTER_SEEN {
+                        self.accecn_option_seen(opt);
+                        self.accecn.opt_demand = 2;
+                    }
                 }
                 if ip_ecn == INET_ECN_CE && self.accecn_validate_syn_feedback(cfg, ace) {
                     self.accecn.received_ce += 1;
@@ -342,8 +365,11 @@ impl Tcb {
     /// `tcp_ecn_received_counters` (every segment `tcp_rcv_established` takes, pure
     /// ACKs too, and the third ACK of an AccECN child): counts CE-marked packets
     /// (`received_ce`, which ACE feeds back) and the payload bytes per ECT/CE
-    /// codepoint; an ECT or CE segment sets `TCP_ECN_SEEN` outside classic ECN; a
-    /// change of the IP-ECN field is ACKed at once on an AccECN connection.
+    /// codepoint; an ECT or CE segment sets `TCP_ECN_SEEN` outside classic ECN. The
+    /// AccECN option is told what to carry: the counter that moved sets how many
+    /// fields it needs (`accecn_minlen`), a counter crossing a 2^22-byte boundary
+    /// demands it once, and on an AccECN connection a change of the IP-ECN field
+    /// (ACKed at once) or a CE mark demands it twice (`accecn_opt_demand`).
     pub(crate) fn ecn_received_counters(&mut self, ip_ecn: u8, len: usize) {
         let ecnfield = ip_ecn & INET_ECN_MASK;
         let is_ce = ecnfield == INET_ECN_CE;
@@ -357,14 +383,27 @@ impl Tcb {
                 (self.accecn.received_ce_pending as u32 + pcount).min(15) as u8;
             if len > 0 {
                 let c = &mut self.accecn.received_ecn_bytes[(ecnfield - 1) as usize];
+                let old = *c;
                 *c = c.wrapping_add(len as u32);
+                let minlen = ecnfield_to_accecn_optfield(ecnfield);
+                self.accecn.minlen = self.accecn.minlen.max(minlen);
+                // "Send AccECN option at least once per 2^22-byte increase in any
+                // ECN byte counter."
+                if (*c ^ old) & ACCECN_OPT_BYTES_MASK != 0 {
+                    self.accecn.opt_demand = self.accecn.opt_demand.max(1);
+                }
             }
         }
         let ecn_edge = self.accecn.prev_ecnfield != ecnfield;
         if ecn_edge || is_ce {
             self.accecn.prev_ecnfield = ecnfield;
-            if self.ecn_mode_accecn() && ecn_edge {
-                self.ack.now = true;
+            // Change-triggered ACKs: "Two ACK are demanded to indicate
+            // unambiguously the ecnfield value in the latter ACK."
+            if self.ecn_mode_accecn() {
+                if ecn_edge {
+                    self.ack.now = true;
+                }
+                self.accecn.opt_demand = 2;
             }
         }
     }
@@ -701,6 +740,44 @@ mod tests {
         assert!(!acc.ack.now, "no edge");
         acc.ecn_received_counters(INET_ECN_ECT_0, 100);
         assert!(acc.ack.now, "an IP-ECN change is ACKed at once");
+        assert_eq!(
+            (acc.accecn.opt_demand, acc.accecn.minlen),
+            (2, 3),
+            "ECT(0): 3 fields"
+        );
+    }
+
+    #[test]
+    fn received_counters_tell_the_option_what_to_carry() {
+        let c = cfg(3);
+        let mut t = Tcb::for_test(&c);
+        t.ecn_flags = TCP_ECN_MODE_ACCECN;
+        t.accecn.prev_ecnfield = INET_ECN_ECT_1;
+        t.ecn_received_counters(INET_ECN_ECT_1, 100);
+        assert_eq!(
+            (t.accecn.opt_demand, t.accecn.minlen),
+            (0, 1),
+            "no edge, no CE"
+        );
+        t.ecn_received_counters(INET_ECN_ECT_1, 0);
+        assert_eq!(t.accecn.minlen, 1, "no payload");
+        // A counter crossing 2^22 bytes demands one option.
+        t.accecn.received_ecn_bytes[0] = (1 << 22) - 100;
+        t.ecn_received_counters(INET_ECN_ECT_1, 99);
+        assert_eq!(t.accecn.opt_demand, 0);
+        t.ecn_received_counters(INET_ECN_ECT_1, 1);
+        assert_eq!(t.accecn.opt_demand, 1);
+        // CE, even unchanged, demands two, without forcing an ACK.
+        t.accecn.prev_ecnfield = INET_ECN_CE;
+        t.ack.now = false;
+        t.ecn_received_counters(INET_ECN_CE, 10);
+        assert_eq!((t.accecn.opt_demand, t.accecn.minlen), (2, 2));
+        assert!(!t.ack.now);
+        // Not on a classic ECN connection.
+        t.ecn_flags = TCP_ECN_OK;
+        t.accecn.opt_demand = 0;
+        t.ecn_received_counters(INET_ECN_ECT_0, 10);
+        assert_eq!(t.accecn.opt_demand, 0);
     }
 
     #[test]

@@ -541,6 +541,9 @@ impl Tcb {
                 self.accecn_option_seen(opt);
             }
             if child {
+                // tcp_ecn_openreq_child: the child's first segment carries the
+                // option.
+                self.accecn.opt_demand = 1;
                 self.ecn_received_counters(self.rx_ip_ecn, payload_len);
             }
         }

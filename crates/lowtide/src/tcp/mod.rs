@@ -36,6 +36,7 @@
 //! | `fastopen_conn` | a passive Fast Open child: `tcp_fastopen_create_child`, `tcp_fastopen_synack_timer` |
 //! | `ecn` | ECN (RFC 3168) and Accurate ECN's handshake and receiver (RFC 9768): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
 //! | `accecn` | Accurate ECN's sender (RFC 9768): tcp_input.c `tcp_accecn_process`, `__tcp_accecn_process`, `tcp_accecn_process_option` |
+//! | `accecn_opt` | The AccECN option we send (RFC 9768): tcp_output.c `tcp_options_fit_accecn`, the AccECN parts of `tcp_established_options`, `tcp_synack_options`, `tcp_syn_options` and `tcp_options_write` |
 //! | `output` | tcp_output.c: `tcp_transmit_skb`, `tcp_xmit_retransmit_queue`, `tcp_retransmit_skb`, the SYN, ACK/RST, window selection, `tcp_write_wakeup` |
 //! | `write_xmit` | tcp_output.c: `tcp_write_xmit` and its tests (`tcp_cwnd_test`, `tcp_snd_wnd_test`), the new-data send (`tcp_event_new_data_sent`), `tcp_check_probe_timer` |
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
@@ -71,6 +72,7 @@
 //! The listening side (tcp_ipv4.c, tcp_minisocks.c) is in the stack's `listen` module.
 
 pub(crate) mod accecn;
+pub(crate) mod accecn_opt;
 pub(crate) mod ack;
 pub(crate) mod api;
 mod check_req;

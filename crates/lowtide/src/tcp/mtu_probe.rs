@@ -59,7 +59,7 @@ impl Tcb {
     fn mtu_check_reprobe(&mut self, ctx: &Ctx) {
         let interval = core::time::Duration::from_secs(ctx.cfg.tcp_probe_interval as u64);
         if ctx.now.saturating_since(self.mtup.probe_timestamp) >= interval {
-            let mss = self.current_mss();
+            let mss = self.current_mss(ctx.cfg, ctx.now);
             self.mtup.probe_size = 0;
             self.mtup.search_high = self.rx_opt.mss_clamp + 20 + self.net_header_len();
             self.mtup.search_low = self.mss_to_mtu(mss);

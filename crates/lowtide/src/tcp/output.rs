@@ -2,18 +2,20 @@
 //! `write_xmit`), the SYN, `tcp_write_wakeup`,
 //! `tcp_xmit_retransmit_queue`, ACKs, resets and window selection.
 
+use super::accecn_opt::AccEcnFit;
 use super::cong::{CaEvent, CaState};
 use super::consts::{MAX_TCP_WINDOW, SKB_OVERHEAD};
 use super::md5::Md5Key;
 use super::rtx::skb::{self, Skb, SkbData, FLAG_FIN, FLAG_PSH, FLAG_SYN, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, FourTuple, TcpState};
+use crate::config::Config;
 use crate::mib::Mib;
 use crate::socket::{Transmit, TxPayload, TxRetrans, TxToken};
 use crate::Instant;
 use lowtide_wire::checksum;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
-use lowtide_wire::tcp::{SackBlock, TcpFlags, TcpOptions, TcpRepr};
+use lowtide_wire::tcp::{AccEcnOption, SackBlock, TcpFlags, TcpOptions, TcpRepr};
 
 /// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum: headers built in
 /// place in a pooled buffer, then stored payload copied behind them, or, with
@@ -132,29 +134,50 @@ impl Tcb {
 
     /// `tcp_current_mss`: payload per segment with the options this segment carries:
     /// `mss_cache` (which has the floor and the timestamps' room already) less the
-    /// room of a TCP-MD5 option and of this segment's SACK blocks, with no floor of
-    /// its own.
-    pub(crate) fn current_mss(&self) -> u32 {
+    /// room of a TCP-MD5 option, of this segment's SACK blocks and of its AccECN
+    /// option (`tcp_established_options` sizes them as for the next segment), with
+    /// no floor of its own.
+    pub(crate) fn current_mss(&self, cfg: &Config, now: Instant) -> u32 {
         let md5 = self.md5_key().is_some();
-        let sack_len = if self.rx_opt.sack_ok {
-            self.sack_option_len(md5)
-        } else {
-            0
+        let (sack_blocks, accecn) = self.established_sizes(cfg, now, md5);
+        let sack_len = match sack_blocks {
+            0 => 0,
+            n => 4 + 8 * n as u32,
         };
         let md5_len = if md5 {
             super::md5::TCPOLEN_MD5SIG_ALIGNED
         } else {
             0
         };
-        self.mss_cache.saturating_sub(sack_len + md5_len)
+        let accecn_len = accecn.map_or(0, |(_, fit)| fit.size as u32);
+        self.mss_cache
+            .saturating_sub(sack_len + md5_len + accecn_len)
     }
 
-    fn sack_option_len(&self, md5: bool) -> u32 {
-        let n = self.dsack.is_some() as usize + self.ofo.sack_blocks().count();
-        match n.min(self.sack_room(md5)) {
+    /// `tcp_established_options`: the SACK blocks (D-SACK first) that fit in the
+    /// option space the TCP-MD5 option (`md5`) and the timestamps leave, then the
+    /// AccECN option in what they leave (`tcp/accecn_opt.rs`), which may take a
+    /// block's room: the blocks and the option's fit.
+    fn established_sizes(
+        &self,
+        cfg: &Config,
+        now: Instant,
+        md5: bool,
+    ) -> (usize, Option<(AccEcnOption, AccEcnFit)>) {
+        let eff_sacks = match self.rx_opt.sack_ok {
+            true => self.dsack.is_some() as usize + self.ofo.sack_blocks().count(),
+            false => 0,
+        };
+        let sack_blocks = eff_sacks.min(self.sack_room(md5));
+        let md5_len = if md5 { 20 } else { 0 };
+        let ts_len = if self.rx_opt.tstamp_ok { 12 } else { 0 };
+        let sack_len = match sack_blocks {
             0 => 0,
-            n => 4 + 8 * n as u32,
-        }
+            n => 4 + 8 * n,
+        };
+        let accecn = self.established_accecn(cfg, now, md5_len + ts_len + sack_len, sack_blocks);
+        let sack_blocks = accecn.map_or(sack_blocks, |(_, fit)| fit.sack_blocks);
+        (sack_blocks, accecn)
     }
 
     /// `tcp_established_options`: how many SACK blocks fit in the option space
@@ -239,11 +262,18 @@ impl Tcb {
         new_win as u16
     }
 
-    /// Options for a non-SYN segment stamped `tstamp` (`skb_mstamp_ns`):
-    /// timestamps, TSval from the stamp (`tcp_established_options`:
-    /// `tcp_skb_timestamp_ts`), and SACK blocks (D-SACK first) in the room a TCP-MD5
-    /// option (`md5`, written first) leaves.
-    fn data_options(&mut self, tstamp: Instant, md5: bool) -> TcpOptions {
+    /// Options for a non-SYN segment stamped `tstamp` (`tcp_established_options`):
+    /// timestamps, TSval from the stamp (`tcp_skb_timestamp_ts`), SACK blocks
+    /// (D-SACK first) in the room a TCP-MD5 option (`md5`, written first) leaves,
+    /// and the AccECN option when due (`tcp_options_write` then does its
+    /// bookkeeping).
+    fn data_options(
+        &mut self,
+        cfg: &Config,
+        now: Instant,
+        tstamp: Instant,
+        md5: bool,
+    ) -> TcpOptions {
         let mut o = TcpOptions::default();
         if md5 {
             o.md5sig = Some([0; 16]);
@@ -251,8 +281,10 @@ impl Tcb {
         if self.rx_opt.tstamp_ok {
             o.timestamp = Some((self.tsval(tstamp), self.rx_opt.ts_recent));
         }
+        let (max, accecn) = self.established_sizes(cfg, now, md5);
+        o.accecn = accecn.map(|(opt, _)| opt);
+        let dsack = self.dsack.is_some();
         if self.rx_opt.sack_ok {
-            let max = self.sack_room(md5);
             let mut n = 0;
             let dsack = self.dsack.take();
             for (s, e) in dsack.into_iter().chain(self.ofo.sack_blocks()) {
@@ -267,6 +299,7 @@ impl Tcb {
             }
             o.sack_len = n as u8;
         }
+        self.accecn_option_written(now, o.accecn.is_some(), dsack);
         o
     }
 
@@ -329,6 +362,10 @@ impl Tcb {
                 o.fastopen = Some(c);
             }
         }
+        // The AccECN option last, in what the others leave (a SYN-ACK's only).
+        if !active {
+            o.accecn = self.synack_accecn(ctx.cfg, &o);
+        }
         o
     }
 
@@ -387,7 +424,7 @@ impl Tcb {
         // size (tcp_mtu_probe: tcp_init_tso_segs(nskb, nskb->len)).
         let mss = match core::mem::take(&mut self.mtup.probe_tx) {
             true => payload.len().max(1) as u32,
-            false => self.current_mss(),
+            false => self.current_mss(ctx.cfg, ctx.now),
         };
         // __tcp_transmit_skb: PSH on every GSO packet (tcp_skb_pcount > 1), to
         // expedite the receiver's GRO flush; 1-MSS packets keep their own flag.
@@ -411,9 +448,14 @@ impl Tcb {
         };
         let key = self.md5_key().copied();
         let options = if flags & FLAG_SYN != 0 {
-            self.syn_options(ctx, tstamp, key.is_some())
+            let o = self.syn_options(ctx, tstamp, key.is_some());
+            // tcp_options_write: a request's SYN-ACK has no tp to keep books in.
+            if !self.synack_of_request() {
+                self.accecn_option_written(ctx.now, o.accecn.is_some(), false);
+            }
+            o
         } else {
-            self.data_options(tstamp, key.is_some())
+            self.data_options(ctx.cfg, ctx.now, tstamp, key.is_some())
         };
         let window = if flags & FLAG_SYN != 0 {
             // tcp_select_initial_window / tcp_make_synack: the window a SYN offers is
@@ -688,7 +730,7 @@ impl Tcb {
             flags: TcpFlags::RST | TcpFlags::ACK | urg,
             window: self.select_window(ctx),
             urgent: urgent.unwrap_or(0),
-            options: self.data_options(tstamp, key.is_some()),
+            options: self.data_options(ctx.cfg, ctx.now, tstamp, key.is_some()),
         };
         // tcp_transmit_skb: the socket's own TOS and DF.
         let ip = (self.tuple, self.dsfield(), self.ip_dont_fragment());
@@ -717,7 +759,7 @@ impl Tcb {
         if self.rtx.packets_out == 0 {
             return;
         }
-        let mss = self.current_mss();
+        let mss = self.current_mss(ctx.cfg, ctx.now);
         let max_segs = self.tso_segs(ctx.cfg, mss);
         let rtx_head = self.rtx.first().map(|s| s.seq);
         let prior_timer = self.icsk.pending;
@@ -833,7 +875,7 @@ impl Tcb {
             self.wmem_queued = self.wmem_queued.saturating_sub(freed);
             seq = self.snd_una;
         }
-        let cur_mss = self.current_mss().max(1) as i64;
+        let cur_mss = self.current_mss(ctx.cfg, ctx.now).max(1) as i64;
         let wnd_end = self.snd_una + self.snd_wnd as u64;
         let mut avail_wnd = wnd_end as i64 - seq as i64;
         // "If receiver has shrunk his window, and skb is out of new window, do not
@@ -908,7 +950,7 @@ impl Tcb {
             return false;
         }
         let wnd_end = self.snd_una + self.snd_wnd as u64;
-        let mss = self.current_mss();
+        let mss = self.current_mss(ctx.cfg, ctx.now);
         if let Some(head) = self.write_queue.front_mut() {
             if head.seq < wnd_end {
                 let len = head.data.len() as u64;

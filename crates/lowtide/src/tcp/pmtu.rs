@@ -158,7 +158,9 @@ impl Tcb {
         // after SYN data, MSS -1 takes every skb as lost.
         match self.tfo.syn_data && self.state == TcpState::SynSent {
             true => self.rtx.mark_all_lost(),
-            false => self.rtx.mark_lost_longer_than(self.current_mss()),
+            false => self
+                .rtx
+                .mark_lost_longer_than(self.current_mss(ctx.cfg, ctx.now)),
         }
         // tcp_clear_retrans_hints_partial.
         self.retransmit_hint = self.snd_una;

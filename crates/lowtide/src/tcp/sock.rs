@@ -886,4 +886,17 @@ pub(crate) struct AccEcn {
     /// `pkts_acked_ewma`: packets delivered per ACK, a moving average (weight 1/64,
     /// fixed point 2^6), which tells thinned ACKs from lost ones.
     pub(crate) pkts_acked_ewma: u16,
+    /// `accecn_opt_demand`: how many of our next segments must carry the AccECN
+    /// option whatever `net.ipv4.tcp_ecn_option` says (0-2).
+    pub(crate) opt_demand: u8,
+    /// `accecn_minlen`: the fields the next option needs (1 ECT(1), 2 CE, 3 ECT(0):
+    /// the last of order 1 whose byte counter moved since the last option).
+    pub(crate) minlen: u8,
+    /// `accecn_opt_tstamp`: when we last sent the option (the beacon's clock).
+    pub(crate) opt_tstamp: crate::time::Instant,
+    /// `accecn_opt_sent_w_dsack`: our last segment carried the option and a D-SACK.
+    pub(crate) opt_sent_w_dsack: bool,
+    /// `duplicate_sack[0].start_seq`: where the last D-SACK we reported began, as
+    /// `tcp_rcv_spurious_retrans` reads it after the D-SACK went out.
+    pub(crate) last_dsack_start: Option<u64>,
 }

@@ -107,7 +107,7 @@ impl Tcb {
     fn loss_probe_xmit(&mut self, ctx: &mut Ctx) -> Probe {
         self.tlp_retrans = false;
         self.sync_dst_mtu(ctx); // tcp_current_mss
-        let mss = self.current_mss();
+        let mss = self.current_mss(ctx.cfg, ctx.now);
         if let Some(head) = self.write_queue.front() {
             let (seq, len, end_seq) = (head.seq, head.data.len() as u64, head.end_seq());
             if self.snd_wnd_test(seq, len, end_seq, mss) {

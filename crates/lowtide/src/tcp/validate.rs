@@ -121,6 +121,7 @@ impl Tcb {
         // Step 4: SYN (RFC 5961 section 4.2): a challenge ACK, except the peer's
         // SYN-ACK retransmitted in a simultaneous open that it completes.
         if syn {
+            self.accecn_syn_option(th);
             let ack = self.snd_off(Seq(th.ack));
             let synack_again = self.state == TcpState::SynRecv
                 && self.parent.is_none()
@@ -255,6 +256,9 @@ impl Tcb {
         if let (true, Some(end)) = (sp.occupies() && sp.seq < self.rcv_nxt, sp.end) {
             ctx.mib.inc(Mib::TcpExtDelayedACKLost);
             self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+            if self.rx_opt.sack_ok && ctx.cfg.tcp_dsack {
+                self.rcv_spurious_retrans(sp.seq);
+            }
             self.dsack_set(ctx, sp.seq, end.min(self.rcv_nxt));
         }
         self.send_ack(ctx);
@@ -271,6 +275,7 @@ impl Tcb {
             false => Mib::TcpExtTCPDSACKOfoSent,
         });
         self.dsack = Some((seq, end));
+        self.accecn.last_dsack_start = Some(seq);
     }
 
     /// `tcp_reset`: the connection ends with the error BSD gives (`ECONNREFUSED` in

@@ -90,7 +90,7 @@ impl Tcb {
 
     /// Sends (part of) the head of the write queue; false when something limits it.
     fn write_one(&mut self, ctx: &mut Ctx, push_one: u8) -> bool {
-        let mss = self.current_mss();
+        let mss = self.current_mss(ctx.cfg, ctx.now);
         if self.pacing_check(ctx.now) {
             return false;
         }

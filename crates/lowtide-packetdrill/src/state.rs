@@ -148,6 +148,8 @@ impl Shared {
         // ... and copies their page fragments (skb_orphan_frags_rx): MSG_ZEROCOPY
         // data it carries completes SO_EE_CODE_ZEROCOPY_COPIED.
         stack.set_tx_orphan_frags(true);
+        // The script's device, tun0 (ifindex 2 after lo in its namespace), is lowtide.
+        stack.set_device_name("tun0");
         let sysctl = SysctlDir::new(flags.sysctl_dir.clone(), flags.report.clone());
         let device = DeviceDir::new(flags.device_dir.clone());
         let proc_net = ProcNetDir::new(flags.proc_net_dir.clone());

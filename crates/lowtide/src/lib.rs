@@ -51,7 +51,7 @@ pub use socket::{
 };
 pub use stack::{
     Datagram, PortOwner, ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory,
-    UdpHandle,
+    UdpHandle, DEVICE_IFINDEX, LOOPBACK_IFINDEX,
 };
 pub use tcp::info::TcpInfo;
 pub use tcp::rtx::data::{PatternPayload, PayloadSource, SharedSource};

@@ -113,6 +113,9 @@ pub enum SocketError {
     NoNetwork,
     /// `ENOENT`: no such entry (a `TCP_MD5SIG` key to delete, `tcp_md5_do_del`).
     NotFound,
+    /// `ENODEV`: the socket is bound to a device the host does not have
+    /// (`ip_route_connect` with `sk_bound_dev_if`, stack/netdev.rs).
+    NoDevice,
 }
 
 impl core::fmt::Display for SocketError {
@@ -140,6 +143,7 @@ impl core::fmt::Display for SocketError {
             SocketError::HostDown => "host is down (EHOSTDOWN)",
             SocketError::NoNetwork => "machine is not on the network (ENONET)",
             SocketError::NotFound => "no such entry (ENOENT)",
+            SocketError::NoDevice => "no such device (ENODEV)",
         };
         f.write_str(s)
     }
@@ -175,6 +179,7 @@ impl SocketError {
             SocketError::HostDown => errno::EHOSTDOWN,
             SocketError::NoNetwork => errno::ENONET,
             SocketError::NotFound => errno::ENOENT,
+            SocketError::NoDevice => errno::ENODEV,
         }
     }
 }

@@ -30,7 +30,7 @@ pub fn io_error(e: SocketError) -> io::Error {
         SocketError::PermissionDenied | SocketError::AccessDenied => K::PermissionDenied,
         SocketError::HostDown => K::HostUnreachable,
         SocketError::NoNetwork => K::NetworkUnreachable,
-        SocketError::NotFound => K::NotFound,
+        SocketError::NotFound | SocketError::NoDevice => K::NotFound,
         SocketError::ProtocolError
         | SocketError::ProtocolUnavailable
         | SocketError::NotSupported => K::Other,

@@ -6,7 +6,8 @@
 //! connected nor listening, and in the engine ([`Stack::port_owners`]) listeners,
 //! connections (orphans still closing and a listener's children included) and
 //! timewait sockets. All sockets of a [`Host`] have one owner (one process), so
-//! `SO_REUSEPORT`'s same-user rule always holds, and none is bound to a device.
+//! `SO_REUSEPORT`'s same-user rule always holds; two sockets bound to different
+//! devices (`SO_BINDTODEVICE`) never conflict.
 //!
 //! [`Stack::port_owners`]: crate::Stack::port_owners
 
@@ -16,20 +17,26 @@ use crate::stack::PortOwner;
 use std::net::SocketAddr;
 
 /// What a socket asking for a port brings to the rule: `sk_reuse`,
-/// `sk_reuseport`, and `sk_ipv6only`.
+/// `sk_reuseport`, `sk_ipv6only` and `sk_bound_dev_if`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Asker {
     pub reuse: bool,
     pub reuseport: bool,
     pub v6only: bool,
+    pub bound_dev_if: u32,
 }
 
-/// `inet_bind_conflict` for two sockets of one owner on no device: whether `sk2`
-/// keeps `sk` off the port (when their addresses overlap). `relax` lets
-/// `SO_REUSEADDR` sockets share with ones that set it and do not listen (an
-/// explicit port, or `ip_autobind_reuse`'s second search); `reuseport_ok` lets
-/// `SO_REUSEPORT` sockets share (an explicit port only).
+/// `inet_bind_conflict` for two sockets of one owner: whether `sk2` keeps `sk`
+/// off the port (when their addresses overlap). Never when both are bound to
+/// devices and not the same one; else `relax` lets `SO_REUSEADDR` sockets share
+/// with ones that set it and do not listen (an explicit port, or
+/// `ip_autobind_reuse`'s second search), and `reuseport_ok` lets `SO_REUSEPORT`
+/// sockets share (an explicit port only).
 pub(crate) fn bind_conflict(sk: Asker, sk2: &PortOwner, relax: bool, reuseport_ok: bool) -> bool {
+    let (dev, dev2) = (sk.bound_dev_if, sk2.bound_dev_if);
+    if dev != 0 && dev2 != 0 && dev != dev2 {
+        return false;
+    }
     if sk.reuse && sk2.reuse && !sk2.listening {
         // sk2 in TIME_WAIT or of the same user: always here.
         !relax || (!reuseport_ok && sk.reuseport && sk2.reuseport)
@@ -54,6 +61,7 @@ impl Host {
                     reuse: s.opts.reuse,
                     reuseport: s.opts.reuseport,
                     v6only: s.opts.v6only,
+                    bound_dev_if: s.opts.bound_dev_if,
                     listening: false,
                     timewait: false,
                     handle: None,
@@ -101,6 +109,7 @@ impl Host {
             reuse: s.opts.reuse,
             reuseport: s.opts.reuseport,
             v6only,
+            bound_dev_if: s.opts.bound_dev_if,
         };
         let bind_lock = addr.port() != 0; // SOCK_BINDPORT_LOCK
         if addr.port() == 0 {
@@ -218,6 +227,7 @@ impl Host {
             reuse: s.opts.reuse,
             reuseport: s.opts.reuseport,
             v6only: s.opts.v6only,
+            bound_dev_if: s.opts.bound_dev_if,
         };
         let (held, family) = (s.held, s.family);
         let local = match s.bound {

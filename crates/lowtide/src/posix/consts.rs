@@ -52,6 +52,12 @@ pub const SO_SNDTIMEO: i32 = 21;
 pub const SO_RCVTIMEO_NEW: i32 = 66;
 /// `SO_SNDTIMEO_NEW`: `SO_SNDTIMEO` with a `struct __kernel_sock_timeval`.
 pub const SO_SNDTIMEO_NEW: i32 = 67;
+/// `SO_BINDTODEVICE`: the socket's device by name (`sk_bound_dev_if`).
+pub const SO_BINDTODEVICE: i32 = 25;
+/// `SO_BINDTOIFINDEX`: the socket's device by interface index (Linux 5.1+).
+pub const SO_BINDTOIFINDEX: i32 = 62;
+/// `IFNAMSIZ`: a device name's room, its NUL included.
+pub const IFNAMSIZ: usize = 16;
 /// `SO_PEEK_OFF`: `sk_peek_off`, where `MSG_PEEK` starts (negative: off).
 pub const SO_PEEK_OFF: i32 = 42;
 /// `SO_TIMESTAMPING` (`SO_TIMESTAMPING_OLD` on x86_64): `SOF_TIMESTAMPING_*` flags.
@@ -232,12 +238,14 @@ pub const EPOLL_CTL_MOD: i32 = 3;
 pub mod errno {
     pub const EPERM: i32 = 1;
     pub const ENOENT: i32 = 2;
+    pub const ENXIO: i32 = 6;
     pub const EBADF: i32 = 9;
     pub const EAGAIN: i32 = 11;
     pub const ENOMEM: i32 = 12;
     pub const EACCES: i32 = 13;
     pub const EFAULT: i32 = 14;
     pub const EEXIST: i32 = 17;
+    pub const ENODEV: i32 = 19;
     pub const EINVAL: i32 = 22;
     pub const EMFILE: i32 = 24;
     pub const ENOTTY: i32 = 25;

@@ -54,6 +54,10 @@ impl Host {
             (SOL_SOCKET, SO_PROTOCOL) => int(out, IPPROTO_TCP),
             (SOL_SOCKET, SO_DOMAIN) => int(out, s.family),
             (SOL_SOCKET, SO_PRIORITY) => int(out, s.opts.priority as i32),
+            (SOL_SOCKET, SO_BINDTOIFINDEX) => int(out, s.opts.bound_dev_if as i32),
+            (SOL_SOCKET, SO_BINDTODEVICE) => {
+                super::netdev::getbindtodevice(&self.stack, s.opts.bound_dev_if, out)?
+            }
             // do_ip_getsockopt: uc_ttl, or net.ipv4.ip_default_ttl for -1.
             (SOL_IP, IP_TTL) => ip_int_out(out, s.opts.ttl.unwrap_or(cfg.ip_default_ttl) as i32),
             (SOL_IP, IP_MINTTL) => ip_int_out(out, s.opts.min_ttl as i32),

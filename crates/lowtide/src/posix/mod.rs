@@ -21,6 +21,7 @@ mod fastopen;
 mod getsockopt;
 mod md5sig;
 mod msg;
+mod netdev;
 pub mod pipe;
 mod poll;
 pub use fastopen::SendTo;
@@ -763,6 +764,8 @@ mod tests;
 mod tests_bind;
 #[cfg(test)]
 mod tests_md5;
+#[cfg(test)]
+mod tests_netdev;
 #[cfg(test)]
 mod tests_recverr;
 #[cfg(test)]

@@ -390,6 +390,18 @@ impl Host {
                 let secs = int_arg(&val[4..8])?.max(0) as u32;
                 s.linger = (on, secs);
             }
+            // sk_setsockopt: sock_setbindtodevice (its own optlen rules) and
+            // SO_BINDTOIFINDEX, both sock_bindtoindex_locked (posix/netdev.rs).
+            (SOL_SOCKET, SO_BINDTODEVICE | SO_BINDTOIFINDEX) => {
+                let ifindex = match name {
+                    SO_BINDTODEVICE => super::netdev::bindtodevice_arg(stack, val)?,
+                    _ => super::netdev::bindtoindex_arg(int_arg(val)?)?,
+                };
+                s.opts.bound_dev_if = ifindex;
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_bound_dev_if(ifindex))?;
+                }
+            }
             // sk_setsockopt: sock_set_timeout (the _NEW options take a
             // __kernel_sock_timeval, the same 16 bytes on a 64-bit host).
             (SOL_SOCKET, SO_RCVTIMEO | SO_RCVTIMEO_NEW) => {

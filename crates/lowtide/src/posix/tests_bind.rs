@@ -32,6 +32,7 @@ fn owner(reuse: bool, reuseport: bool, listening: bool, timewait: bool) -> PortO
         reuse,
         reuseport,
         v6only: false,
+        bound_dev_if: 0,
         listening,
         timewait,
         handle: None,
@@ -43,6 +44,7 @@ fn asker(reuse: bool, reuseport: bool) -> Asker {
         reuse,
         reuseport,
         v6only: false,
+        bound_dev_if: 0,
     }
 }
 

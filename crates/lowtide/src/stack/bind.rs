@@ -24,6 +24,8 @@ pub struct PortOwner {
     pub reuseport: bool,
     /// `sk_ipv6only`.
     pub v6only: bool,
+    /// `sk_bound_dev_if`: the device it is bound to, 0 for none.
+    pub bound_dev_if: u32,
     /// In `TCP_LISTEN`.
     pub listening: bool,
     /// A timewait socket (`TCP_TIME_WAIT`, whatever its substate).
@@ -57,6 +59,7 @@ impl Stack {
                 reuse: b.reuse,
                 reuseport: b.reuseport,
                 v6only: b.v6only,
+                bound_dev_if: b.bound_dev_if,
                 listening,
                 timewait,
                 handle,
@@ -120,17 +123,38 @@ impl Stack {
     }
 
     /// `inet_reuseport_add_sock`: whether a listener with `opts` may listen on
-    /// `local`: no listener is there, or all there form a `SO_REUSEPORT` group it
-    /// joins (it sets the option too).
+    /// `local`: every listener there is on another device (`inet_bind_conflict`
+    /// passes over two sockets bound to different devices), or all those on its
+    /// own form a `SO_REUSEPORT` group it joins (it sets the option too).
     pub(super) fn reuseport_may_join(&self, local: SocketAddr, opts: &SockOptions) -> bool {
         let Some(group) = self.listeners.get(&local) else {
             return true;
         };
-        opts.reuseport
-            && group.iter().all(|&i| {
-                matches!(&self.slots[i as usize].sock,
-                    Some(Sock::Listener(l)) if l.opts.reuseport && l.opts.v6only == opts.v6only)
-            })
+        let dev = opts.bound_dev_if;
+        group.iter().all(|&i| match &self.slots[i as usize].sock {
+            Some(Sock::Listener(l)) => {
+                let other = l.opts.bound_dev_if;
+                dev != 0 && other != 0 && dev != other
+                    || opts.reuseport && l.opts.reuseport && l.opts.v6only == opts.v6only
+            }
+            _ => true,
+        })
+    }
+
+    /// The members of the `SO_REUSEPORT` group of the listener in `index` at
+    /// `local`: the listeners there on its device (`inet_reuseport_add_sock`
+    /// joins a group only of `sk_bound_dev_if` equal), in `reuse->socks` order.
+    pub(super) fn reuseport_group(&self, local: SocketAddr, index: u32) -> Vec<u32> {
+        let dev = |i: u32| match &self.slots[i as usize].sock {
+            Some(Sock::Listener(l)) => l.opts.bound_dev_if,
+            _ => 0,
+        };
+        let group = self.listeners.get(&local).map(Vec::as_slice).unwrap_or(&[]);
+        group
+            .iter()
+            .copied()
+            .filter(|&i| dev(i) == dev(index))
+            .collect()
     }
 
     /// `reuseport_detach_sock`: the listener in `index` leaves its address; the
@@ -167,6 +191,7 @@ fn binding(sock: &Sock) -> Option<(SocketAddr, PortBinding, bool, bool)> {
                 reuseport: l.opts.reuseport,
                 v6only: l.opts.v6only,
                 by_bind: true,
+                bound_dev_if: l.opts.bound_dev_if,
             };
             Some((l.local, b, true, false))
         }

@@ -50,6 +50,11 @@ impl Stack {
         {
             return Err(SocketError::InvalidInput);
         }
+        // ip_route_connect: the bound device first (ENODEV).
+        if let Some(o) = opts {
+            self.route_bound_dev(o.bound_dev_if, remote.is_ipv6())?;
+            self.note_bound_dev(o.bound_dev_if);
+        }
         if !self.addrs.contains(&local.ip()) {
             return Err(SocketError::AddrNotAvailable);
         }

@@ -398,13 +398,16 @@ impl Stack {
             .learn_pmtu(now, dst, mtu, now + MTU_EXPIRES, device)
     }
 
-    /// `tcp_v4_err`/`tcp_v6_err`: a request (SYN-RECV, not Fast Open) takes
+    /// `tcp_v4_err`/`tcp_v6_err`: the socket the error quotes, on the device
+    /// (`inet_match`: a socket bound to another device does not hear it); a
+    /// request (SYN-RECV, not Fast Open) takes
     /// `tcp_req_err`; a connection only what is about a segment in flight
     /// (`TcpExtOutOfWindowIcmps` otherwise): a smaller path MTU is remembered for
     /// the destination and shrinks the connection's MSS (`tcp_v4_mtu_reduced`), an
     /// error goes to the connection by its state (`tcp/icmp_err.rs`).
     fn tcp_err(&mut self, now: Instant, e: &IcmpError, t: TcpIcmp, offender: IpAddr) {
-        let Some(index) = self.conns.get(&e.tuple) else {
+        // __inet_lookup_established with the device it came in on (inet_iif).
+        let Some(index) = self.ehash_lookup(&e.tuple) else {
             // __inet_lookup_established found nothing: ICMP_MIB_INERRORS.
             return self.mib.inc(match e.tuple.local.is_ipv4() {
                 true => Mib::IcmpInErrors,
@@ -676,6 +679,20 @@ pub(crate) mod tests {
             };
             assert_eq!(st.counters().get(mib), 1);
         }
+    }
+
+    #[test]
+    fn a_connection_bound_to_lo_hears_no_error_from_the_device() {
+        // tcp_v4_err's __inet_lookup_established matches the device (inet_iif).
+        let router: IpAddr = "10.7.0.1".parse().unwrap();
+        let (mut st, h, local, remote, isn) = syn_sent();
+        st.socket(h)
+            .set_bound_dev_if(super::super::LOOPBACK_IFINDEX)
+            .unwrap();
+        let p = in_ipv4(router, local.ip(), &unreach(1, local, remote, isn));
+        st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+        assert_eq!(st.counters().get(Mib::IcmpInErrors), 1);
+        assert_eq!(st.state(h), Ok(TcpState::SynSent));
     }
 
     #[test]

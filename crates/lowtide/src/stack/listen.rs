@@ -97,16 +97,59 @@ impl Stack {
             SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
         };
         let any6 = SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), local.port());
-        let dual = |g: &&Vec<u32>| matches!(&self.slots[g[0] as usize].sock, Some(Sock::Listener(l)) if !l.opts.v6only);
-        let group = self
-            .listeners
-            .get(&local)
-            .or_else(|| self.listeners.get(&SocketAddr::new(any, local.port())))
+        let dual = |i: &u32| matches!(&self.slots[*i as usize].sock, Some(Sock::Listener(l)) if !l.opts.v6only);
+        self.lhash2_lookup(local, &tuple)
+            .or_else(|| self.lhash2_lookup(SocketAddr::new(any, local.port()), &tuple))
             .or_else(|| match local {
-                SocketAddr::V4(_) => self.listeners.get(&any6).filter(dual),
+                SocketAddr::V4(_) => self.lhash2_lookup(any6, &tuple).filter(dual),
                 SocketAddr::V6(_) => None,
-            })?;
-        Some(self.reuseport_select(group, &tuple))
+            })
+    }
+
+    /// `inet_lhash2_lookup` over the listeners on `addr`, for a segment that came
+    /// in on the device: in bucket order (`__inet_hash` puts a listener first, an
+    /// `AF_INET6` one with `SO_REUSEPORT` last), each whose device matches
+    /// (`inet_bound_dev_eq`) and scores higher than those before it
+    /// (`compute_score`: 2 when bound to a device, else 1, and 1 more for an
+    /// `AF_INET` socket) is taken, and the first one in a `SO_REUSEPORT` group
+    /// answers from the group at once.
+    fn lhash2_lookup(&self, addr: SocketAddr, tuple: &FourTuple) -> Option<u32> {
+        let group = self.listeners.get(&addr)?;
+        if !self.off_device {
+            // No socket is bound to a device: one listener, or one group.
+            return Some(self.reuseport_select(group, tuple));
+        }
+        let listener = |i: u32| match &self.slots[i as usize].sock {
+            Some(Sock::Listener(l)) => Some(l),
+            _ => None,
+        };
+        let mut bucket: Vec<(bool, i64, u32)> = group
+            .iter()
+            .filter_map(|&i| listener(i).map(|l| (i, l)))
+            .map(|(i, l)| {
+                let tail = l.opts.family_v6 && l.opts.reuseport;
+                let seq = l.hash_seq as i64;
+                (tail, if tail { seq } else { -seq }, i)
+            })
+            .collect();
+        bucket.sort_unstable();
+        let (mut result, mut hiscore) = (None, 0);
+        for (_, _, i) in bucket {
+            let Some(l) = listener(i) else { continue };
+            let dev = l.opts.bound_dev_if;
+            if !super::netdev::bound_dev_eq(dev, super::DEVICE_IFINDEX) {
+                continue;
+            }
+            let score = if dev != 0 { 2 } else { 1 } + u32::from(!l.opts.family_v6);
+            if score > hiscore {
+                if l.opts.reuseport {
+                    let members = self.reuseport_group(addr, i);
+                    return Some(self.reuseport_select(&members, tuple));
+                }
+                (result, hiscore) = (Some(i), score);
+            }
+        }
+        result
     }
 
     /// `tcp_v4_conn_request` and friends: a segment for a listener; `tw_isn` is the

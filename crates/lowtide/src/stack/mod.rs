@@ -56,6 +56,8 @@ mod listen;
 mod md5;
 mod memory;
 pub use memory::{RtxWork, TcpMemory};
+mod netdev;
+pub use netdev::{DEVICE_IFINDEX, LOOPBACK_IFINDEX};
 mod options;
 mod procnet;
 mod timewait;
@@ -96,9 +98,15 @@ pub struct Stack {
     free: Vec<u32>,
     /// The established table, keyed with the secret (`tcp/ehash.rs`).
     conns: tcp::ehash::ConnTable,
-    /// Listeners by address; several only as one `SO_REUSEPORT` group, in the
-    /// order `reuse->socks` keeps.
+    /// Listeners by address; several as `SO_REUSEPORT` groups or on different
+    /// devices, in the order `reuse->socks` keeps.
     listeners: FxHashMap<SocketAddr, Vec<u32>>,
+    /// Listens so far: a listener's place in its `lhash2` bucket (stack/listen.rs).
+    listen_seq: u64,
+    /// The stack's device's name (stack/netdev.rs).
+    device_name: String,
+    /// Some socket was bound to a device (stack/netdev.rs).
+    off_device: bool,
     /// Sockets whose port was bound (not picked by `connect`), per port: the
     /// `bhash` buckets `__inet_hash_connect` passes over (`stack/bind.rs`).
     bhash: FxHashMap<u16, u32>,
@@ -173,6 +181,9 @@ impl Stack {
             free: Vec::new(),
             conns: tcp::ehash::ConnTable::new(secrets.ehash_key()),
             listeners: FxHashMap::default(),
+            listen_seq: 0,
+            device_name: "eth0".to_string(),
+            off_device: false,
             bhash: FxHashMap::default(),
             timers: BinaryHeap::new(),
             out: VecDeque::new(),
@@ -275,8 +286,8 @@ impl Stack {
     }
 
     /// The next packet for the device, if any.
-    pub fn poll_transmit(&mut self, _now: Instant) -> Option<Transmit> {
-        self.out.pop_front()
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.next_for_device(now)
     }
 
     /// The device has finished with a packet from [`Stack::poll_transmit`] (TX
@@ -909,7 +920,7 @@ impl Stack {
         };
         // A closed socket is no longer here (`after_tcb` unhashes it as tcp_done
         // does): its peer's segments find the listener or a reset.
-        if let Some(index) = self.conns.get(&tuple) {
+        if let Some(index) = self.ehash_lookup(&tuple) {
             if let Some(Sock::TimeWait(_)) = self.slots[index as usize].sock {
                 return self.timewait_rcv(now, index, ip, th, payload);
             }

@@ -32,6 +32,9 @@ impl Stack {
         let backlog = backlog.min(self.cfg.somaxconn);
         let mut l = crate::tcp::Listener::new(local, backlog);
         l.opts = opts.clone();
+        self.listen_seq += 1;
+        l.hash_seq = self.listen_seq;
+        self.note_bound_dev(opts.bound_dev_if);
         let h = self.alloc(Sock::Listener(Box::new(l)));
         self.listeners.entry(local).or_default().push(h.index);
         self.syn_headers.on |= opts.save_syn != 0;
@@ -234,7 +237,21 @@ impl SocketMut<'_> {
     /// Replaces the options a listener's future children inherit.
     pub fn set_listener_options(&mut self, opts: &SockOptions) -> Result<(), SocketError> {
         self.stack.listener_mut(self.h)?.opts = opts.clone();
+        self.stack.note_bound_dev(opts.bound_dev_if);
         self.stack.syn_headers.on |= opts.save_syn != 0;
+        Ok(())
+    }
+
+    /// `SO_BINDTODEVICE` / `SO_BINDTOIFINDEX` on a connection
+    /// (`sock_bindtoindex_locked`): from now on it takes segments from that device
+    /// only (`inet_match`) and sends on it (`sk_dst_reset`: the next transmit looks
+    /// the route up again); 0 unbinds (stack/netdev.rs).
+    pub fn set_bound_dev_if(&mut self, ifindex: u32) -> Result<(), SocketError> {
+        let index = self.stack.user_slot(self.h)?;
+        if let Some(Sock::Tcp(t)) = &mut self.stack.slots[index as usize].sock {
+            t.bind.bound_dev_if = ifindex;
+        }
+        self.stack.note_bound_dev(ifindex);
         Ok(())
     }
 

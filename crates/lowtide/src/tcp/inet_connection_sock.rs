@@ -28,6 +28,10 @@ pub(crate) struct PortBinding {
     /// The port was bound (`bind(2)`, `listen(2)`'s autobind, or a listener's
     /// child: `__inet_inherit_port`), not picked by `connect`.
     pub by_bind: bool,
+    /// `SO_BINDTODEVICE` / `SO_BINDTOIFINDEX` (`sk_bound_dev_if`, a TIME-WAIT
+    /// socket's `tw_bound_dev_if`): the device's ifindex, 0 for none
+    /// (stack/netdev.rs).
+    pub bound_dev_if: u32,
 }
 
 // ---- implemented in tcp/timer.rs ----

@@ -351,6 +351,9 @@ pub(crate) struct Listener {
     pub last_overflow: Option<Instant>,
     /// The Fast Open queue (`icsk_accept_queue.fastopenq`).
     pub fastopen: fastopen::FastOpenQueue,
+    /// When it was hashed, in listens of its stack: its place in the `lhash2`
+    /// bucket (`__inet_hash`).
+    pub hash_seq: u64,
 }
 
 impl Listener {
@@ -364,6 +367,7 @@ impl Listener {
             opts: sockopt::SockOptions::default(),
             last_overflow: None,
             fastopen: Default::default(),
+            hash_seq: 0,
         }
     }
 

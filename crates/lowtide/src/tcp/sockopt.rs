@@ -152,6 +152,10 @@ pub struct SockOptions {
     /// `SO_REUSEADDR` (`sk_reuse`): the port may be shared with sockets that set it
     /// too and do not listen (`inet_bind_conflict`).
     pub reuse: bool,
+    /// `SO_BINDTODEVICE` / `SO_BINDTOIFINDEX` (`sk_bound_dev_if`): the device the
+    /// socket sends on and takes segments from, 0 for any (stack/netdev.rs);
+    /// children inherit it (`sk_clone_lock`).
+    pub bound_dev_if: u32,
     /// `SO_REUSEPORT` (`sk_reuseport`): sockets that all set it share the port,
     /// listeners as a group the SYNs are spread over (`reuseport_select_sock`).
     pub reuseport: bool,
@@ -277,6 +281,7 @@ impl Tcb {
         self.bind.reuse = o.reuse;
         self.bind.reuseport = o.reuseport;
         self.bind.v6only = o.v6only;
+        self.bind.bound_dev_if = o.bound_dev_if;
         self.recverr = (o.recverr, o.recverr6);
         self.thin_lto = o.thin_lto;
         self.txrehash = o.txrehash.unwrap_or(cfg.txrehash);

@@ -148,6 +148,8 @@ pub const TCP_KEEPINTVL: i32 = 5;
 pub const TCP_KEEPCNT: i32 = 6;
 pub const TCP_INFO: i32 = 11;
 pub const TCP_CONGESTION: i32 = 13;
+/// `TCP_ULP`: attach an upper layer protocol by name (posix/ulp.rs).
+pub const TCP_ULP: i32 = 31;
 pub const TCP_USER_TIMEOUT: i32 = 18;
 /// `TCP_RTO_MAX_MS` (Linux 6.15+): the socket's largest RTO, milliseconds.
 pub const TCP_RTO_MAX_MS: i32 = 44;

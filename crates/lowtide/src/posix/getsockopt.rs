@@ -322,6 +322,8 @@ impl Host {
                 };
                 int(out, v as i32)
             }
+            // do_tcp_getsockopt: no icsk_ulp_ops, so length 0 (posix/ulp.rs).
+            (SOL_TCP, TCP_ULP) => 0,
             (SOL_TCP, TCP_CONGESTION) => {
                 let name = match conn {
                     Some(h) => self

@@ -29,6 +29,7 @@ mod procnet;
 mod rx_tstamp;
 mod sockopt;
 mod timeo;
+mod ulp;
 
 pub use consts::errno;
 pub use msg::{Cmsg, RecvMsg};

@@ -632,6 +632,8 @@ impl Host {
                     None => s.opts.md5.apply(cmd).map_err(|_| Errno(errno::ENOENT))?,
                 }
             }
+            // do_tcp_setsockopt: before the int read, as TCP_CONGESTION.
+            (SOL_TCP, TCP_ULP) => return super::ulp::tcp_set_ulp(val),
             (SOL_TCP, TCP_CONGESTION) => {
                 let name = val.split(|&c| c == 0).next().unwrap_or_default();
                 let name = std::str::from_utf8(name).map_err(|_| Errno(errno::ENOENT))?;

@@ -398,6 +398,7 @@ fn new_skb(seq: u64, len: u32, mss: u32, now: Instant) -> Skb {
         tx: TxRate::default(),
         fclone: 0,
         zc: None,
+        uncharged: 0,
     }
 }
 

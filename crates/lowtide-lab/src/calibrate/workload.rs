@@ -336,6 +336,7 @@ impl SackWorkload {
                 tx: Default::default(),
                 fclone: 0,
                 zc: None,
+                uncharged: 0,
             });
         }
         let (ack, runs) = self.runs_upto(self.mid - 1);

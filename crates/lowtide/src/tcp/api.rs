@@ -241,8 +241,9 @@ impl Tcb {
         let Some(tail) = self.write_queue.back() else {
             return false;
         };
-        // Linux's truesize of a tail skb: its overhead plus the bytes copied in so far.
-        let truesize = SKB_OVERHEAD as u64 + tail.data.len() as u64;
+        // Linux's truesize of a tail skb: its overhead plus the bytes copied in so
+        // far (pinned pages whole).
+        let truesize = SKB_OVERHEAD as u64 + tail.data.len() as u64 + tail.slack as u64;
         tail.data.len() < self.size_goal(ctx.cfg, ctx.now) as usize
             && skb::can_collapse_to(tail.flags) // MSG_EOR: nothing more joins it
             && ctx.cfg.tcp_autocorking
@@ -303,7 +304,12 @@ impl Tcb {
                         && skb::can_collapse_to(t.flags) =>
                 {
                     let takes = t.data.takes(shared, data.bytes(), copied);
-                    if zc.is_some_and(|(id, _)| zc_full(t, id) || !takes) {
+                    // Copied data after zerocopy data needs a fragment of its own.
+                    let full = match zc {
+                        Some((id, _)) => zc_full(t, id),
+                        None => t.frag_zc && t.nr_frags >= MAX_SKB_FRAGS,
+                    };
+                    if full || (zc.is_some() && !takes) {
                         self.mark_push();
                         0
                     } else if !takes {
@@ -320,16 +326,19 @@ impl Tcb {
                 0 => goal,
                 r => r,
             };
-            let mut n = self.wmem_schedule(ctx, room.min(data.len() - copied));
-            if n == 0 {
+            let Some(mut n) = self.tail_schedule(ctx, zc.is_some(), room.min(data.len() - copied))
+            else {
                 break; // wait_for_space
-            }
+            };
             let tail = self.write_queue.back_mut().expect("tail exists");
             if let Some((id, _)) = zc {
                 n = n.min(frags.left(copied));
                 tail.zc = Some(id);
                 tail.nr_frags += 1;
+            } else if tail.frag_zc {
+                tail.nr_frags += 1; // skb_fill_page_desc: not merged
             }
+            tail.frag_zc = zc.is_some();
             if copied == 0 {
                 tail.flags &= !FLAG_PSH;
             }
@@ -340,9 +349,23 @@ impl Tcb {
                 }
                 _ => tail.data.append(data.bytes().map(|d| &d[copied..]), n),
             }
+            // __zerocopy_sg_from_iter: pinned pages count whole
+            // (PAGE_ALIGN(copied + start)), uncharged in a pure skb.
+            let truesize = match (zc, data) {
+                (None, _) => n,
+                (Some(_), SendData::Shared(_)) => zc_truesize(copied % ZC_PAGE, n),
+                (Some(_), _) => {
+                    let at = data.bytes().map_or(0, |d| d[copied..].as_ptr() as usize);
+                    zc_truesize(at % ZC_PAGE, n)
+                }
+            };
+            tail.slack += (truesize - n) as u32;
+            if tail.pure {
+                self.wq_uncharged += truesize as u64;
+            }
             let full = tail.data.len() >= goal;
             copied += n;
-            self.wmem_queued += n as u64;
+            self.wmem_queued += truesize as u64;
             self.write_seq += n as u64;
             // tcp_sendmsg_locked: MSG_OOB data waits for the final tcp_push.
             if copied == data.len() || !full || oob {
@@ -359,6 +382,38 @@ impl Tcb {
             }
         }
         copied
+    }
+
+    /// `tcp_sendmsg_locked`'s charge before up to `copy` bytes join the tail
+    /// skb: zerocopy data makes an empty skb pure (`SKBFL_PURE_ZEROCOPY`) and
+    /// asks nothing for a pure one, else `tcp_wmem_schedule`; copied data first
+    /// downgrades a pure skb (`tcp_downgrade_zcopy_pure`). None: wait for space.
+    fn tail_schedule(&mut self, ctx: &mut Ctx, zerocopy: bool, copy: usize) -> Option<usize> {
+        let tail = self.write_queue.back_mut().expect("tail exists");
+        if zerocopy {
+            tail.pure |= tail.data.is_empty();
+            if tail.pure {
+                return Some(copy);
+            }
+        } else if tail.pure && !self.downgrade_zcopy_pure(ctx) {
+            return None;
+        }
+        Some(self.wmem_schedule(ctx, copy)).filter(|&n| n > 0)
+    }
+
+    /// `tcp_downgrade_zcopy_pure`: the tail's pinned pages are charged to the
+    /// reserve (`sk_wmem_schedule`, `sk_mem_charge`) so that copied data may join
+    /// it; false if `tcp_mem` refuses.
+    fn downgrade_zcopy_pure(&mut self, ctx: &mut Ctx) -> bool {
+        let extra = self.write_queue.back().map_or(0, |t| t.uncharged());
+        if !self.mem_schedule(ctx, extra, MemKind::Send) {
+            return false;
+        }
+        self.wq_uncharged -= extra;
+        if let Some(t) = self.write_queue.back_mut() {
+            t.pure = false;
+        }
+        true
     }
 
     /// `tcp_stream_alloc_skb` and `tcp_skb_entail`: a new skb for the writer, its
@@ -396,6 +451,9 @@ impl Tcb {
             flags,
             zc: None,
             nr_frags: 0,
+            pure: false,
+            slack: 0,
+            frag_zc: false,
         });
         self.wmem_queued += SKB_OVERHEAD as u64;
     }
@@ -738,6 +796,13 @@ fn zc_page_frags(len: usize) -> Vec<usize> {
         v.push(len % ZC_PAGE);
     }
     v
+}
+
+/// The truesize `n` zerocopy bytes from offset `start` in a page add to their
+/// skb: the pages they span, whole (`zerocopy_fill_skb_from_iter`'s
+/// `PAGE_ALIGN(copied + start)`).
+fn zc_truesize(start: usize, n: usize) -> usize {
+    (start + n).div_ceil(ZC_PAGE) * ZC_PAGE
 }
 
 /// `MAX_SKB_FRAGS`: page fragments an skb holds (`net.core.max_skb_frags`'s default).
@@ -1109,6 +1174,7 @@ mod push_tests {
         let mut t = established(&cfg);
         t.cw.snd_cwnd = 0;
         t.errq.zerocopy = true;
+        t.sndbuf = 1 << 30; // each pinned page counts whole
         assert_eq!(send(&mut t, &[1; 18]), Ok(18));
         let layout: Vec<_> = t
             .write_queue
@@ -1183,5 +1249,110 @@ mod push_tests {
         assert_eq!(at(4), buf[31_000..].as_ptr());
         assert_eq!(t.errq.zckey, 3);
         assert!(t.errq.pending.iter().all(|u| u.zerocopy), "nothing copied");
+    }
+
+    /// skb_zcopy_pure: zerocopy data into an empty skb counts its pages whole in
+    /// sk_wmem_queued (PAGE_ALIGN) but charges nothing to the reserve, and the
+    /// parts of it sent and freed keep that; copied data after it downgrades the
+    /// skb (tcp_downgrade_zcopy_pure), and zerocopy data after copied data is
+    /// charged (no pure skb).
+    #[test]
+    fn pure_zerocopy_skbs_count_pages_but_charge_no_reserve() {
+        let cfg = Config::default();
+        let zc = ZC;
+        let buf = vec![0u8; 3 * ZC_PAGE];
+        let at = (ZC_PAGE - buf.as_ptr() as usize % ZC_PAGE) % ZC_PAGE;
+        let page = &buf[at..at + ZC_PAGE]; // a page-aligned buffer
+        let send = |t: &mut Tcb, d: &[u8], f: SendFlags| {
+            let frags = [d.len()];
+            with_ctx(&cfg, |ctx| {
+                t.sendmsg(ctx, d, &frags[..f.zerocopy as usize], f)
+            })
+        };
+        let head = SKB_OVERHEAD as u64;
+        let mut t = established(&cfg);
+        t.errq.zerocopy = true;
+        t.cw.snd_cwnd = 1; // one segment goes, the rest stays
+        assert_eq!(send(&mut t, &page[..2000], zc), Ok(2000));
+        // The skb was split as it went: the part sent keeps the page's rest.
+        let sent = t.rtx.first().map(|s| (s.len(), s.truesize, s.uncharged));
+        assert_eq!(sent, Some((1000, 1000 + SKB_OVERHEAD + 2096, 3096)));
+        assert_eq!((t.rtx.uncharged, t.wq_uncharged), (3096, 1000));
+        assert_eq!(t.wmem_queued, 2 * head + 4096);
+        assert_eq!(t.mem_charged(), 2 * head, "the page is not charged");
+        with_ctx(&cfg, |ctx| t.clean_rtx_queue(ctx, 1001));
+        assert_eq!((t.rtx.uncharged, t.wmem_queued), (0, head + 1000));
+        // Copied data joins the pure skb, which is charged from then on.
+        t.cw.snd_cwnd = 0;
+        assert_eq!(send(&mut t, &[1; 50], SendFlags::default()), Ok(50));
+        let tail = t.write_queue.back().unwrap();
+        assert_eq!(
+            (tail.data.len(), tail.pure, t.wq_uncharged),
+            (1050, false, 0)
+        );
+        assert_eq!(t.mem_charged(), t.wmem_queued);
+        // Zerocopy data after copied data: charged.
+        let mut t = established(&cfg);
+        t.errq.zerocopy = true;
+        t.cw.snd_cwnd = 0;
+        assert_eq!(send(&mut t, &[1; 50], SendFlags::default()), Ok(50));
+        assert_eq!(send(&mut t, &page[..100], zc), Ok(100));
+        let tail = t.write_queue.back().unwrap();
+        assert_eq!((tail.data.len(), tail.pure, tail.slack), (150, false, 3996));
+        assert_eq!(t.wmem_queued, head + 50 + 4096);
+        assert_eq!(t.mem_charged(), t.wmem_queued);
+    }
+
+    /// tcp_sendmsg_locked's copy path after zerocopy data: the copy cannot
+    /// coalesce into the user's page (skb_can_coalesce), so it takes a fragment
+    /// of its own, and a later copy merges into that one; an skb out of
+    /// fragments (max_skb_frags) is marked PSH and a new one started.
+    #[test]
+    fn copied_data_after_zerocopy_data_takes_a_fragment() {
+        let cfg = Config::default();
+        let zc = ZC;
+        let mut t = zc_sender(&cfg);
+        let send = |t: &mut Tcb, frags: &[usize], f: SendFlags| {
+            let data = vec![0u8; frags.iter().sum()];
+            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &data, frags, f))
+        };
+        let plain = SendFlags::default();
+        assert_eq!(send(&mut t, &[1; 16], zc), Ok(16));
+        assert_eq!(send(&mut t, &[10], plain), Ok(10));
+        assert_eq!(send(&mut t, &[10], plain), Ok(10));
+        let frags = |t: &Tcb| -> Vec<_> {
+            let w = t.write_queue.iter();
+            w.map(|w| (w.data.len(), w.nr_frags, w.flags & FLAG_PSH != 0))
+                .collect()
+        };
+        assert_eq!(frags(&t), [(36, 17, true)], "one fragment for both copies");
+        assert_eq!(send(&mut t, &[1], zc), Ok(1));
+        assert_eq!(frags(&t), [(36, 17, true), (1, 1, true)], "-EMSGSIZE");
+        let mut t = zc_sender(&cfg);
+        assert_eq!(send(&mut t, &[1; 17], zc), Ok(17));
+        assert_eq!(send(&mut t, &[10], plain), Ok(10));
+        assert_eq!(
+            frags(&t),
+            [(17, 17, true), (10, 0, true)],
+            "no fragment left"
+        );
+    }
+
+    /// MSG_ZEROCOPY.
+    const ZC: SendFlags = SendFlags {
+        zerocopy: true,
+        more: false,
+        eor: false,
+        oob: false,
+    };
+
+    /// An established SO_ZEROCOPY sender keeping everything in the write queue,
+    /// its send buffer large (each pinned page counts whole).
+    fn zc_sender(cfg: &Config) -> Tcb {
+        let mut t = established(cfg);
+        t.errq.zerocopy = true;
+        t.cw.snd_cwnd = 0;
+        t.sndbuf = 1 << 30;
+        t
     }
 }

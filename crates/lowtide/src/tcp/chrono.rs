@@ -69,6 +69,9 @@ mod tests {
             flags: 0,
             zc: None,
             nr_frags: 0,
+            pure: false,
+            slack: 0,
+            frag_zc: false,
         });
         t.chrono_start(ms(10), Chrono::Busy);
         t.chrono_start(ms(10), Chrono::RwndLimited);

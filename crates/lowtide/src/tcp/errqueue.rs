@@ -33,15 +33,22 @@
 //! `skb_orphan_frags_rx`, whose `skb_copy_ubufs` clears `uarg->zerocopy`), which
 //! clears the range's flag as each of its packets is handed over.
 //!
+//! Memory (tcp/api.rs): zerocopy data counts the pages it spans whole in
+//! `sk_wmem_queued` (`__zerocopy_sg_from_iter`); an skb whose first data is
+//! zerocopy is pure (`SKBFL_PURE_ZEROCOPY`): its pages are not charged to the
+//! socket's reserve (`sk_mem_charge`), nor asked for (`tcp_wmem_schedule`),
+//! until copied data joins it (`tcp_downgrade_zcopy_pure`); copied data after
+//! zerocopy data takes a page fragment of its own.
+//!
 //! Where lowtide differs: a purge drops the skbs' references but lowtide's queues
 //! keep the skbs (and a `Bytes` sender's slices) until the socket ends; without
 //! `NETIF_F_SG` the skbs still reference the range (Linux copies without linking
 //! them, so the range completes when the send returns); pinned pages are not
-//! charged to `RLIMIT_MEMLOCK` nor to `sk_wmem_queued` page by page (a pure
-//! zerocopy skb is charged as copied data is, where Linux's `skb_zcopy_pure`
-//! skips `sk_mem_charge`). An skb holds one slice of one buffer, so copied data
-//! after zerocopy data, and a later send's buffer, start a new skb where Linux
-//! would append page fragments to it.
+//! charged to `RLIMIT_MEMLOCK` (`mm_account_pinned_pages`); a send of slices
+//! takes one fragment per slice (Linux: one per page it spans). An skb of a
+//! `Bytes` sender holds one slice of one buffer, so copied data after its
+//! zerocopy data, and a later send's buffer, start a new skb where Linux would
+//! append page fragments to it (the sends still share one id range).
 
 use super::sock::Tcb;
 pub use super::sock_errqueue::{ErrEntry, SockExtendedErr};

@@ -67,6 +67,7 @@ impl Tcb {
             sndbuf: cfg.tcp_wmem[1],
             sndbuf_locked: false,
             wmem_queued: 0,
+            wq_uncharged: 0,
             wmem_alloc: 0,
             fclone_next: 0,
             mem_pages: 0,

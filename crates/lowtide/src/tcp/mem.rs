@@ -95,9 +95,12 @@ impl TcpMem {
 }
 
 impl Tcb {
-    /// What the socket has charged: `sk_rmem_alloc` plus `sk_wmem_queued`.
-    fn mem_charged(&self) -> u64 {
-        self.rmem_alloc() + self.wmem_queued
+    /// What the socket has charged: `sk_rmem_alloc` plus `sk_wmem_queued`, less
+    /// the pinned pages of pure zerocopy skbs, which `__zerocopy_sg_from_iter`
+    /// adds to `sk_wmem_queued` without `sk_mem_charge` (`skb_zcopy_pure`).
+    pub(crate) fn mem_charged(&self) -> u64 {
+        (self.rmem_alloc() + self.wmem_queued)
+            .saturating_sub(self.wq_uncharged + self.rtx.uncharged)
     }
 
     /// `sk_forward_alloc`: reserved but not charged (negative right after a charge

@@ -76,7 +76,9 @@ impl Tcb {
         for (i, w) in self.write_queue.iter().enumerate() {
             let n = w.data.len() as u64;
             if len <= n {
-                return i == 0 || w.data.zerocopy_id().is_none();
+                // Nor a pure one in part: its pages are not charged
+                // (skb_pure_zcopy_same: the probe skb is not pure).
+                return !w.pure && (i == 0 || w.data.zerocopy_id().is_none());
             }
             let end = w.seq + n;
             if w.flags & FLAG_EOR != 0 || w.zc.is_some() || self.tstamp_marked(w.seq, end) {

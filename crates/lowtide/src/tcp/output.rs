@@ -657,6 +657,7 @@ impl Tcb {
             tx,
             fclone: 0,
             zc: None,
+            uncharged: 0,
         });
         self.wmem_queued += truesize as u64;
     }
@@ -1019,6 +1020,7 @@ mod tests {
                 tx: Default::default(),
                 fclone: 0,
                 zc: None,
+                uncharged: 0,
             });
         }
         for i in (0..N).filter(|i| !holes.contains(i)) {
@@ -1333,6 +1335,9 @@ mod syn_retransmit_tests {
             flags: 0,
             zc: None,
             nr_frags: 0,
+            pure: false,
+            slack: 0,
+            frag_zc: false,
         });
         t.write_xmit(&mut st.ctx(&cfg, NOW, false));
         let tokens: Vec<_> = st.out.iter().map(|tx| tx.token).collect();

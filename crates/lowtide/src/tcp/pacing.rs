@@ -489,6 +489,7 @@ mod tests {
                 tx: Default::default(),
                 fclone: 0,
                 zc: None,
+                uncharged: 0,
             });
         }
     }
@@ -872,6 +873,7 @@ mod local_drop_tests {
                 tx: Default::default(),
                 fclone: 0,
                 zc: None,
+                uncharged: 0,
             });
         }
         t.snd_nxt = 3001;
@@ -898,6 +900,9 @@ mod local_drop_tests {
             flags: 0,
             zc: None,
             nr_frags: 0,
+            pure: false,
+            slack: 0,
+            frag_zc: false,
         });
         t.enter_cwr();
         assert_eq!((t.ca_state, t.prr_out, t.high_seq), (CaState::Cwr, 0, 1));

@@ -172,6 +172,7 @@ mod tests {
             tx,
             fclone: 0,
             zc: None,
+            uncharged: 0,
         });
         t.snd_nxt = 1 + (i + 1) * MSS as u64;
     }

@@ -300,6 +300,7 @@ mod tests {
                 tx: Default::default(),
                 fclone: 0,
                 zc: None,
+                uncharged: 0,
             });
         }
         t.snd_una = 1;

@@ -139,6 +139,10 @@ pub struct Tcb {
     pub(crate) sndbuf_locked: bool,
     /// Truesize of both queues (`sk_wmem_queued`).
     pub(crate) wmem_queued: u64,
+    /// Of `wmem_queued`, what the write queue's pure zerocopy skbs hold without
+    /// a charge to the reserve ([`super::rtx::skb::WriteSkb::uncharged`]; the
+    /// retransmit queue keeps its own sum).
+    pub(crate) wq_uncharged: u64,
     /// Truesize handed to the device and not completed (`sk_wmem_alloc`).
     pub(crate) wmem_alloc: u64,
     /// The id the last fast clone handed to the device took (tcp/host_queue.rs).

@@ -221,6 +221,9 @@ mod tests {
                 flags: 0,
                 zc: None,
                 nr_frags: 0,
+                pure: false,
+                slack: 0,
+                frag_zc: false,
             });
         }
         t.write_seq = seq + queued as u64;

@@ -289,21 +289,27 @@ impl Tcb {
         let head = self.write_queue.front_mut().expect("caller checked");
         let whole = send_len == head.data.len() && !split;
         let seq = head.seq;
-        // tso_fragment's skb_split: the part sent references the uarg too.
-        let zc = head.zc;
+        // tso_fragment's skb_split: the part sent references the uarg too, is
+        // pure if the skb was, and keeps the truesize beyond the bytes moved.
+        let (zc, slack) = (head.zc, head.slack);
+        let unch_before = head.uncharged();
         let (data, flags) = if whole {
             let w = self.write_queue.pop_front().expect("exists");
             (w.data.freeze(), w.flags)
         } else {
             let d = head.data.split_to(send_len);
             head.seq += send_len as u64;
+            head.slack = 0;
             // The fragment costs its own skb (Linux allocates one in tso_fragment).
             self.wmem_queued += SKB_OVERHEAD as u64;
             (d, head.flags & FLAG_SYN)
         };
+        let unch_left = self.write_queue.front().filter(|_| !whole);
+        let uncharged = (unch_before - unch_left.map_or(0, |w| w.uncharged())) as u32;
+        self.wq_uncharged -= uncharged as u64;
         let flags = flags | extra;
         let fin = flags & FLAG_FIN != 0;
-        let truesize = data.len() as u32 + SKB_OVERHEAD;
+        let truesize = data.len() as u32 + SKB_OVERHEAD + slack;
         let end_seq = seq + data.len() as u64 + fin as u64;
         let tstamp = self.transmit(ctx, seq, flags, &data, truesize);
         let pcount = skb::pcount(data.len() as u32, mss);
@@ -327,6 +333,7 @@ impl Tcb {
             tx,
             fclone: 0,
             zc,
+            uncharged,
         });
         self.fclone_sent(ctx, seq);
         self.snd_nxt = end_seq;
@@ -407,6 +414,9 @@ mod tests {
             flags: FLAG_FIN,
             zc: None,
             nr_frags: 0,
+            pure: false,
+            slack: 0,
+            frag_zc: false,
         });
         t.write_xmit(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
         assert!(st.out.is_empty(), "held by a full cwnd");
@@ -439,6 +449,9 @@ mod tests {
             flags: 0,
             zc: None,
             nr_frags: 0,
+            pure: false,
+            slack: 0,
+            frag_zc: false,
         });
         let now = crate::Instant(9_500_000);
         t.pace.wstamp = crate::Instant(9_000_000);
@@ -458,6 +471,9 @@ mod tests {
                 flags,
                 zc: None,
                 nr_frags: 0,
+                pure: false,
+                slack: 0,
+                frag_zc: false,
             });
             t.wmem_queued += len as u64 + SKB_OVERHEAD as u64;
             seq += len as u64 + u64::from(flags & FLAG_FIN != 0);

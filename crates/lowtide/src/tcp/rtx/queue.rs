@@ -37,6 +37,9 @@ pub struct RtxQueue {
     /// add it up, so this total only changes on `push` and `clean` and stays equal to
     /// what the socket charged (`wmem_queued`).
     pub truesize: u64,
+    /// Of `truesize`, what pure zerocopy skbs hold without a charge to the
+    /// socket's reserve ([`Skb::uncharged`]).
+    pub uncharged: u64,
     /// Payload bytes queued.
     pub(super) payload: u64,
     /// `recv_sack_cache`: the previous ACK's SACK blocks, sorted; `(0, 0)` is empty.
@@ -142,6 +145,7 @@ pub(super) struct Acct {
     len: u32,
     sacked: u8,
     truesize: u32,
+    uncharged: u32,
     tx_time: Instant,
     end_seq: u64,
 }
@@ -154,6 +158,7 @@ impl Acct {
             len: s.len(),
             sacked: s.sacked,
             truesize: s.truesize,
+            uncharged: s.uncharged,
             tx_time: s.tx_time,
             end_seq: s.end_seq,
         }
@@ -181,6 +186,7 @@ impl RtxQueue {
             lost: 0,
             sacked_bytes: 0,
             truesize: 0,
+            uncharged: 0,
             payload: 0,
             recv_sack_cache: [(0, 0); TCP_NUM_SACKS],
             below: (0, 0),
@@ -265,6 +271,7 @@ impl RtxQueue {
             f(&mut self.retrans_out, a.pcount, add);
         }
         f(&mut self.truesize, a.truesize as u64, add);
+        f(&mut self.uncharged, a.uncharged as u64, add);
         f(&mut self.payload, a.len as u64, add);
         if tsorted::in_flight(a.sacked) {
             self.tsorted.set(a.tx_time, a.seq, a.end_seq, add);
@@ -828,6 +835,7 @@ impl RtxQueue {
         assert_eq!(c.retrans_out, self.retrans_out, "retrans_out");
         assert_eq!(c.sacked_bytes, self.sacked_bytes, "sacked_bytes");
         assert_eq!(c.truesize, self.truesize, "truesize");
+        assert_eq!(c.uncharged, self.uncharged, "uncharged");
         assert_eq!(c.payload, self.payload, "payload");
         assert_eq!(c.below, self.below, "sacked below the lost hint");
         assert_eq!(c.tsorted, self.tsorted, "time-sorted index");
@@ -862,6 +870,7 @@ pub(super) mod tests {
             tx: Default::default(),
             fclone: 0,
             zc: None,
+            uncharged: 0,
         }
     }
 

@@ -43,9 +43,29 @@ pub struct WriteSkb {
     /// Page fragments that zerocopy data added (`nr_frags`, at most
     /// `MAX_SKB_FRAGS`).
     pub nr_frags: u16,
+    /// `SKBFL_PURE_ZEROCOPY` (`skb_zcopy_pure`): it holds zerocopy data only, so
+    /// its pinned pages count in `sk_wmem_queued` but are not charged to the
+    /// socket's reserve (`sk_mem_charge`); copied data downgrades it
+    /// (`tcp_downgrade_zcopy_pure`).
+    pub pure: bool,
+    /// Truesize beyond its bytes and `SKB_OVERHEAD`: its zerocopy fragments
+    /// count whole pages (`zerocopy_fill_skb_from_iter`: `PAGE_ALIGN`).
+    pub slack: u32,
+    /// Its last page fragment is zerocopy data: copied data cannot coalesce
+    /// into it (`skb_can_coalesce`) and takes a fragment of its own.
+    pub frag_zc: bool,
 }
 
 impl WriteSkb {
+    /// What a pure zerocopy skb holds in `sk_wmem_queued` without a charge: its
+    /// truesize beyond the skb's own (`SKB_TRUESIZE(skb_end_offset(skb))`).
+    pub fn uncharged(&self) -> u64 {
+        match self.pure {
+            true => self.data.len() as u64 + self.slack as u64,
+            false => 0,
+        }
+    }
+
     /// Offset just past the skb (FIN included).
     pub fn end_seq(&self) -> u64 {
         self.seq + self.data.len() as u64 + u64::from(self.flags & (FLAG_FIN | FLAG_SYN) != 0)
@@ -84,6 +104,9 @@ pub struct Skb {
     /// holds; its reference keeps the range's completion back until the skb is
     /// freed (tcp/errqueue.rs).
     pub zc: Option<u32>,
+    /// Of `truesize`, what a pure zerocopy skb (`skb_zcopy_pure`) holds without
+    /// a charge to the socket's reserve (see [`WriteSkb::pure`]).
+    pub uncharged: u32,
 }
 
 impl Skb {
@@ -111,6 +134,7 @@ impl Skb {
         let tail_data = self.data.split_off(n);
         let tail_len = tail_data.len() as u32;
         let head_share = (self.truesize as u64 * n as u64 / (n as u64 + tail_len as u64)) as u32;
+        let head_unch = (self.uncharged as u64 * n as u64 / (n as u64 + tail_len as u64)) as u32;
         let mut tail = Skb {
             seq: at,
             end_seq: self.end_seq,
@@ -124,14 +148,17 @@ impl Skb {
             // tcp_fragment: the second part is a new skb, its fast clone free;
             // the first keeps the clone (and its data) the device holds.
             fclone: 0,
-            // skb_split -> skb_zerocopy_clone: both parts reference the uarg.
+            // skb_split -> skb_zerocopy_clone: both parts reference the uarg,
+            // and both are pure if it was (SKBFL_PURE_ZEROCOPY).
             zc: self.zc,
+            uncharged: self.uncharged - head_unch,
         };
         // tcp_fragment: "PSH and FIN should only be set in the second packet", and
         // the record end moves there too (tcp_skb_fragment_eor).
         self.flags &= !(FLAG_FIN | FLAG_PSH | FLAG_EOR);
         self.end_seq = at;
         self.truesize = head_share;
+        self.uncharged = head_unch;
         self.pcount = pcount(self.len(), mss);
         tail.pcount = pcount(tail_len, mss);
         tail
@@ -219,6 +246,7 @@ impl Skb {
             tx: Default::default(),
             fclone: 0,
             zc: None,
+            uncharged: 0,
         }
     }
 }
@@ -244,6 +272,7 @@ mod tests {
             tx: Default::default(),
             fclone: 0,
             zc: None,
+            uncharged: 0,
         };
         let b = a.split_off(501, 500);
         assert!(can_collapse_to(a.flags));

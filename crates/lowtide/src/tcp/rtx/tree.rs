@@ -204,6 +204,7 @@ mod tests {
             tx: Default::default(),
             fclone: 0,
             zc: None,
+            uncharged: 0,
         }
     }
 

@@ -387,8 +387,8 @@ impl Stack {
     /// [`SendFlags::zerocopy`] each non-empty buffer is one page fragment of the
     /// skbs (the caller splits them at page boundaries), and the send takes the
     /// next `MSG_ZEROCOPY` notification id (`SO_ZEROCOPY`,
-    /// [`SocketMut::set_zerocopy`]); its completion, once the peer has acknowledged
-    /// all of it, is read with [`SocketMut::recv_errqueue`] ([`EventKind::ErrQueue`]
+    /// [`SocketMut::set_zerocopy`]); its completion, once no skb holds its bytes
+    /// (acknowledged, or purged by a reset), is read with [`SocketMut::recv_errqueue`] ([`EventKind::ErrQueue`]
     /// signals it). This call copies the bytes, so the completion carries
     /// `SO_EE_CODE_ZEROCOPY_COPIED`; [`Stack::send_zerocopy`] does not.
     pub fn sendmsg(
@@ -423,8 +423,8 @@ impl Stack {
     /// `MAX_SKB_FRAGS` per skb). Returns how many bytes were taken, as
     /// [`Stack::sendmsg`]: send the rest as `data.slice(n..)`. With `SO_ZEROCOPY`
     /// on ([`SocketMut::set_zerocopy`]) the send takes the next notification id;
-    /// once the peer has acknowledged all of it and the device holds none of its
-    /// packets (their TX completions), the completion ([`EventKind::ErrQueue`],
+    /// once no skb holds its bytes (acknowledged, or purged by a reset) and the
+    /// device holds none of its packets (their TX completions), the completion ([`EventKind::ErrQueue`],
     /// [`SocketMut::recv_errqueue`]) carries `ee_code` 0, or
     /// `SO_EE_CODE_ZEROCOPY_COPIED` when a device that copies carried it
     /// ([`Stack::set_tx_orphan_frags`]). Without `SO_ZEROCOPY` the flag is

@@ -537,11 +537,11 @@ unsafe extern "C" fn pd_recvfrom(
     l: *mut socklen_t,
 ) -> ssize_t {
     guard(ud, |sh| {
-        if buf.is_null() && n > 0 {
-            return Err(errno::EFAULT);
+        if buf.is_null() && n > 0 && flags & libc::MSG_TRUNC == 0 {
+            return recv_to_null(sh, fd, n, flags);
         }
         let Received { data, peer, .. } = do_recv(sh, fd, n, flags)?;
-        if !data.is_empty() {
+        if !data.is_empty() && !buf.is_null() {
             std::ptr::copy_nonoverlapping(data.as_ptr(), buf as *mut u8, data.len());
         }
         if let Some(p) = peer {
@@ -549,6 +549,19 @@ unsafe extern "C" fn pd_recvfrom(
         }
         Ok(data.len() as ssize_t)
     })
+}
+
+/// A read into a NULL buffer: `import_ubuf` takes the pointer (`access_ok` passes
+/// for NULL), so `tcp_recvmsg_locked` fails as it would with any buffer (ENOTCONN,
+/// EAGAIN, blocking until data) and faults only when it has bytes to copy
+/// (`skb_copy_datagram_msg`: "if (!copied) copied = -EFAULT"), which then stay
+/// queued; end of stream is 0. `MSG_TRUNC` copies nothing, so it never faults.
+fn recv_to_null(sh: &Shared, fd: Fd, n: usize, flags: i32) -> Result<ssize_t, i32> {
+    let r = do_recv(sh, fd, n, flags | libc::MSG_PEEK)?;
+    match r.data.is_empty() {
+        true => Ok(0),
+        false => Err(errno::EFAULT),
+    }
 }
 
 unsafe extern "C" fn pd_recvmsg(

@@ -106,9 +106,6 @@ pub(crate) struct Socket {
     /// The bound address as the engine has it (IPv4 for a mapped one).
     pub bound: Option<SocketAddr>,
     pub state: SockState,
-    /// `sk_shutdown` of a socket without a connection (`RCV_SHUTDOWN` 1,
-    /// `SEND_SHUTDOWN` 2): `inet_shutdown` sets it even as it fails with `ENOTCONN`.
-    pub shutdown: u8,
     /// Wakeups of the socket's wait queue, counted per key (`poll::Wake`), for
     /// epoll's ready list.
     pub wake: [u64; poll::WAKE_KEYS],
@@ -131,7 +128,6 @@ impl Socket {
             peek_off: -1,
             bound: None,
             state: SockState::Unconnected,
-            shutdown: 0,
             wake: [0; poll::WAKE_KEYS],
         }
     }
@@ -581,8 +577,9 @@ impl Host {
         let h = match s.state {
             SockState::Listening(h) => return self.shutdown_listener(now, fd, h, how),
             SockState::Unconnected => {
-                // inet_shutdown in TCP_CLOSE: ENOTCONN, the bits set all the same.
-                s.shutdown |= match how {
+                // inet_shutdown in TCP_CLOSE: ENOTCONN, the bits set all the same
+                // (and kept by a connection or listener made from the socket).
+                s.opts.shutdown |= match how {
                     Shutdown::Read => RCV_SHUTDOWN,
                     Shutdown::Write => SEND_SHUTDOWN,
                     Shutdown::Both => RCV_SHUTDOWN | SEND_SHUTDOWN,
@@ -613,7 +610,7 @@ impl Host {
         self.by_handle.remove(&h);
         let s = self.sock_mut(fd)?;
         s.state = SockState::Unconnected;
-        s.shutdown = 0; // tcp_disconnect
+        s.opts.shutdown = 0; // tcp_disconnect
         let r = self.stack.close(now, h);
         self.rebind_after_close(fd);
         self.sync_events();

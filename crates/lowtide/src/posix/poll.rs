@@ -137,7 +137,7 @@ impl Host {
         let h = match s.state {
             // A socket without a connection is TCP_CLOSE: HUP and writable, and
             // readable once shut for reading.
-            SockState::Unconnected if s.shutdown & RCV_SHUTDOWN != 0 => {
+            SockState::Unconnected if s.opts.shutdown & RCV_SHUTDOWN != 0 => {
                 return Ok(POLLIN | POLLRDNORM | POLLRDHUP | POLLOUT | POLLWRNORM | POLLHUP)
             }
             SockState::Unconnected => return Ok(POLLOUT | POLLWRNORM | POLLHUP),

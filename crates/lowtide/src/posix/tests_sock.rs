@@ -142,6 +142,57 @@ fn shutdown_of_a_listener_stops_it_on_shut_rd_only() {
     assert_eq!(b.poll_mask(l), Ok(0), "listening again, nothing to accept");
 }
 
+/// inet_shutdown in TCP_CLOSE fails with ENOTCONN but sets sk_shutdown, which a
+/// listener's children inherit (sk_clone_lock): with SEND_SHUTDOWN the child sends
+/// its FIN when the handshake completes (tcp_rcv_state_process, SYN-RECV) and fails
+/// sends with EPIPE. A connection made from such a socket keeps the bits but sends
+/// no FIN (tcp_finish_connect has no such step): reads end at once (RCV_SHUTDOWN),
+/// sends fail, and close() sends the FIN of ESTABLISHED.
+#[test]
+fn shutdown_bits_of_an_unconnected_socket_outlive_listen_and_connect() {
+    let (mut a, mut b) = (host(A, 1), host(B, 2));
+    let now = Instant::ZERO;
+    let l = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(b.shutdown(now, l, SHUT_WR), Err(Errno(errno::ENOTCONN)));
+    b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    b.listen(l, 8).unwrap();
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(a.shutdown(now, c, SHUT_RD), Err(Errno(errno::ENOTCONN)));
+    let (s, _) = connect(&mut a, &mut b, c, l);
+    let state = |h: &mut Host, fd: Fd| {
+        let mut i = [0u8; sockopt::TCP_INFO_LEN];
+        h.getsockopt(now, fd, SOL_TCP, TCP_INFO, &mut i).unwrap();
+        i[0]
+    };
+    assert_eq!(state(&mut b, s), 4, "FIN-WAIT-1: the child sent its FIN");
+    assert_eq!(state(&mut a, c), 8, "CLOSE-WAIT");
+    assert_eq!(
+        b.send(now, s, &[1; 10], MSG_NOSIGNAL),
+        Err(Errno(errno::EPIPE))
+    );
+    let mut buf = [0u8; 10];
+    assert_eq!(
+        a.recv(now, c, &mut buf, 0),
+        Ok(0),
+        "RCV_SHUTDOWN and the FIN"
+    );
+    assert_eq!(a.send(now, c, &[1; 10], 0), Ok(10), "no SEND_SHUTDOWN on A");
+    run(&mut a, &mut b, now);
+    assert_eq!(b.recv(now, s, &mut buf, 0), Ok(10));
+    // The connecting side: SEND_SHUTDOWN kept, no FIN until close().
+    let (mut a, mut b, c, l) = pair();
+    assert_eq!(a.shutdown(now, c, SHUT_WR), Err(Errno(errno::ENOTCONN)));
+    let (s, _) = connect(&mut a, &mut b, c, l);
+    assert_eq!(state(&mut a, c), 1, "ESTABLISHED, no FIN");
+    assert_eq!(
+        a.send(now, c, &[1; 10], MSG_NOSIGNAL),
+        Err(Errno(errno::EPIPE))
+    );
+    a.close(now, c).unwrap();
+    run(&mut a, &mut b, now);
+    assert_eq!(b.recv(now, s, &mut buf, 0), Ok(0), "close() sent the FIN");
+}
+
 /// tcp_get_info without a connection: tcp_init_sock's values for a new socket
 /// (TCP_CLOSE); for a listener the fields of every state, tcpi_unacked the
 /// children ready for accept and tcpi_sacked the backlog.

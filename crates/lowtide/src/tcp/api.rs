@@ -624,7 +624,8 @@ impl Tcb {
     }
 
     /// `inet_shutdown` and `tcp_shutdown`: `SHUT_RD` marks the socket (what is
-    /// queued stays readable); `SHUT_WR` sends the FIN of `tcp_close_state` once; in
+    /// queued stays readable); `SHUT_WR` sends the FIN of `tcp_close_state` from the
+    /// states that have not sent one (whatever `sk_shutdown` already held); in
     /// SYN-SENT `inet_shutdown` calls `tcp_disconnect` instead (no segment, the
     /// connect fails with `ECONNRESET`); a closed connection is `ENOTCONN`.
     pub(crate) fn shutdown(&mut self, ctx: &mut Ctx, how: Shutdown) -> Result<(), SocketError> {
@@ -640,9 +641,9 @@ impl Tcb {
             // inet_shutdown: RCV_SHUTDOWN only; what is queued stays readable.
             self.shut_rd = true;
         }
-        if matches!(how, Shutdown::Write | Shutdown::Both) && !self.shut_wr {
+        if matches!(how, Shutdown::Write | Shutdown::Both) {
             self.shut_wr = true;
-            self.send_fin(ctx);
+            self.close_state_fin(ctx);
         }
         Ok(())
     }
@@ -675,10 +676,8 @@ impl Tcb {
         if self.state == TcpState::SynSent {
             return self.set_closed(ctx);
         }
-        if !self.shut_wr {
-            self.shut_wr = true;
-            self.send_fin(ctx);
-        }
+        self.shut_wr = true;
+        self.close_state_fin(ctx);
         if self.state == TcpState::FinWait2 && self.linger2 < 0 {
             // tcp_close: TCP_LINGER2 negative ends FIN-WAIT-2 with a reset at once.
             self.send_active_reset(ctx);
@@ -724,8 +723,19 @@ impl Tcb {
         self.ofo.purge();
     }
 
+    /// `tcp_close_state`: only ESTABLISHED, SYN-RECV and CLOSE-WAIT have a FIN to
+    /// send (`TCP_ACTION_FIN`); the other states have sent theirs or send none.
+    fn close_state_fin(&mut self, ctx: &mut Ctx) {
+        if matches!(
+            self.state,
+            TcpState::Established | TcpState::SynRecv | TcpState::CloseWait
+        ) {
+            self.send_fin(ctx);
+        }
+    }
+
     /// `tcp_send_fin`: queue a FIN after the data and move to the closing states.
-    fn send_fin(&mut self, ctx: &mut Ctx) {
+    pub(crate) fn send_fin(&mut self, ctx: &mut Ctx) {
         self.state = match self.state {
             TcpState::Established | TcpState::SynRecv => TcpState::FinWait1,
             TcpState::CloseWait => TcpState::LastAck,

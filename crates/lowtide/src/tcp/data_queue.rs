@@ -51,7 +51,6 @@ impl Tcb {
         }
         // "tp->rx_opt.dsack = 0": a D-SACK still unsent is forgotten.
         self.dsack = None;
-        self.data_segs_in += !payload.is_empty() as u64;
         let rwin = self.receive_window() as u64;
         if seq == self.rcv_nxt {
             // In sequence but the window is closed: dropped, except a bare FIN

@@ -200,7 +200,6 @@ impl Tcb {
         let fin = th.flags.contains(TcpFlags::FIN);
         if !payload.is_empty() || fin {
             if !payload.is_empty() {
-                self.data_segs_in += 1;
                 self.queue_in_order(ctx, payload);
             }
             self.tfo.syn_data_acked = true;
@@ -292,6 +291,7 @@ mod tests {
 
     fn queue(t: &mut Tcb, ctx: &mut Ctx, flags: TcpFlags, seq: u64, data: &[u8]) {
         let th = seg(t, TcpFlags::ACK | flags, seq);
+        t.data_segs_in += !data.is_empty() as u64; // tcp_segs_in, as rcv_segment
         t.data_queue(ctx, &th, seq, Payload::Flat(data));
     }
 

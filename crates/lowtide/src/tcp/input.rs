@@ -145,7 +145,10 @@ impl Tcb {
         th: &TcpRepr,
         payload: Payload,
     ) {
+        // tcp_segs_in (tcp_v4_rcv, tcp_child_process): every segment the socket
+        // gets, before any check can drop it; data_segs_in those with a payload.
         self.segs_in += 1;
+        self.data_segs_in += !payload.is_empty() as u64;
         self.rx_ip_ecn = ip.ecn;
         self.rx_ttl = ip.hop_limit;
         self.rx_pkt_len = (ip.header_len + ip.payload_len) as u32;
@@ -598,6 +601,11 @@ impl Tcb {
         // (a congestion control with cong_control, BBR, sets its own in init).
         if !self.cc.has_cong_control() {
             self.update_pacing_rate(ctx.cfg);
+        }
+        // tcp_rcv_state_process, SYN-RECV: a child that inherited SEND_SHUTDOWN from
+        // its listener sends its FIN now (tcp_shutdown: ESTABLISHED to FIN-WAIT-1).
+        if self.shut_wr && !self.fin_queued {
+            self.send_fin(ctx);
         }
         if self.parent.is_some() {
             self.accepted_ready = true;

@@ -196,6 +196,25 @@ mod tests {
         }
     }
 
+    /// `tcp_keepalive_timer` with TCP_USER_TIMEOUT: once a probe is out and the
+    /// silence reaches the user timeout, the connection ends with a reset that
+    /// `__tcp_transmit_skb` counts in `tcpi_segs_out` like every skb it sends.
+    #[test]
+    fn user_timeout_ends_keepalive_with_a_counted_reset() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = tcb(&cfg, TcpState::Established);
+        t.icsk.user_timeout = Duration::from_millis(2500);
+        let mut ctx = st.ctx(&cfg, Instant::ZERO + Duration::from_secs(2), false);
+        t.keepalive_timer(&mut ctx);
+        assert_eq!((t.icsk.probes_out, t.segs_out), (1, 1), "the first probe");
+        let mut ctx = st.ctx(&cfg, Instant::ZERO + Duration::from_secs(3), false);
+        t.keepalive_timer(&mut ctx);
+        assert_eq!(t.state, TcpState::Closed);
+        assert_eq!(t.segs_out, 2, "the probe and the reset");
+        assert_eq!(ctx.mib.get(Mib::TcpOutRsts), 1);
+    }
+
     /// `tcp_set_keepalive` arms the timer in every state but CLOSE and LISTEN;
     /// a request has no timer.
     #[test]

@@ -736,6 +736,8 @@ impl Tcb {
         // tcp_transmit_skb: the socket's own TOS and DF.
         let ip = (self.tuple, self.dsfield(), self.ip_dont_fragment());
         super::reply::push_reset(ctx, ip, self.ip_ttl(ctx.cfg), &th, key.as_ref());
+        // __tcp_transmit_skb counts every skb it sends, the reset too (tcpi_segs_out).
+        self.segs_out += 1;
     }
 
     /// `tcp_acceptable_seq`: `snd_nxt`, unless the peer shrank its window below it

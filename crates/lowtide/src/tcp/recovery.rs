@@ -19,12 +19,14 @@ use core::time::Duration;
 impl Tcb {
     /// `tcp_rack_advance`
     /// ([RFC 8985 section 6.2](https://www.rfc-editor.org/rfc/rfc8985#section-6.2) step 2)
-    /// for what one ACK delivered: the most recently sent skb becomes the reference, and
-    /// its RTT RACK.rtt.
+    /// for what one ACK delivered: the most recently sent skb becomes the reference,
+    /// and RACK.rtt is the RTT of the last skb taken (Linux sets `rack.rtt_us` on
+    /// every call, before it compares send times), not necessarily the reference's.
     pub(crate) fn rack_advance(&mut self, now: Instant, d: &Delivered) {
         let Some((tx, end)) = d.rack else { return };
         self.rack.advanced = true;
-        self.rack.rtt_us = now.saturating_since(tx).as_micros() as u32;
+        let rtt_tx = d.rack_rtt_tx.unwrap_or(tx);
+        self.rack.rtt_us = now.saturating_since(rtt_tx).as_micros() as u32;
         if sent_after(tx, end, self.rack.mstamp, self.rack.end_seq) {
             self.rack.mstamp = tx;
             self.rack.end_seq = end;
@@ -502,6 +504,27 @@ mod tests {
         // Lost and SACKed skbs leave the time-sorted order.
         assert_eq!(t.rtx.tsorted().len(), 6);
         t.rtx.check_invariants();
+    }
+
+    /// tcp_rack_advance sets RACK.rtt on every skb it takes, in the order the ACK is
+    /// processed: an original sent before the reference (here the retransmission)
+    /// but delivered after it in sequence order leaves its own, longer RTT, so the
+    /// skbs sent between them are not judged lost by the reference's short one.
+    #[test]
+    fn rack_rtt_is_the_last_skb_taken_not_the_reference() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        scoreboard(&mut t);
+        t.rtx.update(1, LOST, 0);
+        t.rtx.mark_retransmitted(1, Instant(20_000_000));
+        // At 70 ms the retransmission (sent at 20 ms) is past min_rtt (40 ms).
+        t.rtx.rack_cutoff = Instant(30_000_000);
+        t.rtx.sacktag(1, 1 + 2 * MSS as u64, MSS);
+        let d = core::mem::take(&mut t.rtx.delivered);
+        assert_eq!(d.rack, Some((Instant(20_000_000), 1 + MSS as u64)));
+        t.rack_advance(Instant(70_000_000), &d);
+        assert_eq!(t.rack.mstamp, Instant(20_000_000), "the reference");
+        assert_eq!(t.rack.rtt_us, 69_000, "the skb sent at 1 ms, taken last");
     }
 
     #[test]

@@ -230,6 +230,12 @@ pub struct SockOptions {
     /// `TCP_MD5SIG` / `TCP_MD5SIG_EXT` keys (tcp/md5.rs): a connection takes them
     /// all, a listener's child the one for its peer (`tcp_v4_syn_recv_sock`).
     pub md5: super::md5::Md5Keys,
+    /// `sk_shutdown` of a socket without a connection (bit 1 `RCV_SHUTDOWN`, bit 2
+    /// `SEND_SHUTDOWN`): `inet_shutdown` sets it in `TCP_CLOSE` even as it fails
+    /// with `ENOTCONN`, and nothing clears it but `tcp_disconnect`, so a connection
+    /// made from the socket keeps it, and a listener's children inherit it
+    /// (`sk_clone_lock` copies the whole sock).
+    pub shutdown: u8,
 }
 
 /// What `tcp_poll` and the ioctls read from a connection.
@@ -303,6 +309,9 @@ impl Tcb {
         }
         self.rcvlowat_grow(o.rcvlowat_grown);
         self.linger2 = o.linger2;
+        // sk_shutdown: reads end at once, writes fail with EPIPE; no FIN yet.
+        self.shut_rd = o.shutdown & 1 != 0;
+        self.shut_wr = o.shutdown & 2 != 0;
         self.errq.zerocopy = o.zerocopy;
         if let Some(r) = o.max_pacing_rate {
             self.set_max_pacing_rate(r);

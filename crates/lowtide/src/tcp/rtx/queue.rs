@@ -74,6 +74,11 @@ pub struct RtxQueue {
 pub struct Delivered {
     /// `(tx_time, end_seq)` of the most recently sent delivered skb RACK may use.
     pub rack: Option<(Instant, u64)>,
+    /// `tx_time` of the last skb RACK took, in the order the ACK is processed (the
+    /// newly SACKed by sequence, then the cumulatively acknowledged):
+    /// `tcp_rack_advance` sets RACK.rtt from every skb it takes, so an older skb
+    /// processed after the reference leaves its longer RTT.
+    pub rack_rtt_tx: Option<Instant>,
     /// `(seq, end_seq)` of the lowest delivered skb never retransmitted.
     pub orig_low: Option<(u64, u64)>,
 }
@@ -618,11 +623,16 @@ impl RtxQueue {
     pub(super) fn note_delivered(&mut self, a: Acct) {
         let retrans = a.sacked & (EVER_RETRANS | SACKED_RETRANS) != 0;
         let d = &mut self.delivered;
-        if (!retrans || a.tx_time <= self.rack_cutoff)
-            && d.rack
+        // tcp_rack_advance: a retransmission acknowledged within min_rtt is
+        // ambiguous and skipped; any other skb sets RACK.rtt, and the reference
+        // only if sent after it.
+        if !retrans || a.tx_time <= self.rack_cutoff {
+            d.rack_rtt_tx = Some(a.tx_time);
+            if d.rack
                 .is_none_or(|(t, e)| tsorted::sent_after(a.tx_time, a.end_seq, t, e))
-        {
-            d.rack = Some((a.tx_time, a.end_seq));
+            {
+                d.rack = Some((a.tx_time, a.end_seq));
+            }
         }
         if !retrans && d.orig_low.is_none_or(|(s, _)| a.seq < s) {
             d.orig_low = Some((a.seq, a.end_seq));

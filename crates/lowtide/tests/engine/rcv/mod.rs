@@ -4,4 +4,5 @@ mod comp_sack;
 mod delack;
 mod fast_path;
 mod read_sock;
+mod segs_in;
 mod window_update;

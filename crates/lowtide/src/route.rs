@@ -10,11 +10,18 @@
 //! `tcp_current_mss`.
 
 use crate::time::Instant;
+use core::time::Duration;
 use rustc_hash::FxHashMap;
 use std::net::IpAddr;
 
 /// `IP_MAX_MTU`: the largest MTU a route gives (`ipv4_mtu`).
 const IP_MAX_MTU: u32 = 0xFFF0;
+/// `ip_rt_min_pmtu` (`net.ipv4.route.min_pmtu`, 512 + 20 + 20): a smaller IPv4 path
+/// MTU from ICMP is taken as this, and locked (`__ip_rt_update_pmtu`).
+pub(crate) const IP_RT_MIN_PMTU: u32 = 552;
+/// `IPV6_MIN_MTU` ([RFC 8200 section 5](https://www.rfc-editor.org/rfc/rfc8200#section-5)):
+/// no IPv6 path MTU is below it (`__ip6_rt_update_pmtu`).
+pub(crate) const IPV6_MIN_MTU: u32 = 1280;
 
 /// A route metric (`RTAX_*`), by Linux's name for it in `ip route`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -175,7 +182,18 @@ pub struct RouteTable {
     routes: Vec<Route>,
     generation: u32,
     none: Metrics,
-    learned: FxHashMap<IpAddr, (u32, Instant)>,
+    learned: FxHashMap<IpAddr, Learned>,
+}
+
+/// A path MTU learned from ICMP for one destination (`struct fib_nh_exception`:
+/// `fnhe_pmtu`, `fnhe_expires`, `fnhe_mtu_locked`).
+#[derive(Debug, Clone, Copy)]
+struct Learned {
+    mtu: u32,
+    expires: Instant,
+    /// Raised to `ip_rt_min_pmtu`: the route's MTU is locked while it holds (no DF
+    /// on the route's packets, no further learning; `rt_mtu_locked`).
+    locked: bool,
 }
 
 impl RouteTable {
@@ -221,9 +239,9 @@ impl RouteTable {
     /// route's `mtu`, else the device's.
     pub fn mtu(&self, now: Instant, ip: IpAddr, device_mtu: u32) -> u32 {
         let m = self.lookup(ip);
-        if let Some(&(mtu, expires)) = self.learned.get(&ip) {
-            if now < expires && !m.locked(Rtax::Mtu) {
-                return mtu.min(device_mtu);
+        if let Some(l) = self.learned_now(now, ip) {
+            if !m.locked(Rtax::Mtu) {
+                return l.mtu.min(device_mtu);
             }
         }
         match m.get(Rtax::Mtu) {
@@ -232,25 +250,78 @@ impl RouteTable {
         }
     }
 
-    /// `__ip_rt_update_pmtu`/`__ip6_rt_update_pmtu`: remembers `mtu` for `ip` until
-    /// `expires`, never above the MTU that holds now, and returns the one that holds
-    /// after. A route whose MTU is locked learns nothing.
+    /// `rt_mtu_locked`: the path MTU learned for `ip` was raised to
+    /// `ip_rt_min_pmtu` and locked, and still holds. With the route's own `mtu lock`
+    /// it makes `ip_mtu_locked`.
+    pub fn learned_mtu_locked(&self, now: Instant, ip: IpAddr) -> bool {
+        self.learned_now(now, ip).is_some_and(|l| l.locked)
+    }
+
+    /// The path MTU learned for `ip`, if it has not expired.
+    fn learned_now(&self, now: Instant, ip: IpAddr) -> Option<&Learned> {
+        self.learned.get(&ip).filter(|l| now < l.expires)
+    }
+
+    /// `__ip_rt_update_pmtu`/`__ip6_rt_update_pmtu`: an ICMP message says the path
+    /// MTU to `ip` is `mtu`; remembers it for `ttl` (`net.ipv4.route.mtu_expires`)
+    /// and returns the MTU that holds after. Nothing is learned on a route whose MTU
+    /// is locked (`ip_mtu_locked`), nor above the MTU that holds. IPv4 takes a value
+    /// under `ip_rt_min_pmtu` as that, locked; and keeps the expiry of the value it
+    /// already holds until half its life is gone. IPv6 takes at least
+    /// `IPV6_MIN_MTU`, and only a lower value. A new or changed value makes the
+    /// connections look their route up again (the exception marks the nexthop's
+    /// cached routes stale, `update_or_create_fnhe`), so every connection to `ip`
+    /// follows it at its next `tcp_current_mss`.
     pub fn learn_pmtu(
         &mut self,
         now: Instant,
         ip: IpAddr,
         mtu: u32,
-        expires: Instant,
+        ttl: Duration,
         device_mtu: u32,
     ) -> u32 {
         let old = self.mtu(now, ip, device_mtu);
-        if self.lookup(ip).locked(Rtax::Mtu) {
+        if self.lookup(ip).locked(Rtax::Mtu) || self.learned_mtu_locked(now, ip) {
             return old;
         }
-        let mtu = mtu.min(old);
-        self.learned.retain(|_, &mut (_, e)| now < e);
-        self.learned.insert(ip, (mtu, expires));
-        mtu
+        let entry = match ip {
+            IpAddr::V4(_) => {
+                if old < mtu {
+                    return old;
+                }
+                let locked = mtu < IP_RT_MIN_PMTU;
+                let mtu = match locked {
+                    true => old.min(IP_RT_MIN_PMTU),
+                    false => mtu,
+                };
+                // "rt->rt_pmtu == mtu && !lock && time_before(jiffies,
+                // dst->expires - ip_rt_mtu_expires / 2)"
+                let held = self.learned_now(now, ip);
+                if held.is_some_and(|l| l.mtu == mtu && !locked && now + ttl / 2 < l.expires) {
+                    return old;
+                }
+                Learned {
+                    mtu,
+                    expires: now + ttl,
+                    locked,
+                }
+            }
+            IpAddr::V6(_) => {
+                let mtu = mtu.max(IPV6_MIN_MTU);
+                if mtu >= old {
+                    return old;
+                }
+                Learned {
+                    mtu,
+                    expires: now + ttl,
+                    locked: false,
+                }
+            }
+        };
+        self.learned.retain(|_, l| now < l.expires);
+        self.learned.insert(ip, entry);
+        self.generation = self.generation.wrapping_add(1);
+        entry.mtu.min(device_mtu)
     }
 }
 
@@ -293,13 +364,27 @@ mod tests {
         assert!(!t.delete("192.0.2.1".parse().unwrap(), 32));
     }
 
+    const TTL: Duration = Duration::from_secs(600);
+
+    fn secs(s: u64) -> Instant {
+        Instant::from_nanos(s * 1_000_000_000)
+    }
+
     #[test]
     fn a_learned_path_mtu_holds_until_it_expires_unless_the_route_mtu_is_locked() {
         let mut t = RouteTable::default();
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        let (t0, t1) = (Instant::ZERO, Instant::from_nanos(600_000_000_000));
-        assert_eq!(t.learn_pmtu(t0, ip, 1400, t1, 1500), 1400);
-        assert_eq!(t.learn_pmtu(t0, ip, 1450, t1, 1500), 1400); // never raised
+        let (t0, t1) = (secs(0), secs(600));
+        let g = t.generation();
+        assert_eq!(t.learn_pmtu(t0, ip, 1400, TTL, 1500), 1400);
+        assert_ne!(
+            t.generation(),
+            g,
+            "the connections look their route up again"
+        );
+        let g = t.generation();
+        assert_eq!(t.learn_pmtu(t0, ip, 1450, TTL, 1500), 1400); // never raised
+        assert_eq!(t.generation(), g);
         assert_eq!(t.mtu(t0, ip, 1500), 1400);
         assert_eq!(t.mtu(t1, ip, 1500), 1500); // expired
         t.replace(route("192.0.2.1", 32, Rtax::Mtu, 1300));
@@ -311,11 +396,49 @@ mod tests {
             prefix_len: 32,
             metrics: locked,
         });
-        assert_eq!(
-            t.learn_pmtu(t1, ip, 576, Instant::from_nanos(1_200_000_000_000), 1500),
-            640
-        );
+        assert_eq!(t.learn_pmtu(t1, ip, 576, TTL, 1500), 640);
         assert_eq!(t.mtu(t1, ip, 1500), 640);
+    }
+
+    #[test]
+    fn an_ipv4_path_mtu_under_min_pmtu_is_min_pmtu_locked_until_it_expires() {
+        let mut t = RouteTable::default();
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        assert_eq!(t.learn_pmtu(secs(0), ip, 500, TTL, 1500), IP_RT_MIN_PMTU);
+        assert!(t.learned_mtu_locked(secs(0), ip));
+        // ip_mtu_locked: nothing more is learned while the lock holds.
+        assert_eq!(t.learn_pmtu(secs(1), ip, 552, TTL, 1500), IP_RT_MIN_PMTU);
+        assert!(t.learned_mtu_locked(secs(1), ip));
+        assert!(!t.learned_mtu_locked(secs(600), ip));
+        // Under a route MTU below min_pmtu, "min(old_mtu, ip_rt_min_pmtu)".
+        t.replace(route("192.0.2.1", 32, Rtax::Mtu, 500));
+        assert_eq!(t.learn_pmtu(secs(600), ip, 400, TTL, 1500), 500);
+        assert!(t.learned_mtu_locked(secs(600), ip));
+        let mut t = RouteTable::default();
+        t.learn_pmtu(secs(0), ip, 1400, TTL, 1500);
+        assert!(!t.learned_mtu_locked(secs(0), ip));
+        // An IPv6 path MTU is never locked, and is at least IPV6_MIN_MTU.
+        let ip6: IpAddr = "2001:db8::1".parse().unwrap();
+        assert_eq!(t.learn_pmtu(secs(0), ip6, 1000, TTL, 1500), IPV6_MIN_MTU);
+        assert!(!t.learned_mtu_locked(secs(0), ip6));
+    }
+
+    #[test]
+    fn the_same_ipv4_path_mtu_renews_its_expiry_only_in_its_second_half() {
+        let mut t = RouteTable::default();
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        t.learn_pmtu(secs(0), ip, 1400, TTL, 1500);
+        t.learn_pmtu(secs(299), ip, 1400, TTL, 1500); // first half: kept
+        assert_eq!(t.mtu(secs(600), ip, 1500), 1500);
+        t.learn_pmtu(secs(0), ip, 1400, TTL, 1500);
+        t.learn_pmtu(secs(301), ip, 1400, TTL, 1500); // second half: renewed
+        assert_eq!(t.mtu(secs(900), ip, 1500), 1400);
+        assert_eq!(t.mtu(secs(901), ip, 1500), 1500);
+        // IPv6 learns only a lower value: the same one renews nothing.
+        let ip6: IpAddr = "2001:db8::1".parse().unwrap();
+        t.learn_pmtu(secs(0), ip6, 1400, TTL, 1500);
+        t.learn_pmtu(secs(500), ip6, 1400, TTL, 1500);
+        assert_eq!(t.mtu(secs(600), ip6, 1500), 1500);
     }
 
     #[test]

@@ -155,6 +155,6 @@ impl Stack {
     pub(super) fn attach_route(&self, now: Instant, tcb: &mut Tcb) {
         let remote = tcb.tuple.remote.ip();
         let mtu = self.route_mtu(now, remote);
-        tcb.attach_dst(self.routes.lookup(remote), self.routes.generation(), mtu);
+        tcb.attach_dst(&self.routes, now, mtu);
     }
 }

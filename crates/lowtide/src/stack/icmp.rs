@@ -46,12 +46,7 @@ const ICMPV6_TIME_EXCEED: u8 = 3;
 const ICMPV6_PARAMPROB: u8 = 4;
 /// `ICMPV6_INFOMSG_MASK`: types from 128 are informational, not errors.
 const ICMPV6_INFOMSG_MASK: u8 = 0x80;
-/// `ip_rt_min_pmtu` (`net.ipv4.route.min_pmtu`, 512 + 20 + 20): a smaller IPv4 path
-/// MTU from ICMP is taken as this (`__ip_rt_update_pmtu`).
-const IP_RT_MIN_PMTU: u32 = 552;
-/// `IPV6_MIN_MTU` ([RFC 8200 section 5](https://www.rfc-editor.org/rfc/rfc8200#section-5)):
-/// a "packet too big" below it is ignored.
-pub(super) const IPV6_MIN_MTU: u32 = 1280;
+pub(super) use crate::route::IPV6_MIN_MTU;
 /// `ip_rt_mtu_expires` (`net.ipv4.route.mtu_expires`, 600 s): how long a learned path
 /// MTU holds for new connections.
 const MTU_EXPIRES: core::time::Duration = core::time::Duration::from_secs(600);
@@ -123,11 +118,10 @@ fn tcp_v4_icmp(e: &IcmpError) -> TcpIcmp {
             err: SocketError::ProtocolError,
             revert: false,
         },
-        // icmp_unreach (ip_no_pmtu_disc 0): the MTU is the low 16 bits;
-        // __ip_rt_update_pmtu raises one under ip_rt_min_pmtu (0 included) to it.
-        (ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED) => {
-            IcmpAction::MtuReduced((e.info & 0xffff).max(IP_RT_MIN_PMTU))
-        }
+        // icmp_unreach (ip_no_pmtu_disc 0): the MTU is the low 16 bits, as
+        // reported (tp->mtu_info); __ip_rt_update_pmtu raises one under
+        // ip_rt_min_pmtu (0 included) to it for the route.
+        (ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED) => IcmpAction::MtuReduced(e.info & 0xffff),
         (ICMP_DEST_UNREACH, code) => IcmpAction::Error {
             err: icmp_err_convert(code).0,
             revert: code <= 1,
@@ -294,7 +288,7 @@ impl Stack {
         let (local, remote) = (e.tuple.local, e.tuple.remote);
         if e.kind == ICMPV6_PKT_TOO_BIG {
             if self.udp_sock_for(local, remote) {
-                self.update_pmtu(now, remote.ip(), e.info.max(IPV6_MIN_MTU));
+                self.update_pmtu(now, remote.ip(), e.info);
             }
             return;
         }
@@ -346,8 +340,7 @@ impl Stack {
         let err = match (e.kind, e.code) {
             (ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED) => {
                 if self.udp_sock_for(local, remote) {
-                    let mtu = (e.info & 0xffff).max(IP_RT_MIN_PMTU);
-                    self.update_pmtu(now, remote.ip(), mtu);
+                    self.update_pmtu(now, remote.ip(), e.info & 0xffff);
                 }
                 return;
             }
@@ -394,8 +387,7 @@ impl Stack {
     /// (never raising one that holds) and returns the one that holds now.
     fn update_pmtu(&mut self, now: Instant, dst: IpAddr, mtu: u32) -> u32 {
         let device = self.cfg.mtu;
-        self.routes
-            .learn_pmtu(now, dst, mtu, now + MTU_EXPIRES, device)
+        self.routes.learn_pmtu(now, dst, mtu, MTU_EXPIRES, device)
     }
 
     /// `tcp_v4_err`/`tcp_v6_err`: the socket the error quotes, on the device
@@ -428,10 +420,12 @@ impl Stack {
             return;
         }
         match t.action {
-            IcmpAction::MtuReduced(mtu) => {
-                let mtu = self.update_pmtu(now, e.tuple.remote.ip(), mtu);
+            IcmpAction::MtuReduced(reported) => {
+                let dst = e.tuple.remote.ip();
+                let mtu = self.update_pmtu(now, dst, reported);
+                let locked = self.routes.learned_mtu_locked(now, dst);
                 self.with_tcb(now, index, |tcb, ctx| {
-                    tcb.mtu_reduced(ctx, mtu);
+                    tcb.mtu_reduced(ctx, reported, mtu, locked);
                 });
             }
             IcmpAction::Error { err, revert } => {

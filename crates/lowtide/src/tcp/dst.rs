@@ -13,7 +13,8 @@ pub(crate) use super::sock::Dst;
 use super::sock::Tcb;
 use super::Ctx;
 use crate::config::Config;
-use crate::route::{Metrics, Rtax};
+use crate::route::{RouteTable, Rtax};
+use crate::time::Instant;
 use core::time::Duration;
 
 /// `ip_rt_min_advmss` (`net.ipv4.route.min_adv_mss`): the least IPv4 MSS a route
@@ -25,11 +26,14 @@ const IP6_RT_MIN_ADVMSS: u32 = 1220;
 impl Tcb {
     /// The connection takes its route (`ip_route_connect`, `inet_csk_route_req`):
     /// the path MTU its MSS starts from, and the route's metrics (`Tcb::rto_min`).
-    pub(crate) fn attach_dst(&mut self, metrics: &Metrics, generation: u32, mtu: u32) {
+    pub(crate) fn attach_dst(&mut self, routes: &RouteTable, now: Instant, mtu: u32) {
+        let remote = self.tuple.remote.ip();
+        let metrics = routes.lookup(remote);
         self.dst = Dst {
             metrics: metrics.clone(),
-            generation,
+            generation: routes.generation(),
             mtu,
+            mtu_locked: routes.learned_mtu_locked(now, remote),
             obsolete: false,
         };
         self.pmtu_cookie = mtu;
@@ -164,6 +168,7 @@ impl Tcb {
         self.dst.metrics = ctx.routes.lookup(remote).clone();
         self.dst.generation = ctx.routes.generation();
         self.dst.mtu = ctx.routes.mtu(ctx.now, remote, ctx.cfg.mtu);
+        self.dst.mtu_locked = ctx.routes.learned_mtu_locked(ctx.now, remote);
     }
 
     /// `tcp_current_mss`'s check: the route's MTU differs from `icsk_pmtu_cookie`,

@@ -8,6 +8,7 @@ use super::cong::CaState;
 use super::consts::TCPOLEN_TSTAMP_ALIGNED;
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
+use crate::socket::SocketError;
 
 /// `TCP_MSS_DEFAULT`: below this largest window, `tcp_bound_to_half_wnd` allows the
 /// whole window.
@@ -20,12 +21,12 @@ pub use super::consts::{
 
 impl Tcb {
     /// `ip_dont_fragment` for the connection's IPv4 packets: `IP_PMTUDISC_DO`, or
-    /// `IP_PMTUDISC_WANT` on a route whose MTU is not locked (`ip_mtu_locked`). An
+    /// `IP_PMTUDISC_WANT` on a route whose MTU is not locked (`ip_mtu_locked`: the
+    /// route's `mtu lock`, or a learned path MTU raised to `ip_rt_min_pmtu`). An
     /// IPv6 connection has no DF bit (its `IPV6_MTU_DISCOVER` is not `IP_`'s).
     pub(crate) fn ip_dont_fragment(&self) -> bool {
-        self.pmtudisc == IP_PMTUDISC_DO
-            || (self.pmtudisc == IP_PMTUDISC_WANT
-                && !self.dst.metrics.locked(crate::route::Rtax::Mtu))
+        let locked = self.dst.metrics.locked(crate::route::Rtax::Mtu) || self.dst.mtu_locked;
+        self.pmtudisc == IP_PMTUDISC_DO || (self.pmtudisc == IP_PMTUDISC_WANT && !locked)
     }
 
     /// `tcp_v4_mtu_reduced`'s test, `inet->pmtudisc != IP_PMTUDISC_DONT &&
@@ -95,19 +96,34 @@ impl Tcb {
         }
     }
 
-    /// `tcp_v4_mtu_reduced`/`tcp_v6_mtu_reduced`: the path MTU fell to `mtu` (the
-    /// stack has bounded it). Smaller than the connection's `icsk_pmtu_cookie`, it
-    /// shrinks the MSS (`tcp_sync_mss`) and resends what no longer fits
-    /// (`tcp_simple_retransmit`); a larger one is ignored
-    /// ([RFC 1191 section 3](https://www.rfc-editor.org/rfc/rfc1191#section-3)). Returns
-    /// whether the MSS changed.
+    /// `tcp_v4_mtu_reduced`/`tcp_v6_mtu_reduced`: an ICMP message reported path MTU
+    /// `reported`, and the route now holds `mtu` (`inet_csk_update_pmtu`; `locked`:
+    /// raised to `ip_rt_min_pmtu` and locked, `rt_mtu_locked`). Smaller than the
+    /// connection's `icsk_pmtu_cookie`, it shrinks the MSS (`tcp_sync_mss`) and
+    /// resends what no longer fits (`tcp_simple_retransmit`); a larger one is
+    /// ignored ([RFC 1191 section 3](https://www.rfc-editor.org/rfc/rfc1191#section-3)).
+    /// Returns whether the MSS changed.
+    ///
+    /// An IPv4 connection that sends with DF where the route keeps a larger MTU
+    /// than reported remembers `EMSGSIZE` as its soft error, the error it reports
+    /// if it times out ("Something is about to be wrong...").
     ///
     /// With `IP_MTU_DISCOVER` `IP_PMTUDISC_DONT`, `INTERFACE` or `OMIT` only the
     /// route learns the MTU (`inet_csk_update_pmtu`): the MSS follows it at the next
     /// `tcp_current_mss`, with no retransmission.
-    pub(crate) fn mtu_reduced(&mut self, ctx: &mut Ctx, mtu: u32) -> bool {
+    pub(crate) fn mtu_reduced(
+        &mut self,
+        ctx: &mut Ctx,
+        reported: u32,
+        mtu: u32,
+        locked: bool,
+    ) -> bool {
         if matches!(self.state, TcpState::Listen | TcpState::Closed) {
             return false;
+        }
+        self.dst.mtu_locked = locked;
+        if self.tuple.remote.is_ipv4() && reported < mtu && self.ip_dont_fragment() {
+            self.sk_err_soft = Some(SocketError::MessageTooLong);
         }
         if !self.accepts_pmtu() {
             self.dst.mtu = mtu;

@@ -488,6 +488,9 @@ pub(crate) struct Dst {
     pub generation: u32,
     /// `dst_mtu(dst)`: the route's MTU, a learned path MTU, or the device's.
     pub mtu: u32,
+    /// `rt_mtu_locked`: the learned path MTU was raised to `ip_rt_min_pmtu` and
+    /// locked (`ip_mtu_locked`: no DF under `IP_PMTUDISC_WANT`).
+    pub mtu_locked: bool,
     /// The socket dropped its route (`sk_dst_reset`, e.g. `IP_TOS` changed): the next
     /// transmission looks it up again.
     pub obsolete: bool,

@@ -242,3 +242,122 @@ fn packet_too_big_over_ipv6() {
     // 1400 - 40 (IPv6) - 20 (TCP) - 12 (timestamps).
     assert_eq!((i.pmtu, i.snd_mss), (1400, 1328));
 }
+
+/// Whether an IPv4 packet has DF set.
+fn df(pkt: &[u8]) -> bool {
+    pkt[6] & 0x40 != 0
+}
+
+/// The A->B packets carrying data since `from`.
+fn data_sent(p: &Pair, from: usize) -> Vec<Vec<u8>> {
+    p.wire[from..]
+        .iter()
+        .filter(|(_, d, pkt)| *d == Dir::AtoB && pkt.len() > 100)
+        .map(|(_, _, pkt)| pkt.clone())
+        .collect()
+}
+
+/// A connection with `pmtudisc` that has 20 kB in flight, and the first of them.
+fn in_flight_with(pmtudisc: u8) -> (Pair, SocketHandle, SocketHandle, Vec<u8>) {
+    let (mut p, c, s) = establish(Config::default());
+    p.a.socket(c).set_pmtudisc(pmtudisc).unwrap();
+    assert!(p.a.send(p.now, c, &pattern(20_000, 8)).is_ok());
+    p.flush();
+    let inflight = p.take_in_flight(true);
+    assert!(df(&inflight[0]), "DF under {pmtudisc}");
+    (p, c, s, inflight[0].clone())
+}
+
+#[test]
+fn a_path_mtu_under_min_pmtu_locks_the_route_and_want_sends_without_df() {
+    // __ip_rt_update_pmtu: a reported MTU under ip_rt_min_pmtu is taken as 552
+    // and locked (d52e5a7e7ca4), so ip_dont_fragment is false under
+    // IP_PMTUDISC_WANT (the default): the path's routers may fragment.
+    let (mut p, c, s, first) = in_flight_with(lowtide::posix::consts::IP_PMTUDISC_WANT as u8);
+    p.inject(false, &frag_needed(&first, 500));
+    let i = p.a.info(p.now, c).unwrap();
+    assert_eq!((i.pmtu, i.snd_mss), (552, 552 - 40 - 12));
+    let n = p.wire.len();
+    let more = pattern(30_000, 9);
+    let none = Rc::new(RefCell::new(Vec::new()));
+    assert_eq!(
+        transfer_after(&mut p, (c, s), 20_000, &more, &none, |_| Vec::new()),
+        more
+    );
+    let sent = data_sent(&p, n);
+    assert!(!sent.is_empty() && sent.iter().all(|pkt| !df(pkt)));
+    // The route's MTU holds no DF-setting error to remember: SO_ERROR is clear.
+    assert_eq!(p.a.socket_error(c).unwrap(), None);
+    // ip_mtu_locked: a later report learns nothing while the lock holds.
+    assert!(p.a.send(p.now, c, &pattern(5_000, 10)).is_ok());
+    p.flush();
+    let inflight = p.take_in_flight(true);
+    p.inject(false, &frag_needed(&inflight[0], 1000));
+    assert_eq!(p.a.info(p.now, c).unwrap().pmtu, 552);
+    // A new connection to B takes the locked route: no DF either.
+    let l = p.b.listen(addr(B, 81), 4).unwrap();
+    let c2 = p.a.connect(p.now, addr(A, 0), addr(B, 81)).unwrap();
+    p.drive_for(Duration::from_millis(50));
+    let _ = p.b.accept(l).unwrap();
+    let n = p.wire.len();
+    assert!(p.a.send(p.now, c2, &pattern(3_000, 11)).is_ok());
+    p.drive_for(Duration::from_millis(50));
+    let sent = data_sent(&p, n);
+    assert!(!sent.is_empty() && sent.iter().all(|pkt| !df(pkt)));
+}
+
+#[test]
+fn pmtudisc_do_under_a_route_that_keeps_more_remembers_emsgsize() {
+    // tcp_v4_mtu_reduced: "Something is about to be wrong... Remember soft error
+    // for the case, if this connection will not able to recover": the reported
+    // MTU is below the route's (raised to 552) and the socket sends with DF.
+    let (mut p, c, _s, first) = in_flight_with(lowtide::posix::consts::IP_PMTUDISC_DO as u8);
+    p.inject(false, &frag_needed(&first, 500));
+    assert_eq!(p.a.info(p.now, c).unwrap().pmtu, 552);
+    assert_eq!(
+        p.a.socket_error(c).unwrap(),
+        Some(lowtide::SocketError::MessageTooLong)
+    );
+    assert_eq!(p.a.socket_error(c).unwrap(), None, "read once");
+    // A report the route takes as it is leaves no error.
+    let (mut p, c, _s, first) = in_flight_with(lowtide::posix::consts::IP_PMTUDISC_DO as u8);
+    p.inject(false, &frag_needed(&first, 1400));
+    assert_eq!(p.a.info(p.now, c).unwrap().pmtu, 1400);
+    assert_eq!(p.a.socket_error(c).unwrap(), None);
+}
+
+#[test]
+fn every_connection_to_the_destination_follows_a_learned_path_mtu() {
+    // update_or_create_fnhe marks the nexthop's cached routes stale: a second
+    // connection to B that got no ICMP of its own takes the learned path MTU at its
+    // next transmission's route check (ip_queue_xmit's __sk_dst_check), and its
+    // MSS follows at the next tcp_current_mss. Its first burst still goes out at the
+    // old size, as Linux's (tcp_current_mss reads the stale route); without the
+    // route check every later segment would be lost too, a black hole.
+    let (mut p, c, s) = establish(Config::default());
+    let l = p.b.listen(addr(B, 81), 4).unwrap();
+    let c2 = p.a.connect(p.now, addr(A, 0), addr(B, 81)).unwrap();
+    p.drive_for(Duration::from_millis(50));
+    let s2 = p.b.accept(l).unwrap();
+    assert_eq!(p.a.info(p.now, c2).unwrap().pmtu, 1500);
+    let dropped = narrow_path(&mut p, 1300);
+    let data = pattern(50_000, 12);
+    assert_eq!(
+        transfer(&mut p, c, s, &data, &dropped, |d| frag_needed(d, 1300)),
+        data
+    );
+    p.drive_for(Duration::from_millis(100));
+    let n = p.wire.len();
+    let more = pattern(50_000, 13);
+    let none = Rc::new(RefCell::new(Vec::new()));
+    assert_eq!(transfer(&mut p, c2, s2, &more, &none, |_| Vec::new()), more);
+    assert_eq!(p.a.info(p.now, c2).unwrap().pmtu, 1300);
+    let sent: Vec<_> = p.wire[n..]
+        .iter()
+        .filter(|(_, d, pkt)| *d == Dir::AtoB && pkt.len() > 100)
+        .collect();
+    let first = sent[0].0;
+    assert!(sent
+        .iter()
+        .all(|(t, _, pkt)| pkt.len() <= 1300 || *t == first));
+}

@@ -16,9 +16,6 @@ use std::net::IpAddr;
 
 /// `IP_MAX_MTU`: the largest MTU a route gives (`ipv4_mtu`).
 const IP_MAX_MTU: u32 = 0xFFF0;
-/// `ip_rt_min_pmtu` (`net.ipv4.route.min_pmtu`, 512 + 20 + 20): a smaller IPv4 path
-/// MTU from ICMP is taken as this, and locked (`__ip_rt_update_pmtu`).
-pub(crate) const IP_RT_MIN_PMTU: u32 = 552;
 /// `IPV6_MIN_MTU` ([RFC 8200 section 5](https://www.rfc-editor.org/rfc/rfc8200#section-5)):
 /// no IPv6 path MTU is below it (`__ip6_rt_update_pmtu`).
 pub(crate) const IPV6_MIN_MTU: u32 = 1280;
@@ -266,7 +263,7 @@ impl RouteTable {
     /// MTU to `ip` is `mtu`; remembers it for `ttl` (`net.ipv4.route.mtu_expires`)
     /// and returns the MTU that holds after. Nothing is learned on a route whose MTU
     /// is locked (`ip_mtu_locked`), nor above the MTU that holds. IPv4 takes a value
-    /// under `ip_rt_min_pmtu` as that, locked; and keeps the expiry of the value it
+    /// under `min_pmtu` (`net.ipv4.route.min_pmtu`) as that, locked; and keeps the expiry of the value it
     /// already holds until half its life is gone. IPv6 takes at least
     /// `IPV6_MIN_MTU`, and only a lower value. A new or changed value makes the
     /// connections look their route up again (the exception marks the nexthop's
@@ -277,7 +274,7 @@ impl RouteTable {
         now: Instant,
         ip: IpAddr,
         mtu: u32,
-        ttl: Duration,
+        (ttl, min_pmtu): (Duration, u32),
         device_mtu: u32,
     ) -> u32 {
         let old = self.mtu(now, ip, device_mtu);
@@ -289,9 +286,9 @@ impl RouteTable {
                 if old < mtu {
                     return old;
                 }
-                let locked = mtu < IP_RT_MIN_PMTU;
+                let locked = mtu < min_pmtu;
                 let mtu = match locked {
-                    true => old.min(IP_RT_MIN_PMTU),
+                    true => old.min(min_pmtu),
                     false => mtu,
                 };
                 // "rt->rt_pmtu == mtu && !lock && time_before(jiffies,
@@ -376,14 +373,14 @@ mod tests {
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
         let (t0, t1) = (secs(0), secs(600));
         let g = t.generation();
-        assert_eq!(t.learn_pmtu(t0, ip, 1400, TTL, 1500), 1400);
+        assert_eq!(t.learn_pmtu(t0, ip, 1400, (TTL, 552), 1500), 1400);
         assert_ne!(
             t.generation(),
             g,
             "the connections look their route up again"
         );
         let g = t.generation();
-        assert_eq!(t.learn_pmtu(t0, ip, 1450, TTL, 1500), 1400); // never raised
+        assert_eq!(t.learn_pmtu(t0, ip, 1450, (TTL, 552), 1500), 1400); // never raised
         assert_eq!(t.generation(), g);
         assert_eq!(t.mtu(t0, ip, 1500), 1400);
         assert_eq!(t.mtu(t1, ip, 1500), 1500); // expired
@@ -396,7 +393,7 @@ mod tests {
             prefix_len: 32,
             metrics: locked,
         });
-        assert_eq!(t.learn_pmtu(t1, ip, 576, TTL, 1500), 640);
+        assert_eq!(t.learn_pmtu(t1, ip, 576, (TTL, 552), 1500), 640);
         assert_eq!(t.mtu(t1, ip, 1500), 640);
     }
 
@@ -404,22 +401,25 @@ mod tests {
     fn an_ipv4_path_mtu_under_min_pmtu_is_min_pmtu_locked_until_it_expires() {
         let mut t = RouteTable::default();
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        assert_eq!(t.learn_pmtu(secs(0), ip, 500, TTL, 1500), IP_RT_MIN_PMTU);
+        assert_eq!(t.learn_pmtu(secs(0), ip, 500, (TTL, 552), 1500), 552);
         assert!(t.learned_mtu_locked(secs(0), ip));
         // ip_mtu_locked: nothing more is learned while the lock holds.
-        assert_eq!(t.learn_pmtu(secs(1), ip, 552, TTL, 1500), IP_RT_MIN_PMTU);
+        assert_eq!(t.learn_pmtu(secs(1), ip, 552, (TTL, 552), 1500), 552);
         assert!(t.learned_mtu_locked(secs(1), ip));
         assert!(!t.learned_mtu_locked(secs(600), ip));
         // Under a route MTU below min_pmtu, "min(old_mtu, ip_rt_min_pmtu)".
         t.replace(route("192.0.2.1", 32, Rtax::Mtu, 500));
-        assert_eq!(t.learn_pmtu(secs(600), ip, 400, TTL, 1500), 500);
+        assert_eq!(t.learn_pmtu(secs(600), ip, 400, (TTL, 552), 1500), 500);
         assert!(t.learned_mtu_locked(secs(600), ip));
         let mut t = RouteTable::default();
-        t.learn_pmtu(secs(0), ip, 1400, TTL, 1500);
+        t.learn_pmtu(secs(0), ip, 1400, (TTL, 552), 1500);
         assert!(!t.learned_mtu_locked(secs(0), ip));
         // An IPv6 path MTU is never locked, and is at least IPV6_MIN_MTU.
         let ip6: IpAddr = "2001:db8::1".parse().unwrap();
-        assert_eq!(t.learn_pmtu(secs(0), ip6, 1000, TTL, 1500), IPV6_MIN_MTU);
+        assert_eq!(
+            t.learn_pmtu(secs(0), ip6, 1000, (TTL, 552), 1500),
+            IPV6_MIN_MTU
+        );
         assert!(!t.learned_mtu_locked(secs(0), ip6));
     }
 
@@ -427,17 +427,17 @@ mod tests {
     fn the_same_ipv4_path_mtu_renews_its_expiry_only_in_its_second_half() {
         let mut t = RouteTable::default();
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        t.learn_pmtu(secs(0), ip, 1400, TTL, 1500);
-        t.learn_pmtu(secs(299), ip, 1400, TTL, 1500); // first half: kept
+        t.learn_pmtu(secs(0), ip, 1400, (TTL, 552), 1500);
+        t.learn_pmtu(secs(299), ip, 1400, (TTL, 552), 1500); // first half: kept
         assert_eq!(t.mtu(secs(600), ip, 1500), 1500);
-        t.learn_pmtu(secs(0), ip, 1400, TTL, 1500);
-        t.learn_pmtu(secs(301), ip, 1400, TTL, 1500); // second half: renewed
+        t.learn_pmtu(secs(0), ip, 1400, (TTL, 552), 1500);
+        t.learn_pmtu(secs(301), ip, 1400, (TTL, 552), 1500); // second half: renewed
         assert_eq!(t.mtu(secs(900), ip, 1500), 1400);
         assert_eq!(t.mtu(secs(901), ip, 1500), 1500);
         // IPv6 learns only a lower value: the same one renews nothing.
         let ip6: IpAddr = "2001:db8::1".parse().unwrap();
-        t.learn_pmtu(secs(0), ip6, 1400, TTL, 1500);
-        t.learn_pmtu(secs(500), ip6, 1400, TTL, 1500);
+        t.learn_pmtu(secs(0), ip6, 1400, (TTL, 552), 1500);
+        t.learn_pmtu(secs(500), ip6, 1400, (TTL, 552), 1500);
         assert_eq!(t.mtu(secs(600), ip6, 1500), 1500);
     }
 

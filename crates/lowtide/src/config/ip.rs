@@ -1,8 +1,14 @@
-//! IP-layer sysctls TCP reads: `net.ipv4.ip_default_ttl` (sysctl_net_ipv4.c) and
-//! `net.ipv6.conf.all.hop_limit` (addrconf.c's `addrconf_sysctl`).
+//! IP-layer sysctls TCP reads: `net.ipv4.ip_default_ttl`, `ip_no_pmtu_disc`
+//! (sysctl_net_ipv4.c), `net.ipv4.route.min_pmtu`, `route.mtu_expires` (route.c's
+//! `ipv4_route_netns_table`), `net.ipv6.route.mtu_expires` (route.c's
+//! `ipv6_route_table_template`) and `net.ipv6.conf.all.hop_limit` (addrconf.c's
+//! `addrconf_sysctl`).
 
 use super::parse::parse_num;
 use super::{Config, ConfigError};
+
+/// The most seconds `proc_dointvec_jiffies` takes (`INT_MAX / HZ`, HZ 1000).
+const JIFFIES_MAX_S: u32 = i32::MAX as u32 / 1000;
 
 impl Config {
     /// Sets one IP sysctl; `Ok(false)` if `n` is none.
@@ -15,6 +21,21 @@ impl Config {
             // proc_dointvec_minmax, SYSCTL_ONE to two_five_five.
             "net.ipv6.conf.all.hop_limit" => {
                 self.ipv6_hop_limit = parse_num(n, value, 1, 255, "1..=255")?
+            }
+            // proc_dou8vec_minmax with no bounds.
+            "net.ipv4.ip_no_pmtu_disc" => {
+                self.ip_no_pmtu_disc = parse_num(n, value, 0, 255, "0..=255")?
+            }
+            // proc_dointvec_minmax, extra1 ip_min_valid_pmtu (IPV4_MIN_MTU, 68).
+            "net.ipv4.route.min_pmtu" => {
+                self.route_min_pmtu = parse_num(n, value, 68, i32::MAX as u32, "at least 68")?
+            }
+            // proc_dointvec_jiffies: seconds.
+            "net.ipv4.route.mtu_expires" => {
+                self.route_mtu_expires = parse_num(n, value, 0, JIFFIES_MAX_S, "seconds")?
+            }
+            "net.ipv6.route.mtu_expires" => {
+                self.ipv6_route_mtu_expires = parse_num(n, value, 0, JIFFIES_MAX_S, "seconds")?
             }
             _ => return Ok(false),
         }

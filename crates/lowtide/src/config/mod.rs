@@ -177,6 +177,22 @@ pub struct Config {
     /// whose socket has no `IPV6_UNICAST_HOPS` (`ip6_dst_hoplimit`; lowtide's one
     /// device reads the `all` value).
     pub ipv6_hop_limit: u8,
+    /// `net.ipv4.ip_no_pmtu_disc` (0): 0 learns path MTUs from ICMP
+    /// "fragmentation needed"; 1 (and 4 on) makes new sockets `IP_PMTUDISC_DONT`
+    /// (`inet_create`) and takes every such message as a path MTU of 0, which the
+    /// route raises to `route_min_pmtu`, locked; 2 ignores the messages; 3 ignores
+    /// them unless their protocol validates ICMP tags strictly, as TCP does, UDP
+    /// not (`icmp_unreach`).
+    pub ip_no_pmtu_disc: u8,
+    /// `net.ipv4.route.min_pmtu` (552, at least 68): an IPv4 path MTU learned below
+    /// it is taken as it and locked (`__ip_rt_update_pmtu`).
+    pub route_min_pmtu: u32,
+    /// `net.ipv4.route.mtu_expires`, seconds (600): how long a learned IPv4 path
+    /// MTU holds (`ip_rt_mtu_expires`).
+    pub route_mtu_expires: u32,
+    /// `net.ipv6.route.mtu_expires`, seconds (600): the same for IPv6
+    /// (`ip6_rt_mtu_expires`).
+    pub ipv6_route_mtu_expires: u32,
     /// `net.core.default_qdisc`: the device's queueing discipline. Its only effect on
     /// TCP is `fq`'s: sch_fq paces every flow at its `sk_pacing_rate`
     /// (`SK_PACING_FQ`): by the device's own fq where it has one ([`Config::device_fq`]:
@@ -490,6 +506,10 @@ impl Default for Config {
             wmem_max: 212_992,
             ip_default_ttl: 64,
             ipv6_hop_limit: 64,
+            ip_no_pmtu_disc: 0,
+            route_min_pmtu: 552,
+            route_mtu_expires: 600,
+            ipv6_route_mtu_expires: 600,
             default_qdisc: "pfifo_fast".into(),
             device_fq: None,
             mtu: 1500,

@@ -347,7 +347,9 @@ impl Host {
             return err(errno::EPROTONOSUPPORT);
         }
         let mut s = Socket::new(domain, ty & SOCK_NONBLOCK != 0);
-        s.opts.txrehash = Some(self.stack.config().txrehash); // inet_create
+        // inet_create / inet6_create read these sysctls now.
+        s.opts.txrehash = Some(self.stack.config().txrehash);
+        s.opts.pmtudisc = Some(crate::tcp::pmtu::default_pmtudisc(self.stack.config()));
         Ok(self.alloc_fd(File::Socket(Box::new(s))))
     }
 

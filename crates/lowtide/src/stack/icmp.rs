@@ -14,6 +14,7 @@ use crate::mib::Mib;
 use crate::socket::SocketError;
 use crate::tcp::{FourTuple, TcpState};
 use crate::time::Instant;
+use core::time::Duration;
 use lowtide_wire::checksum;
 use lowtide_wire::ip::{IpRepr, PROTO_ICMPV6, PROTO_TCP};
 use lowtide_wire::udp::PROTO_UDP;
@@ -47,9 +48,6 @@ const ICMPV6_PARAMPROB: u8 = 4;
 /// `ICMPV6_INFOMSG_MASK`: types from 128 are informational, not errors.
 const ICMPV6_INFOMSG_MASK: u8 = 0x80;
 pub(super) use crate::route::IPV6_MIN_MTU;
-/// `ip_rt_mtu_expires` (`net.ipv4.route.mtu_expires`, 600 s): how long a learned path
-/// MTU holds for new connections.
-const MTU_EXPIRES: core::time::Duration = core::time::Duration::from_secs(600);
 
 /// What an ICMP error asks of the connection it quotes (`tcp_v4_err`'s and
 /// `tcp_v6_err`'s switch on the type).
@@ -106,6 +104,20 @@ fn icmpv6_err_convert(kind: u8, code: u8) -> (SocketError, bool) {
         (ICMPV6_PARAMPROB, _) => (ProtocolError, true),
         (ICMPV6_TIME_EXCEED, _) => (HostUnreachable, false),
         _ => (ProtocolError, false),
+    }
+}
+
+/// `icmp_unreach`'s "fragmentation needed" by `net.ipv4.ip_no_pmtu_disc`: the
+/// message's second word as the sockets get it (the next hop's MTU in its low 16
+/// bits), or `None` when it goes no further. 0 takes the MTU; 2 drops it; 3 drops
+/// it for a protocol that does not validate ICMP tags strictly and takes it for one
+/// that does (`icmp_tag_validation`); anything else passes an MTU of 0 on.
+fn frag_needed_info(no_pmtu_disc: u8, strict_tag: bool, info: u32) -> Option<u32> {
+    match no_pmtu_disc {
+        0 => Some(info),
+        2 => None,
+        3 => strict_tag.then_some(info),
+        _ => Some(0),
     }
 }
 
@@ -325,6 +337,14 @@ impl Stack {
         if e.kind == ICMP_DEST_UNREACH && e.code > NR_ICMP_UNREACH {
             return;
         }
+        let mut e = e;
+        if e.kind == ICMP_DEST_UNREACH && e.code == ICMP_FRAG_NEEDED {
+            let strict = e.proto != PROTO_UDP; // TCP's icmp_strict_tag_validation
+            match frag_needed_info(self.cfg.ip_no_pmtu_disc, strict, e.info) {
+                Some(info) => e.info = info,
+                None => return,
+            }
+        }
         if e.proto == PROTO_UDP {
             return self.udp4_err(now, &e);
         }
@@ -387,7 +407,12 @@ impl Stack {
     /// (never raising one that holds) and returns the one that holds now.
     fn update_pmtu(&mut self, now: Instant, dst: IpAddr, mtu: u32) -> u32 {
         let device = self.cfg.mtu;
-        self.routes.learn_pmtu(now, dst, mtu, MTU_EXPIRES, device)
+        let secs = match dst {
+            IpAddr::V4(_) => self.cfg.route_mtu_expires,
+            IpAddr::V6(_) => self.cfg.ipv6_route_mtu_expires,
+        };
+        let rule = (Duration::from_secs(secs.into()), self.cfg.route_min_pmtu);
+        self.routes.learn_pmtu(now, dst, mtu, rule, device)
     }
 
     /// `tcp_v4_err`/`tcp_v6_err`: the socket the error quotes, on the device
@@ -492,6 +517,22 @@ fn seq_in_flight(tcb: &crate::tcp::Tcb, seq: u32) -> bool {
 
 #[cfg(test)]
 pub(crate) mod tests {
+
+    #[test]
+    fn ip_no_pmtu_disc_modes_of_icmp_unreach() {
+        let mtu = 1400;
+        assert_eq!(frag_needed_info(0, true, mtu), Some(mtu));
+        assert_eq!(frag_needed_info(0, false, mtu), Some(mtu));
+        assert_eq!(frag_needed_info(1, true, mtu), Some(0));
+        assert_eq!(frag_needed_info(2, true, mtu), None);
+        assert_eq!(
+            frag_needed_info(3, true, mtu),
+            Some(mtu),
+            "TCP: strict tags"
+        );
+        assert_eq!(frag_needed_info(3, false, mtu), None, "UDP");
+        assert_eq!(frag_needed_info(4, false, mtu), Some(0));
+    }
     use super::*;
 
     /// An ICMP destination unreachable quoting a SYN from `local` to `remote`.

@@ -123,7 +123,7 @@ impl Tcb {
             hop_limit: None,
             min_ttl: 0,
             min_hopcount: 0,
-            pmtudisc: super::consts::IP_PMTUDISC_WANT,
+            pmtudisc: super::pmtu::default_pmtudisc(cfg),
             family_v6: tuple.local.is_ipv6(),
             md5: Default::default(),
             rx_opt: RxOpt {

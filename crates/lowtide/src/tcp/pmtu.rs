@@ -19,6 +19,15 @@ pub use super::consts::{
     IP_PMTUDISC_WANT,
 };
 
+/// `inet_create` / `inet6_create`: a new socket's `IP_MTU_DISCOVER`,
+/// `IP_PMTUDISC_DONT` under `net.ipv4.ip_no_pmtu_disc`, else `IP_PMTUDISC_WANT`.
+pub(crate) fn default_pmtudisc(cfg: &crate::config::Config) -> u8 {
+    match cfg.ip_no_pmtu_disc {
+        0 => IP_PMTUDISC_WANT,
+        _ => IP_PMTUDISC_DONT,
+    }
+}
+
 impl Tcb {
     /// `ip_dont_fragment` for the connection's IPv4 packets: `IP_PMTUDISC_DO`, or
     /// `IP_PMTUDISC_WANT` on a route whose MTU is not locked (`ip_mtu_locked`: the

@@ -194,7 +194,8 @@ pub struct SockOptions {
     /// the two ECN bits its own (`__ip_sock_set_tos`).
     pub tos: u8,
     /// `IP_MTU_DISCOVER` (`inet->pmtudisc`, `IP_PMTUDISC_*`); `None` until set,
-    /// which is `IP_PMTUDISC_WANT` (`inet_create`, `ip_no_pmtu_disc` 0).
+    /// which is `inet_create`'s: `IP_PMTUDISC_WANT`, or `IP_PMTUDISC_DONT` under
+    /// `net.ipv4.ip_no_pmtu_disc` (the POSIX layer reads it at `socket()`).
     pub pmtudisc: Option<u8>,
     /// `IP_FREEBIND`: `bind(2)` may take an address the host does not have
     /// (`inet_can_nonlocal_bind`).
@@ -353,7 +354,7 @@ impl Tcb {
         self.tclass = o.tclass & !crate::tcp::ecn::INET_ECN_MASK;
         (self.uc_ttl, self.hop_limit) = (o.ttl, o.hop_limit);
         (self.min_ttl, self.min_hopcount) = (o.min_ttl, o.min_hopcount);
-        self.pmtudisc = o.pmtudisc.unwrap_or(super::pmtu::IP_PMTUDISC_WANT);
+        self.pmtudisc = o.pmtudisc.unwrap_or(super::pmtu::default_pmtudisc(cfg));
         self.family_v6 = o.family_v6 || self.tuple.local.is_ipv6();
         self.md5 = o.md5.clone();
     }

@@ -261,11 +261,76 @@ fn data_sent(p: &Pair, from: usize) -> Vec<Vec<u8>> {
 fn in_flight_with(pmtudisc: u8) -> (Pair, SocketHandle, SocketHandle, Vec<u8>) {
     let (mut p, c, s) = establish(Config::default());
     p.a.socket(c).set_pmtudisc(pmtudisc).unwrap();
+    send_in_flight(
+        p,
+        c,
+        s,
+        pmtudisc != lowtide::posix::consts::IP_PMTUDISC_DONT as u8,
+    )
+}
+
+/// `(p, c, s)` with 20 kB from c in flight, and the first of them (DF if `df_set`).
+fn send_in_flight(
+    mut p: Pair,
+    c: SocketHandle,
+    s: SocketHandle,
+    df_set: bool,
+) -> (Pair, SocketHandle, SocketHandle, Vec<u8>) {
     assert!(p.a.send(p.now, c, &pattern(20_000, 8)).is_ok());
     p.flush();
     let inflight = p.take_in_flight(true);
-    assert!(df(&inflight[0]), "DF under {pmtudisc}");
+    assert_eq!(df(&inflight[0]), df_set);
     (p, c, s, inflight[0].clone())
+}
+
+#[test]
+fn ip_no_pmtu_disc_decides_what_frag_needed_does() {
+    let with = |mode: &str| {
+        let mut cfg = Config::default();
+        cfg.set("net.ipv4.ip_no_pmtu_disc", mode).unwrap();
+        let (p, c, s) = establish(cfg);
+        // inet_create: IP_PMTUDISC_DONT under any non-zero mode, so no DF.
+        send_in_flight(p, c, s, mode == "0")
+    };
+    // 1: every message is taken as an MTU of 0: the route's is min_pmtu, locked.
+    // IP_PMTUDISC_DONT: no retransmission at once, the MSS follows at the next
+    // tcp_current_mss (here the RTO's retransmission).
+    let (mut p, c, _s, first) = with("1");
+    p.inject(false, &frag_needed(&first, 1400));
+    p.drive_for(Duration::from_secs(1));
+    assert_eq!(p.a.info(p.now, c).unwrap().pmtu, 552);
+    // 2: the message goes no further (counted as an unreachable all the same).
+    let (mut p, c, _s, first) = with("2");
+    p.inject(false, &frag_needed(&first, 1400));
+    p.drive_for(Duration::from_secs(1));
+    assert_eq!(p.a.info(p.now, c).unwrap().pmtu, 1500);
+    assert_eq!(p.a.counters().get(Mib::IcmpInDestUnreachs), 1);
+    // 3: TCP validates ICMP tags strictly, so the MTU is taken as reported.
+    let (mut p, c, _s, first) = with("3");
+    p.inject(false, &frag_needed(&first, 1400));
+    p.drive_for(Duration::from_secs(1));
+    assert_eq!(p.a.info(p.now, c).unwrap().pmtu, 1400);
+}
+
+#[test]
+fn route_sysctls_set_min_pmtu_and_the_expiry() {
+    let mut cfg = Config::default();
+    cfg.set("net.ipv4.route.min_pmtu", "1000").unwrap();
+    cfg.set("net.ipv4.route.mtu_expires", "30").unwrap();
+    let (p, c, s) = establish(cfg);
+    let (mut p, c, _s, first) = send_in_flight(p, c, s, true);
+    p.inject(false, &frag_needed(&first, 800));
+    assert_eq!(p.a.info(p.now, c).unwrap().pmtu, 1000);
+    p.drive_for(Duration::from_secs(31));
+    let c2 = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    assert_eq!(
+        p.a.info(p.now, c2).unwrap().pmtu,
+        1500,
+        "expired after 30 s"
+    );
+    assert!(Config::default()
+        .set("net.ipv4.route.min_pmtu", "67")
+        .is_err());
 }
 
 #[test]

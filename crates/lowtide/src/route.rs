@@ -254,6 +254,15 @@ impl RouteTable {
         self.learned_now(now, ip).is_some_and(|l| l.locked)
     }
 
+    /// When the path MTU learned for `ip` that [`RouteTable::mtu`] gives expires
+    /// (`dst->expires`); `None` when the MTU is not a learned one.
+    pub fn learned_expiry(&self, now: Instant, ip: IpAddr) -> Option<Instant> {
+        match self.lookup(ip).locked(Rtax::Mtu) {
+            true => None,
+            false => self.learned_now(now, ip).map(|l| l.expires),
+        }
+    }
+
     /// The path MTU learned for `ip`, if it has not expired.
     fn learned_now(&self, now: Instant, ip: IpAddr) -> Option<&Learned> {
         self.learned.get(&ip).filter(|l| now < l.expires)

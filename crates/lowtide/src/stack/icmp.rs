@@ -448,9 +448,8 @@ impl Stack {
             IcmpAction::MtuReduced(reported) => {
                 let dst = e.tuple.remote.ip();
                 let mtu = self.update_pmtu(now, dst, reported);
-                let locked = self.routes.learned_mtu_locked(now, dst);
                 self.with_tcb(now, index, |tcb, ctx| {
-                    tcb.mtu_reduced(ctx, reported, mtu, locked);
+                    tcb.mtu_reduced(ctx, reported, mtu);
                 });
             }
             IcmpAction::Error { err, revert } => {

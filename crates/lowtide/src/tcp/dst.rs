@@ -34,6 +34,7 @@ impl Tcb {
             generation: routes.generation(),
             mtu,
             mtu_locked: routes.learned_mtu_locked(now, remote),
+            mtu_expires: routes.learned_expiry(now, remote),
             obsolete: false,
         };
         self.pmtu_cookie = mtu;
@@ -167,13 +168,26 @@ impl Tcb {
         let remote = self.tuple.remote.ip();
         self.dst.metrics = ctx.routes.lookup(remote).clone();
         self.dst.generation = ctx.routes.generation();
+        self.refresh_dst_mtu(ctx);
+    }
+
+    /// The route's MTU as the table holds it now: `dst_mtu`, whether a learned
+    /// one locked it, and when a learned one expires.
+    pub(crate) fn refresh_dst_mtu(&mut self, ctx: &Ctx) {
+        let remote = self.tuple.remote.ip();
         self.dst.mtu = ctx.routes.mtu(ctx.now, remote, ctx.cfg.mtu);
         self.dst.mtu_locked = ctx.routes.learned_mtu_locked(ctx.now, remote);
+        self.dst.mtu_expires = ctx.routes.learned_expiry(ctx.now, remote);
     }
 
     /// `tcp_current_mss`'s check: the route's MTU differs from `icsk_pmtu_cookie`,
-    /// so the MSS is synced to it (`tcp_sync_mss`), up or down.
+    /// so the MSS is synced to it (`tcp_sync_mss`), up or down. A learned path MTU
+    /// that has expired no longer counts (`ipv4_mtu`: "time_after_eq(jiffies,
+    /// rt->dst.expires)"), so the MSS goes back up with the route's.
     pub(crate) fn sync_dst_mtu(&mut self, ctx: &mut Ctx) {
+        if self.dst.mtu_expires.is_some_and(|e| ctx.now >= e) {
+            self.refresh_dst_mtu(ctx);
+        }
         if self.dst.mtu != self.pmtu_cookie && self.dst.mtu != 0 {
             let mtu = self.dst.mtu;
             self.route_mtu_changed(ctx, mtu);

@@ -491,6 +491,9 @@ pub(crate) struct Dst {
     /// `rt_mtu_locked`: the learned path MTU was raised to `ip_rt_min_pmtu` and
     /// locked (`ip_mtu_locked`: no DF under `IP_PMTUDISC_WANT`).
     pub mtu_locked: bool,
+    /// `dst->expires`: when `mtu`, a learned path MTU, stops counting
+    /// (`ipv4_mtu` / `ip6_mtu` then give the route's or the device's).
+    pub mtu_expires: Option<Instant>,
     /// The socket dropped its route (`sk_dst_reset`, e.g. `IP_TOS` changed): the next
     /// transmission looks it up again.
     pub obsolete: bool,

@@ -426,3 +426,31 @@ fn every_connection_to_the_destination_follows_a_learned_path_mtu() {
         .iter()
         .all(|(t, _, pkt)| pkt.len() <= 1300 || *t == first));
 }
+
+#[test]
+fn a_live_connection_goes_back_up_when_its_learned_path_mtu_expires() {
+    // ipv4_mtu: a learned path MTU counts until dst->expires; the next
+    // tcp_current_mss after it finds the route's MTU again and syncs the MSS up.
+    let mut cfg = Config::default();
+    cfg.set("net.ipv4.route.mtu_expires", "5").unwrap();
+    let (p, c, s) = establish(cfg);
+    let (mut p, c, s, first) = send_in_flight(p, c, s, true);
+    p.inject(false, &frag_needed(&first, 1300));
+    let none = Rc::new(RefCell::new(Vec::new()));
+    let more = pattern(10_000, 14);
+    assert_eq!(
+        transfer_after(&mut p, (c, s), 20_000, &more, &none, |_| Vec::new()),
+        more
+    );
+    assert_eq!(p.a.info(p.now, c).unwrap().pmtu, 1300);
+    p.drive_for(Duration::from_secs(5));
+    let n = p.wire.len();
+    let more = pattern(10_000, 15);
+    assert_eq!(
+        transfer_after(&mut p, (c, s), 0, &more, &none, |_| Vec::new()),
+        more
+    );
+    let i = p.a.info(p.now, c).unwrap();
+    assert_eq!((i.pmtu, i.snd_mss), (1500, 1448));
+    assert_eq!(largest_sent(&p, n), 1500);
+}

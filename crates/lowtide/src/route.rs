@@ -235,13 +235,10 @@ impl RouteTable {
     /// (bounded by the device's, which a device MTU change lowers with it), else the
     /// route's `mtu`, else the device's.
     pub fn mtu(&self, now: Instant, ip: IpAddr, device_mtu: u32) -> u32 {
-        let m = self.lookup(ip);
-        if let Some(l) = self.learned_now(now, ip) {
-            if !m.locked(Rtax::Mtu) {
-                return l.mtu.min(device_mtu);
-            }
+        if let Some(l) = self.learned_in_effect(now, ip) {
+            return l.mtu.min(device_mtu);
         }
-        match m.get(Rtax::Mtu) {
+        match self.lookup(ip).get(Rtax::Mtu) {
             0 => device_mtu,
             mtu => mtu.min(IP_MAX_MTU),
         }
@@ -257,9 +254,15 @@ impl RouteTable {
     /// When the path MTU learned for `ip` that [`RouteTable::mtu`] gives expires
     /// (`dst->expires`); `None` when the MTU is not a learned one.
     pub fn learned_expiry(&self, now: Instant, ip: IpAddr) -> Option<Instant> {
+        self.learned_in_effect(now, ip).map(|l| l.expires)
+    }
+
+    /// The path MTU learned for `ip` that `dst_mtu` gives: unexpired, on a route
+    /// whose own MTU is not locked.
+    fn learned_in_effect(&self, now: Instant, ip: IpAddr) -> Option<&Learned> {
         match self.lookup(ip).locked(Rtax::Mtu) {
             true => None,
-            false => self.learned_now(now, ip).map(|l| l.expires),
+            false => self.learned_now(now, ip),
         }
     }
 

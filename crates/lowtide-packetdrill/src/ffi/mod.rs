@@ -620,10 +620,26 @@ unsafe extern "C" fn pd_send(
     flags: c_int,
 ) -> ssize_t {
     guard(ud, |sh| {
+        if buf.is_null() && n > 0 && flags & MSG_FASTOPEN == 0 {
+            return send_from_null(sh, fd, flags);
+        }
         let data = in_bytes(buf, n)?;
         let pieces = crate::cmsg::page_pieces_of(data);
         do_send(sh, fd, &pieces, flags).map(|n| n as ssize_t)
     })
+}
+
+/// A write from a NULL buffer: `tcp_sendmsg_locked` fails as with any buffer
+/// before it copies (EPIPE unconnected, shut or on a listener; the socket's error)
+/// and faults only at `skb_copy_to_page_nocache`: the state is checked with a
+/// send of nothing, which `tcp_sendmsg_locked` answers without queueing.
+/// A socket whose Fast Open connect waits for this send copies first (the SYN
+/// takes the data): EFAULT at once.
+fn send_from_null(sh: &Shared, fd: Fd, flags: i32) -> Result<ssize_t, i32> {
+    if !sh.lock().host.is_fastopen_deferred(fd) {
+        do_send(sh, fd, &[], flags | libc::MSG_DONTWAIT)?;
+    }
+    Err(errno::EFAULT)
 }
 
 unsafe extern "C" fn pd_sendto(
@@ -638,6 +654,9 @@ unsafe extern "C" fn pd_sendto(
     // TCP ignores the destination of sendto on a connected socket; MSG_FASTOPEN
     // connects to it.
     guard(ud, |sh| {
+        if buf.is_null() && n > 0 && flags & MSG_FASTOPEN == 0 {
+            return send_from_null(sh, fd, flags);
+        }
         let data = in_bytes(buf, n)?;
         let dest = send_dest(a, l)?;
         let pieces = crate::cmsg::page_pieces_of(data);

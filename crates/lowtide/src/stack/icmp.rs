@@ -404,15 +404,16 @@ impl Stack {
     }
 
     /// `__ip_rt_update_pmtu`/`__ip6_rt_update_pmtu`: remembers a path MTU for `dst`
-    /// (never raising one that holds) and returns the one that holds now.
-    fn update_pmtu(&mut self, now: Instant, dst: IpAddr, mtu: u32) -> u32 {
+    /// (never raising one that holds); [`crate::route::RouteTable::mtu`] gives the one
+    /// that holds.
+    fn update_pmtu(&mut self, now: Instant, dst: IpAddr, mtu: u32) {
         let device = self.cfg.mtu;
         let secs = match dst {
             IpAddr::V4(_) => self.cfg.route_mtu_expires,
             IpAddr::V6(_) => self.cfg.ipv6_route_mtu_expires,
         };
         let rule = (Duration::from_secs(secs.into()), self.cfg.route_min_pmtu);
-        self.routes.learn_pmtu(now, dst, mtu, rule, device)
+        self.routes.learn_pmtu(now, dst, mtu, rule, device);
     }
 
     /// `tcp_v4_err`/`tcp_v6_err`: the socket the error quotes, on the device
@@ -447,9 +448,9 @@ impl Stack {
         match t.action {
             IcmpAction::MtuReduced(reported) => {
                 let dst = e.tuple.remote.ip();
-                let mtu = self.update_pmtu(now, dst, reported);
+                self.update_pmtu(now, dst, reported);
                 self.with_tcb(now, index, |tcb, ctx| {
-                    tcb.mtu_reduced(ctx, reported, mtu);
+                    tcb.mtu_reduced(ctx, reported);
                 });
             }
             IcmpAction::Error { err, revert } => {

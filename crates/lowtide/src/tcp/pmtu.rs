@@ -106,8 +106,9 @@ impl Tcb {
     }
 
     /// `tcp_v4_mtu_reduced`/`tcp_v6_mtu_reduced`: an ICMP message reported path MTU
-    /// `reported`, and the route now holds `mtu` (`inet_csk_update_pmtu`, perhaps
-    /// raised to `ip_rt_min_pmtu` and locked: `rt_mtu_locked`). Smaller than the
+    /// `reported`, and the route learned it (`inet_csk_update_pmtu`, perhaps raised to
+    /// `ip_rt_min_pmtu` and locked: `rt_mtu_locked`); the connection reads the
+    /// route's MTU, lock and expiry again ([`Tcb::refresh_dst_mtu`]). Smaller than the
     /// connection's `icsk_pmtu_cookie`, it shrinks the MSS (`tcp_sync_mss`) and
     /// resends what no longer fits (`tcp_simple_retransmit`); a larger one is
     /// ignored ([RFC 1191 section 3](https://www.rfc-editor.org/rfc/rfc1191#section-3)).
@@ -120,25 +121,20 @@ impl Tcb {
     /// With `IP_MTU_DISCOVER` `IP_PMTUDISC_DONT`, `INTERFACE` or `OMIT` only the
     /// route learns the MTU (`inet_csk_update_pmtu`): the MSS follows it at the next
     /// `tcp_current_mss`, with no retransmission.
-    pub(crate) fn mtu_reduced(&mut self, ctx: &mut Ctx, reported: u32, mtu: u32) -> bool {
+    pub(crate) fn mtu_reduced(&mut self, ctx: &mut Ctx, reported: u32) -> bool {
         if matches!(self.state, TcpState::Listen | TcpState::Closed) {
             return false;
         }
-        let remote = self.tuple.remote.ip();
-        self.dst.mtu_locked = ctx.routes.learned_mtu_locked(ctx.now, remote);
-        self.dst.mtu_expires = ctx.routes.learned_expiry(ctx.now, remote);
+        // inet_csk_update_pmtu's __sk_dst_check: the route as the table holds it now.
+        self.refresh_dst_mtu(ctx);
+        let mtu = self.dst.mtu;
         if self.tuple.remote.is_ipv4() && reported < mtu && self.ip_dont_fragment() {
             self.sk_err_soft = Some(SocketError::MessageTooLong);
         }
-        if !self.accepts_pmtu() {
-            self.dst.mtu = mtu;
-            return false;
-        }
-        if mtu >= self.pmtu_cookie {
+        if !self.accepts_pmtu() || mtu >= self.pmtu_cookie {
             return false;
         }
         self.pmtu_cookie = mtu;
-        self.dst.mtu = mtu;
         let old = self.mss_cache;
         if self.state.is_synchronized() {
             self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);

@@ -716,6 +716,44 @@ mod tests {
         assert_eq!(t.ecn_send(true).0, INET_ECN_NOT_ECT);
     }
 
+    /// `tcp_send_active_reset`'s skb goes through `__tcp_transmit_skb`, whose
+    /// `tcp_ecn_send` marks every skb but a SYN: a classic ECN reset echoes ECE while
+    /// a CE mark waits for CWR and is not ECT (no data); an AccECN reset is ECT(0)
+    /// with ACE, the CE count plus 5.
+    #[test]
+    fn an_active_reset_carries_the_marks_of_tcp_ecn_send() {
+        let cases = [
+            (0, 0, INET_ECN_NOT_ECT, TcpFlags(0)),
+            (TCP_ECN_OK, 0, INET_ECN_NOT_ECT, TcpFlags(0)),
+            (
+                TCP_ECN_OK | TCP_ECN_DEMAND_CWR,
+                0,
+                INET_ECN_NOT_ECT,
+                TcpFlags::ECE,
+            ),
+            (
+                TCP_ECN_MODE_ACCECN,
+                1,
+                INET_ECN_ECT_0,
+                TcpFlags::AE | TcpFlags::CWR,
+            ),
+        ];
+        for (ecn_flags, received_ce, ip_ecn, flags) in cases {
+            let c = cfg(1);
+            let mut st = crate::tcp::TestStack::default();
+            let mut t = Tcb::for_test(&c);
+            t.state = TcpState::Established;
+            t.ecn_flags = ecn_flags;
+            t.accecn.received_ce = received_ce;
+            t.send_active_reset(&mut st.ctx(&c, Instant::ZERO, false));
+            let tx = st.out.pop_front().expect("the reset");
+            let ip = IpRepr::parse(&tx.packet, false).expect("ip");
+            let (th, _) = TcpRepr::parse(&tx.packet[ip.header_len..]).expect("tcp");
+            let marks = TcpFlags(th.flags.0 & !(TcpFlags::RST | TcpFlags::ACK).0);
+            assert_eq!((ip.ecn, marks), (ip_ecn, flags), "ecn_flags {ecn_flags}");
+        }
+    }
+
     #[test]
     fn received_counters_count_on_every_connection() {
         // Linux 6.18 counts CE packets and ECT/CE bytes whatever the ECN mode, and a

@@ -711,7 +711,9 @@ impl Tcb {
     /// `tcp_transmit_skb` gives it what every segment of the connection carries:
     /// the timestamps and SACK blocks of `tcp_established_options`, the window of
     /// `tcp_select_window`, the urgent pointer; its sequence number is
-    /// `tcp_acceptable_seq`.
+    /// `tcp_acceptable_seq`. As a segment without data it takes `tcp_ecn_send`'s
+    /// marks: classic ECN's ECE while a CE mark waits for CWR, AccECN's ECT(0) and
+    /// ACE ([`Tcb::ecn_send`]).
     pub(crate) fn send_active_reset(&mut self, ctx: &mut Ctx) {
         // Stamped as any skb __tcp_transmit_skb sends (TSval from the stamp).
         let tstamp = self.pace.wstamp.max(ctx.now);
@@ -723,18 +725,20 @@ impl Tcb {
             None => TcpFlags::default(),
         };
         let key = self.md5_key().copied();
+        // __tcp_transmit_skb: tcp_ecn_send for every skb but a SYN.
+        let (ip_ecn, ecn_flags) = self.ecn_send(false);
         let th = TcpRepr {
             src_port: self.tuple.local.port(),
             dst_port: self.tuple.remote.port(),
             seq: self.snd_seq(seq).0,
             ack: self.rcv_seq(self.rcv_nxt).0,
-            flags: TcpFlags::RST | TcpFlags::ACK | urg,
+            flags: TcpFlags::RST | TcpFlags::ACK | urg | ecn_flags,
             window: self.select_window(ctx),
             urgent: urgent.unwrap_or(0),
             options: self.data_options(ctx.cfg, ctx.now, tstamp, key.is_some()),
         };
         // tcp_transmit_skb: the socket's own TOS and DF.
-        let ip = (self.tuple, self.dsfield(), self.ip_dont_fragment());
+        let ip = (self.tuple, self.dsfield() | ip_ecn, self.ip_dont_fragment());
         super::reply::push_reset(ctx, ip, self.ip_ttl(ctx.cfg), &th, key.as_ref());
         // __tcp_transmit_skb counts every skb it sends, the reset too (tcpi_segs_out).
         self.segs_out += 1;

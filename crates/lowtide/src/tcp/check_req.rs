@@ -59,8 +59,10 @@ impl Tcb {
             _ => false,
         };
         // A pure retransmitted SYN: our SYN-ACK was lost (inet_rtx_syn_ack, rate
-        // limited).
-        if seq == 0 && f == TcpFlags::SYN && !paws_reject {
+        // limited). "Pure" reads RST, SYN and ACK only (flg = tcp_flag_word(th) &
+        // (TCP_FLAG_RST|TCP_FLAG_SYN|TCP_FLAG_ACK)): ECE, CWR, PSH, FIN may be set.
+        let flg = TcpFlags(f.0 & (TcpFlags::RST | TcpFlags::SYN | TcpFlags::ACK).0);
+        if seq == 0 && flg == TcpFlags::SYN && !paws_reject {
             self.rtx_synack(ctx);
             return false;
         }

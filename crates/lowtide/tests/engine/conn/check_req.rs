@@ -202,6 +202,39 @@ fn an_in_window_syn_ends_a_request_with_a_reset() {
     assert_eq!(p.b.counters().get(Mib::TcpAttemptFails), 1);
 }
 
+/// `tcp_check_req`'s pure retransmitted SYN is judged on RST, SYN and ACK alone
+/// (`flg = tcp_flag_word(th) & (TCP_FLAG_RST|TCP_FLAG_SYN|TCP_FLAG_ACK)`): a SYN at
+/// `rcv_isn` that also carries ECE and CWR (an ECN setup SYN), PSH, URG or FIN gets
+/// the SYN-ACK again (`inet_rtx_syn_ack`) and the request stays.
+#[test]
+fn a_retransmitted_syn_with_other_flags_gets_the_synack_again() {
+    let other = [
+        TcpFlags::ECE | TcpFlags::CWR,
+        TcpFlags::PSH,
+        TcpFlags::URG,
+        TcpFlags::FIN,
+    ];
+    for extra in other {
+        let Request {
+            mut p,
+            forger,
+            from,
+            ..
+        } = request();
+        let isn = forger.seq.wrapping_sub(1);
+        p.inject(true, &forger.seg(TcpFlags::SYN | extra, isn, 0, &[]));
+        let sent = p.sent_since(from, Dir::BtoA);
+        assert_eq!(sent.len(), 1, "{extra:?}: {sent:?}");
+        assert!(
+            sent[0].has(TcpFlags::SYN) && sent[0].has(TcpFlags::ACK),
+            "{extra:?}"
+        );
+        assert_eq!(sent[0].th.ack, forger.seq, "{extra:?}");
+        assert_eq!(p.b.connection_count(), 1, "{extra:?}: the request stays");
+        assert_eq!(p.b.counters().get(Mib::TcpExtTCPSynRetrans), 1, "{extra:?}");
+    }
+}
+
 /// An ACK of something B never sent draws the listener's reset (sequence number
 /// the ACK's, RFC 793 page 36) and leaves the request as it was: the real final ACK
 /// then completes it.

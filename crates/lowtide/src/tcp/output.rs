@@ -88,7 +88,8 @@ fn sign(
     header[at..at + 16].copy_from_slice(&digest);
 }
 
-/// Hands a packet to the device queue of the stack, counting it.
+/// Hands a packet to the device queue of the stack, counting it in the IP
+/// counters (the caller counts `TcpOutSegs`, see [`Tcb::count_out_segs`]).
 pub(super) fn push(
     ctx: &mut Ctx,
     (packet, apart): (Vec<u8>, TxPayload),
@@ -101,12 +102,10 @@ pub(super) fn push(
     let gso_size = if segs > 1 { mss as u16 } else { 0 };
     *ctx.ip_id = ctx.ip_id.wrapping_add(segs);
     ctx.mib.inc(Mib::IpOutRequests);
-    ctx.mib.add(Mib::TcpOutSegs, segs as u64);
-    ctx.mib.add(
-        Mib::IpExtOutOctets,
-        (packet.len() + apart.len()) as u64
-            + (segs as u64 - 1) * (packet.len() + apart.len() - payload) as u64,
-    );
+    // ip_output's IP_UPD_PO_STATS: the skb's length before GSO splits it, so a
+    // GSO packet counts its headers once.
+    ctx.mib
+        .add(Mib::IpExtOutOctets, (packet.len() + apart.len()) as u64);
     // tcp_add_tx_delay / tcp_transmit_time: TCP_TX_DELAY pushes the departure
     // time of what goes out (the skb kept for RTT samples and pacing stays as it
     // was); only a qdisc that honours EDT, as sch_fq, holds the packet for it.
@@ -554,6 +553,7 @@ impl Tcb {
             zc,
         };
         let ip_len = pkt.0.len() + pkt.1.len();
+        self.count_out_segs(ctx, seq, flags, payload.len(), mss);
         // tcp_ecn_send: an AccECN connection's packets are SKB_GSO_TCP_ACCECN.
         let accecn = flags & FLAG_SYN == 0 && self.ecn_mode_accecn();
         push(ctx, pkt, (mss, accecn), payload.len(), token, tstamp);
@@ -563,6 +563,21 @@ impl Tcb {
             self.tstamp_sent(ctx, range, ip_len, tstamp);
         }
         tstamp
+    }
+
+    /// `__tcp_transmit_skb`'s `TCP_MIB_OUTSEGS`: only an skb that sends something
+    /// new (its end past `snd_nxt`: new data, a first SYN or FIN) or nothing in
+    /// sequence space (an ACK, a reset, a window probe) counts, by its segments;
+    /// a retransmission counts in `TcpRetransSegs` alone. A request's SYN-ACK
+    /// counts every time it is sent (`tcp_make_synack`).
+    pub(crate) fn count_out_segs(&self, ctx: &mut Ctx, seq: u64, flags: u8, len: usize, mss: u32) {
+        let syn = flags & FLAG_SYN != 0;
+        let end_seq = seq + len as u64 + syn as u64 + (flags & FLAG_FIN != 0) as u64;
+        let counts = (syn && self.synack_of_request()) || end_seq > self.snd_nxt || end_seq == seq;
+        if counts {
+            let segs = len.div_ceil(mss.max(1) as usize).max(1);
+            ctx.mib.add(Mib::TcpOutSegs, segs as u64);
+        }
     }
 
     /// `tcp_event_ack_sent`: any segment we send carries the ACK we owed.

@@ -83,6 +83,8 @@ pub(crate) fn send_bare(
         zc: None,
     };
     let now = ctx.now;
+    // tcp_v4_send_reset / tcp_v4_send_ack: TCP_MIB_OUTSEGS for each.
+    ctx.mib.inc(Mib::TcpOutSegs);
     push(ctx, pkt, (1, false), 0, token, now);
 }
 

@@ -467,6 +467,13 @@ mod syn_retransmissions {
             assert_eq!(i.snd_ssthresh, 0x7fff_ffff, "no congestion response");
             let segs = p.a.counters().get(lowtide::Mib::TcpRetransSegs);
             assert_eq!(segs, lost as u64);
+            // __tcp_transmit_skb: a retransmitted SYN is not in TcpOutSegs; the
+            // first SYN and the ACK are.
+            assert_eq!(
+                p.a.counters().get(lowtide::Mib::TcpOutSegs),
+                2,
+                "{lost} lost"
+            );
         }
     }
 
@@ -478,6 +485,8 @@ mod syn_retransmissions {
         let (p, _, s) = lose_syns(2, true, true);
         let i = p.b.info(p.now, s).unwrap();
         assert_eq!((i.total_retrans, i.snd_cwnd), (2, 1));
+        // tcp_make_synack counts every SYN-ACK in TcpOutSegs, retransmitted or not.
+        assert_eq!(p.b.counters().get(lowtide::Mib::TcpOutSegs), 3);
     }
 
     /// The same two lost SYN-ACKs, but each resent at once for the client's repeated

@@ -99,3 +99,32 @@ fn segments_are_bounded_to_half_the_peers_largest_window() {
         assert_eq!(sizes[0], want, "{window}: {sizes:?}");
     }
 }
+
+/// ip_output's `IP_UPD_PO_STATS` counts an skb's length before GSO splits it: a
+/// GSO packet adds its headers to `IpExtOutOctets` once, however many segments it
+/// becomes on the wire.
+#[test]
+fn out_octets_count_a_gso_packets_headers_once() {
+    let (mut p, c, _s) = establish(Config::default());
+    let octets = |p: &Pair| {
+        let m = p.a.counters();
+        (
+            m.get(lowtide::Mib::IpExtOutOctets),
+            m.get(lowtide::Mib::IpOutRequests),
+        )
+    };
+    let (o0, r0) = octets(&p);
+    let from = p.wire.len();
+    p.a.send(p.now, c, &[7u8; 10 * 1448]).unwrap();
+    p.flush();
+    let (o1, r1) = octets(&p);
+    let segs = p.sent_since(from, Dir::AtoB);
+    let wire: usize = segs.iter().map(|s| 52 + s.payload.len()).sum();
+    let packets = (r1 - r0) as usize;
+    assert!(
+        packets < segs.len(),
+        "{packets} packets for {} segments",
+        segs.len()
+    );
+    assert_eq!((o1 - o0) as usize, wire - (segs.len() - packets) * 52);
+}

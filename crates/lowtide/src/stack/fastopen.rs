@@ -5,6 +5,7 @@
 
 use super::{Sock, SocketMut, SocketRef, Stack};
 use crate::mib::Mib;
+use crate::route::Rtax;
 use crate::socket::{SocketError, SocketHandle};
 use crate::tcp::fastopen::{
     FastOpenKeys, TCP_FASTOPEN_KEY_LENGTH, TFO_CLIENT_NO_COOKIE, TFO_SERVER_COOKIE_NOT_REQD,
@@ -101,7 +102,11 @@ impl Stack {
             }
             return no;
         }
-        let no_cookie = tfo & TFO_SERVER_COOKIE_NOT_REQD != 0 || lst.opts.fastopen_no_cookie;
+        // tcp_fastopen_no_cookie: the sysctl bit, the socket option, or the
+        // route to the client (RTAX_FASTOPEN_NO_COOKIE, inet_csk_route_req's dst).
+        let no_cookie = tfo & TFO_SERVER_COOKIE_NOT_REQD != 0
+            || lst.opts.fastopen_no_cookie
+            || self.routes.lookup(ip.src).get(Rtax::FastopenNoCookie) != 0;
         let keys = lst
             .opts
             .fastopen_key
@@ -168,7 +173,8 @@ impl Stack {
 
     /// `tcp_fastopen_cookie_check`: the cached MSS and cookie for `tuple`'s
     /// destination; none while active Fast Open is paused for a blackhole; data
-    /// without a cookie with `TFO_CLIENT_NO_COOKIE` or `TCP_FASTOPEN_NO_COOKIE`;
+    /// without a cookie with `TFO_CLIENT_NO_COOKIE`, `TCP_FASTOPEN_NO_COOKIE` or
+    /// the route's `fastopen_no_cookie`;
     /// else data only with a cookie (a request otherwise).
     pub(super) fn fastopen_cookie_check(
         &self,
@@ -192,7 +198,13 @@ impl Stack {
             Some(false) => true,
             None => false,
         };
-        if self.cfg.tcp_fastopen & TFO_CLIENT_NO_COOKIE != 0 || no_cookie {
+        // tcp_fastopen_no_cookie: the sysctl bit, the socket option, or the
+        // connection's route (RTAX_FASTOPEN_NO_COOKIE).
+        let route_no_cookie = self
+            .routes
+            .lookup(tuple.remote.ip())
+            .get(Rtax::FastopenNoCookie);
+        if self.cfg.tcp_fastopen & TFO_CLIENT_NO_COOKIE != 0 || no_cookie || route_no_cookie != 0 {
             return CookieCheck {
                 ok: true,
                 cookie: None,

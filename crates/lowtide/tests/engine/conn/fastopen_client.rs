@@ -78,6 +78,25 @@ fn request_then_cookie_then_syn_data() {
     );
 }
 
+/// tcp_fastopen_no_cookie: a route with `fastopen_no_cookie` sends the data in
+/// the SYN without a cookie or a request (`TFO_CLIENT_NO_COOKIE`'s behaviour).
+#[test]
+fn a_no_cookie_route_sends_syn_data_without_a_cookie() {
+    let mut st = Stack::new(Config::default(), 3);
+    st.add_address(me().ip());
+    let mut metrics = lowtide::route::Metrics::default();
+    metrics.set(lowtide::route::Rtax::FastopenNoCookie, 1, false);
+    st.route_replace(lowtide::route::Route {
+        dst: peer().ip(),
+        prefix_len: 32,
+        metrics,
+    });
+    let (h, n, syn, len) = open(&mut st, b"hello");
+    assert_eq!((n, len, syn.options.fastopen), (5, 5, None));
+    synack(&mut st, h, &syn, 5, None);
+    assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenActive), 1);
+}
+
 #[test]
 fn data_the_synack_does_not_cover_is_sent_again_at_once() {
     let mut st = Stack::new(Config::default(), 3);

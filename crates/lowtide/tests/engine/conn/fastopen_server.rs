@@ -157,6 +157,25 @@ fn cookie_not_required_takes_data_without_a_cookie() {
     assert_eq!((sa.ack, sa.options.fastopen), (ISN + 1, None));
 }
 
+/// tcp_fastopen_no_cookie: a route to the client with `fastopen_no_cookie` takes
+/// data without a cookie as `TFO_SERVER_COOKIE_NOT_REQD` does; other clients still
+/// need one.
+#[test]
+fn a_no_cookie_route_takes_data_without_a_cookie() {
+    let (mut st, _l) = listening("0x2", Some(4));
+    let mut metrics = lowtide::route::Metrics::default();
+    metrics.set(lowtide::route::Rtax::FastopenNoCookie, 1, false);
+    st.route_replace(lowtide::route::Route {
+        dst: client().ip(),
+        prefix_len: 32,
+        metrics,
+    });
+    let sa = syn(&mut st, client(), None, b"hello");
+    assert_eq!(sa.ack, ISN + 6);
+    let sa = syn(&mut st, addr("192.0.2.2", 40000), None, b"hello");
+    assert_eq!(sa.ack, ISN + 1, "no route: the data waits");
+}
+
 #[test]
 fn listeners_need_tcp_fastopen_unless_wo_sockopt() {
     let (mut st, _l) = listening("0x2", None);

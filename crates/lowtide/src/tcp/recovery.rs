@@ -410,6 +410,62 @@ mod tests {
         assert_eq!(run(1, Some(seg(1).1), (seg(0).0, seg(1).1)), (true, false));
     }
 
+    /// `tcp_sacktag_write_queue` stops after `tcp_check_dsack` when nothing is
+    /// outstanding (`!tp->packets_out`, `goto out`): the D-SACK of a loss probe that
+    /// arrives after its ACK counts (TCPDSACKRecv) but is not validated, so it is not
+    /// "ignored" either; with data outstanding and no undo_marker it is.
+    #[test]
+    fn a_dsack_with_nothing_outstanding_is_counted_but_not_validated() {
+        let cfg = Config::default();
+        let run = |outstanding: bool| {
+            let mut t = tcb(&cfg);
+            scoreboard(&mut t);
+            t.max_window = 65535;
+            t.total_retrans = 1;
+            let una = 1 + 5 * MSS as u64;
+            if !outstanding {
+                t.rtx.clean(t.snd_nxt, MSS);
+                t.snd_una = t.snd_nxt;
+            }
+            let th = dsack_ack(&t, 1 + 4 * MSS as u64, una);
+            let ack = t.snd_una.max(una);
+            let (r, mib) = with_ctx(&cfg, 10, |c| t.sacktag(c, &th, ack, ack));
+            assert!(r.dsack);
+            (
+                mib.get(Mib::TcpExtTCPDSACKRecv),
+                mib.get(Mib::TcpExtTCPDSACKIgnoredNoUndo),
+            )
+        };
+        assert_eq!(run(false), (1, 0));
+        assert_eq!(run(true), (1, 1));
+    }
+
+    /// `tcp_sacktag_write_queue`: "Don't count olds caused by ACK reordering": an
+    /// old ACK's (ack_seq below snd_una) block wholly below snd_una is skipped
+    /// without TCPSACKDiscard; on a current ACK the same block is a discard.
+    #[test]
+    fn an_old_acks_stale_block_is_no_sack_discard() {
+        let cfg = Config::default();
+        let discards = |ack_seq: u64| {
+            let mut t = tcb(&cfg);
+            scoreboard(&mut t);
+            t.max_window = 65535;
+            t.snd_una = 1 + 5 * MSS as u64;
+            // A valid block, then one below snd_una (not a D-SACK: the first block
+            // lies above the ACK and not inside the second).
+            let mut th = dsack_ack(&t, 1 + 6 * MSS as u64, 1 + 7 * MSS as u64);
+            th.options.sack[1] = lowtide_wire::tcp::SackBlock {
+                start: t.snd_seq(1 + 3 * MSS as u64).0,
+                end: t.snd_seq(1 + 4 * MSS as u64).0,
+            };
+            th.options.sack_len = 2;
+            let (_, mib) = with_ctx(&cfg, 10, |c| t.sacktag(c, &th, ack_seq, t.snd_una));
+            mib.get(Mib::TcpExtTCPSACKDiscard)
+        };
+        assert_eq!(discards(1 + 2 * MSS as u64), 0);
+        assert_eq!(discards(1 + 5 * MSS as u64), 1);
+    }
+
     #[test]
     fn reo_wnd_is_min_rtt_over_four_once_reordering_seen() {
         let cfg = Config::default();

@@ -128,6 +128,11 @@ impl Tcb {
             ack_seq,
             &mut r,
         );
+        // tcp_sacktag_write_queue: with nothing outstanding it stops after
+        // tcp_check_dsack (`goto out`): no block is validated, counted or cached.
+        if self.rtx.packets_out == 0 {
+            return r;
+        }
         let mss = self.mss_cache;
         let mut reord = None;
         let mut valid = [(0u64, 0u64); TCP_NUM_SACKS];
@@ -136,6 +141,11 @@ impl Tcb {
             let (start, end) = edges(self, i);
             let dup = i == 0 && found_dup;
             if !self.is_sackblock_valid(dup, start, end, ack) {
+                // tcp_sacktag_write_queue: "Don't count olds caused by ACK
+                // reordering": an old ACK's block wholly below snd_una is no discard.
+                if !dup && ack_seq != ack && end <= ack {
+                    continue;
+                }
                 ctx.mib.inc(match (dup, self.undo.marker) {
                     (true, None) => Mib::TcpExtTCPDSACKIgnoredNoUndo,
                     (true, Some(_)) => Mib::TcpExtTCPDSACKIgnoredOld,

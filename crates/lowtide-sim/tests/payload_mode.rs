@@ -115,7 +115,7 @@ fn scenarios_report_the_same_figures() {
         ]
         [run]
         duration = "2000ms"
-        seed = 7
+        seed = 8
         [hosts.a]
         [hosts.c]
         cc = "bbr"

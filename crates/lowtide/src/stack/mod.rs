@@ -5,6 +5,7 @@ use crate::mib::{Counters, Mib};
 use crate::rng::Rng;
 use crate::socket::*;
 use crate::tcp::rcvqueue::Payload;
+use crate::tcp::skbuff::RxAlloc;
 use crate::tcp::{self, Ctx, FourTuple, Listener, Tcb, TcpState};
 use crate::time::Instant;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
@@ -911,9 +912,16 @@ impl Stack {
     }
 
     fn tcp_rcv_segment(&mut self, now: Instant, ip: &IpRepr, th: &TcpRepr, payload: Payload) {
-        let mss = self.cfg.mss_for(ip.src.is_ipv6()) as usize;
-        self.mib
-            .add(Mib::TcpInSegs, payload.len().div_ceil(mss).max(1) as u64);
+        // tcp_v4_rcv counts the skb: a GRO packet as its segments, a TUN device's
+        // packet (never GSO, RxAlloc::Tun) as one.
+        let segs = match self.cfg.rx_alloc {
+            RxAlloc::PageFrag => {
+                let mss = self.cfg.mss_for(ip.src.is_ipv6()) as usize;
+                payload.len().div_ceil(mss).max(1)
+            }
+            RxAlloc::Tun => 1,
+        };
+        self.mib.add(Mib::TcpInSegs, segs as u64);
         let tuple = FourTuple {
             local: SocketAddr::new(ip.dst, th.dst_port),
             remote: SocketAddr::new(ip.src, th.src_port),

@@ -86,7 +86,10 @@ impl Tcb {
     /// data it reaches follows (`tcp_ofo_queue`).
     fn queue_and_out(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
         let fin = th.flags.contains(TcpFlags::FIN);
-        if !self.try_rmem_schedule(ctx, seq, payload.len() as u32) {
+        // tcp_rcv_established's fast path queues without tcp_try_rmem_schedule: its
+        // skb fits sk_forward_alloc (even past sk_rcvbuf, the prediction having been
+        // armed while there was room).
+        if !self.rx_fast_data && !self.try_rmem_schedule(ctx, seq, payload.len() as u32) {
             // ICSK_ACK_NOMEM | ICSK_ACK_NOW; dropped if the application has data to
             // read, else queued all the same (sk_forced_mem_schedule); a bare FIN is
             // always taken.
@@ -105,12 +108,15 @@ impl Tcb {
             // tcp_event_data_recv on the whole segment: tcp_measure_rcv_mss, then
             // ato; tcp_grow_window.
             let len = payload.len() as u32;
-            let truesize = self.rx_skb(ctx.cfg, len).truesize;
-            self.measure_rcv_mss(th, len, len.min(self.advmss), truesize);
+            let skb = self.rx_skb(ctx.cfg, len);
+            let seg = self.rx_gso_size(ctx.cfg, len);
+            self.measure_rcv_mss(th, len, seg, skb.truesize);
             self.event_data_recv(ctx.now);
             self.ecn_check_ce(ctx, self.rx_ip_ecn);
             if len >= 128 {
-                self.grow_window(ctx, len, truesize);
+                // tcp_grow_window(sk, skb, true): truesize_adjust leaves a buffer
+                // with payload in its head (every one either device makes) whole.
+                self.grow_window(ctx, len, skb.truesize, 0);
             }
         }
         if fin {
@@ -119,7 +125,16 @@ impl Tcb {
             return self.try_consume_fin(ctx);
         }
         let had_ofo = !self.ofo.is_empty();
-        while let Some(s) = self.ofo.pop_in_order(self.rcv_nxt) {
+        // tcp_ofo_queue: what the queue held below the new rcv_nxt is a duplicate,
+        // D-SACKed (tcp_dsack_extend, from dsack_high = rcv_nxt on entry).
+        let dsack_high = self.rcv_nxt;
+        let mut dup = self.dsack;
+        let mut fin_taken = false;
+        while let Some(s) = self
+            .ofo
+            .pop_in_order_dsack(self.rcv_nxt, dsack_high, &mut dup)
+        {
+            self.ofo_dsack_extend(ctx, &mut dup);
             let len = s.data.len();
             self.rcv_queue.push(s.data, s.truesize);
             self.rcv_queue.stamp(len, s.stamp, false);
@@ -128,9 +143,15 @@ impl Tcb {
             }
             if s.fin {
                 self.fin_seq.get_or_insert(self.rcv_nxt);
+                // tcp_fin resets the SACK state, the D-SACK block with it.
+                fin_taken = true;
                 self.try_consume_fin(ctx);
                 break;
             }
+        }
+        // Segments dropped wholly below rcv_nxt on the walk's last step.
+        if !fin_taken {
+            self.ofo_dsack_extend(ctx, &mut dup);
         }
         if had_ofo && self.ofo.is_empty() {
             // RFC 5681 section 4.2: ACK at once when the gap is filled (tcp_data_queue:
@@ -140,6 +161,23 @@ impl Tcb {
             self.schedule_ack_now();
         }
         self.fast_path_check();
+    }
+
+    /// `tcp_dsack_extend` for `tcp_ofo_queue`: `dup` is the D-SACK block as the
+    /// walk left it; with none before, it is set (`tcp_dsack_set`, counted),
+    /// else the one kept is widened.
+    fn ofo_dsack_extend(&mut self, ctx: &mut Ctx, dup: &mut Option<(u64, u64)>) {
+        if *dup == self.dsack {
+            return;
+        }
+        match (self.dsack, *dup) {
+            (Some(_), d) => self.dsack = d,
+            (None, Some((s, e))) => {
+                self.dsack_set(ctx, s, e);
+                *dup = self.dsack;
+            }
+            (None, None) => {}
+        }
     }
 
     /// Queues in-order `data`, charged as received segments (tcp/rmem.rs).
@@ -206,7 +244,8 @@ impl Tcb {
         // tcp_data_queue_ofo measures the segment first (Linux 6.17, "tcp: call
         // tcp_measure_rcv_mss() for ooo packets").
         let skb = self.rx_skb(ctx.cfg, len);
-        self.measure_rcv_mss(th, len, len.min(self.advmss), skb.truesize);
+        let seg = self.rx_gso_size(ctx.cfg, len);
+        self.measure_rcv_mss(th, len, seg, skb.truesize);
         self.ecn_check_ce(ctx, self.rx_ip_ecn);
         if !self.try_rmem_schedule(ctx, seq, len) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
@@ -214,11 +253,8 @@ impl Tcb {
         }
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
         self.fast_path_off(); // tcp_data_queue_ofo
-                              // tcp_data_queue_ofo: max(1, gso_segs) of the (GRO) packet.
-        self.rcv_ooopack += payload
-            .len()
-            .div_ceil(self.ack.rcv_mss.max(1) as usize)
-            .max(1) as u64;
+                              // tcp_data_queue_ofo: max(1, gso_segs) of the packet.
+        self.rcv_ooopack += self.rx_gso_segs(ctx.cfg, len);
         // tcp_sack_new_ofo_skb: ACKs held back go out before the block this data
         // extends or opens moves past the first two (their news would be lost).
         let end_seq = seq + payload.len() as u64 + fin as u64;
@@ -246,10 +282,18 @@ impl Tcb {
         // tcp_data_queue_ofo: data above a hole opens the window too, except without
         // SACK ("do not grow window to force DUPACK") or when all of it was there.
         if self.rx_opt.sack_ok && ins.queued && len > 0 {
-            self.grow_window(ctx, len, skb.truesize);
+            // tcp_data_queue_ofo: a segment joined to the one before it was charged
+            // by tcp_try_coalesce; one queued on its own is charged only after
+            // tcp_grow_window (skb_set_owner_r).
+            let uncharged = if ins.coalesced { 0 } else { skb.truesize };
+            self.grow_window(ctx, len, skb.truesize, uncharged);
         }
-        // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span.
-        self.rcvbuf_grow(ctx, self.rcvq_space);
+        // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span,
+        // "do not grow rcvbuf for not-yet-accepted or orphaned sockets" (no
+        // sk->sk_socket: a child still in its listener's queue, or after close).
+        if self.parent.is_none() && !self.errq.dead {
+            self.rcvbuf_grow(ctx, self.rcvq_space);
+        }
         // inet_csk_schedule_ack: tcp_ack_snd_check decides (tcp/compsack.rs).
         self.ack.pending = true;
     }
@@ -295,6 +339,38 @@ impl Tcb {
         self.ofo.purge();
         if self.rx_opt.sack_ok {
             self.dsack = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::tcp::rcvqueue::Payload;
+
+    /// In-order data past `sk_rcvbuf` while other data waits unread: the slow path
+    /// (`tcp_data_queue`) drops it after `tcp_prune_queue` (`TcpExtTCPRcvQDrop`),
+    /// the fast path queues it on the reserve header prediction found for it
+    /// (`tcp_queue_rcv`), as Linux 6.18 does
+    /// (tests/packetdrill/rcvbuf-lowered-fast-path-queues-on-reserve.pkt).
+    #[test]
+    fn the_fast_path_queues_past_rcvbuf_the_slow_path_drops() {
+        let cfg = Config::default();
+        for fast in [false, true] {
+            let mut t = Tcb::for_test(&cfg);
+            t.state = TcpState::Established;
+            (t.rcv_nxt, t.rcv_wup, t.rcv_wnd) = (1001, 1001, 65535);
+            (t.rcvbuf, t.rcvbuf_locked) = (1000, true);
+            t.rcv_queue.push(vec![0u8; 1000].into(), 1100);
+            let mut st = crate::tcp::TestStack::default();
+            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+            t.rx_fast_data = fast;
+            let th = TcpRepr::default();
+            t.data_queue(&mut ctx, &th, 1001, Payload::Flat(&[0u8; 1000]));
+            let drops = ctx.mib.get(Mib::TcpExtTCPRcvQDrop);
+            let expect = if fast { (2001, 0) } else { (1001, 1) };
+            assert_eq!((t.rcv_nxt, drops), expect, "fast path {fast}");
         }
     }
 }

@@ -176,6 +176,7 @@ impl Tcb {
             rx_ip_ecn: 0,
             rx_ttl: 0,
             rx_pkt_len: 0,
+            rx_fast_data: false,
             delivered_ce: 0,
             ack: IcskAck {
                 pending: false,

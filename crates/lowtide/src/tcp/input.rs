@@ -409,7 +409,10 @@ impl Tcb {
         if syn_acked && !self.synrecv_acked(ctx, th, payload.len()) {
             return;
         }
-        if hp && !payload.is_empty() && ack_off == self.snd_una {
+        // Data the fast path takes is queued on the reserve it fits in (its check in
+        // header_predicted), not through tcp_try_rmem_schedule.
+        let fast_data = hp && !payload.is_empty();
+        if fast_data && ack_off == self.snd_una {
             return self.fast_path_data_same_ack(ctx, th, seq, payload);
         }
         let fin_wait1 = self.state == TcpState::FinWait1;
@@ -443,7 +446,9 @@ impl Tcb {
                 return;
             }
         }
+        self.rx_fast_data = fast_data;
         self.data_rcv_rtt(ctx, th, seq, payload, established);
+        self.rx_fast_data = false;
         // tcp_data_snd_check, then tcp_ack_snd_check: data we send carries the ACK;
         // data the device queue dropped goes first, as it is still unsent in Linux.
         if !self.local_drops.is_empty() {
@@ -462,7 +467,9 @@ impl Tcb {
     fn fast_path_data_same_ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
         self.snd_wl1 = seq;
         self.replace_ts_recent(ctx, th, seq);
+        self.rx_fast_data = true;
         self.data_rcv_rtt(ctx, th, seq, payload, true);
+        self.rx_fast_data = false;
         self.ack_snd_check(ctx);
     }
 

@@ -325,6 +325,19 @@ impl OfoQueue {
     /// after `rcv_nxt` (`tcp_ofo_queue`). Segments wholly below `rcv_nxt` (FIN
     /// counted) are dropped on the way.
     pub fn pop_in_order(&mut self, rcv_nxt: u64) -> Option<InOrder> {
+        self.pop_in_order_dsack(rcv_nxt, 0, &mut None)
+    }
+
+    /// [`OfoQueue::pop_in_order`] as `tcp_ofo_queue` walks the queue: each segment
+    /// taken or dropped that starts below `dsack_high` (`rcv_nxt` when the walk
+    /// began) widens the D-SACK block `dup` with its part below it
+    /// (`tcp_dsack_extend`).
+    pub fn pop_in_order_dsack(
+        &mut self,
+        rcv_nxt: u64,
+        dsack_high: u64,
+        dup: &mut Option<(u64, u64)>,
+    ) -> Option<InOrder> {
         loop {
             let (&k, _) = self.skbs.iter().next()?;
             if k > rcv_nxt {
@@ -333,6 +346,9 @@ impl OfoQueue {
             self.work += 1;
             let s = self.remove(k).expect("segment exists");
             let end = s.end(k);
+            if k < dsack_high {
+                extend_dsack(dup, k, end.min(dsack_high));
+            }
             self.uncover_below(rcv_nxt.max(end));
             self.sack_remove(rcv_nxt.max(end));
             if end > rcv_nxt {
@@ -612,6 +628,38 @@ mod tests {
         put(&mut q, 320, 330);
         assert_eq!(q.pop_in_order(400), None, "wholly below: dropped");
         assert!(q.is_empty() && q.runs() == 0);
+    }
+
+    /// `tcp_ofo_queue`: each segment taken or dropped that starts below the
+    /// `rcv_nxt` the walk began at (`dsack_high`) widens the D-SACK block with its
+    /// part below it (`tcp_dsack_extend`): set if none, widened where it overlaps
+    /// or adjoins, kept otherwise; one starting at `dsack_high` adds nothing.
+    #[test]
+    fn pop_in_order_dsacks_what_lies_below_where_the_walk_began() {
+        let mut q = OfoQueue::default();
+        put(&mut q, 300, 450);
+        let mut dup = None;
+        let s = q.pop_in_order_dsack(350, 350, &mut dup).unwrap();
+        assert_eq!((s.data, dup), (bytes(350..450), Some((300, 350))));
+        // A D-SACK already set elsewhere is kept; an adjoining one is widened.
+        put(&mut q, 500, 600);
+        let mut dup = Some((100, 200));
+        q.pop_in_order_dsack(550, 550, &mut dup).unwrap();
+        assert_eq!(dup, Some((100, 200)));
+        put(&mut q, 700, 800);
+        let mut dup = Some((650, 700));
+        q.pop_in_order_dsack(750, 750, &mut dup).unwrap();
+        assert_eq!(dup, Some((650, 750)));
+        // Wholly below: dropped, D-SACKed whole.
+        put(&mut q, 900, 950);
+        let mut dup = None;
+        assert!(q.pop_in_order_dsack(1000, 1000, &mut dup).is_none());
+        assert_eq!(dup, Some((900, 950)));
+        // Starting at dsack_high (rcv_nxt moved on by the walk itself): nothing.
+        put(&mut q, 1000, 1100);
+        let mut dup = None;
+        q.pop_in_order_dsack(1000, 1000, &mut dup).unwrap();
+        assert_eq!(dup, None);
     }
 
     /// A FIN rides with its segment (`tcp_data_queue_ofo` keys on `end_seq`): its

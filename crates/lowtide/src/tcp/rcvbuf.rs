@@ -113,11 +113,31 @@ mod tests {
     /// Linux 6.16+ `tcp_data_queue_ofo` calls `tcp_rcvbuf_grow`: data held above a
     /// hole counts toward the buffer, so that a loss does not cap the window while
     /// the reads that autotuning measures wait behind the hole.
+    /// Not for a child not yet accepted or a closed socket ("do not grow rcvbuf for
+    /// not-yet-accepted or orphaned sockets": no `sk->sk_socket`), as Linux 6.18
+    /// (tests/packetdrill/rcv-ofo-before-accept-no-rcvbuf-grow.pkt).
     #[test]
     fn ofo_data_grows_the_buffer_by_its_span() {
+        for who in ["accepted", "in accept queue", "orphan"] {
+            let t = ofo_far_above_a_hole(|t| match who {
+                "in accept queue" => t.parent = Some(0),
+                "orphan" => t.errq.dead = true,
+                _ => {}
+            });
+            let grown = match who {
+                "accepted" => 2 * (2 * 100_000 + 1_000_000 - 1),
+                _ => 131_072,
+            };
+            assert_eq!(t.rcvbuf, grown, "{who}");
+        }
+    }
+
+    /// A receiver that gets 1000 bytes ending 1,000,000 above `rcv_nxt`, after `setup`.
+    fn ofo_far_above_a_hole(setup: impl Fn(&mut Tcb)) -> Tcb {
         use crate::tcp::TcpState;
         let cfg = crate::config::Config::default();
         let mut t = Tcb::for_test(&cfg);
+        setup(&mut t);
         t.state = TcpState::Established;
         t.rcv_nxt = 1;
         t.copied_seq = 1;
@@ -136,7 +156,7 @@ mod tests {
             crate::tcp::rcvqueue::Payload::Flat(&[0u8; 1000]),
         );
         // rcvwin = 2 * 100,000 + 1,000,000 (ooo_last_skb end - rcv_nxt); buffer 2x.
-        assert_eq!(t.rcvbuf, 2 * (2 * 100_000 + span as u32 - 1));
+        t
     }
 
     /// A receiver 100 ms into a 100 ms RTT that read 100,000 bytes the last RTT,

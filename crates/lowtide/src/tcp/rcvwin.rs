@@ -220,9 +220,13 @@ impl Tcb {
     /// while the window is below what the clamp and the free buffer allow, each
     /// segment whose overhead the buffer can carry raises `rcv_ssthresh` by two
     /// segments, and the next ACK goes at once; under memory pressure the window is
-    /// held instead (`tcp_adjust_rcv_ssthresh`). `truesize`: the segment's buffer.
-    pub(crate) fn grow_window(&mut self, ctx: &Ctx, len: u32, truesize: u32) {
-        let room = (self.window_clamp as i64).min(self.tcp_space()) - self.rcv_ssthresh as i64;
+    /// held instead (`tcp_adjust_rcv_ssthresh`). `truesize`: the segment's buffer;
+    /// `uncharged`: the part of what is charged that Linux charges only after
+    /// (`tcp_data_queue_ofo` grows the window before `skb_set_owner_r`).
+    pub(crate) fn grow_window(&mut self, ctx: &Ctx, len: u32, truesize: u32, uncharged: u32) {
+        let space = self.rcvbuf as i64 - (self.rmem_alloc() as i64 - uncharged as i64);
+        let room =
+            (self.window_clamp as i64).min(self.win_from_space(space)) - self.rcv_ssthresh as i64;
         if room <= 0 {
             return;
         }
@@ -499,6 +503,63 @@ mod tests {
             let grown = if sack { 65160 + 2 * 1448 } else { 65160 };
             assert_eq!(t.rcv_ssthresh, grown, "sack {sack}");
         }
+    }
+
+    /// Linux 6.18 through packetdrill's tun (tests/packetdrill/
+    /// rcv-dsack-ofo-overlaps-and-window.pkt, `tcpi_rcv_ssthresh` 276776 and
+    /// `tcpi_rcv_ooopack` 8 there): a packet is never GSO, so a 4500-byte packet
+    /// above a hole is measured whole (`tcp_measure_rcv_mss`: ratio from its
+    /// truesize, a 3712-byte kmalloc head plus a page: 8448), counts one
+    /// `rcv_ooopack`, and `tcp_data_queue_ofo` grows the window by twice its length
+    /// before `skb_set_owner_r` charges it (with it charged there is no room).
+    #[test]
+    fn a_tun_packet_above_a_hole_is_measured_whole_and_grows_before_its_charge() {
+        let cfg = Config {
+            tcp_rmem: [4096, 540_000, 15_728_640],
+            rx_alloc: crate::tcp::skbuff::RxAlloc::Tun,
+            ..Config::default()
+        };
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::SynRecv;
+        t.rx_opt.sack_ok = true;
+        t.rx_opt.snd_wscale = 7;
+        (t.rcv_nxt, t.rcv_wup, t.advmss, t.mss_cache) = (1, 1, 1460, 1000);
+        let mss = t.initial_window_mss();
+        t.select_initial_window(&cfg, mss, true, 0);
+        t.state = TcpState::Established;
+        t.init_rcv_buffer_space(&cfg);
+        let mut st = crate::tcp::TestStack::default();
+        let segs = [
+            (1, 1000),
+            (3001, 1000),
+            (3001, 1000),
+            (3501, 1000),
+            (5001, 1000),
+            (5001, 2000),
+            (8001, 1000),
+            (10001, 1000),
+        ];
+        let th = lowtide_wire::tcp::TcpRepr::default();
+        let mut feed = |t: &mut Tcb, seq: u64, len: usize| {
+            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+            t.rx_pkt_len = len as u32 + 40;
+            let data = vec![0u8; len];
+            t.data_queue(
+                &mut ctx,
+                &th,
+                seq,
+                crate::tcp::rcvqueue::Payload::Flat(&data),
+            );
+            t.select_window(&mut ctx);
+        };
+        for (seq, len) in segs {
+            feed(&mut t, seq, len);
+        }
+        assert_eq!((t.rcv_ssthresh, t.rcv_ooopack), (246_796, 7));
+        feed(&mut t, 7501, 4500);
+        assert_eq!(t.ack.rcv_mss, 1460);
+        assert_eq!(t.scaling_ratio, (4500u32 * 256 / 8448) as u8);
+        assert_eq!((t.rcv_ssthresh, t.rcv_ooopack), (276_776, 8));
     }
 
     /// `net.ipv4.tcp_shrink_window` (Linux 6.5+): with a window scale the free space

@@ -40,6 +40,28 @@ impl Tcb {
         Self::rcv_skb(cfg, len, len.min(self.advmss), self.rx_pkt_len.max(len))
     }
 
+    /// `skb_shinfo(skb)->gso_size ?: skb->len` for a received packet of `len`
+    /// payload bytes, what `tcp_measure_rcv_mss` measures: a NIC's GRO packet is
+    /// segments of `advmss` ([`RxAlloc::PageFrag`]); a TUN device without a
+    /// virtio-net header hands over each packet as one skb without GSO
+    /// ([`RxAlloc::Tun`], `tun_get_user`), measured whole.
+    pub(crate) fn rx_gso_size(&self, cfg: &Config, len: u32) -> u32 {
+        match cfg.rx_alloc {
+            RxAlloc::PageFrag => len.min(self.advmss),
+            RxAlloc::Tun => len,
+        }
+    }
+
+    /// `max(1, skb_shinfo(skb)->gso_segs)` of a received packet of `len` payload
+    /// bytes (`tcp_data_queue_ofo`'s `rcv_ooopack`): a GRO packet's segments of
+    /// `rcv_mss` ([`RxAlloc::PageFrag`]), one for a TUN packet ([`RxAlloc::Tun`]).
+    pub(crate) fn rx_gso_segs(&self, cfg: &Config, len: u32) -> u64 {
+        match cfg.rx_alloc {
+            RxAlloc::PageFrag => len.div_ceil(self.ack.rcv_mss.max(1)).max(1) as u64,
+            RxAlloc::Tun => 1,
+        }
+    }
+
     /// Truesize of `len` received bytes that came in segments of `seg` bytes: one
     /// received buffer per segment ([`rx_truesize`]).
     pub(crate) fn rcv_truesize(len: u32, seg: u32) -> u32 {

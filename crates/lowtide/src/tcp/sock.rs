@@ -273,6 +273,10 @@ pub struct Tcb {
     /// The IP packet length of the segment being processed (its buffer's size, for
     /// [`crate::tcp::skbuff::RxAlloc::Tun`]).
     pub(crate) rx_pkt_len: u32,
+    /// The segment being processed is data that `tcp_rcv_established`'s fast path
+    /// queues (`tcp_queue_rcv` on the reserve `sk_forward_alloc` already holds,
+    /// without `tcp_try_rmem_schedule`'s checks).
+    pub(crate) rx_fast_data: bool,
     /// `delivered_ce`: segments delivered with an ECE ACK (classic ECN), or CE-marked
     /// segments ACE reports (AccECN) (`tcpi_delivered_ce`).
     pub(crate) delivered_ce: u64,

@@ -119,7 +119,7 @@ fn an_ascending_fill_prunes_nothing_below_it() {
 /// Tiny in-order segments the application does not read: each costs a whole
 /// buffer; once the buffer can grow no more (`tcp_rmem[2]`), the receive queue is
 /// collapsed into page-sized buffers (`tcp_collapse`, `TcpExtTCPRcvCollapsed`) and
-/// all of them fit.
+/// all of them fit (past `sk_rcvbuf` by at most the fast path's reserve).
 #[test]
 fn tiny_in_order_segments_are_collapsed() {
     let (mut p, c, _s) = establish(rmem_max(256 << 10));
@@ -129,7 +129,10 @@ fn tiny_in_order_segments_are_collapsed() {
         let seq = forger.seq.wrapping_add(i as u32);
         p.inject(false, &forger.seg(TcpFlags::ACK, seq, forger.ack, &[*b]));
         let (rmem, rcvbuf) = mem(&p, c);
-        assert!(rmem <= rcvbuf as u64 + rx_truesize(1) as u64);
+        // tcp_rcv_established's fast path queues a segment on the reserve
+        // sk_forward_alloc holds (under a page once sk_mem_reclaim ran) without
+        // tcp_can_ingest, so the charge may pass sk_rcvbuf by that much.
+        assert!(rmem <= rcvbuf as u64 + 4096, "{rmem} {rcvbuf}");
     }
     let n = |m| p.a.counters().get(m);
     assert!(n(Mib::TcpExtTCPRcvCollapsed) > 100, "collapsed");

@@ -600,9 +600,10 @@ impl Tcb {
 
     /// `tcp_enter_loss`: on RTO, the head and every unSACKed skb not sent too recently
     /// is lost (`tcp_timeout_mark_lost`); cwnd falls to what is still in flight plus one.
-    /// Undo state is kept from the first timeout of an episode, and F-RTO armed
+    /// Undo state is kept from the first timeout of an episode, CWR queued for an
+    /// ECN peer, and F-RTO armed
     /// ([RFC 5682 section 3.1](https://www.rfc-editor.org/rfc/rfc5682#section-3.1) step 1)
-    /// unless a recovery was underway.
+    /// unless a recovery was underway or an MTU probe is out.
     pub(crate) fn enter_loss(&mut self, ctx: &mut Ctx) {
         let new_recovery = self.ca_state < CaState::Recovery;
         // tcp_timeout_mark_lost: a SACKed head means the receiver reneged;
@@ -646,7 +647,13 @@ impl Tcb {
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
         self.set_ca_state(CaState::Loss);
-        self.frto = ctx.cfg.tcp_frto > 0 && (new_recovery || self.icsk.retransmits > 0);
+        // tcp_enter_loss: the timeout is a cwnd reduction the peer hears of (CWR on
+        // the next new data, RFC 3168).
+        self.ecn_queue_cwr();
+        // "Disable F-RTO on path MTU probing": not while a probe is out.
+        self.frto = ctx.cfg.tcp_frto > 0
+            && (new_recovery || self.icsk.retransmits > 0)
+            && self.mtup.probe_size == 0;
         self.frto_rexmit_new = false;
     }
 

@@ -339,6 +339,29 @@ mod tests {
         assert_eq!(lost_after_rto(0), (vec![0, 1, 3, 4, 5, 6, 7], 7));
     }
 
+    /// `tcp_enter_loss`: an RTO queues CWR for an RFC 3168 peer
+    /// (`tcp_ecn_queue_cwr`), and arms F-RTO only when no MTU probe is out
+    /// ("Disable F-RTO on path MTU probing").
+    #[test]
+    fn rto_queues_cwr_and_an_mtu_probe_keeps_frto_off() {
+        let cfg = Config::default();
+        let rto = |probe_size: u32, ecn: bool| {
+            let mut t = tcb(&cfg);
+            scoreboard(&mut t);
+            t.mtup.probe_size = probe_size;
+            if ecn {
+                t.ecn_flags = crate::tcp::ecn::TCP_ECN_OK;
+            }
+            with_ctx(&cfg, 12, |c| t.enter_loss(c));
+            (
+                t.frto,
+                t.ecn_flags & crate::tcp::ecn::TCP_ECN_QUEUE_CWR != 0,
+            )
+        };
+        assert_eq!(rto(0, true), (true, true));
+        assert_eq!(rto(1292, false), (false, false));
+    }
+
     /// `tcp_skb_spurious_retrans` (tcp_clean_rtx_queue): a cumulative ACK whose TSecr
     /// is older than the retransmission of the skb it covers acknowledges the first
     /// transmission, so RACK does not take the retransmission's send time.

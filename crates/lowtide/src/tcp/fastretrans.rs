@@ -478,13 +478,19 @@ impl Tcb {
         true
     }
 
-    /// `tcp_init_undo`: remember where this reduction began.
+    /// `tcp_init_undo`: remember where this reduction began, and how many
+    /// retransmissions in flight must be shown spurious (D-SACKed) before it can be
+    /// undone: the regular ones (`retrans_out`) and, since Linux 6.11 ("tcp: fix
+    /// incorrect undo caused by DSACK of TLP retransmit"), a loss probe's
+    /// retransmission still outstanding (`tlp_high_seq && tlp_retrans`), so that
+    /// the probe's D-SACK alone does not undo a recovery that repaired a real loss.
+    /// Never 0, which means "can undo now".
     fn init_undo(&mut self) {
         self.undo.marker = Some(self.snd_una);
-        self.undo.retrans = if self.rtx.retrans_out > 0 {
-            self.rtx.retrans_out as i32
-        } else {
-            -1
+        let tlp = (self.tlp_high_seq.is_some() && self.tlp_retrans) as i32;
+        self.undo.retrans = match self.rtx.retrans_out as i32 + tlp {
+            0 => -1,
+            n => n,
         };
     }
 
@@ -799,6 +805,40 @@ mod syn_undo_tests {
         assert_eq!(enter(&mut ts, 0, false), (None, initial));
         assert_eq!(enter(&mut ts, 1, false), (Some(Instant::ZERO), initial));
         assert_eq!(enter(&mut ts, 0, true), (None, 0));
+    }
+
+    /// `tcp_init_undo` (Linux 6.11+): a loss probe's retransmission still out
+    /// (`tlp_high_seq` set, `tlp_retrans`) counts in `undo_retrans` beside
+    /// `retrans_out`, for fast recovery and RTO alike; a probe of new data does not;
+    /// with nothing to count it is -1, never 0. `tcp_enter_loss` clears
+    /// `tlp_high_seq` only after.
+    #[test]
+    fn init_undo_counts_a_loss_probe_retransmission_in_flight() {
+        let mut ts = TestStack::default();
+        let cfg = Config::default();
+        let undo_retrans =
+            |ts: &mut TestStack, retrans_out: u32, probe: Option<bool>, rto: bool| {
+                let mut t = Tcb::for_test(&cfg);
+                (t.snd_nxt, t.rx_opt.sack_ok) = (10, true);
+                t.rtx.retrans_out = retrans_out;
+                t.tlp_high_seq = probe.map(|_| 10);
+                t.tlp_retrans = probe.unwrap_or(false);
+                let mut ctx = ts.ctx(&cfg, Instant::ZERO, false);
+                if rto {
+                    t.enter_loss(&mut ctx);
+                    assert_eq!(t.tlp_high_seq, None);
+                } else {
+                    t.enter_recovery(&mut ctx, false);
+                }
+                t.undo.retrans
+            };
+        for rto in [false, true] {
+            assert_eq!(undo_retrans(&mut ts, 0, None, rto), -1);
+            assert_eq!(undo_retrans(&mut ts, 0, Some(true), rto), 1);
+            assert_eq!(undo_retrans(&mut ts, 2, Some(true), rto), 3);
+            // A probe of new data is no retransmission.
+            assert_eq!(undo_retrans(&mut ts, 0, Some(false), rto), -1);
+        }
     }
 
     #[test]

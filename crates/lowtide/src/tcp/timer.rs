@@ -264,9 +264,10 @@ impl Tcb {
             return;
         }
         self.count_rto_failure(ctx);
-        self.tlp_high_seq = None;
         if self.state.is_synchronized() {
-            // tcp_enter_loss sees icsk_retransmits before this timeout counts.
+            // tcp_enter_loss sees icsk_retransmits before this timeout counts, and
+            // tlp_high_seq until tcp_init_undo has counted the probe (Linux 6.11+:
+            // the timer no longer clears it first; tcp_enter_loss does, after).
             self.enter_loss(ctx);
             self.update_rto_stats(ctx.now);
             // The RTO before this timeout's backoff, for a local drop to restore.

@@ -485,5 +485,93 @@ class RatchetTest(unittest.TestCase):
         self.assertTrue(r.stderr.startswith("lowtide: packetdrill-ratchet: usage"))
 
 
+def load_runner():
+    """scripts/packetdrill as a module (its main() runs only as a program)."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("lowtide_packetdrill_runner", RUNNER)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+class NstatShimTest(unittest.TestCase):
+    """The nstat shim against iproute2's nstat (misc/nstat.c): getopt_long's option
+    parsing, FNM_CASEFOLD patterns, the history's rules, the text and JSON formats."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="lowtide-nstat-test-")
+        t = self.tmp.name
+        load_runner().write_shims(os.path.join(t, "bin"))
+        os.makedirs(os.path.join(t, "sys"))
+        self.env = dict(os.environ, LOWTIDE_PD_SYSCTL_DIR=os.path.join(t, "sys"))
+        self.env.pop("NSTAT_HISTORY", None)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def counters(self, **kv):
+        with open(os.path.join(self.tmp.name, "counters"), "w") as f:
+            f.write("".join(f"{k} {v}\n" for k, v in kv.items()))
+
+    def nstat(self, *args):
+        r = subprocess.run([os.path.join(self.tmp.name, "bin", "nstat"), *args], capture_output=True,
+                           text=True, env=self.env)
+        return r.returncode, r.stdout, r.stderr
+
+    def rows(self, out):
+        return [tuple(l.split()[:2]) for l in out.splitlines() if not l.startswith("#")]
+
+    def test_combined_flags_patterns_and_history(self):
+        self.counters(TcpExtTCPHPAcks=3, TcpExtDelayedACKs=0, IpInReceives=5, TcpActiveOpens=0)
+        self.assertEqual(self.nstat("-n"), (0, "", ""))
+        self.counters(TcpExtTCPHPAcks=4, TcpExtDelayedACKs=0, IpInReceives=7, TcpActiveOpens=1)
+        # -sz is -s -z: zeros shown, the history kept; patterns fold case.
+        for args in (["-sz", "tcpext*"], ["-s", "-z", "TCPEXT*"], ["tcpext*", "--noup", "--zeros"]):
+            rc, out, _ = self.nstat(*args)
+            self.assertEqual(rc, 0, args)
+            self.assertEqual(self.rows(out), [("TcpExtTCPHPAcks", "1"), ("TcpExtDelayedACKs", "0")], args)
+        # /proc/net/snmp's counters come first, netstat's last.
+        rc, out, _ = self.nstat("-as")
+        self.assertEqual(out.splitlines()[0], "#kernel")
+        self.assertEqual([r[0] for r in self.rows(out)], ["IpInReceives", "TcpActiveOpens", "TcpExtTCPHPAcks"])
+        # A pattern updates the history of what it shows only.
+        self.assertEqual(self.rows(self.nstat("TcpActiveOpens")[1]), [("TcpActiveOpens", "1")])
+        self.assertEqual(self.rows(self.nstat()[1]), [("IpInReceives", "2"), ("TcpExtTCPHPAcks", "1")])
+        self.assertEqual(self.rows(self.nstat()[1]), [])
+        # -r resets: absolute values again.
+        self.assertEqual(self.rows(self.nstat("-rs", "IpIn*")[1]), [("IpInReceives", "7")])
+        self.assertEqual(self.nstat("-asz", "IpInReceives")[1], "#kernel\nIpInReceives" + " " * 20 + "7" + " " * 15 + "   0.0\n")
+
+    def test_json_version_and_bad_options(self):
+        self.counters(IpInReceives=7, TcpActiveOpens=0)
+        self.assertEqual(self.nstat("-asj")[1], '{"kernel":{"IpInReceives":7}}\n')
+        self.assertEqual(self.nstat("-asjp", "nosuch")[1], '{\n    "kernel": {}\n}\n')
+        self.assertEqual(self.nstat("-a", "-s", "-z", "--json", "--pretty")[1],
+                         '{\n    "kernel": {\n        "IpInReceives": 7,\n        "TcpActiveOpens": 0\n    }\n}\n')
+        self.assertEqual(self.nstat("-V")[:2], (0, "nstat utility, iproute2-6.18.0\n"))
+        rc, out, err = self.nstat("-sx")
+        self.assertEqual((rc, out), (255, ""))
+        self.assertTrue(err.startswith("nstat: invalid option -- 'x'\nUsage: nstat"), err)
+        self.assertEqual(self.nstat("--foo")[2].splitlines()[0], "nstat: unrecognized option '--foo'")
+        self.assertEqual(self.nstat("-t", "0")[:1], (255,))
+
+
+class FailureReasonTest(unittest.TestCase):
+    def test_a_packet_that_never_comes_is_a_timeout(self):
+        r = load_runner()
+        with tempfile.TemporaryDirectory() as t:
+            script = os.path.join(t, "x.pkt")
+            with open(script, "w") as f:
+                f.write("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 > P. 1:11(10) ack 1\n")
+            stderr = r.NOTHING_TO_SEND + "\nx.pkt:2: error handling packet: " + r.EMPTY_READ + "\n"
+            self.assertEqual(r.failure_reason(script, stderr, 1, False, 60),
+                             (2, "line 2 `+0 > P. 1:11(10) ack 1`: error handling packet: Timed out waiting for packet"))
+            # Without lowtide's note (another shared object) the message stays.
+            line, reason = r.failure_reason(script, stderr.split("\n", 1)[1], 1, False, 60)
+            self.assertIn(r.EMPTY_READ, reason)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -24,6 +24,8 @@ pub const SO_SNDBUF: i32 = 7;
 pub const SO_RCVBUF: i32 = 8;
 /// `SO_RCVLOWAT`.
 pub const SO_RCVLOWAT: i32 = 18;
+/// `SO_SNDLOWAT`: readable only (always 1).
+pub const SO_SNDLOWAT: i32 = 19;
 pub const SO_KEEPALIVE: i32 = 9;
 pub const SO_OOBINLINE: i32 = 10;
 pub const SO_LINGER: i32 = 13;

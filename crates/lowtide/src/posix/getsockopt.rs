@@ -45,6 +45,18 @@ impl Host {
         let info = conn.and_then(|h| self.stack.info(now, h).ok());
         let cfg = self.stack.config();
         let int = |out: &mut [u8], v: i32| put(out, &v.to_ne_bytes());
+        // sk_sndbuf and sk_rcvbuf: the connection's, else what SO_SNDBUF/SO_RCVBUF
+        // set (doubled, at least SOCK_MIN_*) or tcp_init_sock's tcp_wmem[1]/tcp_rmem[1].
+        let sndbuf = match (&info, s.opts.sndbuf) {
+            (Some(i), _) => i.sndbuf,
+            (None, Some(b)) => (b * 2).max(SOCK_MIN_SNDBUF),
+            (None, None) => cfg.tcp_wmem[1],
+        };
+        let rcvbuf = match (&info, s.opts.rcvbuf) {
+            (Some(i), _) => i.rcvbuf,
+            (None, Some(b)) => (b * 2).max(SOCK_MIN_RCVBUF),
+            (None, None) => cfg.tcp_rmem[1],
+        };
         let n = match (level, name) {
             (SOL_SOCKET, SO_TYPE) => int(out, SOCK_STREAM),
             // sk_getsockopt: sk_state == TCP_LISTEN, sk_protocol, sk_family.
@@ -123,32 +135,15 @@ impl Host {
                 };
                 int(out, v as i32)
             }
-            (SOL_SOCKET, SO_LINGER) => {
-                let mut b = [0u8; 8];
-                b[..4].copy_from_slice(&(s.linger.0 as i32).to_ne_bytes());
-                b[4..].copy_from_slice(&(s.linger.1 as i32).to_ne_bytes());
-                put(out, &b)
-            }
+            (SOL_SOCKET, SO_LINGER) => put(out, &s.linger.to_user()),
+            // sk_getsockopt: "case SO_SNDLOWAT: v.val = 1" (setting it is ENOPROTOOPT).
+            (SOL_SOCKET, SO_SNDLOWAT) => int(out, 1),
             // sk_getsockopt: sock_get_timeout, a 16-byte timeval either way.
             (SOL_SOCKET, SO_RCVTIMEO | SO_RCVTIMEO_NEW) => put(out, &timeout_to_user(s.rcvtimeo)),
             (SOL_SOCKET, SO_SNDTIMEO | SO_SNDTIMEO_NEW) => put(out, &timeout_to_user(s.sndtimeo)),
             (SOL_SOCKET, SO_PEEK_OFF) => int(out, s.peek_off),
-            (SOL_SOCKET, SO_SNDBUF) => {
-                let v = match (&info, s.opts.sndbuf) {
-                    (Some(i), _) => i.sndbuf,
-                    (None, Some(b)) => (b * 2).max(SOCK_MIN_SNDBUF),
-                    (None, None) => cfg.tcp_wmem[1],
-                };
-                int(out, v as i32)
-            }
-            (SOL_SOCKET, SO_RCVBUF) => {
-                let v = match (&info, s.opts.rcvbuf) {
-                    (Some(i), _) => i.rcvbuf,
-                    (None, Some(b)) => (b * 2).max(SOCK_MIN_RCVBUF),
-                    (None, None) => cfg.tcp_rmem[1],
-                };
-                int(out, v as i32)
-            }
+            (SOL_SOCKET, SO_SNDBUF) => int(out, sndbuf as i32),
+            (SOL_SOCKET, SO_RCVBUF) => int(out, rcvbuf as i32),
             (SOL_SOCKET, SO_ERROR) => {
                 let e = match conn {
                     Some(h) => self.stack.socket_error(h).ok().flatten(),
@@ -166,23 +161,14 @@ impl Host {
             }
             (SOL_SOCKET, SO_MEMINFO) => {
                 let mut b = [0u8; SK_MEMINFO_LEN];
-                if let Some(i) = &info {
-                    // sk_get_meminfo: rmem_alloc, rcvbuf, wmem_alloc, sndbuf,
-                    // fwd_alloc, wmem_queued, optmem, backlog, drops.
-                    let vals = [
-                        i.rmem_alloc,
-                        i.rcvbuf as u64,
-                        i.wmem_alloc,
-                        i.sndbuf as u64,
-                        0,
-                        i.wmem_queued,
-                        0,
-                        0,
-                        0,
-                    ];
-                    for (k, v) in vals.iter().enumerate() {
-                        b[k * 4..k * 4 + 4].copy_from_slice(&(*v as u32).to_ne_bytes());
-                    }
+                // sk_get_meminfo, of any socket: rmem_alloc, rcvbuf, wmem_alloc,
+                // sndbuf, fwd_alloc, wmem_queued, optmem, backlog, drops.
+                let (rmem, wmem, queued) = info
+                    .as_ref()
+                    .map_or((0, 0, 0), |i| (i.rmem_alloc, i.wmem_alloc, i.wmem_queued));
+                let vals = [rmem, rcvbuf as u64, wmem, sndbuf as u64, 0, queued, 0, 0, 0];
+                for (k, v) in vals.iter().enumerate() {
+                    b[k * 4..k * 4 + 4].copy_from_slice(&(*v as u32).to_ne_bytes());
                 }
                 put(out, &b)
             }

@@ -19,12 +19,14 @@ pub mod consts;
 mod embed;
 mod fastopen;
 mod getsockopt;
+mod linger;
 mod md5sig;
 mod msg;
 mod netdev;
 pub mod pipe;
 mod poll;
 pub use fastopen::SendTo;
+pub use linger::Linger;
 mod procnet;
 mod rx_tstamp;
 mod sockopt;
@@ -94,8 +96,8 @@ pub(crate) struct Socket {
     /// The user bound an explicit port (`SOCK_BINDPORT_LOCK`): it stays bound
     /// when a connection or listener of the socket closes.
     pub bind_lock: bool,
-    /// `SO_LINGER`: `(l_onoff, l_linger)`.
-    pub linger: (bool, u32),
+    /// `SO_LINGER`.
+    pub linger: Linger,
     /// `sk_rcvtimeo` / `sk_sndtimeo` in jiffies (`SO_RCVTIMEO` / `SO_SNDTIMEO`,
     /// posix/timeo.rs), `MAX_SCHEDULE_TIMEOUT` for no limit.
     pub rcvtimeo: i64,
@@ -122,7 +124,7 @@ impl Socket {
             },
             held: false,
             bind_lock: false,
-            linger: (false, 0),
+            linger: Linger::default(),
             rcvtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
             sndtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
             peek_off: -1,
@@ -272,6 +274,15 @@ impl Host {
         }
     }
 
+    /// An `optlen` as `setsockopt(2)` and `getsockopt(2)` take it, an `int`: the
+    /// descriptor's errors first (`sockfd_lookup_light`: `EBADF`, `ENOTSOCK`), then
+    /// `EINVAL` for a negative one (`do_sock_setsockopt`'s `optlen < 0`; `sk_getsockopt`,
+    /// `do_tcp_getsockopt` and `do_ip_getsockopt`'s `len < 0`); else its length.
+    pub fn sockopt_len(&self, fd: Fd, optlen: i32) -> Result<usize, Errno> {
+        self.sock(fd)?;
+        usize::try_from(optlen).map_err(|_| Errno(errno::EINVAL))
+    }
+
     fn sock_mut(&mut self, fd: Fd) -> Result<&mut Socket, Errno> {
         match self.files.get_mut(&fd) {
             Some(File::Socket(s)) => Ok(s),
@@ -326,11 +337,11 @@ impl Host {
             || st.state == TcpState::Closed
     }
 
-    /// `SO_LINGER` of `fd`: `Some(seconds)` when lingering is on.
-    pub fn linger(&self, fd: Fd) -> Option<u32> {
-        self.sock(fd)
-            .ok()
-            .and_then(|s| s.linger.0.then_some(s.linger.1))
+    /// `SO_LINGER` of `fd`: `Some(time)` when lingering is on, the time `None`
+    /// without a limit (`MAX_SCHEDULE_TIMEOUT`).
+    pub fn linger(&self, fd: Fd) -> Option<Option<core::time::Duration>> {
+        let l = self.sock(fd).ok()?.linger;
+        l.on.then(|| l.wait())
     }
 
     // ---- socket calls --------------------------------------------------------------------
@@ -627,18 +638,18 @@ impl Host {
 
     /// [`Host::close`], returning what a caller that blocks must wait for: with
     /// `SO_LINGER` on and a positive time, Linux's `close` sleeps until the FIN is
-    /// acknowledged or the time is up (`tcp_close` → `sk_stream_wait_close`). Wait
-    /// while [`Host::is_closing`] holds, at most the returned duration.
+    /// acknowledged or the time is up (`inet_release` → `tcp_close` →
+    /// `sk_stream_wait_close`), on a non-blocking socket too. Wait while
+    /// [`Host::is_closing`] holds, at most the returned duration (`None`: no limit,
+    /// a negative `l_linger`).
     pub fn close_linger(
         &mut self,
         now: Instant,
         fd: Fd,
-    ) -> Result<Option<(SocketHandle, core::time::Duration)>, Errno> {
+    ) -> Result<Option<(SocketHandle, Option<core::time::Duration>)>, Errno> {
         let linger = match self.files.get(&fd) {
             Some(File::Socket(s)) => match (s.state, s.linger) {
-                (SockState::Conn { h, .. }, (true, secs)) if secs > 0 => {
-                    Some((h, core::time::Duration::from_secs(secs as u64)))
-                }
+                (SockState::Conn { h, .. }, l) if l.on && !l.is_zero() => Some((h, l.wait())),
                 _ => None,
             },
             _ => None,
@@ -682,7 +693,8 @@ impl Host {
             return Ok(());
         };
         self.by_handle.remove(&h);
-        let linger0 = s.linger == (true, 0);
+        // tcp_close: "SOCK_LINGER && !sk_lingertime" aborts (after the unread-data check).
+        let linger0 = s.linger.on && s.linger.is_zero();
         let r = match s.state {
             SockState::Conn { .. } if linger0 => self.stack.abort(now, h),
             _ => self.stack.close(now, h),

@@ -57,13 +57,48 @@ fn buf_from_user(val: i32, force: bool, max: u32) -> u32 {
 }
 
 /// `do_ip_setsockopt`'s integer: an int when `optlen >= sizeof(int)`, else one
-/// unsigned byte (`optlen >= 1`), else `EINVAL`.
+/// unsigned byte (`optlen >= 1`), else the 0 `val` starts as.
 fn ip_int_arg(val: &[u8]) -> Result<i32, Errno> {
     match val.len() {
-        0 => err(errno::EINVAL),
+        0 => Ok(0),
         1..=3 => Ok(val[0] as i32),
         _ => int_arg(val),
     }
+}
+
+/// [`ip_int_arg`] for the options `do_ip_setsockopt` checks `optlen < 1` for
+/// (`IP_TTL`, `IP_MINTTL`, `IP_FREEBIND`): `EINVAL` without a byte.
+fn ip_byte_arg(val: &[u8]) -> Result<i32, Errno> {
+    match val.is_empty() {
+        true => err(errno::EINVAL),
+        false => ip_int_arg(val),
+    }
+}
+
+/// The length rule that comes before any option's own: `sk_setsockopt` reads an
+/// int for every option but `SO_BINDTODEVICE`, and `do_tcp_setsockopt` for every
+/// one but its strings (`TCP_CONGESTION`, `TCP_ULP`, `TCP_FASTOPEN_KEY`), so a
+/// shorter `optlen` is `EINVAL` whatever the option, one unknown or read-only too.
+fn int_optlen_first(level: i32, name: i32, len: usize) -> Result<(), Errno> {
+    let reads_int = match level {
+        SOL_SOCKET => name != SO_BINDTODEVICE,
+        SOL_TCP => !matches!(name, TCP_CONGESTION | TCP_ULP | TCP_FASTOPEN_KEY),
+        _ => false,
+    };
+    match reads_int && len < 4 {
+        true => err(errno::EINVAL),
+        false => Ok(()),
+    }
+}
+
+/// `do_tcp_setsockopt(TCP_CONGESTION)`'s name: `EINVAL` for an empty `optlen`, else
+/// at most `TCP_CA_NAME_MAX - 1` bytes up to a NUL (`strncpy_from_sockptr`).
+fn congestion_name(val: &[u8]) -> Result<&[u8], Errno> {
+    if val.is_empty() {
+        return err(errno::EINVAL);
+    }
+    let name = &val[..val.len().min(TCP_CA_NAME_MAX - 1)];
+    Ok(name.split(|&c| c == 0).next().unwrap_or_default())
 }
 
 /// `do_ip_getsockopt`'s answer: an int, or one byte when the caller's buffer is
@@ -203,6 +238,8 @@ impl Host {
         name: i32,
         val: &[u8],
     ) -> Result<(), Errno> {
+        self.sock(fd)?;
+        int_optlen_first(level, name, val.len())?;
         if let Some(r) = self.set_timestamp_option(fd, level, name, val) {
             return r;
         }
@@ -292,7 +329,7 @@ impl Host {
                     e(stack.socket(h).set_pmtudisc(v as u8))?;
                 }
             }
-            (SOL_IP, IP_FREEBIND) => s.opts.freebind = ip_int_arg(val)? != 0,
+            (SOL_IP, IP_FREEBIND) => s.opts.freebind = ip_byte_arg(val)? != 0,
             // inet->recverr / np->recverr (IPV6_RECVERR wants a whole int); a 0
             // purges the error queue's ICMP entries.
             (SOL_IP, IP_RECVERR) | (IPPROTO_IPV6, IPV6_RECVERR)
@@ -313,7 +350,7 @@ impl Host {
             }
             // do_ip_setsockopt: 1 to 255, or -1 for the route's default.
             (SOL_IP, IP_TTL) => {
-                let v = ip_int_arg(val)?;
+                let v = ip_byte_arg(val)?;
                 if v != -1 && !(1..=255).contains(&v) {
                     return err(errno::EINVAL);
                 }
@@ -323,7 +360,7 @@ impl Host {
                 }
             }
             (SOL_IP, IP_MINTTL) => {
-                let v = ip_int_arg(val)?;
+                let v = ip_byte_arg(val)?;
                 if !(0..=255).contains(&v) {
                     return err(errno::EINVAL);
                 }
@@ -382,14 +419,7 @@ impl Host {
                     e(stack.socket(h).set_keepalive(now, ka))?;
                 }
             }
-            (SOL_SOCKET, SO_LINGER) => {
-                if val.len() < 8 {
-                    return err(errno::EINVAL);
-                }
-                let on = int_arg(&val[..4])? != 0;
-                let secs = int_arg(&val[4..8])?.max(0) as u32;
-                s.linger = (on, secs);
-            }
+            (SOL_SOCKET, SO_LINGER) => s.linger = s.linger.set_from_user(val)?,
             // sk_setsockopt: sock_setbindtodevice (its own optlen rules) and
             // SO_BINDTOIFINDEX, both sock_bindtoindex_locked (posix/netdev.rs).
             (SOL_SOCKET, SO_BINDTODEVICE | SO_BINDTOIFINDEX) => {
@@ -635,7 +665,7 @@ impl Host {
             // do_tcp_setsockopt: before the int read, as TCP_CONGESTION.
             (SOL_TCP, TCP_ULP) => return super::ulp::tcp_set_ulp(val),
             (SOL_TCP, TCP_CONGESTION) => {
-                let name = val.split(|&c| c == 0).next().unwrap_or_default();
+                let name = congestion_name(val)?;
                 let name = std::str::from_utf8(name).map_err(|_| Errno(errno::ENOENT))?;
                 if crate::tcp::cong::by_name(name).is_none() {
                     return err(errno::ENOENT);

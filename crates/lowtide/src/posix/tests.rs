@@ -659,7 +659,7 @@ fn linger_with_time_reports_the_wait_for_the_fin_ack() {
         n.a.close_linger(n.now, c)
             .unwrap()
             .expect("lingering close");
-    assert_eq!(d, core::time::Duration::from_secs(5));
+    assert_eq!(d, Some(core::time::Duration::from_secs(5)));
     assert!(n.a.is_closing(h), "FIN sent, not yet acknowledged");
     n.run();
     // The bare FIN's ACK (ato 0, no data yet) goes when the delayed-ACK timer,

@@ -651,3 +651,124 @@ fn peek_offset_as_sk_peek_offset() {
     assert_eq!(recv(&mut b, 2, MSG_PEEK), (Ok(b"xy".to_vec()), -1));
     assert_eq!(recv(&mut b, 1, 0), (Ok(b"x".to_vec()), -1));
 }
+
+/// The length rules before any option's own (Linux 6.18, checked against it with
+/// scripts/packetdrill --kernel): `sk_setsockopt` and `do_tcp_setsockopt` read an
+/// int for every option but their strings, so a shorter one is `EINVAL` even for
+/// an unknown or read-only option; `do_ip_setsockopt` reads a byte, or 0 from an
+/// empty one, except where it checks `optlen < 1`; a negative `optlen` is `EINVAL`
+/// after the descriptor's own errors.
+#[test]
+fn optlen_rules_come_before_the_options() {
+    let mut h = host(A, 1);
+    let fd = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let set = |h: &mut Host, level, name, v: &[u8]| h.setsockopt(Instant::ZERO, fd, level, name, v);
+    let e = |r: Result<(), Errno>| r.map_err(|e| e.0);
+    assert_eq!(
+        e(set(&mut h, SOL_SOCKET, SO_TYPE, &[1, 0])),
+        Err(errno::EINVAL)
+    );
+    assert_eq!(
+        e(set(&mut h, SOL_SOCKET, SO_TYPE, &[1, 0, 0, 0])),
+        Err(errno::ENOPROTOOPT)
+    );
+    assert_eq!(e(set(&mut h, SOL_SOCKET, 999, &[])), Err(errno::EINVAL));
+    assert_eq!(e(set(&mut h, SOL_TCP, 999, &[1])), Err(errno::EINVAL));
+    assert_eq!(
+        e(set(&mut h, SOL_TCP, 999, &[1, 0, 0, 0])),
+        Err(errno::ENOPROTOOPT)
+    );
+    assert_eq!(
+        e(set(&mut h, SOL_TCP, TCP_INFO, &[1, 0])),
+        Err(errno::EINVAL)
+    );
+    // TCP_CONGESTION: EINVAL empty, else at most 15 bytes of name.
+    assert_eq!(
+        e(set(&mut h, SOL_TCP, TCP_CONGESTION, b"")),
+        Err(errno::EINVAL)
+    );
+    assert_eq!(
+        e(set(&mut h, SOL_TCP, TCP_CONGESTION, b"cub")),
+        Err(errno::ENOENT)
+    );
+    assert_eq!(e(set(&mut h, SOL_TCP, TCP_CONGESTION, b"reno")), Ok(()));
+    assert_eq!(
+        e(set(&mut h, SOL_TCP, TCP_CONGESTION, b"renorenorenoren\0")),
+        Err(errno::ENOENT)
+    );
+    // SOL_IP: an empty IP_TOS is 0; IP_TTL, IP_MINTTL, IP_FREEBIND want a byte.
+    assert_eq!(set_int(&mut h, fd, SOL_IP, IP_TOS, 0x20), Ok(()));
+    assert_eq!(e(set(&mut h, SOL_IP, IP_TOS, &[])), Ok(()));
+    assert_eq!(get_int(&mut h, fd, SOL_IP, IP_TOS), Ok(0));
+    assert_eq!(e(set(&mut h, SOL_IP, IP_MTU_DISCOVER, &[])), Ok(()));
+    assert_eq!(
+        get_int(&mut h, fd, SOL_IP, IP_MTU_DISCOVER),
+        Ok(IP_PMTUDISC_DONT)
+    );
+    for name in [IP_TTL, IP_MINTTL, IP_FREEBIND] {
+        assert_eq!(
+            e(set(&mut h, SOL_IP, name, &[])),
+            Err(errno::EINVAL),
+            "{name}"
+        );
+    }
+    assert_eq!(e(set(&mut h, SOL_IP, IP_MINTTL, &[7])), Ok(()));
+    // A negative optlen, after EBADF.
+    assert_eq!(h.sockopt_len(fd, -1), Err(Errno(errno::EINVAL)));
+    assert_eq!(h.sockopt_len(fd, 4), Ok(4));
+    assert_eq!(h.sockopt_len(fd + 100, -1), Err(Errno(errno::EBADF)));
+    assert_eq!(
+        e(h.setsockopt(Instant::ZERO, fd + 100, SOL_TCP, 999, &[])),
+        Err(errno::EBADF)
+    );
+}
+
+/// sk_getsockopt of a socket without a connection: `SO_SNDLOWAT` reads 1 (and
+/// cannot be set), `SO_MEMINFO` has `sk_rcvbuf` and `sk_sndbuf`; tcp_get_info's
+/// `tcpi_delivery_rate_app_limited` is set (`tcp_init_sock`'s `rate_app_limited`).
+#[test]
+fn getsockopt_without_a_connection() {
+    let mut h = host(A, 1);
+    let fd = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(get_int(&mut h, fd, SOL_SOCKET, SO_SNDLOWAT), Ok(1));
+    assert_eq!(
+        set_int(&mut h, fd, SOL_SOCKET, SO_SNDLOWAT, 5),
+        Err(Errno(errno::ENOPROTOOPT))
+    );
+    assert_eq!(set_int(&mut h, fd, SOL_SOCKET, SO_RCVBUF, 1500), Ok(()));
+    let mut m = [0u8; 36];
+    assert_eq!(
+        h.getsockopt(Instant::ZERO, fd, SOL_SOCKET, SO_MEMINFO, &mut m),
+        Ok(36)
+    );
+    let word = |k: usize| u32::from_ne_bytes(m[k * 4..k * 4 + 4].try_into().unwrap());
+    let cfg = h.stack().config().clone();
+    assert_eq!(
+        (word(0), word(1), word(2), word(3)),
+        (0, 3000, 0, cfg.tcp_wmem[1])
+    );
+    let mut info = [0u8; 8];
+    assert_eq!(
+        h.getsockopt(Instant::ZERO, fd, SOL_TCP, TCP_INFO, &mut info),
+        Ok(8)
+    );
+    assert_eq!(
+        (info[0], info[7]),
+        (7, 1),
+        "TCP_CLOSE, delivery_rate_app_limited"
+    );
+}
+
+/// `SO_LINGER` with a negative `l_linger` is `MAX_SCHEDULE_TIMEOUT`: `close` waits
+/// for the ACK of the FIN without a limit instead of aborting.
+#[test]
+fn negative_linger_waits_without_limit() {
+    let (mut a, _b, c, _l, _s) = connected(|_, _| {});
+    let lin: Vec<u8> = [1i32, -1].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    a.setsockopt(Instant::ZERO, c, SOL_SOCKET, SO_LINGER, &lin)
+        .unwrap();
+    assert_eq!(a.linger(c), Some(None));
+    let (h, wait) = a.close_linger(Instant::ZERO, c).unwrap().expect("lingers");
+    assert_eq!(wait, None);
+    assert!(a.is_closing(h), "a FIN, not a reset");
+}

@@ -221,6 +221,8 @@ impl TcpInfo {
             last_data_sent: ms,
             last_data_recv: ms,
             last_ack_recv: ms,
+            // tcp_init_sock: "tp->rate_app_limited = 1" until the first ACK's sample.
+            delivery_rate_app_limited: true,
             ..TcpInfo::default()
         }
     }

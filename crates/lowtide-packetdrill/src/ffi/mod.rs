@@ -146,6 +146,31 @@ unsafe fn sockaddr_to(addr: *const libc::sockaddr, len: socklen_t) -> Result<Soc
     }
 }
 
+/// A caller's `struct sockaddr` as `move_addr_to_kernel` copies it, after the
+/// descriptor's own errors: `EINVAL` for a negative length or one longer than
+/// `struct sockaddr_storage`, `EFAULT` for bytes at NULL.
+unsafe fn user_sockaddr(
+    host: &lowtide::posix::Host,
+    fd: c_int,
+    addr: *const libc::sockaddr,
+    len: socklen_t,
+) -> Result<lowtide::posix::UserSockAddr, i32> {
+    host.sockfd_lookup(fd).map_err(e)?;
+    let n = len as c_int;
+    if n < 0 {
+        return Err(errno::EINVAL);
+    }
+    if n > 0 && addr.is_null() {
+        return Err(errno::EFAULT);
+    }
+    let n = (n as usize).min(lowtide::posix::SOCKADDR_STORAGE_LEN + 1);
+    let bytes = match n {
+        0 => &[][..],
+        _ => std::slice::from_raw_parts(addr as *const u8, n),
+    };
+    lowtide::posix::UserSockAddr::from_bytes(bytes).map_err(e)
+}
+
 unsafe fn sockaddr_from(sa: SocketAddr, addr: *mut libc::sockaddr, len: *mut socklen_t) {
     if addr.is_null() || len.is_null() {
         return;
@@ -190,6 +215,31 @@ unsafe fn iov_total(iov: *const libc::iovec, n: i64) -> Result<&'static [libc::i
     } else {
         std::slice::from_raw_parts(iov, n as usize)
     })
+}
+
+/// `do_readv`/`do_writev`: the file's checks (`fdget`, `FMODE_READ`/`WRITE`), then
+/// `import_iovec`'s; `None` when they add up to no bytes (`vfs_readv`/`vfs_writev`
+/// return 0 without calling the file).
+unsafe fn vfs_iov(
+    sh: &Shared,
+    fd: c_int,
+    iov: *const libc::iovec,
+    n: c_int,
+    reading: bool,
+) -> Result<Option<&'static [libc::iovec]>, i32> {
+    sh.lock().host.io_of_nothing(fd, reading).map_err(e)?;
+    let iov = iov_total(iov, n as i64)?;
+    Ok(iov.iter().any(|i| i.iov_len > 0).then_some(iov))
+}
+
+/// A `msghdr`'s `iovec`s as `__copy_msghdr` takes them, after the descriptor's own
+/// errors: `EMSGSIZE` for more than `UIO_MAXIOV`.
+unsafe fn msg_iov(sh: &Shared, fd: c_int, m: &libc::msghdr) -> Result<&'static [libc::iovec], i32> {
+    sh.lock().host.sockfd_lookup(fd).map_err(e)?;
+    if m.msg_iovlen > UIO_MAXIOV as usize {
+        return Err(errno::EMSGSIZE);
+    }
+    iov_total(m.msg_iov, m.msg_iovlen as i64)
 }
 
 unsafe fn scatter(iov: &[libc::iovec], data: &[u8]) {
@@ -421,8 +471,9 @@ unsafe extern "C" fn pd_socket(ud: Ud, d: c_int, t: c_int, p: c_int) -> c_int {
 
 unsafe extern "C" fn pd_bind(ud: Ud, fd: c_int, a: *const libc::sockaddr, l: socklen_t) -> c_int {
     guard(ud, |sh| {
-        let sa = sockaddr_to(a, l)?;
-        sh.enter().host.bind(fd, sa).map(|_| 0).map_err(e)
+        let mut st = sh.enter();
+        let sa = user_sockaddr(&st.host, fd, a, l)?;
+        st.host.bind_user(fd, &sa).map(|_| 0).map_err(e)
     })
 }
 
@@ -469,14 +520,14 @@ unsafe extern "C" fn pd_connect(
     l: socklen_t,
 ) -> c_int {
     guard(ud, |sh| {
-        let sa = sockaddr_to(a, l)?;
-        let (first, nonblock, timeout) = {
+        let (first, nonblock, timeout, sa) = {
             let mut st = sh.enter();
+            let sa = user_sockaddr(&st.host, fd, a, l)?;
             let now = st.now();
-            let r = st.host.connect(now, fd, sa);
+            let r = st.host.connect_user(now, fd, &sa);
             st.drain_transmit();
             sh.wake_all(&mut st);
-            (r, st.host.is_nonblocking(fd, 0), st.host.sndtimeo(fd))
+            (r, st.host.is_nonblocking(fd, 0), st.host.sndtimeo(fd), sa)
         };
         // __inet_stream_connect: a blocking connect, a new one (EINPROGRESS) or one
         // on a socket already connecting (EALREADY), sleeps in inet_wait_for_connect
@@ -490,7 +541,7 @@ unsafe extern "C" fn pd_connect(
             timeout_us(timeout),
             |st: &mut State| {
                 let now = st.now();
-                match st.host.connect(now, fd, sa) {
+                match st.host.connect_user(now, fd, &sa) {
                     Err(Errno(errno::EALREADY)) => Attempt::Wait,
                     r => Attempt::Done(r.map(|_| 0).map_err(e)),
                 }
@@ -501,12 +552,23 @@ unsafe extern "C" fn pd_connect(
 }
 
 unsafe extern "C" fn pd_read(ud: Ud, fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    if n == 0 {
+        return guard(ud, |sh| {
+            sh.lock()
+                .host
+                .io_of_nothing(fd, true)
+                .map(|n| n as ssize_t)
+                .map_err(e)
+        });
+    }
     pd_recv(ud, fd, buf, n, 0)
 }
 
 unsafe extern "C" fn pd_readv(ud: Ud, fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t {
     guard(ud, |sh| {
-        let iov = iov_total(iov, n as i64)?;
+        let Some(iov) = vfs_iov(sh, fd, iov, n, true)? else {
+            return Ok(0);
+        };
         let len = iov.iter().map(|i| i.iov_len).sum();
         let data = do_recv(sh, fd, len, 0)?.data;
         scatter(iov, &data);
@@ -580,7 +642,7 @@ unsafe extern "C" fn pd_recvmsg(
             return Err(errno::EFAULT);
         }
         let m = &mut *msg;
-        let iov = iov_total(m.msg_iov, m.msg_iovlen as i64)?;
+        let iov = msg_iov(sh, fd, m)?;
         let len = iov.iter().map(|i| i.iov_len).sum();
         let r = do_recv(sh, fd, len, flags)?;
         scatter(iov, &r.data);
@@ -601,7 +663,10 @@ unsafe extern "C" fn pd_write(ud: Ud, fd: c_int, buf: *const c_void, n: size_t) 
 
 unsafe extern "C" fn pd_writev(ud: Ud, fd: c_int, iov: *const libc::iovec, n: c_int) -> ssize_t {
     guard(ud, |sh| {
-        let pieces = crate::cmsg::page_pieces(iov_total(iov, n as i64)?);
+        let Some(iov) = vfs_iov(sh, fd, iov, n, false)? else {
+            return Ok(0);
+        };
+        let pieces = crate::cmsg::page_pieces(iov);
         do_send(sh, fd, &pieces, 0).map(|n| n as ssize_t)
     })
 }
@@ -680,7 +745,7 @@ unsafe extern "C" fn pd_sendmsg(
             return Err(errno::EFAULT);
         }
         let m = &*msg;
-        let pieces = crate::cmsg::page_pieces(iov_total(m.msg_iov, m.msg_iovlen as i64)?);
+        let pieces = crate::cmsg::page_pieces(msg_iov(sh, fd, m)?);
         let dest = send_dest(m.msg_name as *const libc::sockaddr, m.msg_namelen)?;
         do_sendto(sh, fd, &pieces, flags, dest).map(|n| n as ssize_t)
     })

@@ -11,7 +11,8 @@
 //!
 //! [`Stack::port_owners`]: crate::Stack::port_owners
 
-use super::consts::errno;
+use super::consts::{errno, AF_INET6};
+use super::sockaddr::UserSockAddr;
 use super::{addr, err, Errno, Fd, File, Host, SockState};
 use crate::stack::PortOwner;
 use std::net::SocketAddr;
@@ -93,8 +94,18 @@ impl Host {
     /// families): an explicit port as `inet_csk_get_port` (`relax`, SO_REUSEPORT
     /// allowed), port 0 as `inet_csk_find_open_port`.
     pub fn bind(&mut self, fd: Fd, addr: SocketAddr) -> Result<(), Errno> {
+        self.bind_user(fd, &UserSockAddr::from(addr))
+    }
+
+    /// [`Host::bind`] of a caller's `struct sockaddr`, its checks in Linux's order:
+    /// the length and family (`inet_bind_sk`, `inet6_bind_sk`); then `__inet_bind`
+    /// checks the address before the socket's state ("active socket, double bind":
+    /// `EINVAL`), `__inet6_bind` after it.
+    pub fn bind_user(&mut self, fd: Fd, addr: &UserSockAddr) -> Result<(), Errno> {
         let s = self.sock(fd)?;
-        if s.bound.is_some() || s.state != SockState::Unconnected {
+        let addr = addr.for_bind(s.family)?;
+        let active = s.bound.is_some() || s.state != SockState::Unconnected;
+        if active && s.family == AF_INET6 {
             return err(errno::EINVAL);
         }
         let (mut addr, ipv6only) = addr::bind_addr(s.family, s.opts.v6only, addr)?;
@@ -104,6 +115,9 @@ impl Host {
         let nonlocal = s.opts.freebind;
         if !addr.ip().is_unspecified() && !self.stack.has_address(addr.ip()) && !nonlocal {
             return err(errno::EADDRNOTAVAIL);
+        }
+        if active {
+            return err(errno::EINVAL);
         }
         let sk = Asker {
             reuse: s.opts.reuse,

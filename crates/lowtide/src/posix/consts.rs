@@ -6,6 +6,12 @@ pub const AF_INET: i32 = 2;
 /// `AF_INET6`.
 pub const AF_INET6: i32 = 10;
 pub const SOCK_STREAM: i32 = 1;
+/// `SOCK_TYPE_MASK`: the type bits of `socket(2)`'s `type`.
+pub const SOCK_TYPE_MASK: i32 = 0xf;
+/// `SOCK_MAX`: one past the last socket type (`SOCK_PACKET`).
+pub const SOCK_MAX: i32 = 11;
+/// `IPPROTO_MAX`: one past the last protocol number `inet_create` takes.
+pub const IPPROTO_MAX: i32 = 263;
 pub const SOCK_NONBLOCK: i32 = 0o4000;
 pub const SOCK_CLOEXEC: i32 = 0o2000000;
 pub const IPPROTO_IP: i32 = 0;

@@ -40,6 +40,11 @@ impl Host {
         if let Some(r) = self.get_timestamp_option(fd, level, name) {
             return r.map(|v| super::sockopt::put(out, &v));
         }
+        if (level, name) == (SOL_SOCKET, SO_ERROR) && self.conn(fd)?.is_none() {
+            // sock_error: the error tcp_disconnect left, read once.
+            let e = self.sock_mut(fd)?.sk_err.take().map_or(0, |e| e.0);
+            return Ok(put(out, &e.to_ne_bytes()));
+        }
         let s = self.sock(fd)?;
         let conn = self.conn(fd)?;
         let info = conn.and_then(|h| self.stack.info(now, h).ok());

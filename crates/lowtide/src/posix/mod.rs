@@ -27,8 +27,10 @@ pub mod pipe;
 mod poll;
 pub use fastopen::SendTo;
 pub use linger::Linger;
+pub use sockaddr::{UserSockAddr, AF_UNSPEC, SOCKADDR_STORAGE_LEN};
 mod procnet;
 mod rx_tstamp;
+mod sockaddr;
 mod sockopt;
 mod timeo;
 mod ulp;
@@ -98,6 +100,11 @@ pub(crate) struct Socket {
     pub bind_lock: bool,
     /// `SO_LINGER`.
     pub linger: Linger,
+    /// `sk_err` of a connection `tcp_disconnect` ended (`connect(2)` with
+    /// `AF_UNSPEC`), which the socket reports once: to a read, a send, `SO_ERROR`
+    /// (`sock_error`), and as `POLLERR` until then; a new connect clears it
+    /// (`tcp_connect_init`).
+    pub sk_err: Option<Errno>,
     /// `sk_rcvtimeo` / `sk_sndtimeo` in jiffies (`SO_RCVTIMEO` / `SO_SNDTIMEO`,
     /// posix/timeo.rs), `MAX_SCHEDULE_TIMEOUT` for no limit.
     pub rcvtimeo: i64,
@@ -125,6 +132,7 @@ impl Socket {
             held: false,
             bind_lock: false,
             linger: Linger::default(),
+            sk_err: None,
             rcvtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
             sndtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
             peek_off: -1,
@@ -274,12 +282,34 @@ impl Host {
         }
     }
 
+    /// `sockfd_lookup_light`, which every socket call starts with: `EBADF` for no
+    /// such descriptor, `ENOTSOCK` for one that is not a socket.
+    pub fn sockfd_lookup(&self, fd: Fd) -> Result<(), Errno> {
+        self.sock(fd).map(|_| ())
+    }
+
+    /// `read(2)`/`readv(2)` (`reading`) or `writev(2)` of no bytes: 0 at once, whatever
+    /// a socket's state (`sock_read_iter`'s "Match SYS5 behaviour", `vfs_readv` and
+    /// `vfs_writev`'s `!tot_len`, `pipe_read`), after the file's own checks: `EBADF`
+    /// for no such descriptor or the wrong end of a pipe (`FMODE_READ`/`WRITE`),
+    /// `EINVAL` for an epoll file (no `read_iter`). A `write(2)` of nothing goes on
+    /// to the socket (`sock_write_iter` has no such test).
+    pub fn io_of_nothing(&self, fd: Fd, reading: bool) -> Result<usize, Errno> {
+        match self.files.get(&fd) {
+            Some(File::Socket(_)) => Ok(0),
+            Some(File::Pipe(end)) if end.write == reading => err(errno::EBADF),
+            Some(File::Pipe(_)) => Ok(0),
+            Some(File::Epoll(_)) => err(errno::EINVAL),
+            None => err(errno::EBADF),
+        }
+    }
+
     /// An `optlen` as `setsockopt(2)` and `getsockopt(2)` take it, an `int`: the
     /// descriptor's errors first (`sockfd_lookup_light`: `EBADF`, `ENOTSOCK`), then
     /// `EINVAL` for a negative one (`do_sock_setsockopt`'s `optlen < 0`; `sk_getsockopt`,
     /// `do_tcp_getsockopt` and `do_ip_getsockopt`'s `len < 0`); else its length.
     pub fn sockopt_len(&self, fd: Fd, optlen: i32) -> Result<usize, Errno> {
-        self.sock(fd)?;
+        self.sockfd_lookup(fd)?;
         usize::try_from(optlen).map_err(|_| Errno(errno::EINVAL))
     }
 
@@ -348,10 +378,22 @@ impl Host {
 
     /// `socket(2)`: TCP over IPv4 or IPv6 only.
     pub fn socket(&mut self, domain: i32, ty: i32, protocol: i32) -> Result<Fd, Errno> {
+        // __sys_socket_create: flags other than SOCK_NONBLOCK/SOCK_CLOEXEC, then
+        // __sock_create: a type past SOCK_MAX, are EINVAL before the family.
+        if ty & !SOCK_TYPE_MASK & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0
+            || ty & SOCK_TYPE_MASK >= SOCK_MAX
+        {
+            return err(errno::EINVAL);
+        }
         if domain != AF_INET && domain != AF_INET6 {
             return err(errno::EAFNOSUPPORT);
         }
-        if ty & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != SOCK_STREAM {
+        // inet_create: a protocol number out of range is EINVAL; lowtide has stream
+        // sockets only (Linux's UDP, raw and ping sockets are not modelled).
+        if !(0..IPPROTO_MAX).contains(&protocol) {
+            return err(errno::EINVAL);
+        }
+        if ty & SOCK_TYPE_MASK != SOCK_STREAM {
             return err(errno::ESOCKTNOSUPPORT);
         }
         if protocol != IPPROTO_IP && protocol != IPPROTO_TCP {
@@ -397,6 +439,57 @@ impl Host {
     /// handshake runs, `Ok` once established (then `EISCONN`), or the error that
     /// ended it. A blocking caller waits for `POLLOUT` between calls.
     pub fn connect(&mut self, now: Instant, fd: Fd, remote: SocketAddr) -> Result<(), Errno> {
+        self.connect_user(now, fd, &UserSockAddr::from(remote))
+    }
+
+    /// [`Host::connect`] of a caller's `struct sockaddr`, as `__inet_stream_connect`
+    /// takes it: `EINVAL` if it does not reach `sa_family`; `AF_UNSPEC` disconnects
+    /// ([`Host::disconnect`]); then the socket's state decides (`EISCONN`,
+    /// `EALREADY`, ...) before `tcp_v4_connect`/`tcp_v6_connect` read the address
+    /// (its length, then its family).
+    pub fn connect_user(&mut self, now: Instant, fd: Fd, addr: &UserSockAddr) -> Result<(), Errno> {
+        let s = self.sock(fd)?;
+        if addr.len() < 2 {
+            return err(errno::EINVAL);
+        }
+        if addr.is_unspec() {
+            return self.disconnect(now, fd);
+        }
+        let remote = match (s.state, addr.for_connect(s.family)) {
+            (SockState::Unconnected, r) => r?,
+            // Not read: the state answers first.
+            (_, r) => r.unwrap_or(addr::any(s.family, 0)),
+        };
+        self.connect_remote(now, fd, remote)
+    }
+
+    /// `tcp_disconnect`, which `connect(2)` with `AF_UNSPEC` calls whatever the
+    /// state: a listener stops (as `shutdown(SHUT_RD)`), a connection is reset
+    /// where `tcp_need_reset` says (SYN-SENT quietly) and ends, and the socket is
+    /// `TCP_CLOSE` again, free to connect or listen anew; its port stays only if
+    /// the user bound it (`SOCK_BINDPORT_LOCK`, else `inet_put_port`).
+    pub fn disconnect(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
+        let h = match self.sock(fd)?.state {
+            SockState::Unconnected => return Ok(()),
+            SockState::Listening(h) => return self.shutdown_listener(now, fd, h, Shutdown::Read),
+            SockState::Conn { h, .. } => h,
+        };
+        self.by_handle.remove(&h);
+        // tcp_disconnect returns 0: a connection the engine already ended is gone.
+        let sk_err = self.stack.disconnect(now, h).ok().flatten();
+        let s = self.sock_mut(fd)?;
+        s.sk_err = sk_err.map(Errno::from);
+        s.state = SockState::Unconnected;
+        s.opts.shutdown = 0;
+        if !s.bind_lock {
+            s.bound = None;
+        }
+        self.rebind_after_close(fd);
+        self.sync_events();
+        Ok(())
+    }
+
+    fn connect_remote(&mut self, now: Instant, fd: Fd, remote: SocketAddr) -> Result<(), Errno> {
         if let SockState::Conn {
             h,
             connected: false,
@@ -446,6 +539,8 @@ impl Host {
             }
         };
         let opts = s.opts.clone();
+        // tcp_connect_init: "sk->sk_err = 0".
+        self.sock_mut(fd)?.sk_err = None;
         let (h, copied) = self
             .stack
             .connect_fastopen(
@@ -545,10 +640,12 @@ impl Host {
                 return Ok(n);
             }
         }
-        let s = self.sock(fd)?;
+        let s = self.sock_mut(fd)?;
         let h = match s.state {
-            // sk_stream_wait_connect: a socket that never connected gets EPIPE.
-            SockState::Unconnected | SockState::Listening(_) => return err(errno::EPIPE),
+            // sk_stream_wait_connect: sock_error first, then EPIPE (TCP_CLOSE, LISTEN).
+            SockState::Unconnected | SockState::Listening(_) => {
+                return Err(s.sk_err.take().unwrap_or(Errno(errno::EPIPE)))
+            }
             SockState::Conn { h, .. } => h,
         };
         let sf = SendFlags {
@@ -772,6 +869,8 @@ impl Host {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_addr;
 #[cfg(test)]
 mod tests_bind;
 #[cfg(test)]

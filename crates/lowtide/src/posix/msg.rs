@@ -64,6 +64,11 @@ impl Host {
             SockState::Conn { h, .. } => h,
             // tcp_recv_urg on a socket with no connection: no urgent data.
             SockState::Unconnected if oob => return err(errno::EINVAL),
+            // tcp_recvmsg_locked: sk_err (sock_error) before TCP_CLOSE's ENOTCONN.
+            SockState::Unconnected => {
+                let e = self.sock_mut(fd)?.sk_err.take();
+                return Err(e.unwrap_or(Errno(errno::ENOTCONN)));
+            }
             _ => return err(errno::ENOTCONN),
         };
         let mut m = if oob {

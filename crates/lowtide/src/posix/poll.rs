@@ -134,13 +134,16 @@ impl Host {
             return Ok(m);
         }
         let s = self.sock(fd)?;
+        // tcp_poll: sk_err (left by tcp_disconnect) is EPOLLERR.
+        let err_bit = if s.sk_err.is_some() { POLLERR } else { 0 };
         let h = match s.state {
             // A socket without a connection is TCP_CLOSE: HUP and writable, and
             // readable once shut for reading.
             SockState::Unconnected if s.opts.shutdown & RCV_SHUTDOWN != 0 => {
-                return Ok(POLLIN | POLLRDNORM | POLLRDHUP | POLLOUT | POLLWRNORM | POLLHUP)
+                let m = POLLIN | POLLRDNORM | POLLRDHUP | POLLOUT | POLLWRNORM | POLLHUP;
+                return Ok(m | err_bit);
             }
-            SockState::Unconnected => return Ok(POLLOUT | POLLWRNORM | POLLHUP),
+            SockState::Unconnected => return Ok(POLLOUT | POLLWRNORM | POLLHUP | err_bit),
             // inet_csk_listen_poll.
             SockState::Listening(h) => {
                 let n = self

@@ -566,6 +566,25 @@ impl Stack {
         Ok(())
     }
 
+    /// `tcp_disconnect` of a connection whose socket stays with its caller
+    /// (`connect(2)` with `AF_UNSPEC`): a reset where `tcp_need_reset` says, the
+    /// error `ECONNRESET`, no counter (those are `__tcp_close`'s); the connection
+    /// ends and its handle goes.
+    /// Returns the error it leaves (`sk_err`), which the socket reports once.
+    pub fn disconnect(
+        &mut self,
+        now: Instant,
+        h: SocketHandle,
+    ) -> Result<Option<SocketError>, SocketError> {
+        let index = self.user_slot(h)?;
+        self.slots[index as usize].orphan = true;
+        self.count_death_row(index);
+        Ok(self.with_tcb(now, index, |tcb, ctx| {
+            tcb.disconnect(ctx);
+            tcb.sk_err
+        }))
+    }
+
     /// Changes a sysctl at run time; sockets read most sysctls at every use, so e.g.
     /// `net.ipv4.tcp_notsent_lowat` applies at once to sockets without their own value,
     /// and so do module parameters (CUBIC's `hystart_detect`).

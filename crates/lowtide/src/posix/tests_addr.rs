@@ -1,0 +1,216 @@
+//! `bind(2)`, `connect(2)` and `socket(2)` with the caller's raw arguments, and reads
+//! and writes of nothing: their checks in Linux 6.18's order (checked against it
+//! with scripts/sockopt-diff.c's sibling harness and tests/packetdrill scripts).
+
+use super::consts::*;
+use super::tests::{host, A, B};
+use super::tests_sock::run;
+use super::*;
+
+const T0: Instant = Instant::ZERO;
+
+fn raw(family: i32, len: usize, ip: [u8; 4], port: u16) -> UserSockAddr {
+    let mut b = [0u8; 28];
+    b[..2].copy_from_slice(&(family as u16).to_ne_bytes());
+    b[2..4].copy_from_slice(&port.to_be_bytes());
+    b[4..8].copy_from_slice(&ip);
+    UserSockAddr::from_bytes(&b[..len.min(28)]).unwrap()
+}
+
+/// inet_bind_sk then __inet_bind: the length, the family (AF_UNSPEC with
+/// INADDR_ANY is AF_INET), the address, and only then the state; __inet6_bind checks
+/// the state before the address.
+#[test]
+fn bind_checks_in_linux_order() {
+    let mut h = host(A, 1);
+    let e = |r: Result<(), Errno>| r.map_err(|e| e.0);
+    let fd = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        e(h.bind_user(fd, &raw(AF_INET, 15, A.octets(), 80))),
+        Err(errno::EINVAL)
+    );
+    assert_eq!(
+        e(h.bind_user(fd, &raw(AF_INET6, 16, A.octets(), 80))),
+        Err(errno::EAFNOSUPPORT)
+    );
+    assert_eq!(
+        e(h.bind_user(fd, &raw(AF_UNSPEC, 16, A.octets(), 80))),
+        Err(errno::EAFNOSUPPORT)
+    );
+    assert_eq!(e(h.bind_user(fd, &raw(AF_UNSPEC, 16, [0; 4], 80))), Ok(()));
+    assert_eq!(
+        h.local_addr(fd).unwrap(),
+        Some("0.0.0.0:80".parse().unwrap())
+    );
+    // Bound: an address it lacks is EADDRNOTAVAIL before the double bind's EINVAL.
+    assert_eq!(
+        e(h.bind_user(fd, &raw(AF_INET, 16, B.octets(), 81))),
+        Err(errno::EADDRNOTAVAIL)
+    );
+    assert_eq!(
+        e(h.bind_user(fd, &raw(AF_INET, 16, A.octets(), 81))),
+        Err(errno::EINVAL)
+    );
+    let v6 = h.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        e(h.bind_user(v6, &raw(AF_INET6, 23, [0; 4], 80))),
+        Err(errno::EINVAL)
+    );
+    assert_eq!(e(h.bind(v6, "[::]:82".parse().unwrap())), Ok(()));
+    let lacks: SocketAddr = "[fd00::9]:83".parse().unwrap();
+    assert_eq!(
+        e(h.bind(v6, lacks)),
+        Err(errno::EINVAL),
+        "state before address"
+    );
+    // A sockaddr_in on an AF_INET6 socket is too short (SIN6_LEN_RFC2133).
+    let v6b = h.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        e(h.bind(v6b, SocketAddr::new(A.into(), 84))),
+        Err(errno::EINVAL)
+    );
+    assert_eq!(e(h.bind(v6b, lacks)), Err(errno::EADDRNOTAVAIL));
+}
+
+/// __inet_stream_connect: an address short of sa_family is EINVAL, AF_UNSPEC
+/// disconnects (tcp_disconnect), the state decides before tcp_v4_connect reads the
+/// address; after a disconnect the socket connects again.
+#[test]
+fn connect_reads_the_state_first_and_af_unspec_disconnects() {
+    let (mut a, mut b) = (host(A, 1), host(B, 2));
+    let e = |r: Result<(), Errno>| r.map_err(|e| e.0);
+    let l = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    // SO_REUSEADDR: the children it accepted keep port 80 when it listens again.
+    let on = 1i32.to_ne_bytes();
+    b.setsockopt(T0, l, SOL_SOCKET, SO_REUSEADDR, &on).unwrap();
+    b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    b.listen(l, 8).unwrap();
+    // On a listener: EISCONN whatever the address, AF_UNSPEC stops it.
+    assert_eq!(
+        e(b.connect_user(T0, l, &raw(1, 16, [0; 4], 0))),
+        Err(errno::EISCONN)
+    );
+    assert_eq!(
+        e(b.connect_user(T0, l, &raw(AF_INET, 1, [0; 4], 0))),
+        Err(errno::EINVAL)
+    );
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        e(a.connect_user(T0, c, &raw(AF_UNSPEC, 2, [0; 4], 0))),
+        Ok(()),
+        "nothing to undo"
+    );
+    assert_eq!(
+        e(a.connect_user(T0, c, &raw(AF_INET, 8, B.octets(), 80))),
+        Err(errno::EINVAL)
+    );
+    assert_eq!(
+        e(a.connect_user(T0, c, &raw(1, 16, B.octets(), 80))),
+        Err(errno::EAFNOSUPPORT)
+    );
+    let to = raw(AF_INET, 16, B.octets(), 80);
+    assert_eq!(e(a.connect_user(T0, c, &to)), Err(errno::EINPROGRESS));
+    run(&mut a, &mut b, T0);
+    assert_eq!(e(a.connect_user(T0, c, &to)), Ok(()));
+    assert_eq!(
+        e(a.connect_user(T0, c, &raw(1, 16, [0; 4], 0))),
+        Err(errno::EISCONN)
+    );
+    let (s, _) = b.accept(l).unwrap();
+    // AF_UNSPEC on the connection: a reset (tcp_need_reset), and the socket is free.
+    assert_eq!(
+        e(a.connect_user(T0, c, &raw(AF_UNSPEC, 16, [0; 4], 0))),
+        Ok(())
+    );
+    run(&mut a, &mut b, T0);
+    let mut buf = [0u8; 4];
+    assert_eq!(b.recv(T0, s, &mut buf, 0), Err(Errno(errno::ECONNRESET)));
+    // tcp_disconnect's sk_err: POLLERR, then reported once (SO_ERROR, a read or a
+    // send), then TCP_CLOSE's answers.
+    assert_eq!(a.poll_mask(c).unwrap() & POLLERR, POLLERR);
+    assert_eq!(a.send(T0, c, b"x", 0), Err(Errno(errno::ECONNRESET)));
+    assert_eq!(
+        a.send(T0, c, b"x", 0),
+        Err(Errno(errno::EPIPE)),
+        "TCP_CLOSE"
+    );
+    assert_eq!(a.recv(T0, c, &mut buf, 0), Err(Errno(errno::ENOTCONN)));
+    assert_eq!(a.poll_mask(c).unwrap() & POLLERR, 0);
+    assert_eq!(e(a.connect_user(T0, c, &to)), Err(errno::EINPROGRESS));
+    run(&mut a, &mut b, T0);
+    assert_eq!(e(a.connect_user(T0, c, &to)), Ok(()));
+    assert!(b.accept(l).is_ok());
+    // SYN-SENT: no reset, but ECONNRESET for the caller (SO_ERROR reads it once).
+    let c2 = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(e(a.connect_user(T0, c2, &to)), Err(errno::EINPROGRESS));
+    while let Some(tx) = a.poll_transmit(T0) {
+        a.handle_tx_complete(T0, tx.token); // the SYN, lost
+    }
+    assert_eq!(
+        e(a.connect_user(T0, c2, &raw(AF_UNSPEC, 2, [0; 4], 0))),
+        Ok(())
+    );
+    assert!(a.poll_transmit(T0).is_none(), "no reset from SYN-SENT");
+    let mut v = [0u8; 4];
+    assert_eq!(a.getsockopt(T0, c2, SOL_SOCKET, SO_ERROR, &mut v), Ok(4));
+    assert_eq!(i32::from_ne_bytes(v), errno::ECONNRESET);
+    assert_eq!(a.getsockopt(T0, c2, SOL_SOCKET, SO_ERROR, &mut v), Ok(4));
+    assert_eq!(i32::from_ne_bytes(v), 0);
+    assert_eq!(a.recv(T0, c2, &mut buf, 0), Err(Errno(errno::ENOTCONN)));
+    // The listener stopped by AF_UNSPEC accepts no more and may listen again.
+    assert_eq!(
+        e(b.connect_user(T0, l, &raw(AF_UNSPEC, 2, [0; 4], 0))),
+        Ok(())
+    );
+    assert_eq!(b.accept(l).map(|_| ()), Err(Errno(errno::EINVAL)));
+    assert_eq!(e(b.listen(l, 8)), Ok(()));
+}
+
+/// A read or readv of nothing is 0 whatever the state (sock_read_iter, vfs_readv),
+/// a writev of nothing too (vfs_writev); write(2) of nothing reaches the socket.
+#[test]
+fn io_of_nothing_is_zero_after_the_files_checks() {
+    let mut h = host(A, 1);
+    let fd = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(h.io_of_nothing(fd, true), Ok(0));
+    assert_eq!(h.io_of_nothing(fd, false), Ok(0));
+    assert_eq!(h.send(T0, fd, b"", 0), Err(Errno(errno::EPIPE)));
+    assert_eq!(h.io_of_nothing(fd + 50, true), Err(Errno(errno::EBADF)));
+    let (r, w) = h.pipe(0).unwrap();
+    assert_eq!(h.io_of_nothing(r, true), Ok(0));
+    assert_eq!(
+        h.io_of_nothing(w, true),
+        Err(Errno(errno::EBADF)),
+        "FMODE_READ"
+    );
+    assert_eq!(
+        h.io_of_nothing(r, false),
+        Err(Errno(errno::EBADF)),
+        "FMODE_WRITE"
+    );
+}
+
+/// __sys_socket_create and __sock_create: unknown flags or a type past SOCK_MAX are
+/// EINVAL before the family; inet_create: a protocol out of range is EINVAL.
+#[test]
+fn socket_argument_errors_in_linux_order() {
+    let mut h = host(A, 1);
+    let e = |r: Result<Fd, Errno>| r.map(|_| ()).map_err(|e| e.0);
+    assert_eq!(e(h.socket(AF_INET, -1, 0)), Err(errno::EINVAL));
+    assert_eq!(e(h.socket(99, -1, 0)), Err(errno::EINVAL));
+    assert_eq!(e(h.socket(AF_INET, 11, 0)), Err(errno::EINVAL));
+    assert_eq!(e(h.socket(99, SOCK_STREAM, 0)), Err(errno::EAFNOSUPPORT));
+    assert_eq!(e(h.socket(AF_INET, SOCK_STREAM, -1)), Err(errno::EINVAL));
+    assert_eq!(
+        e(h.socket(AF_INET, SOCK_STREAM, IPPROTO_MAX)),
+        Err(errno::EINVAL)
+    );
+    assert_eq!(
+        e(h.socket(AF_INET, SOCK_STREAM, 17)),
+        Err(errno::EPROTONOSUPPORT)
+    );
+    assert_eq!(
+        e(h.socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 6)),
+        Ok(())
+    );
+}

@@ -10,10 +10,9 @@
 //! starts, as `tcp_fragment` recounts `pcount`). A SACK block marks exactly the
 //! segments it covers whole (`tcp_match_skb_to_sack` splits only at whole-MSS
 //! boundaries), minus what the previous ACK's blocks covered (`recv_sack_cache`);
-//! the walk past a cached block starts at the skb holding its end (or, with
-//! nothing SACKed, at the block's start) but matches skbs against the block's
-//! own start, so an skb straddling that end that the block covers whole is
-//! marked too.
+//! the walk past a cached block starts at the skb holding its end but matches
+//! skbs against the block's own start, so an skb straddling that end that the
+//! block covers whole is marked too.
 //! Operations Linux defines per skb (retransmit, `IsLost`) take the skb boundaries
 //! from the queue.
 //!
@@ -132,16 +131,10 @@ impl Model {
             }
         }
         for (i, &(start, from, to)) in ranges.iter().enumerate() {
-            // tcp_sacktag_write_queue walks the rest of a block past a cached one
-            // from the skb holding the cached end, or (nothing SACKed, or the
-            // block at or above tcp_highest_sack_seq) from the block's start:
-            // the model takes what the queue did from there.
-            let reach = match from > start {
-                true if self.sacked_in(self.una, self.nxt()) == 0 => start,
-                true => skb_start(from)
-                    .max(start)
-                    .min(self.highest_sacked_end().max(start)),
-                false => from,
+            let reach = if from > start {
+                skb_start(from).max(start)
+            } else {
+                from
             };
             self.tag(reach, to, i > 0 || reach < from, queue_sacked);
         }
@@ -178,12 +171,6 @@ impl Model {
             let i = self.idx(b);
             self.flags[i] = f(self.flags[i]);
         }
-    }
-
-    /// The end of the highest SACKed byte (`una` if none).
-    fn highest_sacked_end(&self) -> u64 {
-        let top = self.flags.iter().rposition(|f| f & SACKED_ACKED != 0);
-        top.map_or(self.una, |i| self.una + i as u64 + 1)
     }
 
     fn sacked_in(&self, from: u64, to: u64) -> u64 {
@@ -314,7 +301,6 @@ fn step(
                     (start, end)
                 })
                 .collect();
-            let before = skbs(tree);
             both(tree, list, &|q| {
                 let _ = q.sacktag_blocks(&blocks, mss);
             });
@@ -325,14 +311,9 @@ fn step(
                     .get(i)
                     .is_some_and(|&(seq, _, bits, _)| seq <= b && bits & SACKED_ACKED != 0)
             };
-            // Where the skb holding `b` starts, before the walk split it or after
-            // it merged it, whichever is lower.
             let skb_start = |b: u64| {
-                let at = |q: &[(u64, u64, u8, u32)]| {
-                    let i = q.partition_point(|&(_, end, _, _)| end <= b);
-                    q.get(i).map_or(b, |&(seq, ..)| seq.min(b))
-                };
-                at(&before).min(at(&after))
+                let i = after.partition_point(|&(_, end, _, _)| end <= b);
+                after.get(i).map_or(b, |&(seq, ..)| seq.min(b))
             };
             m.sack(&blocks, &sacked, &skb_start);
         }
@@ -364,9 +345,7 @@ fn step(
             m.set(seq, end, |f| (f | set) & !clear);
         }
         5 => {
-            both(tree, list, &|q| {
-                q.mark_all_lost();
-            });
+            both(tree, list, &|q| q.mark_all_lost());
             let n = m.nxt();
             let una = m.una;
             // tcp_mark_skb_lost on each skb not SACKed: a lost one loses its

@@ -11,7 +11,7 @@
 //! queue stays short.
 
 use super::queue::{Acct, RtxQueue};
-use super::skb::{self, DeliveredSkb, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
+use super::skb::{self, DeliveredSkb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use super::store::Pos;
 use crate::mib::Mib;
 use crate::tcp::consts::{SKB_OVERHEAD, TCP_NUM_SACKS};
@@ -68,9 +68,6 @@ pub struct Tagged {
     pub shifted: u32,
     /// Whole SACKed skbs merged into the one before them (`TcpExtTCPSackMerged`).
     pub merged: u32,
-    /// Skbs visited that `tcp_shift_skb_data` would not shift
-    /// (`TcpExtTCPSackShiftFallback`).
-    pub shift_fallback: u32,
     /// Splits refused because the queue used too much memory
     /// (`TcpExtTCPWqueueTooBig`).
     pub refused: u32,
@@ -86,27 +83,6 @@ fn lowest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    }
-}
-
-/// What `tcp_shift_skb_data` does with an skb (`RtxQueue::shift_skb_data`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shift {
-    /// `goto fallback`: tagged by `tcp_match_skb_to_sack` alone.
-    Fallback,
-    /// `goto noop`: left as it is.
-    Noop,
-    /// Shifted whole onto the skb before it, its segment size `tcp_skb_seglen`.
-    Whole(u64),
-    /// Its covered head shifted onto the skb before it.
-    Part,
-}
-
-/// `tcp_skb_seglen`: a one-segment skb's length, else its segment size.
-fn seglen(s: &Skb, mss: u64) -> u64 {
-    match s.pcount {
-        0 | 1 => s.len() as u64,
-        _ => mss,
     }
 }
 
@@ -213,8 +189,6 @@ impl Tcb {
         r.rate = t.rate;
         ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
         ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
-        ctx.mib
-            .add(Mib::TcpExtTCPSackShiftFallback, t.shift_fallback as u64);
         r
     }
 
@@ -344,28 +318,12 @@ impl RtxQueue {
                 from = from.max(ce);
             }
             if from < end {
-                let seek = self.tail_walk_from(start, from);
-                cursor = self.sacktag_from(cursor, (seek, start), end, mss, &mut t);
+                cursor = self.sacktag_from(cursor, (from, start), end, mss, &mut t);
             }
         }
         self.recv_sack_cache = [(0, 0); TCP_NUM_SACKS];
         self.recv_sack_cache[..n].copy_from_slice(&sorted[..n]);
         t
-    }
-
-    /// Where `tcp_sacktag_write_queue` walks the rest of a block that starts at
-    /// `start` once `recv_sack_cache` said it was done up to `from`: from `from` when
-    /// that is `tcp_highest_sack_seq` ("better entrypoint") or the block starts
-    /// below it; else (nothing SACKed, `tcp_highest_sack_seq` is then `snd_una`, or
-    /// the block starts at or above it) `skb = tcp_highest_sack(sk)` and
-    /// `tcp_sacktag_skip` to `start_seq` find the skb holding the block's start, and
-    /// the walk covers the block again from there.
-    fn tail_walk_from(&self, start: u64, from: u64) -> u64 {
-        let hss = self.highest_sack;
-        match from > start && hss != from && (hss == 0 || start >= hss) {
-            true => start,
-            false => from,
-        }
     }
 
     /// Marks `[start, end)` SACKed (`tcp_sacktag_walk`): finds the first skb by
@@ -404,21 +362,11 @@ impl RtxQueue {
             if s.seq >= end {
                 break;
             }
-            // tcp_sacktag_walk tries tcp_shift_skb_data on every skb it visits
-            // (SACKed or not) before tcp_match_skb_to_sack.
-            let shift = self.shift_skb_data(p, start, end, mss);
-            if shift == Shift::Fallback {
-                t.shift_fallback += 1;
-            }
-            let s = self.store.get(p);
             if !s.has(SACKED_ACKED) {
                 match self.match_skb_to_sack(p, start, end, mss, t) {
                     Match::Out => {}
-                    m => p = self.sacktag_one(p, m == Match::Head, shift, mss, t),
+                    m => p = self.sacktag_one(p, m == Match::Head, mss, t),
                 }
-            } else if let Shift::Whole(seglen) = shift {
-                // A SACKed skb shifted whole onto the SACKed one before it.
-                p = self.shift_onto_prev(p, false, seglen, mss, t);
             }
             match self.store.next(p) {
                 Some(n) => p = n,
@@ -480,56 +428,6 @@ impl RtxQueue {
         }
     }
 
-    /// What `tcp_shift_skb_data` does with the skb at `p` for `[start, end)`:
-    /// gives up (`goto fallback`, counted `TcpExtTCPSackShiftFallback`: retransmitted
-    /// and not lost, no skb before it, the one before not SACKed alone or not to be
-    /// collapsed with it (`tcp_skb_can_collapse`), a block starting inside it, a
-    /// segment size other than the one before's (`tcp_skb_seglen`), or past
-    /// `tcp_skb_shift`'s size limits), does nothing (`noop`: the block reaches no
-    /// whole segment of it), or shifts it, whole or its covered head, onto the skb
-    /// before it. `skb_shift`'s frag limit is not modelled; lowtide's merge adds
-    /// its own bounds (`try_merge`).
-    fn shift_skb_data(&self, p: Pos, start: u64, end: u64, mss: u32) -> Shift {
-        let s = self.store.get(p);
-        if s.sacked & (LOST | SACKED_RETRANS) == SACKED_RETRANS {
-            return Shift::Fallback; // "Normally R but no L won't result in plain S"
-        }
-        let Some(q) = self.store.prev(p) else {
-            return Shift::Fallback;
-        };
-        let prev = self.store.get(q);
-        if prev.sacked & (SACKED_ACKED | SACKED_RETRANS | LOST) != SACKED_ACKED
-            || !skb::can_collapse_to(prev.flags)
-            || prev.zc.is_some() != s.zc.is_some()
-        {
-            return Shift::Fallback;
-        }
-        let mss = mss.max(1) as u64;
-        let (len, pcount, shift) = if start <= s.seq && end >= s.end_seq {
-            let seg = seglen(s, mss);
-            if seg != seglen(prev, mss) {
-                return Shift::Fallback;
-            }
-            (s.len() as u64, s.pcount as u64, Shift::Whole(seg))
-        } else {
-            if s.end_seq <= start || s.pcount <= 1 {
-                return Shift::Noop;
-            }
-            if start > s.seq || mss != seglen(prev, mss) {
-                return Shift::Fallback;
-            }
-            match (end - s.seq) / mss {
-                0 => return Shift::Noop,
-                n => (n * mss, n, Shift::Part),
-            }
-        };
-        // tcp_skb_shift: at most 65535 segments of TCP_MIN_GSO_SIZE (8) bytes.
-        match prev.len() as u64 + len >= 65535 * 8 || prev.pcount as u64 + pcount > 65535 {
-            true => Shift::Fallback,
-            false => shift,
-        }
-    }
-
     /// `tcp_fragment`'s guard against hostile SACKs (CVE-2019-11478): the queue's
     /// memory as Linux charges it (payload plus one skb overhead per skb) may not pass
     /// twice the send buffer plus 128 KB because of SACK splits.
@@ -538,11 +436,10 @@ impl RtxQueue {
         charged <= 2 * self.sndbuf + FRAG_SLACK
     }
 
-    /// `tcp_sacktag_one` + `tcp_shift_skb_data`: SACKs the skb at `p` (`split`: the
-    /// covered head of a partly covered one), then, where `tcp_shift_skb_data`
-    /// shifts it (`shift`), merges it into the SACKed skb before it.
-    /// Returns where the skb now is.
-    fn sacktag_one(&mut self, p: Pos, split: bool, shift: Shift, mss: u32, t: &mut Tagged) -> Pos {
+    /// `tcp_sacktag_one` + `tcp_shift_skb_data`: SACKs the skb at `p`, then merges it
+    /// into a SACKed skb just before it and a SACKed skb just after it into the
+    /// result. Returns where the skb now is.
+    fn sacktag_one(&mut self, p: Pos, split: bool, mss: u32, t: &mut Tagged) -> Pos {
         let s = self.store.get(p);
         let a = Acct::of(s);
         self.note_delivered(a);
@@ -569,36 +466,24 @@ impl RtxQueue {
             // Counted now: not again when cumulatively ACKed.
             s.tx.delivered_mstamp = None;
         });
-        match shift {
-            Shift::Whole(seg) => self.shift_onto_prev(p, false, seg, mss, t),
-            Shift::Part => self.shift_onto_prev(p, split, mss as u64, mss, t),
-            Shift::Fallback | Shift::Noop => p,
+        let mut p = p;
+        if let Some(q) = self.store.prev(p) {
+            if self.try_merge(q, p, mss) {
+                if split {
+                    t.shifted += 1;
+                } else {
+                    t.merged += 1;
+                }
+                p = q;
+            }
         }
-    }
-
-    /// `tcp_shifted_skb`: the SACKed skb at `p` (`part`: the head split off a partly
-    /// covered one) joins the SACKed skb before it (`TcpExtTCPSackShifted` for a
-    /// part, `TcpExtTCPSackMerged` for a whole skb); then "Hole filled allows
-    /// collapsing with the next as well": a SACKed skb after it of the same segment
-    /// size `seg` joins too. Returns where the skb now is.
-    fn shift_onto_prev(&mut self, p: Pos, part: bool, seg: u64, mss: u32, t: &mut Tagged) -> Pos {
-        let Some(q) = self.store.prev(p) else {
-            return p;
-        };
-        if !self.try_merge(q, p, mss) {
-            return p;
-        }
-        match part {
-            true => t.shifted += 1,
-            false => t.merged += 1,
-        }
-        if let Some(n) = self.store.next(q) {
-            let next = self.store.get(n);
-            if seglen(next, mss.max(1) as u64) == seg && self.try_merge(q, n, mss) {
+        // "Hole filled allows collapsing with the next as well".
+        if let Some(n) = self.store.next(p) {
+            if self.try_merge(p, n, mss) {
                 t.merged += 1;
             }
         }
-        q
+        p
     }
 
     /// Merges the skb at `b` (the one after `a`) into `a` if both are SACKed with the
@@ -845,56 +730,6 @@ mod tests {
             let t = q.sacktag_blocks(&[(265, 601)], MSS);
             assert_eq!((t.segs, q.sacked_out), (3, 3));
             q.check_invariants();
-        }
-    }
-
-    /// `tcp_shift_skb_data` as Linux 6.18 runs it (tests/packetdrill
-    /// sack-cached-block-grown-covers-split-segment.pkt and the sack-reordering
-    /// scripts, nstat compared): the first skb of a run falls back (no SACKed skb
-    /// before it), the next one of the same segment size is shifted onto it whole,
-    /// a shorter last one (`tcp_skb_seglen` differs) falls back and is tagged alone;
-    /// an skb already SACKed that the walk visits is shifted too.
-    #[test]
-    fn shift_or_fall_back_as_tcp_shift_skb_data() {
-        for kind in KINDS {
-            let mut q = queue_of(kind, 4, 100);
-            q.push(queue_tests::skb(401, 50));
-            let t = q.sacktag(101, 451, MSS);
-            assert_eq!((t.segs, t.merged, t.shift_fallback), (4, 2, 2));
-            let lens: Vec<u64> = q.iter_from(0).map(|s| s.end_seq - s.seq).collect();
-            assert_eq!(
-                lens,
-                [100, 300, 50],
-                "[101, 401) one skb, the 50 bytes apart"
-            );
-            // A block over the SACKed run and the hole below it: the hole falls
-            // back, then the run (SACKed) is shifted onto it.
-            let t = q.sacktag(1, 401, MSS);
-            assert_eq!((t.segs, t.merged, t.shift_fallback), (1, 1, 1));
-            assert_eq!(q.len(), 2);
-            q.check_invariants();
-        }
-    }
-
-    /// The rest of a block grown past `recv_sack_cache` is walked from the block's
-    /// start while nothing is SACKed (`tcp_highest_sack_seq` is `snd_una`): the skb
-    /// holding the start falls back again, as the two after it (one's skb before it
-    /// is not SACKed, the other's segment size differs): Linux 6.18 counts 2, then
-    /// 3 more (tests/packetdrill/sack-cached-block-grown-covers-split-segment.pkt,
-    /// the same shape at MSS 1200).
-    #[test]
-    fn a_grown_block_is_walked_from_its_start_with_nothing_sacked() {
-        for kind in KINDS {
-            let mut q = RtxQueue::with_kind(kind);
-            q.push(queue_tests::skb(1, 100));
-            let mut two = queue_tests::skb(101, 200);
-            two.pcount = 2;
-            q.push(two);
-            q.push(queue_tests::skb(301, 20));
-            let t = q.sacktag_blocks(&[(165, 253)], MSS);
-            assert_eq!((t.segs, t.shift_fallback, q.len()), (0, 2, 4));
-            let t = q.sacktag_blocks(&[(165, 321)], MSS);
-            assert_eq!((t.segs, t.shift_fallback, t.merged), (2, 3, 0));
         }
     }
 

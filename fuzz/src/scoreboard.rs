@@ -9,10 +9,7 @@
 //! last one possibly short; a split restarts the grid of both halves at their
 //! starts, as `tcp_fragment` recounts `pcount`). A SACK block marks exactly the
 //! segments it covers whole (`tcp_match_skb_to_sack` splits only at whole-MSS
-//! boundaries), minus what the previous ACK's blocks covered (`recv_sack_cache`);
-//! the walk past a cached block starts at the skb holding its end but matches
-//! skbs against the block's own start, so an skb straddling that end that the
-//! block covers whole is marked too.
+//! boundaries), minus what the previous ACK's blocks covered (`recv_sack_cache`).
 //! Operations Linux defines per skb (retransmit, `IsLost`) take the skb boundaries
 //! from the queue.
 //!
@@ -100,17 +97,7 @@ impl Model {
     /// The first range is exact; for the later ones the model takes, segment by
     /// segment, what the queue did (`queue_sacked`) but never more than the range
     /// covers whole, which `check` then holds the queue to.
-    ///
-    /// A range that starts past a cached block's end is walked from the skb holding
-    /// that end (`skb_start`: where it starts in the queue after the operation) and
-    /// matched against the block's start, so it reaches back to that skb's start,
-    /// not below the block's; the model then takes what the queue did there too.
-    fn sack(
-        &mut self,
-        blocks: &[(u64, u64)],
-        queue_sacked: &dyn Fn(u64) -> bool,
-        skb_start: &dyn Fn(u64) -> u64,
-    ) {
+    fn sack(&mut self, blocks: &[(u64, u64)], queue_sacked: &dyn Fn(u64) -> bool) {
         let mut sorted = blocks.to_vec();
         sorted.sort_unstable();
         let cache = std::mem::take(&mut self.cache);
@@ -122,21 +109,16 @@ impl Model {
                     continue;
                 }
                 if cs > from {
-                    ranges.push((start, from, cs));
+                    ranges.push((from, cs));
                 }
                 from = from.max(ce);
             }
             if from < end {
-                ranges.push((start, from, end));
+                ranges.push((from, end));
             }
         }
-        for (i, &(start, from, to)) in ranges.iter().enumerate() {
-            let reach = if from > start {
-                skb_start(from).max(start)
-            } else {
-                from
-            };
-            self.tag(reach, to, i > 0 || reach < from, queue_sacked);
+        for (i, &(from, to)) in ranges.iter().enumerate() {
+            self.tag(from, to, i > 0, queue_sacked);
         }
         self.cache = sorted;
     }
@@ -311,11 +293,7 @@ fn step(
                     .get(i)
                     .is_some_and(|&(seq, _, bits, _)| seq <= b && bits & SACKED_ACKED != 0)
             };
-            let skb_start = |b: u64| {
-                let i = after.partition_point(|&(_, end, _, _)| end <= b);
-                after.get(i).map_or(b, |&(seq, ..)| seq.min(b))
-            };
-            m.sack(&blocks, &sacked, &skb_start);
+            m.sack(&blocks, &sacked);
         }
         2 => {
             let ack = m.una + w % (span + 1);
@@ -441,32 +419,17 @@ mod tests {
         };
         m.push(1000);
         let none = |_: u64| false;
-        let itself = |b: u64| b;
-        m.sack(&[(150, 450)], &none, &itself);
+        m.sack(&[(150, 450)], &none);
         assert_eq!(m.sacked_in(0, 1000), 200, "segments 200..400 only");
-        m.sack(&[(150, 450), (450, 1000)], &none, &itself);
+        m.sack(&[(150, 450), (450, 1000)], &none);
         assert_eq!(
             m.sacked_in(0, 1000),
             200 + 500,
             "the cached block adds nothing"
         );
         m.clean(50, Some((0, 200, 2)));
-        m.sack(&[(50, 160)], &none, &itself);
+        m.sack(&[(50, 160)], &none);
         assert_eq!(m.sacked_in(50, 1000), 700 + 100, "the grid restarted at 50");
-        // A block grown past the cached one is walked from the skb holding the
-        // cached end (skbs of two segments: [1200, 1400)) and matched against its
-        // own start: that skb is covered whole.
-        m.push(1000);
-        m.sack(&[(1150, 1250)], &none, &itself);
-        assert_eq!(m.sacked_in(1000, 2000), 0, "no whole segment");
-        let skb_start = |b: u64| b / 200 * 200;
-        let queue = |b: u64| (1200..1400).contains(&b);
-        m.sack(&[(1150, 1450)], &queue, &skb_start);
-        assert_eq!(
-            m.sacked_in(1000, 2000),
-            200,
-            "1200..1400, from the skb's start"
-        );
     }
 
     /// The queues and the model agree on a sequence of every operation, and the

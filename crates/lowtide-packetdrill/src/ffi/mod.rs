@@ -5,7 +5,7 @@ use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, size_t, socklen_t, ss
 use lowtide::posix::consts::*;
 use lowtide::posix::{errno, Errno, Fd, PollFd, RecvMsg, SendTo};
 use std::ffi::CStr;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod pipe;
@@ -115,35 +115,6 @@ fn guard<T: Copy + From<i8>>(ud: Ud, f: impl FnOnce(&Shared) -> Result<T, i32>) 
 
 fn e(x: Errno) -> i32 {
     x.0
-}
-
-/// `SIN6_LEN_RFC2133`: the shortest `sockaddr_in6` Linux takes.
-const SIN6_LEN_RFC2133: usize = 24;
-
-unsafe fn sockaddr_to(addr: *const libc::sockaddr, len: socklen_t) -> Result<SocketAddr, i32> {
-    if addr.is_null() {
-        return Err(errno::EFAULT);
-    }
-    let fam = (*addr).sa_family as i32;
-    if fam == AF_INET && len as usize >= std::mem::size_of::<libc::sockaddr_in>() {
-        let a = &*(addr as *const libc::sockaddr_in);
-        let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-        Ok(SocketAddr::new(IpAddr::V4(ip), u16::from_be(a.sin_port)))
-    } else if fam == AF_INET6 && len as usize >= SIN6_LEN_RFC2133 {
-        // inet6_bind/tcp_v6_connect take the RFC 2133 layout, without sin6_scope_id:
-        // read the port and the address only.
-        let a = addr as *const libc::sockaddr_in6;
-        let port = std::ptr::addr_of!((*a).sin6_port).read_unaligned();
-        let ip = std::ptr::addr_of!((*a).sin6_addr).read_unaligned();
-        Ok(SocketAddr::new(
-            IpAddr::V6(Ipv6Addr::from(ip.s6_addr)),
-            u16::from_be(port),
-        ))
-    } else if fam != AF_INET && fam != AF_INET6 {
-        Err(errno::EAFNOSUPPORT)
-    } else {
-        Err(errno::EINVAL)
-    }
 }
 
 /// A caller's `struct sockaddr` as `move_addr_to_kernel` copies it, after the
@@ -332,15 +303,41 @@ fn do_send(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32) -> Result<usize, i32
     do_sendto(sh, fd, data, flags, SendTo::None)
 }
 
-/// `msg_name` of sendto/sendmsg: none, AF_UNSPEC, or an address.
-unsafe fn send_dest(a: *const libc::sockaddr, l: socklen_t) -> Result<SendTo, i32> {
-    if a.is_null() || l == 0 {
+/// `__sys_sendto`'s destination, after the descriptor's own errors: none for a
+/// NULL `addr`, else what `move_addr_to_kernel` copies (a length of 0 copies nothing
+/// and still names one, which `__inet_stream_connect` finds too short).
+unsafe fn sendto_name(
+    sh: &Shared,
+    fd: c_int,
+    a: *const libc::sockaddr,
+    l: socklen_t,
+) -> Result<SendTo, i32> {
+    let st = sh.lock();
+    if a.is_null() {
+        return st.host.sockfd_lookup(fd).map(|_| SendTo::None).map_err(e);
+    }
+    user_sockaddr(&st.host, fd, a, l).map(SendTo::Name)
+}
+
+/// `__copy_msghdr`'s `msg_name`: none when NULL or of length 0, `EINVAL` for a
+/// negative length, one longer than `struct sockaddr_storage` cut to it.
+unsafe fn msg_name(m: &libc::msghdr) -> Result<SendTo, i32> {
+    let n = if m.msg_name.is_null() {
+        0
+    } else {
+        m.msg_namelen as c_int
+    };
+    if n < 0 {
+        return Err(errno::EINVAL);
+    }
+    if n == 0 {
         return Ok(SendTo::None);
     }
-    if (*a).sa_family as i32 == libc::AF_UNSPEC {
-        return Ok(SendTo::Unspec);
-    }
-    sockaddr_to(a, l).map(SendTo::Addr)
+    let n = (n as usize).min(lowtide::posix::SOCKADDR_STORAGE_LEN);
+    let bytes = std::slice::from_raw_parts(m.msg_name as *const u8, n);
+    lowtide::posix::UserSockAddr::from_bytes(bytes)
+        .map(SendTo::Name)
+        .map_err(e)
 }
 
 /// A blocking send: `MSG_FASTOPEN` (and the destination) count for the first try
@@ -721,14 +718,13 @@ unsafe extern "C" fn pd_sendto(
     a: *const libc::sockaddr,
     l: socklen_t,
 ) -> ssize_t {
-    // TCP ignores the destination of sendto on a connected socket; MSG_FASTOPEN
-    // connects to it.
+    // TCP reads the destination only for Fast Open (Host::sendmsg_fastopen).
     guard(ud, |sh| {
+        let dest = sendto_name(sh, fd, a, l)?;
         if buf.is_null() && n > 0 && flags & MSG_FASTOPEN == 0 {
             return send_from_null(sh, fd, flags);
         }
         let data = in_bytes(buf, n)?;
-        let dest = send_dest(a, l)?;
         let pieces = crate::cmsg::page_pieces_of(data);
         do_sendto(sh, fd, &pieces, flags, dest).map(|n| n as ssize_t)
     })
@@ -740,13 +736,15 @@ unsafe extern "C" fn pd_sendmsg(
     msg: *const libc::msghdr,
     flags: c_int,
 ) -> ssize_t {
+    // __sys_sendmsg: the descriptor, then the msghdr (copy_msghdr_from_user).
     guard(ud, |sh| {
+        sh.lock().host.sockfd_lookup(fd).map_err(e)?;
         if msg.is_null() {
             return Err(errno::EFAULT);
         }
         let m = &*msg;
+        let dest = msg_name(m)?;
         let pieces = crate::cmsg::page_pieces(msg_iov(sh, fd, m)?);
-        let dest = send_dest(m.msg_name as *const libc::sockaddr, m.msg_namelen)?;
         do_sendto(sh, fd, &pieces, flags, dest).map(|n| n as ssize_t)
     })
 }
@@ -1028,6 +1026,33 @@ mod tests {
             assert_eq!(iov_total(one.as_ptr(), -1).err(), Some(errno::EINVAL));
             assert_eq!(iov_total(one.as_ptr(), 1025).err(), Some(errno::EINVAL));
             assert_eq!(iov_total(std::ptr::null(), 1).err(), Some(errno::EINVAL));
+        }
+    }
+
+    /// __copy_msghdr: a NULL msg_name or one of length 0 is none, a negative length
+    /// EINVAL, one past sockaddr_storage cut to it (sendto's EINVAL is
+    /// move_addr_to_kernel's, UserSockAddr::from_bytes).
+    #[test]
+    fn msg_name_as_copy_msghdr_takes_it() {
+        let mut name = [0u8; 200];
+        name[..2].copy_from_slice(&(AF_INET as u16).to_ne_bytes());
+        let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+        let len = |r: Result<SendTo, i32>| match r {
+            Ok(SendTo::Name(a)) => Ok(Some(a.len())),
+            Ok(SendTo::None) => Ok(None),
+            Err(x) => Err(x),
+        };
+        unsafe {
+            m.msg_namelen = 16;
+            assert_eq!(len(msg_name(&m)), Ok(None), "NULL");
+            m.msg_name = name.as_mut_ptr() as *mut c_void;
+            assert_eq!(len(msg_name(&m)), Ok(Some(16)));
+            m.msg_namelen = 0;
+            assert_eq!(len(msg_name(&m)), Ok(None));
+            m.msg_namelen = 200;
+            assert_eq!(len(msg_name(&m)), Ok(Some(128)));
+            m.msg_namelen = u32::MAX;
+            assert_eq!(len(msg_name(&m)), Err(errno::EINVAL));
         }
     }
 }

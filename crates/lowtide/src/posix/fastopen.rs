@@ -3,28 +3,31 @@
 //! and for the first write after a deferred `connect` (`TCP_FASTOPEN_CONNECT`).
 
 use super::consts::*;
-use super::{err, Errno, Fd, Host, SockState};
+use super::{err, Errno, Fd, Host, SockState, UserSockAddr};
 use crate::tcp::fastopen::TFO_CLIENT_ENABLE;
 use crate::time::Instant;
 use crate::TcpState;
-use std::net::SocketAddr;
 
-/// The destination of a `sendto`/`sendmsg` (`msg_name`).
+/// The destination of a `sendto`/`sendmsg` (`msg_name`), as the caller gave it.
+/// TCP reads it only for Fast Open (`tcp_sendmsg_fastopen`), and there only once
+/// the socket's state lets `__inet_stream_connect` connect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendTo {
     /// None given (`send`, `write`, a null `msg_name`).
     None,
-    /// An `AF_UNSPEC` address (a disconnect request for `connect`).
-    Unspec,
-    /// An address.
-    Addr(SocketAddr),
+    /// The caller's `struct sockaddr` (`sendto`'s `addr` of any length, 0 too;
+    /// `sendmsg`'s `msg_name` of a length above 0).
+    Name(UserSockAddr),
 }
 
 impl Host {
     /// `tcp_sendmsg_fastopen`: `EOPNOTSUPP` without `TFO_CLIENT_ENABLE` or to
     /// `AF_UNSPEC`; a deferred connect sends its SYN with the data now; else a
     /// connect whose SYN carries the data (`EALREADY` while one runs, `EISCONN` once
-    /// connected). The SYN's bytes are the result; with none, a non-blocking caller
+    /// connected), `__inet_stream_connect`'s: a destination short of `sa_family` is
+    /// `EINVAL` before the state (after a deferred SYN), which answers before
+    /// `tcp_v4_connect`/`tcp_v6_connect` read the address (none is a length of 0,
+    /// `EINVAL`). The SYN's bytes are the result; with none, a non-blocking caller
     /// gets `EINPROGRESS` and a blocking one `EAGAIN`, to wait for the connection
     /// and write then. `None`: a connect that finished meanwhile; the data goes as
     /// for any connected socket.
@@ -36,19 +39,33 @@ impl Host {
         flags: i32,
         dest: SendTo,
     ) -> Result<Option<usize>, Errno> {
-        if self.stack.config().tcp_fastopen & TFO_CLIENT_ENABLE == 0 || dest == SendTo::Unspec {
+        let name = match dest {
+            SendTo::Name(a) => Some(a),
+            SendTo::None => None,
+        };
+        if self.stack.config().tcp_fastopen & TFO_CLIENT_ENABLE == 0
+            || name.is_some_and(|a| a.is_unspec())
+        {
             return err(errno::EOPNOTSUPP);
         }
+        // __inet_stream_connect: "if (addr_len < sizeof(uaddr->sa_family))".
+        let short = name.is_some_and(|a| a.len() < 2);
         let nonblock = self.is_nonblocking(fd, flags);
-        let copied = match self.sock(fd)?.state {
+        let s = self.sock(fd)?;
+        let copied = match s.state {
             SockState::Conn { h, .. } if self.stack.fastopen_deferred(h) => {
                 let zc = flags & MSG_ZEROCOPY != 0;
                 let r = self
                     .stack
                     .fastopen_connect_deferred_handle(now, h, data, zc);
                 self.sync_events();
-                r.map_err(Errno::from)?
+                let n = r.map_err(Errno::from)?;
+                if short {
+                    return err(errno::EINVAL); // tcp_connect ran first
+                }
+                n
             }
+            _ if short => return err(errno::EINVAL),
             // __inet_stream_connect in SS_CONNECTING: EALREADY during the handshake;
             // once it is over the socket is connected and the data goes as usual.
             SockState::Conn {
@@ -60,9 +77,7 @@ impl Host {
             }
             SockState::Conn { .. } | SockState::Listening(_) => return err(errno::EISCONN),
             SockState::Unconnected => {
-                let SendTo::Addr(remote) = dest else {
-                    return err(errno::EINVAL); // tcp_v4_connect without an address
-                };
+                let remote = name.unwrap_or_default().for_connect(s.family)?;
                 self.connect_tfo(now, fd, remote, Some((data, flags & MSG_ZEROCOPY != 0)))?
                     .1
             }

@@ -1,7 +1,8 @@
-//! A `struct sockaddr` as a caller hands it to `bind(2)` or `connect(2)`, checked
-//! in Linux's order: `move_addr_to_kernel` (its length), then the family's own code
-//! (`inet_bind_sk` / `inet6_bind_sk`, `__inet_stream_connect`, `tcp_v4_connect` /
-//! `tcp_v6_connect`), each of which reads the length before the family.
+//! A `struct sockaddr` as a caller hands it to `bind(2)`, `connect(2)` or
+//! `sendto(2)`/`sendmsg(2)` (Fast Open's destination), checked in Linux's order:
+//! `move_addr_to_kernel` (its length), then the family's own code (`inet_bind_sk` /
+//! `inet6_bind_sk`, `__inet_stream_connect`, `tcp_v4_connect` / `tcp_v6_connect`),
+//! each of which reads the length before the family.
 
 use super::consts::{errno, AF_INET, AF_INET6};
 use super::{err, Errno};
@@ -134,6 +135,16 @@ impl UserSockAddr {
             return err(errno::EAFNOSUPPORT);
         }
         Ok(SocketAddr::new(IpAddr::V6(self.sin6_addr()), self.port()))
+    }
+}
+
+impl Default for UserSockAddr {
+    /// No bytes: what `tcp_v4_connect`/`tcp_v6_connect` see for no address.
+    fn default() -> UserSockAddr {
+        UserSockAddr {
+            bytes: [0; SOCKADDR_STORAGE_LEN],
+            len: 0,
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::consts::*;
 use super::tests::{host, A, B};
-use super::tests_sock::run;
+use super::tests_sock::{deliver, run};
 use super::*;
 
 const T0: Instant = Instant::ZERO;
@@ -164,6 +164,70 @@ fn connect_reads_the_state_first_and_af_unspec_disconnects() {
     );
     assert_eq!(b.accept(l).map(|_| ()), Err(Errno(errno::EINVAL)));
     assert_eq!(e(b.listen(l, 8)), Ok(()));
+}
+
+/// tcp_sendmsg_locked reads a send's destination only for Fast Open
+/// (tcp_sendmsg_fastopen: AF_UNSPEC is EOPNOTSUPP), where __inet_stream_connect
+/// finds one short of sa_family EINVAL, then lets the state answer before
+/// tcp_v4_connect/tcp_v6_connect read the address; a deferred connect (DEFER_CONNECT)
+/// sends its SYN before the length is checked.
+#[test]
+fn send_destination_is_read_for_fast_open_only() {
+    let (mut a, mut b) = (host(A, 1), host(B, 2));
+    let e = |r: Result<usize, Errno>| r.map_err(|e| e.0);
+    let to = |u: UserSockAddr| SendTo::Name(u);
+    let fo = MSG_FASTOPEN | MSG_DONTWAIT;
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let unix = to(raw(1, 16, B.octets(), 80));
+    assert_eq!(e(a.sendto(T0, c, b"x", 0, unix)), Err(errno::EPIPE));
+    let cases = [
+        (raw(AF_UNSPEC, 16, [0; 4], 0), errno::EOPNOTSUPP),
+        (raw(AF_UNSPEC, 1, [0; 4], 0), errno::EINVAL),
+        (raw(AF_INET, 0, [0; 4], 0), errno::EINVAL),
+        (raw(AF_INET, 15, B.octets(), 80), errno::EINVAL),
+        (raw(1, 16, B.octets(), 80), errno::EAFNOSUPPORT),
+    ];
+    for (u, want) in cases {
+        assert_eq!(e(a.sendto(T0, c, b"x", fo, to(u))), Err(want), "{u:?}");
+    }
+    assert_eq!(
+        e(a.sendto(T0, c, b"x", fo, SendTo::None)),
+        Err(errno::EINVAL)
+    );
+    let v6 = a.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    let v4 = to(raw(AF_INET, 16, B.octets(), 80));
+    assert_eq!(
+        e(a.sendto(T0, v6, b"x", fo, v4)),
+        Err(errno::EINVAL),
+        "16 < 24"
+    );
+    let v4 = to(raw(AF_INET, 24, B.octets(), 80));
+    assert_eq!(e(a.sendto(T0, v6, b"x", fo, v4)), Err(errno::EAFNOSUPPORT));
+    // Connecting: the state answers, the address is not read.
+    let peer = raw(AF_INET, 16, B.octets(), 80);
+    assert_eq!(
+        e(a.sendto(T0, c, b"x", fo, to(peer))),
+        Err(errno::EINPROGRESS)
+    );
+    assert_eq!(e(a.sendto(T0, c, b"x", fo, unix)), Err(errno::EALREADY));
+    let short = to(raw(AF_INET, 1, [0; 4], 0));
+    assert_eq!(e(a.sendto(T0, c, b"x", fo, short)), Err(errno::EINVAL));
+    // TCP_FASTOPEN_CONNECT (deferred without a cookie: TCP_FASTOPEN_NO_COOKIE): the
+    // first write sends the SYN, then the length fails.
+    let d = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let on = 1i32.to_ne_bytes();
+    a.setsockopt(T0, d, SOL_TCP, TCP_FASTOPEN_CONNECT, &on)
+        .unwrap();
+    a.setsockopt(T0, d, SOL_TCP, TCP_FASTOPEN_NO_COOKIE, &on)
+        .unwrap();
+    assert_eq!(a.connect(T0, d, SocketAddr::new(B.into(), 81)), Ok(()));
+    let empty = to(UserSockAddr::default());
+    assert_eq!(
+        e(a.sendto(T0, d, b"x", MSG_DONTWAIT, empty)),
+        Err(errno::EINVAL)
+    );
+    let syns = deliver(&mut a, &mut b, T0);
+    assert_eq!(syns.len(), 2, "c's SYN and d's");
 }
 
 /// A read or readv of nothing is 0 whatever the state (sock_read_iter, vfs_readv),

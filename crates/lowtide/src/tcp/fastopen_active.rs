@@ -180,9 +180,7 @@ impl Tcb {
                 true => TfoClientFail::SynRetransmitted,
                 false => TfoClientFail::DataNotAcked,
             };
-            let lost_retrans = self.rtx.mark_lost_on_timeout(|_| false);
-            ctx.mib
-                .add(Mib::TcpExtTCPLostRetransmit, lost_retrans as u64);
+            self.rtx.mark_lost_on_timeout(|_| false);
             self.retransmit_hint = self.snd_una; // tcp_verify_retransmit_hint
             self.non_congestion_loss_retransmit(ctx);
             ctx.mib.inc(Mib::TcpExtTCPFastOpenActiveFail);

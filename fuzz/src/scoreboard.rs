@@ -323,7 +323,9 @@ fn step(
             m.set(seq, end, |f| (f | set) & !clear);
         }
         5 => {
-            both(tree, list, &|q| q.mark_all_lost());
+            both(tree, list, &|q| {
+                q.mark_all_lost();
+            });
             let n = m.nxt();
             let una = m.una;
             // tcp_mark_skb_lost on each skb not SACKed: a lost one loses its

@@ -254,7 +254,9 @@ impl Host {
                 SocketAddr::new(any.ip(), self.find_open_port(any, sk)?)
             }
         };
-        let opts = self.sock(fd)?.opts.clone();
+        let s = self.sock_mut(fd)?;
+        s.opts.listen_start();
+        let opts = s.opts.clone();
         let h = self
             .stack
             .listen_with(local, backlog as u32, &opts)

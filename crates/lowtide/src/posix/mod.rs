@@ -480,7 +480,8 @@ impl Host {
         let s = self.sock_mut(fd)?;
         s.sk_err = sk_err.map(Errno::from);
         s.state = SockState::Unconnected;
-        s.opts.shutdown = 0;
+        s.opts.tcp_disconnect();
+        s.peek_off = -1;
         if !s.bind_lock {
             s.bound = None;
         }
@@ -720,7 +721,8 @@ impl Host {
         self.by_handle.remove(&h);
         let s = self.sock_mut(fd)?;
         s.state = SockState::Unconnected;
-        s.opts.shutdown = 0; // tcp_disconnect
+        s.opts.tcp_disconnect();
+        s.peek_off = -1; // tcp_disconnect: sk_set_peek_off(sk, -1)
         let r = self.stack.close(now, h);
         self.rebind_after_close(fd);
         self.sync_events();

@@ -772,3 +772,40 @@ fn negative_linger_waits_without_limit() {
     assert_eq!(wait, None);
     assert!(a.is_closing(h), "a FIN, not a reset");
 }
+
+/// inet_csk_listen_start's inet_csk_delack_init forgets a TCP_QUICKACK 0 set
+/// before listen(); tcp_disconnect (a listener's SHUT_RD) resets user_mss,
+/// window_clamp, icsk_rto_min, the delayed-ACK state and sk_peek_off, and keeps
+/// the other options (Linux 6.18, tests/packetdrill/listen-and-disconnect-reset-options.pkt).
+#[test]
+fn listen_and_disconnect_reset_what_linux_resets() {
+    let mut h = host(B, 2);
+    let l = h.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(set_int(&mut h, l, SOL_TCP, TCP_QUICKACK, 0), Ok(()));
+    assert_eq!(get_int(&mut h, l, SOL_TCP, TCP_QUICKACK), Ok(0));
+    h.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    h.listen(l, 8).unwrap();
+    assert_eq!(get_int(&mut h, l, SOL_TCP, TCP_QUICKACK), Ok(1));
+    for (level, name, v) in [
+        (SOL_TCP, TCP_QUICKACK, 0),
+        (SOL_TCP, TCP_MAXSEG, 1000),
+        (SOL_TCP, TCP_WINDOW_CLAMP, 20000),
+        (SOL_TCP, TCP_RTO_MIN_US, 100_000),
+        (SOL_TCP, TCP_USER_TIMEOUT, 3000),
+        (SOL_SOCKET, SO_PEEK_OFF, 5),
+    ] {
+        assert_eq!(set_int(&mut h, l, level, name, v), Ok(()), "{name}");
+    }
+    assert_eq!(get_int(&mut h, l, SOL_TCP, TCP_QUICKACK), Ok(0));
+    h.shutdown(Instant::ZERO, l, SHUT_RD).unwrap();
+    for (level, name, v) in [
+        (SOL_TCP, TCP_QUICKACK, 1),
+        (SOL_TCP, TCP_MAXSEG, 536),
+        (SOL_TCP, TCP_WINDOW_CLAMP, 0),
+        (SOL_TCP, TCP_RTO_MIN_US, 200_000),
+        (SOL_TCP, TCP_USER_TIMEOUT, 3000),
+        (SOL_SOCKET, SO_PEEK_OFF, -1),
+    ] {
+        assert_eq!(get_int(&mut h, l, level, name), Ok(v), "{name}");
+    }
+}

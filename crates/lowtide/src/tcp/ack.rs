@@ -71,7 +71,7 @@ impl Tcb {
         let prior_sacked = self.rtx.sacked_out;
         let prior_lost = self.rtx.lost;
         let prior_delivered = self.delivered;
-        let win_update = self.ack_update_window(th, ack, ctx.cfg.tcp_min_snd_mss);
+        let win_update = self.ack_update_window(ctx, th, ack);
         let prior_fack = self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack, ack);
         // FLAG_ECE of classic ECN, before the queue is cleaned; AccECN's comes after.
@@ -458,8 +458,11 @@ impl Tcb {
     /// `tcp_ack_update_window`
     /// ([RFC 9293 3.10.7.4](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.4)
     /// SND.WL1/WL2 rule, as `tcp_may_update_window`: from the same segment only a larger or
-    /// zero window). True if the window was updated (`FLAG_WIN_UPDATE`).
-    fn ack_update_window(&mut self, th: &TcpRepr, ack: u64, min_snd_mss: u32) -> bool {
+    /// zero window). True if the window was updated (`FLAG_WIN_UPDATE`). A new
+    /// window with data waiting to be sent may restart cwnd after idle, as a new
+    /// skb would (`tcp_slow_start_after_idle_check`, before `snd_una` moves: a
+    /// zero window that held the data for over an RTO).
+    pub(super) fn ack_update_window(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack: u64) -> bool {
         let seq = self.rcv_off(super::seq::Seq(th.seq));
         let nwin = (th.window as u32) << self.rx_opt.snd_wscale;
         if self.may_update_window(ack, seq, nwin) {
@@ -469,10 +472,13 @@ impl Tcb {
                 self.snd_wnd = nwin;
                 self.fast_path_off();
                 self.fast_path_check();
+                if !self.write_queue.is_empty() {
+                    self.slow_start_after_idle_check(ctx);
+                }
             }
             if nwin > self.max_window {
                 self.max_window = nwin;
-                self.sync_mss(self.pmtu_cookie, min_snd_mss);
+                self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
             }
             return true;
         }

@@ -187,6 +187,42 @@ mod tests {
         assert_eq!(t.cw.snd_cwnd, 80);
     }
 
+    /// `tcp_ack_update_window`: a new window with data queued runs
+    /// `tcp_slow_start_after_idle_check` (a zero window held the data past an RTO);
+    /// with nothing queued, or the same window again, nothing restarts.
+    #[test]
+    fn a_window_update_on_queued_data_restarts_after_idle() {
+        let cfg = cfg(true);
+        let update = |queued: bool, win: u16| {
+            let mut t = tcb(&cfg, 20, INFINITE_SSTHRESH);
+            t.snd_wl1 = t.rcv_nxt;
+            if queued {
+                t.write_queue.push_back(crate::tcp::rtx::skb::WriteSkb {
+                    seq: t.snd_nxt,
+                    data: bytes::BytesMut::from(&[0u8; 1000][..]).into(),
+                    flags: 0,
+                    zc: None,
+                    nr_frags: 0,
+                    pure: false,
+                    slack: 0,
+                    frag_zc: false,
+                });
+            }
+            let th = lowtide_wire::tcp::TcpRepr {
+                seq: t.rcv_seq(t.rcv_nxt).0,
+                window: win,
+                ..Default::default()
+            };
+            let mut st = TestStack::default();
+            let ctx = &mut st.ctx(&cfg, T0 + Duration::from_secs(2), false);
+            t.ack_update_window(ctx, &th, t.snd_una);
+            t.cw.snd_cwnd
+        };
+        assert_eq!(update(true, 2000), 10, "restarted: 2 s idle, RTO 300 ms");
+        assert_eq!(update(false, 2000), 20, "nothing queued");
+        assert_eq!(update(true, 0), 20, "the window did not change");
+    }
+
     fn validate(t: &mut Tcb, cfg: &Config, after: Duration, packets_out: u32) {
         let mut st = TestStack::default();
         t.rtx.packets_out = packets_out;

@@ -180,7 +180,9 @@ impl Tcb {
                 true => TfoClientFail::SynRetransmitted,
                 false => TfoClientFail::DataNotAcked,
             };
-            self.rtx.mark_lost_on_timeout(|_| false);
+            let lost_retrans = self.rtx.mark_lost_on_timeout(|_| false);
+            ctx.mib
+                .add(Mib::TcpExtTCPLostRetransmit, lost_retrans as u64);
             self.retransmit_hint = self.snd_una; // tcp_verify_retransmit_hint
             self.non_congestion_loss_retransmit(ctx);
             ctx.mib.inc(Mib::TcpExtTCPFastOpenActiveFail);

@@ -626,8 +626,11 @@ impl Tcb {
         // tcp_rack_skb_timeout (reo_wnd 0) says was sent too recently.
         let rack = !reneg;
         let (rtt, now) = (self.rack.rtt_us as u64, ctx.now);
-        self.rtx
+        let lost_retrans = self
+            .rtx
             .mark_lost_on_timeout(|tx| rack && (now.saturating_since(tx).as_micros() as u64) < rtt);
+        ctx.mib
+            .add(Mib::TcpExtTCPLostRetransmit, lost_retrans as u64);
         self.retransmit_hint = self.snd_una;
         if self.ca_state <= CaState::Disorder
             || self.high_seq <= self.snd_una

@@ -254,7 +254,7 @@ impl Tcb {
         }
         if self.pace.tsq_throttled {
             self.pace.tsq_throttled = false;
-            self.write_xmit(ctx);
+            self.tsq_write(ctx);
             self.check_space(ctx);
         }
     }
@@ -455,7 +455,7 @@ impl Tcb {
     /// The pacing timer fired (`tcp_pace_kick`).
     pub(crate) fn on_pacing_timer(&mut self, ctx: &mut Ctx) {
         self.pace.pacing_timer = false;
-        self.write_xmit(ctx);
+        self.tsq_write(ctx);
         self.check_space(ctx);
     }
 }

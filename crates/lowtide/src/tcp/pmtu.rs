@@ -8,6 +8,7 @@ use super::cong::CaState;
 use super::consts::TCPOLEN_TSTAMP_ALIGNED;
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
+use crate::mib::Mib;
 use crate::socket::SocketError;
 
 /// `TCP_MSS_DEFAULT`: below this largest window, `tcp_bound_to_half_wnd` allows the
@@ -173,12 +174,14 @@ impl Tcb {
     pub(crate) fn simple_retransmit(&mut self, ctx: &mut Ctx) {
         // "A fastopen SYN request is stored as two separate packets": in SYN-SENT
         // after SYN data, MSS -1 takes every skb as lost.
-        match self.tfo.syn_data && self.state == TcpState::SynSent {
+        let lost_retrans = match self.tfo.syn_data && self.state == TcpState::SynSent {
             true => self.rtx.mark_all_lost(),
             false => self
                 .rtx
                 .mark_lost_longer_than(self.current_mss(ctx.cfg, ctx.now)),
-        }
+        };
+        ctx.mib
+            .add(Mib::TcpExtTCPLostRetransmit, lost_retrans as u64);
         // tcp_clear_retrans_hints_partial.
         self.retransmit_hint = self.snd_una;
         if self.rtx.lost_out == 0 {

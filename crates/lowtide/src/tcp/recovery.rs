@@ -362,6 +362,25 @@ mod tests {
         assert_eq!(rto(1292, false), (false, false));
     }
 
+    /// `tcp_mark_skb_lost` from `tcp_timeout_mark_lost`: the first RTO marks
+    /// what was never sent again (no TCPLostRetransmit); a second RTO finds the
+    /// head lost and retransmitted, so the retransmission is lost again: out of
+    /// `retrans_out`, TCPLostRetransmit counted per segment.
+    #[test]
+    fn a_second_rto_counts_the_resent_head_lost_again() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        scoreboard(&mut t);
+        let (_, mib) = with_ctx(&cfg, 12, |c| t.enter_loss(c));
+        assert_eq!(mib.get(Mib::TcpExtTCPLostRetransmit), 0);
+        t.rtx.mark_retransmitted(1, Instant(12_000_000));
+        t.icsk.retransmits = 1;
+        assert_eq!((t.rtx.retrans_out, t.rtx.lost_out), (1, 10));
+        let (_, mib) = with_ctx(&cfg, 400, |c| t.enter_loss(c));
+        assert_eq!(mib.get(Mib::TcpExtTCPLostRetransmit), 1);
+        assert_eq!((t.rtx.retrans_out, t.rtx.lost_out), (0, 10));
+    }
+
     /// `tcp_skb_spurious_retrans` (tcp_clean_rtx_queue): a cumulative ACK whose TSecr
     /// is older than the retransmission of the skb it covers acknowledges the first
     /// transmission, so RACK does not take the retransmission's send time.

@@ -239,6 +239,26 @@ pub struct SockOptions {
     pub shutdown: u8,
 }
 
+impl SockOptions {
+    /// What `tcp_disconnect` resets of the options a socket keeps (`connect(2)`
+    /// with `AF_UNSPEC`, `shutdown(SHUT_RD)` of a listener): `icsk_rto_min` and
+    /// `icsk_delack_max` to their defaults, `window_clamp` 0, `rx_opt` zeroed
+    /// (`user_mss`), `inet_csk_delack_init` (pingpong), `sk_shutdown` 0.
+    pub fn tcp_disconnect(&mut self) {
+        self.rto_min = None;
+        self.window_clamp = 0;
+        self.user_mss = 0;
+        self.pingpong = false;
+        self.shutdown = 0;
+    }
+
+    /// `inet_csk_listen_start`'s `inet_csk_delack_init`: a `TCP_QUICKACK` 0 set
+    /// before `listen(2)` is forgotten (one set on the listener is inherited).
+    pub fn listen_start(&mut self) {
+        self.pingpong = false;
+    }
+}
+
 /// What `tcp_poll` and the ioctls read from a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SockStatus {

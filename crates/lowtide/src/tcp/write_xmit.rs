@@ -29,8 +29,26 @@ impl Tcb {
     /// `__tcp_push_pending_frames`: `tcp_write_xmit` ([`Tcb::tcp_write_xmit`]) with
     /// the push's `push_one` ([`Tcb::push_one`]: `tcp_push_one`'s 1, else 0),
     /// preceded by retransmissions of lost skbs, or followed by them for F-RTO
-    /// (`tcp_xmit_recovery`), then `tcp_check_probe_timer`.
+    /// (`tcp_xmit_recovery`), then `tcp_check_probe_timer`. As
+    /// `tcp_push_pending_frames` (`tcp_data_snd_check`, `tcp_push`, the socket
+    /// options), it runs `tcp_write_xmit` only when something waits to be sent
+    /// (`tcp_send_head`), or for F-RTO's new data (`REXMIT_NEW` calls
+    /// `__tcp_push_pending_frames` directly): with nothing to send, no
+    /// `tcp_cwnd_validate`, so a flight that fills cwnd with retransmissions
+    /// alone does not make the window cwnd-limited.
     pub(crate) fn write_xmit(&mut self, ctx: &mut Ctx) {
+        self.push_or_tsq_write(ctx, false);
+    }
+
+    /// `tcp_tsq_write` (a TCP Small Queues completion, the pacing timer):
+    /// retransmissions, then `tcp_write_xmit` even with nothing queued, so that a
+    /// full cwnd is validated as cwnd-limited.
+    pub(crate) fn tsq_write(&mut self, ctx: &mut Ctx) {
+        self.push_or_tsq_write(ctx, true);
+    }
+
+    /// [`Tcb::write_xmit`], or with `always` [`Tcb::tsq_write`].
+    fn push_or_tsq_write(&mut self, ctx: &mut Ctx, always: bool) {
         if !self.can_send_data() {
             return;
         }
@@ -41,7 +59,9 @@ impl Tcb {
         }
         self.sync_dst_mtu(ctx); // tcp_current_mss in __tcp_push_pending_frames
         let push_one = self.push_one;
-        self.tcp_write_xmit(ctx, push_one);
+        if always || frto_new || self.write_queue.front().is_some() {
+            self.tcp_write_xmit(ctx, push_one);
+        }
         if frto_new && self.snd_nxt <= self.high_seq {
             self.frto = false;
             self.xmit_retransmit_queue(ctx);
@@ -426,6 +446,30 @@ mod tests {
         assert_eq!(st.out.len(), 1, "sent once cwnd has room");
         assert!(t.write_queue.is_empty());
         assert_eq!(t.snd_nxt, 10_002);
+    }
+
+    /// `tcp_push_pending_frames` runs `tcp_write_xmit` only with a send head: an
+    /// ACK's push with nothing queued leaves `tcp_cwnd_validate` alone, though
+    /// retransmissions fill cwnd (so slow start does not grow on a flight that
+    /// never filled it); `tcp_tsq_write` (TSQ completion, pacing timer) runs it
+    /// anyway and a full cwnd is cwnd-limited.
+    #[test]
+    fn an_empty_write_queue_is_not_validated_as_cwnd_limited_but_by_tsq() {
+        let cfg = Config::default();
+        let mut st = crate::tcp::TestStack::default();
+        let mut validated = |tsq: bool| {
+            let mut t = with_flight(10, 10);
+            t.state = TcpState::Established;
+            (t.snd_una, t.snd_nxt, t.write_seq) = (1, 10_001, 10_001);
+            let ctx = &mut st.ctx(&cfg, crate::Instant(1_000_000_000), false);
+            match tsq {
+                false => t.write_xmit(ctx),
+                true => t.tsq_write(ctx),
+            }
+            (t.cw.is_cwnd_limited, t.cw.max_packets_out)
+        };
+        assert_eq!(validated(false), (false, 0));
+        assert_eq!(validated(true), (true, 10));
     }
 
     #[test]

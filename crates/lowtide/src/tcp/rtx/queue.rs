@@ -524,29 +524,37 @@ impl RtxQueue {
     }
 
     /// `tcp_enter_loss`: marks every skb that is not SACKed lost and forgets which ones
-    /// were retransmitted.
-    pub fn mark_all_lost(&mut self) {
-        self.mark_lost_on_timeout(|_| false);
+    /// were retransmitted. Returns the retransmitted segments lost again, as
+    /// [`RtxQueue::mark_lost_on_timeout`].
+    pub fn mark_all_lost(&mut self) -> u32 {
+        self.mark_lost_on_timeout(|_| false)
     }
 
     /// `tcp_timeout_mark_lost`: marks lost the head and every skb not SACKed except
     /// those sent at a time `not_yet` accepts (RACK: sent less than its RTT ago, "don't
     /// mark recently sent ones lost yet"), forgetting which ones were retransmitted.
-    pub fn mark_lost_on_timeout(&mut self, not_yet: impl Fn(Instant) -> bool) {
-        self.mark_lost_where(|head, s| head || !not_yet(s.tx_time));
+    /// Returns the retransmitted segments lost again, which `tcp_mark_skb_lost`
+    /// counts in `TcpExtTCPLostRetransmit` (a second RTO on a resent head does).
+    pub fn mark_lost_on_timeout(&mut self, not_yet: impl Fn(Instant) -> bool) -> u32 {
+        self.mark_lost_where(|head, s| head || !not_yet(s.tx_time))
     }
 
     /// `tcp_mark_skb_lost` on every skb not SACKed that `lost(is_head, skb)` picks:
     /// a skb not yet lost becomes lost (a retransmission not known lost, a TLP's,
     /// stays in flight); a lost one retransmitted is no longer counted as
-    /// retransmitted (a retransmission lost again).
-    fn mark_lost_where(&mut self, lost: impl Fn(bool, &Skb) -> bool) {
+    /// retransmitted (a retransmission lost again). Returns the segments of the
+    /// latter ("Account for retransmits that are lost again").
+    fn mark_lost_where(&mut self, lost: impl Fn(bool, &Skb) -> bool) -> u32 {
+        let mut lost_retrans = 0;
         let mut pos = self.store.first_pos();
         let head = pos;
         while let Some(p) = pos {
             let s = self.store.get(p);
             let changes = !s.has(LOST) || s.has(SACKED_RETRANS);
             if !s.has(SACKED_ACKED) && changes && lost(pos == head, s) {
+                if s.has(LOST) {
+                    lost_retrans += s.pcount;
+                }
                 self.modify(p, |s| {
                     s.sacked = if s.has(LOST) {
                         s.sacked & !SACKED_RETRANS
@@ -557,6 +565,7 @@ impl RtxQueue {
             }
             pos = self.store.next(p);
         }
+        lost_retrans
     }
 
     /// `tcp_timeout_mark_lost` on SACK reneging (the head is SACKed when the RTO
@@ -814,8 +823,9 @@ impl RtxQueue {
     /// no `gso_size`, so an skb counts when its payload cannot go as `pcount` segments
     /// of `mss`: exact for skbs of full segments, and a short last segment of an skb
     /// that this misses is found by RACK or the RTO like any loss.
-    pub fn mark_lost_longer_than(&mut self, mss: u32) {
-        self.mark_lost_where(|_, s| s.len() as u64 > s.pcount as u64 * mss as u64);
+    /// Returns the retransmitted segments lost again, as [`RtxQueue::mark_all_lost`].
+    pub fn mark_lost_longer_than(&mut self, mss: u32) -> u32 {
+        self.mark_lost_where(|_, s| s.len() as u64 > s.pcount as u64 * mss as u64)
     }
 
     /// `tcp_undo_cwnd_reduction` with `unmark_loss`: nothing is lost after all.

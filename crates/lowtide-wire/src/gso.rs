@@ -581,6 +581,25 @@ pub fn merged_segment_size(packet: &[u8]) -> Option<u16> {
     merged_segment_size_of(packet, &l)
 }
 
+/// `max(1, skb_shinfo(skb)->gso_segs)` of a received IP packet: a TCP packet
+/// [`gro_merge`] built holds its payload in segments of [`merged_segment_size`]
+/// (the last one possibly short); any other packet is one. `apart`: payload bytes
+/// that lie elsewhere ([`tcp_headers_apart`]; 0 for a whole packet).
+pub fn gro_segs(headers: &[u8], apart: usize) -> u16 {
+    let l = match apart {
+        0 => Layout::parse(headers, false),
+        _ => Layout::of_apart(headers, apart),
+    };
+    let Ok(l) = l else { return 1 };
+    match merged_segment_size_of(headers, &l) {
+        Some(seg) => l
+            .payload_len()
+            .div_ceil(seg as usize)
+            .min(u16::MAX as usize) as u16,
+        None => 1,
+    }
+}
+
 fn merged_segment_size_of(packet: &[u8], l: &Layout) -> Option<u16> {
     let payload = l.payload_len();
     if payload == 0 || payload > u16::MAX as usize {
@@ -1097,6 +1116,14 @@ mod tests {
             assert_eq!(tcp.flags.0, u16::from(ACK | PSH));
             assert_eq!(payload_of(m), data);
             assert_eq!(merged_segment_size(m), Some(1400));
+            // gso_segs: 5000 bytes in segments of 1400 (the last one short); its
+            // headers with the payload apart count the same; a lone segment and a
+            // packet too short to parse are one.
+            assert_eq!(gro_segs(m, 0), 4);
+            let hl = m.len() - 5000;
+            assert_eq!(gro_segs(&m[..hl], 5000), 4);
+            assert_eq!(gro_segs(&cut(&p, 1400)[0], 0), 1);
+            assert_eq!(gro_segs(&m[..10], 0), 1);
         }
     }
 

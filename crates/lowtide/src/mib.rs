@@ -37,10 +37,22 @@ mib! {
     IpInDelivers,
     /// IP packets handed to the device (a GSO packet counts once).
     IpOutRequests,
+    /// IP packets transmitted (`ip_finish_output2`, `ip6_finish_output2`: after any
+    /// fragmentation, a GSO packet once).
+    IpOutTransmits,
     /// IP bytes received.
     IpExtInOctets,
     /// IP bytes sent.
     IpExtOutOctets,
+    /// IP packets received without ECN (Not-ECT), a GRO packet counting its
+    /// segments (`ip_rcv_core`, `ip6_rcv_core`).
+    IpExtInNoECTPkts,
+    /// IP packets received marked ECT(1), counted as [`Mib::IpExtInNoECTPkts`].
+    IpExtInECT1Pkts,
+    /// IP packets received marked ECT(0), counted as [`Mib::IpExtInNoECTPkts`].
+    IpExtInECT0Pkts,
+    /// IP packets received marked CE, counted as [`Mib::IpExtInNoECTPkts`].
+    IpExtInCEPkts,
     /// ICMP messages received.
     IcmpInMsgs,
     /// ICMP messages dropped as malformed (short, bad checksum).

@@ -92,12 +92,14 @@ impl Stack {
             }
             return;
         }
+        // The super-packet is one skb of gso_segs segments.
+        let segs = Some(tx.gso_segs);
         if tx.payload.is_empty() {
-            return self.handle_packet(now, &tx.packet, RxChecksum::Unnecessary);
+            return self.rcv_packet(now, &tx.packet, RxChecksum::Unnecessary, segs);
         }
         let mut whole = tx.clone();
         whole.flatten();
-        self.handle_packet(now, &whole.packet, RxChecksum::Unnecessary);
+        self.rcv_packet(now, &whole.packet, RxChecksum::Unnecessary, segs);
     }
 
     /// After a failed checksum: if the segment is an unfinished CHECKSUM_PARTIAL
@@ -140,6 +142,7 @@ impl Stack {
         self.mib.inc(Mib::IpInReceives);
         self.mib
             .add(Mib::IpExtInOctets, (head.len() + apart) as u64);
+        self.count_in_ecn(head, apart, None);
         self.mib.inc(Mib::IpInDelivers);
         let Some((th, _)) = self.parse_tcp(&head[ip.header_len..]) else {
             return;
@@ -305,6 +308,30 @@ mod tests {
         }
         assert_eq!(got, data[..got.len()]);
         (b, got)
+    }
+
+    /// `ip_rcv_core` counts a packet's ECN codepoint once per segment: a GSO
+    /// packet handed over whole (`handle_transmit`) as many times as its segments,
+    /// which then count once each (`Transmit::segments`); `ip_finish_output2`
+    /// counts every packet sent, a GSO packet once (IpOutTransmits).
+    #[test]
+    fn ecn_in_counts_segments_and_transmits_count_packets() {
+        let mut noect = Vec::new();
+        for hand in [Hand::Transmit, Hand::Segments] {
+            let (b, got) = transfer(hand);
+            assert_eq!(got.len(), 100_000);
+            let c = b.counters();
+            let n = c.get(Mib::IpExtInNoECTPkts);
+            if matches!(hand, Hand::Segments) {
+                assert_eq!(n, c.get(Mib::IpInReceives));
+            } else {
+                assert!(n > c.get(Mib::IpInReceives), "GSO packets counted whole");
+            }
+            assert_eq!(c.get(Mib::IpOutTransmits), c.get(Mib::IpOutRequests));
+            assert_eq!(c.get(Mib::IpExtInECT0Pkts) + c.get(Mib::IpExtInCEPkts), 0);
+            noect.push(n);
+        }
+        assert_eq!(noect[0], noect[1], "the same segments either way");
     }
 
     /// How the second of two lockstep senders sends (the first stores, whole).

@@ -237,8 +237,21 @@ impl Stack {
     /// Handles one received IP packet (possibly a GRO super-packet). Malformed
     /// packets are dropped and counted; nothing here panics on hostile input.
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8], csum: RxChecksum) {
+        self.rcv_packet(now, packet, csum, None);
+    }
+
+    /// [`Stack::handle_packet`] of a packet of `segs` segments (`gso_segs`), or as
+    /// many as GRO's mark says (`None`: `lowtide_wire::gso::gro_segs`).
+    pub(super) fn rcv_packet(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        csum: RxChecksum,
+        segs: Option<u16>,
+    ) {
         self.mib.inc(Mib::IpInReceives);
         self.mib.add(Mib::IpExtInOctets, packet.len() as u64);
+        self.count_in_ecn(packet, 0, segs);
         let verify = csum == RxChecksum::Verify;
         let ip = match IpRepr::parse(packet, verify) {
             Ok(ip) => ip,
@@ -276,6 +289,27 @@ impl Stack {
         self.mib.inc(Mib::IpInDelivers);
         self.syn_headers.capture(packet, ip.header_len);
         self.tcp_v4_rcv(now, &ip, seg, verify);
+    }
+
+    /// `ip_rcv_core` / `ip6_rcv_core`: a packet whose version and header length
+    /// pass (before its checksum is checked) counts its ECN codepoint
+    /// (`IPSTATS_MIB_NOECTPKTS + (tos & INET_ECN_MASK)`) once per segment of a GRO
+    /// packet (`max(1, gso_segs)`: `segs`, or as GRO marked it). `apart`: payload
+    /// bytes not in `head`.
+    pub(super) fn count_in_ecn(&mut self, head: &[u8], apart: usize, segs: Option<u16>) {
+        let ecn = match head.first().map(|b| b >> 4) {
+            Some(4) if head.len() >= 20 && head[0] & 0xf >= 5 => head[1] & 3,
+            Some(6) if head.len() >= 40 => (head[1] >> 4) & 3,
+            _ => return,
+        };
+        let mib = [
+            Mib::IpExtInNoECTPkts,
+            Mib::IpExtInECT1Pkts,
+            Mib::IpExtInECT0Pkts,
+            Mib::IpExtInCEPkts,
+        ][ecn as usize];
+        let segs = segs.unwrap_or_else(|| lowtide_wire::gso::gro_segs(head, apart));
+        self.mib.add(mib, segs.max(1) as u64);
     }
 
     fn drop_ip(&mut self, e: WireError) {

@@ -404,6 +404,7 @@ impl Stack {
     /// [`Stack::queue_datagram`] of a UDP GSO super-packet of `gso_segs` datagrams.
     fn queue_datagram_gso(&mut self, packet: Vec<u8>, gso_size: u16, gso_segs: u16) {
         self.mib.inc(Mib::IpOutRequests);
+        self.mib.inc(Mib::IpOutTransmits); // ip_finish_output2
         self.mib.add(Mib::IpExtOutOctets, packet.len() as u64);
         self.out.push_back(Transmit {
             packet,

@@ -509,7 +509,7 @@ impl Tcb {
             self.copied_seq += 1;
             self.urg_passed();
         }
-        self.read_queue(ctx, u.limit, read)
+        self.read_queue(ctx, u.limit, read, true)
     }
 
     /// `tcp_read_sock` (splice, in-kernel readers): [`Tcb::recvmsg_with`] that
@@ -526,16 +526,20 @@ impl Tcb {
         if limit == 0 && max > 0 && !self.rcv_queue.is_empty() {
             return Ok(0);
         }
-        self.read_queue(ctx, limit, read)
+        self.read_queue(ctx, limit, read, false)
     }
 
     /// Consumes up to `max` bytes of the receive queue into `read`, or reports why
-    /// there are none (`empty_read`).
+    /// there are none (`empty_read`). Receive-buffer autotuning runs after each
+    /// skb's bytes (`per_skb`: `tcp_recvmsg_locked` calls `tcp_rcv_space_adjust`
+    /// once it moved `copied_seq` past them, so the bytes still queued behind it
+    /// count as not read yet) or once at the end (`tcp_read_sock`).
     fn read_queue(
         &mut self,
         ctx: &mut Ctx,
         max: usize,
         mut read: impl FnMut(&[u8]),
+        per_skb: bool,
     ) -> Result<usize, SocketError> {
         if self.rcv_queue.is_empty() {
             let verdict = self.empty_read();
@@ -544,10 +548,20 @@ impl Tcb {
             }
             return verdict;
         }
-        let n = self.rcv_queue.read(max, &mut read);
-        self.copied_seq += n as u64;
+        let mut n = 0;
+        while n < max {
+            let k = match per_skb {
+                true => self.rcv_queue.read_skb(max - n, &mut read),
+                false => self.rcv_queue.read(max - n, &mut read),
+            };
+            if k == 0 {
+                break;
+            }
+            n += k;
+            self.copied_seq += k as u64;
+            self.rcv_space_adjust(ctx);
+        }
         self.urg_passed();
-        self.rcv_space_adjust(ctx);
         self.cleanup_rbuf(ctx, n);
         Ok(n)
     }

@@ -102,7 +102,9 @@ impl Tcb {
         }
         let fresh = payload.skip((self.rcv_nxt - seq) as usize);
         if !fresh.is_empty() {
-            self.queue_in_order(ctx, fresh);
+            // tcp_try_coalesce: "Its possible this segment overlaps with prior
+            // segment in queue": one that starts below rcv_nxt joins nothing.
+            self.queue_skb_in_order(ctx, fresh, seq == self.rcv_nxt);
         }
         if !payload.is_empty() {
             // tcp_event_data_recv on the whole segment: tcp_measure_rcv_mss, then
@@ -135,9 +137,18 @@ impl Tcb {
             .pop_in_order_dsack(self.rcv_nxt, dsack_high, &mut dup)
         {
             self.ofo_dsack_extend(ctx, &mut dup);
-            let len = s.data.len();
-            self.rcv_queue.push(s.data, s.truesize);
-            self.rcv_queue.stamp(len, s.stamp, false);
+            // tcp_ofo_queue: the skb joins the receive queue's tail if it can
+            // (tcp_try_coalesce: it starts at the tail's end and skb_try_coalesce
+            // takes it), else it becomes the tail.
+            let len = s.len();
+            let (charge, joined) =
+                self.rcv_queue
+                    .coalesced_skb_charge(s.skb, len as u32, Some(s.to), s.at_rcv_nxt);
+            if joined {
+                ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce);
+            }
+            self.rcv_queue.push_skb(s.data, charge, joined);
+            self.rcv_queue.stamp(len, s.stamp, joined);
             if len > 0 {
                 self.rcv_nxt_advance(ctx, len);
             }
@@ -182,12 +193,22 @@ impl Tcb {
 
     /// Queues in-order `data`, charged as received segments (tcp/rmem.rs).
     pub(super) fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
+        self.queue_skb_in_order(ctx, data, true);
+    }
+
+    /// `tcp_queue_rcv`: in-order `data` of a segment that started at `rcv_nxt`
+    /// (`at_rcv_nxt`) or below it, joined to the receive queue's tail skb if
+    /// `tcp_try_coalesce` takes it.
+    fn queue_skb_in_order(&mut self, ctx: &mut Ctx, data: Payload, at_rcv_nxt: bool) {
         let skb = self.rx_skb(ctx.cfg, data.len() as u32);
-        let (truesize, coalesced) = self.rcv_queue.coalesced_charge(skb, data.len() as u32);
+        let (truesize, coalesced) =
+            self.rcv_queue
+                .coalesced_skb_charge(skb, data.len() as u32, None, at_rcv_nxt);
         if coalesced {
             ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_try_coalesce
         }
-        self.rcv_queue.push_payload(ctx.frag, data, truesize);
+        self.rcv_queue
+            .push_payload(ctx.frag, data, truesize, coalesced);
         let stamp = super::rcvqueue::RxStamp::arrival(ctx);
         self.rcv_queue.stamp(data.len(), stamp, coalesced);
         self.rcv_nxt_advance(ctx, data.len());
@@ -372,5 +393,61 @@ mod tests {
             let expect = if fast { (2001, 0) } else { (1001, 1) };
             assert_eq!((t.rcv_nxt, drops), expect, "fast path {fast}");
         }
+    }
+
+    /// A receiver through packetdrill's tun (`RxAlloc::Tun`) after the handshake,
+    /// SACK on.
+    fn tun_established(cfg: &Config) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::SynRecv;
+        t.rx_opt.sack_ok = true;
+        (t.rcv_nxt, t.rcv_wup, t.advmss, t.mss_cache) = (1, 1, 1460, 1000);
+        let mss = t.initial_window_mss();
+        t.select_initial_window(cfg, mss, true, 0);
+        t.state = TcpState::Established;
+        t.init_rcv_buffer_space(cfg);
+        t
+    }
+
+    /// `tcp_ofo_queue` -> `tcp_try_coalesce` (Linux 6.18,
+    /// tests/packetdrill/rcv-ofo-prune-coalesce.pkt): the out-of-order skb a filled
+    /// hole reaches joins the receive queue's tail when `skb_try_coalesce` takes it
+    /// (here: copied into the tailroom, charged nothing, its own charge freed),
+    /// counted TcpExtTCPRcvCoalesce, and the tail it joined stays the tail; one
+    /// that does not fit becomes the tail. A segment that starts below `rcv_nxt`
+    /// joins nothing ("this segment overlaps with prior segment in queue").
+    #[test]
+    fn a_filled_hole_joins_out_of_order_skbs_to_the_tail() {
+        let cfg = Config {
+            rx_alloc: crate::tcp::skbuff::RxAlloc::Tun,
+            ..Config::default()
+        };
+        let mut t = tun_established(&cfg);
+        let mut st = crate::tcp::TestStack::default();
+        let th = TcpRepr::default();
+        let mut feed = |t: &mut Tcb, seq: u64, len: usize| {
+            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+            t.rx_pkt_len = len as u32 + 40;
+            t.data_queue(&mut ctx, &th, seq, Payload::Flat(&vec![7u8; len]));
+            ctx.mib.get(Mib::TcpExtTCPRcvCoalesce)
+        };
+        // A 1040-byte packet: a 2048-byte head, 624 bytes of tailroom.
+        assert_eq!(feed(&mut t, 1, 1000), 0);
+        assert_eq!(feed(&mut t, 1101, 100), 0);
+        assert_eq!(feed(&mut t, 1201, 600), 0);
+        let ofo = t.ofo.truesize();
+        assert_eq!((t.rmem_alloc(), ofo), (2304 + 832 + 1280, 832 + 1280));
+        // 100 bytes and the 100 after them fit; the 600 after those do not.
+        assert_eq!(feed(&mut t, 1001, 100), 2);
+        assert_eq!((t.rcv_nxt, t.rcv_queue.len()), (1801, 1800));
+        assert_eq!(t.rmem_alloc(), 2304 + 1280, "the joined skb's charge freed");
+        // The 600-byte skb is the tail now: 1024 - 320 - 64 - 640 = 0 tailroom
+        // (the counts add up).
+        assert_eq!(feed(&mut t, 1801, 10), 2);
+        // A partial duplicate (1811 below rcv_nxt) joins nothing, though the
+        // 10-byte skb before it has room.
+        assert_eq!(feed(&mut t, 1806, 20), 2);
+        assert_eq!(t.rcv_nxt, 1826);
+        assert_eq!(t.rcv_queue.truesize(), 2304 + 1280 + 2 * 576 + 2 * 256);
     }
 }

@@ -17,45 +17,123 @@
 
 use super::consts::TCP_NUM_SACKS;
 use super::rcvqueue::RxStamp;
+use super::skbuff::{CoalesceTo, RxHead, RxSkb};
 use bytes::{Bytes, BytesMut};
 use std::collections::BTreeMap;
 
-/// One queued segment: its payload and the memory charged for it.
+/// One queued skb: a segment's payload, with those of the segments coalesced into
+/// it after it (`tcp_ooo_try_coalesce`), and the memory charged for it.
 #[derive(Debug, Clone)]
 pub struct OfoSkb {
-    /// The payload, from the key's sequence on.
-    pub data: Bytes,
+    /// The first segment's payload, from the key's sequence on.
+    data: Bytes,
+    /// The payloads of the segments coalesced into it, in order.
+    more: Vec<Bytes>,
+    /// Payload bytes in all.
+    len: usize,
     /// Memory charged (`skb->truesize`).
     pub truesize: u32,
-    /// The segment carried the peer's FIN, right after its payload (its `end_seq`
+    /// Its head, as `skb_try_coalesce` may take it into the skb before it.
+    head: RxHead,
+    /// The skb carried the peer's FIN, right after its payload (its `end_seq`
     /// counts it, so its SACK block covers it: `tcp_data_queue_ofo`).
     pub fin: bool,
-    /// The buffer this segment ends, as the next segment may join it.
-    to: super::skbuff::CoalesceTo,
+    /// The skb as the next segment may join it (its frags, its tailroom).
+    to: CoalesceTo,
     /// Its arrival stamp (tcp/rx_tstamp.rs); a later segment coalesced into it
     /// gives it its own (`tcp_ooo_try_coalesce`).
     pub stamp: RxStamp,
 }
 
 impl OfoSkb {
-    /// `end_seq` of the segment queued at `seq`: its payload and its FIN.
+    /// An skb of one segment's payload, as `skb` was received.
+    fn new(data: Bytes, skb: RxSkb, fin: bool, stamp: RxStamp) -> OfoSkb {
+        OfoSkb {
+            len: data.len(),
+            data,
+            more: Vec::new(),
+            truesize: skb.truesize,
+            head: skb.head,
+            fin,
+            to: skb.as_to(),
+            stamp,
+        }
+    }
+
+    /// `end_seq` of the skb queued at `seq`: its payload and its FIN.
     fn end(&self, seq: u64) -> u64 {
-        seq + self.data.len() as u64 + self.fin as u64
+        seq + self.len as u64 + self.fin as u64
+    }
+
+    /// Payload bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The skb has no payload (a bare FIN).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The payload's buffers in order.
+    fn pieces(&self) -> impl Iterator<Item = &Bytes> {
+        std::iter::once(&self.data).chain(self.more.iter())
+    }
+
+    /// The payload from byte `skip` on, as buffers.
+    fn pieces_from(&self, mut skip: usize) -> Vec<Bytes> {
+        let mut out = Vec::with_capacity(1 + self.more.len());
+        for p in self.pieces() {
+            if skip >= p.len() {
+                skip -= p.len();
+                continue;
+            }
+            out.push(p.slice(skip..));
+            skip = 0;
+        }
+        out
     }
 }
 
-/// A segment [`OfoQueue::pop_in_order`] hands over: its bytes at and after
+/// An skb [`OfoQueue::pop_in_order`] hands over: its bytes at and after
 /// `rcv_nxt`, its charge, and whether its FIN follows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InOrder {
-    /// The payload not yet received in order.
-    pub data: Bytes,
-    /// Memory the segment was charged.
+    /// The payload not yet received in order, as buffers.
+    pub data: Vec<Bytes>,
+    /// Memory the skb was charged.
     pub truesize: u32,
     /// The peer's FIN follows `data` (`tcp_ofo_queue` then calls `tcp_fin`).
     pub fin: bool,
-    /// The segment's arrival stamp.
+    /// The skb's arrival stamp.
     pub stamp: RxStamp,
+    /// It started at `rcv_nxt` (`TCP_SKB_CB(skb)->seq`), so it may join the skb
+    /// the receive queue ends with (`tcp_try_coalesce`: not one that overlaps it).
+    pub at_rcv_nxt: bool,
+    /// The skb as `skb_try_coalesce` takes it into another (its head, its charge).
+    pub skb: RxSkb,
+    /// The skb as a later segment may join it (frags it holds, tailroom).
+    pub to: CoalesceTo,
+}
+
+impl InOrder {
+    /// Payload bytes.
+    pub fn len(&self) -> usize {
+        self.data.iter().map(Bytes::len).sum()
+    }
+
+    /// No payload (a bare FIN).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The payload in one buffer (copied if in several).
+    pub fn bytes(&self) -> Bytes {
+        match self.data.as_slice() {
+            [one] => one.clone(),
+            many => many.concat().into(),
+        }
+    }
 }
 
 /// What [`OfoQueue::insert`] did with a segment.
@@ -135,7 +213,7 @@ impl OfoQueue {
     /// segments it covers. A segment (`skb`) that starts where its predecessor ends
     /// is charged as coalesced into it if it may join it (`tcp_ooo_try_coalesce`,
     /// tcp/rmem.rs).
-    pub fn insert(&mut self, seq: u64, data: Bytes, skb: super::skbuff::RxSkb) -> Inserted {
+    pub fn insert(&mut self, seq: u64, data: Bytes, skb: RxSkb) -> Inserted {
         self.insert_seg(seq, data, false, skb, RxStamp::default())
     }
 
@@ -148,7 +226,7 @@ impl OfoQueue {
         seq: u64,
         data: Bytes,
         fin: bool,
-        skb: super::skbuff::RxSkb,
+        skb: RxSkb,
         stamp: RxStamp,
     ) -> Inserted {
         let end = seq + data.len() as u64 + fin as u64;
@@ -158,13 +236,13 @@ impl OfoQueue {
         }
         self.work += 1;
         let was_empty = self.skbs.is_empty();
-        let (mut truesize, mut to) = (skb.truesize, skb.as_to());
+        let mut joins = None;
         if let Some((&ps, p)) = self.skbs.range(..=seq).next_back() {
             let pend = p.end(ps);
-            if pend == seq && !p.fin {
+            if pend == seq && !p.fin && !data.is_empty() {
                 let mut joined = p.to;
                 if let Some(charge) = skb.coalesce_into(&mut joined, data.len() as u32) {
-                    (truesize, to) = (charge, joined);
+                    joins = Some((ps, charge, joined));
                     r.coalesced = true;
                 }
             }
@@ -189,21 +267,23 @@ impl OfoQueue {
         }
         r.merged += self.merge_right(seq, end, &mut r.dup);
         self.bytes += data.len() as u64;
-        self.truesize += truesize as u64;
-        if r.coalesced {
-            // tcp_try_coalesce: the skb it joined takes its stamp.
-            if let Some((_, p)) = self.skbs.range_mut(..seq).next_back() {
+        match joins {
+            // tcp_ooo_try_coalesce: the segment's bytes join the skb before it,
+            // charged what skb_try_coalesce adds; it takes the segment's stamp
+            // (tcp_try_coalesce) and FIN.
+            Some((ps, charge, joined)) => {
+                let p = self.skbs.get_mut(&ps).expect("the skb it joins");
+                p.len += data.len();
+                p.more.push(data);
+                (p.truesize, p.to, p.fin) = (p.truesize + charge, joined, fin);
                 p.stamp.join(stamp);
+                self.truesize += charge as u64;
+            }
+            None => {
+                self.truesize += skb.truesize as u64;
+                self.skbs.insert(seq, OfoSkb::new(data, skb, fin, stamp));
             }
         }
-        let skb = OfoSkb {
-            data,
-            truesize,
-            fin,
-            to,
-            stamp,
-        };
-        self.skbs.insert(seq, skb);
         self.cover(seq, end);
         if was_empty {
             // tcp_data_queue_ofo, "Initial out of order segment, build 1 SACK".
@@ -241,7 +321,7 @@ impl OfoQueue {
     /// caller).
     fn remove(&mut self, seq: u64) -> Option<OfoSkb> {
         let s = self.skbs.remove(&seq)?;
-        self.bytes -= s.data.len() as u64;
+        self.bytes -= s.len as u64;
         self.truesize -= s.truesize as u64;
         Some(s)
     }
@@ -352,12 +432,18 @@ impl OfoQueue {
             self.uncover_below(rcv_nxt.max(end));
             self.sack_remove(rcv_nxt.max(end));
             if end > rcv_nxt {
-                let skip = ((rcv_nxt - k) as usize).min(s.data.len());
+                let skip = ((rcv_nxt - k) as usize).min(s.len);
                 return Some(InOrder {
-                    data: s.data.slice(skip..),
+                    data: s.pieces_from(skip),
                     truesize: s.truesize,
                     fin: s.fin,
                     stamp: s.stamp,
+                    at_rcv_nxt: k == rcv_nxt,
+                    skb: RxSkb {
+                        truesize: s.truesize,
+                        head: s.head,
+                    },
+                    to: s.to,
                 });
             }
         }
@@ -424,13 +510,13 @@ impl OfoQueue {
     /// worth of bytes, is copied into fewer, fuller buffers (`OfoQueue::collapse_run`);
     /// single small segments are left, and once they add up to an eighth of `rcvbuf`
     /// the walk stops. `bloated(truesize, len)` is `tcp_win_from_space(truesize) >
-    /// len`, `alloc(len)` the charge of a new buffer of `len` bytes. Returns the
-    /// segments freed (`TcpExtTCPRcvCollapsed`).
+    /// len`, `alloc(len)` a new buffer of `len` bytes (`alloc_skb`). Returns the
+    /// skbs freed (`TcpExtTCPRcvCollapsed`).
     pub fn collapse(
         &mut self,
         rcvbuf: u32,
         bloated: impl Fn(u32, u32) -> bool,
-        alloc: impl Fn(u32) -> u32,
+        alloc: impl Fn(u32) -> RxSkb,
     ) -> u32 {
         // One ordered walk over runs and segments together, as Linux's rb_next walk
         // (a map search per run would cost O(log n) each, and the walk reaches up to
@@ -470,7 +556,7 @@ impl OfoQueue {
         mut start: u64,
         end: u64,
         bloated: &impl Fn(u32, u32) -> bool,
-        alloc: &impl Fn(u32) -> u32,
+        alloc: &impl Fn(u32) -> RxSkb,
     ) -> u32 {
         // tcp_collapse leaves a segment with a FIN (and what follows it) alone.
         let keys: Vec<u64> = self
@@ -482,9 +568,9 @@ impl OfoQueue {
         let mut from = None;
         for (i, &k) in keys.iter().enumerate() {
             let s = &self.skbs[&k];
-            let kend = k + s.data.len() as u64;
+            let kend = k + s.len as u64;
             let overlaps_next = keys.get(i + 1).is_some_and(|&n| n != kend);
-            if bloated(s.truesize, s.data.len() as u32) || k < start || overlaps_next {
+            if bloated(s.truesize, s.len as u32) || k < start || overlaps_next {
                 from = Some(i);
                 break;
             }
@@ -502,12 +588,12 @@ impl OfoQueue {
             // tcp_collapse: nskb->cb is the skb's it starts in; no tstamp.
             let has = old
                 .iter()
-                .any(|(k, s)| (*k..k + s.data.len() as u64).contains(&at) && s.stamp.has);
+                .any(|(k, s)| (*k..k + s.len as u64).contains(&at) && s.stamp.has);
             let copy = (end - at).min(super::skbuff::SKB_MAX_ORDER0 as u64) as usize;
             let mut buf = BytesMut::with_capacity(copy);
             while buf.len() < copy {
                 let Some((k, s)) = old.get(idx) else { break };
-                let kend = k + s.data.len() as u64;
+                let kend = k + s.len as u64;
                 if kend <= at {
                     idx += 1;
                     continue;
@@ -515,26 +601,31 @@ impl OfoQueue {
                 if *k > at {
                     break; // a hole: runs have none, but never read past one
                 }
-                let off = (at - k) as usize;
-                let take = (s.data.len() - off).min(copy - buf.len());
-                buf.extend_from_slice(&s.data[off..off + take]);
-                at += take as u64;
+                let mut off = (at - k) as usize;
+                for p in s.pieces() {
+                    if buf.len() == copy {
+                        break;
+                    }
+                    if off >= p.len() {
+                        off -= p.len();
+                        continue;
+                    }
+                    let take = (p.len() - off).min(copy - buf.len());
+                    buf.extend_from_slice(&p[off..off + take]);
+                    at += take as u64;
+                    off = 0;
+                }
             }
             if buf.is_empty() {
                 break;
             }
             self.work += buf.len() as u64;
-            let truesize = alloc(buf.len() as u32);
+            let nskb = alloc(buf.len() as u32);
             self.bytes += buf.len() as u64;
-            self.truesize += truesize as u64;
-            let skb = OfoSkb {
-                data: buf.freeze(),
-                truesize,
-                fin: false,
-                to: Default::default(),
-                stamp: RxStamp { has, at: None },
-            };
-            self.skbs.insert(key, skb);
+            self.truesize += nskb.truesize as u64;
+            let stamp = RxStamp { has, at: None };
+            self.skbs
+                .insert(key, OfoSkb::new(buf.freeze(), nskb, false, stamp));
         }
         old.len() as u32
     }
@@ -561,6 +652,14 @@ mod tests {
 
     fn bytes(range: core::ops::Range<u64>) -> Bytes {
         range.map(|i| i as u8).collect::<Vec<u8>>().into()
+    }
+
+    /// A collapsed buffer charged `truesize`, no tailroom.
+    fn nskb(truesize: u32) -> RxSkb {
+        RxSkb {
+            truesize,
+            head: RxHead::Linear { tailroom: 0 },
+        }
     }
 
     /// Inserts `[s, e)` with the pattern bytes, charged 1000 per segment.
@@ -616,9 +715,12 @@ mod tests {
         put(&mut q, 150, 260);
         assert!(q.pop_in_order(50).is_none());
         let s = q.pop_in_order(120).unwrap();
-        assert_eq!((s.data, s.truesize, s.fin), (bytes(120..200), 1000, false));
+        assert_eq!(
+            (s.bytes(), s.truesize, s.fin),
+            (bytes(120..200), 1000, false)
+        );
         let s = q.pop_in_order(200).unwrap();
-        assert_eq!(s.data, bytes(200..260));
+        assert_eq!(s.bytes(), bytes(200..260));
         assert!(q.is_empty());
         assert_eq!(
             (q.sack_blocks().count(), q.truesize(), q.bytes()),
@@ -640,7 +742,7 @@ mod tests {
         put(&mut q, 300, 450);
         let mut dup = None;
         let s = q.pop_in_order_dsack(350, 350, &mut dup).unwrap();
-        assert_eq!((s.data, dup), (bytes(350..450), Some((300, 350))));
+        assert_eq!((s.bytes(), dup), (bytes(350..450), Some((300, 350))));
         // A D-SACK already set elsewhere is kept; an adjoining one is widened.
         put(&mut q, 500, 600);
         let mut dup = Some((100, 200));
@@ -677,9 +779,9 @@ mod tests {
         let r = put(&mut q, 150, 250);
         assert_eq!((r.dup, r.queued, q.len()), (Some((200, 250)), true, 2));
         let s = q.pop_in_order(150).unwrap();
-        assert_eq!((s.data.len(), s.fin), (100, false));
+        assert_eq!((s.len(), s.fin), (100, false));
         let s = q.pop_in_order(250).unwrap();
-        assert_eq!((s.data, s.fin), (bytes(250..300), true));
+        assert_eq!((s.bytes(), s.fin), (bytes(250..300), true));
         assert!(q.is_empty() && q.runs() == 0);
         // A bare FIN, then the same FIN again: all present.
         let mut q = OfoQueue::default();
@@ -691,19 +793,19 @@ mod tests {
         assert_eq!((r.queued, r.dup), (false, Some((500, 501))));
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(500, 501)]);
         let s = q.pop_in_order(500).unwrap();
-        assert_eq!((s.data.len(), s.fin), (0, true));
+        assert_eq!((s.len(), s.fin), (0, true));
         // tcp_collapse leaves the FIN's segment alone.
         let mut q = OfoQueue::default();
         for s in (1000..2000).step_by(10) {
             put(&mut q, s, s + 10);
         }
         q.insert_seg(2000, bytes(2000..2010), true, skb(), RxStamp::default());
-        let freed = q.collapse(1 << 20, |t, l| t / 2 > l, |l| l + 1000);
+        let freed = q.collapse(1 << 20, |t, l| t / 2 > l, |l| nskb(l + 1000));
         assert_eq!((freed, q.len()), (100, 2));
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(1000, 2011)]);
         assert!(q
             .pop_in_order(1000)
-            .is_some_and(|s| !s.fin && s.data.len() == 1000));
+            .is_some_and(|s| !s.fin && s.len() == 1000));
         assert!(q.pop_in_order(2000).is_some_and(|s| s.fin));
     }
 
@@ -767,7 +869,7 @@ mod tests {
         assert_eq!(blocks(&q).len(), 3, "rcv_nxt below every block");
         let mut next = 2000;
         while let Some(s) = q.pop_in_order(next) {
-            next += s.data.len() as u64;
+            next += s.len() as u64;
         }
         assert_eq!(next, 7000);
         assert_eq!(blocks(&q), vec![(10000, 11000), (8000, 9000)]);
@@ -783,17 +885,57 @@ mod tests {
         }
         put(&mut q, 20_000, 20_001);
         let bloated = |t: u32, l: u32| t / 2 > l;
-        let freed = q.collapse(1 << 20, bloated, |l| l + 1000);
+        let freed = q.collapse(1 << 20, bloated, |l| nskb(l + 1000));
         assert_eq!(freed, 1000);
         // 10,000 bytes in ceil(10000 / 3776) = 3 buffers, plus the lone segment.
         assert_eq!(q.len(), 4);
         assert_eq!(q.truesize(), 10_000 + 3 * 1000 + 1000);
         let mut next = 1000;
-        while let Some(InOrder { data: b, .. }) = q.pop_in_order(next) {
+        while let Some(b) = q.pop_in_order(next).map(|s| s.bytes()) {
             assert_eq!(b, bytes(next..next + b.len() as u64));
             next += b.len() as u64;
         }
         assert_eq!(next, 11_000);
+    }
+
+    /// An skb is what Linux's is: a segment coalesced into the one before it
+    /// (`tcp_ooo_try_coalesce`) is part of it, so `tcp_collapse_ofo_queue` sees one
+    /// skb (a lone tiny one is left), `tcp_prune_ofo_queue` drops it whole, and the
+    /// in-order walk hands it over whole; a buffer `tcp_collapse` allocates
+    /// (`alloc_skb`) keeps the rest of its head as tailroom, which the next
+    /// segment is copied into (Linux 6.18: tests/packetdrill/rcv-ofo-prune-coalesce.pkt).
+    #[test]
+    fn coalesced_segments_are_one_skb_and_collapsed_buffers_take_more() {
+        use crate::tcp::skbuff::{alloc_skb, tun_skb};
+        let mut q = OfoQueue::default();
+        // A 1000-byte tun packet's head has 624 bytes of tailroom: two 300-byte
+        // segments join it, a third does not.
+        q.insert(1000, bytes(1000..2000), tun_skb(1040));
+        assert!(q.insert(2000, bytes(2000..2300), tun_skb(340)).coalesced);
+        assert!(q.insert(2300, bytes(2300..2600), tun_skb(340)).coalesced);
+        assert!(!q.insert(2600, bytes(2600..2900), tun_skb(340)).coalesced);
+        assert_eq!((q.len(), q.truesize()), (2, 2304 + 1280));
+        let s = q.pop_last().expect("the last skb").1;
+        assert_eq!((s.len(), q.len(), q.truesize()), (300, 1, 2304));
+        let s = q.pop_in_order(1000).expect("the first skb");
+        assert_eq!((s.bytes(), s.truesize), (bytes(1000..2600), 2304));
+        assert_eq!(s.to.tailroom, Some(24));
+        // Four 100-byte skbs collapse into one buffer with tailroom
+        // (alloc_skb(400): 1024 - 320 - 400), which takes the next 100 bytes.
+        let mut q = OfoQueue::default();
+        for seq in (5000..5400).step_by(100) {
+            q.insert(seq, bytes(seq..seq + 100), tun_skb(140));
+        }
+        assert_eq!(q.collapse(1 << 20, |_, _| true, alloc_skb), 4);
+        assert_eq!((q.len(), q.truesize()), (1, 1280));
+        assert!(q.insert(5400, bytes(5400..5500), tun_skb(140)).coalesced);
+        assert_eq!((q.len(), q.truesize()), (1, 1280));
+        let s = q.pop_in_order(5000).expect("the collapsed skb");
+        assert_eq!(
+            (s.bytes(), s.truesize, s.at_rcv_nxt),
+            (bytes(5000..5500), 1280, true)
+        );
+        assert_eq!(s.to.tailroom, Some(1024 - 320 - 500));
     }
 
     /// Issue 27 item 2: 201-byte segments each one byte before the last, against a
@@ -839,7 +981,7 @@ mod tests {
             // Segments hold the right values; ends rise with starts.
             let mut count = 0u64;
             let mut next = 1u64;
-            while let Some(InOrder { data: run, .. }) = q.pop_in_order(next) {
+            while let Some(run) = q.pop_in_order(next).map(|s| s.bytes()) {
                 for (i, b) in run.iter().enumerate() {
                     prop_assert_eq!(*b, (next + i as u64) as u8);
                 }

@@ -102,8 +102,9 @@ pub(super) fn push(
     let gso_size = if segs > 1 { mss as u16 } else { 0 };
     *ctx.ip_id = ctx.ip_id.wrapping_add(segs);
     ctx.mib.inc(Mib::IpOutRequests);
-    // ip_output's IP_UPD_PO_STATS: the skb's length before GSO splits it, so a
-    // GSO packet counts its headers once.
+    // ip_finish_output2's IP_UPD_PO_STATS(IPSTATS_MIB_OUT): one transmit and the
+    // skb's length before GSO splits it, so a GSO packet counts its headers once.
+    ctx.mib.inc(Mib::IpOutTransmits);
     ctx.mib
         .add(Mib::IpExtOutOctets, (packet.len() + apart.len()) as u64);
     // tcp_add_tx_delay / tcp_transmit_time: TCP_TX_DELAY pushes the departure

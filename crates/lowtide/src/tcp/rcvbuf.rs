@@ -194,6 +194,30 @@ mod tests {
         assert_eq!((t.rcvbuf, t.rcvq_space), (131_072, 100_000));
     }
 
+    /// `tcp_recvmsg_locked` calls `tcp_rcv_space_adjust` after each skb it copies
+    /// (Linux 6.18, tests/packetdrill/rcv-space-adjust-drs.pkt): reading three
+    /// 1000-byte skbs at once measures after the first, with the other two still
+    /// queued (102,000 read past the mark less 2000 unread), and the next two
+    /// fall within the new measure's RTT.
+    #[test]
+    fn a_read_measures_after_its_first_skb() {
+        let cfg = crate::config::Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = crate::tcp::TcpState::Established;
+        t.rcv_rtt.rtt_us8 = 8 * 100_000;
+        t.rcvq_space = 50_000;
+        t.copied_seq = t.rcvq_space_seq + 100_000;
+        for _ in 0..3 {
+            t.rcv_queue.push(vec![0u8; 1000].into(), 2304);
+        }
+        t.rcv_nxt = t.copied_seq + 3000;
+        let mut st = crate::tcp::TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant(1_000_000_000), false);
+        assert_eq!(t.recvmsg_with(&mut ctx, 3000, |_| {}), Ok(3000));
+        assert_eq!(t.rcvq_space, 101_000 - 2000);
+        assert_eq!(t.rcvq_space_seq, t.copied_seq - 2000);
+    }
+
     #[test]
     fn window_samples_only_lower_the_estimate() {
         let mut t = Tcb::for_test(&crate::config::Config::default());

@@ -142,11 +142,12 @@ fn for_each_slice<'b>(
 }
 
 /// One buffer of the receive queue: a segment's bytes (or a slice of them) and, on
-/// the last buffer of a segment, the memory the whole segment is charged.
+/// the last buffer of an skb, the memory the whole skb is charged (segments
+/// coalesced into an skb add theirs to it: [`RcvQueue::coalesced_skb_charge`]).
 #[derive(Debug)]
 struct Chunk {
     data: Bytes,
-    /// `skb->truesize` of the segment this buffer ends; 0 on its earlier buffers.
+    /// `skb->truesize` of the skb this buffer ends; 0 on its earlier buffers.
     truesize: u32,
 }
 
@@ -185,16 +186,32 @@ impl RcvQueue {
 
     /// Queues a buffer as it is, charged `truesize`.
     pub fn push(&mut self, b: Bytes, truesize: u32) {
+        self.push_chunk(b, truesize, 0);
+    }
+
+    /// Queues a buffer charged `truesize`, ending an skb that also holds `carried`
+    /// (charged before, on the buffers it joins).
+    fn push_chunk(&mut self, b: Bytes, truesize: u32, carried: u32) {
         if !b.is_empty() {
             self.len += b.len();
             self.pushed += b.len() as u64;
             self.truesize += truesize as u64;
+            let truesize = truesize + carried;
             self.chunks.push_back(Chunk { data: b, truesize });
         }
     }
 
+    /// Before bytes join the tail skb (`joined`): its charge, taken off its last
+    /// buffer, to be carried by the new last one.
+    fn carry_tail(&mut self, joined: bool) -> u32 {
+        match self.chunks.back_mut() {
+            Some(c) if joined => std::mem::take(&mut c.truesize),
+            _ => 0,
+        }
+    }
+
     /// Records the stamp of the skb whose `len` bytes were just queued; `joined`:
-    /// it was coalesced into the skb before it ([`RcvQueue::coalesced_charge`]),
+    /// it was coalesced into the skb before it ([`RcvQueue::coalesced_skb_charge`]),
     /// which takes its stamp ([`RxStamp::join`]).
     pub fn stamp(&mut self, len: usize, stamp: RxStamp, joined: bool) {
         let (start, end) = (self.pushed - len as u64, self.pushed);
@@ -231,37 +248,84 @@ impl RcvQueue {
         tss
     }
 
-    /// `tcp_queue_rcv`'s `tcp_try_coalesce`: the charge of `skb` (`len` bytes)
-    /// queued now: less if it joins the tail buffer (`skb_try_coalesce`, tcp/rmem.rs),
-    /// and whether it joined (`TcpExtTCPRcvCoalesce`).
-    pub fn coalesced_charge(&mut self, skb: RxSkb, len: u32) -> (u32, bool) {
-        if !self.is_empty() {
-            if let Some(charge) = skb.coalesce_into(&mut self.tail, len) {
+    /// `tcp_try_coalesce(sk, tail, skb)` (`tcp_queue_rcv`, `tcp_ofo_queue`) for an
+    /// skb of `len` bytes that starts at the tail's end (`at_end`; not one that
+    /// overlaps it): its charge, less if it joins the tail buffer
+    /// (`skb_try_coalesce`, tcp/skbuff.rs), and whether it joined
+    /// (`TcpExtTCPRcvCoalesce`). `own` is the skb as others may join it if segments joined it before
+    /// (its frags, its tailroom left; `None`: as received). The tail is then the
+    /// skb it joined, or this one.
+    pub fn coalesced_skb_charge(
+        &mut self,
+        skb: RxSkb,
+        len: u32,
+        own: Option<CoalesceTo>,
+        at_end: bool,
+    ) -> (u32, bool) {
+        let frags = own.map_or(0, |o| o.frags);
+        if !self.is_empty() && at_end && len > 0 {
+            if let Some(charge) = skb.coalesce_frags_into(&mut self.tail, len, frags) {
                 return (charge, true);
             }
         }
-        self.tail = skb.as_to();
+        self.tail = own.unwrap_or_else(|| skb.as_to());
         (skb.truesize, false)
     }
 
     /// Queues `payload` charged `truesize`: shared buffers by reference, borrowed bytes
-    /// copied into memory from `frag`.
-    pub fn push_payload(&mut self, frag: &mut PageFrag, payload: Payload, truesize: u32) {
+    /// copied into memory from `frag`. `joined`: it was coalesced into the tail skb
+    /// ([`RcvQueue::coalesced_skb_charge`]), whose charge it then carries.
+    pub fn push_payload(
+        &mut self,
+        frag: &mut PageFrag,
+        payload: Payload,
+        truesize: u32,
+        joined: bool,
+    ) {
+        let carried = self.carry_tail(joined && !payload.is_empty());
         match payload {
-            Payload::Flat(_) => self.push(payload.copy_to(frag).freeze(), truesize),
+            Payload::Flat(_) => self.push_chunk(payload.copy_to(frag).freeze(), truesize, carried),
             Payload::Frags { frags, skip, len } => {
                 let mut left = len;
                 for_each_slice(frags, skip, len, |b, r| {
                     left -= r.len();
-                    self.push(b.slice(r), if left == 0 { truesize } else { 0 });
+                    match left {
+                        0 => self.push_chunk(b.slice(r), truesize, carried),
+                        _ => self.push_chunk(b.slice(r), 0, 0),
+                    }
                 });
+            }
+        }
+    }
+
+    /// Queues an skb's buffers charged `truesize` (an out-of-order skb taken in order,
+    /// `tcp_ofo_queue`); `joined` as in [`RcvQueue::push_payload`].
+    pub fn push_skb(&mut self, bufs: Vec<Bytes>, truesize: u32, joined: bool) {
+        let len = bufs.iter().map(Bytes::len).sum::<usize>();
+        let carried = self.carry_tail(joined && len > 0);
+        let mut left = len;
+        for b in bufs {
+            left -= b.len();
+            match left {
+                0 => self.push_chunk(b, truesize, carried),
+                _ => self.push_chunk(b, 0, 0),
             }
         }
     }
 
     /// Hands up to `max` bytes to `read` in order (one call per buffer) and consumes
     /// them; returns how many.
-    pub fn read(&mut self, max: usize, mut read: impl FnMut(&[u8])) -> usize {
+    pub fn read(&mut self, max: usize, read: impl FnMut(&[u8])) -> usize {
+        self.read_until(max, false, read)
+    }
+
+    /// [`RcvQueue::read`] that stops at the end of the skb it starts in (one
+    /// pass of `tcp_recvmsg_locked`'s loop).
+    pub fn read_skb(&mut self, max: usize, read: impl FnMut(&[u8])) -> usize {
+        self.read_until(max, true, read)
+    }
+
+    fn read_until(&mut self, max: usize, one_skb: bool, mut read: impl FnMut(&[u8])) -> usize {
         let mut n = 0;
         while n < max {
             let Some(front) = self.chunks.front_mut() else {
@@ -270,11 +334,15 @@ impl RcvQueue {
             let take = front.data.len().min(max - n);
             read(&front.data[..take]);
             n += take;
-            if take == front.data.len() {
-                self.truesize -= front.truesize as u64;
-                self.chunks.pop_front();
-            } else {
+            if take < front.data.len() {
                 bytes::Buf::advance(&mut front.data, take);
+                continue;
+            }
+            let ends_skb = front.truesize != 0;
+            self.truesize -= front.truesize as u64;
+            self.chunks.pop_front();
+            if one_skb && ends_skb {
+                break;
             }
         }
         self.len -= n;
@@ -309,12 +377,13 @@ impl RcvQueue {
     /// `tcp_collapse` of the receive queue: segments that carry their overhead well
     /// (`bloated(truesize, len)` false, see [`super::ofo::OfoQueue::collapse`]) are
     /// kept; from the first that does not (a partly read one counts its unread
-    /// bytes), the rest is copied into buffers of at most `SKB_MAX_ORDER(0, 0)` bytes
-    /// charged `alloc(len)`. Returns the segments freed (`TcpExtTCPRcvCollapsed`).
+    /// bytes), the rest is copied into buffers of at most `SKB_MAX_ORDER(0, 0)` bytes,
+    /// `alloc(len)` each (`alloc_skb`), the last of them the new tail. Returns the
+    /// skbs freed (`TcpExtTCPRcvCollapsed`).
     pub fn collapse(
         &mut self,
         bloated: impl Fn(u32, u32) -> bool,
-        alloc: impl Fn(u32) -> u32,
+        alloc: impl Fn(u32) -> RxSkb,
     ) -> u32 {
         let mut from = None;
         let (mut first, mut seg_len) = (0, 0usize);
@@ -351,7 +420,6 @@ impl RcvQueue {
             }
         }
         self.flush_collapsed(&mut buf, &alloc, &olds);
-        self.tail = CoalesceTo::default();
         freed
     }
 
@@ -381,15 +449,16 @@ impl RcvQueue {
     fn flush_collapsed(
         &mut self,
         buf: &mut BytesMut,
-        alloc: &impl Fn(u32) -> u32,
+        alloc: &impl Fn(u32) -> RxSkb,
         olds: &[(u64, u64, RxStamp)],
     ) {
         if !buf.is_empty() {
             let b = std::mem::take(buf).freeze();
             let len = b.len();
-            let truesize = alloc(len as u32);
+            let nskb = alloc(len as u32);
+            self.tail = nskb.as_to();
             let start = self.pushed;
-            self.push(b, truesize);
+            self.push(b, nskb.truesize);
             let has = olds
                 .iter()
                 .any(|&(s, e, st)| (s..e).contains(&start) && st.has);
@@ -407,6 +476,14 @@ mod tests {
         r.collect()
     }
 
+    /// A collapsed buffer charged `truesize`, no tailroom.
+    fn nskb(truesize: u32) -> RxSkb {
+        RxSkb {
+            truesize,
+            head: crate::tcp::skbuff::RxHead::Linear { tailroom: 0 },
+        }
+    }
+
     #[test]
     fn frags_are_queued_by_reference_and_read_in_order() {
         let a = Bytes::from(bytes(0..10));
@@ -415,7 +492,7 @@ mod tests {
         let p = Payload::frags(&frags).skip(4);
         assert_eq!(p.len(), 26);
         let mut q = RcvQueue::default();
-        q.push_payload(&mut PageFrag::default(), p, 2000);
+        q.push_payload(&mut PageFrag::default(), p, 2000, false);
         assert_eq!(q.len(), 26);
         assert_eq!(q.chunks[0].data.as_ptr(), a[4..].as_ptr(), "no copy");
         assert_eq!(q.chunks[1].data.as_ptr(), b.as_ptr(), "no copy");
@@ -445,8 +522,8 @@ mod tests {
         let mut frag = PageFrag::default();
         let mut q = RcvQueue::default();
         let data = bytes(0..100);
-        q.push_payload(&mut frag, Payload::Flat(&data[..60]), 900);
-        q.push_payload(&mut frag, Payload::Flat(&data[60..]), 900);
+        q.push_payload(&mut frag, Payload::Flat(&data[..60]), 900, false);
+        q.push_payload(&mut frag, Payload::Flat(&data[60..]), 900, false);
         let mut got = Vec::new();
         q.read(usize::MAX, |c| got.extend_from_slice(c));
         assert_eq!(got, data);
@@ -505,10 +582,45 @@ mod tests {
         assert_eq!(q.rx_tstamp(0, 10), Some(t(3)));
         assert_eq!(q.stamps.len(), 2, "the first skb is gone");
         // Every small segment is bloated: all of it is collapsed.
-        assert!(q.collapse(|_, _| true, |l| l + 100) > 0);
+        assert!(q.collapse(|_, _| true, |l| nskb(l + 100)) > 0);
         assert_eq!(q.rx_tstamp(0, 10), Some(None), "has_rxtstamp, no tstamp");
         q.read(usize::MAX, |_| {});
         assert!(q.stamps.is_empty());
+    }
+
+    /// A segment that joins the tail skb (`tcp_try_coalesce`) is part of it: the
+    /// skb's whole charge is freed once all of it is read, `tcp_collapse` weighs
+    /// and counts it as one skb, and the last buffer it allocates is the new tail,
+    /// whose tailroom the next segment may take.
+    #[test]
+    fn a_joined_segment_is_part_of_the_tail_skb() {
+        use crate::tcp::skbuff::{alloc_skb, tun_skb};
+        let mut frag = PageFrag::default();
+        let mut q = RcvQueue::default();
+        let mut seg = |q: &mut RcvQueue, len: usize| {
+            let skb = tun_skb(len as u32 + 40);
+            let (charge, joined) = q.coalesced_skb_charge(skb, len as u32, None, true);
+            q.push_payload(&mut frag, Payload::Flat(&vec![1u8; len]), charge, joined);
+            joined
+        };
+        assert!(!seg(&mut q, 1000));
+        assert!(seg(&mut q, 300), "624 bytes of tailroom");
+        assert_eq!(q.truesize(), 2304);
+        q.read(1100, |_| {});
+        assert_eq!(q.truesize(), 2304, "200 bytes of the skb left");
+        q.read(200, |_| {});
+        assert_eq!(q.truesize(), 0);
+        assert!(!seg(&mut q, 1000), "an empty queue has no tail");
+        assert!(seg(&mut q, 300));
+        assert!(seg(&mut q, 300));
+        assert!(!seg(&mut q, 300), "24 bytes left");
+        // Two skbs (one of three segments), both bloated: two freed, 1900 bytes
+        // in one buffer of alloc_skb(1900) (4096 - 320 - 1900 = 1876 bytes of
+        // tailroom).
+        assert_eq!(q.collapse(|_, _| true, alloc_skb), 2);
+        assert_eq!(q.truesize(), 4096 + 256);
+        assert!(seg(&mut q, 100), "into the collapsed buffer's tailroom");
+        assert!(!seg(&mut q, 1800));
     }
 
     /// `tcp_collapse` of the receive queue: segments that carry their overhead are
@@ -522,7 +634,7 @@ mod tests {
             q.push(Bytes::copy_from_slice(c), 900);
         }
         let bloated = |t: u32, l: u32| t / 2 > l;
-        assert_eq!(q.collapse(bloated, |l| l + 100), 50);
+        assert_eq!(q.collapse(bloated, |l| nskb(l + 100)), 50);
         assert_eq!(
             (q.chunks.len(), q.len(), q.truesize()),
             (2, 1250, 1200 + 350)
@@ -530,6 +642,6 @@ mod tests {
         let mut got = Vec::new();
         q.read(usize::MAX, |c| got.extend_from_slice(c));
         assert_eq!(&got[1000..], &data[..]);
-        assert_eq!(q.collapse(bloated, |l| l), 0, "nothing to do");
+        assert_eq!(q.collapse(bloated, nskb), 0, "nothing to do");
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Every queued buffer, in order or out of order, is charged a truesize into
 //! `sk_rmem_alloc` (`Tcb::rmem_alloc`), as tcp/skbuff.rs models it (include/linux/skbuff.h:
-//! [`rx_truesize`] for a received segment, [`alloc_truesize`] for a buffer that
+//! [`rx_truesize`] for a received segment, [`alloc_skb`] for a buffer that
 //! `tcp_collapse` allocates, `skb_try_coalesce` for a segment that joins the buffer
 //! before it).
 //!
@@ -15,7 +15,7 @@
 //! four segments (`tcp_adjust_rcv_ssthresh`).
 
 use super::mem::MemKind;
-use super::skbuff::{alloc_truesize, rx_truesize, tun_skb, RxAlloc, RxHead, RxSkb};
+use super::skbuff::{alloc_skb, rx_truesize, tun_skb, RxAlloc, RxHead, RxSkb};
 use super::sock::Tcb;
 use super::Ctx;
 use crate::config::Config;
@@ -129,9 +129,9 @@ impl Tcb {
         let bloated = move |truesize: u32, len: u32| {
             (truesize as i64 * ratio as i64) >> super::consts::TCP_RMEM_TO_WIN_SCALE > len as i64
         };
-        let mut collapsed = self.ofo.collapse(self.rcvbuf, bloated, alloc_truesize);
+        let mut collapsed = self.ofo.collapse(self.rcvbuf, bloated, alloc_skb);
         if !self.rcv_queue.is_empty() {
-            collapsed += self.rcv_queue.collapse(bloated, alloc_truesize);
+            collapsed += self.rcv_queue.collapse(bloated, alloc_skb);
         }
         ctx.mib.add(Mib::TcpExtTCPRcvCollapsed, collapsed as u64);
         if self.can_ingest() {

@@ -10,8 +10,9 @@
 //! `truesize = SKB_DATA_ALIGN(MAX_TCP_HEADER + len) + 256 + 320` ([`rx_truesize`];
 //! 1448 bytes cost 2304, what this machine's 6.18 kernel charges over veth; 1 byte
 //! costs 896). A GRO packet costs one such buffer per segment. A buffer that
-//! `tcp_collapse` allocates (`alloc_skb(len)`) costs its `kmalloc` size
-//! (`kmalloc_size_roundup(SKB_DATA_ALIGN(len) + 320)`) plus 256 ([`alloc_truesize`]).
+//! `tcp_collapse` allocates (`alloc_skb(len)`) costs its head (the small-head
+//! cache's, or `kmalloc_size_roundup(SKB_DATA_ALIGN(len) + 320)`) plus 256
+//! ([`alloc_skb`]), and keeps the rest of its head as tailroom.
 //! A single segment that continues the buffer before it (the receive queue's tail,
 //! `tcp_queue_rcv`; its out-of-order predecessor, `tcp_ooo_try_coalesce`) is
 //! coalesced into it as `skb_try_coalesce` steals a page-fragment head: the
@@ -59,9 +60,24 @@ fn kmalloc_size_roundup(size: u32) -> u32 {
         .unwrap_or_else(|| size.next_power_of_two())
 }
 
-/// Truesize of `alloc_skb(len)` (`__alloc_skb`: head from `kmalloc`, `SKB_TRUESIZE`).
+/// Truesize of `alloc_skb(len)` ([`alloc_skb`]).
 pub fn alloc_truesize(len: u32) -> u32 {
-    kmalloc_size_roundup(skb_data_align(len) + SKB_SHINFO) + SKB_STRUCT
+    alloc_skb(len).truesize
+}
+
+/// The buffer `alloc_skb(len)` makes and fills with `len` bytes (`tcp_collapse`'s
+/// `nskb`): `__alloc_skb` takes the head from `kmalloc_reserve` (the small-head
+/// cache for a head that fits it, else `kmalloc`) and charges `SKB_TRUESIZE` of
+/// what it got; the head is `kmalloc`ed (locked: it cannot be stolen) and what the
+/// bytes leave of it is tailroom a later segment may be copied into.
+pub fn alloc_skb(len: u32) -> RxSkb {
+    let osize = kmalloc_head(len);
+    RxSkb {
+        truesize: osize + SKB_STRUCT,
+        head: RxHead::Linear {
+            tailroom: osize - SKB_SHINFO - len,
+        },
+    }
 }
 
 /// `NET_SKB_PAD`: the headroom a device reserves before a received packet.
@@ -144,14 +160,22 @@ impl RxSkb {
     /// `skb_try_coalesce(to, self)` for `len` payload bytes: the charge if it joins
     /// `to` (updated), or None (then `to` should become [`RxSkb::as_to`]).
     pub fn coalesce_into(&self, to: &mut CoalesceTo, len: u32) -> Option<u32> {
+        self.coalesce_frags_into(to, len, 0)
+    }
+
+    /// [`RxSkb::coalesce_into`] for a buffer that holds `frags` frags beside its
+    /// head (segments coalesced into it before): a stolen head takes them along,
+    /// so `to` must have room for all of them ("`to_shinfo->nr_frags +
+    /// from_shinfo->nr_frags >= MAX_SKB_FRAGS`": no).
+    pub fn coalesce_frags_into(&self, to: &mut CoalesceTo, len: u32, frags: u8) -> Option<u32> {
         if let Some(room) = to.tailroom.filter(|&r| len <= r) {
             // "if (len <= skb_tailroom(to))": copied, no truesize added.
             to.tailroom = Some(room - len);
             return Some(0);
         }
         match self.head {
-            RxHead::PageFrag { single: true } if to.frags < MAX_SKB_FRAGS => {
-                to.frags += 1;
+            RxHead::PageFrag { single: true } if to.frags + frags < MAX_SKB_FRAGS => {
+                to.frags += 1 + frags;
                 Some(self.truesize.saturating_sub(COALESCE_SAVING))
             }
             _ => None,
@@ -250,6 +274,24 @@ mod tests {
         assert_eq!(big.head, RxHead::Linear { tailroom: 0 });
         let mut to = big.as_to();
         assert_eq!(tun_skb(152).coalesce_into(&mut to, 100), None);
+    }
+
+    /// `alloc_skb` (`tcp_collapse`'s buffers): a head that fits the small-head cache
+    /// comes from it, a larger one from `kmalloc`; the rest of the head is tailroom.
+    #[test]
+    fn alloc_skb_heads_and_tailroom() {
+        let s = alloc_skb(100);
+        assert_eq!(s.truesize, 576 + 256);
+        assert_eq!(
+            s.head,
+            RxHead::Linear {
+                tailroom: 576 - 320 - 100
+            }
+        );
+        let s = alloc_skb(500);
+        assert_eq!((s.truesize, s.as_to().tailroom), (1024 + 256, Some(204)));
+        let s = alloc_skb(SKB_MAX_ORDER0);
+        assert_eq!((s.truesize, s.as_to().tailroom), (4096 + 256, Some(0)));
     }
 
     /// `skb_try_coalesce`: a segment that fits in the tail's tailroom is copied there

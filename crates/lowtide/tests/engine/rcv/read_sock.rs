@@ -1,6 +1,6 @@
 //! `Stack::recv_with` (Linux's `tcp_read_sock`): the reader sees the receive queue's
 //! bytes in place, in order, across the queue's wrap, and the socket consumes them
-//! exactly as `recv` does (same window updates, same wire traffic).
+//! as `recv` does (same window updates, same wire traffic, autotuning aside).
 
 use crate::common::*;
 use lowtide::Config;
@@ -10,7 +10,14 @@ use std::time::Duration;
 /// in reads of at most `max` bytes whenever something is ready. Returns what B read
 /// and every segment on the wire.
 fn transfer(data: &[u8], max: usize, with: bool) -> (Vec<u8>, Vec<Vec<u8>>) {
-    let (mut p, c, s) = establish(Config::default());
+    // Receive-buffer autotuning off: `tcp_recvmsg_locked` measures it after each
+    // skb, `tcp_read_sock` once per call, so the buffers (and windows) they grow
+    // differ as on Linux.
+    let cfg = Config {
+        tcp_moderate_rcvbuf: false,
+        ..Config::default()
+    };
+    let (mut p, c, s) = establish(cfg);
     let mut sent = 0;
     let mut got = Vec::new();
     let mut buf = vec![0u8; max];

@@ -9,7 +9,10 @@
 //! last one possibly short; a split restarts the grid of both halves at their
 //! starts, as `tcp_fragment` recounts `pcount`). A SACK block marks exactly the
 //! segments it covers whole (`tcp_match_skb_to_sack` splits only at whole-MSS
-//! boundaries), minus what the previous ACK's blocks covered (`recv_sack_cache`).
+//! boundaries), minus what the previous ACK's blocks covered (`recv_sack_cache`);
+//! the walk past a cached block starts at the skb holding its end but matches
+//! skbs against the block's own start, so an skb straddling that end that the
+//! block covers whole is marked too.
 //! Operations Linux defines per skb (retransmit, `IsLost`) take the skb boundaries
 //! from the queue.
 //!
@@ -97,10 +100,31 @@ impl Model {
     /// The first range is exact; for the later ones the model takes, segment by
     /// segment, what the queue did (`queue_sacked`) but never more than the range
     /// covers whole, which `check` then holds the queue to.
-    fn sack(&mut self, blocks: &[(u64, u64)], queue_sacked: &dyn Fn(u64) -> bool) {
+    ///
+    /// A range that starts past a cached block's end is walked from the skb holding
+    /// that end (`skb_start`: where it starts in the queue before or after the
+    /// operation, whichever is lower) and matched against the block's start, so it
+    /// reaches back to that skb's start, not below the block's; a block starting at
+    /// or above the highest SACKed byte is walked from its own start
+    /// (`tcp_highest_sack`, then `tcp_sacktag_skip` to `start_seq`); the model then
+    /// takes what the queue did there too. With nothing SACKed when the ACK comes,
+    /// the cache is not consulted at all ("It's already past"). Cached parts past
+    /// the first cached block of a block are walked too when nothing is SACKed above
+    /// that block's end ("better entrypoint"), which the model allows, not demands.
+    fn sack(
+        &mut self,
+        blocks: &[(u64, u64)],
+        queue_sacked: &dyn Fn(u64) -> bool,
+        skb_start: &dyn Fn(u64) -> u64,
+    ) {
         let mut sorted = blocks.to_vec();
         sorted.sort_unstable();
         let cache = std::mem::take(&mut self.cache);
+        let cache = match self.sacked_in(self.una, self.nxt()) {
+            0 => Vec::new(),
+            _ => cache,
+        };
+        // (block start, walk from, walk to, only what the queue did)
         let mut ranges = Vec::new();
         for &(start, end) in &sorted {
             let mut from = start;
@@ -109,18 +133,33 @@ impl Model {
                     continue;
                 }
                 if cs > from {
-                    ranges.push((from, cs));
+                    ranges.push((start, from, cs, from > start));
+                }
+                if from > start {
+                    ranges.push((start, cs.max(from), ce.min(end), true));
                 }
                 from = from.max(ce);
             }
             if from < end {
-                ranges.push((from, end));
+                ranges.push((start, from, end, false));
             }
         }
-        for (i, &(from, to)) in ranges.iter().enumerate() {
-            self.tag(from, to, i > 0, queue_sacked);
+        for (i, &(start, from, to, lenient)) in ranges.iter().enumerate() {
+            let reach = match from > start {
+                true => skb_start(from)
+                    .max(start)
+                    .min(self.highest_sacked_end().max(start)),
+                false => from,
+            };
+            self.tag(reach, to, i > 0 || reach < from || lenient, queue_sacked);
         }
         self.cache = sorted;
+    }
+
+    /// The end of the highest SACKed byte (`una` if none).
+    fn highest_sacked_end(&self) -> u64 {
+        let top = self.flags.iter().rposition(|f| f & SACKED_ACKED != 0);
+        top.map_or(self.una, |i| self.una + i as u64 + 1)
     }
 
     /// Marks SACKed every unSACKed segment inside `[start, end)` (only those the
@@ -283,6 +322,7 @@ fn step(
                     (start, end)
                 })
                 .collect();
+            let before = skbs(tree);
             both(tree, list, &|q| {
                 let _ = q.sacktag_blocks(&blocks, mss);
             });
@@ -293,7 +333,16 @@ fn step(
                     .get(i)
                     .is_some_and(|&(seq, _, bits, _)| seq <= b && bits & SACKED_ACKED != 0)
             };
-            m.sack(&blocks, &sacked);
+            // Where the skb holding `b` starts, before the walk split it or after
+            // it merged it, whichever is lower.
+            let skb_start = |b: u64| {
+                let at = |q: &[(u64, u64, u8, u32)]| {
+                    let i = q.partition_point(|&(_, end, _, _)| end <= b);
+                    q.get(i).map_or(b, |&(seq, ..)| seq.min(b))
+                };
+                at(&before).min(at(&after))
+            };
+            m.sack(&blocks, &sacked, &skb_start);
         }
         2 => {
             let ack = m.una + w % (span + 1);
@@ -421,17 +470,32 @@ mod tests {
         };
         m.push(1000);
         let none = |_: u64| false;
-        m.sack(&[(150, 450)], &none);
+        let itself = |b: u64| b;
+        m.sack(&[(150, 450)], &none, &itself);
         assert_eq!(m.sacked_in(0, 1000), 200, "segments 200..400 only");
-        m.sack(&[(150, 450), (450, 1000)], &none);
+        m.sack(&[(150, 450), (450, 1000)], &none, &itself);
         assert_eq!(
             m.sacked_in(0, 1000),
             200 + 500,
             "the cached block adds nothing"
         );
         m.clean(50, Some((0, 200, 2)));
-        m.sack(&[(50, 160)], &none);
+        m.sack(&[(50, 160)], &none, &itself);
         assert_eq!(m.sacked_in(50, 1000), 700 + 100, "the grid restarted at 50");
+        // A block grown past the cached one is walked from the skb holding the
+        // cached end (skbs of two segments: [1200, 1400)) and matched against its
+        // own start: that skb is covered whole.
+        m.push(1000);
+        m.sack(&[(1150, 1250)], &none, &itself);
+        assert_eq!(m.sacked_in(1000, 2000), 0, "no whole segment");
+        let skb_start = |b: u64| b / 200 * 200;
+        let queue = |b: u64| (1200..1400).contains(&b);
+        m.sack(&[(1150, 1450)], &queue, &skb_start);
+        assert_eq!(
+            m.sacked_in(1000, 2000),
+            200,
+            "1200..1400, from the skb's start"
+        );
     }
 
     /// The queues and the model agree on a sequence of every operation, and the

@@ -302,7 +302,12 @@ impl RtxQueue {
             self.highest_sack = 0; // tcp_highest_sack_reset
         }
         let mut t = Tagged::default();
-        let cache = self.recv_sack_cache;
+        // tcp_sacktag_write_queue: with nothing SACKed the cache "is already past,
+        // so skip checking against it": every block is walked whole.
+        let cache = match self.sacked_out {
+            0 => [(0, 0); TCP_NUM_SACKS],
+            _ => self.recv_sack_cache,
+        };
         // One in-order walk per ACK: the blocks are sorted and the walk goes on
         // from where the previous block left it (tcp_sacktag_write_queue).
         let mut cursor = None;
@@ -313,17 +318,38 @@ impl RtxQueue {
                     continue;
                 }
                 if cs > from {
-                    cursor = self.sacktag_from(cursor, from, cs, mss, &mut t);
+                    cursor = self.sacktag_from(cursor, (from, start), cs, mss, &mut t);
                 }
                 from = from.max(ce);
+                // "...tail remains todo... but better entrypoint exists!": nothing
+                // is SACKed above the cached end, so the rest of the block is
+                // walked whole from there, past any later cached block.
+                if from < end && self.highest_sack_seq() == Some(from) {
+                    break;
+                }
             }
             if from < end {
-                cursor = self.sacktag_from(cursor, from, end, mss, &mut t);
+                let seek = self.tail_walk_from(start, from);
+                cursor = self.sacktag_from(cursor, (seek, start), end, mss, &mut t);
             }
         }
         self.recv_sack_cache = [(0, 0); TCP_NUM_SACKS];
         self.recv_sack_cache[..n].copy_from_slice(&sorted[..n]);
         t
+    }
+
+    /// Where `tcp_sacktag_write_queue` walks the rest of a block starting at `start`
+    /// that `recv_sack_cache` said was done up to `from`: from `from` (the skb
+    /// holding it, `tcp_sacktag_skip` to `cache->end_seq`, or `tp->highest_sack`
+    /// when that is where it starts); but a block starting at or above
+    /// `tcp_highest_sack_seq` is walked from `tcp_highest_sack`, and
+    /// `tcp_sacktag_skip` to `start_seq` then finds the skb holding the block's own
+    /// start: the walk covers the cached part again.
+    fn tail_walk_from(&self, start: u64, from: u64) -> u64 {
+        match self.highest_sack_seq() {
+            Some(hss) if from > start && hss != from && start >= hss => start,
+            _ => from,
+        }
     }
 
     /// Marks `[start, end)` SACKed (`tcp_sacktag_walk`): finds the first skb by
@@ -332,25 +358,29 @@ impl RtxQueue {
     /// block is assumed validated against `snd_una..snd_nxt` by the caller.
     pub fn sacktag(&mut self, start: u64, end: u64, mss: u32) -> Tagged {
         let mut t = Tagged::default();
-        self.sacktag_from(None, start, end, mss, &mut t);
+        self.sacktag_from(None, (start, start), end, mss, &mut t);
         t
     }
 
-    /// `tcp_sacktag_skip` + `tcp_sacktag_walk` for `[start, end)` from `cursor` (the
-    /// skb where the previous block's walk stopped, `None` for the head). A block
-    /// at or above `tcp_highest_sack_seq` starts at `tp->highest_sack` instead, as
-    /// Linux does in both shapes; returns where this walk stopped.
+    /// `tcp_sacktag_skip` + `tcp_sacktag_walk` from `cursor` (the skb where the
+    /// previous block's walk stopped, `None` for the head): the walk starts at the
+    /// skb holding `seek` (past what `recv_sack_cache` says was done) and matches
+    /// skbs against the block's own `[start, end)`, as Linux walks with the block's
+    /// `start_seq` after skipping to `cache->end_seq` (a segment split off by an
+    /// earlier, smaller block is then covered whole). A walk at or above
+    /// `tcp_highest_sack_seq` starts at `tp->highest_sack` instead, as Linux does in
+    /// both shapes; returns where this walk stopped.
     fn sacktag_from(
         &mut self,
         cursor: Option<Pos>,
-        start: u64,
+        (seek, start): (u64, u64),
         end: u64,
         mss: u32,
         t: &mut Tagged,
     ) -> Option<Pos> {
         let first = match self.highest_sack {
-            h if h != 0 && start >= h => self.store.seek_hinted(start),
-            _ => self.store.seek_from(cursor, start),
+            h if h != 0 && seek >= h => self.store.seek_hinted(seek),
+            _ => self.store.seek_from(cursor, seek),
         };
         let mut p = first?;
         loop {
@@ -409,11 +439,6 @@ impl RtxQueue {
             };
         }
         if pkt_len >= s.len() as u64 {
-            return Match::Out;
-        }
-        // Unlike Linux, do not split off a head when no whole segment of the tail is
-        // covered either: tiny blocks then cut nothing at all.
-        if !head_in && end < s.end_seq && end.saturating_sub(s.seq + pkt_len) < mss {
             return Match::Out;
         }
         if !self.may_fragment() {
@@ -717,8 +742,48 @@ mod tests {
         }
     }
 
-    /// CVE-2019-11478: SACKs of every other byte cut nothing (no whole segment is
-    /// covered), so the queue keeps its shape.
+    /// `recv_sack_cache`: a block grown on the right is walked from the cached end
+    /// but matched against its own start (`tcp_sacktag_walk` with `start_seq`), so
+    /// the segment that the earlier block (covering no whole segment) split off is
+    /// SACKed whole, as Linux 6.18 does
+    /// (tests/packetdrill/sack-cached-block-grown-covers-split-segment.pkt).
+    #[test]
+    fn a_grown_block_is_matched_from_its_own_start() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 3, 2 * MSS);
+            let t = q.sacktag_blocks(&[(265, 353)], MSS);
+            assert_eq!((t.segs, q.len()), (0, 4), "split at 301, nothing SACKed");
+            let t = q.sacktag_blocks(&[(265, 601)], MSS);
+            assert_eq!((t.segs, q.sacked_out), (3, 3));
+            q.check_invariants();
+        }
+    }
+
+    /// `tcp_sacktag_write_queue`: with nothing SACKed when an ACK comes, the previous
+    /// ACK's blocks are not consulted ("It's already past"): a block the cache
+    /// holds is walked again, so marks cleared since (here by hand) come back.
+    #[test]
+    fn nothing_sacked_walks_cached_blocks_again() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 4, 100);
+            assert_eq!(q.sacktag_blocks(&[(101, 301)], MSS).segs, 2);
+            q.update(101, 0, SACKED_ACKED);
+            q.update(201, 0, SACKED_ACKED);
+            assert_eq!(q.sacked_out, 0);
+            let t = q.sacktag_blocks(&[(101, 301)], MSS);
+            assert_eq!((t.segs, q.sacked_out), (2, 2));
+            // With something SACKed the cache holds: the same block adds nothing.
+            q.update(201, 0, SACKED_ACKED);
+            assert_eq!(q.sacktag_blocks(&[(101, 301)], MSS).segs, 0);
+            q.check_invariants();
+        }
+    }
+
+    /// CVE-2019-11478: SACKs of every other byte SACK nothing (no whole segment is
+    /// covered), but each block that starts inside a multi-segment skb splits it at
+    /// the next MSS boundary, as `tcp_match_skb_to_sack` does (a later block may then
+    /// cover the tail whole): the queue ends as one skb per segment, its memory
+    /// unchanged.
     #[test]
     fn hostile_every_other_byte() {
         for kind in KINDS {
@@ -731,7 +796,8 @@ mod tests {
                 assert_eq!(t.segs, 0);
                 x += 8;
             }
-            assert_eq!((q.len(), q.truesize, q.sacked_out), (len, truesize, 0));
+            assert_eq!(len, 20);
+            assert_eq!((q.len(), q.truesize, q.sacked_out), (20 * 64, truesize, 0));
             q.check_invariants();
         }
     }

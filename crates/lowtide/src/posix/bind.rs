@@ -136,6 +136,7 @@ impl Host {
         s.bound = Some(addr);
         s.held = true;
         s.bind_lock = bind_lock;
+        s.bindaddr_lock = !addr.ip().is_unspecified(); // SOCK_BINDADDR_LOCK
         s.opts.v6only = v6only;
         Ok(())
     }
@@ -243,14 +244,15 @@ impl Host {
             v6only: s.opts.v6only,
             bound_dev_if: s.opts.bound_dev_if,
         };
-        let (held, family) = (s.held, s.family);
-        let local = match s.bound {
+        let held = s.held;
+        let local = match Host::local_base(s) {
+            Some(a) if a.port() == 0 => SocketAddr::new(a.ip(), self.find_open_port(a, sk)?),
             Some(a) if self.bind_conflict(Some(fd), a, sk, true, true) => {
                 return err(errno::EADDRINUSE)
             }
             Some(a) => a,
             None => {
-                let any = addr::any(family, 0);
+                let any = addr::any(s.family, 0);
                 SocketAddr::new(any.ip(), self.find_open_port(any, sk)?)
             }
         };

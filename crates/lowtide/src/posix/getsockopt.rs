@@ -226,9 +226,10 @@ impl Host {
             (SOL_TCP, TCP_MAXSEG) => {
                 let v = match conn {
                     Some(h) => self.stack.socket_ref(h).maxseg().map_err(Errno::from)?,
-                    // A socket without a connection: user_mss or TCP_MSS_DEFAULT.
+                    // A socket without a connection: user_mss, else the mss_cache
+                    // its last one left, else TCP_MSS_DEFAULT.
                     None if s.opts.user_mss != 0 => s.opts.user_mss,
-                    None => 536,
+                    None => s.mss_cache.unwrap_or(536),
                 };
                 int(out, v as i32)
             }

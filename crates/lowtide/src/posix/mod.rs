@@ -98,6 +98,19 @@ pub(crate) struct Socket {
     /// The user bound an explicit port (`SOCK_BINDPORT_LOCK`): it stays bound
     /// when a connection or listener of the socket closes.
     pub bind_lock: bool,
+    /// The user bound a specific address (`SOCK_BINDADDR_LOCK`): `tcp_disconnect`
+    /// keeps it (`inet_reset_saddr` otherwise).
+    pub bindaddr_lock: bool,
+    /// What `getsockname` names once the socket lost its port (`inet_put_port`
+    /// clears `inet_num`, not `inet_sport`), until it has one again.
+    pub name: Option<SocketAddr>,
+    /// `tp->mss_cache` of the connection `tcp_disconnect` ended, which
+    /// `TCP_MAXSEG` reads without a `user_mss` (`TCP_MSS_DEFAULT` before any).
+    pub mss_cache: Option<u32>,
+    /// `SS_DISCONNECTING`: `shutdown(2)` found the connect already ended
+    /// (`inet_shutdown` of an `SS_CONNECTING` socket in `TCP_CLOSE`); `connect(2)`
+    /// is `EINVAL` until one with `AF_UNSPEC`.
+    pub disconnecting: bool,
     /// `SO_LINGER`.
     pub linger: Linger,
     /// `sk_err` of a connection `tcp_disconnect` ended (`connect(2)` with
@@ -131,6 +144,10 @@ impl Socket {
             },
             held: false,
             bind_lock: false,
+            bindaddr_lock: false,
+            name: None,
+            mss_cache: None,
+            disconnecting: false,
             linger: Linger::default(),
             sk_err: None,
             rcvtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
@@ -475,19 +492,46 @@ impl Host {
             SockState::Conn { h, .. } => h,
         };
         self.by_handle.remove(&h);
+        let mss = self.stack.socket_ref(h).mss_cache().ok();
         // tcp_disconnect returns 0: a connection the engine already ended is gone.
         let sk_err = self.stack.disconnect(now, h).ok().flatten();
         let s = self.sock_mut(fd)?;
-        s.sk_err = sk_err.map(Errno::from);
-        s.state = SockState::Unconnected;
-        s.opts.tcp_disconnect();
-        s.peek_off = -1;
-        if !s.bind_lock {
-            s.bound = None;
-        }
-        self.rebind_after_close(fd);
+        (s.sk_err, s.mss_cache) = (sk_err.map(Errno::from), mss);
+        self.disconnected(fd);
         self.sync_events();
         Ok(())
+    }
+
+    /// `tcp_disconnect` on the socket's side, once its connection or listener is
+    /// gone: `TCP_CLOSE` and `SS_UNCONNECTED`, the options it resets, the source
+    /// address unless the user bound one (`inet_reset_saddr` without
+    /// `SOCK_BINDADDR_LOCK`), the port unless the user bound one (`tcp_set_state`'s
+    /// `inet_put_port` without `SOCK_BINDPORT_LOCK`); `getsockname` still names the
+    /// port (`inet_sport`), a new connect or listen takes another.
+    pub(super) fn disconnected(&mut self, fd: Fd) {
+        let Ok(s) = self.sock_mut(fd) else { return };
+        s.state = SockState::Unconnected;
+        s.disconnecting = false;
+        s.opts.tcp_disconnect();
+        s.peek_off = -1; // sk_set_peek_off(sk, -1)
+        if let Some(b) = s.bound {
+            let ip = match s.bindaddr_lock {
+                true => b.ip(),
+                false => addr::any(s.family, 0).ip(),
+            };
+            let name = SocketAddr::new(ip, b.port());
+            s.name = Some(name);
+            s.bound = s.bind_lock.then_some(name);
+        }
+        self.rebind_after_close(fd);
+    }
+
+    /// The address a connect or listen starts from: the bound one, else the one
+    /// the user bound without a port (`SOCK_BINDADDR_LOCK` kept by
+    /// `tcp_disconnect`) with port 0.
+    pub(super) fn local_base(s: &Socket) -> Option<SocketAddr> {
+        let locked = s.name.filter(|_| s.bindaddr_lock);
+        s.bound.or(locked.map(|a| SocketAddr::new(a.ip(), 0)))
     }
 
     fn connect_remote(&mut self, now: Instant, fd: Fd, remote: SocketAddr) -> Result<(), Errno> {
@@ -528,8 +572,9 @@ impl Host {
             } => return self.connect_progress(fd, h).map(|_| (false, 0)),
             SockState::Unconnected => {}
         }
-        let remote = addr::connect_addr(s.family, s.opts.v6only, s.bound, remote)?;
-        let local = match s.bound {
+        let base = Host::local_base(s);
+        let remote = addr::connect_addr(s.family, s.opts.v6only, base, remote)?;
+        let local = match base {
             Some(a) if !a.ip().is_unspecified() => a,
             b => {
                 let ip = self
@@ -566,7 +611,13 @@ impl Host {
         Ok((self.stack.fastopen_deferred(h), copied))
     }
 
+    /// `__inet_stream_connect` in `SS_CONNECTING` (`SS_DISCONNECTING`: `EINVAL`): a
+    /// connection that ended reports its error (`sock_error`, else
+    /// `ECONNABORTED`) and is `tcp_disconnect`ed.
     fn connect_progress(&mut self, fd: Fd, h: SocketHandle) -> Result<(), Errno> {
+        if self.sock(fd)?.disconnecting {
+            return err(errno::EINVAL);
+        }
         let st = self.stack.state(h).map_err(Errno::from)?;
         if self.stack.fastopen_deferred(h) {
             return err(errno::EISCONN); // SS_CONNECTING with DEFER_CONNECT
@@ -575,10 +626,11 @@ impl Host {
             TcpState::SynSent | TcpState::SynRecv => err(errno::EALREADY),
             TcpState::Closed => {
                 let e = self.stack.socket_error(h).ok().flatten();
+                let mss = self.stack.socket_ref(h).mss_cache().ok();
                 self.by_handle.remove(&h);
                 let _ = self.stack.close(Instant::ZERO, h);
-                self.sock_mut(fd)?.state = SockState::Unconnected;
-                self.rebind_after_close(fd);
+                self.sock_mut(fd)?.mss_cache = mss;
+                self.disconnected(fd);
                 Err(e.map_or(Errno(errno::ECONNABORTED), Errno::from))
             }
             _ => {
@@ -685,7 +737,7 @@ impl Host {
     /// `inet_shutdown` past its argument check, before its wakeup.
     fn shutdown_how(&mut self, now: Instant, fd: Fd, how: Shutdown) -> Result<(), Errno> {
         let s = self.sock_mut(fd)?;
-        let h = match s.state {
+        let (h, connected) = match s.state {
             SockState::Listening(h) => return self.shutdown_listener(now, fd, h, how),
             SockState::Unconnected => {
                 // inet_shutdown in TCP_CLOSE: ENOTCONN, the bits set all the same
@@ -697,8 +749,18 @@ impl Host {
                 };
                 return err(errno::ENOTCONN);
             }
-            SockState::Conn { h, .. } => h,
+            SockState::Conn { h, connected } => (h, connected),
         };
+        if !connected {
+            // inet_shutdown of SS_CONNECTING: SS_DISCONNECTING in SYN-SENT,
+            // SYN-RECV or CLOSE, else SS_CONNECTED; SYN-SENT is tcp_disconnect
+            // (SS_UNCONNECTED).
+            match self.stack.state(h).map_err(Errno::from)? {
+                TcpState::SynSent => return self.disconnect(now, fd),
+                TcpState::SynRecv | TcpState::Closed => self.sock_mut(fd)?.disconnecting = true,
+                _ => self.sock_mut(fd)?.state = SockState::Conn { h, connected: true },
+            }
+        }
         let r = self.stack.shutdown(now, h, how);
         self.sync_events();
         r.map_err(Errno::from)
@@ -719,12 +781,8 @@ impl Host {
             return Ok(());
         }
         self.by_handle.remove(&h);
-        let s = self.sock_mut(fd)?;
-        s.state = SockState::Unconnected;
-        s.opts.tcp_disconnect();
-        s.peek_off = -1; // tcp_disconnect: sk_set_peek_off(sk, -1)
         let r = self.stack.close(now, h);
-        self.rebind_after_close(fd);
+        self.disconnected(fd);
         self.sync_events();
         r.map_err(Errno::from)
     }
@@ -865,7 +923,7 @@ impl Host {
     /// The local address of a socket (`getsockname(2)`, as [`Host::peer_addr`]).
     pub fn local_addr(&self, fd: Fd) -> Result<Option<SocketAddr>, Errno> {
         let s = self.sock(fd)?;
-        Ok(s.bound.map(|a| addr::user_addr(s.family, a)))
+        Ok(s.bound.or(s.name).map(|a| addr::user_addr(s.family, a)))
     }
 }
 

@@ -6,6 +6,7 @@ use super::consts::*;
 use super::tests::{host, A, B};
 use super::tests_sock::{deliver, run};
 use super::*;
+use std::net::IpAddr;
 
 const T0: Instant = Instant::ZERO;
 
@@ -277,4 +278,125 @@ fn socket_argument_errors_in_linux_order() {
         e(h.socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 6)),
         Ok(())
     );
+}
+
+fn int_opt(h: &mut Host, fd: Fd, level: i32, name: i32) -> i32 {
+    let mut v = [0u8; 4];
+    assert_eq!(h.getsockopt(T0, fd, level, name, &mut v), Ok(4));
+    i32::from_ne_bytes(v)
+}
+
+fn port(h: &Host, fd: Fd) -> u16 {
+    h.local_addr(fd).unwrap().unwrap().port()
+}
+
+/// Hosts A and B (nothing listening on B:80) and a socket on A with TCP_MAXSEG 1000.
+fn mss_1000_client() -> (Host, Host, Fd) {
+    let (mut a, b) = (host(A, 1), host(B, 2));
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let mss = 1000i32.to_ne_bytes();
+    a.setsockopt(T0, c, SOL_TCP, TCP_MAXSEG, &mss).unwrap();
+    (a, b, c)
+}
+
+/// A connect refused by a reset: tcp_done frees the port unless the user bound it
+/// (tcp_set_state's inet_put_port without SOCK_BINDPORT_LOCK); the connect that
+/// reports the error is __inet_stream_connect's sock_error path, tcp_disconnect:
+/// its option resets, the source address unless the user bound it
+/// (inet_reset_saddr), no error left; getsockname still names the old port, the
+/// next connect takes a new one, bind is allowed again (inet_num 0).
+#[test]
+fn refused_connect_is_disconnected_and_frees_its_port() {
+    let (mut a, mut b, c) = mss_1000_client();
+    let to = SocketAddr::new(B.into(), 80);
+    let e = |r: Result<(), Errno>| r.map_err(|e| e.0);
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EINPROGRESS));
+    let p1 = port(&a, c);
+    run(&mut a, &mut b, T0);
+    assert_eq!(
+        a.local_addr(c).unwrap(),
+        Some(SocketAddr::new(A.into(), p1))
+    );
+    assert_eq!(int_opt(&mut a, c, SOL_TCP, TCP_MAXSEG), 1000, "not yet");
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::ECONNREFUSED));
+    assert_eq!(int_opt(&mut a, c, SOL_SOCKET, SO_ERROR), 0);
+    assert_eq!(int_opt(&mut a, c, SOL_TCP, TCP_MAXSEG), 988, "mss_cache");
+    let any: SocketAddr = format!("0.0.0.0:{p1}").parse().unwrap();
+    assert_eq!(a.local_addr(c).unwrap(), Some(any));
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EINPROGRESS));
+    let p2 = port(&a, c);
+    assert_ne!(p2, p1, "a new port");
+    run(&mut a, &mut b, T0);
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::ECONNREFUSED));
+    assert_eq!(e(a.bind(c, "0.0.0.0:7000".parse().unwrap())), Ok(()));
+    // A bound address stays, a port bound by bind(2)'s own pick does not.
+    let d = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    a.bind(d, SocketAddr::new(A.into(), 0)).unwrap();
+    let pb = port(&a, d);
+    assert_eq!(e(a.connect(T0, d, to)), Err(errno::EINPROGRESS));
+    assert_eq!(port(&a, d), pb);
+    run(&mut a, &mut b, T0);
+    assert_eq!(e(a.connect(T0, d, to)), Err(errno::ECONNREFUSED));
+    assert_eq!(
+        a.local_addr(d).unwrap(),
+        Some(SocketAddr::new(A.into(), pb))
+    );
+    assert_eq!(e(a.connect(T0, d, to)), Err(errno::EINPROGRESS));
+    assert_eq!(a.local_addr(d).unwrap().unwrap().ip(), IpAddr::from(A));
+    assert_ne!(port(&a, d), pb);
+    // An explicit port stays the socket's (SOCK_BINDPORT_LOCK).
+    let f = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    a.bind(f, "0.0.0.0:5555".parse().unwrap()).unwrap();
+    assert_eq!(e(a.connect(T0, f, to)), Err(errno::EINPROGRESS));
+    run(&mut a, &mut b, T0);
+    assert_eq!(e(a.connect(T0, f, to)), Err(errno::ECONNREFUSED));
+    assert_eq!(
+        a.local_addr(f).unwrap(),
+        Some("0.0.0.0:5555".parse().unwrap())
+    );
+    assert_eq!(e(a.connect(T0, f, to)), Err(errno::EINPROGRESS));
+    assert_eq!(port(&a, f), 5555);
+}
+
+/// inet_shutdown of an SS_CONNECTING socket: in SYN-SENT it is tcp_disconnect
+/// (its resets, ECONNRESET, SS_UNCONNECTED: the next connect is new); in CLOSE
+/// (the connect failed, not yet reported) ENOTCONN and SS_DISCONNECTING (connect
+/// EINVAL until AF_UNSPEC); once established, SS_CONNECTED (connect EISCONN).
+#[test]
+fn shutdown_of_a_connecting_socket_by_state() {
+    let (mut a, mut b, c) = mss_1000_client();
+    let to = SocketAddr::new(B.into(), 80);
+    let e = |r: Result<(), Errno>| r.map_err(|e| e.0);
+    let zero = 0i32.to_ne_bytes();
+    a.setsockopt(T0, c, SOL_TCP, TCP_QUICKACK, &zero).unwrap();
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EINPROGRESS));
+    let p1 = port(&a, c);
+    assert_eq!(e(a.shutdown(T0, c, SHUT_WR)), Ok(()));
+    assert!(a.poll_transmit(T0).is_some(), "the SYN");
+    assert!(a.poll_transmit(T0).is_none(), "no FIN, no RST");
+    assert_eq!(int_opt(&mut a, c, SOL_SOCKET, SO_ERROR), errno::ECONNRESET);
+    assert_eq!(int_opt(&mut a, c, SOL_TCP, TCP_MAXSEG), 988);
+    assert_eq!(int_opt(&mut a, c, SOL_TCP, TCP_QUICKACK), 1);
+    let any: SocketAddr = format!("0.0.0.0:{p1}").parse().unwrap();
+    assert_eq!(a.local_addr(c).unwrap(), Some(any));
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EINPROGRESS));
+    run(&mut a, &mut b, T0);
+    // Refused, not yet reported: SS_DISCONNECTING.
+    assert_eq!(e(a.shutdown(T0, c, SHUT_WR)), Err(errno::ENOTCONN));
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EINVAL));
+    assert_eq!(
+        int_opt(&mut a, c, SOL_SOCKET, SO_ERROR),
+        errno::ECONNREFUSED
+    );
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EINVAL));
+    let unspec = UserSockAddr::from_bytes(&[0; 16]).unwrap();
+    assert_eq!(e(a.connect_user(T0, c, &unspec)), Ok(()));
+    // Established but not asked again: shutdown makes it SS_CONNECTED.
+    let l = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    b.bind(l, to).unwrap();
+    b.listen(l, 8).unwrap();
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EINPROGRESS));
+    run(&mut a, &mut b, T0);
+    assert_eq!(e(a.shutdown(T0, c, SHUT_WR)), Ok(()));
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EISCONN));
 }

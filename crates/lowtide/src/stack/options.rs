@@ -637,6 +637,12 @@ impl SocketRef<'_> {
         Ok(self.stack.tcb(self.h)?.maxseg())
     }
 
+    /// `tp->mss_cache`, which the socket keeps once `tcp_disconnect` ended its
+    /// connection (`TCP_MAXSEG` reads it without a `user_mss`).
+    pub fn mss_cache(&self) -> Result<u32, SocketError> {
+        Ok(self.stack.tcb(self.h)?.mss_cache)
+    }
+
     /// `IP_MTU` (getsockopt): the MTU of the connection's route (`dst_mtu`).
     pub fn path_mtu(&self) -> Result<u32, SocketError> {
         let t = self.stack.tcb(self.h)?;

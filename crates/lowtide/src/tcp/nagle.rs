@@ -45,6 +45,17 @@ impl Tcb {
         self.push_nonagle = prior;
     }
 
+    /// `tcp_minshall_update`, run by `tcp_write_xmit` only, after it sent `len`
+    /// bytes ending at `snd_nxt`: an skb with a short segment (a GSO packet's
+    /// short last one too) is the latest small segment. What `tcp_write_wakeup`
+    /// (a window or cork probe) or an MTU probe sends leaves `snd_sml` alone.
+    pub(crate) fn minshall_update(&mut self, len: usize, mss: u32) {
+        let pcount = super::rtx::skb::pcount(len as u32, mss);
+        if (len as u64) < pcount as u64 * mss as u64 {
+            self.snd_sml = self.snd_nxt;
+        }
+    }
+
     /// `tcp_minshall_check`: a partial segment sent earlier is still unacked
     /// (`snd_sml`, set by `tcp_minshall_update`, between `snd_una` and `snd_nxt`).
     fn minshall_check(&self) -> bool {
@@ -166,19 +177,25 @@ mod tests {
         assert_eq!(t.nonagle(), TCP_NAGLE_CORK);
     }
 
+    use crate::socket::SendFlags;
+    use crate::tcp::TestStack;
+    const NOW: crate::time::Instant = crate::time::Instant(1_000_000_000);
+
+    /// An established socket with nothing sent, a large send buffer and window.
+    fn writer() -> (Config, TestStack, Tcb) {
+        let mut t = tcb(0);
+        t.state = crate::tcp::TcpState::Established;
+        (t.max_window, t.sndbuf) = (1 << 20, 1 << 20);
+        (Config::default(), TestStack::default(), t)
+    }
+
     /// `tp->nonagle`'s `TCP_NAGLE_PUSH` from `TCP_NODELAY` outlives its own push: a
     /// later push (an ACK's) sends the corked partial tail too, until the writer
     /// starts a new skb (`tcp_skb_entail`).
     #[test]
     fn nodelay_s_push_bit_stays_until_a_new_skb() {
-        use crate::socket::SendFlags;
-        use crate::tcp::{TcpState, TestStack};
-        const NOW: crate::time::Instant = crate::time::Instant(1_000_000_000);
-        let cfg = Config::default();
-        let mut st = TestStack::default();
-        let mut t = tcb(0);
-        t.state = TcpState::Established;
-        (t.max_window, t.sndbuf, t.snd_wnd) = (1 << 20, 1 << 20, 0);
+        let (cfg, mut st, mut t) = writer();
+        t.snd_wnd = 0;
         t.set_cork(&mut st.ctx(&cfg, NOW, false), true);
         let flags = SendFlags::default();
         let sent = t.sendmsg(&mut st.ctx(&cfg, NOW, false), &[7; 500], &[], flags);
@@ -195,6 +212,42 @@ mod tests {
         assert_eq!(sent, Ok(300));
         t.write_xmit(&mut st.ctx(&cfg, NOW, false));
         assert_eq!((t.snd_nxt, t.nonagle_push), (501, false));
+    }
+
+    /// `tcp_minshall_update` runs in `tcp_write_xmit` only: a corked tail sent by
+    /// the probe timer (`tcp_write_wakeup`) leaves `snd_sml` where it was, so the
+    /// next small write goes while the probe's data is unacked; one that
+    /// `tcp_write_xmit` sent holds the one after it.
+    #[test]
+    fn only_write_xmit_moves_snd_sml() {
+        use crate::mib::Mib;
+        let (cfg, mut st, mut t) = writer();
+        t.snd_sml = 1;
+        let flags = SendFlags::default();
+        t.set_cork(&mut st.ctx(&cfg, NOW, false), true);
+        let sent = t.sendmsg(&mut st.ctx(&cfg, NOW, false), &[7; 100], &[], flags);
+        assert_eq!((sent, t.snd_nxt), (Ok(100), 1), "corked");
+        assert!(t.write_wakeup(&mut st.ctx(&cfg, NOW, false), Mib::TcpExtTCPWinProbe));
+        assert_eq!(
+            (t.snd_nxt, t.snd_sml),
+            (101, 1),
+            "the probe is no small segment"
+        );
+        t.set_cork(&mut st.ctx(&cfg, NOW, false), false);
+        let sent = t.sendmsg(&mut st.ctx(&cfg, NOW, false), &[7; 100], &[], flags);
+        assert_eq!(
+            (sent, t.snd_nxt, t.snd_sml),
+            (Ok(100), 201, 201),
+            "not held"
+        );
+        let sent = t.sendmsg(&mut st.ctx(&cfg, NOW, false), &[7; 100], &[], flags);
+        assert_eq!((sent, t.snd_nxt), (Ok(100), 201), "held behind 101:201");
+        // A full segment is no small one.
+        let mut f = tcb(0);
+        f.minshall_update(1000, 1000);
+        assert_eq!(f.snd_sml, 0);
+        f.minshall_update(1500, 1000);
+        assert_eq!(f.snd_sml, f.snd_nxt);
     }
 
     #[test]

@@ -173,6 +173,7 @@ impl Tcb {
             return false;
         }
         self.send_new(ctx, send_len, mss);
+        self.minshall_update(send_len, mss);
         true
     }
 
@@ -333,11 +334,6 @@ impl Tcb {
         let end_seq = seq + data.len() as u64 + fin as u64;
         let tstamp = self.transmit(ctx, seq, flags, &data, truesize);
         let pcount = skb::pcount(data.len() as u32, mss);
-        // tcp_minshall_update: an skb with a short segment (a GSO packet's short
-        // last one too) is the latest small segment.
-        if (data.len() as u64) < pcount as u64 * mss as u64 {
-            self.snd_sml = end_seq;
-        }
         // Stamped with its departure time (skb_mstamp_ns), as tcp_rate_skb_sent's
         // snapshot is.
         let tx = self.rate_skb_sent(tstamp);

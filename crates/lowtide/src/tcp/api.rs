@@ -445,16 +445,8 @@ impl Tcb {
         if self.write_queue.is_empty() {
             self.chrono_start(ctx.now, super::chrono::Chrono::Busy);
         }
-        self.write_queue.push_back(WriteSkb {
-            seq: self.write_seq,
-            data,
-            flags,
-            zc: None,
-            nr_frags: 0,
-            pure: false,
-            slack: 0,
-            frag_zc: false,
-        });
+        self.write_queue
+            .push_back(WriteSkb::copied(self.write_seq, data, flags));
         self.wmem_queued += SKB_OVERHEAD as u64;
     }
 

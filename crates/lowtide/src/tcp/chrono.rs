@@ -63,16 +63,12 @@ mod tests {
         // of every chrono, rwnd_limited only its own.
         let cfg = Config::default();
         let mut t = Tcb::for_test(&cfg);
-        t.write_queue.push_back(crate::tcp::rtx::skb::WriteSkb {
-            seq: 1,
-            data: bytes::BytesMut::from(&[0u8; 10][..]).into(),
-            flags: 0,
-            zc: None,
-            nr_frags: 0,
-            pure: false,
-            slack: 0,
-            frag_zc: false,
-        });
+        t.write_queue
+            .push_back(crate::tcp::rtx::skb::WriteSkb::copied(
+                1,
+                bytes::BytesMut::from(&[0u8; 10][..]).into(),
+                0,
+            ));
         t.chrono_start(ms(10), Chrono::Busy);
         t.chrono_start(ms(10), Chrono::RwndLimited);
         assert_eq!(t.chrono.stats_us(ms(110)), (100_000, 100_000, 0));

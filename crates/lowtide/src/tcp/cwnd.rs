@@ -197,16 +197,12 @@ mod tests {
             let mut t = tcb(&cfg, 20, INFINITE_SSTHRESH);
             t.snd_wl1 = t.rcv_nxt;
             if queued {
-                t.write_queue.push_back(crate::tcp::rtx::skb::WriteSkb {
-                    seq: t.snd_nxt,
-                    data: bytes::BytesMut::from(&[0u8; 1000][..]).into(),
-                    flags: 0,
-                    zc: None,
-                    nr_frags: 0,
-                    pure: false,
-                    slack: 0,
-                    frag_zc: false,
-                });
+                t.write_queue
+                    .push_back(crate::tcp::rtx::skb::WriteSkb::copied(
+                        t.snd_nxt,
+                        bytes::BytesMut::from(&[0u8; 1000][..]).into(),
+                        0,
+                    ));
             }
             let th = lowtide_wire::tcp::TcpRepr {
                 seq: t.rcv_seq(t.rcv_nxt).0,

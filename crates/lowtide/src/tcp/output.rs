@@ -1351,16 +1351,11 @@ mod syn_retransmit_tests {
         (t.pace.pacing_fq, t.pace.pacing_rate, t.data_segs_out) = (true, 1_000_000, 10);
         let edt = NOW + core::time::Duration::from_millis(5);
         t.pace.wstamp = edt;
-        t.write_queue.push_back(skb::WriteSkb {
-            seq: 1,
-            data: bytes::BytesMut::from(&[7u8; 4000][..]).into(),
-            flags: 0,
-            zc: None,
-            nr_frags: 0,
-            pure: false,
-            slack: 0,
-            frag_zc: false,
-        });
+        t.write_queue.push_back(skb::WriteSkb::copied(
+            1,
+            bytes::BytesMut::from(&[7u8; 4000][..]).into(),
+            0,
+        ));
         t.write_xmit(&mut st.ctx(&cfg, NOW, false));
         let tokens: Vec<_> = st.out.iter().map(|tx| tx.token).collect();
         let out = sent(&mut st);

@@ -894,16 +894,12 @@ mod local_drop_tests {
         let mut t = Tcb::for_test(cfg);
         (t.mss_cache, t.cw.snd_cwnd, t.snd_wnd) = (1000, 10, 100_000);
         (t.snd_una, t.snd_nxt) = (1, 1);
-        t.write_queue.push_back(crate::tcp::rtx::skb::WriteSkb {
-            seq: 1,
-            data: bytes::BytesMut::from(&[0u8; 2000][..]).into(),
-            flags: 0,
-            zc: None,
-            nr_frags: 0,
-            pure: false,
-            slack: 0,
-            frag_zc: false,
-        });
+        t.write_queue
+            .push_back(crate::tcp::rtx::skb::WriteSkb::copied(
+                1,
+                bytes::BytesMut::from(&[0u8; 2000][..]).into(),
+                0,
+            ));
         t.enter_cwr();
         assert_eq!((t.ca_state, t.prr_out, t.high_seq), (CaState::Cwr, 0, 1));
         t

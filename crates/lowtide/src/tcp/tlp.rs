@@ -215,16 +215,11 @@ mod tests {
         }
         (t.snd_una, t.snd_nxt) = (1, seq);
         if queued > 0 {
-            t.write_queue.push_back(WriteSkb {
+            t.write_queue.push_back(WriteSkb::copied(
                 seq,
-                data: bytes::BytesMut::from(&vec![7u8; queued][..]).into(),
-                flags: 0,
-                zc: None,
-                nr_frags: 0,
-                pure: false,
-                slack: 0,
-                frag_zc: false,
-            });
+                bytes::BytesMut::from(&vec![7u8; queued][..]).into(),
+                0,
+            ));
         }
         t.write_seq = seq + queued as u64;
         t.icsk.pending = Some((Pending::LossProbe, NOW));

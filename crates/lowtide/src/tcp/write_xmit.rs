@@ -424,16 +424,11 @@ mod tests {
         t.mss_cache = 1000;
         (t.snd_una, t.snd_nxt, t.write_seq) = (1, 10_001, 10_001);
         t.snd_wnd = 1 << 20;
-        t.write_queue.push_back(skb::WriteSkb {
-            seq: 10_001,
-            data: bytes::BytesMut::new().into(),
-            flags: FLAG_FIN,
-            zc: None,
-            nr_frags: 0,
-            pure: false,
-            slack: 0,
-            frag_zc: false,
-        });
+        t.write_queue.push_back(skb::WriteSkb::copied(
+            10_001,
+            bytes::BytesMut::new().into(),
+            FLAG_FIN,
+        ));
         t.write_xmit(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
         assert!(st.out.is_empty(), "held by a full cwnd");
         assert!(t.cw.is_cwnd_limited);
@@ -483,16 +478,11 @@ mod tests {
         t.rtt.est.srtt8 = 80_000; // 10 ms: the head's ACK is due at 10 ms
         t.rtx
             .push(Skb::sent_for_test(1, 4000, 4, crate::Instant::ZERO));
-        t.write_queue.push_back(skb::WriteSkb {
-            seq: 4001,
-            data: bytes::BytesMut::from(&[0u8; 20_000][..]).into(),
-            flags: 0,
-            zc: None,
-            nr_frags: 0,
-            pure: false,
-            slack: 0,
-            frag_zc: false,
-        });
+        t.write_queue.push_back(skb::WriteSkb::copied(
+            4001,
+            bytes::BytesMut::from(&[0u8; 20_000][..]).into(),
+            0,
+        ));
         let now = crate::Instant(9_500_000);
         t.pace.wstamp = crate::Instant(9_000_000);
         t.write_xmit(&mut st.ctx(&cfg, now, false));
@@ -505,16 +495,11 @@ mod tests {
     fn queued(t: &mut Tcb, skbs: &[(usize, u8)]) {
         let mut seq = 1;
         for &(len, flags) in skbs {
-            t.write_queue.push_back(skb::WriteSkb {
+            t.write_queue.push_back(skb::WriteSkb::copied(
                 seq,
-                data: bytes::BytesMut::from(&vec![7u8; len][..]).into(),
+                bytes::BytesMut::from(&vec![7u8; len][..]).into(),
                 flags,
-                zc: None,
-                nr_frags: 0,
-                pure: false,
-                slack: 0,
-                frag_zc: false,
-            });
+            ));
             t.wmem_queued += len as u64 + SKB_OVERHEAD as u64;
             seq += len as u64 + u64::from(flags & FLAG_FIN != 0);
         }

@@ -57,6 +57,21 @@ pub struct WriteSkb {
 }
 
 impl WriteSkb {
+    /// An skb of copied data (no zerocopy fragments), as `tcp_stream_alloc_skb`
+    /// makes it for `tcp_sendmsg_locked`'s copy path and for the SYN/FIN.
+    pub fn copied(seq: u64, data: WriteData, flags: u8) -> Self {
+        WriteSkb {
+            seq,
+            data,
+            flags,
+            zc: None,
+            nr_frags: 0,
+            pure: false,
+            slack: 0,
+            frag_zc: false,
+        }
+    }
+
     /// What a pure zerocopy skb holds in `sk_wmem_queued` without a charge: its
     /// truesize beyond the skb's own (`SKB_TRUESIZE(skb_end_offset(skb))`).
     pub fn uncharged(&self) -> u64 {

@@ -63,6 +63,32 @@ mib! {
     IcmpInTimeExcds,
     /// ICMP parameter-problem messages received.
     IcmpInParmProbs,
+    /// IPv6 packets received (`/proc/net/snmp6`; IPv4 ones count in `IpInReceives`).
+    Ip6InReceives,
+    /// IPv6 packets dropped for a header error.
+    Ip6InHdrErrors,
+    /// IPv6 packets addressed to an address this stack does not own.
+    Ip6InAddrErrors,
+    /// IPv6 packets with a next header this stack does not handle.
+    Ip6InUnknownProtos,
+    /// IPv6 packets delivered to TCP, UDP or ICMPv6.
+    Ip6InDelivers,
+    /// IPv6 packets handed to the device (a GSO packet counts once).
+    Ip6OutRequests,
+    /// IPv6 bytes received.
+    Ip6InOctets,
+    /// IPv6 bytes sent.
+    Ip6OutOctets,
+    /// IPv6 packets received without ECN, a GRO packet counting its segments.
+    Ip6InNoECTPkts,
+    /// IPv6 packets received marked ECT(1), counted as [`Mib::Ip6InNoECTPkts`].
+    Ip6InECT1Pkts,
+    /// IPv6 packets received marked ECT(0), counted as [`Mib::Ip6InNoECTPkts`].
+    Ip6InECT0Pkts,
+    /// IPv6 packets received marked CE, counted as [`Mib::Ip6InNoECTPkts`].
+    Ip6InCEPkts,
+    /// IPv6 packets transmitted (`ip6_finish_output2`, a GSO packet once).
+    Ip6OutTransmits,
     /// ICMPv6 messages received.
     Icmp6InMsgs,
     /// ICMPv6 messages dropped as malformed (short, bad checksum).
@@ -453,6 +479,41 @@ impl Default for Counters {
     }
 }
 
+impl Mib {
+    /// The counter of the IP layer that carries a packet of IP version `ver` (its
+    /// first nibble): Linux keeps IPv6's apart, in `/proc/net/snmp6`
+    /// (`ip6_rcv_core`, `ip6_input_finish`, `ip6_forward`, `ip6_xmit` count
+    /// `Ip6InReceives`... where `ip_rcv_core`, `ip_local_deliver_finish`,
+    /// `ip_output` count `IpInReceives`...). `self` is the IPv4 counter; one that
+    /// IPv6 has no twin for (an ICMP or TCP counter) is returned as it is.
+    pub fn for_ip_version(self, ver: u8) -> Mib {
+        if ver != 6 {
+            return self;
+        }
+        match self {
+            Mib::IpInReceives => Mib::Ip6InReceives,
+            Mib::IpInHdrErrors => Mib::Ip6InHdrErrors,
+            Mib::IpInAddrErrors => Mib::Ip6InAddrErrors,
+            Mib::IpInUnknownProtos => Mib::Ip6InUnknownProtos,
+            Mib::IpInDelivers => Mib::Ip6InDelivers,
+            Mib::IpOutRequests => Mib::Ip6OutRequests,
+            Mib::IpExtInOctets => Mib::Ip6InOctets,
+            Mib::IpExtOutOctets => Mib::Ip6OutOctets,
+            Mib::IpOutTransmits => Mib::Ip6OutTransmits,
+            Mib::IpExtInNoECTPkts => Mib::Ip6InNoECTPkts,
+            Mib::IpExtInECT1Pkts => Mib::Ip6InECT1Pkts,
+            Mib::IpExtInECT0Pkts => Mib::Ip6InECT0Pkts,
+            Mib::IpExtInCEPkts => Mib::Ip6InCEPkts,
+            other => other,
+        }
+    }
+}
+
+/// The IP version of `packet` (its first nibble; 0 when empty).
+pub(crate) fn ip_version(packet: &[u8]) -> u8 {
+    packet.first().map_or(0, |b| b >> 4)
+}
+
 impl Counters {
     /// Adds `n` to a counter.
     #[inline]
@@ -520,6 +581,17 @@ mod tests {
         }
         assert_eq!(Mib::IpOutRequests.name(), "IpOutRequests");
         assert_eq!(Mib::from_name("NoSuchCounter"), None);
+    }
+
+    /// IPv6 packets count in snmp6's table, IPv4 ones (and anything else) in snmp's.
+    #[test]
+    fn ip6_counters_for_ipv6_packets() {
+        assert_eq!(Mib::IpInReceives.for_ip_version(6), Mib::Ip6InReceives);
+        assert_eq!(Mib::IpExtOutOctets.for_ip_version(6), Mib::Ip6OutOctets);
+        assert_eq!(Mib::IpInDelivers.for_ip_version(4), Mib::IpInDelivers);
+        assert_eq!(Mib::IpInReceives.for_ip_version(0), Mib::IpInReceives);
+        assert_eq!(Mib::TcpInSegs.for_ip_version(6), Mib::TcpInSegs);
+        assert_eq!((ip_version(&[0x60, 0]), ip_version(&[])), (6, 0));
     }
 
     #[test]

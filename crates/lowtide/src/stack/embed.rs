@@ -139,11 +139,14 @@ impl Stack {
             frags.iter().for_each(|b| flat.extend_from_slice(b));
             return self.handle_packet(now, &flat, RxChecksum::Unnecessary);
         };
-        self.mib.inc(Mib::IpInReceives);
-        self.mib
-            .add(Mib::IpExtInOctets, (head.len() + apart) as u64);
+        let ver = crate::mib::ip_version(head);
+        self.mib.inc(Mib::IpInReceives.for_ip_version(ver));
+        self.mib.add(
+            Mib::IpExtInOctets.for_ip_version(ver),
+            (head.len() + apart) as u64,
+        );
         self.count_in_ecn(head, apart, None);
-        self.mib.inc(Mib::IpInDelivers);
+        self.mib.inc(Mib::IpInDelivers.for_ip_version(ver));
         let Some((th, _)) = self.parse_tcp(&head[ip.header_len..]) else {
             return;
         };
@@ -535,6 +538,37 @@ mod tests {
         exchange(&mut a, &mut b, now, Hand::Transmit);
         assert_eq!(a.state(c).unwrap(), TcpState::SynSent);
         assert!(b.counters().get(Mib::IpInAddrErrors) >= 1);
+    }
+
+    /// IPv6 packets count in snmp6's `Ip6*` counters, received whole
+    /// (`handle_packet`) or with their payload apart (`handle_transmit`), sent
+    /// (`ip6_xmit`), and a foreign destination in `Ip6InAddrErrors` (`ip6_forward`);
+    /// IPv4 ones stay in `Ip*`.
+    #[test]
+    fn ipv6_packets_count_in_ip6_counters() {
+        let (a6, b6): (IpAddr, IpAddr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+        for hand in [Hand::Segments, Hand::Transmit] {
+            let (mut a, mut b) = (stack(a6, 1), stack(b6, 2));
+            let now = Instant::ZERO;
+            b.listen(SocketAddr::new(b6, 80), 8).unwrap();
+            a.connect(now, SocketAddr::new(a6, 0), SocketAddr::new(b6, 80))
+                .unwrap();
+            a.connect(now, SocketAddr::new(a6, 0), "[fd00::9]:80".parse().unwrap())
+                .unwrap();
+            exchange(&mut a, &mut b, now, hand);
+            let (ac, bc) = (a.counters(), b.counters());
+            // SYN, ACK (and the foreign SYN) from a; the SYN-ACK from b.
+            assert_eq!(ac.get(Mib::Ip6OutRequests), 3);
+            assert_eq!(bc.get(Mib::Ip6InReceives), 3);
+            assert_eq!(bc.get(Mib::Ip6InAddrErrors), 1);
+            assert_eq!(bc.get(Mib::Ip6InDelivers), 2);
+            assert_eq!(bc.get(Mib::Ip6OutRequests), 1);
+            assert!(bc.get(Mib::Ip6InOctets) >= 3 * 60 && ac.get(Mib::Ip6OutOctets) >= 3 * 60);
+            for m in [Mib::IpInReceives, Mib::IpInDelivers, Mib::IpOutRequests] {
+                assert_eq!((ac.get(m), bc.get(m)), (0, 0), "{m:?}");
+            }
+            assert_eq!(bc.get(Mib::IpExtInOctets) + ac.get(Mib::IpExtOutOctets), 0);
+        }
     }
 
     #[test]

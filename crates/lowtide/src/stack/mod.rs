@@ -249,13 +249,16 @@ impl Stack {
         csum: RxChecksum,
         segs: Option<u16>,
     ) {
-        self.mib.inc(Mib::IpInReceives);
-        self.mib.add(Mib::IpExtInOctets, packet.len() as u64);
+        let ver = crate::mib::ip_version(packet);
+        let ip_mib = |m: Mib| m.for_ip_version(ver);
+        self.mib.inc(ip_mib(Mib::IpInReceives));
+        self.mib
+            .add(ip_mib(Mib::IpExtInOctets), packet.len() as u64);
         self.count_in_ecn(packet, 0, segs);
         let verify = csum == RxChecksum::Verify;
         let ip = match IpRepr::parse(packet, verify) {
             Ok(ip) => ip,
-            Err(e) => return self.drop_ip(e),
+            Err(e) => return self.drop_ip(e, ver),
         };
         // ip_route_input: an IPv4 broadcast or multicast is delivered too (only
         // ICMP takes it here: lowtide joins no groups and has no UDP broadcast).
@@ -265,28 +268,28 @@ impl Stack {
             && !self.udp_catch_all()
             && !bcast
         {
-            self.mib.inc(Mib::IpInAddrErrors);
+            self.mib.inc(ip_mib(Mib::IpInAddrErrors));
             trace!(dst = %ip.dst, "drop: not our address");
             return;
         }
         let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
         if ip.protocol == icmp::PROTO_ICMP && ip.src.is_ipv4() {
-            self.mib.inc(Mib::IpInDelivers);
+            self.mib.inc(ip_mib(Mib::IpInDelivers));
             return self.icmp_rcv(now, &ip, packet, seg);
         }
         if ip.protocol == lowtide_wire::ip::PROTO_ICMPV6 && ip.src.is_ipv6() {
-            self.mib.inc(Mib::IpInDelivers);
+            self.mib.inc(ip_mib(Mib::IpInDelivers));
             return self.icmpv6_rcv(now, &ip, packet, seg);
         }
         if ip.protocol == lowtide_wire::udp::PROTO_UDP {
-            self.mib.inc(Mib::IpInDelivers);
+            self.mib.inc(ip_mib(Mib::IpInDelivers));
             return self.udp_rcv(now, &ip, packet, verify);
         }
         if ip.protocol != PROTO_TCP {
-            self.mib.inc(Mib::IpInUnknownProtos);
+            self.mib.inc(ip_mib(Mib::IpInUnknownProtos));
             return;
         }
-        self.mib.inc(Mib::IpInDelivers);
+        self.mib.inc(ip_mib(Mib::IpInDelivers));
         self.syn_headers.capture(packet, ip.header_len);
         self.tcp_v4_rcv(now, &ip, seg, verify);
     }
@@ -309,13 +312,15 @@ impl Stack {
             Mib::IpExtInCEPkts,
         ][ecn as usize];
         let segs = segs.unwrap_or_else(|| lowtide_wire::gso::gro_segs(head, apart));
-        self.mib.add(mib, segs.max(1) as u64);
+        let ver = crate::mib::ip_version(head);
+        self.mib.add(mib.for_ip_version(ver), segs.max(1) as u64);
     }
 
-    fn drop_ip(&mut self, e: WireError) {
+    /// Counts a packet of IP version `ver` whose header did not parse.
+    fn drop_ip(&mut self, e: WireError, ver: u8) {
         match e {
-            WireError::Unsupported => self.mib.inc(Mib::IpInUnknownProtos),
-            _ => self.mib.inc(Mib::IpInHdrErrors),
+            WireError::Unsupported => self.mib.inc(Mib::IpInUnknownProtos.for_ip_version(ver)),
+            _ => self.mib.inc(Mib::IpInHdrErrors.for_ip_version(ver)),
         }
         trace!(error = %e, "drop: bad IP header");
     }

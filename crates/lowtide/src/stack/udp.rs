@@ -403,9 +403,11 @@ impl Stack {
 
     /// [`Stack::queue_datagram`] of a UDP GSO super-packet of `gso_segs` datagrams.
     fn queue_datagram_gso(&mut self, packet: Vec<u8>, gso_size: u16, gso_segs: u16) {
-        self.mib.inc(Mib::IpOutRequests);
-        self.mib.inc(Mib::IpOutTransmits); // ip_finish_output2
-        self.mib.add(Mib::IpExtOutOctets, packet.len() as u64);
+        let ver = crate::mib::ip_version(&packet);
+        self.mib.inc(Mib::IpOutRequests.for_ip_version(ver));
+        self.mib.inc(Mib::IpOutTransmits.for_ip_version(ver)); // ip_finish_output2
+        self.mib
+            .add(Mib::IpExtOutOctets.for_ip_version(ver), packet.len() as u64);
         self.out.push_back(Transmit {
             packet,
             payload: crate::socket::TxPayload::default(),

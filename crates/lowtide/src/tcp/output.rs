@@ -101,12 +101,14 @@ pub(super) fn push(
     let segs = payload.div_ceil(mss.max(1) as usize).max(1) as u16;
     let gso_size = if segs > 1 { mss as u16 } else { 0 };
     *ctx.ip_id = ctx.ip_id.wrapping_add(segs);
-    ctx.mib.inc(Mib::IpOutRequests);
-    // ip_finish_output2's IP_UPD_PO_STATS(IPSTATS_MIB_OUT): one transmit and the
-    // skb's length before GSO splits it, so a GSO packet counts its headers once.
-    ctx.mib.inc(Mib::IpOutTransmits);
-    ctx.mib
-        .add(Mib::IpExtOutOctets, (packet.len() + apart.len()) as u64);
+    let ver = crate::mib::ip_version(&packet);
+    ctx.mib.inc(Mib::IpOutRequests.for_ip_version(ver));
+    // ip_finish_output2's IP_UPD_PO_STATS(IPSTATS_MIB_OUT) (ip6_finish_output2's
+    // IP6_UPD_PO_STATS): one transmit and the skb's length before GSO splits it,
+    // so a GSO packet counts its headers once.
+    ctx.mib.inc(Mib::IpOutTransmits.for_ip_version(ver));
+    let octets = Mib::IpExtOutOctets.for_ip_version(ver);
+    ctx.mib.add(octets, (packet.len() + apart.len()) as u64);
     // tcp_add_tx_delay / tcp_transmit_time: TCP_TX_DELAY pushes the departure
     // time of what goes out (the skb kept for RTT samples and pacing stays as it
     // was); only a qdisc that honours EDT, as sch_fq, holds the packet for it.

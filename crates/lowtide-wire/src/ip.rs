@@ -11,6 +11,11 @@ pub const PROTO_ICMPV6: u8 = 58;
 pub const IPV4_HEADER_LEN: usize = 20;
 /// Length of the fixed IPv6 header.
 pub const IPV6_HEADER_LEN: usize = 40;
+/// IPv6's "no next header" (`NEXTHDR_NONE`, RFC 8200 section 4.7).
+pub const NEXTHDR_NONE: u8 = 59;
+/// The extension headers of `ipv6_ext_hdr` but "no next header": hop-by-hop
+/// options, routing, fragment, authentication, destination options.
+const IPV6_EXT_HEADERS: [u8; 5] = [0, 43, 44, 51, 60];
 
 /// A parsed IPv4 or IPv6 header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +45,9 @@ impl IpRepr {
     ///
     /// Verifies the IPv4 header checksum when `verify_csum`. Bytes after the length the
     /// header claims (link padding) are ignored; a packet shorter than it is
-    /// `Truncated`. IPv4 fragments and IPv6 next headers other than TCP, UDP and ICMPv6
-    /// (extension headers among them) are `Unsupported`.
+    /// `Truncated`. IPv4 fragments and IPv6 extension headers (hop-by-hop, routing,
+    /// fragment, authentication, destination options) are `Unsupported`; any other
+    /// protocol or next header parses (the caller checks `protocol`).
     pub fn parse(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
         IpRepr::parse_apart(packet, 0, verify_csum)
     }
@@ -194,15 +200,16 @@ fn parse_v4(packet: &[u8], avail: usize, verify_csum: bool) -> Result<IpRepr, Wi
     if packet.len() < header_len {
         return Err(WireError::Truncated);
     }
-    let total = be16(packet, 2) as usize;
-    if total < header_len {
-        return Err(WireError::Malformed);
+    // ip_rcv_core's order: the header checksum, then the total length.
+    if verify_csum && checksum::fold(checksum::sum(&packet[..header_len], 0)) != 0xffff {
+        return Err(WireError::BadChecksum);
     }
+    let total = be16(packet, 2) as usize;
     if total > avail {
         return Err(WireError::Truncated);
     }
-    if verify_csum && checksum::fold(checksum::sum(&packet[..header_len], 0)) != 0xffff {
-        return Err(WireError::BadChecksum);
+    if total < header_len {
+        return Err(WireError::Malformed);
     }
     let frag = be16(packet, 6);
     if frag & (IPV4_MF | IPV4_FRAG_OFFSET) != 0 {
@@ -222,8 +229,8 @@ fn parse_v4(packet: &[u8], avail: usize, verify_csum: bool) -> Result<IpRepr, Wi
     })
 }
 
-/// [RFC 8200 section 3](https://www.rfc-editor.org/rfc/rfc8200#section-3); only TCP
-/// directly after the fixed header is handled.
+/// [RFC 8200 section 3](https://www.rfc-editor.org/rfc/rfc8200#section-3); the upper
+/// layer directly after the fixed header (no extension header) is handled.
 fn parse_v6(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
     if packet.len() < IPV6_HEADER_LEN {
         return Err(WireError::Truncated);
@@ -232,9 +239,10 @@ fn parse_v6(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
     if IPV6_HEADER_LEN + payload_len > avail {
         return Err(WireError::Truncated);
     }
-    // TCP, UDP, or ICMPv6 (echo, and errors about what we sent: RFC 4443); any
-    // other next header, extension headers included, is not followed.
-    if ![PROTO_TCP, crate::udp::PROTO_UDP, PROTO_ICMPV6].contains(&packet[6]) {
+    // An extension header is not followed (Linux parses them: ipv6_parse_hopopts,
+    // ip6_protocol_deliver_rcu's resubmit); any other next header is the upper
+    // layer's, for the stack to deliver or answer as unknown.
+    if IPV6_EXT_HEADERS.contains(&packet[6]) {
         return Err(WireError::Unsupported);
     }
     let addr = |at: usize| {
@@ -497,12 +505,13 @@ mod tests {
         assert_eq!(good[1], 0x20);
         assert_eq!(IpRepr::parse(&good[..39], false), Err(WireError::Truncated));
         assert_eq!(IpRepr::parse(&good[..47], false), Err(WireError::Truncated));
-        for nh in [0u8, 43, 44, 59] {
+        for nh in [0u8, 43, 44, 51, 60] {
             let mut b = good.clone();
             b[6] = nh;
             assert_eq!(IpRepr::parse(&b, false), Err(WireError::Unsupported));
         }
-        for nh in [PROTO_ICMPV6, crate::udp::PROTO_UDP] {
+        // An upper layer lowtide has no handler for parses: the stack answers it.
+        for nh in [PROTO_ICMPV6, crate::udp::PROTO_UDP, NEXTHDR_NONE, 1, 41, 47] {
             let mut b = good.clone();
             b[6] = nh;
             assert_eq!(IpRepr::parse(&b, false).map(|r| r.protocol), Ok(nh));

@@ -27,7 +27,8 @@ macro_rules! mib {
 mib! {
     /// IP packets received (a GRO super-packet counts once).
     IpInReceives,
-    /// IP packets dropped for a header error (bad checksum, bad length, bad version).
+    /// IP packets dropped for a header error (bad checksum, bad length, bad version;
+    /// `ip_rcv_core`).
     IpInHdrErrors,
     /// IP packets addressed to an address this stack does not own.
     IpInAddrErrors,
@@ -40,10 +41,16 @@ mib! {
     /// IP packets transmitted (`ip_finish_output2`, `ip6_finish_output2`: after any
     /// fragmentation, a GSO packet once).
     IpOutTransmits,
+    /// IP packets shorter than their header's total length (`ip_rcv_core`; not in
+    /// [`Mib::IpInHdrErrors`]).
+    IpExtInTruncatedPkts,
     /// IP bytes received.
     IpExtInOctets,
     /// IP bytes sent.
     IpExtOutOctets,
+    /// IPv4 packets whose header checksum fails (`ip_rcv_core`, also counted in
+    /// [`Mib::IpInHdrErrors`]).
+    IpExtInCsumErrors,
     /// IP packets received without ECN (Not-ECT), a GRO packet counting its
     /// segments (`ip_rcv_core`, `ip6_rcv_core`).
     IpExtInNoECTPkts,
@@ -65,12 +72,15 @@ mib! {
     IcmpInParmProbs,
     /// IPv6 packets received (`/proc/net/snmp6`; IPv4 ones count in `IpInReceives`).
     Ip6InReceives,
-    /// IPv6 packets dropped for a header error.
+    /// IPv6 packets dropped for a header error (`ip6_rcv_core`: shorter than the
+    /// fixed header, or a loopback or multicast address where RFC 4291 forbids it).
     Ip6InHdrErrors,
     /// IPv6 packets addressed to an address this stack does not own.
     Ip6InAddrErrors,
     /// IPv6 packets with a next header this stack does not handle.
     Ip6InUnknownProtos,
+    /// IPv6 packets shorter than their payload length says (`ip6_rcv_core`).
+    Ip6InTruncatedPkts,
     /// IPv6 packets delivered to TCP, UDP or ICMPv6.
     Ip6InDelivers,
     /// IPv6 packets handed to the device (a GSO packet counts once).
@@ -121,6 +131,9 @@ mib! {
     Icmp6OutEchoReplies,
     /// ICMPv6 destination unreachables sent (port unreachable for UDP).
     Icmp6OutDestUnreachs,
+    /// ICMPv6 parameter problems sent (an unknown next header:
+    /// `ip6_protocol_deliver_rcu`).
+    Icmp6OutParmProblems,
     /// ICMPv6 errors not sent for the global limit.
     Icmp6RateLimitGlobal,
     /// ICMPv6 errors not sent for the per-destination limit
@@ -495,6 +508,7 @@ impl Mib {
             Mib::IpInHdrErrors => Mib::Ip6InHdrErrors,
             Mib::IpInAddrErrors => Mib::Ip6InAddrErrors,
             Mib::IpInUnknownProtos => Mib::Ip6InUnknownProtos,
+            Mib::IpExtInTruncatedPkts => Mib::Ip6InTruncatedPkts,
             Mib::IpInDelivers => Mib::Ip6InDelivers,
             Mib::IpOutRequests => Mib::Ip6OutRequests,
             Mib::IpExtInOctets => Mib::Ip6InOctets,
@@ -591,6 +605,12 @@ mod tests {
         assert_eq!(Mib::IpInDelivers.for_ip_version(4), Mib::IpInDelivers);
         assert_eq!(Mib::IpInReceives.for_ip_version(0), Mib::IpInReceives);
         assert_eq!(Mib::TcpInSegs.for_ip_version(6), Mib::TcpInSegs);
+        let trunc = Mib::IpExtInTruncatedPkts;
+        assert_eq!(trunc.for_ip_version(6), Mib::Ip6InTruncatedPkts);
+        assert_eq!(
+            Mib::IpExtInCsumErrors.for_ip_version(6),
+            Mib::IpExtInCsumErrors
+        );
         assert_eq!((ip_version(&[0x60, 0]), ip_version(&[])), (6, 0));
     }
 

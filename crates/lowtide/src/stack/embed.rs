@@ -133,7 +133,8 @@ impl Stack {
         let apart: usize = frags.iter().map(|b| b.len()).sum();
         let ip = lowtide_wire::gso::tcp_headers_apart(head, apart)
             .ok()
-            .filter(|ip| self.addrs.contains(&ip.dst) || self.catch_all.is_some());
+            .filter(|ip| self.addrs.contains(&ip.dst) || self.catch_all.is_some())
+            .filter(|_| !super::ip_input::ipv6_addrs_forbidden(head));
         let Some(ip) = ip else {
             let mut flat = head.to_vec();
             frags.iter().for_each(|b| flat.extend_from_slice(b));

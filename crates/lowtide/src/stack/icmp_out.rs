@@ -23,7 +23,8 @@ use std::net::{IpAddr, Ipv4Addr};
 /// `ICMP_ECHOREPLY`, `ICMP_ECHO`.
 const ICMP_ECHOREPLY: u8 = 0;
 pub(super) const ICMP_ECHO: u8 = 8;
-/// `ICMP_PORT_UNREACH`.
+/// `ICMP_PROT_UNREACH`, `ICMP_PORT_UNREACH`.
+const ICMP_PROT_UNREACH: u8 = 2;
 const ICMP_PORT_UNREACH: u8 = 3;
 /// `ICMPV6_ECHO_REQUEST`, `ICMPV6_ECHO_REPLY`.
 pub(super) const ICMPV6_ECHO_REQUEST: u8 = 128;
@@ -34,6 +35,12 @@ const NR_ICMP_TYPES: u8 = 18;
 const ICMPV6_PKT_TOOBIG: u8 = 2;
 /// `ICMPV6_PORT_UNREACH`.
 const ICMPV6_PORT_UNREACH: u8 = 4;
+/// `ICMPV6_PARAMPROB` and its code `ICMPV6_UNK_NEXTHDR`.
+const ICMPV6_PARAMPROB: u8 = 4;
+const ICMPV6_UNK_NEXTHDR: u8 = 1;
+/// `offsetof(struct ipv6hdr, nexthdr)`: the `nhoff` of a packet without extension
+/// headers, where an unknown next header's parameter problem points.
+const IPV6_NHOFF: u32 = 6;
 /// `IPTOS_PREC_INTERNETCONTROL`: the precedence of ICMP errors (`__icmp_send`).
 const IPTOS_PREC_INTERNETCONTROL: u8 = 0xc0;
 /// `__icmp_send`: an IPv4 error is at most 576 bytes
@@ -45,6 +52,42 @@ const XRLIM_BURST_FACTOR: i64 = 6;
 const PEERS_MAX: usize = 4096;
 /// `IP_DEFAULT_TTL`, the IPv6 default hop limit.
 const TTL: u8 = 64;
+
+/// An ICMP error the stack sends about a packet it received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum IcmpError {
+    /// No socket has the UDP port (`__udp4_lib_rcv`, `__udp6_lib_rcv`): port
+    /// unreachable.
+    PortUnreach,
+    /// No handler for the protocol: protocol unreachable (`ip_protocol_deliver_rcu`),
+    /// for IPv6 a parameter problem pointing at the unknown next header
+    /// (`ip6_protocol_deliver_rcu`).
+    ProtoUnreach,
+}
+
+impl IcmpError {
+    /// Type, code, the 32-bit word after the checksum, and the counter of the
+    /// message in the family of `v4`.
+    fn message(self, v4: bool) -> (u8, u8, u32, Mib) {
+        let unreach = |code| (ICMP_DEST_UNREACH, code, 0, Mib::IcmpOutDestUnreachs);
+        match (self, v4) {
+            (IcmpError::PortUnreach, true) => unreach(ICMP_PORT_UNREACH),
+            (IcmpError::ProtoUnreach, true) => unreach(ICMP_PROT_UNREACH),
+            (IcmpError::PortUnreach, false) => (
+                ICMPV6_DEST_UNREACH,
+                ICMPV6_PORT_UNREACH,
+                0,
+                Mib::Icmp6OutDestUnreachs,
+            ),
+            (IcmpError::ProtoUnreach, false) => (
+                ICMPV6_PARAMPROB,
+                ICMPV6_UNK_NEXTHDR,
+                IPV6_NHOFF,
+                Mib::Icmp6OutParmProblems,
+            ),
+        }
+    }
+}
 
 /// The rate limiters' state.
 #[derive(Default)]
@@ -234,17 +277,20 @@ impl Stack {
         true
     }
 
-    /// `__icmp_send` / `icmp6_send` of a port unreachable about `packet` (an IP
-    /// packet to `ip.dst` that no socket takes), within the rate limits.
-    pub(super) fn icmp_port_unreach(&mut self, now: Instant, ip: &IpRepr, packet: &[u8]) {
+    /// `__icmp_send` / `icmp6_send` of the error `err` about `packet` (an IP
+    /// packet to `ip.dst` that no socket or protocol takes), within the rate limits.
+    pub(super) fn icmp_send_error(
+        &mut self,
+        now: Instant,
+        ip: &IpRepr,
+        packet: &[u8],
+        err: IcmpError,
+    ) {
         if !unicast(ip.src) || !unicast(ip.dst) {
             return;
         }
         let v4 = ip.src.is_ipv4();
-        let (kind, code) = match v4 {
-            true => (ICMP_DEST_UNREACH, ICMP_PORT_UNREACH),
-            false => (ICMPV6_DEST_UNREACH, ICMPV6_PORT_UNREACH),
-        };
+        let (kind, code, info, mib) = err.message(v4);
         if !self.icmp_allow(now, v4, kind, code, ip.src) {
             return;
         }
@@ -255,7 +301,8 @@ impl Stack {
         };
         let quote = &packet[..(ip.header_len + ip.payload_len).min(room)];
         let mut msg = Vec::with_capacity(8 + quote.len());
-        msg.extend_from_slice(&[kind, code, 0, 0, 0, 0, 0, 0]);
+        msg.extend_from_slice(&[kind, code, 0, 0]);
+        msg.extend_from_slice(&info.to_be_bytes());
         msg.extend_from_slice(quote);
         let tos = if v4 {
             (packet[1] & 0x1e) | IPTOS_PREC_INTERNETCONTROL
@@ -263,11 +310,7 @@ impl Stack {
             0
         };
         self.icmp_push(ip.dst, ip.src, msg, tos);
-        self.mib.inc(if v4 {
-            Mib::IcmpOutDestUnreachs
-        } else {
-            Mib::Icmp6OutDestUnreachs
-        });
+        self.mib.inc(mib);
     }
 
     /// Fills the checksum of the ICMP message `msg` (type, code, zeroed checksum,

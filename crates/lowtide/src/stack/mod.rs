@@ -53,6 +53,7 @@ mod icmp;
 #[cfg(test)]
 pub(crate) use icmp::tests as icmp_tests;
 mod icmp_out;
+mod ip_input;
 mod listen;
 mod md5;
 mod memory;
@@ -255,10 +256,15 @@ impl Stack {
         self.mib
             .add(ip_mib(Mib::IpExtInOctets), packet.len() as u64);
         self.count_in_ecn(packet, 0, segs);
+        if ip_input::ipv6_addrs_forbidden(packet) {
+            self.mib.inc(Mib::Ip6InHdrErrors);
+            trace!("drop: IPv6 address RFC 4291 forbids");
+            return;
+        }
         let verify = csum == RxChecksum::Verify;
         let ip = match IpRepr::parse(packet, verify) {
             Ok(ip) => ip,
-            Err(e) => return self.drop_ip(e, ver),
+            Err(e) => return self.drop_ip(packet, e),
         };
         // ip_route_input: an IPv4 broadcast or multicast is delivered too (only
         // ICMP takes it here: lowtide joins no groups and has no UDP broadcast).
@@ -286,8 +292,7 @@ impl Stack {
             return self.udp_rcv(now, &ip, packet, verify);
         }
         if ip.protocol != PROTO_TCP {
-            self.mib.inc(ip_mib(Mib::IpInUnknownProtos));
-            return;
+            return self.ip_deliver_unknown(now, &ip, packet);
         }
         self.mib.inc(ip_mib(Mib::IpInDelivers));
         self.syn_headers.capture(packet, ip.header_len);
@@ -314,15 +319,6 @@ impl Stack {
         let segs = segs.unwrap_or_else(|| lowtide_wire::gso::gro_segs(head, apart));
         let ver = crate::mib::ip_version(head);
         self.mib.add(mib.for_ip_version(ver), segs.max(1) as u64);
-    }
-
-    /// Counts a packet of IP version `ver` whose header did not parse.
-    fn drop_ip(&mut self, e: WireError, ver: u8) {
-        match e {
-            WireError::Unsupported => self.mib.inc(Mib::IpInUnknownProtos.for_ip_version(ver)),
-            _ => self.mib.inc(Mib::IpInHdrErrors.for_ip_version(ver)),
-        }
-        trace!(error = %e, "drop: bad IP header");
     }
 
     /// The next packet for the device, if any.

@@ -18,6 +18,7 @@
 //! `EMSGSIZE`, as with `IP_PMTUDISC_DO`), ICMP errors reported to UDP sockets,
 //! multicast and broadcast.
 
+use super::icmp_out::IcmpError;
 use super::Stack;
 use crate::mib::Mib;
 use crate::socket::{SocketError, Transmit, TxRetrans, TxToken};
@@ -537,7 +538,7 @@ impl Stack {
         });
         let Some(i) = found else {
             self.mib.inc(no_ports);
-            return self.icmp_port_unreach(now, ip, packet);
+            return self.icmp_send_error(now, ip, packet, IcmpError::PortUnreach);
         };
         let Some(s) = self.udp.slots[i].1.as_mut() else {
             return;

@@ -113,10 +113,11 @@ impl Pair {
                     Some(held) => held.push(tx.token),
                     None => st.handle_tx_complete(self.now, tx.token),
                 }
-                // A payload kept apart (a zerocopy send's) joins its headers.
+                // A payload kept apart (a zerocopy send's) joins its headers; an ICMP
+                // error (a hostile packet's protocol unreachable) goes whole.
                 tx.flatten();
-                let mut segs = Vec::new();
-                lowtide_wire::gso::segment(&tx.packet, tx.gso(), |s| segs.push(s)).unwrap();
+                let segs = tx.segments();
+                assert!(!segs.is_empty(), "the stack's own output parses");
                 for mut s in segs {
                     if let Some(f) = self.filter.as_mut() {
                         if let Verdict::Drop = f(dir, &mut s) {

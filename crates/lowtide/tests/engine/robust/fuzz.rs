@@ -245,6 +245,7 @@ fn malformed(st: &Stack) -> u64 {
     let c = st.counters();
     [
         Mib::IpInHdrErrors,
+        Mib::IpExtInTruncatedPkts,
         Mib::IpInUnknownProtos,
         Mib::IpInAddrErrors,
         Mib::TcpInErrs,
@@ -367,7 +368,8 @@ proptest! {
         let (m, counter) = match kind {
             0 => (Mutation::Ihl(v % 5), Mib::IpInHdrErrors),
             1 => (Mutation::Version([0, 1, 5, 7, 15][v as usize % 5]), Mib::IpInHdrErrors),
-            2 => (Mutation::IpTotalLen(total + 1 + v as u16), Mib::IpInHdrErrors),
+            // ip_rcv_core: shorter than its total length is a truncated packet.
+            2 => (Mutation::IpTotalLen(total + 1 + v as u16), Mib::IpExtInTruncatedPkts),
             3 => (Mutation::DataOffset(v % 5), Mib::TcpInErrs),
             // Data offset past the end of the segment.
             _ => (Mutation::DataOffset(15), Mib::TcpInErrs),

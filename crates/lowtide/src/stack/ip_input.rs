@@ -1,0 +1,270 @@
+//! The IP layer's receive checks (net/ipv4/ip_input.c, net/ipv6/ip6_input.c): the
+//! drops before a transport protocol sees a packet, each in the counter Linux
+//! gives it, and the answer to a protocol no handler takes.
+
+use super::icmp_out::IcmpError;
+use super::Stack;
+use crate::mib::{ip_version, Mib};
+use crate::time::Instant;
+use lowtide_wire::ip::{IpRepr, IPV4_HEADER_LEN, IPV6_HEADER_LEN, NEXTHDR_NONE};
+use lowtide_wire::WireError;
+use std::net::Ipv6Addr;
+use tracing::trace;
+
+/// `ip6_rcv_core`'s address rules for a packet that arrived on a device (never
+/// `IFF_LOOPBACK` here): RFC 4291 section 2.5.3, a loopback source or destination;
+/// erratum 3480, an interface-local (scope 1) multicast destination; section 2.7, a
+/// multicast destination of reserved scope 0, or a multicast source. Linux checks
+/// them before the payload length, and counts them in `Ip6InHdrErrors`. False for
+/// anything but a whole IPv6 header.
+pub(super) fn ipv6_addrs_forbidden(packet: &[u8]) -> bool {
+    if packet.len() < IPV6_HEADER_LEN || ip_version(packet) != 6 {
+        return false;
+    }
+    let addr = |at: usize| {
+        let mut o = [0u8; 16];
+        o.copy_from_slice(&packet[at..at + 16]);
+        Ipv6Addr::from(o)
+    };
+    let (src, dst) = (addr(8), addr(24));
+    // IPV6_ADDR_MC_SCOPE: the low nibble of the second byte.
+    let dst_scope = dst.octets()[1] & 0x0f;
+    src.is_loopback()
+        || dst.is_loopback()
+        || dst.is_multicast() && dst_scope <= 1
+        || src.is_multicast()
+}
+
+/// Whether the header of a packet that parse called `Truncated` is whole, so that
+/// the packet is only shorter than its length field says (`ip_rcv_core`: `skb->len <
+/// len`; `ip6_rcv_core`: `pkt_len + sizeof(struct ipv6hdr) > skb->len`).
+fn header_whole(packet: &[u8]) -> bool {
+    match ip_version(packet) {
+        6 => packet.len() >= IPV6_HEADER_LEN,
+        _ => packet.len() >= IPV4_HEADER_LEN && packet.len() >= (packet[0] & 0x0f) as usize * 4,
+    }
+}
+
+impl Stack {
+    /// `ip_rcv_core` / `ip6_rcv_core`: counts a packet whose header did not parse.
+    /// One shorter than its length field says is `IpExtInTruncatedPkts`
+    /// (`Ip6InTruncatedPkts`) alone; a bad IPv4 header checksum is
+    /// `IpExtInCsumErrors` and `IpInHdrErrors`; any other header error (shorter than
+    /// the header, a bad version or length field) `IpInHdrErrors`. IPv4 fragments and
+    /// IPv6 extension headers, which lowtide does not follow, count as unknown
+    /// protocols.
+    pub(super) fn drop_ip(&mut self, packet: &[u8], e: WireError) {
+        let ver = ip_version(packet);
+        let mib = match e {
+            WireError::Unsupported => Mib::IpInUnknownProtos,
+            WireError::Truncated if header_whole(packet) => Mib::IpExtInTruncatedPkts,
+            WireError::BadChecksum => {
+                self.mib.inc(Mib::IpExtInCsumErrors);
+                Mib::IpInHdrErrors
+            }
+            _ => Mib::IpInHdrErrors,
+        };
+        self.mib.inc(mib.for_ip_version(ver));
+        trace!(error = %e, "drop: bad IP header");
+    }
+
+    /// `ip_protocol_deliver_rcu` / `ip6_protocol_deliver_rcu` for a protocol with no
+    /// handler. IPv6's "no next header" is `ipv6_nodata_rcv`'s: delivered
+    /// (`Ip6InDelivers`) and freed. Any other counts `IpInUnknownProtos`
+    /// (`Ip6InUnknownProtos`) and is answered, within the ICMP rate limits, with a
+    /// protocol unreachable (IPv6: a parameter problem, unknown next header, pointing
+    /// at the next header field).
+    pub(super) fn ip_deliver_unknown(&mut self, now: Instant, ip: &IpRepr, packet: &[u8]) {
+        let ver = ip_version(packet);
+        if ver == 6 && ip.protocol == NEXTHDR_NONE {
+            self.mib.inc(Mib::Ip6InDelivers);
+            return;
+        }
+        self.mib.inc(Mib::IpInUnknownProtos.for_ip_version(ver));
+        trace!(protocol = ip.protocol, "drop: unknown protocol");
+        self.icmp_send_error(now, ip, packet, IcmpError::ProtoUnreach);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ipv6_addrs_forbidden;
+    use crate::{Config, Instant, Mib, RxChecksum, Stack};
+    use lowtide_wire::checksum;
+    use lowtide_wire::ip::{fill_ipv4_checksum, IpRepr};
+    use std::net::IpAddr;
+
+    const NOW: Instant = Instant::ZERO;
+
+    fn stack(ip: &str) -> Stack {
+        let mut s = Stack::new(Config::default(), 1);
+        s.add_address(ip.parse().unwrap());
+        s
+    }
+
+    /// An IP packet of `protocol` from `src` to `dst` with `len` payload bytes.
+    fn packet(src: &str, dst: &str, protocol: u8, len: usize) -> Vec<u8> {
+        let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+        let ip = IpRepr {
+            src,
+            dst,
+            protocol,
+            hop_limit: 64,
+            ecn: 0,
+            tos: 0,
+            header_len: 0,
+            payload_len: len,
+        };
+        let mut p = vec![0; ip.emit_len()];
+        ip.emit(&mut p, 1);
+        p.resize(p.len() + len, 0xab);
+        p
+    }
+
+    fn count(s: &Stack, m: Mib) -> u64 {
+        s.counters().get(m)
+    }
+
+    /// ip6_rcv_core's RFC 4291 rules: each forbidden address is a header error
+    /// (before any length check), counted as received with its ECN codepoint; a
+    /// global multicast destination and unicast addresses pass.
+    #[test]
+    fn ipv6_forbidden_addresses_are_header_errors() {
+        let us = "fd00::2";
+        let bad = [
+            ("::1", us),
+            ("fd00::1", "::1"),
+            ("ff02::1", us),
+            ("fd00::1", "ff01::1"),
+            ("fd00::1", "ff00::1"),
+            ("fd00::1", "ff11::1"),
+        ];
+        for (src, dst) in bad {
+            let mut s = stack(us);
+            let mut p = packet(src, dst, 6, 20);
+            assert!(ipv6_addrs_forbidden(&p), "{src} > {dst}");
+            p.truncate(50); // also shorter than its payload length: not truncated
+            s.handle_packet(NOW, &p, RxChecksum::Verify);
+            assert_eq!(count(&s, Mib::Ip6InHdrErrors), 1, "{src} > {dst}");
+            assert_eq!(count(&s, Mib::Ip6InTruncatedPkts), 0);
+            assert_eq!(count(&s, Mib::Ip6InReceives), 1);
+            assert_eq!(count(&s, Mib::Ip6InNoECTPkts), 1);
+        }
+        for (src, dst) in [
+            ("fd00::1", us),
+            ("fd00::1", "ff02::1"),
+            ("fd00::1", "ff0e::1"),
+        ] {
+            assert!(
+                !ipv6_addrs_forbidden(&packet(src, dst, 6, 20)),
+                "{src} > {dst}"
+            );
+        }
+        assert!(!ipv6_addrs_forbidden(&packet(
+            "127.0.0.1",
+            "10.0.0.2",
+            6,
+            20
+        )));
+        assert!(!ipv6_addrs_forbidden(&packet("::1", us, 6, 0)[..39]));
+    }
+
+    /// A forbidden source does not take the frags path to TCP either.
+    #[test]
+    fn ipv6_forbidden_source_is_dropped_on_the_frags_path() {
+        let us = "fd00::2";
+        let mut s = stack(us);
+        s.listen("[fd00::2]:80".parse().unwrap(), 8).unwrap();
+        let mut syn = packet("ff02::1", us, 6, 20);
+        syn[40 + 12] = 5 << 4; // data offset
+        syn[40 + 13] = 0x02; // SYN
+        syn[40 + 3] = 80;
+        s.handle_packet_frags(NOW, &syn, &[]);
+        assert_eq!(count(&s, Mib::Ip6InHdrErrors), 1);
+        assert_eq!(count(&s, Mib::Ip6InDelivers), 0);
+        assert!(s.poll_transmit(NOW).is_none());
+    }
+
+    /// ip_rcv_core / ip6_rcv_core: a packet shorter than its length field is a
+    /// truncated packet alone; shorter than its header, a header error; a bad IPv4
+    /// header checksum both a checksum and a header error.
+    #[test]
+    fn truncated_short_and_bad_checksum_packets_count_apart() {
+        for (us, them, hlen) in [("10.0.0.2", "10.0.0.1", 20), ("fd00::2", "fd00::1", 40)] {
+            let v6 = hlen == 40;
+            let m = |m: Mib| m.for_ip_version(if v6 { 6 } else { 4 });
+            let mut s = stack(us);
+            let p = packet(them, us, 6, 20);
+            s.handle_packet(NOW, &p[..hlen + 19], RxChecksum::Verify);
+            assert_eq!(count(&s, m(Mib::IpExtInTruncatedPkts)), 1);
+            assert_eq!(count(&s, m(Mib::IpInHdrErrors)), 0);
+            s.handle_packet(NOW, &p[..hlen - 1], RxChecksum::Verify);
+            assert_eq!(count(&s, m(Mib::IpInHdrErrors)), 1);
+            assert_eq!(count(&s, m(Mib::IpExtInTruncatedPkts)), 1);
+            if v6 {
+                continue;
+            }
+            // IHL 6: the header (24 bytes) is not whole in 22.
+            let mut o = packet(them, us, 6, 20);
+            o[0] = 0x46;
+            s.handle_packet(NOW, &o[..22], RxChecksum::Verify);
+            assert_eq!(count(&s, Mib::IpInHdrErrors), 2);
+            // A bad checksum is found before the length (ip_rcv_core's order).
+            let mut c = packet(them, us, 6, 20);
+            c[8] ^= 1;
+            s.handle_packet(NOW, &c[..30], RxChecksum::Verify);
+            assert_eq!(count(&s, Mib::IpExtInCsumErrors), 1);
+            assert_eq!(count(&s, Mib::IpInHdrErrors), 3);
+            assert_eq!(count(&s, Mib::IpExtInTruncatedPkts), 1);
+            fill_ipv4_checksum(&mut c[..20]);
+            s.handle_packet(NOW, &c[..30], RxChecksum::Verify);
+            assert_eq!(count(&s, Mib::IpExtInTruncatedPkts), 2);
+        }
+    }
+
+    /// An unknown protocol to us is counted and answered: IPv4 with a protocol
+    /// unreachable, IPv6 with a parameter problem pointing at the next header; IPv6's
+    /// "no next header" is delivered silently; to a foreign address, an address
+    /// error and nothing more.
+    #[test]
+    fn unknown_protocols_are_answered() {
+        for (us, them) in [("10.0.0.2", "10.0.0.1"), ("fd00::2", "fd00::1")] {
+            let v6 = us.contains(':');
+            let m = |m: Mib| m.for_ip_version(if v6 { 6 } else { 4 });
+            let mut s = stack(us);
+            let p = packet(them, us, 41, 64);
+            s.handle_packet(NOW, &p, RxChecksum::Verify);
+            assert_eq!(count(&s, m(Mib::IpInUnknownProtos)), 1);
+            assert_eq!(count(&s, m(Mib::IpInDelivers)), 0);
+            let err = s.poll_transmit(NOW).expect("an ICMP error").packet;
+            let ip = IpRepr::parse(&err, true).unwrap();
+            assert_eq!(
+                (ip.src, ip.dst),
+                (us.parse().unwrap(), them.parse().unwrap())
+            );
+            let msg = &err[ip.header_len..];
+            assert_eq!(&msg[8..], &p[..], "the whole packet quoted");
+            let (out, mib) = match v6 {
+                false => ([3u8, 2, 0, 0, 0, 0], Mib::IcmpOutDestUnreachs),
+                true => ([4u8, 1, 0, 0, 0, 6], Mib::Icmp6OutParmProblems),
+            };
+            assert_eq!((msg[0], msg[1]), (out[0], out[1]));
+            assert_eq!(&msg[4..8], &out[2..]);
+            let pseudo = match v6 {
+                false => 0,
+                true => checksum::pseudo_header(ip.src, ip.dst, 58, msg.len() as u32),
+            };
+            assert_eq!(checksum::fold(checksum::sum(msg, pseudo)), 0xffff);
+            assert_eq!(count(&s, mib), 1);
+            assert_eq!(count(&s, m(Mib::IpOutRequests)), 1);
+            let foreign = if v6 { "fd00::9" } else { "10.0.0.9" };
+            s.handle_packet(NOW, &packet(them, foreign, 41, 64), RxChecksum::Verify);
+            assert_eq!(count(&s, m(Mib::IpInAddrErrors)), 1);
+            assert_eq!(count(&s, m(Mib::IpInUnknownProtos)), 1);
+            s.handle_packet(NOW, &packet(them, us, 59, 8), RxChecksum::Verify);
+            assert_eq!(count(&s, m(Mib::IpInDelivers)), u64::from(v6));
+            assert_eq!(count(&s, m(Mib::IpInUnknownProtos)), 1 + u64::from(!v6));
+            assert_eq!(s.poll_transmit(NOW).is_some(), !v6, "59 is IPv4's unknown");
+        }
+    }
+}

@@ -241,8 +241,9 @@ impl Tcb {
         }
         if self.tfo.rsk.is_some() {
             if rst {
+                // tcp_reset: tcp_done counts TcpAttemptFails a second time.
                 self.fastopen_remove(true);
-                self.set_error(ctx, crate::socket::SocketError::ConnectionReset);
+                self.done_with_error(ctx, crate::socket::SocketError::ConnectionReset);
             }
             return;
         }

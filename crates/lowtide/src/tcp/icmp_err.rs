@@ -15,7 +15,6 @@ use super::consts::TCP_TIMEOUT_INIT;
 use super::errqueue::{ErrEntry, SockExtendedErr, SO_EE_ORIGIN_ICMP, SO_EE_ORIGIN_ICMP6};
 use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
-use crate::mib::Mib;
 use crate::socket::{EventKind, SocketError};
 use core::time::Duration;
 use std::net::IpAddr;
@@ -72,8 +71,7 @@ impl Tcb {
             if !v6 || recverr {
                 self.icmp_errqueue(ctx, err, report);
             }
-            ctx.mib.inc(Mib::TcpAttemptFails);
-            self.set_error(ctx, err);
+            self.done_with_error(ctx, err);
         } else if recverr {
             // sk_err and sk_error_report: the connection goes on.
             self.sk_err = Some(err);

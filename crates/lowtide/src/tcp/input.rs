@@ -10,7 +10,7 @@ use super::timer::RttSamples;
 use super::validate::SegSpace;
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
-use crate::socket::{EventKind, SocketError};
+use crate::socket::EventKind;
 use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 use tracing::trace;
@@ -191,8 +191,7 @@ impl Tcb {
         }
         if f.contains(TcpFlags::RST) {
             if f.contains(TcpFlags::ACK) {
-                ctx.mib.inc(Mib::TcpAttemptFails);
-                self.set_error(ctx, SocketError::ConnectionRefused);
+                self.tcp_reset(ctx); // ECONNREFUSED in SYN-SENT
             }
             return;
         }

@@ -447,16 +447,11 @@ impl Tcb {
     }
 
     /// `tcp_write_err`: the connection timed out, with the soft error an ICMP
-    /// message left if any, else `ETIMEDOUT`; `tcp_done` counts `TcpAttemptFails`
-    /// for a socket still in SYN-SENT or SYN-RECV (a simultaneous open's, a Fast
-    /// Open child's).
+    /// message left if any, else `ETIMEDOUT` (`tcp_done_with_error`).
     pub(crate) fn write_err(&mut self, ctx: &mut Ctx) {
-        if matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
-            ctx.mib.inc(Mib::TcpAttemptFails);
-        }
         ctx.mib.inc(Mib::TcpExtTCPAbortOnTimeout);
         let err = self.sk_err_soft.take().unwrap_or(SocketError::TimedOut);
-        self.set_error(ctx, err);
+        self.done_with_error(ctx, err);
     }
 
     /// `tcp_probe_timer`: probe a zero window, backing off like the RTO.
@@ -719,7 +714,19 @@ impl Tcb {
         self.zerocopy_purge(ctx);
     }
 
-    /// Fails the connection with `err` (`tcp_write_err`/`tcp_reset`).
+    /// `tcp_done_with_error`, the end of `tcp_reset`, `tcp_write_err` and a hard ICMP
+    /// error while connecting: `tcp_done` counts `TcpAttemptFails` for a socket still
+    /// in SYN-SENT or SYN-RECV (a simultaneous open's, a Fast Open child's), then the
+    /// connection fails with `err`. (`tcp_disconnect` closes without `tcp_done`.)
+    pub(crate) fn done_with_error(&mut self, ctx: &mut Ctx, err: SocketError) {
+        if matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
+            ctx.mib.inc(Mib::TcpAttemptFails);
+        }
+        self.set_error(ctx, err);
+    }
+
+    /// Fails the connection with `err`: `sk_err`, the error report, `tcp_done`'s
+    /// close without its counter (`tcp_disconnect`'s; see [`Tcb::done_with_error`]).
     pub(crate) fn set_error(&mut self, ctx: &mut Ctx, err: SocketError) {
         self.sk_err = Some(err);
         self.notify(ctx, EventKind::Error(err));
@@ -995,6 +1002,52 @@ mod tests {
             t.write_err(&mut ts.ctx(&cfg, Instant::ZERO, false));
             assert_eq!((t.sk_err, t.state), (Some(want), TcpState::Closed));
         }
+    }
+
+    #[test]
+    fn tcp_done_counts_attempt_fails_in_the_syn_states_only() {
+        // tcp_done: TcpAttemptFails for SYN-SENT and SYN-RECV, on every path that
+        // ends there (tcp_reset, tcp_write_err, an ICMP error); tcp_disconnect's
+        // close (set_error alone) counts nothing.
+        let cfg = Config::default();
+        for (state, want) in [
+            (TcpState::SynSent, 1),
+            (TcpState::SynRecv, 1),
+            (TcpState::Established, 0),
+            (TcpState::CloseWait, 0),
+        ] {
+            let mut ts = crate::tcp::TestStack::default();
+            let mut t = tcb();
+            t.state = state;
+            t.done_with_error(
+                &mut ts.ctx(&cfg, Instant::ZERO, false),
+                SocketError::ConnectionReset,
+            );
+            assert_eq!(ts.mib.get(Mib::TcpAttemptFails), want, "{state:?}");
+            assert_eq!(t.state, TcpState::Closed);
+            let mut ts = crate::tcp::TestStack::default();
+            let mut t = tcb();
+            t.state = state;
+            t.set_error(
+                &mut ts.ctx(&cfg, Instant::ZERO, false),
+                SocketError::ConnectionReset,
+            );
+            assert_eq!(ts.mib.get(Mib::TcpAttemptFails), 0, "{state:?}");
+        }
+    }
+
+    #[test]
+    fn a_reset_in_syn_recv_of_a_simultaneous_open_counts_attempt_fails() {
+        // tcp_reset -> tcp_done_with_error -> tcp_done, in SYN-RECV without a
+        // listener (a simultaneous open).
+        let cfg = Config::default();
+        let mut ts = crate::tcp::TestStack::default();
+        let mut t = tcb();
+        t.state = TcpState::SynRecv;
+        assert!(t.parent.is_none());
+        t.tcp_reset(&mut ts.ctx(&cfg, Instant::ZERO, false));
+        assert_eq!(t.sk_err, Some(SocketError::ConnectionReset));
+        assert_eq!(ts.mib.get(Mib::TcpAttemptFails), 1);
     }
 
     #[test]

@@ -291,7 +291,7 @@ impl Tcb {
             TcpState::CloseWait => SocketError::BrokenPipe,
             _ => SocketError::ConnectionReset,
         };
-        self.set_error(ctx, err);
+        self.done_with_error(ctx, err);
     }
 
     /// `tcp_replace_ts_recent`: after `tcp_ack` accepted the segment, a timestamp

@@ -13,8 +13,9 @@
 
 use super::consts::{errno, AF_INET6};
 use super::sockaddr::UserSockAddr;
-use super::{addr, err, Errno, Fd, File, Host, SockState};
+use super::{addr, err, Errno, Fd, File, Host, SockState, Socket};
 use crate::stack::PortOwner;
+use crate::tcp::TcpState;
 use std::net::SocketAddr;
 
 /// What a socket asking for a port brings to the rule: `sk_reuse`,
@@ -104,7 +105,7 @@ impl Host {
     pub fn bind_user(&mut self, fd: Fd, addr: &UserSockAddr) -> Result<(), Errno> {
         let s = self.sock(fd)?;
         let addr = addr.for_bind(s.family)?;
-        let active = s.bound.is_some() || s.state != SockState::Unconnected;
+        let active = self.has_port_or_state(s);
         if active && s.family == AF_INET6 {
             return err(errno::EINVAL);
         }
@@ -139,6 +140,20 @@ impl Host {
         s.bindaddr_lock = !addr.ip().is_unspecified(); // SOCK_BINDADDR_LOCK
         s.opts.v6only = v6only;
         Ok(())
+    }
+
+    /// `__inet_bind`'s "active socket, double bind" check (`sk_state != TCP_CLOSE
+    /// || inet_num`), whatever `sock->state`: a connection (connected or not) that
+    /// ended is in `TCP_CLOSE`, its port freed unless the user bound one
+    /// (`tcp_set_state`'s `inet_put_port` without `SOCK_BINDPORT_LOCK`).
+    fn has_port_or_state(&self, s: &Socket) -> bool {
+        match s.state {
+            SockState::Unconnected => s.bound.is_some(),
+            SockState::Listening(_) => true,
+            SockState::Conn { h, .. } => {
+                s.held || s.bind_lock || self.stack.state(h) != Ok(TcpState::Closed)
+            }
+        }
     }
 
     /// `inet_csk_find_open_port`: a port of `net.ipv4.ip_local_port_range` for

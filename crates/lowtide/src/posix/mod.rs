@@ -92,8 +92,10 @@ pub(crate) struct Socket {
     pub family: i32,
     pub nonblock: bool,
     pub opts: SockOptions,
-    /// The socket holds its bound port itself (bound, neither connected nor
-    /// listening: the engine does not know it), in the bind table's count.
+    /// The socket holds its bound port itself, in the bind table's count: bound and
+    /// neither connected nor listening, or bound after its connection ended and
+    /// freed its port (`__inet_bind` in `TCP_CLOSE` with `inet_num` 0); the engine
+    /// does not know it.
     pub held: bool,
     /// The user bound an explicit port (`SOCK_BINDPORT_LOCK`): it stays bound
     /// when a connection or listener of the socket closes.
@@ -487,18 +489,33 @@ impl Host {
     /// the user bound it (`SOCK_BINDPORT_LOCK`, else `inet_put_port`).
     pub fn disconnect(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
         let h = match self.sock(fd)?.state {
-            SockState::Unconnected => return Ok(()),
+            SockState::Unconnected => {
+                // tcp_disconnect in TCP_CLOSE: no state change, so no port put.
+                self.sock_mut(fd)?.opts.disconnect_without_conn();
+                self.disconnected(fd);
+                return Ok(());
+            }
             SockState::Listening(h) => return self.shutdown_listener(now, fd, h, Shutdown::Read),
             SockState::Conn { h, .. } => h,
         };
         self.by_handle.remove(&h);
-        let mss = self.stack.socket_ref(h).mss_cache().ok();
+        self.keep_from_conn(fd, h)?;
         // tcp_disconnect returns 0: a connection the engine already ended is gone.
         let sk_err = self.stack.disconnect(now, h).ok().flatten();
-        let s = self.sock_mut(fd)?;
-        (s.sk_err, s.mss_cache) = (sk_err.map(Errno::from), mss);
+        self.sock_mut(fd)?.sk_err = sk_err.map(Errno::from);
         self.disconnected(fd);
         self.sync_events();
+        Ok(())
+    }
+
+    /// What `tcp_disconnect` keeps on the socket from its connection `h`:
+    /// `mss_cache` (`TCP_MAXSEG`) and the `write_seq` of its next connect.
+    fn keep_from_conn(&mut self, fd: Fd, h: SocketHandle) -> Result<(), Errno> {
+        let c = self.stack.socket_ref(h);
+        let (mss, seq) = (c.mss_cache().ok(), c.disconnect_write_seq().ok());
+        let s = self.sock_mut(fd)?;
+        s.mss_cache = mss;
+        s.opts.write_seq = seq.unwrap_or(s.opts.write_seq);
         Ok(())
     }
 
@@ -507,14 +524,16 @@ impl Host {
     /// address unless the user bound one (`inet_reset_saddr` without
     /// `SOCK_BINDADDR_LOCK`), the port unless the user bound one (`tcp_set_state`'s
     /// `inet_put_port` without `SOCK_BINDPORT_LOCK`); `getsockname` still names the
-    /// port (`inet_sport`), a new connect or listen takes another.
+    /// port (`inet_sport`), a new connect or listen takes another. A port the socket
+    /// holds itself (bound in `TCP_CLOSE`, after its connection ended) stays: no
+    /// `tcp_set_state` puts it.
     pub(super) fn disconnected(&mut self, fd: Fd) {
         let Ok(s) = self.sock_mut(fd) else { return };
         s.state = SockState::Unconnected;
         s.disconnecting = false;
         s.opts.tcp_disconnect();
         s.peek_off = -1; // sk_set_peek_off(sk, -1)
-        if let Some(b) = s.bound {
+        if let Some(b) = s.bound.filter(|_| !s.held) {
             let ip = match s.bindaddr_lock {
                 true => b.ip(),
                 false => addr::any(s.family, 0).ip(),
@@ -626,10 +645,9 @@ impl Host {
             TcpState::SynSent | TcpState::SynRecv => err(errno::EALREADY),
             TcpState::Closed => {
                 let e = self.stack.socket_error(h).ok().flatten();
-                let mss = self.stack.socket_ref(h).mss_cache().ok();
+                self.keep_from_conn(fd, h)?;
                 self.by_handle.remove(&h);
                 let _ = self.stack.close(Instant::ZERO, h);
-                self.sock_mut(fd)?.mss_cache = mss;
                 self.disconnected(fd);
                 Err(e.map_or(Errno(errno::ECONNABORTED), Errno::from))
             }
@@ -781,6 +799,7 @@ impl Host {
             return Ok(());
         }
         self.by_handle.remove(&h);
+        self.sock_mut(fd)?.opts.disconnect_without_conn();
         let r = self.stack.close(now, h);
         self.disconnected(fd);
         self.sync_events();
@@ -832,14 +851,13 @@ impl Host {
             }
         }
         let s = match f {
-            File::Socket(s) if s.held => {
-                // inet_release of a socket that only bound: inet_put_port.
-                if let Some(b) = s.bound {
+            File::Socket(s) => {
+                // inet_release of a socket holding its bound port: inet_put_port.
+                if let (true, Some(b)) = (s.held, s.bound) {
                     self.stack.bhash_release(b.port());
                 }
-                return Ok(());
+                s
             }
-            File::Socket(s) => s,
             File::Pipe(end) => {
                 self.pipe_close(end);
                 return Ok(());
@@ -933,6 +951,8 @@ mod tests;
 mod tests_addr;
 #[cfg(test)]
 mod tests_bind;
+#[cfg(test)]
+mod tests_disconnect;
 #[cfg(test)]
 mod tests_md5;
 #[cfg(test)]

@@ -60,12 +60,17 @@ impl Stack {
         }
         let (tuple, reuse) = self.pick_tuple(now, local, remote)?;
         let mut tcb = self.new_tcb(tuple, now);
-        if let Some(r) = reuse {
-            // tcp_twsk_unique: write_seq and the peer's timestamp from TIME-WAIT.
-            tcb.iss = tcp::seq::Seq(r.isn);
-            if let Some(stamp) = r.ts_recent_stamp {
-                (tcb.rx_opt.ts_recent, tcb.rx_opt.ts_recent_stamp) = (r.ts_recent, stamp);
+        match (reuse, opts) {
+            (Some(r), _) => {
+                // tcp_twsk_unique: write_seq and the peer's timestamp from TIME-WAIT.
+                tcb.iss = tcp::seq::Seq(r.isn);
+                if let Some(stamp) = r.ts_recent_stamp {
+                    (tcb.rx_opt.ts_recent, tcb.rx_opt.ts_recent_stamp) = (r.ts_recent, stamp);
+                }
             }
+            // tcp_v4_connect: "if (!tp->write_seq)": tcp_disconnect left one.
+            (None, Some(o)) if o.write_seq != 0 => tcb.iss = tcp::seq::Seq(o.write_seq),
+            _ => {}
         }
         if let Some(o) = opts {
             tcb.apply_options(&self.cfg, o);

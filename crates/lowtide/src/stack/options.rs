@@ -643,6 +643,12 @@ impl SocketRef<'_> {
         Ok(self.stack.tcb(self.h)?.mss_cache)
     }
 
+    /// The `write_seq` `tcp_disconnect` leaves the socket of this connection for
+    /// its next connect (`SockOptions::write_seq`).
+    pub fn disconnect_write_seq(&self) -> Result<u32, SocketError> {
+        Ok(self.stack.tcb(self.h)?.disconnect_write_seq())
+    }
+
     /// `IP_MTU` (getsockopt): the MTU of the connection's route (`dst_mtu`).
     pub fn path_mtu(&self) -> Result<u32, SocketError> {
         let t = self.stack.tcb(self.h)?;

@@ -729,6 +729,13 @@ impl Tcb {
         self.ofo.purge();
     }
 
+    /// The `write_seq` `tcp_disconnect` leaves the socket of this connection for its
+    /// next connect ([`super::sockopt::disconnect_write_seq`] of the wire
+    /// `write_seq` and `max_window`).
+    pub(crate) fn disconnect_write_seq(&self) -> u32 {
+        super::sockopt::disconnect_write_seq(self.snd_seq(self.write_seq).0, self.max_window)
+    }
+
     /// `tcp_close_state`: only ESTABLISHED, SYN-RECV and CLOSE-WAIT have a FIN to
     /// send (`TCP_ACTION_FIN`); the other states have sent theirs or send none.
     fn close_state_fin(&mut self, ctx: &mut Ctx) {

@@ -237,19 +237,41 @@ pub struct SockOptions {
     /// made from the socket keeps it, and a listener's children inherit it
     /// (`sk_clone_lock` copies the whole sock).
     pub shutdown: u8,
+    /// `tp->write_seq` of a socket without a connection: 0 until `tcp_disconnect`
+    /// moves it past the last connection's (or a listener's, or a fresh socket's)
+    /// sequence space ([`disconnect_write_seq`]); the next connect's SYN starts
+    /// there (`tcp_v4_connect`/`tcp_v6_connect`: "if (!tp->write_seq)") instead of
+    /// a new ISN, unless a TIME-WAIT socket hands it one (`tcp_twsk_unique`).
+    pub write_seq: u32,
+}
+
+/// `tcp_disconnect`'s `write_seq`: "seq = tp->write_seq + tp->max_window + 2", 1
+/// where that wraps to 0.
+pub fn disconnect_write_seq(write_seq: u32, max_window: u32) -> u32 {
+    match write_seq.wrapping_add(max_window).wrapping_add(2) {
+        0 => 1,
+        seq => seq,
+    }
 }
 
 impl SockOptions {
     /// What `tcp_disconnect` resets of the options a socket keeps (`connect(2)`
     /// with `AF_UNSPEC`, `shutdown(SHUT_RD)` of a listener): `icsk_rto_min` and
     /// `icsk_delack_max` to their defaults, `window_clamp` 0, `rx_opt` zeroed
-    /// (`user_mss`), `inet_csk_delack_init` (pingpong), `sk_shutdown` 0.
+    /// (`user_mss`), `inet_csk_delack_init` (pingpong), `sk_shutdown` 0. Its
+    /// `write_seq` comes from the connection it ended ([`disconnect_write_seq`]).
     pub fn tcp_disconnect(&mut self) {
         self.rto_min = None;
         self.window_clamp = 0;
         self.user_mss = 0;
         self.pingpong = false;
         self.shutdown = 0;
+    }
+
+    /// `tcp_disconnect`'s `write_seq` of a socket without a connection (a fresh or
+    /// bound one, a listener): its own `write_seq` plus 2 (`max_window` 0).
+    pub fn disconnect_without_conn(&mut self) {
+        self.write_seq = disconnect_write_seq(self.write_seq, 0);
     }
 
     /// `inet_csk_listen_start`'s `inet_csk_delack_init`: a `TCP_QUICKACK` 0 set
@@ -641,6 +663,14 @@ pub fn retrans_to_secs(retrans: u8) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disconnect_write_seq_skips_zero() {
+        // tcp_disconnect: "seq = tp->write_seq + tp->max_window + 2; if (!seq) seq = 1".
+        assert_eq!(disconnect_write_seq(1001, 65792), 66795);
+        assert_eq!(disconnect_write_seq(u32::MAX - 1, 0), 1);
+        assert_eq!(disconnect_write_seq(u32::MAX, 0), 1);
+    }
 
     #[test]
     fn linger2_as_do_tcp_setsockopt_and_getsockopt() {

@@ -105,6 +105,8 @@ impl Tcb {
             // tcp_try_coalesce: "Its possible this segment overlaps with prior
             // segment in queue": one that starts below rcv_nxt joins nothing.
             self.queue_skb_in_order(ctx, fresh, seq == self.rcv_nxt);
+        } else if fin && payload.is_empty() {
+            self.queue_bare_fin(ctx);
         }
         if !payload.is_empty() {
             // tcp_event_data_recv on the whole segment: tcp_measure_rcv_mss, then
@@ -212,6 +214,19 @@ impl Tcb {
         let stamp = super::rcvqueue::RxStamp::arrival(ctx);
         self.rcv_queue.stamp(data.len(), stamp, coalesced);
         self.rcv_nxt_advance(ctx, data.len());
+    }
+
+    /// `tcp_queue_rcv` for a bare FIN at `rcv_nxt`: `tcp_try_coalesce` merges the
+    /// zero-length skb into the receive queue's tail (its flags, its stamp), counted
+    /// as any other; on an empty queue it becomes the tail. `tcp_fin` follows.
+    fn queue_bare_fin(&mut self, ctx: &mut Ctx) {
+        let skb = self.rx_skb(ctx.cfg, 0);
+        let (_, coalesced) = self.rcv_queue.coalesced_skb_charge(skb, 0, None, true);
+        if coalesced {
+            ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_try_coalesce
+        }
+        let stamp = super::rcvqueue::RxStamp::arrival(ctx);
+        self.rcv_queue.stamp(0, stamp, coalesced);
     }
 
     /// `tcp_rcv_nxt_update` for `len` bytes just queued in order, and the reader's
@@ -369,6 +384,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::tcp::rcvqueue::Payload;
+    use crate::tcp::skbuff::RxAlloc;
 
     /// In-order data past `sk_rcvbuf` while other data waits unread: the slow path
     /// (`tcp_data_queue`) drops it after `tcp_prune_queue` (`TcpExtTCPRcvQDrop`),
@@ -449,5 +465,65 @@ mod tests {
         assert_eq!(feed(&mut t, 1806, 20), 2);
         assert_eq!(t.rcv_nxt, 1826);
         assert_eq!(t.rcv_queue.truesize(), 2304 + 1280 + 2 * 576 + 2 * 256);
+    }
+
+    /// `tcp_queue_rcv` / `tcp_ofo_queue` / `tcp_data_queue_ofo` ->
+    /// `tcp_try_coalesce` for a bare FIN (Linux 6.18,
+    /// tests/packetdrill/rcv-coalesce-bare-fin.pkt): `skb_try_coalesce` takes a
+    /// zero-length skb into any skb (its tailroom, 0 for a paged one, fits
+    /// nothing), so a FIN at `rcv_nxt` joins the unread tail (counted
+    /// TcpExtTCPRcvCoalesce, its stamp taken); on an empty queue it joins nothing;
+    /// above a hole it joins the out-of-order skb before it, and that skb the
+    /// tail once the hole fills.
+    #[test]
+    fn a_bare_fin_joins_the_skb_before_it() {
+        for rx_alloc in [RxAlloc::Tun, RxAlloc::PageFrag] {
+            let cfg = Config {
+                rx_alloc,
+                ..Config::default()
+            };
+            // Receive timestamps on: stamped skbs.
+            let mut st = crate::tcp::TestStack {
+                netstamp: true,
+                ..Default::default()
+            };
+            let data = TcpRepr::default();
+            let fin = TcpRepr {
+                flags: TcpFlags::FIN | TcpFlags::ACK,
+                ..TcpRepr::default()
+            };
+            let mut feed = |t: &mut Tcb, th: &TcpRepr, seq: u64, len: usize, ms: u64| {
+                let now = crate::time::Instant(ms * 1_000_000);
+                let mut ctx = st.ctx(&cfg, now, false);
+                t.rx_pkt_len = len as u32 + 40;
+                t.data_queue(&mut ctx, th, seq, Payload::Flat(&vec![7u8; len]));
+                ctx.mib.get(Mib::TcpExtTCPRcvCoalesce)
+            };
+            // Unread data, then the FIN: it joins, and the data reads with the
+            // FIN's stamp.
+            let mut t = tun_established(&cfg);
+            assert_eq!(feed(&mut t, &data, 1, 1000, 1), 0);
+            assert_eq!(feed(&mut t, &fin, 1001, 0, 2), 1, "{rx_alloc:?}");
+            assert_eq!((t.rcv_nxt, t.rcv_shutdown), (1002, true));
+            let two = crate::time::Instant(2_000_000);
+            assert_eq!(t.rcv_queue.rx_tstamp(0, 10), Some(Some(two)));
+            // All read: nothing to join (the counter is the stack's: it stays 1).
+            let mut t = tun_established(&cfg);
+            feed(&mut t, &data, 1, 1000, 1);
+            t.rcv_queue.read(usize::MAX, |_| {});
+            assert_eq!(feed(&mut t, &fin, 1001, 0, 2), 1);
+            assert_eq!(t.rcv_nxt, 1002);
+            // Above a hole: the FIN joins the skb before it. The filled hole then
+            // joins the tail, and the out-of-order skb after it, as frags of a
+            // NIC's page fragments; a tun head has too little tailroom left for
+            // 100 bytes and is locked: nothing joins.
+            let mut t = tun_established(&cfg);
+            feed(&mut t, &data, 1, 100, 1);
+            feed(&mut t, &data, 201, 100, 1);
+            assert_eq!(feed(&mut t, &fin, 301, 0, 1), 2);
+            let joined = feed(&mut t, &data, 101, 100, 1);
+            let expect = if rx_alloc == RxAlloc::Tun { 2 } else { 4 };
+            assert_eq!((joined, t.rcv_nxt), (expect, 302), "{rx_alloc:?}");
+        }
     }
 }

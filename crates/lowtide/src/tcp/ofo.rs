@@ -239,7 +239,9 @@ impl OfoQueue {
         let mut joins = None;
         if let Some((&ps, p)) = self.skbs.range(..=seq).next_back() {
             let pend = p.end(ps);
-            if pend == seq && !p.fin && !data.is_empty() {
+            // A bare FIN joins too (tcp_ooo_try_coalesce: skb_try_coalesce takes a
+            // zero-length skb into any skb).
+            if pend == seq && !p.fin {
                 let mut joined = p.to;
                 if let Some(charge) = skb.coalesce_into(&mut joined, data.len() as u32) {
                     joins = Some((ps, charge, joined));
@@ -274,7 +276,9 @@ impl OfoQueue {
             Some((ps, charge, joined)) => {
                 let p = self.skbs.get_mut(&ps).expect("the skb it joins");
                 p.len += data.len();
-                p.more.push(data);
+                if !data.is_empty() {
+                    p.more.push(data);
+                }
                 (p.truesize, p.to, p.fin) = (p.truesize + charge, joined, fin);
                 p.stamp.join(stamp);
                 self.truesize += charge as u64;

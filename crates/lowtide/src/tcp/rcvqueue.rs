@@ -215,14 +215,13 @@ impl RcvQueue {
     /// which takes its stamp ([`RxStamp::join`]).
     pub fn stamp(&mut self, len: usize, stamp: RxStamp, joined: bool) {
         let (start, end) = (self.pushed - len as u64, self.pushed);
-        if len == 0 {
-            return;
-        }
         match self.stamps.back_mut() {
+            // A bare FIN joined too: the tail takes its stamp.
             Some((_, e, s)) if joined && *e == start => {
                 *e = end;
                 s.join(stamp);
             }
+            _ if len == 0 => {}
             _ => self.stamps.push_back((start, end, stamp)),
         }
     }
@@ -263,7 +262,9 @@ impl RcvQueue {
         at_end: bool,
     ) -> (u32, bool) {
         let frags = own.map_or(0, |o| o.frags);
-        if !self.is_empty() && at_end && len > 0 {
+        // A zero-length skb (a bare FIN) joins too: skb_try_coalesce copies its
+        // nothing into any tailroom.
+        if !self.is_empty() && at_end {
             if let Some(charge) = skb.coalesce_frags_into(&mut self.tail, len, frags) {
                 return (charge, true);
             }

@@ -168,9 +168,11 @@ impl RxSkb {
     /// so `to` must have room for all of them ("`to_shinfo->nr_frags +
     /// from_shinfo->nr_frags >= MAX_SKB_FRAGS`": no).
     pub fn coalesce_frags_into(&self, to: &mut CoalesceTo, len: u32, frags: u8) -> Option<u32> {
-        if let Some(room) = to.tailroom.filter(|&r| len <= r) {
-            // "if (len <= skb_tailroom(to))": copied, no truesize added.
-            to.tailroom = Some(room - len);
+        // "if (len <= skb_tailroom(to))": copied, no truesize added. A paged skb's
+        // tailroom is 0 (skb_tailroom of a nonlinear skb), which a zero-length skb
+        // (a bare FIN) still fits: it always joins.
+        if len <= to.tailroom.unwrap_or(0) {
+            to.tailroom = to.tailroom.map(|room| room - len);
             return Some(0);
         }
         match self.head {

@@ -6,6 +6,7 @@ use super::consts::TCP_TIMEOUT_INIT;
 use super::rcvqueue::Payload;
 use super::sock::{Pending, Tcb};
 use super::{Ctx, TcpState};
+use crate::mib::Mib;
 use lowtide_wire::tcp::TcpRepr;
 
 impl Tcb {
@@ -73,8 +74,11 @@ impl Tcb {
     /// `tcp_fastopen_synack_timer`: the retransmit timer of a Fast Open child
     /// before its handshake completes resends only the SYN-ACK, `TCP_SYNCNT` times
     /// (inherited from the listener), else one more time than `tcp_synack_retries`
-    /// allows a request, backing off from `TCP_TIMEOUT_INIT`.
+    /// allows a request, backing off from `TCP_TIMEOUT_INIT`. Every expiry counts
+    /// as a timeout (`tcp_syn_ack_timeout`: TcpExtTCPTimeouts), the last one too,
+    /// and each resend as an RTO (`tcp_update_rto_stats`).
     pub(crate) fn fastopen_synack_timer(&mut self, ctx: &mut Ctx) {
+        ctx.mib.inc(Mib::TcpExtTCPTimeouts);
         let max_retries = match self.icsk.syn_retries {
             0 => ctx.cfg.tcp_synack_retries.saturating_add(1),
             n => n,
@@ -86,7 +90,7 @@ impl Tcb {
             self.enter_loss(ctx);
         }
         self.retransmit_syn(ctx);
-        self.icsk.retransmits = self.icsk.retransmits.saturating_add(1);
+        self.update_rto_stats(ctx.now);
         self.undo.retrans_stamp.get_or_insert(ctx.now);
         let shift = (self.icsk.retransmits as u32).min(16);
         let when = (TCP_TIMEOUT_INIT * (1u32 << shift)).min(self.icsk.rto_max);

@@ -229,10 +229,17 @@ fn synack_gaps_until_timeout(syncnt: u8) -> Vec<u64> {
                 assert_eq!(r.options.fastopen, None);
                 gaps.push((at - t).as_secs());
                 t = at;
+                // tcp_update_rto_stats: each resend an RTO of one recovery.
+                let i = st.info(at, c).unwrap();
+                assert_eq!(i.total_rto, gaps.len() as u32);
+                assert_eq!(i.total_rto_recoveries, 1);
             }
             None => break,
         }
     }
+    // tcp_syn_ack_timeout: every expiry counts, the one that gives up too.
+    let timeouts = st.counters().get(Mib::TcpExtTCPTimeouts);
+    assert_eq!(timeouts, gaps.len() as u64 + 1);
     assert_eq!(st.state(c), Ok(TcpState::Closed));
     assert_eq!(st.socket_error(c), Ok(Some(lowtide::SocketError::TimedOut)));
     // tcp_write_err's tcp_done: an attempt that failed in SYN-RECV.

@@ -434,6 +434,13 @@ impl Tcb {
         if tfo_req && accepted && self.tfo.rsk.is_some() && self.state != TcpState::Closed {
             self.fastopen_synrecv_done(ctx, th);
         }
+        // tcp_rcv_state_process, SYN-RECV, after tcp_ack: a child that inherited
+        // SEND_SHUTDOWN from its listener sends its FIN now (tcp_shutdown:
+        // ESTABLISHED to FIN-WAIT-1); the ACK that established it never sees the FIN
+        // in flight (no duplicate ACK of it).
+        if syn_acked && self.state == TcpState::Established && self.shut_wr && !self.fin_queued {
+            self.send_fin(ctx);
+        }
         if self.state == TcpState::Closed {
             return;
         }
@@ -559,13 +566,20 @@ impl Tcb {
         self.rcv_tstamp = ctx.now; // tcp_ack on the handshake's final ACK
         self.keepalive_on_establish(ctx); // tcp_create_openreq_child
         if !child {
-            self.syn_skb_acked(ctx, th); // simultaneous open: tcp_ack
+            // Simultaneous open: tcp_ack frees our SYN, which its
+            // tcp_newly_delivered counts (the SYN-ACK's delivery below is not).
+            let prior = self.delivered;
+            self.syn_skb_acked(ctx, th);
+            ctx.mib.add(Mib::TcpExtTCPDelivered, self.delivered - prior);
             self.handshake_rack_advance(ctx.now);
         }
         self.delivered += 1; // tcp_rcv_state_process: SYN-ACK delivery, untracked by tcp_ack
         if self.rtt.srtt_us == 0 {
-            // tcp_synack_rtt_meas: the request's SYN-ACK, sent when it was created.
-            let sent = (child && self.icsk.retransmits == 0).then_some(self.created);
+            // tcp_synack_rtt_meas: the request's SYN-ACK, sent when it was created,
+            // unless it went again (req->num_retrans: a timeout's resend or a
+            // retransmitted SYN's, Karn), or a cookie's child (no request timed it).
+            let once = self.total_retrans == 0 && !self.req.cookie;
+            let sent = (child && once).then_some(self.created);
             self.synack_rtt_sample(ctx, th, sent);
         }
         if child {
@@ -607,11 +621,6 @@ impl Tcb {
         // (a congestion control with cong_control, BBR, sets its own in init).
         if !self.cc.has_cong_control() {
             self.update_pacing_rate(ctx.cfg);
-        }
-        // tcp_rcv_state_process, SYN-RECV: a child that inherited SEND_SHUTDOWN from
-        // its listener sends its FIN now (tcp_shutdown: ESTABLISHED to FIN-WAIT-1).
-        if self.shut_wr && !self.fin_queued {
-            self.send_fin(ctx);
         }
         if self.parent.is_some() {
             self.accepted_ready = true;

@@ -232,6 +232,48 @@ mod listen_and_syn {
         );
     }
 
+    /// `tcp_synack_rtt_meas` takes the handshake's RTT from the request's SYN-ACK
+    /// only if it never went again (`req->num_retrans`), a resend for a
+    /// retransmitted SYN included (no timeout: `num_timeout` stays 0); without
+    /// timestamps the child then starts with no RTT sample (Linux 6.18,
+    /// tests/packetdrill/synack-dup-syn-no-timeout-keeps-cwnd.pkt: tcpi_rtt 0).
+    #[test]
+    fn a_synack_resent_for_a_syn_again_gives_no_rtt_sample() {
+        let cfg = Config {
+            tcp_timestamps: false,
+            ..Config::default()
+        };
+        let mut p = Pair::new(cfg);
+        p.record = true;
+        let l = p.b.listen(addr(B, 80), 8).unwrap();
+        let (mut syns, mut synacks) = (0, 0);
+        p.extra_delay = Some(Box::new(move |_, d, pk| {
+            let first_syn = d == Dir::AtoB && Seg::parse(pk).th.flags == TcpFlags::SYN && {
+                syns += 1;
+                syns == 1
+            };
+            Duration::from_millis(if first_syn { 500 } else { 0 })
+        }));
+        p.filter = Some(Box::new(move |d, pk| {
+            let synack = d == Dir::BtoA && Seg::parse(pk).has(TcpFlags::SYN);
+            synacks += synack as u32;
+            match synack && synacks == 1 {
+                true => Verdict::Drop,
+                false => Verdict::Pass,
+            }
+        }));
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        p.drive_for(Duration::from_millis(1030));
+        assert_eq!(p.a.state(c), Ok(TcpState::Established));
+        let s = p.b.accept(l).expect("the child");
+        let i = p.b.info(p.now, s).unwrap();
+        assert_eq!(
+            (i.total_retrans, i.rtt),
+            (1, 0),
+            "a sample from the first SYN-ACK"
+        );
+    }
+
     /// `sk_acceptq_is_full` is `ack_backlog > backlog`: with backlog 1, two
     /// connections wait for accept and a third SYN is dropped.
     #[test]

@@ -104,6 +104,11 @@ mod syn_sent {
         p.drive_for(20 * MS);
         assert_eq!(p.a.state(c), Ok(TcpState::Established));
         assert_eq!(p.b.state(s), Ok(TcpState::Established));
+        // tcp_ack frees each side's SYN (its SYN-ACK is the same skb) and
+        // tcp_newly_delivered counts it.
+        for st in [&p.a, &p.b] {
+            assert_eq!(st.counters().get(lowtide::Mib::TcpExtTCPDelivered), 1);
+        }
         let d = pattern(100_000, 4);
         assert_eq!(send_all(&mut p, true, c, s, &d), d);
         assert_eq!(send_all(&mut p, false, s, c, &d), d);
@@ -124,6 +129,37 @@ mod syn_sent {
 
 mod syn_recv {
     use super::*;
+
+    /// A listener's child that inherited SEND_SHUTDOWN sends its FIN when the
+    /// final ACK establishes it, after `tcp_ack` took that ACK
+    /// (`tcp_rcv_state_process`, SYN-RECV: `tcp_shutdown`): the ACK is no duplicate
+    /// ACK of the FIN, so without SACK no Reno reordering is seen (Linux 6.18,
+    /// tests/packetdrill/shutdown-unconnected-listener-child-fin.pkt).
+    #[test]
+    fn a_child_shut_for_writing_sends_its_fin_after_the_final_ack() {
+        let cfg = Config {
+            tcp_sack: false,
+            ..Config::default()
+        };
+        let mut p = Pair::new(cfg);
+        let l = p.b.listen(addr(B, 80), 4).unwrap();
+        let opts = lowtide::tcp::sockopt::SockOptions {
+            shutdown: 2, // SEND_SHUTDOWN
+            ..Default::default()
+        };
+        p.b.socket(l).set_listener_options(&opts).unwrap();
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        p.drive_for(60 * MS);
+        let s = p.b.accept(l).unwrap();
+        assert_eq!(
+            p.b.state(s),
+            Ok(TcpState::FinWait2),
+            "the FIN went and was acked"
+        );
+        assert_eq!(p.a.state(c), Ok(TcpState::CloseWait));
+        assert_eq!(counter(&p.b, Mib::TcpExtTCPRenoReorder), 0);
+        assert_eq!(p.b.info(p.now, s).unwrap().reordering, 3);
+    }
 
     /// B's child in SYN-RECV: A's handshake ACK was lost.
     fn syn_recv() -> (Pair, SocketHandle, SocketHandle) {

@@ -318,13 +318,14 @@ impl Tcb {
     /// today's `snd_una`, a D-SACK detected against this ACK's own `ack_seq`), then
     /// `tcp_fastretrans_alert` (no duplicate ACK counted), `tcp_newly_delivered` and
     /// `tcp_xmit_recovery`. No window update, RTT or rate sample, TLP check or
-    /// `tcp_rack_update_reo_wnd`: those run on the main path only.
+    /// `tcp_rack_update_reo_wnd`: those run on the main path only, and so does
+    /// `tcp_count_delivered(sack_state.sack_delivered)`: what an old ACK SACKs is
+    /// never counted delivered (`tcpi_delivered`, TcpExtTCPDelivered).
     fn old_ack(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack_seq: u64) {
         let (una, prior_delivered) = (self.snd_una, self.delivered);
         self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack_seq, una);
         let mut fl = self.rack_ack_delivered(ctx, false, &sack);
-        self.delivered += sack.newly_sacked as u64;
         let d = self.fastretrans_alert(ctx, una, 0, &mut fl);
         // FLAG_ECE is only looked at past `old_ack:`, so never here.
         self.count_delivered(d, false);

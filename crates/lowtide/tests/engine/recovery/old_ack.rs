@@ -14,11 +14,18 @@ fn an_old_acks_sack_blocks_are_tagged() {
     // The newer ACK (2001) overtook the older one (1001) that SACKs 5001:6001.
     d.ack(ms(100), 2001);
     assert_eq!(d.info().sacked, 0);
-    let una = d.info().bytes_acked;
+    let (una, delivered) = (d.info().bytes_acked, d.info().delivered);
     d.ack_sack(ms(1), 1001, &[(5001, 6001)]);
     let i = d.info();
     assert_eq!(i.sacked, 1, "the old ACK's SACK block was ignored");
     assert_eq!(i.bytes_acked, una, "an old ACK moved snd_una");
+    // tcp_ack counts sack_state.sack_delivered (tcp_count_delivered) only past
+    // old_ack: the segment it SACKed is never counted delivered (Linux 6.18,
+    // tests/packetdrill/sack-recovery-old-ack-below-snd-una.pkt's TcpExtTCPDelivered).
+    assert_eq!(
+        i.delivered, delivered,
+        "an old ACK's SACK counted delivered"
+    );
     // Later ACKs SACK what follows; 2001:5001 is lost and 5001:6001 is never resent.
     d.ack_sack(ms(1), 2001, &[(6001, 10_001)]);
     d.wait(ms(300));

@@ -424,7 +424,9 @@ impl Stack {
             // smallest entry, 1220, is above a TCP_MAXSEG of 1000).
             tcb.cookie_mss_clamp(ctx, mss.into());
             tcb.ecn_cookie_ok(ctx.cfg, opts.ecn, th);
-            ctx.out.truncate(sent); // the SYN-ACK went out already, as the cookie
+            // The SYN-ACK went out already, as the cookie: this one is dropped
+            // uncounted (cookie_v4_check sends nothing).
+            tcp::output::unpush_from(ctx, sent);
 
             // No SYN-ACK of this request's own: Linux's cookie child skips
             // tcp_check_req and its TSecr range (cookie_tcp_reqsk_init: 0).

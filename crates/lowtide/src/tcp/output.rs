@@ -124,6 +124,23 @@ pub(super) fn push(
     });
 }
 
+/// Drops the packets queued on the device from `from` on, taking back what
+/// [`push`] and [`Tcb::count_out_segs`] counted for each (IP requests, transmits
+/// and octets; `TcpOutSegs`): they were never sent. Keep in step with [`push`].
+pub(crate) fn unpush_from(ctx: &mut Ctx, from: usize) {
+    while ctx.out.len() > from {
+        let Some(t) = ctx.out.pop_back() else { break };
+        let ver = crate::mib::ip_version(&t.packet);
+        ctx.mib.take_back(Mib::IpOutRequests.for_ip_version(ver), 1);
+        ctx.mib
+            .take_back(Mib::IpOutTransmits.for_ip_version(ver), 1);
+        let octets = (t.packet.len() + t.payload.len()) as u64;
+        ctx.mib
+            .take_back(Mib::IpExtOutOctets.for_ip_version(ver), octets);
+        ctx.mib.take_back(Mib::TcpOutSegs, t.gso_segs.max(1) as u64);
+    }
+}
+
 impl Tcb {
     /// `tp->af_specific->md5_lookup(sk, sk)`: the key for this connection's peer,
     /// if any (`tcp_v4_md5_lookup`; an IPv4-mapped peer finds its IPv4 key).

@@ -54,12 +54,23 @@ fn a_real_client_connects_through_a_syn_flood() {
     // The SYN queue holds at most backlog + 1 children; the rest kept no state.
     assert!(p.b.connection_count() <= 129, "{}", p.b.connection_count());
     let start = p.now;
+    let sent = |p: &Pair| {
+        (
+            p.b.counters().get(Mib::IpOutRequests),
+            p.b.counters().get(Mib::TcpOutSegs),
+        )
+    };
+    let before = sent(&p);
     let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
     p.drive_until(Duration::from_secs(1), |p| {
         p.a.state(c) == Ok(TcpState::Established)
     });
     p.drive_for(Duration::from_millis(30));
     let s = p.b.accept(l).expect("the real client is accepted");
+    // B sent the cookie's SYN-ACK and nothing else: the child the cookie rebuilds
+    // sends no SYN-ACK of its own (cookie_v4_check), counted nowhere.
+    let after = sent(&p);
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 1));
     // One RTT (20 ms) plus the ACK's trip: no SYN retransmission (1 s).
     assert!(p.now.saturating_since(start) < Duration::from_millis(100));
     assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesRecv), 1);

@@ -415,8 +415,10 @@ impl RtxQueue {
             if s.end_seq > ack {
                 // tcp_clean_rtx_queue: a one-segment skb the ACK reaches into stays
                 // whole, its acknowledged head below snd_una until the skb is acked
-                // or retransmitted (__tcp_retransmit_skb trims it then).
-                if s.pcount > 1 && s.seq < ack && ack < s.seq + s.len() as u64 {
+                // or retransmitted (__tcp_retransmit_skb trims it then). A longer
+                // one is trimmed to the ACK (after(end_seq, snd_una)), all of its
+                // data too when only its FIN is left: the FIN alone stays.
+                if s.pcount > 1 && s.seq < ack && ack <= s.seq + s.len() as u64 {
                     // tcp_tso_acked -> tcp_trim_head: the acked part goes, and counts
                     // as the segments the skb no longer holds (none when the rest
                     // needs as many).
@@ -1034,6 +1036,32 @@ pub(super) mod tests {
             let c = q.clean(61, MSS);
             assert_eq!((c.acked_segs, c.reord), (1, Some(1)));
             q.check_invariants();
+        }
+    }
+
+    /// tcp_clean_rtx_queue -> tcp_tso_acked: an ACK of all the data of a
+    /// two-segment skb but not its FIN trims the data off (`tcp_trim_head`): one
+    /// segment acked, from the skb's start (reordering detection), the FIN alone
+    /// left as one segment; nothing stays below the ACK for a loss probe to split.
+    #[test]
+    fn an_ack_up_to_the_fin_of_a_longer_skb_leaves_the_fin_alone() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 1, 200); // two segments at MSS 100
+            let only = q.store.find(1).unwrap();
+            q.modify(only, |s| {
+                s.flags |= skb::FLAG_FIN;
+                s.end_seq += 1;
+            });
+            let c = q.clean(201, MSS);
+            assert_eq!((c.acked_segs, c.acked_bytes, c.reord), (1, 200, Some(1)));
+            let s = q.first().unwrap();
+            assert_eq!((s.seq, s.end_seq, s.len(), s.pcount), (201, 202, 0, 1));
+            assert_eq!(q.packets_out, 1);
+            check_payload(&q);
+            q.check_invariants();
+            let c = q.clean(202, MSS);
+            assert_eq!((c.acked_segs, c.fin_acked), (1, true));
+            assert!(q.is_empty());
         }
     }
 

@@ -96,11 +96,9 @@ impl Tcb {
         // RFC 5961 section 3.2 for a request too, as Linux 6.18 behaves (checked with
         // scripts/packetdrill --kernel; the copies of tcp_minisocks.c searched here
         // predate it): a reset in the window but not at rcv_nxt draws the request's
-        // ACK, rate limited as its other ACKs, and is dropped; the request stays.
+        // challenge ACK and is dropped; the request stays.
         if rst && seq != self.rcv_nxt {
-            if !self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv) {
-                self.req_send_ack(ctx);
-            }
+            self.req_challenge_ack(ctx);
             return false;
         }
         // A SYN at rcv_isn lies out of the window that starts after it: truncated.
@@ -137,6 +135,17 @@ impl Tcb {
             self.rx_opt.ts_recent_stamp = ctx.now;
         }
         true
+    }
+
+    /// `tcp_send_challenge_ack`'s rules for a request's ACK (`req->rsk_ops->send_ack`),
+    /// as Linux 6.18 answers a reset in a request's window (measured with
+    /// scripts/packetdrill --kernel: TcpExtTCPChallengeACK, TcpExtTCPACKSkippedChallenge,
+    /// and net.ipv4.tcp_challenge_ack_limit's budget applies): the request's own
+    /// `tcp_invalid_ratelimit` first, then the stack-wide RFC 5961 budget.
+    fn req_challenge_ack(&mut self, ctx: &mut Ctx) {
+        if self.challenge_allowed(ctx) {
+            self.req_send_ack(ctx);
+        }
     }
 
     /// `reqsk_timer_handler` for a request (a Fast Open child has its own,

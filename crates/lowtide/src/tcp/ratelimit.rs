@@ -106,13 +106,23 @@ impl Tcb {
     /// ([RFC 5961 section 7](https://www.rfc-editor.org/rfc/rfc5961#section-7)): first the
     /// per-socket limit, then the stack-wide one.
     pub(crate) fn challenge_ack(&mut self, ctx: &mut Ctx) {
-        if self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedChallenge) {
-            return;
-        }
-        if ctx.challenge.take(ctx.now, ctx.cfg.tcp_challenge_ack_limit) {
-            ctx.mib.inc(Mib::TcpExtTCPChallengeACK);
+        if self.challenge_allowed(ctx) {
             self.send_ack(ctx);
         }
+    }
+
+    /// `tcp_send_challenge_ack`'s limits, counted: true if the challenge ACK may go
+    /// (`TcpExtTCPChallengeACK`), false if the socket's rate limit
+    /// (`TcpExtTCPACKSkippedChallenge`) or the stack's budget holds it back.
+    pub(crate) fn challenge_allowed(&mut self, ctx: &mut Ctx) -> bool {
+        if self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedChallenge) {
+            return false;
+        }
+        let go = ctx.challenge.take(ctx.now, ctx.cfg.tcp_challenge_ack_limit);
+        if go {
+            ctx.mib.inc(Mib::TcpExtTCPChallengeACK);
+        }
+        go
     }
 }
 

@@ -33,7 +33,14 @@ struct Request {
 }
 
 fn request() -> Request {
-    let mut p = Pair::new(Config::default());
+    request_with(|_| {})
+}
+
+/// [`request`] with `set` applied to both stacks' configuration.
+fn request_with(set: impl FnOnce(&mut Config)) -> Request {
+    let mut cfg = Config::default();
+    set(&mut cfg);
+    let mut p = Pair::new(cfg);
     p.record = true;
     let l = p.b.listen(addr(B, 80), 8).unwrap();
     let (c, ack) = held_final_ack(&mut p);
@@ -151,8 +158,10 @@ fn a_reset_at_rcv_nxt_ends_a_request_silently() {
 }
 
 /// A reset in the window but not at `rcv_nxt` (RFC 5961 section 3.2, as Linux 6.18
-/// applies it to a request) draws one ACK from the request, a second within
-/// `tcp_invalid_ratelimit` none, and the request stays: A's held ACK completes it.
+/// applies it to a request) draws the request's challenge ACK
+/// (`TcpExtTCPChallengeACK`), a second within `tcp_invalid_ratelimit` none
+/// (`TcpExtTCPACKSkippedChallenge`), and the request stays: A's held ACK completes
+/// it.
 #[test]
 fn an_in_window_reset_draws_a_rate_limited_ack_and_the_request_stays() {
     let Request {
@@ -174,11 +183,44 @@ fn an_in_window_reset_draws_a_rate_limited_ack_and_the_request_stays() {
     let sent = p.sent_since(from, Dir::BtoA);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert!(sent[0].is_pure_ack() && sent[0].th.ack == forger.seq);
-    assert_eq!(p.b.counters().get(Mib::TcpExtTCPACKSkippedSynRecv), 1);
+    let n = |m| p.b.counters().get(m);
+    let counted = (
+        n(Mib::TcpExtTCPChallengeACK),
+        n(Mib::TcpExtTCPACKSkippedChallenge),
+        n(Mib::TcpExtTCPACKSkippedSynRecv),
+    );
+    assert_eq!(counted, (1, 1, 0));
     assert_eq!(p.b.counters().get(Mib::TcpExtEmbryonicRsts), 0);
     p.inject(true, &ack);
     let s = p.b.accept(l).unwrap();
     assert_eq!(send_all(&mut p, true, c, s, b"ok"), b"ok");
+}
+
+/// The request's challenge ACK takes from the stack-wide RFC 5961 budget too
+/// (`tcp_send_challenge_ack`: net.ipv4.tcp_challenge_ack_limit): with the
+/// per-socket limit off (`tcp_invalid_ratelimit` 0) and a budget of one a second,
+/// three resets in the window draw one ACK (Linux 6.18: TcpExtTCPChallengeACK 1,
+/// and 3 with the default unlimited budget).
+#[test]
+fn an_in_window_resets_challenge_ack_takes_from_the_stack_budget() {
+    for (limit, acks) in [(1, 1), (i32::MAX as u32, 3)] {
+        let Request {
+            mut p,
+            forger,
+            from,
+            ..
+        } = request_with(|cfg| {
+            cfg.tcp_invalid_ratelimit = 0;
+            cfg.tcp_challenge_ack_limit = limit;
+        });
+        for k in 1..=3 {
+            let rst = forger.seg(TcpFlags::RST, forger.seq.wrapping_add(k), 0, &[]);
+            p.inject(true, &rst);
+        }
+        let sent = p.sent_since(from, Dir::BtoA);
+        assert_eq!(sent.len(), acks, "limit {limit}: {sent:?}");
+        assert_eq!(p.b.counters().get(Mib::TcpExtTCPChallengeACK), acks as u64);
+    }
 }
 
 /// A SYN in the window (not the peer's first SYN again) ends the request with a

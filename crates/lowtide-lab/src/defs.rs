@@ -411,9 +411,11 @@ pub fn use_cpu_model(specs: &mut [PlannedRun], model: &CpuModel, source: &str) {
 /// - the sender's socket backlog as Linux sizes it for the seed's sender: its
 ///   `sk_rcvbuf` at the default (SO_RCVBUF 64 KB, so 128 KB, `tcp_rmem[1]` of
 ///   today's Linux, where E4 shares the receiver's 1 GiB; 4.14's was 85 KB), with
-///   `tcp_wmem[2]` 256 MB (E4's), 64, 32 and 16 MB: the limit `sk_rcvbuf +
-///   sk_sndbuf` falls from about 1.2 GB (E4: no drops) to the seed's regime, where
-///   a saturated list's backlog overflows ("massively dropping packets"). A smaller
+///   `tcp_wmem[2]` 256 MB (E4's), 64, 32 and 16 MB: `tcp_add_backlog`'s limit,
+///   `2 * sk_rcvbuf + sk_sndbuf / 2 + 64 KB` on a `sk_backlog.len` that grows until
+///   the backlog drains, falls from about 2.2 GB (E4: no drops) to about 128 MB down
+///   to 8 MB, the seed's regime, where a saturated list's backlog overflows
+///   ("massively dropping packets"). A smaller
 ///   send buffer also caps the window (16 MB per 150 ms is about 850 Mbit/s of
 ///   payload at most), which the report's tree/list ratio then shows too.
 ///

@@ -475,6 +475,19 @@ fn cpu_table(s: &mut String, file: &ResultsFile) {
     else {
         return;
     };
+    // Runs from before 2026-12-06 carry no coalescing count: their backlog was
+    // limited at sk_rcvbuf + sk_sndbuf of the bytes queued.
+    let backlog = match runs
+        .iter()
+        .any(|r| r.figures.cpu.is_some_and(|c| c.backlog_coalesce.is_some()))
+    {
+        true => {
+            "socket backlog as Linux 6.18's tcp_add_backlog (limit 2 x sk_rcvbuf + \
+                 sk_sndbuf / 2 + 64 KB on sk_backlog.len, reset only when the backlog \
+                 drains; ACKs coalesced into its tail)"
+        }
+        false => "backlog limit sk_rcvbuf + sk_sndbuf",
+    };
     let source = match &file.calibration {
         Some(c) => format!("constants {}", c.describe()),
         None => "built-in constants, measured once with `cargo bench` (engine, sack, \
@@ -488,8 +501,7 @@ fn cpu_table(s: &mut String, file: &ResultsFile) {
         "CPU model of the sender (lowtide_sim::cpu; {source}). Used: {:.0} ns \
          per incoming packet, {:.0} ns per SACK block, {:.0} ns per tree node visited, per \
          list node visited by the list's length (a linked list of separately allocated \
-         skbs, interpolated) {}, {:.0} ns per packet sent; backlog limit sk_rcvbuf + \
-         sk_sndbuf.\n",
+         skbs, interpolated) {}, {:.0} ns per packet sent; {backlog}.\n",
         model.per_packet_in_ns,
         model.per_sack_block_ns,
         model.per_tree_node_ns,
@@ -728,7 +740,7 @@ fn notes(e: Experiment) -> Option<&'static str> {
             can stay below the seed's 6.4x, from the table above: the retransmit queue holds \
             thousands of skbs (64 KB TSO skbs, SACKed runs merged), not the seed's \
             ~100,000, so a list walk is short and nearly cache-warm; and the socket \
-            backlog (limit sk_rcvbuf + sk_sndbuf: over 1 GB here, since the sender \
+            backlog (tcp_add_backlog's limit: over 1 GB here, since the sender \
             shares the receiver's 1 GiB tcp_rmem, where the seed's sender had its own \
             default) does not overflow, where the seed's hosts were \"massively dropping \
             packets\" (see the drops column). The rate sweep shows the cost against \

@@ -4,11 +4,13 @@
 //! head costs nothing. With a [`CpuModel`], host A has one CPU: every packet it
 //! receives and every packet it sends costs virtual time, computed from the work
 //! the engine reports (`Stack::rtx_work`: retransmit-queue nodes visited and SACK
-//! blocks processed), and a packet arriving while the CPU is busy waits in the
-//! socket backlog (Linux's `sk_add_backlog` while the socket is owned), which
-//! overflows into drops above `sk_rcvbuf + sk_sndbuf` bytes of truesize
-//! (`tcp_add_backlog`). A sender whose CPU is saturated processes ACKs late, so its
-//! clock slows and its goodput falls; ACKs dropped from the backlog are lost work.
+//! blocks processed), and a packet arriving while its socket is owned (the CPU is on
+//! one of its packets, or its backlog holds some) waits in the socket backlog as
+//! Linux 6.18's `tcp_add_backlog` keeps it ([`crate::sk_backlog`]: coalesced into
+//! the tail, or dropped once `sk_backlog.len`, reset only when the backlog drains,
+//! exceeds `2 * sk_rcvbuf + sk_sndbuf / 2 + 64 KB`). A sender whose CPU is saturated
+//! processes ACKs late, so its clock slows and its goodput falls; ACKs dropped from
+//! the backlog are lost work.
 //!
 //! The costs come from timed workloads (`lowtide experiment calibrate` on the machine
 //! that runs the model, stored in calibration.json and results.json; else the
@@ -18,6 +20,7 @@
 //! `VecDeque`, whose walk would be far cheaper than Linux's). The simulation itself
 //! stays deterministic because it uses those constants, never a clock.
 
+use crate::sk_backlog::{Added, Backlog, SockLimit};
 use lowtide::config::RtxQueueKind;
 use serde::{Deserialize, Serialize};
 
@@ -151,8 +154,13 @@ pub struct CpuFigures {
     /// Mean skbs in the retransmit queue when a packet came in.
     #[serde(default)]
     pub queue_skbs_per_packet_in: f64,
-    /// Packets dropped because the backlog was full.
+    /// Packets dropped because the backlog was full (`TcpExtTCPBacklogDrop`).
     pub backlog_drops: u64,
+    /// Packets merged into the tail of their socket's backlog
+    /// (`TcpExtTCPBacklogCoalesce`); `None` in results written before the model
+    /// coalesced (2026-12-06), whose backlog was limited at `sk_rcvbuf + sk_sndbuf`.
+    #[serde(default)]
+    pub backlog_coalesce: Option<u64>,
     /// Most packets waiting in the backlog at once.
     pub backlog_peak_packets: u64,
     /// Mean wait of a packet in the backlog (µs).
@@ -167,9 +175,10 @@ pub(crate) struct CpuState {
     pub kind: RtxQueueKind,
     /// The CPU is busy until then (ns of virtual time).
     pub busy_until: u64,
-    /// Packets waiting, with their arrival times (ns).
-    pub backlog: std::collections::VecDeque<(u64, Vec<u8>)>,
-    pub backlog_bytes: u64,
+    /// Packets waiting for the CPU, with their sockets' backlogs.
+    pub backlog: Backlog,
+    /// The packet the CPU took last, for [`Backlog::processed`].
+    current: Option<crate::sk_backlog::Waiting>,
     /// A wakeup event for the CPU is pending at this time.
     pub wake_at: Option<u64>,
     pub figures: CpuFigures,
@@ -186,11 +195,12 @@ impl CpuState {
             model,
             kind,
             busy_until: 0,
-            backlog: Default::default(),
-            backlog_bytes: 0,
+            backlog: Backlog::new(model.backlog_overhead),
+            current: None,
             wake_at: None,
             figures: CpuFigures {
                 model: Some(model),
+                backlog_coalesce: Some(0),
                 ..CpuFigures::default()
             },
             nodes: 0,
@@ -201,18 +211,21 @@ impl CpuState {
         }
     }
 
-    /// Queues an arrived packet in the backlog unless the backlog already holds more
-    /// than `limit` bytes of truesize (a drop, counted). As `sk_rcvqueues_full` in
-    /// `sk_add_backlog`, the test is on what is queued before this packet, so a
-    /// packet that finds the backlog empty always gets in.
-    pub fn add_backlog(&mut self, now_ns: u64, pkt: Vec<u8>, limit: u64) {
-        let size = pkt.len() as u64 + self.model.backlog_overhead;
-        if self.backlog_bytes > limit {
-            self.figures.backlog_drops += 1;
-            return;
+    /// Takes a packet arrived at `now` ([`Backlog::add`]: waiting for the CPU, in its
+    /// socket's backlog, merged into its tail, or dropped), counting what became of
+    /// it; `verify`: its checksum is to be checked before it may coalesce.
+    pub fn add_backlog(
+        &mut self,
+        now_ns: u64,
+        pkt: Vec<u8>,
+        verify: bool,
+        limit: impl FnOnce() -> Option<SockLimit>,
+    ) {
+        match self.backlog.add(now_ns, pkt, verify, limit) {
+            Added::Dropped => self.figures.backlog_drops += 1,
+            Added::Coalesced => *self.figures.backlog_coalesce.get_or_insert(0) += 1,
+            Added::Direct | Added::Queued => {}
         }
-        self.backlog_bytes += size;
-        self.backlog.push_back((now_ns, pkt));
         let n = self.backlog.len() as u64;
         self.figures.backlog_peak_packets = self.figures.backlog_peak_packets.max(n);
     }
@@ -222,9 +235,10 @@ impl CpuState {
         if self.busy_until > now_ns {
             return None;
         }
-        let (arrived, pkt) = self.backlog.pop_front()?;
-        self.backlog_bytes -= pkt.len() as u64 + self.model.backlog_overhead;
-        self.wait_ns += (now_ns - arrived) as u128;
+        let mut w = self.backlog.pop()?;
+        self.wait_ns += (now_ns - w.arrived) as u128;
+        let pkt = std::mem::take(&mut w.pkt);
+        self.current = Some(w);
         Some(pkt)
     }
 
@@ -234,6 +248,9 @@ impl CpuState {
         let ns = self.model.packet_in_ns(self.kind, nodes, blocks, skbs);
         self.skbs += skbs;
         self.busy_until = self.busy_until.max(now_ns) + ns;
+        if let Some(w) = self.current.take() {
+            self.backlog.processed(&w, self.busy_until);
+        }
         self.figures.packets_in += 1;
         self.figures.busy_ns += ns;
         self.nodes += nodes;
@@ -251,10 +268,7 @@ impl CpuState {
 
     /// The state at `now_ns`, for the time series.
     pub fn sample(&self, now_ns: u64) -> crate::timeseries::CpuSample {
-        let oldest = self
-            .backlog
-            .front()
-            .map_or(0, |&(t, _)| now_ns.saturating_sub(t));
+        let oldest = (self.backlog.oldest()).map_or(0, |t| now_ns.saturating_sub(t));
         crate::timeseries::CpuSample {
             busy_ns: self.figures.busy_ns,
             backlog_packets: self.backlog.len() as u64,
@@ -283,6 +297,26 @@ impl CpuState {
 mod tests {
     use super::*;
 
+    /// A pure ACK from host B's port 5001 to host A's port 40000 with TSval `tsval`.
+    fn ack(tsval: u32) -> Vec<u8> {
+        use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+        let th = TcpRepr {
+            seq: 1,
+            ack: 1000,
+            flags: TcpFlags::ACK,
+            options: TcpOptions {
+                timestamp: Some((tsval, 1)),
+                ..TcpOptions::default()
+            },
+            ..TcpRepr::default()
+        };
+        let (src, dst) = (
+            "10.0.0.2:5001".parse().unwrap(),
+            "10.0.0.1:40000".parse().unwrap(),
+        );
+        lowtide_wire::testing::tcp_packet(src, dst, &th, &[], 1, lowtide_wire::testing::Csum::Full)
+    }
+
     #[test]
     fn a_busy_cpu_holds_packets_and_a_full_backlog_drops() {
         let m = CpuModel {
@@ -293,17 +327,28 @@ mod tests {
             per_packet_out_ns: 100.0,
             backlog_overhead: 100,
         };
-        let mut big = CpuState::new(m, RtxQueueKind::List);
-        big.add_backlog(0, vec![0; 1000], 300); // an empty backlog takes any packet
-        assert_eq!(big.figures.backlog_drops, 0);
+        // A 52-byte ACK weighs 152 bytes; two fit under 300 (the test is on what is
+        // queued before the packet), the third finds 304 and is dropped.
+        let limit = || {
+            Some(SockLimit {
+                limit: 300,
+                rmem_alloc: 0,
+            })
+        };
         let mut c = CpuState::new(m, RtxQueueKind::List);
-        c.add_backlog(0, vec![0; 100], 300);
-        c.add_backlog(0, vec![0; 100], 300); // 200 queued <= 300: taken
-        c.add_backlog(0, vec![0; 100], 300); // 400 queued > 300: dropped
-        assert_eq!(c.figures.backlog_drops, 1);
+        c.add_backlog(0, ack(1), true, limit); // the socket is not owned: direct
         assert!(c.next_packet(0).is_some());
-        c.charge_in(0, 100, 0, 50); // 1000 + 100 * 10 ns
+        c.charge_in(0, 100, 0, 50); // 1000 + 100 * 10 ns, the socket owned meanwhile
         assert_eq!(c.busy_until, 2000);
+        c.add_backlog(10, ack(2), true, limit);
+        c.add_backlog(10, ack(2), true, limit); // the same ACK again: coalesced
+        c.add_backlog(10, ack(3), true, limit);
+        c.add_backlog(10, ack(4), true, limit);
+        assert_eq!(
+            (c.figures.backlog_drops, c.figures.backlog_coalesce),
+            (1, Some(1))
+        );
+        assert_eq!(c.figures.backlog_peak_packets, 2);
         assert!(c.next_packet(1999).is_none(), "busy");
         assert!(c.next_packet(2000).is_some());
         c.charge_in(2000, 0, 0, 0);
@@ -313,7 +358,7 @@ mod tests {
         assert_eq!(f.packets_in, 2);
         assert!((f.utilization - 0.31).abs() < 1e-9);
         assert!((f.nodes_per_packet_in - 50.0).abs() < 1e-9);
-        assert!((f.backlog_mean_wait_us - 1.0).abs() < 1e-9);
+        assert!((f.backlog_mean_wait_us - 0.995).abs() < 1e-9);
         assert!((f.queue_skbs_per_packet_in - 25.0).abs() < 1e-9);
     }
 

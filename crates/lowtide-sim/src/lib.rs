@@ -39,6 +39,7 @@ pub mod qdisc;
 mod run;
 pub mod sample;
 pub mod scenario;
+pub mod sk_backlog;
 pub mod soak;
 pub mod timeseries;
 pub mod units;

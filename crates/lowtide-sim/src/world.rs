@@ -12,6 +12,7 @@ use crate::nic::NO_FLOW;
 use crate::payload::splitmix64;
 use crate::sample::{auto_interval, MemorySampler};
 use crate::scenario::{ProgressHook, RunProgress, Scenario, SimError, TxCompletion, Workload};
+use crate::sk_backlog::{tcp_add_backlog_limit, SockLimit};
 use crate::timeseries::{FlowSample, Grid, HostSample, Timeseries};
 use lowtide::{EventKind, Instant, SocketError, SocketEvent, SocketHandle, Stack, Transmit};
 use lowtide_link::EventQueue;
@@ -491,27 +492,34 @@ impl World {
         self.hosts[host].spent = spent;
     }
 
-    /// With a CPU model: host A's arrivals wait in the socket backlog (or are
-    /// dropped when it is full), then the CPU takes what it can.
+    /// With a CPU model: host A's arrivals wait for its CPU, in their socket's
+    /// backlog while it is owned (merged into its tail or dropped when it is full,
+    /// [`crate::sk_backlog`]), then the CPU takes what it can.
     fn enqueue_backlog(&mut self) {
         let now = self.now.as_nanos();
-        let limit = self.backlog_limit();
         let ring = std::mem::take(&mut self.hosts[HOST_A].rx_ring);
-        if let Some(cpu) = self.cpu.as_mut() {
-            for seg in ring {
-                cpu.add_backlog(now, seg.flatten(), limit);
+        let verify = self.hosts[HOST_A].rx_checksum() == lowtide::RxChecksum::Verify;
+        for seg in ring {
+            let pkt = seg.flatten();
+            let limit = self.backlog_limit(&pkt);
+            if let Some(cpu) = self.cpu.as_mut() {
+                cpu.add_backlog(now, pkt, verify, || limit);
             }
         }
         self.cpu_run();
     }
 
-    /// `tcp_add_backlog`'s limit: `sk_rcvbuf + sk_sndbuf` of the first live sender.
-    fn backlog_limit(&self) -> u64 {
-        let a = &self.hosts[HOST_A].stack;
-        (self.flows.iter())
-            .filter_map(|f| f.sender.handle)
-            .find_map(|h| a.info(self.now, h).ok())
-            .map_or(u64::MAX, |i| i.sndbuf as u64 + i.rcvbuf as u64)
+    /// `tcp_add_backlog`'s budget of the sending socket `pkt` is for (by its
+    /// destination port): its limit and `sk_rmem_alloc`.
+    fn backlog_limit(&self, pkt: &[u8]) -> Option<SockLimit> {
+        let (_, local) = lowtide_wire::tcp::four_tuple(pkt).ok()?;
+        let flow = *self.port_flow.get(&local.port())?;
+        let h = self.flows.get(flow as usize)?.sender.handle?;
+        let i = self.hosts[HOST_A].stack.info(self.now, h).ok()?;
+        Some(SockLimit {
+            limit: tcp_add_backlog_limit(i.rcvbuf, i.sndbuf),
+            rmem_alloc: i.rmem_alloc,
+        })
     }
 
     /// Processes backlogged packets while host A's CPU is free, charging each the

@@ -36,8 +36,19 @@ fn a_saturated_sender_cannot_send_faster() {
     assert!(c.utilization < 0.5, "{c:?}");
     let ratio = light.goodput_bps / free.goodput_bps;
     assert!(ratio > 0.95, "a light load changes little: {ratio}");
-    // 100 us per ACK: at most 10,000 ACKs per second, about 2 segments each.
+    // 100 us per ACK: at most 10,000 ACKs processed per second, but the ACKs that
+    // wait in the backlog coalesce (tcp_add_backlog: pure ACKs with the same
+    // options, so within one TSval tick), so the sender keeps its clock.
     sc.cpu = Some(model(100_000.0));
+    let busy = run_verified(&sc);
+    let c = busy.cpu.expect("figures");
+    assert!(c.utilization > 0.9, "{c:?}");
+    assert!(c.backlog_coalesce.unwrap_or(0) > c.packets_in, "{c:?}");
+    let ratio = busy.goodput_bps / free.goodput_bps;
+    assert!(ratio > 0.9, "coalesced ACKs keep the clock: {ratio}");
+    // 2 ms per ACK, longer than a TSval tick (1 ms): ACKs of different ticks stay
+    // apart, and the CPU falls behind them.
+    sc.cpu = Some(model(2_000_000.0));
     let heavy = run_verified(&sc);
     let c = heavy.cpu.expect("figures");
     assert!(c.utilization > 0.9, "{c:?}");
@@ -55,7 +66,7 @@ fn a_saturated_sender_cannot_send_faster() {
 fn a_tiny_backlog_overflows_into_counted_drops() {
     let mut sc = path();
     let mut m = model(50_000.0);
-    // Each ACK charged as if it were huge: the sk_rcvbuf + sk_sndbuf limit holds few.
+    // Each ACK charged as if it were huge: tcp_add_backlog's limit holds few.
     m.backlog_overhead = 1 << 20;
     sc.cpu = Some(m);
     let r = run_verified(&sc);

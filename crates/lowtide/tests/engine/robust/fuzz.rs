@@ -252,7 +252,13 @@ fn ipv4_packet_read_as_ipv6_is_counted() {
         let (dir, mut pkt) = sc.corpus[i].clone();
         pkt[0] = 0x65;
         let to_b = dir == Dir::AtoB;
-        let st = |sc: &Scene| if to_b { malformed(&sc.p.b) } else { malformed(&sc.p.a) };
+        let st = |sc: &Scene| {
+            if to_b {
+                malformed(&sc.p.b)
+            } else {
+                malformed(&sc.p.a)
+            }
+        };
         let before = st(&sc);
         sc.inject(to_b, &pkt, RxChecksum::Verify);
         assert_eq!(st(&sc), before + 1, "packet {i}");

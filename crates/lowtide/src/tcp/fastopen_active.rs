@@ -139,7 +139,6 @@ impl Tcb {
         ctx.mib.inc(Mib::TcpExtTCPOrigDataSent); // the data skb, even when empty
         self.write_seq = 1 + data.len() as u64;
         self.snd_nxt = self.write_seq;
-        self.bytes_sent += data.len() as u64;
         self.icsk.pending = Some((super::sock::Pending::Retrans, ctx.now + self.icsk.rto));
     }
 

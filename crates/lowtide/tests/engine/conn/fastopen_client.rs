@@ -93,8 +93,12 @@ fn a_no_cookie_route_sends_syn_data_without_a_cookie() {
     });
     let (h, n, syn, len) = open(&mut st, b"hello");
     assert_eq!((n, len, syn.options.fastopen), (5, 5, None));
+    // __tcp_transmit_skb counts the SYN's data once in tcpi_bytes_sent.
+    let info = st.info(Instant::ZERO, h).unwrap();
+    assert_eq!((info.bytes_sent, info.data_segs_out), (5, 1));
     synack(&mut st, h, &syn, 5, None);
     assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenActive), 1);
+    assert_eq!(st.info(Instant::ZERO, h).unwrap().bytes_sent, 5);
 }
 
 #[test]

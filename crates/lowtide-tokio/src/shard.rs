@@ -156,21 +156,7 @@ mod tests {
     /// An IP packet from `src` to `dst` carrying `l4`.
     fn ip(src: &str, dst: &str, protocol: u8, l4: &[u8]) -> Vec<u8> {
         let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
-        let mut ip = IpRepr {
-            src,
-            dst,
-            protocol,
-            hop_limit: 64,
-            ecn: 0,
-            tos: 0,
-            header_len: 0,
-            payload_len: l4.len(),
-        };
-        ip.header_len = ip.emit_len();
-        let mut p = vec![0; ip.header_len];
-        ip.emit(&mut p, 1);
-        p.extend_from_slice(l4);
-        p
+        lowtide_wire::build::ip_packet(src, dst, protocol, l4, 1)
     }
 
     /// A TCP (or UDP) header's first 20 bytes with these ports.

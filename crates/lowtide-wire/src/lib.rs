@@ -13,6 +13,8 @@
 //! - [`gso`]: cutting a GSO super-packet into MSS-sized segments, as a NIC with TSO
 //!   or Linux's `tcp_gso_segment` does, and coalescing (GRO).
 //! - [`pool`]: packet buffers reused instead of freed.
+//! - [`build`]: hand-built IP packets of any protocol and IP + TCP packets (tests
+//!   and the hostile peers that write their own segments).
 //! - `testing` (feature `testing`, for other crates' tests): hand-built IP + TCP
 //!   packets.
 

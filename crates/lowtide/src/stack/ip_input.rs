@@ -90,6 +90,7 @@ impl Stack {
 mod tests {
     use super::ipv6_addrs_forbidden;
     use crate::{Config, Instant, Mib, RxChecksum, Stack};
+    use lowtide_wire::build::ip_packet;
     use lowtide_wire::checksum;
     use lowtide_wire::ip::{fill_ipv4_checksum, IpRepr};
     use std::net::IpAddr;
@@ -105,20 +106,7 @@ mod tests {
     /// An IP packet of `protocol` from `src` to `dst` with `len` payload bytes.
     fn packet(src: &str, dst: &str, protocol: u8, len: usize) -> Vec<u8> {
         let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
-        let ip = IpRepr {
-            src,
-            dst,
-            protocol,
-            hop_limit: 64,
-            ecn: 0,
-            tos: 0,
-            header_len: 0,
-            payload_len: len,
-        };
-        let mut p = vec![0; ip.emit_len()];
-        ip.emit(&mut p, 1);
-        p.resize(p.len() + len, 0xab);
-        p
+        ip_packet(src, dst, protocol, &vec![0xab; len], 1)
     }
 
     fn count(s: &Stack, m: Mib) -> u64 {

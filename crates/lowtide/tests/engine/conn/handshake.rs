@@ -174,19 +174,10 @@ mod listen_and_syn {
         assert_eq!(failed, Some(3));
     }
 
-    /// A retransmitted SYN reaching a SYN-RECV socket whose SYN-ACK was lost is
-    /// answered with the SYN-ACK (`tcp_check_req`'s `inet_rtx_syn_ack`), at once.
-    /// lowtide sent the challenge ACK an out-of-window SYN draws, which the SYN-SENT
-    /// client ignores, so the handshake waited for the server's own SYN-ACK timer
-    /// (soak run 7954: 146 flows behind a 1-packet queue took an hour to connect).
-    #[test]
-    fn retransmitted_syn_gets_the_syn_ack_again() {
-        let mut p = Pair::new(Config::default());
-        p.record = true;
-        let _l = p.b.listen(addr(B, 80), 8).unwrap();
+    /// The first SYN from A arrives 500 ms late (so B's SYN-ACK timer is not due
+    /// when the retransmitted SYN arrives), and B's first SYN-ACK is lost.
+    fn late_first_syn_lost_first_synack(p: &mut Pair) {
         let (mut syns, mut synacks) = (0, 0);
-        // The first SYN arrives 500 ms late (so B's SYN-ACK timer is not due when
-        // the retransmitted SYN arrives), and the first SYN-ACK is lost.
         p.extra_delay = Some(Box::new(move |_, d, pk| {
             let first_syn = d == Dir::AtoB && Seg::parse(pk).th.flags == TcpFlags::SYN && {
                 syns += 1;
@@ -202,6 +193,19 @@ mod listen_and_syn {
                 false => Verdict::Pass,
             }
         }));
+    }
+
+    /// A retransmitted SYN reaching a SYN-RECV socket whose SYN-ACK was lost is
+    /// answered with the SYN-ACK (`tcp_check_req`'s `inet_rtx_syn_ack`), at once.
+    /// lowtide sent the challenge ACK an out-of-window SYN draws, which the SYN-SENT
+    /// client ignores, so the handshake waited for the server's own SYN-ACK timer
+    /// (soak run 7954: 146 flows behind a 1-packet queue took an hour to connect).
+    #[test]
+    fn retransmitted_syn_gets_the_syn_ack_again() {
+        let mut p = Pair::new(Config::default());
+        p.record = true;
+        let _l = p.b.listen(addr(B, 80), 8).unwrap();
+        late_first_syn_lost_first_synack(&mut p);
         let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
         // SYN at 0 (arrives 510 ms), SYN-ACK lost; SYN again at 1 s, arrives 1.01 s.
         p.drive_for(Duration::from_millis(1030));
@@ -246,22 +250,7 @@ mod listen_and_syn {
         let mut p = Pair::new(cfg);
         p.record = true;
         let l = p.b.listen(addr(B, 80), 8).unwrap();
-        let (mut syns, mut synacks) = (0, 0);
-        p.extra_delay = Some(Box::new(move |_, d, pk| {
-            let first_syn = d == Dir::AtoB && Seg::parse(pk).th.flags == TcpFlags::SYN && {
-                syns += 1;
-                syns == 1
-            };
-            Duration::from_millis(if first_syn { 500 } else { 0 })
-        }));
-        p.filter = Some(Box::new(move |d, pk| {
-            let synack = d == Dir::BtoA && Seg::parse(pk).has(TcpFlags::SYN);
-            synacks += synack as u32;
-            match synack && synacks == 1 {
-                true => Verdict::Drop,
-                false => Verdict::Pass,
-            }
-        }));
+        late_first_syn_lost_first_synack(&mut p);
         let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
         p.drive_for(Duration::from_millis(1030));
         assert_eq!(p.a.state(c), Ok(TcpState::Established));

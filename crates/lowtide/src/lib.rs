@@ -47,7 +47,7 @@ pub use config::{Config, ConfigError};
 pub use mib::{Counters, Mib};
 pub use socket::{
     EventKind, OobRead, RxChecksum, SendFlags, Shutdown, SocketError, SocketEvent, SocketHandle,
-    Transmit, TxPayload, TxToken,
+    Transmit, TxPayload, TxToken, UserBytes,
 };
 pub use stack::{
     Datagram, PortOwner, ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory,

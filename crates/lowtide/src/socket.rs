@@ -213,6 +213,39 @@ pub struct SendFlags {
     pub oob: bool,
 }
 
+/// The caller's bytes for a Fast Open SYN (`fastopen_req->data`): readable, or
+/// a buffer of that length whose copy faults (a NULL pointer): `tcp_send_syn_data`'s
+/// `copy_page_from_iter` then copies nothing and the SYN falls back to a cookie
+/// request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserBytes<'a> {
+    /// Bytes that can be copied.
+    Bytes(&'a [u8]),
+    /// This many bytes, none readable.
+    Fault(usize),
+}
+
+impl UserBytes<'_> {
+    /// The length the caller gave.
+    pub fn len(&self) -> usize {
+        match self {
+            UserBytes::Bytes(b) => b.len(),
+            UserBytes::Fault(n) => *n,
+        }
+    }
+
+    /// No bytes at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'a> From<&'a [u8]> for UserBytes<'a> {
+    fn from(b: &'a [u8]) -> Self {
+        UserBytes::Bytes(b)
+    }
+}
+
 /// What `recv(MSG_OOB)` got ([`crate::Stack::recv_oob`], `tcp_recv_urg`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OobRead {

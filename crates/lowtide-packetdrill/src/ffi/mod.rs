@@ -340,11 +340,26 @@ unsafe fn msg_name(m: &libc::msghdr) -> Result<SendTo, i32> {
         .map_err(e)
 }
 
+/// What a send takes from the caller: its buffers, or a length whose copy faults
+/// (a NULL buffer).
+#[derive(Clone, Copy)]
+enum Out<'a> {
+    Bytes(&'a [&'a [u8]]),
+    Fault(usize),
+}
+
+fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> Result<usize, i32> {
+    send_loop(sh, fd, Out::Bytes(data), flags, dest)
+}
+
 /// A blocking send: `MSG_FASTOPEN` (and the destination) count for the first try
 /// only, which connects; later tries wait for the connection and write the rest,
 /// as `tcp_sendmsg_locked` goes on after `__inet_stream_connect`.
-fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> Result<usize, i32> {
-    let total: usize = data.iter().map(|b| b.len()).sum();
+fn send_loop(sh: &Shared, fd: Fd, out: Out<'_>, flags: i32, dest: SendTo) -> Result<usize, i32> {
+    let total: usize = match out {
+        Out::Bytes(data) => data.iter().map(|b| b.len()).sum(),
+        Out::Fault(n) => n,
+    };
     let mut flags = flags;
     let mut dest = dest;
     // __inet_stream_connect: a blocking Fast Open send waits for the connection
@@ -397,9 +412,12 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> R
                     }
                 }
             }
-            let r = st
-                .host
-                .sendmsg(now, fd, &skip_bytes(data, done), flags, dest);
+            let r = match out {
+                Out::Bytes(data) => {
+                    (st.host).sendmsg(now, fd, &skip_bytes(data, done), flags, dest)
+                }
+                Out::Fault(n) => st.host.sendmsg_fault(now, fd, n, flags, dest),
+            };
             let syn = std::mem::take(&mut syn_try);
             flags &= !MSG_FASTOPEN;
             dest = SendTo::None;
@@ -687,8 +705,8 @@ unsafe extern "C" fn pd_send(
     flags: c_int,
 ) -> ssize_t {
     guard(ud, |sh| {
-        if buf.is_null() && n > 0 && flags & MSG_FASTOPEN == 0 {
-            return send_from_null(sh, fd, flags);
+        if buf.is_null() && n > 0 {
+            return send_from_null(sh, fd, n, flags, SendTo::None);
         }
         let data = in_bytes(buf, n)?;
         let pieces = crate::cmsg::page_pieces_of(data);
@@ -696,16 +714,18 @@ unsafe extern "C" fn pd_send(
     })
 }
 
-/// A write from a NULL buffer: `tcp_sendmsg_locked` fails as with any buffer
-/// before it copies (EPIPE unconnected, shut or on a listener; the socket's error)
-/// and faults only at `skb_copy_to_page_nocache`: the state is checked with a
-/// send of nothing, which `tcp_sendmsg_locked` answers without queueing.
-/// A socket whose Fast Open connect waits for this send copies first (the SYN
-/// takes the data): EFAULT at once.
-fn send_from_null(sh: &Shared, fd: Fd, flags: i32) -> Result<ssize_t, i32> {
-    if !sh.lock().host.is_fastopen_deferred(fd) {
-        do_send(sh, fd, &[], flags | libc::MSG_DONTWAIT)?;
+/// A write of `n` bytes from a NULL buffer: `tcp_sendmsg_locked` fails as with
+/// any buffer before it copies (EPIPE unconnected, shut or on a listener; the
+/// socket's error) and faults only at `skb_copy_to_page_nocache`: the state is
+/// checked with a send of nothing, which `tcp_sendmsg_locked` answers without
+/// queueing. A Fast Open send (`MSG_FASTOPEN`, or the write a deferred connect
+/// waits for) connects with a SYN that could take no data
+/// ([`lowtide::posix::Host::sendmsg_fault`]), as a send whose SYN took nothing.
+fn send_from_null(sh: &Shared, fd: Fd, n: usize, flags: i32, dest: SendTo) -> Result<ssize_t, i32> {
+    if flags & MSG_FASTOPEN != 0 || sh.lock().host.is_fastopen_deferred(fd) {
+        return send_loop(sh, fd, Out::Fault(n), flags, dest).map(|n| n as ssize_t);
     }
+    do_send(sh, fd, &[], flags | libc::MSG_DONTWAIT)?;
     Err(errno::EFAULT)
 }
 
@@ -721,8 +741,8 @@ unsafe extern "C" fn pd_sendto(
     // TCP reads the destination only for Fast Open (Host::sendmsg_fastopen).
     guard(ud, |sh| {
         let dest = sendto_name(sh, fd, a, l)?;
-        if buf.is_null() && n > 0 && flags & MSG_FASTOPEN == 0 {
-            return send_from_null(sh, fd, flags);
+        if buf.is_null() && n > 0 {
+            return send_from_null(sh, fd, n, flags, dest);
         }
         let data = in_bytes(buf, n)?;
         let pieces = crate::cmsg::page_pieces_of(data);

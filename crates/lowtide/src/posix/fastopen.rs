@@ -6,7 +6,7 @@ use super::consts::*;
 use super::{err, Errno, Fd, Host, SockState, UserSockAddr};
 use crate::tcp::fastopen::TFO_CLIENT_ENABLE;
 use crate::time::Instant;
-use crate::TcpState;
+use crate::{TcpState, UserBytes};
 
 /// The destination of a `sendto`/`sendmsg` (`msg_name`), as the caller gave it.
 /// TCP reads it only for Fast Open (`tcp_sendmsg_fastopen`), and there only once
@@ -35,7 +35,7 @@ impl Host {
         &mut self,
         now: Instant,
         fd: Fd,
-        data: &[u8],
+        data: UserBytes<'_>,
         flags: i32,
         dest: SendTo,
     ) -> Result<Option<usize>, Errno> {
@@ -87,6 +87,29 @@ impl Host {
             (0, false) => err(errno::EAGAIN),
             (n, _) => Ok(Some(n)),
         }
+    }
+
+    /// `sendmsg(2)` of `len` bytes from a buffer whose copy faults (a NULL pointer),
+    /// for a Fast Open connect (`MSG_FASTOPEN`, or the write a `TCP_FASTOPEN_CONNECT`
+    /// waits for): the SYN leaves without data as `tcp_send_syn_data`'s fallback
+    /// sends it, and the result is [`Host::sendmsg`]'s for a SYN that took nothing
+    /// (`EINPROGRESS`, or `EAGAIN` for a blocking caller to wait for the connection
+    /// and try again). Elsewhere `tcp_sendmsg_locked` fails as with any buffer
+    /// before it copies (a send of nothing says how), then `EFAULT`.
+    pub fn sendmsg_fault(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        len: usize,
+        flags: i32,
+        dest: SendTo,
+    ) -> Result<usize, Errno> {
+        if flags & MSG_FASTOPEN != 0 || self.is_fastopen_deferred(fd) {
+            // Never Some: the SYN takes no byte of a faulting buffer.
+            self.sendmsg_fastopen(now, fd, UserBytes::Fault(len), flags, dest)?;
+        }
+        self.sendmsg(now, fd, &[], flags & !MSG_FASTOPEN, SendTo::None)?;
+        err(errno::EFAULT)
     }
 
     /// A blocking writer starts (`waiting`) or stops waiting for `fd`'s connection

@@ -43,7 +43,7 @@ pub use poll::{EpollEvent, PollFd};
 use crate::socket::{RxChecksum, SendFlags, SocketError, SocketHandle, Transmit, TxToken};
 use crate::tcp::sockopt::SockOptions;
 use crate::time::Instant;
-use crate::{Shutdown, Stack, TcpState};
+use crate::{Shutdown, Stack, TcpState, UserBytes};
 use consts::*;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -577,7 +577,7 @@ impl Host {
         now: Instant,
         fd: Fd,
         remote: SocketAddr,
-        syn_data: Option<(&[u8], bool)>,
+        syn_data: Option<(UserBytes<'_>, bool)>,
     ) -> Result<(bool, usize), Errno> {
         let s = self.sock(fd)?;
         match s.state {
@@ -707,7 +707,8 @@ impl Host {
         let deferred =
             matches!(s.state, SockState::Conn { h, .. } if self.stack.fastopen_deferred(h));
         if flags & MSG_FASTOPEN != 0 || deferred {
-            if let Some(n) = self.sendmsg_fastopen(now, fd, &iov.concat(), flags, dest)? {
+            let data = iov.concat();
+            if let Some(n) = self.sendmsg_fastopen(now, fd, UserBytes::Bytes(&data), flags, dest)? {
                 return Ok(n);
             }
         }

@@ -18,6 +18,19 @@ fn raw(family: i32, len: usize, ip: [u8; 4], port: u16) -> UserSockAddr {
     UserSockAddr::from_bytes(&b[..len.min(28)]).unwrap()
 }
 
+/// A socket whose `connect(2)` to B port 81 holds its SYN for the first write
+/// (`TCP_FASTOPEN_CONNECT`, deferred without a cookie: `TCP_FASTOPEN_NO_COOKIE`).
+fn deferred_no_cookie(a: &mut Host) -> Fd {
+    let d = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let on = 1i32.to_ne_bytes();
+    a.setsockopt(T0, d, SOL_TCP, TCP_FASTOPEN_CONNECT, &on)
+        .unwrap();
+    a.setsockopt(T0, d, SOL_TCP, TCP_FASTOPEN_NO_COOKIE, &on)
+        .unwrap();
+    assert_eq!(a.connect(T0, d, SocketAddr::new(B.into(), 81)), Ok(()));
+    d
+}
+
 /// inet_bind_sk then __inet_bind: the length, the family (AF_UNSPEC with
 /// INADDR_ANY is AF_INET), the address, and only then the state; __inet6_bind checks
 /// the state before the address.
@@ -215,13 +228,7 @@ fn send_destination_is_read_for_fast_open_only() {
     assert_eq!(e(a.sendto(T0, c, b"x", fo, short)), Err(errno::EINVAL));
     // TCP_FASTOPEN_CONNECT (deferred without a cookie: TCP_FASTOPEN_NO_COOKIE): the
     // first write sends the SYN, then the length fails.
-    let d = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
-    let on = 1i32.to_ne_bytes();
-    a.setsockopt(T0, d, SOL_TCP, TCP_FASTOPEN_CONNECT, &on)
-        .unwrap();
-    a.setsockopt(T0, d, SOL_TCP, TCP_FASTOPEN_NO_COOKIE, &on)
-        .unwrap();
-    assert_eq!(a.connect(T0, d, SocketAddr::new(B.into(), 81)), Ok(()));
+    let d = deferred_no_cookie(&mut a);
     let empty = to(UserSockAddr::default());
     assert_eq!(
         e(a.sendto(T0, d, b"x", MSG_DONTWAIT, empty)),
@@ -229,6 +236,41 @@ fn send_destination_is_read_for_fast_open_only() {
     );
     let syns = deliver(&mut a, &mut b, T0);
     assert_eq!(syns.len(), 2, "c's SYN and d's");
+}
+
+/// A Fast Open send from a buffer that faults connects all the same
+/// (`tcp_send_syn_data`'s fallback): `EINPROGRESS` non-blocking, `EAGAIN` for a
+/// blocking caller to wait; the first write after `TCP_FASTOPEN_CONNECT` too.
+/// Without Fast Open the state answers first (`EPIPE` unconnected), then `EFAULT`.
+#[test]
+fn a_faulting_fast_open_send_connects() {
+    let (mut a, mut b) = (host(A, 1), host(B, 2));
+    let e = |r: Result<usize, Errno>| r.map_err(|e| e.0);
+    let peer = SendTo::Name(raw(AF_INET, 16, B.octets(), 80));
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(e(a.sendmsg_fault(T0, c, 9, 0, peer)), Err(errno::EPIPE));
+    let fo = MSG_FASTOPEN | MSG_DONTWAIT;
+    assert_eq!(
+        e(a.sendmsg_fault(T0, c, 9, fo, peer)),
+        Err(errno::EINPROGRESS)
+    );
+    let blocking = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        e(a.sendmsg_fault(T0, blocking, 9, MSG_FASTOPEN, peer)),
+        Err(errno::EAGAIN)
+    );
+    let d = deferred_no_cookie(&mut a);
+    assert_eq!(
+        e(a.sendmsg_fault(T0, d, 9, MSG_DONTWAIT, SendTo::None)),
+        Err(errno::EINPROGRESS)
+    );
+    let syns = deliver(&mut a, &mut b, T0);
+    assert_eq!(syns.len(), 3, "c's SYN, the blocking one's and d's");
+    // The deferred SYN went: d connects as any socket now.
+    assert_eq!(
+        e(a.sendmsg_fault(T0, d, 9, MSG_DONTWAIT, SendTo::None)),
+        Err(errno::EAGAIN)
+    );
 }
 
 /// A read or readv of nothing is 0 whatever the state (sock_read_iter, vfs_readv),

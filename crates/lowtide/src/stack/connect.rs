@@ -3,7 +3,7 @@
 //! the SYN, with or without Fast Open data.
 
 use super::{timewait, Sock, Stack};
-use crate::socket::{SocketError, SocketHandle};
+use crate::socket::{SocketError, SocketHandle, UserBytes};
 use crate::tcp::{self, FourTuple, Tcb};
 use crate::time::Instant;
 use std::net::SocketAddr;
@@ -44,7 +44,7 @@ impl Stack {
         local: SocketAddr,
         remote: SocketAddr,
         opts: Option<&tcp::sockopt::SockOptions>,
-        syn_data: Option<(&[u8], bool)>,
+        syn_data: Option<(UserBytes<'_>, bool)>,
     ) -> Result<(SocketHandle, usize), SocketError> {
         if remote.port() == 0 || remote.ip().is_unspecified() || local.is_ipv4() != remote.is_ipv4()
         {
@@ -93,7 +93,7 @@ impl Stack {
                 0
             }
             None => self.with_tcb(now, h.index, |tcb, ctx| {
-                tcb.connect_fastopen(ctx, &[], fo, false)
+                tcb.connect_fastopen(ctx, UserBytes::Bytes(&[]), fo, false)
             }),
             Some((d, zc)) => self.with_tcb(now, h.index, |tcb, ctx| {
                 tcb.connect_fastopen(ctx, d, fo, zc)

@@ -6,7 +6,7 @@
 use super::{Sock, SocketMut, SocketRef, Stack};
 use crate::mib::Mib;
 use crate::route::Rtax;
-use crate::socket::{SocketError, SocketHandle};
+use crate::socket::{SocketError, SocketHandle, UserBytes};
 use crate::tcp::fastopen::{
     FastOpenKeys, TCP_FASTOPEN_KEY_LENGTH, TFO_CLIENT_NO_COOKIE, TFO_SERVER_COOKIE_NOT_REQD,
     TFO_SERVER_ENABLE, TFO_SERVER_WO_SOCKOPT1,
@@ -228,7 +228,7 @@ impl Stack {
         &mut self,
         now: Instant,
         index: u32,
-        data: &[u8],
+        data: UserBytes<'_>,
         zerocopy: bool,
     ) -> usize {
         let Some(Sock::Tcp(t)) = &self.slots[index as usize].sock else {
@@ -287,7 +287,8 @@ impl Stack {
     }
 
     /// `connect(2)` with options and, for `MSG_FASTOPEN`, the data its SYN should
-    /// carry: the handle and the bytes the SYN took. With `TCP_FASTOPEN_CONNECT`
+    /// carry (whose copy may fault, [`UserBytes::Fault`]): the handle and the bytes
+    /// the SYN took. With `TCP_FASTOPEN_CONNECT`
     /// and a cookie the SYN waits for the first write ([`Stack::fastopen_deferred`]).
     /// `zerocopy` is `MSG_ZEROCOPY` for the data: on a socket with `SO_ZEROCOPY`
     /// the data the SYN carries completes on the error queue once acknowledged.
@@ -297,7 +298,7 @@ impl Stack {
         local: std::net::SocketAddr,
         remote: std::net::SocketAddr,
         opts: &crate::tcp::sockopt::SockOptions,
-        syn_data: Option<&[u8]>,
+        syn_data: Option<UserBytes<'_>>,
         zerocopy: bool,
     ) -> Result<(SocketHandle, usize), SocketError> {
         self.active_open_tfo(
@@ -321,7 +322,7 @@ impl Stack {
         &mut self,
         now: Instant,
         h: SocketHandle,
-        data: &[u8],
+        data: UserBytes<'_>,
         zerocopy: bool,
     ) -> Result<usize, SocketError> {
         let index = self.user_slot(h)?;

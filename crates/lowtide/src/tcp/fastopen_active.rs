@@ -10,6 +10,7 @@ pub(crate) use super::sock::CacheUpdate;
 use super::sock::Tcb;
 use super::{Ctx, TcpState};
 use crate::mib::Mib;
+use crate::socket::UserBytes;
 use bytes::Bytes;
 use lowtide_wire::tcp::{FastOpenOption, TcpFlags, TcpRepr};
 
@@ -41,10 +42,14 @@ impl Tcb {
     /// the SYN's data skb holds (`tcp_send_syn_data`: `skb_zcopy_set(syn_data,
     /// fo->uarg)`) until it is acknowledged; a SYN without data gives it back
     /// (`net_zcopy_put_abort` on `out_err`).
+    ///
+    /// Data whose copy faults ([`UserBytes::Fault`]) makes the SYN fall back to a
+    /// cookie request as if no cookie were cached (`tcp_send_syn_data`), though the
+    /// cookie check passed (no `TFO_COOKIE_UNAVAILABLE`).
     pub(crate) fn connect_fastopen(
         &mut self,
         ctx: &mut Ctx,
-        data: &[u8],
+        data: UserBytes<'_>,
         fo: CookieCheck,
         zerocopy: bool,
     ) -> usize {
@@ -64,7 +69,12 @@ impl Tcb {
         copied
     }
 
-    fn connect_fastopen_data(&mut self, ctx: &mut Ctx, data: &[u8], fo: CookieCheck) -> usize {
+    fn connect_fastopen_data(
+        &mut self,
+        ctx: &mut Ctx,
+        data: UserBytes<'_>,
+        fo: CookieCheck,
+    ) -> usize {
         ctx.mib.inc(Mib::TcpActiveOpens);
         self.state = TcpState::SynSent;
         let init_rwnd = self.connect_init(ctx);
@@ -85,12 +95,7 @@ impl Tcb {
             if fo.cookie.is_some() {
                 self.tfo.client_fail = TfoClientFail::CookieUnavailable;
             }
-            // Fallback: a regular SYN with a cookie request (or no option at all).
-            let request = fo.cookie.map(|c| FastOpenOption::request(c.exp));
-            self.tfo.syn_cookie = request;
-            self.tfo.syn_fastopen = request.is_some();
-            self.tfo.syn_fastopen_exp = request.is_some_and(|c| c.exp);
-            self.send_syn(ctx);
+            self.syn_data_fallback(ctx, fo);
             return 0;
         }
         if self.rx_opt.user_mss != 0 && self.rx_opt.user_mss < self.rx_opt.mss_clamp {
@@ -106,9 +111,30 @@ impl Tcb {
             .min(self.rx_opt.mss_clamp)
             .max(min);
         let space = (full.saturating_sub(MAX_TCP_OPTION_SPACE) as usize).min(data.len());
+        let data = match data {
+            UserBytes::Bytes(b) => &b[..space],
+            UserBytes::Fault(_) if space == 0 => &[][..],
+            // tcp_send_syn_data: "if (unlikely(!space))" after copy_page_from_iter:
+            // the data skb is freed, "goto fallback".
+            UserBytes::Fault(_) => {
+                self.syn_data_fallback(ctx, fo);
+                return 0;
+            }
+        };
         self.tfo.syn_cookie = fo.cookie;
-        self.send_syn_data(ctx, &data[..space]);
+        self.send_syn_data(ctx, data);
         space
+    }
+
+    /// `tcp_send_syn_data`'s fallback: a regular SYN with a cookie request in place
+    /// of a cached cookie ("if (fo->cookie.len > 0) fo->cookie.len = 0"), or no
+    /// option at all without cookies.
+    fn syn_data_fallback(&mut self, ctx: &mut Ctx, fo: CookieCheck) {
+        let request = fo.cookie.map(|c| FastOpenOption::request(c.exp));
+        self.tfo.syn_cookie = request;
+        self.tfo.syn_fastopen = request.is_some();
+        self.tfo.syn_fastopen_exp = request.is_some_and(|c| c.exp);
+        self.send_syn(ctx);
     }
 
     /// `tcp_fastopen_defer_connect` said yes: SYN-SENT with the SYN held back

@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use lowtide::tcp::sockopt::SockOptions;
-use lowtide::{Config, Instant, Mib, SocketHandle, Stack};
+use lowtide::{Config, Instant, Mib, SocketHandle, Stack, UserBytes};
 use lowtide_wire::tcp::{FastOpenOption, TcpFlags, TcpOptions, TcpRepr};
 
 fn me() -> std::net::SocketAddr {
@@ -16,6 +16,12 @@ fn peer() -> std::net::SocketAddr {
 }
 
 fn open(st: &mut Stack, data: &[u8]) -> (SocketHandle, usize, TcpRepr, usize) {
+    open_user(st, UserBytes::Bytes(data))
+}
+
+/// A Fast Open connect with the caller's `data`: the handle, the bytes the SYN
+/// took, the SYN and its payload length.
+fn open_user(st: &mut Stack, data: UserBytes<'_>) -> (SocketHandle, usize, TcpRepr, usize) {
     let (h, n) = st
         .connect_fastopen(
             Instant::ZERO,
@@ -29,6 +35,25 @@ fn open(st: &mut Stack, data: &[u8]) -> (SocketHandle, usize, TcpRepr, usize) {
     let tx = st.poll_transmit(Instant::ZERO).expect("SYN");
     let (th, hl) = TcpRepr::parse(&tx.packet[20..]).unwrap();
     (h, n, th, tx.packet.len() - 20 - hl)
+}
+
+/// A connection asks for a cookie and the server's SYN-ACK gives `[7; 8]`, which
+/// the cache keeps for the next connect.
+fn cache_cookie(st: &mut Stack) {
+    let (h, _, syn, _) = open(st, b"");
+    synack(st, h, &syn, 0, Some(&[7; 8]));
+    while st.poll_transmit(Instant::ZERO).is_some() {}
+}
+
+/// The route to the peer gets `fastopen_no_cookie` (`RTAX_FASTOPEN_NO_COOKIE`).
+fn no_cookie_route(st: &mut Stack) {
+    let mut metrics = lowtide::route::Metrics::default();
+    metrics.set(lowtide::route::Rtax::FastopenNoCookie, 1, false);
+    st.route_replace(lowtide::route::Route {
+        dst: peer().ip(),
+        prefix_len: 32,
+        metrics,
+    });
 }
 
 /// The server's SYN-ACK to `syn`, acknowledging `acked` bytes of its data.
@@ -78,19 +103,39 @@ fn request_then_cookie_then_syn_data() {
     );
 }
 
+/// tcp_send_syn_data: data whose copy faults (copy_page_from_iter copies nothing)
+/// sends a SYN with a cookie request in place of the cached cookie, no data, and
+/// leaves `fastopen_client_fail` unset (the cookie check passed); without cookies
+/// (a `fastopen_no_cookie` route) a SYN without any Fast Open option. A fault of
+/// no bytes copies nothing and sends the cookie.
+#[test]
+fn a_faulting_copy_falls_back_to_a_cookie_request() {
+    let mut st = Stack::new(Config::default(), 3);
+    st.add_address(me().ip());
+    cache_cookie(&mut st);
+    let (h2, n, syn, len) = open_user(&mut st, UserBytes::Fault(100));
+    assert_eq!((n, len), (0, 0));
+    assert_eq!(syn.options.fastopen, Some(FastOpenOption::request(false)));
+    let i = st.info(Instant::ZERO, h2).unwrap();
+    assert_eq!((i.fastopen_client_fail, i.unacked), (0, 1), "the SYN alone");
+    let (_, n, syn, len) = open_user(&mut st, UserBytes::Fault(0));
+    assert_eq!((n, len), (0, 0));
+    assert_eq!(
+        syn.options.fastopen.map(|c| c.bytes().to_vec()),
+        Some(vec![7; 8])
+    );
+    no_cookie_route(&mut st);
+    let (_, n, syn, len) = open_user(&mut st, UserBytes::Fault(100));
+    assert_eq!((n, len, syn.options.fastopen), (0, 0, None));
+}
+
 /// tcp_fastopen_no_cookie: a route with `fastopen_no_cookie` sends the data in
 /// the SYN without a cookie or a request (`TFO_CLIENT_NO_COOKIE`'s behaviour).
 #[test]
 fn a_no_cookie_route_sends_syn_data_without_a_cookie() {
     let mut st = Stack::new(Config::default(), 3);
     st.add_address(me().ip());
-    let mut metrics = lowtide::route::Metrics::default();
-    metrics.set(lowtide::route::Rtax::FastopenNoCookie, 1, false);
-    st.route_replace(lowtide::route::Route {
-        dst: peer().ip(),
-        prefix_len: 32,
-        metrics,
-    });
+    no_cookie_route(&mut st);
     let (h, n, syn, len) = open(&mut st, b"hello");
     assert_eq!((n, len, syn.options.fastopen), (5, 5, None));
     // __tcp_transmit_skb counts the SYN's data once in tcpi_bytes_sent.
@@ -105,9 +150,7 @@ fn a_no_cookie_route_sends_syn_data_without_a_cookie() {
 fn data_the_synack_does_not_cover_is_sent_again_at_once() {
     let mut st = Stack::new(Config::default(), 3);
     st.add_address(me().ip());
-    let (h, _, syn, _) = open(&mut st, b"");
-    synack(&mut st, h, &syn, 0, Some(&[7; 8]));
-    while st.poll_transmit(Instant::ZERO).is_some() {}
+    cache_cookie(&mut st);
     let (h2, n, syn, _) = open(&mut st, b"hello");
     assert_eq!(n, 5);
     synack(&mut st, h2, &syn, 0, None);
@@ -130,16 +173,14 @@ fn data_the_synack_does_not_cover_is_sent_again_at_once() {
 fn frag_needed_on_syn_data_resends_a_bare_syn_with_the_route_mss() {
     let mut st = Stack::new(Config::default(), 3);
     st.add_address(me().ip());
-    let (h, _, syn, _) = open(&mut st, b"");
-    synack(&mut st, h, &syn, 0, Some(&[7; 8]));
-    while st.poll_transmit(Instant::ZERO).is_some() {}
+    cache_cookie(&mut st);
     let (_h2, n) = st
         .connect_fastopen(
             Instant::ZERO,
             me(),
             peer(),
             &SockOptions::default(),
-            Some(&[1; 1000]),
+            Some(UserBytes::Bytes(&[1; 1000])),
             false,
         )
         .unwrap();
@@ -175,8 +216,9 @@ fn zerocopy_syn_data_completes_on_the_error_queue() {
         zerocopy: true,
         ..SockOptions::default()
     };
+    let data = Some(UserBytes::Bytes(&[1; 500]));
     let (h, n) = st
-        .connect_fastopen(Instant::ZERO, me(), peer(), &zc, Some(&[1; 500]), true)
+        .connect_fastopen(Instant::ZERO, me(), peer(), &zc, data, true)
         .unwrap();
     assert_eq!(n, 0);
     let tx = st.poll_transmit(Instant::ZERO).expect("SYN");
@@ -189,7 +231,7 @@ fn zerocopy_syn_data_completes_on_the_error_queue() {
     );
     while st.poll_transmit(Instant::ZERO).is_some() {}
     let (h2, n) = st
-        .connect_fastopen(Instant::ZERO, me(), peer(), &zc, Some(&[1; 500]), true)
+        .connect_fastopen(Instant::ZERO, me(), peer(), &zc, data, true)
         .unwrap();
     assert_eq!(n, 500);
     let tx = st.poll_transmit(Instant::ZERO).expect("SYN with data");

@@ -8,7 +8,7 @@
 
 use crate::common::*;
 use lowtide::tcp::sockopt::SockOptions;
-use lowtide::{Config, Instant, SocketHandle, Stack};
+use lowtide::{Config, Instant, SocketHandle, Stack, UserBytes};
 use lowtide_wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 use std::time::Duration;
 
@@ -234,7 +234,14 @@ fn fin_in_a_fast_open_synack_moves_to_close_wait() {
         s
     };
     let (h, n) = st2
-        .connect_fastopen(Instant::ZERO, me(), peer(), &opts, Some(&[1; 100]), false)
+        .connect_fastopen(
+            Instant::ZERO,
+            me(),
+            peer(),
+            &opts,
+            Some(UserBytes::Bytes(&[1; 100])),
+            false,
+        )
         .unwrap();
     assert_eq!(n, 100);
     let tx = st2.poll_transmit(Instant::ZERO).expect("SYN with data");

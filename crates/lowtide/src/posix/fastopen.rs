@@ -72,7 +72,7 @@ impl Host {
                 h,
                 connected: false,
             } => {
-                self.connect_progress(fd, h)?;
+                self.connect_progress(now, fd, h)?;
                 return Ok(None);
             }
             SockState::Conn { .. } | SockState::Listening(_) => return err(errno::EISCONN),

@@ -8,6 +8,7 @@ use super::sockopt::{
 use super::timeo::timeout_to_user;
 use super::{err, Errno, Fd, Host, SockState};
 use crate::tcp::consts::{SOCK_MIN_RCVBUF, SOCK_MIN_SNDBUF};
+use crate::tcp::disconnect::notsent_bytes;
 use crate::tcp::info::TcpInfo;
 use crate::tcp::sockopt::rcvlowat_from_user;
 use crate::time::Instant;
@@ -229,7 +230,7 @@ impl Host {
                     // A socket without a connection: user_mss, else the mss_cache
                     // its last one left, else TCP_MSS_DEFAULT.
                     None if s.opts.user_mss != 0 => s.opts.user_mss,
-                    None => s.mss_cache.unwrap_or(536),
+                    None => s.opts.disconnected.as_ref().map_or(536, |d| d.mss_cache()),
                 };
                 int(out, v as i32)
             }
@@ -349,9 +350,20 @@ impl Host {
                         let i = TcpInfo::listener(cfg, max_rate, queued, backlog);
                         encode_tcp_info(&i, linux_state(TcpState::Listen))
                     }
+                    // TCP_CLOSE: what tcp_disconnect left of the last connection,
+                    // else what tcp_init_sock set; write_seq moved by each
+                    // tcp_disconnect since (tcpi_notsent_bytes).
                     _ => {
-                        let ms = now.as_millis();
-                        let i = TcpInfo::without_connection(cfg, max_rate, ms);
+                        let seq = s.opts.write_seq;
+                        let i = match &s.opts.disconnected {
+                            Some(d) => d.info(now, max_rate, seq),
+                            None => {
+                                let ms = now.as_millis();
+                                let mut i = TcpInfo::without_connection(cfg, max_rate, ms);
+                                i.notsent_bytes = notsent_bytes(seq, 0);
+                                i
+                            }
+                        };
                         encode_tcp_info(&i, linux_state(TcpState::Closed))
                     }
                 };

@@ -106,9 +106,6 @@ pub(crate) struct Socket {
     /// What `getsockname` names once the socket lost its port (`inet_put_port`
     /// clears `inet_num`, not `inet_sport`), until it has one again.
     pub name: Option<SocketAddr>,
-    /// `tp->mss_cache` of the connection `tcp_disconnect` ended, which
-    /// `TCP_MAXSEG` reads without a `user_mss` (`TCP_MSS_DEFAULT` before any).
-    pub mss_cache: Option<u32>,
     /// `SS_DISCONNECTING`: `shutdown(2)` found the connect already ended
     /// (`inet_shutdown` of an `SS_CONNECTING` socket in `TCP_CLOSE`); `connect(2)`
     /// is `EINVAL` until one with `AF_UNSPEC`.
@@ -148,7 +145,6 @@ impl Socket {
             bind_lock: false,
             bindaddr_lock: false,
             name: None,
-            mss_cache: None,
             disconnecting: false,
             linger: Linger::default(),
             sk_err: None,
@@ -499,7 +495,7 @@ impl Host {
             SockState::Conn { h, .. } => h,
         };
         self.by_handle.remove(&h);
-        self.keep_from_conn(fd, h)?;
+        self.keep_from_conn(now, fd, h)?;
         // tcp_disconnect returns 0: a connection the engine already ended is gone.
         let sk_err = self.stack.disconnect(now, h).ok().flatten();
         self.sock_mut(fd)?.sk_err = sk_err.map(Errno::from);
@@ -508,13 +504,14 @@ impl Host {
         Ok(())
     }
 
-    /// What `tcp_disconnect` keeps on the socket from its connection `h`:
-    /// `mss_cache` (`TCP_MAXSEG`) and the `write_seq` of its next connect.
-    fn keep_from_conn(&mut self, fd: Fd, h: SocketHandle) -> Result<(), Errno> {
+    /// What `tcp_disconnect` keeps on the socket from its connection `h` at `now`:
+    /// the fields it does not reset (`mss_cache` for `TCP_MAXSEG`, `TCP_INFO`'s, the
+    /// `rcv_wnd` of the next connect) and the `write_seq` of its next connect.
+    fn keep_from_conn(&mut self, now: Instant, fd: Fd, h: SocketHandle) -> Result<(), Errno> {
         let c = self.stack.socket_ref(h);
-        let (mss, seq) = (c.mss_cache().ok(), c.disconnect_write_seq().ok());
+        let (kept, seq) = (c.disconnected(now).ok(), c.disconnect_write_seq().ok());
         let s = self.sock_mut(fd)?;
-        s.mss_cache = mss;
+        s.opts.disconnected = kept.or(s.opts.disconnected.take());
         s.opts.write_seq = seq.unwrap_or(s.opts.write_seq);
         Ok(())
     }
@@ -559,7 +556,7 @@ impl Host {
             connected: false,
         } = self.sock(fd)?.state
         {
-            return self.connect_progress(fd, h);
+            return self.connect_progress(now, fd, h);
         }
         match self.connect_tfo(now, fd, remote, None)? {
             // tcp_fastopen_defer_connect: connected as far as the caller knows; the
@@ -588,7 +585,7 @@ impl Host {
             SockState::Conn {
                 h,
                 connected: false,
-            } => return self.connect_progress(fd, h).map(|_| (false, 0)),
+            } => return self.connect_progress(now, fd, h).map(|_| (false, 0)),
             SockState::Unconnected => {}
         }
         let base = Host::local_base(s);
@@ -633,7 +630,7 @@ impl Host {
     /// `__inet_stream_connect` in `SS_CONNECTING` (`SS_DISCONNECTING`: `EINVAL`): a
     /// connection that ended reports its error (`sock_error`, else
     /// `ECONNABORTED`) and is `tcp_disconnect`ed.
-    fn connect_progress(&mut self, fd: Fd, h: SocketHandle) -> Result<(), Errno> {
+    fn connect_progress(&mut self, now: Instant, fd: Fd, h: SocketHandle) -> Result<(), Errno> {
         if self.sock(fd)?.disconnecting {
             return err(errno::EINVAL);
         }
@@ -645,7 +642,7 @@ impl Host {
             TcpState::SynSent | TcpState::SynRecv => err(errno::EALREADY),
             TcpState::Closed => {
                 let e = self.stack.socket_error(h).ok().flatten();
-                self.keep_from_conn(fd, h)?;
+                self.keep_from_conn(now, fd, h)?;
                 self.by_handle.remove(&h);
                 let _ = self.stack.close(Instant::ZERO, h);
                 self.disconnected(fd);

@@ -121,3 +121,67 @@ fn bind_after_a_connect_ended_follows_inet_num() {
         "SOCK_BINDPORT_LOCK"
     );
 }
+
+/// `TCP_INFO` of socket `fd` (Linux's struct tcp_info).
+fn tcp_info(a: &mut Host, fd: Fd) -> [u8; sockopt::TCP_INFO_LEN] {
+    let mut i = [0u8; sockopt::TCP_INFO_LEN];
+    a.getsockopt(T0, fd, SOL_TCP, TCP_INFO, &mut i).unwrap();
+    i
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_ne_bytes(b[off..off + 4].try_into().unwrap())
+}
+
+/// tcp_done_with_error's tcp_write_queue_purge leaves the refused connection with
+/// tcpi_unacked 0; once connect(2) reported the error, tcp_disconnect has reset
+/// rcv_mss (TCP_MIN_MSS) but kept mss_cache, advmss, the path MTU, rcv_wnd and
+/// rcv_ssthresh, and moved write_seq 2 past snd_nxt (tcpi_notsent_bytes); the
+/// next connect's tcp_initialize_rcv_mss reads that rcv_wnd (536 bounds it, then
+/// mss_cache: 524), where the first had none (88). Checked against Linux 6.18 with
+/// tests/packetdrill's tcp-info-refused-connect-and-the-next-v4.pkt.
+#[test]
+fn tcp_info_through_a_refused_connect_and_the_next() {
+    let (mut a, mut b) = (host(A, 1), host(B, 2));
+    let to = SocketAddr::new(B.into(), 80);
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EINPROGRESS));
+    assert_eq!(u32_at(&tcp_info(&mut a, c), 20), 88, "first rcv_mss");
+    run(&mut a, &mut b, T0); // B resets: nothing listens
+    let i = tcp_info(&mut a, c);
+    assert_eq!((i[0], u32_at(&i, 24)), (7, 0), "TCP_CLOSE, unacked");
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::ECONNREFUSED));
+    let i = tcp_info(&mut a, c);
+    let mss = (
+        u32_at(&i, 16),
+        u32_at(&i, 20),
+        u32_at(&i, 84),
+        u32_at(&i, 60),
+    );
+    assert_eq!(mss, (524, 88, 1460, 1500), "snd_mss, rcv_mss, advmss, pmtu");
+    let (rcv_wnd, rcv_ssthresh) = (u32_at(&i, 232), u32_at(&i, 64));
+    assert!(
+        rcv_wnd > 1072 && rcv_ssthresh == rcv_wnd,
+        "{rcv_wnd} {rcv_ssthresh}"
+    );
+    assert_eq!(
+        (u32_at(&i, 144), u32_at(&i, 8)),
+        (2, 1_000_000),
+        "notsent, rto"
+    );
+    assert_eq!(e(a.connect(T0, c, to)), Err(errno::EINPROGRESS));
+    let i = tcp_info(&mut a, c);
+    assert_eq!((i[0], u32_at(&i, 20)), (2, 524), "SYN-SENT, rcv_mss");
+}
+
+/// tcp_disconnect of a socket never connected moves write_seq by 2 past an
+/// snd_nxt of 0: tcpi_notsent_bytes counts it.
+#[test]
+fn notsent_bytes_of_a_fresh_socket_after_disconnect() {
+    let mut a = host(A, 1);
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(u32_at(&tcp_info(&mut a, c), 144), 0);
+    assert_eq!(e(a.connect_user(T0, c, &unspec())), Ok(()));
+    assert_eq!(e(a.connect_user(T0, c, &unspec())), Ok(()));
+    assert_eq!(u32_at(&tcp_info(&mut a, c), 144), 4);
+}

@@ -74,6 +74,9 @@ impl Stack {
         }
         if let Some(o) = opts {
             tcb.apply_options(&self.cfg, o);
+            // tcp_connect_init's tcp_initialize_rcv_mss reads the rcv_wnd
+            // tcp_disconnect left on the socket (0 before any connection).
+            tcb.rcv_wnd = o.disconnected.as_ref().map_or(0, |d| d.rcv_wnd());
         }
         // inet_bind (SOCK_BINDPORT_LOCK) against inet_hash_connect's own pick.
         tcb.bind.by_bind = local.port() != 0;

@@ -637,10 +637,14 @@ impl SocketRef<'_> {
         Ok(self.stack.tcb(self.h)?.maxseg())
     }
 
-    /// `tp->mss_cache`, which the socket keeps once `tcp_disconnect` ended its
-    /// connection (`TCP_MAXSEG` reads it without a `user_mss`).
-    pub fn mss_cache(&self) -> Result<u32, SocketError> {
-        Ok(self.stack.tcb(self.h)?.mss_cache)
+    /// What the socket keeps of this connection once `tcp_disconnect` ended it at
+    /// `now` (`SockOptions::disconnected`): `mss_cache` (`TCP_MAXSEG` reads it
+    /// without a `user_mss`), `TCP_INFO`'s fields, the next connect's `rcv_wnd`.
+    pub fn disconnected(
+        &self,
+        now: Instant,
+    ) -> Result<crate::tcp::disconnect::Disconnected, SocketError> {
+        Ok(self.stack.tcb(self.h)?.disconnected(now))
     }
 
     /// The `write_seq` `tcp_disconnect` leaves the socket of this connection for

@@ -721,7 +721,10 @@ impl Tcb {
                 }
                 self.set_error(ctx, SocketError::ConnectionReset);
             }
-            None => self.set_closed(ctx),
+            None => {
+                self.write_queue_purge(ctx.now);
+                self.set_closed(ctx);
+            }
         }
         // Then the queues go: the out-of-order one after
         // tcp_fastopen_active_disable_ofo_check has looked at it.

@@ -18,6 +18,11 @@ impl Chronos {
         self.kind = new;
     }
 
+    /// `tcp_chrono_stop` with both queues empty: no chrono runs.
+    pub(crate) fn stop_all(&mut self, now: Instant) {
+        self.set(now, Chrono::Unspec);
+    }
+
     /// `tcp_get_info_chrono_stats`: (busy, rwnd limited, sndbuf limited) in
     /// microseconds; busy is the total of all three.
     pub(crate) fn stats_us(&self, now: Instant) -> (u64, u64, u64) {

@@ -261,6 +261,16 @@ impl Tcb {
             | (self.tfo.syn_fastopen_child as u8) << 7
     }
 
+    /// `tcpi_snd_wscale` and `tcpi_rcv_wscale` (`tcp_get_info`): reported only
+    /// once both sides agreed to scale (`rx_opt.wscale_ok`), so 0 in SYN-SENT
+    /// though the SYN already offered `rcv_wscale`.
+    fn info_wscales(&self) -> (u8, u8) {
+        match self.rx_opt.wscale_ok {
+            true => (self.rx_opt.snd_wscale, self.rx_opt.rcv_wscale),
+            false => (0, 0),
+        }
+    }
+
     /// The `tcp_info` snapshot at `now`.
     pub(crate) fn info(&self, now: Instant) -> TcpInfo {
         let ms_ago = |t: Instant| now.saturating_since(t).as_millis() as u64;
@@ -320,8 +330,8 @@ impl Tcb {
             sndbuf_limited: self.chrono.stats_us(now).2,
             options: self.info_options(),
             fastopen_client_fail: self.tfo.client_fail as u8,
-            snd_wscale: self.rx_opt.snd_wscale,
-            rcv_wscale: self.rx_opt.rcv_wscale,
+            snd_wscale: self.info_wscales().0,
+            rcv_wscale: self.info_wscales().1,
             ato: self.ack.ato.min(self.delack_max()).as_micros() as u32,
             pmtu: self.pmtu_cookie,
             rcv_rtt: self.rcv_rtt.rtt_us8 >> 3,
@@ -346,5 +356,25 @@ impl Tcb {
             accecn_fail_mode: self.accecn.fail_mode.into(),
             accecn_opt_seen: self.accecn.saw_opt.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_scales_only_once_agreed() {
+        // tcp_get_info: tcpi_snd_wscale/tcpi_rcv_wscale and TCPI_OPT_WSCALE only with
+        // rx_opt.wscale_ok; a SYN-SENT socket has offered rcv_wscale but reports 0.
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::SynSent;
+        (t.rx_opt.snd_wscale, t.rx_opt.rcv_wscale) = (7, 8);
+        let i = t.info(Instant::ZERO);
+        assert_eq!((i.snd_wscale, i.rcv_wscale, i.options & 4), (0, 0, 0));
+        t.rx_opt.wscale_ok = true;
+        let i = t.info(Instant::ZERO);
+        assert_eq!((i.snd_wscale, i.rcv_wscale, i.options & 4), (7, 8, 4));
     }
 }

@@ -50,6 +50,7 @@
 //! | `dst` | the connection's route (`sk_dst_cache`) and its metrics: `tcp_connect_init`, `tcp_openreq_init_rwin`, `tcp_ca_dst_init`, `tcp_init_cwnd`, `tcp_rto_min`, `__sk_dst_check`; `tcp_init_metrics`, `tcp_update_metrics` |
 //! | `validate` | tcp_input.c `tcp_validate_incoming`, `tcp_sequence`, PAWS, `tcp_reset`, `tcp_send_dupack` |
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe; tcp_minisocks.c `tcp_time_wait` |
+//! | [`disconnect`] | tcp.c `tcp_write_queue_purge` and what `tcp_disconnect` leaves of a connection |
 //! | `deathrow` | the caps on sockets the application let go: orphans (`tcp_too_many_orphans`, `tcp_check_oom`, `tcp_out_of_resources`) and TIME-WAIT sockets (`tcp_max_tw_buckets` in `tcp_time_wait`) |
 //! | `minisocks` | tcp_minisocks.c: the timewait socket (`tcp_timewait_state_process`, `tcp_twsk_unique`), inet_timewait_sock.c |
 //! | [`errqueue`] | the socket error queue (`sk_error_queue`) and `MSG_ZEROCOPY` completions: skbuff.c `msg_zerocopy_*`, sock.c `sock_dequeue_err_skb` |
@@ -84,6 +85,7 @@ pub(crate) mod cwnd;
 pub(crate) mod data_queue;
 pub(crate) mod deathrow;
 pub(crate) mod delack;
+pub mod disconnect;
 pub(crate) mod dst;
 pub(crate) mod ecn;
 pub mod ehash;

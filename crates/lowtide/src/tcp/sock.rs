@@ -443,7 +443,7 @@ pub(crate) enum Chrono {
 
 /// The chronograph state of a connection (`chrono_start`, `chrono_stat`,
 /// `chrono_type`).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Chronos {
     pub(crate) kind: Chrono,
     pub(crate) start_ms: u64,

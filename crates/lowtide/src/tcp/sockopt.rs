@@ -243,6 +243,10 @@ pub struct SockOptions {
     /// there (`tcp_v4_connect`/`tcp_v6_connect`: "if (!tp->write_seq)") instead of
     /// a new ISN, unless a TIME-WAIT socket hands it one (`tcp_twsk_unique`).
     pub write_seq: u32,
+    /// What `tcp_disconnect` left of the socket's last connection (its `tcp_info`
+    /// in `TCP_CLOSE`, the `rcv_wnd` its next connect starts from); `None` on a
+    /// socket never connected.
+    pub disconnected: Option<super::disconnect::Disconnected>,
 }
 
 /// `tcp_disconnect`'s `write_seq`: "seq = tp->write_seq + tp->max_window + 2", 1

@@ -725,10 +725,12 @@ impl Tcb {
         self.set_error(ctx, err);
     }
 
-    /// Fails the connection with `err`: `sk_err`, the error report, `tcp_done`'s
-    /// close without its counter (`tcp_disconnect`'s; see [`Tcb::done_with_error`]).
+    /// Fails the connection with `err`: `sk_err`, `tcp_write_queue_purge`, the error
+    /// report, `tcp_done`'s close without its counter (`tcp_disconnect`'s; see
+    /// [`Tcb::done_with_error`]).
     pub(crate) fn set_error(&mut self, ctx: &mut Ctx, err: SocketError) {
         self.sk_err = Some(err);
+        self.write_queue_purge(ctx.now);
         self.notify(ctx, EventKind::Error(err));
         self.set_closed(ctx);
     }

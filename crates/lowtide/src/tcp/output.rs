@@ -917,6 +917,7 @@ impl Tcb {
             self.wmem_queued = self.wmem_queued.saturating_sub(freed);
             seq = self.snd_una;
         }
+        self.sync_dst_mtu(ctx); // __tcp_retransmit_skb's tcp_current_mss
         let cur_mss = self.current_mss(ctx.cfg, ctx.now).max(1) as i64;
         let wnd_end = self.snd_una + self.snd_wnd as u64;
         let mut avail_wnd = wnd_end as i64 - seq as i64;

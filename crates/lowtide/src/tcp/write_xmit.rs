@@ -57,9 +57,11 @@ impl Tcb {
         if !frto_new {
             self.xmit_retransmit_queue(ctx);
         }
-        self.sync_dst_mtu(ctx); // tcp_current_mss in __tcp_push_pending_frames
         let push_one = self.push_one;
+        // tcp_push_pending_frames calls tcp_current_mss only with a send head;
+        // tcp_tsq_write and tcp_xmit_recovery's REXMIT_NEW always.
         if always || frto_new || self.write_queue.front().is_some() {
+            self.sync_dst_mtu(ctx);
             self.tcp_write_xmit(ctx, push_one);
         }
         if frto_new && self.snd_nxt <= self.high_seq {
@@ -635,6 +637,28 @@ mod tests {
             let sent: Vec<u32> = st.out.iter().map(|tx| tx.token.len).collect();
             assert_eq!(sent[0], first, "{at:?}: {sent:?}");
         }
+    }
+
+    #[test]
+    fn a_push_syncs_the_route_mtu_only_with_a_send_head() {
+        // tcp_push_pending_frames calls tcp_current_mss (which syncs a stale
+        // icsk_pmtu_cookie to the route's MTU) only with a send head: an ACK with
+        // nothing queued leaves the MSS; tcp_tsq_write syncs it always.
+        let cfg = Config::default();
+        let mut st = crate::tcp::TestStack::default();
+        let mut t = with_flight(10, 0);
+        t.state = TcpState::Established;
+        (t.mss_cache, t.pmtu_cookie, t.dst.mtu) = (1460, 1500, 1000);
+        t.write_xmit(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
+        assert_eq!((t.pmtu_cookie, t.mss_cache), (1500, 1460), "nothing queued");
+        t.tsq_write(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
+        assert_eq!((t.pmtu_cookie, t.mss_cache), (1000, 960), "tcp_tsq_write");
+        let mut t = with_flight(10, 0);
+        t.state = TcpState::Established;
+        (t.mss_cache, t.pmtu_cookie, t.dst.mtu, t.snd_wnd) = (1460, 1500, 1000, 1 << 20);
+        queued(&mut t, &[(1_000, 0)]);
+        t.write_xmit(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
+        assert_eq!((t.pmtu_cookie, t.mss_cache), (1000, 960), "a send head");
     }
 
     #[test]

@@ -59,9 +59,18 @@ fn outcomes(sc: &Scenario, w: &World) -> Vec<FlowOutcome> {
                 complete: matches!(sc.workload, Workload::Bytes { .. }) && v.complete_and_intact(),
                 first_error_offset: v.first_error(),
                 idle: Duration::from_nanos(end.saturating_since(last).as_nanos() as u64),
+                sender_lag: sender_lag(w, f.sender.local_port),
             }
         })
         .collect()
+}
+
+/// How long the oldest packet for host A's socket on `port` has waited for the CPU
+/// model at the end of the run (zero without a model or with nothing waiting).
+fn sender_lag(w: &World, port: u16) -> Duration {
+    let oldest = w.cpu.as_ref().and_then(|c| c.backlog.oldest_to_port(port));
+    let end = w.now.as_nanos();
+    Duration::from_nanos(oldest.map_or(0, |t| end.saturating_sub(t)))
 }
 
 /// The run's verdict: every flow connected and delivered its bytes intact.

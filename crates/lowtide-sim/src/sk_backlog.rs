@@ -141,6 +141,14 @@ impl Backlog {
         self.q.front().map(|w| w.arrived)
     }
 
+    /// The arrival time of the oldest packet waiting for the local port `port` (its
+    /// destination), if any.
+    pub fn oldest_to_port(&self, port: u16) -> Option<u64> {
+        (self.q.iter())
+            .find(|w| w.key.is_some_and(|(_, dst)| dst.port() == port))
+            .map(|w| w.arrived)
+    }
+
     /// `sk_backlog.len` of the connection `pkt` belongs to (0 if unknown).
     #[cfg(test)]
     fn sock_len(&self, pkt: &[u8]) -> u64 {

@@ -260,3 +260,25 @@ fn data_coalesces_as_a_stolen_head_up_to_max_skb_frags() {
         assert_eq!(w.pkt[s.th + s.hdrlen + 100 * i as usize], i as u8);
     }
 }
+
+/// The verdict's sender lag reads the oldest packet still waiting for a local port:
+/// none before any arrives or after the CPU took them all, the first one in arrival
+/// order while they wait, another port's never.
+#[test]
+fn oldest_to_port_is_the_first_packet_still_waiting_for_that_port() {
+    let mut b = owned();
+    assert_eq!(b.oldest_to_port(40000), None);
+    b.add(10, ack(200), true, budget(u64::MAX));
+    b.add(
+        20,
+        seg(1, 300, TcpFlags::ACK, 2, &[]),
+        true,
+        budget(u64::MAX),
+    );
+    assert_eq!(b.oldest_to_port(40000), Some(10));
+    assert_eq!(b.oldest_to_port(40001), None);
+    b.pop().unwrap();
+    assert_eq!(b.oldest_to_port(40000), Some(20));
+    b.pop().unwrap();
+    assert_eq!(b.oldest_to_port(40000), None);
+}

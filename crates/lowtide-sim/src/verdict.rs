@@ -6,7 +6,10 @@
 //! A run succeeds only when every flow connected and delivered its bytes intact: all
 //! of them for a fixed-size transfer (or up to the sender's end of stream), and for a
 //! timed (bulk) one at least one byte with no gap longer than the liveness bound
-//! before the end.
+//! before the end, the bound counted in the sender's time: a sender that has not yet
+//! processed packets which arrived for it (the simulator's CPU model of host A, whose
+//! saturated CPU leaves ACKs waiting in its socket backlog) is given that wait on top
+//! ([`FlowOutcome::sender_lag`]).
 //!
 //! ```
 //! use lowtide_sim::verdict::{FlowOutcome, Liveness, Verdict};
@@ -42,6 +45,12 @@ pub struct FlowOutcome {
     /// Time from the flow's last progress (its last byte read, else its connection)
     /// to the end of the run.
     pub idle: Duration,
+    /// How long the oldest packet for the flow's sender has waited, at the end of the
+    /// run, for the sending host to process it (the simulator's CPU model: its socket
+    /// backlog; zero where nothing models the sender's CPU). The sender has seen the
+    /// path only up to that long ago, so a timed flow's liveness bound is extended by
+    /// it.
+    pub sender_lag: Duration,
 }
 
 /// What a flow has to do to succeed.
@@ -267,7 +276,10 @@ fn judge_flow(o: &FlowOutcome, live: &Liveness) -> Option<FlowFailure> {
     let (stalled, expected) = match o.goal {
         Goal::Bytes(n) => (!o.complete, Some(n)),
         Goal::UntilClose => (!o.complete, None),
-        Goal::Timed => (o.delivered == 0 || o.idle > live.stall_after, None),
+        Goal::Timed => {
+            let bound = live.stall_after.saturating_add(o.sender_lag);
+            (o.delivered == 0 || o.idle > bound, None)
+        }
     };
     stalled.then_some(FlowFailure::Stalled {
         delivered: o.delivered,
@@ -366,6 +378,38 @@ mod tests {
             assert_eq!(v.ok, want.is_none(), "{o:?}");
             assert_eq!(v.failure_of(o.flow).map(|f| f.to_string()).as_deref(), want);
         }
+    }
+
+    /// A timed flow idle beyond the bound is stalled unless its sender had not yet
+    /// processed packets that old: the bound runs in the sender's time. The lag
+    /// never excuses a flow that delivered nothing, nor a fixed-size transfer.
+    #[test]
+    fn a_lagging_sender_extends_a_timed_flows_bound_by_its_lag() {
+        let idle = |idle_s: u64, lag_ms: u64| FlowOutcome {
+            idle: Duration::from_secs(idle_s),
+            sender_lag: Duration::from_millis(lag_ms),
+            ..good(0)
+        };
+        let stalled = |o: FlowOutcome| !Verdict::judge(&[o], &live()).ok;
+        assert!(stalled(idle(6, 0)), "6 s idle against 5 s");
+        assert!(stalled(idle(6, 999)), "6 s idle against 5.999 s");
+        assert!(!stalled(idle(6, 1000)), "6 s idle against 6 s");
+        assert!(!stalled(idle(6, 2440)));
+        let nothing = FlowOutcome {
+            delivered: 0,
+            ..idle(6, 5000)
+        };
+        assert!(stalled(nothing));
+        let fixed = FlowOutcome {
+            goal: Goal::Bytes(2000),
+            ..idle(6, 5000)
+        };
+        assert!(stalled(fixed));
+        // A bound of Duration::MAX (lowtide iperf3's) takes a lag without overflow.
+        let never = Liveness {
+            stall_after: Duration::MAX,
+        };
+        assert!(Verdict::judge(&[idle(6, 1000)], &never).ok);
     }
 
     #[test]

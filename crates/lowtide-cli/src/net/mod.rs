@@ -516,6 +516,7 @@ fn verdict(t: &Topology, outs: &[FlowOut], end_ns: u64) -> Verdict {
                 complete,
                 first_error_offset: v.first_error().or(responses),
                 idle: Duration::from_nanos(end_ns.saturating_sub(last)),
+                sender_lag: Duration::ZERO,
             }
         })
         .collect();

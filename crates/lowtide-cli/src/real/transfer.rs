@@ -240,6 +240,8 @@ impl Transfer {
             idle: Duration::from_nanos(
                 rt.now().saturating_since(self.last_progress).as_nanos() as u64
             ),
+            // A real host's backlog is the kernel's or the runtime's, not modelled.
+            sender_lag: Duration::ZERO,
         }
     }
 

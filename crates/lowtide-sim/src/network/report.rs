@@ -295,6 +295,8 @@ fn verdict(t: &Topology, flows: &[NetFlow], end: u64) -> Verdict {
                 complete,
                 first_error_offset: v.first_error().or(responses),
                 idle: Duration::from_nanos(end.saturating_sub(last.as_nanos())),
+                // The network engine models no sender CPU.
+                sender_lag: Duration::ZERO,
             }
         })
         .collect();

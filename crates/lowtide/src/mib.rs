@@ -228,6 +228,9 @@ mib! {
     TcpExtTCPSackShifted,
     /// SACKed skbs merged away.
     TcpExtTCPSackMerged,
+    /// Skbs a SACK walk visited that `tcp_shift_skb_data` could not shift onto the
+    /// skb before them (its `fallback:`), tagged by `tcp_match_skb_to_sack` instead.
+    TcpExtTCPSackShiftFallback,
     /// SACK blocks ignored as invalid.
     TcpExtTCPSACKDiscard,
     /// D-SACK blocks ignored as invalid (below `snd_una`, older than `undo_marker`).

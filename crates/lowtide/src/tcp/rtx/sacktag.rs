@@ -4,14 +4,16 @@
 //! `recv_sack_cache` skip, `tcp_sacktag_skip`/`tcp_sacktag_walk`, `tcp_sacktag_one`,
 //! `tcp_match_skb_to_sack` and `tcp_shift_skb_data`).
 //!
-//! Blocks already seen in the previous ACK are skipped (`recv_sack_cache`), partly
-//! covered skbs are split only at whole-MSS boundaries (`tcp_match_skb_to_sack`) and
-//! only while the queue's memory stays under `2 * sndbuf + 128 KB` (`tcp_fragment`,
-//! CVE-2019-11478), and runs of SACKed skbs are merged (`tcp_shift_skb_data`) so the
-//! queue stays short.
+//! Blocks already seen in the previous ACK are skipped (`recv_sack_cache`); each skb
+//! a block's walk visits is first offered to `tcp_shift_skb_data`, which moves it
+//! (or its covered head) onto a SACKed skb just before it, so runs of SACKed skbs
+//! become one skb of up to 65535 * 8 bytes and the queue stays short; where it falls
+//! back, partly covered skbs are split only at whole-MSS boundaries
+//! (`tcp_match_skb_to_sack`) and only while the queue's memory stays under
+//! `2 * sndbuf + 128 KB` (`tcp_fragment`, CVE-2019-11478).
 
 use super::queue::{Acct, RtxQueue};
-use super::skb::{self, DeliveredSkb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
+use super::skb::{self, DeliveredSkb, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use super::store::Pos;
 use crate::mib::Mib;
 use crate::tcp::consts::{SKB_OVERHEAD, TCP_NUM_SACKS};
@@ -24,9 +26,11 @@ use lowtide_wire::tcp::TcpRepr;
 /// Memory above twice the send buffer at which SACK may no longer split skbs
 /// (`tcp_fragment`: `sk_wmem_queued >> 1 > sk_sndbuf + 0x20000`).
 const FRAG_SLACK: u64 = 0x20000;
-/// Largest skb a merge of SACKed skbs builds (`gso_max_size`; also keeps `pcount`
-/// far from overflowing, CVE-2019-11477).
-const MERGE_MAX: usize = 65536;
+/// `tcp_skb_shift`: an skb a shift builds stays under 65535 segments of
+/// `TCP_MIN_GSO_SIZE` (8) bytes, as `tcp_gso_segs` is 16 bits (CVE-2019-11477).
+const SHIFT_MAX_LEN: u64 = 65535 * 8;
+/// `tcp_skb_shift`: and holds at most 65535 segments.
+const SHIFT_MAX_PCOUNT: u64 = 65535;
 
 /// What SACK processing of one ACK found.
 #[derive(Debug, Default, Clone, Copy)]
@@ -68,6 +72,9 @@ pub struct Tagged {
     pub shifted: u32,
     /// Whole SACKed skbs merged into the one before them (`TcpExtTCPSackMerged`).
     pub merged: u32,
+    /// Skbs a walk visited that `tcp_shift_skb_data` gave up on
+    /// (`TcpExtTCPSackShiftFallback`).
+    pub shift_fallback: u32,
     /// Splits refused because the queue used too much memory
     /// (`TcpExtTCPWqueueTooBig`).
     pub refused: u32,
@@ -84,6 +91,32 @@ fn lowest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
+}
+
+/// What `tcp_shift_skb_data` did with an skb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shift {
+    /// `fallback`: `tcp_match_skb_to_sack` decides.
+    Fallback,
+    /// `noop`: the block covers no whole segment of it; left as it is.
+    Noop,
+    /// It, or its covered head, joined the SACKed skb before it, now at this
+    /// position; the walk goes on after it.
+    Shifted(Pos),
+}
+
+/// `tcp_skb_seglen`: a one-segment skb's length, else its segment size (lowtide
+/// keeps no per-skb `gso_size`: the connection's MSS).
+fn seglen(s: &Skb, mss: u64) -> u64 {
+    match s.pcount {
+        0 | 1 => s.len() as u64,
+        _ => mss,
+    }
+}
+
+/// `tcp_skb_shift`'s limits: `len` bytes of `pcount` segments may join `to`.
+fn shift_fits(to: &Skb, len: u64, pcount: u64) -> bool {
+    to.len() as u64 + len < SHIFT_MAX_LEN && to.pcount as u64 + pcount <= SHIFT_MAX_PCOUNT
 }
 
 /// How a SACK block covers one skb (`tcp_match_skb_to_sack`).
@@ -189,6 +222,8 @@ impl Tcb {
         r.rate = t.rate;
         ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
         ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
+        ctx.mib
+            .add(Mib::TcpExtTCPSackShiftFallback, t.shift_fallback as u64);
         r
     }
 
@@ -353,9 +388,10 @@ impl RtxQueue {
     }
 
     /// Marks `[start, end)` SACKed (`tcp_sacktag_walk`): finds the first skb by
-    /// search, walks only over the skbs the block covers, splits partly covered ones
-    /// at whole segments and merges newly SACKed skbs into SACKed neighbours. The
-    /// block is assumed validated against `snd_una..snd_nxt` by the caller.
+    /// search, walks only over the skbs the block covers, shifts them onto SACKed
+    /// skbs before them (`tcp_shift_skb_data`) or splits partly covered ones at
+    /// whole segments. The block is assumed validated against `snd_una..snd_nxt`
+    /// by the caller.
     pub fn sacktag(&mut self, start: u64, end: u64, mss: u32) -> Tagged {
         let mut t = Tagged::default();
         self.sacktag_from(None, (start, start), end, mss, &mut t);
@@ -384,14 +420,22 @@ impl RtxQueue {
         };
         let mut p = first?;
         loop {
-            let s = self.store.get(p);
-            if s.seq >= end {
+            if self.store.get(p).seq >= end {
                 break;
             }
-            if !s.has(SACKED_ACKED) {
-                match self.match_skb_to_sack(p, start, end, mss, t) {
-                    Match::Out => {}
-                    m => p = self.sacktag_one(p, m == Match::Head, mss, t),
+            // tcp_sacktag_walk: every skb visited, SACKed or not, is offered to
+            // tcp_shift_skb_data first; tcp_match_skb_to_sack decides where it
+            // falls back (and may split even a SACKed skb the block cuts).
+            match self.shift_skb_data(p, start, end, mss, t) {
+                Shift::Shifted(q) => p = q,
+                Shift::Noop => {}
+                Shift::Fallback => {
+                    t.shift_fallback += 1;
+                    if self.match_skb_to_sack(p, start, end, mss, t) != Match::Out
+                        && !self.store.get(p).has(SACKED_ACKED)
+                    {
+                        self.sacktag_one(p, t);
+                    }
                 }
             }
             match self.store.next(p) {
@@ -462,10 +506,9 @@ impl RtxQueue {
         charged <= 2 * self.sndbuf + FRAG_SLACK
     }
 
-    /// `tcp_sacktag_one` + `tcp_shift_skb_data`: SACKs the skb at `p`, then merges it
-    /// into a SACKed skb just before it and a SACKed skb just after it into the
-    /// result. Returns where the skb now is.
-    fn sacktag_one(&mut self, p: Pos, split: bool, mss: u32, t: &mut Tagged) -> Pos {
+    /// `tcp_sacktag_one` (with `tcp_rate_skb_delivered`): SACKs the unSACKed skb at
+    /// `p`, counting its segments, the reordering it shows and its RTT sample.
+    fn sacktag_one(&mut self, p: Pos, t: &mut Tagged) {
         let s = self.store.get(p);
         let a = Acct::of(s);
         self.note_delivered(a);
@@ -492,64 +535,124 @@ impl RtxQueue {
             // Counted now: not again when cumulatively ACKed.
             s.tx.delivered_mstamp = None;
         });
-        let mut p = p;
-        if let Some(q) = self.store.prev(p) {
-            if self.try_merge(q, p, mss) {
-                if split {
-                    t.shifted += 1;
-                } else {
-                    t.merged += 1;
-                }
-                p = q;
-            }
+    }
+
+    /// `tcp_shift_skb_data`: moves the skb at `p`, if `[start, end)` covers it whole,
+    /// or the whole segments of its head the block covers, onto the skb before it,
+    /// SACKing what it moves (`tcp_shifted_skb`); after a whole skb, the SACKed skb
+    /// after it joins too ("Hole filled allows collapsing with the next as well").
+    /// Falls back (`TcpExtTCPSackShiftFallback`) where the skb was retransmitted and
+    /// is not lost ("Normally R but no L won't result in plain S"), holds no payload
+    /// or zerocopy data (`skb_can_shift`, `skb_shift`), has no skb before it, the one
+    /// before is not SACKed alone or may not take it (`tcp_skb_can_collapse`), the
+    /// block starts inside it, the segment sizes differ (`tcp_skb_seglen`), or the
+    /// result would pass `tcp_skb_shift`'s limits; does nothing (`noop`) where the
+    /// block covers none of it or less than a segment of a multi-segment skb.
+    ///
+    /// `skb_shift`'s own limit, `MAX_SKB_FRAGS` (17) page fragments, binds before
+    /// `tcp_skb_shift`'s only when the data spans more than 17 pages: with
+    /// `sk_page_frag`'s 32 KB pages filled in stream order (contiguous fragments of
+    /// one page coalesce, `skb_can_coalesce`), an skb under 65535 * 8 bytes spans at
+    /// most 17, so it is not modelled. Two lowtide bounds: it keeps no per-skb
+    /// `gso_size`, so only skbs of the connection's MSS are shifted (Linux also joins
+    /// two one-segment skbs of the same shorter length), and an skb whose segments do
+    /// not fill it (a short last segment) takes no more after it, so that a SACKed
+    /// skb's segments stay where its MSS grid says.
+    fn shift_skb_data(&mut self, p: Pos, start: u64, end: u64, mss: u32, t: &mut Tagged) -> Shift {
+        let mss = mss.max(1) as u64;
+        let s = self.store.get(p);
+        if s.sacked & (LOST | SACKED_RETRANS) == SACKED_RETRANS || s.is_empty() || s.zc.is_some() {
+            return Shift::Fallback;
         }
-        // "Hole filled allows collapsing with the next as well".
-        if let Some(n) = self.store.next(p) {
-            if self.try_merge(p, n, mss) {
+        let Some(q) = self.store.prev(p) else {
+            return Shift::Fallback;
+        };
+        let prev = self.store.get(q);
+        if prev.sacked & (SACKED_ACKED | SACKED_RETRANS | LOST) != SACKED_ACKED
+            || !skb::can_collapse_to(prev.flags)
+            || prev.flags & (skb::FLAG_SYN | skb::FLAG_FIN) != 0
+            || prev.zc.is_some()
+            || prev.len() as u64 != prev.pcount as u64 * mss
+        {
+            return Shift::Fallback;
+        }
+        let (len, pcount) = if start <= s.seq && end >= s.end_seq {
+            let seg = seglen(s, mss);
+            if seg != seglen(prev, mss) || seg != mss {
+                return Shift::Fallback;
+            }
+            (s.len() as u64, s.pcount as u64)
+        } else {
+            if s.end_seq <= start || s.pcount <= 1 {
+                return Shift::Noop;
+            }
+            if start > s.seq || mss != seglen(prev, mss) {
+                return Shift::Fallback;
+            }
+            match (end - s.seq) / mss {
+                0 => return Shift::Noop,
+                n => (n * mss, n),
+            }
+        };
+        if !shift_fits(prev, len, pcount) {
+            return Shift::Fallback;
+        }
+        let (whole, seq) = (len == s.len() as u64, s.seq);
+        // A part: cut off here (`skb_shift` moves page fragments and allocates no
+        // skb, so no tcp_fragment memory bound applies).
+        if !whole {
+            self.split(p, seq + len, mss as u32);
+        }
+        if !self.store.get(p).has(SACKED_ACKED) {
+            self.sacktag_one(p, t);
+        }
+        self.shifted_skb(q, p);
+        if !whole {
+            t.shifted += 1; // the rest stays: no collapsing with the next
+            return Shift::Shifted(q);
+        }
+        t.merged += 1;
+        if let Some(n) = self.store.next(q) {
+            let (prev, next) = (self.store.get(q), self.store.get(n));
+            if next.sacked & (SACKED_ACKED | SACKED_RETRANS | LOST) == SACKED_ACKED
+                && !next.is_empty()
+                && seglen(next, mss) == mss
+                && prev.len() as u64 == prev.pcount as u64 * mss
+                && next.zc.is_none()
+                && shift_fits(prev, next.len() as u64, next.pcount as u64)
+            {
+                self.shifted_skb(q, n);
                 t.merged += 1;
             }
         }
-        p
+        Shift::Shifted(q)
     }
 
-    /// Merges the skb at `b` (the one after `a`) into `a` if both are SACKed with the
-    /// same bits, carry no SYN/FIN, are contiguous, `a` ends no `MSG_EOR` record
-    /// (`tcp_skb_can_collapse`), `a` holds whole segments and the result stays
-    /// within `gso_max_size`. Counters are unchanged but `len()`.
+    /// `tcp_shifted_skb`: the SACKed skb at `b` (the one after `a`, whole or the
+    /// head cut off for the shift) joins `a`: its bytes, segments, flags (`eor` its
+    /// own) and `TCPCB_EVER_RETRANS`; `a` keeps its send time. Its truesize moves
+    /// with its bytes (Linux frees a merged skb's whole truesize, `tcp_wmem_free_skb`,
+    /// though its pages stay with `a`; lowtide keeps them charged).
     ///
     /// The payloads are copied into one buffer: `Bytes` cannot join two slices, and a
     /// list of chunks per skb would make every reader of `Skb::data` pay for this
     /// rare case. The copy is amortized (the merged buffer is uniquely owned and
     /// grows by doubling, so each SACKed byte is copied about twice) and bounded by
-    /// `MERGE_MAX` per skb. The data is kept (not dropped) so that SACK reneging can
-    /// still retransmit it.
-    fn try_merge(&mut self, a: Pos, b: Pos, mss: u32) -> bool {
-        let (x, y) = (self.store.get(a), self.store.get(b));
-        let ok = x.sacked == y.sacked
-            && x.has(SACKED_ACKED)
-            && x.flags & !skb::FLAG_PSH == 0
-            && skb::can_collapse_to(x.flags) // tcp_skb_can_collapse(prev, skb)
-            && y.flags & !(skb::FLAG_PSH | skb::FLAG_EOR) == 0
-            && x.end_seq == y.seq
-            && x.len() as u64 == x.pcount as u64 * mss as u64
-            && x.data.len() + y.data.len() <= MERGE_MAX
-            // skb_shift refuses zerocopy skbs (skb_zcopy(tgt) || skb_zcopy(skb)).
-            && x.zc.is_none()
-            && y.zc.is_none();
-        if !ok {
-            return false;
-        }
+    /// `SHIFT_MAX_LEN` per skb. The data is kept (not dropped) so that SACK reneging
+    /// can still retransmit it.
+    fn shifted_skb(&mut self, a: Pos, b: Pos) {
         let y = self.take(b);
         self.modify(a, |x| {
             // Appends, reusing `x`'s buffer when it is ours alone.
-            let cap = |n: usize| n.next_power_of_two().min(MERGE_MAX);
+            let cap = |n: usize| n.next_power_of_two().min(SHIFT_MAX_LEN as usize);
             x.data.concat(&y.data, true, cap);
             x.end_seq = y.end_seq;
-            x.flags |= y.flags; // tcp_shifted_skb (eor too: prev takes skb's)
+            x.flags = (x.flags | y.flags) & !skb::FLAG_EOR | (y.flags & skb::FLAG_EOR);
             x.pcount += y.pcount;
+            x.sacked |= y.sacked & EVER_RETRANS;
             x.truesize += y.truesize;
+            x.uncharged += y.uncharged;
         });
-        true
     }
 
     /// The lowest skb in `[start, end)` both SACKed and retransmitted: a D-SACK of
@@ -684,6 +787,88 @@ mod tests {
             assert_eq!(q.len(), 2); // [1..201) ends the record, [201..401)
             let s = q.get(1).unwrap();
             assert_eq!((s.end_seq, s.flags), (201, skb::FLAG_EOR));
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+
+    /// `tcp_shift_skb_data` as Linux 6.18 runs it: the first skb of a run falls
+    /// back (no SACKed skb before it), the next ones of the same segment size are
+    /// shifted onto it whole, a shorter last one (`tcp_skb_seglen` differs) falls
+    /// back and is tagged alone; a block over SACKed skbs shifts them too (the walk
+    /// offers every skb it visits), and a SACKed skb after a whole shift joins
+    /// ("Hole filled allows collapsing with the next as well").
+    #[test]
+    fn shift_or_fall_back_as_tcp_shift_skb_data() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 4, 100);
+            q.push(queue_tests::skb(401, 50));
+            let t = q.sacktag(101, 451, MSS);
+            assert_eq!((t.segs, t.merged, t.shift_fallback), (4, 2, 2));
+            let lens: Vec<u64> = q.iter_from(0).map(|s| s.end_seq - s.seq).collect();
+            assert_eq!(
+                lens,
+                [100, 300, 50],
+                "[101, 401) one skb, the 50 bytes apart"
+            );
+            // The hole below the run: it falls back, then the SACKed run is
+            // shifted onto it whole; the 50 bytes keep their own segment size.
+            let t = q.sacktag(1, 451, MSS);
+            assert_eq!((t.segs, t.merged, t.shift_fallback), (1, 1, 2));
+            assert_eq!(q.len(), 2);
+            // Two SACKed runs with a hole between: filling the hole joins both.
+            let mut q = queue_of(kind, 6, 100);
+            q.sacktag(1, 201, MSS);
+            q.sacktag(301, 601, MSS);
+            assert_eq!(q.len(), 3);
+            let t = q.sacktag(201, 301, MSS);
+            assert_eq!((t.segs, t.merged, t.shift_fallback), (1, 2, 0));
+            assert_eq!((q.len(), q.sacked_out), (1, 6));
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+
+    /// `tcp_shift_skb_data` asks only that the skb before be SACKed alone
+    /// (`TCPCB_TAGBITS`): a retransmitted skb SACKed joins a never-retransmitted
+    /// one, which takes `TCPCB_EVER_RETRANS` (`tcp_shifted_skb`); one retransmitted
+    /// and not lost falls back ("Normally R but no L won't result in plain S").
+    #[test]
+    fn retransmitted_skbs_shift_onto_sacked_ones() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 4, 100);
+            q.sacktag(1, 101, MSS);
+            q.update(101, LOST | SACKED_RETRANS | EVER_RETRANS, 0);
+            q.update(201, SACKED_RETRANS | EVER_RETRANS, 0);
+            let t = q.sacktag(101, 401, MSS);
+            assert_eq!((t.segs, t.merged, t.shift_fallback), (3, 2, 1));
+            let runs: Vec<(u64, u8)> = q.iter_from(0).map(|s| (s.end_seq, s.sacked)).collect();
+            let s = SACKED_ACKED | EVER_RETRANS;
+            assert_eq!(runs, [(201, s), (401, s)]);
+            q.check_invariants();
+        }
+    }
+
+    /// `tcp_skb_shift`: a run of SACKed skbs becomes one skb of up to 65535 * 8
+    /// bytes (`skb_shift`'s 17 fragments of 32 KB pages bind no sooner), not 64 KB.
+    #[test]
+    fn shifts_build_skbs_up_to_tcp_skb_shift_limit() {
+        const MSS_1448: u32 = 1448;
+        for kind in KINDS {
+            let mut q = RtxQueue::with_kind(kind);
+            for i in 0..400u64 {
+                let mut s = queue_tests::skb(1 + i * MSS_1448 as u64, MSS_1448);
+                s.pcount = 1;
+                q.push(s);
+            }
+            let t = q.sacktag(1, 1 + 400 * MSS_1448 as u64, MSS_1448);
+            assert_eq!((t.segs, t.merged, t.shift_fallback), (400, 398, 2));
+            let segs: Vec<u32> = q.iter_from(0).map(|s| s.pcount).collect();
+            assert_eq!(
+                segs,
+                [362, 38],
+                "524176 bytes, the next segment would pass 524280"
+            );
             q.check_invariants();
             check_payload(&q);
         }

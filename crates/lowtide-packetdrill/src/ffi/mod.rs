@@ -3,7 +3,7 @@
 use crate::state::{Attempt, Flags, Shared, State};
 use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, size_t, socklen_t, ssize_t};
 use lowtide::posix::consts::*;
-use lowtide::posix::{errno, Errno, Fd, PollFd, RecvMsg, SendTo};
+use lowtide::posix::{errno, Errno, Fd, PollFd, RecvMsg, RecvStep, RecvWait, SendTo};
 use std::ffi::CStr;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -254,26 +254,28 @@ fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32>
         (nonblock, timeout_us(st.host.rcvtimeo(fd)))
     };
     let buf = std::cell::RefCell::new(vec![0u8; len]);
-    let read = |st: &mut State| {
+    // tcp_recvmsg_locked's loop: it copies what is there and sleeps until its
+    // target is in (SO_RCVLOWAT, MSG_WAITALL), woken as Linux wakes it.
+    let wait = std::cell::RefCell::new(RecvWait::default());
+    let step = |st: &mut State, may_sleep: bool| {
         let now = st.now();
-        st.host.recvmsg(now, fd, &mut buf.borrow_mut(), flags)
+        let (mut b, mut w) = (buf.borrow_mut(), wait.borrow_mut());
+        st.host
+            .recvmsg_wait(now, fd, &mut b, flags, &mut w, may_sleep)
     };
     let msg = sh.blocking(
         nonblock,
         timeout,
-        |st: &mut State| {
-            // tcp_recvmsg_locked sleeps until its target (SO_RCVLOWAT, MSG_WAITALL).
-            if !nonblock && !st.host.recv_target_met(fd, len, flags) {
-                return Attempt::Wait;
-            }
-            match read(st) {
-                Err(Errno(errno::EAGAIN)) => Attempt::Wait,
-                r => Attempt::Done(r.map_err(e)),
-            }
+        |st: &mut State| match step(st, !nonblock) {
+            RecvStep::Done(r) => Attempt::Done(r.map_err(e)),
+            RecvStep::Wait => Attempt::Wait,
         },
         // sock_rcvtimeo's time is up: what was copied short of the target, else
         // EAGAIN ("if (!timeo) { copied = -EAGAIN; break; }").
-        |st: &mut State| read(st).map_err(e),
+        |st: &mut State| match step(st, false) {
+            RecvStep::Done(r) => r.map_err(e),
+            RecvStep::Wait => Err(errno::EAGAIN),
+        },
     )?;
     let mut buf = buf.into_inner();
     buf.truncate(msg.len);
@@ -638,8 +640,10 @@ unsafe extern "C" fn pd_recvfrom(
 /// EAGAIN, blocking until data) and faults only when it has bytes to copy
 /// (`skb_copy_datagram_msg`: "if (!copied) copied = -EFAULT"), which then stay
 /// queued; end of stream is 0. `MSG_TRUNC` copies nothing, so it never faults.
+/// The fault ends the call at its first copy, whatever its target: a peek of one
+/// byte stands for it (sleeping as the read would, until woken with bytes there).
 fn recv_to_null(sh: &Shared, fd: Fd, n: usize, flags: i32) -> Result<ssize_t, i32> {
-    let r = do_recv(sh, fd, n, flags | libc::MSG_PEEK)?;
+    let r = do_recv(sh, fd, n.min(1), flags | libc::MSG_PEEK)?;
     match r.data.is_empty() {
         true => Ok(0),
         false => Err(errno::EFAULT),

@@ -29,6 +29,7 @@ pub use fastopen::SendTo;
 pub use linger::Linger;
 pub use sockaddr::{UserSockAddr, AF_UNSPEC, SOCKADDR_STORAGE_LEN};
 mod procnet;
+mod recv_wait;
 mod rx_tstamp;
 mod sockaddr;
 mod sockopt;
@@ -39,6 +40,7 @@ pub use consts::errno;
 pub use msg::{Cmsg, RecvMsg};
 pub use pipe::Spliced;
 pub use poll::{EpollEvent, PollFd};
+pub use recv_wait::{RecvStep, RecvWait};
 
 use crate::socket::{RxChecksum, SendFlags, SocketError, SocketHandle, Transmit, TxToken};
 use crate::tcp::sockopt::SockOptions;
@@ -349,37 +351,6 @@ impl Host {
     pub fn is_nonblocking(&self, fd: Fd, flags: i32) -> bool {
         let pipe = matches!(self.files.get(&fd), Some(File::Pipe(p)) if p.nonblock);
         flags & MSG_DONTWAIT != 0 || pipe || self.sock(fd).is_ok_and(|s| s.nonblock)
-    }
-
-    /// Whether a blocking `recv(2)` of `len` bytes on `fd` returns now:
-    /// `tcp_recvmsg_locked` sleeps until its target (`sock_rcvlowat`: `len` with
-    /// `MSG_WAITALL`, else `SO_RCVLOWAT` up to `len`) is copied, unless it reaches
-    /// an urgent mark with bytes copied, or an error, the peer's FIN or a closed
-    /// socket ends the wait. Anything but a connection: true (the call decides).
-    pub fn recv_target_met(&self, fd: Fd, len: usize, flags: i32) -> bool {
-        let Ok(Some(h)) = self.conn(fd) else {
-            return true;
-        };
-        let s = self.stack.socket_ref(h);
-        let (Ok(st), Ok(lowat)) = (s.status(), s.rcvlowat()) else {
-            return true;
-        };
-        let target = match flags & MSG_WAITALL {
-            0 => (lowat as usize).min(len),
-            _ => len,
-        };
-        // tcp_inq says 0 before the handshake ends, but a Fast Open child's SYN
-        // data is there to read; a peek reads from SO_PEEK_OFF's offset on.
-        let avail = match st.state {
-            TcpState::SynRecv => st.inq_hint as usize,
-            _ => st.inq,
-        }
-        .saturating_sub(self.peek_offset(fd, flags));
-        avail >= target
-            || avail > 0 && st.urg_valid
-            || st.rcv_shutdown
-            || st.err
-            || st.state == TcpState::Closed
     }
 
     /// `SO_LINGER` of `fd`: `Some(time)` when lingering is on, the time `None`
@@ -955,6 +926,8 @@ mod tests_disconnect;
 mod tests_md5;
 #[cfg(test)]
 mod tests_netdev;
+#[cfg(test)]
+mod tests_recv_wait;
 #[cfg(test)]
 mod tests_recverr;
 #[cfg(test)]

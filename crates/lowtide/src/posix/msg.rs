@@ -58,7 +58,6 @@ impl Host {
         }
         let off = self.peek_offset(fd, flags);
         let s = self.sock(fd)?;
-        let inq = s.opts.recvmsg_inq;
         let oob = flags & MSG_OOB != 0;
         let h = match s.state {
             SockState::Conn { h, .. } => h,
@@ -71,41 +70,72 @@ impl Host {
             }
             _ => return err(errno::ENOTCONN),
         };
-        let mut m = if oob {
-            self.recv_oob(h, buf, flags)?
+        if oob {
+            let m = self.recv_oob(h, buf, flags)?;
+            return Ok(self.with_inq(fd, h, m));
+        }
+        let (len, tss) = self.recv_copy(now, fd, h, buf, flags, off)?;
+        Ok(self.recv_done(fd, h, len, tss))
+    }
+
+    /// One copy of `tcp_recvmsg_locked` without a sleep: the bytes from `off`
+    /// past `copied_seq` with `MSG_PEEK` (else from `copied_seq`, consumed), and
+    /// its `tss`: the stamp of the last stamped skb the read takes bytes from,
+    /// known before it takes them (`None`: no stamped skb).
+    pub(super) fn recv_copy(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        h: crate::SocketHandle,
+        buf: &mut [u8],
+        flags: i32,
+        off: usize,
+    ) -> Result<(usize, Option<Option<Instant>>), Errno> {
+        let tss = self.stack.socket_ref(h).recv_tstamp(off, buf.len());
+        let peek = flags & MSG_PEEK != 0;
+        let r = if flags & MSG_TRUNC != 0 {
+            // tcp_recvmsg_locked: "if (!(flags & MSG_TRUNC))" copy; the bytes
+            // are taken (or, peeking, counted) all the same.
+            self.stack
+                .recv_trunc(now, h, buf.len(), peek.then_some(off))
+        } else if peek {
+            self.stack.peek_at(h, off, buf)
         } else {
-            // tcp_recvmsg_locked's tss: the stamp of the last stamped skb the read
-            // takes bytes from, known before it takes them.
-            let tss = self.stack.socket_ref(h).recv_tstamp(off, buf.len());
-            let peek = flags & MSG_PEEK != 0;
-            let r = if flags & MSG_TRUNC != 0 {
-                // tcp_recvmsg_locked: "if (!(flags & MSG_TRUNC))" copy; the bytes
-                // are taken (or, peeking, counted) all the same.
-                self.stack
-                    .recv_trunc(now, h, buf.len(), peek.then_some(off))
-            } else if peek {
-                self.stack.peek_at(h, off, buf)
-            } else {
-                self.stack.recv(now, h, buf)
-            };
-            self.sync_events();
-            let len = r.map_err(Errno::from)?;
-            // tcp_recvmsg: "if (cmsg_flags & TCP_CMSG_TS) tcp_recv_timestamp()" (a
-            // zero time puts nothing), before TCP_CM_INQ.
-            let cmsgs = match tss {
-                Ok(Some(Some(at))) => self.recv_timestamp_cmsgs(fd, at),
-                _ => Vec::new(),
-            };
-            self.peek_offset_moved(fd, len, peek);
-            RecvMsg {
-                len,
-                cmsgs,
-                ..RecvMsg::default()
-            }
+            self.stack.recv(now, h, buf)
         };
-        if inq {
-            // tcp_recvmsg: "if (msg->msg_get_inq) ... put_cmsg(TCP_CM_INQ)" after a
-            // successful read.
+        self.sync_events();
+        let len = r.map_err(Errno::from)?;
+        self.peek_offset_moved(fd, len, peek);
+        Ok((len, tss.ok().flatten()))
+    }
+
+    /// `tcp_recvmsg` after `tcp_recvmsg_locked` read `len` bytes: "if (cmsg_flags &
+    /// TCP_CMSG_TS) tcp_recv_timestamp()" for `tss` (a zero time puts nothing),
+    /// then `TCP_CM_INQ`.
+    pub(super) fn recv_done(
+        &self,
+        fd: Fd,
+        h: crate::SocketHandle,
+        len: usize,
+        tss: Option<Option<Instant>>,
+    ) -> RecvMsg {
+        let cmsgs = match tss {
+            Some(Some(at)) => self.recv_timestamp_cmsgs(fd, at),
+            _ => Vec::new(),
+        };
+        let m = RecvMsg {
+            len,
+            cmsgs,
+            ..RecvMsg::default()
+        };
+        self.with_inq(fd, h, m)
+    }
+
+    /// `m` with `TCP_CM_INQ` (`tcp_inq_hint`) after its cmsgs when `TCP_INQ` is
+    /// on: `tcp_recvmsg`'s "if (msg->msg_get_inq) ... put_cmsg(TCP_CM_INQ)" after
+    /// a successful read.
+    fn with_inq(&self, fd: Fd, h: crate::SocketHandle, mut m: RecvMsg) -> RecvMsg {
+        if self.sock(fd).is_ok_and(|s| s.opts.recvmsg_inq) {
             let hint = self
                 .stack
                 .socket_ref(h)
@@ -117,7 +147,7 @@ impl Host {
                 data: hint.to_ne_bytes().to_vec(),
             });
         }
-        Ok(m)
+        m
     }
 
     /// `sk_peek_offset`: where a receive with `flags` starts past `copied_seq`:

@@ -288,7 +288,7 @@ impl Host {
     /// The wakeup counts and data sequence of a socket: a change in either is a
     /// wakeup (`sk_data_ready` fires on every in-order arrival, the engine's events
     /// cover the rest).
-    fn wake_state(&self, fd: Fd) -> Result<([u64; WAKE_KEYS], u64), Errno> {
+    pub(super) fn wake_state(&self, fd: Fd) -> Result<([u64; WAKE_KEYS], u64), Errno> {
         let s = self.sock(fd)?;
         let rcv = match s.state {
             SockState::Conn { h, .. } => self

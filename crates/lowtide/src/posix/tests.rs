@@ -9,7 +9,12 @@ pub(super) const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub(super) const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
 pub(super) fn host(ip: Ipv4Addr, seed: u64) -> Host {
-    let mut s = Stack::new(Config::default(), seed);
+    host_with(Config::default(), ip, seed)
+}
+
+/// [`host`] with its stack's configuration.
+pub(super) fn host_with(cfg: Config, ip: Ipv4Addr, seed: u64) -> Host {
+    let mut s = Stack::new(cfg, seed);
     s.add_address(IpAddr::V4(ip));
     Host::new(s)
 }

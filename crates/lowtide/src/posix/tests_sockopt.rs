@@ -3,7 +3,7 @@
 //! and audit item 12's: `SO_PRIORITY`, `SO_*BUFFORCE`, `IP_TTL`, `IP_MINTTL`, ...
 
 use super::consts::*;
-use super::tests::{host, A, B};
+use super::tests::{host, host_with, A, B};
 use super::tests_sock::{deliver, run};
 use super::*;
 
@@ -13,14 +13,22 @@ fn get_int(h: &mut Host, fd: Fd, level: i32, name: i32) -> Result<i32, Errno> {
     Ok(i32::from_ne_bytes(v))
 }
 
-fn set_int(h: &mut Host, fd: Fd, level: i32, name: i32, v: i32) -> Result<(), Errno> {
+pub(super) fn set_int(h: &mut Host, fd: Fd, level: i32, name: i32, v: i32) -> Result<(), Errno> {
     h.setsockopt(Instant::ZERO, fd, level, name, &v.to_ne_bytes())
 }
 
 /// A listener on B:80 with `opts` set before `listen`, and a client on A that
 /// connects to it; (a, b, client, listener, accepted).
-fn connected(listener_opts: impl FnOnce(&mut Host, Fd)) -> (Host, Host, Fd, Fd, Fd) {
-    let (mut a, mut b) = (host(A, 1), host(B, 2));
+pub(super) fn connected(listener_opts: impl FnOnce(&mut Host, Fd)) -> (Host, Host, Fd, Fd, Fd) {
+    connected_with(crate::Config::default(), listener_opts)
+}
+
+/// [`connected`] between stacks of configuration `cfg`.
+pub(super) fn connected_with(
+    cfg: crate::Config,
+    listener_opts: impl FnOnce(&mut Host, Fd),
+) -> (Host, Host, Fd, Fd, Fd) {
+    let (mut a, mut b) = (host_with(cfg.clone(), A, 1), host_with(cfg, B, 2));
     let l = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
     listener_opts(&mut b, l);
     b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
@@ -637,11 +645,12 @@ fn peek_offset_as_sk_peek_offset() {
     );
     assert_eq!(get_int(&mut b, s, SOL_SOCKET, SO_PEEK_OFF), Ok(8));
     assert_eq!(recv(&mut b, 100, MSG_PEEK), (Err(Errno(errno::EAGAIN)), 8));
-    assert!(
-        !b.recv_target_met(s, 100, MSG_PEEK),
+    let mut w = crate::posix::RecvWait::default();
+    assert_eq!(
+        b.recvmsg_wait(now, s, &mut [0u8; 100], MSG_PEEK, &mut w, true),
+        crate::posix::RecvStep::Wait,
         "a blocking peek waits"
     );
-    assert!(b.recv_target_met(s, 100, 0));
     assert_eq!(recv(&mut b, 100, 0), (Ok(b"cdefghij".to_vec()), 0));
     // Off: peeks start at the front and move nothing.
     set_int(&mut b, s, SOL_SOCKET, SO_PEEK_OFF, -1).unwrap();

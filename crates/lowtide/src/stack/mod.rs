@@ -62,6 +62,7 @@ mod netdev;
 pub use netdev::{DEVICE_IFINDEX, LOOPBACK_IFINDEX};
 mod options;
 mod procnet;
+mod recv;
 mod timewait;
 pub use options::{SocketMut, SocketRef};
 mod udp;

@@ -538,6 +538,10 @@ impl Tcb {
             if verdict.is_err() && verdict.err() == self.sk_err {
                 self.sk_err = None; // sock_error: a pending error is reported once
             }
+            if verdict == Ok(0) {
+                // found_fin_ok: tcp_eat_recv_skb frees a FIN-only skb.
+                self.rcv_queue.eat_fin();
+            }
             return verdict;
         }
         let mut n = 0;

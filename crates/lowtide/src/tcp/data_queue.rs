@@ -149,6 +149,10 @@ impl Tcb {
             if joined {
                 ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce);
             }
+            if len == 0 && !joined {
+                // A FIN-only skb that joined no tail: queued and charged as it is.
+                self.rcv_queue.push_fin(charge);
+            }
             self.rcv_queue.push_skb(s.data, charge, joined);
             self.rcv_queue.stamp(len, s.stamp, joined);
             if len > 0 {
@@ -218,12 +222,16 @@ impl Tcb {
 
     /// `tcp_queue_rcv` for a bare FIN at `rcv_nxt`: `tcp_try_coalesce` merges the
     /// zero-length skb into the receive queue's tail (its flags, its stamp), counted
-    /// as any other; on an empty queue it becomes the tail. `tcp_fin` follows.
+    /// as any other; on an empty queue it is queued as it is, charged its truesize
+    /// until a read takes the end of the stream. `tcp_fin` follows.
     fn queue_bare_fin(&mut self, ctx: &mut Ctx) {
         let skb = self.rx_skb(ctx.cfg, 0);
-        let (_, coalesced) = self.rcv_queue.coalesced_skb_charge(skb, 0, None, true);
+        let (charge, coalesced) = self.rcv_queue.coalesced_skb_charge(skb, 0, None, true);
         if coalesced {
             ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_try_coalesce
+        } else {
+            // tcp_add_receive_queue and skb_set_owner_r: an skb of its own, charged.
+            self.rcv_queue.push_fin(charge);
         }
         let stamp = super::rcvqueue::RxStamp::arrival(ctx);
         self.rcv_queue.stamp(0, stamp, coalesced);
@@ -525,5 +533,44 @@ mod tests {
             let expect = if rx_alloc == RxAlloc::Tun { 2 } else { 4 };
             assert_eq!((joined, t.rcv_nxt), (expect, 302), "{rx_alloc:?}");
         }
+    }
+    /// `tcp_queue_rcv` of a bare FIN that finds no tail skb (Linux 6.18,
+    /// tests/packetdrill/rcv-bare-fin-skb-charged-until-read.pkt): queued as an
+    /// skb of its own (`tcp_add_receive_queue`) and charged its truesize
+    /// (`skb_set_owner_r`: `SK_MEMINFO_RMEM_ALLOC` 832 through the tun) while no
+    /// byte is readable (`tcp_inq` 0); a peek leaves it, the read that returns
+    /// the end of the stream frees it (`found_fin_ok`, `tcp_eat_recv_skb`).
+    #[test]
+    fn a_bare_fin_on_an_empty_queue_is_charged_until_read() {
+        let cfg = Config {
+            rx_alloc: RxAlloc::Tun,
+            ..Config::default()
+        };
+        let mut st = crate::tcp::TestStack::default();
+        let mut t = tun_established(&cfg);
+        let fin = TcpRepr {
+            flags: TcpFlags::FIN | TcpFlags::ACK,
+            ..TcpRepr::default()
+        };
+        let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+        t.rx_pkt_len = 1052;
+        t.data_queue(
+            &mut ctx,
+            &TcpRepr::default(),
+            1,
+            Payload::Flat(&[7u8; 1000]),
+        );
+        let mut buf = [0u8; 2000];
+        assert_eq!(t.recvmsg(&mut ctx, &mut buf), Ok(1000));
+        assert_eq!(t.rmem_alloc(), 0);
+        t.rx_pkt_len = 52;
+        t.data_queue(&mut ctx, &fin, 1001, Payload::Flat(&[]));
+        assert_eq!((t.rcv_nxt, t.rcv_queue.len()), (1002, 0));
+        assert_eq!(t.rmem_alloc(), 832, "the FIN's skb is charged");
+        assert_eq!(t.peek(0, &mut buf), Ok(0));
+        assert_eq!(t.rmem_alloc(), 832, "a peek leaves it");
+        assert_eq!(t.recvmsg(&mut ctx, &mut buf), Ok(0));
+        assert_eq!(t.rmem_alloc(), 0, "the end of the stream read frees it");
+        assert_eq!(t.recvmsg(&mut ctx, &mut buf), Ok(0));
     }
 }

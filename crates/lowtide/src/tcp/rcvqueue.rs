@@ -166,6 +166,10 @@ pub struct RcvQueue {
     /// The skbs' stamps in order, by the positions `[start, end)` they hold
     /// ([`RcvQueue::stamp`]).
     stamps: VecDeque<(u64, u64, RxStamp)>,
+    /// `truesize` of a FIN-only skb queued behind the bytes (0: none): a bare FIN
+    /// that joined no tail is an skb of its own, charged until a read takes the
+    /// end of the stream ([`RcvQueue::push_fin`]).
+    fin: u32,
 }
 
 impl RcvQueue {
@@ -182,6 +186,24 @@ impl RcvQueue {
     /// Nothing queued?
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// `tcp_queue_rcv` of a bare FIN that joined no tail skb (`tcp_add_receive_queue`,
+    /// `skb_set_owner_r`): an empty skb charged `truesize` behind the bytes, freed
+    /// when a read reaches it ([`RcvQueue::eat_fin`]). Nothing can follow it.
+    pub fn push_fin(&mut self, truesize: u32) {
+        self.truesize -= self.fin as u64;
+        self.fin = truesize;
+        self.truesize += truesize as u64;
+    }
+
+    /// `tcp_recvmsg_locked`'s `found_fin_ok` (and `tcp_read_sock`'s FIN): the
+    /// FIN-only skb, if queued, is freed (`tcp_eat_recv_skb`). Only once the bytes
+    /// before it are read.
+    pub fn eat_fin(&mut self) {
+        if self.chunks.is_empty() {
+            self.truesize -= std::mem::take(&mut self.fin) as u64;
+        }
     }
 
     /// Queues a buffer as it is, charged `truesize`.
@@ -350,6 +372,11 @@ impl RcvQueue {
         let head = self.pushed - self.len as u64;
         while self.stamps.front().is_some_and(|&(_, e, _)| e <= head) {
             self.stamps.pop_front();
+        }
+        // A read with room left past the last byte goes on to the FIN-only skb
+        // behind it (`found_fin_ok`); one that ends on the last byte leaves it.
+        if n < max {
+            self.eat_fin();
         }
         n
     }
@@ -644,5 +671,33 @@ mod tests {
         q.read(usize::MAX, |c| got.extend_from_slice(c));
         assert_eq!(&got[1000..], &data[..]);
         assert_eq!(q.collapse(bloated, nskb), 0, "nothing to do");
+    }
+    /// A FIN-only skb behind the bytes (`tcp_queue_rcv` without a tail to join):
+    /// charged, no byte of the stream; a read that ends on the last byte leaves
+    /// it, one with room left frees it (`found_fin_ok`), as does the read of the
+    /// end of the stream on an empty queue (`eat_fin`); `tcp_collapse` never
+    /// takes it.
+    #[test]
+    fn a_fin_only_skb_is_charged_until_a_read_passes_the_last_byte() {
+        let mut q = RcvQueue::default();
+        q.push(Bytes::from(vec![1u8; 100]), 900);
+        q.push_fin(832);
+        assert_eq!((q.len(), q.truesize()), (100, 900 + 832));
+        assert_eq!(q.read(100, |_| {}), 100);
+        assert_eq!(
+            (q.is_empty(), q.truesize()),
+            (true, 832),
+            "ended on the byte"
+        );
+        assert_eq!(q.collapse(|_, _| true, nskb), 0);
+        assert_eq!(q.truesize(), 832);
+        q.eat_fin();
+        assert_eq!(q.truesize(), 0);
+        q.push(Bytes::from(vec![1u8; 100]), 900);
+        q.push_fin(832);
+        q.eat_fin();
+        assert_eq!(q.truesize(), 900 + 832, "not before the bytes are read");
+        assert_eq!(q.read_skb(500, |_| {}), 100);
+        assert_eq!(q.truesize(), 0, "room left: the FIN too");
     }
 }

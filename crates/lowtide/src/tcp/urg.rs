@@ -216,7 +216,13 @@ impl Tcb {
 
     /// `SIOCATMARK`: urgent data is pending and the reader is at its mark.
     pub(crate) fn at_mark(&self) -> bool {
-        self.urg.data != 0 && self.urg.seq == self.copied_seq
+        self.mark_at(0)
+    }
+
+    /// `tcp_recvmsg_locked`'s "are we at urgent data?" for a reader `offset` bytes
+    /// past `copied_seq` (a peek's `peek_seq`): urgent state and `urg_seq` there.
+    pub(crate) fn mark_at(&self, offset: usize) -> bool {
+        self.urg.data != 0 && self.urg.seq == self.copied_seq + offset as u64
     }
 
     /// `tcp_poll`'s `EPOLLPRI`: the urgent byte arrived and was not read.

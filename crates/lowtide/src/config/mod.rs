@@ -655,6 +655,27 @@ mod tests {
     }
 
     #[test]
+    fn obsolete_names_are_taken_within_linux_bounds() {
+        let mut c = Config::default();
+        for (name, ok, refused) in [
+            ("net.ipv4.tcp_adv_win_scale", ["-31", "31"], ["32", "-32"]),
+            ("net.ipv4.tcp_fack", ["0", "255"], ["-1", "256"]),
+            ("net.ipv4.tcp_low_latency", ["-5", "7"], ["x", "2147483648"]),
+        ] {
+            for v in ok {
+                c.set(name, v).unwrap();
+            }
+            for v in refused {
+                assert!(
+                    matches!(c.set(name, v), Err(ConfigError::BadValue { .. })),
+                    "{name}={v}"
+                );
+            }
+        }
+        assert_eq!(c, Config::default(), "read by nothing, so kept nowhere");
+    }
+
+    #[test]
     fn set_known_names() {
         let mut c = Config::default();
         c.set("net.ipv4.tcp_wmem", "4096 65536 8388608").unwrap();

@@ -206,9 +206,25 @@ impl Config {
                 self.tcp_fastopen_blackhole_timeout_sec =
                     parse_num(n, value, 0, i32::MAX as u32, "seconds")?
             }
+            "net.ipv4.tcp_adv_win_scale" | "net.ipv4.tcp_fack" | "net.ipv4.tcp_low_latency" => {
+                obsolete(n, value)?
+            }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+}
+
+/// The sysctls Linux 6.18 still takes but reads nowhere: `tcp_adv_win_scale`
+/// (proc_dointvec_minmax, -31..=31; the receive window comes from each socket's
+/// `scaling_ratio` since dfa2f0483360, Linux 6.6), `tcp_fack` (proc_dou8vec_minmax,
+/// "no effect anymore" since RACK, 4.15) and `tcp_low_latency` (proc_dointvec, obsolete
+/// since 4.14). A value is checked as Linux's handler checks it and kept nowhere.
+fn obsolete(n: &str, value: &str) -> Result<(), ConfigError> {
+    match n {
+        "net.ipv4.tcp_adv_win_scale" => parse_num(n, value, -31i32, 31, "-31..=31").map(drop),
+        "net.ipv4.tcp_fack" => parse_num(n, value, 0u8, u8::MAX, "0..=255").map(drop),
+        _ => parse_num(n, value, i32::MIN, i32::MAX, "an integer").map(drop),
     }
 }
 

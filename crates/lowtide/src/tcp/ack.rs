@@ -309,7 +309,7 @@ impl Tcb {
             }
         } else {
             let when = self.clamp_probe0_to_user_timeout(ctx, self.probe0_when());
-            self.icsk.pending = Some((super::sock::Pending::Probe0, ctx.now + when));
+            self.reset_xmit_timer_paced(ctx.now, super::sock::Pending::Probe0, when);
         }
     }
 

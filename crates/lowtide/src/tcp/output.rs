@@ -851,8 +851,8 @@ impl Tcb {
         }
         self.retransmit_hint = hole.unwrap_or(from);
         if let Some((head, mib)) = rearm_timer {
-            // tcp_reset_xmit_timer(ICSK_TIME_RETRANS, icsk_rto).
-            self.icsk.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));
+            // tcp_reset_xmit_timer(ICSK_TIME_RETRANS, icsk_rto, true).
+            self.reset_xmit_timer_paced(ctx.now, Pending::Retrans, self.rto_backed_off());
             if let Some(token) = self.tx_token_mut(ctx, head) {
                 let timer = prior_timer;
                 token.rtx = TxRetrans::QueueHead { mib, timer };

@@ -108,6 +108,26 @@ impl Tcb {
         true
     }
 
+    /// `tcp_pacing_delay`: how far the earliest departure time (`tcp_wstamp_ns`) is
+    /// ahead of now, in whole jiffies (`nsecs_to_jiffies` truncates; HZ = 1000); zero
+    /// when it is not ahead. Only a paced socket (internal pacing or fq) moves it past
+    /// its last transmission.
+    pub(crate) fn pacing_delay(&self, now: Instant) -> Duration {
+        Duration::from_millis(self.pace.wstamp.saturating_since(now).as_millis() as u64)
+    }
+
+    /// `tcp_reset_xmit_timer(sk, what, when, true)`: `what` due `when` from now plus
+    /// [`Tcb::pacing_delay`], at most `tcp_rto_max` (`inet_csk_reset_xmit_timer`), so
+    /// that a timer does not fire while pacing holds the data it would act on. Linux
+    /// 6.18 passes `pace_delay` for `tcp_rearm_rto`, `tcp_schedule_loss_probe`,
+    /// `tcp_xmit_retransmit_queue`'s rearm, `tcp_send_probe0`, `tcp_ack_probe` and
+    /// `tcp_check_probe_timer`; every other timer (the RTO handler's own, the
+    /// reorder timer, SYN and SYN-ACK timers, reneging) is set without it.
+    pub(crate) fn reset_xmit_timer_paced(&mut self, now: Instant, what: Pending, when: Duration) {
+        let when = (when + self.pacing_delay(now)).min(self.icsk.rto_max);
+        self.icsk.pending = Some((what, now + when));
+    }
+
     /// `tcp_update_skb_after_send`: advance the earliest departure time by the
     /// packet's length at the pacing rate, minus up to half of it as credit for
     /// time already lost (OS jitter in Linux, event granularity here).
@@ -371,7 +391,7 @@ impl Tcb {
                 self.tlp_high_seq = None;
                 ctx.mib.take_back(Mib::TcpExtTCPLossProbes, 1);
                 let rto = Duration::from_micros(self.rto_delta_us(ctx).max(1) as u64);
-                self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
+                self.reset_xmit_timer_paced(ctx.now, Pending::Retrans, rto);
             }
             TxRetrans::LossProbe => {}
         }

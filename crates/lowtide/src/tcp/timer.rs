@@ -102,7 +102,7 @@ impl Tcb {
             }
             _ => self.rto_backed_off(),
         };
-        self.icsk.pending = Some((Pending::Retrans, ctx.now + rto));
+        self.reset_xmit_timer_paced(ctx.now, Pending::Retrans, rto);
     }
 
     /// `tcp_ack_update_rtt` with a valid sample: `tcp_rtt_estimator`, `tcp_set_rto`,
@@ -531,7 +531,7 @@ impl Tcb {
             TCP_RESOURCE_PROBE_INTERVAL // local congestion: retry conservatively
         };
         let when = self.clamp_probe0_to_user_timeout(ctx, when);
-        self.icsk.pending = Some((Pending::Probe0, ctx.now + when));
+        self.reset_xmit_timer_paced(ctx.now, Pending::Probe0, when);
     }
 
     /// `tcp_probe0_base`: `icsk_rto` (backed off by earlier retransmission

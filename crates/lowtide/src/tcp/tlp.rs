@@ -60,7 +60,7 @@ impl Tcb {
         if rto_delta_us > 0 {
             timeout = timeout.min(Duration::from_micros(rto_delta_us as u64));
         }
-        self.icsk.pending = Some((Pending::LossProbe, ctx.now + timeout));
+        self.reset_xmit_timer_paced(ctx.now, Pending::LossProbe, timeout);
         true
     }
 
@@ -274,6 +274,40 @@ mod tests {
         assert_eq!(t.tlp_high_seq, None);
         assert_eq!(st.mib.get(Mib::TcpExtTCPLossProbes), 0);
         assert!(matches!(t.icsk.pending, Some((Pending::Retrans, _))));
+    }
+
+    #[test]
+    fn the_rto_rearmed_behind_a_held_probe_waits_out_the_pacing_delay() {
+        // tcp_send_loss_probe's rearm_timer: tcp_rearm_rto from the head's send
+        // time (tcp_rto_delta_us: 1178 - 1000 ms) plus tcp_pacing_delay, whole
+        // jiffies (tcp_reset_xmit_timer's pace_delay): no RTO while pacing holds
+        // the data (wstamp 217.6 ms ahead).
+        let mut st = TestStack::default();
+        let mut t = probing(10, &[1; 6], 6_000);
+        t.pace.pacing_needed = true;
+        t.icsk.rto = Duration::from_millis(1_178);
+        t.pace.wstamp = NOW + Duration::from_micros(217_600);
+        assert!(fire(&mut t, &mut st).is_empty());
+        let at = NOW + Duration::from_millis(178 + 217);
+        assert_eq!(t.icsk.pending, Some((Pending::Retrans, at)));
+    }
+
+    #[test]
+    fn the_probe_timeout_waits_out_the_pacing_delay_up_to_rto_max() {
+        // tcp_schedule_loss_probe: 2 * srtt + TCP_TIMEOUT_MIN, then
+        // tcp_reset_xmit_timer(.., true): plus the pacing delay, at most
+        // tcp_rto_max (inet_csk_reset_xmit_timer).
+        let cfg = Config::default();
+        for (ahead_us, want) in [(0, 22), (5_900, 27), (500_000_000, 120_000)] {
+            let mut st = TestStack::default();
+            let mut t = probing(10, &[1; 6], 0);
+            t.rtt.srtt_us = 10_000;
+            t.icsk.rto = Duration::from_millis(210);
+            t.pace.wstamp = NOW + Duration::from_micros(ahead_us);
+            assert!(t.schedule_loss_probe(&st.ctx(&cfg, NOW, false), true));
+            let at = NOW + Duration::from_millis(want);
+            assert_eq!(t.icsk.pending, Some((Pending::LossProbe, at)), "{ahead_us}");
+        }
     }
 
     #[test]

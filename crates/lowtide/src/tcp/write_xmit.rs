@@ -372,8 +372,8 @@ impl Tcb {
     fn arm_probe0_if_stalled(&mut self, ctx: &mut Ctx) {
         if self.rtx.packets_out == 0 && !self.write_queue.is_empty() && self.icsk.pending.is_none()
         {
-            let at = ctx.now + self.probe0_base();
-            self.icsk.pending = Some((Pending::Probe0, at));
+            let base = self.probe0_base();
+            self.reset_xmit_timer_paced(ctx.now, Pending::Probe0, base);
         }
     }
 }

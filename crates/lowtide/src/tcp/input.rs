@@ -75,6 +75,10 @@ impl Tcb {
         let init_rwnd = self.dst_connect_init(ctx.cfg); // tcp_openreq_init_rwin
         let mss = self.initial_window_mss();
         self.select_initial_window(ctx.cfg, mss, self.rx_opt.wscale_ok, init_rwnd);
+        // tcp_v4_syn_recv_sock / tcp_v6_syn_recv_sock: the child guesses its
+        // receive MSS from the request's window (a Fast Open child keeps the guess
+        // until its handshake completes).
+        self.initialize_rcv_mss();
         self.write_seq = 1;
         if self.tfo.rsk.is_some() {
             self.fastopen_create_child(ctx, syn_data);
@@ -126,7 +130,6 @@ impl Tcb {
             None if self.tuple.local.is_ipv6() => self.set_peer_mss(1220, min_snd_mss),
             None => self.set_peer_mss(536, min_snd_mss),
         }
-        self.ack.rcv_mss = self.mss_cache.min(self.advmss);
     }
 
     /// The window in a SYN is never scaled
@@ -210,6 +213,9 @@ impl Tcb {
             self.synsent_acked(ctx, th, ack as u64, payload);
         } else {
             // Simultaneous open (RFC 9293 figure 8): SYN-RECV, SYN-ACK.
+            // tcp_rcv_synsent_state_process: tcp_sync_mss (set_peer_mss), then
+            // tcp_initialize_rcv_mss from our SYN's window.
+            self.initialize_rcv_mss();
             self.state = TcpState::SynRecv;
             self.send_syn(ctx);
         }

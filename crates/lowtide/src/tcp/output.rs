@@ -231,7 +231,7 @@ impl Tcb {
     pub(crate) fn cookie_mss_clamp(&mut self, ctx: &Ctx, cookie_mss: u32) {
         self.rx_opt.mss_clamp = cookie_mss;
         self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
-        self.ack.rcv_mss = self.mss_cache.min(self.advmss);
+        self.initialize_rcv_mss(); // tcp_v4_syn_recv_sock / tcp_v6_syn_recv_sock
     }
 
     /// `tcp_select_window`: the window field to send (`__tcp_select_window`,

@@ -101,6 +101,11 @@ mod syn_sent {
         // Each got the other's bare SYN: SYN-RECV, answering with SYN-ACK.
         assert_eq!(p.a.state(c), Ok(TcpState::SynRecv));
         assert_eq!(p.b.state(s), Ok(TcpState::SynRecv));
+        // tcp_rcv_synsent_state_process: tcp_initialize_rcv_mss from our SYN's
+        // window (TCP_MSS_DEFAULT at most); the SYN-ACK is the queued SYN again,
+        // sent by the socket (tcp_send_synack): a segment of its own.
+        let i = p.a.info(p.now, c).unwrap();
+        assert_eq!((i.rcv_mss, i.segs_out), (536, 2));
         p.drive_for(20 * MS);
         assert_eq!(p.a.state(c), Ok(TcpState::Established));
         assert_eq!(p.b.state(s), Ok(TcpState::Established));

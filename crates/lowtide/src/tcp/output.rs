@@ -534,7 +534,9 @@ impl Tcb {
                 self.on_ack_sent();
             }
         }
-        self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
+        if !self.request_synack(flags) {
+            self.segs_out += payload.len().div_ceil(mss as usize).max(1) as u64;
+        }
         if !payload.is_empty() {
             self.data_segs_out += payload.len().div_ceil(mss as usize) as u64;
             self.bytes_sent += payload.len() as u64;
@@ -695,6 +697,15 @@ impl Tcb {
             uncharged: 0,
         });
         self.wmem_queued += truesize as u64;
+    }
+
+    /// A SYN-ACK of a request (a plain or cookie child's, or a Fast Open child's and
+    /// its resends: `tcp_rtx_synack`) leaves through `tcp_v4_send_synack` /
+    /// `tcp_v6_send_synack`, not `__tcp_transmit_skb`: no segment of the child's
+    /// (`tcpi_segs_out`). A simultaneous open's SYN-ACK is its queued SYN
+    /// (`tcp_send_synack`), which counts.
+    pub(crate) fn request_synack(&self, flags: u8) -> bool {
+        flags & FLAG_SYN != 0 && self.state != TcpState::SynSent && !self.syn_queued()
     }
 
     /// The retransmit queue's head is our SYN (an active open not yet acknowledged).

@@ -118,6 +118,30 @@ fn a_valid_cookie_opens_a_child_with_the_data_at_once() {
     assert_eq!((d.flags, d.ack), (TcpFlags::ACK | TcpFlags::PSH, ISN + 6));
 }
 
+/// A Fast Open child's `tcp_info` before its handshake completes, as Linux 6.18's:
+/// `tcp_v4_syn_recv_sock` guesses `rcv_mss` from the request's window
+/// (`tcp_initialize_rcv_mss`: `TCP_MSS_DEFAULT` at most), and its SYN-ACK, resent
+/// by its timer (`tcp_rtx_synack`), is the request's: in `total_retrans`, not in
+/// `segs_out`; its own data counts.
+#[test]
+fn a_child_in_syn_recv_counts_no_synack_and_guesses_its_rcv_mss() {
+    let (mut st, l) = listening("0x2", Some(4));
+    syn(&mut st, client(), Some(the_cookie()), b"hello");
+    let c = st.accept(l).unwrap();
+    let i = st.info(Instant::ZERO, c).unwrap();
+    assert_eq!((i.rcv_mss, i.segs_out, i.total_retrans), (536, 0, 0));
+    let at = st.poll_timeout().expect("the SYN-ACK timer");
+    st.handle_timeout(at);
+    let r = reply(&mut st, at).expect("the SYN-ACK again");
+    assert!(r.flags.contains(TcpFlags::SYN | TcpFlags::ACK));
+    let i = st.info(at, c).unwrap();
+    assert_eq!((i.rcv_mss, i.segs_out, i.total_retrans), (536, 0, 1));
+    assert_eq!(st.send(at, c, b"reply"), Ok(5));
+    assert!(reply(&mut st, at).is_some_and(|d| d.flags.contains(TcpFlags::PSH)));
+    let i = st.info(at, c).unwrap();
+    assert_eq!((i.segs_out, i.data_segs_out), (1, 1));
+}
+
 #[test]
 fn a_bad_cookie_falls_back_and_gets_the_right_one() {
     let (mut st, l) = listening("0x2", Some(4));

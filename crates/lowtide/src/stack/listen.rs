@@ -412,6 +412,7 @@ impl Stack {
         tcb.apply_options(&self.cfg, &sock_opts); // sk_clone_lock: the listener's options
         tcb.md5 = sock_opts.md5.child_copy(tuple.remote.ip()); // tcp_v4_syn_recv_sock
         tcb.req.cookie = true;
+        tcb.req.cookie_mss = mss.into();
         tcb.bind.by_bind = true; // __inet_inherit_port
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
@@ -422,7 +423,7 @@ impl Stack {
             // tcp_create_openreq_child: the clamp is req->mss, the cookie's MSS, which
             // TCP_MAXSEG bounded before encoding but does not bound again (IPv6's
             // smallest entry, 1220, is above a TCP_MAXSEG of 1000).
-            tcb.cookie_mss_clamp(ctx, mss.into());
+            tcb.cookie_mss_clamp(ctx);
             tcb.ecn_cookie_ok(ctx.cfg, opts.ecn, th);
             // The SYN-ACK went out already, as the cookie: this one is dropped
             // uncounted (cookie_v4_check sends nothing).

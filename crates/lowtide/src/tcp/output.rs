@@ -228,8 +228,8 @@ impl Tcb {
     /// A SYN cookie's child (`tcp_create_openreq_child` from `cookie_v4_check` /
     /// `cookie_v6_check`): its clamp is the MSS the cookie decodes to (`req->mss`),
     /// not bounded by `TCP_MAXSEG` again, and its MSS what the path allows under it.
-    pub(crate) fn cookie_mss_clamp(&mut self, ctx: &Ctx, cookie_mss: u32) {
-        self.rx_opt.mss_clamp = cookie_mss;
+    pub(crate) fn cookie_mss_clamp(&mut self, ctx: &Ctx) {
+        self.rx_opt.mss_clamp = self.req.cookie_mss;
         self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
         self.initialize_rcv_mss(); // tcp_v4_syn_recv_sock / tcp_v6_syn_recv_sock
     }

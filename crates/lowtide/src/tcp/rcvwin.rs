@@ -101,8 +101,12 @@ impl Tcb {
 
     /// The MSS our SYN-ACK's window is a multiple of (`tcp_openreq_init_rwin`: the
     /// timestamp option's room is taken off) or our SYN's (`tcp_connect_init`: no
-    /// timestamp seen yet).
+    /// timestamp seen yet). A SYN cookie's child redoes the window with the
+    /// cookie's MSS whole (`cookie_v4_check` / `cookie_v6_check`: `req->mss`).
     pub(crate) fn initial_window_mss(&self) -> u32 {
+        if self.req.cookie_mss != 0 {
+            return self.req.cookie_mss;
+        }
         let passive = self.state != super::TcpState::SynSent && self.rx_opt.tstamp_ok;
         self.advmss - if passive { TCPOLEN_TSTAMP_ALIGNED } else { 0 }
     }

@@ -61,6 +61,9 @@ pub(crate) struct ReqState {
     /// A SYN cookie's SYN-ACK or child (`TCP_SYNACK_COOKIE`): its timestamps stay
     /// with TCP-MD5 (the cookie carries its options in them).
     pub cookie: bool,
+    /// `req->mss` of a SYN cookie's child: the MSS the cookie decodes to
+    /// (`cookie_tcp_reqsk_alloc`), which its window is a multiple of; 0 otherwise.
+    pub cookie_mss: u32,
 }
 
 /// One TCP connection. Sequence positions are 64-bit stream offsets: offset 0 is the

@@ -201,3 +201,38 @@ fn without_cookies_the_last_quarter_of_tcp_max_syn_backlog_is_for_proven_peers()
     assert_eq!(p.a.state(c), Ok(TcpState::Established));
     assert_eq!(p.b.counters().get(Mib::TcpExtListenDrops), 51);
 }
+
+/// `cookie_v4_check` redoes the window of the cookie's SYN-ACK for the child with
+/// `req->mss`, the MSS the cookie decodes to, whole (no timestamp room taken off,
+/// as `tcp_openreq_init_rwin` takes it): under a `TCP_WINDOW_CLAMP` of 20000 the
+/// SYN-ACK offers 19760 (20 x 988, MSS 1000 less timestamps), the child
+/// 19832 (37 x 536: the peer's 1000 falls to msstab's 536), as Linux 6.18's
+/// (tests/packetdrill/syncookie-synack-listener-options-v4.pkt). Without the
+/// clamp: 1460 x 184, where the SYN-ACK's multiple is 1448.
+#[test]
+fn a_cookie_child_window_is_a_multiple_of_the_cookie_mss() {
+    let child_window = |clamp: u32, user_mss: u32| {
+        let cfg = Config {
+            tcp_syncookies: 2,
+            ..Config::default()
+        };
+        let mut p = Pair::new(cfg);
+        let opts = lowtide::tcp::sockopt::SockOptions {
+            window_clamp: clamp,
+            user_mss,
+            ..Default::default()
+        };
+        let l = p.b.listen_with(addr(B, 80), 4, &opts).unwrap();
+        let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+        p.drive_for(Duration::from_millis(100));
+        assert_eq!(p.a.state(c), Ok(TcpState::Established));
+        assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesRecv), 1);
+        let s = p.b.accept(l).expect("the cookie's child");
+        let i = p.b.info(p.now, s).unwrap();
+        (i.rcv_wnd, i.rcv_ssthresh)
+    };
+    assert_eq!(child_window(20000, 1000), (19832, 19832));
+    let (wnd, _) = child_window(0, 0);
+    assert_eq!(wnd % 1460, 0, "{wnd}");
+    assert_ne!(wnd % 1448, 0, "{wnd}");
+}

@@ -71,7 +71,11 @@ impl Tcb {
         let prior_sacked = self.rtx.sacked_out;
         let prior_lost = self.rtx.lost;
         let prior_delivered = self.delivered;
-        let win_update = self.ack_update_window(ctx, th, ack);
+        // tcp_rcv_state_process: the ACK that ends SYN-RECV goes through tcp_ack
+        // before tcp_init_wl, with snd_wl1 still the peer's ISN (tcp_create_openreq_child,
+        // tcp_rcv_synsent_state_process), so tcp_may_update_window takes it:
+        // FLAG_WIN_UPDATE, never a duplicate ACK. (synrecv_acked set the window first.)
+        let win_update = self.ack_update_window(ctx, th, ack) || syn_acked;
         let prior_fack = self.rack_ack_begin(ctx, th);
         let sack = self.sacktag(ctx, th, ack, ack);
         // FLAG_ECE of classic ECN, before the queue is cleaned; AccECN's comes after.

@@ -279,3 +279,43 @@ fn the_synack_timer_resends_without_cookie_then_gives_up() {
     // inherited by the child) ?: tcp_synack_retries + 1.
     assert_eq!(synack_gaps_until_timeout(2), [1, 2]);
 }
+
+/// tcp_rcv_state_process runs tcp_ack on the ACK that ends SYN-RECV before it sets
+/// the child's window (tcp_init_wl): the child's snd_wl1 is still the peer's ISN,
+/// so tcp_may_update_window takes the ACK (FLAG_WIN_UPDATE) and it is no duplicate
+/// ACK, even with the child's data in flight and nothing of it acknowledged.
+/// Without SACK a duplicate ACK would count a segment as SACKed
+/// (tcp_add_reno_sack): delivered 2, sacked 1. With the same window as the SYN's
+/// and with a window that differs.
+#[test]
+fn the_ack_of_the_synack_is_no_duplicate_ack_of_the_childs_data() {
+    for window in [65535u16, 257] {
+        let (mut st, l) = listening("0x2", Some(4));
+        st.set_sysctl(Instant::ZERO, "net.ipv4.tcp_sack", "0")
+            .unwrap();
+        let sa = syn(&mut st, client(), Some(the_cookie()), b"hello");
+        let c = st.accept(l).unwrap();
+        assert_eq!(st.send(Instant::ZERO, c, &[7u8; 2000]), Ok(2000));
+        while reply(&mut st, Instant::ZERO).is_some() {}
+        let ack = TcpRepr {
+            seq: ISN + 6,
+            ack: sa.seq.wrapping_add(1),
+            flags: TcpFlags::ACK,
+            window,
+            ..Default::default()
+        };
+        let at = Instant::from_nanos(100_000_000);
+        st.handle_packet(
+            at,
+            &build(client(), server(), &ack, b"", 1),
+            lowtide::RxChecksum::Verify,
+        );
+        assert_eq!(st.state(c), Ok(TcpState::Established));
+        let i = st.info(at, c).unwrap();
+        assert_eq!(
+            (i.delivered, i.sacked, i.unacked),
+            (1, 0, 2),
+            "window {window}"
+        );
+    }
+}

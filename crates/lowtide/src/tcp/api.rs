@@ -60,10 +60,9 @@ impl Tcb {
     /// the TSO autosize of the moment, so a slow-starting flow wrote small skbs.
     pub(crate) fn size_goal(&self, cfg: &Config, now: Instant) -> u32 {
         let mss = self.current_mss(cfg, now);
-        let mut goal = GSO_MAX_SIZE - 1 - 60;
-        if self.max_window > 536 {
-            goal = goal.min(self.max_window / 2);
-        }
+        // tcp_bound_to_half_wnd: half the largest window, or all of one of at
+        // most TCP_MSS_DEFAULT bytes.
+        let mut goal = self.bound_to_half_wnd(GSO_MAX_SIZE - 1 - 60);
         if cfg.size_goal_at == crate::config::SizeGoalAt::Write {
             goal = goal.min(self.tso_autosize(cfg, mss) * mss);
         }
@@ -1045,6 +1044,28 @@ mod push_tests {
         assert_eq!(t.size_goal(&cfg, Instant::ZERO), 16000);
         assert_eq!(t.snd_nxt, 10001, "cwnd 10 of 1000 bytes went out");
         assert_eq!(n, Ok(26000));
+    }
+
+    /// tcp_xmit_size_goal bounds the GSO size with tcp_bound_to_half_wnd: half the
+    /// peer's largest window, all of a window of at most TCP_MSS_DEFAULT (536)
+    /// bytes, nothing for a window of 0; then whole segments.
+    #[test]
+    fn size_goal_takes_all_of_a_small_window() {
+        let cfg = Config::default();
+        let mut t = established(&cfg);
+        let cases = [
+            (32896, 1000, 16000),
+            (1000, 500, 500),
+            (537, 268, 268),
+            (536, 536, 536),
+            (257, 257, 257),
+            (0, 1000, 65000),
+        ];
+        for (max_window, mss, goal) in cases {
+            (t.max_window, t.mss_cache) = (max_window, mss);
+            let got = t.size_goal(&cfg, Instant::ZERO);
+            assert_eq!(got, goal, "max_window {max_window}");
+        }
     }
 
     /// tcp_push's auto corking (Linux 3.14, tcp_autocorking 1): with a full skb of

@@ -93,7 +93,7 @@ impl Tcb {
     /// `tcp_bound_to_half_wnd`: a segment no larger than half the peer's largest
     /// window (the whole of a window under 536 bytes), and no smaller than 68 bytes
     /// of IP datagram.
-    fn bound_to_half_wnd(&self, mss: u32) -> u32 {
+    pub(super) fn bound_to_half_wnd(&self, mss: u32) -> u32 {
         let cutoff = if self.max_window > TCP_MSS_DEFAULT {
             self.max_window / 2
         } else {

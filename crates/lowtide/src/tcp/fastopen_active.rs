@@ -81,6 +81,9 @@ impl Tcb {
         let mss = self.initial_window_mss();
         self.select_initial_window(ctx.cfg, mss, ctx.cfg.tcp_window_scaling, init_rwnd);
         self.write_seq = 1;
+        // tcp_connect: tcp_ecn_send_syn on every SYN, then tcp_send_syn_data
+        // copies the SYN's control block (its ECE|CWR) to the SYN with data.
+        self.ecn_send_syn(ctx.cfg);
         self.tfo.syn_fastopen_ch = fo.ch;
         // tcp_send_syn_data: "if MSS is not cached", the MSS we advertise; the
         // cache's MSS otherwise (tcp_fastopen_cookie_check reads the cache before it

@@ -284,3 +284,25 @@ fn a_fast_open_syn_is_two_skbs_in_the_queue() {
         while st.poll_transmit(Instant::ZERO).is_some() {}
     }
 }
+
+/// tcp_connect runs tcp_ecn_send_syn on every SYN, a Fast Open one too
+/// (tcp_send_syn_data copies the SYN's ECE|CWR): with tcp_ecn 1 the SYN with data
+/// asks for ECN, and so does a cookie request; with tcp_ecn 2 (passive only) neither.
+#[test]
+fn a_fast_open_syn_asks_for_ecn_as_any_syn() {
+    for (ecn, bits, want) in [("1", "5", true), ("1", "1", true), ("2", "5", false)] {
+        let mut st = Stack::new(Config::default(), 3);
+        st.add_address(me().ip());
+        st.set_sysctl(Instant::ZERO, "net.ipv4.tcp_ecn", ecn)
+            .unwrap();
+        st.set_sysctl(Instant::ZERO, "net.ipv4.tcp_fastopen", bits)
+            .unwrap();
+        let (_, n, syn, _) = open(&mut st, b"hello");
+        let asks = syn.flags.contains(TcpFlags::ECE | TcpFlags::CWR);
+        assert_eq!(
+            (asks, n > 0),
+            (want, bits == "5"),
+            "tcp_ecn {ecn}, tcp_fastopen {bits}"
+        );
+    }
+}

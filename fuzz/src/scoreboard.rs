@@ -180,7 +180,13 @@ impl Model {
             if e <= end && take && self.flags[self.idx(s)] & SACKED_ACKED == 0 {
                 for b in s..e {
                     let i = self.idx(b);
-                    self.flags[i] = SACKED_ACKED;
+                    // tcp_sacktag_one: a retransmission not marked lost stays
+                    // retransmitted.
+                    let keep = match self.flags[i] & (LOST | SACKED_RETRANS) {
+                        SACKED_RETRANS => SACKED_RETRANS,
+                        _ => 0,
+                    };
+                    self.flags[i] = SACKED_ACKED | keep;
                 }
             }
             s = e;

@@ -220,7 +220,7 @@ mod tests {
     use crate::config::Config;
     use crate::mib::Counters;
     use crate::tcp::consts::SKB_OVERHEAD;
-    use crate::tcp::rtx::skb::{Skb, LOST, SACKED_ACKED};
+    use crate::tcp::rtx::skb::{Skb, LOST, SACKED_ACKED, SACKED_RETRANS};
 
     const MSS: u32 = 1000;
 
@@ -601,6 +601,38 @@ mod tests {
         assert!(t.rtx.get(6001).unwrap().has(SACKED_ACKED));
         // Lost and SACKed skbs leave the time-sorted order.
         assert_eq!(t.rtx.tsorted().len(), 6);
+        t.rtx.check_invariants();
+    }
+
+    /// After a loss undo left retransmissions unmarked (R without L), as Linux 6.18
+    /// shows (tests/packetdrill/rto-undo-retransmission-sacked-and-lost.pkt):
+    /// `tcp_sacktag_one` keeps a SACKed one in `retrans_out`, and
+    /// `tcp_mark_skb_lost` makes an unSACKed one lost with its mark (L|R: no
+    /// TCPLostRetransmit, still in `retrans_out`, not sent again); only when RACK
+    /// finds it lost once more is the retransmission lost again.
+    #[test]
+    fn a_retransmission_left_by_an_undo_is_sacked_and_lost_as_linux_does() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.reord_seen = 1; // reo_wnd = 10 ms
+        scoreboard(&mut t);
+        t.rtx.mark_retransmitted(1, Instant(20_000_000));
+        t.rtx
+            .mark_retransmitted(1 + MSS as u64, Instant(20_000_000));
+        t.rtx.rack_cutoff = Instant(30_000_000);
+        t.rtx.sacktag(1 + MSS as u64, 1 + 2 * MSS as u64, MSS);
+        let s = t.rtx.get(1 + MSS as u64).unwrap();
+        assert!(s.has(SACKED_ACKED | SACKED_RETRANS), "S|R");
+        assert_eq!((t.rtx.retrans_out, t.rtx.sacked_out), (2, 1));
+        let d = core::mem::take(&mut t.rtx.delivered);
+        t.rack_advance(Instant(70_000_000), &d);
+        let (_, mib) = with_ctx(&cfg, 80, |c| t.rack_detect_loss(c));
+        assert_eq!(mib.get(Mib::TcpExtTCPLostRetransmit), 0);
+        assert!(t.rtx.get(1).unwrap().has(LOST | SACKED_RETRANS), "L|R");
+        assert_eq!((t.rtx.retrans_out, t.rtx.lost_out), (2, 9));
+        let (_, mib) = with_ctx(&cfg, 200, |c| t.rack_detect_loss(c));
+        assert_eq!(mib.get(Mib::TcpExtTCPLostRetransmit), 1);
+        assert_eq!((t.rtx.retrans_out, t.rtx.lost_out), (1, 9));
         t.rtx.check_invariants();
     }
 

@@ -679,11 +679,17 @@ impl RtxQueue {
             };
             let s = self.store.get(p);
             r.lost_segs += s.pcount;
-            if s.has(SACKED_RETRANS) {
+            // tcp_mark_skb_lost: a lost retransmission is lost again; any other
+            // skb becomes lost, a retransmission not known lost (left by a loss
+            // undo) keeping its mark.
+            if s.has(LOST) {
                 r.lost_retrans += s.pcount;
             }
             r.first = Some(r.first.map_or(seq, |f: u64| f.min(seq)));
-            self.modify(p, |s| s.sacked = (s.sacked | LOST) & !SACKED_RETRANS);
+            self.modify(p, |s| match s.has(LOST) {
+                true => s.sacked &= !SACKED_RETRANS,
+                false => s.sacked |= LOST,
+            });
         }
         r
     }

@@ -170,6 +170,7 @@ impl Tcb {
         let mut reord = None;
         let mut valid = [(0u64, 0u64); TCP_NUM_SACKS];
         let mut n = 0;
+        let mut dsack = None;
         for i in 0..blocks.len() {
             let (start, end) = edges(self, i);
             let dup = i == 0 && found_dup;
@@ -191,6 +192,7 @@ impl Tcb {
                 continue;
             }
             if dup {
+                dsack = Some((start, end));
                 // tcp_sacktag_one with dup_sack: each retransmitted skb it covers was
                 // a spurious retransmission.
                 let segs = self.rtx.retrans_segs_in(start, end, self.undo.marker, mss);
@@ -209,6 +211,9 @@ impl Tcb {
         self.rtx.set_sndbuf(self.sndbuf);
         self.fack = valid[..n].iter().fold(self.fack, |f, b| f.max(b.1));
         let t = self.rtx.sacktag_blocks(&valid[..n], mss);
+        if let Some((start, end)) = dsack {
+            self.rtx.dsack_clear_retrans(start, end);
+        }
         // tcp_sacktag_write_queue: reordering, unless in Loss with nothing to undo.
         if let Some(low) = lowest(reord, t.reord) {
             if self.ca_state != crate::tcp::cong::CaState::Loss || self.undo.marker.is_some() {
@@ -531,7 +536,7 @@ impl RtxQueue {
             t.last_tx = t.last_tx.max(Some(s.tx_time));
         }
         self.modify(p, |s| {
-            s.sacked = (s.sacked | SACKED_ACKED) & !(LOST | SACKED_RETRANS);
+            s.sacked = sacked_one(s.sacked);
             // Counted now: not again when cumulatively ACKed.
             s.tx.delivered_mstamp = None;
         });
@@ -655,6 +660,29 @@ impl RtxQueue {
         });
     }
 
+    /// `tcp_sacktag_one`'s last step for a D-SACK of `[start, end)`: each skb in it
+    /// still counted as retransmitted (SACKed now, its retransmission not known
+    /// lost) is not any longer ("We can detect redundant retransmission in S|R and
+    /// plain R frames and clear it").
+    /// Linux does this in the walk that tagged the block ([`RtxQueue::sacktag_blocks`]
+    /// charged it), so no node is charged here.
+    pub fn dsack_clear_retrans(&mut self, start: u64, end: u64) {
+        if self.retrans_out == 0 {
+            return;
+        }
+        let mut pos = self.store.at_hint(start);
+        while let Some(p) = pos {
+            let s = self.store.get(p);
+            if s.seq >= end {
+                break;
+            }
+            if s.seq >= start && s.end_seq <= end && s.has(SACKED_RETRANS) {
+                self.modify(p, |s| s.sacked &= !SACKED_RETRANS);
+            }
+            pos = self.store.next(p);
+        }
+    }
+
     /// The lowest skb in `[start, end)` both SACKed and retransmitted: a D-SACK of
     /// it shows reordering (`tcp_sacktag_one` with `dup_sack`).
     pub fn dsack_reord(&self, start: u64, end: u64) -> Option<u64> {
@@ -691,6 +719,19 @@ impl RtxQueue {
             })
             .sum()
     }
+}
+
+/// `tcp_sacktag_one`'s marks for a newly SACKed skb: SACKed, no longer lost; a
+/// retransmission not marked lost stays counted as retransmitted ("If the segment
+/// is not tagged as lost, we do not clear RETRANS, believing that retransmission
+/// is still in flight"), which only a loss undo leaves (`tcp_undo_cwnd_reduction`
+/// unmarks every skb).
+fn sacked_one(sacked: u8) -> u8 {
+    let keep = match sacked & (LOST | SACKED_RETRANS) {
+        SACKED_RETRANS => SACKED_RETRANS,
+        _ => 0,
+    };
+    (sacked | SACKED_ACKED) & !(LOST | SACKED_RETRANS) | keep
 }
 
 #[cfg(test)]
@@ -768,6 +809,27 @@ mod tests {
         }
     }
 
+    /// tcp_sacktag_one: SACKed retransmissions not marked lost keep their mark
+    /// (S|R) and merge with nothing (tcp_shift_skb_data's "R but no L" fallback,
+    /// and a SACKed skb before must be plain S); a D-SACK of one clears it.
+    #[test]
+    fn sacked_retransmissions_not_lost_stay_retransmitted() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 10, 100);
+            q.update(301, SACKED_RETRANS, 0);
+            q.update(401, SACKED_RETRANS, 0);
+            q.update(501, SACKED_RETRANS | LOST, 0);
+            let t = q.sacktag(301, 601, MSS);
+            assert_eq!((t.segs, t.merged), (3, 0));
+            assert_eq!((q.retrans_out, q.lost_out, q.len()), (2, 0, 10));
+            assert!(q.get(301).unwrap().has(SACKED_ACKED | SACKED_RETRANS));
+            q.dsack_clear_retrans(301, 401);
+            assert_eq!(q.retrans_out, 1);
+            assert!(!q.get(301).unwrap().has(SACKED_RETRANS));
+            q.check_invariants();
+        }
+    }
+
     /// tcp_shift_skb_data: an skb that ends a MSG_EOR record takes no SACKed
     /// neighbour after it (tcp_skb_can_collapse), but may itself join the skb
     /// before it, which then ends the record (tcp_shifted_skb).
@@ -832,7 +894,9 @@ mod tests {
     /// `tcp_shift_skb_data` asks only that the skb before be SACKed alone
     /// (`TCPCB_TAGBITS`): a retransmitted skb SACKed joins a never-retransmitted
     /// one, which takes `TCPCB_EVER_RETRANS` (`tcp_shifted_skb`); one retransmitted
-    /// and not lost falls back ("Normally R but no L won't result in plain S").
+    /// and not lost falls back ("Normally R but no L won't result in plain S") and
+    /// keeps R when tagged (`tcp_sacktag_one`), so the skb after it falls back too
+    /// (its prev's `TCPCB_TAGBITS` are not `TCPCB_SACKED_ACKED` alone).
     #[test]
     fn retransmitted_skbs_shift_onto_sacked_ones() {
         for kind in KINDS {
@@ -841,10 +905,11 @@ mod tests {
             q.update(101, LOST | SACKED_RETRANS | EVER_RETRANS, 0);
             q.update(201, SACKED_RETRANS | EVER_RETRANS, 0);
             let t = q.sacktag(101, 401, MSS);
-            assert_eq!((t.segs, t.merged, t.shift_fallback), (3, 2, 1));
+            assert_eq!((t.segs, t.merged, t.shift_fallback), (3, 1, 2));
             let runs: Vec<(u64, u8)> = q.iter_from(0).map(|s| (s.end_seq, s.sacked)).collect();
             let s = SACKED_ACKED | EVER_RETRANS;
-            assert_eq!(runs, [(201, s), (401, s)]);
+            let sr = s | SACKED_RETRANS;
+            assert_eq!(runs, [(201, s), (301, sr), (401, SACKED_ACKED)]);
             q.check_invariants();
         }
     }

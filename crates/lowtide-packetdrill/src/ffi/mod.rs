@@ -366,10 +366,7 @@ fn send_loop(sh: &Shared, fd: Fd, out: Out<'_>, flags: i32, dest: SendTo) -> Res
     let mut dest = dest;
     // __inet_stream_connect: a blocking Fast Open send waits for the connection
     // even when the SYN took everything.
-    let connecting = {
-        let st = sh.lock();
-        flags & MSG_FASTOPEN != 0 || st.host.is_fastopen_deferred(fd)
-    };
+    let connecting = sh.lock().host.is_fastopen_send(fd, flags);
     let mut wait_connect = false;
     // Only the first try can be the one that connects (and puts data in the SYN).
     let mut syn_try = connecting;
@@ -726,7 +723,7 @@ unsafe extern "C" fn pd_send(
 /// waits for) connects with a SYN that could take no data
 /// ([`lowtide::posix::Host::sendmsg_fault`]), as a send whose SYN took nothing.
 fn send_from_null(sh: &Shared, fd: Fd, n: usize, flags: i32, dest: SendTo) -> Result<ssize_t, i32> {
-    if flags & MSG_FASTOPEN != 0 || sh.lock().host.is_fastopen_deferred(fd) {
+    if sh.lock().host.is_fastopen_send(fd, flags) {
         return send_loop(sh, fd, Out::Fault(n), flags, dest).map(|n| n as ssize_t);
     }
     do_send(sh, fd, &[], flags | libc::MSG_DONTWAIT)?;

@@ -104,7 +104,7 @@ impl Host {
         flags: i32,
         dest: SendTo,
     ) -> Result<usize, Errno> {
-        if flags & MSG_FASTOPEN != 0 || self.is_fastopen_deferred(fd) {
+        if self.is_fastopen_send(fd, flags) {
             // Never Some: the SYN takes no byte of a faulting buffer.
             self.sendmsg_fastopen(now, fd, UserBytes::Fault(len), flags, dest)?;
         }
@@ -137,5 +137,12 @@ impl Host {
     /// A `connect` with `TCP_FASTOPEN_CONNECT` holds its SYN for the first write.
     pub fn is_fastopen_deferred(&self, fd: Fd) -> bool {
         matches!(self.sock(fd).map(|s| s.state), Ok(SockState::Conn { h, .. }) if self.stack.fastopen_deferred(h))
+    }
+
+    /// A send with `flags` on `fd` is a Fast Open connect: `MSG_FASTOPEN`, or the
+    /// write a `TCP_FASTOPEN_CONNECT` connect waits for (`tcp_sendmsg_locked`'s
+    /// `tcp_sendmsg_fastopen` branch).
+    pub fn is_fastopen_send(&self, fd: Fd, flags: i32) -> bool {
+        flags & MSG_FASTOPEN != 0 || self.is_fastopen_deferred(fd)
     }
 }

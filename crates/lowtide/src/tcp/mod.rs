@@ -37,7 +37,8 @@
 //! | `ecn` | ECN (RFC 3168) and Accurate ECN's handshake and receiver (RFC 9768): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
 //! | `accecn` | Accurate ECN's sender (RFC 9768): tcp_input.c `tcp_accecn_process`, `__tcp_accecn_process`, `tcp_accecn_process_option` |
 //! | `accecn_opt` | The AccECN option we send (RFC 9768): tcp_output.c `tcp_options_fit_accecn`, the AccECN parts of `tcp_established_options`, `tcp_synack_options`, `tcp_syn_options` and `tcp_options_write` |
-//! | `output` | tcp_output.c: `tcp_transmit_skb`, `tcp_xmit_retransmit_queue`, `tcp_retransmit_skb`, the SYN, ACK/RST, window selection, `tcp_write_wakeup` |
+//! | `output` | tcp_output.c: `tcp_transmit_skb`, the SYN, ACK/RST, window selection, `tcp_write_wakeup` |
+//! | `retransmit` | tcp_output.c: `tcp_xmit_retransmit_queue`, `tcp_retransmit_skb`, `__tcp_retransmit_skb` |
 //! | `write_xmit` | tcp_output.c: `tcp_write_xmit` and its tests (`tcp_cwnd_test`, `tcp_snd_wnd_test`), the new-data send (`tcp_event_new_data_sent`), `tcp_check_probe_timer` |
 //! | `pacing` | tcp_output.c: pacing rate, EDT, TSO autosizing, TCP Small Queues |
 //! | `host_queue` | tcp_output.c `skb_still_in_host_queue`: no retransmission of an skb whose fast clone the device still holds (`skb_fclone_busy`) |
@@ -122,6 +123,7 @@ pub(crate) mod rcvwin;
 pub(crate) mod recovery;
 pub(crate) mod renosack;
 pub(crate) mod reply;
+pub(crate) mod retransmit;
 pub mod rmem;
 pub mod rtx;
 pub mod rx_tstamp;

@@ -222,7 +222,6 @@ impl Tcb {
             tlp_retrans: false,
             reord_seen: 0,
             is_sack_reneg: false,
-            fack: 0,
             bytes_acked: 0,
             bytes_received: 0,
             bytes_sent: 0,

@@ -333,8 +333,6 @@ pub struct Tcb {
     /// `is_sack_reneg`: an RTO found the receiver reneging on SACKed data; set until
     /// the connection is Open again (no rate samples meanwhile, `tcp_rate_gen`).
     pub(crate) is_sack_reneg: bool,
-    /// `tcp_highest_sack_seq`: end of the highest SACKed data.
-    pub(crate) fack: u64,
 
     // ---- statistics (tcp_info) ----
     pub(crate) bytes_acked: u64,

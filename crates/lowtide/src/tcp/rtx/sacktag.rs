@@ -81,8 +81,45 @@ pub struct Tagged {
     /// The most recently sent skb newly SACKed (`tcp_rate_skb_delivered`).
     pub rate: Option<DeliveredSkb>,
     /// `state->reord`: the lowest never-retransmitted skb newly SACKed below the
-    /// highest SACKed one (a hole filled out of order).
+    /// highest SACKed one (a hole filled out of order), or the lowest SACKed
+    /// retransmission a D-SACK covers.
     pub reord: Option<u64>,
+    /// Segments of retransmitted skbs a D-SACK covers that end above
+    /// `undo_marker`: spurious retransmissions, which `tp->undo_retrans` loses
+    /// (`tcp_sacktag_one` with `dup_sack`).
+    pub dsack_undo: u32,
+}
+
+/// The D-SACK among one ACK's SACK blocks, as `tcp_sacktag_write_queue` walks it
+/// (`first_sack_index`, `dup_sack`), and what its `tcp_sacktag_one` reads of the
+/// socket.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DsackWalk {
+    /// Which of the blocks given is the D-SACK (`None`: none is).
+    pub index: Option<usize>,
+    /// `tp->snd_una` during the walk, already moved to this ACK's: an skb ending
+    /// at or below it is counted, never tagged ("acked frame is about to be
+    /// dropped").
+    pub snd_una: u64,
+    /// `tp->undo_marker`: only retransmissions ending above it count as spurious.
+    pub undo_marker: Option<u64>,
+}
+
+/// One SACK block as the walk takes it: `[start, end)`, and whether it is the
+/// ACK's D-SACK (`dup_sack`).
+#[derive(Debug, Default, Clone, Copy)]
+struct Block {
+    start: u64,
+    end: u64,
+    dup: bool,
+}
+
+/// What every skb's tagging in one ACK's walk reads: the MSS and the D-SACK's
+/// view of the socket.
+struct WalkCtx {
+    mss: u32,
+    snd_una: u64,
+    undo_marker: Option<u64>,
 }
 
 /// The lower of two optional sequence offsets.
@@ -128,6 +165,8 @@ enum Match {
     Whole,
     /// Its head was covered and split off (the tail stays unSACKed).
     Head,
+    /// The split was refused (`tcp_fragment`'s `-ENOMEM`): the walk stops there.
+    Refused,
 }
 
 impl Tcb {
@@ -166,8 +205,6 @@ impl Tcb {
         if self.rtx.packets_out == 0 {
             return r;
         }
-        let mss = self.mss_cache;
-        let mut reord = None;
         let mut valid = [(0u64, 0u64); TCP_NUM_SACKS];
         let mut n = 0;
         let mut dsack = None;
@@ -191,31 +228,29 @@ impl Tcb {
             if end <= prior_una {
                 continue;
             }
+            // The D-SACK is walked with the others (wholly below the new snd_una,
+            // it only counts: tcp_is_sackblock_valid lets none cross it).
             if dup {
-                dsack = Some((start, end));
-                // tcp_sacktag_one with dup_sack: each retransmitted skb it covers was
-                // a spurious retransmission.
-                let segs = self.rtx.retrans_segs_in(start, end, self.undo.marker, mss);
-                // tcp_sacktag_one: a D-SACKed retransmission of SACKed data.
-                reord = lowest(reord, self.rtx.dsack_reord(start, end));
-                if self.undo.marker.is_some() && self.undo.retrans > 0 {
-                    self.undo.retrans = (self.undo.retrans - segs as i32).max(0);
-                }
-                if start < ack {
-                    continue; // below the new snd_una: nothing left to tag
-                }
+                dsack = Some(n);
             }
             valid[n] = (start, end);
             n += 1;
         }
         self.rtx.set_sndbuf(self.sndbuf);
-        self.fack = valid[..n].iter().fold(self.fack, |f, b| f.max(b.1));
-        let t = self.rtx.sacktag_blocks(&valid[..n], mss);
-        if let Some((start, end)) = dsack {
-            self.rtx.dsack_clear_retrans(start, end);
+        let walk = DsackWalk {
+            index: dsack,
+            snd_una: ack,
+            undo_marker: self.undo.marker,
+        };
+        let t = self
+            .rtx
+            .sacktag_blocks_dsack(&valid[..n], walk, self.mss_cache);
+        // tcp_sacktag_one with dup_sack, summed (each step clamps at 0 alike).
+        if t.dsack_undo > 0 && self.undo.marker.is_some() && self.undo.retrans > 0 {
+            self.undo.retrans = (self.undo.retrans - t.dsack_undo as i32).max(0);
         }
         // tcp_sacktag_write_queue: reordering, unless in Loss with nothing to undo.
-        if let Some(low) = lowest(reord, t.reord) {
+        if let Some(low) = t.reord {
             if self.ca_state != crate::tcp::cong::CaState::Loss || self.undo.marker.is_some() {
                 self.check_sack_reordering(ctx, low, false);
             }
@@ -329,14 +364,40 @@ impl Tcb {
 impl RtxQueue {
     /// The queue's half of `tcp_sacktag_write_queue`, for one ACK's blocks as
     /// `Tcb::sacktag` validated them (`[start, end)` stream offsets inside
-    /// `snd_una..snd_nxt`, D-SACKs removed): sorts them, tags what the previous
-    /// ACK's blocks (`recv_sack_cache`) did not already cover, then remembers these
-    /// blocks for the next ACK.
+    /// `snd_una..snd_nxt`), none of them a D-SACK: see
+    /// [`RtxQueue::sacktag_blocks_dsack`].
     pub fn sacktag_blocks(&mut self, blocks: &[(u64, u64)], mss: u32) -> Tagged {
-        let mut sorted = [(0u64, 0u64); TCP_NUM_SACKS];
+        self.sacktag_blocks_dsack(blocks, DsackWalk::default(), mss)
+    }
+
+    /// The queue's half of `tcp_sacktag_write_queue`: sorts the blocks by their
+    /// start ("to allow in order walk of the retrans queue", a D-SACK staying
+    /// before a block of the same start), tags what the previous ACK's blocks
+    /// (`recv_sack_cache`) did not already cover, then remembers these blocks for
+    /// the next ACK. The D-SACK (`d.index`) is walked whole, never skipped by the
+    /// cache, with `dup_sack`; the block sorted just before it walks the skbs the
+    /// D-SACK covers with `dup_sack` too (`next_dup`, `tcp_maybe_skipping_dsack`),
+    /// so that each is tagged as D-SACKed once, whichever walk meets it first.
+    pub fn sacktag_blocks_dsack(
+        &mut self,
+        blocks: &[(u64, u64)],
+        d: DsackWalk,
+        mss: u32,
+    ) -> Tagged {
+        let mut sorted = [Block::default(); TCP_NUM_SACKS];
         let n = blocks.len().min(TCP_NUM_SACKS);
-        sorted[..n].copy_from_slice(&blocks[..n]);
-        sorted[..n].sort_unstable();
+        for (i, &(start, end)) in blocks[..n].iter().enumerate() {
+            let dup = d.index == Some(i);
+            sorted[i] = Block { start, end, dup };
+        }
+        // Linux's bubble sort swaps on `after(start)` alone: a stable sort by start.
+        sorted[..n].sort_by_key(|b| b.start);
+        let dup_at = sorted[..n].iter().position(|b| b.dup);
+        let w = WalkCtx {
+            mss,
+            snd_una: d.snd_una,
+            undo_marker: d.undo_marker,
+        };
         self.sack_blocks += n as u64;
         if self.sacked_out == 0 {
             self.highest_sack = 0; // tcp_highest_sack_reset
@@ -351,31 +412,57 @@ impl RtxQueue {
         // One in-order walk per ACK: the blocks are sorted and the walk goes on
         // from where the previous block left it (tcp_sacktag_write_queue).
         let mut cursor = None;
-        for &(start, end) in &sorted[..n] {
-            let mut from = start;
-            for &(cs, ce) in &cache {
-                if ce <= from || cs >= end {
+        for (i, &b) in sorted[..n].iter().enumerate() {
+            let next_dup = (dup_at == Some(i + 1)).then(|| sorted[i + 1]);
+            let mut from = b.start;
+            // "Can skip some work by looking recv_sack_cache?": not for a D-SACK.
+            let cached = if b.dup { &[][..] } else { &cache[..] };
+            for &(cs, ce) in cached {
+                if ce <= from || cs >= b.end {
                     continue;
                 }
                 if cs > from {
-                    cursor = self.sacktag_from(cursor, (from, start), cs, mss, &mut t);
+                    let head = Block { end: cs, ..b };
+                    cursor = self.sacktag_from(cursor, from, head, next_dup, &w, &mut t);
                 }
                 from = from.max(ce);
+                if from < b.end {
+                    cursor = self.maybe_skipping_dsack(cursor, next_dup, ce, &w, &mut t);
+                }
                 // "...tail remains todo... but better entrypoint exists!": nothing
                 // is SACKed above the cached end, so the rest of the block is
                 // walked whole from there, past any later cached block.
-                if from < end && self.highest_sack_seq() == Some(from) {
+                if from < b.end && self.highest_sack_seq() == Some(from) {
                     break;
                 }
             }
-            if from < end {
-                let seek = self.tail_walk_from(start, from);
-                cursor = self.sacktag_from(cursor, (seek, start), end, mss, &mut t);
+            if from < b.end {
+                let seek = self.tail_walk_from(b.start, from);
+                cursor = self.sacktag_from(cursor, seek, b, next_dup, &w, &mut t);
             }
         }
         self.recv_sack_cache = [(0, 0); TCP_NUM_SACKS];
-        self.recv_sack_cache[..n].copy_from_slice(&sorted[..n]);
+        for (c, b) in self.recv_sack_cache.iter_mut().zip(&sorted[..n]) {
+            *c = (b.start, b.end);
+        }
         t
+    }
+
+    /// `tcp_maybe_skipping_dsack`: where the cache skips a block's walk to
+    /// `skip_to`, the D-SACK sorted after the block (`next_dup`), if it starts
+    /// below there, is walked whole with `dup_sack`.
+    fn maybe_skipping_dsack(
+        &mut self,
+        cursor: Option<Pos>,
+        next_dup: Option<Block>,
+        skip_to: u64,
+        w: &WalkCtx,
+        t: &mut Tagged,
+    ) -> Option<Pos> {
+        match next_dup {
+            Some(nd) if nd.start < skip_to => self.sacktag_from(cursor, nd.start, nd, None, w, t),
+            _ => cursor,
+        }
     }
 
     /// Where `tcp_sacktag_write_queue` walks the rest of a block starting at `start`
@@ -399,7 +486,17 @@ impl RtxQueue {
     /// by the caller.
     pub fn sacktag(&mut self, start: u64, end: u64, mss: u32) -> Tagged {
         let mut t = Tagged::default();
-        self.sacktag_from(None, (start, start), end, mss, &mut t);
+        let b = Block {
+            start,
+            end,
+            dup: false,
+        };
+        let w = WalkCtx {
+            mss,
+            snd_una: 0,
+            undo_marker: None,
+        };
+        self.sacktag_from(None, start, b, None, &w, &mut t);
         t
     }
 
@@ -410,13 +507,15 @@ impl RtxQueue {
     /// `start_seq` after skipping to `cache->end_seq` (a segment split off by an
     /// earlier, smaller block is then covered whole). A walk at or above
     /// `tcp_highest_sack_seq` starts at `tp->highest_sack` instead, as Linux does in
-    /// both shapes; returns where this walk stopped.
+    /// both shapes; returns where this walk stopped. An skb the D-SACK sorted
+    /// next (`next_dup`) covers is tagged as D-SACKed without a shift.
     fn sacktag_from(
         &mut self,
         cursor: Option<Pos>,
-        (seek, start): (u64, u64),
-        end: u64,
-        mss: u32,
+        seek: u64,
+        b: Block,
+        next_dup: Option<Block>,
+        w: &WalkCtx,
         t: &mut Tagged,
     ) -> Option<Pos> {
         let first = match self.highest_sack {
@@ -425,23 +524,32 @@ impl RtxQueue {
         };
         let mut p = first?;
         loop {
-            if self.store.get(p).seq >= end {
+            if self.store.get(p).seq >= b.end {
                 break;
+            }
+            let mut dup = b.dup;
+            let mut in_sack = Match::Out;
+            if let Some(nd) = next_dup.filter(|nd| self.store.get(p).seq < nd.end) {
+                in_sack = self.match_skb_to_sack(p, nd.start, nd.end, w.mss, t);
+                dup |= matches!(in_sack, Match::Whole | Match::Head);
             }
             // tcp_sacktag_walk: every skb visited, SACKed or not, is offered to
             // tcp_shift_skb_data first; tcp_match_skb_to_sack decides where it
             // falls back (and may split even a SACKed skb the block cuts).
-            match self.shift_skb_data(p, start, end, mss, t) {
-                Shift::Shifted(q) => p = q,
-                Shift::Noop => {}
-                Shift::Fallback => {
-                    t.shift_fallback += 1;
-                    if self.match_skb_to_sack(p, start, end, mss, t) != Match::Out
-                        && !self.store.get(p).has(SACKED_ACKED)
-                    {
-                        self.sacktag_one(p, t);
+            if in_sack == Match::Out {
+                match self.shift_skb_data(p, b, dup, w, t) {
+                    Shift::Shifted(q) => p = q,
+                    Shift::Noop => {}
+                    Shift::Fallback => {
+                        t.shift_fallback += 1;
+                        in_sack = self.match_skb_to_sack(p, b.start, b.end, w.mss, t);
                     }
                 }
+            }
+            match in_sack {
+                Match::Refused => break,
+                Match::Whole | Match::Head => self.sacktag_one(p, dup, w, t),
+                Match::Out => {}
             }
             match self.store.next(p) {
                 Some(n) => p = n,
@@ -492,7 +600,7 @@ impl RtxQueue {
         }
         if !self.may_fragment() {
             t.refused += 1;
-            return Match::Out;
+            return Match::Refused;
         }
         let at = s.seq + pkt_len;
         self.split(p, at, mss as u32);
@@ -511,9 +619,40 @@ impl RtxQueue {
         charged <= 2 * self.sndbuf + FRAG_SLACK
     }
 
-    /// `tcp_sacktag_one` (with `tcp_rate_skb_delivered`): SACKs the unSACKed skb at
-    /// `p`, counting its segments, the reordering it shows and its RTT sample.
-    fn sacktag_one(&mut self, p: Pos, t: &mut Tagged) {
+    /// `tcp_sacktag_one` (with `tcp_rate_skb_delivered`) for the skb at `p`, which a
+    /// block covers: under a D-SACK (`dup`), a retransmission counts as spurious
+    /// (`dsack_undo`) and, SACKed before, as reordering; an skb already
+    /// cumulatively acknowledged stops there; an unSACKed one is SACKed; a D-SACK
+    /// then clears the retransmitted mark ("We can detect redundant
+    /// retransmission in S|R and plain R frames and clear it").
+    fn sacktag_one(&mut self, p: Pos, dup: bool, w: &WalkCtx, t: &mut Tagged) {
+        let s = self.store.get(p);
+        // "Account D-SACK for retransmitted packet."
+        if dup && s.has(EVER_RETRANS | SACKED_RETRANS) {
+            if w.undo_marker.is_some_and(|m| s.end_seq > m) {
+                t.dsack_undo += s.pcount;
+            }
+            if s.has(SACKED_ACKED) {
+                t.reord = lowest(t.reord, Some(s.seq));
+            }
+        }
+        // "Nothing to do; acked frame is about to be dropped (was ACKed)."
+        if s.end_seq <= w.snd_una {
+            skb::skb_delivered(&mut t.rate, s);
+            return;
+        }
+        if !s.has(SACKED_ACKED) {
+            self.sacktag_new(p, t);
+        }
+        if dup && self.store.get(p).has(SACKED_RETRANS) {
+            self.modify(p, |s| s.sacked &= !SACKED_RETRANS);
+        }
+    }
+
+    /// `tcp_sacktag_one`'s SACKing of an unSACKed skb (with
+    /// `tcp_rate_skb_delivered`): counts its segments, the reordering it shows and
+    /// its RTT sample.
+    fn sacktag_new(&mut self, p: Pos, t: &mut Tagged) {
         let s = self.store.get(p);
         let a = Acct::of(s);
         self.note_delivered(a);
@@ -525,7 +664,7 @@ impl RtxQueue {
         // hole. It is reordering" (below tcp_highest_sack_seq as it stands).
         if !s.has(EVER_RETRANS | SACKED_RETRANS) && self.sacked_out > 0 && s.seq < self.highest_sack
         {
-            t.reord = Some(t.reord.map_or(s.seq, |r| r.min(s.seq)));
+            t.reord = lowest(t.reord, Some(s.seq));
         }
         // tcp_advance_highest_sack
         self.highest_sack = self.highest_sack.max(s.end_seq);
@@ -563,10 +702,22 @@ impl RtxQueue {
     /// two one-segment skbs of the same shorter length), and an skb whose segments do
     /// not fill it (a short last segment) takes no more after it, so that a SACKed
     /// skb's segments stay where its MSS grid says.
-    fn shift_skb_data(&mut self, p: Pos, start: u64, end: u64, mss: u32, t: &mut Tagged) -> Shift {
-        let mss = mss.max(1) as u64;
+    fn shift_skb_data(
+        &mut self,
+        p: Pos,
+        b: Block,
+        dup: bool,
+        w: &WalkCtx,
+        t: &mut Tagged,
+    ) -> Shift {
+        let (start, end, mss) = (b.start, b.end, w.mss.max(1) as u64);
         let s = self.store.get(p);
-        if s.sacked & (LOST | SACKED_RETRANS) == SACKED_RETRANS || s.is_empty() || s.zc.is_some() {
+        let r_not_l = s.sacked & (LOST | SACKED_RETRANS) == SACKED_RETRANS;
+        if (r_not_l && !dup) || s.is_empty() || s.zc.is_some() {
+            return Shift::Fallback;
+        }
+        // "This frame is about to be dropped (was ACKed)."
+        if s.end_seq <= w.snd_una {
             return Shift::Fallback;
         }
         let Some(q) = self.store.prev(p) else {
@@ -599,7 +750,8 @@ impl RtxQueue {
                 n => (n * mss, n),
             }
         };
-        if !shift_fits(prev, len, pcount) {
+        // "tcp_sacktag_one() won't SACK-tag ranges below snd_una".
+        if s.seq + len <= w.snd_una || !shift_fits(prev, len, pcount) {
             return Shift::Fallback;
         }
         let (whole, seq) = (len == s.len() as u64, s.seq);
@@ -608,9 +760,8 @@ impl RtxQueue {
         if !whole {
             self.split(p, seq + len, mss as u32);
         }
-        if !self.store.get(p).has(SACKED_ACKED) {
-            self.sacktag_one(p, t);
-        }
+        // tcp_shifted_skb tags the moved range (`prev` takes no R from it).
+        self.sacktag_one(p, dup, w, t);
         self.shifted_skb(q, p);
         if !whole {
             t.shifted += 1; // the rest stays: no collapsing with the next
@@ -660,64 +811,10 @@ impl RtxQueue {
         });
     }
 
-    /// `tcp_sacktag_one`'s last step for a D-SACK of `[start, end)`: each skb in it
-    /// still counted as retransmitted (SACKed now, its retransmission not known
-    /// lost) is not any longer ("We can detect redundant retransmission in S|R and
-    /// plain R frames and clear it").
-    /// Linux does this in the walk that tagged the block ([`RtxQueue::sacktag_blocks`]
-    /// charged it), so no node is charged here.
-    pub fn dsack_clear_retrans(&mut self, start: u64, end: u64) {
-        if self.retrans_out == 0 {
-            return;
-        }
-        let mut pos = self.store.at_hint(start);
-        while let Some(p) = pos {
-            let s = self.store.get(p);
-            if s.seq >= end {
-                break;
-            }
-            if s.seq >= start && s.end_seq <= end && s.has(SACKED_RETRANS) {
-                self.modify(p, |s| s.sacked &= !SACKED_RETRANS);
-            }
-            pos = self.store.next(p);
-        }
-    }
-
-    /// The lowest skb in `[start, end)` both SACKed and retransmitted: a D-SACK of
-    /// it shows reordering (`tcp_sacktag_one` with `dup_sack`).
-    pub fn dsack_reord(&self, start: u64, end: u64) -> Option<u64> {
-        self.iter_from(start)
-            .take_while(|s| s.seq < end)
-            .find(|s| s.has(EVER_RETRANS | SACKED_RETRANS) && s.has(SACKED_ACKED))
-            .map(|s| s.seq)
-    }
-
     /// `tcp_highest_sack_seq`: where the skb after the highest SACKed one starts
     /// (`snd_nxt` if that was the last), `None` with nothing SACKed (`snd_una`).
     pub fn highest_sack_seq(&self) -> Option<u64> {
         (self.sacked_out > 0 && self.highest_sack > 0).then_some(self.highest_sack)
-    }
-
-    /// Segments of retransmitted skbs (`TCPCB_RETRANS`) in `[start, end)` that end
-    /// above `undo_marker`: what a D-SACK of that range shows spurious
-    /// (`tcp_sacktag_one` with `dup_sack`). A partly covered skb counts its whole
-    /// covered segments.
-    pub fn retrans_segs_in(&self, start: u64, end: u64, undo_marker: Option<u64>, mss: u32) -> u32 {
-        let Some(marker) = undo_marker else {
-            return 0;
-        };
-        let mss = mss.max(1) as u64;
-        self.iter_from(start)
-            .take_while(|s| s.seq < end)
-            .filter(|s| s.has(EVER_RETRANS | SACKED_RETRANS) && s.end_seq > marker)
-            .map(|s| {
-                let covered = s.end_seq.min(end) - s.seq.max(start);
-                match covered == s.end_seq - s.seq {
-                    true => s.pcount,
-                    false => (covered / mss) as u32,
-                }
-            })
-            .sum()
     }
 }
 
@@ -823,9 +920,85 @@ mod tests {
             assert_eq!((t.segs, t.merged), (3, 0));
             assert_eq!((q.retrans_out, q.lost_out, q.len()), (2, 0, 10));
             assert!(q.get(301).unwrap().has(SACKED_ACKED | SACKED_RETRANS));
-            q.dsack_clear_retrans(301, 401);
+            let t = q.sacktag_blocks_dsack(&[(301, 401)], dsack_at(0, 1, Some(1)), MSS);
             assert_eq!(q.retrans_out, 1);
             assert!(!q.get(301).unwrap().has(SACKED_RETRANS));
+            // Spurious (above undo_marker), and a D-SACKed retransmission of
+            // SACKed data shows reordering.
+            assert_eq!((t.dsack_undo, t.reord, t.segs), (1, Some(301), 0));
+            q.check_invariants();
+        }
+    }
+
+    fn dsack_at(index: usize, snd_una: u64, undo_marker: Option<u64>) -> DsackWalk {
+        DsackWalk {
+            index: Some(index),
+            snd_una,
+            undo_marker,
+        }
+    }
+
+    /// tcp_sacktag_write_queue: a D-SACK inside the ACK's second block is sorted
+    /// after it (`first_sack_index`), and the second block's walk tags the skbs it
+    /// covers with `dup_sack` (`next_dup`): the retransmission not marked lost is
+    /// SACKed, its R mark cleared, counted spurious, no reordering (it was not
+    /// SACKed before); the one outside the D-SACK keeps R.
+    #[test]
+    fn a_dsack_inside_the_next_block_is_tagged_by_that_walk() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 10, 100);
+            q.update(301, SACKED_RETRANS | EVER_RETRANS, 0);
+            q.update(401, SACKED_RETRANS | EVER_RETRANS, 0);
+            let blocks = [(301, 401), (101, 601)];
+            let t = q.sacktag_blocks_dsack(&blocks, dsack_at(0, 1, Some(1)), MSS);
+            assert_eq!((t.segs, t.dsack_undo, t.reord), (5, 1, None));
+            assert!(!q.get(301).unwrap().has(SACKED_RETRANS));
+            assert!(q.get(401).unwrap().has(SACKED_RETRANS));
+            assert_eq!((q.sacked_out, q.retrans_out), (5, 1));
+            // Both blocks are cached, in the walk's order.
+            assert_eq!(q.recv_sack_cache[..2], [(101, 601), (301, 401)]);
+            q.check_invariants();
+        }
+    }
+
+    /// tcp_sacktag_one: a D-SACK wholly below the ACK's new snd_una counts its
+    /// retransmissions and tags nothing; tcp_shift_skb_data falls back on each skb
+    /// ("This frame is about to be dropped").
+    #[test]
+    fn a_dsack_below_the_new_snd_una_counts_and_tags_nothing() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 10, 100);
+            q.update(101, EVER_RETRANS, 0);
+            q.update(201, EVER_RETRANS, 0);
+            let t = q.sacktag_blocks_dsack(&[(101, 301)], dsack_at(0, 301, Some(1)), MSS);
+            assert_eq!((t.segs, t.dsack_undo, t.shift_fallback), (0, 2, 2));
+            assert_eq!(q.sacked_out, 0);
+            // Only retransmissions above undo_marker are spurious.
+            let t = q.sacktag_blocks_dsack(&[(101, 301)], dsack_at(0, 301, Some(201)), MSS);
+            assert_eq!(t.dsack_undo, 1);
+            q.check_invariants();
+        }
+    }
+
+    /// tcp_shift_skb_data: "R but no L" falls back only without `dup_sack`; a
+    /// D-SACKed retransmission after a SACKed skb joins it, its R mark cleared.
+    #[test]
+    fn a_dsacked_retransmission_shifts_onto_a_sacked_skb() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 4, 100);
+            q.sacktag(1, 101, MSS);
+            q.update(101, SACKED_RETRANS | EVER_RETRANS, 0);
+            let t = q.sacktag_blocks_dsack(&[(101, 201)], dsack_at(0, 1, Some(1)), MSS);
+            assert_eq!(
+                (t.segs, t.merged, t.shift_fallback, t.dsack_undo),
+                (1, 1, 0, 1)
+            );
+            let head = q.iter_from(0).next().unwrap();
+            assert_eq!(
+                (head.end_seq, head.sacked),
+                (201, SACKED_ACKED | EVER_RETRANS)
+            );
+            assert_eq!((q.retrans_out, q.sacked_out), (0, 2));
             q.check_invariants();
         }
     }

@@ -137,13 +137,24 @@ impl Host {
         // tcp_poll: sk_err (left by tcp_disconnect) is EPOLLERR.
         let err_bit = if s.sk_err.is_some() { POLLERR } else { 0 };
         let h = match s.state {
-            // A socket without a connection is TCP_CLOSE: HUP and writable, and
-            // readable once shut for reading.
-            SockState::Unconnected if s.opts.shutdown & RCV_SHUTDOWN != 0 => {
-                let m = POLLIN | POLLRDNORM | POLLRDHUP | POLLOUT | POLLWRNORM | POLLHUP;
-                return Ok(m | err_bit);
+            // A socket without a connection is TCP_CLOSE: HUP, readable once shut
+            // for reading, writable once shut for writing or while
+            // __sk_stream_is_writeable(sk, 1) holds (tcp_stream_memory_free: the
+            // write_seq tcp_disconnect moved past snd_nxt against the lowat).
+            SockState::Unconnected => {
+                let mut m = POLLHUP | err_bit;
+                if s.opts.shutdown & RCV_SHUTDOWN != 0 {
+                    m |= POLLIN | POLLRDNORM | POLLRDHUP;
+                }
+                let cfg = self.stack.config();
+                let wake = cfg.notsent_wake_hysteresis as u32;
+                if s.opts.shutdown & SEND_SHUTDOWN != 0
+                    || s.opts.closed_stream_memory_free(cfg, wake)
+                {
+                    m |= POLLOUT | POLLWRNORM;
+                }
+                return Ok(m);
             }
-            SockState::Unconnected => return Ok(POLLOUT | POLLWRNORM | POLLHUP | err_bit),
             // inet_csk_listen_poll.
             SockState::Listening(h) => {
                 let n = self

@@ -48,6 +48,12 @@ impl Disconnected {
         self.info.snd_mss
     }
 
+    /// `tp->snd_nxt`, which `tcp_disconnect` does not reset (`tcp_stream_memory_free`
+    /// and `tcpi_notsent_bytes` of the closed socket count from it).
+    pub fn snd_nxt(&self) -> u32 {
+        self.snd_nxt
+    }
+
     /// `tcp_get_info` of the socket in `TCP_CLOSE` at `now`, with its
     /// `SO_MAX_PACING_RATE` and its `write_seq` (`tcpi_notsent_bytes` is
     /// `write_seq - snd_nxt`, past the old `snd_nxt` by `max_window + 2`, and 2 more

@@ -278,6 +278,24 @@ impl SockOptions {
         self.write_seq = disconnect_write_seq(self.write_seq, 0);
     }
 
+    /// `tcp_stream_memory_free(sk, wake)` of the socket in `TCP_CLOSE` without a
+    /// connection, which is all `__sk_stream_is_writeable` asks of it (its queues
+    /// are empty): `write_seq - snd_nxt` as a `u32`, shifted by `wake` (bits shifted
+    /// out are lost, as in C), below `tcp_notsent_lowat()` (the socket's
+    /// `TCP_NOTSENT_LOWAT`, else the sysctl). `tcp_disconnect` left `write_seq`
+    /// `max_window + 2` past the last connection's `snd_nxt` (2 on a socket never
+    /// connected, `snd_nxt` 0), so with a sysctl below twice that `tcp_poll` no
+    /// longer reports `EPOLLOUT`.
+    pub fn closed_stream_memory_free(&self, cfg: &Config, wake: u32) -> bool {
+        let snd_nxt = self.disconnected.as_ref().map_or(0, |d| d.snd_nxt());
+        let notsent = self.write_seq.wrapping_sub(snd_nxt);
+        let lowat = match self.notsent_lowat {
+            0 => cfg.tcp_notsent_lowat,
+            own => own,
+        };
+        (notsent << wake) < lowat
+    }
+
     /// `inet_csk_listen_start`'s `inet_csk_delack_init`: a `TCP_QUICKACK` 0 set
     /// before `listen(2)` is forgotten (one set on the listener is inherited).
     pub fn listen_start(&mut self) {
@@ -674,6 +692,30 @@ mod tests {
         assert_eq!(disconnect_write_seq(1001, 65792), 66795);
         assert_eq!(disconnect_write_seq(u32::MAX - 1, 0), 1);
         assert_eq!(disconnect_write_seq(u32::MAX, 0), 1);
+    }
+
+    #[test]
+    fn closed_socket_memory_free_against_lowat() {
+        // tcp_stream_memory_free: "(notsent_bytes << wake) < tcp_notsent_lowat(tp)",
+        // u32 arithmetic; a socket never connected counts from snd_nxt 0.
+        let mut cfg = Config::default();
+        let mut o = SockOptions {
+            write_seq: 65537,
+            ..SockOptions::default()
+        };
+        assert!(o.closed_stream_memory_free(&cfg, 1), "sysctl UINT_MAX");
+        cfg.tcp_notsent_lowat = 131074;
+        assert!(!o.closed_stream_memory_free(&cfg, 1));
+        assert!(o.closed_stream_memory_free(&cfg, 0));
+        o.notsent_lowat = 131075;
+        assert!(
+            o.closed_stream_memory_free(&cfg, 1),
+            "the socket's own lowat"
+        );
+        // The shift drops the top bit: 2^31 + 1 unsent shifts to 2.
+        o.write_seq = (1 << 31) + 1;
+        assert!(o.closed_stream_memory_free(&cfg, 1));
+        assert!(!o.closed_stream_memory_free(&cfg, 0));
     }
 
     #[test]

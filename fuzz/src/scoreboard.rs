@@ -426,7 +426,9 @@ fn step(
             if containing.is_some_and(|(seq, _)| seq < m.una) {
                 return;
             }
-            both(tree, list, &|q| q.split_at(at, mss));
+            both(tree, list, &|q| {
+                q.split_at(at, mss);
+            });
             if let Some((seq, end)) = containing.filter(|&(s, e)| s < at && at < e) {
                 if m.flags[m.idx(seq.max(m.una))] & SACKED_ACKED == 0 {
                     m.regrid(seq, at);

@@ -58,7 +58,7 @@ impl Tcb {
             return;
         }
         if pcount > 1 {
-            self.rtx.split_at(seq + mss as u64, mss);
+            self.wmem_queued += self.rtx.split_at(seq + mss as u64, mss);
         }
         self.rtx.update(seq, LOST, SACKED_RETRANS);
         self.retransmit_hint = self.retransmit_hint.min(seq);

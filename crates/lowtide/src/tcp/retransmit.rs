@@ -157,7 +157,7 @@ impl Tcb {
         let s = self.rtx.get(seq)?;
         let (skb_len, pcount) = (s.len() as i64, s.pcount);
         if skb_len > len {
-            self.rtx.split_at(seq + len as u64, cur_mss as u32);
+            self.wmem_queued += self.rtx.split_at(seq + len as u64, cur_mss as u32);
         } else {
             let segs = skb::pcount(skb_len as u32, cur_mss as u32);
             if segs != pcount {

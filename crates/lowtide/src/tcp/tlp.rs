@@ -138,7 +138,7 @@ impl Tcb {
         // The last segment only: split off at (pcount - 1) * mss (tcp_fragment).
         let seq = if pcount > 1 && len > (pcount as u64 - 1) * mss as u64 {
             let at = seq + (pcount as u64 - 1) * mss as u64;
-            self.rtx.split_at(at, mss);
+            self.wmem_queued += self.rtx.split_at(at, mss);
             at
         } else {
             seq

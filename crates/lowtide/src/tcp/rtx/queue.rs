@@ -14,7 +14,7 @@ use super::skb::{
 use super::store::{Pos, Store};
 use super::tsorted::{self, Tsorted};
 pub use crate::config::RtxQueueKind;
-use crate::tcp::consts::TCP_NUM_SACKS;
+use crate::tcp::consts::{SKB_OVERHEAD, TCP_NUM_SACKS};
 use crate::time::Instant;
 
 /// The retransmit queue and its scoreboard counters (in segments, as Linux counts).
@@ -308,7 +308,9 @@ impl RtxQueue {
     }
 
     /// Splits the skb at `p` so that a new skb starts at `at` (strictly inside its
-    /// payload); returns the new skb's position (`tcp_fragment`).
+    /// payload); returns the new skb's position (`tcp_fragment`). The new skb costs
+    /// `SKB_OVERHEAD` more (`tcp_fragment`: `sk_wmem_queued_add(sk, buff->truesize)`),
+    /// which the queue's `truesize` gains and the caller charges to the socket.
     pub(super) fn split(&mut self, p: Pos, at: u64, mss: u32) -> Pos {
         let old = Acct::of(self.store.get(p));
         let tail = self.store.get_mut(p).split_off(at, mss);
@@ -393,21 +395,27 @@ impl RtxQueue {
 
     /// Splits the skb containing `at` so that an skb starts at `at`
     /// (`tcp_fragment`). Does nothing if `at` is already a boundary or is not inside
-    /// any skb's payload.
-    pub fn split_at(&mut self, at: u64, mss: u32) {
+    /// any skb's payload. Returns the memory the new skb costs, for `sk_wmem_queued`
+    /// (`SKB_OVERHEAD`, or 0 without a split).
+    pub fn split_at(&mut self, at: u64, mss: u32) -> u64 {
         let Some(p) = self.store.last_before(at) else {
-            return;
+            return 0;
         };
         let s = self.store.get(p);
         if at < s.seq + s.len() as u64 {
             self.split(p, at, mss);
+            return SKB_OVERHEAD as u64;
         }
+        0
     }
 
     /// Removes what the cumulative ACK `ack` covers (`tcp_clean_rtx_queue`), trimming a
-    /// partly acknowledged head skb (`tcp_trim_head`).
+    /// partly acknowledged head skb (`tcp_trim_head`: only the trimmed bytes' truesize
+    /// is freed; `Cleaned::truesize` is the memory freed net).
     pub fn clean(&mut self, ack: u64, mss: u32) -> Cleaned {
         let mut c = Cleaned::default();
+        // The split that models a trim charges one skb, freed with the trimmed part.
+        let mut charged = 0;
         // One search for the head (skb_rb_first), then steps (skb_rb_next).
         let mut head = self.store.first_pos();
         while let Some(p) = head {
@@ -425,6 +433,7 @@ impl RtxQueue {
                     let orig = s.pcount;
                     c.partial = true;
                     let rest = self.trim_split(p, ack, mss);
+                    charged += SKB_OVERHEAD as u64;
                     let acked = orig.saturating_sub(self.store.get(rest).pcount);
                     self.modify(p, |h| h.pcount = acked);
                     continue;
@@ -460,6 +469,7 @@ impl RtxQueue {
                 c.last_tx = Some(s.tx_time);
             }
         }
+        c.truesize = c.truesize.saturating_sub(charged);
         c
     }
 
@@ -696,7 +706,7 @@ impl RtxQueue {
 
     /// `tcp_trim_head` at retransmission (`__tcp_retransmit_skb`): drops the bytes
     /// of the skb at `seq` below `to` (acknowledged since it was sent) and returns
-    /// the memory freed. The rest keeps the skb's marks; its segment count follows
+    /// the memory freed, their truesize (`__pskb_trim_head`'s `delta_truesize`). The rest keeps the skb's marks; its segment count follows
     /// its length at `mss` (`tcp_set_skb_tso_segs`). An skb whose data is all acked
     /// but whose FIN is not keeps the FIN alone (`TCP_SKB_CB(skb)->seq` moves to
     /// `snd_una`, the end stays).
@@ -709,16 +719,32 @@ impl RtxQueue {
             return 0;
         }
         self.trim_split(p, to, mss);
-        self.take(p).truesize as u64
+        (self.take(p).truesize as u64).saturating_sub(SKB_OVERHEAD as u64)
     }
 
     /// [`RtxQueue::split`] for `tcp_trim_head`: the part from `at` on is the skb
     /// Linux keeps (its head pulled), so it keeps the fast clone the device may
-    /// hold; the part before goes.
+    /// hold and the truesize beyond the bytes (`skb->truesize -= delta_truesize`);
+    /// the part before goes with `SKB_OVERHEAD` and its bytes, so that freeing it
+    /// undoes the split's charge and frees the trimmed bytes.
     fn trim_split(&mut self, p: Pos, at: u64, mss: u32) -> Pos {
-        let rest = self.split(p, at, mss);
+        let rest = self.split_keep_rest(p, at, mss);
         let fclone = core::mem::take(&mut self.store.get_mut(p).fclone);
         self.store.get_mut(rest).fclone = fclone;
+        rest
+    }
+
+    /// [`RtxQueue::split`] where the part before `at` is to leave the queue (a trim,
+    /// or a SACK shift onto the skb before): it holds `SKB_OVERHEAD` and its bytes'
+    /// truesize, the part from `at` on, Linux's skb, keeps the rest.
+    pub(super) fn split_keep_rest(&mut self, p: Pos, at: u64, mss: u32) -> Pos {
+        let rest = self.split(p, at, mss);
+        let head = self.store.get(p);
+        let extra = head.truesize.saturating_sub(SKB_OVERHEAD + head.len());
+        if extra > 0 {
+            self.modify(p, |h| h.truesize -= extra);
+            self.modify(rest, |r| r.truesize += extra);
+        }
         rest
     }
 
@@ -991,6 +1017,41 @@ pub(super) mod tests {
             assert!(q.is_empty());
             assert_eq!(q.packets_out, 0);
             assert_eq!(q.truesize, 0);
+        }
+    }
+
+    /// `sk_wmem_queued` as Linux moves it: `tcp_fragment` charges the new skb
+    /// (`SKB_OVERHEAD`, the moved bytes' truesize going with them), and
+    /// `tcp_trim_head` frees the trimmed bytes only (`delta_truesize`), so a FIN left
+    /// alone still holds its skb's overhead (`SK_MEMINFO_WMEM_QUEUED` 832 on Linux).
+    #[test]
+    fn splits_charge_an_skb_and_trims_free_the_bytes() {
+        const OH: u64 = SKB_OVERHEAD as u64;
+        for kind in KINDS {
+            let mut q = queue_of(kind, 1, 1000);
+            assert_eq!(q.truesize, 1000 + OH);
+            assert_eq!(q.split_at(301, MSS), OH);
+            assert_eq!(q.split_at(301, MSS), 0, "already a boundary");
+            assert_eq!(q.truesize, 1000 + 2 * OH);
+            assert_eq!(q.get(301).unwrap().truesize as u64, 700 + OH);
+            // A partial ACK (tcp_tso_acked) frees the acked bytes, net.
+            let c = q.clean(101, MSS);
+            assert_eq!((c.acked_bytes, c.truesize), (100, 100));
+            assert_eq!(q.truesize, 900 + 2 * OH);
+            // A retransmission's trim too.
+            assert_eq!(q.trim_head(101, 151, MSS), 50);
+            assert_eq!(q.truesize, 850 + 2 * OH);
+            q.check_invariants();
+            // Data acked up to the FIN: the FIN's skb keeps its overhead.
+            let mut q = queue_of(kind, 1, 200);
+            let only = q.store.find(1).unwrap();
+            q.modify(only, |s| {
+                s.flags |= skb::FLAG_FIN;
+                s.end_seq += 1;
+            });
+            let c = q.clean(201, MSS);
+            assert_eq!((c.truesize, q.truesize), (200, OH));
+            q.check_invariants();
         }
     }
 

@@ -78,6 +78,11 @@ pub struct Tagged {
     /// Splits refused because the queue used too much memory
     /// (`TcpExtTCPWqueueTooBig`).
     pub refused: u32,
+    /// Memory the walk's splits charged (`tcp_fragment`: an skb each) and its merges
+    /// freed (`tcp_shifted_skb`: what a merged skb held beyond the bytes it gave),
+    /// for `sk_wmem_queued`.
+    pub charged: u64,
+    pub freed: u64,
     /// The most recently sent skb newly SACKed (`tcp_rate_skb_delivered`).
     pub rate: Option<DeliveredSkb>,
     /// `state->reord`: the lowest never-retransmitted skb newly SACKed below the
@@ -260,6 +265,8 @@ impl Tcb {
         r.first_tx = t.first_tx;
         r.last_tx = t.last_tx;
         r.rate = t.rate;
+        // tcp_fragment's and tcp_shifted_skb's sk_wmem_queued_add.
+        self.wmem_queued = (self.wmem_queued + t.charged).saturating_sub(t.freed);
         ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
         ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
         ctx.mib
@@ -604,6 +611,7 @@ impl RtxQueue {
         }
         let at = s.seq + pkt_len;
         self.split(p, at, mss as u32);
+        t.charged += SKB_OVERHEAD as u64;
         if head_in {
             Match::Head
         } else {
@@ -758,11 +766,14 @@ impl RtxQueue {
         // A part: cut off here (`skb_shift` moves page fragments and allocates no
         // skb, so no tcp_fragment memory bound applies).
         if !whole {
-            self.split(p, seq + len, mss as u32);
+            // The rest is Linux's skb: it keeps what the head's truesize held beyond
+            // its bytes, and the head, freed by the merge, undoes the split's charge.
+            self.split_keep_rest(p, seq + len, mss as u32);
+            t.charged += SKB_OVERHEAD as u64;
         }
         // tcp_shifted_skb tags the moved range (`prev` takes no R from it).
         self.sacktag_one(p, dup, w, t);
-        self.shifted_skb(q, p);
+        t.freed += self.shifted_skb(q, p);
         if !whole {
             t.shifted += 1; // the rest stays: no collapsing with the next
             return Shift::Shifted(q);
@@ -777,7 +788,7 @@ impl RtxQueue {
                 && next.zc.is_none()
                 && shift_fits(prev, next.len() as u64, next.pcount as u64)
             {
-                self.shifted_skb(q, n);
+                t.freed += self.shifted_skb(q, n);
                 t.merged += 1;
             }
         }
@@ -786,9 +797,10 @@ impl RtxQueue {
 
     /// `tcp_shifted_skb`: the SACKed skb at `b` (the one after `a`, whole or the
     /// head cut off for the shift) joins `a`: its bytes, segments, flags (`eor` its
-    /// own) and `TCPCB_EVER_RETRANS`; `a` keeps its send time. Its truesize moves
-    /// with its bytes (Linux frees a merged skb's whole truesize, `tcp_wmem_free_skb`,
-    /// though its pages stay with `a`; lowtide keeps them charged).
+    /// own) and `TCPCB_EVER_RETRANS`; `a` keeps its send time. The truesize of its
+    /// bytes moves with them (`skb_shift`: `skb_len_add(tgt, shiftlen)`), the rest is
+    /// freed with the skb (`tcp_rtx_queue_unlink_and_free` -> `tcp_wmem_free_skb`)
+    /// and returned, for `sk_wmem_queued`.
     ///
     /// The payloads are copied into one buffer: `Bytes` cannot join two slices, and a
     /// list of chunks per skb would make every reader of `Skb::data` pay for this
@@ -796,8 +808,9 @@ impl RtxQueue {
     /// grows by doubling, so each SACKed byte is copied about twice) and bounded by
     /// `SHIFT_MAX_LEN` per skb. The data is kept (not dropped) so that SACK reneging
     /// can still retransmit it.
-    fn shifted_skb(&mut self, a: Pos, b: Pos) {
+    fn shifted_skb(&mut self, a: Pos, b: Pos) -> u64 {
         let y = self.take(b);
+        let freed = y.truesize.saturating_sub(y.len()) as u64;
         self.modify(a, |x| {
             // Appends, reusing `x`'s buffer when it is ours alone.
             let cap = |n: usize| n.next_power_of_two().min(SHIFT_MAX_LEN as usize);
@@ -806,9 +819,10 @@ impl RtxQueue {
             x.flags = (x.flags | y.flags) & !skb::FLAG_EOR | (y.flags & skb::FLAG_EOR);
             x.pcount += y.pcount;
             x.sacked |= y.sacked & EVER_RETRANS;
-            x.truesize += y.truesize;
+            x.truesize += y.len();
             x.uncharged += y.uncharged;
         });
+        freed
     }
 
     /// `tcp_highest_sack_seq`: where the skb after the highest SACKed one starts
@@ -857,6 +871,39 @@ mod tests {
             assert_eq!(t.segs, 3);
             assert_eq!(t.shifted, 1);
             assert_eq!(q.get(901).unwrap().end_seq, 1201);
+            q.check_invariants();
+            check_payload(&q);
+        }
+    }
+
+    /// `sk_wmem_queued` through SACK: a split costs a new skb (`tcp_fragment`:
+    /// `SKB_OVERHEAD`), a merge frees the merged skb (`tcp_shifted_skb` ->
+    /// `tcp_rtx_queue_unlink_and_free`) while its bytes' truesize moves with them
+    /// (`skb_shift`), and shifting whole segments off an skb's head costs nothing.
+    #[test]
+    fn sack_splits_charge_and_merges_free_an_skb() {
+        const OH: u64 = SKB_OVERHEAD as u64;
+        for kind in KINDS {
+            let mut q = queue_of(kind, 3, 2 * MSS); // [1,201) [201,401) [401,601)
+            let ts = q.truesize;
+            // The first skb whole: nothing before it, tagged alone.
+            let t = q.sacktag(1, 201, MSS);
+            assert_eq!((t.segs, t.charged, t.freed, q.truesize), (2, 0, 0, ts));
+            // The second whole: merged into the first, its overhead freed.
+            let t = q.sacktag(1, 401, MSS);
+            assert_eq!((t.segs, t.merged, t.charged, t.freed), (2, 1, 0, OH));
+            assert_eq!((q.len(), q.truesize), (2, ts - OH));
+            // The third's first segment: shifted (split off and merged), no cost.
+            let t = q.sacktag(1, 501, MSS);
+            assert_eq!((t.segs, t.shifted, t.charged, t.freed), (1, 1, OH, OH));
+            assert_eq!((q.len(), q.truesize), (2, ts - OH));
+            assert_eq!(q.get(1).unwrap().truesize as u64, 5 * MSS as u64 + OH);
+            assert_eq!(q.get(501).unwrap().truesize as u64, MSS as u64 + OH);
+            // A block inside an unSACKed skb splits it: one skb more.
+            let mut q = queue_of(kind, 1, 4 * MSS); // [1,401)
+            let t = q.sacktag(201, 301, MSS);
+            assert_eq!((t.segs, t.charged, t.freed), (1, 2 * OH, 0));
+            assert_eq!((q.len(), q.truesize), (3, 4 * MSS as u64 + 3 * OH));
             q.check_invariants();
             check_payload(&q);
         }
@@ -1205,22 +1252,28 @@ mod tests {
     /// CVE-2019-11478: SACKs of every other byte SACK nothing (no whole segment is
     /// covered), but each block that starts inside a multi-segment skb splits it at
     /// the next MSS boundary, as `tcp_match_skb_to_sack` does (a later block may then
-    /// cover the tail whole): the queue ends as one skb per segment, its memory
-    /// unchanged.
+    /// cover the tail whole): the queue ends as one skb per segment, each new skb
+    /// charged `SKB_OVERHEAD` (`tcp_fragment`), as the walk reports.
     #[test]
     fn hostile_every_other_byte() {
         for kind in KINDS {
             let mut q = queue_of(kind, 20, 64 * MSS);
             let (len, truesize) = (q.len(), q.truesize);
-            let mut x = 2;
+            let (mut x, mut charged) = (2, 0);
             while x < 20 * 64 * MSS as u64 {
                 let blocks: Vec<(u64, u64)> = (0..4).map(|i| (x + 2 * i, x + 2 * i + 1)).collect();
                 let t = q.sacktag_blocks(&blocks, MSS);
-                assert_eq!(t.segs, 0);
+                assert_eq!((t.segs, t.freed), (0, 0));
+                charged += t.charged;
                 x += 8;
             }
             assert_eq!(len, 20);
-            assert_eq!((q.len(), q.truesize, q.sacked_out), (20 * 64, truesize, 0));
+            let split = (20 * 64 - 20) * SKB_OVERHEAD as u64;
+            assert_eq!(charged, split);
+            assert_eq!(
+                (q.len(), q.truesize, q.sacked_out),
+                (20 * 64, truesize + split, 0)
+            );
             q.check_invariants();
         }
     }
@@ -1257,7 +1310,10 @@ mod tests {
             }
             assert!(refused > 0);
             assert!(q.len() as u64 > n && q.len() < 1000, "{} skbs", q.len());
-            assert_eq!(q.truesize, truesize);
+            assert_eq!(
+                q.truesize,
+                truesize + (q.len() as u64 - n) * SKB_OVERHEAD as u64
+            );
             q.check_invariants();
             check_payload(&q);
         }

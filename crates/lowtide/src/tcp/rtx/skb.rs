@@ -2,6 +2,7 @@
 //! `tcp_skb_cb` bits and the delivery-rate snapshot (`tcp_skb_cb.tx`) it carries.
 
 pub use super::data::{SkbData, WriteData};
+use crate::tcp::consts::SKB_OVERHEAD;
 use crate::time::Instant;
 
 /// `TCPCB_SACKED_ACKED`: the receiver SACKed this skb.
@@ -142,13 +143,17 @@ impl Skb {
     /// skb's payload, or at its end when a FIN follows: the rest is the FIN alone, as
     /// `tcp_trim_head` leaves it) on; `self` keeps the part before
     /// (`tso_fragment`/`tcp_fragment`).
+    ///
+    /// The second part is a new skb (`tcp_stream_alloc_skb`: `SKB_OVERHEAD`, which
+    /// `tcp_fragment` adds to `sk_wmem_queued`) and takes the truesize of the bytes it
+    /// moves (`buff->truesize += nlen; skb->truesize -= nlen`): the pair costs one
+    /// `SKB_OVERHEAD` more than the skb did, which the caller charges.
     pub fn split_off(&mut self, at: u64, mss: u32) -> Skb {
         debug_assert!(at > self.seq && at < self.end_seq);
         debug_assert!(at <= self.seq + self.data.len() as u64);
         let n = (at - self.seq) as usize;
         let tail_data = self.data.split_off(n);
         let tail_len = tail_data.len() as u32;
-        let head_share = (self.truesize as u64 * n as u64 / (n as u64 + tail_len as u64)) as u32;
         let head_unch = (self.uncharged as u64 * n as u64 / (n as u64 + tail_len as u64)) as u32;
         let mut tail = Skb {
             seq: at,
@@ -158,7 +163,7 @@ impl Skb {
             sacked: self.sacked,
             pcount: 0,
             tx_time: self.tx_time,
-            truesize: self.truesize - head_share,
+            truesize: SKB_OVERHEAD + tail_len,
             tx: self.tx,
             // tcp_fragment: the second part is a new skb, its fast clone free;
             // the first keeps the clone (and its data) the device holds.
@@ -172,7 +177,7 @@ impl Skb {
         // the record end moves there too (tcp_skb_fragment_eor).
         self.flags &= !(FLAG_FIN | FLAG_PSH | FLAG_EOR);
         self.end_seq = at;
-        self.truesize = head_share;
+        self.truesize = self.truesize.saturating_sub(tail_len);
         self.uncharged = head_unch;
         self.pcount = pcount(self.len(), mss);
         tail.pcount = pcount(tail_len, mss);
@@ -269,7 +274,6 @@ impl Skb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::consts::SKB_OVERHEAD;
 
     /// tcp_fragment + tcp_skb_fragment_eor: the record end, PSH and FIN stay with
     /// the second part; the first part may then be collapsed into.

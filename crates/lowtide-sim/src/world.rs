@@ -433,7 +433,7 @@ impl World {
                 }
                 if let Some(bytes) = self.sndbuf {
                     // setsockopt(SO_SNDBUF) before connect, as netperf -s does.
-                    if let Err(e) = a.stack.socket(h).set_sndbuf(bytes) {
+                    if let Err(e) = a.stack.socket(h).set_sndbuf(now, bytes) {
                         tracing::warn!("flow {flow}: SO_SNDBUF refused: {e}");
                     }
                 }

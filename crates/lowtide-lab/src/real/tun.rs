@@ -180,7 +180,7 @@ fn drive(rt: &mut Runtime, run: &StackRun) -> Result<StackOutcome, String> {
         if let Some(b) = run.sndbuf {
             rt.stack()
                 .socket(h)
-                .set_sndbuf(b)
+                .set_sndbuf(now, b)
                 .map_err(|e| e.to_string())?;
         }
         flows.push(Flow {

@@ -450,7 +450,7 @@ impl Host {
                 let v = buf_from_user(int_arg(val)?, name == SO_SNDBUFFORCE, max);
                 s.opts.sndbuf = Some(v);
                 if let Some(h) = conn {
-                    e(stack.socket(h).set_sndbuf(v))?;
+                    e(stack.socket(h).set_sndbuf(now, v))?;
                 }
             }
             (SOL_SOCKET, SO_RCVBUF | SO_RCVBUFFORCE) => {

@@ -377,9 +377,12 @@ impl SocketMut<'_> {
     }
 
     /// `SO_SNDBUF`: fixes the send buffer (Linux doubles the value and turns off send
-    /// buffer autotuning for the socket).
-    pub fn set_sndbuf(&mut self, bytes: u32) -> Result<(), SocketError> {
-        self.stack.tcb_mut(self.h)?.set_sndbuf(bytes);
+    /// buffer autotuning for the socket), then `sk_write_space`: a connection left
+    /// writable wakes its waiters.
+    pub fn set_sndbuf(&mut self, now: Instant, bytes: u32) -> Result<(), SocketError> {
+        let index = self.stack.user_slot(self.h)?;
+        self.stack
+            .with_tcb(now, index, |tcb, ctx| tcb.set_sndbuf_and_wake(ctx, bytes));
         Ok(())
     }
 

@@ -45,11 +45,17 @@ impl Tcb {
             && self.stream_memory_free(cfg, wake)
     }
 
-    /// `TCP_NOTSENT_LOWAT` setsockopt: applies at once and wakes the writer if the
-    /// socket became writable (`sk_write_space`).
+    /// `TCP_NOTSENT_LOWAT` setsockopt: applies at once and calls `sk_write_space`,
+    /// which wakes the socket's waiters if it is writable under the new mark.
     pub(crate) fn set_notsent_lowat(&mut self, ctx: &mut Ctx, bytes: u32) {
         self.notsent_lowat = bytes;
-        self.nospace = true;
+        self.write_space(ctx);
+    }
+
+    /// `SO_SNDBUF` (`sk_setsockopt`'s `set_sndbuf`) on a connection: the buffer,
+    /// then `sk_write_space` ("Wake up sending tasks if we upped the value").
+    pub(crate) fn set_sndbuf_and_wake(&mut self, ctx: &mut Ctx, bytes: u32) {
+        self.set_sndbuf(bytes);
         self.write_space(ctx);
     }
 

@@ -24,7 +24,8 @@ impl Tcb {
 
     /// `tcp_check_space`: only for a writer that ran out of space (`SOCK_NOSPACE`),
     /// `tcp_new_space`: grow the send buffer if `tcp_should_expand_sndbuf`, then
-    /// `sk_write_space`. Linux calls it after each push and each new skb sent
+    /// `sk_write_space`; the `SNDBUF_LIMITED` chrono stops once that cleared
+    /// `SOCK_NOSPACE`. Linux calls it after each push and each new skb sent
     /// (`tcp_event_new_data_sent`), so a queue that fills cwnd does not grow the
     /// buffer.
     pub(crate) fn check_space(&mut self, ctx: &mut Ctx) {
@@ -35,6 +36,9 @@ impl Tcb {
             self.sndbuf_expand(ctx);
         }
         self.write_space(ctx);
+        if !self.nospace {
+            self.chrono_stop(ctx.now, super::chrono::Chrono::SndbufLimited);
+        }
     }
 
     /// `tcp_should_expand_sndbuf` (the lock is `sndbuf_expand`'s): not under
@@ -43,11 +47,16 @@ impl Tcb {
         ctx.mem.below_low(ctx.cfg) && self.packets_in_flight() < self.cw.snd_cwnd
     }
 
-    /// `sk_stream_write_space`: wake a writer that ran out of space once writable.
+    /// `sk_stream_write_space`: once writable (`__sk_stream_is_writeable(sk, 1)`),
+    /// clear `SOCK_NOSPACE` and wake the socket's waiters, whether or not a writer
+    /// ran out of space: `tcp_new_space` calls it for one that did, the
+    /// `TCP_NOTSENT_LOWAT` and `SO_SNDBUF` setsockopts for anyone (an
+    /// edge-triggered epoll item reports it). An unwritable socket keeps its
+    /// `SOCK_NOSPACE` as it was. (lowtide wakes only connections past the
+    /// handshake: `tcp_poll` reports no `EPOLLOUT` before.)
     pub(crate) fn write_space(&mut self, ctx: &mut Ctx) {
-        if self.nospace && self.state.is_synchronized() && self.is_writeable(ctx.cfg) {
+        if self.state.is_synchronized() && self.is_writeable(ctx.cfg) {
             self.nospace = false;
-            self.chrono_stop(ctx.now, super::chrono::Chrono::SndbufLimited);
             self.wakeups += 1;
             self.notify(ctx, EventKind::Writable);
         }

@@ -76,7 +76,7 @@ impl Drill {
         p.filter = Some(Box::new(|_, _| Verdict::Drop));
         p.dropped.clear();
         if let Some(b) = sndbuf {
-            p.a.socket(c).set_sndbuf(b).unwrap();
+            p.a.socket(c).set_sndbuf(p.now, b).unwrap();
         }
         Drill {
             p,

@@ -128,6 +128,11 @@ fn send_loop(sh: &Shared, fd: Fd, out: Out<'_>, flags: i32, dest: SendTo) -> Res
                     }
                 }
             }
+            // sk_stream_wait_memory woke on an error or SEND_SHUTDOWN: the bytes
+            // queued so far, the error left for the next call.
+            if done > 0 && st.host.send_wait_stops(fd) {
+                return Attempt::Done(Ok(done));
+            }
             let r = match out {
                 Out::Bytes(data) => {
                     (st.host).sendmsg(now, fd, &skip_bytes(data, done), flags, dest)

@@ -656,6 +656,28 @@ impl Host {
         self.sendmsg(now, fd, &[data], flags, dest)
     }
 
+    /// `sk_stream_wait_memory`: a writer waiting for send space stops at a socket
+    /// error (`sk_err`) or `SEND_SHUTDOWN` (a reset, a timeout, `tcp_done`) with
+    /// `-EPIPE`, which `tcp_sendmsg_locked`'s `do_error` turns into the bytes it
+    /// had queued, if any, leaving `sk_err` for the next call (only with none
+    /// does `sk_stream_error` take it). True when `fd`'s waiting writer stops so.
+    pub fn send_wait_stops(&self, fd: Fd) -> bool {
+        let Ok(s) = self.sock(fd) else {
+            return true;
+        };
+        if s.sk_err.is_some() {
+            return true;
+        }
+        match s.state {
+            SockState::Conn { h, .. } => self
+                .stack
+                .socket_ref(h)
+                .status()
+                .map_or(true, |st| st.err || st.send_shutdown),
+            SockState::Unconnected | SockState::Listening(_) => true,
+        }
+    }
+
     /// `sendmsg(2)` of the buffers `iov`: `MSG_MORE`, `MSG_EOR`, `MSG_ZEROCOPY`
     /// (with `SO_ZEROCOPY`: each buffer one page fragment, see [`Stack::sendmsg`];
     /// the completion is read with `recvmsg(MSG_ERRQUEUE)`), and `MSG_FASTOPEN` (a

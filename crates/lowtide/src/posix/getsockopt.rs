@@ -172,7 +172,19 @@ impl Host {
                 let (rmem, wmem, queued) = info
                     .as_ref()
                     .map_or((0, 0, 0), |i| (i.rmem_alloc, i.wmem_alloc, i.wmem_queued));
-                let vals = [rmem, rcvbuf as u64, wmem, sndbuf as u64, 0, queued, 0, 0, 0];
+                let optmem = conn.and_then(|h| self.stack.socket_ref(h).optmem().ok());
+                let optmem = optmem.unwrap_or(0);
+                let vals = [
+                    rmem,
+                    rcvbuf as u64,
+                    wmem,
+                    sndbuf as u64,
+                    0,
+                    queued,
+                    optmem as u64,
+                    0,
+                    0,
+                ];
                 for (k, v) in vals.iter().enumerate() {
                     b[k * 4..k * 4 + 4].copy_from_slice(&(*v as u32).to_ne_bytes());
                 }

@@ -599,6 +599,12 @@ impl SocketRef<'_> {
         Ok(self.stack.tcb(self.h)?.rcvlowat)
     }
 
+    /// `sk_omem_alloc` (`SO_MEMINFO`'s `SK_MEMINFO_OPTMEM`): the `MSG_ZEROCOPY`
+    /// notification skbs not yet read (`sock_omalloc`).
+    pub fn optmem(&self) -> Result<u32, SocketError> {
+        Ok(self.stack.tcb(self.h)?.errq.omem)
+    }
+
     /// `TCP_SYNCNT` (getsockopt): the socket's own value, else `tcp_syn_retries`.
     pub fn syn_retries(&self) -> Result<u8, SocketError> {
         Ok(match self.stack.tcb(self.h)?.icsk.syn_retries {

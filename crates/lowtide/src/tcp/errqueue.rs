@@ -50,6 +50,7 @@
 //! zerocopy data, and a later send's buffer, start a new skb where Linux would
 //! append page fragments to it (the sends still share one id range).
 
+use super::consts::SKB_OVERHEAD;
 use super::sock::Tcb;
 pub use super::sock_errqueue::{ErrEntry, SockExtendedErr};
 pub(crate) use super::sock_errqueue::{ErrQueue, Uarg};
@@ -64,9 +65,13 @@ pub const SO_EE_ORIGIN_ICMP6: u8 = 3;
 pub const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
 /// `SO_EE_CODE_ZEROCOPY_COPIED`: the data was copied after all (no pages pinned).
 pub const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
-/// `SKB_TRUESIZE(0)` (x86_64): what one notification skb costs in `sk_omem_alloc`
-/// (`sock_omalloc(sk, 0)`), from the send that allocates it until it is read.
-pub const NOTIFY_TRUESIZE: u32 = 256 + 320;
+/// What one notification skb costs in `sk_omem_alloc` (`sock_omalloc(sk, 0)`), from
+/// the send that allocates it until it is read: `alloc_skb(0)` takes its head from
+/// `skb_small_head_cache` (Linux 6.3+, `SKB_SMALL_HEAD_CACHE_SIZE`, the head of a
+/// `MAX_TCP_HEADER` skb), so its truesize is a TCP skb's overhead, 832 on this
+/// machine's kernel (`SK_MEMINFO_OPTMEM` 832 after one `MSG_ZEROCOPY` send, 1664
+/// after two ranges).
+pub const NOTIFY_TRUESIZE: u32 = SKB_OVERHEAD;
 /// `msg_zerocopy_realloc`'s `byte_limit`: a range grows to "a few TSO" at most.
 const BYTE_LIMIT: u64 = 1 << 19;
 /// `msg_zerocopy_realloc`: a range holds fewer than `USHRT_MAX` ids.
@@ -100,7 +105,7 @@ impl ErrQueue {
                 || e.ee.origin == super::tstamp::SO_EE_ORIGIN_TIMESTAMPING
         };
         for e in self.queue.iter().filter(|e| !keep(e)) {
-            self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE + e.len);
+            self.report_mem = self.report_mem.saturating_sub(NOTIFY_TRUESIZE + e.len);
         }
         self.queue.retain(keep);
     }
@@ -108,7 +113,11 @@ impl ErrQueue {
     /// `sock_dequeue_err_skb`: the oldest entry, which frees its memory.
     pub fn dequeue(&mut self) -> Option<ErrEntry> {
         let e = self.queue.pop_front()?;
-        self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE + e.len);
+        if e.ee.origin == SO_EE_ORIGIN_ZEROCOPY {
+            self.omem = self.omem.saturating_sub(NOTIFY_TRUESIZE); // sock_ofree
+        } else {
+            self.report_mem = self.report_mem.saturating_sub(NOTIFY_TRUESIZE + e.len);
+        }
         Some(e)
     }
 
@@ -116,10 +125,10 @@ impl ErrQueue {
     /// already holds `limit` bytes (`sk_rcvbuf`), which drops it as Linux does.
     pub fn queue_report(&mut self, e: ErrEntry, limit: u32) -> bool {
         let size = NOTIFY_TRUESIZE + e.len;
-        if self.omem.saturating_add(size) >= limit {
+        if self.report_mem.saturating_add(size) >= limit {
             return false;
         }
-        self.omem += size;
+        self.report_mem += size;
         self.queue.push_back(e);
         true
     }

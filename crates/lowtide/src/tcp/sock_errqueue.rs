@@ -185,8 +185,13 @@ pub(crate) struct ErrQueue {
     pub(crate) zckey: u32,
     /// Ranges whose data is still queued, oldest first.
     pub(crate) pending: VecDeque<Uarg>,
-    /// `sk_omem_alloc`.
+    /// `sk_omem_alloc`: the notification skbs of `MSG_ZEROCOPY` ranges
+    /// (`sock_omalloc`), from the send that allocates one until it is read or
+    /// consumed (`SK_MEMINFO_OPTMEM`).
     pub(crate) omem: u32,
+    /// What the timestamp reports and ICMP errors queued by `sock_queue_err_skb`
+    /// hold, bounded by `sk_rcvbuf` (Linux charges them to `sk_rmem_alloc`).
+    pub(crate) report_mem: u32,
     /// `SOCK_DEAD`: the socket was closed (`sock_orphan`); completions queue
     /// nothing (`__msg_zerocopy_callback`).
     pub(crate) dead: bool,

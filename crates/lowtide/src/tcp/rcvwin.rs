@@ -114,8 +114,8 @@ impl Tcb {
     /// `tcp_init_buffer_space` (receive half) at establishment, with
     /// `tcp_initialize_rcv_mss` and the timestamp's room taken off `advmss`
     /// (`tcp_rcv_synsent_state_process`; this kernel's children show it too):
-    /// `window_clamp` keeps `maxwin >> tcp_app_win` for the application (none with
-    /// `tcp_app_win` 0) and at least one segment of the full space, `rcvq_space`
+    /// `window_clamp` keeps `maxwin >> tcp_app_win` for the application and at
+    /// least one segment of the full space (neither with `tcp_app_win` 0), `rcvq_space`
     /// starts at ten segments or the initial window.
     /// A Fast Open child does this at its SYN, with the whole `advmss`; the
     /// timestamp's room comes off when its handshake completes
@@ -133,8 +133,11 @@ impl Tcb {
                 self.window_clamp = app.max(4 * self.advmss);
             }
         }
-        // "Force reservation of one segment."
-        if self.window_clamp > 2 * self.advmss && self.window_clamp + self.advmss > maxwin {
+        // "Force reservation of one segment.", also only with tcp_app_win.
+        if cfg.tcp_app_win != 0
+            && self.window_clamp > 2 * self.advmss
+            && self.window_clamp + self.advmss > maxwin
+        {
             self.window_clamp = (2 * self.advmss).max(maxwin.saturating_sub(self.advmss));
         }
         self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
@@ -383,8 +386,9 @@ mod tests {
     }
 
     /// `tcp_app_win`: `maxwin >> tcp_app_win` of the 65536-byte full space is kept
-    /// back (1: half, 2: a quarter); 0 and the default 31 keep none, so only the
-    /// one-segment reservation applies.
+    /// back (1: half, 2: a quarter); the default 31 keeps none, so only the
+    /// one-segment reservation applies; 0 turns both off ("if (tcp_app_win && ...)"
+    /// guards each): the clamp is the whole space.
     #[test]
     fn tcp_app_win_keeps_part_of_the_window_for_the_application() {
         let clamp = |app_win: u8| {
@@ -396,7 +400,7 @@ mod tests {
         };
         assert_eq!(clamp(1), 32768);
         assert_eq!(clamp(2), 49152);
-        assert_eq!(clamp(0), 64088);
+        assert_eq!(clamp(0), 65536);
         assert_eq!(clamp(31), 64088);
     }
 

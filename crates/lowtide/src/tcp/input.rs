@@ -640,9 +640,11 @@ impl Tcb {
     /// starts with the undo state of the handshake: `undo_marker` at our ISN and
     /// `retrans_stamp` at the first SYN-ACK's time (`snt_synack`; lowtide's request
     /// sends it when it is created). SYN-ACKs resent only for the peer's repeated
-    /// SYNs leave none: "packets are not lost but delayed".
+    /// SYNs leave none: "packets are not lost but delayed". A cookie's child has
+    /// none either: its request is made at the ACK (`num_timeout` 0), though
+    /// lowtide counts one retransmission on it so that no SYN-ACK RTT is taken.
     fn openreq_child_undo(&mut self) {
-        if self.icsk.retransmits > 0 {
+        if self.icsk.retransmits > 0 && !self.req.cookie {
             self.undo.marker = Some(0);
             self.undo.retrans = 0;
             self.undo.retrans_stamp = Some(self.created);

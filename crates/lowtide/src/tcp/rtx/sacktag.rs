@@ -78,10 +78,11 @@ pub struct Tagged {
     /// Splits refused because the queue used too much memory
     /// (`TcpExtTCPWqueueTooBig`).
     pub refused: u32,
-    /// Memory the walk's splits charged (`tcp_fragment`: an skb each) and its merges
-    /// freed (`tcp_shifted_skb`: what a merged skb held beyond the bytes it gave),
-    /// for `sk_wmem_queued`.
+    /// Memory the walk's splits charged (`tcp_fragment`: an skb each), for
+    /// `sk_wmem_queued`.
     pub charged: u64,
+    /// Memory the walk's merges freed (`tcp_shifted_skb`: what a merged skb held
+    /// beyond the bytes it gave), for `sk_wmem_queued`.
     pub freed: u64,
     /// The most recently sent skb newly SACKed (`tcp_rate_skb_delivered`).
     pub rate: Option<DeliveredSkb>,
@@ -125,6 +126,17 @@ struct WalkCtx {
     mss: u32,
     snd_una: u64,
     undo_marker: Option<u64>,
+}
+
+impl WalkCtx {
+    /// The walk's view for segments of `mss` and the D-SACK's `d`.
+    fn new(mss: u32, d: DsackWalk) -> Self {
+        WalkCtx {
+            mss,
+            snd_una: d.snd_una,
+            undo_marker: d.undo_marker,
+        }
+    }
 }
 
 /// The lower of two optional sequence offsets.
@@ -400,11 +412,7 @@ impl RtxQueue {
         // Linux's bubble sort swaps on `after(start)` alone: a stable sort by start.
         sorted[..n].sort_by_key(|b| b.start);
         let dup_at = sorted[..n].iter().position(|b| b.dup);
-        let w = WalkCtx {
-            mss,
-            snd_una: d.snd_una,
-            undo_marker: d.undo_marker,
-        };
+        let w = WalkCtx::new(mss, d);
         self.sack_blocks += n as u64;
         if self.sacked_out == 0 {
             self.highest_sack = 0; // tcp_highest_sack_reset
@@ -498,11 +506,7 @@ impl RtxQueue {
             end,
             dup: false,
         };
-        let w = WalkCtx {
-            mss,
-            snd_una: 0,
-            undo_marker: None,
-        };
+        let w = WalkCtx::new(mss, DsackWalk::default());
         self.sacktag_from(None, start, b, None, &w, &mut t);
         t
     }

@@ -174,6 +174,12 @@ impl Host {
                     .map_or((0, 0, 0), |i| (i.rmem_alloc, i.wmem_alloc, i.wmem_queued));
                 let optmem = conn.and_then(|h| self.stack.socket_ref(h).optmem().ok());
                 let optmem = optmem.unwrap_or(0);
+                let drops = match s.state {
+                    SockState::Conn { h, .. } | SockState::Listening(h) => {
+                        self.stack.socket_ref(h).sk_drops().unwrap_or(0)
+                    }
+                    SockState::Unconnected => 0,
+                } as u64;
                 let vals = [
                     rmem,
                     rcvbuf as u64,
@@ -183,7 +189,7 @@ impl Host {
                     queued,
                     optmem as u64,
                     0,
-                    0,
+                    (drops as u32).wrapping_add(s.sk_drops as u32) as u64,
                 ];
                 for (k, v) in vals.iter().enumerate() {
                     b[k * 4..k * 4 + 4].copy_from_slice(&(*v as u32).to_ne_bytes());

@@ -126,6 +126,9 @@ pub(crate) struct Socket {
     /// `sk_peek_off` (`SO_PEEK_OFF`): where `MSG_PEEK` starts, in bytes past the
     /// next byte to read; negative when off (the default, -1).
     pub peek_off: i32,
+    /// `sk_drops` the socket's earlier connections and listeners counted:
+    /// `tcp_disconnect` and a listener's stop leave it (tcp/drops.rs).
+    pub sk_drops: i32,
     /// The bound address as the engine has it (IPv4 for a mapped one).
     pub bound: Option<SocketAddr>,
     pub state: SockState,
@@ -153,6 +156,7 @@ impl Socket {
             rcvtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
             sndtimeo: timeo::MAX_SCHEDULE_TIMEOUT,
             peek_off: -1,
+            sk_drops: 0,
             bound: None,
             state: SockState::Unconnected,
             wake: [0; poll::WAKE_KEYS],
@@ -481,7 +485,9 @@ impl Host {
     fn keep_from_conn(&mut self, now: Instant, fd: Fd, h: SocketHandle) -> Result<(), Errno> {
         let c = self.stack.socket_ref(h);
         let (kept, seq) = (c.disconnected(now).ok(), c.disconnect_write_seq().ok());
+        let drops = c.sk_drops().unwrap_or(0);
         let s = self.sock_mut(fd)?;
+        s.sk_drops = s.sk_drops.wrapping_add(drops as i32);
         s.opts.disconnected = kept.or(s.opts.disconnected.take());
         s.opts.write_seq = seq.unwrap_or(s.opts.write_seq);
         Ok(())
@@ -790,7 +796,10 @@ impl Host {
             return Ok(());
         }
         self.by_handle.remove(&h);
-        self.sock_mut(fd)?.opts.disconnect_without_conn();
+        let drops = self.stack.socket_ref(h).sk_drops().unwrap_or(0);
+        let s = self.sock_mut(fd)?;
+        s.opts.disconnect_without_conn();
+        s.sk_drops = s.sk_drops.wrapping_add(drops as i32);
         let r = self.stack.close(now, h);
         self.disconnected(fd);
         self.sync_events();

@@ -1175,3 +1175,31 @@ fn so_timestamping_opt_stats_carry_the_connection_stats() {
         "an SND report: no TTL"
     );
 }
+
+/// `SO_MEMINFO`'s ninth value, `SK_MEMINFO_DROPS` (`sk_drops_read`).
+fn meminfo_drops(h: &mut Host, now: Instant, fd: Fd) -> u32 {
+    let mut m = [0u8; 36];
+    assert_eq!(
+        h.getsockopt(now, fd, SOL_SOCKET, SO_MEMINFO, &mut m),
+        Ok(36)
+    );
+    u32::from_ne_bytes(m[32..36].try_into().unwrap())
+}
+
+/// In CLOSE-WAIT the peer's ACK of our data is not queued (tcp_rcv_state_process's
+/// `if (!queued)`): `sk_drops` counts it, and `tcp_disconnect` leaves the count.
+#[test]
+fn meminfo_drops_counts_an_ack_in_close_wait_and_outlives_disconnect() {
+    let mut n = HostPair::new();
+    let (c, s, _l) = n.connected();
+    assert_eq!(meminfo_drops(&mut n.b, n.now, s), 0);
+    n.a.shutdown(n.now, c, SHUT_WR).unwrap();
+    n.run();
+    assert_eq!(n.b.send(n.now, s, b"late", 0), Ok(4));
+    n.run();
+    n.wait(core::time::Duration::from_millis(300)); // A's ACK, delayed or not
+    assert_eq!(meminfo_drops(&mut n.b, n.now, s), 1);
+    assert_eq!(meminfo_drops(&mut n.a, n.now, c), 0);
+    n.b.disconnect(n.now, s).unwrap();
+    assert_eq!(meminfo_drops(&mut n.b, n.now, s), 1);
+}

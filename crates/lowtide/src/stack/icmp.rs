@@ -487,7 +487,12 @@ impl Stack {
         if seq != tcb.snd_seq(0).0 {
             self.mib.inc(Mib::TcpExtOutOfWindowIcmps);
         } else if abort {
-            self.mib.inc(Mib::TcpExtListenDrops);
+            let parent = tcb.parent;
+            if let Some(l) = parent {
+                self.listendrop(l);
+            } else {
+                self.mib.inc(Mib::TcpExtListenDrops);
+            }
             self.free_slot(now, index);
         }
     }

@@ -168,8 +168,11 @@ impl Stack {
         tw_isn: Option<u32>,
     ) {
         let f = th.flags;
+        // tcp_rcv_state_process in LISTEN: a reset, a SYN-FIN and a segment with
+        // none of SYN, ACK, RST go to `discard:` (tcp_drop_reason, tcp/drops.rs); an
+        // ACK is answered with a reset, uncounted.
         if f.contains(TcpFlags::RST) {
-            return;
+            return self.sk_drops_skbadd(l);
         }
         if f.contains(TcpFlags::ACK) {
             if !f.contains(TcpFlags::SYN) && self.cookie_ack(now, l, tuple, ip, th, payload) {
@@ -179,7 +182,7 @@ impl Stack {
             return self.send_reset_for(now, Some(l), (tuple, ip), th, payload);
         }
         if !f.contains(TcpFlags::SYN) || f.contains(TcpFlags::FIN) {
-            return;
+            return self.sk_drops_skbadd(l);
         }
         let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
             return;
@@ -190,13 +193,13 @@ impl Stack {
         let want_cookie = syncookies == 2 || lst.syn_queue_full();
         if want_cookie && syncookies == 0 {
             self.mib.inc(Mib::TcpExtTCPReqQFullDrop);
-            self.mib.inc(Mib::TcpExtListenDrops);
+            self.listendrop(l);
             trace!(%tuple.remote, "drop SYN: SYN queue full");
             return;
         }
         if lst.accept_queue_full() {
             self.mib.inc(Mib::TcpExtListenOverflows);
-            self.mib.inc(Mib::TcpExtListenDrops);
+            self.listendrop(l);
             trace!(%tuple.remote, "drop SYN: accept queue full");
             return;
         }
@@ -210,7 +213,7 @@ impl Stack {
         }
         let pending = lst.pending;
         if tw_isn.is_none() && self.syn_backlog_reserved(now, tuple, pending) {
-            self.mib.inc(Mib::TcpExtListenDrops);
+            self.listendrop(l);
             trace!(%tuple.remote, "drop SYN: tcp_max_syn_backlog's last quarter");
             return;
         }
@@ -376,8 +379,9 @@ impl Stack {
             return false;
         };
         if lst.accept_queue_full() {
+            // tcp_get_cookie_sock -> syn_recv_sock's exit_overflow: tcp_listendrop.
             self.mib.inc(Mib::TcpExtListenOverflows);
-            self.mib.inc(Mib::TcpExtListenDrops);
+            self.listendrop(l);
             return true; // dropped: the client retransmits its ACK or data
         }
         lst.pending += 1;
@@ -417,7 +421,7 @@ impl Stack {
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);
-        self.with_tcb(now, h.index, |tcb, ctx| {
+        let owed = self.with_tcb(now, h.index, |tcb, ctx| {
             let sent = ctx.out.len();
             tcb.passive_open(ctx, ip, &syn, &[]);
             // tcp_create_openreq_child: the clamp is req->mss, the cookie's MSS, which
@@ -434,7 +438,9 @@ impl Stack {
             tcb.req.snt_tsval = (0, 0);
             tcb.icsk.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
             tcb.rcv_segment(ctx, ip, th, Payload::Flat(payload));
+            (tcb.parent, std::mem::take(&mut tcb.req.listener_drops))
         });
+        self.listener_drops(owed);
         true
     }
 }

@@ -5,7 +5,6 @@ use crate::mib::{Counters, Mib};
 use crate::rng::Rng;
 use crate::socket::*;
 use crate::tcp::rcvqueue::Payload;
-use crate::tcp::skbuff::RxAlloc;
 use crate::tcp::{self, Ctx, FourTuple, Listener, Tcb, TcpState};
 use crate::time::Instant;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
@@ -47,6 +46,7 @@ macro_rules! ctx {
 
 mod bind;
 mod connect;
+mod drops;
 mod embed;
 mod fastopen;
 mod icmp;
@@ -129,6 +129,8 @@ pub struct Stack {
     /// The TOS of the segment [`Stack::tcp_rcv`] is handling, 0 outside it
     /// ([`Ctx::rx_tos`]).
     rx_tos: u8,
+    /// `max(1, gso_segs)` of the segment this input handles (tcp/drops.rs).
+    rx_segs: u32,
     /// The fixed TCP header of the segment being handled, kept when it carries a
     /// TCP-MD5 option, for its digest (stack/md5.rs).
     rx_md5_header: [u8; lowtide_wire::tcp::TCP_HEADER_LEN],
@@ -199,6 +201,7 @@ impl Stack {
             tx_orphan_frags: false,
             tx_apart: false,
             rx_tos: 0,
+            rx_segs: 1,
             rx_md5_header: [0; lowtide_wire::tcp::TCP_HEADER_LEN],
             netstamp: 0,
             catch_all: None,
@@ -976,14 +979,9 @@ impl Stack {
     fn tcp_rcv_segment(&mut self, now: Instant, ip: &IpRepr, th: &TcpRepr, payload: Payload) {
         // tcp_v4_rcv counts the skb: a GRO packet as its segments, a TUN device's
         // packet (never GSO, RxAlloc::Tun) as one.
-        let segs = match self.cfg.rx_alloc {
-            RxAlloc::PageFrag => {
-                let mss = self.cfg.mss_for(ip.src.is_ipv6()) as usize;
-                payload.len().div_ceil(mss).max(1)
-            }
-            RxAlloc::Tun => 1,
-        };
+        let segs = tcp::drops::rx_gso_segs(&self.cfg, ip.src.is_ipv6(), payload.len());
         self.mib.add(Mib::TcpInSegs, segs as u64);
+        self.rx_segs = segs;
         let tuple = FourTuple {
             local: SocketAddr::new(ip.dst, th.dst_port),
             remote: SocketAddr::new(ip.src, th.src_port),
@@ -996,14 +994,17 @@ impl Stack {
             }
             self.note_listener(index);
             if self.min_ttl_drop(index, ip) || !self.inbound_hash(index, ip, th, &payload) {
-                return;
+                return self.sk_drops_skbadd(index); // discard_and_relse
             }
-            self.with_tcb(now, index, |tcb, ctx| tcb.rcv_segment(ctx, ip, th, payload));
-            return;
+            let owed = self.with_tcb(now, index, |tcb, ctx| {
+                tcb.rcv_segment(ctx, ip, th, payload);
+                (tcb.parent, std::mem::take(&mut tcb.req.listener_drops))
+            });
+            return self.listener_drops(owed);
         }
         if let Some(l) = self.find_listener(tuple).or(self.catch_all) {
             if self.min_ttl_drop(l, ip) || !self.inbound_hash(l, ip, th, &payload) {
-                return;
+                return self.sk_drops_skbadd(l); // discard_and_relse
             }
             let mut flat = Vec::new();
             let payload = payload.contiguous(&mut flat);

@@ -64,7 +64,7 @@ impl Tcb {
         let flg = TcpFlags(f.0 & (TcpFlags::RST | TcpFlags::SYN | TcpFlags::ACK).0);
         if seq == 0 && flg == TcpFlags::SYN && !paws_reject {
             self.rtx_synack(ctx);
-            return false;
+            return self.check_req_drop();
         }
         // RFC 793 page 36: an ACK of something not sent, in a non-synchronized state,
         // draws a reset, which the listener sends (`return sk`; tcp_v4_send_reset
@@ -74,6 +74,7 @@ impl Tcb {
             if !rst {
                 super::reply::send_reset(ctx, self.tuple, th, len, self.md5_key());
             }
+            // The listener's reset (tcp_v4_do_rcv's `reset:`): no sk_drops.
             return false;
         }
         // RFC 793: "first check sequence number", against the SYN-ACK's window
@@ -91,7 +92,7 @@ impl Tcb {
             } else if tsecr_reject {
                 ctx.mib.inc(Mib::TcpExtTSEcrRejected);
             }
-            return false;
+            return self.check_req_drop();
         }
         // RFC 5961 section 3.2 for a request too, as Linux 6.18 behaves (checked with
         // scripts/packetdrill --kernel; the copies of tcp_minisocks.c searched here
@@ -99,7 +100,7 @@ impl Tcb {
         // challenge ACK and is dropped; the request stays.
         if rst && seq != self.rcv_nxt {
             self.req_challenge_ack(ctx);
-            return false;
+            return self.check_req_drop();
         }
         // A SYN at rcv_isn lies out of the window that starts after it: truncated.
         let syn = f.contains(TcpFlags::SYN) && seq != 0;
@@ -107,11 +108,11 @@ impl Tcb {
         if rst || syn {
             ctx.mib.inc(Mib::TcpAttemptFails);
             self.embryonic_reset(ctx, th, len);
-            return false;
+            return self.check_req_drop();
         }
         // The ACK's sequence was checked above; without ACK, drop silently.
         if !f.contains(TcpFlags::ACK) {
-            return false;
+            return self.check_req_drop();
         }
         // A Fast Open child is already the socket: nothing more here.
         if fastopen {
@@ -121,7 +122,7 @@ impl Tcb {
         if self.icsk.retransmits < self.req.defer_accept && end == 1 {
             self.req.acked = true;
             ctx.mib.inc(Mib::TcpExtTCPDeferAcceptDrop);
-            return false;
+            return self.check_req_drop();
         }
         // syn_recv_sock: the child needs room in the accept queue (exit_overflow).
         if self.req.acceptq_full {
@@ -269,12 +270,20 @@ impl Tcb {
     fn listen_overflow(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) -> bool {
         ctx.mib.inc(Mib::TcpExtListenOverflows);
         ctx.mib.inc(Mib::TcpExtListenDrops);
+        self.req.listener_drops += 1; // tcp_listendrop's sk_drops_inc
         trace!(tuple = ?self.tuple, "drop final ACK: accept queue full");
         if ctx.cfg.tcp_abort_on_overflow != 0 {
             self.embryonic_reset(ctx, th, len);
         } else {
             self.req.acked = true;
         }
+        self.check_req_drop()
+    }
+
+    /// `tcp_check_req` returned `NULL`: the segment is dropped, on the listener's
+    /// count for a request, on the Fast Open child's own (tcp/drops.rs). False.
+    fn check_req_drop(&mut self) -> bool {
+        self.req_drop();
         false
     }
 }

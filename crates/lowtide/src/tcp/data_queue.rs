@@ -24,7 +24,8 @@ impl Tcb {
         // text at or above rcv_nxt is ignored (dropped, unanswered); TIME-WAIT is a
         // timewait socket's (tcp/minisocks.rs).
         if after_fin && seq >= self.rcv_nxt {
-            return;
+            // Not queued: tcp_rcv_state_process ends with tcp_drop_reason.
+            return self.tcp_drop();
         }
         // From below rcv_nxt it goes on, as in FIN-WAIT-1/2: once the receive side
         // is shut (`sk_shutdown & RCV_SHUTDOWN`: the peer's FIN, shutdown(SHUT_RD) or
@@ -97,7 +98,7 @@ impl Tcb {
             self.ack.nomem = true;
             if !self.rcv_queue.is_empty() && !payload.is_empty() {
                 ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
-                return;
+                return self.tcp_drop(); // SKB_DROP_REASON_PROTO_MEM
             }
         }
         let fresh = payload.skip((self.rcv_nxt - seq) as usize);
@@ -166,6 +167,8 @@ impl Tcb {
                 break;
             }
         }
+        // tcp_ofo_queue's tcp_drop_reason of the skbs wholly below rcv_nxt.
+        self.ofo_drops();
         // Segments dropped wholly below rcv_nxt on the walk's last step.
         if !fin_taken {
             self.ofo_dsack_extend(ctx, &mut dup);
@@ -277,6 +280,7 @@ impl Tcb {
     fn data_out_of_window(&mut self) {
         self.enter_quickack_mode(TCP_MAX_QUICKACKS);
         self.ack.pending = true;
+        self.tcp_drop(); // `drop:`
     }
 
     /// Data above a hole (`tcp_data_queue_ofo`), its FIN with it: to the OFO queue if
@@ -293,7 +297,7 @@ impl Tcb {
         self.ecn_check_ce(ctx, self.rx_ip_ecn);
         if !self.try_rmem_schedule(ctx, seq, len) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
-            return;
+            return self.tcp_drop(); // SKB_DROP_REASON_PROTO_MEM
         }
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
         self.fast_path_off(); // tcp_data_queue_ofo
@@ -312,8 +316,10 @@ impl Tcb {
         let mut own = Vec::with_capacity(payload.len());
         payload.for_each_chunk(|c| own.extend_from_slice(c));
         let stamp = super::rcvqueue::RxStamp::arrival(ctx);
-        let ins = self.ofo.insert_seg(seq, own.into(), fin, skb, stamp);
+        let segs = self.rx_segs;
+        let ins = self.ofo.insert_seg(seq, own.into(), fin, skb, stamp, segs);
         ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
+        self.ofo_drops();
         if ins.coalesced {
             ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_ooo_try_coalesce
         }

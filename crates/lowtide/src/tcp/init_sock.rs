@@ -176,6 +176,8 @@ impl Tcb {
             rx_ip_ecn: 0,
             rx_ttl: 0,
             rx_pkt_len: 0,
+            rx_segs: 1,
+            sk_drops: 0,
             rx_fast_data: false,
             delivered_ce: 0,
             ack: IcskAck {

@@ -155,6 +155,7 @@ impl Tcb {
         self.rx_ip_ecn = ip.ecn;
         self.rx_ttl = ip.hop_limit;
         self.rx_pkt_len = (ip.header_len + ip.payload_len) as u32;
+        self.rx_segs = super::drops::rx_gso_segs(ctx.cfg, ip.src.is_ipv6(), payload.len());
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
             TcpState::SynSent => self.rcv_synsent(ctx, th, payload),
@@ -193,12 +194,17 @@ impl Tcb {
             return;
         }
         if f.contains(TcpFlags::RST) {
-            if f.contains(TcpFlags::ACK) {
-                self.tcp_reset(ctx); // ECONNREFUSED in SYN-SENT
+            match f.contains(TcpFlags::ACK) {
+                true => self.tcp_reset(ctx), // ECONNREFUSED in SYN-SENT
+                // "Otherwise (no ACK) drop the segment": discard_and_undo.
+                false => self.tcp_drop(),
             }
             return;
         }
         if !f.contains(TcpFlags::SYN) {
+            // discard_and_undo: an acceptable ACK without SYN, or neither SYN nor
+            // RST ("fifth, ... drop the segment and return").
+            self.tcp_drop();
             return;
         }
         self.irs = super::seq::Seq(th.seq);
@@ -394,6 +400,7 @@ impl Tcb {
         // Both paths drop a segment with none of ACK, RST and SYN first.
         if !f.intersects(TcpFlags::ACK | TcpFlags::RST | TcpFlags::SYN) {
             trace!("drop: no ACK, RST or SYN flag");
+            self.tcp_drop(); // SKB_DROP_REASON_TCP_FLAGS
             return;
         }
         let established = self.state == TcpState::Established;
@@ -422,7 +429,14 @@ impl Tcb {
         }
         let fin_wait1 = self.state == TcpState::FinWait1;
         let accepted = match self.ack(ctx, th, payload.len(), hp, syn_acked) {
-            AckOutcome::Discard => return,
+            // tcp_rcv_established's and tcp_rcv_state_process's `discard:`; in
+            // SYN-RECV the reason goes back for tcp_v4_do_rcv's reset, uncounted.
+            AckOutcome::Discard => {
+                if !syn_acked {
+                    self.tcp_drop();
+                }
+                return;
+            }
             // tcp_ack returns at `old_ack:` before FLAG_UPDATE_TS_RECENT: the
             // segment's data is kept, its timestamp does not move ts_recent.
             AckOutcome::Old => false,

@@ -53,6 +53,7 @@
 //! | `timer` | tcp_timer.c: RTO, delayed ACK, zero-window probe; tcp_minisocks.c `tcp_time_wait` |
 //! | [`disconnect`] | tcp.c `tcp_write_queue_purge` and what `tcp_disconnect` leaves of a connection |
 //! | `deathrow` | the caps on sockets the application let go: orphans (`tcp_too_many_orphans`, `tcp_check_oom`, `tcp_out_of_resources`) and TIME-WAIT sockets (`tcp_max_tw_buckets` in `tcp_time_wait`) |
+//! | `drops` | `sk_drops` as Linux 6.18 counts it (`SK_MEMINFO_DROPS`): `tcp_drop_reason`'s `sk_drops_skbadd` by `max(1, gso_segs)`, what counts and what a socket consumes uncounted; the stack's side (`discard_and_relse`, `tcp_listendrop`, a request's drops on its listener) is stack/drops.rs |
 //! | `minisocks` | tcp_minisocks.c: the timewait socket (`tcp_timewait_state_process`, `tcp_twsk_unique`), inet_timewait_sock.c |
 //! | [`errqueue`] | the socket error queue (`sk_error_queue`) and `MSG_ZEROCOPY` completions: skbuff.c `msg_zerocopy_*`, sock.c `sock_dequeue_err_skb` |
 //! | [`tstamp`] | `SO_TIMESTAMPING` transmit reports: tcp.c `tcp_tx_timestamp`, skbuff.c `__skb_tstamp_tx`, tcp_input.c `tcp_ack_tstamp` |
@@ -87,6 +88,7 @@ pub(crate) mod data_queue;
 pub(crate) mod deathrow;
 pub(crate) mod delack;
 pub mod disconnect;
+pub(crate) mod drops;
 pub(crate) mod dst;
 pub(crate) mod ecn;
 pub mod ehash;
@@ -358,6 +360,8 @@ pub(crate) struct Listener {
     /// When it was hashed, in listens of its stack: its place in the `lhash2`
     /// bucket (`__inet_hash`).
     pub hash_seq: u64,
+    /// `sk_drops` of the listening socket (tcp/drops.rs).
+    pub sk_drops: i32,
 }
 
 impl Listener {
@@ -372,6 +376,7 @@ impl Listener {
             last_overflow: None,
             fastopen: Default::default(),
             hash_seq: 0,
+            sk_drops: 0,
         }
     }
 

@@ -43,6 +43,10 @@ pub struct OfoSkb {
     /// Its arrival stamp (tcp/rx_tstamp.rs); a later segment coalesced into it
     /// gives it its own (`tcp_ooo_try_coalesce`).
     pub stamp: RxStamp,
+    /// `max(1, gso_segs)`: the packet's segments, with those of the packets
+    /// `tcp_ooo_try_coalesce` joined to it ("in case tcp_drop_reason() is called
+    /// later"), at most 0xFFFF; 1 for a buffer `tcp_collapse` made.
+    pub segs: u32,
 }
 
 impl OfoSkb {
@@ -57,6 +61,7 @@ impl OfoSkb {
             fin,
             to: skb.as_to(),
             stamp,
+            segs: 1,
         }
     }
 
@@ -166,6 +171,9 @@ pub struct OfoQueue {
     truesize: u64,
     /// Queue entries visited or moved and payload bytes copied, for tests of cost.
     work: u64,
+    /// The gso_segs of the skbs dropped since [`OfoQueue::take_drops`] last ran
+    /// (their `tcp_drop_reason`'s `sk_drops_skbadd`); `purge` leaves it.
+    drops: u32,
 }
 
 impl OfoQueue {
@@ -206,6 +214,13 @@ impl OfoQueue {
     pub fn runs(&self) -> usize {
         self.runs.len()
     }
+    /// The segments of the skbs dropped since the last call (tcp/drops.rs): an
+    /// arriving one whose bytes were all there, those it replaced or covered
+    /// (`TcpExtTCPOFOMerge`), those `pop_in_order` found wholly below `rcv_nxt`,
+    /// and those `pop_last` pruned.
+    pub fn take_drops(&mut self) -> u32 {
+        std::mem::take(&mut self.drops)
+    }
 
     /// Queues `data` at offset `seq` (above `rcv_nxt`), charged `truesize`, by
     /// `tcp_data_queue_ofo`'s rules: dropped if its predecessor holds all of it,
@@ -214,13 +229,14 @@ impl OfoQueue {
     /// is charged as coalesced into it if it may join it (`tcp_ooo_try_coalesce`,
     /// tcp/rmem.rs).
     pub fn insert(&mut self, seq: u64, data: Bytes, skb: RxSkb) -> Inserted {
-        self.insert_seg(seq, data, false, skb, RxStamp::default())
+        self.insert_seg(seq, data, false, skb, RxStamp::default(), 1)
     }
 
     /// [`OfoQueue::insert`] for a segment that may carry the peer's FIN after `data`:
     /// its sequence space (`[seq, end_seq)`, FIN counted) is what overlaps and
     /// what the SACK blocks cover, as in `tcp_data_queue_ofo`. `stamp` is its
-    /// arrival stamp.
+    /// arrival stamp, `segs` its `max(1, gso_segs)`; the skbs dropped (the
+    /// segment itself, or those it replaces) are added to [`OfoQueue::take_drops`].
     pub fn insert_seg(
         &mut self,
         seq: u64,
@@ -228,6 +244,7 @@ impl OfoQueue {
         fin: bool,
         skb: RxSkb,
         stamp: RxStamp,
+        segs: u32,
     ) -> Inserted {
         let end = seq + data.len() as u64 + fin as u64;
         let mut r = Inserted::default();
@@ -253,6 +270,7 @@ impl OfoQueue {
                     // "All the bits are present. Drop."
                     r.dup = Some((seq, end));
                     r.merged = 1;
+                    self.drops += segs;
                     self.sack_new_ofo_skb(seq, end); // `add_sack:` all the same
                     return r;
                 }
@@ -262,7 +280,8 @@ impl OfoQueue {
                 } else {
                     // Same start, covering it: replaces it.
                     extend_dsack(&mut r.dup, ps, pend);
-                    self.remove(ps);
+                    let old = self.remove(ps).expect("the skb it replaces");
+                    self.drops += old.segs;
                     r.merged += 1;
                 }
             }
@@ -281,11 +300,14 @@ impl OfoQueue {
                 }
                 (p.truesize, p.to, p.fin) = (p.truesize + charge, joined, fin);
                 p.stamp.join(stamp);
+                p.segs = (p.segs + segs.max(1)).min(0xFFFF);
                 self.truesize += charge as u64;
             }
             None => {
                 self.truesize += skb.truesize as u64;
-                self.skbs.insert(seq, OfoSkb::new(data, skb, fin, stamp));
+                let mut s = OfoSkb::new(data, skb, fin, stamp);
+                s.segs = segs.max(1);
+                self.skbs.insert(seq, s);
             }
         }
         self.cover(seq, end);
@@ -315,7 +337,8 @@ impl OfoQueue {
                 break;
             }
             extend_dsack(dup, ns, nend);
-            self.remove(ns);
+            let gone = self.remove(ns).expect("segment exists");
+            self.drops += gone.segs;
             n += 1;
         }
         n
@@ -435,6 +458,9 @@ impl OfoQueue {
             }
             self.uncover_below(rcv_nxt.max(end));
             self.sack_remove(rcv_nxt.max(end));
+            if end <= rcv_nxt {
+                self.drops += s.segs; // tcp_ofo_queue's SKB_DROP_REASON_TCP_OFO_DROP
+            }
             if end > rcv_nxt {
                 let skip = ((rcv_nxt - k) as usize).min(s.len);
                 return Some(InOrder {
@@ -474,7 +500,8 @@ impl OfoQueue {
         let seq = self.last_seq()?;
         self.work += 1;
         let s = self.remove(seq)?;
-        // Ends rise with starts: what is left ends at the new last segment's end.
+        self.drops += s.segs; // tcp_prune_ofo_queue's tcp_drop_reason
+                              // Ends rise with starts: what is left ends at the new last segment's end.
         let top = self.skbs.iter().next_back().map_or(0, |(k, v)| v.end(*k));
         while let Some((&rs, &re)) = self.runs.iter().next_back() {
             if re <= top {
@@ -712,6 +739,41 @@ mod tests {
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(40, 460)]);
     }
 
+    /// What `tcp_drop_reason` adds to `sk_drops` for each skb the queue drops: its
+    /// `max(1, gso_segs)`, which `tcp_ooo_try_coalesce` sums into the skb it joins.
+    #[test]
+    fn dropped_skbs_count_their_segments() {
+        let mut q = OfoQueue::default();
+        let frag = || RxSkb::page_frag(1000, true);
+        let seg = |q: &mut OfoQueue, s: u64, e: u64, segs: u32| {
+            q.insert_seg(s, bytes(s..e), false, frag(), RxStamp::default(), segs)
+        };
+        // A GRO packet of 3 and one of 2 joined to it: one skb of 5 segments.
+        seg(&mut q, 100, 400, 3);
+        assert!(seg(&mut q, 400, 600, 2).coalesced);
+        assert_eq!((q.len(), q.take_drops()), (1, 0));
+        // All its bytes there: the arriving packet's 2 segments.
+        assert_eq!(seg(&mut q, 150, 250, 2).merged, 1);
+        assert_eq!(q.take_drops(), 2);
+        // The same start, covering it: the skb of 5 is replaced.
+        assert_eq!(seg(&mut q, 100, 700, 1).merged, 1);
+        assert_eq!(q.take_drops(), 5);
+        // Covered later skbs (merge_right), then a pruned one.
+        seg(&mut q, 800, 900, 1);
+        seg(&mut q, 950, 1000, 4);
+        assert_eq!(seg(&mut q, 750, 1000, 1).merged, 2);
+        assert_eq!(q.take_drops(), 5);
+        q.pop_last();
+        assert_eq!(q.take_drops(), 1);
+        // tcp_ofo_queue: an skb wholly below rcv_nxt is dropped ([100, 700) under
+        // 800); purge (tcp_fin's skb_rbtree_purge) drops nothing that counts.
+        seg(&mut q, 2000, 2100, 3);
+        assert!(q.pop_in_order(800).is_none());
+        assert_eq!(q.take_drops(), 1);
+        q.purge();
+        assert_eq!(q.take_drops(), 0);
+    }
+
     #[test]
     fn pop_in_order_trims_and_drops_what_is_below() {
         let mut q = OfoQueue::default();
@@ -776,7 +838,7 @@ mod tests {
     fn a_fin_is_queued_with_its_segment() {
         let skb = || RxSkb::page_frag(1000, false);
         let mut q = OfoQueue::default();
-        let r = q.insert_seg(200, bytes(200..300), true, skb(), RxStamp::default());
+        let r = q.insert_seg(200, bytes(200..300), true, skb(), RxStamp::default(), 1);
         assert!(r.queued);
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(200, 301)]);
         assert_eq!(q.last_end(), Some(301));
@@ -790,10 +852,10 @@ mod tests {
         // A bare FIN, then the same FIN again: all present.
         let mut q = OfoQueue::default();
         assert!(
-            q.insert_seg(500, Bytes::new(), true, skb(), RxStamp::default())
+            q.insert_seg(500, Bytes::new(), true, skb(), RxStamp::default(), 1)
                 .queued
         );
-        let r = q.insert_seg(500, Bytes::new(), true, skb(), RxStamp::default());
+        let r = q.insert_seg(500, Bytes::new(), true, skb(), RxStamp::default(), 1);
         assert_eq!((r.queued, r.dup), (false, Some((500, 501))));
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(500, 501)]);
         let s = q.pop_in_order(500).unwrap();
@@ -803,7 +865,7 @@ mod tests {
         for s in (1000..2000).step_by(10) {
             put(&mut q, s, s + 10);
         }
-        q.insert_seg(2000, bytes(2000..2010), true, skb(), RxStamp::default());
+        q.insert_seg(2000, bytes(2000..2010), true, skb(), RxStamp::default(), 1);
         let freed = q.collapse(1 << 20, |t, l| t / 2 > l, |l| nskb(l + 1000));
         assert_eq!((freed, q.len()), (100, 2));
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(1000, 2011)]);

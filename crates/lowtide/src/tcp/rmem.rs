@@ -188,6 +188,7 @@ impl Tcb {
                 goal = (self.rcvbuf >> 3) as i64;
             }
         }
+        self.ofo_drops(); // each pruned skb's tcp_drop_reason
         if pruned {
             ctx.mib.inc(Mib::TcpExtOfoPruned);
             if self.rx_opt.sack_ok {

@@ -64,6 +64,10 @@ pub(crate) struct ReqState {
     /// `req->mss` of a SYN cookie's child: the MSS the cookie decodes to
     /// (`cookie_tcp_reqsk_alloc`), which its window is a multiple of; 0 otherwise.
     pub cookie_mss: u32,
+    /// Drops of this input that count on the listener's `sk_drops`, not the
+    /// request's (`tcp_v4_rcv`'s `discard_and_relse` with `sk = req->rsk_listener`,
+    /// `tcp_listendrop`); the stack moves them there (tcp/drops.rs).
+    pub listener_drops: u32,
 }
 
 /// One TCP connection. Sequence positions are 64-bit stream offsets: offset 0 is the
@@ -276,6 +280,12 @@ pub struct Tcb {
     /// The IP packet length of the segment being processed (its buffer's size, for
     /// [`crate::tcp::skbuff::RxAlloc::Tun`]).
     pub(crate) rx_pkt_len: u32,
+    /// `max(1, gso_segs)` of the segment being processed, what `sk_drops_skbadd`
+    /// adds when it is dropped (tcp/drops.rs).
+    pub(crate) rx_segs: u32,
+    /// `sk_drops` (`atomic_t`, an `int`): segments this socket dropped
+    /// (tcp/drops.rs); `SO_MEMINFO`'s `SK_MEMINFO_DROPS`.
+    pub(crate) sk_drops: i32,
     /// The segment being processed is data that `tcp_rcv_established`'s fast path
     /// queues (`tcp_queue_rcv` on the reserve `sk_forward_alloc` already holds,
     /// without `tcp_try_rmem_schedule`'s checks).

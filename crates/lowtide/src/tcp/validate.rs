@@ -70,7 +70,7 @@ impl Tcb {
                 // Old ACKs are common (reordering): counted, no duplicate ACK.
                 if reason == Reject::PawsAck {
                     ctx.mib.inc(Mib::TcpExtPAWSOldAck);
-                    return false;
+                    return self.discard();
                 }
                 ctx.mib.inc(Mib::TcpExtPAWSEstab);
                 trace!(ts_recent = self.rx_opt.ts_recent, "drop: PAWS");
@@ -78,7 +78,7 @@ impl Tcb {
                 {
                     self.send_dupack(ctx, sp);
                 }
-                return false;
+                return self.discard();
             }
         }
         // Step 1: the sequence number (RFC 9293 section 3.10.7.4).
@@ -96,9 +96,11 @@ impl Tcb {
                     self.send_dupack(ctx, sp);
                 }
             } else if self.reset_check(sp.seq) {
+                // `reset:`: tcp_reset, then __kfree_skb (not a drop).
                 self.tcp_reset(ctx);
+                return false;
             }
-            return false;
+            return self.discard();
         }
         // Step 2: RST (RFC 5961 section 3.2, extended to rcv_nxt - 1 after a FIN and
         // to the right edge of our highest SACK block).
@@ -116,7 +118,7 @@ impl Tcb {
                 self.tfo.blackhole = true;
             }
             self.challenge_ack(ctx);
-            return false;
+            return self.discard(); // SKB_DROP_REASON_TCP_RESET
         }
         // Step 4: SYN (RFC 5961 section 4.2): a challenge ACK, except the peer's
         // SYN-ACK retransmitted in a simultaneous open that it completes.
@@ -145,6 +147,13 @@ impl Tcb {
         }
         ctx.mib.inc(Mib::TcpExtTCPSYNChallenge);
         self.challenge_ack(ctx);
+        self.discard() // SKB_DROP_REASON_TCP_INVALID_SYN
+    }
+
+    /// `tcp_validate_incoming`'s `discard:` (`tcp_drop_reason`, tcp/drops.rs).
+    /// Always false.
+    fn discard(&mut self) -> bool {
+        self.tcp_drop();
         false
     }
 

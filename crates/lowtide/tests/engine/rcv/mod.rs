@@ -5,4 +5,5 @@ mod delack;
 mod fast_path;
 mod read_sock;
 mod segs_in;
+mod sk_drops;
 mod window_update;

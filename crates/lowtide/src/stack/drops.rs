@@ -39,6 +39,35 @@ impl Stack {
         }
     }
 
+    /// A segment whose checksum is bad (`RxChecksum::Verify`, Linux's
+    /// `CHECKSUM_NONE`): `skb_checksum_init` checks one of at most
+    /// `CHECKSUM_BREAK` (76) bytes before the lookup, uncounted; a longer one is
+    /// checked where the socket's input completes it, and only
+    /// `tcp_rcv_established` (fast path and slow) goes to `csum_error:` and
+    /// `tcp_drop_reason`: an ESTABLISHED connection counts it, a listener, a
+    /// request, another state (`tcp_v4_do_rcv`'s `csum_err:`) or TIME-WAIT do not.
+    pub(super) fn csum_error_drop(&mut self, ip: &lowtide_wire::ip::IpRepr, seg: &[u8]) {
+        const CHECKSUM_BREAK: usize = 76;
+        if seg.len() <= CHECKSUM_BREAK {
+            return;
+        }
+        let port = |i: usize| u16::from_be_bytes([seg[i], seg[i + 1]]);
+        let tuple = crate::tcp::FourTuple {
+            local: std::net::SocketAddr::new(ip.dst, port(2)),
+            remote: std::net::SocketAddr::new(ip.src, port(0)),
+        };
+        let Some(index) = self.ehash_lookup(&tuple) else {
+            return;
+        };
+        let hlen = ((seg[12] >> 4) as usize * 4).min(seg.len());
+        let segs = crate::tcp::drops::rx_gso_segs(&self.cfg, ip.src.is_ipv6(), seg.len() - hlen);
+        if let Some(Sock::Tcp(t)) = &mut self.slots[index as usize].sock {
+            if t.state == crate::TcpState::Established {
+                sk_drops_add(&mut t.sk_drops, segs);
+            }
+        }
+    }
+
     /// `sk_drops_read` of the socket in `index` (`SK_MEMINFO_DROPS`): a
     /// connection's or a listener's, 0 for anything else.
     pub(super) fn sk_drops_read(&self, index: u32) -> u32 {

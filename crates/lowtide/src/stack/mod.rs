@@ -940,6 +940,7 @@ impl Stack {
             self.mib.inc(Mib::TcpInErrs);
             self.mib.inc(Mib::TcpInCsumErrors);
             trace!(src = %ip.src, "drop: bad TCP checksum");
+            self.csum_error_drop(ip, seg);
             return self.check_csum_partial(ip, seg);
         }
         if let Some((th, hlen)) = self.parse_tcp(seg) {

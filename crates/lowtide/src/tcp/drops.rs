@@ -17,7 +17,8 @@
 //!   window, `TcpExtTCPRcvQDrop`), `tcp_data_queue_ofo`'s (`TcpExtTCPOFODrop`, each
 //!   skb `TcpExtTCPOFOMerge` drops, by the gso_segs `tcp_ooo_try_coalesce` summed
 //!   into it), `tcp_ofo_queue`'s skbs wholly below `rcv_nxt`, and
-//!   `tcp_prune_ofo_queue`'s;
+//!   `tcp_prune_ofo_queue`'s; `tcp_rcv_established`'s `csum_error:` (a bad
+//!   checksum found there, on a segment past `CHECKSUM_BREAK`: stack/drops.rs);
 //! - `tcp_v4_rcv`'s `discard_and_relse:` on the socket found: `IP_MINTTL`,
 //!   `tcp_inbound_hash` (TCP-MD5) and, with `sk` the listener, every segment
 //!   `tcp_check_req` answers with `NULL` (a request's retransmitted SYN,

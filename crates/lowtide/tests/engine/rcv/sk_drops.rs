@@ -3,7 +3,7 @@
 //! `discard_and_relse` and `tcp_listendrop`, and what it consumes uncounted.
 
 use crate::common::*;
-use lowtide::{Config, Mib, SocketHandle, Stack, TcpState};
+use lowtide::{Config, Mib, RxChecksum, SocketHandle, Stack, TcpState};
 use lowtide_wire::tcp::TcpFlags;
 use std::time::Duration;
 
@@ -193,4 +193,32 @@ fn syn_sent_drops_a_reset_without_ack_and_a_segment_without_syn() {
     p.drive_for(MS);
     assert_eq!(drops(&p.a, c), 2);
     assert_eq!(p.a.state(c), Ok(TcpState::SynSent));
+}
+
+#[test]
+fn bad_checksums_count_only_on_an_established_connection_past_checksum_break() {
+    let (mut p, c, b) = played();
+    let corrupt = |mut pkt: Vec<u8>| {
+        let n = pkt.len();
+        pkt[n - 1] ^= 0xff; // the payload's last byte: the TCP checksum fails
+        pkt
+    };
+    // 32 header bytes and 40 of data: 72 <= CHECKSUM_BREAK, checked by
+    // skb_checksum_init before any socket is looked up.
+    p.inject_csum(
+        false,
+        &corrupt(b.now(TcpFlags::ACK, &[1; 40])),
+        RxChecksum::Verify,
+    );
+    p.drive_for(MS);
+    assert_eq!(drops(&p.a, c), 0);
+    // Longer: tcp_rcv_established's csum_error, a tcp_drop_reason.
+    p.inject_csum(
+        false,
+        &corrupt(b.now(TcpFlags::ACK, &[1; 100])),
+        RxChecksum::Verify,
+    );
+    p.drive_for(MS);
+    assert_eq!(drops(&p.a, c), 1);
+    assert_eq!(p.a.counters().get(Mib::TcpInCsumErrors), 2);
 }

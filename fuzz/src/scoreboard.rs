@@ -330,7 +330,7 @@ fn step(
                 .collect();
             let before = skbs(tree);
             both(tree, list, &|q| {
-                let _ = q.sacktag_blocks(&blocks, mss);
+                let _ = q.sacktag_blocks(&blocks);
             });
             let after = skbs(tree);
             let sacked = |b: u64| {
@@ -357,7 +357,7 @@ fn step(
                 .next()
                 .map(|s| (s.seq, s.end_seq, s.pcount));
             both(tree, list, &|q| {
-                let _ = q.clean(ack, mss);
+                let _ = q.clean(ack);
             });
             m.clean(ack, containing);
         }
@@ -452,7 +452,8 @@ fn new_skb(seq: u64, len: u32, mss: u32, now: Instant) -> Skb {
         data: data.into(),
         flags: 0,
         sacked: 0,
-        pcount: skb::pcount(len, mss),
+        pcount: skb::tso_segs(len, mss).0,
+        gso_size: skb::tso_segs(len, mss).1,
         tx_time: now,
         tx: TxRate::default(),
         fclone: 0,

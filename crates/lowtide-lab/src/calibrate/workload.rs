@@ -331,6 +331,7 @@ impl SackWorkload {
                 flags: 0,
                 sacked: 0,
                 pcount: 1,
+                gso_size: 0,
                 tx_time: Instant(i),
                 truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
@@ -340,12 +341,12 @@ impl SackWorkload {
             });
         }
         let (ack, runs) = self.runs_upto(self.mid - 1);
-        q.clean(ack, MSS);
+        q.clean(ack);
         for &(a, b) in &runs {
-            q.sacktag(off(a), off(b + 1), MSS);
+            q.sacktag(off(a), off(b + 1));
         }
         if let Some((a, _)) = self.acks_for(self.mid.saturating_sub(200), self.mid).pop() {
-            q.sacktag_blocks(&a.blocks, MSS);
+            q.sacktag_blocks(&a.blocks);
         }
         let (hint, _) = q.mark_lost_sacked_above(ack, 2 * MSS as u64);
         (q, hint)
@@ -359,8 +360,8 @@ impl SackWorkload {
         let k = k.min(self.acks.len());
         let t0 = std::time::Instant::now();
         for a in &self.acks[..k] {
-            let t = q.sacktag_blocks(&a.blocks, MSS);
-            let c = q.clean(a.ack, MSS);
+            let t = q.sacktag_blocks(&a.blocks);
+            let c = q.clean(a.ack);
             let (h, m) = q.mark_lost_sacked_above(hint.max(a.ack), 2 * MSS as u64);
             hint = h;
             black_box((t, c.acked_segs, m));

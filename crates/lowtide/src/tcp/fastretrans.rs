@@ -49,15 +49,16 @@ impl Tcb {
         }
     }
 
-    /// NewReno: the head segment is lost (`tcp_mark_head_lost` with one packet).
+    /// NewReno: the head segment is lost (`tcp_newreno_mark_lost`): a head of more
+    /// than one segment is cut after its first, of its own segment size
+    /// (`tcp_skb_mss`).
     fn mark_head_lost(&mut self) {
-        let mss = self.mss_cache;
         let Some(head) = self.rtx.first() else { return };
-        let (seq, pcount, lost) = (head.seq, head.pcount, head.has(LOST));
+        let (seq, pcount, lost, mss) = (head.seq, head.pcount, head.has(LOST), head.gso_size);
         if lost {
             return;
         }
-        if pcount > 1 {
+        if pcount > 1 && head.len() > mss {
             self.wmem_queued += self.rtx.split_at(seq + mss as u64, mss);
         }
         self.rtx.update(seq, LOST, SACKED_RETRANS);

@@ -223,7 +223,7 @@ mod tests {
         t.rtx.set_fclone(1, 7);
         t.rtx.split_at(2001, 1000);
         assert_eq!((t.rtx.fclone(1), t.rtx.fclone(2001)), (7, 0));
-        t.rtx.trim_head(1, 1001, 1000);
+        t.rtx.trim_head(1, 1001);
         assert_eq!(t.rtx.fclone(1001), 7, "trimmed, the same skb");
         t.rtx.fclone_freed(1, 7);
         assert_eq!(t.rtx.fclone(1001), 0, "its completion still finds it");

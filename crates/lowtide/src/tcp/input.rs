@@ -315,7 +315,7 @@ impl Tcb {
     /// (Karn: not after a retransmission), `tcp_snd_una_update` counts it in
     /// `bytes_acked`.
     fn syn_skb_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
-        let c = self.rtx.clean(1, self.mss_cache);
+        let c = self.rtx.clean(1);
         self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
         let sent = c.first_tx.filter(|_| !c.acked_retrans);
         self.synack_rtt_sample(ctx, th, sent);

@@ -504,6 +504,7 @@ mod tests {
                 flags: 0,
                 sacked: 0,
                 pcount: 1,
+                gso_size: 0,
                 tx_time: Instant::ZERO,
                 truesize: len + SKB_OVERHEAD,
                 tx: Default::default(),
@@ -888,6 +889,7 @@ mod local_drop_tests {
                 flags: 0,
                 sacked: 0,
                 pcount: 1,
+                gso_size: 0,
                 tx_time: Instant::ZERO,
                 truesize: 1000 + SKB_OVERHEAD,
                 tx: Default::default(),
@@ -897,7 +899,7 @@ mod local_drop_tests {
             });
         }
         t.snd_nxt = 3001;
-        t.rtx.sacktag(1001, 2001, 1000);
+        t.rtx.sacktag(1001, 2001);
         t.local_drops = vec![(1001, 2001), (2001, 3001)];
         t.icsk.pending = None;
         let mut st = crate::tcp::TestStack::default();

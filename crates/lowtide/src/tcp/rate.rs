@@ -167,6 +167,7 @@ mod tests {
             flags: 0,
             sacked: 0,
             pcount: 1,
+            gso_size: 0,
             tx_time: now,
             truesize: MSS + SKB_OVERHEAD,
             tx,
@@ -180,7 +181,7 @@ mod tests {
     /// A cumulative ACK of segments `..n` at `now`, as tcp/ack.rs does.
     fn ack(t: &mut Tcb, n: u64, now: Instant) -> RateSample {
         let prior_in_flight = t.packets_in_flight();
-        let c = t.rtx.clean(1 + n * MSS as u64, MSS);
+        let c = t.rtx.clean(1 + n * MSS as u64);
         t.delivered += c.acked_segs as u64;
         let a = AckRate {
             skb: c.rate,

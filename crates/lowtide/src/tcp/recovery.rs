@@ -297,6 +297,7 @@ mod tests {
                 flags: 0,
                 sacked: 0,
                 pcount: 1,
+                gso_size: 0,
                 tx_time: Instant(i * 1_000_000),
                 truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),
@@ -398,7 +399,7 @@ mod tests {
             th.options.timestamp = Some((7, 1000 + echo_ms));
             with_ctx(&cfg, 70, |c| {
                 t.rack_ack_begin(c, &th);
-                t.rtx.clean(1 + MSS as u64, MSS);
+                t.rtx.clean(1 + MSS as u64);
                 t.rack_ack_delivered(c, true, &Default::default());
             });
             (t.rack.advanced, t.rack.mstamp)
@@ -466,7 +467,7 @@ mod tests {
             t.total_retrans = 1;
             let una = 1 + 5 * MSS as u64;
             if !outstanding {
-                t.rtx.clean(t.snd_nxt, MSS);
+                t.rtx.clean(t.snd_nxt);
                 t.snd_una = t.snd_nxt;
             }
             let th = dsack_ack(&t, 1 + 4 * MSS as u64, una);
@@ -572,7 +573,7 @@ mod tests {
         t.reord_seen = 1; // reo_wnd = 10 ms
         scoreboard(&mut t);
         // The skb sent at 6 ms is SACKed at 46 ms: RACK.rtt = 40 ms.
-        t.rtx.sacktag(1 + 6 * MSS as u64, 1 + 7 * MSS as u64, MSS);
+        t.rtx.sacktag(1 + 6 * MSS as u64, 1 + 7 * MSS as u64);
         let d = core::mem::take(&mut t.rtx.delivered);
         t.rack_advance(Instant(46_000_000), &d);
         assert_eq!(t.rack.rtt_us, 40_000);
@@ -620,7 +621,7 @@ mod tests {
         t.rtx
             .mark_retransmitted(1 + MSS as u64, Instant(20_000_000));
         t.rtx.rack_cutoff = Instant(30_000_000);
-        t.rtx.sacktag(1 + MSS as u64, 1 + 2 * MSS as u64, MSS);
+        t.rtx.sacktag(1 + MSS as u64, 1 + 2 * MSS as u64);
         let s = t.rtx.get(1 + MSS as u64).unwrap();
         assert!(s.has(SACKED_ACKED | SACKED_RETRANS), "S|R");
         assert_eq!((t.rtx.retrans_out, t.rtx.sacked_out), (2, 1));
@@ -649,7 +650,7 @@ mod tests {
         t.rtx.mark_retransmitted(1, Instant(20_000_000));
         // At 70 ms the retransmission (sent at 20 ms) is past min_rtt (40 ms).
         t.rtx.rack_cutoff = Instant(30_000_000);
-        t.rtx.sacktag(1, 1 + 2 * MSS as u64, MSS);
+        t.rtx.sacktag(1, 1 + 2 * MSS as u64);
         let d = core::mem::take(&mut t.rtx.delivered);
         assert_eq!(d.rack, Some((Instant(20_000_000), 1 + MSS as u64)));
         t.rack_advance(Instant(70_000_000), &d);
@@ -672,7 +673,7 @@ mod tests {
         // A retransmission SACKed sooner than min_rtt after it was sent is ambiguous
         // (the original may have arrived): RACK does not advance on it.
         t.rtx.rack_cutoff = Instant::ZERO; // now (30 ms) - min_rtt (40 ms), saturated
-        t.rtx.sacktag(1, 1001, MSS);
+        t.rtx.sacktag(1, 1001);
         assert_eq!(t.rtx.delivered.rack, None);
     }
 }

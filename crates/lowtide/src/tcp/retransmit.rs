@@ -131,7 +131,7 @@ impl Tcb {
             if self.rtx.get(seq)?.end_seq <= self.snd_una {
                 return None;
             }
-            let freed = self.rtx.trim_head(seq, self.snd_una, self.mss_cache);
+            let freed = self.rtx.trim_head(seq, self.snd_una);
             self.wmem_queued = self.wmem_queued.saturating_sub(freed);
             seq = self.snd_una;
         }
@@ -155,13 +155,14 @@ impl Tcb {
             }
         }
         let s = self.rtx.get(seq)?;
-        let (skb_len, pcount) = (s.len() as i64, s.pcount);
+        let (skb_len, segs) = (s.len() as i64, (s.pcount, s.gso_size));
         if skb_len > len {
             self.wmem_queued += self.rtx.split_at(seq + len as u64, cur_mss as u32);
         } else {
-            let segs = skb::pcount(skb_len as u32, cur_mss as u32);
-            if segs != pcount {
-                self.rtx.set_pcount(seq, segs);
+            // tcp_set_skb_tso_segs on the skb in hand: no second search unless
+            // its count changes.
+            if segs != skb::tso_segs(skb_len as u32, cur_mss as u32) {
+                self.rtx.set_tso_segs(seq, cur_mss as u32);
             }
             let space = avail_wnd.min(cur_mss);
             if skb_len < space && ctx.cfg.tcp_retrans_collapse {
@@ -229,6 +230,7 @@ mod tests {
                 flags: 0,
                 sacked: 0,
                 pcount: 1,
+                gso_size: 0,
                 tx_time: Instant::ZERO,
                 truesize: MSS + SKB_OVERHEAD,
                 tx: Default::default(),

@@ -335,7 +335,8 @@ impl Tcb {
         let truesize = data.len() as u32 + SKB_OVERHEAD + slack;
         let end_seq = seq + data.len() as u64 + fin as u64;
         let tstamp = self.transmit(ctx, seq, flags, &data, truesize);
-        let pcount = skb::pcount(data.len() as u32, mss);
+        // tcp_init_tso_segs / tso_fragment: tcp_set_skb_tso_segs at mss_now.
+        let (pcount, gso_size) = skb::tso_segs(data.len() as u32, mss);
         // Stamped with its departure time (skb_mstamp_ns), as tcp_rate_skb_sent's
         // snapshot is.
         let tx = self.rate_skb_sent(tstamp);
@@ -346,6 +347,7 @@ impl Tcb {
             flags,
             sacked: 0,
             pcount,
+            gso_size,
             tx_time: tstamp,
             truesize,
             tx,

@@ -412,7 +412,7 @@ impl RtxQueue {
     /// Removes what the cumulative ACK `ack` covers (`tcp_clean_rtx_queue`), trimming a
     /// partly acknowledged head skb (`tcp_trim_head`: only the trimmed bytes' truesize
     /// is freed; `Cleaned::truesize` is the memory freed net).
-    pub fn clean(&mut self, ack: u64, mss: u32) -> Cleaned {
+    pub fn clean(&mut self, ack: u64) -> Cleaned {
         let mut c = Cleaned::default();
         // The split that models a trim charges one skb, freed with the trimmed part.
         let mut charged = 0;
@@ -432,7 +432,7 @@ impl RtxQueue {
                     // needs as many).
                     let orig = s.pcount;
                     c.partial = true;
-                    let rest = self.trim_split(p, ack, mss);
+                    let rest = self.trim_split(p, ack);
                     charged += SKB_OVERHEAD as u64;
                     let acked = orig.saturating_sub(self.store.get(rest).pcount);
                     self.modify(p, |h| h.pcount = acked);
@@ -706,11 +706,12 @@ impl RtxQueue {
 
     /// `tcp_trim_head` at retransmission (`__tcp_retransmit_skb`): drops the bytes
     /// of the skb at `seq` below `to` (acknowledged since it was sent) and returns
-    /// the memory freed, their truesize (`__pskb_trim_head`'s `delta_truesize`). The rest keeps the skb's marks; its segment count follows
-    /// its length at `mss` (`tcp_set_skb_tso_segs`). An skb whose data is all acked
+    /// the memory freed, their truesize (`__pskb_trim_head`'s `delta_truesize`). The
+    /// rest keeps the skb's marks; a multi-segment skb is counted again in its own
+    /// segment size (`tcp_set_skb_tso_segs(skb, tcp_skb_mss(skb))`). An skb whose data is all acked
     /// but whose FIN is not keeps the FIN alone (`TCP_SKB_CB(skb)->seq` moves to
     /// `snd_una`, the end stays).
-    pub fn trim_head(&mut self, seq: u64, to: u64, mss: u32) -> u64 {
+    pub fn trim_head(&mut self, seq: u64, to: u64) -> u64 {
         let Some(p) = self.store.find(seq) else {
             return 0;
         };
@@ -718,7 +719,7 @@ impl RtxQueue {
         if to <= s.seq || to >= s.end_seq {
             return 0;
         }
-        self.trim_split(p, to, mss);
+        self.trim_split(p, to);
         (self.take(p).truesize as u64).saturating_sub(SKB_OVERHEAD as u64)
     }
 
@@ -727,7 +728,15 @@ impl RtxQueue {
     /// hold and the truesize beyond the bytes (`skb->truesize -= delta_truesize`);
     /// the part before goes with `SKB_OVERHEAD` and its bytes, so that freeing it
     /// undoes the split's charge and frees the trimmed bytes.
-    fn trim_split(&mut self, p: Pos, at: u64, mss: u32) -> Pos {
+    ///
+    /// The rest is counted again in its own segment size (`tcp_trim_head`:
+    /// `tcp_set_skb_tso_segs(skb, tcp_skb_mss(skb))` if it had more than one
+    /// segment); a one-segment skb stays one.
+    fn trim_split(&mut self, p: Pos, at: u64) -> Pos {
+        let mss = match self.store.get(p) {
+            s if s.pcount > 1 => s.gso_size,
+            _ => u32::MAX,
+        };
         let rest = self.split_keep_rest(p, at, mss);
         let fclone = core::mem::take(&mut self.store.get_mut(p).fclone);
         self.store.get_mut(rest).fclone = fclone;
@@ -789,12 +798,14 @@ impl RtxQueue {
         }
     }
 
-    /// `tcp_set_skb_tso_segs` + `tcp_adjust_pcount`: the skb at `seq` counts
-    /// `pcount` segments.
-    pub fn set_pcount(&mut self, seq: u64, pcount: u32) {
+    /// `tcp_set_skb_tso_segs` + `tcp_adjust_pcount`: the skb at `seq` is counted in
+    /// segments of `mss` (and keeps `mss` as its segment size if it has more than
+    /// one).
+    pub fn set_tso_segs(&mut self, seq: u64, mss: u32) {
         if let Some(p) = self.store.find(seq) {
-            if self.store.get(p).pcount != pcount {
-                self.modify(p, |s| s.pcount = pcount);
+            let s = self.store.get(p);
+            if (s.pcount, s.gso_size) != skb::tso_segs(s.len(), mss) {
+                self.modify(p, |s| s.set_tso_segs(mss));
             }
         }
     }
@@ -852,14 +863,12 @@ impl RtxQueue {
     }
 
     /// `tcp_simple_retransmit`'s walk after the path MTU fell: every skb not SACKed
-    /// with a segment longer than `mss` is lost (`tcp_mark_skb_lost`), since the path
-    /// drops it. Linux compares `tcp_skb_seglen` (the skb's `gso_size`); lowtide keeps
-    /// no `gso_size`, so an skb counts when its payload cannot go as `pcount` segments
-    /// of `mss`: exact for skbs of full segments, and a short last segment of an skb
-    /// that this misses is found by RACK or the RTO like any loss.
-    /// Returns the retransmitted segments lost again, as [`RtxQueue::mark_all_lost`].
+    /// with a segment longer than `mss` (`tcp_skb_seglen`: a one-segment skb's
+    /// length, else its `gso_size`) is lost (`tcp_mark_skb_lost`), since the path
+    /// drops it. Returns the retransmitted segments lost again, as
+    /// [`RtxQueue::mark_all_lost`].
     pub fn mark_lost_longer_than(&mut self, mss: u32) -> u32 {
-        self.mark_lost_where(|_, s| s.len() as u64 > s.pcount as u64 * mss as u64)
+        self.mark_lost_where(|_, s| s.seglen() > mss)
     }
 
     /// `tcp_undo_cwnd_reduction` with `unmark_loss`: nothing is lost after all.
@@ -918,7 +927,8 @@ pub(super) mod tests {
             .into(),
             flags: 0,
             sacked: 0,
-            pcount: skb::pcount(len, MSS),
+            pcount: skb::tso_segs(len, MSS).0,
+            gso_size: skb::tso_segs(len, MSS).1,
             tx_time: Instant(seq),
             truesize: len + SKB_OVERHEAD,
             tx: Default::default(),
@@ -961,7 +971,7 @@ pub(super) mod tests {
         let mut q = queue_of(kind, 10_000, MSS);
         let off = |i: u64| 1 + i * MSS as u64;
         for h in (0..5_000).step_by(10) {
-            q.sacktag_blocks(&[(off(h + 1), off(h + 10))], MSS);
+            q.sacktag_blocks(&[(off(h + 1), off(h + 10))]);
         }
         q
     }
@@ -974,7 +984,7 @@ pub(super) mod tests {
         for kind in KINDS {
             let mut q = queue_of(kind, 1024, MSS);
             let before = q.nodes_visited();
-            let c = q.clean(1 + 100 * MSS as u64, MSS);
+            let c = q.clean(1 + 100 * MSS as u64);
             assert_eq!(c.acked_segs, 100);
             let walked = q.nodes_visited() - before;
             assert!(
@@ -995,7 +1005,7 @@ pub(super) mod tests {
         // `lost_cnt_hint` 0); the next one resumes at the hint it left.
         let (hint, _) = q.mark_lost_sacked_above(off(4_990), 2 * MSS as u64);
         assert_eq!(hint, off(4_991));
-        q.sacktag_blocks(&[(off(5_001), off(5_010))], MSS);
+        q.sacktag_blocks(&[(off(5_001), off(5_010))]);
         let before = q.nodes_visited();
         let (_, marked) = q.mark_lost_sacked_above(hint, 2 * MSS as u64);
         assert_eq!(marked, Some(off(5_000)));
@@ -1008,11 +1018,11 @@ pub(super) mod tests {
     fn clean_trims_head() {
         for kind in KINDS {
             let mut q = queue_of(kind, 2, 1000);
-            let c = q.clean(551, MSS);
+            let c = q.clean(551);
             assert_eq!(c.acked_bytes, 550);
             assert_eq!(q.first().unwrap().seq, 551);
             q.check_invariants();
-            let c = q.clean(2001, MSS);
+            let c = q.clean(2001);
             assert_eq!(c.acked_bytes, 1450);
             assert!(q.is_empty());
             assert_eq!(q.packets_out, 0);
@@ -1035,11 +1045,11 @@ pub(super) mod tests {
             assert_eq!(q.truesize, 1000 + 2 * OH);
             assert_eq!(q.get(301).unwrap().truesize as u64, 700 + OH);
             // A partial ACK (tcp_tso_acked) frees the acked bytes, net.
-            let c = q.clean(101, MSS);
+            let c = q.clean(101);
             assert_eq!((c.acked_bytes, c.truesize), (100, 100));
             assert_eq!(q.truesize, 900 + 2 * OH);
             // A retransmission's trim too.
-            assert_eq!(q.trim_head(101, 151, MSS), 50);
+            assert_eq!(q.trim_head(101, 151), 50);
             assert_eq!(q.truesize, 850 + 2 * OH);
             q.check_invariants();
             // Data acked up to the FIN: the FIN's skb keeps its overhead.
@@ -1049,7 +1059,7 @@ pub(super) mod tests {
                 s.flags |= skb::FLAG_FIN;
                 s.end_seq += 1;
             });
-            let c = q.clean(201, MSS);
+            let c = q.clean(201);
             assert_eq!((c.truesize, q.truesize), (200, OH));
             q.check_invariants();
         }
@@ -1063,18 +1073,16 @@ pub(super) mod tests {
     fn clean_counts_trimmed_segments_as_tcp_tso_acked() {
         for kind in KINDS {
             let mut q = queue_of(kind, 1, 3000);
-            q.modify(q.store.first_pos().unwrap(), |s| {
-                s.pcount = skb::pcount(3000, 988)
-            });
+            q.modify(q.store.first_pos().unwrap(), |s| s.set_tso_segs(988));
             assert_eq!(q.packets_out, 4);
-            let c = q.clean(11, 988);
+            let c = q.clean(11);
             assert_eq!((c.acked_bytes, c.acked_segs), (10, 0));
             assert!(c.first_tx.is_none());
             assert_eq!(q.packets_out, 4);
-            let c = q.clean(2001, 988);
+            let c = q.clean(2001);
             assert_eq!((c.acked_bytes, c.acked_segs), (1990, 2));
             assert_eq!(q.packets_out, 2);
-            let c = q.clean(3001, 988);
+            let c = q.clean(3001);
             assert_eq!((c.acked_bytes, c.acked_segs), (1000, 2));
             assert!(q.is_empty());
             q.check_invariants();
@@ -1088,19 +1096,19 @@ pub(super) mod tests {
     fn one_segment_skb_stays_whole_until_trimmed_for_retransmission() {
         for kind in KINDS {
             let mut q = queue_of(kind, 2, 60); // one segment each at MSS 100
-            let c = q.clean(31, MSS);
+            let c = q.clean(31);
             assert_eq!((c.acked_segs, c.acked_bytes, c.truesize), (0, 0, 0));
             assert!(c.first_tx.is_none() && c.reord.is_none());
             assert_eq!((q.first().unwrap().seq, q.packets_out), (1, 2));
-            let freed = q.trim_head(1, 31, MSS);
+            let freed = q.trim_head(1, 31);
             assert!(freed > 0);
             assert_eq!((q.first().unwrap().seq, q.first().unwrap().len()), (31, 30));
             check_payload(&q);
             q.check_invariants();
             // Acked whole: counted from its (untrimmed) start.
             let mut q = queue_of(kind, 2, 60);
-            q.clean(31, MSS);
-            let c = q.clean(61, MSS);
+            q.clean(31);
+            let c = q.clean(61);
             assert_eq!((c.acked_segs, c.reord), (1, Some(1)));
             q.check_invariants();
         }
@@ -1119,14 +1127,14 @@ pub(super) mod tests {
                 s.flags |= skb::FLAG_FIN;
                 s.end_seq += 1;
             });
-            let c = q.clean(201, MSS);
+            let c = q.clean(201);
             assert_eq!((c.acked_segs, c.acked_bytes, c.reord), (1, 200, Some(1)));
             let s = q.first().unwrap();
             assert_eq!((s.seq, s.end_seq, s.len(), s.pcount), (201, 202, 0, 1));
             assert_eq!(q.packets_out, 1);
             check_payload(&q);
             q.check_invariants();
-            let c = q.clean(202, MSS);
+            let c = q.clean(202);
             assert_eq!((c.acked_segs, c.fin_acked), (1, true));
             assert!(q.is_empty());
         }
@@ -1143,10 +1151,10 @@ pub(super) mod tests {
                 s.flags |= skb::FLAG_FIN;
                 s.end_seq += 1;
             });
-            q.clean(61, MSS);
-            let c = q.clean(121, MSS);
+            q.clean(61);
+            let c = q.clean(121);
             assert_eq!((c.acked_segs, q.packets_out), (0, 1), "FIN not acked");
-            let freed = q.trim_head(61, 121, MSS);
+            let freed = q.trim_head(61, 121);
             assert!(freed > 0);
             let s = q.first().unwrap();
             assert_eq!((s.seq, s.end_seq, s.len(), s.pcount), (121, 122, 0, 1));
@@ -1155,7 +1163,7 @@ pub(super) mod tests {
             q.check_invariants();
             // Without a FIN there is nothing past the data to keep.
             let mut q = queue_of(kind, 1, 60);
-            assert_eq!(q.trim_head(1, 61, MSS), 0);
+            assert_eq!(q.trim_head(1, 61), 0);
             assert_eq!(q.first().unwrap().seq, 1);
         }
     }
@@ -1186,7 +1194,7 @@ pub(super) mod tests {
             q.check_invariants();
 
             let mut q = queue_of(kind, 4, 40);
-            q.sacktag(41, 81, MSS);
+            q.sacktag(41, 81);
             assert_eq!(q.retrans_try_collapse(1, 100, 1_000), 0, "SACKed next");
             let mut q = queue_of(kind, 4, 40);
             let eor = q.store.first_pos().unwrap();
@@ -1206,10 +1214,10 @@ pub(super) mod tests {
     fn rfc6675_marks_holes_below_three_sacked_segments() {
         for kind in KINDS {
             let mut q = queue_of(kind, 10, 100); // ten 1-MSS skbs at 1, 101, ...
-            q.sacktag(201, 301, MSS); // third SACKed: 1 segment above the first two
+            q.sacktag(201, 301); // third SACKed: 1 segment above the first two
             let (_, m) = q.mark_lost_sacked_above(1, 2 * MSS as u64);
             assert_eq!(m, None);
-            q.sacktag(301, 501, MSS); // three segments SACKed above the head
+            q.sacktag(301, 501); // three segments SACKed above the head
             let (hint, m) = q.mark_lost_sacked_above(1, 2 * MSS as u64);
             assert_eq!(m, Some(1));
             assert_eq!(q.lost_out, 2);
@@ -1223,7 +1231,7 @@ pub(super) mod tests {
     fn enter_loss_marks_unsacked() {
         for kind in KINDS {
             let mut q = queue_of(kind, 5, 100);
-            q.sacktag(201, 301, MSS);
+            q.sacktag(201, 301);
             // A retransmission not known lost (a TLP's) stays in flight as one.
             q.mark_retransmitted(1, Instant(9));
             q.mark_all_lost();
@@ -1270,11 +1278,11 @@ pub(super) mod tests {
                     .map(|&(s, e)| (s, e.min(nxt)))
                     .filter(|&(s, e)| s >= *una && s < e)
                     .collect();
-                format!("{:?}", q.sacktag_blocks(&valid, MSS))
+                format!("{:?}", q.sacktag_blocks(&valid))
             }
             Op::Ack(a) => {
                 *una = (*a).clamp(*una, nxt);
-                let c = q.clean(*una, MSS);
+                let c = q.clean(*una);
                 format!(
                     "{} {} {} {:?} {:?}",
                     c.acked_segs, c.acked_sacked_segs, c.acked_bytes, c.first_tx, c.last_tx
@@ -1324,13 +1332,13 @@ pub(super) mod tests {
                 let start = 1 + s;
                 let end = (start + l).min(5001);
                 if start < end {
-                    q.sacktag(start, end, MSS);
+                    q.sacktag(start, end);
                     q.check_invariants();
                 }
             }
             q.mark_lost_sacked_above(1, 300);
             q.check_invariants();
-            q.clean(1 + ack, MSS);
+            q.clean(1 + ack);
             q.check_invariants();
             check_payload(&q);
         }

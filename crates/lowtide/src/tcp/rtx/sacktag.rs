@@ -8,8 +8,8 @@
 //! a block's walk visits is first offered to `tcp_shift_skb_data`, which moves it
 //! (or its covered head) onto a SACKed skb just before it, so runs of SACKed skbs
 //! become one skb of up to 65535 * 8 bytes and the queue stays short; where it falls
-//! back, partly covered skbs are split only at whole-MSS boundaries
-//! (`tcp_match_skb_to_sack`) and only while the queue's memory stays under
+//! back, partly covered skbs are split only at boundaries of their own segments
+//! (`tcp_skb_mss`, `tcp_match_skb_to_sack`) and only while the queue's memory stays under
 //! `2 * sndbuf + 128 KB` (`tcp_fragment`, CVE-2019-11478).
 
 use super::queue::{Acct, RtxQueue};
@@ -120,19 +120,17 @@ struct Block {
     dup: bool,
 }
 
-/// What every skb's tagging in one ACK's walk reads: the MSS and the D-SACK's
-/// view of the socket.
+/// What every skb's tagging in one ACK's walk reads: the D-SACK's view of the
+/// socket (segment sizes are each skb's own, `tcp_skb_mss`).
 struct WalkCtx {
-    mss: u32,
     snd_una: u64,
     undo_marker: Option<u64>,
 }
 
 impl WalkCtx {
-    /// The walk's view for segments of `mss` and the D-SACK's `d`.
-    fn new(mss: u32, d: DsackWalk) -> Self {
+    /// The walk's view for the D-SACK's `d`.
+    fn new(d: DsackWalk) -> Self {
         WalkCtx {
-            mss,
             snd_una: d.snd_una,
             undo_marker: d.undo_marker,
         }
@@ -159,13 +157,9 @@ enum Shift {
     Shifted(Pos),
 }
 
-/// `tcp_skb_seglen`: a one-segment skb's length, else its segment size (lowtide
-/// keeps no per-skb `gso_size`: the connection's MSS).
-fn seglen(s: &Skb, mss: u64) -> u64 {
-    match s.pcount {
-        0 | 1 => s.len() as u64,
-        _ => mss,
-    }
+/// `tcp_skb_seglen`: a one-segment skb's length, else its segment size.
+fn seglen(s: &Skb) -> u64 {
+    s.seglen() as u64
 }
 
 /// `tcp_skb_shift`'s limits: `len` bytes of `pcount` segments may join `to`.
@@ -259,9 +253,7 @@ impl Tcb {
             snd_una: ack,
             undo_marker: self.undo.marker,
         };
-        let t = self
-            .rtx
-            .sacktag_blocks_dsack(&valid[..n], walk, self.mss_cache);
+        let t = self.rtx.sacktag_blocks_dsack(&valid[..n], walk);
         // tcp_sacktag_one with dup_sack, summed (each step clamps at 0 alike).
         if t.dsack_undo > 0 && self.undo.marker.is_some() && self.undo.retrans > 0 {
             self.undo.retrans = (self.undo.retrans - t.dsack_undo as i32).max(0);
@@ -385,8 +377,8 @@ impl RtxQueue {
     /// `Tcb::sacktag` validated them (`[start, end)` stream offsets inside
     /// `snd_una..snd_nxt`), none of them a D-SACK: see
     /// [`RtxQueue::sacktag_blocks_dsack`].
-    pub fn sacktag_blocks(&mut self, blocks: &[(u64, u64)], mss: u32) -> Tagged {
-        self.sacktag_blocks_dsack(blocks, DsackWalk::default(), mss)
+    pub fn sacktag_blocks(&mut self, blocks: &[(u64, u64)]) -> Tagged {
+        self.sacktag_blocks_dsack(blocks, DsackWalk::default())
     }
 
     /// The queue's half of `tcp_sacktag_write_queue`: sorts the blocks by their
@@ -397,12 +389,7 @@ impl RtxQueue {
     /// cache, with `dup_sack`; the block sorted just before it walks the skbs the
     /// D-SACK covers with `dup_sack` too (`next_dup`, `tcp_maybe_skipping_dsack`),
     /// so that each is tagged as D-SACKed once, whichever walk meets it first.
-    pub fn sacktag_blocks_dsack(
-        &mut self,
-        blocks: &[(u64, u64)],
-        d: DsackWalk,
-        mss: u32,
-    ) -> Tagged {
+    pub fn sacktag_blocks_dsack(&mut self, blocks: &[(u64, u64)], d: DsackWalk) -> Tagged {
         let mut sorted = [Block::default(); TCP_NUM_SACKS];
         let n = blocks.len().min(TCP_NUM_SACKS);
         for (i, &(start, end)) in blocks[..n].iter().enumerate() {
@@ -412,7 +399,7 @@ impl RtxQueue {
         // Linux's bubble sort swaps on `after(start)` alone: a stable sort by start.
         sorted[..n].sort_by_key(|b| b.start);
         let dup_at = sorted[..n].iter().position(|b| b.dup);
-        let w = WalkCtx::new(mss, d);
+        let w = WalkCtx::new(d);
         self.sack_blocks += n as u64;
         if self.sacked_out == 0 {
             self.highest_sack = 0; // tcp_highest_sack_reset
@@ -499,14 +486,14 @@ impl RtxQueue {
     /// skbs before them (`tcp_shift_skb_data`) or splits partly covered ones at
     /// whole segments. The block is assumed validated against `snd_una..snd_nxt`
     /// by the caller.
-    pub fn sacktag(&mut self, start: u64, end: u64, mss: u32) -> Tagged {
+    pub fn sacktag(&mut self, start: u64, end: u64) -> Tagged {
         let mut t = Tagged::default();
         let b = Block {
             start,
             end,
             dup: false,
         };
-        let w = WalkCtx::new(mss, DsackWalk::default());
+        let w = WalkCtx::new(DsackWalk::default());
         self.sacktag_from(None, start, b, None, &w, &mut t);
         t
     }
@@ -541,7 +528,7 @@ impl RtxQueue {
             let mut dup = b.dup;
             let mut in_sack = Match::Out;
             if let Some(nd) = next_dup.filter(|nd| self.store.get(p).seq < nd.end) {
-                in_sack = self.match_skb_to_sack(p, nd.start, nd.end, w.mss, t);
+                in_sack = self.match_skb_to_sack(p, nd.start, nd.end, t);
                 dup |= matches!(in_sack, Match::Whole | Match::Head);
             }
             // tcp_sacktag_walk: every skb visited, SACKed or not, is offered to
@@ -553,7 +540,7 @@ impl RtxQueue {
                     Shift::Noop => {}
                     Shift::Fallback => {
                         t.shift_fallback += 1;
-                        in_sack = self.match_skb_to_sack(p, b.start, b.end, w.mss, t);
+                        in_sack = self.match_skb_to_sack(p, b.start, b.end, t);
                     }
                 }
             }
@@ -571,16 +558,10 @@ impl RtxQueue {
     }
 
     /// `tcp_match_skb_to_sack`: whether `[start, end)` covers the skb at `p`; a
-    /// multi-segment skb partly covered is split at a whole-MSS boundary first (the
-    /// start rounded up, the end rounded down), so a SACK never cuts a segment.
-    fn match_skb_to_sack(
-        &mut self,
-        p: Pos,
-        start: u64,
-        end: u64,
-        mss: u32,
-        t: &mut Tagged,
-    ) -> Match {
+    /// multi-segment skb partly covered is split at a boundary of its own segments
+    /// first (`tcp_skb_mss`; the start rounded up, the end rounded down), so a SACK
+    /// never cuts a segment.
+    fn match_skb_to_sack(&mut self, p: Pos, start: u64, end: u64, t: &mut Tagged) -> Match {
         let s = self.store.get(p);
         if start <= s.seq && end >= s.end_seq {
             return Match::Whole;
@@ -588,7 +569,7 @@ impl RtxQueue {
         if s.pcount <= 1 || s.end_seq <= start {
             return Match::Out;
         }
-        let mss = mss.max(1) as u64;
+        let mss = s.gso_size.max(1) as u64;
         let head_in = start <= s.seq;
         let mut pkt_len = if head_in {
             match end - s.seq {
@@ -701,19 +682,17 @@ impl RtxQueue {
     /// is not lost ("Normally R but no L won't result in plain S"), holds no payload
     /// or zerocopy data (`skb_can_shift`, `skb_shift`), has no skb before it, the one
     /// before is not SACKed alone or may not take it (`tcp_skb_can_collapse`), the
-    /// block starts inside it, the segment sizes differ (`tcp_skb_seglen`), or the
-    /// result would pass `tcp_skb_shift`'s limits; does nothing (`noop`) where the
-    /// block covers none of it or less than a segment of a multi-segment skb.
+    /// block starts inside it, the segment sizes differ (`tcp_skb_seglen`: a
+    /// one-segment skb's length, else its `gso_size`, so two one-segment skbs of the
+    /// same length join and the result keeps that length as its segment size), or
+    /// the result would pass `tcp_skb_shift`'s limits; does nothing (`noop`) where
+    /// the block covers none of it or less than a segment of a multi-segment skb.
     ///
     /// `skb_shift`'s own limit, `MAX_SKB_FRAGS` (17) page fragments, binds before
     /// `tcp_skb_shift`'s only when the data spans more than 17 pages: with
     /// `sk_page_frag`'s 32 KB pages filled in stream order (contiguous fragments of
     /// one page coalesce, `skb_can_coalesce`), an skb under 65535 * 8 bytes spans at
-    /// most 17, so it is not modelled. Two lowtide bounds: it keeps no per-skb
-    /// `gso_size`, so only skbs of the connection's MSS are shifted (Linux also joins
-    /// two one-segment skbs of the same shorter length), and an skb whose segments do
-    /// not fill it (a short last segment) takes no more after it, so that a SACKed
-    /// skb's segments stay where its MSS grid says.
+    /// most 17, so it is not modelled.
     fn shift_skb_data(
         &mut self,
         p: Pos,
@@ -722,7 +701,7 @@ impl RtxQueue {
         w: &WalkCtx,
         t: &mut Tagged,
     ) -> Shift {
-        let (start, end, mss) = (b.start, b.end, w.mss.max(1) as u64);
+        let (start, end) = (b.start, b.end);
         let s = self.store.get(p);
         let r_not_l = s.sacked & (LOST | SACKED_RETRANS) == SACKED_RETRANS;
         if (r_not_l && !dup) || s.is_empty() || s.zc.is_some() {
@@ -740,26 +719,27 @@ impl RtxQueue {
             || !skb::can_collapse_to(prev.flags)
             || prev.flags & (skb::FLAG_SYN | skb::FLAG_FIN) != 0
             || prev.zc.is_some()
-            || prev.len() as u64 != prev.pcount as u64 * mss
         {
             return Shift::Fallback;
         }
-        let (len, pcount) = if start <= s.seq && end >= s.end_seq {
-            let seg = seglen(s, mss);
-            if seg != seglen(prev, mss) || seg != mss {
+        let (len, pcount, mss) = if start <= s.seq && end >= s.end_seq {
+            let mss = seglen(s);
+            if mss != seglen(prev) {
                 return Shift::Fallback;
             }
-            (s.len() as u64, s.pcount as u64)
+            (s.len() as u64, s.pcount as u64, mss)
         } else {
             if s.end_seq <= start || s.pcount <= 1 {
                 return Shift::Noop;
             }
-            if start > s.seq || mss != seglen(prev, mss) {
+            // tcp_skb_mss: a multi-segment skb's own segment size.
+            let mss = s.gso_size.max(1) as u64;
+            if start > s.seq || mss != seglen(prev) {
                 return Shift::Fallback;
             }
             match (end - s.seq) / mss {
                 0 => return Shift::Noop,
-                n => (n * mss, n),
+                n => (n * mss, n, mss),
             }
         };
         // "tcp_sacktag_one() won't SACK-tag ranges below snd_una".
@@ -768,7 +748,8 @@ impl RtxQueue {
         }
         let (whole, seq) = (len == s.len() as u64, s.seq);
         // A part: cut off here (`skb_shift` moves page fragments and allocates no
-        // skb, so no tcp_fragment memory bound applies).
+        // skb, so no tcp_fragment memory bound applies). The rest keeps its segment
+        // size, one segment left none (`tcp_shifted_skb`).
         if !whole {
             // The rest is Linux's skb: it keeps what the head's truesize held beyond
             // its bytes, and the head, freed by the merge, undoes the split's charge.
@@ -777,7 +758,7 @@ impl RtxQueue {
         }
         // tcp_shifted_skb tags the moved range (`prev` takes no R from it).
         self.sacktag_one(p, dup, w, t);
-        t.freed += self.shifted_skb(q, p);
+        t.freed += self.shifted_skb(q, p, mss as u32);
         if !whole {
             t.shifted += 1; // the rest stays: no collapsing with the next
             return Shift::Shifted(q);
@@ -787,12 +768,12 @@ impl RtxQueue {
             let (prev, next) = (self.store.get(q), self.store.get(n));
             if next.sacked & (SACKED_ACKED | SACKED_RETRANS | LOST) == SACKED_ACKED
                 && !next.is_empty()
-                && seglen(next, mss) == mss
-                && prev.len() as u64 == prev.pcount as u64 * mss
                 && next.zc.is_none()
+                && seglen(next) == mss
+                && skb::can_collapse_to(prev.flags)
                 && shift_fits(prev, next.len() as u64, next.pcount as u64)
             {
-                t.freed += self.shifted_skb(q, n);
+                t.freed += self.shifted_skb(q, n, mss as u32);
                 t.merged += 1;
             }
         }
@@ -801,7 +782,8 @@ impl RtxQueue {
 
     /// `tcp_shifted_skb`: the SACKed skb at `b` (the one after `a`, whole or the
     /// head cut off for the shift) joins `a`: its bytes, segments, flags (`eor` its
-    /// own) and `TCPCB_EVER_RETRANS`; `a` keeps its send time. The truesize of its
+    /// own) and `TCPCB_EVER_RETRANS`; `a` keeps its send time and takes `mss` as its
+    /// segment size if it had none (a one-segment skb). The truesize of its
     /// bytes moves with them (`skb_shift`: `skb_len_add(tgt, shiftlen)`), the rest is
     /// freed with the skb (`tcp_rtx_queue_unlink_and_free` -> `tcp_wmem_free_skb`)
     /// and returned, for `sk_wmem_queued`.
@@ -812,7 +794,7 @@ impl RtxQueue {
     /// grows by doubling, so each SACKed byte is copied about twice) and bounded by
     /// `SHIFT_MAX_LEN` per skb. The data is kept (not dropped) so that SACK reneging
     /// can still retransmit it.
-    fn shifted_skb(&mut self, a: Pos, b: Pos) -> u64 {
+    fn shifted_skb(&mut self, a: Pos, b: Pos, mss: u32) -> u64 {
         let y = self.take(b);
         let freed = y.truesize.saturating_sub(y.len()) as u64;
         self.modify(a, |x| {
@@ -822,6 +804,9 @@ impl RtxQueue {
             x.end_seq = y.end_seq;
             x.flags = (x.flags | y.flags) & !skb::FLAG_EOR | (y.flags & skb::FLAG_EOR);
             x.pcount += y.pcount;
+            if x.gso_size == 0 {
+                x.gso_size = mss;
+            }
             x.sacked |= y.sacked & EVER_RETRANS;
             x.truesize += y.len();
             x.uncharged += y.uncharged;
@@ -862,16 +847,16 @@ mod tests {
         for kind in KINDS {
             let mut q = queue_of(kind, 2, 1000); // [1,1001) [1001,2001)
             assert_eq!(q.packets_out, 20);
-            let t = q.sacktag(301, 501, MSS);
+            let t = q.sacktag(301, 501);
             assert_eq!(t.segs, 2);
             assert_eq!(q.sacked_out, 2);
             assert_eq!(q.len(), 4);
             q.check_invariants();
             // The same block again tags nothing.
-            assert_eq!(q.sacktag(301, 501, MSS).segs, 0);
+            assert_eq!(q.sacktag(301, 501).segs, 0);
             // A block across the skb boundary: its part of the second skb is shifted
             // onto the SACKed [901,1001).
-            let t = q.sacktag(901, 1201, MSS);
+            let t = q.sacktag(901, 1201);
             assert_eq!(t.segs, 3);
             assert_eq!(t.shifted, 1);
             assert_eq!(q.get(901).unwrap().end_seq, 1201);
@@ -891,21 +876,21 @@ mod tests {
             let mut q = queue_of(kind, 3, 2 * MSS); // [1,201) [201,401) [401,601)
             let ts = q.truesize;
             // The first skb whole: nothing before it, tagged alone.
-            let t = q.sacktag(1, 201, MSS);
+            let t = q.sacktag(1, 201);
             assert_eq!((t.segs, t.charged, t.freed, q.truesize), (2, 0, 0, ts));
             // The second whole: merged into the first, its overhead freed.
-            let t = q.sacktag(1, 401, MSS);
+            let t = q.sacktag(1, 401);
             assert_eq!((t.segs, t.merged, t.charged, t.freed), (2, 1, 0, OH));
             assert_eq!((q.len(), q.truesize), (2, ts - OH));
             // The third's first segment: shifted (split off and merged), no cost.
-            let t = q.sacktag(1, 501, MSS);
+            let t = q.sacktag(1, 501);
             assert_eq!((t.segs, t.shifted, t.charged, t.freed), (1, 1, OH, OH));
             assert_eq!((q.len(), q.truesize), (2, ts - OH));
             assert_eq!(q.get(1).unwrap().truesize as u64, 5 * MSS as u64 + OH);
             assert_eq!(q.get(501).unwrap().truesize as u64, MSS as u64 + OH);
             // A block inside an unSACKed skb splits it: one skb more.
             let mut q = queue_of(kind, 1, 4 * MSS); // [1,401)
-            let t = q.sacktag(201, 301, MSS);
+            let t = q.sacktag(201, 301);
             assert_eq!((t.segs, t.charged, t.freed), (1, 2 * OH, 0));
             assert_eq!((q.len(), q.truesize), (3, 4 * MSS as u64 + 3 * OH));
             q.check_invariants();
@@ -918,16 +903,16 @@ mod tests {
         for kind in KINDS {
             let mut q = queue_of(kind, 1, 1000); // [1,1001), 10 segments
                                                  // Covers segment [201,301) whole and parts of its neighbours.
-            let t = q.sacktag(150, 350, MSS);
+            let t = q.sacktag(150, 350);
             assert_eq!(t.segs, 1);
             assert_eq!(q.get(201).unwrap().end_seq, 301);
             assert_eq!(q.sacked_bytes, 100);
             // Less than a segment: nothing.
-            assert_eq!(q.sacktag(420, 500, MSS).segs, 0);
+            assert_eq!(q.sacktag(420, 500).segs, 0);
             q.check_invariants();
             // A one-segment skb partly covered is neither split nor tagged.
             let mut q = queue_of(kind, 3, 100);
-            assert_eq!(q.sacktag(150, 301, MSS).segs, 1);
+            assert_eq!(q.sacktag(150, 301).segs, 1);
             assert_eq!(q.len(), 3);
             q.check_invariants();
         }
@@ -937,12 +922,12 @@ mod tests {
     fn adjacent_sacked_skbs_merge() {
         for kind in KINDS {
             let mut q = queue_of(kind, 10, 100);
-            let t = q.sacktag(301, 601, MSS);
+            let t = q.sacktag(301, 601);
             assert_eq!((t.segs, t.merged), (3, 2));
             assert_eq!(q.len(), 8);
             // Filling the hole below joins the run below and the run above.
-            q.sacktag(101, 201, MSS);
-            let t = q.sacktag(201, 301, MSS);
+            q.sacktag(101, 201);
+            let t = q.sacktag(201, 301);
             assert_eq!((t.segs, t.merged), (1, 2));
             assert_eq!(q.len(), 6); // [1) [101..601) [601) [701) [801) [901)
             let s = q.get(101).unwrap();
@@ -950,7 +935,7 @@ mod tests {
             q.check_invariants();
             check_payload(&q);
             // The merged skb is cleaned like its parts.
-            let c = q.clean(401, MSS);
+            let c = q.clean(401);
             assert_eq!((c.acked_segs, c.acked_sacked_segs), (4, 3));
             q.check_invariants();
             check_payload(&q);
@@ -967,11 +952,11 @@ mod tests {
             q.update(301, SACKED_RETRANS, 0);
             q.update(401, SACKED_RETRANS, 0);
             q.update(501, SACKED_RETRANS | LOST, 0);
-            let t = q.sacktag(301, 601, MSS);
+            let t = q.sacktag(301, 601);
             assert_eq!((t.segs, t.merged), (3, 0));
             assert_eq!((q.retrans_out, q.lost_out, q.len()), (2, 0, 10));
             assert!(q.get(301).unwrap().has(SACKED_ACKED | SACKED_RETRANS));
-            let t = q.sacktag_blocks_dsack(&[(301, 401)], dsack_at(0, 1, Some(1)), MSS);
+            let t = q.sacktag_blocks_dsack(&[(301, 401)], dsack_at(0, 1, Some(1)));
             assert_eq!(q.retrans_out, 1);
             assert!(!q.get(301).unwrap().has(SACKED_RETRANS));
             // Spurious (above undo_marker), and a D-SACKed retransmission of
@@ -1001,7 +986,7 @@ mod tests {
             q.update(301, SACKED_RETRANS | EVER_RETRANS, 0);
             q.update(401, SACKED_RETRANS | EVER_RETRANS, 0);
             let blocks = [(301, 401), (101, 601)];
-            let t = q.sacktag_blocks_dsack(&blocks, dsack_at(0, 1, Some(1)), MSS);
+            let t = q.sacktag_blocks_dsack(&blocks, dsack_at(0, 1, Some(1)));
             assert_eq!((t.segs, t.dsack_undo, t.reord), (5, 1, None));
             assert!(!q.get(301).unwrap().has(SACKED_RETRANS));
             assert!(q.get(401).unwrap().has(SACKED_RETRANS));
@@ -1021,11 +1006,11 @@ mod tests {
             let mut q = queue_of(kind, 10, 100);
             q.update(101, EVER_RETRANS, 0);
             q.update(201, EVER_RETRANS, 0);
-            let t = q.sacktag_blocks_dsack(&[(101, 301)], dsack_at(0, 301, Some(1)), MSS);
+            let t = q.sacktag_blocks_dsack(&[(101, 301)], dsack_at(0, 301, Some(1)));
             assert_eq!((t.segs, t.dsack_undo, t.shift_fallback), (0, 2, 2));
             assert_eq!(q.sacked_out, 0);
             // Only retransmissions above undo_marker are spurious.
-            let t = q.sacktag_blocks_dsack(&[(101, 301)], dsack_at(0, 301, Some(201)), MSS);
+            let t = q.sacktag_blocks_dsack(&[(101, 301)], dsack_at(0, 301, Some(201)));
             assert_eq!(t.dsack_undo, 1);
             q.check_invariants();
         }
@@ -1037,9 +1022,9 @@ mod tests {
     fn a_dsacked_retransmission_shifts_onto_a_sacked_skb() {
         for kind in KINDS {
             let mut q = queue_of(kind, 4, 100);
-            q.sacktag(1, 101, MSS);
+            q.sacktag(1, 101);
             q.update(101, SACKED_RETRANS | EVER_RETRANS, 0);
-            let t = q.sacktag_blocks_dsack(&[(101, 201)], dsack_at(0, 1, Some(1)), MSS);
+            let t = q.sacktag_blocks_dsack(&[(101, 201)], dsack_at(0, 1, Some(1)));
             assert_eq!(
                 (t.segs, t.merged, t.shift_fallback, t.dsack_undo),
                 (1, 1, 0, 1)
@@ -1068,7 +1053,7 @@ mod tests {
                 }
                 q.push(s);
             }
-            let t = q.sacktag(1, 401, MSS);
+            let t = q.sacktag(1, 401);
             assert_eq!((t.segs, t.merged), (4, 2));
             assert_eq!(q.len(), 2); // [1..201) ends the record, [201..401)
             let s = q.get(1).unwrap();
@@ -1089,7 +1074,7 @@ mod tests {
         for kind in KINDS {
             let mut q = queue_of(kind, 4, 100);
             q.push(queue_tests::skb(401, 50));
-            let t = q.sacktag(101, 451, MSS);
+            let t = q.sacktag(101, 451);
             assert_eq!((t.segs, t.merged, t.shift_fallback), (4, 2, 2));
             let lens: Vec<u64> = q.iter_from(0).map(|s| s.end_seq - s.seq).collect();
             assert_eq!(
@@ -1099,19 +1084,89 @@ mod tests {
             );
             // The hole below the run: it falls back, then the SACKed run is
             // shifted onto it whole; the 50 bytes keep their own segment size.
-            let t = q.sacktag(1, 451, MSS);
+            let t = q.sacktag(1, 451);
             assert_eq!((t.segs, t.merged, t.shift_fallback), (1, 1, 2));
             assert_eq!(q.len(), 2);
             // Two SACKed runs with a hole between: filling the hole joins both.
             let mut q = queue_of(kind, 6, 100);
-            q.sacktag(1, 201, MSS);
-            q.sacktag(301, 601, MSS);
+            q.sacktag(1, 201);
+            q.sacktag(301, 601);
             assert_eq!(q.len(), 3);
-            let t = q.sacktag(201, 301, MSS);
+            let t = q.sacktag(201, 301);
             assert_eq!((t.segs, t.merged, t.shift_fallback), (1, 2, 0));
             assert_eq!((q.len(), q.sacked_out), (1, 6));
             q.check_invariants();
             check_payload(&q);
+        }
+    }
+
+    /// `tcp_skb_seglen` is an skb's own: a one-segment skb's length, else its
+    /// `gso_size` (`tcp_skb_mss`), whatever the connection's MSS. Two SACKed
+    /// one-segment skbs of 400 bytes (sent at an MSS of 1000) join, the result
+    /// keeps 400 as its segment size (`tcp_shifted_skb`), so a later 400-byte skb
+    /// joins it and a 300-byte one falls back; a multi-segment skb's covered head
+    /// is shifted in its own segments (`tcp_skb_mss`), and a block cutting one
+    /// whose skb before is not SACKed splits it at its own segment boundary
+    /// (`tcp_match_skb_to_sack`).
+    #[test]
+    fn shifts_compare_each_skbs_own_segment_size() {
+        let short = |seq: u64, len: u32, mss: u32| {
+            let mut s = queue_tests::skb(seq, len);
+            s.set_tso_segs(mss);
+            s
+        };
+        for kind in KINDS {
+            let mut q = RtxQueue::with_kind(kind);
+            for i in 0..5 {
+                q.push(short(1 + i * 400, 400, 1000));
+            }
+            q.push(short(2001, 300, 1000));
+            // B and D: an unSACKed skb before each, both fall back.
+            for (start, end) in [(401, 801), (1201, 1601)] {
+                let t = q.sacktag(start, end);
+                assert_eq!((t.segs, t.merged, t.shift_fallback), (1, 0, 1));
+            }
+            // C joins B and D joins after it (hole filled), E joins them: 400 is
+            // now the merged skb's segment size; F's 300 bytes fall back.
+            let t = q.sacktag(401, 2301);
+            assert_eq!((t.segs, t.merged, t.shift_fallback), (3, 3, 2));
+            let segs: Vec<(u64, u32, u32)> = q
+                .iter_from(0)
+                .map(|s| (s.end_seq - s.seq, s.pcount, s.gso_size))
+                .collect();
+            assert_eq!(segs, [(400, 1, 0), (1600, 4, 400), (300, 1, 0)]);
+            q.check_invariants();
+            check_payload(&q);
+
+            // A SACKed 400-byte skb, then one of 1200 bytes cut at 400 (3
+            // segments) under an MSS of 1000: a block over 900 of its bytes
+            // shifts its first two segments (800 bytes), the rest keeps one.
+            let mut q = RtxQueue::with_kind(kind);
+            q.push(short(1, 400, 1000));
+            q.push(short(401, 1200, 400));
+            q.sacktag(1, 401);
+            let t = q.sacktag(401, 1301);
+            assert_eq!((t.segs, t.shifted, t.merged), (2, 1, 0));
+            let segs: Vec<(u64, u32, u32)> = q
+                .iter_from(0)
+                .map(|s| (s.end_seq - s.seq, s.pcount, s.gso_size))
+                .collect();
+            assert_eq!(segs, [(1200, 3, 400), (400, 1, 0)]);
+            q.check_invariants();
+            check_payload(&q);
+
+            // With no SACKed skb before it, the same block splits it at 800
+            // (its own segments), not at the connection's MSS.
+            let mut q = RtxQueue::with_kind(kind);
+            q.push(short(1, 1200, 400));
+            let t = q.sacktag(1, 901);
+            assert_eq!((t.segs, t.shift_fallback), (2, 1));
+            let segs: Vec<(u64, u32, u32)> = q
+                .iter_from(0)
+                .map(|s| (s.end_seq - s.seq, s.pcount, s.gso_size))
+                .collect();
+            assert_eq!(segs, [(800, 2, 400), (400, 1, 0)]);
+            q.check_invariants();
         }
     }
 
@@ -1125,10 +1180,10 @@ mod tests {
     fn retransmitted_skbs_shift_onto_sacked_ones() {
         for kind in KINDS {
             let mut q = queue_of(kind, 4, 100);
-            q.sacktag(1, 101, MSS);
+            q.sacktag(1, 101);
             q.update(101, LOST | SACKED_RETRANS | EVER_RETRANS, 0);
             q.update(201, SACKED_RETRANS | EVER_RETRANS, 0);
-            let t = q.sacktag(101, 401, MSS);
+            let t = q.sacktag(101, 401);
             assert_eq!((t.segs, t.merged, t.shift_fallback), (3, 1, 2));
             let runs: Vec<(u64, u8)> = q.iter_from(0).map(|s| (s.end_seq, s.sacked)).collect();
             let s = SACKED_ACKED | EVER_RETRANS;
@@ -1147,10 +1202,10 @@ mod tests {
             let mut q = RtxQueue::with_kind(kind);
             for i in 0..400u64 {
                 let mut s = queue_tests::skb(1 + i * MSS_1448 as u64, MSS_1448);
-                s.pcount = 1;
+                s.set_tso_segs(MSS_1448);
                 q.push(s);
             }
-            let t = q.sacktag(1, 1 + 400 * MSS_1448 as u64, MSS_1448);
+            let t = q.sacktag(1, 1 + 400 * MSS_1448 as u64);
             assert_eq!((t.segs, t.merged, t.shift_fallback), (400, 398, 2));
             let segs: Vec<u32> = q.iter_from(0).map(|s| s.pcount).collect();
             assert_eq!(
@@ -1174,7 +1229,7 @@ mod tests {
             assert!(q.len() > 5_000);
             let before = q.nodes_visited();
             for k in 5_002..5_102 {
-                q.sacktag_blocks(&[(off(5_001), off(k)), (off(4_991), off(5_000))], MSS);
+                q.sacktag_blocks(&[(off(5_001), off(k)), (off(4_991), off(5_000))]);
             }
             let per_ack = (q.nodes_visited() - before) / 100;
             // Without the hint the list walked past the 1,000 skbs below.
@@ -1194,7 +1249,7 @@ mod tests {
             let mut q = storm(kind);
             let before = q.nodes_visited();
             // Hole 2,500 filled: its block joins the runs either side.
-            q.sacktag_blocks(&[(off(2_491), off(2_510))], MSS);
+            q.sacktag_blocks(&[(off(2_491), off(2_510))]);
             visits.push(q.nodes_visited() - before);
             q.check_invariants();
         }
@@ -1206,10 +1261,10 @@ mod tests {
     fn recv_sack_cache_skips_known_blocks() {
         for kind in KINDS {
             let mut q = queue_of(kind, 20, 100);
-            let t = q.sacktag_blocks(&[(501, 701)], MSS);
+            let t = q.sacktag_blocks(&[(501, 701)]);
             assert_eq!(t.segs, 2);
             // The same block grown on the right and a new block: only the new parts.
-            let t = q.sacktag_blocks(&[(501, 901), (1101, 1201)], MSS);
+            let t = q.sacktag_blocks(&[(501, 901), (1101, 1201)]);
             assert_eq!(t.segs, 3);
             assert_eq!(q.sacked_out, 5);
             q.check_invariants();
@@ -1225,9 +1280,9 @@ mod tests {
     fn a_grown_block_is_matched_from_its_own_start() {
         for kind in KINDS {
             let mut q = queue_of(kind, 3, 2 * MSS);
-            let t = q.sacktag_blocks(&[(265, 353)], MSS);
+            let t = q.sacktag_blocks(&[(265, 353)]);
             assert_eq!((t.segs, q.len()), (0, 4), "split at 301, nothing SACKed");
-            let t = q.sacktag_blocks(&[(265, 601)], MSS);
+            let t = q.sacktag_blocks(&[(265, 601)]);
             assert_eq!((t.segs, q.sacked_out), (3, 3));
             q.check_invariants();
         }
@@ -1240,15 +1295,15 @@ mod tests {
     fn nothing_sacked_walks_cached_blocks_again() {
         for kind in KINDS {
             let mut q = queue_of(kind, 4, 100);
-            assert_eq!(q.sacktag_blocks(&[(101, 301)], MSS).segs, 2);
+            assert_eq!(q.sacktag_blocks(&[(101, 301)]).segs, 2);
             q.update(101, 0, SACKED_ACKED);
             q.update(201, 0, SACKED_ACKED);
             assert_eq!(q.sacked_out, 0);
-            let t = q.sacktag_blocks(&[(101, 301)], MSS);
+            let t = q.sacktag_blocks(&[(101, 301)]);
             assert_eq!((t.segs, q.sacked_out), (2, 2));
             // With something SACKed the cache holds: the same block adds nothing.
             q.update(201, 0, SACKED_ACKED);
-            assert_eq!(q.sacktag_blocks(&[(101, 301)], MSS).segs, 0);
+            assert_eq!(q.sacktag_blocks(&[(101, 301)]).segs, 0);
             q.check_invariants();
         }
     }
@@ -1266,7 +1321,7 @@ mod tests {
             let (mut x, mut charged) = (2, 0);
             while x < 20 * 64 * MSS as u64 {
                 let blocks: Vec<(u64, u64)> = (0..4).map(|i| (x + 2 * i, x + 2 * i + 1)).collect();
-                let t = q.sacktag_blocks(&blocks, MSS);
+                let t = q.sacktag_blocks(&blocks);
                 assert_eq!((t.segs, t.freed), (0, 0));
                 charged += t.charged;
                 x += 8;
@@ -1309,7 +1364,7 @@ mod tests {
                         (s, s + 1 + rng.next_u64() % 150)
                     })
                     .collect();
-                refused += q.sacktag_blocks(&blocks, MIN_MSS).refused;
+                refused += q.sacktag_blocks(&blocks).refused;
                 assert!(q.payload + q.len() as u64 * SKB_OVERHEAD as u64 <= limit);
             }
             assert!(refused > 0);

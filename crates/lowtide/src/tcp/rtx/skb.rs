@@ -103,6 +103,12 @@ pub struct Skb {
     pub sacked: u8,
     /// Number of MSS-sized segments (`tcp_skb_pcount`).
     pub pcount: u32,
+    /// `tcp_skb_mss` (`skb_shinfo(skb)->gso_size`): the segment size it was cut at
+    /// when it last counted more than one segment, 0 for a one-segment skb
+    /// (`tcp_set_skb_tso_segs`); a SACK shift sets it on the skb it joins, so two
+    /// one-segment skbs of the same length make one skb of that segment size
+    /// (`tcp_shifted_skb`).
+    pub gso_size: u32,
     /// Last transmission time (`skb_mstamp_ns`).
     pub tx_time: Instant,
     /// Memory charged for it.
@@ -162,6 +168,7 @@ impl Skb {
             flags: self.flags & (FLAG_FIN | FLAG_PSH | FLAG_EOR),
             sacked: self.sacked,
             pcount: 0,
+            gso_size: 0,
             tx_time: self.tx_time,
             truesize: SKB_OVERHEAD + tail_len,
             tx: self.tx,
@@ -179,9 +186,33 @@ impl Skb {
         self.end_seq = at;
         self.truesize = self.truesize.saturating_sub(tail_len);
         self.uncharged = head_unch;
-        self.pcount = pcount(self.len(), mss);
-        tail.pcount = pcount(tail_len, mss);
+        self.set_tso_segs(mss);
+        tail.set_tso_segs(mss);
         tail
+    }
+
+    /// `tcp_set_skb_tso_segs`: counts its segments of `mss` bytes, and keeps `mss` as
+    /// its segment size if that makes more than one.
+    pub fn set_tso_segs(&mut self, mss: u32) {
+        (self.pcount, self.gso_size) = tso_segs(self.len(), mss);
+    }
+
+    /// `tcp_skb_seglen`: a one-segment skb's length, else its segment size.
+    pub fn seglen(&self) -> u32 {
+        match self.pcount {
+            0 | 1 => self.len(),
+            _ => self.gso_size,
+        }
+    }
+}
+
+/// `tcp_set_skb_tso_segs`: `(pcount, gso_size)` of an skb of `len` payload bytes cut
+/// at `mss`: one segment and no segment size when it fits in one (a SYN or FIN
+/// alone too), else as many as it takes, of `mss` bytes.
+pub fn tso_segs(len: u32, mss: u32) -> (u32, u32) {
+    match len <= mss.max(1) {
+        true => (1, 0),
+        false => (pcount(len, mss), mss),
     }
 }
 
@@ -261,6 +292,11 @@ impl Skb {
             flags: 0,
             sacked: 0,
             pcount,
+            gso_size: if pcount > 1 {
+                (len as u32).div_ceil(pcount)
+            } else {
+                0
+            },
             tx_time,
             truesize: len as u32 + crate::tcp::consts::SKB_OVERHEAD,
             tx: Default::default(),
@@ -286,6 +322,7 @@ mod tests {
             flags: FLAG_EOR | FLAG_PSH,
             sacked: 0,
             pcount: 2,
+            gso_size: 500,
             tx_time: Instant(0),
             truesize: 1000 + SKB_OVERHEAD,
             tx: Default::default(),

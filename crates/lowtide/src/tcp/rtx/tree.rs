@@ -199,6 +199,7 @@ mod tests {
             flags: 0,
             sacked: 0,
             pcount: 1,
+            gso_size: 0,
             tx_time: Instant::ZERO,
             truesize: 0,
             tx: Default::default(),

@@ -7,7 +7,7 @@
 
 use super::chrono::{Chrono, Chronos};
 use super::cong::INFINITE_SSTHRESH;
-use super::consts::{TCP_INIT_CWND, TCP_MIN_MSS, TCP_TIMEOUT_INIT};
+use super::consts::{SKB_OVERHEAD, TCP_INIT_CWND, TCP_MIN_MSS, TCP_TIMEOUT_INIT};
 use super::info::TcpInfo;
 use super::sock::Tcb;
 use super::TcpState;
@@ -85,14 +85,21 @@ pub fn notsent_bytes(write_seq: u32, snd_nxt: u32) -> u64 {
 impl Tcb {
     /// `tcp_write_queue_purge`: the busy chrono stops (`tcp_chrono_stop` while the
     /// queues still hold their skbs, so a running one goes on as busy), the queues'
-    /// skbs go, `packets_out` and `icsk_backoff` are 0. Nothing else of the
+    /// skbs are freed (`tcp_wmem_free_skb`: `sk_wmem_queued` falls by each one's
+    /// truesize, to 0), `packets_out` and `icsk_backoff` are 0. Nothing else of the
     /// scoreboard moves: `tcp_rtx_queue_purge` unlinks the skbs without
     /// `tcp_skb_pcount` accounting, so `sacked_out`, `lost_out` and `retrans_out`
     /// stay as they were (`tcpi_sacked`, `tcpi_lost`, `tcpi_retrans` of the closed
-    /// socket). lowtide frees the skbs themselves at the socket's end
-    /// ([`Tcb::zerocopy_purge`] lets their zerocopy references go at `tcp_done`).
+    /// socket). The skbs' zerocopy references go with them ([`Tcb::zerocopy_purge`]
+    /// reports the ranges at `tcp_done`).
     pub(crate) fn write_queue_purge(&mut self, now: Instant) {
         self.chrono_stop(now, Chrono::Busy);
+        let mut freed = self.rtx.purge();
+        for w in self.write_queue.drain(..) {
+            freed += SKB_OVERHEAD as u64 + w.data.len() as u64 + w.slack as u64;
+        }
+        self.wq_uncharged = 0;
+        self.wmem_queued = self.wmem_queued.saturating_sub(freed);
         self.rtx.packets_out = 0;
         self.icsk.backoff = 0;
     }
@@ -223,6 +230,33 @@ mod tests {
             t.done_with_error(&mut ts.ctx(&cfg, Instant::ZERO, false), err);
             assert_eq!(counts(&t), (0, 1, 1, 1, 0, 4_000_000), "{state:?}");
         }
+    }
+
+    /// `tcp_write_queue_purge` frees every skb of both queues (`tcp_wmem_free_skb`):
+    /// `sk_wmem_queued` falls to 0 (a reset in FIN-WAIT-1 with the FIN unacked,
+    /// `SK_MEMINFO_WMEM_QUEUED` 0 on Linux), while the scoreboard counts stay
+    /// (`tcp_rtx_queue_purge` unlinks without `tcp_skb_pcount` accounting).
+    #[test]
+    fn write_queue_purge_frees_the_skbs_and_keeps_the_scoreboard() {
+        use crate::tcp::rtx::skb::{Skb, WriteSkb, SACKED_ACKED};
+        let cfg = Config::default();
+        let mut ts = TestStack::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::FinWait1;
+        let mut s = Skb::sent_for_test(1, 1000, 1, Instant::ZERO);
+        s.sacked = SACKED_ACKED;
+        t.rtx.push(s);
+        t.rtx.push(Skb::sent_for_test(1001, 1000, 1, Instant::ZERO));
+        let data = bytes::BytesMut::from(&[7u8; 500][..]).into();
+        t.write_queue.push_back(WriteSkb::copied(2001, data, 0));
+        t.wmem_queued = 2 * (1000 + SKB_OVERHEAD as u64) + 500 + SKB_OVERHEAD as u64;
+        assert_eq!(t.rtx.sacked_out, 1);
+        t.tcp_reset(&mut ts.ctx(&cfg, Instant::ZERO, false));
+        assert_eq!(t.sk_err, Some(SocketError::ConnectionReset));
+        assert_eq!(t.wmem_queued, 0);
+        assert!(t.rtx.is_empty() && t.write_queue.is_empty());
+        assert_eq!((t.rtx.packets_out, t.rtx.sacked_out), (0, 1));
+        assert_eq!(counts(&t).1, 1, "tcpi_sacked stays");
     }
 
     #[test]

@@ -337,7 +337,7 @@ impl Tcb {
     /// `tcp_write_queue_purge` at `tcp_done`'s paths (a reset, a timeout,
     /// `tcp_disconnect`, the end of a closed socket): the skbs' references go, so
     /// ranges whose data was never acknowledged complete too, reported unless the
-    /// socket was closed. lowtide leaves the skbs themselves to the socket's end.
+    /// socket was closed (the skbs went in [`Tcb::write_queue_purge`]).
     pub(crate) fn zerocopy_purge(&mut self, ctx: &mut Ctx) {
         self.errq.purge();
         self.zerocopy_release(ctx);

@@ -129,17 +129,57 @@ impl Tcb {
             return ProbeResult::NotNow;
         }
         let seq = self.snd_nxt;
+        let (copy, kept) = self.probe_take_truesize(probe_size as u64);
         self.coalesce_send_queue_head(probe_size as usize);
         // One segment of its own size: tcp_init_tso_segs(nskb, nskb->len).
         self.mtup.probe_tx = true;
         self.send_new(ctx, probe_size as usize, probe_size);
         self.mtup.probe_tx = false;
+        // The skb the probe took only in part is trimmed by __pskb_trim_head,
+        // which leaves its truesize as it was, while the probe's skb counts the
+        // bytes it took (tcp_clone_payload: `to->truesize += probe_size`): they
+        // stay counted twice in sk_wmem_queued until that skb is freed.
+        if copy > 0 {
+            if let Some(rest) = self.write_queue.front_mut() {
+                rest.slack += (kept + copy) as u32;
+                self.wmem_queued += kept + copy;
+            }
+        }
         // "We are sending effectively two packets."
         self.cw.snd_cwnd -= 1;
         self.mtup.probe_size = self.mss_to_mtu(probe_size);
         self.mtup.probe_seq_start = seq;
         self.mtup.probe_seq_end = seq + probe_size as u64;
         ProbeResult::Sent
+    }
+
+    /// `tcp_mtu_probe`'s walk over the skbs a probe of `len` bytes takes: its skb
+    /// holds `SKB_OVERHEAD` and those bytes only (`tcp_clone_payload`), every skb
+    /// it takes whole is freed with all its truesize (`tcp_eat_one_skb`), and one
+    /// taken in part keeps all of its own. The truesize beyond their bytes
+    /// (`slack`) of the skbs it reaches is taken off here (pure zerocopy skbs,
+    /// whose pages are not charged, keep theirs); returns the bytes taken from an
+    /// skb taken in part (0 if none) and the truesize beyond its bytes it had.
+    fn probe_take_truesize(&mut self, len: u64) -> (u64, u64) {
+        let (mut left, mut freed, mut res) = (len, 0, (0, 0));
+        for w in self.write_queue.iter_mut() {
+            let n = w.data.len() as u64;
+            let slack = match w.pure {
+                true => 0,
+                false => std::mem::take(&mut w.slack) as u64,
+            };
+            freed += slack;
+            if n > left {
+                res = (left, slack);
+                break;
+            }
+            left -= n;
+            if left == 0 {
+                break;
+            }
+        }
+        self.wmem_queued = self.wmem_queued.saturating_sub(freed);
+        res
     }
 
     /// The probe's skb: the head skbs it takes whole are merged into the head, so
@@ -221,5 +261,65 @@ impl Tcb {
             self.mtup.search_low = self.mss_to_mtu(mss);
         }
         self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::tcp::rtx::skb::WriteSkb;
+    use crate::tcp::Tcb;
+
+    fn queue(t: &mut Tcb, lens: &[(usize, u32)]) {
+        let mut seq = 1;
+        for &(len, slack) in lens {
+            let data = bytes::BytesMut::from(&vec![7u8; len][..]).into();
+            let mut w = WriteSkb::copied(seq, data, 0);
+            w.slack = slack;
+            t.write_queue.push_back(w);
+            seq += len as u64;
+        }
+    }
+
+    /// `tcp_mtu_probe`'s walk: skbs the probe takes whole are eaten and freed with
+    /// all their truesize, one taken in part is trimmed (`__pskb_trim_head`) and
+    /// keeps its own, so the bytes taken from it count twice; ending on an skb's
+    /// end takes none in part.
+    #[test]
+    fn probe_walk_eats_whole_skbs_and_trims_one_keeping_its_truesize() {
+        let cfg = Config::default();
+        for (lens, probe, want, reached) in [
+            // Two eaten (their 100 and 50 bytes beyond the data freed), 242 of the
+            // third taken: it keeps its 30 (given back after the send).
+            (
+                &[(500, 100), (500, 50), (1000, 30)][..],
+                1242,
+                (242, 30, 150 + 30),
+                3,
+            ),
+            // Ends on the second skb's end: both eaten, none trimmed, the third
+            // not reached.
+            (
+                &[(500, 100), (500, 50), (1000, 30)][..],
+                1000,
+                (0, 0, 150),
+                2,
+            ),
+            // Inside the head: the head alone trimmed.
+            (&[(1000, 30)][..], 300, (300, 30, 30), 1),
+        ] {
+            let mut t = Tcb::for_test(&cfg);
+            queue(&mut t, lens);
+            t.wmem_queued = 10_000;
+            let (copy, kept) = t.probe_take_truesize(probe);
+            assert_eq!(
+                (copy, kept, 10_000 - t.wmem_queued),
+                want,
+                "{lens:?} {probe}"
+            );
+            let slack: Vec<u32> = t.write_queue.iter().map(|w| w.slack).collect();
+            assert!(slack[..reached].iter().all(|&s| s == 0), "{slack:?}");
+            assert!(slack[reached..].iter().all(|&s| s == 30), "{slack:?}");
+        }
     }
 }

@@ -580,6 +580,21 @@ impl RtxQueue {
         lost_retrans
     }
 
+    /// `tcp_rtx_queue_purge`: every skb is unlinked and freed (`tcp_wmem_free_skb`),
+    /// without `tcp_skb_pcount` accounting, so `sacked_out`, `lost_out`,
+    /// `retrans_out` and `tp->lost` stay as they were; no highest SACK is left.
+    /// Returns the truesize freed.
+    pub fn purge(&mut self) -> u64 {
+        let keep = (self.sacked_out, self.lost_out, self.retrans_out);
+        let mut freed = 0;
+        while let Some(p) = self.store.first_pos() {
+            freed += self.take(p).truesize as u64;
+        }
+        (self.sacked_out, self.lost_out, self.retrans_out) = keep;
+        self.highest_sack = 0;
+        freed
+    }
+
     /// `tcp_timeout_mark_lost` on SACK reneging (the head is SACKed when the RTO
     /// fires: the receiver dropped what it had SACKed): forgets every SACK mark so
     /// that every skb is marked lost and sent again.

@@ -50,7 +50,9 @@ pub struct WriteSkb {
     /// (`tcp_downgrade_zcopy_pure`).
     pub pure: bool,
     /// Truesize beyond its bytes and `SKB_OVERHEAD`: its zerocopy fragments
-    /// count whole pages (`zerocopy_fill_skb_from_iter`: `PAGE_ALIGN`).
+    /// count whole pages (`zerocopy_fill_skb_from_iter`: `PAGE_ALIGN`), and an
+    /// skb an MTU probe took in part keeps the truesize of the bytes taken
+    /// (`tcp_mtu_probe`'s `__pskb_trim_head`).
     pub slack: u32,
     /// Its last page fragment is zerocopy data: copied data cannot coalesce
     /// into it (`skb_can_coalesce`) and takes a fragment of its own.

@@ -135,20 +135,17 @@ impl Tcb {
         if !self.accepts_pmtu() || mtu >= self.pmtu_cookie {
             return false;
         }
-        self.pmtu_cookie = mtu;
         let old = self.mss_cache;
-        if self.state.is_synchronized() {
-            self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);
-            self.simple_retransmit(ctx);
-        } else if self.state == TcpState::SynSent {
-            // tcp_simple_retransmit in SYN-SENT: a bare SYN is never too long, but
-            // after Fast Open SYN data the SYN and its data are lost, and the SYN
-            // goes again at once as the queue's head, with the route's smaller
-            // MSS (tcp_advertise_mss); the data waits for the SYN-ACK, outside
-            // the peer's window until then (tcp_rcv_fastopen_synack resends it).
-            // SYN-SENT takes the MSS from the cookie at the handshake.
-            self.simple_retransmit(ctx);
-        }
+        // In every state but LISTEN and CLOSE, SYN-SENT too: the MSS follows the
+        // new path MTU at once (`tcpi_snd_mss`), and the handshake syncs it from
+        // the cookie again. In SYN-SENT, tcp_simple_retransmit finds a bare SYN
+        // never too long, but after Fast Open SYN data the SYN and its data are
+        // lost, and the SYN goes again at once as the queue's head, with the
+        // route's smaller MSS (tcp_advertise_mss); the data waits for the SYN-ACK,
+        // outside the peer's window until then (tcp_rcv_fastopen_synack resends
+        // it).
+        self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);
+        self.simple_retransmit(ctx);
         self.mss_cache != old
     }
 

@@ -166,15 +166,17 @@ fn data_the_synack_does_not_cover_is_sent_again_at_once() {
     );
 }
 
-/// ICMP "fragmentation needed" for a SYN with data (tcp_v4_mtu_reduced in SYN-SENT,
-/// tcp_simple_retransmit with the Fast Open case): the SYN goes again at once,
-/// bare, advertising the route's MSS (tcp_advertise_mss: MTU 800 less 40 bytes).
+/// ICMP "fragmentation needed" for a SYN with data (tcp_v4_mtu_reduced in SYN-SENT:
+/// tcp_sync_mss, then tcp_simple_retransmit with the Fast Open case): the MSS
+/// follows the path at once (`tcpi_snd_mss` 748: MTU 800 less 40 bytes of headers
+/// and the 12 of the timestamps the SYN offers, under the cookie's MSS), and the
+/// SYN goes again at once, bare, advertising the route's MSS (tcp_advertise_mss).
 #[test]
 fn frag_needed_on_syn_data_resends_a_bare_syn_with_the_route_mss() {
     let mut st = Stack::new(Config::default(), 3);
     st.add_address(me().ip());
     cache_cookie(&mut st);
-    let (_h2, n) = st
+    let (h2, n) = st
         .connect_fastopen(
             Instant::ZERO,
             me(),
@@ -201,6 +203,42 @@ fn frag_needed_on_syn_data_resends_a_bare_syn_with_the_route_mss() {
     assert_eq!(th.options.mss, Some(760));
     assert_eq!(th.options.fastopen, None);
     assert_eq!(st.counters().get(Mib::TcpExtTCPSynRetrans), 1);
+    assert_eq!(st.info(Instant::ZERO, h2).unwrap().snd_mss, 748);
+}
+
+/// The same ICMP for a bare SYN (no Fast Open data): tcp_sync_mss still takes the
+/// MSS down in SYN-SENT (under `TCP_MSS_DEFAULT`'s clamp of 536 before the
+/// handshake: 524 with the timestamps' room, 500 at the smallest path MTU a route
+/// takes, `ip_rt_min_pmtu`'s 552), but tcp_simple_retransmit finds nothing longer
+/// than it (the SYN has no payload): nothing is lost, nothing goes again. A report
+/// above the connection's path MTU changes nothing (`icsk_pmtu_cookie > mtu`
+/// fails).
+#[test]
+fn frag_needed_on_a_bare_syn_takes_the_mss_down_and_resends_nothing() {
+    let mut st = Stack::new(Config::default(), 3);
+    st.add_address(me().ip());
+    // No cookie yet: the SYN asks for one and carries no data.
+    let (h, _) = st
+        .connect_fastopen(
+            Instant::ZERO,
+            me(),
+            peer(),
+            &SockOptions::default(),
+            Some(UserBytes::Bytes(b"")),
+            false,
+        )
+        .unwrap();
+    let syn = st.poll_transmit(Instant::ZERO).expect("SYN").packet;
+    assert_eq!(st.info(Instant::ZERO, h).unwrap().snd_mss, 524);
+    let icmp = crate::output::pmtu::frag_needed(&syn, 552);
+    st.handle_packet(Instant::ZERO, &icmp, lowtide::RxChecksum::Verify);
+    assert!(st.poll_transmit(Instant::ZERO).is_none(), "nothing lost");
+    let i = st.info(Instant::ZERO, h).unwrap();
+    assert_eq!((i.snd_mss, i.lost, i.total_retrans), (500, 0, 0));
+    let icmp = crate::output::pmtu::frag_needed(&syn, 1000);
+    st.handle_packet(Instant::ZERO, &icmp, lowtide::RxChecksum::Verify);
+    assert!(st.poll_transmit(Instant::ZERO).is_none());
+    assert_eq!(st.info(Instant::ZERO, h).unwrap().snd_mss, 500);
 }
 
 /// `MSG_FASTOPEN | MSG_ZEROCOPY` on a `SO_ZEROCOPY` socket (tcp_sendmsg_locked's

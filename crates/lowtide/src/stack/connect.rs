@@ -77,6 +77,8 @@ impl Stack {
             // tcp_connect_init's tcp_initialize_rcv_mss reads the rcv_wnd
             // tcp_disconnect left on the socket (0 before any connection).
             tcb.rcv_wnd = o.disconnected.as_ref().map_or(0, |d| d.rcv_wnd());
+            // The same tcp_sock: timeout_rehash goes on counting.
+            tcb.timeout_rehash = o.disconnected.as_ref().map_or(0, |d| d.timeout_rehash());
         }
         // inet_bind (SOCK_BINDPORT_LOCK) against inet_hash_connect's own pick.
         tcb.bind.by_bind = local.port() != 0;

@@ -43,6 +43,13 @@ impl Disconnected {
         self.info.rcv_wnd
     }
 
+    /// `tp->timeout_rehash`, which neither `tcp_disconnect` nor the next connect
+    /// resets (`plb_rehash` is reset, and is 0 here): the next connection's
+    /// `tcpi_rehash` counts on from it.
+    pub fn timeout_rehash(&self) -> u32 {
+        self.info.rehash
+    }
+
     /// `tp->mss_cache`, which `TCP_MAXSEG` reads without a `user_mss`.
     pub fn mss_cache(&self) -> u32 {
         self.info.snd_mss
@@ -302,7 +309,7 @@ mod tests {
         // tcp_disconnect: the RTT estimate, congestion state, scoreboard, counts,
         // rcv_mss and the options go; mss_cache, advmss, the path MTU, the windows,
         // rcv_ssthresh, rcv_rtt, min_rtt, reordering, icsk_retransmits, the RTO
-        // totals and ecn_flags stay.
+        // totals, timeout_rehash and ecn_flags stay.
         let cfg = Config::default();
         let mut t = scoreboard(&cfg, TcpState::Established);
         (t.mss_cache, t.advmss, t.pmtu_cookie) = (1448, 1448, 1500);
@@ -314,6 +321,7 @@ mod tests {
         (t.rx_opt.tstamp_ok, t.rx_opt.sack_ok, t.rx_opt.wscale_ok) = (true, true, true);
         t.rx_opt.rcv_wscale = 7;
         t.ecn_flags = crate::tcp::ecn::TCP_ECN_SEEN;
+        t.timeout_rehash = 4;
         let d = t.disconnected(Instant::ZERO);
         let i = d.info(Instant::ZERO, 5, 0);
         let reset = (
@@ -357,6 +365,8 @@ mod tests {
             (i.state, d.rcv_wnd(), d.mss_cache()),
             ("CLOSED", 65000, 1448)
         );
+        // timeout_rehash stays, for the next connect too.
+        assert_eq!((i.rehash, d.timeout_rehash()), (4, 4));
     }
 
     #[test]

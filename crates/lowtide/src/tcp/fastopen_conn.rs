@@ -25,9 +25,11 @@ impl Tcb {
         // tcp_create_openreq_child: the child starts with snd_una = ISN + 1; its
         // SYN-ACK belongs to the request, not to its send window.
         self.snd_una = 1;
+        // tcp_create_openreq_child: segs_in starts at 1, the SYN; a SYN with data
+        // counts once (tcp_fastopen_add_skb resets it to 0 before tcp_segs_in),
+        // in data_segs_in too.
+        self.segs_in = 1;
         if !syn_data.is_empty() {
-            // tcp_fastopen_add_skb: segs_in counts the SYN once.
-            self.segs_in = 1;
             self.data_segs_in = 1;
             self.queue_in_order(ctx, Payload::Flat(syn_data));
             self.bytes_received = syn_data.len() as u64;

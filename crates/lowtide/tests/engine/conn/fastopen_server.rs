@@ -170,6 +170,21 @@ fn the_backup_key_still_opens_and_renews_the_cookie() {
     assert_eq!(st.counters().get(Mib::TcpExtTCPFastOpenPassiveAltKey), 1);
 }
 
+/// `tcp_create_openreq_child` starts a child's `segs_in` at 1 (its SYN), which
+/// `tcp_fastopen_add_skb` recounts only for a SYN with data (reset to 0, then
+/// `tcp_segs_in`: once, and in `data_segs_in`): a valid cookie without data opens
+/// a child with `tcpi_segs_in` 1 and `tcpi_data_segs_in` 0.
+#[test]
+fn a_fastopen_childs_syn_is_its_first_segment_in_with_or_without_data() {
+    for (data, want) in [(&b""[..], (1, 0)), (&b"hello"[..], (1, 1))] {
+        let (mut st, l) = listening("0x2", Some(4));
+        syn(&mut st, client(), Some(the_cookie()), data);
+        let c = st.accept(l).expect("a child");
+        let i = st.info(Instant::ZERO, c).unwrap();
+        assert_eq!((i.segs_in, i.data_segs_in), want, "{data:?}");
+    }
+}
+
 #[test]
 fn cookie_not_required_takes_data_without_a_cookie() {
     let (mut st, _l) = listening("0x202", Some(4));

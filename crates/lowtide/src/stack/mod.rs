@@ -448,8 +448,13 @@ impl Stack {
                 &joined[..]
             }
         };
-        let frags: Vec<usize> = match flags.zerocopy {
-            true => iov.iter().map(|b| b.len()).filter(|&n| n > 0).collect(),
+        // Each buffer's page offset: the joined copy of several has its own.
+        let frags: Vec<crate::tcp::api::ZcFrag> = match flags.zerocopy {
+            true => iov
+                .iter()
+                .filter(|b| !b.is_empty())
+                .map(|b| (b.len(), b.as_ptr() as usize % crate::tcp::api::ZC_PAGE))
+                .collect(),
             false => Vec::new(),
         };
         self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, &frags, flags))

@@ -86,7 +86,7 @@ impl Tcb {
         &mut self,
         ctx: &mut Ctx,
         data: &[u8],
-        frags: &[usize],
+        frags: &[ZcFrag],
         flags: SendFlags,
     ) -> Result<usize, SocketError> {
         self.sendmsg_data(ctx, SendData::Bytes(data), frags, flags)
@@ -132,7 +132,7 @@ impl Tcb {
         &mut self,
         ctx: &mut Ctx,
         data: SendData<'_>,
-        frags: &[usize],
+        frags: &[ZcFrag],
         flags: SendFlags,
     ) -> Result<usize, SocketError> {
         if self.payload_source.is_some() != matches!(data, SendData::Pattern(_)) {
@@ -159,7 +159,7 @@ impl Tcb {
         &mut self,
         ctx: &mut Ctx,
         data: SendData<'_>,
-        zc: Option<(u32, &[usize])>,
+        zc: Option<(u32, &[ZcFrag])>,
         flags: SendFlags,
     ) -> Result<usize, SocketError> {
         let more = flags.more;
@@ -287,7 +287,7 @@ impl Tcb {
         &mut self,
         ctx: &mut Ctx,
         data: SendData<'_>,
-        zc: Option<(u32, &[usize])>,
+        zc: Option<(u32, &[ZcFrag])>,
         oob: bool,
     ) -> usize {
         // tcp_send_mss: no large skbs for MSG_OOB (tcp_xmit_size_goal's
@@ -355,14 +355,11 @@ impl Tcb {
                 _ => tail.data.append(data.bytes().map(|d| &d[copied..]), n),
             }
             // __zerocopy_sg_from_iter: pinned pages count whole
-            // (PAGE_ALIGN(copied + start)), uncharged in a pure skb.
-            let truesize = match (zc, data) {
-                (None, _) => n,
-                (Some(_), SendData::Shared(_)) => zc_truesize(copied % ZC_PAGE, n),
-                (Some(_), _) => {
-                    let at = data.bytes().map_or(0, |d| d[copied..].as_ptr() as usize);
-                    zc_truesize(at % ZC_PAGE, n)
-                }
+            // (PAGE_ALIGN(copied + start), `start` the offset in its page of the
+            // user's buffer where this piece begins), uncharged in a pure skb.
+            let truesize = match zc {
+                None => n,
+                Some(_) => zc_truesize(frags.page_offset(copied), n),
             };
             tail.slack += (truesize - n) as u32;
             if tail.pure {
@@ -823,12 +820,16 @@ impl<'a> SendData<'a> {
 /// The page size a zerocopy send's buffer is laid out in (x86-64's `PAGE_SIZE`).
 pub const ZC_PAGE: usize = 4096;
 
+/// One page fragment of a zerocopy send: its length and the offset in its page
+/// of its first byte in the user's buffer (`iov_iter_get_pages2`'s `start`).
+pub type ZcFrag = (usize, usize);
+
 /// The page fragments of a zerocopy buffer of `len` bytes, as
 /// `iov_iter_get_pages2` pins a page-aligned buffer: whole pages, then the rest.
-fn zc_page_frags(len: usize) -> Vec<usize> {
-    let mut v = vec![ZC_PAGE; len / ZC_PAGE];
+fn zc_page_frags(len: usize) -> Vec<ZcFrag> {
+    let mut v = vec![(ZC_PAGE, 0); len / ZC_PAGE];
     if !len.is_multiple_of(ZC_PAGE) {
-        v.push(len % ZC_PAGE);
+        v.push((len % ZC_PAGE, 0));
     }
     v
 }
@@ -851,16 +852,26 @@ fn zc_full(t: &WriteSkb, id: u32) -> bool {
 
 /// Walks a send's page fragments by byte offset.
 struct FragCursor<'a> {
-    lens: &'a [usize],
+    lens: &'a [ZcFrag],
     /// Offset where fragment `lens[0]` ends.
     end: usize,
 }
 
 impl<'a> FragCursor<'a> {
-    fn new(lens: &'a [usize]) -> Self {
+    fn new(lens: &'a [ZcFrag]) -> Self {
         FragCursor {
-            end: lens.first().copied().unwrap_or(usize::MAX),
+            end: lens.first().map_or(usize::MAX, |f| f.0),
             lens,
+        }
+    }
+
+    /// The offset in its page of the user's byte at send offset `at` (after
+    /// [`FragCursor::left`] reached its fragment).
+    fn page_offset(&mut self, at: usize) -> usize {
+        self.left(at);
+        match self.lens.first() {
+            Some(&(len, start)) => (start + at - (self.end - len)) % ZC_PAGE,
+            None => at % ZC_PAGE,
         }
     }
 
@@ -869,7 +880,7 @@ impl<'a> FragCursor<'a> {
     fn left(&mut self, at: usize) -> usize {
         while at >= self.end && self.lens.len() > 1 {
             self.lens = &self.lens[1..];
-            self.end += self.lens[0];
+            self.end += self.lens[0].0;
         }
         self.end.saturating_sub(at).max(1)
     }
@@ -1221,7 +1232,8 @@ mod push_tests {
         t.cw.snd_cwnd = 0; // keep everything in the write queue
         let send = |t: &mut Tcb, frags: &[usize]| {
             let data = vec![0u8; frags.iter().sum()];
-            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &data, frags, zc))
+            let frags: Vec<ZcFrag> = frags.iter().map(|&n| (n, 0)).collect();
+            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &data, &frags, zc))
         };
         assert_eq!(send(&mut t, &[1; 18]), Ok(18));
         assert!(
@@ -1321,7 +1333,7 @@ mod push_tests {
         let at = (ZC_PAGE - buf.as_ptr() as usize % ZC_PAGE) % ZC_PAGE;
         let page = &buf[at..at + ZC_PAGE]; // a page-aligned buffer
         let send = |t: &mut Tcb, d: &[u8], f: SendFlags| {
-            let frags = [d.len()];
+            let frags = [(d.len(), d.as_ptr() as usize % ZC_PAGE)];
             with_ctx(&cfg, |ctx| {
                 t.sendmsg(ctx, d, &frags[..f.zerocopy as usize], f)
             })
@@ -1360,6 +1372,29 @@ mod push_tests {
         assert_eq!(t.mem_charged(), t.wmem_queued);
     }
 
+    /// zerocopy_fill_skb_from_iter's `PAGE_ALIGN(copied + start)`: `start` is where
+    /// the user's buffer lies in its page, not where a copy of it does. 4000 bytes
+    /// from offset 1728 in a page, given as the two page pieces a caller cuts them
+    /// into (2368 and 1632 bytes), pin two pages (8192), as one piece would; the
+    /// same pieces read from offset 2208 (a joined copy's) would count three.
+    #[test]
+    fn zerocopy_pages_follow_the_users_buffer_not_a_copy() {
+        let cfg = Config::default();
+        for (frags, pages) in [
+            (&[(2368, 1728), (1632, 0)][..], 2),
+            (&[(4000, 1728)][..], 2),
+            (&[(4000, 0)][..], 1),
+            (&[(2368, 2208), (1632, 480)][..], 3),
+        ] {
+            let mut t = zc_sender(&cfg);
+            let data = vec![0u8; 4000];
+            let r = with_ctx(&cfg, |ctx| t.sendmsg(ctx, &data, frags, ZC));
+            assert_eq!(r, Ok(4000));
+            let head = t.write_queue.len() as u64 * SKB_OVERHEAD as u64;
+            assert_eq!(t.wmem_queued - head, pages * ZC_PAGE as u64, "{frags:?}");
+        }
+    }
+
     /// tcp_sendmsg_locked's copy path after zerocopy data: the copy cannot
     /// coalesce into the user's page (skb_can_coalesce), so it takes a fragment
     /// of its own, and a later copy merges into that one; an skb out of
@@ -1371,7 +1406,8 @@ mod push_tests {
         let mut t = zc_sender(&cfg);
         let send = |t: &mut Tcb, frags: &[usize], f: SendFlags| {
             let data = vec![0u8; frags.iter().sum()];
-            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &data, frags, f))
+            let frags: Vec<ZcFrag> = frags.iter().map(|&n| (n, 0)).collect();
+            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &data, &frags, f))
         };
         let plain = SendFlags::default();
         assert_eq!(send(&mut t, &[1; 16], zc), Ok(16));

@@ -668,9 +668,10 @@ fn linger_with_time_reports_the_wait_for_the_fin_ack() {
     assert!(n.a.is_closing(h), "FIN sent, not yet acknowledged");
     n.run();
     // The bare FIN's ACK (ato 0, no data yet) goes when the delayed-ACK timer,
-    // armed for now, fires (tcp_send_delayed_ack, tcp_delack_timer_handler).
+    // armed for the current jiffy, fires at the next tick (tcp_send_delayed_ack,
+    // tcp_delack_timer_handler).
     assert!(n.a.is_closing(h), "FIN not yet acknowledged: timer pending");
-    n.wait(core::time::Duration::ZERO);
+    n.wait(core::time::Duration::from_millis(1));
     assert!(!n.a.is_closing(h), "FIN acknowledged: FIN-WAIT-2");
     // Without SO_LINGER, close does not wait.
     let (c2, _, _) = {

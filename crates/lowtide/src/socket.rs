@@ -116,6 +116,9 @@ pub enum SocketError {
     /// `ENODEV`: the socket is bound to a device the host does not have
     /// (`ip_route_connect` with `sk_bound_dev_if`, stack/netdev.rs).
     NoDevice,
+    /// `ENOMEM`: no room for the socket's option memory (a `TCP_MD5SIG` key past
+    /// `net.core.optmem_max`, `sock_kmalloc`).
+    NoMemory,
 }
 
 impl core::fmt::Display for SocketError {
@@ -144,6 +147,7 @@ impl core::fmt::Display for SocketError {
             SocketError::NoNetwork => "machine is not on the network (ENONET)",
             SocketError::NotFound => "no such entry (ENOENT)",
             SocketError::NoDevice => "no such device (ENODEV)",
+            SocketError::NoMemory => "cannot allocate memory (ENOMEM)",
         };
         f.write_str(s)
     }
@@ -180,6 +184,7 @@ impl SocketError {
             SocketError::NoNetwork => errno::ENONET,
             SocketError::NotFound => errno::ENOENT,
             SocketError::NoDevice => errno::ENODEV,
+            SocketError::NoMemory => errno::ENOMEM,
         }
     }
 }

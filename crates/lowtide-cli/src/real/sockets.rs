@@ -31,6 +31,7 @@ pub fn io_error(e: SocketError) -> io::Error {
         SocketError::HostDown => K::HostUnreachable,
         SocketError::NoNetwork => K::NetworkUnreachable,
         SocketError::NotFound | SocketError::NoDevice => K::NotFound,
+        SocketError::NoMemory => K::OutOfMemory,
         SocketError::ProtocolError
         | SocketError::ProtocolUnavailable
         | SocketError::NotSupported => K::Other,

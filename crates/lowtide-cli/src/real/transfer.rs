@@ -79,7 +79,7 @@ fn md5_opts(key: Option<&str>, peer: IpAddr, prefixlen: u8) -> lowtide::tcp::soc
     use lowtide::tcp::md5::{Md5Cmd, Md5Key};
     let mut o = lowtide::tcp::sockopt::SockOptions::default();
     if let Some(k) = key.and_then(|k| Md5Key::new(peer, prefixlen, k.as_bytes())) {
-        let _ = o.md5.apply(Md5Cmd::Add(k));
+        let _ = o.md5.apply(Md5Cmd::Add(k), 0, u32::MAX);
     }
     o
 }

@@ -172,8 +172,10 @@ impl Host {
                 let (rmem, wmem, queued) = info
                     .as_ref()
                     .map_or((0, 0, 0), |i| (i.rmem_alloc, i.wmem_alloc, i.wmem_queued));
+                // sk_omem_alloc: a connection's notifications and keys; before
+                // listen/connect and on a listener, the socket's TCP-MD5 keys.
                 let optmem = conn.and_then(|h| self.stack.socket_ref(h).optmem().ok());
-                let optmem = optmem.unwrap_or(0);
+                let optmem = optmem.unwrap_or_else(|| s.opts.md5.omem());
                 let drops = match s.state {
                     SockState::Conn { h, .. } | SockState::Listening(h) => {
                         self.stack.socket_ref(h).sk_drops().unwrap_or(0)

@@ -9,6 +9,7 @@ use crate::tcp::consts::{MAX_TCP_WINDOW, TCP_MIN_MSS};
 use crate::tcp::fastopen::{FastOpenKeys, TFO_CLIENT_ENABLE};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
+use crate::tcp::md5::Md5Error;
 use crate::tcp::sockopt::{rcvlowat_from_user, tos_to_priority, MAX_TCP_SYNCNT};
 use crate::time::Instant;
 use crate::TcpState;
@@ -659,7 +660,15 @@ impl Host {
                 let cmd = super::md5sig::md5sig_arg(s.family, name == TCP_MD5SIG_EXT, val)?;
                 match conn {
                     Some(h) => e(stack.socket(h).set_md5sig(cmd))?,
-                    None => s.opts.md5.apply(cmd).map_err(|_| Errno(errno::ENOENT))?,
+                    // A socket before listen/connect, or a listener: its keys
+                    // alone hold its sk_omem_alloc (__tcp_md5_do_add's sock_kmalloc).
+                    None => {
+                        let max = stack.config().optmem_max;
+                        s.opts.md5.apply(cmd, 0, max).map_err(|e| match e {
+                            Md5Error::NotFound => Errno(errno::ENOENT),
+                            Md5Error::NoMemory => Errno(errno::ENOMEM),
+                        })?
+                    }
                 }
             }
             // do_tcp_setsockopt: before the int read, as TCP_CONGESTION.

@@ -384,6 +384,17 @@ impl Stack {
             self.listendrop(l);
             return true; // dropped: the client retransmits its ACK or data
         }
+        if lst
+            .opts
+            .md5
+            .child_copy(tuple.remote.ip())
+            .child_copy_fails(self.cfg.optmem_max)
+        {
+            // syn_recv_sock's tcp_md5_key_copy found no option memory for the
+            // child's key (put_and_exit): tcp_listendrop.
+            self.listendrop(l);
+            return true;
+        }
         lst.pending += 1;
         let sock_opts = lst.opts.clone();
         let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());

@@ -5,7 +5,7 @@ use super::options::SocketMut;
 use super::{Sock, Stack};
 use crate::mib::Mib;
 use crate::socket::SocketError;
-use crate::tcp::md5::{hash_segment, Md5Cmd, Md5Key};
+use crate::tcp::md5::{hash_segment, Md5Cmd, Md5Error, Md5Key};
 use crate::tcp::rcvqueue::Payload;
 use crate::tcp::FourTuple;
 use lowtide_wire::ip::IpRepr;
@@ -126,16 +126,23 @@ impl SocketMut<'_> {
     /// `TCP_MD5SIG` / `TCP_MD5SIG_EXT` on a listener or a connection
     /// (`tcp_md5_do_add`, `tcp_md5_do_del`): a connection signs and checks with
     /// its new keys from its next segment on, a listener gives its new requests
-    /// theirs. Deleting a key that is not there is [`SocketError::NotFound`]. A
-    /// socket before `listen` or `connect` keeps its keys in
+    /// theirs. Deleting a key that is not there is [`SocketError::NotFound`]; a
+    /// new key is charged to `sk_omem_alloc` ([`crate::tcp::md5::MD5_KEY_OMEM`],
+    /// with a connection's `MSG_ZEROCOPY` notifications) and past
+    /// `net.core.optmem_max` is [`SocketError::NoMemory`]. A socket before
+    /// `listen` or `connect` keeps its keys in
     /// [`crate::tcp::sockopt::SockOptions::md5`].
     pub fn set_md5sig(&mut self, cmd: Md5Cmd) -> Result<(), SocketError> {
         let index = self.stack.handle_slot(self.h)?;
-        let keys = match &mut self.stack.slots[index as usize].sock {
-            Some(Sock::Tcp(t)) => &mut t.md5,
-            Some(Sock::Listener(l)) => &mut l.opts.md5,
+        let max = self.stack.cfg.optmem_max;
+        let r = match &mut self.stack.slots[index as usize].sock {
+            Some(Sock::Tcp(t)) => t.md5.apply(cmd, t.errq.omem, max),
+            Some(Sock::Listener(l)) => l.opts.md5.apply(cmd, 0, max),
             _ => return Err(SocketError::BadHandle),
         };
-        keys.apply(cmd).map_err(|_| SocketError::NotFound)
+        r.map_err(|e| match e {
+            Md5Error::NotFound => SocketError::NotFound,
+            Md5Error::NoMemory => SocketError::NoMemory,
+        })
     }
 }

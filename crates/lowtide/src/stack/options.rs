@@ -600,9 +600,16 @@ impl SocketRef<'_> {
     }
 
     /// `sk_omem_alloc` (`SO_MEMINFO`'s `SK_MEMINFO_OPTMEM`): the `MSG_ZEROCOPY`
-    /// notification skbs not yet read (`sock_omalloc`).
+    /// notification skbs not yet read (`sock_omalloc`) and the TCP-MD5 keys
+    /// (`sock_kmalloc`, [`crate::tcp::md5::MD5_KEY_OMEM`] each), of a connection
+    /// or a listener.
     pub fn optmem(&self) -> Result<u32, SocketError> {
-        Ok(self.stack.tcb(self.h)?.errq.omem)
+        let index = self.stack.handle_slot(self.h)?;
+        match &self.stack.slots[index as usize].sock {
+            Some(Sock::Tcp(t)) => Ok(t.optmem()),
+            Some(Sock::Listener(l)) => Ok(l.opts.md5.omem()),
+            _ => Err(SocketError::BadHandle),
+        }
     }
 
     /// `TCP_SYNCNT` (getsockopt): the socket's own value, else `tcp_syn_retries`.

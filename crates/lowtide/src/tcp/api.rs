@@ -1257,7 +1257,7 @@ mod push_tests {
         let tail = t.write_queue.back().unwrap();
         assert_eq!((tail.data.len(), tail.nr_frags, tail.zc), (301, 3, Some(0)));
         assert_eq!(
-            t.errq.realloc(1, None, u32::MAX),
+            t.errq.realloc(1, None, (0, u32::MAX)),
             Some(2),
             "ids 0 and 1 used"
         );

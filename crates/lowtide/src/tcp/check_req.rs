@@ -126,6 +126,13 @@ impl Tcb {
         }
         // syn_recv_sock: the child needs room in the accept queue (exit_overflow).
         if self.req.acceptq_full {
+            ctx.mib.inc(Mib::TcpExtListenOverflows);
+            return self.listen_overflow(ctx, th, len);
+        }
+        // syn_recv_sock's tcp_md5_key_copy: the child's copy of the listener's key
+        // is a sock_kmalloc of its own, which optmem_max may refuse: the child is
+        // dropped (put_and_exit: tcp_listendrop only).
+        if self.md5.child_copy_fails(ctx.cfg.optmem_max) {
             return self.listen_overflow(ctx, th, len);
         }
         // The child takes the segment's timestamp only now that it is made: no
@@ -262,16 +269,17 @@ impl Tcb {
         self.set_closed(ctx);
     }
 
-    /// `listen_overflow:` the final ACK found the accept queue full
-    /// (`tcp_v4_syn_recv_sock`'s `exit_overflow`, `tcp_listendrop`). With
+    /// `listen_overflow:` `syn_recv_sock` made no child for the final ACK: the
+    /// accept queue was full (`tcp_v4_syn_recv_sock`'s `exit_overflow`, which the
+    /// caller counts as TcpExtListenOverflows) or the child's TCP-MD5 key found no
+    /// option memory (`put_and_exit`); either way `tcp_listendrop`. With
     /// `tcp_abort_on_overflow` 0 the ACK is dropped and the request stays (`acked`):
     /// its SYN-ACK timer sends the SYN-ACK again, and the peer's answer may find
     /// room; otherwise the request ends with a reset. Always false.
     fn listen_overflow(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) -> bool {
-        ctx.mib.inc(Mib::TcpExtListenOverflows);
         ctx.mib.inc(Mib::TcpExtListenDrops);
         self.req.listener_drops += 1; // tcp_listendrop's sk_drops_inc
-        trace!(tuple = ?self.tuple, "drop final ACK: accept queue full");
+        trace!(tuple = ?self.tuple, "drop final ACK: no child");
         if ctx.cfg.tcp_abort_on_overflow != 0 {
             self.embryonic_reset(ctx, th, len);
         } else {

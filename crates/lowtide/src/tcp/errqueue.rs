@@ -136,10 +136,17 @@ impl ErrQueue {
     /// `msg_zerocopy_realloc` for a send of `size` bytes: extends the range of the
     /// write queue's tail skb (`tail_id`, its `skb_zcopy`) when this send's id
     /// continues it, else allocates a range (`msg_zerocopy_alloc`), which costs a
-    /// notification skb of `sk_omem_alloc` within `optmem_max` (else `ENOBUFS`).
+    /// notification skb of `sk_omem_alloc` if `SKB_TRUESIZE(0)` more fits within
+    /// `optmem_max` (else `ENOBUFS`), `other_omem` being what else the socket
+    /// holds there (its TCP-MD5 keys).
     /// Either way the send holds the range until [`ErrQueue::sent`]. Returns the
     /// id the send's data carries.
-    pub fn realloc(&mut self, size: u64, tail_id: Option<u32>, optmem_max: u32) -> Option<u32> {
+    pub fn realloc(
+        &mut self,
+        size: u64,
+        tail_id: Option<u32>,
+        (other_omem, optmem_max): (u32, u32),
+    ) -> Option<u32> {
         if let Some(u) = self.pending.back_mut().filter(|u| Some(u.id) == tail_id) {
             let bytelen = u.bytelen + size;
             if u.len != RANGE_LIMIT
@@ -153,8 +160,11 @@ impl ErrQueue {
                 return Some(u.id);
             }
         }
-        // sock_omalloc.
-        if self.omem + NOTIFY_TRUESIZE > optmem_max {
+        // sock_omalloc(sk, 0): "small safe race: SKB_TRUESIZE may differ from
+        // final skb->truesize": the check counts SKB_TRUESIZE(0), 576, and the skb
+        // then charges its real truesize.
+        let want = other_omem as u64 + (self.omem + super::skbuff::skb_truesize(0)) as u64;
+        if want > optmem_max as u64 {
             return None;
         }
         self.omem += NOTIFY_TRUESIZE;
@@ -311,10 +321,17 @@ impl Tcb {
             return Ok(None);
         }
         let tail_id = self.write_queue.back().and_then(|t| t.zc);
-        match self.errq.realloc(size as u64, tail_id, ctx.cfg.optmem_max) {
+        let omem = (self.md5.omem(), ctx.cfg.optmem_max);
+        match self.errq.realloc(size as u64, tail_id, omem) {
             Some(id) => Ok(Some(id)),
             None => Err(SocketError::NoBufferSpace),
         }
+    }
+
+    /// `sk_omem_alloc`: the `MSG_ZEROCOPY` notification skbs not yet read and the
+    /// TCP-MD5 keys (`sock_kmalloc`, [`crate::tcp::md5::MD5_KEY_OMEM`] each).
+    pub(crate) fn optmem(&self) -> u32 {
+        self.errq.omem + self.md5.omem()
     }
 
     /// After skbs were freed (an ACK, a purge), a send ended or the device freed
@@ -372,7 +389,7 @@ mod tests {
 
     /// A send of `size` bytes ending at `end`, into skbs (`realloc`, `sent`).
     fn send(q: &mut ErrQueue, size: u64, tail: Option<u32>, end: u64) -> u32 {
-        let id = q.realloc(size, tail, 131_072).unwrap();
+        let id = q.realloc(size, tail, (0, 131_072)).unwrap();
         q.sent(size as usize, end, true);
         id
     }
@@ -421,7 +438,7 @@ mod tests {
     #[test]
     fn a_send_and_the_device_hold_the_range() {
         let mut q = ErrQueue::default();
-        let id = q.realloc(10, None, 131_072).unwrap();
+        let id = q.realloc(10, None, (0, 131_072)).unwrap();
         assert!(!q.release(None), "the send holds it");
         q.sent(10, 11, false);
         q.tx_handed(id, false, true);
@@ -442,7 +459,7 @@ mod tests {
         q.release(None);
         // skb_zerocopy_notify_extend compares ids only: a range that was not
         // copied joins a COPIED entry, which keeps its code.
-        q.realloc(10, None, 131_072).unwrap();
+        q.realloc(10, None, (0, 131_072)).unwrap();
         q.sent(10, 31, false);
         q.release(None);
         assert_eq!(ranges(&mut q), [(0, 2, SO_EE_CODE_ZEROCOPY_COPIED)]);
@@ -452,13 +469,13 @@ mod tests {
     #[test]
     fn a_send_that_took_nothing_gives_its_id_back() {
         let mut q = ErrQueue::default();
-        q.realloc(10, None, 131_072).unwrap();
+        q.realloc(10, None, (0, 131_072)).unwrap();
         q.sent(0, 0, true);
         assert!(!q.release(front(1, None)), "aborted: no notification");
         assert_eq!((q.zckey, q.omem, q.pending.len()), (0, 0, 0));
         assert_eq!(send(&mut q, 10, None, 11), 0);
         // An extension that took nothing shrinks the range back.
-        q.realloc(10, Some(0), 131_072).unwrap();
+        q.realloc(10, Some(0), (0, 131_072)).unwrap();
         q.sent(0, 0, true);
         assert!(!q.release(front(1, Some(0))));
         q.release(None);
@@ -487,21 +504,27 @@ mod tests {
         let mut q = ErrQueue::default();
         let max = 3 * NOTIFY_TRUESIZE;
         for i in 0..3 {
-            assert_eq!(q.realloc(1, None, max), Some(i));
+            assert_eq!(q.realloc(1, None, (0, max)), Some(i));
             q.sent(1, i as u64 + 2, true);
         }
-        assert_eq!(q.realloc(1, None, max), None, "ENOBUFS");
+        assert_eq!(q.realloc(1, None, (0, max)), None, "ENOBUFS");
         q.release(None);
         // Merged into one entry: two skbs consumed, one left until read.
         assert_eq!(q.omem, NOTIFY_TRUESIZE);
-        assert_eq!(q.realloc(1, None, max), Some(3));
+        assert_eq!(q.realloc(1, None, (0, max)), Some(3));
+        // The socket's TCP-MD5 keys share sk_omem_alloc, and sock_omalloc checks
+        // SKB_TRUESIZE(0) (576) before charging the skb's 832.
+        let mut k = ErrQueue::default();
+        assert_eq!(k.realloc(1, None, (136, 576 + 135)), None);
+        assert_eq!(k.realloc(1, None, (136, 576 + 136)), Some(0));
+        assert_eq!(k.omem, NOTIFY_TRUESIZE);
     }
 
     #[test]
     fn a_range_stops_growing_at_the_byte_limit() {
         let mut q = ErrQueue::default();
         send(&mut q, BYTE_LIMIT, None, 1);
-        assert_eq!(q.realloc(1, Some(0), 131_072), Some(1), "a new range");
+        assert_eq!(q.realloc(1, Some(0), (0, 131_072)), Some(1), "a new range");
     }
 
     #[test]

@@ -10,6 +10,13 @@ use std::net::IpAddr;
 
 /// `TCP_MD5SIG_MAXKEYLEN`: the longest key.
 pub const TCP_MD5SIG_MAXKEYLEN: usize = 80;
+/// `sizeof(struct tcp_md5sig_key)` on x86_64 (an `hlist_node`, four bytes of
+/// length, family, prefix and flags, the 16-byte address, `l3index`, the 80-byte
+/// key and an `rcu_head`): what each key costs in `sk_omem_alloc`, which
+/// `__tcp_md5_do_add` takes with `sock_kmalloc` and `tcp_md5_do_del` /
+/// `tcp_clear_md5_list` give back. The `struct tcp_md5sig_info` holding the list
+/// is a plain `kmalloc` and costs nothing there.
+pub const MD5_KEY_OMEM: u32 = 136;
 /// `TCP_MD5SIG_FLAG_PREFIX`: `tcpm_prefixlen` is valid (`TCP_MD5SIG_EXT` only).
 pub const TCP_MD5SIG_FLAG_PREFIX: u8 = 0x1;
 /// `TCP_MD5SIG_FLAG_IFINDEX`: `tcpm_ifindex` is valid (`TCP_MD5SIG_EXT` only).
@@ -137,9 +144,22 @@ pub enum Md5Cmd {
     },
 }
 
-/// `tcp_md5_do_del` found no such key (`-ENOENT`).
+/// Why a `TCP_MD5SIG` command failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Md5KeyNotFound;
+pub enum Md5Error {
+    /// `tcp_md5_do_del` found no such key (`-ENOENT`).
+    NotFound,
+    /// `__tcp_md5_do_add`'s `sock_kmalloc` found no room under `optmem_max`
+    /// (`-ENOMEM`).
+    NoMemory,
+}
+
+/// `sock_kmalloc`'s room check (net/core/sock.c): `size` more bytes of
+/// `sk_omem_alloc` (now `omem`) fit if `size <= optmem_max` and the sum stays
+/// strictly below it (`sock_omalloc`, for skbs, allows the sum to reach it).
+pub(crate) fn sock_kmalloc_fits(omem: u32, size: u32, optmem_max: u32) -> bool {
+    size <= optmem_max && (omem as u64 + size as u64) < optmem_max as u64
+}
 
 /// A socket's keys (`tp->md5sig_info`), newest first as `hlist_add_head_rcu`
 /// leaves them. Empty on nearly every socket: then nothing is signed or checked.
@@ -177,14 +197,27 @@ impl Md5Keys {
         best
     }
 
-    /// `tcp_md5_do_add` / `tcp_md5_do_del`.
-    pub fn apply(&mut self, cmd: Md5Cmd) -> Result<(), Md5KeyNotFound> {
+    /// What the keys hold of the socket's `sk_omem_alloc`: [`MD5_KEY_OMEM`] each.
+    pub fn omem(&self) -> u32 {
+        self.0.len() as u32 * MD5_KEY_OMEM
+    }
+
+    /// `tcp_md5_do_add` / `tcp_md5_do_del` on a socket whose `sk_omem_alloc`
+    /// holds `other_omem` besides these keys: a new entry is a `sock_kmalloc` of
+    /// [`MD5_KEY_OMEM`] within `optmem_max` (else [`Md5Error::NoMemory`]); an
+    /// update of an existing one allocates nothing; a deleted key gives its charge
+    /// back.
+    pub fn apply(&mut self, cmd: Md5Cmd, other_omem: u32, optmem_max: u32) -> Result<(), Md5Error> {
         match cmd {
             Md5Cmd::Add(key) => {
                 let (a, p, l, f) = (key.addr, key.prefixlen, key.l3index, key.flags);
+                let omem = other_omem + self.omem();
                 match self.0.iter_mut().find(|k| k.same_entry(a, p, l, f)) {
                     // "Pre-existing entry - just update that one."
                     Some(k) => (k.key, k.keylen) = (key.key, key.keylen),
+                    None if !sock_kmalloc_fits(omem, MD5_KEY_OMEM, optmem_max) => {
+                        return Err(Md5Error::NoMemory);
+                    }
                     None => self.0.insert(0, key),
                 }
                 Ok(())
@@ -199,7 +232,7 @@ impl Md5Keys {
                     .0
                     .iter()
                     .position(|k| k.same_entry(addr, prefixlen, l3index, flags))
-                    .ok_or(Md5KeyNotFound)?;
+                    .ok_or(Md5Error::NotFound)?;
                 self.0.remove(at);
                 Ok(())
             }
@@ -208,7 +241,8 @@ impl Md5Keys {
 
     /// `tcp_v4_syn_recv_sock` / `tcp_v6_syn_recv_sock`: a child's keys, the
     /// listener's key for its peer copied for that one address
-    /// (`tcp_md5_key_copy` with the full prefix).
+    /// (`tcp_md5_key_copy` with the full prefix), a `sock_kmalloc` of
+    /// [`MD5_KEY_OMEM`] on the child (see [`Md5Keys::child_copy_fails`]).
     pub fn child_copy(&self, peer: IpAddr) -> Md5Keys {
         let Some(k) = self.lookup(peer) else {
             return Md5Keys::default();
@@ -220,6 +254,16 @@ impl Md5Keys {
             prefixlen: full,
             ..*k
         }])
+    }
+}
+
+impl Md5Keys {
+    /// Whether `tcp_md5_key_copy` fails for a child whose copied keys are these
+    /// (`child_copy`'s): its `sock_kmalloc` on the new socket (`sk_clone_lock`
+    /// zeroes `sk_omem_alloc`) finds no room when `optmem_max` is at most one
+    /// key's charge; `tcp_v4_syn_recv_sock` then drops the child (`put_and_exit`).
+    pub fn child_copy_fails(&self, optmem_max: u32) -> bool {
+        !self.is_empty() && !sock_kmalloc_fits(0, MD5_KEY_OMEM, optmem_max)
     }
 }
 
@@ -338,6 +382,9 @@ mod tests {
         assert_eq!(hex(&v4), EXPECTED_V4, "the checksum field is not hashed");
     }
 
+    /// `optmem_max`'s default (`net.core.optmem_max`, 128 KiB).
+    const MAX: u32 = 131_072;
+
     fn hex(d: &[u8]) -> String {
         d.iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -351,8 +398,8 @@ mod tests {
         let mut keys = Md5Keys::default();
         let net = Md5Key::new(v4([10, 0, 0, 0]), 8, b"net").unwrap();
         let host = Md5Key::for_host(v4([10, 1, 2, 3]), b"host").unwrap();
-        keys.apply(Md5Cmd::Add(host)).unwrap();
-        keys.apply(Md5Cmd::Add(net)).unwrap();
+        keys.apply(Md5Cmd::Add(host), 0, MAX).unwrap();
+        keys.apply(Md5Cmd::Add(net), 0, MAX).unwrap();
         assert_eq!(keys.lookup(v4([10, 1, 2, 3])).unwrap().key(), b"host");
         assert_eq!(keys.lookup(v4([10, 9, 9, 9])).unwrap().key(), b"net");
         assert!(keys.lookup(v4([11, 0, 0, 1])).is_none());
@@ -360,10 +407,10 @@ mod tests {
         assert_eq!(keys.lookup(mapped).unwrap().key(), b"host");
         assert!(keys.lookup(IpAddr::V6(Ipv6Addr::LOCALHOST)).is_none());
         let all = Md5Key::new(v4([0, 0, 0, 0]), 0, b"any").unwrap();
-        keys.apply(Md5Cmd::Add(all)).unwrap();
+        keys.apply(Md5Cmd::Add(all), 0, MAX).unwrap();
         assert_eq!(keys.lookup(v4([11, 0, 0, 1])).unwrap().key(), b"any");
         let newer = Md5Key::for_host(v4([10, 1, 2, 3]), b"rotated").unwrap();
-        keys.apply(Md5Cmd::Add(newer)).unwrap();
+        keys.apply(Md5Cmd::Add(newer), 0, MAX).unwrap();
         assert_eq!(keys.0.len(), 3, "the same entry, updated");
         assert_eq!(keys.lookup(v4([10, 1, 2, 3])).unwrap().key(), b"rotated");
         let del = |addr, prefixlen| Md5Cmd::Del {
@@ -372,8 +419,11 @@ mod tests {
             l3index: 0,
             flags: 0,
         };
-        assert_eq!(keys.apply(del(v4([10, 0, 0, 0]), 16)), Err(Md5KeyNotFound));
-        keys.apply(del(v4([10, 0, 0, 0]), 8)).unwrap();
+        assert_eq!(
+            keys.apply(del(v4([10, 0, 0, 0]), 16), 0, MAX),
+            Err(Md5Error::NotFound)
+        );
+        keys.apply(del(v4([10, 0, 0, 0]), 8), 0, MAX).unwrap();
         assert_eq!(keys.lookup(v4([10, 9, 9, 9])).unwrap().key(), b"any");
         let child = keys.child_copy(v4([10, 1, 2, 3]));
         assert_eq!(child.0.len(), 1);
@@ -382,5 +432,48 @@ mod tests {
         assert!(child.lookup(v4([10, 1, 2, 4])).is_none());
         assert!(Md5Key::new(v4([1, 1, 1, 1]), 33, b"k").is_none());
         assert!(Md5Key::for_host(v4([1, 1, 1, 1]), &[0; 81]).is_none());
+    }
+
+    /// `__tcp_md5_do_add` charges `sk_omem_alloc` one `struct tcp_md5sig_key`
+    /// (136 bytes) for each new entry with `sock_kmalloc`'s check (the sum must
+    /// stay below `optmem_max`, other charges of the socket included), nothing
+    /// for an update of an entry; `tcp_md5_do_del` gives the charge back; a
+    /// child's copy is one key, refused when `optmem_max` is at most 136.
+    #[test]
+    fn each_key_holds_136_bytes_of_optmem() {
+        let mut keys = Md5Keys::default();
+        let a = Md5Key::for_host(v4([10, 0, 0, 1]), b"a").unwrap();
+        let b = Md5Key::new(v4([10, 0, 0, 0]), 8, b"b").unwrap();
+        assert_eq!(keys.omem(), 0);
+        keys.apply(Md5Cmd::Add(a), 0, MAX).unwrap();
+        assert_eq!(keys.omem(), 136);
+        let a2 = Md5Key::for_host(v4([10, 0, 0, 1]), b"a2").unwrap();
+        keys.apply(Md5Cmd::Add(a2), 0, MAX).unwrap();
+        assert_eq!(keys.omem(), 136, "an update allocates nothing");
+        // 136 + 136 + 832 (a zerocopy notification) must stay below optmem_max.
+        assert_eq!(
+            keys.apply(Md5Cmd::Add(b), 832, 1104),
+            Err(Md5Error::NoMemory)
+        );
+        assert_eq!(keys.omem(), 136);
+        keys.apply(Md5Cmd::Add(b), 832, 1105).unwrap();
+        assert_eq!(keys.omem(), 272);
+        let del = Md5Cmd::Del {
+            addr: v4([10, 0, 0, 1]),
+            prefixlen: 32,
+            l3index: 0,
+            flags: 0,
+        };
+        keys.apply(del, 0, MAX).unwrap();
+        assert_eq!(keys.omem(), 136);
+        assert_eq!(keys.apply(del, 0, MAX), Err(Md5Error::NotFound));
+        let child = keys.child_copy(v4([10, 9, 9, 9]));
+        assert_eq!(child.omem(), 136);
+        assert!(child.child_copy_fails(136));
+        assert!(!child.child_copy_fails(137));
+        assert!(!Md5Keys::default().child_copy_fails(0));
+        let mut none = Md5Keys::default();
+        assert_eq!(none.apply(Md5Cmd::Add(a), 0, 136), Err(Md5Error::NoMemory));
+        none.apply(Md5Cmd::Add(a), 0, 137).unwrap();
     }
 }

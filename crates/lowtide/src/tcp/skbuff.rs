@@ -25,6 +25,11 @@ use super::consts::MAX_TCP_HEADER;
 const SKB_STRUCT: u32 = 256;
 /// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` on x86_64.
 const SKB_SHINFO: u32 = 320;
+/// `SKB_TRUESIZE(x)`: `x` bytes of data plus the skb's fixed overhead; what
+/// `sock_omalloc` checks against `optmem_max` before it knows the real truesize.
+pub(crate) const fn skb_truesize(x: u32) -> u32 {
+    x + SKB_STRUCT + SKB_SHINFO
+}
 /// `SMP_CACHE_BYTES`, `SKB_DATA_ALIGN`'s unit.
 const SMP_CACHE_BYTES: u32 = 64;
 /// `SKB_MAX_ORDER(0, 0)` = `SKB_WITH_OVERHEAD(PAGE_SIZE)`: the payload of a one-page

@@ -16,7 +16,7 @@ use std::time::Duration;
 pub(super) fn keyed(peer: &str, key: &[u8]) -> SockOptions {
     let mut md5 = Md5Keys::default();
     let ip: IpAddr = peer.parse().unwrap();
-    md5.apply(Md5Cmd::Add(Md5Key::for_host(ip, key).unwrap()))
+    md5.apply(Md5Cmd::Add(Md5Key::for_host(ip, key).unwrap()), 0, 131_072)
         .unwrap();
     SockOptions {
         md5,
@@ -256,4 +256,62 @@ fn time_wait_acks_and_resets_are_signed() {
     assert_eq!(got, Some(want));
     assert!(p.b.state(s).is_err() || p.b.state(s) == Ok(TcpState::Closed));
     assert_eq!(p.b.counters().get(Mib::TcpExtTCPMD5NotFound), 0);
+}
+
+/// `sk_omem_alloc` (`SK_MEMINFO_OPTMEM`) of keyed sockets: the listener's key and
+/// the connecting socket's are one `struct tcp_md5sig_key` each (136 bytes,
+/// `__tcp_md5_do_add`'s `sock_kmalloc`), and the child holds its own copy of the
+/// listener's key for its peer (`tcp_md5_key_copy`): 136 too.
+#[test]
+fn each_keyed_socket_holds_its_keys_in_optmem() {
+    let (mut p, c, l) = connect(Some(b"sesame"), Some(b"sesame"));
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    p.drive_for(Duration::from_millis(20));
+    let s = p.b.accept(l).unwrap();
+    assert_eq!(p.a.socket_ref(c).optmem(), Ok(136));
+    assert_eq!(p.b.socket_ref(l).optmem(), Ok(136));
+    assert_eq!(p.b.socket_ref(s).optmem(), Ok(136));
+    let del = Md5Cmd::Del {
+        addr: A.parse().unwrap(),
+        prefixlen: 32,
+        l3index: 0,
+        flags: 0,
+    };
+    p.b.socket(l).set_md5sig(del).unwrap();
+    assert_eq!(p.b.socket_ref(l).optmem(), Ok(0));
+    assert_eq!(
+        p.b.socket_ref(s).optmem(),
+        Ok(136),
+        "the child's copy is its own"
+    );
+}
+
+/// With `net.core.optmem_max` at one key's 136 bytes, `tcp_md5_key_copy`'s
+/// `sock_kmalloc` on the child finds no room (the sum must stay below the limit):
+/// `tcp_v4_syn_recv_sock` drops the child (`put_and_exit`: TcpExtListenDrops, no
+/// TcpExtListenOverflows) and the final ACK, and the request stays (`acked`). A
+/// socket that already holds a key past the limit keeps it; a new one is ENOMEM.
+#[test]
+fn a_child_without_room_for_its_key_is_dropped() {
+    let cfg = Config {
+        optmem_max: 136,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg);
+    let l = p.b.listen_with(addr(B, 80), 8, &keyed(A, b"k")).unwrap();
+    let c =
+        p.a.connect_with(p.now, addr(A, 0), addr(B, 80), &keyed(B, b"k"))
+            .unwrap();
+    p.drive_for(Duration::from_millis(200));
+    assert_eq!(p.a.state(c), Ok(TcpState::Established));
+    assert!(p.b.accept(l).is_err(), "no child");
+    assert_eq!(p.b.counters().get(Mib::TcpExtListenDrops), 1);
+    assert_eq!(p.b.counters().get(Mib::TcpExtListenOverflows), 0);
+    let other = Md5Key::for_host("10.9.9.9".parse().unwrap(), b"x").unwrap();
+    assert_eq!(
+        p.b.socket(l).set_md5sig(Md5Cmd::Add(other)),
+        Err(lowtide::SocketError::NoMemory)
+    );
 }

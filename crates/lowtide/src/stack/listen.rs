@@ -447,7 +447,6 @@ impl Stack {
             // No SYN-ACK of this request's own: Linux's cookie child skips
             // tcp_check_req and its TSecr range (cookie_tcp_reqsk_init: 0).
             tcb.req.snt_tsval = (0, 0);
-            tcb.icsk.retransmits = 1; // no RTT sample from a SYN-ACK we did not time
             tcb.rcv_segment(ctx, ip, th, Payload::Flat(payload));
             (tcb.parent, std::mem::take(&mut tcb.req.listener_drops))
         });

@@ -118,8 +118,11 @@ impl Tcb {
         if fastopen {
             return true;
         }
-        // While TCP_DEFER_ACCEPT waits, a bare ACK (nothing after the SYN) is dropped.
-        if self.icsk.retransmits < self.req.defer_accept && end == 1 {
+        // While TCP_DEFER_ACCEPT waits, a bare ACK (nothing after the SYN) is dropped
+        // (req->num_timeout < rskq_defer_accept). Not a SYN cookie's: Linux makes
+        // that child at once (cookie_v4_check -> tcp_get_cookie_sock ->
+        // syn_recv_sock), without tcp_check_req.
+        if !self.req.cookie && self.icsk.retransmits < self.req.defer_accept && end == 1 {
             self.req.acked = true;
             ctx.mib.inc(Mib::TcpExtTCPDeferAcceptDrop);
             return self.check_req_drop();

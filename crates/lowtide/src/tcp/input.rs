@@ -655,8 +655,7 @@ impl Tcb {
     /// `retrans_stamp` at the first SYN-ACK's time (`snt_synack`; lowtide's request
     /// sends it when it is created). SYN-ACKs resent only for the peer's repeated
     /// SYNs leave none: "packets are not lost but delayed". A cookie's child has
-    /// none either: its request is made at the ACK (`num_timeout` 0), though
-    /// lowtide counts one retransmission on it so that no SYN-ACK RTT is taken.
+    /// none either: its request is made at the ACK (`num_timeout` 0).
     fn openreq_child_undo(&mut self) {
         if self.icsk.retransmits > 0 && !self.req.cookie {
             self.undo.marker = Some(0);

@@ -514,6 +514,12 @@ impl Tcb {
         }
         // The freed skbs release their MSG_ZEROCOPY references.
         self.zerocopy_release(ctx);
+        // FASTRETRANS_DEBUG's end of tcp_clean_rtx_queue: "if (!tp->packets_out &&
+        // tcp_is_sack(tp))" the scoreboard counters are zeroed, a leaked
+        // retrans_out with them.
+        if self.rx_opt.sack_ok {
+            self.rtx.clear_leaked_counts();
+        }
         c
     }
 

@@ -4,7 +4,7 @@
 
 use super::cong::CaState;
 use super::consts::SKB_OVERHEAD;
-use super::rtx::skb::{self, FLAG_SYN, SACKED_RETRANS};
+use super::rtx::skb::{self, FLAG_SYN};
 use super::sock::{Pending, Tcb};
 use super::Ctx;
 use crate::mib::Mib;
@@ -90,7 +90,9 @@ impl Tcb {
     ) -> Option<(u64, u64, u32)> {
         let sent = self.retransmit_skb_once(ctx, seq, segs);
         if let Some((at, _, _)) = sent {
-            self.rtx.update(at, SACKED_RETRANS, 0);
+            // TCPCB_RETRANS, and retrans_out += tcp_skb_pcount(skb) even when the
+            // skb was still marked ("retrans_out leaked").
+            self.rtx.count_retransmission(at);
         }
         // "Save stamp of the first (attempted) retransmit": the skb's stamp, its
         // new departure time if it went, else its last one.

@@ -27,8 +27,16 @@ pub struct RtxQueue {
     pub sacked_out: u32,
     /// `lost_out`: segments marked lost.
     pub lost_out: u32,
-    /// `retrans_out`: retransmitted segments not yet acknowledged.
+    /// `retrans_out`: retransmitted segments not yet acknowledged, as Linux counts
+    /// them: the skbs marked `SACKED_RETRANS` plus [`RtxQueue::retrans_leaked`].
     pub retrans_out: u32,
+    /// What `retrans_out` counts beyond the skbs marked `SACKED_RETRANS`:
+    /// `tcp_retransmit_skb` adds an skb's segments whether or not it is still
+    /// marked (FASTRETRANS_DEBUG's "retrans_out leaked"; see
+    /// [`RtxQueue::count_retransmission`]), and every decrement follows the mark,
+    /// so the excess stays until the counters are zeroed
+    /// ([`RtxQueue::clear_leaked_counts`]).
+    pub retrans_leaked: u32,
     /// `tp->lost`: segments ever marked lost (a lost retransmission counts again).
     pub lost: u64,
     /// Payload bytes SACKed (for RFC 6675's IsLost byte rule).
@@ -188,6 +196,7 @@ impl RtxQueue {
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
+            retrans_leaked: 0,
             lost: 0,
             sacked_bytes: 0,
             truesize: 0,
@@ -339,6 +348,42 @@ impl RtxQueue {
     pub fn update(&mut self, seq: u64, set: u8, clear: u8) {
         if let Some(p) = self.store.find(seq) {
             self.modify(p, |s| s.sacked = (s.sacked | set) & !clear);
+        }
+    }
+
+    /// `tcp_retransmit_skb` after the skb at `seq` went: marked `TCPCB_RETRANS`
+    /// (`SACKED_RETRANS`) and its segments added to `retrans_out`, whether or not
+    /// the mark was already there. It is when an undo (`tcp_undo_cwnd_reduction`
+    /// with `unmark_loss`) left a retransmission in flight but not lost (R without
+    /// L) and an RTO marks it lost again, keeping R (`tcp_mark_skb_lost` clears R
+    /// only on an skb already lost), then sends it as the head: Linux counts it
+    /// twice, a "retrans_out leaked" only FASTRETRANS_DEBUG's message notes (the
+    /// only retransmissions of a marked skb: `tcp_xmit_retransmit_queue` skips
+    /// them). The excess goes into [`RtxQueue::retrans_leaked`].
+    pub fn count_retransmission(&mut self, seq: u64) {
+        let Some(p) = self.store.find(seq) else {
+            return;
+        };
+        let s = self.store.get(p);
+        if s.has(SACKED_RETRANS) {
+            self.retrans_out += s.pcount;
+            self.retrans_leaked += s.pcount;
+        } else {
+            self.modify(p, |s| s.sacked |= SACKED_RETRANS);
+        }
+    }
+
+    /// The end of `tcp_clean_rtx_queue` (FASTRETRANS_DEBUG > 0, which
+    /// include/net/tcp.h defines as 1): with nothing left in flight and SACK on,
+    /// `lost_out`, `sacked_out` and `retrans_out` are zeroed ("Leak l=/s=/r="),
+    /// which forgets [`RtxQueue::retrans_leaked`]; the caller checks SACK. Without
+    /// SACK the excess stays until `tcp_clear_retrans` (`tcp_disconnect`).
+    pub fn clear_leaked_counts(&mut self) {
+        if self.packets_out == 0 {
+            self.lost_out = 0;
+            self.sacked_out = 0;
+            self.retrans_out = 0;
+            self.retrans_leaked = 0;
         }
     }
 
@@ -910,7 +955,11 @@ impl RtxQueue {
         assert_eq!(c.packets_out, self.packets_out, "packets_out");
         assert_eq!(c.sacked_out, self.sacked_out, "sacked_out");
         assert_eq!(c.lost_out, self.lost_out, "lost_out");
-        assert_eq!(c.retrans_out, self.retrans_out, "retrans_out");
+        assert_eq!(
+            c.retrans_out + self.retrans_leaked,
+            self.retrans_out,
+            "retrans_out"
+        );
         assert_eq!(c.sacked_bytes, self.sacked_bytes, "sacked_bytes");
         assert_eq!(c.truesize, self.truesize, "truesize");
         assert_eq!(c.uncharged, self.uncharged, "uncharged");
@@ -1256,6 +1305,42 @@ pub(super) mod tests {
             // Lost and retransmitted, then lost again: no longer retransmitted.
             q.mark_all_lost();
             assert_eq!((q.lost_out, q.retrans_out, q.lost), (4, 0, 5));
+            q.check_invariants();
+        }
+    }
+
+    /// `tcp_retransmit_skb` adds the segments of an skb still marked retransmitted
+    /// again ("retrans_out leaked"); the decrements follow the mark, so the excess
+    /// outlives the skb until `tcp_clean_rtx_queue` empties the queue (with SACK).
+    #[test]
+    fn retransmission_of_a_marked_skb_leaks_retrans_out() {
+        for kind in KINDS {
+            let mut q = queue_of(kind, 3, 100);
+            q.mark_all_lost();
+            q.count_retransmission(1);
+            q.count_retransmission(101);
+            assert_eq!((q.retrans_out, q.retrans_leaked), (2, 0));
+            // An undo unmarks the losses: R without L. An RTO marks the head lost
+            // and keeps R, then sends it again: counted twice.
+            q.unmark_all_lost();
+            q.mark_all_lost();
+            assert_eq!((q.lost_out, q.retrans_out), (3, 2));
+            q.count_retransmission(1);
+            assert_eq!((q.retrans_out, q.retrans_leaked), (3, 1));
+            q.check_invariants();
+            // Its ACK takes one; a lost retransmission lost again takes one more.
+            q.clean(101);
+            assert_eq!(q.retrans_out, 2);
+            q.mark_all_lost();
+            assert_eq!((q.retrans_out, q.lost_out, q.retrans_leaked), (1, 2, 1));
+            q.check_invariants();
+            // Something still in flight: the counters stay.
+            q.clear_leaked_counts();
+            assert_eq!(q.retrans_out, 1);
+            q.clean(301);
+            assert_eq!((q.packets_out, q.retrans_out), (0, 1));
+            q.clear_leaked_counts();
+            assert_eq!((q.retrans_out, q.retrans_leaked), (0, 0));
             q.check_invariants();
         }
     }

@@ -710,9 +710,14 @@ impl Host {
         }
         let s = self.sock_mut(fd)?;
         let h = match s.state {
-            // sk_stream_wait_connect: sock_error first, then EPIPE (TCP_CLOSE, LISTEN).
+            // sk_stream_wait_connect: sock_error first, then EPIPE (TCP_CLOSE, LISTEN),
+            // after tcp_rate_check_app_limited (a listener's mark goes with the
+            // tcp_disconnect that ends it).
             SockState::Unconnected | SockState::Listening(_) => {
-                return Err(s.sk_err.take().unwrap_or(Errno(errno::EPIPE)))
+                if matches!(s.state, SockState::Unconnected) {
+                    s.opts.closed_rate_check_app_limited();
+                }
+                return Err(s.sk_err.take().unwrap_or(Errno(errno::EPIPE)));
             }
             SockState::Conn { h, .. } => h,
         };

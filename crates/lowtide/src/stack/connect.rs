@@ -79,6 +79,10 @@ impl Stack {
             tcb.rcv_wnd = o.disconnected.as_ref().map_or(0, |d| d.rcv_wnd());
             // The same tcp_sock: timeout_rehash goes on counting.
             tcb.timeout_rehash = o.disconnected.as_ref().map_or(0, |d| d.timeout_rehash());
+            // ... and app_limited: 1 from a send on the unconnected socket.
+            if o.app_limited {
+                tcb.rate.app_limited = 1;
+            }
         }
         // inet_bind (SOCK_BINDPORT_LOCK) against inet_hash_connect's own pick.
         tcb.bind.by_bind = local.port() != 0;

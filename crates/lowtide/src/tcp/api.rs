@@ -163,11 +163,14 @@ impl Tcb {
         flags: SendFlags,
     ) -> Result<usize, SocketError> {
         let more = flags.more;
+        // tcp_sendmsg_locked checks for a bubble before anything can fail (past the
+        // zerocopy and Fast Open steps): a send that waits for the connection, is
+        // refused with EPIPE or carries no bytes still marks it.
+        self.rate_check_app_limited(); // is sending application-limited?
         self.writable_state()?;
         if data.is_empty() {
             return Ok(0);
         }
-        self.rate_check_app_limited(); // is sending application-limited?
         self.sync_dst_mtu(ctx); // tcp_send_mss -> tcp_current_mss
         let copied = self.copy_to_write_queue(ctx, data, zc, flags.oob);
         if copied == 0 {

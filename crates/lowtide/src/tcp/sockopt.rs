@@ -247,6 +247,12 @@ pub struct SockOptions {
     /// in `TCP_CLOSE`, the `rcv_wnd` its next connect starts from); `None` on a
     /// socket never connected.
     pub disconnected: Option<super::disconnect::Disconnected>,
+    /// `tp->app_limited` is 1 on a socket without a connection: a send on it
+    /// (refused with `EPIPE`) ran `tcp_rate_check_app_limited`, which found
+    /// `delivered` and the flight at 0 ([`SockOptions::closed_rate_check_app_limited`]).
+    /// The next connect keeps it, so its first ACK (`delivered` 1) does not end the
+    /// bubble as it ends `tcp_init_sock`'s `~0U`; `tcp_disconnect` restores `~0U`.
+    pub app_limited: bool,
 }
 
 /// `tcp_disconnect`'s `write_seq`: "seq = tp->write_seq + tp->max_window + 2", 1
@@ -265,6 +271,7 @@ impl SockOptions {
     /// (`user_mss`), `inet_csk_delack_init` (pingpong), `sk_shutdown` 0. Its
     /// `write_seq` comes from the connection it ended ([`disconnect_write_seq`]).
     pub fn tcp_disconnect(&mut self) {
+        self.app_limited = false; // "There's a bubble in the pipe": ~0U again
         self.rto_min = None;
         self.window_clamp = 0;
         self.user_mss = 0;
@@ -276,6 +283,23 @@ impl SockOptions {
     /// bound one, a listener): its own `write_seq` plus 2 (`max_window` 0).
     pub fn disconnect_without_conn(&mut self) {
         self.write_seq = disconnect_write_seq(self.write_seq, 0);
+    }
+
+    /// `tcp_rate_check_app_limited` of a send on the socket without a connection
+    /// (`tcp_sendmsg_locked` runs it before `sk_stream_wait_connect` refuses the
+    /// send): its queues are empty, nothing is in flight or lost, `delivered` is 0
+    /// and `snd_cwnd` `TCP_INIT_CWND` (`tcp_init_sock`, `tcp_disconnect`), so only
+    /// `write_seq - snd_nxt < mss_cache` is left to hold (`tcp_disconnect` moved
+    /// `write_seq` `max_window + 2` past `snd_nxt`; `mss_cache` is the last
+    /// connection's, `TCP_MSS_DEFAULT` on a socket never connected); then
+    /// `app_limited` is `delivered + in flight`, 0, so 1.
+    pub fn closed_rate_check_app_limited(&mut self) {
+        let d = self.disconnected.as_ref();
+        let snd_nxt = d.map_or(0, |d| d.snd_nxt());
+        let mss_cache = d.map_or(super::consts::TCP_MSS_DEFAULT, |d| d.mss_cache());
+        if self.write_seq.wrapping_sub(snd_nxt) < mss_cache {
+            self.app_limited = true;
+        }
     }
 
     /// `tcp_stream_memory_free(sk, wake)` of the socket in `TCP_CLOSE` without a
@@ -716,6 +740,33 @@ mod tests {
         o.write_seq = (1 << 31) + 1;
         assert!(o.closed_stream_memory_free(&cfg, 1));
         assert!(!o.closed_stream_memory_free(&cfg, 0));
+    }
+
+    #[test]
+    fn closed_send_marks_app_limited_unless_write_seq_ran_ahead() {
+        // tcp_rate_check_app_limited on a socket without a connection: only
+        // "write_seq - snd_nxt < mss_cache" can fail (u32 arithmetic).
+        let mut fresh = SockOptions::default();
+        fresh.closed_rate_check_app_limited();
+        assert!(fresh.app_limited, "0 - 0 < TCP_MSS_DEFAULT");
+        fresh.tcp_disconnect();
+        assert!(!fresh.app_limited, "tcp_disconnect: ~0U again");
+        // After a connection: write_seq max_window + 2 past its snd_nxt.
+        let cfg = Config::default();
+        let mut t = Tcb::for_test(&cfg);
+        (t.snd_nxt, t.mss_cache) = (1001, 1000);
+        let snd_nxt = t.snd_seq(t.snd_nxt).0;
+        let mut o = SockOptions {
+            disconnected: Some(t.disconnected(crate::time::Instant::ZERO)),
+            ..SockOptions::default()
+        };
+        o.write_seq = disconnect_write_seq(snd_nxt, 997);
+        o.closed_rate_check_app_limited();
+        assert!(o.app_limited, "999 < 1000");
+        o.app_limited = false;
+        o.write_seq = disconnect_write_seq(snd_nxt, 998);
+        o.closed_rate_check_app_limited();
+        assert!(!o.app_limited, "1000 is a whole segment to send");
     }
 
     #[test]

@@ -229,6 +229,14 @@ impl Tcb {
         // it too).
         let fin = th.flags.contains(TcpFlags::FIN);
         if !payload.is_empty() || fin {
+            // tcp_fastopen_add_skb: "reset segs_in to 0 before calling
+            // tcp_segs_in() to avoid double counting", written for the server's
+            // child (segs_in 1 from tcp_create_openreq_child); on the client it drops
+            // every segment counted before and counts the SYN-ACK again, so segs_in
+            // is 1 and data_segs_in counts a SYN-ACK with data twice.
+            self.segs_in = 1;
+            self.data_segs_in += !payload.is_empty() as u64;
+            let len = payload.len() as u64;
             if !payload.is_empty() {
                 self.queue_in_order(ctx, payload);
             }
@@ -237,6 +245,9 @@ impl Tcb {
                 self.fin_seq.get_or_insert(self.rcv_nxt);
                 self.try_consume_fin(ctx);
             }
+            // rcv_nxt jumps to end_seq, FIN included, and bytes_received is the
+            // skb's length: a FIN counts no byte here (tcp_rcv_nxt_update is not run).
+            self.bytes_received = len;
         }
         false
     }

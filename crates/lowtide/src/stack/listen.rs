@@ -360,7 +360,7 @@ impl Stack {
         th: &TcpRepr,
         payload: &[u8],
     ) -> bool {
-        use tcp::syncookies::{decode_timestamp, CookieOpts, TCP_SYNCOOKIE_VALID};
+        use tcp::syncookies::{cookie_timestamp_decode, TCP_SYNCOOKIE_VALID};
         let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
             return false;
         };
@@ -377,6 +377,13 @@ impl Stack {
         let Some(mss) = cookie else {
             self.mib.inc(Mib::TcpExtSyncookiesFailed);
             return false;
+        };
+        // cookie_tcp_check counts the valid cookie before anything can refuse it:
+        // the echoed options, the accept queue, the child's MD5 key.
+        self.mib.inc(Mib::TcpExtSyncookiesRecv);
+        let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
+        let Some(opts) = cookie_timestamp_decode(&self.cfg, th.options.timestamp, ts_off) else {
+            return false; // cookie_tcp_check's "goto out": the listener resets it
         };
         if lst.accept_queue_full() {
             // tcp_get_cookie_sock -> syn_recv_sock's exit_overflow: tcp_listendrop.
@@ -397,15 +404,6 @@ impl Stack {
         }
         lst.pending += 1;
         let sock_opts = lst.opts.clone();
-        let ts_off = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
-        let opts = match th.options.timestamp {
-            Some((_, ecr)) if self.cfg.tcp_timestamps => decode_timestamp(ecr.wrapping_sub(ts_off)),
-            _ => CookieOpts {
-                wscale: None,
-                sack: false,
-                ecn: false,
-            },
-        };
         // The SYN this ACK answers, as far as the cookie remembers it.
         let syn = TcpRepr {
             seq: th.seq.wrapping_sub(1),
@@ -420,7 +418,6 @@ impl Stack {
             },
             ..*th
         };
-        self.mib.inc(Mib::TcpExtSyncookiesRecv);
         let mut tcb = Tcb::new(&self.cfg, tuple, th.ack.wrapping_sub(1), now);
         tcb.ts_offset = ts_off;
         self.attach_route(now, &mut tcb);

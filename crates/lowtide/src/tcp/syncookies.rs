@@ -183,6 +183,36 @@ pub(crate) fn decode_timestamp(tsecr: u32) -> CookieOpts {
     }
 }
 
+/// `cookie_tcp_check`'s reading of the ACK's timestamp option and
+/// `cookie_timestamp_decode`: without one, no options (`tcp_parse_options` with
+/// `estab` 0 takes none while `tcp_timestamps` is off, so its own check of that
+/// sysctl never fails); with one, the options from its TSecr, less the
+/// connection's offset unless the TSecr is 0 (then none is taken off, and 0 reads
+/// as window scaling 0). `None` (the ACK makes no child) where a decoded option is
+/// off on this host: SACK, window scaling.
+pub(crate) fn cookie_timestamp_decode(
+    cfg: &crate::config::Config,
+    timestamp: Option<(u32, u32)>,
+    ts_off: u32,
+) -> Option<CookieOpts> {
+    let Some((_, ecr)) = timestamp.filter(|_| cfg.tcp_timestamps) else {
+        return Some(CookieOpts {
+            wscale: None,
+            sack: false,
+            ecn: false,
+        });
+    };
+    let o = decode_timestamp(if ecr != 0 {
+        ecr.wrapping_sub(ts_off)
+    } else {
+        0
+    });
+    if (o.sack && !cfg.tcp_sack) || (o.wscale.is_some() && !cfg.tcp_window_scaling) {
+        return None;
+    }
+    Some(o)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,5 +280,46 @@ mod tests {
             ecn: false,
         };
         assert_eq!(decode_timestamp(init_timestamp(5, none)), none);
+    }
+
+    #[test]
+    fn cookie_timestamp_decode_refuses_options_turned_off() {
+        let mut cfg = crate::config::Config::default();
+        let o = CookieOpts {
+            wscale: Some(7),
+            sack: true,
+            ecn: false,
+        };
+        let none = CookieOpts {
+            wscale: None,
+            sack: false,
+            ecn: false,
+        };
+        let ecr = init_timestamp(123_456, o).wrapping_add(1000);
+        assert_eq!(cookie_timestamp_decode(&cfg, Some((9, ecr)), 1000), Some(o));
+        assert_eq!(cookie_timestamp_decode(&cfg, None, 1000), Some(none));
+        // A TSecr of 0 is not offset: no SACK, window scaling 0.
+        let zero = CookieOpts {
+            wscale: Some(0),
+            ..none
+        };
+        assert_eq!(
+            cookie_timestamp_decode(&cfg, Some((9, 0)), 1000),
+            Some(zero)
+        );
+        cfg.tcp_window_scaling = false;
+        assert_eq!(cookie_timestamp_decode(&cfg, Some((9, ecr)), 1000), None);
+        assert_eq!(cookie_timestamp_decode(&cfg, Some((9, 0)), 1000), None);
+        let no_ws = init_timestamp(123_456, CookieOpts { wscale: None, ..o });
+        assert!(cookie_timestamp_decode(&cfg, Some((9, no_ws)), 0).is_some());
+        cfg.tcp_sack = false;
+        assert_eq!(cookie_timestamp_decode(&cfg, Some((9, no_ws)), 0), None);
+        // tcp_timestamps off: the option is not parsed, so not refused.
+        cfg = crate::config::Config::default();
+        cfg.tcp_timestamps = false;
+        assert_eq!(
+            cookie_timestamp_decode(&cfg, Some((9, ecr)), 1000),
+            Some(none)
+        );
     }
 }

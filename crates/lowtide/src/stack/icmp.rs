@@ -382,9 +382,11 @@ impl Stack {
 
     /// `ip link set dev D mtu N` (`dev_set_mtu`): the device's MTU, at least 68
     /// (`ETH_MIN_MTU`, a tun's `min_mtu`) and at most 65535, else `InvalidInput` as
-    /// Linux's `EINVAL`. Routes follow it (`dst_mtu`, under a learned path MTU): new
-    /// connections take it, and each connection's next `tcp_current_mss` finds its
-    /// `icsk_pmtu_cookie` stale and re-syncs its MSS (`tcp_sync_mss`), up or down.
+    /// Linux's `EINVAL`. Routes follow it (`dst_mtu`, under a learned path MTU, reads
+    /// the device's MTU when asked): new connections take it, and each connection's
+    /// next `tcp_current_mss` finds its `icsk_pmtu_cookie` stale and re-syncs its MSS
+    /// (`tcp_sync_mss`), up or down. Until then `tcpi_pmtu` and `tcpi_snd_mss` keep
+    /// the old values, as nothing on the device's notifier chain reaches the sockets.
     pub fn set_device_mtu(&mut self, now: Instant, mtu: u32) -> Result<(), SocketError> {
         if !(68..=65535).contains(&mtu) {
             return Err(SocketError::InvalidInput);
@@ -398,7 +400,9 @@ impl Stack {
             .collect();
         for (i, dst) in live {
             let mtu = self.route_mtu(now, dst);
-            self.with_tcb(now, i, |tcb, ctx| tcb.route_mtu_changed(ctx, mtu));
+            if let Some(super::Sock::Tcp(t)) = &mut self.slots[i as usize].sock {
+                t.dst.mtu = mtu;
+            }
         }
         Ok(())
     }
@@ -920,12 +924,13 @@ pub(crate) mod tests {
         }
         assert_eq!(st.config().mtu, 1500);
         st.set_device_mtu(Instant::ZERO, 1400).unwrap();
-        assert_eq!(st.info(Instant::ZERO, h).unwrap().pmtu, 1400);
+        // icsk_pmtu_cookie waits for the next tcp_current_mss.
+        assert_eq!(st.info(Instant::ZERO, h).unwrap().pmtu, 1500);
         // A learned path MTU under the device's still bounds the route.
         st.update_pmtu(Instant::ZERO, remote.ip(), 1300);
         st.set_device_mtu(Instant::ZERO, 9000).unwrap();
         assert_eq!(st.route_mtu(Instant::ZERO, remote.ip()), 1300);
-        assert_eq!(st.info(Instant::ZERO, h).unwrap().pmtu, 1300);
+        assert_eq!(st.info(Instant::ZERO, h).unwrap().pmtu, 1500);
     }
 
     #[test]

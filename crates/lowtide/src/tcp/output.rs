@@ -821,6 +821,9 @@ impl Tcb {
             return false;
         }
         let wnd_end = self.snd_una + self.snd_wnd as u64;
+        if self.write_queue.front().is_some_and(|h| h.seq < wnd_end) {
+            self.sync_dst_mtu(ctx); // tcp_write_wakeup's tcp_current_mss
+        }
         let mss = self.current_mss(ctx.cfg, ctx.now);
         if let Some(head) = self.write_queue.front_mut() {
             if head.seq < wnd_end {

@@ -150,18 +150,16 @@ impl Tcb {
     }
 
     /// `tcp_current_mss` finding the route's MTU other than `icsk_pmtu_cookie` (the
-    /// device's MTU changed): `tcp_sync_mss` to it, larger or smaller, with no
-    /// retransmission (nothing says a packet was lost). Before the handshake ends
-    /// only the cookie changes: the handshake syncs the MSS from it.
+    /// device's MTU or the route changed): `tcp_sync_mss` to it, larger or smaller,
+    /// with no retransmission (nothing says a packet was lost), in whatever state
+    /// calls it: in SYN-SENT a SYN's retransmission (`__tcp_retransmit_skb`) syncs
+    /// `mss_cache` too, under `mss_clamp` (`TCP_MSS_DEFAULT`, or `TCP_MAXSEG`'s).
     pub(crate) fn route_mtu_changed(&mut self, ctx: &mut Ctx, mtu: u32) {
         self.dst.mtu = mtu;
         if matches!(self.state, TcpState::Listen | TcpState::Closed) || mtu == self.pmtu_cookie {
             return;
         }
-        self.pmtu_cookie = mtu;
-        if self.state.is_synchronized() {
-            self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);
-        }
+        self.sync_mss(mtu, ctx.cfg.tcp_min_snd_mss);
     }
 
     /// `tcp_simple_retransmit`: every skb with a segment over the new MSS is lost;

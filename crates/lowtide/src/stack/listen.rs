@@ -429,6 +429,7 @@ impl Stack {
         tcb.parent = Some(l);
         let h = self.alloc(Sock::Tcp(Box::new(tcb)));
         self.conns.insert(tuple, h.index);
+        let segs = self.rx_segs;
         let owed = self.with_tcb(now, h.index, |tcb, ctx| {
             let sent = ctx.out.len();
             tcb.passive_open(ctx, ip, &syn, &[]);
@@ -444,7 +445,7 @@ impl Stack {
             // No SYN-ACK of this request's own: Linux's cookie child skips
             // tcp_check_req and its TSecr range (cookie_tcp_reqsk_init: 0).
             tcb.req.snt_tsval = (0, 0);
-            tcb.rcv_segment(ctx, ip, th, Payload::Flat(payload));
+            tcb.rcv_segment(ctx, ip, th, Payload::Flat(payload), segs);
             (tcb.parent, std::mem::take(&mut tcb.req.listener_drops))
         });
         self.listener_drops(owed);

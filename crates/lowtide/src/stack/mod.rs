@@ -1003,7 +1003,7 @@ impl Stack {
                 return self.sk_drops_skbadd(index); // discard_and_relse
             }
             let owed = self.with_tcb(now, index, |tcb, ctx| {
-                tcb.rcv_segment(ctx, ip, th, payload);
+                tcb.rcv_segment(ctx, ip, th, payload, segs);
                 (tcb.parent, std::mem::take(&mut tcb.req.listener_drops))
             });
             return self.listener_drops(owed);

@@ -140,13 +140,16 @@ impl Tcb {
         self.snd_wl1 = 0;
     }
 
-    /// Entry point for every segment of this connection.
+    /// Entry point for every segment of this connection. `segs` is the skb's
+    /// `max(1, gso_segs)` as the stack counted it for `TcpInSegs`
+    /// ([`super::drops::rx_gso_segs`]): what its drops count.
     pub(crate) fn rcv_segment(
         &mut self,
         ctx: &mut Ctx,
         ip: &IpRepr,
         th: &TcpRepr,
         payload: Payload,
+        segs: u32,
     ) {
         // tcp_segs_in (tcp_v4_rcv, tcp_child_process): every segment the socket
         // gets, before any check can drop it; data_segs_in those with a payload.
@@ -155,7 +158,7 @@ impl Tcb {
         self.rx_ip_ecn = ip.ecn;
         self.rx_ttl = ip.hop_limit;
         self.rx_pkt_len = (ip.header_len + ip.payload_len) as u32;
-        self.rx_segs = super::drops::rx_gso_segs(ctx.cfg, ip.src.is_ipv6(), payload.len());
+        self.rx_segs = segs;
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
             TcpState::SynSent => self.rcv_synsent(ctx, th, payload),

@@ -1108,6 +1108,13 @@ mod tests {
     /// is shifted in its own segments (`tcp_skb_mss`), and a block cutting one
     /// whose skb before is not SACKed splits it at its own segment boundary
     /// (`tcp_match_skb_to_sack`).
+    /// Each skb's (length, pcount, gso_size), head first.
+    fn layout(q: &RtxQueue) -> Vec<(u64, u32, u32)> {
+        q.iter_from(0)
+            .map(|s| (s.end_seq - s.seq, s.pcount, s.gso_size))
+            .collect()
+    }
+
     #[test]
     fn shifts_compare_each_skbs_own_segment_size() {
         let short = |seq: u64, len: u32, mss: u32| {
@@ -1130,11 +1137,7 @@ mod tests {
             // now the merged skb's segment size; F's 300 bytes fall back.
             let t = q.sacktag(401, 2301);
             assert_eq!((t.segs, t.merged, t.shift_fallback), (3, 3, 2));
-            let segs: Vec<(u64, u32, u32)> = q
-                .iter_from(0)
-                .map(|s| (s.end_seq - s.seq, s.pcount, s.gso_size))
-                .collect();
-            assert_eq!(segs, [(400, 1, 0), (1600, 4, 400), (300, 1, 0)]);
+            assert_eq!(layout(&q), [(400, 1, 0), (1600, 4, 400), (300, 1, 0)]);
             q.check_invariants();
             check_payload(&q);
 
@@ -1147,11 +1150,7 @@ mod tests {
             q.sacktag(1, 401);
             let t = q.sacktag(401, 1301);
             assert_eq!((t.segs, t.shifted, t.merged), (2, 1, 0));
-            let segs: Vec<(u64, u32, u32)> = q
-                .iter_from(0)
-                .map(|s| (s.end_seq - s.seq, s.pcount, s.gso_size))
-                .collect();
-            assert_eq!(segs, [(1200, 3, 400), (400, 1, 0)]);
+            assert_eq!(layout(&q), [(1200, 3, 400), (400, 1, 0)]);
             q.check_invariants();
             check_payload(&q);
 
@@ -1161,11 +1160,7 @@ mod tests {
             q.push(short(1, 1200, 400));
             let t = q.sacktag(1, 901);
             assert_eq!((t.segs, t.shift_fallback), (2, 1));
-            let segs: Vec<(u64, u32, u32)> = q
-                .iter_from(0)
-                .map(|s| (s.end_seq - s.seq, s.pcount, s.gso_size))
-                .collect();
-            assert_eq!(segs, [(800, 2, 400), (400, 1, 0)]);
+            assert_eq!(layout(&q), [(800, 2, 400), (400, 1, 0)]);
             q.check_invariants();
         }
     }

@@ -45,11 +45,26 @@ impl IpRepr {
     ///
     /// Verifies the IPv4 header checksum when `verify_csum`. Bytes after the length the
     /// header claims (link padding) are ignored; a packet shorter than it is
-    /// `Truncated`. IPv4 fragments and IPv6 extension headers (hop-by-hop, routing,
-    /// fragment, authentication, destination options) are `Unsupported`; any other
+    /// `Truncated`. IPv4 fragments ([`IpRepr::parse_fragment`] takes them) and IPv6
+    /// extension headers (hop-by-hop, routing, fragment, authentication, destination
+    /// options) are `Unsupported`; any other
     /// protocol or next header parses (the caller checks `protocol`).
     pub fn parse(packet: &[u8], verify_csum: bool) -> Result<IpRepr, WireError> {
         IpRepr::parse_apart(packet, 0, verify_csum)
+    }
+
+    /// [`IpRepr::parse`] that takes an IPv4 fragment too: its header, and where the
+    /// fragment's bytes go in the datagram (`None` for a whole datagram). What the
+    /// IP layer's reassembly (`ip_defrag`) needs; the header's `payload_len` is the
+    /// fragment's own.
+    pub fn parse_fragment(
+        packet: &[u8],
+        verify_csum: bool,
+    ) -> Result<(IpRepr, Option<Ipv4Frag>), WireError> {
+        match packet.first().map(|b| b >> 4) {
+            Some(4) => parse_v4_frag(packet, packet.len(), verify_csum),
+            _ => IpRepr::parse(packet, verify_csum).map(|ip| (ip, None)),
+        }
     }
 
     /// [`IpRepr::parse`] for a packet whose last `apart` bytes are kept apart from
@@ -170,6 +185,35 @@ const IPV4_MF: u16 = 0x2000;
 /// The IPv4 fragment offset mask.
 const IPV4_FRAG_OFFSET: u16 = 0x1fff;
 
+/// Where an IPv4 fragment's bytes go in its datagram
+/// ([RFC 791 section 3.2](https://www.rfc-editor.org/rfc/rfc791#section-3.2)): the
+/// identification, the offset in bytes (the field's 8-byte units), and the flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv4Frag {
+    /// The identification field.
+    pub id: u16,
+    /// The fragment offset in bytes.
+    pub offset: u32,
+    /// More fragments follow (`IP_MF`).
+    pub more: bool,
+    /// Don't fragment (`IP_DF`), set on a fragment.
+    pub df: bool,
+}
+
+impl Ipv4Frag {
+    /// The fragment word of a whole IPv4 header, `None` if it is not a fragment
+    /// (`ip_is_fragment`: MF or an offset). The caller checked the header's length.
+    fn of(header: &[u8]) -> Option<Ipv4Frag> {
+        let frag = be16(header, 6);
+        (frag & (IPV4_MF | IPV4_FRAG_OFFSET) != 0).then_some(Ipv4Frag {
+            id: be16(header, 4),
+            offset: u32::from(frag & IPV4_FRAG_OFFSET) * 8,
+            more: frag & IPV4_MF != 0,
+            df: frag & IPV4_DF != 0,
+        })
+    }
+}
+
 /// Reads a big-endian `u16` at `at` (caller checked the length).
 fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
@@ -190,6 +234,19 @@ pub fn fill_ipv4_checksum(header: &mut [u8]) {
 /// [RFC 791 section 3.1](https://www.rfc-editor.org/rfc/rfc791#section-3.1); `avail` bytes
 /// of packet exist (`packet` holds at least the header).
 fn parse_v4(packet: &[u8], avail: usize, verify_csum: bool) -> Result<IpRepr, WireError> {
+    match parse_v4_frag(packet, avail, verify_csum)? {
+        (ip, None) => Ok(ip),
+        (_, Some(_)) => Err(WireError::Unsupported),
+    }
+}
+
+/// [`parse_v4`] that returns a fragment's place in its datagram instead of refusing
+/// it.
+fn parse_v4_frag(
+    packet: &[u8],
+    avail: usize,
+    verify_csum: bool,
+) -> Result<(IpRepr, Option<Ipv4Frag>), WireError> {
     if packet.len() < IPV4_HEADER_LEN {
         return Err(WireError::Truncated);
     }
@@ -211,13 +268,10 @@ fn parse_v4(packet: &[u8], avail: usize, verify_csum: bool) -> Result<IpRepr, Wi
     if total < header_len {
         return Err(WireError::Malformed);
     }
-    let frag = be16(packet, 6);
-    if frag & (IPV4_MF | IPV4_FRAG_OFFSET) != 0 {
-        return Err(WireError::Unsupported);
-    }
+    let frag = Ipv4Frag::of(packet);
     let addr =
         |at: usize| Ipv4Addr::new(packet[at], packet[at + 1], packet[at + 2], packet[at + 3]);
-    Ok(IpRepr {
+    let ip = IpRepr {
         src: IpAddr::V4(addr(12)),
         dst: IpAddr::V4(addr(16)),
         protocol: packet[9],
@@ -226,7 +280,8 @@ fn parse_v4(packet: &[u8], avail: usize, verify_csum: bool) -> Result<IpRepr, Wi
         tos: packet[1] & !0x03,
         header_len,
         payload_len: total - header_len,
-    })
+    };
+    Ok((ip, frag))
 }
 
 /// [RFC 8200 section 3](https://www.rfc-editor.org/rfc/rfc8200#section-3); the upper
@@ -474,7 +529,18 @@ mod tests {
                 Err(WireError::Unsupported),
                 "{frag:#x}"
             );
+            let (ip, f) = IpRepr::parse_fragment(&b, true).unwrap();
+            assert_eq!(ip, IpRepr::parse(&emitted(&v4_repr()), true).unwrap());
+            let f = f.expect("a fragment");
+            assert_eq!(
+                f.offset,
+                u32::from(frag & IPV4_FRAG_OFFSET) * 8,
+                "{frag:#x}"
+            );
+            assert_eq!((f.more, f.df), (frag & IPV4_MF != 0, frag & IPV4_DF != 0));
         }
+        let whole = emitted(&v4_repr());
+        assert_eq!(IpRepr::parse_fragment(&whole, true).unwrap().1, None);
     }
 
     #[test]

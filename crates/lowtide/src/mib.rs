@@ -36,6 +36,18 @@ mib! {
     IpInUnknownProtos,
     /// IP packets delivered to TCP, UDP or ICMP.
     IpInDelivers,
+    /// IPv4 fragment queues that timed out (`ip_expire`).
+    IpReasmTimeout,
+    /// IPv4 fragments received for reassembly (`ip_defrag`).
+    IpReasmReqds,
+    /// IPv4 datagrams reassembled (`ip_frag_reasm`).
+    IpReasmOKs,
+    /// IPv4 reassembly failures: a datagram dropped (overlap, bad length, ECN,
+    /// timeout), a fragment refused for memory, a queue started over
+    /// (`ip_frag_too_far`).
+    IpReasmFails,
+    /// IPv4 datagrams dropped for overlapping fragments (`ip_frag_queue`).
+    IpExtReasmOverlaps,
     /// IP packets handed to the device (a GSO packet counts once).
     IpOutRequests,
     /// IP packets transmitted (`ip_finish_output2`, `ip6_finish_output2`: after any
@@ -119,6 +131,8 @@ mib! {
     IcmpOutEchoReps,
     /// ICMP destination unreachables sent (port unreachable for UDP).
     IcmpOutDestUnreachs,
+    /// ICMP time exceeded sent (a fragment queue's timeout, `ip_expire`).
+    IcmpOutTimeExcds,
     /// ICMP errors not sent for the global limit (`net.ipv4.icmp_msgs_per_sec`).
     IcmpRateLimitGlobal,
     /// ICMP errors not sent for the per-destination limit (`net.ipv4.icmp_ratelimit`).

@@ -1,8 +1,9 @@
 //! IP-layer sysctls TCP reads: `net.ipv4.ip_default_ttl`, `ip_no_pmtu_disc`
 //! (sysctl_net_ipv4.c), `net.ipv4.route.min_pmtu`, `route.mtu_expires` (route.c's
 //! `ipv4_route_netns_table`), `net.ipv6.route.mtu_expires` (route.c's
-//! `ipv6_route_table_template`) and `net.ipv6.conf.all.hop_limit` (addrconf.c's
-//! `addrconf_sysctl`).
+//! `ipv6_route_table_template`), `net.ipv6.conf.all.hop_limit` (addrconf.c's
+//! `addrconf_sysctl`) and IPv4 reassembly's `ipfrag_*` (ip_fragment.c's
+//! `ip4_frags_ns_ctl_table`).
 
 use super::parse::parse_num;
 use super::{Config, ConfigError};
@@ -36,6 +37,24 @@ impl Config {
             }
             "net.ipv6.route.mtu_expires" => {
                 self.ipv6_route_mtu_expires = parse_num(n, value, 0, JIFFIES_MAX_S, "seconds")?
+            }
+            // ip4_frags_ns_ctl_table: proc_doulongvec_minmax, the high at least the
+            // low, the low at most the high.
+            "net.ipv4.ipfrag_high_thresh" => {
+                let low = self.ipfrag_low_thresh;
+                self.ipfrag_high_thresh = parse_num(n, value, low, u64::MAX, "at least the low")?
+            }
+            "net.ipv4.ipfrag_low_thresh" => {
+                let high = self.ipfrag_high_thresh;
+                self.ipfrag_low_thresh = parse_num(n, value, 0, high, "at most the high")?
+            }
+            // proc_dointvec_jiffies: seconds.
+            "net.ipv4.ipfrag_time" => {
+                self.ipfrag_time = parse_num(n, value, 0, JIFFIES_MAX_S, "seconds")?
+            }
+            // proc_dointvec_minmax, extra1 dist_min (0).
+            "net.ipv4.ipfrag_max_dist" => {
+                self.ipfrag_max_dist = parse_num(n, value, 0, i32::MAX as u32, "0 or more")?
             }
             _ => return Ok(false),
         }

@@ -193,6 +193,18 @@ pub struct Config {
     /// `net.ipv6.route.mtu_expires`, seconds (600): the same for IPv6
     /// (`ip6_rt_mtu_expires`).
     pub ipv6_route_mtu_expires: u32,
+    /// `net.ipv4.ipfrag_high_thresh`, bytes (4 MiB): above it no fragment finds
+    /// or makes a reassembly queue (`inet_frag_find`).
+    pub ipfrag_high_thresh: u64,
+    /// `net.ipv4.ipfrag_low_thresh`, bytes (3 MiB): only bounds `ipfrag_high_thresh`
+    /// from below, as in Linux since 4.17 (no evictor reads it).
+    pub ipfrag_low_thresh: u64,
+    /// `net.ipv4.ipfrag_time`, seconds (30): how long a reassembly queue waits
+    /// from its first fragment (`ip_expire`).
+    pub ipfrag_time: u32,
+    /// `net.ipv4.ipfrag_max_dist` (64): a queue that more fragments from its
+    /// source than this overtook starts again (`ip_frag_too_far`); 0 turns it off.
+    pub ipfrag_max_dist: u32,
     /// `net.core.default_qdisc`: the device's queueing discipline. Its only effect on
     /// TCP is `fq`'s: sch_fq paces every flow at its `sk_pacing_rate`
     /// (`SK_PACING_FQ`): by the device's own fq where it has one ([`Config::device_fq`]:
@@ -510,6 +522,10 @@ impl Default for Config {
             route_min_pmtu: 552,
             route_mtu_expires: 600,
             ipv6_route_mtu_expires: 600,
+            ipfrag_high_thresh: 4 * 1024 * 1024,
+            ipfrag_low_thresh: 3 * 1024 * 1024,
+            ipfrag_time: 30,
+            ipfrag_max_dist: 64,
             default_qdisc: "pfifo_fast".into(),
             device_fq: None,
             mtu: 1500,

@@ -26,6 +26,9 @@ pub(super) const ICMP_ECHO: u8 = 8;
 /// `ICMP_PROT_UNREACH`, `ICMP_PORT_UNREACH`.
 const ICMP_PROT_UNREACH: u8 = 2;
 const ICMP_PORT_UNREACH: u8 = 3;
+/// `ICMP_TIME_EXCEEDED` and its code `ICMP_EXC_FRAGTIME`.
+const ICMP_TIME_EXCEEDED: u8 = 11;
+const ICMP_EXC_FRAGTIME: u8 = 1;
 /// `ICMPV6_ECHO_REQUEST`, `ICMPV6_ECHO_REPLY`.
 pub(super) const ICMPV6_ECHO_REQUEST: u8 = 128;
 const ICMPV6_ECHO_REPLY: u8 = 129;
@@ -63,6 +66,9 @@ pub(super) enum IcmpError {
     /// for IPv6 a parameter problem pointing at the unknown next header
     /// (`ip6_protocol_deliver_rcu`).
     ProtoUnreach,
+    /// A fragment queue timed out with its first fragment (`ip_expire`): time
+    /// exceeded, fragment reassembly time exceeded.
+    FragTimeExceeded,
 }
 
 impl IcmpError {
@@ -72,6 +78,12 @@ impl IcmpError {
         let unreach = |code| (ICMP_DEST_UNREACH, code, 0, Mib::IcmpOutDestUnreachs);
         match (self, v4) {
             (IcmpError::PortUnreach, true) => unreach(ICMP_PORT_UNREACH),
+            (IcmpError::FragTimeExceeded, _) => (
+                ICMP_TIME_EXCEEDED,
+                ICMP_EXC_FRAGTIME,
+                0,
+                Mib::IcmpOutTimeExcds,
+            ),
             (IcmpError::ProtoUnreach, true) => unreach(ICMP_PROT_UNREACH),
             (IcmpError::PortUnreach, false) => (
                 ICMPV6_DEST_UNREACH,
@@ -103,6 +115,20 @@ pub(super) struct IcmpLimits {
 /// RTCF_MULTICAST` as far as lowtide, without prefix lengths, can tell).
 pub(super) fn broadcast_v4(ip: IpAddr) -> bool {
     matches!(ip, IpAddr::V4(a) if a == Ipv4Addr::BROADCAST || a.is_multicast())
+}
+
+/// `__icmp_send`'s and `icmpv6_send`'s (`is_ineligible`) rule: no error about an
+/// ICMP error (IPv4: `icmp_pointers[type].error`, a type unknown counting as one;
+/// ICMPv6: an error type, below 128), nor about a packet too short to tell.
+fn icmp_error_about_error(ip: &IpRepr, packet: &[u8]) -> bool {
+    let kind = packet.get(ip.header_len).copied();
+    match (ip.src.is_ipv4(), ip.protocol) {
+        (true, super::icmp::PROTO_ICMP) => {
+            kind.is_none_or(|t| t > NR_ICMP_TYPES || matches!(t, 3 | 4 | 5 | 11 | 12))
+        }
+        (false, PROTO_ICMPV6) => kind.is_none_or(|t| t < 128),
+        _ => false,
+    }
 }
 
 /// Whether `ip` is an address a reply may come from and go to (not multicast,
@@ -286,7 +312,7 @@ impl Stack {
         packet: &[u8],
         err: IcmpError,
     ) {
-        if !unicast(ip.src) || !unicast(ip.dst) {
+        if !unicast(ip.src) || !unicast(ip.dst) || icmp_error_about_error(ip, packet) {
             return;
         }
         let v4 = ip.src.is_ipv4();

@@ -1,12 +1,14 @@
-//! The IP layer's receive checks (net/ipv4/ip_input.c, net/ipv6/ip6_input.c): the
-//! drops before a transport protocol sees a packet, each in the counter Linux
-//! gives it, and the answer to a protocol no handler takes.
+//! The IP layer's receive path (net/ipv4/ip_input.c, net/ipv6/ip6_input.c): a
+//! packet from the device to its protocol (`ip_rcv`, `ip_local_deliver`), the drops
+//! before a transport protocol sees a packet, each in the counter Linux gives it,
+//! and the answer to a protocol no handler takes.
 
 use super::icmp_out::IcmpError;
 use super::Stack;
 use crate::mib::{ip_version, Mib};
 use crate::time::Instant;
-use lowtide_wire::ip::{IpRepr, IPV4_HEADER_LEN, IPV6_HEADER_LEN, NEXTHDR_NONE};
+use crate::RxChecksum;
+use lowtide_wire::ip::{IpRepr, IPV4_HEADER_LEN, IPV6_HEADER_LEN, NEXTHDR_NONE, PROTO_TCP};
 use lowtide_wire::WireError;
 use std::net::Ipv6Addr;
 use tracing::trace;
@@ -46,13 +48,109 @@ fn header_whole(packet: &[u8]) -> bool {
 }
 
 impl Stack {
+    /// [`Stack::handle_packet`] of a packet of `segs` segments (`gso_segs`), or as
+    /// many as GRO's mark says (`None`: `lowtide_wire::gso::gro_segs`).
+    pub(super) fn rcv_packet(
+        &mut self,
+        now: Instant,
+        packet: &[u8],
+        csum: RxChecksum,
+        segs: Option<u16>,
+    ) {
+        let ver = crate::mib::ip_version(packet);
+        let ip_mib = |m: Mib| m.for_ip_version(ver);
+        self.mib.inc(ip_mib(Mib::IpInReceives));
+        self.mib
+            .add(ip_mib(Mib::IpExtInOctets), packet.len() as u64);
+        self.count_in_ecn(packet, 0, segs);
+        if ipv6_addrs_forbidden(packet) {
+            self.mib.inc(Mib::Ip6InHdrErrors);
+            trace!("drop: IPv6 address RFC 4291 forbids");
+            return;
+        }
+        let verify = csum == RxChecksum::Verify;
+        let (ip, frag) = match IpRepr::parse_fragment(packet, verify) {
+            Ok(x) => x,
+            Err(e) => return self.drop_ip(packet, e),
+        };
+        // ip_route_input: an IPv4 broadcast or multicast is delivered too (only
+        // ICMP takes it here: lowtide joins no groups and has no UDP broadcast).
+        let bcast = ip.protocol == super::icmp::PROTO_ICMP && super::icmp_out::broadcast_v4(ip.dst);
+        if !self.addrs.contains(&ip.dst)
+            && self.catch_all.is_none()
+            && !self.udp_catch_all()
+            && !bcast
+        {
+            self.mib.inc(ip_mib(Mib::IpInAddrErrors));
+            trace!(dst = %ip.dst, "drop: not our address");
+            return;
+        }
+        // ip_local_deliver: a fragment waits for its datagram (stack/defrag.rs).
+        if let Some(frag) = frag {
+            if let Some(whole) = self.ip_defrag(now, &ip, frag, packet) {
+                if let Ok(ip) = IpRepr::parse(&whole, false) {
+                    self.ip_local_deliver_finish(now, &ip, &whole, verify);
+                }
+            }
+            return;
+        }
+        self.ip_local_deliver_finish(now, &ip, packet, verify);
+    }
+
+    /// `ip_local_deliver_finish`: a datagram for us to its protocol.
+    fn ip_local_deliver_finish(&mut self, now: Instant, ip: &IpRepr, packet: &[u8], verify: bool) {
+        let ip_mib = |m: Mib| m.for_ip_version(crate::mib::ip_version(packet));
+        let ip = *ip;
+        let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
+        if ip.protocol == super::icmp::PROTO_ICMP && ip.src.is_ipv4() {
+            self.mib.inc(ip_mib(Mib::IpInDelivers));
+            return self.icmp_rcv(now, &ip, packet, seg);
+        }
+        if ip.protocol == lowtide_wire::ip::PROTO_ICMPV6 && ip.src.is_ipv6() {
+            self.mib.inc(ip_mib(Mib::IpInDelivers));
+            return self.icmpv6_rcv(now, &ip, packet, seg);
+        }
+        if ip.protocol == lowtide_wire::udp::PROTO_UDP {
+            self.mib.inc(ip_mib(Mib::IpInDelivers));
+            return self.udp_rcv(now, &ip, packet, verify);
+        }
+        if ip.protocol != PROTO_TCP {
+            return self.ip_deliver_unknown(now, &ip, packet);
+        }
+        self.mib.inc(ip_mib(Mib::IpInDelivers));
+        self.syn_headers.capture(packet, ip.header_len);
+        self.tcp_v4_rcv(now, &ip, seg, verify);
+    }
+
+    /// `ip_rcv_core` / `ip6_rcv_core`: a packet whose version and header length
+    /// pass (before its checksum is checked) counts its ECN codepoint
+    /// (`IPSTATS_MIB_NOECTPKTS + (tos & INET_ECN_MASK)`) once per segment of a GRO
+    /// packet (`max(1, gso_segs)`: `segs`, or as GRO marked it). `apart`: payload
+    /// bytes not in `head`.
+    pub(super) fn count_in_ecn(&mut self, head: &[u8], apart: usize, segs: Option<u16>) {
+        let ecn = match head.first().map(|b| b >> 4) {
+            Some(4) if head.len() >= 20 && head[0] & 0xf >= 5 => head[1] & 3,
+            Some(6) if head.len() >= 40 => (head[1] >> 4) & 3,
+            _ => return,
+        };
+        let mib = [
+            Mib::IpExtInNoECTPkts,
+            Mib::IpExtInECT1Pkts,
+            Mib::IpExtInECT0Pkts,
+            Mib::IpExtInCEPkts,
+        ][ecn as usize];
+        let segs = segs.unwrap_or_else(|| lowtide_wire::gso::gro_segs(head, apart));
+        let ver = crate::mib::ip_version(head);
+        self.mib.add(mib.for_ip_version(ver), segs.max(1) as u64);
+    }
+
     /// `ip_rcv_core` / `ip6_rcv_core`: counts a packet whose header did not parse.
     /// One shorter than its length field says is `IpExtInTruncatedPkts`
     /// (`Ip6InTruncatedPkts`) alone; a bad IPv4 header checksum is
     /// `IpExtInCsumErrors` and `IpInHdrErrors`; any other header error (shorter than
-    /// the header, a bad version or length field) `IpInHdrErrors`. IPv4 fragments and
-    /// IPv6 extension headers, which lowtide does not follow, count as unknown
-    /// protocols.
+    /// the header, a bad version or length field) `IpInHdrErrors`. IPv6 extension
+    /// headers, which lowtide does not follow, count as unknown protocols (IPv4
+    /// fragments are reassembled: stack/defrag.rs).
     pub(super) fn drop_ip(&mut self, packet: &[u8], e: WireError) {
         let ver = ip_version(packet);
         let mib = match e {

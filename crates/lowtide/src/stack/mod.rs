@@ -7,7 +7,7 @@ use crate::socket::*;
 use crate::tcp::rcvqueue::Payload;
 use crate::tcp::{self, Ctx, FourTuple, Listener, Tcb, TcpState};
 use crate::time::Instant;
-use lowtide_wire::ip::{IpRepr, PROTO_TCP};
+use lowtide_wire::ip::IpRepr;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 use lowtide_wire::{checksum, WireError};
 use rustc_hash::FxHashMap;
@@ -46,6 +46,7 @@ macro_rules! ctx {
 
 mod bind;
 mod connect;
+mod defrag;
 mod drops;
 mod embed;
 mod fastopen;
@@ -163,6 +164,8 @@ pub struct Stack {
     udp: udp::UdpTable,
     /// ICMP rate limits (`stack/icmp_out.rs`).
     icmp_limits: icmp_out::IcmpLimits,
+    /// IPv4 reassembly's queues (stack/defrag.rs).
+    defrag: defrag::Defrag,
     /// The headers of a SYN being received, for listeners that save them.
     syn_headers: tcp::saved_syn::SynHeaders,
 }
@@ -216,6 +219,7 @@ impl Stack {
             wmem_queued: 0,
             udp: Default::default(),
             icmp_limits: Default::default(),
+            defrag: Default::default(),
             syn_headers: Default::default(),
         }
     }
@@ -245,86 +249,6 @@ impl Stack {
         self.rcv_packet(now, packet, csum, None);
     }
 
-    /// [`Stack::handle_packet`] of a packet of `segs` segments (`gso_segs`), or as
-    /// many as GRO's mark says (`None`: `lowtide_wire::gso::gro_segs`).
-    pub(super) fn rcv_packet(
-        &mut self,
-        now: Instant,
-        packet: &[u8],
-        csum: RxChecksum,
-        segs: Option<u16>,
-    ) {
-        let ver = crate::mib::ip_version(packet);
-        let ip_mib = |m: Mib| m.for_ip_version(ver);
-        self.mib.inc(ip_mib(Mib::IpInReceives));
-        self.mib
-            .add(ip_mib(Mib::IpExtInOctets), packet.len() as u64);
-        self.count_in_ecn(packet, 0, segs);
-        if ip_input::ipv6_addrs_forbidden(packet) {
-            self.mib.inc(Mib::Ip6InHdrErrors);
-            trace!("drop: IPv6 address RFC 4291 forbids");
-            return;
-        }
-        let verify = csum == RxChecksum::Verify;
-        let ip = match IpRepr::parse(packet, verify) {
-            Ok(ip) => ip,
-            Err(e) => return self.drop_ip(packet, e),
-        };
-        // ip_route_input: an IPv4 broadcast or multicast is delivered too (only
-        // ICMP takes it here: lowtide joins no groups and has no UDP broadcast).
-        let bcast = ip.protocol == icmp::PROTO_ICMP && icmp_out::broadcast_v4(ip.dst);
-        if !self.addrs.contains(&ip.dst)
-            && self.catch_all.is_none()
-            && !self.udp_catch_all()
-            && !bcast
-        {
-            self.mib.inc(ip_mib(Mib::IpInAddrErrors));
-            trace!(dst = %ip.dst, "drop: not our address");
-            return;
-        }
-        let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
-        if ip.protocol == icmp::PROTO_ICMP && ip.src.is_ipv4() {
-            self.mib.inc(ip_mib(Mib::IpInDelivers));
-            return self.icmp_rcv(now, &ip, packet, seg);
-        }
-        if ip.protocol == lowtide_wire::ip::PROTO_ICMPV6 && ip.src.is_ipv6() {
-            self.mib.inc(ip_mib(Mib::IpInDelivers));
-            return self.icmpv6_rcv(now, &ip, packet, seg);
-        }
-        if ip.protocol == lowtide_wire::udp::PROTO_UDP {
-            self.mib.inc(ip_mib(Mib::IpInDelivers));
-            return self.udp_rcv(now, &ip, packet, verify);
-        }
-        if ip.protocol != PROTO_TCP {
-            return self.ip_deliver_unknown(now, &ip, packet);
-        }
-        self.mib.inc(ip_mib(Mib::IpInDelivers));
-        self.syn_headers.capture(packet, ip.header_len);
-        self.tcp_v4_rcv(now, &ip, seg, verify);
-    }
-
-    /// `ip_rcv_core` / `ip6_rcv_core`: a packet whose version and header length
-    /// pass (before its checksum is checked) counts its ECN codepoint
-    /// (`IPSTATS_MIB_NOECTPKTS + (tos & INET_ECN_MASK)`) once per segment of a GRO
-    /// packet (`max(1, gso_segs)`: `segs`, or as GRO marked it). `apart`: payload
-    /// bytes not in `head`.
-    pub(super) fn count_in_ecn(&mut self, head: &[u8], apart: usize, segs: Option<u16>) {
-        let ecn = match head.first().map(|b| b >> 4) {
-            Some(4) if head.len() >= 20 && head[0] & 0xf >= 5 => head[1] & 3,
-            Some(6) if head.len() >= 40 => (head[1] >> 4) & 3,
-            _ => return,
-        };
-        let mib = [
-            Mib::IpExtInNoECTPkts,
-            Mib::IpExtInECT1Pkts,
-            Mib::IpExtInECT0Pkts,
-            Mib::IpExtInCEPkts,
-        ][ecn as usize];
-        let segs = segs.unwrap_or_else(|| lowtide_wire::gso::gro_segs(head, apart));
-        let ver = crate::mib::ip_version(head);
-        self.mib.add(mib.for_ip_version(ver), segs.max(1) as u64);
-    }
-
     /// The next packet for the device, if any.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         self.next_for_device(now)
@@ -352,13 +276,14 @@ impl Stack {
 
     /// When [`Stack::handle_timeout`] should next be called, if ever.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
+        let defrag = self.defrag.next_expiry();
         while let Some(Reverse((at, index, generation))) = self.timers.peek().copied() {
             if self.is_current_timer(at, index, generation) {
-                return Some(at);
+                return Some(defrag.map_or(at, |d| d.min(at)));
             }
             self.timers.pop();
         }
-        None
+        defrag
     }
 
     fn is_current_timer(&self, at: Instant, index: u32, generation: u32) -> bool {
@@ -369,6 +294,7 @@ impl Stack {
 
     /// Runs every timer due at or before `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.defrag_timeout(now);
         while let Some(Reverse((at, index, generation))) = self.timers.peek().copied() {
             if at > now {
                 break;

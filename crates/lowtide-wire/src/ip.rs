@@ -45,7 +45,7 @@ impl IpRepr {
     ///
     /// Verifies the IPv4 header checksum when `verify_csum`. Bytes after the length the
     /// header claims (link padding) are ignored; a packet shorter than it is
-    /// `Truncated`. IPv4 fragments ([`IpRepr::parse_fragment`] takes them) and IPv6
+    /// `Truncated`. IPv4 fragments ([`IpRepr::parse_input`] takes them) and IPv6
     /// extension headers (hop-by-hop, routing, fragment, authentication, destination
     /// options) are `Unsupported`; any other
     /// protocol or next header parses (the caller checks `protocol`).
@@ -53,16 +53,18 @@ impl IpRepr {
         IpRepr::parse_apart(packet, 0, verify_csum)
     }
 
-    /// [`IpRepr::parse`] that takes an IPv4 fragment too: its header, and where the
-    /// fragment's bytes go in the datagram (`None` for a whole datagram). What the
-    /// IP layer's reassembly (`ip_defrag`) needs; the header's `payload_len` is the
-    /// fragment's own.
-    pub fn parse_fragment(
+    /// [`IpRepr::parse`] for the IP layer's input, which follows what `parse`
+    /// refuses: an IPv4 fragment (its header, and where the fragment's bytes go in
+    /// the datagram, `None` for a whole datagram; the header's `payload_len` is the
+    /// fragment's own), and an IPv6 packet with extension headers (`protocol` is
+    /// then the fixed header's next header, `header_len` 40: the caller walks them).
+    pub fn parse_input(
         packet: &[u8],
         verify_csum: bool,
     ) -> Result<(IpRepr, Option<Ipv4Frag>), WireError> {
         match packet.first().map(|b| b >> 4) {
             Some(4) => parse_v4_frag(packet, packet.len(), verify_csum),
+            Some(6) => parse_v6_ext(packet, packet.len()).map(|ip| (ip, None)),
             _ => IpRepr::parse(packet, verify_csum).map(|ip| (ip, None)),
         }
     }
@@ -287,18 +289,24 @@ fn parse_v4_frag(
 /// [RFC 8200 section 3](https://www.rfc-editor.org/rfc/rfc8200#section-3); the upper
 /// layer directly after the fixed header (no extension header) is handled.
 fn parse_v6(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
+    let ip = parse_v6_ext(packet, avail)?;
+    // An extension header is not followed here (the stack's input walks them:
+    // ipv6_parse_hopopts, ip6_protocol_deliver_rcu's resubmit); any other next
+    // header is the upper layer's, for the stack to deliver or answer as unknown.
+    if IPV6_EXT_HEADERS.contains(&ip.protocol) {
+        return Err(WireError::Unsupported);
+    }
+    Ok(ip)
+}
+
+/// [`parse_v6`] that leaves extension headers to the caller.
+fn parse_v6_ext(packet: &[u8], avail: usize) -> Result<IpRepr, WireError> {
     if packet.len() < IPV6_HEADER_LEN {
         return Err(WireError::Truncated);
     }
     let payload_len = be16(packet, 4) as usize;
     if IPV6_HEADER_LEN + payload_len > avail {
         return Err(WireError::Truncated);
-    }
-    // An extension header is not followed (Linux parses them: ipv6_parse_hopopts,
-    // ip6_protocol_deliver_rcu's resubmit); any other next header is the upper
-    // layer's, for the stack to deliver or answer as unknown.
-    if IPV6_EXT_HEADERS.contains(&packet[6]) {
-        return Err(WireError::Unsupported);
     }
     let addr = |at: usize| {
         let mut o = [0u8; 16];
@@ -529,7 +537,7 @@ mod tests {
                 Err(WireError::Unsupported),
                 "{frag:#x}"
             );
-            let (ip, f) = IpRepr::parse_fragment(&b, true).unwrap();
+            let (ip, f) = IpRepr::parse_input(&b, true).unwrap();
             assert_eq!(ip, IpRepr::parse(&emitted(&v4_repr()), true).unwrap());
             let f = f.expect("a fragment");
             assert_eq!(
@@ -540,7 +548,7 @@ mod tests {
             assert_eq!((f.more, f.df), (frag & IPV4_MF != 0, frag & IPV4_DF != 0));
         }
         let whole = emitted(&v4_repr());
-        assert_eq!(IpRepr::parse_fragment(&whole, true).unwrap().1, None);
+        assert_eq!(IpRepr::parse_input(&whole, true).unwrap().1, None);
     }
 
     #[test]

@@ -95,6 +95,15 @@ mib! {
     Ip6InTruncatedPkts,
     /// IPv6 packets delivered to TCP, UDP or ICMPv6.
     Ip6InDelivers,
+    /// IPv6 fragment queues that timed out (`ip6_frag_expire`).
+    Ip6ReasmTimeout,
+    /// IPv6 fragments received for reassembly (`ipv6_frag_rcv`).
+    Ip6ReasmReqds,
+    /// IPv6 datagrams reassembled, an atomic fragment counting as one
+    /// (`ipv6_frag_rcv`, `ip6_frag_reasm`).
+    Ip6ReasmOKs,
+    /// IPv6 reassembly failures (as [`Mib::IpReasmFails`]).
+    Ip6ReasmFails,
     /// IPv6 packets handed to the device (a GSO packet counts once).
     Ip6OutRequests,
     /// IPv6 bytes received.
@@ -148,6 +157,8 @@ mib! {
     /// ICMPv6 parameter problems sent (an unknown next header:
     /// `ip6_protocol_deliver_rcu`).
     Icmp6OutParmProblems,
+    /// ICMPv6 time exceeded sent (a fragment queue's timeout, `ip6_frag_expire`).
+    Icmp6OutTimeExcds,
     /// ICMPv6 errors not sent for the global limit.
     Icmp6RateLimitGlobal,
     /// ICMPv6 errors not sent for the per-destination limit
@@ -527,6 +538,10 @@ impl Mib {
             Mib::IpInUnknownProtos => Mib::Ip6InUnknownProtos,
             Mib::IpExtInTruncatedPkts => Mib::Ip6InTruncatedPkts,
             Mib::IpInDelivers => Mib::Ip6InDelivers,
+            Mib::IpReasmTimeout => Mib::Ip6ReasmTimeout,
+            Mib::IpReasmReqds => Mib::Ip6ReasmReqds,
+            Mib::IpReasmOKs => Mib::Ip6ReasmOKs,
+            Mib::IpReasmFails => Mib::Ip6ReasmFails,
             Mib::IpOutRequests => Mib::Ip6OutRequests,
             Mib::IpExtInOctets => Mib::Ip6InOctets,
             Mib::IpExtOutOctets => Mib::Ip6OutOctets,

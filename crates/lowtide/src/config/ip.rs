@@ -8,6 +8,11 @@
 use super::parse::parse_num;
 use super::{Config, ConfigError};
 
+/// `proc_dointvec` without bounds: any `int`.
+fn parse_int(n: &str, value: &str) -> Result<i32, ConfigError> {
+    parse_num(n, value, i32::MIN, i32::MAX, "an int")
+}
+
 /// The most seconds `proc_dointvec_jiffies` takes (`INT_MAX / HZ`, HZ 1000).
 const JIFFIES_MAX_S: u32 = i32::MAX as u32 / 1000;
 
@@ -52,6 +57,22 @@ impl Config {
             "net.ipv4.ipfrag_time" => {
                 self.ipfrag_time = parse_num(n, value, 0, JIFFIES_MAX_S, "seconds")?
             }
+            "net.ipv6.ip6frag_high_thresh" => {
+                let low = self.ip6frag_low_thresh;
+                self.ip6frag_high_thresh = parse_num(n, value, low, u64::MAX, "at least the low")?
+            }
+            "net.ipv6.ip6frag_low_thresh" => {
+                let high = self.ip6frag_high_thresh;
+                self.ip6frag_low_thresh = parse_num(n, value, 0, high, "at most the high")?
+            }
+            "net.ipv6.ip6frag_time" => {
+                self.ip6frag_time = parse_num(n, value, 0, JIFFIES_MAX_S, "seconds")?
+            }
+            // ipv6_table_template: proc_dointvec, any int.
+            "net.ipv6.max_hbh_opts_number" => self.ipv6_max_hbh_opts = parse_int(n, value)?,
+            "net.ipv6.max_dst_opts_number" => self.ipv6_max_dst_opts = parse_int(n, value)?,
+            "net.ipv6.max_hbh_length" => self.ipv6_max_hbh_length = parse_int(n, value)?,
+            "net.ipv6.max_dst_opts_length" => self.ipv6_max_dst_opts_length = parse_int(n, value)?,
             // proc_dointvec_minmax, extra1 dist_min (0).
             "net.ipv4.ipfrag_max_dist" => {
                 self.ipfrag_max_dist = parse_num(n, value, 0, i32::MAX as u32, "0 or more")?

@@ -205,6 +205,20 @@ pub struct Config {
     /// `net.ipv4.ipfrag_max_dist` (64): a queue that more fragments from its
     /// source than this overtook starts again (`ip_frag_too_far`); 0 turns it off.
     pub ipfrag_max_dist: u32,
+    /// `net.ipv6.ip6frag_high_thresh`, `ip6frag_low_thresh` (4 and 3 MiB) and
+    /// `ip6frag_time` (60 s): IPv6 reassembly's, as IPv4's.
+    pub ip6frag_high_thresh: u64,
+    pub ip6frag_low_thresh: u64,
+    pub ip6frag_time: u32,
+    /// `net.ipv6.max_hbh_opts_number` and `max_dst_opts_number` (8): the most
+    /// options (padding aside) a hop-by-hop or destination options header may
+    /// carry; a negative value also drops unknown options silently.
+    pub ipv6_max_hbh_opts: i32,
+    pub ipv6_max_dst_opts: i32,
+    /// `net.ipv6.max_hbh_length` and `max_dst_opts_length` (`INT_MAX`): the longest
+    /// such header, bytes.
+    pub ipv6_max_hbh_length: i32,
+    pub ipv6_max_dst_opts_length: i32,
     /// `net.core.default_qdisc`: the device's queueing discipline. Its only effect on
     /// TCP is `fq`'s: sch_fq paces every flow at its `sk_pacing_rate`
     /// (`SK_PACING_FQ`): by the device's own fq where it has one ([`Config::device_fq`]:
@@ -526,6 +540,13 @@ impl Default for Config {
             ipfrag_low_thresh: 3 * 1024 * 1024,
             ipfrag_time: 30,
             ipfrag_max_dist: 64,
+            ip6frag_high_thresh: 4 * 1024 * 1024,
+            ip6frag_low_thresh: 3 * 1024 * 1024,
+            ip6frag_time: 60,
+            ipv6_max_hbh_opts: 8,
+            ipv6_max_dst_opts: 8,
+            ipv6_max_hbh_length: i32::MAX,
+            ipv6_max_dst_opts_length: i32::MAX,
             default_qdisc: "pfifo_fast".into(),
             device_fq: None,
             mtu: 1500,

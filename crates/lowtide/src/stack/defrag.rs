@@ -17,6 +17,7 @@ use crate::tcp::skbuff::rx_truesize;
 use crate::time::Instant;
 use core::time::Duration;
 use lowtide_wire::ip::{fill_ipv4_checksum, IpRepr, Ipv4Frag, IPV4_DF};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use tracing::trace;
@@ -34,7 +35,7 @@ const IP_MAX_LEN: usize = 65535;
 /// (`IPFRAG_ECN_NOT_ECT` 1, `ECT_1` 2, `ECT_0` 4, `CE` 8): the ECN bits to OR into
 /// the datagram, or `None` to drop it (Not-ECT mixed with ECT or CE; RFC 3168
 /// section 5.3).
-fn frag_ecn(ors: u8) -> Option<u8> {
+pub(super) fn frag_ecn(ors: u8) -> Option<u8> {
     const CE: u8 = 8;
     match ors {
         _ if ors & 1 != 0 && ors != 1 => None,
@@ -43,19 +44,20 @@ fn frag_ecn(ors: u8) -> Option<u8> {
     }
 }
 
-/// `frag_v4_compare_key`: source, destination, identification, protocol (one
-/// `user`, local delivery, and one VRF here).
+/// `frag_v4_compare_key` (source, destination, identification, protocol) and
+/// `frag_v6_compare_key` (the same without a protocol: 0), with one `user`, local
+/// delivery, and one VRF or interface here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct FragKey {
-    src: IpAddr,
-    dst: IpAddr,
-    id: u16,
-    protocol: u8,
+pub(super) struct FragKey {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub id: u32,
+    pub protocol: u8,
 }
 
 /// `inet_frag_queue_insert`'s answers.
 #[derive(Debug, PartialEq, Eq)]
-enum Insert {
+pub(super) enum Insert {
     Ok,
     /// Inside one run already queued: the fragment alone is dropped (`IPFRAG_DUP`).
     Dup,
@@ -63,29 +65,34 @@ enum Insert {
     Overlap,
 }
 
-/// One datagram's queue (`struct ipq`).
-struct FragQueue {
+/// One datagram's queue (`struct ipq`, IPv6's `struct frag_queue`).
+pub(super) struct FragQueue {
     /// The runs of adjacent fragments (`rb_fragments`, each run's bytes joined), by
     /// offset; the last one holds `fragments_tail`.
     runs: BTreeMap<u32, Vec<u8>>,
     /// `q.len`: the datagram's length as far as known.
-    len: u32,
+    pub len: u32,
     /// `q.meat`: the bytes queued.
-    meat: u32,
-    first_in: bool,
-    last_in: bool,
-    /// The first fragment (offset 0) as it came, cut at [`HEAD_KEEP`], and its
-    /// header parsed: its header heads the datagram, and a timeout quotes it.
-    head: Option<(IpRepr, Vec<u8>)>,
+    pub meat: u32,
+    pub first_in: bool,
+    pub last_in: bool,
+    /// The first fragment (offset 0) as it came, cut at [`HEAD_KEEP`] (IPv6: past
+    /// its headers), and its header parsed: its header heads the datagram, and a
+    /// timeout quotes it.
+    pub head: Option<(IpRepr, Vec<u8>)>,
+    /// IPv6: the first fragment's fragment header offset and `nhoffset`, where the
+    /// byte naming it is.
+    pub unfrag: usize,
+    pub nhoff: usize,
     /// The OR of `1 << ecn` of the fragments queued (`qp->ecn`).
-    ecn: u8,
+    pub ecn: u8,
     /// `q.max_size` and `max_df_size`: the largest fragment, and the largest with DF.
-    max_size: u32,
+    pub max_size: u32,
     max_df_size: u32,
     /// `qp->rid`: the source's fragment count at this queue's last fragment.
     rid: u32,
     /// The fragments' truesize, charged to the memory limit.
-    truesize: u64,
+    pub truesize: u64,
     /// When the queue's timer fires (`ip_expire`).
     expires: Instant,
 }
@@ -99,6 +106,8 @@ impl FragQueue {
             first_in: false,
             last_in: false,
             head: None,
+            unfrag: 0,
+            nhoff: 0,
             ecn: 0,
             max_size: 0,
             max_df_size: 0,
@@ -118,7 +127,7 @@ impl FragQueue {
     /// it is adjacent, else starts a run, and overlaps if it starts before the
     /// tail's end; any other fragment is a run of its own where it touches none, a
     /// duplicate inside one run, else an overlap.
-    fn insert(&mut self, offset: u32, data: &[u8]) -> Insert {
+    pub(super) fn insert(&mut self, offset: u32, data: &[u8]) -> Insert {
         let end = offset + data.len() as u32;
         match self.tail_end() {
             None => {}
@@ -150,20 +159,20 @@ impl FragQueue {
     }
 
     /// The datagram's payload, every run in order (called when `meat == len`).
-    fn payload(&self) -> Vec<u8> {
+    pub(super) fn payload(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.len as usize);
         self.runs.values().for_each(|r| out.extend_from_slice(r));
         out
     }
 }
 
-/// The reassembly state of a stack (`net->ipv4.fqdir` and the `inet_peer` fragment
-/// counters).
+/// The reassembly state of a stack for one family (`net->ipv4.fqdir` with the
+/// `inet_peer` fragment counters, `net->ipv6.fqdir`).
 #[derive(Default)]
 pub(super) struct Defrag {
     queues: HashMap<FragKey, FragQueue>,
     /// `frag_mem_limit`: the queues' and fragments' bytes.
-    mem: u64,
+    pub(super) mem: u64,
     /// Per source: `peer->rid`, the fragments received from it, and the queues
     /// that hold it (`inet_getpeer_v4` / `inet_putpeer`).
     peers: HashMap<IpAddr, (u32, u32)>,
@@ -175,8 +184,18 @@ impl Defrag {
         self.queues.values().map(|q| q.expires).min()
     }
 
+    /// The queue of `key`, if any.
+    pub(super) fn get_mut(&mut self, key: &FragKey) -> Option<&mut FragQueue> {
+        self.queues.get_mut(key)
+    }
+
+    /// Charges `bytes` more to the memory limit.
+    pub(super) fn charge(&mut self, bytes: u64) {
+        self.mem += bytes;
+    }
+
     /// Unlinks a queue and frees its memory (`inet_frag_kill`, `inet_frag_destroy`).
-    fn kill(&mut self, key: &FragKey) -> Option<FragQueue> {
+    pub(super) fn kill(&mut self, key: &FragKey) -> Option<FragQueue> {
         let q = self.queues.remove(key)?;
         self.mem -= IPQ_SIZE + q.truesize;
         if let Some(p) = self.peers.get_mut(&key.src) {
@@ -200,6 +219,14 @@ enum Queued {
 }
 
 impl Stack {
+    /// The reassembly state of `key`'s family.
+    pub(super) fn fqdir(&mut self, v6: bool) -> &mut Defrag {
+        match v6 {
+            false => &mut self.defrag,
+            true => &mut self.defrag6,
+        }
+    }
+
     /// `ip_defrag`: queues the fragment `packet` (its header `ip`, its place
     /// `frag`); the whole datagram once its last byte came, as one packet with the
     /// first fragment's header (no fragment bits, the ECN the fragments agree on,
@@ -215,7 +242,7 @@ impl Stack {
         let key = FragKey {
             src: ip.src,
             dst: ip.dst,
-            id: frag.id,
+            id: frag.id.into(),
             protocol: ip.protocol,
         };
         if !self.ip_find(now, key) {
@@ -238,27 +265,27 @@ impl Stack {
         }
     }
 
-    /// `ip_find` -> `inet_frag_find`: the queue of `key`, made if missing, unless the
-    /// fragments' memory is above `ipfrag_high_thresh`. A queue whose timer is due
-    /// expires first.
-    fn ip_find(&mut self, now: Instant, key: FragKey) -> bool {
-        let high = self.cfg.ipfrag_high_thresh;
-        if high == 0 || self.defrag.mem > high {
+    /// `ip_find` / `fq_find` -> `inet_frag_find`: the queue of `key`, made if
+    /// missing, unless the fragments' memory is above `ipfrag_high_thresh`
+    /// (`ip6frag_high_thresh`). A queue whose timer is due expires first.
+    pub(super) fn ip_find(&mut self, now: Instant, key: FragKey) -> bool {
+        let v6 = key.src.is_ipv6();
+        let (high, secs) = match v6 {
+            false => (self.cfg.ipfrag_high_thresh, self.cfg.ipfrag_time),
+            true => (self.cfg.ip6frag_high_thresh, self.cfg.ip6frag_time),
+        };
+        if high == 0 || self.fqdir(v6).mem > high {
             return false;
         }
-        if self
-            .defrag
-            .queues
-            .get(&key)
-            .is_some_and(|q| q.expires <= now)
-        {
+        let due = (self.fqdir(v6).queues.get(&key)).is_some_and(|q| q.expires <= now);
+        if due {
             self.ip_expire(now, key);
         }
-        if !self.defrag.queues.contains_key(&key) {
-            let expires = now + Duration::from_secs(self.cfg.ipfrag_time.into());
-            self.defrag.queues.insert(key, FragQueue::new(expires));
-            self.defrag.mem += IPQ_SIZE;
-            self.defrag.peers.entry(key.src).or_default().1 += 1;
+        let fq = self.fqdir(v6);
+        if let Entry::Vacant(e) = fq.queues.entry(key) {
+            e.insert(FragQueue::new(now + Duration::from_secs(secs.into())));
+            fq.mem += IPQ_SIZE;
+            fq.peers.entry(key.src).or_default().1 += 1;
         }
         true
     }
@@ -383,15 +410,17 @@ impl Stack {
         Some(out)
     }
 
-    /// `ip_expire`: the queue `key` timed out (`IpReasmFails`, `IpReasmTimeout`);
-    /// if its first fragment came, that fragment is answered with a "fragment
-    /// reassembly time exceeded" (`ICMP_TIME_EXCEEDED`, `ICMP_EXC_FRAGTIME`).
+    /// `ip_expire` / `ip6_frag_expire`: the queue `key` timed out (`IpReasmFails`,
+    /// `IpReasmTimeout`, IPv6's in snmp6); if its first fragment came, that
+    /// fragment is answered with a "fragment reassembly time exceeded"
+    /// (`ICMP_TIME_EXCEEDED` / `ICMPV6_TIME_EXCEED`, code `..._EXC_FRAGTIME`).
     fn ip_expire(&mut self, now: Instant, key: FragKey) {
-        let Some(q) = self.defrag.kill(&key) else {
+        let ver = if key.src.is_ipv6() { 6 } else { 4 };
+        let Some(q) = self.fqdir(ver == 6).kill(&key) else {
             return;
         };
-        self.mib.inc(Mib::IpReasmFails);
-        self.mib.inc(Mib::IpReasmTimeout);
+        self.mib.inc(Mib::IpReasmFails.for_ip_version(ver));
+        self.mib.inc(Mib::IpReasmTimeout.for_ip_version(ver));
         trace!(src = %key.src, id = key.id, "drop: fragments, reassembly timeout");
         if let Some((ip, head)) = q.head.filter(|_| q.first_in) {
             self.icmp_send_error(now, &ip, &head, IcmpError::FragTimeExceeded);
@@ -401,6 +430,7 @@ impl Stack {
     /// Expires every queue whose timer is due by `now`.
     pub(super) fn defrag_timeout(&mut self, now: Instant) {
         let due: Vec<FragKey> = (self.defrag.queues.iter())
+            .chain(self.defrag6.queues.iter())
             .filter(|(_, q)| q.expires <= now)
             .map(|(k, _)| *k)
             .collect();

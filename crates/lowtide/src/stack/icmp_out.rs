@@ -26,6 +26,8 @@ pub(super) const ICMP_ECHO: u8 = 8;
 /// `ICMP_PROT_UNREACH`, `ICMP_PORT_UNREACH`.
 const ICMP_PROT_UNREACH: u8 = 2;
 const ICMP_PORT_UNREACH: u8 = 3;
+/// `ICMPV6_TIME_EXCEED` (its code `ICMPV6_EXC_FRAGTIME` is 1, as ICMP's).
+const ICMPV6_TIME_EXCEED: u8 = 3;
 /// `ICMP_TIME_EXCEEDED` and its code `ICMP_EXC_FRAGTIME`.
 const ICMP_TIME_EXCEEDED: u8 = 11;
 const ICMP_EXC_FRAGTIME: u8 = 1;
@@ -41,9 +43,6 @@ const ICMPV6_PORT_UNREACH: u8 = 4;
 /// `ICMPV6_PARAMPROB` and its code `ICMPV6_UNK_NEXTHDR`.
 const ICMPV6_PARAMPROB: u8 = 4;
 const ICMPV6_UNK_NEXTHDR: u8 = 1;
-/// `offsetof(struct ipv6hdr, nexthdr)`: the `nhoff` of a packet without extension
-/// headers, where an unknown next header's parameter problem points.
-const IPV6_NHOFF: u32 = 6;
 /// `IPTOS_PREC_INTERNETCONTROL`: the precedence of ICMP errors (`__icmp_send`).
 const IPTOS_PREC_INTERNETCONTROL: u8 = 0xc0;
 /// `__icmp_send`: an IPv4 error is at most 576 bytes
@@ -63,12 +62,15 @@ pub(super) enum IcmpError {
     /// unreachable.
     PortUnreach,
     /// No handler for the protocol: protocol unreachable (`ip_protocol_deliver_rcu`),
-    /// for IPv6 a parameter problem pointing at the unknown next header
-    /// (`ip6_protocol_deliver_rcu`).
-    ProtoUnreach,
-    /// A fragment queue timed out with its first fragment (`ip_expire`): time
-    /// exceeded, fragment reassembly time exceeded.
+    /// for IPv6 a parameter problem pointing at the byte that named the unknown
+    /// next header, `nhoff` (`ip6_protocol_deliver_rcu`).
+    ProtoUnreach { nhoff: u32 },
+    /// A fragment queue timed out with its first fragment (`ip_expire`,
+    /// `ip6_frag_expire`): time exceeded, fragment reassembly time exceeded.
     FragTimeExceeded,
+    /// IPv6 only: a parameter problem of `code` pointing at byte `pointer` of the
+    /// packet (`icmpv6_param_prob`: extension headers, fragments).
+    ParamProb6 { code: u8, pointer: u32 },
 }
 
 impl IcmpError {
@@ -76,27 +78,30 @@ impl IcmpError {
     /// message in the family of `v4`.
     fn message(self, v4: bool) -> (u8, u8, u32, Mib) {
         let unreach = |code| (ICMP_DEST_UNREACH, code, 0, Mib::IcmpOutDestUnreachs);
+        let param = |code, at| (ICMPV6_PARAMPROB, code, at, Mib::Icmp6OutParmProblems);
         match (self, v4) {
             (IcmpError::PortUnreach, true) => unreach(ICMP_PORT_UNREACH),
-            (IcmpError::FragTimeExceeded, _) => (
+            (IcmpError::ProtoUnreach { .. }, true) => unreach(ICMP_PROT_UNREACH),
+            (IcmpError::FragTimeExceeded, true) => (
                 ICMP_TIME_EXCEEDED,
                 ICMP_EXC_FRAGTIME,
                 0,
                 Mib::IcmpOutTimeExcds,
             ),
-            (IcmpError::ProtoUnreach, true) => unreach(ICMP_PROT_UNREACH),
-            (IcmpError::PortUnreach, false) => (
+            (IcmpError::PortUnreach, _) => (
                 ICMPV6_DEST_UNREACH,
                 ICMPV6_PORT_UNREACH,
                 0,
                 Mib::Icmp6OutDestUnreachs,
             ),
-            (IcmpError::ProtoUnreach, false) => (
-                ICMPV6_PARAMPROB,
-                ICMPV6_UNK_NEXTHDR,
-                IPV6_NHOFF,
-                Mib::Icmp6OutParmProblems,
+            (IcmpError::ProtoUnreach { nhoff }, _) => param(ICMPV6_UNK_NEXTHDR, nhoff),
+            (IcmpError::FragTimeExceeded, _) => (
+                ICMPV6_TIME_EXCEED,
+                ICMP_EXC_FRAGTIME,
+                0,
+                Mib::Icmp6OutTimeExcds,
             ),
+            (IcmpError::ParamProb6 { code, pointer }, _) => param(code, pointer),
         }
     }
 }
@@ -121,13 +126,31 @@ pub(super) fn broadcast_v4(ip: IpAddr) -> bool {
 /// ICMP error (IPv4: `icmp_pointers[type].error`, a type unknown counting as one;
 /// ICMPv6: an error type, below 128), nor about a packet too short to tell.
 fn icmp_error_about_error(ip: &IpRepr, packet: &[u8]) -> bool {
+    if ip.src.is_ipv6() {
+        return is_ineligible(packet);
+    }
     let kind = packet.get(ip.header_len).copied();
-    match (ip.src.is_ipv4(), ip.protocol) {
-        (true, super::icmp::PROTO_ICMP) => {
-            kind.is_none_or(|t| t > NR_ICMP_TYPES || matches!(t, 3 | 4 | 5 | 11 | 12))
-        }
-        (false, PROTO_ICMPV6) => kind.is_none_or(|t| t < 128),
-        _ => false,
+    ip.protocol == super::icmp::PROTO_ICMP
+        && kind.is_none_or(|t| t > NR_ICMP_TYPES || matches!(t, 3 | 4 | 5 | 11 | 12))
+}
+
+/// `is_ineligible` (net/ipv6/icmp.c): the upper layer found past the extension
+/// headers is ICMPv6 and the message an error (or cut before its type, unless a
+/// later fragment).
+fn is_ineligible(packet: &[u8]) -> bool {
+    let end = lowtide_wire::ip::IPV6_HEADER_LEN;
+    if packet.len() < end {
+        return true;
+    }
+    let Some((off, nh, frag_off)) = super::exthdrs::ipv6_skip_exthdr(packet, end, packet[6]) else {
+        return false;
+    };
+    if nh != PROTO_ICMPV6 {
+        return false;
+    }
+    match packet.get(off) {
+        None => frag_off == 0,
+        Some(&t) => t < 128,
     }
 }
 

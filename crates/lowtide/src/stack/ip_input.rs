@@ -3,6 +3,8 @@
 //! before a transport protocol sees a packet, each in the counter Linux gives it,
 //! and the answer to a protocol no handler takes.
 
+use super::exthdrs::{Cursor, NEXTHDR_DEST, NEXTHDR_FRAGMENT, NEXTHDR_HOP, NEXTHDR_ROUTING};
+use super::frag6::Frag6;
 use super::icmp_out::IcmpError;
 use super::Stack;
 use crate::mib::{ip_version, Mib};
@@ -69,10 +71,23 @@ impl Stack {
             return;
         }
         let verify = csum == RxChecksum::Verify;
-        let (ip, frag) = match IpRepr::parse_fragment(packet, verify) {
+        let (mut ip, frag) = match IpRepr::parse_input(packet, verify) {
             Ok(x) => x,
             Err(e) => return self.drop_ip(packet, e),
         };
+        // ip6_rcv_core: the hop-by-hop options come before the route lookup.
+        let mut at = Cursor {
+            nexthdr: ip.protocol,
+            off: ip.header_len,
+            nhoff: 6,
+            fragmented: false,
+        };
+        if ip.src.is_ipv6() && ip.protocol == NEXTHDR_HOP {
+            match self.ipv6_parse_hopopts(now, &mut ip, packet) {
+                Some(c) => at = c,
+                None => return,
+            }
+        }
         // ip_route_input: an IPv4 broadcast or multicast is delivered too (only
         // ICMP takes it here: lowtide joins no groups and has no UDP broadcast).
         let bcast = ip.protocol == super::icmp::PROTO_ICMP && super::icmp_out::broadcast_v4(ip.dst);
@@ -89,16 +104,63 @@ impl Stack {
         if let Some(frag) = frag {
             if let Some(whole) = self.ip_defrag(now, &ip, frag, packet) {
                 if let Ok(ip) = IpRepr::parse(&whole, false) {
-                    self.ip_local_deliver_finish(now, &ip, &whole, verify);
+                    self.ip_local_deliver_finish(now, &ip, &whole, verify, 6);
                 }
             }
             return;
         }
-        self.ip_local_deliver_finish(now, &ip, packet, verify);
+        if ip.src.is_ipv6() {
+            return self.ip6_input_finish(now, ip, packet, verify, at);
+        }
+        self.ip_local_deliver_finish(now, &ip, packet, verify, 6);
     }
 
-    /// `ip_local_deliver_finish`: a datagram for us to its protocol.
-    fn ip_local_deliver_finish(&mut self, now: Instant, ip: &IpRepr, packet: &[u8], verify: bool) {
+    /// `ip6_protocol_deliver_rcu`'s resubmit loop: the extension headers from
+    /// `at` (stack/exthdrs.rs, stack/frag6.rs), then the upper layer.
+    fn ip6_input_finish(&mut self, now: Instant, ip: IpRepr, pkt: &[u8], verify: bool, at: Cursor) {
+        let (mut ip, mut at) = (ip, at);
+        let mut whole: Option<Vec<u8>> = None;
+        loop {
+            let pkt = whole.as_deref().unwrap_or(pkt);
+            let go_on = match at.nexthdr {
+                NEXTHDR_DEST => self.ipv6_destopt_rcv(now, &ip, pkt, &mut at),
+                NEXTHDR_ROUTING => self.ipv6_rthdr_rcv(now, &ip, pkt, &mut at),
+                NEXTHDR_FRAGMENT => match self.ipv6_frag_rcv(now, &ip, pkt, &mut at) {
+                    Frag6::Stop => false,
+                    Frag6::Atomic => true,
+                    Frag6::Whole(datagram, c) => {
+                        ip.payload_len = datagram.len() - ip.header_len;
+                        ip.ecn = (datagram[1] >> 4) & 3;
+                        (whole, at) = (Some(datagram), c);
+                        true
+                    }
+                },
+                _ => {
+                    let upper = IpRepr {
+                        protocol: at.nexthdr,
+                        header_len: at.off,
+                        payload_len: ip.header_len + ip.payload_len - at.off,
+                        ..ip
+                    };
+                    return self.ip_local_deliver_finish(now, &upper, pkt, verify, at.nhoff);
+                }
+            };
+            if !go_on {
+                return;
+            }
+        }
+    }
+
+    /// `ip_local_deliver_finish`: a datagram for us to its protocol; `nhoff`, for
+    /// IPv6, where the byte naming it is.
+    fn ip_local_deliver_finish(
+        &mut self,
+        now: Instant,
+        ip: &IpRepr,
+        packet: &[u8],
+        verify: bool,
+        nhoff: usize,
+    ) {
         let ip_mib = |m: Mib| m.for_ip_version(crate::mib::ip_version(packet));
         let ip = *ip;
         let seg = &packet[ip.header_len..ip.header_len + ip.payload_len];
@@ -115,7 +177,7 @@ impl Stack {
             return self.udp_rcv(now, &ip, packet, verify);
         }
         if ip.protocol != PROTO_TCP {
-            return self.ip_deliver_unknown(now, &ip, packet);
+            return self.ip_deliver_unknown(now, &ip, packet, nhoff);
         }
         self.mib.inc(ip_mib(Mib::IpInDelivers));
         self.syn_headers.capture(packet, ip.header_len);
@@ -171,8 +233,14 @@ impl Stack {
     /// (`Ip6InDelivers`) and freed. Any other counts `IpInUnknownProtos`
     /// (`Ip6InUnknownProtos`) and is answered, within the ICMP rate limits, with a
     /// protocol unreachable (IPv6: a parameter problem, unknown next header, pointing
-    /// at the next header field).
-    pub(super) fn ip_deliver_unknown(&mut self, now: Instant, ip: &IpRepr, packet: &[u8]) {
+    /// at the byte that named it, `nhoff`).
+    pub(super) fn ip_deliver_unknown(
+        &mut self,
+        now: Instant,
+        ip: &IpRepr,
+        packet: &[u8],
+        nhoff: usize,
+    ) {
         let ver = ip_version(packet);
         if ver == 6 && ip.protocol == NEXTHDR_NONE {
             self.mib.inc(Mib::Ip6InDelivers);
@@ -180,7 +248,8 @@ impl Stack {
         }
         self.mib.inc(Mib::IpInUnknownProtos.for_ip_version(ver));
         trace!(protocol = ip.protocol, "drop: unknown protocol");
-        self.icmp_send_error(now, ip, packet, IcmpError::ProtoUnreach);
+        let nhoff = nhoff as u32;
+        self.icmp_send_error(now, ip, packet, IcmpError::ProtoUnreach { nhoff });
     }
 }
 

@@ -49,7 +49,9 @@ mod connect;
 mod defrag;
 mod drops;
 mod embed;
+mod exthdrs;
 mod fastopen;
+mod frag6;
 mod icmp;
 #[cfg(test)]
 pub(crate) use icmp::tests as icmp_tests;
@@ -164,8 +166,9 @@ pub struct Stack {
     udp: udp::UdpTable,
     /// ICMP rate limits (`stack/icmp_out.rs`).
     icmp_limits: icmp_out::IcmpLimits,
-    /// IPv4 reassembly's queues (stack/defrag.rs).
+    /// IPv4 and IPv6 reassembly's queues (stack/defrag.rs, stack/frag6.rs).
     defrag: defrag::Defrag,
+    defrag6: defrag::Defrag,
     /// The headers of a SYN being received, for listeners that save them.
     syn_headers: tcp::saved_syn::SynHeaders,
 }
@@ -220,6 +223,7 @@ impl Stack {
             udp: Default::default(),
             icmp_limits: Default::default(),
             defrag: Default::default(),
+            defrag6: Default::default(),
             syn_headers: Default::default(),
         }
     }
@@ -276,7 +280,10 @@ impl Stack {
 
     /// When [`Stack::handle_timeout`] should next be called, if ever.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        let defrag = self.defrag.next_expiry();
+        let defrag = [self.defrag.next_expiry(), self.defrag6.next_expiry()]
+            .into_iter()
+            .flatten()
+            .min();
         while let Some(Reverse((at, index, generation))) = self.timers.peek().copied() {
             if self.is_current_timer(at, index, generation) {
                 return Some(defrag.map_or(at, |d| d.min(at)));

@@ -702,12 +702,23 @@ mod tests {
         // timestamps' 12 bytes).
         assert_eq!(info(&sh).advmss, 1348);
         assert_eq!(info(&sh).pmtu, 1400);
-        // A larger device MTU re-syncs the connection (tcp_sync_mss), not its advmss.
+        // A larger device MTU re-syncs the connection (tcp_sync_mss), not its advmss,
+        // at its next tcp_current_mss (a send), as Linux 6.18; not at once.
+        let send = |sh: &Shared| {
+            let mut st = sh.enter();
+            let now = st.now();
+            assert_eq!(st.host.send(now, fd, &[7; 100], 0), Ok(100));
+            st.drain_transmit();
+            st.out.clear();
+        };
         std::fs::write(dir.join("mtu"), "1500\n").unwrap();
+        assert_eq!(info(&sh).pmtu, 1400);
+        send(&sh);
         assert_eq!(info(&sh).pmtu, 1500);
         assert_eq!(info(&sh).advmss, 1348);
         // An impossible MTU is refused and changes nothing.
         std::fs::write(dir.join("mtu"), "20\n").unwrap();
+        send(&sh);
         assert_eq!(info(&sh).pmtu, 1500);
         // pfifo limit 0: what the stack sends never reaches packetdrill.
         std::fs::write(dir.join("tx_queue_limit"), "0\n").unwrap();

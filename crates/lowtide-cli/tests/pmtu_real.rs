@@ -18,27 +18,35 @@ use lowtide_tun::netns::{self, privileged, NetNs};
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
+/// lowtide's namespace (`PREFIX`), whose kernel routes to a second namespace over a
+/// veth hop of MTU `mtu` on lowtide's side (10.8.0.1 to 10.8.0.2; the far side's
+/// route to lowtide's 10.7.0.0/24 goes back through it).
+fn behind_a_router(prefix: &str, mtu: &str) -> (Env, NetNs) {
+    let env = Env::new(prefix);
+    let far = NetNs::create(&netns::unique_name(&format!("{prefix}k"))).expect("create netns");
+    ip(&far, &["link", "set", "lo", "up"]);
+    let (near_if, far_if) = (format!("{prefix}A"), format!("{prefix}K"));
+    ip(
+        &env.ns,
+        &[
+            "link", "add", &near_if, "type", "veth", "peer", "name", &far_if,
+        ],
+    );
+    ip(&env.ns, &["link", "set", &far_if, "netns", far.name()]);
+    ip(&env.ns, &["addr", "add", "10.8.0.1/24", "dev", &near_if]);
+    ip(&env.ns, &["link", "set", &near_if, "mtu", mtu, "up"]);
+    ip(&far, &["addr", "add", "10.8.0.2/24", "dev", &far_if]);
+    ip(&far, &["link", "set", &far_if, "up"]);
+    ip(&far, &["route", "add", "10.7.0.0/24", "via", "10.8.0.1"]);
+    (env, far)
+}
+
 #[test]
 fn frag_needed_from_a_kernel_router_shrinks_the_mss() {
     if !privileged("frag_needed_from_a_kernel_router_shrinks_the_mss") {
         return;
     }
-    let env = Env::new("pmtu");
-    let far = NetNs::create(&netns::unique_name("pmtuk")).expect("create netns");
-    ip(&far, &["link", "set", "lo", "up"]);
-    let (near_if, far_if) = ("pmtuA", "pmtuK");
-    ip(
-        &env.ns,
-        &[
-            "link", "add", near_if, "type", "veth", "peer", "name", far_if,
-        ],
-    );
-    ip(&env.ns, &["link", "set", far_if, "netns", far.name()]);
-    ip(&env.ns, &["addr", "add", "10.8.0.1/24", "dev", near_if]);
-    ip(&env.ns, &["link", "set", near_if, "mtu", "1400", "up"]);
-    ip(&far, &["addr", "add", "10.8.0.2/24", "dev", far_if]);
-    ip(&far, &["link", "set", far_if, "up"]);
-    ip(&far, &["route", "add", "10.7.0.0/24", "via", "10.8.0.1"]);
+    let (env, far) = behind_a_router("pmtu", "1400");
     let fwd = env
         .ns
         .command("sysctl")
@@ -102,22 +110,7 @@ fn fragments_from_a_kernel_router_are_reassembled() {
     if !privileged("fragments_from_a_kernel_router_are_reassembled") {
         return;
     }
-    let env = Env::new("frag");
-    let far = NetNs::create(&netns::unique_name("fragk")).expect("create netns");
-    ip(&far, &["link", "set", "lo", "up"]);
-    let (near_if, far_if) = ("fragA", "fragK");
-    ip(
-        &env.ns,
-        &[
-            "link", "add", near_if, "type", "veth", "peer", "name", far_if,
-        ],
-    );
-    ip(&env.ns, &["link", "set", far_if, "netns", far.name()]);
-    ip(&env.ns, &["addr", "add", "10.8.0.1/24", "dev", near_if]);
-    ip(&env.ns, &["link", "set", near_if, "up"]);
-    ip(&far, &["addr", "add", "10.8.0.2/24", "dev", far_if]);
-    ip(&far, &["link", "set", far_if, "up"]);
-    ip(&far, &["route", "add", "10.7.0.0/24", "via", "10.8.0.1"]);
+    let (env, far) = behind_a_router("frag", "1500");
     for (ns, set) in [
         (&env.ns, "net.ipv4.ip_forward=1"),
         (&far, "net.ipv4.ip_no_pmtu_disc=1"),

@@ -69,6 +69,17 @@ fn optlen(pkt: &[u8], off: usize) -> usize {
     (pkt[off + 1] as usize + 1) << 3
 }
 
+/// The length of the options or routing header at `at` when it lies whole before
+/// `end` (the `pskb_may_pull`s of its handler: its first 8 bytes, then all of it).
+fn whole_header(pkt: &[u8], at: usize, end: usize) -> Option<usize> {
+    (end >= at + 8 && end >= at + optlen(pkt, at)).then(|| optlen(pkt, at))
+}
+
+/// Whether `ip` goes to a multicast address (`ipv6_addr_is_multicast`).
+fn to_multicast(ip: &IpRepr) -> bool {
+    matches!(ip.dst, std::net::IpAddr::V6(d) if d.is_multicast())
+}
+
 /// How an options header's parse failed.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum TlvFail {
@@ -233,11 +244,16 @@ impl Stack {
             n => IPV6_HEADER_LEN + n,
         };
         let at = IPV6_HEADER_LEN;
-        let fits = end >= at + 8 && end >= at + optlen(pkt, at);
-        let ok = fits && optlen(pkt, at) as i64 <= i64::from(self.cfg.ipv6_max_hbh_length);
-        let mcast = matches!(ip.dst, std::net::IpAddr::V6(d) if d.is_multicast());
+        let max = i64::from(self.cfg.ipv6_max_hbh_length);
+        let ok = whole_header(pkt, at, end).is_some_and(|len| len as i64 <= max);
         let parsed = match ok {
-            true => parse_tlv(true, &pkt[..end], at, self.cfg.ipv6_max_hbh_opts, mcast),
+            true => parse_tlv(
+                true,
+                &pkt[..end],
+                at,
+                self.cfg.ipv6_max_hbh_opts,
+                to_multicast(ip),
+            ),
             false => Err(TlvFail::Drop(None)),
         };
         match parsed {
@@ -301,16 +317,15 @@ impl Stack {
         c: &mut Cursor,
     ) -> bool {
         let (at, end) = (c.off, IPV6_HEADER_LEN + ip.payload_len);
-        if end < at + 8 || end < at + optlen(pkt, at) {
+        let Some(len) = whole_header(pkt, at, end) else {
             self.mib.inc(Mib::Ip6InHdrErrors);
             return false;
-        }
-        let len = optlen(pkt, at);
+        };
         if len as i64 > i64::from(self.cfg.ipv6_max_dst_opts_length) {
             trace!(len, "drop: destination options above max_dst_opts_length");
             return false;
         }
-        let mcast = matches!(ip.dst, std::net::IpAddr::V6(d) if d.is_multicast());
+        let mcast = to_multicast(ip);
         match parse_tlv(false, &pkt[..end], at, self.cfg.ipv6_max_dst_opts, mcast) {
             Ok(_) => {
                 c.skip(pkt, len);
@@ -336,11 +351,11 @@ impl Stack {
         c: &mut Cursor,
     ) -> bool {
         let (at, end) = (c.off, IPV6_HEADER_LEN + ip.payload_len);
-        if end < at + 8 || end < at + optlen(pkt, at) {
+        let Some(len) = whole_header(pkt, at, end) else {
             self.mib.inc(Mib::Ip6InHdrErrors);
             return false;
-        }
-        if matches!(ip.dst, std::net::IpAddr::V6(d) if d.is_multicast()) {
+        };
+        if to_multicast(ip) {
             self.mib.inc(Mib::Ip6InAddrErrors);
             return false;
         }
@@ -350,7 +365,7 @@ impl Stack {
             return false;
         }
         if segments_left == 0 {
-            c.skip(pkt, optlen(pkt, at));
+            c.skip(pkt, len);
             return true;
         }
         self.mib.inc(Mib::Ip6InHdrErrors);

@@ -667,12 +667,13 @@ impl Tcb {
         self.frto_rexmit_new = false;
     }
 
-    /// `tcp_set_ca_state`.
+    /// `tcp_set_ca_state`: the congestion control hears of every call, a state it
+    /// is already in too (an RTO in Loss resets CUBIC and counts as BBR's loss
+    /// again), before `icsk_ca_state` changes.
     pub(crate) fn set_ca_state(&mut self, s: CaState) {
-        if self.ca_state != s {
-            self.cc.set_state(&mut self.cw, s);
-            self.ca_state = s;
-        }
+        let old = self.ca_state;
+        self.cc.set_state(&mut self.cw, old, s);
+        self.ca_state = s;
     }
 }
 

@@ -234,7 +234,7 @@ mod non_congestion_loss_tests {
             cw.snd_ssthresh
         }
         fn cong_avoid(&mut self, _cw: &mut CwndState, _acked: u32, _ctx: &CaCtx) {}
-        fn set_state(&mut self, _cw: &mut CwndState, new: CaState) {
+        fn set_state(&mut self, _cw: &mut CwndState, _old: CaState, new: CaState) {
             self.0.lock().expect("not poisoned").push(new);
         }
     }

@@ -684,7 +684,7 @@ impl CongestionOps for Bbr {
 
     /// `bbr_set_state`: an RTO ends the round and counts as a loss for the policer
     /// detector.
-    fn set_state(&mut self, _cw: &mut CwndState, new: CaState) {
+    fn set_state(&mut self, _cw: &mut CwndState, _old: CaState, new: CaState) {
         if new == CaState::Loss {
             self.prev_ca_state = Some(CaState::Loss);
             self.full_bw = 0;
@@ -1197,7 +1197,7 @@ mod tests {
         let mut h = H::new();
         let mut b = probe_bw(&mut h);
         b.full_bw = 123;
-        b.set_state(&mut h.cw, CaState::Loss);
+        b.set_state(&mut h.cw, CaState::Open, CaState::Loss);
         assert_eq!(b.full_bw, 0);
         assert!(b.round_start);
         assert!(b.lt_is_sampling, "the RTO's loss starts long-term sampling");

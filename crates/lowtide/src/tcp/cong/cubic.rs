@@ -431,7 +431,7 @@ impl CongestionOps for Cubic {
     }
 
     /// `cubictcp_state`: an RTO forgets everything but the HyStart round.
-    fn set_state(&mut self, _cw: &mut CwndState, new: CaState) {
+    fn set_state(&mut self, _cw: &mut CwndState, _old: CaState, new: CaState) {
         if new == CaState::Loss {
             self.reset();
             if let Some(ctx) = self.last_ctx {
@@ -893,7 +893,7 @@ mod tests {
         c.update(70, 1, at(10));
         let x = ctx(at(3000), 500, 9000);
         c.cwnd_event(&mut cw, CaEvent::Loss, &x);
-        c.set_state(&mut cw, CaState::Loss);
+        c.set_state(&mut cw, CaState::Open, CaState::Loss);
         assert_eq!(c.last_max_cwnd, 0);
         assert_eq!(c.epoch_start, None);
         assert_eq!(c.delay_min, 0);

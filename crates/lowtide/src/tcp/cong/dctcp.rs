@@ -162,10 +162,10 @@ impl CongestionOps for Dctcp {
         Reno.cong_avoid(cw, acked, ctx);
     }
 
-    /// `dctcp_state`: entering Recovery halves as Reno (an RTO is handled in
-    /// `cwnd_event`, so that only one reduction per RTT is made).
-    fn set_state(&mut self, cw: &mut CwndState, new: CaState) {
-        if !self.reno && new == CaState::Recovery {
+    /// `dctcp_state`: entering Recovery from another state halves as Reno (an RTO
+    /// is handled in `cwnd_event`, so that only one reduction per RTT is made).
+    fn set_state(&mut self, cw: &mut CwndState, old: CaState, new: CaState) {
+        if !self.reno && new == CaState::Recovery && old != new {
             self.react_to_loss(cw);
         }
     }
@@ -450,11 +450,15 @@ mod tests {
         // tcp_enter_recovery: ssthresh() first (no marks: no cut), then Recovery.
         cw.snd_ssthresh = d.ssthresh(&cw);
         assert_eq!(cw.snd_ssthresh, 40);
-        d.set_state(&mut cw, CaState::Recovery);
+        d.set_state(&mut cw, CaState::Open, CaState::Recovery);
         assert_eq!(cw.snd_ssthresh, 20, "dctcp_react_to_loss");
         assert_eq!(d.loss_cwnd, 40);
+        // tcp_set_ca_state(Recovery) again in Recovery: dctcp_state compares with
+        // icsk_ca_state, no second reduction.
+        d.set_state(&mut cw, CaState::Recovery, CaState::Recovery);
+        assert_eq!(cw.snd_ssthresh, 20);
         cw.snd_ssthresh = 1000;
-        d.set_state(&mut cw, CaState::Cwr);
+        d.set_state(&mut cw, CaState::Recovery, CaState::Cwr);
         assert_eq!(cw.snd_ssthresh, 1000, "CWR is alpha's");
         cw.snd_cwnd = 30;
         d.cwnd_event(&mut cw, CaEvent::Loss, &CaCtx::default());

@@ -340,8 +340,9 @@ pub trait CongestionOps: core::fmt::Debug + Send {
     fn ssthresh(&mut self, cw: &CwndState) -> u32;
     /// `cong_avoid`: grow the window for `acked` newly acknowledged segments.
     fn cong_avoid(&mut self, cw: &mut CwndState, acked: u32, ctx: &CaCtx);
-    /// `set_state`: the congestion state changed.
-    fn set_state(&mut self, _cw: &mut CwndState, _new: CaState) {}
+    /// `set_state`: `tcp_set_ca_state` was called with `new` (at every call, the
+    /// same state too); `old` is `icsk_ca_state` still, which DCTCP compares.
+    fn set_state(&mut self, _cw: &mut CwndState, _old: CaState, _new: CaState) {}
     /// `cwnd_event`: an event of interest happened.
     fn cwnd_event(&mut self, _cw: &mut CwndState, _ev: CaEvent, _ctx: &CaCtx) {}
     /// `cwnd_event(CA_EVENT_TX_START)` as a congestion control that sets the window

@@ -257,12 +257,19 @@ impl Stack {
                 if overlap {
                     self.mib.inc(Mib::IpExtReasmOverlaps);
                 }
-                self.defrag.kill(&key);
-                self.mib.inc(Mib::IpReasmFails);
-                trace!(src = %ip.src, id = frag.id, "drop: fragment, datagram discarded");
+                self.frag_discard(key);
                 None
             }
         }
+    }
+
+    /// `discard_qp` / `discard_fq`: the datagram of `key` is dropped, its queue
+    /// with it (`IpReasmFails`, IPv6's in snmp6).
+    pub(super) fn frag_discard(&mut self, key: FragKey) {
+        let ver = if key.src.is_ipv6() { 6 } else { 4 };
+        self.fqdir(ver == 6).kill(&key);
+        self.mib.inc(Mib::IpReasmFails.for_ip_version(ver));
+        trace!(src = %key.src, id = key.id, "drop: fragment, datagram discarded");
     }
 
     /// `ip_find` / `fq_find` -> `inet_frag_find`: the queue of `key`, made if

@@ -271,13 +271,13 @@ impl Stack {
             }
             Err(f) => {
                 self.tlv_fail(now, ip, pkt, f);
-                self.mib.inc(Mib::Ip6InHdrErrors);
                 None
             }
         }
     }
 
-    /// An options header's failure: the option's own counter, and its answer.
+    /// An options header's failure: the option's own counter, its answer, then
+    /// the header error its handler counts (`ip6_rcv_core`, `ipv6_destopt_rcv`).
     fn tlv_fail(&mut self, now: Instant, ip: &IpRepr, pkt: &[u8], f: TlvFail) {
         let (answer, extra) = match f {
             TlvFail::Drop(extra) => (None, extra),
@@ -290,6 +290,7 @@ impl Stack {
         if let Some((code, at)) = answer {
             self.param_prob6(now, ip, pkt, code, at);
         }
+        self.mib.inc(Mib::Ip6InHdrErrors);
     }
 
     /// `icmpv6_param_prob`: a parameter problem about `pkt`.
@@ -308,6 +309,17 @@ impl Stack {
         self.icmp_send_error(now, ip, pkt, err);
     }
 
+    /// The length of the extension header at `at` if it lies whole before `end`,
+    /// else a header error (`ipv6_destopt_rcv`'s and `ipv6_rthdr_rcv`'s
+    /// `pskb_may_pull` failures).
+    fn ext_header(&mut self, pkt: &[u8], at: usize, end: usize) -> Option<usize> {
+        let len = whole_header(pkt, at, end);
+        if len.is_none() {
+            self.mib.inc(Mib::Ip6InHdrErrors);
+        }
+        len
+    }
+
     /// `ipv6_destopt_rcv`: a destination options header; false when dropped.
     pub(super) fn ipv6_destopt_rcv(
         &mut self,
@@ -317,8 +329,7 @@ impl Stack {
         c: &mut Cursor,
     ) -> bool {
         let (at, end) = (c.off, IPV6_HEADER_LEN + ip.payload_len);
-        let Some(len) = whole_header(pkt, at, end) else {
-            self.mib.inc(Mib::Ip6InHdrErrors);
+        let Some(len) = self.ext_header(pkt, at, end) else {
             return false;
         };
         if len as i64 > i64::from(self.cfg.ipv6_max_dst_opts_length) {
@@ -333,7 +344,6 @@ impl Stack {
             }
             Err(f) => {
                 self.tlv_fail(now, ip, pkt, f);
-                self.mib.inc(Mib::Ip6InHdrErrors);
                 false
             }
         }
@@ -351,8 +361,7 @@ impl Stack {
         c: &mut Cursor,
     ) -> bool {
         let (at, end) = (c.off, IPV6_HEADER_LEN + ip.payload_len);
-        let Some(len) = whole_header(pkt, at, end) else {
-            self.mib.inc(Mib::Ip6InHdrErrors);
+        let Some(len) = self.ext_header(pkt, at, end) else {
             return false;
         };
         if to_multicast(ip) {

@@ -112,9 +112,7 @@ impl Stack {
             Some(true) => self.ip6_frag_reasm(key),
             Some(false) => Frag6::Stop,
             None => {
-                self.defrag6.kill(&key);
-                self.mib.inc(Mib::Ip6ReasmFails);
-                trace!(src = %ip.src, id, "drop: fragment, datagram discarded");
+                self.frag_discard(key);
                 Frag6::Stop
             }
         }

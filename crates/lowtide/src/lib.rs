@@ -46,8 +46,8 @@ pub mod time;
 pub use config::{Config, ConfigError};
 pub use mib::{Counters, Mib};
 pub use socket::{
-    EventKind, OobRead, RxChecksum, SendFlags, Shutdown, SocketError, SocketEvent, SocketHandle,
-    Transmit, TxPayload, TxToken, UserBytes,
+    EventKind, OobRead, RxChecksum, SendFlags, SendPart, Shutdown, SocketError, SocketEvent,
+    SocketHandle, Transmit, TxPayload, TxToken, UserBytes,
 };
 pub use stack::{
     Datagram, PortOwner, ProcKind, ProcTcpEntry, RtxWork, SocketMut, SocketRef, Stack, TcpMemory,

@@ -216,6 +216,28 @@ pub struct SendFlags {
     /// pointer until the peer acknowledges it (`tcp_mark_urg`), and the send
     /// builds one-MSS skbs.
     pub oob: bool,
+    /// The send's place in its `sendmsg(2)` call ([`SendPart`]).
+    pub part: SendPart,
+}
+
+/// A blocking `sendmsg(2)` is one `tcp_sendmsg_locked`, which may wait for send
+/// space (`sk_stream_wait_memory`) and go on copying: a caller that waits between
+/// its attempts says which one this is, so that what Linux does once per call
+/// happens once: the application-limited check (`tcp_rate_check_app_limited`),
+/// the `MSG_ZEROCOPY` notification id (`msg_zerocopy_realloc`, held through the
+/// wait), and the `SO_TIMESTAMPING` record of the call's last byte
+/// (`tcp_tx_timestamp` at `out:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SendPart {
+    /// The whole call: a non-blocking send, or one that does not wait.
+    #[default]
+    Whole,
+    /// A blocking call's first attempt: if not all of it fits, the caller waits
+    /// and goes on with [`SendPart::Cont`], or ends the call with
+    /// [`crate::Stack::send_end`].
+    First,
+    /// A later attempt of the same call, after its wait for space.
+    Cont,
 }
 
 /// The caller's bytes for a Fast Open SYN (`fastopen_req->data`): readable, or

@@ -3,6 +3,7 @@
 //! waits, `sk_stream_wait_memory` / `sk_stream_wait_connect`).
 
 use super::*;
+use lowtide::SendPart;
 
 /// `iov` from byte `skip` on.
 fn skip_bytes<'a>(iov: &[&'a [u8]], mut skip: usize) -> Vec<&'a [u8]> {
@@ -96,6 +97,12 @@ fn send_loop(sh: &Shared, fd: Fd, out: Out<'_>, flags: i32, dest: SendTo) -> Res
     };
     let mut done = 0usize;
     let mut first = true;
+    // One tcp_sendmsg_locked however often it waits for space (SendPart).
+    let mut part = if nonblock {
+        SendPart::Whole
+    } else {
+        SendPart::First
+    };
     // This writer counts in sk_write_pending while it waits for the handshake.
     let pending = std::cell::Cell::new(false);
     // A blocking write waits for space until all is queued (sk_stream_wait_memory),
@@ -135,10 +142,14 @@ fn send_loop(sh: &Shared, fd: Fd, out: Out<'_>, flags: i32, dest: SendTo) -> Res
             }
             let r = match out {
                 Out::Bytes(data) => {
-                    (st.host).sendmsg(now, fd, &skip_bytes(data, done), flags, dest)
+                    let data = skip_bytes(data, done);
+                    (st.host).sendmsg_part(now, fd, &data, flags, dest, part)
                 }
                 Out::Fault(n) => st.host.sendmsg_fault(now, fd, n, flags, dest),
             };
+            if part == SendPart::First {
+                part = SendPart::Cont;
+            }
             let syn = std::mem::take(&mut syn_try);
             flags &= !MSG_FASTOPEN;
             dest = SendTo::None;
@@ -173,6 +184,12 @@ fn send_loop(sh: &Shared, fd: Fd, out: Out<'_>, flags: i32, dest: SendTo) -> Res
     );
     if pending.take() {
         let _ = sh.lock().host.set_write_pending(fd, false);
+    }
+    if !nonblock {
+        // The call's out: when it stopped before all was copied (a no-op else).
+        let mut st = sh.lock();
+        let now = st.now();
+        st.host.send_end(now, fd, flags);
     }
     let r = match r {
         // The time ran out waiting for a Fast Open handshake: tcp_sendmsg_fastopen's

@@ -42,7 +42,9 @@ pub use pipe::Spliced;
 pub use poll::{EpollEvent, PollFd};
 pub use recv_wait::{RecvStep, RecvWait};
 
-use crate::socket::{RxChecksum, SendFlags, SocketError, SocketHandle, Transmit, TxToken};
+use crate::socket::{
+    RxChecksum, SendFlags, SendPart, SocketError, SocketHandle, Transmit, TxToken,
+};
 use crate::tcp::sockopt::SockOptions;
 use crate::time::Instant;
 use crate::{Shutdown, Stack, TcpState, UserBytes};
@@ -73,6 +75,17 @@ impl From<SocketError> for Errno {
 
 fn err<T>(e: i32) -> Result<T, Errno> {
     Err(Errno(e))
+}
+
+/// The `send(2)` flags the stack takes, for attempt `part` of its call.
+fn send_flags(flags: i32, part: SendPart) -> SendFlags {
+    SendFlags {
+        more: flags & MSG_MORE != 0,
+        eor: flags & MSG_EOR != 0,
+        zerocopy: flags & MSG_ZEROCOPY != 0,
+        oob: flags & MSG_OOB != 0,
+        part,
+    }
 }
 
 /// Where a socket is in its life (`sock->state` with the listener and the
@@ -696,6 +709,21 @@ impl Host {
         flags: i32,
         dest: SendTo,
     ) -> Result<usize, Errno> {
+        self.sendmsg_part(now, fd, iov, flags, dest, SendPart::Whole)
+    }
+
+    /// [`Host::sendmsg`] as one attempt of a blocking call that waits for send
+    /// space between its attempts (`part`, see [`SendPart`]); the caller ends a
+    /// call it stops before all was copied with [`Host::send_end`].
+    pub fn sendmsg_part(
+        &mut self,
+        now: Instant,
+        fd: Fd,
+        iov: &[&[u8]],
+        flags: i32,
+        dest: SendTo,
+        part: SendPart,
+    ) -> Result<usize, Errno> {
         if self.is_pipe(fd) {
             return self.pipe_write(fd, &iov.concat());
         }
@@ -721,18 +749,22 @@ impl Host {
             }
             SockState::Conn { h, .. } => h,
         };
-        let sf = SendFlags {
-            more: flags & MSG_MORE != 0,
-            eor: flags & MSG_EOR != 0,
-            zerocopy: flags & MSG_ZEROCOPY != 0,
-            oob: flags & MSG_OOB != 0,
-        };
-        let r = self.stack.sendmsg(now, h, iov, sf);
+        let r = self.stack.sendmsg(now, h, iov, send_flags(flags, part));
         self.sync_events();
         match r {
             // tcp_sendmsg on a closed connection: sk_stream_error gives EPIPE.
             Err(SocketError::NotConnected) => err(errno::EPIPE),
             r => r.map_err(Errno::from),
+        }
+    }
+
+    /// The end of a blocking `sendmsg(2)` with `flags` that stopped waiting for
+    /// space before all was copied (see [`Stack::send_end`]).
+    pub fn send_end(&mut self, now: Instant, fd: Fd, flags: i32) {
+        if let Ok(Some(h)) = self.conn(fd) {
+            self.stack
+                .send_end(now, h, send_flags(flags, SendPart::Whole));
+            self.sync_events();
         }
     }
 

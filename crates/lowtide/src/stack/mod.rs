@@ -393,6 +393,16 @@ impl Stack {
         self.with_tcb(now, index, |tcb, ctx| tcb.sendmsg(ctx, data, &frags, flags))
     }
 
+    /// Ends a blocking `sendmsg(2)` whose caller stopped waiting before all was
+    /// copied ([`crate::SendPart::First`]/[`crate::SendPart::Cont`] attempts left
+    /// waiting): `tcp_sendmsg_locked`'s `out:` with the call's `flags`. Nothing if
+    /// no call waits.
+    pub fn send_end(&mut self, now: Instant, h: SocketHandle, flags: SendFlags) {
+        if let Ok(index) = self.user_slot(h) {
+            self.with_tcb(now, index, |tcb, ctx| tcb.send_end(ctx, flags));
+        }
+    }
+
     /// `sendmsg(2)` with `MSG_ZEROCOPY` that does not copy: the write and
     /// retransmit queues hold slices of `data` itself, and every packet carries
     /// them to the device as [`crate::TxPayload::Bytes`] slices of the same

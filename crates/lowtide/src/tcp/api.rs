@@ -5,11 +5,11 @@ use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD};
 use super::mem::MemKind;
 use super::nagle::{TCP_NAGLE_CORK, TCP_NAGLE_OFF, TCP_NAGLE_PUSH};
 use super::rtx::skb::{self as skb, WriteData, WriteSkb, FLAG_EOR, FLAG_FIN, FLAG_PSH};
-use super::sock::Tcb;
+use super::sock::{SendCall, Tcb};
 use super::{Ctx, TcpState};
 use crate::config::Config;
 use crate::mib::Mib;
-use crate::socket::{SendFlags, Shutdown, SocketError};
+use crate::socket::{SendFlags, SendPart, Shutdown, SocketError};
 use crate::time::Instant;
 
 impl Tcb {
@@ -138,20 +138,62 @@ impl Tcb {
         if self.payload_source.is_some() != matches!(data, SendData::Pattern(_)) {
             return Err(SocketError::InvalidInput);
         }
-        let zc = match flags.zerocopy {
-            true => self.zerocopy_begin(ctx, data.len())?,
-            false => None,
+        // A blocking call's later attempt goes on with its id; any other starts a
+        // call (ending one its caller left waiting).
+        let cont = match flags.part {
+            SendPart::Cont => self.send_call.take(),
+            _ => None,
         };
-        let r = self.sendmsg_locked(ctx, data, zc.map(|id| (id, frags)), flags);
-        if zc.is_some() {
+        if cont.is_none() {
+            self.send_call_finish(ctx);
+        }
+        let zc = match (cont, flags.zerocopy) {
+            (Some(c), _) => c.zc,
+            (None, true) => self.zerocopy_begin(ctx, data.len())?,
+            (None, false) => None,
+        };
+        let r = self.sendmsg_locked(ctx, data, zc.map(|id| (id, frags)), flags, cont.is_none());
+        let copied = *r.as_ref().unwrap_or(&0);
+        let call = SendCall {
+            zc,
+            copied: cont.map_or(0, |c| c.copied) + copied,
             // A send of slices copies the caller's bytes (uarg->zerocopy = 0:
             // SO_EE_CODE_ZEROCOPY_COPIED); a send of a Bytes keeps them.
-            let copied = *r.as_ref().unwrap_or(&0);
-            let copied_data = !matches!(data, SendData::Shared(_));
-            self.errq.sent(copied, self.write_seq, copied_data);
-            self.zerocopy_release(ctx);
+            copied_data: !matches!(data, SendData::Shared(_)),
+        };
+        let waits = match &r {
+            Ok(n) => *n < data.len(),
+            Err(e) => *e == SocketError::WouldBlock,
+        };
+        self.send_call = Some(call);
+        if flags.part == SendPart::Whole || !waits {
+            self.send_call_finish(ctx);
         }
         r
+    }
+
+    /// `tcp_sendmsg_locked`'s `out:` for a blocking call its caller ends before all
+    /// was copied (`SO_SNDTIMEO`, an error, a signal): the timestamp record of its
+    /// last byte and a push (`tcp_tx_timestamp`, `tcp_push` with the call's flags),
+    /// then its zerocopy id let go. Nothing without such a call.
+    pub(crate) fn send_end(&mut self, ctx: &mut Ctx, flags: SendFlags) {
+        if self.send_call.is_some_and(|c| c.copied > 0) {
+            self.tx_timestamp();
+            self.tcp_push(ctx, flags.more, false, flags.oob);
+        }
+        self.send_call_finish(ctx);
+    }
+
+    /// The end of a send call: `net_zcopy_put` of its id ([`ErrQueue::sent`]).
+    fn send_call_finish(&mut self, ctx: &mut Ctx) {
+        let Some(call) = self.send_call.take() else {
+            return;
+        };
+        if call.zc.is_some() {
+            self.errq
+                .sent(call.copied, self.write_seq, call.copied_data);
+            self.zerocopy_release(ctx);
+        }
     }
 
     /// `tcp_sendmsg_locked` after the zerocopy step.
@@ -161,12 +203,16 @@ impl Tcb {
         data: SendData<'_>,
         zc: Option<(u32, &[ZcFrag])>,
         flags: SendFlags,
+        starts: bool,
     ) -> Result<usize, SocketError> {
         let more = flags.more;
         // tcp_sendmsg_locked checks for a bubble before anything can fail (past the
         // zerocopy and Fast Open steps): a send that waits for the connection, is
-        // refused with EPIPE or carries no bytes still marks it.
-        self.rate_check_app_limited(); // is sending application-limited?
+        // refused with EPIPE or carries no bytes still marks it; once per call,
+        // not after a wait for space.
+        if starts {
+            self.rate_check_app_limited(); // is sending application-limited?
+        }
         self.writable_state()?;
         if data.is_empty() {
             return Ok(0);
@@ -188,7 +234,9 @@ impl Tcb {
             // the write ends (out:) with tcp_tx_timestamp and tcp_push.
             self.nospace = true;
             self.tcp_push(ctx, false, true, flags.oob);
-            self.tx_timestamp();
+            if flags.part == SendPart::Whole {
+                self.tx_timestamp(); // out: the call ends here
+            }
         } else {
             self.tx_timestamp();
             self.tcp_push(ctx, more, false, flags.oob);
@@ -1183,6 +1231,36 @@ mod push_tests {
         assert_eq!(t.sndbuf, 2 * 10 * 2304, "at least TCP_INIT_CWND segments");
     }
 
+    /// tcp_sendmsg_locked checks for an application-limited bubble once per
+    /// call: a blocking call's attempt after its wait for space (SendPart::Cont)
+    /// does not check again; a new call does.
+    #[test]
+    fn a_blocking_call_checks_app_limited_once() {
+        let cfg = Config::default();
+        let mut t = established(&cfg);
+        t.sndbuf = 8192;
+        t.cw.snd_cwnd = 0; // keep everything in the write queue
+        let part = |part| SendFlags {
+            part,
+            ..SendFlags::default()
+        };
+        let send = |t: &mut Tcb, f: SendFlags| {
+            with_ctx(&cfg, |ctx| t.sendmsg(ctx, &[0u8; 100_000], &[], f))
+        };
+        let n = send(&mut t, part(SendPart::First)).unwrap();
+        assert!(n > 0 && n < 100_000, "{n}: a partial copy, the call waits");
+        assert!(t.send_call.is_some());
+        // Now all of it out (as if sent) and room in cwnd: a check would mark.
+        t.snd_nxt = t.write_seq;
+        t.cw.snd_cwnd = 100;
+        t.rate.app_limited = 0;
+        let _ = send(&mut t, part(SendPart::Cont));
+        assert_eq!(t.rate.app_limited, 0, "the same call: no second check");
+        let _ = send(&mut t, part(SendPart::Whole));
+        assert_ne!(t.rate.app_limited, 0, "a new call checks");
+        assert!(t.send_call.is_none());
+    }
+
     /// tcp_sendmsg_locked with MSG_EOR: the record's last skb takes no later data
     /// (tcp_skb_can_collapse_to); without it, writes fill the tail up to size_goal;
     /// a partial write (not all of the data taken) marks nothing.
@@ -1440,6 +1518,7 @@ mod push_tests {
         more: false,
         eor: false,
         oob: false,
+        part: SendPart::Whole,
     };
 
     /// An established SO_ZEROCOPY sender keeping everything in the write queue,

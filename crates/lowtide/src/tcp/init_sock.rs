@@ -62,6 +62,7 @@ impl Tcb {
             saved_syn: None,
             tx_delay: 0,
             errq: Default::default(),
+            send_call: None,
             rtx: RtxQueue::with_kind(cfg.rtx_queue),
             fin_queued: false,
             sndbuf: cfg.tcp_wmem[1],

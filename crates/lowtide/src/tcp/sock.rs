@@ -139,6 +139,9 @@ pub struct Tcb {
     pub(crate) saved_syn: Option<Box<[u8]>>,
     /// The error queue and `MSG_ZEROCOPY` state.
     pub(crate) errq: ErrQueue,
+    /// A blocking `sendmsg(2)` waiting for send space between its attempts
+    /// ([`crate::SendPart`]): what it copied and its zerocopy id.
+    pub(crate) send_call: Option<SendCall>,
     pub(crate) rtx: RtxQueue,
     /// A FIN is queued after the data (`TCP_FIN_WAIT1`/`LAST_ACK` pending).
     pub(crate) fin_queued: bool,
@@ -924,4 +927,13 @@ pub(crate) struct AccEcn {
     /// `duplicate_sack[0].start_seq`: where the last D-SACK we reported began, as
     /// `tcp_rcv_spurious_retrans` reads it after the D-SACK went out.
     pub(crate) last_dsack_start: Option<u64>,
+}
+
+/// A blocking `sendmsg(2)` between its attempts ([`crate::SendPart`]): what it
+/// has copied so far and the `MSG_ZEROCOPY` id it holds (`uarg`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SendCall {
+    pub(crate) zc: Option<u32>,
+    pub(crate) copied: usize,
+    pub(crate) copied_data: bool,
 }

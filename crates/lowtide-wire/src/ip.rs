@@ -166,6 +166,26 @@ pub fn set_ipv6_tclass(header: &mut [u8], tclass: u8) {
     header[1] = (tc << 4) | (header[1] & 0x0f);
 }
 
+/// Writes the 20-bit flow label of an emitted IPv6 header (`ip6_flow_hdr`);
+/// anything not an IPv6 header is left alone.
+pub fn set_ipv6_flowlabel(header: &mut [u8], label: u32) {
+    if header.len() < 4 || header[0] >> 4 != 6 {
+        return;
+    }
+    header[1] = (header[1] & 0xf0) | ((label >> 16) & 0x0f) as u8;
+    header[2] = (label >> 8) as u8;
+    header[3] = label as u8;
+}
+
+/// The 20-bit flow label of an IPv6 header (`ip6_flowlabel`); 0 for anything
+/// else.
+pub fn ipv6_flowlabel(header: &[u8]) -> u32 {
+    if header.len() < 4 || header[0] >> 4 != 6 {
+        return 0;
+    }
+    u32::from_be_bytes([0, header[1] & 0x0f, header[2], header[3]])
+}
+
 /// Rewrites an emitted IPv4 header (`header[..20]`) for its socket: the TOS byte's
 /// six upper bits from `tos` (the ECN bits stay), DF set or clear as `df`, and the
 /// header checksum again. Anything not an IPv4 header is left alone.
@@ -478,6 +498,20 @@ mod tests {
                 prop_assert!(r.header_len + r.payload_len <= buf.len());
             }
         }
+    }
+
+    #[test]
+    fn ipv6_flowlabel_round_trips_beside_the_traffic_class() {
+        let mut h = vec![0u8; 40];
+        h[0] = 0x6b;
+        h[1] = 0x80; // traffic class 0xb8
+        set_ipv6_flowlabel(&mut h, 0xfedcb);
+        assert_eq!(ipv6_flowlabel(&h), 0xfedcb);
+        assert_eq!((h[0], h[1] & 0xf0), (0x6b, 0x80), "traffic class kept");
+        let mut v4 = vec![0x45u8; 20];
+        set_ipv6_flowlabel(&mut v4, 1);
+        assert_eq!(v4, vec![0x45u8; 20]);
+        assert_eq!(ipv6_flowlabel(&v4), 0);
     }
 
     #[test]

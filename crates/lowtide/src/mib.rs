@@ -219,6 +219,10 @@ mib! {
     /// RTOs that did not abort and picked a new transmit hash (`tcp_write_timeout`'s
     /// `sk_rethink_txhash`, `net.core.txrehash`; `LINUX_MIB_TCPTIMEOUTREHASH`).
     TcpExtTcpTimeoutRehash,
+    /// Data received again under a new IPv6 flow label (the sender's RTO) that
+    /// picked a new transmit hash for our ACKs (`tcp_rcv_spurious_retrans`'s
+    /// `sk_rethink_txhash`; `LINUX_MIB_TCPDUPLICATEDATAREHASH`).
+    TcpExtTcpDuplicateDataRehash,
     /// First RTOs of an episode with SACK, in Disorder or with SACKed data
     /// (`tcp_retransmit_timer`, `LINUX_MIB_TCPSACKFAILURES`).
     TcpExtTCPSackFailures,

@@ -52,6 +52,16 @@ impl Secrets {
         }
     }
 
+    /// The key of transmit and flow hashes (`sk_txhash`, `skb_get_hash_flowi6`;
+    /// tcp/flowlabel.rs), drawn from `net_secret`.
+    pub fn flow_key(&self) -> (u64, u64) {
+        let mut h = sip(self.net);
+        h.write(b"flowhash");
+        let k0 = h.finish();
+        h.write(b"flowhash");
+        (k0, h.finish())
+    }
+
     /// The connection table's key (`inet_ehash_secret`), drawn from `net_secret`.
     pub fn ehash_key(&self) -> (u64, u64) {
         let mut h = sip(self.net);

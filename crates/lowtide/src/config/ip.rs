@@ -73,6 +73,17 @@ impl Config {
             "net.ipv6.max_dst_opts_number" => self.ipv6_max_dst_opts = parse_int(n, value)?,
             "net.ipv6.max_hbh_length" => self.ipv6_max_hbh_length = parse_int(n, value)?,
             "net.ipv6.max_dst_opts_length" => self.ipv6_max_dst_opts_length = parse_int(n, value)?,
+            // ipv6_table_template: proc_dou8vec_minmax to IP6_AUTO_FLOW_LABEL_MAX.
+            "net.ipv6.auto_flowlabels" => {
+                self.ipv6_auto_flowlabels = parse_num(n, value, 0, 3, "0..=3")?
+            }
+            "net.ipv6.flowlabel_state_ranges" => {
+                self.ipv6_flowlabel_state_ranges = parse_num(n, value, 0u8, 1, "0 or 1")? == 1
+            }
+            // proc_dointvec_minmax to FLOWLABEL_REFLECT_MASK.
+            "net.ipv6.flowlabel_reflect" => {
+                self.ipv6_flowlabel_reflect = parse_num(n, value, 0, 7, "0..=7")?
+            }
             // proc_dointvec_minmax, extra1 dist_min (0).
             "net.ipv4.ipfrag_max_dist" => {
                 self.ipfrag_max_dist = parse_num(n, value, 0, i32::MAX as u32, "0 or more")?

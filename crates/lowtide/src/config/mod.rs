@@ -219,6 +219,17 @@ pub struct Config {
     /// such header, bytes.
     pub ipv6_max_hbh_length: i32,
     pub ipv6_max_dst_opts_length: i32,
+    /// `net.ipv6.auto_flowlabels` (1): the flow label of what a socket sends over
+    /// IPv6 comes from its flow's hash (`ip6_make_flowlabel`): 0 never, 1 unless
+    /// the socket opts out (`IPV6_AUTOFLOWLABEL`), 2 only if it opts in, 3 always.
+    pub ipv6_auto_flowlabels: u8,
+    /// `net.ipv6.flowlabel_state_ranges` (0): an automatic label sets its top bit
+    /// (`IPV6_FLOWLABEL_STATELESS_FLAG`, RFC 6437's stateless range).
+    pub ipv6_flowlabel_state_ranges: bool,
+    /// `net.ipv6.flowlabel_reflect` (0): 1, a connection sends its peer's label
+    /// (`np->repflow`); 2, a reset without a full socket sends the label of the
+    /// segment it answers; 4, an ICMPv6 echo reply the request's.
+    pub ipv6_flowlabel_reflect: u8,
     /// `net.core.default_qdisc`: the device's queueing discipline. Its only effect on
     /// TCP is `fq`'s: sch_fq paces every flow at its `sk_pacing_rate`
     /// (`SK_PACING_FQ`): by the device's own fq where it has one ([`Config::device_fq`]:
@@ -547,6 +558,9 @@ impl Default for Config {
             ipv6_max_dst_opts: 8,
             ipv6_max_hbh_length: i32::MAX,
             ipv6_max_dst_opts_length: i32::MAX,
+            ipv6_auto_flowlabels: 1,
+            ipv6_flowlabel_state_ranges: false,
+            ipv6_flowlabel_reflect: 0,
             default_qdisc: "pfifo_fast".into(),
             device_fq: None,
             mtu: 1500,

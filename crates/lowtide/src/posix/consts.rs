@@ -42,6 +42,8 @@ pub const SO_MARK: i32 = 36;
 pub const SO_ZEROCOPY: i32 = 60;
 /// `SO_PRIORITY`: `sk_priority`.
 pub const SO_PRIORITY: i32 = 12;
+/// `SO_TXREHASH`: `sk_txrehash`, whether timeouts pick a new transmit hash.
+pub const SO_TXREHASH: i32 = 74;
 /// `SO_ACCEPTCONN` (getsockopt only): 1 on a listening socket.
 pub const SO_ACCEPTCONN: i32 = 30;
 /// `SO_SNDBUFFORCE`: `SO_SNDBUF` past `net.core.wmem_max` (`CAP_NET_ADMIN`).
@@ -119,6 +121,8 @@ pub const SOL_IPV6: i32 = 41;
 pub const IPV6_RECVERR: i32 = 25;
 /// `IPV6_TCLASS`: the traffic class of an AF_INET6 socket's IPv6 packets.
 pub const IPV6_TCLASS: i32 = 67;
+/// `IPV6_AUTOFLOWLABEL`: IPv6 flow labels from the flow's hash, on or off.
+pub const IPV6_AUTOFLOWLABEL: i32 = 70;
 /// `IPV6_UNICAST_HOPS`: the hop limit of an AF_INET6 socket's IPv6 packets (-1:
 /// the route's, `net.ipv6.conf.all.hop_limit`).
 pub const IPV6_UNICAST_HOPS: i32 = 16;

@@ -72,6 +72,7 @@ impl Host {
             (SOL_SOCKET, SO_PROTOCOL) => int(out, IPPROTO_TCP),
             (SOL_SOCKET, SO_DOMAIN) => int(out, s.family),
             (SOL_SOCKET, SO_PRIORITY) => int(out, s.opts.priority as i32),
+            (SOL_SOCKET, SO_TXREHASH) => int(out, s.opts.txrehash.unwrap_or(cfg.txrehash) as i32),
             (SOL_SOCKET, SO_BINDTOIFINDEX) => int(out, s.opts.bound_dev_if as i32),
             (SOL_SOCKET, SO_BINDTODEVICE) => {
                 super::netdev::getbindtodevice(&self.stack, s.opts.bound_dev_if, out)?
@@ -94,6 +95,11 @@ impl Host {
             (SOL_SOCKET, SO_REUSEPORT) => int(out, s.opts.reuseport as i32),
             (SOL_IP, IP_TOS) => ip_int_out(out, s.opts.tos as i32),
             (IPPROTO_IPV6, IPV6_TCLASS) if s.family == AF_INET6 => int(out, s.opts.tclass as i32),
+            // ip6_autoflowlabel: the socket's choice, else the sysctl's default.
+            (IPPROTO_IPV6, IPV6_AUTOFLOWLABEL) if s.family == AF_INET6 => {
+                let dflt = crate::tcp::flowlabel::default_autolabel(cfg);
+                int(out, s.opts.autoflowlabel.unwrap_or(dflt) as i32)
+            }
             (SOL_IP, IP_MTU_DISCOVER) => {
                 let v = s.opts.pmtudisc.map_or(IP_PMTUDISC_WANT, i32::from);
                 ip_int_out(out, v)

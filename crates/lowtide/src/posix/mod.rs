@@ -405,6 +405,8 @@ impl Host {
         let mut s = Socket::new(domain, ty & SOCK_NONBLOCK != 0);
         // inet_create / inet6_create read these sysctls now.
         s.opts.txrehash = Some(self.stack.config().txrehash);
+        let reflect = self.stack.config().ipv6_flowlabel_reflect;
+        s.opts.repflow = Some(reflect & crate::tcp::flowlabel::FLOWLABEL_REFLECT_ESTABLISHED != 0);
         s.opts.pmtudisc = Some(crate::tcp::pmtu::default_pmtudisc(self.stack.config()));
         Ok(self.alloc_fd(File::Socket(Box::new(s))))
     }

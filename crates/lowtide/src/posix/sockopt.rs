@@ -404,6 +404,14 @@ impl Host {
                     e(stack.socket(h).set_tclass(v))?;
                 }
             }
+            // do_ipv6_setsockopt: any int, as a bool (autoflowlabel_set from now on).
+            (IPPROTO_IPV6, IPV6_AUTOFLOWLABEL) if s.family == AF_INET6 => {
+                let on = int_arg(val)? != 0;
+                s.opts.autoflowlabel = Some(on);
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_autoflowlabel(on))?;
+                }
+            }
             // do_ipv6_setsockopt: not for an IPv4 socket (ip_setsockopt's ENOPROTOOPT),
             // and only before the socket has a port (inet_num).
             (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => {
@@ -618,6 +626,22 @@ impl Host {
             // sk_set_prio_allowed: 0 to 6, any value with CAP_NET_ADMIN or CAP_NET_RAW
             // (taken as for SO_MARK). No wire effect here (skb->priority).
             (SOL_SOCKET, SO_PRIORITY) => s.opts.priority = int_arg(val)? as u32,
+            // sk_setsockopt: -1 (SOCK_TXREHASH_DEFAULT) is net.core.txrehash now.
+            (SOL_SOCKET, SO_TXREHASH) => {
+                let v = int_arg(val)?;
+                if !(-1..=1).contains(&v) {
+                    return err(errno::EINVAL);
+                }
+                let on = if v == -1 {
+                    stack.config().txrehash
+                } else {
+                    v == 1
+                };
+                s.opts.txrehash = Some(on);
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_txrehash(on))?;
+                }
+            }
             (SOL_SOCKET, SO_RCVLOWAT) => {
                 let v = int_arg(val)?;
                 s.opts.rcvlowat = Some(v);

@@ -375,6 +375,36 @@ fn ipv6_tclass_range_and_packets() {
     assert_eq!(hdr, [0x6b, 0xa0, 0, 0], "class 0xba: 0xb8 with ECT(0) kept");
 }
 
+/// IPV6_AUTOFLOWLABEL: AF_INET6 only, read as ip6_autoflowlabel (the socket's
+/// choice, else net.ipv6.auto_flowlabels' default); SO_TXREHASH: -1 to 1, -1 the
+/// sysctl's value.
+#[test]
+fn autoflowlabel_and_txrehash_options() {
+    let mut a = host(A, 1);
+    let v4 = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        set_int(&mut a, v4, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, 0),
+        Err(Errno(errno::ENOPROTOOPT))
+    );
+    let v6 = a.socket(AF_INET6, SOCK_STREAM, 0).unwrap();
+    assert_eq!(get_int(&mut a, v6, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL), Ok(1));
+    set_int(&mut a, v6, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, 0).unwrap();
+    assert_eq!(get_int(&mut a, v6, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL), Ok(0));
+    set_int(&mut a, v6, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL, 7).unwrap();
+    assert_eq!(get_int(&mut a, v6, IPPROTO_IPV6, IPV6_AUTOFLOWLABEL), Ok(1));
+    assert_eq!(get_int(&mut a, v4, SOL_SOCKET, SO_TXREHASH), Ok(1));
+    for bad in [-2, 2] {
+        assert_eq!(
+            set_int(&mut a, v4, SOL_SOCKET, SO_TXREHASH, bad),
+            Err(Errno(errno::EINVAL))
+        );
+    }
+    set_int(&mut a, v4, SOL_SOCKET, SO_TXREHASH, 0).unwrap();
+    assert_eq!(get_int(&mut a, v4, SOL_SOCKET, SO_TXREHASH), Ok(0));
+    set_int(&mut a, v4, SOL_SOCKET, SO_TXREHASH, -1).unwrap();
+    assert_eq!(get_int(&mut a, v4, SOL_SOCKET, SO_TXREHASH), Ok(1));
+}
+
 /// A SYN cookie's SYN-ACK is the listener's (tcp_make_synack reads it): its
 /// TCP_MAXSEG (the MSS offered, and the peer's MSS clamped before it is encoded:
 /// tcp_parse_options' user_mss), TCP_WINDOW_CLAMP (the window and its scale),

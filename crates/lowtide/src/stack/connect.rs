@@ -160,6 +160,8 @@ impl Stack {
         let iss = self.secrets.tcp_seq(tuple.local, tuple.remote, now);
         let mut tcb = Tcb::new(&self.cfg, tuple, iss, now);
         tcb.ts_offset = self.secrets.ts_off(tuple.local.ip(), tuple.remote.ip());
+        // sk_set_txhash (tcp_v4_connect) / a request's net_tx_rndhash.
+        tcb.txhash = tcp::flowlabel::next_txhash(self.flow_key, &tuple, iss);
         self.attach_route(now, &mut tcb);
         tcb
     }

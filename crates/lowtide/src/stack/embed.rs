@@ -152,7 +152,12 @@ impl Stack {
             return;
         };
         self.syn_headers.capture(head, ip.header_len);
+        self.rx_flowlabel = ip
+            .src
+            .is_ipv6()
+            .then(|| lowtide_wire::ip::ipv6_flowlabel(head));
         self.tcp_rcv(now, &ip, &th, Payload::frags(frags));
+        self.rx_flowlabel = None;
     }
 
     /// Opens the catch-all listener of a transparent proxy: it accepts connections to

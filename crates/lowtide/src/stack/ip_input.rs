@@ -10,7 +10,9 @@ use super::Stack;
 use crate::mib::{ip_version, Mib};
 use crate::time::Instant;
 use crate::RxChecksum;
-use lowtide_wire::ip::{IpRepr, IPV4_HEADER_LEN, IPV6_HEADER_LEN, NEXTHDR_NONE, PROTO_TCP};
+use lowtide_wire::ip::{
+    ipv6_flowlabel, IpRepr, IPV4_HEADER_LEN, IPV6_HEADER_LEN, NEXTHDR_NONE, PROTO_TCP,
+};
 use lowtide_wire::WireError;
 use std::net::Ipv6Addr;
 use tracing::trace;
@@ -181,7 +183,9 @@ impl Stack {
         }
         self.mib.inc(ip_mib(Mib::IpInDelivers));
         self.syn_headers.capture(packet, ip.header_len);
+        self.rx_flowlabel = ip.src.is_ipv6().then(|| ipv6_flowlabel(packet));
         self.tcp_v4_rcv(now, &ip, seg, verify);
+        self.rx_flowlabel = None;
     }
 
     /// `ip_rcv_core` / `ip6_rcv_core`: a packet whose version and header length

@@ -239,6 +239,11 @@ impl Stack {
             tcb.iss = tcp::seq::Seq(isn);
         }
         tcb.apply_options(&self.cfg, &opts);
+        if tcb.repflow {
+            // tcp_v6_init_req keeps the SYN (ireq->pktopts): its SYN-ACK reflects
+            // the SYN's flow label.
+            tcb.flow_label = self.rx_flowlabel.unwrap_or(0);
+        }
         tcb.md5 = opts.md5.child_copy(tuple.remote.ip()); // tcp_v4_syn_recv_sock
         tcb.bind.by_bind = true; // __inet_inherit_port: the listener's bucket
         if opts.save_syn != 0 {

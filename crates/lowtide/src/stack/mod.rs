@@ -39,6 +39,8 @@ macro_rules! ctx {
             metrics: &mut $stack.tcp_metrics,
             tx_delay_us: 0,
             rx_tos: $stack.rx_tos,
+            rx_flowlabel: $stack.rx_flowlabel,
+            flow_key: $stack.flow_key,
             netstamp: $stack.netstamp > 0,
         }
     };
@@ -132,6 +134,10 @@ pub struct Stack {
     /// The TOS of the segment [`Stack::tcp_rcv`] is handling, 0 outside it
     /// ([`Ctx::rx_tos`]).
     rx_tos: u8,
+    /// The IPv6 flow label of the packet being taken in ([`Ctx::rx_flowlabel`]).
+    rx_flowlabel: Option<u32>,
+    /// [`Ctx::flow_key`], from the secret.
+    flow_key: (u64, u64),
     /// `max(1, gso_segs)` of the segment this input handles (tcp/drops.rs).
     rx_segs: u32,
     /// The fixed TCP header of the segment being handled, kept when it carries a
@@ -182,6 +188,7 @@ impl Stack {
         // Without a secret from the caller, one from the seed: deterministic runs.
         let mut keyed = Rng::new(seed ^ 0x6528_6056_6528_6056);
         let secrets = crate::secure::Secrets::new(keyed.key(), || keyed.next_u32());
+        let flow_key = secrets.flow_key();
         // Its own stream, so the stack's choices (ISNs, ports) stay as they were.
         let challenge = tcp::ratelimit::ChallengeLimit::new(seed ^ 0x5961_5961_5961_5961);
         Stack {
@@ -207,6 +214,8 @@ impl Stack {
             tx_orphan_frags: false,
             tx_apart: false,
             rx_tos: 0,
+            rx_flowlabel: None,
+            flow_key,
             rx_segs: 1,
             rx_md5_header: [0; lowtide_wire::tcp::TCP_HEADER_LEN],
             netstamp: 0,
@@ -331,6 +340,7 @@ impl Stack {
         let mut keyed = Rng::from_key(key);
         self.secrets = crate::secure::Secrets::new(keyed.key(), || keyed.next_u32());
         self.conns.rekey(self.secrets.ehash_key());
+        self.flow_key = self.secrets.flow_key();
         self.rng = Rng::from_key(keyed.key());
         self.challenge = tcp::ratelimit::ChallengeLimit::new(keyed.next_u64());
         self.ip_id = keyed.next_u32() as u16;
@@ -1030,7 +1040,21 @@ impl Stack {
         let Some(key) = self.reset_md5_key(sk, ip, th, payload) else {
             return;
         };
+        // tcp_v6_send_reset: a listener reflects the segment's label if its
+        // np->repflow says so; without a socket, if flowlabel_reflect's bit 2 does.
+        let reflect = match sk.map(|l| &self.slots[l as usize].sock) {
+            Some(Some(Sock::Listener(l))) => l.opts.repflow.unwrap_or(false),
+            _ => self.cfg.ipv6_flowlabel_reflect & tcp::flowlabel::FLOWLABEL_REFLECT_TCP_RESET != 0,
+        };
+        let fl = tcp::flowlabel::FlowLabel {
+            label: if reflect {
+                self.rx_flowlabel.unwrap_or(0)
+            } else {
+                0
+            },
+            ..Default::default()
+        };
         let mut ctx = ctx!(self, now);
-        tcp::reply::send_reset(&mut ctx, tuple, th, payload.len(), key.as_ref());
+        tcp::reply::send_reset(&mut ctx, (tuple, fl), th, payload.len(), key.as_ref());
     }
 }

@@ -437,6 +437,21 @@ impl SocketMut<'_> {
         Ok(())
     }
 
+    /// `SO_TXREHASH` (`sk_txrehash`): whether timeouts and duplicate data pick a
+    /// new transmit hash (and IPv6 flow label) from now on.
+    pub fn set_txrehash(&mut self, on: bool) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.txrehash = on;
+        Ok(())
+    }
+
+    /// `IPV6_AUTOFLOWLABEL`: whether the connection's IPv6 packets carry a flow
+    /// label from its transmit hash (`net.ipv6.auto_flowlabels` 1 or 2 let the
+    /// socket choose; 0 and 3 decide for it).
+    pub fn set_autoflowlabel(&mut self, on: bool) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.autoflowlabel = Some(on);
+        Ok(())
+    }
+
     /// `IP_TTL` (`inet->uc_ttl`): the TTL of the connection's IPv4(-mapped)
     /// packets from the next one on; `None` (-1) is `net.ipv4.ip_default_ttl`.
     /// `Some(0)` is `InvalidInput` (Linux's `EINVAL`: 1 to 255 or -1).

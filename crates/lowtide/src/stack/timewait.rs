@@ -108,7 +108,8 @@ impl Stack {
             TwStatus::Kill => return self.free_slot(now, index),
             TwStatus::Rst => {
                 if let Some(key) = rst_key {
-                    tcp::reply::send_reset(&mut ctx, tuple, th, payload.len(), key.as_ref());
+                    let fl = tw.flow();
+                    tcp::reply::send_reset(&mut ctx, (tuple, fl), th, payload.len(), key.as_ref());
                 }
                 return self.free_slot(now, index);
             }

@@ -63,6 +63,7 @@ impl Tcb {
         // (TCP_FLAG_RST|TCP_FLAG_SYN|TCP_FLAG_ACK)): ECE, CWR, PSH, FIN may be set.
         let flg = TcpFlags(f.0 & (TcpFlags::RST | TcpFlags::SYN | TcpFlags::ACK).0);
         if seq == 0 && flg == TcpFlags::SYN && !paws_reject {
+            self.rtx_synack_rehash(ctx); // tcp_rtx_synack
             self.rtx_synack(ctx);
             return self.check_req_drop();
         }
@@ -72,7 +73,13 @@ impl Tcb {
         // have sent data.
         if f.contains(TcpFlags::ACK) && !fastopen && self.snd_off(Seq(th.ack)) != 1 {
             if !rst {
-                super::reply::send_reset(ctx, self.tuple, th, len, self.md5_key());
+                super::reply::send_reset(
+                    ctx,
+                    (self.tuple, self.listener_flow_label(ctx)),
+                    th,
+                    len,
+                    self.md5_key(),
+                );
             }
             // The listener's reset (tcp_v4_do_rcv's `reset:`): no sk_drops.
             return false;
@@ -181,6 +188,7 @@ impl Tcb {
         self.update_rto_stats(ctx.now);
         self.backoff_rto();
         if resend {
+            self.rtx_synack_rehash(ctx); // tcp_rtx_synack
             self.retransmit_syn(ctx);
         }
         let rto = self.rto_backed_off();
@@ -203,7 +211,12 @@ impl Tcb {
             self.rcv_seq(self.rcv_nxt).0,
             window,
         );
-        let ip = (self.tuple, ctx.rx_tos, self.ip_dont_fragment());
+        // tcp_v6_reqsk_send_ack: label 0, the request's hash.
+        let fl = super::flowlabel::FlowLabel {
+            txhash: self.txhash,
+            ..Default::default()
+        };
+        let ip = (self.tuple, ctx.rx_tos, self.ip_dont_fragment(), fl);
         super::reply::send_reply_ack(ctx, ip, fields, ts, self.md5_key());
     }
 
@@ -257,7 +270,13 @@ impl Tcb {
     fn embryonic_reset(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) {
         let rst = th.flags.contains(TcpFlags::RST);
         if !rst {
-            super::reply::send_reset(ctx, self.tuple, th, len, self.md5_key());
+            super::reply::send_reset(
+                ctx,
+                (self.tuple, self.listener_flow_label(ctx)),
+                th,
+                len,
+                self.md5_key(),
+            );
         }
         if self.tfo.rsk.is_some() {
             if rst {

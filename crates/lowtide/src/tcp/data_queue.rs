@@ -39,7 +39,8 @@ impl Tcb {
             && end_seq - fin as u64 > self.rcv_nxt
         {
             ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
-            super::reply::send_reset(ctx, self.tuple, th, payload.len(), self.md5_key());
+            let fl = self.reset_flow_label(ctx);
+            super::reply::send_reset(ctx, (self.tuple, fl), th, payload.len(), self.md5_key());
             return self.tcp_reset(ctx);
         }
         if end_seq == seq {
@@ -117,6 +118,7 @@ impl Tcb {
             let seg = self.rx_gso_size(ctx.cfg, len);
             self.measure_rcv_mss(th, len, seg, skb.truesize);
             self.event_data_recv(ctx.now);
+            self.save_lrcv_flowlabel(ctx); // tcp_event_data_recv
             self.ecn_check_ce(ctx, self.rx_ip_ecn);
             if len >= 128 {
                 // tcp_grow_window(sk, skb, true): truesize_adjust leaves a buffer
@@ -269,6 +271,7 @@ impl Tcb {
     /// ([RFC 2883 section 4](https://www.rfc-editor.org/rfc/rfc2883#section-4): D-SACK it).
     fn old_data(&mut self, ctx: &mut Ctx, seq: u64, end: u64) {
         // tcp_data_queue: "a retransmit, 2nd most common case. Force an immediate ack."
+        self.rehash_on_duplicate_data(ctx);
         self.rcv_spurious_retrans(seq);
         ctx.mib.inc(Mib::TcpExtDelayedACKLost);
         self.dsack_set(ctx, seq, end);
@@ -294,6 +297,7 @@ impl Tcb {
         let skb = self.rx_skb(ctx.cfg, len);
         let seg = self.rx_gso_size(ctx.cfg, len);
         self.measure_rcv_mss(th, len, seg, skb.truesize);
+        self.save_lrcv_flowlabel(ctx);
         self.ecn_check_ce(ctx, self.rx_ip_ecn);
         if !self.try_rmem_schedule(ctx, seq, len) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);

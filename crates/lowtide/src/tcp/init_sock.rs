@@ -237,6 +237,12 @@ impl Tcb {
             total_rto_time_ms: 0,
             rto_stamp: None,
             txrehash: cfg.txrehash,
+            txhash: 0,
+            flow_label: 0,
+            autoflowlabel: None,
+            repflow: cfg.ipv6_flowlabel_reflect & super::flowlabel::FLOWLABEL_REFLECT_ESTABLISHED
+                != 0,
+            lrcv_flowlabel: 0,
             timeout_rehash: 0,
             segs_out: 0,
             segs_in: 0,

@@ -183,7 +183,13 @@ impl Tcb {
                 self.icsk.pending = Some((super::inet_connection_sock::Pending::Retrans, at));
             }
             if !f.contains(TcpFlags::RST) {
-                super::reply::send_reset(ctx, self.tuple, th, 0, self.md5_key());
+                super::reply::send_reset(
+                    ctx,
+                    (self.tuple, self.reset_flow_label(ctx)),
+                    th,
+                    0,
+                    self.md5_key(),
+                );
             }
             return;
         }
@@ -192,7 +198,13 @@ impl Tcb {
         if f.contains(TcpFlags::ACK) && !self.synsent_tsecr_ok(ctx, th) {
             ctx.mib.inc(Mib::TcpExtPAWSActive);
             if !f.contains(TcpFlags::RST) {
-                super::reply::send_reset(ctx, self.tuple, th, 0, self.md5_key());
+                super::reply::send_reset(
+                    ctx,
+                    (self.tuple, self.reset_flow_label(ctx)),
+                    th,
+                    0,
+                    self.md5_key(),
+                );
             }
             return;
         }
@@ -551,7 +563,12 @@ impl Tcb {
             false => (1..=self.snd_nxt).contains(&ack),
         };
         if !acceptable {
-            super::reply::send_reset(ctx, self.tuple, th, 0, self.md5_key());
+            // A request's reset is the listener's.
+            let fl = match self.parent.is_some() && !fastopen {
+                true => self.listener_flow_label(ctx),
+                false => self.reset_flow_label(ctx),
+            };
+            super::reply::send_reset(ctx, (self.tuple, fl), th, 0, self.md5_key());
             return false;
         }
         let child = self.parent.is_some() || fastopen;
@@ -564,6 +581,10 @@ impl Tcb {
                 // too); requests that never complete count nothing.
                 ctx.mib.inc(Mib::TcpPassiveOpens);
                 self.ack.lrcvtime = ctx.now;
+                if self.repflow {
+                    // tcp_v6_syn_recv_sock: the child reflects the final ACK's label.
+                    self.flow_label = ctx.rx_flowlabel.unwrap_or(0);
+                }
                 // tcp_create_openreq_child: the SYN is the child's first segment in,
                 // this ACK its second; the request sock's SYN-ACKs are not its own.
                 self.segs_in = 2;

@@ -236,7 +236,13 @@ impl TimeWaitSock {
         let window = (self.rcv_wnd >> self.rcv_wscale).min(65535) as u16;
         let fields = (self.snd_nxt.0, self.rcv_nxt.0, window);
         let key = self.md5_key.as_ref();
-        super::reply::send_reply_ack(ctx, (self.tuple, self.tos, true), fields, ts, key);
+        super::reply::send_reply_ack(
+            ctx,
+            (self.tuple, self.tos, true, self.flow()),
+            fields,
+            ts,
+            key,
+        );
     }
 }
 
@@ -261,6 +267,8 @@ mod tests {
             ts_recent_stamp: Some(Instant::ZERO),
             ts_offset: 0,
             tx_delay: 0,
+            txhash: 0,
+            flowlabel: 0,
             tos: 0,
             last_oow_ack_time: None,
             entry: Instant::ZERO,

@@ -34,6 +34,7 @@
 //! | `fastopen_active` | tcp_output.c `tcp_send_syn_data`, tcp_input.c `tcp_rcv_fastopen_synack`, `tcp_fastopen_active_detect_blackhole`, `tcp_fastopen_active_disable_ofo_check` |
 //! | `check_req` | a listener's child in its handshake (a request, a Fast Open child): `tcp_check_req`, `embryonic_reset`, `listen_overflow` (`tcp_abort_on_overflow`) |
 //! | `fastopen_conn` | a passive Fast Open child: `tcp_fastopen_create_child`, `tcp_fastopen_synack_timer` |
+//! | `flowlabel` | IPv6 flow labels and the transmit hash: `ip6_make_flowlabel`, `sk_rethink_txhash`, `tcp_rcv_spurious_retrans`'s repath |
 //! | `ecn` | ECN (RFC 3168) and Accurate ECN's handshake and receiver (RFC 9768): include/net/tcp_ecn.h, the ECN parts of tcp_input.c and tcp_output.c |
 //! | `accecn` | Accurate ECN's sender (RFC 9768): tcp_input.c `tcp_accecn_process`, `__tcp_accecn_process`, `tcp_accecn_process_option` |
 //! | `accecn_opt` | The AccECN option we send (RFC 9768): tcp_output.c `tcp_options_fit_accecn`, the AccECN parts of `tcp_established_options`, `tcp_synack_options`, `tcp_syn_options` and `tcp_options_write` |
@@ -98,6 +99,7 @@ pub(crate) mod fastopen_active;
 mod fastopen_conn;
 pub(crate) mod fastpath;
 pub(crate) mod fastretrans;
+pub(crate) mod flowlabel;
 pub(crate) mod host_queue;
 pub(crate) mod icmp_err;
 pub(crate) mod inet_connection_sock;
@@ -259,6 +261,11 @@ pub(crate) struct Ctx<'a> {
     /// `arg.tos = ip_hdr(skb)->tos`, `tcp_v6_send_reset`'s `ipv6_get_dsfield`), with
     /// the ECN bits cleared (`ip_send_unicast_reply`, `tcp_v6_send_response`).
     pub rx_tos: u8,
+    /// The flow label of the IPv6 packet being taken in (`ip6_flowlabel`); `None`
+    /// for IPv4 or outside input.
+    pub rx_flowlabel: Option<u32>,
+    /// The stack's key for transmit and flow hashes (tcp/flowlabel.rs).
+    pub flow_key: (u64, u64),
     /// Net timestamps are wanted on the stack (Linux's `netstamp_needed_key`): a
     /// segment arriving now is stamped (tcp/rx_tstamp.rs).
     pub netstamp: bool,
@@ -336,6 +343,8 @@ impl TestStack {
             metrics: &mut self.metrics,
             tx_delay_us: 0,
             rx_tos: 0,
+            rx_flowlabel: None,
+            flow_key: (0, 0),
             netstamp: self.netstamp,
         }
     }

@@ -17,17 +17,23 @@ use lowtide_wire::checksum;
 use lowtide_wire::ip::{IpRepr, PROTO_TCP};
 use lowtide_wire::tcp::{AccEcnOption, SackBlock, TcpFlags, TcpOptions, TcpRepr};
 
+/// What a TCP packet's IP header takes from its sender: the connection's
+/// addresses, the TOS byte with the ECN bits, DF (IPv4), and what the IPv6 flow
+/// label comes from.
+pub(crate) type IpOut = (FourTuple, u8, bool, super::flowlabel::FlowLabel);
+
 /// Builds one IP/TCP packet with a CHECKSUM_PARTIAL TCP checksum: headers built in
 /// place in a pooled buffer, then stored payload copied behind them, or, with
 /// `apart` (a GSO packet for a device that takes payload apart), left out and
 /// returned as a shared slice for the device to copy into its segments. A pattern
 /// payload is always returned apart, for the device to make. `tos` is the TOS byte
 /// with the ECN bits; an IPv4 header gets DF as `df` says (`__ip_queue_xmit`), and
-/// `ttl` as its TTL or hop limit. With a TCP-MD5 `key` (and `th` carrying the
+/// `ttl` as its TTL or hop limit, an IPv6 header the flow label `fl` makes
+/// (`ip6_make_flowlabel`). With a TCP-MD5 `key` (and `th` carrying the
 /// option), the digest is filled in (`tcp_v4_md5_hash_skb` / `tcp_v6_md5_hash_skb`).
 pub(super) fn build_packet(
     ctx: &mut Ctx,
-    (tuple, tos, df): (FourTuple, u8, bool),
+    (tuple, tos, df, fl): IpOut,
     th: &TcpRepr,
     (payload, apart): (TxPayload, bool),
     ttl: u8,
@@ -54,6 +60,10 @@ pub(super) fn build_packet(
     ip.emit(&mut pkt[..ihl], *ctx.ip_id);
     if !df && !tuple.local.is_ipv6() {
         lowtide_wire::ip::set_ipv4_tos_df(&mut pkt[..ihl], tos, df);
+    }
+    if ip.src.is_ipv6() {
+        let label = fl.make(ctx.cfg, ctx.flow_key, &tuple);
+        lowtide_wire::ip::set_ipv6_flowlabel(&mut pkt[..ihl], label);
     }
     th.emit(&mut pkt[ihl..]);
     if let (Some(key), Some(_)) = (key, th.options.md5sig) {
@@ -520,7 +530,12 @@ impl Tcb {
             true => self.synack_dsfield(ctx.cfg),
             false => self.dsfield(),
         };
-        let ip = (self.tuple, ds | ip_ecn, self.ip_dont_fragment());
+        let ip = (
+            self.tuple,
+            ds | ip_ecn,
+            self.ip_dont_fragment(),
+            self.flow_label(),
+        );
         let offset = (seq + (flags & FLAG_SYN != 0) as u64).saturating_sub(1);
         let body = payload.for_device(self.payload_source.as_ref(), offset);
         let ttl = self.ip_ttl(ctx.cfg);
@@ -785,7 +800,13 @@ impl Tcb {
             options: self.data_options(ctx.cfg, ctx.now, tstamp, key.is_some()),
         };
         // tcp_transmit_skb: the socket's own TOS and DF.
-        let ip = (self.tuple, self.dsfield() | ip_ecn, self.ip_dont_fragment());
+        let fl = self.flow_label();
+        let ip = (
+            self.tuple,
+            self.dsfield() | ip_ecn,
+            self.ip_dont_fragment(),
+            fl,
+        );
         super::reply::push_reset(ctx, ip, self.ip_ttl(ctx.cfg), &th, key.as_ref());
         // __tcp_transmit_skb counts every skb it sends, the reset too (tcpi_segs_out).
         self.segs_out += 1;

@@ -3,8 +3,9 @@
 //! `tcp_v6_send_ack`, sent from the stack's control socket, signed with TCP-MD5
 //! when the socket that answers holds a key for the peer.
 
+use super::flowlabel::FlowLabel;
 use super::md5::Md5Key;
-use super::output::{build_packet, push};
+use super::output::{build_packet, push, IpOut};
 use super::{Ctx, FourTuple};
 use crate::mib::Mib;
 use crate::socket::{TxPayload, TxRetrans, TxToken};
@@ -13,11 +14,12 @@ use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 /// [RFC 9293 section 3.10.7.1](https://www.rfc-editor.org/rfc/rfc9293#section-3.10.7.1):
 /// answer a segment that belongs to no connection (`tcp_v4_send_reset`,
 /// `tcp_v6_send_reset`); the reset reflects the segment's TOS ([`Ctx::rx_tos`]),
-/// whichever socket, if any, sends it. A socket with a TCP-MD5 key for the peer
-/// signs it with `key` (`tcp_v4_send_reset`'s `tcp_md5_do_lookup`).
+/// whichever socket, if any, sends it, and its IPv6 flow label comes from `fl`
+/// (the sender's hash and label, see [`FlowLabel`]). A socket with a TCP-MD5 key
+/// for the peer signs it with `key` (`tcp_v4_send_reset`'s `tcp_md5_do_lookup`).
 pub(crate) fn send_reset(
     ctx: &mut Ctx,
-    tuple: FourTuple,
+    (tuple, fl): (FourTuple, FlowLabel),
     th: &TcpRepr,
     len: usize,
     key: Option<&Md5Key>,
@@ -39,19 +41,13 @@ pub(crate) fn send_reset(
     // ip_send_unicast_reply / tcp_v6_send_response send it from the stack's
     // control socket: the default TTL.
     let ttl = super::sockopt::default_ttl(ctx.cfg, tuple.local.is_ipv6());
-    push_reset(ctx, (tuple, ctx.rx_tos, true), ttl, &rst, key);
+    push_reset(ctx, (tuple, ctx.rx_tos, true, fl), ttl, &rst, key);
 }
 
 /// Sends a reset that belongs to no socket's memory accounting (no TX completion
 /// owed), with the TOS byte, DF and TTL given (see [`build_packet`]), signed with
 /// `key` if any.
-pub(super) fn push_reset(
-    ctx: &mut Ctx,
-    ip: (FourTuple, u8, bool),
-    ttl: u8,
-    rst: &TcpRepr,
-    key: Option<&Md5Key>,
-) {
+pub(super) fn push_reset(ctx: &mut Ctx, ip: IpOut, ttl: u8, rst: &TcpRepr, key: Option<&Md5Key>) {
     ctx.mib.inc(Mib::TcpOutRsts);
     send_bare(ctx, ip, ttl, rst, key);
 }
@@ -61,13 +57,7 @@ pub(super) fn push_reset(
 /// `ip` and the TTL `ttl` (see [`build_packet`]), signed with `key` if any
 /// (`tcp_v4_send_reset`, `tcp_v4_send_ack`: the option goes first,
 /// `tcp_v4_md5_hash_hdr`).
-pub(crate) fn send_bare(
-    ctx: &mut Ctx,
-    ip: (FourTuple, u8, bool),
-    ttl: u8,
-    th: &TcpRepr,
-    key: Option<&Md5Key>,
-) {
+pub(crate) fn send_bare(ctx: &mut Ctx, ip: IpOut, ttl: u8, th: &TcpRepr, key: Option<&Md5Key>) {
     let mut th = *th;
     th.options.md5sig = key.map(|_| [0; 16]);
     let pkt = build_packet(ctx, ip, &th, (TxPayload::default(), false), ttl, key);
@@ -95,7 +85,7 @@ pub(crate) fn send_bare(
 /// control socket sends it, with the default TTL.
 pub(crate) fn send_reply_ack(
     ctx: &mut Ctx,
-    ip: (FourTuple, u8, bool),
+    ip: IpOut,
     (seq, ack, window): (u32, u32, u16),
     ts: Option<(u32, u32)>,
     key: Option<&Md5Key>,

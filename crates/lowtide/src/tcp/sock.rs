@@ -366,6 +366,18 @@ pub struct Tcb {
     pub(crate) rto_stamp: Option<Instant>,
     /// `sk_txrehash`: `net.core.txrehash` when the socket was made (`inet_create`).
     pub(crate) txrehash: bool,
+    /// `sk_txhash`: the transmit hash, the IPv6 flow label's source
+    /// (tcp/flowlabel.rs); 0 until a connect or request sets it.
+    pub(crate) txhash: u32,
+    /// `np->flow_label`: a label the connection chose (a reflected one); 0: none.
+    pub(crate) flow_label: u32,
+    /// `IPV6_AUTOFLOWLABEL` if set (`autoflowlabel_set`).
+    pub(crate) autoflowlabel: Option<bool>,
+    /// `np->repflow`: reflect the peer's flow label (`net.ipv6.flowlabel_reflect`
+    /// bit 1 when the socket was made).
+    pub(crate) repflow: bool,
+    /// `icsk_ack.lrcv_flowlabel`: the label of the last data segment taken.
+    pub(crate) lrcv_flowlabel: u32,
     /// `timeout_rehash`: RTOs that rehashed the transmit hash (`tcpi_rehash`).
     pub(crate) timeout_rehash: u32,
     pub(crate) segs_out: u64,
@@ -565,6 +577,11 @@ pub(crate) struct TimeWaitSock {
     pub tos: u8,
     /// `tw_tx_delay`: the connection's `TCP_TX_DELAY` for its replies.
     pub tx_delay: u32,
+    /// `tw_txhash`: the connection's transmit hash, which its replies' IPv6 flow
+    /// label keeps (tcp/flowlabel.rs).
+    pub txhash: u32,
+    /// `tw_flowlabel`: the connection's chosen IPv6 flow label (`np->flow_label`).
+    pub flowlabel: u32,
     /// `tw_last_oow_ack_time`.
     pub last_oow_ack_time: Option<Instant>,
     /// `tw_entry_stamp`: when the connection entered it (`tcp_tw_reuse_delay`).

@@ -180,6 +180,12 @@ pub struct SockOptions {
     /// `sk_txrehash` as `socket(2)` read `net.core.txrehash` (`inet_create`); `None`:
     /// the sysctl when the connection is made.
     pub txrehash: Option<bool>,
+    /// `IPV6_AUTOFLOWLABEL` if set: the IPv6 flow label from the flow's hash
+    /// (tcp/flowlabel.rs); `None`: `net.ipv6.auto_flowlabels` decides.
+    pub autoflowlabel: Option<bool>,
+    /// `np->repflow` as `socket(2)` read `net.ipv6.flowlabel_reflect` (bit 1);
+    /// `None`: the sysctl when the connection is made.
+    pub repflow: Option<bool>,
     /// `TCP_DEFER_ACCEPT` as SYN-ACK timeouts (`rskq_defer_accept`,
     /// [`secs_to_retrans`]): a listener's requests drop bare final ACKs until then.
     pub defer_accept: u8,
@@ -380,6 +386,9 @@ impl Tcb {
         self.recverr = (o.recverr, o.recverr6);
         self.thin_lto = o.thin_lto;
         self.txrehash = o.txrehash.unwrap_or(cfg.txrehash);
+        self.autoflowlabel = o.autoflowlabel;
+        let reflect = cfg.ipv6_flowlabel_reflect & super::flowlabel::FLOWLABEL_REFLECT_ESTABLISHED;
+        self.repflow = o.repflow.unwrap_or(reflect != 0);
         self.cork = o.cork;
         if let Some(b) = o.sndbuf {
             self.set_sndbuf(b);

@@ -425,9 +425,8 @@ impl Tcb {
         self.fastopen_detect_blackhole(ctx, expired);
         if expired {
             self.write_err(ctx);
-        } else if self.txrehash {
-            // sk_rethink_txhash: sk_txhash is never 0 for TCP (set at connect, and
-            // from the request's for a child).
+        } else if self.rethink_txhash(ctx) {
+            // sk_rethink_txhash: a new transmit hash (IPv6 flow label).
             self.timeout_rehash += 1;
             ctx.mib.inc(Mib::TcpExtTcpTimeoutRehash);
         }
@@ -602,7 +601,13 @@ impl Tcb {
             }
             ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
             self.set_closed(ctx);
-            super::reply::send_reset(ctx, self.tuple, th, 0, self.md5_key());
+            super::reply::send_reset(
+                ctx,
+                (self.tuple, self.reset_flow_label(ctx)),
+                th,
+                0,
+                self.md5_key(),
+            );
             return false;
         }
         let tmo = self.fin_time(ctx.cfg);
@@ -668,6 +673,8 @@ impl Tcb {
                 ts_recent_stamp: self.rx_opt.tstamp_ok.then_some(self.rx_opt.ts_recent_stamp),
                 ts_offset: self.ts_offset,
                 tx_delay: self.tx_delay,
+                txhash: self.txhash,
+                flowlabel: self.flow_label,
                 tos: match self.family_v6 {
                     true => self.tclass,
                     false => self.tos,

@@ -266,6 +266,7 @@ impl Tcb {
             ctx.mib.inc(Mib::TcpExtDelayedACKLost);
             self.enter_quickack_mode(TCP_MAX_QUICKACKS);
             if self.rx_opt.sack_ok && ctx.cfg.tcp_dsack {
+                self.rehash_on_duplicate_data(ctx);
                 self.rcv_spurious_retrans(sp.seq);
             }
             self.dsack_set(ctx, sp.seq, end.min(self.rcv_nxt));

@@ -53,8 +53,8 @@ fn a_time_wait_socket_keeps_only_what_linux_keeps() {
     let per_tw = (with_tw - heap::held()) / N as i64;
     eprintln!("heap per TIME-WAIT socket: {per_tw} bytes");
     // The boxed tcp_timewait_sock; the slot and the table entry are the same for
-    // every socket kind.
-    assert!((64..=256).contains(&per_tw), "{per_tw} bytes");
+    // every socket kind. 251 bytes until tw_txhash and tw_flowlabel joined it.
+    assert!((64..=264).contains(&per_tw), "{per_tw} bytes");
     assert_eq!(p.a.counters().get(Mib::TcpExtTW), N as u64);
 }
 

@@ -77,7 +77,8 @@ impl UdpSocket {
     }
 
     /// `sendto(2)`: one datagram to `target`; its length is returned.
-    /// `EMSGSIZE` if it does not fit the path MTU (lowtide does not fragment).
+    /// Fragmented over the path MTU as Linux's default `IP_PMTUDISC_WANT` does;
+    /// `EMSGSIZE` past IP's 64 KB.
     pub async fn send_to(
         &self,
         buf: &[u8],

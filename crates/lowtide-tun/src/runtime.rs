@@ -341,6 +341,10 @@ impl Runtime {
         let mut any = false;
         while let Some(mut tx) = self.stack.poll_transmit(now) {
             any = true;
+            if !tx.is_tcp() {
+                self.enqueue_datagrams(now, &tx);
+                continue;
+            }
             self.stack.make_tx_payload(&mut tx); // a pattern socket's: made now
             let frame = Frame {
                 data: tx.packet,
@@ -353,6 +357,23 @@ impl Runtime {
             self.egress.enqueue(now.as_nanos(), frame);
         }
         any
+    }
+
+    /// UDP, ICMP and IP fragments: checksums complete, so plain frames (a UDP GSO
+    /// super-packet as its datagrams). Before, they went out as TCP with a partial
+    /// checksum, which the device refused: no echo reply ever left.
+    fn enqueue_datagrams(&mut self, now: Instant, tx: &lowtide::Transmit) {
+        for data in tx.segments() {
+            let frame = Frame {
+                data,
+                payload: Default::default(),
+                gso_size: 0,
+                csum_partial: false,
+                token: None,
+                vnet: None,
+            };
+            self.egress.enqueue(now.as_nanos(), frame);
+        }
     }
 
     /// Writes a packet that crossed the egress path to the device.

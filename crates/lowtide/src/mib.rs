@@ -48,6 +48,13 @@ mib! {
     IpReasmFails,
     /// IPv4 datagrams dropped for overlapping fragments (`ip_frag_queue`).
     IpExtReasmOverlaps,
+    /// IPv4 datagrams of this host fragmented (`ip_do_fragment`).
+    IpFragOKs,
+    /// IPv4 datagrams that needed fragmenting and could not be (DF that may not be
+    /// cleared: `ip_fragment`).
+    IpFragFails,
+    /// IPv4 fragments made (`ip_do_fragment`).
+    IpFragCreates,
     /// IP packets handed to the device (a GSO packet counts once).
     IpOutRequests,
     /// IP packets transmitted (`ip_finish_output2`, `ip6_finish_output2`: after any
@@ -104,6 +111,12 @@ mib! {
     Ip6ReasmOKs,
     /// IPv6 reassembly failures (as [`Mib::IpReasmFails`]).
     Ip6ReasmFails,
+    /// IPv6 datagrams of this host fragmented (`ip6_fragment`).
+    Ip6FragOKs,
+    /// IPv6 datagrams over the MTU that could not be fragmented (`ip6_fragment`).
+    Ip6FragFails,
+    /// IPv6 fragments made (`ip6_fragment`).
+    Ip6FragCreates,
     /// IPv6 packets handed to the device (a GSO packet counts once).
     Ip6OutRequests,
     /// IPv6 bytes received.
@@ -546,6 +559,9 @@ impl Mib {
             Mib::IpReasmReqds => Mib::Ip6ReasmReqds,
             Mib::IpReasmOKs => Mib::Ip6ReasmOKs,
             Mib::IpReasmFails => Mib::Ip6ReasmFails,
+            Mib::IpFragOKs => Mib::Ip6FragOKs,
+            Mib::IpFragFails => Mib::Ip6FragFails,
+            Mib::IpFragCreates => Mib::Ip6FragCreates,
             Mib::IpOutRequests => Mib::Ip6OutRequests,
             Mib::IpExtInOctets => Mib::Ip6InOctets,
             Mib::IpExtOutOctets => Mib::Ip6OutOctets,

@@ -104,6 +104,20 @@ impl Secrets {
         ((offset % span.max(1)) & !1, index)
     }
 
+    /// The bucket hash of `ip_idents` (`net->ipv4.ip_id_key`, drawn here from
+    /// `net_secret`): `__ip_select_ident`'s `siphash_3u32(daddr, saddr, protocol)`,
+    /// or `__ipv6_select_ident`'s hash of both addresses (`protocol` `None`).
+    pub fn ip_id_hash(&self, dst: IpAddr, src: IpAddr, protocol: Option<u8>) -> u32 {
+        let mut h = sip(self.net);
+        h.write(b"ipid");
+        ip(&mut h, dst);
+        ip(&mut h, src);
+        if let Some(p) = protocol {
+            h.write_u8(p);
+        }
+        h.finish() as u32
+    }
+
     /// After a port was found `tried` steps into the search: the next search from this
     /// slot starts further on (`table_perturb[index] += max(i, random) + 2`).
     pub fn advance(&mut self, index: usize, tried: u32, random_below_8: u32) {

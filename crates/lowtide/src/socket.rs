@@ -93,8 +93,8 @@ pub enum SocketError {
     /// `EPERM`: not allowed (`TCP_CONGESTION` on a connection whose route locks
     /// its congestion control).
     PermissionDenied,
-    /// `EMSGSIZE`: a datagram larger than the path MTU (lowtide does not fragment)
-    /// or than UDP's 16-bit length.
+    /// `EMSGSIZE`: a datagram larger than the path MTU that may not be fragmented
+    /// (`IP_PMTUDISC_DO`, `IPV6_DONTFRAG`, ...) or than IP's 16-bit length.
     MessageTooLong,
     /// `EPROTO`: an ICMP parameter problem (or an ICMPv6 error of unknown type)
     /// answered the SYN.

@@ -36,6 +36,11 @@ pub struct RealArgs {
     /// lowtide's own address [default: the address after --tun-addr's].
     #[arg(long, value_name = "ADDR")]
     pub local: Option<Ipv4Addr>,
+    /// An IPv6 address for lowtide too (it answers pings and UDP there); the
+    /// kernel's side of the device needs an address in its prefix
+    /// (`ip -6 addr add fd00:7::1/64 dev TUN nodad`).
+    #[arg(long, value_name = "ADDR")]
+    pub local6: Option<std::net::Ipv6Addr>,
     #[command(flatten)]
     pub path: PathArgs,
     /// TSO and checksum offload on the device (64 KB super-packets both ways);
@@ -275,6 +280,9 @@ impl RealArgs {
         let secret = lowtide_tun::random::os_secret().map_err(|e| format!("getrandom: {e}"))?;
         stack.set_secret(secret);
         stack.add_address(local.into());
+        if let Some(v6) = self.local6 {
+            stack.add_address(v6.into());
+        }
         let (egress, ingress) = self.path.configs();
         let cfg = RuntimeConfig {
             offload: self.offload_mode(),

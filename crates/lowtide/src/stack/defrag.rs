@@ -497,13 +497,23 @@ mod tests {
         s.counters().get(m)
     }
 
-    /// The echo reply's data, if the stack sent one.
+    /// The echo reply's data, if the stack sent one (in fragments, in order, when
+    /// larger than the MTU: stack/ip_output.rs).
     fn reply(s: &mut Stack, now: Instant) -> Option<Vec<u8>> {
-        let t = s.poll_transmit(now)?;
-        let p = [&t.packet[..], &t.payload.to_bytes()[..]].concat();
-        let ip = IpRepr::parse(&p, true).unwrap();
-        assert_eq!((ip.protocol, p[ip.header_len]), (1, 0), "an echo reply");
-        Some(p[ip.header_len + 8..].to_vec())
+        let mut msg = Vec::new();
+        while let Some(t) = s.poll_transmit(now) {
+            let p = [&t.packet[..], &t.payload.to_bytes()[..]].concat();
+            let hlen = usize::from(p[0] & 0x0f) * 4;
+            let frag = u16::from_be_bytes([p[6], p[7]]);
+            if msg.is_empty() {
+                assert_eq!((p[9], p[hlen], frag & 0x1fff), (1, 0, 0), "an echo reply");
+            }
+            msg.extend_from_slice(&p[hlen..]);
+            if frag & 0x2000 == 0 {
+                break;
+            }
+        }
+        (!msg.is_empty()).then(|| msg[8..].to_vec())
     }
 
     /// A ping of 3000 bytes in three fragments, in any order and with a duplicate,

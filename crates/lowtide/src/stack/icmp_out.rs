@@ -12,6 +12,7 @@
 //! (and multicast), not a subnet's.
 
 use super::icmp::{ICMPV6_DEST_UNREACH, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, IPV6_MIN_MTU};
+use super::ip_output::IpCork;
 use super::Stack;
 use crate::mib::Mib;
 use crate::time::Instant;
@@ -267,7 +268,7 @@ impl Stack {
         reply[0] = kind;
         // icmp_reply copies the request's TOS.
         let tos = if v4 { packet[1] } else { 0 };
-        self.icmp_push(src, ip.src, reply, tos);
+        self.icmp_push(now, src, ip.src, reply, tos);
         self.mib.inc(if v4 {
             Mib::IcmpOutEchoReps
         } else {
@@ -358,14 +359,17 @@ impl Stack {
         } else {
             0
         };
-        self.icmp_push(ip.dst, ip.src, msg, tos);
+        self.icmp_push(now, ip.dst, ip.src, msg, tos);
         self.mib.inc(mib);
     }
 
     /// Fills the checksum of the ICMP message `msg` (type, code, zeroed checksum,
-    /// rest) and queues it in an IP packet from `src` to `dst`: IPv4 with `tos`
-    /// and without DF (the ICMP socket's `IP_PMTUDISC_DONT`).
-    fn icmp_push(&mut self, src: IpAddr, dst: IpAddr, mut msg: Vec<u8>, tos: u8) {
+    /// rest) and sends it in an IP packet from `src` to `dst` as the ICMP sockets
+    /// do (`icmp_push_reply`, `icmpv6_push_pending_frames`): IPv4 with `tos`,
+    /// without DF (`IP_PMTUDISC_DONT`) and a hashed identification, fragmented
+    /// over the path MTU, as is IPv6 (`IPV6_PMTUDISC_WANT`). Dropped if too long
+    /// for IP's 16-bit length.
+    fn icmp_push(&mut self, now: Instant, src: IpAddr, dst: IpAddr, mut msg: Vec<u8>, tos: u8) {
         msg[2..4].fill(0);
         let v4 = src.is_ipv4();
         let initial = match v4 {
@@ -374,24 +378,37 @@ impl Stack {
         };
         let sum = !checksum::fold(checksum::sum(&msg, initial));
         msg[2..4].copy_from_slice(&sum.to_be_bytes());
+        let protocol = if v4 {
+            super::icmp::PROTO_ICMP
+        } else {
+            PROTO_ICMPV6
+        };
         let ip = IpRepr {
             src,
             dst,
-            protocol: if v4 {
-                super::icmp::PROTO_ICMP
-            } else {
-                PROTO_ICMPV6
-            },
+            protocol,
             hop_limit: TTL,
             ecn: 0,
             tos: 0,
             header_len: 0,
             payload_len: msg.len(),
         };
+        let cork = IpCork::icmp(v4);
+        let out = match v4 {
+            true => self.ip_cork(now, dst, cork, msg.len()),
+            false => self.ip6_cork(now, dst, cork, msg.len(), 8),
+        };
+        let Ok(out) = out else {
+            return;
+        };
+        let id = match v4 {
+            true => self.ip_select_ident(now, (src, dst, protocol), out),
+            false => 0,
+        };
         let mut packet = vec![0; ip.emit_len()];
-        ip.emit(&mut packet, self.next_ip_id());
+        ip.emit(&mut packet, id);
         if v4 {
-            set_ipv4_tos_df(&mut packet, tos, false);
+            set_ipv4_tos_df(&mut packet, tos, out.df);
         }
         packet.extend_from_slice(&msg);
         self.mib.inc(if v4 {
@@ -399,7 +416,7 @@ impl Stack {
         } else {
             Mib::Icmp6OutMsgs
         });
-        self.queue_datagram(packet);
+        self.ip_local_out(now, packet, out);
     }
 }
 

@@ -59,6 +59,7 @@ mod icmp;
 pub(crate) use icmp::tests as icmp_tests;
 mod icmp_out;
 mod ip_input;
+mod ip_output;
 mod listen;
 mod md5;
 mod memory;
@@ -175,6 +176,8 @@ pub struct Stack {
     /// IPv4 and IPv6 reassembly's queues (stack/defrag.rs, stack/frag6.rs).
     defrag: defrag::Defrag,
     defrag6: defrag::Defrag,
+    /// `ip_idents` for IPv4 identifications and IPv6 fragment ids (stack/ip_output.rs).
+    idents: ip_output::IpIdents,
     /// The headers of a SYN being received, for listeners that save them.
     syn_headers: tcp::saved_syn::SynHeaders,
 }
@@ -233,6 +236,7 @@ impl Stack {
             icmp_limits: Default::default(),
             defrag: Default::default(),
             defrag6: Default::default(),
+            idents: ip_output::IpIdents::new(seed ^ 0x1d1d_1d1d_1d1d_1d1d),
             syn_headers: Default::default(),
         }
     }

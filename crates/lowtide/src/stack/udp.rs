@@ -14,16 +14,24 @@
 //! (`lowtide_wire::udp::gso_segment`), as `udp_rcv_segment` does for a socket
 //! without `UDP_GRO`.
 //!
-//! Not here yet: IPv4 fragmentation (a datagram larger than the path MTU is
-//! `EMSGSIZE`, as with `IP_PMTUDISC_DO`), ICMP errors reported to UDP sockets,
-//! multicast and broadcast.
+//! A datagram larger than the path MTU is fragmented as Linux's `ip_fragment` /
+//! `ip6_fragment` do (`stack/ip_output.rs`) under the socket's `IP_MTU_DISCOVER`
+//! ([`Stack::udp_set_mtu_discover`]; `IP_PMTUDISC_WANT`, or `DONT` under
+//! `net.ipv4.ip_no_pmtu_disc`, by default), `IPV6_DONTFRAG` and `IPV6_MTU`;
+//! `EMSGSIZE` where those forbid it. A connected IPv4 socket numbers its datagrams
+//! from a random `inet_id`; the others take `ip_idents`' hashed counter (0 under
+//! `IP_PMTUDISC_DO`/`PROBE`).
+//!
+//! Not here yet: ICMP errors reported to UDP sockets (`IP_RECVERR`, the
+//! `EMSGSIZE` of a learned path MTU), multicast and broadcast.
 
 use super::icmp_out::IcmpError;
+use super::ip_output::IpCork;
 use super::Stack;
 use crate::mib::Mib;
 use crate::socket::{SocketError, Transmit, TxRetrans, TxToken};
 use crate::time::Instant;
-use lowtide_wire::ip::IpRepr;
+use lowtide_wire::ip::{set_ipv4_tos_df, IpRepr};
 use lowtide_wire::udp::{UdpRepr, PROTO_UDP, UDP_HEADER_LEN, UDP_MAX_SEGMENTS};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -77,6 +85,10 @@ struct UdpSock {
     /// `UDP_SEGMENT` (`up->gso_size`): sends longer than this leave as one GSO
     /// super-packet of datagrams this long; 0: off.
     segment: u16,
+    /// `IP_MTU_DISCOVER`/`IPV6_MTU_DISCOVER`, `IPV6_DONTFRAG`, `IPV6_MTU`.
+    cork: IpCork,
+    /// `inet_id` of a connected IPv4 socket (`__ip4_datagram_connect`).
+    inet_id: Option<u16>,
 }
 
 #[derive(Default)]
@@ -180,6 +192,7 @@ impl Stack {
             _ if self.udp.in_use(local) => return Err(SocketError::AddrInUse),
             _ => local,
         };
+        let cork = self.udp_default_cork(local.is_ipv4());
         Ok(self.udp.insert(UdpSock {
             local,
             remote: None,
@@ -188,6 +201,8 @@ impl Stack {
             rmem: 0,
             error: None,
             segment: 0,
+            cork,
+            inet_id: None,
         }))
     }
 
@@ -211,6 +226,7 @@ impl Stack {
         if self.udp.catch_all.is_some() {
             return Err(SocketError::AddrInUse);
         }
+        let cork = self.udp_default_cork(true);
         let h = self.udp.insert(UdpSock {
             local: SocketAddr::from(([0, 0, 0, 0], 0)),
             remote: None,
@@ -219,6 +235,8 @@ impl Stack {
             rmem: 0,
             error: None,
             segment: 0,
+            cork,
+            inet_id: None,
         });
         self.udp.catch_all = Some(h.index);
         Ok(h)
@@ -227,11 +245,73 @@ impl Stack {
     /// `connect(2)` on a UDP socket: `remote` becomes the destination of
     /// [`Stack::udp_send`] and the only sender whose datagrams the socket receives.
     pub fn udp_connect(&mut self, h: UdpHandle, remote: SocketAddr) -> Result<(), SocketError> {
-        let s = self.udp.get_mut(h)?;
+        let s = self.udp.get(h)?;
         if s.catch_all || remote.port() == 0 || remote.is_ipv4() != s.local.is_ipv4() {
             return Err(SocketError::InvalidInput);
         }
+        // __ip4_datagram_connect: inet_id = get_random_u16().
+        let inet_id = remote.is_ipv4().then(|| self.rng.next_u32() as u16);
+        let s = self.udp.get_mut(h)?;
         s.remote = Some(remote);
+        s.inet_id = inet_id;
+        Ok(())
+    }
+
+    /// `inet_create` / `inet6_create`: `IP_PMTUDISC_DONT` under
+    /// `net.ipv4.ip_no_pmtu_disc`, else `WANT`; an IPv6 socket's
+    /// `IPV6_MTU_DISCOVER` is `IPV6_PMTUDISC_WANT` whatever the sysctl.
+    fn udp_default_cork(&self, v4: bool) -> IpCork {
+        let pmtudisc = match v4 {
+            true => crate::tcp::pmtu::default_pmtudisc(&self.cfg),
+            false => crate::tcp::consts::IP_PMTUDISC_WANT,
+        };
+        IpCork {
+            pmtudisc,
+            dontfrag: false,
+            frag_size: 0,
+        }
+    }
+
+    /// `setsockopt(IP_MTU_DISCOVER)` on an IPv4 socket, `IPV6_MTU_DISCOVER` on an
+    /// IPv6 one: `IP_PMTUDISC_DONT` (0, no DF, fragment), `WANT` (1, DF when it
+    /// fits, else fragment), `DO` (2, DF, `EMSGSIZE` over the path MTU), `PROBE`
+    /// (3, DF, the device's MTU), `INTERFACE` (4, no DF, the device's MTU, over it
+    /// `EMSGSIZE`), `OMIT` (5, no DF, the device's MTU, fragment); the constants are
+    /// [`crate::tcp::consts`]'. `InvalidInput` past 5 (`EINVAL`).
+    pub fn udp_set_mtu_discover(&mut self, h: UdpHandle, mode: u8) -> Result<(), SocketError> {
+        if mode > crate::tcp::consts::IP_PMTUDISC_OMIT {
+            return Err(SocketError::InvalidInput);
+        }
+        self.udp.get_mut(h)?.cork.pmtudisc = mode;
+        Ok(())
+    }
+
+    /// `getsockopt(IP_MTU_DISCOVER)` / `IPV6_MTU_DISCOVER`.
+    pub fn udp_mtu_discover(&self, h: UdpHandle) -> Result<u8, SocketError> {
+        Ok(self.udp.get(h)?.cork.pmtudisc)
+    }
+
+    /// `setsockopt(IPV6_DONTFRAG)` on an IPv6 socket: a datagram over the MTU is
+    /// `EMSGSIZE` instead of fragments. `InvalidInput` on an IPv4 socket.
+    pub fn udp_set_dontfrag(&mut self, h: UdpHandle, on: bool) -> Result<(), SocketError> {
+        let s = self.udp.get_mut(h)?;
+        if s.local.is_ipv4() {
+            return Err(SocketError::InvalidInput);
+        }
+        s.cork.dontfrag = on;
+        Ok(())
+    }
+
+    /// `setsockopt(IPV6_MTU)` on an IPv6 socket (`np->frag_size`): a datagram
+    /// that needs fragmenting is cut into fragments of at most `mtu` bytes, and a
+    /// datagram over it with `IPV6_DONTFRAG` is `EMSGSIZE`; 0 unsets it. Below
+    /// 1280 (`IPV6_MIN_MTU`) or on an IPv4 socket `InvalidInput`.
+    pub fn udp_set_ipv6_mtu(&mut self, h: UdpHandle, mtu: u16) -> Result<(), SocketError> {
+        let s = self.udp.get_mut(h)?;
+        if s.local.is_ipv4() || (mtu != 0 && mtu < 1280) {
+            return Err(SocketError::InvalidInput);
+        }
+        s.cork.frag_size = mtu;
         Ok(())
     }
 
@@ -274,8 +354,9 @@ impl Stack {
     }
 
     /// `sendto(2)`: one datagram to `dst`, from the socket's address (or, if it is
-    /// unspecified, the stack's first address of `dst`'s family). `MessageTooLong`
-    /// (`EMSGSIZE`) if it does not fit the path MTU, as lowtide does not fragment.
+    /// unspecified, the stack's first address of `dst`'s family); fragmented over
+    /// the path MTU, or `MessageTooLong` (`EMSGSIZE`) where the socket's
+    /// `IP_MTU_DISCOVER` or `IPV6_DONTFRAG` forbids it, or past 64 KB.
     pub fn udp_send_to(
         &mut self,
         now: Instant,
@@ -294,8 +375,7 @@ impl Stack {
                 .ok_or(SocketError::AddrNotAvailable)?,
         };
         let src = SocketAddr::new(ip, s.local.port());
-        let gso = s.segment;
-        self.udp_output(now, src, dst, data, gso)
+        self.udp_output(now, h, src, dst, data)
     }
 
     /// Sends one datagram from any `src` through the catch-all socket `h`: the
@@ -315,21 +395,23 @@ impl Stack {
         if src.is_ipv4() != dst.is_ipv4() || src.port() == 0 || dst.port() == 0 {
             return Err(SocketError::InvalidInput);
         }
-        let gso = s.segment;
-        self.udp_output(now, src, dst, data, gso)
+        self.udp_output(now, h, src, dst, data)
     }
 
-    /// `udp_send_skb`: the IP and UDP headers with a full checksum, queued for the
-    /// device; with a segment size `gso` below the payload, one GSO super-packet
-    /// with a partial checksum (`udp4_hwcsum`) instead.
+    /// `udp_send_skb`: the IP and UDP headers with a full checksum, through
+    /// [`Stack::ip_local_out`] (fragmented over the MTU); with a segment size below
+    /// the payload, one GSO super-packet with a partial checksum (`udp4_hwcsum`)
+    /// instead.
     fn udp_output(
         &mut self,
         now: Instant,
+        h: UdpHandle,
         src: SocketAddr,
         dst: SocketAddr,
         data: &[u8],
-        gso: u16,
     ) -> Result<usize, SocketError> {
+        let s = self.udp.get(h)?;
+        let (gso, cork, connected) = (s.segment as usize, s.cork, s.inet_id.is_some());
         let ip = IpRepr {
             src: src.ip(),
             dst: dst.ip(),
@@ -340,36 +422,27 @@ impl Stack {
             header_len: 0,
             payload_len: UDP_HEADER_LEN + data.len(),
         };
-        let mtu = self.route_mtu(now, dst.ip()) as usize;
-        let hlen = ip.emit_len() + UDP_HEADER_LEN;
-        let gso = gso as usize;
-        // ip_append_data / ip6_append_data: the IPv4 total length, the IPv6
-        // payload length fit 16 bits.
-        let v4_hdr = if dst.is_ipv4() { ip.emit_len() } else { 0 };
-        if v4_hdr + ip.payload_len > u16::MAX as usize {
-            return Err(SocketError::MessageTooLong);
-        }
-        if gso > 0 {
-            if hlen + data.len().min(gso) > mtu {
-                return Err(SocketError::MessageTooLong);
-            }
-            if data.len() > gso * UDP_MAX_SEGMENTS {
-                return Err(SocketError::InvalidInput);
-            }
-        } else if hlen + data.len() > mtu {
-            return Err(SocketError::MessageTooLong);
-        }
-        let udp = UdpRepr {
-            src_port: src.port(),
-            dst_port: dst.port(),
-        };
-        let mut packet = vec![0; ip.emit_len()];
-        ip.emit(&mut packet, self.next_ip_id());
-        packet.reserve(ip.payload_len);
         let segs = match gso {
             0 => 1,
             g => data.len().div_ceil(g).max(1),
         };
+        let out = match segs > 1 {
+            true => self.udp_gso_check(now, &ip, cork, data.len(), gso)?,
+            false if dst.is_ipv4() => self.ip_cork(now, dst.ip(), cork, ip.payload_len)?,
+            false => self.ip6_cork(now, dst.ip(), cork, ip.payload_len, UDP_HEADER_LEN)?,
+        };
+        let id = match self.udp.get_mut(h)?.inet_id.as_mut() {
+            // ip_select_ident_segs: a connected socket's own counter.
+            Some(id) if connected => {
+                *id = id.wrapping_add(1);
+                *id
+            }
+            _ => self.ip_select_ident(now, (src.ip(), dst.ip(), PROTO_UDP), out),
+        };
+        let mut packet = vec![0; ip.emit_len()];
+        ip.emit(&mut packet, id);
+        set_ipv4_tos_df(&mut packet, 0, out.df);
+        packet.reserve(ip.payload_len);
         if segs > 1 {
             // Don't checksum the payload: the device will cut it (udp_send_skb).
             let check = lowtide_wire::udp::partial_checksum(src.ip(), dst.ip(), ip.payload_len);
@@ -379,34 +452,67 @@ impl Stack {
             packet.extend_from_slice(&check.to_be_bytes());
             packet.extend_from_slice(data);
         } else {
+            let udp = UdpRepr {
+                src_port: src.port(),
+                dst_port: dst.port(),
+            };
             udp.emit(src.ip(), dst.ip(), data, &mut packet);
         }
         self.mib.inc(match dst.is_ipv4() {
             true => Mib::UdpOutDatagrams,
             false => Mib::Udp6OutDatagrams,
         });
-        let gso_size = if segs > 1 { gso as u16 } else { 0 };
-        self.queue_datagram_gso(packet, gso_size, segs as u16);
+        match segs > 1 {
+            true => self.queue_datagram_gso(packet, gso as u16, segs as u16),
+            false => self.ip_local_out(now, packet, out),
+        }
         Ok(data.len())
     }
 
-    /// The next IPv4 identification (`ip_select_ident`).
-    pub(super) fn next_ip_id(&mut self) -> u16 {
-        self.ip_id = self.ip_id.wrapping_add(1);
-        self.ip_id
+    /// `udp_send_skb`'s checks of a GSO send (one segment within the path MTU, at
+    /// most `UDP_MAX_SEGMENTS`), and the 16-bit length; the device cuts the
+    /// segments, none is fragmented.
+    fn udp_gso_check(
+        &self,
+        now: Instant,
+        ip: &IpRepr,
+        cork: IpCork,
+        len: usize,
+        gso: usize,
+    ) -> Result<super::ip_output::OutParams, SocketError> {
+        let mtu = self.route_mtu(now, ip.dst) as usize;
+        let hlen = ip.emit_len() + UDP_HEADER_LEN;
+        // ip_append_data / ip6_append_data: the IPv4 total length, the IPv6
+        // payload length fit 16 bits.
+        let v4_hdr = if ip.dst.is_ipv4() { ip.emit_len() } else { 0 };
+        if v4_hdr + ip.payload_len > u16::MAX as usize || hlen + len.min(gso) > mtu {
+            return Err(SocketError::MessageTooLong);
+        }
+        if len > gso * UDP_MAX_SEGMENTS {
+            return Err(SocketError::InvalidInput);
+        }
+        Ok(super::ip_output::OutParams {
+            mtu: usize::MAX,
+            ignore_df: false,
+            frag_size: 0,
+            df: ip.dst.is_ipv4() && self.ip_df(now, ip.dst, cork, v4_hdr + ip.payload_len),
+        })
     }
 
-    /// Queues a whole packet with its checksums done (not TCP: no GSO, no TX
-    /// completion to report to a socket).
-    pub(super) fn queue_datagram(&mut self, packet: Vec<u8>) {
-        self.queue_datagram_gso(packet, 0, 1);
-    }
-
-    /// [`Stack::queue_datagram`] of a UDP GSO super-packet of `gso_segs` datagrams.
+    /// [`Stack::ip_local_out`] of a UDP GSO super-packet of `gso_segs` datagrams,
+    /// cut by the device (a GSO packet counts once).
     fn queue_datagram_gso(&mut self, packet: Vec<u8>, gso_size: u16, gso_segs: u16) {
         let ver = crate::mib::ip_version(&packet);
         self.mib.inc(Mib::IpOutRequests.for_ip_version(ver));
-        self.mib.inc(Mib::IpOutTransmits.for_ip_version(ver)); // ip_finish_output2
+        self.ip_finish_output2(packet, gso_size, gso_segs);
+    }
+
+    /// `ip_finish_output2` / `ip6_finish_output2`: one packet (a datagram, a
+    /// fragment, a GSO super-packet) with its checksums done to the device: not TCP,
+    /// so no TX completion to report to a socket.
+    pub(super) fn ip_finish_output2(&mut self, packet: Vec<u8>, gso_size: u16, gso_segs: u16) {
+        let ver = crate::mib::ip_version(&packet);
+        self.mib.inc(Mib::IpOutTransmits.for_ip_version(ver));
         self.mib
             .add(Mib::IpExtOutOctets.for_ip_version(ver), packet.len() as u64);
         self.out.push_back(Transmit {
@@ -703,6 +809,10 @@ mod tests {
         let (mut a, mut b) = (stack("10.0.0.1"), stack("10.0.0.2"));
         let s = b.udp_bind(addr("10.0.0.2:9")).unwrap();
         let c = a.udp_bind(addr("0.0.0.0:0")).unwrap();
+        // Over the MTU only IP_PMTUDISC_DO (and PROBE, INTERFACE) say EMSGSIZE;
+        // the default WANT fragments (stack/ip_output.rs).
+        a.udp_set_mtu_discover(c, crate::tcp::consts::IP_PMTUDISC_DO)
+            .unwrap();
         assert_eq!(
             a.udp_send_to(T, c, &[0; 1473], addr("10.0.0.2:9")),
             Err(SocketError::MessageTooLong)

@@ -79,7 +79,7 @@ async fn catch_all_answers_from_the_original_destination() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn no_socket_means_port_unreachable_and_big_datagrams_are_emsgsize() {
+async fn no_socket_means_port_unreachable_and_datagrams_past_64k_are_emsgsize() {
     let (a, b) = pair("10.0.0.1", "10.0.0.2");
     let c = UdpSocket::bind(&a, "0.0.0.0:0").unwrap();
     c.send_to(b"anyone?", "10.0.0.2:9").await.unwrap();
@@ -87,7 +87,13 @@ async fn no_socket_means_port_unreachable_and_big_datagrams_are_emsgsize() {
     assert_eq!(b.counters().by_name("UdpNoPorts"), Some(1));
     assert_eq!(b.counters().by_name("IcmpOutDestUnreachs"), Some(1));
     assert_eq!(a.counters().by_name("IcmpInDestUnreachs"), Some(1));
-    let e = c.send_to(&[0; 1473], "10.0.0.2:9").await.unwrap_err();
+    // Over the MTU: fragmented (IP_PMTUDISC_WANT) and reassembled; past IPv4's
+    // 64 KB EMSGSIZE.
+    assert_eq!(c.send_to(&[0; 1473], "10.0.0.2:9").await.unwrap(), 1473);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(a.counters().by_name("IpFragCreates"), Some(2));
+    assert_eq!(b.counters().by_name("IpReasmOKs"), Some(1));
+    let e = c.send_to(&[0; 65_508], "10.0.0.2:9").await.unwrap_err();
     assert_eq!(e.raw_os_error(), Some(90), "{e}");
     let e = UdpSocket::bind(&a, "10.0.0.9:1").unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::AddrNotAvailable);

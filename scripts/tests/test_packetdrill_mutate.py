@@ -67,6 +67,71 @@ class Sysctl(unittest.TestCase):
         self.assertEqual(line, 2)
 
 
+FLOW = """`../common/defaults.sh`
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [20000], 4) = 0
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 32792 <mss 1000,sackOK,TS val 100 ecr 0,nop,wscale 7>
+   +0 > S. 0:0(0) ack 1 <mss 1460,sackOK,TS val 100 ecr 100,nop,wscale 8>
+  +.1 < . 1:1(0) ack 1 win 257 <nop,nop,TS val 200 ecr 100>
+   +0 accept(3, ..., ...) = 4
+   +0 setsockopt(4, SOL_TCP, TCP_CORK, [1], 4) = 0
+   +0 write(4, ..., 3000) = 3000
+   +0 > . 1:1001(1000) ack 1 <nop,nop,TS val 200 ecr 200>
+   +0 > . 1001:3001(2000) ack 1 <nop,nop,TS val 200 ecr 200>
+  +.1 < . 1:1(0) ack 3001 win 257 <nop,nop,TS val 300 ecr 200>
+"""
+
+
+class NewKinds(unittest.TestCase):
+    def mutants(self, kind, text=FLOW):
+        return [(line, what, lines) for k, line, what, lines in script(text).mutants() if k == kind]
+
+    def test_delay_and_hurry_shift_one_inbound_relative_time(self):
+        src = FLOW.split("\n")
+        (line, _, lines), = [m for m in self.mutants("delay") if m[0] == 14]
+        self.assertEqual(lines[13], "  +0.2 < . 1:1(0) ack 3001 win 257 <nop,nop,TS val 300 ecr 200>")
+        self.assertEqual(lines[:13], src[:13])
+        (_, _, lines), = [m for m in self.mutants("hurry") if m[0] == 14]
+        self.assertEqual(lines[13], "  +0.05 < . 1:1(0) ack 3001 win 257 <nop,nop,TS val 300 ecr 200>")
+        # a +0 line has no earlier time to take
+        self.assertFalse([m for m in self.mutants("hurry") if m[0] not in (8, 14)])
+
+    def test_dup_repeats_the_packet_at_once(self):
+        (_, _, lines), = [m for m in self.mutants("dup") if m[0] == 14]
+        self.assertEqual(lines[14], "  +0 < . 1:1(0) ack 3001 win 257 <nop,nop,TS val 300 ecr 200>")
+        self.assertEqual(len(lines), len(FLOW.split("\n")) + 1)
+
+    def test_ackpart_acknowledges_the_first_packet_sent_from_the_last_ack(self):
+        (line, what, lines), = self.mutants("ackpart")
+        self.assertEqual(line, 14)
+        self.assertIn("ack 1001 win 257", lines[13])
+
+    def test_tsdel_takes_the_option_and_its_padding(self):
+        (_, _, lines), = [m for m in self.mutants("tsdel") if m[0] == 14]
+        self.assertEqual(lines[13], "  +.1 < . 1:1(0) ack 3001 win 257")
+        sack = FLOW.replace("<nop,nop,TS val 300 ecr 200>", "<nop,nop,TS val 300 ecr 200,nop,nop,sack 1:2>")
+        (_, _, lines), = [m for m in self.mutants("tsdel", sack) if m[0] == 14]
+        self.assertTrue(lines[13].endswith("win 257 <nop,nop,sack 1:2>"), lines[13])
+
+    def test_tsold_goes_below_the_last_inbound_tsval(self):
+        (line, _, lines), = self.mutants("tsold")
+        self.assertEqual(line, 14)
+        self.assertIn("TS val 199 ecr 200", lines[13])
+
+    def test_sockopt_flips_booleans_and_halves_or_doubles_sizes(self):
+        whats = sorted(w for _, w, _ in self.mutants("sockopt"))
+        self.assertEqual(whats, ["line 10 TCP_CORK 1 -> 0", "line 3 SO_SNDBUF 20000 -> 10000",
+                                 "line 3 SO_SNDBUF 20000 -> 40000"])
+
+    def test_nodelay_follows_accept(self):
+        (line, _, lines), = self.mutants("nodelay")
+        self.assertEqual(lines[9], "   +0 setsockopt(4, SOL_TCP, TCP_NODELAY, [1], 4) = 0")
+        self.assertEqual(line, 10)
+        self.assertFalse(self.mutants("nodelay", FLOW.replace("TCP_CORK", "TCP_NODELAY")))
+
+
 class Modes(unittest.TestCase):
     def test_runs_in_follows_the_runners_name_rule(self):
         self.assertTrue(pm.runs_in("a-v6.pkt", "ipv6"))

@@ -34,6 +34,8 @@ impl Tcb {
         hp: bool,
         syn_acked: bool,
     ) -> AckOutcome {
+        // tcp_ack: int rexmit = REXMIT_NONE, for this ACK alone.
+        self.rexmit_lost = false;
         let delta = super::seq::Seq(th.ack).diff(self.snd_seq(self.snd_una)) as i64;
         let ack = self.snd_una as i64 + delta;
         if ack > self.snd_nxt as i64 {
@@ -287,6 +289,8 @@ impl Tcb {
             let d = self.fastretrans_alert(ctx, prior_una, 0, &mut fl);
             self.count_delivered(d, ece);
             self.newly_delivered(ctx, prior_delivered, ece, ecn_count);
+            // no_queue: no tcp_xmit_recovery, whatever rexmit says.
+            self.rexmit_lost = false;
         }
         self.ack_probe(ctx);
         if self.tlp_high_seq.is_some() {

@@ -164,10 +164,12 @@ impl Tcb {
                 self.identify_packet_loss(ctx, fl);
                 if self.ca_state != CaState::Recovery {
                     // Undone, but loss is evident: a new recovery (reordering then loss).
-                    if self.time_to_recover() {
-                        self.enter_recovery(ctx, fl.ece);
+                    if !self.time_to_recover() {
+                        return delivered;
                     }
+                    self.enter_recovery(ctx, fl.ece);
                 }
+                self.rexmit_lost = true;
             }
             CaState::Loss => {
                 delivered = self.process_loss(ctx, fl, num_dupack);
@@ -208,6 +210,7 @@ impl Tcb {
             return delivered;
         }
         self.enter_recovery(ctx, fl.ece);
+        self.rexmit_lost = true;
         delivered
     }
 
@@ -284,6 +287,7 @@ impl Tcb {
             self.try_undo_recovery(ctx);
             return 0;
         }
+        self.rexmit_lost = true;
         if !self.rx_opt.sack_ok {
             // "A Reno DUPACK means new data in F-RTO step 2.b above are delivered.
             // Lower inflight to clock out (re)transmissions."
@@ -386,6 +390,7 @@ impl Tcb {
         self.fastretrans_alert(ctx, prior_snd_una, 0, &mut fl);
         if self.state == TcpState::SynSent {
             self.frto_rexmit_new = false;
+            self.rexmit_lost = false;
         }
     }
 

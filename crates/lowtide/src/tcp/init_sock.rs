@@ -221,6 +221,7 @@ impl Tcb {
             },
             frto: false,
             frto_rexmit_new: false,
+            rexmit_lost: false,
             tlp_high_seq: None,
             tlp_retrans: false,
             reord_seen: 0,

@@ -294,4 +294,30 @@ mod tests {
         assert!(t.rtx.get(seq_of(995)).unwrap().has(SACKED_RETRANS));
         assert!(t.rtx.nodes_visited() - before > 980);
     }
+
+    /// Only `tcp_xmit_recovery` (an ACK whose `tcp_fastretrans_alert` set
+    /// `REXMIT_LOST`) and `tcp_tsq_write` (lost beyond retransmitted, room in cwnd)
+    /// retransmit: a push (`__tcp_push_pending_frames`: `tcp_data_snd_check` after
+    /// an ACK that asked for nothing, such as a SACK reneging, or a write) sends new
+    /// data only.
+    #[test]
+    fn a_push_retransmits_nothing_unless_the_ack_asked() {
+        let cfg = Config::default();
+        let resent = |rexmit: bool, tsq: bool| {
+            let mut t = tcb_with(&cfg, &[], &[3, 4]);
+            t.rtx.packets_out = N as u32;
+            let mut st = crate::tcp::TestStack::default();
+            let ctx = &mut st.ctx(&cfg, Instant(1_000_000_000), false);
+            t.rexmit_lost = rexmit;
+            match tsq {
+                false => t.write_xmit(ctx),
+                true => t.tsq_write(ctx),
+            }
+            assert!(!t.rexmit_lost, "taken by the push");
+            [3, 4].map(|i| t.rtx.get(seq_of(i)).unwrap().has(SACKED_RETRANS))
+        };
+        assert_eq!(resent(false, false), [false, false], "a push alone");
+        assert_eq!(resent(true, false), [true, true], "after REXMIT_LOST");
+        assert_eq!(resent(false, true), [true, true], "tcp_tsq_write");
+    }
 }

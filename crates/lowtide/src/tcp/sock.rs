@@ -337,6 +337,11 @@ pub struct Tcb {
     pub(crate) frto: bool,
     /// F-RTO step 2.b: send new data before retransmitting (`REXMIT_NEW`).
     pub(crate) frto_rexmit_new: bool,
+    /// `tcp_ack`'s `rexmit == REXMIT_LOST`: `tcp_fastretrans_alert` asked
+    /// `tcp_xmit_recovery` to retransmit what is lost; the push that follows the
+    /// ACK takes it. Only this, the reorder timer and `tcp_tsq_write` retransmit:
+    /// `__tcp_push_pending_frames` sends new data only.
+    pub(crate) rexmit_lost: bool,
     /// `tlp_high_seq`: `snd_nxt` when the outstanding loss probe was sent.
     pub(crate) tlp_high_seq: Option<u64>,
     /// `tlp_retrans`: that probe was a retransmission.

@@ -28,8 +28,9 @@ impl Tcb {
 
     /// `__tcp_push_pending_frames`: `tcp_write_xmit` ([`Tcb::tcp_write_xmit`]) with
     /// the push's `push_one` ([`Tcb::push_one`]: `tcp_push_one`'s 1, else 0),
-    /// preceded by retransmissions of lost skbs, or followed by them for F-RTO
-    /// (`tcp_xmit_recovery`), then `tcp_check_probe_timer`. As
+    /// preceded by retransmissions of lost skbs only when the ACK just processed
+    /// asked for them (`tcp_xmit_recovery`'s `REXMIT_LOST`, [`Tcb::rexmit_lost`]),
+    /// or followed by them for F-RTO (`REXMIT_NEW`), then `tcp_check_probe_timer`. As
     /// `tcp_push_pending_frames` (`tcp_data_snd_check`, `tcp_push`, the socket
     /// options), it runs `tcp_write_xmit` only when something waits to be sent
     /// (`tcp_send_head`), or for F-RTO's new data (`REXMIT_NEW` calls
@@ -49,12 +50,20 @@ impl Tcb {
 
     /// [`Tcb::write_xmit`], or with `always` [`Tcb::tsq_write`].
     fn push_or_tsq_write(&mut self, ctx: &mut Ctx, always: bool) {
+        let rexmit_lost = core::mem::take(&mut self.rexmit_lost);
         if !self.can_send_data() {
             return;
         }
         // F-RTO step 2.b (tcp_xmit_recovery with REXMIT_NEW): new data first.
         let frto_new = core::mem::take(&mut self.frto_rexmit_new);
-        if !frto_new {
+        // tcp_xmit_recovery's REXMIT_LOST after an ACK; tcp_tsq_write's own test.
+        // A push (__tcp_push_pending_frames) retransmits nothing: after an ACK that
+        // asked for nothing (a SACK reneging, a partial undo, an ACK in Disorder),
+        // lost skbs wait for the next ACK or timer while new data may go.
+        let tsq_lost = always
+            && self.rtx.lost_out > self.rtx.retrans_out
+            && self.cw.snd_cwnd > self.packets_in_flight();
+        if !frto_new && (rexmit_lost || tsq_lost) {
             self.xmit_retransmit_queue(ctx);
         }
         let push_one = self.push_one;

@@ -247,7 +247,63 @@ fn timeout_us(d: Option<std::time::Duration>) -> Option<u64> {
     d.map(|d| d.as_micros().min(u64::MAX as u128) as u64)
 }
 
+/// `fdget` ... `fdput` around a call that may sleep on `fd`: `call` gets a
+/// descriptor of the call's own ([`lowtide::posix::Host::fdget`]) that names the
+/// file even once another thread closed `fd`, so the call goes on as if nothing
+/// happened; the call's reference dropped at its end releases the file if it was
+/// the last (as `close`, `SO_LINGER`'s wait included: Linux's `__fput` runs before
+/// the call returns to user space). A descriptor that is none goes to `call` as it
+/// is, which reports it in its own order.
+pub(crate) fn pinned<T>(
+    sh: &Shared,
+    fd: Fd,
+    call: impl FnOnce(Fd) -> Result<T, i32>,
+) -> Result<T, i32> {
+    let pin = sh.lock().host.fdget(fd).ok();
+    let r = call(pin.unwrap_or(fd));
+    if let Some(p) = pin {
+        fdput(sh, p);
+    }
+    r
+}
+
+/// Drops a reference [`pinned`] or `poll` took, releasing the file if it was the
+/// last one, and waits as `close` would.
+pub(crate) fn fdput(sh: &Shared, pin: Fd) {
+    let linger = {
+        let mut st = sh.enter();
+        let now = st.now();
+        let r = st.host.fdput(now, pin);
+        st.drain_transmit();
+        sh.wake_all(&mut st);
+        r.ok().flatten()
+    };
+    let _ = linger_wait(sh, linger);
+}
+
+/// SO_LINGER with a time on a released socket: sleep until the FIN is
+/// acknowledged or the time is up (`sk_stream_wait_close`).
+fn linger_wait(sh: &Shared, linger: lowtide::posix::LingerWait) -> Result<(), i32> {
+    let Some((h, d)) = linger else {
+        return Ok(());
+    };
+    let us = d.map(|d| d.as_micros() as u64);
+    sh.blocking(
+        false,
+        us,
+        |st: &mut State| match st.host.is_closing(h) {
+            true => Attempt::Wait,
+            false => Attempt::Done(Ok(())),
+        },
+        |_| Ok(()),
+    )
+}
+
 fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32> {
+    pinned(sh, fd, |fd| do_recv_on(sh, fd, len, flags))
+}
+
+fn do_recv_on(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32> {
     // tcp_recvmsg: MSG_ERRQUEUE reads the error queue at once (inet_recv_error),
     // and MSG_OOB never blocks (tcp_recv_urg).
     let (nonblock, timeout) = {
@@ -329,28 +385,35 @@ unsafe extern "C" fn pd_accept(
     a: *mut libc::sockaddr,
     l: *mut socklen_t,
 ) -> c_int {
-    guard(ud, |sh| {
-        let (nonblock, timeout) = {
-            let st = sh.lock();
-            (
-                st.host.is_nonblocking(fd, 0),
-                timeout_us(st.host.rcvtimeo(fd)),
-            )
-        };
-        // inet_csk_accept: inet_csk_wait_for_connect sleeps at most sk_rcvtimeo,
-        // then EAGAIN.
-        let (nfd, peer) = sh.blocking(
-            nonblock,
-            timeout,
-            |st: &mut State| match st.host.accept(fd) {
-                Err(Errno(errno::EAGAIN)) => Attempt::Wait,
-                r => Attempt::Done(r.map_err(e)),
-            },
-            |_| Err(errno::EAGAIN),
-        )?;
-        sockaddr_from(peer, a, l);
-        Ok(nfd)
-    })
+    guard(ud, |sh| pinned(sh, fd, |fd| accept_on(sh, fd, a, l)))
+}
+
+unsafe fn accept_on(
+    sh: &Shared,
+    fd: Fd,
+    a: *mut libc::sockaddr,
+    l: *mut socklen_t,
+) -> Result<c_int, i32> {
+    let (nonblock, timeout) = {
+        let st = sh.lock();
+        (
+            st.host.is_nonblocking(fd, 0),
+            timeout_us(st.host.rcvtimeo(fd)),
+        )
+    };
+    // inet_csk_accept: inet_csk_wait_for_connect sleeps at most sk_rcvtimeo,
+    // then EAGAIN.
+    let (nfd, peer) = sh.blocking(
+        nonblock,
+        timeout,
+        |st: &mut State| match st.host.accept(fd) {
+            Err(Errno(errno::EAGAIN)) => Attempt::Wait,
+            r => Attempt::Done(r.map_err(e)),
+        },
+        |_| Err(errno::EAGAIN),
+    )?;
+    sockaddr_from(peer, a, l);
+    Ok(nfd)
 }
 
 unsafe extern "C" fn pd_connect(
@@ -359,36 +422,43 @@ unsafe extern "C" fn pd_connect(
     a: *const libc::sockaddr,
     l: socklen_t,
 ) -> c_int {
-    guard(ud, |sh| {
-        let (first, nonblock, timeout, sa) = {
-            let mut st = sh.enter();
-            let sa = user_sockaddr(&st.host, fd, a, l)?;
+    guard(ud, |sh| pinned(sh, fd, |fd| connect_on(sh, fd, a, l)))
+}
+
+unsafe fn connect_on(
+    sh: &Shared,
+    fd: Fd,
+    a: *const libc::sockaddr,
+    l: socklen_t,
+) -> Result<c_int, i32> {
+    let (first, nonblock, timeout, sa) = {
+        let mut st = sh.enter();
+        let sa = user_sockaddr(&st.host, fd, a, l)?;
+        let now = st.now();
+        let r = st.host.connect_user(now, fd, &sa);
+        st.drain_transmit();
+        sh.wake_all(&mut st);
+        (r, st.host.is_nonblocking(fd, 0), st.host.sndtimeo(fd), sa)
+    };
+    // __inet_stream_connect: a blocking connect, a new one (EINPROGRESS) or one
+    // on a socket already connecting (EALREADY), sleeps in inet_wait_for_connect
+    // until the handshake ends, at most sk_sndtimeo; then that error stands.
+    let pending = match first {
+        Err(Errno(x @ (errno::EINPROGRESS | errno::EALREADY))) if !nonblock => x,
+        r => return r.map(|_| 0).map_err(e),
+    };
+    sh.blocking(
+        false,
+        timeout_us(timeout),
+        |st: &mut State| {
             let now = st.now();
-            let r = st.host.connect_user(now, fd, &sa);
-            st.drain_transmit();
-            sh.wake_all(&mut st);
-            (r, st.host.is_nonblocking(fd, 0), st.host.sndtimeo(fd), sa)
-        };
-        // __inet_stream_connect: a blocking connect, a new one (EINPROGRESS) or one
-        // on a socket already connecting (EALREADY), sleeps in inet_wait_for_connect
-        // until the handshake ends, at most sk_sndtimeo; then that error stands.
-        let pending = match first {
-            Err(Errno(x @ (errno::EINPROGRESS | errno::EALREADY))) if !nonblock => x,
-            r => return r.map(|_| 0).map_err(e),
-        };
-        sh.blocking(
-            false,
-            timeout_us(timeout),
-            |st: &mut State| {
-                let now = st.now();
-                match st.host.connect_user(now, fd, &sa) {
-                    Err(Errno(errno::EALREADY)) => Attempt::Wait,
-                    r => Attempt::Done(r.map(|_| 0).map_err(e)),
-                }
-            },
-            |_| Err(pending),
-        )
-    })
+            match st.host.connect_user(now, fd, &sa) {
+                Err(Errno(errno::EALREADY)) => Attempt::Wait,
+                r => Attempt::Done(r.map(|_| 0).map_err(e)),
+            }
+        },
+        |_| Err(pending),
+    )
 }
 
 unsafe extern "C" fn pd_read(ud: Ud, fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
@@ -532,19 +602,10 @@ unsafe extern "C" fn pd_close(ud: Ud, fd: c_int) -> c_int {
             sh.wake_all(&mut st);
             r?
         };
-        // SO_LINGER with a time: sleep until the FIN is acknowledged or time is up.
-        if let Some((h, d)) = linger {
-            let us = d.map(|d| d.as_micros() as u64);
-            sh.blocking(
-                false,
-                us,
-                |st: &mut State| match st.host.is_closing(h) {
-                    true => Attempt::Wait,
-                    false => Attempt::Done(Ok(())),
-                },
-                |_| Ok(()),
-            )?;
-        }
+        // SO_LINGER with a time: sleep until the FIN is acknowledged or time is up
+        // (not when a call in another thread still holds the file: its fdput
+        // releases it).
+        linger_wait(sh, linger)?;
         Ok(0)
     })
 }

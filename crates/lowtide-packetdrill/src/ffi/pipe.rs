@@ -32,18 +32,32 @@ pub(super) unsafe extern "C" fn pd_splice(
 ) -> ssize_t {
     guard(ud, |sh| {
         let (oi, oo) = (offset_given(off_in), offset_given(off_out));
-        sh.blocking(
-            false,
-            None,
-            |st: &mut State| {
-                let now = st.now();
-                match st.host.splice(now, (fd_in, oi), (fd_out, oo), n, flags) {
-                    Ok(lowtide::posix::Spliced::Wait) => Attempt::Wait,
-                    Ok(lowtide::posix::Spliced::Bytes(k)) => Attempt::Done(Ok(k as ssize_t)),
-                    Err(x) => Attempt::Done(Err(e(x))),
-                }
-            },
-            |_| Err(errno::EAGAIN),
-        )
+        pinned(sh, fd_in, |fd_in| {
+            pinned(sh, fd_out, |fd_out| {
+                splice_on(sh, (fd_in, oi), (fd_out, oo), n, flags)
+            })
+        })
     })
+}
+
+fn splice_on(
+    sh: &Shared,
+    (fd_in, oi): (Fd, bool),
+    (fd_out, oo): (Fd, bool),
+    n: size_t,
+    flags: c_uint,
+) -> Result<ssize_t, i32> {
+    sh.blocking(
+        false,
+        None,
+        |st: &mut State| {
+            let now = st.now();
+            match st.host.splice(now, (fd_in, oi), (fd_out, oo), n, flags) {
+                Ok(lowtide::posix::Spliced::Wait) => Attempt::Wait,
+                Ok(lowtide::posix::Spliced::Bytes(k)) => Attempt::Done(Ok(k as ssize_t)),
+                Err(x) => Attempt::Done(Err(e(x))),
+            }
+        },
+        |_| Err(errno::EAGAIN),
+    )
 }

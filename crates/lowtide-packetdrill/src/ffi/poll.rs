@@ -22,7 +22,7 @@ pub(super) unsafe extern "C" fn pd_poll(
         } else {
             std::slice::from_raw_parts_mut(fds, n as usize)
         };
-        let mut v: Vec<PollFd> = pfds
+        let v: Vec<PollFd> = pfds
             .iter()
             .map(|p| PollFd {
                 fd: p.fd,
@@ -30,15 +30,29 @@ pub(super) unsafe extern "C" fn pd_poll(
                 revents: 0,
             })
             .collect();
+        let vw = std::cell::RefCell::new((v, lowtide::posix::PollWait::default()));
+        let scan = |st: &mut State| {
+            let (v, w) = &mut *vw.borrow_mut();
+            st.host.poll_wait(v, w)
+        };
         let count = sh.blocking(
             timeout == 0,
             timeout_us(timeout),
-            |st: &mut State| match st.host.poll(&mut v) {
+            |st: &mut State| match scan(st) {
                 0 => Attempt::Wait,
                 k => Attempt::Done(Ok(k)),
             },
-            |_| Ok(0),
+            // do_poll's scan after the timeout looks at every descriptor.
+            |st: &mut State| {
+                vw.borrow_mut().1.timed_out = true;
+                Ok(scan(st))
+            },
         );
+        let (v, w) = vw.into_inner();
+        // poll_freewait: the files' references go (the last one releases a file).
+        for pin in w.refs() {
+            fdput(sh, pin);
+        }
         let count = match count {
             Err(errno::EAGAIN) => 0,
             r => r?,
@@ -93,15 +107,17 @@ pub(super) unsafe extern "C" fn pd_epoll_wait(
         if evs.is_null() {
             return Err(errno::EFAULT);
         }
-        let r = sh.blocking(
-            timeout == 0,
-            timeout_us(timeout),
-            |st: &mut State| match st.host.epoll_wait(epfd, max as usize) {
-                Ok(v) if v.is_empty() => Attempt::Wait,
-                r => Attempt::Done(r.map_err(e)),
-            },
-            |_| Ok(Vec::new()),
-        );
+        let r = pinned(sh, epfd, |epfd| {
+            sh.blocking(
+                timeout == 0,
+                timeout_us(timeout),
+                |st: &mut State| match st.host.epoll_wait(epfd, max as usize) {
+                    Ok(v) if v.is_empty() => Attempt::Wait,
+                    r => Attempt::Done(r.map_err(e)),
+                },
+                |_| Ok(Vec::new()),
+            )
+        });
         let v = match r {
             Err(errno::EAGAIN) => Vec::new(),
             r => r?,

@@ -76,6 +76,10 @@ fn do_sendto(sh: &Shared, fd: Fd, data: &[&[u8]], flags: i32, dest: SendTo) -> R
 /// only, which connects; later tries wait for the connection and write the rest,
 /// as `tcp_sendmsg_locked` goes on after `__inet_stream_connect`.
 fn send_loop(sh: &Shared, fd: Fd, out: Out<'_>, flags: i32, dest: SendTo) -> Result<usize, i32> {
+    pinned(sh, fd, |fd| send_loop_on(sh, fd, out, flags, dest))
+}
+
+fn send_loop_on(sh: &Shared, fd: Fd, out: Out<'_>, flags: i32, dest: SendTo) -> Result<usize, i32> {
     let total: usize = match out {
         Out::Bytes(data) => data.iter().map(|b| b.len()).sum(),
         Out::Fault(n) => n,

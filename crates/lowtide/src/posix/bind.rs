@@ -55,19 +55,22 @@ impl Host {
             .and_then(|s| s.handle());
         let mut owners: Vec<PortOwner> = self.stack.port_owners(port);
         owners.retain(|o| o.handle.is_none() || o.handle != own);
-        for (&f, file) in &self.files {
+        let own_file = fd.and_then(|fd| self.files.id(fd));
+        for (f, file) in self.files.files() {
             let File::Socket(s) = file else { continue };
             match s.bound {
-                Some(b) if s.held && b.port() == port && Some(f) != fd => owners.push(PortOwner {
-                    local: b,
-                    reuse: s.opts.reuse,
-                    reuseport: s.opts.reuseport,
-                    v6only: s.opts.v6only,
-                    bound_dev_if: s.opts.bound_dev_if,
-                    listening: false,
-                    timewait: false,
-                    handle: None,
-                }),
+                Some(b) if s.held && b.port() == port && Some(f) != own_file => {
+                    owners.push(PortOwner {
+                        local: b,
+                        reuse: s.opts.reuse,
+                        reuseport: s.opts.reuseport,
+                        v6only: s.opts.v6only,
+                        bound_dev_if: s.opts.bound_dev_if,
+                        listening: false,
+                        timewait: false,
+                        handle: None,
+                    })
+                }
                 _ => {}
             }
         }
@@ -285,7 +288,7 @@ impl Host {
         s.bound = Some(local);
         s.held = false;
         s.state = SockState::Listening(h);
-        self.by_handle.insert(h, fd);
+        self.bind_handle(h, fd);
         Ok(())
     }
 

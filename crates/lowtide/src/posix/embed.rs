@@ -36,7 +36,7 @@ impl Host {
             .set_listener_options(&opts)
             .map_err(Errno::from)?;
         self.sock_mut(fd)?.state = SockState::Listening(h);
-        self.by_handle.insert(h, fd);
+        self.bind_handle(h, fd);
         Ok(())
     }
 

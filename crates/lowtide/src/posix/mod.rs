@@ -18,6 +18,7 @@ mod bind;
 pub mod consts;
 mod embed;
 mod fastopen;
+mod fdtable;
 mod getsockopt;
 mod linger;
 mod md5sig;
@@ -26,6 +27,7 @@ mod netdev;
 pub mod pipe;
 mod poll;
 pub use fastopen::SendTo;
+pub use fdtable::LingerWait;
 pub use linger::Linger;
 pub use sockaddr::{UserSockAddr, AF_UNSPEC, SOCKADDR_STORAGE_LEN};
 mod procnet;
@@ -39,7 +41,7 @@ mod ulp;
 pub use consts::errno;
 pub use msg::{Cmsg, RecvMsg};
 pub use pipe::Spliced;
-pub use poll::{EpollEvent, PollFd};
+pub use poll::{EpollEvent, PollFd, PollWait};
 pub use recv_wait::{RecvStep, RecvWait};
 
 use crate::socket::{
@@ -194,8 +196,9 @@ enum File {
 /// One host's socket table over a [`Stack`].
 pub struct Host {
     stack: Stack,
-    files: BTreeMap<Fd, File>,
-    by_handle: HashMap<SocketHandle, Fd>,
+    files: fdtable::FdTable,
+    /// The open file each connection or listener belongs to.
+    by_handle: HashMap<SocketHandle, fdtable::FileId>,
     /// What `CLOCK_REALTIME` read at `Instant::ZERO` (timestamps in cmsgs).
     realtime_zero: core::time::Duration,
     /// The lowest descriptor handed out (3: after stdio).
@@ -210,7 +213,7 @@ impl Host {
     pub fn new(stack: Stack) -> Host {
         Host {
             stack,
-            files: BTreeMap::new(),
+            files: fdtable::FdTable::default(),
             by_handle: HashMap::new(),
             realtime_zero: core::time::Duration::ZERO,
             fd_base: 3,
@@ -286,8 +289,8 @@ impl Host {
     /// queue with the key Linux's callback gives it (`poll::Wake::of`).
     pub fn sync_events(&mut self) {
         while let Some(ev) = self.stack.poll_event() {
-            if let Some(fd) = self.by_handle.get(&ev.socket) {
-                if let Some(File::Socket(s)) = self.files.get_mut(fd) {
+            if let Some(id) = self.by_handle.get(&ev.socket) {
+                if let Some(File::Socket(s)) = self.files.by_id_mut(*id) {
                     for w in poll::Wake::of(ev.kind) {
                         s.wake[*w as usize] += 1;
                     }
@@ -304,7 +307,7 @@ impl Host {
         while self.files.contains_key(&fd) {
             fd += 1;
         }
-        self.files.insert(fd, f);
+        self.files.install(fd, f);
         fd
     }
 
@@ -435,7 +438,7 @@ impl Host {
         child.bound = Some(local);
         child.state = SockState::Conn { h, connected: true };
         let nfd = self.alloc_fd(File::Socket(Box::new(child)));
-        self.by_handle.insert(h, nfd);
+        self.bind_handle(h, nfd);
         Ok((nfd, addr::user_addr(family, remote)))
     }
 
@@ -614,7 +617,7 @@ impl Host {
             h,
             connected: false,
         };
-        self.by_handle.insert(h, fd);
+        self.bind_handle(h, fd);
         self.sync_events();
         Ok((self.stack.fastopen_deferred(h), copied))
     }
@@ -845,8 +848,10 @@ impl Host {
         r.map_err(Errno::from)
     }
 
-    /// `close(2)`: a connection finishes in the background (FIN after the queued data;
-    /// RST if unread data remains or with `SO_LINGER` 0, as `tcp_close`).
+    /// `close(2)`: the descriptor leaves the table; the file is released once no
+    /// call holds it any more ([`Host::fdget`]): a connection then finishes in the
+    /// background (FIN after the queued data; RST if unread data remains or with
+    /// `SO_LINGER` 0, as `tcp_close`).
     pub fn close(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
         self.close_linger(now, fd).map(|_| ())
     }
@@ -856,12 +861,9 @@ impl Host {
     /// acknowledged or the time is up (`inet_release` → `tcp_close` →
     /// `sk_stream_wait_close`), on a non-blocking socket too. Wait while
     /// [`Host::is_closing`] holds, at most the returned duration (`None`: no limit,
-    /// a negative `l_linger`).
-    pub fn close_linger(
-        &mut self,
-        now: Instant,
-        fd: Fd,
-    ) -> Result<Option<(SocketHandle, Option<core::time::Duration>)>, Errno> {
+    /// a negative `l_linger`). Nothing to wait for when a call still holds the
+    /// file: its [`Host::fdput`] releases it.
+    pub fn close_linger(&mut self, now: Instant, fd: Fd) -> Result<LingerWait, Errno> {
         let linger = match self.files.get(&fd) {
             Some(File::Socket(s)) => match (s.state, s.linger) {
                 (SockState::Conn { h, .. }, l) if l.on && !l.is_zero() => Some((h, l.wait())),
@@ -869,8 +871,8 @@ impl Host {
             },
             _ => None,
         };
-        self.close_now(now, fd)?;
-        Ok(linger)
+        let released = self.close_fd(now, fd)?;
+        Ok(linger.filter(|_| released))
     }
 
     /// `sk_stream_closing`: the connection of a closed socket still waits for the
@@ -880,41 +882,6 @@ impl Host {
             self.stack.orphan_state(h),
             Some(TcpState::FinWait1 | TcpState::Closing | TcpState::LastAck)
         )
-    }
-
-    fn close_now(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
-        let f = self.files.remove(&fd).ok_or(Errno(errno::EBADF))?;
-        for f in self.files.values_mut() {
-            if let File::Epoll(ep) = f {
-                ep.forget(fd);
-            }
-        }
-        let s = match f {
-            File::Socket(s) => {
-                // inet_release of a socket holding its bound port: inet_put_port.
-                if let (true, Some(b)) = (s.held, s.bound) {
-                    self.stack.bhash_release(b.port());
-                }
-                s
-            }
-            File::Pipe(end) => {
-                self.pipe_close(end);
-                return Ok(());
-            }
-            File::Epoll(_) => return Ok(()),
-        };
-        let Some(h) = s.handle() else {
-            return Ok(());
-        };
-        self.by_handle.remove(&h);
-        // tcp_close: "SOCK_LINGER && !sk_lingertime" aborts (after the unread-data check).
-        let linger0 = s.linger.on && s.linger.is_zero();
-        let r = match s.state {
-            SockState::Conn { .. } if linger0 => self.stack.abort(now, h),
-            _ => self.stack.close(now, h),
-        };
-        self.sync_events();
-        r.map_err(Errno::from)
     }
 
     /// `fcntl(F_GETFL)`: `O_RDWR` plus `O_NONBLOCK` if set.
@@ -990,6 +957,8 @@ mod tests;
 mod tests_addr;
 #[cfg(test)]
 mod tests_bind;
+#[cfg(test)]
+mod tests_close;
 #[cfg(test)]
 mod tests_disconnect;
 #[cfg(test)]

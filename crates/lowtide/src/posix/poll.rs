@@ -1,6 +1,7 @@
 //! `poll(2)` and `epoll(7)` over [`Host`] sockets, with `tcp_poll`'s exact mask.
 
 use super::consts::*;
+use super::fdtable::FileId;
 use super::{err, Errno, Fd, File, Host, SockState};
 use crate::TcpState;
 use std::collections::BTreeMap;
@@ -113,15 +114,41 @@ impl Item {
     }
 }
 
-/// An epoll instance: its interest list.
+/// What a sleeping `poll(2)` holds between its scans (`struct poll_wqueues`):
+/// see [`Host::poll_wait`].
+#[derive(Debug, Default)]
+pub struct PollWait {
+    started: bool,
+    /// The time is up: the last scan looks at every descriptor.
+    pub timed_out: bool,
+    /// Each file's reference, the events its entry waits for, and its wakeups
+    /// when last looked at.
+    refs: Vec<(Fd, u32, Option<Seen>)>,
+}
+
+/// A socket's wakeup counts per key and its data sequence ([`Host::wake_state`]).
+type Seen = ([u64; WAKE_KEYS], u64);
+
+impl PollWait {
+    /// The references the call holds, to drop ([`Host::fdput`]) when it returns.
+    pub fn refs(&self) -> Vec<Fd> {
+        self.refs.iter().map(|r| r.0).collect()
+    }
+}
+
+/// An epoll instance: its interest list, each item keyed by its descriptor and
+/// the file the descriptor named (`struct epoll_filefd`): closing the descriptor
+/// leaves the item while the file lives (a call in progress holds it), and its
+/// events are still reported; the file's release removes it.
 #[derive(Debug, Default)]
 pub(crate) struct Epoll {
-    items: BTreeMap<Fd, Item>,
+    items: BTreeMap<(Fd, FileId), Item>,
 }
 
 impl Epoll {
-    pub(crate) fn forget(&mut self, fd: Fd) {
-        self.items.remove(&fd);
+    /// `eventpoll_release`: the file `id` is released.
+    pub(crate) fn forget(&mut self, id: FileId) {
+        self.items.retain(|k, _| k.1 != id);
     }
 }
 
@@ -218,6 +245,55 @@ impl Host {
         n
     }
 
+    /// `poll(2)` of a caller that sleeps between scans (`do_poll`): the first scan
+    /// takes a reference to each file it looks at (`__pollwait`'s `get_file`,
+    /// dropped with [`Host::fdput`] of [`PollWait::refs`] when the call returns),
+    /// so a descriptor closed meanwhile leaves its file alive. Linux scans again
+    /// only when one of those files is woken with a key its entry waits for
+    /// (`pollwake`), or at the timeout ([`PollWait::timed_out`]): a closed
+    /// descriptor is `POLLNVAL` only then. Descriptors still open are scanned at
+    /// every call, as [`Host::poll`].
+    pub fn poll_wait(&mut self, fds: &mut [PollFd], w: &mut PollWait) -> usize {
+        let woke = match w.started {
+            false => {
+                w.started = true;
+                for p in fds.iter().filter(|p| p.fd >= 0) {
+                    let Ok(pin) = self.fdget(p.fd) else { continue };
+                    let seen = self.wake_state(pin).ok();
+                    let key = p.events | POLLERR | POLLHUP;
+                    w.refs.push((pin, key, seen));
+                }
+                true
+            }
+            true => {
+                let mut woke = std::mem::take(&mut w.timed_out);
+                for (pin, key, seen) in w.refs.iter_mut() {
+                    let now = self.wake_state(*pin).ok();
+                    woke |= match (*seen, now) {
+                        (Some((w0, r0)), Some((w1, r1))) => ALL_WAKES.iter().any(|k| {
+                            let i = *k as usize;
+                            let changed = w0[i] != w1[i] || (*k == Wake::Data && r0 != r1);
+                            changed && (k.key() == 0 || k.key() & *key != 0)
+                        }),
+                        // Not a socket (a pipe end): its wakeups are not counted.
+                        _ => true,
+                    };
+                    *seen = now;
+                }
+                woke
+            }
+        };
+        let n = self.poll(fds);
+        if woke {
+            return n;
+        }
+        // Not woken: Linux does not look; a descriptor gone since is not seen.
+        for p in fds.iter_mut().filter(|p| p.revents == POLLNVAL) {
+            p.revents = 0;
+        }
+        fds.iter().filter(|p| p.revents != 0).count()
+    }
+
     /// `epoll_create(2)`.
     pub fn epoll_create(&mut self, size: i32) -> Result<Fd, Errno> {
         if size <= 0 {
@@ -246,7 +322,7 @@ impl Host {
             Some(f) => matches!(f, File::Epoll(_)),
             None => return err(errno::EBADF),
         };
-        if epfd == fd || !ep_is_epoll {
+        if self.files.id(epfd) == self.files.id(fd) || !ep_is_epoll {
             return err(errno::EINVAL);
         }
         if op == EPOLL_CTL_MOD && events & EPOLLEXCLUSIVE != 0 {
@@ -259,6 +335,7 @@ impl Host {
             return err(errno::EINVAL); // no nested exclusive wakeups
         }
         let (wake, rcv) = self.wake_state(fd)?;
+        let key = (fd, self.files.id(fd).ok_or(Errno(errno::EBADF))?);
         // ep_insert/ep_modify poll the file once: ready now, it goes on the list.
         let events = events | POLLERR | POLLHUP; // do_epoll_ctl, for ADD and MOD
         let now_ready = match op {
@@ -276,20 +353,20 @@ impl Host {
             seen_rcv: rcv,
         };
         match op {
-            EPOLL_CTL_ADD if ep.items.contains_key(&fd) => err(errno::EEXIST),
+            EPOLL_CTL_ADD if ep.items.contains_key(&key) => err(errno::EEXIST),
             EPOLL_CTL_ADD => {
-                ep.items.insert(fd, item);
+                ep.items.insert(key, item);
                 Ok(())
             }
-            EPOLL_CTL_MOD | EPOLL_CTL_DEL if !ep.items.contains_key(&fd) => err(errno::ENOENT),
+            EPOLL_CTL_MOD | EPOLL_CTL_DEL if !ep.items.contains_key(&key) => err(errno::ENOENT),
             // An exclusive item cannot be modified, only deleted.
-            EPOLL_CTL_MOD if ep.items[&fd].events & EPOLLEXCLUSIVE != 0 => err(errno::EINVAL),
+            EPOLL_CTL_MOD if ep.items[&key].events & EPOLLEXCLUSIVE != 0 => err(errno::EINVAL),
             EPOLL_CTL_MOD => {
-                ep.items.insert(fd, item);
+                ep.items.insert(key, item);
                 Ok(())
             }
             EPOLL_CTL_DEL => {
-                ep.items.remove(&fd);
+                ep.items.remove(&key);
                 Ok(())
             }
             _ => err(errno::EINVAL),
@@ -319,23 +396,28 @@ impl Host {
         if max == 0 {
             return err(errno::EINVAL);
         }
-        let fds: Vec<Fd> = match self.files.get(&epfd) {
+        let keys: Vec<(Fd, FileId)> = match self.files.get(&epfd) {
             Some(File::Epoll(ep)) => ep.items.keys().copied().collect(),
             Some(_) => return err(errno::EINVAL),
             None => return err(errno::EBADF),
         };
         let mut out = Vec::new();
-        for fd in fds {
+        for key in keys {
             if out.len() == max {
                 break;
             }
+            // The item's file through its descriptor, or through a call's own
+            // reference once the user closed that.
+            let Some(fd) = self.files.fd_of(key.1, key.0) else {
+                continue;
+            };
             let Ok((wake, rcv)) = self.wake_state(fd) else {
                 continue;
             };
             let Some(File::Epoll(ep)) = self.files.get_mut(&epfd) else {
                 break;
             };
-            let Some(it) = ep.items.get_mut(&fd) else {
+            let Some(it) = ep.items.get_mut(&key) else {
                 continue;
             };
             it.callback(wake, rcv);
@@ -349,7 +431,7 @@ impl Host {
             let Some(File::Epoll(ep)) = self.files.get_mut(&epfd) else {
                 break;
             };
-            let Some(it) = ep.items.get_mut(&fd) else {
+            let Some(it) = ep.items.get_mut(&key) else {
                 continue;
             };
             // A disarmed EPOLLONESHOT item (only the private bits left) reports

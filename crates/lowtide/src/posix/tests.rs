@@ -20,14 +20,14 @@ pub(super) fn host_with(cfg: Config, ip: Ipv4Addr, seed: u64) -> Host {
 }
 
 /// Two hosts joined by a perfect wire.
-struct HostPair {
-    a: Host,
-    b: Host,
-    now: Instant,
+pub(super) struct HostPair {
+    pub(super) a: Host,
+    pub(super) b: Host,
+    pub(super) now: Instant,
 }
 
 impl HostPair {
-    fn new() -> HostPair {
+    pub(super) fn new() -> HostPair {
         HostPair {
             a: host(A, 1),
             b: host(B, 2),
@@ -36,7 +36,7 @@ impl HostPair {
     }
 
     /// Moves packets both ways (checksums completed as a device would) until quiet.
-    fn run(&mut self) {
+    pub(super) fn run(&mut self) {
         for _ in 0..1000 {
             let mut moved = false;
             for (from_a, _) in [(true, 0), (false, 0)] {
@@ -81,7 +81,7 @@ impl HostPair {
     }
 
     /// A connected pair: (client fd on A, accepted fd on B, listener fd on B).
-    fn connected(&mut self) -> (Fd, Fd, Fd) {
+    pub(super) fn connected(&mut self) -> (Fd, Fd, Fd) {
         let l = self.b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
         self.b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
         self.b.listen(l, 8).unwrap();

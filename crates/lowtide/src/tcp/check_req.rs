@@ -73,13 +73,7 @@ impl Tcb {
         // have sent data.
         if f.contains(TcpFlags::ACK) && !fastopen && self.snd_off(Seq(th.ack)) != 1 {
             if !rst {
-                super::reply::send_reset(
-                    ctx,
-                    (self.tuple, self.listener_flow_label(ctx)),
-                    th,
-                    len,
-                    self.md5_key(),
-                );
+                self.listener_reset(ctx, th, len);
             }
             // The listener's reset (tcp_v4_do_rcv's `reset:`): no sk_drops.
             return false;
@@ -263,6 +257,13 @@ impl Tcb {
         paws_reject(self.rx_opt.ts_recent, tsval, rst, age)
     }
 
+    /// The reset a request's listener answers a segment with (`tcp_v4_send_reset`
+    /// with the listener: its flow label, the request's TCP-MD5 key).
+    fn listener_reset(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) {
+        let fl = self.listener_flow_label(ctx);
+        super::reply::send_reset(ctx, (self.tuple, fl), th, len, self.md5_key());
+    }
+
     /// `embryonic_reset:` a bad SYN is answered with a reset; a request ends without
     /// a word to anyone (`inet_csk_reqsk_queue_drop`); a Fast Open child keeps going
     /// after a bad SYN (no spoofed resets of a socket that may hold data) and is
@@ -270,13 +271,7 @@ impl Tcb {
     fn embryonic_reset(&mut self, ctx: &mut Ctx, th: &TcpRepr, len: usize) {
         let rst = th.flags.contains(TcpFlags::RST);
         if !rst {
-            super::reply::send_reset(
-                ctx,
-                (self.tuple, self.listener_flow_label(ctx)),
-                th,
-                len,
-                self.md5_key(),
-            );
+            self.listener_reset(ctx, th, len);
         }
         if self.tfo.rsk.is_some() {
             if rst {

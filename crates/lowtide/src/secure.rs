@@ -127,11 +127,12 @@ impl Secrets {
 }
 
 #[allow(deprecated)] // core's SipHasher is SipHash-2-4, Linux's siphash; no new dependency.
-fn sip(key: (u64, u64)) -> core::hash::SipHasher {
+pub(crate) fn sip(key: (u64, u64)) -> core::hash::SipHasher {
     core::hash::SipHasher::new_with_keys(key.0, key.1)
 }
 
-fn ip(h: &mut impl Hasher, a: IpAddr) {
+/// Feeds `a`'s address bytes (4 or 16) to `h`.
+pub(crate) fn ip(h: &mut impl Hasher, a: IpAddr) {
     match a {
         IpAddr::V4(v4) => h.write(&v4.octets()),
         IpAddr::V6(v6) => h.write(&v6.octets()),

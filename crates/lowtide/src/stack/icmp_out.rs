@@ -15,11 +15,13 @@ use super::icmp::{ICMPV6_DEST_UNREACH, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, IPV6
 use super::ip_output::IpCork;
 use super::Stack;
 use crate::mib::Mib;
+use crate::tcp::flowlabel::{FlowLabel, FLOWLABEL_REFLECT_ICMPV6_ECHO_REPLIES};
+use crate::tcp::FourTuple;
 use crate::time::Instant;
 use lowtide_wire::checksum;
-use lowtide_wire::ip::{set_ipv4_tos_df, IpRepr, PROTO_ICMPV6};
+use lowtide_wire::ip::{set_ipv4_tos_df, set_ipv6_flowlabel, IpRepr, PROTO_ICMPV6};
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 /// `ICMP_ECHOREPLY`, `ICMP_ECHO`.
 const ICMP_ECHOREPLY: u8 = 0;
@@ -266,9 +268,19 @@ impl Stack {
         }
         let mut reply = msg.to_vec();
         reply[0] = kind;
-        // icmp_reply copies the request's TOS.
-        let tos = if v4 { packet[1] } else { 0 };
-        self.icmp_push(now, src, ip.src, reply, tos);
+        // icmp_reply copies the request's TOS, icmpv6_echo_reply its traffic class
+        // (ipv6_get_dsfield) and, under flowlabel_reflect's bit 4, its flow label.
+        let (tos, label) = match v4 {
+            true => (packet[1], 0),
+            false => (
+                (packet[0] << 4) | (packet[1] >> 4),
+                match self.cfg.ipv6_flowlabel_reflect & FLOWLABEL_REFLECT_ICMPV6_ECHO_REPLIES {
+                    0 => 0,
+                    _ => lowtide_wire::ip::ipv6_flowlabel(packet),
+                },
+            ),
+        };
+        self.icmp_push(now, src, ip.src, reply, tos, label);
         self.mib.inc(if v4 {
             Mib::IcmpOutEchoReps
         } else {
@@ -359,7 +371,7 @@ impl Stack {
         } else {
             0
         };
-        self.icmp_push(now, ip.dst, ip.src, msg, tos);
+        self.icmp_push(now, ip.dst, ip.src, msg, tos, 0);
         self.mib.inc(mib);
     }
 
@@ -367,9 +379,20 @@ impl Stack {
     /// rest) and sends it in an IP packet from `src` to `dst` as the ICMP sockets
     /// do (`icmp_push_reply`, `icmpv6_push_pending_frames`): IPv4 with `tos`,
     /// without DF (`IP_PMTUDISC_DONT`) and a hashed identification, fragmented
-    /// over the path MTU, as is IPv6 (`IPV6_PMTUDISC_WANT`). Dropped if too long
-    /// for IP's 16-bit length.
-    fn icmp_push(&mut self, now: Instant, src: IpAddr, dst: IpAddr, mut msg: Vec<u8>, tos: u8) {
+    /// over the path MTU, as is IPv6 (`IPV6_PMTUDISC_WANT`), whose traffic class is
+    /// `tos` and flow label `label` if given, else (`__ip6_make_skb`'s
+    /// `ip6_make_flowlabel`, the ICMP socket's default `IPV6_AUTOFLOWLABEL`) from
+    /// the flow's hash over its addresses and ICMP type and code. Dropped if too
+    /// long for IP's 16-bit length.
+    fn icmp_push(
+        &mut self,
+        now: Instant,
+        src: IpAddr,
+        dst: IpAddr,
+        mut msg: Vec<u8>,
+        tos: u8,
+        label: u32,
+    ) {
         msg[2..4].fill(0);
         let v4 = src.is_ipv4();
         let initial = match v4 {
@@ -388,8 +411,8 @@ impl Stack {
             dst,
             protocol,
             hop_limit: TTL,
-            ecn: 0,
-            tos: 0,
+            ecn: if v4 { 0 } else { tos & 0x03 },
+            tos: if v4 { 0 } else { tos & !0x03 },
             header_len: 0,
             payload_len: msg.len(),
         };
@@ -407,8 +430,20 @@ impl Stack {
         };
         let mut packet = vec![0; ip.emit_len()];
         ip.emit(&mut packet, id);
-        if v4 {
-            set_ipv4_tos_df(&mut packet, tos, out.df);
+        match v4 {
+            true => set_ipv4_tos_df(&mut packet, tos, out.df),
+            false => {
+                let fl = FlowLabel {
+                    label,
+                    ..FlowLabel::default()
+                };
+                let flow = FourTuple {
+                    local: SocketAddr::new(src, 0),
+                    remote: SocketAddr::new(dst, u16::from_be_bytes([msg[0], msg[1]])),
+                };
+                let label = fl.make_proto(&self.cfg, self.flow_key, &flow, PROTO_ICMPV6);
+                set_ipv6_flowlabel(&mut packet, label);
+            }
         }
         packet.extend_from_slice(&msg);
         self.mib.inc(if v4 {
@@ -460,6 +495,36 @@ mod tests {
         ip.emit(&mut p, 1);
         p.extend_from_slice(&msg);
         p
+    }
+
+    #[test]
+    fn ipv6_echo_replies_take_a_flow_label_and_the_traffic_class() {
+        use lowtide_wire::ip::{ipv6_flowlabel, set_ipv6_flowlabel};
+        let (us, them) = ("fd00::2", "fd00::1");
+        let mut req = echo(them, us, b"x");
+        set_ipv6_flowlabel(&mut req, 0xabcde);
+        req[0] = 0x6b; // traffic class 0xb8 (EF)
+        req[1] = 0x80 | (req[1] & 0x0f);
+        let reply = |cfg: Config| {
+            let mut st = Stack::new(cfg, 1);
+            st.add_address(us.parse().unwrap());
+            st.handle_packet(Instant::ZERO, &req, RxChecksum::Verify);
+            st.poll_transmit(Instant::ZERO).expect("a reply").packet
+        };
+        let auto = reply(Config::default());
+        assert_eq!((auto[0] << 4) | (auto[1] >> 4), 0xb8, "ipv6_get_dsfield");
+        let label = ipv6_flowlabel(&auto);
+        assert!(label != 0 && label != 0xabcde, "{label:#x}");
+        assert_eq!(ipv6_flowlabel(&reply(Config::default())), label, "per flow");
+        let mut cfg = Config {
+            ipv6_flowlabel_reflect: 4,
+            ..Config::default()
+        };
+        assert_eq!(ipv6_flowlabel(&reply(cfg.clone())), 0xabcde, "reflected");
+        cfg.ipv6_flowlabel_reflect = 3;
+        assert_eq!(ipv6_flowlabel(&reply(cfg.clone())), label, "bits 1, 2 only");
+        cfg.ipv6_auto_flowlabels = 0;
+        assert_eq!(ipv6_flowlabel(&reply(cfg)), 0, "auto_flowlabels 0");
     }
 
     #[test]

@@ -30,8 +30,10 @@ use super::ip_output::IpCork;
 use super::Stack;
 use crate::mib::Mib;
 use crate::socket::{SocketError, Transmit, TxRetrans, TxToken};
+use crate::tcp::flowlabel::{self, FlowLabel};
+use crate::tcp::FourTuple;
 use crate::time::Instant;
-use lowtide_wire::ip::{set_ipv4_tos_df, IpRepr};
+use lowtide_wire::ip::{set_ipv4_tos_df, set_ipv6_flowlabel, IpRepr};
 use lowtide_wire::udp::{UdpRepr, PROTO_UDP, UDP_HEADER_LEN, UDP_MAX_SEGMENTS};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -89,6 +91,11 @@ struct UdpSock {
     cork: IpCork,
     /// `inet_id` of a connected IPv4 socket (`__ip4_datagram_connect`).
     inet_id: Option<u16>,
+    /// `sk_txhash`, set at `connect(2)` (`sk_set_txhash`); 0: none, each
+    /// datagram's IPv6 flow label comes from its flow's hash.
+    txhash: u32,
+    /// `IPV6_AUTOFLOWLABEL` if set (`autoflowlabel_set`).
+    autoflowlabel: Option<bool>,
 }
 
 #[derive(Default)]
@@ -203,6 +210,8 @@ impl Stack {
             segment: 0,
             cork,
             inet_id: None,
+            txhash: 0,
+            autoflowlabel: None,
         }))
     }
 
@@ -237,6 +246,8 @@ impl Stack {
             segment: 0,
             cork,
             inet_id: None,
+            txhash: 0,
+            autoflowlabel: None,
         });
         self.udp.catch_all = Some(h.index);
         Ok(h)
@@ -251,10 +262,40 @@ impl Stack {
         }
         // __ip4_datagram_connect: inet_id = get_random_u16().
         let inet_id = remote.is_ipv4().then(|| self.rng.next_u32() as u16);
+        let tuple = FourTuple {
+            local: s.local,
+            remote,
+        };
+        // __ip{4,6}_datagram_connect: sk_set_txhash.
+        let txhash = flowlabel::next_txhash(self.flow_key, &tuple, 0);
         let s = self.udp.get_mut(h)?;
         s.remote = Some(remote);
         s.inet_id = inet_id;
+        s.txhash = txhash;
         Ok(())
+    }
+
+    /// `setsockopt(IPV6_AUTOFLOWLABEL)` on an IPv6 socket: whether its datagrams
+    /// carry a flow label from their flow's hash (`net.ipv6.auto_flowlabels` 1 or
+    /// 2 let the socket choose); `InvalidInput` on an IPv4 socket.
+    pub fn udp_set_autoflowlabel(&mut self, h: UdpHandle, on: bool) -> Result<(), SocketError> {
+        let s = self.udp.get_mut(h)?;
+        if s.local.is_ipv4() {
+            return Err(SocketError::InvalidInput);
+        }
+        s.autoflowlabel = Some(on);
+        Ok(())
+    }
+
+    /// `getsockopt(IPV6_AUTOFLOWLABEL)`: `ip6_autoflowlabel`, the socket's choice
+    /// or the sysctl's default.
+    pub fn udp_autoflowlabel(&self, h: UdpHandle) -> Result<bool, SocketError> {
+        let s = self.udp.get(h)?;
+        if s.local.is_ipv4() {
+            return Err(SocketError::InvalidInput);
+        }
+        Ok(s.autoflowlabel
+            .unwrap_or_else(|| flowlabel::default_autolabel(&self.cfg)))
     }
 
     /// `inet_create` / `inet6_create`: `IP_PMTUDISC_DONT` under
@@ -412,6 +453,11 @@ impl Stack {
     ) -> Result<usize, SocketError> {
         let s = self.udp.get(h)?;
         let (gso, cork, connected) = (s.segment as usize, s.cork, s.inet_id.is_some());
+        let fl = FlowLabel {
+            txhash: s.txhash,
+            label: 0,
+            auto: s.autoflowlabel,
+        };
         let ip = IpRepr {
             src: src.ip(),
             dst: dst.ip(),
@@ -442,6 +488,15 @@ impl Stack {
         let mut packet = vec![0; ip.emit_len()];
         ip.emit(&mut packet, id);
         set_ipv4_tos_df(&mut packet, 0, out.df);
+        if dst.is_ipv6() {
+            // __ip6_make_skb: ip6_make_flowlabel(fl6->flowlabel 0, ip6_autoflowlabel).
+            let tuple = FourTuple {
+                local: src,
+                remote: dst,
+            };
+            let label = fl.make_proto(&self.cfg, self.flow_key, &tuple, PROTO_UDP);
+            set_ipv6_flowlabel(&mut packet, label);
+        }
         packet.reserve(ip.payload_len);
         if segs > 1 {
             // Don't checksum the payload: the device will cut it (udp_send_skb).
@@ -727,6 +782,36 @@ mod tests {
             };
             assert_eq!((b.counters().get(inn), b.counters().get(out)), (1, 1));
         }
+    }
+
+    #[test]
+    fn ipv6_datagrams_carry_their_flows_labels() {
+        use lowtide_wire::ip::ipv6_flowlabel;
+        let mut a = stack("fd00::1");
+        let s = a.udp_bind(addr("[fd00::1]:5000")).unwrap();
+        let sent = |a: &mut Stack, to: &str| {
+            a.udp_send_to(T, s, b"x", addr(to)).unwrap();
+            ipv6_flowlabel(&a.poll_transmit(T).unwrap().packet)
+        };
+        // Unconnected: skb_get_hash_flowi6, one label per flow.
+        let l1 = sent(&mut a, "[fd00::2]:53");
+        assert_ne!(l1, 0);
+        assert_eq!(sent(&mut a, "[fd00::2]:53"), l1, "one flow, one label");
+        assert_ne!(sent(&mut a, "[fd00::2]:54"), l1, "another flow");
+        assert_eq!(a.udp_autoflowlabel(s), Ok(true), "auto_flowlabels 1");
+        a.udp_set_autoflowlabel(s, false).unwrap();
+        assert_eq!(sent(&mut a, "[fd00::2]:53"), 0, "opted out");
+        a.udp_set_autoflowlabel(s, true).unwrap();
+        // Connected: the socket's sk_txhash, drawn at connect(2).
+        a.udp_connect(s, addr("[fd00::2]:53")).unwrap();
+        a.udp_send(T, s, b"y").unwrap();
+        let l2 = ipv6_flowlabel(&a.poll_transmit(T).unwrap().packet);
+        assert!(l2 != 0 && l2 != l1, "{l2:#x} {l1:#x}");
+        let v4 = a.udp_bind(addr("0.0.0.0:0")).unwrap();
+        assert_eq!(
+            a.udp_set_autoflowlabel(v4, true),
+            Err(SocketError::InvalidInput)
+        );
     }
 
     #[test]

@@ -63,7 +63,6 @@ impl Tcb {
         // (TCP_FLAG_RST|TCP_FLAG_SYN|TCP_FLAG_ACK)): ECE, CWR, PSH, FIN may be set.
         let flg = TcpFlags(f.0 & (TcpFlags::RST | TcpFlags::SYN | TcpFlags::ACK).0);
         if seq == 0 && flg == TcpFlags::SYN && !paws_reject {
-            self.rtx_synack_rehash(ctx); // tcp_rtx_synack
             self.rtx_synack(ctx);
             return self.check_req_drop();
         }

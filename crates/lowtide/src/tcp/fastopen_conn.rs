@@ -91,6 +91,7 @@ impl Tcb {
         if self.icsk.retransmits == 1 {
             self.enter_loss(ctx);
         }
+        self.rtx_synack_rehash(ctx); // tcp_rtx_synack
         self.retransmit_syn(ctx);
         self.update_rto_stats(ctx.now);
         self.undo.retrans_stamp.get_or_insert(ctx.now);

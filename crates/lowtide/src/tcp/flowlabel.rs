@@ -20,6 +20,7 @@ use super::sock::Tcb;
 use super::{Ctx, FourTuple};
 use crate::config::Config;
 use crate::mib::Mib;
+use crate::secure::{ip, sip};
 use core::hash::Hasher;
 
 /// `IPV6_FLOWLABEL_MASK`: the 20 bits of the label.
@@ -31,6 +32,11 @@ pub(crate) const FLOWLABEL_REFLECT_ESTABLISHED: u8 = 1;
 /// `FLOWLABEL_REFLECT_TCP_RESET`: resets without a full socket reflect the
 /// segment's label.
 pub(crate) const FLOWLABEL_REFLECT_TCP_RESET: u8 = 2;
+/// `FLOWLABEL_REFLECT_ICMPV6_ECHO_REPLIES`: an echo reply carries its request's
+/// label.
+pub(crate) const FLOWLABEL_REFLECT_ICMPV6_ECHO_REPLIES: u8 = 4;
+/// `IPPROTO_TCP`, in the flow hash of a TCP packet without a socket hash.
+const PROTO_TCP: u8 = 6;
 /// `IP6_AUTO_FLOW_LABEL_FORCED`: every packet gets one, whatever its socket says.
 const IP6_AUTO_FLOW_LABEL_FORCED: u8 = 3;
 
@@ -53,6 +59,20 @@ impl FlowLabel {
     /// `auto_flowlabels` and the socket allow) the hash rotated by 16 bits to its
     /// low 20, with the stateless flag under `flowlabel_state_ranges`.
     pub(crate) fn make(&self, cfg: &Config, key: (u64, u64), tuple: &FourTuple) -> u32 {
+        self.make_proto(cfg, key, tuple, PROTO_TCP)
+    }
+
+    /// [`FlowLabel::make`] for a packet of protocol `proto` (UDP, ICMPv6: their
+    /// `__ip6_make_skb`), whose flow hash covers the protocol as
+    /// `__get_hash_from_flowi6`'s keys do; an ICMPv6 flow's "ports" are its type
+    /// and code (`fl6_icmp_type`, `fl6_icmp_code` share `fl6_dport`'s bytes).
+    pub(crate) fn make_proto(
+        &self,
+        cfg: &Config,
+        key: (u64, u64),
+        tuple: &FourTuple,
+        proto: u8,
+    ) -> u32 {
         let label = self.label & IPV6_FLOWLABEL_MASK;
         let auto = self.auto.unwrap_or_else(|| default_autolabel(cfg));
         let mode = cfg.ipv6_auto_flowlabels;
@@ -60,7 +80,7 @@ impl FlowLabel {
             return label;
         }
         let hash = match self.txhash {
-            0 => flow_hash(key, tuple),
+            0 => flow_hash(key, tuple, proto),
             h => h,
         };
         let mut label = hash.rotate_left(16) & IPV6_FLOWLABEL_MASK;
@@ -79,8 +99,8 @@ pub(crate) fn default_autolabel(cfg: &Config) -> bool {
 
 /// `skb_get_hash_flowi6` of a packet without a socket hash: the flow's keyed hash
 /// (never 0, as `__flow_hash_from_keys`).
-fn flow_hash(key: (u64, u64), tuple: &FourTuple) -> u32 {
-    keyed(key, tuple, b"flow", 0)
+fn flow_hash(key: (u64, u64), tuple: &FourTuple, proto: u8) -> u32 {
+    keyed(key, tuple, b"flow", u32::from(proto))
 }
 
 /// `net_tx_rndhash` for `tuple`'s next transmit hash after `prev` (0 for the first):
@@ -89,11 +109,15 @@ pub(crate) fn next_txhash(key: (u64, u64), tuple: &FourTuple, prev: u32) -> u32 
     keyed(key, tuple, b"txhash", prev)
 }
 
+/// SipHash of the flow's addresses and ports under `key` (Linux: `siphash` over the
+/// flow keys), told apart by `what` and `salt`.
 fn keyed(key: (u64, u64), tuple: &FourTuple, what: &[u8], salt: u32) -> u32 {
-    #[allow(deprecated)] // core's SipHasher is SipHash-2-4; no new dependency.
-    let mut h = core::hash::SipHasher::new_with_keys(key.0, key.1);
+    let mut h = sip(key);
     h.write(what);
-    h.write(format!("{}{}", tuple.local, tuple.remote).as_bytes());
+    for a in [tuple.local, tuple.remote] {
+        ip(&mut h, a.ip());
+        h.write_u16(a.port());
+    }
     h.write_u32(salt);
     (h.finish() as u32).max(1)
 }
@@ -161,12 +185,34 @@ impl Tcb {
         true
     }
 
+    /// What a segment of this connection is labelled from: a Fast Open child's
+    /// SYN-ACK carries its request's hash (`tcp_make_synack`'s `skb_set_hash` from
+    /// `tcp_rsk(req)->txhash`), everything else the socket's.
+    pub(crate) fn segment_flow_label(&self, syn: bool) -> FlowLabel {
+        let mut fl = self.flow_label();
+        if syn && self.req_txhash != 0 && self.passive_fastopen() {
+            fl.txhash = self.req_txhash;
+        }
+        fl
+    }
+
     /// `tcp_rtx_synack`: a request sending its SYN-ACK again takes a new hash when
-    /// its listener's `sk_txrehash` allows (a Fast Open child keeps its own: Linux
-    /// changes only the request's, which its SYN-ACK carries).
+    /// its listener's `sk_txrehash` allows. A Fast Open child keeps its own
+    /// `sk_txhash` (copied from the request when it was made): Linux changes only
+    /// the request's, which the child's SYN-ACKs carry.
     pub(crate) fn rtx_synack_rehash(&mut self, ctx: &Ctx) {
-        if self.txrehash && !self.passive_fastopen() {
-            self.set_txhash(ctx);
+        if !self.txrehash {
+            return;
+        }
+        match self.passive_fastopen() {
+            true => {
+                let prev = match self.req_txhash {
+                    0 => self.txhash,
+                    h => h,
+                };
+                self.req_txhash = next_txhash(ctx.flow_key, &self.tuple, prev);
+            }
+            false => self.set_txhash(ctx),
         }
     }
 

@@ -239,6 +239,7 @@ impl Tcb {
             rto_stamp: None,
             txrehash: cfg.txrehash,
             txhash: 0,
+            req_txhash: 0,
             flow_label: 0,
             autoflowlabel: None,
             repflow: cfg.ipv6_flowlabel_reflect & super::flowlabel::FLOWLABEL_REFLECT_ESTABLISHED

@@ -534,7 +534,7 @@ impl Tcb {
             self.tuple,
             ds | ip_ecn,
             self.ip_dont_fragment(),
-            self.flow_label(),
+            self.segment_flow_label(flags & FLAG_SYN != 0),
         );
         let offset = (seq + (flags & FLAG_SYN != 0) as u64).saturating_sub(1);
         let body = payload.for_device(self.payload_source.as_ref(), offset);
@@ -763,6 +763,7 @@ impl Tcb {
         if self.oow_rate_limited(ctx, Mib::TcpExtTCPACKSkippedSynRecv) {
             return;
         }
+        self.rtx_synack_rehash(ctx); // tcp_rtx_synack
         self.retransmit_syn(ctx);
         if matches!(self.icsk.pending, Some((Pending::Retrans, _))) {
             self.icsk.pending = Some((Pending::Retrans, ctx.now + self.rto_backed_off()));

@@ -374,6 +374,9 @@ pub struct Tcb {
     /// `sk_txhash`: the transmit hash, the IPv6 flow label's source
     /// (tcp/flowlabel.rs); 0 until a connect or request sets it.
     pub(crate) txhash: u32,
+    /// A Fast Open child's request's `txhash` once `tcp_rtx_synack` changed it:
+    /// the SYN-ACK's, while the child keeps its own; 0: the same as `txhash`.
+    pub(crate) req_txhash: u32,
     /// `np->flow_label`: a label the connection chose (a reflected one); 0: none.
     pub(crate) flow_label: u32,
     /// `IPV6_AUTOFLOWLABEL` if set (`autoflowlabel_set`).

@@ -521,6 +521,14 @@ mib! {
     /// [`crate::Stack::poll_transmit`] output that no device stage finished (also
     /// counted in `TcpInCsumErrors`). See [`crate::Stack::handle_transmit`].
     LowtideInCsumPartial,
+    /// lowtide's own (Linux counts it only in /proc/net/stat/rt_cache's
+    /// `in_martian_src`): IPv4 packets dropped for a martian source
+    /// (`ip_route_input_slow`'s `martian_source:`: multicast, broadcast, 0.0.0.0/8,
+    /// loopback, or one of our own addresses).
+    LowtideInMartianSrc,
+    /// lowtide's own (rt_cache's `in_martian_dst`): IPv4 packets dropped for a
+    /// martian destination (0.0.0.0/8, loopback).
+    LowtideInMartianDst,
 }
 
 /// Stack-wide counters, indexed by [`Mib`].

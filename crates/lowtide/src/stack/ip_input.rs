@@ -14,7 +14,7 @@ use lowtide_wire::ip::{
     ipv6_flowlabel, IpRepr, IPV4_HEADER_LEN, IPV6_HEADER_LEN, NEXTHDR_NONE, PROTO_TCP,
 };
 use lowtide_wire::WireError;
-use std::net::Ipv6Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use tracing::trace;
 
 /// `ip6_rcv_core`'s address rules for a packet that arrived on a device (never
@@ -39,6 +39,40 @@ pub(super) fn ipv6_addrs_forbidden(packet: &[u8]) -> bool {
         || dst.is_loopback()
         || dst.is_multicast() && dst_scope <= 1
         || src.is_multicast()
+}
+
+/// Which of an IPv4 packet's addresses `ip_route_input_slow` (or, to a multicast
+/// group, `ip_mc_validate_source`) calls martian, `route_localnet` and
+/// `accept_local` off as by default: the source if multicast, the limited
+/// broadcast, in 0.0.0.0/8 (but to the limited broadcast, or to a link-local
+/// group, 224.0.0.0/24) or loopback; the destination if in 0.0.0.0/8 or loopback
+/// (`ipv4_is_zeronet`, `ipv4_is_loopback`; a loopback destination is checked
+/// first). A source that is one of the stack's own addresses is martian too
+/// (`fib_validate_source`); the caller checks that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Martian {
+    /// `martian_source:` (`in_martian_src`).
+    Source,
+    /// `martian_destination:` (`in_martian_dst`).
+    Destination,
+}
+
+pub(super) fn ipv4_martian(src: Ipv4Addr, dst: Ipv4Addr) -> Option<Martian> {
+    let zeronet = |a: Ipv4Addr| a.octets()[0] == 0;
+    if src.is_multicast() || src == Ipv4Addr::BROADCAST {
+        return Some(Martian::Source);
+    }
+    let local_group = dst.octets()[..3] == [224, 0, 0];
+    if dst == Ipv4Addr::BROADCAST || src.is_unspecified() && dst.is_unspecified() {
+        return None; // brd_input
+    }
+    if zeronet(src) && !(dst.is_multicast() && local_group) {
+        return Some(Martian::Source);
+    }
+    if zeronet(dst) || dst.is_loopback() {
+        return Some(Martian::Destination);
+    }
+    src.is_loopback().then_some(Martian::Source)
 }
 
 /// Whether the header of a packet that parse called `Truncated` is whole, so that
@@ -90,6 +124,9 @@ impl Stack {
                 None => return,
             }
         }
+        if self.ip_route_martian(&ip) {
+            return;
+        }
         // ip_route_input: an IPv4 broadcast or multicast is delivered too (only
         // ICMP takes it here: lowtide joins no groups and has no UDP broadcast).
         let bcast = ip.protocol == super::icmp::PROTO_ICMP && super::icmp_out::broadcast_v4(ip.dst);
@@ -115,6 +152,27 @@ impl Stack {
             return self.ip6_input_finish(now, ip, packet, verify, at);
         }
         self.ip_local_deliver_finish(now, &ip, packet, verify, 6);
+    }
+
+    /// `ip_route_input_noref`'s martians ([`ipv4_martian`], and a source that is
+    /// one of ours): dropped before anything else sees them, `IpInReceives`
+    /// their only Linux counter (the route cache's `in_martian_src` /
+    /// `in_martian_dst` are lowtide's `LowtideInMartianSrc` / `LowtideInMartianDst`).
+    fn ip_route_martian(&mut self, ip: &IpRepr) -> bool {
+        let (IpAddr::V4(src), IpAddr::V4(dst)) = (ip.src, ip.dst) else {
+            return false;
+        };
+        // fib_validate_source: one of our own addresses as the source
+        // (inet_lookup_ifaddr_rcu), unless from 0.0.0.0.
+        let own = !src.is_unspecified() && self.addrs.contains(&ip.src);
+        let martian = ipv4_martian(src, dst).or(own.then_some(Martian::Source));
+        match martian {
+            None => return false,
+            Some(Martian::Source) => self.mib.inc(Mib::LowtideInMartianSrc),
+            Some(Martian::Destination) => self.mib.inc(Mib::LowtideInMartianDst),
+        }
+        trace!(%src, %dst, ?martian, "drop: martian (ip_route_input_slow)");
+        true
     }
 
     /// `ip6_protocol_deliver_rcu`'s resubmit loop: the extension headers from
@@ -284,6 +342,24 @@ mod tests {
         s.counters().get(m)
     }
 
+    /// A SYN from `src` (port 40000) to `dst`.
+    fn syn(src: &str, dst: &str) -> Vec<u8> {
+        use lowtide_wire::build::{syn_options, tcp_packet, Csum};
+        use lowtide_wire::tcp::{TcpFlags, TcpRepr};
+        let th = TcpRepr {
+            src_port: 0,
+            dst_port: 0,
+            seq: 1,
+            ack: 0,
+            flags: TcpFlags::SYN,
+            window: 65535,
+            urgent: 0,
+            options: syn_options(1),
+        };
+        let src = std::net::SocketAddr::new(src.parse().unwrap(), 40000);
+        tcp_packet(src, dst.parse().unwrap(), &th, &[], 1, Csum::Full)
+    }
+
     /// ip6_rcv_core's RFC 4291 rules: each forbidden address is a header error
     /// (before any length check), counted as received with its ECN codepoint; a
     /// global multicast destination and unicast addresses pass.
@@ -379,6 +455,67 @@ mod tests {
             s.handle_packet(NOW, &c[..30], RxChecksum::Verify);
             assert_eq!(count(&s, Mib::IpExtInTruncatedPkts), 2);
         }
+    }
+
+    /// ip_route_input_slow's martians: dropped before TCP sees them (no reset,
+    /// no ICMP), each counted as received and in lowtide's own martian counters.
+    #[test]
+    fn ipv4_martians_are_dropped() {
+        use super::{ipv4_martian, Martian::*};
+        let a = |s: &str| s.parse::<std::net::Ipv4Addr>().unwrap();
+        for (src, dst, want) in [
+            ("224.0.0.5", "10.0.0.2", Some(Source)),
+            ("255.255.255.255", "10.0.0.2", Some(Source)),
+            ("0.1.2.3", "10.0.0.2", Some(Source)),
+            ("0.0.0.0", "10.0.0.2", Some(Source)),
+            ("127.0.0.1", "10.0.0.2", Some(Source)),
+            ("10.0.0.1", "127.0.0.1", Some(Destination)),
+            ("127.0.0.1", "127.0.0.1", Some(Destination)),
+            ("10.0.0.1", "0.0.0.9", Some(Destination)),
+            ("0.0.0.0", "255.255.255.255", None),
+            ("0.0.0.0", "224.0.0.1", None),
+            ("0.0.0.0", "239.1.1.1", Some(Source)),
+            ("10.0.0.1", "10.0.0.2", None),
+        ] {
+            assert_eq!(ipv4_martian(a(src), a(dst)), want, "{src} -> {dst}");
+        }
+        let mut s = stack("10.0.0.2");
+        s.listen("10.0.0.2:80".parse().unwrap(), 8).unwrap();
+        for src in ["127.0.0.1", "10.0.0.2", "0.0.0.7"] {
+            let syn = syn(src, "10.0.0.2:80");
+            s.handle_packet(NOW, &syn, RxChecksum::Verify);
+            assert!(
+                s.poll_transmit(NOW).is_none(),
+                "{src}: no SYN-ACK, no reset"
+            );
+        }
+        assert_eq!(count(&s, Mib::LowtideInMartianSrc), 3);
+        assert_eq!(count(&s, Mib::IpInReceives), 3);
+        assert_eq!(count(&s, Mib::TcpInSegs), 0);
+        let to_lo = syn("10.0.0.1", "127.0.0.1:80");
+        s.handle_packet(NOW, &to_lo, RxChecksum::Verify);
+        assert_eq!(count(&s, Mib::LowtideInMartianDst), 1);
+        let ok = syn("10.0.0.1", "10.0.0.2:80");
+        s.handle_packet(NOW, &ok, RxChecksum::Verify);
+        assert!(s.poll_transmit(NOW).is_some(), "a SYN-ACK");
+    }
+
+    /// tcp_v6_conn_request: a SYN from an IPv4-mapped IPv6 source is a header
+    /// error, neither answered nor a listen drop; from another source, a SYN-ACK.
+    #[test]
+    fn ipv6_syn_from_a_v4_mapped_source_is_dropped() {
+        let mut s = stack("fd00::2");
+        s.listen("[::]:80".parse().unwrap(), 8).unwrap();
+        s.handle_packet(
+            NOW,
+            &syn("::ffff:10.0.0.1", "[fd00::2]:80"),
+            RxChecksum::Verify,
+        );
+        assert!(s.poll_transmit(NOW).is_none());
+        assert_eq!(count(&s, Mib::Ip6InHdrErrors), 1);
+        assert_eq!(count(&s, Mib::TcpExtListenDrops), 0);
+        s.handle_packet(NOW, &syn("fd00::1", "[fd00::2]:80"), RxChecksum::Verify);
+        assert!(s.poll_transmit(NOW).is_some(), "a SYN-ACK");
     }
 
     /// An unknown protocol to us is counted and answered: IPv4 with a protocol

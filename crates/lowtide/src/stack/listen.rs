@@ -184,6 +184,14 @@ impl Stack {
         if !f.contains(TcpFlags::SYN) || f.contains(TcpFlags::FIN) {
             return self.sk_drops_skbadd(l);
         }
+        // tcp_v6_conn_request: a SYN from an IPv4-mapped source (which the
+        // dual-stack model cannot tell from IPv4's) is an IPv6 header error,
+        // dropped without a reset or a listen drop.
+        if matches!(ip.src, IpAddr::V6(a) if a.to_ipv4_mapped().is_some()) {
+            self.mib.inc(Mib::Ip6InHdrErrors);
+            trace!(%tuple.remote, "drop SYN: IPv4-mapped IPv6 source");
+            return;
+        }
         let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
             return;
         };

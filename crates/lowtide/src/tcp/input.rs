@@ -479,7 +479,7 @@ impl Tcb {
         if self.state == TcpState::Closed {
             return;
         }
-        if fin_wait1 && self.state == TcpState::FinWait2 && self.shut_rd_by_close() {
+        if fin_wait1 && self.state == TcpState::FinWait2 && self.sock_dead() {
             let new_data = sp
                 .end
                 .is_some_and(|e| e != seq && e - f.contains(TcpFlags::FIN) as u64 > self.rcv_nxt);
@@ -704,8 +704,11 @@ impl Tcb {
         }
     }
 
-    /// Whether the application closed the socket (so reads are impossible).
-    pub(crate) fn shut_rd_by_close(&self) -> bool {
-        self.shut_rd && self.shut_wr
+    /// `sock_flag(sk, SOCK_DEAD)`: the application closed the socket (`tcp_close`'s
+    /// `sock_orphan`). Not `sk_shutdown == SHUTDOWN_MASK`: a socket shut both ways
+    /// with shutdown(2) is no orphan (no FIN-WAIT-2 timeout, no orphan retries, the
+    /// zero-window RTO of a live socket).
+    pub(crate) fn sock_dead(&self) -> bool {
+        self.errq.dead
     }
 }

@@ -256,7 +256,7 @@ impl Tcb {
         if self.rtx.is_empty() && !matches!(self.state, TcpState::SynSent | TcpState::SynRecv) {
             return;
         }
-        if self.state.is_synchronized() && self.snd_wnd == 0 && !self.shut_rd_by_close() {
+        if self.state.is_synchronized() && self.snd_wnd == 0 && !self.sock_dead() {
             return self.zero_window_rto(ctx);
         }
         ctx.mib.inc(Mib::TcpExtTCPTimeouts);
@@ -395,7 +395,7 @@ impl Tcb {
                 TCP_TIMEOUT_INIT,
                 self.icsk.retransmits >= max_retransmits,
             )
-        } else if self.shut_rd_by_close() {
+        } else if self.sock_dead() {
             let alive = self.icsk.rto < self.icsk.rto_max;
             orphan_alive = Some(alive);
             (self.orphan_retries(ctx, alive), TCP_RTO_MIN, false)
@@ -475,7 +475,7 @@ impl Tcb {
             Some(_) => {}
         }
         let mut max_probes = ctx.cfg.tcp_retries2;
-        if self.shut_rd_by_close() {
+        if self.sock_dead() {
             let alive = self.rto_backoff(self.icsk.rto_max) < self.icsk.rto_max;
             max_probes = self.orphan_retries(ctx, alive);
             if !alive && self.icsk.backoff >= max_probes as u32 {
@@ -847,6 +847,22 @@ mod tests {
 
     fn tcb() -> Tcb {
         Tcb::for_test(&Config::default())
+    }
+
+    /// SOCK_DEAD is close(2)'s (`sock_orphan`), not shutdown(SHUT_RDWR)'s: a socket
+    /// shut both ways keeps a live socket's FIN-WAIT-2 (no `tcp_fin_time`), its
+    /// `tcp_retries2` and its zero-window RTO
+    /// (tests/packetdrill/shutdown-rdwr-*.pkt, passed by Linux 6.18 too).
+    #[test]
+    fn shut_both_ways_is_no_orphan() {
+        let cfg = Config::default();
+        let mut ts = crate::tcp::TestStack::default();
+        let mut ctx = ts.ctx(&cfg, Instant::ZERO, false);
+        let mut t = tcb();
+        (t.shut_rd, t.shut_wr) = (true, true);
+        assert!(!t.sock_dead());
+        t.close(&mut ctx, false);
+        assert!(t.sock_dead());
     }
 
     #[test]

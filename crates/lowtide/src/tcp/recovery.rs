@@ -152,12 +152,20 @@ impl Tcb {
     }
 
     /// `tcp_highest_sack_seq`: the start of the skb after the highest SACKed one,
-    /// `snd_una` when nothing is SACKed, `snd_nxt` when only duplicate ACKs were
-    /// counted (no SACK: no highest SACKed skb).
+    /// `snd_una` when nothing is SACKed. Without SACK, when duplicate ACKs were
+    /// counted, it is the start of `tp->highest_sack` as Linux keeps it for a
+    /// connection that never SACKs: `tcp_event_new_data_sent` points it at the
+    /// first skb sent while it is NULL and `tcp_clean_rtx_queue`'s
+    /// `tcp_highest_sack_replace` moves it to the next skb as the one it points at is
+    /// freed, so it is the head of the retransmit queue (`snd_nxt` once that is
+    /// empty, `tcp_highest_sack_seq`'s NULL case). `tcp_try_undo_partial`'s
+    /// timestamp reordering check (`tcp_check_sack_reordering`) measures to it.
     pub(crate) fn highest_sack_seq(&self) -> u64 {
         match self.rtx.highest_sack_seq() {
             Some(s) => s,
-            None if self.reno_sacked_out > 0 => self.snd_nxt,
+            None if self.reno_sacked_out > 0 => {
+                self.rtx.first().map_or(self.snd_nxt, |skb| skb.seq)
+            }
             None => self.snd_una,
         }
     }
@@ -284,6 +292,28 @@ mod tests {
         with_ctx(&cfg, 0, |ctx| t.check_sack_reordering(ctx, 1, false));
         assert_eq!(t.reordering, 20);
         assert_eq!(Config::default().tcp_max_reordering, 300);
+    }
+
+    /// Without SACK, `tp->highest_sack` is the head of the retransmit queue
+    /// (`tcp_event_new_data_sent` sets it while NULL, `tcp_clean_rtx_queue`'s
+    /// `tcp_highest_sack_replace` moves it on): with duplicate ACKs counted,
+    /// `tcp_highest_sack_seq` is the head's start, and a timestamp-proven partial ACK
+    /// measures reordering over what it covered (tests/packetdrill/
+    /// newreno-ts-partial-undo-reordering-to-snd-una.pkt).
+    #[test]
+    fn without_sack_the_highest_sack_is_the_retransmit_queue_head() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        scoreboard(&mut t);
+        assert_eq!(t.highest_sack_seq(), t.snd_una, "nothing counted");
+        t.reno_sacked_out = 2;
+        assert_eq!(t.highest_sack_seq(), 1);
+        // Four segments acked: the head is now at 4,001.
+        t.rtx.clean(4001);
+        t.snd_una = 4001;
+        assert_eq!(t.highest_sack_seq(), 4001);
+        with_ctx(&cfg, 20, |ctx| t.check_sack_reordering(ctx, 1, true));
+        assert_eq!((t.reordering, t.reord_seen), (4, 1));
     }
 
     /// Ten one-segment skbs sent 1 ms apart from t = 0.
@@ -609,8 +639,10 @@ mod tests {
     /// shows (tests/packetdrill/rto-undo-retransmission-sacked-and-lost.pkt):
     /// `tcp_sacktag_one` keeps a SACKed one in `retrans_out`, and
     /// `tcp_mark_skb_lost` makes an unSACKed one lost with its mark (L|R: no
-    /// TCPLostRetransmit, still in `retrans_out`, not sent again); only when RACK
-    /// finds it lost once more is the retransmission lost again.
+    /// TCPLostRetransmit, still in `retrans_out`, not sent again). RACK's marking
+    /// also unlinks it from the time-sorted list (`list_del_init`), so a later pass
+    /// does not see it: it is not lost again (R cleared, TCPLostRetransmit) unless it
+    /// is sent once more.
     #[test]
     fn a_retransmission_left_by_an_undo_is_sacked_and_lost_as_linux_does() {
         let cfg = Config::default();
@@ -632,8 +664,8 @@ mod tests {
         assert!(t.rtx.get(1).unwrap().has(LOST | SACKED_RETRANS), "L|R");
         assert_eq!((t.rtx.retrans_out, t.rtx.lost_out), (2, 9));
         let (_, mib) = with_ctx(&cfg, 200, |c| t.rack_detect_loss(c));
-        assert_eq!(mib.get(Mib::TcpExtTCPLostRetransmit), 1);
-        assert_eq!((t.rtx.retrans_out, t.rtx.lost_out), (1, 9));
+        assert_eq!(mib.get(Mib::TcpExtTCPLostRetransmit), 0);
+        assert_eq!((t.rtx.retrans_out, t.rtx.lost_out), (2, 9));
         t.rtx.check_invariants();
     }
 

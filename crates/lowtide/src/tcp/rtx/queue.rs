@@ -9,7 +9,7 @@
 //! SACK tagging, which splits and merges skbs, is in `sacktag.rs` beside this file.
 
 use super::skb::{
-    self, DeliveredSkb, Skb, TxRate, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS,
+    self, DeliveredSkb, Skb, TxRate, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, TSORTED_OUT,
 };
 use super::store::{Pos, Store};
 use super::tsorted::{self, Tsorted};
@@ -391,7 +391,7 @@ impl RtxQueue {
     pub fn mark_retransmitted(&mut self, seq: u64, now: Instant) {
         if let Some(p) = self.store.find(seq) {
             self.modify(p, |s| {
-                s.sacked |= SACKED_RETRANS | EVER_RETRANS;
+                s.sacked = (s.sacked | SACKED_RETRANS | EVER_RETRANS) & !TSORTED_OUT;
                 s.tx_time = now;
             });
         }
@@ -421,7 +421,10 @@ impl RtxQueue {
             _ => now,
         };
         if let Some(p) = self.store.find(seq) {
-            self.modify(p, |s| s.tx_time = t);
+            self.modify(p, |s| {
+                s.sacked &= !TSORTED_OUT;
+                s.tx_time = t;
+            });
         }
     }
 
@@ -431,7 +434,7 @@ impl RtxQueue {
     pub fn mark_sent_again(&mut self, seq: u64, now: Instant, tx: TxRate) {
         if let Some(p) = self.store.find(seq) {
             self.modify(p, |s| {
-                s.sacked |= EVER_RETRANS;
+                s.sacked = (s.sacked | EVER_RETRANS) & !TSORTED_OUT;
                 s.tx_time = now;
                 s.tx = tx;
             });
@@ -756,9 +759,10 @@ impl RtxQueue {
                 r.lost_retrans += s.pcount;
             }
             r.first = Some(r.first.map_or(seq, |f: u64| f.min(seq)));
+            // tcp_rack_detect_loss: list_del_init(&skb->tcp_tsorted_anchor).
             self.modify(p, |s| match s.has(LOST) {
-                true => s.sacked &= !SACKED_RETRANS,
-                false => s.sacked |= LOST,
+                true => s.sacked = (s.sacked & !SACKED_RETRANS) | TSORTED_OUT,
+                false => s.sacked |= LOST | TSORTED_OUT,
             });
         }
         r
@@ -1021,6 +1025,57 @@ pub(super) mod tests {
                 assert_eq!(*b, (s.seq + i as u64) as u8, "payload of skb at {}", s.seq);
             }
         }
+    }
+
+    /// `tcp_rack_detect_loss` unlinks what it marks lost from the time-sorted list
+    /// (`list_del_init(&skb->tcp_tsorted_anchor)`); clearing the lost mark (an undo's
+    /// `unmark_loss`) does not bring it back, sending it again does
+    /// (`tcp_update_skb_after_send`).
+    #[test]
+    fn rack_marked_skbs_leave_the_time_sorted_index_until_sent_again() {
+        let mut q = queue(4, MSS);
+        assert_eq!(q.tsorted.len(), 4);
+        // Everything sent before the last skb (stamped 301, ending 401) is lost.
+        let r = q.rack_detect_loss(Instant(301), 401, |_| -1);
+        assert_eq!((r.lost_segs, q.lost_out), (3, 3));
+        assert_eq!(q.tsorted.len(), 1);
+        for seq in [1, 101, 201] {
+            q.update(seq, 0, LOST);
+        }
+        assert_eq!(q.lost_out, 0);
+        assert_eq!(q.tsorted.len(), 1, "an unmarked skb stays off the list");
+        assert!(q
+            .rack_detect_loss(Instant(301), 401, |_| -1)
+            .first
+            .is_none());
+        q.mark_retransmitted(101, Instant(1_000));
+        assert_eq!(q.tsorted.len(), 2);
+        let r = q.rack_detect_loss(Instant(2_000), 1_000_000, |_| -1);
+        assert_eq!(r.first, Some(101));
+        // A split piece of an unlisted skb is unlisted too (tcp_fragment's list_add
+        // after an unlinked anchor); an skb lost by other means stays listed.
+        let mut q = queue(2, 2 * MSS);
+        q.rack_detect_loss(Instant(201), 401, |_| -1);
+        q.update(1, 0, LOST);
+        q.split_at(101, MSS);
+        assert_eq!(q.tsorted.len(), 1);
+        q.update(201, LOST, 0);
+        q.update(201, 0, LOST);
+        assert_eq!(q.tsorted.len(), 1);
+    }
+
+    /// A SACKed skb leaves the time-sorted list too (`tcp_sacktag_walk`'s
+    /// `list_del_init`): taken back by reneging, it stays off until sent again.
+    #[test]
+    fn a_sacked_skb_taken_back_stays_off_the_time_sorted_index() {
+        let mut q = queue(3, MSS);
+        q.sacktag(101, 201);
+        assert_eq!(q.tsorted.len(), 2);
+        q.clear_sacked();
+        assert_eq!((q.sacked_out, q.tsorted.len()), (0, 2));
+        q.mark_retransmitted(101, Instant(1_000));
+        assert_eq!(q.tsorted.len(), 3);
+        q.check_invariants();
     }
 
     #[test]

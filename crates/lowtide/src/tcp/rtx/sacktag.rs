@@ -13,7 +13,9 @@
 //! `2 * sndbuf + 128 KB` (`tcp_fragment`, CVE-2019-11478).
 
 use super::queue::{Acct, RtxQueue};
-use super::skb::{self, DeliveredSkb, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
+use super::skb::{
+    self, DeliveredSkb, Skb, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS, TSORTED_OUT,
+};
 use super::store::Pos;
 use crate::mib::Mib;
 use crate::tcp::consts::{SKB_OVERHEAD, TCP_NUM_SACKS};
@@ -825,13 +827,15 @@ impl RtxQueue {
 /// retransmission not marked lost stays counted as retransmitted ("If the segment
 /// is not tagged as lost, we do not clear RETRANS, believing that retransmission
 /// is still in flight"), which only a loss undo leaves (`tcp_undo_cwnd_reduction`
-/// unmarks every skb).
+/// unmarks every skb). A SACKed skb also leaves the time-sorted list
+/// (`tcp_sacktag_walk`: `list_del_init(&skb->tcp_tsorted_anchor)`) until it is sent
+/// again: if reneging takes the SACK back, an undo's unmarking does not relist it.
 fn sacked_one(sacked: u8) -> u8 {
     let keep = match sacked & (LOST | SACKED_RETRANS) {
         SACKED_RETRANS => SACKED_RETRANS,
         _ => 0,
     };
-    (sacked | SACKED_ACKED) & !(LOST | SACKED_RETRANS) | keep
+    (sacked | SACKED_ACKED | TSORTED_OUT) & !(LOST | SACKED_RETRANS) | keep
 }
 
 #[cfg(test)]
@@ -1031,7 +1035,7 @@ mod tests {
             );
             let head = q.iter_from(0).next().unwrap();
             assert_eq!(
-                (head.end_seq, head.sacked),
+                (head.end_seq, head.sacked & !TSORTED_OUT),
                 (201, SACKED_ACKED | EVER_RETRANS)
             );
             assert_eq!((q.retrans_out, q.sacked_out), (0, 2));
@@ -1180,7 +1184,10 @@ mod tests {
             q.update(201, SACKED_RETRANS | EVER_RETRANS, 0);
             let t = q.sacktag(101, 401);
             assert_eq!((t.segs, t.merged, t.shift_fallback), (3, 1, 2));
-            let runs: Vec<(u64, u8)> = q.iter_from(0).map(|s| (s.end_seq, s.sacked)).collect();
+            let runs: Vec<(u64, u8)> = q
+                .iter_from(0)
+                .map(|s| (s.end_seq, s.sacked & !TSORTED_OUT))
+                .collect();
             let s = SACKED_ACKED | EVER_RETRANS;
             let sr = s | SACKED_RETRANS;
             assert_eq!(runs, [(201, s), (301, sr), (401, SACKED_ACKED)]);

@@ -13,6 +13,13 @@ pub const SACKED_RETRANS: u8 = 0x02;
 pub const LOST: u8 = 0x04;
 /// `TCPCB_EVER_RETRANS`: retransmitted at least once (Karn: no RTT sample).
 pub const EVER_RETRANS: u8 = 0x80;
+/// Not a `TCPCB_*` bit: the skb is off `tp->tsorted_sent_queue`, which
+/// `tcp_rack_detect_loss` unlinks it from (`list_del_init(&skb->tcp_tsorted_anchor)`)
+/// when it marks it lost, until it is sent again (`tcp_update_skb_after_send`'s
+/// `list_move_tail`). An undo that clears `TCPCB_LOST` (`tcp_undo_cwnd_reduction`
+/// with `unmark_loss`) does not put it back, so RACK does not see it again; an skb
+/// marked lost otherwise (an RTO's `tcp_timeout_mark_lost`, NewReno) stays listed.
+pub const TSORTED_OUT: u8 = 0x40;
 
 /// Control flags an skb carries in sequence space.
 pub const FLAG_SYN: u8 = 0x02;

@@ -11,7 +11,7 @@
 //! storage kinds get it. Keyed by `(tx_time, seq)`: `seq` breaks ties as
 //! `tcp_rack_sent_after` does.
 
-use super::skb::{LOST, SACKED_ACKED, SACKED_RETRANS};
+use super::skb::{LOST, SACKED_ACKED, SACKED_RETRANS, TSORTED_OUT};
 use crate::time::Instant;
 use std::collections::VecDeque;
 
@@ -26,9 +26,12 @@ pub struct Tsorted {
     ring: VecDeque<(Instant, u64, u64)>,
 }
 
-/// Whether an skb with scoreboard bits `sacked` belongs in the index.
+/// Whether an skb with scoreboard bits `sacked` belongs in the index: not SACKed,
+/// not lost unless retransmitted since (`tcp_rack_detect_loss` skips those), and
+/// not unlinked by RACK's marking since its last transmission ([`TSORTED_OUT`]).
 pub fn in_flight(sacked: u8) -> bool {
-    sacked & SACKED_ACKED == 0 && (sacked & LOST == 0 || sacked & SACKED_RETRANS != 0)
+    sacked & (SACKED_ACKED | TSORTED_OUT) == 0
+        && (sacked & LOST == 0 || sacked & SACKED_RETRANS != 0)
 }
 
 impl Tsorted {

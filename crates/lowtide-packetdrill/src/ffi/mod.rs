@@ -288,7 +288,7 @@ fn linger_wait(sh: &Shared, linger: lowtide::posix::LingerWait) -> Result<(), i3
         return Ok(());
     };
     let us = d.map(|d| d.as_micros() as u64);
-    sh.blocking(
+    let r = sh.blocking(
         false,
         us,
         |st: &mut State| match st.host.is_closing(h) {
@@ -296,7 +296,14 @@ fn linger_wait(sh: &Shared, linger: lowtide::posix::LingerWait) -> Result<(), i3
             false => Attempt::Done(Ok(())),
         },
         |_| Ok(()),
-    )
+    );
+    // The wait is over: adjudge_to_death orphans the socket now.
+    let mut st = sh.enter();
+    let now = st.now();
+    st.host.close_linger_done(now, h);
+    st.drain_transmit();
+    sh.wake_all(&mut st);
+    r
 }
 
 fn do_recv(sh: &Shared, fd: Fd, len: usize, flags: i32) -> Result<Received, i32> {

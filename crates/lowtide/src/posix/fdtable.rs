@@ -126,7 +126,7 @@ impl Host {
     /// `fdput` of a reference [`Host::fdget`] gave: the last one releases the file
     /// as a `close` would (`__fput`, which Linux runs before the call returns to
     /// user space), and then says what a blocking caller waits for (the
-    /// `SO_LINGER` time, as [`Host::close_linger`]).
+    /// `SO_LINGER` time, as [`Host::close_linger`], then [`Host::close_linger_done`]).
     pub fn fdput(&mut self, now: Instant, pin: Fd) -> Result<LingerWait, Errno> {
         self.close_linger(now, pin)
     }
@@ -175,6 +175,9 @@ impl Host {
         let linger0 = s.linger.on && s.linger.is_zero();
         let r = match s.state {
             SockState::Conn { .. } if linger0 => self.stack.abort(now, h),
+            // sk_stream_wait_close comes before adjudge_to_death: the caller that
+            // waits says when it ends (Host::close_linger_done).
+            SockState::Conn { .. } if s.linger.on => self.stack.close_lingering(now, h),
             _ => self.stack.close(now, h),
         };
         self.sync_events();

@@ -853,7 +853,18 @@ impl Host {
     /// background (FIN after the queued data; RST if unread data remains or with
     /// `SO_LINGER` 0, as `tcp_close`).
     pub fn close(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
-        self.close_linger(now, fd).map(|_| ())
+        if let Some((h, _)) = self.close_linger(now, fd)? {
+            self.close_linger_done(now, h);
+        }
+        Ok(())
+    }
+
+    /// The end of the wait [`Host::close_linger`] or [`Host::fdput`] asked for (the
+    /// FIN acknowledged, the time up, the connection gone): `__tcp_close`'s
+    /// `adjudge_to_death` orphans the socket only now.
+    pub fn close_linger_done(&mut self, now: Instant, h: SocketHandle) {
+        self.stack.close_linger_done(now, h);
+        self.sync_events();
     }
 
     /// [`Host::close`], returning what a caller that blocks must wait for: with
@@ -861,8 +872,8 @@ impl Host {
     /// acknowledged or the time is up (`inet_release` → `tcp_close` →
     /// `sk_stream_wait_close`), on a non-blocking socket too. Wait while
     /// [`Host::is_closing`] holds, at most the returned duration (`None`: no limit,
-    /// a negative `l_linger`). Nothing to wait for when a call still holds the
-    /// file: its [`Host::fdput`] releases it.
+    /// a negative `l_linger`), then call [`Host::close_linger_done`]. Nothing to
+    /// wait for when a call still holds the file: its [`Host::fdput`] releases it.
     pub fn close_linger(&mut self, now: Instant, fd: Fd) -> Result<LingerWait, Errno> {
         let linger = match self.files.get(&fd) {
             Some(File::Socket(s)) => match (s.state, s.linger) {

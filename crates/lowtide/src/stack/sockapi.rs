@@ -213,6 +213,36 @@ impl Stack {
         Ok(())
     }
 
+    /// [`Stack::close`] of a socket with `SO_LINGER` on and a time, whose closer
+    /// waits for the ACK of its FIN (`sk_stream_wait_close`) before the socket is
+    /// orphaned: call [`Stack::close_linger_done`] when that wait ends (the ACK, the
+    /// time up, or the connection gone). A listener closes as [`Stack::close`].
+    pub fn close_lingering(&mut self, now: Instant, h: SocketHandle) -> Result<(), SocketError> {
+        let index = self.handle_slot(h)?;
+        if !matches!(self.slots[index as usize].sock, Some(Sock::Tcp(_))) {
+            return self.close(now, h);
+        }
+        self.slots[index as usize].orphan = true;
+        self.count_death_row(index);
+        self.with_tcb(now, index, |tcb, ctx| {
+            tcb.close_lingering(ctx, false, true);
+        });
+        Ok(())
+    }
+
+    /// The end of a lingering close's wait ([`Stack::close_lingering`]):
+    /// `adjudge_to_death`, which orphans the socket. Nothing when the connection is
+    /// gone or was orphaned already.
+    pub fn close_linger_done(&mut self, now: Instant, h: SocketHandle) {
+        let Some(slot) = self.slots.get(h.index as usize) else {
+            return;
+        };
+        let pending = matches!(&slot.sock, Some(Sock::Tcp(t)) if t.adjudge_pending);
+        if slot.generation == h.generation && pending {
+            self.with_tcb(now, h.index, |tcb, ctx| tcb.adjudge_to_death(ctx));
+        }
+    }
+
     /// `close(2)` with `SO_LINGER` on and a zero time (`__tcp_close`): a reset for
     /// unread data (`TcpExtTCPAbortOnClose`), else `tcp_disconnect`'s
     /// (`TcpExtTCPAbortOnData`), which only the states still in the exchange send.

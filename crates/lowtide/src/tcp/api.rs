@@ -719,28 +719,69 @@ impl Tcb {
     /// SYN-SENT), and an orphan in FIN-WAIT-2 waits `tcp_fin_time` or, with
     /// `TCP_LINGER2` negative, is reset at once.
     pub(crate) fn close(&mut self, ctx: &mut Ctx, linger_zero: bool) {
-        // sock_orphan: SOCK_DEAD, no more MSG_ZEROCOPY notifications.
+        self.close_lingering(ctx, linger_zero, false);
+    }
+
+    /// [`Tcb::close`] of a socket with `SO_LINGER` on and a time (`lingering`):
+    /// `__tcp_close` sleeps in `sk_stream_wait_close` while the FIN is unacknowledged
+    /// (FIN-WAIT-1, CLOSING, LAST-ACK) before `adjudge_to_death` orphans the socket,
+    /// so until [`Tcb::adjudge_to_death`] it is no orphan (a zero window is probed by
+    /// the live RTO, no orphan retries, no FIN-WAIT-2 timeout at the ACK). Returns
+    /// whether that is still to come.
+    pub(crate) fn close_lingering(
+        &mut self,
+        ctx: &mut Ctx,
+        linger_zero: bool,
+        lingering: bool,
+    ) -> bool {
+        // sock_orphan: SOCK_DEAD, no more MSG_ZEROCOPY notifications (at once when
+        // the linger wait has nothing to wait for).
         self.errq.dead = true;
         let unread = !self.rcv_queue.is_empty();
         self.shut_rd = true;
         if matches!(self.state, TcpState::Closed | TcpState::Listen) {
-            return self.set_closed(ctx);
+            self.set_closed(ctx);
+            return false;
         }
         if unread {
             ctx.mib.inc(Mib::TcpExtTCPAbortOnClose);
             self.send_active_reset(ctx);
             self.shut_wr = true;
-            return self.set_closed(ctx);
+            self.set_closed(ctx);
+            return false;
         }
         if linger_zero {
             ctx.mib.inc(Mib::TcpExtTCPAbortOnData);
-            return self.disconnect(ctx);
+            self.disconnect(ctx);
+            return false;
         }
         if self.state == TcpState::SynSent {
-            return self.set_closed(ctx);
+            self.set_closed(ctx);
+            return false;
         }
         self.shut_wr = true;
+        if lingering {
+            self.errq.dead = false;
+        }
         self.close_state_fin(ctx);
+        let closing = matches!(
+            self.state,
+            TcpState::FinWait1 | TcpState::Closing | TcpState::LastAck
+        );
+        if lingering && closing {
+            self.adjudge_pending = true;
+            return true;
+        }
+        self.adjudge_to_death(ctx);
+        false
+    }
+
+    /// `__tcp_close`'s `adjudge_to_death`: `sock_orphan` (SOCK_DEAD), then an
+    /// orphan in FIN-WAIT-2 waits `tcp_fin_time` or, with `TCP_LINGER2` negative, is
+    /// reset at once; one still closing meets `tcp_check_oom`.
+    pub(crate) fn adjudge_to_death(&mut self, ctx: &mut Ctx) {
+        self.adjudge_pending = false;
+        self.errq.dead = true;
         if self.state == TcpState::FinWait2 && self.linger2 < 0 {
             // tcp_close: TCP_LINGER2 negative ends FIN-WAIT-2 with a reset at once.
             self.send_active_reset(ctx);

@@ -102,6 +102,7 @@ impl Tcb {
             fin_seq: None,
             rcv_shutdown: false,
             shut_rd: false,
+            adjudge_pending: false,
             copied_seq: 1,
             rcvbuf: cfg.tcp_rmem[1],
             rcvbuf_locked: false,

@@ -190,6 +190,9 @@ pub struct Tcb {
     /// The FIN was consumed: reads end with EOF after the queue.
     pub(crate) rcv_shutdown: bool,
     pub(crate) shut_rd: bool,
+    /// `close(2)` with `SO_LINGER` and a time left the connection closing: the socket
+    /// is no orphan until the linger wait ends (`__tcp_close`'s `adjudge_to_death`).
+    pub(crate) adjudge_pending: bool,
     pub(crate) copied_seq: u64,
     pub(crate) rcvbuf: u32,
     pub(crate) rcvbuf_locked: bool,

@@ -865,6 +865,28 @@ mod tests {
         assert!(t.sock_dead());
     }
 
+    /// A close with `SO_LINGER` and a time orphans the socket only when its wait
+    /// ends (`__tcp_close`: `sk_stream_wait_close`, then `adjudge_to_death`);
+    /// tests/packetdrill/linger-close-zero-window-not-orphan-yet.pkt.
+    #[test]
+    fn a_lingering_close_orphans_after_its_wait() {
+        let cfg = Config::default();
+        let mut ts = crate::tcp::TestStack::default();
+        let mut ctx = ts.ctx(&cfg, Instant::ZERO, false);
+        let mut t = tcb();
+        t.state = TcpState::Established;
+        assert!(t.close_lingering(&mut ctx, false, true));
+        assert_eq!(t.state, TcpState::FinWait1);
+        assert!(!t.sock_dead() && t.adjudge_pending);
+        t.adjudge_to_death(&mut ctx);
+        assert!(t.sock_dead() && !t.adjudge_pending);
+        // Without a linger wait, at once.
+        let mut t = tcb();
+        t.state = TcpState::Established;
+        assert!(!t.close_lingering(&mut ctx, false, false));
+        assert!(t.sock_dead());
+    }
+
     #[test]
     fn fin_time_is_linger2_or_the_sysctl_at_least_three_and_a_half_rto() {
         let cfg = Config::default();

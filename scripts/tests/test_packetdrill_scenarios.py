@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Tests of scripts/packetdrill-scenarios. The last class runs two scenarios on lowtide
+through scripts/packetdrill (it builds packetdrill and the shared object when needed);
+it is skipped when ../shared/tools/packetdrill is missing and PACKETDRILL is unset.
+
+Run: python3 scripts/tests/test_packetdrill_scenarios.py
+"""
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+PATH = os.path.join(os.path.dirname(HERE), "packetdrill-scenarios")
+REPO = os.path.dirname(os.path.dirname(HERE))
+loader = importlib.machinery.SourceFileLoader("packetdrill_scenarios", PATH)
+spec = importlib.util.spec_from_loader("packetdrill_scenarios", loader)
+ps = importlib.util.module_from_spec(spec)
+loader.exec_module(ps)
+
+
+def make(seed, count):
+    out = tempfile.mkdtemp()
+    r = subprocess.run([sys.executable, PATH, "make", "--out", out, "--count", str(count), "--seed", str(seed)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def files(folder):
+    out = {}
+    for n in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, n)) as f:
+            out[n] = f.read()
+    return out
+
+
+class Make(unittest.TestCase):
+    def test_a_seed_gives_the_same_scenarios(self):
+        a, b = files(make(7, 5)), files(make(7, 5))
+        self.assertEqual(a, b)
+        self.assertEqual(sorted(n for n in a if n.endswith(".pkt")), [f"s{s}.pkt" for s in (10, 11, 7, 8, 9)])
+        self.assertIn("defaults.sh", a)
+        m = json.loads(a["manifest.json"])
+        self.assertEqual(m["mode"], "ipv4")
+        self.assertEqual(m["scenarios"]["s9.pkt"]["seed"], 9)
+
+    def test_a_scenario_is_its_seeds_alone(self):
+        # s8 is the same whether made from seed 7 or seed 8
+        self.assertEqual(files(make(7, 2))["s8.pkt"], files(make(8, 1))["s8.pkt"])
+        texts = {ps.scenario(s)[0] for s in range(1, 30)}
+        self.assertGreater(len(texts), 25)
+
+    def test_scenarios_have_one_init_block_and_inbound_packets_only(self):
+        for s in range(1, 40):
+            text, what = ps.scenario(s)
+            lines = text.split("\n")
+            self.assertTrue(lines[1].startswith("`./defaults.sh") and lines[2].endswith("`"), lines[:3])
+            self.assertIn(ps.FIRST_EVENT, lines)
+            out = [l for l in lines if l.split()[1:2] == [">"]]
+            self.assertEqual(len(out), 1, out)  # the SYN-ACK
+            ts = "ts=1" in what
+            for l in lines:
+                if l.split()[1:2] == ["<"] and " S " not in l:
+                    self.assertEqual("TS val" in l, ts, l)
+                    self.assertEqual("sack" in l, "sack=1" in what and "sack" in l)
+            for tag in "ACDEF":
+                self.assertIn(f'print("{tag}", ', text)
+
+    def test_a_folder_inside_the_repository_is_refused(self):
+        r = subprocess.run([sys.executable, PATH, "make", "--out", os.path.join(REPO, "target", "x")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("inside the repository", r.stderr)
+
+    def test_the_kernel_copy_records_tun0_around_the_events(self):
+        d = make(3, 1)
+        k = os.path.join(d, "kernel")
+        os.makedirs(k)
+        ps.kernel_copy(os.path.join(d, "s3.pkt"), k, "s3.pkt")
+        with open(os.path.join(k, "s3.pkt")) as f:
+            lines = f.read().splitlines()
+        first = [l for l in lines if l.startswith("    0 ")]
+        self.assertEqual(len(first), 1)
+        self.assertIn("tcpdump", first[0])
+        self.assertIn(os.path.join(k, "s3.pcap"), first[0])
+        self.assertTrue(first[0].endswith("nstat -n`"))
+        self.assertIn("kill -INT", lines[-1])
+
+
+def tcp4(src, seq, fl, payload):
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 40 + payload, 0, 0, 64, 6, 0, bytes(src), bytes([192, 0, 2, 1]))
+    return ip + struct.pack(">HHIIBBHHH", 8080, 1234, seq, 1, 0x50, fl, 1000, 0, 0) + bytes(payload)
+
+
+class Packets(unittest.TestCase):
+    ME, PEER = [192, 168, 0, 1], [192, 0, 2, 1]
+
+    def test_pcap_keeps_what_the_syn_acks_sender_sent_after_it(self):
+        pkts = [tcp4(self.PEER, 5, 0x02, 0), tcp4(self.ME, 0xfffffff0, 0x12, 0),
+                tcp4(self.PEER, 6, 0x10, 0), tcp4(self.ME, 0xfffffff1, 0x18, 1000), tcp4(self.ME, 1001 - 16, 0x11, 0)]
+        d = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 101)
+        for i, p in enumerate(pkts):
+            d += struct.pack("<IIII", 100, i * 1000, len(p), len(p)) + p
+        f = os.path.join(tempfile.mkdtemp(), "k.pcap")
+        with open(f, "wb") as fh:
+            fh.write(d)
+        self.assertEqual(ps.pcap_packets(f), [["P.", 1, 1000, 0.002], ["F.", 1001, 0, 0.003]])
+
+    def test_trace_lines(self):
+        def line(t, b):
+            return f"lowtide: tx at {t} us, {len(b)} bytes, gso 0: [{','.join(f'{x:02x}' for x in b)}]"
+        text = "\n".join([line(0, tcp4(self.ME, 100, 0x12, 0)), "noise", line(250000, tcp4(self.ME, 101, 0x10, 1000))])
+        self.assertEqual(ps.trace_packets(text), [[".", 1, 1000, 0.25]])
+
+
+class Compare(unittest.TestCase):
+    def compare(self, k, l):
+        d = tempfile.mkdtemp()
+        kf, lf, out = (os.path.join(d, n) for n in ("k.json", "l.json", "c.json"))
+        for f, rs in ((kf, k), (lf, l)):
+            with open(f, "w") as fh:
+                json.dump({"scripts": rs}, fh)
+        ps.compare([kf, lf, "--json", out])
+        with open(out) as f:
+            return json.load(f)
+
+    def run_(self, prints, packets, result="pass", name="s1.pkt"):
+        return {"path": "/x/" + name, "name": name, "mode": "ipv4", "result": result, "reason": None,
+                "prints": prints, "packets": packets}
+
+    def test_same_ignores_times_and_fins(self):
+        k = self.run_(["A 0 10"], [[".", 1, 1000, 0.1], ["F.", 2001, 0, 0.9]])
+        l = self.run_(["A 0 10"], [[".", 1, 1000, 0.2]])
+        self.assertEqual(self.compare([k], [l])["same"], 1)
+
+    def test_packets_compare_as_mss_segments_without_psh(self):
+        k = self.run_(["A"], [["P.", 1, 2000, 0.1], [".", 2001, 1000, 0.1]])
+        l = self.run_(["A"], [[".", 1, 1000, 0.1], [".", 1001, 1000, 0.1], ["P.", 2001, 1000, 0.1]])
+        self.assertEqual(self.compare([k], [l])["same"], 1)
+
+    def test_a_differing_print_or_packet(self):
+        k = [self.run_(["A 0 10", "B 1 7"], [[".", 1, 1000, 0]]),
+             self.run_(["A"], [[".", 1, 1000, 0], [".", 1001, 1000, 0]], name="s2.pkt")]
+        l = [self.run_(["A 0 10", "B 1 5"], [[".", 1, 1000, 0]]),
+             self.run_(["A"], [[".", 1, 1000, 0]], name="s2.pkt")]
+        c = self.compare(k, l)
+        self.assertEqual((c["same"], c["differing"]), (0, 2))
+        self.assertEqual(c["rows"][0]["prints"], [["B", "1 7", "1 5"]])
+        self.assertEqual(c["rows"][1]["packets"], [1, [".", 1001, 1000], None])
+
+    def test_prints_compare_by_tag_and_counter_name(self):
+        k = self.run_(["N TcpExtA 1", "N TcpExtB 2", "A 0 10"], [])
+        l = self.run_(["N TcpExtB 3", "A 0 10", "N TcpExtC 1"], [])
+        c = self.compare([k], [l])
+        self.assertEqual(c["rows"][0]["prints"], [["N TcpExtA", "1", None], ["N TcpExtB", "2", "3"],
+                                                  ["N TcpExtC", None, "1"]])
+
+    def test_a_failed_run_is_counted_apart(self):
+        c = self.compare([self.run_([], [], result="fail")], [self.run_([], [])])
+        self.assertEqual((c["same"], c["differing"], c["failed"]), (0, 0, 1))
+
+
+@unittest.skipUnless(os.environ.get("PACKETDRILL") or
+                     os.path.isdir(os.path.join(os.path.dirname(REPO), "shared", "tools", "packetdrill")),
+                     "no packetdrill source (../shared/tools/packetdrill) and PACKETDRILL unset")
+class OnLowtide(unittest.TestCase):
+    def test_two_scenarios_parse_and_run(self):
+        d = make(1, 2)
+        out = os.path.join(d, "l.json")
+        r = subprocess.run([sys.executable, PATH, "run", d, "--lowtide", "--json", out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual([s["result"] for s in doc["scripts"]], ["pass", "pass"], doc["scripts"])
+        for s in doc["scripts"]:
+            self.assertEqual([p.split()[0] for p in s["prints"] if p[0] in "ACDEF"], list("ACDEF"), s["prints"])
+            self.assertTrue(s["packets"])
+
+
+if __name__ == "__main__":
+    unittest.main()

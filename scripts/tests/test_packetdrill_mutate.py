@@ -11,6 +11,8 @@ import os
 import tempfile
 import unittest
 
+from compare_json import compare_runs
+
 HERE = os.path.dirname(os.path.realpath(__file__))
 PATH = os.path.join(os.path.dirname(HERE), "packetdrill-mutate")
 loader = importlib.machinery.SourceFileLoader("packetdrill_mutate", PATH)
@@ -182,14 +184,7 @@ def run(path, result, line=None, reason=None, mode="ipv6"):
 
 class Compare(unittest.TestCase):
     def compare(self, k, l):
-        d = tempfile.mkdtemp()
-        kf, lf, out = (os.path.join(d, n) for n in ("k.json", "l.json", "c.json"))
-        for f, rs in ((kf, k), (lf, l)):
-            with open(f, "w") as fh:
-                json.dump({"scripts": rs}, fh)
-        pm.compare([kf, lf, "--json", out])
-        with open(out) as f:
-            return json.load(f)
+        return compare_runs(pm.compare, k, l)
 
     def test_an_assertion_the_kernel_never_reached_is_not_compared(self):
         c = self.compare([run("a", "fail", 46, "timing error: expected outbound packet")],

@@ -16,6 +16,8 @@ import sys
 import tempfile
 import unittest
 
+from compare_json import compare_runs
+
 HERE = os.path.dirname(os.path.realpath(__file__))
 PATH = os.path.join(os.path.dirname(HERE), "packetdrill-scenarios")
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -122,14 +124,7 @@ class Packets(unittest.TestCase):
 
 class Compare(unittest.TestCase):
     def compare(self, k, l):
-        d = tempfile.mkdtemp()
-        kf, lf, out = (os.path.join(d, n) for n in ("k.json", "l.json", "c.json"))
-        for f, rs in ((kf, k), (lf, l)):
-            with open(f, "w") as fh:
-                json.dump({"scripts": rs}, fh)
-        ps.compare([kf, lf, "--json", out])
-        with open(out) as f:
-            return json.load(f)
+        return compare_runs(ps.compare, k, l)
 
     def run_(self, prints, packets, result="pass", name="s1.pkt"):
         return {"path": "/x/" + name, "name": name, "mode": "ipv4", "result": result, "reason": None,

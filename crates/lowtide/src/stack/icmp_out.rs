@@ -458,50 +458,17 @@ impl Stack {
 #[cfg(test)]
 mod tests {
     use super::IcmpLimits;
+    use crate::stack::testutil::{echo_request, stack};
     use crate::{Config, Instant, Mib, RxChecksum, Stack};
     use lowtide_wire::checksum;
     use lowtide_wire::ip::IpRepr;
     use std::net::{IpAddr, SocketAddr};
 
-    fn stack(ip: &str) -> Stack {
-        let mut s = Stack::new(Config::default(), 1);
-        s.add_address(ip.parse().unwrap());
-        s
-    }
-
-    /// An echo request (`ping`) from `src` to `dst`, id 0x1234, seq 7.
-    fn echo(src: &str, dst: &str, data: &[u8]) -> Vec<u8> {
-        let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
-        let v4 = src.is_ipv4();
-        let mut msg = vec![if v4 { 8 } else { 128 }, 0, 0, 0, 0x12, 0x34, 0, 7];
-        msg.extend_from_slice(data);
-        let pseudo = match v4 {
-            true => 0,
-            false => checksum::pseudo_header(src, dst, 58, msg.len() as u32),
-        };
-        let sum = !checksum::fold(checksum::sum(&msg, pseudo));
-        msg[2..4].copy_from_slice(&sum.to_be_bytes());
-        let ip = IpRepr {
-            src,
-            dst,
-            protocol: if v4 { 1 } else { 58 },
-            hop_limit: 64,
-            ecn: 0,
-            tos: 0,
-            header_len: 0,
-            payload_len: msg.len(),
-        };
-        let mut p = vec![0; ip.emit_len()];
-        ip.emit(&mut p, 1);
-        p.extend_from_slice(&msg);
-        p
-    }
-
     #[test]
     fn ipv6_echo_replies_take_a_flow_label_and_the_traffic_class() {
         use lowtide_wire::ip::{ipv6_flowlabel, set_ipv6_flowlabel};
         let (us, them) = ("fd00::2", "fd00::1");
-        let mut req = echo(them, us, b"x");
+        let mut req = echo_request(them, us, b"x");
         set_ipv6_flowlabel(&mut req, 0xabcde);
         req[0] = 0x6b; // traffic class 0xb8 (EF)
         req[1] = 0x80 | (req[1] & 0x0f);
@@ -533,7 +500,7 @@ mod tests {
             let mut st = stack(us);
             st.handle_packet(
                 Instant::ZERO,
-                &echo(them, us, b"abcdefgh"),
+                &echo_request(them, us, b"abcdefgh"),
                 RxChecksum::Verify,
             );
             let tx = st.poll_transmit(Instant::ZERO).expect("an echo reply");
@@ -562,10 +529,10 @@ mod tests {
             // Not to an address we do not have; a bad checksum is an error.
             st.handle_packet(
                 Instant::ZERO,
-                &echo(them, if v4 { "10.0.0.9" } else { "fd00::9" }, b""),
+                &echo_request(them, if v4 { "10.0.0.9" } else { "fd00::9" }, b""),
                 RxChecksum::Verify,
             );
-            let mut bad = echo(them, us, b"x");
+            let mut bad = echo_request(them, us, b"x");
             let n = bad.len();
             bad[n - 1] ^= 1;
             st.handle_packet(Instant::ZERO, &bad, RxChecksum::Verify);
@@ -642,7 +609,7 @@ mod tests {
         let dst = SocketAddr::new(us.parse().unwrap(), 9);
         for _ in 0..n {
             a.udp_send_to(now, c, b"x", dst).unwrap();
-            b.handle_packet(now, &echo(them, us, b"ping"), RxChecksum::Verify);
+            b.handle_packet(now, &echo_request(them, us, b"ping"), RxChecksum::Verify);
         }
         while let Some(tx) = a.poll_transmit(now) {
             b.handle_packet(now, &tx.packet, RxChecksum::Verify);
@@ -712,7 +679,7 @@ mod tests {
                 ignore,
             )
             .unwrap();
-            let req = echo("10.0.0.1", "255.255.255.255", b"");
+            let req = echo_request("10.0.0.1", "255.255.255.255", b"");
             b.handle_packet(Instant::ZERO, &req, RxChecksum::Verify);
             let out: Vec<_> = std::iter::from_fn(|| b.poll_transmit(Instant::ZERO)).collect();
             assert_eq!(out.len(), want);

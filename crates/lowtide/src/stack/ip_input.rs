@@ -318,19 +318,14 @@ impl Stack {
 #[cfg(test)]
 mod tests {
     use super::ipv6_addrs_forbidden;
-    use crate::{Config, Instant, Mib, RxChecksum, Stack};
+    use crate::stack::testutil::stack;
+    use crate::{Instant, Mib, RxChecksum, Stack};
     use lowtide_wire::build::ip_packet;
     use lowtide_wire::checksum;
     use lowtide_wire::ip::{fill_ipv4_checksum, IpRepr};
     use std::net::IpAddr;
 
     const NOW: Instant = Instant::ZERO;
-
-    fn stack(ip: &str) -> Stack {
-        let mut s = Stack::new(Config::default(), 1);
-        s.add_address(ip.parse().unwrap());
-        s
-    }
 
     /// An IP packet of `protocol` from `src` to `dst` with `len` payload bytes.
     fn packet(src: &str, dst: &str, protocol: u8, len: usize) -> Vec<u8> {

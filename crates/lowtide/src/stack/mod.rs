@@ -70,6 +70,8 @@ mod options;
 mod procnet;
 mod recv;
 mod sockapi;
+#[cfg(test)]
+mod testutil;
 mod timewait;
 pub use options::{SocketMut, SocketRef};
 mod udp;

@@ -722,16 +722,11 @@ impl Stack {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Config, Instant, Mib, RxChecksum, SocketError, Stack};
+    use crate::stack::testutil::stack;
+    use crate::{Instant, Mib, RxChecksum, SocketError, Stack};
     use std::net::{IpAddr, SocketAddr};
 
     const T: Instant = Instant::ZERO;
-
-    fn stack(ip: &str) -> Stack {
-        let mut s = Stack::new(Config::default(), 1);
-        s.add_address(ip.parse().unwrap());
-        s
-    }
 
     fn addr(s: &str) -> SocketAddr {
         s.parse().unwrap()

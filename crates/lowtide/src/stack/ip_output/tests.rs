@@ -4,19 +4,13 @@
 //! reassembly.
 
 use super::*;
+use crate::stack::testutil::stack;
 use crate::tcp::consts::{IP_PMTUDISC_INTERFACE, IP_PMTUDISC_OMIT};
-use crate::{Config, Mib, RxChecksum, SocketError, Stack};
+use crate::{Mib, RxChecksum, SocketError, Stack};
 use lowtide_wire::checksum;
-use lowtide_wire::ip::IpRepr;
 use std::net::SocketAddr;
 
 const T: Instant = Instant::ZERO;
-
-fn stack(ip: &str) -> Stack {
-    let mut s = Stack::new(Config::default(), 1);
-    s.add_address(ip.parse().unwrap());
-    s
-}
 
 fn addr(s: &str) -> SocketAddr {
     s.parse().unwrap()
@@ -396,32 +390,11 @@ fn ipv6_fragments_unless_dontfrag_or_pmtudisc_do() {
     assert_eq!(c.get(Mib::IpFragOKs), 0);
 }
 
-/// An echo request of `data` from `them` to `us`, its IP datagram.
+/// An echo request of `data` from `them` to `us` without DF, as the kernel's ping
+/// sends one it fragments.
 fn echo_request(them: &str, us: &str, data: &[u8]) -> Vec<u8> {
-    let (src, dst): (IpAddr, IpAddr) = (them.parse().unwrap(), us.parse().unwrap());
-    let v4 = src.is_ipv4();
-    let mut msg = vec![if v4 { 8 } else { 128 }, 0, 0, 0, 0x12, 0x34, 0, 7];
-    msg.extend_from_slice(data);
-    let pseudo = match v4 {
-        true => 0,
-        false => checksum::pseudo_header(src, dst, 58, msg.len() as u32),
-    };
-    let sum = !checksum::fold(checksum::sum(&msg, pseudo));
-    msg[2..4].copy_from_slice(&sum.to_be_bytes());
-    let ip = IpRepr {
-        src,
-        dst,
-        protocol: if v4 { 1 } else { 58 },
-        hop_limit: 64,
-        ecn: 0,
-        tos: 0,
-        header_len: 0,
-        payload_len: msg.len(),
-    };
-    let mut p = vec![0; ip.emit_len()];
-    ip.emit(&mut p, 77);
+    let mut p = crate::stack::testutil::echo_request(them, us, data);
     lowtide_wire::ip::set_ipv4_tos_df(&mut p, 0, false);
-    p.extend_from_slice(&msg);
     p
 }
 

@@ -270,17 +270,12 @@ impl Stack {
         reply[0] = kind;
         // icmp_reply copies the request's TOS, icmpv6_echo_reply its traffic class
         // (ipv6_get_dsfield) and, under flowlabel_reflect's bit 4, its flow label.
-        let (tos, label) = match v4 {
-            true => (packet[1], 0),
-            false => (
-                (packet[0] << 4) | (packet[1] >> 4),
-                match self.cfg.ipv6_flowlabel_reflect & FLOWLABEL_REFLECT_ICMPV6_ECHO_REPLIES {
-                    0 => 0,
-                    _ => lowtide_wire::ip::ipv6_flowlabel(packet),
-                },
-            ),
+        let reflect = self.cfg.ipv6_flowlabel_reflect & FLOWLABEL_REFLECT_ICMPV6_ECHO_REPLIES;
+        let label = match reflect {
+            0 => 0,
+            _ => lowtide_wire::ip::ipv6_flowlabel(packet),
         };
-        self.icmp_push(now, src, ip.src, reply, tos, label);
+        self.icmp_push(now, src, ip.src, reply, ip.tos | ip.ecn, label);
         self.mib.inc(if v4 {
             Mib::IcmpOutEchoReps
         } else {

@@ -22,6 +22,7 @@ use crate::config::Config;
 use crate::mib::Mib;
 use crate::secure::{ip, sip};
 use core::hash::Hasher;
+use lowtide_wire::ip::PROTO_TCP;
 
 /// `IPV6_FLOWLABEL_MASK`: the 20 bits of the label.
 pub(crate) const IPV6_FLOWLABEL_MASK: u32 = 0x000f_ffff;
@@ -35,8 +36,6 @@ pub(crate) const FLOWLABEL_REFLECT_TCP_RESET: u8 = 2;
 /// `FLOWLABEL_REFLECT_ICMPV6_ECHO_REPLIES`: an echo reply carries its request's
 /// label.
 pub(crate) const FLOWLABEL_REFLECT_ICMPV6_ECHO_REPLIES: u8 = 4;
-/// `IPPROTO_TCP`, in the flow hash of a TCP packet without a socket hash.
-const PROTO_TCP: u8 = 6;
 /// `IP6_AUTO_FLOW_LABEL_FORCED`: every packet gets one, whatever its socket says.
 const IP6_AUTO_FLOW_LABEL_FORCED: u8 = 3;
 

@@ -97,6 +97,9 @@ impl Tcb {
             // always taken.
             self.schedule_ack_now();
             self.ack.nomem = true;
+            // "sk->sk_data_ready(sk)" before the drop: the reader is woken even
+            // though nothing new is queued (Linux 6.18 tcp_data_queue).
+            self.sk_data_ready(ctx);
             if !self.rcv_queue.is_empty() && !payload.is_empty() {
                 ctx.mib.inc(Mib::TcpExtTCPRcvQDrop);
                 return self.tcp_drop(); // SKB_DROP_REASON_PROTO_MEM
@@ -260,6 +263,15 @@ impl Tcb {
         if !(self.epollin_ready(target, ctx.mem.under_pressure()) || self.rcv_shutdown) {
             return;
         }
+        self.sk_data_ready(ctx);
+    }
+
+    /// `sk->sk_data_ready` (`sock_def_readable`) itself: every call wakes the
+    /// socket's waiters (an `EPOLLET` item is put on the ready list and reports what
+    /// `tcp_poll` finds then), whatever `SO_RCVLOWAT` says. `tcp_data_ready` calls it
+    /// once the reader can be satisfied; `tcp_data_queue` and `tcp_data_queue_ofo`
+    /// call it directly when a segment finds no memory, dropped or not.
+    pub(crate) fn sk_data_ready(&mut self, ctx: &mut Ctx) {
         self.data_ready_count += 1;
         if !self.readable_signaled && !self.rcv_queue.is_empty() {
             self.readable_signaled = true;
@@ -301,6 +313,8 @@ impl Tcb {
         self.ecn_check_ce(ctx, self.rx_ip_ecn);
         if !self.try_rmem_schedule(ctx, seq, len) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
+            // tcp_data_queue_ofo wakes the reader before the drop.
+            self.sk_data_ready(ctx);
             return self.tcp_drop(); // SKB_DROP_REASON_PROTO_MEM
         }
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);

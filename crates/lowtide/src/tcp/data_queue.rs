@@ -260,7 +260,7 @@ impl Tcb {
     /// holds for `sk_rcvlowat`, or the stream is done (`SOCK_DONE`).
     pub(crate) fn data_ready(&mut self, ctx: &mut Ctx) {
         let target = self.rcvlowat as usize;
-        if !(self.epollin_ready(target, ctx.mem.under_pressure()) || self.rcv_shutdown) {
+        if !(self.epollin_ready(target, ctx.mem.under_pressure()) || self.sock_done()) {
             return;
         }
         self.sk_data_ready(ctx);
@@ -364,6 +364,12 @@ impl Tcb {
         }
         // inet_csk_schedule_ack: tcp_ack_snd_check decides (tcp/compsack.rs).
         self.ack.pending = true;
+    }
+
+    /// `SOCK_DONE`: the peer's FIN was taken (`tcp_fin` sets it; a reset's
+    /// `tcp_done` shuts the socket, `rcv_shutdown`, without it).
+    pub(crate) fn sock_done(&self) -> bool {
+        self.fin_seq.is_some_and(|fin| self.rcv_nxt > fin)
     }
 
     /// Once all data before the peer's FIN is in, take the FIN (`tcp_fin`).

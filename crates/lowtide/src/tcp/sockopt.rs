@@ -631,13 +631,13 @@ impl Tcb {
 
     /// `SO_RCVLOWAT` (`sock_setsockopt`, then `tcp_set_rcvlowat`): a negative value
     /// is `INT_MAX`; capped at half the buffer (`SO_RCVBUF`'s if locked, else
-    /// `tcp_rmem[2]`'s), 0 is 1; a reader already satisfied is woken; an unlocked
+    /// `tcp_rmem[2]`'s), 0 is 1; a reader already satisfied is woken
+    /// (`tcp_data_ready`, in any state: a closed socket that took the peer's FIN,
+    /// `SOCK_DONE`, or that holds enough unread bytes is woken too); an unlocked
     /// buffer grows to hold the mark, with `window_clamp` the mark.
     pub(crate) fn set_rcvlowat(&mut self, ctx: &mut Ctx, val: i32) {
         self.rcvlowat_apply(ctx.cfg, val);
-        if self.state != TcpState::Closed {
-            self.data_ready(ctx);
-        }
+        self.data_ready(ctx);
     }
 
     /// `tcp_set_rcvlowat` without the wakeup.

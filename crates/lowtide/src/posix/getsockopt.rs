@@ -51,6 +51,8 @@ impl Host {
         let info = conn.and_then(|h| self.stack.info(now, h).ok());
         let cfg = self.stack.config();
         let int = |out: &mut [u8], v: i32| put(out, &v.to_ne_bytes());
+        let conn_ecn = conn.and_then(|h| self.stack.socket_ref(h).tos_ecn().ok());
+        let tos_ecn = |own: u8| conn_ecn.unwrap_or(own & 3);
         // sk_sndbuf and sk_rcvbuf: the connection's, else what SO_SNDBUF/SO_RCVBUF
         // set (doubled, at least SOCK_MIN_*) or tcp_init_sock's tcp_wmem[1]/tcp_rmem[1].
         let sndbuf = match (&info, s.opts.sndbuf) {
@@ -93,8 +95,12 @@ impl Host {
             (IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => int(out, s.opts.v6only as i32),
             (SOL_SOCKET, SO_REUSEADDR) => int(out, s.opts.reuse as i32),
             (SOL_SOCKET, SO_REUSEPORT) => int(out, s.opts.reuseport as i32),
-            (SOL_IP, IP_TOS) => ip_int_out(out, s.opts.tos as i32),
-            (IPPROTO_IPV6, IPV6_TCLASS) if s.family == AF_INET6 => int(out, s.opts.tclass as i32),
+            // do_ip_getsockopt / do_ipv6_getsockopt: inet->tos and np->tclass whole,
+            // with the ECN bits the connection's tcp_ecn_send last set.
+            (SOL_IP, IP_TOS) => ip_int_out(out, (s.opts.tos & !3 | tos_ecn(s.opts.tos)) as i32),
+            (IPPROTO_IPV6, IPV6_TCLASS) if s.family == AF_INET6 => {
+                int(out, (s.opts.tclass & !3 | tos_ecn(s.opts.tclass)) as i32)
+            }
             // ip6_autoflowlabel: the socket's choice, else the sysctl's default.
             (IPPROTO_IPV6, IPV6_AUTOFLOWLABEL) if s.family == AF_INET6 => {
                 let dflt = crate::tcp::flowlabel::default_autolabel(cfg);

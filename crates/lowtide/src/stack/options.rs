@@ -759,6 +759,15 @@ impl SocketRef<'_> {
         Ok((t.tos, t.tclass))
     }
 
+    /// The ECN bits of the connection's `inet->tos` / `np->tclass`, which TCP sets
+    /// itself as it sends (`tcp_ecn_send`: ECT(0) after new data of an ECN
+    /// connection, every segment of an AccECN one, Not-ECT after an ACK or a
+    /// retransmission of a classic one); `getsockopt(IP_TOS)` and `IPV6_TCLASS`
+    /// read them with the rest.
+    pub fn tos_ecn(&self) -> Result<u8, SocketError> {
+        Ok(self.stack.tcb(self.h)?.tos_ecn)
+    }
+
     /// `TCP_CONGESTION` (getsockopt).
     pub fn congestion(&self) -> Result<&'static str, SocketError> {
         Ok(self.stack.tcb(self.h)?.cc.name())

@@ -104,7 +104,8 @@ impl Stack {
         ctx.tx_delay_us = tw.tx_delay;
         match status {
             TwStatus::Success | TwStatus::Syn(_) => {}
-            TwStatus::Ack => tw.send_ack(&mut ctx),
+            TwStatus::Ack => tw.send_ack(&mut ctx, false),
+            TwStatus::AckOow => tw.send_ack(&mut ctx, true),
             TwStatus::Kill => return self.free_slot(now, index),
             TwStatus::Rst => {
                 if let Some(key) = rst_key {

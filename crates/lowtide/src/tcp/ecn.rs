@@ -326,8 +326,17 @@ impl Tcb {
     /// while a CE mark waits for the sender's CWR. AccECN: every segment ECT(0)
     /// (`INET_ECN_xmit`, unless the handshake's feedback failed), ACE the count of CE
     /// packets received plus 5 (`tcp_accecn_set_ace`), or the SYN-ACK's IP-ECN field
-    /// on the third ACK. Returns the IP ECN field and the TCP flags to add.
+    /// on the third ACK. Returns the IP ECN field and the TCP flags to add; the
+    /// field stays in the socket's `inet->tos` (`tos_ecn`), as `INET_ECN_xmit` and
+    /// `INET_ECN_dontxmit` leave it there.
     pub(crate) fn ecn_send(&mut self, new_data: bool) -> (u8, TcpFlags) {
+        let (ip_ecn, flags) = self.ecn_send_marks(new_data);
+        self.tos_ecn = ip_ecn;
+        (ip_ecn, flags)
+    }
+
+    /// [`Tcb::ecn_send`]'s marks.
+    fn ecn_send_marks(&mut self, new_data: bool) -> (u8, TcpFlags) {
         let sk_ect = self.sk_ect();
         if self.ecn_mode_accecn() {
             let ip_ecn = match self.accecn.fail_mode & TCP_ACCECN_ACE_FAIL_RECV {

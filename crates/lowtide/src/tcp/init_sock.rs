@@ -121,6 +121,7 @@ impl Tcb {
             pmtu_cookie: cfg.mtu,
             tos: 0,
             tclass: 0,
+            tos_ecn: 0,
             uc_ttl: None,
             hop_limit: None,
             min_ttl: 0,

@@ -21,8 +21,12 @@ pub(crate) enum TwStatus {
     Success,
     /// `inet_twsk_deschedule_put` then `TCP_TW_SUCCESS`: the socket goes now.
     Kill,
-    /// `TCP_TW_ACK`: answer with an ACK (`tcp_v4_timewait_ack`).
+    /// `TCP_TW_ACK`: answer with an ACK (`tcp_v4_timewait_ack`) carrying `tw_tos`
+    /// whole, ECN bits included.
     Ack,
+    /// `TCP_TW_ACK_OOW`: the ACK to an out-of-window or PAWS-rejected segment
+    /// (`tcp_timewait_check_oow_rate_limit`), sent without `tw_tos`'s ECN bits.
+    AckOow,
     /// `TCP_TW_RST`: answer with a reset, and the socket goes.
     Rst,
     /// `TCP_TW_SYN`: a SYN that may open a new connection with this ISN, if a
@@ -95,7 +99,7 @@ impl TimeWaitSock {
         let syn = th.flags.contains(TcpFlags::SYN);
         let data = len > 0 || th.flags.contains(TcpFlags::FIN);
         if (data && !syn) || !super::ratelimit::oow_limited(ctx, mib, &mut self.last_oow_ack_time) {
-            return TwStatus::Ack;
+            return TwStatus::AckOow;
         }
         TwStatus::Success
     }
@@ -227,8 +231,10 @@ impl TimeWaitSock {
     }
 
     /// `tcp_v4_timewait_ack` / `tcp_v6_timewait_ack`: a bare ACK with the window
-    /// left, and timestamps when there is a `ts_recent` to echo.
-    pub fn send_ack(&self, ctx: &mut Ctx) {
+    /// left, and timestamps when there is a `ts_recent` to echo; `tw_tos` less its
+    /// ECN bits for an out-of-window one (`oow`: `TCP_TW_ACK_OOW`, Linux 6.15+, so
+    /// that only acceptable ACKs stay in the connection's ECN service queue).
+    pub fn send_ack(&self, ctx: &mut Ctx, oow: bool) {
         let ts = (self.ts_recent != 0).then(|| {
             let tsval = (ctx.now.as_millis() as u32).wrapping_add(self.ts_offset);
             (tsval, self.ts_recent)
@@ -236,13 +242,11 @@ impl TimeWaitSock {
         let window = (self.rcv_wnd >> self.rcv_wscale).min(65535) as u16;
         let fields = (self.snd_nxt.0, self.rcv_nxt.0, window);
         let key = self.md5_key.as_ref();
-        super::reply::send_reply_ack(
-            ctx,
-            (self.tuple, self.tos, true, self.flow()),
-            fields,
-            ts,
-            key,
-        );
+        let tos = match oow {
+            true => self.tos & !super::ecn::INET_ECN_MASK,
+            false => self.tos,
+        };
+        super::reply::send_reply_ack(ctx, (self.tuple, tos, true, self.flow()), fields, ts, key);
     }
 }
 
@@ -314,7 +318,7 @@ mod tests {
         // A reset beyond the window is answered with an ACK; one in it kills.
         let rst = seg(1000 + 70_000, TcpFlags::RST, None);
         let mut t2 = tw(TcpState::FinWait2);
-        assert_eq!(t2.state_process(&mut ctx, &rst, 0), TwStatus::Ack);
+        assert_eq!(t2.state_process(&mut ctx, &rst, 0), TwStatus::AckOow);
         let rst = seg(1001, TcpFlags::RST, None);
         assert_eq!(t2.state_process(&mut ctx, &rst, 0), TwStatus::Kill);
     }
@@ -327,12 +331,12 @@ mod tests {
         let mut t = tw(TcpState::TimeWait);
         let mut ctx = st.ctx(&cfg, now, false);
         let fin = seg(999, TcpFlags::ACK | TcpFlags::FIN, Some(101));
-        assert_eq!(t.state_process(&mut ctx, &fin, 0), TwStatus::Ack);
+        assert_eq!(t.state_process(&mut ctx, &fin, 0), TwStatus::AckOow);
         assert_eq!(t.expires, now + TCP_TIMEWAIT_LEN);
         // A second one within tcp_invalid_ratelimit is a FIN (data): not limited.
-        assert_eq!(t.state_process(&mut ctx, &fin, 0), TwStatus::Ack);
+        assert_eq!(t.state_process(&mut ctx, &fin, 0), TwStatus::AckOow);
         let old_ack = seg(900, TcpFlags::ACK, Some(101));
-        assert_eq!(t.state_process(&mut ctx, &old_ack, 0), TwStatus::Ack);
+        assert_eq!(t.state_process(&mut ctx, &old_ack, 0), TwStatus::AckOow);
         assert_eq!(t.state_process(&mut ctx, &old_ack, 0), TwStatus::Success);
         assert_eq!(st.mib.get(Mib::TcpExtTCPACKSkippedTimeWait), 1);
         let rst = seg(1000, TcpFlags::RST, None);
@@ -359,10 +363,10 @@ mod tests {
         // Lower sequence and the same timestamp: an old duplicate, ACKed; PAWS
         // rejects an older one (TcpExtPAWSTimewait).
         let same = seg(10, TcpFlags::SYN, Some(100));
-        assert_eq!(t.state_process(&mut ctx, &same, 0), TwStatus::Ack);
+        assert_eq!(t.state_process(&mut ctx, &same, 0), TwStatus::AckOow);
         let older = seg(2000, TcpFlags::SYN, Some(50));
         let mut ctx = st.ctx(&cfg, now + Duration::from_secs(1), false);
-        assert_eq!(t.state_process(&mut ctx, &older, 0), TwStatus::Ack);
+        assert_eq!(t.state_process(&mut ctx, &older, 0), TwStatus::AckOow);
         assert_eq!(st.mib.get(Mib::TcpExtPAWSTimewait), 1);
     }
 

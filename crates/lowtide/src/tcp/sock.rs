@@ -228,6 +228,11 @@ pub struct Tcb {
     /// `IPV6_TCLASS` (`np->tclass`): the traffic class of IPv6 packets, ECN bits
     /// aside.
     pub(crate) tclass: u8,
+    /// The ECN bits of `inet->tos` and `np->tclass`, which TCP keeps its own: what
+    /// `tcp_ecn_send` last set (`INET_ECN_xmit` / `INET_ECN_dontxmit`), the IP-ECN
+    /// field of the last segment the socket sent. A timewait socket's `tw_tos`
+    /// takes them (`inet_twsk_alloc`).
+    pub(crate) tos_ecn: u8,
     /// `IP_TTL` (`inet->uc_ttl`) and `IPV6_UNICAST_HOPS` (`np->hop_limit`): the
     /// TTL of IPv4 and the hop limit of IPv6 packets; `None` is -1, the route's
     /// default (`net.ipv4.ip_default_ttl`, `net.ipv6.conf.all.hop_limit`).
@@ -581,10 +586,11 @@ pub(crate) struct TimeWaitSock {
     pub ts_recent_stamp: Option<Instant>,
     /// `tw_ts_offset`.
     pub ts_offset: u32,
-    /// `tw_tos`, which is also `tw_tclass`: the DS field of its replies (ECN bits
-    /// aside): the socket's `IP_TOS` (`inet_twsk_alloc`), overwritten with its
-    /// `IPV6_TCLASS` when the socket is AF_INET6 (`tcp_time_wait`), whatever
-    /// family its packets are.
+    /// `tw_tos`, which is also `tw_tclass`: the DS field of its replies: the
+    /// socket's `IP_TOS` (`inet_twsk_alloc`), overwritten with its `IPV6_TCLASS`
+    /// when the socket is AF_INET6 (`tcp_time_wait`), whatever family its packets
+    /// are; with the ECN bits the socket's last segment had (`Tcb::tos_ecn`),
+    /// which only its in-window ACKs keep (`TCP_TW_ACK_OOW` clears them).
     pub tos: u8,
     /// `tw_tx_delay`: the connection's `TCP_TX_DELAY` for its replies.
     pub tx_delay: u32,

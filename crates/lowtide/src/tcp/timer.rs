@@ -678,7 +678,7 @@ impl Tcb {
                 tos: match self.family_v6 {
                     true => self.tclass,
                     false => self.tos,
-                },
+                } | self.tos_ecn,
                 last_oow_ack_time: None,
                 entry: ctx.now,
                 expires: ctx.now,

@@ -66,6 +66,7 @@ impl Stack {
                 tcb.iss = tcp::seq::Seq(r.isn);
                 if let Some(stamp) = r.ts_recent_stamp {
                     (tcb.rx_opt.ts_recent, tcb.rx_opt.ts_recent_stamp) = (r.ts_recent, stamp);
+                    tcb.rx_opt.ts_recent_from_tw = true;
                 }
             }
             // tcp_v4_connect: "if (!tp->write_seq)": tcp_disconnect left one.

@@ -137,6 +137,7 @@ impl Tcb {
                 rcv_wscale: 0,
                 ts_recent: 0,
                 ts_recent_stamp: now,
+                ts_recent_from_tw: false,
                 rcv_tsecr: 0,
                 user_mss: 0,
                 mss_clamp: advmss,

@@ -222,6 +222,14 @@ impl Tcb {
             self.tcp_drop();
             return;
         }
+        // A SYN without ACK (crossed SYNs): the PAWS check against the peer's
+        // timestamp this connection took over from TIME-WAIT (tcp_twsk_unique;
+        // Linux's ts_recent_stamp is 0 otherwise): an older TSval is an old
+        // duplicate, dropped (discard_and_undo, SKB_DROP_REASON_TCP_RFC7323_PAWS).
+        if !f.contains(TcpFlags::ACK) && self.synsent_paws_reject(ctx, th) {
+            self.tcp_drop();
+            return;
+        }
         self.irs = super::seq::Seq(th.seq);
         self.rcv_nxt = 1;
         self.rcv_wup = 1;
@@ -240,6 +248,18 @@ impl Tcb {
             self.state = TcpState::SynRecv;
             self.send_syn(ctx);
         }
+    }
+
+    /// `tcp_rcv_synsent_state_process`'s PAWS check of a SYN without ACK:
+    /// `tp->rx_opt.ts_recent_stamp && saw_tstamp && tcp_paws_reject(&tp->rx_opt, 0)`.
+    /// A socket in SYN-SENT has a `ts_recent_stamp` only when its `connect` took a
+    /// TIME-WAIT socket's place (`RxOpt::ts_recent_from_tw`); the timestamp counts
+    /// while `net.ipv4.tcp_timestamps` is on (`tcp_parse_options` with `estab` 0).
+    fn synsent_paws_reject(&self, ctx: &Ctx, th: &TcpRepr) -> bool {
+        let Some((tsval, _)) = th.options.timestamp.filter(|_| ctx.cfg.tcp_timestamps) else {
+            return false;
+        };
+        self.rx_opt.ts_recent_from_tw && !self.paws_check(ctx, tsval, 0)
     }
 
     /// `tcp_rcv_synsent_state_process`'s PAWS test: a non-zero TSecr lies between

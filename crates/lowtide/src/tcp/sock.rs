@@ -440,6 +440,10 @@ pub(crate) struct RxOpt {
     pub ts_recent: u32,
     /// `ts_recent_stamp`: when `ts_recent` was taken (PAWS aging).
     pub ts_recent_stamp: Instant,
+    /// Linux's `ts_recent_stamp != 0` before the handshake: `tcp_twsk_unique` gave
+    /// this connection the `ts_recent` of the TIME-WAIT socket it took the place of
+    /// (lowtide's `ts_recent_stamp` starts at the socket's creation instead of 0).
+    pub ts_recent_from_tw: bool,
     /// `rcv_tsecr`: the TSecr of the ACK being processed (0: none).
     pub rcv_tsecr: u32,
     /// `user_mss`: `TCP_MAXSEG`; 0 when unset.

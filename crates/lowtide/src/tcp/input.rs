@@ -107,11 +107,18 @@ impl Tcb {
         if self.rx_opt.wscale_ok {
             // RFC 7323 section 2.3: a shift above 14 is used as 14.
             self.rx_opt.snd_wscale = o.wscale.unwrap_or(0).min(14);
-        } else {
-            // tcp_rcv_synsent_state_process: no scaling, no window above 64 KB.
+        } else if !active || th.flags.contains(TcpFlags::ACK) {
+            // tcp_rcv_synsent_state_process on a SYN-ACK: no scaling, no window
+            // above 64 KB (a request's window is chosen afresh, passive_open).
             self.rx_opt.snd_wscale = 0;
             self.rx_opt.rcv_wscale = 0;
             self.window_clamp = self.window_clamp.min(65535);
+        } else {
+            // A crossed SYN (simultaneous open) leaves rcv_wscale as tcp_connect_init
+            // chose it: its branch of tcp_rcv_synsent_state_process has no such
+            // reset, so our windows stay scaled (and our SYN-ACK offers the scale,
+            // tcp_syn_options) though the peer's SYN offered none.
+            self.rx_opt.snd_wscale = 0;
         }
         // RFC 9293 3.7.1: no MSS option (or 0, which Linux ignores) leaves the clamp
         // as it was: 536 (IPv4) / 1220 (IPv6) on a request (af_ops->mss_clamp) and on

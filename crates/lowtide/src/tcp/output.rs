@@ -347,10 +347,17 @@ impl Tcb {
     /// Options for our SYN or SYN-ACK stamped `tstamp` (`tcp_syn_options`/
     /// `tcp_synack_options`). With a TCP-MD5 key (`md5`) the option goes first and a
     /// SYN offers no timestamps ("MD5 and timestamps don't fit"); a SYN-ACK's
-    /// timestamps were given up for SACK already (`negotiate_options`).
+    /// timestamps were given up for SACK already (`negotiate_options`). The SYN-ACK
+    /// of a simultaneous open is our SYN sent again with ACK (`tcp_send_synack`), so
+    /// `__tcp_transmit_skb` gives it `tcp_syn_options` too: the options the sysctls
+    /// allow, whatever the peer's SYN offered, TSecr `ts_recent` (as a SYN's, which
+    /// is 0 unless `connect` took over a TIME-WAIT socket's, `tcp_twsk_unique`).
     fn syn_options(&mut self, ctx: &Ctx, tstamp: Instant, md5: bool) -> TcpOptions {
         let active = self.state == TcpState::SynSent;
-        let mss = if active {
+        // tcp_syn_options, not tcp_synack_options: no request sock (a listener's
+        // child, a Fast Open child, a SYN cookie's SYN-ACK) made this one.
+        let syn = !(self.synack_of_request() || self.req.cookie);
+        let mss = if syn {
             self.advertise_mss()
         } else {
             self.advmss
@@ -360,13 +367,17 @@ impl Tcb {
             md5sig: md5.then_some([0; 16]),
             ..TcpOptions::default()
         };
-        if (active && ctx.cfg.tcp_window_scaling) || self.rx_opt.wscale_ok {
+        if (syn && ctx.cfg.tcp_window_scaling) || (!syn && self.rx_opt.wscale_ok) {
             o.wscale = Some(self.rx_opt.rcv_wscale);
         }
-        o.sack_permitted = (active && ctx.cfg.tcp_sack) || self.rx_opt.sack_ok;
-        if ((active && ctx.cfg.tcp_timestamps) || self.rx_opt.tstamp_ok) && !(active && md5) {
+        o.sack_permitted = (syn && ctx.cfg.tcp_sack) || (!syn && self.rx_opt.sack_ok);
+        let ts = match syn {
+            true => ctx.cfg.tcp_timestamps && !md5,
+            false => self.rx_opt.tstamp_ok,
+        };
+        if ts {
             let mut tsval = self.tsval(tstamp);
-            if !active {
+            if !syn {
                 // tcp_synack_options: the range of TSvals the request sent (a first
                 // TSval of 0 goes out as ~0, as 0 means none yet).
                 if self.req.snt_tsval.0 == 0 {
@@ -377,7 +388,7 @@ impl Tcb {
                 }
                 self.req.snt_tsval.1 = tsval;
             }
-            o.timestamp = Some((tsval, if active { 0 } else { self.rx_opt.ts_recent }));
+            o.timestamp = Some((tsval, self.rx_opt.ts_recent));
         }
         // tcp_syn_options / tcp_synack_options: a Fast Open cookie if it still fits.
         if let Some(c) = self.tfo.syn_cookie {
@@ -1046,6 +1057,29 @@ mod syn_retransmit_tests {
         (t.snd_una, t.snd_nxt, t.write_seq) = (0, 1, 1);
         t.connect_queue_skb(NOW, 0, SkbData::EMPTY, FLAG_SYN, SKB_OVERHEAD);
         t
+    }
+
+    /// `tcp_syn_options` for a SYN and for a simultaneous open's SYN-ACK (the SYN
+    /// sent again with ACK): the options the sysctls allow, TSecr `ts_recent`,
+    /// which a SYN-SENT socket has only from a TIME-WAIT it took over.
+    #[test]
+    fn syn_and_simultaneous_synack_options_follow_tcp_syn_options() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let ctx = st.ctx(&cfg, NOW, false);
+        let mut t = syn_sent(&cfg);
+        t.rx_opt.ts_recent = 5810; // tcp_twsk_unique's copy of tw_ts_recent
+        let o = t.syn_options(&ctx, NOW, false);
+        assert_eq!(o.timestamp.map(|(_, ecr)| ecr), Some(5810));
+        // A crossed SYN without any option: SYN-RECV, the SYN's options all the same.
+        t.state = TcpState::SynRecv;
+        t.rx_opt.ts_recent = 0;
+        (t.rx_opt.tstamp_ok, t.rx_opt.sack_ok, t.rx_opt.wscale_ok) = (false, false, false);
+        let o = t.syn_options(&ctx, NOW, false);
+        assert_eq!(o.timestamp.map(|(_, ecr)| ecr), Some(0));
+        assert!(o.sack_permitted && o.wscale == Some(t.rx_opt.rcv_wscale));
+        // With a TCP-MD5 key a SYN carries no timestamps.
+        assert_eq!(t.syn_options(&ctx, NOW, true).timestamp, None);
     }
 
     #[test]

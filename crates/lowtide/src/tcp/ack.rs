@@ -473,7 +473,7 @@ impl Tcb {
     /// zero window that held the data for over an RTO).
     pub(super) fn ack_update_window(&mut self, ctx: &mut Ctx, th: &TcpRepr, ack: u64) -> bool {
         let seq = self.rcv_off(super::seq::Seq(th.seq));
-        let nwin = (th.window as u32) << self.rx_opt.snd_wscale;
+        let nwin = self.ack_window(th);
         if self.may_update_window(ack, seq, nwin) {
             self.snd_wl1 = seq;
             if self.snd_wnd != nwin {
@@ -484,14 +484,31 @@ impl Tcb {
                 if !self.write_queue.is_empty() {
                     self.slow_start_after_idle_check(ctx);
                 }
-            }
-            if nwin > self.max_window {
-                self.max_window = nwin;
-                self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
+                self.grow_max_window(ctx, nwin);
             }
             return true;
         }
         false
+    }
+
+    /// `tcp_ack_update_window`'s `nwin`: the segment's window, scaled unless the
+    /// segment is a SYN (RFC 7323: a SYN's window is never scaled; a simultaneous
+    /// open's SYN-ACK comes here).
+    pub(super) fn ack_window(&self, th: &TcpRepr) -> u32 {
+        match th.flags.contains(TcpFlags::SYN) {
+            true => th.window as u32,
+            false => (th.window as u32) << self.rx_opt.snd_wscale,
+        }
+    }
+
+    /// `tcp_ack_update_window`, once the window changed: a larger one than ever is
+    /// `max_window`, which `tcp_sync_mss` bounds the MSS to (half of it). A window
+    /// that did not change never raises it.
+    pub(super) fn grow_max_window(&mut self, ctx: &Ctx, nwin: u32) {
+        if nwin > self.max_window {
+            self.max_window = nwin;
+            self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
+        }
     }
 
     /// `tcp_snd_una_update`: `tcpi_bytes_acked` grows by the sequence space the ACK

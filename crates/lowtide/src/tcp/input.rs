@@ -672,13 +672,23 @@ impl Tcb {
             self.icsk.retransmits = 0;
             self.icsk.backoff = 0;
         }
-        self.snd_wnd = (th.window as u32) << self.rx_opt.snd_wscale;
-        // tcp_create_openreq_child: a child made at this ACK has its window as the
-        // largest; otherwise tcp_ack's window update. Either way tcp_sync_mss.
-        if (child && !fastopen) || self.snd_wnd > self.max_window {
-            self.max_window = self.snd_wnd;
+        let wnd = (th.window as u32) << self.rx_opt.snd_wscale;
+        if child && !fastopen {
+            // tcp_create_openreq_child: a child made at this ACK has its window as
+            // the largest (tcp_sync_mss).
+            self.max_window = wnd;
             self.sync_mss(self.pmtu_cookie, ctx.cfg.tcp_min_snd_mss);
+        } else {
+            // tcp_ack's tcp_ack_update_window first (the ACK covers our SYN or
+            // follows the peer's, so it may update the window): a SYN-ACK's window
+            // unscaled, max_window raised only by a changed window. Then
+            // tcp_rcv_state_process sets snd_wnd, scaled, and leaves max_window.
+            let nwin = self.ack_window(th);
+            if self.snd_wnd != nwin {
+                self.grow_max_window(ctx, nwin);
+            }
         }
+        self.snd_wnd = wnd;
         self.snd_wl1 = self.rcv_off(super::seq::Seq(th.seq));
         self.fast_path_on(); // tcp_rcv_state_process, SYN-RECV
                              // A Fast Open child's request goes after tcp_ack (rcv_synchronized).

@@ -153,6 +153,8 @@ impl TimeWaitSock {
             self.substate = TcpState::TimeWait;
             self.rcv_nxt = end_seq;
             if let Some(v) = saw_tstamp {
+                // tw_entry_stamp too: tcp_tw_reuse_delay counts from the FIN.
+                self.entry = ctx.now;
                 self.ts_recent_stamp = Some(ctx.now);
                 self.ts_recent = v;
             }
@@ -314,6 +316,10 @@ mod tests {
         assert_eq!(t.substate, TcpState::TimeWait);
         assert_eq!(t.rcv_nxt, Seq(1001));
         assert_eq!(t.ts_recent, 102);
+        assert_eq!(
+            t.entry, now,
+            "tw_entry_stamp again, with the FIN's timestamp"
+        );
         assert_eq!(t.expires, now + TCP_TIMEWAIT_LEN);
         // A reset beyond the window is answered with an ACK; one in it kills.
         let rst = seg(1000 + 70_000, TcpFlags::RST, None);

@@ -10,6 +10,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -75,6 +76,46 @@ class Make(unittest.TestCase):
             for tag in "ACDEF":
                 self.assertIn(f'print("{tag}", ', text)
 
+    def test_knobs_fix_what_the_seed_would_draw(self):
+        for s in range(1, 30):
+            self.assertEqual(ps.scenario(s), ps.scenario(s, {}))
+            text, what = ps.scenario(s, {"sack": False, "ts": True, "cc": "reno"})
+            self.assertTrue(what.startswith("sack=0 ts=1 cc=reno "), what)
+            self.assertIn("tcp_congestion_control=reno", text)
+            self.assertNotIn("sackOK", text)
+            self.assertIn("(--cc reno --sack off --ts on)", text.split("\n")[0])
+            _, what = ps.scenario(s, {"sack": True, "ts": False, "cc": "cubic"})
+            self.assertTrue(what.startswith("sack=1 ts=0 cc=cubic "), what)
+            _, what = ps.scenario(s, {"reorder": True})
+            total, lost = re.search(r"total=(\d+) lost=\[([^]]*)\]", what).groups()
+            delivered = min(int(total), 30) - 10 - len(lost.split(","))
+            self.assertEqual("swaps=0" in what, delivered < 2, what)
+
+    def test_skew_moves_the_first_late_ack_and_the_last(self):
+        for s in range(1, 30):
+            def lines(knobs):  # TS values follow the clock: left out
+                return [re.sub(r"TS val \d+", "TS", l) for l in ps.scenario(s, knobs)[0].split("\n")[1:]]
+            plain, skewed = lines({}), lines({"skew_us": 1500})
+            self.assertEqual(len(plain), len(skewed))
+            moved = [(a, b) for a, b in zip(plain, skewed) if a != b]
+            self.assertIn(len(moved), (1, 2), moved)  # 1: every late segment stays lost
+            for a, b in moved:
+                self.assertTrue(a.startswith("  +0.1 <") and b.startswith("  +0.1015 <"), (a, b))
+                self.assertEqual(a.split("<", 1)[1], b.split("<", 1)[1])
+            self.assertRegex(moved[-1][1], r"ack (2|3)0001 win 2000( <nop,nop,TS ecr 100>)?$")
+
+    def test_bad_knobs_are_usage_errors(self):
+        for bad in (["--sack", "yes"], ["--cc", "bbr"], ["--skew-us", "-3"], ["--skew-us", "50000"], ["--ts"]):
+            r = subprocess.run([sys.executable, PATH, "make", "--out", tempfile.mkdtemp()] + bad,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, bad)
+        d = tempfile.mkdtemp()
+        r = subprocess.run([sys.executable, PATH, "make", "--out", d, "--count", "2", "--sack", "off", "--reorder"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(d, "manifest.json")) as f:
+            self.assertEqual(json.load(f)["knobs"], {"sack": False, "reorder": True})
+
     def test_a_folder_inside_the_repository_is_refused(self):
         r = subprocess.run([sys.executable, PATH, "make", "--out", os.path.join(REPO, "target", "x")],
                            capture_output=True, text=True)
@@ -114,6 +155,17 @@ class Packets(unittest.TestCase):
         with open(f, "wb") as fh:
             fh.write(d)
         self.assertEqual(ps.pcap_packets(f), [["P.", 1, 1000, 0.002], ["F.", 1001, 0, 0.003]])
+
+    def test_lowtide_packets_stop_at_the_last_event(self):
+        text, _ = ps.scenario(4)
+        gaps = [l.split()[0] for l in text.splitlines() if l.lstrip().startswith("+")]
+        end = ps.script_end(text)
+        self.assertAlmostEqual(end, sum(float(g[1:]) for g in gaps), places=9)
+        self.assertGreater(end, 0.9)  # three RTTs, the acks between, and the 0.6 s wait
+        self.assertAlmostEqual(ps.script_end("    0 `nstat -n`\n   +0 x\n  +0.1 y\n  +.6 `true`\n   +0 z\n"), 0.7)
+        pkts = [[".", 1, 1000, 0.5], [".", 1001, 1000, 0.6999], [".", 2001, 1000, 0.7], [".", 3001, 1000, 0.7001]]
+        # the script's end closes the socket, which pushes out held data at (or just after) it
+        self.assertEqual(ps.before_end(pkts, 0.7), pkts[:2])
 
     def test_trace_lines(self):
         def line(t, b):

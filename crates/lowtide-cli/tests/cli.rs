@@ -368,8 +368,9 @@ fn runs_that_carried_no_data_fail_with_a_reason_per_flow() {
 /// Linux). The simulator's receiver must not append it to the finished flow: before,
 /// flow 78 read 1,538 bytes past its end ("bad stream at offset 1826"). The seed is
 /// one that still gives such a stray connection (the original, 17641238089543402820,
-/// stopped giving one with 94f729d's tcp_data_queue, which changed the run); no flow
-/// may read past its end or get a bad stream, and each flow not reset gets its bytes.
+/// stopped giving one with 94f729d's tcp_data_queue, which changed the run; seed 4
+/// stopped with the timer wheel's rounding, seed 3 gives two); no flow may read past
+/// its end or get a bad stream, and each flow not reset gets its bytes.
 #[test]
 fn a_second_connection_from_a_flows_port_is_a_stray_not_more_stream() {
     let args = [
@@ -385,7 +386,7 @@ fn a_second_connection_from_a_flows_port_is_a_stray_not_more_stream() {
         "--queue=100000",
         "--mss=1550",
         "--gro=off",
-        "--seed=4",
+        "--seed=3",
         "--time-limit=4948s",
         "--sysctl=net.ipv4.tcp_congestion_control=cubic",
         "--sysctl=net.ipv4.tcp_moderate_rcvbuf=0",

@@ -260,10 +260,13 @@ impl Shared {
 
     /// Moves the clock to the nearest deadline of a blocked call (timers firing on
     /// the way) when every other thread that reads the clock sleeps, twice a
-    /// moment apart, and nothing changed meanwhile. packetdrill starts a blocking
-    /// call right after another one by waiting in real time (up to 1 s,
-    /// `await_idle_thread`) for the first to end, reading no clock: on the kernel
-    /// real time passes and the first call's timeout (`SO_RCVTIMEO`, a poll's)
+    /// moment apart, and nothing changed meanwhile; or, when no other thread reads
+    /// it, to that deadline or the stack's next timer.
+    /// packetdrill starts a blocking call right after another one by waiting in
+    /// real time (up to 1 s, `await_idle_thread`) for the first to end, reading no
+    /// clock, and runs a call expected to return at once on its main thread: on
+    /// the kernel real time passes and the call's timeout (`SO_RCVTIMEO`, a
+    /// poll's) or a timer's work (an error, data: a timer runs after its expiry)
     /// ends it; here only this can.
     fn advance_if_idle<'a>(&'a self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         let me = os_tid();
@@ -271,16 +274,29 @@ impl Shared {
         let stamp = st.now_us;
         drop(st);
         let idle = || others.iter().all(|t| thread_asleep(*t));
-        let quiet = !others.is_empty() && idle() && {
-            std::thread::sleep(Duration::from_millis(2));
-            idle()
-        };
+        // With no other thread reading the clock, this blocked call is the
+        // script's own (packetdrill runs a call without `...` on its main thread):
+        // only this can move the clock, to a deadline or the next timer.
+        let alone = others.is_empty();
+        let quiet = alone
+            || idle() && {
+                std::thread::sleep(Duration::from_millis(2));
+                idle()
+            };
         let mut st = self.lock();
         let busy = st.blocked.values().any(|b| b.recheck) || !st.owed.is_empty();
         if !quiet || busy || st.now_us != stamp {
             return st;
         }
-        if let Some(d) = st.blocked.values().filter_map(|b| b.deadline).min() {
+        let deadline = st.blocked.values().filter_map(|b| b.deadline).min();
+        let timer = match alone {
+            true => [
+                st.host.poll_timeout().map(|t| t.as_micros()),
+                st.fq_wake_us(),
+            ],
+            false => [None, None],
+        };
+        if let Some(d) = timer.into_iter().chain([deadline]).flatten().min() {
             let d = d.max(st.now_us);
             st.advance_to(d);
             self.wake_all(&mut st);
@@ -311,13 +327,25 @@ impl Shared {
         EPOCH_US + st.now_us
     }
 
-    /// `usleep`: virtual time passes, timers fire on the way.
+    /// `usleep`: virtual time passes, timers fire on the way. With a call
+    /// blocked, the clock stops at each timer so that the call can see its work
+    /// (an error, data) when it happens, as real time on the kernel lets it.
     pub fn usleep(&self, us: u64) {
         let st = self.enter();
         let mut st = self.hold(st);
         let t = st.now_us + us;
-        st.advance_to(t);
-        self.wake_all(&mut st);
+        loop {
+            let stop = match st.blocked.is_empty() {
+                true => t,
+                false => st.next_timer_us().map_or(t, |n| n.clamp(st.now_us, t)),
+            };
+            st.advance_to(stop);
+            self.wake_all(&mut st);
+            if st.now_us >= t {
+                break;
+            }
+            st = self.hold(st);
+        }
     }
 
     /// `netdev_receive`: the next packet; with none queued, the clock jumps to the
@@ -387,18 +415,15 @@ impl Shared {
             self.cv.notify_all();
             // Sleep until a wakeup is addressed to this thread; spurious or foreign
             // wakeups do not make it retry (so two blocked threads never ping-pong).
-            // With a deadline, look now and then whether only the clock can end
-            // the wait.
+            // Look now and then whether only the clock can end the wait (a
+            // deadline, or a timer that ends it).
             loop {
-                st = match deadline {
-                    None => self.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
-                    Some(_) => {
-                        let (g, w) = (self.cv.wait_timeout(st, IDLE_CHECK))
-                            .unwrap_or_else(|e| e.into_inner());
-                        match w.timed_out() {
-                            true => self.advance_if_idle(g),
-                            false => g,
-                        }
+                st = {
+                    let (g, w) =
+                        (self.cv.wait_timeout(st, IDLE_CHECK)).unwrap_or_else(|e| e.into_inner());
+                    match w.timed_out() {
+                        true => self.advance_if_idle(g),
+                        false => g,
                     }
                 };
                 if st.blocked.get(&i).is_none_or(|b| b.recheck) {
@@ -490,18 +515,20 @@ impl State {
         (self.fq.as_ref()?.next_ready()).map(|ns| ns.div_ceil(1000))
     }
 
+    /// The next time a timer (the stack's, or fq's watchdog) needs the clock.
+    fn next_timer_us(&mut self) -> Option<u64> {
+        let timer = self.host.poll_timeout().map(|a| a.as_micros());
+        let wake = self.fq_wake_us().filter(|&w| w > self.now_us);
+        [timer, wake].into_iter().flatten().min()
+    }
+
     /// Moves the clock to `t` (never back), firing each timer (and fq's watchdog)
     /// at its own time.
     pub fn advance_to(&mut self, t: u64) {
         loop {
             self.drain_transmit();
             let timer = self.host.poll_timeout();
-            let wake = self.fq_wake_us().filter(|&w| w > self.now_us);
-            let next = [timer.map(|a| a.as_micros()), wake]
-                .into_iter()
-                .flatten()
-                .min();
-            match next {
+            match self.next_timer_us() {
                 Some(at) if at <= t => {
                     self.now_us = self.now_us.max(at);
                     if let Some(timer) = timer.filter(|a| a.as_micros() <= at) {

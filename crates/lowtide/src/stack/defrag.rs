@@ -93,12 +93,13 @@ pub(super) struct FragQueue {
     rid: u32,
     /// The fragments' truesize, charged to the memory limit.
     pub truesize: u64,
-    /// When the queue's timer fires (`ip_expire`).
-    expires: Instant,
+    /// When the timer wheel runs the queue's timer (`ip_expire`), armed for
+    /// `ipfrag_time` after the queue's start ([`crate::time::timer_list_runs`]).
+    timer_runs: Instant,
 }
 
 impl FragQueue {
-    fn new(expires: Instant) -> FragQueue {
+    fn new(now: Instant, expires: Instant) -> FragQueue {
         FragQueue {
             runs: BTreeMap::new(),
             len: 0,
@@ -113,7 +114,7 @@ impl FragQueue {
             max_df_size: 0,
             rid: 0,
             truesize: 0,
-            expires,
+            timer_runs: crate::time::timer_list_runs(now, expires),
         }
     }
 
@@ -181,7 +182,7 @@ pub(super) struct Defrag {
 impl Defrag {
     /// When the next queue expires.
     pub(super) fn next_expiry(&self) -> Option<Instant> {
-        self.queues.values().map(|q| q.expires).min()
+        self.queues.values().map(|q| q.timer_runs).min()
     }
 
     /// The queue of `key`, if any.
@@ -284,13 +285,13 @@ impl Stack {
         if high == 0 || self.fqdir(v6).mem > high {
             return false;
         }
-        let due = (self.fqdir(v6).queues.get(&key)).is_some_and(|q| q.expires <= now);
+        let due = (self.fqdir(v6).queues.get(&key)).is_some_and(|q| q.timer_runs <= now);
         if due {
             self.ip_expire(now, key);
         }
         let fq = self.fqdir(v6);
         if let Entry::Vacant(e) = fq.queues.entry(key) {
-            e.insert(FragQueue::new(now + Duration::from_secs(secs.into())));
+            e.insert(FragQueue::new(now, now + Duration::from_secs(secs.into())));
             fq.mem += IPQ_SIZE;
             fq.peers.entry(key.src).or_default().1 += 1;
         }
@@ -323,7 +324,7 @@ impl Stack {
         let q = self.defrag.queues.get_mut(&key).expect("found");
         self.defrag.mem -= q.truesize;
         let (rid, max_size, max_df_size) = (q.rid, q.max_size, q.max_df_size);
-        *q = FragQueue::new(expires);
+        *q = FragQueue::new(now, expires);
         (q.rid, q.max_size, q.max_df_size) = (rid, max_size, max_df_size);
     }
 
@@ -438,7 +439,7 @@ impl Stack {
     pub(super) fn defrag_timeout(&mut self, now: Instant) {
         let due: Vec<FragKey> = (self.defrag.queues.iter())
             .chain(self.defrag6.queues.iter())
-            .filter(|(_, q)| q.expires <= now)
+            .filter(|(_, q)| q.timer_runs <= now)
             .map(|(k, _)| *k)
             .collect();
         for key in due {
@@ -582,7 +583,9 @@ mod tests {
             let from = if first { 0 } else { 1480 };
             feed(&mut s, Instant::ZERO, &[frag(&p, from, from + 1480, 0)]);
             let at = s.poll_timeout().expect("the queue's timer");
-            assert_eq!(at, Instant::ZERO + Duration::from_secs(30));
+            // ipfrag_time (30 s), as the timer wheel runs it: level 3, 512-jiffy
+            // buckets, so 30.208 s.
+            assert_eq!(at, Instant::ZERO + Duration::from_millis(30_208));
             s.handle_timeout(at);
             assert_eq!(count(&s, Mib::IpReasmTimeout), 1);
             assert_eq!(count(&s, Mib::IpReasmFails), 1);
@@ -685,7 +688,7 @@ mod tests {
     /// run, an overlap across two runs or past the tail's start.
     #[test]
     fn insert_keeps_runs_and_tells_dup_from_overlap() {
-        let mut q = FragQueue::new(Instant::ZERO);
+        let mut q = FragQueue::new(Instant::ZERO, Instant::ZERO);
         assert_eq!(q.insert(0, &[1; 8]), Insert::Ok);
         assert_eq!(q.insert(8, &[2; 8]), Insert::Ok);
         assert_eq!(q.runs.len(), 1, "appended to the last run");

@@ -597,7 +597,9 @@ mod tests {
             RxChecksum::Verify,
         );
         let at = s.poll_timeout().expect("the queue's timer");
-        assert_eq!(at, Instant::ZERO + Duration::from_secs(60));
+        // ip6frag_time (60 s), as the timer wheel runs it: level 4, 4096-jiffy
+        // buckets, so 61.44 s.
+        assert_eq!(at, Instant::ZERO + Duration::from_millis(61_440));
         s.handle_timeout(at);
         assert_eq!(sent(&mut s).map(|m| (m.0, m.1)), Some((3, 1)));
         assert_eq!(count(&s, Mib::Ip6ReasmTimeout), 1);
@@ -635,7 +637,8 @@ mod tests {
                 s.handle_packet(Instant::ZERO, &p, RxChecksum::Verify);
                 while s.poll_transmit(Instant::ZERO).is_some() {}
             }
-            s.handle_timeout(Instant::ZERO + Duration::from_secs(61));
+            // ip6frag_time's 60 s timer runs at 61.44 s (the wheel's level 4).
+            s.handle_timeout(Instant::ZERO + Duration::from_millis(61_440));
             proptest::prop_assert_eq!(s.defrag.mem + s.defrag6.mem, 0);
         }
     }

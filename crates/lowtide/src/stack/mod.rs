@@ -588,6 +588,7 @@ impl Stack {
         let Some(Sock::Tcp(tcb)) = &mut slot.sock else {
             return;
         };
+        tcb.sync_timers(now);
         if let Some(d) = tcb.next_deadline() {
             if slot.armed.is_none_or(|a| d < a) {
                 slot.armed = Some(d);

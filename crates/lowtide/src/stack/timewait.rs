@@ -31,17 +31,16 @@ impl Stack {
         self.arm_timewait(h.index);
     }
 
-    /// Arms the slot's timer for its timewait socket's `expires` (after
+    /// Arms the slot's timer for when the wheel runs its timewait socket's timer (after
     /// `inet_twsk_schedule` or `inet_twsk_reschedule`).
     fn arm_timewait(&mut self, index: u32) {
         let slot = &mut self.slots[index as usize];
         let Some(Sock::TimeWait(tw)) = &slot.sock else {
             return;
         };
-        if slot.armed != Some(tw.expires) {
-            slot.armed = Some(tw.expires);
-            self.timers
-                .push(Reverse((tw.expires, index, slot.generation)));
+        if slot.armed != Some(tw.runs) {
+            slot.armed = Some(tw.runs);
+            self.timers.push(Reverse((tw.runs, index, slot.generation)));
         }
     }
 

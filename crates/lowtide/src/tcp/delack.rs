@@ -23,10 +23,9 @@ pub(crate) const ICSK_ACK_PUSHED2: u8 = 2;
 /// HZ/2: the longest delay otherwise (before the RTT bound).
 const MAX_ATO: Duration = Duration::from_millis(500);
 
-/// The next jiffy (HZ 1000) after `now`: when a timer armed for the current jiffy
-/// (`expires == jiffies`) runs.
-fn next_tick(now: Instant) -> Instant {
-    Instant::from_nanos((now.as_millis() + 1) * 1_000_000)
+/// `jiffies` (HZ 1000) at `now`, as a time: the start of the current jiffy.
+fn jiffies(now: Instant) -> Instant {
+    Instant::from_nanos(now.as_millis() * 1_000_000)
 }
 
 impl Tcb {
@@ -144,20 +143,16 @@ impl Tcb {
     /// `tcp_send_delayed_ack`: the ACK owed waits `delack_timeout`. With the timer
     /// already pending, the ACK goes at once if that timer would expire within a
     /// quarter of the new delay; otherwise the earlier of the two timeouts stays.
-    /// Before any data `ato` is 0: `sk_reset_timer(.., jiffies + 0)` puts the timer
-    /// in the wheel's current bucket, which `__run_timers` has already run (its
-    /// `base->clk` is past `jiffies`), so it expires at the next tick, not at once:
-    /// a segment arriving within the same jiffy (HZ 1000 here) finds the ACK still
-    /// owed (an out-of-window duplicate then sends it at once with its D-SACK,
-    /// `tcp_send_dupack` or the "about to expire" rule below). The handler sends the
-    /// ACK (`tcp_delack_timer_handler`: TcpExtDelayedACKs, pingpong left).
+    /// Before any data `ato` is 0: `sk_reset_timer(.., jiffies + 0)`, which the
+    /// timer wheel runs at the next tick, not at once (`calc_index` rounds every
+    /// expiry up, [`crate::time::timer_list_runs`]): a segment arriving within the
+    /// same jiffy (HZ 1000 here) finds the ACK still owed (an out-of-window
+    /// duplicate then sends it at once with its D-SACK, `tcp_send_dupack` or the
+    /// "about to expire" rule below). The handler sends the ACK
+    /// (`tcp_delack_timer_handler`: TcpExtDelayedACKs, pingpong left).
     pub(crate) fn send_delayed_ack(&mut self, ctx: &mut super::Ctx) {
         let ato = self.delack_timeout(ctx.cfg);
-        // `jiffies + ato` (and `jiffies + (ato >> 2)`), as the tick that runs it.
-        let (mut timeout, soon) = match ato.is_zero() {
-            true => (next_tick(ctx.now), next_tick(ctx.now)),
-            false => (ctx.now + ato, ctx.now + ato / 4),
-        };
+        let (mut timeout, soon) = (jiffies(ctx.now) + ato, jiffies(ctx.now) + ato / 4);
         if let Some(pending) = self.ack.timeout {
             // "If delack timer is about to expire, send ACK now."
             if pending <= soon {
@@ -404,17 +399,18 @@ mod tests {
         t.send_delayed_ack(&mut ctx);
         assert_eq!(t.ack.timeout, Some(ms(100)));
         assert_eq!(ctx.out.len(), 1);
-        // ato 0 (no data yet): the timer expires at the next tick; its handler
-        // sends the ACK.
+        // ato 0 (no data yet): the timer expires in the current jiffy (the wheel
+        // runs it at the next tick); its handler sends the ACK.
         t.ack.timeout = None;
         t.ack.ato = Duration::ZERO;
         t.send_delayed_ack(&mut ctx);
-        assert_eq!(t.ack.timeout, Some(ms(46)));
+        assert_eq!(t.ack.timeout, Some(ms(45)));
         assert_eq!(ctx.out.len(), 1);
     }
 
-    /// `sk_reset_timer(.., jiffies + 0)`: a zero `ato` arms the timer for the next
-    /// tick (HZ 1000), from anywhere inside the current jiffy; a second ACK owed
+    /// `sk_reset_timer(.., jiffies + 0)`: a zero `ato` arms the timer for the
+    /// current jiffy, which the wheel runs at the next tick (HZ 1000), from
+    /// anywhere inside the current jiffy; a second ACK owed
     /// within that jiffy finds it about to expire (`timeout <= jiffies + (ato >> 2)`)
     /// and goes at once, with ato 0 or with a quick-ACK mode's 40 ms.
     #[test]
@@ -424,16 +420,17 @@ mod tests {
         let mut t = established(&cfg);
         let us = |n| Instant::ZERO + Duration::from_micros(n);
         // At a jiffy's start and inside it: the next jiffy.
-        for (now, tick) in [(200_000, 201_000), (200_300, 201_000), (200_999, 201_000)] {
+        for now in [200_000, 200_300, 200_999] {
             let mut ctx = st.ctx(&cfg, us(now), false);
             t.ack.timeout = None;
             t.ack.pending = false;
             t.ack.ato = Duration::ZERO;
             let sent = ctx.out.len();
             t.send_delayed_ack(&mut ctx);
+            t.sync_timers(ctx.now);
             assert_eq!(
-                (t.ack.timeout, t.ack.pending),
-                (Some(us(tick)), true),
+                (t.ack.timeout, t.ack.pending, t.next_deadline()),
+                (Some(us(200_000)), true, Some(us(201_000))),
                 "at {now} us"
             );
             assert_eq!(ctx.out.len(), sent, "not sent at once");
@@ -451,7 +448,7 @@ mod tests {
         let sent = ctx.out.len();
         t.ack.ato = Duration::ZERO;
         t.send_delayed_ack(&mut ctx);
-        assert_eq!(t.ack.timeout, Some(us(301_000)));
+        assert_eq!(t.ack.timeout, Some(us(300_000)));
         t.ack.ato = TCP_ATO_MIN;
         t.send_delayed_ack(&mut ctx);
         assert_eq!((ctx.out.len() - sent, t.ack.timeout), (1, None));
@@ -460,6 +457,7 @@ mod tests {
         let sent = ctx.out.len();
         t.ack.ato = Duration::ZERO;
         t.send_delayed_ack(&mut ctx);
+        t.sync_timers(ctx.now);
         ctx.now = us(400_999);
         t.on_timer(&mut ctx);
         assert_eq!(ctx.out.len(), sent, "the tick has not come");

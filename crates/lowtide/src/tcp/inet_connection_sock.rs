@@ -5,7 +5,7 @@
 //! each implement them. This file imports nothing from the rest of tcp/, so it stays
 //! outside the tcp/ import circle (issue 24).
 
-use crate::time::Instant;
+use crate::time::{Instant, TimerList};
 use core::time::Duration;
 
 // ---- implemented in stack/bind.rs ----
@@ -136,4 +136,19 @@ pub(crate) struct Mtup {
     pub probe_seq_end: u64,
     /// The segment being transmitted is the probe: one segment of its own size.
     pub probe_tx: bool,
+}
+
+/// When the connection's `timer_list` timers run on Linux's timer wheel
+/// ([`crate::time::timer_list_runs`]: always after their expiry): the retransmit
+/// timer (`icsk_retransmit_timer`, for whatever `icsk_pending` holds), the delayed
+/// ACK (`icsk_delack_timer`), the keepalive and FIN-WAIT-2 timers (both `sk_timer`
+/// in Linux) and the local-drop retry (Linux's retransmit timer). Pacing and SACK
+/// compression are hrtimers and run at their time.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TimerWheel {
+    pub xmit: TimerList,
+    pub delack: TimerList,
+    pub keepalive: TimerList,
+    pub fin_wait2: TimerList,
+    pub resource: TimerList,
 }

@@ -200,6 +200,7 @@ impl Tcb {
             },
             tw_at: None,
             tw_handoff: None,
+            wheel: Default::default(),
             bind: Default::default(),
             lsndtime: now,
             rcv_tstamp: now,

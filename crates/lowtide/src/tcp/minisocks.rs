@@ -78,11 +78,13 @@ impl TimeWaitSock {
     pub fn schedule(&mut self, ctx: &mut Ctx, timeo: Duration) {
         ctx.mib.inc(schedule_mib(timeo));
         self.expires = ctx.now + timeo;
+        self.runs = crate::time::timer_list_runs(ctx.now, self.expires);
     }
 
     /// `inet_twsk_reschedule`: the timer again from now, not counted.
     fn reschedule(&mut self, now: Instant, timeo: Duration) {
         self.expires = now + timeo;
+        self.runs = crate::time::timer_list_runs(now, self.expires);
     }
 
     /// `tcp_paws_reject` against `ts_recent` (`tcp_paws_check` with window 0; a
@@ -279,6 +281,7 @@ mod tests {
             last_oow_ack_time: None,
             entry: Instant::ZERO,
             expires: Instant::ZERO + TCP_TIMEWAIT_LEN,
+            runs: Instant::ZERO + TCP_TIMEWAIT_LEN,
             family_v6: false,
             bind: Default::default(),
             md5_key: None,

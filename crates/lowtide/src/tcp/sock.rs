@@ -312,6 +312,9 @@ pub struct Tcb {
     /// The timewait socket `tcp_time_wait` made, for the stack to hash in this
     /// connection's place.
     pub(crate) tw_handoff: Option<Box<TimeWaitSock>>,
+    /// When the `timer_list` timers above run on Linux's timer wheel
+    /// ([`Tcb::sync_timers`]).
+    pub(crate) wheel: super::inet_connection_sock::TimerWheel,
     /// The local port's binding (`icsk_bind_hash`, `sk_reuse`, ...).
     pub(crate) bind: super::inet_connection_sock::PortBinding,
     /// Last data sent (`lsndtime`; `icsk_ack.lrcvtime` is in [`IcskAck`]).
@@ -607,8 +610,10 @@ pub(crate) struct TimeWaitSock {
     pub last_oow_ack_time: Option<Instant>,
     /// `tw_entry_stamp`: when the connection entered it (`tcp_tw_reuse_delay`).
     pub entry: Instant,
-    /// When `tw_timer` fires and the socket goes.
+    /// `tw_timer`'s expiry: the socket goes when the wheel runs it.
     pub expires: Instant,
+    /// When the timer wheel runs `tw_timer` ([`crate::time::timer_list_runs`]).
+    pub runs: Instant,
     /// `tw_family` is `AF_INET6` (`/proc/net/tcp6`).
     pub family_v6: bool,
     /// `tw_md5_key`: the connection's TCP-MD5 key for its peer, which signs the

@@ -15,21 +15,40 @@ use core::time::Duration;
 use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 
 impl Tcb {
+    /// Puts each `timer_list` timer armed (or moved) since the last call on the
+    /// wheel at `now` (`sk_reset_timer` -> `mod_timer`); the stack calls it after
+    /// each turn of the connection, before [`Tcb::next_deadline`].
+    pub(crate) fn sync_timers(&mut self, now: Instant) {
+        let w = &mut self.wheel;
+        w.xmit.sync(now, self.icsk.pending.map(|p| p.1));
+        w.delack.sync(now, self.ack.timeout);
+        w.keepalive.sync(now, self.keepalive_at);
+        w.fin_wait2.sync(now, self.tw_at);
+        w.resource.sync(now, self.resource_retry_at);
+    }
+
+    /// When each timer runs: `[retransmit, delayed ACK, keepalive, FIN-WAIT-2,
+    /// local-drop retry]`.
+    fn timer_runs(&self) -> [Option<Instant>; 5] {
+        let w = &self.wheel;
+        [
+            w.xmit.runs(self.icsk.pending.map(|p| p.1)),
+            w.delack.runs(self.ack.timeout),
+            w.keepalive.runs(self.keepalive_at),
+            w.fin_wait2.runs(self.tw_at),
+            w.resource.runs(self.resource_retry_at),
+        ]
+    }
+
     /// The earliest time this connection needs [`Tcb::on_timer`].
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let pacing = self.pace.pacing_timer.then_some(self.pace.wstamp);
-        [
-            self.icsk.pending.map(|p| p.1),
-            self.ack.timeout,
-            self.comp_sack.timer_at,
-            self.tw_at,
-            pacing,
-            self.resource_retry_at,
-            self.keepalive_at,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let hrtimers = [self.comp_sack.timer_at, pacing];
+        self.timer_runs()
+            .into_iter()
+            .chain(hrtimers)
+            .flatten()
+            .min()
     }
 
     /// The RTO as Linux keeps it in `icsk_rto`: set from the estimator by an RTT
@@ -189,11 +208,13 @@ impl Tcb {
     /// Runs whichever timers are due.
     pub(crate) fn on_timer(&mut self, ctx: &mut Ctx) {
         let now = ctx.now;
-        if self.tw_at.is_some_and(|t| t <= now) {
+        let due = self.timer_runs().map(|t| t.is_some_and(|t| t <= now));
+        let [xmit_due, delack_due, keepalive_due, fin_wait2_due, resource_due] = due;
+        if fin_wait2_due {
             self.tw_at = None;
             return self.fin_wait2_timer(ctx);
         }
-        if self.ack.timeout.is_some_and(|t| t <= now) {
+        if delack_due {
             self.ack.timeout = None;
             if self.ack.pending {
                 self.delack_missed(ctx.cfg);
@@ -207,13 +228,16 @@ impl Tcb {
         if self.pace.pacing_timer && self.pace.wstamp <= now {
             self.on_pacing_timer(ctx);
         }
-        if self.resource_retry_at.is_some_and(|t| t <= now) {
+        if resource_due && self.resource_retry_at.is_some_and(|t| t <= now) {
             self.resource_retry_at = None;
             self.resend_local_drops(ctx);
         }
-        if self.keepalive_at.is_some_and(|t| t <= now) {
+        if keepalive_due && self.keepalive_at.is_some_and(|t| t <= now) {
             self.keepalive_at = None;
             self.keepalive_timer(ctx);
+        }
+        if !xmit_due {
+            return;
         }
         match self.icsk.pending {
             Some((Pending::Retrans, t)) if t <= now => {
@@ -682,6 +706,7 @@ impl Tcb {
                 last_oow_ack_time: None,
                 entry: ctx.now,
                 expires: ctx.now,
+                runs: ctx.now,
                 family_v6: self.family_v6,
                 bind: self.bind,
                 md5_key: self.md5_key().copied(),

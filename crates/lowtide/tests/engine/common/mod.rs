@@ -495,3 +495,16 @@ pub fn in_time_wait(st: &Stack, h: SocketHandle) -> bool {
     st.state(h) == Ok(TcpState::Closed)
         && st.timewait_state(local, remote) == Some(TcpState::TimeWait)
 }
+
+/// When a timer armed at `start` and re-armed as it runs, for each of `delays_ms`
+/// in turn, runs on Linux's timer wheel (`lowtide::time::timer_list_runs`), in ms
+/// from `start`: the start itself, then each run.
+pub fn wheel_chain(start: Instant, delays_ms: &[u64]) -> Vec<u64> {
+    let mut at = start;
+    let mut out = vec![0];
+    for &d in delays_ms {
+        at = lowtide::time::timer_list_runs(at, at + Duration::from_millis(d));
+        out.push(at.saturating_since(start).as_millis() as u64);
+    }
+    out
+}

@@ -304,8 +304,9 @@ fn a_wrong_ack_draws_a_reset_and_the_request_stays() {
 
 /// `TCP_DEFER_ACCEPT` of 3 SYN-ACK timeouts (`secs_to_retrans(5)`): the bare final
 /// ACK is dropped (`TcpExtTCPDeferAcceptDrop`), no child yet; the request sends no
-/// SYN-ACK at its first two timeouts (1 s, 3 s), sends one at the third (7 s), and
-/// A's first data makes the child, which delivers it.
+/// SYN-ACK at its first two timeouts (1 s, 3 s), sends one at the third (7 s; the
+/// timer wheel runs it at 7.104 s), and A's first data makes the child, which
+/// delivers it.
 #[test]
 fn defer_accept_drops_the_bare_ack_and_waits_for_data() {
     use lowtide::tcp::sockopt::{retrans_to_secs, secs_to_retrans, SockOptions};
@@ -336,8 +337,8 @@ fn defer_accept_drops_the_bare_ack_and_waits_for_data() {
         0,
         "no SYN-ACK before the last deferred timeout"
     );
-    p.drive_for(Duration::from_millis(200));
-    assert_eq!(synacks(&p), 1, "the SYN-ACK at 7 s");
+    p.drive_for(Duration::from_millis(300));
+    assert_eq!(synacks(&p), 1, "the SYN-ACK at 7.104 s");
     p.a.send(p.now, c, b"data").unwrap();
     p.drive_for(Duration::from_millis(50));
     let s = p.b.accept(l).unwrap();
@@ -345,10 +346,11 @@ fn defer_accept_drops_the_bare_ack_and_waits_for_data() {
 }
 
 /// `reqsk_timer_handler`: a request whose peer never answers sends its SYN-ACK
-/// again at 1, 3, 7, 15 and 31 s (`tcp_synack_retries` 5), counts each timeout
-/// (`tcp_syn_ack_timeout`: `TcpExtTCPTimeouts`), and at the sixth (63 s) goes without
-/// a reset and without `TcpExtTCPAbortOnTimeout`, which only a socket that timed out
-/// counts.
+/// again at 1, 3, 7, 15 and 31 s (`tcp_synack_retries` 5; the timer wheel runs
+/// these at 1.024, 3.072, 7.104, 15.36 and 31.744 s), counts each timeout
+/// (`tcp_syn_ack_timeout`: `TcpExtTCPTimeouts`), and at the sixth (63 s, run at
+/// 64 s) goes without a reset and without `TcpExtTCPAbortOnTimeout`, which only a
+/// socket that timed out counts.
 #[test]
 fn a_silent_request_expires_quietly_after_its_synack_retries() {
     let mut p = Pair::new(Config::default());
@@ -361,11 +363,11 @@ fn a_silent_request_expires_quietly_after_its_synack_retries() {
         true => Verdict::Pass,
         false => Verdict::Drop,
     }));
-    p.drive_for(Duration::from_millis(62_900));
+    p.drive_for(Duration::from_millis(63_900));
     assert_eq!(p.b.connection_count(), 1);
     assert_eq!(p.b.counters().get(Mib::TcpExtTCPSynRetrans), 5);
     p.drive_for(Duration::from_millis(200));
-    assert_eq!(p.b.connection_count(), 0, "expired at 63 s");
+    assert_eq!(p.b.connection_count(), 0, "expired at 64 s");
     assert_eq!(p.b.counters().get(Mib::TcpExtTCPTimeouts), 6);
     assert_eq!(p.b.counters().get(Mib::TcpExtTCPAbortOnTimeout), 0);
     assert_eq!(p.b.counters().get(Mib::TcpOutRsts), 0);
@@ -373,9 +375,10 @@ fn a_silent_request_expires_quietly_after_its_synack_retries() {
 
 /// `reqsk_timer_handler`'s pruning: 12 silent requests on a backlog of 16 fill more
 /// than half of it, and once their first timeouts have made them all old (none
-/// `young`), a request keeps 2 SYN-ACK retries instead of 5: at 7 s (1 + 2 + 4) they
-/// expire one by one until 8 are left, no more than half the backlog, which keep all 5
-/// (63 s). Four such requests never clog it.
+/// `young`), a request keeps 2 SYN-ACK retries instead of 5: at 7 s (1 + 2 + 4; the
+/// timer wheel runs it at 7.104 s) they expire one by one until 8 are left, no more
+/// than half the backlog, which keep all 5 (63 s, run at 64 s). Four such requests
+/// never clog it.
 #[test]
 fn old_requests_that_clog_the_queue_lose_their_retries() {
     for (n, left_at_7s) in [(12usize, 8usize), (4, 4)] {
@@ -393,13 +396,13 @@ fn old_requests_that_clog_the_queue_lose_their_retries() {
         for _ in 0..n {
             p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
         }
-        p.drive_for(Duration::from_millis(6_800));
+        p.drive_for(Duration::from_millis(6_900));
         assert_eq!(p.b.connection_count(), n, "{n}: all there before 7 s");
         p.drive_for(Duration::from_millis(400));
         assert_eq!(p.b.connection_count(), left_at_7s, "{n}: left after 7 s");
-        p.drive_for(Duration::from_millis(55_600));
-        assert_eq!(p.b.connection_count(), left_at_7s, "{n}: before 63 s");
+        p.drive_for(Duration::from_millis(56_500));
+        assert_eq!(p.b.connection_count(), left_at_7s, "{n}: before 64 s");
         p.drive_for(Duration::from_millis(400));
-        assert_eq!(p.b.connection_count(), 0, "{n}: gone at 63 s");
+        assert_eq!(p.b.connection_count(), 0, "{n}: gone at 64 s");
     }
 }

@@ -153,24 +153,28 @@ mod listen_and_syn {
                 .events_a
                 .iter()
                 .any(|e| e.kind == EventKind::Error(SocketError::TimedOut)));
-            (times, failed_at)
+            (times, failed_at, start)
         };
-        let (times, failed) = syn_times(Config::default(), None, 200);
-        let secs: Vec<u64> = times.iter().map(|t| (t + 500) / 1000).collect();
-        assert_eq!(secs, vec![0, 1, 2, 3, 4, 5, 7, 11, 19, 35, 67]);
-        assert_eq!(failed, Some(131));
+        // Each timeout as the timer wheel runs it (a little after its expiry), and
+        // the last one's end seen on the 100 ms steps.
+        let expect = |start, delays: &[u64]| {
+            let mut chain = wheel_chain(start, delays);
+            let end = chain.pop().unwrap();
+            (chain, Some((end.div_ceil(100) + 5) / 10))
+        };
+        let (times, failed, start) = syn_times(Config::default(), None, 200);
+        let delays = [1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64].map(|s| s * 1000);
+        assert_eq!((times, failed), expect(start, &delays));
         // tcp_syn_linear_timeouts = 0: the classic 1, 2, 4 ... backoff.
         let mut cfg = Config::default();
         cfg.set("net.ipv4.tcp_syn_linear_timeouts", "0").unwrap();
-        let (times, failed) = syn_times(cfg, None, 200);
-        let secs: Vec<u64> = times.iter().map(|t| (t + 500) / 1000).collect();
-        assert_eq!(secs, vec![0, 1, 3, 7, 15, 31, 63]);
-        assert_eq!(failed, Some(127));
+        let (times, failed, start) = syn_times(cfg, None, 200);
+        let delays = [1, 2, 4, 8, 16, 32, 64].map(|s| s * 1000);
+        assert_eq!((times, failed), expect(start, &delays));
         // TCP_SYNCNT 1: tcp_model_timeout(1, 1 s) = 3 s ends it after two
         // retransmissions, however many linear timeouts remain.
-        let (times, failed) = syn_times(Config::default(), Some(1), 10);
-        let secs: Vec<u64> = times.iter().map(|t| (t + 500) / 1000).collect();
-        assert_eq!(secs, vec![0, 1, 2]);
+        let (times, failed, start) = syn_times(Config::default(), Some(1), 10);
+        assert_eq!(times, wheel_chain(start, &[1000, 1000]));
         assert_eq!(failed, Some(3));
     }
 
@@ -207,8 +211,9 @@ mod listen_and_syn {
         let _l = p.b.listen(addr(B, 80), 8).unwrap();
         late_first_syn_lost_first_synack(&mut p);
         let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
-        // SYN at 0 (arrives 510 ms), SYN-ACK lost; SYN again at 1 s, arrives 1.01 s.
-        p.drive_for(Duration::from_millis(1030));
+        // SYN at 0 (arrives 510 ms), SYN-ACK lost; SYN again when the wheel runs
+        // the 1 s timer (1.024 s), arrives 1.034 s.
+        p.drive_for(Duration::from_millis(1060));
         assert_eq!(p.a.state(c), Ok(TcpState::Established));
         assert_eq!(p.b.counters().get(lowtide::Mib::TcpExtTCPSynRetrans), 1);
         // A third copy of the SYN within tcp_invalid_ratelimit draws nothing.
@@ -252,7 +257,7 @@ mod listen_and_syn {
         let l = p.b.listen(addr(B, 80), 8).unwrap();
         late_first_syn_lost_first_synack(&mut p);
         let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
-        p.drive_for(Duration::from_millis(1030));
+        p.drive_for(Duration::from_millis(1060));
         assert_eq!(p.a.state(c), Ok(TcpState::Established));
         let s = p.b.accept(l).expect("the child");
         let i = p.b.info(p.now, s).unwrap();
@@ -399,11 +404,12 @@ mod closing {
         p.b.close(p.now, s).unwrap();
         p.drive_for(Duration::from_millis(30));
         // tcp_time_wait: the socket is done (CLOSED, as Linux's fd reads), a
-        // timewait socket holds the 4-tuple for 60 s.
+        // timewait socket holds the 4-tuple for 60 s (its timer on the wheel's
+        // level 4, 4.096 s buckets: up to 64.096 s).
         let (local, remote) = p.a.addresses(c).unwrap();
         assert_eq!(p.a.state(c), Ok(TcpState::Closed));
         assert_eq!(p.a.timewait_state(local, remote), Some(TcpState::TimeWait));
-        p.drive_for(Duration::from_secs(61));
+        p.drive_for(Duration::from_millis(64_100));
         assert_eq!(p.a.timewait_state(local, remote), None);
         assert_eq!(p.a.state(c), Ok(TcpState::Closed));
         assert_eq!(p.b.connection_count(), 0);
@@ -454,7 +460,25 @@ mod syn_retransmissions {
     /// `quiet_client` the client's SYN retransmissions are dropped too, so that every
     /// SYN-ACK retransmission is the server's timeout, not an answer to a repeated SYN.
     fn lose_syns(n: usize, synack: bool, quiet_client: bool) -> (Pair, SocketHandle, SocketHandle) {
+        lose_syns_with(n, synack, quiet_client, Duration::ZERO)
+    }
+
+    /// [`lose_syns`] with each SYN from the client `syn_delay` late.
+    fn lose_syns_with(
+        n: usize,
+        synack: bool,
+        quiet_client: bool,
+        syn_delay: Duration,
+    ) -> (Pair, SocketHandle, SocketHandle) {
         let mut p = Pair::new(Config::default());
+        p.extra_delay = Some(Box::new(move |_, d, pk| {
+            let syn = d == Dir::AtoB && Seg::parse(pk).th.flags == TcpFlags::SYN;
+            if syn {
+                syn_delay
+            } else {
+                Duration::ZERO
+            }
+        }));
         let mut left = n;
         let mut syns = 0;
         p.filter = Some(Box::new(move |d, pkt| {
@@ -525,7 +549,11 @@ mod syn_retransmissions {
     /// `undo_marker`, the initial window ("packets are not lost but delayed").
     #[test]
     fn synacks_resent_for_repeated_syns_keep_the_initial_window() {
-        let (p, _, s) = lose_syns(2, true, false);
+        // The SYNs take 30 ms more, so that each repeated SYN reaches the request
+        // before its SYN-ACK timer runs: both timers are armed for 1 s, and the
+        // wheel runs 1 s timers in 64 ms buckets, so with the path's 10 ms alone
+        // the request's timer and the client's would share one.
+        let (p, _, s) = lose_syns_with(2, true, false, Duration::from_millis(30));
         let i = p.b.info(p.now, s).unwrap();
         assert_eq!((i.total_retrans, i.snd_cwnd), (2, 10));
     }

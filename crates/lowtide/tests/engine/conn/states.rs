@@ -643,9 +643,11 @@ mod acks {
         let delays = ack_delays(&p, mark);
         assert_eq!(delays.len(), 24);
         assert_eq!(delays[0], Duration::ZERO, "quick-ack at start: {delays:?}");
+        // TCP_ATO_MIN (40 ms), run by the timer wheel on the tick after its
+        // expiry.
         assert_eq!(
             *delays.last().unwrap(),
-            Duration::from_millis(40),
+            Duration::from_millis(41),
             "{delays:?}"
         );
         assert!(counter(&p.b, Mib::TcpExtDelayedACKs) >= 1);
@@ -792,8 +794,9 @@ mod fin_wait_2 {
         let (mut p, c, s) = warm();
         p.a.shutdown(p.now, c, Shutdown::Write).unwrap();
         // B delays its ACK of the FIN (tcp_fin: pingpong mode, ato 40 ms after the
-        // data exchange of warm()), as Linux does.
-        p.drive_for(60 * MS);
+        // data exchange of warm()), as Linux does: its timer runs on the tick after
+        // 40 ms, and the ACK takes 10 ms.
+        p.drive_for(70 * MS);
         assert_eq!(p.a.state(c), Ok(TcpState::FinWait2));
         assert_eq!(p.b.state(s), Ok(TcpState::CloseWait));
         (p, c, s)
@@ -1017,7 +1020,8 @@ mod time_wait {
         let (mut p, c, _s) = time_wait();
         p.drive_for(Duration::from_secs(59));
         assert!(in_time_wait(&p.a, c));
-        p.drive_for(Duration::from_secs(2));
+        // 60 s on the timer wheel's level 4 (4.096 s buckets): gone by 64.096 s.
+        p.drive_for(Duration::from_millis(5_100));
         assert!(!in_time_wait(&p.a, c));
         assert_eq!(p.a.state(c), Ok(TcpState::Closed));
     }

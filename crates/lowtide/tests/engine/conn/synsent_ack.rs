@@ -109,9 +109,11 @@ fn a_waiting_writer_saves_the_ack_for_its_data_and_enters_pingpong() {
     st.socket(h).set_write_pending(true).unwrap();
     synack(&mut st, h, isn, at(20));
     assert_eq!(sent(&mut st, isn, at(20)), vec![], "the ACK is saved");
+    // TCP_DELACK_MAX (200 ms) from 20 ms, on the timer wheel's level 1 (8 ms
+    // buckets): 224 ms.
     assert_eq!(
         st.poll_timeout(),
-        Some(at(220)),
+        Some(at(224)),
         "the delayed-ACK timer runs for TCP_DELACK_MAX"
     );
     // The writer wakes and writes: its data carries the ACK.
@@ -133,8 +135,14 @@ fn the_saved_ack_goes_when_the_timer_fires() {
     st.socket(h).set_write_pending(true).unwrap();
     synack(&mut st, h, isn, at(20));
     assert_eq!(sent(&mut st, isn, at(20)), vec![]);
-    st.handle_timeout(at(220));
-    assert_eq!(sent(&mut st, isn, at(220)), vec![(1, 0, 1)]);
+    st.handle_timeout(at(223));
+    assert_eq!(
+        sent(&mut st, isn, at(223)),
+        vec![],
+        "the wheel runs it at 224 ms"
+    );
+    st.handle_timeout(at(224));
+    assert_eq!(sent(&mut st, isn, at(224)), vec![(1, 0, 1)]);
 }
 
 #[test]
@@ -291,9 +299,10 @@ fn the_syn_is_in_flight_until_the_synack_frees_it() {
 fn a_syn_timeout_marks_the_queued_syn_lost_and_retransmitted() {
     let mut st = stack();
     let (h, isn) = open(&mut st, &SockOptions::default());
-    st.handle_timeout(at(1000));
-    assert_eq!(sent(&mut st, isn, at(1000)).len(), 1, "the SYN again");
-    let info = st.info(at(1000), h).unwrap();
+    // The 1 s SYN timeout, on the timer wheel's level 2 (64 ms buckets).
+    st.handle_timeout(at(1024));
+    assert_eq!(sent(&mut st, isn, at(1024)).len(), 1, "the SYN again");
+    let info = st.info(at(1024), h).unwrap();
     assert_eq!(info.ca_state, "Loss");
     assert_eq!((info.unacked, info.lost, info.retrans), (1, 1, 1));
     assert_eq!((info.total_retrans, info.snd_cwnd), (1, 1));
@@ -317,8 +326,9 @@ fn the_synack_counts_the_syn_and_paces_from_the_syn_sent_window() {
     assert!(st.info(at(10), h).unwrap().delivery_rate_app_limited);
     // Each retransmission leaves the device before the next timeout (one still
     // queued would not be sent again: skb_still_in_host_queue).
-    st.handle_timeout(at(1000));
-    let again = sent(&mut st, isn, at(1000)).len();
+    // Two 1 s SYN timeouts as the timer wheel runs them: 1.024 s, 2.048 s.
+    st.handle_timeout(at(1024));
+    let again = sent(&mut st, isn, at(1024)).len();
     st.handle_timeout(at(3000));
     let again = again + sent(&mut st, isn, at(3000)).len();
     assert_eq!(again, 2, "the SYN twice more");

@@ -80,6 +80,7 @@ impl Tcb {
         }
         // Nothing unsent and the writer out of buffer: the send buffer limits.
         if self.write_queue.is_empty()
+            && self.has_sk_socket()
             && self.nospace
             && matches!(self.state, TcpState::Established | TcpState::CloseWait)
         {
@@ -87,12 +88,20 @@ impl Tcb {
         }
     }
 
-    /// `tcp_cwnd_application_limited` (RFC 2861's slow part): in Open state, unless
-    /// the writer recently ran out of send buffer, cwnd moves halfway down to the
-    /// most it used (at least the initial window), ssthresh keeping three quarters
-    /// of the old window.
+    /// `sk->sk_socket`: the socket has its `struct socket`. A child still in its
+    /// listener's queue has none yet, an orphan (`sock_orphan` at close(2)) none
+    /// any more.
+    fn has_sk_socket(&self) -> bool {
+        self.parent.is_none() && !self.sock_dead()
+    }
+
+    /// `tcp_cwnd_application_limited` (RFC 2861's slow part): in Open state, for a
+    /// socket with its `struct socket` whose writer did not run out of send buffer
+    /// (`SOCK_NOSPACE`), cwnd moves halfway down to the most it used (at least the
+    /// initial window), ssthresh keeping three quarters of the old window. An
+    /// orphan keeps its window; every call restarts the stamp.
     fn cwnd_application_limited(&mut self, initcwnd: u32, now: Instant) {
-        if self.ca_state == CaState::Open && !self.nospace {
+        if self.ca_state == CaState::Open && self.has_sk_socket() && !self.nospace {
             let win_used = self.snd_cwnd_used.max(initcwnd);
             if win_used < self.cw.snd_cwnd {
                 self.cw.snd_ssthresh = self.current_ssthresh();
@@ -244,16 +253,44 @@ mod tests {
 
     #[test]
     fn application_limited_needs_open_state_room_in_the_buffer_and_the_sysctl() {
-        for case in 0..3 {
+        for case in 0..5 {
             let cfg = cfg(case != 0);
             let mut t = tcb(&cfg, 20, INFINITE_SSTHRESH);
             match case {
                 1 => t.ca_state = CaState::Disorder,
                 2 => t.nospace = true,
+                // No sk->sk_socket: an orphan, a child not yet accepted.
+                3 => t.errq.dead = true,
+                4 => t.parent = Some(0),
                 _ => {}
             }
             validate(&mut t, &cfg, RTO, 2);
             assert_eq!(t.cw.snd_cwnd, 20, "case {case}");
+            // What was used stays counted; with the sysctl on, the stamp restarts.
+            assert_eq!(t.snd_cwnd_used, 2, "case {case}");
+            if case != 0 {
+                assert_eq!(t.snd_cwnd_stamp, T0 + RTO, "case {case}");
+            }
+        }
+        // The same socket, accepted and open, moves halfway to the initial window.
+        let cfg = cfg(true);
+        let mut t = tcb(&cfg, 20, INFINITE_SSTHRESH);
+        validate(&mut t, &cfg, RTO, 2);
+        assert_eq!((t.cw.snd_cwnd, t.snd_cwnd_used), (15, 0));
+    }
+
+    /// `tcp_cwnd_validate`: the send-buffer-limited chrono starts only for a socket
+    /// with its `struct socket` whose writer is out of buffer (`SOCK_NOSPACE`).
+    #[test]
+    fn sndbuf_limited_chrono_needs_the_socket() {
+        let cfg = cfg(false);
+        for orphan in [false, true] {
+            let mut t = tcb(&cfg, 20, INFINITE_SSTHRESH);
+            t.nospace = true;
+            t.errq.dead = orphan;
+            validate(&mut t, &cfg, Duration::from_millis(10), 2);
+            let (_, _, sndbuf_limited) = t.chrono.stats_us(T0 + Duration::from_millis(20));
+            assert_eq!(sndbuf_limited > 0, !orphan, "orphan {orphan}");
         }
     }
 

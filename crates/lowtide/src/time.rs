@@ -27,6 +27,14 @@ impl Instant {
     pub const fn as_millis(self) -> u64 {
         self.0 / 1_000_000
     }
+    /// `jiffies` at this time: whole ticks of [`HZ`] since the epoch.
+    pub const fn jiffies(self) -> u64 {
+        self.0 / JIFFY_NS
+    }
+    /// The start of jiffy `j`.
+    pub const fn from_jiffies(j: u64) -> Instant {
+        Instant(j.saturating_mul(JIFFY_NS))
+    }
     /// Time elapsed since `earlier`, zero if `earlier` is later.
     pub fn saturating_since(self, earlier: Instant) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))
@@ -53,9 +61,12 @@ impl Sub<Instant> for Instant {
     }
 }
 
-/// A jiffy of Linux's clock at `HZ` = 1000, in nanoseconds (what lowtide's
-/// `tcp_jiffies32` counts).
-const JIFFY_NS: u64 = 1_000_000;
+/// `CONFIG_HZ`: the ticks a second of Linux's `jiffies` as lowtide counts them
+/// (1000, so a jiffy is a millisecond): `tcp_jiffies32`, the timer wheel, the
+/// socket timeouts in jiffies (`sk_rcvtimeo`, `sk_lingertime`).
+pub const HZ: u64 = 1000;
+/// A jiffy in nanoseconds.
+const JIFFY_NS: u64 = 1_000_000_000 / HZ;
 /// `LVL_CLK_SHIFT`: each level of the timer wheel is 8 times coarser than the one
 /// below it.
 const LVL_CLK_SHIFT: u32 = 3;
@@ -89,10 +100,9 @@ const WHEEL_TIMEOUT_MAX: u64 = WHEEL_TIMEOUT_CUTOFF - (1 << lvl_shift(LVL_DEPTH 
 /// the next tick. TCP's retransmit, delayed-ACK, keepalive and timewait timers are
 /// `timer_list`s; pacing and SACK compression use exact hrtimers.
 pub fn timer_list_runs(now: Instant, expires: Instant) -> Instant {
-    let clk = now.0 / JIFFY_NS;
-    let jiffies = expires.0 / JIFFY_NS;
+    let (clk, jiffies) = (now.jiffies(), expires.jiffies());
     let Some(delta) = jiffies.checked_sub(clk) else {
-        return Instant((clk + 1) * JIFFY_NS);
+        return Instant::from_jiffies(clk + 1);
     };
     let bucket = |expires: u64, lvl: u32| ((expires >> lvl_shift(lvl)) + 1) << lvl_shift(lvl);
     let runs = match (0..LVL_DEPTH - 1).find(|&lvl| delta < lvl_start(lvl + 1)) {
@@ -100,7 +110,7 @@ pub fn timer_list_runs(now: Instant, expires: Instant) -> Instant {
         None if delta >= WHEEL_TIMEOUT_CUTOFF => bucket(clk + WHEEL_TIMEOUT_MAX, LVL_DEPTH - 1),
         None => bucket(jiffies, LVL_DEPTH - 1),
     };
-    Instant(runs.saturating_mul(JIFFY_NS))
+    Instant::from_jiffies(runs)
 }
 
 /// One `timer_list` timer as the wheel holds it: the expiry it was last armed for

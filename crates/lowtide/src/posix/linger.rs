@@ -6,7 +6,7 @@ use super::consts::errno;
 use super::{err, Errno};
 
 /// `HZ` of `sk_lingertime`'s jiffies, as lowtide's timers count them.
-const HZ: u64 = 1000;
+const HZ: u64 = crate::time::HZ;
 /// `MAX_SCHEDULE_TIMEOUT` (`LONG_MAX`), in jiffies.
 const MAX_SCHEDULE_TIMEOUT: u64 = i64::MAX as u64;
 

@@ -14,9 +14,8 @@ use super::consts::errno;
 use super::{err, Errno, Fd, File, Host};
 use core::time::Duration;
 
-/// `CONFIG_HZ` as lowtide's timers count jiffies (1000: one jiffy is 1 ms, as
-/// `tcp_jiffies32` in tcp/cong/cubic.rs).
-const HZ: i64 = 1000;
+/// `CONFIG_HZ` as lowtide's timers count jiffies ([`crate::time::HZ`]).
+const HZ: i64 = crate::time::HZ as i64;
 /// `MAX_SCHEDULE_TIMEOUT` (`LONG_MAX`): no limit, what a new socket has.
 pub(super) const MAX_SCHEDULE_TIMEOUT: i64 = i64::MAX;
 const USEC_PER_SEC: i64 = 1_000_000;

@@ -23,9 +23,9 @@ pub(crate) const ICSK_ACK_PUSHED2: u8 = 2;
 /// HZ/2: the longest delay otherwise (before the RTT bound).
 const MAX_ATO: Duration = Duration::from_millis(500);
 
-/// `jiffies` (HZ 1000) at `now`, as a time: the start of the current jiffy.
+/// `jiffies` at `now`, as a time: the start of the current jiffy.
 fn jiffies(now: Instant) -> Instant {
-    Instant::from_nanos(now.as_millis() * 1_000_000)
+    Instant::from_jiffies(now.jiffies())
 }
 
 impl Tcb {

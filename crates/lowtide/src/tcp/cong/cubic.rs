@@ -18,8 +18,8 @@ use crate::time::Instant;
 pub const BICTCP_BETA_SCALE: u32 = 1024;
 /// `BICTCP_HZ`: CUBIC's time unit is 2^-10 s.
 pub const BICTCP_HZ: u32 = 10;
-/// Linux `HZ` that `tcp_jiffies32` counts in (CONFIG_HZ=1000).
-pub const HZ: u32 = 1000;
+/// Linux `HZ` that `tcp_jiffies32` counts in (lowtide's [`crate::time::HZ`]).
+pub const HZ: u32 = crate::time::HZ as u32;
 /// `HYSTART_ACK_TRAIN` bit of `hystart_detect`.
 pub const HYSTART_ACK_TRAIN: u32 = 0x1;
 /// `HYSTART_DELAY` bit of `hystart_detect`.
@@ -159,9 +159,9 @@ fn clock_us(now: Instant) -> u32 {
     now.as_micros() as u32
 }
 
-/// `tcp_jiffies32` with HZ = 1000.
+/// `tcp_jiffies32`: the jiffies as Linux's wrapping u32.
 fn jiffies32(now: Instant) -> u32 {
-    now.as_millis() as u32
+    now.jiffies() as u32
 }
 
 /// `usecs_to_jiffies` (rounds up).

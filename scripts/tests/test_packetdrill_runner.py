@@ -558,6 +558,20 @@ class NstatShimTest(unittest.TestCase):
         self.assertEqual(self.nstat("-t", "0")[:1], (255,))
 
 
+class KernelEnvTest(unittest.TestCase):
+    def test_nstat_history_is_the_runs_own(self):
+        # iproute2's nstat keeps one history file per user: two kernel runs side by side
+        # would each read the other's counters as its own history.
+        r = load_runner()
+        run = type("Run", (), {"kernel_cc_so": None})()
+        self.assertEqual(r.kernel_env(run, "/w/0001")["NSTAT_HISTORY"], "/w/0001/nstat.history")
+        self.assertNotIn("LOWTIDE_KCC_SO", r.kernel_env(run, "/w/0001"))
+        run.kernel_cc_so = "/w/kernel-cc.so"
+        env = r.kernel_env(run, "/w/0002")
+        self.assertEqual((env["LOWTIDE_KCC_SO"], env["LOWTIDE_KCC_FILE"]),
+                         ("/w/kernel-cc.so", "/w/0002/tcp_congestion_control"))
+
+
 class FailureReasonTest(unittest.TestCase):
     def test_a_packet_that_never_comes_is_a_timeout(self):
         r = load_runner()

@@ -174,6 +174,69 @@ class Packets(unittest.TestCase):
         self.assertEqual(ps.trace_packets(text), [[".", 1, 1000, 0.25]])
 
 
+class Receive(unittest.TestCase):
+    def test_receive_scenarios_are_their_seeds_and_stay_in_the_window(self):
+        self.assertEqual(ps.scenario_recv(3), ps.scenario_recv(3))
+        for seed in range(1, 60):
+            text, what = ps.scenario_recv(seed)
+            self.assertTrue(what.startswith("recv "), what)
+            data = [tuple(map(int, m)) for m in re.findall(r"< P\. (\d+):(\d+)\((\d+)\)", text)]
+            got, reads = set(), 0
+            for a, b, n in data:
+                self.assertEqual(b - a, n)
+                cum = 0
+                while cum in got:
+                    cum += 1
+                x = (b - 1) // ps.MSS - 1  # the segment this one ends
+                # never more than RECV_AHEAD segments past what is in order
+                self.assertLess(x, cum + ps.RECV_AHEAD, (seed, a, b))
+                got.add(x)
+            # every segment arrives in the end, so the reads add up to what is in order
+            total = int(re.search(r"total=(\d+)", what).group(1))
+            self.assertEqual(max(b for _, b, _ in data), total * ps.MSS + 1)
+            for m in re.findall(r"read\(4, \.\.\., (\d+)\) = (\d+)", text):
+                self.assertEqual(m[0], m[1])
+                reads += int(m[0])
+            self.assertLessEqual(reads, total * ps.MSS)
+            if "rcvbuf=0" not in what:
+                self.assertEqual(reads, 0, "a small SO_RCVBUF may drop data: no read can know its size")
+
+    def test_knobs_and_kind(self):
+        self.assertIn("sack=0 ts=1", ps.scenario_recv(5, {"sack": False, "ts": True})[1])
+        out = tempfile.mkdtemp()
+        r = subprocess.run([sys.executable, PATH, "make", "--kind", "recv", "--out", out, "--count", "2"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "manifest.json")) as f:
+            self.assertEqual(json.load(f)["kind"], "recv")
+        for bad in (["--kind", "both"], ["--kind", "recv", "--cc", "reno"], ["--kind", "recv", "--reorder"]):
+            r = subprocess.run([sys.executable, PATH, "make", "--out", out] + bad, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, bad)
+
+    def test_acks_keep_their_ack_window_and_sack_blocks(self):
+        def tcp4(seq, ack, fl, win, sacks=()):
+            opts = b""
+            if sacks:
+                opts = b"\x01\x01\x05" + bytes([2 + 8 * len(sacks)]) + b"".join(struct.pack(">II", *x) for x in sacks)
+            hl = 20 + len(opts)
+            ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + hl, 0, 0, 64, 6, 0, bytes([192, 168, 0, 1]),
+                             bytes([192, 0, 2, 1]))
+            return ip + struct.pack(">HHIIBBHHH", 8080, 1234, seq, ack, (hl // 4) << 4, fl, win, 0, 0) + opts
+        peer = 0x7ffffff0
+        pk = [(0.0, ps.parse_ip(tcp4(100, peer + 1, 0x12, 1000))),
+              (0.1, ps.parse_ip(tcp4(101, peer + 1001, 0x10, 1046))),
+              (0.2, ps.parse_ip(tcp4(101, peer + 1001, 0x10, 1043, [(peer + 2001, peer + 3001)])))]
+        self.assertEqual(ps.relative(pk, True), [[".", 1, 0, 0.1, 1001, 1046, []],
+                                                 [".", 1, 0, 0.2, 1001, 1043, [[2001, 3001]]]])
+        self.assertEqual(ps.relative(pk), [[".", 1, 0, 0.1], [".", 1, 0, 0.2]])
+        k = {"path": "/x/s1.pkt", "name": "s1.pkt", "result": "pass", "prints": [],
+             "packets": ps.relative(pk, True)}
+        l = dict(k, packets=[p[:5] + [1040] + p[6:] for p in k["packets"]])
+        c = compare_runs(ps.compare, [k], [l])
+        self.assertEqual(c["differing"], 1)
+        self.assertEqual(c["rows"][0]["packets"][0], 0)
+
+
 class Compare(unittest.TestCase):
     def compare(self, k, l):
         return compare_runs(ps.compare, k, l)

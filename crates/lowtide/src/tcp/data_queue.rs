@@ -463,6 +463,38 @@ mod tests {
         t
     }
 
+    /// `tcp_prune_queue`'s "Massive buffer overcommit" (Linux 6.18,
+    /// tests/packetdrill/rcv-prune-fails-fast-path-off.pkt): a segment that pruning
+    /// cannot make room for (TcpExtRcvPruned) turns header prediction off, which
+    /// `tcp_fast_path_check` does not turn back on while memory is past `sk_rcvbuf`.
+    #[test]
+    fn a_failed_prune_turns_header_prediction_off() {
+        let cfg = Config {
+            rx_alloc: RxAlloc::Tun,
+            ..Config::default()
+        };
+        let mut t = tun_established(&cfg);
+        (t.rcvbuf, t.rcvbuf_locked) = (8192, true);
+        t.fast_path_on(); // tcp_rcv_state_process, SYN-RECV
+        let mut st = crate::tcp::TestStack::default();
+        let th = TcpRepr::default();
+        let mut feed = |t: &mut Tcb, seq: u64| {
+            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+            t.rx_pkt_len = 1040;
+            t.data_queue(&mut ctx, &th, seq, Payload::Flat(&[7u8; 1000]));
+            ctx.mib.get(Mib::TcpExtRcvPruned)
+        };
+        for seq in [1, 1001, 2001, 3001] {
+            assert_eq!(feed(&mut t, seq), 0);
+        }
+        assert_eq!(t.rmem_alloc(), 4 * 2304, "past sk_rcvbuf");
+        assert!(t.pred_wnd.is_some(), "nothing turned it off yet");
+        assert_eq!(feed(&mut t, 5001), 1, "out of order: pruning frees nothing");
+        assert_eq!((t.pred_wnd, t.rcv_nxt), (None, 4001));
+        t.fast_path_check();
+        assert_eq!(t.pred_wnd, None, "memory is still past sk_rcvbuf");
+    }
+
     /// `tcp_ofo_queue` -> `tcp_try_coalesce` (Linux 6.18,
     /// tests/packetdrill/rcv-ofo-prune-coalesce.pkt): the out-of-order skb a filled
     /// hole reaches joins the receive queue's tail when `skb_try_coalesce` takes it

@@ -109,7 +109,8 @@ impl Tcb {
 
     /// `tcp_prune_queue` (called when the segment does not fit): clamp the window,
     /// collapse both queues to cut their overhead, then drop out-of-order data from
-    /// the top; true once the segment fits.
+    /// the top; true once the segment fits. When nothing helped, header prediction
+    /// is turned off.
     fn prune_queue(&mut self, ctx: &mut Ctx, seq: u64) -> bool {
         // "Do nothing if our queues are empty" (a buffer clamped to nothing would
         // refuse everything after).
@@ -143,6 +144,10 @@ impl Tcb {
             return true;
         }
         ctx.mib.inc(Mib::TcpExtRcvPruned);
+        // "Massive buffer overcommit": header prediction is off until
+        // tcp_fast_path_check finds room again, so an in-order segment takes the
+        // slow path and its memory check.
+        self.fast_path_off();
         false
     }
 

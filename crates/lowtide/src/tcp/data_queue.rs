@@ -304,11 +304,6 @@ impl Tcb {
     pub(crate) fn ofo_data(&mut self, ctx: &mut Ctx, th: &TcpRepr, seq: u64, payload: Payload) {
         let fin = th.flags.contains(TcpFlags::FIN);
         let len = payload.len() as u32;
-        // tcp_data_queue_ofo measures the segment first (Linux 6.17, "tcp: call
-        // tcp_measure_rcv_mss() for ooo packets").
-        let skb = self.rx_skb(ctx.cfg, len);
-        let seg = self.rx_gso_size(ctx.cfg, len);
-        self.measure_rcv_mss(th, len, seg, skb.truesize);
         self.save_lrcv_flowlabel(ctx);
         self.ecn_check_ce(ctx, self.rx_ip_ecn);
         if !self.try_rmem_schedule(ctx, seq, len) {
@@ -317,6 +312,12 @@ impl Tcb {
             self.sk_data_ready(ctx);
             return self.tcp_drop(); // SKB_DROP_REASON_PROTO_MEM
         }
+        // tcp_data_queue_ofo measures the segment once memory took it (Linux 6.17,
+        // "tcp: call tcp_measure_rcv_mss() for ooo packets"): one dropped above
+        // leaves rcv_mss and scaling_ratio, which tcp_collapse judged by, alone.
+        let skb = self.rx_skb(ctx.cfg, len);
+        let seg = self.rx_gso_size(ctx.cfg, len);
+        self.measure_rcv_mss(th, len, seg, skb.truesize);
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
         self.fast_path_off(); // tcp_data_queue_ofo
                               // tcp_data_queue_ofo: max(1, gso_segs) of the packet.
@@ -493,6 +494,39 @@ mod tests {
         assert_eq!((t.pred_wnd, t.rcv_nxt), (None, 4001));
         t.fast_path_check();
         assert_eq!(t.pred_wnd, None, "memory is still past sk_rcvbuf");
+    }
+
+    /// `tcp_data_queue_ofo` (Linux 6.18, tests/packetdrill/rcv-ofo-drop-unmeasured.pkt):
+    /// an out-of-order segment is measured (`tcp_measure_rcv_mss`: `rcv_mss`,
+    /// `scaling_ratio`) only once `tcp_try_rmem_schedule` took it, so one too big for
+    /// the buffer is dropped (TcpExtTCPOFODrop) with both as they were, and
+    /// `tcp_collapse` judges the queued skbs by the old ratio (not bloated: nothing
+    /// freed for it). Measured first, the bigger segment's ratio made them look
+    /// bloated and collapsing them made room.
+    #[test]
+    fn an_ofo_segment_dropped_for_memory_is_not_measured() {
+        let cfg = Config {
+            rx_alloc: RxAlloc::Tun,
+            ..Config::default()
+        };
+        let mut t = tun_established(&cfg);
+        (t.rcvbuf, t.rcvbuf_locked) = (8192, true);
+        let mut st = crate::tcp::TestStack::default();
+        let th = TcpRepr::default();
+        let mut feed = |t: &mut Tcb, seq: u64, len: usize| {
+            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
+            t.rx_pkt_len = len as u32 + 40;
+            t.data_queue(&mut ctx, &th, seq, Payload::Flat(&vec![7u8; len]));
+            ctx.mib.get(Mib::TcpExtTCPOFODrop)
+        };
+        for seq in [1, 1001, 2001, 3001] {
+            assert_eq!(feed(&mut t, seq, 1000), 0);
+        }
+        let (mss, ratio) = (t.ack.rcv_mss, t.scaling_ratio);
+        assert_eq!((mss, t.rmem_alloc()), (1000, 4 * 2304));
+        assert_eq!(feed(&mut t, 5001, 1400), 1, "no room: dropped");
+        assert_eq!((t.ack.rcv_mss, t.scaling_ratio), (mss, ratio));
+        assert_eq!((t.rmem_alloc(), t.ofo.is_empty()), (4 * 2304, true));
     }
 
     /// `tcp_ofo_queue` -> `tcp_try_coalesce` (Linux 6.18,

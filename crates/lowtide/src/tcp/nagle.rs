@@ -261,7 +261,10 @@ mod tests {
         n.snd_sml = 1501;
         n.snd_wnd = 4000;
         assert_eq!(n.mss_split_point((1501, 5000), 1000, 10, true, 0), 2000);
-        // ...but not for an skb that is not the tail (pushed), nor with TCP_NODELAY.
+        // ...for an skb that is not the tail too, whose window-limited send asks
+        // Nagle as the tail's does (tcp_write_xmit passes its own nonagle)...
+        assert_eq!(n.mss_split_point((1501, 5000), 1000, 10, false, 0), 2000);
+        // ...but not when pushed, nor with TCP_NODELAY.
         assert_eq!(
             n.mss_split_point((1501, 5000), 1000, 10, false, TCP_NAGLE_PUSH),
             2500

@@ -144,8 +144,8 @@ impl Tcb {
             self.rwnd_limited = true;
             return false;
         }
-        // tcp_write_xmit: Nagle rules the write queue's last skb only; the others
-        // can get no more data (TCP_NAGLE_PUSH).
+        // tcp_write_xmit: tcp_nagle_test rules the write queue's last skb only;
+        // the others can get no more data (TCP_NAGLE_PUSH).
         let is_tail = self.write_queue.len() == 1;
         let nonagle = match is_tail {
             true => self.nonagle(),
@@ -169,9 +169,11 @@ impl Tcb {
             }
         }
         // tcp_write_xmit: one segment at a time in urgent mode, else up to
-        // tcp_mss_split_point within cwnd's quota and the TSO goal.
+        // tcp_mss_split_point within cwnd's quota and the TSO goal, with the
+        // push's own nonagle whether or not the skb is the tail: a window-limited
+        // send of any skb leaves out a partial last segment Nagle would hold.
         let limit = match len > mss as u64 && !self.urg_mode() {
-            true => self.mss_split_point((seq, len), mss, quota, is_tail, nonagle),
+            true => self.mss_split_point((seq, len), mss, quota, is_tail, self.nonagle()),
             false => mss as u64,
         };
         let send_len = len.min(limit) as usize;
@@ -670,6 +672,41 @@ mod tests {
         queued(&mut t, &[(1_000, 0)]);
         t.write_xmit(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
         assert_eq!((t.pmtu_cookie, t.mss_cache), (1000, 960), "a send head");
+    }
+
+    /// `tcp_write_xmit` hands `tcp_mss_split_point` its own `nonagle` for every
+    /// skb (only `tcp_nagle_test` takes `TCP_NAGLE_PUSH` for one that is not the
+    /// tail): a send the peer's window ends stops at the last whole segment of an
+    /// skb in the middle of the queue too, behind an unacked partial segment
+    /// (Minshall) or corked, and goes to the window's edge with `TCP_NODELAY`.
+    #[test]
+    fn a_window_limited_middle_skb_leaves_out_the_partial_segment_nagle_holds() {
+        let cfg = Config::default();
+        for (what, sml, cork, nodelay, sent) in [
+            ("minshall", 1_501, false, false, 2_000),
+            ("no partial segment out", 1, false, false, 2_500),
+            ("corked", 1, true, false, 2_000),
+            ("nodelay", 1_501, false, true, 2_500),
+        ] {
+            let mut st = crate::tcp::TestStack::default();
+            let mut t = with_flight(10, 0);
+            t.state = TcpState::Established;
+            t.mss_cache = 1000;
+            t.pace.pacing_rate = 1 << 30; // a 64 KB TSO goal
+            (t.cork, t.nodelay, t.snd_sml) = (cork, nodelay, sml);
+            queued(&mut t, &[(5_000, 0), (5_000, 0)]);
+            // 1,500 bytes out (1..1501), the queue from 1501; a window to 4001.
+            for w in t.write_queue.iter_mut() {
+                w.seq += 1_500;
+            }
+            (t.snd_una, t.snd_nxt, t.write_seq) = (1, 1_501, 11_501);
+            t.snd_wnd = 4_000;
+            t.rtx
+                .push(Skb::sent_for_test(1, 1_500, 2, crate::Instant::ZERO));
+            t.write_xmit(&mut st.ctx(&cfg, crate::Instant(1_000_000_000), false));
+            assert_eq!(t.snd_nxt - 1_501, sent, "{what}");
+            assert_eq!(t.write_queue.len(), 2, "{what}: the head is not the tail");
+        }
     }
 
     #[test]

@@ -119,6 +119,8 @@ pub const IP_PMTUDISC_INTERFACE: i32 = crate::tcp::pmtu::IP_PMTUDISC_INTERFACE a
 pub const IP_PMTUDISC_OMIT: i32 = crate::tcp::pmtu::IP_PMTUDISC_OMIT as i32;
 pub const SOL_IPV6: i32 = 41;
 pub const IPV6_RECVERR: i32 = 25;
+/// `IPV6_MTU` (getsockopt): the route's MTU of a connected socket.
+pub const IPV6_MTU: i32 = 24;
 /// `IPV6_TCLASS`: the traffic class of an AF_INET6 socket's IPv6 packets.
 pub const IPV6_TCLASS: i32 = 67;
 /// `IPV6_AUTOFLOWLABEL`: IPv6 flow labels from the flow's hash, on or off.

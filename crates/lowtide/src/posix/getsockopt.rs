@@ -123,6 +123,14 @@ impl Host {
                 ),
                 None => return err(errno::ENOTCONN),
             },
+            // do_ipv6_getsockopt: the same, as a plain int.
+            (IPPROTO_IPV6, IPV6_MTU) if s.family == AF_INET6 => match conn {
+                Some(h) => int(
+                    out,
+                    self.stack.socket_ref(h).path_mtu().map_err(Errno::from)? as i32,
+                ),
+                None => return err(errno::ENOTCONN),
+            },
             (SOL_SOCKET, SO_KEEPALIVE) => int(out, s.opts.keepalive.enabled as i32),
             // keepalive_time_when and friends: the socket's value or the sysctl.
             (SOL_TCP, TCP_KEEPIDLE) => {

@@ -452,6 +452,12 @@ impl Stack {
         match t.action {
             IcmpAction::MtuReduced(reported) => {
                 let dst = e.tuple.remote.ip();
+                // tcp_v6_mtu_reduced: "Drop requests trying to increase our current
+                // mss" before inet6_csk_update_pmtu, so the route does not learn
+                // them either (tcp_v4_mtu_reduced has no such check).
+                if e.tuple.local.is_ipv6() && !self.pmtu_lowers_mss(index, reported) {
+                    return;
+                }
                 self.update_pmtu(now, dst, reported);
                 self.with_tcb(now, index, |tcb, ctx| {
                     tcb.mtu_reduced(ctx, reported);
@@ -498,6 +504,15 @@ impl Stack {
                 self.mib.inc(Mib::TcpExtListenDrops);
             }
             self.free_slot(now, index);
+        }
+    }
+
+    /// `tcp_v6_mtu_reduced`'s test: the MSS for path MTU `mtu`
+    /// (`tcp_mtu_to_mss`) is below the connection's `mss_cache`.
+    fn pmtu_lowers_mss(&self, index: u32, mtu: u32) -> bool {
+        match &self.slots[index as usize].sock {
+            Some(super::Sock::Tcp(t)) => t.mtu_to_mss(mtu, self.cfg.tcp_min_snd_mss) < t.mss_cache,
+            _ => false,
         }
     }
 
@@ -817,7 +832,20 @@ pub(crate) mod tests {
         remote: SocketAddr,
         seq: u32,
     ) -> Vec<u8> {
-        let mut m = vec![ICMPV6_DEST_UNREACH, code, 0, 0, 0, 0, 0, 0];
+        icmp6((ICMPV6_DEST_UNREACH, code, 0), router, local, remote, seq)
+    }
+
+    /// An ICMPv6 error of `(type, code, info)` from `router` to `local`'s address,
+    /// quoting a segment from `local` to `remote` at `seq`, in its IPv6 packet.
+    fn icmp6(
+        (kind, code, info): (u8, u8, u32),
+        router: IpAddr,
+        local: SocketAddr,
+        remote: SocketAddr,
+        seq: u32,
+    ) -> Vec<u8> {
+        let mut m = vec![kind, code, 0, 0];
+        m.extend_from_slice(&info.to_be_bytes());
         m.extend_from_slice(&[0x60, 0, 0, 0, 0, 40, PROTO_TCP, 64]);
         for a in [local.ip(), remote.ip()] {
             let IpAddr::V6(a) = a else { panic!("v6") };
@@ -911,6 +939,40 @@ pub(crate) mod tests {
                 assert_eq!((e.offender, e.len), (Some(router), 8));
             }
         }
+    }
+
+    /// tcp_v6_mtu_reduced: a packet too big whose MTU gives no smaller MSS than
+    /// `mss_cache` (`tcp_mtu_to_mss`) returns before `inet6_csk_update_pmtu`, so
+    /// the route learns nothing; one that does shrinks both. A v6 connect's clamp
+    /// is 1220 (`IPV6_MIN_MTU` less the headers), so no packet too big (at least
+    /// 1280) reaches its route.
+    #[test]
+    fn a_v6_packet_too_big_that_shrinks_no_mss_leaves_the_route_alone() {
+        let router: IpAddr = "fd00::1".parse().unwrap();
+        let me: IpAddr = "fd00::2".parse().unwrap();
+        let remote: SocketAddr = "[2001:db8::1]:5201".parse().unwrap();
+        let mut st = Stack::new(crate::Config::default(), 3);
+        st.add_address(me);
+        let h = st
+            .connect(Instant::ZERO, SocketAddr::new(me, 0), remote)
+            .unwrap();
+        let syn = st.poll_transmit(Instant::ZERO).expect("SYN");
+        let t = &syn.packet[40..];
+        let isn = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
+        let (local, _) = st.addresses(h).unwrap();
+        let ptb = |mtu| icmp6((ICMPV6_PKT_TOO_BIG, 0, mtu), router, local, remote, isn);
+        for mtu in [1400, 1280] {
+            st.handle_packet(Instant::ZERO, &ptb(mtu), crate::RxChecksum::Verify);
+            assert_eq!(st.route_mtu(Instant::ZERO, remote.ip()), 1500, "{mtu}");
+            assert_eq!(st.info(Instant::ZERO, h).unwrap().pmtu, 1500, "{mtu}");
+        }
+        // A clamp of 1440 (mss_cache 1428 with timestamps): 1400 gives 1328.
+        let tcb = st.tcb_mut(h).unwrap();
+        (tcb.rx_opt.mss_clamp, tcb.mss_cache) = (1440, 1428);
+        st.handle_packet(Instant::ZERO, &ptb(1400), crate::RxChecksum::Verify);
+        assert_eq!(st.route_mtu(Instant::ZERO, remote.ip()), 1400);
+        let info = st.info(Instant::ZERO, h).unwrap();
+        assert_eq!((info.pmtu, info.snd_mss), (1400, 1328));
     }
 
     #[test]

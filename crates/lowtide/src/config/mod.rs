@@ -78,6 +78,10 @@ pub struct Config {
     /// `net.ipv4.tcp_comp_sack_delay_ns`: longest hold of a compressed SACK (ns;
     /// otherwise 5 % of the RTT).
     pub tcp_comp_sack_delay_ns: u64,
+    /// `net.ipv4.tcp_comp_sack_slack_ns`: the compression hrtimer's slack
+    /// (`hrtimer_start_range_ns`, default 100 us): Linux may fire it that much after
+    /// its delay; lowtide fires it at the delay, the earliest Linux allows.
+    pub tcp_comp_sack_slack_ns: u64,
     /// `net.ipv4.tcp_timestamps`: offer and accept timestamps (RFC 7323).
     pub tcp_timestamps: bool,
     /// `net.ipv4.tcp_window_scaling`: offer and accept window scaling (RFC 7323).
@@ -509,6 +513,7 @@ impl Default for Config {
             tcp_dsack: true,
             tcp_comp_sack_nr: 44,
             tcp_comp_sack_delay_ns: 1_000_000,
+            tcp_comp_sack_slack_ns: 100_000,
             tcp_timestamps: true,
             tcp_window_scaling: true,
             tcp_moderate_rcvbuf: true,

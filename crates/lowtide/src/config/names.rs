@@ -12,6 +12,7 @@ impl Config {
         "net.ipv4.tcp_dsack",
         "net.ipv4.tcp_comp_sack_nr",
         "net.ipv4.tcp_comp_sack_delay_ns",
+        "net.ipv4.tcp_comp_sack_slack_ns",
         "net.ipv4.tcp_timestamps",
         "net.ipv4.tcp_window_scaling",
         "net.ipv4.tcp_moderate_rcvbuf",

@@ -21,6 +21,9 @@ impl Config {
             "net.ipv4.tcp_comp_sack_delay_ns" => {
                 self.tcp_comp_sack_delay_ns = parse_num(n, value, 0, u64::MAX, "nanoseconds")?
             }
+            "net.ipv4.tcp_comp_sack_slack_ns" => {
+                self.tcp_comp_sack_slack_ns = parse_num(n, value, 0, u64::MAX, "nanoseconds")?
+            }
             "net.ipv4.tcp_timestamps" => self.tcp_timestamps = parse_bool(n, value)?,
             "net.ipv4.tcp_window_scaling" => self.tcp_window_scaling = parse_bool(n, value)?,
             "net.ipv4.tcp_moderate_rcvbuf" => self.tcp_moderate_rcvbuf = parse_bool(n, value)?,

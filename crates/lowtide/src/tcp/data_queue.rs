@@ -320,15 +320,12 @@ impl Tcb {
         self.measure_rcv_mss(th, len, seg, skb.truesize);
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
         self.fast_path_off(); // tcp_data_queue_ofo
-                              // tcp_data_queue_ofo: max(1, gso_segs) of the packet.
+                              // inet_csk_schedule_ack, before the segment is queued: an ACK that
+                              // tcp_sack_new_ofo_skb sends below takes it (tcp_event_ack_sent), else
+                              // tcp_ack_snd_check decides (tcp/compsack.rs).
+        self.ack.pending = true;
+        // tcp_data_queue_ofo: max(1, gso_segs) of the packet.
         self.rcv_ooopack += self.rx_gso_segs(ctx.cfg, len);
-        // tcp_sack_new_ofo_skb: ACKs held back go out before the block this data
-        // extends or opens moves past the first two (their news would be lost).
-        let end_seq = seq + payload.len() as u64 + fin as u64;
-        let slot = self.ofo.sack_slot(seq, end_seq);
-        if self.rx_opt.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
-            self.sack_compress_send_ack(ctx);
-        }
         // In one piece, in a buffer of its own as Linux's skb: a slice of the shared
         // arenas would keep a whole arena alive for as long as a peer keeps one
         // segment above a hole.
@@ -336,7 +333,9 @@ impl Tcb {
         payload.for_each_chunk(|c| own.extend_from_slice(c));
         let stamp = super::rcvqueue::RxStamp::arrival(ctx);
         let segs = self.rx_segs;
-        let ins = self.ofo.insert_seg(seq, own.into(), fin, skb, stamp, segs);
+        let ins = self
+            .ofo
+            .insert_seg_sack_later(seq, own.into(), fin, skb, stamp, segs);
         ctx.mib.add(Mib::TcpExtTCPOFOMerge, ins.merged as u64);
         self.ofo_drops();
         if ins.coalesced {
@@ -349,13 +348,26 @@ impl Tcb {
             }
         }
         // tcp_data_queue_ofo: data above a hole opens the window too, except without
-        // SACK ("do not grow window to force DUPACK") or when all of it was there.
-        if self.rx_opt.sack_ok && ins.queued && len > 0 {
-            // tcp_data_queue_ofo: a segment joined to the one before it was charged
-            // by tcp_try_coalesce; one queued on its own is charged only after
-            // tcp_grow_window (skb_set_owner_r).
-            let uncharged = if ins.coalesced { 0 } else { skb.truesize };
-            self.grow_window(ctx, len, skb.truesize, uncharged);
+        // SACK ("do not grow window to force DUPACK") or when all of it was there:
+        // a segment joined to the one before it at `coalesce_done:` (charged by
+        // tcp_try_coalesce), before `add_sack:`; one queued on its own after it,
+        // at `end:`, before skb_set_owner_r charges it.
+        let grow = self.rx_opt.sack_ok && ins.queued && len > 0;
+        if grow && ins.coalesced {
+            self.grow_window(ctx, len, skb.truesize, 0);
+        }
+        // `add_sack:` tcp_sack_new_ofo_skb: ACKs held back go out (with the D-SACK
+        // just set, and the blocks as they were) before the block this data extends
+        // or opens moves past the first two (their news would be lost).
+        if let Some((s, e)) = ins.add_sack {
+            let slot = self.ofo.sack_slot(s, e);
+            if self.rx_opt.sack_ok && slot >= super::compsack::TCP_SACK_BLOCKS_EXPECTED {
+                self.sack_compress_send_ack(ctx);
+            }
+        }
+        self.ofo.add_sack(&ins);
+        if grow && !ins.coalesced {
+            self.grow_window(ctx, len, skb.truesize, skb.truesize);
         }
         // tcp_data_queue_ofo (Linux 6.16+): provision the buffer for the OFO span,
         // "do not grow rcvbuf for not-yet-accepted or orphaned sockets" (no
@@ -363,8 +375,6 @@ impl Tcb {
         if self.parent.is_none() && !self.errq.dead {
             self.rcvbuf_grow(ctx, self.rcvq_space);
         }
-        // inet_csk_schedule_ack: tcp_ack_snd_check decides (tcp/compsack.rs).
-        self.ack.pending = true;
     }
 
     /// `SOCK_DONE`: the peer's FIN was taken (`tcp_fin` sets it; a reset's

@@ -155,6 +155,10 @@ pub struct Inserted {
     /// Joined to the segment ending where it starts (`tcp_ooo_try_coalesce`,
     /// `TcpExtTCPRcvCoalesce`).
     pub coalesced: bool,
+    /// `[seq, end)` for `tcp_data_queue_ofo`'s `add_sack:` (`tcp_sack_new_ofo_skb`),
+    /// left to [`OfoQueue::add_sack`] by [`OfoQueue::insert_seg_sack_later`]; `None`
+    /// for the first segment, whose block is made at once.
+    pub add_sack: Option<(u64, u64)>,
 }
 
 /// Out-of-order data keyed by stream offset, with the SACK blocks to report.
@@ -246,6 +250,24 @@ impl OfoQueue {
         stamp: RxStamp,
         segs: u32,
     ) -> Inserted {
+        let r = self.insert_seg_sack_later(seq, data, fin, skb, stamp, segs);
+        self.add_sack(&r);
+        r
+    }
+
+    /// [`OfoQueue::insert_seg`] up to `tcp_data_queue_ofo`'s `add_sack:`, which the
+    /// caller runs with [`OfoQueue::add_sack`]: in between, Linux has set the D-SACK
+    /// (`tcp_dsack_set`) that an ACK sent by `tcp_sack_new_ofo_skb`'s
+    /// `tcp_sack_compress_send_ack` carries, with the blocks as they were.
+    pub fn insert_seg_sack_later(
+        &mut self,
+        seq: u64,
+        data: Bytes,
+        fin: bool,
+        skb: RxSkb,
+        stamp: RxStamp,
+        segs: u32,
+    ) -> Inserted {
         let end = seq + data.len() as u64 + fin as u64;
         let mut r = Inserted::default();
         if end == seq {
@@ -271,7 +293,7 @@ impl OfoQueue {
                     r.dup = Some((seq, end));
                     r.merged = 1;
                     self.drops += segs;
-                    self.sack_new_ofo_skb(seq, end); // `add_sack:` all the same
+                    r.add_sack = Some((seq, end)); // `add_sack:` all the same
                     return r;
                 }
                 if ps < seq {
@@ -316,10 +338,18 @@ impl OfoQueue {
             self.sacks.clear();
             self.sacks.push((seq, end));
         } else {
-            self.sack_new_ofo_skb(seq, end);
+            r.add_sack = Some((seq, end));
         }
         r.queued = true;
         r
+    }
+
+    /// `tcp_data_queue_ofo`'s `add_sack:` for what [`OfoQueue::insert_seg_sack_later`]
+    /// queued or dropped (`tcp_sack_new_ofo_skb`).
+    pub fn add_sack(&mut self, r: &Inserted) {
+        if let Some((seq, end)) = r.add_sack {
+            self.sack_new_ofo_skb(seq, end);
+        }
     }
 
     /// `tcp_data_queue_ofo`'s `merge_right`: drops the segments after `seq` that

@@ -387,7 +387,8 @@ impl Host {
                         let l = self.stack.socket_ref(h);
                         let queued = l.accept_queue_len().map_err(Errno::from)? as u32;
                         let backlog = l.accept_backlog().map_err(Errno::from)?;
-                        let i = TcpInfo::listener(cfg, max_rate, queued, backlog);
+                        let mut i = TcpInfo::listener(cfg, max_rate, queued, backlog);
+                        i.reordering = s.opts.reordering.unwrap_or(i.reordering);
                         encode_tcp_info(&i, linux_state(TcpState::Listen))
                     }
                     // TCP_CLOSE: what tcp_disconnect left of the last connection,
@@ -400,6 +401,7 @@ impl Host {
                             None => {
                                 let ms = now.as_millis();
                                 let mut i = TcpInfo::without_connection(cfg, max_rate, ms);
+                                i.reordering = s.opts.reordering.unwrap_or(i.reordering);
                                 i.notsent_bytes = notsent_bytes(seq, 0);
                                 i
                             }

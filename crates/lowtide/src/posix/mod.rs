@@ -411,6 +411,8 @@ impl Host {
         let reflect = self.stack.config().ipv6_flowlabel_reflect;
         s.opts.repflow = Some(reflect & crate::tcp::flowlabel::FLOWLABEL_REFLECT_ESTABLISHED != 0);
         s.opts.pmtudisc = Some(crate::tcp::pmtu::default_pmtudisc(self.stack.config()));
+        // tcp_init_sock: tp->reordering, read once.
+        s.opts.reordering = Some(self.stack.config().tcp_reordering);
         Ok(self.alloc_fd(File::Socket(Box::new(s))))
     }
 

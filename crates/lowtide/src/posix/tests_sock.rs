@@ -368,3 +368,27 @@ fn fd_base_moves_the_first_descriptor() {
     a.close(Instant::ZERO, s).unwrap();
     assert_eq!(a.socket(AF_INET, SOCK_STREAM, 0), Ok(1000));
 }
+
+/// tcp_init_sock reads net.ipv4.tcp_reordering when socket(2) runs: a closed
+/// socket and a listener report that value (tcp_get_info), the listener's child
+/// and the client keep it whatever the sysctl says at connect(2) or at the SYN, and
+/// a socket made after the sysctl moved reads the new one.
+#[test]
+fn tcp_reordering_is_read_when_the_socket_is_made() {
+    let (mut a, mut b, c, l) = pair();
+    let now = Instant::ZERO;
+    for h in [&mut a, &mut b] {
+        let s = h.stack_mut();
+        s.set_sysctl(now, "net.ipv4.tcp_reordering", "10").unwrap();
+    }
+    let reordering = |h: &mut Host, fd: Fd| {
+        let mut i = [0u8; sockopt::TCP_INFO_LEN];
+        h.getsockopt(now, fd, SOL_TCP, TCP_INFO, &mut i).unwrap();
+        u32::from_ne_bytes(i[88..92].try_into().unwrap())
+    };
+    assert_eq!((reordering(&mut a, c), reordering(&mut b, l)), (3, 3));
+    let (s, _) = connect(&mut a, &mut b, c, l);
+    assert_eq!((reordering(&mut a, c), reordering(&mut b, s)), (3, 3));
+    let c2 = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(reordering(&mut a, c2), 10);
+}

@@ -78,8 +78,12 @@ impl Stack {
             // tcp_connect_init's tcp_initialize_rcv_mss reads the rcv_wnd
             // tcp_disconnect left on the socket (0 before any connection).
             tcb.rcv_wnd = o.disconnected.as_ref().map_or(0, |d| d.rcv_wnd());
-            // The same tcp_sock: timeout_rehash goes on counting.
+            // The same tcp_sock: timeout_rehash goes on counting, and reordering is
+            // the last connection's.
             tcb.timeout_rehash = o.disconnected.as_ref().map_or(0, |d| d.timeout_rehash());
+            if let Some(d) = &o.disconnected {
+                tcb.reordering = d.reordering();
+            }
             // ... and app_limited: 1 from a send on the unconnected socket.
             if o.app_limited {
                 tcb.rate.app_limited = 1;

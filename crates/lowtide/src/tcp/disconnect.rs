@@ -55,6 +55,12 @@ impl Disconnected {
         self.info.snd_mss
     }
 
+    /// `tp->reordering`, which neither `tcp_disconnect` nor the next connect
+    /// (`tcp_connect_init`) resets: that connection starts from it.
+    pub fn reordering(&self) -> u32 {
+        self.info.reordering
+    }
+
     /// `tp->snd_nxt`, which `tcp_disconnect` does not reset (`tcp_stream_memory_free`
     /// and `tcpi_notsent_bytes` of the closed socket count from it).
     pub fn snd_nxt(&self) -> u32 {

@@ -113,6 +113,11 @@ pub struct SockOptions {
     pub user_mss: u32,
     /// `TCP_NOTSENT_LOWAT`; 0 when unset.
     pub notsent_lowat: u32,
+    /// `tp->reordering` as `tcp_init_sock` set it: `net.ipv4.tcp_reordering` when
+    /// `socket(2)` ran (the POSIX layer reads it then), which a listener reports and
+    /// its children and a later `connect(2)` keep; `None` reads the sysctl when the
+    /// connection is made.
+    pub reordering: Option<u32>,
     /// `SO_RCVLOWAT` as last passed; `None` until set (`sk_rcvlowat` 1). Applied
     /// after `SO_RCVBUF`, whichever the application set first.
     pub rcvlowat: Option<i32>,
@@ -397,6 +402,9 @@ impl Tcb {
             self.set_rcvbuf(b);
         }
         self.notsent_lowat = o.notsent_lowat;
+        if let Some(r) = o.reordering {
+            self.reordering = r;
+        }
         // A listener's clamp reaches its requests (`tcp_openreq_init_rwin`), a closed
         // socket's its SYN (`tcp_connect_init`).
         self.window_clamp = o.window_clamp;

@@ -319,10 +319,10 @@ impl Tcb {
         let seg = self.rx_gso_size(ctx.cfg, len);
         self.measure_rcv_mss(th, len, seg, skb.truesize);
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
-        self.fast_path_off(); // tcp_data_queue_ofo
-                              // inet_csk_schedule_ack, before the segment is queued: an ACK that
-                              // tcp_sack_new_ofo_skb sends below takes it (tcp_event_ack_sent), else
-                              // tcp_ack_snd_check decides (tcp/compsack.rs).
+        // tcp_data_queue_ofo: header prediction off; inet_csk_schedule_ack, before
+        // the segment is queued: an ACK that tcp_sack_new_ofo_skb sends below takes
+        // it (tcp_event_ack_sent), else tcp_ack_snd_check decides (tcp/compsack.rs).
+        self.fast_path_off();
         self.ack.pending = true;
         // tcp_data_queue_ofo: max(1, gso_segs) of the packet.
         self.rcv_ooopack += self.rx_gso_segs(ctx.cfg, len);

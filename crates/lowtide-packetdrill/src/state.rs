@@ -588,7 +588,7 @@ impl State {
     fn emit(&mut self, mut tx: Transmit) {
         let (now, t) = (self.now(), self.now_us);
         if trace_tx() {
-            let head = &tx.packet[..tx.packet.len().min(96)];
+            let head = &tx.packet[..tx.packet.len().min(TRACE_BYTES)];
             eprintln!(
                 "lowtide-packetdrill: tx at {t} us, {} bytes, gso_size {}: {head:02x?}",
                 tx.packet.len(),
@@ -621,8 +621,12 @@ fn fq_skb(tx: Transmit, now: Instant) -> Skb<Transmit> {
     skb
 }
 
+/// How much of a packet `LOWTIDE_PD_TRACE` prints: every header of a TCP packet
+/// with full options, over IPv6 too (40 + 60 bytes), and a little payload.
+const TRACE_BYTES: usize = 128;
+
 /// `LOWTIDE_PD_TRACE=1`: every packet lowtide hands packetdrill is printed on stderr
-/// (size, GSO size, the first 96 bytes), for debugging a script.
+/// (size, GSO size, the first [`TRACE_BYTES`] bytes), for debugging a script.
 fn trace_tx() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("LOWTIDE_PD_TRACE").is_some_and(|v| v == "1"))

@@ -632,20 +632,45 @@ pub(crate) mod tests {
 
     /// A stack with one connect in SYN-SENT: (stack, handle, local, remote, ISN).
     fn syn_sent() -> (Stack, crate::SocketHandle, SocketAddr, SocketAddr, u32) {
-        let mut st = Stack::new(crate::Config::default(), 7);
-        let me: IpAddr = "10.7.0.2".parse().unwrap();
-        st.add_address(me);
-        let remote: SocketAddr = "10.9.0.1:5201".parse().unwrap();
-        let h = st
-            .connect(Instant::ZERO, SocketAddr::new(me, 0), remote)
-            .unwrap();
-        let syn = st.poll_transmit(Instant::ZERO).expect("SYN");
-        let p = &syn.packet[20..];
-        let seq = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
-        let (local, _) = st.addresses(h).unwrap();
+        let (mut st, h, local, remote, seq) = connecting("10.7.0.2", "10.9.0.1:5201", 7, None);
         while st.poll_event().is_some() {}
         (st, h, local, remote, seq)
     }
+
+    /// A stack (`seed`) at address `me` whose connect to `remote` (with `opts` if
+    /// given) has sent its SYN: the socket, its address, the remote and the ISN.
+    fn connecting(
+        me: &str,
+        remote: &str,
+        seed: u64,
+        opts: Option<&crate::tcp::sockopt::SockOptions>,
+    ) -> (Stack, crate::SocketHandle, SocketAddr, SocketAddr, u32) {
+        let mut st = Stack::new(crate::Config::default(), seed);
+        let me: IpAddr = me.parse().unwrap();
+        st.add_address(me);
+        let remote: SocketAddr = remote.parse().unwrap();
+        let local = SocketAddr::new(me, 0);
+        let h = match opts {
+            Some(opts) => st.connect_with(Instant::ZERO, local, remote, opts),
+            None => st.connect(Instant::ZERO, local, remote),
+        }
+        .unwrap();
+        let syn = st.poll_transmit(Instant::ZERO).expect("SYN");
+        let p = &syn.packet[if me.is_ipv6() { 40 } else { 20 }..];
+        let seq = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
+        let (local, _) = st.addresses(h).unwrap();
+        (st, h, local, remote, seq)
+    }
+
+    /// [`connecting`] from fd00::2 to [2001:db8::1]:5201 behind router fd00::1.
+    fn connecting6(
+        opts: Option<&crate::tcp::sockopt::SockOptions>,
+    ) -> (Stack, crate::SocketHandle, SocketAddr, SocketAddr, u32) {
+        connecting("fd00::2", "[2001:db8::1]:5201", 3, opts)
+    }
+
+    /// The router of [`connecting6`].
+    const ROUTER6: &str = "fd00::1";
 
     #[test]
     fn unreachable_aborts_the_connect() {
@@ -875,9 +900,7 @@ pub(crate) mod tests {
 
     #[test]
     fn icmpv6_unreachable_aborts_a_v6_connect() {
-        let router: IpAddr = "fd00::1".parse().unwrap();
-        let me: IpAddr = "fd00::2".parse().unwrap();
-        let remote: SocketAddr = "[2001:db8::1]:5201".parse().unwrap();
+        let router: IpAddr = ROUTER6.parse().unwrap();
         for (code, want) in [
             (0, SocketError::NetworkUnreachable),
             (3, SocketError::HostUnreachable),
@@ -885,15 +908,7 @@ pub(crate) mod tests {
             (1, SocketError::AccessDenied),
             (7, SocketError::ProtocolError),
         ] {
-            let mut st = Stack::new(crate::Config::default(), 3);
-            st.add_address(me);
-            let h = st
-                .connect(Instant::ZERO, SocketAddr::new(me, 0), remote)
-                .unwrap();
-            let syn = st.poll_transmit(Instant::ZERO).expect("SYN");
-            let t = &syn.packet[40..];
-            let isn = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
-            let (local, _) = st.addresses(h).unwrap();
+            let (mut st, h, local, remote, isn) = connecting6(None);
             let mut bad = unreach6(code, router, local, remote, isn);
             let last = bad.len() - 1;
             bad[last] ^= 1;
@@ -910,24 +925,13 @@ pub(crate) mod tests {
     #[test]
     fn a_v6_connect_error_is_queued_with_ipv6_recverr_only() {
         use crate::tcp::errqueue::SO_EE_ORIGIN_ICMP6;
-        let router: IpAddr = "fd00::1".parse().unwrap();
-        let me: IpAddr = "fd00::2".parse().unwrap();
-        let remote: SocketAddr = "[2001:db8::1]:5201".parse().unwrap();
+        let router: IpAddr = ROUTER6.parse().unwrap();
         for recverr6 in [false, true] {
-            let mut st = Stack::new(crate::Config::default(), 3);
-            st.add_address(me);
             let opts = crate::tcp::sockopt::SockOptions {
                 recverr6,
                 ..Default::default()
             };
-            let local = SocketAddr::new(me, 0);
-            let h = st
-                .connect_with(Instant::ZERO, local, remote, &opts)
-                .unwrap();
-            let syn = st.poll_transmit(Instant::ZERO).expect("SYN");
-            let t = &syn.packet[40..];
-            let isn = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
-            let (local, _) = st.addresses(h).unwrap();
+            let (mut st, h, local, remote, isn) = connecting6(Some(&opts));
             let p = unreach6(3, router, local, remote, isn);
             st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
             assert_eq!(st.socket_error(h), Ok(Some(SocketError::HostUnreachable)));
@@ -948,18 +952,8 @@ pub(crate) mod tests {
     /// 1280) reaches its route.
     #[test]
     fn a_v6_packet_too_big_that_shrinks_no_mss_leaves_the_route_alone() {
-        let router: IpAddr = "fd00::1".parse().unwrap();
-        let me: IpAddr = "fd00::2".parse().unwrap();
-        let remote: SocketAddr = "[2001:db8::1]:5201".parse().unwrap();
-        let mut st = Stack::new(crate::Config::default(), 3);
-        st.add_address(me);
-        let h = st
-            .connect(Instant::ZERO, SocketAddr::new(me, 0), remote)
-            .unwrap();
-        let syn = st.poll_transmit(Instant::ZERO).expect("SYN");
-        let t = &syn.packet[40..];
-        let isn = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
-        let (local, _) = st.addresses(h).unwrap();
+        let router: IpAddr = ROUTER6.parse().unwrap();
+        let (mut st, h, local, remote, isn) = connecting6(None);
         let ptb = |mtu| icmp6((ICMPV6_PKT_TOO_BIG, 0, mtu), router, local, remote, isn);
         for mtu in [1400, 1280] {
             st.handle_packet(Instant::ZERO, &ptb(mtu), crate::RxChecksum::Verify);

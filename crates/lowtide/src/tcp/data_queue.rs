@@ -91,7 +91,8 @@ impl Tcb {
         // tcp_rcv_established's fast path queues without tcp_try_rmem_schedule: its
         // skb fits sk_forward_alloc (even past sk_rcvbuf, the prediction having been
         // armed while there was room).
-        if !self.rx_fast_data && !self.try_rmem_schedule(ctx, seq, payload.len() as u32) {
+        let size = self.rx_skb(ctx.cfg, payload.len() as u32).truesize;
+        if !self.rx_fast_data && !self.try_rmem_schedule(ctx, seq, size) {
             // ICSK_ACK_NOMEM | ICSK_ACK_NOW; dropped if the application has data to
             // read, else queued all the same (sk_forced_mem_schedule); a bare FIN is
             // always taken.
@@ -306,7 +307,8 @@ impl Tcb {
         let len = payload.len() as u32;
         self.save_lrcv_flowlabel(ctx);
         self.ecn_check_ce(ctx, self.rx_ip_ecn);
-        if !self.try_rmem_schedule(ctx, seq, len) {
+        let skb = self.rx_skb(ctx.cfg, len);
+        if !self.try_rmem_schedule(ctx, seq, skb.truesize) {
             ctx.mib.inc(Mib::TcpExtTCPOFODrop);
             // tcp_data_queue_ofo wakes the reader before the drop.
             self.sk_data_ready(ctx);
@@ -315,7 +317,6 @@ impl Tcb {
         // tcp_data_queue_ofo measures the segment once memory took it (Linux 6.17,
         // "tcp: call tcp_measure_rcv_mss() for ooo packets"): one dropped above
         // leaves rcv_mss and scaling_ratio, which tcp_collapse judged by, alone.
-        let skb = self.rx_skb(ctx.cfg, len);
         let seg = self.rx_gso_size(ctx.cfg, len);
         self.measure_rcv_mss(th, len, seg, skb.truesize);
         ctx.mib.inc(Mib::TcpExtTCPOFOQueue);
@@ -474,27 +475,52 @@ mod tests {
         t
     }
 
+    /// A stack whose segments come through packetdrill's tun, at 1 s.
+    struct TunRx {
+        cfg: Config,
+        st: crate::tcp::TestStack,
+    }
+
+    impl TunRx {
+        fn new() -> Self {
+            let cfg = Config {
+                rx_alloc: RxAlloc::Tun,
+                ..Config::default()
+            };
+            let st = crate::tcp::TestStack::default();
+            TunRx { cfg, st }
+        }
+
+        /// [`tun_established`] with `SO_RCVBUF` locked at 8192 bytes.
+        fn small_locked_rcvbuf(&self) -> Tcb {
+            let mut t = tun_established(&self.cfg);
+            (t.rcvbuf, t.rcvbuf_locked) = (8192, true);
+            t
+        }
+
+        /// `len` bytes of data at `seq`, in a packet with 40 bytes of headers;
+        /// returns the stack's `counter` after it.
+        fn feed(&mut self, t: &mut Tcb, seq: u64, len: usize, counter: Mib) -> u64 {
+            let mut ctx = self
+                .st
+                .ctx(&self.cfg, crate::time::Instant(1_000_000_000), false);
+            t.rx_pkt_len = len as u32 + 40;
+            let th = TcpRepr::default();
+            t.data_queue(&mut ctx, &th, seq, Payload::Flat(&vec![7u8; len]));
+            ctx.mib.get(counter)
+        }
+    }
+
     /// `tcp_prune_queue`'s "Massive buffer overcommit" (Linux 6.18,
     /// tests/packetdrill/rcv-prune-fails-fast-path-off.pkt): a segment that pruning
     /// cannot make room for (TcpExtRcvPruned) turns header prediction off, which
     /// `tcp_fast_path_check` does not turn back on while memory is past `sk_rcvbuf`.
     #[test]
     fn a_failed_prune_turns_header_prediction_off() {
-        let cfg = Config {
-            rx_alloc: RxAlloc::Tun,
-            ..Config::default()
-        };
-        let mut t = tun_established(&cfg);
-        (t.rcvbuf, t.rcvbuf_locked) = (8192, true);
+        let mut rx = TunRx::new();
+        let mut t = rx.small_locked_rcvbuf();
         t.fast_path_on(); // tcp_rcv_state_process, SYN-RECV
-        let mut st = crate::tcp::TestStack::default();
-        let th = TcpRepr::default();
-        let mut feed = |t: &mut Tcb, seq: u64| {
-            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
-            t.rx_pkt_len = 1040;
-            t.data_queue(&mut ctx, &th, seq, Payload::Flat(&[7u8; 1000]));
-            ctx.mib.get(Mib::TcpExtRcvPruned)
-        };
+        let mut feed = |t: &mut Tcb, seq| rx.feed(t, seq, 1000, Mib::TcpExtRcvPruned);
         for seq in [1, 1001, 2001, 3001] {
             assert_eq!(feed(&mut t, seq), 0);
         }
@@ -515,20 +541,9 @@ mod tests {
     /// bloated and collapsing them made room.
     #[test]
     fn an_ofo_segment_dropped_for_memory_is_not_measured() {
-        let cfg = Config {
-            rx_alloc: RxAlloc::Tun,
-            ..Config::default()
-        };
-        let mut t = tun_established(&cfg);
-        (t.rcvbuf, t.rcvbuf_locked) = (8192, true);
-        let mut st = crate::tcp::TestStack::default();
-        let th = TcpRepr::default();
-        let mut feed = |t: &mut Tcb, seq: u64, len: usize| {
-            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
-            t.rx_pkt_len = len as u32 + 40;
-            t.data_queue(&mut ctx, &th, seq, Payload::Flat(&vec![7u8; len]));
-            ctx.mib.get(Mib::TcpExtTCPOFODrop)
-        };
+        let mut rx = TunRx::new();
+        let mut t = rx.small_locked_rcvbuf();
+        let mut feed = |t: &mut Tcb, seq, len| rx.feed(t, seq, len, Mib::TcpExtTCPOFODrop);
         for seq in [1, 1001, 2001, 3001] {
             assert_eq!(feed(&mut t, seq, 1000), 0);
         }
@@ -548,19 +563,9 @@ mod tests {
     /// joins nothing ("this segment overlaps with prior segment in queue").
     #[test]
     fn a_filled_hole_joins_out_of_order_skbs_to_the_tail() {
-        let cfg = Config {
-            rx_alloc: crate::tcp::skbuff::RxAlloc::Tun,
-            ..Config::default()
-        };
-        let mut t = tun_established(&cfg);
-        let mut st = crate::tcp::TestStack::default();
-        let th = TcpRepr::default();
-        let mut feed = |t: &mut Tcb, seq: u64, len: usize| {
-            let mut ctx = st.ctx(&cfg, crate::time::Instant(1_000_000_000), false);
-            t.rx_pkt_len = len as u32 + 40;
-            t.data_queue(&mut ctx, &th, seq, Payload::Flat(&vec![7u8; len]));
-            ctx.mib.get(Mib::TcpExtTCPRcvCoalesce)
-        };
+        let mut rx = TunRx::new();
+        let mut t = tun_established(&rx.cfg);
+        let mut feed = |t: &mut Tcb, seq, len| rx.feed(t, seq, len, Mib::TcpExtTCPRcvCoalesce);
         // A 1040-byte packet: a 2048-byte head, 624 bytes of tailroom.
         assert_eq!(feed(&mut t, 1, 1000), 0);
         assert_eq!(feed(&mut t, 1101, 100), 0);

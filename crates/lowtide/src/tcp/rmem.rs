@@ -87,12 +87,12 @@ impl Tcb {
         self.rmem_alloc() <= self.rcvbuf as u64
     }
 
-    /// `tcp_try_rmem_schedule` for a segment at `seq` of `len` bytes: room in the
-    /// buffer and pages for its truesize (`sk_rmem_schedule`) at once, or after
+    /// `tcp_try_rmem_schedule` for a segment at `seq` whose skb's truesize is
+    /// `size`: room in the buffer and pages for it (`sk_rmem_schedule`) at once, or after
     /// pruning (`tcp_prune_queue`, then `tcp_prune_ofo_queue` until the pages are
     /// there). False: drop it.
-    pub(crate) fn try_rmem_schedule(&mut self, ctx: &mut Ctx, seq: u64, len: u32) -> bool {
-        let size = self.rx_skb(ctx.cfg, len).truesize as u64;
+    pub(crate) fn try_rmem_schedule(&mut self, ctx: &mut Ctx, seq: u64, size: u32) -> bool {
+        let size = size as u64;
         if self.can_ingest() && self.mem_schedule(ctx, size, MemKind::Recv) {
             return true;
         }

@@ -197,12 +197,22 @@ impl Tcb {
             return;
         }
         match (self.dsack, *dup) {
-            (Some(_), d) => self.dsack = d,
+            (Some(_), d) => self.dsack_moved(d),
             (None, Some((s, e))) => {
                 self.dsack_set(ctx, s, e);
                 *dup = self.dsack;
             }
             (None, None) => {}
+        }
+    }
+
+    /// The D-SACK block set or widened to `block` outside [`Tcb::dsack_set`]: its
+    /// start is `tp->duplicate_sack[0].start_seq`, which `tcp_rcv_spurious_retrans`
+    /// compares a duplicate's sequence with (tcp/accecn_opt.rs).
+    fn dsack_moved(&mut self, block: Option<(u64, u64)>) {
+        self.dsack = block;
+        if let Some((s, _)) = block {
+            self.accecn.last_dsack_start = Some(s);
         }
     }
 
@@ -342,11 +352,11 @@ impl Tcb {
         if ins.coalesced {
             ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_ooo_try_coalesce
         }
-        if let Some(d) = ins.dup {
-            if self.rx_opt.sack_ok && ctx.cfg.tcp_dsack {
-                self.dsack = Some(d);
-                ctx.mib.inc(Mib::TcpExtTCPDSACKOfoSent);
-            }
+        // tcp_dsack_set / tcp_dsack_extend, with SACK and tcp_dsack on.
+        if self.rx_opt.sack_ok && ctx.cfg.tcp_dsack && ins.dsack.block.is_some() {
+            ctx.mib
+                .add(Mib::TcpExtTCPDSACKOfoSent, ins.dsack.sets as u64);
+            self.dsack_moved(ins.dsack.block);
         }
         // tcp_data_queue_ofo: data above a hole opens the window too, except without
         // SACK ("do not grow window to force DUPACK") or when all of it was there:
@@ -552,6 +562,34 @@ mod tests {
         assert_eq!(feed(&mut t, 5001, 1400), 1, "no room: dropped");
         assert_eq!((t.ack.rcv_mss, t.scaling_ratio), (mss, ratio));
         assert_eq!((t.rmem_alloc(), t.ofo.is_empty()), (4 * 2304, true));
+    }
+
+    /// `tcp_data_queue_ofo`'s D-SACK (tests/packetdrill/rcv-ofo-dsack-forgotten-per-segment.pkt):
+    /// set by `tcp_dsack_set` or `tcp_dsack_extend`, counted once, and its start is
+    /// `duplicate_sack[0].start_seq` (what `tcp_rcv_spurious_retrans` compares a
+    /// duplicate with); the next segment forgets an unsent block on entry.
+    #[test]
+    fn an_ofo_dsack_moves_the_duplicate_sack_start() {
+        let mut rx = TunRx::new();
+        let mut t = tun_established(&rx.cfg);
+        let sent = Mib::TcpExtTCPDSACKOfoSent;
+        assert_eq!(rx.feed(&mut t, 1001, 1000, sent), 0);
+        assert_eq!(rx.feed(&mut t, 3001, 1000, sent), 0);
+        assert_eq!(rx.feed(&mut t, 1001, 500, sent), 1, "wholly present: set");
+        assert_eq!(
+            (t.dsack, t.accecn.last_dsack_start),
+            (Some((1001, 1501)), Some(1001))
+        );
+        // Same start, covering the skb at 3001: tcp_dsack_extend finds no block
+        // (forgotten on entry) and sets one.
+        assert_eq!(rx.feed(&mut t, 3001, 1500, sent), 2);
+        assert_eq!(
+            (t.dsack, t.accecn.last_dsack_start),
+            (Some((3001, 4001)), Some(3001))
+        );
+        // New data above the holes: no D-SACK, the last start kept.
+        assert_eq!(rx.feed(&mut t, 6001, 100, sent), 2);
+        assert_eq!((t.dsack, t.accecn.last_dsack_start), (None, Some(3001)));
     }
 
     /// `tcp_ofo_queue` -> `tcp_try_coalesce` (Linux 6.18,

@@ -79,8 +79,8 @@ pub struct Config {
     /// otherwise 5 % of the RTT).
     pub tcp_comp_sack_delay_ns: u64,
     /// `net.ipv4.tcp_comp_sack_slack_ns`: the compression hrtimer's slack
-    /// (`hrtimer_start_range_ns`, default 100 us): Linux may fire it that much after
-    /// its delay; lowtide fires it at the delay, the earliest Linux allows.
+    /// (`hrtimer_start_range_ns`, default 100 us): a soft hrtimer runs once its
+    /// range has ended, so the held ACK goes at the delay plus this (tcp/compsack.rs).
     pub tcp_comp_sack_slack_ns: u64,
     /// `net.ipv4.tcp_timestamps`: offer and accept timestamps (RFC 7323).
     pub tcp_timestamps: bool,

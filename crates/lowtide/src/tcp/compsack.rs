@@ -3,7 +3,8 @@
 //! `tcp_sack_new_ofo_skb`; tcp_timer.c `tcp_compressed_ack_kick`): while
 //! out-of-order data is held, a receiver sends the first three ACKs for one
 //! `rcv_nxt` at once (the sender's duplicate-ACK threshold), then holds further ACKs
-//! for 5 % of the RTT, at most `tcp_comp_sack_delay_ns` (1 ms), or until
+//! for 5 % of the RTT, at most `tcp_comp_sack_delay_ns` (1 ms), plus the timer's
+//! slack `tcp_comp_sack_slack_ns` (100 us), or until
 //! `tcp_comp_sack_nr` (44) are held, or until a SACK block would leave the first
 //! two of the ACK. Each ACK not sent counts in `TcpExtTCPAckCompressed`.
 
@@ -38,7 +39,12 @@ impl Tcb {
             return;
         }
         let delay = self.comp_sack_delay(ctx.cfg.tcp_comp_sack_delay_ns);
-        self.comp_sack.timer_at = Some(ctx.now + delay);
+        // hrtimer_start_range_ns(delay, tcp_comp_sack_slack_ns, ..._SOFT): a soft
+        // hrtimer runs from HRTIMER_SOFTIRQ, raised once the clock passes the
+        // earliest hard expiry of the soft timers (hrtimer.c hrtimer_interrupt,
+        // softirq_expires_next), so it fires at the range's end, delay + slack.
+        let slack = Duration::from_nanos(ctx.cfg.tcp_comp_sack_slack_ns);
+        self.comp_sack.timer_at = Some(ctx.now + delay + slack);
     }
 
     /// The compression timer's delay: 5 % of the receiver's RTT estimate (or of the

@@ -105,7 +105,6 @@ impl Tcb {
             self.check_sack_reordering(ctx, low, false);
         }
         let mut fl = self.rack_ack_delivered(ctx, ack > prior_una, &sack);
-        self.rack_update_reo_wnd(ctx, fl.delivered_any);
         // tcp_count_delivered(sack_delivered): newly SACKed segments and D-SACKed
         // duplicates, then what the cumulative ACK covers (tcp_clean_rtx_queue);
         // without SACK, tcp_remove_reno_sacks: the hole it filled and what exceeds
@@ -131,6 +130,34 @@ impl Tcb {
                     .saturating_sub(cleaned.acked_sacked_segs),
             ece3168,
         );
+        let skb = super::rtx::skb::DeliveredSkb::later(sack.rate, cleaned.rate);
+        // tcp_clean_rtx_queue: "Conservatively mark a delayed ACK. It's typically
+        // from a lone runt packet over the round trip to a receiver w/o
+        // out-of-order or CE events" (FLAG_ACK_MAYBE_DELAYED). Its FLAG_CA_ALERT
+        // test reads the function's own flags, which never hold FLAG_DATA_SACKED,
+        // FLAG_ECE or FLAG_DSACKING_ACK (tcp_ack ORs them in): an ECE ACK counts.
+        let maybe_delayed = cleaned.first_tx.is_some()
+            && !cleaned.acked_retrans
+            && cleaned.acked_segs == 1
+            && !cleaned.partial
+            && prior_sacked == 0
+            && ack - prior_una < self.mss_cache as u64
+            && skb.is_some_and(|d| d.tx.delivered + 1 == self.delivered);
+        let (rtt_update, ca_rtt_us) = self.ack_rtt(ctx, th, &cleaned, &sack, maybe_delayed);
+        // tcp_clean_rtx_queue: FLAG_SET_XMIT_TIMER when the ACK acknowledged
+        // segments (FLAG_ACKED: not a partial ACK of a one-segment skb), or when its
+        // SACK RTT sample comes from data sent before the head was last (re)sent.
+        fl.set_xmit_timer = cleaned.acked_segs > 0
+            || (rtt_update
+                && sack
+                    .first_tx
+                    .zip(self.rtx.first())
+                    .is_some_and(|(t, h)| t < h.tx_time));
+        // rs->prior_delivered: tp->delivered when the most recently sent skb this
+        // ACK delivered was sent (0: none).
+        let rs_prior_delivered = skb.map_or(0, |d| d.tx.delivered);
+        self.ca_pkts_acked(ctx, cleaned.acked_segs, ca_rtt_us, rs_prior_delivered);
+        self.rack_update_reo_wnd(ctx, rs_prior_delivered);
         // tcp_accecn_process: ACE's CE count, read once the queue is cleaned.
         // tcp_clean_rtx_queue's sack->delivered_bytes: what snd_una advanced up to
         // the first skb left, if anything was ACKed; else what SACK newly covered.
@@ -156,19 +183,6 @@ impl Tcb {
         // deliveries counted, before the TLP check).
         let ca_ctx = self.ca_ctx(ctx.now);
         self.cc.in_ack_event(ca_flags, &ca_ctx);
-        let skb = super::rtx::skb::DeliveredSkb::later(sack.rate, cleaned.rate);
-        // tcp_clean_rtx_queue: "Conservatively mark a delayed ACK. It's typically
-        // from a lone runt packet over the round trip to a receiver w/o
-        // out-of-order or CE events" (FLAG_ACK_MAYBE_DELAYED).
-        let maybe_delayed = cleaned.first_tx.is_some()
-            && !cleaned.acked_retrans
-            && cleaned.acked_segs == 1
-            && !cleaned.partial
-            && prior_sacked == 0
-            && ack - prior_una < self.mss_cache as u64
-            && skb.is_some_and(|d| d.tx.delivered + 1 == self.delivered)
-            && !(sack.newly_sacked > 0 || ece3168 || sack.dsack);
-        let (rtt_update, ca_rtt_us) = self.ack_rtt(ctx, th, &cleaned, &sack, maybe_delayed);
         let mut rate = AckRate {
             skb,
             delivered: 0,
@@ -186,32 +200,9 @@ impl Tcb {
         // tcp_ack: a duplicate ACK (RFC 5681 section 2) neither advances snd_una nor
         // is FLAG_NOT_DUP nor D-SACKs (FLAG_DSACKING_ACK).
         let is_dupack = ack == prior_una && !fl.not_dup && !sack.dsack;
-        // tcp_clean_rtx_queue: FLAG_SET_XMIT_TIMER when the ACK acknowledged
-        // segments (FLAG_ACKED: not a partial ACK of a one-segment skb), or when its
-        // SACK RTT sample comes from data sent before the head was last (re)sent.
-        fl.set_xmit_timer = cleaned.acked_segs > 0
-            || (rtt_update
-                && sack
-                    .first_tx
-                    .zip(self.rtx.first())
-                    .is_some_and(|(t, h)| t < h.tx_time));
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(ctx, ack, &fl);
         }
-        // tcp_clean_rtx_queue ends with pkts_acked, before the recovery state
-        // machine; its RTT is the congestion control's (ca_rtt_us), or none.
-        let ca_ctx = self.ca_ctx(ctx.now);
-        self.cc.pkts_acked(
-            &mut self.cw,
-            &AckSample {
-                pkts_acked: cleaned.acked_segs,
-                rtt_us: rate.rtt_us,
-                in_flight: prior_in_flight,
-                now: ctx.now,
-            },
-            &ca_ctx,
-        );
-        self.cc.take_mib().count(ctx.mib);
         // tcp_ack_is_dubious: FLAG_CA_ALERT includes FLAG_ECE.
         let dubious = self.ca_state != CaState::Open
             || ece
@@ -388,6 +379,26 @@ impl Tcb {
             super::ecn::count_delivered_ce(ctx, ce);
         }
         newly as u32
+    }
+
+    /// The end of `tcp_clean_rtx_queue`: the congestion control's `pkts_acked`
+    /// with this ACK's `ack_sample`, before `tcp_rack_update_reo_wnd`,
+    /// `tcp_in_ack_event`, `tcp_process_tlp_ack` and the recovery state machine (so
+    /// CUBIC sees the state from before a loss probe's CWR). Its RTT is the
+    /// congestion control's (`rs->rtt_us`), and `in_flight` is in bytes:
+    /// `mss_cache` times what was delivered since the most recently sent of the
+    /// skbs this ACK delivered went out.
+    fn ca_pkts_acked(&mut self, ctx: &mut Ctx, pkts_acked: u32, rtt_us: Option<u32>, prior: u64) {
+        let in_flight = self.mss_cache as u64 * self.delivered.wrapping_sub(prior);
+        let sample = AckSample {
+            pkts_acked,
+            rtt_us,
+            in_flight: in_flight.min(u32::MAX as u64) as u32,
+            now: ctx.now,
+        };
+        let ca_ctx = self.ca_ctx(ctx.now);
+        self.cc.pkts_acked(&mut self.cw, &sample, &ca_ctx);
+        self.cc.take_mib().count(ctx.mib);
     }
 
     /// `tcp_count_delivered`: `delivered` more segments reached the peer, with an
@@ -617,5 +628,105 @@ mod ts_rtt_tests {
         assert_eq!(ts_rtt_us(i32::MAX as u32 / 1000, 0), None);
         let d = i32::MAX as u32 / 1000 - 1;
         assert_eq!(ts_rtt_us(d, 0), Some(d * 1000));
+    }
+}
+
+#[cfg(test)]
+mod pkts_acked_order_tests {
+    use crate::config::Config;
+    use crate::tcp::cong::{AckSample, CaCtx, CaState, CongestionOps, CwndState};
+    use crate::tcp::rtx::skb::Skb;
+    use crate::tcp::{Tcb, TcpState, TestStack};
+    use crate::time::Instant;
+    use lowtide_wire::tcp::TcpRepr;
+    use std::sync::{Arc, Mutex};
+
+    /// A congestion control that logs its hooks, with the state `pkts_acked` saw.
+    #[derive(Debug, Default)]
+    struct Spy(Arc<Mutex<Vec<String>>>);
+
+    impl Spy {
+        fn log(&self, s: String) {
+            self.0.lock().expect("not poisoned").push(s);
+        }
+    }
+
+    impl CongestionOps for Spy {
+        fn name(&self) -> &'static str {
+            "spy"
+        }
+        fn ssthresh(&mut self, cw: &CwndState) -> u32 {
+            self.log("ssthresh".into());
+            (cw.snd_cwnd / 2).max(2)
+        }
+        fn cong_avoid(&mut self, _cw: &mut CwndState, _acked: u32, _ctx: &CaCtx) {}
+        fn set_state(&mut self, _cw: &mut CwndState, _old: CaState, new: CaState) {
+            self.log(format!("set_state {new:?}"));
+        }
+        fn in_ack_event(&mut self, _flags: u32, _ctx: &CaCtx) {
+            self.log("in_ack_event".into());
+        }
+        fn pkts_acked(&mut self, cw: &mut CwndState, s: &AckSample, _ctx: &CaCtx) {
+            let (c, ss) = (cw.snd_cwnd, cw.snd_ssthresh);
+            self.log(format!(
+                "pkts_acked {} {:?} {} cwnd {c} ssthresh {ss}",
+                s.pkts_acked, s.rtt_us, s.in_flight
+            ));
+        }
+    }
+
+    /// `tcp_ack` on the ACK that covers a loss probe's retransmission and new data
+    /// sent after it (`tcp_process_tlp_ack`: a loss was repaired, CWR): the end of
+    /// `tcp_clean_rtx_queue` gives `pkts_acked` its sample first, with the
+    /// window and state from before the reduction, then come `tcp_in_ack_event`
+    /// and the reduction (ssthresh, CWR, then Open via `tcp_try_keep_open`).
+    #[test]
+    fn pkts_acked_runs_before_in_ack_event_and_the_loss_probe_reduction() {
+        let cfg = Config::default();
+        let mut st = TestStack::default();
+        let mut t = Tcb::for_test(&cfg);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        t.cc = Box::new(Spy(seen.clone()));
+        t.state = TcpState::Established;
+        t.rx_opt.sack_ok = true;
+        t.mss_cache = 1000;
+        t.snd_wnd = 1 << 20;
+        (t.cw.snd_cwnd, t.cw.snd_ssthresh) = (10, u32::MAX >> 1);
+        let sent = Instant::from_nanos(1_000_000_000);
+        for i in 0..4u64 {
+            t.rtx.push(Skb::sent_for_test(1 + i * 1000, 1000, 1, sent));
+        }
+        // The probe resent 3001:4001 (tlp_high_seq 4001), then 4001:5001 went.
+        t.tlp_high_seq = Some(4001);
+        t.tlp_retrans = true;
+        let new_data = Instant::from_nanos(1_040_000_000);
+        t.rtx.push(Skb::sent_for_test(4001, 1000, 1, new_data));
+        (t.snd_una, t.snd_nxt) = (1, 5001);
+        let th = TcpRepr {
+            ack: t.snd_seq(5001).0,
+            window: u16::MAX,
+            ..Default::default()
+        };
+        let now = Instant::from_nanos(1_050_000_000);
+        t.ack(&mut st.ctx(&cfg, now, false), &th, 0, false, false);
+        let log = seen.lock().expect("not poisoned").clone();
+        // RTT of the newest (never resent) skb: 10 ms; in_flight: mss times what
+        // was delivered since it was sent (5 segments; none stamped before).
+        let first = format!(
+            "pkts_acked 5 Some(10000) {} cwnd 10 ssthresh 2147483647",
+            5 * t.mss_cache
+        );
+        assert_eq!(log[0], first, "{log:?}");
+        assert_eq!(
+            &log[1..],
+            [
+                "in_ack_event",
+                "ssthresh",
+                "set_state Cwr",
+                "set_state Open"
+            ],
+        );
+        assert_eq!((t.cw.snd_cwnd, t.cw.snd_ssthresh), (5, 5));
+        assert_eq!(t.tlp_high_seq, None);
     }
 }

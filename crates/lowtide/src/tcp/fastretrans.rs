@@ -26,9 +26,6 @@ pub(crate) struct AckFlags {
     pub dsack_tlp: bool,
     /// `FLAG_LOST_RETRANS`: RACK found a retransmission lost.
     pub lost_retrans: bool,
-    /// Something was newly delivered (`rs->prior_delivered` set), for
-    /// `tcp_rack_update_reo_wnd`.
-    pub delivered_any: bool,
     /// `FLAG_ECE`: the ACK echoes a congestion mark (RFC 3168, `tcp/ecn.rs`).
     pub ece: bool,
     /// `FLAG_SET_XMIT_TIMER`: rearm the TLP/RTO timer (cleared when RACK armed its

@@ -114,17 +114,18 @@ impl Tcb {
     /// ([RFC 8985 section 7.2](https://www.rfc-editor.org/rfc/rfc8985#section-7.2)): one
     /// more step of min_rtt/4 per round in which D-SACKs arrived, kept for 16 recoveries,
     /// then back to 1.
-    pub(crate) fn rack_update_reo_wnd(&mut self, ctx: &Ctx, delivered_any: bool) {
-        if ctx.cfg.tcp_recovery & TCP_RACK_STATIC_REO_WND != 0 || !delivered_any {
+    pub(crate) fn rack_update_reo_wnd(&mut self, ctx: &Ctx, prior_delivered: u64) {
+        if ctx.cfg.tcp_recovery & TCP_RACK_STATIC_REO_WND != 0 || prior_delivered == 0 {
             return;
         }
-        if self.rack.mstamp < self.rack.last_adjust {
+        // "Disregard DSACK if a rtt has not passed since we adjusted reo_wnd".
+        if prior_delivered < self.rack.last_delivered {
             self.rack.dsack_seen = false;
         }
         if self.rack.dsack_seen {
             self.rack.reo_wnd_steps = (self.rack.reo_wnd_steps + 1).min(0xff);
             self.rack.dsack_seen = false;
-            self.rack.last_adjust = ctx.now;
+            self.rack.last_delivered = self.delivered;
             self.rack.reo_wnd_persist = TCP_RACK_RECOVERY_THRESH;
         } else if self.rack.reo_wnd_persist == 0 {
             self.rack.reo_wnd_steps = 1;
@@ -212,7 +213,6 @@ impl Tcb {
             self.rack_advance(ctx.now, &d);
         }
         super::fastretrans::AckFlags {
-            delivered_any: d.rack.is_some() || d.orig_low.is_some(),
             snd_una_advanced,
             data_sacked: sack.newly_sacked > 0,
             orig_sack_acked: d.orig_low.is_some_and(|(_, e)| e <= self.high_seq),
@@ -560,26 +560,38 @@ mod tests {
         t.reord_seen = 1;
         for round in 1..=6u64 {
             t.rack.dsack_seen = true;
-            // Something sent after the last adjustment was delivered: a new round.
-            t.rack.mstamp = Instant(round * 100_000_000);
-            with_ctx(&cfg, round * 100 + 1, |c| t.rack_update_reo_wnd(c, true));
+            // The ACK delivered an skb sent when `delivered` was where the last
+            // adjustment left it: a new round.
+            let prior = t.rack.last_delivered.max(1);
+            t.delivered = prior + 10;
+            with_ctx(&cfg, round * 100 + 1, |c| t.rack_update_reo_wnd(c, prior));
+            assert_eq!(t.rack.last_delivered, prior + 10);
         }
         assert_eq!(t.rack.reo_wnd_steps, 7);
         assert_eq!(t.rack.reo_wnd_persist, TCP_RACK_RECOVERY_THRESH);
         // 7 * 10 ms exceeds srtt (50 ms): capped.
         assert_eq!(with_ctx(&cfg, 0, |c| t.rack_reo_wnd(c)).0, 50_000);
-        // A D-SACK within the same round is ignored.
+        // A D-SACK on an ACK whose newest delivered skb was sent before the last
+        // adjustment (tx.delivered below rack.last_delivered) is forgotten.
         t.rack.dsack_seen = true;
-        t.rack.mstamp = Instant(550_000_000);
-        with_ctx(&cfg, 700, |c| t.rack_update_reo_wnd(c, true));
-        assert_eq!(t.rack.reo_wnd_steps, 7);
+        let last = t.rack.last_delivered;
+        t.delivered = last + 5;
+        with_ctx(&cfg, 700, |c| t.rack_update_reo_wnd(c, last - 1));
+        assert_eq!((t.rack.reo_wnd_steps, t.rack.dsack_seen), (7, false));
+        assert_eq!(t.rack.last_delivered, last);
+        // An ACK that delivered nothing (rs->prior_delivered 0) keeps a D-SACK
+        // pending.
+        t.rack.dsack_seen = true;
+        with_ctx(&cfg, 750, |c| t.rack_update_reo_wnd(c, 0));
+        assert!(t.rack.dsack_seen);
+        t.rack.dsack_seen = false;
         // After 16 recoveries without D-SACK the window falls back to one step.
         for _ in 0..16 {
             t.ca_state = CaState::Recovery;
             t.undo.marker = None;
             with_ctx(&cfg, 800, |c| t.try_undo_recovery(c));
         }
-        with_ctx(&cfg, 900, |c| t.rack_update_reo_wnd(c, true));
+        with_ctx(&cfg, 900, |c| t.rack_update_reo_wnd(c, last));
         assert_eq!(t.rack.reo_wnd_steps, 1);
     }
 
@@ -591,8 +603,7 @@ mod tests {
         };
         let mut t = tcb(&cfg);
         t.rack.dsack_seen = true;
-        t.rack.mstamp = Instant(1);
-        with_ctx(&cfg, 1, |c| t.rack_update_reo_wnd(c, true));
+        with_ctx(&cfg, 1, |c| t.rack_update_reo_wnd(c, 1));
         assert_eq!(t.rack.reo_wnd_steps, 1);
     }
 

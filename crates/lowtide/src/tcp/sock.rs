@@ -793,9 +793,10 @@ pub(crate) struct Rack {
     pub dsack_seen: bool,
     /// `rack.advanced`: the reference moved since the last loss scan.
     pub advanced: bool,
-    /// When the window was last grown (Linux keeps `rack.last_delivered`): D-SACKs
-    /// are ignored until something sent after it is delivered, one round later.
-    pub last_adjust: Instant,
+    /// `rack.last_delivered`: `tp->delivered` when the window was last grown;
+    /// D-SACKs are ignored until an skb sent after that is delivered (a round
+    /// trip later).
+    pub last_delivered: u64,
 }
 
 impl Default for Rack {
@@ -808,7 +809,7 @@ impl Default for Rack {
             reo_wnd_persist: 0,
             dsack_seen: false,
             advanced: false,
-            last_adjust: Instant::ZERO,
+            last_delivered: 0,
         }
     }
 }

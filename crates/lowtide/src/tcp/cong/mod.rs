@@ -252,7 +252,9 @@ pub struct AckSample {
     pub pkts_acked: u32,
     /// RTT sample in microseconds, if this ACK gave one.
     pub rtt_us: Option<u32>,
-    /// Segments in flight before the ACK.
+    /// Bytes delivered since the most recently sent of the skbs this ACK delivered
+    /// went out: `mss_cache * (tp->delivered - rs->prior_delivered)`, as
+    /// `tcp_clean_rtx_queue` fills it.
     pub in_flight: u32,
     /// When.
     pub now: Instant,

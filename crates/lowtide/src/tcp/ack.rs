@@ -136,13 +136,16 @@ impl Tcb {
         // out-of-order or CE events" (FLAG_ACK_MAYBE_DELAYED). Its FLAG_CA_ALERT
         // test reads the function's own flags, which never hold FLAG_DATA_SACKED,
         // FLAG_ECE or FLAG_DSACKING_ACK (tcp_ack ORs them in): an ECE ACK counts.
+        // Its tp->delivered has the skbs the walk counted (SACK), not yet what
+        // tcp_remove_reno_sacks counts after it (no SACK).
+        let reno_delivered = (!self.rx_opt.sack_ok) as u64 * acked_delivered as u64;
         let maybe_delayed = cleaned.first_tx.is_some()
             && !cleaned.acked_retrans
             && cleaned.acked_segs == 1
             && !cleaned.partial
             && prior_sacked == 0
             && ack - prior_una < self.mss_cache as u64
-            && skb.is_some_and(|d| d.tx.delivered + 1 == self.delivered);
+            && skb.is_some_and(|d| d.tx.delivered + 1 + reno_delivered == self.delivered);
         let (rtt_update, ca_rtt_us) = self.ack_rtt(ctx, th, &cleaned, &sack, maybe_delayed);
         // tcp_clean_rtx_queue: FLAG_SET_XMIT_TIMER when the ACK acknowledged
         // segments (FLAG_ACKED: not a partial ACK of a one-segment skb), or when its
@@ -728,5 +731,63 @@ mod pkts_acked_order_tests {
         );
         assert_eq!((t.cw.snd_cwnd, t.cw.snd_ssthresh), (5, 5));
         assert_eq!(t.tlp_high_seq, None);
+    }
+}
+
+#[cfg(test)]
+mod maybe_delayed_tests {
+    use crate::config::Config;
+    use crate::tcp::rtx::skb::Skb;
+    use crate::tcp::{Tcb, TcpState, TestStack};
+    use crate::time::Instant;
+    use lowtide_wire::tcp::TcpRepr;
+
+    /// `tcp_min_rtt_wlen` 1 s; a 10 ms minimum taken at 0; a lone 100-byte
+    /// segment sent at 1.96 s (nothing delivered since) ACKed at 2 s, with or
+    /// without SACK and ECE. Returns `tcpi_min_rtt` after.
+    fn min_rtt_after_runt_ack(sack: bool, ece: bool) -> u32 {
+        let cfg = Config {
+            tcp_min_rtt_wlen: 1,
+            ..Config::default()
+        };
+        let mut st = TestStack::default();
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::Established;
+        t.rx_opt.sack_ok = sack;
+        t.mss_cache = 1000;
+        t.snd_wnd = 1 << 20;
+        t.update_rtt_min(&st.ctx(&cfg, Instant::ZERO, false), 10_000, false);
+        if ece {
+            t.ecn_flags = crate::tcp::ecn::TCP_ECN_OK;
+        }
+        t.delivered = 1;
+        let sent = Instant::from_nanos(1_960_000_000);
+        let mut skb = Skb::sent_for_test(1, 100, 1, sent);
+        (skb.tx.delivered, skb.tx.delivered_mstamp) = (1, Some(Instant::ZERO));
+        t.rtx.push(skb);
+        (t.snd_una, t.snd_nxt) = (1, 101);
+        let mut th = TcpRepr {
+            ack: t.snd_seq(101).0,
+            window: u16::MAX,
+            ..Default::default()
+        };
+        if ece {
+            th.flags |= lowtide_wire::tcp::TcpFlags::ECE;
+        }
+        let now = Instant::from_nanos(2_000_000_000);
+        t.ack(&mut st.ctx(&cfg, now, false), &th, 0, false, false);
+        t.rtt.min_rtt_us
+    }
+
+    /// `tcp_clean_rtx_queue`'s FLAG_ACK_MAYBE_DELAYED: with SACK the runt's ACK is
+    /// maybe delayed, ECE or not (the FLAG_CA_ALERT test reads the function's own
+    /// flags), so its 40 ms skips `tcp_update_rtt_min`; without SACK the test reads
+    /// `tp->delivered` before `tcp_remove_reno_sacks` counts the segment, so it is
+    /// not, and past the window 40 ms is the minimum.
+    #[test]
+    fn runt_ack_maybe_delayed_as_tcp_clean_rtx_queue_tests_it() {
+        assert_eq!(min_rtt_after_runt_ack(true, false), 10_000);
+        assert_eq!(min_rtt_after_runt_ack(true, true), 10_000);
+        assert_eq!(min_rtt_after_runt_ack(false, false), 40_000);
     }
 }

@@ -57,6 +57,10 @@ pub enum EventKind {
     /// Both directions are finished and the connection reached CLOSED or TIME-WAIT
     /// (`EPOLLHUP`).
     HangUp,
+    /// The connection changed state with nothing new to report (`sk_state_change`):
+    /// the peer acknowledged the FIN of a socket not closed (FIN-WAIT-2). Pollers
+    /// look again; an edge-triggered epoll item reports what it finds.
+    StateChange,
 }
 
 /// Errors of socket operations, named after the errno Linux returns.

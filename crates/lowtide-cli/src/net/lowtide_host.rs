@@ -299,7 +299,10 @@ impl LowtideHosts {
             EventKind::Writable => s.app.on_writable(stack, at, &mut self.wbuf),
             EventKind::ReadHangUp | EventKind::HangUp => s.app.on_peer_closed(stack, at),
             EventKind::Error(e) => s.app.fail(stack, at, e),
-            EventKind::Readable | EventKind::Acceptable | EventKind::ErrQueue => {}
+            EventKind::Readable
+            | EventKind::Acceptable
+            | EventKind::ErrQueue
+            | EventKind::StateChange => {}
         }
         if s.app.state == SendState::Closed {
             host.roles.remove(&ev.socket);

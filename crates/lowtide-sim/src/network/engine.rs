@@ -727,7 +727,10 @@ impl<'t> Network<'t> {
             EventKind::Writable => s.on_writable(&mut a.stack, now, &mut self.wbuf),
             EventKind::ReadHangUp | EventKind::HangUp => s.on_peer_closed(&mut a.stack, now),
             EventKind::Error(e) => s.fail(&mut a.stack, now, e),
-            EventKind::Readable | EventKind::Acceptable | EventKind::ErrQueue => {}
+            EventKind::Readable
+            | EventKind::Acceptable
+            | EventKind::ErrQueue
+            | EventKind::StateChange => {}
         }
         if s.state == SendState::Closed {
             a.unregister(ev.socket);

@@ -988,3 +988,5 @@ mod tests_rx_tstamp;
 mod tests_sock;
 #[cfg(test)]
 mod tests_sockopt;
+#[cfg(test)]
+mod tests_wake;

@@ -56,7 +56,8 @@ impl Wake {
     /// `sk_data_ready`; `Readable` `tcp_data_ready`; `Writable`
     /// `sk_stream_write_space`; `ReadHangUp` `tcp_fin`'s `sk_state_change`; `Error`
     /// `tcp_reset`/`tcp_write_err`'s `sk_error_report` then `tcp_done`'s
-    /// `sk_state_change`; `ErrQueue` `sk_error_report`; `HangUp` `sk_state_change`.
+    /// `sk_state_change`; `ErrQueue` `sk_error_report`; `HangUp` `tcp_done`'s and
+    /// `StateChange` FIN-WAIT-1's `sk_state_change`.
     pub(crate) fn of(kind: crate::socket::EventKind) -> &'static [Wake] {
         use crate::socket::EventKind::*;
         match kind {
@@ -64,7 +65,7 @@ impl Wake {
             Writable => &[Wake::Space],
             ErrQueue => &[Wake::Error],
             Error(_) => &[Wake::Error, Wake::State],
-            Connected | ReadHangUp | HangUp => &[Wake::State],
+            Connected | ReadHangUp | HangUp | StateChange => &[Wake::State],
         }
     }
 

@@ -731,7 +731,14 @@ impl Tcb {
     pub(super) fn our_fin_acked(&mut self, ctx: &mut Ctx) {
         match self.state {
             // An orphan's FIN-WAIT-2 is timed by rcv_synchronized (orphan_fin_wait2).
-            TcpState::FinWait1 => self.state = TcpState::FinWait2,
+            TcpState::FinWait1 => {
+                self.state = TcpState::FinWait2;
+                // tcp_rcv_state_process, FIN-WAIT-1: "Wake up lingering close()":
+                // sk_state_change, for a socket not yet orphaned.
+                if !self.sock_dead() {
+                    self.notify(ctx, EventKind::StateChange);
+                }
+            }
             TcpState::Closing => self.enter_time_wait(ctx),
             TcpState::LastAck => {
                 self.update_metrics(ctx);

@@ -1,0 +1,67 @@
+//! The socket layer's tests for the wakeups Linux's TCP gives a socket's waiters
+//! outside the data and write-space paths (`sk_state_change` in FIN-WAIT-1,
+//! `tcp_disconnect`'s `sk_error_report`), for the ones it does not give (a sysctl
+//! write), and for where the send buffer grows (`tcp_check_space` after the push).
+
+use super::consts::*;
+use super::tests::{host, A, B};
+use super::tests_sock::{deliver, run};
+use super::*;
+
+const T0: Instant = Instant::ZERO;
+
+/// A listener on B:80 (made after `sysctls` are set on B) and a client on A,
+/// connected; the accepted socket on B.
+fn connected(sysctls: &[(&str, &str)]) -> (Host, Host, Fd, Fd) {
+    let (mut a, mut b) = (host(A, 1), host(B, 2));
+    for (k, v) in sysctls {
+        b.stack_mut().set_sysctl(T0, k, v).unwrap();
+    }
+    let l = b.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
+    b.listen(l, 8).unwrap();
+    let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let to = SocketAddr::new(B.into(), 80);
+    assert_eq!(a.connect(T0, c, to), Err(Errno(errno::EINPROGRESS)));
+    run(&mut a, &mut b, T0);
+    assert_eq!(a.connect(T0, c, to), Ok(()));
+    let s = b.accept(l).unwrap().0;
+    (a, b, c, s)
+}
+
+/// An epoll instance with one `EPOLLET` item for `fd`, its first report taken.
+fn edge(h: &mut Host, fd: Fd, events: u32) -> Fd {
+    let ep = h.epoll_create(1).unwrap();
+    h.epoll_ctl(ep, EPOLL_CTL_ADD, fd, events | EPOLLET, 1)
+        .unwrap();
+    h.epoll_wait(ep, 4).unwrap();
+    assert!(h.epoll_wait(ep, 4).unwrap().is_empty());
+    ep
+}
+
+/// tcp_rcv_state_process, FIN-WAIT-1: the ACK of the FIN of a socket shut with
+/// shutdown(2) (not orphaned) calls sk_state_change, a wakeup without a key, so an
+/// EPOLLET item reports again though its mask is unchanged.
+#[test]
+fn fin_wait2_wakes_a_live_socket() {
+    let (mut a, mut b, _c, s) = connected(&[]);
+    let ep = edge(&mut b, s, POLLOUT);
+    b.shutdown(T0, s, SHUT_WR).unwrap();
+    assert_eq!(
+        b.epoll_wait(ep, 4).unwrap()[0].events,
+        POLLOUT,
+        "shutdown's"
+    );
+    assert!(b.epoll_wait(ep, 4).unwrap().is_empty());
+    deliver(&mut b, &mut a, T0); // the FIN, whose ACK A delays
+    let t = a.poll_timeout().unwrap();
+    a.handle_timeout(t);
+    deliver(&mut a, &mut b, t);
+    assert_eq!(b.tcp_info(T0, s).unwrap().state, "FIN_WAIT2");
+    assert_eq!(
+        b.epoll_wait(ep, 4).unwrap()[0].events,
+        POLLOUT,
+        "FIN-WAIT-2's"
+    );
+    assert!(b.epoll_wait(ep, 4).unwrap().is_empty());
+}

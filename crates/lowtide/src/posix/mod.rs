@@ -477,8 +477,19 @@ impl Host {
     /// state: a listener stops (as `shutdown(SHUT_RD)`), a connection is reset
     /// where `tcp_need_reset` says (SYN-SENT quietly) and ends, and the socket is
     /// `TCP_CLOSE` again, free to connect or listen anew; its port stays only if
-    /// the user bound it (`SOCK_BINDPORT_LOCK`, else `inet_put_port`).
+    /// the user bound it (`SOCK_BINDPORT_LOCK`, else `inet_put_port`). It ends
+    /// with `sk_error_report`, whatever the state: a wakeup keyed `EPOLLERR`, which
+    /// every epoll item takes (an `EPOLLET` one reports what it finds).
     pub fn disconnect(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
+        let r = self.tcp_disconnect(now, fd);
+        if let Ok(s) = self.sock_mut(fd) {
+            s.wake[poll::Wake::Error as usize] += 1;
+        }
+        r
+    }
+
+    /// [`Host::disconnect`] before its wakeup.
+    fn tcp_disconnect(&mut self, now: Instant, fd: Fd) -> Result<(), Errno> {
         let h = match self.sock(fd)?.state {
             SockState::Unconnected => {
                 // tcp_disconnect in TCP_CLOSE: no state change, so no port put.

@@ -65,3 +65,20 @@ fn fin_wait2_wakes_a_live_socket() {
     );
     assert!(b.epoll_wait(ep, 4).unwrap().is_empty());
 }
+
+/// tcp_disconnect (connect(2) with AF_UNSPEC) ends with sk_error_report, keyed
+/// EPOLLERR, which every epoll item takes: an EPOLLIN item reports the error and
+/// the hangup; a socket that never connected is woken too.
+#[test]
+fn disconnect_wakes_every_epoll_item() {
+    let (mut a, _b, c, _s) = connected(&[]);
+    let ep = edge(&mut a, c, POLLIN);
+    let unspec = UserSockAddr::from_bytes(&[0; 16]).unwrap();
+    a.connect_user(T0, c, &unspec).unwrap();
+    assert_eq!(a.epoll_wait(ep, 4).unwrap()[0].events, POLLERR | POLLHUP);
+    assert!(a.epoll_wait(ep, 4).unwrap().is_empty());
+    let fresh = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    let ep2 = edge(&mut a, fresh, POLLOUT);
+    a.connect_user(T0, fresh, &unspec).unwrap();
+    assert_eq!(a.epoll_wait(ep2, 4).unwrap()[0].events, POLLOUT | POLLHUP);
+}

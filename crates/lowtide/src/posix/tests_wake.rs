@@ -82,3 +82,29 @@ fn disconnect_wakes_every_epoll_item() {
     a.connect_user(T0, fresh, &unspec).unwrap();
     assert_eq!(a.epoll_wait(ep2, 4).unwrap()[0].events, POLLOUT | POLLHUP);
 }
+
+/// Writes until the send buffer is full (`SOCK_NOSPACE` set by the refused write).
+fn fill(h: &mut Host, fd: Fd) {
+    while h.send(T0, fd, &[7; 100_000], 0).is_ok() {}
+    assert_eq!(h.send(T0, fd, &[7; 1], 0), Err(Errno(errno::EAGAIN)));
+}
+
+/// A sysctl write wakes nobody: a writer out of room that a higher
+/// net.ipv4.tcp_notsent_lowat makes writable is woken by the next tcp_check_space
+/// (after an ACK's push), not by the write.
+#[test]
+fn a_notsent_lowat_sysctl_write_wakes_nobody() {
+    let sysctls = [
+        ("net.ipv4.tcp_wmem", "4096 262144 4194304"),
+        ("net.ipv4.tcp_notsent_lowat", "8000"),
+    ];
+    let (mut a, mut b, _c, s) = connected(&sysctls);
+    let ep = edge(&mut b, s, POLLOUT);
+    fill(&mut b, s);
+    let lowat = "net.ipv4.tcp_notsent_lowat";
+    b.stack_mut().set_sysctl(T0, lowat, "1000000").unwrap();
+    assert!(b.epoll_wait(ep, 4).unwrap().is_empty(), "no wakeup");
+    assert_eq!(b.poll_mask(s).unwrap() & POLLOUT, POLLOUT, "but writable");
+    run(&mut b, &mut a, T0);
+    assert_eq!(b.epoll_wait(ep, 4).unwrap()[0].events, POLLOUT, "the ACK's");
+}

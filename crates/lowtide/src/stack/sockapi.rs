@@ -278,22 +278,14 @@ impl Stack {
     /// and so do module parameters (CUBIC's `hystart_detect`).
     pub fn set_sysctl(&mut self, now: Instant, name: &str, value: &str) -> Result<(), ConfigError> {
         self.cfg.set(name, value)?;
-        // A new lowat may make waiting writers writable: lowtide wakes those that
-        // ran out of space (Linux's sysctl write wakes nobody; they wait for the
-        // next ACK's tcp_check_space).
+        // A sysctl write wakes nobody (proc_douintvec): a writer that a new
+        // net.ipv4.tcp_notsent_lowat makes writable waits for the next
+        // tcp_check_space (an ACK, a segment sent) or a poll.
         let live: Vec<u32> = (0..self.slots.len() as u32)
             .filter(|&i| matches!(self.slots[i as usize].sock, Some(Sock::Tcp(_))))
             .collect();
         for i in live {
-            self.with_tcb(now, i, |tcb, ctx| {
-                tcb.cc.module_params_changed(ctx.cfg);
-                if tcb.nospace {
-                    tcb.write_space(ctx);
-                    if !tcb.nospace {
-                        tcb.chrono_stop(ctx.now, crate::tcp::chrono::Chrono::SndbufLimited);
-                    }
-                }
-            });
+            self.with_tcb(now, i, |tcb, ctx| tcb.cc.module_params_changed(ctx.cfg));
         }
         Ok(())
     }

@@ -108,3 +108,26 @@ fn a_notsent_lowat_sysctl_write_wakes_nobody() {
     run(&mut b, &mut a, T0);
     assert_eq!(b.epoll_wait(ep, 4).unwrap()[0].events, POLLOUT, "the ACK's");
 }
+
+/// tcp_ack does not call tcp_check_space: the send buffer of a writer out of room
+/// grows (tcp_should_expand_sndbuf: the flight below cwnd) only after the push
+/// that follows the ACK. The first ACK's push fills cwnd (11) at once, so
+/// SO_SNDBUF stays tcp_wmem[1] (tcp_ack's own check would have seen 9 of 11 in
+/// flight and grown it to 2 * 11 * 2304).
+#[test]
+fn the_send_buffer_does_not_grow_in_tcp_ack() {
+    let wmem = [("net.ipv4.tcp_wmem", "4096 50000 4194304")];
+    let (mut a, mut b, _c, s) = connected(&wmem);
+    let sndbuf = |b: &mut Host| {
+        let mut v = [0u8; 4];
+        b.getsockopt(T0, s, SOL_SOCKET, SO_SNDBUF, &mut v).unwrap();
+        i32::from_ne_bytes(v)
+    };
+    assert_eq!(sndbuf(&mut b), 50000);
+    fill(&mut b, s);
+    deliver(&mut b, &mut a, T0); // cwnd 10: ten segments
+    let ack = a.poll_transmit(T0).expect("the first segment's ACK");
+    a.handle_tx_complete(T0, ack.token);
+    b.handle_packet(T0, &ack.packet, RxChecksum::Verify);
+    assert_eq!(sndbuf(&mut b), 50000, "not grown by tcp_ack");
+}

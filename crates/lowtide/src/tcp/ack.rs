@@ -592,7 +592,7 @@ impl Tcb {
             .and_then(|(_, ecr)| ts_rtt_us(self.tsval(ctx.now), ecr))
     }
 
-    /// After `snd_una` moved: timers, FIN states, send buffer and write space.
+    /// After `snd_una` moved: the retransmit hint, the busy chrono, FIN states.
     fn on_snd_una_advanced(&mut self, ctx: &mut Ctx, c: &super::rtx::Cleaned) {
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
         // tcp_clean_rtx_queue: an emptied retransmit queue stops the busy chrono.
@@ -602,9 +602,9 @@ impl Tcb {
         if c.fin_acked {
             self.our_fin_acked(ctx);
         }
-        // The send buffer grows in tcp_check_space, after the push that follows the
-        // ACK (tcp_data_snd_check), not here.
-        self.check_space(ctx);
+        // No tcp_check_space in tcp_ack: the send buffer grows and the writer is
+        // woken after the push that follows (tcp_data_snd_check, and each skb it
+        // sends: tcp_event_new_data_sent), once the flight counts what went.
     }
 }
 

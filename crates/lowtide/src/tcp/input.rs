@@ -325,7 +325,10 @@ impl Tcb {
             self.synsent_ack(ctx);
         }
         self.notify(ctx, EventKind::Connected);
+        // tcp_rcv_state_process, SYN-SENT: "Do step6 onward by hand":
+        // tcp_data_snd_check.
         self.write_xmit(ctx);
+        self.check_space(ctx);
         if !self.rtx.is_empty() && self.icsk.pending.is_none() {
             self.rearm_rto(ctx);
         }

@@ -687,10 +687,13 @@ impl Tcb {
     }
 
     /// `inet_shutdown` and `tcp_shutdown`: `SHUT_RD` marks the socket (what is
-    /// queued stays readable); `SHUT_WR` sends the FIN of `tcp_close_state` from the
-    /// states that have not sent one (whatever `sk_shutdown` already held); in
-    /// SYN-SENT `inet_shutdown` calls `tcp_disconnect` instead (no segment, the
-    /// connect fails with `ECONNRESET`); a closed connection is `ENOTCONN`.
+    /// queued stays readable); `SHUT_WR` sends the FIN of `tcp_close_state` from
+    /// ESTABLISHED and CLOSE-WAIT (whatever `sk_shutdown` already held); in SYN-RECV
+    /// (a Fast Open child, a simultaneous open) it only sets `SEND_SHUTDOWN`, and
+    /// the FIN goes once the handshake's ACK establishes the connection
+    /// (`tcp_rcv_state_process`); in SYN-SENT `inet_shutdown` calls `tcp_disconnect`
+    /// instead (no segment, the connect fails with `ECONNRESET`); a closed
+    /// connection is `ENOTCONN`.
     pub(crate) fn shutdown(&mut self, ctx: &mut Ctx, how: Shutdown) -> Result<(), SocketError> {
         match self.state {
             TcpState::Closed | TcpState::Listen => return Err(SocketError::NotConnected),
@@ -706,7 +709,11 @@ impl Tcb {
         }
         if matches!(how, Shutdown::Write | Shutdown::Both) {
             self.shut_wr = true;
-            self.close_state_fin(ctx);
+            // tcp_shutdown: "If we've already sent a FIN, or it's a closed state,
+            // skip this": TCPF_ESTABLISHED | TCPF_SYN_SENT | TCPF_CLOSE_WAIT only.
+            if matches!(self.state, TcpState::Established | TcpState::CloseWait) {
+                self.close_state_fin(ctx);
+            }
         }
         Ok(())
     }
@@ -1109,6 +1116,28 @@ mod tests {
         t.rcv_shutdown = true;
         assert_eq!(t.peek(0, &mut b), Ok(0));
         assert_eq!(t.recvmsg(&mut ctx, &mut b), Ok(0));
+    }
+    /// `tcp_shutdown`: `SHUT_WR` sends the FIN of `tcp_close_state` from
+    /// ESTABLISHED and CLOSE-WAIT only; in SYN-RECV (a Fast Open child, a
+    /// simultaneous open) it sets `SEND_SHUTDOWN` and sends nothing: the FIN waits
+    /// for the ACK that establishes the connection.
+    #[test]
+    fn shutdown_sends_no_fin_in_syn_recv() {
+        let cfg = Config::default();
+        let mut st = crate::tcp::TestStack::default();
+        let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+        for (state, fin, after) in [
+            (TcpState::SynRecv, false, TcpState::SynRecv),
+            (TcpState::Established, true, TcpState::FinWait1),
+            (TcpState::CloseWait, true, TcpState::LastAck),
+        ] {
+            let mut t = tcb(&cfg);
+            t.state = state;
+            t.shutdown(&mut ctx, Shutdown::Write).unwrap();
+            assert!(t.shut_wr, "{state:?}: SEND_SHUTDOWN");
+            assert_eq!(t.fin_queued, fin, "{state:?}");
+            assert_eq!(t.state, after);
+        }
     }
 }
 

@@ -499,10 +499,11 @@ impl Tcb {
         if tfo_req && accepted && self.tfo.rsk.is_some() && self.state != TcpState::Closed {
             self.fastopen_synrecv_done(ctx, th);
         }
-        // tcp_rcv_state_process, SYN-RECV, after tcp_ack: a child that inherited
-        // SEND_SHUTDOWN from its listener sends its FIN now (tcp_shutdown:
-        // ESTABLISHED to FIN-WAIT-1); the ACK that established it never sees the FIN
-        // in flight (no duplicate ACK of it).
+        // tcp_rcv_state_process, SYN-RECV, after tcp_ack: a socket with
+        // SEND_SHUTDOWN (a child that inherited it from its listener, or a Fast Open
+        // child or simultaneous open shut in SYN-RECV, where tcp_shutdown sends
+        // nothing) sends its FIN now (tcp_shutdown: ESTABLISHED to FIN-WAIT-1); the
+        // ACK that established it never sees the FIN in flight (no duplicate ACK).
         if syn_acked && self.state == TcpState::Established && self.shut_wr && !self.fin_queued {
             self.send_fin(ctx);
         }

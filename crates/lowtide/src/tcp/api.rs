@@ -1,7 +1,7 @@
 //! The socket calls (tcp.c): `tcp_sendmsg`, `tcp_recvmsg`, `tcp_shutdown`,
 //! `tcp_close`, `tcp_disconnect`.
 
-use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD};
+use super::consts::{GSO_MAX_SEGS, SKB_OVERHEAD, SK_GSO_MAX_SIZE};
 use super::mem::MemKind;
 use super::nagle::{TCP_NAGLE_CORK, TCP_NAGLE_OFF, TCP_NAGLE_PUSH};
 use super::rtx::skb::{self as skb, WriteData, WriteSkb, FLAG_EOR, FLAG_FIN, FLAG_PSH};
@@ -59,8 +59,9 @@ impl Tcb {
         self.write_space(ctx);
     }
 
-    /// `tcp_xmit_size_goal`: 64 KB bounded to half the peer's largest window
-    /// (`tcp_bound_to_half_wnd`), a whole number of segments.
+    /// `tcp_xmit_size_goal`: `sk_gso_max_size` ([`SK_GSO_MAX_SIZE`]) bounded to
+    /// half the peer's largest window (`tcp_bound_to_half_wnd`), in whole segments
+    /// (`tp->gso_segs`, at most `sk_gso_max_segs`), at least one.
     ///
     /// Before seed 004 (`experimental.size_goal_at = write`) the goal was also cut to
     /// the TSO autosize of the moment, so a slow-starting flow wrote small skbs.
@@ -68,11 +69,12 @@ impl Tcb {
         let mss = self.current_mss(cfg, now);
         // tcp_bound_to_half_wnd: half the largest window, or all of one of at
         // most TCP_MSS_DEFAULT bytes.
-        let mut goal = self.bound_to_half_wnd(GSO_MAX_SIZE - 1 - 60);
+        let mut goal = self.bound_to_half_wnd(SK_GSO_MAX_SIZE);
         if cfg.size_goal_at == crate::config::SizeGoalAt::Write {
             goal = goal.min(self.tso_autosize(cfg, mss) * mss);
         }
-        (goal / mss).max(1) * mss
+        let gso_segs = (goal / mss).min(GSO_MAX_SEGS);
+        (gso_segs * mss).max(mss)
     }
 
     /// `tcp_sendmsg`, the one way bytes enter the write queue: copies as much of

@@ -97,9 +97,18 @@ pub const SOCK_MIN_SNDBUF: u32 = 4608;
 /// plus `sizeof(struct skb_shared_info)`, each cache-aligned (256 + 320 on x86_64),
 /// plus the header room.
 pub const SKB_OVERHEAD: u32 = 256 + 320 + MAX_TCP_HEADER;
-/// `GSO_LEGACY_MAX_SIZE`, the `gso_max_size` default: the largest packet handed to
-/// the device.
-pub const GSO_MAX_SIZE: u32 = 65536;
+/// `GSO_LEGACY_MAX_SIZE`: a device's `gso_max_size` and `gso_ipv4_max_size` unless
+/// its driver raises them (BIG TCP), as on tun and veth; lowtide's device keeps it.
+pub const GSO_LEGACY_MAX_SIZE: u32 = 65536;
+/// `GSO_MAX_SEGS`: a device's `gso_max_segs` default, which `sk_setup_caps` copies
+/// to `sk_gso_max_segs`.
+pub const GSO_MAX_SEGS: u32 = 65535;
+/// `sk_gso_max_size` as `sk_setup_caps` sets it (sock.c `sk_dst_gso_max_size`): the
+/// route device's `gso_ipv4_max_size` (IPv4 and v4-mapped sockets) or
+/// `gso_max_size` (IPv6), both [`GSO_LEGACY_MAX_SIZE`] here, less `MAX_TCP_HEADER +
+/// 1`: 65279 bytes. The largest TSO packet: `tcp_xmit_size_goal`,
+/// `tcp_tso_autosize` and CUBIC's `hystart_ack_delay` read it.
+pub const SK_GSO_MAX_SIZE: u32 = GSO_LEGACY_MAX_SIZE - (MAX_TCP_HEADER + 1);
 
 // ---- include/uapi/linux/in.h (IP_MTU_DISCOVER values, used by tcp/pmtu.rs) -----
 

@@ -4,7 +4,9 @@
 //! (`tcp_small_queue_check`, seed 002).
 
 use super::cong::CaState;
-use super::consts::{GSO_MAX_SIZE, SKB_OVERHEAD, TCP_RESOURCE_PROBE_INTERVAL};
+use super::consts::{
+    GSO_LEGACY_MAX_SIZE, GSO_MAX_SEGS, SKB_OVERHEAD, SK_GSO_MAX_SIZE, TCP_RESOURCE_PROBE_INTERVAL,
+};
 use super::rtx::skb::{FLAG_FIN, SACKED_RETRANS};
 use super::sock::{Pending, Tcb};
 use super::Ctx;
@@ -56,16 +58,17 @@ impl Tcb {
     }
 
     /// `tcp_tso_autosize`: about 1 ms of data at the pacing rate per TSO packet, plus a
-    /// bonus for close peers (min_rtt below 2^`tcp_tso_rtt_log` us), at least
-    /// `min_tso_segs` (the congestion control's, e.g. BBR's, or the sysctl), at most
-    /// `gso_max_size`.
+    /// bonus for close peers (`sk_gso_max_size >> (min_rtt >> tcp_tso_rtt_log)`),
+    /// at most `sk_gso_max_size` ([`SK_GSO_MAX_SIZE`]), in whole segments, at least
+    /// `min_tso_segs` (the congestion control's, e.g. BBR's, or the sysctl).
     pub(crate) fn tso_autosize(&self, cfg: &Config, mss: u32) -> u32 {
         let mut bytes = self.pace.pacing_rate >> SK_PACING_SHIFT;
         let r = self.rtt.min_rtt_us >> cfg.tcp_tso_rtt_log;
-        if r < 32 {
-            bytes = bytes.saturating_add((GSO_MAX_SIZE >> r) as u64);
+        // BITS_PER_TYPE(sk->sk_gso_max_size)
+        if r < u32::BITS {
+            bytes = bytes.saturating_add((SK_GSO_MAX_SIZE >> r) as u64);
         }
-        let bytes = bytes.min(GSO_MAX_SIZE as u64) as u32;
+        let bytes = bytes.min(SK_GSO_MAX_SIZE as u64) as u32;
         let min_tso_segs = self
             .cc
             .min_tso_segs(self.pace.pacing_rate)
@@ -73,8 +76,12 @@ impl Tcb {
         (bytes / mss.max(1)).max(min_tso_segs)
     }
 
-    /// `tcp_tso_segs`: segments one departure may carry. Before seed 004
-    /// (`size_goal_at = write`) skbs were sized at write time and sent whole.
+    /// `tcp_tso_segs`: segments one departure may carry, the autosize at most
+    /// `sk_gso_max_segs` ([`GSO_MAX_SEGS`]). lowtide has no BIG TCP: an IP packet
+    /// holds at most 64 KB, so a `min_tso_segs` goal beyond [`GSO_LEGACY_MAX_SIZE`]
+    /// is cut to it (Linux would build a bigger skb). Before seed 004
+    /// (`size_goal_at = write`) skbs were sized at write time (at most
+    /// `sk_gso_max_size`) and sent whole.
     pub(crate) fn tso_segs(&self, cfg: &Config, mss: u32) -> u32 {
         // sk_gso_disable: a socket with TCP-MD5 keys sends one segment per skb
         // (tcp_md5sig_info_add, tcp_v4_syn_recv_sock), each signed on its own.
@@ -82,8 +89,11 @@ impl Tcb {
             return 1;
         }
         match cfg.size_goal_at {
-            SizeGoalAt::Transmit => self.tso_autosize(cfg, mss).min(GSO_MAX_SIZE / mss.max(1)),
-            SizeGoalAt::Write => GSO_MAX_SIZE / mss.max(1),
+            SizeGoalAt::Transmit => self
+                .tso_autosize(cfg, mss)
+                .min(GSO_MAX_SEGS)
+                .min(GSO_LEGACY_MAX_SIZE / mss.max(1)),
+            SizeGoalAt::Write => SK_GSO_MAX_SIZE / mss.max(1),
         }
     }
 
@@ -558,6 +568,35 @@ mod tests {
         t.pace.pacing_rate = 1_000_000;
         assert_eq!(t.tso_segs(&w, 1448), 45);
         assert_eq!(t.tso_segs(&cfg, 1448), 2);
+    }
+
+    /// tcp_tso_autosize's bonus and cap are sk_gso_max_size (65279 here): a min_rtt
+    /// under 2^tcp_tso_rtt_log us gives all of it, each further doubling half;
+    /// with no sample yet (min_rtt ~0U) there is none. At MSS 536 the cap is 121
+    /// segments (65536 would be 122).
+    #[test]
+    fn autosize_bonus_and_cap_are_sk_gso_max_size() {
+        let cfg = Config::default();
+        let mut t = tcb(&cfg);
+        t.pace.pacing_rate = 1024 * 1000; // 1000 bytes per ms
+        t.rtt.min_rtt_us = 300; // r = 0: the whole bonus, then the cap
+        assert_eq!(t.tso_autosize(&cfg, 536), 121);
+        assert_eq!(t.tso_segs(&cfg, 536), 121);
+        t.rtt.min_rtt_us = 600; // r = 1: 1000 + 65279 / 2 = 33639 bytes
+        assert_eq!(t.tso_autosize(&cfg, 536), 33639 / 536);
+        t.rtt.min_rtt_us = 512 << 4; // r = 16: 1000 + 0 bytes, one segment
+        assert_eq!(t.tso_autosize(&cfg, 536), 2, "tcp_min_tso_segs");
+        t.rtt.min_rtt_us = u32::MAX; // no sample: r = 2^23, no bonus
+        t.pace.pacing_rate = 1024 * 536 * 5;
+        assert_eq!(t.tso_autosize(&cfg, 536), 5);
+        t.pace.pacing_rate = u64::MAX;
+        assert_eq!(t.tso_autosize(&cfg, 536), 121, "capped");
+        // Before seed 004: skbs of at most sk_gso_max_size, sent whole.
+        let w = Config {
+            size_goal_at: SizeGoalAt::Write,
+            ..cfg.clone()
+        };
+        assert_eq!(t.tso_segs(&w, 536), 121);
     }
 
     #[test]

@@ -64,6 +64,29 @@ fn size_goal_takes_all_of_a_small_window() {
     }
 }
 
+/// tcp_xmit_size_goal's bound is sk_gso_max_size, 65536 - (MAX_TCP_HEADER + 1) =
+/// 65279 bytes (sk_dst_gso_max_size), in whole segments: 121 of 536 bytes (65536
+/// would hold 122), 45 of 1448, 65 of 1000; a window bound under it wins.
+#[test]
+fn size_goal_is_sk_gso_max_size_in_whole_segments() {
+    let cfg = Config::default();
+    let mut t = established(&cfg);
+    assert_eq!(crate::tcp::consts::SK_GSO_MAX_SIZE, 65279);
+    for (max_window, mss, goal) in [
+        (1 << 20, 536, 121 * 536),
+        (1 << 20, 1448, 45 * 1448),
+        (1 << 20, 1000, 65000),
+        (130_558, 536, 121 * 536),
+        (130_556, 536, 121 * 536),
+        (130_000, 536, 121 * 536),
+        (129_000, 536, 120 * 536),
+    ] {
+        (t.max_window, t.mss_cache) = (max_window, mss);
+        let got = t.size_goal(&cfg, Instant::ZERO);
+        assert_eq!(got, goal, "max_window {max_window} mss {mss}");
+    }
+}
+
 /// tcp_push's auto corking (Linux 3.14, tcp_autocorking 1): with a full skb of
 /// ours still in the device queue, a partial tail waits for its TX completion;
 /// with the sysctl off (or no TSQ) it goes out at once, as before.

@@ -19,7 +19,7 @@
 use super::minmax::MinMax;
 use super::INFINITE_SSTHRESH;
 use super::{CaCtx, CaEvent, CaState, CcContext, CongestionOps, CwndState, RateSample};
-use crate::tcp::consts::{MAX_TCP_HEADER, TCP_INIT_CWND};
+use crate::tcp::consts::{GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, TCP_INIT_CWND};
 use crate::time::Instant;
 use core::time::Duration;
 
@@ -87,8 +87,9 @@ const EXTRA_ACKED_WIN_RTTS: u32 = 5;
 const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
 /// `bbr_extra_acked_max_us`: aggregation budget at most 100 ms of data.
 const EXTRA_ACKED_MAX_US: u64 = 100_000;
-/// `GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER`: the TSO goal's byte cap.
-const TSO_MAX_BYTES: u64 = 65536 - 1 - MAX_TCP_HEADER as u64;
+/// `GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER`: the TSO goal's byte cap
+/// (`bbr_tso_segs_goal` ignores the device's `sk_gso_max_size`).
+const TSO_MAX_BYTES: u64 = (GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER) as u64;
 /// `sk_pacing_shift` (10: about 1 ms of data per TSO packet).
 const PACING_SHIFT: u32 = 10;
 

@@ -11,7 +11,7 @@
 //! packetdrill's expected windows carry over unchanged.
 
 use super::{AckSample, CaCtx, CaEvent, CaMib, CaState, CongestionOps, CwndState};
-use crate::tcp::consts::GSO_MAX_SIZE;
+use crate::tcp::consts::SK_GSO_MAX_SIZE;
 use crate::time::Instant;
 
 /// `BICTCP_BETA_SCALE`: beta is in 1/1024.
@@ -328,12 +328,13 @@ impl Cubic {
     }
 
     /// `hystart_ack_delay`: allowance for TSO/GRO aggregation, the time to send four
-    /// GSO packets at the pacing rate, capped at 1 ms.
+    /// GSO packets of `sk_gso_max_size` ([`SK_GSO_MAX_SIZE`]) at the pacing rate,
+    /// capped at 1 ms.
     fn hystart_ack_delay(ctx: &CaCtx) -> u32 {
         if ctx.pacing_rate == 0 {
             return 0;
         }
-        (GSO_MAX_SIZE as u64 * 4 * 1_000_000 / ctx.pacing_rate).min(1000) as u32
+        (SK_GSO_MAX_SIZE as u64 * 4 * 1_000_000 / ctx.pacing_rate).min(1000) as u32
     }
 
     /// `hystart_update`: looks for the slow start exit point; sets ssthresh to cwnd
@@ -514,6 +515,21 @@ mod tests {
 
     fn exact_cbrt(a: u64) -> f64 {
         (a as f64).cbrt()
+    }
+
+    /// hystart_ack_delay: four sk_gso_max_size (65279-byte) packets at the pacing
+    /// rate, at most 1 ms; none without a rate.
+    #[test]
+    fn hystart_ack_delay_is_four_sk_gso_max_size_packets() {
+        let rated = |pacing_rate| CaCtx {
+            pacing_rate,
+            ..Default::default()
+        };
+        assert_eq!(Cubic::hystart_ack_delay(&rated(0)), 0);
+        // 65279 * 4 / 10^9 s = 261.1 us (65536 would give 262).
+        assert_eq!(Cubic::hystart_ack_delay(&rated(1_000_000_000)), 261);
+        assert_eq!(Cubic::hystart_ack_delay(&rated(261_116_000)), 1000);
+        assert_eq!(Cubic::hystart_ack_delay(&rated(100_000_000)), 1000);
     }
 
     /// A connection that lost at cwnd 100 and is now at its ssthresh (70).

@@ -130,10 +130,11 @@ impl Tcb {
         }
         let seq = self.snd_nxt;
         let (copy, kept) = self.probe_take_truesize(probe_size as u64);
-        self.coalesce_send_queue_head(probe_size as usize);
-        // One segment of its own size: tcp_init_tso_segs(nskb, nskb->len).
+        let eaten = self.coalesce_send_queue_head(probe_size as usize);
+        // One segment of its own size: tcp_init_tso_segs(nskb, nskb->len); PSH if
+        // an skb it took whole had it.
         self.mtup.probe_tx = true;
-        self.send_new(ctx, probe_size as usize, probe_size);
+        self.send_new_marked(ctx, probe_size as usize, probe_size, eaten & FLAG_PSH);
         self.mtup.probe_tx = false;
         // The skb the probe took only in part is trimmed by __pskb_trim_head,
         // which leaves its truesize as it was, while the probe's skb counts the
@@ -182,16 +183,26 @@ impl Tcb {
         res
     }
 
-    /// The probe's skb: the head skbs it takes whole are merged into the head, so
-    /// that the head holds at least `len` bytes; their flags go with them, as
-    /// `tcp_mtu_probe` gives the probe the flags of every skb it eats.
-    fn coalesce_send_queue_head(&mut self, len: usize) {
+    /// The probe's skb: the head skbs it takes whole are merged into the head, with
+    /// the one it takes in part, so that the head holds at least `len` bytes.
+    /// Returns the flags of the skbs taken whole: `tcp_mtu_probe` gives the probe
+    /// all of them (`tcp_eat_one_skb`: `tcp_flags |= src's`, PSH too), and only the
+    /// flags less FIN and PSH of the skb taken in part, whose own stay with what
+    /// is left of it (the merged head's flags are that skb's).
+    fn coalesce_send_queue_head(&mut self, len: usize) -> u8 {
+        let mut eaten = match self.write_queue.front() {
+            Some(h) if h.data.len() <= len => h.flags,
+            _ => 0,
+        };
         while self.write_queue.front().is_some_and(|h| h.data.len() < len) {
             let Some(next) = self.write_queue.remove(1) else {
-                return;
+                break;
             };
             let head = self.write_queue.front_mut().expect("checked");
             head.data.extend(&next.data);
+            if head.data.len() <= len {
+                eaten |= next.flags;
+            }
             // The merged skb keeps one skb's overhead: the other is freed.
             self.wmem_queued = self
                 .wmem_queued
@@ -200,6 +211,7 @@ impl Tcb {
             head.flags = (head.flags & !(FLAG_PSH | FLAG_FIN)) | next.flags;
             head.nr_frags = head.nr_frags.saturating_add(next.nr_frags);
         }
+        eaten
     }
 
     /// `tcp_mtup_probe_success`, when the ACK covers the probe: cwnd scaled to the
@@ -271,10 +283,14 @@ mod tests {
     use crate::tcp::Tcb;
 
     fn queue(t: &mut Tcb, lens: &[(usize, u32)]) {
+        queue_flagged(t, &lens.iter().map(|&(l, s)| (l, s, 0)).collect::<Vec<_>>());
+    }
+
+    fn queue_flagged(t: &mut Tcb, skbs: &[(usize, u32, u8)]) {
         let mut seq = 1;
-        for &(len, slack) in lens {
+        for &(len, slack, flags) in skbs {
             let data = bytes::BytesMut::from(&vec![7u8; len][..]).into();
-            let mut w = WriteSkb::copied(seq, data, 0);
+            let mut w = WriteSkb::copied(seq, data, flags);
             w.slack = slack;
             t.write_queue.push_back(w);
             seq += len as u64;
@@ -320,6 +336,53 @@ mod tests {
             let slack: Vec<u32> = t.write_queue.iter().map(|w| w.slack).collect();
             assert!(slack[..reached].iter().all(|&s| s == 0), "{slack:?}");
             assert!(slack[reached..].iter().all(|&s| s == 30), "{slack:?}");
+        }
+    }
+
+    /// `tcp_mtu_probe`'s flags: every skb taken whole gives the probe all of its
+    /// own (PSH included, `tcp_eat_one_skb`); the one taken in part gives none of
+    /// FIN and PSH, which stay with its rest (the merged head's flags).
+    #[test]
+    fn probe_takes_the_flags_of_whole_skbs_and_not_psh_of_a_part() {
+        use crate::tcp::rtx::skb::{FLAG_EOR, FLAG_PSH};
+        let cfg = Config::default();
+        for (skbs, probe, eaten, rest) in [
+            // The first whole with PSH, 30 bytes of the second: PSH.
+            (
+                &[(800, 0, FLAG_PSH), (800, 0, FLAG_PSH)][..],
+                830,
+                FLAG_PSH,
+                FLAG_PSH,
+            ),
+            // Whole skbs without PSH, then one with it taken in part: none.
+            (
+                &[(400, 0, 0), (400, 0, 0), (800, 0, FLAG_PSH)][..],
+                830,
+                0,
+                FLAG_PSH,
+            ),
+            // PSH on the first of two taken whole: kept though the last lacks it.
+            (
+                &[(400, 0, FLAG_PSH), (430, 0, 0), (800, 0, 0)][..],
+                830,
+                FLAG_PSH,
+                0,
+            ),
+            // Ending on a record's end: its EOR too.
+            (
+                &[(400, 0, 0), (430, 0, FLAG_EOR | FLAG_PSH)][..],
+                830,
+                FLAG_EOR | FLAG_PSH,
+                FLAG_EOR | FLAG_PSH,
+            ),
+            // Inside the head: nothing whole.
+            (&[(1000, 0, FLAG_PSH)][..], 830, 0, FLAG_PSH),
+        ] {
+            let mut t = Tcb::for_test(&cfg);
+            queue_flagged(&mut t, skbs);
+            let got = t.coalesce_send_queue_head(probe);
+            let head = t.write_queue.front().expect("merged head");
+            assert_eq!((got, head.flags), (eaten, rest), "{skbs:?}");
         }
     }
 }

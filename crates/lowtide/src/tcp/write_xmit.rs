@@ -267,8 +267,14 @@ impl Tcb {
     /// them in `prr_out` while `tcp_in_cwnd_reduction` (CWR or Recovery): PRR's
     /// "sent during the reduction" (RFC 6937), without which a reduction grows cwnd.
     pub(crate) fn send_new(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32) {
+        self.send_new_marked(ctx, send_len, mss, 0);
+    }
+
+    /// [`Tcb::send_new`] with `extra` flags on the part sent (an MTU probe's PSH
+    /// from the skbs it took whole).
+    pub(crate) fn send_new_marked(&mut self, ctx: &mut Ctx, send_len: usize, mss: u32, extra: u8) {
         let seq = self.snd_nxt;
-        let pcount = self.send_new_flagged(ctx, send_len, mss, 0, false);
+        let pcount = self.send_new_flagged(ctx, send_len, mss, extra, false);
         self.count_prr_out(ctx, seq, pcount);
     }
 

@@ -91,8 +91,9 @@ impl Tcb {
         // tcp_rcv_established's fast path queues without tcp_try_rmem_schedule: its
         // skb fits sk_forward_alloc (even past sk_rcvbuf, the prediction having been
         // armed while there was room).
-        let size = self.rx_skb(ctx.cfg, payload.len() as u32).truesize;
-        if !self.rx_fast_data && !self.try_rmem_schedule(ctx, seq, size) {
+        // The segment's skb, for tcp_try_rmem_schedule and tcp_event_data_recv.
+        let skb = self.rx_skb(ctx.cfg, payload.len() as u32);
+        if !self.rx_fast_data && !self.try_rmem_schedule(ctx, seq, skb.truesize) {
             // ICSK_ACK_NOMEM | ICSK_ACK_NOW; dropped if the application has data to
             // read, else queued all the same (sk_forced_mem_schedule); a bare FIN is
             // always taken.
@@ -118,7 +119,6 @@ impl Tcb {
             // tcp_event_data_recv on the whole segment: tcp_measure_rcv_mss, then
             // ato; tcp_grow_window.
             let len = payload.len() as u32;
-            let skb = self.rx_skb(ctx.cfg, len);
             let seg = self.rx_gso_size(ctx.cfg, len);
             self.measure_rcv_mss(th, len, seg, skb.truesize);
             self.event_data_recv(ctx.now);
@@ -352,11 +352,10 @@ impl Tcb {
         if ins.coalesced {
             ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_ooo_try_coalesce
         }
-        // tcp_dsack_set / tcp_dsack_extend, with SACK and tcp_dsack on.
-        if self.rx_opt.sack_ok && ctx.cfg.tcp_dsack && ins.dsack.block.is_some() {
-            ctx.mib
-                .add(Mib::TcpExtTCPDSACKOfoSent, ins.dsack.sets as u64);
-            self.dsack_moved(ins.dsack.block);
+        // tcp_dsack_set / tcp_dsack_extend: the segment's block (none is pending on
+        // entry: tcp_data_queue forgot it), counted once.
+        if let Some((s, e)) = ins.dup {
+            self.dsack_set(ctx, s, e);
         }
         // tcp_data_queue_ofo: data above a hole opens the window too, except without
         // SACK ("do not grow window to force DUPACK") or when all of it was there:

@@ -141,42 +141,13 @@ impl InOrder {
     }
 }
 
-/// The receiver's D-SACK block (`tp->duplicate_sack[0]` while `tp->rx_opt.dsack`)
-/// as `tcp_data_queue_ofo` sets and widens it: `tcp_dsack_set` replaces it (each
-/// call counted by the caller as TcpExtTCPDSACKOfoSent), `tcp_dsack_extend` sets
-/// one when there is none, else widens it if the range overlaps or adjoins it
-/// (`tcp_sack_extend`) and leaves it alone if not.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Dsack {
-    /// The block an ACK would carry.
-    pub block: Option<(u64, u64)>,
-    /// How many times `tcp_dsack_set` ran.
-    pub sets: u32,
-}
-
-impl Dsack {
-    /// `tcp_dsack_set`.
-    fn set(&mut self, s: u64, e: u64) {
-        self.block = Some((s, e));
-        self.sets += 1;
-    }
-
-    /// `tcp_dsack_extend`.
-    fn extend(&mut self, s: u64, e: u64) {
-        match self.block {
-            None => self.set(s, e),
-            Some(_) => extend_dsack(&mut self.block, s, e),
-        }
-    }
-}
-
 /// What [`OfoQueue::insert`] did with a segment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Inserted {
-    /// The D-SACK block the segment set (none is pending when it comes:
-    /// `tcp_data_queue` forgets an unsent one) ([RFC 2883 section 4](https://www.rfc-editor.org/rfc/rfc2883#section-4);
+    /// The part already held, for a D-SACK
+    /// ([RFC 2883 section 4](https://www.rfc-editor.org/rfc/rfc2883#section-4);
     /// `tcp_dsack_set`, extended by `tcp_dsack_extend`).
-    pub dsack: Dsack,
+    pub dup: Option<(u64, u64)>,
     /// False if every byte was already held and the segment was dropped.
     pub queued: bool,
     /// Segments dropped for holding nothing new (`TcpExtTCPOFOMerge`).
@@ -319,7 +290,7 @@ impl OfoQueue {
             if seq < pend {
                 if end <= pend {
                     // "All the bits are present. Drop."
-                    r.dsack.set(seq, end);
+                    r.dup = Some((seq, end));
                     r.merged = 1;
                     self.drops += segs;
                     r.add_sack = Some((seq, end)); // `add_sack:` all the same
@@ -327,17 +298,17 @@ impl OfoQueue {
                 }
                 if ps < seq {
                     // Partial overlap: both kept.
-                    r.dsack.set(seq, pend);
+                    r.dup = Some((seq, pend));
                 } else {
                     // Same start, covering it: replaces it.
-                    r.dsack.extend(ps, pend);
+                    extend_dsack(&mut r.dup, ps, pend);
                     let old = self.remove(ps).expect("the skb it replaces");
                     self.drops += old.segs;
                     r.merged += 1;
                 }
             }
         }
-        r.merged += self.merge_right(seq, end, &mut r.dsack);
+        r.merged += self.merge_right(seq, end, &mut r.dup);
         self.bytes += data.len() as u64;
         match joins {
             // tcp_ooo_try_coalesce: the segment's bytes join the skb before it,
@@ -383,7 +354,7 @@ impl OfoQueue {
 
     /// `tcp_data_queue_ofo`'s `merge_right`: drops the segments after `seq` that
     /// `[seq, end)` covers; returns how many.
-    fn merge_right(&mut self, seq: u64, end: u64, dsack: &mut Dsack) -> u32 {
+    fn merge_right(&mut self, seq: u64, end: u64, dup: &mut Option<(u64, u64)>) -> u32 {
         let mut n = 0;
         while let Some((&ns, next)) = self.skbs.range(seq + 1..).next() {
             self.work += 1;
@@ -392,10 +363,10 @@ impl OfoQueue {
                 break;
             }
             if end < nend {
-                dsack.extend(ns, end);
+                extend_dsack(dup, ns, end);
                 break;
             }
-            dsack.extend(ns, nend);
+            extend_dsack(dup, ns, nend);
             let gone = self.remove(ns).expect("segment exists");
             self.drops += gone.segs;
             n += 1;
@@ -740,27 +711,6 @@ mod tests {
     use crate::tcp::skbuff::RxSkb;
     use proptest::prelude::*;
 
-    /// `tcp_dsack_set` replaces and counts; `tcp_dsack_extend` sets (counted) only
-    /// when there is no block, else widens it over an overlapping or adjoining
-    /// range and ignores one apart from it (`tcp_sack_extend`).
-    #[test]
-    fn dsack_set_and_extend() {
-        let mut d = Dsack::default();
-        d.extend(300, 400);
-        assert_eq!((d.block, d.sets), (Some((300, 400)), 1));
-        d.extend(400, 450);
-        d.extend(250, 300);
-        assert_eq!((d.block, d.sets), (Some((250, 450)), 1));
-        d.extend(500, 600);
-        assert_eq!(
-            (d.block, d.sets),
-            (Some((250, 450)), 1),
-            "apart: left alone"
-        );
-        d.set(500, 600);
-        assert_eq!((d.block, d.sets), (Some((500, 600)), 2));
-    }
-
     fn bytes(range: core::ops::Range<u64>) -> Bytes {
         range.map(|i| i as u8).collect::<Vec<u8>>().into()
     }
@@ -781,13 +731,13 @@ mod tests {
     #[test]
     fn runs_merge_and_report_recent_first() {
         let mut q = OfoQueue::default();
-        assert_eq!(put(&mut q, 100, 200).dsack.block, None);
-        assert_eq!(put(&mut q, 300, 400).dsack.block, None);
+        assert_eq!(put(&mut q, 100, 200).dup, None);
+        assert_eq!(put(&mut q, 300, 400).dup, None);
         assert_eq!(
             q.sack_blocks().collect::<Vec<_>>(),
             vec![(300, 400), (100, 200)]
         );
-        assert_eq!(put(&mut q, 200, 300).dsack.block, None);
+        assert_eq!(put(&mut q, 200, 300).dup, None);
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(100, 400)]);
         assert_eq!(
             (q.runs(), q.len(), q.bytes(), q.truesize()),
@@ -804,24 +754,18 @@ mod tests {
         put(&mut q, 100, 200);
         put(&mut q, 300, 400);
         let r = put(&mut q, 120, 180);
-        assert_eq!(
-            (r.dsack.block, r.queued, r.merged),
-            (Some((120, 180)), false, 1)
-        );
+        assert_eq!((r.dup, r.queued, r.merged), (Some((120, 180)), false, 1));
         assert_eq!(q.sack_blocks().next(), Some((100, 200)), "rotated first");
         let r = put(&mut q, 150, 250);
-        assert_eq!(
-            (r.dsack.block, r.queued, q.len()),
-            (Some((150, 200)), true, 3)
-        );
+        assert_eq!((r.dup, r.queued, q.len()), (Some((150, 200)), true, 3));
         let r = put(&mut q, 300, 450);
-        assert_eq!((r.dsack.block, r.merged, q.len()), (Some((300, 400)), 1, 3));
+        assert_eq!((r.dup, r.merged, q.len()), (Some((300, 400)), 1, 3));
         // [50, 460) covers [100,200), [150,250) and [300,450): all dropped.
         let r = put(&mut q, 50, 460);
         assert_eq!((r.merged, q.len(), q.truesize()), (3, 1, 1000));
-        assert_eq!(r.dsack.block, Some((100, 250)), "extended while adjoining");
+        assert_eq!(r.dup, Some((100, 250)), "extended while adjoining");
         let r = put(&mut q, 40, 100);
-        assert_eq!((r.dsack.block, r.merged, q.len()), (Some((50, 100)), 0, 2));
+        assert_eq!((r.dup, r.merged, q.len()), (Some((50, 100)), 0, 2));
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(40, 460)]);
     }
 
@@ -929,10 +873,7 @@ mod tests {
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(200, 301)]);
         assert_eq!(q.last_end(), Some(301));
         let r = put(&mut q, 150, 250);
-        assert_eq!(
-            (r.dsack.block, r.queued, q.len()),
-            (Some((200, 250)), true, 2)
-        );
+        assert_eq!((r.dup, r.queued, q.len()), (Some((200, 250)), true, 2));
         let s = q.pop_in_order(150).unwrap();
         assert_eq!((s.len(), s.fin), (100, false));
         let s = q.pop_in_order(250).unwrap();
@@ -945,7 +886,7 @@ mod tests {
                 .queued
         );
         let r = q.insert_seg(500, Bytes::new(), true, skb(), RxStamp::default(), 1);
-        assert_eq!((r.queued, r.dsack.block), (false, Some((500, 501))));
+        assert_eq!((r.queued, r.dup), (false, Some((500, 501))));
         assert_eq!(q.sack_blocks().collect::<Vec<_>>(), vec![(500, 501)]);
         let s = q.pop_in_order(500).unwrap();
         assert_eq!((s.len(), s.fin), (0, true));

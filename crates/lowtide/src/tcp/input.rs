@@ -325,10 +325,8 @@ impl Tcb {
             self.synsent_ack(ctx);
         }
         self.notify(ctx, EventKind::Connected);
-        // tcp_rcv_state_process, SYN-SENT: "Do step6 onward by hand":
-        // tcp_data_snd_check.
-        self.write_xmit(ctx);
-        self.check_space(ctx);
+        // tcp_rcv_state_process, SYN-SENT: "Do step6 onward by hand".
+        self.data_snd_check(ctx);
         if !self.rtx.is_empty() && self.icsk.pending.is_none() {
             self.rearm_rto(ctx);
         }
@@ -526,9 +524,15 @@ impl Tcb {
         if !self.local_drops.is_empty() {
             self.resend_local_drops(ctx);
         }
+        self.data_snd_check(ctx);
+        self.ack_snd_check(ctx);
+    }
+
+    /// `tcp_data_snd_check`: what may go now goes (`tcp_push_pending_frames`), then
+    /// `tcp_check_space` grows the send buffer and wakes the writer.
+    fn data_snd_check(&mut self, ctx: &mut Ctx) {
         self.write_xmit(ctx);
         self.check_space(ctx);
-        self.ack_snd_check(ctx);
     }
 
     /// `tcp_rcv_established`'s fast path for in-order data whose ACK equals

@@ -92,9 +92,11 @@ fn e3_tx_completion_at_dequeue_lets_tsq_queue_more() {
         delay(&wire)
     );
     // Before tcp_grow_skb only the dequeue case came near the autosize goal (21.5
-    // segments per packet, wire 15.3); with it both do (24.7 and 25.1).
+    // segments per packet, wire 15.3); with it both do (24.7 and 25.1). With
+    // sk_wmem_alloc's own reference in TSQ's and auto corking's `>` (sk_alloc's 1),
+    // which stops TSQ one skb earlier at a limit of 2 x truesize: 25.4 and 27.3.
     assert!(
-        per_packet(&deq) > 0.95 * per_packet(&wire),
+        per_packet(&deq) > 0.9 * per_packet(&wire),
         "segments per packet: dequeue {}, wire {}",
         per_packet(&deq),
         per_packet(&wire)

@@ -245,7 +245,9 @@ fn tx_delay_pushes_departure_times() {
     b.send(now, s, &[1; 100], 0).unwrap();
     assert_eq!(b.poll_transmit(now).unwrap().tstamp, now + ms(20));
     set_int(&mut b, s, SOL_TCP, TCP_TX_DELAY, 0).unwrap();
-    b.send(now, s, &[1; 100], 0).unwrap();
+    // Larger than the first, still in the device: tcp_should_autocork would hold an
+    // skb whose truesize sk_wmem_alloc (with its own reference) exceeds.
+    b.send(now, s, &[1; 200], 0).unwrap();
     assert_eq!(b.poll_transmit(now).unwrap().tstamp, now);
     // tcp_send_active_reset goes through tcp_transmit_skb: delayed too.
     set_int(&mut b, s, SOL_TCP, TCP_TX_DELAY, 5000).unwrap();

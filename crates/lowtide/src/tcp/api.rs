@@ -291,8 +291,9 @@ impl Tcb {
     }
 
     /// `tcp_should_autocork` (tcp.c, Linux 3.14's auto corking): hold back a tail skb
-    /// smaller than the size goal while data of ours waits in the device queue (more
-    /// than the tail's own truesize, so an ACK alone there does not count); the TX
+    /// smaller than the size goal while data of ours waits in the device queue (at
+    /// least the tail's own truesize, `sk_wmem_alloc`'s own reference making up the
+    /// `>`, so an ACK alone there does not count); the TX
     /// completion sends it. It rides on TSQ's completion handler (`tcp_wfree`), which
     /// `experimental.tsq` off (a kernel before TSQ) does not have.
     fn should_autocork(&self, ctx: &Ctx) -> bool {
@@ -307,7 +308,9 @@ impl Tcb {
             && ctx.cfg.tcp_autocorking
             && ctx.cfg.tsq
             && !self.rtx.is_empty()
-            && self.wmem_alloc > truesize
+            // refcount_read(&sk->sk_wmem_alloc) > skb->truesize: the socket's own
+            // reference counts (sk_alloc sets it to 1).
+            && self.wmem_alloc + 1 > truesize
     }
 
     /// Errors that forbid writing in the current state.

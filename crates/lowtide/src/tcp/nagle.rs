@@ -233,6 +233,9 @@ mod tests {
             (101, 1),
             "the probe is no small segment"
         );
+        // The probe has left the device (tun orphans its skbs): no auto corking
+        // behind it.
+        t.wmem_alloc = 0;
         t.set_cork(&mut st.ctx(&cfg, NOW, false), false);
         let sent = t.sendmsg(&mut st.ctx(&cfg, NOW, false), &[7; 100], &[], flags);
         assert_eq!(

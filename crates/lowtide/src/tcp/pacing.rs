@@ -240,11 +240,10 @@ impl Tcb {
     /// c4221a8cc3a7 "tcp: always use tcp_limit_output_bytes limitation"), doubled
     /// for retransmissions (`factor` 1), plus, under `TCP_TX_DELAY`, the bytes the
     /// delay holds at the pacing rate, counted twice for skb overhead
-    /// (`pacing_rate * tcp_tx_delay >> 19`). Throttled when the truesize out
-    /// exceeds it, unless the retransmit queue is empty or holds one skb
-    /// (`tcp_rtx_queue_empty_or_single_skb`). (Linux's `sk_wmem_alloc` also holds
-    /// `sk_alloc`'s own reference, one byte more: not modelled, see
-    /// docs/conformance.md.) With `experimental.tsq_rule = fixed`,
+    /// (`pacing_rate * tcp_tx_delay >> 19`). Throttled when `sk_wmem_alloc`, which
+    /// holds one reference for the socket itself (`sk_alloc`) beside the truesize
+    /// out, exceeds it, unless the retransmit queue is empty or holds one skb
+    /// (`tcp_rtx_queue_empty_or_single_skb`). With `experimental.tsq_rule = fixed`,
     /// seed 002's own rule instead ([`TsqRule::Fixed`]). Returns true when throttled
     /// (`TSQ_THROTTLED` set).
     pub(crate) fn small_queue_check(&mut self, cfg: &Config, truesize: u32, factor: u32) -> bool {
@@ -268,7 +267,9 @@ impl Tcb {
             let extra = self.pace.pacing_rate.wrapping_mul(self.tx_delay as u64) >> (20 - 1);
             limit = limit.wrapping_add(extra);
         }
-        if self.wmem_alloc <= limit || self.rtx.len() <= 1 {
+        // refcount_read(&sk->sk_wmem_alloc): the truesize out plus sk_alloc's one.
+        let wmem_refs = self.wmem_alloc + 1;
+        if wmem_refs <= limit || self.rtx.len() <= 1 {
             return false;
         }
         self.tsq_throttle()
@@ -624,10 +625,14 @@ mod tests {
         assert!(t.small_queue_check(&cfg, 2000, 0));
         assert!(t.pace.tsq_throttled);
         assert_eq!(t.pace.tsq_throttled_count, 1);
-        // At the limit exactly, not throttled (`>` in Linux).
+        // One byte under the limit, not throttled: refcount_read(&sk_wmem_alloc)
+        // counts the socket's own reference, `> limit` from wmem_alloc == limit.
         t.pace.tsq_throttled = false;
-        t.wmem_alloc = 10_000;
+        t.wmem_alloc = 9_999;
         assert!(!t.small_queue_check(&cfg, 2000, 0));
+        t.wmem_alloc = 10_000;
+        assert!(t.small_queue_check(&cfg, 2000, 0));
+        t.pace.tsq_throttled = false;
         // Retransmissions get twice the room.
         t.wmem_alloc = 15_000;
         assert!(t.small_queue_check(&cfg, 2000, 0));
@@ -656,26 +661,26 @@ mod tests {
         let mut t = tcb(&cfg);
         t.pace.pacing_rate = 10_240_000; // >> 10 = 10000 bytes
         push_skbs(&mut t, 2);
-        t.wmem_alloc = 29_531;
+        t.wmem_alloc = 29_530;
         assert!(t.small_queue_check(&cfg, 2000, 0), "no delay: 10000");
         t.pace.tsq_throttled = false;
         // 10_240_000 * 1000 >> 19 = 19531: the limit is 29531.
         t.tx_delay = 1000;
         assert!(!t.small_queue_check(&cfg, 2000, 0));
-        t.wmem_alloc = 29_532;
+        t.wmem_alloc = 29_531;
         assert!(t.small_queue_check(&cfg, 2000, 0));
         t.pace.tsq_throttled = false;
         // Retransmissions: 20000 + 19531.
-        t.wmem_alloc = 39_531;
+        t.wmem_alloc = 39_530;
         assert!(!t.small_queue_check(&cfg, 2000, 1));
         // Above tcp_limit_output_bytes, which caps the base limit only.
         let small = Config {
             tcp_limit_output_bytes: 1000,
             ..cfg.clone()
         };
-        t.wmem_alloc = 20_531;
+        t.wmem_alloc = 20_530;
         assert!(!t.small_queue_check(&small, 2000, 0));
-        t.wmem_alloc = 20_532;
+        t.wmem_alloc = 20_531;
         assert!(t.small_queue_check(&small, 2000, 0));
     }
 

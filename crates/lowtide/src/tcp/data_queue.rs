@@ -111,7 +111,7 @@ impl Tcb {
         if !fresh.is_empty() {
             // tcp_try_coalesce: "Its possible this segment overlaps with prior
             // segment in queue": one that starts below rcv_nxt joins nothing.
-            self.queue_skb_in_order(ctx, fresh, seq == self.rcv_nxt);
+            self.queue_skb_in_order(ctx, fresh, (self.rcv_nxt - seq) as u32);
         } else if fin && payload.is_empty() {
             self.queue_bare_fin(ctx);
         }
@@ -160,7 +160,8 @@ impl Tcb {
                 // A FIN-only skb that joined no tail: queued and charged as it is.
                 self.rcv_queue.push_fin(charge);
             }
-            self.rcv_queue.push_skb(s.data, charge, joined);
+            let pre = if joined { 0 } else { s.pre };
+            self.rcv_queue.push_skb(s.data, (charge, joined), pre);
             self.rcv_queue.stamp(len, s.stamp, joined);
             if len > 0 {
                 self.rcv_nxt_advance(ctx, len);
@@ -218,22 +219,22 @@ impl Tcb {
 
     /// Queues in-order `data`, charged as received segments (tcp/rmem.rs).
     pub(super) fn queue_in_order(&mut self, ctx: &mut Ctx, data: Payload) {
-        self.queue_skb_in_order(ctx, data, true);
+        self.queue_skb_in_order(ctx, data, 0);
     }
 
-    /// `tcp_queue_rcv`: in-order `data` of a segment that started at `rcv_nxt`
-    /// (`at_rcv_nxt`) or below it, joined to the receive queue's tail skb if
-    /// `tcp_try_coalesce` takes it.
-    fn queue_skb_in_order(&mut self, ctx: &mut Ctx, data: Payload, at_rcv_nxt: bool) {
+    /// `tcp_queue_rcv`: in-order `data` of a segment that started at `rcv_nxt` or
+    /// `pre` bytes below it (queued whole, those bytes a duplicate), joined to the
+    /// receive queue's tail skb if `tcp_try_coalesce` takes it.
+    fn queue_skb_in_order(&mut self, ctx: &mut Ctx, data: Payload, pre: u32) {
         let skb = self.rx_skb(ctx.cfg, data.len() as u32);
         let (truesize, coalesced) =
             self.rcv_queue
-                .coalesced_skb_charge(skb, data.len() as u32, None, at_rcv_nxt);
+                .coalesced_skb_charge(skb, data.len() as u32, None, pre == 0);
         if coalesced {
             ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce); // tcp_try_coalesce
         }
         self.rcv_queue
-            .push_payload(ctx.frag, data, truesize, coalesced);
+            .push_payload(ctx.frag, data, (truesize, coalesced), pre);
         let stamp = super::rcvqueue::RxStamp::arrival(ctx);
         self.rcv_queue.stamp(data.len(), stamp, coalesced);
         self.rcv_nxt_advance(ctx, data.len());

@@ -115,6 +115,8 @@ pub struct InOrder {
     /// It started at `rcv_nxt` (`TCP_SKB_CB(skb)->seq`), so it may join the skb
     /// the receive queue ends with (`tcp_try_coalesce`: not one that overlaps it).
     pub at_rcv_nxt: bool,
+    /// Its bytes below `rcv_nxt`, which it keeps queued in order (`skb->len`).
+    pub pre: u32,
     /// The skb as `skb_try_coalesce` takes it into another (its head, its charge).
     pub skb: RxSkb,
     /// The skb as a later segment may join it (frags it holds, tailroom).
@@ -499,6 +501,7 @@ impl OfoQueue {
                     fin: s.fin,
                     stamp: s.stamp,
                     at_rcv_nxt: k == rcv_nxt,
+                    pre: skip as u32,
                     skb: RxSkb {
                         truesize: s.truesize,
                         head: s.head,

@@ -149,6 +149,11 @@ struct Chunk {
     data: Bytes,
     /// `skb->truesize` of the skb this buffer ends; 0 on its earlier buffers.
     truesize: u32,
+    /// Bytes the skb holds before this buffer's first byte that the queue no
+    /// longer has: already read, or received before (an skb that started below
+    /// `rcv_nxt` is queued whole, `tcp_data_queue`'s partial packet). 0 on a buffer
+    /// that follows another of its skb still queued.
+    pre: u32,
 }
 
 /// The in-order bytes not yet read (see the module docs), with the memory charged for
@@ -208,18 +213,23 @@ impl RcvQueue {
 
     /// Queues a buffer as it is, charged `truesize`.
     pub fn push(&mut self, b: Bytes, truesize: u32) {
-        self.push_chunk(b, truesize, 0);
+        self.push_chunk(b, truesize, 0, 0);
     }
 
     /// Queues a buffer charged `truesize`, ending an skb that also holds `carried`
-    /// (charged before, on the buffers it joins).
-    fn push_chunk(&mut self, b: Bytes, truesize: u32, carried: u32) {
+    /// (charged before, on the buffers it joins); `pre`: the skb's bytes before it
+    /// that are not queued ([`Chunk::pre`]).
+    fn push_chunk(&mut self, b: Bytes, truesize: u32, carried: u32, pre: u32) {
         if !b.is_empty() {
             self.len += b.len();
             self.pushed += b.len() as u64;
             self.truesize += truesize as u64;
             let truesize = truesize + carried;
-            self.chunks.push_back(Chunk { data: b, truesize });
+            self.chunks.push_back(Chunk {
+                data: b,
+                truesize,
+                pre,
+            });
         }
     }
 
@@ -297,24 +307,29 @@ impl RcvQueue {
 
     /// Queues `payload` charged `truesize`: shared buffers by reference, borrowed bytes
     /// copied into memory from `frag`. `joined`: it was coalesced into the tail skb
-    /// ([`RcvQueue::coalesced_skb_charge`]), whose charge it then carries.
+    /// ([`RcvQueue::coalesced_skb_charge`]), whose charge it then carries; `pre`: the
+    /// skb's bytes before `payload` that were received before (a partial packet).
     pub fn push_payload(
         &mut self,
         frag: &mut PageFrag,
         payload: Payload,
-        truesize: u32,
-        joined: bool,
+        (truesize, joined): (u32, bool),
+        pre: u32,
     ) {
         let carried = self.carry_tail(joined && !payload.is_empty());
         match payload {
-            Payload::Flat(_) => self.push_chunk(payload.copy_to(frag).freeze(), truesize, carried),
+            Payload::Flat(_) => {
+                let b = payload.copy_to(frag).freeze();
+                self.push_chunk(b, truesize, carried, pre)
+            }
             Payload::Frags { frags, skip, len } => {
-                let mut left = len;
+                let (mut left, mut pre) = (len, Some(pre));
                 for_each_slice(frags, skip, len, |b, r| {
                     left -= r.len();
+                    let pre = pre.take().unwrap_or(0);
                     match left {
-                        0 => self.push_chunk(b.slice(r), truesize, carried),
-                        _ => self.push_chunk(b.slice(r), 0, 0),
+                        0 => self.push_chunk(b.slice(r), truesize, carried, pre),
+                        _ => self.push_chunk(b.slice(r), 0, 0, pre),
                     }
                 });
             }
@@ -322,16 +337,18 @@ impl RcvQueue {
     }
 
     /// Queues an skb's buffers charged `truesize` (an out-of-order skb taken in order,
-    /// `tcp_ofo_queue`); `joined` as in [`RcvQueue::push_payload`].
-    pub fn push_skb(&mut self, bufs: Vec<Bytes>, truesize: u32, joined: bool) {
+    /// `tcp_ofo_queue`); `joined` and `pre` as in [`RcvQueue::push_payload`].
+    pub fn push_skb(&mut self, bufs: Vec<Bytes>, (truesize, joined): (u32, bool), pre: u32) {
         let len = bufs.iter().map(Bytes::len).sum::<usize>();
         let carried = self.carry_tail(joined && len > 0);
         let mut left = len;
+        let mut pre = Some(pre);
         for b in bufs {
             left -= b.len();
+            let pre = pre.take().unwrap_or(0);
             match left {
-                0 => self.push_chunk(b, truesize, carried),
-                _ => self.push_chunk(b, 0, 0),
+                0 => self.push_chunk(b, truesize, carried, pre),
+                _ => self.push_chunk(b, 0, 0, pre),
             }
         }
     }
@@ -359,11 +376,18 @@ impl RcvQueue {
             n += take;
             if take < front.data.len() {
                 bytes::Buf::advance(&mut front.data, take);
+                front.pre += take as u32;
                 continue;
             }
             let ends_skb = front.truesize != 0;
             self.truesize -= front.truesize as u64;
+            let read_of_skb = front.pre + front.data.len() as u32;
             self.chunks.pop_front();
+            if !ends_skb {
+                if let Some(next) = self.chunks.front_mut() {
+                    next.pre += read_of_skb;
+                }
+            }
             if one_skb && ends_skb {
                 break;
             }
@@ -402,29 +426,36 @@ impl RcvQueue {
         n
     }
 
-    /// `tcp_collapse` of the receive queue: segments that carry their overhead well
-    /// (`bloated(truesize, len)` false, see [`super::ofo::OfoQueue::collapse`]) are
-    /// kept; from the first that does not (a partly read one counts its unread
-    /// bytes), the rest is copied into buffers of at most `SKB_MAX_ORDER(0, 0)` bytes,
-    /// `alloc(len)` each (`alloc_skb`), the last of them the new tail. Returns the
-    /// skbs freed (`TcpExtTCPRcvCollapsed`).
+    /// `tcp_collapse` of the receive queue from `copied_seq`: skbs that carry their
+    /// overhead well (`bloated(truesize, skb->len)` false, see
+    /// [`super::ofo::OfoQueue::collapse`]) are kept; from the first that does not,
+    /// that holds bytes before `start` (a partly read head, or an skb queued over
+    /// bytes received before it), or whose next skb overlaps it (`end_seq` not the
+    /// next `seq`), the rest is copied into buffers of at most `SKB_MAX_ORDER(0, 0)`
+    /// bytes, `alloc(len)` each (`alloc_skb`), the last of them the new tail.
+    /// Returns the skbs freed (`TcpExtTCPRcvCollapsed`).
     pub fn collapse(
         &mut self,
         bloated: impl Fn(u32, u32) -> bool,
         alloc: impl Fn(u32) -> RxSkb,
     ) -> u32 {
         let mut from = None;
-        let (mut first, mut seg_len) = (0, 0usize);
+        let (mut first, mut skb_len) = (0, 0u32);
         for (i, c) in self.chunks.iter().enumerate() {
-            seg_len += c.data.len();
+            if i == first {
+                skb_len = c.pre; // skb->len counts them too
+            }
+            skb_len += c.data.len() as u32;
             if c.truesize == 0 {
                 continue;
             }
-            if bloated(c.truesize, seg_len as u32) {
+            let head_pre = self.chunks[first].pre;
+            let next_overlaps = self.chunks.get(i + 1).is_some_and(|n| n.pre > 0);
+            if head_pre > 0 || bloated(c.truesize, skb_len) || next_overlaps {
                 from = Some(first);
                 break;
             }
-            (first, seg_len) = (i + 1, 0);
+            first = i + 1;
         }
         let Some(from) = from else { return 0 };
         let old: Vec<Chunk> = self.chunks.drain(from..).collect();
@@ -520,7 +551,7 @@ mod tests {
         let p = Payload::frags(&frags).skip(4);
         assert_eq!(p.len(), 26);
         let mut q = RcvQueue::default();
-        q.push_payload(&mut PageFrag::default(), p, 2000, false);
+        q.push_payload(&mut PageFrag::default(), p, (2000, false), 0);
         assert_eq!(q.len(), 26);
         assert_eq!(q.chunks[0].data.as_ptr(), a[4..].as_ptr(), "no copy");
         assert_eq!(q.chunks[1].data.as_ptr(), b.as_ptr(), "no copy");
@@ -550,8 +581,8 @@ mod tests {
         let mut frag = PageFrag::default();
         let mut q = RcvQueue::default();
         let data = bytes(0..100);
-        q.push_payload(&mut frag, Payload::Flat(&data[..60]), 900, false);
-        q.push_payload(&mut frag, Payload::Flat(&data[60..]), 900, false);
+        q.push_payload(&mut frag, Payload::Flat(&data[..60]), (900, false), 0);
+        q.push_payload(&mut frag, Payload::Flat(&data[60..]), (900, false), 0);
         let mut got = Vec::new();
         q.read(usize::MAX, |c| got.extend_from_slice(c));
         assert_eq!(got, data);
@@ -628,7 +659,12 @@ mod tests {
         let mut seg = |q: &mut RcvQueue, len: usize| {
             let skb = tun_skb(len as u32 + 40);
             let (charge, joined) = q.coalesced_skb_charge(skb, len as u32, None, true);
-            q.push_payload(&mut frag, Payload::Flat(&vec![1u8; len]), charge, joined);
+            q.push_payload(
+                &mut frag,
+                Payload::Flat(&vec![1u8; len]),
+                (charge, joined),
+                0,
+            );
             joined
         };
         assert!(!seg(&mut q, 1000));
@@ -672,6 +708,45 @@ mod tests {
         assert_eq!(&got[1000..], &data[..]);
         assert_eq!(q.collapse(bloated, nskb), 0, "nothing to do");
     }
+    /// `tcp_collapse`'s first walk: an skb that carries its overhead well is
+    /// kept unless it holds bytes before `copied_seq` (a partly read head) or the
+    /// next skb overlaps it (a partial packet, queued whole); its `skb->len`
+    /// counts the bytes it holds before its first queued one.
+    #[test]
+    fn collapse_starts_before_an_overlap_or_at_a_partly_read_head() {
+        let well = |t: u32, l: u32| t > 2 * l; // 1000 bytes in 2000: kept
+        let three = |pre: u32| {
+            let mut q = RcvQueue::default();
+            q.push(Bytes::from(vec![1u8; 1000]), 2000);
+            q.push(Bytes::from(vec![2u8; 1000]), 2000);
+            let mut f = PageFrag::default();
+            // 1500 bytes, 500 of them below rcv_nxt: 1000 queued, skb->len 1500.
+            let p = Payload::Flat(&[3u8; 1000]);
+            q.push_payload(&mut f, p, (2000, false), pre);
+            q
+        };
+        assert_eq!(three(0).collapse(well, nskb), 0, "contiguous: kept");
+        let mut q = three(500);
+        assert_eq!(q.collapse(well, nskb), 2, "from the skb before the overlap");
+        assert_eq!((q.chunks.len(), q.len()), (2, 3000));
+        // skb->len 1500 against its truesize: bloated by len only if trimmed.
+        let by_len = |t: u32, l: u32| t > l + 600;
+        let mut q = RcvQueue::default();
+        let mut f = PageFrag::default();
+        q.push_payload(&mut f, Payload::Flat(&[3u8; 1000]), (2000, false), 500);
+        assert_eq!(
+            q.collapse(by_len, nskb),
+            1,
+            "the head holds bytes before start"
+        );
+        let mut q = three(0);
+        q.read(10, |_| {});
+        assert_eq!(q.collapse(well, nskb), 3, "a partly read head");
+        let mut got = vec![];
+        q.read(usize::MAX, |c| got.extend_from_slice(c));
+        assert_eq!((got.len(), got[0], got[2989]), (2990, 1, 3));
+    }
+
     /// A FIN-only skb behind the bytes (`tcp_queue_rcv` without a tail to join):
     /// charged, no byte of the stream; a read that ends on the last byte leaves
     /// it, one with room left frees it (`found_fin_ok`), as does the read of the

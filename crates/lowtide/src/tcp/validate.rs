@@ -397,8 +397,12 @@ mod tests {
             "empty at the edge"
         );
         let ctx = st.ctx(&cfg, Instant::ZERO, false);
-        t.rcv_queue
-            .push_payload(ctx.frag, Payload::Flat(&[7; 10]), rx_truesize(10), false);
+        t.rcv_queue.push_payload(
+            ctx.frag,
+            Payload::Flat(&[7; 10]),
+            (rx_truesize(10), false),
+            0,
+        );
         assert_eq!(
             t.tcp_sequence(space(limit - 10, 100), false),
             Err(Reject::InvalidEndSequence)
@@ -500,8 +504,12 @@ mod tests {
         let mut st = TestStack::default();
         let mut t = established(&cfg);
         let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
-        t.rcv_queue
-            .push_payload(ctx.frag, Payload::Flat(&[7; 10]), rx_truesize(10), false);
+        t.rcv_queue.push_payload(
+            ctx.frag,
+            Payload::Flat(&[7; 10]),
+            (rx_truesize(10), false),
+            0,
+        );
         // Ends beyond the window with data queued: a duplicate ACK.
         let th = seg(&t, TcpFlags::ACK, 10_900, Some(5000));
         assert!(!t.validate_incoming(&mut ctx, &th, space(10_900, 200), true));

@@ -535,7 +535,7 @@ impl Tcb {
     /// `tcp_clean_rtx_queue` around [`super::rtx::RtxQueue::clean`].
     pub(super) fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx::Cleaned {
         let c = self.rtx.clean(ack);
-        self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
+        self.wmem_free(c.truesize);
         if ack > self.snd_una {
             // tcp_ack: FLAG_SND_UNA_ADVANCED resets icsk_retransmits.
             self.icsk.retransmits = 0;

@@ -155,6 +155,8 @@ impl Tcb {
                     .coalesced_skb_charge(s.skb, len as u32, Some(s.to), s.at_rcv_nxt);
             if joined {
                 ctx.mib.inc(Mib::TcpExtTCPRcvCoalesce);
+                // kfree_skb_partial of a charged skb: sock_rfree uncharges it.
+                self.uncharged += s.truesize as u64;
             }
             if len == 0 && !joined {
                 // A FIN-only skb that joined no tail: queued and charged as it is.

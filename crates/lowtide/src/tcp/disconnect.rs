@@ -112,7 +112,7 @@ impl Tcb {
             freed += SKB_OVERHEAD as u64 + w.data.len() as u64 + w.slack as u64;
         }
         self.wq_uncharged = 0;
-        self.wmem_queued = self.wmem_queued.saturating_sub(freed);
+        self.wmem_free(freed);
         self.rtx.packets_out = 0;
         self.icsk.backoff = 0;
     }

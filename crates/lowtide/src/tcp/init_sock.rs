@@ -72,6 +72,8 @@ impl Tcb {
             wmem_alloc: 0,
             fclone_next: 0,
             mem_pages: 0,
+            uncharged: 0,
+            uncharged_seen: 0,
             nospace: false,
             shut_wr: false,
             notsent_lowat: 0,

@@ -359,7 +359,7 @@ impl Tcb {
     /// `bytes_acked`.
     fn syn_skb_acked(&mut self, ctx: &mut Ctx, th: &TcpRepr) {
         let c = self.rtx.clean(1);
-        self.wmem_queued = self.wmem_queued.saturating_sub(c.truesize);
+        self.wmem_free(c.truesize);
         let sent = c.first_tx.filter(|_| !c.acked_retrans);
         self.synack_rtt_sample(ctx, th, sent);
         self.snd_una_update(1);

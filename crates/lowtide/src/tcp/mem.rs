@@ -128,8 +128,11 @@ impl Tcb {
     }
 
     /// After an event on the socket: pages for what it charged without asking
-    /// ([`Tcb::mem_force`]), then the reserve it no longer needs back
-    /// ([`Tcb::mem_reclaim`]).
+    /// ([`Tcb::mem_force`]), then, if it freed an skb, the reserve it no longer
+    /// needs back ([`Tcb::mem_reclaim`]): Linux reclaims in `sk_mem_uncharge`
+    /// (since 5.19's "net: keep sk->sk_forward_alloc as small as possible") and
+    /// after `tcp_prune_queue`'s collapse, not otherwise, so pages scheduled for a
+    /// segment that then joined a tail skb's room stay in the reserve.
     pub(crate) fn mem_sync(
         &mut self,
         cfg: &Config,
@@ -138,7 +141,18 @@ impl Tcb {
         mib: &mut Counters,
     ) {
         self.mem_force(mem);
-        self.mem_reclaim(cfg, mem, now, mib, false);
+        let freed = self.uncharged + self.rcv_queue.freed() + self.ofo.freed();
+        if freed != self.uncharged_seen {
+            self.uncharged_seen = freed;
+            self.mem_reclaim(cfg, mem, now, mib, false);
+        }
+    }
+
+    /// `sk_wmem_queued_add(sk, -n)` and `sk_mem_uncharge(sk, n)`: a write or
+    /// retransmit queue skb (or part of one) freed.
+    pub(crate) fn wmem_free(&mut self, n: u64) {
+        self.wmem_queued = self.wmem_queued.saturating_sub(n);
+        self.uncharged += n;
     }
 
     /// `sk_rmem_schedule` / `sk_wmem_schedule`: room to charge `size` more bytes,
@@ -384,6 +398,25 @@ mod tests {
         assert_eq!((t.mem_pages, ctx.mem.allocated), (1, 1));
         t.mem_reclaim(&cfg, ctx.mem, T0, ctx.mib, true);
         assert_eq!((t.mem_pages, ctx.mem.allocated), (0, 0));
+    }
+
+    /// `sk_mem_uncharge` reclaims; an event that freed nothing keeps the pages
+    /// it scheduled, even if what they were for was charged less (a segment
+    /// that joined a tail skb's room).
+    #[test]
+    fn only_an_uncharge_gives_the_reserve_back() {
+        let cfg = cfg([10, 20, 30]);
+        let mut st = TestStack::default();
+        let mut t = Tcb::for_test(&cfg);
+        let mut ctx = st.ctx(&cfg, T0, true);
+        assert!(t.mem_schedule(&mut ctx, 2304, MemKind::Recv));
+        assert_eq!(t.forward_alloc(), 4096, "scheduled, then charged nothing");
+        t.mem_sync(&cfg, ctx.mem, T0, ctx.mib);
+        assert_eq!((t.mem_pages, t.forward_alloc()), (1, 4096), "kept");
+        t.wmem_queued = 1000;
+        t.wmem_free(1000);
+        t.mem_sync(&cfg, ctx.mem, T0, ctx.mib);
+        assert_eq!((t.mem_pages, ctx.mem.allocated), (0, 0), "reclaimed");
     }
 
     #[test]

@@ -179,7 +179,7 @@ impl Tcb {
                 break;
             }
         }
-        self.wmem_queued = self.wmem_queued.saturating_sub(freed);
+        self.wmem_free(freed);
         res
     }
 
@@ -204,9 +204,10 @@ impl Tcb {
                 eaten |= next.flags;
             }
             // The merged skb keeps one skb's overhead: the other is freed.
-            self.wmem_queued = self
-                .wmem_queued
-                .saturating_sub(super::consts::SKB_OVERHEAD as u64);
+            // (wmem_free's two fields: `head` holds the write queue.)
+            let overhead = super::consts::SKB_OVERHEAD as u64;
+            self.wmem_queued = self.wmem_queued.saturating_sub(overhead);
+            self.uncharged += overhead;
             // A head taken only in part keeps PSH/FIN for what is left.
             head.flags = (head.flags & !(FLAG_PSH | FLAG_FIN)) | next.flags;
             head.nr_frags = head.nr_frags.saturating_add(next.nr_frags);

@@ -180,9 +180,16 @@ pub struct OfoQueue {
     /// The gso_segs of the skbs dropped since [`OfoQueue::take_drops`] last ran
     /// (their `tcp_drop_reason`'s `sk_drops_skbadd`); `purge` leaves it.
     drops: u32,
+    /// Truesize of the skbs ever freed here (dropped, pruned, collapsed, purged),
+    /// each a `sk_mem_uncharge`; not those handed to the receive queue.
+    freed: u64,
 }
 
 impl OfoQueue {
+    /// Truesize of the skbs ever freed from the queue ([`OfoQueue::freed`]'s field).
+    pub fn freed(&self) -> u64 {
+        self.freed
+    }
     /// True if no out-of-order data is held.
     pub fn is_empty(&self) -> bool {
         self.skbs.is_empty()
@@ -306,6 +313,7 @@ impl OfoQueue {
                     extend_dsack(&mut r.dup, ps, pend);
                     let old = self.remove(ps).expect("the skb it replaces");
                     self.drops += old.segs;
+                    self.freed += old.truesize as u64;
                     r.merged += 1;
                 }
             }
@@ -371,6 +379,7 @@ impl OfoQueue {
             extend_dsack(dup, ns, nend);
             let gone = self.remove(ns).expect("segment exists");
             self.drops += gone.segs;
+            self.freed += gone.truesize as u64;
             n += 1;
         }
         n
@@ -492,6 +501,7 @@ impl OfoQueue {
             self.sack_remove(rcv_nxt.max(end));
             if end <= rcv_nxt {
                 self.drops += s.segs; // tcp_ofo_queue's SKB_DROP_REASON_TCP_OFO_DROP
+                self.freed += s.truesize as u64;
             }
             if end > rcv_nxt {
                 let skip = ((rcv_nxt - k) as usize).min(s.len);
@@ -534,7 +544,8 @@ impl OfoQueue {
         self.work += 1;
         let s = self.remove(seq)?;
         self.drops += s.segs; // tcp_prune_ofo_queue's tcp_drop_reason
-                              // Ends rise with starts: what is left ends at the new last segment's end.
+        self.freed += s.truesize as u64;
+        // Ends rise with starts: what is left ends at the new last segment's end.
         let top = self.skbs.iter().next_back().map_or(0, |(k, v)| v.end(*k));
         while let Some((&rs, &re)) = self.runs.iter().next_back() {
             if re <= top {
@@ -566,7 +577,7 @@ impl OfoQueue {
         self.runs.clear();
         self.sacks.clear();
         self.bytes = 0;
-        self.truesize = 0;
+        self.freed += std::mem::take(&mut self.truesize);
         b
     }
 
@@ -643,7 +654,9 @@ impl OfoQueue {
         let Some(from) = from else { return 0 };
         let mut old = Vec::with_capacity(keys.len() - from);
         for &k in &keys[from..] {
-            old.push((k, self.remove(k).expect("segment exists")));
+            let s = self.remove(k).expect("segment exists");
+            self.freed += s.truesize as u64;
+            old.push((k, s));
         }
         let mut at = start;
         let mut idx = 0;

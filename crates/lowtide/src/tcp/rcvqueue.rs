@@ -175,12 +175,20 @@ pub struct RcvQueue {
     /// that joined no tail is an skb of its own, charged until a read takes the
     /// end of the stream ([`RcvQueue::push_fin`]).
     fin: u32,
+    /// Truesize of the skbs ever freed here (read, collapsed), each a
+    /// `sk_mem_uncharge`.
+    freed: u64,
 }
 
 impl RcvQueue {
     /// Bytes queued.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Truesize of the skbs ever freed from the queue.
+    pub fn freed(&self) -> u64 {
+        self.freed
     }
 
     /// Memory charged for what is queued.
@@ -198,6 +206,7 @@ impl RcvQueue {
     /// when a read reaches it ([`RcvQueue::eat_fin`]). Nothing can follow it.
     pub fn push_fin(&mut self, truesize: u32) {
         self.truesize -= self.fin as u64;
+        self.freed += self.fin as u64;
         self.fin = truesize;
         self.truesize += truesize as u64;
     }
@@ -207,7 +216,9 @@ impl RcvQueue {
     /// before it are read.
     pub fn eat_fin(&mut self) {
         if self.chunks.is_empty() {
-            self.truesize -= std::mem::take(&mut self.fin) as u64;
+            let fin = std::mem::take(&mut self.fin) as u64;
+            self.truesize -= fin;
+            self.freed += fin;
         }
     }
 
@@ -381,6 +392,7 @@ impl RcvQueue {
             }
             let ends_skb = front.truesize != 0;
             self.truesize -= front.truesize as u64;
+            self.freed += front.truesize as u64;
             let read_of_skb = front.pre + front.data.len() as u32;
             self.chunks.pop_front();
             if !ends_skb {
@@ -460,7 +472,9 @@ impl RcvQueue {
         let Some(from) = from else { return 0 };
         let old: Vec<Chunk> = self.chunks.drain(from..).collect();
         let freed = old.iter().filter(|c| c.truesize != 0).count() as u32;
-        self.truesize -= old.iter().map(|c| c.truesize as u64).sum::<u64>();
+        let old_truesize = old.iter().map(|c| c.truesize as u64).sum::<u64>();
+        self.truesize -= old_truesize;
+        self.freed += old_truesize;
         let old_len = old.iter().map(|c| c.data.len()).sum::<usize>();
         self.len -= old_len;
         self.pushed -= old_len as u64;

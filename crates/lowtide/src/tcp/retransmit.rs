@@ -134,7 +134,7 @@ impl Tcb {
                 return None;
             }
             let freed = self.rtx.trim_head(seq, self.snd_una);
-            self.wmem_queued = self.wmem_queued.saturating_sub(freed);
+            self.wmem_free(freed);
             seq = self.snd_una;
         }
         self.sync_dst_mtu(ctx); // __tcp_retransmit_skb's tcp_current_mss
@@ -169,7 +169,7 @@ impl Tcb {
             let space = avail_wnd.min(cur_mss);
             if skb_len < space && ctx.cfg.tcp_retrans_collapse {
                 let freed = self.rtx.retrans_try_collapse(seq, space, wnd_end);
-                self.wmem_queued = self.wmem_queued.saturating_sub(freed);
+                self.wmem_free(freed);
             }
         }
         let s = self.rtx.get(seq)?;

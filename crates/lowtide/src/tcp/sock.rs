@@ -159,6 +159,13 @@ pub struct Tcb {
     pub(crate) fclone_next: u32,
     /// Pages reserved for both queues: charged plus `sk_forward_alloc` (tcp/mem.rs).
     pub(crate) mem_pages: u64,
+    /// Truesize ever uncharged outside the receive queues (`sk_mem_uncharge` of
+    /// write and retransmit queue skbs, of an out-of-order skb merged into the
+    /// receive queue's tail): with the queues' own counts, when it moved, the
+    /// reserve is reclaimed ([`Tcb::mem_sync`]).
+    pub(crate) uncharged: u64,
+    /// The sum of those counts at the last reclaim.
+    pub(crate) uncharged_seen: u64,
     /// `SOCK_NOSPACE`: a write could not take everything; wake it on space.
     pub(crate) nospace: bool,
     pub(crate) shut_wr: bool,

@@ -234,7 +234,7 @@ impl Tcb {
         head.flags |= next.flags;
         let next_range = (head_range.1, head.seq + head.data.len() as u64);
         self.write_queue.remove(1);
-        self.wmem_queued = self.wmem_queued.saturating_sub(SKB_OVERHEAD as u64);
+        self.wmem_free(SKB_OVERHEAD as u64);
         self.collapse_tstamp(head_range, next_range);
     }
 

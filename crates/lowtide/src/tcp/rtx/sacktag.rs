@@ -272,7 +272,8 @@ impl Tcb {
         r.last_tx = t.last_tx;
         r.rate = t.rate;
         // tcp_fragment's and tcp_shifted_skb's sk_wmem_queued_add.
-        self.wmem_queued = (self.wmem_queued + t.charged).saturating_sub(t.freed);
+        self.wmem_queued += t.charged;
+        self.wmem_free(t.freed);
         ctx.mib.add(Mib::TcpExtTCPSackShifted, t.shifted as u64);
         ctx.mib.add(Mib::TcpExtTCPSackMerged, t.merged as u64);
         ctx.mib

@@ -148,6 +148,14 @@ impl Tcb {
         }
     }
 
+    /// `sk_mem_reclaim` where Linux calls it in the middle of an event (after
+    /// `tcp_prune_queue` freed skbs): what was freed so far is reclaimed now, not
+    /// again at the event's end ([`Tcb::mem_sync`]).
+    pub(crate) fn mem_reclaim_now(&mut self, ctx: &mut Ctx) {
+        self.uncharged_seen = self.uncharged + self.rcv_queue.freed() + self.ofo.freed();
+        self.mem_reclaim(ctx.cfg, ctx.mem, ctx.now, ctx.mib, false);
+    }
+
     /// `sk_wmem_queued_add(sk, -n)` and `sk_mem_uncharge(sk, n)`: a write or
     /// retransmit queue skb (or part of one) freed.
     pub(crate) fn wmem_free(&mut self, n: u64) {

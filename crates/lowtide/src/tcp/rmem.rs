@@ -135,6 +135,9 @@ impl Tcb {
             collapsed += self.rcv_queue.collapse(bloated, alloc_skb);
         }
         ctx.mib.add(Mib::TcpExtTCPRcvCollapsed, collapsed as u64);
+        // "sk_mem_reclaim(sk)" after collapsing (and in each freed skb's
+        // sk_mem_uncharge): before the segment's own sk_rmem_schedule.
+        self.mem_reclaim_now(ctx);
         if self.can_ingest() {
             return true;
         }
@@ -194,6 +197,7 @@ impl Tcb {
             }
         }
         self.ofo_drops(); // each pruned skb's tcp_drop_reason
+        self.mem_reclaim_now(ctx); // their sk_mem_uncharge
         if pruned {
             ctx.mib.inc(Mib::TcpExtOfoPruned);
             if self.rx_opt.sack_ok {

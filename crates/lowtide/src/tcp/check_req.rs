@@ -179,13 +179,23 @@ impl Tcb {
             return self.set_closed(ctx);
         }
         self.update_rto_stats(ctx.now);
-        self.backoff_rto();
+        self.reqsk_backoff();
         if resend {
             self.rtx_synack_rehash(ctx); // tcp_rtx_synack
             self.retransmit_syn(ctx);
         }
         let rto = self.rto_backed_off();
         self.icsk.pending = Some((super::sock::Pending::Retrans, ctx.now + rto));
+    }
+
+    /// `reqsk_timeout(req, TCP_RTO_MAX)` after one more timeout: `req->timeout`
+    /// (`TCP_TIMEOUT_INIT`) shifted by `num_timeout`, at most `TCP_RTO_MAX`. Linux
+    /// 6.18 does not bound a request's timer by `icsk_rto_max`
+    /// (`net.ipv4.tcp_rto_max_ms`, the listener's `TCP_RTO_MAX_MS`), which bounds a
+    /// Fast Open child's SYN-ACK timer only (`tcp_fastopen_synack_timer`).
+    fn reqsk_backoff(&mut self) {
+        self.icsk.backoff += 1;
+        self.icsk.rto = (self.icsk.rto * 2).min(TCP_RTO_MAX);
     }
 
     /// `tcp_v4_reqsk_send_ack` / `tcp_v6_reqsk_send_ack`: a bare ACK from the request

@@ -662,17 +662,21 @@ impl Tcb {
             self.synack_rtt_sample(ctx, th, sent);
         }
         if child {
-            // tcp_create_openreq_child: a child starts with snd_una = ISN + 1, and
-            // its SYN-ACK timeouts as one finished RTO recovery.
+            // tcp_create_openreq_child: a child starts with snd_una = ISN + 1. A
+            // Fast Open child's SYN-ACK timeouts end as an RTO recovery
+            // (tcp_rcv_synrecv_state_fastopen: tcp_update_rto_time); a request's
+            // child takes them in openreq_child_undo.
             self.snd_una = 1;
-            self.update_rto_time(ctx.now);
+            if fastopen {
+                self.update_rto_time(ctx.now);
+            }
         } else {
             self.syn_acked_alert(ctx, 0);
         }
         self.snd_nxt = self.snd_nxt.max(1);
         self.state = TcpState::Established;
         if self.parent.is_some() && !fastopen {
-            self.openreq_child_undo();
+            self.openreq_child_undo(ctx.now);
             self.syn_recv_sock_tos(ctx.cfg);
         }
         if !fastopen {
@@ -724,12 +728,18 @@ impl Tcb {
     /// `retrans_stamp` at the first SYN-ACK's time (`snt_synack`; lowtide's request
     /// sends it when it is created). SYN-ACKs resent only for the peer's repeated
     /// SYNs leave none: "packets are not lost but delayed". A cookie's child has
-    /// none either: its request is made at the ACK (`num_timeout` 0).
-    fn openreq_child_undo(&mut self) {
+    /// none either: its request is made at the ACK (`num_timeout` 0). The timeouts
+    /// are one RTO recovery, over: `total_rto` is `num_timeout` (counted as each
+    /// struck), `total_rto_recoveries` 1, and `total_rto_time` the ms from the
+    /// first SYN-ACK to now (`tcp_clock_ms() - snt_synack`), not from the first
+    /// timeout; the child has no recovery open (`rto_stamp` 0).
+    fn openreq_child_undo(&mut self, now: crate::time::Instant) {
         if self.icsk.retransmits > 0 && !self.req.cookie {
             self.undo.marker = Some(0);
             self.undo.retrans = 0;
             self.undo.retrans_stamp = Some(self.created);
+            self.rto_stamp = None;
+            self.total_rto_time_ms = now.as_millis().saturating_sub(self.created.as_millis());
         }
     }
 

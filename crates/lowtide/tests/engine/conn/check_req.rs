@@ -5,7 +5,7 @@
 //! dropped (`listen_overflow`) or, with `net.ipv4.tcp_abort_on_overflow`, reset.
 
 use crate::common::*;
-use lowtide::{Config, Mib, SocketError, SocketHandle, TcpState};
+use lowtide::{Config, Instant, Mib, SocketError, SocketHandle, TcpState};
 use lowtide_wire::tcp::TcpFlags;
 use std::time::Duration;
 
@@ -345,6 +345,21 @@ fn defer_accept_drops_the_bare_ack_and_waits_for_data() {
     assert_eq!(drain(&mut p.b, p.now, s), b"data");
 }
 
+/// A connects to B's listener (backlog 8) and only its first SYN gets through
+/// (the filter drops the rest, recorded): B holds one request that hears nothing.
+fn silent_request(cfg: Config) -> (Pair, SocketHandle) {
+    let mut p = Pair::new(cfg);
+    p.record = true;
+    let l = p.b.listen(addr(B, 80), 8).unwrap();
+    let _c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    let mut first = true;
+    p.filter = Some(Box::new(move |_, _| match std::mem::take(&mut first) {
+        true => Verdict::Pass,
+        false => Verdict::Drop,
+    }));
+    (p, l)
+}
+
 /// `reqsk_timer_handler`: a request whose peer never answers sends its SYN-ACK
 /// again at 1, 3, 7, 15 and 31 s (`tcp_synack_retries` 5; the timer wheel runs
 /// these at 1.024, 3.072, 7.104, 15.36 and 31.744 s), counts each timeout
@@ -353,16 +368,7 @@ fn defer_accept_drops_the_bare_ack_and_waits_for_data() {
 /// socket that timed out counts.
 #[test]
 fn a_silent_request_expires_quietly_after_its_synack_retries() {
-    let mut p = Pair::new(Config::default());
-    p.record = true;
-    let _l = p.b.listen(addr(B, 80), 8).unwrap();
-    let _c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
-    // A's first SYN reaches B; nothing else gets through either way.
-    let mut first = true;
-    p.filter = Some(Box::new(move |_, _| match std::mem::take(&mut first) {
-        true => Verdict::Pass,
-        false => Verdict::Drop,
-    }));
+    let (mut p, _l) = silent_request(Config::default());
     p.drive_for(Duration::from_millis(63_900));
     assert_eq!(p.b.connection_count(), 1);
     assert_eq!(p.b.counters().get(Mib::TcpExtTCPSynRetrans), 5);
@@ -405,4 +411,68 @@ fn old_requests_that_clog_the_queue_lose_their_retries() {
         p.drive_for(Duration::from_millis(400));
         assert_eq!(p.b.connection_count(), 0, "{n}: gone at 64 s");
     }
+}
+
+/// `reqsk_timer_handler` re-arms a request's timer with `reqsk_timeout(req,
+/// TCP_RTO_MAX)`: its SYN-ACKs back off 1, 2, 4, 8, 16 s whatever
+/// `net.ipv4.tcp_rto_max_ms` says (Linux 6.18 bounds a Fast Open child's SYN-ACK
+/// timer by `icsk_rto_max`, not a request's), each on the timer wheel's tick.
+#[test]
+fn a_requests_synack_backoff_ignores_tcp_rto_max_ms() {
+    let cfg = Config {
+        tcp_rto_max_ms: 1000,
+        ..Config::default()
+    };
+    let (mut p, _l) = silent_request(cfg);
+    p.drive_for(Duration::from_secs(40));
+    let synacks: Vec<Instant> = p
+        .dropped
+        .iter()
+        .filter(|(_, d, pk)| *d == Dir::BtoA && Seg::parse(pk).has(TcpFlags::SYN))
+        .map(|(t, _, _)| *t)
+        .collect();
+    let start = synacks[0];
+    let times: Vec<u64> = synacks
+        .iter()
+        .map(|t| t.saturating_since(start).as_millis() as u64)
+        .collect();
+    let delays = [1, 2, 4, 8, 16].map(|s| s * 1000);
+    assert_eq!(times, wheel_chain(start, &delays));
+}
+
+/// `tcp_create_openreq_child` after SYN-ACK timeouts (`req->num_timeout`): the
+/// child's `tcpi_total_rto` is the timeouts, `tcpi_total_rto_recoveries` 1, and
+/// `tcpi_total_rto_time` runs from the first SYN-ACK (`snt_synack`) to the child's
+/// making, not from the first timeout; `tcpi_total_retrans` counts every SYN-ACK
+/// sent again (`req->num_retrans`). Here B's timer resends at 1 and 3 s, and A's
+/// SYN at 4 s draws one more, which completes the handshake.
+#[test]
+fn a_requests_child_counts_its_synack_timeouts_from_the_first_synack() {
+    let (mut p, l) = silent_request(Config::default());
+    p.drive_for(Duration::from_millis(3_500));
+    p.filter = None;
+    p.drive_for(Duration::from_millis(1_000));
+    let s = p.b.accept(l).expect("the handshake completed");
+    let first_synack = p
+        .dropped
+        .iter()
+        .find(|(_, d, pk)| *d == Dir::BtoA && Seg::parse(pk).has(TcpFlags::SYN))
+        .map(|(t, _, _)| *t)
+        .unwrap();
+    let final_ack = p
+        .wire
+        .iter()
+        .find(|(_, d, pk)| *d == Dir::AtoB && Seg::parse(pk).is_pure_ack())
+        .map(|(t, _, _)| *t + p.delay)
+        .unwrap();
+    let info = p.b.info(p.now, s).unwrap();
+    let ms = final_ack.as_millis() - first_synack.as_millis();
+    assert!(ms > 4_000, "{ms}");
+    let got = (
+        info.total_retrans,
+        info.total_rto,
+        info.total_rto_recoveries,
+        info.total_rto_time,
+    );
+    assert_eq!(got, (3, 2, 1, ms));
 }

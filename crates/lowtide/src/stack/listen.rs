@@ -192,19 +192,25 @@ impl Stack {
             trace!(%tuple.remote, "drop SYN: IPv4-mapped IPv6 source");
             return;
         }
-        let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
+        let Some(Sock::Listener(lst)) = &self.slots[l as usize].sock else {
             return;
         };
-        // tcp_conn_request: a full SYN queue means cookies (tcp_syncookies 1; always
-        // with 2) or a drop; a full accept queue always drops.
+        // tcp_conn_request: a SYN that reopens a TIME-WAIT connection (tcp_tw_isn)
+        // is taken without limits ("they conserve resources and peer is evidently
+        // real one"): no cookie, whatever tcp_syncookies says or the SYN queue
+        // holds. Otherwise tcp_syncookies 2, or a full SYN queue, asks
+        // tcp_syn_flood_action: cookies, or a drop. A full accept queue always drops.
         let syncookies = self.cfg.tcp_syncookies;
-        let want_cookie = syncookies == 2 || lst.syn_queue_full();
-        if want_cookie && syncookies == 0 {
-            self.mib.inc(Mib::TcpExtTCPReqQFullDrop);
+        let flood = tw_isn.is_none() && (syncookies == 2 || lst.syn_queue_full());
+        let want_cookie = flood && self.syn_flood_action();
+        if flood && !want_cookie {
             self.listendrop(l);
             trace!(%tuple.remote, "drop SYN: SYN queue full");
             return;
         }
+        let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
+            return;
+        };
         if lst.accept_queue_full() {
             self.mib.inc(Mib::TcpExtListenOverflows);
             self.listendrop(l);
@@ -213,9 +219,6 @@ impl Stack {
         }
         if want_cookie {
             lst.last_overflow = Some(now);
-            if syncookies == 1 {
-                self.mib.inc(Mib::TcpExtTCPReqQFullDoCookies);
-            }
             let opts = lst.opts.clone();
             return self.cookie_synack(now, tuple, ip, th, &opts);
         }
@@ -270,6 +273,20 @@ impl Stack {
         self.with_tcb(now, h.index, |tcb, ctx| {
             tcb.passive_open(ctx, ip, th, syn_data)
         });
+    }
+
+    /// tcp_input.c `tcp_syn_flood_action`: with `tcp_syncookies` on (1, or 2, which
+    /// sends cookies always) the SYN gets a cookie, counted as
+    /// TcpExtTCPReqQFullDoCookies (with 2, every SYN that asks); off, it is dropped,
+    /// counted as TcpExtTCPReqQFullDrop. Linux's one-time "Possible SYN flooding"
+    /// log line (`synflood_warned`) is not kept.
+    fn syn_flood_action(&mut self) -> bool {
+        let want_cookie = self.cfg.tcp_syncookies != 0;
+        self.mib.inc(match want_cookie {
+            true => Mib::TcpExtTCPReqQFullDoCookies,
+            false => Mib::TcpExtTCPReqQFullDrop,
+        });
+        want_cookie
     }
 
     /// `tcp_conn_request` without SYN cookies (`tcp_syncookies` 0): "the last

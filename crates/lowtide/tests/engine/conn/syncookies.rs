@@ -104,6 +104,35 @@ fn without_cookies_the_flood_locks_the_client_out() {
     assert!(p.b.counters().get(Mib::TcpExtTCPReqQFullDrop) > 0);
 }
 
+/// tcp_syn_flood_action: with tcp_syncookies 2 every SYN asks it and counts
+/// TcpExtTCPReqQFullDoCookies, before tcp_conn_request checks the accept queue: a
+/// SYN that then finds it full (backlog 0, one child waiting) counts both that
+/// and TcpExtListenOverflows, and gets no SYN-ACK.
+#[test]
+fn tcp_syncookies_2_counts_every_syn_as_a_flood_action() {
+    let cfg = Config {
+        tcp_syncookies: 2,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg);
+    let _l = p.b.listen(addr(B, 80), 0).unwrap();
+    let c = p.a.connect(p.now, addr(A, 0), addr(B, 80)).unwrap();
+    p.drive_until(Duration::from_secs(1), |p| {
+        p.a.state(c) == Ok(TcpState::Established)
+    });
+    p.drive_for(Duration::from_millis(30));
+    let b = p.b.counters();
+    assert_eq!(b.get(Mib::TcpExtTCPReqQFullDoCookies), 1);
+    assert_eq!(b.get(Mib::TcpExtSyncookiesSent), 1);
+    p.inject(true, &spoofed_syn(1, 3000));
+    let b = p.b.counters();
+    assert_eq!(b.get(Mib::TcpExtTCPReqQFullDoCookies), 2);
+    assert_eq!(b.get(Mib::TcpExtSyncookiesSent), 1, "dropped");
+    assert_eq!(b.get(Mib::TcpExtListenOverflows), 1);
+    assert_eq!(b.get(Mib::TcpExtListenDrops), 1);
+    assert_eq!(b.get(Mib::TcpExtTCPReqQFullDrop), 0);
+}
+
 /// An ACK with a forged cookie is reset, never accepted.
 #[test]
 fn a_forged_cookie_is_refused() {

@@ -129,10 +129,30 @@ fn a_rst_kills_time_wait_unless_tcp_rfc1337() {
 
 #[test]
 fn a_syn_with_a_higher_sequence_reopens_with_the_time_wait_isn() {
-    // A server that closed first holds TIME-WAIT; its client comes back from the
-    // same port with a SYN above TIME-WAIT's rcv_nxt (tcp_timewait_state_process's
-    // TCP_TW_SYN) and is served with the ISN tw_snd_nxt + 65535 + 2.
-    let mut p = Pair::new(Config::default());
+    reopen_after_time_wait(Config::default());
+}
+
+#[test]
+fn a_syn_that_reopens_time_wait_gets_no_cookie_even_with_tcp_syncookies_2() {
+    // tcp_conn_request: a tcp_tw_isn SYN skips want_cookie ("TW buckets are
+    // converted to open requests without limitations"): the first connection's
+    // SYN-ACK was a cookie, the reopening one's is a request's, with the ISN
+    // TIME-WAIT chose.
+    let cfg = Config {
+        tcp_syncookies: 2,
+        ..Config::default()
+    };
+    let p = reopen_after_time_wait(cfg);
+    let a = p.a.counters();
+    assert_eq!(a.get(Mib::TcpExtSyncookiesSent), 1, "the first SYN's only");
+    assert_eq!(a.get(Mib::TcpExtTCPReqQFullDoCookies), 1);
+}
+
+/// A server that closed first holds TIME-WAIT; its client comes back from the
+/// same port with a SYN above TIME-WAIT's rcv_nxt (tcp_timewait_state_process's
+/// TCP_TW_SYN) and is served with the ISN tw_snd_nxt + 65535 + 2.
+fn reopen_after_time_wait(cfg: Config) -> Pair {
+    let mut p = Pair::new(cfg);
     p.record = true;
     let l = p.a.listen(addr(A, 80), 16).unwrap();
     let c = p.b.connect(p.now, addr(B, 40000), addr(A, 80)).unwrap();
@@ -165,4 +185,5 @@ fn a_syn_with_a_higher_sequence_reopens_with_the_time_wait_isn() {
     assert_eq!(sa.th.seq, tw_isn, "the ISN TIME-WAIT chose");
     assert_eq!(p.b.state(c2), Ok(TcpState::Established));
     assert_eq!(p.a.timewait_state(local, remote), None);
+    p
 }

@@ -390,14 +390,11 @@ impl Stack {
         th: &TcpRepr,
         payload: &[u8],
     ) -> bool {
-        use tcp::syncookies::{cookie_timestamp_decode, TCP_SYNCOOKIE_VALID};
+        use tcp::syncookies::cookie_timestamp_decode;
         let Some(Sock::Listener(lst)) = &mut self.slots[l as usize].sock else {
             return false;
         };
-        let recent = lst
-            .last_overflow
-            .is_some_and(|t| now.saturating_since(t) < TCP_SYNCOOKIE_VALID);
-        if self.cfg.tcp_syncookies == 0 || !recent {
+        if !lst.checks_cookies(now, self.cfg.tcp_syncookies) {
             return false;
         }
         let cookie = self

@@ -656,7 +656,7 @@ impl Stack {
             if let Some(Sock::TimeWait(_)) = self.slots[index as usize].sock {
                 return self.timewait_rcv(now, index, ip, th, payload);
             }
-            self.note_listener(index);
+            self.note_listener(now, index);
             if self.min_ttl_drop(index, ip) || !self.inbound_hash(index, ip, th, &payload) {
                 return self.sk_drops_skbadd(index); // discard_and_relse
             }
@@ -680,13 +680,14 @@ impl Stack {
     }
 
     /// Tells a child in SYN-RECV what `tcp_check_req` reads of its listener: whether
-    /// the accept queue is full, and `TCP_DEFER_ACCEPT` (tcp/check_req.rs); and a
+    /// the accept queue is full, `TCP_DEFER_ACCEPT`, and whether the listener would
+    /// check an ACK as a cookie (tcp/check_req.rs); and a
     /// request (not a Fast Open child, which is a full socket with keys of its
     /// own) the listener's TCP-MD5 key for its peer as it is now: Linux checks a
     /// request's segments (`tcp_inbound_hash` with `req->rsk_listener`) and signs
     /// its SYN-ACKs and ACKs (`req_md5_lookup`, `tcp_v4_reqsk_send_ack`) with the
     /// listener's keys, and `tcp_v4_syn_recv_sock` copies the child's from them.
-    fn note_listener(&mut self, index: u32) {
+    fn note_listener(&mut self, now: Instant, index: u32) {
         let parent = match &self.slots[index as usize].sock {
             Some(Sock::Tcp(t)) if t.state == TcpState::SynRecv => t.parent,
             _ => None,
@@ -695,10 +696,12 @@ impl Stack {
             return;
         };
         let (full, defer) = (l.accept_queue_full(), l.opts.defer_accept);
+        let cookies = l.checks_cookies(now, self.cfg.tcp_syncookies);
         let queue = (l.pending, l.young, l.backlog);
         let keys = l.opts.md5.clone();
         if let Some(Sock::Tcp(t)) = &mut self.slots[index as usize].sock {
             t.req.acceptq_full = full;
+            t.req.cookie_check = cookies;
             t.req.defer_accept = defer;
             (t.req.qlen, t.req.young_qlen, t.req.max_ack_backlog) = queue;
             if !t.tfo.syn_fastopen_child {
@@ -710,7 +713,7 @@ impl Stack {
     /// A request's SYN-ACK timer (`reqsk_timer_handler`), with what it reads of the
     /// listener; its first timeout makes the request old (`queue->young`).
     fn request_timer(&mut self, now: Instant, index: u32) {
-        self.note_listener(index);
+        self.note_listener(now, index);
         let before = match &self.slots[index as usize].sock {
             Some(Sock::Tcp(t)) => t.icsk.retransmits,
             _ => return,

@@ -72,6 +72,7 @@ impl Tcb {
         // have sent data.
         if f.contains(TcpFlags::ACK) && !fastopen && self.snd_off(Seq(th.ack)) != 1 {
             if !rst {
+                self.listener_cookie_check(ctx, th);
                 self.listener_reset(ctx, th, len);
             }
             // The listener's reset (tcp_v4_do_rcv's `reset:`): no sk_drops.
@@ -146,6 +147,20 @@ impl Tcb {
             self.rx_opt.ts_recent_stamp = ctx.now;
         }
         true
+    }
+
+    /// tcp_ipv4.c `tcp_v4_cookie_check` on the listener that takes a request's
+    /// wrong ACK (`tcp_v4_do_rcv` in LISTEN, before `tcp_rcv_state_process`'s
+    /// reset): a segment without SYN or RST, after a recent overflow, is checked as
+    /// a cookie and fails (`cookie_v4_check`: TcpExtSyncookiesFailed), the request's
+    /// ISN being no cookie. An ACK forged to pass as a cookie for this 4-tuple,
+    /// which Linux would make a child of only to drop it as a duplicate of the
+    /// request (`inet_ehash_nolisten`), is not modelled.
+    fn listener_cookie_check(&self, ctx: &mut Ctx, th: &TcpRepr) {
+        let syn = th.flags.contains(TcpFlags::SYN);
+        if !syn && self.req.cookie_check {
+            ctx.mib.inc(Mib::TcpExtSyncookiesFailed);
+        }
     }
 
     /// `tcp_send_challenge_ack`'s rules for a request's ACK (`req->rsk_ops->send_ack`),

@@ -389,6 +389,17 @@ impl Listener {
         }
     }
 
+    /// syncookies.c `cookie_v4_check`'s first tests: with `tcp_syncookies` on, an
+    /// ACK reaching this listener is checked as a cookie unless no overflow came
+    /// within `TCP_SYNCOOKIE_VALID` (`tcp_synq_no_recent_overflow`).
+    pub fn checks_cookies(&self, now: Instant, tcp_syncookies: u8) -> bool {
+        let valid = syncookies::TCP_SYNCOOKIE_VALID;
+        let recent = self
+            .last_overflow
+            .is_some_and(|t| now.saturating_since(t) < valid);
+        tcp_syncookies != 0 && recent
+    }
+
     /// `inet_csk_reqsk_queue_is_full`: more children in SYN-RECV than the backlog.
     pub fn syn_queue_full(&self) -> bool {
         self.pending > self.backlog

@@ -38,6 +38,9 @@ pub(crate) struct ReqState {
     /// The listener's accept queue is full (`sk_acceptq_is_full`), as the stack
     /// found it before this segment.
     pub acceptq_full: bool,
+    /// The listener checks an ACK as a SYN cookie (`tcp_syncookies` on, an overflow
+    /// within `TCP_SYNCOOKIE_VALID`), as the stack found it before this segment.
+    pub cookie_check: bool,
     /// No SYN-ACK timeout has struck the request yet: its listener counts it
     /// `young`.
     pub young: bool,

@@ -6,7 +6,7 @@
 
 use crate::common::*;
 use lowtide::{Config, Instant, Mib, SocketError, SocketHandle, TcpState};
-use lowtide_wire::tcp::TcpFlags;
+use lowtide_wire::tcp::{TcpFlags, TcpRepr};
 use std::time::Duration;
 
 /// A connects to B's listener on port 80; B's SYN-ACK arrives, A's final ACK is
@@ -475,4 +475,45 @@ fn a_requests_child_counts_its_synack_timeouts_from_the_first_synack() {
         info.total_rto_time,
     );
     assert_eq!(got, (3, 2, 1, ms));
+}
+
+/// A request's wrong ACK goes to its listener (`tcp_check_req`'s `return sk`),
+/// whose `tcp_v4_cookie_check` runs first once the SYN queue has overflowed into
+/// cookies: the ACK fails as a cookie (TcpExtSyncookiesFailed), then the listener
+/// resets it. A reset or a SYN-ACK skips the check (`cookie_v4_check`'s `th->rst`,
+/// `tcp_v4_cookie_check`'s `!th->syn`); without a recent overflow none is made.
+#[test]
+fn a_wrong_ack_to_a_request_fails_the_listeners_cookie_check_after_an_overflow() {
+    for overflow in [false, true] {
+        let mut p = Pair::new(Config::default());
+        p.record = true;
+        let l = p.b.listen(addr(B, 80), 0).unwrap();
+        let (_c, ack) = held_final_ack(&mut p);
+        let forger = learn(&p, Dir::BtoA);
+        if overflow {
+            // Another SYN finds the SYN queue (1 request, backlog 0) full: a cookie.
+            let syn = TcpRepr {
+                seq: 5000,
+                flags: TcpFlags::SYN,
+                window: 65535,
+                ..Default::default()
+            };
+            p.inject(true, &build(addr(A, 4444), addr(B, 80), &syn, &[], 1));
+            assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesSent), 1);
+        }
+        let from = p.wire.len();
+        let wrong = forger.ack.wrapping_add(5);
+        for flags in [TcpFlags::ACK | TcpFlags::RST, TcpFlags::ACK | TcpFlags::SYN] {
+            p.inject(true, &forger.seg(flags, forger.seq, wrong, &[]));
+        }
+        assert_eq!(p.b.counters().get(Mib::TcpExtSyncookiesFailed), 0);
+        p.inject(true, &forger.seg(TcpFlags::ACK, forger.seq, wrong, &[]));
+        let failed = p.b.counters().get(Mib::TcpExtSyncookiesFailed);
+        assert_eq!(failed, u64::from(overflow), "overflow {overflow}");
+        let resets = p.sent_since(from, Dir::BtoA);
+        assert!(resets.iter().all(|s| s.has(TcpFlags::RST)), "{resets:?}");
+        assert_eq!(resets.len(), 2, "the SYN-ACK's and the ACK's");
+        p.inject(true, &ack);
+        assert!(p.b.accept(l).is_ok(), "the request stays");
+    }
 }

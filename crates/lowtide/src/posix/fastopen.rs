@@ -134,6 +134,19 @@ impl Host {
         Ok(true)
     }
 
+    /// `sk_state == TCP_CLOSE`: no connection yet, or one that ended (a reset, a
+    /// timeout, a refused connect) and is not yet disconnected. `do_tcp_setsockopt`
+    /// takes the Fast Open options then.
+    pub(crate) fn in_tcp_close(&self, fd: Fd) -> Result<bool, Errno> {
+        Ok(match self.sock(fd)?.state {
+            SockState::Unconnected => true,
+            SockState::Listening(_) => false,
+            SockState::Conn { h, .. } => {
+                self.stack.state(h).map_or(true, |s| s == TcpState::Closed)
+            }
+        })
+    }
+
     /// A `connect` with `TCP_FASTOPEN_CONNECT` holds its SYN for the first write.
     pub fn is_fastopen_deferred(&self, fd: Fd) -> bool {
         matches!(self.sock(fd).map(|s| s.state), Ok(SockState::Conn { h, .. }) if self.stack.fastopen_deferred(h))

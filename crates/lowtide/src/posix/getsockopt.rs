@@ -223,20 +223,17 @@ impl Host {
                     SockState::Listening(h) => {
                         self.stack.socket_ref(h).fastopen_max_qlen().unwrap_or(0)
                     }
-                    _ => s.opts.fastopen_qlen.map_or(0, |q| q.min(cfg.somaxconn)),
+                    _ => s.opts.fastopen_qlen.unwrap_or(0),
                 };
                 int(out, q as i32)
             }
             (SOL_TCP, TCP_FASTOPEN_CONNECT) => int(out, s.opts.fastopen_connect as i32),
             (SOL_TCP, TCP_FASTOPEN_NO_COOKIE) => int(out, s.opts.fastopen_no_cookie as i32),
+            // tcp_fastopen_get_cipher(net, icsk): the socket's own keys only (none,
+            // and no bytes, before TCP_FASTOPEN_KEY), not the stack's.
             (SOL_TCP, TCP_FASTOPEN_KEY) => {
-                let keys = s.opts.fastopen_key.clone();
-                put(
-                    out,
-                    &keys
-                        .unwrap_or_else(|| cfg.tcp_fastopen_key.clone())
-                        .to_bytes(),
-                )
+                let keys = s.opts.fastopen_key.as_ref();
+                put(out, &keys.map(|k| k.to_bytes()).unwrap_or_default())
             }
             (SOL_TCP, TCP_NODELAY) => int(out, s.opts.nodelay as i32),
             (SOL_TCP, TCP_CORK) => int(out, s.opts.cork as i32),

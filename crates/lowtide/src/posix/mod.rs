@@ -426,6 +426,9 @@ impl Host {
         let family = s.family;
         let mut child = Socket::new(family, false);
         child.opts = s.opts.clone();
+        // inet_csk_clone_lock zeroes the child's icsk_accept_queue: no Fast Open
+        // queue length nor keys of its own (TCP_FASTOPEN 0, TCP_FASTOPEN_KEY none).
+        (child.opts.fastopen_qlen, child.opts.fastopen_key) = (None, None);
         // sk_clone_lock copies the listener's struct sock.
         child.linger = s.linger;
         (child.rcvtimeo, child.sndtimeo) = (s.rcvtimeo, s.sndtimeo);

@@ -249,14 +249,16 @@ impl Host {
             SockState::Listening(h) => Some(h),
             _ => None,
         };
+        let tcp_close = self.in_tcp_close(fd)?;
         let stack = &mut self.stack;
         let s = match self.files.get_mut(&fd) {
             Some(super::File::Socket(s)) => s,
             _ => return err(errno::ENOTSOCK),
         };
         let e = |r: Result<(), crate::SocketError>| r.map_err(Errno::from);
-        // tcp_sock state: CLOSE (no connection yet) or LISTEN, for the TFO options.
-        let close_or_listen = conn.is_none();
+        // do_tcp_setsockopt: the TFO options want TCP_CLOSE (no connection yet, or
+        // one that ended) or, but TCP_FASTOPEN_CONNECT, TCP_LISTEN.
+        let close_or_listen = tcp_close || listener.is_some();
         match (level, name) {
             (SOL_TCP, TCP_FASTOPEN_KEY) => {
                 // Any state; 16 bytes (a primary key) or 32 (and a backup).
@@ -269,7 +271,8 @@ impl Host {
                     return err(errno::EINVAL);
                 }
                 stack.fastopen_init_key_once();
-                s.opts.fastopen_qlen = Some(v as u32);
+                // fastopen_queue_tune: min(val, somaxconn) now, as max_qlen.
+                s.opts.fastopen_qlen = Some((v as u32).min(stack.config().somaxconn));
                 if let Some(h) = listener {
                     e(stack.socket(h).set_fastopen_qlen(v as u32))?;
                 }
@@ -282,7 +285,7 @@ impl Host {
                 if stack.config().tcp_fastopen & TFO_CLIENT_ENABLE == 0 {
                     return err(errno::EOPNOTSUPP);
                 }
-                if conn.is_some() || listener.is_some() {
+                if !tcp_close {
                     return err(errno::EINVAL);
                 }
                 s.opts.fastopen_connect = v == 1;

@@ -850,3 +850,79 @@ fn listen_and_disconnect_reset_what_linux_resets() {
         assert_eq!(get_int(&mut h, l, level, name), Ok(v), "{name}");
     }
 }
+
+/// do_tcp_setsockopt's Fast Open options by state: TCP_FASTOPEN and
+/// TCP_FASTOPEN_NO_COOKIE in TCP_CLOSE or TCP_LISTEN, TCP_FASTOPEN_CONNECT in
+/// TCP_CLOSE only, a socket whose connection was refused being in TCP_CLOSE;
+/// fastopen_queue_tune clamps to somaxconn when set; a child has
+/// inet_csk_clone_lock's zeroed accept queue (no queue length, no keys of its own)
+/// and the listener's tcp_sock bits; TCP_FASTOPEN_KEY reads the socket's own keys
+/// only (tcp_fastopen_get_cipher with its icsk).
+#[test]
+fn fast_open_options_by_state_and_on_a_child() {
+    let mut n = super::tests::HostPair::new();
+    let c = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    set_int(&mut n.a, c, SOL_TCP, TCP_FASTOPEN_CONNECT, 1).unwrap();
+    let to = SocketAddr::new(B.into(), 9);
+    assert_eq!(n.a.connect(n.now, c, to), Err(Errno(errno::EINPROGRESS)));
+    assert_eq!(n.a.in_tcp_close(c), Ok(false), "SYN-SENT");
+    assert_eq!(
+        set_int(&mut n.a, c, SOL_TCP, TCP_FASTOPEN_NO_COOKIE, 1),
+        Err(Errno(errno::EINVAL))
+    );
+    let d = n.a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(n.a.connect(n.now, d, to), Err(Errno(errno::EINPROGRESS)));
+    n.run();
+    assert_eq!(n.a.in_tcp_close(d), Ok(true), "refused: TCP_CLOSE");
+    for (name, v) in [
+        (TCP_FASTOPEN_NO_COOKIE, 1),
+        (TCP_FASTOPEN_CONNECT, 1),
+        (TCP_FASTOPEN, 5),
+    ] {
+        assert_eq!(set_int(&mut n.a, d, SOL_TCP, name, v), Ok(()));
+        assert_eq!(get_int(&mut n.a, d, SOL_TCP, name), Ok(v));
+    }
+    let key = [7u8; 16];
+    let (mut a, mut b, _c, l, s) = connected(|b, l| {
+        set_int(b, l, SOL_TCP, TCP_FASTOPEN_NO_COOKIE, 1).unwrap();
+        set_int(b, l, SOL_TCP, TCP_FASTOPEN, 100).unwrap();
+        b.setsockopt(Instant::ZERO, l, SOL_TCP, TCP_FASTOPEN_KEY, &key)
+            .unwrap();
+        b.stack_mut()
+            .set_sysctl(Instant::ZERO, "net.core.somaxconn", "10")
+            .unwrap();
+        assert_eq!(
+            get_int(b, l, SOL_TCP, TCP_FASTOPEN),
+            Ok(100),
+            "clamped when set, not when read"
+        );
+        set_int(b, l, SOL_TCP, TCP_FASTOPEN, 100).unwrap();
+    });
+    assert_eq!(get_int(&mut b, l, SOL_TCP, TCP_FASTOPEN), Ok(10));
+    assert_eq!(
+        set_int(&mut b, l, SOL_TCP, TCP_FASTOPEN_CONNECT, 1),
+        Err(Errno(errno::EINVAL)),
+        "TCP_LISTEN"
+    );
+    let mut out = [0u8; 32];
+    assert_eq!(
+        b.getsockopt(Instant::ZERO, l, SOL_TCP, TCP_FASTOPEN_KEY, &mut out),
+        Ok(16)
+    );
+    assert_eq!(out[..16], key);
+    assert_eq!(get_int(&mut b, s, SOL_TCP, TCP_FASTOPEN), Ok(0));
+    assert_eq!(get_int(&mut b, s, SOL_TCP, TCP_FASTOPEN_NO_COOKIE), Ok(1));
+    assert_eq!(
+        b.getsockopt(Instant::ZERO, s, SOL_TCP, TCP_FASTOPEN_KEY, &mut out),
+        Ok(0)
+    );
+    // The stack's key is no socket's own.
+    a.stack_mut()
+        .set_sysctl(Instant::ZERO, "net.ipv4.tcp_fastopen_key", "1-2-3-4")
+        .unwrap();
+    let e = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
+    assert_eq!(
+        a.getsockopt(Instant::ZERO, e, SOL_TCP, TCP_FASTOPEN_KEY, &mut out),
+        Ok(0)
+    );
+}

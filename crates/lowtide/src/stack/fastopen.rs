@@ -49,7 +49,7 @@ impl Stack {
             return;
         };
         if let Some(q) = l.opts.fastopen_qlen {
-            l.fastopen.max_qlen = q.min(somaxconn);
+            l.fastopen.max_qlen = q; // fastopen_queue_tune clamped it at setsockopt
         }
         let wo_sockopt = tfo & TFO_SERVER_WO_SOCKOPT1 != 0 && tfo & TFO_SERVER_ENABLE != 0;
         if wo_sockopt && l.fastopen.max_qlen == 0 {
@@ -58,8 +58,9 @@ impl Stack {
         }
     }
 
-    /// The Fast Open keys a listener (or the stack, `None`) uses
-    /// (`tcp_fastopen_get_ctx`), as `TCP_FASTOPEN_KEY` reads them.
+    /// The Fast Open keys a listener (or the stack, `None`) makes its cookies with
+    /// (`tcp_fastopen_get_ctx`: its own, else the stack's; `TCP_FASTOPEN_KEY` reads
+    /// its own only).
     pub fn fastopen_keys(&self, listener: Option<SocketHandle>) -> FastOpenKeys {
         let own = listener
             .and_then(|h| self.slot_sock(h).ok())
@@ -337,7 +338,8 @@ impl SocketMut<'_> {
         self.stack.fastopen_init_key_once();
         let somaxconn = self.stack.cfg.somaxconn;
         let l = self.stack.listener_mut(self.h)?;
-        l.opts.fastopen_qlen = Some(qlen);
+        // fastopen_queue_tune: min(qlen, somaxconn), now.
+        l.opts.fastopen_qlen = Some(qlen.min(somaxconn));
         l.fastopen.max_qlen = qlen.min(somaxconn);
         Ok(())
     }

@@ -58,14 +58,16 @@ impl FastOpenKeys {
         self.keys.iter().flatten().copied().collect()
     }
 
-    /// `proc_tcp_fastopen_key` (write): `"%x-%x-%x-%x"`, optionally `,` and a backup
-    /// key; each 32-bit word is stored little-endian.
+    /// `proc_tcp_fastopen_key` (write): `proc_dostring` keeps the text up to its
+    /// first newline and at most 73 bytes (the table's `maxlen` less one); a `,`
+    /// splits off a backup key; each key is `sscanf_key`'s.
     pub fn parse(text: &str) -> Option<FastOpenKeys> {
-        let text = text.trim();
-        let mut parts = text.splitn(2, ',');
-        let mut keys = Vec::new();
-        for part in parts.by_ref() {
-            keys.push(parse_key(part)?);
+        let text = text.split(['\n', '\0']).next().unwrap_or("").as_bytes();
+        let text = &text[..text.len().min(PROC_KEY_MAXLEN - 1)];
+        let mut parts = text.splitn(2, |&b| b == b',');
+        let mut keys = vec![sscanf_key(parts.next()?)?];
+        if let Some(backup) = parts.next() {
+            keys.push(sscanf_key(backup)?);
         }
         Some(FastOpenKeys { keys })
     }
@@ -112,21 +114,37 @@ impl FastOpenKeys {
     }
 }
 
-/// `sscanf_key`: four hexadecimal words separated by dashes.
-fn parse_key(text: &str) -> Option<[u8; TCP_FASTOPEN_KEY_LENGTH]> {
-    let words: Vec<&str> = text.trim().split('-').collect();
-    if words.len() != 4 {
-        return None;
-    }
+/// `proc_tcp_fastopen_key`'s table `maxlen`: two keys of 32 hex digits, with room
+/// for their dashes and the comma.
+const PROC_KEY_MAXLEN: usize =
+    TCP_FASTOPEN_KEY_LENGTH * 2 * TCP_FASTOPEN_KEY_MAX + TCP_FASTOPEN_KEY_MAX * 5;
+
+/// `sscanf_key`: `sscanf(buf, "%x-%x-%x-%x")` must convert four words, as the
+/// kernel's `vsscanf` reads them: spaces skipped before each, a `0x` prefix taken, a
+/// first hex digit required, the digits read modulo 2^64 and stored as the low 32
+/// bits; each `-` matched exactly; what follows the fourth word is not read.
+fn sscanf_key(buf: &[u8]) -> Option<[u8; TCP_FASTOPEN_KEY_LENGTH]> {
     let mut key = [0u8; TCP_FASTOPEN_KEY_LENGTH];
-    for (i, w) in words.iter().enumerate() {
-        let w = w.trim();
-        let w = w
-            .strip_prefix("0x")
-            .or_else(|| w.strip_prefix("0X"))
-            .unwrap_or(w);
-        let v = u32::from_str_radix(w, 16).ok()?;
-        key[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+    let mut i = 0;
+    for w in 0..4 {
+        if w > 0 {
+            (buf.get(i) == Some(&b'-')).then_some(())?;
+            i += 1;
+        }
+        while buf.get(i).is_some_and(|b| b" \t\n\x0b\x0c\r".contains(b)) {
+            i += 1;
+        }
+        buf.get(i).filter(|b| b.is_ascii_hexdigit())?;
+        // _parse_integer_fixup_radix: "0x" goes for base 16.
+        if buf[i] == b'0' && buf.get(i + 1).is_some_and(|b| b | 0x20 == b'x') {
+            i += 2;
+        }
+        let mut v = 0u64;
+        while let Some(d) = buf.get(i).and_then(|b| (*b as char).to_digit(16)) {
+            v = v.wrapping_mul(16).wrapping_add(d as u64);
+            i += 1;
+        }
+        key[w * 4..w * 4 + 4].copy_from_slice(&(v as u32).to_le_bytes());
     }
     Some(key)
 }
@@ -322,6 +340,44 @@ mod tests {
         );
         assert_eq!(FastOpenKeys::parse("1-2-3"), None);
         assert_eq!(FastOpenKeys::parse("1-2-3-zz"), None);
+    }
+
+    /// sscanf_key's "%x-%x-%x-%x" as the kernel's vsscanf reads it, and
+    /// proc_dostring's first line of at most 73 bytes.
+    #[test]
+    fn key_text_is_read_as_sscanf() {
+        let k = |t: &str| FastOpenKeys::parse(t).map(|k| k.format());
+        let one = Some("00000001-00000002-00000003-00000004".to_string());
+        assert_eq!(k("1-2-3-4"), one);
+        assert_eq!(
+            k("1-2-3-4-5"),
+            one,
+            "what follows the fourth word is not read"
+        );
+        assert_eq!(k("1-2-3-4xyz"), one);
+        assert_eq!(
+            k(" 1- 2-\t3-0x4\n5-6-7-8"),
+            one,
+            "spaces before a word, 0x, one line"
+        );
+        assert_eq!(k("1 -2-3-4"), None, "a dash matched exactly");
+        assert_eq!(k("1-2-3-x4"), None, "a hex digit first");
+        assert_eq!(k("1-2-3-"), None);
+        assert_eq!(
+            k("1-2-3-0x"),
+            one.as_ref()
+                .map(|_| "00000001-00000002-00000003-00000000".to_string())
+        );
+        assert_eq!(k("1-2-3-100000004"), one, "the low 32 bits");
+        assert_eq!(
+            k("1-2-3-4,5-6-7-8,9"),
+            Some("00000001-00000002-00000003-00000004,00000005-00000006-00000007-00000008".into())
+        );
+        assert_eq!(k("1-2-3-4,zz"), None);
+        assert_eq!(k("1-2-3-4,"), None, "an empty backup key");
+        // Past 73 bytes the rest is cut: the backup key loses its last word.
+        let long = format!("{},1-2-3-4", "0000000000000001-2-3-4".repeat(3));
+        assert_eq!(k(&long[..]), None);
         assert_eq!(FastOpenKeys::from_bytes(&[0; 3]), None);
     }
 

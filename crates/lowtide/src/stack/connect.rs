@@ -83,6 +83,7 @@ impl Stack {
             tcb.timeout_rehash = o.disconnected.as_ref().map_or(0, |d| d.timeout_rehash());
             if let Some(d) = &o.disconnected {
                 tcb.reordering = d.reordering();
+                d.keep_fastopen_syn_bits(&mut tcb.tfo);
             }
             // ... and app_limited: 1 from a send on the unconnected socket.
             if o.app_limited {

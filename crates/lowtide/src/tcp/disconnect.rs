@@ -33,6 +33,8 @@ pub struct Disconnected {
     total_rto_time_ms: u64,
     rto_stamp: Option<Instant>,
     snd_nxt: u32,
+    /// `syn_fastopen`, `syn_fastopen_exp`, `syn_fastopen_ch`, `syn_data`.
+    tfo_syn: [bool; 4],
 }
 
 impl Disconnected {
@@ -59,6 +61,21 @@ impl Disconnected {
     /// (`tcp_connect_init`) resets: that connection starts from it.
     pub fn reordering(&self) -> u32 {
         self.info.reordering
+    }
+
+    /// The Fast Open bits of our last SYN, which `tcp_disconnect` leaves (it clears
+    /// `syn_data_acked` and `syn_fastopen_child` only) and `tcp_syn_options` /
+    /// `tcp_send_syn_data` only set: the next connection starts with them, so its
+    /// SYN-ACK goes through `tcp_rcv_fastopen_synack` again (`TCPFastOpenActive`
+    /// and `TCPI_OPT_SYN_DATA` for a plain connect after one with SYN data) and the
+    /// blackhole checks read `syn_fastopen`.
+    pub(crate) fn keep_fastopen_syn_bits(&self, tfo: &mut super::sock::TfoSock) {
+        [
+            tfo.syn_fastopen,
+            tfo.syn_fastopen_exp,
+            tfo.syn_fastopen_ch,
+            tfo.syn_data,
+        ] = self.tfo_syn;
     }
 
     /// `tp->snd_nxt`, which `tcp_disconnect` does not reset (`tcp_stream_memory_free`
@@ -192,6 +209,12 @@ impl Tcb {
             total_rto_time_ms: self.total_rto_time_ms,
             rto_stamp: self.rto_stamp,
             snd_nxt: self.snd_seq(self.snd_nxt).0,
+            tfo_syn: [
+                self.tfo.syn_fastopen,
+                self.tfo.syn_fastopen_exp,
+                self.tfo.syn_fastopen_ch,
+                self.tfo.syn_data,
+            ],
         }
     }
 }
@@ -283,6 +306,47 @@ mod tests {
         let mut t = scoreboard(&cfg, TcpState::Established);
         t.write_err(&mut ts.ctx(&cfg, Instant::ZERO, false));
         assert_eq!(counts(&t).0, 0, "tcp_write_err");
+    }
+
+    /// tcp_disconnect clears syn_data_acked and syn_fastopen_child only: the other
+    /// syn_* bits reach the next connection on the socket.
+    #[test]
+    fn disconnect_leaves_the_fast_open_syn_bits() {
+        let cfg = Config::default();
+        for bits in [
+            [true, true, true, true],
+            [true, false, false, true],
+            [false; 4],
+        ] {
+            let mut t = Tcb::for_test(&cfg);
+            let f = &mut t.tfo;
+            [
+                f.syn_fastopen,
+                f.syn_fastopen_exp,
+                f.syn_fastopen_ch,
+                f.syn_data,
+            ] = bits;
+            (f.syn_data_acked, f.syn_fastopen_child) = (true, true);
+            let d = t.disconnected(Instant::ZERO);
+            let mut next = Tcb::for_test(&cfg);
+            d.keep_fastopen_syn_bits(&mut next.tfo);
+            let f = &next.tfo;
+            assert_eq!(
+                [
+                    f.syn_fastopen,
+                    f.syn_fastopen_exp,
+                    f.syn_fastopen_ch,
+                    f.syn_data
+                ],
+                bits
+            );
+            assert!(!f.syn_data_acked && !f.syn_fastopen_child);
+            assert_eq!(
+                d.info(Instant::ZERO, 0, 0).options & 32,
+                0,
+                "TCPI_OPT_SYN_DATA"
+            );
+        }
     }
 
     #[test]

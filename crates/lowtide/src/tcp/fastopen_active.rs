@@ -84,7 +84,8 @@ impl Tcb {
         // tcp_connect: tcp_ecn_send_syn on every SYN, then tcp_send_syn_data
         // copies the SYN's control block (its ECE|CWR) to the SYN with data.
         self.ecn_send_syn(ctx.cfg);
-        self.tfo.syn_fastopen_ch = fo.ch;
+        // tcp_fastopen_active_should_disable only ever sets it.
+        self.tfo.syn_fastopen_ch |= fo.ch;
         // tcp_send_syn_data: "if MSS is not cached", the MSS we advertise; the
         // cache's MSS otherwise (tcp_fastopen_cookie_check reads the cache before it
         // decides), even when the SYN falls back to a cookie request.
@@ -131,12 +132,10 @@ impl Tcb {
 
     /// `tcp_send_syn_data`'s fallback: a regular SYN with a cookie request in place
     /// of a cached cookie ("if (fo->cookie.len > 0) fo->cookie.len = 0"), or no
-    /// option at all without cookies.
+    /// option at all without cookies (`syn_fastopen` then as it was:
+    /// `tcp_syn_options` only ever sets it).
     fn syn_data_fallback(&mut self, ctx: &mut Ctx, fo: CookieCheck) {
-        let request = fo.cookie.map(|c| FastOpenOption::request(c.exp));
-        self.tfo.syn_cookie = request;
-        self.tfo.syn_fastopen = request.is_some();
-        self.tfo.syn_fastopen_exp = request.is_some_and(|c| c.exp);
+        self.tfo.syn_cookie = fo.cookie.map(|c| FastOpenOption::request(c.exp));
         self.send_syn(ctx);
     }
 
@@ -157,11 +156,9 @@ impl Tcb {
         self.undo.retrans_stamp = Some(ctx.now); // tcp_connect
         self.connect_queue_skb(ctx.now, 0, skb::SkbData::EMPTY, skb::FLAG_SYN, SKB_OVERHEAD);
         self.transmit(ctx, 0, skb::FLAG_SYN, &payload, truesize);
-        self.tfo.syn_fastopen = self.tfo.syn_cookie.is_some();
-        self.tfo.syn_fastopen_exp = self.tfo.syn_cookie.is_some_and(|c| c.exp);
         self.tfo.syn_cookie = None;
-        if !data.is_empty() {
-            self.tfo.syn_data = true;
+        self.tfo.syn_data = !data.is_empty(); // "tp->syn_data = (fo->copied > 0)"
+        if self.tfo.syn_data {
             self.chrono_start(ctx.now, super::chrono::Chrono::Busy);
         }
         self.connect_queue_skb(ctx.now, 1, payload, skb::FLAG_PSH, truesize);
@@ -375,6 +372,45 @@ mod tests {
         t.tfo.blackhole = false;
         t.fastopen_active_disable_ofo_check();
         assert!(!t.tfo.blackhole);
+    }
+
+    /// tcp_syn_options: a SYN's Fast Open option goes only where it fits, and only
+    /// then marks the socket syn_fastopen (and syn_fastopen_exp as its format);
+    /// nothing clears them. A TCP-MD5 SYN (20 bytes of option, no timestamps) has
+    /// room for a cookie request but not for an 8-byte cookie.
+    #[test]
+    fn syn_fastopen_only_when_the_option_fits() {
+        let cfg = Config::default();
+        let cookie = FastOpenOption::cookie(false, &[1; 8]);
+        let exp_request = FastOpenOption::request(true);
+        for (c, md5, sent) in [
+            (cookie, false, true),
+            (cookie, true, false),
+            (exp_request, true, true),
+            (exp_request, false, true),
+        ] {
+            let mut t = Tcb::for_test(&cfg);
+            t.state = TcpState::SynSent;
+            t.tfo.syn_cookie = Some(c);
+            let mut st = TestStack::default();
+            let ctx = st.ctx(&cfg, Instant::ZERO, false);
+            let o = t.syn_options(&ctx, Instant::ZERO, md5);
+            assert_eq!(o.fastopen.is_some(), sent, "{c:?} md5 {md5}");
+            assert_eq!(t.tfo.syn_fastopen, sent, "{c:?} md5 {md5}");
+            assert_eq!(t.tfo.syn_fastopen_exp, sent && c.exp);
+            // A later SYN without the option leaves the bits.
+            t.tfo.syn_cookie = None;
+            t.syn_options(&ctx, Instant::ZERO, md5);
+            assert_eq!(t.tfo.syn_fastopen, sent);
+        }
+        // A SYN-ACK's cookie (a passive child's) marks nothing.
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::SynRecv;
+        t.tfo.syn_cookie = Some(cookie);
+        let mut st = TestStack::default();
+        let ctx = st.ctx(&cfg, Instant::ZERO, false);
+        assert!(t.syn_options(&ctx, Instant::ZERO, false).fastopen.is_some());
+        assert!(!t.tfo.syn_fastopen);
     }
 
     /// The second branch: data received on a socket marked `syn_fastopen_ch`, over

@@ -352,7 +352,7 @@ impl Tcb {
     /// `__tcp_transmit_skb` gives it `tcp_syn_options` too: the options the sysctls
     /// allow, whatever the peer's SYN offered, TSecr `ts_recent` (as a SYN's, which
     /// is 0 unless `connect` took over a TIME-WAIT socket's, `tcp_twsk_unique`).
-    fn syn_options(&mut self, ctx: &Ctx, tstamp: Instant, md5: bool) -> TcpOptions {
+    pub(super) fn syn_options(&mut self, ctx: &Ctx, tstamp: Instant, md5: bool) -> TcpOptions {
         let active = self.state == TcpState::SynSent;
         // tcp_syn_options, not tcp_synack_options: no request sock (a listener's
         // child, a Fast Open child, a SYN cookie's SYN-ACK) made this one.
@@ -390,7 +390,8 @@ impl Tcb {
             }
             o.timestamp = Some((tsval, self.rx_opt.ts_recent));
         }
-        // tcp_syn_options / tcp_synack_options: a Fast Open cookie if it still fits.
+        // tcp_syn_options / tcp_synack_options: a Fast Open cookie if it still fits;
+        // a SYN that carries one marks the socket syn_fastopen (never cleared).
         if let Some(c) = self.tfo.syn_cookie {
             let used = TcpRepr {
                 options: o,
@@ -400,6 +401,9 @@ impl Tcb {
                 - lowtide_wire::tcp::TCP_HEADER_LEN;
             if lowtide_wire::tcp::MAX_OPTIONS_LEN - used >= c.wire_len() {
                 o.fastopen = Some(c);
+                if active {
+                    (self.tfo.syn_fastopen, self.tfo.syn_fastopen_exp) = (true, c.exp);
+                }
             }
         }
         // The AccECN option last, in what the others leave (a SYN-ACK's only).

@@ -427,8 +427,10 @@ impl Host {
         let mut child = Socket::new(family, false);
         child.opts = s.opts.clone();
         // inet_csk_clone_lock zeroes the child's icsk_accept_queue: no Fast Open
-        // queue length nor keys of its own (TCP_FASTOPEN 0, TCP_FASTOPEN_KEY none).
+        // queue length nor keys of its own (TCP_FASTOPEN 0, TCP_FASTOPEN_KEY none),
+        // no rskq_defer_accept (TCP_DEFER_ACCEPT 0).
         (child.opts.fastopen_qlen, child.opts.fastopen_key) = (None, None);
+        child.opts.defer_accept = 0;
         // sk_clone_lock copies the listener's struct sock.
         child.linger = s.linger;
         (child.rcvtimeo, child.sndtimeo) = (s.rcvtimeo, s.sndtimeo);

@@ -33,16 +33,22 @@ pub(super) fn connected_with(
     listener_opts(&mut b, l);
     b.bind(l, SocketAddr::new(B.into(), 80)).unwrap();
     b.listen(l, 8).unwrap();
+    let c = connect_b80(&mut a, &mut b);
+    let s = b.accept(l).unwrap().0;
+    (a, b, c, l, s)
+}
+
+/// A client on `a` connected to B:80 (the handshake run to its end).
+fn connect_b80(a: &mut Host, b: &mut Host) -> Fd {
     let c = a.socket(AF_INET, SOCK_STREAM, 0).unwrap();
     let to = SocketAddr::new(B.into(), 80);
     assert_eq!(
         a.connect(Instant::ZERO, c, to),
         Err(Errno(errno::EINPROGRESS))
     );
-    run(&mut a, &mut b, Instant::ZERO);
+    run(a, b, Instant::ZERO);
     assert_eq!(a.connect(Instant::ZERO, c, to), Ok(()));
-    let s = b.accept(l).unwrap().0;
-    (a, b, c, l, s)
+    c
 }
 
 /// tcp_set_window_clamp (Linux 6.18): 0 only in CLOSE, any other value at least
@@ -855,7 +861,8 @@ fn listen_and_disconnect_reset_what_linux_resets() {
 /// TCP_FASTOPEN_NO_COOKIE in TCP_CLOSE or TCP_LISTEN, TCP_FASTOPEN_CONNECT in
 /// TCP_CLOSE only, a socket whose connection was refused being in TCP_CLOSE;
 /// fastopen_queue_tune clamps to somaxconn when set; a child has
-/// inet_csk_clone_lock's zeroed accept queue (no queue length, no keys of its own)
+/// inet_csk_clone_lock's zeroed accept queue (no queue length, no keys of its own,
+/// no TCP_DEFER_ACCEPT)
 /// and the listener's tcp_sock bits; TCP_FASTOPEN_KEY reads the socket's own keys
 /// only (tcp_fastopen_get_cipher with its icsk).
 #[test]
@@ -911,6 +918,14 @@ fn fast_open_options_by_state_and_on_a_child() {
     );
     assert_eq!(out[..16], key);
     assert_eq!(get_int(&mut b, s, SOL_TCP, TCP_FASTOPEN), Ok(0));
+    // TCP_DEFER_ACCEPT on the listener: a child made by data reads 0.
+    set_int(&mut b, l, SOL_TCP, TCP_DEFER_ACCEPT, 1).unwrap();
+    let c2 = connect_b80(&mut a, &mut b);
+    assert_eq!(a.send(Instant::ZERO, c2, b"x", 0), Ok(1));
+    run(&mut a, &mut b, Instant::ZERO);
+    let s2 = b.accept(l).unwrap().0;
+    assert_eq!(get_int(&mut b, l, SOL_TCP, TCP_DEFER_ACCEPT), Ok(1));
+    assert_eq!(get_int(&mut b, s2, SOL_TCP, TCP_DEFER_ACCEPT), Ok(0));
     assert_eq!(get_int(&mut b, s, SOL_TCP, TCP_FASTOPEN_NO_COOKIE), Ok(1));
     assert_eq!(
         b.getsockopt(Instant::ZERO, s, SOL_TCP, TCP_FASTOPEN_KEY, &mut out),

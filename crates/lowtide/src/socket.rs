@@ -159,37 +159,51 @@ impl core::fmt::Display for SocketError {
 
 impl std::error::Error for SocketError {}
 
+/// Each error and the errno Linux returns for it.
+const ERRNOS: [(SocketError, i32); 24] = {
+    use crate::posix::consts::errno::*;
+    [
+        (SocketError::WouldBlock, EAGAIN),
+        (SocketError::BadHandle, EBADF),
+        (SocketError::NotConnected, ENOTCONN),
+        (SocketError::InvalidInput, EINVAL),
+        (SocketError::BrokenPipe, EPIPE),
+        (SocketError::ConnectionRefused, ECONNREFUSED),
+        (SocketError::ConnectionReset, ECONNRESET),
+        (SocketError::TimedOut, ETIMEDOUT),
+        (SocketError::AddrInUse, EADDRINUSE),
+        (SocketError::AddrNotAvailable, EADDRNOTAVAIL),
+        (SocketError::HostUnreachable, EHOSTUNREACH),
+        (SocketError::NetworkUnreachable, ENETUNREACH),
+        (SocketError::NoBufferSpace, ENOBUFS),
+        (SocketError::PermissionDenied, EPERM),
+        (SocketError::MessageTooLong, EMSGSIZE),
+        (SocketError::ProtocolError, EPROTO),
+        (SocketError::AccessDenied, EACCES),
+        (SocketError::ProtocolUnavailable, ENOPROTOOPT),
+        (SocketError::NotSupported, EOPNOTSUPP),
+        (SocketError::HostDown, EHOSTDOWN),
+        (SocketError::NoNetwork, ENONET),
+        (SocketError::NotFound, ENOENT),
+        (SocketError::NoDevice, ENODEV),
+        (SocketError::NoMemory, ENOMEM),
+    ]
+};
+
 impl SocketError {
     /// The errno Linux returns for it (`ee_errno` of an error-queue entry, the
     /// socket layer's [`Errno`](crate::posix::Errno)).
     pub fn errno(self) -> i32 {
-        use crate::posix::consts::errno;
-        match self {
-            SocketError::WouldBlock => errno::EAGAIN,
-            SocketError::BadHandle => errno::EBADF,
-            SocketError::NotConnected => errno::ENOTCONN,
-            SocketError::InvalidInput => errno::EINVAL,
-            SocketError::BrokenPipe => errno::EPIPE,
-            SocketError::ConnectionRefused => errno::ECONNREFUSED,
-            SocketError::ConnectionReset => errno::ECONNRESET,
-            SocketError::TimedOut => errno::ETIMEDOUT,
-            SocketError::AddrInUse => errno::EADDRINUSE,
-            SocketError::AddrNotAvailable => errno::EADDRNOTAVAIL,
-            SocketError::HostUnreachable => errno::EHOSTUNREACH,
-            SocketError::NetworkUnreachable => errno::ENETUNREACH,
-            SocketError::NoBufferSpace => errno::ENOBUFS,
-            SocketError::PermissionDenied => errno::EPERM,
-            SocketError::MessageTooLong => errno::EMSGSIZE,
-            SocketError::ProtocolError => errno::EPROTO,
-            SocketError::AccessDenied => errno::EACCES,
-            SocketError::ProtocolUnavailable => errno::ENOPROTOOPT,
-            SocketError::NotSupported => errno::EOPNOTSUPP,
-            SocketError::HostDown => errno::EHOSTDOWN,
-            SocketError::NoNetwork => errno::ENONET,
-            SocketError::NotFound => errno::ENOENT,
-            SocketError::NoDevice => errno::ENODEV,
-            SocketError::NoMemory => errno::ENOMEM,
-        }
+        ERRNOS
+            .iter()
+            .find(|(e, _)| *e == self)
+            .map_or(0, |&(_, n)| n)
+    }
+
+    /// The error whose errno is `errno` (an ICMP error's `ee_errno` becoming
+    /// `sk_err` again, `sock_dequeue_err_skb`), if lowtide has one.
+    pub fn from_errno(errno: i32) -> Option<Self> {
+        ERRNOS.iter().find(|&&(_, n)| n == errno).map(|&(e, _)| e)
     }
 }
 

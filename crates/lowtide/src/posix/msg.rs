@@ -215,8 +215,10 @@ impl Host {
     /// with `SOF_TIMESTAMPING_SOFTWARE`), then an `IP_RECVERR`
     /// (`IPV6_RECVERR` on an IPv6 socket) cmsg: the `sock_extended_err` and the
     /// offender address (an ICMP error's sender, else zeroes), with `MSG_ERRQUEUE`
-    /// in the flags, and `MSG_TRUNC` when the entry's bytes exceed `buf` (lowtide
-    /// keeps only the count of a packet copy; the statistics of
+    /// in the flags, and `MSG_TRUNC` when the entry's bytes exceed `buf`; returns
+    /// how many of them fit in `buf` (lowtide keeps only the count of a packet
+    /// copy, an ICMP error's quoted bytes or a report's packet: it writes zeroes
+    /// in their place; the statistics of
     /// `SOF_TIMESTAMPING_OPT_STATS` are copied, and between the two cmsgs comes
     /// `SCM_TIMESTAMPING_OPT_STATS` with them: `__sock_recv_timestamp`).
     fn recv_error(&mut self, now: Instant, fd: Fd, buf: &mut [u8]) -> Result<RecvMsg, Errno> {
@@ -229,6 +231,7 @@ impl Host {
             }
             _ => None,
         };
+        self.sync_events(); // sock_dequeue_err_skb's sk_error_report
         let Some(ee) = ee else {
             return err(errno::EAGAIN);
         };
@@ -237,10 +240,11 @@ impl Host {
             true => (SOL_IPV6, IPV6_RECVERR, 28), // sizeof(struct sockaddr_in6)
         };
         let (mut cmsgs, stamped) = self.errqueue_timestamp_cmsgs(fd, ee.tstamp, now);
-        let mut copied = 0;
+        // ip_recv_error: "copied = skb->len", cut to the caller's buffer.
+        let copied = (ee.len as usize).min(buf.len());
+        buf[..copied].fill(0);
         if let Some(stats) = ee.opt_stats {
             let data = stats.to_nla();
-            copied = data.len().min(buf.len());
             buf[..copied].copy_from_slice(&data[..copied]);
             // __sock_recv_timestamp puts the statistics only after an
             // SCM_TIMESTAMPING ("if (!empty)"): none without SOF_TIMESTAMPING_SOFTWARE.

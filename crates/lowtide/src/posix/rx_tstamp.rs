@@ -11,7 +11,7 @@ use super::sockopt::int_arg;
 use super::{err, Errno, Fd, Host, SockState};
 use crate::tcp::rx_tstamp::RcvTstamp;
 use crate::tcp::tstamp::{
-    check_flags, realtime, SOF_TIMESTAMPING_OPT_ID, SOF_TIMESTAMPING_OPT_ID_TCP,
+    check_flags, check_late_flags, realtime, SOF_TIMESTAMPING_OPT_ID, SOF_TIMESTAMPING_OPT_ID_TCP,
     SOF_TIMESTAMPING_OPT_RX_FILTER, SOF_TIMESTAMPING_RX_SOFTWARE, SOF_TIMESTAMPING_SOFTWARE,
 };
 use crate::time::Instant;
@@ -128,7 +128,11 @@ impl Host {
                 r.map_err(Errno::from)?
             }
             None if flags & SOF_TIMESTAMPING_OPT_ID != 0 => return err(errno::EINVAL),
-            None => check_flags(flags).map_err(Errno::from)?,
+            None => {
+                check_flags(flags).map_err(Errno::from)?;
+                let bound = self.sock(fd)?.opts.bound_dev_if != 0;
+                check_late_flags(flags, bound).map_err(Errno::from)?
+            }
         }
         let s = self.sock_mut(fd)?;
         s.opts.tsflags = flags & !(SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_ID_TCP);

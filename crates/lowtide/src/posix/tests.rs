@@ -1087,7 +1087,8 @@ fn so_timestamping_marks_the_skb_once_and_tsonly_has_no_bytes() {
 /// report's payload is the connection's statistics as netlink attributes, copied
 /// into the buffer and, as SCM_TIMESTAMPING_OPT_STATS, between SCM_TIMESTAMPING and
 /// IP_RECVERR (__sock_recv_timestamp); an ACK's report adds TCP_NLA_TTL. Without
-/// OPT_TSONLY there are none.
+/// OPT_TSONLY sock_set_timestamping refuses OPT_STATS (EINVAL), and the reports
+/// of the flags without it carry none.
 #[test]
 fn so_timestamping_opt_stats_carry_the_connection_stats() {
     use crate::tcp::opt_stats::nla;
@@ -1106,8 +1107,15 @@ fn so_timestamping_opt_stats_carry_the_connection_stats() {
                 0
             };
         let f = flags.to_ne_bytes();
-        n.a.setsockopt(n.now, c, SOL_SOCKET, SO_TIMESTAMPING, &f)
-            .unwrap();
+        let r = n.a.setsockopt(n.now, c, SOL_SOCKET, SO_TIMESTAMPING, &f);
+        if !tsonly {
+            assert_eq!(r, Err(Errno(errno::EINVAL)));
+            let f = (flags & !SOF_TIMESTAMPING_OPT_STATS).to_ne_bytes();
+            n.a.setsockopt(n.now, c, SOL_SOCKET, SO_TIMESTAMPING, &f)
+                .unwrap();
+        } else {
+            r.unwrap();
+        }
         assert_eq!(n.a.send(n.now, c, &[1; 1000], 0), Ok(1000));
         n.run();
         n.wait(core::time::Duration::from_millis(300)); // the delayed ACK

@@ -4,7 +4,7 @@
 //! with socket options, routes, the device's transmit model, addresses.
 
 use super::{Sock, Stack};
-use crate::socket::{SocketError, SocketHandle};
+use crate::socket::{EventKind, SocketError, SocketEvent, SocketHandle};
 use crate::tcp::keepalive::{Keepalive, MAX_TCP_KEEPCNT, MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL};
 use crate::tcp::sockopt::{rto_max_valid, rto_min_valid, SockOptions, SockStatus, MAX_TCP_SYNCNT};
 use crate::time::Instant;
@@ -501,8 +501,17 @@ impl SocketMut<'_> {
     /// `recvmsg(MSG_ERRQUEUE)` (`sock_dequeue_err_skb`): the oldest error-queue entry
     /// (a `MSG_ZEROCOPY` completion: `origin` `SO_EE_ORIGIN_ZEROCOPY`, the ids
     /// `info..=data`; or an `SO_TIMESTAMPING` report), or `None` when it is empty.
+    /// Reading an ICMP error clears `SO_ERROR`'s pending error unless another
+    /// follows it, and an entry left behind raises [`EventKind::ErrQueue`] again.
     pub fn recv_errqueue(&mut self) -> Result<Option<crate::tcp::errqueue::ErrEntry>, SocketError> {
-        Ok(self.stack.tcb_mut(self.h)?.errq.dequeue())
+        let t = self.stack.tcb_mut(self.h)?;
+        let socket = t.handle;
+        let (e, report) = t.dequeue_err_skb();
+        if report {
+            let kind = EventKind::ErrQueue; // sk_error_report
+            self.stack.events.push_back(SocketEvent { socket, kind });
+        }
+        Ok(e)
     }
 
     /// `SO_TIMESTAMPING` (`new`: `SO_TIMESTAMPING_NEW`) on a connection

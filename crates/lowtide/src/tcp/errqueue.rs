@@ -298,6 +298,11 @@ impl ErrQueue {
     }
 }
 
+/// `is_icmp_err_skb`: an ICMP or ICMPv6 error (`ip_icmp_error`, `ipv6_icmp_error`).
+fn is_icmp_err_skb(e: &ErrEntry) -> bool {
+    e.ee.origin == SO_EE_ORIGIN_ICMP || e.ee.origin == SO_EE_ORIGIN_ICMP6
+}
+
 /// `skb_zerocopy_notify_extend`: a range starting right after `tail`'s grows it,
 /// as long as the whole stays below 2^32 ids.
 fn notify_extend(tail: &mut SockExtendedErr, lo: u32, len: u32) -> bool {
@@ -326,6 +331,27 @@ impl Tcb {
             Some(id) => Ok(Some(id)),
             None => Err(SocketError::NoBufferSpace),
         }
+    }
+
+    /// `sock_dequeue_err_skb`: the oldest entry. `sk_err` follows the ICMP errors
+    /// queued: the next entry's errno when it is one, cleared when the entry read
+    /// was one and the next is not; and an entry left behind is reported again
+    /// (`sk_error_report`, returned as `true`: an edge-triggered epoll item sees
+    /// `EPOLLERR` once more).
+    pub(crate) fn dequeue_err_skb(&mut self) -> (Option<ErrEntry>, bool) {
+        let Some(e) = self.errq.dequeue() else {
+            return (None, false);
+        };
+        let next = self.errq.queue.front();
+        let icmp_next = next.is_some_and(is_icmp_err_skb);
+        if let Some(n) = next.filter(|n| is_icmp_err_skb(n)) {
+            self.sk_err = SocketError::from_errno(n.ee.errno as i32);
+        }
+        if is_icmp_err_skb(&e) && !icmp_next {
+            self.sk_err = None;
+        }
+        let report = next.is_some();
+        (Some(e), report)
     }
 
     /// `sk_omem_alloc`: the `MSG_ZEROCOPY` notification skbs not yet read and the
@@ -525,6 +551,58 @@ mod tests {
         let mut q = ErrQueue::default();
         send(&mut q, BYTE_LIMIT, None, 1);
         assert_eq!(q.realloc(1, Some(0), (0, 131_072)), Some(1), "a new range");
+    }
+
+    fn entry(origin: u8, errno: u32) -> ErrEntry {
+        ErrEntry {
+            ee: SockExtendedErr {
+                errno,
+                origin,
+                ..SockExtendedErr::default()
+            },
+            tstamp: None,
+            len: 0,
+            offender: None,
+            opt_stats: None,
+        }
+    }
+
+    /// sock_dequeue_err_skb: sk_err follows the ICMP errors left queued, and an
+    /// entry left behind is reported again (sk_error_report).
+    #[test]
+    fn dequeue_err_skb_sets_sk_err_from_the_next_icmp_error() {
+        use crate::posix::consts::errno::{ECONNREFUSED, EHOSTUNREACH};
+        let ts = super::super::tstamp::SO_EE_ORIGIN_TIMESTAMPING;
+        let mut t = Tcb::for_test(&crate::config::Config::default());
+        assert_eq!(t.dequeue_err_skb(), (None, false), "empty");
+        t.sk_err = Some(SocketError::HostUnreachable);
+        let icmp = |e: i32| entry(SO_EE_ORIGIN_ICMP, e as u32);
+        t.errq
+            .queue
+            .extend([icmp(EHOSTUNREACH), icmp(ECONNREFUSED)]);
+        t.errq.queue.push_back(entry(ts, 42));
+        t.errq
+            .queue
+            .push_back(entry(SO_EE_ORIGIN_ICMP6, EHOSTUNREACH as u32));
+        // An ICMP error followed by another: sk_err is the next one's.
+        assert!(t.dequeue_err_skb().1);
+        assert_eq!(t.sk_err, Some(SocketError::ConnectionRefused));
+        // An ICMP error followed by a report: cleared.
+        assert!(t.dequeue_err_skb().1);
+        assert_eq!(t.sk_err, None);
+        // A report followed by an ICMPv6 error: that one's errno.
+        t.sk_err = Some(SocketError::TimedOut);
+        let (e, report) = t.dequeue_err_skb();
+        assert_eq!((e.map(|e| e.ee.origin), report), (Some(ts), true));
+        assert_eq!(t.sk_err, Some(SocketError::HostUnreachable));
+        // The last one: cleared, nobody woken.
+        assert!(!t.dequeue_err_skb().1);
+        assert_eq!(t.sk_err, None);
+        // A report alone leaves sk_err as it was.
+        t.sk_err = Some(SocketError::TimedOut);
+        t.errq.queue.push_back(entry(ts, 42));
+        assert!(!t.dequeue_err_skb().1);
+        assert_eq!(t.sk_err, Some(SocketError::TimedOut));
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub const SOF_TIMESTAMPING_OPT_TSONLY: u32 = 1 << 11;
 /// `SOF_TIMESTAMPING_OPT_STATS`: with `OPT_TSONLY`, reports carry
 /// `SCM_TIMESTAMPING_OPT_STATS`.
 pub const SOF_TIMESTAMPING_OPT_STATS: u32 = 1 << 12;
+/// `SOF_TIMESTAMPING_BIND_PHC`: stamps from the PHC `bind_phc` names, a virtual
+/// clock of the bound device.
+pub const SOF_TIMESTAMPING_BIND_PHC: u32 = 1 << 15;
 /// `SOF_TIMESTAMPING_OPT_ID_TCP`: the key counts from `write_seq`, not `snd_una`.
 pub const SOF_TIMESTAMPING_OPT_ID_TCP: u32 = 1 << 16;
 /// `SOF_TIMESTAMPING_OPT_RX_FILTER`: a read reports the software stamp only with
@@ -82,7 +85,8 @@ const ENOMSG: u32 = 42;
 impl Tcb {
     /// `sock_set_timestamping` on a connection: unknown flags and `OPT_ID_TCP`
     /// without `OPT_ID` are `EINVAL`, as is turning `OPT_ID` on in CLOSE or LISTEN;
-    /// turning it on starts the keys at `snd_una` (`write_seq` with `OPT_ID_TCP`).
+    /// turning it on starts the keys at `snd_una` (`write_seq` with `OPT_ID_TCP`),
+    /// before the checks of [`check_late_flags`], which leave the flags as they were.
     /// `new` is `SO_TIMESTAMPING_NEW` (`SOCK_TSTAMP_NEW`, whichever way it was).
     pub(crate) fn set_timestamping(&mut self, flags: u32, new: bool) -> Result<(), SocketError> {
         check_flags(flags)?;
@@ -96,6 +100,8 @@ impl Tcb {
                 _ => self.write_seq,
             };
         }
+        check_late_flags(flags, self.bind.bound_dev_if != 0)?;
+        let ts = &mut self.tstamp;
         ts.flags = flags;
         ts.rx.tstamp_new = new;
         Ok(())
@@ -241,9 +247,65 @@ pub fn check_flags(flags: u32) -> Result<(), SocketError> {
     Ok(())
 }
 
+/// `sock_set_timestamping`'s checks after its `OPT_ID` step: `OPT_STATS` without
+/// `OPT_TSONLY` is `EINVAL`; `BIND_PHC` (`sock_timestamping_bind_phc`) needs a
+/// socket bound to a device (`bound`), else `EOPNOTSUPP`, and then a virtual PHC
+/// clock of that device with the index asked for, which no device of lowtide's
+/// has (`ethtool_get_phc_vclocks` finds none): `EINVAL`.
+pub fn check_late_flags(flags: u32, bound: bool) -> Result<(), SocketError> {
+    if flags & SOF_TIMESTAMPING_OPT_STATS != 0 && flags & SOF_TIMESTAMPING_OPT_TSONLY == 0 {
+        return Err(SocketError::InvalidInput);
+    }
+    if flags & SOF_TIMESTAMPING_BIND_PHC != 0 {
+        return Err(match bound {
+            false => SocketError::NotSupported,
+            true => SocketError::InvalidInput,
+        });
+    }
+    Ok(())
+}
+
 /// The time a report carries as `struct timespec` seconds and nanoseconds, given
 /// what `CLOCK_REALTIME` read at [`Instant::ZERO`].
 pub fn realtime(at: Instant, realtime_zero: core::time::Duration) -> (i64, i64) {
     let t = realtime_zero + at.saturating_since(Instant::ZERO);
     (t.as_secs() as i64, t.subsec_nanos() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// sock_set_timestamping: its checks in order, and the OPT_ID step before
+    /// the late ones (the key reset even when they refuse, the flags kept).
+    #[test]
+    fn set_timestamping_checks_each_branch() {
+        let tsonly = SOF_TIMESTAMPING_OPT_TSONLY;
+        let stats = SOF_TIMESTAMPING_OPT_STATS;
+        assert_eq!(check_flags(1 << 19), Err(SocketError::InvalidInput));
+        let id_tcp = SOF_TIMESTAMPING_OPT_ID_TCP;
+        assert_eq!(check_flags(id_tcp), Err(SocketError::InvalidInput));
+        assert_eq!(
+            check_late_flags(stats, false),
+            Err(SocketError::InvalidInput)
+        );
+        assert_eq!(check_late_flags(stats | tsonly, false), Ok(()));
+        let phc = SOF_TIMESTAMPING_BIND_PHC;
+        assert_eq!(check_late_flags(phc, false), Err(SocketError::NotSupported));
+        assert_eq!(check_late_flags(phc, true), Err(SocketError::InvalidInput));
+        let mut t = Tcb::for_test(&crate::config::Config::default());
+        let id = SOF_TIMESTAMPING_OPT_ID;
+        assert_eq!(
+            t.set_timestamping(id, false),
+            Err(SocketError::InvalidInput)
+        );
+        t.state = TcpState::Established;
+        (t.snd_una, t.write_seq) = (100, 300);
+        t.set_timestamping(tsonly, false).unwrap();
+        let r = t.set_timestamping(id | id_tcp | stats, false);
+        assert_eq!(r, Err(SocketError::InvalidInput));
+        assert_eq!((t.tstamp.flags, t.tstamp.tskey), (tsonly, 300));
+        t.set_timestamping(id | stats | tsonly, true).unwrap();
+        assert_eq!((t.tstamp.tskey, t.tstamp.rx.tstamp_new), (100, true));
+    }
 }

@@ -751,6 +751,14 @@ impl Host {
             return self.pipe_write(fd, &iov.concat());
         }
         let s = self.sock(fd)?;
+        // tcp_sendmsg_locked: msg_zerocopy_realloc before the Fast Open step and
+        // sk_stream_wait_connect (a connection's own send asks it in the engine).
+        let closed = !matches!(s.state, SockState::Conn { .. });
+        let zc = flags & MSG_ZEROCOPY != 0 && s.opts.zerocopy && iov.iter().any(|b| !b.is_empty());
+        let optmem = (s.opts.md5.omem() as u64, self.stack.config().optmem_max);
+        if closed && zc && !crate::tcp::errqueue::omalloc_fits(optmem.0, optmem.1) {
+            return err(errno::ENOBUFS);
+        }
         let deferred =
             matches!(s.state, SockState::Conn { h, .. } if self.stack.fastopen_deferred(h));
         if flags & MSG_FASTOPEN != 0 || deferred {

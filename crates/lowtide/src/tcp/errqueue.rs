@@ -160,11 +160,7 @@ impl ErrQueue {
                 return Some(u.id);
             }
         }
-        // sock_omalloc(sk, 0): "small safe race: SKB_TRUESIZE may differ from
-        // final skb->truesize": the check counts SKB_TRUESIZE(0), 576, and the skb
-        // then charges its real truesize.
-        let want = other_omem as u64 + (self.omem + super::skbuff::skb_truesize(0)) as u64;
-        if want > optmem_max as u64 {
+        if !omalloc_fits(other_omem as u64 + self.omem as u64, optmem_max) {
             return None;
         }
         self.omem += NOTIFY_TRUESIZE;
@@ -296,6 +292,15 @@ impl ErrQueue {
         });
         true
     }
+}
+
+/// `msg_zerocopy_alloc`'s `sock_omalloc(sk, 0)` on a socket holding `omem` bytes of
+/// `sk_omem_alloc`: "small safe race: SKB_TRUESIZE may differ from final
+/// skb->truesize": the check counts `SKB_TRUESIZE(0)`, 576, and the skb then
+/// charges its real truesize. A socket without a connection (its TCP-MD5 keys its
+/// only option memory) asks it too, before `tcp_sendmsg_locked` checks its state.
+pub(crate) fn omalloc_fits(omem: u64, optmem_max: u32) -> bool {
+    omem + super::skbuff::skb_truesize(0) as u64 <= optmem_max as u64
 }
 
 /// `is_icmp_err_skb`: an ICMP or ICMPv6 error (`ip_icmp_error`, `ipv6_icmp_error`).
@@ -544,6 +549,16 @@ mod tests {
         assert_eq!(k.realloc(1, None, (136, 576 + 135)), None);
         assert_eq!(k.realloc(1, None, (136, 576 + 136)), Some(0));
         assert_eq!(k.omem, NOTIFY_TRUESIZE);
+    }
+
+    /// sock_omalloc's check, which a socket without a connection makes too
+    /// (tcp_sendmsg_locked's first step): SKB_TRUESIZE(0) more within optmem_max.
+    #[test]
+    fn omalloc_fits_counts_skb_truesize_zero() {
+        assert!(!omalloc_fits(0, 0), "optmem_max 0: ENOBUFS");
+        assert!(omalloc_fits(0, 576));
+        assert!(!omalloc_fits(1, 576));
+        assert!(omalloc_fits(136, 576 + 136), "TCP-MD5 keys count");
     }
 
     #[test]

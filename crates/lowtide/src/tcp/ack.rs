@@ -534,6 +534,8 @@ impl Tcb {
 
     /// `tcp_clean_rtx_queue` around [`super::rtx::RtxQueue::clean`].
     pub(super) fn clean_rtx_queue(&mut self, ctx: &mut Ctx, ack: u64) -> super::rtx::Cleaned {
+        // The skbs holding marked bytes, before they go (tcp_ack_tstamp's clones).
+        let holders = self.tstamp_ack_holders(ack);
         let c = self.rtx.clean(ack);
         self.wmem_free(c.truesize);
         if ack > self.snd_una {
@@ -542,7 +544,7 @@ impl Tcb {
             let prior = self.snd_una;
             self.snd_una_update(ack);
             self.urg_acked(prior);
-            self.tstamp_acked(ctx, prior, (ack - prior).min(u32::MAX as u64) as u32);
+            self.tstamp_acked(ctx, prior, &holders);
         }
         if c.acked_segs > 0 {
             self.mtup_probe_acked(ctx);

@@ -180,10 +180,36 @@ impl Tcb {
         }
     }
 
+    /// Before `tcp_clean_rtx_queue` frees or trims the skbs an ACK of `ack` covers:
+    /// for each mark it will report, the `skb->len` of the skb holding it as the
+    /// clean leaves it, which `__skb_tstamp_tx` clones for the report: the whole
+    /// payload of an skb acknowledged whole or of a one-segment head left as it
+    /// was, the rest of a multi-segment head that `tcp_tso_acked` trims.
+    pub(crate) fn tstamp_ack_holders(&self, ack: u64) -> Vec<(u64, u32)> {
+        let marks = self.tstamp.marks.iter();
+        let acked = marks.filter(|m| (self.snd_una..ack).contains(&m.key));
+        acked
+            .filter_map(|m| {
+                let s = self
+                    .rtx
+                    .iter_from(m.key)
+                    .next()
+                    .filter(|s| s.seq <= m.key)?;
+                let len = s.data.len() as u64;
+                let trimmed = match s.end_seq > ack && s.pcount > 1 {
+                    true => ack - s.seq,
+                    false => 0,
+                };
+                Some((m.key, len.saturating_sub(trimmed) as u32))
+            })
+            .collect()
+    }
+
     /// `tcp_ack_tstamp`: `snd_una` moved from `prior` past marked bytes; those with
-    /// `SOF_TIMESTAMPING_TX_ACK` report `SCM_TSTAMP_ACK` (the skb's payload is the
-    /// copy), and every mark below `snd_una` is done.
-    pub(crate) fn tstamp_acked(&mut self, ctx: &mut Ctx, prior: u64, skb_len: u32) {
+    /// `SOF_TIMESTAMPING_TX_ACK` report `SCM_TSTAMP_ACK`, a copy of the skb that
+    /// held the mark (its length in `holders`, [`Tcb::tstamp_ack_holders`]), and
+    /// every mark below `snd_una` is done.
+    pub(crate) fn tstamp_acked(&mut self, ctx: &mut Ctx, prior: u64, holders: &[(u64, u32)]) {
         while let Some(m) = self.tstamp.marks.front().copied() {
             if m.key >= self.snd_una {
                 break;
@@ -191,7 +217,8 @@ impl Tcb {
             self.tstamp.marks.pop_front();
             if m.key >= prior && m.flags & SOF_TIMESTAMPING_TX_ACK != 0 {
                 let ttl = Some(self.rx_ttl);
-                self.tstamp_report(ctx, m, SCM_TSTAMP_ACK, skb_len, ttl);
+                let len = holders.iter().find(|h| h.0 == m.key).map_or(0, |h| h.1);
+                self.tstamp_report(ctx, m, SCM_TSTAMP_ACK, len, ttl);
             }
         }
     }
@@ -275,6 +302,31 @@ pub fn realtime(at: Instant, realtime_zero: core::time::Duration) -> (i64, i64) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// tcp_ack_tstamp's clone is the skb holding the mark as tcp_clean_rtx_queue
+    /// leaves it: whole when acknowledged whole, a one-segment head untrimmed, a
+    /// multi-segment head trimmed to what the ACK left (tcp_tso_acked).
+    #[test]
+    fn ack_report_length_is_the_holding_skbs() {
+        use crate::tcp::rtx::skb::Skb;
+        let mut t = Tcb::for_test(&crate::config::Config::default());
+        t.snd_una = 1;
+        t.rtx.push(Skb::sent_for_test(1, 600, 1, Instant::ZERO));
+        t.rtx.push(Skb::sent_for_test(601, 400, 1, Instant::ZERO));
+        t.rtx.push(Skb::sent_for_test(1001, 500, 1, Instant::ZERO));
+        t.rtx.push(Skb::sent_for_test(1501, 2000, 2, Instant::ZERO));
+        let mark = |key| Mark {
+            key,
+            flags: SOF_TIMESTAMPING_TX_ACK,
+            edt: Instant::ZERO,
+        };
+        t.tstamp.marks.extend([1000, 1499, 3499].map(mark));
+        assert_eq!(t.tstamp_ack_holders(1001), [(1000, 400)]);
+        assert_eq!(t.tstamp_ack_holders(1500), [(1000, 400), (1499, 500)]);
+        t.snd_una = 1501;
+        assert_eq!(t.tstamp_ack_holders(3500), [(3499, 1)]);
+        assert_eq!(t.tstamp_ack_holders(3501), [(3499, 2000)]);
+    }
 
     /// sock_set_timestamping: its checks in order, and the OPT_ID step before
     /// the late ones (the key reset even when they refuse, the flags kept).

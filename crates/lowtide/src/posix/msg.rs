@@ -245,7 +245,8 @@ impl Host {
         buf[..copied].fill(0);
         if let Some(stats) = ee.opt_stats {
             let data = stats.to_nla();
-            buf[..copied].copy_from_slice(&data[..copied]);
+            let n = copied.min(data.len());
+            buf[..n].copy_from_slice(&data[..n]);
             // __sock_recv_timestamp puts the statistics only after an
             // SCM_TIMESTAMPING ("if (!empty)"): none without SOF_TIMESTAMPING_SOFTWARE.
             if stamped {

@@ -65,7 +65,8 @@
 //! | [`rate`] | tcp_rate.c: delivery-rate sampling |
 //! | [`cong`] | `tcp_congestion_ops` and `struct rate_sample` (include/net/tcp.h): Reno (tcp_cong.c), CUBIC (tcp_cubic.c), BBR (tcp_bbr.c), DCTCP (tcp_dctcp.c), lib/win_minmax.c |
 //! | `urg` | urgent data: tcp.c `tcp_mark_urg`, `tcp_recv_urg`; tcp_input.c `tcp_urg`, `tcp_check_urg`; tcp_output.c's urgent pointer |
-//! | `api` | tcp.c: `tcp_sendmsg`, `tcp_recvmsg`, `tcp_close`, `tcp_shutdown` |
+//! | `api` | tcp.c: `tcp_sendmsg`, `tcp_close`, `tcp_shutdown`, `tcp_disconnect` |
+//! | `recvmsg` | tcp.c: `tcp_recvmsg`, `tcp_read_sock`, `MSG_PEEK`, `tcp_cleanup_rbuf` |
 //! | [`sockopt`] | tcp.c: `do_tcp_setsockopt`, `tcp_poll`, `tcp_ioctl` |
 //! | `page_frag` | `sk_page_frag`, `skb_page_frag_refill`: payload memory of the write queues |
 //! | [`ehash`] | the established connection table (`tcp_hashinfo.ehash`), keyed as `inet_ehashfn` keys its hash with a secret |
@@ -125,6 +126,7 @@ pub(crate) mod rcvbuf;
 pub(crate) mod rcvqueue;
 pub(crate) mod rcvwin;
 pub(crate) mod recovery;
+mod recvmsg;
 pub(crate) mod renosack;
 pub(crate) mod reply;
 pub(crate) mod retransmit;

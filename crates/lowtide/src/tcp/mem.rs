@@ -141,9 +141,8 @@ impl Tcb {
         mib: &mut Counters,
     ) {
         self.mem_force(mem);
-        let freed = self.uncharged + self.rcv_queue.freed() + self.ofo.freed();
-        if freed != self.uncharged_seen {
-            self.uncharged_seen = freed;
+        if self.uncharged_total() != self.uncharged_seen {
+            self.uncharged_seen = self.uncharged_total();
             self.mem_reclaim(cfg, mem, now, mib, false);
         }
     }
@@ -152,8 +151,14 @@ impl Tcb {
     /// `tcp_prune_queue` freed skbs): what was freed so far is reclaimed now, not
     /// again at the event's end ([`Tcb::mem_sync`]).
     pub(crate) fn mem_reclaim_now(&mut self, ctx: &mut Ctx) {
-        self.uncharged_seen = self.uncharged + self.rcv_queue.freed() + self.ofo.freed();
+        self.uncharged_seen = self.uncharged_total();
         self.mem_reclaim(ctx.cfg, ctx.mem, ctx.now, ctx.mib, false);
+    }
+
+    /// Truesize ever uncharged: write and retransmit queues ([`Tcb::wmem_free`]),
+    /// the receive and out-of-order queues' frees.
+    fn uncharged_total(&self) -> u64 {
+        self.uncharged + self.rcv_queue.freed() + self.ofo.freed()
     }
 
     /// `sk_wmem_queued_add(sk, -n)` and `sk_mem_uncharge(sk, n)`: a write or

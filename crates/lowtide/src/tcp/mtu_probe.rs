@@ -203,14 +203,11 @@ impl Tcb {
             if head.data.len() <= len {
                 eaten |= next.flags;
             }
-            // The merged skb keeps one skb's overhead: the other is freed.
-            // (wmem_free's two fields: `head` holds the write queue.)
-            let overhead = super::consts::SKB_OVERHEAD as u64;
-            self.wmem_queued = self.wmem_queued.saturating_sub(overhead);
-            self.uncharged += overhead;
             // A head taken only in part keeps PSH/FIN for what is left.
             head.flags = (head.flags & !(FLAG_PSH | FLAG_FIN)) | next.flags;
             head.nr_frags = head.nr_frags.saturating_add(next.nr_frags);
+            // The merged skb keeps one skb's overhead: the other is freed.
+            self.wmem_free(super::consts::SKB_OVERHEAD as u64);
         }
         eaten
     }

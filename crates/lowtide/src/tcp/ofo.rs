@@ -312,8 +312,7 @@ impl OfoQueue {
                     // Same start, covering it: replaces it.
                     extend_dsack(&mut r.dup, ps, pend);
                     let old = self.remove(ps).expect("the skb it replaces");
-                    self.drops += old.segs;
-                    self.freed += old.truesize as u64;
+                    self.count_drop(&old);
                     r.merged += 1;
                 }
             }
@@ -378,11 +377,17 @@ impl OfoQueue {
             }
             extend_dsack(dup, ns, nend);
             let gone = self.remove(ns).expect("segment exists");
-            self.drops += gone.segs;
-            self.freed += gone.truesize as u64;
+            self.count_drop(&gone);
             n += 1;
         }
         n
+    }
+
+    /// A removed skb dropped (`tcp_drop_reason`): its segments counted as drops,
+    /// its truesize as freed.
+    fn count_drop(&mut self, s: &OfoSkb) {
+        self.drops += s.segs;
+        self.freed += s.truesize as u64;
     }
 
     /// Takes the segment at `seq` out of the queue (its coverage is left to the
@@ -500,8 +505,7 @@ impl OfoQueue {
             self.uncover_below(rcv_nxt.max(end));
             self.sack_remove(rcv_nxt.max(end));
             if end <= rcv_nxt {
-                self.drops += s.segs; // tcp_ofo_queue's SKB_DROP_REASON_TCP_OFO_DROP
-                self.freed += s.truesize as u64;
+                self.count_drop(&s); // tcp_ofo_queue's SKB_DROP_REASON_TCP_OFO_DROP
             }
             if end > rcv_nxt {
                 let skip = ((rcv_nxt - k) as usize).min(s.len);
@@ -543,9 +547,8 @@ impl OfoQueue {
         let seq = self.last_seq()?;
         self.work += 1;
         let s = self.remove(seq)?;
-        self.drops += s.segs; // tcp_prune_ofo_queue's tcp_drop_reason
-        self.freed += s.truesize as u64;
-        // Ends rise with starts: what is left ends at the new last segment's end.
+        self.count_drop(&s); // tcp_prune_ofo_queue's tcp_drop_reason
+                             // Ends rise with starts: what is left ends at the new last segment's end.
         let top = self.skbs.iter().next_back().map_or(0, |(k, v)| v.end(*k));
         while let Some((&rs, &re)) = self.runs.iter().next_back() {
             if re <= top {

@@ -205,8 +205,7 @@ impl RcvQueue {
     /// `skb_set_owner_r`): an empty skb charged `truesize` behind the bytes, freed
     /// when a read reaches it ([`RcvQueue::eat_fin`]). Nothing can follow it.
     pub fn push_fin(&mut self, truesize: u32) {
-        self.truesize -= self.fin as u64;
-        self.freed += self.fin as u64;
+        self.uncharge(self.fin as u64);
         self.fin = truesize;
         self.truesize += truesize as u64;
     }
@@ -217,9 +216,14 @@ impl RcvQueue {
     pub fn eat_fin(&mut self) {
         if self.chunks.is_empty() {
             let fin = std::mem::take(&mut self.fin) as u64;
-            self.truesize -= fin;
-            self.freed += fin;
+            self.uncharge(fin);
         }
+    }
+
+    /// An skb's charge (`n`) freed: `sock_rfree`'s `sk_mem_uncharge`.
+    fn uncharge(&mut self, n: u64) {
+        self.truesize -= n;
+        self.freed += n;
     }
 
     /// Queues a buffer as it is, charged `truesize`.
@@ -334,14 +338,10 @@ impl RcvQueue {
                 self.push_chunk(b, truesize, carried, pre)
             }
             Payload::Frags { frags, skip, len } => {
-                let (mut left, mut pre) = (len, Some(pre));
+                let (mut left, mut pre) = (len, pre);
                 for_each_slice(frags, skip, len, |b, r| {
                     left -= r.len();
-                    let pre = pre.take().unwrap_or(0);
-                    match left {
-                        0 => self.push_chunk(b.slice(r), truesize, carried, pre),
-                        _ => self.push_chunk(b.slice(r), 0, 0, pre),
-                    }
+                    self.push_piece(b.slice(r), left, (truesize, carried), &mut pre);
                 });
             }
         }
@@ -352,15 +352,27 @@ impl RcvQueue {
     pub fn push_skb(&mut self, bufs: Vec<Bytes>, (truesize, joined): (u32, bool), pre: u32) {
         let len = bufs.iter().map(Bytes::len).sum::<usize>();
         let carried = self.carry_tail(joined && len > 0);
-        let mut left = len;
-        let mut pre = Some(pre);
+        let (mut left, mut pre) = (len, pre);
         for b in bufs {
             left -= b.len();
-            let pre = pre.take().unwrap_or(0);
-            match left {
-                0 => self.push_chunk(b, truesize, carried, pre),
-                _ => self.push_chunk(b, 0, 0, pre),
-            }
+            self.push_piece(b, left, (truesize, carried), &mut pre);
+        }
+    }
+
+    /// One buffer of an skb queued in pieces, `left` bytes of it to follow: the
+    /// first piece takes `pre` ([`Chunk::pre`]), the last the skb's charge
+    /// (`truesize`, and `carried` from the tail it joined).
+    fn push_piece(
+        &mut self,
+        b: Bytes,
+        left: usize,
+        (truesize, carried): (u32, u32),
+        pre: &mut u32,
+    ) {
+        let pre = std::mem::take(pre);
+        match left {
+            0 => self.push_chunk(b, truesize, carried, pre),
+            _ => self.push_chunk(b, 0, 0, pre),
         }
     }
 
@@ -391,9 +403,8 @@ impl RcvQueue {
                 continue;
             }
             let ends_skb = front.truesize != 0;
-            self.truesize -= front.truesize as u64;
-            self.freed += front.truesize as u64;
-            let read_of_skb = front.pre + front.data.len() as u32;
+            let (truesize, read_of_skb) = (front.truesize, front.pre + front.data.len() as u32);
+            self.uncharge(truesize as u64);
             self.chunks.pop_front();
             if !ends_skb {
                 if let Some(next) = self.chunks.front_mut() {
@@ -472,9 +483,7 @@ impl RcvQueue {
         let Some(from) = from else { return 0 };
         let old: Vec<Chunk> = self.chunks.drain(from..).collect();
         let freed = old.iter().filter(|c| c.truesize != 0).count() as u32;
-        let old_truesize = old.iter().map(|c| c.truesize as u64).sum::<u64>();
-        self.truesize -= old_truesize;
-        self.freed += old_truesize;
+        self.uncharge(old.iter().map(|c| c.truesize as u64).sum::<u64>());
         let old_len = old.iter().map(|c| c.data.len()).sum::<usize>();
         self.len -= old_len;
         self.pushed -= old_len as u64;

@@ -6,6 +6,7 @@
 //! | `init_sock` | tcp.c `tcp_init_sock`: a new connection's defaults |
 //! | `inet_connection_sock` | include/net/inet_connection_sock.h: `struct inet_connection_sock`'s retransmit timer (`icsk_rto`, `icsk_pending`, ...), delayed-ACK state (`icsk_ack`) and MTU probing (`icsk_mtup`) as the connection embeds them |
 //! | `sock_errqueue` | include/net/sock.h: `struct sock`'s error queue (`sk_error_queue`, `sk_zckey`, `sk_omem_alloc`) and timestamping state (`sk_tsflags`, `sk_tskey`); include/uapi/linux/errqueue.h `struct sock_extended_err`; skbuff.h `struct ubuf_info_msgzc` |
+//! | `sock_members` | include/linux/tcp.h: the member groups `struct tcp_sock` writes inline (`rx_opt`, urgent data, chrono, compressed SACK, keepalive, the route's cached values, pacing, undo, rate sampling, RACK, the RTT estimator, AccECN), `struct tcp_timewait_sock` and Fast Open's client state |
 //! | [`consts`] | the constants of include/net/tcp.h (and the few from linux/tcp.h, sock.h, skbuff.h, netdevice.h) |
 //! | `input` | tcp_input.c: segment input and the state machine: `tcp_rcv_state_process`, `tcp_rcv_synsent_state_process`, `tcp_rcv_established`'s slow path, `tcp_finish_connect`, `tcp_init_transfer`; tcp_output.c `tcp_connect` |
 //! | `ack` | tcp_input.c's ACK path: `tcp_ack`, `tcp_ack_update_window`, `tcp_clean_rtx_queue`'s RTT samples, `tcp_newly_delivered`, `tcp_cong_control` |
@@ -139,6 +140,7 @@ pub mod skbuff;
 pub(crate) mod sndbuf;
 pub mod sock;
 pub(crate) mod sock_errqueue;
+pub(crate) mod sock_members;
 pub mod sockopt;
 pub(crate) mod syncookies;
 pub(crate) mod timer;

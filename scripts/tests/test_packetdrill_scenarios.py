@@ -156,6 +156,24 @@ class Packets(unittest.TestCase):
             fh.write(d)
         self.assertEqual(ps.pcap_packets(f), [["P.", 1, 1000, 0.002], ["F.", 1001, 0, 0.003]])
 
+    def test_packets_other_than_tcp_are_skipped(self):
+        # the kernel's own IPv6 router solicitation on tun0 (ICMPv6, next header 58),
+        # an IPv4 ICMP packet and a TCP packet cut short
+        rs = bytes([0x60, 0, 0, 0, 0, 8, 58, 255]) + bytes(32) + bytes([133, 0, 0, 0, 0, 0, 0, 0])
+        icmp = bytearray(tcp4(self.ME, 1, 0x10, 0))
+        icmp[9] = 1
+        self.assertIsNone(ps.parse_ip(rs))
+        self.assertIsNone(ps.parse_ip(bytes(icmp)))
+        self.assertIsNone(ps.parse_ip(tcp4(self.ME, 1, 0x10, 0)[:30]))
+        pkts = [tcp4(self.ME, 0xfffffff0, 0x12, 0), rs, bytes(icmp), tcp4(self.ME, 0xfffffff1, 0x18, 100)]
+        d = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 101)
+        for i, p in enumerate(pkts):
+            d += struct.pack("<IIII", 100, i * 1000, len(p), len(p)) + p
+        f = os.path.join(tempfile.mkdtemp(), "k.pcap")
+        with open(f, "wb") as fh:
+            fh.write(d)
+        self.assertEqual(ps.pcap_packets(f), [["P.", 1, 100, 0.003]])
+
     def test_lowtide_packets_stop_at_the_last_event(self):
         text, _ = ps.scenario(4)
         gaps = [l.split()[0] for l in text.splitlines() if l.lstrip().startswith("+")]
@@ -235,6 +253,70 @@ class Receive(unittest.TestCase):
         c = compare_runs(ps.compare, [k], [l])
         self.assertEqual(c["differing"], 1)
         self.assertEqual(c["rows"][0]["packets"][0], 0)
+
+
+class Application(unittest.TestCase):
+    def test_application_scenarios_are_their_seeds_and_ack_only_forward(self):
+        self.assertEqual(ps.scenario_app(7), ps.scenario_app(7))
+        self.assertNotEqual(ps.scenario_app(7), ps.scenario_app(8))
+        for seed in range(1, 80):
+            text, what = ps.scenario_app(seed)
+            self.assertTrue(what.startswith("app "), what)
+            self.assertIn("tcp_early_retrans=0 net.ipv4.tcp_retrans_collapse=0", text)
+            written = sum(int(n) for n in re.findall(r"(?:write|send)\(4, \.\.\., (\d+)", text))
+            self.assertEqual(written, int(re.search(r"written=(\d+)", what).group(1)))
+            for call in re.findall(r"(?:write|send)\(4, \.\.\., (\d+)(?:, MSG_MORE)?\) = (\d+)", text):
+                self.assertEqual(call[0], call[1])
+            acks = [(int(a), int(w)) for a, w in re.findall(r"< \. \d+:\d+\(0\) ack (\d+) win (\d+)", text)]
+            self.assertEqual(acks[0], (1, 2000))  # the handshake's
+            for (a, w), (b, v) in zip(acks, acks[1:]):
+                self.assertLessEqual(a, b, (seed, acks))
+                if w == 0:  # a zero window always opens again, at the same point
+                    self.assertEqual((b, v), (a, 2000), (seed, acks))
+            self.assertLessEqual(acks[-1][0], written + 1)
+            self.assertEqual(len(re.findall(r'print\("A\d+"', text)), len(acks) - 1)
+            # the peer's data runs on from its ISN, each ACK and segment at its next byte
+            nxt = 1
+            for a, b, n in re.findall(r"< P?\.? ?(\d+):(\d+)\((\d+)\) ack", text)[1:]:
+                self.assertEqual((int(a), int(b) - int(a)), (nxt, int(n)), seed)
+                nxt = int(b)
+            self.assertEqual(len(re.findall(r"< P\. ", text)), int(re.search(r"peer-data=(\d+)", what).group(1)))
+
+    def test_the_model_holds_what_cork_more_and_nagle_hold(self):
+        m = ps.AppModel()
+        m.queued = 1500
+        m.xmit()
+        self.assertEqual((m.nxt, m.queued), (1500, 0))  # a small segment goes when nothing small is out
+        m.queued = 300
+        m.xmit()
+        self.assertEqual((m.nxt, m.queued), (1500, 300))  # Nagle: 500 bytes still in flight
+        m.ack(1500, 2000)
+        self.assertEqual((m.nxt, m.queued), (1800, 0))
+        m.cork, m.queued = True, 2500
+        m.xmit()
+        self.assertEqual((m.nxt, m.queued), (3800, 500))
+        m.cork = False
+        m.ack(3800, 2000)  # uncorked: the 500 go with the ACK
+        self.assertEqual((m.nxt, m.queued), (4300, 0))
+        m.queued = 100
+        m.xmit(more=True)
+        self.assertEqual((m.nxt, m.queued), (4300, 100))  # MSG_MORE holds it for this write only
+        m.ack(4300, 0)  # ... but a zero window holds it at the ACK
+        self.assertEqual((m.nxt, m.queued), (4300, 100))
+        m.ack(4300, 2000)
+        self.assertEqual((m.nxt, m.queued), (4400, 0))
+
+    def test_kind_app(self):
+        out = tempfile.mkdtemp()
+        r = subprocess.run([sys.executable, PATH, "make", "--kind", "app", "--out", out, "--count", "2"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("application scenarios", r.stdout)
+        with open(os.path.join(out, "manifest.json")) as f:
+            self.assertEqual(json.load(f)["kind"], "app")
+        for bad in (["--kind", "app", "--cc", "reno"], ["--kind", "app", "--skew-us", "5"]):
+            r = subprocess.run([sys.executable, PATH, "make", "--out", out] + bad, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, bad)
 
 
 class Compare(unittest.TestCase):

@@ -214,6 +214,25 @@ mod tests {
         assert_eq!((t.snd_nxt, t.nonagle_push), (501, false));
     }
 
+    /// F-RTO's step 2.b (`tcp_xmit_recovery`, `REXMIT_NEW`) pushes with
+    /// `TCP_NAGLE_OFF` as its own nonagle: a corked partial tail goes; the
+    /// socket's cork holds the next one again.
+    #[test]
+    fn frto_new_data_push_ignores_cork() {
+        let (cfg, mut st, mut t) = writer();
+        let flags = SendFlags::default();
+        t.set_cork(&mut st.ctx(&cfg, NOW, false), true);
+        let sent = t.sendmsg(&mut st.ctx(&cfg, NOW, false), &[7; 500], &[], flags);
+        assert_eq!((sent, t.snd_nxt), (Ok(500), 1), "corked");
+        t.write_xmit(&mut st.ctx(&cfg, NOW, false));
+        assert_eq!(t.snd_nxt, 1, "a plain push keeps the cork");
+        t.frto_rexmit_new = true;
+        t.write_xmit(&mut st.ctx(&cfg, NOW, false));
+        assert_eq!((t.snd_nxt, t.push_nonagle), (501, None));
+        let sent = t.sendmsg(&mut st.ctx(&cfg, NOW, false), &[7; 300], &[], flags);
+        assert_eq!((sent, t.snd_nxt), (Ok(300), 501), "corked again");
+    }
+
     /// `tcp_minshall_update` runs in `tcp_write_xmit` only: a corked tail sent by
     /// the probe timer (`tcp_write_wakeup`) leaves `snd_sml` where it was, so the
     /// next small write goes while the probe's data is unacked; one that

@@ -4,7 +4,7 @@
 //! `tcp_event_new_data_sent`), with `tcp_check_probe_timer` for what does not.
 
 use super::consts::SKB_OVERHEAD;
-use super::nagle::TCP_NAGLE_PUSH;
+use super::nagle::{TCP_NAGLE_OFF, TCP_NAGLE_PUSH};
 use super::pacing::DeferredBy;
 use super::rtx::skb::{self, Skb, FLAG_EOR, FLAG_FIN, FLAG_PSH, FLAG_SYN};
 use super::sock::{Pending, Tcb};
@@ -71,7 +71,14 @@ impl Tcb {
         // tcp_tsq_write and tcp_xmit_recovery's REXMIT_NEW always.
         if always || frto_new || self.write_queue.front().is_some() {
             self.sync_dst_mtu(ctx);
+            // tcp_xmit_recovery: REXMIT_NEW pushes with TCP_NAGLE_OFF as its own
+            // nonagle, so neither TCP_CORK nor Nagle holds F-RTO's new data.
+            let prior = match frto_new {
+                true => self.push_nonagle.replace(TCP_NAGLE_OFF),
+                false => self.push_nonagle,
+            };
             self.tcp_write_xmit(ctx, push_one);
+            self.push_nonagle = prior;
         }
         if frto_new && self.snd_nxt <= self.high_seq {
             self.frto = false;

@@ -121,6 +121,8 @@ pub const SOL_IPV6: i32 = 41;
 pub const IPV6_RECVERR: i32 = 25;
 /// `IPV6_MTU` (getsockopt): the route's MTU of a connected socket.
 pub const IPV6_MTU: i32 = 24;
+/// `IPV6_MTU_DISCOVER`: `IPV6_PMTUDISC_*` (the values of `IP_PMTUDISC_*`).
+pub const IPV6_MTU_DISCOVER: i32 = 23;
 /// `IPV6_TCLASS`: the traffic class of an AF_INET6 socket's IPv6 packets.
 pub const IPV6_TCLASS: i32 = 67;
 /// `IPV6_AUTOFLOWLABEL`: IPv6 flow labels from the flow's hash, on or off.

@@ -110,6 +110,9 @@ impl Host {
                 let v = s.opts.pmtudisc.map_or(IP_PMTUDISC_WANT, i32::from);
                 ip_int_out(out, v)
             }
+            (IPPROTO_IPV6, IPV6_MTU_DISCOVER) if s.family == AF_INET6 => {
+                int(out, s.opts.pmtudisc6.map_or(IP_PMTUDISC_WANT, i32::from))
+            }
             (SOL_IP, IP_FREEBIND) => ip_int_out(out, s.opts.freebind as i32),
             (SOL_IP, IP_RECVERR) => ip_int_out(out, s.opts.recverr as i32),
             (IPPROTO_IPV6, IPV6_RECVERR) if s.family == AF_INET6 => {

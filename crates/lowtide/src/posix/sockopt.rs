@@ -92,6 +92,15 @@ fn int_optlen_first(level: i32, name: i32, len: usize) -> Result<(), Errno> {
     }
 }
 
+/// `IP_MTU_DISCOVER` / `IPV6_MTU_DISCOVER`: `IP_PMTUDISC_DONT` to
+/// `IP_PMTUDISC_OMIT` (`IPV6_PMTUDISC_*` are the same numbers), else `EINVAL`.
+fn pmtudisc_arg(v: i32) -> Result<u8, Errno> {
+    match (IP_PMTUDISC_DONT..=IP_PMTUDISC_OMIT).contains(&v) {
+        true => Ok(v as u8),
+        false => err(errno::EINVAL),
+    }
+}
+
 /// `do_tcp_setsockopt(TCP_CONGESTION)`'s name: `EINVAL` for an empty `optlen`, else
 /// at most `TCP_CA_NAME_MAX - 1` bytes up to a NUL (`strncpy_from_sockptr`).
 fn congestion_name(val: &[u8]) -> Result<&[u8], Errno> {
@@ -324,13 +333,17 @@ impl Host {
                 }
             }
             (SOL_IP, IP_MTU_DISCOVER) => {
-                let v = ip_int_arg(val)?;
-                if !(IP_PMTUDISC_DONT..=IP_PMTUDISC_OMIT).contains(&v) {
-                    return err(errno::EINVAL);
-                }
-                s.opts.pmtudisc = Some(v as u8);
+                let v = pmtudisc_arg(ip_int_arg(val)?)?;
+                s.opts.pmtudisc = Some(v);
                 if let Some(h) = conn {
-                    e(stack.socket(h).set_pmtudisc(v as u8))?;
+                    e(stack.socket(h).set_pmtudisc(v))?;
+                }
+            }
+            // do_ipv6_setsockopt (lockless): a whole int.
+            (IPPROTO_IPV6, IPV6_MTU_DISCOVER) if s.family == AF_INET6 => {
+                s.opts.pmtudisc6 = Some(pmtudisc_arg(int_arg(val)?)?);
+                if let (Some(h), Some(v)) = (conn, s.opts.pmtudisc6) {
+                    e(stack.socket(h).set_pmtudisc6(v))?;
                 }
             }
             (SOL_IP, IP_FREEBIND) => s.opts.freebind = ip_byte_arg(val)? != 0,

@@ -183,6 +183,11 @@ struct IcmpError {
     proto: u8,
     /// The quoted bytes from the transport header on.
     quoted: u32,
+    /// The TTL `tcp_v4_err` / `tcp_v6_err` hold against `IP_MINTTL` /
+    /// `IPV6_MINHOPCOUNT`: the quoted IPv4 header's (`iph` is `skb->data`, the
+    /// header the message carries), the ICMPv6 packet's own hop limit
+    /// (`ipv6_hdr(skb)`, the outer header).
+    ttl: u8,
 }
 
 /// Parses an ICMPv4 error quoting a TCP segment we sent (`icmp_rcv`: checksum over
@@ -222,13 +227,15 @@ fn parse_icmp_error(msg: &[u8]) -> Option<IcmpError> {
         seq: u32::from_be_bytes([th[4], th[5], th[6], th[7]]),
         proto: inner[9],
         quoted: th.len() as u32,
+        ttl: inner[8],
     })
 }
 
 /// Parses an ICMPv6 error quoting a TCP segment we sent (`icmpv6_rcv`: checksum
 /// with the pseudo-header; the quote is the IPv6 header, TCP next, and at least 8
 /// bytes of TCP; a quote with extension headers is not followed).
-fn parse_icmpv6_error(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Option<IcmpError> {
+fn parse_icmpv6_error(ip: &IpRepr, msg: &[u8]) -> Option<IcmpError> {
+    let (src, dst) = (ip.src, ip.dst);
     const V6: usize = 40;
     if msg.len() < 8 + V6 + 8 {
         return None;
@@ -258,6 +265,7 @@ fn parse_icmpv6_error(src: IpAddr, dst: IpAddr, msg: &[u8]) -> Option<IcmpError>
         seq: u32::from_be_bytes([th[4], th[5], th[6], th[7]]),
         proto: inner[6],
         quoted: th.len() as u32,
+        ttl: ip.hop_limit,
     })
 }
 
@@ -275,7 +283,7 @@ impl Stack {
         if msg.first().is_some_and(|&t| t & ICMPV6_INFOMSG_MASK != 0) {
             return;
         }
-        let Some(e) = parse_icmpv6_error(ip.src, ip.dst, msg) else {
+        let Some(e) = parse_icmpv6_error(ip, msg) else {
             self.mib.inc(Mib::Icmp6InErrors);
             trace!(src = %ip.src, "drop: malformed ICMPv6");
             return;
@@ -445,6 +453,10 @@ impl Stack {
         if tcb.state == TcpState::SynRecv && tcb.parent.is_some() && tcb.tfo.rsk.is_none() {
             return self.tcp_req_err(now, index, e.seq, t.abort);
         }
+        if tcb.below_min_ttl(e.ttl) {
+            // tcp_v4_err / tcp_v6_err: before the window check.
+            return self.mib.inc(Mib::TcpExtTCPMinTTLDrop);
+        }
         if !self.in_flight(index, e.seq) {
             self.mib.inc(Mib::TcpExtOutOfWindowIcmps);
             return;
@@ -452,10 +464,11 @@ impl Stack {
         match t.action {
             IcmpAction::MtuReduced(reported) => {
                 let dst = e.tuple.remote.ip();
-                // tcp_v6_mtu_reduced: "Drop requests trying to increase our current
-                // mss" before inet6_csk_update_pmtu, so the route does not learn
-                // them either (tcp_v4_mtu_reduced has no such check).
-                if e.tuple.local.is_ipv6() && !self.pmtu_lowers_mss(index, reported) {
+                // tcp_v6_err's ip6_sk_accept_pmtu, and tcp_v6_mtu_reduced's "Drop
+                // requests trying to increase our current mss", both before
+                // inet6_csk_update_pmtu, so the route does not learn them either
+                // (tcp_v4_mtu_reduced has no such checks).
+                if e.tuple.local.is_ipv6() && !self.v6_takes_pmtu(index, reported) {
                     return;
                 }
                 self.update_pmtu(now, dst, reported);
@@ -507,11 +520,17 @@ impl Stack {
         }
     }
 
-    /// `tcp_v6_mtu_reduced`'s test: the MSS for path MTU `mtu`
-    /// (`tcp_mtu_to_mss`) is below the connection's `mss_cache`.
-    fn pmtu_lowers_mss(&self, index: u32, mtu: u32) -> bool {
+    /// Whether an ICMPv6 packet too big reporting `mtu` reaches the route and the
+    /// connection: `tcp_v6_err`'s `ip6_sk_accept_pmtu` (not under
+    /// `IPV6_PMTUDISC_INTERFACE` or `OMIT`), then `tcp_v6_mtu_reduced`'s test, the
+    /// MSS for `mtu` (`tcp_mtu_to_mss`) below the connection's `mss_cache`.
+    fn v6_takes_pmtu(&self, index: u32, mtu: u32) -> bool {
+        use crate::tcp::pmtu::{IP_PMTUDISC_INTERFACE, IP_PMTUDISC_OMIT};
         match &self.slots[index as usize].sock {
-            Some(super::Sock::Tcp(t)) => t.mtu_to_mss(mtu, self.cfg.tcp_min_snd_mss) < t.mss_cache,
+            Some(super::Sock::Tcp(t)) => {
+                !matches!(t.pmtudisc6, IP_PMTUDISC_INTERFACE | IP_PMTUDISC_OMIT)
+                    && t.mtu_to_mss(mtu, self.cfg.tcp_min_snd_mss) < t.mss_cache
+            }
             _ => false,
         }
     }
@@ -802,6 +821,7 @@ pub(crate) mod tests {
             seq: 0,
             proto: PROTO_TCP,
             quoted: 8,
+            ttl: 64,
         };
         for (kind, code, abort) in [
             (ICMP_DEST_UNREACH, 0, true),
@@ -967,6 +987,94 @@ pub(crate) mod tests {
         assert_eq!(st.route_mtu(Instant::ZERO, remote.ip()), 1400);
         let info = st.info(Instant::ZERO, h).unwrap();
         assert_eq!((info.pmtu, info.snd_mss), (1400, 1328));
+    }
+
+    /// tcp_v6_err's ip6_sk_accept_pmtu: under IPV6_PMTUDISC_INTERFACE or OMIT a
+    /// packet too big reaches neither the route nor the MSS; every other mode
+    /// takes it (IPV6_MTU_DISCOVER is np->pmtudisc, not IP_MTU_DISCOVER's).
+    #[test]
+    fn ipv6_pmtudisc_interface_and_omit_refuse_a_packet_too_big() {
+        use crate::tcp::pmtu::*;
+        let router: IpAddr = ROUTER6.parse().unwrap();
+        for mode in [
+            None,
+            Some(IP_PMTUDISC_DONT),
+            Some(IP_PMTUDISC_WANT),
+            Some(IP_PMTUDISC_DO),
+            Some(IP_PMTUDISC_PROBE),
+            Some(IP_PMTUDISC_INTERFACE),
+            Some(IP_PMTUDISC_OMIT),
+        ] {
+            let opts = crate::tcp::sockopt::SockOptions {
+                pmtudisc6: mode,
+                pmtudisc: Some(IP_PMTUDISC_INTERFACE), // IPv4's, not read here
+                ..Default::default()
+            };
+            let (mut st, h, local, remote, isn) = connecting6(Some(&opts));
+            let tcb = st.tcb_mut(h).unwrap();
+            assert_eq!(tcb.pmtudisc6, mode.unwrap_or(IP_PMTUDISC_WANT));
+            (tcb.rx_opt.mss_clamp, tcb.mss_cache) = (1440, 1428);
+            let ptb = icmp6((ICMPV6_PKT_TOO_BIG, 0, 1400), router, local, remote, isn);
+            st.handle_packet(Instant::ZERO, &ptb, crate::RxChecksum::Verify);
+            let refused = matches!(mode, Some(IP_PMTUDISC_INTERFACE | IP_PMTUDISC_OMIT));
+            let want = if refused { (1500, 1500) } else { (1400, 1400) };
+            let pmtu = st.info(Instant::ZERO, h).unwrap().pmtu;
+            let route = st.route_mtu(Instant::ZERO, remote.ip());
+            assert_eq!((route, pmtu), want, "{mode:?}");
+        }
+        let (mut st, h, ..) = connecting6(None);
+        assert_eq!(
+            st.socket(h).set_pmtudisc6(6),
+            Err(SocketError::InvalidInput)
+        );
+        assert_eq!(st.socket(h).set_pmtudisc6(IP_PMTUDISC_OMIT), Ok(()));
+    }
+
+    /// tcp_v4_err / tcp_v6_err: an error below IP_MINTTL / IPV6_MINHOPCOUNT is
+    /// dropped (TcpExtTCPMinTTLDrop) before the window check; IPv4 reads the
+    /// quoted header's TTL, IPv6 the ICMPv6 packet's own hop limit.
+    #[test]
+    fn min_ttl_drops_an_error_by_the_quoted_ttl_v4_and_the_hop_limit_v6() {
+        let router: IpAddr = "10.7.0.1".parse().unwrap();
+        let opts = crate::tcp::sockopt::SockOptions {
+            min_ttl: 100,
+            ..Default::default()
+        };
+        let (mut st, h, local, remote, isn) =
+            connecting("10.7.0.2", "10.9.0.1:5201", 7, Some(&opts));
+        // Quoted TTL 64: dropped, in the window or not; the outer TTL is 64 too.
+        for seq in [isn, isn ^ 0x8000] {
+            let p = in_ipv4(router, local.ip(), &unreach(1, local, remote, seq));
+            st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+        }
+        assert_eq!(st.counters().get(Mib::TcpExtTCPMinTTLDrop), 2);
+        assert_eq!(st.counters().get(Mib::TcpExtOutOfWindowIcmps), 0);
+        assert_eq!(st.state(h), Ok(TcpState::SynSent));
+        // Quoted TTL 200 under an outer 64: the error aborts the connect.
+        let mut m = unreach(1, local, remote, isn);
+        m[8 + 8] = 200;
+        m[2..4].copy_from_slice(&[0, 0]);
+        let c = !checksum::fold(checksum::sum(&m, 0));
+        m[2..4].copy_from_slice(&c.to_be_bytes());
+        let p = in_ipv4(router, local.ip(), &m);
+        st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+        assert_eq!(st.socket_error(h), Ok(Some(SocketError::HostUnreachable)));
+        assert_eq!(st.counters().get(Mib::TcpExtTCPMinTTLDrop), 2);
+
+        let router: IpAddr = ROUTER6.parse().unwrap();
+        let opts = crate::tcp::sockopt::SockOptions {
+            min_hopcount: 100,
+            ..Default::default()
+        };
+        let (mut st, h, local, remote, isn) = connecting6(Some(&opts));
+        let mut p = unreach6(4, router, local, remote, isn);
+        st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+        assert_eq!(st.counters().get(Mib::TcpExtTCPMinTTLDrop), 1);
+        assert_eq!(st.state(h), Ok(TcpState::SynSent));
+        p[7] = 100; // the outer hop limit; the quoted one stays 64
+        st.handle_packet(Instant::ZERO, &p, crate::RxChecksum::Verify);
+        assert_eq!(st.socket_error(h), Ok(Some(SocketError::ConnectionRefused)));
+        assert_eq!(st.counters().get(Mib::TcpExtTCPMinTTLDrop), 1);
     }
 
     #[test]

@@ -491,6 +491,18 @@ impl SocketMut<'_> {
         Ok(())
     }
 
+    /// `IPV6_MTU_DISCOVER` (`np->pmtudisc`): one of `IPV6_PMTUDISC_DONT` (0) ..=
+    /// `IPV6_PMTUDISC_OMIT` (5), else `InvalidInput` (Linux's `EINVAL`). Under
+    /// `INTERFACE` or `OMIT` an ICMPv6 packet too big leaves the connection and the
+    /// route alone (`tcp_v6_err`'s `ip6_sk_accept_pmtu`).
+    pub fn set_pmtudisc6(&mut self, val: u8) -> Result<(), SocketError> {
+        if val > crate::tcp::pmtu::IP_PMTUDISC_OMIT {
+            return Err(SocketError::InvalidInput);
+        }
+        self.stack.tcb_mut(self.h)?.pmtudisc6 = val;
+        Ok(())
+    }
+
     /// `SO_ZEROCOPY`: whether sends with [`crate::SendFlags::zerocopy`] report their
     /// completion on the error queue (`SOCK_ZEROCOPY`).
     pub fn set_zerocopy(&mut self, on: bool) -> Result<(), SocketError> {

@@ -129,6 +129,7 @@ impl Tcb {
             min_ttl: 0,
             min_hopcount: 0,
             pmtudisc: super::pmtu::default_pmtudisc(cfg),
+            pmtudisc6: super::pmtu::IP_PMTUDISC_WANT,
             family_v6: tuple.local.is_ipv6(),
             md5: Default::default(),
             rx_opt: RxOpt {

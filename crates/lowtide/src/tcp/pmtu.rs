@@ -41,7 +41,8 @@ impl Tcb {
 
     /// `tcp_v4_mtu_reduced`'s test, `inet->pmtudisc != IP_PMTUDISC_DONT &&
     /// ip_sk_accept_pmtu(sk)`: may an ICMP MTU report shrink the MSS at once? IPv6
-    /// connections follow `IPV6_MTU_DISCOVER`, which lowtide leaves at its default.
+    /// connections have no such test here: `tcp_v6_err` checks `IPV6_MTU_DISCOVER`
+    /// (`ip6_sk_accept_pmtu`) before the route learns anything (`stack/icmp.rs`).
     fn accepts_pmtu(&self) -> bool {
         self.tuple.remote.is_ipv6()
             || !matches!(

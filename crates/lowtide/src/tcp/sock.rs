@@ -255,6 +255,10 @@ pub struct Tcb {
     pub(crate) min_hopcount: u8,
     /// `IP_MTU_DISCOVER` (`inet->pmtudisc`), `IP_PMTUDISC_*` (`tcp/pmtu.rs`).
     pub(crate) pmtudisc: u8,
+    /// `IPV6_MTU_DISCOVER` (`np->pmtudisc`, `IPV6_PMTUDISC_*`, the same values as
+    /// `IP_PMTUDISC_*`): whether an ICMPv6 packet too big is taken
+    /// (`ip6_sk_accept_pmtu`); `IPV6_PMTUDISC_WANT` by default (`inet6_create`).
+    pub(crate) pmtudisc6: u8,
     /// The socket is `AF_INET6` (`sk_family`; `SockOptions::family_v6`).
     pub(crate) family_v6: bool,
     /// `TCP_MD5SIG` keys (`tp->md5sig_info`, tcp/md5.rs): segments to a peer with a

@@ -208,6 +208,9 @@ pub struct SockOptions {
     /// which is `inet_create`'s: `IP_PMTUDISC_WANT`, or `IP_PMTUDISC_DONT` under
     /// `net.ipv4.ip_no_pmtu_disc` (the POSIX layer reads it at `socket()`).
     pub pmtudisc: Option<u8>,
+    /// `IPV6_MTU_DISCOVER` (`np->pmtudisc`); `None` until set, which is
+    /// `inet6_create`'s `IPV6_PMTUDISC_WANT` whatever `ip_no_pmtu_disc` says.
+    pub pmtudisc6: Option<u8>,
     /// `IP_FREEBIND`: `bind(2)` may take an address the host does not have
     /// (`inet_can_nonlocal_bind`).
     pub freebind: bool,
@@ -460,6 +463,7 @@ impl Tcb {
         (self.uc_ttl, self.hop_limit) = (o.ttl, o.hop_limit);
         (self.min_ttl, self.min_hopcount) = (o.min_ttl, o.min_hopcount);
         self.pmtudisc = o.pmtudisc.unwrap_or(super::pmtu::default_pmtudisc(cfg));
+        self.pmtudisc6 = o.pmtudisc6.unwrap_or(super::pmtu::IP_PMTUDISC_WANT);
         self.family_v6 = o.family_v6 || self.tuple.local.is_ipv6();
         self.md5 = o.md5.clone();
     }

@@ -535,8 +535,13 @@ impl Host {
                 }
             }
             (SOL_TCP, TCP_DEFER_ACCEPT) => {
-                // Any socket keeps it (icsk_accept_queue); a listener's requests use it.
-                s.opts.defer_accept = crate::tcp::sockopt::secs_to_retrans(int_arg(val)?);
+                // Any socket keeps it (icsk_accept_queue); a listener's requests use it,
+                // a connection in SYN-SENT saves the ACK of its SYN-ACK.
+                let v = crate::tcp::sockopt::secs_to_retrans(int_arg(val)?);
+                s.opts.defer_accept = v;
+                if let Some(h) = conn {
+                    e(stack.socket(h).set_defer_accept(v))?;
+                }
             }
             (SOL_TCP, TCP_QUICKACK) => {
                 let v = int_arg(val)?;

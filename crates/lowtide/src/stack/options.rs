@@ -569,6 +569,14 @@ impl SocketMut<'_> {
         Ok(())
     }
 
+    /// `TCP_DEFER_ACCEPT` on a connection, as SYN-ACK timeouts (`secs_to_retrans`):
+    /// `do_tcp_setsockopt` sets `rskq_defer_accept` on any socket, and one in
+    /// SYN-SENT then saves the ACK of its SYN-ACK (`tcp_rcv_synsent_state_process`).
+    pub fn set_defer_accept(&mut self, retrans: u8) -> Result<(), SocketError> {
+        self.stack.tcb_mut(self.h)?.req.defer_accept = retrans;
+        Ok(())
+    }
+
     /// `TCP_LINGER2` (`do_tcp_setsockopt`): negative aborts an orphan's FIN-WAIT-2,
     /// 0 restores `tcp_fin_timeout`, seconds are capped at `TCP_FIN_TIMEOUT_MAX`
     /// (120).

@@ -213,11 +213,14 @@ impl Tcb {
 
     /// `tcp_rcv_synsent_state_process`'s ACK of the SYN-ACK: saved when a writer
     /// waits to send on this connection (`sk_write_pending`: its data, sent at once,
-    /// carries the ACK) or the socket is in pingpong mode (`TCP_QUICKACK` 0): the ACK
+    /// carries the ACK), the socket has `TCP_DEFER_ACCEPT` set
+    /// (`icsk_accept_queue.rskq_defer_accept`, which `do_tcp_setsockopt` sets on a
+    /// connecting socket too) or it is in pingpong mode (`TCP_QUICKACK` 0): the ACK
     /// is scheduled, the connection enters quick-ACK mode, and the delayed-ACK timer
     /// runs for `TCP_DELACK_MAX`. Otherwise it goes at once (`tcp_send_ack`).
     pub(crate) fn synsent_ack(&mut self, ctx: &mut super::Ctx) {
-        if self.write_pending == 0 && !self.in_pingpong_mode(ctx.cfg) {
+        let save = self.write_pending > 0 || self.req.defer_accept > 0;
+        if !save && !self.in_pingpong_mode(ctx.cfg) {
             // tcp_send_ack_reflect_ect: on AccECN, ACE echoes the SYN-ACK's IP-ECN.
             self.accecn.reflect = self.ecn_mode_accecn();
             self.send_ack(ctx);
@@ -314,6 +317,32 @@ mod tests {
         t.icsk.rto = Duration::from_millis(300);
         t.rtt.srtt_us = 100_000;
         t
+    }
+
+    /// `tcp_rcv_synsent_state_process`: the ACK of the SYN-ACK goes at once unless a
+    /// writer waits, `TCP_DEFER_ACCEPT` is set (`rskq_defer_accept`) or the socket
+    /// is in pingpong mode; then it is scheduled for `TCP_DELACK_MAX` in quick-ACK
+    /// mode (tests/packetdrill/synack-ack-saved-defer-accept.pkt).
+    #[test]
+    fn synsent_ack_saved_for_writer_defer_accept_or_pingpong() {
+        let cfg = Config::default();
+        for name in ["plain", "writer", "defer_accept", "pingpong"] {
+            let mut st = TestStack::default();
+            let mut t = established(&cfg);
+            match name {
+                "writer" => t.write_pending = 1,
+                "defer_accept" => t.req.defer_accept = 1,
+                "pingpong" => t.ack.pingpong = 1,
+                _ => {}
+            }
+            let saved = name != "plain";
+            let mut ctx = st.ctx(&cfg, Instant::ZERO, false);
+            t.synsent_ack(&mut ctx);
+            assert_eq!(ctx.out.len(), !saved as usize, "{name}");
+            assert_eq!(t.ack.pending, saved, "{name}");
+            let timer = saved.then_some(Instant::ZERO + TCP_DELACK_MAX);
+            assert_eq!(t.ack.timeout, timer, "{name}");
+        }
     }
 
     /// `inet_csk_in_pingpong_mode` reads `net.ipv4.tcp_pingpong_thresh` at every

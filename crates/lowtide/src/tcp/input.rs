@@ -270,9 +270,12 @@ impl Tcb {
     }
 
     /// `tcp_rcv_synsent_state_process`'s PAWS test: a non-zero TSecr lies between
-    /// our TSval at the first SYN (`retrans_stamp`) and now.
+    /// our TSval at the first SYN (`retrans_stamp`) and now. The timestamp counts
+    /// only while `net.ipv4.tcp_timestamps` is on (`saw_tstamp`: `tcp_parse_options`
+    /// with `estab` 0), whatever our SYN carried.
     fn synsent_tsecr_ok(&self, ctx: &Ctx, th: &TcpRepr) -> bool {
-        let (Some((_, ecr)), Some(first)) = (th.options.timestamp, self.undo.retrans_stamp) else {
+        let ts = th.options.timestamp.filter(|_| ctx.cfg.tcp_timestamps);
+        let (Some((_, ecr)), Some(first)) = (ts, self.undo.retrans_stamp) else {
             return true;
         };
         let (lo, hi) = (self.tsval(first), self.tsval(ctx.now));
@@ -772,5 +775,53 @@ impl Tcb {
     /// zero-window RTO of a live socket).
     pub(crate) fn sock_dead(&self) -> bool {
         self.errq.dead
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::time::Instant;
+    use lowtide_wire::tcp::TcpOptions;
+
+    /// `tcp_rcv_synsent_state_process`'s PAWS test of a SYN-ACK: a non-zero TSecr
+    /// outside our first SYN's TSval..now fails, but only while
+    /// `net.ipv4.tcp_timestamps` lets `tcp_parse_options` see the timestamp
+    /// (tests/packetdrill/syn-sent-paws-needs-tcp-timestamps.pkt).
+    #[test]
+    fn synsent_paws_test_needs_tcp_timestamps() {
+        let mut cfg = Config::default();
+        let mut st = crate::tcp::TestStack::default();
+        let first = Instant(1_000_000_000);
+        let now = Instant(1_020_000_000);
+        let mut t = Tcb::for_test(&cfg);
+        t.state = TcpState::SynSent;
+        t.undo.retrans_stamp = Some(first);
+        let synack = |ecr: u32| TcpRepr {
+            flags: TcpFlags::SYN | TcpFlags::ACK,
+            options: TcpOptions {
+                timestamp: Some((7000, ecr)),
+                ..TcpOptions::default()
+            },
+            ..TcpRepr::default()
+        };
+        let (lo, hi) = (t.tsval(first), t.tsval(now));
+        let cases = [
+            (lo, true),
+            (hi, true),
+            (0, true),
+            (lo.wrapping_sub(1), false),
+        ];
+        for (ecr, ok) in cases.into_iter().chain([(hi + 1, false)]) {
+            let ctx = st.ctx(&cfg, now, false);
+            assert_eq!(t.synsent_tsecr_ok(&ctx, &synack(ecr)), ok, "ecr {ecr}");
+        }
+        cfg.tcp_timestamps = false;
+        let ctx = st.ctx(&cfg, now, false);
+        assert!(
+            t.synsent_tsecr_ok(&ctx, &synack(hi + 5000)),
+            "no saw_tstamp"
+        );
     }
 }

@@ -636,9 +636,9 @@ impl Tcb {
         }
         let tmo = self.fin_time(ctx.cfg);
         if tmo > TCP_TIMEWAIT_LEN {
-            self.tw_at = Some(ctx.now + (tmo - TCP_TIMEWAIT_LEN));
+            self.reset_fin_wait2_timer(ctx.now + (tmo - TCP_TIMEWAIT_LEN));
         } else if th.flags.contains(TcpFlags::FIN) {
-            self.tw_at = Some(ctx.now + tmo);
+            self.reset_fin_wait2_timer(ctx.now + tmo);
         } else {
             self.time_wait(ctx, TcpState::FinWait2, tmo);
             return false;
@@ -652,10 +652,19 @@ impl Tcb {
     pub(crate) fn close_fin_wait2(&mut self, ctx: &mut Ctx) {
         let tmo = self.fin_time(ctx.cfg);
         if tmo > TCP_TIMEWAIT_LEN {
-            self.tw_at = Some(ctx.now + (tmo - TCP_TIMEWAIT_LEN));
+            self.reset_fin_wait2_timer(ctx.now + (tmo - TCP_TIMEWAIT_LEN));
         } else {
             self.time_wait(ctx, TcpState::FinWait2, tmo);
         }
+    }
+
+    /// `inet_csk_reset_keepalive_timer` for an orphan's FIN-WAIT-2: the timer is
+    /// `sk_timer`, the one keepalive runs on, so a keepalive time armed before is
+    /// gone (no probe follows; `tcp_keepalive_timer` takes an orphan in FIN-WAIT-2
+    /// to its FIN-WAIT-2 branch whenever it runs).
+    fn reset_fin_wait2_timer(&mut self, at: Instant) {
+        self.tw_at = Some(at);
+        self.keepalive_at = None;
     }
 
     /// `tcp_keepalive_timer` for an orphan in FIN-WAIT-2 (the timer `tw_at` is):
@@ -961,8 +970,12 @@ mod tests {
         let mut t = tcb();
         t.state = TcpState::FinWait2;
         (t.linger2, t.icsk.rto) = (90, Duration::from_millis(200));
+        // The timer is sk_timer, keepalive's: an armed keepalive time goes
+        // (tests/packetdrill/fin-wait2-orphan-timer-replaces-keepalive.pkt).
+        t.keepalive_at = Some(Instant::ZERO + Duration::from_secs(1));
         assert!(t.orphan_fin_wait2(&mut ctx, &th, false));
         assert_eq!(t.tw_at, Some(Instant::ZERO + Duration::from_secs(30)));
+        assert_eq!(t.keepalive_at, None, "inet_csk_reset_keepalive_timer");
         let fin = TcpRepr {
             flags: TcpFlags::ACK | TcpFlags::FIN,
             ..Default::default()

@@ -630,7 +630,8 @@ impl Tcb {
 
     /// `__tcp_close`'s `adjudge_to_death`: `sock_orphan` (SOCK_DEAD), then an
     /// orphan in FIN-WAIT-2 waits `tcp_fin_time` or, with `TCP_LINGER2` negative, is
-    /// reset at once; one still closing meets `tcp_check_oom`.
+    /// reset at once; one still there (FIN-WAIT-2 on its timer beyond 60 s) or
+    /// still closing meets `tcp_check_oom`.
     pub(crate) fn adjudge_to_death(&mut self, ctx: &mut Ctx) {
         self.adjudge_pending = false;
         self.errq.dead = true;
@@ -641,7 +642,8 @@ impl Tcb {
             self.set_closed(ctx);
         } else if self.state == TcpState::FinWait2 {
             self.close_fin_wait2(ctx);
-        } else if !matches!(self.state, TcpState::Closed | TcpState::TimeWait) {
+        }
+        if !matches!(self.state, TcpState::Closed | TcpState::TimeWait) {
             self.close_check_oom(ctx);
         }
     }

@@ -921,6 +921,30 @@ mod tests {
         assert!(t.sock_dead());
     }
 
+    /// `__tcp_close`: an orphan left in FIN-WAIT-2 on its timer (`tcp_fin_time`
+    /// beyond 60 s) meets `tcp_check_oom` as one still closing does: over
+    /// `tcp_max_orphans` it is reset (TcpExtTCPAbortOnMemory); one whose wait fits
+    /// in 60 s is a timewait socket already.
+    #[test]
+    fn an_orphan_waiting_in_fin_wait2_meets_tcp_check_oom() {
+        let cfg = Config {
+            tcp_max_orphans: 0,
+            ..Config::default()
+        };
+        let mut ts = crate::tcp::TestStack::default();
+        for (linger2, closed, aborts) in [(90, true, 1), (30, true, 0)] {
+            let mut ctx = ts.ctx(&cfg, Instant::ZERO, false);
+            ctx.death_row.orphans = 1;
+            let mut t = tcb();
+            t.state = TcpState::FinWait2;
+            (t.linger2, t.icsk.rto) = (linger2, Duration::from_millis(200));
+            t.adjudge_to_death(&mut ctx);
+            assert_eq!(t.state == TcpState::Closed, closed, "linger2 {linger2}");
+            assert_eq!(t.tw_handoff.is_some(), aborts == 0, "linger2 {linger2}");
+        }
+        assert_eq!(ts.mib.get(Mib::TcpExtTCPAbortOnMemory), 1);
+    }
+
     #[test]
     fn fin_time_is_linger2_or_the_sysctl_at_least_three_and_a_half_rto() {
         let cfg = Config::default();

@@ -196,7 +196,7 @@ mod tests {
         let rto = NOW + t.icsk.rto;
         t.icsk.pending = Some((Pending::Retrans, rto));
         let backoff = t.icsk.backoff;
-        t.retransmit_timer(&mut st.ctx(&cfg, rto, false));
+        t.retransmit_timer(&mut st.ctx(&cfg, rto, false), rto);
         assert_eq!(st.out.len(), packets, "no retransmission");
         assert_eq!(st.mib.get(Mib::TcpExtTCPSpuriousRtxHostQueues), 1);
         assert_eq!(st.mib.get(Mib::TcpExtTCPTimeouts), 1);

@@ -134,9 +134,10 @@ impl Tcb {
             let at = ctx.now + Duration::from_millis(remaining as u64);
             self.icsk.pending = Some((Pending::Retrans, at));
         } else {
-            // "RTO revert clocked out retransmission. Will retransmit now."
-            self.icsk.pending = None;
-            self.retransmit_timer(ctx);
+            // "RTO revert clocked out retransmission. Will retransmit now." (with
+            // icsk_timeout still the armed RTO's).
+            let expires = self.icsk.pending.take().map_or(ctx.now, |p| p.1);
+            self.retransmit_timer(ctx, expires);
         }
     }
 }

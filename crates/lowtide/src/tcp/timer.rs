@@ -242,7 +242,7 @@ impl Tcb {
         match self.icsk.pending {
             Some((Pending::Retrans, t)) if t <= now => {
                 self.icsk.pending = None;
-                self.retransmit_timer(ctx);
+                self.retransmit_timer(ctx, t);
             }
             Some((Pending::Probe0, t)) if t <= now => {
                 self.icsk.pending = None;
@@ -268,8 +268,9 @@ impl Tcb {
         }
     }
 
-    /// `tcp_retransmit_timer`.
-    pub(super) fn retransmit_timer(&mut self, ctx: &mut Ctx) {
+    /// `tcp_retransmit_timer`; `expires` is the timer's `icsk_timeout`
+    /// (`tcp_timeout_expires`), which the timer wheel ran late or on time.
+    pub(super) fn retransmit_timer(&mut self, ctx: &mut Ctx, expires: Instant) {
         if self.tfo.rsk.is_some() {
             // Before the SYN-ACK is acknowledged, nothing else is retransmitted.
             return self.fastopen_synack_timer(ctx);
@@ -281,7 +282,7 @@ impl Tcb {
             return;
         }
         if self.state.is_synchronized() && self.snd_wnd == 0 && !self.sock_dead() {
-            return self.zero_window_rto(ctx);
+            return self.zero_window_rto(ctx, expires);
         }
         ctx.mib.inc(Mib::TcpExtTCPTimeouts);
         if self.write_timeout(ctx) {
@@ -357,18 +358,20 @@ impl Tcb {
     /// flight ("receiver dastardly shrinks window"): the retransmissions are window
     /// probes, neither counted as timeouts (TcpExtTCPTimeouts, `tcp_update_rto_stats`)
     /// nor timing the connection out while the peer ACKs them
-    /// (`tcp_rtx_probe0_timed_out`, Linux 6.7+). The RTO still backs off and
-    /// doubles (`out_reset_timer`).
-    fn zero_window_rto(&mut self, ctx: &mut Ctx) {
+    /// (`tcp_rtx_probe0_timed_out`, Linux 6.7+). It ends at `out_reset_timer` as a
+    /// plain timeout does: the RTO backs off and doubles, or, for a thin stream with
+    /// linear timeouts, stays the estimator's (`icsk_retransmits` never counts here,
+    /// so for as long as the window stays shut).
+    fn zero_window_rto(&mut self, ctx: &mut Ctx, expires: Instant) {
         // retrans_stamp, else the head's last transmission (tcp_skb_timestamp_ts).
         let head_sent = self.rtx.first().map_or(self.lsndtime, |s| s.tx_time);
         let since = self.undo.retrans_stamp.unwrap_or(head_sent);
         let rtx_delta = ctx.now.saturating_since(since);
-        if self.rtx_probe0_timed_out(ctx.now, rtx_delta) {
+        if self.rtx_probe0_timed_out(expires, rtx_delta) {
             return self.write_err(ctx);
         }
         self.enter_loss(ctx);
-        self.backoff_rto();
+        self.backoff_rto_or_thin(ctx);
         self.retransmit_hint = self.snd_una;
         self.retransmit_head(ctx, TxRetrans::TimerZeroWindow);
         let rto = self.clamp_rto_to_user_timeout(ctx, self.rto_backed_off());
@@ -378,8 +381,10 @@ impl Tcb {
     /// `tcp_rtx_probe0_timed_out`: no ACK for twice `tcp_rto_max` (or for
     /// `TCP_USER_TIMEOUT`, if shorter) and the probes going on that long; with
     /// `TCP_USER_TIMEOUT`, also probes going on longer than it whatever the ACKs
-    /// ("it does not want win 0 packets to 'reset the timer'").
-    fn rtx_probe0_timed_out(&self, now: Instant, rtx_delta: Duration) -> bool {
+    /// ("it does not want win 0 packets to 'reset the timer'"). The silence is
+    /// measured to the timer's expiry (`tcp_timeout_expires`, Linux 6.11+), not to
+    /// the wheel's later run of it, and may be negative (an ACK since).
+    fn rtx_probe0_timed_out(&self, expires: Instant, rtx_delta: Duration) -> bool {
         let mut timeout = 2 * self.icsk.rto_max;
         if !self.icsk.user_timeout.is_zero() {
             if rtx_delta > self.icsk.user_timeout {
@@ -387,7 +392,7 @@ impl Tcb {
             }
             timeout = timeout.min(self.icsk.user_timeout);
         }
-        let rcv_delta = now.saturating_since(self.rcv_tstamp);
+        let rcv_delta = expires.saturating_since(self.rcv_tstamp);
         rcv_delta > timeout && rtx_delta > timeout
     }
 
@@ -1022,6 +1027,80 @@ mod tests {
         assert!(!t.orphan_fin_wait2(&mut ctx, &th, false));
         assert_eq!(t.state, TcpState::Closed);
         assert_eq!(ctx.mib.get(Mib::TcpExtTCPAbortOnData), 2);
+    }
+
+    /// An established connection with 1000 bytes in flight, an RTO of 300 ms from
+    /// its estimator (srtt 100 ms, rttvar 200 ms), the peer's window shut.
+    fn zero_window_sender(cfg: &Config, st: &mut crate::tcp::TestStack) -> Tcb {
+        let mut t = Tcb::for_test(cfg);
+        t.state = TcpState::Established;
+        t.mss_cache = 1000;
+        (t.snd_una, t.snd_nxt, t.write_seq) = (1, 1, 1);
+        (t.max_window, t.snd_wnd, t.sndbuf) = (1 << 20, 1 << 20, 1 << 20);
+        t.cw.snd_cwnd = 10;
+        let data = [7u8; 1000];
+        let flags = crate::socket::SendFlags::default();
+        let sent = t.sendmsg(&mut st.ctx(cfg, Instant::ZERO, false), &data, &[], flags);
+        assert_eq!(sent, Ok(1000));
+        (t.rtt.est.srtt8, t.rtt.est.rttvar) = (100_000 << 3, 200_000);
+        (t.icsk.rto, t.snd_wnd) = (t.rto_from_estimator(), 0);
+        assert_eq!(t.icsk.rto, Duration::from_millis(300));
+        t
+    }
+
+    /// `tcp_retransmit_timer`'s zero-window branch goes to `out_reset_timer`: with
+    /// `tcp_thin_linear_timeouts` a thin stream (its ssthresh set by the first
+    /// timeout's `tcp_enter_loss`) keeps the estimator's RTO every time, as this
+    /// branch never counts `icsk_retransmits`; without, the RTO doubles
+    /// (tests/packetdrill/zero-window-rto-thin-linear-timeouts.pkt, passed by Linux
+    /// 6.18 too).
+    #[test]
+    fn a_zero_window_rto_stays_linear_for_a_thin_stream() {
+        for (thin, rtos) in [(true, [300, 300, 300]), (false, [600, 1200, 2400])] {
+            let cfg = Config {
+                tcp_thin_linear_timeouts: thin,
+                ..Config::default()
+            };
+            let mut st = crate::tcp::TestStack::default();
+            let mut t = zero_window_sender(&cfg, &mut st);
+            let mut now = Instant::ZERO + Duration::from_millis(300);
+            for rto in rtos {
+                t.retransmit_timer(&mut st.ctx(&cfg, now, false), now);
+                let rto = Duration::from_millis(rto);
+                assert_eq!(t.icsk.rto, rto, "thin {thin}");
+                assert_eq!(t.icsk.pending, Some((Pending::Retrans, now + rto)));
+                assert_eq!(t.icsk.retransmits, 0);
+                assert_eq!(t.icsk.backoff == 0, thin);
+                now += rto;
+            }
+            assert_eq!(st.mib.get(Mib::TcpExtTCPTimeouts), 0);
+        }
+    }
+
+    /// `tcp_rtx_probe0_timed_out` measures the peer's silence to the timer's expiry
+    /// (`tcp_timeout_expires`), not to the wheel's later run of it: a timer due
+    /// just at twice `tcp_rto_max` of silence keeps probing, one due after gives up.
+    #[test]
+    fn zero_window_silence_is_measured_to_the_timers_expiry() {
+        let cfg = Config::default();
+        let mut st = crate::tcp::TestStack::default();
+        let mut t = zero_window_sender(&cfg, &mut st);
+        t.rcv_tstamp = Instant::ZERO;
+        let limit = Instant::ZERO + 2 * t.icsk.rto_max;
+        let late = limit + Duration::from_millis(64);
+        assert!(!t.rtx_probe0_timed_out(limit, late.saturating_since(Instant::ZERO)));
+        assert!(t.rtx_probe0_timed_out(
+            limit + Duration::from_millis(1),
+            late.saturating_since(Instant::ZERO)
+        ));
+        // Run late by the wheel, the timer due at the limit still probes.
+        t.retransmit_timer(&mut st.ctx(&cfg, late, false), limit);
+        assert_eq!(t.state, TcpState::Established);
+        assert_eq!(st.mib.get(Mib::TcpExtTCPAbortOnTimeout), 0);
+        let at = limit + Duration::from_millis(1);
+        t.retransmit_timer(&mut st.ctx(&cfg, late, false), at);
+        assert_eq!(t.state, TcpState::Closed);
+        assert_eq!(st.mib.get(Mib::TcpExtTCPAbortOnTimeout), 1);
     }
 
     /// tcp_clamp_rto_to_user_timeout: the RTO up to what is left of the user

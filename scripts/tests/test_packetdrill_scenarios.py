@@ -142,18 +142,24 @@ def tcp4(src, seq, fl, payload):
     return ip + struct.pack(">HHIIBBHHH", 8080, 1234, seq, 1, 0x50, fl, 1000, 0, 0) + bytes(payload)
 
 
+def write_pcap(pkts):
+    """A pcap file (LINKTYPE_RAW) of pkts, 1 ms apart from 100 s on."""
+    d = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 101)
+    for i, p in enumerate(pkts):
+        d += struct.pack("<IIII", 100, i * 1000, len(p), len(p)) + p
+    f = os.path.join(tempfile.mkdtemp(), "k.pcap")
+    with open(f, "wb") as fh:
+        fh.write(d)
+    return f
+
+
 class Packets(unittest.TestCase):
     ME, PEER = [192, 168, 0, 1], [192, 0, 2, 1]
 
     def test_pcap_keeps_what_the_syn_acks_sender_sent_after_it(self):
         pkts = [tcp4(self.PEER, 5, 0x02, 0), tcp4(self.ME, 0xfffffff0, 0x12, 0),
                 tcp4(self.PEER, 6, 0x10, 0), tcp4(self.ME, 0xfffffff1, 0x18, 1000), tcp4(self.ME, 1001 - 16, 0x11, 0)]
-        d = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 101)
-        for i, p in enumerate(pkts):
-            d += struct.pack("<IIII", 100, i * 1000, len(p), len(p)) + p
-        f = os.path.join(tempfile.mkdtemp(), "k.pcap")
-        with open(f, "wb") as fh:
-            fh.write(d)
+        f = write_pcap(pkts)
         self.assertEqual(ps.pcap_packets(f), [["P.", 1, 1000, 0.002], ["F.", 1001, 0, 0.003]])
 
     def test_packets_other_than_tcp_are_skipped(self):
@@ -166,12 +172,7 @@ class Packets(unittest.TestCase):
         self.assertIsNone(ps.parse_ip(bytes(icmp)))
         self.assertIsNone(ps.parse_ip(tcp4(self.ME, 1, 0x10, 0)[:30]))
         pkts = [tcp4(self.ME, 0xfffffff0, 0x12, 0), rs, bytes(icmp), tcp4(self.ME, 0xfffffff1, 0x18, 100)]
-        d = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 101)
-        for i, p in enumerate(pkts):
-            d += struct.pack("<IIII", 100, i * 1000, len(p), len(p)) + p
-        f = os.path.join(tempfile.mkdtemp(), "k.pcap")
-        with open(f, "wb") as fh:
-            fh.write(d)
+        f = write_pcap(pkts)
         self.assertEqual(ps.pcap_packets(f), [["P.", 1, 100, 0.003]])
 
     def test_lowtide_packets_stop_at_the_last_event(self):
@@ -263,6 +264,7 @@ class Application(unittest.TestCase):
             text, what = ps.scenario_app(seed)
             self.assertTrue(what.startswith("app "), what)
             self.assertIn("tcp_early_retrans=0 net.ipv4.tcp_retrans_collapse=0", text)
+            self.assertNotIn("retrans_collapse", what)  # the drawn sysctls only
             written = sum(int(n) for n in re.findall(r"(?:write|send)\(4, \.\.\., (\d+)", text))
             self.assertEqual(written, int(re.search(r"written=(\d+)", what).group(1)))
             for call in re.findall(r"(?:write|send)\(4, \.\.\., (\d+)(?:, MSG_MORE)?\) = (\d+)", text):
